@@ -1,0 +1,77 @@
+"""Calibrators and their registry.
+
+Every module in this package holds one calibrator: a subclass of
+:class:`~calibdash.calibrators.base.Calibrator` with a registry ``name``.
+The registry is built by scanning the package, so adding a method is adding
+its module.
+
+>>> from calibdash import calibrators
+>>> cal = calibrators.get("platt").fit(scores, labels)      # doctest: +SKIP
+>>> calibrators.available()                                  # doctest: +SKIP
+['platt', 'histogram', 'isotonic', ...]
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ..errors import DataError
+from .base import Calibrator, HyperParam
+
+__all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class"]
+
+#: Display order; methods not named here follow in alphabetical order.
+ORDER = ("platt", "histogram", "isotonic", "bbq", "sbb", "abb", "elite", "mbct")
+
+_REGISTRY: dict[str, type[Calibrator]] | None = None
+
+
+def _scan() -> dict[str, type[Calibrator]]:
+    found: dict[str, type[Calibrator]] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, Calibrator) and obj.name
+                    and obj.__module__ == module.__name__):
+                found[obj.name] = obj
+    rank = {n: i for i, n in enumerate(ORDER)}
+    return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+
+def classes() -> dict[str, type[Calibrator]]:
+    """Registry name -> calibrator class, in display order."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = _scan()
+    return dict(_REGISTRY)
+
+
+def available() -> list[str]:
+    """Names accepted by :func:`get`, in display order."""
+    return list(classes())
+
+
+def get_class(name: str) -> type[Calibrator]:
+    """The calibrator class registered under ``name``."""
+    reg = classes()
+    if name not in reg:
+        raise DataError(f"unknown calibrator {name!r}; available: {', '.join(reg)}.")
+    return reg[name]
+
+
+def get(name: str, **params) -> Calibrator:
+    """A new, unfitted calibrator ``name`` with hyperparameters ``params``.
+
+    Raises
+    ------
+    DataError
+        If ``name`` is not registered or a parameter is unknown.
+    """
+    cls = get_class(name)
+    known = {h.name for h in cls.hyperparams} | set(cls().get_params())
+    unknown = set(params) - known
+    if unknown:
+        raise DataError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
+    return cls(**params)

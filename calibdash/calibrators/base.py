@@ -1,0 +1,218 @@
+"""The contract every calibrator follows.
+
+A calibrator maps a classifier's score in [0, 1] (and, for feature-aware
+methods, the row's features) to a calibrated probability of the positive
+class. It follows scikit-learn's estimator conventions:
+
+* hyperparameters are constructor arguments with documented defaults, stored
+  unchanged on ``self`` (so ``get_params``/``set_params``/``clone`` work);
+* ``fit(scores, labels, features=None)`` validates its input at the edge,
+  learns, and returns ``self``; learned state ends in ``_``;
+* ``predict(scores, features=None)`` returns probabilities in [0, 1];
+* ``diagnostics()`` returns the internals the dashboard draws (plain data:
+  dicts, numpy arrays, DataFrames).
+
+Each class also declares its hyperparameters as :class:`HyperParam` records
+(name, the paper's symbol, range, default, log scale, one-line help), from
+which the UI builds its sliders.
+
+Subclasses implement ``_fit(s, y, features)`` and ``_predict(s, features)``
+on already validated arrays; the public methods here do the validation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..errors import DataError, NotFittedError
+
+__all__ = ["HyperParam", "Calibrator", "check_scores", "check_labels"]
+
+
+@dataclass(frozen=True)
+class HyperParam:
+    """One tunable hyperparameter of a calibrator, as the UI shows it.
+
+    Attributes
+    ----------
+    name : str
+        Constructor argument name.
+    symbol : str
+        The paper's symbol (``"N'"``, ``"C"``, ``"λ"``), shown on the slider.
+    kind : {"int", "float", "bool", "choice"}
+        Widget type.
+    default : Any
+        Default value; equals the constructor default.
+    low, high : float, optional
+        Slider range (for ``int`` and ``float``).
+    log : bool
+        Whether the slider moves on a log scale.
+    choices : tuple, optional
+        Allowed values for ``kind == "choice"``.
+    help : str
+        One line saying what the hyperparameter does.
+    """
+
+    name: str
+    symbol: str
+    kind: str
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple | None = None
+    help: str = ""
+
+    def grid(self, n: int = 41) -> list:
+        """Values a slider offers: integers in range, or a (log-)spaced grid."""
+        if self.kind == "bool":
+            return [False, True]
+        if self.kind == "choice":
+            return list(self.choices or ())
+        lo, hi = float(self.low), float(self.high)
+        if self.log:
+            vals = np.geomspace(lo, hi, n)
+        else:
+            vals = np.linspace(lo, hi, n)
+        if self.kind == "int":
+            out = sorted({int(round(v)) for v in vals} | {int(self.default)})
+            return out
+        out = sorted({float(f"{v:.4g}") for v in vals} | {float(self.default)})
+        return out
+
+
+def check_scores(scores, name: str = "scores") -> np.ndarray:
+    """Return ``scores`` as a 1-D float array of finite values in [0, 1].
+
+    Raises
+    ------
+    DataError
+        If the array is empty, not 1-D, holds NaN/inf, or leaves [0, 1].
+    """
+    try:
+        s = np.asarray(scores, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name} must be numbers: {exc}") from None
+    if s.ndim != 1:
+        s = s.reshape(-1) if s.size == max(s.shape, default=0) else s
+        if s.ndim != 1:
+            raise DataError(f"{name} must be one-dimensional, got shape {np.shape(scores)}.")
+    if s.size == 0:
+        raise DataError(f"{name} is empty.")
+    if not np.all(np.isfinite(s)):
+        raise DataError(f"{name} holds {int((~np.isfinite(s)).sum())} missing or infinite values.")
+    if s.min() < 0.0 or s.max() > 1.0:
+        raise DataError(
+            f"{name} must lie in [0, 1] (found {s.min():.4g} to {s.max():.4g}); map margins or "
+            "logits with the logistic function first (calibdash.load_scores does this)."
+        )
+    return s
+
+
+def check_labels(labels, n: int, require_both: bool = True) -> np.ndarray:
+    """Return ``labels`` as a 1-D int array of 0/1 of length ``n``."""
+    y = np.asarray(labels)
+    if y.ndim != 1:
+        y = y.reshape(-1)
+    if y.shape[0] != n:
+        raise DataError(f"labels has {y.shape[0]} values but scores has {n}.")
+    if y.dtype == bool:
+        y = y.astype(np.int8)
+    try:
+        yf = y.astype(float)
+    except (TypeError, ValueError):
+        raise DataError("labels must be 0/1 (or True/False).") from None
+    if not np.all(np.isfinite(yf)):
+        raise DataError("labels hold missing values.")
+    vals = np.unique(yf)
+    if not set(vals.tolist()) <= {0.0, 1.0}:
+        raise DataError(f"labels must be 0/1; found values {vals[:5].tolist()}.")
+    if require_both and vals.size < 2:
+        raise DataError(f"labels hold one class only ({int(vals[0])}); calibration needs both.")
+    return yf.astype(np.int8)
+
+
+class Calibrator(BaseEstimator):
+    """Base class: validation at the edge, learned state in ``_fit``.
+
+    Class attributes
+    ----------------
+    name : str
+        Registry key (``"platt"``).
+    label : str
+        Display name (``"Platt scaling"``).
+    paper : str
+        Reference for the method, shown in the UI and README.
+    hyperparams : tuple of HyperParam
+        The tunable hyperparameters, in the order the UI shows them.
+    uses_features : bool
+        Whether ``features`` are used (MBCT); others ignore them.
+    """
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    hyperparams: ClassVar[Sequence[HyperParam]] = ()
+    uses_features: ClassVar[bool] = False
+
+    # -- public API ----------------------------------------------------------
+    def fit(self, scores, labels, features=None) -> "Calibrator":
+        """Learn the calibration map from ``scores`` and 0/1 ``labels``.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n,)
+            Classifier scores in [0, 1].
+        labels : array-like of shape (n,)
+            Outcomes, 0 or 1 (both classes must occur).
+        features : pandas.DataFrame, optional
+            Per-row features; only feature-aware calibrators use them.
+
+        Returns
+        -------
+        self
+        """
+        s = check_scores(scores)
+        y = check_labels(labels, s.size)
+        if features is not None and len(features) != s.size:
+            raise DataError(f"features has {len(features)} rows but scores has {s.size}.")
+        self._fit(s, y, features)
+        self.n_train_ = int(s.size)
+        return self
+
+    def predict(self, scores, features=None) -> np.ndarray:
+        """Calibrated probabilities of the positive class, in [0, 1]."""
+        self._check_fitted()
+        s = check_scores(scores)
+        if features is not None and len(features) != s.size:
+            raise DataError(f"features has {len(features)} rows but scores has {s.size}.")
+        p = np.asarray(self._predict(s, features), dtype=float)
+        return np.clip(p, 0.0, 1.0)
+
+    def fit_predict(self, scores, labels, features=None) -> np.ndarray:
+        """``fit`` then ``predict`` on the same rows (in-sample: optimistic)."""
+        return self.fit(scores, labels, features).predict(scores, features)
+
+    def diagnostics(self) -> dict:
+        """Internals the dashboard draws; the base class has none."""
+        self._check_fitted()
+        return {}
+
+    # -- for subclasses --------------------------------------------------------
+    def _fit(self, s: np.ndarray, y: np.ndarray, features) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _predict(self, s: np.ndarray, features) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "n_train_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """Hyperparameter defaults as a dict (name -> default)."""
+        return {h.name: h.default for h in cls.hyperparams}
