@@ -1,0 +1,31 @@
+"""calibdash dashboard: `streamlit run app.py`.
+
+The entry point only routes: pages live in pages/, shared wiring in
+pages/common.py, and every number comes from the calibdash package.
+"""
+import logging
+
+import streamlit as st
+
+from calibdash.errors import DataError
+from pages import common
+
+st.set_page_config(page_title="calibdash — classifier calibration", page_icon=":material/insights:", layout="wide")
+
+pages = [
+    st.Page("pages/data.py", title="Data", icon=":material/folder_open:", url_path="data"),
+    st.Page("pages/explore.py", title="Explore", icon=":material/tune:", url_path="explore"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare:", default=True),
+]
+page = st.navigation(pages)
+with st.sidebar:
+    st.markdown("### :material/insights: calibdash")
+common.sidebar_summary()
+try:
+    page.run()
+except DataError as exc:
+    st.error(f"**This cannot be done with the current data or settings:** {exc}")
+except Exception as exc:  # noqa: BLE001 - the browser must never show a traceback
+    logging.getLogger("calibdash.app").exception("page failed")
+    st.error(f"**Something went wrong** ({type(exc).__name__}: {exc}). "
+             "The details are in the server log; please report them.")

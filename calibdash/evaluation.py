@@ -1,0 +1,291 @@
+"""Held-out evaluation of calibrators.
+
+A calibrator is never judged on the rows it was fitted on unless the user asks
+for it: the :class:`Scheme` says how rows are divided.
+
+``kind="split"``
+    A stratified random split: ``test_size`` of the rows (each class in the
+    same proportion) are held out, the rest fit the calibrators; ``seed``
+    fixes the draw.
+``kind="column"``
+    The file's own split column: rows whose value names a training part
+    (train, training, calib, calibration, fit, dev) fit; rows naming a test
+    part (test, testing, holdout, valid, validation, eval) are judged. Set
+    ``train_value`` when the file uses other words.
+``kind="kfold"``
+    K-fold cross-fitting: every row's calibrated value comes from a model
+    fitted on the other K - 1 folds (stratified, shuffled with ``seed``), so
+    every row is judged once, out of fold.
+``kind="insample"``
+    Fit and judge on all rows: optimistic, offered only because users ask.
+
+:func:`evaluate` returns each method's held-out predictions and a metrics
+table whose first row is the uncalibrated scores on the same rows.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+from sklearn.model_selection import StratifiedKFold, train_test_split
+
+from . import calibrators, metrics
+from .calibrators.base import Calibrator, check_labels, check_scores
+from .errors import DataError
+
+__all__ = ["Scheme", "Evaluation", "split_indices", "evaluate", "combine", "UNCALIBRATED",
+           "TRAIN_WORDS", "TEST_WORDS"]
+
+UNCALIBRATED = "uncalibrated"
+TRAIN_WORDS = frozenset({"train", "training", "calib", "calibration", "cal", "fit", "dev"})
+TEST_WORDS = frozenset({"test", "testing", "holdout", "hold-out", "valid", "validation", "val", "eval"})
+KINDS = ("split", "column", "kfold", "insample")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """How rows are divided between fitting and judging (see the module docstring).
+
+    Parameters
+    ----------
+    kind : {"split", "column", "kfold", "insample"}, default "split"
+    test_size : float, default 0.3
+        Held-out fraction for ``"split"``.
+    seed : int, default 0
+        Seed of the split or of the fold shuffle.
+    n_folds : int, default 5
+        K for ``"kfold"``.
+    train_value : str, optional
+        For ``"column"``: the split column's value marking training rows
+        (every other value is then held out).
+    """
+
+    kind: str = "split"
+    test_size: float = 0.3
+    seed: int = 0
+    n_folds: int = 5
+    train_value: str | None = None
+
+    def describe(self) -> str:
+        """One line for the sidebar and reports."""
+        if self.kind == "split":
+            return (f"Stratified split: {100 * (1 - self.test_size):.0f}% fit / "
+                    f"{100 * self.test_size:.0f}% held out (seed {self.seed})")
+        if self.kind == "column":
+            return "The file's split column" + (f" (train = {self.train_value!r})" if self.train_value else "")
+        if self.kind == "kfold":
+            return f"{self.n_folds}-fold cross-fitting (seed {self.seed})"
+        if self.kind == "insample":
+            return "In-sample: fitted and judged on the same rows (optimistic)"
+        return self.kind
+
+
+def _column_parts(split: np.ndarray, train_value: str | None) -> np.ndarray:
+    """Boolean mask of training rows from a split column."""
+    vals = pd.Series(split).astype(str).str.strip()
+    if train_value is not None:
+        mask = (vals == str(train_value)).to_numpy()
+        if not mask.any():
+            raise DataError(f"no row of the split column has the value {train_value!r}; "
+                            f"its values are {sorted(vals.unique())[:10]}.")
+        return mask
+    low = vals.str.lower()
+    is_train = low.isin(TRAIN_WORDS).to_numpy()
+    is_test = low.isin(TEST_WORDS).to_numpy()
+    unknown = sorted(vals[~(is_train | is_test)].unique())
+    if unknown:
+        raise DataError(
+            f"the split column has values {unknown[:10]} that name neither a training part "
+            f"({', '.join(sorted(TRAIN_WORDS))}) nor a test part ({', '.join(sorted(TEST_WORDS))}); "
+            "choose which value marks the training rows."
+        )
+    return is_train
+
+
+def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fit rows, judged rows) index pairs for ``scheme``: one pair, or K for k-fold.
+
+    Raises
+    ------
+    DataError
+        If a part would be empty or lack a class, or the split column is unusable.
+    """
+    y = np.asarray(labels)
+    n = y.size
+    idx = np.arange(n)
+    if scheme.kind == "split":
+        if not 0 < scheme.test_size < 1:
+            raise DataError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
+        try:
+            tr, te = train_test_split(idx, test_size=scheme.test_size, random_state=scheme.seed, stratify=y)
+        except ValueError as exc:
+            raise DataError(f"cannot split {n} rows with test_size={scheme.test_size}: {exc}") from None
+        pairs = [(np.sort(tr), np.sort(te))]
+    elif scheme.kind == "column":
+        if split is None:
+            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+        mask = _column_parts(np.asarray(split), scheme.train_value)
+        pairs = [(idx[mask], idx[~mask])]
+    elif scheme.kind == "kfold":
+        k = int(scheme.n_folds)
+        if k < 2:
+            raise DataError(f"k-fold needs at least 2 folds, got {k}.")
+        minority = int(min(y.sum(), n - y.sum()))
+        if minority < k:
+            raise DataError(f"{k}-fold cross-fitting needs at least {k} rows of each class; "
+                            f"the smaller class has {minority}.")
+        folds = StratifiedKFold(n_splits=k, shuffle=True, random_state=scheme.seed)
+        pairs = [(tr, te) for tr, te in folds.split(idx, y)]
+    elif scheme.kind == "insample":
+        pairs = [(idx, idx)]
+    else:
+        raise DataError(f"scheme kind must be one of {KINDS}, got {scheme.kind!r}.")
+    for tr, te in pairs:
+        if te.size == 0:
+            raise DataError("the held-out part is empty.")
+        if np.unique(y[tr]).size < 2:
+            raise DataError("the fitting part holds one class only; calibrators need both.")
+    return pairs
+
+
+@dataclass
+class Evaluation:
+    """Held-out predictions and metrics of several methods under one scheme.
+
+    Attributes
+    ----------
+    scheme : Scheme
+    rows : ndarray
+        Indices (into the input arrays) of the judged rows, ascending.
+    labels : ndarray
+        Their labels.
+    predictions : DataFrame
+        One column per method, ``"uncalibrated"`` first; one row per judged row.
+    metrics : DataFrame
+        One row per method (``"uncalibrated"`` first), columns as
+        :data:`calibdash.metrics.METRIC_NAMES`.
+    models : dict
+        Method key -> calibrator fitted on the fitting part (for ``"kfold"``:
+        refitted on all rows, the model a user would deploy; its predictions
+        are not the judged ones).
+    fit_seconds : dict
+        Method key -> seconds spent fitting and predicting (all folds).
+    """
+
+    scheme: Scheme
+    rows: np.ndarray
+    labels: np.ndarray
+    predictions: pd.DataFrame
+    metrics: pd.DataFrame
+    models: dict = field(default_factory=dict)
+    fit_seconds: dict = field(default_factory=dict)
+
+
+def _as_calibrators(methods) -> dict[str, Calibrator]:
+    if isinstance(methods, Mapping):
+        out = {}
+        for key, m in methods.items():
+            out[str(key)] = calibrators.get(m) if isinstance(m, str) else m
+        return out
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    return {m: calibrators.get(m) for m in methods}
+
+
+def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] | str,
+             scheme: Scheme | None = None, *, features: pd.DataFrame | None = None,
+             split=None, n_bins: int = 10, strategy: str = "quantile",
+             progress: Callable[[float, str], None] | None = None) -> Evaluation:
+    """Fit each method on the fitting rows and judge it on held-out rows.
+
+    Parameters
+    ----------
+    scores, labels : array-like
+        Scores in [0, 1] and 0/1 labels.
+    methods : mapping key -> calibrator (unfitted), or registry names
+        Each calibrator is cloned per fold, so the objects passed are not fitted.
+    scheme : Scheme, default ``Scheme()`` (stratified 70/30 split, seed 0)
+    features : DataFrame, optional
+        Passed to calibrators that use features (MBCT).
+    split : array-like, optional
+        The file's split column, for ``Scheme(kind="column")``.
+    n_bins, strategy
+        Binning of ECE and MCE in the metrics table.
+    progress : callable(fraction, message), optional
+        Called after each fitted fold.
+
+    Returns
+    -------
+    Evaluation
+    """
+    scheme = scheme or Scheme()
+    s = check_scores(scores)
+    y = check_labels(labels, s.size)
+    cals = _as_calibrators(methods)
+    if features is not None:
+        features = features.reset_index(drop=True)
+    pairs = split_indices(y, scheme, split)
+    rows = np.sort(np.concatenate([te for _, te in pairs])) if scheme.kind == "kfold" else pairs[0][1]
+    preds = {UNCALIBRATED: s[rows]}
+    models: dict[str, Calibrator] = {}
+    seconds: dict[str, float] = {}
+    total = max(1, len(cals) * len(pairs))
+    done = 0
+    for key, cal in cals.items():
+        t0 = time.perf_counter()
+        out = np.empty(s.size)
+        for tr, te in pairs:
+            f_tr = None if features is None else features.iloc[tr]
+            f_te = None if features is None else features.iloc[te]
+            model = clone(cal).fit(s[tr], y[tr], f_tr)
+            out[te] = model.predict(s[te], f_te)
+            done += 1
+            if progress:
+                progress(done / total, f"{key}: fold {done} of {total}")
+        if scheme.kind == "kfold":
+            model = clone(cal).fit(s, y, features)
+        models[key] = model
+        seconds[key] = time.perf_counter() - t0
+        preds[key] = out[rows]
+    y_rows = y[rows]
+    table = pd.DataFrame(
+        {key: metrics.summary(p, y_rows, n_bins=n_bins, strategy=strategy) for key, p in preds.items()}
+    ).T[list(metrics.METRIC_NAMES)]
+    table.index.name = "method"
+    return Evaluation(scheme=scheme, rows=rows, labels=y_rows,
+                      predictions=pd.DataFrame(preds, index=rows), metrics=table,
+                      models=models, fit_seconds=seconds)
+
+
+def combine(parts: Sequence[Evaluation]) -> Evaluation:
+    """Merge evaluations of different methods made under the same scheme on the same rows.
+
+    Lets a caller fit (and cache) each method on its own and still get one
+    table: the uncalibrated row is kept once, first.
+
+    Raises
+    ------
+    DataError
+        If the parts were judged on different rows or schemes.
+    """
+    if not parts:
+        raise DataError("nothing to combine.")
+    first = parts[0]
+    preds = [first.predictions[[UNCALIBRATED]]]
+    tables = [first.metrics.loc[[UNCALIBRATED]]]
+    models, seconds = {}, {}
+    for part in parts:
+        if part.scheme != first.scheme or not np.array_equal(part.rows, first.rows):
+            raise DataError("evaluations made on different rows or schemes cannot be combined.")
+        cols = [c for c in part.predictions.columns if c != UNCALIBRATED]
+        preds.append(part.predictions[cols])
+        tables.append(part.metrics.loc[cols])
+        models.update(part.models)
+        seconds.update(part.fit_seconds)
+    return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels,
+                      predictions=pd.concat(preds, axis=1), metrics=pd.concat(tables),
+                      models=models, fit_seconds=seconds)

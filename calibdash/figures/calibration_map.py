@@ -1,0 +1,113 @@
+"""Calibration maps: score in, calibrated probability out.
+
+:func:`map_curves` computes the data (a long DataFrame), :func:`calibration_map`
+draws it, with the distribution of scores underneath.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .layout import base_layout
+from .palette import color_of
+
+#: Most rows drawn as points for a feature-aware method (whose map is not a curve).
+MAX_POINTS = 3000
+
+
+def score_grid(scores=None, n: int = 301) -> np.ndarray:
+    """Evaluation grid on [0, 1]: evenly spaced, refined at the scores' quantiles."""
+    grid = np.linspace(0.0, 1.0, n)
+    if scores is not None and len(scores):
+        grid = np.union1d(grid, np.quantile(np.asarray(scores, dtype=float), np.linspace(0, 1, 201)))
+    return grid
+
+
+def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame | None = None,
+               seed: int = 0) -> pd.DataFrame:
+    """Calibrated probability against score, for each fitted model.
+
+    Parameters
+    ----------
+    models : mapping key -> fitted calibrator
+    scores : array-like, optional
+        Scores of the rows being looked at: they refine the grid and, for
+        feature-aware models, are the points drawn.
+    features : DataFrame, optional
+        Features of those rows (feature-aware models).
+
+    Returns
+    -------
+    DataFrame with columns ``method``, ``score``, ``prob``, ``kind`` (``"line"``
+    for a function of the score, ``"points"`` for a feature-aware model drawn
+    as one point per row, at most :data:`MAX_POINTS` rows sampled).
+    """
+    grid = score_grid(scores)
+    parts = []
+    for key, model in models.items():
+        if getattr(model, "uses_features", False) and features is not None and scores is not None:
+            s = np.asarray(scores, dtype=float)
+            idx = np.arange(s.size)
+            if s.size > MAX_POINTS:
+                idx = np.sort(np.random.default_rng(seed).choice(s.size, MAX_POINTS, replace=False))
+            p = model.predict(s[idx], features.iloc[idx].reset_index(drop=True))
+            parts.append(pd.DataFrame({"method": key, "score": s[idx], "prob": p, "kind": "points"}))
+        else:
+            parts.append(pd.DataFrame({"method": key, "score": grid, "prob": model.predict(grid), "kind": "line"}))
+    if not parts:
+        return pd.DataFrame(columns=["method", "score", "prob", "kind"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, str] | None = None,
+                    title: str | None = "Calibration map", height: int = 520, log_x: bool = False,
+                    visible: Mapping[str, bool] | None = None) -> go.Figure:
+    """Draw :func:`map_curves` output: one curve (or point cloud) per method.
+
+    Parameters
+    ----------
+    curves : DataFrame from :func:`map_curves`
+    scores : array-like, optional
+        Drawn as a histogram under the map, so a user sees where the data is.
+    log_x : bool
+        Log-scaled score axis, for scores crowded near 0 (click rates).
+    visible : mapping key -> bool, optional
+        Methods drawn hidden ("legendonly"), toggled from the legend.
+    """
+    labels = dict(labels or {})
+    has_hist = scores is not None and len(scores) > 0
+    fig = make_subplots(rows=2 if has_hist else 1, cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                        row_heights=[0.78, 0.22] if has_hist else [1.0])
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity",
+                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"), row=1, col=1)
+    for key, part in curves.groupby("method", sort=False):
+        name = labels.get(key, key)
+        color = color_of(key)
+        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        if (part["kind"] == "points").all():
+            fig.add_trace(go.Scattergl(
+                x=part["score"], y=part["prob"], mode="markers", name=name, legendgroup=key, visible=vis,
+                marker=dict(color=color, size=4, opacity=0.45),
+                hovertemplate=f"{name}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"), row=1, col=1)
+        else:
+            fig.add_trace(go.Scatter(
+                x=part["score"], y=part["prob"], mode="lines", name=name, legendgroup=key, visible=vis,
+                line=dict(color=color, width=2.5),
+                hovertemplate=f"{name}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"), row=1, col=1)
+    if has_hist:
+        fig.add_trace(go.Histogram(x=np.asarray(scores, dtype=float), nbinsx=60, name="scores", showlegend=False,
+                                   marker=dict(color="#9E9E9E"), hovertemplate="score %{x}<br>rows: %{y:,}<extra></extra>"),
+                      row=2, col=1)
+        fig.update_yaxes(title_text="rows", row=2, col=1)
+    last = 2 if has_hist else 1
+    if log_x:
+        fig.update_xaxes(type="log")
+    else:
+        fig.update_xaxes(range=[-0.02, 1.02])
+    fig.update_xaxes(title_text="score", row=last, col=1)
+    fig.update_yaxes(range=[-0.02, 1.02], title_text="calibrated probability", row=1, col=1)
+    return base_layout(fig, title, height)

@@ -1,0 +1,98 @@
+"""Reliability diagrams: observed frequency against mean prediction per bin.
+
+The data is :func:`calibdash.metrics.reliability_table` (one DataFrame per
+method); :func:`reliability_diagram` only draws it.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .. import metrics
+from .layout import base_layout
+from .palette import color_of, rgba
+
+
+def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = 10,
+                       strategy: str = "uniform") -> dict[str, pd.DataFrame]:
+    """Reliability table of every column of ``predictions`` (method -> table)."""
+    return {str(col): metrics.reliability_table(predictions[col].to_numpy(), labels, n_bins, strategy)
+            for col in predictions.columns}
+
+
+def _hover(t: pd.DataFrame, label: str) -> list[str]:
+    out = []
+    for r in t.itertuples():
+        if r.count == 0:
+            out.append("")
+            continue
+        out.append(
+            f"<b>{label}</b><br>bin {r.lower:.3f} – {r.upper:.3f}<br>rows: {r.count:,}<br>"
+            f"mean prediction: {r.mean_pred:.3f}<br>observed: {r.obs_freq:.3f} "
+            f"[{r.ci_low:.3f}, {r.ci_high:.3f}]<br>gap: {r.gap:+.3f} · PUD {r.pud:.2f}"
+        )
+    return out
+
+
+def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[str, str] | None = None,
+                        title: str | None = "Reliability diagram", show_counts: bool = True,
+                        show_intervals: bool = True, height: int = 520,
+                        visible: Mapping[str, bool] | None = None) -> go.Figure:
+    """Draw one or several methods' reliability tables in one figure.
+
+    Parameters
+    ----------
+    tables : mapping method key -> reliability table
+        From :func:`reliability_tables` or :func:`calibdash.metrics.reliability_table`.
+    labels : mapping key -> display name, optional
+    show_counts : bool
+        A histogram of rows per bin under the diagram (shared x axis).
+    show_intervals : bool
+        Error bars with each bin's 95% interval of the observed frequency.
+    visible : mapping key -> bool, optional
+        Methods drawn but hidden ("legendonly"), so the legend toggles them.
+
+    Empty bins are left as gaps in the curve; hovering a point shows the bin's
+    range, rows, mean prediction, observed frequency with its interval, gap and PUD.
+    """
+    labels = dict(labels or {})
+    rows = 2 if show_counts else 1
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                        row_heights=[0.75, 0.25] if show_counts else [1.0])
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"),
+                  row=1, col=1)
+    for i, (key, t) in enumerate(tables.items()):
+        name = labels.get(key, key)
+        color = color_of(key)
+        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        y = t["obs_freq"].to_numpy(dtype=float)
+        x = t["mean_pred"].to_numpy(dtype=float)
+        err = None
+        if show_intervals:
+            err = dict(type="data", symmetric=False, array=t["ci_high"].to_numpy() - y,
+                       arrayminus=y - t["ci_low"].to_numpy(), color=rgba(color, 0.5), thickness=1.2, width=3)
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="lines+markers", name=name, legendgroup=key, visible=vis,
+            line=dict(color=color, width=2), marker=dict(size=7, color=color),
+            error_y=err, connectgaps=False, text=_hover(t, name), hoverinfo="text",
+        ), row=1, col=1)
+        if show_counts:
+            uniform_edges = np.isfinite(t["lower"]).all() and np.allclose(
+                t["upper"] - t["lower"], (t["upper"] - t["lower"]).iloc[0])
+            centres = (t["lower"] + t["upper"]) / 2 if uniform_edges else t["mean_pred"]
+            fig.add_trace(go.Bar(
+                x=centres, y=t["count"], name=name, legendgroup=key, showlegend=False,
+                visible=vis, marker=dict(color=rgba(color, 0.6)),
+                hovertemplate=f"{name}<br>rows: %{{y:,}}<extra></extra>",
+            ), row=2, col=1)
+    fig.update_xaxes(range=[-0.02, 1.02], row=rows, col=1, title_text="mean predicted probability")
+    fig.update_yaxes(range=[-0.02, 1.02], row=1, col=1, title_text="observed frequency")
+    if show_counts:
+        fig.update_yaxes(title_text="rows", row=2, col=1, rangemode="tozero")
+        fig.update_layout(barmode="group", bargap=0.15)
+    return base_layout(fig, title, height)

@@ -1,0 +1,262 @@
+"""Streamlit wiring shared by the pages: state, caches, widgets.
+
+Everything computed here is computed by ``calibdash``; this module only keys
+caches, reads widget state and turns errors into messages.
+
+State lives in widgets with stable keys and ``persist_state="session"`` (so
+a choice made on one page holds on the others); the one thing kept by hand
+in ``st.session_state`` is the uploaded file (name, bytes, SHA-256), because
+the uploader widget lives on the Data page only.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from calibdash import calibrators, data as cdata, evaluation, metrics, samples
+from calibdash.errors import DataError
+from calibdash.evaluation import Evaluation, Scheme
+
+log = logging.getLogger("calibdash.app")
+
+UPLOAD = "upload"          # session_state key of the uploaded file
+SOURCE = "source"          # "Sample" or "Upload"
+SAMPLE = "sample"          # sample name
+SOURCES = ("Sample", "Upload")
+NONE = "(none)"            # choice meaning "no such column"
+
+
+# -- data ----------------------------------------------------------------------
+@st.cache_data(show_spinner="Reading the file…", max_entries=8)
+def _read_bytes(sha: str, name: str, _data: bytes):
+    """Parse uploaded bytes; keyed on our own SHA-256 of them (st hashes big inputs by sampling)."""
+    return cdata.read_table(_data, filename=name)
+
+
+@st.cache_data(show_spinner="Reading the sample…", max_entries=8)
+def _read_sample(name: str):
+    path = samples.sample_path(name)
+    return cdata.read_table(path.read_bytes(), filename=path.name)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _score_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ScoreSet:
+    kw = dict(roles)
+    return cdata.build_score_set(_df, info=_info, name=_info.name, **kw)
+
+
+def remember_upload(uploaded) -> None:
+    """Keep an uploaded file in the session (its bytes and our hash of them)."""
+    raw = uploaded.getvalue()
+    sha = hashlib.sha256(raw).hexdigest()
+    current = st.session_state.get(UPLOAD)
+    if not current or current["sha"] != sha:
+        st.session_state[UPLOAD] = {"name": uploaded.name, "data": raw, "sha": sha}
+
+
+def using_upload() -> bool:
+    """Whether the active source is an uploaded file (else a sample)."""
+    return st.session_state.get(SOURCE, "Sample") == "Upload" and bool(st.session_state.get(UPLOAD))
+
+
+def source_table():
+    """(DataFrame, FileInfo) of the active source: the chosen sample or the uploaded file.
+
+    Raises DataError for an unreadable file.
+    """
+    if using_upload():
+        up = st.session_state[UPLOAD]
+        return _read_bytes(up["sha"], up["name"], up["data"])
+    return _read_sample(st.session_state.get(SAMPLE, samples.DEFAULT_SAMPLE))
+
+
+def role_key(sha: str, role: str) -> str:
+    """Widget key of a column-role choice; roles are remembered per file."""
+    return f"role.{role}.{sha[:12]}"
+
+
+def chosen_roles(sha: str) -> dict:
+    """The user's column roles for file ``sha`` (missing ones are guessed by calibdash)."""
+    roles = {}
+    for role in ("label", "score", "positive", "split"):
+        v = st.session_state.get(role_key(sha, role))
+        if v == NONE and role == "split":
+            roles["split"] = ""          # calibdash: "" means no split column
+        elif v not in (None, "", NONE):
+            roles[role] = v
+    feats = st.session_state.get(role_key(sha, "features"))
+    if feats is not None:
+        roles["features"] = list(feats)
+    return roles
+
+
+def _freeze(roles: dict) -> tuple:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in roles.items()))
+
+
+def active_score_set() -> cdata.ScoreSet:
+    """The ScoreSet every page works on. Raises DataError with a message for the user."""
+    df, info = source_table()
+    roles = chosen_roles(info.sha256)
+    if not using_upload():
+        sample = samples.SAMPLES.get(st.session_state.get(SAMPLE, samples.DEFAULT_SAMPLE))
+        if sample is not None:
+            roles.setdefault("score", sample.score)
+            roles.setdefault("label", sample.label)
+    frozen = _freeze(roles)
+    try:
+        return _score_set(info.sha256, frozen, df, info)
+    except DataError:
+        if not roles:
+            raise
+        # A remembered role no longer fits (e.g. a column choice from before): fall back to guesses.
+        return _score_set(info.sha256, (), df, info)
+
+
+def score_set_or_stop() -> cdata.ScoreSet:
+    """The active ScoreSet, or an error box and a stop (never a traceback)."""
+    try:
+        return active_score_set()
+    except DataError as exc:
+        st.error(f"**This data cannot be used:** {exc}")
+        st.page_link("pages/data.py", label="Go to the Data page to choose another file or sample", icon=":material/folder_open:")
+        st.stop()
+
+
+# -- evaluation scheme -----------------------------------------------------------
+SCHEME_KINDS = {"split": "Random split", "column": "File's split column", "kfold": "K-fold cross-fitting",
+                "insample": "In-sample (optimistic)"}
+
+
+def current_scheme(ss: cdata.ScoreSet | None = None) -> Scheme:
+    """The evaluation scheme chosen on the Data page (default: the file's split if it has one)."""
+    default_kind = "column" if ss is not None and ss.split_column else "split"
+    kind = st.session_state.get("scheme.kind") or default_kind
+    if kind == "column" and (ss is None or not ss.split_column):
+        kind = "split"
+    return Scheme(kind=kind,
+                  test_size=float(st.session_state.get("scheme.test_size", 0.3)),
+                  seed=int(st.session_state.get("scheme.seed", 0)),
+                  n_folds=int(st.session_state.get("scheme.n_folds", 5)),
+                  train_value=st.session_state.get("scheme.train_value") or None)
+
+
+# -- fitting -------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=512)
+def _evaluate_one(data_key: str, scheme: Scheme, method: str, params: tuple, _ss: cdata.ScoreSet) -> Evaluation:
+    cal = calibrators.get(method, **dict(params))
+    feats = _ss.features if cal.uses_features else None
+    return evaluation.evaluate(_ss.scores, _ss.labels, {method: cal}, scheme, features=feats, split=_ss.split)
+
+
+def evaluate_methods(ss: cdata.ScoreSet, scheme: Scheme, chosen: dict[str, dict]) -> Evaluation:
+    """Held-out evaluation of ``chosen`` (method -> params), each fit cached on data + scheme + params."""
+    parts = []
+    slow = len(chosen) > 0
+    with st.spinner("Fitting calibrators…", show_time=True) if slow else _null():
+        for method, params in chosen.items():
+            parts.append(_evaluate_one(ss.content_key(), scheme, method, tuple(sorted(params.items())), ss))
+    if not parts:
+        return evaluation.evaluate(ss.scores, ss.labels, {}, scheme, split=ss.split)
+    return evaluation.combine(parts)
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+# -- hyperparameter widgets ---------------------------------------------------------------
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def hyperparam_widgets(method: str, container=None) -> dict:
+    """One widget per declared hyperparameter of ``method``; returns name -> value.
+
+    Keys are ``hp.<method>.<name>`` and persist for the session, so Explore and
+    Compare share one setting per method.
+    """
+    cls = calibrators.get_class(method)
+    box = container or st
+    values = {}
+    for hp in cls.hyperparams:
+        key = f"hp.{method}.{hp.name}"
+        label = f"{hp.symbol} — {hp.name}" if hp.symbol else hp.name
+        if hp.kind == "bool":
+            values[hp.name] = box.toggle(label, value=bool(hp.default), key=key, help=hp.help,
+                                         persist_state="session")
+        elif hp.kind == "choice":
+            opts = list(hp.choices)
+            values[hp.name] = box.selectbox(label, opts, index=opts.index(hp.default), key=key, help=hp.help,
+                                            persist_state="session")
+        else:
+            grid = hp.grid()
+            values[hp.name] = box.select_slider(label, options=grid, value=hp.default, key=key,
+                                                help=hp.help + (" (log scale)" if hp.log else ""),
+                                                format_func=_fmt, persist_state="session")
+    return values
+
+
+def method_label(method: str) -> str:
+    return calibrators.get_class(method).label or method
+
+
+def method_labels(keys) -> dict:
+    out = {}
+    for k in keys:
+        if k == evaluation.UNCALIBRATED:
+            out[k] = "Uncalibrated"
+        else:
+            try:
+                out[k] = method_label(k)
+            except DataError:
+                out[k] = k
+    return out
+
+
+# -- display ----------------------------------------------------------------------
+def metrics_frame(table: pd.DataFrame) -> "pd.io.formats.style.Styler":
+    """The metrics table with display names and the best value of each column in bold."""
+    t = table.copy()
+    t.index = [method_labels([k])[k] for k in t.index]
+
+    def best(col: pd.Series):
+        vals = col.to_numpy(dtype=float)
+        if np.all(np.isnan(vals)):
+            return [""] * len(col)
+        target = np.nanmin(vals) if col.name in metrics.LOWER_IS_BETTER else np.nanmax(vals)
+        return ["font-weight: 700; background-color: #E8F4EA" if np.isclose(v, target) else "" for v in vals]
+
+    return t.style.apply(best, axis=0).format("{:.4f}")
+
+
+def sidebar_summary() -> None:
+    """The active data set and evaluation scheme, shown on every page."""
+    with st.sidebar:
+        st.markdown("**Active data**")
+        try:
+            ss = active_score_set()
+        except DataError as exc:
+            st.error(str(exc))
+            return
+        st.caption(f"{ss.name} · {ss.n_rows:,} rows\n\n"
+                   f"score **{ss.score}** · label **{ss.label_column}** (positive = {ss.positive_label!r})")
+        if ss.report.mapped.get(ss.score):
+            st.caption("Scores outside [0, 1] were mapped by the logistic function.")
+        st.markdown("**Evaluation**")
+        st.caption(current_scheme(ss).describe())
+
+
+def show_notes(diag: dict) -> None:
+    for note in diag.get("notes", []) or []:
+        st.info(note, icon=":material/info:")
