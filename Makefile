@@ -1,0 +1,36 @@
+# Two entry points for a fresh machine (each installs what it needs):
+#   make run    start the dashboard on the built-in sample
+#   make test   run the whole test suite (unit, AppTest, end-to-end in headless Chromium)
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PORT   ?= 8501
+
+.PHONY: run test bench chromium clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.testing: $(VENV)/.runtime tests/requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+# Debian's Chromium for the browser tests (never Playwright's own download).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+run: $(VENV)/.runtime
+	$(PY) -m streamlit run app.py --server.port $(PORT)
+
+test: $(VENV)/.testing chromium
+	$(PY) -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
+
+bench: $(VENV)/.testing
+	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) test-results .pytest_cache

@@ -1,0 +1,161 @@
+"""The calibrator contract (every registered method) and the classic calibrators' known results."""
+import inspect
+import pickle
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit
+from sklearn.base import clone
+from sklearn.isotonic import IsotonicRegression
+
+from calibdash import calibrators
+from calibdash.calibrators.platt import logit
+from calibdash.errors import DataError, NotFittedError
+
+ALL = calibrators.available()
+
+
+def test_registry_lists_classic_methods_in_order():
+    assert ALL[:3] == ["platt", "histogram", "isotonic"]
+
+
+def test_unknown_method_and_parameter_are_refused():
+    with pytest.raises(DataError, match="unknown calibrator"):
+        calibrators.get("nope")
+    with pytest.raises(DataError, match="no hyperparameter"):
+        calibrators.get("platt", n_bins=3)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_declared_hyperparameters_match_constructor(name):
+    cls = calibrators.get_class(name)
+    sig = inspect.signature(cls.__init__).parameters
+    assert cls.label and cls.paper
+    for hp in cls.hyperparams:
+        assert hp.name in sig, f"{name}.{hp.name} is not a constructor argument"
+        assert sig[hp.name].default == hp.default, f"{name}.{hp.name} default differs"
+        if hp.kind in ("int", "float"):
+            assert hp.low <= hp.default <= hp.high
+            assert hp.default in hp.grid()
+        if hp.kind == "choice":
+            assert hp.default in hp.choices
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_contract_outputs_in_unit_interval_and_state(name, noisy):
+    s, y = noisy
+    s = s.copy()
+    s[:3] = [0.0, 1.0, 0.5]
+    cal = calibrators.get(name)
+    with pytest.raises(NotFittedError):
+        cal.predict(s)
+    assert cal.fit(s, y) is cal
+    p = cal.predict(np.linspace(0, 1, 501))
+    assert p.shape == (501,) and np.all((p >= 0) & (p <= 1))
+    assert isinstance(cal.diagnostics(), dict)
+    again = pickle.loads(pickle.dumps(cal))
+    np.testing.assert_array_equal(again.predict(s), cal.predict(s))
+    fresh = clone(cal)
+    assert not hasattr(fresh, "n_train_")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_contract_refuses_bad_input(name):
+    cal = calibrators.get(name)
+    with pytest.raises(DataError, match="one class"):
+        cal.fit(np.linspace(0.1, 0.9, 30), np.ones(30))
+    with pytest.raises(DataError, match=r"\[0, 1\]"):
+        cal.fit(np.linspace(-1, 2, 30), np.arange(30) % 2)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_contract_improves_badly_calibrated_scores(name, noisy):
+    """On 5,000 rows whose truth is score**2, every method beats the raw scores' Brier score."""
+    s, y = noisy
+    cal = calibrators.get(name).fit(s[:3000], y[:3000])
+    raw = np.mean((s[3000:] - y[3000:]) ** 2)
+    assert np.mean((cal.predict(s[3000:]) - y[3000:]) ** 2) < raw
+
+
+def _direct_platt(z, t):
+    def nll(w):
+        f = w[0] * z + w[1]
+        return np.sum(np.logaddexp(0, f) - t * f)
+    return minimize(nll, [0.5, 0.0], method="BFGS", options={"gtol": 1e-10}).x
+
+
+@pytest.mark.parametrize("smooth", [False, True])
+def test_platt_equals_direct_likelihood_fit(noisy, smooth):
+    s, y = noisy
+    cal = calibrators.get("platt", smooth_targets=smooth).fit(s, y)
+    n1, n0 = y.sum(), y.size - y.sum()
+    t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2)) if smooth else y.astype(float)
+    a, b = _direct_platt(logit(s), t)
+    assert cal.a_ == pytest.approx(a, abs=1e-5) and cal.b_ == pytest.approx(b, abs=1e-5)
+    np.testing.assert_allclose(cal.predict(s), expit(a * logit(s) + b), atol=1e-6)
+
+
+def test_platt_recovers_known_parameters():
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.01, 0.99, size=200_000)
+    y = (rng.uniform(size=s.size) < expit(2.0 * logit(s) - 0.5)).astype(int)
+    cal = calibrators.get("platt").fit(s, y)
+    assert cal.a_ == pytest.approx(2.0, abs=0.05) and cal.b_ == pytest.approx(-0.5, abs=0.05)
+
+
+def test_isotonic_hand_computed_pav():
+    cal = calibrators.get("isotonic").fit([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1])
+    np.testing.assert_allclose(cal.predict([0.1, 0.2, 0.3, 0.4]), [0, 0.5, 0.5, 1])
+    # step map: the pooled block's value holds up to halfway to the next block
+    np.testing.assert_allclose(cal.predict([0.14, 0.16, 0.36]), [0, 0.5, 1])
+
+
+def test_isotonic_monotone_and_matches_sklearn(noisy):
+    s, y = noisy
+    for mode in ("step", "linear"):
+        cal = calibrators.get("isotonic", interpolation=mode).fit(s, y)
+        assert np.all(np.diff(cal.predict(np.linspace(0, 1, 2001))) >= 0)
+    ref = IsotonicRegression(out_of_bounds="clip").fit(s, y)
+    lin = calibrators.get("isotonic", interpolation="linear").fit(s, y)
+    grid = np.linspace(0, 1, 999)
+    np.testing.assert_allclose(lin.predict(grid), ref.predict(grid), atol=1e-12)
+    step = calibrators.get("isotonic").fit(s, y)
+    np.testing.assert_allclose(step.predict(s), ref.predict(s), atol=1e-12)
+
+
+def test_histogram_bins_hand_computed():
+    s = np.arange(1, 11) / 11
+    y = np.array([0, 0, 1, 0, 0, 1, 1, 0, 1, 1])
+    cal = calibrators.get("histogram", n_bins=2).fit(s, y)
+    assert cal.counts_.tolist() == [5, 5]
+    np.testing.assert_allclose(cal.predict(s), [0.2] * 5 + [0.8] * 5)
+    assert cal.cuts_[0] == pytest.approx((5 / 11 + 6 / 11) / 2)
+
+
+def test_histogram_never_splits_ties_and_estimates_are_bin_means():
+    rng = np.random.default_rng(5)
+    s = np.round(rng.uniform(size=3000), 2)            # heavy ties
+    y = (rng.uniform(size=3000) < s).astype(int)
+    cal = calibrators.get("histogram", n_bins=13).fit(s, y)
+    bins = cal.bin_of(s)
+    for v in np.unique(s):
+        assert np.unique(bins[s == v]).size == 1
+    for b in np.unique(bins):
+        assert cal.predict(s[bins == b])[0] == pytest.approx(y[bins == b].mean())
+    assert cal.counts_.sum() == 3000
+
+
+def test_histogram_bin_size_mode():
+    s = np.linspace(0.01, 0.99, 1000)
+    y = (np.arange(1000) % 3 == 0).astype(int)
+    cal = calibrators.get("histogram", by="size", bin_size=250).fit(s, y)
+    assert cal.counts_.tolist() == [250] * 4
+
+
+def test_constant_scores_do_not_crash():
+    s = np.full(50, 0.3)
+    y = np.arange(50) % 2
+    for name in ALL:
+        p = calibrators.get(name).fit(s, y).predict(np.array([0.1, 0.3, 0.9]))
+        assert np.all((p >= 0) & (p <= 1)), name

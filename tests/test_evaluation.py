@@ -1,0 +1,103 @@
+"""Held-out evaluation: no row is judged by a model that saw it."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibdash import calibrators, metrics
+from calibdash.calibrators.base import Calibrator
+from calibdash.errors import DataError
+from calibdash.evaluation import Scheme, UNCALIBRATED, combine, evaluate, split_indices
+
+
+class Memorizer(Calibrator):
+    """Predicts 1 for scores it was trained on, 0 otherwise: exposes any leak."""
+
+    def _fit(self, s, y, features):
+        self.seen_ = set(s.tolist())
+
+    def _predict(self, s, features):
+        return np.array([1.0 if v in self.seen_ else 0.0 for v in s])
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(7)
+    s = rng.uniform(size=1000)                       # all distinct
+    y = (rng.uniform(size=1000) < s).astype(int)
+    return s, y
+
+
+@pytest.mark.parametrize("scheme", [Scheme("split", test_size=0.25, seed=3), Scheme("kfold", n_folds=4)])
+def test_no_leak(data, scheme):
+    s, y = data
+    ev = evaluate(s, y, {"mem": Memorizer()}, scheme)
+    assert np.all(ev.predictions["mem"] == 0.0)
+
+
+def test_insample_is_in_sample(data):
+    s, y = data
+    ev = evaluate(s, y, {"mem": Memorizer()}, Scheme("insample"))
+    assert np.all(ev.predictions["mem"] == 1.0) and ev.rows.size == 1000
+
+
+def test_split_is_stratified_disjoint_and_sized(data):
+    s, y = data
+    (tr, te), = split_indices(y, Scheme("split", test_size=0.3, seed=1))
+    assert np.intersect1d(tr, te).size == 0 and tr.size + te.size == 1000
+    assert te.size == 300
+    assert abs(y[te].mean() - y.mean()) < 0.01
+
+
+def test_kfold_judges_every_row_once(data):
+    s, y = data
+    pairs = split_indices(y, Scheme("kfold", n_folds=5))
+    judged = np.concatenate([te for _, te in pairs])
+    assert np.sort(judged).tolist() == list(range(1000))
+
+
+def test_column_scheme_words_and_override(data):
+    s, y = data
+    split = np.where(np.arange(1000) < 600, "train", "test")
+    (tr, te), = split_indices(y, Scheme("column"), split)
+    assert tr.tolist() == list(range(600)) and te.tolist() == list(range(600, 1000))
+    odd = np.where(np.arange(1000) < 600, "A", "B")
+    with pytest.raises(DataError, match="neither a training part"):
+        split_indices(y, Scheme("column"), odd)
+    (tr, te), = split_indices(y, Scheme("column", train_value="B"), odd)
+    assert tr.min() == 600
+    with pytest.raises(DataError, match="no split column"):
+        split_indices(y, Scheme("column"), None)
+
+
+def test_metrics_table_first_row_is_uncalibrated(data):
+    s, y = data
+    ev = evaluate(s, y, ["platt", "isotonic"], Scheme(seed=2))
+    assert ev.metrics.index.tolist() == [UNCALIBRATED, "platt", "isotonic"]
+    raw = metrics.summary(s[ev.rows], y[ev.rows])
+    assert ev.metrics.loc[UNCALIBRATED, "ECE"] == pytest.approx(raw["ECE"])
+    assert ev.metrics.loc["platt", "Brier"] == pytest.approx(
+        np.mean((ev.predictions["platt"] - y[ev.rows]) ** 2))
+    # the model kept for display is the one fitted on the fitting rows
+    np.testing.assert_allclose(ev.models["platt"].predict(s[ev.rows]), ev.predictions["platt"])
+
+
+def test_combine_equals_joint_evaluation(data):
+    s, y = data
+    joint = evaluate(s, y, ["platt", "histogram"], Scheme("kfold"))
+    parts = combine([evaluate(s, y, ["platt"], Scheme("kfold")), evaluate(s, y, ["histogram"], Scheme("kfold"))])
+    pd.testing.assert_frame_equal(joint.metrics, parts.metrics)
+    pd.testing.assert_frame_equal(joint.predictions, parts.predictions)
+    with pytest.raises(DataError):
+        combine([evaluate(s, y, ["platt"], Scheme(seed=1)), evaluate(s, y, ["histogram"], Scheme(seed=2))])
+
+
+def test_refusals(data):
+    s, y = data
+    with pytest.raises(DataError, match="at least 2 folds"):
+        evaluate(s, y, ["platt"], Scheme("kfold", n_folds=1))
+    with pytest.raises(DataError, match="strictly between"):
+        evaluate(s, y, ["platt"], Scheme(test_size=1.5))
+    yy = np.zeros(1000, dtype=int)
+    yy[:3] = 1
+    with pytest.raises(DataError, match="5-fold"):
+        evaluate(s, yy, ["platt"], Scheme("kfold"))
