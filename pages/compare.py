@@ -26,21 +26,20 @@ ev = common.evaluate_methods(ss, scheme, params)
 labels = common.method_labels(ev.predictions.columns)
 st.caption(f"{ss.name} · score **{ss.score}** · judged on {len(ev.rows):,} held-out rows · {scheme.describe()}")
 
+k1, k2, k3 = st.columns([2, 1, 1])
+n_bins = k1.select_slider("Bins of the reliability diagram", [5, 10, 15, 20, 30, 50], value=10,
+                          key="compare.n_bins", persist_state="session")
+strategy = k2.segmented_control("Binning", ["uniform", "quantile"], default="uniform", key="compare.strategy",
+                                persist_state="session", help="Equal-width bins on [0, 1] or equal-count bins.")
+log_x = k3.toggle("Log-scaled score axis", key="compare.logx", persist_state="session",
+                  help="Helps when scores crowd near 0 (click or default rates).")
 c1, c2 = st.columns(2)
-with c1:
-    n_bins = st.select_slider("Bins of the reliability diagram", [5, 10, 15, 20, 30, 50], value=10,
-                              key="compare.n_bins", persist_state="session")
-    strategy = st.segmented_control("Binning", ["uniform", "quantile"], default="uniform", key="compare.strategy",
-                                    persist_state="session", help="Equal-width bins on [0, 1] or equal-count bins.")
-    tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy or "uniform")
-    st.plotly_chart(figures.reliability_diagram(tables, labels=labels), key="compare.reliability")
-with c2:
-    log_x = st.toggle("Log-scaled score axis", key="compare.logx", persist_state="session",
-                      help="Helps when scores crowd near 0 (click or default rates).")
-    curves = figures.map_curves(ev.models, ev.predictions[UNCALIBRATED].to_numpy(),
-                                ss.features.iloc[ev.rows] if ss.features is not None else None)
-    st.plotly_chart(figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels, log_x=log_x),
-                    key="compare.map")
+tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy or "uniform")
+c1.plotly_chart(figures.reliability_diagram(tables, labels=labels), key="compare.reliability")
+curves = figures.map_curves(ev.models, ev.predictions[UNCALIBRATED].to_numpy(),
+                            ss.features.iloc[ev.rows] if ss.features is not None else None)
+c2.plotly_chart(figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels, log_x=log_x),
+                key="compare.map")
 
 st.subheader("Metrics on the held-out rows")
 st.dataframe(common.metrics_frame(ev.metrics))
