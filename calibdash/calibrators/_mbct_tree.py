@@ -1,0 +1,481 @@
+"""Private machinery of the MBCT calibrator (``calibdash.calibrators.mbct``).
+
+Three pieces, each usable and testable on its own:
+
+* feature coding (:class:`ColumnCode`, :func:`learn_codes`, :func:`encode`):
+  every input column becomes small integer codes: the score in equal-width
+  bins, numeric columns in quantile bins, categorical columns as they are;
+* the node-local loss (:func:`grouped_mvce`): the multi-view calibration
+  error of :func:`calibdash.metrics.mvce`, for many groups of rows and many
+  candidate predictions at once, on shared random views;
+* the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth
+  with multiway splits and one scale factor per node, and routing of new rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import metrics
+from ..errors import DataError
+
+#: Kinds of coded column. "score" and "numeric" codes are ordered (a split
+#: cuts them into ranges); "categorical" codes are not (a split groups values).
+SCORE, NUMERIC, CATEGORICAL = "score", "numeric", "categorical"
+
+
+# ----------------------------------------------------------------------------
+# Feature coding
+# ----------------------------------------------------------------------------
+@dataclass
+class ColumnCode:
+    """How one input column is turned into integer codes ``0 .. n_codes - 1``.
+
+    Attributes
+    ----------
+    name : str
+        Display name (the DataFrame column, or ``"score"``).
+    kind : {"score", "numeric", "categorical"}
+    n_codes : int
+        Number of codes learned at fit time.
+    edges : ndarray, optional
+        Inner bin edges (score and numeric columns); a value equal to an edge
+        goes to the upper bin.
+    categories : pandas.Index, optional
+        The values seen at fit time, in code order (categorical columns).
+    missing_code : int
+        Code of a missing value (NaN), or -1 when none was seen at fit time:
+        a missing value is then *unseen*.
+    """
+
+    name: str
+    kind: str
+    n_codes: int
+    edges: np.ndarray | None = None
+    categories: pd.Index | None = None
+    missing_code: int = -1
+
+    @property
+    def ordered(self) -> bool:
+        """Whether codes are ordered (split into ranges rather than groups)."""
+        return self.kind != CATEGORICAL
+
+    def encode(self, values) -> np.ndarray:
+        """Codes of ``values`` (int32); -1 marks a value unseen at fit time."""
+        if self.kind == SCORE:
+            return metrics.bin_assignments(values, self.n_codes, "uniform").astype(np.int32)
+        if self.kind == NUMERIC:
+            x = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
+            code = np.searchsorted(self.edges, x, side="right").astype(np.int32)
+            code[np.isnan(x)] = self.missing_code
+            return code
+        values = np.asarray(values, dtype=object)
+        code = self.categories.get_indexer(values).astype(np.int32)
+        if self.missing_code >= 0:
+            code[pd.isna(values)] = self.missing_code
+        return code
+
+    def describe(self, codes: np.ndarray) -> str:
+        """Plain text for a set of codes: ``"x ∈ [0.2, 0.5)"``, ``"site = 3"``."""
+        codes = np.sort(np.asarray(codes, dtype=int))
+        missing = self.missing_code >= 0 and codes.size and codes[-1] == self.missing_code
+        if missing:
+            codes = codes[:-1]
+        parts = []
+        if codes.size and self.ordered:
+            lo = -np.inf if codes[0] == 0 else self.edges[codes[0] - 1]
+            hi = np.inf if codes[-1] >= self.edges.size else self.edges[codes[-1]]
+            if self.kind == SCORE:
+                lo, hi = max(lo, 0.0), min(hi, 1.0)
+            parts.append(f"{self.name} ∈ [{lo:.4g}, {hi:.4g}{']' if hi == 1.0 and self.kind == SCORE else ')'}")
+        elif codes.size:
+            vals = [str(self.categories[c]) for c in codes]
+            if len(vals) == 1:
+                parts.append(f"{self.name} = {vals[0]}")
+            else:
+                shown = ", ".join(vals[:4]) + (f", … (+{len(vals) - 4})" if len(vals) > 4 else "")
+                parts.append(f"{self.name} ∈ {{{shown}}}")
+        if missing:
+            parts.append(f"{self.name} missing")
+        return " or ".join(parts)
+
+
+def column_kind(col: pd.Series) -> str:
+    """``"categorical"`` for category, string, object and bool columns; ``"numeric"`` for numbers."""
+    dt = col.dtype
+    if (isinstance(dt, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dt)
+            or pd.api.types.is_object_dtype(dt) or pd.api.types.is_string_dtype(dt)):
+        return CATEGORICAL
+    if pd.api.types.is_numeric_dtype(dt):
+        return NUMERIC
+    raise DataError(f"feature column {col.name!r} has type {dt}, which MBCT cannot use; "
+                    "pass numbers, strings or a category column.")
+
+
+def learn_codes(col: pd.Series, n_quantiles: int) -> ColumnCode:
+    """Learn the coding of one feature column from its training values.
+
+    Numeric columns are cut at their ``n_quantiles``-quantiles (repeated
+    quantiles merge, so a column with few distinct values gets fewer bins);
+    categorical columns keep each value seen. A missing value seen at fit
+    time gets a code of its own (the last one).
+    """
+    name = str(col.name)
+    has_nan = bool(col.isna().any())
+    if column_kind(col) == NUMERIC:
+        x = col.to_numpy(dtype=float, na_value=np.nan)
+        finite = x[~np.isnan(x)]
+        qs = np.linspace(0.0, 1.0, int(n_quantiles) + 1)[1:-1]
+        edges = np.unique(np.quantile(finite, qs)) if finite.size else np.empty(0)
+        n = edges.size + 1
+        return ColumnCode(name, NUMERIC, n + has_nan, edges=edges, missing_code=n if has_nan else -1)
+    values = col.dropna()
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = pd.Index(col.cat.categories[np.unique(col.cat.codes[col.cat.codes >= 0])])
+    else:
+        cats = pd.Index(pd.unique(values.to_numpy(dtype=object)))
+        try:
+            cats = cats.sort_values()
+        except TypeError:
+            pass
+    n = len(cats)
+    return ColumnCode(name, CATEGORICAL, n + has_nan, categories=cats, missing_code=n if has_nan else -1)
+
+
+def score_code(n_bins: int) -> ColumnCode:
+    """The score as a feature: ``n_bins`` equal-width bins on [0, 1] (the paper's 100)."""
+    return ColumnCode("score", SCORE, int(n_bins), edges=np.arange(1, int(n_bins)) / int(n_bins))
+
+
+def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None) -> np.ndarray:
+    """Code matrix (n, len(codes)), int32: column 0 the score, then the features.
+
+    A feature column absent from ``features`` (or ``features=None``) is coded
+    -1 (unseen) on every row.
+    """
+    out = np.empty((s.size, len(codes)), dtype=np.int32)
+    out[:, 0] = codes[0].encode(s)
+    for j, c in enumerate(codes[1:], start=1):
+        out[:, j] = -1 if features is None else c.encode(features[c.name].to_numpy())
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Node-local loss
+# ----------------------------------------------------------------------------
+def random_views(n: int, n_views: int, seed) -> np.ndarray:
+    """``n_views`` random permutations of ``range(n)`` (int32), drawn as :func:`metrics.mvce` draws them."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((int(n_views), n), dtype=np.int32 if n < 2 ** 31 else np.int64)
+    for v in range(int(n_views)):
+        out[v] = rng.permutation(n)
+    return out
+
+
+def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views: np.ndarray,
+                 bin_size: int, p: float = 1.0) -> np.ndarray:
+    """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals.
+
+    The definition is :func:`calibdash.metrics.mvce`'s: in each view the
+    rows are taken in a random order and cut into bins of ``bin_size`` rows
+    (the last ``N mod bin_size`` rows join the last bin, a group with fewer
+    than ``bin_size`` rows is one bin); the loss is the mean over views of
+    the l_p mean over bins of ``|mean(prediction - label)|``. Here a group's
+    view is the view of all rows restricted to the group (a uniformly random
+    order of the group's rows, as a fresh shuffle would be), and all columns
+    share the views, so candidate predictions of one node are compared on the
+    same partitions. With one group and ``views = random_views(n, r, seed)``
+    the result equals ``metrics.mvce(pred, labels, bin_size, r, p, seed)``.
+
+    Parameters
+    ----------
+    residuals : ndarray, shape (C, n)
+        Prediction minus label of every row, one row per candidate prediction.
+    group : ndarray of int, shape (n,)
+        Group of each row, 0 .. n_groups - 1, or -1 for a row that takes no part.
+    views : ndarray, shape (r, n)
+        Each row a permutation of ``range(n)``.
+    bin_size, p :
+        The MVCE's bin size M and norm p.
+
+    Returns
+    -------
+    ndarray, shape (n_groups, C)
+    """
+    d = np.ascontiguousarray(residuals, dtype=float)
+    if d.ndim == 1:
+        d = d[None, :]
+    n_cols, n = d.shape
+    m = int(bin_size)
+    if m < 1:
+        raise DataError(f"the MVCE bin size must be at least 1, got {bin_size}.")
+    group = np.asarray(group)
+    sizes = np.bincount(group[group >= 0], minlength=n_groups)
+    if np.any(sizes == 0):
+        raise ValueError("every group needs at least one row")
+    n_active = int(sizes.sum())
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    n_bins = np.maximum(1, sizes // m)
+    bin_start = np.concatenate([[0], np.cumsum(n_bins)])
+    total = int(bin_start[-1])
+    # every view has the same bin sizes: m rows, the remainder in each group's last bin
+    counts = np.full(total, float(m))
+    counts[bin_start[1:] - 1] += sizes - n_bins * m
+    label = np.where(group >= 0, group, n_groups).astype(np.int16 if n_groups < 32767 else np.int32)
+    rank = np.arange(n_active)
+    bin_of_row = np.full(n, total, dtype=np.intp)          # rows outside every group: a spare bin
+    acc = np.zeros((n_groups, n_cols))
+    for perm in views:
+        lab = label[perm]
+        order = np.argsort(lab, kind="stable")[:n_active]  # by group, random order within
+        g = lab[order].astype(np.intp)
+        pos = rank - starts[g]
+        bin_of_row[perm[order]] = np.minimum(pos // m, n_bins[g] - 1) + bin_start[g]
+        pce = np.stack([np.bincount(bin_of_row, weights=d[c], minlength=total + 1)[:total]
+                        for c in range(n_cols)])
+        pce = np.abs(pce) / counts
+        if p == 1:
+            per_group = np.add.reduceat(pce, bin_start[:-1], axis=1) / n_bins
+        else:
+            per_group = (np.add.reduceat(pce ** p, bin_start[:-1], axis=1) / n_bins) ** (1.0 / p)
+        acc += per_group.T
+    return acc / max(1, len(views))
+
+
+# ----------------------------------------------------------------------------
+# Multiway split of one node on one feature
+# ----------------------------------------------------------------------------
+def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.ndarray:
+    """Child slot of each code of an ordered feature: consecutive ranges of >= ``min_rows`` rows.
+
+    Codes are taken in order and a range is closed as soon as it holds
+    ``min_rows`` rows and the codes left hold ``min_rows`` more, so every
+    range holds at least ``min_rows`` rows (the last one takes the rest).
+    Codes without rows in the node join the range around them, so a
+    value of the feature's range never falls through. ``tail_code`` (the
+    missing-value code) is placed last, and is -1 (unseen) when absent.
+    """
+    k = counts.size
+    order = np.arange(k)
+    if tail_code >= 0:
+        order = np.concatenate([order[order != tail_code], [tail_code]])
+    slots = np.empty(k, dtype=np.int32)
+    remaining = int(counts.sum())
+    child, acc = 0, 0
+    for code in order:
+        c = int(counts[code])
+        slots[code] = child
+        acc += c
+        remaining -= c
+        if acc >= min_rows and remaining >= min_rows:
+            child, acc = child + 1, 0
+    if tail_code >= 0 and counts[tail_code] == 0:
+        slots[tail_code] = -1
+    return slots
+
+
+def categorical_slots(counts: np.ndarray, min_rows: int) -> np.ndarray:
+    """Child slot of each code of a categorical feature.
+
+    Each value with at least ``min_rows`` rows in the node is a child; the
+    smaller values are pooled into one "other" child, or, when the pool holds
+    fewer than ``min_rows`` rows, join the smallest large child. Values
+    without rows in the node get -1 (unseen here).
+    """
+    slots = np.full(counts.size, -1, dtype=np.int32)
+    big = np.flatnonzero(counts >= min_rows)
+    slots[big] = np.arange(big.size)
+    small = (counts > 0) & (counts < min_rows)
+    if small.any():
+        if counts[small].sum() >= min_rows or big.size == 0:
+            slots[small] = big.size
+        else:
+            slots[small] = slots[big[np.argmin(counts[big])]]
+    return slots
+
+
+# ----------------------------------------------------------------------------
+# The tree
+# ----------------------------------------------------------------------------
+@dataclass
+class Tree:
+    """One calibration tree: a bin per node, a scale factor per node.
+
+    Nodes are numbered breadth first (the root is 0, a child's number is
+    larger than its parent's). ``feature[k]`` is the code column node ``k``
+    splits on (-1 for a leaf) and ``tables[k]`` maps that column's codes to
+    child node numbers (-1: the value was not seen in the node; the row stays
+    at node ``k`` and takes its scale). A row's output is ``scale[node] * f``
+    for the node it ends at.
+    """
+
+    feature: list = field(default_factory=list)
+    parent: list = field(default_factory=list)
+    depth: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    positives: list = field(default_factory=list)
+    sum_input: list = field(default_factory=list)
+    sum_score: list = field(default_factory=list)
+    loss_node: list = field(default_factory=list)
+    loss_split: list = field(default_factory=list)
+    condition: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+
+    def add_node(self, parent: int, depth: int, rows: int, positives: float, sum_input: float,
+                 sum_score: float, condition: str) -> int:
+        for name, value in (("feature", -1), ("parent", parent), ("depth", depth), ("rows", rows),
+                            ("positives", positives), ("sum_input", sum_input), ("sum_score", sum_score),
+                            ("loss_node", np.nan), ("loss_split", np.nan), ("condition", condition),
+                            ("tables", None)):
+            getattr(self, name).append(value)
+        return len(self.parent) - 1
+
+    def freeze(self) -> "Tree":
+        """Turn the growth lists into arrays and build the routing table."""
+        for name in ("feature", "parent", "depth", "rows"):
+            setattr(self, name, np.asarray(getattr(self, name), dtype=np.int64))
+        for name in ("positives", "sum_input", "sum_score", "loss_node", "loss_split"):
+            setattr(self, name, np.asarray(getattr(self, name), dtype=float))
+        sizes = np.array([0 if t is None else t.size for t in self.tables], dtype=np.int64)
+        self.table_len = sizes
+        self.table_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self.table_flat = (np.concatenate([t for t in self.tables if t is not None])
+                           if sizes.sum() else np.empty(0, dtype=np.int64)).astype(np.int64)
+        return self
+
+    @property
+    def scale(self) -> np.ndarray:
+        """Scale factor of each node: ``sum(y) / sum(f)`` (1 where ``sum(f) = 0``)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.sum_input > 0, self.positives / self.sum_input, 1.0)
+
+    @property
+    def n_leaves(self) -> int:
+        return int(np.sum(self.feature < 0))
+
+    def route(self, codes: np.ndarray) -> np.ndarray:
+        """Node each row ends at (a leaf, or the node where its value was unseen)."""
+        node = np.zeros(codes.shape[0], dtype=np.int64)
+        idx = np.arange(codes.shape[0])
+        while idx.size:
+            feat = self.feature[node[idx]]
+            idx = idx[feat >= 0]
+            if not idx.size:
+                break
+            nd = node[idx]
+            code = codes[idx, self.feature[nd]]
+            ok = (code >= 0) & (code < self.table_len[nd])
+            child = np.full(idx.size, -1, dtype=np.int64)
+            child[ok] = self.table_flat[self.table_start[nd[ok]] + code[ok]]
+            moved = child >= 0
+            node[idx[moved]] = child[moved]
+            idx = idx[moved]
+        return node
+
+
+def _sums(keys: np.ndarray, size: int, f: np.ndarray, y: np.ndarray, s: np.ndarray):
+    """Rows, positives, sum of f and sum of scores per key."""
+    return (np.bincount(keys, minlength=size), np.bincount(keys, weights=y, minlength=size),
+            np.bincount(keys, weights=f, minlength=size), np.bincount(keys, weights=s, minlength=size))
+
+
+def _ratio(num, den):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, 1.0)
+
+
+def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
+              s: np.ndarray, *, max_depth: int, min_rows: int, loss_bin_size: int,
+              views: np.ndarray, p: float = 1.0) -> tuple[Tree, np.ndarray]:
+    """Grow one calibration tree on the rows' current predictions ``f``.
+
+    Level by level, every open node (depth < ``max_depth`` and at least
+    ``2 * min_rows`` rows) tries a multiway split on every code column
+    (:func:`ordered_slots` / :func:`categorical_slots`: each child holds at
+    least ``min_rows`` rows), calibrates each child by its scale
+    ``sum(y) / sum(f)`` and scores the node's rows by :func:`grouped_mvce`
+    (MBCT Eq. 12). The column with the lowest node-local loss is used if that
+    loss is below the loss of the node's own calibration (stopping rule 3);
+    a column giving fewer than two children is not a candidate.
+
+    Returns
+    -------
+    tree : Tree (frozen)
+    node_of_row : ndarray, the leaf each training row ends at
+    """
+    n, n_cols = codes.shape
+    tree = Tree()
+    tree.add_node(-1, 0, n, float(y.sum()), float(f.sum()), float(s.sum()), "all rows")
+    node_of_row = np.zeros(n, dtype=np.int64)
+    frontier = [0]
+    yf = y.astype(float)
+    for depth in range(int(max_depth)):
+        open_nodes = [k for k in frontier if tree.rows[k] >= 2 * min_rows]
+        if not open_nodes:
+            break
+        n_open = len(open_nodes)
+        local = np.full(len(tree.parent), -1, dtype=np.int64)
+        local[open_nodes] = np.arange(n_open)
+        grp = local[node_of_row]
+        act = grp >= 0
+        ga = grp[act]
+        fa, ya, sa = f[act], yf[act], s[act]
+        node_scale = _ratio(np.array([tree.positives[k] for k in open_nodes]),
+                            np.array([tree.sum_input[k] for k in open_nodes]))
+        resid = np.zeros((n_cols + 1, n))
+        resid[0, act] = node_scale[ga] * fa - ya
+        plans = []                                   # per column: (slots per node, stats per (node, code))
+        valid = np.zeros((n_open, n_cols), dtype=bool)
+        for j, cc in enumerate(column_codes):
+            k = cc.n_codes
+            keys = ga * k + codes[act, j]
+            stats = _sums(keys, n_open * k, fa, ya, sa)
+            cnt = stats[0].reshape(n_open, k)
+            slots = np.empty((n_open, k), dtype=np.int32)
+            for i in range(n_open):
+                slots[i] = (ordered_slots(cnt[i], min_rows, cc.missing_code) if cc.ordered
+                            else categorical_slots(cnt[i], min_rows))
+            n_child = slots.max(axis=1) + 1
+            valid[:, j] = n_child >= 2
+            # scale of each (node, slot); invalid nodes keep their own scale
+            offset = np.concatenate([[0], np.cumsum(n_child)[:-1]])
+            gslot = np.where(slots >= 0, slots + offset[:, None], -1).ravel()
+            used = gslot >= 0
+            cy = np.bincount(gslot[used], weights=stats[1][used], minlength=n_child.sum())
+            cf = np.bincount(gslot[used], weights=stats[2][used], minlength=n_child.sum())
+            child_scale = _ratio(cy, cf)
+            row_scale = child_scale[gslot[keys]]
+            row_scale = np.where(valid[ga, j], row_scale, node_scale[ga])
+            resid[j + 1, act] = row_scale * fa - ya
+            plans.append((slots, stats))
+        loss = grouped_mvce(resid, grp, n_open, views, loss_bin_size, p)
+        next_frontier = []
+        for i, node in enumerate(open_nodes):
+            tree.loss_node[node] = loss[i, 0]
+            cand = np.where(valid[i], loss[i, 1:], np.inf)
+            j = int(np.argmin(cand))
+            if not np.isfinite(cand[j]) or not cand[j] < loss[i, 0] * (1 - 1e-12):
+                continue
+            tree.loss_split[node] = cand[j]
+            slots, stats = plans[j]
+            k = column_codes[j].n_codes
+            sl = slots[i]
+            n_child = int(sl.max()) + 1
+            child_ids = np.empty(n_child, dtype=np.int64)
+            for c in range(n_child):
+                members = np.flatnonzero(sl == c)
+                sel = i * k + members
+                child_ids[c] = tree.add_node(
+                    node, depth + 1, int(stats[0][sel].sum()), float(stats[1][sel].sum()),
+                    float(stats[2][sel].sum()), float(stats[3][sel].sum()),
+                    column_codes[j].describe(members[stats[0][sel] > 0] if not column_codes[j].ordered
+                                             else members))
+            tree.feature[node] = j
+            tree.tables[node] = np.where(sl >= 0, child_ids[np.maximum(sl, 0)], -1)
+            rows = np.flatnonzero(node_of_row == node)
+            node_of_row[rows] = tree.tables[node][codes[rows, j]]
+            next_frontier.extend(child_ids.tolist())
+        frontier = next_frontier
+    return tree.freeze(), node_of_row

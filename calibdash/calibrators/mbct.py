@@ -1,0 +1,393 @@
+"""MBCT: multiple boosting calibration trees (feature-aware binning)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import metrics
+from ..errors import DataError
+from ._mbct_tree import CATEGORICAL, encode, grouped_mvce, grow_tree, learn_codes, random_views, score_code
+from .base import Calibrator, HyperParam, check_scores
+
+#: Random views of the global (boosting) loss: the paper's r for evaluation.
+GLOBAL_VIEWS = 100
+
+
+class MBCTCalibrator(Calibrator):
+    """Multiple Boosting Calibration Trees (Huang et al., 2022).
+
+    Bins are the leaves of calibration trees grown on the rows' features and
+    score; inside a bin the prediction is rescaled linearly; several trees
+    are boosted, each calibrating the previous trees' output.
+
+    The method, and where the paper left a choice open
+    --------------------------------------------------
+    The authors published data but no code (their repositories hold the
+    benchmark arrays and a README), so every choice below follows the
+    paper's text; where the text is silent the choice is said.
+
+    Features (paper Sec. 5.1 and App. A.1)
+        The score is a feature of ``score_bins`` (100) equal-width bins;
+        categorical columns (category, string, object or bool dtype) are used
+        as they are; numeric columns are cut into ``n_quantiles`` quantile
+        bins learned on the training rows. The score feature is the raw
+        score in every tree (a fixed input, as the paper's feature list
+        reads), while the node calibrator acts on the previous trees'
+        output. A missing value seen at fit time
+        is a value of its own. Integer columns are numeric: give label-encoded
+        categories the ``category`` dtype.
+    Node calibrator (the "linear function" of Sec. 4.3)
+        ``f' = a f`` with ``a = sum(y) / sum(f)`` over the node's rows, ``f``
+        the input of the tree (the raw score for the first tree). This is the
+        paper's per-node scale: it sets the node's partition calibration
+        error (Eq. 4) to zero, i.e. its PUD (Eq. 6) to 1, and keeps the order
+        of the rows inside the node (individual calibration). ``a`` is the
+        node's PUD before calibration. A score of 0 stays 0.
+    Split (Eq. 12)
+        A leaf is split on the feature whose multiway split, each child
+        calibrated by its own scale, gives the lowest node-local MVCE (Eq. 10)
+        on the node's rows. The paper splits on every value of the feature;
+        here each child must hold at least ``bin_size`` rows (the bin size is
+        "the least number of rows in a bin"): an ordered feature (score,
+        numeric) is cut into consecutive ranges of at least ``bin_size`` rows;
+        a categorical value with fewer rows joins an "other" child (or the
+        smallest child when "other" would be too small). Without this, a
+        value seen on one row would be calibrated to its own label.
+    Stopping (Sec. 4.3)
+        A node is not split at depth ``max_depth``, with fewer than
+        ``2 * bin_size`` rows (no two children of ``bin_size``), when no
+        feature gives two children, or when the best split's local loss is
+        not below the node's own (the local loss would rise). On the
+        training rows a calibrated split almost always lowers the loss a
+        little, so in practice ``bin_size`` and ``max_depth`` stop growth.
+    Loss (Eq. 10)
+        The MVCE of :func:`calibdash.metrics.mvce` with bin size
+        ``M = round(mvce_ratio * bin_size)`` (default ratio 1/2, the paper's
+        choice, so that a splittable node has at least two loss bins) and
+        ``views`` random views. The node-local loss is computed for all nodes of a level and all candidate
+        features at once on shared views (a node's view is a random
+        permutation of all rows restricted to the node's rows): the same
+        definition, tested against ``metrics.mvce``. The paper evaluates with
+        100 views; the default here is 20 for training speed, the candidate
+        splits of a node being compared on the same views.
+    Boosting (Sec. 4.3: "whether to generate a new tree according to the
+    change of global loss")
+        Tree ``t + 1`` is grown on the output of trees ``1..t``. To keep the
+        decision from fitting noise, a stratified share ``holdout`` of the
+        calibration rows (seeded by ``seed``) is kept out of the trees: tree
+        ``t + 1`` is kept only if it lowers the global MVCE
+        (``metrics.mvce``, 100 views, bin size as above) on those rows. The
+        first tree is always kept. With ``holdout = 0`` the decision uses the
+        training rows, as the paper's text reads.
+    Data aggregation (App. A.2)
+        Not used: MVCE's random views shuffle rows, not groups of rows, so
+        merging rows with equal features would change the loss. Speed comes
+        from the shared views instead.
+
+    Unseen values at predict time (a category not seen at fit time, or not
+    among a node's training rows) stop the row at that node: it takes the
+    node's scale, the calibration of the parent of the children it could not
+    enter. ``predict`` without features treats every feature value as unseen
+    (only score splits are followed). Outputs are clipped to [0, 1] after
+    each tree.
+
+    Parameters
+    ----------
+    max_depth : int, default 5
+    bin_size : int, default 500
+        Least number of rows in a bin (leaf), the paper's N_min.
+    n_trees : int, default 8
+        Most trees grown.
+    holdout : float, default 0.2
+        Share of rows that decide the number of trees (0: the training rows).
+    views : int, default 20
+        Random views r of the node-local MVCE.
+    mvce_ratio : float, default 0.5
+        MVCE bin size M of the training loss, as a share of ``bin_size``.
+    p : {1, 2}, default 1
+        Norm of the MVCE over bins.
+    n_quantiles : int, default 10
+        Quantile bins of a numeric feature column.
+    early_stopping : bool, default True
+        Stop adding trees when the check loss stops decreasing (False: grow
+        ``n_trees`` trees).
+    score_bins : int, default 100
+        Equal-width bins of the score as a feature.
+    seed : int, default 0
+        Seed of the holdout split and of the random views.
+    """
+
+    name = "mbct"
+    label = "MBCT (boosting calibration trees)"
+    paper = ("Huang, Wang, Mou, Zhang, Cheng, Shen & Wu (2022), MBCT: Tree-Based Feature-Aware Binning "
+             "for Individual Uncertainty Calibration, WWW '22")
+    uses_features = True
+    hyperparams = (
+        HyperParam("max_depth", "depth", "int", 5, low=1, high=10,
+                   help="Deepest level of a calibration tree (the root is level 0)."),
+        HyperParam("bin_size", "N_min", "int", 500, low=20, high=5000, log=True,
+                   help="Least number of rows in a bin (tree leaf); nodes with fewer than twice this are not split."),
+        HyperParam("n_trees", "N", "int", 8, low=1, high=20,
+                   help="Most boosted trees; each calibrates the output of the previous ones."),
+        HyperParam("holdout", "", "float", 0.2, low=0.0, high=0.5,
+                   help="Share of rows kept out of the trees to decide whether another tree helps (0: training rows)."),
+        HyperParam("views", "r", "int", 20, low=1, high=200, log=True,
+                   help="Random views of the node-local MVCE used to choose splits."),
+        HyperParam("mvce_ratio", "M/N_min", "float", 0.5, low=0.05, high=1.0,
+                   help="Rows per bin of the split loss (MVCE), as a share of the bin size (the paper: 1/2)."),
+        HyperParam("p", "p", "choice", 1, choices=(1, 2),
+                   help="Norm of the MVCE over bins (the paper's main results use 1)."),
+        HyperParam("n_quantiles", "", "int", 10, low=2, high=50,
+                   help="Quantile bins of each numeric feature column."),
+        HyperParam("early_stopping", "", "bool", True,
+                   help="Stop adding trees when the held-out MVCE stops decreasing."),
+    )
+
+    def __init__(self, max_depth: int = 5, bin_size: int = 500, n_trees: int = 8, holdout: float = 0.2,
+                 views: int = 20, mvce_ratio: float = 0.5, p: float = 1, n_quantiles: int = 10,
+                 early_stopping: bool = True, score_bins: int = 100, seed: int = 0):
+        self.max_depth = max_depth
+        self.bin_size = bin_size
+        self.n_trees = n_trees
+        self.holdout = holdout
+        self.views = views
+        self.mvce_ratio = mvce_ratio
+        self.p = p
+        self.n_quantiles = n_quantiles
+        self.early_stopping = early_stopping
+        self.score_bins = score_bins
+        self.seed = seed
+
+    # -- checks ------------------------------------------------------------------
+    def _check_params(self) -> None:
+        for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
+                          ("n_quantiles", 2), ("score_bins", 1)):
+            value = getattr(self, name)
+            if int(value) != value or value < low:
+                raise DataError(f"MBCT's {name} must be an integer of at least {low}, got {value!r}.")
+        if not 0.0 <= float(self.holdout) < 1.0:
+            raise DataError(f"MBCT's holdout must be in [0, 1), got {self.holdout!r}.")
+        if not 0.0 < float(self.mvce_ratio) <= 1.0:
+            raise DataError(f"MBCT's mvce_ratio must be in (0, 1], got {self.mvce_ratio!r}.")
+        if float(self.p) < 1:
+            raise DataError(f"MBCT's p must be at least 1, got {self.p!r}.")
+
+    @staticmethod
+    def _frame(features) -> pd.DataFrame | None:
+        if features is None:
+            return None
+        df = features if isinstance(features, pd.DataFrame) else pd.DataFrame(features)
+        if df.shape[1] == 0:
+            return None
+        df = df.reset_index(drop=True)
+        df.columns = [str(c) for c in df.columns]
+        return df
+
+    def _codes(self, s: np.ndarray, features) -> np.ndarray:
+        df = self._frame(features)
+        if df is not None:
+            missing = [c.name for c in self.columns_[1:] if c.name not in df.columns]
+            if missing:
+                raise DataError(f"features lack the column(s) {missing} MBCT was fitted with.")
+        return encode(self.columns_, s, df)
+
+    def _split(self, y: np.ndarray):
+        """Stratified split of row indices into (tree rows, check rows)."""
+        n = y.size
+        if float(self.holdout) <= 0:
+            return np.arange(n), np.empty(0, dtype=np.int64)
+        rng = np.random.default_rng(self.seed)
+        check = []
+        for cls in (0, 1):
+            idx = np.flatnonzero(y == cls)
+            take = int(round(float(self.holdout) * idx.size))
+            check.append(rng.permutation(idx)[:take])
+        check = np.sort(np.concatenate(check))
+        fit = np.setdiff1d(np.arange(n), check)
+        if check.size < 2 or fit.size < 2 or np.unique(y[fit]).size < 2:
+            return np.arange(n), np.empty(0, dtype=np.int64)
+        return fit, check
+
+    # -- fit / predict -------------------------------------------------------------
+    def _fit(self, s, y, features):
+        self._check_params()
+        df = self._frame(features)
+        names = [] if df is None else list(df.columns)
+        if len(set(names)) != len(names):
+            raise DataError("feature columns must have distinct names.")
+        score = score_code(self.score_bins)
+        if "score" in names:
+            score.name = "score (binned)"
+        self.columns_ = [score] + [learn_codes(df[c], self.n_quantiles) for c in names]
+        codes = self._codes(s, df)
+        fit, check = self._split(y)
+        has_check = check.size > 0
+        judge = check if has_check else fit
+        m = max(1, int(round(float(self.mvce_ratio) * int(self.bin_size))))
+        m_global = max(1, min(m, judge.size // 2))
+        f_fit, f_judge = s[fit].copy(), s[judge].copy()
+        fit_views = random_views(fit.size, int(self.views), [int(self.seed), 0])
+        one_fit = np.zeros(fit.size, np.int64)
+
+        def check_loss(pred):          # the global loss deciding the number of trees
+            return metrics.mvce(pred, y[judge], bin_size=m_global, n_views=GLOBAL_VIEWS, p=float(self.p),
+                                seed=self.seed)
+
+        def fit_loss(pred):            # shown only: the training MVCE on the first tree's views
+            return float(grouped_mvce(pred - y[fit], one_fit, 1, fit_views, m, float(self.p))[0, 0])
+
+        loss = check_loss(f_judge)
+        history = [{"tree": 0, "leaves": 1, "fit_mvce": fit_loss(f_fit), "check_mvce": loss, "kept": True}]
+        trees = []
+        for t in range(int(self.n_trees)):
+            views = fit_views if t == 0 else random_views(fit.size, int(self.views), [int(self.seed), t])
+            tree, leaf = grow_tree(codes[fit], self.columns_, f_fit, y[fit], s[fit],
+                                   max_depth=int(self.max_depth), min_rows=int(self.bin_size),
+                                   loss_bin_size=m, views=views, p=float(self.p))
+            scale = tree.scale
+            new_fit = np.clip(scale[leaf] * f_fit, 0.0, 1.0)
+            new_judge = np.clip(scale[tree.route(codes[judge])] * f_judge, 0.0, 1.0)
+            new_loss = check_loss(new_judge)
+            keep = t == 0 or not self.early_stopping or new_loss < loss
+            history.append({"tree": t + 1, "leaves": tree.n_leaves, "fit_mvce": fit_loss(new_fit),
+                            "check_mvce": new_loss, "kept": keep})
+            if not keep:
+                break
+            trees.append(tree)
+            f_fit, f_judge, loss = new_fit, new_judge, new_loss
+        self.trees_ = trees
+        self.loss_bin_size_ = m
+        self.history_ = pd.DataFrame(history)
+        self.fit_rows_, self.check_rows_ = fit, check
+        # kept for the diagnostics (PUD bars, per-node PUD on the check rows)
+        self.fit_scores_, self.fit_labels_ = s[fit], y[fit]
+        self.check_scores_, self.check_labels_ = s[judge], y[judge]
+        self.check_nodes_, self.check_inputs_, self.check_predictions_ = self._trace(s[judge], codes[judge])
+
+    def _trace(self, s: np.ndarray, codes: np.ndarray):
+        """Node of each row in each tree, each tree's input, and the final output."""
+        nodes = np.empty((s.size, len(self.trees_)), dtype=np.int64)
+        inputs = np.empty((s.size, len(self.trees_)))
+        f = s.astype(float)
+        for t, tree in enumerate(self.trees_):
+            nodes[:, t] = tree.route(codes)
+            inputs[:, t] = f
+            f = np.clip(tree.scale[nodes[:, t]] * f, 0.0, 1.0)
+        return nodes, inputs, f
+
+    def _predict(self, s, features):
+        return self._trace(s, self._codes(s, features))[2]
+
+    def apply(self, scores, features=None) -> np.ndarray:
+        """Node each row ends at in each tree, shape (n, n_trees) (cf. scikit-learn's ``apply``)."""
+        self._check_fitted()
+        s = check_scores(scores)
+        return self._trace(s, self._codes(s, features))[0]
+
+    # -- explanation -------------------------------------------------------------
+    def tree_frame(self, index: int) -> pd.DataFrame:
+        """One row per node of tree ``index`` (0-based).
+
+        Columns: ``node``, ``parent``, ``depth``, ``condition`` (how rows
+        reach the node), ``split_on`` (the feature the node splits on, "" for
+        a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on the
+        training rows = the node's PUD before this tree), ``pud_score`` (PUD
+        of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE
+        before / after the chosen split), and on the check rows (held out,
+        or the training rows when ``holdout = 0``): ``check_rows``,
+        ``check_pud_before`` / ``check_pud_after`` (PUD of the tree's input /
+        output; rows stopped at an internal node count there and above).
+        """
+        self._check_fitted()
+        tree = self.trees_[index]
+        k = len(tree.parent)
+        end = self.check_nodes_[:, index]
+        f_in = self.check_inputs_[:, index]
+        f_out = np.clip(tree.scale[end] * f_in, 0.0, 1.0)
+        y = self.check_labels_.astype(float)
+        sums = np.stack([np.bincount(end, weights=w, minlength=k) for w in (np.ones_like(y), y, f_in, f_out)])
+        for node in range(k - 1, 0, -1):         # children are numbered after their parents
+            sums[:, tree.parent[node]] += sums[:, node]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pud_score = np.where(tree.sum_score > 0, tree.positives / tree.sum_score, np.nan)
+            before = np.where(sums[2] > 0, sums[1] / sums[2], np.nan)
+            after = np.where(sums[3] > 0, sums[1] / sums[3], np.nan)
+        names = [c.name for c in self.columns_]
+        return pd.DataFrame({
+            "node": np.arange(k), "parent": tree.parent, "depth": tree.depth,
+            "condition": tree.condition,
+            "split_on": [names[j] if j >= 0 else "" for j in tree.feature],
+            "rows": tree.rows, "positives": tree.positives, "scale": tree.scale,
+            "pud_score": pud_score, "loss_node": tree.loss_node, "loss_split": tree.loss_split,
+            "check_rows": sums[0].astype(np.int64), "check_pud_before": before, "check_pud_after": after,
+        })
+
+    def diagnostics(self) -> dict:
+        """Internals for the dashboard.
+
+        Keys
+        ----
+        trees : list of DataFrame
+            :meth:`tree_frame` of each kept tree.
+        boosting : DataFrame
+            One row per tree tried (tree 0: the raw scores): ``leaves``,
+            ``fit_mvce`` (training rows, the first tree's ``views`` views),
+            ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the
+            loss that decides) and ``kept``.
+        features : DataFrame
+            Each coded column: name, kind, number of codes.
+        check : dict
+            The check rows (held out, or the training rows): ``scores``,
+            ``labels``, ``predictions`` (MBCT), ``nodes`` (n, n_trees) and
+            ``held_out`` (bool).
+        fit_scores, fit_labels : ndarray
+            The rows the trees were grown on (to fit a comparison method).
+        loss_bin_size : int
+        notes : list of str
+        """
+        self._check_fitted()
+        held_out = self.check_rows_.size > 0
+        feats = pd.DataFrame({"feature": [c.name for c in self.columns_],
+                              "kind": [c.kind for c in self.columns_],
+                              "codes": [c.n_codes for c in self.columns_]})
+        return {
+            "trees": [self.tree_frame(i) for i in range(len(self.trees_))],
+            "boosting": self.history_.copy(),
+            "features": feats,
+            "check": {"scores": self.check_scores_, "labels": self.check_labels_,
+                      "predictions": self.check_predictions_, "nodes": self.check_nodes_, "held_out": held_out},
+            "fit_scores": self.fit_scores_, "fit_labels": self.fit_labels_,
+            "loss_bin_size": self.loss_bin_size_,
+            "notes": self._notes(held_out),
+        }
+
+    def _notes(self, held_out: bool) -> list[str]:
+        notes = []
+        cats = [c.name for c in self.columns_[1:] if c.kind == CATEGORICAL]
+        nums = [c.name for c in self.columns_[1:] if c.kind != CATEGORICAL]
+        if len(self.columns_) == 1:
+            notes.append("No feature columns were given: the trees split on the score alone "
+                         f"({self.score_bins} equal-width bins).")
+        else:
+            text = f"Trees split on the score ({self.score_bins} equal-width bins)"
+            if cats:
+                text += f", categorical columns {', '.join(cats)}"
+            if nums:
+                text += f", numeric columns {', '.join(nums)} in {self.n_quantiles} quantile bins"
+            notes.append(text + ".")
+        if held_out:
+            notes.append(f"Trees were grown on {self.fit_rows_.size:,} rows; {self.check_rows_.size:,} held-out "
+                         f"rows ({float(self.holdout):.0%}, stratified) decided how many trees to keep.")
+        else:
+            notes.append("No rows were held out: the number of trees was decided on the training rows, "
+                         "which favours more trees.")
+        kept = len(self.trees_)
+        h = self.history_
+        text = f"{kept} of at most {self.n_trees} tree(s) kept."
+        if (~h["kept"]).any():
+            r = h[~h["kept"]].iloc[0]
+            text += (f" Tree {int(r['tree'])} did not lower the {'held-out' if held_out else 'training'} "
+                     f"MVCE ({h[h['kept']]['check_mvce'].iloc[-1]:.5f} → {r['check_mvce']:.5f}) and was dropped.")
+        notes.append(text)
+        notes.append(f"Split loss: MVCE with {self.views} views of {self.loss_bin_size_:,} rows.")
+        return notes
