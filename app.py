@@ -18,9 +18,13 @@ pages = [
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:", default=True),
 ]
 page = st.navigation(pages)
+wanted = st.session_state.pop(common.DEEP_LINK, None)
+if wanted:                      # a deep link that arrived before the router had run
+    st.switch_page(wanted)
 with st.sidebar:
     st.markdown("### :material/insights: calibdash")
 common.sidebar_summary()
+token = common.ROUTED.set(True)
 try:
     page.run()
 except DataError as exc:
@@ -29,3 +33,5 @@ except Exception as exc:  # noqa: BLE001 - the browser must never show a traceba
     logging.getLogger("calibdash.app").exception("page failed")
     st.error(f"**Something went wrong** ({type(exc).__name__}: {exc}). "
              "The details are in the server log; please report them.")
+finally:
+    common.ROUTED.reset(token)

@@ -10,6 +10,7 @@ the uploader widget lives on the Data page only.
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import logging
 
@@ -27,6 +28,24 @@ UPLOAD = "upload"          # session_state key of the uploaded file
 SOURCE = "source"          # "Sample" or "Upload"
 SAMPLE = "sample"          # sample name
 SOURCES = ("Sample", "Upload")
+DEEP_LINK = "_deep_link"   # page asked for before the router had run (see route_guard)
+
+#: True while app.py's router is running a page.
+ROUTED: contextvars.ContextVar[bool] = contextvars.ContextVar("calibdash_routed", default=False)
+
+
+def route_guard(page_path: str) -> None:
+    """Send a page that was opened without app.py's router back through it.
+
+    Because the product's layout has a ``pages/`` folder, Streamlit's first
+    request for a deep link (``/explore`` on a fresh server) runs the page file
+    alone, in the old folder-based mode, without app.py's set-up and
+    navigation. The page then remembers where the user wanted to go and
+    switches to app.py, which routes there.
+    """
+    if not ROUTED.get():
+        st.session_state[DEEP_LINK] = page_path
+        st.switch_page("app.py")
 NONE = "(none)"            # choice meaning "no such column"
 
 

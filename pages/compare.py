@@ -5,6 +5,8 @@ from calibdash import calibrators, figures
 from calibdash.evaluation import UNCALIBRATED
 from pages import common
 
+common.route_guard("pages/compare.py")
+
 st.title("Compare calibrators")
 ss = common.score_set_or_stop()
 scheme = common.current_scheme(ss)

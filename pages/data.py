@@ -6,6 +6,8 @@ from calibdash import data as cdata, figures, metrics, samples
 from calibdash.errors import DataError
 from pages import common
 
+common.route_guard("pages/data.py")
+
 st.title("Data")
 
 
