@@ -47,6 +47,7 @@ with right:
         cols = st.columns(2) if len(inner) > 1 else [st.container()]
         for i, (title, fig) in enumerate(inner):
             with cols[i % len(cols)]:
+                st.markdown(f"**{title}**")
                 st.plotly_chart(fig, key=f"explore.inner.{i}")
     tabular = {k: v for k, v in diag.items() if hasattr(v, "to_csv")}
     if tabular:
