@@ -1,0 +1,421 @@
+"""Shared machinery of SBB and ABB (Naeini, Cooper & Hauskrecht, arXiv:1401.2955).
+
+Both methods score every binning of the sorted training scores by Eq. 6 of
+the paper,
+
+    Score(M) = prod_b [ Prior(u_b) prod_{k=l_b}^{u_b - 1} (1 - Prior(k)) ]
+                      * n_b0! n_b1! / (n_b + 1)!,
+
+the structure prior of Eq. 5 times the Beta(1, 1) marginal likelihood of
+Eq. 4. Everything here works on *positions*: the sorted distinct training
+scores (a run of tied scores is one position, so ties are never split), or,
+above ``max_positions`` distinct scores, equal-count micro-bins of them.
+
+Boundary prior
+--------------
+The paper models ``Prior(k)``, the prior probability of a bin boundary in the
+gap between positions ``k`` and ``k + 1``, "using a Poisson distribution with
+parameter lambda" after the discretization method it cites (EBD, Lustgarten
+et al. 2011), without printing the formula. We use EBD's Poisson-process
+form (as we read EBD; its paper is not among the shared papers, and we
+checked the form against a public implementation of EBD): boundaries fall on
+the score axis as a Poisson process with, on average, ``lambda`` events over
+the range of the training scores, and a gap holds a boundary when at least
+one event falls in it::
+
+    Prior(k)     = 1 - exp(-lambda * d_k / D)
+    1 - Prior(k) = exp(-lambda * d_k / D)
+
+with ``d_k = s_{k+1} - s_k`` the distance between consecutive positions and
+``D = s_last - s_first`` the range. So ``lambda`` is (for ``lambda`` small
+against the number of positions) the prior expected number of boundaries;
+wide gaps in the score are likelier places for a boundary than narrow ones;
+a bin spanning ``[s_l, s_u]`` gets the no-boundary factor
+``exp(-lambda (s_u - s_l) / D)``. The end of the last bin is a boundary with
+probability one, so the prior is a proper distribution over the
+``2^(P-1)`` binnings of ``P`` positions. We follow this form rather than a
+constant per-gap probability because it is the cited method's, and because
+it gives a new score falling inside a gap an exact meaning (linear
+interpolation in ABB; see :class:`~calibdash.calibrators.abb.ABB`). With
+micro-bins, ``d_k`` is the distance between consecutive micro-bins' mean
+scores, so the prior of "a boundary somewhere near here" matches the
+ungrouped prior to first order.
+
+Dynamic programmes
+------------------
+``F[u]`` is the log of the sum (ABB) or the maximum (SBB) of the scores of
+the binnings of the first ``u`` positions; ``G[l]`` the log of the sum of
+the scores of the binnings of positions ``l .. P-1``. Each step is one numpy
+pass over the other boundary of the last (first) bin, in log space
+(max-shifted exp-sum, log factorials from a ``gammaln`` table): O(P^2) time
+and O(P) memory in total.
+
+The paper's text (Sec. 2.4) calls ABB's cached forward and backward values
+the scores of the *highest scoring* binnings of the prefixes and suffixes.
+Eq. 7 averages over *all* binnings, which needs the sums over all binnings
+of each prefix and suffix; that is what :func:`abb_average` computes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln
+
+from ..errors import DataError
+from ._steps import collapse_ties
+from .base import Calibrator, HyperParam
+
+__all__ = [
+    "MAX_POSITIONS", "DEFAULT_LAMBDA", "Positions", "collapse", "log_gap_priors",
+    "log_marginal_likelihood", "sbb_best", "abb_average", "BayesBinningBase",
+]
+
+#: Above this many distinct training scores, scores are grouped into this many
+#: equal-count micro-bins before the O(P^2) dynamic programmes run (at this
+#: size about 0.6 s of CPU for SBB and 1.2 s for ABB; bench/bench_sbb_abb.py).
+MAX_POSITIONS = 10_000
+
+#: Log-factorials come from a precomputed ``gammaln`` table of ``N + 3`` floats
+#: up to this many training rows (32 MB); above it ``gammaln`` is called in
+#: every pass (about 2x slower, no table).
+LGAMMA_TABLE_MAX = 4_000_000
+
+#: Default lambda (prior expected number of bin boundaries over the score
+#: range), chosen by held-out loss on real and simulated data; see
+#: ``bench/bench_sbb_abb.py --lambda`` and the ABB class docstring.
+DEFAULT_LAMBDA = 10.0
+
+
+@dataclass(frozen=True)
+class Positions:
+    """Training data collapsed to sorted positions (distinct scores or micro-bins).
+
+    Attributes
+    ----------
+    score : ndarray of float, shape (P,)
+        Representative score of each position, strictly increasing: the
+        distinct score itself, or the mean score of a micro-bin's rows.
+    lo, hi : ndarray of float, shape (P,)
+        Smallest and largest training score in the position (equal to
+        ``score`` without grouping).
+    n0, n1 : ndarray of int64, shape (P,)
+        Negative and positive training rows in the position.
+    n_rows : int
+        Training rows.
+    n_distinct : int
+        Distinct training scores.
+    grouped : bool
+        Whether distinct scores were grouped into micro-bins.
+    """
+
+    score: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    n0: np.ndarray
+    n1: np.ndarray
+    n_rows: int
+    n_distinct: int
+    grouped: bool
+
+    @property
+    def size(self) -> int:
+        return int(self.score.size)
+
+
+def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS) -> Positions:
+    """Sort the rows and collapse them into positions.
+
+    Tied scores always form one position. When there are more than
+    ``max_positions`` distinct scores, the distinct scores are grouped into
+    at most ``max_positions`` micro-bins of about ``N / max_positions`` rows
+    each: a distinct score whose first row has rank ``r`` (0-based, among all
+    ``N`` sorted rows) goes to micro-bin ``floor(r * max_positions / N)``. A
+    run of ties is never split; a run longer than ``N / max_positions`` rows
+    makes a larger micro-bin (and fewer of them).
+    """
+    max_positions = int(max_positions)
+    if max_positions < 1:
+        raise DataError(f"max_positions must be at least 1, got {max_positions}.")
+    values, counts, positives = collapse_ties(s, y)
+    n1 = np.rint(positives).astype(np.int64)
+    n, n_distinct = int(s.size), int(values.size)
+    if n_distinct <= max_positions:
+        return Positions(score=values, lo=values, hi=values, n0=counts - n1, n1=n1,
+                         n_rows=n, n_distinct=n_distinct, grouped=False)
+    first_rank = np.cumsum(counts) - counts
+    group = (first_rank * max_positions) // n
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    ends = np.r_[starts[1:], n_distinct] - 1
+    g_counts = np.add.reduceat(counts, starts)
+    lo, hi = values[starts], values[ends]
+    score = np.clip(np.add.reduceat(values * counts, starts) / g_counts, lo, hi)
+    g_n1 = np.add.reduceat(n1, starts)
+    return Positions(score=score, lo=lo, hi=hi, n0=g_counts - g_n1, n1=g_n1,
+                     n_rows=n, n_distinct=n_distinct, grouped=True)
+
+
+def log_gap_priors(score: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``log Prior(k)`` and ``log(1 - Prior(k))`` for the ``P - 1`` gaps.
+
+    ``Prior(k) = 1 - exp(-lam * d_k / D)`` (module docstring); computed with
+    ``expm1`` so that tiny gaps keep their precision.
+    """
+    if score.size < 2:
+        return np.empty(0), np.empty(0)
+    x = lam * np.diff(score) / (score[-1] - score[0])
+    with np.errstate(divide="ignore"):      # a gap below float resolution: Prior(k) = 0
+        return np.log(-np.expm1(-x)), -x
+
+
+def log_marginal_likelihood(n0, n1):
+    """Log of Eq. 4 for one bin: ``log( n0! n1! / (n0 + n1 + 1)! )``.
+
+    The marginal likelihood of ``n1`` positives among ``n0 + n1`` rows under
+    a Beta(1, 1) (uniform) prior on the bin's positive rate.
+    """
+    n0 = np.asarray(n0, dtype=float)
+    n1 = np.asarray(n1, dtype=float)
+    return gammaln(n0 + 1) + gammaln(n1 + 1) - gammaln(n0 + n1 + 2)
+
+
+_sum = np.add.reduce
+_max = np.maximum.reduce
+
+
+class _Segments:
+    """The terms of Eq. 6 for every candidate bin ``[l, u]`` of positions.
+
+    ``log score(l, u) = lml(l, u) + A[u] - A[l] + lp[u]`` where ``lml`` is the
+    log of Eq. 4 for the bin's counts, ``A[u] - A[l]`` the log of the
+    no-boundary product over the bin's inner gaps and ``lp[u]`` the log prior
+    of the boundary closing the bin (0 for the last position).
+    """
+
+    def __init__(self, pos: Positions, lam: float):
+        p = pos.size
+        self.p = p
+        # cumulative counts shifted by one so that gathers read log Gamma(k):
+        # log n0! = LG[n0 + 1], log n1! = LG[n1 + 1], log (n + 1)! = LG[n + 2].
+        self.c0 = np.concatenate([[0], np.cumsum(pos.n0)]).astype(np.int64)
+        self.c1 = np.concatenate([[0], np.cumsum(pos.n1)]).astype(np.int64)
+        self.cn = self.c0 + self.c1
+        if pos.n_rows + 3 <= LGAMMA_TABLE_MAX:
+            self.lgamma = gammaln(np.arange(pos.n_rows + 3, dtype=float))
+            self.lgamma[0] = np.inf  # never read; Gamma(0) is a pole
+        else:                        # too many rows for a table: call gammaln per pass
+            self.lgamma = None
+        if p > 1:
+            self.a = -lam * (pos.score - pos.score[0]) / (pos.score[-1] - pos.score[0])
+        else:
+            self.a = np.zeros(1)
+        log_p, _ = log_gap_priors(pos.score, lam)
+        self.lp = np.append(log_p, 0.0)
+        # scratch buffers, reused by every pass
+        self._i0 = np.empty(p, dtype=np.int64)
+        self._i1 = np.empty(p, dtype=np.int64)
+        self._i2 = np.empty(p, dtype=np.int64)
+        self._f0 = np.empty(p)
+        self._f1 = np.empty(p)
+        self._f2 = np.empty(p)
+
+    def lml_ending_at(self, u: int) -> np.ndarray:
+        """``lml(l, u)`` for ``l = 0 .. u`` (a view into a scratch buffer)."""
+        k = u + 1
+        return self._lml(np.subtract(self.c0[k] + 1, self.c0[:k], out=self._i0[:k]),
+                         np.subtract(self.c1[k] + 1, self.c1[:k], out=self._i1[:k]),
+                         np.subtract(self.cn[k] + 2, self.cn[:k], out=self._i2[:k]))
+
+    def lml_starting_at(self, l: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``lml(l, u)`` for ``u = l .. P-1``, with ``n1 + 1`` and ``n + 2`` of those bins."""
+        m = self.p - l
+        n1p = np.subtract(self.c1[l + 1:], self.c1[l] - 1, out=self._i1[:m])
+        n2p = np.subtract(self.cn[l + 1:], self.cn[l] - 2, out=self._i2[:m])
+        lml = self._lml(np.subtract(self.c0[l + 1:], self.c0[l] - 1, out=self._i0[:m]), n1p, n2p)
+        return lml, n1p, n2p
+
+    def _lml(self, n0p, n1p, n2p) -> np.ndarray:
+        m = n0p.size
+        if self.lgamma is None:
+            out = gammaln(n0p, out=self._f0[:m])
+            out += gammaln(n1p, out=self._f1[:m])
+            out -= gammaln(n2p, out=self._f2[:m])
+            return out
+        table = self.lgamma
+        out = table.take(n0p, out=self._f0[:m], mode="clip")
+        out += table.take(n1p, out=self._f1[:m], mode="clip")
+        out -= table.take(n2p, out=self._f2[:m], mode="clip")
+        return out
+
+
+def _forward(seg: _Segments, want_max: bool):
+    """Forward pass: log-sum (and log-max with back-pointers) over prefix binnings.
+
+    Returns ``(f_sum, f_max, back)`` where ``f_sum[u]`` (``f_max[u]``) is the
+    log of the sum (maximum) of the scores of the binnings of positions
+    ``0 .. u-1`` whose last bin closes at ``u - 1``, and ``back[u]`` the first
+    position of that last bin in the best binning. ``f_max``/``back`` are None
+    unless ``want_max``.
+    """
+    p, a, lp = seg.p, seg.a, seg.lp
+    f_sum = np.zeros(p + 1)
+    fs_shift = np.zeros(p)          # f_sum[l] - a[l]
+    f_max = np.zeros(p + 1) if want_max else None
+    fm_shift = np.zeros(p) if want_max else None
+    back = np.zeros(p, dtype=np.int64) if want_max else None
+    v = np.empty(p)
+    for u in range(p):
+        k = u + 1
+        lml = seg.lml_ending_at(u)
+        tail = a[u] + lp[u]
+        if want_max:
+            w = np.add(lml, fm_shift[:k], out=v[:k])
+            j = int(w.argmax())
+            back[u] = j
+            f_max[k] = w[j] + tail
+            if k < p:
+                fm_shift[k] = f_max[k] - a[k]
+        t = np.add(lml, fs_shift[:k], out=v[:k])
+        m = _max(t)
+        t -= m
+        np.exp(t, out=t)
+        f_sum[k] = m + np.log(_sum(t)) + tail
+        if k < p:
+            fs_shift[k] = f_sum[k] - a[k]
+    return f_sum, f_max, back
+
+
+def sbb_best(pos: Positions, lam: float) -> dict:
+    """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP.
+
+    Returns
+    -------
+    dict with
+        ``first``, ``last`` : int arrays, the first and last position of each bin;
+        ``log_score`` : log Score(M_opt) (Eq. 6);
+        ``log_evidence`` : log of the sum of Eq. 6 over all binnings (the
+        forward sum comes at little extra cost in the same pass).
+    """
+    seg = _Segments(pos, lam)
+    f_sum, f_max, back = _forward(seg, want_max=True)
+    first, last = [], []
+    u = seg.p - 1
+    while u >= 0:
+        l = int(back[u])
+        first.append(l)
+        last.append(u)
+        u = l - 1
+    return {
+        "first": np.array(first[::-1], dtype=np.int64),
+        "last": np.array(last[::-1], dtype=np.int64),
+        "log_score": float(f_max[seg.p]),
+        "log_evidence": float(f_sum[seg.p]),
+    }
+
+
+def abb_average(pos: Positions, lam: float) -> dict:
+    """ABB: Bayesian model averaging over all binnings (Eq. 7-8), by sum-product DP.
+
+    The posterior probability of bin ``[l, u]`` being in the binning is
+    ``exp(F[l] + log score(l, u) + G[u + 1] - log Z)``; every position
+    ``i`` in ``l .. u`` gets that weight times the bin's smoothed frequency
+    ``(n1 + 1) / (n + 2)`` (the Beta(1, 1) posterior mean the paper's
+    footnote 1 refers to). The contribution is added over ``l .. u`` with a
+    difference array (``+`` at ``l``, ``-`` at ``u + 1``), so the calibrated
+    value of *every* position costs O(P^2) in total, not per position. The
+    backward sums ``G`` and the accumulation share one pass.
+
+    Returns
+    -------
+    dict with
+        ``value`` : ABB's calibrated probability at each position (Eq. 7);
+        ``boundary`` : posterior probability of a boundary in each of the
+        ``P - 1`` gaps, ``exp(F[k+1] + G[k+1] - log Z)``;
+        ``log_evidence`` : log Z, the log of the sum of Eq. 6 over all binnings;
+        ``log_evidence_backward`` : the same sum from the backward pass,
+        ``G[0]`` (equal to ``log_evidence`` up to rounding: a check).
+    """
+    seg = _Segments(pos, lam)
+    p, a, lp = seg.p, seg.a, seg.lp
+    f_sum, _, _ = _forward(seg, want_max=False)
+    log_z = f_sum[p]
+    g = np.zeros(p + 1)
+    h = np.zeros(p)              # h[u] = G[u + 1] + a[u] + lp[u]
+    h[p - 1] = a[p - 1]
+    diff = np.zeros(p + 1)
+    fa = f_sum[:p] - a[:p] - log_z
+    for l in range(p - 1, -1, -1):
+        lml, n1p, n2p = seg.lml_starting_at(l)
+        t = np.add(lml, h[l:], out=lml)
+        m = _max(t)
+        t -= m
+        np.exp(t, out=t)
+        g[l] = m + np.log(_sum(t)) - a[l]
+        if l > 0:
+            h[l - 1] = g[l] + a[l - 1] + lp[l - 1]
+        scale = np.exp(m + fa[l])
+        if scale > 0.0:
+            t *= n1p
+            t /= n2p
+            t *= scale
+            diff[l] += _sum(t)
+            diff[l + 1:] -= t
+    value = np.cumsum(diff[:p])
+    boundary = np.exp(f_sum[1:p] + g[1:p] - log_z)
+    return {"value": value, "boundary": boundary, "log_evidence": float(log_z),
+            "log_evidence_backward": float(g[0])}
+
+
+class BayesBinningBase(Calibrator):
+    """Common constructor, validation and notes of SBB and ABB (not registered).
+
+    Parameters
+    ----------
+    lam : float
+        lambda of the boundary prior: the prior expected number of bin
+        boundaries over the range of the training scores.
+    max_positions : int
+        Above this many distinct training scores, scores are grouped into
+        this many equal-count micro-bins first (ties are never split).
+    """
+
+    paper = ("M. P. Naeini, G. F. Cooper, M. Hauskrecht. Binary Classifier Calibration: "
+             "A Bayesian Non-Parametric Approach. arXiv:1401.2955, 2014 (SIAM SDM 2015).")
+    hyperparams = (
+        HyperParam("lam", "λ", "float", DEFAULT_LAMBDA, low=0.1, high=1000.0, log=True,
+                   help="Prior expected number of bin boundaries over the score range "
+                        "(Poisson); larger means more, narrower bins."),
+    )
+
+    def __init__(self, lam: float = DEFAULT_LAMBDA, max_positions: int = MAX_POSITIONS):
+        self.lam = lam
+        self.max_positions = max_positions
+
+    def _collapse(self, s: np.ndarray, y: np.ndarray) -> Positions:
+        lam = float(self.lam)
+        if not np.isfinite(lam) or lam <= 0:
+            raise DataError(f"lam (λ) must be a positive number, got {self.lam!r}.")
+        pos = collapse(s, y, self.max_positions)
+        self.positions_ = pos
+        return pos
+
+    def _notes(self) -> list[str]:
+        pos = self.positions_
+        notes = []
+        if pos.grouped:
+            notes.append(
+                f"The {pos.n_rows:,} training scores hold {pos.n_distinct:,} distinct values, more "
+                f"than {int(self.max_positions):,}: they were grouped into {pos.size:,} equal-count "
+                "micro-bins before fitting, and bin boundaries can only fall between micro-bins.")
+        elif pos.n_distinct < pos.n_rows:
+            notes.append(
+                f"Tied scores were collapsed: {pos.n_rows:,} training rows, {pos.n_distinct:,} "
+                "distinct scores; a bin boundary never splits a run of ties.")
+        return notes
+
+    def _positions_frame(self):
+        import pandas as pd
+
+        pos = self.positions_
+        return pd.DataFrame({"score": pos.score, "lo": pos.lo, "hi": pos.hi,
+                             "n": pos.n0 + pos.n1, "n1": pos.n1})

@@ -1,0 +1,349 @@
+"""SBB and ABB: hand-computed scores, brute force over all binnings, limits, grouping, reference data."""
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from calibdash import calibrators
+from calibdash.calibrators._bayes_binning import collapse, log_marginal_likelihood
+from calibdash.errors import DataError
+from calibdash.metrics import ece, rmse
+
+from conftest import shared_file
+
+
+# ---------------------------------------------------------------------------
+# brute force: every binning of the distinct scores, straight from Eq. 4-7
+# ---------------------------------------------------------------------------
+def brute_force(score, n0, n1, lam):
+    """Enumerate all 2^(P-1) binnings of P positions; returns the exact averages.
+
+    ``score`` are the positions' scores (ascending), ``n0``/``n1`` their counts.
+    Prior(k) = 1 - exp(-lam d_k / D) per gap (boundary), exp(-lam d_k / D) (none).
+    """
+    p = len(score)
+    d_total = score[-1] - score[0]
+    xs = [lam * (score[k + 1] - score[k]) / d_total for k in range(p - 1)]
+    results = []
+    for cuts in itertools.product((0, 1), repeat=p - 1):
+        log_prior = sum(math.log(-math.expm1(-x)) if c else -x for c, x in zip(cuts, xs))
+        bins, start = [], 0
+        for k, c in enumerate(cuts):
+            if c:
+                bins.append((start, k))
+                start = k + 1
+        bins.append((start, p - 1))
+        log_ml, est = 0.0, np.zeros(p)
+        for lo, hi in bins:
+            a, b = sum(n0[lo:hi + 1]), sum(n1[lo:hi + 1])
+            log_ml += math.lgamma(a + 1) + math.lgamma(b + 1) - math.lgamma(a + b + 2)
+            est[lo:hi + 1] = (b + 1) / (a + b + 2)
+        results.append((log_prior + log_ml, cuts, est))
+    top = max(r[0] for r in results)
+    w = np.array([math.exp(r[0] - top) for r in results])
+    z = w.sum()
+    return {
+        "log_evidence": top + math.log(z),
+        "value": sum(wi * r[2] for wi, r in zip(w, results)) / z,
+        "boundary": (sum(wi * np.array(r[1], dtype=float) for wi, r in zip(w, results)) / z
+                     if p > 1 else np.empty(0)),
+        "best": top,
+        "scores": {r[1]: r[0] for r in results},
+    }
+
+
+def _positions(s, y):
+    """Distinct scores and their counts, computed independently of the package."""
+    vals, inv = np.unique(s, return_inverse=True)
+    n1 = np.bincount(inv, weights=y, minlength=vals.size).astype(int)
+    n = np.bincount(inv, minlength=vals.size)
+    return vals, list(n - n1), list(n1)
+
+
+def _cases():
+    """(scores, labels, lambda) on 3 to 8 rows, with and without ties."""
+    rng = np.random.default_rng(7)
+    cases = []
+    for n in range(3, 9):
+        for lam in (0.3, 3.0, 30.0):
+            s = np.round(rng.uniform(0, 1, n), 3)
+            y = rng.integers(0, 2, n)
+            y[:2] = [0, 1]
+            cases.append((s, y, lam))
+        s = np.sort(rng.choice([0.1, 0.2, 0.45, 0.5, 0.9], n))       # ties
+        y = rng.integers(0, 2, n)
+        y[:2] = [0, 1]
+        cases.append((s, y, 2.0))
+    return cases
+
+
+CASES = _cases()
+
+
+# ---------------------------------------------------------------------------
+# hand-computed
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("n0,n1,expected", [
+    (0, 0, Fraction(1, 1)), (1, 0, Fraction(1, 2)), (2, 1, Fraction(1, 12)),
+    (1, 1, Fraction(1, 6)), (3, 0, Fraction(1, 4)), (2, 2, Fraction(1, 30)),
+])
+def test_marginal_likelihood_hand_computed(n0, n1, expected):
+    """Eq. 4: n0! n1! / (n + 1)!, e.g. 2! 1! / 4! = 1/12."""
+    assert log_marginal_likelihood(n0, n1) == pytest.approx(math.log(expected), abs=1e-12)
+
+
+def test_three_points_hand_computed():
+    """Scores 0, .5, 1 with labels 0, 1, 1 and lambda = 2 ln 2, so Prior(k) = 1/2 at both gaps.
+
+    Every binning has prior 1/4; marginal likelihoods: {011} 1/12, {0}{11} 1/6,
+    {01}{1} 1/12, {0}{1}{1} 1/8; scores 2, 4, 2, 3 (in 1/96), evidence 11/96.
+    """
+    s, y, lam = np.array([0.0, 0.5, 1.0]), np.array([0, 1, 1]), 2 * math.log(2)
+    abb = calibrators.get("abb", lam=lam).fit(s, y)
+    d = abb.diagnostics()
+    assert d["log_evidence"] == pytest.approx(math.log(11 / 96), abs=1e-12)
+    expected = [Fraction(68, 165), Fraction(36, 55), Fraction(113, 165)]
+    np.testing.assert_allclose(abb.predict(s), [float(f) for f in expected], atol=1e-12)
+    np.testing.assert_allclose(d["boundaries"]["posterior"], [7 / 11, 5 / 11], atol=1e-12)
+    np.testing.assert_allclose(d["boundaries"]["prior"], [0.5, 0.5], atol=1e-12)
+    assert d["expected_bins"] == pytest.approx(1 + 12 / 11)
+
+    sbb = calibrators.get("sbb", lam=lam).fit(s, y)
+    bins = sbb.diagnostics()["bins"]
+    assert bins[["first", "last"]].values.tolist() == [[0, 0], [1, 2]]
+    np.testing.assert_allclose(sbb.predict(s), [1 / 3, 3 / 4, 3 / 4], atol=1e-12)
+    assert sbb.log_score_ == pytest.approx(math.log(4 / 96), abs=1e-12)
+    assert sbb.diagnostics()["posterior_of_best"] == pytest.approx(4 / 11)
+
+
+# ---------------------------------------------------------------------------
+# brute force on 3..8 points
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("s,y,lam", CASES)
+def test_abb_equals_brute_force(s, y, lam):
+    vals, n0, n1 = _positions(s, y)
+    bf = brute_force(vals, n0, n1, lam)
+    abb = calibrators.get("abb", lam=lam).fit(s, y)
+    np.testing.assert_allclose(abb.predict(vals), bf["value"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(abb.boundary_, bf["boundary"], rtol=0, atol=1e-9)
+    assert abb.log_evidence_ == pytest.approx(bf["log_evidence"], abs=1e-9)
+
+
+@pytest.mark.parametrize("s,y,lam", CASES)
+def test_sbb_equals_brute_force_best(s, y, lam):
+    vals, n0, n1 = _positions(s, y)
+    bf = brute_force(vals, n0, n1, lam)
+    sbb = calibrators.get("sbb", lam=lam).fit(s, y)
+    assert sbb.log_score_ == pytest.approx(bf["best"], abs=1e-9)
+    assert sbb.log_evidence_ == pytest.approx(bf["log_evidence"], abs=1e-9)
+    cuts = [0] * (vals.size - 1)
+    for last in sbb.bin_last_[:-1]:
+        cuts[last] = 1
+    # the chosen binning is a best one (and the best one when it is unique)
+    assert bf["scores"][tuple(cuts)] == pytest.approx(bf["best"], abs=1e-9)
+    runner_up = sorted(bf["scores"].values())[-2] if len(bf["scores"]) > 1 else -np.inf
+    if bf["best"] - runner_up > 1e-9:
+        assert max(bf["scores"], key=bf["scores"].get) == tuple(cuts)
+    # each bin predicts its smoothed frequency, everywhere in its interval
+    bins = sbb.bins()
+    for _, b in bins.iterrows():
+        inside = (vals >= b["score_min"]) & (vals <= b["score_max"])
+        expected = (sum(np.array(n1)[inside]) + 1) / (sum(np.array(n0)[inside]) + sum(np.array(n1)[inside]) + 2)
+        np.testing.assert_allclose(sbb.predict(vals[inside]), expected, atol=1e-12)
+    assert bins["n"].sum() == s.size
+
+
+def test_row_order_and_ties_do_not_matter():
+    """Shuffling rows changes nothing; a run of ties is one position."""
+    rng = np.random.default_rng(3)
+    s = np.repeat(rng.uniform(0, 1, 30), rng.integers(1, 5, 30))
+    y = (rng.uniform(size=s.size) < s).astype(int)
+    perm = rng.permutation(s.size)
+    for name in ("sbb", "abb"):
+        a = calibrators.get(name).fit(s, y)
+        b = calibrators.get(name).fit(s[perm], y[perm])
+        grid = np.linspace(0, 1, 101)
+        np.testing.assert_allclose(a.predict(grid), b.predict(grid), atol=1e-12)
+        assert a.positions_.size == 30
+        assert any("Tied scores were collapsed" in n for n in a.diagnostics()["notes"])
+
+
+# ---------------------------------------------------------------------------
+# limits and prediction between positions
+# ---------------------------------------------------------------------------
+def test_lambda_limits_one_bin_and_one_bin_per_score():
+    """lambda -> 0: one bin over everything; lambda -> infinity: one bin per distinct score."""
+    rng = np.random.default_rng(5)
+    s = rng.uniform(0, 1, 25)
+    y = (rng.uniform(size=25) < s).astype(int)
+    pooled = (y.sum() + 1) / (y.size + 2)
+    per_score = (y + 1) / 3.0
+    for name in ("sbb", "abb"):
+        small = calibrators.get(name, lam=1e-9).fit(s, y)
+        np.testing.assert_allclose(small.predict(s), pooled, atol=1e-6)
+        big = calibrators.get(name, lam=1e9).fit(s, y)
+        np.testing.assert_allclose(big.predict(s), per_score, atol=1e-6)
+    assert calibrators.get("sbb", lam=1e9).fit(s, y).bin_first_.size == 25
+
+
+def test_abb_interpolates_between_positions_and_is_flat_outside():
+    rng = np.random.default_rng(11)
+    s = np.sort(rng.uniform(0.2, 0.8, 12))
+    y = rng.integers(0, 2, 12)
+    y[:2] = [0, 1]
+    abb = calibrators.get("abb", lam=3.0).fit(s, y)
+    v = abb.predict(s)
+    mid = (s[:-1] + s[1:]) / 2
+    np.testing.assert_allclose(abb.predict(mid), (v[:-1] + v[1:]) / 2, atol=1e-12)
+    np.testing.assert_allclose(abb.predict([0.0, 0.1]), v[0], atol=1e-12)
+    np.testing.assert_allclose(abb.predict([0.9, 1.0]), v[-1], atol=1e-12)
+
+
+def test_sbb_cuts_halfway_and_upper_bin_on_the_cut():
+    s = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9] * 5)
+    y = np.array([0, 0, 0, 1, 1, 1] * 5)
+    sbb = calibrators.get("sbb", lam=1.0).fit(s, y)
+    np.testing.assert_allclose(sbb.cuts_, [0.5])
+    assert sbb.predict([0.5])[0] == pytest.approx(16 / 17)     # 15 positives of 15, smoothed
+    assert sbb.predict([0.4999])[0] == pytest.approx(1 / 17)
+    bins = sbb.bins()
+    assert bins["lower"].tolist() == [0.0, 0.5] and bins["upper"].tolist() == [0.5, 1.0]
+
+
+def test_constant_score_column():
+    s = np.full(10, 0.3)
+    y = np.array([0, 1, 1, 0, 1, 1, 1, 0, 1, 1])
+    for name in ("sbb", "abb"):
+        cal = calibrators.get(name).fit(s, y)
+        np.testing.assert_allclose(cal.predict([0.0, 0.3, 1.0]), 8 / 12)
+        assert cal.diagnostics()["log_evidence"] == pytest.approx(
+            math.lgamma(4) + math.lgamma(8) - math.lgamma(12))
+    assert len(calibrators.get("abb").fit(s, y).boundaries()) == 0
+
+
+# ---------------------------------------------------------------------------
+# micro-bin grouping
+# ---------------------------------------------------------------------------
+def test_grouping_keeps_ties_and_counts():
+    rng = np.random.default_rng(2)
+    s = np.concatenate([rng.uniform(0, 1, 60), np.full(15, 0.5)])   # a run of 15 ties
+    y = (rng.uniform(size=s.size) < s).astype(int)
+    pos = collapse(s, y, max_positions=8)
+    assert pos.grouped and pos.size <= 8 and pos.n_distinct == 61
+    assert (pos.n0 + pos.n1).sum() == s.size and pos.n1.sum() == y.sum()
+    assert np.all(pos.hi[:-1] < pos.lo[1:])                        # contiguous, disjoint ranges
+    assert np.all((pos.lo <= pos.score) & (pos.score <= pos.hi))
+    holder = np.flatnonzero((pos.lo <= 0.5) & (0.5 <= pos.hi))
+    assert holder.size == 1 and pos.lo[holder[0]] <= 0.5 <= pos.hi[holder[0]]
+    for k in range(pos.size):                                       # counts per micro-bin
+        inside = (s >= pos.lo[k]) & (s <= pos.hi[k])
+        assert inside.sum() == pos.n0[k] + pos.n1[k] and y[inside].sum() == pos.n1[k]
+        assert pos.score[k] == pytest.approx(s[inside].mean())
+
+
+def test_grouped_fit_equals_brute_force_on_the_micro_bins():
+    """With grouping, ABB/SBB are exact over the binnings of the micro-bins (scores = their means)."""
+    rng = np.random.default_rng(4)
+    s = rng.uniform(0, 1, 40)
+    y = (rng.uniform(size=40) < s).astype(int)
+    abb = calibrators.get("abb", lam=2.0, max_positions=6).fit(s, y)
+    sbb = calibrators.get("sbb", lam=2.0, max_positions=6).fit(s, y)
+    pos = abb.positions_
+    bf = brute_force(pos.score, list(pos.n0), list(pos.n1), 2.0)
+    np.testing.assert_allclose(abb.value_, bf["value"], atol=1e-9)
+    np.testing.assert_allclose(abb.predict(s), bf["value"][np.searchsorted(pos.hi, s)], atol=1e-9)
+    assert sbb.log_score_ == pytest.approx(bf["best"], abs=1e-9)
+    notes = " ".join(abb.diagnostics()["notes"])
+    assert "micro-bins" in notes and f"{pos.size}" in notes
+
+
+def test_without_log_factorial_table_results_are_identical(monkeypatch):
+    """Above LGAMMA_TABLE_MAX rows gammaln is called directly: same numbers as the table."""
+    from calibdash.calibrators import _bayes_binning
+
+    rng = np.random.default_rng(8)
+    s = rng.uniform(0, 1, 400)
+    y = (rng.uniform(size=400) < s).astype(int)
+    fits = {}
+    for limit in (10**9, 0):
+        monkeypatch.setattr(_bayes_binning, "LGAMMA_TABLE_MAX", limit)
+        fits[limit] = [calibrators.get(n, max_positions=60).fit(s, y) for n in ("sbb", "abb")]
+    (sbb_t, abb_t), (sbb_f, abb_f) = fits[10**9], fits[0]
+    np.testing.assert_allclose(abb_f.value_, abb_t.value_, rtol=0, atol=1e-12)
+    assert abb_f.log_evidence_ == pytest.approx(abb_t.log_evidence_, abs=1e-9)
+    np.testing.assert_array_equal(sbb_f.bin_first_, sbb_t.bin_first_)
+
+
+# ---------------------------------------------------------------------------
+# reference data, contract details
+# ---------------------------------------------------------------------------
+def test_quadratic_svm_reference_scores_improve():
+    """Fitted on the quadratic-SVM train scores, both lower the test RMSE (raw .1263) and ECE (raw .0495)."""
+    def col(name):
+        return np.loadtxt(shared_file("svm-quadratic-scores", name))
+    s_tr, y_tr = col("train_data_y.csv"), col("train_data_z.csv")
+    s_te, y_te = col("test_data_y.csv"), col("test_data_z.csv")
+    assert rmse(s_te, y_te) == pytest.approx(0.1263, abs=1e-4)
+    for name in ("sbb", "abb"):
+        p = calibrators.get(name).fit(s_tr, y_tr).predict(s_te)
+        assert rmse(p, y_te) < 0.085, name
+        assert ece(p, y_te, 10, "quantile") < 0.03, name
+
+
+def test_parameters_pickling_and_refusals():
+    for name in ("sbb", "abb"):
+        cls = calibrators.get_class(name)
+        assert [h.name for h in cls.hyperparams] == ["lam"]
+        hp = cls.hyperparams[0]
+        assert hp.log and hp.low < hp.default < hp.high
+        cal = calibrators.get(name, lam=4.0).fit(np.linspace(0, 1, 50), np.arange(50) % 3 == 0)
+        again = pickle.loads(pickle.dumps(cal))
+        np.testing.assert_array_equal(again.predict(np.linspace(0, 1, 7)), cal.predict(np.linspace(0, 1, 7)))
+        for bad in (0.0, -1.0, float("nan")):
+            with pytest.raises(DataError, match="λ"):
+                calibrators.get(name, lam=bad).fit(np.linspace(0, 1, 10), np.arange(10) % 2)
+
+
+# ---------------------------------------------------------------------------
+# figures draw the fitted model's own numbers
+# ---------------------------------------------------------------------------
+def _fitted(name):
+    rng = np.random.default_rng(9)
+    s = rng.uniform(0, 1, 300)
+    y = (rng.uniform(size=300) < 0.5 + 0.4 * np.sin(3 * np.pi * s)).astype(int)
+    return calibrators.get(name).fit(s, y)
+
+
+def test_abb_figure_shows_map_over_boundary_posterior():
+    from calibdash.figures import inner_figures
+    from calibdash.figures.abb import abb_data
+
+    abb = _fitted("abb")
+    data = abb_data(abb)
+    np.testing.assert_allclose(abb.predict(data.curve["x"].to_numpy()), data.curve["y"], atol=1e-12)
+    [(title, fig)] = inner_figures(abb)
+    assert "bins" in title
+    post = [t for t in fig.data if t.name == "posterior P(boundary)"][0]
+    np.testing.assert_allclose(np.array(post.y, dtype=float), abb.boundary_)
+    assert post.yaxis == "y2" and fig.layout.xaxis.matches == "x2"      # under the map, same x axis
+
+
+def test_sbb_figure_shades_the_chosen_bins():
+    from calibdash.figures import inner_figures
+
+    sbb = _fitted("sbb")
+    [(title, fig)] = inner_figures(sbb)
+    bins = sbb.bins()
+    assert f"{len(bins)} bins" in title
+    bands = [t for t in fig.data if t.fill == "toself"][0]
+    xs = [x for x in bands.x if x is not None]
+    expected = np.column_stack([bins["lower"], bins["upper"], bins["upper"], bins["lower"],
+                                bins["lower"]])[::2].ravel()
+    np.testing.assert_allclose(xs, expected)
+    step = [t for t in fig.data if t.name == "SBB map"][0]
+    np.testing.assert_allclose(np.array(step.y[:-1], dtype=float), sbb.predict(bins["lower"].to_numpy()))
