@@ -1,0 +1,629 @@
+"""Weighted l1 linear trend filtering on unevenly spaced points (ELiTE's solver).
+
+Problem (ELiTE paper, Eq. 3.2 with the weights of footnote 6)
+-------------------------------------------------------------
+Given sorted distinct scores ``x_1 < ... < x_n``, targets ``z_i`` (the mean
+label of the rows tied at ``x_i``) and weights ``w_i`` (their count), find
+
+    p_hat = argmin_p  1/2 sum_i w_i (p_i - z_i)^2  +  lam * ||Delta p||_1
+
+where ``(Delta p)_i = (p_{i+2} - p_{i+1}) / (x_{i+2} - x_{i+1})
+- (p_{i+1} - p_i) / (x_{i+1} - x_i)`` is the change of slope at ``x_{i+1}``
+(``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a
+continuous piecewise-linear function of the score whose kinks ("knots") sit
+on data points.
+
+Optimality (KKT) conditions
+---------------------------
+``p`` is optimal if and only if the dual vector ``nu`` (one entry per interior
+point) defined by ``Delta^T nu = W (z - p)`` satisfies ``|nu_i| <= lam``
+everywhere and ``nu_i = lam * sign((Delta p)_i)`` wherever ``p`` has a kink.
+``Delta^T nu = r`` has a solution iff ``r`` is orthogonal to ``1`` and ``x``,
+and then it is the double cumulative sum ``nu_i = sum_{j <= i+1} r_j
+(x_{i+1} - x_j)`` (computed as two ``cumsum`` passes, no ill-conditioned
+solve). At ``lam >= lam_max = max |nu(affine fit)|`` the solution is the
+weighted least-squares line (Kim et al. 2009; paper, Section 3).
+
+Algorithm
+---------
+An exact active-set method on the primal, not the paper's ADMM (see
+``calibdash/calibrators/elite.py`` for why):
+
+* For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth
+  surrogate ``1/2 ||p - z||_W^2 + lam * s^T (Delta p)_K`` over continuous
+  piecewise-linear ``p`` with knots in ``K`` (a "face solution") is found in
+  the hat-function basis on the nodes ``{x_1} u x_K u {x_n}``: a tridiagonal
+  system ``G theta = b - lam * Delta_K^T s`` with ``G = B^T W B`` (solved with
+  ``scipy.linalg.solveh_banded``). The sufficient statistics of each segment
+  between two nodes are cached, and a new segment costs O(sqrt n) from
+  precomputed moments of fixed blocks of points (shifted without
+  cancellation), so a face solve costs O(#knots + sqrt n); only the KKT
+  check touches all n points.
+* Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution
+  is optimal. Otherwise each maximal run of violating points proposes its
+  most violating point: a run touching a knot of the same sign moves that
+  knot there, a free-standing run adds a knot. The proposal is accepted if
+  its sign-consistent face solution lowers the objective; otherwise a
+  feature-sign step (Lee et al. 2007; Osborne et al. 2000) adds the points
+  and walks from the current iterate towards the new face solution, dropping
+  knots whose kink changes sign (an exact line search on the piecewise
+  quadratic objective). Every accepted step lowers the objective, so the
+  method cannot cycle.
+* Along a decreasing grid of ``lam`` each problem is warm-started from the
+  previous solution.
+
+On exit the KKT conditions hold to the relative tolerance ``tol``:
+``max_i |nu_i| <= lam (1 + tol)`` and every knot's kink has the sign of its
+``nu``; the duality gap of the scaled-feasible dual point is reported as a
+certificate (``gap``; ``||p - p*||_W <= sqrt(2 gap)``). Knots are the active
+set of the final face solution, not a thresholded output of an iterative
+method; kinks whose effect on the fitted values is below ``KINK_TOL`` are not
+counted. If for ``STALL`` iterations no step lowers the objective by more
+than 1e-13 of it (its float rounding), the solver stops; the fit counts as
+converged when its violation is below ``FLOOR_TOL`` (``at_rounding_floor``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import solveh_banded
+
+from ._steps import collapse_ties
+
+__all__ = ["merge_ties", "TrendFit", "TrendFilter", "kink_heights", "KINK_TOL"]
+
+#: A kink changes the fitted values by less than this (probability units): not a knot.
+KINK_TOL = 1e-9
+#: Segments whose sufficient statistics are kept (a sorted array, emptied when full).
+CACHE_SIZE = 200_000
+#: Iterations without a decrease of the objective before the solver stops.
+STALL = 4
+#: Largest KKT violation (relative to lambda) accepted when stopped at the rounding floor.
+FLOOR_TOL = 1e-6
+
+
+def merge_ties(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted distinct scores, the mean label of each and the number of rows.
+
+    Tied scores become one point whose target is their mean label, weighted
+    by their count (paper, footnote 6).
+    """
+    x, counts, positives = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float))
+    w = counts.astype(float)
+    return x, positives / w, w
+
+
+def kink_heights(xn: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Kinks of a piecewise-linear function at its interior nodes, as heights.
+
+    The height of a kink is how far the function at that node lies from the
+    chord between its two neighbouring nodes: the largest change of the
+    fitted values if the knot were removed. Signed like the change of slope.
+    """
+    H = np.diff(xn)
+    v = np.diff(np.diff(theta) / H)
+    return v * H[:-1] * H[1:] / (H[:-1] + H[1:])
+
+
+@dataclass
+class TrendFit:
+    """One solved trend filter: a continuous piecewise-linear map.
+
+    Attributes
+    ----------
+    lam : float
+        The penalty ``lambda`` of Eq. 3.2.
+    knots : ndarray of int
+        Indices (into the merged points) of the knots, ascending.
+    nodes_x, nodes_p : ndarray
+        The map's nodes: first point, knots, last point, and its values there.
+    objective : float
+        Value of Eq. 3.2 (weighted) at the solution.
+    gap : float
+        Duality gap certificate (>= 0 up to rounding).
+    kkt : float
+        ``max_i |nu_i| / lam - 1`` (<= tol when converged; 0 for a fit made
+        without the solver).
+    converged : bool
+        ``kkt <= tol``, or stopped at the rounding floor (below).
+    at_rounding_floor : bool
+        No step lowered the objective by more than its rounding error any
+        more while ``tol < kkt <= FLOOR_TOL`` (seen at 10^6 points and the
+        smallest ``lam``).
+    iterations : int
+        Number of KKT checks (each an O(n) pass) spent on this ``lam``.
+    """
+
+    lam: float
+    knots: np.ndarray
+    nodes_x: np.ndarray
+    nodes_p: np.ndarray
+    objective: float = float("nan")
+    gap: float = float("nan")
+    kkt: float = float("nan")
+    converged: bool = True
+    at_rounding_floor: bool = False
+    iterations: int = 0
+    face_solves: int = 0
+    _heights: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def heights(self) -> np.ndarray:
+        """Kink heights at the knots (see :func:`kink_heights`)."""
+        if self._heights is None:
+            self._heights = kink_heights(self.nodes_x, self.nodes_p)
+        return self._heights
+
+    @property
+    def n_knots(self) -> int:
+        """Knots whose kink changes the fitted values by more than ``KINK_TOL``."""
+        return int(np.count_nonzero(np.abs(self.heights) > KINK_TOL))
+
+    @property
+    def knot_x(self) -> np.ndarray:
+        """Scores of the counted knots."""
+        return self.nodes_x[1:-1][np.abs(self.heights) > KINK_TOL]
+
+    @property
+    def df(self) -> int:
+        """Degrees of freedom: knots + 2 (the unbiased estimate, Tibshirani 2014)."""
+        return self.n_knots + 2
+
+    def predict(self, s: np.ndarray) -> np.ndarray:
+        """The map at scores ``s``: linear between nodes, linear beyond the ends."""
+        return evaluate_linear(self.nodes_x, self.nodes_p, s)
+
+
+def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Continuous piecewise-linear function through ``(xn, pn)``, extrapolated linearly."""
+    s = np.asarray(s, dtype=float)
+    if xn.size == 1:
+        return np.full(s.shape, float(pn[0]))
+    out = np.interp(s, xn, pn)
+    lo = s < xn[0]
+    if lo.any():
+        out[lo] = pn[0] + (s[lo] - xn[0]) * (pn[1] - pn[0]) / (xn[1] - xn[0])
+    hi = s > xn[-1]
+    if hi.any():
+        out[hi] = pn[-1] + (s[hi] - xn[-1]) * (pn[-1] - pn[-2]) / (xn[-1] - xn[-2])
+    return out
+
+
+class TrendFilter:
+    """Solver for Eq. 3.2 on fixed merged points, reusable along a lambda path.
+
+    Parameters
+    ----------
+    x, z, w : ndarray
+        Distinct sorted scores (at least 3), targets, positive weights.
+    tol : float
+        Relative tolerance of the KKT conditions (see module docstring).
+    max_iter : int
+        Cap on KKT checks per ``lam``; past it the fit is returned with
+        ``converged=False``.
+    certify : bool
+        Also compute the duality gap of each solution (one more O(n) pass).
+    """
+
+    def __init__(self, x, z, w, tol: float = 1e-9, max_iter: int = 200, certify: bool = False):
+        self.x = np.ascontiguousarray(x, dtype=float)
+        self.z = np.ascontiguousarray(z, dtype=float)
+        self.w = np.ascontiguousarray(w, dtype=float)
+        n = self.x.size
+        if n < 3:
+            raise ValueError("trend filtering needs at least 3 distinct scores")
+        if np.any(np.diff(self.x) <= 0):
+            raise ValueError("x must be strictly increasing")
+        self.n = n
+        self.h = np.diff(self.x)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.wz = self.w * self.z
+        self.zz = float(np.dot(self.wz, self.z))
+        self._cache_keys = np.zeros(0, dtype=np.int64)
+        self._cache_vals = np.zeros((0, 5))
+        self.face_solves = 0
+        self.kkt_checks = 0
+        self._build_blocks()
+        self._nu = np.empty(n - 2)
+        self.certify = bool(certify)
+        # weighted least-squares line and lambda_max
+        W = self.w.sum()
+        xm = np.dot(self.w, self.x) / W
+        zm = np.dot(self.w, self.z) / W
+        dx = self.x - xm
+        slope = np.dot(self.w * dx, self.z - zm) / np.dot(self.w * dx, dx)
+        self.affine_ = (zm - slope * xm, slope)
+        p_aff = zm + slope * dx
+        self.lambda_max = float(np.max(np.abs(self._dual(self.w * (self.z - p_aff)))))
+
+    # -- building blocks -------------------------------------------------------
+    def _dual(self, r: np.ndarray) -> np.ndarray:
+        """``nu`` with ``Delta^T nu = r`` (entry i belongs to point i+1), by two cumsums."""
+        s0 = np.cumsum(r)
+        return np.cumsum(s0[:-2] * self.h[:-1])
+
+    def _build_blocks(self) -> None:
+        """Moments of fixed blocks of points, so a long segment costs O(sqrt n).
+
+        Block k holds points [kB, (k+1)B). With ``l = x - x_first`` and
+        ``r = x_last - x`` (both >= 0 inside the block) it stores the sums of
+        w, w l, w l^2, w r, w r^2, w l r, w z, w z l, w z r. Shifting them to a
+        segment's ends only adds non-negative terms: no cancellation.
+        """
+        n = self.n
+        B = max(256, int(np.sqrt(n)))
+        starts = np.arange(0, n, B)
+        ends = np.minimum(starts + B, n) - 1
+        owner = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
+        lft = self.x - self.x[starts][owner]
+        rgt = self.x[ends][owner] - self.x
+        w, wz = self.w, self.wz
+        cols = (w, w * lft, w * lft * lft, w * rgt, w * rgt * rgt, w * lft * rgt, wz, wz * lft, wz * rgt)
+        self._block = B
+        self._block_first = self.x[starts]
+        self._block_last = self.x[ends]
+        self._block_mom = np.column_stack([np.add.reduceat(c, starts) for c in cols])
+
+    @staticmethod
+    def _ranges(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Concatenated ``arange(first[j], first[j] + count[j])`` and the owner j of each entry."""
+        count = np.maximum(count, 0)
+        owner = np.repeat(np.arange(first.size), count)
+        offs = np.concatenate(([0], np.cumsum(count)[:-1]))
+        idx = np.arange(int(count.sum())) - np.repeat(offs - first, count)
+        return idx, owner
+
+    def _new_segment_stats(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The five sums of :meth:`_segment_stats` for segments [a_j, b_j), computed."""
+        k = a.size
+        B = self._block
+        xa, xb = self.x[a], self.x[b]
+        kb0 = -(-a // B)                      # first block starting at or after a
+        kb1 = b // B                          # blocks [kb0, kb1) lie inside [a, b)
+        full = kb1 > kb0
+        head_end = np.where(full, kb0 * B, b)
+        tail_start = np.where(full, kb1 * B, b)
+        i1, o1 = self._ranges(a, head_end - a)
+        i2, o2 = self._ranges(tail_start, b - tail_start)
+        idx = np.concatenate((i1, i2))
+        own = np.concatenate((o1, o2))
+        xi = self.x[idx]
+        lft = xi - xa[own]
+        rgt = xb[own] - xi
+        wi, wzi = self.w[idx], self.wz[idx]
+        acc = np.empty((k, 5))
+        acc[:, 0] = np.bincount(own, wi * rgt * rgt, k)
+        acc[:, 1] = np.bincount(own, wi * lft * rgt, k)
+        acc[:, 2] = np.bincount(own, wi * lft * lft, k)
+        acc[:, 3] = np.bincount(own, wzi * rgt, k)
+        acc[:, 4] = np.bincount(own, wzi * lft, k)
+        if full.any():
+            bi, bo = self._ranges(kb0, kb1 - kb0)
+            M = self._block_mom[bi]
+            d = self._block_first[bi] - xa[bo]        # >= 0
+            e = xb[bo] - self._block_last[bi]         # >= 0
+            acc[:, 0] += np.bincount(bo, M[:, 4] + 2 * e * M[:, 3] + e * e * M[:, 0], k)
+            acc[:, 1] += np.bincount(bo, M[:, 5] + e * M[:, 1] + d * M[:, 3] + d * e * M[:, 0], k)
+            acc[:, 2] += np.bincount(bo, M[:, 2] + 2 * d * M[:, 1] + d * d * M[:, 0], k)
+            acc[:, 3] += np.bincount(bo, M[:, 8] + e * M[:, 6], k)
+            acc[:, 4] += np.bincount(bo, M[:, 7] + d * M[:, 6], k)
+        H = xb - xa
+        acc[:, :3] /= (H * H)[:, None]
+        acc[:, 3:] /= H[:, None]
+        return acc
+
+    def _segment_stats(self, nodes: np.ndarray) -> np.ndarray:
+        """Per segment [nodes[j], nodes[j+1]) the sums A, B, C, E, F (cached).
+
+        With ``t = (x - x_a) / (x_b - x_a)`` on the segment's points:
+        ``A = sum w (1-t)^2, B = sum w t (1-t), C = sum w t^2,
+        E = sum w z (1-t), F = sum w z t``. The cache is a sorted array of
+        segment keys ``a * n + b``, looked up with ``searchsorted``.
+        """
+        a = nodes[:-1]
+        b = nodes[1:]
+        keys = a * self.n + b
+        ck, cv = self._cache_keys, self._cache_vals
+        pos = np.searchsorted(ck, keys)
+        out = np.empty((a.size, 5))
+        hit = np.zeros(keys.size, dtype=bool)
+        if ck.size:
+            pos_c = np.minimum(pos, ck.size - 1)
+            hit = ck[pos_c] == keys
+            out[hit] = cv[pos_c[hit]]
+        miss = ~hit
+        if miss.any():
+            sums = self._new_segment_stats(a[miss], b[miss])
+            out[miss] = sums
+            if ck.size + sums.shape[0] > CACHE_SIZE:
+                ck, cv, pos = ck[:0], cv[:0], np.zeros(keys.size, dtype=np.int64)
+            self._cache_keys = np.insert(ck, pos[miss], keys[miss])
+            self._cache_vals = np.insert(cv, pos[miss], sums, axis=0)
+        return out
+
+    def _system(self, nodes: np.ndarray):
+        """Gram matrix (upper banded form) and ``B^T W z`` on the hat basis of ``nodes``."""
+        st = self._segment_stats(nodes)
+        m1 = nodes.size
+        diag = np.zeros(m1)
+        diag[:-1] += st[:, 0]
+        diag[1:] += st[:, 2]
+        diag[-1] += self.w[-1]          # the last point closes the last segment (t = 1)
+        rhs = np.zeros(m1)
+        rhs[:-1] += st[:, 3]
+        rhs[1:] += st[:, 4]
+        rhs[-1] += self.wz[-1]
+        ab = np.empty((2, m1))
+        ab[0, 0] = 0.0
+        ab[0, 1:] = st[:, 1]
+        ab[1] = diag
+        return ab, rhs
+
+    @staticmethod
+    def _gram_dot(ab: np.ndarray, v: np.ndarray) -> np.ndarray:
+        out = ab[1] * v
+        out[:-1] += ab[0, 1:] * v[1:]
+        out[1:] += ab[0, 1:] * v[:-1]
+        return out
+
+    def _face(self, nodes, signs, lam):
+        """Face solution on ``nodes`` with kink signs ``signs``: (theta, kinks, ab, rhs)."""
+        self.face_solves += 1
+        ab, rhs = self._system(nodes)
+        xn = self.x[nodes]
+        b = rhs
+        if signs.size:
+            invH = 1.0 / np.diff(xn)
+            g = np.zeros(nodes.size)
+            g[:-2] += signs * invH[:-1]
+            g[1:-1] -= signs * (invH[:-1] + invH[1:])
+            g[2:] += signs * invH[1:]
+            b = rhs - lam * g
+        theta = solveh_banded(ab, b, check_finite=False)
+        return theta, self._kinks(xn, theta), ab, rhs
+
+    @staticmethod
+    def _kinks(xn, theta):
+        return np.diff(np.diff(theta) / np.diff(xn))
+
+    def _objective(self, ab, rhs, theta, v, lam) -> float:
+        quad = 0.5 * (np.dot(theta, self._gram_dot(ab, theta)) - 2.0 * np.dot(theta, rhs) + self.zz)
+        return float(quad + lam * np.abs(v).sum())
+
+    def _nodes(self, knots):
+        return np.concatenate(([0], knots, [self.n - 1])).astype(np.int64)
+
+    # -- the two kinds of step ---------------------------------------------------
+    def _consistent_face(self, knots, signs, lam):
+        """Face solution, dropping knots whose kink disagrees with its sign until none does."""
+        while True:
+            nodes = self._nodes(knots)
+            theta, v, ab, rhs = self._face(nodes, signs, lam)
+            bad = signs * v <= 0
+            if not bad.any():
+                return knots, theta, v, self._objective(ab, rhs, theta, v, lam)
+            knots, signs = knots[~bad], signs[~bad]
+
+    def _feature_sign(self, knots, theta, add, add_signs, lam):
+        """Feature-sign walk from a sign-consistent iterate, adding ``add`` knots.
+
+        Returns a sign-consistent face solution with an objective no larger
+        than the starting point's.
+        """
+        nodes = self._nodes(knots)
+        v = self._kinks(self.x[nodes], theta)
+        signs = np.sign(v)
+        fresh = ~np.isin(add, knots)
+        add, add_signs = add[fresh], add_signs[fresh]
+        if add.size:
+            new = np.concatenate((knots, add))
+            order = np.argsort(new, kind="stable")
+            new_theta_nodes = self._nodes(new[order])
+            theta = np.interp(self.x[new_theta_nodes], self.x[nodes], theta)
+            knots = new[order]
+            signs = np.concatenate((signs, add_signs))[order]
+            v = np.concatenate((v, np.zeros(add.size)))[order]
+            nodes = new_theta_nodes
+        for _ in range(10 * (knots.size + 10)):
+            while True:
+                th_n, v_n, ab, rhs = self._face(nodes, signs, lam)
+                bad_new = (signs * v_n <= 0) & (v == 0)
+                if not bad_new.any():
+                    break
+                keep = ~bad_new
+                keep_nodes = np.concatenate(([True], keep, [True]))
+                knots, signs, v = knots[keep], signs[keep], v[keep]
+                theta, nodes = theta[keep_nodes], nodes[keep_nodes]
+            theta, v, at_face = self._line_search(ab, rhs, theta, v, th_n, v_n, lam)
+            keep = v != 0
+            if not keep.all():
+                keep_nodes = np.concatenate(([True], keep, [True]))
+                knots, v = knots[keep], v[keep]
+                theta, nodes = theta[keep_nodes], nodes[keep_nodes]
+            if at_face:
+                break
+            signs = np.sign(v)
+        return knots, theta, v, self._objective(*self._system(nodes), theta, v, lam)
+
+    def _line_search(self, ab, rhs, theta, v, th_n, v_n, lam):
+        """Exact minimiser of the objective on the segment from ``theta`` to ``th_n``.
+
+        The objective along the segment is a convex piecewise quadratic in
+        the step ``alpha``; its breakpoints are where a kink changes sign.
+        Returns the new (theta, kinks) with kinks that reached zero set to
+        0, and whether the full step was taken without any sign change.
+        """
+        d_th = th_n - theta
+        d_v = v_n - v
+        a2 = float(np.dot(d_th, self._gram_dot(ab, d_th)))
+        c1 = float(np.dot(d_th, self._gram_dot(ab, theta) - rhs))
+        sg0 = np.where(v != 0, np.sign(v), np.sign(d_v))
+        g0 = lam * float(np.dot(d_v, sg0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            brk = np.where((v != 0) & (np.sign(d_v) == -np.sign(v)), -v / d_v, np.inf)
+        cand = np.flatnonzero(brk < 1.0)
+        if a2 <= 0.0 or cand.size == 0:
+            return th_n, v_n, True
+        if c1 + g0 >= 0.0:
+            # no descent left along this direction: the iterate is the face minimiser up to rounding
+            return theta, v, True
+        order = cand[np.argsort(brk[cand])]
+        bk = brk[order]
+        gk = g0 + np.concatenate(([0.0], np.cumsum(2.0 * lam * np.abs(d_v[order]))))
+        edges = np.concatenate(([0.0], bk, [1.0]))
+        alpha = 1.0
+        for k in range(edges.size - 1):
+            hi = edges[k + 1]
+            if c1 + a2 * hi + gk[k] >= 0.0:
+                alpha = min(max(-(c1 + gk[k]) / a2, edges[k]), hi)
+                break
+            if k < bk.size and c1 + a2 * hi + gk[k + 1] >= 0.0:
+                alpha = hi
+                break
+        v_new = v + alpha * d_v
+        v_new[order[bk == alpha]] = 0.0
+        flipped = (v != 0) & (np.sign(v_new) != np.sign(v)) & (v_new != 0)
+        at_face = alpha == 1.0 and not flipped.any() and not (v_new == 0).any()
+        return theta + alpha * d_th, v_new, at_face
+
+    # -- one lambda ----------------------------------------------------------------
+    def _kkt(self, knots, theta, lam):
+        """Check the KKT conditions of the face solution (one O(n) pass).
+
+        Leaves ``nu`` in ``self._nu``; returns None when ``|nu| <= lam (1 + tol)``
+        everywhere, else per run of violating points: argmax, first, last
+        (point indices) and sign.
+        """
+        self.kkt_checks += 1
+        x = self.x
+        nodes = self._nodes(knots)
+        buf = np.interp(x, x[nodes], theta)
+        np.multiply(self.w, buf, out=buf)
+        np.subtract(self.wz, buf, out=buf)              # r = W (z - p)
+        np.cumsum(buf, out=buf)
+        nu = self._nu
+        np.multiply(buf[:-2], self.h[:-1], out=nu)
+        np.cumsum(nu, out=nu)
+        bound = lam * (1.0 + self.tol)
+        if nu.max() <= bound and nu.min() >= -bound:
+            return None
+        idx = np.flatnonzero((nu > bound) | (nu < -bound))
+        sg = np.sign(nu[idx])
+        brk = np.flatnonzero((np.diff(idx) > 1) | (np.diff(sg) != 0)) + 1
+        starts = np.concatenate(([0], brk))
+        ends = np.concatenate((brk, [idx.size])) - 1
+        a = np.abs(nu[idx])
+        mx = np.maximum.reduceat(a, starts)
+        run_id = np.repeat(np.arange(starts.size), ends - starts + 1)
+        is_max = a == mx[run_id]
+        _, first = np.unique(run_id[is_max], return_index=True)
+        arg = idx[is_max][first] + 1
+        return arg, idx[starts] + 1, idx[ends] + 1, sg[starts]
+
+    def _propose(self, knots, v, runs):
+        """Move knots touched by a same-sign run to the run's argmax; other runs add a knot."""
+        arg, first, last, sg = runs
+        pos = {int(k): i for i, k in enumerate(knots)}
+        ksign = np.sign(v)
+        moved = knots.copy()
+        adds, add_sg = [], []
+        for a_, f_, l_, g_ in zip(arg.tolist(), first.tolist(), last.tolist(), sg.tolist()):
+            j = pos.get(f_ - 1)
+            if j is None or ksign[j] != g_:
+                j = pos.get(l_ + 1)
+                if j is not None and ksign[j] != g_:
+                    j = None
+            if j is not None and moved[j] == knots[j]:
+                moved[j] = a_
+            else:
+                adds.append(a_)
+                add_sg.append(g_)
+        prop = np.concatenate((moved, np.asarray(adds, dtype=np.int64)))
+        psg = np.concatenate((ksign, np.asarray(add_sg, dtype=float)))
+        order = np.argsort(prop, kind="stable")
+        prop, psg = prop[order], psg[order]
+        keep = np.concatenate(([True], np.diff(prop) > 0))
+        return prop[keep], psg[keep]
+
+    def solve(self, lam: float, start: TrendFit | None = None) -> TrendFit:
+        """Solve Eq. 3.2 at ``lam``, warm-started from ``start`` (default: the affine fit)."""
+        lam = float(lam)
+        if not lam > 0:
+            raise ValueError(f"lam must be positive, got {lam}")
+        x = self.x
+        solves0 = self.face_solves
+        if start is None or start.knots.size == 0:
+            knots = np.zeros(0, dtype=np.int64)
+            theta = self.affine_[0] + self.affine_[1] * x[[0, -1]]
+        else:
+            knots = start.knots.astype(np.int64)
+            theta = start.nodes_p.copy()
+        # from the previous solution to a sign-consistent face solution at this lam
+        knots, theta, v, obj = self._feature_sign(knots, theta, np.zeros(0, np.int64), np.zeros(0), lam)
+        converged = False
+        it = stalled = 0
+        for it in range(1, self.max_iter + 1):
+            runs = self._kkt(knots, theta, lam)
+            if runs is None:
+                converged = True
+                break
+            prop, psg = self._propose(knots, v, runs)
+            k2, th2, v2, obj2 = self._consistent_face(prop, psg, lam)
+            if obj2 < obj - 1e-13 * abs(obj):
+                knots, theta, v, obj = k2, th2, v2, obj2
+                stalled = 0
+                continue
+            knots, theta, v, obj4 = self._feature_sign(knots, theta, runs[0], runs[3], lam)
+            stalled = stalled + 1 if obj4 >= obj - 1e-13 * abs(obj) else 0
+            obj = obj4
+            if stalled >= STALL:
+                break
+        if not converged:
+            # the last check saw the iterate before the last step: check the one returned
+            converged = self._kkt(knots, theta, lam) is None
+        nodes = self._nodes(knots)
+        kkt = float(np.max(np.abs(self._nu))) / lam - 1.0
+        # stalled: no step lowers the objective by more than its rounding error
+        # (1e-13 relative), so the remaining violations are at rounding level
+        rounding = not converged and stalled >= STALL and kkt <= FLOOR_TOL
+        gap = self._gap(knots, theta, v, lam) if self.certify else float("nan")
+        return TrendFit(lam=lam, knots=knots, nodes_x=x[nodes].copy(), nodes_p=theta.copy(),
+                        objective=obj, gap=gap, kkt=kkt, converged=converged or rounding,
+                        at_rounding_floor=rounding, iterations=it,
+                        face_solves=self.face_solves - solves0)
+
+    def _gap(self, knots, theta, v, lam) -> float:
+        """Duality gap: primal objective minus the dual objective of a feasible dual point.
+
+        The residual ``r = W (z - p)`` is projected on the complement of
+        span{1, x} (so that ``Delta^T nu = r`` holds exactly), its ``nu`` is
+        scaled into the box ``|nu| <= lam``, and the dual objective
+        ``nu^T Delta z - 1/2 ||Delta^T nu||^2_{W^-1} = c r^T z - c^2/2 r^T W^-1 r``
+        is evaluated. By strong convexity ``||p - p*||_W^2 <= 2 gap``.
+        """
+        nodes = self._nodes(knots)
+        r = self.w * (self.z - np.interp(self.x, self.x[nodes], theta))
+        primal = 0.5 * float(np.dot(r, r / self.w)) + lam * float(np.abs(v).sum())
+        xc = self.x - self.x.mean()
+        rp = r - r.mean() - xc * (np.dot(xc, r) / np.dot(xc, xc))
+        nup = self._dual(rp)
+        c = min(1.0, lam / float(np.max(np.abs(nup))))
+        dual = c * float(np.dot(rp, self.z)) - 0.5 * c * c * float(np.dot(rp, rp / self.w))
+        return primal - dual
+
+    def path(self, lams) -> list[TrendFit]:
+        """Solutions along ``lams`` (any order; solved in decreasing order with warm starts)."""
+        lams = np.asarray(lams, dtype=float)
+        order = np.argsort(-lams, kind="stable")
+        fits: list[TrendFit | None] = [None] * lams.size
+        prev = None
+        for i in order:
+            prev = self.solve(lams[i], prev)
+            fits[i] = prev
+        return fits
+
+    def fitted(self, fit: TrendFit) -> np.ndarray:
+        """Fitted values of ``fit`` at the merged points."""
+        return np.interp(self.x, fit.nodes_x, fit.nodes_p)

@@ -1,0 +1,343 @@
+"""ELiTE: the trend-filter solver against its optimality conditions and a generic convex solver,
+the lambda path's end points, the AICc ensemble, and the figures."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import lsq_linear
+
+from calibdash import calibrators, metrics
+from calibdash.calibrators._trend_filter import KINK_TOL, TrendFilter, merge_ties
+from calibdash.calibrators.elite import information_criteria
+from calibdash.figures import elite as elite_fig
+from conftest import shared_file
+
+
+# -- independent helpers (dense matrices, small n) ----------------------------------------------
+def second_difference(x):
+    """The paper's D_{n-1} A (Eq. 3.3): rows give the change of slope at x_2 .. x_{n-1}."""
+    n = x.size
+    h = np.diff(x)
+    D = np.zeros((n - 2, n))
+    for i in range(n - 2):
+        D[i, i] = 1 / h[i]
+        D[i, i + 1] = -1 / h[i] - 1 / h[i + 1]
+        D[i, i + 2] = 1 / h[i + 1]
+    return D
+
+
+def objective(p, x, z, w, lam):
+    return 0.5 * np.sum(w * (p - z) ** 2) + lam * np.abs(second_difference(x) @ p).sum()
+
+
+def generic_solution(x, z, w, lam):
+    """Eq. 3.2 through its dual, a box-constrained least-squares problem, solved by scipy's BVLS:
+    min_nu 1/2 ||W^-1/2 D^T nu - W^1/2 z||^2 s.t. |nu| <= lam, then p = z - W^-1 D^T nu."""
+    D = second_difference(x)
+    sw = np.sqrt(w)
+    res = lsq_linear(D.T / sw[:, None], sw * z, bounds=(-lam, lam), method="bvls", tol=1e-15)
+    assert res.success, res.message
+    return z - (D.T @ res.x) / w
+
+
+def random_problem(seed, n=20):
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(size=n))
+    w = rng.integers(1, 5, size=n).astype(float)
+    z = rng.integers(0, w + 1) / w                 # mean labels of w tied rows
+    return x, z, w
+
+
+def fitted(tf, fit):
+    return tf.fitted(fit)
+
+
+# -- the solver ------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("ratio", [0.5, 0.05, 0.002])
+def test_kkt_conditions_hold(seed, ratio):
+    """nu solving D^T nu = W (z - p) has |nu| <= lam, and nu = lam * sign(kink) at every knot."""
+    x, z, w = random_problem(seed)
+    tf = TrendFilter(x, z, w)
+    lam = ratio * tf.lambda_max
+    fit = tf.path(tf.lambda_max * np.geomspace(1, ratio, 8))[-1]
+    assert fit.converged and fit.lam == pytest.approx(lam)
+    p = fitted(tf, fit)
+    D = second_difference(x)
+    nu, *_ = np.linalg.lstsq(D.T, w * (z - p), rcond=None)
+    np.testing.assert_allclose(D.T @ nu, w * (z - p), atol=1e-9)      # r is in the range of D^T
+    assert np.max(np.abs(nu)) <= lam * (1 + 1e-7)
+    kinks = D @ p
+    heights = np.abs(kinks) * (np.diff(x)[:-1] * np.diff(x)[1:]) / (x[2:] - x[:-2])
+    at_knot = heights > 1e-7
+    assert at_knot.sum() == fit.n_knots
+    np.testing.assert_allclose(nu[at_knot], lam * np.sign(kinks[at_knot]), rtol=1e-7)
+
+
+def test_kkt_conditions_hold_along_a_path_of_thousands_of_points(noisy):
+    """Every fit of a 50-lambda path on 3,000 distinct scores: nu from a sparse triangular solve of
+    the first n-2 equations of D^T nu = W (z - p); the other two hold iff r is orthogonal to 1 and x."""
+    from scipy.sparse import diags
+    from scipy.sparse.linalg import spsolve_triangular
+
+    s, y = noisy
+    x, z, w = merge_ties(s[:3000], y[:3000])
+    h = np.diff(x)
+    n = x.size
+    DT = diags([1 / h[:-1], -(1 / h[:-1] + 1 / h[1:]), 1 / h[1:]], [0, -1, -2], shape=(n, n - 2)).tocsr()
+    tf = TrendFilter(x, z, w, certify=True)
+    fits = tf.path(tf.lambda_max * np.geomspace(1, 1e-4, 50))
+    for fit in fits:
+        assert fit.converged and not fit.at_rounding_floor
+        p = fitted(tf, fit)
+        r = w * (z - p)
+        nu = spsolve_triangular(DT[: n - 2], r[: n - 2], lower=True)
+        assert abs(r.sum()) <= 1e-12 * np.abs(r).sum() and abs(r @ x) <= 1e-12 * np.abs(r).sum()
+        assert np.max(np.abs(nu)) <= fit.lam * (1 + 1e-8)
+        kinks = np.diff(np.diff(p) / h)
+        at_knot = np.abs(kinks) * h[:-1] * h[1:] / (h[:-1] + h[1:]) > KINK_TOL
+        np.testing.assert_allclose(nu[at_knot], fit.lam * np.sign(kinks[at_knot]), rtol=1e-8)
+        assert abs(fit.gap) <= 1e-10 * fit.objective
+    assert fits[-1].n_knots > 50
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("ratio", [0.3, 0.01])
+def test_agrees_with_a_generic_convex_solver(seed, ratio):
+    x, z, w = random_problem(100 + seed, n=18)
+    tf = TrendFilter(x, z, w, certify=True)
+    lam = ratio * tf.lambda_max
+    fit = tf.solve(lam)                                   # cold start from the affine fit
+    p = fitted(tf, fit)
+    q = generic_solution(x, z, w, lam)
+    np.testing.assert_allclose(p, q, atol=2e-6)
+    ours, theirs = objective(p, x, z, w, lam), objective(q, x, z, w, lam)
+    assert ours <= theirs + 1e-10 * theirs                # never worse than the generic solver
+    assert fit.objective == pytest.approx(ours, rel=1e-10)
+    assert -1e-9 * ours <= fit.gap <= 1e-9 * ours         # duality gap certificate
+
+
+def test_lambda_max_is_where_the_fit_stops_being_the_least_squares_line():
+    x, z, w = random_problem(7, n=40)
+    tf = TrendFilter(x, z, w)
+    line = np.polyval(np.polyfit(x, z, 1, w=np.sqrt(w)), x)
+    at_max = tf.solve(tf.lambda_max)
+    assert at_max.n_knots == 0
+    np.testing.assert_allclose(fitted(tf, at_max), line, atol=1e-12)
+    above = tf.solve(3 * tf.lambda_max)
+    np.testing.assert_allclose(fitted(tf, above), line, atol=1e-12)
+    below = tf.solve(0.98 * tf.lambda_max)
+    assert below.n_knots >= 1
+    assert np.max(np.abs(fitted(tf, below) - line)) > 1e-6
+    # the paper's formula: lambda_max = ||(D A A^T D^T)^{-1} D A z||_inf, weighted: (D W^-1 D^T)^{-1} D z
+    D = second_difference(x)
+    nu = np.linalg.solve(D @ np.diag(1 / w) @ D.T, D @ z)
+    assert tf.lambda_max == pytest.approx(np.max(np.abs(nu)), rel=1e-7)
+
+
+def test_fit_interpolates_the_merged_points_as_lambda_goes_to_zero():
+    x, z, w = random_problem(11, n=30)
+    tf = TrendFilter(x, z, w)
+    fits = tf.path(tf.lambda_max * np.geomspace(1, 1e-9, 40))
+    errors = np.array([np.max(np.abs(fitted(tf, f) - z)) for f in fits])
+    # p - z = -W^-1 D^T nu with |nu| <= lam: the gap to the points shrinks at least linearly in lam
+    bound = np.max(np.abs(second_difference(x)).sum(axis=0) / w)
+    lams = np.array([f.lam for f in fits])
+    assert np.all(errors <= lams * bound * (1 + 1e-6) + 1e-12)
+    assert errors[-1] < 1e-5 and errors[-1] < 1e-4 * errors[0]
+    assert fits[-1].n_knots == x.size - 2                   # every interior point is a knot
+
+
+def test_ties_are_merged_into_weighted_points():
+    s = np.array([0.1, 0.1, 0.1, 0.3, 0.5, 0.5, 0.9])
+    y = np.array([1, 0, 0, 1, 1, 1, 0])
+    x, z, w = merge_ties(s, y)
+    np.testing.assert_allclose(x, [0.1, 0.3, 0.5, 0.9])
+    np.testing.assert_allclose(z, [1 / 3, 1, 1, 0])
+    np.testing.assert_allclose(w, [3, 1, 2, 1])
+
+
+def test_doubling_every_row_leaves_a_single_trend_filter_unchanged(noisy):
+    s, y = noisy
+    s = np.round(s[:1500], 3)
+    y = y[:1500]
+    one = calibrators.get("elite", mode="single", lam_ratio=0.01).fit(s, y)
+    two = calibrators.get("elite", mode="single", lam_ratio=0.01).fit(np.r_[s, s], np.r_[y, y])
+    assert two.lambda_max_ == pytest.approx(2 * one.lambda_max_, rel=1e-10)
+    grid = np.linspace(0, 1, 301)
+    np.testing.assert_allclose(two.predict(grid), one.predict(grid), atol=1e-9)
+
+
+# -- the calibrator ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fitted_elite():
+    rng = np.random.default_rng(3)
+    s = rng.beta(2, 3, 4000)
+    y = (rng.uniform(size=s.size) < np.clip(0.1 + 0.8 * s ** 2 + 0.1 * np.sin(12 * s), 0, 1)).astype(int)
+    return calibrators.get("elite").fit(s, y), s, y
+
+
+def test_degrees_of_freedom_are_knots_plus_two(fitted_elite):
+    """df counted independently from the kinks of each model's fitted values at the merged points."""
+    cal, _, _ = fitted_elite
+    d = cal.diagnostics()
+    x = d["points"]["score"].to_numpy()
+    h = np.diff(x)
+    for k, row in d["path"].iterrows():
+        p = cal.model_predict(k, x)
+        kinks = np.diff(np.diff(p) / h)
+        heights = np.abs(kinks) * h[:-1] * h[1:] / (h[:-1] + h[1:])
+        n_knots = int(np.count_nonzero(heights > 10 * KINK_TOL))
+        assert row["df"] == n_knots + 2
+        assert row["knots"] == len(d["knots"][k]) == n_knots
+    assert d["path"]["df"].iloc[0] == 2                                # lambda_max: the line
+    assert d["path"]["df"].iloc[-1] > 10
+
+
+def test_weights_follow_the_criterion_and_sum_to_one(fitted_elite):
+    cal, s, _ = fitted_elite
+    path = cal.diagnostics()["path"]
+    assert path["weight"].sum() == pytest.approx(1.0, abs=1e-12)
+    assert (path["weight"] >= 0).all()
+    a = path["aicc"].to_numpy()
+    expected = np.exp(-(a - a.min()) / 2)
+    np.testing.assert_allclose(path["weight"], expected / expected.sum(), rtol=1e-9, atol=1e-300)
+    assert len(path) == 50
+    np.testing.assert_allclose(path["lam_ratio"], np.geomspace(1, 1e-4, 50), rtol=1e-12)
+    assert path["converged"].all()
+
+
+def test_criteria_use_the_bernoulli_likelihood_of_clipped_fits(fitted_elite):
+    cal, s, y = fitted_elite
+    path = cal.diagnostics()["path"]
+    for k in (0, 20, 49):
+        p = np.clip(cal.model_predict(k, s), 1e-15, 1 - 1e-15)
+        ll = float(np.sum(y * np.log(p) + (1 - y) * np.log(1 - p)))
+        assert path["loglik"].iloc[k] == pytest.approx(ll, rel=1e-10)
+        df, n = path["df"].iloc[k], s.size
+        assert path["aicc"].iloc[k] == pytest.approx(-2 * ll + 2 * df + 2 * df * (df + 1) / (n - df - 1))
+        assert path["bic"].iloc[k] == pytest.approx(-2 * ll + df * np.log(n))
+
+
+def test_information_criteria_hand_computed():
+    ic = information_criteria(-10.0, 3, 20)
+    assert ic["aic"] == pytest.approx(26.0)
+    assert ic["aicc"] == pytest.approx(26.0 + 24 / 16)
+    assert ic["bic"] == pytest.approx(20 + 3 * np.log(20))
+    assert information_criteria(-1.0, 4, 5)["aicc"] == np.inf
+
+
+def test_prediction_is_the_clipped_weighted_average_of_linear_models(fitted_elite):
+    cal, _, _ = fitted_elite
+    w = cal.weights_
+    grid = np.r_[np.linspace(0, 1, 401), cal.x_[:50]]
+    avg = sum(wk * cal.model_predict(k, grid) for k, wk in enumerate(w) if wk > 0)
+    np.testing.assert_allclose(cal.predict(grid), np.clip(avg, 0, 1), atol=1e-12)
+    p = cal.predict(np.linspace(0, 1, 1001))
+    assert np.all((p >= 0) & (p <= 1))
+
+
+def test_each_model_extrapolates_linearly_beyond_the_training_scores():
+    s = np.array([0.2, 0.3, 0.4, 0.6, 0.7, 0.8] * 5)
+    y = np.array([0, 0, 1, 1, 0, 1] * 5)
+    cal = calibrators.get("elite", mode="single", lam_ratio=1.0).fit(s, y)
+    line = np.polyfit(s, y, 1)
+    np.testing.assert_allclose(cal.model_predict(0, [0.0, 0.1, 0.9, 1.0]), np.polyval(line, [0, 0.1, 0.9, 1]),
+                               atol=1e-12)
+    np.testing.assert_allclose(cal.predict([0.0, 1.0]), np.clip(np.polyval(line, [0, 1]), 0, 1), atol=1e-12)
+
+
+def test_single_mode_moves_from_the_line_to_the_data(noisy):
+    s, y = noisy
+    s, y = np.round(s[:2000], 2), y[:2000]                       # 101 distinct scores
+    knots = []
+    for ratio in (1.0, 0.1, 0.01, 1e-4):
+        cal = calibrators.get("elite", mode="single", lam_ratio=ratio).fit(s, y)
+        path = cal.diagnostics()["path"]
+        assert path["weight"].iloc[-1] == 1.0 and path["lam_ratio"].iloc[-1] == pytest.approx(ratio)
+        knots.append(int(path["knots"].iloc[-1]))
+    assert knots[0] == 0 and knots == sorted(knots) and knots[-1] > 20
+    x, z, _ = merge_ties(s, y)
+    tiny = calibrators.get("elite", mode="single", lam_ratio=1e-9).fit(s, y)
+    np.testing.assert_allclose(tiny.model_predict(len(tiny.fits_) - 1, x), z, atol=1e-5)
+
+
+def test_degenerate_inputs():
+    one = calibrators.get("elite").fit([0.4] * 4, [0, 1, 1, 1])
+    np.testing.assert_allclose(one.predict([0, 0.4, 1]), 0.75)
+    two = calibrators.get("elite").fit([0.2, 0.2, 0.6], [0, 1, 1])
+    np.testing.assert_allclose(two.predict([0.2, 0.6, 0.4]), [0.5, 1.0, 0.75])
+    line = calibrators.get("elite").fit([0.1, 0.2, 0.3, 0.4] * 2, [0, 0, 1, 1, 0, 1, 1, 1])
+    assert line.diagnostics()["path"]["weight"].sum() == pytest.approx(1.0)
+
+
+def test_improves_the_authors_quadratic_svm_scores():
+    """Fitted on the authors' train CSVs, ELiTE lowers the test RMSE and ECE of the raw scores."""
+    def load(name):
+        return np.loadtxt(shared_file("svm-quadratic-scores", name), delimiter=",")
+    s_tr, y_tr = load("train_data_y.csv"), load("train_data_z.csv").astype(int)
+    s_te, y_te = load("test_data_y.csv"), load("test_data_z.csv").astype(int)
+    cal = calibrators.get("elite").fit(s_tr, y_tr)
+    assert cal.diagnostics()["path"]["converged"].all()
+    p = cal.predict(s_te)
+    assert metrics.rmse(p, y_te) < metrics.rmse(s_te, y_te)
+    assert metrics.ece(p, y_te, 10, "quantile") < metrics.ece(s_te, y_te, 10, "quantile")
+
+
+def test_improves_a_click_model_on_the_mbct_avazu_sample():
+    """Avazu (MBCT benchmarks): fitted on the 10,000 train rows, ELiTE lowers the test log loss and
+    10-bin ECE of the base model's predictions."""
+    def load(part):
+        return np.load(shared_file("mbct-benchmarks", f"Avazu__{part}_samples.npy")).ravel()
+    s_tr, y_tr = load("train_prediction").astype(float), load("train_label").astype(int)
+    s_te, y_te = load("test_prediction").astype(float), load("test_label").astype(int)
+    cal = calibrators.get("elite").fit(s_tr, y_tr)
+    p = cal.predict(s_te)
+    assert metrics.log_loss(p, y_te) < metrics.log_loss(s_te, y_te) - 0.005
+    assert metrics.ece(p, y_te, 10, "quantile") < 0.5 * metrics.ece(s_te, y_te, 10, "quantile")
+
+
+# -- figures -------------------------------------------------------------------------------------
+def test_map_figure_draws_the_map_and_its_knots(fitted_elite):
+    cal, _, _ = fitted_elite
+    data = elite_fig.map_data(cal)
+    np.testing.assert_allclose(data.curve["prob"], cal.predict(data.curve["score"].to_numpy()))
+    d = cal.diagnostics()
+    support = {}
+    for ks, wt in zip(d["knots"], d["path"]["weight"]):
+        for k in ks:
+            support[k] = support.get(k, 0.0) + wt
+    strong = sorted(k for k, v in support.items() if v >= elite_fig.MIN_SUPPORT)
+    np.testing.assert_allclose(data.knots["score"], strong)
+    assert data.groups["rows"].sum() == cal.n_train_
+    fig = elite_fig.map_figure(data)
+    (knots,) = [t for t in fig.data if t.meta == "knots"]
+    np.testing.assert_allclose(np.array(knots.x, dtype=float), strong)
+
+
+def test_path_figure_shows_df_criterion_and_weight(fitted_elite):
+    cal, _, _ = fitted_elite
+    data = elite_fig.path_data(cal)
+    path = cal.diagnostics()["path"]
+    np.testing.assert_array_equal(data["df"], path["df"])
+    assert data["delta"].min() == 0.0
+    fig = elite_fig.path_figure(data)
+    assert fig.layout.xaxis.type == "log"
+    traces = {t.name: t for t in fig.data if t.name}
+    np.testing.assert_array_equal(np.array(traces["df = knots + 2"].y), path["df"])
+    np.testing.assert_allclose(np.array(traces["weight"].y, dtype=float), path["weight"])
+    titles = [t for t, _ in elite_fig.inner_figures(cal)]
+    assert len(titles) == 2 and "AICc" in titles[1]
+
+
+def test_single_mode_figures_mark_the_chosen_lambda(noisy):
+    s, y = noisy
+    cal = calibrators.get("elite", mode="single", lam_ratio=0.02).fit(s[:1000], y[:1000])
+    data = elite_fig.path_data(cal)
+    assert data["chosen"].sum() == 1 and data["chosen"].iloc[-1]
+    fig = elite_fig.path_figure(data)
+    assert "weight" not in {t.name for t in fig.data}
+    assert any(shape.x0 == pytest.approx(0.02) for shape in fig.layout.shapes)
+    md = elite_fig.map_data(cal)
+    assert (md.knots["support"] == 1.0).all()
+    assert len(md.knots) == int(cal.diagnostics()["path"]["knots"].iloc[-1])
+    assert isinstance(md.groups, pd.DataFrame)
