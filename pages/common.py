@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import calibrators, data as cdata, evaluation, metrics, samples
+from calibdash import bootstrap as cboot, calibrators, data as cdata, evaluation, metrics, samples
+from calibdash.figures import images
 from calibdash.errors import DataError
 from calibdash.evaluation import Evaluation, Scheme
 
@@ -199,6 +200,15 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def initial(key: str, **default) -> dict:
+    """The default argument of a widget unless session state (a shared link) already holds its value.
+
+    Passing both makes Streamlit warn on the page, so the default is left out
+    when the state was set before the widget was drawn.
+    """
+    return {} if key in st.session_state else default
+
+
 def hyperparam_widgets(method: str, container=None) -> dict:
     """One widget per declared hyperparameter of ``method``; returns name -> value.
 
@@ -212,17 +222,20 @@ def hyperparam_widgets(method: str, container=None) -> dict:
         key = f"hp.{method}.{hp.name}"
         label = f"{hp.symbol} — {hp.name}" if hp.symbol else hp.name
         if hp.kind == "bool":
-            values[hp.name] = box.toggle(label, value=bool(hp.default), key=key, help=hp.help,
-                                         persist_state="session")
+            values[hp.name] = box.toggle(label, key=key, help=hp.help, persist_state="session",
+                                         **initial(key, value=bool(hp.default)))
         elif hp.kind == "choice":
             opts = list(hp.choices)
-            values[hp.name] = box.selectbox(label, opts, index=opts.index(hp.default), key=key, help=hp.help,
-                                            persist_state="session")
+            values[hp.name] = box.selectbox(label, opts, key=key, help=hp.help, persist_state="session",
+                                            **initial(key, index=opts.index(hp.default)))
         else:
             grid = hp.grid()
-            values[hp.name] = box.select_slider(label, options=grid, value=hp.default, key=key,
+            if key in st.session_state and st.session_state[key] not in grid:
+                del st.session_state[key]          # a value from a link that is not on the slider
+            values[hp.name] = box.select_slider(label, options=grid, key=key,
                                                 help=hp.help + (" (log scale)" if hp.log else ""),
-                                                format_func=_fmt, persist_state="session")
+                                                format_func=_fmt, persist_state="session",
+                                                **initial(key, value=hp.default))
     return values
 
 
@@ -279,3 +292,133 @@ def sidebar_summary() -> None:
 def show_notes(diag: dict) -> None:
     for note in diag.get("notes", []) or []:
         st.info(note, icon=":material/info:")
+
+
+# -- page state in the URL ------------------------------------------------------------
+_URL_WRITTEN = "_url_written"
+
+
+def _hp_codec(hp):
+    """(parse, format) between a hyperparameter's value and its URL text."""
+    if hp.kind == "bool":
+        return (lambda t: t.lower() in ("1", "true", "yes")), (lambda v: "true" if v else "false")
+    if hp.kind == "int":
+        return int, str
+    if hp.kind == "float":
+        return float, repr
+    return str, str
+
+
+def url_spec(methods) -> dict:
+    """URL parameter -> (session key, parse, format) for the shareable state of Compare."""
+    spec = {
+        "sample": (SAMPLE, str, str),
+        "methods": ("compare.methods", lambda t: [m for m in t.split(",") if m in calibrators.available()],
+                    lambda v: ",".join(v)),
+        "scheme": ("scheme.kind", str, str),
+        "test_size": ("scheme.test_size", float, repr),
+        "seed": ("scheme.seed", int, str),
+        "folds": ("scheme.n_folds", int, str),
+    }
+    for m in methods:
+        if m not in calibrators.available():
+            continue
+        for hp in calibrators.get_class(m).hyperparams:
+            parse, fmt = _hp_codec(hp)
+            spec[f"{m}.{hp.name}"] = (f"hp.{m}.{hp.name}", parse, fmt)
+    return spec
+
+
+def apply_url_state() -> None:
+    """Load the state a shared link carries into the widgets, before they are drawn.
+
+    Only when the address differs from what this session last wrote: so a
+    link opened in a new tab restores its view, and later widget changes are
+    not overwritten by the old address.
+    """
+    qp = st.query_params.to_dict()
+    if not qp or qp == st.session_state.get(_URL_WRITTEN):
+        return
+    methods = qp.get("methods", "")
+    spec = url_spec(methods.split(","))
+    for param, text in qp.items():
+        if param not in spec:
+            continue
+        key, parse, _ = spec[param]
+        try:
+            st.session_state[key] = parse(text)
+        except (TypeError, ValueError):
+            log.warning("ignoring URL parameter %s=%r", param, text)
+    if "sample" in qp and qp["sample"] in samples.SAMPLES:
+        st.session_state[SOURCE] = "Sample"
+
+
+def write_url_state(methods) -> None:
+    """Put the shareable state (sample, methods, their hyperparameters, scheme) in the address bar."""
+    spec = url_spec(methods)
+    out = {}
+    for param, (key, _, fmt) in spec.items():
+        if param == "sample" and using_upload():
+            continue                       # an uploaded file cannot travel in a link
+        value = st.session_state.get(key)
+        if value is not None and value != "":
+            out[param] = fmt(value)
+    if out != st.query_params.to_dict():
+        st.query_params.from_dict(out)
+    st.session_state[_URL_WRITTEN] = out
+
+
+# -- Compare: intervals, verdict, models, images ------------------------------------------
+@st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=64)
+def _bootstrap(data_key: str, scheme: Scheme, chosen: tuple, _ev: Evaluation) -> cboot.BootstrapResult:
+    n_boot = cboot.resamples_for(len(_ev.rows), _ev.predictions.shape[1])
+    return cboot.bootstrap_metrics(_ev.predictions, _ev.labels, n_boot=n_boot)
+
+
+def bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict) -> cboot.BootstrapResult:
+    """Paired bootstrap intervals of the metrics table, cached on data + scheme + methods + parameters."""
+    chosen = tuple((m, tuple(sorted(p.items()))) for m, p in params.items())
+    return _bootstrap(ss.content_key(), scheme, chosen, ev)
+
+
+def interval_frame(boot: cboot.BootstrapResult):
+    """'value [low, high]' per cell, display names, best value per column highlighted."""
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+    text = pd.DataFrame({n: [f"{v:.4f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in
+                             zip(t[(n, "value")], t[(n, "low")], t[(n, "high")])] for n in names},
+                        index=[method_labels([k])[k] for k in t.index])
+    values = pd.DataFrame({n: t[(n, "value")].to_numpy() for n in names}, index=text.index)
+
+    def best(col: pd.Series):
+        vals = values[col.name].to_numpy(dtype=float)
+        if np.all(np.isnan(vals)):
+            return [""] * len(col)
+        target = np.nanmin(vals) if col.name in metrics.LOWER_IS_BETTER else np.nanmax(vals)
+        return ["font-weight: 700; background-color: #E8F4EA" if np.isclose(v, target) else "" for v in vals]
+
+    return text.style.apply(best, axis=0)
+
+
+def verdict_sentence(boot: cboot.BootstrapResult, labels: dict) -> str:
+    return cboot.verdict(boot, "ECE", labels)
+
+
+def models_table(ss: cdata.ScoreSet, scheme: Scheme, params: dict, models: list, n_bins: int, strategy: str):
+    """Metrics of every (model, method) and each model's raw reliability table, on held-out rows."""
+    rows, tables = [], {}
+    for col in models:
+        ss_m = ss if col == ss.score else ss.with_score(col)
+        ev = evaluate_methods(ss_m, scheme, params)
+        t = ev.metrics.copy()
+        t.index = pd.MultiIndex.from_product([[col], [method_labels([k])[k] for k in t.index]],
+                                             names=["model", "method"])
+        rows.append(t)
+        tables[col] = metrics.reliability_table(ev.predictions[evaluation.UNCALIBRATED].to_numpy(), ev.labels,
+                                                n_bins, strategy)
+    return pd.concat(rows), tables
+
+
+def image_maker(fig, fmt: str):
+    """A download callable rendering ``fig`` on click (never on every rerun)."""
+    return lambda: images.figure_bytes(fig, fmt)
