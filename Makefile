@@ -23,7 +23,9 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# The dashboard needs Chromium only for PNG/SVG downloads of figures: try to install it, carry on without.
 run: $(VENV)/.runtime
+	-@$(MAKE) --no-print-directory chromium
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
 test: $(VENV)/.testing chromium
