@@ -1,16 +1,23 @@
 """Command line: ``python -m calibdash evaluate FILE [--methods ...] [--json]``.
 
 Prints the same metrics table as the dashboard's Compare page: each method is
-fitted on the fitting rows and judged on held-out rows.
+fitted on the fitting rows and judged on held-out rows. ``fit`` saves one fitted
+calibrator as JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated
+scores to a file's rows.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from . import calibrators
-from .data import load_scores
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from . import calibrators, export
+from .data import guess_roles, load_scores, read_table
 from .errors import DataError
 from .evaluation import Scheme, evaluate
 
@@ -64,6 +71,97 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def _write(text: str, out: str | None) -> str:
+    """Write ``text`` to the file ``out``, or to stdout; returns where it went."""
+    if not out:
+        sys.stdout.write(text)
+        return "stdout"
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot write {out}: {exc.strerror or exc}.") from None
+    return out
+
+
+def cmd_fit(args) -> int:
+    ss = load_scores(args.file, score=args.score, label=args.label)
+    params = _params(args.param)
+    for method in params:
+        if method != args.method:
+            raise DataError(f"--param {method}.… is a hyperparameter of {method!r}, but --method is {args.method!r}.")
+    cal = calibrators.get(args.method, **params.get(args.method, {}))
+    rows = np.arange(ss.n_rows)
+    if args.split_value is not None:
+        if ss.split is None:
+            raise DataError(f"--split-value needs a split column in {ss.name}; none was found.")
+        rows = np.flatnonzero(ss.split == args.split_value)
+        if rows.size == 0:
+            raise DataError(f"no row of {ss.name} has {args.split_value!r} in split column {ss.split_column!r} "
+                            f"(values: {', '.join(sorted(set(ss.split)))}).")
+    feats = ss.features.iloc[rows].reset_index(drop=True) if cal.uses_features and ss.features is not None else None
+    cal.fit(ss.scores[rows], ss.labels[rows], feats)
+    fitted_on = {"file": ss.name, "score": ss.score,
+                 "score_transform": "logistic" if ss.score in ss.report.mapped else "identity",
+                 "features": list(feats.columns) if feats is not None else []}
+    text = export.dumps(cal, fitted_on=fitted_on)
+    where = _write(text, args.out)
+    print(f"Fitted {args.method} on {rows.size:,} rows of {ss.name} (score {ss.score!r}); wrote {where} "
+          f"({len(text.encode()):,} bytes).", file=sys.stderr)
+    return 0
+
+
+def _apply_scores(df: pd.DataFrame, score: str, transform: str | None) -> tuple[np.ndarray, str | None]:
+    """Scores in [0, 1] (NaN where missing) mapped as the model's scores were; and a note when mapped."""
+    x = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float, na_value=np.nan, copy=True)
+    ok = np.isfinite(x)
+    if not ok.any():
+        raise DataError(f"score column {score!r} holds no finite numbers; pick a numeric column with --score.")
+    lo, hi = float(x[ok].min()), float(x[ok].max())
+    outside = lo < 0.0 or hi > 1.0
+    if transform not in (None, "logistic", "identity"):
+        raise DataError(f"the model file's score_transform {transform!r} is unknown (logistic or identity).")
+    if transform == "identity" and outside:
+        raise DataError(f"the model was fitted on probabilities in [0, 1], but score column {score!r} ranges from "
+                        f"{lo:.4g} to {hi:.4g}; give the column the model was fitted on (--score).")
+    if transform == "logistic" or (transform is None and outside):
+        x[ok] = expit(x[ok])
+        return x, f"score column {score!r} mapped by the logistic function, as the model's training scores were"
+    return x, None
+
+
+def cmd_apply(args) -> int:
+    try:
+        model_text = Path(args.model).read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read the model file {args.model}: {exc.strerror or exc}.") from None
+    cal, fitted_on = export.read_model(model_text)
+    df, info = read_table(args.file)
+    score = args.score
+    if score is None and fitted_on.get("score") in df.columns:
+        score = fitted_on["score"]
+    if score is None:
+        guessed = guess_roles(df).scores
+        if not guessed:
+            raise DataError(f"no numeric column in {info.name} to use as a score; name one with --score.")
+        score = guessed[0]
+    if score not in df.columns:
+        raise DataError(f"score column {score!r} not found in {info.name}; the columns are: "
+                        f"{', '.join(map(repr, df.columns))}.")
+    s, note = _apply_scores(df, score, fitted_on.get("score_transform"))
+    ok = np.isfinite(s)
+    feats = df.loc[ok].reset_index(drop=True) if cal.uses_features else None
+    out = df.copy()
+    replaced = "calibrated" in out.columns
+    out["calibrated"] = np.nan
+    out.loc[ok, "calibrated"] = cal.predict(s[ok], feats)
+    where = _write(out.to_csv(index=False), args.out)
+    for msg in ([note] if note else []) + (["its column 'calibrated' was replaced"] if replaced else []):
+        print(f"  · {msg}", file=sys.stderr)
+    print(f"Applied {cal.name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} (score {score!r}"
+          f"{'; rows without a score are left empty' if not ok.all() else ''}); wrote {where}.", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m calibdash", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -82,6 +180,22 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_evaluate)
     m = sub.add_parser("methods", help="list the calibrators and their hyperparameters")
     m.set_defaults(func=cmd_methods)
+    f = sub.add_parser("fit", help="fit one calibrator on a file and save it as JSON")
+    f.add_argument("file", help="CSV, .csv.gz or Parquet file of scores and labels")
+    f.add_argument("--method", required=True, help="the calibrator (see `methods`)")
+    f.add_argument("--param", action="append", metavar="METHOD.NAME=VALUE", help="a hyperparameter (repeatable)")
+    f.add_argument("--score", help="score column (default: guessed)")
+    f.add_argument("--label", help="label column (default: guessed)")
+    f.add_argument("--split-value", metavar="VALUE", help="fit only on the rows whose split column holds VALUE")
+    f.add_argument("--out", metavar="MODEL.json", help="where to write the model (default: stdout)")
+    f.set_defaults(func=cmd_fit)
+    a = sub.add_parser("apply", help="add a saved calibrator's calibrated scores to a file's rows")
+    a.add_argument("model", metavar="MODEL.json", help="a calibrator saved by `fit` (or calibdash.export.dumps)")
+    a.add_argument("file", help="CSV, .csv.gz or Parquet file with a score column (a label is not needed)")
+    a.add_argument("--score", help="score column (default: the model's, else guessed)")
+    a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
+                   "(default: stdout)")
+    a.set_defaults(func=cmd_apply)
     return p
 
 

@@ -102,6 +102,21 @@ class ABB(BayesBinningBase):
     def _predict(self, s, features) -> np.ndarray:
         return np.interp(s, self.knots_x_, self.knots_y_)
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): each position's value, and its
+        score, or its smallest and largest score when scores were grouped into micro-bins."""
+        lo, hi = self.knots_x_[0::2], self.knots_x_[1::2]
+        where = {"score": lo.tolist()} if np.array_equal(lo, hi) else {"lo": lo.tolist(), "hi": hi.tolist()}
+        return {**where, "value": self.knots_y_[0::2].tolist()}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        lo = state.array("score" if "score" in state else "lo", sorted=True)
+        hi = lo if "score" in state else state.array("hi", size=lo.size)
+        value = state.array("value", size=lo.size)
+        self.knots_x_ = np.column_stack([lo, hi]).ravel()
+        self.knots_y_ = np.repeat(value, 2)
+
     def boundaries(self) -> pd.DataFrame:
         """One row per gap between consecutive positions.
 

@@ -527,6 +527,19 @@ class BBQCalibrator(Calibrator):
             p[hit] += self.point_delta_[i[hit]]
         return p
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): the averaged step map and the
+        authors' variant's point corrections (not the models and bins behind them)."""
+        return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist(),
+                "point_x": self.point_x_.tolist(), "point_delta": self.point_delta_.tolist()}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        self.cuts_ = state.array("cuts", sorted=True)
+        self.levels_ = state.array("levels", size=self.cuts_.size + 1)
+        self.point_x_ = state.array("point_x", sorted=True)
+        self.point_delta_ = state.array("point_delta", size=self.point_x_.size)
+
     # -- what the dashboard draws ----------------------------------------------------------------------
     def diagnostics(self) -> dict:
         """The models, their bins and the averaged map.

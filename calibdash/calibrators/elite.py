@@ -283,6 +283,16 @@ class ELiTE(Calibrator):
     def _predict(self, s: np.ndarray, features) -> np.ndarray:
         return np.clip(evaluate_linear(self.map_x_, self.map_p_, s), 0.0, 1.0)
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): the nodes of the averaged map
+        (not the path of trend filters behind it)."""
+        return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        self.map_x_ = state.array("x", sorted=True)
+        self.map_p_ = state.array("p", size=self.map_x_.size)
+
     def model_predict(self, k: int, scores) -> np.ndarray:
         """Predictions of the ``k``-th trend filter of the path alone (not clipped)."""
         self._check_fitted()

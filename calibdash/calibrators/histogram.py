@@ -90,6 +90,15 @@ class HistogramCalibrator(Calibrator):
     def _predict(self, s, features):
         return step_lookup(self.cuts_, self.estimates_, s)
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): the cut points and each bin's estimate."""
+        return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        self.cuts_ = state.array("cuts", sorted=True)
+        self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
+
     def bin_of(self, s) -> np.ndarray:
         """Bin index of each score (0 .. n_bins_-1)."""
         self._check_fitted()

@@ -59,6 +59,29 @@ class IsotonicCalibrator(Calibrator):
             return np.interp(s, self.x_, self.fitted_)
         return step_lookup(self.cuts_, self.block_value_, s)
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`).
+
+        ``"step"``: the cut points and each block's value. ``"linear"``: the
+        first and last fitted point of each block only: inside a block the map
+        is flat, and ``np.interp`` between two points of equal value returns
+        that value exactly, so the points in between change no prediction.
+        """
+        if self.interpolation != "linear":
+            return {"cuts": self.cuts_.tolist(), "values": self.block_value_.tolist()}
+        change = np.flatnonzero(np.diff(self.fitted_) != 0)
+        ends = np.unique(np.concatenate([[0], change, change + 1, [self.x_.size - 1]]))
+        return {"x": self.x_[ends].tolist(), "fitted": self.fitted_[ends].tolist()}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        if self.interpolation != "linear":
+            self.cuts_ = state.array("cuts", sorted=True)
+            self.block_value_ = state.array("values", size=self.cuts_.size + 1)
+        else:
+            self.x_ = state.array("x", sorted=True)
+            self.fitted_ = state.array("fitted", size=self.x_.size)
+
     def diagnostics(self) -> dict:
         """``blocks``: one row per PAV block (first and last score, rows, value)."""
         self._check_fitted()

@@ -278,6 +278,72 @@ class MBCTCalibrator(Calibrator):
     def _predict(self, s, features):
         return self._trace(s, self._codes(s, features))[2]
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): how each column is coded and,
+        per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
+        -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
+        entries each) and the sums whose ratio is its scale; not the check rows or losses."""
+        from ._mbct_tree import SCORE
+
+        columns = []
+        for c in self.columns_:
+            col = {"name": c.name, "kind": c.kind, "n_codes": int(c.n_codes), "missing_code": int(c.missing_code)}
+            if c.kind == CATEGORICAL:
+                values = [v.item() if isinstance(v, np.generic) else v for v in c.categories.tolist()]
+                bad = [v for v in values if not isinstance(v, (str, bool, int, float))]
+                if bad:
+                    raise DataError(f"MBCT's feature column {c.name!r} holds values of type "
+                                    f"{type(bad[0]).__name__} ({bad[0]!r}), which a JSON file cannot hold; "
+                                    "convert the column to text first.")
+                col.update(categories=values, dtype=str(c.categories.dtype))
+            elif c.kind != SCORE:
+                col["edges"] = c.edges.tolist()
+            columns.append(col)
+        trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table_flat.tolist(),
+                  "positives": t.positives.tolist(), "sum_input": t.sum_input.tolist()} for t in self.trees_]
+        return {"columns": columns, "trees": trees}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        from ._mbct_tree import NUMERIC, SCORE, ColumnCode, Tree
+
+        columns = []
+        for c in state.records("columns"):
+            kind, name = c.text("kind"), c.text("name")
+            n_codes, missing = c.integer("n_codes"), c.integer("missing_code")
+            if kind == SCORE:
+                code = score_code(n_codes)
+                code.name = name
+            elif kind == NUMERIC:
+                code = ColumnCode(name, NUMERIC, n_codes, edges=c.array("edges", sorted=True), missing_code=missing)
+            elif kind == CATEGORICAL:
+                try:
+                    cats = pd.Index(c.list("categories"), dtype=c.text("dtype"))
+                except (TypeError, ValueError) as exc:
+                    raise c.error(f"categories cannot be read: {exc}") from None
+                code = ColumnCode(name, CATEGORICAL, n_codes, categories=cats, missing_code=missing)
+            else:
+                raise c.error(f"kind must be {SCORE!r}, {NUMERIC!r} or {CATEGORICAL!r}, got {kind!r}")
+            columns.append(code)
+        if not columns or columns[0].kind != SCORE:
+            raise state.error("the first column must be the score")
+        trees = []
+        for t in state.records("trees"):
+            feature = t.array("feature", dtype=np.int64)
+            k = feature.size
+            if k == 0:
+                raise t.error("a tree needs at least its root node")
+            table_len = t.array("table_len", dtype=np.int64, size=k)
+            flat = t.array("table", dtype=np.int64, size=int(table_len.sum()))
+            parent = np.repeat(np.arange(k), table_len)
+            if (np.any(feature >= len(columns)) or np.any((feature < 0) != (table_len == 0))
+                    or np.any((flat >= k) | ((flat >= 0) & (flat <= parent)) | (flat < -1))):
+                raise t.error("the routing tables do not describe a tree (children numbered after their parent)")
+            tables = [tab if tab.size else None for tab in np.split(flat, np.cumsum(table_len)[:-1])]
+            trees.append(Tree(feature=feature, tables=tables, positives=t.array("positives", size=k),
+                              sum_input=t.array("sum_input", size=k)).freeze())
+        self.columns_, self.trees_ = columns, trees
+
     def apply(self, scores, features=None) -> np.ndarray:
         """Node each row ends at in each tree, shape (n, n_trees) (cf. scikit-learn's ``apply``)."""
         self._check_fitted()

@@ -100,6 +100,14 @@ class PlattCalibrator(Calibrator):
     def _predict(self, s, features):
         return expit(self.a_ * logit(s) + self.b_)
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): slope ``a`` and intercept ``b``."""
+        return {"a": self.a_, "b": self.b_}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        self.a_, self.b_ = state.number("a"), state.number("b")
+
     def diagnostics(self) -> dict:
         """Slope ``A``, intercept ``B``, the training log-likelihood and iterations."""
         self._check_fitted()

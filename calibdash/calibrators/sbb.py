@@ -92,6 +92,15 @@ class SBB(BayesBinningBase):
     def _predict(self, s, features) -> np.ndarray:
         return step_lookup(self.cuts_, self.bin_estimate_, s)
 
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): the cut points and each bin's estimate."""
+        return {"cuts": self.cuts_.tolist(), "estimates": self.bin_estimate_.tolist()}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        self.cuts_ = state.array("cuts", sorted=True)
+        self.bin_estimate_ = state.array("estimates", size=self.cuts_.size + 1)
+
     def bins(self) -> pd.DataFrame:
         """One row per chosen bin.
 

@@ -1,0 +1,349 @@
+"""Save a fitted calibrator to a small JSON file and load it back, without the training data.
+
+>>> from calibdash import calibrators, export
+>>> cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
+>>> text = export.dumps(cal)
+>>> print(text)                                                   # doctest: +NORMALIZE_WHITESPACE
+{
+"format":"calibdash-calibrator",
+"version":1,
+"method":"histogram",
+"params":{"bin_size":100,"by":"bins","n_bins":2},
+"state":{
+ "n_train":4,
+ "cuts":[0.25],
+ "estimates":[0.0,1.0]
+}
+}
+>>> export.loads(text).predict([0.0, 0.25, 1.0]).tolist()
+[0.0, 1.0, 1.0]
+
+The file
+--------
+One JSON object::
+
+    {"format": "calibdash-calibrator", "version": 1, "method": NAME,
+     "params": {...}, "state": {...}, "fitted_on": {...}}
+
+``method`` is the registry name (:func:`calibdash.calibrators.get_class`),
+``params`` the calibrator's ``get_params()``, ``state`` what its ``predict``
+needs and nothing more: a lookup table (histogram, isotonic, BBQ, SBB), the
+knots of a piecewise-linear map (isotonic with linear interpolation, ABB,
+ELiTE), the slope and intercept (Platt), the columns' coding and the trees'
+routing tables (MBCT); never the training rows or the tables only the
+dashboard draws (``diagnostics()`` is not available on a loaded calibrator).
+``state["n_train"]`` is the number of training rows. The optional
+``fitted_on`` says which column the scores came from and how they were
+mapped to [0, 1] (``python -m calibdash fit`` writes it, ``apply`` reads it).
+
+Predictions are reproduced exactly: arrays are written as JSON lists of
+numbers and Python writes a float as its shortest ``repr``, which reads back
+to the same float. Each calibrator class says what its state is with two
+methods, ``_export_state(self) -> dict`` (JSON-ready values) and
+``_import_state(self, state)`` (``state`` a :class:`State`, which checks
+types and sizes); a class without them falls back to its plain fitted
+attributes (names ending in ``_``: numbers, strings, numeric arrays).
+
+Files are written deterministically (same calibrator, same bytes): the top
+level and the state one entry a line, arrays on one line.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import calibrators
+from .calibrators.base import Calibrator
+from .errors import DataError
+
+__all__ = ["FORMAT", "VERSION", "State", "ExportedModel", "dumps", "loads", "read_model"]
+
+FORMAT = "calibdash-calibrator"
+VERSION = 1
+
+#: Scores that every loaded calibrator must turn into probabilities without error.
+_PROBE = np.linspace(0.0, 1.0, 101)
+
+
+class ExportedModel(NamedTuple):
+    """A loaded file: the calibrator and what it says about the data it was fitted on."""
+
+    calibrator: Calibrator
+    fitted_on: dict
+
+
+class State(dict):
+    """A calibrator's state as read from a file, with typed, checked access.
+
+    ``_import_state`` methods read their entries through it, so that a
+    damaged file is refused with a :class:`~calibdash.errors.DataError`
+    naming the entry instead of failing later inside ``predict``.
+
+    Parameters
+    ----------
+    data : dict
+        The JSON object.
+    where : str
+        Where it sits in the file, for messages (``"the histogram state"``).
+    """
+
+    def __init__(self, data: dict, where: str):
+        super().__init__(data)
+        self.where = where
+
+    def error(self, message: str) -> DataError:
+        """A DataError saying ``message`` about this part of the file."""
+        return DataError(f"{self.where}: {message}.")
+
+    def __missing__(self, key):
+        raise self.error(f"{key!r} is missing")
+
+    def number(self, key: str) -> float:
+        """Entry ``key`` as a finite float."""
+        value = self[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.error(f"{key!r} must be a finite number, got {value!r}")
+        return float(value)
+
+    def integer(self, key: str) -> int:
+        """Entry ``key`` as an int."""
+        value = self[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"{key!r} must be an integer, got {value!r}")
+        return value
+
+    def text(self, key: str) -> str:
+        """Entry ``key`` as a string."""
+        value = self[key]
+        if not isinstance(value, str):
+            raise self.error(f"{key!r} must be a string, got {value!r}")
+        return value
+
+    def list(self, key: str) -> list:
+        """Entry ``key`` as a JSON array."""
+        value = self[key]
+        if not isinstance(value, list):
+            raise self.error(f"{key!r} must be a list, got {type(value).__name__}")
+        return value
+
+    def array(self, key: str, dtype=float, size: int | None = None, sorted: bool = False) -> np.ndarray:
+        """Entry ``key`` as a 1-D array of finite numbers.
+
+        Parameters
+        ----------
+        dtype : numpy dtype, default float
+            ``float`` or an integer type (then the numbers must be integers).
+        size : int, optional
+            Required length.
+        sorted : bool, default False
+            Require non-decreasing values (cut points, knots).
+        """
+        values = self.list(key)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise self.error(f"{key!r} must be a list of numbers")
+        if np.dtype(dtype).kind in "iu" and not all(isinstance(v, int) for v in values):
+            raise self.error(f"{key!r} must be a list of integers")
+        arr = np.asarray(values, dtype=dtype).reshape(-1)
+        if not np.all(np.isfinite(arr)):
+            raise self.error(f"{key!r} holds a non-finite number")
+        if size is not None and arr.size != size:
+            raise self.error(f"{key!r} must hold {size} numbers, got {arr.size}")
+        if sorted and np.any(np.diff(arr) < 0):
+            raise self.error(f"{key!r} must be in increasing order")
+        return arr
+
+    def records(self, key: str) -> list["State"]:
+        """Entry ``key`` as a list of objects, each a :class:`State`."""
+        items = self.list(key)
+        out = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise self.error(f"{key}[{i}] must be an object")
+            out.append(State(item, f"{self.where}, {key}[{i}]"))
+        return out
+
+
+# -- generic state: the plain fitted attributes ---------------------------------------------------
+_ARRAY = "__ndarray__"
+
+
+def _generic_export(cal: Calibrator) -> dict:
+    """Fitted attributes (``name_``) of a class without ``_export_state``: numbers, strings, arrays."""
+    out = {}
+    for name, value in sorted(vars(cal).items()):
+        if not name.endswith("_") or name.startswith("_") or name == "n_train_":
+            continue
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            out[name] = {_ARRAY: value.tolist(), "dtype": value.dtype.str}
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        else:
+            raise DataError(f"{type(cal).__name__}.{name} is a {type(value).__name__}, which the generic export "
+                            "cannot write; give the class _export_state/_import_state methods.")
+    return out
+
+
+def _generic_import(cal: Calibrator, state: State) -> None:
+    for name, value in state.items():
+        if not (isinstance(name, str) and name.endswith("_") and not name.startswith("_")):
+            raise state.error(f"{name!r} is not a fitted attribute")
+        if isinstance(value, dict):
+            item = State(value, f"{state.where}, {name}")
+            value = np.asarray(item.list(_ARRAY), dtype=np.dtype(item.text("dtype")))
+        setattr(cal, name, value)
+
+
+# -- writing --------------------------------------------------------------------------------------
+def _plain(value: Any, what: str):
+    """``value`` with numpy scalars as Python scalars; DataError when JSON cannot hold it."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, what) for v in value]
+    raise DataError(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
+
+
+def _compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _layout(doc: dict) -> str:
+    """The document, top-level and state entries one a line (diff- and eye-friendly), the rest compact."""
+    lines = []
+    for key, value in doc.items():
+        if key == "state":
+            inner = ",\n".join(f" {_compact(k)}:{_compact(v)}" for k, v in value.items())
+            lines.append(f'"state":{{\n{inner}\n}}')
+        else:
+            lines.append(f"{_compact(key)}:{_compact(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
+    """The fitted ``calibrator`` as the text of a JSON file.
+
+    Parameters
+    ----------
+    calibrator : Calibrator
+        A fitted calibrator of a registered class.
+    fitted_on : dict, optional
+        What the scores were (``python -m calibdash fit`` writes ``score``,
+        ``score_transform`` and ``features``); written as the ``fitted_on`` entry.
+
+    Returns
+    -------
+    str
+        The JSON text (ends with a newline). The same calibrator always gives
+        the same text.
+
+    Raises
+    ------
+    NotFittedError
+        If ``calibrator`` is not fitted.
+    DataError
+        If it is not a registered calibrator, or its parameters or state hold
+        values JSON cannot hold.
+    """
+    if not isinstance(calibrator, Calibrator):
+        raise DataError(f"only calibdash calibrators can be exported, not {type(calibrator).__name__}.")
+    name = type(calibrator).name
+    if calibrators.classes().get(name) is not type(calibrator):
+        raise DataError(f"{type(calibrator).__name__} is not a registered calibrator; loading it back would fail.")
+    calibrator._check_fitted()
+    params = {k: _plain(v, f"{name}'s parameter {k!r}") for k, v in sorted(calibrator.get_params().items())}
+    own = getattr(calibrator, "_export_state", None)
+    state = {"n_train": int(calibrator.n_train_), **(own() if own else _generic_export(calibrator))}
+    doc = {"format": FORMAT, "version": VERSION, "method": name, "params": params, "state": state}
+    if fitted_on:
+        doc["fitted_on"] = {k: _plain(v, f"fitted_on[{k!r}]") for k, v in fitted_on.items()}
+    try:
+        return _layout(doc)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"the {name} state cannot be written as JSON: {exc}") from None
+
+
+# -- reading --------------------------------------------------------------------------------------
+def _document(text) -> State:
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"the calibrator file is not UTF-8 text: {exc}") from None
+    if not isinstance(text, str):
+        raise DataError(f"a calibrator file is JSON text, not {type(text).__name__}.")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"the calibrator file is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                        f"column {exc.colno}.") from None
+    if not isinstance(doc, dict):
+        raise DataError(f"the calibrator file must hold a JSON object, not a {type(doc).__name__}.")
+    if doc.get("format") != FORMAT:
+        raise DataError(f"not a calibdash calibrator file: 'format' is {doc.get('format')!r}, "
+                        f"expected {FORMAT!r}.")
+    version = doc.get("version")
+    if isinstance(version, bool) or version != VERSION:
+        raise DataError(f"calibrator file version {version!r} is not supported; this calibdash reads "
+                        f"version {VERSION}.")
+    return State(doc, "the calibrator file")
+
+
+def read_model(text) -> ExportedModel:
+    """The calibrator in a file's text, and the file's ``fitted_on`` entry (``{}`` when absent).
+
+    Raises
+    ------
+    DataError
+        Malformed JSON, an unknown format, version or method, unknown
+        parameters, or a state that is missing entries or does not fit the
+        method (each message says which).
+    """
+    doc = _document(text)
+    method = doc.text("method")
+    if method not in calibrators.classes():
+        raise DataError(f"the calibrator file's method {method!r} is unknown; this calibdash has: "
+                        f"{', '.join(calibrators.available())}.")
+    params = doc["params"]
+    if not isinstance(params, dict):
+        raise doc.error("'params' must be an object")
+    cal = calibrators.get(method, **params)
+    if not isinstance(doc["state"], dict):
+        raise doc.error("'state' must be an object")
+    state = State(doc["state"], f"the {method} state")
+    n_train = state.integer("n_train")
+    state = State({k: v for k, v in state.items() if k != "n_train"}, state.where)
+    try:
+        if hasattr(cal, "_import_state"):
+            cal._import_state(state)
+        else:
+            _generic_import(cal, state)
+        cal.n_train_ = n_train
+        probe = cal.predict(_PROBE)
+    except DataError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+        raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
+    if probe.shape != _PROBE.shape or not np.all(np.isfinite(probe)):
+        raise state.error("does not give a probability for every score")
+    fitted_on = doc.get("fitted_on", {})
+    if not isinstance(fitted_on, dict):
+        raise doc.error("'fitted_on' must be an object")
+    return ExportedModel(cal, fitted_on)
+
+
+def loads(text) -> Calibrator:
+    """The fitted calibrator saved by :func:`dumps` (predictions identical to the saved one's).
+
+    Raises
+    ------
+    DataError
+        See :func:`read_model`.
+    """
+    return read_model(text).calibrator
