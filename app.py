@@ -21,6 +21,7 @@ page = st.navigation(pages)
 wanted = st.session_state.pop(common.DEEP_LINK, None)
 if wanted:                      # a deep link that arrived before the router had run
     st.switch_page(wanted)
+common.apply_url_state()         # a shared link's view, before anything reads the state
 with st.sidebar:
     st.markdown("### :material/insights: calibdash")
 common.sidebar_summary()

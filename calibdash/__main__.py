@@ -100,10 +100,7 @@ def cmd_fit(args) -> int:
                             f"(values: {', '.join(sorted(set(ss.split)))}).")
     feats = ss.features.iloc[rows].reset_index(drop=True) if cal.uses_features and ss.features is not None else None
     cal.fit(ss.scores[rows], ss.labels[rows], feats)
-    fitted_on = {"file": ss.name, "score": ss.score,
-                 "score_transform": "logistic" if ss.score in ss.report.mapped else "identity",
-                 "features": list(feats.columns) if feats is not None else []}
-    text = export.dumps(cal, fitted_on=fitted_on)
+    text = export.dumps(cal, fitted_on=export.provenance(ss, cal))
     where = _write(text, args.out)
     print(f"Fitted {args.method} on {rows.size:,} rows of {ss.name} (score {ss.score!r}); wrote {where} "
           f"({len(text.encode()):,} bytes).", file=sys.stderr)

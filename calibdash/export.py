@@ -347,3 +347,12 @@ def loads(text) -> Calibrator:
         See :func:`read_model`.
     """
     return read_model(text).calibrator
+
+
+def provenance(score_set, calibrator) -> dict:
+    """The ``fitted_on`` entry for a calibrator fitted on ``score_set`` (a :class:`calibdash.data.ScoreSet`):
+    the file, the score column, whether the scores were logistic-mapped, and the features used."""
+    feats = list(score_set.feature_columns) if calibrator.uses_features and score_set.features is not None else []
+    return {"file": score_set.name, "score": score_set.score,
+            "score_transform": "logistic" if score_set.score in score_set.report.mapped else "identity",
+            "features": feats}

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, data as cdata, evaluation, metrics, samples
+from calibdash import bootstrap as cboot, calibrators, data as cdata, evaluation, export, metrics, samples
 from calibdash.figures import images
 from calibdash.errors import DataError
 from calibdash.evaluation import Evaluation, Scheme
@@ -422,3 +422,8 @@ def models_table(ss: cdata.ScoreSet, scheme: Scheme, params: dict, models: list,
 def image_maker(fig, fmt: str):
     """A download callable rendering ``fig`` on click (never on every rerun)."""
     return lambda: images.figure_bytes(fig, fmt)
+
+
+def model_json(model, ss: cdata.ScoreSet):
+    """A download callable writing the fitted calibrator as calibdash JSON (on click only)."""
+    return lambda: export.dumps(model, fitted_on=export.provenance(ss, model)).encode()

@@ -9,7 +9,6 @@ from calibdash.figures import images
 from pages import common
 
 common.route_guard("pages/compare.py")
-common.apply_url_state()
 
 st.title("Compare calibrators")
 ss = common.score_set_or_stop()
@@ -93,6 +92,10 @@ pred.insert(0, "label", ev.labels)
 pred.index.name = "row"
 d1.download_button("Calibrated predictions (CSV)", pred.to_csv().encode(), "calibrated_predictions.csv",
                    "text/csv", key="compare.dl.pred", icon=":material/download:")
+for m, model in ev.models.items():
+    d1.download_button(f"Fitted {labels[m]} (JSON)", common.model_json(model, ss), f"{m}.json",
+                       "application/json", key=f"compare.dl.model.{m}", icon=":material/save:",
+                       help="Load it with calibdash.export.loads, or apply it: python -m calibdash apply MODEL.json FILE")
 flat = boot.table.copy()
 flat.columns = [f"{m}_{s}" for m, s in flat.columns]
 d2.download_button("Metrics table (CSV)", flat.rename_axis("method").to_csv().encode(), "metrics.csv", "text/csv",

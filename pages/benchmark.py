@@ -1,0 +1,238 @@
+"""Benchmark: calibrators x data sets, repeated K-fold cross-fitting, average ranks, Friedman and Holm."""
+import hashlib
+
+import pandas as pd
+import streamlit as st
+
+from calibdash import benchmark, calibrators, metrics, samples
+from calibdash import data as cdata
+from calibdash.errors import DataError
+from calibdash.evaluation import UNCALIBRATED
+from calibdash.figures import benchmark as bfig
+from pages import common
+
+common.route_guard("pages/benchmark.py")
+
+JOB = "bench.job"          # session key: the configuration of the last Run and whether it is still running
+FILES = "bench.files"      # session key: uploaded files, sha -> {"name", "data"}
+DEFAULT_SAMPLE_SETS = ("circles_svm", "breast_cancer_nb")
+
+
+@st.cache_resource(show_spinner=False)
+def _unit_cache() -> benchmark.UnitCache:
+    """Finished units for every session, keyed on the data's content hash, calibrator, K and seed.
+
+    A bounded store instead of ``st.cache_data`` on the unit: a unit reports
+    progress after every fold, and elements touched inside an ``st.cache_data``
+    function would be replayed on a cache hit; the store can also be read
+    without computing, to show what a stopped run has finished.
+    """
+    return benchmark.UnitCache(max_entries=20_000)
+
+
+@st.cache_data(show_spinner="Reading the sample…", max_entries=8)
+def _sample_sets(name: str) -> dict:
+    sample = samples.SAMPLES[name]
+    df, info = cdata.read_table(samples.sample_path(name))
+    return benchmark.datasets_from_table(df, info, label=sample.label)
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=16)
+def _upload_sets(sha: str, name: str, _data: bytes) -> dict:
+    df, info = cdata.read_table(_data, filename=name)
+    return benchmark.datasets_from_table(df, info)
+
+
+def _on_upload() -> None:
+    files = st.session_state.get("bench.uploader") or []
+    st.session_state[FILES] = {hashlib.sha256(f.getvalue()).hexdigest(): {"name": f.name, "data": f.getvalue()}
+                               for f in files}
+
+
+def _available_sets() -> tuple[dict, list[str], list[str]]:
+    """(name -> ScoreSet, default selection, messages about unreadable uploads)."""
+    sets, default, problems = {}, [], []
+    for name in samples.SAMPLES:
+        try:
+            found = _sample_sets(name)
+        except DataError as exc:
+            problems.append(f"sample {name}: {exc}")
+            continue
+        sets.update(found)
+        if name in DEFAULT_SAMPLE_SETS:
+            default.extend(found)
+    for sha, up in (st.session_state.get(FILES) or {}).items():
+        try:
+            found = _upload_sets(sha, up["name"], up["data"])
+        except DataError as exc:
+            problems.append(f"{up['name']}: {exc}")
+            continue
+        for key, ss in found.items():
+            sets[key if key not in sets else f"{key} (uploaded)"] = ss
+    return sets, default, problems
+
+
+st.title("Benchmark calibrators across data sets")
+st.caption("Every calibrator is cross-fitted on every data set (K folds, repeated with new fold seeds), the methods "
+           "are ranked on each data set, and the average ranks are compared with the Friedman test "
+           "(Iman-Davenport correction) and Holm's step-down procedure against a reference method — the protocol "
+           "of the BBQ and ELiTE papers, after Demšar (2006).")
+
+sets, default_sets, problems = _available_sets()
+for msg in problems:
+    st.error(f"**This file cannot be used:** {msg}")
+
+d1, d2 = st.columns([3, 2], gap="large")
+with d1:
+    chosen_sets = st.multiselect(
+        "Data sets", list(sets), default=[d for d in default_sets if d in sets], key="bench.datasets",
+        persist_state="session",
+        help="Each score column of a file is its own data set (the circles sample holds a linear and a "
+             "quadratic SVM). The Friedman test needs at least two.")
+    available = calibrators.available()
+    methods = st.multiselect(
+        "Calibrators", available, default=[m for m in benchmark.DEFAULT_METHODS if m in available],
+        key="bench.methods", format_func=common.method_label, persist_state="session")
+    include_raw = st.toggle("Rank the uncalibrated scores too", value=True, key="bench.uncalibrated",
+                            persist_state="session",
+                            help="As the papers rank the base classifier: a calibrator should beat it.")
+with d2:
+    st.file_uploader("Add your own files (CSV, .csv.gz or Parquet)", type=["csv", "tsv", "txt", "gz", "parquet", "pq"],
+                     accept_multiple_files=True, key="bench.uploader", on_change=_on_upload,
+                     help="Score and label columns are guessed as on the Data page; each score column "
+                          "becomes a data set you can choose on the left.")
+    if st.session_state.get(FILES):
+        st.caption("Uploaded: " + ", ".join(up["name"] for up in st.session_state[FILES].values()))
+
+with st.expander("Hyperparameters (shared with the Compare and Explore pages)", expanded=False):
+    params = {}
+    cols = st.columns(max(1, min(3, len(methods))))
+    for i, m in enumerate(methods):
+        box = cols[i % len(cols)]
+        box.markdown(f"**{common.method_label(m)}**")
+        params[m] = common.hyperparam_widgets(m, box)
+
+c1, c2, c3 = st.columns(3)
+folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=5, key="bench.folds", persist_state="session",
+                         help="Each row's calibrated value comes from a model fitted on the other K - 1 folds.")
+repeats = c2.select_slider("Repeats", list(range(1, 11)), value=2, key="bench.repeats", persist_state="session",
+                           help="K-fold cross-fitting is repeated with fold seeds seed, seed + 1, ...; a data "
+                                "set's value is the mean over repeats.")
+seed = c3.number_input("Seed", min_value=0, max_value=1_000_000, value=0, step=1, key="bench.seed",
+                       persist_state="session")
+
+config = {"datasets": list(chosen_sets), "methods": {m: params.get(m, {}) for m in methods},
+          "folds": int(folds), "repeats": int(repeats), "seed": int(seed), "uncalibrated": bool(include_raw)}
+b1, b2, _ = st.columns([1, 1, 4])
+run_clicked = b1.button("Run benchmark", key="bench.run", type="primary", icon=":material/play_arrow:",
+                        disabled=not chosen_sets or not methods)
+stop_clicked = b2.button("Stop", key="bench.stop", icon=":material/stop:",
+                         help="Stops the run; finished units are kept, and Run resumes where it stopped.")
+if not chosen_sets or not methods:
+    st.info("Choose at least one data set and one calibrator.")
+job = st.session_state.get(JOB)
+if run_clicked and chosen_sets and methods:
+    job = st.session_state[JOB] = {"config": config, "running": True}
+elif stop_clicked and job:
+    job["running"] = False
+if not job:
+    st.info("Choose data sets and calibrators, then press **Run benchmark**. Finished pieces are cached, so "
+            "running again (or after **Stop**) only computes what is missing.", icon=":material/play_arrow:")
+    st.stop()
+
+cfg = job["config"]
+missing = [d for d in cfg["datasets"] if d not in sets]
+if missing:
+    st.error(f"**Data set no longer available:** {', '.join(missing)}. Choose the data sets again and press Run.")
+    st.stop()
+cals = {m: calibrators.get(m, **p) for m, p in cfg["methods"].items()}
+job_sets = {d: sets[d] for d in cfg["datasets"]}
+labels = common.method_labels([UNCALIBRATED, *cals])
+
+r1, r2, r3 = st.columns(3)
+metric = r1.selectbox("Rank by", list(metrics.METRIC_NAMES), index=list(metrics.METRIC_NAMES).index("ECE"),
+                      key="bench.metric", persist_state="session",
+                      help="The metric whose ranks the Friedman test and Holm's procedure use.")
+ref_opts = ([UNCALIBRATED] if cfg["uncalibrated"] else []) + list(cals)
+reference = r2.selectbox("Reference method", ref_opts, index=ref_opts.index(benchmark.default_reference(ref_opts)),
+                         key="bench.reference", format_func=lambda k: labels.get(k, k), persist_state="session",
+                         help="Holm's procedure compares every other method with this one (the papers: BBQ, ELiTE).")
+alpha = r3.selectbox("Significance level", [0.01, 0.05, 0.10], index=1, key="bench.alpha",
+                     persist_state="session", format_func=lambda a: f"alpha = {a:g}")
+if reference not in ref_opts:
+    reference = benchmark.default_reference(ref_opts)
+
+bar = st.empty()
+kwargs = dict(n_folds=cfg["folds"], repeats=cfg["repeats"], seed=cfg["seed"], metric=metric, reference=reference,
+              alpha=alpha, include_uncalibrated=cfg["uncalibrated"], cache=_unit_cache())
+if job["running"]:
+    progress = bar.progress(0.0, text="Starting…")
+    result = benchmark.run_benchmark(
+        job_sets, cals, compute=True,
+        progress=lambda frac, msg: progress.progress(min(max(frac, 0.0), 1.0), text=msg), **kwargs)
+    job["running"] = False
+    bar.empty()
+else:
+    result = benchmark.run_benchmark(job_sets, cals, compute=False, **kwargs)
+
+if config != cfg:
+    st.caption(":material/info: The settings above changed since this run; press **Run benchmark** to update.")
+if not result.complete:
+    st.warning(f"Stopped: {len(result.units)} of {result.planned} pieces (data set x method x repeat) are done. "
+               "Press **Run benchmark** to resume; finished pieces are not computed again.", icon=":material/pause:")
+if result.table.empty:
+    st.stop()
+
+st.subheader("Result")
+with st.container(border=True):
+    st.markdown(result.describe(labels))
+for note in result.notes:
+    st.caption(note)
+
+left, right = st.columns([1, 1], gap="large")
+with left:
+    data = bfig.rank_diagram_data(result.average_ranks, result.reference,
+                                  result.joined() if result.holm is not None else None)
+    note = ("Bar: the reference and the methods Holm's procedure does not separate from it "
+            f"(alpha = {result.alpha:g}).") if result.holm is not None else None
+    st.plotly_chart(bfig.rank_diagram(data, labels=labels, title=f"Average rank on {metric} (1 = best, right)",
+                                      note=note), key="bench.ranks")
+    st.caption("Each method sits at its average rank over the data sets; better methods are further right. "
+               "The thick bar joins the reference to every method not significantly different from it; a method "
+               "off the bar differs significantly. With no significant Friedman test, all methods share the bar.")
+with right:
+    cells = bfig.heatmap_data(result.table, result.ranks)
+    st.plotly_chart(bfig.metric_heatmap(cells, metric=metric, labels=labels), key="bench.heatmap")
+    st.caption("Mean over repeats of the metric on each data set's out-of-fold predictions, with the method's rank "
+               "on that data set in brackets; darker is better.")
+
+
+def _bold_best(frame: pd.DataFrame, lower: bool, axis: int):
+    def best(s: pd.Series):
+        target = s.min() if lower else s.max()
+        return ["font-weight: 700; background-color: #E8F4EA" if v == target else "" for v in s]
+    return frame.style.apply(best, axis=axis).format("{:.4f}")
+
+
+tables = benchmark.report_tables(result, labels)
+for title, table in tables.items():
+    st.markdown(f"**{title}**")
+    if title.startswith("Mean "):
+        st.dataframe(_bold_best(table, result.lower_is_better, axis=1))
+    elif title.startswith("Average rank"):
+        st.dataframe(_bold_best(table, True, axis=0))
+    elif title.startswith("Holm"):
+        st.dataframe(table.style.format({"avg_rank": "{:.3f}", "diff": "{:+.3f}", "z": "{:+.3f}", "p": "{:.4f}",
+                                         "threshold": "{:.4f}"}))
+        st.caption("z = (R_i - R_ref) / sqrt(k(k+1)/(6N)); p two-sided; the i-th smallest p is compared with "
+                   "alpha / (k - i), rejecting until the first p above its threshold. 'significant' also needs "
+                   "the Friedman test to reject.")
+    elif title.startswith("Friedman"):
+        st.dataframe(table.style.format({"chi2_F": "{:.3f}", "F_F": "{:.3f}", "p": "{:.4f}", "critical": "{:.3f}"}))
+        st.caption("chi2_F = 12N/(k(k+1)) [sum R_j^2 - k(k+1)^2/4]; F_F = (N-1) chi2_F / (N(k-1) - chi2_F) is "
+                   "compared with the F distribution with k-1 and (k-1)(N-1) degrees of freedom.")
+    else:
+        st.dataframe(table.style.format("{:.4f}" if title.startswith("Mean") else "{:g}"))
+st.download_button("Download every piece's metrics (CSV)", result.units.to_csv(index=False).encode(),
+                   file_name="benchmark_units.csv", mime="text/csv", key="bench.download",
+                   icon=":material/download:")

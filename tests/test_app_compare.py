@@ -1,0 +1,43 @@
+"""Compare page: the view travels in the URL, intervals and verdict, downloads."""
+from streamlit.testing.v1 import AppTest
+
+from conftest import REPO
+
+
+def _app():
+    return AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+
+
+def test_url_restores_methods_and_hyperparameters():
+    at = _app()
+    at.query_params["methods"] = "platt,bbq"
+    at.query_params["bbq.c"] = "5"
+    at.query_params["sample"] = "breast_cancer_nb"
+    at.run()
+    assert not at.exception
+    ms = [m for m in at.multiselect if m.label == "Calibrators"][0]
+    assert ms.value == ["platt", "bbq"]
+    assert at.session_state["hp.bbq.c"] == 5
+    assert "breast_cancer_nb" in at.sidebar.markdown[0].value or any(
+        "breast_cancer_nb" in c.value for c in at.sidebar.caption)
+    table = at.dataframe[0].value
+    assert list(table.index) == ["Uncalibrated", "Platt scaling", "BBQ (Bayesian binning into quantiles)"]
+
+
+def test_widget_changes_are_written_to_the_url():
+    at = _app()
+    at.run()
+    ms = [m for m in at.multiselect if m.label == "Calibrators"][0]
+    ms.set_value(["isotonic"]).run()
+    assert at.query_params["methods"] == ["isotonic"] or at.query_params["methods"] == "isotonic"
+
+
+def test_intervals_verdict_and_downloads():
+    at = _app()
+    at.run()
+    cell = at.dataframe[0].value.iloc[0, 0]
+    assert "[" in cell and "]" in cell                     # value [low, high]
+    assert any("has the lowest ECE" in i.value for i in at.info)
+    labels = [b.label for b in at.get("download_button")]
+    assert "Calibrated predictions (CSV)" in labels and "Metrics table (CSV)" in labels
+    assert any(lab.startswith("Fitted Platt scaling") for lab in labels)
