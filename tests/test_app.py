@@ -1,0 +1,420 @@
+"""Streamlit AppTest of the dashboard: every page renders, reacts to its widgets, and refuses bad files politely.
+
+Runs app.py (st.navigation over pages/) headless, without a browser. Uploads go
+through the real ``data.uploader`` widget (AppTest drives st.file_uploader), so
+its on_change callback stores the file exactly as in the browser.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from calibdash import calibrators
+
+REPO = Path(__file__).resolve().parents[1]
+APP = REPO / "app.py"
+TIMEOUT = 30            # seconds per script run
+
+DATA, EXPLORE, COMPARE = "pages/data.py", "pages/explore.py", "pages/compare.py"
+TITLES = {DATA: "Data", EXPLORE: "Explore a calibrator", COMPARE: "Compare calibrators"}
+CHARTS = {DATA: {"data.reliability"}, EXPLORE: {"explore.reliability", "explore.map"},
+          COMPARE: {"compare.reliability", "compare.map"}}
+
+
+@pytest.fixture(autouse=True)
+def _run_entry_point_every_time(request, monkeypatch):
+    """Make every AppTest run start from app.py, as the live server does after its first run.
+
+    AppTest resets ``PagesManager.uses_pages_directory`` to None before each
+    run, and PagesManager then sets it to True because a ``pages/`` folder sits
+    next to app.py, so every rerun would go through Streamlit's legacy
+    folder router, which runs the page file alone (pages bounce back through
+    app.py with ``common.route_guard``). In the live server app.py's
+    st.navigation sets the flag to False on the first run and it stays False;
+    False is therefore the faithful value for ordinary tests. Tests that ask
+    for the ``legacy_router`` fixture keep AppTest's own behaviour instead.
+    """
+    if "legacy_router" in request.fixturenames:
+        return
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+@pytest.fixture
+def legacy_router():
+    """Marker fixture: leave Streamlit's pages-folder detection alone (see above)."""
+
+
+# -- helpers --------------------------------------------------------------------------------
+def go(at: AppTest, page: str) -> AppTest:
+    """Switch to ``page`` like a click in the menu.
+
+    Runs twice: on AppTest's first run after a page switch, widgets that keep
+    their value for the session (persist_state="session") still hand the script
+    their default (for a select_slider drawn without ``value=``, its first
+    option), although the browser gets the kept value at once (checked in
+    tests/e2e/test_browser.py). The second run is what a user sees.
+    """
+    at.switch_page(page).run()
+    return at.run()
+
+
+def start(page: str | None = None) -> AppTest:
+    """A fresh session on ``page`` (default: the app's default page, Compare)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    if page is not None and page != COMPARE:
+        go(at, page)
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    """No traceback and no error box anywhere."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Plotly figures on the page: widget key -> figure dict (data, layout)."""
+    out = {}
+    for el in at.get("plotly_chart"):
+        key = el.proto.id.rsplit("-", 1)[-1] if el.proto.id else ""
+        # ids look like "$$ID-<hash>-<key>"; keys may contain dots but no dashes here
+        out[key] = json.loads(el.proto.spec)
+    return out
+
+
+def metrics_table(at: AppTest) -> pd.DataFrame:
+    """The held-out metrics table (the st.dataframe whose columns include ECE), as numbers.
+
+    Cells shown as "value [low, high]" (bootstrap intervals) are read as their value.
+    """
+    for df in at.main.dataframe:
+        value = df.value
+        if "ECE" in value.columns and "Uncalibrated" in value.index:
+            return value.apply(lambda col: pd.to_numeric(col.astype(str).str.split(" [", regex=False).str[0])
+                               if not pd.api.types.is_numeric_dtype(col) else col)
+    raise AssertionError("no metrics table on the page")
+
+
+def sidebar_text(at: AppTest) -> str:
+    return "\n".join([m.value for m in at.sidebar.markdown] + [c.value for c in at.sidebar.caption]
+                     + [e.value for e in at.sidebar.error])
+
+
+def errors(at: AppTest) -> str:
+    return "\n".join(e.value for e in at.main.error)
+
+
+def scores_csv(n: int = 300, labels=None, seed: int = 7) -> bytes:
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.02, 0.98, n)
+    if labels is None:
+        labels = (rng.uniform(size=n) < s).astype(int)
+    return ("score,label\n" + "".join(f"{a:.5f},{b}\n" for a, b in zip(s, labels))).encode()
+
+
+def upload(at: AppTest, name: str, data: bytes, mime: str = "text/csv") -> AppTest:
+    """On the Data page: choose Upload and send ``data`` through the uploader widget."""
+    if at.segmented_control(key="source").value != "Upload":
+        at.segmented_control(key="source").set_value("Upload").run()
+    at.file_uploader(key="data.uploader").set_value((name, data, mime)).run()
+    return at
+
+
+# -- every page with the default sample -------------------------------------------------------
+@pytest.mark.parametrize("page", [DATA, EXPLORE, COMPARE])
+def test_page_renders_default_sample(page):
+    at = start(page)
+    assert_clean(at)
+    assert at.title[0].value == TITLES[page]
+    figs = charts(at)
+    assert CHARTS[page] <= set(figs), set(figs)
+    for key in CHARTS[page]:
+        assert figs[key]["data"], f"{key} has no traces"
+    side = sidebar_text(at)
+    assert "circles_svm.csv" in side and "2,000 rows" in side
+    assert "linear_svm" in side
+    if page == DATA:
+        summary = at.main.dataframe[0].value
+        assert {"AUC", "ECE"} <= set(summary.index)
+        assert [m.value for m in at.metric][:2] == ["2,000", "2,000"]
+    else:
+        table = metrics_table(at)
+        assert {"AUC", "ACC", "Brier", "ECE", "MCE"} <= set(table.columns)
+        assert table.notna().all().all()
+
+
+def test_legacy_folder_router_bounces_through_app_py(legacy_router):
+    """With Streamlit's pages/ detection left on, every run still shows app.py's sidebar and the asked-for page,
+    and widgets still work (the route guard sends page files opened alone back through app.py)."""
+    at = start()
+    for page in (EXPLORE, DATA, COMPARE, EXPLORE):
+        go(at, page)
+        assert_clean(at)
+        assert at.title[0].value == TITLES[page]
+        assert "circles_svm.csv" in sidebar_text(at)
+        at.run()
+        assert at.title[0].value == TITLES[page]
+        assert "circles_svm.csv" in sidebar_text(at)
+    table0 = metrics_table(at)
+    at.select_slider(key="hp.histogram.n_bins").set_value(5).run()
+    assert_clean(at)
+    assert not np.allclose(metrics_table(at).loc["Histogram binning"], table0.loc["Histogram binning"])
+
+
+def test_sidebar_survives_reruns():
+    """The sidebar summary is drawn by app.py on every run, not only the first."""
+    at = start()
+    for _ in range(2):
+        at.run()
+        assert "circles_svm.csv" in sidebar_text(at)
+    go(at, EXPLORE)
+    assert "circles_svm.csv" in sidebar_text(at)
+
+
+# -- Compare -------------------------------------------------------------------------------------
+def test_compare_calibrator_choice_changes_rows():
+    at = start(COMPARE)
+    assert list(metrics_table(at).index) == ["Uncalibrated", "Platt scaling", "Histogram binning",
+                                             "Isotonic regression"]
+    at.multiselect(key="compare.methods").set_value(["isotonic"]).run()
+    assert_clean(at)
+    assert list(metrics_table(at).index) == ["Uncalibrated", "Isotonic regression"]
+    names = {t.get("name") for t in charts(at)["compare.reliability"]["data"]}
+    assert "Isotonic regression" in names and "Platt scaling" not in names
+    at.multiselect(key="compare.methods").set_value(["histogram", "platt"]).run()
+    assert_clean(at)
+    assert set(metrics_table(at).index) == {"Uncalibrated", "Histogram binning", "Platt scaling"}
+
+
+def test_compare_without_calibrators_shows_uncalibrated_only():
+    at = start(COMPARE)
+    at.multiselect(key="compare.methods").set_value([]).run()
+    assert_clean(at)
+    assert list(metrics_table(at).index) == ["Uncalibrated"]
+
+
+def test_compare_figure_widgets_change_figures_not_metrics():
+    at = start(COMPARE)
+    table0, figs0 = metrics_table(at), charts(at)
+    at.select_slider(key="compare.n_bins").set_value(20).run()
+    assert_clean(at)
+    figs1 = charts(at)
+    assert figs1["compare.reliability"]["data"] != figs0["compare.reliability"]["data"]
+    assert figs1["compare.map"] == figs0["compare.map"]
+    pd.testing.assert_frame_equal(metrics_table(at), table0)
+    at.toggle(key="compare.logx").set_value(True).run()
+    assert_clean(at)
+    assert charts(at)["compare.map"]["layout"]["xaxis"].get("type") == "log"
+    at.segmented_control(key="compare.strategy").set_value("quantile").run()
+    assert_clean(at)
+    assert charts(at)["compare.reliability"]["data"] != figs1["compare.reliability"]["data"]
+
+
+def test_compare_hyperparameter_changes_one_row():
+    at = start(COMPARE)
+    table0 = metrics_table(at)
+    at.select_slider(key="hp.histogram.n_bins").set_value(5).run()
+    assert_clean(at)
+    table1 = metrics_table(at)
+    assert not np.allclose(table1.loc["Histogram binning"], table0.loc["Histogram binning"])
+    for row in ("Uncalibrated", "Platt scaling", "Isotonic regression"):
+        pd.testing.assert_series_equal(table1.loc[row], table0.loc[row])
+
+
+# -- Explore -------------------------------------------------------------------------------------
+def test_explore_hyperparameter_slider_changes_metrics():
+    at = start(EXPLORE)
+    assert at.selectbox(key="explore.method").value == "histogram"
+    table0, figs0 = metrics_table(at), charts(at)
+    assert list(table0.index) == ["Uncalibrated", "Histogram binning"]
+    at.select_slider(key="hp.histogram.n_bins").set_value(5).run()
+    assert_clean(at)
+    table1, figs1 = metrics_table(at), charts(at)
+    assert not np.allclose(table1.loc["Histogram binning"], table0.loc["Histogram binning"])
+    pd.testing.assert_series_equal(table1.loc["Uncalibrated"], table0.loc["Uncalibrated"])
+    assert figs1["explore.map"]["data"] != figs0["explore.map"]["data"]
+    assert figs1["explore.reliability"]["data"] != figs0["explore.reliability"]["data"]
+
+
+def test_explore_diagram_bins_change_chart_not_metrics():
+    at = start(EXPLORE)
+    table0, figs0 = metrics_table(at), charts(at)
+    at.select_slider(key="explore.n_bins").set_value(30).run()
+    assert_clean(at)
+    figs1 = charts(at)
+    assert figs1["explore.reliability"]["data"] != figs0["explore.reliability"]["data"]
+    assert figs1["explore.map"]["data"] == figs0["explore.map"]["data"]
+    pd.testing.assert_frame_equal(metrics_table(at), table0)
+
+
+@pytest.mark.parametrize("method", calibrators.available())
+def test_explore_every_calibrator(method):
+    """Each registered calibrator renders on Explore with its defaults and its own metrics row."""
+    at = start(EXPLORE)
+    at.selectbox(key="explore.method").set_value(method).run()
+    assert_clean(at)
+    label = calibrators.get_class(method).label or method
+    assert list(metrics_table(at).index) == ["Uncalibrated", label]
+    figs = charts(at)
+    assert {"explore.reliability", "explore.map"} <= set(figs)
+    assert any(t.get("name") == label for t in figs["explore.map"]["data"])
+
+
+def test_hyperparameters_are_shared_between_explore_and_compare():
+    """A hyperparameter set on Explore holds on Compare (same key, persisted for the session)."""
+    at = start(EXPLORE)
+    at.select_slider(key="hp.histogram.n_bins").set_value(5).run()
+    explore_row = metrics_table(at).loc["Histogram binning"]
+    go(at, COMPARE)
+    assert_clean(at)
+    assert at.select_slider(key="hp.histogram.n_bins").value == 5
+    # Compare shows its metrics rounded to 4 decimals (with bootstrap intervals)
+    np.testing.assert_allclose(metrics_table(at).loc["Histogram binning"].to_numpy(dtype=float),
+                               explore_row.to_numpy(dtype=float), atol=6e-5)
+
+
+# -- Data ------------------------------------------------------------------------------------------
+def test_data_sample_choice_changes_everything():
+    at = start(DATA)
+    at.selectbox(key="sample").set_value("breast_cancer_nb").run()
+    assert_clean(at)
+    assert at.metric[0].value == "569"
+    assert "breast_cancer_nb.csv" in sidebar_text(at)
+    go(at, COMPARE)
+    assert_clean(at)
+    assert "breast_cancer_nb.csv" in at.caption[0].value
+    assert "breast_cancer_nb.csv" in sidebar_text(at)
+
+
+def test_data_evaluation_scheme_changes_results():
+    at = start(COMPARE)
+    table_split = metrics_table(at)
+    go(at, DATA)
+    at.radio(key="scheme.kind").set_value("kfold").run()
+    assert_clean(at)
+    assert "fold" in sidebar_text(at).lower()
+    go(at, COMPARE)
+    assert_clean(at)
+    table_kfold = metrics_table(at)
+    assert not np.allclose(table_kfold.to_numpy(), table_split.to_numpy())
+
+
+def test_upload_good_csv_is_used_on_every_page():
+    at = start(DATA)
+    upload(at, "my_scores.csv", scores_csv(300))
+    assert_clean(at)
+    assert at.session_state["upload"]["name"] == "my_scores.csv"
+    assert at.segmented_control(key="source").value == "Upload"
+    assert [m.value for m in at.metric][:3] == ["300", "300", "0"]
+    assert "my_scores.csv" in sidebar_text(at) and "300 rows" in sidebar_text(at)
+    assert set(charts(at)) == {"data.reliability"}
+    for page in (EXPLORE, COMPARE):
+        go(at, page)
+        assert_clean(at)
+        assert any("my_scores.csv" in c.value for c in at.main.caption)
+        assert CHARTS[page] <= set(charts(at))
+        assert "Uncalibrated" in metrics_table(at).index
+
+
+def test_upload_of_20_rows_is_accepted_everywhere():
+    """The smallest accepted file (MIN_ROWS = 20) works on every page."""
+    at = start(DATA)
+    upload(at, "twenty.csv", scores_csv(20, labels=[0, 1] * 10))
+    assert_clean(at)
+    for page in (EXPLORE, COMPARE):
+        go(at, page)
+        assert_clean(at)
+        metrics_table(at)
+
+
+# -- bad files --------------------------------------------------------------------------------------
+_rng = np.random.default_rng(11)
+BAD_FILES = {
+    # id: (file name, bytes, words the error must contain)
+    "one-class": ("one_class.csv", scores_csv(100, labels=[1] * 100), ["one class only"]),
+    "non-binary-label": ("three_labels.csv", scores_csv(90, labels=[0, 1, 2] * 30),
+                         ["3 distinct values", "binary"]),
+    "text-multiclass": ("species.csv", scores_csv(90, labels=["cat", "dog", "cow"] * 30),
+                        ["3 distinct values", "binary"]),
+    "empty": ("empty.csv", b"", ["empty"]),
+    "header-only": ("header_only.csv", b"score,label\n", ["no rows"]),
+    "too-few-rows": ("tiny.csv", scores_csv(19, labels=[0, 1] * 9 + [0]), ["only 19 usable rows", "at least 20"]),
+    "binary-junk": ("junk.csv", bytes(_rng.integers(0, 256, 4096, dtype=np.uint8)), ["binary"]),
+    "utf-16": ("excel_export.csv", scores_csv(100).decode().encode("utf-16"), ["UTF-16"]),
+    "xlsx-as-csv": ("book.csv", b"PK\x03\x04" + bytes(200), ["ZIP", "Excel"]),
+    "no-score-column": ("words.csv", b"name,label\n" + b"".join(b"a,0\nb,1\n" for _ in range(30)),
+                        ["no numeric column"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_bad_upload_is_refused_with_a_message_on_every_page(case):
+    name, data, words = BAD_FILES[case]
+    at = start(DATA)
+    upload(at, name, data)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["upload"]["name"] == name
+    for page in (DATA, EXPLORE, COMPARE):
+        if page != DATA:
+            go(at, page)
+        assert not at.exception, (page, [e.value for e in at.exception])
+        text = errors(at)
+        assert text, f"{page}: no st.error for {name}"
+        for word in words:
+            assert word in text, (page, text)
+        assert "Traceback" not in text and "Something went wrong" not in text
+        # the sidebar says the same instead of naming a data set
+        assert any(words[0] in e.value for e in at.sidebar.error), (page, sidebar_text(at))
+        if page != DATA:
+            assert not charts(at), f"{page} drew charts for an unusable file"
+            assert at.main.get("page_link"), f"{page} does not point back to the Data page"
+
+
+def test_bad_upload_then_back_to_sample_recovers():
+    at = start(DATA)
+    upload(at, "one_class.csv", BAD_FILES["one-class"][1])
+    assert errors(at)
+    at.segmented_control(key="source").set_value("Sample").run()
+    assert_clean(at)
+    assert "circles_svm.csv" in sidebar_text(at)
+    go(at, COMPARE)
+    assert_clean(at)
+    metrics_table(at)
+
+
+def test_bad_then_good_upload_replaces_the_file():
+    at = start(DATA)
+    upload(at, "tiny.csv", BAD_FILES["too-few-rows"][1])
+    assert "at least 20" in errors(at)
+    upload(at, "fixed.csv", scores_csv(200))
+    assert_clean(at)
+    assert at.metric[0].value == "200"
+    assert "fixed.csv" in sidebar_text(at)
+
+
+@pytest.mark.parametrize("case", ["one-class", "utf-16", "empty"])
+def test_bad_file_in_session_state_on_a_fresh_compare_page(case):
+    """The stored-upload path without the Data page: Compare alone shows the error, no traceback."""
+    import hashlib
+
+    name, data, words = BAD_FILES[case]
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.session_state["upload"] = {"name": name, "data": data, "sha": hashlib.sha256(data).hexdigest()}
+    at.session_state["source"] = "Upload"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == TITLES[COMPARE]
+    assert words[0] in errors(at)
+    assert not charts(at)
