@@ -15,6 +15,7 @@ common.route_guard("pages/benchmark.py")
 
 JOB = "bench.job"          # session key: the configuration of the last Run and whether it is still running
 FILES = "bench.files"      # session key: uploaded files, sha -> {"name", "data"}
+REQUEST = "bench.request"  # session key: "run" or "stop", left by the buttons for the next run
 DEFAULT_SAMPLE_SETS = ("circles_svm", "breast_cancer_nb")
 
 
@@ -34,13 +35,17 @@ def _unit_cache() -> benchmark.UnitCache:
 def _sample_sets(name: str) -> dict:
     sample = samples.SAMPLES[name]
     df, info = cdata.read_table(samples.sample_path(name))
-    return benchmark.datasets_from_table(df, info, label=sample.label)
+    return benchmark.datasets_from_table(df, info, name=name, label=sample.label)
 
 
 @st.cache_data(show_spinner="Reading the file…", max_entries=16)
 def _upload_sets(sha: str, name: str, _data: bytes) -> dict:
     df, info = cdata.read_table(_data, filename=name)
     return benchmark.datasets_from_table(df, info)
+
+
+def _request(what: str) -> None:
+    st.session_state[REQUEST] = what
 
 
 def _on_upload() -> None:
@@ -124,16 +129,19 @@ seed = c3.number_input("Seed", min_value=0, max_value=1_000_000, value=0, step=1
 config = {"datasets": list(chosen_sets), "methods": {m: params.get(m, {}) for m in methods},
           "folds": int(folds), "repeats": int(repeats), "seed": int(seed), "uncalibrated": bool(include_raw)}
 b1, b2, _ = st.columns([1, 1, 4])
-run_clicked = b1.button("Run benchmark", key="bench.run", type="primary", icon=":material/play_arrow:",
-                        disabled=not chosen_sets or not methods)
-stop_clicked = b2.button("Stop", key="bench.stop", icon=":material/stop:",
-                         help="Stops the run; finished units are kept, and Run resumes where it stopped.")
+# The buttons only leave a note in the session (callbacks run before the script, so the note survives a
+# route_guard bounce); the script reads it with the widgets' current values.
+b1.button("Run benchmark", key="bench.run", type="primary", icon=":material/play_arrow:",
+          disabled=not chosen_sets or not methods, on_click=_request, args=("run",))
+b2.button("Stop", key="bench.stop", icon=":material/stop:", on_click=_request, args=("stop",),
+          help="Stops the run; finished pieces are kept, and Run resumes where it stopped.")
 if not chosen_sets or not methods:
     st.info("Choose at least one data set and one calibrator.")
+request = st.session_state.pop(REQUEST, None)
 job = st.session_state.get(JOB)
-if run_clicked and chosen_sets and methods:
+if request == "run" and chosen_sets and methods:
     job = st.session_state[JOB] = {"config": config, "running": True}
-elif stop_clicked and job:
+elif request == "stop" and job:
     job["running"] = False
 if not job:
     st.info("Choose data sets and calibrators, then press **Run benchmark**. Finished pieces are cached, so "
@@ -167,9 +175,15 @@ kwargs = dict(n_folds=cfg["folds"], repeats=cfg["repeats"], seed=cfg["seed"], me
               alpha=alpha, include_uncalibrated=cfg["uncalibrated"], cache=_unit_cache())
 if job["running"]:
     progress = bar.progress(0.0, text="Starting…")
-    result = benchmark.run_benchmark(
-        job_sets, cals, compute=True,
-        progress=lambda frac, msg: progress.progress(min(max(frac, 0.0), 1.0), text=msg), **kwargs)
+    try:
+        result = benchmark.run_benchmark(
+            job_sets, cals, compute=True,
+            progress=lambda frac, msg: progress.progress(min(max(frac, 0.0), 1.0), text=msg), **kwargs)
+    except DataError as exc:
+        job["running"] = False          # do not retry the same failing run on every rerun
+        bar.empty()
+        st.error(f"**This benchmark cannot be run:** {exc}")
+        st.stop()
     job["running"] = False
     bar.empty()
 else:
@@ -189,22 +203,20 @@ with st.container(border=True):
 for note in result.notes:
     st.caption(note)
 
-left, right = st.columns([1, 1], gap="large")
-with left:
-    data = bfig.rank_diagram_data(result.average_ranks, result.reference,
-                                  result.joined() if result.holm is not None else None)
-    note = ("Bar: the reference and the methods Holm's procedure does not separate from it "
-            f"(alpha = {result.alpha:g}).") if result.holm is not None else None
-    st.plotly_chart(bfig.rank_diagram(data, labels=labels, title=f"Average rank on {metric} (1 = best, right)",
-                                      note=note), key="bench.ranks")
-    st.caption("Each method sits at its average rank over the data sets; better methods are further right. "
-               "The thick bar joins the reference to every method not significantly different from it; a method "
-               "off the bar differs significantly. With no significant Friedman test, all methods share the bar.")
-with right:
-    cells = bfig.heatmap_data(result.table, result.ranks)
-    st.plotly_chart(bfig.metric_heatmap(cells, metric=metric, labels=labels), key="bench.heatmap")
-    st.caption("Mean over repeats of the metric on each data set's out-of-fold predictions, with the method's rank "
-               "on that data set in brackets; darker is better.")
+short = {k: v.split(" (")[0] for k, v in labels.items()}      # "BBQ (Bayesian binning ...)" -> "BBQ"
+data = bfig.rank_diagram_data(result.average_ranks, result.reference,
+                              result.joined() if result.holm is not None else None)
+st.plotly_chart(bfig.rank_diagram(data, labels=short, title=f"Average rank on {metric} (1 = best, on the right)"),
+                key="bench.ranks")
+st.caption("Each method sits at its average rank over the data sets, better methods further right (Demšar's "
+           f"diagram). The thick bar joins the reference, {short.get(result.reference, result.reference)}, to every "
+           "method Holm's procedure does not separate from it at alpha = "
+           f"{result.alpha:g}; a method off the bar differs significantly. When the Friedman test finds no "
+           "difference, all methods share the bar.")
+cells = bfig.heatmap_data(result.table, result.ranks)
+st.plotly_chart(bfig.metric_heatmap(cells, metric=metric, labels=short), key="bench.heatmap")
+st.caption("Mean over repeats of the metric on each data set's out-of-fold predictions, with the method's rank on "
+           "that data set in brackets; darker is better.")
 
 
 def _bold_best(frame: pd.DataFrame, lower: bool, axis: int):
@@ -214,7 +226,7 @@ def _bold_best(frame: pd.DataFrame, lower: bool, axis: int):
     return frame.style.apply(best, axis=axis).format("{:.4f}")
 
 
-tables = benchmark.report_tables(result, labels)
+tables = benchmark.report_tables(result, short)
 for title, table in tables.items():
     st.markdown(f"**{title}**")
     if title.startswith("Mean "):

@@ -1,0 +1,333 @@
+"""Benchmark: units are evaluate() calls, ranks and tests follow from them, cancel/resume, CLI, figures, page."""
+import argparse
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from calibdash import benchmark, calibrators, stats
+from calibdash.data import build_score_set
+from calibdash.errors import DataError
+from calibdash.evaluation import UNCALIBRATED, Scheme, evaluate
+from calibdash.figures import benchmark as bfig
+from conftest import REPO
+
+APP = REPO / "app.py"
+PAGE = "pages/benchmark.py"
+METHODS = ["platt", "histogram", "isotonic"]
+
+
+def over_confident(seed: int, n: int = 600):
+    """Scores whose true probability is score**3: far from calibrated, easy to fix."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.01, 0.99, n)
+    y = (rng.uniform(size=n) < s ** 3).astype(int)
+    return build_score_set(pd.DataFrame({"score": s, "label": y}), name=f"synthetic {seed}")
+
+
+@pytest.fixture(scope="module")
+def six():
+    return {f"d{i}": over_confident(i) for i in range(6)}
+
+
+@pytest.fixture(scope="module")
+def result(six):
+    return benchmark.run_benchmark(six, METHODS, n_folds=3, repeats=2, seed=5, metric="ECE", reference="isotonic")
+
+
+def test_a_unit_is_one_kfold_evaluate_call(six, result):
+    ss = six["d2"]
+    for r in (0, 1):
+        ev = evaluate(ss.scores, ss.labels, ["histogram"], Scheme("kfold", n_folds=3, seed=5 + r))
+        row = result.units.query("dataset == 'd2' and method == 'histogram' and repeat == @r").iloc[0]
+        assert row["seed"] == 5 + r
+        for m in ("AUC", "ECE", "MVCE", "LogLoss"):
+            assert row[m] == pytest.approx(ev.metrics.loc["histogram", m])
+        raw = result.units.query("dataset == 'd2' and method == @UNCALIBRATED and repeat == @r").iloc[0]
+        assert raw["ECE"] == pytest.approx(ev.metrics.loc[UNCALIBRATED, "ECE"])
+
+
+def test_means_ranks_and_tests_follow_from_the_units(result):
+    n, k = 6, 4
+    assert result.complete and len(result.units) == n * 2 * k
+    assert result.methods == [UNCALIBRATED, *METHODS] and result.datasets == [f"d{i}" for i in range(6)]
+    by_hand = result.units.groupby(["dataset", "method"])["ECE"].mean().unstack()
+    pd.testing.assert_frame_equal(result.table, by_hand.loc[result.table.index, result.table.columns],
+                                  check_names=False)
+    np.testing.assert_allclose(result.ranks.sum(axis=1), k * (k + 1) / 2)
+    pd.testing.assert_series_equal(result.average_ranks, stats.average_ranks(result.table), check_names=False)
+    assert result.friedman == stats.friedman(result.table)
+    # AUC: higher is better, so the ranks per metric are taken in that direction
+    assert result.rank_summary["AUC"].to_dict() == stats.average_ranks(
+        result.means["AUC"].unstack().loc[result.datasets, result.methods], lower_is_better=False).to_dict()
+
+
+def test_calibrators_beat_over_confident_scores_significantly(result):
+    """On every data set the raw scores have the worst ECE, so their average rank is k; with 6 data sets
+    and 4 methods the Friedman test rejects and Holm separates them from the reference."""
+    assert (result.ranks[UNCALIBRATED] == 4).all()
+    assert result.friedman.reject
+    assert result.holm.loc[UNCALIBRATED, "significant"] and result.holm.loc[UNCALIBRATED, "diff"] > 0
+    assert UNCALIBRATED not in result.joined() and "isotonic" in result.joined()
+    text = result.describe()
+    assert "rejects" in text and "uncalibrated is significantly worse" in text
+
+
+def test_no_post_hoc_without_a_significant_friedman():
+    """8 data sets, 6 methods, ranks chosen so that Holm alone would separate "c" from the reference
+    (p = 0.0050 < 0.05/5) while the Friedman test does not reject (F_F = 1.83, p = 0.13): as in the papers,
+    the post-hoc result does not count and every method shares the bar."""
+    rows = [[3, 5, 1, 6, 4, 2], [2, 4, 3, 6, 5, 1], [1, 4, 6, 5, 2, 3], [1, 2, 3, 4, 6, 5],
+            [1, 3, 2, 4, 5, 6], [5, 6, 4, 1, 3, 2], [2, 3, 5, 6, 1, 4], [2, 1, 3, 6, 5, 4]]
+    names = ["ref", "a", "b", "c", "d", "e"]
+    units = pd.DataFrame([{"dataset": f"d{i}", "repeat": 0, "seed": 0, "method": m, "ECE": r / 100}
+                          for i, row in enumerate(rows) for m, r in zip(names, row)])
+    r = benchmark.summarise(units, metric="ECE", reference="ref")
+    assert not r.friedman.reject and r.friedman.ff == pytest.approx(1.8288, abs=1e-4)
+    assert r.holm.index[0] == "c" and r.holm.loc["c", "reject"] and not r.holm["significant"].any()
+    assert r.joined() == names
+    assert "finds no significant difference" in r.describe()
+
+
+def test_progress_is_reported_per_fold_and_reaches_one(six):
+    calls = []
+    ds = {k: six[k] for k in ("d0", "d1")}
+    benchmark.run_benchmark(ds, ["platt", "isotonic"], n_folds=4, repeats=2,
+                            progress=lambda f, m: calls.append((f, m)))
+    # per (data set, repeat): the raw scores once, and each calibrator once per fold
+    assert len(calls) == 2 * 2 * (1 + 2 * 4)
+    fracs = [f for f, _ in calls]
+    assert fracs == sorted(fracs) and fracs[-1] == pytest.approx(1.0)
+    assert sum("fold 4 of 4" in m for _, m in calls) == 2 * 2 * 2
+
+
+def test_cancel_then_resume_from_the_cache(six):
+    ds = {k: six[k] for k in ("d0", "d1", "d2")}
+    cache = benchmark.UnitCache()
+    ticks = []
+
+    def stop_in_the_second_data_set():
+        ticks.append(1)
+        return len(ticks) > 15
+
+    with pytest.raises(benchmark.Cancelled) as info:
+        benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1, should_stop=stop_in_the_second_data_set, cache=cache)
+    done = info.value.done
+    assert 0 < done < info.value.total == 3 * 4 and len(info.value.units) == done == len(cache)
+    # only what is cached, nothing fitted: the complete blocks so far
+    partial = benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1, cache=cache, compute=False)
+    assert not partial.complete and len(partial.units) == done
+    assert partial.datasets == ["d0"] and "d1" in " ".join(partial.notes)
+    # resuming fits only the missing units and gives the uninterrupted answer
+    fitted = []
+    resumed = benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1, cache=cache,
+                                      progress=lambda f, m: fitted.append(m) if "fold 1 of" in m else None)
+    fresh = benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1)
+    assert len(fitted) == sum(1 for u in benchmark.plan_units(list(ds), METHODS, 1)
+                              if u.method != UNCALIBRATED) - sum(
+        1 for m in info.value.units["method"] if m != UNCALIBRATED)
+    pd.testing.assert_frame_equal(resumed.table, fresh.table)
+
+
+def test_summarise_reranks_without_refitting(result):
+    auc = benchmark.summarise(result.units, metric="AUC", reference="platt", n_folds=3, repeats=2)
+    assert not auc.lower_is_better and auc.reference == "platt"
+    pd.testing.assert_series_equal(auc.average_ranks, result.rank_summary["AUC"], check_names=False)
+    assert list(auc.holm.index) != [] and "platt" not in auc.holm.index
+
+
+def test_cache_key_tracks_data_parameters_and_seed(six):
+    a = benchmark.unit_key(six["d0"], calibrators.get("histogram", n_bins=10), 5, 0)
+    assert a == benchmark.unit_key(six["d0"], calibrators.get("histogram"), 5, 0)
+    assert a != benchmark.unit_key(six["d0"], calibrators.get("histogram", n_bins=5), 5, 0)
+    assert a != benchmark.unit_key(six["d1"], calibrators.get("histogram"), 5, 0)
+    assert a != benchmark.unit_key(six["d0"], calibrators.get("histogram"), 5, 1)
+    assert a != benchmark.unit_key(six["d0"], None, 5, 0)
+
+
+def test_refusals_name_the_problem(six):
+    with pytest.raises(DataError, match="unknown metric"):
+        benchmark.run_benchmark(six, METHODS, metric="F1")
+    with pytest.raises(DataError, match="reference"):
+        benchmark.run_benchmark({"d0": six["d0"]}, ["platt"], n_folds=2, repeats=1, reference="bbq")
+    with pytest.raises(DataError, match="raw scores"):
+        benchmark.run_benchmark(six, {UNCALIBRATED: calibrators.get("platt")})
+    tiny = build_score_set(pd.DataFrame({"score": np.linspace(0.05, 0.95, 20), "label": [1] * 3 + [0] * 17}),
+                           name="tiny")
+    with pytest.raises(DataError, match="'tiny'.*at least 5 rows of each class"):
+        benchmark.run_benchmark({"tiny": tiny}, ["platt"], n_folds=5, repeats=1)
+
+
+def test_one_data_set_gives_tables_but_no_test(six):
+    r = benchmark.run_benchmark({"d0": six["d0"]}, ["platt"], n_folds=3, repeats=1, metrics=("AUC",))
+    assert r.friedman is None and r.holm is None and r.table.shape == (1, 2)
+    assert list(r.rank_summary.columns) == ["AUC", "ECE"]          # the kept metrics plus the ranked one
+    assert "no test across data sets" in r.describe()
+
+
+def test_reference_defaults_to_bbq_when_present():
+    assert benchmark.default_reference([UNCALIBRATED, "platt", "bbq"]) == "bbq"
+    assert benchmark.default_reference([UNCALIBRATED, "isotonic", "platt"]) == "isotonic"
+
+
+# -- command line ---------------------------------------------------------------------------------
+def cli(argv):
+    parser = argparse.ArgumentParser(prog="calibdash")
+    benchmark.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """Two CSV files; the second holds two models (two score columns), so three data sets."""
+    for i, name in enumerate(("one.csv", "two.csv")):
+        rng = np.random.default_rng(i)
+        s = rng.uniform(0.01, 0.99, 400)
+        df = pd.DataFrame({"score": s, "label": (rng.uniform(size=400) < s ** 2).astype(int)})
+        if i:
+            df["other_score"] = np.clip(s + rng.normal(0, 0.1, 400), 0.01, 0.99)
+        df.to_csv(tmp_path / name, index=False)
+    return tmp_path
+
+
+def test_cli_json_matches_the_api(folder, capsys):
+    assert cli(["benchmark", str(folder), "--methods", "platt,isotonic", "--folds", "3", "--repeats", "1",
+                "--metric", "Brier", "--reference", "isotonic", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["datasets"] == ["one.csv", "two.csv · score", "two.csv · other_score"]
+    api = benchmark.run_benchmark(benchmark.load_datasets([str(folder)]), ["platt", "isotonic"], n_folds=3,
+                                  repeats=1, metric="Brier", reference="isotonic")
+    assert out["average_ranks"] == pytest.approx(api.average_ranks.to_dict())
+    assert out["friedman"]["ff"] == pytest.approx(api.friedman.ff)
+    assert [h["method"] for h in out["holm"]] == list(api.holm.index)
+    assert out["values"]["one.csv"]["platt"] == pytest.approx(api.table.loc["one.csv", "platt"])
+    assert out["summary"] == api.describe()
+
+
+def test_cli_prints_the_page_tables(folder, capsys):
+    files = [str(folder / "one.csv"), str(folder / "two.csv")]
+    assert cli(["benchmark", *files, "--methods", "platt,histogram", "--param", "histogram.n_bins=5",
+                "--folds", "2", "--repeats", "1"]) == 0
+    text = capsys.readouterr().out
+    api = benchmark.run_benchmark(benchmark.load_datasets(files),
+                                  {"platt": calibrators.get("platt"),
+                                   "histogram": calibrators.get("histogram", n_bins=5)},
+                                  n_folds=2, repeats=1, metric="ECE")
+    for title in benchmark.report_tables(api):
+        assert title in text
+    assert api.describe() in text
+    assert f"{api.table.loc['one.csv', 'histogram']:.4f}" in text
+
+
+def test_cli_refuses_a_folder_without_tables(tmp_path):
+    with pytest.raises(DataError, match="holds no .csv"):
+        cli(["benchmark", str(tmp_path)])
+
+
+# -- figures ---------------------------------------------------------------------------------------------
+DEMSAR = pd.Series({"C4.5": 3.143, "C4.5+m": 2.000, "C4.5+cf": 2.893, "C4.5+m+cf": 1.964})
+
+
+def test_rank_diagram_joins_exactly_the_methods_holm_keeps():
+    """Demšar's example against C4.5: Holm separates C4.5+m+cf and C4.5+m, so the bar joins C4.5 and C4.5+cf."""
+    h = stats.holm(DEMSAR, 14, "C4.5")
+    joined = ["C4.5"] + [m for m in h.index if not h.loc[m, "reject"]]
+    data = bfig.rank_diagram_data(DEMSAR, "C4.5", joined)
+    assert data["method"].tolist() == ["C4.5", "C4.5+cf", "C4.5+m", "C4.5+m+cf"]      # worst first
+    assert data["side"].tolist() == ["left", "left", "right", "right"]
+    assert data["row"].tolist() == [1, 2, 2, 1]           # outermost methods on the top row
+    assert data.set_index("method")["joined"].to_dict() == {"C4.5": True, "C4.5+cf": True, "C4.5+m": False,
+                                                            "C4.5+m+cf": False}
+    fig = bfig.rank_diagram(data)
+    bars = [t for t in fig.data if t.mode == "lines" and t.line.width == 6]
+    assert len(bars) == 1
+    left, right = (0.27, 0.73)
+    pos = {r: left + (right - left) * (4 - r) / 3 for r in (3.143, 2.893, 2.000)}
+    x0, x1 = bars[0].x
+    assert x0 < pos[3.143] < pos[2.893] < x1 < pos[2.000]    # covers C4.5 and C4.5+cf, stops before C4.5+m
+    markers = {t.name: t.x[0] for t in fig.data if t.mode == "markers"}
+    assert markers["C4.5+m+cf"] > markers["C4.5+m"] > markers["C4.5+cf"] > markers["C4.5"]   # best on the right
+
+
+def test_rank_diagram_without_a_test_has_no_bar():
+    fig = bfig.rank_diagram(bfig.rank_diagram_data(DEMSAR))
+    assert not [t for t in fig.data if t.mode == "lines" and t.line.width == 6]
+
+
+def test_heatmap_colours_by_rank_and_prints_values(result):
+    cells = bfig.heatmap_data(result.table, result.ranks)
+    assert len(cells) == result.table.size
+    fig = bfig.metric_heatmap(cells, metric="ECE")
+    np.testing.assert_array_equal(np.array(fig.data[0].z, dtype=float), result.ranks.to_numpy())
+    v = result.table.loc["d0", "platt"]
+    assert f"{v:.4f}<br>({result.ranks.loc['d0', 'platt']:g})" in np.array(fig.data[0].text).ravel()
+
+
+# -- the page (AppTest) ------------------------------------------------------------------------------------
+def open_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    return at
+
+
+def test_page_runs_a_benchmark_and_shows_the_result():
+    at = open_page()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Benchmark calibrators across data sets"
+    assert at.multiselect(key="bench.methods").value == ["platt", "histogram", "isotonic", "bbq"]
+    assert not at.get("plotly_chart")                     # nothing runs before the button
+    at.multiselect(key="bench.datasets").set_value(["circles_svm · linear_svm", "breast_cancer_nb"]).run()
+    at.select_slider(key="bench.folds").set_value(3).run()
+    at.select_slider(key="bench.repeats").set_value(1).run()
+    at.button(key="bench.run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    keys = {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+    assert {"bench.ranks", "bench.heatmap"} <= keys
+    means = at.dataframe[0].value
+    assert list(means.index) == ["circles_svm · linear_svm", "breast_cancer_nb"]
+    assert means.columns[0] == "Uncalibrated" and means.notna().all().all()
+    summary = " ".join(m.value for m in at.markdown)
+    assert "On ECE" in summary and "over 2 data sets" in summary
+    # another ranking metric and reference: no refit, the sentence follows
+    at.selectbox(key="bench.metric").set_value("AUC").run()
+    at.selectbox(key="bench.reference").set_value("isotonic").run()
+    assert not at.exception
+    summary = " ".join(m.value for m in at.markdown)
+    assert "On AUC (higher is better)" in summary and "Isotonic regression" in summary
+    # Stop after the run keeps the results on the page
+    at.button(key="bench.stop").click().run()
+    assert not at.exception and at.dataframe
+
+
+def test_page_uses_uploaded_files_and_refuses_bad_ones_politely():
+    at = open_page()
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.01, 0.99, 200)
+    good = ("score,label\n" + "".join(f"{a:.4f},{int(b)}\n" for a, b in zip(s, rng.uniform(size=200) < s))).encode()
+    at.file_uploader(key="bench.uploader").set_value(
+        [("mine.csv", good, "text/csv"), ("bad.csv", b"score,label\n0.1,1\n0.2,0\n", "text/csv")]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("bad.csv" in e.value and "at least 20" in e.value for e in at.error)
+    assert "mine.csv" in at.multiselect(key="bench.datasets").options
+    at.multiselect(key="bench.datasets").set_value(["mine.csv", "breast_cancer_nb"]).run()
+    at.multiselect(key="bench.methods").set_value(["platt", "isotonic"]).run()
+    at.select_slider(key="bench.repeats").set_value(1).run()
+    at.button(key="bench.run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert list(at.dataframe[0].value.index) == ["mine.csv", "breast_cancer_nb"]
+
+
+def test_page_reports_a_data_set_that_k_fold_cannot_use():
+    at = open_page()
+    rows = "".join(f"{0.05 + 0.03 * i:.2f},{int(i % 10 == 0)}\n" for i in range(30))     # 3 positives
+    at.file_uploader(key="bench.uploader").set_value([("few.csv", ("score,label\n" + rows).encode(), "text/csv")]).run()
+    at.multiselect(key="bench.datasets").set_value(["few.csv", "breast_cancer_nb"]).run()
+    at.button(key="bench.run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("few.csv" in e.value and "at least 5 rows of each class" in e.value for e in at.error)
+    at.run()                                               # the failed run is not retried on every rerun
+    assert not at.exception and not any("few.csv" in e.value for e in at.error)
