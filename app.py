@@ -16,6 +16,7 @@ pages = [
     st.Page("pages/data.py", title="Data", icon=":material/folder_open:", url_path="data"),
     st.Page("pages/explore.py", title="Explore", icon=":material/tune:", url_path="explore"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:", default=True),
+    st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:", url_path="benchmark"),
 ]
 page = st.navigation(pages)
 wanted = st.session_state.pop(common.DEEP_LINK, None)

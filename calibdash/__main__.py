@@ -18,6 +18,7 @@ from scipy.special import expit
 
 from . import calibrators, export
 from .data import guess_roles, load_scores, read_table
+from .benchmark import add_parser as add_benchmark
 from .errors import DataError
 from .evaluation import Scheme, evaluate
 
@@ -193,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
                    "(default: stdout)")
     a.set_defaults(func=cmd_apply)
+    add_benchmark(sub)
     return p
 
 

@@ -136,7 +136,7 @@ def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict
     value = t.loc[best, (calibration_metric, "value")]
     parts = [f"{name(best)} has the lowest {calibration_metric} ({value:.4f})"]
     if keeps:
-        parts[0] += " among the methods that keep the raw scores' AUC"
+        parts[0] += " among the methods that do not lower the raw scores' AUC"
     else:
         parts[0] += ", although every method lowers the AUC beyond its interval"
     if len(ranked) > 1:

@@ -152,6 +152,17 @@ SCHEME_KINDS = {"split": "Random split", "column": "File's split column", "kfold
                 "insample": "In-sample (optimistic)"}
 
 
+def scheme_line(ss: cdata.ScoreSet) -> str:
+    """The scheme in words, naming the split column and its parts when the file's own split is used."""
+    scheme = current_scheme(ss)
+    text = scheme.describe()
+    if scheme.kind == "column" and ss.split_column:
+        parts = pd.Series(ss.split).value_counts()
+        text = (f"The file's split column `{ss.split_column}`: "
+                + ", ".join(f"{k} ({v:,} rows)" for k, v in parts.items()))
+    return text
+
+
 def current_scheme(ss: cdata.ScoreSet | None = None) -> Scheme:
     """The evaluation scheme chosen on the Data page (default: the file's split if it has one)."""
     default_kind = "column" if ss is not None and ss.split_column else "split"
@@ -220,7 +231,7 @@ def hyperparam_widgets(method: str, container=None) -> dict:
     values = {}
     for hp in cls.hyperparams:
         key = f"hp.{method}.{hp.name}"
-        label = f"{hp.symbol} — {hp.name}" if hp.symbol else hp.name
+        label = f"{hp.symbol} — {hp.name}" if hp.symbol and hp.symbol != hp.name else hp.name
         if hp.kind == "bool":
             values[hp.name] = box.toggle(label, key=key, help=hp.help, persist_state="session",
                                          **initial(key, value=bool(hp.default)))
@@ -241,6 +252,12 @@ def hyperparam_widgets(method: str, container=None) -> dict:
 
 def method_label(method: str) -> str:
     return calibrators.get_class(method).label or method
+
+
+def method_menu_label(method: str) -> str:
+    """Label and summary, for menus: "BBQ — Bayesian binning into quantiles"."""
+    cls = calibrators.get_class(method)
+    return f"{cls.label} — {cls.summary}" if cls.summary and cls.summary not in cls.label else (cls.label or method)
 
 
 def method_labels(keys) -> dict:
@@ -286,7 +303,7 @@ def sidebar_summary() -> None:
         if ss.report.mapped.get(ss.score):
             st.caption("Scores outside [0, 1] were mapped by the logistic function.")
         st.markdown("**Evaluation**")
-        st.caption(current_scheme(ss).describe())
+        st.caption(scheme_line(ss))
 
 
 def show_notes(diag: dict) -> None:

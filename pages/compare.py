@@ -16,7 +16,7 @@ scheme = common.current_scheme(ss)
 
 available = calibrators.available()
 default = [m for m in ("platt", "histogram", "isotonic") if m in available]
-top_left, top_right = st.columns([3, 2])
+top_left, top_right = st.columns([3, 2]) if len(ss.score_columns) > 1 else (st.container(), None)
 chosen = top_left.multiselect(
     "Calibrators", available, key="compare.methods", format_func=common.method_label, persist_state="session",
     help="Every method is fitted on the same rows and judged on the same held-out rows.",

@@ -20,8 +20,8 @@ def _on_upload() -> None:
 
 src_col, pick_col = st.columns([1, 3])
 with src_col:
-    source = st.segmented_control("Source", common.SOURCES, default="Sample", key=common.SOURCE,
-                                  persist_state="session", required=True)
+    source = st.segmented_control("Source", common.SOURCES, key=common.SOURCE, persist_state="session",
+                                  required=True, **common.initial(common.SOURCE, default="Sample"))
 with pick_col:
     if source == "Upload":
         st.file_uploader(
@@ -31,7 +31,9 @@ with pick_col:
                  "optionally more score columns, feature columns and a train/test split column.")
         up = st.session_state.get(common.UPLOAD)
         if up:
-            st.caption(f"Using **{up['name']}** ({len(up['data']) / 1e6:.2f} MB).")
+            size = len(up["data"])
+            st.caption(f"Using **{up['name']}** ({size / 1e6:.1f} MB)." if size >= 100_000
+                       else f"Using **{up['name']}** ({size / 1e3:.1f} kB).")
         else:
             st.info("No file uploaded yet: the sample below stays active until you upload one.")
     else:
@@ -114,7 +116,7 @@ st.subheader("How calibrated are these scores?")
 g1, g2 = st.columns([3, 2])
 table = metrics.reliability_table(ss.scores, ss.labels, 10, "uniform")
 g1.plotly_chart(figures.reliability_diagram({"uncalibrated": table}, labels={"uncalibrated": ss.score},
-                                            title=f"Reliability of `{ss.score}` (all rows)"), key="data.reliability")
+                                            title=f"Reliability of {ss.score} (all rows)"), key="data.reliability")
 summ = pd.DataFrame([metrics.summary(ss.scores, ss.labels)], index=[ss.score])
 g2.dataframe(summ.T.rename(columns={ss.score: "value"}).style.format("{:.4f}"))
 g2.caption("Computed on all usable rows, before any calibration.")
@@ -143,7 +145,7 @@ with e2:
         st.warning("In-sample scores are optimistic: every calibrator is judged on the rows it learned from.")
 try:
     common.evaluate_methods(ss, common.current_scheme(ss), {})
-    st.success(common.current_scheme(ss).describe())
+    st.success(common.scheme_line(ss))
 except DataError as exc:
     st.error(f"**This evaluation scheme does not work here:** {exc}")
 

@@ -15,7 +15,7 @@ available = calibrators.available()
 left, right = st.columns([1, 3], gap="large")
 with left:
     method = st.selectbox("Calibrator", available, index=available.index("histogram") if "histogram" in available else 0,
-                          format_func=common.method_label, key="explore.method", persist_state="session")
+                          format_func=common.method_menu_label, key="explore.method", persist_state="session")
     cls = calibrators.get_class(method)
     st.caption(cls.paper)
     params = common.hyperparam_widgets(method)

@@ -21,7 +21,7 @@ def test_url_restores_methods_and_hyperparameters():
     assert "breast_cancer_nb" in at.sidebar.markdown[0].value or any(
         "breast_cancer_nb" in c.value for c in at.sidebar.caption)
     table = at.dataframe[0].value
-    assert list(table.index) == ["Uncalibrated", "Platt scaling", "BBQ (Bayesian binning into quantiles)"]
+    assert list(table.index) == ["Uncalibrated", "Platt scaling", "BBQ"]
 
 
 def test_widget_changes_are_written_to_the_url():

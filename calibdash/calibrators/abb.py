@@ -88,7 +88,8 @@ class ABB(BayesBinningBase):
     """
 
     name = "abb"
-    label = "ABB (Bayesian binning, model average)"
+    label = "ABB"
+    summary = "Bayesian averaging over all binnings"
 
     def _fit(self, s, y, features) -> None:
         pos = self._collapse(s, y)

@@ -143,7 +143,9 @@ class Calibrator(BaseEstimator):
     name : str
         Registry key (``"platt"``).
     label : str
-        Display name (``"Platt scaling"``).
+        Short display name (``"Platt scaling"``, ``"BBQ"``), used in legends and tables.
+    summary : str
+        A few words saying what the method does, shown beside the label in menus.
     paper : str
         Reference for the method, shown in the UI and README.
     hyperparams : tuple of HyperParam
@@ -154,6 +156,7 @@ class Calibrator(BaseEstimator):
 
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     hyperparams: ClassVar[Sequence[HyperParam]] = ()
     uses_features: ClassVar[bool] = False

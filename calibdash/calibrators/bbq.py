@@ -448,7 +448,8 @@ class BBQCalibrator(Calibrator):
     """
 
     name = "bbq"
-    label = "BBQ (Bayesian binning into quantiles)"
+    label = "BBQ"
+    summary = "Bayesian binning into quantiles"
     paper = ("Naeini, Cooper & Hauskrecht (2015), Obtaining Well Calibrated Probabilities Using "
              "Bayesian Binning, AAAI")
     hyperparams = (

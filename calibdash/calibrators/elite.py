@@ -138,6 +138,7 @@ class ELiTE(Calibrator):
 
     name = "elite"
     label = "ELiTE"
+    summary = "ensemble of linear trend filters"
     paper = ("M. Pakdaman Naeini, G. F. Cooper. Binary Classifier Calibration Using an Ensemble of "
              "Linear Trend Estimation. SIAM SDM 2016, 261-269.")
     hyperparams = (

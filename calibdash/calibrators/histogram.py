@@ -48,6 +48,7 @@ class HistogramCalibrator(Calibrator):
 
     name = "histogram"
     label = "Histogram binning"
+    summary = "equal-frequency bins"
     paper = "Zadrozny & Elkan (2001), Obtaining calibrated probability estimates from decision trees and naive Bayesian classifiers"
     hyperparams = (
         HyperParam("by", "", "choice", "bins", choices=("bins", "size"),

@@ -30,6 +30,7 @@ class IsotonicCalibrator(Calibrator):
 
     name = "isotonic"
     label = "Isotonic regression"
+    summary = "pool-adjacent-violators"
     paper = "Zadrozny & Elkan (2002), Transforming classifier scores into accurate multiclass probability estimates"
     hyperparams = (
         HyperParam("interpolation", "", "choice", "step", choices=("step", "linear"),

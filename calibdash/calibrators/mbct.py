@@ -118,7 +118,8 @@ class MBCTCalibrator(Calibrator):
     """
 
     name = "mbct"
-    label = "MBCT (boosting calibration trees)"
+    label = "MBCT"
+    summary = "feature-aware boosting calibration trees"
     paper = ("Huang, Wang, Mou, Zhang, Cheng, Shen & Wu (2022), MBCT: Tree-Based Feature-Aware Binning "
              "for Individual Uncertainty Calibration, WWW '22")
     uses_features = True

@@ -52,6 +52,7 @@ class PlattCalibrator(Calibrator):
 
     name = "platt"
     label = "Platt scaling"
+    summary = "logistic fit on the score's logit"
     paper = "Platt (1999), Probabilistic outputs for support vector machines"
     hyperparams = (
         HyperParam("smooth_targets", "t±", "bool", False,

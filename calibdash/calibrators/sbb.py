@@ -74,7 +74,8 @@ class SBB(BayesBinningBase):
     """
 
     name = "sbb"
-    label = "SBB (Bayesian binning, best model)"
+    label = "SBB"
+    summary = "selection of the best Bayesian binning"
 
     def _fit(self, s, y, features) -> None:
         pos = self._collapse(s, y)

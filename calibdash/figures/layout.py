@@ -11,8 +11,10 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int | None = N
     fig.update_layout(
         template="plotly_white",
         font=dict(family=FONT, size=13),
-        margin=dict(l=60, r=20, t=95 if title else 40, b=50),
-        legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0),
+        margin=dict(l=60, r=20, t=50 if title else 20, b=120),
+        # Under the plot, anchored to the figure's bottom edge: a legend that wraps grows upward into the
+        # margin instead of over the title or the data.
+        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.01, xanchor="left", x=0),
         hoverlabel=dict(font_size=12),
     )
     if title:
