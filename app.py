@@ -17,6 +17,7 @@ pages = [
     st.Page("pages/explore.py", title="Explore", icon=":material/tune:", url_path="explore"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:", default=True),
     st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:", url_path="benchmark"),
+    st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
 ]
 page = st.navigation(pages)
 wanted = st.session_state.pop(common.DEEP_LINK, None)

@@ -27,6 +27,10 @@ def _study(name: str, n: int, seeds: tuple, chosen: tuple) -> pd.DataFrame:
     return synthetic.estimator_study(name, n, seeds, {m: dict(p) for m, p in chosen})
 
 
+def _hp_name(hp) -> str:
+    return f"{hp.symbol} ({hp.name})" if hp.symbol and hp.symbol != hp.name else hp.name
+
+
 def _on_scenario() -> None:
     """A new scenario starts at its own sample size (small for "Small samples")."""
     scenario = synthetic.SCENARIOS.get(st.session_state.get(K_SCENARIO))
@@ -106,8 +110,8 @@ with right:
         boxes = st.columns(cols)
         for i, m in enumerate(methods):        # each method's hyperparameters under its panel
             hps = calibrators.get_class(m).hyperparams
-            parts = [f"*{h.symbol or h.name}* ({h.name}): {h.help}" for h in hps] or ["no hyperparameters."]
-            boxes[i % cols].caption(f"**{common.method_label(m)}** — " + " ".join(parts))
+            parts = [f"*{_hp_name(h)}*: {h.help}" for h in hps] or ["no hyperparameters."]
+            boxes[i % cols].caption(f"**{common.method_menu_label(m)}.** " + " ".join(parts))
     else:
         st.info("Choose at least one calibrator on the left.", icon=":material/arrow_back:")
 
