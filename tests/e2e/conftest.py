@@ -29,6 +29,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 SERVER_START_S = 120
 UI_TIMEOUT_MS = 90_000
 VIEWPORT = {"width": 1400, "height": 900}
+#: One server log per pytest-xdist worker, so parallel workers do not overwrite each other's.
+SERVER_LOG = RESULTS / f"streamlit-server-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log"
 
 
 def pytest_configure(config):
@@ -105,7 +107,7 @@ def results_dir() -> Path:
 def server_url(results_dir) -> str:
     """Base URL of a live dashboard, started for this session and stopped at its end."""
     chromium_or_skip()
-    proc, url = start_streamlit(results_dir / "streamlit-server.log")
+    proc, url = start_streamlit(SERVER_LOG)
     try:
         yield url
     finally:
@@ -136,7 +138,7 @@ def app_page(chromium, server_url):
     context.set_default_timeout(UI_TIMEOUT_MS)
     page = context.new_page()
     page.app_url = server_url
-    log = RESULTS / "streamlit-server.log"
+    log = SERVER_LOG
     page.server_log = (log, log.stat().st_size if log.exists() else 0)   # what this test added is checked
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
