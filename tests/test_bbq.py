@@ -453,7 +453,12 @@ def test_figures_show_the_weights_and_the_kept_models():
     assert sorted(np.concatenate([b.x for b in bars]).tolist()) == models["B"].tolist()
     assert np.concatenate([b.y for b in bars]).sum() == pytest.approx(1.0)
     assert line.yaxis == "y2"
-    np.testing.assert_allclose(line.y, models["log_marginal_likelihood"])
+    # the line and the x axis keep to the models within LML_SPAN nats of the best (the rest have no weight)
+    near = models[models["log_marginal_likelihood"] >= models["log_marginal_likelihood"].max() - fig_bbq.LML_SPAN]
+    np.testing.assert_allclose(line.y, near["log_marginal_likelihood"])
+    assert set(models.loc[models["kept"], "B"]) <= set(near["B"])
+    lo, hi = weights_fig.layout.xaxis.range
+    assert lo < near["B"].min() and hi > near["B"].max()
     faint = [t for t in map_fig.data if getattr(t, "meta", None) == "model"]
     kept = models[models["weight"] > 0]
     assert len(faint) == len(kept)

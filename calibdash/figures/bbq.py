@@ -55,15 +55,19 @@ def weights_figure(data: pd.DataFrame, title: str | None = None, height: int = 3
             customdata=np.c_[part["n_bins"], note],
             hovertemplate="B = %{x} (%{customdata[0]} bins)<br>weight %{y:.4f}%{customdata[1]}<extra></extra>"),
             secondary_y=False)
+    # models more than LML_SPAN below the best have no visible weight: zoom both axes on the rest,
+    # so the kept models' bars are wide enough to see and the line stays inside its axis
+    lml = data["log_marginal_likelihood"].to_numpy()
+    near = data[lml >= lml.max() - LML_SPAN]
     fig.add_trace(go.Scatter(
-        x=data["B"], y=data["log_marginal_likelihood"], mode="lines", name="log marginal likelihood",
+        x=near["B"], y=near["log_marginal_likelihood"], mode="lines+markers", name="log marginal likelihood",
+        marker=dict(size=4), opacity=0.8,
         line=dict(color="#000000", width=1.5),
         hovertemplate="B = %{x}<br>log P(D|M) = %{y:.2f}<extra></extra>"), secondary_y=True)
     fig.update_layout(bargap=0.1)
     fig.update_xaxes(title_text="number of bins B")
     fig.update_yaxes(title_text="posterior weight", secondary_y=False, rangemode="tozero")
-    # models more than LML_SPAN below the best have no visible weight: keep the line's axis on the rest
-    lml = data["log_marginal_likelihood"].to_numpy()
+    fig.update_xaxes(range=[float(near["B"].min()) - 1.5, float(near["B"].max()) + 1.5])
     top, low = float(lml.max()), float(max(lml.min(), lml.max() - LML_SPAN))
     pad = 0.05 * max(top - low, 1.0)
     fig.update_yaxes(title_text="log marginal likelihood", secondary_y=True, showgrid=False,

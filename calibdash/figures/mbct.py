@@ -112,7 +112,7 @@ def pud_data(calibrator, tree_index: int = 0, scores=None, labels=None, features
 
 def pud_figure(data: pd.DataFrame, title: str | None = None, height: int = 420) -> go.Figure:
     """Two panels (MBCT's leaves | histogram binning's bins): PUD before and after, 1.0 dashed."""
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.1,
                         subplot_titles=("MBCT leaves", "Histogram binning bins"))
     for col, method in enumerate(("mbct", "histogram"), start=1):
         part = data[data["method"] == method]
