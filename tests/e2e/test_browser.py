@@ -346,9 +346,11 @@ def test_explore_every_calibrator_in_browser(app_page, ui):
     _open(page, ui, "/explore")
     page.locator(".st-key-explore-map .js-plotly-plot").wait_for(timeout=ui.timeout_ms)
     for name in calibrators.available():
-        label = calibrators.get_class(name).label or name
+        cls = calibrators.get_class(name)
+        label = cls.label or name
+        menu = f"{label} — {cls.summary}" if cls.summary else label     # the menu shows label and summary
         before = ui.plot_signature(page, ".st-key-explore-map")
-        _choose(page, ui, ".st-key-explore-method", label)
+        _choose(page, ui, ".st-key-explore-method", menu)
         if name != "histogram":                 # histogram is the starting choice
             ui.wait_plot_changed(page, ".st-key-explore-map", before)
             ui.wait_idle(page)
