@@ -109,13 +109,7 @@ with d2:
     if st.session_state.get(FILES):
         st.caption("Uploaded: " + ", ".join(up["name"] for up in st.session_state[FILES].values()))
 
-with st.expander("Hyperparameters (shared with the Compare and Explore pages)", expanded=False):
-    params = {}
-    cols = st.columns(max(1, min(3, len(methods))))
-    for i, m in enumerate(methods):
-        box = cols[i % len(cols)]
-        box.markdown(f"**{common.method_label(m)}**")
-        params[m] = common.hyperparam_widgets(m, box)
+params = common.hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)")
 
 c1, c2, c3 = st.columns(3)
 folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=5, key="bench.folds", persist_state="session",

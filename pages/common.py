@@ -250,6 +250,18 @@ def hyperparam_widgets(method: str, container=None) -> dict:
     return values
 
 
+def hyperparam_panel(methods, title: str = "Hyperparameters") -> dict:
+    """A collapsed panel with each method's hyperparameter widgets in up to three columns; method -> values."""
+    params = {}
+    with st.expander(title, expanded=False):
+        cols = st.columns(max(1, min(3, len(methods))))
+        for i, m in enumerate(methods):
+            box = cols[i % len(cols)]
+            box.markdown(f"**{method_label(m)}**")
+            params[m] = hyperparam_widgets(m, box)
+    return params
+
+
 def method_label(method: str) -> str:
     return calibrators.get_class(method).label or method
 

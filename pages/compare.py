@@ -27,13 +27,7 @@ if len(ss.score_columns) > 1:
         "Models (score columns)", ss.score_columns, key=f"compare.models.{ss.content_key()[:8]}",
         persist_state="session", help="Compare several models' raw and calibrated scores.",
         **common.initial(f"compare.models.{ss.content_key()[:8]}", default=[ss.score])) or [ss.score]
-with st.expander("Hyperparameters", expanded=False):
-    params = {}
-    cols = st.columns(max(1, min(3, len(chosen))))
-    for i, m in enumerate(chosen):
-        box = cols[i % len(cols)]
-        box.markdown(f"**{common.method_label(m)}**")
-        params[m] = common.hyperparam_widgets(m, box)
+params = common.hyperparam_panel(chosen)
 common.write_url_state(chosen)
 
 ev = common.evaluate_methods(ss, scheme, params)
