@@ -24,21 +24,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+sys.path.insert(0, str(REPO))
+# The server and browser set-up is the end-to-end tests' own, so the bench measures the same thing.
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, start_streamlit as start_server  # noqa: E402
+from tests.e2e.conftest import stop_process as stop_server  # noqa: E402
 TARGET_S = 1.0
 TIMEOUT_MS = 180_000
 
@@ -75,46 +73,6 @@ def make_csv(n: int, path: Path) -> int:
         fh.write("age,score,label\n")
         fh.writelines(f"{a},{p:.6f},{t}\n" for a, p, t in zip(age, s, y))
     return path.stat().st_size
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(log_path: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited ({proc.returncode}):\n{log_path.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        time.sleep(0.25)
-    proc.kill()
-    raise RuntimeError(f"streamlit did not answer on {url}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def wait_idle(page) -> None:
