@@ -2,9 +2,19 @@
 
 The package never imports streamlit: everything the dashboard shows is
 computed here and can be used from a notebook or the command line.
+
+Where things are: :mod:`calibdash.calibrators` fits (one calibrator per
+module), :mod:`calibdash.explain` explains a fitted calibrator as plain data
+(one module per method), :mod:`calibdash.figures` draws (plotly, one module
+per method for the inner workings); :mod:`calibdash.data` reads and
+validates files, :mod:`calibdash.metrics` measures, :mod:`calibdash.evaluation`
+judges on held-out rows, :mod:`calibdash.methods` turns a user's choice of
+methods into calibrators, :mod:`calibdash.cli` is the command line.
 """
-from .errors import DataError, NotFittedError
+from .errors import (CalibdashError, DataError, EnvironmentProblem, NotFittedError, ProgrammingError,
+                     SettingsError)
 from .data import load_scores, ScoreSet
 
 __version__ = "0.1.0"
-__all__ = ["DataError", "NotFittedError", "load_scores", "ScoreSet", "__version__"]
+__all__ = ["CalibdashError", "DataError", "SettingsError", "EnvironmentProblem", "ProgrammingError",
+           "NotFittedError", "load_scores", "ScoreSet", "__version__"]

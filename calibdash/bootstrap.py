@@ -51,7 +51,7 @@ class BootstrapResult:
 
 
 def bootstrap_metrics(predictions: pd.DataFrame, labels, n_boot: int = 200, level: float = 0.95,
-                      seed: int = 0, n_bins: int = 10, strategy: str = "quantile",
+                      seed: int = 0, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
                       mvce_views: int = 10) -> BootstrapResult:
     """Metrics of every column of ``predictions`` with paired percentile intervals.
 

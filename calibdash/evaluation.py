@@ -33,14 +33,16 @@ import pandas as pd
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from . import calibrators, metrics
-from .calibrators.base import Calibrator, check_labels, check_scores
-from .errors import DataError
+from . import metrics
+from .calibrators.base import Calibrator
+from .errors import DataError, SettingsError
+from .methods import RAW, resolve
+from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "evaluate", "combine", "UNCALIBRATED",
            "TRAIN_WORDS", "TEST_WORDS"]
 
-UNCALIBRATED = "uncalibrated"
+UNCALIBRATED = RAW
 TRAIN_WORDS = frozenset({"train", "training", "calib", "calibration", "cal", "fit", "dev"})
 TEST_WORDS = frozenset({"test", "testing", "holdout", "hold-out", "valid", "validation", "val", "eval"})
 KINDS = ("split", "column", "kfold", "insample")
@@ -119,7 +121,7 @@ def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, 
     idx = np.arange(n)
     if scheme.kind == "split":
         if not 0 < scheme.test_size < 1:
-            raise DataError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
+            raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
         try:
             tr, te = train_test_split(idx, test_size=scheme.test_size, random_state=scheme.seed, stratify=y)
         except ValueError as exc:
@@ -133,7 +135,7 @@ def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, 
     elif scheme.kind == "kfold":
         k = int(scheme.n_folds)
         if k < 2:
-            raise DataError(f"k-fold needs at least 2 folds, got {k}.")
+            raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
         minority = int(min(y.sum(), n - y.sum()))
         if minority < k:
             raise DataError(f"{k}-fold cross-fitting needs at least {k} rows of each class; "
@@ -143,7 +145,7 @@ def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, 
     elif scheme.kind == "insample":
         pairs = [(idx, idx)]
     else:
-        raise DataError(f"scheme kind must be one of {KINDS}, got {scheme.kind!r}.")
+        raise SettingsError(f"scheme kind must be one of {KINDS}, got {scheme.kind!r}.")
     for tr, te in pairs:
         if te.size == 0:
             raise DataError("the held-out part is empty.")
@@ -172,8 +174,13 @@ class Evaluation:
         Method key -> calibrator fitted on the fitting part (for ``"kfold"``:
         refitted on all rows, the model a user would deploy; its predictions
         are not the judged ones).
+    fit_rows : ndarray
+        Indices of the rows every model in ``models`` was fitted on (what
+        :func:`calibdash.explain.explain` needs), ascending.
     fit_seconds : dict
         Method key -> seconds spent fitting and predicting (all folds).
+    binning : str
+        How ECE and MCE were binned (:func:`calibdash.metrics.binning_label`).
     """
 
     scheme: Scheme
@@ -182,23 +189,14 @@ class Evaluation:
     predictions: pd.DataFrame
     metrics: pd.DataFrame
     models: dict = field(default_factory=dict)
+    fit_rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     fit_seconds: dict = field(default_factory=dict)
-
-
-def _as_calibrators(methods) -> dict[str, Calibrator]:
-    if isinstance(methods, Mapping):
-        out = {}
-        for key, m in methods.items():
-            out[str(key)] = calibrators.get(m) if isinstance(m, str) else m
-        return out
-    if isinstance(methods, str):
-        methods = [m.strip() for m in methods.split(",") if m.strip()]
-    return {m: calibrators.get(m) for m in methods}
+    binning: str = field(default_factory=metrics.binning_label)
 
 
 def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] | str,
              scheme: Scheme | None = None, *, features: pd.DataFrame | None = None,
-             split=None, n_bins: int = 10, strategy: str = "quantile",
+             split=None, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
              progress: Callable[[float, str], None] | None = None) -> Evaluation:
     """Fit each method on the fitting rows and judge it on held-out rows.
 
@@ -206,15 +204,18 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     ----------
     scores, labels : array-like
         Scores in [0, 1] and 0/1 labels.
-    methods : mapping key -> calibrator (unfitted), or registry names
-        Each calibrator is cloned per fold, so the objects passed are not fitted.
+    methods : method spec
+        Anything :func:`calibdash.methods.resolve` takes: ``"platt,bbq"``,
+        a list, ``{"bbq": {"n_prime": 2}}``, ``{key: calibrator}``. Each
+        calibrator is cloned per fold, so the objects passed are not fitted.
     scheme : Scheme, default ``Scheme()`` (stratified 70/30 split, seed 0)
     features : DataFrame, optional
         Passed to calibrators that use features (MBCT).
     split : array-like, optional
         The file's split column, for ``Scheme(kind="column")``.
     n_bins, strategy
-        Binning of ECE and MCE in the metrics table.
+        Binning of ECE and MCE in the metrics table (default: the package's,
+        10 equal-count bins; see :mod:`calibdash.metrics`).
     progress : callable(fraction, message), optional
         Called after each fitted fold.
 
@@ -225,7 +226,7 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     scheme = scheme or Scheme()
     s = check_scores(scores)
     y = check_labels(labels, s.size)
-    cals = _as_calibrators(methods)
+    cals = resolve(methods)
     if features is not None:
         features = features.reset_index(drop=True)
     pairs = split_indices(y, scheme, split)
@@ -256,9 +257,11 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
         {key: metrics.summary(p, y_rows, n_bins=n_bins, strategy=strategy) for key, p in preds.items()}
     ).T[list(metrics.METRIC_NAMES)]
     table.index.name = "method"
+    fit_rows = np.arange(s.size) if scheme.kind == "kfold" else pairs[0][0]
     return Evaluation(scheme=scheme, rows=rows, labels=y_rows,
                       predictions=pd.DataFrame(preds, index=rows), metrics=table,
-                      models=models, fit_seconds=seconds)
+                      models=models, fit_rows=np.sort(fit_rows), fit_seconds=seconds,
+                      binning=metrics.binning_label(n_bins, strategy))
 
 
 def combine(parts: Sequence[Evaluation]) -> Evaluation:
@@ -279,8 +282,9 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
     tables = [first.metrics.loc[[UNCALIBRATED]]]
     models, seconds = {}, {}
     for part in parts:
-        if part.scheme != first.scheme or not np.array_equal(part.rows, first.rows):
-            raise DataError("evaluations made on different rows or schemes cannot be combined.")
+        if (part.scheme != first.scheme or not np.array_equal(part.rows, first.rows)
+                or part.binning != first.binning):
+            raise DataError("evaluations made on different rows, schemes or binnings cannot be combined.")
         cols = [c for c in part.predictions.columns if c != UNCALIBRATED]
         preds.append(part.predictions[cols])
         tables.append(part.metrics.loc[cols])
@@ -288,4 +292,4 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
         seconds.update(part.fit_seconds)
     return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels,
                       predictions=pd.concat(preds, axis=1), metrics=pd.concat(tables),
-                      models=models, fit_seconds=seconds)
+                      models=models, fit_rows=first.fit_rows, fit_seconds=seconds, binning=first.binning)

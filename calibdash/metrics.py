@@ -17,6 +17,13 @@ Binning strategies (``ece``, ``mce``, ``reliability_table``)
     strategy the metrics of the quadratic-SVM scores reproduce the authors'
     published figures (``tests/test_metrics.py``).
 
+The package-wide default is :data:`DEFAULT_N_BINS` = 10 equal-count bins
+(:data:`DEFAULT_STRATEGY` = ``"quantile"``): every function here, the
+evaluation tables, the command line and the dashboard use it unless told
+otherwise, and every table says which binning it used
+(:func:`binning_label`). Equal-count bins are chosen because they reproduce
+the BBQ authors' published figures and never leave a bin empty.
+
 ECE is the bin-count weighted mean of ``|mean prediction - observed
 frequency|`` over the bins, MCE its maximum.
 
@@ -44,12 +51,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .calibrators.base import check_labels, check_scores
-from .errors import DataError
+from .validation import check_labels, check_scores
+from .errors import DataError, SettingsError
 
 __all__ = [
     "bin_assignments", "ece", "mce", "rmse", "brier", "log_loss", "auc", "accuracy",
     "mvce", "pud", "reliability_table", "summary", "METRIC_NAMES", "LOWER_IS_BETTER",
+    "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label",
 ]
 
 #: Column names of :func:`summary`, in table order.
@@ -57,7 +65,19 @@ METRIC_NAMES = ("AUC", "ACC", "RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE")
 #: Metrics where a smaller value is better (the others: larger is better).
 LOWER_IS_BETTER = frozenset({"RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE"})
 
-_STRATEGIES = ("uniform", "quantile")
+#: The binnings of ECE, MCE and the reliability table.
+STRATEGIES = ("uniform", "quantile")
+#: The package-wide default binning of ECE, MCE and the reliability table (see the module docstring).
+DEFAULT_N_BINS = 10
+DEFAULT_STRATEGY = "quantile"
+_STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-count"}
+
+
+def binning_label(n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY) -> str:
+    """``"10 equal-count bins"``: how a table's ECE and MCE were binned, for captions."""
+    if strategy not in STRATEGIES:
+        raise SettingsError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
+    return f"{int(n_bins)} {_STRATEGY_WORDS[strategy]} bins"
 
 
 def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
@@ -66,14 +86,14 @@ def _check(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     return p, y
 
 
-def bin_assignments(probs, n_bins: int = 10, strategy: str = "uniform") -> np.ndarray:
+def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY) -> np.ndarray:
     """Bin index (0 .. n_bins-1) of each prediction under ``strategy``.
 
     See the module docstring for the two strategies.
     """
     p = np.asarray(probs, dtype=float)
     if n_bins < 1:
-        raise DataError(f"n_bins must be at least 1, got {n_bins}.")
+        raise SettingsError(f"n_bins must be at least 1, got {n_bins}.")
     if strategy == "uniform":
         return np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
     if strategy == "quantile":
@@ -85,7 +105,7 @@ def bin_assignments(probs, n_bins: int = 10, strategy: str = "uniform") -> np.nd
         ids = np.empty(n, dtype=np.int64)
         ids[order] = np.repeat(np.arange(n_bins), sizes)
         return ids
-    raise DataError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}.")
+    raise SettingsError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
 
 
 def _bin_stats(p, y, n_bins, strategy):
@@ -103,7 +123,7 @@ def _gaps(p, y, n_bins, strategy):
     return gap, count[keep]
 
 
-def ece(probs, labels, n_bins: int = 10, strategy: str = "uniform") -> float:
+def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY) -> float:
     """Expected calibration error: sum_b (n_b / N) |mean p_b - mean y_b|.
 
     Parameters
@@ -111,7 +131,7 @@ def ece(probs, labels, n_bins: int = 10, strategy: str = "uniform") -> float:
     probs, labels : array-like
         Predicted probabilities and 0/1 outcomes.
     n_bins : int, default 10
-    strategy : {"uniform", "quantile"}, default "uniform"
+    strategy : {"uniform", "quantile"}, default "quantile"
         Equal-width bins on [0, 1] (SBB/ABB paper) or equal-count bins over
         the sorted predictions (BBQ authors' code); see the module docstring.
     """
@@ -120,7 +140,7 @@ def ece(probs, labels, n_bins: int = 10, strategy: str = "uniform") -> float:
     return float(np.sum(gap * count) / p.size)
 
 
-def mce(probs, labels, n_bins: int = 10, strategy: str = "uniform") -> float:
+def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY) -> float:
     """Maximum calibration error: max_b |mean p_b - mean y_b| over non-empty bins.
 
     Arguments as for :func:`ece`.
@@ -205,7 +225,7 @@ def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
     n = probs_.size
     m = max(1, n // 10) if bin_size is None else int(bin_size)
     if m < 1:
-        raise DataError(f"bin_size must be at least 1, got {bin_size}.")
+        raise SettingsError(f"bin_size must be at least 1, got {bin_size}.")
     n_bins = max(1, n // m)
     ids = np.minimum(np.arange(n) // m, n_bins - 1)
     counts = np.bincount(ids, minlength=n_bins).astype(float)
@@ -234,10 +254,10 @@ def _interval(k: np.ndarray, n: np.ndarray, method: str, level: float = 0.95):
             lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
             hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
             return lo, hi
-    raise DataError(f"interval must be 'wilson' or 'clopper-pearson', got {method!r}.")
+    raise SettingsError(f"interval must be 'wilson' or 'clopper-pearson', got {method!r}.")
 
 
-def reliability_table(probs, labels, n_bins: int = 10, strategy: str = "uniform",
+def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
                       interval: str = "wilson") -> pd.DataFrame:
     """One row per bin: the data of a reliability diagram.
 
@@ -284,7 +304,7 @@ def reliability_table(probs, labels, n_bins: int = 10, strategy: str = "uniform"
     })
 
 
-def summary(probs, labels, n_bins: int = 10, strategy: str = "quantile",
+def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
             mvce_bin_size: int | None = None, mvce_views: int = 100) -> dict[str, float]:
     """All metrics at once, keyed as in :data:`METRIC_NAMES`.
 

@@ -100,10 +100,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from scipy.special import expit, logit
-from sklearn.base import clone
 
 from . import calibrators, metrics
-from .calibrators.base import Calibrator
+from .methods import resolve
 from .errors import DataError
 from .evaluation import UNCALIBRATED, Scheme, split_indices
 
@@ -613,25 +612,6 @@ def true_calibration_error(name: str, calibrated_fn=None, p: float = 1, *, again
     return _errors(f, g, p)[0 if against == "score" else 1]
 
 
-def _as_calibrators(methods) -> dict[str, Calibrator]:
-    """Method key -> unfitted calibrator, from names, {name: params} or {key: Calibrator}."""
-    if methods is None:
-        methods = DEFAULT_METHODS
-    if isinstance(methods, str):
-        methods = [m.strip() for m in methods.split(",") if m.strip()]
-    if not isinstance(methods, Mapping):
-        return {m: calibrators.get(m) for m in methods}
-    out = {}
-    for key, m in methods.items():
-        if isinstance(m, Calibrator):
-            out[str(key)] = clone(m)
-        elif isinstance(m, Mapping):
-            out[str(key)] = calibrators.get(str(key), **dict(m))
-        else:
-            out[str(key)] = calibrators.get(str(m) if m else str(key))
-    return out
-
-
 @dataclass
 class Trial:
     """One draw, halved: calibrators fitted on one half, everything judged on the other.
@@ -657,7 +637,8 @@ class Trial:
     errors: pd.DataFrame
 
 
-def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = 10, strategy: str = "quantile",
+def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = metrics.DEFAULT_N_BINS,
+          strategy: str = metrics.DEFAULT_STRATEGY,
           mvce_views: int = 100, p: float = 1) -> Trial:
     """Draw ``n`` rows with ``seed``, fit ``methods`` on a stratified half, judge on the other half.
 
@@ -665,7 +646,7 @@ def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = 10, strat
     ----------
     name, n, seed
         Scenario, sample size, seed (of the draw and of the split).
-    methods : names, {name: params} or {key: Calibrator}, default :data:`DEFAULT_METHODS`
+    methods : method spec (:func:`calibdash.methods.resolve`), default :data:`DEFAULT_METHODS`
     n_bins, strategy
         ECE's bins (default: 10 equal-count bins, as in MBCT's section 5.3 and the metrics table).
     mvce_views, p
@@ -677,7 +658,8 @@ def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = 10, strat
     fit_rows, judged = split_indices(d.labels, Scheme("split", test_size=0.5, seed=int(seed)))[0]
     s_fit, y_fit = d.scores[fit_rows], d.labels[fit_rows]
     s_judge, y_judge = d.scores[judged], d.labels[judged]
-    models = {key: cal.fit(s_fit, y_fit) for key, cal in _as_calibrators(methods).items()}
+    chosen = resolve(DEFAULT_METHODS if methods is None else methods)
+    models = {key: cal.fit(s_fit, y_fit) for key, cal in chosen.items()}
     nodes, truth = _nodes(name, N_NODES)
     rows = []
     for key, model in [(UNCALIBRATED, None), *models.items()]:

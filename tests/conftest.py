@@ -1,4 +1,6 @@
 """Shared test fixtures and paths."""
+import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -6,13 +8,24 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+#: CI sets CI=true and always has shared/ beside the clone: there a missing reference file is a failure.
+IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 
 
 def shared_file(*parts) -> Path:
-    """A file of the shared reference data, or skip when shared/ is not beside the repo."""
+    """A file of the shared reference data (``../shared/data/...``).
+
+    The reproduction tests that use it must not pass silently without their
+    data: in CI (``CI=true``) a missing file fails the test; elsewhere the
+    test is skipped, with a warning naming the file so the skip is seen.
+    """
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"reference data {path} is not available (shared/ must sit beside the repo)")
+        reason = f"reference data {path} is not available (shared/ must sit beside the repo)"
+        if IN_CI:
+            pytest.fail(f"{reason}; CI must run the reproduction tests", pytrace=False)
+        warnings.warn(f"SKIPPED reproduction test: {reason}", stacklevel=2)
+        pytest.skip(reason)
     return path
 
 

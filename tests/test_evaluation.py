@@ -5,7 +5,7 @@ import pytest
 
 from calibdash import calibrators, metrics
 from calibdash.calibrators.base import Calibrator
-from calibdash.errors import DataError
+from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import Scheme, UNCALIBRATED, combine, evaluate, split_indices
 
 
@@ -93,11 +93,26 @@ def test_combine_equals_joint_evaluation(data):
 
 def test_refusals(data):
     s, y = data
-    with pytest.raises(DataError, match="at least 2 folds"):
+    with pytest.raises(SettingsError, match="at least 2 folds"):
         evaluate(s, y, ["platt"], Scheme("kfold", n_folds=1))
-    with pytest.raises(DataError, match="strictly between"):
+    with pytest.raises(SettingsError, match="strictly between"):
         evaluate(s, y, ["platt"], Scheme(test_size=1.5))
     yy = np.zeros(1000, dtype=int)
     yy[:3] = 1
     with pytest.raises(DataError, match="5-fold"):
         evaluate(s, yy, ["platt"], Scheme("kfold"))
+
+
+def test_evaluation_says_its_binning_and_fit_rows(data):
+    s, y = data
+    ev = evaluate(s, y, ["histogram"], Scheme(seed=2))
+    assert ev.binning == "10 equal-count bins"
+    fine = evaluate(s, y, ["histogram"], Scheme(seed=2), n_bins=20, strategy="uniform")
+    assert fine.binning == "20 equal-width bins"
+    assert fine.metrics.loc["histogram", "ECE"] != ev.metrics.loc["histogram", "ECE"]
+    # the stored model was fitted on exactly fit_rows: refitting there gives the same predictions
+    assert np.intersect1d(ev.fit_rows, ev.rows).size == 0 and ev.fit_rows.size + ev.rows.size == s.size
+    again = calibrators.get("histogram").fit(s[ev.fit_rows], y[ev.fit_rows])
+    np.testing.assert_array_equal(again.predict(s[ev.rows]), ev.predictions["histogram"].to_numpy())
+    kfold = evaluate(s, y, ["histogram"], Scheme("kfold", n_folds=3))
+    np.testing.assert_array_equal(kfold.fit_rows, np.arange(s.size))     # deployed model: all rows

@@ -17,7 +17,7 @@ def test_reliability_diagram_traces_colours_and_gaps():
     p = np.array([0.05, 0.07, 0.12, 0.95, 0.97])
     y = np.array([0, 0, 1, 1, 1])
     preds = pd.DataFrame({"uncalibrated": p, "platt": np.clip(p + 0.01, 0, 1)})
-    tables = figures.reliability_tables(preds, y, n_bins=10)
+    tables = figures.reliability_tables(preds, y, n_bins=10, strategy="uniform")
     fig = figures.reliability_diagram(tables)
     lines = [t for t in fig.data if t.type == "scatter" and t.name in ("uncalibrated", "platt")]
     bars = [t for t in fig.data if t.type == "bar"]
@@ -41,8 +41,10 @@ def test_map_curves_are_model_predictions(noisy):
 
 
 def test_inner_figures_empty_for_methods_without_a_module(noisy):
-    s, y = noisy
-    assert figures.inner_figures(calibrators.get("platt").fit(s, y)) == []
+    from calibdash.explain import Explanation
+
+    assert figures.inner_figures(Explanation(method="platt")) == []
+    assert figures.inner_figures(Explanation(method="no_such_method")) == []
 
 
 def test_reliability_table_feeds_diagram_unchanged():

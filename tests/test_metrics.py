@@ -15,8 +15,23 @@ Y4 = np.array([0, 0, 1, 1])
 
 def test_ece_mce_uniform_hand_computed():
     # 2 bins: [0, .5) holds .1 .4 .35 (mean .28333, observed 1/3); [.5, 1] holds .8 (observed 1)
-    assert M.ece(P4, Y4, n_bins=2) == pytest.approx(0.75 * (1 / 3 - 0.85 / 3) + 0.25 * 0.2)
-    assert M.mce(P4, Y4, n_bins=2) == pytest.approx(0.2)
+    assert M.ece(P4, Y4, n_bins=2, strategy="uniform") == pytest.approx(0.75 * (1 / 3 - 0.85 / 3) + 0.25 * 0.2)
+    assert M.mce(P4, Y4, n_bins=2, strategy="uniform") == pytest.approx(0.2)
+
+
+def test_one_default_binning_everywhere():
+    """ECE, MCE, the reliability table and summary all default to 10 equal-count bins, and say so."""
+    rng = np.random.default_rng(3)
+    p = rng.uniform(size=997)
+    y = (rng.uniform(size=997) < p ** 2).astype(int)
+    assert (M.DEFAULT_N_BINS, M.DEFAULT_STRATEGY) == (10, "quantile")
+    q = M.ece(p, y, 10, "quantile")
+    assert q != M.ece(p, y, 10, "uniform")            # the choice matters on this data
+    assert M.ece(p, y) == q and M.summary(p, y)["ECE"] == q
+    assert M.mce(p, y) == M.mce(p, y, 10, "quantile") == M.summary(p, y)["MCE"]
+    assert M.reliability_table(p, y)["count"].tolist() == [100] * 7 + [99] * 3
+    assert M.binning_label() == "10 equal-count bins"
+    assert M.binning_label(15, "uniform") == "15 equal-width bins"
 
 
 def test_quantile_bins_spread_remainder_over_first_bins():
@@ -31,7 +46,7 @@ def test_quantile_ece_hand_computed():
 
 
 def test_uniform_last_bin_holds_one():
-    assert M.bin_assignments(np.array([0.0, 0.999, 1.0]), 10).tolist() == [0, 9, 9]
+    assert M.bin_assignments(np.array([0.0, 0.999, 1.0]), 10, "uniform").tolist() == [0, 9, 9]
 
 
 def test_reproduces_bbq_authors_quadratic_svm_block():
@@ -106,7 +121,7 @@ def test_mvce_bounds_global_gap_from_above(noisy):
 
 
 def test_reliability_table_counts_and_gaps():
-    t = M.reliability_table(P4, Y4, n_bins=4)
+    t = M.reliability_table(P4, Y4, n_bins=4, strategy="uniform")
     assert t["count"].tolist() == [1, 2, 0, 1]
     assert np.isnan(t.loc[2, "obs_freq"]) and np.isnan(t.loc[2, "ci_low"])
     assert t.loc[1, "mean_pred"] == pytest.approx(0.375)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..errors import DataError
+from ..errors import SettingsError
 from .base import Calibrator, HyperParam
 
 __all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class"]
@@ -57,7 +57,7 @@ def get_class(name: str) -> type[Calibrator]:
     """The calibrator class registered under ``name``."""
     reg = classes()
     if name not in reg:
-        raise DataError(f"unknown calibrator {name!r}; available: {', '.join(reg)}.")
+        raise SettingsError(f"unknown calibrator {name!r}; available: {', '.join(reg)}.")
     return reg[name]
 
 
@@ -66,12 +66,12 @@ def get(name: str, **params) -> Calibrator:
 
     Raises
     ------
-    DataError
+    SettingsError
         If ``name`` is not registered or a parameter is unknown.
     """
     cls = get_class(name)
     known = {h.name for h in cls.hyperparams} | set(cls().get_params())
     unknown = set(params) - known
     if unknown:
-        raise DataError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
+        raise SettingsError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
     return cls(**params)

@@ -4,10 +4,11 @@ Computing a diagram's data is separate from drawing it: the data functions
 (``reliability_tables``, ``map_curves``) return DataFrames, the drawing
 functions (``reliability_diagram``, ``calibration_map``) return figures.
 
-A calibrator's inner workings are drawn by the module of this package named
-after it (``calibdash.figures.bbq`` for ``"bbq"``), which exposes
-``inner_figures(calibrator) -> list[(title, figure)]``; :func:`inner_figures`
-finds it.
+A calibrator's inner workings are explained by :mod:`calibdash.explain`
+(plain data) and drawn by the module of this package named after the method
+(``calibdash.figures.bbq`` for ``"bbq"``), which exposes
+``inner_figures(explanation) -> list[(title, figure)]``; :func:`inner_figures`
+finds it. Figures fit nothing: everything they draw is in the explanation.
 """
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ __all__ = ["calibration_map", "map_curves", "score_grid", "reliability_diagram",
            "color_of", "rgba", "base_layout", "inner_figures"]
 
 
-def inner_figures(calibrator) -> list:
-    """(title, figure) pairs showing a fitted calibrator's internals; [] if it has none."""
-    name = getattr(calibrator, "name", "")
+def inner_figures(explanation) -> list:
+    """(title, figure) pairs drawing an :class:`calibdash.explain.Explanation`; [] if its method has none."""
+    name = explanation.method
     try:
         module = importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError as exc:
         if exc.name == f"{__name__}.{name}":
             return []
         raise
-    return list(module.inner_figures(calibrator))
+    return list(module.inner_figures(explanation))

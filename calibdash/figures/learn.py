@@ -64,7 +64,7 @@ class ScenarioData:
     n_rows: int
 
 
-def scenario_data(name: str, scores, labels, n_bins: int = 10, strategy: str = "quantile") -> ScenarioData:
+def scenario_data(name: str, scores, labels, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY) -> ScenarioData:
     """The true curve of scenario ``name`` and the reliability table of a sample's raw ``scores``."""
     return ScenarioData(truth=_truth_frame(name, scores),
                         table=metrics.reliability_table(scores, labels, n_bins, strategy),

@@ -17,8 +17,8 @@ from .layout import base_layout
 from .palette import color_of, rgba
 
 
-def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = 10,
-                       strategy: str = "uniform") -> dict[str, pd.DataFrame]:
+def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = metrics.DEFAULT_N_BINS,
+                       strategy: str = metrics.DEFAULT_STRATEGY) -> dict[str, pd.DataFrame]:
     """Reliability table of every column of ``predictions`` (method -> table)."""
     return {str(col): metrics.reliability_table(predictions[col].to_numpy(), labels, n_bins, strategy)
             for col in predictions.columns}
