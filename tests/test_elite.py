@@ -1,14 +1,21 @@
 """ELiTE: the trend-filter solver against its optimality conditions and a generic convex solver,
-the lambda path's end points, the AICc ensemble, and the figures."""
+the lambda path's end points, the AICc ensemble, its explanation and the figures."""
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.optimize import lsq_linear
 
-from calibdash import calibrators, metrics
-from calibdash.calibrators._trend_filter import KINK_TOL, TrendFilter, merge_ties
-from calibdash.calibrators.elite import information_criteria
+from calibdash import calibrators, export, metrics
+from calibdash.calibrators._trend_filter import KINK_TOL, TrendFilter, evaluate_linear, merge_ties
+from calibdash.calibrators.elite import information_criteria, lambda_path
+from calibdash.errors import ProgrammingError, SettingsError
+from calibdash.explain import elite as explain_elite
+from calibdash.explain import explain
+from calibdash.explain.elite import ELiTEExplanation
 from calibdash.figures import elite as elite_fig
+from calibdash.figures import inner_figures
 from conftest import shared_file
 
 
@@ -49,6 +56,12 @@ def random_problem(seed, n=20):
 
 def fitted(tf, fit):
     return tf.fitted(fit)
+
+
+def model_predict(ex, k, scores):
+    """The k-th trend filter of an explanation's path alone (not clipped)."""
+    m = ex.models[k]
+    return evaluate_linear(m["score"].to_numpy(), m["value"].to_numpy(), np.asarray(scores, dtype=float))
 
 
 # -- the solver ------------------------------------------------------------------------------
@@ -176,26 +189,32 @@ def fitted_elite():
     return calibrators.get("elite").fit(s, y), s, y
 
 
-def test_degrees_of_freedom_are_knots_plus_two(fitted_elite):
+@pytest.fixture(scope="module")
+def explained(fitted_elite):
+    cal, s, y = fitted_elite
+    return explain(cal, s, y)
+
+
+def test_degrees_of_freedom_are_knots_plus_two(explained):
     """df counted independently from the kinks of each model's fitted values at the merged points."""
-    cal, _, _ = fitted_elite
-    d = cal.diagnostics()
-    x = d["points"]["score"].to_numpy()
+    ex = explained
+    x = ex.points["score"].to_numpy()
     h = np.diff(x)
-    for k, row in d["path"].iterrows():
-        p = cal.model_predict(k, x)
+    for k, row in ex.path.iterrows():
+        p = model_predict(ex, k, x)
         kinks = np.diff(np.diff(p) / h)
         heights = np.abs(kinks) * h[:-1] * h[1:] / (h[:-1] + h[1:])
         n_knots = int(np.count_nonzero(heights > 10 * KINK_TOL))
         assert row["df"] == n_knots + 2
-        assert row["knots"] == len(d["knots"][k]) == n_knots
-    assert d["path"]["df"].iloc[0] == 2                                # lambda_max: the line
-    assert d["path"]["df"].iloc[-1] > 10
+        assert row["knots"] == len(ex.knots[k]) == n_knots
+    assert ex.path["df"].iloc[0] == 2                                  # lambda_max: the line
+    assert ex.path["df"].iloc[-1] > 10
 
 
-def test_weights_follow_the_criterion_and_sum_to_one(fitted_elite):
+def test_weights_follow_the_criterion_and_sum_to_one(fitted_elite, explained):
     cal, s, _ = fitted_elite
-    path = cal.diagnostics()["path"]
+    path = explained.path
+    np.testing.assert_array_equal(cal.weights_, path["weight"])
     assert path["weight"].sum() == pytest.approx(1.0, abs=1e-12)
     assert (path["weight"] >= 0).all()
     a = path["aicc"].to_numpy()
@@ -206,11 +225,11 @@ def test_weights_follow_the_criterion_and_sum_to_one(fitted_elite):
     assert path["converged"].all()
 
 
-def test_criteria_use_the_bernoulli_likelihood_of_clipped_fits(fitted_elite):
+def test_criteria_use_the_bernoulli_likelihood_of_clipped_fits(fitted_elite, explained):
     cal, s, y = fitted_elite
-    path = cal.diagnostics()["path"]
+    path = explained.path
     for k in (0, 20, 49):
-        p = np.clip(cal.model_predict(k, s), 1e-15, 1 - 1e-15)
+        p = np.clip(model_predict(explained, k, s), 1e-15, 1 - 1e-15)
         ll = float(np.sum(y * np.log(p) + (1 - y) * np.log(1 - p)))
         assert path["loglik"].iloc[k] == pytest.approx(ll, rel=1e-10)
         df, n = path["df"].iloc[k], s.size
@@ -226,11 +245,11 @@ def test_information_criteria_hand_computed():
     assert information_criteria(-1.0, 4, 5)["aicc"] == np.inf
 
 
-def test_prediction_is_the_clipped_weighted_average_of_linear_models(fitted_elite):
+def test_prediction_is_the_clipped_weighted_average_of_linear_models(fitted_elite, explained):
     cal, _, _ = fitted_elite
     w = cal.weights_
-    grid = np.r_[np.linspace(0, 1, 401), cal.x_[:50]]
-    avg = sum(wk * cal.model_predict(k, grid) for k, wk in enumerate(w) if wk > 0)
+    grid = np.r_[np.linspace(0, 1, 401), explained.points["score"].to_numpy()[:50]]
+    avg = sum(wk * model_predict(explained, k, grid) for k, wk in enumerate(w) if wk > 0)
     np.testing.assert_allclose(cal.predict(grid), np.clip(avg, 0, 1), atol=1e-12)
     p = cal.predict(np.linspace(0, 1, 1001))
     assert np.all((p >= 0) & (p <= 1))
@@ -241,8 +260,8 @@ def test_each_model_extrapolates_linearly_beyond_the_training_scores():
     y = np.array([0, 0, 1, 1, 0, 1] * 5)
     cal = calibrators.get("elite", mode="single", lam_ratio=1.0).fit(s, y)
     line = np.polyfit(s, y, 1)
-    np.testing.assert_allclose(cal.model_predict(0, [0.0, 0.1, 0.9, 1.0]), np.polyval(line, [0, 0.1, 0.9, 1]),
-                               atol=1e-12)
+    np.testing.assert_allclose(model_predict(explain(cal, s, y), 0, [0.0, 0.1, 0.9, 1.0]),
+                               np.polyval(line, [0, 0.1, 0.9, 1]), atol=1e-12)
     np.testing.assert_allclose(cal.predict([0.0, 1.0]), np.clip(np.polyval(line, [0, 1]), 0, 1), atol=1e-12)
 
 
@@ -252,13 +271,14 @@ def test_single_mode_moves_from_the_line_to_the_data(noisy):
     knots = []
     for ratio in (1.0, 0.1, 0.01, 1e-4):
         cal = calibrators.get("elite", mode="single", lam_ratio=ratio).fit(s, y)
-        path = cal.diagnostics()["path"]
+        path = explain(cal, s, y).path
         assert path["weight"].iloc[-1] == 1.0 and path["lam_ratio"].iloc[-1] == pytest.approx(ratio)
         knots.append(int(path["knots"].iloc[-1]))
     assert knots[0] == 0 and knots == sorted(knots) and knots[-1] > 20
     x, z, _ = merge_ties(s, y)
     tiny = calibrators.get("elite", mode="single", lam_ratio=1e-9).fit(s, y)
-    np.testing.assert_allclose(tiny.model_predict(len(tiny.fits_) - 1, x), z, atol=1e-5)
+    ex = explain(tiny, s, y)
+    np.testing.assert_allclose(model_predict(ex, len(ex.models) - 1, x), z, atol=1e-5)
 
 
 def test_degenerate_inputs():
@@ -266,8 +286,19 @@ def test_degenerate_inputs():
     np.testing.assert_allclose(one.predict([0, 0.4, 1]), 0.75)
     two = calibrators.get("elite").fit([0.2, 0.2, 0.6], [0, 1, 1])
     np.testing.assert_allclose(two.predict([0.2, 0.6, 0.4]), [0.5, 1.0, 0.75])
-    line = calibrators.get("elite").fit([0.1, 0.2, 0.3, 0.4] * 2, [0, 0, 1, 1, 0, 1, 1, 1])
-    assert line.diagnostics()["path"]["weight"].sum() == pytest.approx(1.0)
+    s, y = [0.1, 0.2, 0.3, 0.4] * 2, [0, 0, 1, 1, 0, 1, 1, 1]
+    line = calibrators.get("elite").fit(s, y)
+    assert explain(line, s, y).path["weight"].sum() == pytest.approx(1.0)
+    notes = explain(two, [0.2, 0.2, 0.6], [0, 1, 1]).notes
+    assert any("least-squares line" in n for n in notes) and any("Too few rows for AICc" in n for n in notes)
+
+
+def test_hyperparameters_out_of_range_are_settings_errors():
+    s, y = [0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1]
+    for params, word in (({"mode": "both"}, "mode"), ({"criterion": "cv"}, "criterion"),
+                         ({"n_lambdas": 0}, "n_lambdas"), ({"lam_ratio": 0.0}, "lam_ratio"), ({"tol": -1}, "tol")):
+        with pytest.raises(SettingsError, match=word):
+            calibrators.get("elite", **params).fit(s, y)
 
 
 def test_improves_the_authors_quadratic_svm_scores():
@@ -277,7 +308,7 @@ def test_improves_the_authors_quadratic_svm_scores():
     s_tr, y_tr = load("train_data_y.csv"), load("train_data_z.csv").astype(int)
     s_te, y_te = load("test_data_y.csv"), load("test_data_z.csv").astype(int)
     cal = calibrators.get("elite").fit(s_tr, y_tr)
-    assert cal.diagnostics()["path"]["converged"].all()
+    assert explain(cal, s_tr, y_tr).path["converged"].all()
     p = cal.predict(s_te)
     assert metrics.rmse(p, y_te) < metrics.rmse(s_te, y_te)
     assert metrics.ece(p, y_te, 10, "quantile") < metrics.ece(s_te, y_te, 10, "quantile")
@@ -296,48 +327,85 @@ def test_improves_a_click_model_on_the_mbct_avazu_sample():
     assert metrics.ece(p, y_te, 10, "quantile") < 0.5 * metrics.ece(s_te, y_te, 10, "quantile")
 
 
-# -- figures -------------------------------------------------------------------------------------
-def test_map_figure_draws_the_map_and_its_knots(fitted_elite):
+# -- explanation and figures ----------------------------------------------------------------------
+def test_explanation_reproduces_the_fitted_map(fitted_elite, explained):
+    """The path solved again from the training rows gives the fitted averaged map; the calibrator
+    keeps only that map and the weights, not the path or the rows."""
+    cal, s, y = fitted_elite
+    ex = explained
+    assert isinstance(ex, ELiTEExplanation) and ex.method == "elite" and ex.mode == "ensemble"
+    np.testing.assert_array_equal(ex.map["score"], cal.map_x_)
+    np.testing.assert_array_equal(ex.map["value"], cal.map_p_)
+    again = lambda_path(s, y, **cal.get_params())
+    w = again.weights
+    avg = sum(wk * model_predict(ex, k, cal.map_x_) for k, wk in enumerate(w) if wk > 0) / w.sum()
+    np.testing.assert_allclose(avg, cal.map_p_, atol=1e-12)
+    assert ex.lambda_max == cal.lambda_max_
+    np.testing.assert_allclose(ex.points["fitted"], cal.predict(ex.points["score"].to_numpy()))
+    assert ex.points["count"].sum() == s.size and set(ex.tables) == {"path", "map", "points"}
+    assert len(pickle.dumps(cal)) <= 2 * len(export.dumps(cal).encode()) + 4096
+    assert not any(np.size(v) >= s.size for v in vars(cal).values())
+
+
+def test_explanation_refuses_other_rows_and_explains_a_loaded_model(fitted_elite, explained):
+    cal, s, y = fitted_elite
+    with pytest.raises(ProgrammingError, match="fitted on"):
+        explain(cal, s[:-1], y[:-1])
+    flipped = y.copy()
+    flipped[:40] = 1 - flipped[:40]
+    with pytest.raises(ProgrammingError, match="not the ones"):
+        explain(cal, s, flipped)
+    loaded = explain(export.loads(export.dumps(cal)), s, y)
+    pd.testing.assert_frame_equal(loaded.path, explained.path)
+    assert loaded.notes == explained.notes
+    assert any("Solved 50 trend filter(s) exactly" in n for n in loaded.notes)
+    assert any(n.startswith("Weights by AICc") for n in loaded.notes)
+
+
+def test_map_figure_draws_the_map_and_its_knots(fitted_elite, explained):
     cal, _, _ = fitted_elite
-    data = elite_fig.map_data(cal)
-    np.testing.assert_allclose(data.curve["prob"], cal.predict(data.curve["score"].to_numpy()))
-    d = cal.diagnostics()
+    ex = explained
+    np.testing.assert_allclose(ex.curve["prob"], cal.predict(ex.curve["score"].to_numpy()))
     support = {}
-    for ks, wt in zip(d["knots"], d["path"]["weight"]):
+    for ks, wt in zip(ex.knots, ex.path["weight"]):
         for k in ks:
             support[k] = support.get(k, 0.0) + wt
-    strong = sorted(k for k, v in support.items() if v >= elite_fig.MIN_SUPPORT)
-    np.testing.assert_allclose(data.knots["score"], strong)
-    assert data.groups["rows"].sum() == cal.n_train_
-    fig = elite_fig.map_figure(data)
+    strong = sorted(k for k, v in support.items() if v >= explain_elite.MIN_SUPPORT)
+    np.testing.assert_allclose(ex.knot_support["score"], strong)
+    np.testing.assert_allclose(ex.knot_support["support"], [support[k] for k in strong])
+    assert ex.groups["rows"].sum() == cal.n_train_
+    assert len(ex.groups) <= explain_elite.N_GROUPS
+    fig = elite_fig.map_figure(ex)
     (knots,) = [t for t in fig.data if t.meta == "knots"]
     np.testing.assert_allclose(np.array(knots.x, dtype=float), strong)
+    (best,) = [t for t in fig.data if t.meta == "best"]
+    np.testing.assert_allclose(np.array(best.x, dtype=float), ex.models[int(np.argmax(ex.path["weight"]))]["score"])
 
 
-def test_path_figure_shows_df_criterion_and_weight(fitted_elite):
-    cal, _, _ = fitted_elite
-    data = elite_fig.path_data(cal)
-    path = cal.diagnostics()["path"]
-    np.testing.assert_array_equal(data["df"], path["df"])
-    assert data["delta"].min() == 0.0
-    fig = elite_fig.path_figure(data)
+def test_path_figure_shows_df_criterion_and_weight(explained):
+    ex = explained
+    path = ex.path
+    assert path["delta"].min() == 0.0
+    np.testing.assert_allclose(path["delta"], path["aicc"] - path["aicc"].min())
+    fig = elite_fig.path_figure(ex)
     assert fig.layout.xaxis.type == "log"
     traces = {t.name: t for t in fig.data if t.name}
     np.testing.assert_array_equal(np.array(traces["df = knots + 2"].y), path["df"])
     np.testing.assert_allclose(np.array(traces["weight"].y, dtype=float), path["weight"])
-    titles = [t for t, _ in elite_fig.inner_figures(cal)]
+    titles = [t for t, _ in inner_figures(ex)]
     assert len(titles) == 2 and "AICc" in titles[1]
 
 
 def test_single_mode_figures_mark_the_chosen_lambda(noisy):
     s, y = noisy
-    cal = calibrators.get("elite", mode="single", lam_ratio=0.02).fit(s[:1000], y[:1000])
-    data = elite_fig.path_data(cal)
-    assert data["chosen"].sum() == 1 and data["chosen"].iloc[-1]
-    fig = elite_fig.path_figure(data)
+    s, y = s[:1000], y[:1000]
+    cal = calibrators.get("elite", mode="single", lam_ratio=0.02).fit(s, y)
+    ex = explain(cal, s, y)
+    assert ex.path["weight"].iloc[-1] == 1.0 and ex.best == len(ex.path) - 1
+    fig = elite_fig.path_figure(ex)
     assert "weight" not in {t.name for t in fig.data}
     assert any(shape.x0 == pytest.approx(0.02) for shape in fig.layout.shapes)
-    md = elite_fig.map_data(cal)
-    assert (md.knots["support"] == 1.0).all()
-    assert len(md.knots) == int(cal.diagnostics()["path"]["knots"].iloc[-1])
-    assert isinstance(md.groups, pd.DataFrame)
+    assert (ex.knot_support["support"] == 1.0).all()
+    assert len(ex.knot_support) == int(ex.path["knots"].iloc[-1])
+    assert isinstance(ex.groups, pd.DataFrame)
+    assert ex.notes[-1].startswith("Single trend filter at λ = 0.02 λ_max")

@@ -1,4 +1,4 @@
-"""MBCT: the node-local loss, the trees' invariants, feature awareness, and its figures."""
+"""MBCT: the node-local loss, the trees' invariants, feature awareness, its explanation and figures."""
 import pickle
 
 import numpy as np
@@ -6,11 +6,14 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from calibdash import calibrators, metrics
+from calibdash import calibrators, export, metrics
 from calibdash.calibrators._mbct_tree import (categorical_slots, grouped_mvce, ordered_slots,
                                               random_views)
-from calibdash.calibrators.mbct import MBCTCalibrator
-from calibdash.errors import DataError
+from calibdash.calibrators.mbct import GLOBAL_VIEWS, MBCTCalibrator, holdout_split
+from calibdash.errors import DataError, ProgrammingError, SettingsError
+from calibdash.explain import explain
+from calibdash.explain import mbct as explain_mbct
+from calibdash.explain.mbct import MBCTExplanation, leaf_paths
 from calibdash.figures import inner_figures
 from calibdash.figures import mbct as fig_mbct
 
@@ -31,6 +34,11 @@ def group_data(n, seed, low=0.2, high=0.5):
 @pytest.fixture(scope="module")
 def grouped():
     return group_data(6000, 1), group_data(20000, 2)
+
+
+def tree_tables(m, s, y, df=None):
+    """The explanation's table of each kept tree."""
+    return explain(m, s, y, df).trees
 
 
 # -- the node-local loss --------------------------------------------------------------------------------
@@ -86,7 +94,7 @@ def test_split_slots_keep_every_child_at_least_bin_size():
 def test_splits_on_the_miscalibrated_feature_and_beats_histogram(grouped):
     (s, y, df), (s2, y2, df2) = grouped
     mbct = calibrators.get("mbct", bin_size=300).fit(s, y, df)
-    table = mbct.tree_frame(0)
+    table = tree_tables(mbct, s, y, df)[0]
     assert table.loc[0, "split_on"] == "group"
     assert sorted(table[table["parent"] == 0]["condition"]) == ["group = A", "group = B"]
     hist = calibrators.get("histogram").fit(s, y)
@@ -106,7 +114,7 @@ def test_numeric_feature_is_split_by_quantile_ranges():
     y = (rng.uniform(size=n) < np.where(x > 0.3, 1.6 * s, 0.6 * s)).astype(int)
     m = calibrators.get("mbct", bin_size=400, n_trees=1, max_depth=1, holdout=0).fit(
         s, y, pd.DataFrame({"x": x}))
-    table = m.tree_frame(0)
+    table = tree_tables(m, s, y, pd.DataFrame({"x": x}))[0]
     assert table.loc[0, "split_on"] == "x"
     assert all(c.startswith("x ∈ [") for c in table["condition"][1:])
     codes = m.columns_[1]
@@ -120,7 +128,7 @@ def test_score_only_improves_a_miscalibrated_score(noisy):
     s2 = rng.uniform(size=20000)
     y2 = (rng.uniform(size=20000) < s2 ** 2).astype(int)
     m = calibrators.get("mbct", bin_size=200).fit(s, y)
-    assert set(m.tree_frame(0)["split_on"]) <= {"score", ""}
+    assert set(tree_tables(m, s, y)[0]["split_on"]) <= {"score", ""}
     assert metrics.mvce(m.predict(s2), y2) < 0.9 * metrics.mvce(s2, y2)
     assert metrics.ece(m.predict(s2), y2) < 0.3 * metrics.ece(s2, y2)
 
@@ -152,9 +160,9 @@ def test_depth_bin_size_and_tree_limits(grouped, depth, bin_size, n_trees, binds
     m = calibrators.get("mbct", max_depth=depth, bin_size=bin_size, n_trees=n_trees,
                         early_stopping=False).fit(s, y, df)
     assert len(m.trees_) == n_trees
-    assert len(m.history_) == n_trees + 1
-    for t in range(n_trees):
-        table = m.tree_frame(t)
+    assert len(m.history_["tree"]) == n_trees + 1 and m.history_["kept"].all()
+    tables = tree_tables(m, s, y, df)
+    for table in tables:
         assert table["depth"].max() <= depth
         assert (table["rows"] >= bin_size).all()
         inner = table[table["split_on"] != ""]
@@ -163,39 +171,98 @@ def test_depth_bin_size_and_tree_limits(grouped, depth, bin_size, n_trees, binds
         for node in inner["node"]:                        # children partition their parent's rows
             assert table.loc[table["parent"] == node, "rows"].sum() == table.loc[node, "rows"]
     if binds:                                             # the depth limit is what stops growth here
-        assert m.tree_frame(0)["depth"].max() == depth
+        assert tables[0]["depth"].max() == depth
     stopped = calibrators.get("mbct", max_depth=depth, bin_size=bin_size, n_trees=n_trees).fit(s, y, df)
     assert 1 <= len(stopped.trees_) <= n_trees
 
 
 def test_tree_table_matches_the_rows(grouped):
+    """Per node: rows and PUD of the raw scores on the tree rows; on the held-out rows, the PUD of
+    each tree's input and output over the rows that end at or below the node."""
     (s, y, df), _ = grouped
-    m = calibrators.get("mbct", bin_size=300, n_trees=1).fit(s, y, df)
-    fit = m.fit_rows_
-    leaves = m.apply(s[fit], df.iloc[fit])[:, 0]
-    table = m.tree_frame(0)
-    for leaf in np.unique(leaves):
-        sel = leaves == leaf
-        assert table.loc[leaf, "rows"] == sel.sum()
-        assert table.loc[leaf, "pud_score"] == pytest.approx(metrics.pud(s[fit][sel], y[fit][sel]))
-    check = m.diagnostics()["check"]
-    chk = m.check_rows_
-    np.testing.assert_array_equal(check["nodes"], m.apply(s[chk], df.iloc[chk]))
-    np.testing.assert_allclose(check["predictions"], m.predict(s[chk], df.iloc[chk]))
-    assert table.loc[0, "check_rows"] == chk.size and check["held_out"]
+    m = calibrators.get("mbct", bin_size=300, n_trees=3, early_stopping=False).fit(s, y, df)
+    ex = explain(m, s, y, df)
+    fit, chk = ex.fit_rows, ex.check_rows
+    assert ex.held_out and chk.size > 0 and np.intersect1d(fit, chk).size == 0 and fit.size + chk.size == s.size
+    nodes_fit = m.apply(s[fit], df.iloc[fit])
+    nodes_chk = m.apply(s[chk], df.iloc[chk])
+    stages = np.column_stack([s[chk], *m.staged_predict(s[chk], df.iloc[chk])])
+    for t, table in enumerate(ex.trees):
+        parent = table["parent"].to_numpy()
+        for node in table["node"]:
+            below = {node}                                  # the node and its descendants
+            for k in range(node + 1, len(table)):
+                if parent[k] in below:
+                    below.add(k)
+            at_fit = np.isin(nodes_fit[:, t], list(below))
+            at_chk = np.isin(nodes_chk[:, t], list(below))
+            row = table.loc[node]
+            assert row["rows"] == at_fit.sum() and row["check_rows"] == at_chk.sum()
+            assert row["positives"] == y[fit][at_fit].sum()
+            assert row["pud_score"] == pytest.approx(metrics.pud(s[fit][at_fit], y[fit][at_fit]))
+            assert row["check_pud_before"] == pytest.approx(metrics.pud(stages[at_chk, t], y[chk][at_chk]))
+            assert row["check_pud_after"] == pytest.approx(metrics.pud(stages[at_chk, t + 1], y[chk][at_chk]))
+    assert ex.trees[0].loc[0, "check_rows"] == chk.size
+    np.testing.assert_allclose(stages[:, -1], m.predict(s[chk], df.iloc[chk]))
+
+
+def test_explainer_split_is_the_one_fit_used(grouped):
+    """The trees were grown on the explanation's fit rows (the root's sums) and the number of trees
+    was judged on its check rows (tree 0's check MVCE is that of the raw scores on them)."""
+    (s, y, df), _ = grouped
+    m = calibrators.get("mbct", bin_size=300, holdout=0.3, seed=5).fit(s, y, df)
+    ex = explain(m, s, y, df)
+    fit, chk = holdout_split(y, 0.3, 5)
+    np.testing.assert_array_equal(ex.fit_rows, fit)
+    np.testing.assert_array_equal(ex.check_rows, chk)
+    root = m.trees_[0]
+    assert root.positives[0] == y[fit].sum() and root.sum_input[0] == pytest.approx(s[fit].sum(), rel=1e-12)
+    m_global = min(m.loss_bin_size_, chk.size // 2)
+    assert m.history_["check_mvce"][0] == metrics.mvce(s[chk], y[chk], bin_size=m_global, n_views=GLOBAL_VIEWS,
+                                                       p=1.0, seed=5)
+    for cls in (0, 1):                                   # stratified: 30% of each class held out
+        assert (y[chk] == cls).sum() == round(0.3 * (y == cls).sum())
+    none = calibrators.get("mbct", bin_size=300, holdout=0).fit(s, y, df)
+    ex0 = explain(none, s, y, df)
+    assert not ex0.held_out and ex0.check_rows.size == 0 and ex0.fit_rows.size == s.size
+    assert ex0.trees[0].loc[0, "check_rows"] == s.size                     # judged on the training rows
+    assert any("No rows were held out" in n for n in ex0.notes)
+
+
+def test_explainer_refuses_other_rows_and_explains_a_loaded_model(grouped):
+    (s, y, df), (s2, y2, df2) = grouped
+    m = calibrators.get("mbct", bin_size=300, n_trees=2).fit(s, y, df)
+    with pytest.raises(ProgrammingError, match="fitted on"):
+        explain(m, s2, y2, df2)                                            # other rows, other size
+    flipped = y.copy()
+    flipped[:50] = 1 - flipped[:50]
+    with pytest.raises(ProgrammingError, match="not the ones"):
+        explain(m, s, flipped, df)                                         # same size, other labels
+    with pytest.raises(ProgrammingError, match="not the ones"):
+        explain(m, s, y)                                                   # the features left out
+    ex = explain(m, s, y, df)
+    assert isinstance(ex, MBCTExplanation) and ex.method == "mbct"
+    loaded = explain(export.loads(export.dumps(m)), s, y, df)
+    for a, b in zip(ex.trees, loaded.trees):
+        pd.testing.assert_frame_equal(a.drop(columns=["loss_node", "loss_split"]),
+                                      b.drop(columns=["loss_node", "loss_split"]))
+        assert b["loss_node"].isna().all()                                 # a file holds no losses
+    assert loaded.boosting.empty and any("read from a file" in n for n in loaded.notes)
+    assert len(inner_figures(loaded)) == 2                                 # no boosting curve to draw
 
 
 def test_unseen_category_falls_back_to_the_parent(grouped):
     (s, y, df), _ = grouped
     m = calibrators.get("mbct", bin_size=300, n_trees=1, max_depth=1).fit(s, y, df)
     tree = m.trees_[0]
-    assert m.tree_frame(0).loc[0, "split_on"] == "group"
+    table = tree_tables(m, s, y, df)[0]
+    assert table.loc[0, "split_on"] == "group"
     new = df.head(5).copy()
     new["group"] = "C"
     np.testing.assert_allclose(m.predict(s[:5], new), tree.scale[0] * s[:5])
     np.testing.assert_allclose(m.predict(s[:5]), tree.scale[0] * s[:5])     # no features: all unseen
     known = m.predict(s[:5], df.head(5))
-    child = {c: k for k, c in zip(m.tree_frame(0)["node"], m.tree_frame(0)["condition"])}
+    child = {c: k for k, c in zip(table["node"], table["condition"])}
     expect = [tree.scale[child[f"group = {g}"]] for g in df["group"][:5]] * s[:5]
     np.testing.assert_allclose(known, expect)
 
@@ -205,10 +272,12 @@ def test_bad_input_is_refused(grouped):
     m = calibrators.get("mbct", bin_size=300, n_trees=1).fit(s, y, df)
     with pytest.raises(DataError, match="group"):
         m.predict(s[:5], df.drop(columns="group").head(5))
-    with pytest.raises(DataError, match="bin_size"):
+    with pytest.raises(SettingsError, match="bin_size"):
         calibrators.get("mbct", bin_size=0).fit(s, y)
-    with pytest.raises(DataError, match="holdout"):
+    with pytest.raises(SettingsError, match="holdout"):
         calibrators.get("mbct", holdout=1.0).fit(s, y)
+    with pytest.raises(SettingsError, match="pud_tree"):
+        explain_mbct.explain(m, s, y, df, pud_tree=1)
 
 
 def test_registry_params_and_pickle(grouped):
@@ -224,45 +293,82 @@ def test_registry_params_and_pickle(grouped):
     np.testing.assert_array_equal(again.predict(s2, df2), m.predict(s2, df2))
     same = MBCTCalibrator(bin_size=300, n_trees=2).fit(s, y, df)   # seeded: reproducible
     np.testing.assert_array_equal(same.predict(s2, df2), m.predict(s2, df2))
+    # what predict needs and small summaries only: no copy of the rows
+    assert len(pickle.dumps(m)) <= 2 * len(export.dumps(m).encode()) + 4096
+    assert not any(np.size(v) >= 100 for k, v in vars(m).items() if k.endswith("_") and k != "trees_")
 
 
-# -- figures --------------------------------------------------------------------------------------------
+# -- PUD and figures -----------------------------------------------------------------------------------
 def test_pud_bars_data_and_figure(grouped):
     (s, y, df), (s2, y2, df2) = grouped
     m = calibrators.get("mbct", bin_size=300).fit(s, y, df)
-    data = fig_mbct.pud_data(m)
+    ex = explain(m, s, y, df)
+    data = ex.pud
     n_leaves = m.trees_[0].n_leaves
     mb, hb = data[data["method"] == "mbct"], data[data["method"] == "histogram"]
     assert len(mb) == n_leaves and len(hb) == n_leaves          # same number of bins side by side
-    assert mb["rows"].sum() == m.check_rows_.size == hb["rows"].sum()
-    check = m.diagnostics()["check"]
+    chk = ex.check_rows
+    assert mb["rows"].sum() == chk.size == hb["rows"].sum() and ex.pud_rows == "held-out rows"
+    nodes = m.apply(s[chk], df.iloc[chk])[:, 0]
+    after = m.predict(s[chk], df.iloc[chk])
     for b, path in zip(mb["bin"], mb["path"]):
-        sel = check["nodes"][:, 0] == int(b[1:])
+        sel = nodes == int(b[1:])
         row = mb[mb["bin"] == b].iloc[0]
-        assert row["pud_before"] == pytest.approx(metrics.pud(check["scores"][sel], check["labels"][sel]))
+        assert row["pud_before"] == pytest.approx(metrics.pud(s[chk][sel], y[chk][sel]))
+        assert row["pud_after"] == pytest.approx(metrics.pud(after[sel], y[chk][sel]))
         assert path.startswith("group = ")
-    given = fig_mbct.pud_data(m, scores=s2, labels=y2, features=df2)
-    assert given["rows"].sum() == 2 * s2.size and given.attrs["rows"] == "given rows"
-    a = given[(given["method"] == "mbct") & given["path"].str.startswith("group = A")]
+    # histogram binning with as many bins, fitted on the tree rows, judged on the same check rows
+    hist = calibrators.get("histogram", n_bins=n_leaves).fit(s[ex.fit_rows], y[ex.fit_rows])
+    hbin = np.searchsorted(hist.cuts_, s[chk], side="right")
+    for b in hb["bin"]:
+        sel = hbin == int(b[1:])
+        row = hb[hb["bin"] == b].iloc[0]
+        assert row["pud_after"] == pytest.approx(metrics.pud(hist.predict(s[chk][sel]), y[chk][sel]))
+    given = explain_mbct.explain(m, s, y, df, judge_scores=s2, judge_labels=y2, judge_features=df2)
+    assert given.pud["rows"].sum() == 2 * s2.size and given.pud_rows == "given rows"
+    a = given.pud[(given.pud["method"] == "mbct") & given.pud["path"].str.startswith("group = A")]
     assert (a["pud_before"] > 1.4).all()                         # group A under-estimated by the raw score
-    fig = fig_mbct.pud_figure(data)
+    fig = fig_mbct.pud_figure(data, ex.pud_rows)
     hlines = [sh for sh in fig.layout.shapes if sh.y0 == 1.0 and sh.y1 == 1.0]
     assert len(hlines) == 2
     assert sum(len(tr.x) for tr in fig.data) == 2 * len(data)
+    assert "held-out rows" in fig.layout.xaxis.title.text
+
+
+def test_leaf_pud_is_one_on_the_tree_rows_in_the_explanation(grouped):
+    """Each tree's scale sets its leaves' PUD to 1 on the rows it was grown on (no clipping here)."""
+    (s, y, df), _ = grouped
+    m = calibrators.get("mbct", bin_size=300, n_trees=2, early_stopping=False).fit(s, y, df)
+    ex = explain(m, s, y, df)
+    fit = ex.fit_rows
+    nodes = m.apply(s[fit], df.iloc[fit])
+    stages = np.column_stack([s[fit], *m.staged_predict(s[fit], df.iloc[fit])])
+    assert stages.max() < 1
+    for t, table in enumerate(ex.trees):
+        leaves = table[table["split_on"] == ""]
+        np.testing.assert_allclose(leaves["scale"], [metrics.pud(stages[nodes[:, t] == k, t], y[fit][nodes[:, t] == k])
+                                                     for k in leaves["node"]], rtol=1e-12)
+        for k in leaves["node"]:
+            sel = nodes[:, t] == k
+            assert metrics.pud(stages[sel, t + 1], y[fit][sel]) == pytest.approx(1.0, rel=1e-12)
 
 
 def test_tree_figure_and_inner_figures(grouped):
     (s, y, df), _ = grouped
     m = calibrators.get("mbct", bin_size=300, n_trees=3, early_stopping=False).fit(s, y, df)
-    figs = inner_figures(m)
+    ex = explain(m, s, y, df)
+    figs = inner_figures(ex)
     assert len(figs) == 3 and all(isinstance(f, go.Figure) for _, f in figs)
     tree_fig = figs[1][1]
     assert len(tree_fig.data) == 3 and [tr.visible for tr in tree_fig.data] == [True, False, False]
-    for t, tr in enumerate(tree_fig.data):
-        table = fig_mbct.tree_table(m, t)
+    for table, tr in zip(ex.trees, tree_fig.data):
         assert list(tr.values) == table["rows"].tolist()
         assert list(tr.parents).count("") == 1
-    paths = fig_mbct.leaf_paths(fig_mbct.tree_table(m, 0))
-    assert paths[0] == "all rows" and paths[1] == fig_mbct.tree_table(m, 0).loc[1, "condition"]
-    boost = fig_mbct.boosting_data(m)
-    assert boost["tree"].tolist() == [0, 1, 2, 3] and boost["kept"].all()
+    paths = leaf_paths(ex.trees[0])
+    assert paths[0] == "all rows" and paths[1] == ex.trees[0].loc[1, "condition"]
+    assert ex.boosting["tree"].tolist() == [0, 1, 2, 3] and ex.boosting["kept"].all()
+    boost_fig = figs[2][1]
+    np.testing.assert_allclose(np.array(boost_fig.data[1].y, dtype=float), ex.boosting["check_mvce"])
+    assert set(ex.tables) == {"boosting", "features", "tree 1", "tree 2", "tree 3", "PUD per bin"}
+    assert ex.features["feature"].tolist() == ["score", "group", "noise", "colour"]
+    assert ex.notes[0].startswith("Trees split on the score") and "3 of at most 3 tree(s) kept." in ex.notes[2]

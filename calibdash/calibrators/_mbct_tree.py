@@ -10,10 +10,15 @@ Three pieces, each usable and testable on its own:
   candidate predictions at once, on shared random views;
 * the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth
   with multiway splits and one scale factor per node, and routing of new rows.
+
+A fitted :class:`Tree` holds what routing and scaling need plus the
+node-local losses of its growth; what can be recomputed from it (parents,
+depths, the conditions of :func:`node_conditions`) or from the training rows
+(rows per node) is not kept.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -41,8 +46,9 @@ class ColumnCode:
     n_codes : int
         Number of codes learned at fit time.
     edges : ndarray, optional
-        Inner bin edges (score and numeric columns); a value equal to an edge
-        goes to the upper bin.
+        Inner bin edges of a numeric column; a value equal to an edge goes to
+        the upper bin. The score's equal-width edges follow from ``n_codes``
+        (:attr:`cuts`).
     categories : pandas.Index, optional
         The values seen at fit time, in code order (categorical columns).
     missing_code : int
@@ -56,6 +62,13 @@ class ColumnCode:
     edges: np.ndarray | None = None
     categories: pd.Index | None = None
     missing_code: int = -1
+
+    @property
+    def cuts(self) -> np.ndarray:
+        """Inner bin edges of an ordered column (the score's: ``k / n_codes``)."""
+        if self.kind == SCORE:
+            return np.arange(1, self.n_codes) / self.n_codes
+        return self.edges
 
     @property
     def ordered(self) -> bool:
@@ -85,8 +98,9 @@ class ColumnCode:
             codes = codes[:-1]
         parts = []
         if codes.size and self.ordered:
-            lo = -np.inf if codes[0] == 0 else self.edges[codes[0] - 1]
-            hi = np.inf if codes[-1] >= self.edges.size else self.edges[codes[-1]]
+            edges = self.cuts
+            lo = -np.inf if codes[0] == 0 else edges[codes[0] - 1]
+            hi = np.inf if codes[-1] >= edges.size else edges[codes[-1]]
             if self.kind == SCORE:
                 lo, hi = max(lo, 0.0), min(hi, 1.0)
             parts.append(f"{self.name} ∈ [{lo:.4g}, {hi:.4g}{']' if hi == 1.0 and self.kind == SCORE else ')'}")
@@ -146,7 +160,7 @@ def learn_codes(col: pd.Series, n_quantiles: int) -> ColumnCode:
 
 def score_code(n_bins: int) -> ColumnCode:
     """The score as a feature: ``n_bins`` equal-width bins on [0, 1] (the paper's 100)."""
-    return ColumnCode("score", SCORE, int(n_bins), edges=np.arange(1, int(n_bins)) / int(n_bins))
+    return ColumnCode("score", SCORE, int(n_bins))
 
 
 def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None) -> np.ndarray:
@@ -299,64 +313,95 @@ def categorical_slots(counts: np.ndarray, min_rows: int) -> np.ndarray:
 # ----------------------------------------------------------------------------
 # The tree
 # ----------------------------------------------------------------------------
-@dataclass
+def _floats(values, k: int) -> np.ndarray:
+    return np.full(k, np.nan) if values is None else np.asarray(values, dtype=float)
+
+
+@dataclass(eq=False)
 class Tree:
     """One calibration tree: a bin per node, a scale factor per node.
 
     Nodes are numbered breadth first (the root is 0, a child's number is
-    larger than its parent's). ``feature[k]`` is the code column node ``k``
-    splits on (-1 for a leaf) and ``tables[k]`` maps that column's codes to
-    child node numbers (-1: the value was not seen in the node; the row stays
-    at node ``k`` and takes its scale). A row's output is ``scale[node] * f``
-    for the node it ends at.
+    larger than its parent's). A row's output is ``scale[node] * f`` for the
+    node it ends at (:meth:`route`).
+
+    Attributes
+    ----------
+    feature : ndarray of int32, shape (k,)
+        Code column node ``k`` splits on, -1 for a leaf.
+    table_len : ndarray of int32, shape (k,)
+        Length of node ``k``'s routing table (the number of codes of its
+        column; 0 for a leaf).
+    table : ndarray of int32
+        The routing tables of all nodes one after the other: code -> child
+        node, -1 for a value not seen in the node (the row stays at the node
+        and takes its scale).
+    positives, sum_input : ndarray of float, shape (k,)
+        Sums over the node's training rows of the label and of the tree's
+        input ``f``; their ratio is the node's scale.
+    loss_node, loss_split : ndarray of float, shape (k,)
+        Node-local MVCE of the node's own calibration / of its chosen split
+        (NaN where no split was tried / none was made; NaN everywhere for a
+        tree read from a file).
     """
 
-    feature: list = field(default_factory=list)
-    parent: list = field(default_factory=list)
-    depth: list = field(default_factory=list)
-    rows: list = field(default_factory=list)
-    positives: list = field(default_factory=list)
-    sum_input: list = field(default_factory=list)
-    sum_score: list = field(default_factory=list)
-    loss_node: list = field(default_factory=list)
-    loss_split: list = field(default_factory=list)
-    condition: list = field(default_factory=list)
-    tables: list = field(default_factory=list)
+    feature: np.ndarray
+    table_len: np.ndarray
+    table: np.ndarray
+    positives: np.ndarray
+    sum_input: np.ndarray
+    loss_node: np.ndarray | None = None
+    loss_split: np.ndarray | None = None
 
-    def add_node(self, parent: int, depth: int, rows: int, positives: float, sum_input: float,
-                 sum_score: float, condition: str) -> int:
-        for name, value in (("feature", -1), ("parent", parent), ("depth", depth), ("rows", rows),
-                            ("positives", positives), ("sum_input", sum_input), ("sum_score", sum_score),
-                            ("loss_node", np.nan), ("loss_split", np.nan), ("condition", condition),
-                            ("tables", None)):
-            getattr(self, name).append(value)
-        return len(self.parent) - 1
-
-    def freeze(self) -> "Tree":
-        """Turn the growth lists into arrays and build the routing table."""
-        for name in ("feature", "parent", "depth", "rows"):
-            setattr(self, name, np.asarray(getattr(self, name), dtype=np.int64))
-        for name in ("positives", "sum_input", "sum_score", "loss_node", "loss_split"):
-            setattr(self, name, np.asarray(getattr(self, name), dtype=float))
-        sizes = np.array([0 if t is None else t.size for t in self.tables], dtype=np.int64)
-        self.table_len = sizes
-        self.table_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        self.table_flat = (np.concatenate([t for t in self.tables if t is not None])
-                           if sizes.sum() else np.empty(0, dtype=np.int64)).astype(np.int64)
-        return self
+    def __post_init__(self):
+        self.feature = np.asarray(self.feature, dtype=np.int32)
+        self.table_len = np.asarray(self.table_len, dtype=np.int32)
+        self.table = np.asarray(self.table, dtype=np.int32)
+        k = self.feature.size
+        self.positives = np.asarray(self.positives, dtype=float)
+        self.sum_input = np.asarray(self.sum_input, dtype=float)
+        self.loss_node = _floats(self.loss_node, k)
+        self.loss_split = _floats(self.loss_split, k)
 
     @property
-    def scale(self) -> np.ndarray:
-        """Scale factor of each node: ``sum(y) / sum(f)`` (1 where ``sum(f) = 0``)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.sum_input > 0, self.positives / self.sum_input, 1.0)
+    def n_nodes(self) -> int:
+        return int(self.feature.size)
 
     @property
     def n_leaves(self) -> int:
         return int(np.sum(self.feature < 0))
 
+    @property
+    def scale(self) -> np.ndarray:
+        """Scale factor of each node: ``sum(y) / sum(f)`` (1 where ``sum(f) = 0``)."""
+        return _ratio(self.positives, self.sum_input)
+
+    @property
+    def table_start(self) -> np.ndarray:
+        """Where each node's routing table starts in :attr:`table`."""
+        return np.concatenate([[0], np.cumsum(self.table_len, dtype=np.int64)[:-1]])
+
+    @property
+    def parent(self) -> np.ndarray:
+        """Parent of each node (-1 for the root), read off the routing tables."""
+        parent = np.full(self.n_nodes, -1, dtype=np.int64)
+        owner = np.repeat(np.arange(self.n_nodes), self.table_len)
+        seen = self.table >= 0
+        parent[self.table[seen]] = owner[seen]
+        return parent
+
+    @property
+    def depth(self) -> np.ndarray:
+        """Depth of each node (the root is 0)."""
+        parent = self.parent
+        depth = np.zeros(self.n_nodes, dtype=np.int64)
+        for node in range(1, self.n_nodes):          # parents come first
+            depth[node] = depth[parent[node]] + 1
+        return depth
+
     def route(self, codes: np.ndarray) -> np.ndarray:
         """Node each row ends at (a leaf, or the node where its value was unseen)."""
+        start = self.table_start
         node = np.zeros(codes.shape[0], dtype=np.int64)
         idx = np.arange(codes.shape[0])
         while idx.size:
@@ -368,17 +413,30 @@ class Tree:
             code = codes[idx, self.feature[nd]]
             ok = (code >= 0) & (code < self.table_len[nd])
             child = np.full(idx.size, -1, dtype=np.int64)
-            child[ok] = self.table_flat[self.table_start[nd[ok]] + code[ok]]
+            child[ok] = self.table[start[nd[ok]] + code[ok]]
             moved = child >= 0
             node[idx[moved]] = child[moved]
             idx = idx[moved]
         return node
 
 
-def _sums(keys: np.ndarray, size: int, f: np.ndarray, y: np.ndarray, s: np.ndarray):
-    """Rows, positives, sum of f and sum of scores per key."""
+def node_conditions(tree: Tree, column_codes: list[ColumnCode]) -> list[str]:
+    """How rows reach each node of ``tree``: ``"all rows"`` for the root, else the codes of the
+    parent's column that lead to it, described by :meth:`ColumnCode.describe`."""
+    out = ["all rows"] + [""] * (tree.n_nodes - 1)
+    start = tree.table_start
+    for node in np.flatnonzero(tree.feature >= 0):
+        table = tree.table[start[node]:start[node] + tree.table_len[node]]
+        column = column_codes[tree.feature[node]]
+        for child in np.unique(table[table >= 0]):
+            out[child] = column.describe(np.flatnonzero(table == child))
+    return out
+
+
+def _sums(keys: np.ndarray, size: int, f: np.ndarray, y: np.ndarray):
+    """Rows, positives and sum of f per key."""
     return (np.bincount(keys, minlength=size), np.bincount(keys, weights=y, minlength=size),
-            np.bincount(keys, weights=f, minlength=size), np.bincount(keys, weights=s, minlength=size))
+            np.bincount(keys, weights=f, minlength=size))
 
 
 def _ratio(num, den):
@@ -386,8 +444,30 @@ def _ratio(num, den):
         return np.where(den > 0, num / den, 1.0)
 
 
+class _Growth:
+    """A tree being grown: nodes appended as lists, frozen into a :class:`Tree`."""
+
+    def __init__(self, rows: int, positives: float, sum_input: float):
+        self.feature, self.rows, self.positives, self.sum_input = [-1], [rows], [positives], [sum_input]
+        self.loss_node, self.loss_split, self.tables = [np.nan], [np.nan], [None]
+
+    def add_node(self, rows: int, positives: float, sum_input: float) -> int:
+        for name, value in (("feature", -1), ("rows", rows), ("positives", positives),
+                            ("sum_input", sum_input), ("loss_node", np.nan), ("loss_split", np.nan),
+                            ("tables", None)):
+            getattr(self, name).append(value)
+        return len(self.rows) - 1
+
+    def freeze(self) -> Tree:
+        tables = [t for t in self.tables if t is not None]
+        return Tree(feature=self.feature, table_len=[0 if t is None else t.size for t in self.tables],
+                    table=np.concatenate(tables) if tables else np.empty(0, dtype=np.int32),
+                    positives=self.positives, sum_input=self.sum_input,
+                    loss_node=self.loss_node, loss_split=self.loss_split)
+
+
 def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
-              s: np.ndarray, *, max_depth: int, min_rows: int, loss_bin_size: int,
+              *, max_depth: int, min_rows: int, loss_bin_size: int,
               views: np.ndarray, p: float = 1.0) -> tuple[Tree, np.ndarray]:
     """Grow one calibration tree on the rows' current predictions ``f``.
 
@@ -402,12 +482,11 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
 
     Returns
     -------
-    tree : Tree (frozen)
+    tree : Tree
     node_of_row : ndarray, the leaf each training row ends at
     """
     n, n_cols = codes.shape
-    tree = Tree()
-    tree.add_node(-1, 0, n, float(y.sum()), float(f.sum()), float(s.sum()), "all rows")
+    tree = _Growth(n, float(y.sum()), float(f.sum()))
     node_of_row = np.zeros(n, dtype=np.int64)
     frontier = [0]
     yf = y.astype(float)
@@ -416,12 +495,12 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
         if not open_nodes:
             break
         n_open = len(open_nodes)
-        local = np.full(len(tree.parent), -1, dtype=np.int64)
+        local = np.full(len(tree.rows), -1, dtype=np.int64)
         local[open_nodes] = np.arange(n_open)
         grp = local[node_of_row]
         act = grp >= 0
         ga = grp[act]
-        fa, ya, sa = f[act], yf[act], s[act]
+        fa, ya = f[act], yf[act]
         node_scale = _ratio(np.array([tree.positives[k] for k in open_nodes]),
                             np.array([tree.sum_input[k] for k in open_nodes]))
         resid = np.zeros((n_cols + 1, n))
@@ -431,7 +510,7 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
         for j, cc in enumerate(column_codes):
             k = cc.n_codes
             keys = ga * k + codes[act, j]
-            stats = _sums(keys, n_open * k, fa, ya, sa)
+            stats = _sums(keys, n_open * k, fa, ya)
             cnt = stats[0].reshape(n_open, k)
             slots = np.empty((n_open, k), dtype=np.int32)
             for i in range(n_open):
@@ -465,13 +544,9 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
             n_child = int(sl.max()) + 1
             child_ids = np.empty(n_child, dtype=np.int64)
             for c in range(n_child):
-                members = np.flatnonzero(sl == c)
-                sel = i * k + members
-                child_ids[c] = tree.add_node(
-                    node, depth + 1, int(stats[0][sel].sum()), float(stats[1][sel].sum()),
-                    float(stats[2][sel].sum()), float(stats[3][sel].sum()),
-                    column_codes[j].describe(members[stats[0][sel] > 0] if not column_codes[j].ordered
-                                             else members))
+                sel = i * k + np.flatnonzero(sl == c)
+                child_ids[c] = tree.add_node(int(stats[0][sel].sum()), float(stats[1][sel].sum()),
+                                             float(stats[2][sel].sum()))
             tree.feature[node] = j
             tree.tables[node] = np.where(sl >= 0, child_ids[np.maximum(sl, 0)], -1)
             rows = np.flatnonzero(node_of_row == node)

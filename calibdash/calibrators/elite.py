@@ -42,8 +42,9 @@ returned fit satisfies the KKT conditions to a relative tolerance ``tol``
 tol)`` everywhere and ``nu_i = lambda * sign(kink)`` at every knot. When no
 step can lower the objective by more than its float rounding any more (seen
 only at 10^6 points and the smallest lambdas, at violations near 2e-9) the
-fit is kept if its violation is below 1e-6 and the notes say so; the
-violation of every fit is in ``path_["kkt"]``. Knots are the active set of
+fit is kept if its violation is below 1e-6 and the explanation's notes say
+so; the violation of every fit is in the path table's ``kkt`` column
+(:func:`lambda_path`, :mod:`calibdash.explain.elite`). Knots are the active set of
 that exact solution; kinks that move the fitted values by less than 1e-9 are
 not counted. Pure numpy and scipy, no compiled helper: 50 lambdas take about
 0.5-1.5 s at 10^5 rows and 6-11 s at 10^6 rows on the project's 2-core
@@ -51,14 +52,17 @@ machine (``bench/bench_elite.py``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
-from ._trend_filter import FLOOR_TOL, TrendFilter, TrendFit, evaluate_linear, merge_ties
+from ..errors import SettingsError
+from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import Calibrator, HyperParam
 
-__all__ = ["ELiTE", "information_criteria"]
+__all__ = ["ELiTE", "LambdaPath", "lambda_path", "information_criteria", "CRITERIA", "CRITERION_LABEL",
+           "MODES", "MIN_RATIO"]
 
 _EPS = 1e-15
 MIN_RATIO = 1e-4            # the paper's smallest lambda / lambda_max
@@ -97,6 +101,150 @@ def _criterion_weights(scores: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass
+class LambdaPath:
+    """Everything solved along one lambda path (what :func:`lambda_path` returns).
+
+    Attributes
+    ----------
+    x, z, w : ndarray
+        Merged training points: distinct scores, mean label, count.
+    lambda_max : float
+        Smallest ``lambda`` whose solution is the least-squares line (0 when
+        the line is exact or there are fewer than 3 distinct scores).
+    fits : list of TrendFit
+        The solved trend filters, by decreasing ``lambda``.
+    table : DataFrame
+        One row per fit: lambda, lam_ratio, df, knots, loglik, aic, aicc,
+        bic, kkt, converged, iterations, weight.
+    weights : ndarray
+        The models' weights (sum to 1).
+    map_x, map_p : ndarray
+        Nodes and values of the weighted average of the fits.
+    """
+
+    x: np.ndarray
+    z: np.ndarray
+    w: np.ndarray
+    lambda_max: float
+    fits: list
+    table: pd.DataFrame
+    weights: np.ndarray
+    map_x: np.ndarray
+    map_p: np.ndarray
+
+    @property
+    def trivial(self) -> bool:
+        """Whether the map is the least-squares line without a solve (fewer than 3 distinct scores
+        or labels exactly linear in the score)."""
+        return self.lambda_max == 0.0
+
+
+def _number(value, kind=float):
+    """``kind(value)``, or None when it is not a number of that kind."""
+    try:
+        out = kind(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == value else None
+
+
+def _check_params(mode, n_lambdas, criterion, lam_ratio, tol) -> None:
+    """Raise SettingsError for a hyperparameter value ELiTE does not offer."""
+    if mode not in MODES:
+        raise SettingsError(f"mode must be one of {MODES}, got {mode!r}.")
+    if criterion not in CRITERIA:
+        raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
+    n = _number(n_lambdas, int)
+    if n is None or n < 1:
+        raise SettingsError(f"n_lambdas must be an integer of at least 1, got {n_lambdas!r}.")
+    ratio = _number(lam_ratio)
+    if ratio is None or not 0.0 < ratio <= 1.0:
+        raise SettingsError(f"lam_ratio must lie in (0, 1], got {lam_ratio!r}.")
+    tol_ = _number(tol)
+    if tol_ is None or not tol_ > 0:
+        raise SettingsError(f"tol must be a positive number, got {tol!r}.")
+
+
+def _lambdas(lam_max: float, mode: str, n_lambdas: int, lam_ratio: float) -> np.ndarray:
+    n_lambdas = int(n_lambdas)
+    grid = lam_max * np.geomspace(1.0, MIN_RATIO, n_lambdas) if n_lambdas > 1 else np.array([lam_max])
+    if mode == "ensemble":
+        return grid
+    target = lam_max * float(lam_ratio)
+    # warm start down the grid, then the target itself
+    return np.append(grid[grid > target * (1 + 1e-12)], target)
+
+
+def _affine_exact(x, z, w) -> bool:
+    """Whether the labels lie exactly on a line in the score (then lambda_max = 0)."""
+    X = np.column_stack([np.ones_like(x), x - x.mean()])
+    sw = np.sqrt(w)
+    coef = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
+    return bool(np.max(np.abs(X @ coef - z)) < 1e-12)
+
+
+def _trivial_fit(x, z, w) -> TrendFit:
+    if x.size == 1:
+        nodes_x, nodes_p = x.copy(), z.copy()
+    else:
+        X = np.column_stack([np.ones_like(x), x])
+        sw = np.sqrt(w)
+        a, b = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
+        nodes_x = x[[0, -1]].copy()
+        nodes_p = a + b * nodes_x
+    return TrendFit(lam=0.0, knots=np.zeros(0, dtype=np.int64), nodes_x=nodes_x, nodes_p=nodes_p,
+                    kkt=0.0, converged=True)
+
+
+def _average(fits, weights) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted average of piecewise-linear maps, as nodes and values."""
+    used = [(f, wt) for f, wt in zip(fits, weights) if wt > 0]
+    xs = np.unique(np.concatenate([f.nodes_x for f, _ in used]))
+    total = sum(wt for _, wt in used)
+    ps = sum(wt * evaluate_linear(f.nodes_x, f.nodes_p, xs) for f, wt in used) / total
+    return xs, ps
+
+
+def lambda_path(scores: np.ndarray, labels: np.ndarray, *, mode: str = "ensemble", n_lambdas: int = 50,
+                criterion: str = "aicc", lam_ratio: float = 0.01, tol: float = 1e-9) -> LambdaPath:
+    """Solve ELiTE's lambda path on checked ``scores`` and 0/1 ``labels`` (deterministic).
+
+    :meth:`ELiTE.fit` keeps the averaged map and the weights of the result;
+    :func:`calibdash.explain.elite.explain` solves it again from the same
+    rows to show the path. Parameters are ELiTE's hyperparameters.
+    """
+    _check_params(mode, n_lambdas, criterion, lam_ratio, tol)
+    s = np.asarray(scores, dtype=float)
+    x, z, w = merge_ties(s, labels)
+    n_rows = s.size
+    if x.size < 3 or _affine_exact(x, z, w):
+        fits, lam_max = [_trivial_fit(x, z, w)], 0.0
+    else:
+        solver = TrendFilter(x, z, w, tol=float(tol))
+        lam_max = solver.lambda_max
+        fits = solver.path(_lambdas(lam_max, mode, n_lambdas, lam_ratio))
+    rows = []
+    for f in fits:
+        fitted = np.clip(evaluate_linear(f.nodes_x, f.nodes_p, x), 0.0, 1.0)
+        ll = _bernoulli_loglik(fitted, z, w)
+        df = f.df if x.size >= 3 else x.size
+        rows.append({"lambda": f.lam, "lam_ratio": f.lam / lam_max if lam_max > 0 else 1.0,
+                     "df": df, "knots": df - 2 if x.size >= 3 else 0, "loglik": ll,
+                     **information_criteria(ll, df, n_rows),
+                     "kkt": f.kkt, "converged": f.converged, "iterations": f.iterations})
+    table = pd.DataFrame(rows)
+    if mode == "ensemble":
+        weights = _criterion_weights(table[criterion].to_numpy())
+    else:
+        weights = np.zeros(len(fits))
+        weights[-1] = 1.0
+    table["weight"] = weights
+    map_x, map_p = _average(fits, weights)
+    return LambdaPath(x=x, z=z, w=w, lambda_max=float(lam_max), fits=fits, table=table, weights=weights,
+                      map_x=map_x, map_p=map_p)
+
+
 class ELiTE(Calibrator):
     """Ensemble of linear trend estimation (ELiTE).
 
@@ -124,16 +272,15 @@ class ELiTE(Calibrator):
     ----------
     lambda_max_ : float
         Smallest ``lambda`` whose solution is the least-squares line.
-    fits_ : list of TrendFit
-        The solved trend filters, by decreasing ``lambda``.
-    path_ : pandas.DataFrame
-        One row per ``lambda``: df, log-likelihood, AIC, AICc, BIC, weight.
     weights_ : ndarray
-        Model weights (sum to 1).
+        Model weights along the path, by decreasing ``lambda`` (sum to 1).
     map_x_, map_p_ : ndarray
         Nodes and values of the averaged (piecewise-linear) map.
-    x_, z_, w_ : ndarray
-        Merged training points: distinct scores, mean label, count.
+
+    The path itself (each trend filter, its knots, criteria and optimality)
+    is not kept: :mod:`calibdash.explain.elite` solves it again from the
+    training rows (:func:`lambda_path`, deterministic) and checks that it
+    gives the same map.
     """
 
     name = "elite"
@@ -161,124 +308,11 @@ class ELiTE(Calibrator):
         self.tol = tol
 
     # -- fitting -----------------------------------------------------------------------
-    def _check_params(self) -> None:
-        if self.mode not in MODES:
-            raise DataError(f"mode must be one of {MODES}, got {self.mode!r}.")
-        if self.criterion not in CRITERIA:
-            raise DataError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}.")
-        if int(self.n_lambdas) < 1:
-            raise DataError(f"n_lambdas must be at least 1, got {self.n_lambdas}.")
-        if not (0.0 < float(self.lam_ratio) <= 1.0):
-            raise DataError(f"lam_ratio must lie in (0, 1], got {self.lam_ratio}.")
-
-    def _lambdas(self, lam_max: float) -> np.ndarray:
-        grid = lam_max * np.geomspace(1.0, MIN_RATIO, int(self.n_lambdas)) if self.n_lambdas > 1 \
-            else np.array([lam_max])
-        if self.mode == "ensemble":
-            return grid
-        target = lam_max * float(self.lam_ratio)
-        # warm start down the grid, then the target itself
-        return np.append(grid[grid > target * (1 + 1e-12)], target)
-
     def _fit(self, s: np.ndarray, y: np.ndarray, features) -> None:
-        self._check_params()
-        x, z, w = merge_ties(s, y)
-        n_rows = s.size
-        self.x_, self.z_, self.w_ = x, z, w
-        notes = [f"{n_rows:,} rows; tied scores merged into {x.size:,} distinct points "
-                 "(target: their mean label, weight: their count)."]
-        if x.size < 3 or self._affine_exact(x, z, w):
-            fits = [self._trivial_fit(x, z, w)]
-            self.lambda_max_ = 0.0
-            notes.append("Fewer than 3 distinct scores (or labels exactly linear in the score): "
-                         "the map is the least-squares line through the points.")
-        else:
-            solver = TrendFilter(x, z, w, tol=float(self.tol))
-            self.lambda_max_ = solver.lambda_max
-            fits = solver.path(self._lambdas(solver.lambda_max))
-        self.fits_ = fits
-        rows = []
-        for f in fits:
-            fitted = np.clip(evaluate_linear(f.nodes_x, f.nodes_p, x), 0.0, 1.0)
-            ll = _bernoulli_loglik(fitted, z, w)
-            df = f.df if x.size >= 3 else x.size
-            rows.append({"lambda": f.lam,
-                         "lam_ratio": f.lam / self.lambda_max_ if self.lambda_max_ > 0 else 1.0,
-                         "df": df, "knots": df - 2 if x.size >= 3 else 0, "loglik": ll,
-                         **information_criteria(ll, df, n_rows),
-                         "kkt": f.kkt, "converged": f.converged, "iterations": f.iterations})
-        path = pd.DataFrame(rows)
-        if self.mode == "ensemble":
-            weights = _criterion_weights(path[self.criterion].to_numpy())
-            if not np.isfinite(path[self.criterion]).any():
-                notes.append(f"Too few rows for {CRITERION_LABEL[self.criterion]} (N - df - 1 <= 0 for "
-                             "every model): the straight line gets all the weight.")
-        else:
-            weights = np.zeros(len(fits))
-            weights[-1] = 1.0
-        path["weight"] = weights
-        self.path_ = path
-        self.weights_ = weights
-        self.map_x_, self.map_p_ = self._average(fits, weights)
-        self._notes = notes + self._solver_notes(path)
-
-    @staticmethod
-    def _affine_exact(x, z, w) -> bool:
-        """Whether the labels lie exactly on a line in the score (then lambda_max = 0)."""
-        X = np.column_stack([np.ones_like(x), x - x.mean()])
-        sw = np.sqrt(w)
-        coef = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
-        return bool(np.max(np.abs(X @ coef - z)) < 1e-12)
-
-    @staticmethod
-    def _trivial_fit(x, z, w) -> TrendFit:
-        if x.size == 1:
-            nodes_x, nodes_p = x.copy(), z.copy()
-        else:
-            X = np.column_stack([np.ones_like(x), x])
-            sw = np.sqrt(w)
-            a, b = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
-            nodes_x = x[[0, -1]].copy()
-            nodes_p = a + b * nodes_x
-        return TrendFit(lam=0.0, knots=np.zeros(0, dtype=np.int64), nodes_x=nodes_x, nodes_p=nodes_p,
-                        kkt=0.0, converged=True)
-
-    @staticmethod
-    def _average(fits, weights) -> tuple[np.ndarray, np.ndarray]:
-        """The weighted average of piecewise-linear maps, as nodes and values."""
-        used = [(f, wt) for f, wt in zip(fits, weights) if wt > 0]
-        xs = np.unique(np.concatenate([f.nodes_x for f, _ in used]))
-        total = sum(wt for _, wt in used)
-        ps = sum(wt * evaluate_linear(f.nodes_x, f.nodes_p, xs) for f, wt in used) / total
-        return xs, ps
-
-    def _solver_notes(self, path: pd.DataFrame) -> list[str]:
-        notes = []
-        if self.lambda_max_ > 0:
-            lo = path["lam_ratio"].min()
-            notes.append(f"Solved {len(path)} trend filter(s) exactly (active-set method), "
-                         f"λ from λ_max = {self.lambda_max_:.4g} down to {lo:.1e} λ_max; "
-                         f"each satisfies the optimality conditions to a relative {self.tol:.0e} "
-                         "unless noted.")
-            floor = path[(path["kkt"] > self.tol) & path["converged"]]
-            if len(floor):
-                notes.append(f"{len(floor)} fit(s) stopped at the rounding floor of the objective; "
-                             f"their optimality conditions hold to {floor['kkt'].max():.1e} "
-                             f"(accepted up to {FLOOR_TOL:.0e}).")
-            bad = path[~path["converged"]]
-            if len(bad):
-                notes.append(f"{len(bad)} fit(s) did not converge (largest violation "
-                             f"{bad['kkt'].max():.1e}); their maps are approximate.")
-        if self.mode == "ensemble":
-            best = int(np.argmax(self.weights_))
-            notes.append(f"Weights by {CRITERION_LABEL[self.criterion]}: the best model (λ/λ_max = "
-                         f"{path['lam_ratio'].iloc[best]:.2g}, {int(path['knots'].iloc[best])} knots) "
-                         f"carries {self.weights_[best]:.0%} of the weight.")
-        else:
-            notes.append(f"Single trend filter at λ = {path['lam_ratio'].iloc[-1]:.3g} λ_max "
-                         f"with {int(path['knots'].iloc[-1])} knots; the other rows of the path "
-                         "are the warm-start steps (weight 0).")
-        return notes
+        path = lambda_path(s, y, **self.get_params())
+        self.lambda_max_ = path.lambda_max
+        self.weights_ = path.weights
+        self.map_x_, self.map_p_ = path.map_x, path.map_p
 
     # -- prediction ------------------------------------------------------------------
     def _predict(self, s: np.ndarray, features) -> np.ndarray:
@@ -293,43 +327,3 @@ class ELiTE(Calibrator):
         """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
         self.map_x_ = state.array("x", sorted=True)
         self.map_p_ = state.array("p", size=self.map_x_.size)
-
-    def model_predict(self, k: int, scores) -> np.ndarray:
-        """Predictions of the ``k``-th trend filter of the path alone (not clipped)."""
-        self._check_fitted()
-        f = self.fits_[k]
-        return evaluate_linear(f.nodes_x, f.nodes_p, np.asarray(scores, dtype=float))
-
-    # -- internals for the dashboard ---------------------------------------------------
-    def diagnostics(self) -> dict:
-        """Internals the dashboard draws.
-
-        Returns
-        -------
-        dict with
-            ``path`` : DataFrame, one row per lambda (by decreasing lambda):
-                lambda, lam_ratio, df, knots, loglik, aic, aicc, bic, kkt,
-                converged, iterations, weight.
-            ``knots`` : list of arrays, the knot scores of each model.
-            ``models`` : list of DataFrames (score, value), the nodes of each model.
-            ``map`` : DataFrame (score, value), nodes of the averaged map.
-            ``points`` : DataFrame (score, target, count, fitted), the merged
-                training points and the (clipped) averaged map there.
-            ``fitted`` : ndarray, the ``fitted`` column.
-            ``lambda_max``, ``mode``, ``criterion``, ``notes``.
-        """
-        self._check_fitted()
-        fitted = np.clip(evaluate_linear(self.map_x_, self.map_p_, self.x_), 0.0, 1.0)
-        return {
-            "mode": self.mode,
-            "criterion": self.criterion,
-            "lambda_max": float(self.lambda_max_),
-            "path": self.path_.copy(),
-            "knots": [f.knot_x.copy() for f in self.fits_],
-            "models": [pd.DataFrame({"score": f.nodes_x, "value": f.nodes_p}) for f in self.fits_],
-            "map": pd.DataFrame({"score": self.map_x_, "value": self.map_p_}),
-            "points": pd.DataFrame({"score": self.x_, "target": self.z_,
-                                    "count": self.w_.astype(np.int64), "fitted": fitted}),
-            "fitted": fitted,
-            "notes": list(self._notes),
-        }

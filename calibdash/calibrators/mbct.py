@@ -5,12 +5,47 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
-from ..errors import DataError
-from ._mbct_tree import CATEGORICAL, encode, grouped_mvce, grow_tree, learn_codes, random_views, score_code
+from ..errors import DataError, SettingsError
+from ._mbct_tree import (CATEGORICAL, NUMERIC, SCORE, ColumnCode, Tree, encode, grouped_mvce, grow_tree,
+                         learn_codes, random_views, score_code)
 from .base import Calibrator, HyperParam, check_scores
+
+__all__ = ["MBCTCalibrator", "holdout_split", "GLOBAL_VIEWS"]
 
 #: Random views of the global (boosting) loss: the paper's r for evaluation.
 GLOBAL_VIEWS = 100
+
+
+def holdout_split(labels: np.ndarray, holdout: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """MBCT's stratified, seeded split of row indices into (tree rows, check rows).
+
+    A share ``holdout`` of each class (rounded), drawn with
+    ``numpy.random.default_rng(seed)``, becomes the check rows, which decide
+    how many trees to keep. No rows are held out (an empty check array) when
+    ``holdout <= 0`` or when the split would leave fewer than two rows on a
+    side or one class only among the tree rows. Both :meth:`MBCTCalibrator.fit`
+    and :func:`calibdash.explain.mbct.explain` call this, so they agree.
+
+    Returns
+    -------
+    fit, check : sorted int arrays of row indices
+    """
+    y = np.asarray(labels)
+    n = y.size
+    none = np.arange(n), np.empty(0, dtype=np.int64)
+    if float(holdout) <= 0:
+        return none
+    rng = np.random.default_rng(seed)
+    check = []
+    for cls in (0, 1):
+        idx = np.flatnonzero(y == cls)
+        take = int(round(float(holdout) * idx.size))
+        check.append(rng.permutation(idx)[:take])
+    check = np.sort(np.concatenate(check))
+    fit = np.setdiff1d(np.arange(n), check)
+    if check.size < 2 or fit.size < 2 or np.unique(y[fit]).size < 2:
+        return none
+    return fit, check
 
 
 class MBCTCalibrator(Calibrator):
@@ -115,6 +150,29 @@ class MBCTCalibrator(Calibrator):
         Equal-width bins of the score as a feature.
     seed : int, default 0
         Seed of the holdout split and of the random views.
+
+    Attributes
+    ----------
+    columns_ : list of ColumnCode
+        How the score and each feature column are coded.
+    trees_ : list of Tree
+        The kept trees, in boosting order: routing tables, per-node sums
+        (whose ratio is the scale) and node-local losses.
+    history_ : dict of str -> ndarray
+        One entry per tree tried (tree 0: the raw scores): ``tree``,
+        ``leaves``, ``fit_mvce`` (training rows, the first tree's views),
+        ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the loss
+        that decides) and ``kept``.
+    loss_bin_size_ : int
+        MVCE bin size M of the split loss.
+
+    A calibrator read from a file (:mod:`calibdash.export`) has no
+    ``history_`` and its trees' losses are NaN: the file holds what
+    ``predict`` needs.
+
+    The rows behind the trees (which were held out, each node's rows, PUD per
+    bin beside histogram binning) are not kept: :mod:`calibdash.explain.mbct`
+    recomputes them from the training rows.
     """
 
     name = "mbct"
@@ -161,17 +219,27 @@ class MBCTCalibrator(Calibrator):
 
     # -- checks ------------------------------------------------------------------
     def _check_params(self) -> None:
+        def holds(test, value) -> bool:
+            try:
+                return bool(test(value))
+            except (TypeError, ValueError):
+                return False
+
         for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
                           ("n_quantiles", 2), ("score_bins", 1)):
             value = getattr(self, name)
-            if int(value) != value or value < low:
-                raise DataError(f"MBCT's {name} must be an integer of at least {low}, got {value!r}.")
-        if not 0.0 <= float(self.holdout) < 1.0:
-            raise DataError(f"MBCT's holdout must be in [0, 1), got {self.holdout!r}.")
-        if not 0.0 < float(self.mvce_ratio) <= 1.0:
-            raise DataError(f"MBCT's mvce_ratio must be in (0, 1], got {self.mvce_ratio!r}.")
-        if float(self.p) < 1:
-            raise DataError(f"MBCT's p must be at least 1, got {self.p!r}.")
+            if not holds(lambda v: int(v) == v and v >= low, value):
+                raise SettingsError(f"MBCT's {name} must be an integer of at least {low}, got {value!r}.")
+        if not holds(lambda v: 0.0 <= float(v) < 1.0, self.holdout):
+            raise SettingsError(f"MBCT's holdout must be in [0, 1), got {self.holdout!r}.")
+        if not holds(lambda v: 0.0 < float(v) <= 1.0, self.mvce_ratio):
+            raise SettingsError(f"MBCT's mvce_ratio must be in (0, 1], got {self.mvce_ratio!r}.")
+        if not holds(lambda v: float(v) >= 1, self.p):
+            raise SettingsError(f"MBCT's p must be at least 1, got {self.p!r}.")
+
+    def _loss_bin_size(self) -> int:
+        """MVCE bin size M of the split loss: ``round(mvce_ratio * bin_size)``, at least 1."""
+        return max(1, int(round(float(self.mvce_ratio) * int(self.bin_size))))
 
     @staticmethod
     def _frame(features) -> pd.DataFrame | None:
@@ -192,23 +260,6 @@ class MBCTCalibrator(Calibrator):
                 raise DataError(f"features lack the column(s) {missing} MBCT was fitted with.")
         return encode(self.columns_, s, df)
 
-    def _split(self, y: np.ndarray):
-        """Stratified split of row indices into (tree rows, check rows)."""
-        n = y.size
-        if float(self.holdout) <= 0:
-            return np.arange(n), np.empty(0, dtype=np.int64)
-        rng = np.random.default_rng(self.seed)
-        check = []
-        for cls in (0, 1):
-            idx = np.flatnonzero(y == cls)
-            take = int(round(float(self.holdout) * idx.size))
-            check.append(rng.permutation(idx)[:take])
-        check = np.sort(np.concatenate(check))
-        fit = np.setdiff1d(np.arange(n), check)
-        if check.size < 2 or fit.size < 2 or np.unique(y[fit]).size < 2:
-            return np.arange(n), np.empty(0, dtype=np.int64)
-        return fit, check
-
     # -- fit / predict -------------------------------------------------------------
     def _fit(self, s, y, features):
         self._check_params()
@@ -221,10 +272,10 @@ class MBCTCalibrator(Calibrator):
             score.name = "score (binned)"
         self.columns_ = [score] + [learn_codes(df[c], self.n_quantiles) for c in names]
         codes = self._codes(s, df)
-        fit, check = self._split(y)
+        fit, check = holdout_split(y, self.holdout, self.seed)
         has_check = check.size > 0
         judge = check if has_check else fit
-        m = max(1, int(round(float(self.mvce_ratio) * int(self.bin_size))))
+        m = self._loss_bin_size()
         m_global = max(1, min(m, judge.size // 2))
         f_fit, f_judge = s[fit].copy(), s[judge].copy()
         fit_views = random_views(fit.size, int(self.views), [int(self.seed), 0])
@@ -242,7 +293,7 @@ class MBCTCalibrator(Calibrator):
         trees = []
         for t in range(int(self.n_trees)):
             views = fit_views if t == 0 else random_views(fit.size, int(self.views), [int(self.seed), t])
-            tree, leaf = grow_tree(codes[fit], self.columns_, f_fit, y[fit], s[fit],
+            tree, leaf = grow_tree(codes[fit], self.columns_, f_fit, y[fit],
                                    max_depth=int(self.max_depth), min_rows=int(self.bin_size),
                                    loss_bin_size=m, views=views, p=float(self.p))
             scale = tree.scale
@@ -258,34 +309,33 @@ class MBCTCalibrator(Calibrator):
             f_fit, f_judge, loss = new_fit, new_judge, new_loss
         self.trees_ = trees
         self.loss_bin_size_ = m
-        self.history_ = pd.DataFrame(history)
-        self.fit_rows_, self.check_rows_ = fit, check
-        # kept for the diagnostics (PUD bars, per-node PUD on the check rows)
-        self.fit_scores_, self.fit_labels_ = s[fit], y[fit]
-        self.check_scores_, self.check_labels_ = s[judge], y[judge]
-        self.check_nodes_, self.check_inputs_, self.check_predictions_ = self._trace(s[judge], codes[judge])
+        self.history_ = {
+            "tree": np.array([h["tree"] for h in history], dtype=np.int64),
+            "leaves": np.array([h["leaves"] for h in history], dtype=np.int64),
+            "fit_mvce": np.array([h["fit_mvce"] for h in history], dtype=float),
+            "check_mvce": np.array([h["check_mvce"] for h in history], dtype=float),
+            "kept": np.array([h["kept"] for h in history], dtype=bool),
+        }
 
     def _trace(self, s: np.ndarray, codes: np.ndarray):
-        """Node of each row in each tree, each tree's input, and the final output."""
+        """Node of each row in each tree (n, n_trees) and the output after each tree (n, n_trees + 1;
+        column 0: the scores)."""
         nodes = np.empty((s.size, len(self.trees_)), dtype=np.int64)
-        inputs = np.empty((s.size, len(self.trees_)))
-        f = s.astype(float)
+        stages = np.empty((s.size, len(self.trees_) + 1))
+        stages[:, 0] = s
         for t, tree in enumerate(self.trees_):
             nodes[:, t] = tree.route(codes)
-            inputs[:, t] = f
-            f = np.clip(tree.scale[nodes[:, t]] * f, 0.0, 1.0)
-        return nodes, inputs, f
+            stages[:, t + 1] = np.clip(tree.scale[nodes[:, t]] * stages[:, t], 0.0, 1.0)
+        return nodes, stages
 
     def _predict(self, s, features):
-        return self._trace(s, self._codes(s, features))[2]
+        return self._trace(s, self._codes(s, features))[1][:, -1]
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): how each column is coded and,
         per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
         -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
-        entries each) and the sums whose ratio is its scale; not the check rows or losses."""
-        from ._mbct_tree import SCORE
-
+        entries each) and the sums whose ratio is its scale; not the losses of the growth."""
         columns = []
         for c in self.columns_:
             col = {"name": c.name, "kind": c.kind, "n_codes": int(c.n_codes), "missing_code": int(c.missing_code)}
@@ -300,14 +350,12 @@ class MBCTCalibrator(Calibrator):
             elif c.kind != SCORE:
                 col["edges"] = c.edges.tolist()
             columns.append(col)
-        trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table_flat.tolist(),
+        trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table.tolist(),
                   "positives": t.positives.tolist(), "sum_input": t.sum_input.tolist()} for t in self.trees_]
         return {"columns": columns, "trees": trees}
 
     def _import_state(self, state) -> None:
         """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
-        from ._mbct_tree import NUMERIC, SCORE, ColumnCode, Tree
-
         columns = []
         for c in state.records("columns"):
             kind, name = c.text("kind"), c.text("name")
@@ -340,121 +388,26 @@ class MBCTCalibrator(Calibrator):
             if (np.any(feature >= len(columns)) or np.any((feature < 0) != (table_len == 0))
                     or np.any((flat >= k) | ((flat >= 0) & (flat <= parent)) | (flat < -1))):
                 raise t.error("the routing tables do not describe a tree (children numbered after their parent)")
-            tables = [tab if tab.size else None for tab in np.split(flat, np.cumsum(table_len)[:-1])]
-            trees.append(Tree(feature=feature, tables=tables, positives=t.array("positives", size=k),
-                              sum_input=t.array("sum_input", size=k)).freeze())
+            trees.append(Tree(feature=feature, table_len=table_len, table=flat,
+                              positives=t.array("positives", size=k), sum_input=t.array("sum_input", size=k)))
         self.columns_, self.trees_ = columns, trees
+        self.loss_bin_size_ = self._loss_bin_size()
+
+    def _checked(self, scores, features):
+        """Checked scores and their code matrix, for the public methods below."""
+        self._check_fitted()
+        s = check_scores(scores)
+        if features is not None and len(features) != s.size:
+            raise DataError(f"features has {len(features)} rows but scores has {s.size}.")
+        return s, self._codes(s, features)
 
     def apply(self, scores, features=None) -> np.ndarray:
         """Node each row ends at in each tree, shape (n, n_trees) (cf. scikit-learn's ``apply``)."""
-        self._check_fitted()
-        s = check_scores(scores)
-        return self._trace(s, self._codes(s, features))[0]
+        return self._trace(*self._checked(scores, features))[0]
 
-    # -- explanation -------------------------------------------------------------
-    def tree_frame(self, index: int) -> pd.DataFrame:
-        """One row per node of tree ``index`` (0-based).
-
-        Columns: ``node``, ``parent``, ``depth``, ``condition`` (how rows
-        reach the node), ``split_on`` (the feature the node splits on, "" for
-        a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on the
-        training rows = the node's PUD before this tree), ``pud_score`` (PUD
-        of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE
-        before / after the chosen split), and on the check rows (held out,
-        or the training rows when ``holdout = 0``): ``check_rows``,
-        ``check_pud_before`` / ``check_pud_after`` (PUD of the tree's input /
-        output; rows stopped at an internal node count there and above).
-        """
-        self._check_fitted()
-        tree = self.trees_[index]
-        k = len(tree.parent)
-        end = self.check_nodes_[:, index]
-        f_in = self.check_inputs_[:, index]
-        f_out = np.clip(tree.scale[end] * f_in, 0.0, 1.0)
-        y = self.check_labels_.astype(float)
-        sums = np.stack([np.bincount(end, weights=w, minlength=k) for w in (np.ones_like(y), y, f_in, f_out)])
-        for node in range(k - 1, 0, -1):         # children are numbered after their parents
-            sums[:, tree.parent[node]] += sums[:, node]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pud_score = np.where(tree.sum_score > 0, tree.positives / tree.sum_score, np.nan)
-            before = np.where(sums[2] > 0, sums[1] / sums[2], np.nan)
-            after = np.where(sums[3] > 0, sums[1] / sums[3], np.nan)
-        names = [c.name for c in self.columns_]
-        return pd.DataFrame({
-            "node": np.arange(k), "parent": tree.parent, "depth": tree.depth,
-            "condition": tree.condition,
-            "split_on": [names[j] if j >= 0 else "" for j in tree.feature],
-            "rows": tree.rows, "positives": tree.positives, "scale": tree.scale,
-            "pud_score": pud_score, "loss_node": tree.loss_node, "loss_split": tree.loss_split,
-            "check_rows": sums[0].astype(np.int64), "check_pud_before": before, "check_pud_after": after,
-        })
-
-    def diagnostics(self) -> dict:
-        """Internals for the dashboard.
-
-        Keys
-        ----
-        trees : list of DataFrame
-            :meth:`tree_frame` of each kept tree.
-        boosting : DataFrame
-            One row per tree tried (tree 0: the raw scores): ``leaves``,
-            ``fit_mvce`` (training rows, the first tree's ``views`` views),
-            ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the
-            loss that decides) and ``kept``.
-        features : DataFrame
-            Each coded column: name, kind, number of codes.
-        check : dict
-            The check rows (held out, or the training rows): ``scores``,
-            ``labels``, ``predictions`` (MBCT), ``nodes`` (n, n_trees) and
-            ``held_out`` (bool).
-        fit_scores, fit_labels : ndarray
-            The rows the trees were grown on (to fit a comparison method).
-        loss_bin_size : int
-        notes : list of str
-        """
-        self._check_fitted()
-        held_out = self.check_rows_.size > 0
-        feats = pd.DataFrame({"feature": [c.name for c in self.columns_],
-                              "kind": [c.kind for c in self.columns_],
-                              "codes": [c.n_codes for c in self.columns_]})
-        return {
-            "trees": [self.tree_frame(i) for i in range(len(self.trees_))],
-            "boosting": self.history_.copy(),
-            "features": feats,
-            "check": {"scores": self.check_scores_, "labels": self.check_labels_,
-                      "predictions": self.check_predictions_, "nodes": self.check_nodes_, "held_out": held_out},
-            "fit_scores": self.fit_scores_, "fit_labels": self.fit_labels_,
-            "loss_bin_size": self.loss_bin_size_,
-            "notes": self._notes(held_out),
-        }
-
-    def _notes(self, held_out: bool) -> list[str]:
-        notes = []
-        cats = [c.name for c in self.columns_[1:] if c.kind == CATEGORICAL]
-        nums = [c.name for c in self.columns_[1:] if c.kind != CATEGORICAL]
-        if len(self.columns_) == 1:
-            notes.append("No feature columns were given: the trees split on the score alone "
-                         f"({self.score_bins} equal-width bins).")
-        else:
-            text = f"Trees split on the score ({self.score_bins} equal-width bins)"
-            if cats:
-                text += f", categorical columns {', '.join(cats)}"
-            if nums:
-                text += f", numeric columns {', '.join(nums)} in {self.n_quantiles} quantile bins"
-            notes.append(text + ".")
-        if held_out:
-            notes.append(f"Trees were grown on {self.fit_rows_.size:,} rows; {self.check_rows_.size:,} held-out "
-                         f"rows ({float(self.holdout):.0%}, stratified) decided how many trees to keep.")
-        else:
-            notes.append("No rows were held out: the number of trees was decided on the training rows, "
-                         "which favours more trees.")
-        kept = len(self.trees_)
-        h = self.history_
-        text = f"{kept} of at most {self.n_trees} tree(s) kept."
-        if (~h["kept"]).any():
-            r = h[~h["kept"]].iloc[0]
-            text += (f" Tree {int(r['tree'])} did not lower the {'held-out' if held_out else 'training'} "
-                     f"MVCE ({h[h['kept']]['check_mvce'].iloc[-1]:.5f} → {r['check_mvce']:.5f}) and was dropped.")
-        notes.append(text)
-        notes.append(f"Split loss: MVCE with {self.views} views of {self.loss_bin_size_:,} rows.")
-        return notes
+    def staged_predict(self, scores, features=None):
+        """Yield the output after each tree: after tree ``t`` it is the input of tree ``t + 1``,
+        after the last one ``predict``'s (cf. scikit-learn's ``staged_predict``)."""
+        stages = self._trace(*self._checked(scores, features))[1]
+        for t in range(1, stages.shape[1]):
+            yield stages[:, t]

@@ -1,0 +1,230 @@
+"""Explaining a fitted ELiTE: the lambda path behind its map, and the map's knots.
+
+A fitted :class:`~calibdash.calibrators.elite.ELiTE` keeps only its averaged
+map and the models' weights. :func:`explain` solves the path again from the
+rows it was fitted on with its hyperparameters
+(:func:`calibdash.calibrators.elite.lambda_path`, deterministic), checks
+that the averaged map comes out the same, and returns an
+:class:`ELiTEExplanation`:
+
+* the path table (one row per lambda: degrees of freedom, knots,
+  log-likelihood, AIC, AICc, BIC, optimality, weight);
+* each model's nodes and knots, and the knots of the averaged map with their
+  support (the total weight of the models that put a knot there);
+* the averaged map on a grid of [0, 1] (from ``predict``), the merged
+  training points with the fitted map there, and the training rows pooled
+  into equal-count groups;
+* plain notes on the data, the solver and the weights.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..calibrators._trend_filter import FLOOR_TOL, evaluate_linear
+from ..calibrators.elite import CRITERION_LABEL, LambdaPath, lambda_path
+from ..errors import ProgrammingError
+from . import Explanation, training_rows
+
+__all__ = ["ELiTEExplanation", "explain", "N_GROUPS", "MIN_SUPPORT", "MAP_TOL"]
+
+#: The training rows are pooled into at most this many equal-count groups.
+N_GROUPS = 200
+#: Knots held by models with less total weight than this are not listed in ``knot_support``.
+MIN_SUPPORT = 0.01
+#: Largest difference between the fitted map and the map solved again from the rows.
+MAP_TOL = 1e-9
+
+
+@dataclass(kw_only=True)
+class ELiTEExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted ELiTE.
+
+    Attributes
+    ----------
+    mode, criterion : str
+        The calibrator's hyperparameters; ``criterion_label`` the criterion's
+        display name ("AICc").
+    lambda_max : float
+        Smallest lambda whose solution is the least-squares line (0 when the
+        map is that line without a solve).
+    path : DataFrame
+        One row per lambda, by decreasing lambda: ``lambda``, ``lam_ratio``,
+        ``df`` (knots + 2), ``knots``, ``loglik``, ``aic``, ``aicc``,
+        ``bic``, ``kkt`` (largest relative violation of the optimality
+        conditions), ``converged``, ``iterations``, ``weight``, and
+        ``delta`` (the criterion minus its smallest finite value).
+    knots : list of ndarray
+        The knot scores of each model of the path.
+    models : list of DataFrame
+        The nodes (``score``, ``value``) of each model of the path.
+    best : int
+        Index of the heaviest model (the single model in single mode).
+    map : DataFrame
+        Nodes (``score``, ``value``) of the averaged map.
+    curve : DataFrame
+        The calibrated map (``score``, ``prob``) on 501 points of [0, 1] and
+        the map's nodes inside it.
+    knot_support : DataFrame
+        Knots held by models of total weight at least ``MIN_SUPPORT``:
+        ``score``, ``prob`` (the map there), ``support`` (that weight),
+        ``n_models``.
+    points : DataFrame
+        Merged training points: ``score``, ``target`` (mean label),
+        ``count``, ``fitted`` (the calibrated map there).
+    groups : DataFrame
+        The training rows in about ``N_GROUPS`` equal-count groups:
+        ``score`` and ``rate`` (their means), ``rows``.
+    """
+
+    mode: str
+    criterion: str
+    criterion_label: str
+    lambda_max: float
+    path: pd.DataFrame
+    knots: list = field(default_factory=list)
+    models: list = field(default_factory=list)
+    best: int
+    map: pd.DataFrame
+    curve: pd.DataFrame
+    knot_support: pd.DataFrame
+    points: pd.DataFrame
+    groups: pd.DataFrame
+
+    @property
+    def best_weight(self) -> float:
+        """Weight of the heaviest model."""
+        return float(self.path["weight"].iloc[self.best])
+
+
+def _groups(points: pd.DataFrame, n_groups: int) -> pd.DataFrame:
+    """Merged training points pooled into about ``n_groups`` groups of equal row count."""
+    count = points["count"].to_numpy(dtype=float)
+    if len(points) <= n_groups:
+        return pd.DataFrame({"score": points["score"], "rate": points["target"], "rows": count.astype(np.int64)})
+    before = np.cumsum(count) - count
+    gid = np.minimum((before * n_groups / count.sum()).astype(np.int64), n_groups - 1)
+    rows = np.bincount(gid, count)
+    keep = rows > 0
+    score = np.bincount(gid, count * points["score"].to_numpy())[keep] / rows[keep]
+    rate = np.bincount(gid, count * points["target"].to_numpy())[keep] / rows[keep]
+    return pd.DataFrame({"score": score, "rate": rate, "rows": rows[keep].astype(np.int64)})
+
+
+def _knot_support(cal, knots: list, weights: np.ndarray, min_support: float) -> pd.DataFrame:
+    """Each knot's support: the total weight (and number) of the models with a knot there."""
+    support: dict[float, list] = {}
+    for ks, wt in zip(knots, weights):
+        if wt <= 0:
+            continue
+        for k in np.asarray(ks).tolist():
+            entry = support.setdefault(k, [0.0, 0])
+            entry[0] += wt
+            entry[1] += 1
+    ks = np.array(sorted(k for k, (s, _) in support.items() if s >= min_support), dtype=float)
+    return pd.DataFrame({"score": ks, "prob": cal.predict(ks) if ks.size else ks,
+                         "support": [support[k][0] for k in ks.tolist()],
+                         "n_models": np.array([support[k][1] for k in ks.tolist()], dtype=np.int64)})
+
+
+def _check_same_map(cal, path: LambdaPath) -> None:
+    """ProgrammingError unless the path solved again gives the calibrator's map."""
+    same = path.map_x.shape == cal.map_x_.shape
+    if same:
+        gap = max(float(np.max(np.abs(path.map_x - cal.map_x_))), float(np.max(np.abs(path.map_p - cal.map_p_))))
+        same = gap <= MAP_TOL
+        detail = f"the maps differ by up to {gap:.2e}"
+    else:
+        detail = f"the maps have {path.map_x.size:,} and {cal.map_x_.size:,} nodes"
+    if not same:
+        raise ProgrammingError(f"the rows given are not the ones ELiTE was fitted on: solving its path again "
+                               f"from them does not give its map ({detail}); pass the rows it was fitted on.")
+
+
+def _notes(cal, path: LambdaPath, n_rows: int) -> list[str]:
+    table, label = path.table, CRITERION_LABEL[cal.criterion]
+    notes = [f"{n_rows:,} rows; tied scores merged into {path.x.size:,} distinct points "
+             "(target: their mean label, weight: their count)."]
+    if path.trivial:
+        notes.append("Fewer than 3 distinct scores (or labels exactly linear in the score): "
+                     "the map is the least-squares line through the points.")
+    if cal.mode == "ensemble" and not np.isfinite(table[cal.criterion]).any():
+        notes.append(f"Too few rows for {label} (N - df - 1 <= 0 for every model): the straight line "
+                     "gets all the weight.")
+    if not path.trivial:
+        notes.append(f"Solved {len(table)} trend filter(s) exactly (active-set method), "
+                     f"λ from λ_max = {path.lambda_max:.4g} down to {table['lam_ratio'].min():.1e} λ_max; "
+                     f"each satisfies the optimality conditions to a relative {cal.tol:.0e} unless noted.")
+        floor = table[(table["kkt"] > cal.tol) & table["converged"]]
+        if len(floor):
+            notes.append(f"{len(floor)} fit(s) stopped at the rounding floor of the objective; their "
+                         f"optimality conditions hold to {floor['kkt'].max():.1e} (accepted up to {FLOOR_TOL:.0e}).")
+        bad = table[~table["converged"]]
+        if len(bad):
+            notes.append(f"{len(bad)} fit(s) did not converge (largest violation {bad['kkt'].max():.1e}); "
+                         "their maps are approximate.")
+    if cal.mode == "ensemble":
+        best = int(np.argmax(path.weights))
+        notes.append(f"Weights by {label}: the best model (λ/λ_max = {table['lam_ratio'].iloc[best]:.2g}, "
+                     f"{int(table['knots'].iloc[best])} knots) carries {path.weights[best]:.0%} of the weight.")
+    else:
+        notes.append(f"Single trend filter at λ = {table['lam_ratio'].iloc[-1]:.3g} λ_max with "
+                     f"{int(table['knots'].iloc[-1])} knots; the other rows of the path are the warm-start "
+                     "steps (weight 0).")
+    return notes
+
+
+def explain(calibrator, scores, labels, features=None, *, n_groups: int = N_GROUPS,
+            min_support: float = MIN_SUPPORT) -> ELiTEExplanation:
+    """Explain a fitted ELiTE by solving its lambda path again from the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted ELiTE
+    scores, labels : array-like
+        The rows ``calibrator`` was fitted on.
+    features : ignored
+    n_groups : int
+        How many equal-count groups of training rows ``groups`` holds at most.
+    min_support : float
+        Least total weight of the models holding a knot for ``knot_support``.
+
+    Returns
+    -------
+    ELiTEExplanation
+
+    Raises
+    ------
+    ProgrammingError
+        If the rows are not the ones ``calibrator`` was fitted on: their
+        number differs, or the path solved from them does not give the
+        calibrator's map (to ``MAP_TOL``).
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    if s.size != cal.n_train_:
+        raise ProgrammingError(f"ELiTE was fitted on {cal.n_train_:,} rows but {s.size:,} were given to "
+                               "explain it; pass the rows it was fitted on.")
+    path = lambda_path(s, y, **cal.get_params())
+    _check_same_map(cal, path)
+
+    table = path.table.copy()
+    crit = table[cal.criterion].to_numpy(dtype=float)
+    finite = np.isfinite(crit)
+    table["delta"] = crit - (crit[finite].min() if finite.any() else 0.0)
+    knots = [f.knot_x.copy() for f in path.fits]
+    models = [pd.DataFrame({"score": f.nodes_x, "value": f.nodes_p}) for f in path.fits]
+    nodes = pd.DataFrame({"score": cal.map_x_, "value": cal.map_p_})
+    grid = np.union1d(np.linspace(0.0, 1.0, 501), cal.map_x_[(cal.map_x_ >= 0) & (cal.map_x_ <= 1)])
+    curve = pd.DataFrame({"score": grid, "prob": cal.predict(grid)})
+    fitted = np.clip(evaluate_linear(cal.map_x_, cal.map_p_, path.x), 0.0, 1.0)
+    points = pd.DataFrame({"score": path.x, "target": path.z, "count": path.w.astype(np.int64), "fitted": fitted})
+    return ELiTEExplanation(
+        method=cal.name, notes=_notes(cal, path, s.size),
+        tables={"path": table, "map": nodes, "points": points},
+        mode=cal.mode, criterion=cal.criterion, criterion_label=CRITERION_LABEL[cal.criterion],
+        lambda_max=path.lambda_max, path=table, knots=knots, models=models, best=int(np.argmax(path.weights)),
+        map=nodes, curve=curve, knot_support=_knot_support(cal, knots, path.weights, min_support),
+        points=points, groups=_groups(points, n_groups))

@@ -1,0 +1,279 @@
+"""Explaining a fitted MBCT: its trees, its boosting, and its bins' PUD beside histogram binning's.
+
+:func:`explain` takes the fitted :class:`~calibdash.calibrators.mbct.MBCTCalibrator`
+and the rows it was fitted on, reproduces its split of those rows into tree
+rows and check rows (:func:`calibdash.calibrators.mbct.holdout_split`, the
+function ``fit`` calls), checks that the trees' sums are those of the tree
+rows, and returns an :class:`MBCTExplanation`:
+
+* each tree as a table (one row per node: how rows reach it, the feature it
+  splits on, rows, positives, scale, PUD of the raw scores, node-local
+  losses, and PUD on the check rows before and after the tree);
+* the boosting history (the global MVCE after each tree tried);
+* the coded feature columns;
+* the partition underestimated degree ``sum(labels) / sum(probs)`` (MBCT
+  Eq. 6) of each bin, before and after calibration, for MBCT's leaves and for
+  histogram binning with as many bins, fitted here on the tree rows; judged
+  on the check rows, or on rows the caller gives;
+* plain notes on what was fitted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import calibrators, metrics
+from ..calibrators._mbct_tree import CATEGORICAL, node_conditions
+from ..calibrators.mbct import holdout_split
+from ..errors import ProgrammingError, SettingsError
+from ..validation import check_labels, check_scores
+from . import Explanation, training_rows
+
+__all__ = ["MBCTExplanation", "explain", "leaf_paths", "BOOSTING_COLUMNS", "PUD_COLUMNS"]
+
+#: Columns of :attr:`MBCTExplanation.boosting`.
+BOOSTING_COLUMNS = ("tree", "leaves", "fit_mvce", "check_mvce", "kept")
+#: Columns of :attr:`MBCTExplanation.pud`.
+PUD_COLUMNS = ("method", "bin", "path", "rows", "pud_before", "pud_after")
+
+
+@dataclass(kw_only=True)
+class MBCTExplanation(Explanation):
+    """What :func:`explain` finds inside a fitted MBCT.
+
+    Attributes
+    ----------
+    fit_rows, check_rows : ndarray of int
+        Indices (into the rows given to :func:`explain`) of the rows the
+        trees were grown on and of the held-out rows that decided how many
+        trees to keep (empty when none were held out).
+    held_out : bool
+        Whether rows were held out; if not, the check rows are the tree rows.
+    trees : list of DataFrame
+        One table per kept tree, one row per node: ``node``, ``parent``,
+        ``depth``, ``condition`` (how rows reach the node), ``split_on`` (""
+        for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on
+        the tree rows = the node's PUD before this tree), ``pud_score`` (PUD
+        of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE
+        before / after the chosen split), ``check_rows``,
+        ``check_pud_before`` / ``check_pud_after`` (PUD of the tree's input /
+        output on the check rows; rows stopped at an internal node count
+        there and above).
+    boosting : DataFrame
+        One row per tree tried (tree 0: the raw scores): ``tree``,
+        ``leaves``, ``fit_mvce``, ``check_mvce``, ``kept``; empty for a
+        calibrator read from a file.
+    features : DataFrame
+        Each coded column: ``feature``, ``kind``, ``codes``.
+    pud : DataFrame
+        One row per bin: ``method`` ("mbct" / "histogram"), ``bin`` (short
+        name), ``path`` (the bin's conditions), ``rows``, ``pud_before``,
+        ``pud_after``.
+    pud_rows : str
+        Which rows the PUD was judged on ("held-out rows", "training rows"
+        or "given rows").
+    pud_tree : int
+        Whose leaves (0-based tree index) are MBCT's bins in :attr:`pud`.
+    loss_bin_size : int
+        MVCE bin size M of the split loss.
+    """
+
+    fit_rows: np.ndarray
+    check_rows: np.ndarray
+    held_out: bool
+    trees: list = field(default_factory=list)
+    boosting: pd.DataFrame
+    features: pd.DataFrame
+    pud: pd.DataFrame
+    pud_rows: str
+    pud_tree: int = 0
+    loss_bin_size: int
+
+
+def leaf_paths(table: pd.DataFrame) -> list[str]:
+    """For each node of a tree table, the conditions from the root down to it, joined by " · "."""
+    cond = table["condition"].tolist()
+    parent = table["parent"].tolist()
+    out = []
+    for node in range(len(table)):
+        parts = []
+        while node > 0:
+            parts.append(cond[node])
+            node = parent[node]
+        out.append(" · ".join(reversed(parts)) or "all rows")
+    return out
+
+
+def _node_sums(tree, end: np.ndarray, *weights: np.ndarray) -> np.ndarray:
+    """Per node, the sum of each weight over the rows that end at it or below (shape (len, k))."""
+    k = tree.n_nodes
+    sums = np.stack([np.bincount(end, weights=w, minlength=k) for w in weights])
+    parent = tree.parent
+    for node in range(k - 1, 0, -1):              # children are numbered after their parents
+        sums[:, parent[node]] += sums[:, node]
+    return sums
+
+
+def _same(recomputed: np.ndarray, fitted: np.ndarray) -> bool:
+    """Equal up to the rounding of summing in another order."""
+    return bool(np.all(np.abs(recomputed - fitted) <= 1e-9 * np.maximum(1.0, np.abs(fitted))))
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)
+
+
+def _tree_table(cal, t: int, fit: np.ndarray, judge: np.ndarray, s: np.ndarray, y: np.ndarray,
+                nodes: np.ndarray, stages: np.ndarray) -> pd.DataFrame:
+    tree = cal.trees_[t]
+    yf = y.astype(float)
+    grown = _node_sums(tree, nodes[fit, t], np.ones(fit.size), yf[fit], stages[fit, t], s[fit])
+    if not (_same(grown[1], tree.positives) and _same(grown[2], tree.sum_input)):
+        raise ProgrammingError(
+            f"the rows given are not the ones MBCT was fitted on: tree {t + 1}'s sums of labels and inputs "
+            "per node differ from the sums over the tree rows; pass the scores, labels and features "
+            "it was fitted on.")
+    check = _node_sums(tree, nodes[judge, t], np.ones(judge.size), yf[judge], stages[judge, t],
+                       stages[judge, t + 1])
+    names = [c.name for c in cal.columns_]
+    return pd.DataFrame({
+        "node": np.arange(tree.n_nodes), "parent": tree.parent, "depth": tree.depth,
+        "condition": node_conditions(tree, cal.columns_),
+        "split_on": [names[j] if j >= 0 else "" for j in tree.feature],
+        "rows": grown[0].astype(np.int64), "positives": tree.positives, "scale": tree.scale,
+        "pud_score": _ratio(grown[1], grown[3]), "loss_node": tree.loss_node, "loss_split": tree.loss_split,
+        "check_rows": check[0].astype(np.int64), "check_pud_before": _ratio(check[1], check[2]),
+        "check_pud_after": _ratio(check[1], check[3]),
+    })
+
+
+def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after) -> list[dict]:
+    rows = []
+    for g in np.unique(group):
+        sel = group == g
+        rows.append({"method": method, "bin": names[g][0], "path": names[g][1], "rows": int(sel.sum()),
+                     "pud_before": metrics.pud(scores[sel], labels[sel]),
+                     "pud_after": metrics.pud(after[sel], labels[sel])})
+    return rows
+
+
+def _pud_table(table: pd.DataFrame, node: np.ndarray, s: np.ndarray, y: np.ndarray, after: np.ndarray,
+               hist) -> pd.DataFrame:
+    """PUD before and after per MBCT bin (node rows end at) and per histogram-binning bin."""
+    paths = leaf_paths(table)
+    names = {k: (f"L{k}" if table["split_on"][k] == "" else f"N{k}*", paths[k]) for k in range(len(table))}
+    edges = np.concatenate([[0.0], hist.cuts_, [1.0]])
+    hnames = {b: (f"H{b}", f"score ∈ [{edges[b]:.4g}, {edges[b + 1]:.4g})") for b in range(edges.size - 1)}
+    hbin = np.searchsorted(hist.cuts_, s, side="right")
+    rows = (_pud_rows("mbct", node, names, s, y, after)
+            + _pud_rows("histogram", hbin, hnames, s, y, hist.predict(s)))
+    return pd.DataFrame(rows, columns=list(PUD_COLUMNS))
+
+
+def _notes(cal, fit: np.ndarray, check: np.ndarray, boosting: pd.DataFrame) -> list[str]:
+    notes = []
+    cats = [c.name for c in cal.columns_[1:] if c.kind == CATEGORICAL]
+    nums = [c.name for c in cal.columns_[1:] if c.kind != CATEGORICAL]
+    if len(cal.columns_) == 1:
+        notes.append("No feature columns were given: the trees split on the score alone "
+                     f"({cal.score_bins} equal-width bins).")
+    else:
+        text = f"Trees split on the score ({cal.score_bins} equal-width bins)"
+        if cats:
+            text += f", categorical columns {', '.join(cats)}"
+        if nums:
+            text += f", numeric columns {', '.join(nums)} in {cal.n_quantiles} quantile bins"
+        notes.append(text + ".")
+    held_out = check.size > 0
+    if held_out:
+        notes.append(f"Trees were grown on {fit.size:,} rows; {check.size:,} held-out "
+                     f"rows ({float(cal.holdout):.0%}, stratified) decided how many trees to keep.")
+    else:
+        notes.append("No rows were held out: the number of trees was decided on the training rows, "
+                     "which favours more trees.")
+    text = f"{len(cal.trees_)} of at most {cal.n_trees} tree(s) kept."
+    if boosting.empty:
+        text += " The calibrator was read from a file, which does not hold the boosting history."
+    elif (~boosting["kept"]).any():
+        r = boosting[~boosting["kept"]].iloc[0]
+        text += (f" Tree {int(r['tree'])} did not lower the {'held-out' if held_out else 'training'} "
+                 f"MVCE ({boosting[boosting['kept']]['check_mvce'].iloc[-1]:.5f} → {r['check_mvce']:.5f}) "
+                 "and was dropped.")
+    notes.append(text)
+    notes.append(f"Split loss: MVCE with {cal.views} views of {cal.loss_bin_size_:,} rows.")
+    return notes
+
+
+def explain(calibrator, scores, labels, features=None, *, pud_tree: int = 0, judge_scores=None,
+            judge_labels=None, judge_features=None) -> MBCTExplanation:
+    """Explain a fitted MBCT from the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted MBCTCalibrator
+    scores, labels, features :
+        The rows ``calibrator`` was fitted on (``features`` as given to
+        ``fit``).
+    pud_tree : int, default 0
+        Whose leaves are MBCT's bins in the PUD table (the first tree: later
+        trees refine its output). "After" is always the full model's output.
+    judge_scores, judge_labels, judge_features : optional
+        Rows to judge the PUD on (for example held-out test rows); by
+        default the check rows of the fit (held out from the trees unless
+        ``holdout = 0``).
+
+    Returns
+    -------
+    MBCTExplanation
+
+    Raises
+    ------
+    ProgrammingError
+        If the rows are not the ones ``calibrator`` was fitted on (their
+        number, or the trees' per-node sums, differ).
+    SettingsError
+        If ``pud_tree`` is not the index of a kept tree.
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    if s.size != cal.n_train_:
+        raise ProgrammingError(f"MBCT was fitted on {cal.n_train_:,} rows but {s.size:,} were given to "
+                               "explain it; pass the rows it was fitted on.")
+    if not 0 <= int(pud_tree) < len(cal.trees_):
+        raise SettingsError(f"pud_tree must be the index of a kept tree (0 to {len(cal.trees_) - 1}), "
+                            f"got {pud_tree!r}.")
+    fit, check = holdout_split(y, cal.holdout, cal.seed)
+    judge = check if check.size else fit
+    nodes = cal.apply(s, features)
+    stages = np.column_stack([s, *cal.staged_predict(s, features)])
+    trees = [_tree_table(cal, t, fit, judge, s, y, nodes, stages) for t in range(len(cal.trees_))]
+
+    history = getattr(cal, "history_", None)
+    boosting = pd.DataFrame({c: history[c] for c in BOOSTING_COLUMNS} if history is not None
+                            else {c: [] for c in BOOSTING_COLUMNS})
+    feats = pd.DataFrame({"feature": [c.name for c in cal.columns_], "kind": [c.kind for c in cal.columns_],
+                          "codes": [int(c.n_codes) for c in cal.columns_]})
+
+    table = trees[pud_tree]
+    hist = calibrators.get("histogram", n_bins=max(2, int((table["split_on"] == "").sum()))).fit(s[fit], y[fit])
+    if judge_scores is None:
+        js, jy, node, after = s[judge], y[judge], nodes[judge, pud_tree], stages[judge, -1]
+        which = "held-out rows" if check.size else "training rows"
+    else:
+        js = check_scores(judge_scores)
+        jy = check_labels(judge_labels, js.size, require_both=False)
+        node = cal.apply(js, judge_features)[:, pud_tree]
+        after = cal.predict(js, judge_features)
+        which = "given rows"
+    pud = _pud_table(table, node, js, jy, after, hist)
+
+    tables = {"boosting": boosting, "features": feats}
+    tables.update({f"tree {t + 1}": tab for t, tab in enumerate(trees)})
+    tables["PUD per bin"] = pud
+    return MBCTExplanation(
+        method=cal.name, notes=_notes(cal, fit, check, boosting), tables=tables,
+        fit_rows=fit, check_rows=check, held_out=bool(check.size), trees=trees, boosting=boosting,
+        features=feats, pud=pud, pud_rows=which, pud_tree=int(pud_tree), loss_bin_size=int(cal.loss_bin_size_))
