@@ -4,8 +4,9 @@
 
 For each N, writes a CSV of N rows (id, 2 numeric + 2 text features, a score
 in [0, 1], a logit score, a 0/1 label) to a temporary folder and reports the
-best of 5 runs of: read_table (read + decode + sniff + parse), build_score_set
-(guess roles + validate), and load_scores (both, from the path).
+best of 5 runs of: read_table (calibdash.data.read and .sniff: read + decode +
+sniff + parse), build_score_set (calibdash.data.roles and .scoreset: guess
+roles + map margins + validate), and load_scores (both, from the path).
 """
 from __future__ import annotations
 

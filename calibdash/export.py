@@ -41,8 +41,11 @@ numbers and Python writes a float as its shortest ``repr``, which reads back
 to the same float. Each calibrator class says what its state is with two
 methods, ``_export_state(self) -> dict`` (JSON-ready values) and
 ``_import_state(self, state)`` (``state`` a :class:`State`, which checks
-types and sizes); a class without them falls back to its plain fitted
-attributes (names ending in ``_``: numbers, strings, numeric arrays).
+types and sizes); a class without them cannot be exported.
+
+Errors: a damaged or foreign file is a :class:`~calibdash.errors.DataError`;
+exporting something that is not a registered calibrator class with those two
+methods is a :class:`~calibdash.errors.ProgrammingError`.
 
 Files are written deterministically (same calibrator, same bytes): the top
 level and the state one entry a line, arrays on one line.
@@ -57,7 +60,7 @@ import numpy as np
 
 from . import calibrators
 from .calibrators.base import Calibrator
-from .errors import DataError
+from .errors import DataError, ProgrammingError, SettingsError
 
 __all__ = ["FORMAT", "VERSION", "State", "ExportedModel", "dumps", "loads", "read_model"]
 
@@ -166,48 +169,28 @@ class State(dict):
         return out
 
 
-# -- generic state: the plain fitted attributes ---------------------------------------------------
-_ARRAY = "__ndarray__"
-
-
-def _generic_export(cal: Calibrator) -> dict:
-    """Fitted attributes (``name_``) of a class without ``_export_state``: numbers, strings, arrays."""
-    out = {}
-    for name, value in sorted(vars(cal).items()):
-        if not name.endswith("_") or name.startswith("_") or name == "n_train_":
-            continue
-        if isinstance(value, np.generic):
-            value = value.item()
-        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-            out[name] = {_ARRAY: value.tolist(), "dtype": value.dtype.str}
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            out[name] = value
-        else:
-            raise DataError(f"{type(cal).__name__}.{name} is a {type(value).__name__}, which the generic export "
-                            "cannot write; give the class _export_state/_import_state methods.")
-    return out
-
-
-def _generic_import(cal: Calibrator, state: State) -> None:
-    for name, value in state.items():
-        if not (isinstance(name, str) and name.endswith("_") and not name.startswith("_")):
-            raise state.error(f"{name!r} is not a fitted attribute")
-        if isinstance(value, dict):
-            item = State(value, f"{state.where}, {name}")
-            value = np.asarray(item.list(_ARRAY), dtype=np.dtype(item.text("dtype")))
-        setattr(cal, name, value)
-
-
 # -- writing --------------------------------------------------------------------------------------
-def _plain(value: Any, what: str):
-    """``value`` with numpy scalars as Python scalars; DataError when JSON cannot hold it."""
+def _plain(value: Any, what: str, error: type[Exception]):
+    """``value`` with numpy scalars as Python scalars; ``error`` when JSON cannot hold it."""
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple)):
-        return [_plain(v, what) for v in value]
-    raise DataError(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
+        return [_plain(v, what, error) for v in value]
+    raise error(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
+
+
+def _exportable(cls: type) -> None:
+    """ProgrammingError unless ``cls`` is a registered calibrator class that says what its state is."""
+    if not (isinstance(cls, type) and issubclass(cls, Calibrator)):
+        raise ProgrammingError(f"only calibdash calibrators can be exported, not {cls.__name__}.")
+    if calibrators.classes().get(cls.name) is not cls:
+        raise ProgrammingError(f"{cls.__name__} is not a registered calibrator; loading it back would fail.")
+    missing = [m for m in ("_export_state", "_import_state") if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ProgrammingError(f"{cls.__name__} has no {' or '.join(missing)}; a calibrator class says what "
+                               "its fitted state is with _export_state and _import_state.")
 
 
 def _compact(value) -> str:
@@ -247,26 +230,30 @@ def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
     ------
     NotFittedError
         If ``calibrator`` is not fitted.
+    ProgrammingError
+        If it is not a registered calibrator with ``_export_state`` and
+        ``_import_state``, ``fitted_on`` holds values JSON cannot hold, or the
+        class's ``_export_state`` returns such values.
+    SettingsError
+        If its parameters hold values JSON cannot hold.
     DataError
-        If it is not a registered calibrator, or its parameters or state hold
-        values JSON cannot hold.
+        If its state cannot be written for a reason in the data (for example
+        MBCT features of a type the file cannot describe).
     """
-    if not isinstance(calibrator, Calibrator):
-        raise DataError(f"only calibdash calibrators can be exported, not {type(calibrator).__name__}.")
+    _exportable(type(calibrator))
     name = type(calibrator).name
-    if calibrators.classes().get(name) is not type(calibrator):
-        raise DataError(f"{type(calibrator).__name__} is not a registered calibrator; loading it back would fail.")
     calibrator._check_fitted()
-    params = {k: _plain(v, f"{name}'s parameter {k!r}") for k, v in sorted(calibrator.get_params().items())}
-    own = getattr(calibrator, "_export_state", None)
-    state = {"n_train": int(calibrator.n_train_), **(own() if own else _generic_export(calibrator))}
+    params = {k: _plain(v, f"{name}'s parameter {k!r}", SettingsError)
+              for k, v in sorted(calibrator.get_params().items())}
+    state = {"n_train": int(calibrator.n_train_), **calibrator._export_state()}
     doc = {"format": FORMAT, "version": VERSION, "method": name, "params": params, "state": state}
     if fitted_on:
-        doc["fitted_on"] = {k: _plain(v, f"fitted_on[{k!r}]") for k, v in fitted_on.items()}
+        doc["fitted_on"] = {k: _plain(v, f"fitted_on[{k!r}]", ProgrammingError) for k, v in fitted_on.items()}
     try:
         return _layout(doc)
     except (TypeError, ValueError) as exc:
-        raise DataError(f"the {name} state cannot be written as JSON: {exc}") from None
+        raise ProgrammingError(f"{type(calibrator).__name__}._export_state gave values that cannot be written "
+                               f"as JSON: {exc}") from None
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -304,6 +291,8 @@ def read_model(text) -> ExportedModel:
         Malformed JSON, an unknown format, version or method, unknown
         parameters, or a state that is missing entries or does not fit the
         method (each message says which).
+    ProgrammingError
+        The file's method is registered but its class cannot import a state.
     """
     doc = _document(text)
     method = doc.text("method")
@@ -313,17 +302,18 @@ def read_model(text) -> ExportedModel:
     params = doc["params"]
     if not isinstance(params, dict):
         raise doc.error("'params' must be an object")
-    cal = calibrators.get(method, **params)
+    try:
+        cal = calibrators.get(method, **params)
+    except SettingsError as exc:
+        raise DataError(f"the calibrator file's params do not fit {method}: {exc}") from None
+    _exportable(type(cal))
     if not isinstance(doc["state"], dict):
         raise doc.error("'state' must be an object")
     state = State(doc["state"], f"the {method} state")
     n_train = state.integer("n_train")
     state = State({k: v for k, v in state.items() if k != "n_train"}, state.where)
     try:
-        if hasattr(cal, "_import_state"):
-            cal._import_state(state)
-        else:
-            _generic_import(cal, state)
+        cal._import_state(state)
         cal.n_train_ = n_train
         probe = cal.predict(_PROBE)
     except DataError:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .data import ScoreSet, load_scores
-from .errors import DataError
+from .errors import EnvironmentProblem, SettingsError
 
 __all__ = ["Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample"]
 
@@ -93,12 +93,18 @@ DEFAULT_SAMPLE = "circles_svm"
 
 def _get(name: str) -> Sample:
     if name not in SAMPLES:
-        raise DataError(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}.")
+        raise SettingsError(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}.")
     return SAMPLES[name]
 
 
 def sample_path(name: str) -> Path:
-    """Path of sample ``name``'s CSV in ``sample_data/``."""
+    """Path of sample ``name``'s CSV in ``sample_data/``.
+
+    Raises
+    ------
+    SettingsError
+        Unknown sample.
+    """
     return SAMPLE_DIR / _get(name).filename
 
 
@@ -114,13 +120,15 @@ def load_sample(name: str, score: str | None = None) -> ScoreSet:
 
     Raises
     ------
-    DataError
-        Unknown sample, or the file is missing (regenerate it with
-        ``python sample_data/make_samples.py``).
+    SettingsError
+        Unknown sample.
+    EnvironmentProblem
+        The sample's file is missing from the installation (regenerate it
+        with ``python sample_data/make_samples.py``).
     """
     sample = _get(name)
     path = sample_path(name)
     if not path.is_file():
-        raise DataError(f"sample file {path} is missing; regenerate it with "
+        raise EnvironmentProblem(f"sample file {path} is missing; regenerate it with "
                         "`python sample_data/make_samples.py`.")
     return load_scores(path, score=score or sample.score, label=sample.label)

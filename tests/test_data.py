@@ -1,4 +1,4 @@
-"""Tests of calibdash.data: reading, role guessing, validation and refusals."""
+"""Tests of calibdash.data: reading, role guessing, the logistic mapping, validation and refusals."""
 from __future__ import annotations
 
 import gzip
@@ -8,12 +8,13 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import expit
 
 import calibdash
-from calibdash import DataError
+import calibdash.data
+from calibdash import DataError, EnvironmentProblem, ProgrammingError
 from calibdash.data import (MIN_ROWS, FileInfo, ScoreSet, build_score_set, guess_roles,
                             load_scores, read_table)
+from calibdash.data.margins import to_probabilities
 
 
 def _frame(n: int = 40, seed: int = 0) -> pd.DataFrame:
@@ -123,6 +124,17 @@ def test_load_scores_is_exported_from_the_package():
     assert "load_scores" in calibdash.__all__ and "ScoreSet" in calibdash.__all__
 
 
+def test_public_names_are_importable_from_calibdash_data_and_live_in_their_job_modules():
+    from calibdash.data import limits, read, roles, scoreset, sniff
+    home = {"DEFAULT_MAX_BYTES": limits, "MIN_ROWS": limits, "FileInfo": read, "read_table": read,
+            "Roles": roles, "guess_roles": roles, "ScoreSet": scoreset, "ValidationReport": scoreset,
+            "build_score_set": scoreset, "to_probabilities": calibdash.data.margins}
+    for name, module in home.items():
+        assert getattr(calibdash.data, name) is getattr(module, name), name
+    assert set(home) | {"load_scores", "margins"} == set(calibdash.data.__all__)
+    assert sniff.sniff_delimiter("a;b\n1;2\n") == ";"
+
+
 # ---------------------------------------------------------------------------
 # refusals
 # ---------------------------------------------------------------------------
@@ -133,6 +145,16 @@ def test_refuses_empty_file(tmp_path):
         read_table(path)
     with pytest.raises(DataError, match="empty"):
         read_table(b"\n  \n", filename="blank.csv")
+
+
+def test_unreadable_path_is_an_environment_problem_and_a_wrong_source_type_a_programming_error(tmp_path):
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(EnvironmentProblem, match=f"file not found: {missing}"):
+        read_table(missing)
+    with pytest.raises(EnvironmentProblem, match="file not found"):
+        load_scores(str(missing))
+    with pytest.raises(ProgrammingError, match="cannot read a float: give a path, bytes or an open file"):
+        read_table(3.5)
 
 
 def test_refuses_header_only_file():
@@ -270,6 +292,35 @@ def test_margins_are_mapped_by_the_logistic_function_not_min_max():
     assert ss.report.mapped == {"score": (-3.0, 2.0)}
     assert any("logistic" in m and "-3" in m for m in ss.report.messages)
     assert ss.scores.min() > 0.0 and ss.scores.max() < 1.0       # min-max would give exactly 0 and 1
+
+
+def test_to_probabilities_by_hand():
+    """logistic(0) = 1/2, logistic(ln 3) = 3/4, logistic(-ln 3) = 1/4; NaN stays NaN and infinities become NaN."""
+    margins = np.array([0.0, np.log(3.0), np.nan, -np.log(3.0), np.inf])
+    before = margins.copy()
+    p, mapped = to_probabilities(margins)
+    assert mapped is True
+    np.testing.assert_allclose(p[[0, 1, 3]], [0.5, 0.75, 0.25], rtol=0, atol=1e-15)
+    assert np.isnan(p[2]) and np.isnan(p[4])
+    np.testing.assert_array_equal(margins, before)               # the input is not changed
+    # inside [0, 1]: None keeps them, "logistic" maps them all the same (a model fitted on margins)
+    inside = np.array([0.0, 0.25, np.nan, 1.0])
+    kept, mapped = to_probabilities(inside)
+    assert mapped is False and np.array_equal(kept, inside, equal_nan=True)
+    logistic, mapped = to_probabilities(inside, transform="logistic")
+    assert mapped is True and logistic[0] == 0.5 and np.isnan(logistic[2])
+    same, mapped = to_probabilities(inside, transform="identity")
+    assert mapped is False and np.array_equal(same, inside, equal_nan=True)
+
+
+def test_to_probabilities_refusals():
+    with pytest.raises(DataError, match=r"fitted on probabilities in \[0, 1\], but score column 'm' ranges "
+                                        r"from -3 to 4; give the column the model was fitted on"):
+        to_probabilities(np.array([-3.0, 0.5, np.nan, 4.0]), transform="identity", column="m")
+    with pytest.raises(DataError, match="score_transform 'probit' is unknown"):
+        to_probabilities(np.array([0.5]), transform="probit")
+    with pytest.raises(DataError, match="score column 'm' holds no finite numbers"):
+        to_probabilities(np.array([np.nan, np.inf]), column="m")
 
 
 def test_scores_inside_unit_interval_are_untouched():

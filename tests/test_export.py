@@ -10,7 +10,7 @@ from scipy.special import expit
 from calibdash import calibrators, export
 from calibdash.__main__ import main
 from calibdash.calibrators.base import Calibrator
-from calibdash.errors import DataError, NotFittedError
+from calibdash.errors import DataError, NotFittedError, ProgrammingError
 from conftest import REPO
 
 ALL = calibrators.available()
@@ -209,7 +209,7 @@ def test_hand_written_mbct_tree_routes_by_score():
 def test_dumps_refuses_what_it_cannot_write():
     with pytest.raises(NotFittedError):
         export.dumps(calibrators.get("platt"))
-    with pytest.raises(DataError, match="only calibdash calibrators"):
+    with pytest.raises(ProgrammingError, match="only calibdash calibrators can be exported, not object"):
         export.dumps(object())
     rng = np.random.default_rng(0)
     s = rng.uniform(size=400)
@@ -220,7 +220,7 @@ def test_dumps_refuses_what_it_cannot_write():
 
 
 class _Toy(Calibrator):
-    """A calibrator without _export_state: a step map in plain fitted attributes."""
+    """A calibrator without _export_state/_import_state: a step map in plain fitted attributes."""
 
     name = "toy"
     label = "toy"
@@ -228,26 +228,30 @@ class _Toy(Calibrator):
     def _fit(self, s, y, features):
         self.cuts_ = np.array([np.median(s)])
         self.levels_ = np.array([y[s < self.cuts_[0]].mean(), y[s >= self.cuts_[0]].mean()])
-        self.counts_ = np.array([int((s < self.cuts_[0]).sum()), int((s >= self.cuts_[0]).sum())])
-        self.note_ = "median split"
 
     def _predict(self, s, features):
         return self.levels_[np.searchsorted(self.cuts_, s, side="right")]
 
 
-def test_generic_fallback_writes_plain_fitted_attributes(monkeypatch, noisy):
-    monkeypatch.setattr(calibrators, "_REGISTRY", {**calibrators.classes(), "toy": _Toy})
+def test_every_registered_calibrator_says_what_its_state_is():
+    """No fallback: each registered class has its own _export_state and _import_state."""
+    for name, cls in calibrators.classes().items():
+        assert callable(getattr(cls, "_export_state", None)), name
+        assert callable(getattr(cls, "_import_state", None)), name
+
+
+def test_classes_that_cannot_be_exported_are_programming_errors(monkeypatch, noisy):
     s, y = noisy
-    cal = _Toy().fit(s, y)
-    back = export.loads(export.dumps(cal))
-    assert np.array_equal(back.predict(s), cal.predict(s))
-    assert back.counts_.dtype == cal.counts_.dtype and back.note_ == "median split"
-    cal.table_ = pd.DataFrame({"x": [1]})
-    with pytest.raises(DataError, match="table_ is a DataFrame"):
-        export.dumps(cal)
-    with pytest.raises(DataError, match="not a registered calibrator"):
-        monkeypatch.setattr(calibrators, "_REGISTRY", {k: v for k, v in calibrators.classes().items() if k != "toy"})
+    with pytest.raises(ProgrammingError, match="_Toy is not a registered calibrator"):
         export.dumps(_Toy().fit(s, y))
+    monkeypatch.setattr(calibrators, "_REGISTRY", {**calibrators.classes(), "toy": _Toy})
+    with pytest.raises(ProgrammingError, match="_Toy has no _export_state or _import_state"):
+        export.dumps(_Toy().fit(s, y))
+    with pytest.raises(ProgrammingError, match="_Toy has no _export_state or _import_state"):
+        export.loads(_doc("toy"))
+    cal = calibrators.get("platt").fit(s, y)
+    with pytest.raises(ProgrammingError, match=r"fitted_on\['when'\] is a Timestamp"):
+        export.dumps(cal, fitted_on={"when": pd.Timestamp("2024-01-01")})
 
 
 # -- command line ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import DataError
+from calibdash import EnvironmentProblem, SettingsError, samples
 from calibdash.data import guess_roles, read_table
 from calibdash.metrics import accuracy, auc
 from calibdash.samples import DEFAULT_SAMPLE, SAMPLES, load_sample, sample_path
@@ -43,8 +43,17 @@ def test_registry_and_paths():
         assert s.name == name
         path = sample_path(name)
         assert path == REPO / "sample_data" / s.filename and path.is_file()
-    with pytest.raises(DataError, match="unknown sample 'iris'; available: circles_svm, "):
+    with pytest.raises(SettingsError, match="unknown sample 'iris'; available: circles_svm, "):
         load_sample("iris")
+    with pytest.raises(SettingsError, match="unknown sample 'iris'"):
+        sample_path("iris")
+
+
+def test_missing_sample_file_is_an_environment_problem(monkeypatch, tmp_path):
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path)
+    with pytest.raises(EnvironmentProblem, match=r"sample file .*circles_svm\.csv is missing; regenerate it with "
+                                                 r"`python sample_data/make_samples\.py`"):
+        load_sample("circles_svm")
 
 
 def test_generators_match_the_registry(make_samples):

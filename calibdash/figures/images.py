@@ -12,7 +12,7 @@ import threading
 
 import plotly.graph_objects as go
 
-from ..errors import DataError
+from ..errors import EnvironmentProblem, SettingsError
 
 FORMATS = ("png", "svg")
 _lock = threading.Lock()
@@ -35,20 +35,22 @@ def figure_bytes(fig: go.Figure, fmt: str = "png", width: int = 900, height: int
 
     Raises
     ------
-    DataError
-        If the format is unknown, or Kaleido or a Chromium browser is missing
-        (the message says how to install them).
+    SettingsError
+        If the format is not one of :data:`FORMATS`.
+    EnvironmentProblem
+        If Kaleido or a Chromium browser is missing (the message says how to
+        install them).
     """
     if fmt not in FORMATS:
-        raise DataError(f"image format must be one of {FORMATS}, got {fmt!r}.")
+        raise SettingsError(f"image format must be one of {FORMATS}, got {fmt!r}.")
     try:
         with _lock:
             _ensure_server()
             return fig.to_image(format=fmt, width=width, height=height, scale=scale if fmt == "png" else 1)
     except ImportError:
-        raise DataError("PNG/SVG export needs the kaleido package: pip install -r requirements.txt.") from None
+        raise EnvironmentProblem("PNG/SVG export needs the kaleido package: pip install -r requirements.txt.") from None
     except Exception as exc:  # kaleido raises its own errors when no browser can be started
-        raise DataError(f"PNG/SVG export needs a Chromium browser (Debian: apt-get install chromium): {exc}") from None
+        raise EnvironmentProblem(f"PNG/SVG export needs a Chromium browser (Debian: apt-get install chromium): {exc}") from None
 
 
 def available() -> str | None:

@@ -1,0 +1,63 @@
+"""Reading user tables and turning them into validated score sets.
+
+Two steps, usable separately, and :func:`load_scores` doing both:
+
+:func:`read_table` (:mod:`~calibdash.data.read`)
+    bytes (a path, raw bytes or an uploaded file) -> ``pandas.DataFrame`` plus a
+    :class:`FileInfo` (format, encoding, delimiter, size, SHA-256). CSV (comma,
+    semicolon or tab; UTF-8 with or without BOM, else Latin-1), gzipped CSV and
+    Parquet are accepted.
+:func:`build_score_set` (:mod:`~calibdash.data.scoreset`)
+    DataFrame -> :class:`ScoreSet`: the label, score, feature and split columns
+    (guessed by :func:`guess_roles` unless given), the positive class, and the
+    usable rows as numpy arrays, with a :class:`ValidationReport` saying what
+    was dropped, mapped and found.
+
+The modules, one job each:
+
+- :mod:`~calibdash.data.read`: bytes from files and uploads, gzip, encodings, size limits;
+- :mod:`~calibdash.data.sniff`: what the bytes are (Parquet/gzip magic, the
+  CSV delimiter, decimal commas);
+- :mod:`~calibdash.data.roles`: which column is the label, the scores, the features, the split;
+- :mod:`~calibdash.data.margins`: scores outside [0, 1] mapped by the logistic function;
+- :mod:`~calibdash.data.scoreset`: the :class:`ScoreSet` and its validation;
+- :mod:`~calibdash.data.limits`: the size limit and the fewest usable rows.
+
+Every refusal of the data is a :class:`calibdash.DataError` whose message
+names the column, values or limit involved; a path that cannot be read is an
+:class:`calibdash.EnvironmentProblem`.
+
+Scores outside [0, 1] (SVM margins, logits) are mapped by the logistic
+function ``1 / (1 + exp(-s))``, never min-max scaled (see
+:mod:`~calibdash.data.margins`).
+"""
+from __future__ import annotations
+
+from . import margins
+from .limits import DEFAULT_MAX_BYTES, MIN_ROWS
+from .margins import to_probabilities
+from .read import FileInfo, read_table
+from .roles import Roles, guess_roles
+from .scoreset import ScoreSet, ValidationReport, build_score_set
+
+__all__ = [
+    "DEFAULT_MAX_BYTES", "MIN_ROWS", "FileInfo", "Roles", "ValidationReport", "ScoreSet",
+    "read_table", "guess_roles", "build_score_set", "load_scores", "to_probabilities", "margins",
+]
+
+
+def load_scores(source, score=None, label=None, features=None, split=None, *, positive=None,
+                filename: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> ScoreSet:
+    """Read a table and validate it: :func:`read_table` then :func:`build_score_set`.
+
+    >>> ss = load_scores("sample_data/circles_svm.csv", score="linear_svm")   # doctest: +SKIP
+    >>> ss.scores, ss.labels                                                  # doctest: +SKIP
+
+    Raises
+    ------
+    DataError, EnvironmentProblem, ProgrammingError
+        As :func:`read_table` and :func:`build_score_set`.
+    """
+    df, info = read_table(source, filename=filename, max_bytes=max_bytes)
+    return build_score_set(df, score=score, label=label, features=features, split=split,
+                           positive=positive, info=info, name=info.name)

@@ -1,0 +1,387 @@
+"""Building a :class:`ScoreSet`: roles, positive class, usable rows, and what validation found.
+
+:func:`build_score_set` turns a table (as :func:`~calibdash.data.read.read_table`
+gives it) into the label, score, feature and split columns (guessed by
+:func:`~calibdash.data.roles.guess_roles` unless given), the positive class,
+and the usable rows as numpy arrays, with a :class:`ValidationReport` saying
+what was dropped, mapped and found. Scores outside [0, 1] are mapped by
+:func:`~calibdash.data.margins.to_probabilities`. Every refusal is a
+:class:`calibdash.DataError` whose message names the column, values or limit
+involved.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+from .limits import MIN_ROWS
+from .margins import to_probabilities
+from .read import FileInfo
+from .roles import NEGATIVE_TOKENS, POSITIVE_TOKENS, guess_roles, is_numeric
+from .sniff import DELIMITER_NAMES
+
+__all__ = ["ValidationReport", "ScoreSet", "build_score_set"]
+
+_ENCODING_NAMES = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM",
+                   "latin-1": "Latin-1 (the file is not valid UTF-8)"}
+
+
+@dataclass
+class ValidationReport:
+    """What validation found, for the user to read.
+
+    ``dropped`` counts are disjoint: a row with both a bad score and a missing
+    label counts under the score reason only, so
+    ``n_read == n_used + sum(dropped.values())``.
+    """
+
+    n_read: int
+    n_used: int
+    dropped: dict[str, int] = field(default_factory=dict)
+    mapped: dict[str, tuple[float, float]] = field(default_factory=dict)
+    class_counts: dict[str, int] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScoreSet:
+    """A validated table of one classifier's scores and the true labels.
+
+    ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and
+    ``split`` hold the usable rows only (rows with a missing or non-finite
+    active score, or a missing label, are dropped and counted in ``report``).
+    ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by
+    the logistic function. Build one with :func:`~calibdash.data.load_scores` or
+    :func:`build_score_set`; switch the active model with :meth:`with_score`.
+    """
+
+    name: str
+    raw: pd.DataFrame
+    label_column: str
+    positive_label: Any
+    negative_label: Any
+    score_columns: list[str]
+    score: str
+    feature_columns: list[str]
+    split_column: str | None
+    report: ValidationReport
+    info: FileInfo | None
+    scores: np.ndarray
+    labels: np.ndarray
+    features: pd.DataFrame | None
+    split: np.ndarray | None
+
+    __eq__ = object.__eq__          # arrays/DataFrames have no single truth value
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return (f"ScoreSet({self.name!r}, score={self.score!r}, label={self.label_column!r} "
+                f"(positive={self.positive_label!r}), n_rows={self.n_rows}, "
+                f"features={self.feature_columns!r}, split={self.split_column!r})")
+
+    @property
+    def n_rows(self) -> int:
+        """Number of usable rows."""
+        return int(self.scores.size)
+
+    def with_score(self, column: str) -> "ScoreSet":
+        """The same file with ``column`` as the active score (re-validated)."""
+        cols = list(self.score_columns)
+        if column not in cols:
+            _check_columns(self.raw, [column], "score")
+            cols.append(column)
+        return _build(self.raw, label=self.label_column, score=column, score_columns=cols,
+                      features=list(self.feature_columns), split=self.split_column,
+                      positive=self.positive_label, info=self.info, name=self.name)
+
+    def content_key(self) -> str:
+        """Stable hex key of the data and the roles, for caches.
+
+        Built from the file's SHA-256 (or a hash of ``raw`` when the table did
+        not come from a file), the label/score/feature/split columns and the
+        positive label.
+        """
+        h = hashlib.sha256()
+        if self.info is not None:
+            h.update(self.info.sha256.encode())
+        else:
+            h.update(pd.util.hash_pandas_object(self.raw, index=False).to_numpy().tobytes())
+            h.update(repr(list(self.raw.columns)).encode())
+        h.update(repr((self.label_column, self.score, self.feature_columns, self.split_column,
+                       _plain(self.positive_label))).encode())
+        return h.hexdigest()[:32]
+
+
+# -- values -----------------------------------------------------------------------------------------
+def _scalar(v):
+    """Python scalar from a numpy/pandas scalar, value unchanged (1.0 stays 1.0)."""
+    return v.item() if hasattr(v, "item") else v
+
+
+def _plain(v):
+    """Python scalar from a numpy/pandas scalar (integral floats -> int)."""
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def _fmt_values(vals, k: int = 8) -> str:
+    shown = ", ".join(repr(_plain(v)) for v in vals[:k])
+    return shown + (f", ... ({len(vals)} in all)" if len(vals) > k else "")
+
+
+def _safe(test, v) -> bool:
+    try:
+        return bool(test(v))
+    except Exception:
+        return False
+
+
+def _sorted_values(vals) -> list:
+    vals = list(vals)
+    try:
+        return sorted(vals)
+    except TypeError:
+        return sorted(vals, key=lambda v: str(v))
+
+
+def _check_columns(df: pd.DataFrame, names, role: str) -> None:
+    missing = [c for c in names if c not in df.columns]
+    if missing:
+        listed = ", ".join(repr(str(c)) for c in df.columns[:40])
+        more = f" (and {df.shape[1] - 40} more)" if df.shape[1] > 40 else ""
+        what = "column" if len(missing) == 1 else "columns"
+        raise DataError(f"{role} {what} {', '.join(repr(str(c)) for c in missing)} not found; "
+                        f"the columns are: {listed}{more}.")
+
+
+# -- the label and its positive class ------------------------------------------------------------
+def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.ndarray, list]:
+    """Which rows have a label, and the label's two values (sorted); DataError unless exactly two."""
+    if label is None:
+        raise DataError(f"no label column found in {name}: no column has two distinct values. "
+                        "Name the column holding the true 0/1 outcome.")
+    lab = df[label]
+    lab_ok = np.array(lab.notna(), dtype=bool)
+    if lab.dtype == object or pd.api.types.is_string_dtype(lab):
+        lab_ok &= (lab.astype(str).str.strip() != "").to_numpy()
+    values = _sorted_values(pd.unique(lab[lab_ok]))
+    if len(values) > 2:
+        raise DataError(f"label column {label!r} has {len(values)} distinct values "
+                        f"({_fmt_values(values)}); a binary label has exactly two. "
+                        "Pick another label column or recode this one.")
+    if len(values) < 2:
+        only = f" ({_fmt_values(values)})" if values else " (all missing)"
+        raise DataError(f"label column {label!r} holds one class only{only}; calibration "
+                        "needs both positive and negative rows.")
+    return lab_ok, values
+
+
+def _choose_positive(values: list, positive, column: str):
+    """(positive, negative) raw values from the two label values.
+
+    ``positive`` is matched exactly, then as text, then case-insensitively,
+    then as a number; without it, the value written like a positive (1, yes,
+    true, pos, ...) or opposite the one written like a negative, else the
+    second value in sorted order.
+    """
+    if positive is not None:
+        for test in (lambda v: v == positive,
+                     lambda v: str(_plain(v)) == str(_plain(positive)),
+                     lambda v: str(_plain(v)).strip().lower() == str(_plain(positive)).strip().lower(),
+                     lambda v: float(v) == float(positive)):
+            hits = [v for v in values if _safe(test, v)]
+            if len(hits) == 1:
+                pos = hits[0]
+                return pos, next(v for v in values if v is not pos)
+        raise DataError(f"positive label {positive!r} is not one of the values of label column "
+                        f"{column!r}: {_fmt_values(values)}.")
+    toks = [str(_plain(v)).strip().lower() for v in values]
+    for i, t in enumerate(toks):
+        if t in POSITIVE_TOKENS and toks[1 - i] not in POSITIVE_TOKENS:
+            return values[i], values[1 - i]
+    for i, t in enumerate(toks):
+        if t in NEGATIVE_TOKENS and toks[1 - i] not in NEGATIVE_TOKENS:
+            return values[1 - i], values[i]
+    return values[1], values[0]          # already sorted: the second in sorted order
+
+
+# -- scores and the other columns ----------------------------------------------------------------
+def _as_numeric(s: pd.Series) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(s):
+        raise DataError(f"score column {s.name!r} holds True/False values, not scores.")
+    if is_numeric(s):
+        return s.to_numpy(dtype=float, na_value=np.nan)
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _split_strings(s: pd.Series) -> np.ndarray:
+    out = np.empty(len(s), dtype=object)
+    for i, v in enumerate(s.tolist()):
+        out[i] = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(_plain(v))
+    return out
+
+
+def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
+    """What reading the file found: format, size, delimiter, encoding, decimal commas."""
+    messages = []
+    n_read = len(df)
+    if info is not None:
+        if info.format == "parquet":
+            messages.append(f"Read {info.name}: Parquet, {n_read:,} rows, {df.shape[1]} columns.")
+        else:
+            enc = _ENCODING_NAMES.get(info.encoding, info.encoding)
+            gz = " (gzip-compressed)" if info.format == "csv.gz" else ""
+            messages.append(f"Read {info.name}{gz}: {n_read:,} rows, {df.shape[1]} columns, "
+                            f"{DELIMITER_NAMES.get(info.delimiter, info.delimiter)}-separated, {enc}.")
+    fixed = df.attrs.get("decimal_comma_columns") or []
+    if fixed:
+        messages.append("Decimal commas read as decimal points in: " + ", ".join(fixed) + ".")
+    return messages
+
+
+def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, positive,
+           info: FileInfo | None, name: str) -> ScoreSet:
+    n_read = len(df)
+    messages = _read_messages(df, info)
+    lab_ok, values = _label_values(df, label, name)
+    pos, neg = _choose_positive(values, positive, label)
+
+    # --- score -------------------------------------------------------------
+    raw_s = _as_numeric(df[score])
+    finite = np.isfinite(raw_s)
+    if not finite.any():
+        example = df[score].dropna()
+        ex = f" (e.g. {example.iloc[0]!r})" if len(example) else " (all missing)"
+        raise DataError(f"score column {score!r} holds no finite numbers{ex}; pick a numeric column.")
+    s, was_mapped = to_probabilities(raw_s, column=score)
+    mapped: dict[str, tuple[float, float]] = {}
+    if was_mapped:
+        lo, hi = float(raw_s[finite].min()), float(raw_s[finite].max())
+        mapped[score] = (lo, hi)
+        messages.append(f"Score column {score!r} ranges from {lo:.4g} to {hi:.4g}, outside [0, 1]: "
+                        "read as a margin or logit and mapped by the logistic function "
+                        "1/(1+exp(-s)) (not min-max scaled).")
+
+    # --- rows ----------------------------------------------------------------
+    bad_score = ~finite
+    bad_label = ~lab_ok & finite
+    dropped = {}
+    if bad_score.any():
+        dropped["missing or non-finite score"] = int(bad_score.sum())
+    if bad_label.any():
+        dropped["missing label"] = int(bad_label.sum())
+    keep = finite & lab_ok
+    n_used = int(keep.sum())
+    for reason, k in dropped.items():
+        messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} with a {reason}.")
+    if n_used < MIN_ROWS:
+        why = "; ".join(f"{k} with a {r}" for r, k in dropped.items())
+        raise DataError(f"only {n_used} usable rows in {name} (of {n_read} read"
+                        f"{'; dropped ' + why if why else ''}); at least {MIN_ROWS} are needed.")
+    lab_kept = df[label][keep]
+    y = (lab_kept == pos).to_numpy(dtype=bool).astype(np.int8)
+    n_pos = int(y.sum())
+    if n_pos == 0 or n_pos == n_used:
+        only = pos if n_pos else neg
+        raise DataError(f"after dropping rows with a missing score, label column {label!r} holds one "
+                        f"class only ({_plain(only)!r}); calibration needs both.")
+    class_counts = {f"positive ({_plain(pos)})": n_pos, f"negative ({_plain(neg)})": n_used - n_pos}
+    messages.append(f"Label column {label!r}: {n_pos:,} positive ({_plain(pos)!r}), "
+                    f"{n_used - n_pos:,} negative ({_plain(neg)!r}); {n_used:,} rows used.")
+    messages.append(f"Active score column {score!r}"
+                    + (f" (other candidates: {', '.join(c for c in score_columns if c != score)})"
+                       if len(score_columns) > 1 else "") + ".")
+    feats = None
+    if features:
+        feats = df.loc[keep, features].reset_index(drop=True)
+        messages.append(f"Feature columns: {', '.join(features)}.")
+    split_arr = None
+    if split is not None:
+        split_arr = _split_strings(df.loc[keep, split])
+        messages.append(f"Split column {split!r}: " + ", ".join(
+            f"{k} ({v:,})" for k, v in zip(*np.unique(split_arr.astype(str), return_counts=True))) + ".")
+
+    report = ValidationReport(n_read=n_read, n_used=n_used, dropped=dropped, mapped=mapped,
+                              class_counts=class_counts, messages=messages)
+    return ScoreSet(name=name, raw=df, label_column=label, positive_label=_scalar(pos),
+                    negative_label=_scalar(neg), score_columns=list(score_columns), score=score,
+                    feature_columns=list(features), split_column=split, report=report, info=info,
+                    scores=np.ascontiguousarray(s[keep], dtype=float), labels=y,
+                    features=feats, split=split_arr)
+
+
+def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | None = None,
+                    features=None, split=None, positive=None, info: FileInfo | None = None,
+                    name: str | None = None) -> ScoreSet:
+    """Validate ``df`` and build a :class:`ScoreSet`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table as read (kept as ``ScoreSet.raw``).
+    score, label : str, optional
+        Active score column and label column; guessed when None.
+    features : list of str, optional
+        Feature columns; guessed when None, none when ``[]``.
+    split : str, optional
+        Split column (e.g. train/test); guessed when None, none when ``False`` or ``""``.
+    positive : optional
+        The label value taken as class 1 (matched exactly, then as text,
+        then case-insensitively); default: 1, True, yes, pos/positive, else
+        the second value in sorted order.
+    info : FileInfo, optional
+        From :func:`~calibdash.data.read_table`; used in messages and in ``content_key``.
+    name : str, optional
+        Display name (default: ``info.name`` or ``"data"``).
+
+    Raises
+    ------
+    DataError
+        A named column is missing; no numeric column; the label has one or
+        more than two values; fewer than ``MIN_ROWS`` usable rows; the positive
+        label is not a label value.
+    """
+    name = name or (info.name if info is not None else "data")
+    if len(df) == 0:
+        raise DataError(f"{name} has a header but no rows.")
+    if isinstance(features, str):
+        features = [features]
+    for col, role in ((score, "score"), (label, "label"), (split or None, "split")):
+        if col is not None:
+            _check_columns(df, [col], role)
+    if features:
+        _check_columns(df, list(features), "feature")
+    no_split = split is False or split == ""
+    # a named score column is never guessed as the label (nor as the split)
+    roles = guess_roles(df.drop(columns=[score]) if score is not None and label is None else df,
+                        label=label, split=None if no_split else split)
+    if no_split:
+        roles.split = None
+    label = roles.label
+    if label is not None and score == label:
+        raise DataError(f"column {score!r} cannot be both the score and the label.")
+    score_columns = list(roles.scores)
+    if score is not None:
+        if score not in score_columns:
+            score_columns = [c for c in score_columns if c != score]
+            score_columns.insert(0, score)
+    elif not score_columns:
+        kinds = ", ".join(f"{c!r} ({df[c].dtype})" for c in df.columns[:20])
+        raise DataError(f"no numeric column in {name} to use as a score (columns: {kinds}). "
+                        "A score column must hold numbers: probabilities, margins or logits.")
+    else:
+        score = score_columns[0]
+    if features is None:
+        features = [c for c in roles.features if c != score]
+    else:
+        features = [c for c in features if c not in (score, label)]
+    return _build(df, label=label, score=score, score_columns=score_columns, features=list(features),
+                  split=roles.split, positive=positive, info=info, name=name)
