@@ -1,16 +1,60 @@
-"""Command line: the same numbers as the API, errors as messages with exit code 2."""
+"""Command line: the same numbers as the API, defaults from the library, errors as messages with exit code 2."""
+import ast
+import io
 import json
+import os
+import subprocess
+import sys
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from calibdash import load_scores
-from calibdash.__main__ import main
+from calibdash import benchmark, calibrators, cli, export, load_scores
+from calibdash.errors import ProgrammingError
 from calibdash.evaluation import Scheme, evaluate
 from conftest import REPO
 
 CIRCLES = str(REPO / "sample_data" / "circles_svm.csv")
+main = cli.main
 
 
+# -- one command-line module ------------------------------------------------------------------------------
+def test_only_the_cli_module_parses_arguments():
+    users = []
+    for path in sorted((REPO / "calibdash").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if "argparse" in names:
+                users.append(path.relative_to(REPO).as_posix())
+    assert users == ["calibdash/cli.py"]
+
+
+def test_python_dash_m_runs_the_cli():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ok = subprocess.run([sys.executable, "-m", "calibdash", "methods"], cwd=REPO, env=env,
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.split("\n")[0].startswith("platt")
+    bad = subprocess.run([sys.executable, "-m", "calibdash", "evaluate", CIRCLES, "--methods", "nope"], cwd=REPO,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown calibrator 'nope'")
+    assert "Traceback" not in bad.stderr
+
+
+def test_defaults_come_from_the_library():
+    parser = cli.build_parser()
+    e = parser.parse_args(["evaluate", CIRCLES])
+    scheme = Scheme()
+    assert (e.scheme, e.test_size, e.folds, e.seed) == (scheme.kind, scheme.test_size, scheme.n_folds, scheme.seed)
+    assert e.methods == ",".join(cli.EVALUATE_METHODS)
+    b = parser.parse_args(["benchmark", CIRCLES])
+    assert b.methods == ",".join(benchmark.DEFAULT_METHODS)
+    assert (b.folds, b.repeats, b.metric, b.alpha) == (benchmark.DEFAULT_FOLDS, benchmark.DEFAULT_REPEATS,
+                                                       benchmark.DEFAULT_METRIC, benchmark.DEFAULT_ALPHA)
+
+
+# -- evaluate ---------------------------------------------------------------------------------------------
 def test_evaluate_json_matches_api(capsys):
     assert main(["evaluate", CIRCLES, "--methods", "platt,isotonic", "--scheme", "column", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -22,17 +66,149 @@ def test_evaluate_json_matches_api(capsys):
 
 
 def test_evaluate_params_reach_the_calibrator(capsys):
-    main(["evaluate", CIRCLES, "--methods", "histogram", "--param", "histogram.n_bins=2", "--json"])
-    two = json.loads(capsys.readouterr().out)["metrics"]["histogram"]["AUC"]
-    main(["evaluate", CIRCLES, "--methods", "histogram", "--param", "histogram.n_bins=30", "--json"])
-    thirty = json.loads(capsys.readouterr().out)["metrics"]["histogram"]["AUC"]
-    assert two != thirty
+    """--param goes through calibdash.methods: the CLI's numbers are the API's with the same hyperparameters."""
+    ss = load_scores(CIRCLES)
+    for n_bins in (2, 30):
+        assert main(["evaluate", CIRCLES, "--methods", " histogram, ", "--param", f"histogram.n_bins={n_bins}",
+                     "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)["metrics"]["histogram"]["ECE"]
+        ev = evaluate(ss.scores, ss.labels, {"histogram": {"n_bins": n_bins}}, Scheme())
+        assert got == pytest.approx(ev.metrics.loc["histogram", "ECE"])
+
+
+def test_evaluate_prints_the_table(capsys):
+    assert main(["evaluate", CIRCLES, "--methods", "platt", "--scheme", "kfold", "--folds", "3"]) == 0
+    text = capsys.readouterr().out
+    ss = load_scores(CIRCLES)
+    ev = evaluate(ss.scores, ss.labels, ["platt"], Scheme("kfold", n_folds=3))
+    assert "3-fold cross-fitting (seed 0)" in text and "2,000 rows judged" in text
+    assert f"{ev.metrics.loc['platt', 'ECE']:.4f}" in text
 
 
 def test_errors_are_messages(capsys, tmp_path):
     assert main(["evaluate", CIRCLES, "--methods", "nope"]) == 2
-    assert "unknown calibrator" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("error: unknown calibrator 'nope'")
+    assert main(["evaluate", CIRCLES, "--param", "platt.c"]) == 2
+    assert "METHOD.NAME=VALUE" in capsys.readouterr().err
+    assert main(["evaluate", CIRCLES, "--methods", "platt", "--param", "bbq.c=5"]) == 2
+    assert "not among the chosen methods" in capsys.readouterr().err
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     assert main(["evaluate", str(empty)]) == 2
     assert "empty" in capsys.readouterr().err.lower()
+
+
+def test_a_programming_error_is_shown_as_one(monkeypatch, capsys):
+    def broken():
+        raise ProgrammingError("registry lookup called wrongly")
+
+    monkeypatch.setattr(cli.calibrators, "classes", broken)
+    assert main(["methods"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("internal error (ProgrammingError): registry lookup called wrongly")
+    assert "bug" in err
+
+
+# -- methods ----------------------------------------------------------------------------------------------
+def test_methods_lists_every_calibrator_with_its_hyperparameters(capsys):
+    assert main(["methods"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert [line.split()[0] for line in lines[::2]] == list(calibrators.classes())
+    assert "n_bins=" in lines[2 * list(calibrators.classes()).index("histogram") + 1]
+
+
+# -- fit and apply (their numbers are tested in test_export.py) -------------------------------------------
+def test_fit_then_apply_round_trip(tmp_path, capsys):
+    model, out = tmp_path / "h.json", tmp_path / "out.csv"
+    assert main(["fit", CIRCLES, "--method", "histogram", "--param", "histogram.n_bins=4", "--out", str(model)]) == 0
+    cal = export.loads(model.read_text())
+    assert cal.get_params()["n_bins"] == 4
+    assert main(["apply", str(model), CIRCLES, "--out", str(out)]) == 0
+    got = pd.read_csv(out)
+    assert np.array_equal(got["calibrated"].to_numpy(), cal.predict(got["linear_svm"].to_numpy()))
+
+
+def test_fit_takes_one_method(capsys):
+    assert main(["fit", CIRCLES, "--method", "platt,bbq"]) == 2
+    assert "--method takes one calibrator" in capsys.readouterr().err
+
+
+def test_an_unwritable_out_path_is_an_environment_problem(tmp_path, capsys):
+    target = tmp_path / "no such folder" / "model.json"
+    assert main(["fit", CIRCLES, "--method", "platt", "--out", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot write {target}")
+    with pytest.raises(cli.EnvironmentProblem):
+        cli.cmd_fit(cli.build_parser().parse_args(["fit", CIRCLES, "--method", "platt", "--out", str(target)]))
+
+
+def test_apply_maps_margins_by_the_logistic_function(tmp_path, capsys):
+    """A model fitted on margins: new margins go through the logistic function, and the note says so."""
+    rng = np.random.default_rng(1)
+    m = rng.normal(0, 2, 400)
+    train = tmp_path / "train.csv"
+    pd.DataFrame({"margin": m, "y": (rng.uniform(size=400) < 1 / (1 + np.exp(-m))).astype(int)}).to_csv(
+        train, index=False)
+    model = tmp_path / "iso.json"
+    assert main(["fit", str(train), "--method", "isotonic", "--out", str(model)]) == 0
+    new = tmp_path / "new.csv"
+    pd.DataFrame({"margin": [-2.0, 0.0, 3.0]}).to_csv(new, index=False)
+    capsys.readouterr()
+    assert main(["apply", str(model), str(new)]) == 0
+    out = capsys.readouterr()
+    cal = export.loads(model.read_text())
+    got = pd.read_csv(io.StringIO(out.out))["calibrated"].to_numpy()
+    assert np.array_equal(got, cal.predict(1 / (1 + np.exp(-np.array([-2.0, 0.0, 3.0])))))
+    assert "mapped by the logistic function" in out.err
+
+
+# -- benchmark --------------------------------------------------------------------------------------------
+@pytest.fixture
+def folder(tmp_path):
+    """Two CSV files; the second holds two models (two score columns), so three data sets."""
+    for i, name in enumerate(("one.csv", "two.csv")):
+        rng = np.random.default_rng(i)
+        s = rng.uniform(0.01, 0.99, 400)
+        df = pd.DataFrame({"score": s, "label": (rng.uniform(size=400) < s ** 2).astype(int)})
+        if i:
+            df["other_score"] = np.clip(s + rng.normal(0, 0.1, 400), 0.01, 0.99)
+        df.to_csv(tmp_path / name, index=False)
+    return tmp_path
+
+
+def test_benchmark_json_matches_the_api(folder, capsys):
+    assert main(["benchmark", str(folder), "--methods", "platt,isotonic", "--folds", "3", "--repeats", "1",
+                 "--metric", "Brier", "--reference", "isotonic", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["datasets"] == ["one.csv", "two.csv · score", "two.csv · other_score"]
+    api = benchmark.run_benchmark(benchmark.load_datasets([str(folder)]), ["platt", "isotonic"], n_folds=3,
+                                  repeats=1, metric="Brier", reference="isotonic")
+    assert out["average_ranks"] == pytest.approx(api.average_ranks.to_dict())
+    assert out["friedman"]["ff"] == pytest.approx(api.friedman.ff)
+    assert [h["method"] for h in out["holm"]] == list(api.holm.index)
+    assert out["values"]["one.csv"]["platt"] == pytest.approx(api.table.loc["one.csv", "platt"])
+    assert out["summary"] == api.describe()
+
+
+def test_benchmark_prints_the_page_tables(folder, capsys):
+    files = [str(folder / "one.csv"), str(folder / "two.csv")]
+    assert main(["benchmark", *files, "--methods", "platt,histogram", "--param", "histogram.n_bins=5",
+                 "--folds", "2", "--repeats", "1"]) == 0
+    text = capsys.readouterr().out
+    api = benchmark.run_benchmark(benchmark.load_datasets(files), {"platt": {}, "histogram": {"n_bins": 5}},
+                                  n_folds=2, repeats=1, metric="ECE")
+    tables = benchmark.report_tables(api)
+    assert len(tables) == 5
+    positions = [text.index(f"\n{t.title}\n") for t in tables]
+    assert positions == sorted(positions)                    # every title, in the report's order
+    assert api.describe() in text
+    assert f"{api.table.loc['one.csv', 'histogram']:.4f}" in text
+
+
+def test_benchmark_refuses_a_folder_without_tables_and_unknown_params(folder, tmp_path, capsys):
+    (tmp_path / "nothing").mkdir()
+    assert main(["benchmark", str(tmp_path / "nothing")]) == 2
+    assert "holds no .csv" in capsys.readouterr().err
+    assert main(["benchmark", str(folder), "--methods", "platt", "--param", "bbq.c=5"]) == 2
+    assert "not among the chosen methods" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Comparing several methods over several data sets: Friedman test and Holm's procedure.
+"""Ranks of methods over data sets and the tests on them: Friedman (Iman-Davenport) and Holm.
 
 This is the procedure Demšar (2006), "Statistical comparisons of classifiers
 over multiple data sets" (JMLR 7:1-30, section 3.2.2) recommends and the BBQ
@@ -34,7 +34,8 @@ Demšar's worked example (his Table 6: AUC of four C4.5 variants on 14 data
 sets; average ranks 3.143, 2.000, 2.893, 1.964; ``chi2_F = 9.28``,
 ``F_F = 3.69`` against ``F(3, 39) = 2.85`` at alpha = .05; Holm rejects
 C4.5+m+cf and C4.5+m against C4.5, retains C4.5+cf) is reproduced in
-``tests/test_stats.py``.
+``tests/test_stats.py``. :mod:`calibdash.benchmark.statistics` applies
+these functions to a benchmark's results.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .errors import DataError
+from ..errors import DataError, SettingsError
 
 __all__ = ["FriedmanResult", "rank_table", "average_ranks", "friedman", "friedman_from_ranks",
            "rank_standard_error", "holm"]
@@ -189,6 +190,8 @@ def friedman_from_ranks(avg_ranks, n_datasets: int, alpha: float = 0.05) -> Frie
     ------
     DataError
         Fewer than two methods or two data sets, or ranks outside [1, k].
+    SettingsError
+        ``alpha`` outside (0, 1).
     """
     r = np.asarray(avg_ranks, dtype=float).reshape(-1)
     k, n = r.size, int(n_datasets)
@@ -197,7 +200,7 @@ def friedman_from_ranks(avg_ranks, n_datasets: int, alpha: float = 0.05) -> Frie
     if n < 2:
         raise DataError(f"the Friedman test needs at least two data sets, got {n}.")
     if not 0 < alpha < 1:
-        raise DataError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
     if not np.all(np.isfinite(r)) or r.min() < 1 - 1e-9 or r.max() > k + 1e-9:
         raise DataError(f"average ranks of {k} methods must lie in [1, {k}], got {r.tolist()}.")
     chi2 = 12.0 * n / (k * (k + 1)) * (np.sum(r ** 2) - k * (k + 1) ** 2 / 4.0)
@@ -270,18 +273,21 @@ def holm(avg_ranks: Mapping[str, float] | pd.Series, n_datasets: int, reference:
     Raises
     ------
     DataError
-        Unknown reference, fewer than two methods, or N < 1.
+        Fewer than two methods, or N < 1.
+    SettingsError
+        Unknown reference, or ``alpha`` outside (0, 1).
     """
     r = pd.Series(avg_ranks, dtype=float)
     if reference not in r.index:
-        raise DataError(f"reference method {reference!r} is not among the methods: {', '.join(map(str, r.index))}.")
+        raise SettingsError(f"reference method {reference!r} is not among the methods: "
+                            f"{', '.join(map(str, r.index))}.")
     k, n = r.size, int(n_datasets)
     if k < 2:
         raise DataError("Holm's procedure needs the reference and at least one other method.")
     if n < 1:
         raise DataError(f"n_datasets must be at least 1, got {n_datasets}.")
     if not 0 < alpha < 1:
-        raise DataError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
     se = rank_standard_error(k, n)
     others = r.drop(reference)
     diff = others - r[reference]

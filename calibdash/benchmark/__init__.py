@@ -1,0 +1,54 @@
+"""Benchmark calibrators over several data sets: repeated K-fold cross-fitting, ranks, Friedman and Holm.
+
+The protocol of the BBQ and ELiTE papers' real-data experiments, after
+Demšar (2006):
+
+1. Every (data set, method, repeat) *unit* is one call of
+   :func:`calibdash.evaluation.evaluate` with ``Scheme("kfold", seed=seed +
+   repeat)``: each row's calibrated value comes from a model fitted on the
+   other K - 1 folds, and the metrics are computed once on all the
+   out-of-fold predictions. Within a repeat every method sees the same folds
+   (same seed); the uncalibrated scores are a unit of their own (``method =
+   "uncalibrated"``), ranked like a method, as the papers rank the base
+   classifier. A unit depends only on its data, calibrator, K and seed, so
+   callers can cache units (``cache=``) and an interrupted run resumes.
+2. A data set's value of a metric for a method is the mean over repeats.
+   Demšar (section 3.2.3) warns that folds and repeats are not independent
+   observations, so they are averaged, never used as extra blocks.
+3. On each data set the methods are ranked (1 = best, ties get mid-ranks);
+   average ranks per metric, Friedman's test with the Iman-Davenport
+   correction, and Holm's step-down procedure against a reference method
+   follow. As in the papers, the post-hoc comparison counts only when the
+   Friedman test rejects: otherwise every method is reported as not
+   significantly different from the reference.
+
+The modules, one job each:
+
+:mod:`~calibdash.benchmark.engine`
+    Plans and runs the units (:func:`run_benchmark`, :func:`run_unit`,
+    :class:`UnitCache`).
+:mod:`~calibdash.benchmark.statistics`
+    Steps 2-3 from a unit table (:func:`summarise`, :class:`BenchmarkResult`),
+    so another ranking metric, reference or alpha needs no refitting.
+:mod:`~calibdash.benchmark.rank_tests`
+    The tests themselves: ranks, Friedman / Iman-Davenport, Holm.
+:mod:`~calibdash.benchmark.report`
+    The tables (:func:`report_tables`, each a :class:`ReportTable` with its
+    :class:`TableKind`), sentences and JSON shown to people.
+:mod:`~calibdash.benchmark.datasets`
+    Data sets from tables and files, one per score column
+    (:func:`load_datasets`).
+
+The command line ``python -m calibdash benchmark FILES...`` is in
+:mod:`calibdash.cli`.
+"""
+from .datasets import datasets_from_table, load_datasets
+from .engine import (DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS, Unit, UnitCache, plan_units, run_benchmark,
+                     run_unit, unit_key)
+from .report import ReportTable, TableKind, describe, report_tables, to_json
+from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, BenchmarkResult, default_reference, summarise
+
+__all__ = ["Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",
+           "run_unit", "run_benchmark", "summarise", "default_reference", "report_tables", "describe", "to_json",
+           "datasets_from_table", "load_datasets", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS",
+           "DEFAULT_METRIC", "DEFAULT_ALPHA"]

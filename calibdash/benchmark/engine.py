@@ -1,0 +1,260 @@
+"""The benchmark engine: plan (data set, method, repeat) units, run each as one K-fold evaluation, cache them.
+
+A unit is one call of :func:`calibdash.evaluation.evaluate` with
+``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its
+data, calibrator, K and seed (:func:`unit_key`), so callers can cache units
+(``run_benchmark(cache=...)``) and an interrupted run resumes where it
+stopped. :func:`run_benchmark` runs the units and hands the unit table to
+:func:`calibdash.benchmark.statistics.summarise`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Mapping, MutableMapping, Sequence
+
+import pandas as pd
+
+from ..calibrators.base import Calibrator
+from ..data import ScoreSet
+from ..errors import DataError, SettingsError
+from ..evaluation import UNCALIBRATED, Scheme, evaluate
+from ..methods import resolve
+from ..metrics import METRIC_NAMES
+from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, BenchmarkResult, default_reference, summarise
+
+__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_benchmark", "DEFAULT_METHODS",
+           "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
+
+#: Methods a benchmark starts with: the three classic calibrators and BBQ.
+DEFAULT_METHODS = ("platt", "histogram", "isotonic", "bbq")
+#: K of the cross-fitting: the evaluation scheme's own default.
+DEFAULT_FOLDS = Scheme().n_folds
+#: Repetitions of the K-fold cross-fitting, with fold seeds seed, seed + 1, ...
+DEFAULT_REPEATS = 2
+#: Changes when a unit's computation changes, so stale cached units are not reused.
+_UNIT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One independent piece of work: a method on a data set in one repeat."""
+
+    dataset: str
+    method: str
+    repeat: int
+    seed: int
+
+
+class UnitCache:
+    """A bounded, thread-safe mapping of unit key -> unit metrics (least recently used dropped first).
+
+    Any ``MutableMapping`` works as ``run_benchmark(cache=...)``; this one is
+    what the dashboard keeps for all sessions.
+    """
+
+    def __init__(self, max_entries: int = 20_000):
+        self.max_entries = int(max_entries)
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        with self._lock:
+            if key not in self._data:
+                return default
+            self._data.move_to_end(key)
+            return dict(self._data[key])
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def __setitem__(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = dict(value)
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+
+def plan_units(datasets: Sequence[str], methods: Sequence[str], repeats: int = DEFAULT_REPEATS, seed: int = 0,
+               include_uncalibrated: bool = True) -> list[Unit]:
+    """Units in run order: data set, then repeat, then the uncalibrated scores and each method.
+
+    Repeat ``r`` uses fold seed ``seed + r``.
+    """
+    keys = ([UNCALIBRATED] if include_uncalibrated else []) + [m for m in methods if m != UNCALIBRATED]
+    return [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
+
+
+def _params_key(cal: Calibrator | None) -> tuple:
+    if cal is None:
+        return (UNCALIBRATED, ())
+    return (type(cal).__module__ + "." + type(cal).__qualname__,
+            tuple(sorted((k, repr(v)) for k, v in cal.get_params().items())))
+
+
+def unit_key(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int, seed: int) -> tuple:
+    """Cache key of a unit: the data's content hash, the calibrator's class and parameters, K and the seed."""
+    return (_UNIT_VERSION, ss.content_key(), _params_key(calibrator), int(n_folds), int(seed))
+
+
+def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
+             progress: Callable[[float, str], None] | None = None) -> dict[str, float]:
+    """Metrics of one unit: ``calibrator`` cross-fitted on ``ss`` with K folds shuffled by ``seed``.
+
+    Parameters
+    ----------
+    ss : ScoreSet
+    calibrator : Calibrator or None
+        Unfitted (cloned per fold); None for the uncalibrated scores.
+    n_folds, seed : int
+        ``Scheme("kfold", n_folds=n_folds, seed=seed)``.
+    progress : callable(fraction, message), optional
+        Passed to :func:`~calibdash.evaluation.evaluate` (called after each fold).
+
+    Returns
+    -------
+    dict
+        :data:`calibdash.metrics.METRIC_NAMES` -> value on all out-of-fold
+        predictions, plus ``"seconds"``.
+    """
+    scheme = Scheme("kfold", n_folds=int(n_folds), seed=int(seed))
+    methods = {} if calibrator is None else {"m": calibrator}
+    feats = ss.features if calibrator is not None and calibrator.uses_features else None
+    t0 = time.perf_counter()
+    ev = evaluate(ss.scores, ss.labels, methods, scheme, features=feats, progress=progress)
+    row = ev.metrics.loc[UNCALIBRATED if calibrator is None else "m"]
+    out = {name: float(row[name]) for name in METRIC_NAMES}
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _check_metrics(names: Sequence[str], metric: str) -> list[str]:
+    """The kept metric names in :data:`METRIC_NAMES` order, the ranked one included."""
+    names = list(dict.fromkeys(names))
+    unknown = [m for m in names + [metric] if m not in METRIC_NAMES]
+    if unknown:
+        raise SettingsError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRIC_NAMES)}.")
+    if metric not in names:
+        names.append(metric)
+    return [m for m in METRIC_NAMES if m in names]
+
+
+def _units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["dataset", "repeat", "seed", "method", *metric_names, "seconds"])
+
+
+def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFAULT_FOLDS,
+                  repeats: int = DEFAULT_REPEATS, seed: int = 0, metrics: Sequence[str] = METRIC_NAMES, *,
+                  metric: str = DEFAULT_METRIC, reference: str | None = None, alpha: float = DEFAULT_ALPHA,
+                  include_uncalibrated: bool = True, progress: Callable[[float, str], None] | None = None,
+                  cache: MutableMapping | None = None, compute: bool = True) -> BenchmarkResult:
+    """Cross-fit every method on every data set, ``repeats`` times, and compare them by ranks.
+
+    Parameters
+    ----------
+    datasets : mapping name -> ScoreSet
+        At least two for the Friedman test (one still gives the tables).
+    methods : method spec
+        Anything :func:`calibdash.methods.resolve` takes (``"platt,bbq"``, a
+        list of names, key -> hyperparameters, key -> unfitted calibrator).
+        The key ``"uncalibrated"`` is reserved for the raw scores.
+    n_folds : int, default ``Scheme().n_folds``
+        K of the cross-fitting.
+    repeats : int, default 2
+        Repetitions with fold seeds ``seed``, ``seed + 1``, ...
+    seed : int, default 0
+    metrics : sequence of str
+        Metrics kept (names of :data:`calibdash.metrics.METRIC_NAMES`).
+    metric : str, default "ECE"
+        The metric ranked for the Friedman test and Holm's procedure.
+    reference : str, optional
+        Method the others are compared with (default
+        :func:`~calibdash.benchmark.statistics.default_reference`).
+    alpha : float, default 0.05
+    include_uncalibrated : bool, default True
+        Rank the raw scores as a method, as the papers rank the base classifier.
+    progress : callable(fraction, message), optional
+        Called after every fold of every (data set, method, repeat), and once
+        per unit taken from ``cache``; ``fraction`` rises to 1.
+    cache : mutable mapping, optional
+        Unit results by :func:`unit_key` (e.g. a :class:`UnitCache`): units
+        found are not refitted, computed ones are stored as soon as they
+        finish, so a run interrupted from outside (the dashboard's Stop)
+        keeps its finished units and the same call later resumes.
+    compute : bool, default True
+        False: use only the units found in ``cache`` (nothing is fitted); the
+        result then covers the complete (data set, repeat) blocks found.
+
+    Returns
+    -------
+    BenchmarkResult
+
+    Raises
+    ------
+    SettingsError
+        Unknown method, hyperparameter or metric, no data set or method,
+        fewer than 2 folds or 1 repeat.
+    DataError
+        A data set that K-fold cross-fitting cannot use (the message names it).
+    """
+    if not datasets:
+        raise SettingsError("choose at least one data set.")
+    cals = resolve(methods)
+    if not cals:
+        raise SettingsError("choose at least one calibrator.")
+    metric_names = _check_metrics(metrics, metric)
+    if int(repeats) < 1:
+        raise SettingsError(f"repeats must be at least 1, got {repeats}.")
+    if int(n_folds) < 2:
+        raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
+    units = plan_units(list(datasets), list(cals), repeats, seed, include_uncalibrated)
+    steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
+    total_steps = sum(steps.values())
+    done_steps = 0
+    rows: list[dict] = []
+
+    def report(steps_done: float, message: str) -> None:
+        if progress is not None:
+            progress(steps_done / total_steps, message)
+
+    for unit in units:
+        ss = datasets[unit.dataset]
+        cal = None if unit.method == UNCALIBRATED else cals[unit.method]
+        n = steps[unit]
+        key = unit_key(ss, cal, n_folds, unit.seed) if cache is not None else None
+        found = cache.get(key) if cache is not None else None
+        where = f"{unit.dataset} · {unit.method} · repeat {unit.repeat + 1} of {repeats}"
+        if found is None and not compute:
+            done_steps += n
+            continue
+        if found is None:
+            def fold_progress(frac, _msg, _base=done_steps, _n=n, _where=where):
+                report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
+
+            try:
+                found = run_unit(ss, cal, n_folds, unit.seed, progress=fold_progress)
+            except DataError as exc:
+                raise DataError(f"data set {unit.dataset!r}: {exc}") from None
+            if cache is not None:
+                cache[key] = found
+            done_steps += n
+            if cal is None:
+                report(done_steps, f"{where} · scored")
+        else:
+            done_steps += n
+            report(done_steps, f"{where} · from cache")
+        rows.append({"dataset": unit.dataset, "repeat": unit.repeat, "seed": unit.seed,
+                     "method": unit.method, **{m: found[m] for m in metric_names},
+                     "seconds": found.get("seconds", float("nan"))})
+    planned = list(dict.fromkeys(u.method for u in units))
+    return summarise(_units_frame(rows, metric_names), metric=metric,
+                     reference=reference or default_reference(planned), alpha=alpha, n_folds=n_folds,
+                     repeats=repeats, seed=seed, planned=len(units), methods=planned, datasets=list(datasets))

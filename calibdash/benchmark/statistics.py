@@ -1,0 +1,217 @@
+"""A benchmark's statistics: means over repeats, ranks per data set, the Friedman test and Holm's procedure.
+
+:func:`summarise` turns a unit table (one row per data set, method and
+repeat, as :func:`calibdash.benchmark.engine.run_benchmark` builds it) into
+a :class:`BenchmarkResult`, so another ranking metric, reference or alpha
+needs no refitting. The tests themselves are in
+:mod:`calibdash.benchmark.rank_tests`; the tables and sentences shown to
+people are in :mod:`calibdash.benchmark.report`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SettingsError
+from ..evaluation import UNCALIBRATED, Scheme
+from ..metrics import LOWER_IS_BETTER, METRIC_NAMES
+from . import rank_tests, report
+
+__all__ = ["BenchmarkResult", "summarise", "default_reference", "DEFAULT_METRIC", "DEFAULT_ALPHA"]
+
+#: The metric ranked unless another is chosen.
+DEFAULT_METRIC = "ECE"
+#: Significance level of the Friedman test and Holm's procedure.
+DEFAULT_ALPHA = 0.05
+
+
+def default_reference(methods: Sequence[str]) -> str:
+    """BBQ when it takes part (the papers' reference), else the first calibrator, else the raw scores."""
+    methods = list(methods)
+    if "bbq" in methods:
+        return "bbq"
+    others = [m for m in methods if m != UNCALIBRATED]
+    return others[0] if others else UNCALIBRATED
+
+
+@dataclass
+class BenchmarkResult:
+    """Everything a benchmark found, ready for tables and plots.
+
+    Attributes
+    ----------
+    units : DataFrame
+        One row per finished unit: dataset, repeat, seed, method, the metrics, seconds.
+    means : DataFrame
+        Mean over repeats, indexed by (dataset, method), one column per metric;
+        only complete (data set, repeat) blocks count.
+    metric : str
+        The ranked metric.
+    lower_is_better : bool
+        Its direction.
+    table : DataFrame
+        Data sets x methods: ``means`` of ``metric``.
+    ranks : DataFrame
+        Data sets x methods: ranks of ``table`` (1 = best, mid-ranks for ties).
+    average_ranks : Series
+        Method -> average rank on ``metric``.
+    rank_summary : DataFrame
+        Methods x metrics: the average rank on every metric.
+    friedman : FriedmanResult or None
+        None with fewer than two data sets or methods.
+    friedman_by_metric : DataFrame
+        Metric -> chi2_F, F_F, degrees of freedom, p, critical value, reject.
+    reference : str
+    holm : DataFrame or None
+        :func:`~calibdash.benchmark.rank_tests.holm` against ``reference``
+        plus a ``significant`` column: Holm rejects *and* the Friedman test
+        rejected.
+    alpha : float
+    n_folds, repeats, seed : int
+    methods, datasets : list of str
+        In display order (the uncalibrated scores first); ``datasets`` lists
+        those with complete results.
+    planned : int
+        Units planned (``len(units) < planned`` for a partial result).
+    notes : list of str
+        What was left out and why.
+    """
+
+    units: pd.DataFrame
+    means: pd.DataFrame
+    metric: str
+    lower_is_better: bool
+    table: pd.DataFrame
+    ranks: pd.DataFrame
+    average_ranks: pd.Series
+    rank_summary: pd.DataFrame
+    friedman: rank_tests.FriedmanResult | None
+    friedman_by_metric: pd.DataFrame
+    reference: str
+    holm: pd.DataFrame | None
+    alpha: float
+    n_folds: int
+    repeats: int
+    seed: int
+    methods: list
+    datasets: list
+    planned: int
+    notes: list = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every planned unit is in the result."""
+        return len(self.units) >= self.planned
+
+    def joined(self) -> list[str]:
+        """The reference and the methods not significantly different from it (the bar of the rank plot)."""
+        if self.holm is None:
+            return [self.reference] if self.reference in self.average_ranks.index else []
+        same = [m for m, sig in self.holm["significant"].items() if not sig]
+        return [m for m in self.average_ranks.index if m == self.reference or m in same]
+
+    def describe(self, labels: Mapping[str, str] | None = None) -> str:
+        """The result in plain sentences (see :func:`calibdash.benchmark.report.describe`)."""
+        return report.describe(self, labels)
+
+    def to_json(self) -> dict:
+        """Plain JSON-ready content (see :func:`calibdash.benchmark.report.to_json`)."""
+        return report.to_json(self)
+
+
+def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: str | None = None,
+              alpha: float = DEFAULT_ALPHA, n_folds: int = Scheme().n_folds, repeats: int | None = None,
+              seed: int = 0, planned: int | None = None, methods: Sequence[str] | None = None,
+              datasets: Sequence[str] | None = None) -> BenchmarkResult:
+    """Means, ranks, Friedman and Holm from a unit table (as :attr:`BenchmarkResult.units`).
+
+    Only complete (data set, repeat) blocks — every method present — count; a
+    data set with no complete block is left out and named in ``notes``.
+
+    Parameters
+    ----------
+    units : DataFrame
+        Columns dataset, repeat, seed, method and the metrics.
+    metric : str
+        The metric to rank.
+    reference : str, optional
+        Default :func:`default_reference`.
+    alpha : float
+    n_folds, repeats, seed, planned, methods, datasets
+        Recorded in the result; ``methods``/``datasets`` fix the display
+        order (default: order of appearance).
+
+    Raises
+    ------
+    SettingsError
+        ``metric`` was not computed, or ``reference`` is not a method of the
+        benchmark.
+    """
+    metric_names = [m for m in METRIC_NAMES if m in units.columns]
+    if metric not in metric_names:
+        raise SettingsError(f"metric {metric!r} was not computed; choose from {', '.join(metric_names)}.")
+    methods = list(methods) if methods is not None else list(dict.fromkeys(units["method"]))
+    all_datasets = list(datasets) if datasets is not None else list(dict.fromkeys(units["dataset"]))
+    notes: list[str] = []
+    counts = units.groupby(["dataset", "repeat"])["method"].nunique()
+    full = {blk for blk, c in counts.items() if c == len(methods)}
+    keep = units[[(d, r) in full for d, r in zip(units["dataset"], units["repeat"])]]
+    done = [d for d in all_datasets if d in set(keep["dataset"])]
+    missing = [d for d in all_datasets if d not in done]
+    if missing:
+        notes.append(f"Left out (no complete results yet): {', '.join(missing)}.")
+    reps = keep.groupby("dataset")["repeat"].nunique()
+    if len(set(reps.tolist())) > 1:
+        notes.append("Data sets were averaged over different numbers of repeats: "
+                     + ", ".join(f"{d} {reps[d]}" for d in done) + ".")
+    means = keep.groupby(["dataset", "method"])[metric_names].mean()
+    if done:
+        means = means.reindex(pd.MultiIndex.from_product([done, methods], names=["dataset", "method"]))
+    lower = metric in LOWER_IS_BETTER
+
+    def pivot(name: str) -> pd.DataFrame:
+        if not done:
+            return pd.DataFrame(columns=methods, dtype=float)
+        t = means[name].unstack("method").reindex(index=done, columns=methods)
+        t.index.name, t.columns.name = "dataset", "method"
+        return t
+
+    table = pivot(metric)
+    if done:
+        ranks = rank_tests.rank_table(table, lower)
+        rank_summary = pd.DataFrame({m: rank_tests.average_ranks(pivot(m), m in LOWER_IS_BETTER)
+                                     for m in metric_names})
+    else:
+        ranks = table.copy()
+        rank_summary = pd.DataFrame(index=methods, columns=metric_names, dtype=float)
+    rank_summary.index.name = "method"
+    avg = ranks.mean(axis=0) if done else pd.Series(np.nan, index=methods)
+    avg.name = "average rank"
+    ref = reference or default_reference(methods)
+    if ref not in methods:
+        raise SettingsError(f"reference method {ref!r} is not in the benchmark ({', '.join(methods)}).")
+    fried = None
+    holm = None
+    by_metric = pd.DataFrame(columns=["chi2_F", "F_F", "df1", "df2", "p", "critical", "reject"], dtype=float)
+    if len(done) >= 2 and len(methods) >= 2:
+        fried = rank_tests.friedman_from_ranks(avg.to_numpy(), len(done), alpha)
+        rows = {}
+        for m in metric_names:
+            f = rank_tests.friedman_from_ranks(rank_summary[m].to_numpy(), len(done), alpha)
+            rows[m] = {"chi2_F": f.chi2, "F_F": f.ff, "df1": f.ff_df1, "df2": f.ff_df2, "p": f.ff_p,
+                       "critical": f.critical, "reject": f.reject}
+        by_metric = pd.DataFrame.from_dict(rows, orient="index")
+        holm = rank_tests.holm(avg, len(done), ref, alpha)
+        holm["significant"] = holm["reject"] & fried.reject
+    by_metric.index.name = "metric"
+    return BenchmarkResult(
+        units=units.reset_index(drop=True), means=means, metric=metric, lower_is_better=lower, table=table,
+        ranks=ranks, average_ranks=avg, rank_summary=rank_summary, friedman=fried,
+        friedman_by_metric=by_metric, reference=ref, holm=holm, alpha=float(alpha), n_folds=int(n_folds),
+        repeats=int(repeats if repeats is not None else (units["repeat"].nunique() if len(units) else 0)),
+        seed=int(seed), methods=methods, datasets=done,
+        planned=int(planned if planned is not None else len(units)), notes=notes,
+    )

@@ -1,0 +1,304 @@
+"""Command line: ``python -m calibdash {evaluate,methods,fit,apply,benchmark} ...``.
+
+``evaluate`` prints the same metrics table as the dashboard's Compare page:
+each method is fitted on the fitting rows and judged on held-out rows.
+``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
+JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated scores to a
+file's rows. ``benchmark`` compares calibrators over several data sets, as
+the dashboard's Benchmark page does (:mod:`calibdash.benchmark`).
+
+This module is the only one that parses arguments: :func:`build_parser`
+holds every option, each ``cmd_*`` function turns parsed arguments into
+calls of the library, and :func:`main` reports calibdash's errors as
+messages with exit status 2. Method lists and ``--param`` go through
+:mod:`calibdash.methods`; the scheme's defaults are
+:class:`calibdash.evaluation.Scheme`'s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import benchmark, calibrators, export
+from .data import guess_roles, load_scores, margins, read_table
+from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
+from .evaluation import KINDS, Scheme, evaluate
+from .methods import parse_params, resolve, split_names
+from .metrics import METRIC_NAMES
+
+__all__ = ["main", "build_parser", "cmd_evaluate", "cmd_methods", "cmd_fit", "cmd_apply", "cmd_benchmark",
+           "EVALUATE_METHODS"]
+
+#: Methods ``evaluate`` fits unless told otherwise: the three classic calibrators.
+EVALUATE_METHODS = ("platt", "histogram", "isotonic")
+_SCHEME = Scheme()
+
+
+def _float(v: float) -> str:
+    return f"{v:.4f}"
+
+
+def _write(text: str, out: str | None) -> str:
+    """Write ``text`` to the file ``out``, or to stdout; returns where it went.
+
+    Raises
+    ------
+    EnvironmentProblem
+        ``out`` cannot be written.
+    """
+    if not out:
+        sys.stdout.write(text)
+        return "stdout"
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot write {out}: {exc.strerror or exc}.") from None
+    return out
+
+
+# -- evaluate ---------------------------------------------------------------------------------------------
+def cmd_evaluate(args) -> int:
+    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON)."""
+    ss = load_scores(args.file, score=args.score, label=args.label)
+    cals = resolve(args.methods, parse_params(args.param))
+    scheme = Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
+    if args.scheme == "column" and not ss.split_column:
+        raise DataError("--scheme column needs a split column in the file.")
+    feats = ss.features if any(c.uses_features for c in cals.values()) else None
+    ev = evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split)
+    if args.json:
+        json.dump({"file": ss.name, "score": ss.score, "rows_judged": int(ev.rows.size),
+                   "scheme": scheme.describe(),
+                   "metrics": {k: {m: float(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}},
+                  sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme.describe()}; "
+          f"{ev.rows.size:,} rows judged")
+    for msg in ss.report.messages:
+        print(f"  · {msg}")
+    print(ev.metrics.to_string(float_format=_float))
+    return 0
+
+
+# -- methods ----------------------------------------------------------------------------------------------
+def cmd_methods(args) -> int:
+    """List the registered calibrators with their papers and hyperparameters."""
+    for name, cls in calibrators.classes().items():
+        hps = ", ".join(f"{h.name}={h.default!r}" for h in cls.hyperparams)
+        print(f"{name:<10} {cls.label} — {cls.paper}\n{'':<10} hyperparameters: {hps or 'none'}")
+    return 0
+
+
+# -- fit --------------------------------------------------------------------------------------------------
+def cmd_fit(args) -> int:
+    """Fit one calibrator on a file (or the rows of one split value) and save it as JSON."""
+    names = split_names(args.method)
+    if len(names) != 1:
+        raise SettingsError(f"--method takes one calibrator, got {args.method!r}.")
+    method = names[0]
+    params = parse_params(args.param)
+    for key in params:
+        if key != method:
+            raise SettingsError(f"--param {key}.… is a hyperparameter of {key!r}, but --method is {method!r}.")
+    cal = resolve(method, params)[method]
+    ss = load_scores(args.file, score=args.score, label=args.label)
+    rows = np.arange(ss.n_rows)
+    if args.split_value is not None:
+        if ss.split is None:
+            raise DataError(f"--split-value needs a split column in {ss.name}; none was found.")
+        rows = np.flatnonzero(ss.split == args.split_value)
+        if rows.size == 0:
+            raise DataError(f"no row of {ss.name} has {args.split_value!r} in split column {ss.split_column!r} "
+                            f"(values: {', '.join(sorted(set(ss.split)))}).")
+    feats = ss.features.iloc[rows].reset_index(drop=True) if cal.uses_features and ss.features is not None else None
+    cal.fit(ss.scores[rows], ss.labels[rows], feats)
+    text = export.dumps(cal, fitted_on=export.provenance(ss, cal))
+    where = _write(text, args.out)
+    print(f"Fitted {method} on {rows.size:,} rows of {ss.name} (score {ss.score!r}); wrote {where} "
+          f"({len(text.encode()):,} bytes).", file=sys.stderr)
+    return 0
+
+
+# -- apply ------------------------------------------------------------------------------------------------
+def _apply_scores(df: pd.DataFrame, score: str, transform: str | None) -> tuple[np.ndarray, str | None]:
+    """Scores in [0, 1] (NaN where missing) mapped as the model's scores were; and a note when mapped."""
+    values = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    probs, mapped = margins.to_probabilities(values, transform=transform, column=score)
+    note = (f"score column {score!r} mapped by the logistic function, as the model's training scores were"
+            if mapped else None)
+    return probs, note
+
+
+def _apply_score_column(df: pd.DataFrame, info, asked: str | None, fitted_on: dict) -> str:
+    """The score column to apply the model to: asked for, else the model's, else the first guessed."""
+    score = asked
+    if score is None and fitted_on.get("score") in df.columns:
+        score = fitted_on["score"]
+    if score is None:
+        guessed = guess_roles(df).scores
+        if not guessed:
+            raise DataError(f"no numeric column in {info.name} to use as a score; name one with --score.")
+        score = guessed[0]
+    if score not in df.columns:
+        raise DataError(f"score column {score!r} not found in {info.name}; the columns are: "
+                        f"{', '.join(map(repr, df.columns))}.")
+    return score
+
+
+def cmd_apply(args) -> int:
+    """Add a saved calibrator's calibrated scores to every row of a file (rows without a score stay empty)."""
+    try:
+        model_text = Path(args.model).read_bytes()
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read the model file {args.model}: {exc.strerror or exc}.") from None
+    cal, fitted_on = export.read_model(model_text)
+    df, info = read_table(args.file)
+    score = _apply_score_column(df, info, args.score, fitted_on)
+    s, note = _apply_scores(df, score, fitted_on.get("score_transform"))
+    ok = np.isfinite(s)
+    feats = df.loc[ok].reset_index(drop=True) if cal.uses_features else None
+    out = df.copy()
+    replaced = "calibrated" in out.columns
+    out["calibrated"] = np.nan
+    out.loc[ok, "calibrated"] = cal.predict(s[ok], feats)
+    where = _write(out.to_csv(index=False), args.out)
+    for msg in ([note] if note else []) + (["its column 'calibrated' was replaced"] if replaced else []):
+        print(f"  · {msg}", file=sys.stderr)
+    print(f"Applied {cal.name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} (score {score!r}"
+          f"{'; rows without a score are left empty' if not ok.all() else ''}); wrote {where}.", file=sys.stderr)
+    return 0
+
+
+# -- benchmark --------------------------------------------------------------------------------------------
+def cmd_benchmark(args) -> int:
+    """Run a benchmark over the files' data sets; print the report tables and the verdict (or JSON)."""
+    datasets = benchmark.load_datasets(args.files, label=args.label, scores=args.score)
+    cals = resolve(args.methods, parse_params(args.param))
+    quiet = args.json or not sys.stderr.isatty()
+
+    def progress(frac, msg):
+        if not quiet:
+            print(f"\r{100 * frac:5.1f}%  {msg[:90]:<90}", end="", file=sys.stderr, flush=True)
+
+    result = benchmark.run_benchmark(datasets, cals, n_folds=args.folds, repeats=args.repeats, seed=args.seed,
+                                     metric=args.metric, reference=args.reference, alpha=args.alpha,
+                                     include_uncalibrated=not args.no_uncalibrated, progress=progress)
+    if not quiet:
+        print(file=sys.stderr)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{len(datasets)} data set{'s' if len(datasets) != 1 else ''}: "
+          + "; ".join(f"{k} ({ss.n_rows:,} rows)" for k, ss in datasets.items()))
+    for table in benchmark.report_tables(result):
+        print(f"\n{table.title}")
+        print(table.frame.to_string(float_format=_float))
+    print()
+    print(result.describe())
+    for note in result.notes:
+        print(f"Note: {note}")
+    return 0
+
+
+# -- the parser -------------------------------------------------------------------------------------------
+def _add_methods(p: argparse.ArgumentParser, default: Sequence[str]) -> None:
+    p.add_argument("--methods", default=",".join(default),
+                   help="comma-separated calibrators (see `methods`; default: %(default)s)")
+    _add_param(p)
+
+
+def _add_param(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--param", action="append", metavar="METHOD.NAME=VALUE", help="a hyperparameter (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command; each subcommand sets ``func`` to its ``cmd_*`` function."""
+    p = argparse.ArgumentParser(prog="python -m calibdash", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    table_help = "CSV, .csv.gz or Parquet file of scores and labels"
+
+    e = sub.add_parser("evaluate", help="fit calibrators and print held-out metrics")
+    e.add_argument("file", help=table_help)
+    _add_methods(e, EVALUATE_METHODS)
+    e.add_argument("--score", help="score column (default: guessed)")
+    e.add_argument("--label", help="label column (default: guessed)")
+    e.add_argument("--scheme", default=_SCHEME.kind, choices=list(KINDS), help="default: %(default)s")
+    e.add_argument("--test-size", type=float, default=_SCHEME.test_size,
+                   help="held-out fraction for --scheme split (default: %(default)s)")
+    e.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
+    e.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
+    e.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    e.set_defaults(func=cmd_evaluate)
+
+    m = sub.add_parser("methods", help="list the calibrators and their hyperparameters")
+    m.set_defaults(func=cmd_methods)
+
+    f = sub.add_parser("fit", help="fit one calibrator on a file and save it as JSON")
+    f.add_argument("file", help=table_help)
+    f.add_argument("--method", required=True, help="the calibrator (see `methods`)")
+    _add_param(f)
+    f.add_argument("--score", help="score column (default: guessed)")
+    f.add_argument("--label", help="label column (default: guessed)")
+    f.add_argument("--split-value", metavar="VALUE", help="fit only on the rows whose split column holds VALUE")
+    f.add_argument("--out", metavar="MODEL.json", help="where to write the model (default: stdout)")
+    f.set_defaults(func=cmd_fit)
+
+    a = sub.add_parser("apply", help="add a saved calibrator's calibrated scores to a file's rows")
+    a.add_argument("model", metavar="MODEL.json", help="a calibrator saved by `fit` (or calibdash.export.dumps)")
+    a.add_argument("file", help="CSV, .csv.gz or Parquet file with a score column (a label is not needed)")
+    a.add_argument("--score", help="score column (default: the model's, else guessed)")
+    a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
+                   "(default: stdout)")
+    a.set_defaults(func=cmd_apply)
+
+    b = sub.add_parser(
+        "benchmark", help="compare calibrators over several data sets (ranks, Friedman, Holm)",
+        description="Repeated K-fold cross-fitting of each calibrator on each data set, average ranks, "
+                    "the Friedman test with the Iman-Davenport correction and Holm's procedure against "
+                    "a reference method (Demsar 2006), as on the dashboard's Benchmark page.")
+    b.add_argument("files", nargs="+", metavar="FILE",
+                   help="CSV, .csv.gz or Parquet files, or folders of them; every score column is a data set")
+    _add_methods(b, benchmark.DEFAULT_METHODS)
+    b.add_argument("--folds", type=int, default=benchmark.DEFAULT_FOLDS,
+                   help="K of the cross-fitting (default: %(default)s)")
+    b.add_argument("--repeats", type=int, default=benchmark.DEFAULT_REPEATS,
+                   help="repetitions with seeds seed, seed+1, ... (default: %(default)s)")
+    b.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
+    b.add_argument("--metric", default=benchmark.DEFAULT_METRIC, choices=list(METRIC_NAMES),
+                   help="metric to rank (default: %(default)s)")
+    b.add_argument("--reference", help="method the others are compared with (default: bbq if chosen)")
+    b.add_argument("--alpha", type=float, default=benchmark.DEFAULT_ALPHA, help="default: %(default)s")
+    b.add_argument("--no-uncalibrated", action="store_true", help="do not rank the raw scores")
+    b.add_argument("--label", help="label column (default: guessed)")
+    b.add_argument("--score", action="append", help="score column to use (repeatable; default: every score column)")
+    b.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    b.set_defaults(func=cmd_benchmark)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit status.
+
+    calibdash's own errors are printed as one line on stderr with exit
+    status 2: ``error: ...`` for a problem with the data, a setting or the
+    machine, ``internal error: ...`` for a :class:`ProgrammingError` (a bug,
+    shown for what it is). Bad arguments exit through ``argparse`` (status 2).
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ProgrammingError as exc:
+        print(f"internal error ({type(exc).__name__}): {exc} This is a bug in calibdash, not a problem with "
+              "your data or settings; please report it.", file=sys.stderr)
+        return 2
+    except CalibdashError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
