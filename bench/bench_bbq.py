@@ -76,7 +76,7 @@ def main(argv=None) -> None:
             cal = calibrators.get("bbq", variant=variant, prune=prune)
             f, p = best_of(args.repeat, lambda: cal.fit(s, y), lambda m: m.predict(s))
             what = (f"calibdash bbq variant={variant} prune={prune}: {cal.n_models_} models, "
-                    f"{int(cal.model_kept_.sum())} averaged, {cal.cuts_.size:,} cut points")
+                    f"{cal.kept_b_.size} averaged, {cal.cuts_.size:,} cut points")
             rows.append((n, f, p, what))
         if NetcalBBQ is not None:
             sf = s.astype(np.float64)

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from calibdash import calibrators  # noqa: E402
-from calibdash.calibrators._bayes_binning import DEFAULT_LAMBDA, MAX_POSITIONS  # noqa: E402
+from calibdash.calibrators._bayes_binning import DEFAULT_LAMBDA, MAX_POSITIONS, collapse  # noqa: E402
 from calibdash.metrics import log_loss  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -74,7 +74,7 @@ def speed(sizes: list[int]) -> None:
         for name in ("sbb", "abb"):
             cal = calibrators.get(name)
             row += _best(lambda: cal.fit(s, y).predict(s))
-        pos = cal.positions_
+        pos = collapse(s, y, MAX_POSITIONS)             # the positions the fits ran on
         print(f"{n:>10,} {pos.n_distinct:>9,} {pos.size:>9,} {row[0]:>7.3f} {row[1]:>7.3f} "
               f"{row[2]:>7.3f} {row[3]:>7.3f}  "
               f"fit (sort, collapse{', group' if pos.grouped else ''}, DP) + predict {n:,} rows")

@@ -1,4 +1,4 @@
-"""Tests of BBQ (calibdash.calibrators.bbq) and its figures.
+"""Tests of BBQ (calibdash.calibrators.bbq), its explainer (calibdash.explain.bbq) and its figures.
 
 Two slow, literal references live here: a line-by-line Python transcription of
 the authors' MATLAB code (``build.m``, ``elbow.m``, ``predict.m``) and a
@@ -11,27 +11,20 @@ import inspect
 import math
 import pickle
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
 from scipy.special import betaln, gammaln
 
-from calibdash import DataError, calibrators, metrics
+from calibdash import calibrators, export, metrics
 from calibdash.calibrators.bbq import (BBQCalibrator, bdeu_log_marginal, elbow_authors, model_range,
                                        prune_paper)
 from calibdash.calibrators.histogram import equal_count_cuts
+from calibdash.errors import ProgrammingError, SettingsError
+from calibdash.explain import explain
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-def shared_file(*parts) -> Path:
-    """A file of the shared reference data, or skip when shared/ is not beside the repo."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"reference data {path} is not available (shared/ must sit beside the repo)")
-    return path
+from conftest import shared_file
 
 
 def _tied_sample(n=300, seed=3, decimals=2):
@@ -68,13 +61,14 @@ def test_model_log_marginal_likelihood_of_a_tiny_case_by_hand():
     s = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9])
     y = np.array([0, 0, 1, 0, 1, 1, 0, 1])
     cal = BBQCalibrator(ess=2.0, prune=False).fit(s, y)
-    models = cal.diagnostics()["models"].set_index("B")
+    ex = explain(cal, s, y)
+    models = ex.models.set_index("B")
     # rising factorials: Gamma(x + k) / Gamma(x) = x (x + 1) ... (x + k - 1)
     q = Fraction(1, 4)
     bin1 = q * ((1 - q) * (2 - q) * (3 - q)) / 24          # Gamma(1)/Gamma(5) = 1/24
     expected = 2 * math.log(bin1)                           # bin 2 is the mirror image
     assert models.loc[2, "log_marginal_likelihood"] == pytest.approx(expected, abs=1e-12)
-    bins = cal.diagnostics()["bins"]
+    bins = ex.bins
     b2 = bins[bins["B"] == 2]
     assert b2["upper"].tolist() == [0.5, 1.0]
     # smoothed frequencies (m_b + a p_b) / (N_b + a)
@@ -214,7 +208,7 @@ def _matlab_bbq(ptr, ytr, pte, prune=True):
 def test_authors_variant_equals_a_literal_transcription_of_the_matlab_code(seed, decimals, prune):
     s, y = _tied_sample(n=300, seed=seed, decimals=decimals)
     cal = BBQCalibrator(variant="authors", prune=prune).fit(s, y)
-    bins = cal.diagnostics()["bins"]
+    bins = explain(cal, s, y).bins
     x = np.unique(np.concatenate([s, bins["lower"], bins["upper"], np.linspace(0, 1, 101)]))
     np.testing.assert_allclose(cal.predict(x), _matlab_bbq(s, y, x, prune=prune), rtol=0, atol=1e-12)
 
@@ -235,7 +229,7 @@ def test_authors_ties_split_or_merge_exactly_as_their_code_does():
     # N = 15 gives B = 1 .. 3 (ceil(N / 5) = 3). Ten scores 0.2, then five 0.5.
     s = np.r_[np.full(10, 0.2), np.full(5, 0.5)]
     y = np.r_[np.tile([0, 1], 5), [1, 1, 0, 1, 1]]
-    bins = BBQCalibrator(variant="authors").fit(s, y).diagnostics()["bins"]
+    bins = explain(BBQCalibrator(variant="authors").fit(s, y), s, y).bins
     # B = 2: blocks of 7 rows; block 2 ends on 0.5, not on block 1's first score 0.2, so no merge:
     # the run of 0.2 is split 7 / 3 and the cut is (0.2 + 0.2) / 2
     b2 = bins[bins["B"] == 2]
@@ -247,7 +241,7 @@ def test_authors_ties_split_or_merge_exactly_as_their_code_does():
     assert b3["count"].tolist() == [10, 5]
     assert b3["upper"].tolist() == pytest.approx([0.35, 1.0], abs=1e-15)
     # the paper variant never splits the run: B = 2 and B = 3 both give the 10 / 5 bins
-    pb = BBQCalibrator().fit(s, y).diagnostics()["bins"]
+    pb = explain(BBQCalibrator().fit(s, y), s, y).bins
     assert pb[pb["B"] == 2]["count"].tolist() == [10, 5]
 
 
@@ -302,21 +296,53 @@ def _paper_bbq(s, y, x, ess=2.0, c=10, prune=True):
 def test_paper_variant_equals_a_per_model_loop(seed, decimals, ess, c, prune):
     s, y = _tied_sample(n=400, seed=seed, decimals=decimals)
     cal = BBQCalibrator(ess=ess, c=c, prune=prune).fit(s, y)
-    bins = cal.diagnostics()["bins"]
+    bins = explain(cal, s, y).bins
     x = np.unique(np.concatenate([s, bins["lower"], np.linspace(0, 1, 201)]))
     np.testing.assert_allclose(cal.predict(x), _paper_bbq(s, y, x, ess, c, prune), rtol=0, atol=1e-12)
 
 
-def test_fast_map_equals_the_weighted_average_of_the_models_in_diagnostics():
+@pytest.mark.parametrize("variant,prune", [("paper", False), ("paper", True), ("authors", False),
+                                           ("authors", True)])
+def test_the_explainers_bins_average_to_the_map_predict_uses(variant, prune):
     s, y = _tied_sample(n=500, seed=8, decimals=3)
-    cal = BBQCalibrator(prune=False).fit(s, y)
-    d = cal.diagnostics()
-    x = np.unique(np.concatenate([np.linspace(0, 1, 301), d["bins"]["lower"], s]))
+    cal = BBQCalibrator(prune=prune, variant=variant).fit(s, y)
+    ex = explain(cal, s, y)
+    x = np.unique(np.concatenate([np.linspace(0, 1, 301), ex.bins["lower"], s]))
+    # the authors' lookup at a zero-width bin's edge is predict.m's binary search, tested above
+    x = x[~np.isin(x, cal.point_x_)]
     expect = np.zeros(x.size)
-    for _, row in d["models"][d["models"]["weight"] > 0].iterrows():
-        b = d["bins"][d["bins"]["B"] == row["B"]]
+    for _, row in ex.models[ex.models["weight"] > 0].iterrows():
+        b = ex.bins[ex.bins["B"] == row["B"]]
         expect += row["weight"] * b["estimate"].to_numpy()[np.searchsorted(b["lower"].to_numpy()[1:], x, "right")]
     np.testing.assert_allclose(cal.predict(x), expect, atol=1e-12)
+    # and the map pieces it lists are predict's
+    pieces = ex.map
+    np.testing.assert_allclose(cal.predict(pieces["lower"].to_numpy()[1:]), pieces["prob"].to_numpy()[1:],
+                               atol=1e-12)
+    # the fitted calibrator's small summaries are the explanation's kept models
+    kept = ex.models[ex.models["kept"]]
+    assert cal.n_models_ == len(ex.models)
+    assert cal.kept_b_.tolist() == kept["B"].tolist()
+    np.testing.assert_allclose(cal.kept_weight_, kept["weight"], rtol=0, atol=0)
+
+
+def test_explaining_a_loaded_calibrator_gives_the_same_explanation():
+    s, y = _tied_sample(n=400, seed=12, decimals=3)
+    cal = BBQCalibrator(variant="authors").fit(s, y)
+    loaded = export.loads(export.dumps(cal))
+    a, b = explain(cal, s, y), explain(loaded, s, y)
+    assert a.notes == b.notes and a.log_evidence == b.log_evidence
+    for name in ("models", "bins", "map"):
+        assert a.tables[name].equals(b.tables[name]), name
+
+
+def test_explaining_on_other_rows_is_refused():
+    s, y = _tied_sample(n=400, seed=12, decimals=3)
+    cal = BBQCalibrator().fit(s, y)
+    with pytest.raises(ProgrammingError, match="fitted on 400 rows"):
+        explain(cal, s[:300], y[:300])
+    with pytest.raises(ProgrammingError, match="not the ones BBQ was fitted on"):
+        explain(cal, s, 1 - y)
 
 
 # ---------------------------------------------------------------------------
@@ -325,18 +351,18 @@ def test_fast_map_equals_the_weighted_average_of_the_models_in_diagnostics():
 def test_paper_variant_never_splits_tied_scores():
     s, y = _tied_sample(n=600, seed=9, decimals=1)          # about 8 distinct scores
     cal = BBQCalibrator().fit(s, y)
-    d = cal.diagnostics()
-    for B, b in d["bins"].groupby("B"):
+    ex = explain(cal, s, y)
+    for B, b in ex.bins.groupby("B"):
         # every training score sits strictly inside one bin: the stored counts are the value lookup's
         cuts = b["lower"].to_numpy()[1:]
         assert not np.isin(cuts, s).any()
         ids = np.searchsorted(cuts, s, side="right")
         assert np.bincount(ids, minlength=len(b)).tolist() == b["count"].tolist(), B
-    models = d["models"]
+    models = ex.models
     assert (models["n_bins"] <= np.unique(s).size).all()
     dup = models[models["same_as"] >= 0]
     assert len(dup) > 0 and (dup["weight"] == 0).all() and (dup["posterior"] == 0).all()
-    assert any("counted once" in n for n in d["notes"])
+    assert any("counted once" in n for n in ex.notes)
 
 
 def test_paper_boundary_goes_to_the_nearest_change_of_score_lower_on_a_tie():
@@ -344,7 +370,7 @@ def test_paper_boundary_goes_to_the_nearest_change_of_score_lower_on_a_tie():
     # (equally near): the lower one wins, as in the histogram calibrator; B = 3 cuts at 2 and 4
     s = np.array([0.1, 0.1, 0.2, 0.2, 0.3, 0.3])
     y = np.array([0, 1, 0, 1, 1, 1])
-    bins = BBQCalibrator().fit(s, y).diagnostics()["bins"]
+    bins = explain(BBQCalibrator().fit(s, y), s, y).bins
     assert bins[bins["B"] == 2]["count"].tolist() == [2, 4]
     assert bins[bins["B"] == 3]["count"].tolist() == [2, 2, 2]
     assert bins[bins["B"] == 3]["upper"].tolist() == pytest.approx([0.15, 0.25, 1.0], abs=1e-15)
@@ -366,7 +392,7 @@ def test_constant_scores_give_the_one_bin_estimate(variant):
 @pytest.mark.parametrize("variant", ["paper", "authors"])
 def test_weights_are_the_normalised_marginal_likelihoods(variant):
     s, y = _tied_sample(n=300, seed=6, decimals=3)
-    m = BBQCalibrator(variant=variant).fit(s, y).diagnostics()["models"]
+    m = explain(BBQCalibrator(variant=variant).fit(s, y), s, y).models
     distinct = m[m["same_as"] < 0]
     lml = distinct["log_marginal_likelihood"].to_numpy()
     np.testing.assert_allclose(distinct["posterior"], np.exp(lml - lml.max()) / np.exp(lml - lml.max()).sum(),
@@ -422,9 +448,9 @@ def test_hyperparameters_match_the_constructor_and_the_registry():
 
 
 @pytest.mark.parametrize("params", [{"variant": "matlab"}, {"ess": 0}, {"c": 0.5}])
-def test_bad_hyperparameters_raise_data_errors(params):
+def test_bad_hyperparameters_raise_settings_errors(params):
     s, y = _tied_sample(n=60)
-    with pytest.raises(DataError):
+    with pytest.raises(SettingsError):
         BBQCalibrator(**params).fit(s, y)
 
 
@@ -444,8 +470,9 @@ def test_figures_show_the_weights_and_the_kept_models():
 
     s, y = _tied_sample(n=400, seed=1, decimals=3)
     cal = BBQCalibrator().fit(s, y)
-    models = cal.diagnostics()["models"]
-    figs = dict(fig_bbq.inner_figures(cal))
+    ex = explain(cal, s, y)
+    models = ex.models
+    figs = dict(fig_bbq.inner_figures(ex))
     assert len(figs) == 2
     weights_fig, map_fig = figs.values()
     bars = [t for t in weights_fig.data if t.type == "bar"]

@@ -1,17 +1,20 @@
-"""The calibrator contract (every registered method) and the classic calibrators' known results."""
+"""The calibrator contract (every registered method), the classic calibrators' known results and
+their explainers."""
 import inspect
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import clone
 from sklearn.isotonic import IsotonicRegression
 
-from calibdash import calibrators
+from calibdash import calibrators, export
 from calibdash.calibrators.platt import logit
-from calibdash.errors import DataError, NotFittedError
+from calibdash.errors import DataError, NotFittedError, ProgrammingError, SettingsError
+from calibdash.explain import explain
 
 ALL = calibrators.available()
 
@@ -21,9 +24,9 @@ def test_registry_lists_classic_methods_in_order():
 
 
 def test_unknown_method_and_parameter_are_refused():
-    with pytest.raises(DataError, match="unknown calibrator"):
+    with pytest.raises(SettingsError, match="unknown calibrator"):
         calibrators.get("nope")
-    with pytest.raises(DataError, match="no hyperparameter"):
+    with pytest.raises(SettingsError, match="no hyperparameter"):
         calibrators.get("platt", n_bins=3)
 
 
@@ -53,7 +56,7 @@ def test_contract_outputs_in_unit_interval_and_state(name, noisy):
     assert cal.fit(s, y) is cal
     p = cal.predict(np.linspace(0, 1, 501))
     assert p.shape == (501,) and np.all((p >= 0) & (p <= 1))
-    assert isinstance(cal.diagnostics(), dict)
+    assert not hasattr(cal, "diagnostics")           # explaining is calibdash.explain's job
     again = pickle.loads(pickle.dumps(cal))
     np.testing.assert_array_equal(again.predict(s), cal.predict(s))
     fresh = clone(cal)
@@ -128,9 +131,12 @@ def test_histogram_bins_hand_computed():
     s = np.arange(1, 11) / 11
     y = np.array([0, 0, 1, 0, 0, 1, 1, 0, 1, 1])
     cal = calibrators.get("histogram", n_bins=2).fit(s, y)
-    assert cal.counts_.tolist() == [5, 5]
+    bins = explain(cal, s, y).bins
+    assert bins["count"].tolist() == [5, 5] and bins["positives"].tolist() == [1, 4]
+    np.testing.assert_allclose(bins["mean_score"], [3 / 11, 8 / 11])
     np.testing.assert_allclose(cal.predict(s), [0.2] * 5 + [0.8] * 5)
     assert cal.cuts_[0] == pytest.approx((5 / 11 + 6 / 11) / 2)
+    assert bins["upper"].tolist() == [cal.cuts_[0], 1.0]
 
 
 def test_histogram_never_splits_ties_and_estimates_are_bin_means():
@@ -143,14 +149,15 @@ def test_histogram_never_splits_ties_and_estimates_are_bin_means():
         assert np.unique(bins[s == v]).size == 1
     for b in np.unique(bins):
         assert cal.predict(s[bins == b])[0] == pytest.approx(y[bins == b].mean())
-    assert cal.counts_.sum() == 3000
+    table = explain(cal, s, y).bins
+    assert table["count"].tolist() == np.bincount(bins).tolist() and table["count"].sum() == 3000
 
 
 def test_histogram_bin_size_mode():
     s = np.linspace(0.01, 0.99, 1000)
     y = (np.arange(1000) % 3 == 0).astype(int)
     cal = calibrators.get("histogram", by="size", bin_size=250).fit(s, y)
-    assert cal.counts_.tolist() == [250] * 4
+    assert explain(cal, s, y).bins["count"].tolist() == [250] * 4
 
 
 def test_constant_scores_do_not_crash():
@@ -159,3 +166,59 @@ def test_constant_scores_do_not_crash():
     for name in ALL:
         p = calibrators.get(name).fit(s, y).predict(np.array([0.1, 0.3, 0.9]))
         assert np.all((p >= 0) & (p <= 1)), name
+
+
+@pytest.mark.parametrize("name,params", [("histogram", {"by": "rows"}), ("histogram", {"n_bins": 0}),
+                                         ("isotonic", {"interpolation": "cubic"})])
+def test_bad_hyperparameters_are_settings_errors(name, params, noisy):
+    s, y = noisy
+    with pytest.raises(SettingsError):
+        calibrators.get(name, **params).fit(s, y)
+
+
+# ---------------------------------------------------------------------------
+# explainers of the classic methods
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("smooth", [False, True])
+def test_platt_explanation_is_the_fit(noisy, smooth):
+    s, y = noisy
+    cal = calibrators.get("platt", smooth_targets=smooth).fit(s, y)
+    ex = explain(cal, s, y)
+    assert (ex.A, ex.B) == (cal.a_, cal.b_)
+    assert ex.log_likelihood == pytest.approx(cal.log_likelihood_, rel=1e-12)
+    n1, n0 = y.sum(), y.size - y.sum()
+    t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2)) if smooth else y
+    q = cal.predict(s)
+    assert ex.log_likelihood == pytest.approx(np.sum(t * np.log(q) + (1 - t) * np.log1p(-q)), rel=1e-9)
+    assert ex.tables["fit"].iloc[0].to_dict() == {"A": ex.A, "B": ex.B, "log_likelihood": ex.log_likelihood,
+                                                  "rows": s.size}
+
+
+@pytest.mark.parametrize("mode", ["step", "linear"])
+def test_isotonic_explanation_lists_the_pav_blocks(mode):
+    s, y = np.array([0.1, 0.2, 0.3, 0.4, 0.4]), np.array([0, 1, 0, 1, 1])
+    cal = calibrators.get("isotonic", interpolation=mode).fit(s, y)
+    blocks = explain(cal, s, y).blocks
+    assert blocks["first_score"].tolist() == [0.1, 0.2, 0.4]
+    assert blocks["last_score"].tolist() == [0.1, 0.3, 0.4]
+    assert blocks["count"].tolist() == [1, 2, 2]
+    np.testing.assert_allclose(blocks["value"], [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(cal.predict(blocks["last_score"].to_numpy()), blocks["value"])
+
+
+@pytest.mark.parametrize("name", ["platt", "histogram", "isotonic"])
+def test_classic_explanations_need_only_the_exported_state_and_the_rows(name, noisy):
+    s, y = noisy
+    cal = calibrators.get(name).fit(s, y)
+    a, b = explain(cal, s, y), explain(export.loads(export.dumps(cal)), s, y)
+    assert a.tables.keys() == b.tables.keys() and a.tables
+    for key in a.tables:
+        pd.testing.assert_frame_equal(a.tables[key], b.tables[key])
+
+
+@pytest.mark.parametrize("name", ["histogram", "isotonic"])
+def test_classic_explanations_refuse_other_rows(name, noisy):
+    s, y = noisy
+    cal = calibrators.get(name).fit(s, y)
+    with pytest.raises(ProgrammingError, match="not the ones"):
+        explain(cal, s, 1 - y)

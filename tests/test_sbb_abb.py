@@ -1,4 +1,5 @@
-"""SBB and ABB: hand-computed scores, brute force over all binnings, limits, grouping, reference data."""
+"""SBB and ABB, and their explainers: hand-computed scores, brute force over all binnings, limits,
+grouping, reference data."""
 from __future__ import annotations
 
 import itertools
@@ -9,9 +10,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from calibdash import calibrators
+from calibdash import calibrators, export
 from calibdash.calibrators._bayes_binning import collapse, log_marginal_likelihood
-from calibdash.errors import DataError
+from calibdash.errors import ProgrammingError, SettingsError
+from calibdash.explain import explain
 from calibdash.metrics import ece, rmse
 
 from conftest import shared_file
@@ -105,20 +107,23 @@ def test_three_points_hand_computed():
     """
     s, y, lam = np.array([0.0, 0.5, 1.0]), np.array([0, 1, 1]), 2 * math.log(2)
     abb = calibrators.get("abb", lam=lam).fit(s, y)
-    d = abb.diagnostics()
-    assert d["log_evidence"] == pytest.approx(math.log(11 / 96), abs=1e-12)
+    d = explain(abb, s, y)
+    assert d.log_evidence == pytest.approx(math.log(11 / 96), abs=1e-12)
+    assert abb.log_evidence_ == d.log_evidence
     expected = [Fraction(68, 165), Fraction(36, 55), Fraction(113, 165)]
     np.testing.assert_allclose(abb.predict(s), [float(f) for f in expected], atol=1e-12)
-    np.testing.assert_allclose(d["boundaries"]["posterior"], [7 / 11, 5 / 11], atol=1e-12)
-    np.testing.assert_allclose(d["boundaries"]["prior"], [0.5, 0.5], atol=1e-12)
-    assert d["expected_bins"] == pytest.approx(1 + 12 / 11)
+    np.testing.assert_allclose(d.positions["value"], [float(f) for f in expected], atol=1e-12)
+    np.testing.assert_allclose(d.boundaries["posterior"], [7 / 11, 5 / 11], atol=1e-12)
+    np.testing.assert_allclose(d.boundaries["prior"], [0.5, 0.5], atol=1e-12)
+    assert d.expected_bins == pytest.approx(1 + 12 / 11)
 
     sbb = calibrators.get("sbb", lam=lam).fit(s, y)
-    bins = sbb.diagnostics()["bins"]
-    assert bins[["first", "last"]].values.tolist() == [[0, 0], [1, 2]]
+    e = explain(sbb, s, y)
+    assert e.bins[["first", "last"]].values.tolist() == [[0, 0], [1, 2]]
     np.testing.assert_allclose(sbb.predict(s), [1 / 3, 3 / 4, 3 / 4], atol=1e-12)
     assert sbb.log_score_ == pytest.approx(math.log(4 / 96), abs=1e-12)
-    assert sbb.diagnostics()["posterior_of_best"] == pytest.approx(4 / 11)
+    assert e.log_score == sbb.log_score_ and e.log_evidence == sbb.log_evidence_
+    assert e.posterior_of_best == pytest.approx(4 / 11)
 
 
 # ---------------------------------------------------------------------------
@@ -129,9 +134,12 @@ def test_abb_equals_brute_force(s, y, lam):
     vals, n0, n1 = _positions(s, y)
     bf = brute_force(vals, n0, n1, lam)
     abb = calibrators.get("abb", lam=lam).fit(s, y)
+    ex = explain(abb, s, y)
     np.testing.assert_allclose(abb.predict(vals), bf["value"], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(abb.boundary_, bf["boundary"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(ex.positions["value"], bf["value"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(ex.boundaries["posterior"], bf["boundary"], rtol=0, atol=1e-9)
     assert abb.log_evidence_ == pytest.approx(bf["log_evidence"], abs=1e-9)
+    assert ex.log_evidence == abb.log_evidence_
 
 
 @pytest.mark.parametrize("s,y,lam", CASES)
@@ -141,8 +149,9 @@ def test_sbb_equals_brute_force_best(s, y, lam):
     sbb = calibrators.get("sbb", lam=lam).fit(s, y)
     assert sbb.log_score_ == pytest.approx(bf["best"], abs=1e-9)
     assert sbb.log_evidence_ == pytest.approx(bf["log_evidence"], abs=1e-9)
+    bins = explain(sbb, s, y).bins
     cuts = [0] * (vals.size - 1)
-    for last in sbb.bin_last_[:-1]:
+    for last in bins["last"].to_numpy()[:-1]:
         cuts[last] = 1
     # the chosen binning is a best one (and the best one when it is unique)
     assert bf["scores"][tuple(cuts)] == pytest.approx(bf["best"], abs=1e-9)
@@ -150,7 +159,6 @@ def test_sbb_equals_brute_force_best(s, y, lam):
     if bf["best"] - runner_up > 1e-9:
         assert max(bf["scores"], key=bf["scores"].get) == tuple(cuts)
     # each bin predicts its smoothed frequency, everywhere in its interval
-    bins = sbb.bins()
     for _, b in bins.iterrows():
         inside = (vals >= b["score_min"]) & (vals <= b["score_max"])
         expected = (sum(np.array(n1)[inside]) + 1) / (sum(np.array(n0)[inside]) + sum(np.array(n1)[inside]) + 2)
@@ -169,8 +177,9 @@ def test_row_order_and_ties_do_not_matter():
         b = calibrators.get(name).fit(s[perm], y[perm])
         grid = np.linspace(0, 1, 101)
         np.testing.assert_allclose(a.predict(grid), b.predict(grid), atol=1e-12)
-        assert a.positions_.size == 30
-        assert any("Tied scores were collapsed" in n for n in a.diagnostics()["notes"])
+        ex = explain(a, s, y)
+        assert len(ex.positions) == 30 and ex.positions["n"].sum() == s.size
+        assert any("Tied scores were collapsed" in n for n in ex.notes)
 
 
 # ---------------------------------------------------------------------------
@@ -188,7 +197,7 @@ def test_lambda_limits_one_bin_and_one_bin_per_score():
         np.testing.assert_allclose(small.predict(s), pooled, atol=1e-6)
         big = calibrators.get(name, lam=1e9).fit(s, y)
         np.testing.assert_allclose(big.predict(s), per_score, atol=1e-6)
-    assert calibrators.get("sbb", lam=1e9).fit(s, y).bin_first_.size == 25
+    assert calibrators.get("sbb", lam=1e9).fit(s, y).bin_estimate_.size == 25
 
 
 def test_abb_interpolates_between_positions_and_is_flat_outside():
@@ -211,7 +220,7 @@ def test_sbb_cuts_halfway_and_upper_bin_on_the_cut():
     np.testing.assert_allclose(sbb.cuts_, [0.5])
     assert sbb.predict([0.5])[0] == pytest.approx(16 / 17)     # 15 positives of 15, smoothed
     assert sbb.predict([0.4999])[0] == pytest.approx(1 / 17)
-    bins = sbb.bins()
+    bins = explain(sbb, s, y).bins
     assert bins["lower"].tolist() == [0.0, 0.5] and bins["upper"].tolist() == [0.5, 1.0]
 
 
@@ -221,9 +230,9 @@ def test_constant_score_column():
     for name in ("sbb", "abb"):
         cal = calibrators.get(name).fit(s, y)
         np.testing.assert_allclose(cal.predict([0.0, 0.3, 1.0]), 8 / 12)
-        assert cal.diagnostics()["log_evidence"] == pytest.approx(
-            math.lgamma(4) + math.lgamma(8) - math.lgamma(12))
-    assert len(calibrators.get("abb").fit(s, y).boundaries()) == 0
+        assert cal.log_evidence_ == pytest.approx(math.lgamma(4) + math.lgamma(8) - math.lgamma(12))
+        assert explain(cal, s, y).log_evidence == cal.log_evidence_
+    assert len(explain(calibrators.get("abb").fit(s, y), s, y).boundaries) == 0
 
 
 # ---------------------------------------------------------------------------
@@ -253,13 +262,17 @@ def test_grouped_fit_equals_brute_force_on_the_micro_bins():
     y = (rng.uniform(size=40) < s).astype(int)
     abb = calibrators.get("abb", lam=2.0, max_positions=6).fit(s, y)
     sbb = calibrators.get("sbb", lam=2.0, max_positions=6).fit(s, y)
-    pos = abb.positions_
+    pos = collapse(s, y, max_positions=6)
     bf = brute_force(pos.score, list(pos.n0), list(pos.n1), 2.0)
-    np.testing.assert_allclose(abb.value_, bf["value"], atol=1e-9)
+    ex = explain(abb, s, y)
+    np.testing.assert_array_equal(ex.positions[["score", "lo", "hi"]].to_numpy(),
+                                  np.column_stack([pos.score, pos.lo, pos.hi]))
+    np.testing.assert_allclose(ex.positions["value"], bf["value"], atol=1e-9)
     np.testing.assert_allclose(abb.predict(s), bf["value"][np.searchsorted(pos.hi, s)], atol=1e-9)
     assert sbb.log_score_ == pytest.approx(bf["best"], abs=1e-9)
-    notes = " ".join(abb.diagnostics()["notes"])
+    notes = " ".join(ex.notes)
     assert "micro-bins" in notes and f"{pos.size}" in notes
+    assert "micro-bins" in " ".join(explain(sbb, s, y).notes)
 
 
 def test_without_log_factorial_table_results_are_identical(monkeypatch):
@@ -274,9 +287,9 @@ def test_without_log_factorial_table_results_are_identical(monkeypatch):
         monkeypatch.setattr(_bayes_binning, "LGAMMA_TABLE_MAX", limit)
         fits[limit] = [calibrators.get(n, max_positions=60).fit(s, y) for n in ("sbb", "abb")]
     (sbb_t, abb_t), (sbb_f, abb_f) = fits[10**9], fits[0]
-    np.testing.assert_allclose(abb_f.value_, abb_t.value_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(abb_f.knots_y_, abb_t.knots_y_, rtol=0, atol=1e-12)
     assert abb_f.log_evidence_ == pytest.approx(abb_t.log_evidence_, abs=1e-9)
-    np.testing.assert_array_equal(sbb_f.bin_first_, sbb_t.bin_first_)
+    np.testing.assert_array_equal(sbb_f.cuts_, sbb_t.cuts_)
 
 
 # ---------------------------------------------------------------------------
@@ -305,40 +318,75 @@ def test_parameters_pickling_and_refusals():
         again = pickle.loads(pickle.dumps(cal))
         np.testing.assert_array_equal(again.predict(np.linspace(0, 1, 7)), cal.predict(np.linspace(0, 1, 7)))
         for bad in (0.0, -1.0, float("nan")):
-            with pytest.raises(DataError, match="λ"):
+            with pytest.raises(SettingsError, match="λ"):
                 calibrators.get(name, lam=bad).fit(np.linspace(0, 1, 10), np.arange(10) % 2)
+        with pytest.raises(SettingsError, match="max_positions"):
+            calibrators.get(name, max_positions=0).fit(np.linspace(0, 1, 10), np.arange(10) % 2)
 
 
 # ---------------------------------------------------------------------------
-# figures draw the fitted model's own numbers
+# explainers: the chosen bins are predict's; other rows are refused; loaded models explain the same
 # ---------------------------------------------------------------------------
-def _fitted(name):
+def _rows():
     rng = np.random.default_rng(9)
     s = rng.uniform(0, 1, 300)
     y = (rng.uniform(size=300) < 0.5 + 0.4 * np.sin(3 * np.pi * s)).astype(int)
-    return calibrators.get(name).fit(s, y)
+    return s, y
 
 
+def test_sbb_explained_bins_match_predict():
+    s, y = _rows()
+    sbb = calibrators.get("sbb").fit(s, y)
+    bins = explain(sbb, s, y).bins
+    assert len(bins) > 2
+    np.testing.assert_array_equal(bins["lower"].to_numpy()[1:], sbb.cuts_)
+    np.testing.assert_array_equal(bins["upper"].to_numpy()[:-1], sbb.cuts_)
+    for _, b in bins.iterrows():
+        inside = (s >= b["lower"]) & ((s < b["upper"]) | (b["upper"] == 1.0))
+        # the rows predict puts in the bin are the bin's rows, and it gives them the bin's estimate
+        assert inside.sum() == b["n"] and y[inside].sum() == b["n1"]
+        assert s[inside].min() == b["score_min"] and s[inside].max() == b["score_max"]
+        np.testing.assert_array_equal(sbb.predict(s[inside]), b["estimate"])
+        assert b["estimate"] == pytest.approx((b["n1"] + 1) / (b["n"] + 2), abs=1e-15)
+
+
+@pytest.mark.parametrize("name", ["sbb", "abb"])
+def test_explaining_needs_the_training_rows_and_works_on_a_loaded_model(name):
+    s, y = _rows()
+    cal = calibrators.get(name).fit(s, y)
+    with pytest.raises(ProgrammingError, match=f"not the ones {name.upper()} was fitted on"):
+        explain(cal, s, 1 - y)
+    a, b = explain(cal, s, y), explain(export.loads(export.dumps(cal)), s, y)
+    assert a.notes == b.notes and a.log_evidence == b.log_evidence
+    for key in a.tables:
+        assert a.tables[key].equals(b.tables[key]), key
+
+
+# ---------------------------------------------------------------------------
+# figures draw the explanation's numbers
+# ---------------------------------------------------------------------------
 def test_abb_figure_shows_map_over_boundary_posterior():
     from calibdash.figures import inner_figures
-    from calibdash.figures.abb import abb_data
 
-    abb = _fitted("abb")
-    data = abb_data(abb)
-    np.testing.assert_allclose(abb.predict(data.curve["x"].to_numpy()), data.curve["y"], atol=1e-12)
-    [(title, fig)] = inner_figures(abb)
-    assert "bins" in title
+    s, y = _rows()
+    abb = calibrators.get("abb").fit(s, y)
+    ex = explain(abb, s, y)
+    np.testing.assert_allclose(abb.predict(ex.curve["x"].to_numpy()), ex.curve["y"], atol=1e-12)
+    [(title, fig)] = inner_figures(ex)
+    assert f"{ex.expected_bins:.1f} bins" in title
     post = [t for t in fig.data if t.name == "posterior P(boundary)"][0]
-    np.testing.assert_allclose(np.array(post.y, dtype=float), abb.boundary_)
+    np.testing.assert_allclose(np.array(post.y, dtype=float), ex.boundaries["posterior"])
     assert post.yaxis == "y2" and fig.layout.xaxis.matches == "x2"      # under the map, same x axis
 
 
 def test_sbb_figure_shades_the_chosen_bins():
     from calibdash.figures import inner_figures
 
-    sbb = _fitted("sbb")
-    [(title, fig)] = inner_figures(sbb)
-    bins = sbb.bins()
+    s, y = _rows()
+    sbb = calibrators.get("sbb").fit(s, y)
+    ex = explain(sbb, s, y)
+    [(title, fig)] = inner_figures(ex)
+    bins = ex.bins
     assert f"{len(bins)} bins" in title
     bands = [t for t in fig.data if t.fill == "toself"][0]
     xs = [x for x in bands.x if x is not None]

@@ -60,14 +60,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy.special import gammaln
 
-from ..errors import DataError
+from ..errors import SettingsError
 from ._steps import collapse_ties
 from .base import Calibrator, HyperParam
 
 __all__ = [
-    "MAX_POSITIONS", "DEFAULT_LAMBDA", "Positions", "collapse", "log_gap_priors",
+    "MAX_POSITIONS", "DEFAULT_LAMBDA", "Positions", "check_lam", "collapse", "log_gap_priors",
     "log_marginal_likelihood", "sbb_best", "abb_average", "BayesBinningBase",
 ]
 
@@ -122,6 +123,25 @@ class Positions:
     def size(self) -> int:
         return int(self.score.size)
 
+    def frame(self) -> pd.DataFrame:
+        """One row per position: ``score``, ``lo``, ``hi``, ``n`` (rows), ``n1`` (positives)."""
+        return pd.DataFrame({"score": self.score, "lo": self.lo, "hi": self.hi,
+                             "n": self.n0 + self.n1, "n1": self.n1})
+
+
+def check_lam(lam) -> float:
+    """``lam`` as a float.
+
+    Raises
+    ------
+    SettingsError
+        If it is not a positive finite number.
+    """
+    value = float(lam)
+    if not np.isfinite(value) or value <= 0:
+        raise SettingsError(f"lam (λ) must be a positive number, got {lam!r}.")
+    return value
+
 
 def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS) -> Positions:
     """Sort the rows and collapse them into positions.
@@ -133,10 +153,15 @@ def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS) -
     ``N`` sorted rows) goes to micro-bin ``floor(r * max_positions / N)``. A
     run of ties is never split; a run longer than ``N / max_positions`` rows
     makes a larger micro-bin (and fewer of them).
+
+    Raises
+    ------
+    SettingsError
+        If ``max_positions`` is below 1.
     """
     max_positions = int(max_positions)
     if max_positions < 1:
-        raise DataError(f"max_positions must be at least 1, got {max_positions}.")
+        raise SettingsError(f"max_positions must be at least 1, got {max_positions}.")
     values, counts, positives = collapse_ties(s, y)
     n1 = np.rint(positives).astype(np.int64)
     n, n_distinct = int(s.size), int(values.size)
@@ -367,7 +392,7 @@ def abb_average(pos: Positions, lam: float) -> dict:
 
 
 class BayesBinningBase(Calibrator):
-    """Common constructor, validation and notes of SBB and ABB (not registered).
+    """Common constructor and hyperparameters of SBB and ABB (not registered).
 
     Parameters
     ----------
@@ -390,32 +415,3 @@ class BayesBinningBase(Calibrator):
     def __init__(self, lam: float = DEFAULT_LAMBDA, max_positions: int = MAX_POSITIONS):
         self.lam = lam
         self.max_positions = max_positions
-
-    def _collapse(self, s: np.ndarray, y: np.ndarray) -> Positions:
-        lam = float(self.lam)
-        if not np.isfinite(lam) or lam <= 0:
-            raise DataError(f"lam (λ) must be a positive number, got {self.lam!r}.")
-        pos = collapse(s, y, self.max_positions)
-        self.positions_ = pos
-        return pos
-
-    def _notes(self) -> list[str]:
-        pos = self.positions_
-        notes = []
-        if pos.grouped:
-            notes.append(
-                f"The {pos.n_rows:,} training scores hold {pos.n_distinct:,} distinct values, more "
-                f"than {int(self.max_positions):,}: they were grouped into {pos.size:,} equal-count "
-                "micro-bins before fitting, and bin boundaries can only fall between micro-bins.")
-        elif pos.n_distinct < pos.n_rows:
-            notes.append(
-                f"Tied scores were collapsed: {pos.n_rows:,} training rows, {pos.n_distinct:,} "
-                "distinct scores; a bin boundary never splits a run of ties.")
-        return notes
-
-    def _positions_frame(self):
-        import pandas as pd
-
-        pos = self.positions_
-        return pd.DataFrame({"score": pos.score, "lo": pos.lo, "hi": pos.hi,
-                             "n": pos.n0 + pos.n1, "n1": pos.n1})

@@ -7,12 +7,57 @@ backward sums in log space.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-import pandas as pd
 
-from ._bayes_binning import BayesBinningBase, abb_average, log_gap_priors
+from ._bayes_binning import BayesBinningBase, Positions, abb_average, check_lam, collapse
 
-__all__ = ["ABB"]
+__all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
+
+
+@dataclass(frozen=True)
+class BinningAverage:
+    """ABB's average over all binnings of a set of rows: what ``fit`` keeps part of and
+    :mod:`calibdash.explain.abb` shows.
+
+    Attributes
+    ----------
+    positions : Positions
+        The rows collapsed to sorted positions.
+    value : ndarray of float
+        ABB's calibrated probability at each position (Eq. 7).
+    boundary : ndarray of float
+        Posterior probability of a bin boundary in each of the ``P - 1`` gaps.
+    log_evidence : float
+        Log of the sum of Eq. 6 over all binnings.
+    """
+
+    positions: Positions
+    value: np.ndarray
+    boundary: np.ndarray
+    log_evidence: float
+
+
+def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int) -> BinningAverage:
+    """ABB's model average on scores ``s`` and 0/1 labels ``y`` (checked arrays).
+
+    Raises
+    ------
+    SettingsError
+        If ``lam`` is not positive or ``max_positions`` is below 1.
+    """
+    lam = check_lam(lam)
+    pos = collapse(s, y, max_positions)
+    res = abb_average(pos, lam)
+    return BinningAverage(positions=pos, value=res["value"], boundary=res["boundary"],
+                          log_evidence=res["log_evidence"])
+
+
+def knots(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The knots ``(x, y)`` of ABB's piecewise-linear map: each position's value held from its
+    smallest to its largest score (``lo``, ``hi``), linear in the gaps between positions."""
+    return np.column_stack([lo, hi]).ravel(), np.repeat(value, 2)
 
 
 class ABB(BayesBinningBase):
@@ -33,8 +78,8 @@ class ABB(BayesBinningBase):
       and backward values ``V^b``; Sec. 2.4 calls ``V^f``/``V^b`` the scores
       of the *highest scoring* prefix/suffix binnings. The average of Eq. 7
       needs the *sums* over all prefix/suffix binnings, which is what we
-      compute (sum-product, log space). ``diagnostics()["log_evidence"]`` is
-      the log of the total sum.
+      compute (sum-product, log space). ``log_evidence_`` is the log of the
+      total sum.
     * The paper evaluates Eq. 8 per test instance (O(N^2) each) or caches it
       on R equally spaced score bins (O(R N^2) training). We compute the
       exact Eq. 7 value at *every* training position in O(P^2) in total: the
@@ -49,7 +94,7 @@ class ABB(BayesBinningBase):
 
     Tied scores are one position (never split by a boundary). Above
     ``max_positions`` distinct scores, scores are first grouped into that
-    many equal-count micro-bins (``diagnostics()["notes"]`` says so).
+    many equal-count micro-bins (the explanation's notes say so).
 
     Default lambda, by measurement (``bench/bench_sbb_abb.py --lambda``):
     held-out loss for lambda in {0.1, 0.3, ..., 300, 1000} on 22 data sets:
@@ -77,12 +122,10 @@ class ABB(BayesBinningBase):
 
     Attributes
     ----------
-    positions_ : Positions
-        The collapsed training data.
-    value_ : ndarray of float
-        ABB's calibrated probability at each position.
-    boundary_ : ndarray of float
-        Posterior probability of a boundary in each of the ``P - 1`` gaps.
+    knots_x_, knots_y_ : ndarray of float
+        The map's knots: each position's smallest and largest training
+        score, and its value there (twice); ``predict`` interpolates
+        linearly between them and holds the end values outside.
     log_evidence_ : float
         Log of the sum of Eq. 6 over all binnings.
     """
@@ -92,13 +135,9 @@ class ABB(BayesBinningBase):
     summary = "Bayesian averaging over all binnings"
 
     def _fit(self, s, y, features) -> None:
-        pos = self._collapse(s, y)
-        res = abb_average(pos, float(self.lam))
-        self.value_ = res["value"]
-        self.boundary_ = res["boundary"]
-        self.log_evidence_ = res["log_evidence"]
-        self.knots_x_ = np.column_stack([pos.lo, pos.hi]).ravel()
-        self.knots_y_ = np.repeat(self.value_, 2)
+        avg = average_binnings(s, y, self.lam, self.max_positions)
+        self.knots_x_, self.knots_y_ = knots(avg.positions.lo, avg.positions.hi, avg.value)
+        self.log_evidence_ = avg.log_evidence
 
     def _predict(self, s, features) -> np.ndarray:
         return np.interp(s, self.knots_x_, self.knots_y_)
@@ -114,48 +153,4 @@ class ABB(BayesBinningBase):
         """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
         lo = state.array("score" if "score" in state else "lo", sorted=True)
         hi = lo if "score" in state else state.array("hi", size=lo.size)
-        value = state.array("value", size=lo.size)
-        self.knots_x_ = np.column_stack([lo, hi]).ravel()
-        self.knots_y_ = np.repeat(value, 2)
-
-    def boundaries(self) -> pd.DataFrame:
-        """One row per gap between consecutive positions.
-
-        Columns: ``gap`` (index k: between positions k and k+1); ``left``,
-        ``right`` (the training scores either side); ``score`` (the gap's
-        midpoint); ``prior`` (Prior(k)); ``posterior`` (posterior probability
-        of a bin boundary in the gap).
-        """
-        self._check_fitted()
-        pos = self.positions_
-        log_p, _ = log_gap_priors(pos.score, float(self.lam))
-        left, right = pos.hi[:-1], pos.lo[1:]
-        return pd.DataFrame({
-            "gap": np.arange(left.size), "left": left, "right": right,
-            "score": 0.5 * (left + right), "prior": np.exp(log_p),
-            "posterior": self.boundary_,
-        })
-
-    def diagnostics(self) -> dict:
-        """What ABB believes about the bins.
-
-        Keys: ``positions`` (DataFrame: score, lo, hi, n, n1 and ``value``,
-        the calibrated probability at each training position),
-        ``boundaries`` (DataFrame, see :meth:`boundaries`), ``log_evidence``,
-        ``expected_bins`` (posterior mean number of bins, 1 + the sum of the
-        boundary probabilities), ``lam``, ``notes``.
-        """
-        self._check_fitted()
-        frame = self._positions_frame()
-        frame["value"] = self.value_
-        expected = 1.0 + float(self.boundary_.sum())
-        return {
-            "positions": frame,
-            "boundaries": self.boundaries(),
-            "log_evidence": self.log_evidence_,
-            "expected_bins": expected,
-            "lam": float(self.lam),
-            "notes": self._notes() + [
-                f"ABB averages over all 2^{self.positions_.size - 1} binnings of the "
-                f"{self.positions_.size:,} positions; the posterior expects {expected:.1f} bins."],
-        }
+        self.knots_x_, self.knots_y_ = knots(lo, hi, state.array("value", size=lo.size))

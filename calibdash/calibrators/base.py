@@ -8,9 +8,7 @@ class. It follows scikit-learn's estimator conventions:
   unchanged on ``self`` (so ``get_params``/``set_params``/``clone`` work);
 * ``fit(scores, labels, features=None)`` validates its input at the edge,
   learns, and returns ``self``; learned state ends in ``_``;
-* ``predict(scores, features=None)`` returns probabilities in [0, 1];
-* ``diagnostics()`` returns the internals the dashboard draws (plain data:
-  dicts, numpy arrays, DataFrames).
+* ``predict(scores, features=None)`` returns probabilities in [0, 1].
 
 Each class also declares its hyperparameters as :class:`HyperParam` records
 (name, the paper's symbol, range, default, log scale, one-line help), from
@@ -148,11 +146,6 @@ class Calibrator(BaseEstimator):
     def fit_predict(self, scores, labels, features=None) -> np.ndarray:
         """``fit`` then ``predict`` on the same rows (in-sample: optimistic)."""
         return self.fit(scores, labels, features).predict(scores, features)
-
-    def diagnostics(self) -> dict:
-        """Internals the dashboard draws; the base class has none."""
-        self._check_fitted()
-        return {}
 
     # -- for subclasses --------------------------------------------------------
     def _fit(self, s: np.ndarray, y: np.ndarray, features) -> None:  # pragma: no cover

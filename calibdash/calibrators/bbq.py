@@ -37,7 +37,7 @@ Two variants
   boundary moved to the nearest change of score so that identical scores are
   never split (cuts that coincide merge, so heavy ties give fewer bins). A
   ``B`` whose binning equals that of a smaller ``B`` is the same model and is
-  counted once (``same_as`` in :meth:`BBQCalibrator.diagnostics`); otherwise
+  counted once (``same_as`` in :class:`BinningModels`); otherwise
   the uniform prior would favour whatever binning ties force;
 * score: BDeu with equivalent sample size ``N'`` in total, ``a = N' / B``
   (``alpha_b = N'/B p_b``, ``beta_b = N'/B (1 - p_b)``), ``B`` the number of
@@ -102,7 +102,10 @@ The averaged map is piecewise constant. ``fit`` computes it once on the
 union of the kept models' cut points (each model adds the jumps of its bin
 estimates, times its weight, to a difference array whose cumulative sum is
 the map), so ``predict`` is a single ``searchsorted``, whatever the number
-of models.
+of models. The fitted calibrator keeps that map and the kept models' B and
+weights, not the models' bins: :mod:`calibdash.explain.bbq` builds the models
+again from the training rows with :func:`binning_models`, the function
+``fit`` uses.
 """
 from __future__ import annotations
 
@@ -110,14 +113,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from scipy.special import gammaln
 
-from ..errors import DataError
+from ..errors import SettingsError
 from ._steps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 
-__all__ = ["BBQCalibrator", "model_range", "bdeu_log_marginal", "elbow_authors", "prune_paper"]
+__all__ = ["BBQCalibrator", "BinningModels", "Bins", "binning_models", "averaged_map", "check_params",
+           "model_range", "bdeu_log_marginal", "elbow_authors", "prune_paper"]
 
 VARIANTS = ("paper", "authors")
 #: The pruning threshold rho of the paper and of ``elbow.m``.
@@ -285,10 +288,15 @@ def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
 
 # -- every model's bins, flattened model by model ------------------------------------------------------
 @dataclass
-class _Bins:
-    """The bins of all models, model after model. ``first[m]`` is model m's first bin; ``nb[m]``
-    its number of bins; ``cut_at`` the cut positions (all models, in order); ``p`` and ``a`` the
-    prior mean and strength of each bin's Beta prior; ``est`` its calibrated value."""
+class Bins:
+    """The bins of all models, model after model (what :func:`binning_models` builds).
+
+    ``first[m]`` is model m's first bin and ``nb[m]`` its number of bins;
+    ``model`` the model of each bin; ``cut_at`` the cut positions (all models,
+    in order); ``lower``, ``upper`` each bin's interval on the score axis;
+    ``count``, ``pos`` its training rows and positives; ``p`` and ``a`` the
+    prior mean and strength of its Beta prior; ``est`` its calibrated value.
+    """
 
     nb: np.ndarray
     first: np.ndarray
@@ -313,7 +321,7 @@ class _Bins:
         return mask
 
 
-def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -> _Bins:
+def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -> Bins:
     nb = np.bincount(model_of_cut, minlength=n_models) + 1
     first = np.cumsum(nb) - nb
     total = int(nb.sum())
@@ -329,12 +337,12 @@ def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -
     lower[inner_lo] = cut_val
     upper = np.ones(total)
     upper[inner_hi] = cut_val
-    return _Bins(nb=nb, first=first, model=np.repeat(np.arange(n_models), nb), cut_at=cut_at,
-                 lower=lower, upper=upper, count=(cum[end] - cum[start]).astype(float),
-                 pos=cum_pos[end] - cum_pos[start], mid=(lower + upper) / 2.0, start=start, end=end)
+    return Bins(nb=nb, first=first, model=np.repeat(np.arange(n_models), nb), cut_at=cut_at,
+                lower=lower, upper=upper, count=(cum[end] - cum[start]).astype(float),
+                pos=cum_pos[end] - cum_pos[start], mid=(lower + upper) / 2.0, start=start, end=end)
 
 
-def _paper_bins(s, y, bs, ess) -> _Bins:
+def _paper_bins(s, y, bs, ess) -> Bins:
     """Tie-respecting equal-count bins; prior ``a = N'/B`` around the midpoint; posterior means."""
     values, counts, positives = collapse_ties(s, y)
     cum = np.concatenate([[0], np.cumsum(counts)])
@@ -350,7 +358,7 @@ def _paper_bins(s, y, bs, ess) -> _Bins:
     return bins
 
 
-def _authors_bins(s, y, bs, ess) -> _Bins:
+def _authors_bins(s, y, bs, ess) -> Bins:
     """``build.m``'s blocks; per-bin prior strength ``N'`` around the clipped midpoint; its smoothing."""
     order = np.argsort(s, kind="stable")
     ss, yy = s[order], y[order].astype(float)
@@ -378,7 +386,7 @@ def _same_binning(cut_at: np.ndarray, nb: np.ndarray) -> np.ndarray:
     return out
 
 
-def _average_map(bins: _Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _average_map(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The weighted average of the models' step maps, on the union of their cuts.
 
     ``levels[0]`` is the weighted sum of the first bins' estimates; each inner bin adds
@@ -397,7 +405,7 @@ def _average_map(bins: _Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return cuts, np.cumsum(diff)
 
 
-def _authors_corrections(bins: _Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _authors_corrections(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where a kept model has a zero-width bin ``[v, v]``, ``predict.m``'s binary search may
     stop elsewhere than the upper-bin rule the map uses: the correction to add at ``v``."""
     corr: dict[float, float] = {}
@@ -414,12 +422,130 @@ def _authors_corrections(bins: _Bins, weight: np.ndarray) -> tuple[np.ndarray, n
     return px, np.array([corr[v] for v in px], dtype=float)
 
 
+# -- the models, fitted on some rows: what fit averages and calibdash.explain.bbq shows ---------------
+@dataclass
+class BinningModels:
+    """BBQ's binning models fitted on a set of rows, and their weights.
+
+    :meth:`BBQCalibrator.fit` averages them into its map and keeps only the
+    map and the kept models' B and weights; :mod:`calibdash.explain.bbq`
+    builds them again from the same rows to show them.
+
+    Attributes
+    ----------
+    variant : str
+        ``"paper"`` or ``"authors"``.
+    b : ndarray of int
+        The number of bins ``B`` each model was built for.
+    bins : Bins
+        Every bin of every model.
+    log_ml : ndarray of float
+        Log marginal likelihood ``log P(D | M)`` of each model ("Eq. 2").
+    same_as : ndarray of int
+        Paper variant: the index of the first model with the same binning
+        (counted once), or -1; all -1 for the authors' variant.
+    posterior : ndarray of float
+        Each model's weight among all models, before pruning (0 for a
+        duplicate binning).
+    kept : ndarray of bool
+        Models kept by the pruning rule (all distinct models without it).
+    weight : ndarray of float
+        Each model's weight in the average: the posterior renormalised over
+        the kept models, 0 for the others.
+    """
+
+    variant: str
+    b: np.ndarray
+    bins: Bins
+    log_ml: np.ndarray
+    same_as: np.ndarray
+    posterior: np.ndarray
+    kept: np.ndarray
+    weight: np.ndarray
+
+
+def check_params(ess, c, variant) -> tuple[float, float, str]:
+    """``(ess, c, variant)`` as numbers and a known variant.
+
+    Raises
+    ------
+    SettingsError
+        If ``variant`` is unknown, ``ess`` is not positive or ``c`` is below 1.
+    """
+    if variant not in VARIANTS:
+        raise SettingsError(f"variant must be one of {VARIANTS}, got {variant!r}.")
+    ess_f, c_f = float(ess), float(c)
+    if not (math.isfinite(ess_f) and ess_f > 0):
+        raise SettingsError(f"ess (N') must be a positive number, got {ess!r}.")
+    if not (math.isfinite(c_f) and c_f >= 1):
+        raise SettingsError(f"c (C) must be at least 1, got {c!r}.")
+    return ess_f, c_f, variant
+
+
+def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
+                   variant: str = "paper") -> BinningModels:
+    """Build, score and weigh BBQ's models on scores ``s`` and 0/1 labels ``y`` (checked arrays).
+
+    The arguments after ``y`` are :class:`BBQCalibrator`'s hyperparameters;
+    see the module docstring for what each variant does.
+
+    Raises
+    ------
+    SettingsError
+        If a hyperparameter is out of its range (:func:`check_params`).
+    """
+    ess, c, variant = check_params(ess, c, variant)
+    bs = model_range(s.size, c, variant)
+    bins = _paper_bins(s, y, bs, ess) if variant == "paper" else _authors_bins(s, y, bs, ess)
+    logml = np.add.reduceat(bdeu_log_marginal(bins.pos, bins.count - bins.pos, bins.p, bins.a), bins.first)
+    n_models = bs.size
+    same_as = np.full(n_models, -1, np.int64)
+    if variant == "paper":
+        same_as = _same_binning(bins.cut_at, bins.nb)
+        unique = same_as < 0
+        base = np.where(unique, np.exp(logml - logml[unique].max()), 0.0)
+        posterior = base / base.sum()
+        keep = np.zeros(n_models, bool)
+        keep[np.flatnonzero(unique)[prune_paper(posterior[unique]) if prune else slice(None)]] = True
+    else:
+        score = -2.0 * logml                           # build.m's score and relative likelihood
+        base = np.exp((score.min() - score) / 2.0)
+        posterior = base / base.sum()
+        keep = elbow_authors(base) if prune else np.ones(n_models, bool)
+    weight = np.where(keep, base, 0.0)
+    weight = weight / weight.sum()
+    return BinningModels(variant=variant, b=bs, bins=bins, log_ml=logml, same_as=same_as,
+                         posterior=posterior, kept=keep, weight=weight)
+
+
+def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The weighted average of the models' maps as ``predict`` reads it.
+
+    Returns
+    -------
+    cuts, levels : ndarray
+        The step map: ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``.
+    point_x, point_delta : ndarray
+        Authors' variant: scores where ``predict.m``'s lookup differs from
+        the upper-bin rule (zero-width bins) and the correction added
+        there; empty for the paper variant.
+    """
+    cuts, levels = _average_map(models.bins, models.weight)
+    if models.variant == "authors":
+        point_x, point_delta = _authors_corrections(models.bins, models.weight)
+    else:
+        point_x, point_delta = np.empty(0), np.empty(0)
+    return cuts, levels, point_x, point_delta
+
+
 # -- the calibrator -----------------------------------------------------------------------------
 class BBQCalibrator(Calibrator):
     """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models.
 
     See the module docstring for the equations, the two variants and where the
-    paper's text and the authors' code differ.
+    paper's text and the authors' code differ. The models and their bins are
+    not kept: :func:`calibdash.explain.explain` builds them again from the
+    training rows.
 
     Parameters
     ----------
@@ -438,13 +564,18 @@ class BBQCalibrator(Calibrator):
 
     Attributes
     ----------
-    n_models_ : int
-        Number of binning models (values of B).
     cuts_, levels_ : ndarray
         The averaged map: ``levels_[k]`` on ``cuts_[k-1] <= s < cuts_[k]``.
     point_x_, point_delta_ : ndarray
         Scores where the authors' lookup differs from the upper-bin rule (zero-width
         bins) and the correction added there; empty for the paper variant.
+    n_models_ : int
+        Number of binning models (values of B).
+    kept_b_ : ndarray of int
+        The B of each model in the average (kept by pruning), ascending.
+    kept_weight_ : ndarray of float
+        Their weights in the average (posterior weights renormalised over
+        them; they sum to 1).
     """
 
     name = "bbq"
@@ -469,56 +600,12 @@ class BBQCalibrator(Calibrator):
         self.prune = prune
         self.variant = variant
 
-    # -- fitting ------------------------------------------------------------------------------------
-    def _check_params(self) -> tuple[float, float, str]:
-        if self.variant not in VARIANTS:
-            raise DataError(f"variant must be one of {VARIANTS}, got {self.variant!r}.")
-        ess, c = float(self.ess), float(self.c)
-        if not (math.isfinite(ess) and ess > 0):
-            raise DataError(f"ess (N') must be a positive number, got {self.ess!r}.")
-        if not (math.isfinite(c) and c >= 1):
-            raise DataError(f"c (C) must be at least 1, got {self.c!r}.")
-        return ess, c, self.variant
-
     def _fit(self, s, y, features):
-        ess, c, variant = self._check_params()
-        bs = model_range(s.size, c, variant)
-        bins = _paper_bins(s, y, bs, ess) if variant == "paper" else _authors_bins(s, y, bs, ess)
-        logml = np.add.reduceat(bdeu_log_marginal(bins.pos, bins.count - bins.pos, bins.p, bins.a), bins.first)
-        n_models = bs.size
-        same_as = np.full(n_models, -1, np.int64)
-        if variant == "paper":
-            same_as = _same_binning(bins.cut_at, bins.nb)
-            unique = same_as < 0
-            base = np.where(unique, np.exp(logml - logml[unique].max()), 0.0)
-            posterior = base / base.sum()
-            keep = np.zeros(n_models, bool)
-            keep[np.flatnonzero(unique)[prune_paper(posterior[unique]) if self.prune else slice(None)]] = True
-        else:
-            score = -2.0 * logml                           # build.m's score and relative likelihood
-            base = np.exp((score.min() - score) / 2.0)
-            posterior = base / base.sum()
-            keep = elbow_authors(base) if self.prune else np.ones(n_models, bool)
-        weight = np.where(keep, base, 0.0)
-        weight = weight / weight.sum()
-
-        self.cuts_, self.levels_ = _average_map(bins, weight)
-        self.point_x_, self.point_delta_ = (_authors_corrections(bins, weight) if variant == "authors"
-                                            else (np.empty(0), np.empty(0)))
-        self.n_models_ = int(n_models)
-        self.model_b_ = bs
-        self.model_n_bins_ = bins.nb
-        self.model_log_ml_ = logml
-        self.model_posterior_ = posterior
-        self.model_kept_ = keep
-        self.model_weight_ = weight
-        self.model_same_as_ = np.where(same_as >= 0, bs[np.maximum(same_as, 0)], -1)
-        self.bin_model_ = bins.model
-        self.bin_lower_ = bins.lower
-        self.bin_upper_ = bins.upper
-        self.bin_count_ = bins.count.astype(np.int64)
-        self.bin_positives_ = bins.pos.astype(np.int64)
-        self.bin_estimate_ = bins.est
+        models = binning_models(s, y, self.ess, self.c, self.prune, self.variant)
+        self.cuts_, self.levels_, self.point_x_, self.point_delta_ = averaged_map(models)
+        self.n_models_ = int(models.b.size)
+        self.kept_b_ = models.b[models.kept]
+        self.kept_weight_ = models.weight[models.kept]
 
     def _predict(self, s, features):
         p = step_lookup(self.cuts_, self.levels_, s)
@@ -540,57 +627,3 @@ class BBQCalibrator(Calibrator):
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         self.point_x_ = state.array("point_x", sorted=True)
         self.point_delta_ = state.array("point_delta", size=self.point_x_.size)
-
-    # -- what the dashboard draws ----------------------------------------------------------------------
-    def diagnostics(self) -> dict:
-        """The models, their bins and the averaged map.
-
-        Returns
-        -------
-        dict with
-        ``models`` : DataFrame, one row per B: ``B``, ``n_bins`` (fewer than B when
-            ties merge cuts), ``log_marginal_likelihood`` (log P(D|M), Eq. 2),
-            ``posterior`` (weight among all models, before pruning), ``kept``,
-            ``weight`` (used in the average: renormalised over the kept models),
-            ``same_as`` (paper variant: the smaller B with the same binning, else -1);
-        ``bins`` : DataFrame, one row per bin of every model: ``B``, ``bin``,
-            ``lower``, ``upper``, ``count``, ``positives``, ``estimate``;
-        ``map`` : DataFrame of the averaged map's pieces: ``lower``, ``upper``, ``prob``;
-        ``log_evidence`` : log of the mean marginal likelihood over the distinct models
-            (uniform prior);
-        ``variant``, ``notes``.
-        """
-        self._check_fitted()
-        models = pd.DataFrame({
-            "B": self.model_b_, "n_bins": self.model_n_bins_,
-            "log_marginal_likelihood": self.model_log_ml_, "posterior": self.model_posterior_,
-            "kept": self.model_kept_, "weight": self.model_weight_, "same_as": self.model_same_as_,
-        })
-        first = np.cumsum(self.model_n_bins_) - self.model_n_bins_
-        bins = pd.DataFrame({
-            "B": self.model_b_[self.bin_model_],
-            "bin": np.arange(self.bin_model_.size) - first[self.bin_model_],
-            "lower": self.bin_lower_, "upper": self.bin_upper_, "count": self.bin_count_,
-            "positives": self.bin_positives_, "estimate": self.bin_estimate_,
-        })
-        edges = np.concatenate([[0.0], self.cuts_, [1.0]])
-        pieces = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "prob": np.clip(self.levels_, 0, 1)})
-        distinct = self.model_same_as_ < 0
-        lml = self.model_log_ml_[distinct]
-        top = lml.max()
-        log_evidence = float(top + np.log(np.mean(np.exp(lml - top))))
-        return {"models": models, "bins": bins, "map": pieces, "log_evidence": log_evidence,
-                "variant": self.variant, "notes": self._notes()}
-
-    def _notes(self) -> list[str]:
-        b, kept = self.model_b_, self.model_kept_
-        notes = [f"Averaging {int(kept.sum()):,} of {b.size:,} binning models (B = {b[0]:,} to {b[-1]:,})"
-                 + (" kept by the ρ = 0.001 pruning rule." if self.prune else ", no pruning.")]
-        dup = int((self.model_same_as_ >= 0).sum())
-        if dup:
-            notes.append(f"{dup:,} values of B give the same bins as a smaller B because of tied scores; "
-                         "each binning is counted once.")
-        if self.variant == "authors":
-            notes.append("Authors' variant: the BDeu prior has strength N' in each bin, estimates use the "
-                         "authors' score-based smoothing, and tied scores may be split as in their MATLAB code.")
-        return notes

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from ..errors import DataError
+from ..errors import SettingsError
 from ._steps import collapse_ties, midpoints, step_lookup
 from .base import Calibrator, HyperParam
+
+__all__ = ["HistogramCalibrator", "equal_count_cuts", "bin_sums"]
 
 
 def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
@@ -28,6 +29,14 @@ def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.
     return midpoints(values)[pick]
 
 
+def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, positives and the sum of the scores in each bin cut by ``cuts`` (upper bin on a cut)."""
+    ids = np.searchsorted(cuts, s, side="right")
+    k = cuts.size + 1
+    return (np.bincount(ids, minlength=k).astype(np.int64), np.bincount(ids, weights=y, minlength=k),
+            np.bincount(ids, weights=s, minlength=k))
+
+
 class HistogramCalibrator(Calibrator):
     """Histogram binning: the calibrated value is the bin's observed frequency.
 
@@ -44,6 +53,13 @@ class HistogramCalibrator(Calibrator):
         Rows per bin (used when ``by="size"``); B = max(1, N // bin_size).
     by : {"bins", "size"}, default "bins"
         Whether the number of bins or the rows per bin is fixed.
+
+    Attributes
+    ----------
+    cuts_ : ndarray of float
+        Cut points between the bins.
+    estimates_ : ndarray of float
+        Each bin's observed frequency of positives, its calibrated value.
     """
 
     name = "histogram"
@@ -70,22 +86,15 @@ class HistogramCalibrator(Calibrator):
         elif self.by == "size":
             b = max(1, n // max(1, int(self.bin_size)))
         else:
-            raise DataError(f"by must be 'bins' or 'size', got {self.by!r}.")
+            raise SettingsError(f"by must be 'bins' or 'size', got {self.by!r}.")
         if b < 1:
-            raise DataError(f"n_bins must be at least 1, got {b}.")
+            raise SettingsError(f"n_bins must be at least 1, got {b}.")
         return b
 
     def _fit(self, s, y, features):
-        values, counts, positives = collapse_ties(s, y)
-        cuts = equal_count_cuts(values, counts, self._n_bins_for(s.size))
-        ids = np.searchsorted(cuts, values, side="right")
-        n = np.bincount(ids, weights=counts, minlength=cuts.size + 1)
-        k = np.bincount(ids, weights=positives, minlength=cuts.size + 1)
-        sp = np.bincount(np.searchsorted(cuts, s, side="right"), weights=s, minlength=cuts.size + 1)
-        self.cuts_ = cuts
-        self.counts_ = n.astype(np.int64)
-        self.positives_ = k
-        self.mean_score_ = sp / n
+        values, counts, _ = collapse_ties(s, y)
+        self.cuts_ = equal_count_cuts(values, counts, self._n_bins_for(s.size))
+        n, k, _ = bin_sums(self.cuts_, s, y)
         self.estimates_ = k / n
 
     def _predict(self, s, features):
@@ -101,15 +110,6 @@ class HistogramCalibrator(Calibrator):
         self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
 
     def bin_of(self, s) -> np.ndarray:
-        """Bin index of each score (0 .. n_bins_-1)."""
+        """Bin index of each score (0 .. ``len(estimates_) - 1``)."""
         self._check_fitted()
         return np.searchsorted(self.cuts_, np.asarray(s, dtype=float), side="right")
-
-    def diagnostics(self) -> dict:
-        """``bins``: one row per bin (lower, upper edge, count, positives, mean score, estimate)."""
-        self._check_fitted()
-        edges = np.concatenate([[0.0], self.cuts_, [1.0]])
-        return {"bins": pd.DataFrame({
-            "lower": edges[:-1], "upper": edges[1:], "count": self.counts_,
-            "positives": self.positives_, "mean_score": self.mean_score_, "estimate": self.estimates_,
-        })}

@@ -1,13 +1,69 @@
 """Isotonic regression by the pool-adjacent-violators algorithm."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-import pandas as pd
 from sklearn.isotonic import isotonic_regression
 
-from ..errors import DataError
-from ._steps import collapse_ties, midpoints, step_lookup
+from ..errors import SettingsError
+from ._steps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
+
+__all__ = ["IsotonicCalibrator", "Blocks", "pav_blocks", "INTERPOLATIONS"]
+
+INTERPOLATIONS = ("step", "linear")
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The blocks PAV pools a set of rows into (what ``fit`` keeps the map of and
+    :mod:`calibdash.explain.isotonic` shows).
+
+    Attributes
+    ----------
+    first_score, last_score : ndarray of float
+        The smallest and largest training score in each block.
+    count : ndarray of int
+        Training rows in each block.
+    value : ndarray of float
+        The block's fitted value (its rows' mean label), non-decreasing.
+    """
+
+    first_score: np.ndarray
+    last_score: np.ndarray
+    count: np.ndarray
+    value: np.ndarray
+
+    @property
+    def cuts(self) -> np.ndarray:
+        """Cut points of the step map: halfway between one block's last score and the next's first."""
+        return (self.last_score[:-1] + self.first_score[1:]) / 2.0
+
+    @property
+    def knots(self) -> tuple[np.ndarray, np.ndarray]:
+        """Knots ``(x, value)`` of the linear map: each block's first and last score (once when they
+        are equal). Inside a block the map is flat, so the fitted points in between change nothing."""
+        x = np.column_stack([self.first_score, self.last_score]).ravel()
+        v = np.repeat(self.value, 2)
+        keep = np.r_[True, x[1:] != x[:-1]]
+        return x[keep], v[keep]
+
+
+def pav_blocks(s: np.ndarray, y: np.ndarray) -> Blocks:
+    """Isotonic regression of labels ``y`` on scores ``s`` (checked arrays), as PAV's blocks.
+
+    Tied scores are merged into one point weighted by its count; the fitted
+    values are clipped to [0, 1].
+    """
+    values, counts, positives = collapse_ties(s, y)
+    fitted = isotonic_regression(positives / counts, sample_weight=counts.astype(float), increasing=True)
+    fitted = np.clip(fitted, 0.0, 1.0)
+    change = np.flatnonzero(np.diff(fitted) != 0)
+    start = np.concatenate([[0], change + 1])
+    end = np.concatenate([change, [values.size - 1]])
+    return Blocks(first_score=values[start], last_score=values[end],
+                  count=np.add.reduceat(counts, start), value=fitted[start])
 
 
 class IsotonicCalibrator(Calibrator):
@@ -26,6 +82,14 @@ class IsotonicCalibrator(Calibrator):
         interpolate linearly between the fitted points (as scikit-learn's
         ``IsotonicRegression`` does), which breaks fewer ties in the ranking.
         Beyond the training range both hold the end values.
+
+    Attributes
+    ----------
+    cuts_, block_value_ : ndarray of float
+        The step map: ``block_value_[k]`` on ``cuts_[k-1] <= s < cuts_[k]``.
+    x_, fitted_ : ndarray of float
+        The linear map's knots: the first and last score of each block and
+        its value there.
     """
 
     name = "isotonic"
@@ -33,7 +97,7 @@ class IsotonicCalibrator(Calibrator):
     summary = "pool-adjacent-violators"
     paper = "Zadrozny & Elkan (2002), Transforming classifier scores into accurate multiclass probability estimates"
     hyperparams = (
-        HyperParam("interpolation", "", "choice", "step", choices=("step", "linear"),
+        HyperParam("interpolation", "", "choice", "step", choices=INTERPOLATIONS,
                    help="Piecewise-constant blocks (classic PAV) or linear interpolation between fitted points."),
     )
 
@@ -41,19 +105,11 @@ class IsotonicCalibrator(Calibrator):
         self.interpolation = interpolation
 
     def _fit(self, s, y, features):
-        if self.interpolation not in ("step", "linear"):
-            raise DataError(f"interpolation must be 'step' or 'linear', got {self.interpolation!r}.")
-        values, counts, positives = collapse_ties(s, y)
-        fitted = isotonic_regression(positives / counts, sample_weight=counts.astype(float), increasing=True)
-        self.x_ = values
-        self.fitted_ = np.clip(fitted, 0.0, 1.0)
-        change = np.flatnonzero(np.diff(self.fitted_) != 0)
-        # block b spans values[start_b .. end_b]
-        self.block_start_ = np.concatenate([[0], change + 1])
-        self.block_end_ = np.concatenate([change, [values.size - 1]])
-        self.block_value_ = self.fitted_[self.block_start_]
-        self.block_count_ = np.add.reduceat(counts, self.block_start_)
-        self.cuts_ = (values[self.block_end_[:-1]] + values[self.block_start_[1:]]) / 2.0
+        if self.interpolation not in INTERPOLATIONS:
+            raise SettingsError(f"interpolation must be 'step' or 'linear', got {self.interpolation!r}.")
+        blocks = pav_blocks(s, y)
+        self.cuts_, self.block_value_ = blocks.cuts, blocks.value
+        self.x_, self.fitted_ = blocks.knots
 
     def _predict(self, s, features):
         if self.interpolation == "linear":
@@ -70,9 +126,7 @@ class IsotonicCalibrator(Calibrator):
         """
         if self.interpolation != "linear":
             return {"cuts": self.cuts_.tolist(), "values": self.block_value_.tolist()}
-        change = np.flatnonzero(np.diff(self.fitted_) != 0)
-        ends = np.unique(np.concatenate([[0], change, change + 1, [self.x_.size - 1]]))
-        return {"x": self.x_[ends].tolist(), "fitted": self.fitted_[ends].tolist()}
+        return {"x": self.x_.tolist(), "fitted": self.fitted_.tolist()}
 
     def _import_state(self, state) -> None:
         """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
@@ -82,11 +136,3 @@ class IsotonicCalibrator(Calibrator):
         else:
             self.x_ = state.array("x", sorted=True)
             self.fitted_ = state.array("fitted", size=self.x_.size)
-
-    def diagnostics(self) -> dict:
-        """``blocks``: one row per PAV block (first and last score, rows, value)."""
-        self._check_fitted()
-        return {"blocks": pd.DataFrame({
-            "first_score": self.x_[self.block_start_], "last_score": self.x_[self.block_end_],
-            "count": self.block_count_, "value": self.block_value_,
-        })}

@@ -6,6 +6,8 @@ from scipy.special import expit
 
 from .base import Calibrator, HyperParam
 
+__all__ = ["PlattCalibrator", "logit", "targets", "log_likelihood", "EPS"]
+
 #: Scores are clipped to [EPS, 1 - EPS] before the logit so 0 and 1 stay finite.
 EPS = 1e-12
 
@@ -14,6 +16,20 @@ def logit(s: np.ndarray) -> np.ndarray:
     """log(s / (1 - s)) of scores clipped to [EPS, 1 - EPS]."""
     s = np.clip(s, EPS, 1 - EPS)
     return np.log(s) - np.log1p(-s)
+
+
+def targets(y: np.ndarray, smooth: bool) -> np.ndarray:
+    """The fit's targets: the labels, or Platt's smoothed ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)``."""
+    if not smooth:
+        return y.astype(float)
+    n_pos = int(y.sum())
+    n_neg = y.size - n_pos
+    return np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+
+def log_likelihood(a: float, b: float, s: np.ndarray, t: np.ndarray) -> float:
+    """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``."""
+    return -_nll_grad_hess(a, b, logit(s), t)[0]
 
 
 def _nll_grad_hess(a: float, b: float, z: np.ndarray, t: np.ndarray):
@@ -48,6 +64,15 @@ class PlattCalibrator(Calibrator):
         Newton iterations at most.
     tol : float, default 1e-10
         Stop when the gradient's largest entry falls below ``tol * N``.
+
+    Attributes
+    ----------
+    a_, b_ : float
+        Slope A and intercept B.
+    log_likelihood_ : float
+        Log-likelihood of the training targets at the fit.
+    n_iter_ : int
+        Newton iterations taken.
     """
 
     name = "platt"
@@ -66,12 +91,9 @@ class PlattCalibrator(Calibrator):
 
     def _fit(self, s, y, features):
         z = logit(s)
+        t = targets(y, self.smooth_targets)
         n_pos = int(y.sum())
         n_neg = y.size - n_pos
-        if self.smooth_targets:
-            t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-        else:
-            t = y.astype(float)
         # Start at the prior log-odds with unit slope, as Lin et al. do.
         a, b = 1.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
         nll, g, h = _nll_grad_hess(a, b, z, t)
@@ -108,9 +130,3 @@ class PlattCalibrator(Calibrator):
     def _import_state(self, state) -> None:
         """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
         self.a_, self.b_ = state.number("a"), state.number("b")
-
-    def diagnostics(self) -> dict:
-        """Slope ``A``, intercept ``B``, the training log-likelihood and iterations."""
-        self._check_fitted()
-        return {"A": self.a_, "B": self.b_, "log_likelihood": self.log_likelihood_,
-                "n_iter": self.n_iter_}

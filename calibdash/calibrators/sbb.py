@@ -7,13 +7,68 @@ smoothed positive frequency.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-import pandas as pd
 
+from ._bayes_binning import BayesBinningBase, Positions, check_lam, collapse, sbb_best
 from ._steps import step_lookup
-from ._bayes_binning import BayesBinningBase, log_gap_priors, sbb_best
 
-__all__ = ["SBB"]
+__all__ = ["SBB", "BestBinning", "best_binning"]
+
+
+@dataclass(frozen=True)
+class BestBinning:
+    """SBB's chosen binning of a set of rows: what ``fit`` keeps part of and
+    :mod:`calibdash.explain.sbb` shows.
+
+    Attributes
+    ----------
+    positions : Positions
+        The rows collapsed to sorted positions.
+    first, last : ndarray of int
+        First and last position of each bin.
+    n, n1 : ndarray of int
+        Rows and positives in each bin.
+    estimate : ndarray of float
+        Each bin's calibrated probability, ``(n1 + 1) / (n + 2)``.
+    cuts : ndarray of float
+        The cut points between bins, half-way between the largest score of
+        one bin and the smallest of the next.
+    log_score : float
+        Log Score (Eq. 6) of the chosen binning.
+    log_evidence : float
+        Log of the sum of Eq. 6 over all binnings.
+    """
+
+    positions: Positions
+    first: np.ndarray
+    last: np.ndarray
+    n: np.ndarray
+    n1: np.ndarray
+    estimate: np.ndarray
+    cuts: np.ndarray
+    log_score: float
+    log_evidence: float
+
+
+def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int) -> BestBinning:
+    """The highest scoring binning of scores ``s`` and 0/1 labels ``y`` (checked arrays).
+
+    Raises
+    ------
+    SettingsError
+        If ``lam`` is not positive or ``max_positions`` is below 1.
+    """
+    lam = check_lam(lam)
+    pos = collapse(s, y, max_positions)
+    res = sbb_best(pos, lam)
+    first, last = res["first"], res["last"]
+    n1 = np.add.reduceat(pos.n1, first)
+    n = np.add.reduceat(pos.n0, first) + n1
+    return BestBinning(positions=pos, first=first, last=last, n=n, n1=n1, estimate=(n1 + 1.0) / (n + 2.0),
+                       cuts=0.5 * (pos.hi[last[:-1]] + pos.lo[last[:-1] + 1]),
+                       log_score=res["log_score"], log_evidence=res["log_evidence"])
 
 
 class SBB(BayesBinningBase):
@@ -39,7 +94,7 @@ class SBB(BayesBinningBase):
 
     Tied scores are one position (a run of ties is never split). Above
     ``max_positions`` distinct scores, scores are first grouped into that
-    many equal-count micro-bins (``diagnostics()["notes"]`` says so).
+    many equal-count micro-bins (the explanation's notes say so).
 
     Default lambda: 10, chosen by held-out loss on 22 real and simulated data
     sets (``bench/bench_sbb_abb.py --lambda``; the study is described in
@@ -47,6 +102,10 @@ class SBB(BayesBinningBase):
     set was 8.7 % at 10 and 8.3 % at 30 (15.7 % at 3, 61 % at 100), a tie
     within the noise; 10 is ABB's clear best, and one default keeps the two
     methods comparable.
+
+    The fitted calibrator keeps the cut points and the bins' estimates; the
+    bins' positions and counts are found again from the training rows by
+    :func:`calibdash.explain.explain`.
 
     Parameters
     ----------
@@ -57,14 +116,8 @@ class SBB(BayesBinningBase):
 
     Attributes
     ----------
-    positions_ : Positions
-        The collapsed training data.
-    bin_first_, bin_last_ : ndarray of int
-        First and last position of each chosen bin.
     cuts_ : ndarray of float
         The ``B - 1`` cut points between bins on the score axis.
-    bin_n_, bin_n1_ : ndarray of int
-        Training rows and positives in each bin.
     bin_estimate_ : ndarray of float
         Calibrated probability of each bin, ``(n1 + 1) / (n + 2)``.
     log_score_ : float
@@ -78,17 +131,11 @@ class SBB(BayesBinningBase):
     summary = "selection of the best Bayesian binning"
 
     def _fit(self, s, y, features) -> None:
-        pos = self._collapse(s, y)
-        res = sbb_best(pos, float(self.lam))
-        first, last = res["first"], res["last"]
-        self.bin_first_ = first
-        self.bin_last_ = last
-        self.bin_n1_ = np.add.reduceat(pos.n1, first)
-        self.bin_n_ = np.add.reduceat(pos.n0, first) + self.bin_n1_
-        self.bin_estimate_ = (self.bin_n1_ + 1.0) / (self.bin_n_ + 2.0)
-        self.cuts_ = 0.5 * (pos.hi[last[:-1]] + pos.lo[last[:-1] + 1])
-        self.log_score_ = res["log_score"]
-        self.log_evidence_ = res["log_evidence"]
+        best = best_binning(s, y, self.lam, self.max_positions)
+        self.cuts_ = best.cuts
+        self.bin_estimate_ = best.estimate
+        self.log_score_ = best.log_score
+        self.log_evidence_ = best.log_evidence
 
     def _predict(self, s, features) -> np.ndarray:
         return step_lookup(self.cuts_, self.bin_estimate_, s)
@@ -101,50 +148,3 @@ class SBB(BayesBinningBase):
         """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.bin_estimate_ = state.array("estimates", size=self.cuts_.size + 1)
-
-    def bins(self) -> pd.DataFrame:
-        """One row per chosen bin.
-
-        Columns: ``bin``; ``lower``, ``upper`` (the bin's interval on the score
-        axis: 0, the cuts, 1); ``score_min``, ``score_max`` (its smallest and
-        largest training score); ``n``, ``n1`` (training rows, positives);
-        ``estimate`` (the calibrated probability); ``first``, ``last`` (its
-        positions).
-        """
-        self._check_fitted()
-        pos = self.positions_
-        first, last = self.bin_first_, self.bin_last_
-        return pd.DataFrame({
-            "bin": np.arange(first.size),
-            "lower": np.concatenate([[0.0], self.cuts_]),
-            "upper": np.concatenate([self.cuts_, [1.0]]),
-            "score_min": pos.lo[first], "score_max": pos.hi[last],
-            "n": self.bin_n_, "n1": self.bin_n1_, "estimate": self.bin_estimate_,
-            "first": first, "last": last,
-        })
-
-    def diagnostics(self) -> dict:
-        """The chosen bins and the scores behind the choice.
-
-        Keys: ``bins`` (DataFrame, see :meth:`bins`), ``positions``
-        (DataFrame of the collapsed training data: score, lo, hi, n, n1),
-        ``boundary_prior`` (Prior(k) of each gap), ``log_score`` (log Eq. 6 of
-        the chosen binning), ``log_evidence`` (log of its sum over all
-        binnings), ``posterior_of_best`` (the chosen binning's posterior
-        probability, ``exp(log_score - log_evidence)``), ``lam``, ``notes``.
-        """
-        self._check_fitted()
-        log_p, _ = log_gap_priors(self.positions_.score, float(self.lam))
-        return {
-            "bins": self.bins(),
-            "positions": self._positions_frame(),
-            "boundary_prior": np.exp(log_p),
-            "log_score": self.log_score_,
-            "log_evidence": self.log_evidence_,
-            "posterior_of_best": float(np.exp(self.log_score_ - self.log_evidence_)),
-            "lam": float(self.lam),
-            "notes": self._notes() + [
-                f"SBB chose {self.bin_first_.size} bins; that binning has posterior probability "
-                f"{np.exp(self.log_score_ - self.log_evidence_):.3g} among all "
-                f"2^{self.positions_.size - 1} binnings."],
-        }

@@ -1,61 +1,34 @@
 """ABB's inner workings: the averaged calibration map over where the bin boundaries may be.
 
-:func:`abb_data` gathers, from ``calibrator.diagnostics()``, the map (ABB's
-value at each training position, linear between positions as ``predict``
-does) and the prior and posterior probability of a boundary in each gap;
-:func:`abb_figure` draws the map on top and, on the same score axis below it,
-the boundary probabilities against the score (gap midpoint).
+:func:`abb_figure` draws an :class:`calibdash.explain.abb.ABBExplanation`:
+the map (ABB's value at each training position, linear between positions as
+``predict`` does) on top and, on the same score axis below it, the prior and
+posterior probability of a boundary in each gap against the score (gap
+midpoint). Nothing here fits.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .layout import base_layout
 from .palette import color_of
 
-__all__ = ["ABBData", "abb_data", "abb_figure", "inner_figures"]
+__all__ = ["abb_figure", "inner_figures"]
 
 
-@dataclass
-class ABBData:
-    """``curve`` (``x``, ``y``): the map, exact between its points; ``boundaries`` (``score``,
-    ``left``, ``right``, ``prior``, ``posterior``): one row per gap; ``expected_bins``,
-    ``log_evidence``: summaries of the posterior."""
-
-    curve: pd.DataFrame
-    boundaries: pd.DataFrame
-    expected_bins: float
-    log_evidence: float
-
-
-def abb_data(calibrator) -> ABBData:
-    """The map through every training position and the boundary probabilities of every gap."""
-    d = calibrator.diagnostics()
-    pos = d["positions"]
-    x = np.concatenate([[0.0], np.column_stack([pos["lo"], pos["hi"]]).ravel(), [1.0]])
-    y = np.concatenate([[pos["value"].iloc[0]], np.repeat(pos["value"].to_numpy(), 2),
-                        [pos["value"].iloc[-1]]])
-    keep = np.r_[True, (np.diff(x) > 0) | (np.diff(y) != 0)]       # drop repeated knots
-    return ABBData(curve=pd.DataFrame({"x": x[keep], "y": y[keep]}),
-                   boundaries=d["boundaries"][["score", "left", "right", "prior", "posterior"]].copy(),
-                   expected_bins=float(d["expected_bins"]), log_evidence=float(d["log_evidence"]))
-
-
-def abb_figure(data: ABBData, title: str | None = None, height: int = 560) -> go.Figure:
-    """Calibration map (top) and posterior boundary probability against the score (below)."""
+def abb_figure(explanation, title: str | None = None, height: int = 560) -> go.Figure:
+    """Calibration map (top) and posterior boundary probability against the score (below), from an
+    :class:`~calibdash.explain.abb.ABBExplanation`."""
     colour = color_of("abb")
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.62, 0.38])
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
                              line=dict(color="#BBBBBB", dash="dash", width=1)), row=1, col=1)
-    fig.add_trace(go.Scatter(x=data.curve["x"], y=data.curve["y"], mode="lines", name="ABB map",
+    fig.add_trace(go.Scatter(x=explanation.curve["x"], y=explanation.curve["y"], mode="lines", name="ABB map",
                              line=dict(color=colour, width=3),
                              hovertemplate="ABB<br>score %{x:.4f} → %{y:.4f}<extra></extra>"), row=1, col=1)
-    b = data.boundaries
+    b = explanation.boundaries
     markers = "lines+markers" if len(b) <= 300 else "lines"
     custom = np.c_[b["left"], b["right"], b["prior"]]
     fig.add_trace(go.Scatter(
@@ -75,9 +48,9 @@ def abb_figure(data: ABBData, title: str | None = None, height: int = 560) -> go
     return base_layout(fig, title, height)
 
 
-def inner_figures(calibrator) -> list[tuple[str, go.Figure]]:
-    """(title, figure): the map over the posterior boundary probability at each gap."""
-    data = abb_data(calibrator)
+def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
+    """(title, figure) drawing an :class:`~calibdash.explain.abb.ABBExplanation`: the map over the
+    posterior boundary probability at each gap."""
     title = (f"ABB's map and where it believes the bin boundaries are "
-             f"(posterior mean {data.expected_bins:.1f} bins)")
-    return [(title, abb_figure(data))]
+             f"(posterior mean {explanation.expected_bins:.1f} bins)")
+    return [(title, abb_figure(explanation))]

@@ -7,7 +7,8 @@
   model drawn faintly, opacity proportional to its weight, and their
   weighted average in bold.
 
-Everything is computed from ``calibrator.diagnostics()`` alone.
+Everything is drawn from a :class:`calibdash.explain.bbq.BBQExplanation`
+alone; nothing here fits.
 """
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ _PRUNED = "#BBBBBB"
 
 
 # -- posterior weights -------------------------------------------------------------------------------
-def weights_data(calibrator) -> pd.DataFrame:
-    """One row per model: ``B``, ``posterior``, ``log_marginal_likelihood``, ``kept``, ``same_as``."""
-    m = calibrator.diagnostics()["models"]
+def weights_data(explanation) -> pd.DataFrame:
+    """One row per model: ``B``, ``n_bins``, ``posterior``, ``log_marginal_likelihood``, ``kept``,
+    ``same_as`` (from a :class:`~calibdash.explain.bbq.BBQExplanation`)."""
+    m = explanation.models
     return m[["B", "n_bins", "posterior", "log_marginal_likelihood", "kept", "same_as"]].copy()
 
 
@@ -91,10 +93,10 @@ def _steps(lower: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.append(lower, 1.0), np.append(value, value[-1])
 
 
-def map_data(calibrator, max_models: int = MAX_MODELS_DRAWN) -> MapData:
-    """The kept models' step maps (the heaviest ``max_models``) and the averaged map."""
-    d = calibrator.diagnostics()
-    models, bins = d["models"], d["bins"]
+def map_data(explanation, max_models: int = MAX_MODELS_DRAWN) -> MapData:
+    """The kept models' step maps (the heaviest ``max_models``) and the averaged map, from a
+    :class:`~calibdash.explain.bbq.BBQExplanation`."""
+    models, bins = explanation.models, explanation.bins
     kept = models[models["weight"] > 0].sort_values("weight", ascending=False)
     drawn = kept.head(max_models)
     top = float(drawn["weight"].max())
@@ -103,7 +105,7 @@ def map_data(calibrator, max_models: int = MAX_MODELS_DRAWN) -> MapData:
         b = bins[bins["B"] == B]
         x, y = _steps(b["lower"].to_numpy(), b["estimate"].to_numpy())
         parts.append(pd.DataFrame({"B": B, "weight": w, "opacity": MAX_OPACITY * w / top, "x": x, "y": y}))
-    x, y = _steps(d["map"]["lower"].to_numpy(), d["map"]["prob"].to_numpy())
+    x, y = _steps(explanation.map["lower"].to_numpy(), explanation.map["prob"].to_numpy())
     return MapData(models=pd.concat(parts, ignore_index=True), average=pd.DataFrame({"x": x, "y": y}),
                    n_kept=len(kept), n_drawn=len(drawn))
 
@@ -133,9 +135,10 @@ def map_figure(data: MapData, title: str | None = None, height: int = 460) -> go
     return base_layout(fig, title, height)
 
 
-def inner_figures(calibrator) -> list[tuple[str, go.Figure]]:
-    """(title, figure): the posterior over models, and the models' maps with their average."""
+def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
+    """(title, figure) drawing a :class:`~calibdash.explain.bbq.BBQExplanation`: the posterior over
+    models, and the models' maps with their average."""
     return [
-        ("Posterior weight of each binning model", weights_figure(weights_data(calibrator))),
-        ("Kept models (faint, by weight) and their average", map_figure(map_data(calibrator))),
+        ("Posterior weight of each binning model", weights_figure(weights_data(explanation))),
+        ("Kept models (faint, by weight) and their average", map_figure(map_data(explanation))),
     ]

@@ -1,13 +1,12 @@
 """SBB's inner workings: the single best binning it chose, drawn on the calibration map.
 
-:func:`bins_data` gathers the chosen bins (from ``calibrator.diagnostics()``)
-and :func:`bins_figure` draws them: each bin a shaded band on the score axis
-(alternating shades), the step map in bold, and a marker per bin at the middle
-of its training scores, sized by its number of rows, with its counts on hover.
+:func:`bins_figure` draws the chosen bins of a
+:class:`calibdash.explain.sbb.SBBExplanation`: each bin a shaded band on
+the score axis (alternating shades), the step map in bold, and a marker per
+bin at the middle of its training scores, sized by its number of rows, with
+its counts on hover. Nothing here fits.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -16,25 +15,7 @@ import plotly.graph_objects as go
 from .layout import base_layout
 from .palette import color_of, rgba
 
-__all__ = ["SBBData", "bins_data", "bins_figure", "inner_figures"]
-
-
-@dataclass
-class SBBData:
-    """``bins``: one row per bin (``lower``, ``upper``, ``score_min``, ``score_max``, ``n``,
-    ``n1``, ``estimate``); ``posterior_of_best``: that binning's posterior probability."""
-
-    bins: pd.DataFrame
-    posterior_of_best: float
-    log_score: float
-
-
-def bins_data(calibrator) -> SBBData:
-    """The chosen bins and how sure the posterior is of them."""
-    d = calibrator.diagnostics()
-    cols = ["lower", "upper", "score_min", "score_max", "n", "n1", "estimate"]
-    return SBBData(bins=d["bins"][cols].copy(), posterior_of_best=float(d["posterior_of_best"]),
-                   log_score=float(d["log_score"]))
+__all__ = ["bins_figure", "inner_figures"]
 
 
 def _bands(bins: pd.DataFrame) -> tuple[list, list]:
@@ -46,10 +27,11 @@ def _bands(bins: pd.DataFrame) -> tuple[list, list]:
     return xs, ys
 
 
-def bins_figure(data: SBBData, title: str | None = None, height: int = 460) -> go.Figure:
-    """The calibration map with SBB's bins as shaded bands."""
+def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
+    """The calibration map with the bins of an :class:`~calibdash.explain.sbb.SBBExplanation` as
+    shaded bands."""
     colour = color_of("sbb")
-    b = data.bins
+    b = explanation.bins
     fig = go.Figure()
     xs, ys = _bands(b)
     fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=rgba(colour, 0.10), mode="lines",
@@ -74,9 +56,9 @@ def bins_figure(data: SBBData, title: str | None = None, height: int = 460) -> g
     return base_layout(fig, title, height)
 
 
-def inner_figures(calibrator) -> list[tuple[str, go.Figure]]:
-    """(title, figure): SBB's chosen bins on the calibration map."""
-    data = bins_data(calibrator)
-    title = (f"SBB's best binning: {len(data.bins)} bins "
-             f"(posterior probability {data.posterior_of_best:.3g})")
-    return [(title, bins_figure(data))]
+def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
+    """(title, figure) drawing an :class:`~calibdash.explain.sbb.SBBExplanation`: SBB's chosen bins
+    on the calibration map."""
+    title = (f"SBB's best binning: {len(explanation.bins)} bins "
+             f"(posterior probability {explanation.posterior_of_best:.3g})")
+    return [(title, bins_figure(explanation))]

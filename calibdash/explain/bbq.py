@@ -1,0 +1,145 @@
+"""Explaining a fitted BBQ: its binning models, their weights and bins, and the averaged map.
+
+A fitted :class:`~calibdash.calibrators.bbq.BBQCalibrator` keeps only its
+averaged map and the kept models' B and weights. :func:`explain` builds the
+models again from the rows it was fitted on with its hyperparameters
+(:func:`calibdash.calibrators.bbq.binning_models`, the function ``fit``
+uses), checks that their average is the calibrator's map, and returns a
+:class:`BBQExplanation`: the models table, every model's bins, the map's
+pieces, the log evidence and plain notes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..calibrators.bbq import BinningModels, averaged_map, binning_models
+from ..errors import ProgrammingError
+from . import Explanation, training_rows
+
+__all__ = ["BBQExplanation", "explain", "MAP_TOL"]
+
+#: Largest difference between the calibrator's map and the average of the models built again.
+MAP_TOL = 1e-12
+
+
+@dataclass(kw_only=True)
+class BBQExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted BBQ.
+
+    Attributes
+    ----------
+    variant : str
+        ``"paper"`` or ``"authors"``.
+    prune : bool
+        Whether the models were pruned.
+    models : DataFrame
+        One row per B: ``B``, ``n_bins`` (fewer than B when ties merge
+        cuts), ``log_marginal_likelihood`` (log P(D|M), Eq. 2),
+        ``posterior`` (weight among all models, before pruning), ``kept``,
+        ``weight`` (used in the average: renormalised over the kept
+        models), ``same_as`` (paper variant: the smaller B with the same
+        binning, else -1).
+    bins : DataFrame
+        One row per bin of every model: ``B``, ``bin``, ``lower``,
+        ``upper``, ``count``, ``positives``, ``estimate``.
+    map : DataFrame
+        The averaged map's pieces: ``lower``, ``upper``, ``prob``.
+    log_evidence : float
+        Log of the mean marginal likelihood over the distinct models
+        (uniform prior).
+    """
+
+    variant: str
+    prune: bool
+    models: pd.DataFrame
+    bins: pd.DataFrame
+    map: pd.DataFrame
+    log_evidence: float
+
+
+def _models_table(m: BinningModels) -> pd.DataFrame:
+    return pd.DataFrame({
+        "B": m.b, "n_bins": m.bins.nb, "log_marginal_likelihood": m.log_ml, "posterior": m.posterior,
+        "kept": m.kept, "weight": m.weight, "same_as": np.where(m.same_as >= 0, m.b[np.maximum(m.same_as, 0)], -1),
+    })
+
+
+def _bins_table(m: BinningModels) -> pd.DataFrame:
+    b = m.bins
+    return pd.DataFrame({
+        "B": m.b[b.model], "bin": np.arange(b.model.size) - b.first[b.model],
+        "lower": b.lower, "upper": b.upper, "count": b.count.astype(np.int64),
+        "positives": b.pos.astype(np.int64), "estimate": b.est,
+    })
+
+
+def _log_evidence(m: BinningModels) -> float:
+    lml = m.log_ml[m.same_as < 0]
+    top = lml.max()
+    return float(top + np.log(np.mean(np.exp(lml - top))))
+
+
+def _check_same_map(cal, m: BinningModels) -> None:
+    """ProgrammingError unless the models built again average to the calibrator's map."""
+    mine = (cal.cuts_, cal.levels_, cal.point_x_, cal.point_delta_)
+    again = averaged_map(m)
+    same = all(a.shape == b.shape for a, b in zip(mine, again))
+    detail = "their maps have different pieces"
+    if same:
+        gap = max((float(np.max(np.abs(a - b))) for a, b in zip(mine, again) if a.size), default=0.0)
+        same = gap <= MAP_TOL
+        detail = f"their maps differ by up to {gap:.2e}"
+    if not same:
+        raise ProgrammingError(f"the rows given are not the ones BBQ was fitted on: building its models again "
+                               f"from them does not give its map ({detail}); pass the rows it was fitted on.")
+
+
+def _notes(m: BinningModels, prune: bool) -> list[str]:
+    b, kept = m.b, m.kept
+    notes = [f"Averaging {int(kept.sum()):,} of {b.size:,} binning models (B = {b[0]:,} to {b[-1]:,})"
+             + (" kept by the ρ = 0.001 pruning rule." if prune else ", no pruning.")]
+    dup = int((m.same_as >= 0).sum())
+    if dup:
+        notes.append(f"{dup:,} values of B give the same bins as a smaller B because of tied scores; "
+                     "each binning is counted once.")
+    if m.variant == "authors":
+        notes.append("Authors' variant: the BDeu prior has strength N' in each bin, estimates use the "
+                     "authors' score-based smoothing, and tied scores may be split as in their MATLAB code.")
+    return notes
+
+
+def explain(calibrator, scores, labels, features=None) -> BBQExplanation:
+    """Explain a fitted BBQ by building its models again from the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted BBQCalibrator
+    scores, labels : array-like
+        The rows ``calibrator`` was fitted on.
+    features : ignored
+
+    Returns
+    -------
+    BBQExplanation
+
+    Raises
+    ------
+    ProgrammingError
+        If the rows are not the ones ``calibrator`` was fitted on: their
+        number differs, or the models built from them do not average to the
+        calibrator's map (to ``MAP_TOL``).
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    m = binning_models(s, y, cal.ess, cal.c, cal.prune, cal.variant)
+    _check_same_map(cal, m)
+    models, bins = _models_table(m), _bins_table(m)
+    edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
+    pieces = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "prob": np.clip(cal.levels_, 0.0, 1.0)})
+    return BBQExplanation(
+        method=cal.name, notes=_notes(m, bool(cal.prune)), tables={"models": models, "bins": bins, "map": pieces},
+        variant=m.variant, prune=bool(cal.prune), models=models, bins=bins, map=pieces,
+        log_evidence=_log_evidence(m))

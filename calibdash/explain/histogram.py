@@ -1,0 +1,74 @@
+"""Explaining a fitted histogram binning: its bins and what fell in them.
+
+A fitted :class:`~calibdash.calibrators.histogram.HistogramCalibrator` keeps
+its cut points and each bin's estimate. :func:`explain` counts the rows it
+was fitted on in those bins again (:func:`calibdash.calibrators.histogram.bin_sums`,
+the function ``fit`` uses), checks that their frequencies are the
+estimates, and returns a :class:`HistogramExplanation` with one row per bin.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..calibrators.histogram import bin_sums
+from ..errors import ProgrammingError
+from . import Explanation, training_rows
+
+__all__ = ["HistogramExplanation", "explain", "MAP_TOL"]
+
+#: Largest difference between a bin's estimate and its rows' frequency counted again.
+MAP_TOL = 1e-12
+
+
+@dataclass(kw_only=True)
+class HistogramExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted histogram binning.
+
+    Attributes
+    ----------
+    bins : DataFrame
+        One row per bin: ``lower``, ``upper`` (its edges: 0, the cuts, 1),
+        ``count``, ``positives`` (training rows, positive ones),
+        ``mean_score`` (their mean score), ``estimate`` (the calibrated
+        value, ``positives / count``).
+    """
+
+    bins: pd.DataFrame
+
+
+def explain(calibrator, scores, labels, features=None) -> HistogramExplanation:
+    """Explain a fitted histogram binning on the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted HistogramCalibrator
+    scores, labels : array-like
+        The rows ``calibrator`` was fitted on.
+    features : ignored
+
+    Returns
+    -------
+    HistogramExplanation
+
+    Raises
+    ------
+    ProgrammingError
+        If the rows are not the ones ``calibrator`` was fitted on: their
+        number differs, or their frequencies in its bins are not its
+        estimates.
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    n, k, score_sum = bin_sums(cal.cuts_, s, y)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        freq, mean_score = k / n, score_sum / n
+    if not np.allclose(freq, cal.estimates_, rtol=0.0, atol=MAP_TOL):
+        raise ProgrammingError("the rows given are not the ones the histogram binning was fitted on: their "
+                               "frequencies in its bins are not its estimates; pass the rows it was fitted on.")
+    edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
+    bins = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "count": n, "positives": k,
+                         "mean_score": mean_score, "estimate": cal.estimates_})
+    return HistogramExplanation(method=cal.name, tables={"bins": bins}, bins=bins)

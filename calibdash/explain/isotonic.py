@@ -1,0 +1,70 @@
+"""Explaining a fitted isotonic regression: the blocks PAV pooled the scores into.
+
+A fitted :class:`~calibdash.calibrators.isotonic.IsotonicCalibrator` keeps
+only its map. :func:`explain` pools the rows it was fitted on again
+(:func:`calibdash.calibrators.isotonic.pav_blocks`, the function ``fit``
+uses), checks that the blocks' values are the calibrator's, and returns an
+:class:`IsotonicExplanation` with one row per block.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..calibrators.isotonic import pav_blocks
+from ..errors import ProgrammingError
+from . import Explanation, training_rows
+
+__all__ = ["IsotonicExplanation", "explain", "MAP_TOL"]
+
+#: Largest difference between the calibrator's map at a block's first score and the block's value.
+MAP_TOL = 1e-12
+
+
+@dataclass(kw_only=True)
+class IsotonicExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted isotonic regression.
+
+    Attributes
+    ----------
+    blocks : DataFrame
+        One row per PAV block: ``first_score``, ``last_score`` (its smallest
+        and largest training score), ``count`` (training rows), ``value``
+        (its fitted value, non-decreasing from block to block).
+    """
+
+    blocks: pd.DataFrame
+
+
+def explain(calibrator, scores, labels, features=None) -> IsotonicExplanation:
+    """Explain a fitted isotonic regression on the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted IsotonicCalibrator
+    scores, labels : array-like
+        The rows ``calibrator`` was fitted on.
+    features : ignored
+
+    Returns
+    -------
+    IsotonicExplanation
+
+    Raises
+    ------
+    ProgrammingError
+        If the rows are not the ones ``calibrator`` was fitted on: their
+        number differs, or the calibrator's map at the blocks found again
+        is not their values.
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    b = pav_blocks(s, y)
+    if not np.allclose(cal.predict(b.first_score), b.value, rtol=0.0, atol=MAP_TOL):
+        raise ProgrammingError("the rows given are not the ones the isotonic regression was fitted on: its map "
+                               "differs from the blocks they pool into; pass the rows it was fitted on.")
+    blocks = pd.DataFrame({"first_score": b.first_score, "last_score": b.last_score, "count": b.count,
+                           "value": b.value})
+    return IsotonicExplanation(method=cal.name, tables={"blocks": blocks}, blocks=blocks)

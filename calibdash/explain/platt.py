@@ -1,0 +1,56 @@
+"""Explaining a fitted Platt scaling: its slope, intercept and training log-likelihood.
+
+:func:`explain` returns a :class:`PlattExplanation` with the calibrator's
+``A`` and ``B`` and the log-likelihood of the rows it was fitted on
+(computed again from them with :func:`calibdash.calibrators.platt.log_likelihood`,
+against the targets ``fit`` used), also as a one-row table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..calibrators.platt import log_likelihood, targets
+from . import Explanation, training_rows
+
+__all__ = ["PlattExplanation", "explain"]
+
+
+@dataclass(kw_only=True)
+class PlattExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted Platt scaling, ``p = sigmoid(A logit(s) + B)``.
+
+    Attributes
+    ----------
+    A, B : float
+        Slope and intercept.
+    log_likelihood : float
+        Log-likelihood of the training targets (the labels, or Platt's
+        smoothed targets) at ``A``, ``B``.
+    """
+
+    A: float
+    B: float
+    log_likelihood: float
+
+
+def explain(calibrator, scores, labels, features=None) -> PlattExplanation:
+    """Explain a fitted Platt scaling on the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted PlattCalibrator
+    scores, labels : array-like
+        The rows ``calibrator`` was fitted on.
+    features : ignored
+
+    Returns
+    -------
+    PlattExplanation
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    ll = log_likelihood(cal.a_, cal.b_, s, targets(y, cal.smooth_targets))
+    fit = pd.DataFrame({"A": [cal.a_], "B": [cal.b_], "log_likelihood": [ll], "rows": [s.size]})
+    return PlattExplanation(method=cal.name, tables={"fit": fit}, A=cal.a_, B=cal.b_, log_likelihood=ll)

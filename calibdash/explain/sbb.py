@@ -1,0 +1,140 @@
+"""Explaining a fitted SBB: the single binning it chose, and how sure the posterior is of it.
+
+A fitted :class:`~calibdash.calibrators.sbb.SBB` keeps only its cut points,
+its bins' estimates and two log scores. :func:`explain` finds the best
+binning again from the rows it was fitted on
+(:func:`calibdash.calibrators.sbb.best_binning`, the function ``fit`` uses),
+checks that it is the calibrator's, and returns an :class:`SBBExplanation`:
+the chosen bins with their counts, the collapsed training positions, the
+boundary prior of each gap, the chosen binning's posterior probability and
+plain notes.
+
+:func:`positions_notes` (what collapsing ties or grouping into micro-bins
+did) serves ABB's explainer too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..calibrators._bayes_binning import Positions, log_gap_priors
+from ..calibrators.sbb import BestBinning, best_binning
+from ..errors import ProgrammingError
+from . import Explanation, training_rows
+
+__all__ = ["SBBExplanation", "explain", "positions_notes", "MAP_TOL"]
+
+#: Largest difference between the calibrator's map and the binning found again.
+MAP_TOL = 1e-12
+
+
+@dataclass(kw_only=True)
+class SBBExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted SBB.
+
+    Attributes
+    ----------
+    lam : float
+        The calibrator's lambda.
+    bins : DataFrame
+        One row per chosen bin: ``bin``; ``lower``, ``upper`` (its interval
+        on the score axis: 0, the cuts, 1); ``score_min``, ``score_max``
+        (its smallest and largest training score); ``n``, ``n1`` (training
+        rows, positives); ``estimate`` (the calibrated probability,
+        ``(n1 + 1) / (n + 2)``); ``first``, ``last`` (its positions).
+    positions : DataFrame
+        The collapsed training data: ``score``, ``lo``, ``hi``, ``n``, ``n1``.
+    boundary_prior : ndarray of float
+        Prior(k) of a boundary in each gap between positions.
+    log_score : float
+        Log Score (Eq. 6) of the chosen binning.
+    log_evidence : float
+        Log of the sum of Eq. 6 over all binnings.
+    """
+
+    lam: float
+    bins: pd.DataFrame
+    positions: pd.DataFrame
+    boundary_prior: np.ndarray
+    log_score: float
+    log_evidence: float
+
+    @property
+    def posterior_of_best(self) -> float:
+        """The chosen binning's posterior probability among all binnings."""
+        return float(np.exp(self.log_score - self.log_evidence))
+
+
+def positions_notes(pos: Positions, max_positions: int) -> list[str]:
+    """What collapsing the training rows into positions did, in plain sentences."""
+    if pos.grouped:
+        return [f"The {pos.n_rows:,} training scores hold {pos.n_distinct:,} distinct values, more "
+                f"than {int(max_positions):,}: they were grouped into {pos.size:,} equal-count "
+                "micro-bins before fitting, and bin boundaries can only fall between micro-bins."]
+    if pos.n_distinct < pos.n_rows:
+        return [f"Tied scores were collapsed: {pos.n_rows:,} training rows, {pos.n_distinct:,} "
+                "distinct scores; a bin boundary never splits a run of ties."]
+    return []
+
+
+def _bins_table(best: BestBinning) -> pd.DataFrame:
+    pos, first, last = best.positions, best.first, best.last
+    return pd.DataFrame({
+        "bin": np.arange(first.size),
+        "lower": np.concatenate([[0.0], best.cuts]), "upper": np.concatenate([best.cuts, [1.0]]),
+        "score_min": pos.lo[first], "score_max": pos.hi[last],
+        "n": best.n, "n1": best.n1, "estimate": best.estimate, "first": first, "last": last,
+    })
+
+
+def _check_same_bins(cal, best: BestBinning) -> None:
+    """ProgrammingError unless the binning found again is the calibrator's."""
+    mine, again = (cal.cuts_, cal.bin_estimate_), (best.cuts, best.estimate)
+    same = all(a.shape == b.shape for a, b in zip(mine, again))
+    detail = f"it has {best.estimate.size:,} bins, the calibrator {cal.bin_estimate_.size:,}"
+    if same:
+        gap = max((float(np.max(np.abs(a - b))) for a, b in zip(mine, again) if a.size), default=0.0)
+        same = gap <= MAP_TOL
+        detail = f"their maps differ by up to {gap:.2e}"
+    if not same:
+        raise ProgrammingError(f"the rows given are not the ones SBB was fitted on: the best binning of them "
+                               f"is not the calibrator's ({detail}); pass the rows it was fitted on.")
+
+
+def explain(calibrator, scores, labels, features=None) -> SBBExplanation:
+    """Explain a fitted SBB by finding its best binning again from the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted SBB
+    scores, labels : array-like
+        The rows ``calibrator`` was fitted on.
+    features : ignored
+
+    Returns
+    -------
+    SBBExplanation
+
+    Raises
+    ------
+    ProgrammingError
+        If the rows are not the ones ``calibrator`` was fitted on: their
+        number differs, or their best binning is not the calibrator's.
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    best = best_binning(s, y, cal.lam, cal.max_positions)
+    _check_same_bins(cal, best)
+    pos = best.positions
+    bins, positions = _bins_table(best), pos.frame()
+    log_p, _ = log_gap_priors(pos.score, float(cal.lam))
+    posterior = float(np.exp(best.log_score - best.log_evidence))
+    notes = positions_notes(pos, cal.max_positions) + [
+        f"SBB chose {best.first.size} bins; that binning has posterior probability {posterior:.3g} among all "
+        f"2^{pos.size - 1} binnings."]
+    return SBBExplanation(
+        method=cal.name, notes=notes, tables={"bins": bins, "positions": positions},
+        lam=float(cal.lam), bins=bins, positions=positions, boundary_prior=np.exp(log_p),
+        log_score=best.log_score, log_evidence=best.log_evidence)
