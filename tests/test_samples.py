@@ -1,7 +1,9 @@
-"""Tests of the shipped sample data (sample_data/) and calibdash.samples."""
+"""Tests of the sample data (sample_data/, calibdash.samples and its generators in calibdash.samples.make)."""
 from __future__ import annotations
 
-import importlib.util
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,20 +14,9 @@ from calibdash import EnvironmentProblem, SettingsError, samples
 from calibdash.data import guess_roles, read_table
 from calibdash.metrics import accuracy, auc
 from calibdash.samples import DEFAULT_SAMPLE, SAMPLES, load_sample, sample_path
+from calibdash.samples import make as make_samples
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _make_samples_module():
-    spec = importlib.util.spec_from_file_location("make_samples", REPO / "sample_data" / "make_samples.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="module")
-def make_samples():
-    return _make_samples_module()
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +24,21 @@ def committed():
     return {name: pd.read_csv(sample_path(name)) for name in SAMPLES}
 
 
+@pytest.fixture
+def installed_layout(monkeypatch, tmp_path):
+    """calibdash as if installed: no sample_data/ next to the package, the user cache under tmp_path."""
+    monkeypatch.setattr(samples, "SAMPLE_DIR", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 # ---------------------------------------------------------------------------
-# registry
+# registry, paths and the cache
 # ---------------------------------------------------------------------------
 def test_registry_and_paths():
     assert list(SAMPLES) == ["circles_svm", "breast_cancer_nb", "ctr_120k"]
     assert DEFAULT_SAMPLE == "circles_svm"
+    assert samples.SAMPLE_DIR == REPO / "sample_data"          # a checkout uses its own files
     for name, s in SAMPLES.items():
         assert s.name == name
         path = sample_path(name)
@@ -49,14 +49,56 @@ def test_registry_and_paths():
         sample_path("iris")
 
 
-def test_missing_sample_file_is_an_environment_problem(monkeypatch, tmp_path):
-    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path)
-    with pytest.raises(EnvironmentProblem, match=r"sample file .*circles_svm\.csv is missing; regenerate it with "
-                                                 r"`python sample_data/make_samples\.py`"):
+def test_cache_dir_follows_xdg_cache_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    d = samples.cache_dir()
+    assert d.parent == tmp_path / "calibdash" / "samples" and len(d.name) == 12
+    assert not d.exists()                                       # created only when a file is generated
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")    # the XDG spec: relative values are ignored
+    if os.name != "nt":
+        assert samples.cache_dir().parent == Path.home() / ".cache" / "calibdash" / "samples"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    if os.name != "nt":
+        assert samples.cache_dir().parent == Path.home() / ".cache" / "calibdash" / "samples"
+
+
+def test_installed_copy_generates_samples_once_into_the_cache(installed_layout, committed, monkeypatch):
+    path = sample_path("breast_cancer_nb")
+    assert path == samples.cache_dir() / "breast_cancer_nb.csv" and path.is_relative_to(installed_layout)
+    _assert_same(pd.read_csv(path), committed["breast_cancer_nb"])
+    assert [p.name for p in path.parent.iterdir()] == ["breast_cancer_nb.csv"]     # no temporary file left
+    # the second call reads the cached file: generation is not run again
+    monkeypatch.setitem(make_samples.GENERATORS, "breast_cancer_nb.csv", lambda: pytest.fail("regenerated"))
+    assert sample_path("breast_cancer_nb") == path
+    ss = load_sample("breast_cancer_nb")
+    assert ss.n_rows == 569 and ss.score == "nb_score"
+
+
+def test_a_file_missing_from_sample_data_is_generated_into_the_cache(monkeypatch, tmp_path):
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "empty")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert sample_path("circles_svm").is_relative_to(tmp_path / "cache")
+
+
+def test_unwritable_cache_is_an_environment_problem(installed_layout, monkeypatch):
+    def refuse(fname, out_dir):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(make_samples, "write", refuse)
+    with pytest.raises(EnvironmentProblem, match=r"cannot write sample circles_svm\.csv into the cache folder "
+                                                 r".*: Permission denied\. Point XDG_CACHE_HOME to a writable folder"):
         load_sample("circles_svm")
 
 
-def test_generators_match_the_registry(make_samples):
+def test_cache_that_is_a_file_is_an_environment_problem(installed_layout):
+    installed_layout.parent.mkdir(exist_ok=True)
+    installed_layout.write_text("not a folder")
+    with pytest.raises(EnvironmentProblem, match=r"cannot write sample circles_svm\.csv into the cache folder "
+                                                 r".*Point XDG_CACHE_HOME to a writable folder"):
+        load_sample("circles_svm")
+
+
+def test_generators_match_the_registry():
     assert list(make_samples.GENERATORS) == [s.filename for s in SAMPLES.values()]
 
 
@@ -144,19 +186,28 @@ def _assert_same(got: pd.DataFrame, want: pd.DataFrame):
             assert got[c].astype(str).tolist() == want[c].astype(str).tolist(), c
 
 
-def test_small_samples_regenerate_identically(make_samples, committed, tmp_path):
-    files = ["circles_svm.csv", "breast_cancer_nb.csv"]
-    make_samples.write_all(tmp_path, only=files)
-    for name in ("circles_svm", "breast_cancer_nb"):
-        path = tmp_path / SAMPLES[name].filename
-        _assert_same(pd.read_csv(path), committed[name])
+@pytest.mark.parametrize("name", list(SAMPLES))
+def test_package_generators_reproduce_the_committed_files(name, committed, tmp_path):
+    """The package's generator gives the repository's file (same columns, values to 1e-6; bytes on the pins)."""
+    path = make_samples.write(SAMPLES[name].filename, tmp_path)
+    _assert_same(pd.read_csv(path), committed[name])
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
-def test_ctr_regenerates_identically(make_samples, committed):
-    _assert_same(make_samples.make_ctr(), committed["ctr_120k"])
+def test_make_samples_script_is_a_wrapper_of_the_package(tmp_path):
+    """sample_data/make_samples.py writes with the package's generators (from its own checkout, whatever the cwd)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, str(REPO / "sample_data" / "make_samples.py"), "--out", str(tmp_path),
+                          "breast_cancer_nb.csv"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "wrote" in out.stdout and [p.name for p in tmp_path.iterdir()] == ["breast_cancer_nb.csv"]
+    _assert_same(pd.read_csv(tmp_path / "breast_cancer_nb.csv"), pd.read_csv(REPO / "sample_data" / "breast_cancer_nb.csv"))
+    bad = subprocess.run([sys.executable, str(REPO / "sample_data" / "make_samples.py"), "--out", str(tmp_path),
+                          "iris.csv"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "not a sample file: iris.csv" in bad.stderr
 
 
-def test_generators_depend_on_seed(make_samples):
+def test_generators_depend_on_seed():
     a = make_samples.make_ctr(seed=1, n=1000)
     b = make_samples.make_ctr(seed=2, n=1000)
     assert not np.array_equal(a["pctr"].to_numpy(), b["pctr"].to_numpy())

@@ -1,0 +1,206 @@
+"""The sample data sets the dashboard opens without an upload (see sample_data/README.md).
+
+>>> from calibdash.samples import SAMPLES, load_sample
+>>> ss = load_sample("circles_svm", score="linear_svm")     # doctest: +SKIP
+
+Where the files come from (nothing is downloaded, ever):
+
+* in a checkout of the repository, ``sample_data/`` next to the package
+  (:data:`SAMPLE_DIR`), the files the README and the command-line examples
+  use;
+* in an installed copy (``pip install calibdash``), which ships no CSV, the
+  package's own generators (:mod:`calibdash.samples.make`) write each file
+  once, on first use, into a per-user cache folder (:func:`cache_dir`):
+  ``$XDG_CACHE_HOME/calibdash/samples/<generator hash>/``, by default
+  ``~/.cache/calibdash/samples/...`` (``%LOCALAPPDATA%`` on Windows). The
+  largest, ``ctr_120k.csv`` (3.9 MB), takes well under a second.
+
+The generators are deterministic: on the pinned library versions both
+sources hold the same values (``tests/test_samples.py``).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..data import ScoreSet, load_scores
+from ..errors import EnvironmentProblem, SettingsError
+
+__all__ = ["Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample", "cache_dir"]
+
+
+def _repo_sample_dir() -> Path | None:
+    """``sample_data/`` of the repository this package sits in, or None for an installed copy."""
+    folder = Path(__file__).resolve().parent.parent.parent / "sample_data"
+    return folder if (folder / "make_samples.py").is_file() else None
+
+
+#: ``sample_data/`` at the repository root when calibdash runs from a checkout; None when installed.
+SAMPLE_DIR: Path | None = _repo_sample_dir()
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample data set.
+
+    Attributes
+    ----------
+    name : str
+        Key in :data:`SAMPLES`.
+    filename : str
+        File name, in ``sample_data/`` or the cache folder.
+    title : str
+        Short display title.
+    description : str
+        One or two sentences: origin and what it shows.
+    score : str
+        Default active score column.
+    label : str
+        Label column.
+    """
+
+    name: str
+    filename: str
+    title: str
+    description: str
+    score: str
+    label: str
+
+
+SAMPLES: dict[str, Sample] = {s.name: s for s in (
+    Sample(
+        name="circles_svm",
+        filename="circles_svm.csv",
+        title="Circles, linear vs quadratic SVM (BBQ / SBB papers)",
+        description=(
+            "The BBQ and SBB papers' simulated circular configuration: class 0 inside radius 2, "
+            "class 1 between radius 2 and 4; 1,000 train + 1,000 test points. Scores are the "
+            "sigmoid of the margin of a linear and a quadratic SVM. The linear SVM's true "
+            "probability is not monotone in its score, so Platt scaling and isotonic regression "
+            "fail where binning helps; the quadratic SVM is accurate but miscalibrated."),
+        score="linear_svm",
+        label="label",
+    ),
+    Sample(
+        name="breast_cancer_nb",
+        filename="breast_cancer_nb.csv",
+        title="Breast cancer, Gaussian naive Bayes",
+        description=(
+            "scikit-learn's Wisconsin breast cancer data (569 tumours) scored by Gaussian naive "
+            "Bayes with 5-fold out-of-fold predictions. Naive Bayes is famously over-confident: "
+            "most scores sit at 0 or 1."),
+        score="nb_score",
+        label="malignant",
+    ),
+    Sample(
+        name="ctr_120k",
+        filename="ctr_120k.csv",
+        title="Click-through, 120k impressions (synthetic)",
+        description=(
+            "Synthetic ad impressions with device, site category, hour, banner position and user "
+            "age. The base model's pCTR is miscalibrated per site category and device: at the "
+            "same score some groups click more, others less than predicted, which only a "
+            "feature-aware calibrator (MBCT) can correct."),
+        score="pctr",
+        label="click",
+    ),
+)}
+
+#: Sample shown when the dashboard opens.
+DEFAULT_SAMPLE = "circles_svm"
+
+_LOCK = threading.Lock()
+
+
+def _get(name: str) -> Sample:
+    if name not in SAMPLES:
+        raise SettingsError(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}.")
+    return SAMPLES[name]
+
+
+def _user_cache_root() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):                       # the XDG spec: ignore a relative value
+        return Path(xdg)
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"])
+    return Path.home() / ".cache"
+
+
+def _generator_key() -> str:
+    """Short hash of the generators' source: editing them gives a new cache folder."""
+    try:
+        source = Path(__file__).with_name("make.py").read_bytes()
+    except OSError:                              # installed without sources: fall back on the version
+        from .. import __version__
+        source = __version__.encode()
+    return hashlib.sha256(source).hexdigest()[:12]
+
+
+def cache_dir() -> Path:
+    """Per-user folder the generated samples go to: ``$XDG_CACHE_HOME/calibdash/samples/<hash>/``.
+
+    ``XDG_CACHE_HOME`` defaults to ``~/.cache`` (``%LOCALAPPDATA%`` on
+    Windows); ``<hash>`` identifies the generators' source, so a new
+    calibdash whose generators differ never reads stale files. The folder is
+    not created here.
+    """
+    return _user_cache_root() / "calibdash" / "samples" / _generator_key()
+
+
+def sample_path(name: str) -> Path:
+    """Path of sample ``name``'s CSV, generating it into :func:`cache_dir` if needed.
+
+    The repository's ``sample_data/`` file when there is one; else the cached
+    file, written on first use (about a second at most).
+
+    Raises
+    ------
+    SettingsError
+        Unknown sample.
+    EnvironmentProblem
+        The file has to be generated and the cache folder cannot be written.
+    """
+    sample = _get(name)
+    if SAMPLE_DIR is not None and (SAMPLE_DIR / sample.filename).is_file():
+        return SAMPLE_DIR / sample.filename
+    folder = cache_dir()
+    path = folder / sample.filename
+    if path.is_file():
+        return path
+    from . import make
+
+    with _LOCK:                                  # one generation per process (the dashboard's threads)
+        if not path.is_file():
+            try:
+                make.write(sample.filename, folder)
+            except OSError as exc:
+                raise EnvironmentProblem(
+                    f"cannot write sample {sample.filename} into the cache folder {folder}: "
+                    f"{exc.strerror or exc}. Point XDG_CACHE_HOME to a writable folder.") from None
+    return path
+
+
+def load_sample(name: str, score: str | None = None) -> ScoreSet:
+    """Load sample ``name`` as a :class:`~calibdash.data.ScoreSet`.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SAMPLES`.
+    score : str, optional
+        Active score column (default: the sample's ``score``).
+
+    Raises
+    ------
+    SettingsError
+        Unknown sample.
+    EnvironmentProblem
+        The file has to be generated and the cache folder cannot be written
+        (see :func:`sample_path`).
+    """
+    sample = _get(name)
+    return load_scores(sample_path(name), score=score or sample.score, label=sample.label)
