@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import DataError
 
-__all__ = ["check_scores", "check_labels"]
+__all__ = ["check_scores", "check_labels", "check_weights"]
 
 
 def check_scores(scores, name: str = "scores") -> np.ndarray:
@@ -62,3 +62,36 @@ def check_labels(labels, n: int, require_both: bool = True) -> np.ndarray:
     if require_both and vals.size < 2:
         raise DataError(f"labels hold one class only ({int(vals[0])}); calibration needs both.")
     return yf.astype(np.int8)
+
+
+def check_weights(sample_weight, n: int, labels: np.ndarray | None = None) -> np.ndarray | None:
+    """Return ``sample_weight`` as a 1-D float array of ``n`` finite, non-negative weights, or None.
+
+    ``None`` stays None (every row weighs 1). With ``labels``, both classes
+    must keep a positive total weight.
+
+    Raises
+    ------
+    DataError
+        If the weights are not numbers, have the wrong length, hold NaN, inf
+        or negative values, sum to zero, or leave one class without weight.
+    """
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"sample_weight must be numbers: {exc}") from None
+    if w.size != n:
+        raise DataError(f"sample_weight has {w.size} values but scores has {n}.")
+    if not np.all(np.isfinite(w)):
+        raise DataError(f"sample_weight holds {int((~np.isfinite(w)).sum())} missing or infinite values.")
+    if (w < 0).any():
+        raise DataError(f"sample_weight holds {int((w < 0).sum())} negative values; weights count rows.")
+    if w.sum() <= 0:
+        raise DataError("sample_weight sums to zero: no row would count.")
+    if labels is not None:
+        for cls in (0, 1):
+            if labels.size and w[labels == cls].sum() <= 0:
+                raise DataError(f"the rows of class {cls} all have weight 0; calibration needs both classes.")
+    return w

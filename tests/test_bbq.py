@@ -13,18 +13,20 @@ import pickle
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import integrate, stats
 from scipy.special import betaln, gammaln
 
 from calibdash import calibrators, export, metrics
-from calibdash.calibrators.bbq import (BBQCalibrator, bdeu_log_marginal, elbow_authors, model_range,
+from calibdash.calibrators.bbq import (BBQCalibrator, bdeu_log_marginal, elbow_authors, model_range, model_size,
                                        prune_paper)
 from calibdash.calibrators.histogram import equal_count_cuts
 from calibdash.errors import ProgrammingError, SettingsError
 from calibdash.explain import explain
 
 from conftest import shared_file
+from test_calibrators import GRID, as_cells, assert_weights_count_as_rows, integer_weights
 
 
 def _tied_sample(n=300, seed=3, decimals=2):
@@ -91,8 +93,9 @@ def test_authors_variant_reproduces_published_bbq_figures():
         "RMSE": metrics.rmse(p, y_te),
         "AUC": max(auc, 1 - auc),
         "ACC": metrics.accuracy(p, y_te),
-        "MCE": metrics.mce(p, y_te, n_bins=10, strategy="quantile"),
-        "ECE": metrics.ece(p, y_te, n_bins=10, strategy="quantile"),
+        # the authors binned the (heavily tied) calibrated outputs by rank, as their code does
+        "MCE": metrics.mce(p, y_te, n_bins=10, strategy="rank"),
+        "ECE": metrics.ece(p, y_te, n_bins=10, strategy="rank"),
     }
     published = {"RMSE": 0.0716, "AUC": 0.9999, "ACC": 0.9930, "MCE": 0.0491, "ECE": 0.0090}
     for key, value in published.items():
@@ -494,3 +497,90 @@ def test_figures_show_the_weights_and_the_kept_models():
     np.testing.assert_allclose(opac, np.sort(kept["weight"] / kept["weight"].max() * fig_bbq.MAX_OPACITY))
     avg = [t for t in map_fig.data if getattr(t, "meta", None) == "average"][0]
     np.testing.assert_allclose(avg.y, cal.predict(np.clip(avg.x, 0, 1)), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# sample weights
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("params", [{}, {"prune": False, "ess": 5.0, "c": 4}])
+def test_paper_weights_count_as_rows(params):
+    s, y = _tied_sample(n=2000, seed=21, decimals=2)
+    k = integer_weights(y)
+    weighted, repeated = assert_weights_count_as_rows(lambda: BBQCalibrator(**params), s, y, k, atol=0)
+    assert weighted.n_models_ == repeated.n_models_ == model_range(int(k.sum()), weighted.c).size
+    np.testing.assert_array_equal(weighted.kept_b_, repeated.kept_b_)
+    # explained with its weights: the repeated rows' models and bins (counts as weight sums)
+    a = explain(weighted, s, y, sample_weight=k)
+    b = explain(repeated, np.repeat(s, k), np.repeat(y, k))
+    for name in ("models", "bins", "map"):
+        pd.testing.assert_frame_equal(a.tables[name], b.tables[name], check_dtype=False, rtol=1e-12)
+    assert a.log_evidence == pytest.approx(b.log_evidence, rel=1e-12)
+    assert any("sample weights" in n for n in a.notes)
+    with pytest.raises(ProgrammingError, match="not the ones BBQ was fitted on"):
+        explain(weighted, s, y)
+
+
+def test_authors_whole_weights_are_repeated_rows_and_fractions_are_refused():
+    s, y = _tied_sample(n=600, seed=22, decimals=2)
+    k = integer_weights(y)
+    weighted = BBQCalibrator(variant="authors").fit(s, y, sample_weight=k.astype(float))
+    repeated = BBQCalibrator(variant="authors").fit(np.repeat(s, k), np.repeat(y, k))
+    np.testing.assert_array_equal(weighted.predict(GRID), repeated.predict(GRID))
+    np.testing.assert_array_equal(weighted.point_x_, repeated.point_x_)
+    a = explain(weighted, s, y, sample_weight=k)
+    b = explain(repeated, np.repeat(s, k), np.repeat(y, k))
+    assert a.tables["bins"].equals(b.tables["bins"]) and a.tables["models"].equals(b.tables["models"])
+    with pytest.raises(SettingsError, match="whole-number sample weights only .3 are fractional.*rank"):
+        BBQCalibrator(variant="authors").fit(s, y, sample_weight=np.r_[[0.5, 1.5, 2.25], np.ones(s.size - 3)])
+
+
+def test_authors_cells_equal_the_rows_in_the_cells_order_only():
+    """The code's blocks split runs of ties by row order: cells (score, label, count) are the rows
+    sorted by score then label, which is what they equal; rows in another order may differ."""
+    s, y = _tied_sample(n=600, seed=23, decimals=2)
+    cs, cy, cn = as_cells(s, y)
+    order = np.lexsort((cy, cs))
+    by_cells = BBQCalibrator(variant="authors").fit(cs[order], cy[order], sample_weight=cn[order])
+    ordered = np.lexsort((y, s))
+    np.testing.assert_array_equal(by_cells.predict(GRID),
+                                  BBQCalibrator(variant="authors").fit(s[ordered], y[ordered]).predict(GRID))
+    assert np.abs(by_cells.predict(GRID) - BBQCalibrator(variant="authors").fit(s, y).predict(GRID)).max() > 1e-3
+
+
+def test_paper_weighted_by_hand():
+    """Four scores with weights .5, 1.5, 1, 1: W = 4, so N = 4 and B = 1 .. 4. B = 2 cuts at
+    cumulative weight 2, after 0.3, at (0.3 + 0.6) / 2 = 0.45; bin 1 holds weight 2 with 1.5 positive,
+    bin 2 weight 2 with 1 positive; a = N'/B = 1 and p_b the bin midpoints 0.225 and 0.725."""
+    s = np.array([0.1, 0.3, 0.6, 0.9])
+    y = np.array([0, 1, 0, 1])
+    w = np.array([0.5, 1.5, 1.0, 1.0])
+    cal = BBQCalibrator(prune=False).fit(s, y, sample_weight=w)
+    ex = explain(cal, s, y, sample_weight=w)
+    assert ex.models["B"].tolist() == [1, 2, 3, 4] and cal.n_models_ == 4
+    b2 = ex.bins[ex.bins["B"] == 2]
+    assert b2["upper"].tolist() == pytest.approx([0.45, 1.0], abs=1e-15)
+    assert b2["count"].tolist() == [2.0, 2.0] and b2["positives"].tolist() == [1.5, 1.0]
+    np.testing.assert_allclose(b2["estimate"], [(1.5 + 0.225) / 3, (1 + 0.725) / 3], rtol=1e-15)
+    # Eq. 2 with real counts: Beta(m + a p, n + a (1 - p)) / Beta(a p, a (1 - p)) per bin
+    lml = (betaln(1.5 + 0.225, 0.5 + 0.775) - betaln(0.225, 0.775)
+           + betaln(1.0 + 0.725, 1.0 + 0.275) - betaln(0.725, 0.275))
+    assert ex.models.set_index("B").loc[2, "log_marginal_likelihood"] == pytest.approx(lml, abs=1e-12)
+
+
+def test_the_model_range_takes_the_total_weight_rounded():
+    assert model_size(7, None) == 7
+    assert model_size(7, np.full(7, 0.5)) == 4                  # 3.5: halves up
+    assert model_size(7, np.full(7, 0.02)) == 1                 # at least one row
+    assert model_size(7, np.full(7, 1000.0)) == 7000
+
+
+def test_paper_scaled_weights_are_more_rows_not_the_same_map():
+    """The documented exception: weights c * w are the fit of c times as many rows (half-weights on
+    every row twice are the rows once), so the map moves with c."""
+    s, y = _tied_sample(n=1500, seed=24, decimals=3)
+    plain = BBQCalibrator().fit(s, y)
+    halves = BBQCalibrator().fit(np.repeat(s, 2), np.repeat(y, 2), sample_weight=np.full(2 * s.size, 0.5))
+    np.testing.assert_allclose(halves.predict(GRID), plain.predict(GRID), rtol=0, atol=1e-12)
+    tenth = BBQCalibrator().fit(s, y, sample_weight=np.full(s.size, 0.1))
+    assert tenth.n_models_ == model_range(150, 10).size != plain.n_models_
+    assert np.abs(tenth.predict(GRID) - plain.predict(GRID)).max() > 1e-2

@@ -222,3 +222,168 @@ def test_classic_explanations_refuse_other_rows(name, noisy):
     cal = calibrators.get(name).fit(s, y)
     with pytest.raises(ProgrammingError, match="not the ones"):
         explain(cal, s, 1 - y)
+
+
+# ---------------------------------------------------------------------------
+# sample weights (a row of weight w counts as w rows): helpers shared with test_bbq and test_sbb_abb
+# ---------------------------------------------------------------------------
+GRID = np.linspace(0.0, 1.0, 2001)
+
+
+def tied_rows(n=3000, seed=0, decimals=2):
+    """Scores rounded to ``decimals`` (many ties) and labels with P(y=1) = s**1.3."""
+    rng = np.random.default_rng(seed)
+    s = np.round(rng.beta(2, 3, n), decimals)
+    return s, (rng.uniform(size=n) < s ** 1.3).astype(int)
+
+
+def integer_weights(y, seed=1, high=4):
+    """Random weights 0 .. high - 1 (about a quarter of the rows absent), both classes kept."""
+    k = np.random.default_rng(seed).integers(0, high, y.size)
+    k[[np.flatnonzero(y == 0)[0], np.flatnonzero(y == 1)[0]]] = 1
+    return k
+
+
+def as_cells(s, y):
+    """Rows compressed to cells: each distinct (score, label) once, with its number of rows."""
+    frame = pd.DataFrame({"s": s, "y": y}).value_counts().reset_index()
+    return frame["s"].to_numpy(), frame["y"].to_numpy(), frame["count"].to_numpy()
+
+
+def assert_weights_count_as_rows(make, s, y, k, rtol=0.0, atol=1e-12):
+    """``make()`` fitted with integer weights ``k`` predicts like the rows repeated ``k`` times, and
+    fitted on the cells of ``(s, y)`` with their counts like the rows themselves."""
+    weighted = make().fit(s, y, sample_weight=k)
+    repeated = make().fit(np.repeat(s, k), np.repeat(y, k))
+    np.testing.assert_allclose(weighted.predict(GRID), repeated.predict(GRID), rtol=rtol, atol=atol)
+    cs, cy, cn = as_cells(s, y)
+    assert cs.size < s.size / 2                       # the cells really compress
+    np.testing.assert_allclose(make().fit(cs, cy, sample_weight=cn).predict(GRID), make().fit(s, y).predict(GRID),
+                               rtol=rtol, atol=atol)
+    return weighted, repeated
+
+
+@pytest.mark.parametrize("smooth", [False, True])
+def test_platt_weights_count_as_rows(smooth):
+    s, y = tied_rows()
+    k = integer_weights(y)
+    weighted, repeated = assert_weights_count_as_rows(
+        lambda: calibrators.get("platt", smooth_targets=smooth), s, y, k, rtol=1e-9)
+    assert weighted.log_likelihood_ == pytest.approx(repeated.log_likelihood_, rel=1e-9)
+    # explained with its weights, it is the repeated rows' fit
+    ex = explain(weighted, s, y, sample_weight=k)
+    assert ex.log_likelihood == pytest.approx(weighted.log_likelihood_, rel=1e-12)
+    assert ex.tables["fit"]["weight"].tolist() == [k.sum()] and ex.tables["fit"]["rows"].tolist() == [s.size]
+
+
+def test_platt_weighted_by_hand():
+    """Two distinct scores: the MLE meets each score's weighted frequency (2 parameters, 2 points)."""
+    s = np.array([0.2, 0.2, 0.7, 0.7])
+    y = np.array([0, 1, 0, 1])
+    w = np.array([3.0, 1.0, 1.0, 3.0])                      # frequencies 1/4 at 0.2, 3/4 at 0.7
+    cal = calibrators.get("platt").fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(cal.predict([0.2, 0.7]), [0.25, 0.75], atol=1e-10)
+    assert cal.a_ == pytest.approx(2 * np.log(3) / (logit(0.7) - logit(0.2)), rel=1e-9)
+    # smoothed targets from the weighted class totals N+ = N- = 4: t+ = 5/6, t- = 1/6, so the fit
+    # meets the mean targets (3/6 + 5/6) / 4 = 1/3 and (1/6 + 15/6) / 4 = 2/3 (unweighted totals 2
+    # would give t+ = 3/4, t- = 1/4)
+    smooth = calibrators.get("platt", smooth_targets=True).fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(smooth.predict([0.2, 0.7]), [1 / 3, 2 / 3], atol=1e-10)
+
+
+def test_platt_scaled_weights_same_map_unless_smoothed(noisy):
+    """Scaling every weight by c: the same map without smoothing; with smoothing, the fit whose
+    targets come from c N+ and c N- (the documented exception)."""
+    s, y = noisy
+    w = np.random.default_rng(4).uniform(0.2, 3.0, s.size)
+    for c in (0.01, 7.0):
+        np.testing.assert_allclose(calibrators.get("platt").fit(s, y, sample_weight=c * w).predict(GRID),
+                                   calibrators.get("platt").fit(s, y, sample_weight=w).predict(GRID), rtol=1e-9)
+    cal = calibrators.get("platt", smooth_targets=True).fit(s, y, sample_weight=0.01 * w)
+    n1, n0 = 0.01 * w[y == 1].sum(), 0.01 * w[y == 0].sum()
+    t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2))
+    a, b = minimize(lambda p: np.sum(w * (np.logaddexp(0, p[0] * logit(s) + p[1]) - t * (p[0] * logit(s) + p[1]))),
+                    [0.5, 0.0], method="BFGS", options={"gtol": 1e-10}).x
+    assert cal.a_ == pytest.approx(a, abs=1e-5) and cal.b_ == pytest.approx(b, abs=1e-5)
+    unscaled = calibrators.get("platt", smooth_targets=True).fit(s, y, sample_weight=w)
+    assert abs(cal.b_ - unscaled.b_) > 1e-3
+
+
+@pytest.mark.parametrize("params", [{}, {"n_bins": 7}, {"by": "size", "bin_size": 150}])
+def test_histogram_weights_count_as_rows(params):
+    s, y = tied_rows(decimals=3)
+    k = integer_weights(y)
+    weighted, repeated = assert_weights_count_as_rows(lambda: calibrators.get("histogram", **params), s, y, k,
+                                                      atol=0)
+    np.testing.assert_array_equal(weighted.cuts_, repeated.cuts_)
+    # explained with its weights: the repeated rows' bins, counts as weight sums
+    a = explain(weighted, s, y, sample_weight=k).bins
+    b = explain(repeated, np.repeat(s, k), np.repeat(y, k)).bins
+    pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12)
+    with pytest.raises(ProgrammingError, match="and weights"):
+        explain(weighted, s, y)
+
+
+def test_histogram_weighted_by_hand():
+    """Equal-weight bins: total weight 6, so B = 2 cuts at cumulative weight 3, between 0.3 and 0.4;
+    the weight-0 row at 0.36 is absent (it would otherwise move the cut to 0.33)."""
+    s = np.array([0.1, 0.2, 0.3, 0.36, 0.4])
+    y = np.array([0, 1, 0, 0, 1])
+    w = np.array([1.0, 1.0, 1.0, 0.0, 3.0])
+    cal = calibrators.get("histogram", n_bins=2).fit(s, y, sample_weight=w)
+    assert cal.cuts_.tolist() == pytest.approx([0.35], abs=1e-15)
+    np.testing.assert_allclose(cal.estimates_, [1 / 3, 1.0])
+    bins = explain(cal, s, y, sample_weight=w).bins
+    assert bins["count"].tolist() == [3.0, 3.0] and bins["positives"].tolist() == [1.0, 3.0]
+    np.testing.assert_allclose(bins["mean_score"], [0.2, 0.4])
+    # by size: B = W // bin_size = 6 // 2 = 3, boundaries at weight 2 (after 0.2) and 4 (nearest: 3,
+    # after 0.3); unweighted, the 5 rows would make 5 // 2 = 2 bins
+    three = calibrators.get("histogram", by="size", bin_size=2).fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(three.cuts_, [0.25, 0.35], atol=1e-15)
+    np.testing.assert_allclose(three.estimates_, [0.5, 0.0, 1.0])
+
+
+def test_histogram_scaled_weights_same_bins_unless_sized():
+    """Scaling every weight by c keeps equal-weight bins (by="bins"); by="size" has c times the weight
+    per bin_size: B grows with c (the documented exception)."""
+    s, y = tied_rows(decimals=3)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, s.size)
+    for c in (0.25, 3.0):
+        np.testing.assert_array_equal(calibrators.get("histogram").fit(s, y, sample_weight=c * w).cuts_,
+                                      calibrators.get("histogram").fit(s, y, sample_weight=w).cuts_)
+    sized = [calibrators.get("histogram", by="size", bin_size=300).fit(s, y, sample_weight=c * w)
+             for c in (1.0, 0.5)]
+    assert sized[0].estimates_.size == int(w.sum() // 300) and sized[1].estimates_.size == int(w.sum() / 2 // 300)
+
+
+@pytest.mark.parametrize("mode", ["step", "linear"])
+def test_isotonic_weights_count_as_rows(mode):
+    s, y = tied_rows(decimals=3)
+    k = integer_weights(y)
+    weighted, repeated = assert_weights_count_as_rows(lambda: calibrators.get("isotonic", interpolation=mode),
+                                                      s, y, k, atol=0)
+    # the same map as scikit-learn's weighted isotonic regression on the rows
+    ref = IsotonicRegression(out_of_bounds="clip").fit(s, y, sample_weight=k.astype(float))
+    if mode == "linear":
+        np.testing.assert_allclose(weighted.predict(GRID), ref.predict(GRID), atol=1e-12)
+    a = explain(weighted, s, y, sample_weight=k).blocks
+    b = explain(repeated, np.repeat(s, k), np.repeat(y, k)).blocks
+    pd.testing.assert_frame_equal(a, b, check_dtype=False, rtol=1e-12)
+    # scaling every weight by c changes nothing
+    w = np.random.default_rng(3).uniform(0.1, 5.0, s.size)
+    np.testing.assert_allclose(calibrators.get("isotonic", interpolation=mode).fit(s, y, sample_weight=w / 3)
+                               .predict(GRID), calibrators.get("isotonic", interpolation=mode)
+                               .fit(s, y, sample_weight=w).predict(GRID), rtol=0, atol=1e-12)
+
+
+def test_isotonic_weighted_by_hand():
+    """Ties merge at their weighted mean label: 0.2 holds weight 4 at mean 1/4, which violates
+    0.1's 1 and pools with it: (1 + 4 * 1/4) / 5 = 2/5. Unweighted the pool would be (1 + 1/2 * 2) / 3."""
+    s = np.array([0.1, 0.2, 0.2, 0.3])
+    y = np.array([1, 0, 1, 1])
+    w = np.array([1.0, 3.0, 1.0, 1.0])
+    cal = calibrators.get("isotonic").fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(cal.predict([0.1, 0.2, 0.3]), [0.4, 0.4, 1.0], atol=1e-15)
+    blocks = explain(cal, s, y, sample_weight=w).blocks
+    assert blocks["count"].tolist() == [5.0, 1.0] and blocks["last_score"].tolist() == [0.2, 0.3]
+    np.testing.assert_allclose(calibrators.get("isotonic").fit(s, y).predict([0.1, 0.2]), [2 / 3, 2 / 3])

@@ -12,7 +12,7 @@ from calibdash.evaluation import Scheme, UNCALIBRATED, combine, evaluate, split_
 class Memorizer(Calibrator):
     """Predicts 1 for scores it was trained on, 0 otherwise: exposes any leak."""
 
-    def _fit(self, s, y, features):
+    def _fit(self, s, y, features, w):
         self.seen_ = set(s.tolist())
 
     def _predict(self, s, features):

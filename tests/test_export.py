@@ -225,7 +225,7 @@ class _Toy(Calibrator):
     name = "toy"
     label = "toy"
 
-    def _fit(self, s, y, features):
+    def _fit(self, s, y, features, w):
         self.cuts_ = np.array([np.median(s)])
         self.levels_ = np.array([y[s < self.cuts_[0]].mean(), y[s >= self.cuts_[0]].mean()])
 

@@ -8,6 +8,7 @@ import pickle
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from calibdash import calibrators, export
@@ -17,6 +18,7 @@ from calibdash.explain import explain
 from calibdash.metrics import ece, rmse
 
 from conftest import shared_file
+from test_calibrators import GRID, assert_weights_count_as_rows, integer_weights, tied_rows
 
 
 # ---------------------------------------------------------------------------
@@ -395,3 +397,84 @@ def test_sbb_figure_shades_the_chosen_bins():
     np.testing.assert_allclose(xs, expected)
     step = [t for t in fig.data if t.name == "SBB map"][0]
     np.testing.assert_allclose(np.array(step.y[:-1], dtype=float), sbb.predict(bins["lower"].to_numpy()))
+
+
+# ---------------------------------------------------------------------------
+# sample weights: positions count weights; the prior and the dynamic programme are unchanged
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["sbb", "abb"])
+@pytest.mark.parametrize("max_positions", [10_000, 40])          # distinct scores, or micro-bins
+def test_weights_count_as_rows(name, max_positions):
+    s, y = tied_rows(n=3000, seed=31, decimals=2)
+    k = integer_weights(y)
+    weighted, repeated = assert_weights_count_as_rows(
+        lambda: calibrators.get(name, max_positions=max_positions), s, y, k, atol=0)
+    assert weighted.log_evidence_ == repeated.log_evidence_
+    # explained with its weights: the repeated rows' positions (and bins or boundaries)
+    a = explain(weighted, s, y, sample_weight=k)
+    b = explain(repeated, np.repeat(s, k), np.repeat(y, k))
+    for key in a.tables:
+        pd.testing.assert_frame_equal(a.tables[key], b.tables[key], check_dtype=False, rtol=1e-12)
+    notes = " ".join(a.notes)
+    assert "sample weights" in notes and f"total {k.sum():,}" in notes
+    assert ("equal-weight micro-bins" in notes) == (max_positions == 40)
+    with pytest.raises(ProgrammingError, match="and weights"):
+        explain(weighted, s, y)
+
+
+def test_weighted_micro_bins_hold_equal_weight():
+    """Above max_positions a distinct score goes to micro-bin floor(W_below * max_positions / W),
+    W_below the weight of the rows below it: the repeated rows' micro-bins, zero weights absent."""
+    s, y = tied_rows(n=1500, seed=32, decimals=4)
+    k = integer_weights(y)
+    pos = collapse(s, y, 25, k.astype(float))
+    again = collapse(np.repeat(s, k), np.repeat(y, k), 25)
+    assert pos.grouped and pos.weighted and pos.n_distinct == np.unique(s[k > 0]).size == again.n_distinct
+    for field in ("score", "lo", "hi", "n0", "n1"):
+        np.testing.assert_array_equal(getattr(pos, field), getattr(again, field), err_msg=field)
+    w = np.random.default_rng(3).uniform(0.1, 2.0, s.size)
+    grouped = collapse(s, y, 25, w)
+    shares = (grouped.n0 + grouped.n1) / w.sum()
+    assert shares.sum() == pytest.approx(1.0) and shares.max() < 2.5 / 25     # ties keep a micro-bin whole
+
+
+def test_constant_score_with_fractional_weights_by_hand():
+    """One position with n0 = 1.5, n1 = 2.5: estimate (2.5 + 1) / (4 + 2), evidence Eq. 4 with real
+    counts Gamma(2.5) Gamma(3.5) / Gamma(6)."""
+    s = np.full(4, 0.3)
+    y = np.array([0, 0, 1, 1])
+    w = np.array([1.0, 0.5, 2.0, 0.5])
+    for name in ("sbb", "abb"):
+        cal = calibrators.get(name).fit(s, y, sample_weight=w)
+        np.testing.assert_allclose(cal.predict([0.0, 0.3, 1.0]), 3.5 / 6, rtol=1e-15)
+        assert cal.log_evidence_ == pytest.approx(math.lgamma(2.5) + math.lgamma(3.5) - math.lgamma(6), abs=1e-13)
+        assert explain(cal, s, y, sample_weight=w).positions[["n", "n1"]].values.tolist() == [[4.0, 2.5]]
+
+
+@pytest.mark.parametrize("s,y,lam", CASES[::3])
+def test_fractional_weights_equal_brute_force_on_real_counts(s, y, lam):
+    """Eq. 4-7 with each position's weights as its counts: brute force over every binning."""
+    w = np.random.default_rng(int(lam * 10) + s.size).uniform(0.05, 3.0, s.size)
+    vals, inv = np.unique(s, return_inverse=True)
+    n1 = np.bincount(inv, weights=w * y, minlength=vals.size)
+    n0 = np.bincount(inv, weights=w * (1 - y), minlength=vals.size)
+    bf = brute_force(vals, list(n0), list(n1), lam)
+    abb = calibrators.get("abb", lam=lam).fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(abb.predict(vals), bf["value"], rtol=0, atol=1e-9)
+    assert abb.log_evidence_ == pytest.approx(bf["log_evidence"], abs=1e-9)
+    sbb = calibrators.get("sbb", lam=lam).fit(s, y, sample_weight=w)
+    assert sbb.log_score_ == pytest.approx(bf["best"], abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["sbb", "abb"])
+def test_scaled_weights_are_more_rows_not_the_same_map(name):
+    """The documented exception: weights c * w are the fit of c times as many rows (half-weights on
+    every row twice are the rows once), so the map moves with c: c = 1/10 weighs the data a tenth as
+    much against the prior, and the map flattens towards fewer bins."""
+    s, y = _rows()
+    plain = calibrators.get(name).fit(s, y)
+    halves = calibrators.get(name).fit(np.repeat(s, 2), np.repeat(y, 2), sample_weight=np.full(2 * s.size, 0.5))
+    np.testing.assert_allclose(halves.predict(GRID), plain.predict(GRID), rtol=0, atol=1e-12)
+    tenth = calibrators.get(name).fit(s, y, sample_weight=np.full(s.size, 0.1))
+    assert np.abs(tenth.predict(GRID) - plain.predict(GRID)).max() > 1e-2
+    assert np.ptp(tenth.predict(GRID)) < np.ptp(plain.predict(GRID))

@@ -41,6 +41,21 @@ micro-bins, ``d_k`` is the distance between consecutive micro-bins' mean
 scores, so the prior of "a boundary somewhere near here" matches the
 ungrouped prior to first order.
 
+Sample weights
+--------------
+A row of weight ``w`` counts as ``w`` rows. A position's counts ``n0``,
+``n1`` are then the weights of its negative and positive rows (a score whose
+rows all weigh 0 is absent), the micro-bins above ``max_positions`` hold
+equal shares of the total weight, and Eq. 4 takes the real counts through
+``log Gamma`` (``n0! = Gamma(n0 + 1)``); the structure prior and the dynamic
+programmes do not change. With integer weights the fit equals the fit on the
+rows repeated, exactly (whole-number counts still use the log-factorial
+table). Neither method is invariant to scaling every weight by ``c``: the
+fit is that of ``c`` times as many rows, whose likelihood weighs ``c`` times
+as much against the structure prior (more bins for ``c > 1``, fewer for
+``c < 1``) and against the Beta(1, 1) pseudo-counts of the estimates
+``(n1 + 1) / (n + 2)``.
+
 Dynamic programmes
 ------------------
 ``F[u]`` is the log of the sum (ABB) or the maximum (SBB) of the scores of
@@ -79,7 +94,8 @@ MAX_POSITIONS = 10_000
 
 #: Log-factorials come from a precomputed ``gammaln`` table of ``N + 3`` floats
 #: up to this many training rows (32 MB); above it ``gammaln`` is called in
-#: every pass (about 2x slower, no table).
+#: every pass (about 2x slower, no table), and so it is for fractional sample
+#: weights, whose counts are real (about 3x slower at 10,000 positions).
 LGAMMA_TABLE_MAX = 4_000_000
 
 #: Default lambda (prior expected number of bin boundaries over the score
@@ -101,13 +117,16 @@ class Positions:
         Smallest and largest training score in the position (equal to
         ``score`` without grouping).
     n0, n1 : ndarray of int64, shape (P,)
-        Negative and positive training rows in the position.
+        Negative and positive training rows in the position (float weight
+        sums when fitted with weights).
     n_rows : int
-        Training rows.
+        Training rows (as given, whatever their weights).
     n_distinct : int
-        Distinct training scores.
+        Distinct training scores (of positive weight).
     grouped : bool
         Whether distinct scores were grouped into micro-bins.
+    weighted : bool
+        Whether the rows had sample weights.
     """
 
     score: np.ndarray
@@ -118,13 +137,20 @@ class Positions:
     n_rows: int
     n_distinct: int
     grouped: bool
+    weighted: bool = False
 
     @property
     def size(self) -> int:
         return int(self.score.size)
 
+    @property
+    def total(self):
+        """Training rows, or their total weight when weighted."""
+        return self.n0.sum() + self.n1.sum()
+
     def frame(self) -> pd.DataFrame:
-        """One row per position: ``score``, ``lo``, ``hi``, ``n`` (rows), ``n1`` (positives)."""
+        """One row per position: ``score``, ``lo``, ``hi``, ``n`` (rows, or weight), ``n1``
+        (positives, or their weight)."""
         return pd.DataFrame({"score": self.score, "lo": self.lo, "hi": self.hi,
                              "n": self.n0 + self.n1, "n1": self.n1})
 
@@ -143,7 +169,8 @@ def check_lam(lam) -> float:
     return value
 
 
-def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS) -> Positions:
+def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS,
+             w: np.ndarray | None = None) -> Positions:
     """Sort the rows and collapse them into positions.
 
     Tied scores always form one position. When there are more than
@@ -154,6 +181,10 @@ def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS) -
     run of ties is never split; a run longer than ``N / max_positions`` rows
     makes a larger micro-bin (and fewer of them).
 
+    With row weights ``w`` the counts are weight sums, ``N`` is the total
+    weight and ``r`` the weight of the rows below the score (equal-weight
+    micro-bins); a score whose rows all weigh 0 is absent.
+
     Raises
     ------
     SettingsError
@@ -162,12 +193,16 @@ def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS) -
     max_positions = int(max_positions)
     if max_positions < 1:
         raise SettingsError(f"max_positions must be at least 1, got {max_positions}.")
-    values, counts, positives = collapse_ties(s, y)
-    n1 = np.rint(positives).astype(np.int64)
-    n, n_distinct = int(s.size), int(values.size)
+    values, counts, positives = collapse_ties(s, y, w)
+    if w is None:
+        n1, n = np.rint(positives).astype(np.int64), int(s.size)
+    else:
+        n1, n = positives, counts.sum()
+    n0 = np.maximum(counts - n1, 0)                    # weight sums: rounding never goes below 0
+    n_distinct, weighted = int(values.size), w is not None
     if n_distinct <= max_positions:
-        return Positions(score=values, lo=values, hi=values, n0=counts - n1, n1=n1,
-                         n_rows=n, n_distinct=n_distinct, grouped=False)
+        return Positions(score=values, lo=values, hi=values, n0=n0, n1=n1,
+                         n_rows=int(s.size), n_distinct=n_distinct, grouped=False, weighted=weighted)
     first_rank = np.cumsum(counts) - counts
     group = (first_rank * max_positions) // n
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
@@ -176,8 +211,8 @@ def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS) -
     lo, hi = values[starts], values[ends]
     score = np.clip(np.add.reduceat(values * counts, starts) / g_counts, lo, hi)
     g_n1 = np.add.reduceat(n1, starts)
-    return Positions(score=score, lo=lo, hi=hi, n0=g_counts - g_n1, n1=g_n1,
-                     n_rows=n, n_distinct=n_distinct, grouped=True)
+    return Positions(score=score, lo=lo, hi=hi, n0=np.add.reduceat(n0, starts), n1=g_n1,
+                     n_rows=int(s.size), n_distinct=n_distinct, grouped=True, weighted=weighted)
 
 
 def log_gap_priors(score: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -197,7 +232,8 @@ def log_marginal_likelihood(n0, n1):
     """Log of Eq. 4 for one bin: ``log( n0! n1! / (n0 + n1 + 1)! )``.
 
     The marginal likelihood of ``n1`` positives among ``n0 + n1`` rows under
-    a Beta(1, 1) (uniform) prior on the bin's positive rate.
+    a Beta(1, 1) (uniform) prior on the bin's positive rate; real (weighted)
+    counts through ``x! = Gamma(x + 1)``.
     """
     n0 = np.asarray(n0, dtype=float)
     n1 = np.asarray(n1, dtype=float)
@@ -222,13 +258,17 @@ class _Segments:
         self.p = p
         # cumulative counts shifted by one so that gathers read log Gamma(k):
         # log n0! = LG[n0 + 1], log n1! = LG[n1 + 1], log (n + 1)! = LG[n + 2].
-        self.c0 = np.concatenate([[0], np.cumsum(pos.n0)]).astype(np.int64)
-        self.c1 = np.concatenate([[0], np.cumsum(pos.n1)]).astype(np.int64)
+        c0 = np.concatenate([[0], np.cumsum(pos.n0)])
+        c1 = np.concatenate([[0], np.cumsum(pos.n1)])
+        whole = bool(np.all(c0 == np.rint(c0)) and np.all(c1 == np.rint(c1)))
+        dtype = np.int64 if whole else float       # weights: real counts unless whole numbers
+        self.c0, self.c1 = c0.astype(dtype), c1.astype(dtype)
         self.cn = self.c0 + self.c1
-        if pos.n_rows + 3 <= LGAMMA_TABLE_MAX:
-            self.lgamma = gammaln(np.arange(pos.n_rows + 3, dtype=float))
+        total = self.cn[-1]
+        if whole and total + 3 <= LGAMMA_TABLE_MAX:
+            self.lgamma = gammaln(np.arange(int(total) + 3, dtype=float))
             self.lgamma[0] = np.inf  # never read; Gamma(0) is a pole
-        else:                        # too many rows for a table: call gammaln per pass
+        else:                        # too many rows for a table, or real counts: call gammaln per pass
             self.lgamma = None
         if p > 1:
             self.a = -lam * (pos.score - pos.score[0]) / (pos.score[-1] - pos.score[0])
@@ -237,9 +277,9 @@ class _Segments:
         log_p, _ = log_gap_priors(pos.score, lam)
         self.lp = np.append(log_p, 0.0)
         # scratch buffers, reused by every pass
-        self._i0 = np.empty(p, dtype=np.int64)
-        self._i1 = np.empty(p, dtype=np.int64)
-        self._i2 = np.empty(p, dtype=np.int64)
+        self._i0 = np.empty(p, dtype=dtype)
+        self._i1 = np.empty(p, dtype=dtype)
+        self._i2 = np.empty(p, dtype=dtype)
         self._f0 = np.empty(p)
         self._f1 = np.empty(p)
         self._f2 = np.empty(p)
@@ -401,7 +441,13 @@ class BayesBinningBase(Calibrator):
         boundaries over the range of the training scores.
     max_positions : int
         Above this many distinct training scores, scores are grouped into
-        this many equal-count micro-bins first (ties are never split).
+        this many equal-count micro-bins first (ties are never split;
+        equal-weight with sample weights).
+
+    ``fit(..., sample_weight=w)``: a row of weight ``w`` counts as ``w`` rows
+    in the positions' counts (see the module docstring); integer weights give
+    exactly the fit on the rows repeated; scaling all weights by ``c`` gives
+    the fit of ``c`` times as many rows, not the same map.
     """
 
     paper = ("M. P. Naeini, G. F. Cooper, M. Hauskrecht. Binary Classifier Calibration: "

@@ -39,8 +39,11 @@ class BinningAverage:
     log_evidence: float
 
 
-def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int) -> BinningAverage:
-    """ABB's model average on scores ``s`` and 0/1 labels ``y`` (checked arrays).
+def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
+                     w: np.ndarray | None = None) -> BinningAverage:
+    """ABB's model average on scores ``s`` and 0/1 labels ``y`` (checked arrays),
+    a row of weight ``w[i]`` counting as ``w[i]`` rows when weights ``w`` are given
+    (:func:`~._bayes_binning.collapse`).
 
     Raises
     ------
@@ -48,7 +51,7 @@ def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: in
         If ``lam`` is not positive or ``max_positions`` is below 1.
     """
     lam = check_lam(lam)
-    pos = collapse(s, y, max_positions)
+    pos = collapse(s, y, max_positions, w)
     res = abb_average(pos, lam)
     return BinningAverage(positions=pos, value=res["value"], boundary=res["boundary"],
                           log_evidence=res["log_evidence"])
@@ -113,6 +116,16 @@ class ABB(BayesBinningBase):
     overfits badly on small data; small lambda under-fits smooth curves but
     wins on the step function.
 
+    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
+    counts as ``w`` rows: positions carry the weights of their negative and
+    positive rows as ``n0``, ``n1`` (micro-bins hold equal shares of the
+    total weight), Eq. 4 takes these real counts through ``log Gamma`` and
+    the estimates are ``(n1 + 1) / (n + 2)`` of them; the structure prior and
+    the dynamic programme are unchanged. Integer weights give exactly the fit
+    on the rows repeated. The map is not invariant to scaling every weight by
+    ``c``: that is the fit of ``c`` times as many rows (the likelihood weighs
+    more against the prior for ``c > 1``: more bins, less smoothing).
+
     Parameters
     ----------
     lam : float, default 10
@@ -134,8 +147,8 @@ class ABB(BayesBinningBase):
     label = "ABB"
     summary = "Bayesian averaging over all binnings"
 
-    def _fit(self, s, y, features) -> None:
-        avg = average_binnings(s, y, self.lam, self.max_positions)
+    def _fit(self, s, y, features, w) -> None:
+        avg = average_binnings(s, y, self.lam, self.max_positions, w)
         self.knots_x_, self.knots_y_ = knots(avg.positions.lo, avg.positions.hi, avg.value)
         self.log_evidence_ = avg.log_evidence
 

@@ -6,16 +6,25 @@ class. It follows scikit-learn's estimator conventions:
 
 * hyperparameters are constructor arguments with documented defaults, stored
   unchanged on ``self`` (so ``get_params``/``set_params``/``clone`` work);
-* ``fit(scores, labels, features=None)`` validates its input at the edge,
-  learns, and returns ``self``; learned state ends in ``_``;
-* ``predict(scores, features=None)`` returns probabilities in [0, 1].
+* ``fit(scores, labels, features=None, sample_weight=None)`` validates its
+  input at the edge, learns, and returns ``self``; learned state ends in
+  ``_``. A row of weight ``w`` counts as ``w`` rows: with integer weights the
+  fit equals the fit on the rows repeated (tested for every method), which is
+  how score cells (count, positives) are fitted;
+* ``predict(scores, features=None)`` returns probabilities in [0, 1];
+  ``predict_proba`` the (n, 2) array scikit-learn's classifiers return and
+  ``transform`` the calibrated scores as one column.
+* unfitted use raises :class:`calibdash.errors.NotFittedError`, which is
+  scikit-learn's ``NotFittedError`` too; the tags say a calibrator takes one
+  column of scores (``(n,)`` or ``(n, 1)``), never several.
 
 Each class also declares its hyperparameters as :class:`HyperParam` records
 (name, the paper's symbol, range, default, log scale, one-line help), from
 which the UI builds its sliders.
 
-Subclasses implement ``_fit(s, y, features)`` and ``_predict(s, features)``
-on already validated arrays; the public methods here do the validation.
+Subclasses implement ``_fit(s, y, features, w)`` (``w``: None for unit
+weights, else a float array) and ``_predict(s, features)`` on already
+validated arrays; the public methods here do the validation.
 """
 from __future__ import annotations
 
@@ -26,7 +35,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..errors import DataError, NotFittedError
-from ..validation import check_labels, check_scores
+from ..validation import check_labels, check_scores, check_weights
 
 __all__ = ["HyperParam", "Calibrator", "check_scores", "check_labels"]
 
@@ -110,17 +119,20 @@ class Calibrator(BaseEstimator):
     uses_features: ClassVar[bool] = False
 
     # -- public API ----------------------------------------------------------
-    def fit(self, scores, labels, features=None) -> "Calibrator":
+    def fit(self, scores, labels, features=None, sample_weight=None) -> "Calibrator":
         """Learn the calibration map from ``scores`` and 0/1 ``labels``.
 
         Parameters
         ----------
-        scores : array-like of shape (n,)
+        scores : array-like of shape (n,) or (n, 1)
             Classifier scores in [0, 1].
         labels : array-like of shape (n,)
             Outcomes, 0 or 1 (both classes must occur).
         features : pandas.DataFrame, optional
             Per-row features; only feature-aware calibrators use them.
+        sample_weight : array-like of shape (n,), optional
+            Non-negative weight of each row (default 1): a row of weight ``w``
+            counts as ``w`` rows.
 
         Returns
         -------
@@ -128,9 +140,10 @@ class Calibrator(BaseEstimator):
         """
         s = check_scores(scores)
         y = check_labels(labels, s.size)
+        w = check_weights(sample_weight, s.size, y)
         if features is not None and len(features) != s.size:
             raise DataError(f"features has {len(features)} rows but scores has {s.size}.")
-        self._fit(s, y, features)
+        self._fit(s, y, features, w)
         self.n_train_ = int(s.size)
         return self
 
@@ -143,12 +156,31 @@ class Calibrator(BaseEstimator):
         p = np.asarray(self._predict(s, features), dtype=float)
         return np.clip(p, 0.0, 1.0)
 
-    def fit_predict(self, scores, labels, features=None) -> np.ndarray:
+    def predict_proba(self, scores, features=None) -> np.ndarray:
+        """Calibrated probabilities as scikit-learn's classifiers give them: shape (n, 2),
+        column 0 for label 0 and column 1 for label 1."""
+        p = self.predict(scores, features)
+        return np.column_stack([1.0 - p, p])
+
+    def transform(self, scores, features=None) -> np.ndarray:
+        """The calibrated scores as one column, shape (n, 1), for use inside a ``Pipeline``."""
+        return self.predict(scores, features).reshape(-1, 1)
+
+    def fit_predict(self, scores, labels, features=None, sample_weight=None) -> np.ndarray:
         """``fit`` then ``predict`` on the same rows (in-sample: optimistic)."""
-        return self.fit(scores, labels, features).predict(scores, features)
+        return self.fit(scores, labels, features, sample_weight).predict(scores, features)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True          # scores of shape (n,) ...
+        tags.input_tags.two_d_array = False         # ... or (n, 1): never several columns
+        tags.input_tags.allow_nan = False
+        tags.target_tags.required = True
+        tags.target_tags.single_output = True
+        return tags
 
     # -- for subclasses --------------------------------------------------------
-    def _fit(self, s: np.ndarray, y: np.ndarray, features) -> None:  # pragma: no cover
+    def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def _predict(self, s: np.ndarray, features) -> np.ndarray:  # pragma: no cover

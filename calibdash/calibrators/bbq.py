@@ -92,6 +92,35 @@ and 1, which is what the code builds for ``B = 1``; ``elbow.m`` reads past
 its array when every model ties, we stop at the last model; and ``C`` values
 that leave an empty range of ``B`` use the lower end alone.
 
+Sample weights
+--------------
+A row of weight ``w`` counts as ``w`` rows (``fit(..., sample_weight=w)``).
+
+``variant="paper"``: the binnings are equal-frequency by weight (the
+``k``-th boundary at cumulative weight ``k W / B``, moved to the nearest
+change of score as above; scores whose rows all weigh 0 are absent), the
+BDeu counts ``N_b``, ``m_b``, ``n_b`` are weight sums (``Gamma`` takes real
+arguments, so Eq. 2 holds as written), and so are the counts of the
+smoothed estimates. The number of rows ``N`` enters the model set only
+through the range of ``B``: with weights ``N`` is the total weight ``W``
+rounded to the nearest integer (halves up, at least 1), which is the row
+count of the repeated rows when the weights are integers; so with integer
+weights the fit equals the fit on the rows repeated, exactly. The method is
+not invariant to scaling every weight by ``c``: the fit is that of ``c``
+times as many rows: the range of ``B`` moves with ``cbrt(c W)``, and the
+counts grow against the fixed prior strength ``N'`` and enter the marginal
+likelihood, so the posterior over models sharpens (``c > 1``) or flattens
+(``c < 1``) and the bin estimates are smoothed less or more.
+
+``variant="authors"``: the code's blocks are ranks of rows (``floor(N / B)``
+rows each, ties split by row order), which a fractional row has no place
+in. Whole-number weights are supported exactly by expanding each row into
+``w`` rows (``np.repeat``) before the code runs; any other weight is refused
+with a :class:`~calibdash.errors.SettingsError`. Since the blocks split
+runs of ties by row order, the fit on score cells (rows compressed to
+``(score, label)`` with counts) can differ from the fit on the original
+rows in the order they came, as the code's own fit on reordered rows does.
+
 Fitted on ``shared/data/svm-quadratic-scores/train_data_*.csv`` and applied to
 ``test_data_*.csv``, the authors' variant reproduces their published BBQ
 figures (``tests/test_bbq.py``).
@@ -120,7 +149,8 @@ from ._steps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 
 __all__ = ["BBQCalibrator", "BinningModels", "Bins", "binning_models", "averaged_map", "check_params",
-           "model_range", "bdeu_log_marginal", "elbow_authors", "prune_paper"]
+           "model_range", "model_size", "expand_whole_weights", "bdeu_log_marginal", "elbow_authors",
+           "prune_paper"]
 
 VARIANTS = ("paper", "authors")
 #: The pruning threshold rho of the paper and of ``elbow.m``.
@@ -164,13 +194,14 @@ def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
     """Equal-count cuts for every B in ``bs`` over distinct scores, ties never split.
 
     ``cum[a]`` is the number of rows on distinct scores below ``a`` (``cum[0] = 0``,
-    ``cum[-1] = N``). The ``k``-th boundary of model ``B`` goes to the distinct-score
-    boundary ``a`` whose ``cum[a]`` is nearest to ``k N / B`` (the lower on a tie).
+    ``cum[-1] = N``), or their weight. The ``k``-th boundary of model ``B`` goes to the
+    distinct-score boundary ``a`` whose ``cum[a]`` is nearest to ``k N / B`` (the lower on
+    a tie).
     """
     m = cum.size - 1
     if m < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    n = int(cum[-1])
+    n = cum[-1]
     per = bs - 1
     model = np.repeat(np.arange(bs.size), per)
     b = np.repeat(bs, per)
@@ -178,7 +209,7 @@ def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
     inner = cum[1:m]                                   # rows below boundaries a = 1 .. m-1
     j = np.clip(np.searchsorted(inner, k * n / b), 0, m - 2)
     j_lo = np.maximum(j - 1, 0)
-    d_lo = np.abs(inner[j_lo] * b - k * n)             # exact integer distances (scaled by B)
+    d_lo = np.abs(inner[j_lo] * b - k * n)             # exact for integer counts (scaled by B)
     d_hi = np.abs(inner[j] * b - k * n)
     a = np.where(d_lo <= d_hi, j_lo, j) + 1
     keep = np.ones(a.size, bool)
@@ -342,9 +373,10 @@ def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -
                 pos=cum_pos[end] - cum_pos[start], mid=(lower + upper) / 2.0, start=start, end=end)
 
 
-def _paper_bins(s, y, bs, ess) -> Bins:
-    """Tie-respecting equal-count bins; prior ``a = N'/B`` around the midpoint; posterior means."""
-    values, counts, positives = collapse_ties(s, y)
+def _paper_bins(s, y, w, bs, ess) -> Bins:
+    """Tie-respecting equal-count (equal-weight) bins; prior ``a = N'/B`` around the midpoint;
+    posterior means."""
+    values, counts, positives = collapse_ties(s, y, w)
     cum = np.concatenate([[0], np.cumsum(counts)])
     model_of_cut, cut_at = _cuts_paper(cum, bs)
     lo_v, hi_v = values[cut_at - 1], values[cut_at]
@@ -359,7 +391,8 @@ def _paper_bins(s, y, bs, ess) -> Bins:
 
 
 def _authors_bins(s, y, bs, ess) -> Bins:
-    """``build.m``'s blocks; per-bin prior strength ``N'`` around the clipped midpoint; its smoothing."""
+    """``build.m``'s blocks; per-bin prior strength ``N'`` around the clipped midpoint; its smoothing
+    (on unweighted rows: :func:`expand_whole_weights` first)."""
     order = np.argsort(s, kind="stable")
     ss, yy = s[order], y[order].astype(float)
     model_of_cut, cut_at = _cuts_authors(ss, bs)
@@ -482,21 +515,50 @@ def check_params(ess, c, variant) -> tuple[float, float, str]:
     return ess_f, c_f, variant
 
 
-def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
-                   variant: str = "paper") -> BinningModels:
-    """Build, score and weigh BBQ's models on scores ``s`` and 0/1 labels ``y`` (checked arrays).
-
-    The arguments after ``y`` are :class:`BBQCalibrator`'s hyperparameters;
-    see the module docstring for what each variant does.
+def expand_whole_weights(s: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows repeated ``w`` times each (the authors' variant's weights; see the module docstring).
 
     Raises
     ------
     SettingsError
-        If a hyperparameter is out of its range (:func:`check_params`).
+        If a weight is not a whole number.
+    """
+    k = np.rint(w)
+    if not np.array_equal(k, w):
+        bad = int(np.count_nonzero(k != w))
+        raise SettingsError(
+            f"variant='authors' takes whole-number sample weights only ({bad:,} are fractional): it follows "
+            "the MATLAB code, whose bins are blocks of floor(N / B) rows by rank, and a fractional row has no "
+            "rank; whole-number weights are fitted as repeated rows. Use variant='paper' for fractional weights.")
+    k = k.astype(np.int64)
+    return np.repeat(s, k), np.repeat(y, k)
+
+
+def model_size(n_rows: int, w: np.ndarray | None) -> int:
+    """The ``N`` of the model range: ``n_rows``, or the total weight rounded (halves up, at least 1)."""
+    return int(n_rows) if w is None else max(1, math.floor(float(w.sum()) + 0.5))
+
+
+def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
+                   variant: str = "paper", w: np.ndarray | None = None) -> BinningModels:
+    """Build, score and weigh BBQ's models on scores ``s`` and 0/1 labels ``y`` (checked arrays).
+
+    The arguments from ``ess`` to ``variant`` are :class:`BBQCalibrator`'s
+    hyperparameters; ``w`` the rows' weights (None: unit weights). See the
+    module docstring for what each variant does, with and without weights.
+
+    Raises
+    ------
+    SettingsError
+        If a hyperparameter is out of its range (:func:`check_params`), or
+        the authors' variant gets fractional weights (:func:`expand_whole_weights`).
     """
     ess, c, variant = check_params(ess, c, variant)
-    bs = model_range(s.size, c, variant)
-    bins = _paper_bins(s, y, bs, ess) if variant == "paper" else _authors_bins(s, y, bs, ess)
+    if variant == "authors" and w is not None:
+        s, y = expand_whole_weights(s, y, w)
+        w = None
+    bs = model_range(model_size(s.size, w), c, variant)
+    bins = _paper_bins(s, y, w, bs, ess) if variant == "paper" else _authors_bins(s, y, bs, ess)
     logml = np.add.reduceat(bdeu_log_marginal(bins.pos, bins.count - bins.pos, bins.p, bins.a), bins.first)
     n_models = bs.size
     same_as = np.full(n_models, -1, np.int64)
@@ -546,6 +608,15 @@ class BBQCalibrator(Calibrator):
     paper's text and the authors' code differ. The models and their bins are
     not kept: :func:`calibdash.explain.explain` builds them again from the
     training rows.
+
+    ``sample_weight`` (a row of weight ``w`` counts as ``w`` rows): with
+    ``variant="paper"`` the bins are equal-weight, the BDeu and smoothing
+    counts are weight sums and ``N`` (the range of ``B``) is the total weight
+    rounded; integer weights give exactly the fit on the rows repeated, and
+    scaling all weights by ``c`` gives the fit of ``c`` times as many rows (not
+    the same map). ``variant="authors"`` takes whole-number weights only,
+    fitted as the rows repeated; fractional weights raise ``SettingsError``.
+    Details in the module docstring.
 
     Parameters
     ----------
@@ -600,8 +671,8 @@ class BBQCalibrator(Calibrator):
         self.prune = prune
         self.variant = variant
 
-    def _fit(self, s, y, features):
-        models = binning_models(s, y, self.ess, self.c, self.prune, self.variant)
+    def _fit(self, s, y, features, w):
+        models = binning_models(s, y, self.ess, self.c, self.prune, self.variant, w)
         self.cuts_, self.levels_, self.point_x_, self.point_delta_ = averaged_map(models)
         self.n_models_ = int(models.b.size)
         self.kept_b_ = models.b[models.kept]

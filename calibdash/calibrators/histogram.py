@@ -14,8 +14,10 @@ def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.
     """Cut points giving about equal counts per bin, never splitting tied scores.
 
     For each ideal boundary rank ``b N / n_bins`` the cut goes between the two
-    distinct scores whose cumulative count is nearest to it, at their midpoint;
-    cuts that coincide are merged, so heavy ties give fewer bins.
+    distinct scores whose cumulative count is nearest to it (the lower on a
+    tie), at their midpoint; cuts that coincide are merged, so heavy ties give
+    fewer bins. ``counts`` may be weight sums (:func:`~._steps.collapse_ties`
+    with weights): the boundaries then lie at cumulative weight ``b W / n_bins``.
     """
     if values.size < 2 or n_bins < 2:
         return np.empty(0)
@@ -29,12 +31,20 @@ def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.
     return midpoints(values)[pick]
 
 
-def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows, positives and the sum of the scores in each bin cut by ``cuts`` (upper bin on a cut)."""
+def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray,
+             w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, positives and the sum of the scores in each bin cut by ``cuts`` (upper bin on a cut).
+
+    With weights ``w`` each is a weight sum (rows count ``w`` times): weight,
+    positives' weight and the weighted sum of the scores.
+    """
     ids = np.searchsorted(cuts, s, side="right")
     k = cuts.size + 1
-    return (np.bincount(ids, minlength=k).astype(np.int64), np.bincount(ids, weights=y, minlength=k),
-            np.bincount(ids, weights=s, minlength=k))
+    if w is None:
+        return (np.bincount(ids, minlength=k).astype(np.int64), np.bincount(ids, weights=y, minlength=k),
+                np.bincount(ids, weights=s, minlength=k))
+    return (np.bincount(ids, weights=w, minlength=k), np.bincount(ids, weights=w * y, minlength=k),
+            np.bincount(ids, weights=w * s, minlength=k))
 
 
 class HistogramCalibrator(Calibrator):
@@ -45,12 +55,23 @@ class HistogramCalibrator(Calibrator):
     points lie halfway between neighbouring scores, and a score on a cut goes
     to the upper bin. Test scores outside the training range take the end bins.
 
+    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
+    counts as ``w`` rows. The bins hold equal shares of the total weight ``W``
+    (boundaries at cumulative weight ``b W / B``, moved to the nearest change
+    of score as without weights; scores whose rows all weigh 0 are absent),
+    and a bin's estimate is its positives' weight over its weight. With
+    integer weights the fit equals the fit on the rows repeated, exactly.
+    Scaling every weight by ``c`` changes nothing with ``by="bins"`` (up to
+    rounding when a boundary lies exactly half-way); with ``by="size"``
+    ``B = max(1, floor(c W / bin_size))`` grows with ``c``.
+
     Parameters
     ----------
     n_bins : int, default 10
         Number of bins B (used when ``by="bins"``).
     bin_size : int, default 100
-        Rows per bin (used when ``by="size"``); B = max(1, N // bin_size).
+        Rows per bin (used when ``by="size"``); B = max(1, N // bin_size),
+        ``N`` the total weight when fitted with weights.
     by : {"bins", "size"}, default "bins"
         Whether the number of bins or the rows per bin is fixed.
 
@@ -59,7 +80,7 @@ class HistogramCalibrator(Calibrator):
     cuts_ : ndarray of float
         Cut points between the bins.
     estimates_ : ndarray of float
-        Each bin's observed frequency of positives, its calibrated value.
+        Each bin's observed (weighted) frequency of positives, its calibrated value.
     """
 
     name = "histogram"
@@ -80,21 +101,22 @@ class HistogramCalibrator(Calibrator):
         self.bin_size = bin_size
         self.by = by
 
-    def _n_bins_for(self, n: int) -> int:
+    def _n_bins_for(self, n) -> int:
+        """B for ``n`` training rows (or a total weight ``n``)."""
         if self.by == "bins":
             b = int(self.n_bins)
         elif self.by == "size":
-            b = max(1, n // max(1, int(self.bin_size)))
+            b = max(1, int(n // max(1, int(self.bin_size))))
         else:
             raise SettingsError(f"by must be 'bins' or 'size', got {self.by!r}.")
         if b < 1:
             raise SettingsError(f"n_bins must be at least 1, got {b}.")
         return b
 
-    def _fit(self, s, y, features):
-        values, counts, _ = collapse_ties(s, y)
-        self.cuts_ = equal_count_cuts(values, counts, self._n_bins_for(s.size))
-        n, k, _ = bin_sums(self.cuts_, s, y)
+    def _fit(self, s, y, features, w):
+        values, counts, _ = collapse_ties(s, y, w)
+        self.cuts_ = equal_count_cuts(values, counts, self._n_bins_for(s.size if w is None else w.sum()))
+        n, k, _ = bin_sums(self.cuts_, s, y, w)
         self.estimates_ = k / n
 
     def _predict(self, s, features):

@@ -25,9 +25,10 @@ class Blocks:
     first_score, last_score : ndarray of float
         The smallest and largest training score in each block.
     count : ndarray of int
-        Training rows in each block.
+        Training rows in each block (float weight sums when fitted with weights).
     value : ndarray of float
-        The block's fitted value (its rows' mean label), non-decreasing.
+        The block's fitted value (its rows' mean label, weighted when fitted
+        with weights), non-decreasing.
     """
 
     first_score: np.ndarray
@@ -50,13 +51,14 @@ class Blocks:
         return x[keep], v[keep]
 
 
-def pav_blocks(s: np.ndarray, y: np.ndarray) -> Blocks:
+def pav_blocks(s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> Blocks:
     """Isotonic regression of labels ``y`` on scores ``s`` (checked arrays), as PAV's blocks.
 
-    Tied scores are merged into one point weighted by its count; the fitted
-    values are clipped to [0, 1].
+    Tied scores are merged into one point weighted by its count (with row
+    weights ``w``: by its weight sum, at its weighted mean label; scores whose
+    rows all weigh 0 are absent); the fitted values are clipped to [0, 1].
     """
-    values, counts, positives = collapse_ties(s, y)
+    values, counts, positives = collapse_ties(s, y, w)
     fitted = isotonic_regression(positives / counts, sample_weight=counts.astype(float), increasing=True)
     fitted = np.clip(fitted, 0.0, 1.0)
     change = np.flatnonzero(np.diff(fitted) != 0)
@@ -73,6 +75,13 @@ class IsotonicCalibrator(Calibrator):
     (scikit-learn's compiled ``isotonic_regression``) then finds the
     non-decreasing fit minimising the weighted squared error, which pools
     adjacent points into blocks of constant value.
+
+    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
+    counts as ``w`` rows. Tied scores merge into one point at their weighted
+    mean label with their weight sum (a score whose rows all weigh 0 is
+    absent), and PAV minimises the weighted squared error. With integer
+    weights the fit equals the fit on the rows repeated, exactly; scaling
+    every weight by the same constant changes nothing (up to rounding).
 
     Parameters
     ----------
@@ -104,10 +113,10 @@ class IsotonicCalibrator(Calibrator):
     def __init__(self, interpolation: str = "step"):
         self.interpolation = interpolation
 
-    def _fit(self, s, y, features):
+    def _fit(self, s, y, features, w):
         if self.interpolation not in INTERPOLATIONS:
             raise SettingsError(f"interpolation must be 'step' or 'linear', got {self.interpolation!r}.")
-        blocks = pav_blocks(s, y)
+        blocks = pav_blocks(s, y, w)
         self.cuts_, self.block_value_ = blocks.cuts, blocks.value
         self.x_, self.fitted_ = blocks.knots
 

@@ -6,7 +6,7 @@ from scipy.special import expit
 
 from .base import Calibrator, HyperParam
 
-__all__ = ["PlattCalibrator", "logit", "targets", "log_likelihood", "EPS"]
+__all__ = ["PlattCalibrator", "logit", "class_totals", "targets", "log_likelihood", "EPS"]
 
 #: Scores are clipped to [EPS, 1 - EPS] before the logit so 0 and 1 stay finite.
 EPS = 1e-12
@@ -18,30 +18,44 @@ def logit(s: np.ndarray) -> np.ndarray:
     return np.log(s) - np.log1p(-s)
 
 
-def targets(y: np.ndarray, smooth: bool) -> np.ndarray:
-    """The fit's targets: the labels, or Platt's smoothed ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)``."""
+def class_totals(y: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
+    """``(N+, N-)``: the rows of each class, or their weight sums with weights ``w``."""
+    if w is None:
+        n_pos = int(y.sum())
+        return n_pos, y.size - n_pos
+    n_pos = float(np.dot(w, y))
+    return n_pos, float(w.sum()) - n_pos
+
+
+def targets(y: np.ndarray, smooth: bool, w: np.ndarray | None = None) -> np.ndarray:
+    """The fit's targets: the labels, or Platt's smoothed ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)``
+    (``N+``, ``N-`` the weighted class totals with weights ``w``: :func:`class_totals`)."""
     if not smooth:
         return y.astype(float)
-    n_pos = int(y.sum())
-    n_neg = y.size - n_pos
+    n_pos, n_neg = class_totals(y, w)
     return np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
-def log_likelihood(a: float, b: float, s: np.ndarray, t: np.ndarray) -> float:
-    """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``."""
-    return -_nll_grad_hess(a, b, logit(s), t)[0]
+def log_likelihood(a: float, b: float, s: np.ndarray, t: np.ndarray, w: np.ndarray | None = None) -> float:
+    """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``, each row's term
+    times its weight in ``w`` (if given)."""
+    return -_nll_grad_hess(a, b, logit(s), t, w)[0]
 
 
-def _nll_grad_hess(a: float, b: float, z: np.ndarray, t: np.ndarray):
-    """Negative log-likelihood of sigmoid(a z + b) against targets t, with gradient and Hessian."""
+def _nll_grad_hess(a: float, b: float, z: np.ndarray, t: np.ndarray, w: np.ndarray | None = None):
+    """Negative log-likelihood of sigmoid(a z + b) against targets t (row terms weighted by w),
+    with gradient and Hessian."""
     f = a * z + b
     # -[t log q + (1-t) log(1-q)] = log(1 + e^f) - t f, computed stably
-    nll = float(np.sum(np.logaddexp(0.0, f) - t * f))
+    loss = np.logaddexp(0.0, f) - t * f
     q = expit(f)
     r = q - t
+    v = q * (1 - q)
+    if w is not None:
+        loss, r, v = w * loss, w * r, w * v
+    nll = float(np.sum(loss))
     g = np.array([np.dot(r, z), r.sum()])
-    w = q * (1 - q)
-    h = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]])
+    h = np.array([[np.dot(v, z * z), np.dot(v, z)], [np.dot(v, z), v.sum()]])
     return nll, g, h
 
 
@@ -54,23 +68,38 @@ class PlattCalibrator(Calibrator):
     scores that are the sigmoid of an SVM margin this is the margin itself,
     which is what Platt fitted.
 
+    Sample weights (``fit(..., sample_weight=w)``): each row's term of the
+    log-likelihood is multiplied by its weight, so the gradient and Hessian
+    of the Newton steps are weighted sums; ``N+`` and ``N-`` (the smoothed
+    targets, the starting intercept ``log((N+ + 1) / (N- + 1))``) and the
+    ``N`` of the stopping rule are weight totals. With integer weights the
+    fit is the fit on the rows repeated (to the solver's tolerance, about
+    1e-12 relative). Scaling every weight by ``c`` leaves the maximiser and
+    so the map unchanged with ``smooth_targets=False``; with
+    ``smooth_targets=True`` it does not: ``t+`` and ``t-`` are computed from
+    ``c N+`` and ``c N-``, as for ``c`` times as many rows (``c < 1`` pulls
+    the targets towards 1/2, ``c > 1`` towards 0 and 1).
+
     Parameters
     ----------
     smooth_targets : bool, default False
         Use Platt's smoothed targets ``t+ = (N+ + 1) / (N+ + 2)`` for positives
         and ``t- = 1 / (N- + 2)`` for negatives instead of 1 and 0 (a prior that
-        keeps the fit finite on separable data).
+        keeps the fit finite on separable data); ``N+``, ``N-`` are the
+        classes' weight totals when fitted with weights.
     max_iter : int, default 100
         Newton iterations at most.
     tol : float, default 1e-10
-        Stop when the gradient's largest entry falls below ``tol * N``.
+        Stop when the gradient's largest entry falls below ``tol * N`` (``N``
+        the total weight when fitted with weights).
 
     Attributes
     ----------
     a_, b_ : float
         Slope A and intercept B.
     log_likelihood_ : float
-        Log-likelihood of the training targets at the fit.
+        Log-likelihood of the training targets at the fit (weighted: the sum
+        of each row's term times its weight).
     n_iter_ : int
         Newton iterations taken.
     """
@@ -89,17 +118,17 @@ class PlattCalibrator(Calibrator):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _fit(self, s, y, features):
+    def _fit(self, s, y, features, w):
         z = logit(s)
-        t = targets(y, self.smooth_targets)
-        n_pos = int(y.sum())
-        n_neg = y.size - n_pos
+        t = targets(y, self.smooth_targets, w)
+        n_pos, n_neg = class_totals(y, w)
         # Start at the prior log-odds with unit slope, as Lin et al. do.
         a, b = 1.0, float(np.log((n_pos + 1.0) / (n_neg + 1.0)))
-        nll, g, h = _nll_grad_hess(a, b, z, t)
+        nll, g, h = _nll_grad_hess(a, b, z, t, w)
+        stop = self.tol * (n_pos + n_neg)
         it = 0
         for it in range(1, int(self.max_iter) + 1):
-            if np.max(np.abs(g)) < self.tol * y.size:
+            if np.max(np.abs(g)) < stop:
                 break
             h_reg = h + 1e-12 * np.eye(2)
             try:
@@ -109,7 +138,7 @@ class PlattCalibrator(Calibrator):
             lr = 1.0
             while lr > 1e-10:
                 a_new, b_new = a - lr * step[0], b - lr * step[1]
-                nll_new, g_new, h_new = _nll_grad_hess(a_new, b_new, z, t)
+                nll_new, g_new, h_new = _nll_grad_hess(a_new, b_new, z, t, w)
                 if nll_new <= nll + 1e-4 * lr * float(np.dot(g, -step)):
                     break
                 lr /= 2

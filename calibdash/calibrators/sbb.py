@@ -29,7 +29,7 @@ class BestBinning:
     first, last : ndarray of int
         First and last position of each bin.
     n, n1 : ndarray of int
-        Rows and positives in each bin.
+        Rows and positives in each bin (float weight sums when weighted).
     estimate : ndarray of float
         Each bin's calibrated probability, ``(n1 + 1) / (n + 2)``.
     cuts : ndarray of float
@@ -52,8 +52,11 @@ class BestBinning:
     log_evidence: float
 
 
-def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int) -> BestBinning:
-    """The highest scoring binning of scores ``s`` and 0/1 labels ``y`` (checked arrays).
+def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
+                 w: np.ndarray | None = None) -> BestBinning:
+    """The highest scoring binning of scores ``s`` and 0/1 labels ``y`` (checked arrays),
+    a row of weight ``w[i]`` counting as ``w[i]`` rows when weights ``w`` are given
+    (:func:`~._bayes_binning.collapse`).
 
     Raises
     ------
@@ -61,7 +64,7 @@ def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int) -
         If ``lam`` is not positive or ``max_positions`` is below 1.
     """
     lam = check_lam(lam)
-    pos = collapse(s, y, max_positions)
+    pos = collapse(s, y, max_positions, w)
     res = sbb_best(pos, lam)
     first, last = res["first"], res["last"]
     n1 = np.add.reduceat(pos.n1, first)
@@ -107,6 +110,16 @@ class SBB(BayesBinningBase):
     bins' positions and counts are found again from the training rows by
     :func:`calibdash.explain.explain`.
 
+    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
+    counts as ``w`` rows: positions carry the weights of their negative and
+    positive rows as ``n0``, ``n1`` (micro-bins hold equal shares of the
+    total weight), Eq. 4 takes these real counts through ``log Gamma`` and
+    the estimates are ``(n1 + 1) / (n + 2)`` of them; the structure prior and
+    the dynamic programme are unchanged. Integer weights give exactly the fit
+    on the rows repeated. The map is not invariant to scaling every weight by
+    ``c``: that is the fit of ``c`` times as many rows (the likelihood weighs
+    more against the prior for ``c > 1``: more bins, less smoothing).
+
     Parameters
     ----------
     lam : float, default 10
@@ -130,8 +143,8 @@ class SBB(BayesBinningBase):
     label = "SBB"
     summary = "selection of the best Bayesian binning"
 
-    def _fit(self, s, y, features) -> None:
-        best = best_binning(s, y, self.lam, self.max_positions)
+    def _fit(self, s, y, features, w) -> None:
+        best = best_binning(s, y, self.lam, self.max_positions, w)
         self.cuts_ = best.cuts
         self.bin_estimate_ = best.estimate
         self.log_score_ = best.log_score

@@ -2,11 +2,12 @@
 
 A fitted :class:`~calibdash.calibrators.abb.ABB` keeps only the knots of its
 map and its log evidence. :func:`explain` averages over the binnings again
-from the rows it was fitted on (:func:`calibdash.calibrators.abb.average_binnings`,
-the function ``fit`` uses), checks that the map comes out the same, and
-returns an :class:`ABBExplanation`: the training positions with ABB's value
-at each, the prior and posterior probability of a boundary in each gap, the
-map as a curve over [0, 1], the posterior mean number of bins and plain notes.
+from the rows it was fitted on and their weights
+(:func:`calibdash.calibrators.abb.average_binnings`, the function ``fit``
+uses), checks that the map comes out the same, and returns an
+:class:`ABBExplanation`: the training positions with ABB's value at each,
+the prior and posterior probability of a boundary in each gap, the map as a
+curve over [0, 1], the posterior mean number of bins and plain notes.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pandas as pd
 from ..calibrators._bayes_binning import log_gap_priors
 from ..calibrators.abb import BinningAverage, average_binnings, knots
 from ..errors import ProgrammingError
+from ..validation import check_weights
 from . import Explanation, training_rows
 from .sbb import positions_notes
 
@@ -37,7 +39,7 @@ class ABBExplanation(Explanation):
         The calibrator's lambda.
     positions : DataFrame
         One row per training position: ``score``, ``lo``, ``hi``, ``n``,
-        ``n1`` and ``value`` (ABB's calibrated probability there).
+        ``n1`` (weights when fitted with weights) and ``value`` (ABB's calibrated probability there).
     boundaries : DataFrame
         One row per gap between consecutive positions: ``gap`` (index k:
         between positions k and k+1), ``left``, ``right`` (the training
@@ -74,8 +76,8 @@ def _check_same_map(cal, avg: BinningAverage) -> None:
         detail = f"their maps differ by up to {gap:.2e}"
     if not same:
         raise ProgrammingError(f"the rows given are not the ones ABB was fitted on: averaging over their "
-                               f"binnings does not give the calibrator's map ({detail}); pass the rows it "
-                               "was fitted on.")
+                               f"binnings does not give the calibrator's map ({detail}); pass the rows (and "
+                               "weights) it was fitted on.")
 
 
 def _curve(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> pd.DataFrame:
@@ -86,7 +88,7 @@ def _curve(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"x": x[keep], "y": y[keep]})
 
 
-def explain(calibrator, scores, labels, features=None) -> ABBExplanation:
+def explain(calibrator, scores, labels, features=None, sample_weight=None) -> ABBExplanation:
     """Explain a fitted ABB by averaging over the binnings of the rows it was fitted on again.
 
     Parameters
@@ -95,6 +97,8 @@ def explain(calibrator, scores, labels, features=None) -> ABBExplanation:
     scores, labels : array-like
         The rows ``calibrator`` was fitted on.
     features : ignored
+    sample_weight : array-like, optional
+        The weights it was fitted with (None: unit weights).
 
     Returns
     -------
@@ -109,7 +113,8 @@ def explain(calibrator, scores, labels, features=None) -> ABBExplanation:
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    avg = average_binnings(s, y, cal.lam, cal.max_positions)
+    w = check_weights(sample_weight, s.size, y)
+    avg = average_binnings(s, y, cal.lam, cal.max_positions, w)
     _check_same_map(cal, avg)
     pos = avg.positions
     positions = pos.frame()

@@ -2,11 +2,11 @@
 
 A fitted :class:`~calibdash.calibrators.bbq.BBQCalibrator` keeps only its
 averaged map and the kept models' B and weights. :func:`explain` builds the
-models again from the rows it was fitted on with its hyperparameters
-(:func:`calibdash.calibrators.bbq.binning_models`, the function ``fit``
-uses), checks that their average is the calibrator's map, and returns a
-:class:`BBQExplanation`: the models table, every model's bins, the map's
-pieces, the log evidence and plain notes.
+models again from the rows it was fitted on with its hyperparameters and
+sample weights (:func:`calibdash.calibrators.bbq.binning_models`, the
+function ``fit`` uses), checks that their average is the calibrator's map,
+and returns a :class:`BBQExplanation`: the models table, every model's bins,
+the map's pieces, the log evidence and plain notes.
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators.bbq import BinningModels, averaged_map, binning_models
+from ..calibrators.bbq import BinningModels, averaged_map, binning_models, model_size
 from ..errors import ProgrammingError
+from ..validation import check_weights
 from . import Explanation, training_rows
 
 __all__ = ["BBQExplanation", "explain", "MAP_TOL"]
@@ -44,7 +45,9 @@ class BBQExplanation(Explanation):
         binning, else -1).
     bins : DataFrame
         One row per bin of every model: ``B``, ``bin``, ``lower``,
-        ``upper``, ``count``, ``positives``, ``estimate``.
+        ``upper``, ``count``, ``positives`` (whole numbers; weight sums,
+        as floats, with the paper variant fitted with weights),
+        ``estimate``.
     map : DataFrame
         The averaged map's pieces: ``lower``, ``upper``, ``prob``.
     log_evidence : float
@@ -67,12 +70,12 @@ def _models_table(m: BinningModels) -> pd.DataFrame:
     })
 
 
-def _bins_table(m: BinningModels) -> pd.DataFrame:
+def _bins_table(m: BinningModels, real_counts: bool) -> pd.DataFrame:
     b = m.bins
+    counts = (b.count, b.pos) if real_counts else (b.count.astype(np.int64), b.pos.astype(np.int64))
     return pd.DataFrame({
         "B": m.b[b.model], "bin": np.arange(b.model.size) - b.first[b.model],
-        "lower": b.lower, "upper": b.upper, "count": b.count.astype(np.int64),
-        "positives": b.pos.astype(np.int64), "estimate": b.est,
+        "lower": b.lower, "upper": b.upper, "count": counts[0], "positives": counts[1], "estimate": b.est,
     })
 
 
@@ -94,10 +97,11 @@ def _check_same_map(cal, m: BinningModels) -> None:
         detail = f"their maps differ by up to {gap:.2e}"
     if not same:
         raise ProgrammingError(f"the rows given are not the ones BBQ was fitted on: building its models again "
-                               f"from them does not give its map ({detail}); pass the rows it was fitted on.")
+                               f"from them does not give its map ({detail}); pass the rows (and weights) it was "
+                               "fitted on.")
 
 
-def _notes(m: BinningModels, prune: bool) -> list[str]:
+def _notes(m: BinningModels, prune: bool, w) -> list[str]:
     b, kept = m.b, m.kept
     notes = [f"Averaging {int(kept.sum()):,} of {b.size:,} binning models (B = {b[0]:,} to {b[-1]:,})"
              + (" kept by the ρ = 0.001 pruning rule." if prune else ", no pruning.")]
@@ -108,10 +112,15 @@ def _notes(m: BinningModels, prune: bool) -> list[str]:
     if m.variant == "authors":
         notes.append("Authors' variant: the BDeu prior has strength N' in each bin, estimates use the "
                      "authors' score-based smoothing, and tied scores may be split as in their MATLAB code.")
+    if w is not None:
+        notes.append(f"Fitted with sample weights (total {w.sum():,.6g} over {w.size:,} rows): "
+                     + ("each row was repeated as many times as its weight." if m.variant == "authors" else
+                        "the bins hold equal shares of the weight, bin counts are weight sums, and the "
+                        f"models range over B as for {model_size(w.size, w):,} rows."))
     return notes
 
 
-def explain(calibrator, scores, labels, features=None) -> BBQExplanation:
+def explain(calibrator, scores, labels, features=None, sample_weight=None) -> BBQExplanation:
     """Explain a fitted BBQ by building its models again from the rows it was fitted on.
 
     Parameters
@@ -120,6 +129,8 @@ def explain(calibrator, scores, labels, features=None) -> BBQExplanation:
     scores, labels : array-like
         The rows ``calibrator`` was fitted on.
     features : ignored
+    sample_weight : array-like, optional
+        The weights it was fitted with (None: unit weights).
 
     Returns
     -------
@@ -134,12 +145,14 @@ def explain(calibrator, scores, labels, features=None) -> BBQExplanation:
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    m = binning_models(s, y, cal.ess, cal.c, cal.prune, cal.variant)
+    w = check_weights(sample_weight, s.size, y)
+    m = binning_models(s, y, cal.ess, cal.c, cal.prune, cal.variant, w)
     _check_same_map(cal, m)
-    models, bins = _models_table(m), _bins_table(m)
+    models, bins = _models_table(m), _bins_table(m, real_counts=w is not None and m.variant == "paper")
     edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
     pieces = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "prob": np.clip(cal.levels_, 0.0, 1.0)})
     return BBQExplanation(
-        method=cal.name, notes=_notes(m, bool(cal.prune)), tables={"models": models, "bins": bins, "map": pieces},
+        method=cal.name, notes=_notes(m, bool(cal.prune), w),
+        tables={"models": models, "bins": bins, "map": pieces},
         variant=m.variant, prune=bool(cal.prune), models=models, bins=bins, map=pieces,
         log_evidence=_log_evidence(m))

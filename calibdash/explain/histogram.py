@@ -3,8 +3,9 @@
 A fitted :class:`~calibdash.calibrators.histogram.HistogramCalibrator` keeps
 its cut points and each bin's estimate. :func:`explain` counts the rows it
 was fitted on in those bins again (:func:`calibdash.calibrators.histogram.bin_sums`,
-the function ``fit`` uses), checks that their frequencies are the
-estimates, and returns a :class:`HistogramExplanation` with one row per bin.
+the function ``fit`` uses, with the weights it was fitted with), checks that
+their frequencies are the estimates, and returns a :class:`HistogramExplanation`
+with one row per bin.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pandas as pd
 
 from ..calibrators.histogram import bin_sums
 from ..errors import ProgrammingError
+from ..validation import check_weights
 from . import Explanation, training_rows
 
 __all__ = ["HistogramExplanation", "explain", "MAP_TOL"]
@@ -31,15 +33,15 @@ class HistogramExplanation(Explanation):
     ----------
     bins : DataFrame
         One row per bin: ``lower``, ``upper`` (its edges: 0, the cuts, 1),
-        ``count``, ``positives`` (training rows, positive ones),
-        ``mean_score`` (their mean score), ``estimate`` (the calibrated
-        value, ``positives / count``).
+        ``count``, ``positives`` (training rows, positive ones; their weights
+        when fitted with weights), ``mean_score`` (their (weighted) mean
+        score), ``estimate`` (the calibrated value, ``positives / count``).
     """
 
     bins: pd.DataFrame
 
 
-def explain(calibrator, scores, labels, features=None) -> HistogramExplanation:
+def explain(calibrator, scores, labels, features=None, sample_weight=None) -> HistogramExplanation:
     """Explain a fitted histogram binning on the rows it was fitted on.
 
     Parameters
@@ -48,6 +50,8 @@ def explain(calibrator, scores, labels, features=None) -> HistogramExplanation:
     scores, labels : array-like
         The rows ``calibrator`` was fitted on.
     features : ignored
+    sample_weight : array-like, optional
+        The weights it was fitted with (None: unit weights).
 
     Returns
     -------
@@ -62,12 +66,14 @@ def explain(calibrator, scores, labels, features=None) -> HistogramExplanation:
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    n, k, score_sum = bin_sums(cal.cuts_, s, y)
+    w = check_weights(sample_weight, s.size, y)
+    n, k, score_sum = bin_sums(cal.cuts_, s, y, w)
     with np.errstate(invalid="ignore", divide="ignore"):
         freq, mean_score = k / n, score_sum / n
     if not np.allclose(freq, cal.estimates_, rtol=0.0, atol=MAP_TOL):
         raise ProgrammingError("the rows given are not the ones the histogram binning was fitted on: their "
-                               "frequencies in its bins are not its estimates; pass the rows it was fitted on.")
+                               "frequencies in its bins are not its estimates; pass the rows (and weights) it was "
+                               "fitted on.")
     edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
     bins = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "count": n, "positives": k,
                          "mean_score": mean_score, "estimate": cal.estimates_})

@@ -3,7 +3,7 @@
 A fitted :class:`~calibdash.calibrators.isotonic.IsotonicCalibrator` keeps
 only its map. :func:`explain` pools the rows it was fitted on again
 (:func:`calibdash.calibrators.isotonic.pav_blocks`, the function ``fit``
-uses), checks that the blocks' values are the calibrator's, and returns an
+uses, with the weights it was fitted with), checks that the blocks' values are the calibrator's, and returns an
 :class:`IsotonicExplanation` with one row per block.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..calibrators.isotonic import pav_blocks
 from ..errors import ProgrammingError
+from ..validation import check_weights
 from . import Explanation, training_rows
 
 __all__ = ["IsotonicExplanation", "explain", "MAP_TOL"]
@@ -31,14 +32,15 @@ class IsotonicExplanation(Explanation):
     ----------
     blocks : DataFrame
         One row per PAV block: ``first_score``, ``last_score`` (its smallest
-        and largest training score), ``count`` (training rows), ``value``
+        and largest training score), ``count`` (training rows; their weight
+        when fitted with weights), ``value``
         (its fitted value, non-decreasing from block to block).
     """
 
     blocks: pd.DataFrame
 
 
-def explain(calibrator, scores, labels, features=None) -> IsotonicExplanation:
+def explain(calibrator, scores, labels, features=None, sample_weight=None) -> IsotonicExplanation:
     """Explain a fitted isotonic regression on the rows it was fitted on.
 
     Parameters
@@ -47,6 +49,8 @@ def explain(calibrator, scores, labels, features=None) -> IsotonicExplanation:
     scores, labels : array-like
         The rows ``calibrator`` was fitted on.
     features : ignored
+    sample_weight : array-like, optional
+        The weights it was fitted with (None: unit weights).
 
     Returns
     -------
@@ -61,10 +65,12 @@ def explain(calibrator, scores, labels, features=None) -> IsotonicExplanation:
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    b = pav_blocks(s, y)
+    w = check_weights(sample_weight, s.size, y)
+    b = pav_blocks(s, y, w)
     if not np.allclose(cal.predict(b.first_score), b.value, rtol=0.0, atol=MAP_TOL):
         raise ProgrammingError("the rows given are not the ones the isotonic regression was fitted on: its map "
-                               "differs from the blocks they pool into; pass the rows it was fitted on.")
+                               "differs from the blocks they pool into; pass the rows (and weights) it was "
+                               "fitted on.")
     blocks = pd.DataFrame({"first_score": b.first_score, "last_score": b.last_score, "count": b.count,
                            "value": b.value})
     return IsotonicExplanation(method=cal.name, tables={"blocks": blocks}, blocks=blocks)

@@ -3,7 +3,8 @@
 :func:`explain` returns a :class:`PlattExplanation` with the calibrator's
 ``A`` and ``B`` and the log-likelihood of the rows it was fitted on
 (computed again from them with :func:`calibdash.calibrators.platt.log_likelihood`,
-against the targets ``fit`` used), also as a one-row table.
+against the targets ``fit`` used, weighted as ``fit`` weighted them), also as a
+one-row table.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..calibrators.platt import log_likelihood, targets
+from ..validation import check_weights
 from . import Explanation, training_rows
 
 __all__ = ["PlattExplanation", "explain"]
@@ -27,7 +29,8 @@ class PlattExplanation(Explanation):
         Slope and intercept.
     log_likelihood : float
         Log-likelihood of the training targets (the labels, or Platt's
-        smoothed targets) at ``A``, ``B``.
+        smoothed targets) at ``A``, ``B``; each row's term times its weight
+        when fitted with weights.
     """
 
     A: float
@@ -35,7 +38,7 @@ class PlattExplanation(Explanation):
     log_likelihood: float
 
 
-def explain(calibrator, scores, labels, features=None) -> PlattExplanation:
+def explain(calibrator, scores, labels, features=None, sample_weight=None) -> PlattExplanation:
     """Explain a fitted Platt scaling on the rows it was fitted on.
 
     Parameters
@@ -44,13 +47,20 @@ def explain(calibrator, scores, labels, features=None) -> PlattExplanation:
     scores, labels : array-like
         The rows ``calibrator`` was fitted on.
     features : ignored
+    sample_weight : array-like, optional
+        The weights it was fitted with (None: unit weights).
 
     Returns
     -------
     PlattExplanation
+        Its ``fit`` table has ``A``, ``B``, ``log_likelihood``, ``rows`` and,
+        when fitted with weights, ``weight`` (their total).
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    ll = log_likelihood(cal.a_, cal.b_, s, targets(y, cal.smooth_targets))
+    w = check_weights(sample_weight, s.size, y)
+    ll = log_likelihood(cal.a_, cal.b_, s, targets(y, cal.smooth_targets, w), w)
     fit = pd.DataFrame({"A": [cal.a_], "B": [cal.b_], "log_likelihood": [ll], "rows": [s.size]})
+    if w is not None:
+        fit["weight"] = float(w.sum())
     return PlattExplanation(method=cal.name, tables={"fit": fit}, A=cal.a_, B=cal.b_, log_likelihood=ll)

@@ -2,7 +2,7 @@
 
 A fitted :class:`~calibdash.calibrators.sbb.SBB` keeps only its cut points,
 its bins' estimates and two log scores. :func:`explain` finds the best
-binning again from the rows it was fitted on
+binning again from the rows it was fitted on and their weights
 (:func:`calibdash.calibrators.sbb.best_binning`, the function ``fit`` uses),
 checks that it is the calibrator's, and returns an :class:`SBBExplanation`:
 the chosen bins with their counts, the collapsed training positions, the
@@ -22,6 +22,7 @@ import pandas as pd
 from ..calibrators._bayes_binning import Positions, log_gap_priors
 from ..calibrators.sbb import BestBinning, best_binning
 from ..errors import ProgrammingError
+from ..validation import check_weights
 from . import Explanation, training_rows
 
 __all__ = ["SBBExplanation", "explain", "positions_notes", "MAP_TOL"]
@@ -42,10 +43,12 @@ class SBBExplanation(Explanation):
         One row per chosen bin: ``bin``; ``lower``, ``upper`` (its interval
         on the score axis: 0, the cuts, 1); ``score_min``, ``score_max``
         (its smallest and largest training score); ``n``, ``n1`` (training
-        rows, positives); ``estimate`` (the calibrated probability,
-        ``(n1 + 1) / (n + 2)``); ``first``, ``last`` (its positions).
+        rows, positives; their weights when fitted with weights);
+        ``estimate`` (the calibrated probability, ``(n1 + 1) / (n + 2)``);
+        ``first``, ``last`` (its positions).
     positions : DataFrame
-        The collapsed training data: ``score``, ``lo``, ``hi``, ``n``, ``n1``.
+        The collapsed training data: ``score``, ``lo``, ``hi``, ``n``, ``n1``
+        (weights when fitted with weights).
     boundary_prior : ndarray of float
         Prior(k) of a boundary in each gap between positions.
     log_score : float
@@ -69,14 +72,19 @@ class SBBExplanation(Explanation):
 
 def positions_notes(pos: Positions, max_positions: int) -> list[str]:
     """What collapsing the training rows into positions did, in plain sentences."""
+    notes = []
+    if pos.weighted:
+        notes.append(f"Fitted with sample weights (total {pos.total:,.6g} over {pos.n_rows:,} rows): each "
+                     "position counts its rows' weights, as if a row of weight w were w rows.")
     if pos.grouped:
-        return [f"The {pos.n_rows:,} training scores hold {pos.n_distinct:,} distinct values, more "
-                f"than {int(max_positions):,}: they were grouped into {pos.size:,} equal-count "
-                "micro-bins before fitting, and bin boundaries can only fall between micro-bins."]
-    if pos.n_distinct < pos.n_rows:
-        return [f"Tied scores were collapsed: {pos.n_rows:,} training rows, {pos.n_distinct:,} "
-                "distinct scores; a bin boundary never splits a run of ties."]
-    return []
+        notes.append(f"The {pos.n_rows:,} training scores hold {pos.n_distinct:,} distinct values, more "
+                     f"than {int(max_positions):,}: they were grouped into {pos.size:,} "
+                     f"{'equal-weight' if pos.weighted else 'equal-count'} micro-bins before fitting, and bin "
+                     "boundaries can only fall between micro-bins.")
+    elif pos.n_distinct < pos.n_rows:
+        notes.append(f"Tied scores were collapsed: {pos.n_rows:,} training rows, {pos.n_distinct:,} "
+                     "distinct scores; a bin boundary never splits a run of ties.")
+    return notes
 
 
 def _bins_table(best: BestBinning) -> pd.DataFrame:
@@ -100,10 +108,11 @@ def _check_same_bins(cal, best: BestBinning) -> None:
         detail = f"their maps differ by up to {gap:.2e}"
     if not same:
         raise ProgrammingError(f"the rows given are not the ones SBB was fitted on: the best binning of them "
-                               f"is not the calibrator's ({detail}); pass the rows it was fitted on.")
+                               f"is not the calibrator's ({detail}); pass the rows (and weights) it was "
+                               "fitted on.")
 
 
-def explain(calibrator, scores, labels, features=None) -> SBBExplanation:
+def explain(calibrator, scores, labels, features=None, sample_weight=None) -> SBBExplanation:
     """Explain a fitted SBB by finding its best binning again from the rows it was fitted on.
 
     Parameters
@@ -112,6 +121,8 @@ def explain(calibrator, scores, labels, features=None) -> SBBExplanation:
     scores, labels : array-like
         The rows ``calibrator`` was fitted on.
     features : ignored
+    sample_weight : array-like, optional
+        The weights it was fitted with (None: unit weights).
 
     Returns
     -------
@@ -125,7 +136,8 @@ def explain(calibrator, scores, labels, features=None) -> SBBExplanation:
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    best = best_binning(s, y, cal.lam, cal.max_positions)
+    w = check_weights(sample_weight, s.size, y)
+    best = best_binning(s, y, cal.lam, cal.max_positions, w)
     _check_same_bins(cal, best)
     pos = best.positions
     bins, positions = _bins_table(best), pos.frame()

@@ -14,6 +14,14 @@ from __future__ import annotations
 
 import importlib
 
+from ..errors import EnvironmentProblem
+
+try:
+    import plotly  # noqa: F401  (the figures need it; the rest of calibdash does not)
+except ImportError:  # pragma: no cover - exercised in an install without the [app] extra
+    raise EnvironmentProblem("calibdash.figures draws with plotly, which is not installed: "
+                             "pip install 'calibdash[app]'.") from None
+
 from .calibration_map import calibration_map, map_curves, score_grid
 from .layout import base_layout
 from .palette import color_of, rgba
