@@ -1,14 +1,14 @@
 """calibdash dashboard: `streamlit run app.py`.
 
-The entry point only routes: pages live in pages/, shared wiring in
-pages/common.py, and every number comes from the calibdash package.
+The entry point only routes: pages live in pages/, the wiring they share in
+pages/parts/ (one small module per concern), and every number comes from the
+calibdash package. Whatever a page raises is shown as a plain message of its
+kind (pages/parts/problems.py), never as a traceback.
 """
-import logging
-
 import streamlit as st
 
-from calibdash.errors import DataError
-from pages import common
+from pages.parts import routing, sidebar, url_state
+from pages.parts.problems import show_problem
 
 st.set_page_config(page_title="calibdash — classifier calibration", page_icon=":material/insights:", layout="wide")
 
@@ -20,21 +20,17 @@ pages = [
     st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
 ]
 page = st.navigation(pages)
-wanted = st.session_state.pop(common.DEEP_LINK, None)
+wanted = st.session_state.pop(routing.DEEP_LINK, None)
 if wanted:                      # a deep link that arrived before the router had run
     st.switch_page(wanted)
-common.apply_url_state()         # a shared link's view, before anything reads the state
-with st.sidebar:
-    st.markdown("### :material/insights: calibdash")
-common.sidebar_summary()
-token = common.ROUTED.set(True)
+token = routing.ROUTED.set(True)
 try:
+    url_state.apply_url_state()          # a shared link's view, before anything reads the state
+    with st.sidebar:
+        st.markdown("### :material/insights: calibdash")
+    sidebar.sidebar_summary()
     page.run()
-except DataError as exc:
-    st.error(f"**This cannot be done with the current data or settings:** {exc}")
 except Exception as exc:  # noqa: BLE001 - the browser must never show a traceback
-    logging.getLogger("calibdash.app").exception("page failed")
-    st.error(f"**Something went wrong** ({type(exc).__name__}: {exc}). "
-             "The details are in the server log; please report them.")
+    show_problem(exc)
 finally:
-    common.ROUTED.reset(token)
+    routing.ROUTED.reset(token)

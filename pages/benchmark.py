@@ -1,17 +1,22 @@
 """Benchmark: calibrators x data sets, repeated K-fold cross-fitting, average ranks, Friedman and Holm."""
 import hashlib
 
-import pandas as pd
 import streamlit as st
 
 from calibdash import benchmark, calibrators, metrics, samples
 from calibdash import data as cdata
-from calibdash.errors import DataError
+from calibdash.benchmark import TableKind
+from calibdash.errors import CalibdashError, DataError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import benchmark as bfig
-from pages import common
+from calibdash.methods import resolve
+from pages.parts.labels import method_label, method_labels
+from pages.parts.problems import show_problem
+from pages.parts.routing import route_guard
+from pages.parts.tables import bold_best
+from pages.parts.widgets import hyperparam_panel
 
-common.route_guard("pages/benchmark.py")
+route_guard("pages/benchmark.py")
 
 JOB = "bench.job"          # session key: the configuration of the last Run and whether it is still running
 FILES = "bench.files"      # session key: uploaded files, sha -> {"name", "data"}
@@ -97,7 +102,7 @@ with d1:
     available = calibrators.available()
     methods = st.multiselect(
         "Calibrators", available, default=[m for m in benchmark.DEFAULT_METHODS if m in available],
-        key="bench.methods", format_func=common.method_label, persist_state="session")
+        key="bench.methods", format_func=method_label, persist_state="session")
     include_raw = st.toggle("Rank the uncalibrated scores too", value=True, key="bench.uncalibrated",
                             persist_state="session",
                             help="As the papers rank the base classifier: a calibrator should beat it.")
@@ -109,12 +114,14 @@ with d2:
     if st.session_state.get(FILES):
         st.caption("Uploaded: " + ", ".join(up["name"] for up in st.session_state[FILES].values()))
 
-params = common.hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)")
+params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)")
 
 c1, c2, c3 = st.columns(3)
-folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=5, key="bench.folds", persist_state="session",
+folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=benchmark.DEFAULT_FOLDS, key="bench.folds",
+                         persist_state="session",
                          help="Each row's calibrated value comes from a model fitted on the other K - 1 folds.")
-repeats = c2.select_slider("Repeats", list(range(1, 11)), value=2, key="bench.repeats", persist_state="session",
+repeats = c2.select_slider("Repeats", list(range(1, 11)), value=benchmark.DEFAULT_REPEATS, key="bench.repeats",
+                           persist_state="session",
                            help="K-fold cross-fitting is repeated with fold seeds seed, seed + 1, ...; a data "
                                 "set's value is the mean over repeats.")
 seed = c3.number_input("Seed", min_value=0, max_value=1_000_000, value=0, step=1, key="bench.seed",
@@ -147,9 +154,9 @@ missing = [d for d in cfg["datasets"] if d not in sets]
 if missing:
     st.error(f"**Data set no longer available:** {', '.join(missing)}. Choose the data sets again and press Run.")
     st.stop()
-cals = {m: calibrators.get(m, **p) for m, p in cfg["methods"].items()}
+cals = resolve(cfg["methods"])
 job_sets = {d: sets[d] for d in cfg["datasets"]}
-labels = common.method_labels([UNCALIBRATED, *cals])
+labels = method_labels([UNCALIBRATED, *cals])
 
 r1, r2, r3 = st.columns(3)
 metric = r1.selectbox("Rank by", list(metrics.METRIC_NAMES), index=list(metrics.METRIC_NAMES).index("ECE"),
@@ -173,10 +180,10 @@ if job["running"]:
         result = benchmark.run_benchmark(
             job_sets, cals, compute=True,
             progress=lambda frac, msg: progress.progress(min(max(frac, 0.0), 1.0), text=msg), **kwargs)
-    except DataError as exc:
+    except CalibdashError as exc:
         job["running"] = False          # do not retry the same failing run on every rerun
         bar.empty()
-        st.error(f"**This benchmark cannot be run:** {exc}")
+        show_problem(exc)
         st.stop()
     job["running"] = False
     bar.empty()
@@ -197,48 +204,44 @@ with st.container(border=True):
 for note in result.notes:
     st.caption(note)
 
-short = {k: v.split(" (")[0] for k, v in labels.items()}      # "BBQ (Bayesian binning ...)" -> "BBQ"
 data = bfig.rank_diagram_data(result.average_ranks, result.reference,
                               result.joined() if result.holm is not None else None)
-st.plotly_chart(bfig.rank_diagram(data, labels=short, title=f"Average rank on {metric} (1 = best, on the right)"),
+st.plotly_chart(bfig.rank_diagram(data, labels=labels, title=f"Average rank on {metric} (1 = best, on the right)"),
                 key="bench.ranks")
 st.caption("Each method sits at its average rank over the data sets, better methods further right (Demšar's "
-           f"diagram). The thick bar joins the reference, {short.get(result.reference, result.reference)}, to every "
+           f"diagram). The thick bar joins the reference, {labels.get(result.reference, result.reference)}, to every "
            "method Holm's procedure does not separate from it at alpha = "
            f"{result.alpha:g}; a method off the bar differs significantly. When the Friedman test finds no "
            "difference, all methods share the bar.")
 cells = bfig.heatmap_data(result.table, result.ranks)
-st.plotly_chart(bfig.metric_heatmap(cells, metric=metric, labels=short), key="bench.heatmap")
+st.plotly_chart(bfig.metric_heatmap(cells, metric=metric, labels=labels), key="bench.heatmap")
 st.caption("Mean over repeats of the metric on each data set's out-of-fold predictions, with the method's rank on "
            "that data set in brackets; darker is better.")
 
 
-def _bold_best(frame: pd.DataFrame, lower: bool, axis: int):
-    def best(s: pd.Series):
-        target = s.min() if lower else s.max()
-        return ["font-weight: 700; background-color: #E8F4EA" if v == target else "" for v in s]
-    return frame.style.apply(best, axis=axis).format("{:.4f}")
-
-
-tables = benchmark.report_tables(result, short)
-for title, table in tables.items():
-    st.markdown(f"**{title}**")
-    if title.startswith("Mean "):
-        st.dataframe(_bold_best(table, result.lower_is_better, axis=1))
-    elif title.startswith("Average rank"):
-        st.dataframe(_bold_best(table, True, axis=0))
-    elif title.startswith("Holm"):
-        st.dataframe(table.style.format({"avg_rank": "{:.3f}", "diff": "{:+.3f}", "z": "{:+.3f}", "p": "{:.4f}",
-                                         "threshold": "{:.4f}"}))
-        st.caption("z = (R_i - R_ref) / sqrt(k(k+1)/(6N)); p two-sided; the i-th smallest p is compared with "
-                   "alpha / (k - i), rejecting until the first p above its threshold. 'significant' also needs "
-                   "the Friedman test to reject.")
-    elif title.startswith("Friedman"):
-        st.dataframe(table.style.format({"chi2_F": "{:.3f}", "F_F": "{:.3f}", "p": "{:.4f}", "critical": "{:.3f}"}))
-        st.caption("chi2_F = 12N/(k(k+1)) [sum R_j^2 - k(k+1)^2/4]; F_F = (N-1) chi2_F / (N(k-1) - chi2_F) is "
-                   "compared with the F distribution with k-1 and (k-1)(N-1) degrees of freedom.")
+# How each kind of report table is shown: where the best value is bolded (1: in each data set's row, 0: in each
+# metric's column), else the number formats; and what a caption explains.
+BEST_ALONG = {TableKind.PER_DATASET_MEAN: 1, TableKind.AVERAGE_RANK: 0}
+FORMATS = {
+    TableKind.PER_DATASET_RANK: "{:g}",
+    TableKind.FRIEDMAN: {"chi2_F": "{:.3f}", "F_F": "{:.3f}", "p": "{:.4f}", "critical": "{:.3f}"},
+    TableKind.HOLM: {"avg_rank": "{:.3f}", "diff": "{:+.3f}", "z": "{:+.3f}", "p": "{:.4f}", "threshold": "{:.4f}"},
+}
+CAPTIONS = {
+    TableKind.FRIEDMAN: "chi2_F = 12N/(k(k+1)) [sum R_j^2 - k(k+1)^2/4]; F_F = (N-1) chi2_F / (N(k-1) - chi2_F) is "
+                        "compared with the F distribution with k-1 and (k-1)(N-1) degrees of freedom.",
+    TableKind.HOLM: "z = (R_i - R_ref) / sqrt(k(k+1)/(6N)); p two-sided; the i-th smallest p is compared with "
+                    "alpha / (k - i), rejecting until the first p above its threshold. 'significant' also needs "
+                    "the Friedman test to reject.",
+}
+for table in benchmark.report_tables(result, labels):
+    st.markdown(f"**{table.title}**")
+    if table.kind in BEST_ALONG:
+        st.dataframe(bold_best(table.frame, table.lower_is_better, axis=BEST_ALONG[table.kind]).format("{:.4f}"))
     else:
-        st.dataframe(table.style.format("{:.4f}" if title.startswith("Mean") else "{:g}"))
+        st.dataframe(table.frame.style.format(FORMATS[table.kind]))
+    if table.kind in CAPTIONS:
+        st.caption(CAPTIONS[table.kind])
 st.download_button("Download every piece's metrics (CSV)", result.units.to_csv(index=False).encode(),
                    file_name="benchmark_units.csv", mime="text/csv", key="bench.download",
                    icon=":material/download:")

@@ -1,46 +1,51 @@
 """Compare: several calibrators (and models) on the same held-out rows; overlays, small multiples,
 metrics with bootstrap intervals and a verdict, downloads, and a shareable address."""
-import pandas as pd
 import streamlit as st
 
-from calibdash import calibrators, figures
+from calibdash import bootstrap as cboot, calibrators, figures
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import images
-from pages import common
+from pages.parts import downloads, fitting, url_state
+from pages.parts.labels import method_label, method_labels
+from pages.parts.routing import route_guard
+from pages.parts.scheme import current_scheme
+from pages.parts.source import score_set_or_stop
+from pages.parts.tables import binning_note, interval_frame
+from pages.parts.widgets import hyperparam_panel, initial
 
-common.route_guard("pages/compare.py")
+route_guard("pages/compare.py")
 
 st.title("Compare calibrators")
-ss = common.score_set_or_stop()
-scheme = common.current_scheme(ss)
+ss = score_set_or_stop()
+scheme = current_scheme(ss)
 
 available = calibrators.available()
 default = [m for m in ("platt", "histogram", "isotonic") if m in available]
 top_left, top_right = st.columns([3, 2]) if len(ss.score_columns) > 1 else (st.container(), None)
 chosen = top_left.multiselect(
-    "Calibrators", available, key="compare.methods", format_func=common.method_label, persist_state="session",
+    "Calibrators", available, key=url_state.METHODS, format_func=method_label, persist_state="session",
     help="Every method is fitted on the same rows and judged on the same held-out rows.",
-    **common.initial("compare.methods", default=default))
+    **initial(url_state.METHODS, default=default))
 models = [ss.score]
 if len(ss.score_columns) > 1:
     models = top_right.multiselect(
         "Models (score columns)", ss.score_columns, key=f"compare.models.{ss.content_key()[:8]}",
         persist_state="session", help="Compare several models' raw and calibrated scores.",
-        **common.initial(f"compare.models.{ss.content_key()[:8]}", default=[ss.score])) or [ss.score]
-params = common.hyperparam_panel(chosen)
-common.write_url_state(chosen)
+        **initial(f"compare.models.{ss.content_key()[:8]}", default=[ss.score])) or [ss.score]
+params = hyperparam_panel(chosen)
+url_state.write_url_state(chosen)
 
-ev = common.evaluate_methods(ss, scheme, params)
-labels = common.method_labels(ev.predictions.columns)
+ev = fitting.evaluate_methods(ss, scheme, params)
+labels = method_labels(ev.predictions.columns)
 st.caption(f"{ss.name} · score **{ss.score}** · judged on {len(ev.rows):,} held-out rows · {scheme.describe()} · "
            "the address bar holds this view: copy it to share")
 
 k1, k2, k3 = st.columns([2, 1, 1])
 n_bins = k1.select_slider("Bins of the reliability diagram", [5, 10, 15, 20, 30, 50], key="compare.n_bins",
-                          persist_state="session", **common.initial("compare.n_bins", value=10))
+                          persist_state="session", **initial("compare.n_bins", value=10))
 strategy = k2.segmented_control("Binning", ["uniform", "quantile"], key="compare.strategy", persist_state="session",
                                 help="Equal-width bins on [0, 1] or equal-count bins.",
-                                **common.initial("compare.strategy", default="uniform")) or "uniform"
+                                **initial("compare.strategy", default="uniform")) or "uniform"
 log_x = k3.toggle("Log-scaled score axis", key="compare.logx", persist_state="session",
                   help="Helps when scores crowd near 0 (click or default rates).")
 tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy)
@@ -64,18 +69,18 @@ with multiples:
             st.plotly_chart(fig, key=f"compare.small.{key}")
 
 st.subheader("Metrics on the held-out rows")
-boot = common.bootstrap(ev, ss, scheme, params)
-st.dataframe(common.interval_frame(boot))
-st.info(common.verdict_sentence(boot, labels), icon=":material/lightbulb:")
+boot = fitting.bootstrap(ev, ss, scheme, params)
+st.dataframe(interval_frame(boot))
+st.info(cboot.verdict(boot, "ECE", labels), icon=":material/lightbulb:")
 st.caption(f"Each cell: value [{int(boot.level * 100)}% paired bootstrap interval, {boot.n_boot} resamples of the "
-           "held-out rows]; the best value per column is highlighted. ECE and MCE use 10 equal-count bins (the BBQ "
-           "authors' convention); MVCE averages 100 random equal-count partitions (MBCT, Eq. 10). Lower is better "
-           "except AUC and ACC.")
+           f"held-out rows]; the best value per column is highlighted. {binning_note(ev.binning)} MVCE averages 100 "
+           "random equal-count partitions (MBCT, Eq. 10). Lower is better except AUC and ACC.")
 
 if len(models) > 1:
     st.subheader("Models side by side")
-    per_model, raw_tables = common.models_table(ss, scheme, params, models, n_bins, strategy)
+    per_model, raw_tables = fitting.models_table(ss, scheme, params, models, n_bins, strategy)
     st.dataframe(per_model.style.format("{:.4f}"))
+    st.caption(binning_note(ev.binning))
     st.plotly_chart(figures.reliability_diagram(raw_tables, title="Raw reliability of each model"),
                     key="compare.models.reliability")
 
@@ -87,7 +92,7 @@ pred.index.name = "row"
 d1.download_button("Calibrated predictions (CSV)", pred.to_csv().encode(), "calibrated_predictions.csv",
                    "text/csv", key="compare.dl.pred", icon=":material/download:")
 for m, model in ev.models.items():
-    d1.download_button(f"Fitted {labels[m]} (JSON)", common.model_json(model, ss), f"{m}.json",
+    d1.download_button(f"Fitted {labels[m]} (JSON)", downloads.model_json(model, ss), f"{m}.json",
                        "application/json", key=f"compare.dl.model.{m}", icon=":material/save:",
                        help="Load it with calibdash.export.loads, or apply it: python -m calibdash apply MODEL.json FILE")
 flat = boot.table.copy()
@@ -101,6 +106,6 @@ with d3:
     for name, fig in (("reliability", rel_fig), ("calibration_map", map_fig)):
         for fmt in ([] if reason else images.FORMATS):
             st.download_button(f"{name.replace('_', ' ').capitalize()} ({fmt.upper()})",
-                               common.image_maker(fig, fmt), f"{name}.{fmt}",
+                               downloads.image_maker(fig, fmt), f"{name}.{fmt}",
                                "image/png" if fmt == "png" else "image/svg+xml", key=f"compare.dl.{name}.{fmt}",
                                icon=":material/image:")

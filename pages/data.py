@@ -3,10 +3,13 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import data as cdata, figures, metrics, samples
-from calibdash.errors import DataError
-from pages import common
+from calibdash.errors import DataError, SettingsError
+from pages.parts import fitting, scheme, source
+from pages.parts.routing import route_guard
+from pages.parts.tables import binning_note
+from pages.parts.widgets import initial
 
-common.route_guard("pages/data.py")
+route_guard("pages/data.py")
 
 st.title("Data")
 
@@ -14,22 +17,22 @@ st.title("Data")
 def _on_upload() -> None:
     up = st.session_state.get("data.uploader")
     if up is not None:
-        common.remember_upload(up)
-        st.session_state[common.SOURCE] = "Upload"
+        source.remember_upload(up)
+        st.session_state[source.SOURCE] = "Upload"
 
 
 src_col, pick_col = st.columns([1, 3])
 with src_col:
-    source = st.segmented_control("Source", common.SOURCES, key=common.SOURCE, persist_state="session",
-                                  required=True, **common.initial(common.SOURCE, default="Sample"))
+    picked = st.segmented_control("Source", source.SOURCES, key=source.SOURCE, persist_state="session",
+                                  required=True, **initial(source.SOURCE, default="Sample"))
 with pick_col:
-    if source == "Upload":
+    if picked == "Upload":
         st.file_uploader(
             "Your scores: CSV (comma, semicolon or tab; UTF-8 or Latin-1), .csv.gz or Parquet",
             type=["csv", "tsv", "txt", "gz", "parquet", "pq"], key="data.uploader", on_change=_on_upload,
             help="One row per case: a score (probability, margin or logit) and the true 0/1 outcome; "
                  "optionally more score columns, feature columns and a train/test split column.")
-        up = st.session_state.get(common.UPLOAD)
+        up = st.session_state.get(source.UPLOAD)
         if up:
             size = len(up["data"])
             st.caption(f"Using **{up['name']}** ({size / 1e6:.1f} MB)." if size >= 100_000
@@ -38,21 +41,21 @@ with pick_col:
             st.info("No file uploaded yet: the sample below stays active until you upload one.")
     else:
         names = list(samples.SAMPLES)
-        st.selectbox("Sample", names, index=names.index(samples.DEFAULT_SAMPLE), key=common.SAMPLE,
+        st.selectbox("Sample", names, index=names.index(samples.DEFAULT_SAMPLE), key=source.SAMPLE,
                      format_func=lambda n: samples.SAMPLES[n].title, persist_state="session")
-        st.caption(samples.SAMPLES[st.session_state.get(common.SAMPLE, samples.DEFAULT_SAMPLE)].description)
+        st.caption(samples.SAMPLES[st.session_state.get(source.SAMPLE, samples.DEFAULT_SAMPLE)].description)
 
 try:
-    df, info = common.source_table()
+    df, info = source.source_table()
 except DataError as exc:
     st.error(f"**This file cannot be read:** {exc}")
     st.stop()
 
 sha = info.sha256
-roles = common.chosen_roles(sha)
+roles = source.chosen_roles(sha)
 role_error = None
 try:
-    ss = common.active_score_set()
+    ss = source.active_score_set()
     if roles:
         cdata.build_score_set(df, info=info, name=info.name, **roles)  # surfaces an error in the user's own choice
 except DataError as exc:
@@ -69,29 +72,29 @@ st.subheader("Column roles")
 cols = list(df.columns)
 numeric = [c for c in cols if pd.api.types.is_numeric_dtype(df[c]) and c != ss.label_column]
 r1, r2, r3 = st.columns(3)
-r1.selectbox("Label (true outcome)", cols, index=cols.index(ss.label_column), key=common.role_key(sha, "label"),
+r1.selectbox("Label (true outcome)", cols, index=cols.index(ss.label_column), key=source.role_key(sha, "label"),
              persist_state="session", help="The column holding the two classes.")
 label_values = sorted(map(str, df[ss.label_column].dropna().unique()))[:20]
 positive = str(ss.positive_label)
 r1.selectbox("Positive class", label_values,
              index=label_values.index(positive) if positive in label_values else 0,
-             key=common.role_key(sha, "positive"), persist_state="session",
+             key=source.role_key(sha, "positive"), persist_state="session",
              help="Which label value counts as 1 (the event the score predicts).")
 score_opts = [c for c in numeric if c not in (ss.split_column,)] or [ss.score]
 r2.selectbox("Score (the model to look at)", score_opts,
              index=score_opts.index(ss.score) if ss.score in score_opts else 0,
-             key=common.role_key(sha, "score"), persist_state="session",
+             key=source.role_key(sha, "score"), persist_state="session",
              help="Probabilities in [0, 1]; margins or logits are mapped by the logistic function.")
 if len(ss.score_columns) > 1:
     r2.caption("Score columns found: " + ", ".join(f"`{c}`" for c in ss.score_columns))
-split_opts = [common.NONE] + [c for c in cols if c not in (ss.label_column, ss.score)]
+split_opts = [source.NONE] + [c for c in cols if c not in (ss.label_column, ss.score)]
 r3.selectbox("Split column (optional)", split_opts,
              index=split_opts.index(ss.split_column) if ss.split_column in split_opts else 0,
-             key=common.role_key(sha, "split"), persist_state="session",
+             key=source.role_key(sha, "split"), persist_state="session",
              help="A column such as train/test that says which rows fit the calibrators.")
 feat_opts = [c for c in cols if c not in (ss.label_column, ss.score, ss.split_column)]
 r3.multiselect("Feature columns (for MBCT)", feat_opts, default=[c for c in ss.feature_columns if c in feat_opts],
-               key=common.role_key(sha, "features"), persist_state="session")
+               key=source.role_key(sha, "features"), persist_state="session")
 
 st.subheader("Validation report")
 rep = ss.report
@@ -119,34 +122,14 @@ g1.plotly_chart(figures.reliability_diagram({"uncalibrated": table}, labels={"un
                                             title=f"Reliability of {ss.score} (all rows)"), key="data.reliability")
 summ = pd.DataFrame([metrics.summary(ss.scores, ss.labels)], index=[ss.score])
 g2.dataframe(summ.T.rename(columns={ss.score: "value"}).style.format("{:.4f}"))
-g2.caption("Computed on all usable rows, before any calibration.")
+g2.caption(f"Computed on all usable rows, before any calibration. {binning_note(metrics.binning_label())}")
 
 st.subheader("Evaluation scheme")
-kinds = list(common.SCHEME_KINDS)
-if not ss.split_column:
-    kinds.remove("column")
-default_kind = "column" if ss.split_column else "split"
-e1, e2 = st.columns([2, 3])
-kind = e1.radio("Judge calibrators on", kinds, index=kinds.index(default_kind), key="scheme.kind",
-                format_func=common.SCHEME_KINDS.get, persist_state="session",
-                help="Calibrators are fitted on one part of the rows and judged on another.")
-with e2:
-    if kind == "split":
-        st.slider("Held-out fraction", 0.1, 0.5, 0.3, 0.05, key="scheme.test_size", persist_state="session")
-        st.number_input("Seed", 0, 10_000, 0, key="scheme.seed", persist_state="session")
-    elif kind == "kfold":
-        st.slider("Folds (K)", 2, 10, 5, key="scheme.n_folds", persist_state="session")
-        st.number_input("Seed", 0, 10_000, 0, key="scheme.seed", persist_state="session")
-    elif kind == "column":
-        values = sorted(map(str, pd.unique(ss.split)))
-        st.selectbox("Value marking the fitting rows", [""] + values, key="scheme.train_value",
-                     persist_state="session", format_func=lambda v: v or "(recognise train/test by name)")
-    else:
-        st.warning("In-sample scores are optimistic: every calibrator is judged on the rows it learned from.")
+chosen_scheme = scheme.scheme_widgets(ss)
 try:
-    common.evaluate_methods(ss, common.current_scheme(ss), {})
-    st.success(common.scheme_line(ss))
-except DataError as exc:
+    fitting.evaluate_methods(ss, chosen_scheme, {})
+    st.success(scheme.scheme_line(ss))
+except (DataError, SettingsError) as exc:
     st.error(f"**This evaluation scheme does not work here:** {exc}")
 
 with st.expander("Preview of the file", expanded=False):

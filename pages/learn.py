@@ -3,13 +3,15 @@ and the true calibration error beside its estimates (ECE, MVCE) over repeated dr
 import pandas as pd
 import streamlit as st
 
-from calibdash import calibrators, synthetic
+from calibdash import calibrators, metrics, synthetic
 from calibdash.errors import DataError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import learn as flearn
-from pages import common
+from pages.parts.labels import method_label, method_labels, method_menu_label
+from pages.parts.routing import route_guard
+from pages.parts.widgets import hyperparam_widgets, initial
 
-common.route_guard("pages/learn.py")
+route_guard("pages/learn.py")
 
 SIZES = [100, 200, 500, 1000, 2000, 5000, 10000]
 REPEATS = [5, 10, 20, 50]
@@ -48,28 +50,28 @@ left, right = st.columns([1, 3], gap="large")
 with left:
     names = list(synthetic.SCENARIOS)
     name = st.selectbox("Scenario", names, key=K_SCENARIO, format_func=lambda k: synthetic.SCENARIOS[k].title,
-                        on_change=_on_scenario, persist_state="session", **common.initial(K_SCENARIO, index=0))
+                        on_change=_on_scenario, persist_state="session", **initial(K_SCENARIO, index=0))
     scenario = synthetic.SCENARIOS[name]
     n = st.select_slider("Sample size n (half fits, half judges)", SIZES, key=K_N, persist_state="session",
-                         format_func=lambda v: f"{v:,}", **common.initial(K_N, value=scenario.default_n))
+                         format_func=lambda v: f"{v:,}", **initial(K_N, value=scenario.default_n))
     seed = st.slider("Seed of the draw", 0, 99, key=K_SEED, persist_state="session",
                      help="The same seed gives the same rows; move it to see another sample of the same population.",
-                     **common.initial(K_SEED, value=0))
+                     **initial(K_SEED, value=0))
     default = [m for m in ("platt", "isotonic", "bbq") if m in available]
-    methods = st.multiselect("Calibrators", available, key=K_METHODS, format_func=common.method_label,
-                             persist_state="session", **common.initial(K_METHODS, default=default))
+    methods = st.multiselect("Calibrators", available, key=K_METHODS, format_func=method_label,
+                             persist_state="session", **initial(K_METHODS, default=default))
     repeats = st.select_slider("Repeated draws (bias and variance)", REPEATS, key="learn.repeats",
-                               persist_state="session", **common.initial("learn.repeats", value=20),
+                               persist_state="session", **initial("learn.repeats", value=20),
                                help="The study below repeats the draw with seeds seed, seed + 1, …")
     params = {}
     if methods:
         with st.expander("Hyperparameters", expanded=False):
             for m in methods:
-                st.markdown(f"**{common.method_label(m)}**")
-                params[m] = common.hyperparam_widgets(m)
+                st.markdown(f"**{method_label(m)}**")
+                params[m] = hyperparam_widgets(m)
 
 chosen = tuple((m, tuple(sorted(params.get(m, {}).items()))) for m in methods)
-labels = common.method_labels([UNCALIBRATED, *methods])
+labels = method_labels([UNCALIBRATED, *methods])
 try:
     with st.spinner("Drawing and fitting…", show_time=True):
         tr = _trial(name, n, seed, chosen)
@@ -111,7 +113,7 @@ with right:
         for i, m in enumerate(methods):        # each method's hyperparameters under its panel
             hps = calibrators.get_class(m).hyperparams
             parts = [f"*{_hp_name(h)}*: {h.help}" for h in hps] or ["no hyperparameters."]
-            boxes[i % cols].caption(f"**{common.method_menu_label(m)}.** " + " ".join(parts))
+            boxes[i % cols].caption(f"**{method_menu_label(m)}.** " + " ".join(parts))
     else:
         st.info("Choose at least one calibrator on the left.", icon=":material/arrow_back:")
 
@@ -125,15 +127,15 @@ with right:
     st.caption(
         "*true | score*: the true error given the score, mean |f(s) − g(s)| over the population, with f the truth and "
         "g the calibrator (the identity for the raw scores). *true | prediction*: mean |P(y = 1 | g(s)) − g(s)|, what "
-        "a binned ECE "
-        f"aims at; the two differ for step-shaped maps. ECE (10 equal-count bins) and MVCE (100 random views) are "
-        f"computed on the {len(judged_s):,} judged rows only; the differences use the true error given the score.")
+        "a binned ECE aims at; the two differ for step-shaped maps. "
+        f"ECE ({metrics.binning_label()}) and MVCE (100 random views) are computed on the {len(judged_s):,} judged "
+        "rows only; the differences use the true error given the score.")
 
     # -- 4. bias and variance over repeated draws --------------------------------------------------------------------
     st.markdown(f"#### Bias and variance of the estimates over {repeats} draws")
     against = st.segmented_control("Compare the estimates with the true error", list(AGAINST),
                                    format_func=AGAINST.get, key="learn.against", persist_state="session",
-                                   **common.initial("learn.against", default="score")) or "score"
+                                   **initial("learn.against", default="score")) or "score"
     seeds = tuple(range(seed, seed + repeats))
     try:
         with st.spinner(f"Repeating the draw {repeats} times…", show_time=True):

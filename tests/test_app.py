@@ -7,15 +7,21 @@ its on_change callback stores the file exactly as in the browser.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.io
 import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from calibdash import calibrators
+from calibdash import calibrators, data as cdata, evaluation, figures, metrics, samples
+from calibdash.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
+from calibdash.explain import explain
+from pages.parts import fitting
+from pages.parts.tables import BEST_STYLE, best_cells, bold_best, metrics_frame
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "app.py"
@@ -35,7 +41,7 @@ def _run_entry_point_every_time(request, monkeypatch):
     run, and PagesManager then sets it to True because a ``pages/`` folder sits
     next to app.py, so every rerun would go through Streamlit's legacy
     folder router, which runs the page file alone (pages bounce back through
-    app.py with ``common.route_guard``). In the live server app.py's
+    app.py with ``pages.parts.routing.route_guard``). In the live server app.py's
     st.navigation sets the flag to False on the first run and it stays False;
     False is therefore the faithful value for ordinary tests. Tests that ask
     for the ``legacy_router`` fixture keep AppTest's own behaviour instead.
@@ -132,6 +138,43 @@ def upload(at: AppTest, name: str, data: bytes, mime: str = "text/csv") -> AppTe
     return at
 
 
+# -- the best value in bold ------------------------------------------------------------------------
+def bolded(styler) -> set[tuple[int, int]]:
+    """(row, column) positions of the cells a Styler marks as best."""
+    ctx = styler._compute().ctx          # what pandas (and st.dataframe) render: position -> CSS pairs
+    best = sorted(tuple(p.strip().split(": ")) for p in BEST_STYLE.split(";"))
+    return {pos for pos, css in ctx.items() if sorted(css) == best}
+
+
+def test_bold_best_treats_values_equal_to_rounding_as_tied():
+    """Two values a float rounding apart are both best (the copy comparing with == bolded one)."""
+    frame = pd.DataFrame({"ECE": [0.1 + 0.2, 0.3, 0.5], "AUC": [0.7, 0.9, 0.9 - 1e-13]}, index=["a", "b", "c"])
+    assert bolded(bold_best(frame, {"ECE": True, "AUC": False})) == {(0, 0), (1, 0), (1, 1), (2, 1)}
+
+
+def test_bold_best_direction_per_row_and_from_a_set_of_names():
+    frame = pd.DataFrame([[3.0, 1.0, 2.0], [3.0, 1.0, 2.0]], index=["loss", "gain"], columns=["x", "y", "z"])
+    np.testing.assert_array_equal(best_cells(frame, {"loss": True, "gain": False}, axis=1),
+                                  [[False, True, False], [True, False, False]])
+    np.testing.assert_array_equal(best_cells(frame, {"loss"}, axis=1), best_cells(frame, {"loss": True,
+                                                                                          "gain": False}, axis=1))
+    np.testing.assert_array_equal(best_cells(frame.T, True, axis=0), [[False, False], [True, True], [False, False]])
+
+
+def test_bold_best_skips_a_column_of_nan_and_bolds_text_from_its_numbers():
+    values = pd.DataFrame({"ECE": [np.nan, np.nan], "MCE": [0.2, np.nan]})
+    np.testing.assert_array_equal(best_cells(values, True), [[False, True], [False, False]])
+    text = values.map(lambda v: f"{v:.1f} [..]")
+    assert bolded(bold_best(text, True, values=values)) == {(0, 1)}
+
+
+def test_metrics_frame_bolds_lowest_loss_and_highest_auc_with_display_names():
+    table = pd.DataFrame({"AUC": [0.80, 0.85], "ECE": [0.10, 0.02]}, index=["uncalibrated", "platt"])
+    styler = metrics_frame(table)
+    assert list(styler.data.index) == ["Uncalibrated", calibrators.get_class("platt").label]
+    assert bolded(styler) == {(1, 0), (1, 1)}
+
+
 # -- every page with the default sample -------------------------------------------------------
 @pytest.mark.parametrize("page", [DATA, EXPLORE, COMPARE])
 def test_page_renders_default_sample(page):
@@ -144,6 +187,8 @@ def test_page_renders_default_sample(page):
         assert figs[key]["data"], f"{key} has no traces"
     side = sidebar_text(at)
     assert "circles_svm.csv" in side and "2,000 rows" in side
+    # the metrics table says how ECE and MCE were binned: the package's default
+    assert any(f"ECE and MCE use {metrics.binning_label()}" in c.value for c in at.main.caption)
     assert "linear_svm" in side
     if page == DATA:
         summary = at.main.dataframe[0].value
@@ -272,6 +317,40 @@ def test_explore_every_calibrator(method):
     assert any(t.get("name") == label for t in figs["explore.map"]["data"])
 
 
+def _explained(method: str):
+    """The explanation of ``method`` fitted as Explore fits it on the default sample: by the library alone."""
+    sample = samples.SAMPLES[samples.DEFAULT_SAMPLE]
+    df, info = cdata.read_table(samples.sample_path(sample.name))
+    ss = cdata.build_score_set(df, info=info, name=info.name, score=sample.score, label=sample.label)
+    feats = ss.features if calibrators.get_class(method).uses_features else None
+    ev = evaluation.evaluate(ss.scores, ss.labels, method, evaluation.Scheme(kind="column"), features=feats,
+                             split=ss.split)
+    rows = ev.fit_rows
+    return explain(ev.models[method], ss.scores[rows], ss.labels[rows],
+                   None if feats is None else feats.reset_index(drop=True).iloc[rows])
+
+
+@pytest.mark.parametrize("method", ["bbq", "mbct"])
+def test_explore_draws_the_explanation_of_the_model_on_its_fitting_rows(method):
+    """Explore's inner charts, notes and tables are those of the model explained on the rows it was fitted on."""
+    at = start(EXPLORE)
+    at.selectbox(key="explore.method").set_value(method).run()
+    assert_clean(at)
+    ex = _explained(method)
+    expected = figures.inner_figures(ex)
+    assert expected, f"{method} has no inner figures"
+    shown = charts(at)
+    inner = {k: v for k, v in shown.items() if k.startswith("explore.inner.")}
+    assert sorted(inner) == [f"explore.inner.{i}" for i in range(len(expected))]
+    for i, (title, fig) in enumerate(expected):
+        assert inner[f"explore.inner.{i}"]["data"] == json.loads(plotly.io.to_json(fig, validate=False))["data"], title
+    bold = {m.value for m in at.main.markdown}
+    assert {f"**{title}**" for title, _ in expected} <= bold
+    assert {f"**{name}**" for name in ex.tables} <= bold
+    assert "Inside the calibrator" in [h.value for h in at.main.subheader]
+    assert [i.value for i in at.main.info] == list(ex.notes)
+
+
 def test_hyperparameters_are_shared_between_explore_and_compare():
     """A hyperparameter set on Explore holds on Compare (same key, persisted for the session)."""
     at = start(EXPLORE)
@@ -283,6 +362,52 @@ def test_hyperparameters_are_shared_between_explore_and_compare():
     # Compare shows its metrics rounded to 4 decimals (with bootstrap intervals)
     np.testing.assert_allclose(metrics_table(at).loc["Histogram binning"].to_numpy(dtype=float),
                                explore_row.to_numpy(dtype=float), atol=6e-5)
+
+
+# -- errors by kind ------------------------------------------------------------------------------------
+ERROR_KINDS = {
+    # id: (error raised inside the page, the heading its message must carry, whether it is logged as a bug)
+    "data": (DataError("the fitting part holds one class only; calibrators need both."),
+             "This cannot be done with the current data", False),
+    "settings": (SettingsError("test_size must lie strictly between 0 and 1, got 2.0."),
+                 "This setting cannot be used", False),
+    "environment": (EnvironmentProblem("PNG/SVG export needs a Chromium browser (Debian: apt-get install chromium)."),
+                    "This server lacks something needed here", False),
+    "programming": (ProgrammingError("exporting an unregistered class."), "Something went wrong", True),
+    "other": (ZeroDivisionError("division by zero"), "Something went wrong", True),
+}
+
+
+@pytest.mark.parametrize("kind", list(ERROR_KINDS))
+def test_an_error_inside_a_page_is_shown_by_its_kind_without_a_traceback(kind, monkeypatch, caplog):
+    error, heading, logged = ERROR_KINDS[kind]
+
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(fitting, "evaluate_methods", fail)
+    with caplog.at_level(logging.ERROR, logger="calibdash.app"):
+        at = start(COMPARE)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == TITLES[COMPARE]
+    text = errors(at)
+    assert text.startswith(f"**{heading}") and str(error) in text, text
+    others = {h for _, h, _ in ERROR_KINDS.values()} - {heading}
+    assert not any(h in text for h in others), text
+    assert "Traceback" not in text
+    bugs = [r for r in caplog.records if r.name == "calibdash.app" and r.exc_info]
+    assert bool(bugs) == logged, [r.getMessage() for r in bugs]
+
+
+def test_an_out_of_range_setting_in_a_link_is_a_settings_message():
+    """A shared link with test_size=2 reaches calibdash's own check, which the page shows as a setting's error."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["scheme"] = "split"
+    at.query_params["test_size"] = "2"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = errors(at)
+    assert text.startswith("**This setting cannot be used:**") and "test_size" in text, text
 
 
 # -- Data ------------------------------------------------------------------------------------------

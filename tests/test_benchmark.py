@@ -1,15 +1,14 @@
-"""Benchmark: units are evaluate() calls, ranks and tests follow from them, cancel/resume, CLI, figures, page."""
-import argparse
-import json
-
+"""Benchmark: units are evaluate() calls, ranks and tests follow from them, interrupt/resume, report kinds, figures,
+page. The command line is tested in test_cli.py."""
 import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibdash import benchmark, calibrators, stats
+from calibdash import benchmark, calibrators
+from calibdash.benchmark import TableKind, rank_tests
 from calibdash.data import build_score_set
-from calibdash.errors import DataError
+from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import UNCALIBRATED, Scheme, evaluate
 from calibdash.figures import benchmark as bfig
 from conftest import REPO
@@ -57,10 +56,10 @@ def test_means_ranks_and_tests_follow_from_the_units(result):
     pd.testing.assert_frame_equal(result.table, by_hand.loc[result.table.index, result.table.columns],
                                   check_names=False)
     np.testing.assert_allclose(result.ranks.sum(axis=1), k * (k + 1) / 2)
-    pd.testing.assert_series_equal(result.average_ranks, stats.average_ranks(result.table), check_names=False)
-    assert result.friedman == stats.friedman(result.table)
+    pd.testing.assert_series_equal(result.average_ranks, rank_tests.average_ranks(result.table), check_names=False)
+    assert result.friedman == rank_tests.friedman(result.table)
     # AUC: higher is better, so the ranks per metric are taken in that direction
-    assert result.rank_summary["AUC"].to_dict() == stats.average_ranks(
+    assert result.rank_summary["AUC"].to_dict() == rank_tests.average_ranks(
         result.means["AUC"].unstack().loc[result.datasets, result.methods], lower_is_better=False).to_dict()
 
 
@@ -103,31 +102,39 @@ def test_progress_is_reported_per_fold_and_reaches_one(six):
     assert sum("fold 4 of 4" in m for _, m in calls) == 2 * 2 * 2
 
 
-def test_cancel_then_resume_from_the_cache(six):
+class Interrupted(Exception):
+    """Stands for what stops a run from outside: the dashboard's Stop reruns the page, and Streamlit raises its
+    rerun exception inside the next progress call."""
+
+
+def test_an_interrupted_run_keeps_its_finished_units_and_resumes_from_the_cache(six):
     ds = {k: six[k] for k in ("d0", "d1", "d2")}
     cache = benchmark.UnitCache()
-    ticks = []
+    seen = []
 
-    def stop_in_the_second_data_set():
-        ticks.append(1)
-        return len(ticks) > 15
+    def stop_in_the_second_data_set(frac, msg):
+        seen.append(msg)
+        if msg.startswith("d1 · histogram"):
+            raise Interrupted
 
-    with pytest.raises(benchmark.Cancelled) as info:
-        benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1, should_stop=stop_in_the_second_data_set, cache=cache)
-    done = info.value.done
-    assert 0 < done < info.value.total == 3 * 4 and len(info.value.units) == done == len(cache)
+    with pytest.raises(Interrupted):
+        benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1, progress=stop_in_the_second_data_set,
+                                cache=cache)
+    # every unit of d0 and the two before histogram on d1 finished and are cached: 4 + 2
+    assert len(cache) == 6
     # only what is cached, nothing fitted: the complete blocks so far
     partial = benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1, cache=cache, compute=False)
-    assert not partial.complete and len(partial.units) == done
+    assert not partial.complete and len(partial.units) == 6 and partial.planned == 3 * 4
     assert partial.datasets == ["d0"] and "d1" in " ".join(partial.notes)
-    # resuming fits only the missing units and gives the uninterrupted answer
+    # resuming fits only the missing units (histogram and isotonic on d1, the calibrators on d2) and gives the
+    # uninterrupted answer
     fitted = []
     resumed = benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1, cache=cache,
                                       progress=lambda f, m: fitted.append(m) if "fold 1 of" in m else None)
     fresh = benchmark.run_benchmark(ds, METHODS, n_folds=3, repeats=1)
-    assert len(fitted) == sum(1 for u in benchmark.plan_units(list(ds), METHODS, 1)
-                              if u.method != UNCALIBRATED) - sum(
-        1 for m in info.value.units["method"] if m != UNCALIBRATED)
+    assert [m.split(" · ")[:2] for m in fitted] == [["d1", "histogram"], ["d1", "isotonic"], ["d2", "platt"],
+                                                    ["d2", "histogram"], ["d2", "isotonic"]]
+    assert resumed.complete
     pd.testing.assert_frame_equal(resumed.table, fresh.table)
 
 
@@ -148,11 +155,11 @@ def test_cache_key_tracks_data_parameters_and_seed(six):
 
 
 def test_refusals_name_the_problem(six):
-    with pytest.raises(DataError, match="unknown metric"):
+    with pytest.raises(SettingsError, match="unknown metric"):
         benchmark.run_benchmark(six, METHODS, metric="F1")
-    with pytest.raises(DataError, match="reference"):
+    with pytest.raises(SettingsError, match="reference"):
         benchmark.run_benchmark({"d0": six["d0"]}, ["platt"], n_folds=2, repeats=1, reference="bbq")
-    with pytest.raises(DataError, match="raw scores"):
+    with pytest.raises(SettingsError, match="raw scores"):
         benchmark.run_benchmark(six, {UNCALIBRATED: calibrators.get("platt")})
     tiny = build_score_set(pd.DataFrame({"score": np.linspace(0.05, 0.95, 20), "label": [1] * 3 + [0] * 17}),
                            name="tiny")
@@ -172,59 +179,53 @@ def test_reference_defaults_to_bbq_when_present():
     assert benchmark.default_reference([UNCALIBRATED, "isotonic", "platt"]) == "isotonic"
 
 
-# -- command line ---------------------------------------------------------------------------------
-def cli(argv):
-    parser = argparse.ArgumentParser(prog="calibdash")
-    benchmark.add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+# -- report ----------------------------------------------------------------------------------------------
+def test_report_tables_carry_their_kind_and_the_result_numbers(result):
+    labels = {UNCALIBRATED: "Raw", "platt": "Platt"}
+    tables = benchmark.report_tables(result, labels)
+    assert [t.kind for t in tables] == [TableKind.PER_DATASET_MEAN, TableKind.PER_DATASET_RANK,
+                                        TableKind.AVERAGE_RANK, TableKind.FRIEDMAN, TableKind.HOLM]
+    by_kind = {t.kind: t for t in tables}
+    names = ["Raw", "Platt", "histogram", "isotonic"]
+    mean = by_kind[TableKind.PER_DATASET_MEAN]
+    assert list(mean.frame.columns) == names and mean.lower_is_better is True          # ECE
+    np.testing.assert_array_equal(mean.frame.to_numpy(), result.table.to_numpy())
+    np.testing.assert_array_equal(by_kind[TableKind.PER_DATASET_RANK].frame.to_numpy(), result.ranks.to_numpy())
+    avg = by_kind[TableKind.AVERAGE_RANK]
+    assert list(avg.frame.index) == names and avg.lower_is_better is True
+    assert by_kind[TableKind.FRIEDMAN].lower_is_better is None
+    assert by_kind[TableKind.FRIEDMAN].frame.loc["ECE", "F_F"] == pytest.approx(result.friedman.ff)
+    holm = by_kind[TableKind.HOLM]
+    assert holm.lower_is_better is None and "Raw" in holm.frame.index and "isotonic" not in holm.frame.index
+    # the kind is data, the title is for people: the kinds' values are stable strings
+    assert {str(t.kind) for t in tables} == {"per_dataset_mean", "per_dataset_rank", "average_rank", "friedman",
+                                             "holm"}
 
 
-@pytest.fixture
-def folder(tmp_path):
-    """Two CSV files; the second holds two models (two score columns), so three data sets."""
+def test_report_of_a_higher_is_better_metric_and_of_one_data_set(six, result):
+    auc = benchmark.summarise(result.units, metric="AUC", reference="platt", n_folds=3, repeats=2)
+    assert benchmark.report_tables(auc)[0].lower_is_better is False
+    one = benchmark.run_benchmark({"d0": six["d0"]}, ["platt"], n_folds=3, repeats=1)
+    assert [t.kind for t in benchmark.report_tables(one)] == [TableKind.PER_DATASET_MEAN,
+                                                              TableKind.PER_DATASET_RANK, TableKind.AVERAGE_RANK]
+
+
+def test_load_datasets_makes_one_data_set_per_score_column(tmp_path):
     for i, name in enumerate(("one.csv", "two.csv")):
         rng = np.random.default_rng(i)
-        s = rng.uniform(0.01, 0.99, 400)
-        df = pd.DataFrame({"score": s, "label": (rng.uniform(size=400) < s ** 2).astype(int)})
+        s = rng.uniform(0.01, 0.99, 300)
+        df = pd.DataFrame({"score": s, "label": (rng.uniform(size=300) < s).astype(int)})
         if i:
-            df["other_score"] = np.clip(s + rng.normal(0, 0.1, 400), 0.01, 0.99)
+            df["other_score"] = np.clip(s + rng.normal(0, 0.1, 300), 0.01, 0.99)
         df.to_csv(tmp_path / name, index=False)
-    return tmp_path
-
-
-def test_cli_json_matches_the_api(folder, capsys):
-    assert cli(["benchmark", str(folder), "--methods", "platt,isotonic", "--folds", "3", "--repeats", "1",
-                "--metric", "Brier", "--reference", "isotonic", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["datasets"] == ["one.csv", "two.csv · score", "two.csv · other_score"]
-    api = benchmark.run_benchmark(benchmark.load_datasets([str(folder)]), ["platt", "isotonic"], n_folds=3,
-                                  repeats=1, metric="Brier", reference="isotonic")
-    assert out["average_ranks"] == pytest.approx(api.average_ranks.to_dict())
-    assert out["friedman"]["ff"] == pytest.approx(api.friedman.ff)
-    assert [h["method"] for h in out["holm"]] == list(api.holm.index)
-    assert out["values"]["one.csv"]["platt"] == pytest.approx(api.table.loc["one.csv", "platt"])
-    assert out["summary"] == api.describe()
-
-
-def test_cli_prints_the_page_tables(folder, capsys):
-    files = [str(folder / "one.csv"), str(folder / "two.csv")]
-    assert cli(["benchmark", *files, "--methods", "platt,histogram", "--param", "histogram.n_bins=5",
-                "--folds", "2", "--repeats", "1"]) == 0
-    text = capsys.readouterr().out
-    api = benchmark.run_benchmark(benchmark.load_datasets(files),
-                                  {"platt": calibrators.get("platt"),
-                                   "histogram": calibrators.get("histogram", n_bins=5)},
-                                  n_folds=2, repeats=1, metric="ECE")
-    for title in benchmark.report_tables(api):
-        assert title in text
-    assert api.describe() in text
-    assert f"{api.table.loc['one.csv', 'histogram']:.4f}" in text
-
-
-def test_cli_refuses_a_folder_without_tables(tmp_path):
+    sets = benchmark.load_datasets([str(tmp_path)])
+    assert list(sets) == ["one.csv", "two.csv · score", "two.csv · other_score"]
+    assert sets["two.csv · other_score"].score == "other_score" and sets["one.csv"].n_rows == 300
+    only = benchmark.load_datasets([str(tmp_path / "two.csv")], scores=["other_score"])
+    assert list(only) == ["two.csv"] and only["two.csv"].score == "other_score"
+    (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="holds no .csv"):
-        cli(["benchmark", str(tmp_path)])
+        benchmark.load_datasets([str(tmp_path / "empty")])
 
 
 # -- figures ---------------------------------------------------------------------------------------------
@@ -233,7 +234,7 @@ DEMSAR = pd.Series({"C4.5": 3.143, "C4.5+m": 2.000, "C4.5+cf": 2.893, "C4.5+m+cf
 
 def test_rank_diagram_joins_exactly_the_methods_holm_keeps():
     """Demšar's example against C4.5: Holm separates C4.5+m+cf and C4.5+m, so the bar joins C4.5 and C4.5+cf."""
-    h = stats.holm(DEMSAR, 14, "C4.5")
+    h = rank_tests.holm(DEMSAR, 14, "C4.5")
     joined = ["C4.5"] + [m for m in h.index if not h.loc[m, "reject"]]
     data = bfig.rank_diagram_data(DEMSAR, "C4.5", joined)
     assert data["method"].tolist() == ["C4.5", "C4.5+cf", "C4.5+m", "C4.5+m+cf"]      # worst first
@@ -292,6 +293,12 @@ def test_page_runs_a_benchmark_and_shows_the_result():
     assert means.columns[0] == "Uncalibrated" and means.notna().all().all()
     summary = " ".join(m.value for m in at.markdown)
     assert "On ECE" in summary and "over 2 data sets" in summary
+    # one table per kind (means, ranks, average ranks, Friedman, Holm), the tests' tables with their formulas
+    assert len(at.dataframe) == len(TableKind)
+    assert set(at.dataframe[4].value.index) == {"Uncalibrated", "Platt scaling", "Histogram binning",
+                                                "Isotonic regression"}                   # Holm: all but BBQ
+    captions = " ".join(c.value for c in at.caption)
+    assert "chi2_F = 12N/(k(k+1))" in captions and "alpha / (k - i)" in captions
     # another ranking metric and reference: no refit, the sentence follows
     at.selectbox(key="bench.metric").set_value("AUC").run()
     at.selectbox(key="bench.reference").set_value("isotonic").run()

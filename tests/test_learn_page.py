@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibdash import calibrators, synthetic
+from calibdash import calibrators, metrics, synthetic
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 LEARN = "pages/learn.py"
@@ -80,6 +80,7 @@ def test_learn_page_renders_with_its_defaults():
     assert len(study) == 4 * 2
     # each chosen calibrator's hyperparameters are explained in words from its HyperParam.help
     captions = " ".join(c.value for c in at.main.caption)
+    assert f"ECE ({metrics.binning_label()})" in captions       # the binning the table's ECE used
     for m in ("platt", "isotonic", "bbq"):
         for hp in calibrators.get_class(m).hyperparams:
             assert hp.help in captions

@@ -1,0 +1,130 @@
+"""The active data: a sample or the uploaded file, its cached reading, the column roles, the ScoreSet.
+
+State lives in widgets with stable keys and ``persist_state="session"`` (so a
+choice made on one page holds on the others); the one thing kept by hand in
+``st.session_state`` is the uploaded file (name, bytes, SHA-256), because the
+uploader widget lives on the Data page only.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+import streamlit as st
+
+from calibdash import data as cdata, samples
+from calibdash.errors import DataError
+
+__all__ = ["UPLOAD", "SOURCE", "SAMPLE", "SOURCES", "NONE", "remember_upload", "using_upload", "source_table",
+           "role_key", "chosen_roles", "active_score_set", "score_set_or_stop"]
+
+UPLOAD = "upload"          # session_state key of the uploaded file
+SOURCE = "source"          # "Sample" or "Upload"
+SAMPLE = "sample"          # sample name
+SOURCES = ("Sample", "Upload")
+NONE = "(none)"            # choice meaning "no such column"
+ROLES = ("label", "score", "positive", "split")
+
+
+@st.cache_data(show_spinner="Reading the file…", max_entries=8)
+def _read_bytes(sha: str, name: str, _data: bytes):
+    """Parse uploaded bytes; keyed on our own SHA-256 of them (st hashes big inputs by sampling)."""
+    return cdata.read_table(_data, filename=name)
+
+
+@st.cache_data(show_spinner="Reading the sample…", max_entries=8)
+def _read_sample(name: str):
+    path = samples.sample_path(name)
+    return cdata.read_table(path.read_bytes(), filename=path.name)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _score_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ScoreSet:
+    return cdata.build_score_set(_df, info=_info, name=_info.name, **dict(roles))
+
+
+def remember_upload(uploaded) -> None:
+    """Keep an uploaded file in the session (its bytes and our hash of them)."""
+    raw = uploaded.getvalue()
+    sha = hashlib.sha256(raw).hexdigest()
+    current = st.session_state.get(UPLOAD)
+    if not current or current["sha"] != sha:
+        st.session_state[UPLOAD] = {"name": uploaded.name, "data": raw, "sha": sha}
+
+
+def using_upload() -> bool:
+    """Whether the active source is an uploaded file (else a sample)."""
+    return st.session_state.get(SOURCE, "Sample") == "Upload" and bool(st.session_state.get(UPLOAD))
+
+
+def source_table():
+    """(DataFrame, FileInfo) of the active source: the chosen sample or the uploaded file.
+
+    Raises
+    ------
+    DataError
+        For an unreadable file.
+    """
+    if using_upload():
+        up = st.session_state[UPLOAD]
+        return _read_bytes(up["sha"], up["name"], up["data"])
+    return _read_sample(st.session_state.get(SAMPLE, samples.DEFAULT_SAMPLE))
+
+
+def role_key(sha: str, role: str) -> str:
+    """Widget key of a column-role choice; roles are remembered per file."""
+    return f"role.{role}.{sha[:12]}"
+
+
+def chosen_roles(sha: str) -> dict:
+    """The user's column roles for file ``sha`` (missing ones are guessed by calibdash)."""
+    roles = {}
+    for role in ROLES:
+        v = st.session_state.get(role_key(sha, role))
+        if v == NONE and role == "split":
+            roles["split"] = ""          # calibdash: "" means no split column
+        elif v not in (None, "", NONE):
+            roles[role] = v
+    feats = st.session_state.get(role_key(sha, "features"))
+    if feats is not None:
+        roles["features"] = list(feats)
+    return roles
+
+
+def _freeze(roles: dict) -> tuple:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in roles.items()))
+
+
+def active_score_set() -> cdata.ScoreSet:
+    """The ScoreSet every page works on.
+
+    Raises
+    ------
+    DataError
+        With a message for the user, when the source cannot be used.
+    """
+    df, info = source_table()
+    roles = chosen_roles(info.sha256)
+    if not using_upload():
+        sample = samples.SAMPLES.get(st.session_state.get(SAMPLE, samples.DEFAULT_SAMPLE))
+        if sample is not None:
+            roles.setdefault("score", sample.score)
+            roles.setdefault("label", sample.label)
+    try:
+        return _score_set(info.sha256, _freeze(roles), df, info)
+    except DataError:
+        if not roles:
+            raise
+        # A remembered role no longer fits (e.g. a column choice from before): fall back to guesses.
+        return _score_set(info.sha256, (), df, info)
+
+
+def score_set_or_stop() -> cdata.ScoreSet:
+    """The active ScoreSet, or an error box, a link to the Data page and a stop (never a traceback)."""
+    try:
+        return active_score_set()
+    except DataError as exc:
+        st.error(f"**This data cannot be used:** {exc}")
+        st.page_link("pages/data.py", label="Go to the Data page to choose another file or sample",
+                     icon=":material/folder_open:")
+        st.stop()

@@ -1,0 +1,106 @@
+"""How tables of numbers are shown: the best value in bold, display names, and what the binning was."""
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+import numpy as np
+import pandas as pd
+
+from calibdash import bootstrap as cboot, metrics
+from pages.parts.labels import method_labels
+
+__all__ = ["BEST_STYLE", "best_cells", "bold_best", "metrics_frame", "interval_frame", "binning_note"]
+
+#: CSS of a cell holding the best value of its column (or row).
+BEST_STYLE = "font-weight: 700; background-color: #E8F4EA"
+
+Direction = bool | Mapping[str, bool] | Collection[str]
+
+
+def _lower(name, lower_is_better: Direction) -> bool:
+    if isinstance(lower_is_better, (bool, np.bool_)):
+        return bool(lower_is_better)
+    if isinstance(lower_is_better, Mapping):
+        return bool(lower_is_better[name])
+    return name in lower_is_better
+
+
+def best_cells(values: pd.DataFrame, lower_is_better: Direction, axis: int = 0) -> np.ndarray:
+    """Boolean array, True where a cell holds (to ``np.isclose``) the best value of its column or row.
+
+    Parameters
+    ----------
+    values : DataFrame of numbers
+    lower_is_better : bool, mapping name -> bool, or collection of names
+        The direction of every column (``axis=0``) or row (``axis=1``): one
+        bool for all, a bool per name, or the names where lower is better
+        (such as :data:`calibdash.metrics.LOWER_IS_BETTER`; any other name is
+        better higher).
+    axis : {0, 1}
+        0: the best of each column; 1: the best of each row.
+    """
+    if axis not in (0, 1):
+        raise ValueError(f"axis must be 0 (columns) or 1 (rows), got {axis!r}.")
+    arr = values.to_numpy(dtype=float)
+    lines, names = (arr.T, values.columns) if axis == 0 else (arr, values.index)
+    mask = np.zeros(lines.shape, dtype=bool)
+    for i, (line, name) in enumerate(zip(lines, names)):
+        if np.all(np.isnan(line)):
+            continue
+        target = np.nanmin(line) if _lower(name, lower_is_better) else np.nanmax(line)
+        mask[i] = np.isclose(line, target)
+    return mask.T if axis == 0 else mask
+
+
+def bold_best(frame: pd.DataFrame, lower_is_better: Direction, axis: int = 0, *,
+              values: pd.DataFrame | None = None) -> "pd.io.formats.style.Styler":
+    """``frame`` styled with the best value of each column (``axis=0``) or row (``axis=1``) in bold.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        What is shown.
+    lower_is_better, axis
+        As for :func:`best_cells`.
+    values : DataFrame, optional
+        The numbers compared, of ``frame``'s shape, when ``frame`` shows text
+        (such as "value [low, high]"); default ``frame`` itself.
+
+    Returns
+    -------
+    Styler
+        Chain ``.format(...)`` on it for the numbers' format.
+    """
+    mask = best_cells(frame if values is None else values, lower_is_better, axis)
+    if mask.shape != frame.shape:
+        raise ValueError(f"values have shape {mask.shape}, the table {frame.shape}.")
+    return frame.style.apply(lambda _: np.where(mask, BEST_STYLE, ""), axis=None)
+
+
+def _display_names(keys) -> list[str]:
+    labels = method_labels(keys)
+    return [labels[k] for k in keys]
+
+
+def metrics_frame(table: pd.DataFrame) -> "pd.io.formats.style.Styler":
+    """A metrics table (methods x metrics) with display names and the best value of each metric in bold."""
+    t = table.copy()
+    t.index = _display_names(t.index)
+    return bold_best(t, metrics.LOWER_IS_BETTER).format("{:.4f}")
+
+
+def interval_frame(boot: cboot.BootstrapResult) -> "pd.io.formats.style.Styler":
+    """'value [low, high]' per cell, display names, the best value of each metric in bold."""
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+    index = _display_names(t.index)
+    text = pd.DataFrame({n: [f"{v:.4f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in
+                             zip(t[(n, "value")], t[(n, "low")], t[(n, "high")])] for n in names}, index=index)
+    values = pd.DataFrame({n: t[(n, "value")].to_numpy() for n in names}, index=index)
+    return bold_best(text, metrics.LOWER_IS_BETTER, values=values)
+
+
+def binning_note(binning: str) -> str:
+    """The sentence under a metrics table saying how ECE and MCE were binned (``Evaluation.binning``)."""
+    why = " (calibdash's default, the BBQ authors' convention)" if binning == metrics.binning_label() else ""
+    return f"ECE and MCE use {binning}{why}."

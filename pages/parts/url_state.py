@@ -1,0 +1,93 @@
+"""The shareable view of Compare in the address bar: sample, methods, their hyperparameters, scheme."""
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from calibdash import calibrators, samples
+from calibdash.methods import split_names
+from pages.parts import scheme
+from pages.parts.source import SAMPLE, SOURCE, using_upload
+from pages.parts.widgets import hp_key
+
+__all__ = ["METHODS", "url_spec", "apply_url_state", "write_url_state"]
+
+log = logging.getLogger("calibdash.app")
+
+#: Widget key of Compare's choice of calibrators.
+METHODS = "compare.methods"
+_URL_WRITTEN = "_url_written"      # the parameters this session last wrote
+
+
+def _hp_codec(hp):
+    """(parse, format) between a hyperparameter's value and its URL text."""
+    if hp.kind == "bool":
+        return (lambda t: t.lower() in ("1", "true", "yes")), (lambda v: "true" if v else "false")
+    if hp.kind == "int":
+        return int, str
+    if hp.kind == "float":
+        return float, repr
+    return str, str
+
+
+def _known_methods(text: str) -> list[str]:
+    known = calibrators.available()
+    return [m for m in split_names(text) if m in known]
+
+
+def url_spec(methods) -> dict:
+    """URL parameter -> (session key, parse, format) for the shareable state of Compare."""
+    spec = {
+        "sample": (SAMPLE, str, str),
+        "methods": (METHODS, _known_methods, ",".join),
+        "scheme": (scheme.KIND, str, str),
+        "test_size": (scheme.TEST_SIZE, float, repr),
+        "seed": (scheme.SEED, int, str),
+        "folds": (scheme.N_FOLDS, int, str),
+    }
+    known = calibrators.available()
+    for m in methods:
+        if m not in known:
+            continue
+        for hp in calibrators.get_class(m).hyperparams:
+            parse, fmt = _hp_codec(hp)
+            spec[f"{m}.{hp.name}"] = (hp_key(m, hp.name), parse, fmt)
+    return spec
+
+
+def apply_url_state() -> None:
+    """Load the state a shared link carries into the widgets, before they are drawn.
+
+    Only when the address differs from what this session last wrote: so a
+    link opened in a new tab restores its view, and later widget changes are
+    not overwritten by the old address.
+    """
+    qp = st.query_params.to_dict()
+    if not qp or qp == st.session_state.get(_URL_WRITTEN):
+        return
+    spec = url_spec(split_names(qp.get("methods", "")))
+    for param, text in qp.items():
+        if param not in spec:
+            continue
+        key, parse, _ = spec[param]
+        try:
+            st.session_state[key] = parse(text)
+        except (TypeError, ValueError):
+            log.warning("ignoring URL parameter %s=%r", param, text)
+    if "sample" in qp and qp["sample"] in samples.SAMPLES:
+        st.session_state[SOURCE] = "Sample"
+
+
+def write_url_state(methods) -> None:
+    """Put the shareable state (sample, methods, their hyperparameters, scheme) in the address bar."""
+    out = {}
+    for param, (key, _, fmt) in url_spec(methods).items():
+        if param == "sample" and using_upload():
+            continue                       # an uploaded file cannot travel in a link
+        value = st.session_state.get(key)
+        if value is not None and value != "":
+            out[param] = fmt(value)
+    if out != st.query_params.to_dict():
+        st.query_params.from_dict(out)
+    st.session_state[_URL_WRITTEN] = out
