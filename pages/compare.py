@@ -2,7 +2,7 @@
 metrics with bootstrap intervals and a verdict, downloads, and a shareable address."""
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, figures
+from calibdash import bootstrap as cboot, calibrators, figures, metrics
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import images
 from pages.parts import downloads, fitting, url_state
@@ -42,10 +42,12 @@ st.caption(f"{ss.name} · score **{ss.score}** · judged on {len(ev.rows):,} hel
 
 k1, k2, k3 = st.columns([2, 1, 1])
 n_bins = k1.select_slider("Bins of the reliability diagram", [5, 10, 15, 20, 30, 50], key="compare.n_bins",
-                          persist_state="session", **initial("compare.n_bins", value=10))
-strategy = k2.segmented_control("Binning", ["uniform", "quantile"], key="compare.strategy", persist_state="session",
-                                help="Equal-width bins on [0, 1] or equal-count bins.",
-                                **initial("compare.strategy", default="uniform")) or "uniform"
+                          persist_state="session", **initial("compare.n_bins", value=metrics.DEFAULT_N_BINS))
+strategy = k2.segmented_control("Binning", list(metrics.STRATEGIES), key="compare.strategy", persist_state="session",
+                                help="Equal-width bins on [0, 1] or equal-count bins (the default, as the metrics "
+                                     "table's ECE).",
+                                **initial("compare.strategy", default=metrics.DEFAULT_STRATEGY)) \
+    or metrics.DEFAULT_STRATEGY
 log_x = k3.toggle("Log-scaled score axis", key="compare.logx", persist_state="session",
                   help="Helps when scores crowd near 0 (click or default rates).")
 tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy)

@@ -262,7 +262,8 @@ def test_compare_figure_widgets_change_figures_not_metrics():
     at.toggle(key="compare.logx").set_value(True).run()
     assert_clean(at)
     assert charts(at)["compare.map"]["layout"]["xaxis"].get("type") == "log"
-    at.segmented_control(key="compare.strategy").set_value("quantile").run()
+    assert at.segmented_control(key="compare.strategy").value == "quantile"     # the metrics' binning
+    at.segmented_control(key="compare.strategy").set_value("uniform").run()
     assert_clean(at)
     assert charts(at)["compare.reliability"]["data"] != figs1["compare.reliability"]["data"]
 
@@ -399,15 +400,23 @@ def test_an_error_inside_a_page_is_shown_by_its_kind_without_a_traceback(kind, m
     assert bool(bugs) == logged, [r.getMessage() for r in bugs]
 
 
-def test_an_out_of_range_setting_in_a_link_is_a_settings_message():
-    """A shared link with test_size=2 reaches calibdash's own check, which the page shows as a setting's error."""
+@pytest.mark.parametrize("page", [COMPARE, DATA])
+def test_an_out_of_range_setting_in_a_link_is_ignored_with_a_warning(page):
+    """A shared link with test_size=2 (or an unknown ELiTE criterion) is not applied: the page says which
+    settings were ignored and why, and works on the defaults; before, the Data page's slider crashed on it."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.query_params["scheme"] = "split"
     at.query_params["test_size"] = "2"
+    at.query_params["methods"] = "elite"
+    at.query_params["elite.criterion"] = "nonsense"
     at.run()
+    if page == DATA:
+        at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
-    text = errors(at)
-    assert text.startswith("**This setting cannot be used:**") and "test_size" in text, text
+    assert not errors(at)
+    warning = " ".join(w.value for w in at.warning)
+    assert "test_size=2 (outside 0.1 to 0.5)" in warning and "elite.criterion=nonsense" in warning, warning
+    assert "30% held out" in sidebar_text(at)                  # the default scheme stands
 
 
 # -- Data ------------------------------------------------------------------------------------------

@@ -173,3 +173,16 @@ def test_each_method_is_fitted_explained_and_drawn_in_a_module_named_for_it(fold
     else:
         shared = {"calibration_map", "reliability", "layout", "palette", "images", "benchmark", "learn"}
         assert files - shared <= names, f"{folder}/ has modules named for no method: {sorted(files - shared - names)}"
+
+
+def test_pages_and_app_have_no_import_cycles_and_pages_import_no_page():
+    """The dashboard side too: app.py routes, pages/ import calibdash and pages/parts, never each other."""
+    mods = {**_modules(PACKAGE), **_modules(REPO / "pages"), "app": REPO / "app.py"}
+    graph = import_graph(mods)
+    assert cycles(graph) == []
+    page_files = {n for n, p in mods.items() if n.startswith("pages.") and p.parent.name == "pages"
+                  and not n.endswith("__init__") and n != "pages"}
+    assert {"pages.compare", "pages.explore", "pages.data", "pages.benchmark", "pages.learn"} <= page_files
+    for page in page_files:
+        assert not (graph[page] & page_files), f"{page} imports another page: {graph[page] & page_files}"
+    assert all(not dep.startswith("pages") for name in graph if name.startswith("calibdash") for dep in graph[name])

@@ -25,6 +25,11 @@ KIND, TEST_SIZE, SEED, N_FOLDS, TRAIN_VALUE = ("scheme.kind", "scheme.test_size"
 DEFAULT = Scheme()
 
 
+#: What the Data page's sliders offer (a shared link outside these is ignored, with a warning).
+TEST_SIZE_RANGE = (0.1, 0.5)
+N_FOLDS_RANGE = (2, 10)
+
+
 def _default_kind(ss: cdata.ScoreSet | None) -> str:
     """The file's own split when it has one, else the library's default."""
     return "column" if ss is not None and ss.split_column else DEFAULT.kind
@@ -66,11 +71,11 @@ def scheme_widgets(ss: cdata.ScoreSet) -> Scheme:
                       help="Calibrators are fitted on one part of the rows and judged on another.")
     with right:
         if kind == "split":
-            st.slider("Held-out fraction", 0.1, 0.5, step=0.05, key=TEST_SIZE, persist_state="session",
+            st.slider("Held-out fraction", *TEST_SIZE_RANGE, step=0.05, key=TEST_SIZE, persist_state="session",
                       **initial(TEST_SIZE, value=DEFAULT.test_size))
             _seed_input()
         elif kind == "kfold":
-            st.slider("Folds (K)", 2, 10, key=N_FOLDS, persist_state="session",
+            st.slider("Folds (K)", *N_FOLDS_RANGE, key=N_FOLDS, persist_state="session",
                       **initial(N_FOLDS, value=DEFAULT.n_folds))
             _seed_input()
         elif kind == "column":

@@ -6,12 +6,16 @@ import streamlit as st
 from calibdash.errors import DataError
 from pages.parts.scheme import scheme_line
 from pages.parts.source import active_score_set
+from pages.parts.url_state import IGNORED
 
 __all__ = ["sidebar_summary"]
 
 
 def sidebar_summary() -> None:
     """The active data set and evaluation scheme, or why the data cannot be used."""
+    ignored = st.session_state.get(IGNORED)
+    if ignored:
+        st.warning("This link holds settings that cannot be used, so the defaults stand: " + "; ".join(ignored) + ".")
     with st.sidebar:
         st.markdown("**Active data**")
         try:

@@ -11,13 +11,27 @@ from pages.parts import scheme
 from pages.parts.source import SAMPLE, SOURCE, using_upload
 from pages.parts.widgets import hp_key
 
-__all__ = ["METHODS", "url_spec", "apply_url_state", "write_url_state"]
+__all__ = ["METHODS", "IGNORED", "url_spec", "apply_url_state", "write_url_state"]
 
 log = logging.getLogger("calibdash.app")
 
 #: Widget key of Compare's choice of calibrators.
 METHODS = "compare.methods"
 _URL_WRITTEN = "_url_written"      # the parameters this session last wrote
+#: session_state key: the link's parameters that could not be used, with why (shown in the sidebar).
+IGNORED = "_url_ignored"
+
+
+def _within(parse, low, high, choices=None):
+    """``parse`` that also refuses values outside [low, high] (or not among ``choices``)."""
+    def checked(text):
+        value = parse(text)
+        if choices is not None and value not in choices:
+            raise ValueError(f"not one of {', '.join(map(str, choices))}")
+        if low is not None and not (low <= value <= high):
+            raise ValueError(f"outside {low:g} to {high:g}")
+        return value
+    return checked
 
 
 def _hp_codec(hp):
@@ -25,9 +39,12 @@ def _hp_codec(hp):
     if hp.kind == "bool":
         return (lambda t: t.lower() in ("1", "true", "yes")), (lambda v: "true" if v else "false")
     if hp.kind == "int":
-        return int, str
+        return _within(int, hp.low, hp.high), str
     if hp.kind == "float":
-        return float, repr
+        return _within(float, hp.low, hp.high), repr
+    if hp.choices:
+        by_text = {str(c): c for c in hp.choices}
+        return _within(lambda t: by_text.get(t, t), None, None, tuple(hp.choices)), str
     return str, str
 
 
@@ -42,9 +59,9 @@ def url_spec(methods) -> dict:
         "sample": (SAMPLE, str, str),
         "methods": (METHODS, _known_methods, ",".join),
         "scheme": (scheme.KIND, str, str),
-        "test_size": (scheme.TEST_SIZE, float, repr),
+        "test_size": (scheme.TEST_SIZE, _within(float, *scheme.TEST_SIZE_RANGE), repr),
         "seed": (scheme.SEED, int, str),
-        "folds": (scheme.N_FOLDS, int, str),
+        "folds": (scheme.N_FOLDS, _within(int, *scheme.N_FOLDS_RANGE), str),
     }
     known = calibrators.available()
     for m in methods:
@@ -67,14 +84,17 @@ def apply_url_state() -> None:
     if not qp or qp == st.session_state.get(_URL_WRITTEN):
         return
     spec = url_spec(split_names(qp.get("methods", "")))
+    ignored = []
     for param, text in qp.items():
         if param not in spec:
             continue
         key, parse, _ = spec[param]
         try:
             st.session_state[key] = parse(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as exc:
             log.warning("ignoring URL parameter %s=%r", param, text)
+            ignored.append(f"{param}={text} ({exc})")
+    st.session_state[IGNORED] = ignored
     if "sample" in qp and qp["sample"] in samples.SAMPLES:
         st.session_state[SOURCE] = "Sample"
 
