@@ -409,3 +409,123 @@ def test_single_mode_figures_mark_the_chosen_lambda(noisy):
     assert len(ex.knot_support) == int(ex.path["knots"].iloc[-1])
     assert isinstance(ex.groups, pd.DataFrame)
     assert ex.notes[-1].startswith("Single trend filter at λ = 0.02 λ_max")
+
+
+# -- sample weights ---------------------------------------------------------------------------------
+def tied_rows(n=3000, seed=21, decimals=3):
+    """Scores rounded to 3 decimals (many ties), labels with a curved calibration map."""
+    rng = np.random.default_rng(seed)
+    s = np.round(rng.beta(2, 3, n), decimals)
+    y = (rng.uniform(size=n) < np.clip(0.05 + 0.9 * s ** 1.5, 0, 1)).astype(int)
+    return s, y
+
+
+@pytest.mark.parametrize("params", [{}, {"mode": "single", "lam_ratio": 0.003}, {"criterion": "bic"}])
+def test_integer_weights_equal_repeated_rows(params):
+    """Weight k (0 included) = the row k times: merged points, path table and map are identical."""
+    s, y = tied_rows()
+    k = np.random.default_rng(4).integers(0, 4, s.size)
+    weighted = calibrators.get("elite", **params).fit(s, y, sample_weight=k)
+    repeated = calibrators.get("elite", **params).fit(np.repeat(s, k), np.repeat(y, k))
+    np.testing.assert_array_equal(weighted.map_x_, repeated.map_x_)
+    np.testing.assert_array_equal(weighted.map_p_, repeated.map_p_)
+    np.testing.assert_array_equal(weighted.weights_, repeated.weights_)
+    assert weighted.lambda_max_ == repeated.lambda_max_
+    a = lambda_path(s, y, sample_weight=k.astype(float), **weighted.get_params())
+    b = lambda_path(np.repeat(s, k), np.repeat(y, k), **repeated.get_params())
+    assert a.n_rows == b.n_rows == k.sum()
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert set(a.x.tolist()) == set(s[k > 0].tolist())             # scores held only by weight-0 rows vanish
+
+
+def test_score_cells_fit_equals_the_row_fit():
+    """(distinct score, label, count) cells weighted by their counts give the row fit exactly."""
+    s, y = tied_rows(n=6000, seed=8, decimals=2)
+    cells = pd.DataFrame({"s": s, "y": y}).value_counts().reset_index()
+    assert len(cells) < s.size / 3
+    by_rows = calibrators.get("elite").fit(s, y)
+    by_cells = calibrators.get("elite").fit(cells["s"], cells["y"], sample_weight=cells["count"])
+    np.testing.assert_array_equal(by_cells.map_p_, by_rows.map_p_)
+    np.testing.assert_array_equal(by_cells.weights_, by_rows.weights_)
+    grid = np.linspace(0, 1, 501)
+    np.testing.assert_array_equal(by_cells.predict(grid), by_rows.predict(grid))
+
+
+def test_unit_weights_change_nothing():
+    s, y = tied_rows(n=2000, seed=3)
+    plain = calibrators.get("elite").fit(s, y)
+    unit = calibrators.get("elite").fit(s, y, sample_weight=np.ones(s.size))
+    np.testing.assert_array_equal(unit.map_p_, plain.map_p_)
+    np.testing.assert_array_equal(unit.weights_, plain.weights_)
+
+
+def test_scaling_weights_keeps_each_trend_filter_but_not_the_ensemble_weights():
+    """The documented exception: c multiplies the log-likelihood and the criteria's N, not the
+    penalty 2 df, so the ensemble's weights move (towards more knots for c > 1); each trend filter
+    on the path (and so single mode) is unchanged, lambda_max scaling by c."""
+    s, y = tied_rows(n=2000, seed=5)
+    base = lambda_path(s, y, sample_weight=np.ones(s.size))
+    mean_df = {}
+    for c in (0.25, 1.0, 4.0):
+        path = lambda_path(s, y, sample_weight=np.full(s.size, c))
+        assert path.lambda_max == pytest.approx(c * base.lambda_max, rel=1e-12)
+        assert path.n_rows == pytest.approx(c * s.size, rel=1e-12)
+        np.testing.assert_allclose(path.table["loglik"], c * base.table["loglik"], rtol=1e-7)
+        for f, g in zip(path.fits, base.fits):
+            np.testing.assert_allclose(f.predict(base.x), g.predict(base.x), atol=1e-7)
+        ll, df = path.table["loglik"].to_numpy(), path.table["df"].to_numpy()
+        aicc = -2 * ll + 2 * df + 2 * df * (df + 1) / (c * s.size - df - 1)
+        expect = np.exp(-(aicc - aicc.min()) / 2)
+        np.testing.assert_allclose(path.weights, expect / expect.sum(), rtol=1e-6, atol=1e-12)
+        mean_df[c] = float(np.dot(path.weights, df))
+    assert mean_df[0.25] < mean_df[1.0] < mean_df[4.0]
+    grid = np.linspace(0, 1, 201)
+    one = calibrators.get("elite", mode="single", lam_ratio=0.01).fit(s, y)
+    tenth = calibrators.get("elite", mode="single", lam_ratio=0.01).fit(s, y, sample_weight=np.full(s.size, 0.1))
+    np.testing.assert_allclose(tenth.predict(grid), one.predict(grid), atol=1e-7)
+
+
+def test_hand_worked_weighted_trend_filter():
+    """Rows (0, y=0, w=1), (0.5, y=1, w=2), (1, y=0, w=1). The weighted line is flat at 1/2; with
+    D = [2, -4, 2], lambda_max = |D z| / (D W^-1 D^T) = 4 / 16 = 1/4 and below it the one knot gives
+    p = z + lambda W^-1 D^T = (2 lambda, 1 - 2 lambda, 2 lambda). Fractional weights (1/2, 1, 1/2)
+    give the same map, lambda_max halving."""
+    s, y, w = np.array([0.0, 0.5, 1.0]), np.array([0, 1, 0]), np.array([1.0, 2.0, 1.0])
+    for scale in (1.0, 0.5):
+        for r in (1.0, 0.4, 0.1):
+            cal = calibrators.get("elite", mode="single", lam_ratio=r).fit(s, y, sample_weight=scale * w)
+            assert cal.lambda_max_ == pytest.approx(0.25 * scale, rel=1e-12)
+            np.testing.assert_allclose(cal.predict([0.0, 0.25, 0.5, 1.0]), [r / 2, 0.5, 1 - r / 2, r / 2],
+                                       atol=1e-12)
+            path = explain(cal, s, y, sample_weight=scale * w).path
+            n = 4 * scale
+            ll = n * np.log(1 - r / 2)                        # every row's label is fitted at 1 - r/2
+            assert path["loglik"].iloc[-1] == pytest.approx(ll, rel=1e-12)
+            df = path["df"].iloc[-1]
+            assert df == (2 if r == 1.0 else 3)
+            assert path["bic"].iloc[-1] == pytest.approx(-2 * ll + df * np.log(n), rel=1e-12)
+    # two distinct scores: the line through the weighted mean labels
+    two = calibrators.get("elite").fit([0.2, 0.2, 0.6, 0.6], [1, 0, 1, 0], sample_weight=[3, 1, 1, 4])
+    np.testing.assert_allclose(two.predict([0.2, 0.4, 0.6]), [0.75, 0.475, 0.2], atol=1e-12)
+
+
+def test_explanation_of_a_weighted_fit():
+    s, y = tied_rows(n=2500, seed=13)
+    w = np.random.default_rng(2).uniform(0, 3, s.size)
+    w[:100] = 0.0
+    cal = calibrators.get("elite").fit(s, y, sample_weight=w)
+    ex = explain(cal, s, y, sample_weight=w)
+    np.testing.assert_array_equal(ex.map["value"], cal.map_p_)
+    pts = ex.points
+    assert pts["count"].sum() == pytest.approx(w.sum(), rel=1e-12)
+    assert set(pts["score"]) == set(s[w > 0])
+    sel = s == pts["score"].iloc[5]
+    assert pts["target"].iloc[5] == pytest.approx(np.dot(w[sel], y[sel]) / w[sel].sum(), rel=1e-12)
+    assert ex.groups["rows"].sum() == pytest.approx(w.sum(), rel=1e-12)
+    assert (ex.groups["rows"] < 2 * w.sum() / explain_elite.N_GROUPS + w.max()).all()   # equal shares of weight
+    q = np.clip(model_predict(ex, 10, s), 1e-15, 1 - 1e-15)
+    ll = float(np.sum(w * (y * np.log(q) + (1 - y) * np.log(1 - q))))
+    assert ex.path["loglik"].iloc[10] == pytest.approx(ll, rel=1e-9)
+    assert ex.notes[0].startswith(f"{s.size:,} rows of total weight")
+    with pytest.raises(ProgrammingError, match="sample_weight"):
+        explain(cal, s, y)                                        # the weights left out

@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 import pytest
 
 from calibdash import calibrators, export, metrics
-from calibdash.calibrators._mbct_tree import (categorical_slots, grouped_mvce, ordered_slots,
-                                              random_views)
+from calibdash.calibrators._mbct_tree import (categorical_slots, grouped_mvce, grow_tree, learn_codes,
+                                              ordered_slots, random_views, weighted_mvce, weighted_quantiles)
 from calibdash.calibrators.mbct import GLOBAL_VIEWS, MBCTCalibrator, holdout_split
 from calibdash.errors import DataError, ProgrammingError, SettingsError
 from calibdash.explain import explain
@@ -372,3 +372,198 @@ def test_tree_figure_and_inner_figures(grouped):
     assert set(ex.tables) == {"boosting", "features", "tree 1", "tree 2", "tree 3", "PUD per bin"}
     assert ex.features["feature"].tolist() == ["score", "group", "noise", "colour"]
     assert ex.notes[0].startswith("Trees split on the score") and "3 of at most 3 tree(s) kept." in ex.notes[2]
+
+
+# -- sample weights -------------------------------------------------------------------------------------
+def restrict(views, keep):
+    """Each view restricted to the rows ``keep`` (a boolean mask), renumbered 0 .. keep.sum() - 1."""
+    new = np.cumsum(keep) - 1
+    return np.array([new[perm[keep[perm]]] for perm in views])
+
+
+def test_weighted_kernel_hand_worked():
+    """Rows laid end to end in the view's order, cut every M = 2 of weight; a row across a cut puts
+    each part in its bin. Residuals d = (0.3, -0.2, 0.5)."""
+    d = np.array([[0.3, -0.2, 0.5]])
+    one = np.zeros(3, int)
+    # weights (1, 2.5, 0.5), W = 4: bins [0, 2), [2, 4)
+    #   view (0, 1, 2): bin 0 = |1(0.3) + 1(-0.2)| / 2 = 0.05, bin 1 = |1.5(-0.2) + 0.5(0.5)| / 2 = 0.025
+    #   view (2, 0, 1): bin 0 = |0.5(0.5) + 1(0.3) + 0.5(-0.2)| / 2 = 0.225, bin 1 = |2(-0.2)| / 2 = 0.2
+    views = np.array([[0, 1, 2], [2, 0, 1]])
+    got = grouped_mvce(d, one, 1, views, 2, 1.0, np.array([1.0, 2.5, 0.5]))
+    assert got[0, 0] == pytest.approx(((0.05 + 0.025) / 2 + (0.225 + 0.2) / 2) / 2, rel=1e-12)
+    # a row across two cuts: weights (0.5, 5, 0.5), W = 6, three bins: 0.075, 0.2, 0.025
+    got = grouped_mvce(d, one, 1, views[:1], 2, 1.0, np.array([0.5, 5.0, 0.5]))
+    assert got[0, 0] == pytest.approx((0.075 + 0.2 + 0.025) / 3, rel=1e-12)
+    # W = 5: two bins, the last one of weight 3: |0.3 - 0.2| / 2 = 0.05 and |1.5(-0.2) + 1.5(0.5)| / 3 = 0.15
+    got = grouped_mvce(d, one, 1, views[:1], 2, 2.0, np.array([1.0, 2.5, 1.5]))
+    assert got[0, 0] == pytest.approx(np.sqrt((0.05 ** 2 + 0.15 ** 2) / 2), rel=1e-12)
+
+
+def test_weighted_kernel_is_the_repeated_rows_with_copies_side_by_side():
+    """Integer weights (0 included) = each row repeated, its copies next to each other in the view;
+    unit weights = no weights, bit for bit."""
+    rng = np.random.default_rng(12)
+    n, m = 400, 15
+    group = rng.integers(-1, 3, n)
+    resid = rng.normal(size=(2, n))
+    k = rng.integers(0, 4, n)
+    k[np.flatnonzero(group == 0)[:20]] = 1                      # every group keeps weight
+    views = random_views(n, 5, 4)
+    weighted = grouped_mvce(resid, group, 3, views, m, 1.0, k.astype(float))
+    rep = np.repeat(np.arange(n), k)                            # copy -> its row
+    first = np.concatenate([[0], np.cumsum(k)[:-1]])
+    rep_views = np.array([np.concatenate([first[r] + np.arange(k[r]) for r in perm]) for perm in views])
+    repeated = grouped_mvce(resid[:, rep], group[rep], 3, rep_views, m, 1.0)
+    np.testing.assert_allclose(weighted, repeated, rtol=1e-12)
+    np.testing.assert_array_equal(grouped_mvce(resid, group, 3, views, m, 1.5, np.ones(n)),
+                                  grouped_mvce(resid, group, 3, views, m, 1.5))
+    keep = k > 0                                                # weight 0: as if the row were not there
+    np.testing.assert_allclose(weighted, grouped_mvce(resid[:, keep], group[keep], 3, restrict(views, keep), m, 1.0,
+                                                      k[keep].astype(float)), rtol=1e-12)
+
+
+def test_weighted_global_loss_with_unit_weights_is_metrics_mvce():
+    rng = np.random.default_rng(2)
+    probs = rng.uniform(size=1500)
+    labels = (rng.uniform(size=1500) < probs).astype(int)
+    for m, p in ((100, 1.0), (70, 2.0)):
+        assert weighted_mvce(probs, labels, np.ones(1500), m, 30, p, seed=7) == pytest.approx(
+            metrics.mvce(probs, labels, bin_size=m, n_views=30, p=p, seed=7), rel=1e-12)
+
+
+def test_weighted_quantiles_are_those_of_the_repeated_values():
+    rng = np.random.default_rng(5)
+    x = np.round(rng.normal(size=300), 1)                       # ties
+    k = rng.integers(0, 5, 300)
+    qs = np.arange(1, 10) / 10
+    np.testing.assert_allclose(weighted_quantiles(x, k, qs), np.quantile(np.repeat(x, k), qs), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(weighted_quantiles(x, np.ones(300), qs), np.quantile(x, qs), rtol=1e-12, atol=1e-15)
+    col = pd.Series(np.where(rng.uniform(size=300) < 0.1, np.nan, x), name="x")
+    codes = learn_codes(col, 10, k.astype(float))
+    seen = ~col.isna().to_numpy()
+    np.testing.assert_allclose(codes.edges, np.unique(np.quantile(np.repeat(x[seen], k[seen]), qs)), rtol=1e-12)
+    assert codes.missing_code == codes.n_codes - 1
+
+
+def test_unit_weights_are_no_weights_bit_for_bit(grouped):
+    (s, y, df), (s2, _, df2) = grouped
+    plain = calibrators.get("mbct", bin_size=300).fit(s, y, df)
+    unit = calibrators.get("mbct", bin_size=300).fit(s, y, df, sample_weight=np.ones(s.size))
+    np.testing.assert_array_equal(unit.predict(s2, df2), plain.predict(s2, df2))
+    for key in plain.history_:
+        np.testing.assert_array_equal(unit.history_[key], plain.history_[key])
+    # the weighted tree growth itself, given unit weights, grows the same tree bit for bit
+    codes = plain._codes(s, df)
+    views = random_views(s.size, 5, 0)
+    a, leaf_a = grow_tree(codes, plain.columns_, s, y, max_depth=3, min_rows=300, loss_bin_size=150, views=views)
+    b, leaf_b = grow_tree(codes, plain.columns_, s, y, max_depth=3, min_rows=300, loss_bin_size=150, views=views,
+                          weights=np.ones(s.size))
+    np.testing.assert_array_equal(leaf_a, leaf_b)
+    for attr in ("feature", "table", "positives", "sum_input", "loss_node", "loss_split"):
+        np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr))
+
+
+def test_weight_zero_rows_are_absent(grouped):
+    (s, y, df), (s2, _, df2) = grouped
+    w = np.random.default_rng(8).uniform(0.5, 2.0, s.size)
+    w[::7] = 0.0
+    keep = w > 0
+    a = calibrators.get("mbct", bin_size=300).fit(s, y, df, sample_weight=w)
+    b = calibrators.get("mbct", bin_size=300).fit(s[keep], y[keep], df[keep], sample_weight=w[keep])
+    np.testing.assert_array_equal(a.predict(s2, df2), b.predict(s2, df2))
+
+
+def test_constant_weights_act_as_dividing_the_bin_size():
+    """The documented exception: bin sizes are weights, so weights c with bin_size c B grow the trees
+    of unit weights with bin_size B (categorical features: numeric quantile edges would move too)."""
+    s, y, df = group_data(8000, 6)
+    df = df.drop(columns="noise")
+    s2, _, df2 = group_data(3000, 7)
+    plain = calibrators.get("mbct", bin_size=300, n_trees=3, early_stopping=False).fit(s, y, df)
+    for c in (2.0, 0.5):                                         # M = bin_size / 2 scales by c too
+        scaled = calibrators.get("mbct", bin_size=int(300 * c), n_trees=3, early_stopping=False).fit(
+            s, y, df, sample_weight=np.full(s.size, c))
+        for a, b in zip(plain.trees_, scaled.trees_):
+            np.testing.assert_array_equal(a.feature, b.feature)
+            np.testing.assert_array_equal(a.table, b.table)
+            np.testing.assert_allclose(b.positives, c * a.positives, rtol=1e-12)
+            np.testing.assert_allclose(b.scale, a.scale, rtol=1e-12)
+        np.testing.assert_allclose(scaled.predict(s2, df2), plain.predict(s2, df2), rtol=1e-12)
+        np.testing.assert_allclose(scaled.history_["fit_mvce"], plain.history_["fit_mvce"], rtol=1e-12)
+    same_bins = calibrators.get("mbct", bin_size=300, n_trees=3, early_stopping=False).fit(
+        s, y, df, sample_weight=np.full(s.size, 2.0))
+    assert same_bins.trees_[0].n_leaves > plain.trees_[0].n_leaves       # twice the weight: smaller bins fit
+
+
+def test_weighted_node_sums_and_leaf_pud_recomputed_by_hand():
+    s, y, df = group_data(6000, 4, low=0.05, high=0.3)
+    w = np.random.default_rng(1).uniform(0.2, 3.0, s.size)
+    m = calibrators.get("mbct", bin_size=300, n_trees=3, early_stopping=False, holdout=0).fit(
+        s, y, df, sample_weight=w)
+    nodes = m.apply(s, df)
+    stages = np.column_stack([s, *m.staged_predict(s, df)])
+    assert stages.max() < 1                                      # no clipping: the identities are exact
+    ex = explain(m, s, y, df, sample_weight=w)
+    for t, tree in enumerate(m.trees_):
+        table = ex.trees[t]
+        for leaf in np.flatnonzero(tree.feature < 0):
+            sel = nodes[:, t] == leaf
+            assert tree.positives[leaf] == pytest.approx(np.dot(w[sel], y[sel]), rel=1e-12)
+            assert tree.sum_input[leaf] == pytest.approx(np.dot(w[sel], stages[sel, t]), rel=1e-12)
+            assert tree.scale[leaf] == pytest.approx(np.dot(w[sel], y[sel]) / np.dot(w[sel], stages[sel, t]),
+                                                     rel=1e-12)
+            assert np.dot(w[sel], y[sel]) / np.dot(w[sel], stages[sel, t + 1]) == pytest.approx(1.0, rel=1e-12)
+            assert table.loc[leaf, "rows"] == pytest.approx(w[sel].sum(), rel=1e-12)
+            assert w[sel].sum() >= 300                           # the bin size counts weight
+        inner = table[table["split_on"] != ""]
+        assert len(inner) and (inner["rows"] >= 600).all()     # a split needs twice the bin size, in weight
+
+
+def test_integer_weights_are_close_to_repeated_rows():
+    """Not equal (a view shuffles rows: k copies scatter, a row of weight k does not), but on a clear
+    feature effect: the same split with the same scales at depth 1, and close predictions with the
+    defaults (as close as two seeds of the repeated fit)."""
+    s, y, df = group_data(6000, 1)
+    k = np.random.default_rng(3).integers(0, 4, s.size)
+    rs, ry, rdf = np.repeat(s, k), np.repeat(y, k), df.loc[df.index.repeat(k)].reset_index(drop=True)
+    s2, _, df2 = group_data(5000, 9)
+    one = {"bin_size": 300, "holdout": 0, "n_trees": 1, "max_depth": 1}
+    a = calibrators.get("mbct", **one).fit(s, y, df, sample_weight=k)
+    b = calibrators.get("mbct", **one).fit(rs, ry, rdf)
+    np.testing.assert_array_equal(a.trees_[0].table, b.trees_[0].table)
+    np.testing.assert_allclose(a.trees_[0].scale, b.trees_[0].scale, rtol=1e-12)
+    a = calibrators.get("mbct", bin_size=300).fit(s, y, df, sample_weight=k)
+    b = calibrators.get("mbct", bin_size=300).fit(rs, ry, rdf)
+    seed = calibrators.get("mbct", bin_size=300, seed=2).fit(rs, ry, rdf)
+    names = [c.name for c in a.columns_]
+    assert names[a.trees_[0].feature[0]] == names[b.trees_[0].feature[0]] == "group"
+    diff = np.abs(a.predict(s2, df2) - b.predict(s2, df2)).mean()
+    assert diff < 0.03 and diff < 2 * np.abs(seed.predict(s2, df2) - b.predict(s2, df2)).mean()
+
+
+def test_explanation_of_a_weighted_fit(grouped):
+    (s, y, df), _ = grouped
+    w = np.random.default_rng(4).integers(0, 4, s.size).astype(float)
+    m = calibrators.get("mbct", bin_size=300, n_trees=2).fit(s, y, df, sample_weight=w)
+    ex = explain(m, s, y, df, sample_weight=w)
+    present = np.flatnonzero(w > 0)
+    np.testing.assert_array_equal(np.sort(np.r_[ex.fit_rows, ex.check_rows]), present)
+    fit, chk = ex.fit_rows, ex.check_rows
+    assert ex.trees[0].loc[0, "rows"] == pytest.approx(w[fit].sum())
+    assert m.trees_[0].positives[0] == pytest.approx(np.dot(w[fit], y[fit]), rel=1e-12)
+    assert ex.trees[0].loc[0, "check_rows"] == pytest.approx(w[chk].sum())
+    m_global = min(m.loss_bin_size_, w[chk].sum() / 2)
+    assert m.history_["check_mvce"][0] == weighted_mvce(s[chk], y[chk], w[chk], m_global, GLOBAL_VIEWS, 1.0, 0)
+    mb = ex.pud[ex.pud["method"] == "mbct"]
+    assert mb["rows"].sum() == pytest.approx(w[chk].sum())
+    node = m.apply(s[chk], df.iloc[chk])[:, 0]
+    after = m.predict(s[chk], df.iloc[chk])
+    for b, row in zip(mb["bin"], mb.itertuples()):
+        sel = node == int(b[1:])
+        ws = w[chk][sel]
+        assert row.pud_before == pytest.approx(np.dot(ws, y[chk][sel]) / np.dot(ws, s[chk][sel]), rel=1e-12)
+        assert row.pud_after == pytest.approx(np.dot(ws, y[chk][sel]) / np.dot(ws, after[sel]), rel=1e-12)
+    assert any("weighted" in n and "weight 0" in n for n in ex.notes)
+    with pytest.raises(ProgrammingError, match="sample_weight"):
+        explain(m, s, y, df)                                                  # the weights left out

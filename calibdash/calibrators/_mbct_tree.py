@@ -7,7 +7,8 @@ Three pieces, each usable and testable on its own:
   bins, numeric columns in quantile bins, categorical columns as they are;
 * the node-local loss (:func:`grouped_mvce`): the multi-view calibration
   error of :func:`calibdash.metrics.mvce`, for many groups of rows and many
-  candidate predictions at once, on shared random views;
+  candidate predictions at once, on shared random views, with or without
+  sample weights (:func:`weighted_mvce`: the global loss with weights);
 * the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth
   with multiway splits and one scale factor per node, and routing of new rows.
 
@@ -15,6 +16,11 @@ A fitted :class:`Tree` holds what routing and scaling need plus the
 node-local losses of its growth; what can be recomputed from it (parents,
 depths, the conditions of :func:`node_conditions`) or from the training rows
 (rows per node) is not kept.
+
+Sample weights: a row of weight ``v`` counts as ``v`` rows wherever rows
+are counted or summed: numeric quantile bins (:func:`weighted_quantiles`),
+the least number of rows in a child (its weight), a node's sums and scale,
+and the MVCE, whose bins hold equal shares of weight (:func:`grouped_mvce`).
 """
 from __future__ import annotations
 
@@ -128,21 +134,49 @@ def column_kind(col: pd.Series) -> str:
                     "pass numbers, strings or a category column.")
 
 
-def learn_codes(col: pd.Series, n_quantiles: int) -> ColumnCode:
+def weighted_quantiles(x: np.ndarray, weights: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """Quantiles ``qs`` of ``x`` whose values count ``weights`` times each.
+
+    ``numpy.quantile``'s default (linear) rule on the values repeated by
+    their weights: with ``N = sum(weights)`` and ``h = q (N - 1)``, the value
+    at position ``floor(h)`` of the sorted repeated values plus the fraction
+    ``h - floor(h)`` of the step to the next one; the value at position
+    ``j`` is the first whose cumulative weight exceeds ``j``. Integer weights
+    give the quantiles of the repeated values (up to numpy's rounding of
+    ``h``); other weights use the same cumulative-weight positions.
+    """
+    order = np.argsort(x, kind="stable")
+    xs = np.asarray(x, dtype=float)[order]
+    cum = np.cumsum(np.asarray(weights, dtype=float)[order])
+    h = np.asarray(qs, dtype=float) * max(cum[-1] - 1.0, 0.0)
+    j = np.floor(h)
+    lo = xs[np.minimum(np.searchsorted(cum, j, side="right"), xs.size - 1)]
+    hi = xs[np.minimum(np.searchsorted(cum, j + 1.0, side="right"), xs.size - 1)]
+    return lo + (h - j) * (hi - lo)
+
+
+def learn_codes(col: pd.Series, n_quantiles: int, weights: np.ndarray | None = None) -> ColumnCode:
     """Learn the coding of one feature column from its training values.
 
     Numeric columns are cut at their ``n_quantiles``-quantiles (repeated
-    quantiles merge, so a column with few distinct values gets fewer bins);
-    categorical columns keep each value seen. A missing value seen at fit
-    time gets a code of its own (the last one).
+    quantiles merge, so a column with few distinct values gets fewer bins;
+    with ``weights``, the :func:`weighted_quantiles`, so that each bin holds
+    an equal share of the weight); categorical columns keep each value seen.
+    A missing value seen at fit time gets a code of its own (the last one).
     """
     name = str(col.name)
     has_nan = bool(col.isna().any())
     if column_kind(col) == NUMERIC:
         x = col.to_numpy(dtype=float, na_value=np.nan)
-        finite = x[~np.isnan(x)]
+        seen = ~np.isnan(x)
+        finite = x[seen]
         qs = np.linspace(0.0, 1.0, int(n_quantiles) + 1)[1:-1]
-        edges = np.unique(np.quantile(finite, qs)) if finite.size else np.empty(0)
+        if not finite.size:
+            edges = np.empty(0)
+        elif weights is None:
+            edges = np.unique(np.quantile(finite, qs))
+        else:
+            edges = np.unique(weighted_quantiles(finite, np.asarray(weights)[seen], qs))
         n = edges.size + 1
         return ColumnCode(name, NUMERIC, n + has_nan, edges=edges, missing_code=n if has_nan else -1)
     values = col.dropna()
@@ -179,17 +213,43 @@ def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None
 # ----------------------------------------------------------------------------
 # Node-local loss
 # ----------------------------------------------------------------------------
-def random_views(n: int, n_views: int, seed) -> np.ndarray:
-    """``n_views`` random permutations of ``range(n)`` (int32), drawn as :func:`metrics.mvce` draws them."""
+def iter_views(n: int, n_views: int, seed):
+    """Yield ``n_views`` random permutations of ``range(n)``, drawn as :func:`metrics.mvce` draws them."""
     rng = np.random.default_rng(seed)
+    for _ in range(int(n_views)):
+        yield rng.permutation(n)
+
+
+def random_views(n: int, n_views: int, seed) -> np.ndarray:
+    """The permutations of :func:`iter_views` as one array (int32), to be reused."""
     out = np.empty((int(n_views), n), dtype=np.int32 if n < 2 ** 31 else np.int64)
-    for v in range(int(n_views)):
-        out[v] = rng.permutation(n)
+    for v, perm in enumerate(iter_views(n, n_views, seed)):
+        out[v] = perm
     return out
 
 
-def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views: np.ndarray,
-                 bin_size: int, p: float = 1.0) -> np.ndarray:
+def _spill(rows, g, start, end, b0, b1, last, bin_start, m):
+    """How rows whose weight reaches past their first bin correct the sums that put all of it there.
+
+    Returns (row, bin, weight) triples: per such row, minus the weight it
+    has beyond its first bin, taken from that bin, and the weight it puts in
+    each later bin it reaches (a full ``m``, or what is left of it in the
+    last one; the group's last bin has no upper end). Bins are global
+    numbers.
+    """
+    extra = b1 - b0
+    owner = np.repeat(np.arange(rows.size), extra)
+    step = np.arange(int(extra.sum())) - np.repeat(np.cumsum(extra) - extra, extra) + 1
+    j = b0[owner] + step
+    upper = np.where(j < last[owner], (j + 1) * m, np.inf)
+    amount = np.maximum(np.minimum(end[owner], upper) - j * m, 0.0)
+    beyond = end - (b0 + 1) * m
+    bins = np.concatenate([b0, j]) + bin_start[np.concatenate([g, g[owner]])]
+    return np.concatenate([rows, rows[owner]]), bins, np.concatenate([-beyond, amount])
+
+
+def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
+                 bin_size: float, p: float = 1.0, weights: np.ndarray | None = None) -> np.ndarray:
     """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals.
 
     The definition is :func:`calibdash.metrics.mvce`'s: in each view the
@@ -203,16 +263,30 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views:
     same partitions. With one group and ``views = random_views(n, r, seed)``
     the result equals ``metrics.mvce(pred, labels, bin_size, r, p, seed)``.
 
+    With ``weights`` the bins hold equal shares of weight: the group's rows,
+    in the view's order, lay their weights end to end; bin ``b`` is the
+    stretch ``[b M, (b + 1) M)`` of that line (the last bin runs to the
+    group's total weight ``W``, so there are ``max(1, floor(W / M))`` bins)
+    and a row whose weight straddles a boundary puts each part in its bin. A
+    bin's error is ``|sum(part * residual)| / (its weight)``. Integer weights
+    thus act as the row repeated, its copies kept next to each other in the
+    view (a fresh shuffle of the repeated rows would scatter them: the two
+    agree on average, not exactly). Unit weights give the unweighted result
+    bit for bit.
+
     Parameters
     ----------
     residuals : ndarray, shape (C, n)
         Prediction minus label of every row, one row per candidate prediction.
     group : ndarray of int, shape (n,)
         Group of each row, 0 .. n_groups - 1, or -1 for a row that takes no part.
-    views : ndarray, shape (r, n)
-        Each row a permutation of ``range(n)``.
+    views : ndarray of shape (r, n), or an iterable of permutations
+        Each one a permutation of ``range(n)``.
     bin_size, p :
-        The MVCE's bin size M and norm p.
+        The MVCE's bin size M (rows, or weight with ``weights``) and norm p.
+    weights : ndarray of shape (n,), optional
+        Non-negative weight of each row (None: 1 each); every group needs a
+        positive total weight.
 
     Returns
     -------
@@ -222,40 +296,87 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views:
     if d.ndim == 1:
         d = d[None, :]
     n_cols, n = d.shape
-    m = int(bin_size)
-    if m < 1:
-        raise DataError(f"the MVCE bin size must be at least 1, got {bin_size}.")
     group = np.asarray(group)
-    sizes = np.bincount(group[group >= 0], minlength=n_groups)
-    if np.any(sizes == 0):
-        raise ValueError("every group needs at least one row")
-    n_active = int(sizes.sum())
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    n_bins = np.maximum(1, sizes // m)
+    rows_in = np.bincount(group[group >= 0], minlength=n_groups)
+    if weights is None:
+        m, sizes = int(bin_size), rows_in
+        if m < 1:
+            raise DataError(f"the MVCE bin size must be at least 1, got {bin_size}.")
+    else:
+        w = np.asarray(weights, dtype=float)
+        m = float(bin_size)
+        if not m > 0:
+            raise DataError(f"the MVCE bin size must be positive, got {bin_size}.")
+        sizes = np.bincount(group[group >= 0], weights=w[group >= 0], minlength=n_groups)
+        wd = w * d                                         # every row's whole weight in its first bin...
+    if np.any(sizes <= 0):
+        raise ValueError("every group needs at least one row (of positive weight)")
+    n_active = int(rows_in.sum())
+    starts = np.concatenate([[0], np.cumsum(rows_in)[:-1]])
+    n_bins = np.maximum(1, sizes // m).astype(np.int64)
     bin_start = np.concatenate([[0], np.cumsum(n_bins)])
     total = int(bin_start[-1])
-    # every view has the same bin sizes: m rows, the remainder in each group's last bin
+    # every view has the same bin sizes: m rows (weight), the remainder in each group's last bin
     counts = np.full(total, float(m))
     counts[bin_start[1:] - 1] += sizes - n_bins * m
     label = np.where(group >= 0, group, n_groups).astype(np.int16 if n_groups < 32767 else np.int32)
     rank = np.arange(n_active)
     bin_of_row = np.full(n, total, dtype=np.intp)          # rows outside every group: a spare bin
     acc = np.zeros((n_groups, n_cols))
+    n_views = 0
+    one_group = n_groups == 1 and n_active == n
     for perm in views:
-        lab = label[perm]
-        order = np.argsort(lab, kind="stable")[:n_active]  # by group, random order within
-        g = lab[order].astype(np.intp)
-        pos = rank - starts[g]
-        bin_of_row[perm[order]] = np.minimum(pos // m, n_bins[g] - 1) + bin_start[g]
-        pce = np.stack([np.bincount(bin_of_row, weights=d[c], minlength=total + 1)[:total]
-                        for c in range(n_cols)])
+        n_views += 1
+        if one_group:                                      # every row in group 0: the view as it is
+            rows, g = perm, np.zeros(n, dtype=np.intp)
+        else:
+            lab = label[perm]
+            order = np.argsort(lab, kind="stable")[:n_active]  # by group, random order within
+            g = lab[order].astype(np.intp)
+            rows = perm[order]
+        if weights is None:
+            pos = rank - starts[g]
+            bin_of_row[rows] = np.minimum(pos // m, n_bins[g] - 1) + bin_start[g]
+            pce = np.stack([np.bincount(bin_of_row, weights=d[c], minlength=total + 1)[:total]
+                            for c in range(n_cols)])
+        else:
+            wo = w[rows]
+            before = np.concatenate([[0.0], np.cumsum(wo)])
+            start = before[:-1] - before[starts[g]]        # weight laid down before the row, in its group
+            end = before[1:] - before[starts[g]]
+            last = n_bins[g] - 1
+            b0 = np.minimum(np.floor_divide(start, m).astype(np.intp), last)
+            b1 = np.maximum(np.minimum(np.ceil(end / m).astype(np.intp) - 1, last), b0)
+            bin_of_row[rows] = b0 + bin_start[g]
+            pce = np.stack([np.bincount(bin_of_row, weights=wd[c], minlength=total + 1)[:total]
+                            for c in range(n_cols)])
+            cross = np.flatnonzero(b1 > b0)                # ... but these rows reach past it
+            if cross.size:
+                r, b, amount = _spill(rows[cross], g[cross], start[cross], end[cross], b0[cross], b1[cross],
+                                      last[cross], bin_start, m)
+                for c in range(n_cols):
+                    pce[c] += np.bincount(b, weights=amount * d[c, r], minlength=total)[:total]
         pce = np.abs(pce) / counts
         if p == 1:
             per_group = np.add.reduceat(pce, bin_start[:-1], axis=1) / n_bins
         else:
             per_group = (np.add.reduceat(pce ** p, bin_start[:-1], axis=1) / n_bins) ** (1.0 / p)
         acc += per_group.T
-    return acc / max(1, len(views))
+    return acc / max(1, n_views)
+
+
+def weighted_mvce(probs: np.ndarray, labels: np.ndarray, weights: np.ndarray, bin_size: float,
+                  n_views: int = 100, p: float = 1.0, seed: int = 0) -> float:
+    """:func:`calibdash.metrics.mvce` with sample weights: bins of equal weight ``bin_size``.
+
+    The same random views as ``metrics.mvce(probs, labels, ..., seed=seed)``
+    (permutations of the rows), each cut into stretches of equal weight as
+    :func:`grouped_mvce` describes. With unit weights it equals
+    ``metrics.mvce`` up to the order of summation (1e-12 relative).
+    """
+    d = np.asarray(probs, dtype=float) - np.asarray(labels, dtype=float)
+    one = np.zeros(d.size, dtype=np.int64)
+    return float(grouped_mvce(d[None], one, 1, iter_views(d.size, n_views, seed), bin_size, p, weights)[0, 0])
 
 
 # ----------------------------------------------------------------------------
@@ -267,6 +388,8 @@ def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.
     Codes are taken in order and a range is closed as soon as it holds
     ``min_rows`` rows and the codes left hold ``min_rows`` more, so every
     range holds at least ``min_rows`` rows (the last one takes the rest).
+    ``counts`` may be weights (a weighted fit): rows are then counted by
+    weight.
     Codes without rows in the node join the range around them, so a
     value of the feature's range never falls through. ``tail_code`` (the
     missing-value code) is placed last, and is -1 (unseen) when absent.
@@ -276,10 +399,10 @@ def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.
     if tail_code >= 0:
         order = np.concatenate([order[order != tail_code], [tail_code]])
     slots = np.empty(k, dtype=np.int32)
-    remaining = int(counts.sum())
+    remaining = counts.sum()
     child, acc = 0, 0
     for code in order:
-        c = int(counts[code])
+        c = counts[code]
         slots[code] = child
         acc += c
         remaining -= c
@@ -296,7 +419,8 @@ def categorical_slots(counts: np.ndarray, min_rows: int) -> np.ndarray:
     Each value with at least ``min_rows`` rows in the node is a child; the
     smaller values are pooled into one "other" child, or, when the pool holds
     fewer than ``min_rows`` rows, join the smallest large child. Values
-    without rows in the node get -1 (unseen here).
+    without rows in the node get -1 (unseen here). ``counts`` may be
+    weights, as in :func:`ordered_slots`.
     """
     slots = np.full(counts.size, -1, dtype=np.int32)
     big = np.flatnonzero(counts >= min_rows)
@@ -338,7 +462,8 @@ class Tree:
         and takes its scale).
     positives, sum_input : ndarray of float, shape (k,)
         Sums over the node's training rows of the label and of the tree's
-        input ``f``; their ratio is the node's scale.
+        input ``f`` (weighted by the rows' weights in a weighted fit); their
+        ratio is the node's scale.
     loss_node, loss_split : ndarray of float, shape (k,)
         Node-local MVCE of the node's own calibration / of its chosen split
         (NaN where no split was tried / none was made; NaN everywhere for a
@@ -433,10 +558,13 @@ def node_conditions(tree: Tree, column_codes: list[ColumnCode]) -> list[str]:
     return out
 
 
-def _sums(keys: np.ndarray, size: int, f: np.ndarray, y: np.ndarray):
-    """Rows, positives and sum of f per key."""
-    return (np.bincount(keys, minlength=size), np.bincount(keys, weights=y, minlength=size),
-            np.bincount(keys, weights=f, minlength=size))
+def _sums(keys: np.ndarray, size: int, f: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
+    """Rows, positives and sum of f per key (with ``w``: weight, sum of w y, sum of w f)."""
+    if w is None:
+        return (np.bincount(keys, minlength=size), np.bincount(keys, weights=y, minlength=size),
+                np.bincount(keys, weights=f, minlength=size))
+    return (np.bincount(keys, weights=w, minlength=size), np.bincount(keys, weights=w * y, minlength=size),
+            np.bincount(keys, weights=w * f, minlength=size))
 
 
 def _ratio(num, den):
@@ -447,11 +575,11 @@ def _ratio(num, den):
 class _Growth:
     """A tree being grown: nodes appended as lists, frozen into a :class:`Tree`."""
 
-    def __init__(self, rows: int, positives: float, sum_input: float):
+    def __init__(self, rows: float, positives: float, sum_input: float):
         self.feature, self.rows, self.positives, self.sum_input = [-1], [rows], [positives], [sum_input]
         self.loss_node, self.loss_split, self.tables = [np.nan], [np.nan], [None]
 
-    def add_node(self, rows: int, positives: float, sum_input: float) -> int:
+    def add_node(self, rows: float, positives: float, sum_input: float) -> int:
         for name, value in (("feature", -1), ("rows", rows), ("positives", positives),
                             ("sum_input", sum_input), ("loss_node", np.nan), ("loss_split", np.nan),
                             ("tables", None)):
@@ -468,7 +596,7 @@ class _Growth:
 
 def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
               *, max_depth: int, min_rows: int, loss_bin_size: int,
-              views: np.ndarray, p: float = 1.0) -> tuple[Tree, np.ndarray]:
+              views: np.ndarray, p: float = 1.0, weights: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
     """Grow one calibration tree on the rows' current predictions ``f``.
 
     Level by level, every open node (depth < ``max_depth`` and at least
@@ -480,13 +608,21 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
     loss is below the loss of the node's own calibration (stopping rule 3);
     a column giving fewer than two children is not a candidate.
 
+    With ``weights`` (positive) a row counts as its weight everywhere: in
+    ``min_rows``, in the scales ``sum(w y) / sum(w f)`` and in the MVCE's
+    bins of equal weight. Unit weights give the unweighted tree bit for bit.
+
     Returns
     -------
     tree : Tree
     node_of_row : ndarray, the leaf each training row ends at
     """
     n, n_cols = codes.shape
-    tree = _Growth(n, float(y.sum()), float(f.sum()))
+    w = weights
+    if w is None:
+        tree = _Growth(n, float(y.sum()), float(f.sum()))
+    else:
+        tree = _Growth(float(w.sum()), float(np.sum(w * y)), float(np.sum(w * f)))
     node_of_row = np.zeros(n, dtype=np.int64)
     frontier = [0]
     yf = y.astype(float)
@@ -501,6 +637,7 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
         act = grp >= 0
         ga = grp[act]
         fa, ya = f[act], yf[act]
+        wa = None if w is None else w[act]
         node_scale = _ratio(np.array([tree.positives[k] for k in open_nodes]),
                             np.array([tree.sum_input[k] for k in open_nodes]))
         resid = np.zeros((n_cols + 1, n))
@@ -510,7 +647,7 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
         for j, cc in enumerate(column_codes):
             k = cc.n_codes
             keys = ga * k + codes[act, j]
-            stats = _sums(keys, n_open * k, fa, ya)
+            stats = _sums(keys, n_open * k, fa, ya, wa)
             cnt = stats[0].reshape(n_open, k)
             slots = np.empty((n_open, k), dtype=np.int32)
             for i in range(n_open):
@@ -529,7 +666,7 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
             row_scale = np.where(valid[ga, j], row_scale, node_scale[ga])
             resid[j + 1, act] = row_scale * fa - ya
             plans.append((slots, stats))
-        loss = grouped_mvce(resid, grp, n_open, views, loss_bin_size, p)
+        loss = grouped_mvce(resid, grp, n_open, views, loss_bin_size, p, w)
         next_frontier = []
         for i, node in enumerate(open_nodes):
             tree.loss_node[node] = loss[i, 0]
@@ -545,7 +682,7 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
             child_ids = np.empty(n_child, dtype=np.int64)
             for c in range(n_child):
                 sel = i * k + np.flatnonzero(sl == c)
-                child_ids[c] = tree.add_node(int(stats[0][sel].sum()), float(stats[1][sel].sum()),
+                child_ids[c] = tree.add_node(stats[0][sel].sum(), float(stats[1][sel].sum()),
                                              float(stats[2][sel].sum()))
             tree.feature[node] = j
             tree.tables[node] = np.where(sl >= 0, child_ids[np.maximum(sl, 0)], -1)

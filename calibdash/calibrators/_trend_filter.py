@@ -3,7 +3,8 @@
 Problem (ELiTE paper, Eq. 3.2 with the weights of footnote 6)
 -------------------------------------------------------------
 Given sorted distinct scores ``x_1 < ... < x_n``, targets ``z_i`` (the mean
-label of the rows tied at ``x_i``) and weights ``w_i`` (their count), find
+label of the rows tied at ``x_i``) and weights ``w_i`` (their count; with
+sample weights, the weighted mean label and the sum of the weights), find
 
     p_hat = argmin_p  1/2 sum_i w_i (p_i - z_i)^2  +  lam * ||Delta p||_1
 
@@ -83,14 +84,27 @@ STALL = 4
 FLOOR_TOL = 1e-6
 
 
-def merge_ties(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def merge_ties(s: np.ndarray, y: np.ndarray,
+               sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sorted distinct scores, the mean label of each and the number of rows.
 
     Tied scores become one point whose target is their mean label, weighted
-    by their count (paper, footnote 6).
+    by their count (paper, footnote 6). With ``sample_weight`` the target is
+    the weighted mean label and the weight the sum of the rows' weights; rows
+    of weight 0 are left out (a score held only by them is no point). With
+    integer weights both are exactly the count and mean of the repeated rows.
     """
-    x, counts, positives = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float))
-    w = counts.astype(float)
+    s = np.asarray(s, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if sample_weight is None:
+        x, counts, positives = collapse_ties(s, y)
+        w = counts.astype(float)
+        return x, positives / w, w
+    sw = np.asarray(sample_weight, dtype=float)
+    present = sw > 0
+    x, inverse = np.unique(s[present], return_inverse=True)
+    w = np.bincount(inverse, weights=sw[present], minlength=x.size)
+    positives = np.bincount(inverse, weights=sw[present] * y[present], minlength=x.size)
     return x, positives / w, w
 
 

@@ -14,13 +14,27 @@ Choices where the paper leaves room
 * Ties: rows sharing a score become one point whose target is their mean
   label, weighted by their count (footnote 6), so the objective is
   ``1/2 sum_i w_i (p_i - z_i)^2 + lambda ||D A p||_1``.
+* Sample weights (``fit(..., sample_weight=...)``): a row of weight ``v``
+  counts as ``v`` rows. The point of a score gets the weighted mean label as
+  target and the total weight of its rows as ``w_i``; the log-likelihood
+  counts ``sum v y`` positives and ``sum v (1 - y)`` negatives at each point,
+  and the ``N`` of AICc and BIC is the total weight. With integer weights
+  every one of these is exactly what the repeated rows give, so the fit
+  equals the fit on the rows repeated (rows of weight 0 are absent). Scaling
+  all weights by ``c`` leaves each trend filter unchanged (``lambda_max``
+  and the whole grid scale by ``c``), so single mode does not move; the
+  ensemble does: the log-likelihood and ``N`` scale by ``c`` while the
+  penalty ``2 df`` does not, so ``c > 1`` acts like ``c`` times more data and
+  shifts the weights towards models with more knots (``c < 1`` towards the
+  line). That is the one documented exception to scale invariance.
 * Degrees of freedom: number of knots + 2, the unbiased estimate for linear
   trend filtering (Tibshirani 2014, cited by the paper).
 * Likelihood in AICc/AIC/BIC: Bernoulli log-likelihood of all training rows
   under the model's fitted values clipped to [0, 1] (and to
   [1e-15, 1 - 1e-15] inside the logarithms, as ``metrics.log_loss``).
-  ``AICc = -2 logL + 2 df + 2 df (df + 1) / (N - df - 1)`` with ``N`` rows; a
-  model with ``df >= N - 1`` gets an infinite score (weight 0).
+  ``AICc = -2 logL + 2 df + 2 df (df + 1) / (N - df - 1)`` with ``N`` rows
+  (the total weight with sample weights); a model with ``df >= N - 1`` gets
+  an infinite score (weight 0).
 * The authors' R package (README) defaults to BIC while the paper reports
   AICc; the default here is the paper's AICc (``criterion``). The grid's
   lower end is the paper's ``1e-4 lambda_max`` (glmgen's own default is
@@ -71,9 +85,10 @@ CRITERION_LABEL = {"aicc": "AICc", "aic": "AIC", "bic": "BIC"}
 MODES = ("ensemble", "single")
 
 
-def information_criteria(loglik: float, df: int, n: int) -> dict[str, float]:
+def information_criteria(loglik: float, df: int, n: float) -> dict[str, float]:
     """AIC, AICc and BIC of a model with log-likelihood ``loglik``, ``df`` parameters, ``n`` rows.
 
+    ``n`` is the number of rows, or their total weight in a weighted fit.
     AICc is infinite when ``n - df - 1 <= 0`` (the correction is undefined).
     """
     aic = -2.0 * loglik + 2.0 * df
@@ -83,7 +98,8 @@ def information_criteria(loglik: float, df: int, n: int) -> dict[str, float]:
 
 
 def _bernoulli_loglik(p: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
-    """Log-likelihood of ``w z`` positives and ``w (1 - z)`` negatives at each merged point."""
+    """Log-likelihood of ``w z`` positives and ``w (1 - z)`` negatives at each merged point
+    (``w``: the points' row counts or total weights)."""
     q = np.clip(p, _EPS, 1.0 - _EPS)          # finite logs, so 0 * log(q) = 0 where a count is 0
     pos = w * z
     return float(np.dot(pos, np.log(q)) + np.dot(w - pos, np.log1p(-q)))
@@ -108,7 +124,11 @@ class LambdaPath:
     Attributes
     ----------
     x, z, w : ndarray
-        Merged training points: distinct scores, mean label, count.
+        Merged training points: distinct scores, mean label, count (with
+        sample weights: weighted mean label and total weight).
+    n_rows : float
+        ``N`` of the information criteria: the number of rows, or their
+        total weight in a weighted fit.
     lambda_max : float
         Smallest ``lambda`` whose solution is the least-squares line (0 when
         the line is exact or there are fewer than 3 distinct scores).
@@ -126,6 +146,7 @@ class LambdaPath:
     x: np.ndarray
     z: np.ndarray
     w: np.ndarray
+    n_rows: float
     lambda_max: float
     fits: list
     table: pd.DataFrame
@@ -206,18 +227,21 @@ def _average(fits, weights) -> tuple[np.ndarray, np.ndarray]:
     return xs, ps
 
 
-def lambda_path(scores: np.ndarray, labels: np.ndarray, *, mode: str = "ensemble", n_lambdas: int = 50,
-                criterion: str = "aicc", lam_ratio: float = 0.01, tol: float = 1e-9) -> LambdaPath:
+def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.ndarray | None = None,
+                mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc", lam_ratio: float = 0.01,
+                tol: float = 1e-9) -> LambdaPath:
     """Solve ELiTE's lambda path on checked ``scores`` and 0/1 ``labels`` (deterministic).
 
     :meth:`ELiTE.fit` keeps the averaged map and the weights of the result;
     :func:`calibdash.explain.elite.explain` solves it again from the same
-    rows to show the path. Parameters are ELiTE's hyperparameters.
+    rows to show the path. ``sample_weight`` (checked, or None for unit
+    weights) counts each row that many times; the other parameters are
+    ELiTE's hyperparameters.
     """
     _check_params(mode, n_lambdas, criterion, lam_ratio, tol)
     s = np.asarray(scores, dtype=float)
-    x, z, w = merge_ties(s, labels)
-    n_rows = s.size
+    x, z, w = merge_ties(s, labels, sample_weight)
+    n_rows = s.size if sample_weight is None else float(np.sum(sample_weight))
     if x.size < 3 or _affine_exact(x, z, w):
         fits, lam_max = [_trivial_fit(x, z, w)], 0.0
     else:
@@ -241,8 +265,8 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, mode: str = "ensemble
         weights[-1] = 1.0
     table["weight"] = weights
     map_x, map_p = _average(fits, weights)
-    return LambdaPath(x=x, z=z, w=w, lambda_max=float(lam_max), fits=fits, table=table, weights=weights,
-                      map_x=map_x, map_p=map_p)
+    return LambdaPath(x=x, z=z, w=w, n_rows=n_rows, lambda_max=float(lam_max), fits=fits, table=table,
+                      weights=weights, map_x=map_x, map_p=map_p)
 
 
 class ELiTE(Calibrator):
@@ -267,6 +291,13 @@ class ELiTE(Calibrator):
         fit nears interpolation and, on large data, the solve gets slow.
     tol : float, default 1e-9
         Relative tolerance of the optimality conditions of each fit.
+
+    ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows:
+    tied scores merge into their weighted mean label with their total
+    weight, and the ``N`` of the criteria is the total weight. Integer
+    weights give exactly the fit on the repeated rows; scaling all weights
+    by ``c`` leaves single mode unchanged but moves the ensemble's weights
+    (``c`` multiplies the log-likelihood and ``N``; see the module notes).
 
     Attributes
     ----------
@@ -308,8 +339,8 @@ class ELiTE(Calibrator):
         self.tol = tol
 
     # -- fitting -----------------------------------------------------------------------
-    def _fit(self, s: np.ndarray, y: np.ndarray, features) -> None:
-        path = lambda_path(s, y, **self.get_params())
+    def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:
+        path = lambda_path(s, y, sample_weight=w, **self.get_params())
         self.lambda_max_ = path.lambda_max
         self.weights_ = path.weights
         self.map_x_, self.map_p_ = path.map_x, path.map_p

@@ -7,13 +7,44 @@ import pandas as pd
 from .. import metrics
 from ..errors import DataError, SettingsError
 from ._mbct_tree import (CATEGORICAL, NUMERIC, SCORE, ColumnCode, Tree, encode, grouped_mvce, grow_tree,
-                         learn_codes, random_views, score_code)
+                         learn_codes, random_views, score_code, weighted_mvce)
 from .base import Calibrator, HyperParam, check_scores
 
-__all__ = ["MBCTCalibrator", "holdout_split", "GLOBAL_VIEWS"]
+__all__ = ["MBCTCalibrator", "holdout_split", "weighted_rows", "feature_frame", "GLOBAL_VIEWS"]
 
 #: Random views of the global (boosting) loss: the paper's r for evaluation.
 GLOBAL_VIEWS = 100
+
+
+def feature_frame(features) -> pd.DataFrame | None:
+    """``features`` as a DataFrame with a 0..n-1 index and text column names (None: no columns)."""
+    if features is None:
+        return None
+    df = features if isinstance(features, pd.DataFrame) else pd.DataFrame(features)
+    if df.shape[1] == 0:
+        return None
+    df = df.reset_index(drop=True)
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def weighted_rows(s: np.ndarray, y: np.ndarray, features, sample_weight: np.ndarray | None):
+    """The rows MBCT fits on and their weights: ``(rows, s, y, frame, w)``.
+
+    Unit weights become ``w = None``: the unweighted path, bit for bit. Rows
+    of weight 0 are absent: they are left out before anything else (feature
+    coding, holdout split), and ``rows`` holds the indices of the rows kept
+    (None when all are). Both :meth:`MBCTCalibrator.fit` and
+    :func:`calibdash.explain.mbct.explain` call this, so they agree.
+    """
+    df = feature_frame(features)
+    w = sample_weight
+    if w is None or np.all(w == 1.0):
+        return None, s, y, df, None
+    if np.all(w > 0):
+        return None, s, y, df, w
+    rows = np.flatnonzero(w > 0)
+    return rows, s[rows], y[rows], None if df is None else df.iloc[rows].reset_index(drop=True), w[rows]
 
 
 def holdout_split(labels: np.ndarray, holdout: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -118,6 +149,34 @@ class MBCTCalibrator(Calibrator):
         Not used: MVCE's random views shuffle rows, not groups of rows, so
         merging rows with equal features would change the loss. Speed comes
         from the shared views instead.
+    Sample weights (``fit(..., sample_weight=...)``; not in the paper)
+        A row of weight ``v`` counts as ``v`` rows wherever rows are counted:
+        numeric quantile bins hold equal shares of weight (numpy's linear
+        quantile rule on the rows repeated, for integer weights); a node's
+        scale is ``a = sum(w y) / sum(w f)``, so each leaf's weighted PUD is
+        1 on the tree rows; ``bin_size`` (and ``2 * bin_size`` for a split)
+        is a least *weight*; the MVCE's bins, split and global, hold equal
+        weight ``M``: in each random view (a permutation of the rows) the
+        rows lay their weights end to end and the line is cut every ``M``, a
+        row across a cut putting each part in its bin
+        (:func:`~calibdash.calibrators._mbct_tree.grouped_mvce`; the global
+        loss :func:`~calibdash.calibrators._mbct_tree.weighted_mvce`, with
+        ``M`` at most half the check rows' weight). The holdout split stays
+        a stratified split of rows. Rows of weight 0 are left out first, and
+        unit weights take the unweighted path (the same fit bit for bit).
+        Exact equality with the fit on repeated rows is impossible: a view
+        shuffles rows, and ``k`` copies of a row land in random places while
+        a row of weight ``k`` stays in one place (and on one side of the
+        holdout split). With integer weights the two fits agree closely (same
+        splits where the data are clear), not exactly. Nor is MBCT invariant
+        to scaling the weights: the bin sizes are weights, so weights ``c``
+        act as ``bin_size / c`` (weights 2 with ``bin_size = 2 B`` grow the
+        trees of unit weights with ``bin_size = B``; numeric quantile edges
+        also move a little, as they would for every row repeated ``c``
+        times). Score cells (rows (score, label, features) weighted by their
+        counts) are integer weights whose rows are lumps: the scales are
+        exact sums, but a heavy cell fills whole MVCE bins with one label, so
+        below the first, clear splits the trees can differ from the row fit.
 
     Unseen values at predict time (a category not seen at fit time, or not
     among a node's training rows) stop the row at that node: it takes the
@@ -150,6 +209,10 @@ class MBCTCalibrator(Calibrator):
         Equal-width bins of the score as a feature.
     seed : int, default 0
         Seed of the holdout split and of the random views.
+
+    ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows in
+    the bins, the scales and the MVCE (see "Sample weights" above; bin sizes
+    are weights, so scaling all weights by ``c`` acts as ``bin_size / c``).
 
     Attributes
     ----------
@@ -241,19 +304,8 @@ class MBCTCalibrator(Calibrator):
         """MVCE bin size M of the split loss: ``round(mvce_ratio * bin_size)``, at least 1."""
         return max(1, int(round(float(self.mvce_ratio) * int(self.bin_size))))
 
-    @staticmethod
-    def _frame(features) -> pd.DataFrame | None:
-        if features is None:
-            return None
-        df = features if isinstance(features, pd.DataFrame) else pd.DataFrame(features)
-        if df.shape[1] == 0:
-            return None
-        df = df.reset_index(drop=True)
-        df.columns = [str(c) for c in df.columns]
-        return df
-
     def _codes(self, s: np.ndarray, features) -> np.ndarray:
-        df = self._frame(features)
+        df = feature_frame(features)
         if df is not None:
             missing = [c.name for c in self.columns_[1:] if c.name not in df.columns]
             if missing:
@@ -261,32 +313,31 @@ class MBCTCalibrator(Calibrator):
         return encode(self.columns_, s, df)
 
     # -- fit / predict -------------------------------------------------------------
-    def _fit(self, s, y, features):
+    def _fit(self, s, y, features, w):
         self._check_params()
-        df = self._frame(features)
+        _, s, y, df, w = weighted_rows(s, y, features, w)
         names = [] if df is None else list(df.columns)
         if len(set(names)) != len(names):
             raise DataError("feature columns must have distinct names.")
         score = score_code(self.score_bins)
         if "score" in names:
             score.name = "score (binned)"
-        self.columns_ = [score] + [learn_codes(df[c], self.n_quantiles) for c in names]
+        self.columns_ = [score] + [learn_codes(df[c], self.n_quantiles, w) for c in names]
         codes = self._codes(s, df)
         fit, check = holdout_split(y, self.holdout, self.seed)
         has_check = check.size > 0
         judge = check if has_check else fit
         m = self._loss_bin_size()
-        m_global = max(1, min(m, judge.size // 2))
+        w_fit, w_judge = (None, None) if w is None else (w[fit], w[judge])
         f_fit, f_judge = s[fit].copy(), s[judge].copy()
         fit_views = random_views(fit.size, int(self.views), [int(self.seed), 0])
         one_fit = np.zeros(fit.size, np.int64)
 
         def check_loss(pred):          # the global loss deciding the number of trees
-            return metrics.mvce(pred, y[judge], bin_size=m_global, n_views=GLOBAL_VIEWS, p=float(self.p),
-                                seed=self.seed)
+            return self._global_mvce(pred, y[judge], w_judge, m)
 
         def fit_loss(pred):            # shown only: the training MVCE on the first tree's views
-            return float(grouped_mvce(pred - y[fit], one_fit, 1, fit_views, m, float(self.p))[0, 0])
+            return float(grouped_mvce(pred - y[fit], one_fit, 1, fit_views, m, float(self.p), w_fit)[0, 0])
 
         loss = check_loss(f_judge)
         history = [{"tree": 0, "leaves": 1, "fit_mvce": fit_loss(f_fit), "check_mvce": loss, "kept": True}]
@@ -295,7 +346,7 @@ class MBCTCalibrator(Calibrator):
             views = fit_views if t == 0 else random_views(fit.size, int(self.views), [int(self.seed), t])
             tree, leaf = grow_tree(codes[fit], self.columns_, f_fit, y[fit],
                                    max_depth=int(self.max_depth), min_rows=int(self.bin_size),
-                                   loss_bin_size=m, views=views, p=float(self.p))
+                                   loss_bin_size=m, views=views, p=float(self.p), weights=w_fit)
             scale = tree.scale
             new_fit = np.clip(scale[leaf] * f_fit, 0.0, 1.0)
             new_judge = np.clip(scale[tree.route(codes[judge])] * f_judge, 0.0, 1.0)
@@ -316,6 +367,15 @@ class MBCTCalibrator(Calibrator):
             "check_mvce": np.array([h["check_mvce"] for h in history], dtype=float),
             "kept": np.array([h["kept"] for h in history], dtype=bool),
         }
+
+    def _global_mvce(self, pred, labels, weights, m: int) -> float:
+        """The global loss that decides how many trees to keep: MVCE with 100 views and bin size
+        ``min(M, half the rows)`` (half the weight with ``weights``; then :func:`weighted_mvce`)."""
+        if weights is None:
+            return metrics.mvce(pred, labels, bin_size=max(1, min(m, labels.size // 2)), n_views=GLOBAL_VIEWS,
+                                p=float(self.p), seed=self.seed)
+        return weighted_mvce(pred, labels, weights, min(m, float(weights.sum()) / 2), n_views=GLOBAL_VIEWS,
+                             p=float(self.p), seed=self.seed)
 
     def _trace(self, s: np.ndarray, codes: np.ndarray):
         """Node of each row in each tree (n, n_trees) and the output after each tree (n, n_trees + 1;

@@ -15,6 +15,11 @@ that the averaged map comes out the same, and returns an
   training points with the fitted map there, and the training rows pooled
   into equal-count groups;
 * plain notes on the data, the solver and the weights.
+
+A calibrator fitted with ``sample_weight`` is explained with the same
+weights (``explain(cal, s, y, sample_weight=w)``): the points then carry the
+weighted mean label and total weight of their rows, and the groups hold
+equal shares of the total weight.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import pandas as pd
 from ..calibrators._trend_filter import FLOOR_TOL, evaluate_linear
 from ..calibrators.elite import CRITERION_LABEL, LambdaPath, lambda_path
 from ..errors import ProgrammingError
+from ..validation import check_weights
 from . import Explanation, training_rows
 
 __all__ = ["ELiTEExplanation", "explain", "N_GROUPS", "MIN_SUPPORT", "MAP_TOL"]
@@ -73,10 +79,13 @@ class ELiTEExplanation(Explanation):
         ``n_models``.
     points : DataFrame
         Merged training points: ``score``, ``target`` (mean label),
-        ``count``, ``fitted`` (the calibrated map there).
+        ``count``, ``fitted`` (the calibrated map there). In a weighted fit
+        ``target`` is the weighted mean label and ``count`` the total weight
+        (a float).
     groups : DataFrame
         The training rows in about ``N_GROUPS`` equal-count groups:
-        ``score`` and ``rate`` (their means), ``rows``.
+        ``score`` and ``rate`` (their means), ``rows`` (their number, or
+        total weight in a weighted fit).
     """
 
     mode: str
@@ -100,17 +109,19 @@ class ELiTEExplanation(Explanation):
 
 
 def _groups(points: pd.DataFrame, n_groups: int) -> pd.DataFrame:
-    """Merged training points pooled into about ``n_groups`` groups of equal row count."""
+    """Merged training points pooled into about ``n_groups`` groups of equal row count (equal
+    total weight in a weighted fit: a group starts where the cumulative weight crosses a share)."""
     count = points["count"].to_numpy(dtype=float)
+    dtype = points["count"].dtype                    # int64 counts, or float total weights
     if len(points) <= n_groups:
-        return pd.DataFrame({"score": points["score"], "rate": points["target"], "rows": count.astype(np.int64)})
+        return pd.DataFrame({"score": points["score"], "rate": points["target"], "rows": count.astype(dtype)})
     before = np.cumsum(count) - count
     gid = np.minimum((before * n_groups / count.sum()).astype(np.int64), n_groups - 1)
     rows = np.bincount(gid, count)
     keep = rows > 0
     score = np.bincount(gid, count * points["score"].to_numpy())[keep] / rows[keep]
     rate = np.bincount(gid, count * points["target"].to_numpy())[keep] / rows[keep]
-    return pd.DataFrame({"score": score, "rate": rate, "rows": rows[keep].astype(np.int64)})
+    return pd.DataFrame({"score": score, "rate": rate, "rows": rows[keep].astype(dtype)})
 
 
 def _knot_support(cal, knots: list, weights: np.ndarray, min_support: float) -> pd.DataFrame:
@@ -140,13 +151,19 @@ def _check_same_map(cal, path: LambdaPath) -> None:
         detail = f"the maps have {path.map_x.size:,} and {cal.map_x_.size:,} nodes"
     if not same:
         raise ProgrammingError(f"the rows given are not the ones ELiTE was fitted on: solving its path again "
-                               f"from them does not give its map ({detail}); pass the rows it was fitted on.")
+                               f"from them does not give its map ({detail}); pass the rows (and the "
+                               "sample_weight) it was fitted on.")
 
 
-def _notes(cal, path: LambdaPath, n_rows: int) -> list[str]:
+def _notes(cal, path: LambdaPath, n_rows: int, weighted: bool) -> list[str]:
     table, label = path.table, CRITERION_LABEL[cal.criterion]
-    notes = [f"{n_rows:,} rows; tied scores merged into {path.x.size:,} distinct points "
-             "(target: their mean label, weight: their count)."]
+    if weighted:
+        notes = [f"{n_rows:,} rows of total weight {path.n_rows:,.6g} (N of the criteria); tied scores merged "
+                 f"into {path.x.size:,} distinct points of positive weight (target: their weighted mean label, "
+                 "weight: their total weight)."]
+    else:
+        notes = [f"{n_rows:,} rows; tied scores merged into {path.x.size:,} distinct points "
+                 "(target: their mean label, weight: their count)."]
     if path.trivial:
         notes.append("Fewer than 3 distinct scores (or labels exactly linear in the score): "
                      "the map is the least-squares line through the points.")
@@ -176,7 +193,7 @@ def _notes(cal, path: LambdaPath, n_rows: int) -> list[str]:
     return notes
 
 
-def explain(calibrator, scores, labels, features=None, *, n_groups: int = N_GROUPS,
+def explain(calibrator, scores, labels, features=None, *, sample_weight=None, n_groups: int = N_GROUPS,
             min_support: float = MIN_SUPPORT) -> ELiTEExplanation:
     """Explain a fitted ELiTE by solving its lambda path again from the rows it was fitted on.
 
@@ -186,6 +203,8 @@ def explain(calibrator, scores, labels, features=None, *, n_groups: int = N_GROU
     scores, labels : array-like
         The rows ``calibrator`` was fitted on.
     features : ignored
+    sample_weight : array-like, optional
+        The weights ``calibrator`` was fitted with (None: unit weights).
     n_groups : int
         How many equal-count groups of training rows ``groups`` holds at most.
     min_support : float
@@ -199,15 +218,19 @@ def explain(calibrator, scores, labels, features=None, *, n_groups: int = N_GROU
     ------
     ProgrammingError
         If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or the path solved from them does not give the
-        calibrator's map (to ``MAP_TOL``).
+        number differs, or the path solved from them (with
+        ``sample_weight``) does not give the calibrator's map (to
+        ``MAP_TOL``).
+    DataError
+        If ``sample_weight`` is not valid (as in ``fit``).
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     if s.size != cal.n_train_:
         raise ProgrammingError(f"ELiTE was fitted on {cal.n_train_:,} rows but {s.size:,} were given to "
                                "explain it; pass the rows it was fitted on.")
-    path = lambda_path(s, y, **cal.get_params())
+    w = check_weights(sample_weight, s.size, y)
+    path = lambda_path(s, y, sample_weight=w, **cal.get_params())
     _check_same_map(cal, path)
 
     table = path.table.copy()
@@ -220,9 +243,10 @@ def explain(calibrator, scores, labels, features=None, *, n_groups: int = N_GROU
     grid = np.union1d(np.linspace(0.0, 1.0, 501), cal.map_x_[(cal.map_x_ >= 0) & (cal.map_x_ <= 1)])
     curve = pd.DataFrame({"score": grid, "prob": cal.predict(grid)})
     fitted = np.clip(evaluate_linear(cal.map_x_, cal.map_p_, path.x), 0.0, 1.0)
-    points = pd.DataFrame({"score": path.x, "target": path.z, "count": path.w.astype(np.int64), "fitted": fitted})
+    count = path.w if w is not None else path.w.astype(np.int64)
+    points = pd.DataFrame({"score": path.x, "target": path.z, "count": count, "fitted": fitted})
     return ELiTEExplanation(
-        method=cal.name, notes=_notes(cal, path, s.size),
+        method=cal.name, notes=_notes(cal, path, s.size, w is not None),
         tables={"path": table, "map": nodes, "points": points},
         mode=cal.mode, criterion=cal.criterion, criterion_label=CRITERION_LABEL[cal.criterion],
         lambda_max=path.lambda_max, path=table, knots=knots, models=models, best=int(np.argmax(path.weights)),

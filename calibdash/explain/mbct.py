@@ -16,6 +16,11 @@ rows, and returns an :class:`MBCTExplanation`:
   histogram binning with as many bins, fitted here on the tree rows; judged
   on the check rows, or on rows the caller gives;
 * plain notes on what was fitted.
+
+A calibrator fitted with ``sample_weight`` is explained with the same
+weights (``explain(cal, s, y, df, sample_weight=w)``): rows of weight 0 are
+left out as ``fit`` leaves them out, and rows, positives and PUD are sums
+of weights (``rows`` columns then hold total weights, as floats).
 """
 from __future__ import annotations
 
@@ -26,9 +31,9 @@ import pandas as pd
 
 from .. import calibrators, metrics
 from ..calibrators._mbct_tree import CATEGORICAL, node_conditions
-from ..calibrators.mbct import holdout_split
+from ..calibrators.mbct import holdout_split, weighted_rows
 from ..errors import ProgrammingError, SettingsError
-from ..validation import check_labels, check_scores
+from ..validation import check_labels, check_scores, check_weights
 from . import Explanation, training_rows
 
 __all__ = ["MBCTExplanation", "explain", "leaf_paths", "BOOSTING_COLUMNS", "PUD_COLUMNS"]
@@ -48,7 +53,8 @@ class MBCTExplanation(Explanation):
     fit_rows, check_rows : ndarray of int
         Indices (into the rows given to :func:`explain`) of the rows the
         trees were grown on and of the held-out rows that decided how many
-        trees to keep (empty when none were held out).
+        trees to keep (empty when none were held out). Rows of weight 0 are
+        in neither.
     held_out : bool
         Whether rows were held out; if not, the check rows are the tree rows.
     trees : list of DataFrame
@@ -126,54 +132,71 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / den, np.nan)
 
 
+def _rows(total: np.ndarray, weighted: bool) -> np.ndarray:
+    """Row counts as integers, or total weights as they are."""
+    return total if weighted else total.astype(np.int64)
+
+
 def _tree_table(cal, t: int, fit: np.ndarray, judge: np.ndarray, s: np.ndarray, y: np.ndarray,
-                nodes: np.ndarray, stages: np.ndarray) -> pd.DataFrame:
+                w: np.ndarray | None, nodes: np.ndarray, stages: np.ndarray) -> pd.DataFrame:
     tree = cal.trees_[t]
-    yf = y.astype(float)
-    grown = _node_sums(tree, nodes[fit, t], np.ones(fit.size), yf[fit], stages[fit, t], s[fit])
+    wt = np.ones(s.size) if w is None else w
+    wy = wt * y
+    grown = _node_sums(tree, nodes[fit, t], wt[fit], wy[fit], wt[fit] * stages[fit, t], wt[fit] * s[fit])
     if not (_same(grown[1], tree.positives) and _same(grown[2], tree.sum_input)):
         raise ProgrammingError(
             f"the rows given are not the ones MBCT was fitted on: tree {t + 1}'s sums of labels and inputs "
-            "per node differ from the sums over the tree rows; pass the scores, labels and features "
-            "it was fitted on.")
-    check = _node_sums(tree, nodes[judge, t], np.ones(judge.size), yf[judge], stages[judge, t],
-                       stages[judge, t + 1])
+            "per node differ from the sums over the tree rows; pass the scores, labels, features "
+            "(and sample_weight) it was fitted on.")
+    check = _node_sums(tree, nodes[judge, t], wt[judge], wy[judge], wt[judge] * stages[judge, t],
+                       wt[judge] * stages[judge, t + 1])
     names = [c.name for c in cal.columns_]
     return pd.DataFrame({
         "node": np.arange(tree.n_nodes), "parent": tree.parent, "depth": tree.depth,
         "condition": node_conditions(tree, cal.columns_),
         "split_on": [names[j] if j >= 0 else "" for j in tree.feature],
-        "rows": grown[0].astype(np.int64), "positives": tree.positives, "scale": tree.scale,
+        "rows": _rows(grown[0], w is not None), "positives": tree.positives, "scale": tree.scale,
         "pud_score": _ratio(grown[1], grown[3]), "loss_node": tree.loss_node, "loss_split": tree.loss_split,
-        "check_rows": check[0].astype(np.int64), "check_pud_before": _ratio(check[1], check[2]),
+        "check_rows": _rows(check[0], w is not None), "check_pud_before": _ratio(check[1], check[2]),
         "check_pud_after": _ratio(check[1], check[3]),
     })
 
 
-def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after) -> list[dict]:
+def _pud(probs: np.ndarray, labels: np.ndarray, w: np.ndarray | None) -> float:
+    """PUD (MBCT Eq. 6); weighted: ``sum(w y) / sum(w probs)`` (NaN when that is 0)."""
+    if w is None:
+        return metrics.pud(probs, labels)
+    total = float(np.dot(w, probs))
+    return float(np.dot(w, labels)) / total if total > 0 else float("nan")
+
+
+def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after, w) -> list[dict]:
     rows = []
     for g in np.unique(group):
         sel = group == g
-        rows.append({"method": method, "bin": names[g][0], "path": names[g][1], "rows": int(sel.sum()),
-                     "pud_before": metrics.pud(scores[sel], labels[sel]),
-                     "pud_after": metrics.pud(after[sel], labels[sel])})
+        ws = None if w is None else w[sel]
+        rows.append({"method": method, "bin": names[g][0], "path": names[g][1],
+                     "rows": int(sel.sum()) if w is None else float(ws.sum()),
+                     "pud_before": _pud(scores[sel], labels[sel], ws),
+                     "pud_after": _pud(after[sel], labels[sel], ws)})
     return rows
 
 
 def _pud_table(table: pd.DataFrame, node: np.ndarray, s: np.ndarray, y: np.ndarray, after: np.ndarray,
-               hist) -> pd.DataFrame:
+               hist, w: np.ndarray | None) -> pd.DataFrame:
     """PUD before and after per MBCT bin (node rows end at) and per histogram-binning bin."""
     paths = leaf_paths(table)
     names = {k: (f"L{k}" if table["split_on"][k] == "" else f"N{k}*", paths[k]) for k in range(len(table))}
     edges = np.concatenate([[0.0], hist.cuts_, [1.0]])
     hnames = {b: (f"H{b}", f"score ∈ [{edges[b]:.4g}, {edges[b + 1]:.4g})") for b in range(edges.size - 1)}
     hbin = np.searchsorted(hist.cuts_, s, side="right")
-    rows = (_pud_rows("mbct", node, names, s, y, after)
-            + _pud_rows("histogram", hbin, hnames, s, y, hist.predict(s)))
+    rows = (_pud_rows("mbct", node, names, s, y, after, w)
+            + _pud_rows("histogram", hbin, hnames, s, y, hist.predict(s), w))
     return pd.DataFrame(rows, columns=list(PUD_COLUMNS))
 
 
-def _notes(cal, fit: np.ndarray, check: np.ndarray, boosting: pd.DataFrame) -> list[str]:
+def _notes(cal, fit: np.ndarray, check: np.ndarray, boosting: pd.DataFrame, w: np.ndarray | None,
+           n_absent: int) -> list[str]:
     notes = []
     cats = [c.name for c in cal.columns_[1:] if c.kind == CATEGORICAL]
     nums = [c.name for c in cal.columns_[1:] if c.kind != CATEGORICAL]
@@ -204,11 +227,14 @@ def _notes(cal, fit: np.ndarray, check: np.ndarray, boosting: pd.DataFrame) -> l
                  "and was dropped.")
     notes.append(text)
     notes.append(f"Split loss: MVCE with {cal.views} views of {cal.loss_bin_size_:,} rows.")
+    if w is not None:
+        notes.append(f"Rows are weighted (total weight {w.sum():,.6g}): bin sizes, node sums, PUD and the MVCE's "
+                     f"bins count weight, not rows; {n_absent:,} row(s) of weight 0 were left out.")
     return notes
 
 
-def explain(calibrator, scores, labels, features=None, *, pud_tree: int = 0, judge_scores=None,
-            judge_labels=None, judge_features=None) -> MBCTExplanation:
+def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pud_tree: int = 0,
+            judge_scores=None, judge_labels=None, judge_features=None, judge_weight=None) -> MBCTExplanation:
     """Explain a fitted MBCT from the rows it was fitted on.
 
     Parameters
@@ -217,6 +243,8 @@ def explain(calibrator, scores, labels, features=None, *, pud_tree: int = 0, jud
     scores, labels, features :
         The rows ``calibrator`` was fitted on (``features`` as given to
         ``fit``).
+    sample_weight : array-like, optional
+        The weights ``calibrator`` was fitted with (None: unit weights).
     pud_tree : int, default 0
         Whose leaves are MBCT's bins in the PUD table (the first tree: later
         trees refine its output). "After" is always the full model's output.
@@ -224,6 +252,8 @@ def explain(calibrator, scores, labels, features=None, *, pud_tree: int = 0, jud
         Rows to judge the PUD on (for example held-out test rows); by
         default the check rows of the fit (held out from the trees unless
         ``holdout = 0``).
+    judge_weight : array-like, optional
+        Weights of the given judge rows (None: unit weights).
 
     Returns
     -------
@@ -233,7 +263,9 @@ def explain(calibrator, scores, labels, features=None, *, pud_tree: int = 0, jud
     ------
     ProgrammingError
         If the rows are not the ones ``calibrator`` was fitted on (their
-        number, or the trees' per-node sums, differ).
+        number, or the trees' per-node sums, differ; the weights count).
+    DataError
+        If ``sample_weight`` or ``judge_weight`` is not valid.
     SettingsError
         If ``pud_tree`` is not the index of a kept tree.
     """
@@ -245,11 +277,14 @@ def explain(calibrator, scores, labels, features=None, *, pud_tree: int = 0, jud
     if not 0 <= int(pud_tree) < len(cal.trees_):
         raise SettingsError(f"pud_tree must be the index of a kept tree (0 to {len(cal.trees_) - 1}), "
                             f"got {pud_tree!r}.")
+    n_rows = s.size
+    kept, s, y, df, w = weighted_rows(s, y, features, check_weights(sample_weight, s.size, y))
+    index = np.arange(n_rows) if kept is None else kept
     fit, check = holdout_split(y, cal.holdout, cal.seed)
     judge = check if check.size else fit
-    nodes = cal.apply(s, features)
-    stages = np.column_stack([s, *cal.staged_predict(s, features)])
-    trees = [_tree_table(cal, t, fit, judge, s, y, nodes, stages) for t in range(len(cal.trees_))]
+    nodes = cal.apply(s, df)
+    stages = np.column_stack([s, *cal.staged_predict(s, df)])
+    trees = [_tree_table(cal, t, fit, judge, s, y, w, nodes, stages) for t in range(len(cal.trees_))]
 
     history = getattr(cal, "history_", None)
     boosting = pd.DataFrame({c: history[c] for c in BOOSTING_COLUMNS} if history is not None
@@ -258,22 +293,25 @@ def explain(calibrator, scores, labels, features=None, *, pud_tree: int = 0, jud
                           "codes": [int(c.n_codes) for c in cal.columns_]})
 
     table = trees[pud_tree]
-    hist = calibrators.get("histogram", n_bins=max(2, int((table["split_on"] == "").sum()))).fit(s[fit], y[fit])
+    hist = calibrators.get("histogram", n_bins=max(2, int((table["split_on"] == "").sum()))).fit(
+        s[fit], y[fit], sample_weight=None if w is None else w[fit])
     if judge_scores is None:
         js, jy, node, after = s[judge], y[judge], nodes[judge, pud_tree], stages[judge, -1]
+        jw = None if w is None else w[judge]
         which = "held-out rows" if check.size else "training rows"
     else:
         js = check_scores(judge_scores)
         jy = check_labels(judge_labels, js.size, require_both=False)
+        jw = check_weights(judge_weight, js.size)
         node = cal.apply(js, judge_features)[:, pud_tree]
         after = cal.predict(js, judge_features)
         which = "given rows"
-    pud = _pud_table(table, node, js, jy, after, hist)
+    pud = _pud_table(table, node, js, jy, after, hist, jw)
 
     tables = {"boosting": boosting, "features": feats}
     tables.update({f"tree {t + 1}": tab for t, tab in enumerate(trees)})
     tables["PUD per bin"] = pud
     return MBCTExplanation(
-        method=cal.name, notes=_notes(cal, fit, check, boosting), tables=tables,
-        fit_rows=fit, check_rows=check, held_out=bool(check.size), trees=trees, boosting=boosting,
+        method=cal.name, notes=_notes(cal, fit, check, boosting, w, n_rows - s.size), tables=tables,
+        fit_rows=index[fit], check_rows=index[check], held_out=bool(check.size), trees=trees, boosting=boosting,
         features=feats, pud=pud, pud_rows=which, pud_tree=int(pud_tree), loss_bin_size=int(cal.loss_bin_size_))
