@@ -30,8 +30,9 @@ One JSON object::
 needs and nothing more: a lookup table (histogram, isotonic, BBQ, SBB), the
 knots of a piecewise-linear map (isotonic with linear interpolation, ABB,
 ELiTE), the slope and intercept (Platt), the columns' coding and the trees'
-routing tables (MBCT); never the training rows or the tables only the
-dashboard draws (``diagnostics()`` is not available on a loaded calibrator).
+routing tables (MBCT); never the training rows. A loaded calibrator can
+still be explained (:func:`calibdash.explain.explain`) given the rows it was
+fitted on, since explanations recompute what they show from those rows.
 ``state["n_train"]`` is the number of training rows. The optional
 ``fitted_on`` says which column the scores came from and how they were
 mapped to [0, 1] (``python -m calibdash fit`` writes it, ``apply`` reads it).
