@@ -32,7 +32,7 @@ def pud_figure(data: pd.DataFrame, rows: str = "the check rows", title: str | No
 
     ``data``: :attr:`MBCTExplanation.pud`; ``rows``: which rows it was judged on."""
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.1,
-                        subplot_titles=("MBCT leaves", "Histogram binning bins"))
+                        subplot_titles=("MBCT leaves", "histogram bins"))
     for col, method in enumerate(("mbct", "histogram"), start=1):
         part = data[data["method"] == method]
         for kind, name, colour in (("pud_before", "raw scores", color_of(UNCALIBRATED)),

@@ -17,6 +17,10 @@ from .layout import base_layout
 from .palette import color_of, rgba
 
 
+#: Width of the count bar of an equal-count bin, drawn at the bin's mean prediction (its points, whose
+#: spacing plotly would otherwise take as the bar width, can be arbitrarily close).
+BAR_WIDTH = 0.012
+
 def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = metrics.DEFAULT_N_BINS,
                        strategy: str = metrics.DEFAULT_STRATEGY) -> dict[str, pd.DataFrame]:
     """Reliability table of every column of ``predictions`` (method -> table)."""
@@ -66,6 +70,7 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"),
                   row=1, col=1)
+    overlay = False
     for i, (key, t) in enumerate(tables.items()):
         name = labels.get(key, key)
         color = color_of(key)
@@ -84,15 +89,19 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
         if show_counts:
             uniform_edges = np.isfinite(t["lower"]).all() and np.allclose(
                 t["upper"] - t["lower"], (t["upper"] - t["lower"]).iloc[0])
-            centres = (t["lower"] + t["upper"]) / 2 if uniform_edges else t["mean_pred"]
+            if uniform_edges:           # equal-width bins: grouped bars at the bins' centres
+                bar = dict(x=(t["lower"] + t["upper"]) / 2)
+            else:                       # equal-count bins: a thin bar at each bin's mean prediction
+                bar = dict(x=t["mean_pred"], width=np.full(len(t), BAR_WIDTH))
+                overlay = True
             fig.add_trace(go.Bar(
-                x=centres, y=t["count"], name=name, legendgroup=key, showlegend=False,
+                y=t["count"], name=name, legendgroup=key, showlegend=False,
                 visible=vis, marker=dict(color=rgba(color, 0.6)),
-                hovertemplate=f"{name}<br>rows: %{{y:,}}<extra></extra>",
+                hovertemplate=f"{name}<br>rows: %{{y:,}}<extra></extra>", **bar,
             ), row=2, col=1)
     fig.update_xaxes(range=[-0.02, 1.02], row=rows, col=1, title_text="mean predicted probability")
     fig.update_yaxes(range=[-0.02, 1.02], row=1, col=1, title_text="observed frequency")
     if show_counts:
         fig.update_yaxes(title_text="rows", row=2, col=1, rangemode="tozero")
-        fig.update_layout(barmode="group", bargap=0.15)
+        fig.update_layout(barmode="overlay" if overlay else "group", bargap=0.15)
     return base_layout(fig, title, height)
