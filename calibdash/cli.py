@@ -28,7 +28,8 @@ import pandas as pd
 from . import benchmark, calibrators, export
 from .data import guess_roles, load_scores, margins, read_table
 from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
-from .evaluation import KINDS, Scheme, evaluate
+from .cells import aggregate
+from .evaluation import CELLS_MIN_ROWS, KINDS, Scheme, cell_parts, evaluate, evaluate_cells, use_cells_for
 from .methods import parse_params, resolve, split_names
 from .metrics import METRIC_NAMES
 
@@ -71,19 +72,26 @@ def cmd_evaluate(args) -> int:
     if args.scheme == "column" and not ss.split_column:
         raise DataError("--scheme column needs a split column in the file.")
     feats = ss.features if any(c.uses_features for c in cals.values()) else None
-    ev = evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split)
+    use_cells = args.cells == "always" or (args.cells == "auto" and use_cells_for(ss.n_rows) and feats is None)
+    if use_cells:
+        cells = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))
+        ev = evaluate_cells(cells, cals, scheme)
+        judged, how, scheme_text = int(ev.cells.n.sum()), cells.describe(), scheme.describe(on_cells=True)
+    else:
+        ev = evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split)
+        judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     if args.json:
-        json.dump({"file": ss.name, "score": ss.score, "rows_judged": int(ev.rows.size),
-                   "scheme": scheme.describe(),
+        json.dump({"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
+                   "cells": how, "binning": ev.binning,
                    "metrics": {k: {m: float(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}},
                   sys.stdout, indent=2)
         print()
         return 0
-    print(f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme.describe()}; "
-          f"{ev.rows.size:,} rows judged")
-    for msg in ss.report.messages:
+    print(f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged")
+    for msg in ss.report.messages + ([how] if how else []):
         print(f"  · {msg}")
     print(ev.metrics.to_string(float_format=_float))
+    print(f"ECE and MCE: {ev.binning}.")
     return 0
 
 
@@ -236,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
     e.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    e.add_argument("--cells", choices=["auto", "always", "never"], default="auto",
+                   help=f"work on score cells (per distinct score: rows, positives) instead of rows; auto: above "
+                        f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
     e.set_defaults(func=cmd_evaluate)
 
     m = sub.add_parser("methods", help="list the calibrators and their hyperparameters")

@@ -40,6 +40,7 @@ from .methods import RAW, resolve
 from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "evaluate", "combine", "UNCALIBRATED",
+           "CellEvaluation", "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for",
            "TRAIN_WORDS", "TEST_WORDS"]
 
 UNCALIBRATED = RAW
@@ -72,15 +73,17 @@ class Scheme:
     n_folds: int = 5
     train_value: str | None = None
 
-    def describe(self) -> str:
-        """One line for the sidebar and reports."""
+    def describe(self, on_cells: bool = False) -> str:
+        """One line for the sidebar and reports; ``on_cells``: rows divided by their hashed position
+        (:mod:`calibdash.cells`), not stratified by label."""
+        how = "Random split by row hash" if on_cells else "Stratified split"
         if self.kind == "split":
-            return (f"Stratified split: {100 * (1 - self.test_size):.0f}% fit / "
+            return (f"{how}: {100 * (1 - self.test_size):.0f}% fit / "
                     f"{100 * self.test_size:.0f}% held out (seed {self.seed})")
         if self.kind == "column":
             return "The file's split column" + (f" (train = {self.train_value!r})" if self.train_value else "")
         if self.kind == "kfold":
-            return f"{self.n_folds}-fold cross-fitting (seed {self.seed})"
+            return f"{self.n_folds}-fold cross-fitting{' by row hash' if on_cells else ''} (seed {self.seed})"
         if self.kind == "insample":
             return "In-sample: fitted and judged on the same rows (optimistic)"
         return self.kind
@@ -293,3 +296,124 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
     return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels,
                       predictions=pd.concat(preds, axis=1), metrics=pd.concat(tables),
                       models=models, fit_rows=first.fit_rows, fit_seconds=seconds, binning=first.binning)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same schemes on score cells (large data)
+# ---------------------------------------------------------------------------------------------
+#: Above this many rows the command line and the dashboard evaluate on score cells (see :mod:`calibdash.cells`):
+#: below it the row path's cost is under a second and its stratified folds are kept.
+CELLS_MIN_ROWS = 200_000
+
+
+def use_cells_for(n_rows: int) -> bool:
+    """Whether data of ``n_rows`` rows is evaluated on score cells by default."""
+    return int(n_rows) > CELLS_MIN_ROWS
+
+
+def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
+    """Each row's part under ``scheme``, decided from its position alone (or the split column), as
+    every engine can decide it: see :mod:`calibdash.cells`. 0 = fit, 1 = held out; k-fold: the fold."""
+    from . import cells
+
+    if scheme.kind == "column":
+        if split is None:
+            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+        return cells.parts_for(n_rows, "column", split_train=_column_parts(np.asarray(split), scheme.train_value))
+    return cells.parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
+
+
+@dataclass
+class CellEvaluation:
+    """Held-out predictions and metrics of several methods, computed on score cells.
+
+    Attributes
+    ----------
+    scheme : Scheme
+    cells : ScoreCells
+        The judged cells (held-out part; every cell for k-fold and in-sample).
+    predictions : DataFrame
+        One column per method (``"uncalibrated"`` first), one row per judged cell.
+    metrics : DataFrame
+        As :attr:`Evaluation.metrics`, from the cells' weighted rows.
+    models : dict
+        Method key -> calibrator fitted on the fitting cells (k-fold: on all cells).
+    fit_seconds : dict
+    binning : str
+    """
+
+    scheme: Scheme
+    cells: object
+    predictions: pd.DataFrame
+    metrics: pd.DataFrame
+    models: dict = field(default_factory=dict)
+    fit_seconds: dict = field(default_factory=dict)
+    binning: str = field(default_factory=metrics.binning_label)
+
+
+def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: int = metrics.DEFAULT_N_BINS,
+                   strategy: str = metrics.DEFAULT_STRATEGY, mvce_views: int = 100,
+                   progress: Callable[[float, str], None] | None = None) -> CellEvaluation:
+    """Fit each method on the fitting cells and judge it on the held-out cells.
+
+    The same protocol as :func:`evaluate`, on a :class:`calibdash.cells.ScoreCells` whose
+    ``part`` was set by :func:`cell_parts` for ``scheme``: a calibrator is fitted on cells
+    as weighted rows (the same fit as on their rows when the cells are exact), and the
+    metrics are the weighted metrics of the judged cells (exact against the rows except
+    MVCE, whose views shuffle rows).
+
+    Parameters
+    ----------
+    all_cells : ScoreCells
+    methods : method spec (:func:`calibdash.methods.resolve`)
+        Feature-aware methods (MBCT) are fitted on the score alone here.
+    scheme : Scheme, default ``Scheme()``
+    """
+    scheme = scheme or Scheme()
+    cals = resolve(methods)
+    part = all_cells.part
+    if scheme.kind == "kfold":
+        folds = [(part != k, part == k) for k in range(int(scheme.n_folds))]
+        judged = np.ones(len(all_cells), dtype=bool)
+    elif scheme.kind == "insample":
+        folds = [(np.ones(len(all_cells), bool), np.ones(len(all_cells), bool))]
+        judged = folds[0][1]
+    else:
+        folds = [(part == 0, part == 1)]
+        judged = part == 1
+    for fit, test in folds:
+        sub = all_cells.select(fit)
+        if not test.any():
+            raise DataError("the held-out part is empty.")
+        if sub.n_pos.sum() == 0 or sub.n_pos.sum() == sub.n.sum():
+            raise DataError("the fitting part holds one class only; calibrators need both.")
+    seen = all_cells.select(judged)
+    preds = {UNCALIBRATED: seen.score}
+    models, seconds = {}, {}
+    total = max(1, len(cals) * len(folds))
+    done = 0
+    for key, cal in cals.items():
+        t0 = time.perf_counter()
+        out = np.empty(len(all_cells))
+        for fit, test in folds:
+            s, y, w = all_cells.select(fit).weighted_rows()
+            model = clone(cal).fit(s, y, sample_weight=w)
+            out[test] = model.predict(all_cells.score[test])
+            done += 1
+            if progress:
+                progress(done / total, f"{key}: fold {done} of {total}")
+        if scheme.kind == "kfold":
+            s, y, w = all_cells.weighted_rows()
+            model = clone(cal).fit(s, y, sample_weight=w)
+        models[key] = model
+        seconds[key] = time.perf_counter() - t0
+        preds[key] = out[judged]
+    rows = {}
+    for key, p in preds.items():
+        pp, yy, ww = seen.weighted_predictions(p)
+        rows[key] = metrics.summary(pp, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views,
+                                    sample_weight=ww)
+    table = pd.DataFrame(rows).T[list(metrics.METRIC_NAMES)]
+    table.index.name = "method"
+    return CellEvaluation(scheme=scheme, cells=seen, predictions=pd.DataFrame(preds), metrics=table,
+                          models=models, fit_seconds=seconds, binning=metrics.binning_label(n_bins, strategy))

@@ -114,7 +114,6 @@ _STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-count", "rank": 
 #: Above this total weight, :func:`mvce` measures a uniform sample of this many rows.
 MVCE_MAX_ROWS = 1_000_000
 #: Below this many rows ``numpy``'s multivariate hypergeometric sampler is exact ("marginals" method).
-_HYPERGEOMETRIC_LIMIT = 10 ** 9
 
 
 def binning_label(n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY) -> str:
@@ -493,34 +492,37 @@ def _whole_counts(w: np.ndarray) -> np.ndarray:
     return w.astype(np.int64)
 
 
-def _sample_counts(counts: np.ndarray, k: int, rng) -> np.ndarray:
-    """How many of each row's ``counts[i]`` copies fall in a uniform sample of ``k`` copies without replacement.
+def _partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: int, p: float, seed) -> np.ndarray:
+    """Per-view MVCE of the rows ``np.repeat(d, counts)`` (residuals ``f - y``) without making the rows.
 
-    Multivariate hypergeometric: numpy's sampler while it is exact (total
-    below 10**9), above that ``k`` distinct positions drawn by
-    ``Generator.choice`` (Floyd's method, memory O(k) while ``k`` is at most
-    a twentieth of the total) and mapped to their rows.
+    A view cuts a uniform random permutation of the N rows into bins of
+    ``bin_size`` rows (the remainder joining the last bin), so bin ``b``'s
+    residual sum ``S_b`` is the sum of a uniform draw without replacement of
+    ``M_b`` rows, jointly over the bins a random partition. Its first two
+    moments are exact and known: ``E S_b = M_b rbar``,
+    ``Var S_b = sigma^2 M_b (N - M_b) / (N - 1)`` and
+    ``Cov(S_b, S_c) = -sigma^2 M_b M_c / (N - 1)`` (``rbar``, ``sigma^2``: the
+    mean and population variance of the N residuals). Each view draws the
+    ``S_b`` from the normal distribution with exactly these moments:
+    ``S_b = M_b rbar + a (sqrt(M_b) z_b - (M_b / N) sum_c sqrt(M_c) z_c)`` with
+    ``z`` standard normal and ``a^2 = sigma^2 N / (N - 1)``. A bin sum of at
+    least ``bin_size`` rows is close to normal (central limit theorem for
+    sampling without replacement); ``tests/test_metrics.py`` checks the values
+    against the row-level views.
     """
-    total = int(counts.sum())
-    if total < _HYPERGEOMETRIC_LIMIT:
-        return rng.multivariate_hypergeometric(counts, k)
-    positions = rng.choice(total, size=k, replace=False, shuffle=False)
-    rows = np.searchsorted(np.cumsum(counts), positions, side="right")
-    return np.bincount(rows, minlength=counts.size)
-
-
-def _mvce_rows(probs, y, w, bin_size, seed, max_rows: int):
-    """The rows MVCE measures and their bin size: all rows, or a uniform sample of ``max_rows``."""
-    if w is None:
-        n = probs.size
-        return probs, y, max(1, n // 10) if bin_size is None else int(bin_size)
-    counts = _whole_counts(w)
-    n = int(counts.sum())
-    m = max(1, n // 10) if bin_size is None else int(bin_size)
-    if n > max_rows:
-        counts = _sample_counts(counts, max_rows, np.random.default_rng([int(seed), 1]))
-        m = max(1, round(m * max_rows / n))
-    return np.repeat(probs, counts), np.repeat(y, counts), m
+    w = counts.astype(float)
+    n = float(w.sum())
+    mean = float(np.dot(w, d) / n)
+    var = float(np.dot(w, (d - mean) ** 2) / n)
+    n_bins = max(1, int(n) // int(bin_size))
+    sizes = np.full(n_bins, float(bin_size))
+    sizes[-1] += n - sizes.sum()
+    root = np.sqrt(sizes)
+    a = np.sqrt(var * n / (n - 1.0)) if n > 1 else 0.0
+    z = np.random.default_rng([int(seed), 2]).standard_normal((int(n_views), n_bins))
+    dev = a * (z * root - np.outer(z @ root, sizes / n))
+    pce = np.abs(mean * sizes + dev) / sizes
+    return np.mean(pce ** p, axis=1) ** (1.0 / p)
 
 
 def _mvce(probs, y, w, bin_size, n_views, p, seed, max_rows) -> float:
@@ -530,8 +532,15 @@ def _mvce(probs, y, w, bin_size, n_views, p, seed, max_rows) -> float:
         raise SettingsError(f"n_views must be at least 1, got {n_views}.")
     if int(max_rows) < 1:
         raise SettingsError(f"max_rows must be at least 1, got {max_rows}.")
-    rows_p, rows_y, m = _mvce_rows(probs, y, w, bin_size, seed, int(max_rows))
-    return float(np.mean(_mvce_views(rows_p, rows_y, m, int(n_views), p, seed)))
+    if w is None:
+        m = max(1, probs.size // 10) if bin_size is None else int(bin_size)
+        return float(np.mean(_mvce_views(probs, y, m, int(n_views), p, seed)))
+    counts = _whole_counts(w)
+    n = int(counts.sum())
+    m = max(1, n // 10) if bin_size is None else int(bin_size)
+    if n > int(max_rows):
+        return float(np.mean(_partition_views(probs - y, counts, m, int(n_views), p, seed)))
+    return float(np.mean(_mvce_views(np.repeat(probs, counts), np.repeat(y, counts), m, int(n_views), p, seed)))
 
 
 def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
@@ -564,21 +573,15 @@ def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
         the rows come in another order, so the seeded views differ. Fractional weights are
         refused (:class:`DataError`): they define no rows to shuffle.
     max_rows : int, default 1,000,000
-        Above this total weight, MVCE is computed on a uniform sample of
-        ``max_rows`` rows drawn without replacement from the weighted rows
-        (multivariate hypergeometric, seeded by ``seed``) with the bin size
-        scaled by ``max_rows / N`` (rounded, at least 1), so a view keeps its
-        number of bins and the cost stays that of ``max_rows`` rows. Each bin
-        of the sample is then a uniform draw of ``M * max_rows / N`` of all
-        rows, so (for ``p = 1``) the value estimates the row-level MVCE with
-        bins of that smaller size, not of ``M``: the bins' sampling noise,
-        about ``sqrt(f (1 - f) / M)``, grows by ``sqrt(N / max_rows)``. That
-        raises the value of well-calibrated predictions, whose MVCE is mostly
-        that noise (twice the row-level value at ``N = 4 * max_rows``), and
-        hardly moves a clear miscalibration, whose value is then off by the
-        sample's own error (the standard error of a mean of ``max_rows``
-        residuals ``p - y`` drawn out of ``N``: 3e-4 for the test data of
-        ``tests/test_metrics.py`` at one million of two million rows).
+        Above this total weight the rows are not made: each view draws its
+        bins' residual sums from the normal distribution with the exact mean
+        and covariance of a random partition of all N rows
+        (:func:`_partition_views`). The cost is then O(cells + views x bins)
+        whatever N, the bin size stays ``M`` (no subsample, so no extra
+        noise), and the value is distributed as the row-level one up to the
+        normal approximation of a sum of at least ``M`` rows drawn without
+        replacement; ``tests/test_metrics.py`` compares it with the views of
+        the rows themselves.
     """
     probs_, y, w = _check(probs, labels, sample_weight)
     return _mvce(probs_, y, w, bin_size, n_views, p, seed, max_rows)

@@ -1,0 +1,305 @@
+"""Score cells: the weighted sufficient statistics every calibrator, metric and interval can work from.
+
+A score cell gathers the rows that share a score (or a fine grid step of it)
+and a *part* (the fold or split a row belongs to): its row count ``n``, its
+positives ``n_pos`` and the sum of its raw scores. Rows are touched once, to
+aggregate; everything after that costs O(cells), not O(rows):
+
+* a calibrator is fitted on a cell table as the weighted rows
+  ``(score, 1)`` of weight ``n_pos`` and ``(score, 0)`` of weight
+  ``n - n_pos`` (:meth:`ScoreCells.weighted_rows`); with exact cells this is
+  *the same fit* as on the rows (tested per method in ``tests/test_weights.py``);
+* a metric is computed from the cells' predictions with those weights
+  (exact against the rows for every metric but MVCE, whose random views
+  shuffle rows; see :func:`calibdash.metrics.mvce`);
+* intervals resample cells (:func:`calibdash.bootstrap.bootstrap_cells`).
+
+Exact cells and the grid
+------------------------
+Cells are the **distinct scores** when there are at most ``max_exact``
+(default ``2**16``) of them: then nothing is lost. Otherwise scores are
+quantized to a fixed grid of ``GRID = 2**16`` equal steps on [0, 1] (cell
+``floor(score * 2**16)``, score 1 in the last), which keeps the order of the
+scores and is computed exactly in any engine (multiplying by a power of two
+is exact in floating point). A cell then stands at the mean score of its
+rows (``score_sum / n``), so a row's score moves by less than one step,
+``2**-16 = 1.53e-5``, and:
+
+* a continuous calibrator's prediction moves by at most its slope times the
+  step; a step calibrator's cuts fall between cells instead of between rows;
+* a binned metric of the raw scores (ECE, MCE) moves by at most one step per
+  row, so by at most ``2**-16``, unless a bin boundary falls inside a cell;
+* AUC moves by at most the share of positive-negative pairs that the grid
+  puts in one cell (:meth:`ScoreCells.auc_tie_bound`, computed exactly).
+
+``tests/test_cells.py`` checks these bounds at 10^5 rows.
+
+Parts: how rows are divided before aggregation
+----------------------------------------------
+The fold or split of a row is decided before its row is aggregated, by a rule
+any engine (numpy, DuckDB, Spark) can apply in the same way: a seeded hash of
+the row's key (its position in the source, from 0), :func:`row_hash`, built
+from 32-bit integer operations whose products stay below 2^48, or the file's
+own split column. ``fold = row_hash(key, seed) % k``; a row is held out of a
+random split when ``row_hash(key, seed) < test_size * 2**32``. Unlike the
+stratified splits used on small data, this does not balance the classes per
+fold; at the sizes where cells are used (see the dashboard's threshold) the
+difference is negligible.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataError, SettingsError
+from .validation import check_labels, check_scores
+
+__all__ = ["ScoreCells", "CellAccumulator", "GRID", "MAX_EXACT", "row_hash", "parts_for", "aggregate"]
+
+#: Steps of the fallback grid on [0, 1].
+GRID = 2 ** 16
+#: At most this many distinct scores are kept exact.
+MAX_EXACT = 2 ** 16
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def _mul32(h: np.ndarray, c: int) -> np.ndarray:
+    """``(h * c) mod 2**32`` for 32-bit ``h`` and ``c``, with every product below 2**48 (as SQL can do it)."""
+    lo, hi = np.uint64(c & 0xFFFF), np.uint64(c >> 16)
+    return (h * lo + (((h * hi) & np.uint64(0xFFFF)) << np.uint64(16))) & _MASK32
+
+
+def row_hash(keys, seed: int = 0) -> np.ndarray:
+    """A seeded 32-bit hash of non-negative integer row keys (MurmurHash3's finaliser of ``key + seed``).
+
+    Every step is a 32-bit xor, shift or a multiplication split into 16-bit
+    halves, so DuckDB and Spark SQL reproduce it with their integer types.
+
+    Returns
+    -------
+    ndarray of uint64 in [0, 2**32)
+    """
+    k = np.asarray(keys, dtype=np.uint64)
+    h = (k + np.uint64(int(seed) * 0x9E3779B1 & 0xFFFFFFFF)) & _MASK32
+    h = h ^ (h >> np.uint64(16))
+    h = _mul32(h, 0x85EBCA6B)
+    h = h ^ (h >> np.uint64(13))
+    h = _mul32(h, 0xC2B2AE35)
+    return h ^ (h >> np.uint64(16))
+
+
+def parts_for(n_rows: int, kind: str, *, seed: int = 0, k: int = 5, test_size: float = 0.3,
+              split_train=None) -> np.ndarray:
+    """The part of each row, from its key (position) alone or the file's split column.
+
+    Parameters
+    ----------
+    n_rows : int
+    kind : {"kfold", "split", "column", "insample"}
+        ``"kfold"``: part = fold 0..k-1; ``"split"``: 0 = fit, 1 = held out;
+        ``"column"``: 0 where ``split_train`` (a boolean mask) is True, else 1;
+        ``"insample"``: every row 0.
+
+    Returns
+    -------
+    ndarray of int16
+    """
+    if kind == "insample":
+        return np.zeros(n_rows, dtype=np.int16)
+    if kind == "column":
+        if split_train is None or len(split_train) != n_rows:
+            raise DataError("the file's split column is needed for this scheme.")
+        return np.where(np.asarray(split_train, dtype=bool), 0, 1).astype(np.int16)
+    h = row_hash(np.arange(n_rows, dtype=np.uint64), seed)
+    if kind == "kfold":
+        if int(k) < 2:
+            raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
+        return (h % np.uint64(int(k))).astype(np.int16)
+    if kind == "split":
+        if not 0 < float(test_size) < 1:
+            raise SettingsError(f"test_size must lie strictly between 0 and 1, got {test_size}.")
+        return (h < np.uint64(int(float(test_size) * 2 ** 32))).astype(np.int16)
+    raise SettingsError(f"unknown scheme kind {kind!r}.")
+
+
+@dataclass(frozen=True)
+class ScoreCells:
+    """Per (part, score cell): rows, positives and the sum of their scores, sorted by part then score.
+
+    Attributes
+    ----------
+    score : ndarray of float
+        The cell's score: the distinct score (exact cells) or the mean score
+        of its rows (grid cells).
+    n, n_pos : ndarray of int64
+        Rows and positives in the cell.
+    score_sum : ndarray of float
+        Sum of the rows' raw scores.
+    part : ndarray of int16
+        The cell's part (fold, or 0 = fit / 1 = held out); all 0 without a scheme.
+    exact : bool
+        Whether the cells are the distinct scores (nothing lost).
+    n_rows : int
+        Rows aggregated.
+    """
+
+    score: np.ndarray
+    n: np.ndarray
+    n_pos: np.ndarray
+    score_sum: np.ndarray
+    part: np.ndarray
+    exact: bool
+    n_rows: int
+    features: pd.DataFrame | None = field(default=None)
+
+    def __len__(self) -> int:
+        return int(self.score.size)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays (what a cache is charged for)."""
+        own = sum(a.nbytes for a in (self.score, self.n, self.n_pos, self.score_sum, self.part))
+        return int(own + (0 if self.features is None else self.features.memory_usage(deep=True).sum()))
+
+    def describe(self) -> str:
+        """``"10,000,000 rows summarised into 48,211 score cells"`` (+ how), for the pages."""
+        how = "the distinct scores" if self.exact else f"a grid of {GRID:,} steps on [0, 1]"
+        return f"{self.n_rows:,} rows summarised into {len(self):,} score cells ({how})"
+
+    def select(self, mask) -> "ScoreCells":
+        """The cells where ``mask`` holds (for example one part)."""
+        m = np.asarray(mask, dtype=bool)
+        feats = None if self.features is None else self.features.loc[m].reset_index(drop=True)
+        return ScoreCells(score=self.score[m], n=self.n[m], n_pos=self.n_pos[m], score_sum=self.score_sum[m],
+                          part=self.part[m], exact=self.exact, n_rows=int(self.n[m].sum()), features=feats)
+
+    def weighted_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(scores, labels, weights)``: each cell as a positive row of weight ``n_pos`` and a negative
+        row of weight ``n - n_pos`` (zero-weight rows dropped), what ``fit(..., sample_weight=)`` takes."""
+        s = np.concatenate([self.score, self.score])
+        y = np.concatenate([np.ones(len(self), np.int8), np.zeros(len(self), np.int8)])
+        w = np.concatenate([self.n_pos, self.n - self.n_pos]).astype(float)
+        keep = w > 0
+        return s[keep], y[keep], w[keep]
+
+    def weighted_predictions(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(predictions, labels, weights)`` of the cells' weighted rows, for the weighted metrics."""
+        p = np.asarray(p, dtype=float)
+        if p.shape != self.score.shape:
+            raise DataError(f"one prediction per cell is needed ({len(self)}), got {p.shape}.")
+        pp = np.concatenate([p, p])
+        y = np.concatenate([np.ones(len(self), np.int8), np.zeros(len(self), np.int8)])
+        w = np.concatenate([self.n_pos, self.n - self.n_pos]).astype(float)
+        keep = w > 0
+        return pp[keep], y[keep], w[keep]
+
+    def auc_tie_bound(self) -> float:
+        """Largest change in AUC the cells can cause: the share of positive-negative pairs inside one cell.
+
+        0 for exact cells (rows tied in a cell were tied already).
+        """
+        if self.exact:
+            return 0.0
+        pos, neg = float(self.n_pos.sum()), float((self.n - self.n_pos).sum())
+        if pos == 0 or neg == 0:
+            return 0.0
+        return float(np.sum(self.n_pos * (self.n - self.n_pos)) / (pos * neg))
+
+
+class CellAccumulator:
+    """Aggregates rows into score cells chunk by chunk, in bounded memory (the in-memory engine).
+
+    Each chunk is reduced to its (part, distinct score) cells at once, and the
+    running cells are merged with it. While the distinct scores seen stay at
+    most ``max_exact`` the cells are exact; the first chunk that takes them
+    over moves every cell to the grid (a cell's grid step follows from its
+    exact score) and the rest follow in grid mode. Aggregating a file in one
+    chunk or in many gives the same cells (tested).
+    """
+
+    def __init__(self, max_exact: int = MAX_EXACT):
+        self.max_exact = int(max_exact)
+        self.exact = True
+        self.n_rows = 0
+        self._part = np.empty(0, np.int64)
+        self._code = np.empty(0, np.float64)     # the exact score, or the grid step (as float) in grid mode
+        self._n = np.empty(0, np.int64)
+        self._pos = np.empty(0, np.int64)
+        self._sum = np.empty(0, np.float64)
+
+    def _merge(self, part, code, n, pos, ssum) -> None:
+        part = np.concatenate([self._part, part])
+        code = np.concatenate([self._code, code])
+        order = np.lexsort((code, part))
+        part, code = part[order], code[order]
+        n = np.concatenate([self._n, n])[order]
+        pos = np.concatenate([self._pos, pos])[order]
+        ssum = np.concatenate([self._sum, ssum])[order]
+        start = np.flatnonzero(np.r_[True, (part[1:] != part[:-1]) | (code[1:] != code[:-1])])
+        self._part, self._code = part[start], code[start]
+        self._n, self._pos = np.add.reduceat(n, start), np.add.reduceat(pos, start)
+        self._sum = np.add.reduceat(ssum, start)
+
+    def _to_grid(self) -> None:
+        self.exact = False
+        steps = np.minimum(np.floor(self._code * GRID), GRID - 1)
+        self._code = np.empty(0)
+        part, n, pos, ssum = self._part, self._n, self._pos, self._sum
+        self._part, self._n, self._pos, self._sum = (np.empty(0, np.int64), np.empty(0, np.int64),
+                                                     np.empty(0, np.int64), np.empty(0))
+        self._merge(part, steps, n, pos, ssum)
+
+    def add(self, scores, labels, part=None) -> "CellAccumulator":
+        """Add one chunk of rows (scores in [0, 1], 0/1 labels, optional part per row)."""
+        s = check_scores(scores)
+        y = check_labels(labels, s.size, require_both=False)
+        g = np.zeros(s.size, dtype=np.int64) if part is None else np.asarray(part, dtype=np.int64)
+        if g.shape != s.shape:
+            raise DataError(f"part has {g.size} values but scores has {s.size}.")
+        code = s if self.exact else np.minimum(np.floor(s * GRID), GRID - 1)
+        present = np.unique(g)
+        for p in present:
+            rows = slice(None) if present.size == 1 else g == p
+            uniq, inv = np.unique(code[rows], return_inverse=True)
+            self._merge(np.full(uniq.size, p, np.int64), uniq,
+                        np.bincount(inv, minlength=uniq.size).astype(np.int64),
+                        np.bincount(inv, weights=y[rows], minlength=uniq.size).astype(np.int64),
+                        np.bincount(inv, weights=s[rows], minlength=uniq.size))
+        self.n_rows += int(s.size)
+        if self.exact and np.unique(self._code).size > self.max_exact:
+            self._to_grid()
+        return self
+
+    def result(self) -> ScoreCells:
+        """The cells of every row added so far, sorted by part then score."""
+        score = self._code.copy() if self.exact else self._sum / self._n
+        return ScoreCells(score=score, n=self._n.copy(), n_pos=self._pos.copy(), score_sum=self._sum.copy(),
+                          part=self._part.astype(np.int16), exact=self.exact, n_rows=self.n_rows)
+
+
+def aggregate(scores, labels, part=None, *, max_exact: int = MAX_EXACT, chunk_rows: int = 2_000_000) -> ScoreCells:
+    """Aggregate rows into score cells, ``chunk_rows`` at a time (see :class:`CellAccumulator`).
+
+    Parameters
+    ----------
+    scores, labels : array-like
+        Scores in [0, 1] and 0/1 labels.
+    part : array-like of int, optional
+        Each row's part (:func:`parts_for`); default all 0.
+    max_exact : int, default ``MAX_EXACT``
+        Keep the distinct scores as cells when there are at most this many,
+        else quantize to the grid (see the module docstring).
+
+    Returns
+    -------
+    ScoreCells
+    """
+    s = np.asarray(scores)
+    acc = CellAccumulator(max_exact)
+    for start in range(0, max(s.size, 1), int(chunk_rows)):
+        stop = start + int(chunk_rows)
+        acc.add(s[start:stop], np.asarray(labels)[start:stop], None if part is None else np.asarray(part)[start:stop])
+    return acc.result()
