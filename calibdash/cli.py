@@ -72,11 +72,11 @@ def cmd_evaluate(args) -> int:
     if args.scheme == "column" and not ss.split_column:
         raise DataError("--scheme column needs a split column in the file.")
     feats = ss.features if any(c.uses_features for c in cals.values()) else None
-    use_cells = args.cells == "always" or (args.cells == "auto" and use_cells_for(ss.n_rows) and feats is None)
+    use_cells = args.cells == "always" or (args.cells == "auto" and use_cells_for(ss.n_rows, feats is not None))
     if use_cells:
         cells = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))
         ev = evaluate_cells(cells, cals, scheme)
-        judged, how, scheme_text = int(ev.cells.n.sum()), cells.describe(), scheme.describe(on_cells=True)
+        judged, how, scheme_text = ev.n_judged, ev.note, scheme.describe(on_cells=True)
     else:
         ev = evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split)
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()

@@ -40,7 +40,7 @@ from .methods import RAW, resolve
 from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "evaluate", "combine", "UNCALIBRATED",
-           "CellEvaluation", "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for",
+           "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for",
            "TRAIN_WORDS", "TEST_WORDS"]
 
 UNCALIBRATED = RAW
@@ -184,6 +184,18 @@ class Evaluation:
         Method key -> seconds spent fitting and predicting (all folds).
     binning : str
         How ECE and MCE were binned (:func:`calibdash.metrics.binning_label`).
+    weights : ndarray or None
+        None when the judged rows are rows. On score cells
+        (:func:`evaluate_cells`) the judged "rows" are the cells' weighted
+        rows (a positive row weighing the cell's positives, a negative row
+        its negatives): ``weights`` holds their weights, to pass as
+        ``sample_weight`` to every metric, table and figure.
+    fit_sample : tuple or None
+        On score cells: ``(scores, labels, weights)`` of the weighted rows the
+        models were fitted on (what :func:`calibdash.explain.explain` needs
+        there instead of ``fit_rows``).
+    note : str
+        On score cells: how many rows were summarised into how many cells.
     """
 
     scheme: Scheme
@@ -195,6 +207,14 @@ class Evaluation:
     fit_rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     fit_seconds: dict = field(default_factory=dict)
     binning: str = field(default_factory=metrics.binning_label)
+    weights: np.ndarray | None = None
+    fit_sample: tuple | None = None
+    note: str = ""
+
+    @property
+    def n_judged(self) -> int:
+        """How many rows were judged (the weights' total on score cells)."""
+        return int(self.rows.size if self.weights is None else round(float(self.weights.sum())))
 
 
 def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] | str,
@@ -285,8 +305,10 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
     tables = [first.metrics.loc[[UNCALIBRATED]]]
     models, seconds = {}, {}
     for part in parts:
+        same_weights = (part.weights is None) == (first.weights is None) and (
+            part.weights is None or np.array_equal(part.weights, first.weights))
         if (part.scheme != first.scheme or not np.array_equal(part.rows, first.rows)
-                or part.binning != first.binning):
+                or part.binning != first.binning or not same_weights):
             raise DataError("evaluations made on different rows, schemes or binnings cannot be combined.")
         cols = [c for c in part.predictions.columns if c != UNCALIBRATED]
         preds.append(part.predictions[cols])
@@ -295,7 +317,8 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
         seconds.update(part.fit_seconds)
     return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels,
                       predictions=pd.concat(preds, axis=1), metrics=pd.concat(tables),
-                      models=models, fit_rows=first.fit_rows, fit_seconds=seconds, binning=first.binning)
+                      models=models, fit_rows=first.fit_rows, fit_seconds=seconds, binning=first.binning,
+                      weights=first.weights, fit_sample=first.fit_sample, note=first.note)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,9 +329,13 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
 CELLS_MIN_ROWS = 200_000
 
 
-def use_cells_for(n_rows: int) -> bool:
-    """Whether data of ``n_rows`` rows is evaluated on score cells by default."""
-    return int(n_rows) > CELLS_MIN_ROWS
+def use_cells_for(n_rows: int, needs_rows: bool = False) -> bool:
+    """Whether data of ``n_rows`` rows is evaluated on score cells by default.
+
+    ``needs_rows``: a chosen method reads the rows' features (MBCT with feature
+    columns); then every method is judged on rows, so all are judged alike.
+    """
+    return int(n_rows) > CELLS_MIN_ROWS and not needs_rows
 
 
 def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
@@ -323,37 +350,9 @@ def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
     return cells.parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
 
 
-@dataclass
-class CellEvaluation:
-    """Held-out predictions and metrics of several methods, computed on score cells.
-
-    Attributes
-    ----------
-    scheme : Scheme
-    cells : ScoreCells
-        The judged cells (held-out part; every cell for k-fold and in-sample).
-    predictions : DataFrame
-        One column per method (``"uncalibrated"`` first), one row per judged cell.
-    metrics : DataFrame
-        As :attr:`Evaluation.metrics`, from the cells' weighted rows.
-    models : dict
-        Method key -> calibrator fitted on the fitting cells (k-fold: on all cells).
-    fit_seconds : dict
-    binning : str
-    """
-
-    scheme: Scheme
-    cells: object
-    predictions: pd.DataFrame
-    metrics: pd.DataFrame
-    models: dict = field(default_factory=dict)
-    fit_seconds: dict = field(default_factory=dict)
-    binning: str = field(default_factory=metrics.binning_label)
-
-
 def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: int = metrics.DEFAULT_N_BINS,
                    strategy: str = metrics.DEFAULT_STRATEGY, mvce_views: int = 100,
-                   progress: Callable[[float, str], None] | None = None) -> CellEvaluation:
+                   progress: Callable[[float, str], None] | None = None) -> Evaluation:
     """Fit each method on the fitting cells and judge it on the held-out cells.
 
     The same protocol as :func:`evaluate`, on a :class:`calibdash.cells.ScoreCells` whose
@@ -368,6 +367,13 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     methods : method spec (:func:`calibdash.methods.resolve`)
         Feature-aware methods (MBCT) are fitted on the score alone here.
     scheme : Scheme, default ``Scheme()``
+
+    Returns
+    -------
+    Evaluation
+        Whose judged "rows" are the judged cells' weighted rows, with their
+        ``weights``; ``fit_sample`` holds the weighted rows the models were
+        fitted on and ``note`` what the cells summarise.
     """
     scheme = scheme or Scheme()
     cals = resolve(methods)
@@ -408,12 +414,18 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
         models[key] = model
         seconds[key] = time.perf_counter() - t0
         preds[key] = out[judged]
+    pp, yy, ww = seen.weighted_predictions(seen.score)
+    keep_cells = np.concatenate([seen.n_pos, seen.n - seen.n_pos]) > 0
+    columns = {}
     rows = {}
     for key, p in preds.items():
-        pp, yy, ww = seen.weighted_predictions(p)
-        rows[key] = metrics.summary(pp, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views,
+        columns[key] = np.concatenate([p, p])[keep_cells]
+        rows[key] = metrics.summary(columns[key], yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views,
                                     sample_weight=ww)
     table = pd.DataFrame(rows).T[list(metrics.METRIC_NAMES)]
     table.index.name = "method"
-    return CellEvaluation(scheme=scheme, cells=seen, predictions=pd.DataFrame(preds), metrics=table,
-                          models=models, fit_seconds=seconds, binning=metrics.binning_label(n_bins, strategy))
+    fitted_on = all_cells if scheme.kind in ("kfold", "insample") else all_cells.select(part == 0)
+    return Evaluation(scheme=scheme, rows=np.arange(yy.size), labels=yy, predictions=pd.DataFrame(columns),
+                      metrics=table, models=models, fit_seconds=seconds,
+                      binning=metrics.binning_label(n_bins, strategy), weights=ww,
+                      fit_sample=fitted_on.weighted_rows(), note=all_cells.describe())

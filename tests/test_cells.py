@@ -125,7 +125,11 @@ def test_evaluation_on_exact_cells_equals_the_rows(kind):
         for name in ("AUC", "ACC", "RMSE", "Brier", "LogLoss", "ECE", "MCE"):
             assert got[name] == pytest.approx(want[name], rel=1e-9, abs=1e-12), (key, name)
         assert got["MVCE"] == pytest.approx(want["MVCE"], abs=0.01)
-    assert int(ev.cells.n.sum()) == (s.size if kind != "split" else int((part == 1).sum()))
+    assert ev.n_judged == (s.size if kind != "split" else int((part == 1).sum()))
+    np.testing.assert_allclose(ev.predictions["uncalibrated"].to_numpy(), np.unique(s, return_inverse=True)[0][
+        np.searchsorted(np.unique(s), ev.predictions["uncalibrated"].to_numpy())])     # a cell's raw score
+    fs, fy, fw = ev.fit_sample
+    assert fw.sum() == (s.size if kind != "split" else int((part == 0).sum())) and set(np.unique(fy)) == {0, 1}
 
 
 def test_evaluation_on_cells_refuses_an_empty_or_one_class_part():
