@@ -359,7 +359,8 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     ``part`` was set by :func:`cell_parts` for ``scheme``: a calibrator is fitted on cells
     as weighted rows (the same fit as on their rows when the cells are exact), and the
     metrics are the weighted metrics of the judged cells (exact against the rows except
-    MVCE, whose views shuffle rows).
+    MVCE, whose views shuffle rows: above ``CELLS_MIN_ROWS`` judged rows its views are
+    drawn with the exact moments of a random partition, see :func:`calibdash.metrics.mvce`).
 
     Parameters
     ----------
@@ -421,7 +422,7 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     for key, p in preds.items():
         columns[key] = np.concatenate([p, p])[keep_cells]
         rows[key] = metrics.summary(columns[key], yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views,
-                                    sample_weight=ww)
+                                    sample_weight=ww, mvce_max_rows=CELLS_MIN_ROWS)
     table = pd.DataFrame(rows).T[list(metrics.METRIC_NAMES)]
     table.index.name = "method"
     fitted_on = all_cells if scheme.kind in ("kfold", "insample") else all_cells.select(part == 0)

@@ -652,12 +652,13 @@ def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str
 
 
 def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
-            mvce_bin_size: int | None = None, mvce_views: int = 100, sample_weight=None) -> dict[str, float]:
+            mvce_bin_size: int | None = None, mvce_views: int = 100, sample_weight=None,
+            mvce_max_rows: int = MVCE_MAX_ROWS) -> dict[str, float]:
     """All metrics at once, keyed as in :data:`METRIC_NAMES`.
 
     ECE and MCE use ``n_bins`` and ``strategy`` (default: 10 equal-count
-    bins); MVCE uses ``mvce_bin_size`` and ``mvce_views`` (and needs whole
-    weights, see :func:`mvce`). The inputs are checked, and the predictions
+    bins); MVCE uses ``mvce_bin_size``, ``mvce_views`` and ``mvce_max_rows``
+    (and needs whole weights, see :func:`mvce`). The inputs are checked, and the predictions
     sorted, once.
     """
     p, y, w = _check(probs, labels, sample_weight)
@@ -673,5 +674,5 @@ def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
         "LogLoss": _log_loss(p, y, w),
         "ECE": _ece(bins, _total(p, w)),
         "MCE": _mce(bins),
-        "MVCE": _mvce(p, y, w, mvce_bin_size, mvce_views, 1.0, 0, MVCE_MAX_ROWS),
+        "MVCE": _mvce(p, y, w, mvce_bin_size, mvce_views, 1.0, 0, mvce_max_rows),
     }
