@@ -405,7 +405,7 @@ def _mvce(mean: float, var: float, n: float, views: int) -> float:
     d = np.array([mean + (n - a) * gap / n, mean - a * gap / n])
     counts = np.array([a, n - a], dtype=np.int64)
     bin_size = max(1, int(n) // 10)                          # metrics.mvce's default: ten bins per view
-    return float(np.mean(metrics._partition_views(d, counts, bin_size, views, 1.0, 0)))
+    return float(np.mean(metrics.partition_views(d, counts, bin_size, views, 1.0, 0)))
 
 
 def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int) -> np.ndarray:
@@ -578,7 +578,7 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
     """
     p, pos, neg = _cell_inputs(predictions, n, n_pos)
     names = _check_names(names)
-    n_bins = metrics._check_binning(n_bins, strategy, weighted=True)     # refuses the order-dependent "rank"
+    n_bins = metrics.check_binning(n_bins, strategy, weighted=True)     # refuses the order-dependent "rank"
     if int(n_boot) < 1:
         raise SettingsError(f"n_boot must be at least 1, got {n_boot}.")
     plan = _plan(p, pos, neg, n_bins, strategy, names, mvce_views)

@@ -137,7 +137,7 @@ def _check_strategy(strategy: str) -> None:
         raise SettingsError(f"strategy must be one of {_ALL_STRATEGIES}, got {strategy!r}.")
 
 
-def _check_binning(n_bins, strategy: str, weighted: bool) -> int:
+def check_binning(n_bins, strategy: str, weighted: bool) -> int:
     """The validated number of bins; refuses weights with the order-dependent ``"rank"`` cut."""
     _check_strategy(strategy)
     if int(n_bins) != n_bins or n_bins < 1:
@@ -344,7 +344,7 @@ def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
     """
     p = np.asarray(probs, dtype=float).reshape(-1)
     w = check_weights(sample_weight, p.size)
-    n_bins = _check_binning(n_bins, strategy, w is not None)
+    n_bins = check_binning(n_bins, strategy, w is not None)
     if strategy == "uniform":
         return _uniform_ids(p, n_bins)
     if strategy == "rank":
@@ -383,7 +383,7 @@ def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
         become weight sums. Refused by ``"rank"``.
     """
     p, y, w = _check(probs, labels, sample_weight)
-    n_bins = _check_binning(n_bins, strategy, w is not None)
+    n_bins = check_binning(n_bins, strategy, w is not None)
     return _ece(_bins(p, y, w, n_bins, strategy), _total(p, w))
 
 
@@ -394,7 +394,7 @@ def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
     Arguments as for :func:`ece`.
     """
     p, y, w = _check(probs, labels, sample_weight)
-    n_bins = _check_binning(n_bins, strategy, w is not None)
+    n_bins = check_binning(n_bins, strategy, w is not None)
     return _mce(_bins(p, y, w, n_bins, strategy))
 
 
@@ -492,7 +492,7 @@ def _whole_counts(w: np.ndarray) -> np.ndarray:
     return w.astype(np.int64)
 
 
-def _partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: int, p: float, seed) -> np.ndarray:
+def partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: int, p: float, seed) -> np.ndarray:
     """Per-view MVCE of the rows ``np.repeat(d, counts)`` (residuals ``f - y``) without making the rows.
 
     A view cuts a uniform random permutation of the N rows into bins of
@@ -539,7 +539,7 @@ def _mvce(probs, y, w, bin_size, n_views, p, seed, max_rows) -> float:
     n = int(counts.sum())
     m = max(1, n // 10) if bin_size is None else int(bin_size)
     if n > int(max_rows):
-        return float(np.mean(_partition_views(probs - y, counts, m, int(n_views), p, seed)))
+        return float(np.mean(partition_views(probs - y, counts, m, int(n_views), p, seed)))
     return float(np.mean(_mvce_views(np.repeat(probs, counts), np.repeat(y, counts), m, int(n_views), p, seed)))
 
 
@@ -576,7 +576,7 @@ def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
         Above this total weight the rows are not made: each view draws its
         bins' residual sums from the normal distribution with the exact mean
         and covariance of a random partition of all N rows
-        (:func:`_partition_views`). The cost is then O(cells + views x bins)
+        (:func:`partition_views`). The cost is then O(cells + views x bins)
         whatever N, the bin size stays ``M`` (no subsample, so no extra
         noise), and the value is distributed as the row-level one up to the
         normal approximation of a sum of at least ``M`` rows drawn without
@@ -629,7 +629,7 @@ def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str
     pud : ``sum(labels) / sum(probs)`` in the bin (MBCT Eq. 6)
     """
     p, y, w = _check(probs, labels, sample_weight)
-    n_bins = _check_binning(n_bins, strategy, w is not None)
+    n_bins = check_binning(n_bins, strategy, w is not None)
     b = _bins(p, y, w, n_bins, strategy)
     empty = b.count <= 0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -662,7 +662,7 @@ def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
     sorted, once.
     """
     p, y, w = _check(probs, labels, sample_weight)
-    n_bins = _check_binning(n_bins, strategy, w is not None)
+    n_bins = check_binning(n_bins, strategy, w is not None)
     groups = _groups(p, y, w)
     bins = _bins(p, y, w, n_bins, strategy, groups)
     b = _brier(p, y, w)
