@@ -7,9 +7,10 @@ import plotly.graph_objects as go
 import pytest
 
 from calibdash import calibrators, export, metrics
-from calibdash.calibrators._mbct_tree import (categorical_slots, grouped_mvce, grow_tree, learn_codes,
-                                              ordered_slots, random_views, weighted_mvce, weighted_quantiles)
-from calibdash.calibrators.mbct import GLOBAL_VIEWS, MBCTCalibrator, holdout_split
+from calibdash.calibrators._mbct_tree import (ColumnCode, Tree, categorical_slots, grouped_mvce, grow_tree,
+                                              learn_codes, ordered_slots, random_views, weighted_mvce,
+                                              weighted_quantiles)
+from calibdash.calibrators.mbct import GLOBAL_VIEWS, MBCTCalibrator, growth_sample, holdout_split, tree_rows
 from calibdash.errors import DataError, ProgrammingError, SettingsError
 from calibdash.explain import explain
 from calibdash.explain import mbct as explain_mbct
@@ -39,6 +40,15 @@ def grouped():
 def tree_tables(m, s, y, df=None):
     """The explanation's table of each kept tree."""
     return explain(m, s, y, df).trees
+
+
+def subtree(parent, node) -> list:
+    """``node`` and its descendants, from the parent of each node (children numbered after parents)."""
+    below = {node}
+    for k in range(node + 1, len(parent)):
+        if parent[k] in below:
+            below.add(k)
+    return sorted(below)
 
 
 # -- the node-local loss --------------------------------------------------------------------------------
@@ -190,12 +200,9 @@ def test_tree_table_matches_the_rows(grouped):
     for t, table in enumerate(ex.trees):
         parent = table["parent"].to_numpy()
         for node in table["node"]:
-            below = {node}                                  # the node and its descendants
-            for k in range(node + 1, len(table)):
-                if parent[k] in below:
-                    below.add(k)
-            at_fit = np.isin(nodes_fit[:, t], list(below))
-            at_chk = np.isin(nodes_chk[:, t], list(below))
+            below = subtree(parent, node)
+            at_fit = np.isin(nodes_fit[:, t], below)
+            at_chk = np.isin(nodes_chk[:, t], below)
             row = table.loc[node]
             assert row["rows"] == at_fit.sum() and row["check_rows"] == at_chk.sum()
             assert row["positives"] == y[fit][at_fit].sum()
@@ -567,3 +574,227 @@ def test_explanation_of_a_weighted_fit(grouped):
     assert any("weighted" in n and "weight 0" in n for n in ex.notes)
     with pytest.raises(ProgrammingError, match="sample_weight"):
         explain(m, s, y, df)                                                  # the weights left out
+
+
+# -- coding and routing at scale -------------------------------------------------------------------------
+def walk(tree, codes):
+    """Reference routing, one row at a time: follow the table while the code is known there."""
+    out = np.zeros(len(codes), dtype=np.int64)
+    start = tree.table_start
+    for i, row in enumerate(codes):
+        node = 0
+        while tree.feature[node] >= 0:
+            code = row[tree.feature[node]]
+            if not 0 <= code < tree.table_len[node] or tree.table[start[node] + code] < 0:
+                break
+            node = tree.table[start[node] + code]
+        out[i] = node
+    return out
+
+
+def test_routing_equals_walking_each_row(grouped):
+    """Level-wise routing of all rows at once = the row-by-row walk, with unseen values (-1), values
+    unseen in a node (-1 in its table) and codes beyond a table (a file's shorter table)."""
+    (s, y, df), _ = grouped
+    m = calibrators.get("mbct", bin_size=100, n_trees=3, early_stopping=False).fit(s, y, df)
+    rng = np.random.default_rng(3)
+    codes = m._codes(s[:3000], df.iloc[:3000]).copy()
+    codes[rng.random(codes.shape) < 0.05] = -1
+    stopped = 0
+    for tree in m.trees_:
+        end = walk(tree, codes)
+        np.testing.assert_array_equal(tree.route(codes), end)
+        np.testing.assert_array_equal(tree.route(codes, m._top_codes()), end)
+        stopped += int((tree.feature[end] >= 0).sum())
+    assert stopped > 0                                          # some rows did stop at an inner node
+    # a hand-made tree whose routing tables are shorter than the codes: those rows stay at the node
+    tree = Tree(feature=[1, -1, 0, -1, -1], table_len=[2, 0, 2, 0, 0], table=[1, 2, 3, 4], positives=np.ones(5),
+                sum_input=np.ones(5))
+    codes = rng.integers(-1, 4, (500, 2))
+    np.testing.assert_array_equal(tree.route(codes), walk(tree, codes))
+
+
+def test_category_codes_are_the_values_codes():
+    """A category column is coded from its integer codes, other columns after factorizing: the same
+    codes as looking up every value (unseen: -1, missing: its own code when seen at fit time)."""
+    rng = np.random.default_rng(0)
+    values = np.where(rng.random(400) < 0.1, None, rng.choice(["a", "b", "c"], 400)).astype(object)
+    code = learn_codes(pd.Series(values, name="v"), 10)
+    assert list(code.categories) == ["a", "b", "c"] and code.missing_code == 3
+    new = np.array(["c", None, "z", "a", np.nan, "b"], dtype=object)
+    expect = [2, 3, -1, 0, 3, 1]
+    for given in (new, pd.Series(new), pd.Series(pd.Categorical(new)), pd.Series(new, dtype="string"),
+                  pd.Series(pd.Categorical(new, categories=["z", "b", "a", "c", "q"]))):
+        assert code.encode(given).tolist() == expect
+    cat = learn_codes(pd.Series(pd.Categorical([3, 1, 3], categories=[1, 2, 3]), name="k"), 10)
+    assert list(cat.categories) == [1, 3] and cat.missing_code == -1          # only the values seen
+    assert cat.encode(pd.Series(pd.Categorical([2, 3, 1]))).tolist() == [-1, 1, 0]
+    assert cat.encode(np.array([3, None], dtype=object)).tolist() == [1, -1]  # missing unseen at fit: -1
+    assert isinstance(cat, ColumnCode)
+
+
+# -- growth on a sample ------------------------------------------------------------------------------------
+def test_growth_sample_is_seeded_stratified_and_sorted():
+    y = (np.random.default_rng(0).random(50_000) < 0.07).astype(np.int8)
+    a = growth_sample(y, 5000, seed=3)
+    assert a.size == 5000 and np.all(np.diff(a) > 0) and 0 <= a[0] and a[-1] < y.size
+    assert abs(y[a].sum() - 5000 * y.mean()) <= 0.5                    # each class its share, rounded
+    np.testing.assert_array_equal(a, growth_sample(y, 5000, seed=3))
+    assert not np.array_equal(a, growth_sample(y, 5000, seed=4))
+    assert growth_sample(y, y.size, seed=3) is None                     # no more rows than the sample: none
+    rare = np.zeros(10_000, dtype=np.int8)
+    rare[7] = 1
+    assert 7 in growth_sample(rare, 100, seed=0)                        # each class keeps a row
+    rows = tree_rows(y, 0.2, 3, 5000)
+    assert rows.sampled and rows.grow.size + rows.check.size == 5000
+    np.testing.assert_array_equal(np.sort(np.r_[rows.grow, rows.check]), a)     # the holdout splits the sample
+    np.testing.assert_array_equal(rows.fit, np.setdiff1d(np.arange(y.size), rows.check))
+    assert rows.judge is rows.check and rows.scale_weights(None)[rows.check].sum() == 0
+
+
+def scale_data(n, seed, n_sites=40):
+    """``group_data`` with distractors of many values: a 40-site category and a 300-value text column."""
+    s, y, df = group_data(n, seed)
+    rng = np.random.default_rng(seed + 50)
+    df["site"] = pd.Categorical(rng.integers(0, n_sites, n))
+    df["user"] = pd.Series(rng.integers(0, 300, n)).astype(str)
+    return s, y, df
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    """A weighted fit of 20,000 rows grown on a sample of 4,000 (no clipping: the identities are exact)."""
+    s, y, df = scale_data(20_000, 11)
+    s = 0.5 * s
+    w = np.random.default_rng(5).uniform(0.2, 3.0, s.size)
+    w[::13] = 0.0
+    m = calibrators.get("mbct", bin_size=150, n_trees=3, early_stopping=False, growth_rows=4000).fit(
+        s, y, df, sample_weight=w)
+    return m, s, y, df, w
+
+
+def test_sampled_growth_leaves_leaf_pud_one_on_all_tree_rows(sampled):
+    """The scales are recomputed on all rows but the check rows: each leaf's weighted PUD is 1 there,
+    for every tree (its input being the previous trees' output on all rows)."""
+    m, s, y, df, w = sampled
+    keep = w > 0
+    rows = tree_rows(y[keep], m.holdout, m.seed, m.growth_rows)
+    assert rows.sampled and rows.grow.size < 4000 < rows.fit.size
+    fit = np.flatnonzero(keep)[rows.fit]
+    nodes, stages = m.trace(s[fit], df.iloc[fit])
+    assert stages.max() < 1
+    wf, yf = w[fit], y[fit]
+    for t, tree in enumerate(m.trees_):
+        ends = np.unique(nodes[:, t])
+        assert set(ends) >= set(np.flatnonzero(tree.feature < 0))      # every leaf holds tree rows
+        for leaf in np.flatnonzero(tree.feature < 0):
+            sel = nodes[:, t] == leaf
+            assert np.dot(wf[sel], yf[sel]) / np.dot(wf[sel], stages[sel, t + 1]) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_sampled_scales_are_the_sums_over_all_tree_rows(sampled):
+    """Per node, positives and sum of the input are the weighted sums over every tree row through it
+    (rows that end at it or below), not over the sample; the explanation's tables show those sums."""
+    m, s, y, df, w = sampled
+    ex = explain(m, s, y, df, sample_weight=w)
+    fit, grow = ex.fit_rows, ex.grow_rows
+    assert np.isin(grow, fit).all() and grow.size < 4000 and fit.size + ex.check_rows.size == (w > 0).sum()
+    nodes, stages = m.trace(s[fit], df.iloc[fit])
+    wf, yf = w[fit], y[fit]
+    for t, tree in enumerate(m.trees_):
+        for node in range(tree.n_nodes):
+            sel = np.isin(nodes[:, t], subtree(tree.parent, node))
+            assert tree.positives[node] == pytest.approx(np.dot(wf[sel], yf[sel]), rel=1e-12)
+            assert tree.sum_input[node] == pytest.approx(np.dot(wf[sel], stages[sel, t]), rel=1e-12)
+            assert ex.trees[t].loc[node, "rows"] == pytest.approx(wf[sel].sum(), rel=1e-12)
+            assert ex.trees[t].loc[node, "positives"] == pytest.approx(np.dot(wf[sel], yf[sel]), rel=1e-12)
+    root = ex.trees[0].loc[0]
+    assert root["rows"] == pytest.approx(w[fit].sum()) and root["rows"] > 4 * w[grow].sum()
+    note = (f"Trees were grown on a seeded sample of {grow.size:,} of {fit.size:,} rows; "
+            f"node scales use all {fit.size:,} rows.")
+    assert note in ex.notes
+    titles = [title for title, _ in inner_figures(ex)]
+    assert any(f"sample of {grow.size:,} of {fit.size:,} rows" in title for title in titles)
+
+
+def test_sampled_node_losses_are_those_of_the_sample(sampled):
+    """The split choice is the sample's: tree 1 is the tree grown on the grow rows (same routing and
+    losses), only its sums differ; the training MVCE of the history is on the grow rows."""
+    m, s, y, df, w = sampled
+    keep = w > 0
+    sk, yk, dk, wk = s[keep], y[keep], df[keep].reset_index(drop=True), w[keep]
+    rows = tree_rows(yk, m.holdout, m.seed, m.growth_rows)
+    codes = m._codes(sk, dk)
+    g = rows.grow
+    tree, _ = grow_tree(codes[g], m.columns_, sk[g], yk[g], max_depth=m.max_depth, min_rows=m.bin_size,
+                        loss_bin_size=m.loss_bin_size_, views=random_views(g.size, m.views, [m.seed, 0]),
+                        weights=wk[g])
+    got = m.trees_[0]
+    for attr in ("feature", "table", "loss_node", "loss_split"):
+        np.testing.assert_array_equal(getattr(got, attr), getattr(tree, attr))
+    assert not np.allclose(got.positives, tree.positives)
+    expect = grouped_mvce(sk[g] - yk[g], np.zeros(g.size, int), 1, random_views(g.size, m.views, [m.seed, 0]),
+                          m.loss_bin_size_, 1.0, wk[g])[0, 0]
+    assert m.history_["fit_mvce"][0] == pytest.approx(expect, rel=1e-12)
+
+
+def test_no_more_rows_than_growth_rows_is_the_unsampled_fit_bit_for_bit(grouped):
+    """growth_rows >= N: nothing sampled, nothing recomputed: tree 1 is the tree grown on the holdout
+    split's tree rows, sums included, bit for bit; every growth_rows >= N gives the same fit."""
+    (s, y, df), (s2, _, df2) = grouped
+    w = np.random.default_rng(2).uniform(0.5, 2.0, s.size)
+    for weights in (None, w):
+        fits = [calibrators.get("mbct", bin_size=300, n_trees=3, growth_rows=g).fit(s, y, df, sample_weight=weights)
+                for g in (s.size, 10 * s.size, 200_000)]
+        for other in fits[1:]:
+            np.testing.assert_array_equal(other.predict(s2, df2), fits[0].predict(s2, df2))
+            for key in fits[0].history_:
+                np.testing.assert_array_equal(other.history_[key], fits[0].history_[key])
+        m = fits[0]
+        fit, _ = holdout_split(y, m.holdout, m.seed)
+        assert not tree_rows(y, m.holdout, m.seed, m.growth_rows).sampled
+        codes = m._codes(s, df)
+        tree, _ = grow_tree(codes[fit], m.columns_, s[fit], y[fit], max_depth=5, min_rows=300, loss_bin_size=150,
+                            views=random_views(fit.size, m.views, [m.seed, 0]),
+                            weights=None if weights is None else weights[fit])
+        for attr in ("feature", "table", "positives", "sum_input", "loss_node", "loss_split"):
+            np.testing.assert_array_equal(getattr(m.trees_[0], attr), getattr(tree, attr))
+    smaller = calibrators.get("mbct", bin_size=300, n_trees=3, growth_rows=s.size - 1).fit(s, y, df)
+    assert not np.array_equal(smaller.trees_[0].positives, fits[0].trees_[0].positives)
+
+
+def test_the_growth_sample_is_seeded():
+    s, y, df = scale_data(30_000, 4)
+    s2, _, df2 = scale_data(2000, 5)
+    fit = [calibrators.get("mbct", bin_size=200, n_trees=2, growth_rows=5000, seed=seed).fit(s, y, df)
+           for seed in (1, 1, 2)]
+    np.testing.assert_array_equal(fit[0].predict(s2, df2), fit[1].predict(s2, df2))
+    for a, b in zip(fit[0].trees_, fit[1].trees_):
+        for attr in ("feature", "table", "positives", "sum_input", "loss_node"):
+            np.testing.assert_array_equal(getattr(a, attr), getattr(b, attr), err_msg=attr)
+    assert not np.array_equal(fit[0].predict(s2, df2), fit[2].predict(s2, df2))
+
+
+def test_a_strong_feature_is_found_at_a_million_rows_from_a_small_sample():
+    """1e6 rows grown on 50,000: the first split is on the miscalibrated column (not on the 40-site or
+    300-value distractors), and the held-out groups' PUD is close to 1 after calibration."""
+    s, y, df = scale_data(1_000_000, 8)
+    m = calibrators.get("mbct", n_trees=2, growth_rows=50_000).fit(s, y, df)
+    names = [c.name for c in m.columns_]
+    assert names[m.trees_[0].feature[0]] == "group"
+    assert m.trees_[0].positives[0] > 0.9 * y.sum()                      # the root's sums: all rows
+    s2, y2, df2 = scale_data(200_000, 9)
+    p = m.predict(s2, df2)
+    for g in ("A", "B"):
+        sel = df2["group"].to_numpy() == g
+        assert abs(metrics.pud(p[sel], y2[sel]) - 1) < 0.03
+        assert abs(metrics.pud(s2[sel], y2[sel]) - 1) > 0.5
+
+
+def test_growth_rows_is_a_log_scale_hyperparameter_and_checked():
+    h = {h.name: h for h in MBCTCalibrator.hyperparams}["growth_rows"]
+    assert h.kind == "int" and h.log and h.default == MBCTCalibrator().growth_rows == 200_000
+    assert h.low <= h.default <= h.high
+    s, y = np.array([0.2, 0.4, 0.6, 0.8]), np.array([0, 1, 0, 1])
+    with pytest.raises(SettingsError, match="growth_rows"):
+        calibrators.get("mbct", growth_rows=1).fit(s, y)

@@ -82,7 +82,13 @@ class ColumnCode:
         return self.kind != CATEGORICAL
 
     def encode(self, values) -> np.ndarray:
-        """Codes of ``values`` (int32); -1 marks a value unseen at fit time."""
+        """Codes of ``values`` (an array or a Series; int32); -1 marks a value unseen at fit time.
+
+        A categorical column is factorized first (a ``category`` column
+        already is: its codes are used as they are), so that only its
+        distinct values are looked up among :attr:`categories`: integer
+        work per row, no Python object per row.
+        """
         if self.kind == SCORE:
             return metrics.bin_assignments(values, self.n_codes, "uniform").astype(np.int32)
         if self.kind == NUMERIC:
@@ -90,11 +96,14 @@ class ColumnCode:
             code = np.searchsorted(self.edges, x, side="right").astype(np.int32)
             code[np.isnan(x)] = self.missing_code
             return code
-        values = np.asarray(values, dtype=object)
-        code = self.categories.get_indexer(values).astype(np.int32)
-        if self.missing_code >= 0:
-            code[pd.isna(values)] = self.missing_code
-        return code
+        if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+            col = pd.Series(values)
+            local, distinct = col.cat.codes.to_numpy(), col.cat.categories
+        else:
+            local, distinct = pd.factorize(pd.Series(values, dtype=getattr(values, "dtype", object)))
+        # code of each distinct value, then the code of a missing value (local code -1)
+        lookup = np.append(self.categories.get_indexer(distinct), self.missing_code).astype(np.int32)
+        return lookup[local]
 
     def describe(self, codes: np.ndarray) -> str:
         """Plain text for a set of codes: ``"x ∈ [0.2, 0.5)"``, ``"site = 3"``."""
@@ -179,11 +188,12 @@ def learn_codes(col: pd.Series, n_quantiles: int, weights: np.ndarray | None = N
             edges = np.unique(weighted_quantiles(finite, np.asarray(weights)[seen], qs))
         n = edges.size + 1
         return ColumnCode(name, NUMERIC, n + has_nan, edges=edges, missing_code=n if has_nan else -1)
-    values = col.dropna()
     if isinstance(col.dtype, pd.CategoricalDtype):
-        cats = pd.Index(col.cat.categories[np.unique(col.cat.codes[col.cat.codes >= 0])])
+        local = col.cat.codes.to_numpy()
+        used = np.bincount(local[local >= 0] if has_nan else local, minlength=len(col.cat.categories)) > 0
+        cats = pd.Index(col.cat.categories[used])
     else:
-        cats = pd.Index(pd.unique(values.to_numpy(dtype=object)))
+        cats = pd.Index(np.asarray(col.dropna().unique(), dtype=object))
         try:
             cats = cats.sort_values()
         except TypeError:
@@ -206,7 +216,7 @@ def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None
     out = np.empty((s.size, len(codes)), dtype=np.int32)
     out[:, 0] = codes[0].encode(s)
     for j, c in enumerate(codes[1:], start=1):
-        out[:, j] = -1 if features is None else c.encode(features[c.name].to_numpy())
+        out[:, j] = -1 if features is None else c.encode(features[c.name])
     return out
 
 
@@ -524,25 +534,66 @@ class Tree:
             depth[node] = depth[parent[node]] + 1
         return depth
 
-    def route(self, codes: np.ndarray) -> np.ndarray:
-        """Node each row ends at (a leaf, or the node where its value was unseen)."""
-        start = self.table_start
-        node = np.zeros(codes.shape[0], dtype=np.int64)
-        idx = np.arange(codes.shape[0])
-        while idx.size:
-            feat = self.feature[node[idx]]
-            idx = idx[feat >= 0]
-            if not idx.size:
-                break
-            nd = node[idx]
-            code = codes[idx, self.feature[nd]]
-            ok = (code >= 0) & (code < self.table_len[nd])
-            child = np.full(idx.size, -1, dtype=np.int64)
-            child[ok] = self.table[start[nd[ok]] + code[ok]]
-            moved = child >= 0
-            node[idx[moved]] = child[moved]
-            idx = idx[moved]
-        return node
+    def route(self, codes: np.ndarray, top_code=None) -> np.ndarray:
+        """Node each row ends at (a leaf, or the node where its value was unseen).
+
+        Level by level, every row takes one step at once: ``node`` becomes
+        the entry of its step table (:meth:`step_tables`) for the row's code
+        in the node's column. Integer gathers only, a few passes over the
+        rows per level, whatever the number of nodes.
+
+        ``top_code`` (the largest code of each column, e.g. ``n_codes - 1``
+        of its :class:`ColumnCode`) saves a pass over ``codes`` to find it.
+        """
+        n, n_cols = codes.shape
+        node = np.zeros(n, dtype=np.int32)
+        levels = int(self.depth.max())
+        if levels == 0 or n == 0:
+            return node.astype(np.int64)
+        index = np.int32 if codes.size < 2 ** 31 else np.int64
+        column, start, table = self.step_tables(np.asarray(codes.max(axis=0) if top_code is None else top_code))
+        flat = np.ascontiguousarray(codes).ravel()    # row i, column j at i * n_cols + j
+        row_at = np.arange(0, n * n_cols, n_cols, dtype=index)
+        column, start = column.astype(index), start.astype(index)
+        for _ in range(levels):
+            code = flat[row_at + column[node]]
+            code += 1                                  # unseen (-1) -> entry 0: stay
+            node = table[start[node] + code]
+        return node.astype(np.int64)
+
+    def step_tables(self, top_code: np.ndarray):
+        """Routing tables that every code can index: ``(column, start, table)``.
+
+        Node ``k`` reads column ``column[k]`` (a leaf reads column 0); entry
+        ``c + 1`` of its table ``table[start[k]:]`` is the node a row with
+        code ``c`` goes to, entry 0 (code -1, unseen) is ``k`` itself. A
+        leaf's entries are all ``k``, as are the entries of a value unseen
+        in the node and of codes beyond its routing table, up to the largest
+        code of the column, ``top_code[column]``.
+        """
+        column = np.maximum(self.feature, 0)
+        own = self.table_len.astype(np.int64)
+        length = np.maximum(own, top_code[column] + 1) + 1
+        start = np.concatenate([[0], np.cumsum(length)[:-1]])
+        table = np.repeat(np.arange(self.n_nodes, dtype=np.int32), length)
+        routed = np.repeat(start + 1, own) + (np.arange(own.sum()) - np.repeat(np.cumsum(own) - own, own))
+        table[routed] = np.where(self.table >= 0, self.table, table[routed])
+        return column, start, table
+
+
+def node_sums(tree: Tree, end: np.ndarray, *values: np.ndarray) -> np.ndarray:
+    """Per node, the sum of each of ``values`` over the rows that end at it or below.
+
+    ``end`` is the node each row ends at (:meth:`Tree.route`). Rows that
+    stopped at a node (a value unseen there) count at that node and above,
+    like the rows below it. Returns an array of shape (len(values), n_nodes).
+    """
+    k = tree.n_nodes
+    sums = np.stack([np.bincount(end, weights=v, minlength=k) for v in values])
+    parent = tree.parent
+    for node in range(k - 1, 0, -1):              # children are numbered after their parents
+        sums[:, parent[node]] += sums[:, node]
+    return sums
 
 
 def node_conditions(tree: Tree, column_codes: list[ColumnCode]) -> list[str]:

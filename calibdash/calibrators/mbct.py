@@ -1,19 +1,25 @@
 """MBCT: multiple boosting calibration trees (feature-aware binning)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 import pandas as pd
 
 from .. import metrics
 from ..errors import DataError, SettingsError
 from ._mbct_tree import (CATEGORICAL, NUMERIC, SCORE, ColumnCode, Tree, encode, grouped_mvce, grow_tree,
-                         learn_codes, random_views, score_code, weighted_mvce)
+                         learn_codes, node_sums, random_views, score_code, weighted_mvce)
 from .base import Calibrator, HyperParam, check_scores
 
-__all__ = ["MBCTCalibrator", "holdout_split", "weighted_rows", "feature_frame", "GLOBAL_VIEWS"]
+__all__ = ["MBCTCalibrator", "TreeRows", "tree_rows", "growth_sample", "holdout_split", "weighted_rows",
+           "feature_frame", "GLOBAL_VIEWS"]
 
 #: Random views of the global (boosting) loss: the paper's r for evaluation.
 GLOBAL_VIEWS = 100
+#: Second entry of the seed of the growth sample's draw, ``default_rng([seed, SAMPLE_STREAM])``: a
+#: stream of its own, apart from the holdout split's (``seed``) and the views' (``[seed, t]``).
+SAMPLE_STREAM = 7_919
 
 
 def feature_frame(features) -> pd.DataFrame | None:
@@ -77,6 +83,88 @@ def holdout_split(labels: np.ndarray, holdout: float, seed: int) -> tuple[np.nda
     if check.size < 2 or fit.size < 2 or np.unique(y[fit]).size < 2:
         return none
     return fit, check
+
+
+def growth_sample(labels: np.ndarray, size: int, seed: int) -> np.ndarray | None:
+    """The seeded, stratified sample of ``size`` rows MBCT grows its trees on (None: all rows).
+
+    None when there are at most ``size`` rows. Otherwise each class gives
+    its share of ``size`` (rounded; at least one row of each class), drawn
+    without replacement by ``numpy.random.default_rng([seed, SAMPLE_STREAM])``;
+    rows are drawn by count, whatever their weights (which they keep).
+
+    Returns
+    -------
+    sorted int array of row indices, or None
+    """
+    y = np.asarray(labels)
+    n = y.size
+    if n <= int(size):
+        return None
+    rng = np.random.default_rng([int(seed), SAMPLE_STREAM])
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y != 1)
+    k1 = min(max(int(round(int(size) * pos.size / n)), 1), int(size) - 1, pos.size)
+    k0 = min(int(size) - k1, neg.size)
+    return np.sort(np.concatenate([rng.choice(neg, k0, replace=False), rng.choice(pos, k1, replace=False)]))
+
+
+@dataclass(frozen=True)
+class TreeRows:
+    """Which rows MBCT uses for what (sorted indices into the rows it fits on, rows of weight 0 left out).
+
+    Attributes
+    ----------
+    grow : ndarray
+        Rows the trees are grown on: split choice, node-local MVCE views,
+        the training loss of ``history_``.
+    check : ndarray
+        Held-out rows whose global MVCE decides how many trees to keep
+        (empty when none are held out).
+    fit : ndarray
+        Rows whose sums set the node scales: every row but the check rows.
+        Without a growth sample these are the grow rows.
+    """
+
+    grow: np.ndarray
+    check: np.ndarray
+    fit: np.ndarray
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the trees were grown on a sample (then the scales are recomputed on the fit rows)."""
+        return self.grow.size < self.fit.size
+
+    @property
+    def judge(self) -> np.ndarray:
+        """Rows the boosting decision is judged on: the check rows, else the grow rows."""
+        return self.check if self.check.size else self.grow
+
+    def scale_weights(self, weights: np.ndarray | None) -> np.ndarray:
+        """Weight of every row in the node sums: its weight (1 without weights), 0 on a check row."""
+        out = np.ones(self.fit.size + self.check.size) if weights is None else np.array(weights, dtype=float)
+        out[self.check] = 0.0
+        return out
+
+
+def tree_rows(labels: np.ndarray, holdout: float, seed: int, growth_rows: int) -> TreeRows:
+    """MBCT's use of its rows: :func:`growth_sample`, then :func:`holdout_split` of the sample.
+
+    With at most ``growth_rows`` rows there is no sample: the grow rows and
+    the fit rows are the tree rows of :func:`holdout_split`, as they always
+    were. Otherwise the sample is split into grow rows and check rows, and
+    the fit rows are all rows but the check rows. Both
+    :meth:`MBCTCalibrator.fit` and :func:`calibdash.explain.mbct.explain`
+    call this, so they agree.
+    """
+    y = np.asarray(labels)
+    sample = growth_sample(y, growth_rows, seed)
+    if sample is None:
+        fit, check = holdout_split(y, holdout, seed)
+        return TreeRows(grow=fit, check=check, fit=fit)
+    grow, check = holdout_split(y[sample], holdout, seed)
+    outside = np.ones(y.size, dtype=bool)
+    outside[sample[check]] = False
+    return TreeRows(grow=sample[grow], check=sample[check], fit=np.flatnonzero(outside))
 
 
 class MBCTCalibrator(Calibrator):
@@ -177,6 +265,27 @@ class MBCTCalibrator(Calibrator):
         counts) are integer weights whose rows are lumps: the scales are
         exact sums, but a heavy cell fills whole MVCE bins with one label, so
         below the first, clear splits the trees can differ from the row fit.
+    At scale (``growth_rows``; not in the paper)
+        With more than ``growth_rows`` rows (after rows of weight 0 are left
+        out) the trees are grown on a seeded sample of ``growth_rows`` rows
+        (:func:`growth_sample`: stratified by class, rows drawn by count,
+        their weights kept). Sampled, everything that *chooses* a tree: the
+        holdout split (a share ``holdout`` of the sample becomes the check
+        rows), the split choice and its MVCE views (Eq. 10, 12), the least
+        rows (weight) ``bin_size`` of a leaf and ``2 * bin_size`` of a split,
+        the training loss of ``history_`` and the boosting decision (the
+        global MVCE on the sample's check rows). Exact, on all rows: the
+        feature coding (score bins, numeric quantiles, categories), and each
+        node's scale ``a = sum(w y) / sum(w f)``, recomputed once the tree is
+        grown from all rows but the check rows routed through it (O(N) per
+        tree), ``f`` being the output of trees ``1..t-1`` on those rows: the
+        PUD (Eq. 6) of every leaf is 1 on all of them, as on the tree rows of
+        an unsampled fit, and the next tree is grown on the sample's rows of
+        that output. A leaf holds at least ``bin_size`` sample rows, about
+        ``N / growth_rows`` times as many rows in all. A row whose value did
+        not occur at a node in the sample stops there and takes the node's
+        scale, to whose sums it counts. With at most ``growth_rows`` rows
+        nothing is sampled and the fit is the unsampled one, bit for bit.
 
     Unseen values at predict time (a category not seen at fit time, or not
     among a node's training rows) stop the row at that node: it takes the
@@ -205,10 +314,14 @@ class MBCTCalibrator(Calibrator):
     early_stopping : bool, default True
         Stop adding trees when the check loss stops decreasing (False: grow
         ``n_trees`` trees).
+    growth_rows : int, default 200_000
+        Most rows the trees are grown on: with more rows, a seeded,
+        stratified sample of this many (see "At scale"; the node scales use
+        all rows).
     score_bins : int, default 100
         Equal-width bins of the score as a feature.
     seed : int, default 0
-        Seed of the holdout split and of the random views.
+        Seed of the growth sample, the holdout split and the random views.
 
     ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows in
     the bins, the scales and the MVCE (see "Sample weights" above; bin sizes
@@ -223,7 +336,8 @@ class MBCTCalibrator(Calibrator):
         (whose ratio is the scale) and node-local losses.
     history_ : dict of str -> ndarray
         One entry per tree tried (tree 0: the raw scores): ``tree``,
-        ``leaves``, ``fit_mvce`` (training rows, the first tree's views),
+        ``leaves``, ``fit_mvce`` (the rows the trees are grown on, the first
+        tree's views),
         ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the loss
         that decides) and ``kept``.
     loss_bin_size_ : int
@@ -263,11 +377,14 @@ class MBCTCalibrator(Calibrator):
                    help="Quantile bins of each numeric feature column."),
         HyperParam("early_stopping", "", "bool", True,
                    help="Stop adding trees when the held-out MVCE stops decreasing."),
+        HyperParam("growth_rows", "", "int", 200_000, low=10_000, high=10_000_000, log=True,
+                   help="Most rows the trees are grown on (beyond: a seeded, stratified sample of this many); "
+                        "node scales always use all rows."),
     )
 
     def __init__(self, max_depth: int = 5, bin_size: int = 500, n_trees: int = 8, holdout: float = 0.2,
                  views: int = 20, mvce_ratio: float = 0.5, p: float = 1, n_quantiles: int = 10,
-                 early_stopping: bool = True, score_bins: int = 100, seed: int = 0):
+                 early_stopping: bool = True, growth_rows: int = 200_000, score_bins: int = 100, seed: int = 0):
         self.max_depth = max_depth
         self.bin_size = bin_size
         self.n_trees = n_trees
@@ -277,6 +394,7 @@ class MBCTCalibrator(Calibrator):
         self.p = p
         self.n_quantiles = n_quantiles
         self.early_stopping = early_stopping
+        self.growth_rows = growth_rows
         self.score_bins = score_bins
         self.seed = seed
 
@@ -289,7 +407,7 @@ class MBCTCalibrator(Calibrator):
                 return False
 
         for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
-                          ("n_quantiles", 2), ("score_bins", 1)):
+                          ("n_quantiles", 2), ("score_bins", 1), ("growth_rows", 2)):
             value = getattr(self, name)
             if not holds(lambda v: int(v) == v and v >= low, value):
                 raise SettingsError(f"MBCT's {name} must be an integer of at least {low}, got {value!r}.")
@@ -324,40 +442,39 @@ class MBCTCalibrator(Calibrator):
             score.name = "score (binned)"
         self.columns_ = [score] + [learn_codes(df[c], self.n_quantiles, w) for c in names]
         codes = self._codes(s, df)
-        fit, check = holdout_split(y, self.holdout, self.seed)
-        has_check = check.size > 0
-        judge = check if has_check else fit
+        rows = tree_rows(y, self.holdout, self.seed, self.growth_rows)
+        grow, judge = rows.grow, rows.judge
         m = self._loss_bin_size()
-        w_fit, w_judge = (None, None) if w is None else (w[fit], w[judge])
-        f_fit, f_judge = s[fit].copy(), s[judge].copy()
-        fit_views = random_views(fit.size, int(self.views), [int(self.seed), 0])
-        one_fit = np.zeros(fit.size, np.int64)
+        w_grow, w_judge = (None, None) if w is None else (w[grow], w[judge])
+        scale_w = rows.scale_weights(w) if rows.sampled else None
+        grow_views = random_views(grow.size, int(self.views), [int(self.seed), 0])
+        one_group = np.zeros(grow.size, np.int64)
 
         def check_loss(pred):          # the global loss deciding the number of trees
-            return self._global_mvce(pred, y[judge], w_judge, m)
+            return self._global_mvce(pred[judge], y[judge], w_judge, m)
 
         def fit_loss(pred):            # shown only: the training MVCE on the first tree's views
-            return float(grouped_mvce(pred - y[fit], one_fit, 1, fit_views, m, float(self.p), w_fit)[0, 0])
+            resid = pred[grow] - y[grow]
+            return float(grouped_mvce(resid, one_group, 1, grow_views, m, float(self.p), w_grow)[0, 0])
 
-        loss = check_loss(f_judge)
-        history = [{"tree": 0, "leaves": 1, "fit_mvce": fit_loss(f_fit), "check_mvce": loss, "kept": True}]
+        f = s                          # the input of the next tree, on every row
+        loss = check_loss(f)
+        history = [{"tree": 0, "leaves": 1, "fit_mvce": fit_loss(f), "check_mvce": loss, "kept": True}]
         trees = []
         for t in range(int(self.n_trees)):
-            views = fit_views if t == 0 else random_views(fit.size, int(self.views), [int(self.seed), t])
-            tree, leaf = grow_tree(codes[fit], self.columns_, f_fit, y[fit],
-                                   max_depth=int(self.max_depth), min_rows=int(self.bin_size),
-                                   loss_bin_size=m, views=views, p=float(self.p), weights=w_fit)
-            scale = tree.scale
-            new_fit = np.clip(scale[leaf] * f_fit, 0.0, 1.0)
-            new_judge = np.clip(scale[tree.route(codes[judge])] * f_judge, 0.0, 1.0)
-            new_loss = check_loss(new_judge)
+            views = grow_views if t == 0 else random_views(grow.size, int(self.views), [int(self.seed), t])
+            tree, node = self._grow(codes, f, y, w_grow, rows, views, m)
+            if scale_w is not None:
+                tree = replace(tree, **self._node_scales(tree, node, f, y, scale_w))
+            new = np.clip(tree.scale[node] * f, 0.0, 1.0)
+            new_loss = check_loss(new)
             keep = t == 0 or not self.early_stopping or new_loss < loss
-            history.append({"tree": t + 1, "leaves": tree.n_leaves, "fit_mvce": fit_loss(new_fit),
+            history.append({"tree": t + 1, "leaves": tree.n_leaves, "fit_mvce": fit_loss(new),
                             "check_mvce": new_loss, "kept": keep})
             if not keep:
                 break
             trees.append(tree)
-            f_fit, f_judge, loss = new_fit, new_judge, new_loss
+            f, loss = new, new_loss
         self.trees_ = trees
         self.loss_bin_size_ = m
         self.history_ = {
@@ -368,6 +485,28 @@ class MBCTCalibrator(Calibrator):
             "kept": np.array([h["kept"] for h in history], dtype=bool),
         }
 
+    def _grow(self, codes, f, y, w_grow, rows: TreeRows, views, m: int):
+        """Grow one tree on the grow rows' input ``f[rows.grow]`` (weights ``w_grow``) and return it with
+        the node of every row: the grow rows' leaves from the growth, the other rows routed."""
+        grow = rows.grow
+        tree, leaf = grow_tree(codes[grow], self.columns_, f[grow], y[grow],
+                               max_depth=int(self.max_depth), min_rows=int(self.bin_size), loss_bin_size=m,
+                               views=views, p=float(self.p), weights=w_grow)
+        if rows.sampled:
+            return tree, tree.route(codes, self._top_codes())
+        node = np.empty(y.size, dtype=np.int64)
+        node[grow] = leaf
+        node[rows.check] = tree.route(codes[rows.check], self._top_codes())
+        return tree, node
+
+    @staticmethod
+    def _node_scales(tree: Tree, node: np.ndarray, f: np.ndarray, y: np.ndarray, scale_w: np.ndarray) -> dict:
+        """The node sums of a tree grown on a sample, recomputed on all the rows (``scale_w``: each
+        row's weight in them, 0 for a check row): ``positives = sum(w y)`` and ``sum_input = sum(w f)``
+        over the rows through each node, whose ratio is the node's scale (Eq. 6)."""
+        positives, sum_input = node_sums(tree, node, scale_w * y, scale_w * f)
+        return {"positives": positives, "sum_input": sum_input}
+
     def _global_mvce(self, pred, labels, weights, m: int) -> float:
         """The global loss that decides how many trees to keep: MVCE with 100 views and bin size
         ``min(M, half the rows)`` (half the weight with ``weights``; then :func:`weighted_mvce`)."""
@@ -377,19 +516,33 @@ class MBCTCalibrator(Calibrator):
         return weighted_mvce(pred, labels, weights, min(m, float(weights.sum()) / 2), n_views=GLOBAL_VIEWS,
                              p=float(self.p), seed=self.seed)
 
+    def _top_codes(self) -> np.ndarray:
+        """The largest code of each coded column (for :meth:`Tree.route`)."""
+        return np.array([c.n_codes - 1 for c in self.columns_])
+
+    def _stages(self, s: np.ndarray, codes: np.ndarray):
+        """Yield, tree by tree, the node each row ends at and the output after the tree."""
+        f, top = s, self._top_codes()
+        for tree in self.trees_:
+            node = tree.route(codes, top)
+            f = np.clip(tree.scale[node] * f, 0.0, 1.0)
+            yield node, f
+
     def _trace(self, s: np.ndarray, codes: np.ndarray):
         """Node of each row in each tree (n, n_trees) and the output after each tree (n, n_trees + 1;
         column 0: the scores)."""
         nodes = np.empty((s.size, len(self.trees_)), dtype=np.int64)
         stages = np.empty((s.size, len(self.trees_) + 1))
         stages[:, 0] = s
-        for t, tree in enumerate(self.trees_):
-            nodes[:, t] = tree.route(codes)
-            stages[:, t + 1] = np.clip(tree.scale[nodes[:, t]] * stages[:, t], 0.0, 1.0)
+        for t, (node, f) in enumerate(self._stages(s, codes)):
+            nodes[:, t], stages[:, t + 1] = node, f
         return nodes, stages
 
     def _predict(self, s, features):
-        return self._trace(s, self._codes(s, features))[1][:, -1]
+        f = s
+        for _, f in self._stages(s, self._codes(s, features)):
+            pass
+        return f
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): how each column is coded and,
@@ -464,6 +617,12 @@ class MBCTCalibrator(Calibrator):
     def apply(self, scores, features=None) -> np.ndarray:
         """Node each row ends at in each tree, shape (n, n_trees) (cf. scikit-learn's ``apply``)."""
         return self._trace(*self._checked(scores, features))[0]
+
+    def trace(self, scores, features=None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`apply` and the output after each tree at once: ``(nodes, stages)``, shapes
+        (n, n_trees) and (n, n_trees + 1), column 0 of ``stages`` the scores (what
+        :mod:`calibdash.explain.mbct` needs, the rows coded and routed once)."""
+        return self._trace(*self._checked(scores, features))
 
     def staged_predict(self, scores, features=None):
         """Yield the output after each tree: after tree ``t`` it is the input of tree ``t + 1``,

@@ -1,10 +1,11 @@
 """Explaining a fitted MBCT: its trees, its boosting, and its bins' PUD beside histogram binning's.
 
 :func:`explain` takes the fitted :class:`~calibdash.calibrators.mbct.MBCTCalibrator`
-and the rows it was fitted on, reproduces its split of those rows into tree
-rows and check rows (:func:`calibdash.calibrators.mbct.holdout_split`, the
-function ``fit`` calls), checks that the trees' sums are those of the tree
-rows, and returns an :class:`MBCTExplanation`:
+and the rows it was fitted on, reproduces its use of those rows (the growth
+sample, if any, and the split into tree rows and check rows:
+:func:`calibdash.calibrators.mbct.tree_rows`, the function ``fit`` calls),
+checks that the trees' sums are those of the tree rows, and returns an
+:class:`MBCTExplanation`:
 
 * each tree as a table (one row per node: how rows reach it, the feature it
   splits on, rows, positives, scale, PUD of the raw scores, node-local
@@ -21,6 +22,13 @@ A calibrator fitted with ``sample_weight`` is explained with the same
 weights (``explain(cal, s, y, df, sample_weight=w)``): rows of weight 0 are
 left out as ``fit`` leaves them out, and rows, positives and PUD are sums
 of weights (``rows`` columns then hold total weights, as floats).
+
+A calibrator whose trees were grown on a sample (more rows than its
+``growth_rows``) is explained from all the rows it was given: its node sums,
+and so the tables' rows, positives and scales, are those of all the tree
+rows; the node-local losses are the sample's; the notes say so. Each row is
+coded and routed once (:meth:`MBCTCalibrator.trace`) and every sum is a
+``bincount``, so explaining costs a few passes over the rows per tree.
 """
 from __future__ import annotations
 
@@ -29,9 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .. import calibrators, metrics
-from ..calibrators._mbct_tree import CATEGORICAL, node_conditions
-from ..calibrators.mbct import holdout_split, weighted_rows
+from .. import calibrators
+from ..calibrators._mbct_tree import CATEGORICAL, node_conditions, node_sums
+from ..calibrators.mbct import TreeRows, tree_rows, weighted_rows
 from ..errors import ProgrammingError, SettingsError
 from ..validation import check_labels, check_scores, check_weights
 from . import Explanation, training_rows
@@ -51,21 +59,26 @@ class MBCTExplanation(Explanation):
     Attributes
     ----------
     fit_rows, check_rows : ndarray of int
-        Indices (into the rows given to :func:`explain`) of the rows the
-        trees were grown on and of the held-out rows that decided how many
-        trees to keep (empty when none were held out). Rows of weight 0 are
-        in neither.
+        Indices (into the rows given to :func:`explain`) of the tree rows,
+        whose sums are the nodes' (every row but the check rows), and of the
+        held-out rows that decided how many trees to keep (empty when none
+        were held out). Rows of weight 0 are in neither.
+    grow_rows : ndarray of int
+        Indices of the rows the trees were grown on: ``fit_rows``, or the
+        growth sample's rows among them when the fit had more rows than
+        ``growth_rows``.
     held_out : bool
-        Whether rows were held out; if not, the check rows are the tree rows.
+        Whether rows were held out; if not, the check columns are over the rows the trees were grown on.
     trees : list of DataFrame
         One table per kept tree, one row per node: ``node``, ``parent``,
         ``depth``, ``condition`` (how rows reach the node), ``split_on`` (""
         for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on
-        the tree rows = the node's PUD before this tree), ``pud_score`` (PUD
+        all the tree rows = the node's PUD before this tree), ``pud_score`` (PUD
         of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE
-        before / after the chosen split), ``check_rows``,
-        ``check_pud_before`` / ``check_pud_after`` (PUD of the tree's input /
-        output on the check rows; rows stopped at an internal node count
+        before / after the chosen split, on the rows the tree was grown on),
+        ``check_rows``, ``check_pud_before`` / ``check_pud_after`` (PUD of
+        the tree's input / output on the check rows, or without them on the
+        rows the trees were grown on; rows stopped at an internal node count
         there and above).
     boosting : DataFrame
         One row per tree tried (tree 0: the raw scores): ``tree``,
@@ -88,6 +101,7 @@ class MBCTExplanation(Explanation):
 
     fit_rows: np.ndarray
     check_rows: np.ndarray
+    grow_rows: np.ndarray
     held_out: bool
     trees: list = field(default_factory=list)
     boosting: pd.DataFrame
@@ -112,16 +126,6 @@ def leaf_paths(table: pd.DataFrame) -> list[str]:
     return out
 
 
-def _node_sums(tree, end: np.ndarray, *weights: np.ndarray) -> np.ndarray:
-    """Per node, the sum of each weight over the rows that end at it or below (shape (len, k))."""
-    k = tree.n_nodes
-    sums = np.stack([np.bincount(end, weights=w, minlength=k) for w in weights])
-    parent = tree.parent
-    for node in range(k - 1, 0, -1):              # children are numbered after their parents
-        sums[:, parent[node]] += sums[:, node]
-    return sums
-
-
 def _same(recomputed: np.ndarray, fitted: np.ndarray) -> bool:
     """Equal up to the rounding of summing in another order."""
     return bool(np.all(np.abs(recomputed - fitted) <= 1e-9 * np.maximum(1.0, np.abs(fitted))))
@@ -137,19 +141,20 @@ def _rows(total: np.ndarray, weighted: bool) -> np.ndarray:
     return total if weighted else total.astype(np.int64)
 
 
-def _tree_table(cal, t: int, fit: np.ndarray, judge: np.ndarray, s: np.ndarray, y: np.ndarray,
-                w: np.ndarray | None, nodes: np.ndarray, stages: np.ndarray) -> pd.DataFrame:
+def _tree_table(cal, t: int, rows: TreeRows, s: np.ndarray, y: np.ndarray, w: np.ndarray | None,
+                nodes: np.ndarray, stages: np.ndarray) -> pd.DataFrame:
     tree = cal.trees_[t]
+    fit, judge = rows.fit, rows.judge
     wt = np.ones(s.size) if w is None else w
     wy = wt * y
-    grown = _node_sums(tree, nodes[fit, t], wt[fit], wy[fit], wt[fit] * stages[fit, t], wt[fit] * s[fit])
+    grown = node_sums(tree, nodes[fit, t], wt[fit], wy[fit], wt[fit] * stages[fit, t], wt[fit] * s[fit])
     if not (_same(grown[1], tree.positives) and _same(grown[2], tree.sum_input)):
         raise ProgrammingError(
             f"the rows given are not the ones MBCT was fitted on: tree {t + 1}'s sums of labels and inputs "
             "per node differ from the sums over the tree rows; pass the scores, labels, features "
             "(and sample_weight) it was fitted on.")
-    check = _node_sums(tree, nodes[judge, t], wt[judge], wy[judge], wt[judge] * stages[judge, t],
-                       wt[judge] * stages[judge, t + 1])
+    check = node_sums(tree, nodes[judge, t], wt[judge], wy[judge], wt[judge] * stages[judge, t],
+                      wt[judge] * stages[judge, t + 1])
     names = [c.name for c in cal.columns_]
     return pd.DataFrame({
         "node": np.arange(tree.n_nodes), "parent": tree.parent, "depth": tree.depth,
@@ -162,24 +167,18 @@ def _tree_table(cal, t: int, fit: np.ndarray, judge: np.ndarray, s: np.ndarray, 
     })
 
 
-def _pud(probs: np.ndarray, labels: np.ndarray, w: np.ndarray | None) -> float:
-    """PUD (MBCT Eq. 6); weighted: ``sum(w y) / sum(w probs)`` (NaN when that is 0)."""
-    if w is None:
-        return metrics.pud(probs, labels)
-    total = float(np.dot(w, probs))
-    return float(np.dot(w, labels)) / total if total > 0 else float("nan")
-
-
 def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after, w) -> list[dict]:
-    rows = []
-    for g in np.unique(group):
-        sel = group == g
-        ws = None if w is None else w[sel]
-        rows.append({"method": method, "bin": names[g][0], "path": names[g][1],
-                     "rows": int(sel.sum()) if w is None else float(ws.sum()),
-                     "pud_before": _pud(scores[sel], labels[sel], ws),
-                     "pud_after": _pud(after[sel], labels[sel], ws)})
-    return rows
+    """One row per group present: its rows (weight), PUD (MBCT Eq. 6: ``sum(w y) / sum(w probs)``,
+    NaN when that is 0) of ``scores`` and of ``after``, all groups summed at once."""
+    present, local = np.unique(group, return_inverse=True)
+    wt = np.ones(group.size) if w is None else w
+    rows, pos, before, later = (np.bincount(local, weights=v, minlength=present.size)
+                                for v in (wt, wt * labels, wt * scores, wt * after))
+    pud_before, pud_after = _ratio(pos, before), _ratio(pos, later)
+    return [{"method": method, "bin": names[g][0], "path": names[g][1],
+             "rows": int(rows[i]) if w is None else float(rows[i]),
+             "pud_before": float(pud_before[i]), "pud_after": float(pud_after[i])}
+            for i, g in enumerate(present.tolist())]
 
 
 def _pud_table(table: pd.DataFrame, node: np.ndarray, s: np.ndarray, y: np.ndarray, after: np.ndarray,
@@ -195,8 +194,7 @@ def _pud_table(table: pd.DataFrame, node: np.ndarray, s: np.ndarray, y: np.ndarr
     return pd.DataFrame(rows, columns=list(PUD_COLUMNS))
 
 
-def _notes(cal, fit: np.ndarray, check: np.ndarray, boosting: pd.DataFrame, w: np.ndarray | None,
-           n_absent: int) -> list[str]:
+def _notes(cal, rows: TreeRows, boosting: pd.DataFrame, w: np.ndarray | None, n_absent: int) -> list[str]:
     notes = []
     cats = [c.name for c in cal.columns_[1:] if c.kind == CATEGORICAL]
     nums = [c.name for c in cal.columns_[1:] if c.kind != CATEGORICAL]
@@ -210,13 +208,21 @@ def _notes(cal, fit: np.ndarray, check: np.ndarray, boosting: pd.DataFrame, w: n
         if nums:
             text += f", numeric columns {', '.join(nums)} in {cal.n_quantiles} quantile bins"
         notes.append(text + ".")
+    check = rows.check
     held_out = check.size > 0
-    if held_out:
-        notes.append(f"Trees were grown on {fit.size:,} rows; {check.size:,} held-out "
+    if rows.sampled:
+        notes.append(f"Trees were grown on a seeded sample of {rows.grow.size:,} of {rows.fit.size:,} rows; "
+                     f"node scales use all {rows.fit.size:,} rows.")
+    if held_out and rows.sampled:
+        notes.append(f"{check.size:,} held-out rows ({float(cal.holdout):.0%} of the stratified sample of "
+                     f"{rows.grow.size + check.size:,}; not among the {rows.fit.size:,}) decided how many trees "
+                     "to keep.")
+    elif held_out:
+        notes.append(f"Trees were grown on {rows.grow.size:,} rows; {check.size:,} held-out "
                      f"rows ({float(cal.holdout):.0%}, stratified) decided how many trees to keep.")
     else:
-        notes.append("No rows were held out: the number of trees was decided on the training rows, "
-                     "which favours more trees.")
+        notes.append(f"No rows were held out: the number of trees was decided on the training rows"
+                     f"{' of the sample' if rows.sampled else ''}, which favours more trees.")
     text = f"{len(cal.trees_)} of at most {cal.n_trees} tree(s) kept."
     if boosting.empty:
         text += " The calibrator was read from a file, which does not hold the boosting history."
@@ -280,11 +286,10 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pu
     n_rows = s.size
     kept, s, y, df, w = weighted_rows(s, y, features, check_weights(sample_weight, s.size, y))
     index = np.arange(n_rows) if kept is None else kept
-    fit, check = holdout_split(y, cal.holdout, cal.seed)
-    judge = check if check.size else fit
-    nodes = cal.apply(s, df)
-    stages = np.column_stack([s, *cal.staged_predict(s, df)])
-    trees = [_tree_table(cal, t, fit, judge, s, y, w, nodes, stages) for t in range(len(cal.trees_))]
+    rows = tree_rows(y, cal.holdout, cal.seed, cal.growth_rows)
+    fit, check, judge = rows.fit, rows.check, rows.judge
+    nodes, stages = cal.trace(s, df)
+    trees = [_tree_table(cal, t, rows, s, y, w, nodes, stages) for t in range(len(cal.trees_))]
 
     history = getattr(cal, "history_", None)
     boosting = pd.DataFrame({c: history[c] for c in BOOSTING_COLUMNS} if history is not None
@@ -312,6 +317,7 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pu
     tables.update({f"tree {t + 1}": tab for t, tab in enumerate(trees)})
     tables["PUD per bin"] = pud
     return MBCTExplanation(
-        method=cal.name, notes=_notes(cal, fit, check, boosting, w, n_rows - s.size), tables=tables,
-        fit_rows=index[fit], check_rows=index[check], held_out=bool(check.size), trees=trees, boosting=boosting,
+        method=cal.name, notes=_notes(cal, rows, boosting, w, n_rows - s.size), tables=tables,
+        fit_rows=index[fit], check_rows=index[check], grow_rows=index[rows.grow], held_out=bool(check.size),
+        trees=trees, boosting=boosting,
         features=feats, pud=pud, pud_rows=which, pud_tree=int(pud_tree), loss_bin_size=int(cal.loss_bin_size_))

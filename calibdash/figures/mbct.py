@@ -10,6 +10,10 @@
 * :func:`boosting_figure`: the global MVCE after each tree, on the training
   and on the check rows.
 
+A fit whose trees were grown on a sample (``growth_rows``) says so in the
+trees' title and the boosting legend: areas are all the tree rows, the
+training MVCE is the sample's.
+
 Everything drawn is in the explanation (the comparison with histogram
 binning is fitted by the explainer); nothing here fits or predicts.
 """
@@ -93,11 +97,13 @@ def tree_figure(tables: list[pd.DataFrame], title: str | None = None, height: in
 
 # -- boosting -------------------------------------------------------------------------------------------
 def boosting_figure(data: pd.DataFrame, held_out: bool = True, title: str | None = None,
-                    height: int = 340) -> go.Figure:
+                    height: int = 340, sampled: bool = False) -> go.Figure:
     """Global MVCE after each tree (:attr:`MBCTExplanation.boosting`); a dropped tree is drawn
-    as a hollow marker."""
+    as a hollow marker. ``sampled``: the trees were grown on a sample, on which the training
+    MVCE is."""
     fig = go.Figure()
-    for col, name, colour in (("fit_mvce", "training rows", color_of(UNCALIBRATED)),
+    training = "training rows (growth sample)" if sampled else "training rows"
+    for col, name, colour in (("fit_mvce", training, color_of(UNCALIBRATED)),
                               ("check_mvce", "held-out rows" if held_out else "check (training) rows",
                                color_of("mbct"))):
         fig.add_trace(go.Scatter(
@@ -115,9 +121,12 @@ def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     a calibrator read from a file, which has no boosting history)."""
     ex = explanation
     tree = "first tree" if ex.pud_tree == 0 else f"tree {ex.pud_tree + 1}"
+    sampled = ex.grow_rows.size < ex.fit_rows.size
+    grown = (f"; grown on a seeded sample of {ex.grow_rows.size:,} of {ex.fit_rows.size:,} rows, "
+             "scaled on all") if sampled else ""
     out = [(f"PUD per bin: MBCT's leaves ({tree}) beside histogram binning's bins",
             pud_figure(ex.pud, ex.pud_rows)),
-           ("Calibration trees (area: rows; colour: scale factor)", tree_figure(ex.trees))]
+           (f"Calibration trees (area: rows; colour: scale factor{grown})", tree_figure(ex.trees))]
     if len(ex.boosting):
-        out.append(("Boosting: MVCE after each tree", boosting_figure(ex.boosting, ex.held_out)))
+        out.append(("Boosting: MVCE after each tree", boosting_figure(ex.boosting, ex.held_out, sampled=sampled)))
     return out
