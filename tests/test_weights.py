@@ -81,3 +81,13 @@ def test_a_class_without_weight_is_refused():
     y = np.tile([0, 1], 25)
     with pytest.raises(DataError, match="class 1 all have weight 0"):
         calibrators.get("platt").fit(s, y, sample_weight=np.where(y == 1, 0.0, 1.0))
+
+
+def test_weights_passed_where_features_go_are_refused_not_ignored():
+    """fit(scores, labels, w) would put the weights in ``features``, which most methods ignore: refused."""
+    from calibdash.errors import ProgrammingError
+
+    s = np.linspace(0.01, 0.99, 50)
+    y = np.tile([0, 1], 25)
+    with pytest.raises(ProgrammingError, match="sample_weight="):
+        calibrators.get("platt").fit(s, y, np.ones(50))

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..errors import DataError, NotFittedError
+from ..errors import DataError, NotFittedError, ProgrammingError
 from ..validation import check_labels, check_scores, check_weights
 
 __all__ = ["HyperParam", "Calibrator", "check_scores", "check_labels"]
@@ -138,6 +138,9 @@ class Calibrator(BaseEstimator):
         -------
         self
         """
+        if features is not None and not hasattr(features, "columns") and np.ndim(features) == 1:
+            raise ProgrammingError("fit's third argument is features (a table of columns); a 1-D array there is "
+                                   "almost surely weights: pass them as sample_weight=...")
         s = check_scores(scores)
         y = check_labels(labels, s.size)
         w = check_weights(sample_weight, s.size, y)
