@@ -3,7 +3,7 @@ metrics with bootstrap intervals and a verdict, downloads, and a shareable addre
 import streamlit as st
 
 from calibdash import bootstrap as cboot, calibrators, figures, metrics
-from calibdash.evaluation import UNCALIBRATED
+from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import images
 from pages.parts import downloads, fitting, url_state
 from pages.parts.labels import method_label, method_labels
@@ -35,9 +35,14 @@ if len(ss.score_columns) > 1:
 params = hyperparam_panel(chosen)
 url_state.write_url_state(chosen)
 
+reason = fitting.rows_reason(ss, chosen)
+if reason:
+    st.info(reason + " Leave it out, or clear the feature columns on the Data page, to work on score cells.",
+            icon=":material/info:")
 ev = fitting.evaluate_methods(ss, scheme, params)
+cells_path = ev.weights is not None
 labels = method_labels(ev.predictions.columns)
-st.caption(f"{ss.name} · score **{ss.score}** · judged on {len(ev.rows):,} held-out rows · {scheme.describe()} · "
+st.caption(f"{ss.name} · score **{ss.score}** · {fitting.judged_line(ev, scheme)} · "
            "the address bar holds this view: copy it to share")
 
 k1, k2, k3 = st.columns([2, 1, 1])
@@ -50,11 +55,14 @@ strategy = k2.segmented_control("Binning", list(metrics.STRATEGIES), key="compar
     or metrics.DEFAULT_STRATEGY
 log_x = k3.toggle("Log-scaled score axis", key="compare.logx", persist_state="session",
                   help="Helps when scores crowd near 0 (click or default rates).")
-tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy)
+tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy, sample_weight=ev.weights)
 rel_fig = figures.reliability_diagram(tables, labels=labels)
-curves = figures.map_curves(ev.models, ev.predictions[UNCALIBRATED].to_numpy(),
-                            ss.features.iloc[ev.rows] if ss.features is not None else None)
-map_fig = figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels, log_x=log_x)
+# score cells carry no features: a feature-aware model fitted on them is a function of the score alone
+row_features = ss.features.iloc[ev.rows] if ss.features is not None and not cells_path else None
+curves = figures.map_curves(ev.models, ev.predictions[UNCALIBRATED].to_numpy(), row_features,
+                            sample_weight=ev.weights)
+map_fig = figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels, log_x=log_x,
+                                  sample_weight=ev.weights)
 
 overlaid, multiples = st.tabs(["Overlaid", "Side by side"])
 with overlaid:
@@ -74,9 +82,12 @@ st.subheader("Metrics on the held-out rows")
 boot = fitting.bootstrap(ev, ss, scheme, params)
 st.dataframe(interval_frame(boot))
 st.info(cboot.verdict(boot, "ECE", labels), icon=":material/lightbulb:")
-st.caption(f"Each cell: value [{int(boot.level * 100)}% paired bootstrap interval, {boot.n_boot} resamples of the "
-           f"held-out rows]; the best value per column is highlighted. {binning_note(ev.binning)} MVCE averages 100 "
-           "random equal-count partitions (MBCT, Eq. 10). Lower is better except AUC and ACC.")
+mvce = "MVCE averages 100 random equal-count partitions (MBCT, Eq. 10)"
+if cells_path:           # bootstrap_cells measures MVCE's resamples with metrics.mvce's partition views
+    mvce += (" whose " + ("value and " if ev.n_judged > CELLS_MIN_ROWS else "")
+             + "resampled values come from the exact moments of a random partition of the rows")
+st.caption(f"Each cell: value [{fitting.interval_caption(boot, ev)}]; the best value per column is highlighted. "
+           f"{binning_note(ev.binning)} {mvce}. Lower is better except AUC and ACC.")
 
 if len(models) > 1:
     st.subheader("Models side by side")
@@ -88,11 +99,12 @@ if len(models) > 1:
 
 st.subheader("Downloads")
 d1, d2, d3 = st.columns(3)
-pred = ev.predictions.copy()
-pred.insert(0, "label", ev.labels)
-pred.index.name = "row"
-d1.download_button("Calibrated predictions (CSV)", pred.to_csv().encode(), "calibrated_predictions.csv",
-                   "text/csv", key="compare.dl.pred", icon=":material/download:")
+d1.download_button("Calibrated predictions (CSV)", downloads.predictions_csv(ev),
+                   "calibrated_predictions_per_cell.csv" if cells_path else "calibrated_predictions.csv",
+                   "text/csv", key="compare.dl.pred", icon=":material/download:",
+                   help=downloads.PER_CELL_CAPTION if cells_path else "One line per held-out row.")
+if cells_path:
+    d1.caption(downloads.PER_CELL_CAPTION)
 for m, model in ev.models.items():
     d1.download_button(f"Fitted {labels[m]} (JSON)", downloads.model_json(model, ss), f"{m}.json",
                        "application/json", key=f"compare.dl.model.{m}", icon=":material/save:",

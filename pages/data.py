@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, figures, metrics, samples
+from calibdash import data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, SettingsError
 from pages.parts import fitting, scheme, source
 from pages.parts.routing import route_guard
@@ -120,15 +120,23 @@ g1, g2 = st.columns([3, 2])
 table = metrics.reliability_table(ss.scores, ss.labels, 10, "uniform")
 g1.plotly_chart(figures.reliability_diagram({"uncalibrated": table}, labels={"uncalibrated": ss.score},
                                             title=f"Reliability of {ss.score} (all rows)"), key="data.reliability")
-summ = pd.DataFrame([metrics.summary(ss.scores, ss.labels)], index=[ss.score])
+summ = pd.DataFrame([fitting.raw_summary(ss)], index=[ss.score])
 g2.dataframe(summ.T.rename(columns={ss.score: "value"}).style.format("{:.4f}"))
-g2.caption(f"Computed on all usable rows, before any calibration. {binning_note(metrics.binning_label())}")
+g2.caption("Computed on all usable rows, before any calibration"
+           + (" (from their score cells)" if evaluation.use_cells_for(ss.n_rows) else "")
+           + f". {binning_note(metrics.binning_label())}")
 
 st.subheader("Evaluation scheme")
 chosen_scheme = scheme.scheme_widgets(ss)
 try:
-    fitting.evaluate_methods(ss, chosen_scheme, {})
+    base = fitting.evaluate_methods(ss, chosen_scheme, {})
     st.success(scheme.scheme_line(ss))
+    if base.weights is not None:
+        st.info(f"**Evaluations run on score cells**, as the data has more than {evaluation.CELLS_MIN_ROWS:,} "
+                f"rows: {base.note}; {base.n_judged:,} rows are held out. Calibrators are fitted and judged on the "
+                "cells, each weighing its rows (the same fit as on the rows when the cells are the distinct "
+                "scores), and rows are divided by a hash of their position instead of a stratified draw. MBCT with "
+                "feature columns is judged on rows.", icon=":material/grid_view:")
 except (DataError, SettingsError) as exc:
     st.error(f"**This evaluation scheme does not work here:** {exc}")
 

@@ -14,6 +14,10 @@ from pages.parts.widgets import hyperparam_widgets
 
 route_guard("pages/explore.py")
 
+#: Most rows of a fitted-values table sent to the browser (BBQ lists every bin of every model: 10^5 rows and more
+#: on large data, which would be sent again on every slider move).
+MAX_TABLE_ROWS = 5_000
+
 st.title("Explore a calibrator")
 ss = score_set_or_stop()
 scheme = current_scheme(ss)
@@ -31,21 +35,27 @@ with left:
                                     key="explore.strategy", persist_state="session",
                                     help="Equal-width bins on [0, 1] or equal-count bins.")
 
+reason = fitting.rows_reason(ss, [method])
 ev = fitting.evaluate_methods(ss, scheme, {method: params})
+cells_path = ev.weights is not None
 model = ev.models[method]
 labels = method_labels(ev.predictions.columns)
 with right:
-    st.caption(f"{ss.name} · score **{ss.score}** · fitted on the fitting rows, judged on "
-               f"{len(ev.rows):,} held-out rows · {scheme.describe()}")
+    st.caption(f"{ss.name} · score **{ss.score}** · fitted on the fitting rows, {fitting.judged_line(ev, scheme)}")
+    if reason:
+        st.info(reason, icon=":material/info:")
     st.dataframe(metrics_frame(ev.metrics))
     st.caption(binning_note(ev.binning))
     c1, c2 = st.columns(2)
-    tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy or metrics.DEFAULT_STRATEGY)
+    tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy or metrics.DEFAULT_STRATEGY,
+                                        sample_weight=ev.weights)
     c1.plotly_chart(figures.reliability_diagram(tables, labels=labels, title="Reliability: before and after"),
                     key="explore.reliability")
-    curves = figures.map_curves({method: model}, ev.predictions[UNCALIBRATED].to_numpy(),
-                                ss.features.iloc[ev.rows] if ss.features is not None else None)
-    c2.plotly_chart(figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels),
+    row_features = ss.features.iloc[ev.rows] if ss.features is not None and not cells_path else None
+    curves = figures.map_curves({method: model}, ev.predictions[UNCALIBRATED].to_numpy(), row_features,
+                                sample_weight=ev.weights)
+    c2.plotly_chart(figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels,
+                                            sample_weight=ev.weights),
                     key="explore.map")
     inside = explanation(ev, ss, scheme, method, params)
     for note in inside.notes:
@@ -62,4 +72,6 @@ with right:
         with st.expander("Fitted values (tables)"):
             for name, table in inside.tables.items():
                 st.markdown(f"**{name}**")
-                st.dataframe(table, height=240)
+                st.dataframe(table.head(MAX_TABLE_ROWS), height=240)
+                if len(table) > MAX_TABLE_ROWS:
+                    st.caption(f"The first {MAX_TABLE_ROWS:,} of {len(table):,} rows.")

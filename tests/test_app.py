@@ -6,8 +6,10 @@ its on_change callback stores the file exactly as in the browser.
 """
 from __future__ import annotations
 
+import io
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,10 @@ import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from calibdash import calibrators, data as cdata, evaluation, figures, metrics, samples
+from calibdash import calibrators, cells, data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from calibdash.explain import explain
-from pages.parts import fitting
+from pages.parts import downloads, fitting
 from pages.parts.tables import BEST_STYLE, best_cells, bold_best, metrics_frame
 
 REPO = Path(__file__).resolve().parents[1]
@@ -460,6 +462,12 @@ def test_upload_good_csv_is_used_on_every_page():
         assert any("my_scores.csv" in c.value for c in at.main.caption)
         assert CHARTS[page] <= set(charts(at))
         assert "Uncalibrated" in metrics_table(at).index
+        # below the cells threshold: judged on rows, stratified, as always
+        caption = next(c.value for c in at.main.caption if "my_scores.csv" in c.value)
+        assert "judged on 90 held-out rows" in caption and "Stratified split" in caption, caption
+        assert "score cells" not in caption
+        hist = [t for t in charts(at)[f"{page.split('/')[1][:-3]}.map"]["data"] if t.get("type") == "histogram"]
+        assert hist and not hist[0].get("histfunc")
 
 
 def test_upload_of_20_rows_is_accepted_everywhere():
@@ -471,6 +479,119 @@ def test_upload_of_20_rows_is_accepted_everywhere():
         go(at, page)
         assert_clean(at)
         metrics_table(at)
+
+
+# -- large data: score cells --------------------------------------------------------------------------
+BIG_ROWS = 1_000_000
+CELLS_NOTE = re.compile(r"1,000,000 rows summarised into [\d,]+ score cells")
+
+
+def big_csv(n: int = BIG_ROWS, seed: int = 4) -> bytes:
+    """Click-like scores at 4 decimals (about 10^4 distinct: exact cells) and their outcomes, as CSV (9 MB)."""
+    rng = np.random.default_rng(seed)
+    s = np.round(rng.beta(1.5, 12, n), 4)
+    y = (rng.random(n) < np.clip(1.3 * s, 0, 1)).astype(np.int8)
+    buf = io.BytesIO()
+    buf.write(b"score,label\n")
+    np.savetxt(buf, np.column_stack([s, y]), fmt=["%.4f", "%d"], delimiter=",")
+    return buf.getvalue()
+
+
+def plotly_array(value) -> np.ndarray:
+    """A trace's array as plotly JSON holds it: a list, or a typed array ({"dtype", "bdata"} in base64)."""
+    if isinstance(value, dict) and "bdata" in value:
+        import base64
+
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+    return np.asarray(value)
+
+
+def test_million_row_upload_runs_on_score_cells():
+    """A 10^6-row upload is evaluated on score cells: the Data page says so and how many cells, Compare and Explore
+    say what the cells summarise and how many rows were judged, draw their charts (counting rows, not cells) and
+    fill the metrics table of every method, with intervals, and nothing raises."""
+    at = start(DATA)
+    upload(at, "clicks_1m.csv", big_csv())
+    assert_clean(at)
+    assert at.metric[0].value == "1,000,000"
+    info = " ".join(i.value for i in at.main.info)
+    assert "Evaluations run on score cells" in info and CELLS_NOTE.search(info), info
+    assert "Random split by row hash" in sidebar_text(at)
+    held_out = int((cells.parts_for(BIG_ROWS, "split", seed=0, test_size=0.3) == 1).sum())
+    judged = f"judged on {held_out:,} held-out rows"
+
+    go(at, COMPARE)
+    everything = calibrators.available()
+    at.multiselect(key="compare.methods").set_value(everything).run()
+    assert_clean(at)
+    caption = at.main.caption[0].value
+    assert CELLS_NOTE.search(caption) and judged in caption and "Random split by row hash" in caption, caption
+    table = metrics_table(at)
+    assert list(table.index) == ["Uncalibrated"] + [calibrators.get_class(m).label or m for m in everything]
+    assert table.notna().all().all()
+    assert "[" in at.main.dataframe[0].value.iloc[0, 0]                       # intervals
+    assert any("200 Poisson resamples" in c.value for c in at.main.caption)
+    assert any("has the lowest ECE" in i.value for i in at.main.info)
+    figs = charts(at)
+    for key in CHARTS[COMPARE]:
+        assert figs[key]["data"], key
+    hist = [t for t in figs["compare.map"]["data"] if t.get("type") == "histogram"][0]
+    assert hist["histfunc"] == "sum" and plotly_array(hist["y"]).sum() == held_out    # rows, not cells
+    bars = [t for t in figs["compare.reliability"]["data"] if t.get("type") == "bar"]
+    assert plotly_array(bars[0]["y"]).sum() == held_out
+    assert any(downloads.PER_CELL_CAPTION in c.value for c in at.main.caption)
+
+    go(at, EXPLORE)
+    assert_clean(at)
+    caption = next(c.value for c in at.main.caption if "clicks_1m.csv" in c.value)
+    assert CELLS_NOTE.search(caption) and judged in caption, caption
+    assert list(metrics_table(at).index) == ["Uncalibrated", "Histogram binning"]
+    figs = charts(at)
+    assert CHARTS[EXPLORE] <= set(figs) and all(figs[k]["data"] for k in CHARTS[EXPLORE])
+    at.selectbox(key="explore.method").set_value("bbq").run()      # inner charts from the cells' fitted sample
+    assert_clean(at)
+    assert list(metrics_table(at).index) == ["Uncalibrated", "BBQ"]
+    assert any(k.startswith("explore.inner.") for k in charts(at))
+    assert any("Fitted with sample weights" in i.value for i in at.main.info)
+
+
+def test_mbct_with_features_keeps_large_data_on_rows_and_says_so():
+    """Above the threshold every method goes to score cells, unless MBCT reads feature columns: then all are
+    judged on rows, alike, and the pages say why."""
+    rng = np.random.default_rng(0)
+    n = evaluation.CELLS_MIN_ROWS + 1
+    df = pd.DataFrame({"score": rng.uniform(size=n), "label": rng.integers(0, 2, n),
+                       "device": rng.choice(["mobile", "desktop"], n)})
+    ss = cdata.build_score_set(df, score="score", label="label", features=["device"])
+    assert fitting.on_cells(ss, ["platt", "bbq"]) and fitting.on_cells(ss, ["mbct"]) is False
+    assert not fitting.on_cells(ss, {"platt": {}, "mbct": {}})
+    assert fitting.rows_reason(ss, ["platt"]) == ""
+    reason = fitting.rows_reason(ss, ["platt", "mbct"])
+    assert "MBCT" in reason and "device" in reason and "every method" in reason
+    plain = cdata.build_score_set(df, score="score", label="label", features=[])
+    assert fitting.on_cells(plain, ["mbct"])                                    # no features: MBCT on cells too
+    small = cdata.build_score_set(df.head(1000), score="score", label="label", features=[])
+    assert not fitting.on_cells(small, ["platt"]) and fitting.rows_reason(small, ["mbct"]) == ""
+
+
+def test_predictions_download_per_cell_on_score_cells():
+    """On score cells the predictions file has one line per held-out cell with its rows and positives."""
+    rng = np.random.default_rng(2)
+    s = np.round(rng.uniform(size=5000), 2)
+    y = (rng.uniform(size=5000) < s).astype(int)
+    scheme = evaluation.Scheme(kind="split")
+    c = cells.aggregate(s, y, evaluation.cell_parts(s.size, scheme))
+    ev = evaluation.evaluate_cells(c, "platt,isotonic", scheme)
+    got = pd.read_csv(io.BytesIO(downloads.predictions_csv(ev)()), index_col="cell")
+    held = c.select(c.part == 1)
+    assert list(got.columns) == ["rows", "positives", "uncalibrated", "platt", "isotonic"]
+    np.testing.assert_array_equal(got["rows"], held.n)
+    np.testing.assert_array_equal(got["positives"], held.n_pos)
+    np.testing.assert_allclose(got["uncalibrated"], held.score)
+    np.testing.assert_allclose(got["platt"], ev.models["platt"].predict(held.score), rtol=1e-12)
+    rows = evaluation.evaluate(s, y, "platt", evaluation.Scheme())
+    by_row = pd.read_csv(io.BytesIO(downloads.predictions_csv(rows)()), index_col="row")
+    assert list(by_row.columns) == ["label", "uncalibrated", "platt"] and len(by_row) == rows.n_judged
 
 
 # -- bad files --------------------------------------------------------------------------------------

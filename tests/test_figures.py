@@ -55,3 +55,65 @@ def test_reliability_table_feeds_diagram_unchanged():
     fig = figures.reliability_diagram({"x": t}, show_counts=False)
     line = [tr for tr in fig.data if tr.name == "x"][0]
     np.testing.assert_allclose(np.array(line.x, dtype=float), t["mean_pred"])
+
+
+# -- score cells: weighted rows stand for the rows they summarise -----------------------------------
+def _rows_and_cells(n: int = 20_000, seed: int = 3):
+    """Rows with ~10^3 distinct scores, a Platt model fitted on them, and the same predictions on the rows'
+    exact score cells as weighted rows: (rows frame, labels, cells frame, cell labels, cell weights)."""
+    from calibdash import cells
+
+    rng = np.random.default_rng(seed)
+    s = np.round(rng.beta(2, 5, n), 3)
+    y = (rng.uniform(size=n) < np.clip(1.2 * s, 0, 1)).astype(int)
+    c = cells.aggregate(s, y)
+    assert c.exact and len(c) < n
+    cal = calibrators.get("platt").fit(s, y)
+    cs, cy, cw = c.weighted_rows()
+    rows = pd.DataFrame({"uncalibrated": s, "platt": cal.predict(s)})
+    on_cells = pd.DataFrame({"uncalibrated": cs, "platt": cal.predict(cs)})
+    return rows, y, on_cells, cy, cw
+
+
+def test_weighted_reliability_tables_equal_the_rows_on_exact_cells():
+    rows, y, on_cells, cy, cw = _rows_and_cells()
+    for strategy in metrics.STRATEGIES:
+        for n_bins in (5, 10, 30):
+            by_rows = figures.reliability_tables(rows, y, n_bins, strategy)
+            by_cells = figures.reliability_tables(on_cells, cy, n_bins, strategy, sample_weight=cw)
+            assert list(by_cells) == list(by_rows)
+            for key in by_rows:
+                pd.testing.assert_frame_equal(by_cells[key], by_rows[key], check_exact=False, rtol=1e-9, atol=1e-12,
+                                              obj=f"{key}, {n_bins} {strategy} bins")
+    # and the diagram drawn from them counts rows, not cells
+    fig = figures.reliability_diagram(figures.reliability_tables(on_cells, cy, 10, "uniform", sample_weight=cw))
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert sum(bars[0].y) == len(y)
+
+
+def test_weighted_calibration_map_histogram_sums_the_weights():
+    rows, y, on_cells, cy, cw = _rows_and_cells()
+    cal = calibrators.get("isotonic").fit(rows["uncalibrated"].to_numpy(), y)
+    curves = figures.map_curves({"isotonic": cal}, on_cells["uncalibrated"], sample_weight=cw)
+    assert (curves["kind"] == "line").all()
+    np.testing.assert_allclose(curves["prob"], cal.predict(curves["score"].to_numpy()))
+    fig = figures.calibration_map(curves, on_cells["uncalibrated"], sample_weight=cw)
+    hist = [t for t in fig.data if t.type == "histogram"][0]
+    assert hist.histfunc == "sum"
+    np.testing.assert_array_equal(np.asarray(hist.y), cw)
+    assert np.asarray(hist.y).sum() == len(y)
+    unweighted = [t for t in figures.calibration_map(curves, rows["uncalibrated"]).data if t.type == "histogram"][0]
+    assert unweighted.histfunc is None and unweighted.y is None        # the row path is drawn as before
+
+
+def test_score_grid_is_refined_at_the_rows_quantiles_on_cells():
+    rows, y, on_cells, cy, cw = _rows_and_cells()
+    s = rows["uncalibrated"].to_numpy()
+    by_cells = figures.score_grid(on_cells["uncalibrated"], sample_weight=cw)
+    q = np.linspace(0, 1, 201)
+    expected = np.union1d(np.linspace(0, 1, 301), np.quantile(s, q, method="inverted_cdf"))
+    # the grid's refinement points are the rows' quantiles (inverse CDF), not the cells' unweighted quantiles
+    assert np.isin(np.quantile(s, q[1:-1:10], method="inverted_cdf"), by_cells).all()
+    assert by_cells.min() == 0 and by_cells.max() == 1 and np.isin([s.min(), s.max()], by_cells).all()
+    assert abs(by_cells.size - expected.size) <= 2
+    assert not np.isin(np.quantile(on_cells["uncalibrated"], [0.3, 0.5, 0.7]), by_cells).all()

@@ -19,16 +19,32 @@ from .palette import color_of
 MAX_POINTS = 3000
 
 
-def score_grid(scores=None, n: int = 301) -> np.ndarray:
-    """Evaluation grid on [0, 1]: evenly spaced, refined at the scores' quantiles."""
+def _weighted_quantiles(x: np.ndarray, q: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Quantiles ``q`` of ``x`` where each value counts ``w`` times (the inverse of the weighted CDF)."""
+    order = np.argsort(x, kind="stable")
+    x, cum = x[order], np.cumsum(w[order])
+    if not cum.size or cum[-1] <= 0:
+        return np.empty(0)
+    return x[np.clip(np.searchsorted(cum, q * cum[-1], side="left"), 0, x.size - 1)]
+
+
+def score_grid(scores=None, n: int = 301, sample_weight=None) -> np.ndarray:
+    """Evaluation grid on [0, 1]: evenly spaced, refined at the scores' quantiles.
+
+    ``sample_weight``: how many rows each score stands for (score cells), so the
+    quantiles are those of the rows.
+    """
     grid = np.linspace(0.0, 1.0, n)
     if scores is not None and len(scores):
-        grid = np.union1d(grid, np.quantile(np.asarray(scores, dtype=float), np.linspace(0, 1, 201)))
+        x, q = np.asarray(scores, dtype=float), np.linspace(0, 1, 201)
+        qs = np.quantile(x, q) if sample_weight is None else _weighted_quantiles(
+            x, q, np.asarray(sample_weight, dtype=float))
+        grid = np.union1d(grid, qs)
     return grid
 
 
 def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame | None = None,
-               seed: int = 0) -> pd.DataFrame:
+               seed: int = 0, sample_weight=None) -> pd.DataFrame:
     """Calibrated probability against score, for each fitted model.
 
     Parameters
@@ -39,6 +55,9 @@ def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame
         feature-aware models, are the points drawn.
     features : DataFrame, optional
         Features of those rows (feature-aware models).
+    sample_weight : array-like, optional
+        How many rows each score stands for (score cells, which carry no
+        features): the grid is refined at the rows' quantiles.
 
     Returns
     -------
@@ -46,7 +65,7 @@ def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame
     for a function of the score, ``"points"`` for a feature-aware model drawn
     as one point per row, at most :data:`MAX_POINTS` rows sampled).
     """
-    grid = score_grid(scores)
+    grid = score_grid(scores, sample_weight=sample_weight)
     parts = []
     for key, model in models.items():
         if getattr(model, "uses_features", False) and features is not None and scores is not None:
@@ -65,7 +84,7 @@ def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame
 
 def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, str] | None = None,
                     title: str | None = "Calibration map", height: int = 520, log_x: bool = False,
-                    visible: Mapping[str, bool] | None = None) -> go.Figure:
+                    visible: Mapping[str, bool] | None = None, sample_weight=None) -> go.Figure:
     """Draw :func:`map_curves` output: one curve (or point cloud) per method.
 
     Parameters
@@ -77,6 +96,10 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
         Log-scaled score axis, for scores crowded near 0 (click rates).
     visible : mapping key -> bool, optional
         Methods drawn hidden ("legendonly"), toggled from the legend.
+    sample_weight : array-like, optional
+        How many rows each score stands for (:attr:`calibdash.evaluation.Evaluation.weights`
+        on score cells): the histogram's bars are then sums of weights, so it
+        counts the rows, not the cells.
     """
     labels = dict(labels or {})
     has_hist = scores is not None and len(scores) > 0
@@ -99,8 +122,10 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
                 line=dict(color=color, width=2.5),
                 hovertemplate=f"{name}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"), row=1, col=1)
     if has_hist:
+        weighted = {} if sample_weight is None else dict(y=np.asarray(sample_weight, dtype=float), histfunc="sum")
         fig.add_trace(go.Histogram(x=np.asarray(scores, dtype=float), nbinsx=60, name="scores", showlegend=False,
-                                   marker=dict(color="#9E9E9E"), hovertemplate="score %{x}<br>rows: %{y:,}<extra></extra>"),
+                                   marker=dict(color="#9E9E9E"), hovertemplate="score %{x}<br>rows: %{y:,}<extra></extra>",
+                                   **weighted),
                       row=2, col=1)
         fig.update_yaxes(title_text="rows", row=2, col=1)
     last = 2 if has_hist else 1

@@ -21,10 +21,17 @@ from .palette import color_of, rgba
 #: spacing plotly would otherwise take as the bar width, can be arbitrarily close).
 BAR_WIDTH = 0.012
 
+
 def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = metrics.DEFAULT_N_BINS,
-                       strategy: str = metrics.DEFAULT_STRATEGY) -> dict[str, pd.DataFrame]:
-    """Reliability table of every column of ``predictions`` (method -> table)."""
-    return {str(col): metrics.reliability_table(predictions[col].to_numpy(), labels, n_bins, strategy)
+                       strategy: str = metrics.DEFAULT_STRATEGY, sample_weight=None) -> dict[str, pd.DataFrame]:
+    """Reliability table of every column of ``predictions`` (method -> table).
+
+    ``sample_weight``: the rows' weights, such as :attr:`calibdash.evaluation.Evaluation.weights` on score
+    cells (each weighted row standing for that many rows); bins then hold equal weight and their counts are
+    weight sums, so on exact cells the tables are those of the rows the cells summarise.
+    """
+    return {str(col): metrics.reliability_table(predictions[col].to_numpy(), labels, n_bins, strategy,
+                                                sample_weight=sample_weight)
             for col in predictions.columns}
 
 

@@ -1,10 +1,17 @@
-"""Download payloads made on click only (never on every rerun): figure images and fitted models."""
+"""Download payloads made on click only (never on every rerun): figure images, fitted models, predictions."""
 from __future__ import annotations
 
 from calibdash import data as cdata, export
+from calibdash.evaluation import Evaluation
 from calibdash.figures import images
 
-__all__ = ["image_maker", "model_json"]
+__all__ = ["image_maker", "model_json", "predictions_csv", "PER_CELL_CAPTION"]
+
+#: What the predictions download holds on score cells (shown under its button).
+PER_CELL_CAPTION = ("On score cells the predictions file has one line per held-out score cell, not per row: "
+                    "`rows` and `positives` say how many held-out rows (and positives) it stands for, the weights "
+                    "of every metric and chart here; then the cell's score (`uncalibrated`) and each method's "
+                    "prediction.")
 
 
 def image_maker(fig, fmt: str):
@@ -15,3 +22,29 @@ def image_maker(fig, fmt: str):
 def model_json(model, ss: cdata.ScoreSet):
     """A download callable writing the fitted calibrator as calibdash JSON, with where it was fitted."""
     return lambda: export.dumps(model, fitted_on=export.provenance(ss, model)).encode()
+
+
+def predictions_csv(ev: Evaluation):
+    """A download callable writing the held-out predictions as CSV.
+
+    Row path: one line per held-out row (``row``: its position among the
+    usable rows), its label and each method's prediction. Score cells
+    (``ev.weights`` not None): one line per held-out cell, with its ``rows``
+    and ``positives`` (:data:`PER_CELL_CAPTION`); a cell's positive and
+    negative weighted rows share every prediction, so they are summed back
+    (cells of different folds with the same score and the same predictions
+    become one line, which loses nothing).
+    """
+    def make() -> bytes:
+        if ev.weights is None:
+            pred = ev.predictions.copy()
+            pred.insert(0, "label", ev.labels)
+            pred.index.name = "row"
+            return pred.to_csv().encode()
+        cols = list(ev.predictions.columns)
+        counts = ev.predictions.assign(rows=ev.weights, positives=ev.weights * ev.labels)
+        per_cell = counts.groupby(cols, sort=False)[["rows", "positives"]].sum().reset_index()
+        per_cell = per_cell.sort_values(cols[0], kind="stable").reset_index(drop=True)
+        per_cell[["rows", "positives"]] = per_cell[["rows", "positives"]].round().astype("int64")
+        return per_cell[["rows", "positives"] + cols].rename_axis("cell").to_csv().encode()
+    return make

@@ -1,19 +1,41 @@
 """Fitting for the pages: held-out evaluations and bootstrap intervals, cached per method.
 
+Two paths, decided by :func:`calibdash.evaluation.use_cells_for` (:func:`on_cells`):
+
+* **rows** (up to ``CELLS_MIN_ROWS`` rows, or when a chosen method reads
+  feature columns, MBCT with features: then every method is judged on rows,
+  so all are judged alike): :func:`calibdash.evaluation.evaluate` per method;
+* **score cells** (above): the rows are aggregated once per data set and
+  scheme into :class:`calibdash.cells.ScoreCells` (cached: the one thing the
+  server keeps per session besides the ScoreSet, no copy of the rows), and
+  each method is fitted and judged on them
+  (:func:`calibdash.evaluation.evaluate_cells`). What a method adds (its
+  prediction column, metrics row, model, seconds) is cached apart from what
+  every method shares (the judged cells' labels and weights, the fitted
+  sample, the uncalibrated column), so an entry weighs what the method adds.
+
 Each cache is keyed on the data's content key, the scheme, the method and its
-hyperparameters; the objects themselves are passed as ``_``-prefixed
-arguments, which Streamlit does not hash.
+hyperparameters (and the path); the objects themselves are passed as
+``_``-prefixed arguments, which Streamlit does not hash. Every cache is
+bounded by bytes (``max_size``, pickled bytes, least recently used dropped
+first) as well as by entries. What an entry weighs, pickled, at 10^6 rows
+with about 10^4 distinct scores (70/30 split; 5-fold in brackets): the cells
+0.35 MB (0.8), the shared part of an evaluation 0.40 MB (1.8), one method on
+cells 0.07-0.25 MB (0.35-0.5; ABB's model is the largest), a bootstrap
+0.07-0.12 MB (5 to 9 methods); one method on rows (MBCT with features) 13 MB,
+which the row path's 512 MB bound holds about 40 of.
 """
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, data as cdata, evaluation, metrics
+from calibdash import bootstrap as cboot, calibrators, cells as ccells, data as cdata, evaluation, metrics
 from calibdash.evaluation import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
 
-__all__ = ["frozen_params", "evaluate_methods", "bootstrap", "models_table"]
+__all__ = ["frozen_params", "needs_rows", "on_cells", "rows_reason", "evaluate_methods", "judged_line", "bootstrap",
+           "interval_caption", "models_table", "raw_summary"]
 
 
 def frozen_params(params: dict) -> tuple:
@@ -21,15 +43,80 @@ def frozen_params(params: dict) -> tuple:
     return tuple(sorted(params.items()))
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+def needs_rows(ss: cdata.ScoreSet, methods) -> bool:
+    """Whether a method in ``methods`` reads this data's feature columns (MBCT with features)."""
+    return ss.features is not None and any(calibrators.get_class(m).uses_features for m in methods)
+
+
+def on_cells(ss: cdata.ScoreSet, methods) -> bool:
+    """Whether ``methods`` are evaluated on score cells on this data (see the module docstring)."""
+    return evaluation.use_cells_for(ss.n_rows, needs_rows(ss, methods))
+
+
+def rows_reason(ss: cdata.ScoreSet, methods) -> str:
+    """Why large data is judged on rows rather than score cells, or "" when it is not."""
+    if ss.n_rows <= evaluation.CELLS_MIN_ROWS or not needs_rows(ss, methods):
+        return ""
+    users = [calibrators.get_class(m).label or m for m in methods if calibrators.get_class(m).uses_features]
+    return (f"{', '.join(users)} reads the feature columns ({', '.join(ss.feature_columns)}), so "
+            f"{'every method here is' if len(list(methods)) > 1 else 'it is'} fitted and judged on the "
+            f"{ss.n_rows:,} rows rather than on score cells, which takes longer at this size.")
+
+
+# -- the row path ----------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=512, max_size="512MB")
 def _evaluate_one(data_key: str, scheme: Scheme, method: str, params: tuple, _ss: cdata.ScoreSet) -> Evaluation:
     feats = _ss.features if calibrators.get_class(method).uses_features else None
     return evaluation.evaluate(_ss.scores, _ss.labels, {method: dict(params)}, scheme, features=feats,
                                split=_ss.split)
 
 
+# -- the score-cell path ---------------------------------------------------------------------------
+@st.cache_data(show_spinner="Summarising the rows into score cells…", max_entries=16, max_size="256MB")
+def _cells(data_key: str, scheme: Scheme, _ss: cdata.ScoreSet) -> ccells.ScoreCells:
+    return ccells.aggregate(_ss.scores, _ss.labels, evaluation.cell_parts(_ss.n_rows, scheme, _ss.split))
+
+
+@st.cache_data(show_spinner=False, max_entries=16, max_size="128MB")
+def _shared_on_cells(data_key: str, scheme: Scheme, _ss: cdata.ScoreSet) -> Evaluation:
+    """The evaluation of no method: judged cells, their labels and weights, the fitted sample, the note."""
+    return evaluation.evaluate_cells(_cells(data_key, scheme, _ss), {}, scheme)
+
+
+@st.cache_data(show_spinner=False, max_entries=512, max_size="128MB")
+def _fit_on_cells(data_key: str, scheme: Scheme, method: str, params: tuple, _ss: cdata.ScoreSet) -> dict:
+    """What ``method`` adds to the shared evaluation: its prediction column, metrics row, model, seconds."""
+    ev = evaluation.evaluate_cells(_cells(data_key, scheme, _ss), {method: dict(params)}, scheme)
+    return {"predictions": ev.predictions[[method]], "metrics": ev.metrics.loc[[method]], "models": ev.models,
+            "fit_seconds": ev.fit_seconds}
+
+
+def _evaluate_on_cells(ss: cdata.ScoreSet, scheme: Scheme, chosen: dict[str, dict]) -> Evaluation:
+    key = ss.content_key()
+    shared = _shared_on_cells(key, scheme, ss)
+    if not chosen:
+        return shared
+    parts = []
+    for method, params in chosen.items():
+        fit = _fit_on_cells(key, scheme, method, frozen_params(params), ss)
+        parts.append(Evaluation(
+            scheme=shared.scheme, rows=shared.rows, labels=shared.labels,
+            predictions=pd.concat([shared.predictions, fit["predictions"]], axis=1),
+            metrics=pd.concat([shared.metrics, fit["metrics"]]), models=fit["models"], fit_rows=shared.fit_rows,
+            fit_seconds=fit["fit_seconds"], binning=shared.binning, weights=shared.weights,
+            fit_sample=shared.fit_sample, note=shared.note))
+    return evaluation.combine(parts)
+
+
 def evaluate_methods(ss: cdata.ScoreSet, scheme: Scheme, chosen: dict[str, dict]) -> Evaluation:
-    """Held-out evaluation of ``chosen`` (method -> params), each fit cached on data + scheme + params."""
+    """Held-out evaluation of ``chosen`` (method -> params), each fit cached on data + scheme + params.
+
+    On score cells (:func:`on_cells`) the result's ``weights`` are not None:
+    pass them as ``sample_weight`` to every metric, table and figure.
+    """
+    if on_cells(ss, chosen):
+        with st.spinner("Fitting calibrators on score cells…", show_time=True):
+            return _evaluate_on_cells(ss, scheme, chosen)
     if not chosen:
         return evaluation.evaluate(ss.scores, ss.labels, {}, scheme, split=ss.split)
     with st.spinner("Fitting calibrators…", show_time=True):
@@ -38,18 +125,45 @@ def evaluate_methods(ss: cdata.ScoreSet, scheme: Scheme, chosen: dict[str, dict]
     return evaluation.combine(parts)
 
 
-@st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=64)
-def _bootstrap(data_key: str, scheme: Scheme, chosen: tuple, _ev: Evaluation) -> cboot.BootstrapResult:
+def judged_line(ev: Evaluation, scheme: Scheme) -> str:
+    """What the metrics were judged on, for a page's caption: on score cells what the cells summarise, the
+    held-out rows and the scheme as the cells divide rows (by a hash of their position)."""
+    if ev.weights is None:
+        return f"judged on {ev.n_judged:,} held-out rows · {scheme.describe()}"
+    return f"{ev.note} · judged on {ev.n_judged:,} held-out rows · {scheme.describe(on_cells=True)}"
+
+
+# -- intervals ---------------------------------------------------------------------------------------
+@st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=64, max_size="64MB")
+def _bootstrap(data_key: str, scheme: Scheme, chosen: tuple, cells_path: bool, _ev: Evaluation
+               ) -> cboot.BootstrapResult:
+    if cells_path:           # each weighted row is a cell's positives or its negatives
+        return cboot.bootstrap_cells(_ev.predictions, _ev.weights, _ev.weights * _ev.labels)
     n_boot = cboot.resamples_for(len(_ev.rows), _ev.predictions.shape[1])
     return cboot.bootstrap_metrics(_ev.predictions, _ev.labels, n_boot=n_boot)
 
 
 def bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict) -> cboot.BootstrapResult:
-    """Paired bootstrap intervals of the metrics table, cached on data + scheme + methods + parameters."""
+    """Paired bootstrap intervals of the metrics table, cached on data + scheme + methods + parameters + path.
+
+    Rows are resampled on the row path; on score cells (``ev.weights`` not
+    None) a Poisson bootstrap of the cells' rows
+    (:func:`calibdash.bootstrap.bootstrap_cells`).
+    """
     chosen = tuple((m, frozen_params(p)) for m, p in params.items())
-    return _bootstrap(ss.content_key(), scheme, chosen, ev)
+    return _bootstrap(ss.content_key(), scheme, chosen, ev.weights is not None, ev)
 
 
+def interval_caption(boot: cboot.BootstrapResult, ev: Evaluation) -> str:
+    """How the intervals were drawn, for the caption under the metrics table."""
+    level = int(round(boot.level * 100))
+    if ev.weights is None:
+        return f"{level}% paired bootstrap interval, {boot.n_boot} resamples of the held-out rows"
+    return (f"{level}% paired bootstrap interval, {boot.n_boot} Poisson resamples of the "
+            f"{ev.n_judged:,} held-out rows, drawn per score cell")
+
+
+# -- several models ----------------------------------------------------------------------------------
 def models_table(ss: cdata.ScoreSet, scheme: Scheme, params: dict, models: list, n_bins: int, strategy: str):
     """Metrics of every (model, method) and each model's raw reliability table, on held-out rows.
 
@@ -58,7 +172,7 @@ def models_table(ss: cdata.ScoreSet, scheme: Scheme, params: dict, models: list,
     (DataFrame, dict)
         The metrics (index: model, method label; ECE/MCE binned as every
         evaluation here, ``Evaluation.binning``) and model -> reliability
-        table of its raw scores.
+        table of its raw scores (weighted on score cells).
     """
     rows, tables = [], {}
     for col in models:
@@ -67,5 +181,22 @@ def models_table(ss: cdata.ScoreSet, scheme: Scheme, params: dict, models: list,
         t = ev.metrics.copy()
         t.index = pd.MultiIndex.from_product([[col], [labels[k] for k in t.index]], names=["model", "method"])
         rows.append(t)
-        tables[col] = metrics.reliability_table(ev.predictions[UNCALIBRATED].to_numpy(), ev.labels, n_bins, strategy)
+        tables[col] = metrics.reliability_table(ev.predictions[UNCALIBRATED].to_numpy(), ev.labels, n_bins, strategy,
+                                                sample_weight=ev.weights)
     return pd.concat(rows), tables
+
+
+# -- the raw scores ----------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=16, max_size="16MB")
+def _raw_summary(data_key: str, cells_path: bool, _ss: cdata.ScoreSet) -> dict:
+    if not cells_path:
+        return metrics.summary(_ss.scores, _ss.labels)
+    c = ccells.aggregate(_ss.scores, _ss.labels)
+    p, y, w = c.weighted_predictions(c.score)
+    return metrics.summary(p, y, sample_weight=w, mvce_max_rows=evaluation.CELLS_MIN_ROWS)
+
+
+def raw_summary(ss: cdata.ScoreSet) -> dict:
+    """Every metric of the raw scores on all usable rows (from their score cells above ``CELLS_MIN_ROWS``,
+    where MVCE's views come from the partition moments, as in every evaluation on cells); cached."""
+    return _raw_summary(ss.content_key(), evaluation.use_cells_for(ss.n_rows), ss)

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import data as cdata
-from calibdash.evaluation import Scheme
+from calibdash.evaluation import Scheme, use_cells_for
 from pages.parts.widgets import initial
 
 __all__ = ["KINDS", "KIND", "TEST_SIZE", "SEED", "N_FOLDS", "TRAIN_VALUE", "DEFAULT", "current_scheme",
@@ -49,13 +49,23 @@ def current_scheme(ss: cdata.ScoreSet | None = None) -> Scheme:
 
 
 def scheme_line(ss: cdata.ScoreSet) -> str:
-    """The scheme in words, naming the split column and its parts when the file's own split is used."""
+    """The scheme in words, naming the split column and its parts when the file's own split is used.
+
+    Above ``CELLS_MIN_ROWS`` rows evaluations run on score cells, whose rows are
+    divided by a hash of their position: the line says so, and that MBCT with
+    feature columns is judged on rows (stratified) instead.
+    """
     scheme = current_scheme(ss)
     if scheme.kind == "column" and ss.split_column:
         parts = pd.Series(ss.split).value_counts()
         return (f"The file's split column `{ss.split_column}`: "
                 + ", ".join(f"{k} ({v:,} rows)" for k, v in parts.items()))
-    return scheme.describe()
+    if not use_cells_for(ss.n_rows):
+        return scheme.describe()
+    line = scheme.describe(on_cells=True)
+    if ss.features is not None and scheme.kind in ("split", "kfold"):
+        line += "; stratified on rows when MBCT reads the feature columns"
+    return line
 
 
 def _seed_input() -> None:
