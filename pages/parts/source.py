@@ -26,19 +26,19 @@ NONE = "(none)"            # choice meaning "no such column"
 ROLES = ("label", "score", "positive", "split")
 
 
-@st.cache_data(show_spinner="Reading the file…", max_entries=8)
+@st.cache_data(show_spinner="Reading the file…", max_entries=8, max_size="512MB")
 def _read_bytes(sha: str, name: str, _data: bytes):
     """Parse uploaded bytes; keyed on our own SHA-256 of them (st hashes big inputs by sampling)."""
     return cdata.read_table(_data, filename=name)
 
 
-@st.cache_data(show_spinner="Reading the sample…", max_entries=8)
+@st.cache_data(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
 def _read_sample(name: str):
     path = samples.sample_path(name)
     return cdata.read_table(path.read_bytes(), filename=path.name)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, max_size="512MB")
 def _score_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ScoreSet:
     return cdata.build_score_set(_df, info=_info, name=_info.name, **dict(roles))
 
