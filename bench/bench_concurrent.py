@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, start_streamlit, stop_process  # noqa: E402
 
-TIMEOUT_MS = 120_000
+TIMEOUT_MS = 240_000
 IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
     return !!a && a.getAttribute('data-test-script-state') === 'notRunning'
         && !document.querySelector('[data-stale="true"]')
