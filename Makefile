@@ -6,16 +6,22 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 
-.PHONY: run test bench chromium clean
+.PHONY: run test bench chromium java clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-$(VENV)/.testing: $(VENV)/.runtime tests/requirements.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+$(VENV)/.testing: $(VENV)/.runtime tests/requirements.txt tests/requirements-spark.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt -r tests/requirements-spark.txt
 	touch $@
+
+# A Java runtime for the Spark engine's tests (pyspark runs on the JVM); only when none is on the PATH.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
 # Debian's Chromium for the browser tests (never Playwright's own download).
 chromium:
@@ -28,7 +34,7 @@ run: $(VENV)/.runtime
 	-@$(MAKE) --no-print-directory chromium
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
-test: $(VENV)/.testing chromium
+test: $(VENV)/.testing chromium java
 	$(PY) -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
 
 bench: $(VENV)/.testing
