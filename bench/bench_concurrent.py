@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, start_streamlit, stop_process  # noqa: E402
 
-TIMEOUT_MS = 240_000
+TIMEOUT_MS = 120_000
 IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
     return !!a && a.getAttribute('data-test-script-state') === 'notRunning'
         && !document.querySelector('[data-stale="true"]')
@@ -46,30 +46,54 @@ def idle(page) -> None:
     page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS, polling=100)
 
 
-def session(url: str, csv: str, out) -> None:
+def session(url: str, csv: str, rows: int, out) -> None:
+    """One person's run; puts (file, seconds) on ``out``, or (file, error text) if a step failed."""
+    try:
+        _session(url, csv, rows, out)
+    except Exception as exc:  # noqa: BLE001 - reported in the table instead of leaving the parent waiting
+        out.put((Path(csv).name, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"))
+
+
+def _session(url: str, csv: str, rows: int, out) -> None:
     from playwright.sync_api import sync_playwright
 
+    name = Path(csv).name
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(url + "/data")
-        page.wait_for_selector('[data-testid="stMain"] h1', timeout=TIMEOUT_MS)
-        idle(page)
-        page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
-        file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
-        file_input.wait_for(state="attached", timeout=TIMEOUT_MS)
-        idle(page)
-        t0 = time.perf_counter()
-        file_input.set_input_files(csv)
-        page.get_by_text(Path(csv).name).first.wait_for(timeout=TIMEOUT_MS)
-        idle(page)
-        page.locator('[data-testid="stSidebarNav"] a', has_text="Compare").click()
-        page.wait_for_selector(".st-key-compare-reliability .js-plotly-plot", timeout=TIMEOUT_MS)
-        page.wait_for_selector(".st-key-compare-map .js-plotly-plot", timeout=TIMEOUT_MS)
-        page.wait_for_function("""() => document.querySelector('[data-testid="stMain"]').innerText
-                                 .includes('score cells')""", timeout=TIMEOUT_MS, polling=200)
-        idle(page)
-        out.put((Path(csv).name, time.perf_counter() - t0))
+        step = "open the Data page"
+        try:
+            page.goto(url + "/data")
+            page.wait_for_selector('[data-testid="stMain"] h1', timeout=TIMEOUT_MS)
+            idle(page)
+            step = "choose Upload"
+            page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
+            file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
+            file_input.wait_for(state="attached", timeout=TIMEOUT_MS)
+            idle(page)
+            t0 = time.perf_counter()
+            step = "upload"
+            file_input.set_input_files(csv)
+            # The file's name shows in the uploader as soon as the browser starts sending it; the server has
+            # read it only when the Data page's "Rows read" says so (switching page before that drops the file).
+            page.wait_for_function(
+                """(n) => Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
+                         .some(m => m.innerText.includes('Rows read') && m.innerText.includes(n))""",
+                arg=f"{rows:,}", timeout=TIMEOUT_MS, polling=100)
+            idle(page)
+            step = "open Compare"
+            page.locator('[data-testid="stSidebarNav"] a', has_text="Compare").click()
+            page.wait_for_selector(".st-key-compare-reliability .js-plotly-plot", timeout=TIMEOUT_MS)
+            page.wait_for_selector(".st-key-compare-map .js-plotly-plot", timeout=TIMEOUT_MS)
+            step = "wait for the cells note"
+            page.wait_for_function("""() => document.querySelector('[data-testid="stMain"]').innerText
+                                     .includes('score cells')""", timeout=TIMEOUT_MS, polling=200)
+            idle(page)
+        except Exception as exc:
+            shot = Path(tempfile.gettempdir()) / f"bench_concurrent_{Path(csv).stem}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            raise RuntimeError(f"step '{step}' failed (screenshot {shot}): {exc}") from exc
+        out.put((name, time.perf_counter() - t0))
         browser.close()
 
 
@@ -95,7 +119,7 @@ def main() -> int:
         try:
             base = peak_rss_gb(proc.pid)
             out = mp.Queue()
-            workers = [mp.Process(target=session, args=(url, f, out)) for f in files]
+            workers = [mp.Process(target=session, args=(url, f, args.rows, out)) for f in files]
             t0 = time.perf_counter()
             for w in workers:
                 w.start()
@@ -110,7 +134,7 @@ def main() -> int:
           "isotonic and intervals, on score cells)")
     print(f"{'session':<24} {'seconds':>8}")
     for name, sec in sorted(results):
-        print(f"{name:<24} {sec:>8.1f}")
+        print(f"{name:<24} {sec:>8.1f}" if isinstance(sec, float) else f"{name:<24} failed: {sec}")
     print(f"all done in {wall:.1f} s; server peak RSS {peak:.2f} GB (at start {base:.2f} GB); targets: < 10 s each, "
           "< 1.5 GB")
     return 0

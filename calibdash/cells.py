@@ -233,6 +233,8 @@ class CellAccumulator:
     def _merge(self, part, code, n, pos, ssum) -> None:
         part = np.concatenate([self._part, part])
         code = np.concatenate([self._code, code])
+        if code.size == 0:
+            return
         order = np.lexsort((code, part))
         part, code = part[order], code[order]
         n = np.concatenate([self._n, n])[order]
@@ -253,25 +255,54 @@ class CellAccumulator:
         self._merge(part, steps, n, pos, ssum)
 
     def add(self, scores, labels, part=None) -> "CellAccumulator":
-        """Add one chunk of rows (scores in [0, 1], 0/1 labels, optional part per row)."""
+        """Add one chunk of rows (scores in [0, 1], 0/1 labels, optional part per row).
+
+        Exact cells take one sort of the chunk per part; once on the grid, a
+        chunk costs one pass (``np.bincount`` over part x grid step), no sort.
+        A chunk that alone holds more than ``max_exact`` distinct scores moves
+        the accumulator to the grid before it is added.
+        """
         s = check_scores(scores)
         y = check_labels(labels, s.size, require_both=False)
         g = np.zeros(s.size, dtype=np.int64) if part is None else np.asarray(part, dtype=np.int64)
         if g.shape != s.shape:
             raise DataError(f"part has {g.size} values but scores has {s.size}.")
-        code = s if self.exact else np.minimum(np.floor(s * GRID), GRID - 1)
-        present = np.unique(g)
-        for p in present:
-            rows = slice(None) if present.size == 1 else g == p
-            uniq, inv = np.unique(code[rows], return_inverse=True)
-            self._merge(np.full(uniq.size, p, np.int64), uniq,
-                        np.bincount(inv, minlength=uniq.size).astype(np.int64),
-                        np.bincount(inv, weights=y[rows], minlength=uniq.size).astype(np.int64),
-                        np.bincount(inv, weights=s[rows], minlength=uniq.size))
+        present = np.unique(g) if part is not None else np.zeros(1, np.int64)
+        if self.exact:
+            chunk = []
+            for p in present:
+                rows = slice(None) if present.size == 1 else g == p
+                uniq, inv = np.unique(s[rows], return_inverse=True)
+                if uniq.size > self.max_exact:
+                    chunk = None
+                    break
+                chunk.append((p, uniq, inv, rows))
+            if chunk is None:
+                self._to_grid()
+            else:
+                for p, uniq, inv, rows in chunk:
+                    self._merge(np.full(uniq.size, p, np.int64), uniq,
+                                np.bincount(inv, minlength=uniq.size).astype(np.int64),
+                                np.bincount(inv, weights=y[rows], minlength=uniq.size).astype(np.int64),
+                                np.bincount(inv, weights=s[rows], minlength=uniq.size))
+        if not self.exact:
+            self._add_to_grid(s, y, g, present)
         self.n_rows += int(s.size)
         if self.exact and np.unique(self._code).size > self.max_exact:
             self._to_grid()
         return self
+
+    def _add_to_grid(self, s, y, g, present) -> None:
+        """Aggregate a chunk by (part, grid step) in one pass of ``np.bincount``."""
+        steps = np.minimum((s * GRID).astype(np.int64), GRID - 1)
+        index = steps if present.size == 1 else np.searchsorted(present, g) * GRID + steps
+        size = present.size * GRID
+        n = np.bincount(index, minlength=size)
+        cell = np.flatnonzero(n)
+        pos = np.bincount(index, weights=y, minlength=size)[cell].astype(np.int64)
+        ssum = np.bincount(index, weights=s, minlength=size)[cell]
+        part = present[cell // GRID] if present.size > 1 else np.full(cell.size, present[0], np.int64)
+        self._merge(part, (cell % GRID).astype(np.float64), n[cell].astype(np.int64), pos, ssum)
 
     def result(self) -> ScoreCells:
         """The cells of every row added so far, sorted by part then score."""

@@ -39,7 +39,12 @@ def test_million_row_upload_runs_on_score_cells(app_page, ui, tmp_path):
     file_input.wait_for(state="attached", timeout=ui.timeout_ms)
     ui.wait_idle(page)
     file_input.set_input_files(str(csv))
-    page.get_by_text("clicks_1m.csv").first.wait_for(timeout=ui.timeout_ms)
+    # The name shows in the uploader while the browser is still sending the file; "Rows read" means the server
+    # has read it (switching page before that would drop the file).
+    page.wait_for_function(
+        """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
+                 .some(m => m.innerText.includes('Rows read') && m.innerText.includes('1,000,000'))""",
+        timeout=ui.timeout_ms)
     ui.wait_idle(page)
     _assert_no_traceback(page, ui)
     ui.screenshot(page, "e2e-large-1-data")
