@@ -1,0 +1,206 @@
+"""Explaining a fitted ENIR: the lambda path behind its map, and each model's map.
+
+A fitted :class:`~calibdash.calibrators.enir.ENIR` keeps only its averaged
+map and the averaged models' penalties and weights. :func:`explain` builds
+the path again from the rows it was fitted on with its hyperparameters and
+sample weights (:func:`calibdash.calibrators.enir.enir_path`, the function
+``fit`` uses), checks that the models average to the calibrator's map, and
+returns an :class:`ENIRExplanation`:
+
+* the path table: one row per breakpoint used (lambda, distinct fitted
+  values, log-likelihood, criterion, whether the model is averaged, weight);
+* every averaged model's map and the ENIR map on a grid of [0, 1] (with the
+  training scores' range refined);
+* the merged training points with the map there, and the rows pooled into
+  equal-count groups;
+* plain notes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..calibrators.enir import CRITERION_LABEL, ENIRPath, enir_path, map_knots
+from ..errors import ProgrammingError
+from ..validation import check_weights
+from . import Explanation, training_rows
+
+__all__ = ["ENIRExplanation", "explain", "MAP_TOL", "N_GROUPS", "GRID_POINTS"]
+
+#: Largest difference between the calibrator's map and the models built again.
+MAP_TOL = 1e-12
+#: The training rows are pooled into at most this many equal-count groups.
+N_GROUPS = 200
+#: Points of the regular grid on [0, 1] the maps are evaluated on.
+GRID_POINTS = 501
+
+
+@dataclass(kw_only=True)
+class ENIRExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted ENIR.
+
+    Attributes
+    ----------
+    criterion, criterion_label : str
+        The model score (``"bic"``) and its display name (``"BIC"``).
+    n_breakpoints : int
+        Breakpoints of the whole path (lambda = 0 included), before thinning
+        to ``max_models``.
+    path : DataFrame
+        One row per breakpoint used, by increasing lambda: ``model`` (its
+        index), ``lambda``, ``df`` (distinct fitted values), ``loglik``,
+        ``score`` (the criterion), ``delta`` (score minus the smallest finite
+        score of the averaged models), ``kept`` (averaged: not lambda = 0,
+        finite score) and ``weight``.
+    models : DataFrame
+        Long table of the averaged models' maps on the grid: ``model``,
+        ``lambda``, ``weight``, ``score`` (the grid point), ``prob``.
+    curve : DataFrame
+        The ENIR map (``score``, ``prob``) on the same grid, from ``predict``.
+    points : DataFrame
+        Merged training points: ``score``, ``target`` (mean label),
+        ``count`` (rows; total weight in a weighted fit), ``fitted`` (the map).
+    groups : DataFrame
+        The rows in about ``N_GROUPS`` equal-count groups: ``score`` and
+        ``rate`` (their means), ``rows``.
+    """
+
+    criterion: str
+    criterion_label: str
+    n_breakpoints: int
+    path: pd.DataFrame
+    models: pd.DataFrame
+    curve: pd.DataFrame
+    points: pd.DataFrame
+    groups: pd.DataFrame
+
+    @property
+    def best(self) -> int:
+        """Row of ``path`` of the heaviest model."""
+        return int(np.argmax(self.path["weight"].to_numpy()))
+
+
+def _grid(x: np.ndarray) -> np.ndarray:
+    """A regular grid of [0, 1] with a refined copy over the training scores' range."""
+    lo, hi = (float(x[0]), float(x[-1])) if x.size else (0.0, 1.0)
+    return np.union1d(np.linspace(0.0, 1.0, GRID_POINTS), np.linspace(lo, hi, GRID_POINTS))
+
+
+def _groups(x, target, count, n_groups: int) -> pd.DataFrame:
+    """Points pooled into about ``n_groups`` groups of equal row count (equal weight)."""
+    if x.size <= n_groups:
+        return pd.DataFrame({"score": x, "rate": target, "rows": count})
+    before = np.cumsum(count) - count
+    gid = np.minimum((before * n_groups / count.sum()).astype(np.int64), n_groups - 1)
+    rows = np.bincount(gid, count)
+    keep = rows > 0
+    return pd.DataFrame({"score": np.bincount(gid, count * x)[keep] / rows[keep],
+                         "rate": np.bincount(gid, count * target)[keep] / rows[keep],
+                         "rows": rows[keep].astype(count.dtype)})
+
+
+def _check_same_map(cal, res: ENIRPath) -> None:
+    """ProgrammingError unless the models built again average to the calibrator's map."""
+    kx, kp = map_knots(res.x, res.map_p)
+    same = kx.shape == cal.knots_.shape
+    detail = f"the maps have {kx.size:,} and {cal.knots_.size:,} knots"
+    if same:
+        gap = max(float(np.max(np.abs(kx - cal.knots_))), float(np.max(np.abs(kp - cal.values_))))
+        same = gap <= MAP_TOL
+        detail = f"the maps differ by up to {gap:.2e}"
+    if not same:
+        raise ProgrammingError(f"the rows given are not the ones ENIR was fitted on: building its path again from "
+                               f"them does not give its map ({detail}); pass the rows (and the sample_weight) it "
+                               "was fitted on.")
+
+
+def _notes(cal, res: ENIRPath, n_rows: int, weighted: bool) -> list[str]:
+    label = CRITERION_LABEL[cal.criterion]
+    if weighted:
+        notes = [f"{n_rows:,} rows of total weight {res.n_rows:,.6g} (N of {label}); tied scores merged into "
+                 f"{res.x.size:,} points (target: their weighted mean label, weight: their total weight)."]
+    else:
+        notes = [f"{n_rows:,} rows; tied scores merged into {res.x.size:,} points "
+                 "(target: their mean label, weight: their count)."]
+    used = res.lam.size
+    thin = (f", {used} of them taken evenly by index (max_models = {cal.max_models})"
+            if used < res.n_breakpoints else "")
+    if used > 1:
+        notes.append(f"The near-isotonic path from λ = 0 (the data) to the isotonic fit has {res.n_breakpoints:,} "
+                     f"breakpoints{thin}; the model at λ = 0 is left out, as in the authors' code.")
+    else:
+        notes.append("The near-isotonic path has no merge (the mean labels of the points never decrease with the "
+                     "score, or there is one point): the model at λ = 0, the data, is the only one, as in the "
+                     "authors' code.")
+    inf = int((~np.isfinite(res.score)).sum())
+    if inf:
+        notes.append(f"{inf} model(s) have an infinite {label} (a fitted value rounded to 0 or 1 under a row of the "
+                     "other class) and get no weight.")
+    if not np.isfinite(res.score[res.kept]).any():
+        notes.append(f"No model has a finite {label}: the isotonic end of the path is used alone.")
+    best = int(np.argmax(res.weight))
+    notes.append(f"Weights exp(−Δ{label}/2): the best model (λ = {res.lam[best]:.4g}, {int(res.df[best])} distinct "
+                 f"values) carries {res.weight[best]:.1%} of the weight; {int((res.weight > 0).sum())} model(s) have "
+                 "positive weight.")
+    notes.append("Each model's values are smoothed towards the mean score of each run of equal values and joined "
+                 "linearly between neighbouring training scores, as in the authors' code.")
+    return notes
+
+
+def explain(calibrator, scores, labels, features=None, sample_weight=None,
+            n_groups: int = N_GROUPS) -> ENIRExplanation:
+    """Explain a fitted ENIR by building its path again from the rows it was fitted on.
+
+    Parameters
+    ----------
+    calibrator : fitted ENIR
+    scores, labels : array-like
+        The rows ``calibrator`` was fitted on.
+    features : ignored
+    sample_weight : array-like, optional
+        The weights it was fitted with (None: unit weights).
+    n_groups : int
+        How many equal-count groups of rows ``groups`` holds at most.
+
+    Returns
+    -------
+    ENIRExplanation
+
+    Raises
+    ------
+    ProgrammingError
+        If the rows are not the ones ``calibrator`` was fitted on: their
+        number differs, or the path built from them does not average to the
+        calibrator's map (to ``MAP_TOL``).
+    DataError
+        If ``sample_weight`` is not valid (as in ``fit``).
+    """
+    cal = calibrator
+    s, y = training_rows(cal, scores, labels)
+    w = check_weights(sample_weight, s.size, y)
+    res = enir_path(s, y, sample_weight=w, max_models=cal.max_models, criterion=cal.criterion)
+    _check_same_map(cal, res)
+
+    score = res.score
+    ref = score[res.kept & np.isfinite(score)]
+    path = pd.DataFrame({"model": np.arange(res.lam.size), "lambda": res.lam, "df": res.df, "loglik": res.loglik,
+                         "score": score, "delta": score - (ref.min() if ref.size else 0.0), "kept": res.kept,
+                         "weight": res.weight})
+    grid = _grid(res.x)
+    parts = []
+    for i in np.flatnonzero(res.weight > 0):
+        parts.append(pd.DataFrame({"model": int(i), "lambda": res.lam[i], "weight": res.weight[i], "score": grid,
+                                   "prob": np.interp(grid, res.x, res.values[i])}))
+    models = pd.concat(parts, ignore_index=True)
+    curve = pd.DataFrame({"score": grid, "prob": cal.predict(grid)})
+    count = res.wt if w is not None else res.wt.astype(np.int64)
+    target = res.pos / res.wt
+    points = pd.DataFrame({"score": res.x, "target": target, "count": count, "fitted": cal.predict(res.x)})
+    return ENIRExplanation(
+        method=cal.name, notes=_notes(cal, res, s.size, w is not None),
+        tables={"path": path, "points": points},
+        criterion=cal.criterion, criterion_label=CRITERION_LABEL[cal.criterion], n_breakpoints=res.n_breakpoints,
+        path=path, models=models, curve=curve, points=points,
+        groups=_groups(res.x, target, count, n_groups))

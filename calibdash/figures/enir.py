@@ -1,0 +1,121 @@
+"""Drawing ENIR's inner workings from an :class:`calibdash.explain.enir.ENIRExplanation`.
+
+* :func:`path_figure`: along the lambda path (log x axis), each model's
+  number of distinct fitted values, its criterion (BIC by default) relative
+  to the best, and its weight as stems.
+* :func:`map_figure`: every averaged model's map drawn faintly (opacity
+  proportional to its weight, the heaviest ``MAX_MODELS_DRAWN``), the ENIR
+  map in bold and the training rows as equal-count groups, as
+  :mod:`calibdash.figures.bbq` draws BBQ's models.
+
+Everything drawn is in the explanation; nothing here fits or predicts.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .layout import base_layout
+from .palette import color_of, rgba
+
+__all__ = ["path_figure", "map_figure", "inner_figures", "MAX_OPACITY", "MAX_MODELS_DRAWN", "DELTA_CAP"]
+
+#: Opacity of the heaviest model's map; the others scale with their weight.
+MAX_OPACITY = 0.6
+#: At most this many models are drawn (the heaviest).
+MAX_MODELS_DRAWN = 60
+#: The criterion panel shows differences up to this (a model 30 above the best weighs e^-15).
+DELTA_CAP = 30.0
+_DATA = "#7F7F7F"
+_DROPPED = "#BBBBBB"
+
+
+def path_figure(explanation, title: str | None = None, height: int = 540, delta_cap: float = DELTA_CAP) -> go.Figure:
+    """Three panels over lambda (log): distinct fitted values, criterion minus the best, and weight.
+    Models left out of the average (lambda = 0, infinite score) are grey in the first panel."""
+    ex = explanation
+    colour = color_of("enir")
+    positive = ex.path["lambda"] > 0
+    # lambda = 0 has no place on a log axis (and no weight unless it is the only model: then a linear axis)
+    data = ex.path[positive] if positive.any() else ex.path
+    crit = ex.criterion_label
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
+    common = np.c_[data["df"], data["score"], data["weight"]]
+    hover = ("λ = %{x:.4g}<br>%{customdata[0]} distinct values<br>" + crit
+             + " %{customdata[1]:.2f}<br>weight %{customdata[2]:.4f}<extra></extra>")
+    for kept, name, col in ((True, "distinct fitted values (averaged)", colour),
+                            (False, "distinct fitted values (left out)", _DROPPED)):
+        part = data[data["kept"] == kept]
+        if part.empty:
+            continue
+        fig.add_trace(go.Scatter(x=part["lambda"], y=part["df"], mode="markers", name=name,
+                                 marker=dict(color=col, size=6), customdata=common[(data["kept"] == kept).to_numpy()],
+                                 hovertemplate=hover), row=1, col=1)
+    delta = data["delta"].where(np.isfinite(data["delta"]))
+    fig.add_trace(go.Scatter(x=data["lambda"], y=delta, mode="lines+markers", name=f"{crit} − best",
+                             line=dict(color="#000000", width=1.5), marker=dict(size=5),
+                             customdata=common, hovertemplate=hover), row=2, col=1)
+    xs = np.repeat(data["lambda"].to_numpy(dtype=float), 3)
+    ys = np.c_[np.zeros(len(data)), data["weight"], np.full(len(data), np.nan)].ravel()
+    xs[2::3] = np.nan
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=2), hoverinfo="skip",
+                             showlegend=False), row=3, col=1)
+    fig.add_trace(go.Scatter(x=data["lambda"], y=data["weight"], mode="markers", name="weight",
+                             marker=dict(color=colour, size=6), customdata=common, hovertemplate=hover),
+                  row=3, col=1)
+    fig.update_xaxes(type="log" if positive.any() else "linear")
+    fig.update_xaxes(title_text="λ (log; to the right: more penalty, closer to isotonic)", row=3, col=1)
+    fig.update_yaxes(title_text="distinct values", row=1, col=1, rangemode="tozero")
+    finite = delta.dropna()
+    top = min(float(finite.max()) if len(finite) else 1.0, delta_cap)
+    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=[-0.04 * top - 0.5, top * 1.05 + 0.5])
+    fig.update_yaxes(title_text="weight", row=3, col=1, rangemode="tozero")
+    fig.update_layout(showlegend=False)
+    return base_layout(fig, title, height)
+
+
+def map_figure(explanation, title: str | None = None, height: int = 460,
+               max_models: int = MAX_MODELS_DRAWN) -> go.Figure:
+    """Each averaged model faintly (opacity proportional to weight), the ENIR map in bold, the
+    training rows as grey equal-count groups."""
+    ex = explanation
+    colour = color_of("enir")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
+                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    g = ex.groups
+    fig.add_trace(go.Scatter(
+        x=g["score"], y=g["rate"], mode="markers", name="training rows (equal-count groups)",
+        marker=dict(color=rgba(_DATA, 0.45), size=5), customdata=g["rows"],
+        hovertemplate="mean score %{x:.4f}<br>positive rate %{y:.4f}<br>%{customdata:,} rows<extra></extra>"))
+    weights = ex.models.groupby("model", sort=False)["weight"].first().sort_values(ascending=False)
+    drawn = weights.head(max_models)
+    top = float(drawn.max())
+    label = "models (opacity ∝ weight)"
+    if len(drawn) < len(weights):
+        label = f"{len(drawn)} heaviest of {len(weights)} models (opacity ∝ weight)"
+    for i, (model, wt) in enumerate(drawn.items()):
+        part = ex.models[ex.models["model"] == model]
+        lam = float(part["lambda"].iloc[0])
+        fig.add_trace(go.Scatter(
+            x=part["score"], y=part["prob"], mode="lines", meta="model", opacity=MAX_OPACITY * float(wt) / top,
+            line=dict(color=colour, width=1.2), name=label, legendgroup="models", showlegend=i == 0,
+            hovertemplate=f"λ = {lam:.4g}, weight {float(wt):.3f}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"))
+    fig.add_trace(go.Scatter(
+        x=ex.curve["score"], y=ex.curve["prob"], mode="lines", meta="average", name="ENIR average",
+        line=dict(color=colour, width=3.5), hovertemplate="ENIR<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
+    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+    return base_layout(fig, title, height)
+
+
+def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
+    """(title, figure): the lambda path with the weights, and the models' maps with their average."""
+    ex = explanation
+    n = int((ex.path["weight"] > 0).sum())
+    return [
+        (f"λ path: {len(ex.path)} of {ex.n_breakpoints:,} breakpoints, distinct values, "
+         f"{ex.criterion_label} and weight", path_figure(ex)),
+        (f"Near-isotonic models (faint, by weight; {n} with weight > 0) and their average", map_figure(ex)),
+    ]
