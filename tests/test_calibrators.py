@@ -72,7 +72,12 @@ def test_contract_refuses_bad_input(name):
         cal.fit(np.linspace(-1, 2, 30), np.arange(30) % 2)
 
 
-@pytest.mark.parametrize("name", ALL)
+#: Temperature scaling only rescales the logit about score 1/2 (no intercept), so it cannot correct the truth
+#: score**2 (a shift); tests/test_beta_temperature.py checks that it softens over-confident scores out of sample.
+NO_SHIFT = {"temperature"}
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n not in NO_SHIFT])
 def test_contract_improves_badly_calibrated_scores(name, noisy):
     """On 5,000 rows whose truth is score**2, every method beats the raw scores' Brier score."""
     s, y = noisy

@@ -1,0 +1,190 @@
+"""Temperature scaling: the score's logit divided by one fitted temperature."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import expit
+
+from ..errors import SettingsError
+from .base import Calibrator
+from .platt import logit
+
+__all__ = ["TemperatureCalibrator", "nll_grad_hess", "log_likelihood", "negative_log_likelihoods",
+           "fit_inverse_temperature"]
+
+
+def _softplus(f: np.ndarray) -> np.ndarray:
+    """``log(1 + e^f)``, stably (as ``np.logaddexp(0, f)`` to 1 ulp, about three times faster)."""
+    return np.log1p(np.exp(-np.abs(f))) + np.maximum(f, 0.0)
+
+
+def nll_grad_hess(beta: float, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
+    """Negative log-likelihood of labels ``y`` under ``sigmoid(beta z)`` (row terms weighted by ``w``),
+    with its first and second derivatives in the inverse temperature ``beta = 1 / T``."""
+    f = beta * z
+    loss = _softplus(f) - y * f                  # -[y ln p + (1 - y) ln(1 - p)], computed stably
+    q = expit(f)
+    r = (q - y) * z
+    v = q * (1 - q) * z * z
+    if w is not None:
+        loss, r, v = w * loss, w * r, w * v
+    return float(np.sum(loss)), float(np.sum(r)), float(np.sum(v))
+
+
+def log_likelihood(temperature: float, s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> float:
+    """Bernoulli log-likelihood of labels ``y`` under ``sigmoid(logit(s) / T)``, each row's term times its
+    weight in ``w`` (if given); ``logit`` clips like :func:`calibdash.calibrators.platt.logit`."""
+    z = logit(s)
+    f = z / temperature
+    loss = _softplus(f) - y * f
+    return -float(np.sum(loss if w is None else w * loss))
+
+
+def negative_log_likelihoods(temperatures, s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """``-log_likelihood(T, s, y, w)`` at each ``T`` of ``temperatures``, sharing the logits and the label
+    term ``sum(w y logit(s))`` between them (for the explainer's curve over ``T``)."""
+    z = logit(s)
+    label_term = float(np.dot(y, z) if w is None else np.dot(w * y, z))
+    out = []
+    for t in np.asarray(temperatures, dtype=float):
+        sp = _softplus(z / t)
+        out.append(float(np.sum(sp) if w is None else np.dot(w, sp)) - label_term / t)
+    return np.array(out)
+
+
+def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, lo: float, hi: float,
+                            max_iter: int = 100, tol: float = 1e-12) -> tuple[float, int]:
+    """The maximum-likelihood ``beta = 1/T`` in ``[lo, hi]`` for labels ``y`` and logits ``z``.
+
+    The negative log-likelihood is convex in ``beta`` (a logistic regression through the origin on
+    ``z``), so its derivative is non-decreasing and the optimum in ``[lo, hi]`` is its root there, or
+    the bound where it keeps its sign. The root is found by Newton's method safeguarded by bisection
+    (a Newton step that leaves the current bracket is replaced by the bracket's geometric midpoint),
+    starting from ``beta = 1`` (``T = 1``, the scores as they are).
+
+    Returns
+    -------
+    (beta, n_iter)
+        The inverse temperature and the Newton/bisection steps taken (0 when it sits at a bound).
+    """
+    y = y.astype(float)
+    if not np.any(z):                                  # every score 1/2: the likelihood ignores T
+        return min(max(1.0, lo), hi), 0
+    if nll_grad_hess(lo, z, y, w)[1] >= 0:            # the likelihood still grows as T -> t_max
+        return lo, 0
+    if nll_grad_hess(hi, z, y, w)[1] <= 0:            # ... as T -> t_min (separable scores)
+        return hi, 0
+    beta = min(max(1.0, lo), hi)
+    it = 0
+    for it in range(1, int(max_iter) + 1):
+        _, g, h = nll_grad_hess(beta, z, y, w)
+        step = g / h if h > 0 else math.nan
+        if g == 0 or abs(step) <= tol * beta:          # converged: take the last (tiny) Newton step
+            return (beta - step if g != 0 else beta), it
+        if g > 0:
+            hi = beta
+        else:
+            lo = beta
+        new = beta - step
+        if not lo < new < hi:                           # Newton left the bracket: bisect it instead
+            new = math.sqrt(lo * hi)
+        if hi - lo <= tol * lo:
+            return new, it
+        beta = new
+    return beta, it
+
+
+class TemperatureCalibrator(Calibrator):
+    """Temperature scaling (Guo, Pleiss, Sun & Weinberger, ICML 2017): ``p = sigmoid(logit(s) / T)``.
+
+    Guo et al.'s temperature scaling divides a network's logits by one scalar ``T > 0`` before the
+    softmax, fitted by minimising the negative log-likelihood on a validation set (their Section 4.2,
+    "Extension to multiclass models"); it changes confidence, never the ranking of the scores. For
+    two classes the softmax of the logits is the sigmoid of their difference, so on scores in [0, 1]
+    the method is ``sigmoid(logit(s) / T)``: Platt scaling
+    (:class:`~calibdash.calibrators.platt.PlattCalibrator`) with the intercept fixed at 0 and slope
+    ``A = 1/T``. The logit clips the
+    scores to [EPS, 1 - EPS] like Platt's (:func:`calibdash.calibrators.platt.logit`). ``T > 1``
+    softens over-confident scores, ``T < 1`` sharpens under-confident ones, ``T = 1`` leaves them
+    unchanged.
+
+    Fitting: the paper minimises the NLL over ``T`` with a general optimiser. Here the NLL is
+    minimised over the inverse temperature ``beta = 1/T``, in which it is convex, by a safeguarded
+    Newton iteration on its derivative (:func:`fit_inverse_temperature`): one optimum, found to
+    about machine precision. ``T`` is kept in ``[t_min, t_max]``: when the likelihood keeps growing
+    beyond a bound, the fit stops at that bound: ``T -> infinity`` (the constant map 1/2 fits best)
+    when ``sum(w (y - 1/2) logit(s)) <= 0``, that is when the scores rank the labels no
+    better than chance or the wrong way round; ``T -> 0`` when they separate the classes at score
+    1/2.
+
+    The method has no hyperparameters (so the dashboard shows no slider for it); the constructor
+    arguments are solver settings.
+
+    Sample weights (``fit(..., sample_weight=w)``): each row's term of the log-likelihood is
+    multiplied by its weight, so integer weights give the fit on the rows repeated, and scaling
+    every weight by the same factor leaves ``T`` unchanged.
+
+    Parameters
+    ----------
+    t_min, t_max : float, default 1e-3 and 1e3
+        The range ``T`` is fitted in (``0 < t_min < t_max``).
+    max_iter : int, default 100
+        Newton/bisection steps at most.
+    tol : float, default 1e-12
+        Stop when a step changes ``1/T`` by less than ``tol`` times its value.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature ``T``.
+    log_likelihood_ : float
+        Log-likelihood of the training labels at ``T`` (weighted: each row's term times its weight).
+    n_iter_ : int
+        Newton/bisection steps taken (0 when ``T`` sits at a bound).
+    """
+
+    name = "temperature"
+    label = "Temperature scaling"
+    summary = "one temperature dividing the score's logit"
+    paper = "Guo, Pleiss, Sun & Weinberger (2017), On calibration of modern neural networks (ICML)"
+    hyperparams = ()
+
+    def __init__(self, t_min: float = 1e-3, t_max: float = 1e3, max_iter: int = 100, tol: float = 1e-12):
+        self.t_min = t_min
+        self.t_max = t_max
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _check_settings(self) -> tuple[float, float]:
+        try:
+            lo, hi = float(self.t_min), float(self.t_max)
+        except (TypeError, ValueError):
+            raise SettingsError(f"t_min and t_max must be numbers, got {self.t_min!r} and {self.t_max!r}.") from None
+        if not (0 < lo < hi < math.inf):
+            raise SettingsError(f"the temperature range needs 0 < t_min < t_max < inf, got t_min={self.t_min!r}, "
+                                f"t_max={self.t_max!r}.")
+        return lo, hi
+
+    def _fit(self, s, y, features, w):
+        lo, hi = self._check_settings()
+        z = logit(s)
+        beta, it = fit_inverse_temperature(z, y, w, 1.0 / hi, 1.0 / lo, self.max_iter, self.tol)
+        # at a bound, the bound itself (1 / (1 / t) need not be t)
+        self.temperature_ = hi if beta <= 1.0 / hi else lo if beta >= 1.0 / lo else float(1.0 / beta)
+        self.log_likelihood_ = log_likelihood(self.temperature_, s, y, w)
+        self.n_iter_ = int(it)
+
+    def _predict(self, s, features):
+        return expit(logit(s) / self.temperature_)
+
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): the temperature."""
+        return {"temperature": self.temperature_}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        t = state.number("temperature")
+        if not t > 0:
+            raise state.error(f"'temperature' must be positive, got {t!r}")
+        self.temperature_ = t

@@ -1,0 +1,108 @@
+"""Drawing beta calibration from a :class:`calibdash.explain.beta.BetaExplanation`.
+
+* :func:`map_figure`: the beta map in bold against the logistic (Platt)
+  map fitted on the same rows, the identity, the training rows as
+  equal-weight groups and the midpoint ``m`` (where the map crosses 1/2).
+* :func:`logodds_figure`: the same on the log-odds scale, over the range of
+  the training scores: Platt's map is a straight line there, and the beta
+  map ``a ln s - b ln(1 - s) + c`` bends away from it at the ends, which is
+  where the two families differ.
+
+Everything drawn is in the explanation; nothing here fits or predicts.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .layout import base_layout
+from .palette import color_of, rgba
+
+__all__ = ["map_figure", "logodds_figure", "inner_figures"]
+
+_DATA = "#7F7F7F"
+
+
+def _group_sizes(weight) -> np.ndarray:
+    w = np.asarray(weight, dtype=float)
+    return 5 + 9 * np.sqrt(w / w.max()) if w.size and w.max() > 0 else np.full(w.size, 6.0)
+
+
+def map_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
+    """The beta map (bold), Platt's map (dotted), the identity (dashed), data groups (grey) and ``m``."""
+    ex = explanation
+    colour, platt = color_of("beta"), color_of("platt")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
+                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    g = ex.groups
+    fig.add_trace(go.Scatter(
+        x=g["score"], y=g["rate"], mode="markers", name="training rows (equal-weight groups)", meta="groups",
+        marker=dict(color=rgba(_DATA, 0.5), size=_group_sizes(g["weight"])), customdata=g["weight"],
+        hovertemplate="mean score %{x:.4f}<br>positive rate %{y:.4f}<br>weight %{customdata:,.4g}<extra></extra>"))
+    c = ex.curve
+    fig.add_trace(go.Scatter(
+        x=c["score"], y=c["platt"], mode="lines", meta="platt",
+        name=f"Platt (logistic) on the same rows: A = {ex.platt_a:.3g}, B = {ex.platt_b:.3g}",
+        line=dict(color=platt, width=2, dash="dot"),
+        hovertemplate="Platt<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
+    fig.add_trace(go.Scatter(
+        x=c["score"], y=c["beta"], mode="lines", meta="map",
+        name=f"beta ({ex.parameters}): a = {ex.a:.3g}, b = {ex.b:.3g}, c = {ex.c:.3g}",
+        line=dict(color=colour, width=3),
+        hovertemplate="beta<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
+    if math.isfinite(ex.m):
+        fig.add_trace(go.Scatter(
+            x=[ex.m], y=[0.5], mode="markers", meta="midpoint", name=f"midpoint m = {ex.m:.4g} (map = 1/2)",
+            marker=dict(symbol="diamond", size=11, color=colour, line=dict(color="#FFFFFF", width=1)),
+            hovertemplate="midpoint m = %{x:.4f}<extra></extra>"))
+    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+    return base_layout(fig, title, height)
+
+
+def logodds_figure(explanation, title: str | None = None, height: int = 420) -> go.Figure:
+    """Both maps on the log-odds scale (x: logit of the score, y: logit of the calibrated probability),
+    over the training scores' range; data groups whose rate is strictly between 0 and 1 as grey markers."""
+    ex = explanation
+    colour, platt = color_of("beta"), color_of("platt")
+    c = ex.curve
+    lo, hi = ex.score_range
+    c = c[(c["score"] >= lo) & (c["score"] <= hi)]
+    if len(c) < 2:                                   # one distinct training score: show the grid around it
+        c = ex.curve[(ex.curve["score"] > 0) & (ex.curve["score"] < 1)]
+    fig = go.Figure()
+    x = c["logit"]
+    fig.add_trace(go.Scatter(x=[x.min(), x.max()], y=[x.min(), x.max()], mode="lines", name="identity",
+                             hoverinfo="skip", line=dict(color="#BBBBBB", dash="dash", width=1)))
+    g = ex.groups
+    inside = (g["rate"] > 0) & (g["rate"] < 1) & (g["score"] > 0) & (g["score"] < 1)
+    gi = g[inside]
+    if len(gi):
+        gx = np.log(gi["score"]) - np.log1p(-gi["score"])
+        gy = np.log(gi["rate"]) - np.log1p(-gi["rate"])
+        fig.add_trace(go.Scatter(
+            x=gx, y=gy, mode="markers", name="training rows (groups, log-odds of the rate)", meta="groups",
+            marker=dict(color=rgba(_DATA, 0.5), size=_group_sizes(gi["weight"])),
+            hovertemplate="logit(mean score) %{x:.3f}<br>logit(rate) %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=x, y=c["platt_logodds"], mode="lines", name="Platt: A logit(s) + B (a line)",
+                             meta="platt", line=dict(color=platt, width=2, dash="dot"),
+                             hovertemplate="Platt<br>logit(s) %{x:.3f} → %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=x, y=c["beta_logodds"], mode="lines", name="beta: a ln s − b ln(1 − s) + c",
+                             meta="map", line=dict(color=colour, width=3),
+                             hovertemplate="beta<br>logit(s) %{x:.3f} → %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title_text="logit(score)")
+    fig.update_yaxes(title_text="log-odds of the calibrated probability")
+    return base_layout(fig, title, height)
+
+
+def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
+    """(title, figure): the map against Platt's, and both on the log-odds scale."""
+    ex = explanation
+    diff = ex.log_likelihood - ex.platt_log_likelihood
+    map_title = (f"Beta map ({ex.parameters}) against the logistic (Platt) map on the same rows: "
+                 f"log-likelihood {diff:+,.2f}")
+    return [(map_title, map_figure(ex)),
+            ("On the log-odds scale: Platt's map is a line, the beta map bends at the ends", logodds_figure(ex))]

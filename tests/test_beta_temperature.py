@@ -1,0 +1,460 @@
+"""Beta calibration (Kull, Silva Filho & Flach 2017) and temperature scaling (Guo et al. 2017): the paper's
+formulas, equality to direct likelihood fits (scipy) and to scikit-learn's LogisticRegression on the same
+features, hand-computed cases, invariances, the explainers and their figures."""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize, minimize_scalar
+from scipy.special import expit
+from sklearn.linear_model import LogisticRegression
+
+from calibdash import calibrators, export, figures
+from calibdash.calibrators.beta import midpoint
+from calibdash.calibrators.platt import EPS, logit
+from calibdash.errors import DataError, ProgrammingError, SettingsError
+from calibdash.explain import explain
+
+GRID = np.linspace(0.0, 1.0, 1001)
+INNER = np.linspace(0.001, 0.999, 999)
+LN2 = math.log(2.0)
+
+
+def _feats(s):
+    s = np.clip(s, EPS, 1 - EPS)
+    return np.log(s), -np.log1p(-s)
+
+
+def beta_rows(a, b, c, n=6000, seed=0):
+    """Scores uniform on (0.005, 0.995) and labels drawn from the beta map mu(s; a, b, c)."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.005, 0.995, n)
+    x1, x2 = _feats(s)
+    return s, (rng.uniform(size=n) < expit(a * x1 + b * x2 + c)).astype(int)
+
+
+def paper_map(a, b, c, s):
+    """The paper's beta map, written as in the paper: 1 / (1 + 1 / (e^c s^a / (1 - s)^b))."""
+    return 1.0 / (1.0 + 1.0 / (np.exp(c) * s ** a / (1.0 - s) ** b))
+
+
+def _nll(x, y, w):
+    def f(beta):
+        eta = x @ beta
+        return float(np.sum(w * (np.logaddexp(0, eta) - y * eta)))
+
+    def g(beta):
+        return x.T @ (w * (expit(x @ beta) - y))
+    return f, g
+
+
+def direct_fit(x, y, w=None, bounds=None):
+    """Maximum likelihood by scipy (BFGS, or L-BFGS-B with bounds) on design matrix x."""
+    w = np.ones(y.size) if w is None else w
+    f, g = _nll(x, y.astype(float), w)
+    start = np.zeros(x.shape[1])
+    if bounds is None:
+        res = minimize(f, start, jac=g, method="BFGS", options={"gtol": 1e-9, "maxiter": 10_000})
+    else:
+        res = minimize(f, start, jac=g, method="L-BFGS-B", bounds=bounds,
+                       options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10_000})
+    return res.x, -res.fun
+
+
+def sklearn_betacal(s, y, w=None, parameters="abm"):
+    """The authors' betacal procedure, written with scikit-learn's LogisticRegression unpenalised (C=inf)
+    and solved to 1e-12 instead of betacal's C=99999999999 with the default lbfgs tolerance."""
+    x1, x2 = _feats(s)
+
+    def lr(x, intercept=True):
+        m = LogisticRegression(C=np.inf, solver="newton-cholesky", tol=1e-12, max_iter=1000,
+                               fit_intercept=intercept).fit(x, y, sample_weight=w)
+        return m.coef_[0], (m.intercept_[0] if intercept else 0.0)
+
+    if parameters == "abm":
+        (a, b), c = lr(np.column_stack([x1, x2]))
+        if a < 0:
+            (b,), c = lr(x2[:, None])
+            a = 0.0
+        elif b < 0:
+            (a,), c = lr(x1[:, None])
+            b = 0.0
+        return a, b, c
+    if parameters == "am":
+        (a,), c = lr((x1 + x2)[:, None])
+        return a, a, c
+    (a, b), _ = lr(np.column_stack([x1 + LN2, x2 - LN2]), intercept=False)
+    return a, b, (a - b) * LN2
+
+
+# ---------------------------------------------------------------------------------------------------------
+# beta calibration
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
+def test_beta_map_is_the_papers_formula_with_its_m(parameters):
+    s, y = beta_rows(1.6, 0.7, -0.4, seed=1)
+    cal = calibrators.get("beta", parameters=parameters).fit(s, y)
+    a, b, c, m = cal.a_, cal.b_, cal.c_, cal.m_
+    np.testing.assert_allclose(cal.predict(INNER), paper_map(a, b, c, INNER), rtol=1e-12, atol=1e-15)
+    # m is the midpoint: c = b ln(1 - m) - a ln m and mu(m) = 1/2
+    assert 0 < m < 1
+    assert c == pytest.approx(b * math.log(1 - m) - a * math.log(m), abs=1e-10)
+    assert cal.predict([m])[0] == pytest.approx(0.5, abs=1e-12)
+    if parameters == "am":
+        assert a == b and m == pytest.approx(1 / (1 + math.exp(c / a)), rel=1e-14)
+    if parameters == "ab":
+        assert m == 0.5 and c == pytest.approx((a - b) * LN2, rel=1e-14)
+
+
+def test_beta_hand_computed_three_scores_are_interpolated():
+    """Three distinct scores with weighted frequencies q: three parameters meet them exactly, with (a, b, c)
+    the solution of the linear system logit(q) = a ln s - b ln(1 - s) + c."""
+    s3 = np.array([0.2, 0.5, 0.8])
+    q = np.array([0.1, 0.4, 0.9])
+    x1, x2 = _feats(s3)
+    a, b, c = np.linalg.solve(np.column_stack([x1, x2, np.ones(3)]), logit(q))
+    assert a > 0 and b > 0                                   # so abm keeps both features
+    s = np.repeat(s3, 2)
+    y = np.tile([1, 0], 3)
+    w = np.column_stack([q, 1 - q]).ravel() * 10
+    cal = calibrators.get("beta").fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(cal.predict(s3), q, atol=1e-10)
+    assert (cal.a_, cal.b_, cal.c_) == pytest.approx((a, b, c), rel=1e-8)
+
+
+@pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
+def test_beta_equals_direct_scipy_likelihood_fit(parameters):
+    s, y = beta_rows(1.6, 0.7, -0.4, seed=2)
+    w = np.random.default_rng(3).uniform(0.2, 2.0, s.size)
+    cal = calibrators.get("beta", parameters=parameters).fit(s, y, sample_weight=w)
+    x1, x2 = _feats(s)
+    one = np.ones_like(x1)
+    if parameters == "abm":
+        (a, b, c), ll = direct_fit(np.column_stack([x1, x2, one]), y, w)
+    elif parameters == "am":
+        (a, c), ll = direct_fit(np.column_stack([x1 + x2, one]), y, w)
+        b = a
+    else:
+        (a, b), ll = direct_fit(np.column_stack([x1 + LN2, x2 - LN2]), y, w)
+        c = (a - b) * LN2
+    assert (cal.a_, cal.b_, cal.c_) == pytest.approx((a, b, c), abs=1e-6)
+    assert cal.log_likelihood_ == pytest.approx(ll, rel=1e-12)
+    assert cal.log_likelihood_ >= ll - 1e-9                   # Newton is at least as good as BFGS
+
+
+@pytest.mark.parametrize("truth,dropped", [((-0.6, 1.5, 0.3), "a"), ((1.5, -0.6, -0.3), "b"),
+                                           ((1.6, 0.7, -0.4), "")])
+def test_beta_abm_drops_a_negative_coefficient_as_betacal_and_equals_the_bounded_mle(truth, dropped):
+    s, y = beta_rows(*truth, n=8000, seed=4)
+    cal = calibrators.get("beta").fit(s, y)
+    steps = explain(cal, s, y).tables["steps"]
+    assert len(steps) == (2 if dropped else 1) and steps["kept"].tolist() == [False] * (len(steps) - 1) + [True]
+    if dropped:
+        assert steps.loc[0, dropped] < 0 and getattr(cal, f"{dropped}_") == 0.0
+    x1, x2 = _feats(s)
+    (a, b, c), _ = direct_fit(np.column_stack([x1, x2, np.ones_like(x1)]), y,
+                              bounds=[(0, None), (0, None), (None, None)])
+    assert (cal.a_, cal.b_, cal.c_) == pytest.approx((a, b, c), abs=1e-5)
+
+
+@pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
+@pytest.mark.parametrize("truth", [(-0.6, 1.5, 0.3), (1.5, -0.6, -0.3), (1.6, 0.7, -0.4)])
+def test_beta_equals_sklearn_logistic_regression_on_the_same_features(parameters, truth):
+    s, y = beta_rows(*truth, n=5000, seed=5)
+    w = np.random.default_rng(6).integers(1, 4, s.size).astype(float)
+    cal = calibrators.get("beta", parameters=parameters).fit(s, y, sample_weight=w)
+    a, b, c = sklearn_betacal(s, y, w, parameters)
+    assert (cal.a_, cal.b_, cal.c_) == pytest.approx((a, b, c), abs=1e-6)
+
+
+def test_beta_am_is_platt_scaling():
+    s, y = beta_rows(1.6, 0.7, -0.4, seed=7)
+    beta = calibrators.get("beta", parameters="am").fit(s, y)
+    platt = calibrators.get("platt").fit(s, y)
+    assert beta.a_ == pytest.approx(platt.a_, rel=1e-8) and beta.c_ == pytest.approx(platt.b_, rel=1e-8)
+    np.testing.assert_allclose(beta.predict(GRID), platt.predict(GRID), atol=1e-9)
+
+
+def wald(cal, s, truth):
+    """Wald statistic (theta - truth)' I (theta - truth) of the fitted (a, b, c), with the Fisher information I at
+    the truth: chi-squared with 3 degrees of freedom when the fit is the maximum-likelihood estimate."""
+    x1, x2 = _feats(s)
+    x = np.column_stack([x1, x2, np.ones_like(x1)])
+    p = expit(x @ np.asarray(truth))
+    d = np.array([cal.a_, cal.b_, cal.c_]) - truth
+    return float(d @ ((x * (p * (1 - p))[:, None]).T @ x) @ d)
+
+
+CHI2_3_999 = 16.27                                             # 99.9% quantile of chi-squared(3)
+
+
+def test_beta_recovers_known_parameters_and_learns_the_identity_on_calibrated_scores():
+    s, y = beta_rows(2.0, 0.5, -0.3, n=60_000, seed=8)
+    cal = calibrators.get("beta").fit(s, y)
+    assert wald(cal, s, (2.0, 0.5, -0.3)) < CHI2_3_999
+    # already calibrated scores (truth = score): a = b = 1, c = 0 within noise, the map near the identity
+    s, y = beta_rows(1.0, 1.0, 0.0, n=60_000, seed=9)
+    cal = calibrators.get("beta").fit(s, y)
+    assert wald(cal, s, (1.0, 1.0, 0.0)) < CHI2_3_999
+    assert np.max(np.abs(cal.predict(INNER) - INNER)) < 0.03
+
+
+@pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
+def test_beta_mirror_symmetry(parameters):
+    """Swapping the classes (s -> 1 - s, y -> 1 - y) swaps a and b, negates c and mirrors m."""
+    s, y = beta_rows(1.8, 0.6, -0.2, seed=10)
+    cal = calibrators.get("beta", parameters=parameters).fit(s, y)
+    flip = calibrators.get("beta", parameters=parameters).fit(1 - s, 1 - y)
+    assert (flip.a_, flip.b_, flip.c_) == pytest.approx((cal.b_, cal.a_, -cal.c_), abs=1e-8)
+    assert flip.m_ == pytest.approx(1 - cal.m_, abs=1e-8)
+    np.testing.assert_allclose(flip.predict(1 - INNER), 1 - cal.predict(INNER), atol=1e-9)
+
+
+def test_beta_scaled_weights_leave_the_map_unchanged():
+    s, y = beta_rows(1.6, 0.7, -0.4, seed=11)
+    w = np.random.default_rng(12).uniform(0.1, 3.0, s.size)
+    ref = calibrators.get("beta").fit(s, y, sample_weight=w).predict(GRID)
+    for k in (1e-3, 50.0):
+        np.testing.assert_allclose(calibrators.get("beta").fit(s, y, sample_weight=k * w).predict(GRID), ref,
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_midpoint_hand_computed():
+    assert midpoint(2.0, 2.0, 0.0) == 0.5
+    assert midpoint(0.0, 1.0, -LN2) == pytest.approx(0.5, abs=1e-15)    # c = ln(1 - m)
+    assert midpoint(1.0, 0.0, math.log(4.0)) == pytest.approx(0.25, abs=1e-15)   # c = -ln m
+    # a = 3, b = 1, c = 0: 3 ln m = ln(1 - m), m^3 = 1 - m
+    m = midpoint(3.0, 1.0, 0.0)
+    assert m ** 3 == pytest.approx(1 - m, abs=1e-14)
+    assert math.isnan(midpoint(0.0, 1.0, 1.0))            # log-odds c - ln(1 - m) >= 1: never 1/2
+    assert math.isnan(midpoint(0.0, 0.0, 0.3)) and math.isnan(midpoint(1.0, -1.0, 0.0))
+
+
+def test_beta_refuses_an_unknown_parametrisation_and_survives_degenerate_scores():
+    s, y = beta_rows(1.6, 0.7, -0.4, n=200, seed=13)
+    with pytest.raises(SettingsError, match="parameters"):
+        calibrators.get("beta", parameters="abc").fit(s, y)
+    # two distinct scores with three parameters: the fit still meets each score's frequency
+    s2 = np.array([0.2, 0.2, 0.7, 0.7])
+    cal = calibrators.get("beta").fit(s2, [0, 1, 0, 1], sample_weight=[3.0, 1.0, 1.0, 3.0])
+    np.testing.assert_allclose(cal.predict([0.2, 0.7]), [0.25, 0.75], atol=1e-9)
+    assert all(np.isfinite([cal.a_, cal.b_, cal.c_]))
+
+
+def test_beta_export_holds_a_b_c_and_round_trips_exactly():
+    s, y = beta_rows(-0.6, 1.5, 0.3, seed=14)          # the refit path: a = 0
+    cal = calibrators.get("beta").fit(s, y)
+    text = export.dumps(cal)
+    state = json.loads(text)["state"]
+    assert set(state) == {"n_train", "a", "b", "c"} and state["a"] == 0.0
+    back = export.loads(text)
+    assert np.array_equal(back.predict(GRID), cal.predict(GRID))
+    assert (back.m_ == cal.m_) or (math.isnan(back.m_) and math.isnan(cal.m_))
+    # a hand-written state: mu(s) = sigmoid(-ln(1 - s) + 0.5) at a = 0, b = 1, c = 0.5
+    doc = json.loads(text)
+    doc["state"].update(a=0, b=1.0, c=0.5)
+    loaded = export.loads(json.dumps(doc))
+    np.testing.assert_allclose(loaded.predict([0.3]), expit(-math.log(0.7) + 0.5), rtol=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# temperature scaling
+# ---------------------------------------------------------------------------------------------------------
+def temp_rows(t_true, n=20_000, seed=0, sd=2.0):
+    """Logits z ~ N(0, sd), scores sigmoid(z), labels drawn from sigmoid(z / t_true)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0, sd, n)
+    return expit(z), (rng.uniform(size=n) < expit(z / t_true)).astype(int)
+
+
+def se_temperature(s, y, t):
+    """Standard error of T from the Fisher information of 1/T (delta method)."""
+    z = logit(s)
+    q = expit(z / t)
+    info = float(np.sum(q * (1 - q) * z * z))
+    return t * t / math.sqrt(info)
+
+
+def direct_temperature(s, y, w=None):
+    """T minimising the weighted NLL, by scipy's bounded scalar search on log T."""
+    z = logit(s)
+    w = np.ones(s.size) if w is None else w
+
+    def nll(log_t):
+        f = z / math.exp(log_t)
+        return float(np.sum(w * (np.logaddexp(0, f) - y * f)))
+    return math.exp(minimize_scalar(nll, bounds=(-5, 5), method="bounded", options={"xatol": 1e-12}).x)
+
+
+def test_temperature_hand_computed_symmetric_case():
+    """Logits +-2 with positive rates sigmoid(+-1): the likelihood is maximised where sigmoid(2 / T) = sigmoid(1)."""
+    s = expit(np.array([2.0, 2.0, -2.0, -2.0]))
+    y = np.array([1, 0, 1, 0])
+    r = expit(1.0)
+    cal = calibrators.get("temperature").fit(s, y, sample_weight=[r, 1 - r, 1 - r, r])
+    assert cal.temperature_ == pytest.approx(2.0, rel=1e-12)
+    np.testing.assert_allclose(cal.predict(s[[0, 2]]), [r, 1 - r], rtol=1e-12)
+
+
+@pytest.mark.parametrize("t_true", [0.5, 2.5])
+def test_temperature_recovers_a_known_temperature(t_true):
+    s, y = temp_rows(t_true, n=60_000, seed=1)
+    cal = calibrators.get("temperature").fit(s, y)
+    assert abs(cal.temperature_ - t_true) < 4 * se_temperature(s, y, t_true)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_temperature_equals_direct_scipy_fit(weighted):
+    s, y = temp_rows(1.7, seed=2)
+    w = np.random.default_rng(3).uniform(0.1, 3.0, s.size) if weighted else None
+    cal = calibrators.get("temperature").fit(s, y, sample_weight=w)
+    assert cal.temperature_ == pytest.approx(direct_temperature(s, y, w), rel=1e-6)
+    z = logit(s)
+    ww = np.ones(s.size) if w is None else w
+    # first-order condition: sum w (p - y) logit(s) = 0 at the fit
+    grad = np.sum(ww * (cal.predict(s) - y) * z)
+    assert abs(grad) < 1e-8 * np.sum(ww * np.abs(z))
+    f = z / cal.temperature_
+    assert cal.log_likelihood_ == pytest.approx(-np.sum(ww * (np.logaddexp(0, f) - y * f)), rel=1e-12)
+
+
+def test_temperature_is_one_on_calibrated_scores_and_on_its_own_output():
+    s, y = temp_rows(1.0, n=40_000, seed=4)
+    cal = calibrators.get("temperature").fit(s, y)
+    assert abs(cal.temperature_ - 1.0) < 4 * se_temperature(s, y, 1.0)
+    # refitting on its own output: logit(p) = logit(s) / T, whose best temperature is exactly 1
+    s2, y2 = temp_rows(2.0, seed=5)
+    first = calibrators.get("temperature").fit(s2, y2)
+    again = calibrators.get("temperature").fit(first.predict(s2), y2)
+    assert first.temperature_ == pytest.approx(2.0, abs=0.1)
+    assert again.temperature_ == pytest.approx(1.0, abs=1e-9)
+
+
+def test_temperature_invariances():
+    s, y = temp_rows(1.5, seed=6)
+    w = np.random.default_rng(7).uniform(0.2, 2.0, s.size)
+    t = calibrators.get("temperature").fit(s, y, sample_weight=w).temperature_
+    assert calibrators.get("temperature").fit(s, y, sample_weight=1e-3 * w).temperature_ == pytest.approx(t, rel=1e-12)
+    # swapping the classes negates every logit: the same T
+    assert calibrators.get("temperature").fit(1 - s, 1 - y, sample_weight=w).temperature_ == pytest.approx(t, rel=1e-9)
+    # it never reorders scores and fixes 1/2
+    p = calibrators.get("temperature").fit(s, y).predict(GRID)
+    assert np.all(np.diff(p) >= 0) and p[500] == 0.5
+
+
+def test_temperature_softens_over_confident_scores_out_of_sample():
+    s, y = temp_rows(2.0, n=20_000, seed=8)
+    cal = calibrators.get("temperature").fit(s[:10_000], y[:10_000])
+    p, st, yt = cal.predict(s[10_000:]), s[10_000:], y[10_000:]
+    assert np.mean((p - yt) ** 2) < np.mean((st - yt) ** 2)
+    assert -np.mean(yt * np.log(p) + (1 - yt) * np.log1p(-p)) < -np.mean(yt * np.log(st) + (1 - yt) * np.log1p(-st))
+
+
+def test_temperature_stops_at_its_range_when_the_likelihood_has_no_interior_optimum():
+    s = np.array([0.2, 0.3, 0.7, 0.8])
+    assert calibrators.get("temperature").fit(s, [1, 1, 0, 0]).temperature_ == 1e3       # ranks the wrong way
+    assert calibrators.get("temperature").fit(s, [0, 0, 1, 1]).temperature_ == 1e-3      # separable at 1/2
+    assert calibrators.get("temperature", t_max=50.0).fit(s, [1, 1, 0, 0]).temperature_ == 50.0
+    assert calibrators.get("temperature").fit(np.full(6, 0.5), [0, 1, 0, 1, 0, 1]).temperature_ == 1.0
+    for bad in ({"t_min": 0.0}, {"t_min": 2.0, "t_max": 1.0}, {"t_max": math.inf}):
+        with pytest.raises(SettingsError, match="temperature range"):
+            calibrators.get("temperature", **bad).fit(s, [0, 0, 1, 1])
+
+
+def test_temperature_export_round_trip_and_hand_written_file():
+    s, y = temp_rows(1.3, n=3000, seed=9)
+    cal = calibrators.get("temperature").fit(s, y)
+    text = export.dumps(cal)
+    state = json.loads(text)["state"]
+    assert set(state) == {"n_train", "temperature"} and state["temperature"] == cal.temperature_
+    assert np.array_equal(export.loads(text).predict(GRID), cal.predict(GRID))
+    doc = json.loads(text)
+    doc["state"]["temperature"] = 2.0
+    assert export.loads(json.dumps(doc)).predict([expit(3.0)])[0] == pytest.approx(expit(1.5), rel=1e-15)
+    for bad in (-1.0, 0.0, "2"):
+        doc["state"]["temperature"] = bad
+        with pytest.raises(DataError, match="temperature"):
+            export.loads(json.dumps(doc))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# explainers and figures
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
+def test_beta_explanation_recomputes_the_fit_from_the_rows(parameters):
+    s, y = beta_rows(1.6, 0.7, -0.4, n=3000, seed=15)
+    k = np.random.default_rng(16).integers(0, 3, s.size)
+    k[[np.flatnonzero(y == 0)[0], np.flatnonzero(y == 1)[0]]] = 1
+    cal = calibrators.get("beta", parameters=parameters).fit(s, y, sample_weight=k)
+    ex = explain(cal, s, y, sample_weight=k)
+    q = cal.predict(s)
+    assert ex.log_likelihood == pytest.approx(np.sum(k * (y * np.log(q) + (1 - y) * np.log1p(-q))), rel=1e-10)
+    assert ex.log_likelihood == pytest.approx(cal.log_likelihood_, rel=1e-10)
+    platt = calibrators.get("platt").fit(s, y, sample_weight=k)
+    assert (ex.platt_a, ex.platt_b) == (platt.a_, platt.b_)
+    assert ex.platt_log_likelihood == pytest.approx(platt.log_likelihood_, rel=1e-12)
+    if parameters == "am":
+        assert ex.log_likelihood == pytest.approx(ex.platt_log_likelihood, rel=1e-9)
+    if parameters == "abm":                                # one more free parameter than Platt (a = b)
+        assert ex.log_likelihood >= ex.platt_log_likelihood - 1e-9
+    fit = ex.tables["fit"].iloc[0]
+    assert (fit["a"], fit["b"], fit["c"], fit["weight"], fit["rows"]) == (cal.a_, cal.b_, cal.c_, k.sum(), s.size)
+    np.testing.assert_allclose(ex.curve["beta"], cal.predict(ex.curve["score"].to_numpy()), rtol=1e-13)
+    assert ex.groups["weight"].sum() == pytest.approx(k.sum())
+    # a loaded model explains the same; other rows or other weights are refused
+    again = explain(export.loads(export.dumps(cal)), s, y, sample_weight=k)
+    for key in ex.tables:
+        pd.testing.assert_frame_equal(ex.tables[key], again.tables[key])
+    with pytest.raises(ProgrammingError, match="not the ones"):
+        explain(cal, s, y)
+    with pytest.raises(ProgrammingError, match="not the ones"):
+        explain(cal, s, 1 - y, sample_weight=k)
+
+
+def test_temperature_explanation_curve_has_its_minimum_at_t():
+    s, y = temp_rows(1.8, n=5000, seed=17)
+    cal = calibrators.get("temperature").fit(s, y)
+    ex = explain(cal, s, y)
+    assert ex.log_likelihood == pytest.approx(cal.log_likelihood_, rel=1e-12)
+    q = cal.predict(s)
+    assert ex.log_likelihood == pytest.approx(np.sum(y * np.log(q) + (1 - y) * np.log1p(-q)), rel=1e-10)
+    assert ex.log_likelihood_at_1 == pytest.approx(np.sum(y * np.log(s) + (1 - y) * np.log1p(-s)), rel=1e-10)
+    assert ex.log_likelihood > ex.log_likelihood_at_1
+    c = ex.nll_curve
+    assert c["temperature"].min() <= 1.0 <= c["temperature"].max()
+    assert c["nll"].idxmin() == int(np.flatnonzero(c["temperature"].to_numpy() == ex.temperature)[0])
+    # se of log T against the curvature of the NLL in 1/T by finite differences
+    z, h = logit(s), 1e-4
+    nll = [np.sum(np.logaddexp(0, z * v) - y * z * v) for v in (1 / ex.temperature - h, 1 / ex.temperature,
+                                                                1 / ex.temperature + h)]
+    curv = (nll[0] - 2 * nll[1] + nll[2]) / h ** 2
+    assert ex.se_log_t == pytest.approx(ex.temperature / math.sqrt(curv), rel=1e-4)
+    assert ex.at_bound == ""
+    with pytest.raises(ProgrammingError, match="not the ones"):
+        explain(cal, s, 1 - y)
+    edge = calibrators.get("temperature").fit([0.2, 0.3, 0.7, 0.8], [1, 1, 0, 0])
+    bound = explain(edge, [0.2, 0.3, 0.7, 0.8], [1, 1, 0, 0])
+    assert bound.at_bound == "t_max" and math.isnan(bound.se_log_t) and any("t_max" in n for n in bound.notes)
+
+
+def test_figures_draw_what_the_explanations_hold():
+    s, y = beta_rows(1.6, 0.7, -0.4, n=3000, seed=18)
+    ex = explain(calibrators.get("beta").fit(s, y), s, y)
+    (t1, map_fig), (t2, logodds_fig) = figures.inner_figures(ex)
+    by_meta = {tr.meta: tr for tr in map_fig.data if tr.meta}
+    assert by_meta["midpoint"].x == (ex.m,) and by_meta["midpoint"].y == (0.5,)
+    np.testing.assert_array_equal(np.asarray(by_meta["platt"].y), ex.curve["platt"].to_numpy())
+    lines = {tr.meta: tr for tr in logodds_fig.data if tr.meta}
+    x = np.asarray(lines["platt"].x, dtype=float)
+    assert x.min() >= logit(ex.score_range[0]) - 1e-9 and x.max() <= logit(ex.score_range[1]) + 1e-9
+    np.testing.assert_allclose(np.asarray(lines["platt"].y), ex.platt_a * x + ex.platt_b, rtol=1e-9, atol=1e-9)
+
+    s, y = temp_rows(1.8, n=3000, seed=19)
+    ex = explain(calibrators.get("temperature").fit(s, y), s, y)
+    (title, nll_fig), _ = figures.inner_figures(ex)
+    by_meta = {tr.meta: tr for tr in nll_fig.data if tr.meta}
+    assert by_meta["optimum"].x == (ex.temperature,)
+    assert by_meta["optimum"].y[0] == pytest.approx(min(by_meta["curve"].y))
+    assert by_meta["identity"].x == (1.0,) and f"{ex.temperature:.4g}" in title
