@@ -1,0 +1,90 @@
+"""Smoothed reliability diagrams (Blasiok & Nakkiran): ``t + r(t)`` against ``t``, with the density below.
+
+The data is :func:`calibdash.smooth_ece.smoothed_curve` or
+:func:`calibdash.smooth_ece.smoothed_curve_band` (one DataFrame per method);
+:func:`smoothed_diagram` only draws it.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .layout import base_layout
+from .palette import color_of, rgba
+
+__all__ = ["smoothed_diagram"]
+
+
+def _name(label: str, curve: pd.DataFrame) -> str:
+    """Legend entry: the method, with SmoothECE and its bandwidth when the curve carries them."""
+    value, sigma = curve.attrs.get("smooth_ece"), curve.attrs.get("bandwidth")
+    if value is None:
+        return label
+    text = f"{label} · smECE {value:.3f}"
+    return text + (f" (σ {sigma:.3f})" if sigma is not None else "")
+
+
+def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str, str] | None = None,
+                     title: str | None = "Smoothed reliability diagram", show_density: bool = True,
+                     height: int = 520, visible: Mapping[str, bool] | None = None) -> go.Figure:
+    """Draw one or several methods' smoothed reliability curves in one figure.
+
+    Parameters
+    ----------
+    curves : mapping method key -> DataFrame
+        Columns ``score``, ``calibrated``, ``density`` and, when present,
+        ``lower`` and ``upper`` (a band, drawn shaded). ``attrs["smooth_ece"]``
+        and ``attrs["bandwidth"]``, when present, are shown in the legend.
+    labels : mapping key -> display name, optional
+    show_density : bool
+        The smoothed density of the predictions in a panel under the diagram
+        (shared x axis): the curve means little where the density is low.
+    visible : mapping key -> bool, optional
+        Methods drawn but hidden ("legendonly"), so the legend toggles them.
+    """
+    labels = dict(labels or {})
+    rows = 2 if show_density else 1
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                        row_heights=[0.75, 0.25] if show_density else [1.0])
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"), row=1, col=1)
+    for key, c in curves.items():
+        label = labels.get(key, key)
+        color = color_of(key)
+        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        x = c["score"].to_numpy(dtype=float)
+        if {"lower", "upper"} <= set(c.columns):
+            level = c.attrs.get("level")
+            band = f"{label}: {level:.0%} bootstrap band" if level else f"{label}: bootstrap band"
+            fig.add_trace(go.Scatter(x=x, y=c["upper"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
+                                     legendgroup=key, showlegend=False, visible=vis, hoverinfo="skip"),
+                          row=1, col=1)
+            fig.add_trace(go.Scatter(x=x, y=c["lower"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
+                                     fill="tonexty", fillcolor=rgba(color, 0.18), name=band, legendgroup=key,
+                                     showlegend=False, visible=vis, hoverinfo="skip"), row=1, col=1)
+        fig.add_trace(go.Scatter(
+            x=x, y=c["calibrated"].to_numpy(dtype=float), mode="lines", name=_name(label, c), legendgroup=key,
+            visible=vis, line=dict(color=color, width=2.5), connectgaps=False,
+            customdata=c["density"].to_numpy(dtype=float),
+            hovertemplate=(f"<b>{label}</b><br>prediction %{{x:.3f}}<br>smoothed frequency %{{y:.3f}}"
+                           "<br>density %{customdata:.2f}<extra></extra>"),
+        ), row=1, col=1)
+        if show_density:
+            fig.add_trace(go.Scatter(
+                x=x, y=c["density"].to_numpy(dtype=float), mode="lines", name=label, legendgroup=key,
+                showlegend=False, visible=vis, line=dict(color=color, width=1.5), fill="tozeroy",
+                fillcolor=rgba(color, 0.12), hovertemplate=f"{label}<br>density %{{y:.2f}}<extra></extra>",
+            ), row=2, col=1)
+    ys = [np.nanmin(c["calibrated"]) for c in curves.values() if np.isfinite(c["calibrated"]).any()]
+    ye = [np.nanmax(c["calibrated"]) for c in curves.values() if np.isfinite(c["calibrated"]).any()]
+    low = min([-0.02] + [v - 0.02 for v in ys])
+    high = max([1.02] + [v + 0.02 for v in ye])
+    fig.update_xaxes(range=[-0.02, 1.02], row=rows, col=1, title_text="predicted probability")
+    fig.update_yaxes(range=[low, high], row=1, col=1, title_text="smoothed observed frequency")
+    if show_density:
+        fig.update_yaxes(title_text="density", row=2, col=1, rangemode="tozero")
+    return base_layout(fig, title, height)
