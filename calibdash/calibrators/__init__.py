@@ -21,7 +21,8 @@ from .base import Calibrator, HyperParam
 __all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class"]
 
 #: Display order; methods not named here follow in alphabetical order.
-ORDER = ("platt", "histogram", "isotonic", "bbq", "sbb", "abb", "elite", "mbct")
+ORDER = ("platt", "histogram", "isotonic", "bbq", "sbb", "abb", "elite", "mbct", "enir", "beta", "temperature",
+         "venn_abers")
 
 _REGISTRY: dict[str, type[Calibrator]] | None = None
 

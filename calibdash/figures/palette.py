@@ -20,10 +20,14 @@ _COLORS = {
     "abb": "#CC79A7",          # reddish purple
     "elite": "#332288",        # indigo (Tol)
     "mbct": "#882255",         # wine (Tol)
+    "enir": "#CC6677",         # rose (Tol)
+    "beta": "#117733",         # green (Tol)
+    "temperature": "#999933",  # olive (Tol)
+    "venn_abers": "#AA4499",   # purple (Tol)
     "truth": "#000000",        # the known true curve in teaching demos
 }
 #: Colours handed out to names outside the table (other score columns, models).
-_EXTRA = ("#44AA99", "#999933", "#AA4499", "#117733", "#88CCEE", "#DDCC77", "#661100", "#6699CC")
+_EXTRA = ("#44AA99", "#88CCEE", "#DDCC77", "#661100", "#6699CC", "#E6AB02", "#A6761D", "#1B9E77")
 
 
 def color_of(name: str) -> str:
