@@ -1,0 +1,192 @@
+"""More calibration measures beside :data:`calibdash.metrics.METRIC_NAMES`: one registry for tables, intervals and ranks.
+
+:mod:`calibdash.metrics` holds the measures of the four papers (ECE, MCE,
+MVCE, ...) and is tuned for the bootstrap of score cells. This module names
+the measures that the peers and the clinical literature add, each computed by
+its own module, and says for each which value is best, so that the metric
+tables, Compare's intervals (:func:`calibdash.bootstrap.bootstrap_measures`)
+and the Benchmark's ranks treat them alike:
+
+========  =========================================================  ===========
+name      what                                                       best
+========  =========================================================  ===========
+smECE     smooth ECE at its own bandwidth (Błasiok & Nakkiran 2023)  lower
+ACE       adaptive ECE, 15 equal-mass bins (Nixon et al. 2019)        lower
+dCE       debiased l2 calibration error (Kumar, Liang & Ma 2019)      lower
+ICI       integrated calibration index (Austin & Steyerberg 2019)     lower
+E50, E90  median and 90th percentile of the loess curve's error       lower
+CITL      calibration-in-the-large, the intercept (Cox 1958)          0
+Slope     calibration slope (Cox 1958)                                1
+MCB       CORP miscalibration of the Brier score (Dimitriadis et al.)  lower
+DSC       CORP discrimination                                         higher
+UNC       CORP uncertainty (the same for every method of a data set)   -
+REL, RES  Murphy's (1973) reliability and resolution, 10 bins        lower, higher
+Spieg. z  Spiegelhalter's (1986) z statistic                          0
+HL        Hosmer-Lemeshow statistic over deciles of risk              lower
+========  =========================================================  ===========
+
+Every function takes ``(probs, labels, sample_weight)``; a row of weight ``w``
+counts as ``w`` rows, so the values of score cells are those of their rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import clinical, corp, metrics, smooth_ece
+from .errors import SettingsError
+
+__all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "compute", "table", "badness", "check_names", "describe"]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: its table name, what it is, and which value is best.
+
+    Attributes
+    ----------
+    name : str
+        Column name in tables (``"smECE"``).
+    label : str
+        What it is, in a few words.
+    best : {"lower", "higher", "target", "none"}
+        ``"target"``: the value closest to ``target`` is best; ``"none"``:
+        not a ranking (the same for every method of a data set).
+    target : float
+        The ideal value when ``best == "target"``.
+    paper : str
+        Where it comes from.
+    """
+
+    name: str
+    label: str
+    best: str
+    paper: str
+    target: float = 0.0
+
+
+#: name -> Measure, in table order.
+MEASURES: dict[str, Measure] = {m.name: m for m in (
+    Measure("smECE", "smooth ECE", "lower", "Błasiok & Nakkiran (2023), Smooth ECE"),
+    Measure("ACE", "adaptive ECE (15 equal-mass bins)", "lower", "Nixon et al. (2019), Measuring calibration in deep learning"),
+    Measure("dCE", "debiased l2 calibration error", "lower", "Kumar, Liang & Ma (2019), Verified uncertainty calibration"),
+    Measure("ICI", "integrated calibration index", "lower", "Austin & Steyerberg (2019)"),
+    Measure("E50", "median loess calibration error", "lower", "Austin & Steyerberg (2019)"),
+    Measure("E90", "90th percentile loess calibration error", "lower", "Austin & Steyerberg (2019)"),
+    Measure("CITL", "calibration-in-the-large (intercept; 0 is ideal)", "target", "Cox (1958); Van Calster et al. (2019)"),
+    Measure("Slope", "calibration slope (1 is ideal)", "target", "Cox (1958)", target=1.0),
+    Measure("MCB", "CORP miscalibration (Brier)", "lower", "Dimitriadis, Gneiting & Jordan (2021), PNAS"),
+    Measure("DSC", "CORP discrimination (Brier)", "higher", "Dimitriadis, Gneiting & Jordan (2021), PNAS"),
+    Measure("UNC", "CORP uncertainty (Brier)", "none", "Dimitriadis, Gneiting & Jordan (2021), PNAS"),
+    Measure("REL", "Murphy reliability (10 equal-count bins)", "lower", "Murphy (1973)"),
+    Measure("RES", "Murphy resolution (10 equal-count bins)", "higher", "Murphy (1973)"),
+    Measure("Spieg. z", "Spiegelhalter's z (0 is ideal)", "target", "Spiegelhalter (1986)"),
+    Measure("HL", "Hosmer-Lemeshow statistic (10 groups)", "lower", "Hosmer & Lemeshow (1980)"),
+)}
+MEASURE_NAMES = tuple(MEASURES)
+
+
+def _cox(p, y, w) -> dict:
+    fit = clinical.calibration_intercept_slope(p, y, w)
+    return {"CITL": fit["intercept"], "Slope": fit["slope"]}
+
+
+def _ici(p, y, w, loess_points=None) -> dict:
+    out = clinical.ici(p, y, w, **({} if loess_points is None else {"max_points": int(loess_points)}))
+    return {"ICI": out["ICI"], "E50": out["E50"], "E90": out["E90"]}
+
+
+def _corp(p, y, w) -> dict:
+    out = corp.corp_decomposition(p, y, w)
+    return {"MCB": out["MCB"], "DSC": out["DSC"], "UNC": out["UNC"]}
+
+
+def _murphy(p, y, w) -> dict:
+    out = clinical.brier_decomposition(p, y, w, n_bins=metrics.DEFAULT_N_BINS, strategy="quantile")
+    return {"REL": out["reliability"], "RES": out["resolution"]}
+
+
+#: Functions that compute one or several measures at once, and the measures each gives.
+_GROUPS: tuple[tuple[tuple[str, ...], Callable[..., dict]], ...] = (
+    (("smECE",), lambda p, y, w: {"smECE": smooth_ece.smooth_ece(p, y, w)}),
+    (("ACE",), lambda p, y, w: {"ACE": clinical.adaptive_ece(p, y, w)}),
+    (("dCE",), lambda p, y, w: {"dCE": clinical.debiased_l2_ce(p, y, w)}),
+    (("ICI", "E50", "E90"), _ici),
+    (("CITL", "Slope"), _cox),
+    (("MCB", "DSC", "UNC"), _corp),
+    (("REL", "RES"), _murphy),
+    (("Spieg. z",), lambda p, y, w: {"Spieg. z": clinical.spiegelhalter_z(p, y, w)["z"]}),
+    (("HL",), lambda p, y, w: {"HL": clinical.hosmer_lemeshow(p, y, w)["statistic"]}),
+)
+
+
+def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
+    """The asked measures in table order (all when ``names`` is None).
+
+    Raises
+    ------
+    SettingsError
+        For a name that is not a measure.
+    """
+    if names is None:
+        return MEASURE_NAMES
+    unknown = [n for n in names if n not in MEASURES]
+    if unknown:
+        raise SettingsError(f"unknown measure {unknown[0]!r}; choose from {', '.join(MEASURE_NAMES)}.")
+    return tuple(n for n in MEASURE_NAMES if n in set(names))
+
+
+def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = None, *,
+            loess_points: int | None = None) -> dict[str, float]:
+    """The asked measures (default all) of predictions ``probs`` against 0/1 ``labels``.
+
+    ``loess_points``: the nodes at which ICI's loess curve is fitted exactly
+    (default :data:`calibdash.clinical.LOESS_MAX_POINTS`; fewer are faster,
+    see :func:`calibdash.clinical.smoothed_calibration_curve`).
+
+    A measure whose computation fails on these rows (for example the slope
+    when every prediction is the same) is NaN; invalid input (NaN, labels
+    other than 0/1, scores outside [0, 1]) raises :class:`~calibdash.errors.DataError`
+    from the first function that checks it.
+    """
+    want = check_names(names)
+    out: dict[str, float] = {}
+    for given, fn in _GROUPS:
+        if not set(given) & set(want):
+            continue
+        with np.errstate(all="ignore"):
+            values = (fn(probs, labels, sample_weight, loess_points) if fn is _ici
+                      else fn(probs, labels, sample_weight))
+        out.update({k: float(values[k]) for k in given if k in want})
+    return {n: out[n] for n in want}
+
+
+def table(predictions: pd.DataFrame, labels, sample_weight=None, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per method (a column of ``predictions``), one column per measure."""
+    return pd.DataFrame({m: compute(predictions[m].to_numpy(), labels, sample_weight, names)
+                         for m in predictions.columns}).T.reindex(columns=list(check_names(names)))
+
+
+def badness(name: str, values) -> np.ndarray | None:
+    """Values turned so that lower is better, for ranks: ``x``, ``-x`` or ``|x - target|``; None if unranked."""
+    m = MEASURES[name]
+    x = np.asarray(values, dtype=float)
+    if m.best == "lower":
+        return x
+    if m.best == "higher":
+        return -x
+    if m.best == "target":
+        return np.abs(x - m.target)
+    return None
+
+
+def describe(name: str) -> str:
+    """``"smooth ECE (lower is better; Błasiok & Nakkiran (2023), Smooth ECE)"``: for help texts."""
+    m = MEASURES[name]
+    best = {"lower": "lower is better", "higher": "higher is better", "none": "the same for every method",
+            "target": f"{m.target:g} is ideal"}[m.best]
+    return f"{m.label} ({best}; {m.paper})"
+
