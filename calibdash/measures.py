@@ -5,7 +5,7 @@ MVCE, ...) and is tuned for the bootstrap of score cells. This module names
 the measures that the peers and the clinical literature add, each computed by
 its own module, and says for each which value is best, so that the metric
 tables, Compare's intervals (:func:`calibdash.bootstrap.bootstrap_measures`)
-and the Benchmark's ranks treat them alike:
+and the Benchmark's ranks (:func:`oriented`) treat them alike:
 
 ========  =========================================================  ===========
 name      what                                                       best
@@ -39,7 +39,8 @@ import pandas as pd
 from . import clinical, corp, metrics, smooth_ece
 from .errors import SettingsError
 
-__all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "compute", "table", "badness", "check_names", "describe"]
+__all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "table", "check_names",
+           "describe", "direction", "oriented", "rankable"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ MEASURES: dict[str, Measure] = {m.name: m for m in (
     Measure("HL", "Hosmer-Lemeshow statistic (10 groups)", "lower", "Hosmer & Lemeshow (1980)"),
 )}
 MEASURE_NAMES = tuple(MEASURES)
+#: Every name a table, an interval or a rank can hold: the metrics of :mod:`calibdash.metrics`, then these.
+ALL_NAMES = tuple(metrics.METRIC_NAMES) + MEASURE_NAMES
 
 
 def _cox(p, y, w) -> dict:
@@ -170,19 +173,6 @@ def table(predictions: pd.DataFrame, labels, sample_weight=None, names: Sequence
                          for m in predictions.columns}).T.reindex(columns=list(check_names(names)))
 
 
-def badness(name: str, values) -> np.ndarray | None:
-    """Values turned so that lower is better, for ranks: ``x``, ``-x`` or ``|x - target|``; None if unranked."""
-    m = MEASURES[name]
-    x = np.asarray(values, dtype=float)
-    if m.best == "lower":
-        return x
-    if m.best == "higher":
-        return -x
-    if m.best == "target":
-        return np.abs(x - m.target)
-    return None
-
-
 def describe(name: str) -> str:
     """``"smooth ECE (lower is better; Błasiok & Nakkiran (2023), Smooth ECE)"``: for help texts."""
     m = MEASURES[name]
@@ -190,3 +180,36 @@ def describe(name: str) -> str:
             "target": f"{m.target:g} is ideal"}[m.best]
     return f"{m.label} ({best}; {m.paper})"
 
+
+def rankable(name: str) -> bool:
+    """Whether methods can be ranked on ``name`` (a metric, or a measure with a best value)."""
+    return name in metrics.METRIC_NAMES or (name in MEASURES and MEASURES[name].best != "none")
+
+
+def direction(name: str) -> bool | None:
+    """Lower is better (True), higher is better (False), or neither (None: closest to a target, or unranked),
+    for any name of :data:`ALL_NAMES`; what a table's bold "best" follows."""
+    if name in metrics.METRIC_NAMES:
+        return name in metrics.LOWER_IS_BETTER
+    best = MEASURES[name].best
+    return {"lower": True, "higher": False}.get(best)
+
+
+def oriented(name: str, values):
+    """``values`` of ``name`` (array or DataFrame) turned so that lower is better, for ranks; keeps the type.
+
+    Raises
+    ------
+    SettingsError
+        For a name methods cannot be ranked on (UNC, the same for every method).
+    """
+    if not rankable(name):
+        raise SettingsError(f"{name} is the same for every method of a data set: it ranks nothing.")
+    if name in metrics.METRIC_NAMES:
+        return values if name in metrics.LOWER_IS_BETTER else -values
+    m = MEASURES[name]
+    if m.best == "lower":
+        return values
+    if m.best == "higher":
+        return -values
+    return abs(values - m.target)

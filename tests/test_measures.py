@@ -36,12 +36,17 @@ def test_only_the_asked_measures_in_table_order(data):
         measures.compute(s, y, names=["ECE"])
 
 
-def test_badness_turns_every_measure_lower_is_better():
-    assert measures.badness("smECE", [0.1, 0.2]).tolist() == [0.1, 0.2]
-    assert measures.badness("DSC", [0.1, 0.2]).tolist() == [-0.1, -0.2]
-    assert measures.badness("Slope", [0.8, 1.1]).tolist() == pytest.approx([0.2, 0.1])
-    assert measures.badness("CITL", [-0.3, 0.1]).tolist() == pytest.approx([0.3, 0.1])
-    assert measures.badness("UNC", [0.2]) is None
+def test_oriented_turns_every_name_lower_is_better():
+    x = np.array([0.8, 1.1])
+    assert measures.oriented("smECE", x).tolist() == [0.8, 1.1]
+    assert measures.oriented("DSC", x).tolist() == [-0.8, -1.1]
+    assert measures.oriented("AUC", x).tolist() == [-0.8, -1.1]
+    assert measures.oriented("ECE", x).tolist() == [0.8, 1.1]
+    assert measures.oriented("Slope", x).tolist() == pytest.approx([0.2, 0.1])
+    assert measures.oriented("CITL", -x).tolist() == pytest.approx([0.8, 1.1])
+    with pytest.raises(SettingsError, match="ranks nothing"):
+        measures.oriented("UNC", x)
+    assert [measures.direction(n) for n in ("ECE", "AUC", "DSC", "Slope", "UNC")] == [True, False, False, None, None]
     assert "1 is ideal" in measures.describe("Slope")
 
 
