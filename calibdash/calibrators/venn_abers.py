@@ -1,0 +1,368 @@
+"""Inductive Venn-Abers predictors (Vovk & Petej, 2014; Vovk, Petej & Fedorova, 2015).
+
+An inductive Venn-Abers predictor (IVAP) is fitted on a calibration set of
+scores and labels. For a test score ``s`` it fits isotonic regression twice:
+on the calibration set plus the test row ``(s, 0)``, and on the calibration
+set plus ``(s, 1)``. The two fitted values at ``s`` are the multiprobability
+prediction ``(p0, p1)``, ``p0 <= p1``; by Venn prediction theory one of them
+(the one whose assumed label is the true one) is perfectly calibrated. The
+pair is merged into one probability (Section 4 of the 2015 paper).
+
+Refitting isotonic regression for each test score costs ``O(n)`` per test
+score. The 2015 paper (Section 2, Algorithms 1 to 4) computes instead, once,
+the values ``F0`` and ``F1`` at every distinct calibration score from the
+cumulative sum diagram (CSD) of the calibration set and two stacks of the
+greatest convex minorant (GCM), in ``O(n log n)`` for the sort and ``O(n)``
+after it. Predicting is then a binary search: ``O(log n)`` per test score.
+:func:`fit_tables` is that algorithm; :func:`interval_at` the lookup.
+
+Where the paper, its authors' code and this module differ
+----------------------------------------------------------
+* Ties. A test score equal to a calibration score is pooled with the tied
+  calibration rows, as isotonic regression pools tied scores and as the
+  paper's CSD merges them into one point of weight ``w'_i``: ``p0`` and
+  ``p1`` there are ``F0[i]`` and ``F1[i]``. The widely used Python
+  implementation of the paper's algorithms (ptocca/VennABERS, ``getFVal``)
+  looks such a score up as if it lay just beside the tied rows: ``p1`` as
+  just above them (``F1`` of the next score), ``p0`` as just below (``F0``
+  of the previous one). On calibration rows (0.2, 0), (0.5, 1), (0.8, 0),
+  (0.9, 1) it gives ``p1(0.2) = 2/3``, ``p0(0.5) = 0``, ``p1(0.8) = 1``,
+  ``p0(0.9) = 1/3`` where refitting isotonic regression gives 1/2, 1/3,
+  2/3 and 1/2 (we ran both). This module follows the definition, checked
+  against refitting (``tests/test_venn_abers.py``).
+* Between calibration scores. The paper's algorithms give values at the
+  distinct scores only. For ``s`` strictly between ``s'_{i-1}`` and
+  ``s'_i``: ``p1(s) = F1[i]`` and ``p0(s) = F0[i-1]``, below the smallest
+  score ``p0 = 0`` and ``p1 = F1[first]``, above the largest ``p0 =
+  F0[last]`` and ``p1 = 1``. (Moving a test row of label 1 from the gap
+  into the next tied group leaves the GCM's slope over the test row
+  unchanged: the corner the move removes lies on or above the GCM, since it
+  sits one unit of height above a point of the diagram and the GCM's slopes
+  are at most 1. Symmetrically for label 0 and the previous group. Below
+  the smallest score a test row of label 0 is its own block of value 0;
+  above the largest, one of label 1 is a block of value 1.)
+* Algorithms 1 and 3 (the stack scans that build the GCM of the whole
+  diagram) are done by scikit-learn's compiled pool-adjacent-violators:
+  the GCM's slopes are the isotonic regression of the diagram's steps, so
+  its vertices are PAV's block ends (:func:`_gcm_vertices`). Same stack,
+  no Python loop over the points; the sweeps of Algorithms 2 and 4, which
+  touch each point a constant number of times, stay in Python.
+* The extra point of Algorithm 3. ptocca/VennABERS notes that the paper's
+  text sets ``P_{k'+1} = P_{k'} + (1, 1)``; a test row of label 0 adds
+  weight 1 and no positive, so the point is ``P_{k'} + (1, 0)``, as that
+  code uses and as the check against refitting confirms.
+* Weights. The CSD uses weight sums, so a row of weight ``w`` counts as
+  ``w`` rows (integer weights equal repeated rows exactly). The test row
+  always weighs 1: scaling every calibration weight by ``c`` narrows the
+  intervals as ``c`` times as many rows would.
+
+Merging ``(p0, p1)`` into one probability
+-----------------------------------------
+The paper's Section 4 picks the ``p`` with the smallest worst-case regret
+against the prediction the assumed label would have given, ``max(L(p, 0) -
+L(p0, 0), L(p, 1) - L(p1, 1))``. Both regrets are equal at the minimum:
+
+* log loss (``merge="log"``, the paper's choice): ``p = p1 / (1 - p0 + p1)``;
+* Brier (squared) loss (``merge="brier"``): ``p = p1 + (p0**2 - p1**2) / 2``
+  (the same argument with ``L(p, y) = (y - p)**2``: ``p**2 - p0**2 =
+  (1 - p)**2 - (1 - p1)**2``).
+
+Both lie in ``[p0, p1]``; ``tests/test_venn_abers.py`` checks that each
+equalises the regrets and that no ``p`` on a fine grid does better.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.isotonic import isotonic_regression
+
+from ..errors import ProgrammingError, SettingsError
+from ..validation import check_scores
+from ._steps import collapse_ties
+from .base import Calibrator, HyperParam
+
+__all__ = ["VennAbersCalibrator", "Tables", "fit_tables", "csd_tables", "interval_at", "merge", "MERGES"]
+
+MERGES = ("log", "brier")
+
+
+@dataclass(frozen=True)
+class Tables:
+    """What the fast IVAP algorithm computes from a calibration set.
+
+    Attributes
+    ----------
+    scores : ndarray of float
+        The distinct calibration scores ``s'_1 < ... < s'_k`` (scores whose
+        rows all weigh 0 are absent).
+    weight, positives : ndarray of float
+        Rows (weight sums) and positives at each distinct score: the CSD's
+        steps ``w'_i`` and ``w'_i y'_i``.
+    f0, f1 : ndarray of float
+        ``F0[i]``, ``F1[i]``: the isotonic fit at ``s'_i`` of the calibration
+        set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``.
+    """
+
+    scores: np.ndarray
+    weight: np.ndarray
+    positives: np.ndarray
+    f0: np.ndarray
+    f1: np.ndarray
+
+
+def _gcm_vertices(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """Indices of the vertices of the GCM of the points ``Q_0 = (0, 0), Q_j = Q_{j-1} + (dx_j, dy_j)``.
+
+    The GCM's slopes are the isotonic regression of the steps' slopes
+    ``dy / dx`` weighted by ``dx`` (Barlow et al., 1972), so its vertices
+    are the ends of the blocks pool-adjacent-violators finds
+    (scikit-learn's compiled ``isotonic_regression``). This is what the
+    stack scans of Algorithms 1 and 3 compute, without a Python loop over
+    the points; the vertices' coordinates are read from the exact
+    cumulative sums, not from the fitted means.
+
+    Returns
+    -------
+    ndarray of int, ascending: 0, the block ends, ``len(dx)``.
+    """
+    fitted = isotonic_regression(dy / dx, sample_weight=dx, increasing=True)
+    return np.concatenate([[0], np.flatnonzero(np.diff(fitted) != 0) + 1, [dx.size]])
+
+
+def _sweep(sx: list, sy: list, qx, qy, right_to_left: bool) -> list:
+    """Algorithms 2 and 4: the slope of the GCM over the test row, as the test row moves.
+
+    ``sx, sy``: the GCM's vertices as the stack Algorithm 1 (3) leaves, its
+    top (last element) the first point scanned: the leftmost for F1, the
+    rightmost for F0. ``qx, qy``:
+    the points that enter the diagram one per step (``P_i - (1, 1)`` for
+    F1, left to right; ``P_{i-1} + (1, 0)`` for F0, right to left). At each
+    step the slope between the top two points of the stack is the value,
+    then the new point enters: if it lies below the line through the top
+    two points, the points it hides are popped and it is pushed.
+    """
+    out = []
+    tx, ty, nx, ny = sx[-1], sy[-1], sx[-2], sy[-2]
+    slope = (ny - ty) / (nx - tx)
+    for x, y in zip(qx, qy):
+        out.append(slope)
+        if y >= ty + slope * (x - tx):      # not below the line: the GCM over the test row is unchanged
+            continue
+        sx.pop()
+        sy.pop()
+        while len(sx) > 1:
+            tx, ty, nx, ny = sx[-1], sy[-1], sx[-2], sy[-2]
+            cross = (tx - x) * (ny - ty) - (ty - y) * (nx - tx)
+            if (cross >= 0) if right_to_left else (cross <= 0):
+                sx.pop()
+                sy.pop()
+            else:
+                break
+        sx.append(x)
+        sy.append(y)
+        tx, ty, nx, ny = x, y, sx[-2], sy[-2]
+        slope = (ny - ty) / (nx - tx)
+    return out
+
+
+def csd_tables(weight: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``F0`` and ``F1`` at each distinct score from the CSD's steps (Algorithms 1 to 4 of the 2015 paper).
+
+    Parameters
+    ----------
+    weight, positives : ndarray of float, shape (k,)
+        Rows and positives at each distinct calibration score, in score
+        order (``weight > 0``).
+
+    Returns
+    -------
+    f0, f1 : ndarray of float, shape (k,)
+
+    Notes
+    -----
+    The CSD is ``P_0 = (0, 0)``, ``P_i = (W_i, Y_i)`` with ``W_i``, ``Y_i``
+    the cumulative weights and positives. A test row of label 1 pooled with
+    ``s'_i`` moves the points from ``P_i`` on by ``(1, 1)``; translated by
+    ``(-1, -1)`` the diagram is ``P_t - (1, 1)`` for ``t < i`` and ``P_v``
+    for ``v >= i``, and ``F1[i]`` is its GCM's slope over the test row.
+    Algorithm 1 builds the GCM of ``P_{-1} = (-1, -1), P_0, ..., P_k``
+    (here by PAV, :func:`_gcm_vertices`);
+    Algorithm 2 sweeps ``i = 1..k``, replacing ``P_{i}`` by ``P_i - (1, 1)``
+    after reading ``F1[i]``. Algorithms 3 and 4 do the mirror image for
+    ``F0`` with ``P_{k+1} = P_k + (1, 0)``, sweeping ``i = k..1``. Each
+    point is pushed and popped at most once per sweep: ``O(k)``.
+    """
+    W = np.concatenate([[0.0], np.cumsum(weight, dtype=float)])
+    Y = np.concatenate([[0.0], np.cumsum(positives, dtype=float)])
+    k = W.size - 1
+    if k < 1:
+        raise ProgrammingError("the Venn-Abers tables need at least one calibration score.")
+    w = np.asarray(weight, dtype=float)
+    c = np.asarray(positives, dtype=float)
+    one = np.ones(1)
+    # F1. Algorithm 1: the GCM of P_{-1} = (-1, -1), P_0, ..., P_k (steps: the test row's (1, 1), then the
+    # CSD's); the stack's top is P_{-1}. Algorithm 2: sweep i = 1..k, P_i - (1, 1) entering.
+    v = _gcm_vertices(np.concatenate([one, w]), np.concatenate([one, c]))
+    hx = np.concatenate([[-1.0], W])[v]
+    hy = np.concatenate([[-1.0], Y])[v]
+    f1 = _sweep(hx[::-1].tolist(), hy[::-1].tolist(), (W[1:] - 1.0).tolist(), (Y[1:] - 1.0).tolist(),
+                right_to_left=False)
+    # F0. Algorithm 3: the GCM of P_0, ..., P_k, P_{k+1} = P_k + (1, 0); the stack's top is P_{k+1}.
+    # Algorithm 4: sweep i = k..1, P_{i-1} + (1, 0) entering.
+    v = _gcm_vertices(np.concatenate([w, one]), np.concatenate([c, [0.0]]))
+    hx = np.concatenate([W, [W[-1] + 1.0]])[v]
+    hy = np.concatenate([Y, [Y[-1]]])[v]
+    f0 = _sweep(hx.tolist(), hy.tolist(), (W[k - 1::-1] + 1.0).tolist(), Y[k - 1::-1].tolist(),
+                right_to_left=True)
+    # + 0.0 turns the -0.0 of a flat slope read right to left into 0.0.
+    return np.asarray(f0[::-1], dtype=float) + 0.0, np.asarray(f1, dtype=float) + 0.0
+
+
+def fit_tables(s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> Tables:
+    """The IVAP tables of calibration scores ``s``, 0/1 labels ``y`` and optional row weights ``w`` (checked arrays).
+
+    Tied scores become one CSD point weighted by their weight sum.
+    """
+    values, counts, positives = collapse_ties(s, y, w)
+    counts = counts.astype(float)
+    f0, f1 = csd_tables(counts, positives)
+    return Tables(scores=values, weight=counts, positives=positives, f0=f0, f1=f1)
+
+
+#: From this many test scores on, :func:`interval_at` sorts them first: binary searches for sorted keys
+#: walk the table in order (cache-friendly), which more than pays for the sort.
+SORT_FROM = 1 << 14
+
+
+def _lookup(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarray):
+    k = scores.size
+    j = np.searchsorted(scores, s, side="left")             # first calibration score >= s
+    p1 = np.where(j < k, f1[np.minimum(j, k - 1)], 1.0)
+    j = np.searchsorted(scores, s, side="right") - 1        # last calibration score <= s
+    p0 = np.where(j >= 0, f0[np.maximum(j, 0)], 0.0)
+    return p0, p1
+
+
+def interval_at(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p0, p1)`` at test scores ``s`` from the tables at the distinct calibration ``scores``.
+
+    Binary searches, ``O(log k)`` per test score: ``p1 = F1`` at the first
+    calibration score ``>= s`` (1 above the largest score) and ``p0 = F0``
+    at the last calibration score ``<= s`` (0 below the smallest). Many
+    test scores (at least :data:`SORT_FROM`) are sorted first.
+    """
+    s = np.asarray(s, dtype=float)
+    if s.size < SORT_FROM:
+        return _lookup(scores, f0, f1, s)
+    order = np.argsort(s)
+    q0, q1 = _lookup(scores, f0, f1, s[order])
+    p0, p1 = np.empty(s.size), np.empty(s.size)
+    p0[order] = q0
+    p1[order] = q1
+    return p0, p1
+
+
+def merge(p0, p1, rule: str = "log") -> np.ndarray:
+    """One probability from ``(p0, p1)``: the minimax-regret merge of Section 4 of the 2015 paper.
+
+    ``"log"``: ``p1 / (1 - p0 + p1)``; ``"brier"``: ``p1 + (p0**2 - p1**2) / 2``.
+    """
+    p0 = np.asarray(p0, dtype=float)
+    p1 = np.asarray(p1, dtype=float)
+    if rule == "log":
+        return p1 / (1.0 - p0 + p1)
+    if rule == "brier":
+        return p1 + (p0 * p0 - p1 * p1) / 2.0
+    raise SettingsError(f"merge must be one of {', '.join(MERGES)}, got {rule!r}.")
+
+
+class VennAbersCalibrator(Calibrator):
+    """Inductive Venn-Abers predictor (IVAP): isotonic regression with the test row labelled 0 and 1.
+
+    ``fit`` computes, for every distinct calibration score ``s'_i``, the
+    values ``F0[i]`` and ``F1[i]`` of the isotonic regression of the
+    calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``,
+    by the fast algorithm of Vovk, Petej & Fedorova (2015, Algorithms 1 to
+    4): ``O(n log n)``. :meth:`predict_interval` returns ``(p0, p1)`` for
+    any test score by a binary search (``O(log n)`` each); :meth:`predict`
+    merges them (see the module docstring for ties, the values between
+    calibration scores and where this differs from ptocca/VennABERS).
+
+    Sample weights: a row of weight ``w`` counts as ``w`` rows (the CSD's
+    steps are weight sums; tied scores are one point). With integer weights
+    the fit equals the fit on the rows repeated, exactly. The test row
+    always weighs 1, so scaling every weight changes the intervals.
+
+    Parameters
+    ----------
+    merge : {"log", "brier"}, default "log"
+        How :meth:`predict` merges ``(p0, p1)`` into one probability: the
+        minimax-regret choice for log loss, ``p1 / (1 - p0 + p1)`` (the
+        paper's), or for Brier loss, ``p1 + (p0**2 - p1**2) / 2``.
+
+    Attributes
+    ----------
+    scores_ : ndarray of float
+        The distinct calibration scores, ascending.
+    f0_, f1_ : ndarray of float
+        ``F0`` and ``F1`` at them.
+    """
+
+    name = "venn_abers"
+    label = "Venn-Abers"
+    summary = "isotonic fits with the test label 0 and 1"
+    paper = ("Vovk & Petej (2014), Venn-Abers predictors; Vovk, Petej & Fedorova (2015), Large-scale "
+             "probabilistic prediction with and without validity guarantees")
+    hyperparams = (
+        HyperParam("merge", "", "choice", "log", choices=MERGES,
+                   help="How the interval [p0, p1] becomes one probability: minimax regret for log loss "
+                        "(p1 / (1 - p0 + p1)) or for Brier loss."),
+    )
+
+    def __init__(self, merge: str = "log"):
+        self.merge = merge
+
+    def _check_merge(self) -> None:
+        if self.merge not in MERGES:
+            raise SettingsError(f"merge must be one of {', '.join(MERGES)}, got {self.merge!r}.")
+
+    def _fit(self, s, y, features, w):
+        self._check_merge()
+        t = fit_tables(s, y, w)
+        self.scores_, self.f0_, self.f1_ = t.scores, t.f0, t.f1
+
+    def predict_interval(self, scores) -> tuple[np.ndarray, np.ndarray]:
+        """The multiprobability prediction ``(p0, p1)`` at ``scores``: two arrays, ``p0 <= p1``.
+
+        ``p0`` (``p1``) is the isotonic fit at the score of the calibration
+        set plus the test row labelled 0 (1).
+        """
+        self._check_fitted()
+        s = check_scores(scores)
+        p0, p1 = interval_at(self.scores_, self.f0_, self.f1_, s)
+        return np.clip(p0, 0.0, 1.0), np.clip(p1, 0.0, 1.0)
+
+    def _predict(self, s, features):
+        self._check_merge()
+        p0, p1 = interval_at(self.scores_, self.f0_, self.f1_, s)
+        return merge(p0, p1, self.merge)
+
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): the distinct calibration scores and
+        ``F0``, ``F1`` at them."""
+        return {"scores": self.scores_.tolist(), "f0": self.f0_.tolist(), "f1": self.f1_.tolist()}
+
+    def _import_state(self, state) -> None:
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        scores = state.array("scores", sorted=True)
+        if scores.size == 0:
+            raise state.error("'scores' is empty")
+        if np.any(np.diff(scores) == 0):
+            raise state.error("'scores' must be distinct")
+        f0 = state.array("f0", size=scores.size)
+        f1 = state.array("f1", size=scores.size)
+        for key, f in (("f0", f0), ("f1", f1)):
+            if np.any((f < 0) | (f > 1)):
+                raise state.error(f"{key!r} must lie in [0, 1]")
+        self.scores_, self.f0_, self.f1_ = scores, f0, f1

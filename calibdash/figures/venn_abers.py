@@ -1,0 +1,65 @@
+"""Venn-Abers' inner workings: the interval ``[p0, p1]`` over the score axis and its width.
+
+:func:`band_figure` draws the band between ``p0`` and ``p1`` of a
+:class:`calibdash.explain.venn_abers.VennAbersExplanation` with the merged
+prediction inside it and the calibration scores as a rug;
+:func:`width_figure` the width ``p1 - p0`` against the score. Nothing here fits.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from .layout import base_layout
+from .palette import color_of, rgba
+
+__all__ = ["band_figure", "width_figure", "inner_figures"]
+
+
+def band_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
+    """The band ``[p0, p1]`` and the merged prediction ``p`` over the score axis."""
+    colour = color_of("venn_abers")
+    b = explanation.band
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
+                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(go.Scatter(x=b["score"], y=b["p0"], mode="lines", name="p0 (test label 0)",
+                             line=dict(color=colour, width=1),
+                             hovertemplate="score %{x:.4f}<br>p0 %{y:.4f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=b["score"], y=b["p1"], mode="lines", name="p1 (test label 1)",
+                             line=dict(color=colour, width=1), fill="tonexty", fillcolor=rgba(colour, 0.18),
+                             hovertemplate="score %{x:.4f}<br>p1 %{y:.4f}<extra></extra>"))
+    rule = "p1 / (1 - p0 + p1)" if explanation.merge == "log" else "p1 + (p0² - p1²) / 2"
+    fig.add_trace(go.Scatter(x=b["score"], y=b["p"], mode="lines", name=f"prediction {rule}",
+                             line=dict(color=colour, width=3),
+                             hovertemplate="score %{x:.4f} → %{y:.4f}<extra></extra>"))
+    at = explanation.at_scores
+    fig.add_trace(go.Scatter(x=at["score"], y=[-0.01] * len(at), mode="markers", name="calibration scores",
+                             marker=dict(symbol="line-ns-open", size=6, color="#7F7F7F"), hoverinfo="skip"))
+    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text="calibrated probability", range=[-0.03, 1.02])
+    return base_layout(fig, title, height)
+
+
+def width_figure(explanation, title: str | None = None, height: int = 360) -> go.Figure:
+    """The interval's width ``p1 - p0`` against the score, with its mean over the calibration rows."""
+    colour = color_of("venn_abers")
+    b = explanation.band
+    mean = float(explanation.width["mean"].iloc[0])
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=b["score"], y=b["width"], mode="lines", name="width p1 - p0",
+                             line=dict(color=colour, width=2),
+                             hovertemplate="score %{x:.4f}<br>width %{y:.4g}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0, 1], y=[mean, mean], mode="lines", name="mean over the calibration rows",
+                             line=dict(color="#7F7F7F", dash="dot", width=1),
+                             hovertemplate=f"mean width {mean:.4g}<extra></extra>"))
+    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
+    fig.update_yaxes(title_text="p1 - p0", rangemode="tozero")
+    return base_layout(fig, title, height)
+
+
+def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
+    """(title, figure) pairs drawing a :class:`~calibdash.explain.venn_abers.VennAbersExplanation`:
+    the band ``[p0, p1]`` with the prediction, and the interval's width."""
+    mean = float(explanation.width["mean"].iloc[0])
+    return [("Venn-Abers interval [p0, p1] and the merged prediction", band_figure(explanation)),
+            (f"Interval width p1 - p0 (mean {mean:.3g} over the calibration rows)", width_figure(explanation))]
