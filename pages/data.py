@@ -4,6 +4,7 @@ import streamlit as st
 
 from calibdash import data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, SettingsError
+from calibdash.data.roles import reads_as_numbers
 from pages.parts import fitting, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
@@ -70,7 +71,8 @@ if role_error:
 
 st.subheader("Column roles")
 cols = list(df.columns)
-numeric = [c for c in cols if pd.api.types.is_numeric_dtype(df[c]) and c != ss.label_column]
+numeric = [c for c in cols if c != ss.label_column
+           and (pd.api.types.is_numeric_dtype(df[c]) or reads_as_numbers(df[c]))]
 r1, r2, r3 = st.columns(3)
 r1.selectbox("Label (true outcome)", cols, index=cols.index(ss.label_column), key=source.role_key(sha, "label"),
              persist_state="session", help="The column holding the two classes.")
@@ -105,7 +107,8 @@ m3.metric("Rows dropped", f"{sum(rep.dropped.values()):,}")
 m4.metric("Positive rate", f"{ss.labels.mean():.1%}")
 for reason, n in rep.dropped.items():
     if n:
-        st.warning(f"{n:,} rows dropped: {reason}.")
+        such = rep.dropped_examples.get(reason)
+        st.warning(f"{n:,} rows dropped: {reason}" + (f", such as {', '.join(map(repr, such))}" if such else "") + ".")
 if rep.mapped.get(ss.score):
     lo, hi = rep.mapped[ss.score]
     st.warning(f"Scores in `{ss.score}` range from {lo:.4g} to {hi:.4g}, outside [0, 1]: they were mapped by the "

@@ -607,7 +607,7 @@ BAD_FILES = {
     "header-only": ("header_only.csv", b"score,label\n", ["no rows"]),
     "too-few-rows": ("tiny.csv", scores_csv(19, labels=[0, 1] * 9 + [0]), ["only 19 usable rows", "at least 20"]),
     "binary-junk": ("junk.csv", bytes(_rng.integers(0, 256, 4096, dtype=np.uint8)), ["binary"]),
-    "utf-16": ("excel_export.csv", scores_csv(100).decode().encode("utf-16"), ["UTF-16"]),
+    "utf-16": ("excel_export.csv", scores_csv(100).decode().encode("utf-16-le"), ["UTF-16"]),
     "xlsx-as-csv": ("book.csv", b"PK\x03\x04" + bytes(200), ["ZIP", "Excel"]),
     "no-score-column": ("words.csv", b"name,label\n" + b"".join(b"a,0\nb,1\n" for _ in range(30)),
                         ["no numeric column"]),

@@ -176,7 +176,7 @@ def test_refuses_file_over_the_limit_naming_size_and_limit(tmp_path):
 
 
 def test_refuses_utf16_and_binary_content():
-    utf16 = _frame().to_csv(index=False).encode("utf-16")
+    utf16 = _frame().to_csv(index=False).encode("utf-16-le")
     with pytest.raises(DataError, match="UTF-16 or a binary file; save it as a UTF-8 CSV"):
         read_table(utf16, filename="u16.csv")
     with pytest.raises(DataError, match="UTF-16 or a binary"):

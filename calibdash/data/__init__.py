@@ -5,7 +5,7 @@ Two steps, usable separately, and :func:`load_scores` doing both:
 :func:`read_table` (:mod:`~calibdash.data.read`)
     bytes (a path, raw bytes or an uploaded file) -> ``pandas.DataFrame`` plus a
     :class:`FileInfo` (format, encoding, delimiter, size, SHA-256). CSV (comma,
-    semicolon or tab; UTF-8 with or without BOM, else Latin-1), gzipped CSV and
+    semicolon or tab; UTF-8 with or without BOM, UTF-16 with BOM, else Latin-1), gzipped CSV and
     Parquet are accepted.
 :func:`build_score_set` (:mod:`~calibdash.data.scoreset`)
     DataFrame -> :class:`ScoreSet`: the label, score, feature and split columns

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .limits import MIN_ROWS
 
-__all__ = ["Roles", "guess_roles"]
+__all__ = ["Roles", "guess_roles", "NUMERIC_SHARE", "is_numeric", "parse_numbers", "reads_as_numbers"]
 
 _LABEL_NAMES = ("label", "labels", "y", "target", "outcome", "class", "truth", "actual",
                 "clicked", "click", "default", "y_true", "ytrue", "true_label", "ground_truth",
@@ -23,6 +23,14 @@ _SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "conf
 POSITIVE_TOKENS = frozenset({"1", "1.0", "+1", "+", "yes", "y", "true", "t", "pos", "positive"})
 #: Label values read as the negative class (lower-cased text).
 NEGATIVE_TOKENS = frozenset({"0", "0.0", "-1", "-1.0", "-", "no", "n", "false", "f", "neg", "negative"})
+#: A text column counts as a column of numbers when at least this share of its non-missing,
+#: non-blank entries parse as numbers (``"0.25"``, ``"1e-3"``, ``"inf"``); its other entries
+#: (``"abc"``, ``"#N/A"``) are then read as missing, and
+#: :func:`~calibdash.data.build_score_set` drops and counts the rows where the score is one.
+#: Guessing roles screens a long column first on ``_SCREEN`` entries drawn at random (fixed seed):
+#: a sample under half this share of numbers is text without parsing the whole column.
+NUMERIC_SHARE = 0.5
+_SCREEN = 2000
 
 
 @dataclass
@@ -56,16 +64,100 @@ def _is_score_hint(col) -> bool:
 
 
 def is_numeric(s: pd.Series) -> bool:
-    """Whether ``s`` holds numbers (booleans are not numbers here)."""
+    """Whether ``s`` has a numeric dtype (booleans are not numbers here); see also :func:`reads_as_numbers`."""
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
-def _is_id(col, s: pd.Series, n: int) -> bool:
+def _is_text(s: pd.Series) -> bool:
+    return s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+
+
+def parse_numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The numbers in ``s`` and where an entry is present but not a number.
+
+    Numeric columns are taken as they are. Text (and mixed object) columns
+    are parsed entry by entry (``pandas.to_numeric`` on the distinct values,
+    spaces stripped); booleans, blanks and missing entries are not numbers.
+
+    Returns
+    -------
+    values : ndarray of float
+        NaN where the entry is missing or not a number.
+    not_number : ndarray of bool
+        The entry is present and not blank, yet not a number (``"abc"``);
+        all False for a numeric column.
+    """
+    n = len(s)
+    if is_numeric(s):
+        return s.to_numpy(dtype=float, na_value=np.nan), np.zeros(n, dtype=bool)
+    if not _is_text(s):              # booleans, dates, categories: no numbers here
+        return np.full(n, np.nan), np.asarray(s.notna(), dtype=bool)
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    if s.dtype != object:            # a string dtype: every distinct value is a str
+        text = pd.Series(np.asarray(uniques, dtype=object), dtype=object).str.strip()
+        is_bool = np.zeros(len(text), dtype=bool)
+        blank = (text == "").to_numpy(dtype=bool)
+    else:                            # mixed objects: strings, numbers, booleans
+        raw = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+        is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
+        text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
+        blank = text.map(lambda v: isinstance(v, str) and v == "").to_numpy(dtype=bool)
+    parsed = np.array(pd.to_numeric(text.where(~(is_bool | blank)), errors="coerce"), dtype=float)
+    parsed[is_bool] = np.nan
+    bad_unique = np.isnan(parsed) & ~blank
+    present = codes >= 0
+    values = np.full(n, np.nan)
+    values[present] = parsed[codes[present]]
+    not_number = np.zeros(n, dtype=bool)
+    not_number[present] = bad_unique[codes[present]]
+    return values, not_number
+
+
+def reads_as_numbers(s: pd.Series) -> bool:
+    """Whether ``s`` is a column of numbers: numeric dtype, or text of which at least
+    :data:`NUMERIC_SHARE` of the present, non-blank entries parse as numbers."""
+    if is_numeric(s):
+        return True
+    return _is_text(s) and not _clearly_text(s) and _enough_numbers(*parse_numbers(s))
+
+
+def _number_share(values: np.ndarray, not_number: np.ndarray) -> tuple[int, int]:
+    """(entries that are numbers, entries present and not blank)."""
+    n_numbers = int(np.count_nonzero(~np.isnan(values)))
+    return n_numbers, n_numbers + int(np.count_nonzero(not_number))
+
+
+def _enough_numbers(values: np.ndarray, not_number: np.ndarray) -> bool:
+    n_numbers, n_present = _number_share(values, not_number)
+    return n_numbers > 0 and n_numbers >= NUMERIC_SHARE * n_present
+
+
+def _clearly_text(s: pd.Series) -> bool:
+    """A long text column whose random sample (fixed seed) is under ``NUMERIC_SHARE / 2`` numbers.
+
+    Parsing a million distinct strings takes seconds; a sample of names or
+    yes/no labels says "text" in a millisecond. A random sample, not every
+    k-th row, so that periodic data cannot fool it: a column at the
+    threshold (half numbers) shows under a quarter in 2,000 present entries
+    with probability below exp(-2000 KL(1/4 || 1/2)) ~ 1e-114 (Chernoff).
+    """
+    n = len(s)
+    if n <= 2 * _SCREEN:
+        return False
+    rows = np.sort(np.random.default_rng(0).integers(0, n, _SCREEN))
+    n_numbers, n_present = _number_share(*parse_numbers(s.iloc[rows]))
+    return n_present > 0 and n_numbers < 0.5 * NUMERIC_SHARE * n_present
+
+
+def _is_id(col, s: pd.Series, n: int, numbers: np.ndarray | None = None) -> bool:
     nm = _norm(col)
     if nm in _ID_NAMES or nm.endswith("_id") or nm.startswith("unnamed:") or nm.startswith("unnamed_"):
         return True
     if n < MIN_ROWS or s.isna().any():
         return False
+    if numbers is not None:          # text read as numbers: an id only if all are distinct whole numbers
+        return bool(np.isfinite(numbers).all() and np.all(numbers == np.round(numbers))
+                    and np.unique(numbers).size == n)
     if pd.api.types.is_integer_dtype(s) or pd.api.types.is_string_dtype(s) or s.dtype == object:
         return s.nunique() == n
     return False
@@ -107,13 +199,14 @@ def _guess_label(df: pd.DataFrame, split: str | None) -> str | None:
     return named[0][2] if named else None
 
 
-def _guess_scores(df: pd.DataFrame, numeric: list) -> list:
+def _guess_scores(df: pd.DataFrame, numbers: dict) -> list:
+    numeric = list(numbers)
     hinted = [c for c in numeric if _is_score_hint(c)]
     if hinted:
         return hinted
     scores = []
     for c in numeric:
-        s = df[c].to_numpy(dtype=float, na_value=np.nan)
+        s = numbers[c] if numbers[c] is not None else df[c].to_numpy(dtype=float, na_value=np.nan)
         fin = s[np.isfinite(s)]
         if (fin.size and fin.min() >= 0.0 and fin.max() <= 1.0
                 and np.unique(fin).size >= 10 and np.any(fin != np.round(fin))):
@@ -143,13 +236,18 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
         with one or more than two values exists it is returned anyway, so that
         validation can say what is wrong with it. None if nothing fits.
     scores
-        Numeric (not boolean) columns other than label, split and ids: the ones
-        whose name hints a score (score, prob, proba, pred, p_, margin, logit,
-        pctr, svm, ...) if any; otherwise those entirely within [0, 1] with many
-        (>= 10) distinct non-integer values; otherwise every numeric column.
+        Columns of numbers (not boolean) other than label, split and ids: the
+        ones whose name hints a score (score, prob, proba, pred, p_, margin,
+        logit, pctr, svm, ...) if any; otherwise those entirely within [0, 1]
+        with many (>= 10) distinct non-integer values; otherwise every column
+        of numbers. A text column counts as numbers when at least
+        :data:`NUMERIC_SHARE` (half) of its present entries parse as numbers
+        (:func:`reads_as_numbers`), so a score column with a few ``"abc"`` is
+        still a score column.
     features
         The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or
-        integer/text columns whose values are all distinct).
+        integer/text columns whose values are all distinct; a text column of
+        numbers is an id only when its numbers are distinct whole numbers).
     """
     n = len(df)
     cols = list(df.columns)
@@ -158,9 +256,19 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
     if label is None:
         label = _guess_label(df, split)
     taken = {label, split}
-    ids = {c for c in cols if c not in taken and _is_id(c, df[c], n)}
-    numeric = [c for c in cols if c not in taken and c not in ids and is_numeric(df[c])]
-    scores = _guess_scores(df, numeric)
+    numbers = {}                     # column -> its numbers, for the columns that read as numbers
+    for c in cols:
+        if c in taken:
+            continue
+        s = df[c]
+        if is_numeric(s):
+            numbers[c] = None        # a numeric dtype: converted only if needed
+        elif _is_text(s) and not _clearly_text(s):
+            values, not_number = parse_numbers(s)
+            if _enough_numbers(values, not_number):
+                numbers[c] = values
+    ids = {c for c in cols if c not in taken and _is_id(c, df[c], n, numbers.get(c))}
+    scores = _guess_scores(df, {c: v for c, v in numbers.items() if c not in ids})
     features = [c for c in cols if c not in taken and c not in ids and c not in scores
                 and not df[c].isna().all()]
     return Roles(label=label, scores=scores, features=features, split=split)

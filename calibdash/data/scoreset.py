@@ -22,13 +22,18 @@ from ..errors import DataError
 from .limits import MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo
-from .roles import NEGATIVE_TOKENS, POSITIVE_TOKENS, guess_roles, is_numeric
+from .roles import NEGATIVE_TOKENS, NUMERIC_SHARE, POSITIVE_TOKENS, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
 __all__ = ["ValidationReport", "ScoreSet", "build_score_set"]
 
 _ENCODING_NAMES = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM",
+                   "utf-16-le": "UTF-16 LE with BOM (Unicode text)", "utf-16-be": "UTF-16 BE with BOM",
                    "latin-1": "Latin-1 (the file is not valid UTF-8)"}
+#: The reason a row whose score is text, not a number (``"abc"``), is dropped for.
+NOT_A_NUMBER = "score not a number"
+#: How many distinct dropped entries a report shows.
+N_EXAMPLES = 5
 
 
 @dataclass
@@ -37,12 +42,18 @@ class ValidationReport:
 
     ``dropped`` counts are disjoint: a row with both a bad score and a missing
     label counts under the score reason only, so
-    ``n_read == n_used + sum(dropped.values())``.
+    ``n_read == n_used + sum(dropped.values())``. The reasons are
+    ``"missing or non-finite score"``, ``"score not a number"`` (a text
+    entry such as ``"abc"`` in a column that mostly holds numbers; see
+    :data:`~calibdash.data.roles.NUMERIC_SHARE`) and ``"missing label"``.
+    ``dropped_examples`` gives, for ``"score not a number"``, up to five
+    distinct entries that were dropped, in the order they first occur.
     """
 
     n_read: int
     n_used: int
     dropped: dict[str, int] = field(default_factory=dict)
+    dropped_examples: dict[str, list[str]] = field(default_factory=dict)
     mapped: dict[str, tuple[float, float]] = field(default_factory=dict)
     class_counts: dict[str, int] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
@@ -214,12 +225,33 @@ def _choose_positive(values: list, positive, column: str):
 
 
 # -- scores and the other columns ----------------------------------------------------------------
-def _as_numeric(s: pd.Series) -> np.ndarray:
+def _as_numeric(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The score column's numbers (NaN where missing or text) and where an entry is text, not a number."""
     if pd.api.types.is_bool_dtype(s):
         raise DataError(f"score column {s.name!r} holds True/False values, not scores.")
-    if is_numeric(s):
-        return s.to_numpy(dtype=float, na_value=np.nan)
-    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return parse_numbers(s)
+
+
+def _examples(s: pd.Series, rows: np.ndarray, k: int = N_EXAMPLES) -> list[str]:
+    """Up to ``k`` distinct entries of ``s`` at ``rows`` (first occurrences first), as short text."""
+    shown: list[str] = []
+    for v in pd.unique(s.iloc[np.flatnonzero(rows)].astype(object)):   # in order of first appearance
+        t = " ".join(str(v).split())
+        t = t if len(t) <= 40 else t[:37] + "..."
+        if t not in shown:
+            shown.append(t)
+            if len(shown) == k:
+                break
+    return shown
+
+
+def _quoted(examples: list[str]) -> str:
+    return ", ".join(f'"{e}"' for e in examples)
+
+
+def _dropped_phrase(reason: str) -> str:
+    """``"whose score is not a number"`` / ``"with a missing label"``, for messages."""
+    return "whose score is not a number" if reason == NOT_A_NUMBER else f"with a {reason}"
 
 
 def _split_strings(s: pd.Series) -> np.ndarray:
@@ -255,12 +287,19 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     pos, neg = _choose_positive(values, positive, label)
 
     # --- score -------------------------------------------------------------
-    raw_s = _as_numeric(df[score])
+    raw_s, not_number = _as_numeric(df[score])
     finite = np.isfinite(raw_s)
     if not finite.any():
         example = df[score].dropna()
         ex = f" (e.g. {example.iloc[0]!r})" if len(example) else " (all missing)"
         raise DataError(f"score column {score!r} holds no finite numbers{ex}; pick a numeric column.")
+    n_text = int(not_number.sum())
+    n_numbers = int((~np.isnan(raw_s)).sum())
+    if n_text and n_numbers < NUMERIC_SHARE * (n_numbers + n_text):
+        raise DataError(f"score column {score!r} is mostly text: {n_text:,} of its {n_numbers + n_text:,} "
+                        f"entries are not numbers (such as {_quoted(_examples(df[score], not_number))}); "
+                        f"a score column is read when at least {NUMERIC_SHARE:.0%} of its entries are "
+                        "numbers. Pick a numeric column.")
     s, was_mapped = to_probabilities(raw_s, column=score)
     mapped: dict[str, tuple[float, float]] = {}
     if was_mapped:
@@ -274,16 +313,21 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     bad_score = ~finite
     bad_label = ~lab_ok & finite
     dropped = {}
-    if bad_score.any():
-        dropped["missing or non-finite score"] = int(bad_score.sum())
+    examples = {}
+    if (bad_score & ~not_number).any():
+        dropped["missing or non-finite score"] = int((bad_score & ~not_number).sum())
+    if n_text:
+        dropped[NOT_A_NUMBER] = n_text
+        examples[NOT_A_NUMBER] = _examples(df[score], not_number)
     if bad_label.any():
         dropped["missing label"] = int(bad_label.sum())
     keep = finite & lab_ok
     n_used = int(keep.sum())
     for reason, k in dropped.items():
-        messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} with a {reason}.")
+        such = f", such as {_quoted(examples[reason])}" if reason in examples else ""
+        messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} {_dropped_phrase(reason)}{such}.")
     if n_used < MIN_ROWS:
-        why = "; ".join(f"{k} with a {r}" for r, k in dropped.items())
+        why = "; ".join(f"{k} {_dropped_phrase(r)}" for r, k in dropped.items())
         raise DataError(f"only {n_used} usable rows in {name} (of {n_read} read"
                         f"{'; dropped ' + why if why else ''}); at least {MIN_ROWS} are needed.")
     lab_kept = df[label][keep]
@@ -309,8 +353,8 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
         messages.append(f"Split column {split!r}: " + ", ".join(
             f"{k} ({v:,})" for k, v in zip(*np.unique(split_arr.astype(str), return_counts=True))) + ".")
 
-    report = ValidationReport(n_read=n_read, n_used=n_used, dropped=dropped, mapped=mapped,
-                              class_counts=class_counts, messages=messages)
+    report = ValidationReport(n_read=n_read, n_used=n_used, dropped=dropped, dropped_examples=examples,
+                              mapped=mapped, class_counts=class_counts, messages=messages)
     return ScoreSet(name=name, raw=df, label_column=label, positive_label=_scalar(pos),
                     negative_label=_scalar(neg), score_columns=list(score_columns), score=score,
                     feature_columns=list(features), split_column=split, report=report, info=info,
@@ -345,9 +389,18 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     Raises
     ------
     DataError
-        A named column is missing; no numeric column; the label has one or
-        more than two values; fewer than ``MIN_ROWS`` usable rows; the positive
-        label is not a label value.
+        A named column is missing; no numeric column; the score column is
+        mostly text (under :data:`~calibdash.data.roles.NUMERIC_SHARE` of its
+        entries are numbers); the label has one or more than two values;
+        fewer than ``MIN_ROWS`` usable rows; the positive label is not a
+        label value.
+
+    Notes
+    -----
+    A score column of text that mostly holds numbers (a CSV column with a
+    few ``"abc"`` or ``"#DIV/0!"``) is read as numbers: the other entries
+    are read as missing, and their rows dropped and counted under
+    ``"score not a number"`` with up to five examples in the report.
     """
     name = name or (info.name if info is not None else "data")
     if len(df) == 0:
@@ -376,7 +429,9 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     elif not score_columns:
         kinds = ", ".join(f"{c!r} ({df[c].dtype})" for c in df.columns[:20])
         raise DataError(f"no numeric column in {name} to use as a score (columns: {kinds}). "
-                        "A score column must hold numbers: probabilities, margins or logits.")
+                        "A score column must hold numbers: probabilities, margins or logits "
+                        f"(a text column is read as numbers when at least {NUMERIC_SHARE:.0%} of its "
+                        "entries are numbers).")
     else:
         score = score_columns[0]
     if features is None:

@@ -4,7 +4,8 @@ The format is taken from the magic bytes when they say gzip (``1f 8b``) or
 Parquet (``PAR1``), else from the file name. A CSV's delimiter (comma,
 semicolon or tab) is sniffed from its first 64 KB; text columns of a
 semicolon or tab file that hold decimal-comma numbers (``0,25``) are read
-as numbers.
+as numbers. The text encoding (UTF-8, UTF-16 with its byte-order mark,
+Latin-1) is decided in :mod:`calibdash.data.read`.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import re
 import pandas as pd
 
 from ..errors import DataError
+from .roles import NUMERIC_SHARE
 
 __all__ = ["sniff_format", "sniff_delimiter", "fix_decimal_commas", "DELIMITER_NAMES"]
 
@@ -93,6 +95,13 @@ def sniff_delimiter(text: str) -> str:
 def fix_decimal_commas(df: pd.DataFrame) -> list[str]:
     """Convert text columns holding decimal-comma numbers (``0,25``) to floats, in place.
 
+    A column is converted when some entry has a comma and every present,
+    non-blank entry is such a number. When only most of them are (at least
+    :data:`~calibdash.data.roles.NUMERIC_SHARE`), the numbers are converted
+    and the other entries (``"abc"``) are kept as they are, so that
+    :func:`~calibdash.data.build_score_set` can read them as missing and
+    show them among the dropped rows.
+
     Returns
     -------
     list of str
@@ -103,15 +112,21 @@ def fix_decimal_commas(df: pd.DataFrame) -> list[str]:
         s = df[col]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
             continue
-        vals = s.dropna()
-        if vals.empty:
+        present = s.notna()
+        text = s.astype(str).str.strip().where(present)
+        present &= text.ne("")
+        vals = text[present]
+        if vals.empty or not vals.str.contains(",", regex=False).any():
             continue
-        vals = vals.astype(str).str.strip()
-        if not vals.str.contains(",", regex=False).any():
+        match = vals.str.fullmatch(_DECIMAL_COMMA)
+        if match.all():
+            df[col] = pd.to_numeric(text.str.replace(",", ".", regex=False).where(present), errors="coerce")
+        elif match.mean() >= NUMERIC_SHARE:
+            numbers = pd.to_numeric(vals[match].str.replace(",", ".", regex=False))
+            mixed = s.astype(object)
+            mixed.loc[numbers.index] = numbers.to_numpy(dtype=float)
+            df[col] = mixed
+        else:
             continue
-        if not vals.str.fullmatch(_DECIMAL_COMMA).all():
-            continue
-        df[col] = pd.to_numeric(s.astype(str).str.strip().str.replace(",", ".", regex=False)
-                                .where(s.notna()), errors="coerce")
         fixed.append(str(col))
     return fixed

@@ -141,10 +141,11 @@ def test_upload_csv_shows_validation_report(app_page, ui, tmp_path):
 
 
 def test_bad_upload_shows_error_not_traceback(app_page, ui, tmp_path):
-    """A UTF-16 CSV is refused with a readable st.error on the Data page and on Compare."""
+    """A UTF-16 CSV without a byte-order mark (which cannot be told from binary) is refused with a readable
+    st.error on the Data page and on Compare; with the mark, as Excel writes it, it is read."""
     page = app_page
     bad = tmp_path / "excel_export.csv"
-    bad.write_bytes(("score,label\n" + "0.2,0\n0.8,1\n" * 30).encode("utf-16"))
+    bad.write_bytes(("score,label\n" + "0.2,0\n0.8,1\n" * 30).encode("utf-16-le"))
     _open(page, ui, "/data")
     page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
     file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
