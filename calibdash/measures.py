@@ -40,7 +40,7 @@ from . import clinical, corp, metrics, smooth_ece
 from .errors import SettingsError
 
 __all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "table", "check_names",
-           "describe", "direction", "oriented", "rankable"]
+           "describe", "best_phrase", "direction", "oriented", "rankable"]
 
 
 @dataclass(frozen=True)
@@ -173,12 +173,19 @@ def table(predictions: pd.DataFrame, labels, sample_weight=None, names: Sequence
                          for m in predictions.columns}).T.reindex(columns=list(check_names(names)))
 
 
+def best_phrase(name: str) -> str:
+    """``"lower is better"``, ``"higher is better"``, ``"1 is ideal"`` or ``"the same for every method"``."""
+    if name in metrics.METRIC_NAMES:
+        return "lower is better" if name in metrics.LOWER_IS_BETTER else "higher is better"
+    m = MEASURES[name]
+    return {"lower": "lower is better", "higher": "higher is better", "none": "the same for every method",
+            "target": f"{m.target:g} is ideal"}[m.best]
+
+
 def describe(name: str) -> str:
     """``"smooth ECE (lower is better; Błasiok & Nakkiran (2023), Smooth ECE)"``: for help texts."""
     m = MEASURES[name]
-    best = {"lower": "lower is better", "higher": "higher is better", "none": "the same for every method",
-            "target": f"{m.target:g} is ideal"}[m.best]
-    return f"{m.label} ({best}; {m.paper})"
+    return f"{m.label} ({best_phrase(name)}; {m.paper})"
 
 
 def rankable(name: str) -> bool:

@@ -22,6 +22,7 @@ from ..data import ScoreSet
 from ..errors import DataError, SettingsError
 from ..evaluation import UNCALIBRATED, Scheme, evaluate
 from ..methods import resolve
+from .. import measures
 from ..metrics import METRIC_NAMES
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, BenchmarkResult, default_reference, summarise
 
@@ -106,7 +107,8 @@ def unit_key(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int, seed: in
 
 
 def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
-             progress: Callable[[float, str], None] | None = None) -> dict[str, float]:
+             progress: Callable[[float, str], None] | None = None,
+             extra: Sequence[str] = ()) -> dict[str, float]:
     """Metrics of one unit: ``calibrator`` cross-fitted on ``ss`` with K folds shuffled by ``seed``.
 
     Parameters
@@ -118,33 +120,41 @@ def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT
         ``Scheme("kfold", n_folds=n_folds, seed=seed)``.
     progress : callable(fraction, message), optional
         Passed to :func:`~calibdash.evaluation.evaluate` (called after each fold).
+    extra : sequence of str
+        Measures of :mod:`calibdash.measures` to compute too (on the same
+        out-of-fold predictions).
 
     Returns
     -------
     dict
-        :data:`calibdash.metrics.METRIC_NAMES` -> value on all out-of-fold
-        predictions, plus ``"seconds"``.
+        :data:`calibdash.metrics.METRIC_NAMES` and ``extra`` -> value on all
+        out-of-fold predictions, plus ``"seconds"``.
     """
     scheme = Scheme("kfold", n_folds=int(n_folds), seed=int(seed))
     methods = {} if calibrator is None else {"m": calibrator}
     feats = ss.features if calibrator is not None and calibrator.uses_features else None
     t0 = time.perf_counter()
     ev = evaluate(ss.scores, ss.labels, methods, scheme, features=feats, progress=progress)
-    row = ev.metrics.loc[UNCALIBRATED if calibrator is None else "m"]
+    key = UNCALIBRATED if calibrator is None else "m"
+    row = ev.metrics.loc[key]
     out = {name: float(row[name]) for name in METRIC_NAMES}
+    if extra:
+        out.update(measures.compute(ev.predictions[key].to_numpy(), ev.labels, ev.weights, names=extra))
     out["seconds"] = time.perf_counter() - t0
     return out
 
 
 def _check_metrics(names: Sequence[str], metric: str) -> list[str]:
-    """The kept metric names in :data:`METRIC_NAMES` order, the ranked one included."""
+    """The kept metric names in :data:`calibdash.measures.ALL_NAMES` order, the ranked one included."""
     names = list(dict.fromkeys(names))
-    unknown = [m for m in names + [metric] if m not in METRIC_NAMES]
+    unknown = [m for m in names + [metric] if m not in measures.ALL_NAMES]
     if unknown:
-        raise SettingsError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRIC_NAMES)}.")
+        raise SettingsError(f"unknown metric {unknown[0]!r}; choose from {', '.join(measures.ALL_NAMES)}.")
+    if not measures.rankable(metric):
+        raise SettingsError(f"{metric} is the same for every method of a data set: rank by another metric.")
     if metric not in names:
         names.append(metric)
-    return [m for m in METRIC_NAMES if m in names]
+    return [m for m in measures.ALL_NAMES if m in names]
 
 
 def _units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
@@ -211,6 +221,7 @@ def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFA
     if not cals:
         raise SettingsError("choose at least one calibrator.")
     metric_names = _check_metrics(metrics, metric)
+    extra = [m for m in metric_names if m in measures.MEASURES]
     if int(repeats) < 1:
         raise SettingsError(f"repeats must be at least 1, got {repeats}.")
     if int(n_folds) < 2:
@@ -231,6 +242,8 @@ def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFA
         n = steps[unit]
         key = unit_key(ss, cal, n_folds, unit.seed) if cache is not None else None
         found = cache.get(key) if cache is not None else None
+        if found is not None and any(m not in found for m in extra):
+            found = None                                  # cached before these measures were asked for
         where = f"{unit.dataset} · {unit.method} · repeat {unit.repeat + 1} of {repeats}"
         if found is None and not compute:
             done_steps += n
@@ -240,7 +253,7 @@ def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFA
                 report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
 
             try:
-                found = run_unit(ss, cal, n_folds, unit.seed, progress=fold_progress)
+                found = run_unit(ss, cal, n_folds, unit.seed, progress=fold_progress, extra=extra)
             except DataError as exc:
                 raise DataError(f"data set {unit.dataset!r}: {exc}") from None
             if cache is not None:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import measures
+
 if TYPE_CHECKING:                                   # for annotations only: statistics imports this module
     from .statistics import BenchmarkResult
 
@@ -100,7 +102,7 @@ def describe(result: "BenchmarkResult", labels: Mapping[str, str] | None = None)
     n, k = result.table.shape
     ar = result.average_ranks.sort_values(kind="stable")
     best = ar.index[ar == ar.iloc[0]]
-    lead = (f"On {result.metric} ({'lower' if result.lower_is_better else 'higher'} is better) over {n} "
+    lead = (f"On {result.metric} ({measures.best_phrase(result.metric)}) over {n} "
             f"data set{'s' if n != 1 else ''} ({result.repeats} x {result.n_folds}-fold cross-fitting), "
             f"{_join([name(b) for b in best])} rank{'s' if len(best) == 1 else ''} best "
             f"(average rank {ar.iloc[0]:.2f} of {k}).")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import SettingsError
 from ..evaluation import UNCALIBRATED, Scheme
-from ..metrics import LOWER_IS_BETTER, METRIC_NAMES
+from .. import measures
 from . import rank_tests, report
 
 __all__ = ["BenchmarkResult", "summarise", "default_reference", "DEFAULT_METRIC", "DEFAULT_ALPHA"]
@@ -50,8 +50,9 @@ class BenchmarkResult:
         only complete (data set, repeat) blocks count.
     metric : str
         The ranked metric.
-    lower_is_better : bool
-        Its direction.
+    lower_is_better : bool or None
+        Its direction; None for a measure whose best value is a target
+        (the calibration slope's 1), ranked by the distance to it.
     table : DataFrame
         Data sets x methods: ``means`` of ``metric``.
     ranks : DataFrame
@@ -83,7 +84,7 @@ class BenchmarkResult:
     units: pd.DataFrame
     means: pd.DataFrame
     metric: str
-    lower_is_better: bool
+    lower_is_better: bool | None
     table: pd.DataFrame
     ranks: pd.DataFrame
     average_ranks: pd.Series
@@ -150,7 +151,7 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
         ``metric`` was not computed, or ``reference`` is not a method of the
         benchmark.
     """
-    metric_names = [m for m in METRIC_NAMES if m in units.columns]
+    metric_names = [m for m in measures.ALL_NAMES if m in units.columns]
     if metric not in metric_names:
         raise SettingsError(f"metric {metric!r} was not computed; choose from {', '.join(metric_names)}.")
     methods = list(methods) if methods is not None else list(dict.fromkeys(units["method"]))
@@ -170,7 +171,10 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
     means = keep.groupby(["dataset", "method"])[metric_names].mean()
     if done:
         means = means.reindex(pd.MultiIndex.from_product([done, methods], names=["dataset", "method"]))
-    lower = metric in LOWER_IS_BETTER
+    if not measures.rankable(metric):
+        raise SettingsError(f"{metric} is the same for every method of a data set: rank by another metric.")
+    lower = measures.direction(metric)
+    ranked_names = [m for m in metric_names if measures.rankable(m)]
 
     def pivot(name: str) -> pd.DataFrame:
         if not done:
@@ -181,12 +185,12 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
 
     table = pivot(metric)
     if done:
-        ranks = rank_tests.rank_table(table, lower)
-        rank_summary = pd.DataFrame({m: rank_tests.average_ranks(pivot(m), m in LOWER_IS_BETTER)
-                                     for m in metric_names})
+        ranks = rank_tests.rank_table(measures.oriented(metric, table), True)
+        rank_summary = pd.DataFrame({m: rank_tests.average_ranks(measures.oriented(m, pivot(m)), True)
+                                     for m in ranked_names})
     else:
         ranks = table.copy()
-        rank_summary = pd.DataFrame(index=methods, columns=metric_names, dtype=float)
+        rank_summary = pd.DataFrame(index=methods, columns=ranked_names, dtype=float)
     rank_summary.index.name = "method"
     avg = ranks.mean(axis=0) if done else pd.Series(np.nan, index=methods)
     avg.name = "average rank"
@@ -199,7 +203,7 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
     if len(done) >= 2 and len(methods) >= 2:
         fried = rank_tests.friedman_from_ranks(avg.to_numpy(), len(done), alpha)
         rows = {}
-        for m in metric_names:
+        for m in ranked_names:
             f = rank_tests.friedman_from_ranks(rank_summary[m].to_numpy(), len(done), alpha)
             rows[m] = {"chi2_F": f.chi2, "F_F": f.ff, "df1": f.ff_df1, "df2": f.ff_df2, "p": f.ff_p,
                        "critical": f.critical, "reject": f.reject}

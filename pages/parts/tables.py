@@ -1,7 +1,7 @@
 """How tables of numbers are shown: the best value in bold, display names, and what the binning was."""
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -14,15 +14,24 @@ __all__ = ["BEST_STYLE", "best_cells", "bold_best", "metrics_frame", "interval_f
 #: CSS of a cell holding the best value of its column (or row).
 BEST_STYLE = "font-weight: 700; background-color: #E8F4EA"
 
-Direction = bool | Mapping[str, bool] | Collection[str]
+Direction = bool | None | Mapping[str, bool | None] | Collection[str] | Callable
 
 
-def _lower(name, lower_is_better: Direction) -> bool:
+def _badness(name, line: np.ndarray, lower_is_better: Direction) -> np.ndarray | None:
+    """``line`` turned so that its lowest value is the best, or None when no value of it is "best"."""
+    if lower_is_better is None:
+        return None
+    if callable(lower_is_better):
+        return lower_is_better(name, line)
     if isinstance(lower_is_better, (bool, np.bool_)):
-        return bool(lower_is_better)
-    if isinstance(lower_is_better, Mapping):
-        return bool(lower_is_better[name])
-    return name in lower_is_better
+        lower = bool(lower_is_better)
+    elif isinstance(lower_is_better, Mapping):
+        if lower_is_better[name] is None:
+            return None
+        lower = bool(lower_is_better[name])
+    else:
+        lower = name in lower_is_better
+    return line if lower else -line
 
 
 def best_cells(values: pd.DataFrame, lower_is_better: Direction, axis: int = 0) -> np.ndarray:
@@ -31,11 +40,14 @@ def best_cells(values: pd.DataFrame, lower_is_better: Direction, axis: int = 0) 
     Parameters
     ----------
     values : DataFrame of numbers
-    lower_is_better : bool, mapping name -> bool, or collection of names
+    lower_is_better : bool, None, mapping name -> bool or None, collection of names, or callable
         The direction of every column (``axis=0``) or row (``axis=1``): one
-        bool for all, a bool per name, or the names where lower is better
-        (such as :data:`calibdash.metrics.LOWER_IS_BETTER`; any other name is
-        better higher).
+        bool for all, a bool per name (None: no best there), the names where
+        lower is better (such as :data:`calibdash.metrics.LOWER_IS_BETTER`;
+        any other name is better higher), None for no best anywhere, or
+        ``f(name, values) -> values turned lower-is-better, or None`` (such
+        as a wrapper of :func:`calibdash.measures.oriented`, where the best
+        slope is the one closest to 1).
     axis : {0, 1}
         0: the best of each column; 1: the best of each row.
     """
@@ -45,10 +57,10 @@ def best_cells(values: pd.DataFrame, lower_is_better: Direction, axis: int = 0) 
     lines, names = (arr.T, values.columns) if axis == 0 else (arr, values.index)
     mask = np.zeros(lines.shape, dtype=bool)
     for i, (line, name) in enumerate(zip(lines, names)):
-        if np.all(np.isnan(line)):
+        bad = None if np.all(np.isnan(line)) else _badness(name, line, lower_is_better)
+        if bad is None:
             continue
-        target = np.nanmin(line) if _lower(name, lower_is_better) else np.nanmax(line)
-        mask[i] = np.isclose(line, target)
+        mask[i] = np.isclose(bad, np.nanmin(bad))
     return mask.T if axis == 0 else mask
 
 
