@@ -759,6 +759,6 @@ def bootstrap_measures(predictions: pd.DataFrame, n, n_pos, names=None, n_boot: 
     methods = list(predictions.columns)
     point = {m: f.result() for m, f in zip(methods, points)}
     samples = {name: resampled[:, i, :] for i, name in enumerate(names)}
-    note = (f"Intervals from {int(n_boot)} paired Poisson resamples of the cells; each method's resamples are "
+    note = (f"Intervals from {int(n_boot)} paired Poisson resamples of the judged rows; each method's resamples are "
             f"measured on at most {int(max_groups)} groups of adjacent predictions.")
     return _result(point, samples, methods, level, int(n_boot), note)

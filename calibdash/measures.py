@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from . import clinical, corp, metrics, smooth_ece
-from .errors import SettingsError
+from .errors import DataError, SettingsError
 
 __all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "table", "check_names",
            "describe", "best_phrase", "direction", "oriented", "rankable"]
@@ -150,19 +150,23 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
     (default :data:`calibdash.clinical.LOESS_MAX_POINTS`; fewer are faster,
     see :func:`calibdash.clinical.smoothed_calibration_curve`).
 
-    A measure whose computation fails on these rows (for example the slope
-    when every prediction is the same) is NaN; invalid input (NaN, labels
-    other than 0/1, scores outside [0, 1]) raises :class:`~calibdash.errors.DataError`
-    from the first function that checks it.
+    A measure these rows do not define is NaN: the slope when every
+    prediction is the same, or ICI, E50 and E90 when most predictions are
+    tied (a step calibrator's), where R's loess stops with "span too small"
+    (:func:`calibdash.clinical.ici`). Invalid input (NaN, labels other than
+    0/1, scores outside [0, 1]) raises :class:`~calibdash.errors.DataError`.
     """
     want = check_names(names)
+    p, y, w = metrics._check(probs, labels, sample_weight)
     out: dict[str, float] = {}
     for given, fn in _GROUPS:
         if not set(given) & set(want):
             continue
-        with np.errstate(all="ignore"):
-            values = (fn(probs, labels, sample_weight, loess_points) if fn is _ici
-                      else fn(probs, labels, sample_weight))
+        try:
+            with np.errstate(all="ignore"):
+                values = fn(p, y, w, loess_points) if fn is _ici else fn(p, y, w)
+        except DataError:
+            values = dict.fromkeys(given, np.nan)
         out.update({k: float(values[k]) for k in given if k in want})
     return {n: out[n] for n in want}
 

@@ -7,6 +7,7 @@ from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import images
 from pages.parts import downloads, fitting, url_state
 from pages.parts.labels import method_label, method_labels
+from pages.parts.measures_panel import show_measures
 from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
 from pages.parts.source import score_set_or_stop
@@ -88,6 +89,8 @@ if cells_path:           # bootstrap_cells measures MVCE's resamples with metric
              + "resampled values come from the exact moments of a random partition of the rows")
 st.caption(f"Each cell: value [{fitting.interval_caption(boot, ev)}]; the best value per column is highlighted. "
            f"{binning_note(ev.binning)} {mvce}. Lower is better except AUC and ACC.")
+
+show_measures(ev, ss, scheme, params, labels)
 
 if len(models) > 1:
     st.subheader("Models side by side")

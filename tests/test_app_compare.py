@@ -40,3 +40,22 @@ def test_intervals_verdict_and_downloads():
     labels = [b.label for b in at.get("download_button")]
     assert "Calibrated predictions (CSV)" in labels and "Metrics table (CSV)" in labels
     assert any(lab.startswith("Fitted Platt scaling") for lab in labels)
+
+
+def test_more_measures_on_request_with_intervals_and_readings():
+    """Off by default (Compare stays fast); on, a table of every further measure with intervals, and the two
+    tests with their p-values and readings, each method on one row."""
+    at = _app()
+    at.run()
+    assert len(at.dataframe) == 1
+    at.toggle(key="compare.measures").set_value(True).run()
+    assert not at.exception and not at.error
+    table, tests = at.dataframe[1].value, at.dataframe[2].value
+    assert list(table.columns) == ["smECE", "ACE", "dCE", "ICI", "E50", "E90", "CITL", "Slope", "MCB", "DSC",
+                                   "UNC", "REL", "RES", "Spieg. z", "HL"]
+    assert list(table.index) == ["Uncalibrated", "Platt scaling", "Histogram binning", "Isotonic regression"]
+    value, interval = table.loc["Platt scaling", "Slope"].split(" [")
+    lo, hi = map(float, interval.rstrip("]").split(", "))
+    assert lo <= float(value) <= hi
+    assert list(tests.index) == list(table.index)
+    assert all(r.startswith(("Evidence", "No evidence")) for r in tests["reading (z)"])

@@ -27,6 +27,7 @@ which the row path's 512 MB bound holds about 40 of.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -134,6 +135,10 @@ def judged_line(ev: Evaluation, scheme: Scheme) -> str:
 
 
 # -- intervals ---------------------------------------------------------------------------------------
+#: Resamples behind the further measures' intervals (each resample measures every method: about 10 ms apiece).
+MEASURES_BOOT = 100
+
+
 @st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=64, max_size="64MB")
 def _bootstrap(data_key: str, scheme: Scheme, chosen: tuple, cells_path: bool, _ev: Evaluation
                ) -> cboot.BootstrapResult:
@@ -152,6 +157,21 @@ def bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict) 
     """
     chosen = tuple((m, frozen_params(p)) for m, p in params.items())
     return _bootstrap(ss.content_key(), scheme, chosen, ev.weights is not None, ev)
+
+
+@st.cache_data(show_spinner="Measuring and bootstrapping the further measures…", max_entries=32, max_size="64MB")
+def _measures_bootstrap(data_key: str, scheme: Scheme, chosen: tuple, cells_path: bool, n_boot: int,
+                        _ev: Evaluation) -> cboot.BootstrapResult:
+    n = _ev.weights if cells_path else np.ones(len(_ev.labels))
+    return cboot.bootstrap_measures(_ev.predictions, n, n * _ev.labels, n_boot=n_boot)
+
+
+def measures_bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict,
+                       n_boot: int = MEASURES_BOOT) -> cboot.BootstrapResult:
+    """The measures of :mod:`calibdash.measures` on the held-out rows with paired intervals (each held-out row,
+    or each cell's positives and negatives, Poisson-resampled); cached like :func:`bootstrap`."""
+    chosen = tuple((m, frozen_params(p)) for m, p in params.items())
+    return _measures_bootstrap(ss.content_key(), scheme, chosen, ev.weights is not None, int(n_boot), ev)
 
 
 def interval_caption(boot: cboot.BootstrapResult, ev: Evaluation) -> str:

@@ -6,10 +6,10 @@ from collections.abc import Callable, Collection, Mapping
 import numpy as np
 import pandas as pd
 
-from calibdash import bootstrap as cboot, metrics
+from calibdash import bootstrap as cboot, measures, metrics
 from pages.parts.labels import method_labels
 
-__all__ = ["BEST_STYLE", "best_cells", "bold_best", "metrics_frame", "interval_frame", "binning_note"]
+__all__ = ["BEST_STYLE", "best_cells", "bold_best", "best_of", "metrics_frame", "interval_frame", "binning_note"]
 
 #: CSS of a cell holding the best value of its column (or row).
 BEST_STYLE = "font-weight: 700; background-color: #E8F4EA"
@@ -109,7 +109,13 @@ def interval_frame(boot: cboot.BootstrapResult) -> "pd.io.formats.style.Styler":
     text = pd.DataFrame({n: [f"{v:.4f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in
                              zip(t[(n, "value")], t[(n, "low")], t[(n, "high")])] for n in names}, index=index)
     values = pd.DataFrame({n: t[(n, "value")].to_numpy() for n in names}, index=index)
-    return bold_best(text, metrics.LOWER_IS_BETTER, values=values)
+    return bold_best(text, best_of, values=values)
+
+
+def best_of(name: str, values: np.ndarray) -> np.ndarray | None:
+    """A metric's or measure's values turned lower-is-better (the slope's distance to 1), or None when no
+    value of it is best (UNC): the direction of every table of :mod:`calibdash.measures`' names."""
+    return measures.oriented(name, values) if measures.rankable(name) else None
 
 
 def binning_note(binning: str) -> str:
