@@ -1,7 +1,10 @@
-"""Command line: ``python -m calibdash {evaluate,methods,fit,apply,benchmark} ...``.
+"""Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,benchmark} ...``.
 
 ``evaluate`` prints the same metrics table as the dashboard's Compare page:
 each method is fitted on the fitting rows and judged on held-out rows.
+``report`` writes the same comparison as a one-page HTML report
+(:mod:`calibdash.report`: verdict, metrics with intervals, interactive
+figures, more measures, the methods' papers), which opens offline.
 ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
 JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated scores to a
 file's rows. ``benchmark`` compares calibrators over several data sets, as
@@ -25,16 +28,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import benchmark, calibrators, export
+from . import benchmark, calibrators, export, report
 from .data import guess_roles, load_scores, margins, read_table
 from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
-from .cells import aggregate
-from .evaluation import CELLS_MIN_ROWS, KINDS, Scheme, cell_parts, evaluate, evaluate_cells, use_cells_for
+from .evaluation import CELLS_MIN_ROWS, KINDS, Scheme
 from .methods import parse_params, resolve, split_names
 from .metrics import METRIC_NAMES
 
-__all__ = ["main", "build_parser", "cmd_evaluate", "cmd_methods", "cmd_fit", "cmd_apply", "cmd_benchmark",
-           "EVALUATE_METHODS"]
+__all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
+           "cmd_benchmark", "EVALUATE_METHODS"]
 
 #: Methods ``evaluate`` fits unless told otherwise: the three classic calibrators.
 EVALUATE_METHODS = ("platt", "histogram", "isotonic")
@@ -64,21 +66,25 @@ def _write(text: str, out: str | None) -> str:
 
 
 # -- evaluate ---------------------------------------------------------------------------------------------
+def _scheme(args) -> Scheme:
+    return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
+
+
+def _check_split(ss, args) -> None:
+    if args.scheme == "column" and not ss.split_column:
+        raise DataError("--scheme column needs a split column in the file.")
+
+
 def cmd_evaluate(args) -> int:
     """Fit the chosen calibrators and print their held-out metrics (a table, or JSON)."""
     ss = load_scores(args.file, score=args.score, label=args.label)
     cals = resolve(args.methods, parse_params(args.param))
-    scheme = Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
-    if args.scheme == "column" and not ss.split_column:
-        raise DataError("--scheme column needs a split column in the file.")
-    feats = ss.features if any(c.uses_features for c in cals.values()) else None
-    use_cells = args.cells == "always" or (args.cells == "auto" and use_cells_for(ss.n_rows, feats is not None))
-    if use_cells:
-        cells = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))
-        ev = evaluate_cells(cells, cals, scheme)
+    scheme = _scheme(args)
+    _check_split(ss, args)
+    ev = report.evaluate_score_set(ss, cals, scheme, cells=args.cells)
+    if ev.weights is not None:
         judged, how, scheme_text = ev.n_judged, ev.note, scheme.describe(on_cells=True)
     else:
-        ev = evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split)
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     if args.json:
         json.dump({"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
@@ -92,6 +98,22 @@ def cmd_evaluate(args) -> int:
         print(f"  · {msg}")
     print(ev.metrics.to_string(float_format=_float))
     print(f"ECE and MCE: {ev.binning}.")
+    return 0
+
+
+# -- report -----------------------------------------------------------------------------------------------
+def cmd_report(args) -> int:
+    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`)."""
+    ss = load_scores(args.file, score=args.score, label=args.label)
+    _check_split(ss, args)
+    text = report.report_for_score_set(ss, args.methods, _scheme(args), params=parse_params(args.param),
+                                       cells=args.cells, title=args.title,
+                                       include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
+    where = _write(text, None if args.out == "-" else args.out)
+    if where != "stdout":
+        print(f"Wrote the report of {ss.name} to {where} ({len(text.encode()) / 1e6:.1f} MB"
+              + ("; its charts load plotly.js from the CDN" if args.plotlyjs == "cdn" else "; it opens offline")
+              + ").", file=sys.stderr)
     return 0
 
 
@@ -227,6 +249,22 @@ def _add_param(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", action="append", metavar="METHOD.NAME=VALUE", help="a hyperparameter (repeatable)")
 
 
+def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
+    """The file, methods, columns, scheme and score-cell options ``evaluate`` and ``report`` share."""
+    p.add_argument("file", help=table_help)
+    _add_methods(p, EVALUATE_METHODS)
+    p.add_argument("--score", help="score column (default: guessed)")
+    p.add_argument("--label", help="label column (default: guessed)")
+    p.add_argument("--scheme", default=_SCHEME.kind, choices=list(KINDS), help="default: %(default)s")
+    p.add_argument("--test-size", type=float, default=_SCHEME.test_size,
+                   help="held-out fraction for --scheme split (default: %(default)s)")
+    p.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
+    p.add_argument("--cells", choices=list(report.CELLS_CHOICES), default="auto",
+                   help=f"work on score cells (per distinct score: rows, positives) instead of rows; auto: above "
+                        f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each subcommand sets ``func`` to its ``cmd_*`` function."""
     p = argparse.ArgumentParser(prog="python -m calibdash", description=__doc__.splitlines()[0])
@@ -234,20 +272,23 @@ def build_parser() -> argparse.ArgumentParser:
     table_help = "CSV, .csv.gz or Parquet file of scores and labels"
 
     e = sub.add_parser("evaluate", help="fit calibrators and print held-out metrics")
-    e.add_argument("file", help=table_help)
-    _add_methods(e, EVALUATE_METHODS)
-    e.add_argument("--score", help="score column (default: guessed)")
-    e.add_argument("--label", help="label column (default: guessed)")
-    e.add_argument("--scheme", default=_SCHEME.kind, choices=list(KINDS), help="default: %(default)s")
-    e.add_argument("--test-size", type=float, default=_SCHEME.test_size,
-                   help="held-out fraction for --scheme split (default: %(default)s)")
-    e.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
-    e.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
+    _add_evaluation(e, table_help)
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    e.add_argument("--cells", choices=["auto", "always", "never"], default="auto",
-                   help=f"work on score cells (per distinct score: rows, positives) instead of rows; auto: above "
-                        f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
     e.set_defaults(func=cmd_evaluate)
+
+    r = sub.add_parser("report", help="fit calibrators and write a one-page HTML report",
+                       description="The comparison `evaluate` prints, as one self-contained HTML page: the "
+                                   "verdict, the metrics with 95% bootstrap intervals, the reliability diagram "
+                                   "and calibration map (interactive), more calibration measures, the data and "
+                                   "the methods' papers.")
+    _add_evaluation(r, table_help)
+    r.add_argument("--out", metavar="REPORT.html", default="report.html",
+                   help="where to write the report; - for stdout (default: %(default)s)")
+    r.add_argument("--title", help="the report's title (default: 'Calibration report: FILE')")
+    r.add_argument("--plotlyjs", choices=["inline", "cdn"], default="inline",
+                   help="inline: plotly.js inside the file (about 5 MB; opens offline); cdn: loaded from "
+                        "plotly's CDN when opened (about 0.1 MB; needs the network) (default: %(default)s)")
+    r.set_defaults(func=cmd_report)
 
     m = sub.add_parser("methods", help="list the calibrators and their hyperparameters")
     m.set_defaults(func=cmd_methods)

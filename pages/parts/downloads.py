@@ -1,11 +1,13 @@
-"""Download payloads made on click only (never on every rerun): figure images, fitted models, predictions."""
+"""Download payloads made on click only (never on every rerun): figure images, fitted models, predictions,
+the HTML report."""
 from __future__ import annotations
 
-from calibdash import data as cdata, export
-from calibdash.evaluation import Evaluation
+from calibdash import data as cdata, export, report
+from calibdash.bootstrap import BootstrapResult
+from calibdash.evaluation import Evaluation, Scheme
 from calibdash.figures import images
 
-__all__ = ["image_maker", "model_json", "predictions_csv", "PER_CELL_CAPTION"]
+__all__ = ["image_maker", "model_json", "predictions_csv", "report_html", "PER_CELL_CAPTION"]
 
 #: What the predictions download holds on score cells (shown under its button).
 PER_CELL_CAPTION = ("On score cells the predictions file has one line per held-out score cell, not per row: "
@@ -47,4 +49,19 @@ def predictions_csv(ev: Evaluation):
         per_cell = per_cell.sort_values(cols[0], kind="stable").reset_index(drop=True)
         per_cell[["rows", "positives"]] = per_cell[["rows", "positives"]].round().astype("int64")
         return per_cell[["rows", "positives"] + cols].rename_axis("cell").to_csv().encode()
+    return make
+
+
+def report_html(ev: Evaluation, boot: BootstrapResult, ss: cdata.ScoreSet, scheme: Scheme, labels: dict, *,
+                measures: BootstrapResult | None = None, **figure_options):
+    """A download callable writing the one-page HTML report (:func:`calibdash.report.build_report`) of what
+    Compare shows: the same evaluation, intervals, verdict and labels; ``measures`` is the "More measures"
+    table with intervals when it was computed, else the report computes the measures without intervals on
+    click; ``figure_options`` (``n_bins``, ``strategy``, ``log_x``, ``features``) draw the figures as the
+    page draws them. plotly.js is written inline, so the file opens offline (about 5 MB)."""
+    def make() -> bytes:
+        return report.build_report(
+            ev, boot, title=f"Calibration report: {ss.name}", source_description=report.describe_source(ss),
+            scheme_description=scheme.describe(on_cells=ev.weights is not None), labels=labels,
+            measures_table=measures, notes=ss.report.messages, **figure_options).encode()
     return make
