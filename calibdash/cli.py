@@ -1,4 +1,4 @@
-"""Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,benchmark} ...``.
+"""Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,export-sql,benchmark} ...``.
 
 ``evaluate`` prints the same metrics table as the dashboard's Compare page:
 each method is fitted on the fitting rows and judged on held-out rows.
@@ -7,7 +7,9 @@ each method is fitted on the fitting rows and judged on held-out rows.
 figures, more measures, the methods' papers), which opens offline.
 ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
 JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated scores to a
-file's rows. ``benchmark`` compares calibrators over several data sets, as
+file's rows (in memory, or with ``--engine duckdb|spark`` where the files lie,
+:mod:`calibdash.engines.apply`); ``export-sql`` prints it as SQL
+(:mod:`calibdash.sql`). ``benchmark`` compares calibrators over several data sets, as
 the dashboard's Benchmark page does (:mod:`calibdash.benchmark`).
 
 This module is the only one that parses arguments: :func:`build_parser`
@@ -32,14 +34,14 @@ from . import benchmark, calibrators, export, report
 from .data import guess_roles, load_scores, margins, read_table
 from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from .evaluation import CELLS_MIN_ROWS, KINDS, Scheme
-from .methods import parse_params, resolve, split_names
+from .methods import DEFAULT_METHODS, parse_params, resolve, split_names
 from .metrics import METRIC_NAMES
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
-           "cmd_benchmark", "EVALUATE_METHODS"]
+           "cmd_export_sql", "cmd_benchmark", "EVALUATE_METHODS"]
 
-#: Methods ``evaluate`` fits unless told otherwise: the three classic calibrators.
-EVALUATE_METHODS = ("platt", "histogram", "isotonic")
+#: Methods ``evaluate`` and ``report`` fit unless told otherwise (:data:`calibdash.methods.DEFAULT_METHODS`).
+EVALUATE_METHODS = DEFAULT_METHODS
 _SCHEME = Scheme()
 
 
@@ -184,6 +186,8 @@ def _apply_score_column(df: pd.DataFrame, info, asked: str | None, fitted_on: di
 
 def cmd_apply(args) -> int:
     """Add a saved calibrator's calibrated scores to every row of a file (rows without a score stay empty)."""
+    if args.engine:
+        return _apply_engine(args)
     try:
         model_text = Path(args.model).read_bytes()
     except OSError as exc:
@@ -203,6 +207,48 @@ def cmd_apply(args) -> int:
         print(f"  · {msg}", file=sys.stderr)
     print(f"Applied {cal.name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} (score {score!r}"
           f"{'; rows without a score are left empty' if not ok.all() else ''}); wrote {where}.", file=sys.stderr)
+    return 0
+
+
+def _apply_engine(args) -> int:
+    """``apply --engine``: files (a path or a glob) read and written as Parquet by DuckDB, Spark or pandas."""
+    from .engines.apply import apply_model
+    if not args.out:
+        raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
+    res = apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score)
+    for msg in res.notes:
+        print(f"  · {msg}", file=sys.stderr)
+    how = {"sql": f"as SQL ({res.form} form)", "udf": "by predict called from the engine",
+           "predict": "in memory"}[res.via]
+    print(f"Applied {res.method} {how} with {res.engine} to {res.n_calibrated:,} of {res.n_rows:,} rows of "
+          f"{args.file} (score {res.score_column!r}); wrote {res.out_path} in {res.seconds:.1f} s.", file=sys.stderr)
+    return 0
+
+
+# -- export-sql -------------------------------------------------------------------------------------------
+def cmd_export_sql(args) -> int:
+    """Print a saved calibrator as one SQL statement adding ``calibrated`` to the rows of a table."""
+    from . import sql
+    try:
+        model_text = Path(args.model).read_bytes()
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read the model file {args.model}: {exc.strerror or exc}.") from None
+    model = export.read_model(model_text)
+    score = args.score or model.fitted_on.get("score") or "score"
+    feats = {f: f for f in model.fitted_on.get("features") or []}
+    source = args.table
+    if model.fitted_on.get("score_transform") == "logistic":        # map margins as the training scores were
+        x = sql.quote(score, args.dialect)
+        prob = f"{score}_probability"
+        source = (f"SELECT *, {sql.SqlWriter(args.dialect, x).sigmoid(x)} AS {sql.quote(prob, args.dialect)} "
+                  f"FROM {args.table}")
+        print(f"  · the model was fitted on {score!r} mapped by the logistic function; the SQL maps it too, "
+              f"as the column {prob!r}.", file=sys.stderr)
+        score = prob
+    m = sql.to_sql(model, score_column=score, dialect=args.dialect, feature_columns=feats, form=args.form)
+    where = _write(m.standalone(source), args.out)
+    if where != "stdout":
+        print(f"Wrote {model.calibrator.name} as {args.dialect} SQL ({m.form} form) to {where}.", file=sys.stderr)
     return 0
 
 
@@ -308,8 +354,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("file", help="CSV, .csv.gz or Parquet file with a score column (a label is not needed)")
     a.add_argument("--score", help="score column (default: the model's, else guessed)")
     a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
-                   "(default: stdout)")
+                   "(default: stdout; Parquet, and required, with --engine)")
+    a.add_argument("--engine", choices=["duckdb", "spark", "memory"],
+                   help="apply where the files lie: FILE may be a glob of Parquet or CSV files, written to --out as "
+                        "Parquet by DuckDB (the calibrator as SQL), Spark, or pandas (default: in memory, CSV out)")
     a.set_defaults(func=cmd_apply)
+
+    x = sub.add_parser("export-sql", help="print a saved calibrator as SQL (DuckDB, Spark SQL or ANSI)")
+    x.add_argument("model", metavar="MODEL.json", help="a calibrator saved by `fit`")
+    x.add_argument("--dialect", choices=["duckdb", "spark", "ansi"], default="duckdb", help="default: %(default)s")
+    x.add_argument("--score", help="score column, in [0, 1] (default: the model's, else 'score')")
+    x.add_argument("--table", default="scores", help="the table the statement reads (default: %(default)s)")
+    x.add_argument("--form", choices=["auto", "case", "bisect", "lookup"], default="auto",
+                   help="large step and linear maps as a lookup table (auto) or nested CASEs (default: %(default)s)")
+    x.add_argument("--out", metavar="OUT.sql", help="where to write the SQL (default: stdout)")
+    x.set_defaults(func=cmd_export_sql)
 
     b = sub.add_parser(
         "benchmark", help="compare calibrators over several data sets (ranks, Friedman, Holm)",

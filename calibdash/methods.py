@@ -29,10 +29,12 @@ from . import calibrators
 from .calibrators.base import Calibrator
 from .errors import SettingsError
 
-__all__ = ["split_names", "parse_params", "resolve", "RAW"]
+__all__ = ["split_names", "parse_params", "resolve", "RAW", "DEFAULT_METHODS"]
 
 #: The key reserved for the uncalibrated scores in every table.
 RAW = "uncalibrated"
+#: What ``evaluate`` and ``report`` fit unless told otherwise: the three classic calibrators.
+DEFAULT_METHODS = ("platt", "histogram", "isotonic")
 
 
 def split_names(text: str) -> list[str]:

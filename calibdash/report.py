@@ -51,7 +51,7 @@ from .bootstrap import BootstrapResult
 from .cells import aggregate
 from .errors import DataError, SettingsError
 from .evaluation import UNCALIBRATED, Evaluation, Scheme, cell_parts, evaluate, evaluate_cells, use_cells_for
-from .methods import resolve
+from .methods import DEFAULT_METHODS, resolve
 
 __all__ = ["build_report", "report_for_file", "report_for_score_set", "evaluate_score_set", "bootstrap_evaluation",
            "measure_table", "describe_source", "default_labels", "PLOTLYJS_MODES", "CELLS_CHOICES"]
@@ -199,7 +199,7 @@ def report_for_file(path, methods=None, score: str | None = None, label: str | N
     ----------
     path : str or Path
         CSV, .csv.gz or Parquet file.
-    methods : method spec, default the command line's ``EVALUATE_METHODS`` (Platt, histogram, isotonic)
+    methods : method spec, default :data:`calibdash.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
     score, label : str, optional
         Column names (default: guessed).
     scheme : Scheme, default ``Scheme()``
@@ -230,7 +230,7 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
     Parameters
     ----------
     ss : ScoreSet
-    methods : method spec, default the command line's ``EVALUATE_METHODS`` (Platt, histogram, isotonic)
+    methods : method spec, default :data:`calibdash.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
     scheme : Scheme, default ``Scheme()``
     params : mapping method -> {hyperparameter: value}, optional
     cells : {"auto", "always", "never"}
@@ -241,10 +241,9 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
     include_plotlyjs, generated
         As for :func:`build_report`.
     """
-    from .cli import EVALUATE_METHODS          # here, not at the top: the command line imports this module
 
     scheme = scheme or Scheme()
-    ev = evaluate_score_set(ss, resolve(EVALUATE_METHODS if methods is None else methods, params), scheme,
+    ev = evaluate_score_set(ss, resolve(DEFAULT_METHODS if methods is None else methods, params), scheme,
                             cells=cells)
     boot = bootstrap_evaluation(ev, n_boot)
     table, failed = measure_table(ev)
