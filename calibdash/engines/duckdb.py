@@ -1,0 +1,335 @@
+"""The DuckDB engine: rows aggregated into score cells where they live, out of core.
+
+No row enters Python: DuckDB scans the source a few times (each a parallel,
+streaming scan) and returns only the grouped cells (at most ``max_exact``
+distinct scores, or ``GRID`` grid steps, per part and feature code):
+
+1. **statistics** (one scan): rows, missing / non-finite / out-of-[0, 1]
+   scores, missing labels, the label's extremes, an approximate count of
+   distinct scores (HyperLogLog), and the numeric features' quantiles;
+   checked by :func:`calibdash.engines.source.check_stats`;
+2. **distinct scores** (one scan, only when the estimate lies between
+   ``max_exact / 4`` and ``4 * max_exact``): the exact ``count(DISTINCT score)``,
+   which decides exact cells or the grid as the in-memory path does (an
+   estimate beyond those bounds is taken as it says: HyperLogLog's error is
+   a few per cent, far from a factor 4, so the choice is the in-memory one
+   but for a vanishing chance);
+3. **the aggregation** (one query): ``GROUP BY part, score code[, feature codes]``
+   with ``count(*)``, ``sum(label = positive)`` and ``sum(score)``, and a
+   count of rows whose label is neither extreme (a third label value is an
+   error, found without another scan).
+
+The part of a row is computed in SQL from its key (see
+:mod:`calibdash.engines.source`): :func:`row_hash_sql` is MurmurHash3's
+finaliser as :func:`calibdash.cells.row_hash` computes it (the 16-bit split
+multiplications keep every product below 2^48, so BIGINT arithmetic is
+exact); ``fold = hash % k``; held out when ``hash < floor(test_size * 2^32)``;
+or the split column mapped by :func:`~calibdash.engines.source.column_train_values`.
+
+Row keys. Parquet: ``read_parquet([files], file_row_number=true)`` gives each
+row's position in its file, and the virtual column ``file_index`` the file's
+position in the (sorted) list, so ``key = offset[file_index] + file_row_number``,
+``offset`` the running row counts from the files' Parquet metadata (read by
+pyarrow, no data read). CSV: DuckDB's CSV reader has no ``file_row_number``,
+so the needed columns are first copied into a temporary table with
+``preserve_insertion_order`` on (DuckDB's documented guarantee that a
+parallel CSV scan inserts rows in file order, files in list order) and the key
+is the table's ``rowid``; this costs one copy of those columns (spilled to the
+temporary directory beyond ``memory_limit``), and CSV is parsed once. Column types are guessed from
+BIGINT, DOUBLE and VARCHAR only (as pandas does: ``yes``/``no`` stays text). A DuckDB
+table: ``rowid``. A query: ``row_number() OVER (ORDER BY order_by) - 1``.
+
+Memory. ``memory_limit`` and ``temp_directory`` (a fresh directory, removed
+afterwards) are set on a private in-memory connection, so hash tables and the
+CSV copy spill to disk. Exact quantiles of numeric features
+(``quantile_cont``, the linear rule numpy's ``quantile`` uses, so every engine
+finds the same edges) hold that column's values while computed: about 8 bytes
+per row per numeric feature.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Sequence
+
+import numpy as np
+
+from ..cells import GRID, MAX_EXACT
+from ..errors import DataError, EnvironmentProblem, SettingsError
+from ..evaluation import Scheme
+from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
+                     feature_frame, other_labels_error, quantile_levels)
+
+__all__ = ["aggregate", "row_hash_sql", "connect"]
+
+_M32 = 0xFFFFFFFF
+_NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                  "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL")
+
+
+def _ident(name: str) -> str:
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _lit(s: str) -> str:
+    return "'" + str(s).replace("'", "''") + "'"
+
+
+def _mul32(h: str, c: int) -> str:
+    return f"((({h}) * {c & 0xFFFF} + (((({h}) * {c >> 16}) & 65535) << 16)) & {_M32})"
+
+
+def _xorshift(h: str, s: int) -> str:
+    return f"xor(({h}), ({h}) >> {s})"
+
+
+def row_hash_sql(key: str, seed: int = 0) -> str:
+    """A DuckDB SQL expression equal to :func:`calibdash.cells.row_hash` of the BIGINT expression ``key``.
+
+    MurmurHash3's 32-bit finaliser of ``key + seed * 0x9E3779B1`` (mod 2^32),
+    each multiplication split into 16-bit halves as in :mod:`calibdash.cells`.
+    """
+    h = f"((({key}) + {int(seed) * 0x9E3779B1 & _M32}) & {_M32})"
+    h = _xorshift(h, 16)
+    h = _mul32(h, 0x85EBCA6B)
+    h = _xorshift(h, 13)
+    h = _mul32(h, 0xC2B2AE35)
+    return _xorshift(h, 16)
+
+
+def connect(memory_limit: str = "1GB", threads: int | None = None, temp_directory: str | None = None):
+    """A private in-memory DuckDB connection with a memory limit and a spill directory."""
+    import duckdb
+
+    config = {"memory_limit": str(memory_limit), "threads": int(threads or os.cpu_count() or 1),
+              "preserve_insertion_order": True}
+    if temp_directory:
+        config["temp_directory"] = str(temp_directory)
+    try:
+        return duckdb.connect(":memory:", config=config)
+    except duckdb.Error as exc:
+        raise SettingsError(f"DuckDB refused the settings {config}: {exc}") from None
+
+
+def check_scheme(scheme: Scheme) -> None:
+    """The setting checks of :func:`calibdash.cells.parts_for`."""
+    if scheme.kind not in ("kfold", "split", "column", "insample"):
+        raise SettingsError(f"unknown scheme kind {scheme.kind!r}.")
+    if scheme.kind == "kfold" and int(scheme.n_folds) < 2:
+        raise SettingsError(f"k-fold needs at least 2 folds, got {scheme.n_folds}.")
+    if scheme.kind == "split" and not 0 < float(scheme.test_size) < 1:
+        raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
+
+
+class _Rows:
+    """The source as a SQL relation ``(__key, __raw, __label[, __split], features...)`` on a connection."""
+
+    def __init__(self, con, source: Source, features: Sequence[str], need_keys: bool):
+        self.con, self.source = con, source
+        cols = [f"TRY_CAST({_ident(source.score)} AS DOUBLE) AS __raw", f"{_ident(source.label)} AS __label"]
+        if source.split:
+            cols.append(f"{_ident(source.split)} AS __split")
+        cols += [f"{_ident(f)} AS {_ident('__f_' + f)}" for f in features]
+        select = ", ".join(cols)
+        if source.kind == "files":
+            files = source.files()
+            fmt = source.file_format()
+            if fmt == "parquet":
+                offsets = source.file_offsets()
+                key = f"([{', '.join(map(str, offsets))}]::BIGINT[])[CAST(file_index AS BIGINT) + 1] + file_row_number"
+                self.sql = (f"SELECT CAST({key} AS BIGINT) AS __key, {select} "
+                            f"FROM read_parquet([{', '.join(map(_lit, files))}], file_row_number = true)")
+            else:
+                delim = source.csv_delimiter()
+                names = ", ".join(dict.fromkeys([_ident(c) for c in source.columns(features)]))
+                self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM read_csv("
+                          f"[{', '.join(map(_lit, files))}], delim = {_lit(delim)}, header = true, "
+                          "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR'])")
+                self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM __cd_rows"
+        elif source.kind == "table":
+            if source.database:
+                self._run(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
+                self._run("USE __cd_src")
+            self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM {source.table}"
+        else:
+            if source.database:
+                self._run(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
+                self._run("USE __cd_src")
+            key = (f"row_number() OVER (ORDER BY {source.order_by}) - 1" if source.order_by and need_keys
+                   else "0")
+            self.sql = f"SELECT CAST({key} AS BIGINT) AS __key, {select} FROM ({source.query}) AS __cd_q"
+        self._run("SET preserve_insertion_order = false")
+
+    def _run(self, sql: str, params=None):
+        import duckdb
+
+        try:
+            return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+        except duckdb.IOException as exc:
+            raise EnvironmentProblem(f"DuckDB could not read {self.source.describe()}: {exc}") from None
+        except duckdb.OutOfMemoryException as exc:
+            raise EnvironmentProblem(f"DuckDB ran out of memory (memory_limit): {exc}") from None
+        except duckdb.Error as exc:
+            raise DataError(f"DuckDB could not read {self.source.describe()}: {exc}") from None
+
+    def types(self) -> dict:
+        rel = self._run(f"DESCRIBE {self.sql}").fetchall()
+        return {r[0]: str(r[1]) for r in rel}
+
+
+def _kind(duck_type: str) -> str:
+    t = duck_type.upper()
+    return "numeric" if t.startswith(_NUMERIC_TYPES) else "categorical"
+
+
+def _part_sql(scheme: Scheme, source: Source, rows: _Rows) -> str:
+    if scheme.kind == "insample":
+        return "0"
+    if scheme.kind == "column":
+        if not source.split:
+            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+        values = [r[0] for r in rows._run(f"SELECT DISTINCT __split FROM ({rows.sql})").fetchall()]
+        train = column_train_values(values, scheme)
+        rows.train_values = train
+        non_null = [v for v in train if v is not None]
+        cond = "FALSE" if not non_null else f"__split IN (SELECT unnest(?))"
+        null_train = any(v is None for v in train)
+        return f"CASE WHEN {cond}{' OR __split IS NULL' if null_train else ''} THEN 0 ELSE 1 END"
+    h = row_hash_sql("__key", scheme.seed)
+    if scheme.kind == "kfold":
+        return f"({h}) % {int(scheme.n_folds)}"
+    return f"CASE WHEN ({h}) < {int(float(scheme.test_size) * 2 ** 32)} THEN 1 ELSE 0 END"
+
+
+def _feature_code_sql(name: str, kind: str, edges) -> str:
+    col = _ident("__f_" + name)
+    if kind == "categorical":
+        return col
+    x = f"CAST({col} AS DOUBLE)"
+    if len(edges) == 0:
+        return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE 0 END"
+    terms = " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges)
+    return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE {terms} END"
+
+
+def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
+              memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
+              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0):
+    """Aggregate a source's rows into score cells with DuckDB, out of core.
+
+    Parameters
+    ----------
+    source : Source
+    scheme : Scheme, optional
+        How rows are divided into parts (default: none, every row in part 0,
+        as ``"insample"``). ``"kfold"`` and ``"split"`` hash each row's key,
+        ``"column"`` maps the split column (:mod:`calibdash.cells`).
+    max_exact : int, default ``MAX_EXACT``
+        Cells are the distinct scores when there are at most this many, else grid steps.
+    memory_limit : str, default "1GB"
+        DuckDB's ``memory_limit``; beyond it DuckDB spills to a temporary directory.
+    threads : int, optional
+        DuckDB's threads (default: all cores).
+    features : sequence of str, optional
+        Feature columns to code into the cells (default ``source.features``;
+        ``[]`` for none). Categorical columns (text, boolean) group by value
+        (the cells' column is a ``category`` whose codes are the values' dense
+        ranks); numeric columns by ``feature_bins`` quantile bins (exact
+        ``quantile_cont`` quantiles, repeated edges merged, code = number of
+        edges at or below the value, as :mod:`calibdash.calibrators.mbct`).
+    feature_bins : int, default 16
+    sample_rows : int, default 0
+        Also return this many rows drawn uniformly without replacement,
+        reproducibly: the rows whose ``row_hash(key, seed + SAMPLE_SALT)``
+        is smallest (ties by key), sorted by key; the same rows in every
+        engine. For what needs rows (MVCE views, MBCT tree growth).
+    seed : int, default 0
+        Seed of the row sample (the parts use ``scheme.seed``).
+
+    Returns
+    -------
+    ScoreCells, or (ScoreCells, DataFrame) when ``sample_rows > 0``
+        The sample has columns ``key, score, label, part`` and the features' raw values.
+
+    Raises
+    ------
+    DataError
+        As :func:`calibdash.engines.source.check_stats`; a label with more than two values.
+    SettingsError
+        A query without ``order_by`` under a hashed scheme; bad scheme settings.
+    """
+    scheme = scheme or Scheme(kind="insample")
+    check_scheme(scheme)
+    source.check_keys(scheme)
+    feats = list(source.features if features is None else features)
+    levels = quantile_levels(feature_bins) if feats else []
+    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-")
+    con = connect(memory_limit, threads, tmp)
+    try:
+        need_keys = source.needs_keys(scheme) or sample_rows > 0
+        rows = _Rows(con, source, feats, need_keys)
+        types = rows.types()
+        kinds = {f: _kind(types["__f_" + f]) for f in feats}
+        numeric = [f for f in feats if kinds[f] == "numeric"]
+        # -- 1. statistics -----------------------------------------------------------------------------
+        quant = [f"quantile_cont(CAST({_ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
+                 f"(WHERE {_ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({_ident('__f_' + f)} AS DOUBLE)))"
+                 for f in numeric]
+        st_sql = ("SELECT count(*), count(*) FILTER (WHERE __raw IS NULL OR NOT isfinite(__raw)), "
+                  "min(__raw) FILTER (WHERE isfinite(__raw)), max(__raw) FILTER (WHERE isfinite(__raw)), "
+                  "count(*) FILTER (WHERE isfinite(__raw) AND (__raw < 0 OR __raw > 1)), "
+                  "count(*) FILTER (WHERE __label IS NULL), min(__label), max(__label), "
+                  "approx_count_distinct(__raw)" + "".join(", " + q for q in quant) + f" FROM ({rows.sql})")
+        got = rows._run(st_sql).fetchone()
+        st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
+                   n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+        mapped, positive = check_stats(st, source)
+        edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float))
+                 for f, q in zip(numeric, got[9:])}
+        s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
+        # -- 2. exact or grid ----------------------------------------------------------------------------
+        exact = st.distinct <= int(max_exact) / 4
+        if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
+            n_distinct = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})").fetchone()[0])
+            exact = n_distinct <= int(max_exact)
+        code_sql = "__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})"
+        # -- 3. the aggregation --------------------------------------------------------------------------
+        part_sql = _part_sql(scheme, source, rows)
+        params = []
+        if scheme.kind == "column" and "unnest(?)" in part_sql:
+            params.append([v for v in rows.train_values if v is not None])
+        fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {_ident('__c_' + f)}" for f in feats]
+        inner = (f"SELECT {part_sql} AS __part, {code_sql} AS __code, "
+                 + "".join(c + ", " for c in fcodes)
+                 + "CAST(__label = ? AS INTEGER) AS __y, __s, "
+                   "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
+                 f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql}))")
+        params += [positive, st.label_lo, st.label_hi]
+        group = ", ".join(["__part", "__code"] + [_ident("__c_" + f) for f in feats])
+        agg_sql = (f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
+                   f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}")
+        res = rows._run(agg_sql, params).df()
+        n_other = int(res["n_other"].sum())
+        if n_other:
+            raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
+        fdf = None
+        if feats:
+            fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges)
+        cells = assemble_cells(res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
+                               res["n_pos"].to_numpy(), res["s_sum"].to_numpy(), exact=exact, features=fdf)
+        if sample_rows <= 0:
+            return cells
+        # -- optional: a reproducible uniform sample of rows ----------------------------------------------
+        h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
+        fcols = "".join(f", {_ident('__f_' + f)} AS {_ident(f)}" for f in feats)
+        samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_sql} AS SMALLINT) AS part, "
+                    f"CAST(__label = ? AS TINYINT) AS label{fcols} "
+                    f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
+        sp = params[:len(params) - 3] + [positive]
+        sample = rows._run(samp_sql, sp).df().sort_values("key").reset_index(drop=True)
+        sample = sample[["key", "score", "label", "part"] + feats]
+        return cells, sample
+    finally:
+        con.close()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,317 @@
+"""The Spark engine: the DuckDB engine's aggregation as a Spark job.
+
+Works unchanged under ``spark-submit``: it takes the session given
+(``spark=``) or ``SparkSession.builder.getOrCreate()``, and only the grouped
+cells (and an optional row sample) come back to the driver. The steps are
+:mod:`calibdash.engines.duckdb`'s: one aggregation job for the statistics
+(``approx_count_distinct`` for the distinct scores, exact ``percentile``
+quantiles of numeric features, the linear rule of numpy's ``quantile``), an
+exact ``countDistinct`` when the estimate lies between ``max_exact / 4`` and
+``4 * max_exact``, then
+one ``groupBy(part, score code[, feature codes])``. The hash of a row's key
+is built from ``shiftright``, ``bitwiseXOR`` and 64-bit products below 2^48,
+as :func:`calibdash.cells.row_hash`.
+
+Row keys (``monotonically_increasing_id`` alone is *not* file order: Spark
+packs file splits into partitions by size, not by name):
+
+* **Parquet**: ``_metadata.row_index`` (Spark >= 3.5) is the row's position
+  in its file; a file's offset is the running row count of the files before
+  it in sorted path order. Up to 64 files, each is read on its own with its
+  offset (from the Parquet metadata, read by pyarrow) as a literal and the
+  reads are unioned: no extra job. Beyond, one ``groupBy(_metadata.file_path).count()``
+  job (which reads no column) counts the files' rows, broadcast-joined on the path.
+* **CSV**: a file is read in splits of ``spark.sql.files.maxPartitionBytes``.
+  Within a partition, ``monotonically_increasing_id`` counts rows in order and
+  a split's rows are contiguous, so a row's position in its split is
+  ``id - min(id of the split)``. One extra job groups by
+  ``(_metadata.file_path, _metadata.file_block_start)`` for each split's
+  ``min(id)`` and row count; the split's offset is the rows of the files
+  before it (sorted by path) and of the earlier splits of its file (by
+  ``file_block_start``). Cost: that job, one pass over the CSV (plus the
+  schema inference pass of ``inferSchema``).
+* **a table or a query** with ``order_by``: the rows sorted by it (Spark SQL
+  ``ORDER BY order_by`` over a temporary view) are persisted (``DISK_ONLY``,
+  unpersisted at the end) so that partitions are stable, and the key is the
+  rows of the partitions before plus ``id - (partition << 33)``
+  (``monotonically_increasing_id`` is ``partition << 33`` plus the row's
+  position in its partition). Cost: a
+  global sort and a copy on disk. Without ``order_by`` only the ``column``
+  and ``insample`` schemes are offered.
+"""
+from __future__ import annotations
+
+from functools import reduce
+from typing import Sequence
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pandas as pd
+
+from ..cells import GRID, MAX_EXACT
+from ..errors import DataError, EnvironmentProblem
+from ..evaluation import Scheme
+from .duckdb import check_scheme
+from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
+                     feature_frame, other_labels_error, quantile_levels)
+
+__all__ = ["aggregate", "row_hash_column", "session"]
+
+_M32 = 0xFFFFFFFF
+#: Up to this many Parquet files are read one by one with their offsets (no counting job), else counted by Spark.
+_UNION_FILES = 64
+#: Sorted rows persisted for a table's or query's keys, unpersisted when the aggregation ends.
+_PERSISTED: list = []
+
+
+def session(spark=None):
+    """The session given, else ``SparkSession.builder.getOrCreate()`` (the one spark-submit made)."""
+    if spark is not None:
+        return spark
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise EnvironmentProblem("the Spark engine needs pyspark (pip install 'calibdash[spark]') "
+                                 "and a Java runtime.") from None
+    return SparkSession.builder.getOrCreate()
+
+
+def _mul32(h, c: int):
+    from pyspark.sql import functions as F
+
+    lo, hi = F.lit(c & 0xFFFF).cast("long"), F.lit(c >> 16).cast("long")
+    return (h * lo + F.shiftleft((h * hi).bitwiseAND(F.lit(0xFFFF)), 16)).bitwiseAND(F.lit(_M32))
+
+
+def _xorshift(h, s: int):
+    from pyspark.sql import functions as F
+
+    return h.bitwiseXOR(F.shiftright(h, s))
+
+
+def row_hash_column(key, seed: int = 0):
+    """A Spark column equal to :func:`calibdash.cells.row_hash` of the long column ``key``."""
+    from pyspark.sql import functions as F
+
+    h = (key.cast("long") + F.lit(int(seed) * 0x9E3779B1 & _M32)).bitwiseAND(F.lit(_M32))
+    h = _xorshift(h, 16)
+    h = _mul32(h, 0x85EBCA6B)
+    h = _xorshift(h, 13)
+    h = _mul32(h, 0xC2B2AE35)
+    return _xorshift(h, 16)
+
+
+def with_row_hash(df, key: str, seed: int, name: str):
+    """``df`` with a column ``name`` = :func:`row_hash_column` of ``key``, built one step per projection.
+
+    Each step reads the previous one's column, so Catalyst keeps the steps
+    apart instead of copying the nested expression (whose xor-shifts use
+    their input twice) into one tree 32 times deep.
+    """
+    from pyspark.sql import functions as F
+
+    h = F.col(name)
+    df = df.withColumn(name, (F.col(key).cast("long") + F.lit(int(seed) * 0x9E3779B1 & _M32)).bitwiseAND(F.lit(_M32)))
+    for step in (lambda c: _xorshift(c, 16), lambda c: _mul32(c, 0x85EBCA6B), lambda c: _xorshift(c, 13),
+                 lambda c: _mul32(c, 0xC2B2AE35), lambda c: _xorshift(c, 16)):
+        df = df.withColumn(name, step(h))
+    return df
+
+
+def _local(uri: str) -> str:
+    """A file URI as Spark shows it (``file:/a/b%20c``) as a path, for sorting like :meth:`Source.files`."""
+    p = urlparse(uri)
+    return unquote(p.path) if p.scheme in ("file", "") else uri
+
+
+def _offsets_frame(spark, rows: list, cols: list, offsets: list):
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame([tuple(r) + (int(o),) for r, o in zip(rows, offsets)], cols + ["__off"])
+    return F.broadcast(df)
+
+
+def _keyed(spark, source: Source, cols: list, need_keys: bool):
+    """The source's rows with a ``__key`` column (file order; see the module docstring)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if source.kind == "files":
+        files = source.files()
+        if source.file_format() == "parquet":
+            if not need_keys:
+                return spark.read.parquet(*files).select(*cols).withColumn("__key", F.lit(0).cast("long"))
+            if len(files) <= _UNION_FILES:
+                frames = [spark.read.parquet(f).select(*cols, (F.lit(int(off)) + F.col("_metadata.row_index"))
+                                                       .cast("long").alias("__key"))
+                          for f, off in zip(files, source.file_offsets())]
+                return reduce(lambda a, b: a.unionByName(b), frames)
+            df = spark.read.parquet(*files)
+            df = df.select(*cols, F.col("_metadata.file_path").alias("__fp"),
+                           F.col("_metadata.row_index").alias("__ri"))
+            counts = df.groupBy("__fp").count().collect()
+            counts.sort(key=lambda r: _local(r["__fp"]))
+            offs = np.r_[0, np.cumsum([r["count"] for r in counts])[:-1]].tolist()
+            table = _offsets_frame(spark, [(r["__fp"],) for r in counts], ["__fp"], offs)
+            return df.join(table, "__fp").withColumn("__key", (F.col("__off") + F.col("__ri")).cast("long"))
+        df = spark.read.csv(files, header=True, inferSchema=True, sep=source.csv_delimiter())
+        if not need_keys:
+            return df.select(*cols).withColumn("__key", F.lit(0).cast("long"))
+        df = df.select(*cols, F.col("_metadata.file_path").alias("__fp"),
+                       F.col("_metadata.file_block_start").alias("__bs"),
+                       F.monotonically_increasing_id().alias("__id"))
+        splits = df.groupBy("__fp", "__bs").agg(F.min("__id").alias("m0"), F.count("*").alias("n")).collect()
+        splits.sort(key=lambda r: (_local(r["__fp"]), r["__bs"]))
+        starts = np.r_[0, np.cumsum([r["n"] for r in splits])[:-1]]
+        deltas = [int(st) - int(r["m0"]) for st, r in zip(starts, splits)]
+        table = _offsets_frame(spark, [(r["__fp"], r["__bs"]) for r in splits], ["__fp", "__bs"], deltas)
+        return df.join(table, ["__fp", "__bs"]).withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
+    df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
+    if not (need_keys and source.order_by):
+        return df.select(*cols).withColumn("__key", F.lit(0).cast("long"))
+    view = "__calibdash_rows"
+    df.createOrReplaceTempView(view)
+    names = ", ".join("`" + c.replace("`", "``") + "`" for c in cols)
+    srt = (spark.sql(f"SELECT {names} FROM {view} ORDER BY {source.order_by}")
+           .withColumn("__pid", F.spark_partition_id()).withColumn("__id", F.monotonically_increasing_id())
+           .persist(StorageLevel.DISK_ONLY))
+    _PERSISTED.append(srt)
+    counts = sorted((r["__pid"], r["count"]) for r in srt.groupBy("__pid").count().collect())
+    offs = np.r_[0, np.cumsum([c for _, c in counts])[:-1]]
+    deltas = [int(o) - (int(p) << 33) for (p, _), o in zip(counts, offs)]
+    table = _offsets_frame(spark, [(p,) for p, _ in counts], ["__pid"], deltas)
+    return srt.join(table, "__pid").withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
+
+
+def _to_pandas(spark, df, columns: list) -> pd.DataFrame:
+    """The (grouped, small) result on the driver, through Arrow (set for this call, then restored)."""
+    key = "spark.sql.execution.arrow.pyspark.enabled"
+    before = spark.conf.get(key, "false")
+    spark.conf.set(key, "true")
+    try:
+        out = df.toPandas()
+    finally:
+        spark.conf.set(key, before)
+    return out[columns] if len(out.columns) else pd.DataFrame(columns=columns)
+
+
+def _kind(dtype) -> str:
+    from pyspark.sql.types import NumericType
+
+    return "numeric" if isinstance(dtype, NumericType) else "categorical"
+
+
+def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
+              memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
+              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, spark=None):
+    """Aggregate a source's rows into score cells with Spark.
+
+    The parameters and the result are :func:`calibdash.engines.duckdb.aggregate`'s
+    (``memory_limit`` and ``threads`` belong to the session and are not used
+    here); ``spark`` is the session (default: ``getOrCreate()``).
+    """
+    from pyspark.sql.utils import AnalysisException
+
+    scheme = scheme or Scheme(kind="insample")
+    check_scheme(scheme)
+    source.check_keys(scheme, spark=True)
+    spark = session(spark)
+    feats = list(source.features if features is None else features)
+    cols = source.columns(feats)
+    need_keys = source.needs_keys(scheme) or sample_rows > 0
+    try:
+        try:
+            df = _keyed(spark, source, cols, need_keys)
+        except AnalysisException as exc:
+            raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
+        return _aggregate(spark, df, source, scheme, max_exact=max_exact, feats=feats, feature_bins=feature_bins,
+                          sample_rows=sample_rows, seed=seed)
+    finally:
+        while _PERSISTED:
+            _PERSISTED.pop().unpersist()
+
+
+def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
+    from pyspark.sql import functions as F
+
+    raw = F.col(source.score).cast("double")
+    lab = F.col(source.label)
+    finite = ~(F.isnan(raw) | raw.isin(float("inf"), float("-inf")))
+    kinds = {f: _kind(df.schema[f].dataType) for f in feats}
+    numeric = [f for f in feats if kinds[f] == "numeric"]
+    levels = quantile_levels(feature_bins) if feats else []
+    aggs = [F.count(F.lit(1)), F.count(F.when(raw.isNull() | ~finite, 1)),
+            F.min(F.when(finite, raw)), F.max(F.when(finite, raw)),
+            F.count(F.when(finite & ((raw < 0) | (raw > 1)), 1)), F.count(F.when(lab.isNull(), 1)),
+            F.min(lab), F.max(lab), F.approx_count_distinct(raw, 0.01)]
+    if scheme.kind == "column" and source.split:
+        aggs.append(F.collect_set(F.col(source.split)))            # drops NULL: counted next
+        aggs.append(F.count(F.when(F.col(source.split).isNull(), 1)))
+    for f in numeric:
+        x = F.col(f).cast("double")
+        x = F.when(x.isNotNull() & ~F.isnan(x), x)
+        aggs.append(F.percentile(x, F.array(*[F.lit(q) for q in levels])))
+    got = df.agg(*aggs).collect()[0]
+    st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
+               n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+    mapped, positive = check_stats(st, source)
+    split_values = None
+    if scheme.kind == "column" and source.split:
+        split_values = list(got[9]) + ([None] if got[10] else [])
+    quantiles = got[11:] if split_values is not None else got[9:]
+    edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
+    s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
+    exact = st.distinct <= int(max_exact) / 4
+    if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
+        exact = int(df.select(F.countDistinct(s)).collect()[0][0]) <= int(max_exact)
+    code = s if exact else F.least(F.floor(s * GRID).cast("long"), F.lit(GRID - 1).cast("long"))
+    # parts
+    if scheme.kind == "insample":
+        part = F.lit(0)
+    elif scheme.kind == "column":
+        if not source.split:
+            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+        train = column_train_values(split_values, scheme)
+        cond = F.col(source.split).isin([v for v in train if v is not None])
+        if any(v is None for v in train):
+            cond = cond | F.col(source.split).isNull()
+        part = F.when(cond, 0).otherwise(1)
+    else:
+        df = with_row_hash(df, "__key", scheme.seed, "__hash")
+        h = F.col("__hash")
+        part = (h % F.lit(int(scheme.n_folds))) if scheme.kind == "kfold" else F.when(
+            h < F.lit(int(float(scheme.test_size) * 2 ** 32)), 1).otherwise(0)
+    fcodes = []
+    for f in feats:
+        if kinds[f] == "categorical":
+            fcodes.append(F.col(f).alias("__c_" + f))
+            continue
+        x = F.col(f).cast("double")
+        binned = F.lit(0)
+        for e in edges[f]:
+            binned = binned + (x >= F.lit(float(e))).cast("int")
+        fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(binned).alias("__c_" + f))
+    rows = df.select(part.cast("int").alias("__part"), code.alias("__code"), *fcodes,
+                     (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
+                     (~(lab.eqNullSafe(F.lit(st.label_lo)) | lab.eqNullSafe(F.lit(st.label_hi)))).cast("long")
+                     .alias("__other"))
+    group = ["__part", "__code"] + ["__c_" + f for f in feats]
+    res = rows.groupBy(*group).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
+                                   F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
+    res = _to_pandas(spark, res, group + ["n", "n_pos", "s_sum", "n_other"])
+    n_other = int(res["n_other"].sum())
+    if n_other:
+        raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
+    fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
+    cells = assemble_cells(res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
+                           res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float), exact=exact, features=fdf)
+    if sample_rows <= 0:
+        return cells
+    df = with_row_hash(df, "__key", int(seed) + SAMPLE_SALT, "__sample_hash")
+    h = F.col("__sample_hash")
+    picked = (df.select(F.col("__key").alias("key"), s.alias("score"), (lab == F.lit(positive)).cast("int")
+                        .alias("label"), part.cast("int").alias("part"), *[F.col(f) for f in feats], h.alias("__h"))
+              .orderBy("__h", "key").limit(int(sample_rows)).collect())
+    sample = pd.DataFrame([r.asDict() for r in picked], columns=["key", "score", "label", "part"] + feats + ["__h"])
+    sample = sample.drop(columns="__h").sort_values("key").reset_index(drop=True)
+    return cells, sample
