@@ -16,6 +16,7 @@ pages = [
     st.Page("pages/data.py", title="Data", icon=":material/folder_open:", url_path="data"),
     st.Page("pages/explore.py", title="Explore", icon=":material/tune:", url_path="explore"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:", default=True),
+    st.Page("pages/segments.py", title="Groups & time", icon=":material/stacked_line_chart:", url_path="segments"),
     st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:", url_path="benchmark"),
     st.Page("pages/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
 ]

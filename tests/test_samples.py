@@ -36,7 +36,7 @@ def installed_layout(monkeypatch, tmp_path):
 # registry, paths and the cache
 # ---------------------------------------------------------------------------
 def test_registry_and_paths():
-    assert list(SAMPLES) == ["circles_svm", "breast_cancer_nb", "ctr_120k"]
+    assert list(SAMPLES) == ["circles_svm", "breast_cancer_nb", "ctr_120k", "drift"]
     assert DEFAULT_SAMPLE == "circles_svm"
     assert samples.SAMPLE_DIR == REPO / "sample_data"          # a checkout uses its own files
     for name, s in SAMPLES.items():
@@ -110,6 +110,7 @@ EXPECTED_ROLES = {
     "breast_cancer_nb": ("malignant", ["nb_score"],
                          ["mean_radius", "mean_texture", "mean_perimeter", "mean_area"], None),
     "ctr_120k": ("click", ["pctr"], ["device", "site_category", "hour", "banner_pos", "user_age"], None),
+    "drift": ("label", ["score"], ["date", "segment"], None),
 }
 
 
@@ -122,7 +123,7 @@ def test_roles_are_guessed_without_hints(name, committed):
 
 
 @pytest.mark.parametrize("name,n,n_pos", [("circles_svm", 2000, 1000), ("breast_cancer_nb", 569, 212),
-                                          ("ctr_120k", 120_000, None)])
+                                          ("ctr_120k", 120_000, None), ("drift", 20_000, 4114)])
 def test_load_sample(name, n, n_pos, committed):
     ss = load_sample(name)
     raw = committed[name]

@@ -107,6 +107,18 @@ SAMPLES: dict[str, Sample] = {s.name: s for s in (
         score="pctr",
         label="click",
     ),
+    Sample(
+        name="drift",
+        filename="drift.csv",
+        title="Drifting score with one miscalibrated segment (synthetic)",
+        description=(
+            "20,000 scored rows over the twelve months of 2025 in four segments. In January the score is "
+            "calibrated except in the 'partner' segment, which it over-estimates at every date; month by month "
+            "the true log-odds fall behind the score's, so a calibrator fitted early goes stale. Made for the "
+            "Groups & time page."),
+        score="score",
+        label="label",
+    ),
 )}
 
 #: Sample shown when the dashboard opens.
@@ -133,7 +145,7 @@ def _user_cache_root() -> Path:
 def _generator_key() -> str:
     """Short hash of the generators' source: editing them gives a new cache folder."""
     try:
-        source = Path(__file__).with_name("make.py").read_bytes()
+        source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drift.py"))
     except OSError:                              # installed without sources: fall back on the version
         from .. import __version__
         source = __version__.encode()

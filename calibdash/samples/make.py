@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SettingsError
+from .drift import make_drift
 
 __all__ = ["DECIMALS", "CIRCLES_SEED", "BREAST_CANCER_SEED", "CTR_SEED", "CTR_ROWS", "GENERATORS",
            "circles_points", "make_circles_svm", "make_breast_cancer_nb", "make_ctr", "write", "write_all"]
@@ -159,6 +160,7 @@ GENERATORS = {
     "circles_svm.csv": make_circles_svm,
     "breast_cancer_nb.csv": make_breast_cancer_nb,
     "ctr_120k.csv": make_ctr,
+    "drift.csv": make_drift,
 }
 
 

@@ -1,0 +1,137 @@
+"""AppTest of the "Groups & time" page (pages/segments.py) on the drift data, uploaded, and on bad choices.
+
+The page runs on its own through a two-line driver that marks the run as routed (as app.py does), so the
+test does not depend on app.py registering the page; the data arrives as an upload in the session (the
+Data page's uploader stores exactly this), so it does not depend on "drift" being a built-in sample.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from calibdash.samples.drift import make_drift
+
+REPO = Path(__file__).resolve().parents[1]
+PAGE = REPO / "pages" / "segments.py"
+DRIVER = f"""
+import runpy
+from pages.parts import routing
+token = routing.ROUTED.set(True)
+try:
+    runpy.run_path({str(PAGE)!r}, run_name="__main__")
+finally:
+    routing.ROUTED.reset(token)
+"""
+
+
+def _session(frame: pd.DataFrame, name: str = "drift.csv") -> AppTest:
+    at = AppTest.from_string(DRIVER, default_timeout=120)
+    data = frame.to_csv(index=False).encode()
+    at.session_state["upload"] = {"name": name, "data": data, "sha": hashlib.sha256(data).hexdigest()}
+    at.session_state["source"] = "Upload"
+    return at.run()
+
+
+def _charts(at: AppTest) -> set[str]:
+    return {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
+
+
+def _select(at: AppTest, label: str):
+    return next(s for s in at.selectbox if s.label == label)
+
+
+def _assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.fixture(scope="module")
+def drift():
+    return make_drift()
+
+
+def test_by_group_and_over_time_on_the_drift_data(drift):
+    at = _session(drift)
+    _assert_clean(at)
+    assert at.title[0].value == "Groups & time"
+    assert _select(at, "Group column").value == "segment"                  # guessed: few text values
+    assert _charts(at) == {"segments.forest", "segments.grid", "segments.fix"}
+    table = at.dataframe[0].value
+    assert list(table.index) == ["app", "partner", "store", "web"]
+    assert table.loc["partner", "rows"] == "1,950" and table.loc["partner", "ECE"].startswith("0.2069 [")
+    assert any("least calibrated group is **partner**" in i.value for i in at.info)
+    fixed = at.dataframe[1].value
+    assert list(fixed.columns) == ["uncalibrated", "Isotonic regression", "MBCT"]
+    assert fixed.loc["partner", "MBCT"] < fixed.loc["partner", "Isotonic regression"] < fixed.loc["partner",
+                                                                                                  "uncalibrated"]
+
+    at.segmented_control[0].set_value("Over time").run()
+    _assert_clean(at)
+    assert _select(at, "Date column").value == "date"
+    assert _charts(at) == {"segments.drift", "segments.stale", "segments.stale_matrix"}
+    assert any("grouped by month (12 periods" in c.value for c in at.caption)
+    stale = at.dataframe[1].value                                            # [0] is the per-period table
+    assert list(stale.index) == [f"2025-{m:02d}" for m in range(2, 13)]
+    last = stale.iloc[-1]
+    assert last["fitted on 2025-01"] > 3 * last["refitted on the period before"]
+    assert any("goes stale" in m.value or "held-out ECE of" in m.value for m in at.info)
+
+    at.selectbox(key="segments.freq").set_value("Q").run()                  # a period given by the user
+    _assert_clean(at)
+    assert any("grouped by quarter (4 periods" in c.value for c in at.caption)
+
+
+def test_bad_choices_give_messages_not_tracebacks(drift):
+    at = _session(drift)
+    group = _select(at, "Group column")
+    group.set_value("date").run()                                            # 365 distinct days
+    assert not at.exception
+    assert any("365 distinct values" in e.value and "Bin the column" in e.value for e in at.error)
+    assert "segments.forest" not in _charts(at)
+
+    at.segmented_control[0].set_value("Over time").run()
+    _select(at, "Date column").set_value("segment").run()                   # not a date
+    assert not at.exception
+    assert any("segment does not hold dates" in e.value for e in at.error)
+    at.selectbox(key="segments.freq").set_value("D").run()
+    _select(at, "Date column").set_value("date").run()                     # 365 days: too many periods
+    assert not at.exception
+    assert any("choose a longer period" in e.value for e in at.error)
+
+
+def test_upload_with_a_one_class_month_and_a_numeric_column(drift):
+    frame = drift.copy()
+    frame.loc[frame["date"].str.startswith("2025-03"), "label"] = 0
+    frame["tenure"] = np.random.default_rng(0).integers(0, 120, len(frame))
+    at = _session(frame, "my_scores.csv")
+    _select(at, "Group column").set_value("tenure").run()
+    _assert_clean(at)
+    assert any("cut into 5 equal-count quantile groups" in c.value for c in at.caption)
+    assert len(at.dataframe[0].value) == 5
+    at.segmented_control[0].set_value("Over time").run()
+    _assert_clean(at)
+    assert any("2025-03" in c.value and "one class only" in c.value for c in at.caption)
+    per_period = at.dataframe[0].value
+    assert per_period.loc["2025-03", "ECE"] == "n/a" and "one class only" in per_period.loc["2025-03", "note"]
+    assert any("No calibrator is fitted on 2025-03" in c.value for c in at.caption)
+
+
+def test_data_without_other_columns_says_there_is_nothing_to_group(drift):
+    at = _session(drift[["score", "label"]], "plain.csv")
+    _assert_clean(at)
+    assert any("nothing to group by" in i.value for i in at.info)
+    assert not _charts(at)
+
+
+def test_data_without_a_date_column_asks_for_one(drift):
+    at = _session(drift[["segment", "score", "label"]], "no_dates.csv")
+    at.segmented_control[0].set_value("Over time").run()
+    _assert_clean(at)
+    assert _select(at, "Date column").value is None
+    assert any("No column of this data reads as dates" in i.value for i in at.info)
+    assert not _charts(at)
