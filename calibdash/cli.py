@@ -77,11 +77,67 @@ def _check_split(ss, args) -> None:
         raise DataError("--scheme column needs a split column in the file.")
 
 
+def _engine(args) -> str | None:
+    """The engine that reads ``args.file`` for evaluate and fit: None for the in-memory path that reads one
+    file into pandas (``--engine memory``, or by default a single file under 200 MB), else duckdb or spark."""
+    from . import engines
+
+    if args.engine == "memory":
+        return None
+    if args.engine:
+        return args.engine
+    if getattr(args, "table", None) or getattr(args, "query", None):
+        return "duckdb"
+    path = Path(args.file)
+    if path.is_file() and path.stat().st_size < engines.MEMORY_MAX_BYTES:
+        return None
+    return "duckdb" if (path.is_file() or any(c in args.file for c in "*?[")) else None
+
+
+def _engine_source(args, split: str | None = None):
+    from . import engines
+
+    return engines.source_for(args.file, score=args.score, label=args.label, split=split,
+                              database=getattr(args, "database", None), table=getattr(args, "table", None),
+                              query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
+
+
+def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
+    """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
+    from . import engines
+    from .evaluation import evaluate_cells
+
+    if any(c.uses_features for c in cals.values()):
+        raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
+    src = _engine_source(args, split=args.split)
+    if scheme.kind == "column" and not src.split:
+        raise DataError("--scheme column needs a split column: name it with --split.")
+    cells = engines.aggregate(src, scheme, engine=engine, features=[], memory_limit=args.memory_limit)
+    ev = evaluate_cells(cells, cals, scheme)
+    scheme_text = scheme.describe(on_cells=True)
+    if args.json:
+        json.dump({"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
+                   "scheme": scheme_text, "cells": ev.note, "binning": ev.binning,
+                   "metrics": {k: {m: float(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}},
+                  sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
+          f"(aggregated by {engine})")
+    print(f"  · {ev.note}")
+    print(ev.metrics.to_string(float_format=_float))
+    print(f"ECE and MCE: {ev.binning}.")
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     """Fit the chosen calibrators and print their held-out metrics (a table, or JSON)."""
-    ss = load_scores(args.file, score=args.score, label=args.label)
     cals = resolve(args.methods, parse_params(args.param))
     scheme = _scheme(args)
+    engine = _engine(args)
+    if engine:
+        return _evaluate_engine(args, cals, scheme, engine)
+    ss = load_scores(args.file, score=args.score, label=args.label)
     _check_split(ss, args)
     ev = report.evaluate_score_set(ss, cals, scheme, cells=args.cells)
     if ev.weights is not None:
@@ -140,6 +196,9 @@ def cmd_fit(args) -> int:
         if key != method:
             raise SettingsError(f"--param {key}.… is a hyperparameter of {key!r}, but --method is {method!r}.")
     cal = resolve(method, params)[method]
+    engine = _engine(args)
+    if engine:
+        return _fit_engine(args, cal, method, engine)
     ss = load_scores(args.file, score=args.score, label=args.label)
     rows = np.arange(ss.n_rows)
     if args.split_value is not None:
@@ -155,6 +214,34 @@ def cmd_fit(args) -> int:
     where = _write(text, args.out)
     print(f"Fitted {method} on {rows.size:,} rows of {ss.name} (score {ss.score!r}); wrote {where} "
           f"({len(text.encode()):,} bytes).", file=sys.stderr)
+    return 0
+
+
+def _fit_engine(args, cal, method: str, engine: str) -> int:
+    """``fit`` where the rows live: fitted on the score cells of every row, or of the rows whose split column
+    holds ``--split-value``."""
+    from . import engines
+
+    if cal.uses_features:
+        raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
+    src = _engine_source(args, split=args.split)
+    scheme = None
+    if args.split_value is not None:
+        if not src.split:
+            raise DataError(f"--split-value needs a split column in {src.describe()}: name it with --split.")
+        scheme = Scheme(kind="column", train_value=args.split_value)
+    c = engines.aggregate(src, scheme, engine=engine, features=[], memory_limit=args.memory_limit)
+    if scheme is not None:
+        c = c.select(c.part == 0)
+    s, y, w = c.weighted_rows()
+    cal.fit(s, y, sample_weight=w)
+    # transform None: scores are mapped iff one lies outside [0, 1], at fit and at apply alike
+    fitted_on = {"file": src.describe(), "score": src.score, "score_transform": src.transform_name,
+                 "features": [], "engine": engine}
+    text = export.dumps(cal, fitted_on=fitted_on)
+    where = _write(text, args.out)
+    print(f"Fitted {method} on {int(c.n.sum()):,} rows of {src.describe()} ({c.describe()}; aggregated by "
+          f"{engine}); wrote {where} ({len(text.encode()):,} bytes).", file=sys.stderr)
     return 0
 
 
@@ -311,6 +398,22 @@ def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
                         f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
 
 
+def _add_engine(p: argparse.ArgumentParser) -> None:
+    """Where the rows are read and aggregated (:mod:`calibdash.engines`)."""
+    g = p.add_argument_group("large sources", "FILE may be a glob of Parquet or CSV files; or give a DuckDB "
+                                              "database with --database and --table, or --query")
+    g.add_argument("--engine", choices=["memory", "duckdb", "spark"],
+                   help="memory: read the file into pandas; duckdb: aggregate into score cells out of core; spark: "
+                        "the same as a Spark job (default: memory for one file under 200 MB, else duckdb)")
+    g.add_argument("--split", help="split column, for --scheme column or --split-value (default: guessed)")
+    g.add_argument("--database", help="a DuckDB database file holding --table (or read by --query)")
+    g.add_argument("--table", help="a table of --database (DuckDB) or of the Spark catalog")
+    g.add_argument("--query", help="a SQL query giving the rows (needs --order-by for a split or folds)")
+    g.add_argument("--order-by", help="for --query: the ORDER BY list that fixes the rows' positions")
+    g.add_argument("--memory-limit", default="1GB", help="DuckDB's memory limit; beyond it, it spills to disk "
+                                                         "(default: %(default)s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each subcommand sets ``func`` to its ``cmd_*`` function."""
     p = argparse.ArgumentParser(prog="python -m calibdash", description=__doc__.splitlines()[0])
@@ -320,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("evaluate", help="fit calibrators and print held-out metrics")
     _add_evaluation(e, table_help)
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _add_engine(e)
     e.set_defaults(func=cmd_evaluate)
 
     r = sub.add_parser("report", help="fit calibrators and write a one-page HTML report",
@@ -347,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--label", help="label column (default: guessed)")
     f.add_argument("--split-value", metavar="VALUE", help="fit only on the rows whose split column holds VALUE")
     f.add_argument("--out", metavar="MODEL.json", help="where to write the model (default: stdout)")
+    _add_engine(f)
     f.set_defaults(func=cmd_fit)
 
     a = sub.add_parser("apply", help="add a saved calibrator's calibrated scores to a file's rows")

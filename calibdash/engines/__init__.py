@@ -26,7 +26,7 @@ from ..cells import MAX_EXACT
 from ..errors import SettingsError
 from .source import Source
 
-__all__ = ["Source", "aggregate", "default_engine", "ENGINES", "MEMORY_MAX_BYTES"]
+__all__ = ["Source", "aggregate", "default_engine", "source_for", "ENGINES", "MEMORY_MAX_BYTES"]
 
 #: The engines :func:`aggregate` knows.
 ENGINES = ("memory", "duckdb", "spark")
@@ -67,3 +67,49 @@ def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exa
     return run(source, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
                features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
                **engine_options)
+
+
+def source_for(path, *, score: str | None = None, label: str | None = None, split: str | None = None,
+               database: str | None = None, table: str | None = None, query: str | None = None,
+               order_by: str | None = None, sample_rows: int = 2000) -> Source:
+    """A :class:`Source` for a path, glob, DuckDB table or query, its columns' roles guessed where not given.
+
+    For files, the score, label and split columns not named are guessed by
+    :func:`calibdash.data.guess_roles` from the first ``sample_rows`` rows,
+    read by DuckDB (so a glob of any size costs one small read). A table or
+    a query needs ``score`` and ``label``.
+
+    Raises
+    ------
+    SettingsError
+        A table or query without ``score`` and ``label``.
+    DataError
+        No score or label column can be guessed.
+    """
+    from ..data import guess_roles
+    from ..errors import DataError
+
+    if table or query:
+        if not (score and label):
+            raise SettingsError("a table or query source needs --score and --label (its columns are not guessed).")
+        return Source(database=database, table=table, query=query, order_by=order_by, score=score, label=label,
+                      split=split)
+    probe = Source(path=path, score=score or "score", label=label or "label") if not (score and label) else None
+    if probe is None:
+        return Source(path=path, score=score, label=label, split=split)
+    from .duckdb import connect
+
+    listed = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in probe.files()) + "]"
+    reader = (f"read_parquet({listed})" if probe.file_format() == "parquet"
+              else f"read_csv({listed}, delim='{probe.csv_delimiter()}', header=true)")
+    con = connect(memory_limit="256MB", threads=1)
+    try:
+        head = con.sql(f"SELECT * FROM {reader} LIMIT {int(sample_rows)}").df()
+    finally:
+        con.close()
+    roles = guess_roles(head, label=label, split=split)
+    found_score = score or (roles.scores[0] if roles.scores else None)
+    if not found_score or not roles.label:
+        raise DataError(f"cannot tell the score and label columns of {probe.describe()} (columns: "
+                        f"{', '.join(map(str, head.columns))}); name them with --score and --label.")
+    return Source(path=path, score=found_score, label=roles.label, split=split or roles.split)

@@ -1,0 +1,59 @@
+"""The command line on large sources: evaluate and fit through DuckDB give what the in-memory path gives."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibdash import cli, export
+
+
+@pytest.fixture(scope="module")
+def glob(tmp_path_factory):
+    """Three Parquet parts of 30,000 rows (rounded scores: exact cells) and the same rows as one CSV."""
+    d = tmp_path_factory.mktemp("lake")
+    rng = np.random.default_rng(5)
+    s = np.round(rng.beta(2, 5, 30_000), 3)
+    y = (rng.random(s.size) < np.clip(1.2 * s, 0, 1)).astype(int)
+    df = pd.DataFrame({"pred": s, "clicked": y})
+    for i, part in enumerate(np.array_split(np.arange(s.size), 3)):
+        df.iloc[part].to_parquet(d / f"part-{i}.parquet", index=False)
+    df.to_csv(d / "all.csv", index=False)
+    return d
+
+
+def _run(capsys, *argv):
+    assert cli.main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_evaluate_on_a_glob_through_duckdb_equals_the_in_memory_cells(glob, capsys):
+    mem = json.loads(_run(capsys, "evaluate", str(glob / "all.csv"), "--methods", "platt,isotonic,bbq",
+                          "--scheme", "kfold", "--cells", "always", "--json"))
+    duck = json.loads(_run(capsys, "evaluate", str(glob / "part-*.parquet"), "--methods", "platt,isotonic,bbq",
+                           "--scheme", "kfold", "--json"))
+    assert duck["engine"] == "duckdb" and duck["score"] == "pred"        # the roles were guessed from a sample
+    assert duck["rows_judged"] == mem["rows_judged"] == 30_000
+    for method, row in mem["metrics"].items():
+        for name, value in row.items():
+            assert duck["metrics"][method][name] == pytest.approx(value, rel=1e-9, abs=1e-12), (method, name)
+
+
+def test_fit_through_duckdb_gives_the_model_of_the_rows(glob, tmp_path, capsys):
+    out = tmp_path / "iso.json"
+    assert cli.main(["fit", str(glob / "part-*.parquet"), "--method", "isotonic", "--engine", "duckdb",
+                     "--out", str(out)]) == 0
+    assert "aggregated by duckdb" in capsys.readouterr().err
+    on_cells = export.loads(out.read_text())
+    df = pd.concat(pd.read_parquet(glob / f"part-{i}.parquet") for i in range(3))
+    from calibdash.calibrators import get
+    on_rows = get("isotonic").fit(df["pred"], df["clicked"])
+    grid = np.linspace(0, 1, 1001)
+    np.testing.assert_array_equal(on_cells.predict(grid), on_rows.predict(grid))
+
+
+def test_a_feature_aware_method_or_a_query_without_roles_is_refused(glob, capsys):
+    assert cli.main(["evaluate", str(glob / "part-*.parquet"), "--methods", "mbct"]) == 2
+    assert "needs the rows" in capsys.readouterr().err
+    assert cli.main(["evaluate", "x", "--query", "SELECT 1"]) == 2
+    assert "--score and --label" in capsys.readouterr().err
