@@ -5,9 +5,9 @@ import streamlit as st
 from calibdash import bootstrap as cboot, calibrators, figures, metrics
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import images
-from pages.parts import downloads, fitting, url_state
+from pages.parts import diagrams, downloads, fitting, url_state
 from pages.parts.labels import method_label, method_labels
-from pages.parts.measures_panel import show_measures
+from pages.parts.measures_panel import TOGGLE as MEASURES_TOGGLE, show_measures
 from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
 from pages.parts.source import score_set_or_stop
@@ -46,42 +46,47 @@ labels = method_labels(ev.predictions.columns)
 st.caption(f"{ss.name} · score **{ss.score}** · {fitting.judged_line(ev, scheme)} · "
            "the address bar holds this view: copy it to share")
 
-k1, k2, k3 = st.columns([2, 1, 1])
-n_bins = k1.select_slider("Bins of the reliability diagram", [5, 10, 15, 20, 30, 50], key="compare.n_bins",
-                          persist_state="session", **initial("compare.n_bins", value=metrics.DEFAULT_N_BINS))
-strategy = k2.segmented_control("Binning", list(metrics.STRATEGIES), key="compare.strategy", persist_state="session",
-                                help="Equal-width bins on [0, 1] or equal-count bins (the default, as the metrics "
-                                     "table's ECE).",
-                                **initial("compare.strategy", default=metrics.DEFAULT_STRATEGY)) \
-    or metrics.DEFAULT_STRATEGY
+k1, k3 = st.columns([5, 1.3], vertical_alignment="bottom")
+with k1:
+    diagram = diagrams.controls("compare")
 log_x = k3.toggle("Log-scaled score axis", key="compare.logx", persist_state="session",
                   help="Helps when scores crowd near 0 (click or default rates).")
-tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy, sample_weight=ev.weights)
-rel_fig = figures.reliability_diagram(tables, labels=labels)
+n_bins, _ = diagrams.resolve_bins(diagram.n_bins, ev.labels, ev.weights)
+strategy = diagram.strategy
+rel_fig, rel_caption = diagrams.build(ev.predictions, ev.labels, ev.weights, kind=diagram.kind, band=diagram.band,
+                                      n_bins=diagram.n_bins, strategy=strategy, names=labels)
 # score cells carry no features: a feature-aware model fitted on them is a function of the score alone
 row_features = ss.features.iloc[ev.rows] if ss.features is not None and not cells_path else None
 curves = figures.map_curves(ev.models, ev.predictions[UNCALIBRATED].to_numpy(), row_features,
                             sample_weight=ev.weights)
+va_bands = diagrams.interval_bands(ev.models)
 map_fig = figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels, log_x=log_x,
-                                  sample_weight=ev.weights)
+                                  sample_weight=ev.weights, bands=va_bands)
 
 overlaid, multiples = st.tabs(["Overlaid", "Side by side"])
 with overlaid:
     c1, c2 = st.columns(2)
     c1.plotly_chart(rel_fig, key="compare.reliability")
+    c1.caption(rel_caption)
     c2.plotly_chart(map_fig, key="compare.map")
+    if va_bands:
+        c2.caption("Shaded: Venn-Abers' interval [p0, p1] (Vovk & Petej 2014), the isotonic fits with the new "
+                   "row labelled 0 and 1; its width shows how much the calibration set leaves open.")
     st.caption("Click a method in a legend to hide or show it.")
 with multiples:
-    keys = [k for k in tables if k != UNCALIBRATED]
+    keys = [k for k in ev.predictions.columns if k != UNCALIBRATED]
     grid = st.columns(3)
     for i, key in enumerate([UNCALIBRATED] + keys):
         with grid[i % 3]:
-            fig = figures.reliability_diagram({key: tables[key]}, labels=labels, title=labels[key], height=380)
+            fig = diagrams.draw(ev.predictions[[key]], ev.labels, ev.weights, kind=diagram.kind,
+                                band=diagram.band, n_bins=diagram.n_bins, strategy=strategy, names=labels,
+                                title=labels[key], height=380)
             st.plotly_chart(fig, key=f"compare.small.{key}")
+    st.caption(rel_caption)
 
 st.subheader("Metrics on the held-out rows")
 boot = fitting.bootstrap(ev, ss, scheme, params)
-st.dataframe(interval_frame(boot))
+st.dataframe(interval_frame(boot), height=36 * (len(boot.table) + 1) + 3)   # every method, no scrolling
 st.info(cboot.verdict(boot, "ECE", labels), icon=":material/lightbulb:")
 mvce = "MVCE averages 100 random equal-count partitions (MBCT, Eq. 10)"
 if cells_path:           # bootstrap_cells measures MVCE's resamples with metrics.mvce's partition views
@@ -116,6 +121,15 @@ flat = boot.table.copy()
 flat.columns = [f"{m}_{s}" for m, s in flat.columns]
 d2.download_button("Metrics table (CSV)", flat.rename_axis("method").to_csv().encode(), "metrics.csv", "text/csv",
                    key="compare.dl.metrics", icon=":material/download:")
+measures_boot = fitting.measures_bootstrap(ev, ss, scheme, params) if st.session_state.get(MEASURES_TOGGLE) else None
+d2.download_button("Report (HTML)",
+                   downloads.report_html(ev, boot, ss, scheme, labels, measures=measures_boot, n_bins=n_bins,
+                                         strategy=strategy, log_x=log_x, features=row_features),
+                   f"{ss.name.rsplit('.', 1)[0]}_calibration_report.html", "text/html", key="compare.dl.report",
+                   icon=":material/description:",
+                   help="One page to keep or share: the verdict, this table with its intervals, the two charts "
+                        "(interactive), more calibration measures, the data and the methods' papers. About 5 MB: "
+                        "plotly.js is inside, so it opens without a network.")
 with d3:
     reason = images.available()
     if reason:

@@ -5,7 +5,7 @@ import streamlit as st
 from calibdash import data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, SettingsError
 from calibdash.data.roles import reads_as_numbers
-from pages.parts import fitting, scheme, source
+from pages.parts import diagrams, fitting, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
 from pages.parts.widgets import initial
@@ -119,10 +119,15 @@ with st.expander("Details", expanded=False):
     st.markdown("- Classes: " + ", ".join(f"{k}: {v:,}" for k, v in rep.class_counts.items()))
 
 st.subheader("How calibrated are these scores?")
+diagram = diagrams.controls("data", n_bins=10, strategy="uniform")
 g1, g2 = st.columns([3, 2])
-table = metrics.reliability_table(ss.scores, ss.labels, 10, "uniform")
-g1.plotly_chart(figures.reliability_diagram({"uncalibrated": table}, labels={"uncalibrated": ss.score},
-                                            title=f"Reliability of {ss.score} (all rows)"), key="data.reliability")
+raw_p, raw_y, raw_w = diagrams.raw_rows(ss)
+rel_fig, rel_caption = diagrams.build(pd.DataFrame({"uncalibrated": raw_p}), raw_y, raw_w, kind=diagram.kind,
+                                      band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
+                                      names={"uncalibrated": ss.score},
+                                      title=f"{diagrams.TITLES[diagram.kind]} of {ss.score} (all rows)")
+g1.plotly_chart(rel_fig, key="data.reliability")
+g1.caption(rel_caption)
 summ = pd.DataFrame([fitting.raw_summary(ss)], index=[ss.score])
 g2.dataframe(summ.T.rename(columns={ss.score: "value"}).style.format("{:.4f}"))
 g2.caption("Computed on all usable rows, before any calibration"

@@ -1,9 +1,9 @@
 """Explore: one calibrator, its hyperparameters, before/after diagrams, map and inner workings."""
 import streamlit as st
 
-from calibdash import calibrators, figures, metrics
+from calibdash import calibrators, figures
 from calibdash.evaluation import UNCALIBRATED
-from pages.parts import fitting
+from pages.parts import diagrams, fitting
 from pages.parts.explaining import explanation
 from pages.parts.labels import method_labels, method_menu_label
 from pages.parts.routing import route_guard
@@ -17,6 +17,8 @@ route_guard("pages/explore.py")
 #: Most rows of a fitted-values table sent to the browser (BBQ lists every bin of every model: 10^5 rows and more
 #: on large data, which would be sent again on every slider move).
 MAX_TABLE_ROWS = 5_000
+#: Title of the reliability chart per diagram type.
+TITLES = {diagrams.BINNED: "Reliability", diagrams.SMOOTH: "Smoothed reliability", diagrams.CORP: "CORP reliability"}
 
 st.title("Explore a calibrator")
 ss = score_set_or_stop()
@@ -29,11 +31,7 @@ with left:
                           format_func=method_menu_label, key="explore.method", persist_state="session")
     st.caption(calibrators.get_class(method).paper)
     params = hyperparam_widgets(method)
-    n_bins = st.select_slider("Bins of the reliability diagram", [5, 10, 15, 20, 30, 50],
-                              value=metrics.DEFAULT_N_BINS, key="explore.n_bins", persist_state="session")
-    strategy = st.segmented_control("Binning", list(metrics.STRATEGIES), default=metrics.DEFAULT_STRATEGY,
-                                    key="explore.strategy", persist_state="session",
-                                    help="Equal-width bins on [0, 1] or equal-count bins.")
+    diagram = diagrams.controls("explore", [st.container()] * 4)
 
 reason = fitting.rows_reason(ss, [method])
 ev = fitting.evaluate_methods(ss, scheme, {method: params})
@@ -47,16 +45,21 @@ with right:
     st.dataframe(metrics_frame(ev.metrics))
     st.caption(binning_note(ev.binning))
     c1, c2 = st.columns(2)
-    tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy or metrics.DEFAULT_STRATEGY,
-                                        sample_weight=ev.weights)
-    c1.plotly_chart(figures.reliability_diagram(tables, labels=labels, title="Reliability: before and after"),
-                    key="explore.reliability")
+    rel_fig, rel_caption = diagrams.build(ev.predictions, ev.labels, ev.weights, kind=diagram.kind,
+                                          band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
+                                          names=labels, title=f"{TITLES[diagram.kind]}: before and after")
+    c1.plotly_chart(rel_fig, key="explore.reliability")
+    c1.caption(rel_caption)
     row_features = ss.features.iloc[ev.rows] if ss.features is not None and not cells_path else None
     curves = figures.map_curves({method: model}, ev.predictions[UNCALIBRATED].to_numpy(), row_features,
                                 sample_weight=ev.weights)
+    va_bands = diagrams.interval_bands({method: model})
     c2.plotly_chart(figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels,
-                                            sample_weight=ev.weights),
+                                            sample_weight=ev.weights, bands=va_bands),
                     key="explore.map")
+    if va_bands:
+        c2.caption("Shaded: Venn-Abers' interval [p0, p1] (Vovk & Petej 2014), the isotonic fits with the new "
+                   "row labelled 0 and 1.")
     inside = explanation(ev, ss, scheme, method, params)
     for note in inside.notes:
         st.info(note, icon=":material/info:")

@@ -59,3 +59,12 @@ def test_more_measures_on_request_with_intervals_and_readings():
     assert lo <= float(value) <= hi
     assert list(tests.index) == list(table.index)
     assert all(r.startswith(("Evidence", "No evidence")) for r in tests["reading (z)"])
+
+
+
+def test_report_download_is_offered():
+    """Compare offers the HTML report beside the CSVs (its content: tests/test_report.py)."""
+    at = _app()
+    at.run()
+    labels = [b.label for b in at.get("download_button")]
+    assert "Report (HTML)" in labels and labels.index("Report (HTML)") == labels.index("Metrics table (CSV)") + 1

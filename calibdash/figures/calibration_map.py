@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .layout import base_layout
-from .palette import color_of
+from .palette import color_of, rgba
 
 #: Most rows drawn as points for a feature-aware method (whose map is not a curve).
 MAX_POINTS = 3000
@@ -84,7 +84,8 @@ def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame
 
 def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, str] | None = None,
                     title: str | None = "Calibration map", height: int = 520, log_x: bool = False,
-                    visible: Mapping[str, bool] | None = None, sample_weight=None) -> go.Figure:
+                    visible: Mapping[str, bool] | None = None, sample_weight=None,
+                    bands: Mapping[str, pd.DataFrame] | None = None) -> go.Figure:
     """Draw :func:`map_curves` output: one curve (or point cloud) per method.
 
     Parameters
@@ -100,6 +101,13 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
         How many rows each score stands for (:attr:`calibdash.evaluation.Evaluation.weights`
         on score cells): the histogram's bars are then sums of weights, so it
         counts the rows, not the cells.
+    bands : mapping key -> DataFrame, optional
+        An interval of calibrated probabilities per score, drawn as a shaded
+        area in the method's colour under its curve (the same legend group,
+        so the legend hides both): columns ``score``, ``p0`` (lower) and
+        ``p1`` (upper), such as the Venn-Abers multiprobability prediction
+        ``[p0, p1]`` of :func:`calibdash.explain.venn_abers.interval_band`
+        (Vovk & Petej 2014).
     """
     labels = dict(labels or {})
     has_hist = scores is not None and len(scores) > 0
@@ -107,6 +115,20 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
                         row_heights=[0.78, 0.22] if has_hist else [1.0])
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity",
                              line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"), row=1, col=1)
+    for key, band in (bands or {}).items():
+        name = labels.get(key, key)
+        color = color_of(key)
+        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        x = band["score"].to_numpy(dtype=float)
+        fig.add_trace(go.Scatter(x=x, y=band["p1"].to_numpy(dtype=float), mode="lines", legendgroup=key,
+                                 line=dict(width=0.5, color=rgba(color, 0.5)), showlegend=False, visible=vis,
+                                 hoverinfo="skip"), row=1, col=1)
+        fig.add_trace(go.Scatter(
+            x=x, y=band["p0"].to_numpy(dtype=float), mode="lines", name=f"{name} [p0, p1]", legendgroup=key,
+            line=dict(width=0.5, color=rgba(color, 0.5)), fill="tonexty", fillcolor=rgba(color, 0.2),
+            visible=vis, customdata=band["p1"].to_numpy(dtype=float),
+            hovertemplate=f"{name}<br>score %{{x:.4f}} → [%{{y:.4f}}, %{{customdata:.4f}}]<extra></extra>"),
+            row=1, col=1)
     for key, part in curves.groupby("method", sort=False):
         name = labels.get(key, key)
         color = color_of(key)
