@@ -30,12 +30,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import benchmark, calibrators, export, report
+from . import benchmark, calibrators, export, measures, report
 from .data import guess_roles, load_scores, margins, read_table
 from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from .evaluation import CELLS_MIN_ROWS, KINDS, Scheme
 from .methods import DEFAULT_METHODS, parse_params, resolve, split_names
-from .metrics import METRIC_NAMES
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
            "cmd_export_sql", "cmd_benchmark", "EVALUATE_METHODS"]
@@ -488,7 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=benchmark.DEFAULT_REPEATS,
                    help="repetitions with seeds seed, seed+1, ... (default: %(default)s)")
     b.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
-    b.add_argument("--metric", default=benchmark.DEFAULT_METRIC, choices=list(METRIC_NAMES),
+    b.add_argument("--metric", default=benchmark.DEFAULT_METRIC,
+                   choices=[m for m in measures.ALL_NAMES if measures.rankable(m)],
                    help="metric to rank (default: %(default)s)")
     b.add_argument("--reference", help="method the others are compared with (default: bbq if chosen)")
     b.add_argument("--alpha", type=float, default=benchmark.DEFAULT_ALPHA, help="default: %(default)s")

@@ -3,7 +3,7 @@ import hashlib
 
 import streamlit as st
 
-from calibdash import benchmark, calibrators, metrics, samples
+from calibdash import benchmark, calibrators, measures, samples
 from calibdash import data as cdata
 from calibdash.benchmark import TableKind
 from calibdash.errors import CalibdashError, DataError
@@ -159,9 +159,11 @@ job_sets = {d: sets[d] for d in cfg["datasets"]}
 labels = method_labels([UNCALIBRATED, *cals])
 
 r1, r2, r3 = st.columns(3)
-metric = r1.selectbox("Rank by", list(metrics.METRIC_NAMES), index=list(metrics.METRIC_NAMES).index("ECE"),
+RANKABLE = [m for m in measures.ALL_NAMES if measures.rankable(m)]
+metric = r1.selectbox("Rank by", RANKABLE, index=RANKABLE.index("ECE"),
                       key="bench.metric", persist_state="session",
-                      help="The metric whose ranks the Friedman test and Holm's procedure use.")
+                      help="The metric whose ranks the Friedman test and Holm's procedure use: the papers' metrics "
+                           "or a further measure (the slope and the intercept rank by their distance to 1 and 0).")
 ref_opts = ([UNCALIBRATED] if cfg["uncalibrated"] else []) + list(cals)
 reference = r2.selectbox("Reference method", ref_opts, index=ref_opts.index(benchmark.default_reference(ref_opts)),
                          key="bench.reference", format_func=lambda k: labels.get(k, k), persist_state="session",
@@ -172,7 +174,8 @@ if reference not in ref_opts:
     reference = benchmark.default_reference(ref_opts)
 
 bar = st.empty()
-kwargs = dict(n_folds=cfg["folds"], repeats=cfg["repeats"], seed=cfg["seed"], metric=metric, reference=reference,
+kwargs = dict(n_folds=cfg["folds"], repeats=cfg["repeats"], seed=cfg["seed"], metric=metric, metrics=RANKABLE,
+              reference=reference,
               alpha=alpha, include_uncalibrated=cfg["uncalibrated"], cache=_unit_cache())
 if job["running"]:
     progress = bar.progress(0.0, text="Starting…")

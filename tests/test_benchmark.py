@@ -305,6 +305,11 @@ def test_page_runs_a_benchmark_and_shows_the_result():
     assert not at.exception
     summary = " ".join(m.value for m in at.markdown)
     assert "On AUC (higher is better)" in summary and "Isotonic regression" in summary
+    # a further measure ranks too, from the same run (the pieces computed every rankable measure)
+    at.selectbox(key="bench.metric").set_value("Slope").run()
+    assert not at.exception and not at.warning
+    summary = " ".join(m.value for m in at.markdown)
+    assert "On Slope (1 is ideal)" in summary
     # Stop after the run keeps the results on the page
     at.button(key="bench.stop").click().run()
     assert not at.exception and at.dataframe

@@ -113,3 +113,16 @@ def test_bootstrap_refuses_bad_settings(data):
         bootstrap.bootstrap_measures(preds, c.n, c.n_pos, max_groups=1)
     with pytest.raises(SettingsError, match="unknown measure"):
         bootstrap.bootstrap_measures(preds, c.n, c.n_pos, names=["AUC"])
+
+
+def test_benchmark_ranks_a_target_measure_by_its_distance_to_the_ideal(data):
+    """Ranked on the slope, the method whose slope is nearest 1 ranks first, whatever the sign of the gap."""
+    from calibdash import benchmark
+    units = pd.DataFrame({"dataset": ["a"] * 3 + ["b"] * 3, "repeat": 0, "seed": 0,
+                          "method": ["m1", "m2", "m3"] * 2,
+                          "Slope": [0.7, 1.05, 1.5, 1.2, 0.98, 0.9], "ECE": [0.1, 0.2, 0.3, 0.1, 0.2, 0.3]})
+    res = benchmark.summarise(units, metric="Slope", methods=["m1", "m2", "m3"], reference="m1")
+    assert res.ranks.loc["a"].tolist() == [2.0, 1.0, 3.0] and res.ranks.loc["b"].tolist() == [3.0, 1.0, 2.0]
+    assert res.lower_is_better is None
+    with pytest.raises(SettingsError, match="rank"):
+        benchmark.summarise(units.assign(UNC=0.2), metric="UNC", methods=["m1", "m2", "m3"], reference="m1")

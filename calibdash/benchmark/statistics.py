@@ -186,6 +186,11 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
     table = pivot(metric)
     if done:
         ranks = rank_tests.rank_table(measures.oriented(metric, table), True)
+        undefined = [m for m in ranked_names if m != metric and not np.isfinite(pivot(m).to_numpy(float)).all()]
+        if undefined:
+            notes.append(f"Not ranked, as some method has no value on some data set (a measure these "
+                         f"predictions do not define, such as ICI on a step calibrator's ties): {', '.join(undefined)}.")
+        ranked_names = [m for m in ranked_names if m not in undefined]
         rank_summary = pd.DataFrame({m: rank_tests.average_ranks(measures.oriented(m, pivot(m)), True)
                                      for m in ranked_names})
     else:
