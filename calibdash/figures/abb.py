@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout
+from .layout import base_layout, identity_trace
 from .palette import color_of
 
 __all__ = ["abb_figure", "inner_figures"]
@@ -23,8 +23,7 @@ def abb_figure(explanation, title: str | None = None, height: int = 560) -> go.F
     :class:`~calibdash.explain.abb.ABBExplanation`."""
     colour = color_of("abb")
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.62, 0.38])
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)), row=1, col=1)
+    fig.add_trace(identity_trace(), row=1, col=1)
     fig.add_trace(go.Scatter(x=explanation.curve["x"], y=explanation.curve["y"], mode="lines", name="ABB map",
                              line=dict(color=colour, width=3),
                              hovertemplate="ABB<br>score %{x:.4f} → %{y:.4f}<extra></extra>"), row=1, col=1)

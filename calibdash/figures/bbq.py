@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout
+from .layout import base_layout, identity_trace
 from .palette import color_of
 
 __all__ = ["weights_data", "weights_figure", "map_data", "map_figure", "inner_figures",
@@ -114,8 +114,7 @@ def map_figure(data: MapData, title: str | None = None, height: int = 460) -> go
     """Each kept model faintly (opacity proportional to weight), the average in bold."""
     colour = color_of("bbq")
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(identity_trace())
     label = "kept models (opacity ∝ weight)"
     if data.n_drawn < data.n_kept:
         label = f"{data.n_drawn} heaviest of {data.n_kept} kept models (opacity ∝ weight)"

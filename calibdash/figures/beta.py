@@ -17,12 +17,12 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .layout import base_layout
+from .layout import DATA_GREY, base_layout, identity_trace
 from .palette import color_of, rgba
 
 __all__ = ["map_figure", "logodds_figure", "inner_figures"]
 
-_DATA = "#7F7F7F"
+_DATA = DATA_GREY
 
 
 def _group_sizes(weight) -> np.ndarray:
@@ -35,8 +35,7 @@ def map_figure(explanation, title: str | None = None, height: int = 460) -> go.F
     ex = explanation
     colour, platt = color_of("beta"), color_of("platt")
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(identity_trace())
     g = ex.groups
     fig.add_trace(go.Scatter(
         x=g["score"], y=g["rate"], mode="markers", name="training rows (equal-weight groups)", meta="groups",

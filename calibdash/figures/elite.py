@@ -17,14 +17,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..explain.elite import MIN_SUPPORT
-from .layout import base_layout
+from .layout import base_layout, data_groups_trace, identity_trace
 from .palette import color_of, rgba
 
 __all__ = ["map_figure", "path_figure", "inner_figures", "DELTA_CAP"]
 
 #: The criterion panel shows differences up to this (a model 30 above the best weighs e^-15).
 DELTA_CAP = 30.0
-_DATA = "#7F7F7F"
 
 
 def map_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
@@ -32,13 +31,9 @@ def map_figure(explanation, title: str | None = None, height: int = 460) -> go.F
     ex = explanation
     colour = color_of("elite")
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(identity_trace())
     g = ex.groups
-    fig.add_trace(go.Scatter(
-        x=g["score"], y=g["rate"], mode="markers", name="training rows (equal-count groups)",
-        marker=dict(color=rgba(_DATA, 0.45), size=5), customdata=g["rows"],
-        hovertemplate="mean score %{x:.4f}<br>positive rate %{y:.4f}<br>%{customdata:,} rows<extra></extra>"))
+    fig.add_trace(data_groups_trace(g))
     if ex.mode == "ensemble" and ex.best_weight < 0.999:
         best = ex.models[ex.best]
         fig.add_trace(go.Scatter(

@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout
+from .layout import base_layout, data_groups_trace, identity_trace
 from .palette import color_of, rgba
 
 __all__ = ["path_figure", "map_figure", "inner_figures", "MAX_OPACITY", "MAX_MODELS_DRAWN", "DELTA_CAP"]
@@ -27,7 +27,6 @@ MAX_OPACITY = 0.6
 MAX_MODELS_DRAWN = 60
 #: The criterion panel shows differences up to this (a model 30 above the best weighs e^-15).
 DELTA_CAP = 30.0
-_DATA = "#7F7F7F"
 _DROPPED = "#BBBBBB"
 
 
@@ -82,13 +81,9 @@ def map_figure(explanation, title: str | None = None, height: int = 460,
     ex = explanation
     colour = color_of("enir")
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(identity_trace())
     g = ex.groups
-    fig.add_trace(go.Scatter(
-        x=g["score"], y=g["rate"], mode="markers", name="training rows (equal-count groups)",
-        marker=dict(color=rgba(_DATA, 0.45), size=5), customdata=g["rows"],
-        hovertemplate="mean score %{x:.4f}<br>positive rate %{y:.4f}<br>%{customdata:,} rows<extra></extra>"))
+    fig.add_trace(data_groups_trace(g))
     weights = ex.models.groupby("model", sort=False)["weight"].first().sort_values(ascending=False)
     drawn = weights.head(max_models)
     top = float(drawn.max())

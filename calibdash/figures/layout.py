@@ -23,3 +23,23 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int | None = N
     if height:
         fig.update_layout(height=height)
     return fig
+
+
+#: Grey of the training rows drawn behind a calibration map.
+DATA_GREY = "#7F7F7F"
+
+
+def identity_trace() -> go.Scatter:
+    """The dashed diagonal of a calibration map (no hover)."""
+    return go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
+                      line=dict(color="#BBBBBB", dash="dash", width=1))
+
+
+def data_groups_trace(groups) -> go.Scatter:
+    """The training rows as grey equal-count groups (columns ``score``, ``rate``, ``rows``), behind a map."""
+    from .palette import rgba
+
+    return go.Scatter(
+        x=groups["score"], y=groups["rate"], mode="markers", name="training rows (equal-count groups)",
+        marker=dict(color=rgba(DATA_GREY, 0.45), size=5), customdata=groups["rows"],
+        hovertemplate="mean score %{x:.4f}<br>positive rate %{y:.4f}<br>%{customdata:,} rows<extra></extra>")

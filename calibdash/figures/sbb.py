@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import base_layout
+from .layout import base_layout, identity_trace
 from .palette import color_of, rgba
 
 __all__ = ["bins_figure", "inner_figures"]
@@ -36,8 +36,7 @@ def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.
     xs, ys = _bands(b)
     fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=rgba(colour, 0.10), mode="lines",
                              line=dict(width=0), name="bins (alternate shading)", hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(identity_trace())
     fig.add_trace(go.Scatter(
         x=np.append(b["lower"].to_numpy(), 1.0), y=np.append(b["estimate"].to_numpy(), b["estimate"].iloc[-1]),
         mode="lines", line_shape="hv", name="SBB map", line=dict(color=colour, width=3),

@@ -16,12 +16,12 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .layout import base_layout
+from .layout import DATA_GREY, base_layout
 from .palette import color_of, rgba
 
 __all__ = ["nll_figure", "map_figure", "inner_figures"]
 
-_DATA = "#7F7F7F"
+_DATA = DATA_GREY
 
 
 def nll_figure(explanation, title: str | None = None, height: int = 420) -> go.Figure:

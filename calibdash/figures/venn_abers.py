@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .layout import base_layout
+from .layout import base_layout, identity_trace
 from .palette import color_of, rgba
 
 __all__ = ["band_figure", "width_figure", "inner_figures"]
@@ -20,8 +20,7 @@ def band_figure(explanation, title: str | None = None, height: int = 460) -> go.
     colour = color_of("venn_abers")
     b = explanation.band
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(identity_trace())
     fig.add_trace(go.Scatter(x=b["score"], y=b["p0"], mode="lines", name="p0 (test label 0)",
                              line=dict(color=colour, width=1),
                              hovertemplate="score %{x:.4f}<br>p0 %{y:.4f}<extra></extra>"))
