@@ -301,36 +301,26 @@ def _best(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _rule(name: str) -> tuple[str, float]:
-    """(best, target) of a metric or measure: best is "lower", "higher", "target" (closest to target) or
-    "none" (ranks nothing), from :data:`calibdash.metrics.LOWER_IS_BETTER` and :data:`calibdash.measures.MEASURES`."""
-    if name in metrics.METRIC_NAMES:
-        return ("lower" if name in metrics.LOWER_IS_BETTER else "higher"), 0.0
-    m = measures.MEASURES.get(name)
-    return (m.best, m.target) if m is not None else ("none", 0.0)
-
-
 def _badness(name: str, values: np.ndarray) -> np.ndarray | None:
-    """``values`` turned so that lower is better; None when the column ranks nothing."""
-    best, target = _rule(name)
-    return {"lower": values, "higher": -values, "target": np.abs(values - target)}.get(best)
+    """``values`` turned so that lower is better (:func:`calibdash.measures.oriented`); None when the column
+    ranks nothing."""
+    return measures.oriented(name, values) if measures.rankable(name) else None
 
 
 def _direction(name: str) -> tuple[str, str]:
-    """(arrow, words) of a column's best value."""
-    best, target = _rule(name)
-    return {"lower": ("↓", "lower is better"), "higher": ("↑", "higher is better"),
-            "none": ("", "the same for every method"),
-            "target": (f"→ {target:g}", f"{target:g} is ideal")}[best]
+    """(arrow, words) of a column's best value (:func:`calibdash.measures.best_phrase`)."""
+    words = measures.best_phrase(name)
+    m = measures.MEASURES.get(name)
+    if m is not None and m.best == "target":
+        return f"→ {m.target:g}", words
+    return {"lower is better": "↓", "higher is better": "↑"}.get(words, ""), words
 
 
 def _help(name: str) -> str:
     """A column heading's tooltip: what it is, which value is best, where it comes from."""
-    words = _direction(name)[1]
-    m = measures.MEASURES.get(name)
-    if m is not None:
-        return f"{m.label} ({words}; {m.paper})"
-    return f"{_METRIC_HELP.get(name, name)} ({words})"
+    if name in measures.MEASURES:
+        return measures.describe(name)
+    return f"{_METRIC_HELP.get(name, name)} ({_direction(name)[1]})"
 
 
 def _grid(names, index, value, interval) -> tuple[list, list]:
