@@ -341,7 +341,16 @@ def cmd_export_sql(args) -> int:
 # -- benchmark --------------------------------------------------------------------------------------------
 def cmd_benchmark(args) -> int:
     """Run a benchmark over the files' data sets; print the report tables and the verdict (or JSON)."""
-    datasets = benchmark.load_datasets(args.files, label=args.label, scores=args.score)
+    if args.engine in ("duckdb", "spark"):           # each FILE (a file or a glob) stays where it is
+        from . import engines
+        if args.score and len(args.score) > 1:
+            raise SettingsError("with --engine, give one --score (each FILE is one data set).")
+        datasets = {}
+        for path in args.files:
+            src = engines.source_for(path, score=args.score[0] if args.score else None, label=args.label)
+            datasets[src.describe()] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit)
+    else:
+        datasets = benchmark.load_datasets(args.files, label=args.label, scores=args.score)
     cals = resolve(args.methods, parse_params(args.param))
     quiet = args.json or not sys.stderr.isatty()
 
@@ -359,7 +368,7 @@ def cmd_benchmark(args) -> int:
         print()
         return 0
     print(f"{len(datasets)} data set{'s' if len(datasets) != 1 else ''}: "
-          + "; ".join(f"{k} ({ss.n_rows:,} rows)" for k, ss in datasets.items()))
+          + "; ".join(f"{k} ({ss.n_rows:,} rows)" if ss.n_rows is not None else k for k, ss in datasets.items()))
     for table in benchmark.report_tables(result):
         print(f"\n{table.title}")
         print(table.frame.to_string(float_format=_float))
@@ -496,6 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--label", help="label column (default: guessed)")
     b.add_argument("--score", action="append", help="score column to use (repeatable; default: every score column)")
     b.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    b.add_argument("--engine", choices=["memory", "duckdb", "spark"], default="memory",
+                   help="memory: read each file into pandas (default); duckdb or spark: each FILE (a file or a glob) "
+                        "stays where it is, and each repeat's folds are aggregated into score cells by the engine")
+    b.add_argument("--memory-limit", default="1GB", help="DuckDB's memory limit (default: %(default)s)")
     b.set_defaults(func=cmd_benchmark)
     return p
 

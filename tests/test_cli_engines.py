@@ -57,3 +57,22 @@ def test_a_feature_aware_method_or_a_query_without_roles_is_refused(glob, capsys
     assert "needs the rows" in capsys.readouterr().err
     assert cli.main(["evaluate", "x", "--query", "SELECT 1"]) == 2
     assert "--score and --label" in capsys.readouterr().err
+
+
+def test_benchmark_on_a_glob_through_duckdb_equals_the_in_memory_cells(glob, capsys):
+    """One data set kept in Parquet: each repeat's folds are aggregated by DuckDB; the means equal the cells
+    evaluation of the same rows read into memory (the same hashed folds)."""
+    out = json.loads(_run(capsys, "benchmark", str(glob / "part-*.parquet"), "--engine", "duckdb", "--methods",
+                          "platt,isotonic", "--folds", "3", "--repeats", "2", "--json"))
+    from calibdash import cells
+    from calibdash.evaluation import Scheme, cell_parts, evaluate_cells
+    df = pd.concat(pd.read_parquet(glob / f"part-{i}.parquet") for i in range(3))
+    expect = []
+    for seed in (0, 1):
+        scheme = Scheme("kfold", n_folds=3, seed=seed)
+        c = cells.aggregate(df["pred"].to_numpy(), df["clicked"].to_numpy(), cell_parts(len(df), scheme))
+        expect.append(evaluate_cells(c, "platt,isotonic", scheme).metrics["ECE"])
+    mean = (expect[0] + expect[1]) / 2
+    (means,) = out["means"].values()                                   # the one data set
+    for method in ("uncalibrated", "platt", "isotonic"):
+        assert means[method]["ECE"] == pytest.approx(mean[method], rel=1e-9)

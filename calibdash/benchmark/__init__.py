@@ -43,12 +43,13 @@ The command line ``python -m calibdash benchmark FILES...`` is in
 :mod:`calibdash.cli`.
 """
 from .datasets import datasets_from_table, load_datasets
+from .large import EngineDataset
 from .engine import (DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS, Unit, UnitCache, plan_units, run_benchmark,
                      run_unit, unit_key)
 from .report import ReportTable, TableKind, describe, report_tables, to_json
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, BenchmarkResult, default_reference, summarise
 
-__all__ = ["Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",
+__all__ = ["EngineDataset", "Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",
            "run_unit", "run_benchmark", "summarise", "default_reference", "report_tables", "describe", "to_json",
            "datasets_from_table", "load_datasets", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS",
            "DEFAULT_METRIC", "DEFAULT_ALPHA"]

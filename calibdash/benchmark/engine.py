@@ -20,10 +20,11 @@ import pandas as pd
 from ..calibrators.base import Calibrator
 from ..data import ScoreSet
 from ..errors import DataError, SettingsError
-from ..evaluation import UNCALIBRATED, Scheme, evaluate
+from ..evaluation import UNCALIBRATED, Scheme, evaluate, evaluate_cells
 from ..methods import resolve
 from .. import measures
 from ..metrics import METRIC_NAMES
+from .large import EngineDataset
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, BenchmarkResult, default_reference, summarise
 
 __all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_benchmark", "DEFAULT_METHODS",
@@ -113,7 +114,9 @@ def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT
 
     Parameters
     ----------
-    ss : ScoreSet
+    ss : ScoreSet or EngineDataset
+        An :class:`~calibdash.benchmark.large.EngineDataset` is cross-fitted on
+        the cells its engine aggregates for this repeat's folds.
     calibrator : Calibrator or None
         Unfitted (cloned per fold); None for the uncalibrated scores.
     n_folds, seed : int
@@ -132,9 +135,13 @@ def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT
     """
     scheme = Scheme("kfold", n_folds=int(n_folds), seed=int(seed))
     methods = {} if calibrator is None else {"m": calibrator}
-    feats = ss.features if calibrator is not None and calibrator.uses_features else None
     t0 = time.perf_counter()
-    ev = evaluate(ss.scores, ss.labels, methods, scheme, features=feats, progress=progress)
+    if isinstance(ss, EngineDataset):                 # rows where they live: this repeat's cells, one scan
+        ss.check_method(calibrator)
+        ev = evaluate_cells(ss.cells(scheme), methods, scheme)
+    else:
+        feats = ss.features if calibrator is not None and calibrator.uses_features else None
+        ev = evaluate(ss.scores, ss.labels, methods, scheme, features=feats, progress=progress)
     key = UNCALIBRATED if calibrator is None else "m"
     row = ev.metrics.loc[key]
     out = {name: float(row[name]) for name in METRIC_NAMES}
