@@ -123,7 +123,7 @@ d2.download_button("Metrics table (CSV)", flat.rename_axis("method").to_csv().en
                    key="compare.dl.metrics", icon=":material/download:")
 measures_boot = fitting.measures_bootstrap(ev, ss, scheme, params) if st.session_state.get(MEASURES_TOGGLE) else None
 d2.download_button("Report (HTML)",
-                   downloads.report_html(ev, boot, ss, scheme, labels, measures=measures_boot, n_bins=n_bins,
+                   downloads.report_html(ev, boot, ss.report_view() if fitting.is_large(ss) else ss, scheme, labels, measures=measures_boot, n_bins=n_bins,
                                          strategy=strategy, log_x=log_x, features=row_features),
                    f"{ss.name.rsplit('.', 1)[0]}_calibration_report.html", "text/html", key="compare.dl.report",
                    icon=":material/description:",

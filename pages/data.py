@@ -5,7 +5,7 @@ import streamlit as st
 from calibdash import data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, SettingsError
 from calibdash.data.roles import reads_as_numbers
-from pages.parts import diagrams, fitting, scheme, source
+from pages.parts import diagrams, fitting, large_source, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
 from pages.parts.widgets import initial
@@ -22,12 +22,18 @@ def _on_upload() -> None:
         st.session_state[source.SOURCE] = "Upload"
 
 
+# a third source only when the operator named a data root (large sources are off otherwise)
+sources = source.SOURCES + ((source.LARGE,) if large_source.available() else ())
+if st.session_state.get(source.SOURCE, "Sample") not in sources:
+    st.session_state[source.SOURCE] = "Sample"
 src_col, pick_col = st.columns([1, 3])
 with src_col:
-    picked = st.segmented_control("Source", source.SOURCES, key=source.SOURCE, persist_state="session",
+    picked = st.segmented_control("Source", sources, key=source.SOURCE, persist_state="session",
                                   required=True, **initial(source.SOURCE, default="Sample"))
 with pick_col:
-    if picked == "Upload":
+    if picked == source.LARGE:
+        large_source.source_inputs()
+    elif picked == "Upload":
         st.file_uploader(
             "Your scores: CSV (comma, semicolon or tab; UTF-8 or Latin-1), .csv.gz or Parquet",
             type=["csv", "tsv", "txt", "gz", "parquet", "pq"], key="data.uploader", on_change=_on_upload,
@@ -45,6 +51,61 @@ with pick_col:
         st.selectbox("Sample", names, index=names.index(samples.DEFAULT_SAMPLE), key=source.SAMPLE,
                      format_func=lambda n: samples.SAMPLES[n].title, persist_state="session")
         st.caption(samples.SAMPLES[st.session_state.get(source.SAMPLE, samples.DEFAULT_SAMPLE)].description)
+
+
+
+def _large_page() -> None:
+    """The Data page on a large source: what it is, its rows and cells, the raw reliability, the scheme."""
+    if not st.session_state.get(large_source.SPEC):
+        st.info("Name a path, glob, table or query under the data root above, pick the score and label columns, "
+                "and press **Aggregate**.", icon=":material/info:")
+        return
+    ld = large_source.large_data_or_stop()
+    st.subheader("Large source")
+    st.markdown(f"**{ld.name}** · score `{ld.score}` · label `{ld.label_column}` "
+                f"(positive = {ld.positive_label!r})" + (f" · split `{ld.split_column}`" if ld.split_column else ""))
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Rows", f"{ld.n_rows:,}")
+    m2.metric("Score cells", f"{ld.n_cells:,}")
+    m3.metric("Positive rate", f"{ld.n_pos / max(ld.n_rows, 1):.1%}")
+    m4.metric("Cells", "distinct scores" if ld.all_cells.exact else "score grid")
+    st.caption(f"{ld.describe()}: the rows stay on the server; DuckDB read them and sent {ld.n_cells:,} cells "
+               "(rows, positives and score sum per score) and nothing else. No row was dropped: rows where they live "
+               "are checked, not filtered.")
+    if ld.mapped_range:
+        lo, hi = ld.mapped_range
+        st.warning(f"Scores in `{ld.score}` range from {lo:.4g} to {hi:.4g}, outside [0, 1]: they were mapped by "
+                   "the logistic function 1 / (1 + e^(−s)), as for SVM margins or logits (never min-max scaled).")
+    st.subheader("How calibrated are these scores?")
+    diagram = diagrams.controls("data", n_bins=10, strategy="uniform")
+    g1, g2 = st.columns([3, 2])
+    raw_p, raw_y, raw_w = large_source.raw_cells(ld)
+    rel_fig, rel_caption = diagrams.build(pd.DataFrame({"uncalibrated": raw_p}), raw_y, raw_w, kind=diagram.kind,
+                                          band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
+                                          names={"uncalibrated": ld.score},
+                                          title=f"{diagrams.TITLES[diagram.kind]} of {ld.score} (all rows)")
+    g1.plotly_chart(rel_fig, key="data.reliability")
+    g1.caption(rel_caption)
+    summ = pd.DataFrame([fitting.raw_summary(ld)], index=[ld.score])
+    g2.dataframe(summ.T.rename(columns={ld.score: "value"}).style.format("{:.4f}"))
+    g2.caption(f"Computed on all rows, from their score cells, before any calibration. "
+               f"{binning_note(metrics.binning_label())}")
+    st.subheader("Evaluation scheme")
+    chosen_scheme = scheme.scheme_widgets(ld)
+    try:
+        base = fitting.evaluate_methods(ld, chosen_scheme, {})
+        st.success(f"The split column `{ld.split_column}`" if chosen_scheme.kind == "column"
+                   else chosen_scheme.describe(on_cells=True))
+        st.info(f"**Evaluations run on score cells**, as on every large source: {base.note}; {base.n_judged:,} rows "
+                "are held out. Calibrators are fitted and judged on the cells, each weighing its rows, and rows are "
+                "divided by a hash of their position in the source.", icon=":material/grid_view:")
+    except (DataError, SettingsError) as exc:
+        st.error(f"**This evaluation scheme does not work here:** {exc}")
+
+
+if picked == source.LARGE:
+    _large_page()
+    st.stop()
 
 try:
     df, info = source.source_table()

@@ -15,7 +15,7 @@ from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
-from pages.parts.source import score_set_or_stop
+from pages.parts.source import score_set_or_stop, using_large
 from pages.parts.widgets import initial
 
 route_guard("pages/segments.py")
@@ -31,6 +31,10 @@ STAT_NAMES = {"positive_rate": "positive rate", "mean_score": "mean score", "ECE
 _DATE_HINTS = ("date", "time", "day", "week", "month", "quarter", "year", "period", "dt", "timestamp", "ts")
 
 st.title("Groups & time")
+if using_large():
+    from pages.parts.large_source import stop_if_large
+
+    stop_if_large("Groups & time")
 ss = score_set_or_stop()
 scheme = current_scheme(ss)
 candidates = [c for c in ss.raw.columns if c not in (ss.score, ss.label_column)]

@@ -125,7 +125,7 @@ def check_scheme(scheme: Scheme) -> None:
 class _Rows:
     """The source as a SQL relation ``(__key, __raw, __label[, __split], features...)`` on a connection."""
 
-    def __init__(self, con, source: Source, features: Sequence[str], need_keys: bool):
+    def __init__(self, con, source: Source, features: Sequence[str], need_keys: bool, tune: bool = True):
         self.con, self.source = con, source
         cols = [f"TRY_CAST({_ident(source.score)} AS DOUBLE) AS __raw", f"{_ident(source.label)} AS __label"]
         if source.split:
@@ -159,7 +159,8 @@ class _Rows:
             key = (f"row_number() OVER (ORDER BY {source.order_by}) - 1" if source.order_by and need_keys
                    else "0")
             self.sql = f"SELECT CAST({key} AS BIGINT) AS __key, {select} FROM ({source.query}) AS __cd_q"
-        self._run("SET preserve_insertion_order = false")
+        if tune:                 # a caller's connection keeps its settings (a locked one refuses every SET)
+            self._run("SET preserve_insertion_order = false")
 
     def _run(self, sql: str, params=None):
         import duckdb
@@ -215,7 +216,7 @@ def _feature_code_sql(name: str, kind: str, edges) -> str:
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
-              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0):
+              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, connection=None):
     """Aggregate a source's rows into score cells with DuckDB, out of core.
 
     Parameters
@@ -246,6 +247,15 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         engine. For what needs rows (MVCE views, MBCT tree growth).
     seed : int, default 0
         Seed of the row sample (the parts use ``scheme.seed``).
+    connection : duckdb.DuckDBPyConnection, optional
+        Run on this connection instead of a private one (then ``memory_limit``
+        and ``threads`` are the connection's own, no setting is changed, and the
+        connection is left open): e.g. the locked connection of
+        :meth:`calibdash.data.guard.DataRoot.connect`, so that a typed query
+        runs where only files under the data root can be read, and another
+        thread can stop the aggregation with ``connection.interrupt()``. CSV
+        files need ``preserve_insertion_order`` on (DuckDB's default) for
+        their row keys.
 
     Returns
     -------
@@ -264,11 +274,12 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     source.check_keys(scheme)
     feats = list(source.features if features is None else features)
     levels = quantile_levels(feature_bins) if feats else []
-    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-")
-    con = connect(memory_limit, threads, tmp)
+    own = connection is None
+    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
+    con = connect(memory_limit, threads, tmp) if own else connection
     try:
         need_keys = source.needs_keys(scheme) or sample_rows > 0
-        rows = _Rows(con, source, feats, need_keys)
+        rows = _Rows(con, source, feats, need_keys, tune=own)
         types = rows.types()
         kinds = {f: _kind(types["__f_" + f]) for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
@@ -331,5 +342,11 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         sample = sample[["key", "score", "label", "part"] + feats]
         return cells, sample
     finally:
-        con.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if own:
+            con.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:                    # leave the caller's connection as it came (the CSV copy is a temporary table)
+            try:
+                con.execute("DROP TABLE IF EXISTS temp.__cd_rows")
+            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
+                pass

@@ -13,6 +13,9 @@ Two paths, decided by :func:`calibdash.evaluation.use_cells_for` (:func:`on_cell
   prediction column, metrics row, model, seconds) is cached apart from what
   every method shares (the judged cells' labels and weights, the fitted
   sample, the uncalibrated column), so an entry weighs what the method adds.
+  On a large source (:mod:`pages.parts.large_source`) the cells come from
+  its engine (DuckDB, where the rows live) instead of the rows: the same
+  fitting and judging from there on.
 
 Each cache is keyed on the data's content key, the scheme, the method and its
 hyperparameters (and the path); the objects themselves are passed as
@@ -35,7 +38,8 @@ from calibdash import bootstrap as cboot, calibrators, cells as ccells, data as 
 from calibdash.evaluation import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
 
-__all__ = ["frozen_params", "needs_rows", "on_cells", "rows_reason", "evaluate_methods", "judged_line", "bootstrap",
+__all__ = ["frozen_params", "needs_rows", "is_large", "on_cells", "rows_reason", "evaluate_methods", "judged_line",
+           "bootstrap",
            "interval_caption", "models_table", "raw_summary"]
 
 
@@ -49,9 +53,15 @@ def needs_rows(ss: cdata.ScoreSet, methods) -> bool:
     return ss.features is not None and any(calibrators.get_class(m).uses_features for m in methods)
 
 
+def is_large(ss) -> bool:
+    """Whether ``ss`` is a large source's :class:`pages.parts.large_source.LargeData` (cells, no rows)."""
+    return getattr(ss, "is_large", False)
+
+
 def on_cells(ss: cdata.ScoreSet, methods) -> bool:
-    """Whether ``methods`` are evaluated on score cells on this data (see the module docstring)."""
-    return evaluation.use_cells_for(ss.n_rows, needs_rows(ss, methods))
+    """Whether ``methods`` are evaluated on score cells on this data (see the module docstring); always on a
+    large source, whose rows stay on the server."""
+    return is_large(ss) or evaluation.use_cells_for(ss.n_rows, needs_rows(ss, methods))
 
 
 def rows_reason(ss: cdata.ScoreSet, methods) -> str:
@@ -78,16 +88,23 @@ def _cells(data_key: str, scheme: Scheme, _ss: cdata.ScoreSet) -> ccells.ScoreCe
     return ccells.aggregate(_ss.scores, _ss.labels, evaluation.cell_parts(_ss.n_rows, scheme, _ss.split))
 
 
+def _cells_of(data_key: str, scheme: Scheme, ss) -> ccells.ScoreCells:
+    """The cells of ``scheme``: a large source's from its engine (DuckDB, kept by large_source), else the rows'."""
+    if is_large(ss):
+        return ss.cells(scheme)
+    return _cells(data_key, scheme, ss)
+
+
 @st.cache_data(show_spinner=False, max_entries=16, max_size="128MB")
 def _shared_on_cells(data_key: str, scheme: Scheme, _ss: cdata.ScoreSet) -> Evaluation:
     """The evaluation of no method: judged cells, their labels and weights, the fitted sample, the note."""
-    return evaluation.evaluate_cells(_cells(data_key, scheme, _ss), {}, scheme)
+    return evaluation.evaluate_cells(_cells_of(data_key, scheme, _ss), {}, scheme)
 
 
 @st.cache_data(show_spinner=False, max_entries=512, max_size="128MB")
 def _fit_on_cells(data_key: str, scheme: Scheme, method: str, params: tuple, _ss: cdata.ScoreSet) -> dict:
     """What ``method`` adds to the shared evaluation: its prediction column, metrics row, model, seconds."""
-    ev = evaluation.evaluate_cells(_cells(data_key, scheme, _ss), {method: dict(params)}, scheme)
+    ev = evaluation.evaluate_cells(_cells_of(data_key, scheme, _ss), {method: dict(params)}, scheme)
     return {"predictions": ev.predictions[[method]], "metrics": ev.metrics.loc[[method]], "models": ev.models,
             "fit_seconds": ev.fit_seconds}
 
@@ -115,6 +132,8 @@ def evaluate_methods(ss: cdata.ScoreSet, scheme: Scheme, chosen: dict[str, dict]
     On score cells (:func:`on_cells`) the result's ``weights`` are not None:
     pass them as ``sample_weight`` to every metric, table and figure.
     """
+    if is_large(ss):
+        ss.cells(scheme)         # aggregated here, outside the caches, when not kept (progress, Cancel)
     if on_cells(ss, chosen):
         with st.spinner("Fitting calibrators on score cells…", show_time=True):
             return _evaluate_on_cells(ss, scheme, chosen)
@@ -216,7 +235,17 @@ def _raw_summary(data_key: str, cells_path: bool, _ss: cdata.ScoreSet) -> dict:
     return metrics.summary(p, y, sample_weight=w, mvce_max_rows=evaluation.CELLS_MIN_ROWS)
 
 
+@st.cache_data(show_spinner=False, max_entries=16, max_size="16MB")
+def _raw_summary_large(data_key: str, _ss) -> dict:
+    c = _ss.all_cells
+    p, y, w = c.weighted_predictions(c.score)
+    return metrics.summary(p, y, sample_weight=w, mvce_max_rows=evaluation.CELLS_MIN_ROWS)
+
+
 def raw_summary(ss: cdata.ScoreSet) -> dict:
     """Every metric of the raw scores on all usable rows (from their score cells above ``CELLS_MIN_ROWS``,
-    where MVCE's views come from the partition moments, as in every evaluation on cells); cached."""
+    where MVCE's views come from the partition moments, as in every evaluation on cells; on a large source
+    from the all-rows cells its engine gave); cached."""
+    if is_large(ss):
+        return _raw_summary_large(ss.content_key(), ss)
     return _raw_summary(ss.content_key(), evaluation.use_cells_for(ss.n_rows), ss)

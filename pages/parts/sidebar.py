@@ -4,8 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 from calibdash.errors import DataError
-from pages.parts.scheme import scheme_line
-from pages.parts.source import active_score_set
+from pages.parts.scheme import current_scheme, scheme_line
+from pages.parts.source import active_score_set, using_large
 from pages.parts.url_state import IGNORED
 
 __all__ = ["sidebar_summary"]
@@ -18,6 +18,9 @@ def sidebar_summary() -> None:
         st.warning("This link holds settings that cannot be used, so the defaults stand: " + "; ".join(ignored) + ".")
     with st.sidebar:
         st.markdown("**Active data**")
+        if using_large():
+            _large_summary()
+            return
         try:
             ss = active_score_set()
         except DataError as exc:
@@ -29,3 +32,21 @@ def sidebar_summary() -> None:
             st.caption("Scores outside [0, 1] were mapped by the logistic function.")
         st.markdown("**Evaluation**")
         st.caption(scheme_line(ss))
+
+
+def _large_summary() -> None:
+    """The active large source: rows summarised into score cells, roles, scheme (nothing is aggregated here)."""
+    from pages.parts import large_source
+
+    ld = large_source.peek()
+    if isinstance(ld, str):
+        st.caption(f"Large data · {ld}")
+        return
+    st.caption(f"{ld.name} · {ld.describe()}\n\n"
+               f"score **{ld.score}** · label **{ld.label_column}** (positive = {ld.positive_label!r})")
+    if ld.mapped_range:
+        st.caption("Scores outside [0, 1] were mapped by the logistic function.")
+    st.markdown("**Evaluation**")
+    scheme = current_scheme(ld)
+    st.caption(f"The split column `{ld.split_column}`" if scheme.kind == "column"
+               else scheme.describe(on_cells=True))

@@ -16,12 +16,13 @@ from calibdash import data as cdata, samples
 from calibdash.errors import DataError
 
 __all__ = ["UPLOAD", "SOURCE", "SAMPLE", "SOURCES", "NONE", "remember_upload", "using_upload", "source_table",
-           "role_key", "chosen_roles", "active_score_set", "score_set_or_stop"]
+           "role_key", "chosen_roles", "active_score_set", "score_set_or_stop", "using_large", "LARGE"]
 
 UPLOAD = "upload"          # session_state key of the uploaded file
 SOURCE = "source"          # "Sample" or "Upload"
 SAMPLE = "sample"          # sample name
 SOURCES = ("Sample", "Upload")
+LARGE = "Large data"       # the third source, offered when the operator configured a data root (large_source)
 NONE = "(none)"            # choice meaning "no such column"
 ROLES = ("label", "score", "positive", "split")
 
@@ -55,6 +56,16 @@ def remember_upload(uploaded) -> None:
 def using_upload() -> bool:
     """Whether the active source is an uploaded file (else a sample)."""
     return st.session_state.get(SOURCE, "Sample") == "Upload" and bool(st.session_state.get(UPLOAD))
+
+
+def using_large() -> bool:
+    """Whether the active source is a large source on the server (:mod:`pages.parts.large_source`); only when
+    the operator turned large sources on."""
+    if st.session_state.get(SOURCE) != LARGE:
+        return False
+    from pages.parts import large_source
+
+    return large_source.available()
 
 
 def source_table():
@@ -120,7 +131,16 @@ def active_score_set() -> cdata.ScoreSet:
 
 
 def score_set_or_stop() -> cdata.ScoreSet:
-    """The active ScoreSet, or an error box, a link to the Data page and a stop (never a traceback)."""
+    """The active ScoreSet, or an error box, a link to the Data page and a stop (never a traceback).
+
+    On a large source (:func:`using_large`) a :class:`pages.parts.large_source.LargeData` instead: it answers
+    what Compare and Explore read of a ScoreSet, with score cells in place of rows (pages that need rows
+    check :func:`using_large` first).
+    """
+    if using_large():
+        from pages.parts import large_source
+
+        return large_source.large_data_or_stop()
     try:
         return active_score_set()
     except DataError as exc:
