@@ -26,7 +26,7 @@ def _on_upload() -> None:
 sources = source.SOURCES + ((source.LARGE,) if large_source.available() else ())
 if st.session_state.get(source.SOURCE, "Sample") not in sources:
     st.session_state[source.SOURCE] = "Sample"
-src_col, pick_col = st.columns([1, 3])
+src_col, pick_col = st.columns([1.5, 3])   # room for three source choices
 with src_col:
     picked = st.segmented_control("Source", sources, key=source.SOURCE, persist_state="session",
                                   required=True, **initial(source.SOURCE, default="Sample"))
