@@ -51,12 +51,14 @@ def _answers(url: str) -> bool:
         return False
 
 
-def start_streamlit(log_path: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
-    """Start ``streamlit run app.py`` from the repo root; returns (process, base URL) once it answers."""
+def start_streamlit(log_path: Path, port: int | None = None, env: dict | None = None
+                    ) -> tuple[subprocess.Popen, str]:
+    """Start ``streamlit run app.py`` from the repo root (with ``env`` added to the environment); returns
+    (process, base URL) once it answers."""
     port = port or free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--server.address", "127.0.0.1",
