@@ -102,8 +102,19 @@ if len(models) > 1:
     per_model, raw_tables = fitting.models_table(ss, scheme, params, models, n_bins, strategy)
     st.dataframe(per_model.style.format("{:.4f}"))
     st.caption(binning_note(ev.binning))
-    st.plotly_chart(figures.reliability_diagram(raw_tables, title="Raw reliability of each model"),
-                    key="compare.models.reliability")
+    if diagram.kind == diagrams.BINNED:
+        st.plotly_chart(figures.reliability_diagram(raw_tables, title="Raw reliability of each model"),
+                        key="compare.models.reliability")
+    else:                    # one chart per model: each model's held-out rows (or cells) are its own
+        grid = st.columns(min(3, len(models)))
+        for i, col in enumerate(models):
+            ev_m = fitting.evaluate_methods(ss if col == ss.score else ss.with_score(col), scheme, params)
+            raw = ev_m.predictions[[UNCALIBRATED]].rename(columns={UNCALIBRATED: col})
+            with grid[i % len(grid)]:
+                st.plotly_chart(diagrams.draw(raw, ev_m.labels, ev_m.weights, kind=diagram.kind, band=diagram.band,
+                                              n_bins=diagram.n_bins, strategy=strategy, names={col: col},
+                                              title=f"Raw reliability of {col}", height=380),
+                                key=f"compare.models.reliability.{col}")
 
 st.subheader("Downloads")
 d1, d2, d3 = st.columns(3)

@@ -125,3 +125,27 @@ def test_explore_venn_abers_shades_its_interval():
     at.selectbox(key="explore.method").set_value("venn_abers").run()
     assert_clean(at)
     assert len(_fills(charts(at)["explore.map"])) == 1
+
+
+def test_models_side_by_side_follow_the_diagram_type():
+    """With two score columns, the raw reliability of each model is drawn as the chosen diagram (CORP: one chart
+    per model, with MCB in its legend)."""
+    from streamlit.testing.v1 import AppTest
+    from conftest import REPO
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key=[m.key for m in at.multiselect if m.label == "Models (score columns)"][0]).set_value(
+        ["linear_svm", "quadratic_svm"]).run()
+    at.segmented_control(key="compare.diagram").set_value("CORP").run()
+    assert not at.exception
+    import json
+
+    charts = at.get("plotly_chart")
+    titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in charts]
+    assert any("Raw reliability of linear_svm" in t for t in titles)
+    assert any("Raw reliability of quadratic_svm" in t for t in titles)
+    legend = " ".join(tr.get("name", "") for c in charts for tr in json.loads(c.proto.spec)["data"]
+                      if "Raw reliability of" in json.loads(c.proto.spec)["layout"].get("title", {}).get("text", ""))
+    assert "MCB" in legend
