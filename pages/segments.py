@@ -11,6 +11,7 @@ from calibdash import bootstrap as cboot, calibrators, drift as cdrift, groups a
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import drift as fdrift, groups as fgroups
+from pages.parts import diagrams
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard
@@ -165,10 +166,26 @@ def by_group_view() -> None:
     n_groups = len(report.table)
     left, right = st.columns([2, 3])
     left.plotly_chart(fgroups.ece_forest(report, title=f"ECE by {column}"), key="segments.forest")
-    right.plotly_chart(fgroups.group_reliability_grid(report, cols=2 if n_groups <= 4 else 3 if n_groups <= 9 else 4,
-                                                      title=f"Reliability of each {column} group",
-                                                      panel_height=250 if n_groups <= 4 else 200),
-                       key="segments.grid")
+    d1, d2 = right.columns([3, 1], vertical_alignment="bottom")
+    kind = d1.segmented_control(
+        "Diagram", list(diagrams.KINDS), key="segments.diagram", persist_state="session", required=True,
+        help="Binned: each group's bins beside all rows'. Smooth: SmoothECE's kernel curve. CORP: the PAV fit of "
+             "the labels, no binning choice.", **initial("segments.diagram", default=diagrams.BINNED)) \
+        or diagrams.BINNED
+    band = d2.toggle("Band", key="segments.band", persist_state="session", disabled=kind == diagrams.BINNED,
+                     help="Smooth: a 95% bootstrap band. CORP: the 90% consistency band.",
+                     **initial("segments.band", value=False))
+    if kind == diagrams.BINNED:
+        right.plotly_chart(fgroups.group_reliability_grid(
+            report, cols=2 if n_groups <= 4 else 3 if n_groups <= 9 else 4, title=f"Reliability of each {column} group",
+            panel_height=250 if n_groups <= 4 else 200), key="segments.grid")
+    else:                                        # one chart per group, on that group's rows
+        grid = right.columns(2)
+        for i, name in enumerate(report.table.index):
+            rows = report.groups == name
+            fig = diagrams.draw(pd.DataFrame({str(name): ss.scores[rows]}), ss.labels[rows], None, kind=kind,
+                                band=band, names={str(name): str(name)}, title=f"{column} = {name}", height=340)
+            grid[i % 2].plotly_chart(fig, key=f"segments.group.{i}")
     st.dataframe(_interval_text(report.table, cgroups.STATS))
     st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
                f"resamples of the group's rows]. ECE uses {report.binning}. All usable rows, raw scores.")

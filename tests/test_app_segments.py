@@ -69,6 +69,10 @@ def test_by_group_and_over_time_on_the_drift_data(drift):
     assert list(fixed.columns) == ["uncalibrated", "Isotonic regression", "MBCT"]
     assert fixed.loc["partner", "MBCT"] < fixed.loc["partner", "Isotonic regression"] < fixed.loc["partner",
                                                                                                   "uncalibrated"]
+    at.segmented_control(key="segments.diagram").set_value("CORP").run()          # one CORP chart per group
+    _assert_clean(at)
+    assert _charts(at) == {"segments.forest", "segments.fix"} | {f"segments.group.{i}" for i in range(4)}
+    at.segmented_control(key="segments.diagram").set_value("Binned").run()
 
     at.segmented_control[0].set_value("Over time").run()
     _assert_clean(at)
