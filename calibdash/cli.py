@@ -76,21 +76,26 @@ def _check_split(ss, args) -> None:
         raise DataError("--scheme column needs a split column in the file.")
 
 
+def _default_engine(path: str) -> str | None:
+    """None (read the file into pandas) for one file under 200 MB; "duckdb" for a larger file or a glob."""
+    from . import engines
+
+    p = Path(path)
+    if p.is_file():
+        return None if p.stat().st_size < engines.MEMORY_MAX_BYTES else "duckdb"
+    return "duckdb" if any(c in path for c in "*?[") else None
+
+
 def _engine(args) -> str | None:
     """The engine that reads ``args.file`` for evaluate and fit: None for the in-memory path that reads one
     file into pandas (``--engine memory``, or by default a single file under 200 MB), else duckdb or spark."""
-    from . import engines
-
     if args.engine == "memory":
         return None
     if args.engine:
         return args.engine
     if getattr(args, "table", None) or getattr(args, "query", None):
         return "duckdb"
-    path = Path(args.file)
-    if path.is_file() and path.stat().st_size < engines.MEMORY_MAX_BYTES:
-        return None
-    return "duckdb" if (path.is_file() or any(c in args.file for c in "*?[")) else None
+    return _default_engine(args.file)
 
 
 def _engine_source(args, split: str | None = None):
@@ -272,6 +277,8 @@ def _apply_score_column(df: pd.DataFrame, info, asked: str | None, fitted_on: di
 
 def cmd_apply(args) -> int:
     """Add a saved calibrator's calibrated scores to every row of a file (rows without a score stay empty)."""
+    if args.engine is None and _default_engine(args.file):
+        args.engine = "duckdb"                      # a glob or a file over 200 MB: applied where it lies
     if args.engine:
         return _apply_engine(args)
     try:
@@ -341,6 +348,8 @@ def cmd_export_sql(args) -> int:
 # -- benchmark --------------------------------------------------------------------------------------------
 def cmd_benchmark(args) -> int:
     """Run a benchmark over the files' data sets; print the report tables and the verdict (or JSON)."""
+    if args.engine is None:                          # a glob or a file over 200 MB stays where it is
+        args.engine = "duckdb" if any(_default_engine(f) for f in args.files) else "memory"
     if args.engine in ("duckdb", "spark"):           # each FILE (a file or a glob) stays where it is
         from . import engines
         if args.score and len(args.score) > 1:
@@ -470,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: stdout; Parquet, and required, with --engine)")
     a.add_argument("--engine", choices=["duckdb", "spark", "memory"],
                    help="apply where the files lie: FILE may be a glob of Parquet or CSV files, written to --out as "
-                        "Parquet by DuckDB (the calibrator as SQL), Spark, or pandas (default: in memory, CSV out)")
+                        "Parquet by DuckDB (the calibrator as SQL), Spark, or pandas (default: in memory with CSV "
+                        "out for one file under 200 MB, else duckdb)")
     a.set_defaults(func=cmd_apply)
 
     x = sub.add_parser("export-sql", help="print a saved calibrator as SQL (DuckDB, Spark SQL or ANSI)")
@@ -505,9 +515,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--label", help="label column (default: guessed)")
     b.add_argument("--score", action="append", help="score column to use (repeatable; default: every score column)")
     b.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    b.add_argument("--engine", choices=["memory", "duckdb", "spark"], default="memory",
-                   help="memory: read each file into pandas (default); duckdb or spark: each FILE (a file or a glob) "
-                        "stays where it is, and each repeat's folds are aggregated into score cells by the engine")
+    b.add_argument("--engine", choices=["memory", "duckdb", "spark"],
+                   help="memory: read each file into pandas; duckdb or spark: each FILE (a file or a glob) stays "
+                        "where it is, and each repeat's folds are aggregated into score cells by the engine "
+                        "(default: memory, unless a FILE is a glob or over 200 MB)")
     b.add_argument("--memory-limit", default="1GB", help="DuckDB's memory limit (default: %(default)s)")
     b.set_defaults(func=cmd_benchmark)
     return p

@@ -76,3 +76,20 @@ def test_benchmark_on_a_glob_through_duckdb_equals_the_in_memory_cells(glob, cap
     (means,) = out["means"].values()                                   # the one data set
     for method in ("uncalibrated", "platt", "isotonic"):
         assert means[method]["ECE"] == pytest.approx(mean[method], rel=1e-9)
+
+
+def test_a_glob_defaults_to_duckdb_for_apply_and_benchmark(glob, tmp_path, capsys):
+    """Without --engine, a glob is applied and benchmarked where it lies (a file under 200 MB stays in memory)."""
+    model = tmp_path / "platt.json"
+    assert cli.main(["fit", str(glob / "all.csv"), "--method", "platt", "--out", str(model)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "calibrated.parquet"
+    assert cli.main(["apply", str(model), str(glob / "part-*.parquet"), "--out", str(out)]) == 0
+    assert "with duckdb" in capsys.readouterr().err
+    rows = pd.read_parquet(out)
+    assert len(rows) == 30_000 and "calibrated" in rows
+    assert cli.main(["apply", str(model), str(glob / "part-*.parquet")]) == 2            # Parquet needs --out
+    assert "--out" in capsys.readouterr().err
+    res = json.loads(_run(capsys, "benchmark", str(glob / "part-*.parquet"), "--methods", "platt", "--folds", "2",
+                          "--repeats", "1", "--json"))
+    assert res["datasets"] == ["3 files (" + str(glob / "part-0.parquet") + ", ...)"]
