@@ -329,3 +329,26 @@ def test_connect_refuses_a_database_outside_the_root_or_not_a_database(tree):
 def test_quote_identifier():
     assert quote_identifier("preds") == '"preds"'
     assert quote_identifier('a"; DROP TABLE x; --') == '"a""; DROP TABLE x; --"'
+
+
+def test_a_spill_directory_lets_a_large_aggregation_run_out_of_core(tree, tmp_path):
+    """With the server's own spill directory (outside the root), a grouping past the memory limit completes;
+    without one it fails with DuckDB's out-of-memory error. A spill directory inside the root is refused."""
+    from calibdash.data.guard import DataRoot
+    from calibdash.errors import EnvironmentProblem
+
+    sql = "SELECT count(*) FROM (SELECT i % 4000000 AS k, sum(i) FROM range(20000000) t(i) GROUP BY k)"
+    spilled = DataRoot(tree["root"], memory_limit="64MB", threads=1, spill_directory=tmp_path / "spill")
+    con = spilled.connect()
+    try:
+        assert con.sql(sql).fetchall() == [(4_000_000,)]
+    finally:
+        con.close()
+    con = DataRoot(tree["root"], memory_limit="64MB", threads=1).connect()
+    try:
+        with pytest.raises(Exception, match="(?i)out of memory"):
+            con.sql(sql).fetchall()
+    finally:
+        con.close()
+    with pytest.raises(EnvironmentProblem, match="outside the data root"):
+        DataRoot(tree["root"], spill_directory=tree["root"] / "spill")

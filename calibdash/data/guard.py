@@ -133,6 +133,10 @@ class DataRoot:
         DuckDB's ``memory_limit`` for :meth:`connect` (e.g. ``"2GB"``).
     threads : int
         DuckDB's ``threads`` for :meth:`connect`.
+    spill_directory : str or Path, optional
+        A server-owned directory outside the root (created, mode 0700) where
+        DuckDB may spill past ``memory_limit``, so large aggregations run out
+        of core; default None: no spilling.
 
     Raises
     ------
@@ -142,7 +146,8 @@ class DataRoot:
         ``memory_limit`` or ``threads`` is not valid.
     """
 
-    def __init__(self, root, *, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int = DEFAULT_THREADS):
+    def __init__(self, root, *, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int = DEFAULT_THREADS,
+                 spill_directory=None):
         given = _text(root, "data root")
         try:
             path = Path(given).expanduser().resolve(strict=True)
@@ -161,6 +166,13 @@ class DataRoot:
         self._root = path
         self.memory_limit = memory_limit.strip()
         self.threads = threads
+        self.spill_directory = None
+        if spill_directory is not None:
+            spill = Path(spill_directory).expanduser().resolve()
+            if spill == path or spill.is_relative_to(path):
+                raise EnvironmentProblem("the spill directory must lie outside the data root.")
+            spill.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.spill_directory = spill
 
     @property
     def root(self) -> Path:
@@ -281,7 +293,9 @@ class DataRoot:
         """An in-memory DuckDB connection locked down for queries typed in a web page.
 
         Settings, in this order: ``threads``, ``memory_limit``,
-        ``temp_directory = ''`` (nothing spilled to disk),
+        ``temp_directory``: the server's own ``spill_directory`` (outside the
+        root; DuckDB's buffer files only, which no query can name), or ``''``
+        (nothing spilled to disk: a query over the memory limit fails),
         ``autoinstall_known_extensions`` and ``autoload_known_extensions``
         false, ``allow_community_extensions`` and ``allow_persistent_secrets``
         false, ``python_enable_replacements`` false (a query cannot name the
@@ -323,7 +337,7 @@ class DataRoot:
         try:
             for name, value in (("threads", str(self.threads)),
                                 ("memory_limit", _sql_string(self.memory_limit)),
-                                ("temp_directory", "''"),
+                                ("temp_directory", _sql_string(str(self.spill_directory or ""))),
                                 ("autoinstall_known_extensions", "false"),
                                 ("autoload_known_extensions", "false"),
                                 ("allow_community_extensions", "false"),
@@ -432,7 +446,7 @@ def data_root_from_env(value=None, *, environ=None, **kwargs) -> DataRoot | None
     environ : mapping, optional
         Where to read ``CALIBDASH_DATA_ROOT`` (default ``os.environ``).
     **kwargs
-        ``memory_limit``, ``threads``: passed to :class:`DataRoot`.
+        ``memory_limit``, ``threads``, ``spill_directory``: passed to :class:`DataRoot`.
 
     Returns
     -------

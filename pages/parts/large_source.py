@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -90,6 +92,10 @@ def _secret_root():
         return None
 
 
+#: Where the guarded DuckDB connection may spill past its memory limit: the server's own, outside the data root.
+SPILL_DIRECTORY = Path(tempfile.gettempdir()) / f"calibdash-spill-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
 def data_root() -> DataRoot | None:
     """The operator's data root (secrets ``calibdash_data_root``, else ``CALIBDASH_DATA_ROOT``), or None: off.
 
@@ -98,7 +104,7 @@ def data_root() -> DataRoot | None:
     EnvironmentProblem
         The configured directory does not exist, is not a directory, or is ``/``.
     """
-    return data_root_from_env(_secret_root())
+    return data_root_from_env(_secret_root(), spill_directory=SPILL_DIRECTORY)
 
 
 def available() -> bool:
