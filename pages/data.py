@@ -54,6 +54,28 @@ with pick_col:
 
 
 
+def _mapped_warning(score: str, lo: float, hi: float) -> None:
+    st.warning(f"Scores in `{score}` range from {lo:.4g} to {hi:.4g}, outside [0, 1]: they were mapped by the "
+               "logistic function 1 / (1 + e^(−s)), as for SVM margins or logits (never min-max scaled).")
+
+
+def _raw_calibration(data, rows, where: str) -> None:
+    """The raw scores' reliability (the chosen diagram type) beside their metrics; ``rows``: (p, y, w)."""
+    st.subheader("How calibrated are these scores?")
+    diagram = diagrams.controls("data", n_bins=10, strategy="uniform")
+    g1, g2 = st.columns([3, 2])
+    raw_p, raw_y, raw_w = rows
+    rel_fig, rel_caption = diagrams.build(pd.DataFrame({"uncalibrated": raw_p}), raw_y, raw_w, kind=diagram.kind,
+                                          band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
+                                          names={"uncalibrated": data.score},
+                                          title=f"{diagrams.TITLES[diagram.kind]} of {data.score} (all rows)")
+    g1.plotly_chart(rel_fig, key="data.reliability")
+    g1.caption(rel_caption)
+    summ = pd.DataFrame([fitting.raw_summary(data)], index=[data.score])
+    g2.dataframe(summ.T.rename(columns={data.score: "value"}).style.format("{:.4f}"))
+    g2.caption(f"Computed on {where}, before any calibration. {binning_note(metrics.binning_label())}")
+
+
 def _large_page() -> None:
     """The Data page on a large source: what it is, its rows and cells, the raw reliability, the scheme."""
     if not st.session_state.get(large_source.SPEC):
@@ -73,23 +95,8 @@ def _large_page() -> None:
                "(rows, positives and score sum per score) and nothing else. No row was dropped: rows where they live "
                "are checked, not filtered.")
     if ld.mapped_range:
-        lo, hi = ld.mapped_range
-        st.warning(f"Scores in `{ld.score}` range from {lo:.4g} to {hi:.4g}, outside [0, 1]: they were mapped by "
-                   "the logistic function 1 / (1 + e^(−s)), as for SVM margins or logits (never min-max scaled).")
-    st.subheader("How calibrated are these scores?")
-    diagram = diagrams.controls("data", n_bins=10, strategy="uniform")
-    g1, g2 = st.columns([3, 2])
-    raw_p, raw_y, raw_w = large_source.raw_cells(ld)
-    rel_fig, rel_caption = diagrams.build(pd.DataFrame({"uncalibrated": raw_p}), raw_y, raw_w, kind=diagram.kind,
-                                          band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
-                                          names={"uncalibrated": ld.score},
-                                          title=f"{diagrams.TITLES[diagram.kind]} of {ld.score} (all rows)")
-    g1.plotly_chart(rel_fig, key="data.reliability")
-    g1.caption(rel_caption)
-    summ = pd.DataFrame([fitting.raw_summary(ld)], index=[ld.score])
-    g2.dataframe(summ.T.rename(columns={ld.score: "value"}).style.format("{:.4f}"))
-    g2.caption(f"Computed on all rows, from their score cells, before any calibration. "
-               f"{binning_note(metrics.binning_label())}")
+        _mapped_warning(ld.score, *ld.mapped_range)
+    _raw_calibration(ld, large_source.raw_cells(ld), "all rows, from their score cells")
     st.subheader("Evaluation scheme")
     chosen_scheme = scheme.scheme_widgets(ld)
     try:
@@ -172,28 +179,14 @@ for reason, n in rep.dropped.items():
         st.warning(f"{n:,} rows dropped: {reason}" + (f", such as {', '.join(map(repr, such))}" if such else "") + ".")
 if rep.mapped.get(ss.score):
     lo, hi = rep.mapped[ss.score]
-    st.warning(f"Scores in `{ss.score}` range from {lo:.4g} to {hi:.4g}, outside [0, 1]: they were mapped by the "
-               "logistic function 1 / (1 + e^(−s)), as for SVM margins or logits (never min-max scaled).")
+    _mapped_warning(ss.score, lo, hi)
 with st.expander("Details", expanded=False):
     for msg in rep.messages:
         st.markdown(f"- {msg}")
     st.markdown("- Classes: " + ", ".join(f"{k}: {v:,}" for k, v in rep.class_counts.items()))
 
-st.subheader("How calibrated are these scores?")
-diagram = diagrams.controls("data", n_bins=10, strategy="uniform")
-g1, g2 = st.columns([3, 2])
-raw_p, raw_y, raw_w = diagrams.raw_rows(ss)
-rel_fig, rel_caption = diagrams.build(pd.DataFrame({"uncalibrated": raw_p}), raw_y, raw_w, kind=diagram.kind,
-                                      band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
-                                      names={"uncalibrated": ss.score},
-                                      title=f"{diagrams.TITLES[diagram.kind]} of {ss.score} (all rows)")
-g1.plotly_chart(rel_fig, key="data.reliability")
-g1.caption(rel_caption)
-summ = pd.DataFrame([fitting.raw_summary(ss)], index=[ss.score])
-g2.dataframe(summ.T.rename(columns={ss.score: "value"}).style.format("{:.4f}"))
-g2.caption("Computed on all usable rows, before any calibration"
-           + (" (from their score cells)" if evaluation.use_cells_for(ss.n_rows) else "")
-           + f". {binning_note(metrics.binning_label())}")
+_raw_calibration(ss, diagrams.raw_rows(ss), "all usable rows"
+                 + (" (from their score cells)" if evaluation.use_cells_for(ss.n_rows) else ""))
 
 st.subheader("Evaluation scheme")
 chosen_scheme = scheme.scheme_widgets(ss)
