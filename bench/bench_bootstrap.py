@@ -14,28 +14,20 @@ Run: `.venv/bin/python bench/bench_bootstrap.py`.
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best_of  # noqa: E402
 from calibdash import cells  # noqa: E402
 from calibdash.bootstrap import bootstrap_cells, bootstrap_metrics  # noqa: E402
 
 SIZES = (100_000, 1_000_000, 10_000_000)
 N_BOOT = 200
 
-
-def best_of(fn, repeat=3):
-    """Smallest wall time of ``repeat`` calls, and the last result."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def data(n, seed=0):

@@ -11,25 +11,17 @@ Run: `.venv/bin/python bench/bench_clinical.py`.
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best_of  # noqa: E402
 from calibdash import clinical as C  # noqa: E402
 
 TARGET = 0.5
 
-
-def best_of(fn, repeat=3):
-    """Smallest wall time of ``repeat`` calls, and the last result."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def inputs():

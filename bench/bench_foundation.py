@@ -6,23 +6,20 @@ import os
 import platform
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best_of as _best_of  # noqa: E402
+
+
+def best_of(fn):
+    return _best_of(fn, repeat=5)
 from calibdash import calibrators, load_scores, metrics  # noqa: E402
 
-
-def best_of(fn, repeat=5):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def main(n=100_000):
