@@ -35,7 +35,7 @@ with pick_col:
         large_source.source_inputs()
     elif picked == "Upload":
         st.file_uploader(
-            "Your scores: CSV (comma, semicolon or tab; UTF-8 or Latin-1), .csv.gz or Parquet",
+            "Your scores: CSV (comma, semicolon or tab; UTF-8, UTF-16 with BOM or Latin-1), .csv.gz or Parquet",
             type=["csv", "tsv", "txt", "gz", "parquet", "pq"], key="data.uploader", on_change=_on_upload,
             help="One row per case: a score (probability, margin or logit) and the true 0/1 outcome; "
                  "optionally more score columns, feature columns and a train/test split column.")
