@@ -77,13 +77,15 @@ def _check_split(ss, args) -> None:
 
 
 def _default_engine(path: str) -> str | None:
-    """None (read the file into pandas) for one file under 200 MB; "duckdb" for a larger file or a glob."""
+    """None (read the file into pandas) for one file under 200 MB, "duckdb" for a larger file or a glob
+    (:func:`calibdash.engines.default_engine`); None for a path that names no file, so loading says why."""
     from . import engines
 
-    p = Path(path)
-    if p.is_file():
-        return None if p.stat().st_size < engines.MEMORY_MAX_BYTES else "duckdb"
-    return "duckdb" if any(c in path for c in "*?[") else None
+    if any(c in path for c in "*?["):
+        return "duckdb"
+    if not Path(path).is_file():
+        return None
+    return None if engines.default_engine(engines.Source(path=path)) == "memory" else "duckdb"
 
 
 def _engine(args) -> str | None:
