@@ -35,10 +35,11 @@ from threadpoolctl import threadpool_limits
 
 from . import metrics
 from .errors import DataError, SettingsError
-from .evaluation import CELLS_MIN_ROWS, UNCALIBRATED
+from .evaluation import CELLS_MIN_ROWS, UNCALIBRATED, Evaluation
 from .validation import check_scores
 
-__all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_cells", "resamples_for", "verdict"]
+__all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_cells", "bootstrap_measures", "bootstrap_evaluation",
+           "resamples_for", "verdict"]
 
 
 @dataclass
@@ -762,3 +763,19 @@ def bootstrap_measures(predictions: pd.DataFrame, n, n_pos, names=None, n_boot: 
     note = (f"Intervals from {int(n_boot)} paired Poisson resamples of the judged rows; each method's resamples are "
             f"measured on at most {int(max_groups)} groups of adjacent predictions.")
     return _result(point, samples, methods, level, int(n_boot), note)
+
+
+def bootstrap_evaluation(ev: Evaluation, n_boot: int | None = None, seed: int = 0) -> BootstrapResult:
+    """Paired bootstrap intervals of ``ev``'s metrics, as the Compare page draws them.
+
+    Rows (``ev.weights is None``): :func:`~calibdash.bootstrap.bootstrap_metrics`
+    with :func:`~calibdash.bootstrap.resamples_for` resamples unless ``n_boot``
+    is given; score cells: :func:`~calibdash.bootstrap.bootstrap_cells` (200
+    Poisson resamples unless ``n_boot`` is given), each weighted row being a
+    cell's positives or its negatives.
+    """
+    if ev.weights is not None:
+        return bootstrap_cells(ev.predictions, ev.weights, ev.weights * ev.labels, seed=seed,
+                                     **({} if n_boot is None else {"n_boot": int(n_boot)}))
+    n_boot = resamples_for(len(ev.rows), ev.predictions.shape[1]) if n_boot is None else int(n_boot)
+    return bootstrap_metrics(ev.predictions, ev.labels, n_boot=n_boot, seed=seed)

@@ -33,7 +33,7 @@ import pandas as pd
 from . import benchmark, calibrators, export, measures, report
 from .data import guess_roles, load_scores, margins, read_table
 from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
-from .evaluation import CELLS_MIN_ROWS, KINDS, Scheme
+from .evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set
 from .methods import DEFAULT_METHODS, parse_params, resolve, split_names
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
@@ -145,7 +145,7 @@ def cmd_evaluate(args) -> int:
         return _evaluate_engine(args, cals, scheme, engine)
     ss = load_scores(args.file, score=args.score, label=args.label)
     _check_split(ss, args)
-    ev = report.evaluate_score_set(ss, cals, scheme, cells=args.cells)
+    ev = evaluate_score_set(ss, cals, scheme, cells=args.cells)
     if ev.weights is not None:
         judged, how, scheme_text = ev.n_judged, ev.note, scheme.describe(on_cells=True)
     else:
@@ -412,7 +412,7 @@ def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
                    help="held-out fraction for --scheme split (default: %(default)s)")
     p.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
     p.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
-    p.add_argument("--cells", choices=list(report.CELLS_CHOICES), default="auto",
+    p.add_argument("--cells", choices=list(CELLS_CHOICES), default="auto",
                    help=f"work on score cells (per distinct score: rows, positives) instead of rows; auto: above "
                         f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
 

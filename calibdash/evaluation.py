@@ -41,7 +41,7 @@ from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "evaluate", "combine", "UNCALIBRATED",
            "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for",
-           "TRAIN_WORDS", "TEST_WORDS"]
+           "TRAIN_WORDS", "TEST_WORDS", "evaluate_score_set", "CELLS_CHOICES"]
 
 UNCALIBRATED = RAW
 TRAIN_WORDS = frozenset({"train", "training", "calib", "calibration", "cal", "fit", "dev"})
@@ -430,3 +430,52 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
                       metrics=table, models=models, fit_seconds=seconds,
                       binning=metrics.binning_label(n_bins, strategy), weights=ww,
                       fit_sample=fitted_on.weighted_rows(), note=all_cells.describe())
+
+
+#: Ways to choose between rows and score cells (the command line's ``--cells``).
+CELLS_CHOICES = ("auto", "always", "never")
+
+
+def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str = "auto",
+                       progress=None) -> Evaluation:
+    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.ScoreSet`, on rows or on score cells.
+
+    The path of ``python -m calibdash evaluate``: above
+    :data:`~calibdash.evaluation.CELLS_MIN_ROWS` rows (``cells="auto"``) the
+    rows are summarised into score cells and judged there
+    (:func:`~calibdash.evaluation.evaluate_cells`), unless a chosen method
+    reads the feature columns (MBCT with features), which needs the rows.
+
+    Parameters
+    ----------
+    ss : ScoreSet
+    methods : method spec or mapping key -> Calibrator (:func:`calibdash.methods.resolve`)
+    scheme : Scheme, default ``Scheme()``
+    cells : {"auto", "always", "never"}
+    progress : callable(fraction, message), optional
+
+    Returns
+    -------
+    Evaluation
+        On score cells its ``weights`` are not None.
+
+    Raises
+    ------
+    DataError
+        ``scheme.kind == "column"`` and the file has no split column.
+    SettingsError
+        ``cells`` is not one of :data:`CELLS_CHOICES`.
+    """
+    if cells not in CELLS_CHOICES:
+        raise SettingsError(f"cells must be one of {CELLS_CHOICES}, got {cells!r}.")
+    scheme = scheme or Scheme()
+    cals = resolve(methods)
+    if scheme.kind == "column" and not ss.split_column:
+        raise DataError("the column scheme needs a split column in the file; none was found.")
+    feats = ss.features if any(c.uses_features for c in cals.values()) else None
+    if cells == "always" or (cells == "auto" and use_cells_for(ss.n_rows, feats is not None)):
+        from .cells import aggregate
+
+        summary = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))
+        return evaluate_cells(summary, cals, scheme, progress=progress)
+    return evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split, progress=progress)

@@ -34,8 +34,8 @@ two figures, each at most 660 px wide so it fits an A4 or Letter page.
 
 :func:`report_for_file` (and :func:`report_for_score_set`, from a loaded
 file) does the whole pipeline, as the command line's ``evaluate`` does
-(:func:`evaluate_score_set`): load, fit, judge, bootstrap
-(:func:`bootstrap_evaluation`), measure, write.
+(:func:`calibdash.evaluation.evaluate_score_set`): load, fit, judge, bootstrap
+(:func:`calibdash.bootstrap.bootstrap_evaluation`), measure, write.
 """
 from __future__ import annotations
 
@@ -48,18 +48,14 @@ import pandas as pd
 
 from . import __version__, bootstrap as cboot, calibrators, measures, metrics
 from .bootstrap import BootstrapResult
-from .cells import aggregate
 from .errors import DataError, SettingsError
-from .evaluation import UNCALIBRATED, Evaluation, Scheme, cell_parts, evaluate, evaluate_cells, use_cells_for
+from .evaluation import UNCALIBRATED, Evaluation, Scheme, evaluate_score_set
 from .methods import DEFAULT_METHODS, resolve
 
-__all__ = ["build_report", "report_for_file", "report_for_score_set", "evaluate_score_set", "bootstrap_evaluation",
-           "measure_table", "describe_source", "default_labels", "PLOTLYJS_MODES", "CELLS_CHOICES"]
+__all__ = ["build_report", "report_for_file", "report_for_score_set", "measure_table", "describe_source", "default_labels", "PLOTLYJS_MODES"]
 
 #: What ``include_plotlyjs`` accepts: True (plotly.js written inline, the default: opens offline) or "cdn".
 PLOTLYJS_MODES = (True, "cdn")
-#: Ways to choose between rows and score cells (the command line's ``--cells``).
-CELLS_CHOICES = ("auto", "always", "never")
 #: What each metric of :data:`calibdash.metrics.METRIC_NAMES` is, for the table's header tooltips.
 _METRIC_HELP = {
     "AUC": "area under the ROC curve (discrimination)",
@@ -78,65 +74,6 @@ _FIG_HEIGHT = 520
 # ---------------------------------------------------------------------------------------------
 # The pipeline from a file (the command line's path)
 # ---------------------------------------------------------------------------------------------
-def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str = "auto",
-                       progress=None) -> Evaluation:
-    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.ScoreSet`, on rows or on score cells.
-
-    The path of ``python -m calibdash evaluate``: above
-    :data:`~calibdash.evaluation.CELLS_MIN_ROWS` rows (``cells="auto"``) the
-    rows are summarised into score cells and judged there
-    (:func:`~calibdash.evaluation.evaluate_cells`), unless a chosen method
-    reads the feature columns (MBCT with features), which needs the rows.
-
-    Parameters
-    ----------
-    ss : ScoreSet
-    methods : method spec or mapping key -> Calibrator (:func:`calibdash.methods.resolve`)
-    scheme : Scheme, default ``Scheme()``
-    cells : {"auto", "always", "never"}
-    progress : callable(fraction, message), optional
-
-    Returns
-    -------
-    Evaluation
-        On score cells its ``weights`` are not None.
-
-    Raises
-    ------
-    DataError
-        ``scheme.kind == "column"`` and the file has no split column.
-    SettingsError
-        ``cells`` is not one of :data:`CELLS_CHOICES`.
-    """
-    if cells not in CELLS_CHOICES:
-        raise SettingsError(f"cells must be one of {CELLS_CHOICES}, got {cells!r}.")
-    scheme = scheme or Scheme()
-    cals = resolve(methods)
-    if scheme.kind == "column" and not ss.split_column:
-        raise DataError("the column scheme needs a split column in the file; none was found.")
-    feats = ss.features if any(c.uses_features for c in cals.values()) else None
-    if cells == "always" or (cells == "auto" and use_cells_for(ss.n_rows, feats is not None)):
-        summary = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))
-        return evaluate_cells(summary, cals, scheme, progress=progress)
-    return evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split, progress=progress)
-
-
-def bootstrap_evaluation(ev: Evaluation, n_boot: int | None = None, seed: int = 0) -> BootstrapResult:
-    """Paired bootstrap intervals of ``ev``'s metrics, as the Compare page draws them.
-
-    Rows (``ev.weights is None``): :func:`~calibdash.bootstrap.bootstrap_metrics`
-    with :func:`~calibdash.bootstrap.resamples_for` resamples unless ``n_boot``
-    is given; score cells: :func:`~calibdash.bootstrap.bootstrap_cells` (200
-    Poisson resamples unless ``n_boot`` is given), each weighted row being a
-    cell's positives or its negatives.
-    """
-    if ev.weights is not None:
-        return cboot.bootstrap_cells(ev.predictions, ev.weights, ev.weights * ev.labels, seed=seed,
-                                     **({} if n_boot is None else {"n_boot": int(n_boot)}))
-    n_boot = cboot.resamples_for(len(ev.rows), ev.predictions.shape[1]) if n_boot is None else int(n_boot)
-    return cboot.bootstrap_metrics(ev.predictions, ev.labels, n_boot=n_boot, seed=seed)
-
-
 def measure_table(ev: Evaluation, names: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """:func:`calibdash.measures.table` of ``ev``'s judged rows, a failing measure left NaN.
 
@@ -223,8 +160,8 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
                          generated: datetime | None = None) -> str:
     """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods``, bootstrap, measure, write.
 
-    The path of ``python -m calibdash evaluate`` (:func:`evaluate_score_set`),
-    then :func:`bootstrap_evaluation`, :func:`measure_table` and
+    The path of ``python -m calibdash evaluate`` (:func:`calibdash.evaluation.evaluate_score_set`),
+    then :func:`calibdash.bootstrap.bootstrap_evaluation`, :func:`measure_table` and
     :func:`build_report`.
 
     Parameters
@@ -245,7 +182,7 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
     scheme = scheme or Scheme()
     ev = evaluate_score_set(ss, resolve(DEFAULT_METHODS if methods is None else methods, params), scheme,
                             cells=cells)
-    boot = bootstrap_evaluation(ev, n_boot)
+    boot = cboot.bootstrap_evaluation(ev, n_boot)
     table, failed = measure_table(ev)
     feats = (ss.features.iloc[ev.rows].reset_index(drop=True)
              if ss.features is not None and ev.weights is None and any(
@@ -529,7 +466,7 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
         Its predictions draw the figures and give the judged rows; its models
         the calibration map and the methods' papers.
     boot : BootstrapResult
-        The metrics table with intervals (:func:`bootstrap_evaluation`, or
+        The metrics table with intervals (:func:`calibdash.bootstrap.bootstrap_evaluation`, or
         what the Compare page computed); the verdict is drawn from it.
     title : str
         The page's heading and ``<title>``.

@@ -161,10 +161,7 @@ MEASURES_BOOT = 100
 @st.cache_data(show_spinner="Bootstrapping intervals…", max_entries=64, max_size="64MB")
 def _bootstrap(data_key: str, scheme: Scheme, chosen: tuple, cells_path: bool, _ev: Evaluation
                ) -> cboot.BootstrapResult:
-    if cells_path:           # each weighted row is a cell's positives or its negatives
-        return cboot.bootstrap_cells(_ev.predictions, _ev.weights, _ev.weights * _ev.labels)
-    n_boot = cboot.resamples_for(len(_ev.rows), _ev.predictions.shape[1])
-    return cboot.bootstrap_metrics(_ev.predictions, _ev.labels, n_boot=n_boot)
+    return cboot.bootstrap_evaluation(_ev)          # cells_path is in the key: the two paths differ
 
 
 def bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict) -> cboot.BootstrapResult:
