@@ -23,12 +23,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, start_streamlit, stop_process  # noqa: E402
+from tests.e2e.conftest import wait_idle as idle  # noqa: E402
 
 TIMEOUT_MS = 120_000
-IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
-    return !!a && a.getAttribute('data-test-script-state') === 'notRunning'
-        && !document.querySelector('[data-stale="true"]')
-        && !document.querySelector('[data-testid="stSpinner"]'); }"""
 
 
 def make_csv(n: int, path: Path, seed: int) -> None:
@@ -38,12 +35,6 @@ def make_csv(n: int, path: Path, seed: int) -> None:
     with open(path, "w") as fh:
         fh.write("score,label\n")
         np.savetxt(fh, np.column_stack([s, y]), fmt=["%.6f", "%d"], delimiter=",")
-
-
-def idle(page) -> None:
-    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS, polling=100)
-    page.wait_for_timeout(300)
-    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS, polling=100)
 
 
 def session(url: str, csv: str, rows: int, out) -> None:

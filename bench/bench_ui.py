@@ -37,14 +37,12 @@ sys.path.insert(0, str(REPO))
 # The server and browser set-up is the end-to-end tests' own, so the bench measures the same thing.
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, start_streamlit as start_server  # noqa: E402
 from tests.e2e.conftest import stop_process as stop_server  # noqa: E402
+from tests.e2e.conftest import wait_idle  # noqa: E402
 TARGET_S = 1.0
 TIMEOUT_MS = 180_000
 
 SIG_JS = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot');
                       return gd && gd.data ? JSON.stringify(gd.data) : null; }"""
-IDLE_JS = """() => { const a = document.querySelector('[data-testid="stApp"]');
-    return !!a && a.getAttribute('data-test-script-state') === 'notRunning'
-        && !document.querySelector('[data-stale="true"]'); }"""
 INSTALL_JS = """() => {
     window.__bench = {t0: null};
     document.addEventListener('keydown', () => { window.__bench.t0 = performance.now(); }, true);
@@ -73,12 +71,6 @@ def make_csv(n: int, path: Path) -> int:
         fh.write("age,score,label\n")
         fh.writelines(f"{a},{p:.6f},{t}\n" for a, p, t in zip(age, s, y))
     return path.stat().st_size
-
-
-def wait_idle(page) -> None:
-    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS, polling=100)
-    page.wait_for_timeout(300)
-    page.wait_for_function(IDLE_JS, timeout=TIMEOUT_MS, polling=100)
 
 
 def upload_and_open_explore(page, url: str, csv: Path, n: int) -> None:
@@ -115,7 +107,6 @@ def time_slider(page, key_class: str, keys: list[str]) -> list[tuple[float, floa
         thumb.focus()
         page.keyboard.press(key)
         page.wait_for_function(CHANGED_JS, arg=[chart, before], timeout=TIMEOUT_MS, polling="raf")
-        page.wait_for_timeout(50)
         page.wait_for_function(DONE_JS, timeout=TIMEOUT_MS, polling="raf")
         t = page.evaluate("() => window.__bench")
         out.append(((t["t1"] - t["t0"]) / 1000, (t["t2"] - t["t0"]) / 1000, thumb.get_attribute("aria-valuetext")))

@@ -36,3 +36,36 @@ def noisy():
     s = rng.uniform(size=5000)
     y = (rng.uniform(size=5000) < s ** 2).astype(int)
     return s, y
+
+
+def start_spark(app: str, master: str = "local[1]", **conf):
+    """A local SparkSession for a test module, or a skip where Spark cannot run.
+
+    CI installs Java and pyspark (``make test``): there a Spark that does not start fails the tests. Elsewhere
+    a machine without Java or pyspark skips them, saying why. Nothing here depends on how long Spark takes to
+    start: a slow, loaded machine waits, it does not skip.
+    """
+    import shutil
+
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if IN_CI:
+            pytest.fail("the Spark tests need Java; CI must run them", pytrace=False)
+        pytest.skip("no Java runtime: Spark cannot be tested here")
+    if IN_CI:
+        import pyspark  # noqa: F401  (CI must have it)
+    else:
+        pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:                      # e.g. a JVM that cannot start: skip, but never in CI
+        if IN_CI:
+            raise
+        pytest.skip(f"Spark does not start here: {exc}")
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
+from conftest import IN_CI, start_spark
+
 from calibdash import calibrators, export, sql
 from calibdash.engines.apply import apply_model, source_files
 from calibdash.errors import DataError, EnvironmentProblem, SettingsError
@@ -142,25 +144,9 @@ def test_errors(data, tmp_path):
 def spark():
     """Spark adds ~25 s (JVM start, first query) to this file: it always runs in CI (env CI set), elsewhere with
     CALIBDASH_SPARK_APPLY=1. The Spark SQL itself is tested in test_sql.py."""
-    in_ci = bool(os.environ.get("CI"))
-    if not in_ci and os.environ.get("CALIBDASH_SPARK_APPLY", "") != "1":
+    if not IN_CI and os.environ.get("CALIBDASH_SPARK_APPLY", "") != "1":
         pytest.skip("set CALIBDASH_SPARK_APPLY=1 to apply a model with Spark")
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-    t = time.perf_counter()
-    try:
-        session = (SparkSession.builder.master("local[1]").appName("calibdash-test-apply")
-                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-                   .getOrCreate())
-    except Exception as exc:
-        if in_ci:
-            raise
-        pytest.skip(f"Spark does not start here: {exc}")
-    limit = float(os.environ.get("CALIBDASH_SPARK_START_S", "20"))
-    if time.perf_counter() - t > limit and not in_ci:
-        session.stop()
-        pytest.skip(f"Spark took over {limit:g} s to start (raise CALIBDASH_SPARK_START_S to run this)")
-    session.sparkContext.setLogLevel("ERROR")
+    session = start_spark("calibdash-test-apply", **{"spark.sql.shuffle.partitions": "1"})
     yield session
     session.stop()
 

@@ -4,11 +4,12 @@ The reference is the in-memory path of :mod:`calibdash.cells` on the rows concat
 (``cells.aggregate`` with ``evaluation.cell_parts``), computed here independently of the engines' code.
 """
 import os
-import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from conftest import start_spark
 
 from calibdash import cells
 from calibdash.engines import Source, aggregate, default_engine
@@ -19,7 +20,6 @@ from calibdash.evaluation import Scheme, cell_parts
 
 # pyspark's own use of pandas (toPandas, createDataFrame) warns under pandas 3; not calibdash's code
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
-IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 SIZES = {"part-b.parquet": 3000, "part-c.parquet": 2500, "part-a.parquet": 4000}   # written in this order
 SCHEMES = {"kfold": Scheme("kfold", n_folds=3, seed=4), "split": Scheme("split", test_size=0.3, seed=9),
            "column": Scheme("column")}
@@ -222,20 +222,11 @@ def test_dispatch_and_default_engine(files):
 # -- Spark = memory ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spark():
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        if IN_CI:
-            pytest.fail("the Spark engine's tests need Java; CI must run them", pytrace=False)
-        pytest.skip("no Java runtime: the Spark engine cannot be tested here")
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("calibdash-tests")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.codegen.wholeStage", "false")     # tiny data: compiling costs more than it saves
-               .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.sql.files.maxPartitionBytes", str(64 * 1024))    # several splits per CSV file
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = start_spark("calibdash-tests", "local[2]", **{
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.codegen.wholeStage": "false",          # tiny data: compiling costs more than it saves
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.files.maxPartitionBytes": str(64 * 1024)})     # several splits per CSV file
     yield session
     session.stop()
 

@@ -21,7 +21,6 @@ import bisect
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from calibdash import calibrators, export

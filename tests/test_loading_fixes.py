@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import gzip
-import time
 import tracemalloc
 import zlib
 
@@ -22,6 +21,7 @@ import pytest
 
 from calibdash import DataError
 from calibdash.data import build_score_set, guess_roles, load_scores, read_table
+from calibdash.data import roles as roles_module
 from calibdash.data.roles import NUMERIC_SHARE, parse_numbers, reads_as_numbers
 from calibdash.data.scoreset import NOT_A_NUMBER
 
@@ -131,9 +131,14 @@ def test_the_quick_screen_of_long_columns_is_not_fooled_by_periodic_text():
     sixty = pd.Series(np.where(np.arange(n) % 5 < 2, "n.a.", "0.25"), dtype="str")     # 60% numbers
     assert reads_as_numbers(sixty)
     names = pd.Series([f"user{i}" for i in range(n)], dtype="str")
-    t = time.perf_counter()
-    assert not reads_as_numbers(names)
-    assert time.perf_counter() - t < 0.5
+    parsed = []                                   # the work done, not the time it took: only the screen is parsed
+    real = roles_module.parse_numbers
+    roles_module.parse_numbers = lambda s: parsed.append(len(s)) or real(s)
+    try:
+        assert not reads_as_numbers(names)
+    finally:
+        roles_module.parse_numbers = real
+    assert parsed == [roles_module._SCREEN]
     df = pd.DataFrame({"label": np.arange(n) % 2, "p": periodic, "who": names})
     assert guess_roles(df).scores == ["p"]
 
@@ -222,23 +227,22 @@ def _gzip_stream(n_bytes: int, chunk: bytes = b"0.123,1\n" * 16384) -> bytes:
     return b"".join(out)
 
 
-def _refused_quickly(data: bytes, limit: int) -> tuple[str, float, int]:
+def _refused_early(data: bytes, limit: int) -> tuple[str, int]:
+    """The message and the peak of traced memory while refusing: the stream stops at the limit, so the peak
+    stays near it (the time it takes is measured in bench/bench_load.py, never asserted)."""
     tracemalloc.start()
-    t = time.perf_counter()
     with pytest.raises(DataError) as err:
         read_table(data, filename="rows.csv.gz", max_bytes=limit)
-    took = time.perf_counter() - t
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return str(err.value), took, peak
+    return str(err.value), peak
 
 
-def test_a_gzip_over_the_limit_is_refused_in_well_under_two_seconds():
+def test_a_gzip_over_the_limit_is_refused_before_it_is_inflated():
     limit = 1024 * 1024                                   # 1 MB; the archive holds 24 MB of rows
     data = _gzip_stream(24 * 1024 * 1024)
     assert len(data) < limit                              # the compressed bytes pass the size check
-    msg, took, peak = _refused_quickly(data, limit)
-    assert took < 2.0
+    msg, peak = _refused_early(data, limit)
     assert msg.startswith("rows.csv.gz decompresses to more than 1.0 MB: its decompressed size exceeds the "
                           "upload limit (1.0 MB); large files are read through the large-data source")
     assert "CALIBDASH_DATA_ROOT" in msg and "python -m calibdash evaluate PATH --engine duckdb" in msg
@@ -250,8 +254,8 @@ def test_the_cap_does_not_trust_the_trailer():
     limit = 1024 * 1024
     data = _gzip_stream(24 * 1024 * 1024) + gzip.compress(b"", mtime=0)
     assert int.from_bytes(data[-4:], "little") == 0
-    msg, took, peak = _refused_quickly(data, limit)
-    assert took < 2.0 and "its decompressed size exceeds the upload limit (1.0 MB)" in msg
+    msg, peak = _refused_early(data, limit)
+    assert "its decompressed size exceeds the upload limit (1.0 MB)" in msg
     assert peak < 4 * limit
 
 

@@ -1,12 +1,12 @@
 """calibdash.sql: every calibrator's SQL, run in DuckDB (and Spark), equals its predict."""
 import math
-import os
-import time
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+
+from conftest import start_spark
 
 from calibdash import calibrators, export, sql
 from calibdash.calibrators.base import Calibrator
@@ -262,24 +262,7 @@ def test_unsupported_and_register(con, monkeypatch):
 # ---------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spark():
-    pyspark = pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-    in_ci = bool(os.environ.get("CI"))                # CI installs Java and pyspark: there Spark must run
-    t = time.perf_counter()
-    try:
-        session = (SparkSession.builder.master("local[1]").appName("calibdash-test-sql")
-                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-                   .config("spark.driver.memory", "1g").getOrCreate())
-    except Exception as exc:                      # no Java, no network: skip, do not fail (but in CI)
-        if in_ci:
-            raise
-        pytest.skip(f"Spark does not start here: {exc}")
-    limit = float(os.environ.get("CALIBDASH_SPARK_START_S", "20"))      # a loaded machine may need more
-    if time.perf_counter() - t > limit and not in_ci:
-        session.stop()
-        pytest.skip(f"Spark took over {limit:g} s to start (raise CALIBDASH_SPARK_START_S to run these)")
-    session.sparkContext.setLogLevel("ERROR")
-    assert pyspark
+    session = start_spark("calibdash-test-sql", **{"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "1g"})
     yield session
     session.stop()
 

@@ -136,8 +136,7 @@ def chromium():
 @pytest.fixture
 def app_page(chromium, server_url):
     """A fresh browser context (so a fresh Streamlit session) and page; ``page.app_url`` is the base URL."""
-    context = chromium.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(UI_TIMEOUT_MS)
+    context = new_context(chromium)
     page = context.new_page()
     page.app_url = server_url
     log = SERVER_LOG
@@ -165,10 +164,46 @@ IDLE_JS = """() => {
 }"""
 
 
-def wait_idle(page, timeout_ms: int = UI_TIMEOUT_MS, settle_ms: int = 300) -> None:
-    """Wait until the script run is over (no running indicator, no stale element, no spinner)."""
+#: Counts the script runs that finished in this page: every time the app's run state leaves "running".
+#: Installed in every context (``new_context``), so a test can wait for "a run after my click" instead of a
+#: fixed time.
+RUNS_INIT_JS = """(() => {
+    window.__calibdashRuns = 0;
+    new MutationObserver(records => {
+        for (const r of records) if (r.oldValue === 'running') window.__calibdashRuns += 1;
+    }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                          attributeFilter: ['data-test-script-state']});
+})();"""
+
+FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+
+
+def new_context(browser, **options):
+    """A browser context (a fresh Streamlit session) whose pages count finished script runs."""
+    context = browser.new_context(**{"viewport": VIEWPORT, **options})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    context.add_init_script(RUNS_INIT_JS)
+    return context
+
+
+def runs(page) -> int:
+    """How many script runs have finished in ``page`` so far (a marker for :func:`wait_idle`)."""
+    return int(page.evaluate("() => window.__calibdashRuns || 0"))
+
+
+def wait_idle(page, since: int | None = None, timeout_ms: int = UI_TIMEOUT_MS) -> None:
+    """Wait until the app is idle: no script run, no stale element, no spinner.
+
+    With ``since`` (a :func:`runs` value read before an action that reruns the script), first wait until a
+    run has finished after it, so the wait cannot end before the action's run has started. Without it, wait
+    for idle, let the browser render two frames (a click's state update is committed by then, and a rerun it
+    asked for shows as "rerunRequested"), and wait for idle again. Conditions only, never a fixed time.
+    """
+    if since is not None:
+        page.wait_for_function("(n) => (window.__calibdashRuns || 0) > n", arg=since, timeout=timeout_ms,
+                               polling=100)
     page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling=100)
-    page.wait_for_timeout(settle_ms)
+    page.evaluate(FRAMES_JS)
     page.wait_for_function(IDLE_JS, timeout=timeout_ms, polling=100)
 
 
@@ -230,7 +265,10 @@ def screenshot(page, name: str) -> Path:
     try:
         if height > size["height"]:
             page.set_viewport_size({"width": size["width"], "height": height})
-            page.wait_for_timeout(600)          # plotly relayout after the resize
+            page.wait_for_function("(h) => window.innerHeight === h", arg=height)
+            page.evaluate(FRAMES_JS)            # the resize is laid out and painted
+            if page.locator('[data-testid="stApp"]').count():
+                wait_idle(page)                 # a Streamlit page: any run the resize caused is over
         page.screenshot(path=str(path), full_page=True)
     finally:
         page.set_viewport_size(size)
@@ -250,7 +288,8 @@ def server_log_since(page) -> str:
 @pytest.fixture
 def ui():
     """The helpers above, for the test modules (a conftest is not importable by name)."""
-    return SimpleNamespace(wait_idle=wait_idle, plot_signature=plot_signature,
+    return SimpleNamespace(wait_idle=wait_idle, runs=runs, new_context=new_context, frames_js=FRAMES_JS,
+                           plot_signature=plot_signature,
                            wait_plot_changed=wait_plot_changed, table=table, same_columns=same_columns,
                            screenshot=screenshot, results=RESULTS, timeout_ms=UI_TIMEOUT_MS,
                            start_streamlit=start_streamlit, stop_process=stop_process,

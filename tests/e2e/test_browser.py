@@ -287,8 +287,7 @@ def test_deep_link_as_first_request_runs_the_entry_point(chromium, results_dir, 
     proc, url = ui.start_streamlit(log)
     try:
         for i, path in enumerate(("/explore", "/data", "/explore")):
-            context = chromium.new_context(viewport={"width": 1400, "height": 900})
-            context.set_default_timeout(ui.timeout_ms)
+            context = ui.new_context(chromium)
             try:
                 page = context.new_page()
                 page.goto(url + path)
@@ -331,12 +330,12 @@ def _open_combobox(page, ui, key_class: str):
 def _choose(page, ui, key_class: str, option: str) -> None:
     """Pick ``option`` (its display text) in the selectbox inside ``key_class``."""
     _open_combobox(page, ui, key_class)
+    before = ui.runs(page)
     page.get_by_role("option", name=option, exact=True).click()
     page.wait_for_function(
         "([sel, t]) => { const e = document.querySelector(sel + ' input[role=combobox]');"
         " return e && e.value === t; }", arg=[key_class, option], timeout=ui.timeout_ms)
-    page.wait_for_timeout(200)
-    ui.wait_idle(page)
+    ui.wait_idle(page, since=before)
 
 
 def test_explore_every_calibrator_in_browser(app_page, ui):
@@ -376,10 +375,10 @@ def test_compare_all_calibrators_in_browser(app_page, ui):
         if label in chosen:
             continue
         _open_combobox(page, ui, ".st-key-compare-methods")
+        before = ui.runs(page)
         page.get_by_role("option", name=label, exact=True).click()
         page.keyboard.press("Escape")
-        page.wait_for_timeout(200)
-        ui.wait_idle(page)
+        ui.wait_idle(page, since=before)          # the run that adds the method
     page.wait_for_function(
         "(n) => { const df = document.querySelector('[data-testid=\"stMain\"] [data-testid=\"stDataFrame\"]');"
         " return df && df.querySelectorAll('[role=row]').length === n + 2; }", arg=len(labels),

@@ -47,7 +47,7 @@ def test_compare_three_download_and_share(app_page, chromium, ui):
     url = page.url
     assert "methods=histogram%2Cisotonic%2Cbbq" in url or "methods=histogram,isotonic,bbq" in url
     first_rows = ui.table(page, 0)
-    other = chromium.new_context(viewport={"width": 1500, "height": 1100})
+    other = ui.new_context(chromium, viewport={"width": 1500, "height": 1100})
     try:
         page2 = other.new_page()
         page2.goto(url)

@@ -37,8 +37,7 @@ def large_server(tmp_path_factory, chromium):
 @pytest.fixture
 def page(chromium, large_server, ui):
     url, log = large_server
-    context = chromium.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(ui.timeout_ms)
+    context = ui.new_context(chromium)
     p = context.new_page()
     p.app_url = url
     p.server_log = (log, log.stat().st_size if log.exists() else 0)

@@ -80,7 +80,8 @@ def test_report_opens_offline_draws_both_charts_and_prints_on_a4(chromium, repor
         # printed: nothing wider than A4's printable width, both charts whole
         page.set_viewport_size({"width": A4_PRINT_WIDTH, "height": 1100})
         page.emulate_media(media="print")
-        page.wait_for_timeout(300)
+        page.wait_for_function("(w) => window.innerWidth === w", arg=A4_PRINT_WIDTH, timeout=ui.timeout_ms)
+        page.evaluate(ui.frames_js)                # the new width is laid out (plotly redraws on resize)
         assert page.evaluate("() => document.documentElement.scrollWidth") <= A4_PRINT_WIDTH
         widths = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
                                ".map(gd => gd.getBoundingClientRect().right)")
