@@ -22,15 +22,18 @@ messages with exit status 2. Method lists and ``--param`` go through
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import sys
+import warnings
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import benchmark, calibrators, export, measures, report
+from . import benchmark, bootstrap as cboot, calibrators, export, measures, report
 from .data import guess_roles, load_scores, margins, read_table
 from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from .evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set
@@ -42,6 +45,8 @@ __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", 
 #: Methods ``evaluate`` and ``report`` fit unless told otherwise (:data:`calibdash.methods.DEFAULT_METHODS`).
 EVALUATE_METHODS = DEFAULT_METHODS
 _SCHEME = Scheme()
+#: Paired resamples of ``evaluate --measures``' intervals unless ``--boot`` says otherwise (the Compare page's).
+MEASURES_BOOT = 100
 
 
 def _float(v: float) -> str:
@@ -103,9 +108,93 @@ def _engine(args) -> str | None:
 def _engine_source(args, split: str | None = None):
     from . import engines
 
-    return engines.source_for(args.file, score=args.score, label=args.label, split=split,
-                              database=getattr(args, "database", None), table=getattr(args, "table", None),
-                              query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
+    src = engines.source_for(args.file, score=args.score, label=args.label, split=split,
+                             database=getattr(args, "database", None), table=getattr(args, "table", None),
+                             query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
+    if getattr(args, "positive", None) is not None:
+        src = dataclasses.replace(src, positive=args.positive)
+    return src
+
+
+def _number(v):
+    """A float for JSON, None where it is NaN or infinite (JSON has no NaN)."""
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _jsonable(v):
+    """A label value as JSON holds it: a Python scalar (``1.0`` stays ``1.0``), else its text."""
+    v = v.item() if hasattr(v, "item") else v
+    return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+
+
+def _sentence(fragment: str) -> str:
+    return fragment[:1].upper() + fragment[1:] + ("" if fragment.endswith(".") else ".")
+
+
+def _metrics_json(ev) -> dict:
+    return {k: {m: _number(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
+
+
+def _validation_json(ss) -> dict:
+    """What loading found (:class:`calibdash.data.ValidationReport`): rows read, used, dropped and why, the
+    label's classes, the mapped score columns, and the report's messages."""
+    rep = ss.report
+    return {"rows_read": rep.n_read, "rows_used": rep.n_used, "rows_dropped": int(sum(rep.dropped.values())),
+            "dropped": {reason: int(k) for reason, k in rep.dropped.items()},
+            "dropped_examples": {reason: list(ex) for reason, ex in rep.dropped_examples.items()},
+            "label": {"column": ss.label_column, "positive": _jsonable(ss.positive_label),
+                      "negative": _jsonable(ss.negative_label)},
+            "class_counts": {k: int(v) for k, v in rep.class_counts.items()},
+            "mapped": {col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in rep.mapped.items()},
+            "messages": list(rep.messages)}
+
+
+def _measure_names(arg: str | None) -> tuple[str, ...] | None:
+    """``--measures``: None when not asked, every measure for ``all``, else the listed ones (any case)."""
+    if arg is None:
+        return None
+    if arg.strip().lower() in ("", "all"):
+        return measures.MEASURE_NAMES
+    by_lower = {m.lower(): m for m in measures.MEASURE_NAMES}
+    names = [by_lower.get(x.strip().lower(), x.strip()) for x in arg.split(",") if x.strip()]
+    return measures.check_names(names)
+
+
+def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
+    """The further measures of ``ev``'s judged rows (or cells: weighted rows) with paired Poisson-bootstrap
+    intervals, as the Compare page's "More measures" (:func:`calibdash.bootstrap.bootstrap_measures`)."""
+    if int(n_boot) < 1:
+        raise SettingsError(f"--boot must be at least 1, got {n_boot}.")
+    n = ev.weights if ev.weights is not None else np.ones(len(ev.labels))
+    with warnings.catch_warnings():          # a resample where a measure is undefined is NaN, and left out
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
+
+
+def _measures_json(boot: cboot.BootstrapResult) -> dict:
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+    return {"level": boot.level, "resamples": boot.n_boot, "note": boot.note,
+            "values": {m: {name: {stat: _number(t.loc[m, (name, stat)]) for stat in ("value", "low", "high")}
+                           for name in names} for m in t.index}}
+
+
+def _print_measures(boot: cboot.BootstrapResult) -> None:
+    """One row per measure, one column per method: ``value [low, high]``."""
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+
+    def cell(m, name):
+        v, lo, hi = (t.loc[m, (name, s)] for s in ("value", "low", "high"))
+        return "n/a" if not np.isfinite(v) else f"{v:.4f} [{lo:.4f}, {hi:.4f}]"
+
+    frame = pd.DataFrame({"best": [measures.best_phrase(name).removesuffix(" is better") for name in names],
+                          **{m: [cell(m, name) for name in names] for m in t.index}}, index=names)
+    frame.index.name = "measure"
+    print(f"\nMore measures: value [{round(100 * boot.level)}% paired interval]")
+    print(frame.to_string())
+    print(boot.note)
 
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
@@ -115,60 +204,81 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
 
     if any(c.uses_features for c in cals.values()):
         raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
+    names = _measure_names(args.measures)
     src = _engine_source(args, split=args.split)
     if scheme.kind == "column" and not src.split:
         raise DataError("--scheme column needs a split column: name it with --split.")
     cells = engines.aggregate(src, scheme, engine=engine, features=[], memory_limit=args.memory_limit)
     ev = evaluate_cells(cells, cals, scheme)
     scheme_text = scheme.describe(on_cells=True)
+    boot = _measures(ev, names, args.boot) if names else None
     if args.json:
-        json.dump({"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
-                   "scheme": scheme_text, "cells": ev.note, "binning": ev.binning,
-                   "metrics": {k: {m: float(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}},
-                  sys.stdout, indent=2)
+        n_pos = int(cells.n_pos.sum())
+        out = {"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
+               "scheme": scheme_text, "cells": cells.describe(), "notes": list(ev.notes), "binning": ev.binning,
+               "validation": {"rows_read": cells.n_rows, "rows_used": cells.n_rows, "rows_dropped": 0, "dropped": {},
+                              "label": {"column": src.label, "positive": _jsonable(src.positive)},
+                              "class_counts": {"positive": n_pos, "negative": cells.n_rows - n_pos},
+                              "messages": [("Rows where they live are checked, not dropped: a missing score or "
+                                            "label is refused.")]},
+               "metrics": _metrics_json(ev)}
+        if boot is not None:
+            out["measures"] = _measures_json(boot)
+        json.dump(out, sys.stdout, indent=2)
         print()
         return 0
     print(f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
           f"(aggregated by {engine})")
-    print(f"  · {ev.note}")
+    for msg in [cells.describe(), *ev.notes]:
+        print(f"  · {_sentence(msg)}")
     print(ev.metrics.to_string(float_format=_float))
     print(f"ECE and MCE: {ev.binning}.")
+    if boot is not None:
+        _print_measures(boot)
     return 0
 
 
 def cmd_evaluate(args) -> int:
-    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON)."""
+    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON); with ``--measures`` the
+    further measures with paired intervals too."""
     cals = resolve(args.methods, parse_params(args.param))
     scheme = _scheme(args)
     engine = _engine(args)
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)
-    ss = load_scores(args.file, score=args.score, label=args.label)
+    names = _measure_names(args.measures)
+    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
     _check_split(ss, args)
     ev = evaluate_score_set(ss, cals, scheme, cells=args.cells)
     if ev.weights is not None:
-        judged, how, scheme_text = ev.n_judged, ev.note, scheme.describe(on_cells=True)
+        judged, scheme_text = ev.n_judged, scheme.describe(on_cells=True)
+        how = ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note
     else:
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
+    boot = _measures(ev, names, args.boot) if names else None
     if args.json:
-        json.dump({"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
-                   "cells": how, "binning": ev.binning,
-                   "metrics": {k: {m: float(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}},
-                  sys.stdout, indent=2)
+        out = {"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
+               "cells": how, "notes": list(ev.notes), "binning": ev.binning, "validation": _validation_json(ss),
+               "metrics": _metrics_json(ev)}
+        if boot is not None:
+            out["measures"] = _measures_json(boot)
+        json.dump(out, sys.stdout, indent=2)
         print()
         return 0
     print(f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged")
-    for msg in ss.report.messages + ([how] if how else []):
-        print(f"  · {msg}")
+    for msg in ss.report.messages + ([how] if how else []) + list(ev.notes):
+        print(f"  · {_sentence(msg)}")
     print(ev.metrics.to_string(float_format=_float))
     print(f"ECE and MCE: {ev.binning}.")
+    if boot is not None:
+        _print_measures(boot)
     return 0
 
 
 # -- report -----------------------------------------------------------------------------------------------
 def cmd_report(args) -> int:
     """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`)."""
-    ss = load_scores(args.file, score=args.score, label=args.label)
+    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
     _check_split(ss, args)
     text = report.report_for_score_set(ss, args.methods, _scheme(args), params=parse_params(args.param),
                                        cells=args.cells, title=args.title,
@@ -205,7 +315,7 @@ def cmd_fit(args) -> int:
     engine = _engine(args)
     if engine:
         return _fit_engine(args, cal, method, engine)
-    ss = load_scores(args.file, score=args.score, label=args.label)
+    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
     rows = np.arange(ss.n_rows)
     if args.split_value is not None:
         if ss.split is None:
@@ -407,6 +517,7 @@ def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
     _add_methods(p, EVALUATE_METHODS)
     p.add_argument("--score", help="score column (default: guessed)")
     p.add_argument("--label", help="label column (default: guessed)")
+    _add_positive(p)
     p.add_argument("--scheme", default=_SCHEME.kind, choices=list(KINDS), help="default: %(default)s")
     p.add_argument("--test-size", type=float, default=_SCHEME.test_size,
                    help="held-out fraction for --scheme split (default: %(default)s)")
@@ -415,6 +526,13 @@ def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
     p.add_argument("--cells", choices=list(CELLS_CHOICES), default="auto",
                    help=f"work on score cells (per distinct score: rows, positives) instead of rows; auto: above "
                         f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
+
+
+def _add_positive(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--positive", "--pos-label", dest="positive", metavar="VALUE",
+                   help="the label value of the positive class (class 1); default: 1, true, yes, pos, ...; else the "
+                        "value opposite 0, -1, no, neg, ...; else the second value in sorted order "
+                        "(calibdash.validation.choose_positive, the rule of the API and the pages)")
 
 
 def _add_engine(p: argparse.ArgumentParser) -> None:
@@ -441,7 +559,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("evaluate", help="fit calibrators and print held-out metrics")
     _add_evaluation(e, table_help)
-    e.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    e.add_argument("--json", action="store_true",
+                   help="print JSON instead of a table: the metrics, the validation report (rows read, used, dropped "
+                        "and why) and the evaluation's notes")
+    e.add_argument("--measures", nargs="?", const="all", metavar="all|NAME,...",
+                   help="add the further measures (smECE, ICI, calibration slope and intercept, CORP and Murphy "
+                        "decompositions, Spiegelhalter's z, Hosmer-Lemeshow, ...) with paired bootstrap intervals, "
+                        "as the Compare page's 'More measures'; alone or 'all': every one; else a comma list of "
+                        f"{', '.join(measures.MEASURE_NAMES)}")
+    e.add_argument("--boot", type=int, default=MEASURES_BOOT,
+                   help="paired resamples of the --measures intervals (default: %(default)s)")
     _add_engine(e)
     e.set_defaults(func=cmd_evaluate)
 
@@ -468,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_param(f)
     f.add_argument("--score", help="score column (default: guessed)")
     f.add_argument("--label", help="label column (default: guessed)")
+    _add_positive(f)
     f.add_argument("--split-value", metavar="VALUE", help="fit only on the rows whose split column holds VALUE")
     f.add_argument("--out", metavar="MODEL.json", help="where to write the model (default: stdout)")
     _add_engine(f)

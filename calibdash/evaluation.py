@@ -6,7 +6,8 @@ for it: the :class:`Scheme` says how rows are divided.
 ``kind="split"``
     A stratified random split: ``test_size`` of the rows (each class in the
     same proportion) are held out, the rest fit the calibrators; ``seed``
-    fixes the draw.
+    fixes the draw. When a part is too small to hold both classes the rows
+    are split at random instead, and the Evaluation's ``note`` says why.
 ``kind="column"``
     The file's own split column: rows whose value names a training part
     (train, training, calib, calibration, fit, dev) fit; rows naming a test
@@ -15,9 +16,15 @@ for it: the :class:`Scheme` says how rows are divided.
 ``kind="kfold"``
     K-fold cross-fitting: every row's calibrated value comes from a model
     fitted on the other K - 1 folds (stratified, shuffled with ``seed``), so
-    every row is judged once, out of fold.
+    every row is judged once, out of fold. With fewer rows of a class than
+    folds, some folds judge no row of it (the ``note`` says so).
 ``kind="insample"``
     Fit and judge on all rows: optimistic, offered only because users ask.
+
+Every held-out scheme needs at least 2 rows of each class (one to fit on,
+one to judge); with a single row of a class (one positive among 1,000 rows)
+:func:`split_plan` refuses with a :class:`~calibdash.errors.DataError` that
+says so and suggests the in-sample scheme.
 
 :func:`evaluate` returns each method's held-out predictions and a metrics
 table whose first row is the uncalibrated scores on the same rows.
@@ -25,6 +32,7 @@ table whose first row is the uncalibrated scores on the same rows.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -39,7 +47,7 @@ from .errors import DataError, SettingsError
 from .methods import RAW, resolve
 from .validation import check_labels, check_scores
 
-__all__ = ["Scheme", "Evaluation", "split_indices", "evaluate", "combine", "UNCALIBRATED",
+__all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "evaluate", "combine", "UNCALIBRATED",
            "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for",
            "TRAIN_WORDS", "TEST_WORDS", "evaluate_score_set", "CELLS_CHOICES"]
 
@@ -111,25 +119,97 @@ def _column_parts(split: np.ndarray, train_value: str | None) -> np.ndarray:
     return is_train
 
 
-def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fit rows, judged rows) index pairs for ``scheme``: one pair, or K for k-fold.
+#: What a refusal for too few rows of a class suggests instead.
+_FEW_ROWS_ADVICE = ("Choose the in-sample scheme (Scheme('insample'), --scheme insample, the pages' "
+                    "'In-sample'; optimistic: fitted and judged on the same rows), or add rows of that class.")
+
+
+def _smaller_class(y: np.ndarray) -> tuple[str, int]:
+    """("positive" or "negative", its count): the label's smaller class."""
+    n_pos = int(y.sum())
+    n_neg = int(y.size - n_pos)
+    return ("positive", n_pos) if n_pos <= n_neg else ("negative", n_neg)
+
+
+def _rows(k: int, what: str = "row") -> str:
+    return f"{k:,} {what}{'s' if k != 1 else ''}"
+
+
+def _refuse_too_few(y: np.ndarray, what: str) -> None:
+    """DataError unless each class has the 2 rows a held-out scheme needs (one to fit on, one to judge)."""
+    which, small = _smaller_class(y)
+    if small < 2:
+        raise DataError(f"{what} needs at least 2 rows of each class, one to fit on and one to judge; the {which} "
+                        f"class has {_rows(small)} among {y.size:,}. {_FEW_ROWS_ADVICE}")
+
+
+def _split_rows(y: np.ndarray, scheme: Scheme, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The random split: stratified by class when it can be, else a plain random split saying why in ``notes``."""
+    n = y.size
+    idx = np.arange(n)
+    if not 0 < scheme.test_size < 1:
+        raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
+    _refuse_too_few(y, "a held-out split")
+    n_test = int(np.ceil(scheme.test_size * n))        # scikit-learn's sizes
+    n_fit = n - n_test
+    if n_test < 1 or n_fit < 1:
+        raise DataError(f"test_size={scheme.test_size} of {n:,} rows leaves the "
+                        f"{'held-out' if n_test < 1 else 'fitting'} part empty; choose a test_size between "
+                        f"{1 / n:.3g} and {1 - 1 / n:.3g}.")
+    try:
+        tr, te = train_test_split(idx, test_size=scheme.test_size, random_state=scheme.seed, stratify=y)
+    except ValueError:
+        small = min(n_test, n_fit)
+        why = (f"the {'held-out' if n_test <= n_fit else 'fitting'} part would hold {_rows(small)}, too few to "
+               "hold both classes")
+        tr, te = train_test_split(idx, test_size=scheme.test_size, random_state=scheme.seed, shuffle=True)
+        notes.append(f"the split is not stratified by class: {why}, so the rows were split at random instead "
+                     f"(seed {scheme.seed})")
+    return np.sort(tr), np.sort(te)
+
+
+def _dealt_folds(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """K stratified folds when every class has fewer than K rows (which scikit-learn's StratifiedKFold refuses):
+    each class's rows, shuffled with ``seed``, are dealt to the folds in turn, the next class continuing where
+    the last stopped, so each fold gets at most one row of a class and none stays empty."""
+    rng = np.random.default_rng(seed)
+    fold = np.empty(y.size, dtype=np.int64)
+    start = 0
+    for cls in (0, 1):
+        rows = rng.permutation(np.flatnonzero(y == cls))
+        fold[rows] = (start + np.arange(rows.size)) % k
+        start += rows.size
+    idx = np.arange(y.size)
+    return [(idx[fold != f], idx[fold == f]) for f in range(k)]
+
+
+def split_plan(labels, scheme: Scheme, split=None) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
+    """(fit rows, judged rows) index pairs for ``scheme`` and notes on how they were made.
+
+    The random split is stratified by class (each class held out in the same
+    proportion); when it cannot be (a part too small to hold both classes) the
+    rows are split at random and a note says why. K-fold is stratified too;
+    when the smaller class has fewer rows than folds, some folds judge no row
+    of it (each still fits on both classes) and a note says so. A held-out
+    scheme needs 2 rows of each class (one to fit on, one to judge): with one,
+    a :class:`DataError` says what to choose instead.
+
+    Returns
+    -------
+    (list of (ndarray, ndarray), list of str)
 
     Raises
     ------
     DataError
-        If a part would be empty or lack a class, or the split column is unusable.
+        If a part would be empty or fit on one class only, a class has a
+        single row, or the split column is unusable.
     """
     y = np.asarray(labels)
     n = y.size
     idx = np.arange(n)
+    notes: list[str] = []
     if scheme.kind == "split":
-        if not 0 < scheme.test_size < 1:
-            raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
-        try:
-            tr, te = train_test_split(idx, test_size=scheme.test_size, random_state=scheme.seed, stratify=y)
-        except ValueError as exc:
-            raise DataError(f"cannot split {n} rows with test_size={scheme.test_size}: {exc}") from None
-        pairs = [(np.sort(tr), np.sort(te))]
+        pairs = [_split_rows(y, scheme, notes)]
     elif scheme.kind == "column":
         if split is None:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
@@ -139,12 +219,21 @@ def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, 
         k = int(scheme.n_folds)
         if k < 2:
             raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
-        minority = int(min(y.sum(), n - y.sum()))
-        if minority < k:
-            raise DataError(f"{k}-fold cross-fitting needs at least {k} rows of each class; "
-                            f"the smaller class has {minority}.")
-        folds = StratifiedKFold(n_splits=k, shuffle=True, random_state=scheme.seed)
-        pairs = [(tr, te) for tr, te in folds.split(idx, y)]
+        if k > n:
+            raise DataError(f"{k}-fold cross-fitting needs at least {k} rows; there are {n:,}.")
+        _refuse_too_few(y, f"{k}-fold cross-fitting")
+        which, small = _smaller_class(y)
+        if max(int(y.sum()), n - int(y.sum())) >= k:
+            folds = StratifiedKFold(n_splits=k, shuffle=True, random_state=scheme.seed)
+            with warnings.catch_warnings():       # "The least populated class in y has only ... members": said below
+                warnings.simplefilter("ignore", UserWarning)
+                pairs = [(tr, te) for tr, te in folds.split(idx, y)]
+        else:                                     # scikit-learn refuses when every class is smaller than k
+            pairs = _dealt_folds(y, k, scheme.seed)
+        if small < k:
+            blind = sum(1 for _, te in pairs if np.unique(y[te]).size < 2)
+            notes.append(f"only {_rows(small, which + ' row')} for {k} folds: {_rows(blind, 'fold')} judge rows of "
+                         "one class only (every fold still fits on both classes, and every row is judged once)")
     elif scheme.kind == "insample":
         pairs = [(idx, idx)]
     else:
@@ -153,8 +242,27 @@ def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, 
         if te.size == 0:
             raise DataError("the held-out part is empty.")
         if np.unique(y[tr]).size < 2:
-            raise DataError("the fitting part holds one class only; calibrators need both.")
-    return pairs
+            which, small = _smaller_class(y)
+            raise DataError(f"the fitting part ({_rows(tr.size)}) holds one class only; calibrators need both "
+                            f"(the {which} class has {_rows(small)} among {n:,}).")
+    if scheme.kind in ("split", "column"):
+        judged = y[pairs[0][1]]
+        for cls, name in ((1, "positive"), (0, "negative")):
+            if not (judged == cls).any():
+                notes.append(f"the held-out rows hold no {name} row: AUC is undefined (NaN) there, and "
+                             "calibration is judged on one class")
+    return pairs, notes
+
+
+def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fit rows, judged rows) index pairs for ``scheme``: one pair, or K for k-fold (:func:`split_plan`'s).
+
+    Raises
+    ------
+    DataError
+        If a part would be empty or lack a class, or the split column is unusable.
+    """
+    return split_plan(labels, scheme, split)[0]
 
 
 @dataclass
@@ -195,7 +303,14 @@ class Evaluation:
         models were fitted on (what :func:`calibdash.explain.explain` needs
         there instead of ``fit_rows``).
     note : str
-        On score cells: how many rows were summarised into how many cells.
+        On score cells: how many rows were summarised into how many cells;
+        then, on rows or cells, how the split departed from the scheme and
+        why (:func:`split_plan`: a split not stratified, folds that judge no
+        row of a class, held-out rows of one class). Fragments joined by
+        "; ", without a final period; "" when there is nothing to say.
+    notes : list of str
+        The split's notes alone (what ``note`` adds after the cells'
+        description), one fragment each.
     """
 
     scheme: Scheme
@@ -210,6 +325,7 @@ class Evaluation:
     weights: np.ndarray | None = None
     fit_sample: tuple | None = None
     note: str = ""
+    notes: list = field(default_factory=list)
 
     @property
     def n_judged(self) -> int:
@@ -220,13 +336,14 @@ class Evaluation:
 def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] | str,
              scheme: Scheme | None = None, *, features: pd.DataFrame | None = None,
              split=None, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
-             progress: Callable[[float, str], None] | None = None) -> Evaluation:
+             progress: Callable[[float, str], None] | None = None, pos_label=None) -> Evaluation:
     """Fit each method on the fitting rows and judge it on held-out rows.
 
     Parameters
     ----------
     scores, labels : array-like
-        Scores in [0, 1] and 0/1 labels.
+        Scores in [0, 1] and labels: any two values (0/1, -1/1, True/False,
+        yes/no, two strings); the Evaluation's ``labels`` are 0/1.
     methods : method spec
         Anything :func:`calibdash.methods.resolve` takes: ``"platt,bbq"``,
         a list, ``{"bbq": {"n_prime": 2}}``, ``{key: calibrator}``. Each
@@ -241,18 +358,22 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
         10 equal-count bins; see :mod:`calibdash.metrics`).
     progress : callable(fraction, message), optional
         Called after each fitted fold.
+    pos_label : optional
+        The label value of the positive class; default the shared rule
+        (:func:`calibdash.validation.choose_positive`), as the file loader.
 
     Returns
     -------
     Evaluation
+        Its ``note`` says when the split departed from the scheme, and why.
     """
     scheme = scheme or Scheme()
     s = check_scores(scores)
-    y = check_labels(labels, s.size)
+    y = check_labels(labels, s.size, pos_label=pos_label)
     cals = resolve(methods)
     if features is not None:
         features = features.reset_index(drop=True)
-    pairs = split_indices(y, scheme, split)
+    pairs, notes = split_plan(y, scheme, split)
     rows = np.sort(np.concatenate([te for _, te in pairs])) if scheme.kind == "kfold" else pairs[0][1]
     preds = {UNCALIBRATED: s[rows]}
     models: dict[str, Calibrator] = {}
@@ -284,7 +405,7 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     return Evaluation(scheme=scheme, rows=rows, labels=y_rows,
                       predictions=pd.DataFrame(preds, index=rows), metrics=table,
                       models=models, fit_rows=np.sort(fit_rows), fit_seconds=seconds,
-                      binning=metrics.binning_label(n_bins, strategy))
+                      binning=metrics.binning_label(n_bins, strategy), note="; ".join(notes), notes=notes)
 
 
 def combine(parts: Sequence[Evaluation]) -> Evaluation:
@@ -318,7 +439,8 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
     return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels,
                       predictions=pd.concat(preds, axis=1), metrics=pd.concat(tables),
                       models=models, fit_rows=first.fit_rows, fit_seconds=seconds, binning=first.binning,
-                      weights=first.weights, fit_sample=first.fit_sample, note=first.note)
+                      weights=first.weights, fit_sample=first.fit_sample, note=first.note,
+                      notes=list(first.notes))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,6 +470,44 @@ def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
         return cells.parts_for(n_rows, "column", split_train=_column_parts(np.asarray(split), scheme.train_value))
     return cells.parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
+
+
+def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
+    """Refuse folds of score cells that cannot fit (a class missing) as :func:`split_plan` refuses rows, saying
+    why; return notes on judged parts that hold one class."""
+    n_all = int(all_cells.n.sum())
+    n_pos = int(all_cells.n_pos.sum())
+    which, small = ("positive", n_pos) if n_pos <= n_all - n_pos else ("negative", n_all - n_pos)
+    if small == 0:
+        raise DataError(f"the {n_all:,} rows hold one class only (no {which} row); calibration needs both.")
+    if scheme.kind != "insample" and small < 2:
+        what = {"kfold": f"{scheme.n_folds}-fold cross-fitting"}.get(scheme.kind, "a held-out split")
+        raise DataError(f"{what} needs at least 2 rows of each class, one to fit on and one to judge; the {which} "
+                        f"class has {_rows(small)} among {n_all:,}. {_FEW_ROWS_ADVICE}")
+    how = ("the split column marks none of them for fitting" if scheme.kind == "column" else
+           "the rows' parts, drawn from a hash of their position (not stratified by class), put none of them there")
+    fix = ("" if scheme.kind == "column" else " Choose another seed" + (", fewer folds" if scheme.kind == "kfold" else "")
+           + " or the in-sample scheme.")
+    notes, blind = [], 0
+    for i, (fit, test) in enumerate(folds):
+        if not test.any():
+            raise DataError("the held-out part is empty.")
+        sub = all_cells.select(fit)
+        fit_pos, fit_n = int(sub.n_pos.sum()), int(sub.n.sum())
+        if fit_pos == 0 or fit_pos == fit_n:
+            where = f" of fold {i + 1} of {len(folds)}" if scheme.kind == "kfold" else ""
+            raise DataError(f"the fitting part{where} ({_rows(fit_n)}) holds one class only; calibrators need both: "
+                            f"the {which} class has {_rows(small)} among {n_all:,}, and {how}.{fix}")
+        judged = all_cells.select(test)
+        j_pos, j_n = int(judged.n_pos.sum()), int(judged.n.sum())
+        blind += int(j_pos == 0 or j_pos == j_n)
+    if blind and scheme.kind == "kfold":
+        notes.append(f"{_rows(blind, 'fold')} of {len(folds)} judge rows of one class only (the {which} class has "
+                     f"{_rows(small)} among {n_all:,}), and every row is still judged once")
+    elif blind and scheme.kind in ("split", "column"):
+        notes.append("the held-out rows hold one class only: AUC is undefined (NaN) there, and calibration is judged "
+                     "on one class")
+    return notes
 
 
 def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: int = metrics.DEFAULT_N_BINS,
@@ -388,12 +548,7 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     else:
         folds = [(part == 0, part == 1)]
         judged = part == 1
-    for fit, test in folds:
-        sub = all_cells.select(fit)
-        if not test.any():
-            raise DataError("the held-out part is empty.")
-        if sub.n_pos.sum() == 0 or sub.n_pos.sum() == sub.n.sum():
-            raise DataError("the fitting part holds one class only; calibrators need both.")
+    notes = _check_cell_folds(all_cells, folds, scheme)
     seen = all_cells.select(judged)
     preds = {UNCALIBRATED: seen.score}
     models, seconds = {}, {}
@@ -429,7 +584,8 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     return Evaluation(scheme=scheme, rows=np.arange(yy.size), labels=yy, predictions=pd.DataFrame(columns),
                       metrics=table, models=models, fit_seconds=seconds,
                       binning=metrics.binning_label(n_bins, strategy), weights=ww,
-                      fit_sample=fitted_on.weighted_rows(), note=all_cells.describe())
+                      fit_sample=fitted_on.weighted_rows(), note="; ".join([all_cells.describe(), *notes]),
+                      notes=notes)
 
 
 #: Ways to choose between rows and score cells (the command line's ``--cells``).

@@ -143,7 +143,7 @@ def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = None, *,
-            loess_points: int | None = None) -> dict[str, float]:
+            loess_points: int | None = None, pos_label=None) -> dict[str, float]:
     """The asked measures (default all) of predictions ``probs`` against 0/1 ``labels``.
 
     ``loess_points``: the nodes at which ICI's loess curve is fitted exactly
@@ -153,11 +153,15 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
     A measure these rows do not define is NaN: the slope when every
     prediction is the same, or ICI, E50 and E90 when most predictions are
     tied (a step calibrator's), where R's loess stops with "span too small"
-    (:func:`calibdash.clinical.ici`). Invalid input (NaN, labels other than
-    0/1, scores outside [0, 1]) raises :class:`~calibdash.errors.DataError`.
+    (:func:`calibdash.clinical.ici`). Invalid input (NaN, more than two
+    label values, scores outside [0, 1]) raises :class:`~calibdash.errors.DataError`.
+
+    ``labels`` are any two values, as for :mod:`calibdash.metrics`;
+    ``pos_label`` names the positive class (default: the shared rule,
+    :func:`calibdash.validation.choose_positive`).
     """
     want = check_names(names)
-    p, y, w = metrics._check(probs, labels, sample_weight)
+    p, y, w = metrics._check(probs, labels, sample_weight, pos_label)
     out: dict[str, float] = {}
     for given, fn in _GROUPS:
         if not set(given) & set(want):
@@ -171,9 +175,10 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
     return {n: out[n] for n in want}
 
 
-def table(predictions: pd.DataFrame, labels, sample_weight=None, names: Sequence[str] | None = None) -> pd.DataFrame:
+def table(predictions: pd.DataFrame, labels, sample_weight=None, names: Sequence[str] | None = None, *,
+          pos_label=None) -> pd.DataFrame:
     """One row per method (a column of ``predictions``), one column per measure."""
-    return pd.DataFrame({m: compute(predictions[m].to_numpy(), labels, sample_weight, names)
+    return pd.DataFrame({m: compute(predictions[m].to_numpy(), labels, sample_weight, names, pos_label=pos_label)
                          for m in predictions.columns}).T.reindex(columns=list(check_names(names)))
 
 

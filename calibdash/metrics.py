@@ -1,7 +1,9 @@
 """Calibration and discrimination metrics for binary probabilities.
 
 All functions take ``probs`` (predicted probability of the positive class, in
-[0, 1]) and ``labels`` (0/1) of the same length.
+[0, 1]) and ``labels`` of the same length: 0/1, or any two values (-1/1,
+True/False, yes/no, two strings) whose positive class ``pos_label=`` names or
+:func:`calibdash.validation.choose_positive` chooses, as the file loader does.
 
 Weights and score cells
 -----------------------
@@ -125,10 +127,11 @@ def binning_label(n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY
 # ----------------------------------------------------------------------------
 # input checks
 # ----------------------------------------------------------------------------
-def _check(probs, labels, sample_weight=None):
-    """Validated ``(p, y, w)``; ``w`` is None when every row weighs 1."""
+def _check(probs, labels, sample_weight=None, pos_label=None):
+    """Validated ``(p, y, w)``; ``w`` is None when every row weighs 1; ``y`` is 0/1 with 1 the positive class
+    (:func:`calibdash.validation.check_labels`: any two label values, ``pos_label`` or the shared rule)."""
     p = check_scores(probs, "probs")
-    y = check_labels(labels, p.size, require_both=False)
+    y = check_labels(labels, p.size, require_both=False, pos_label=pos_label)
     return p, y, check_weights(sample_weight, p.size)
 
 
@@ -366,7 +369,7 @@ def _mce(bins: _Bins) -> float:
 
 
 def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
-        sample_weight=None) -> float:
+        sample_weight=None, *, pos_label=None) -> float:
     """Expected calibration error: sum_b (n_b / N) |mean p_b - mean y_b|.
 
     Parameters
@@ -381,19 +384,23 @@ def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
     sample_weight : array-like, optional
         Row weights (a row of weight w counts as w rows); ``n_b`` and ``N``
         become weight sums. Refused by ``"rank"``.
+    pos_label : optional
+        The label value of the positive class (every function here takes
+        it); default :func:`calibdash.validation.choose_positive`'s rule, as
+        the file loader (1, True, yes, ...; see the module docstring there).
     """
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
     return _ece(_bins(p, y, w, n_bins, strategy), _total(p, w))
 
 
 def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
-        sample_weight=None) -> float:
+        sample_weight=None, *, pos_label=None) -> float:
     """Maximum calibration error: max_b |mean p_b - mean y_b| over non-empty bins.
 
     Arguments as for :func:`ece`.
     """
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
     return _mce(_bins(p, y, w, n_bins, strategy))
 
@@ -402,14 +409,14 @@ def _brier(p, y, w) -> float:
     return _mean((p - y) ** 2, w)
 
 
-def brier(probs, labels, sample_weight=None) -> float:
+def brier(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     """Brier score: (weighted) mean squared difference between probability and outcome."""
-    return _brier(*_check(probs, labels, sample_weight))
+    return _brier(*_check(probs, labels, sample_weight, pos_label))
 
 
-def rmse(probs, labels, sample_weight=None) -> float:
+def rmse(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     """Root of the Brier score (the RMSE of the BBQ, SBB/ABB and ELiTE papers)."""
-    return math.sqrt(brier(probs, labels, sample_weight))
+    return math.sqrt(brier(probs, labels, sample_weight, pos_label=pos_label))
 
 
 def _log_loss(p, y, w, eps: float = 1e-15) -> float:
@@ -417,9 +424,9 @@ def _log_loss(p, y, w, eps: float = 1e-15) -> float:
     return -_mean(y * np.log(q) + (1 - y) * np.log1p(-q), w)
 
 
-def log_loss(probs, labels, eps: float = 1e-15, sample_weight=None) -> float:
+def log_loss(probs, labels, eps: float = 1e-15, sample_weight=None, *, pos_label=None) -> float:
     """Mean negative Bernoulli log-likelihood, probabilities clipped to [eps, 1-eps]."""
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     return _log_loss(p, y, w, eps)
 
 
@@ -433,13 +440,13 @@ def _auc(g: _Groups) -> float:
     return float(np.dot(g.pos, below + 0.5 * neg) / (n0 * n1))
 
 
-def auc(probs, labels, sample_weight=None) -> float:
+def auc(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     """Area under the ROC curve: the Mann-Whitney statistic, ties counted one half.
 
     Returns NaN when only one class has weight. The BBQ authors' code reports
     ``max(AUC, 1 - AUC)``; this function returns the plain AUC.
     """
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     return _auc(_groups(p, y, w))
 
 
@@ -447,19 +454,19 @@ def _accuracy(p, y, w, threshold: float = 0.5) -> float:
     return _mean(((p >= threshold) == (y == 1)).astype(float), w)
 
 
-def accuracy(probs, labels, threshold: float = 0.5, sample_weight=None) -> float:
+def accuracy(probs, labels, threshold: float = 0.5, sample_weight=None, *, pos_label=None) -> float:
     """(Weighted) share of rows where ``probs >= threshold`` agrees with the label."""
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     return _accuracy(p, y, w, threshold)
 
 
-def pud(probs, labels, sample_weight=None) -> float:
+def pud(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     """Partition underestimated degree (MBCT Eq. 6): sum(labels) / sum(probs).
 
     Above 1: the rows are under-estimated; below 1: over-estimated. NaN when
     every prediction (of positive weight) is 0. Sums are weighted.
     """
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     total = _sum(p, w)
     return _sum(y.astype(float), w) / total if total > 0 else float("nan")
 
@@ -544,7 +551,8 @@ def _mvce(probs, y, w, bin_size, n_views, p, seed, max_rows) -> float:
 
 
 def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
-         p: float = 1.0, seed: int = 0, sample_weight=None, max_rows: int = MVCE_MAX_ROWS) -> float:
+         p: float = 1.0, seed: int = 0, sample_weight=None, max_rows: int = MVCE_MAX_ROWS, *,
+         pos_label=None) -> float:
     """Multi-view calibration error (MBCT paper, Eq. 10).
 
     ``MVCE = 1/r sum_{views} ( 1/B sum_b |mean f_b - mean y_b|^p )^(1/p)``
@@ -583,7 +591,7 @@ def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
         replacement; ``tests/test_metrics.py`` compares it with the views of
         the rows themselves.
     """
-    probs_, y, w = _check(probs, labels, sample_weight)
+    probs_, y, w = _check(probs, labels, sample_weight, pos_label)
     return _mvce(probs_, y, w, bin_size, n_views, p, seed, max_rows)
 
 
@@ -609,7 +617,7 @@ def _interval(k: np.ndarray, n: np.ndarray, method: str, level: float = 0.95):
 
 
 def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
-                      interval: str = "wilson", sample_weight=None) -> pd.DataFrame:
+                      interval: str = "wilson", sample_weight=None, *, pos_label=None) -> pd.DataFrame:
     """One row per bin: the data of a reliability diagram.
 
     With ``sample_weight`` counts are weight sums and the intervals take the
@@ -628,7 +636,7 @@ def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str
     gap : ``obs_freq - mean_pred`` (positive: under-estimated)
     pud : ``sum(labels) / sum(probs)`` in the bin (MBCT Eq. 6)
     """
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
     b = _bins(p, y, w, n_bins, strategy)
     empty = b.count <= 0
@@ -653,15 +661,16 @@ def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str
 
 def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
             mvce_bin_size: int | None = None, mvce_views: int = 100, sample_weight=None,
-            mvce_max_rows: int = MVCE_MAX_ROWS) -> dict[str, float]:
+            mvce_max_rows: int = MVCE_MAX_ROWS, *, pos_label=None) -> dict[str, float]:
     """All metrics at once, keyed as in :data:`METRIC_NAMES`.
 
     ECE and MCE use ``n_bins`` and ``strategy`` (default: 10 equal-count
     bins); MVCE uses ``mvce_bin_size``, ``mvce_views`` and ``mvce_max_rows``
     (and needs whole weights, see :func:`mvce`). The inputs are checked, and the predictions
-    sorted, once.
+    sorted, once. ``pos_label``: the label value of the positive class (default: the shared rule,
+    :func:`calibdash.validation.choose_positive`).
     """
-    p, y, w = _check(probs, labels, sample_weight)
+    p, y, w = _check(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
     groups = _groups(p, y, w)
     bins = _bins(p, y, w, n_bins, strategy, groups)

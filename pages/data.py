@@ -5,7 +5,7 @@ import streamlit as st
 from calibdash import data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, SettingsError
 from calibdash.data.roles import reads_as_numbers
-from pages.parts import diagrams, fitting, large_source, scheme, source
+from pages.parts import diagrams, fitting, labels, large_source, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
 from pages.parts.widgets import initial
@@ -144,10 +144,8 @@ numeric = [c for c in cols if c != ss.label_column
 r1, r2, r3 = st.columns(3)
 r1.selectbox("Label (true outcome)", cols, index=cols.index(ss.label_column), key=source.role_key(sha, "label"),
              persist_state="session", help="The column holding the two classes.")
-label_values = sorted(map(str, df[ss.label_column].dropna().unique()))[:20]
-positive = str(ss.positive_label)
-r1.selectbox("Positive class", label_values,
-             index=label_values.index(positive) if positive in label_values else 0,
+label_values, positive_index = labels.positive_class_options(df[ss.label_column], ss.positive_label)
+r1.selectbox("Positive class", label_values, index=positive_index,
              key=source.role_key(sha, "positive"), persist_state="session",
              help="Which label value counts as 1 (the event the score predicts).")
 score_opts = [c for c in numeric if c not in (ss.split_column,)] or [ss.score]

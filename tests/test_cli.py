@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import benchmark, calibrators, cli, export, load_scores
+from calibdash import benchmark, calibrators, cli, export, load_scores, measures
 from calibdash.errors import ProgrammingError
 from calibdash.evaluation import Scheme, evaluate
 from conftest import REPO
@@ -83,6 +83,108 @@ def test_evaluate_prints_the_table(capsys):
     ev = evaluate(ss.scores, ss.labels, ["platt"], Scheme("kfold", n_folds=3))
     assert "3-fold cross-fitting (seed 0)" in text and "2,000 rows judged" in text
     assert f"{ev.metrics.loc['platt', 'ECE']:.4f}" in text
+
+
+def _dropping_csv(path, n=300, seed=1):
+    """yes/no labels, a split column, and three rows dropped for three reasons (a text score, a blank score,
+    a blank label)."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.02, 0.98, n)
+    df = pd.DataFrame({"score": [f"{v:.5f}" for v in s],
+                       "label": np.where(rng.uniform(size=n) < s, "yes", "no").astype(object)})
+    df.loc[3, "score"], df.loc[4, "score"], df.loc[5, "label"] = "abc", "", ""
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_evaluate_json_carries_the_validation_report(tmp_path, capsys):
+    path = _dropping_csv(tmp_path / "drops.csv")
+    assert main(["evaluate", str(path), "--methods", "platt", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    v = out["validation"]
+    rep = load_scores(str(path)).report
+    assert (v["rows_read"], v["rows_used"], v["rows_dropped"]) == (300, 297, 3) == (
+        rep.n_read, rep.n_used, sum(rep.dropped.values()))
+    assert v["dropped"] == {"missing or non-finite score": 1, "score not a number": 1, "missing label": 1}
+    assert v["dropped_examples"] == {"score not a number": ["abc"]}
+    assert v["label"] == {"column": "label", "positive": "yes", "negative": "no"}
+    assert sum(v["class_counts"].values()) == 297
+    assert v["messages"] == rep.messages and any("Dropped 1 row with a missing label" in m for m in v["messages"])
+    assert out["notes"] == [] and out["rows_judged"] == 90
+
+
+def test_positive_flips_the_class_in_the_cli_as_in_the_api(tmp_path, capsys):
+    path = _dropping_csv(tmp_path / "drops.csv")
+    assert main(["evaluate", str(path), "--methods", "platt", "--json", "--positive", "no"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["validation"]["label"] == {"column": "label", "positive": "no", "negative": "yes"}
+    ss = load_scores(str(path), positive="no")
+    ev = evaluate(ss.scores, ss.labels, ["platt"], Scheme())
+    assert out["metrics"]["uncalibrated"]["AUC"] == pytest.approx(ev.metrics.loc["uncalibrated", "AUC"])
+    assert out["metrics"]["uncalibrated"]["AUC"] < 0.5                 # the scores predict "yes"
+    assert main(["evaluate", str(path), "--pos-label", "maybe"]) == 2
+    assert "positive label 'maybe' is not one of the values of label column 'label': 'no', 'yes'" in \
+        capsys.readouterr().err
+
+
+def test_evaluate_measures_adds_the_named_measures_with_intervals(capsys):
+    assert main(["evaluate", CIRCLES, "--methods", "platt,isotonic", "--scheme", "column", "--json",
+                 "--measures", "smece,Slope,HL", "--boot", "8"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    m = out["measures"]
+    assert m["resamples"] == 8 and m["level"] == 0.95 and "Poisson" in m["note"]
+    assert list(m["values"]) == ["uncalibrated", "platt", "isotonic"]
+    assert all(list(row) == ["smECE", "Slope", "HL"] for row in m["values"].values())
+    ss = load_scores(CIRCLES)
+    ev = evaluate(ss.scores, ss.labels, ["platt", "isotonic"], Scheme("column"), split=ss.split)
+    point = measures.compute(ev.predictions["platt"].to_numpy(), ev.labels, names=["smECE", "Slope"])
+    for name in ("smECE", "Slope"):
+        cell = m["values"]["platt"][name]
+        assert cell["value"] == pytest.approx(point[name])
+        assert cell["low"] <= cell["high"]
+    assert list(out["metrics"]) == ["uncalibrated", "platt", "isotonic"]    # the metrics are still there
+
+
+def test_evaluate_measures_all_in_the_table_and_on_cells(capsys):
+    assert main(["evaluate", CIRCLES, "--methods", "platt", "--measures", "--boot", "4", "--cells", "always"]) == 0
+    text = capsys.readouterr().out
+    assert "score cells" in text and "More measures: value [95% paired interval]" in text
+    for name in measures.MEASURE_NAMES:
+        assert f"\n{name} " in text
+    assert "Intervals from 4 paired Poisson resamples" in text
+    assert main(["evaluate", CIRCLES, "--measures", "nope"]) == 2
+    assert "unknown measure 'nope'" in capsys.readouterr().err
+
+
+def test_one_positive_in_1000_rows_says_so_in_calibdash_words(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "rare.csv"
+    pd.DataFrame({"score": rng.uniform(size=1000), "label": ["yes" if i == 17 else "no" for i in range(1000)]}
+                 ).to_csv(path, index=False)
+    for scheme in (["--scheme", "split"], ["--scheme", "kfold"], ["--scheme", "split", "--cells", "always"]):
+        assert main(["evaluate", str(path), "--methods", "platt", *scheme]) == 2
+        err = capsys.readouterr().err
+        assert "the positive class has 1 row among 1,000" in err and "--scheme insample" in err
+        assert "least populated" not in err and "Traceback" not in err
+    assert main(["evaluate", str(path), "--methods", "platt", "--scheme", "insample", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["validation"]["class_counts"] == {"positive (yes)": 1,
+                                                                                  "negative (no)": 999}
+
+
+def test_a_split_that_cannot_stratify_is_stated_in_the_output(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    path = tmp_path / "few.csv"
+    pd.DataFrame({"score": rng.uniform(size=40), "label": [1, 0] * 20}).to_csv(path, index=False)
+    assert main(["evaluate", str(path), "--methods", "platt", "--test-size", "0.02", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any(n.startswith("the split is not stratified by class") for n in notes)
+    assert main(["evaluate", str(path), "--methods", "platt", "--test-size", "0.02"]) == 0
+    assert "· The split is not stratified by class" in capsys.readouterr().out
+    assert main(["evaluate", str(path), "--methods", "platt", "--scheme", "kfold", "--folds", "25", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows_judged"] == 40                                         # every row judged once
+    assert out["notes"] == ["only 20 positive rows for 25 folds: 10 folds judge rows of one class only (every fold "
+                            "still fits on both classes, and every row is judged once)"]
 
 
 def test_errors_are_messages(capsys, tmp_path):

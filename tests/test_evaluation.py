@@ -98,9 +98,65 @@ def test_refusals(data):
     with pytest.raises(SettingsError, match="strictly between"):
         evaluate(s, y, ["platt"], Scheme(test_size=1.5))
     yy = np.zeros(1000, dtype=int)
-    yy[:3] = 1
-    with pytest.raises(DataError, match="5-fold"):
-        evaluate(s, yy, ["platt"], Scheme("kfold"))
+    yy[0] = 1
+    for scheme, what in ((Scheme("kfold"), "5-fold cross-fitting"), (Scheme(), "a held-out split")):
+        with pytest.raises(DataError) as err:
+            evaluate(s, yy, ["platt"], scheme)
+        msg = str(err.value)
+        assert msg.startswith(f"{what} needs at least 2 rows of each class")
+        assert "the positive class has 1 row among 1,000" in msg and "in-sample" in msg
+        assert "least populated" not in msg                      # calibdash's words, not scikit-learn's
+
+
+def test_one_positive_in_1000_rows_on_score_cells_says_the_same():
+    from calibdash.cells import aggregate
+    from calibdash.evaluation import cell_parts, evaluate_cells
+
+    s = np.random.default_rng(0).uniform(size=1000)
+    y = np.zeros(1000, dtype=int)
+    y[5] = 1
+    for scheme in (Scheme(), Scheme("kfold")):
+        with pytest.raises(DataError, match="the positive class has 1 row among 1,000.*in-sample"):
+            evaluate_cells(aggregate(s, y, cell_parts(1000, scheme)), ["platt"], scheme)
+
+
+def test_fewer_rows_of_a_class_than_folds_still_cross_fits_and_says_so(data):
+    s, _ = data
+    yy = np.zeros(1000, dtype=int)
+    yy[[10, 500, 900]] = 1
+    ev = evaluate(s, yy, ["platt"], Scheme("kfold", n_folds=5))
+    assert np.array_equal(ev.rows, np.arange(1000))              # every row judged once
+    assert "only 3 positive rows for 5 folds: 2 folds judge rows of one class only" in ev.note
+    for tr, te in split_indices(yy, Scheme("kfold", n_folds=5)):
+        assert yy[tr].sum() >= 2                                 # every fold fits on both classes
+
+
+def test_folds_when_every_class_is_smaller_than_k_are_dealt_and_still_fit_on_both_classes():
+    """scikit-learn's StratifiedKFold refuses K above every class's count; the rows are then dealt to the folds."""
+    rng = np.random.default_rng(5)
+    y = np.r_[np.ones(6, int), np.zeros(8, int)]
+    s = rng.uniform(size=y.size)
+    pairs = split_indices(y, Scheme("kfold", n_folds=10, seed=2))
+    judged = np.sort(np.concatenate([te for _, te in pairs]))
+    assert len(pairs) == 10 and np.array_equal(judged, np.arange(y.size))   # every row judged once
+    for tr, te in pairs:
+        assert te.size >= 1 and set(y[tr]) == {0, 1} and np.bincount(y[te], minlength=2).max() == 1
+    ev = evaluate(s, y, ["platt"], Scheme("kfold", n_folds=10, seed=2))
+    assert ev.note.startswith("only 6 positive rows for 10 folds: ")
+
+
+def test_a_split_too_small_to_stratify_is_random_and_says_why():
+    rng = np.random.default_rng(3)
+    s = rng.uniform(size=40)
+    y = np.r_[np.ones(20, int), np.zeros(20, int)]
+    ev = evaluate(s, y, ["platt"], Scheme(test_size=0.02))       # one held-out row cannot hold both classes
+    assert ev.rows.size == 1
+    assert "not stratified by class: the held-out part would hold 1 row" in ev.note
+    assert "held-out rows hold no" in ev.note                    # and that row's class alone is judged
+    assert np.isnan(ev.metrics.loc["platt", "AUC"])
+    assert evaluate(s, y, ["platt"], Scheme(test_size=0.3)).note == ""   # a stratified split says nothing
+    with pytest.raises(DataError, match="leaves the fitting part empty"):
+        evaluate(s, y, ["platt"], Scheme(test_size=0.99))
 
 
 def test_evaluation_says_its_binning_and_fit_rows(data):

@@ -157,7 +157,7 @@ def test_summary_has_every_metric(noisy):
     ([0.2, 1.2], [0, 1], r"\[0, 1\]"),
     ([0.2, np.nan], [0, 1], "missing"),
     ([0.2, 0.3], [0, 1, 1], "labels has 3"),
-    ([0.2, 0.3], [0, 2], "0/1"),
+    ([0.2, 0.3, 0.4], [0, 1, 2], "3 distinct labels"),
     ([], [], "empty"),
 ])
 def test_bad_input_raises_data_error(probs, labels, match):

@@ -109,6 +109,13 @@ class Calibrator(BaseEstimator):
         The tunable hyperparameters, in the order the UI shows them.
     uses_features : bool
         Whether ``features`` are used (MBCT); others ignore them.
+    monotone : bool
+        Whether every fitted map is non-decreasing in the score, by construction, for any training
+        data (isotonic regression, temperature scaling, Venn-ABERS). False where the map can
+        decrease: binning methods (histogram, BBQ, SBB, ABB: per-bin frequencies), ELiTE (trend
+        filtering), ENIR (near-isotonic: monotone only at its isotonic end), MBCT (feature trees),
+        and Platt scaling and beta calibration, whose maps are non-decreasing exactly when the
+        fitted slope ``a`` (Platt) or ``a`` and ``b`` (beta) are non-negative, which the data decide.
     """
 
     name: ClassVar[str] = ""
@@ -117,22 +124,28 @@ class Calibrator(BaseEstimator):
     paper: ClassVar[str] = ""
     hyperparams: ClassVar[Sequence[HyperParam]] = ()
     uses_features: ClassVar[bool] = False
+    monotone: ClassVar[bool] = False
 
     # -- public API ----------------------------------------------------------
-    def fit(self, scores, labels, features=None, sample_weight=None) -> "Calibrator":
-        """Learn the calibration map from ``scores`` and 0/1 ``labels``.
+    def fit(self, scores, labels, features=None, sample_weight=None, *, pos_label=None) -> "Calibrator":
+        """Learn the calibration map from ``scores`` and ``labels``.
 
         Parameters
         ----------
         scores : array-like of shape (n,) or (n, 1)
             Classifier scores in [0, 1].
         labels : array-like of shape (n,)
-            Outcomes, 0 or 1 (both classes must occur).
+            Outcomes: any two distinct values (0/1, -1/1, True/False, yes/no,
+            two strings); both must occur.
         features : pandas.DataFrame, optional
             Per-row features; only feature-aware calibrators use them.
         sample_weight : array-like of shape (n,), optional
             Non-negative weight of each row (default 1): a row of weight ``w``
             counts as ``w`` rows.
+        pos_label : optional
+            The label value of the positive class, whose probability
+            ``predict`` gives; default :func:`calibdash.validation.choose_positive`'s
+            rule, the file loader's (1, True, yes, ...; else the second value sorted).
 
         Returns
         -------
@@ -142,7 +155,7 @@ class Calibrator(BaseEstimator):
             raise ProgrammingError("fit's third argument is features (a table of columns); a 1-D array there is "
                                    "almost surely weights: pass them as sample_weight=...")
         s = check_scores(scores)
-        y = check_labels(labels, s.size)
+        y = check_labels(labels, s.size, pos_label=pos_label)
         w = check_weights(sample_weight, s.size, y)
         if features is not None and len(features) != s.size:
             raise DataError(f"features has {len(features)} rows but scores has {s.size}.")

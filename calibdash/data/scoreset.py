@@ -19,10 +19,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from ..validation import choose_positive, format_values, plain_value, sorted_values
 from .limits import MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo
-from .roles import NEGATIVE_TOKENS, NUMERIC_SHARE, POSITIVE_TOKENS, guess_roles, parse_numbers
+from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
 __all__ = ["ValidationReport", "ScoreSet", "build_score_set"]
@@ -124,7 +125,7 @@ class ScoreSet:
             h.update(pd.util.hash_pandas_object(self.raw, index=False).to_numpy().tobytes())
             h.update(repr(list(self.raw.columns)).encode())
         h.update(repr((self.label_column, self.score, self.feature_columns, self.split_column,
-                       _plain(self.positive_label))).encode())
+                       plain_value(self.positive_label))).encode())
         return h.hexdigest()[:32]
 
 
@@ -132,35 +133,6 @@ class ScoreSet:
 def _scalar(v):
     """Python scalar from a numpy/pandas scalar, value unchanged (1.0 stays 1.0)."""
     return v.item() if hasattr(v, "item") else v
-
-
-def _plain(v):
-    """Python scalar from a numpy/pandas scalar (integral floats -> int)."""
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
-
-
-def _fmt_values(vals, k: int = 8) -> str:
-    shown = ", ".join(repr(_plain(v)) for v in vals[:k])
-    return shown + (f", ... ({len(vals)} in all)" if len(vals) > k else "")
-
-
-def _safe(test, v) -> bool:
-    try:
-        return bool(test(v))
-    except Exception:
-        return False
-
-
-def _sorted_values(vals) -> list:
-    vals = list(vals)
-    try:
-        return sorted(vals)
-    except TypeError:
-        return sorted(vals, key=lambda v: str(v))
 
 
 def _check_columns(df: pd.DataFrame, names, role: str) -> None:
@@ -183,45 +155,16 @@ def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.nd
     lab_ok = np.array(lab.notna(), dtype=bool)
     if lab.dtype == object or pd.api.types.is_string_dtype(lab):
         lab_ok &= (lab.astype(str).str.strip() != "").to_numpy()
-    values = _sorted_values(pd.unique(lab[lab_ok]))
+    values = sorted_values(pd.unique(lab[lab_ok]))
     if len(values) > 2:
         raise DataError(f"label column {label!r} has {len(values)} distinct values "
-                        f"({_fmt_values(values)}); a binary label has exactly two. "
+                        f"({format_values(values, 8)}); a binary label has exactly two. "
                         "Pick another label column or recode this one.")
     if len(values) < 2:
-        only = f" ({_fmt_values(values)})" if values else " (all missing)"
+        only = f" ({format_values(values, 8)})" if values else " (all missing)"
         raise DataError(f"label column {label!r} holds one class only{only}; calibration "
                         "needs both positive and negative rows.")
     return lab_ok, values
-
-
-def _choose_positive(values: list, positive, column: str):
-    """(positive, negative) raw values from the two label values.
-
-    ``positive`` is matched exactly, then as text, then case-insensitively,
-    then as a number; without it, the value written like a positive (1, yes,
-    true, pos, ...) or opposite the one written like a negative, else the
-    second value in sorted order.
-    """
-    if positive is not None:
-        for test in (lambda v: v == positive,
-                     lambda v: str(_plain(v)) == str(_plain(positive)),
-                     lambda v: str(_plain(v)).strip().lower() == str(_plain(positive)).strip().lower(),
-                     lambda v: float(v) == float(positive)):
-            hits = [v for v in values if _safe(test, v)]
-            if len(hits) == 1:
-                pos = hits[0]
-                return pos, next(v for v in values if v is not pos)
-        raise DataError(f"positive label {positive!r} is not one of the values of label column "
-                        f"{column!r}: {_fmt_values(values)}.")
-    toks = [str(_plain(v)).strip().lower() for v in values]
-    for i, t in enumerate(toks):
-        if t in POSITIVE_TOKENS and toks[1 - i] not in POSITIVE_TOKENS:
-            return values[i], values[1 - i]
-    for i, t in enumerate(toks):
-        if t in NEGATIVE_TOKENS and toks[1 - i] not in NEGATIVE_TOKENS:
-            return values[1 - i], values[i]
-    return values[1], values[0]          # already sorted: the second in sorted order
 
 
 # -- scores and the other columns ----------------------------------------------------------------
@@ -257,7 +200,7 @@ def _dropped_phrase(reason: str) -> str:
 def _split_strings(s: pd.Series) -> np.ndarray:
     out = np.empty(len(s), dtype=object)
     for i, v in enumerate(s.tolist()):
-        out[i] = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(_plain(v))
+        out[i] = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(plain_value(v))
     return out
 
 
@@ -284,7 +227,7 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     n_read = len(df)
     messages = _read_messages(df, info)
     lab_ok, values = _label_values(df, label, name)
-    pos, neg = _choose_positive(values, positive, label)
+    pos, neg = choose_positive(values, positive, column=label)
 
     # --- score -------------------------------------------------------------
     raw_s, not_number = _as_numeric(df[score])
@@ -336,10 +279,10 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     if n_pos == 0 or n_pos == n_used:
         only = pos if n_pos else neg
         raise DataError(f"after dropping rows with a missing score, label column {label!r} holds one "
-                        f"class only ({_plain(only)!r}); calibration needs both.")
-    class_counts = {f"positive ({_plain(pos)})": n_pos, f"negative ({_plain(neg)})": n_used - n_pos}
-    messages.append(f"Label column {label!r}: {n_pos:,} positive ({_plain(pos)!r}), "
-                    f"{n_used - n_pos:,} negative ({_plain(neg)!r}); {n_used:,} rows used.")
+                        f"class only ({plain_value(only)!r}); calibration needs both.")
+    class_counts = {f"positive ({plain_value(pos)})": n_pos, f"negative ({plain_value(neg)})": n_used - n_pos}
+    messages.append(f"Label column {label!r}: {n_pos:,} positive ({plain_value(pos)!r}), "
+                    f"{n_used - n_pos:,} negative ({plain_value(neg)!r}); {n_used:,} rows used.")
     messages.append(f"Active score column {score!r}"
                     + (f" (other candidates: {', '.join(c for c in score_columns if c != score)})"
                        if len(score_columns) > 1 else "") + ".")
@@ -379,8 +322,10 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
         Split column (e.g. train/test); guessed when None, none when ``False`` or ``""``.
     positive : optional
         The label value taken as class 1 (matched exactly, then as text,
-        then case-insensitively); default: 1, True, yes, pos/positive, else
-        the second value in sorted order.
+        then case-insensitively, then as a number); default: the rule of
+        :func:`calibdash.validation.choose_positive` (1, True, yes,
+        pos/positive; else the value opposite 0, -1, no, neg/negative; else
+        the second value in sorted order), the same as the API's ``pos_label``.
     info : FileInfo, optional
         From :func:`~calibdash.data.read_table`; used in messages and in ``content_key``.
     name : str, optional

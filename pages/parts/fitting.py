@@ -149,7 +149,8 @@ def judged_line(ev: Evaluation, scheme: Scheme) -> str:
     """What the metrics were judged on, for a page's caption: on score cells what the cells summarise, the
     held-out rows and the scheme as the cells divide rows (by a hash of their position)."""
     if ev.weights is None:
-        return f"judged on {ev.n_judged:,} held-out rows · {scheme.describe()}"
+        line = f"judged on {ev.n_judged:,} held-out rows · {scheme.describe()}"
+        return f"{line} · {ev.note}" if ev.note else line
     return f"{ev.note} · judged on {ev.n_judged:,} held-out rows · {scheme.describe(on_cells=True)}"
 
 

@@ -1,11 +1,16 @@
-"""What the pages call each method: its label, its menu entry, and the labels of a table's rows."""
+"""What the pages call each method (its label, its menu entry, the labels of a table's rows), and the choice of
+the positive class among a label column's values, by the rule the API and the command line use."""
 from __future__ import annotations
 
 from calibdash import calibrators
 from calibdash.errors import SettingsError
 from calibdash.methods import RAW
+from calibdash.validation import choose_positive, label_values
 
-__all__ = ["method_label", "method_menu_label", "method_labels"]
+__all__ = ["method_label", "method_menu_label", "method_labels", "positive_class_options", "MAX_LABEL_OPTIONS"]
+
+#: At most this many label values are offered in the positive-class menu.
+MAX_LABEL_OPTIONS = 20
 
 
 def method_label(method: str) -> str:
@@ -31,3 +36,19 @@ def method_labels(keys) -> dict:
             except SettingsError:
                 out[k] = k
     return out
+
+
+def positive_class_options(values, chosen=None) -> tuple[list[str], int]:
+    """The positive-class menu: the label's distinct values as text (sorted, at most
+    :data:`MAX_LABEL_OPTIONS`) and the index of ``chosen`` (a :class:`~calibdash.data.ScoreSet`'s
+    ``positive_label``), or, without it, of the value :func:`calibdash.validation.choose_positive` picks,
+    the rule of ``load_scores``, the API's ``pos_label`` default and the command line's ``--positive``.
+
+    The text of a value is what the loader matches a chosen positive against (``"1.0"`` finds ``1.0``).
+    """
+    found = label_values(values)
+    options = [str(v) for v in found][:MAX_LABEL_OPTIONS]
+    if chosen is None and len(found) == 2:
+        chosen = choose_positive(found)[0]
+    text = None if chosen is None else str(chosen)
+    return options, options.index(text) if text in options else 0
