@@ -9,6 +9,8 @@ it was (nothing written under the root, nothing written outside it).
 from __future__ import annotations
 
 import os
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -17,8 +19,12 @@ import pandas as pd
 import pytest
 
 from calibdash import DataError, EnvironmentProblem, SettingsError
-from calibdash.data.guard import (ENV_VAR, AccessDenied, DataRoot, data_root_from_env,
-                                  quote_identifier)
+from calibdash.data.guard import (ENV_SPILL_LIMIT, ENV_VAR, AccessDenied, DataRoot, data_root_from_env,
+                                  engine_error, quote_identifier, safe_message)
+from calibdash.engines.duckdb import literal_path
+from calibdash.engines.plan import NO_JOB, aggregate_plan, read_schema, resolve_plan
+from calibdash.errors import CalibdashError
+from calibdash.evaluation import Scheme
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -352,3 +358,257 @@ def test_a_spill_directory_lets_a_large_aggregation_run_out_of_core(tree, tmp_pa
         con.close()
     with pytest.raises(EnvironmentProblem, match="outside the data root"):
         DataRoot(tree["root"], spill_directory=tree["root"] / "spill")
+
+
+# ---------------------------------------------------------------------------
+# issue 17, finding 3: errors never carry rows, paths outside the root, or a traceback
+# ---------------------------------------------------------------------------
+SECRET_ROW = "hunter2,4111-1111-1111-1111"
+
+
+@pytest.fixture
+def leaky(tree):
+    """Under the root: a 200 kB text file of secret rows, and a DuckDB file whose view reads a file outside."""
+    root = tree["root"]
+    (root / "rows.txt").write_text("\n".join(f"{SECRET_ROW},{i}" for i in range(7000)))
+    with duckdb.connect(str(root / "views.duckdb")) as con:
+        con.execute(f"CREATE VIEW v AS SELECT * FROM read_csv('{tree['outside']}/secret.csv')")
+        con.execute("CREATE TABLE ok AS SELECT 0.25 AS p, 1 AS y")
+    return tree
+
+
+def _short_and_clean(exc: BaseException, tree) -> str:
+    msg = str(exc)
+    assert isinstance(exc, CalibdashError), repr(exc)
+    assert len(msg) < 700 and "hunter2" not in msg and "4111" not in msg and "Traceback" not in msg
+    _no_leak(msg, tree)
+    return msg
+
+
+def test_a_query_casting_a_whole_file_to_a_number_shows_no_rows(leaky):
+    """The 213,020-character error: DuckDB quotes the whole file in its conversion error."""
+    root = DataRoot(leaky["root"])
+    rows = f"{leaky['root'].resolve()}/rows.txt"
+    spec = {"kind": "query", "query": f"SELECT CAST(content AS DOUBLE) AS p, 1 AS y FROM read_text('{rows}')"}
+    plan = resolve_plan(root, spec)
+    with pytest.raises(DataError) as err:
+        read_schema(NO_JOB, root, plan)
+    assert "Conversion" in _short_and_clean(err.value, leaky)
+    with pytest.raises(DataError) as err:
+        aggregate_plan(NO_JOB, root, plan, {"score": "p", "label": "y"}, Scheme(kind="insample"), True)
+    _short_and_clean(err.value, leaky)
+
+
+def test_a_view_reading_outside_the_root_is_refused_without_naming_its_target(leaky):
+    root = DataRoot(leaky["root"])
+    plan = resolve_plan(root, {"kind": "table", "database": "views.duckdb", "table": ["main", "v"]})
+    with pytest.raises(AccessDenied, match="outside the data root") as err:
+        read_schema(NO_JOB, root, plan)
+    assert "secret.csv" not in _short_and_clean(err.value, leaky)
+    with pytest.raises(AccessDenied) as err:
+        aggregate_plan(NO_JOB, root, plan, {"score": "password", "label": "x"}, Scheme(kind="insample"), False)
+    assert "secret.csv" not in _short_and_clean(err.value, leaky)
+    plan = resolve_plan(root, {"kind": "table", "database": "views.duckdb", "table": ["main", "ok"]})
+    assert read_schema(NO_JOB, root, plan)["columns"] == ["p", "y"]          # the database itself is fine
+
+
+def test_duckdb_settings_and_nested_or_zoned_columns_do_not_crash_the_role_guess(leaky):
+    """``duckdb_settings()`` has list columns (the guess crashed on them); TIMESTAMPTZ needs pytz in pandas."""
+    root = DataRoot(leaky["root"])
+    got = read_schema(NO_JOB, root, resolve_plan(root, {"kind": "query", "query": "SELECT * FROM duckdb_settings()"}))
+    assert "name" in got["columns"] and isinstance(got["guess"], dict)
+    q = "SELECT now() AS t, [1, 2] AS l, {'a': 1} AS s, 0.5 + range / 1e4 AS p, range % 2 AS y FROM range(100)"
+    got = read_schema(NO_JOB, root, resolve_plan(root, {"kind": "query", "query": q}))
+    assert got["columns"] == ["t", "l", "s", "p", "y"] and got["guess"]["label"] == "y"
+
+
+def test_errors_raised_while_fetching_are_typed_and_short(leaky):
+    """Conversion, permission and type errors found only while rows are fetched become calibdash errors."""
+    root = DataRoot(leaky["root"])
+    con = root.connect()
+    try:
+        for sql, kind in [
+            (f"SELECT CAST(content AS INTEGER) FROM read_text('{leaky['root'].resolve()}/rows.txt')", DataError),
+            ("SELECT CAST('x' || range AS INTEGER) FROM range(10)", DataError),
+            ("SELECT [1, 2, 3][1:2][10 // (range - range)] FROM range(3)", DataError),
+        ]:
+            rel = root.query(con, sql)
+            with pytest.raises(Exception) as raw:
+                rel.fetchall()
+            mapped = engine_error(raw.value, what="the query", root=root.root)
+            assert isinstance(mapped, kind)
+            _short_and_clean(mapped, leaky)
+    finally:
+        con.close()
+
+
+def test_an_over_long_file_name_is_a_message_not_a_traceback(tree):
+    dr = DataRoot(tree["root"])
+    long = "a" * 300 + ".parquet"
+    for call in (lambda: dr.resolve(long), lambda: dr.resolve_glob(long), lambda: dr.resolve_glob("x*/" + long),
+                 lambda: dr.connect(database=long)):
+        try:
+            call()
+        except CalibdashError as exc:
+            assert len(str(exc)) < 400
+        else:
+            raise AssertionError("an over-long name was accepted")
+    root = tree["root"].resolve()
+    plan = resolve_plan(dr, {"kind": "query", "query": f"SELECT * FROM read_parquet('{root}/{long}')"})
+    with pytest.raises(CalibdashError):
+        read_schema(NO_JOB, dr, plan)
+    assert isinstance(engine_error(OSError(36, "File name too long"), what="'x'"), DataError)
+
+
+def test_safe_message_keeps_identifiers_and_drops_values_paths_and_length(tree):
+    root = tree["root"].resolve()
+    assert safe_message("Binder Error: Referenced column \"pctr\" not found") == \
+        'Binder Error: Referenced column "pctr" not found'
+    assert safe_message(f"Could not read '{SECRET_ROW}' from \"{tree['outside']}/secret.csv\"", root) == \
+        "Could not read '…' from \"…\""
+    assert safe_message(f"No files match {root}/parts/x.parquet nor /etc/shadow", root) == \
+        "No files match parts/x.parquet nor <path>"
+    assert safe_message("Invalid Input Error: module failed:\nTraceback (most recent call last):\n  File") == \
+        "Invalid Input Error: module failed:"
+    cut = safe_message("Error: " + "x" * 5000)
+    assert len(cut) < 320 and cut.endswith("(message cut)")
+
+
+# ---------------------------------------------------------------------------
+# issue 17, finding 2: single huge values
+# ---------------------------------------------------------------------------
+def test_the_role_sample_cuts_long_text_and_a_huge_label_is_refused(tree, monkeypatch):
+    from calibdash.data import roles as croles
+    from calibdash.engines import plan as cplan
+
+    seen = {}
+    real = croles.guess_roles
+    monkeypatch.setattr(croles, "guess_roles", lambda df, **kw: seen.setdefault("df", df) is not None and real(df))
+    monkeypatch.setattr("calibdash.data.guess_roles", croles.guess_roles)
+    root = DataRoot(tree["root"])
+    q = "SELECT repeat('x', 5000000) AS note, 0.5 AS p, 1 AS y FROM range(3)"
+    got = read_schema(NO_JOB, root, resolve_plan(root, {"kind": "query", "query": q}))
+    assert got["columns"] == ["note", "p", "y"]
+    assert seen["df"]["note"].str.len().max() == cplan.SAMPLE_CHARS
+    q = "SELECT 0.5 AS p, CASE WHEN range = 0 THEN repeat('y', 5000) ELSE 'n' END AS y FROM range(3)"
+    with pytest.raises(DataError, match="label column 'y' holds a value of 5,000 characters"):
+        aggregate_plan(NO_JOB, root, resolve_plan(root, {"kind": "query", "query": q}), {"score": "p", "label": "y"},
+                       Scheme(kind="insample"), True)
+
+
+# ---------------------------------------------------------------------------
+# issue 17, finding 4: the spill directory
+# ---------------------------------------------------------------------------
+_SPILL_SQL = "SELECT count(*) FROM (SELECT i % 4000000 AS k, sum(i) FROM range(20000000) t(i) GROUP BY k)"
+
+
+def test_the_spill_directory_is_private_fresh_and_ignores_planted_links(tree, tmp_path):
+    base = tmp_path / "tmp"
+    base.mkdir()
+    base.chmod(0o1777)                                             # a world-writable temp folder, as /tmp
+    for name in (f"calibdash-spill-{os.getuid()}", "calibdash-spill"):   # a local user plants links
+        (base / name).symlink_to(tree["outside"], target_is_directory=True)
+    dr = DataRoot(tree["root"], memory_limit="64MB", threads=1, spill_directory=base)
+    with dr.connect() as con:
+        allowed = con.execute("SELECT current_setting('allowed_directories')").fetchall()[0][0]
+        spill = Path(con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0])
+        private = spill.parent
+        st = private.lstat()
+        assert private.parent == base.resolve() and not private.is_symlink() and st.st_uid == os.geteuid()
+        assert (st.st_mode & 0o777) == 0o700 and private.name.startswith("calibdash-spill-")
+        assert {a.rstrip("/") for a in allowed} == {str(tree["root"].resolve()), str(spill)}
+        assert str(tree["outside"]) not in " ".join(allowed)
+        assert con.sql(_SPILL_SQL).fetchall() == [(4_000_000,)]    # it spills, out of core
+        with pytest.raises(duckdb.Error):
+            con.execute(f"SELECT * FROM glob('{tree['outside']}/*')").fetchall()
+    assert not spill.exists()                                       # DuckDB removed the connection's own directory
+
+
+def test_a_query_cannot_list_or_read_another_connections_spill_files(tree, tmp_path):
+    dr = DataRoot(tree["root"], memory_limit="64MB", threads=1, spill_directory=tmp_path)
+    a, b = dr.connect(), dr.connect()
+    try:
+        a_dir = Path(a.execute("SELECT current_setting('temp_directory')").fetchall()[0][0])
+        b_dir = Path(b.execute("SELECT current_setting('temp_directory')").fetchall()[0][0])
+        assert a_dir != b_dir and a_dir.parent == b_dir.parent
+        done = threading.Event()
+        result = {}
+
+        def spill():
+            try:
+                result["rows"] = a.sql(_SPILL_SQL).fetchall()
+            finally:
+                done.set()
+
+        threading.Thread(target=spill).start()
+        end = time.monotonic() + 60
+        while not done.is_set() and not any(a_dir.glob("*.tmp")) and time.monotonic() < end:
+            time.sleep(0.005)                                       # until A has spilled a file
+        files = sorted(a_dir.glob("*"))
+        for target in [a_dir, a_dir.parent] + files:
+            for sql in (f"SELECT * FROM glob('{target}/*')", f"SELECT * FROM read_blob('{target}')",
+                        f"SELECT * FROM read_text('{target}')"):
+                with pytest.raises(AccessDenied):
+                    dr.query(b, sql).fetchall()
+        assert done.wait(60) and result["rows"] == [(4_000_000,)]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_an_unsafe_spill_directory_is_refused(tree, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)                                             # others may write, no sticky bit
+    with pytest.raises(EnvironmentProblem, match="sticky"):
+        DataRoot(tree["root"], spill_directory=shared)
+    with pytest.raises(EnvironmentProblem, match="outside the data root"):
+        DataRoot(tree["root"], spill_directory=tree["root"])
+
+
+def test_the_spill_limit_stops_a_query_before_it_fills_the_disk(tree, tmp_path):
+    dr = DataRoot(tree["root"], memory_limit="64MB", threads=1, spill_directory=tmp_path, spill_limit="16MB")
+    with dr.connect() as con:
+        assert con.execute("SELECT current_setting('max_temp_directory_size')").fetchall()[0][0] == "15.2 MiB"
+        with pytest.raises(Exception) as raw:
+            dr.query(con, _SPILL_SQL).fetchall()
+    err = engine_error(raw.value, what="the query", root=dr.root)
+    assert isinstance(err, EnvironmentProblem) and ENV_SPILL_LIMIT in str(err)
+    with pytest.raises(SettingsError, match="spill_limit"):
+        DataRoot(tree["root"], spill_limit="lots")
+    assert data_root_from_env(environ={ENV_VAR: str(tree["root"]), ENV_SPILL_LIMIT: "1GB",
+                                       "CALIBDASH_MEMORY_LIMIT": "512MB"}).spill_limit == "1GB"
+    with pytest.raises(EnvironmentProblem, match=ENV_SPILL_LIMIT):
+        data_root_from_env(environ={ENV_VAR: str(tree["root"]), ENV_SPILL_LIMIT: "all of it"})
+
+
+# ---------------------------------------------------------------------------
+# issue 17, finding 5: validated files are read by their names, never globbed again
+# ---------------------------------------------------------------------------
+def test_a_validated_file_is_not_expanded_again_into_a_link_leading_out(tree, monkeypatch):
+    import pyarrow.parquet as pq
+
+    root, sub = tree["root"], tree["root"] / "sub"
+    sub.mkdir()
+    inside = _frame(25, 9)
+    inside.to_parquet(sub / "a[b].parquet", index=False)
+    _frame(999, 10).to_parquet(tree["outside"] / "big.parquet", index=False)
+    (sub / "ab.parquet").symlink_to(tree["outside"] / "big.parquet")   # what 'a[b].parquet' matches as a pattern
+    opened = []
+    real_file = pq.ParquetFile
+    monkeypatch.setattr(pq, "ParquetFile", lambda f, *a, **k: opened.append(str(f)) or real_file(f, *a, **k))
+    dr = DataRoot(root)
+    plan = resolve_plan(dr, {"kind": "files", "path": "sub/a[[]b].parquet"})
+    assert plan.files == (str(sub.resolve() / "a[b].parquet"),)
+    assert plan.source({"score": "score", "label": "label"}).files() == list(plan.files)
+    assert read_schema(NO_JOB, dr, plan)["columns"] == ["score", "label"]
+    got = aggregate_plan(NO_JOB, dr, plan, {"score": "score", "label": "label"}, Scheme(kind="insample"), True)
+    assert got["cells"].n_rows == 25 and got["all"]["cells"].n_rows == 25
+    assert opened and all("big.parquet" not in f and "ab.parquet" not in f for f in opened)
+
+
+def test_literal_path_escapes_duckdb_glob_characters():
+    assert literal_path("/d/a[b]*?.parquet") == "/d/a[[]b][*][?].parquet"
+    assert literal_path("/d/plain.parquet") == "/d/plain.parquet"
+    with pytest.raises(DataError, match="backslash"):
+        literal_path("/d/a\\[b].parquet")

@@ -1,13 +1,17 @@
 """The dashboard's "Large data" source: off without a data root; files, a DuckDB table or a query under the root,
 aggregated by DuckDB into score cells that Compare and Explore fit and judge on; refusals are messages."""
+import threading
+import time
+
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibdash import engines
+from calibdash import engines, jobs
 from calibdash.engines import Source
+from calibdash.engines.plan import aggregate_plan
 from calibdash.evaluation import Scheme, evaluate_cells
 from conftest import REPO
 from pages.parts import large_source
@@ -154,42 +158,151 @@ def _source_options(at) -> list:
     return [o.content for o in at.segmented_control(key="source").proto.options]
 
 
+def _settle(at, deadline_s: float = 120.0) -> None:
+    """Wait until no job of the server's registry is unfinished (AppTest does not run the polling fragment) and
+    rerun, until a run shows no job in progress (reading the columns, then aggregating, each start one)."""
+    reg = large_source.registry()
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        for job in [j for j in reg.jobs() if not j.finished]:
+            job.done.wait(max(0.1, end - time.monotonic()))
+        at.run()
+        if not any(b.label == "Cancel" for b in at.button):
+            return
+    raise AssertionError("the jobs did not finish")
+
+
 def test_the_aggregation_runs_in_a_thread_with_its_stage_shown(app, root, monkeypatch):
-    """Off the script thread: the first run shows the stage and a Cancel button and stops; once the thread is
-    done (joined here: AppTest does not run the polling fragment), the next run shows the source."""
+    """Off the script thread: a run while a job works shows its stage and a Cancel button and stops; once the job
+    is done (waited on here: AppTest does not run the polling fragment), the next run shows the source."""
     monkeypatch.setattr(large_source, "SYNCHRONOUS", False)
     app.run()
     assert large_source.LARGE in _source_options(app)
     app.text_input(key="large.path").set_value("scores/part-1.parquet").run()
+    if any(b.label == "Cancel" for b in app.button):          # still reading the columns: shown, with Cancel
+        assert not [b for b in app.button if b.key == "large.aggregate"]
+    _settle(app)
     app.button(key="large.aggregate").click().run()
     assert not app.exception and not app.error
-    jobs = list(large_source._JOBS.values())
-    if jobs:                                   # still running when the page drew: the stage and Cancel are shown
+    if not app.metric:                                         # still aggregating when the page drew
         assert any(b.label == "Cancel" for b in app.button)
-        assert not app.metric
-        jobs[0].done.wait(60)
-        app.run()
+        assert any("Aggregating" in s.label for s in app.status)
+        _settle(app)
     assert not app.exception and not app.error
     assert {m.label: m.value for m in app.metric}["Rows"] == f"{N_PER_FILE:,}"
-    assert not large_source._JOBS
+    assert not [j for j in large_source.registry().jobs() if not j.finished]
 
 
 def test_cancel_interrupts_duckdb(root):
-    """Cancel calls interrupt() on the guarded connection: a long query stops at once, as cancelled."""
+    """Cancel (the last owner letting go) calls interrupt() on the guarded connection: a long query stops, as
+    cancelled, and its slot is free again."""
     droot = large_source.data_root_from_env(str(root))
     spec = {"kind": "query", "query": "SELECT random() AS p, CAST(random() < 0.5 AS INTEGER) AS y "
                                       "FROM range(3000000000)"}
     plan = large_source.resolve_plan(droot, spec)
-    job = large_source._Job(key="cancel-test", what="a long query")
-    import threading
-    import time
-    t = threading.Thread(target=large_source._work,
-                         args=(job, droot, plan, {"score": "p", "label": "y"}, Scheme(kind="insample"), True))
-    start = time.monotonic()
-    t.start()
-    time.sleep(0.5)
-    assert not job.done.is_set()               # 3e9 rows take far longer than half a second
-    job.cancel()
-    assert job.done.wait(10)
-    assert job.error is not None and job.cancelled and job.result is None
-    assert time.monotonic() - start < 10
+    reg = jobs.JobRegistry(max_jobs=1, lease_s=None)
+    job = reg.submit("cancel-test", lambda j: aggregate_plan(j, droot, plan, {"score": "p", "label": "y"},
+                                                             Scheme(kind="insample"), True), owner="me")
+    end = time.monotonic() + 60
+    while not (job.state == jobs.RUNNING and job.stage.startswith("1. statistics")) and time.monotonic() < end:
+        time.sleep(0.01)                       # poll until the first query has started
+    assert job.stage.startswith("1. statistics") and not job.finished
+    reg.release("cancel-test", "me")
+    assert job.done.wait(60)
+    assert job.state == jobs.CANCELLED and isinstance(job.error, jobs.Cancelled) and job.result is None
+    assert reg.counts() == (0, 0)
+
+
+SLOW = "SELECT random() AS p, CAST(random() < 0.5 AS INTEGER) AS y FROM range(3000000000)"
+
+
+def _session(root, monkeypatch, query: str) -> AppTest:
+    """A Data-page session that typed ``query`` and read its columns (the jobs off the script thread)."""
+    monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
+    monkeypatch.setattr(large_source, "SYNCHRONOUS", False)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at.session_state["source"] = large_source.LARGE
+    at.switch_page("pages/data.py")
+    at.run()
+    at.radio(key="large.kind").set_value("SQL query").run()
+    at.text_area(key="large.query").set_value(query).run()
+    _settle(at)
+    assert not at.exception and at.button(key="large.aggregate")
+    return at
+
+
+def _cancel_button(at):
+    return next(b for b in at.button if b.label == "Cancel")
+
+
+def test_a_cancel_in_one_session_leaves_the_shared_job_running_for_the_other(root, monkeypatch):
+    """Two sessions aggregate the same source: one job, two owners. A's Cancel withdraws A only; B's Cancel, the
+    last owner's, stops DuckDB."""
+    a, b = _session(root, monkeypatch, SLOW), _session(root, monkeypatch, SLOW)
+    a.button(key="large.aggregate").click().run()
+    b.button(key="large.aggregate").click().run()
+    reg = large_source.registry()
+    (job,) = [j for j in reg.jobs() if not j.finished]
+    assert len(job.owners) == 2 and job.what.startswith("Aggregating query")
+    _cancel_button(a).click().run()
+    assert not a.exception and any("cancelled" in w.value and "1 other session" in w.value for w in a.warning)
+    assert not job.cancelled and not job.finished and len(job.owners) == 1
+    assert any(s.label.startswith("Aggregating") for s in b.status)      # B still waits, with its Cancel
+    _cancel_button(b).click().run()
+    assert job.done.wait(60) and job.state == "cancelled"
+    assert any("cancelled" in w.value for w in b.warning) and not b.metric
+    a.button(key=next(x.key for x in a.button if x.label == "Try again")).click().run()   # A may start it again
+    assert any(s.label.startswith("Aggregating") for s in a.status)
+    _cancel_button(a).click().run()
+    assert reg.get(job.key) is None or reg.get(job.key).cancelled
+
+
+def test_a_queued_job_shows_its_place_and_runs_when_a_slot_frees(root, monkeypatch):
+    """With CALIBDASH_MAX_JOBS=1 and the slot taken, reading a source's columns waits in line, and says so."""
+    monkeypatch.setenv("CALIBDASH_MAX_JOBS", "1")
+    monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
+    monkeypatch.setattr(large_source, "SYNCHRONOUS", False)
+    reg = large_source.registry()
+    release = threading.Event()
+    blocker = reg.submit("blocker", lambda job: release.wait(60), owner="test")
+    try:
+        assert blocker.state == "running" and reg.limits.max_jobs == 1
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+        at.session_state["source"] = large_source.LARGE
+        at.switch_page("pages/data.py")
+        at.run()
+        at.text_input(key="large.path").set_value("scores/part-2.parquet").run()
+        assert not at.exception
+        assert any("Waiting for a free slot" in m.value and "number 1 in line" in m.value for m in at.markdown)
+        assert any(b.label == "Cancel" for b in at.button)
+    finally:
+        release.set()
+        reg.release("blocker", "test")
+    _settle(at)
+    assert at.button(key="large.aggregate") and at.selectbox(key="large.score").value == "p"
+
+
+@pytest.mark.parametrize("inputs, said", [
+    ({"large.kind": "SQL query", "large.query": "SELECT CAST(content AS DOUBLE) AS p, 1 AS y FROM read_text("
+                                                "'{root}/rows.txt')"}, "Conversion"),
+    ({"large.path": "a" * 300 + ".parquet"}, "too long"),
+    ({"large.kind": "SQL query", "large.query": "SELECT * FROM duckdb_settings()"}, None),
+])
+def test_engine_errors_reach_the_page_as_short_messages_without_rows(app, root, inputs, said):
+    """The whole file in a conversion error, an over-long name, a query with list columns: a short message (or the
+    columns), never the rows and never a traceback."""
+    (root / "rows.txt").write_text("\n".join(f"hunter2,{i}" for i in range(20_000)))
+    app.run()
+    inputs = dict(inputs)
+    if "large.kind" in inputs:
+        app.radio(key="large.kind").set_value(inputs.pop("large.kind")).run()
+    for key, value in inputs.items():
+        (app.text_area if key == "large.query" else app.text_input)(key=key).set_value(
+            value.format(root=root)).run()
+    assert not app.exception
+    shown = " ".join(e.value for e in app.error)
+    assert "hunter2" not in shown and "Traceback" not in shown and "Something went wrong" not in shown
+    if said is None:
+        assert not app.error and app.button(key="large.aggregate")
+    else:
+        assert said in shown and len(shown) < 800

@@ -40,14 +40,32 @@ what :meth:`DataRoot.check_query` refuses, by allowing only a single
 statement of type ``SELECT``. DuckDB's ``query()`` table function itself
 accepts a single ``SELECT`` only.
 
-Nothing is written: the connection is in memory, ``temp_directory`` is empty
-(no spilling to disk; a query over the memory limit fails with DuckDB's
-"Out of Memory" error instead), persistent secrets are off, and the typed
-query can only be a ``SELECT``.
+Nothing is written but DuckDB's own buffer files: the connection is in
+memory, persistent secrets are off, and the typed query can only be a
+``SELECT``. Without ``spill_directory`` nothing spills (a query over the
+memory limit fails with DuckDB's "Out of Memory" error). With it, each
+connection spills into a directory of its own, inside a private directory
+made fresh for this :class:`DataRoot` by ``tempfile.mkdtemp`` (mode 0700,
+owner and mode checked, never a path another local user could plant a link
+at), at most ``spill_limit`` bytes (DuckDB's ``max_temp_directory_size``);
+DuckDB makes and removes it. DuckDB needs that one directory in
+``allowed_directories`` to spill (it adds it itself when external access is
+turned off, and checks its own spill files against it): so a query can name
+its own connection's buffer files, never another connection's, nor the
+private directory that holds them.
+
+Errors. Every DuckDB or file-system error met while reading is turned into
+a calibdash error by :func:`engine_error`, whose message is
+:func:`safe_message`: the first line only, quoted values removed, paths
+outside the root not named, and at most a few hundred characters (saying
+so when cut): a message never carries the rows, and never a traceback.
 
 Left to the operator: hard links (they cannot be told from the files they
-point to), files under the root that should not be shown, and a time limit
-on queries (DuckDB has none; call ``connection.interrupt()`` from a timer).
+point to), files under the root that should not be shown, and how long,
+how many and how large the jobs may be (:mod:`calibdash.jobs`,
+``CALIBDASH_SPILL_LIMIT``, ``CALIBDASH_MEMORY_LIMIT``; DuckDB has no time
+limit of its own: :mod:`calibdash.jobs` stops a query with
+``connection.interrupt()``).
 
 >>> root = DataRoot("/srv/calibdash-data")                       # doctest: +SKIP
 >>> con = root.connect(database="warehouse.duckdb")             # doctest: +SKIP
@@ -55,18 +73,35 @@ on queries (DuckDB has none; call ``connection.interrupt()`` from a timer).
 """
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import re
+import secrets
+import shutil
+import stat
+import tempfile
+import threading
+import weakref
 from pathlib import Path
 
-from ..errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
+from ..errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
 
-__all__ = ["ENV_VAR", "AccessDenied", "DataRoot", "data_root_from_env", "quote_identifier"]
+__all__ = ["ENV_VAR", "ENV_MEMORY_LIMIT", "ENV_SPILL_LIMIT", "AccessDenied", "DataRoot", "data_root_from_env",
+           "engine_error", "quote_identifier", "safe_message"]
+
+log = logging.getLogger("calibdash.data.guard")
 
 #: The environment variable that turns large sources on: the directory they are read from.
 ENV_VAR = "CALIBDASH_DATA_ROOT"
+#: The environment variable of DuckDB's memory limit per connection (:data:`DEFAULT_MEMORY_LIMIT` when unset).
+ENV_MEMORY_LIMIT = "CALIBDASH_MEMORY_LIMIT"
+#: The environment variable of the spill limit per connection (:data:`DEFAULT_SPILL_LIMIT` when unset).
+ENV_SPILL_LIMIT = "CALIBDASH_SPILL_LIMIT"
 #: DuckDB's memory limit for queries typed in the page (DuckDB's own size syntax).
 DEFAULT_MEMORY_LIMIT = "2GB"
+#: Most temporary disk one connection may spill to (DuckDB's ``max_temp_directory_size``).
+DEFAULT_SPILL_LIMIT = "10GB"
 #: DuckDB's worker threads for queries typed in the page.
 DEFAULT_THREADS = 2
 #: The alias of a DuckDB database file attached by :meth:`DataRoot.connect`.
@@ -75,6 +110,10 @@ DEFAULT_ALIAS = "source"
 _MEMORY = re.compile(r"\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _SHOWN = 120                     # longest user text echoed in a message
+_MESSAGE = 300                   # longest engine message shown
+_SINGLE = re.compile(r"'(?:[^']|'')*(?:'|$)")
+_DOUBLE = re.compile(r'"(?:[^"]|"")*(?:"|$)')
+_PATH = re.compile(r"(?<![\w.)\]])(?:/[^\s/'\",;:()\[\]]+)+/?")
 
 
 class AccessDenied(DataError):
@@ -134,20 +173,30 @@ class DataRoot:
     threads : int
         DuckDB's ``threads`` for :meth:`connect`.
     spill_directory : str or Path, optional
-        A server-owned directory outside the root (created, mode 0700) where
-        DuckDB may spill past ``memory_limit``, so large aggregations run out
-        of core; default None: no spilling.
+        Where DuckDB may spill past ``memory_limit``, so large aggregations
+        run out of core: a directory outside the root (typically
+        ``tempfile.gettempdir()``) in which a private directory is made
+        fresh, on the first :meth:`connect`, by ``tempfile.mkdtemp`` (mode
+        0700, its owner and mode checked), and removed with this object.
+        The directory itself must be owned by this user or root and, if
+        others may write to it, have the sticky bit (as ``/tmp`` has).
+        Default None: no spilling.
+    spill_limit : str
+        Most temporary disk one connection may spill to (DuckDB's
+        ``max_temp_directory_size``, e.g. ``"10GB"``).
 
     Raises
     ------
     EnvironmentProblem
-        ``root`` does not exist, is not a directory, or is ``/``.
+        ``root`` does not exist, is not a directory, or is ``/``;
+        ``spill_directory`` lies under the root or is not safe to make a
+        private directory in.
     SettingsError
-        ``memory_limit`` or ``threads`` is not valid.
+        ``memory_limit``, ``spill_limit`` or ``threads`` is not valid.
     """
 
     def __init__(self, root, *, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int = DEFAULT_THREADS,
-                 spill_directory=None):
+                 spill_directory=None, spill_limit: str = DEFAULT_SPILL_LIMIT):
         given = _text(root, "data root")
         try:
             path = Path(given).expanduser().resolve(strict=True)
@@ -159,20 +208,26 @@ class DataRoot:
         if path == Path(path.anchor):
             raise EnvironmentProblem(f"the data root ({ENV_VAR}) is the file-system root {path}; set it "
                                      "to the one directory holding the large files.")
-        if not isinstance(memory_limit, str) or not _MEMORY.fullmatch(memory_limit.strip()):
-            raise SettingsError(f"memory_limit {memory_limit!r} is not a size such as '2GB' or '512MB'.")
+        for name, value in (("memory_limit", memory_limit), ("spill_limit", spill_limit)):
+            if not isinstance(value, str) or not _MEMORY.fullmatch(value.strip()):
+                raise SettingsError(f"{name} {value!r} is not a size such as '2GB' or '512MB'.")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise SettingsError(f"threads {threads!r} must be a whole number >= 1.")
         self._root = path
         self.memory_limit = memory_limit.strip()
+        self.spill_limit = spill_limit.strip()
         self.threads = threads
-        self.spill_directory = None
+        self.spill_directory = None          # where the private directory is made
+        self._private = None                 # the private directory (made on first connect)
+        self._private_lock = threading.Lock()
         if spill_directory is not None:
-            spill = Path(spill_directory).expanduser().resolve()
-            if spill == path or spill.is_relative_to(path):
+            base = Path(spill_directory).expanduser().resolve()
+            if base == path or base.is_relative_to(path):
                 raise EnvironmentProblem("the spill directory must lie outside the data root.")
-            spill.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.spill_directory = spill
+            if not base.exists():
+                base.mkdir(mode=0o700, parents=True)
+            _check_spill_base(base)
+            self.spill_directory = base
 
     @property
     def root(self) -> Path:
@@ -180,7 +235,23 @@ class DataRoot:
         return self._root
 
     def __repr__(self) -> str:
-        return f"DataRoot({str(self._root)!r}, memory_limit={self.memory_limit!r}, threads={self.threads})"
+        return (f"DataRoot({str(self._root)!r}, memory_limit={self.memory_limit!r}, threads={self.threads}, "
+                f"spill_limit={self.spill_limit!r})")
+
+    def _spill_path(self) -> Path | None:
+        """A fresh path for one connection's spill files, inside the private directory (made on first use)."""
+        if self.spill_directory is None:
+            return None
+        with self._private_lock:
+            if self._private is None or not self._private.is_dir():
+                private = Path(tempfile.mkdtemp(prefix="calibdash-spill-", dir=self.spill_directory))
+                st = private.lstat()
+                if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid()
+                        or stat.S_IMODE(st.st_mode) != 0o700):
+                    raise EnvironmentProblem("the private spill directory could not be made safely (owner or mode).")
+                weakref.finalize(self, shutil.rmtree, str(private), True)
+                self._private = private
+        return self._private / f"c-{secrets.token_hex(8)}"   # DuckDB makes it when it spills, removes it on close
 
     # -- paths --------------------------------------------------------------------------------------
     def _inside(self, real: Path) -> bool:
@@ -230,8 +301,12 @@ class DataRoot:
             raise AccessDenied(f"{shown} cannot be resolved (a loop of symbolic links?).") from None
         if not self._inside(real):
             raise self._refuse_outside(shown, lexical)
-        if not real.exists():
-            raise DataError(f"there is no file {self._relative(real)!r} under the data root.")
+        try:
+            exists = real.exists()
+        except OSError as exc:
+            raise _path_error(shown, exc) from None
+        if not exists:
+            raise DataError(f"there is no file {_shown(self._relative(real))} under the data root.")
         return real
 
     def resolve_glob(self, pattern) -> list[Path]:
@@ -262,7 +337,7 @@ class DataRoot:
         first = next((i for i, p in enumerate(parts) if _GLOB_CHARS.search(p)), None)
         if first is None:
             real = self.resolve(text)
-            if not real.is_file():
+            if not _is_file(real, shown):
                 raise DataError(f"{shown} is a directory, not a file; add a pattern such as '*.parquet'.")
             return [real]
         rest = parts[first:]
@@ -278,7 +353,9 @@ class DataRoot:
         try:
             matches = [m for m in base.glob(str(Path(*rest))) if m.is_file()]
             reals = [m.resolve(strict=True) for m in matches]
-        except (OSError, RuntimeError, ValueError):
+        except OSError as exc:
+            raise _path_error(shown, exc) from None
+        except (RuntimeError, ValueError):
             raise AccessDenied(f"{shown} cannot be resolved (a loop of symbolic links?).") from None
         outside = sum(not self._inside(r) for r in reals)
         if outside:
@@ -293,18 +370,22 @@ class DataRoot:
         """An in-memory DuckDB connection locked down for queries typed in a web page.
 
         Settings, in this order: ``threads``, ``memory_limit``,
-        ``temp_directory``: the server's own ``spill_directory`` (outside the
-        root; DuckDB's buffer files only, which no query can name), or ``''``
+        ``temp_directory``: a fresh directory of this connection's own inside
+        the private spill directory (see the module docstring), or ``''``
         (nothing spilled to disk: a query over the memory limit fails),
+        ``max_temp_directory_size`` (``spill_limit``),
         ``autoinstall_known_extensions`` and ``autoload_known_extensions``
         false, ``allow_community_extensions`` and ``allow_persistent_secrets``
         false, ``python_enable_replacements`` false (a query cannot name the
-        Python variables of the server), ``allowed_directories = [root]``,
-        ``enable_external_access = false``; then ``database`` is attached
-        read-only; then ``lock_configuration = true``, after which no setting
-        can change. See the module docstring for what DuckDB then refuses by
-        itself. Paths inside queries must be absolute (DuckDB judges a
-        relative path against the server's working directory, not the root).
+        Python variables of the server), ``enable_progress_bar`` on without
+        printing (so ``query_progress()`` answers), ``allowed_directories =
+        [root]``, ``enable_external_access = false``; then ``database`` is
+        attached read-only; then ``lock_configuration = true``, after which no
+        setting can change. The allowed directories are then checked to be
+        the root and the connection's own spill directory, and nothing else.
+        See the module docstring for what DuckDB then refuses by itself.
+        Paths inside queries must be absolute (DuckDB judges a relative path
+        against the server's working directory, not the root).
 
         Parameters
         ----------
@@ -333,16 +414,20 @@ class DataRoot:
             db_path = self.resolve(database)
             if not db_path.is_file():
                 raise DataError(f"{_shown(str(database))} is a directory, not a DuckDB database file.")
+        spill = self._spill_path()
         con = duckdb.connect(":memory:")
         try:
             for name, value in (("threads", str(self.threads)),
                                 ("memory_limit", _sql_string(self.memory_limit)),
-                                ("temp_directory", _sql_string(str(self.spill_directory or ""))),
+                                ("temp_directory", _sql_string(str(spill or ""))),
+                                ("max_temp_directory_size", _sql_string(self.spill_limit)),
                                 ("autoinstall_known_extensions", "false"),
                                 ("autoload_known_extensions", "false"),
                                 ("allow_community_extensions", "false"),
                                 ("allow_persistent_secrets", "false"),
                                 ("python_enable_replacements", "false"),
+                                ("enable_progress_bar", "true"),
+                                ("enable_progress_bar_print", "false"),
                                 ("allowed_directories", f"[{_sql_string(str(self._root))}]"),
                                 ("enable_external_access", "false")):
                 con.execute(f"SET {name} = {value}")
@@ -353,6 +438,11 @@ class DataRoot:
                     raise DataError(f"{_shown(str(database))} could not be opened as a DuckDB database "
                                     f"({type(exc).__name__}).") from None
             con.execute("SET lock_configuration = true")
+            allowed = {str(d).rstrip("/") for d in
+                       con.execute("SELECT current_setting('allowed_directories')").fetchall()[0][0]}
+            if not allowed <= {str(self._root), str(spill)}:
+                raise EnvironmentProblem("this DuckDB allows reading more directories than the data root and the "
+                                         "connection's own spill directory; large sources stay off.")
         except BaseException:
             con.close()
             raise
@@ -392,7 +482,7 @@ class DataRoot:
         try:
             statements = duckdb.extract_statements(sql)
         except duckdb.Error as exc:
-            raise DataError(f"the query could not be parsed: {_first_line(exc)}") from None
+            raise DataError(f"the query could not be parsed: {safe_message(exc, self._root)}") from None
         if not statements:
             raise DataError("no query given (only comments).")
         if len(statements) > 1:
@@ -411,31 +501,151 @@ class DataRoot:
 
         DuckDB's refusals are turned into :class:`AccessDenied` (a file
         outside the root, a setting after the lock) without repeating the
-        path DuckDB names; other DuckDB errors into :class:`DataError`.
-        Errors found only while rows are fetched are DuckDB's own exceptions.
+        path DuckDB names; other errors as :func:`engine_error` says.
+        Errors found only while rows are fetched are DuckDB's own exceptions:
+        fetch inside ``try`` and pass them to :func:`engine_error` too.
         """
-        import duckdb
-
         checked = self.check_query(sql)
         try:
             return con.sql(checked)
-        except duckdb.PermissionException:
-            raise AccessDenied("the query reads a file outside the data root (or through a symbolic link "
-                               "leading out of it), a URL, or an extension; only files under the data "
-                               "root can be read, by absolute path.") from None
-        except duckdb.Error as exc:
-            raise DataError(f"the query failed: {_first_line(exc)}") from None
+        except Exception as exc:  # noqa: BLE001 - every engine error becomes a short, typed message
+            raise engine_error(exc, what="the query", root=self._root) from None
 
 
 def _kind(stmt) -> str:
     return str(stmt.type.name if hasattr(stmt.type, "name") else stmt.type).upper()
 
 
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+def _check_spill_base(base: Path) -> None:
+    """Refuse a directory where a private directory cannot be made safely (another user could replace it)."""
+    try:
+        st = base.lstat()
+    except OSError:
+        raise EnvironmentProblem("the spill directory cannot be read.") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise EnvironmentProblem("the spill directory is not a directory.")
+    if st.st_uid not in (os.geteuid(), 0):
+        raise EnvironmentProblem("the spill directory belongs to another user; choose one of the server's own.")
+    if stat.S_IMODE(st.st_mode) & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise EnvironmentProblem("others may write to the spill directory and it has no sticky bit; choose a "
+                                 "directory only the server may write to, or one such as /tmp.")
 
 
-def data_root_from_env(value=None, *, environ=None, **kwargs) -> DataRoot | None:
+def _is_file(path: Path, shown: str) -> bool:
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise _path_error(shown, exc) from None
+
+
+def _path_error(shown: str, exc: OSError) -> CalibdashError:
+    """A file-system error on a path the user gave, without the path's target or a traceback."""
+    if exc.errno == errno.ENAMETOOLONG:
+        return DataError(f"{shown} is too long a path for this file system.")
+    if exc.errno == errno.ELOOP:
+        return AccessDenied(f"{shown} cannot be resolved (a loop of symbolic links?).")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return DataError(f"{shown} cannot be read: the server may not open it.")
+    return DataError(f"{shown} cannot be read ({os.strerror(exc.errno) if exc.errno else type(exc).__name__}).")
+
+
+def safe_message(exc, root=None, limit: int = _MESSAGE) -> str:
+    """An engine's error text made fit for a web page: it never carries the data nor a path outside the root.
+
+    The first line only (DuckDB's context lines and Python tracebacks go);
+    every single-quoted text (a value) becomes ``'…'``; a double-quoted one
+    (an identifier) stays when short and not a path, else ``"…"``; an
+    absolute path is shown relative to ``root`` when under it, else as
+    ``<path>``; at most ``limit`` characters, ending "(message cut)" when
+    cut.
+
+    >>> print(safe_message("Conversion Error: Could not convert string 'hunter2,1' to DOUBLE"))
+    Conversion Error: Could not convert string '…' to DOUBLE
+    >>> print(safe_message('Permission Error: Cannot access file "/srv/other/x.csv" - disabled'))
+    Permission Error: Cannot access file "…" - disabled
+    """
+    text = str(exc) if not isinstance(exc, BaseException) or str(exc).strip() else type(exc).__name__
+    first = (text.strip().splitlines() or [type(exc).__name__ if isinstance(exc, BaseException) else ""])[0]
+    root_text = str(root).rstrip("/") + "/" if root is not None else None
+
+    def path(p: str) -> str:
+        if root_text and (p + "/").startswith(root_text) and ".." not in p.split("/"):
+            return p[len(root_text):] or "."
+        return "<path>"
+
+    def double(m) -> str:
+        inner = m.group(0)[1:-1] if m.group(0).endswith('"') and len(m.group(0)) > 1 else m.group(0)[1:]
+        if inner.startswith("/") and root_text:
+            shown = path(inner)
+            return '"…"' if shown == "<path>" else f'"{shown}"'
+        if len(inner) <= 64 and "/" not in inner and "\\" not in inner and inner.isprintable():
+            return f'"{inner}"'
+        return '"…"'
+
+    first = _SINGLE.sub("'…'", first)
+    first = _DOUBLE.sub(double, first)
+    first = _PATH.sub(lambda m: path(m.group(0).rstrip("/")), first)
+    first = " ".join(first.split())
+    if len(first) > limit:
+        first = first[:limit].rstrip() + " … (message cut)"
+    return first or "no message"
+
+
+def engine_error(exc: BaseException, *, what: str = "the source", root=None) -> CalibdashError:
+    """The calibdash error to show for an error met while reading ``what`` (DuckDB's, the file system's, ...).
+
+    Its message is ``what`` (the caller's words) and :func:`safe_message`
+    of the error: never data, a traceback, or a path outside ``root``.
+
+    ============================================  ===================================
+    error                                         becomes
+    ============================================  ===================================
+    a calibdash error                             itself
+    ``duckdb.PermissionException``                :class:`AccessDenied` (names no path)
+    ``duckdb.OutOfMemoryException``               :class:`~calibdash.EnvironmentProblem`
+                                                  (memory or spill limit, named)
+    ``duckdb.IOException``, ``OSError``           :class:`~calibdash.EnvironmentProblem`, or
+                                                  :class:`~calibdash.DataError` (a name too long)
+    ``duckdb.InterruptException``                 :class:`~calibdash.EnvironmentProblem` ("interrupted")
+    any other ``duckdb.Error`` or error           :class:`~calibdash.DataError` (an unexpected
+                                                  kind is logged with its traceback)
+    ============================================  ===================================
+    """
+    import sys
+
+    if isinstance(exc, CalibdashError):
+        return exc
+    msg = safe_message(exc, root)
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is not None and isinstance(exc, duckdb.Error):
+        if isinstance(exc, duckdb.PermissionException):
+            if root is not None:
+                return AccessDenied(f"{what} reads a file outside the data root (or through a symbolic link "
+                                    "leading out of it), a URL, or an extension; only files under the data "
+                                    "root can be read, by absolute path.")
+            return AccessDenied(f"{what} reads a file outside the directories this connection may read (or "
+                                "through a symbolic link leading out of them), a URL, or an extension; only "
+                                "files under the data root can be read.")
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            if "max_temp_directory_size" in str(exc):
+                return EnvironmentProblem(f"{what} needs more temporary disk than one job may spill to on this "
+                                          f"server ({ENV_SPILL_LIMIT}); narrow the source or ask the operator.")
+            return EnvironmentProblem(f"DuckDB ran out of memory reading {what} (its memory limit, "
+                                      f"{ENV_MEMORY_LIMIT} on the dashboard's server): {msg}")
+        if isinstance(exc, duckdb.InterruptException):
+            return EnvironmentProblem(f"reading {what} was interrupted.")
+        if isinstance(exc, duckdb.IOException):
+            return EnvironmentProblem(f"DuckDB could not read {what}: {msg}")
+        return DataError(f"DuckDB could not read {what}: {msg}")
+    if isinstance(exc, OSError):
+        return _path_error(what, exc) if exc.errno else EnvironmentProblem(f"{what} could not be read: {msg}")
+    if isinstance(exc, MemoryError):
+        return EnvironmentProblem(f"the server ran out of memory reading {what}.")
+    log.warning("unexpected error while reading %s", what, exc_info=exc)
+    return DataError(f"{what} could not be read ({type(exc).__name__}: {msg}).")
+
+
+def data_root_from_env(value=None, *, environ=None, given=None, **kwargs) -> DataRoot | None:
     """The :class:`DataRoot` the operator configured, or None when large sources are off.
 
     Parameters
@@ -444,9 +654,14 @@ def data_root_from_env(value=None, *, environ=None, **kwargs) -> DataRoot | None
         The root given explicitly (the dashboard reads it from Streamlit's
         ``secrets.toml`` / config); wins over the environment when not empty.
     environ : mapping, optional
-        Where to read ``CALIBDASH_DATA_ROOT`` (default ``os.environ``).
+        Where to read ``CALIBDASH_DATA_ROOT``, ``CALIBDASH_MEMORY_LIMIT`` and
+        ``CALIBDASH_SPILL_LIMIT`` (default ``os.environ``).
+    given : mapping, optional
+        Values that win over the environment, keyed by the variables' names
+        in lower case (``calibdash_spill_limit``), e.g. from Streamlit's secrets.
     **kwargs
-        ``memory_limit``, ``threads``, ``spill_directory``: passed to :class:`DataRoot`.
+        ``memory_limit``, ``threads``, ``spill_directory``, ``spill_limit``:
+        passed to :class:`DataRoot` (and win over ``given`` and the environment).
 
     Returns
     -------
@@ -457,10 +672,22 @@ def data_root_from_env(value=None, *, environ=None, **kwargs) -> DataRoot | None
     Raises
     ------
     EnvironmentProblem
-        The configured directory does not exist, is not a directory, or is ``/``.
+        The configured directory does not exist, is not a directory, or is
+        ``/``; a limit that is not a size (naming the variable).
     """
+    env = os.environ if environ is None else environ
+    given = given or {}
+    for key, var in (("memory_limit", ENV_MEMORY_LIMIT), ("spill_limit", ENV_SPILL_LIMIT)):
+        if kwargs.get(key) is not None:
+            continue
+        raw = given.get(var.lower())
+        raw = raw if raw is not None and str(raw).strip() else env.get(var)
+        if raw is not None and str(raw).strip():
+            if not _MEMORY.fullmatch(str(raw).strip()):
+                raise EnvironmentProblem(f"{var} is {str(raw)[:40]!r}; set it to a size such as '2GB' or '512MB'.")
+            kwargs[key] = str(raw).strip()
+    kwargs = {k: v for k, v in kwargs.items() if v is not None or k == "spill_directory"}
     if value is not None and str(os.fspath(value)).strip():
         return DataRoot(value, **kwargs)
-    env = os.environ if environ is None else environ
     configured = (env.get(ENV_VAR) or "").strip()
     return DataRoot(configured, **kwargs) if configured else None

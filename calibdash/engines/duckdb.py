@@ -39,6 +39,16 @@ temporary directory beyond ``memory_limit``), and CSV is parsed once. Column typ
 BIGINT, DOUBLE and VARCHAR only (as pandas does: ``yes``/``no`` stays text). A DuckDB
 table: ``rowid``. A query: ``row_number() OVER (ORDER BY order_by) - 1``.
 
+File names. Files are expanded from patterns once (:meth:`Source.files`) and
+given to DuckDB by :func:`literal_path`, so DuckDB, which expands every name
+as a glob, reads exactly those files (``a[b].parquet``, never ``ab.parquet``).
+
+Errors. Every DuckDB, pyarrow or file-system error becomes a calibdash error
+through :func:`calibdash.data.guard.engine_error`: a short message that
+never repeats the rows (quoted values removed, cut to a few hundred
+characters), never a traceback. ``on_stage`` reports each stage
+(:data:`STAGES`) and may stop the work there (a cancelled job).
+
 Memory. ``memory_limit`` and ``temp_directory`` (a fresh directory, removed
 afterwards) are set on a private in-memory connection, so hash tables and the
 CSV copy spill to disk. Exact quantiles of numeric features
@@ -49,19 +59,29 @@ per row per numeric feature.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..cells import GRID, MAX_EXACT
-from ..errors import DataError, EnvironmentProblem, SettingsError
+from ..data.guard import engine_error
+from ..errors import DataError, SettingsError
 from ..evaluation import Scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "row_hash_sql", "connect"]
+__all__ = ["aggregate", "row_hash_sql", "connect", "literal_path", "is_numeric_type", "STAGES", "MAX_TEXT"]
+
+#: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
+STAGES = ("statistics", "distinct scores", "aggregation", "sample")
+#: Longest label or split value, in characters: a longer one is refused (a class name, not a document).
+MAX_TEXT = 1000
+#: Most distinct values of a split column.
+MAX_SPLIT_VALUES = 10_000
+_DUCKDB_GLOB = re.compile(r"([*?\[])")
 
 _M32 = 0xFFFFFFFF
 _NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
@@ -74,6 +94,34 @@ def _ident(name: str) -> str:
 
 def _lit(s: str) -> str:
     return "'" + str(s).replace("'", "''") + "'"
+
+
+def literal_path(path) -> str:
+    """``path`` as a pattern DuckDB's readers match to that one file only: ``*``, ``?`` and ``[`` in brackets.
+
+    DuckDB expands every file name given to ``read_parquet``/``read_csv`` as
+    a glob, so a file named ``a[b].parquet`` would read ``ab.parquet``
+    instead; ``a[[]b].parquet`` reads the file itself.
+
+    >>> literal_path("/data/a[b]*?.parquet")
+    '/data/a[[]b][*][?].parquet'
+
+    Raises
+    ------
+    DataError
+        The name mixes a backslash with those characters (DuckDB cannot read it as named).
+    """
+    text = str(path)
+    if not _DUCKDB_GLOB.search(text):
+        return text
+    if "\\" in text:
+        raise DataError(f"the file name {os.path.basename(text)[:120]!r} holds a backslash and one of *, ? or [: "
+                        "DuckDB cannot read it as named; rename it.")
+    return _DUCKDB_GLOB.sub(r"[\1]", text)
+
+
+def _file_list(files) -> str:
+    return "[" + ", ".join(_lit(literal_path(f)) for f in files) + "]"
 
 
 def _mul32(h: str, c: int) -> str:
@@ -136,15 +184,18 @@ class _Rows:
             files = source.files()
             fmt = source.file_format()
             if fmt == "parquet":
-                offsets = source.file_offsets()
+                try:
+                    offsets = source.file_offsets()
+                except Exception as exc:  # noqa: BLE001 - pyarrow's error on a file that is not Parquet
+                    raise engine_error(exc, what=self.what) from None
                 key = f"([{', '.join(map(str, offsets))}]::BIGINT[])[CAST(file_index AS BIGINT) + 1] + file_row_number"
                 self.sql = (f"SELECT CAST({key} AS BIGINT) AS __key, {select} "
-                            f"FROM read_parquet([{', '.join(map(_lit, files))}], file_row_number = true)")
+                            f"FROM read_parquet({_file_list(files)}, file_row_number = true)")
             else:
                 delim = source.csv_delimiter()
                 names = ", ".join(dict.fromkeys([_ident(c) for c in source.columns(features)]))
                 self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM read_csv("
-                          f"[{', '.join(map(_lit, files))}], delim = {_lit(delim)}, header = true, "
+                          f"{_file_list(files)}, delim = {_lit(delim)}, header = true, "
                           "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR'])")
                 self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM __cd_rows"
         elif source.kind == "table":
@@ -162,26 +213,41 @@ class _Rows:
         if tune:                 # a caller's connection keeps its settings (a locked one refuses every SET)
             self._run("SET preserve_insertion_order = false")
 
-    def _run(self, sql: str, params=None):
-        import duckdb
-
+    def _run(self, sql: str, params=None, fetch: str | None = None):
+        """Run ``sql``, and fetch its result (``"one"``, ``"all"``, ``"df"``) inside the same error mapping."""
         try:
-            return self.con.execute(sql, params) if params is not None else self.con.execute(sql)
-        except duckdb.IOException as exc:
-            raise EnvironmentProblem(f"DuckDB could not read {self.source.describe()}: {exc}") from None
-        except duckdb.OutOfMemoryException as exc:
-            raise EnvironmentProblem(f"DuckDB ran out of memory (memory_limit): {exc}") from None
-        except duckdb.Error as exc:
-            raise DataError(f"DuckDB could not read {self.source.describe()}: {exc}") from None
+            res = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+            if fetch == "one":                  # fetchall: the result is then complete (fetchone leaves it open)
+                got = res.fetchall()
+                return got[0] if got else None
+            if fetch == "all":
+                return res.fetchall()
+            if fetch == "df":
+                return res.df()
+            return res
+        except Exception as exc:  # noqa: BLE001 - every engine error is a short, typed message without data
+            raise engine_error(exc, what=self.what) from None
+
+    @property
+    def what(self) -> str:
+        try:
+            return self.source.describe()
+        except Exception:  # noqa: BLE001 - a source that cannot even be described
+            return f"the {self.source.kind}"
 
     def types(self) -> dict:
-        rel = self._run(f"DESCRIBE {self.sql}").fetchall()
+        rel = self._run(f"DESCRIBE {self.sql}", fetch="all")
         return {r[0]: str(r[1]) for r in rel}
 
 
+def is_numeric_type(duck_type) -> bool:
+    """Whether a DuckDB type is a plain number (``DECIMAL(18,3)`` is; ``INTEGER[]``, ``STRUCT(...)`` are not)."""
+    t = str(duck_type).upper().strip()
+    return "[" not in t and t.split("(")[0].strip() in _NUMERIC_TYPES
+
+
 def _kind(duck_type: str) -> str:
-    t = duck_type.upper()
-    return "numeric" if t.startswith(_NUMERIC_TYPES) else "categorical"
+    return "numeric" if is_numeric_type(duck_type) else "categorical"
 
 
 def _part_sql(scheme: Scheme, source: Source, rows: _Rows) -> str:
@@ -190,7 +256,11 @@ def _part_sql(scheme: Scheme, source: Source, rows: _Rows) -> str:
     if scheme.kind == "column":
         if not source.split:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        values = [r[0] for r in rows._run(f"SELECT DISTINCT __split FROM ({rows.sql})").fetchall()]
+        values = [r[0] for r in rows._run(f"SELECT DISTINCT __split FROM ({rows.sql}) LIMIT {MAX_SPLIT_VALUES + 1}",
+                                          fetch="all")]
+        if len(values) > MAX_SPLIT_VALUES:
+            raise DataError(f"split column {source.split!r} has more than {MAX_SPLIT_VALUES:,} distinct values; a "
+                            "split column names a few parts, such as train and test.")
         train = column_train_values(values, scheme)
         rows.train_values = train
         non_null = [v for v in train if v is not None]
@@ -216,7 +286,8 @@ def _feature_code_sql(name: str, kind: str, edges) -> str:
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
-              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, connection=None):
+              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, connection=None,
+              on_stage: Callable[[str], None] | None = None):
     """Aggregate a source's rows into score cells with DuckDB, out of core.
 
     Parameters
@@ -265,7 +336,11 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     Raises
     ------
     DataError
-        As :func:`calibdash.engines.source.check_stats`; a label with more than two values.
+        As :func:`calibdash.engines.source.check_stats`; a label with more than two values; a label or
+        split value longer than :data:`MAX_TEXT` characters; DuckDB's errors about the data
+        (:func:`calibdash.data.guard.engine_error`: short messages that never carry the rows).
+    EnvironmentProblem
+        DuckDB could not read a file, or ran out of memory or spill space.
     SettingsError
         A query without ``order_by`` under a hashed scheme; bad scheme settings.
     """
@@ -277,12 +352,20 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     own = connection is None
     tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
     con = connect(memory_limit, threads, tmp) if own else connection
+    stage = on_stage or (lambda name: None)
     try:
         need_keys = source.needs_keys(scheme) or sample_rows > 0
+        stage(STAGES[0])
         rows = _Rows(con, source, feats, need_keys, tune=own)
         types = rows.types()
         kinds = {f: _kind(types["__f_" + f]) for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
+        texts = [(c, n) for c, n in (("__label", "label"), ("__split", "split"))
+                 if c in types and not is_numeric_type(types[c])
+                 and types[c].upper().split("(")[0] not in ("BOOLEAN", "DATE", "TIME", "TIMESTAMP", "UUID")]
+        long_text, long_names = [c for c, _ in texts], [n for _, n in texts]
+        short = (f" FILTER (WHERE strlen(CAST(__label AS VARCHAR)) <= {MAX_TEXT})" if "__label" in long_text
+                 else "")              # a huge label value is refused below, never fetched
         # -- 1. statistics -----------------------------------------------------------------------------
         quant = [f"quantile_cont(CAST({_ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
                  f"(WHERE {_ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({_ident('__f_' + f)} AS DOUBLE)))"
@@ -290,9 +373,15 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         st_sql = ("SELECT count(*), count(*) FILTER (WHERE __raw IS NULL OR NOT isfinite(__raw)), "
                   "min(__raw) FILTER (WHERE isfinite(__raw)), max(__raw) FILTER (WHERE isfinite(__raw)), "
                   "count(*) FILTER (WHERE isfinite(__raw) AND (__raw < 0 OR __raw > 1)), "
-                  "count(*) FILTER (WHERE __label IS NULL), min(__label), max(__label), "
-                  "approx_count_distinct(__raw)" + "".join(", " + q for q in quant) + f" FROM ({rows.sql})")
-        got = rows._run(st_sql).fetchone()
+                  f"count(*) FILTER (WHERE __label IS NULL), min(__label){short}, max(__label){short}, "
+                  "approx_count_distinct(__raw)" + "".join(", " + q for q in quant)
+                  + "".join(f", max(strlen(CAST({c} AS VARCHAR)))" for c in long_text) + f" FROM ({rows.sql})")
+        got = rows._run(st_sql, fetch="one")
+        for c, name, longest in zip(long_text, long_names, got[len(got) - len(long_text):]):
+            if longest is not None and longest > MAX_TEXT:
+                raise DataError(f"{name} column {getattr(source, name)!r} holds a value of {longest:,} characters; "
+                                f"a {name} names a class or a part in at most {MAX_TEXT:,}: choose another column.")
+        got = got[:len(got) - len(long_text)]
         st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
                    n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
         mapped, positive = check_stats(st, source)
@@ -302,10 +391,12 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         # -- 2. exact or grid ----------------------------------------------------------------------------
         exact = st.distinct <= int(max_exact) / 4
         if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
-            n_distinct = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})").fetchone()[0])
+            stage(STAGES[1])
+            n_distinct = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0])
             exact = n_distinct <= int(max_exact)
         code_sql = "__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})"
         # -- 3. the aggregation --------------------------------------------------------------------------
+        stage(STAGES[2])
         part_sql = _part_sql(scheme, source, rows)
         params = []
         if scheme.kind == "column" and "unnest(?)" in part_sql:
@@ -320,7 +411,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         group = ", ".join(["__part", "__code"] + [_ident("__c_" + f) for f in feats])
         agg_sql = (f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
                    f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}")
-        res = rows._run(agg_sql, params).df()
+        res = rows._run(agg_sql, params, fetch="df")
         n_other = int(res["n_other"].sum())
         if n_other:
             raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
@@ -332,13 +423,14 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         if sample_rows <= 0:
             return cells
         # -- optional: a reproducible uniform sample of rows ----------------------------------------------
+        stage(STAGES[3])
         h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
         fcols = "".join(f", {_ident('__f_' + f)} AS {_ident(f)}" for f in feats)
         samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_sql} AS SMALLINT) AS part, "
                     f"CAST(__label = ? AS TINYINT) AS label{fcols} "
                     f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
         sp = params[:len(params) - 3] + [positive]
-        sample = rows._run(samp_sql, sp).df().sort_values("key").reset_index(drop=True)
+        sample = rows._run(samp_sql, sp, fetch="df").sort_values("key").reset_index(drop=True)
         sample = sample[["key", "score", "label", "part"] + feats]
         return cells, sample
     finally:

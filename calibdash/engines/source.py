@@ -51,7 +51,7 @@ import pandas as pd
 
 from ..cells import GRID, ScoreCells
 from ..data.margins import TRANSFORMS
-from ..data.scoreset import _choose_positive, _plain
+from ..validation import choose_positive, plain_value
 from ..errors import DataError, SettingsError
 from ..evaluation import Scheme, _column_parts
 
@@ -104,6 +104,12 @@ class Source:
         CSV delimiter; default sniffed from the first file's first 64 KB by
         :func:`calibdash.data.sniff.sniff_delimiter` and passed to every
         engine, so all read the same columns.
+    exact_paths : bool, default False
+        ``path`` names files exactly, never patterns: each must be an
+        existing file and is read as named, even when its name holds ``*``,
+        ``?`` or ``[`` (for files already resolved by a guard, such as
+        :meth:`calibdash.data.guard.DataRoot.resolve_glob`, which must not be
+        expanded a second time into other files).
     """
 
     path: Any = None
@@ -119,6 +125,7 @@ class Source:
     positive: Any = None
     transform: str | None = None
     delimiter: str | None = None
+    exact_paths: bool = False
 
     def __post_init__(self):
         given = [k for k in ("path", "table", "query") if getattr(self, k) not in (None, "", ())]
@@ -163,6 +170,9 @@ class Source:
     def files(self) -> list[str]:
         """The files, absolute and sorted by path (the order of the row keys).
 
+        Patterns are expanded once, here (never with ``exact_paths``); the
+        engines read the names this returns literally.
+
         Raises
         ------
         DataError
@@ -173,8 +183,8 @@ class Source:
         items = [self.path] if isinstance(self.path, (str, Path)) else list(self.path)
         found: set[str] = set()
         for item in items:
-            item = os.path.expanduser(str(item))
-            hits = _glob.glob(item, recursive=True) if _glob.has_magic(item) else (
+            item = str(item) if self.exact_paths else os.path.expanduser(str(item))
+            hits = _glob.glob(item, recursive=True) if _glob.has_magic(item) and not self.exact_paths else (
                 [item] if os.path.isfile(item) else [])
             if not hits:
                 raise DataError(f"no file matches {item!r}.")
@@ -252,7 +262,7 @@ def split_text(v) -> str:
     """A split value as text (as :class:`calibdash.data.ScoreSet` holds it): missing -> ``""``."""
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return ""
-    return str(_plain(v))
+    return str(plain_value(v))
 
 
 def column_train_values(values: Sequence, scheme: Scheme) -> list:
@@ -331,17 +341,17 @@ def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
                         f"(from {st.lo:.4g} to {st.hi:.4g}) but the source says they are probabilities; "
                         "say transform='margin' to map them by the logistic function.")
     mapped = transform == "logistic" or (transform is None and st.n_outside > 0)
-    lo, hi = _plain(st.label_lo), _plain(st.label_hi)
+    lo, hi = plain_value(st.label_lo), plain_value(st.label_hi)
     if lo == hi:
         raise DataError(f"label column {label!r} holds one class only ({lo!r}); calibration needs both.")
-    positive, _ = _choose_positive([st.label_lo, st.label_hi], source.positive, label)
+    positive, _ = choose_positive([st.label_lo, st.label_hi], source.positive, column=label)
     return mapped, positive
 
 
 def other_labels_error(label: str, n_other: int, lo, hi) -> DataError:
     """The error for a label column with more than two values."""
     return DataError(f"label column {label!r} has more than two values: {n_other:,} rows hold values other than "
-                     f"{_plain(lo)!r} and {_plain(hi)!r}; a binary label has exactly two.")
+                     f"{plain_value(lo)!r} and {plain_value(hi)!r}; a binary label has exactly two.")
 
 
 def _code_order(col: pd.Series) -> np.ndarray:

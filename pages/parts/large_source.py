@@ -1,47 +1,40 @@
-"""The "Large data" source: rows that stay on the server, summarised into score cells by DuckDB.
+"""The "Large data" source's widgets: rows that stay on the server, summarised into score cells by DuckDB.
 
 Off unless the operator names a data root (``CALIBDASH_DATA_ROOT``, or
 ``calibdash_data_root`` in Streamlit's secrets; :func:`data_root`). Then the
-Data page offers a third source, read through
-:class:`calibdash.data.guard.DataRoot` only:
+Data page offers a third source: files (a path or glob), a DuckDB table, or
+a SELECT query under the root. What they name and how they are read lives
+in the library (:mod:`calibdash.engines.plan`, :mod:`calibdash.data.guard`);
+here are only the widgets.
 
-* **files**: a path or glob relative to the root (or absolute under it),
-  resolved by :meth:`DataRoot.resolve_glob`; the engine gets the validated
-  files as an explicit list, so it reads nothing else;
-* **a DuckDB table**: a database file under the root, attached read-only as
-  ``source`` by :meth:`DataRoot.connect`;
-* **a SELECT query**: checked by :meth:`DataRoot.check_query` (one SELECT
-  statement) and run on :meth:`DataRoot.connect`'s locked connection, which
-  reads files under the root only.
+Every step that runs a query (the database's tables, the columns and the
+sample that guesses the roles, the aggregation) is a job of
+:mod:`calibdash.jobs`: it runs in the server's bounded pool (queued when
+``CALIBDASH_MAX_JOBS`` run already, stopped after
+``CALIBDASH_JOB_TIMEOUT_S``), owned by the sessions that wait for it. The
+page shows its stage, progress, elapsed time or place in the queue, and a
+Cancel button that withdraws only this session's interest; the job stops
+when no session wants it, and a session that closes stops renewing its
+lease. ``SYNCHRONOUS`` waits in the script instead of polling (AppTest
+cannot poll). The operator's settings are read from the environment or
+from Streamlit's secrets (the variables' names in lower case).
 
-Every kind is read on a guarded connection: its columns (``LIMIT 0``), the
-sample that guesses the roles, and the aggregation itself
-(:func:`calibdash.engines.duckdb.aggregate` with ``connection=``).
-
-The aggregation runs in a background thread (``SYNCHRONOUS``: in the script
-thread, for tests); the page shows its stage and elapsed time (DuckDB reports
-no row progress) and a Cancel button (``connection.interrupt()``). What it
-gives, the score cells of the chosen scheme and the all-rows cells, is kept
-in a cache bounded by bytes, keyed on the resolved files with their sizes and
-modification times (or the query text, or the database file), the roles and
-the scheme: never rows. ``st.session_state`` holds only the source's spec
-(the texts typed and the roles, :data:`SPEC`) and the key of a stopped job.
-
-Pages see the aggregated source as a :class:`LargeData`, which answers what
-Compare and Explore read of a :class:`calibdash.data.ScoreSet` (name, roles,
-rows, content key) and gives score cells per scheme (:meth:`LargeData.cells`)
-instead of rows.
+What a job gives (columns and guessed roles; the score cells of a scheme
+and the all-rows cells, never rows) is kept in caches bounded by bytes,
+keyed by :func:`calibdash.engines.plan.plan_key`. ``st.session_state``
+holds only the source's spec (:data:`SPEC`), the keys of the jobs this
+session waits for, and why one stopped. Pages see an aggregated source as a
+:class:`LargeData`: what Compare and Explore read of a ScoreSet, with score
+cells per scheme instead of rows.
 """
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
+import logging
 import os
 import tempfile
-import threading
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
+import uuid
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,26 +42,24 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import cells as ccells
-from calibdash.data.guard import AccessDenied, DataRoot, data_root_from_env, quote_identifier
-from calibdash.data.scoreset import _choose_positive
-from calibdash.engines.duckdb import aggregate as duckdb_aggregate
-from calibdash.engines.source import Source
+from calibdash import cells as ccells, jobs
+from calibdash.data.guard import ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT, ENV_VAR, DataRoot, data_root_from_env
+from calibdash.engines import plan as cplan
+from calibdash.engines.plan import Plan, resolve_plan
 from calibdash.errors import CalibdashError, DataError, EnvironmentProblem, SettingsError
 from calibdash.evaluation import Scheme
 
-__all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "resolve_plan",
-           "source_inputs", "large_data_or_stop", "peek", "NOT_ON_LARGE"]
+__all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
+           "resolve_plan", "source_inputs", "large_data_or_stop", "peek", "NOT_ON_LARGE"]
+
+log = logging.getLogger("calibdash.app")
 
 LARGE = "Large data"               # the Data page's source choice
 SPEC = "large.spec"                # session key: the active large source (texts typed, roles); set by Aggregate
-STOPPED = "large.stopped"          # session key: {"key", "message", "level"} of a cancelled or failed job
-#: Run aggregations in the script thread (tests: AppTest cannot wait on a thread's fragment).
+STOPPED = "large.stopped"          # session key: {job key: {"message", "level"}} of this session's stopped jobs
+HELD = "large.held"                # session key: {slot: job key} of the jobs this session waits for
+#: Wait for jobs in the script thread (tests: AppTest cannot run the polling fragment).
 SYNCHRONOUS = False
-#: How many rows guess the roles (read through the guarded connection).
-GUESS_ROWS = 2000
-#: Most distinct split values read (the Data page's choice of the training value).
-MAX_SPLIT_VALUES = 200
 #: What pages that need rows say on a large source.
 NOT_ON_LARGE = ("{page} needs the rows themselves, which a large source keeps on the server (only its score "
                 "cells are read): it does not work on a large source yet. Compare and Explore do; choose a "
@@ -79,32 +70,38 @@ K_KIND, K_PATH, K_DB, K_TABLE, K_QUERY, K_ORDER = ("large.kind", "large.path", "
                                                    "large.query", "large.order_by")
 K_SCORE, K_LABEL, K_SPLIT = "large.score", "large.label", "large.split"
 NONE = "(none)"
-_STAGES = ("1. statistics: rows, missing values, the score range, distinct scores (one scan)",
-           "2. exact distinct count, only when the estimate is near the limit of exact cells (one scan)",
-           "3. grouping the rows by part and score cell (one scan)")
+_SECRETS = (ENV_VAR, ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT, jobs.ENV_MAX_JOBS, jobs.ENV_JOB_TIMEOUT, jobs.ENV_JOB_LEASE,
+            jobs.ENV_MAX_QUEUED)
 
 
-# -- the data root ------------------------------------------------------------------------------------
-def _secret_root():
+# -- the operator's settings ----------------------------------------------------------------------------
+def _secrets() -> dict:
+    """The operator's settings in Streamlit's secrets (``calibdash_data_root``, ``calibdash_max_jobs``, ...)."""
     try:
-        return st.secrets.get("calibdash_data_root")
+        return {k.lower(): st.secrets.get(k.lower()) for k in _SECRETS if st.secrets.get(k.lower()) is not None}
     except Exception:  # noqa: BLE001 - no secrets.toml (or an unreadable one): the environment decides
-        return None
+        return {}
 
 
-#: Where the guarded DuckDB connection may spill past its memory limit: the server's own, outside the data root.
-SPILL_DIRECTORY = Path(tempfile.gettempdir()) / f"calibdash-spill-{os.getuid() if hasattr(os, 'getuid') else 0}"
+@functools.lru_cache(maxsize=4)
+def _root(given: tuple, environ: tuple) -> DataRoot | None:
+    given = dict(given)
+    return data_root_from_env(given.get(ENV_VAR.lower()), environ=dict(environ), given=given,
+                              spill_directory=tempfile.gettempdir())
 
 
 def data_root() -> DataRoot | None:
     """The operator's data root (secrets ``calibdash_data_root``, else ``CALIBDASH_DATA_ROOT``), or None: off.
 
+    One :class:`DataRoot` per configuration, so its private spill directory is made once.
+
     Raises
     ------
     EnvironmentProblem
-        The configured directory does not exist, is not a directory, or is ``/``.
+        The configured directory does not exist, is not a directory, or is ``/``; a limit is not a size.
     """
-    return data_root_from_env(_secret_root(), spill_directory=SPILL_DIRECTORY)
+    given = tuple(sorted((k, str(v)) for k, v in _secrets().items()))
+    return _root(given, tuple((k, os.environ.get(k, "")) for k in (ENV_VAR, ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT)))
 
 
 def available() -> bool:
@@ -115,169 +112,149 @@ def available() -> bool:
         return True
 
 
-# -- what a spec names, resolved under the root ------------------------------------------------------
-def _lit(text: str) -> str:
-    return "'" + str(text).replace("'", "''") + "'"
+def _session_alive(owner) -> bool | None:
+    """Whether the session of ``owner`` is still connected (asked when its lease expires), or None: unknown."""
+    try:
+        from streamlit import runtime
 
-
-def _stat(path) -> list:
-    s = path.stat()
-    return [str(path), int(s.st_size), int(s.st_mtime_ns)]
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A spec resolved under the data root: validated files, database file, table or checked query.
-
-    ``identity`` (the files with sizes and modification times, or the
-    database file's, the table, the query text and ORDER BY) keys the caches.
-    """
-
-    kind: str
-    files: tuple = ()
-    fmt: str = "parquet"
-    database: str | None = None
-    table: tuple | None = None          # (schema, table) in the attached database "source"
-    query: str | None = None            # checked: one SELECT statement
-    order_by: str | None = None
-    identity: tuple = ()
-
-    def relation_sql(self) -> str:
-        """``SELECT *`` of the source, for the guarded connection (composed of validated parts only)."""
-        if self.kind == "files":
-            listed = "[" + ", ".join(_lit(f) for f in self.files) + "]"
-            return (f"SELECT * FROM read_parquet({listed})" if self.fmt == "parquet"
-                    else f"SELECT * FROM read_csv({listed}, header = true)")
-        if self.kind == "table":
-            return f"SELECT * FROM {self._table_sql()}"
-        return f"SELECT * FROM (\n{self.query}\n) AS __q"
-
-    def _table_sql(self) -> str:
-        schema, table = self.table
-        return f"source.{quote_identifier(schema)}.{quote_identifier(table)}"
-
-    def source(self, roles: dict) -> Source:
-        """The engine's :class:`Source` (no ``database``: the guarded connection has it attached)."""
-        r = {"score": roles["score"], "label": roles["label"], "split": roles.get("split") or None}
-        if self.kind == "files":
-            return Source(path=list(self.files), format=self.fmt, **r)
-        if self.kind == "table":
-            return Source(table=self._table_sql(), **r)
-        return Source(query=self.query + "\n", order_by=self.order_by or None, **r)
-
-    def describe(self, root: DataRoot) -> str:
-        """One line naming the source, paths relative to the root."""
-        def rel(p):
-            try:
-                return str(Path(p).relative_to(root.root))
-            except ValueError:
-                return str(p)
-        if self.kind == "files":
-            first = rel(self.files[0])
-            return first if len(self.files) == 1 else f"{len(self.files)} files ({first}, …)"
-        if self.kind == "table":
-            return f"table {self.table[0]}.{self.table[1]} of {rel(self.database)}"
-        return "query " + " ".join(self.query.split())[:80]
-
-
-def resolve_plan(root: DataRoot, spec: dict) -> Plan:
-    """Resolve the texts of ``spec`` under ``root``.
-
-    Raises
-    ------
-    AccessDenied
-        A path outside the root, a query that is not one SELECT.
-    DataError
-        Nothing found, an empty input, an unknown file format.
-    """
-    kind = spec.get("kind")
-    if kind == "files":
-        text = (spec.get("path") or "").strip()
-        if not text:
-            raise DataError("give a path or a glob under the data root, such as scores/part-*.parquet.")
-        files = root.resolve_glob(text)
-        suffixes = {f.name.lower().rsplit(".", 1)[-1] for f in files}
-        if suffixes <= {"parquet", "pq", "parq"}:
-            fmt = "parquet"
-        elif suffixes <= {"csv", "tsv", "txt"}:
-            fmt = "csv"
-        else:
-            raise DataError(f"{text!r} matches files of several or unknown kinds ({', '.join(sorted(suffixes))}); "
-                            "match Parquet files only or CSV files only.")
-        return Plan(kind="files", files=tuple(str(f) for f in files), fmt=fmt,
-                    identity=("files", fmt, tuple(tuple(_stat(f)) for f in files)))
-    database = _database(root, spec.get("database"))
-    db_identity = tuple(_stat(Path(database))) if database else None
-    if kind == "table":
-        if database is None:
-            raise DataError("give the DuckDB database file (under the data root) that holds the table.")
-        table = spec.get("table")
-        if not table:
-            raise DataError("choose a table of the database.")
-        return Plan(kind="table", database=database, table=tuple(table), identity=("table", db_identity, tuple(table)))
-    if kind == "query":
-        checked = root.check_query(spec.get("query") or "")
-        order_by = (spec.get("order_by") or "").strip() or None
-        if order_by:            # the ORDER BY list is composed into the engine's SQL: it must keep one SELECT
-            if any(t in order_by for t in (";", "--", "/*")) or order_by.count("(") != order_by.count(")"):
-                raise AccessDenied("the ORDER BY list may hold column names, expressions and ASC/DESC only "
-                                   "(no ';', comments or unbalanced parentheses).")
-            root.check_query(f"SELECT * FROM (\n{checked}\n) AS __q ORDER BY {order_by}\n")
-        return Plan(kind="query", database=database, query=checked, order_by=order_by,
-                    identity=("query", db_identity, checked, order_by))
-    raise SettingsError(f"unknown large source kind {kind!r}.")
-
-
-def _database(root: DataRoot, text) -> str | None:
-    """The DuckDB database file ``text`` names under the root (None when no text)."""
-    text = (text or "").strip()
-    if not text:
+        return runtime.exists() and runtime.get_instance().is_active_session(str(owner).split("/")[0])
+    except Exception:  # noqa: BLE001 - no runtime (tests): the lease decides
         return None
-    db = root.resolve(text)
-    if not db.is_file():
-        raise DataError(f"{text!r} is a directory, not a DuckDB database file.")
-    return str(db)
 
 
-def _connect(root: DataRoot, plan: Plan):
-    return root.connect(database=plan.database)
+def registry() -> jobs.JobRegistry:
+    """The server's jobs (:func:`calibdash.jobs.shared_registry`), with the operator's current limits."""
+    return jobs.shared_registry(jobs.limits_from_env(given=_secrets()), alive=_session_alive)
 
 
-@st.cache_data(show_spinner="Reading the source's columns…", max_entries=32, max_size="32MB")
-def _schema(identity: str, _root: DataRoot, _plan: Plan) -> dict:
-    """The source's columns and types (``LIMIT 0``) and guessed roles (from ``GUESS_ROWS`` rows), read on the
-    guarded connection."""
-    from calibdash.data import guess_roles
-
-    con = _connect(_root, _plan)
+# -- jobs, as this session sees them --------------------------------------------------------------------
+def _owner() -> str:
+    """This session as a job's owner: its session id (so the registry can ask whether it is connected) and a token
+    kept in the session (AppTest gives every session the same id)."""
+    token = st.session_state.setdefault("large.owner", uuid.uuid4().hex[:12])
     try:
-        rel = _root.query(con, _plan.relation_sql() + " LIMIT 0")
-        columns, types = list(rel.columns), [str(t) for t in rel.types]
-        head = _root.query(con, _plan.relation_sql() + f" LIMIT {GUESS_ROWS}").df()
-    finally:
-        con.close()
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        return f"{ctx.session_id}/{token}" if ctx is not None else token
+    except Exception:  # noqa: BLE001 - no script context: the token alone
+        return token
+
+
+def _hold(slot: str, key: str | None) -> None:
+    """This session now waits for ``key`` in ``slot`` (reading, aggregating): it lets go of the job it held there."""
+    held = dict(st.session_state.get(HELD) or {})
+    old = held.get(slot)
+    if old and old != key:
+        registry().release(old, _owner())
+    if key is None:
+        held.pop(slot, None)
+    else:
+        held[slot] = key
+    st.session_state[HELD] = held
+
+
+def _stop_note(key: str, message: str, level: str) -> None:
+    notes = {k: v for k, v in (st.session_state.get(STOPPED) or {}).items() if k != key}
+    st.session_state[STOPPED] = dict(list(notes.items())[-15:]) | {key: {"message": message, "level": level}}
+
+
+class _Pending(Exception):
+    """The job is still running, or stopped (what the page shows says which): nothing to use yet."""
+
+
+def _halt() -> None:
+    st.stop()
+
+
+def _pending() -> None:
+    raise _Pending
+
+
+def _run_job(slot: str, key: str, what: str, work, keep, fail: str, note: str = "", halt=_halt):
+    """The result of the job behind ``key`` (running ``work(job)`` unless it runs already), once it finished: its
+    result is passed to ``keep`` and returned. Until then the page shows its progress, and ``halt()`` (default:
+    stop the page); when it failed or was cancelled for this session, why, with a button to try again, and
+    ``halt()``."""
+    if _show_stopped(key):
+        halt()
+    reg, me = registry(), _owner()
     try:
-        roles = guess_roles(head)
-        guess = {"score": roles.scores[0] if roles.scores else None, "label": roles.label, "split": roles.split}
-    except CalibdashError:
-        guess = {}
-    return {"columns": columns, "types": types, "guess": guess}
+        job = reg.submit(key, work, owner=me, what=what)
+    except CalibdashError as exc:           # the queue is full
+        st.warning(f"**{fail}:** {exc}")
+        halt()
+    _hold(slot, key)
+    if SYNCHRONOUS:
+        reg.wait(key, me)
+    if job.finished:
+        _hold(slot, None)
+        reg.release(key, me)
+        if job.state == jobs.DONE:
+            keep(job.result)
+            return job.result
+        if isinstance(job.error, CalibdashError):
+            _stop_note(key, f"**{fail}:** {job.error}", "warning" if job.state == jobs.CANCELLED else "error")
+        else:
+            log.error("large-source job failed", exc_info=job.error)
+            _stop_note(key, f"**{fail}:** something went wrong ({type(job.error).__name__}); the details are in "
+                            "the server log.", "error")
+        _show_stopped(key)
+    else:
+        _progress(key, what, note)
+    halt()
 
 
-def _tables(root: DataRoot, plan_db: str) -> list:
-    con = root.connect(database=plan_db)
-    try:
-        got = root.query(con, "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'source' "
-                              "ORDER BY schema_name, table_name").fetchall()
-    finally:
-        con.close()
-    return [tuple(r) for r in got]
+@st.fragment(run_every=1.0)
+def _progress(key: str, what: str, note: str) -> None:
+    """The job's stage, progress, elapsed time or place in the queue, and Cancel; renews this session's lease."""
+    reg = registry()
+    job = reg.get(key)
+    if job is None or job.finished or not reg.heartbeat(key, _owner()):
+        st.rerun()
+    status = st.status(f"{what}…", state="running", expanded=True)
+    limits = reg.limits
+    if job.state == jobs.QUEUED:
+        running, _ = reg.counts()
+        status.markdown(f"**Waiting for a free slot:** number {job.place or 1} in line · {running} of at most "
+                        f"{limits.max_jobs} jobs run on this server · {job.waited:.0f} s waited")
+    else:
+        status.markdown(f"**Now:** {job.stage} · {job.elapsed:.0f} s elapsed (at most {limits.timeout_s:.0f} s)")
+        if job.progress is not None:
+            status.progress(job.progress, text=f"this step: {job.progress:.0%}")
+    others = len(job.owners) - 1
+    status.caption((note + " " if note else "") + "No row is sent to the dashboard."
+                   + (f" {others} other session{'s' if others > 1 else ''} wait for it too: Cancel stops it for you "
+                      "only." if others > 0 else ""))
+    st.button("Cancel", key=f"large.cancel.{key[:12]}", icon=":material/cancel:", on_click=_cancel,
+              args=(key, what))
+    if job.cancelled:
+        st.caption("Cancelling…")
 
 
-# -- the aggregation, in a thread -----------------------------------------------------------------------
-def _key(plan: Plan, roles: dict, scheme: Scheme | None = None) -> str:
-    payload = [list(plan.identity), sorted((k, v or "") for k, v in roles.items()), repr(scheme)]
-    return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()
+def _cancel(key: str, what: str) -> None:
+    """This session no longer waits for the job (which stops when no other session does)."""
+    job = registry().release(key, _owner())
+    held = {k: v for k, v in (st.session_state.get(HELD) or {}).items() if v != key}
+    st.session_state[HELD] = held
+    others = len(job.owners) if job is not None and not job.finished else 0
+    _stop_note(key, f"{what}: cancelled." + (f" It goes on for the {others} other session{'s' if others > 1 else ''} "
+                                              "waiting for it." if others else ""), "warning")
+
+
+def _show_stopped(key: str) -> bool:
+    """Whether the job behind ``key`` stopped for this session; if so, why, with a button to try again."""
+    stopped = (st.session_state.get(STOPPED) or {}).get(key)
+    if not stopped:
+        return False
+    getattr(st, stopped["level"])(stopped["message"])
+    st.button("Try again", key=f"large.again.{key[:12]}", icon=":material/refresh:", on_click=_forget_stop,
+              args=(key,))
+    return True
+
+
+def _forget_stop(key: str) -> None:
+    st.session_state[STOPPED] = {k: v for k, v in (st.session_state.get(STOPPED) or {}).items() if k != key}
 
 
 class _NotKept(Exception):
@@ -292,178 +269,53 @@ def _kept(key: str, _value=None):
     return _value
 
 
-def _lookup(key: str):
+@st.cache_data(show_spinner=False, max_entries=64, max_size="32MB")
+def _read(key: str, _value=None):
+    """A source's columns and guessed roles, or a database's tables, under their key."""
+    if _value is None:
+        raise _NotKept(key)
+    return _value
+
+
+def _lookup(key: str, cache=_kept):
     try:
-        return _kept(key)
+        return cache(key)
     except _NotKept:
         return None
 
 
-def _pool(cells: ccells.ScoreCells) -> ccells.ScoreCells:
-    """All parts' exact cells merged into one part (the all-rows cells; exact cells only)."""
-    u, inv = np.unique(cells.score, return_inverse=True)
-    return ccells.ScoreCells(score=u, n=np.bincount(inv, weights=cells.n).round().astype(np.int64),
-                             n_pos=np.bincount(inv, weights=cells.n_pos).round().astype(np.int64),
-                             score_sum=np.bincount(inv, weights=cells.score_sum), part=np.zeros(u.size, np.int16),
-                             exact=True, n_rows=int(cells.n_rows))
-
-
-@dataclass
-class _Job:
-    key: str
-    what: str
-    started: float = field(default_factory=time.monotonic)
-    stage: str = "connecting"
-    con: Any = None
-    result: Any = None
-    error: BaseException | None = None
-    cancelled: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        con = self.con
-        if con is not None:
-            try:
-                con.interrupt()
-            except Exception:  # noqa: BLE001 - already closed: the job is ending anyway
-                pass
-
-
-_JOBS: dict[str, _Job] = {}
-_JOBS_LOCK = threading.Lock()
-
-
-def _work(job: _Job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme, need_all: bool) -> None:
-    """The job's body (no Streamlit call: it may run in a thread)."""
-    con = None
-    try:
-        con = _connect(root, plan)
-        job.con = con
-        if job.cancelled:
-            raise DataError("cancelled")
-        src = plan.source(roles)
-        job.stage = f"aggregating the rows into score cells for: {scheme.describe(on_cells=True)}"
-        cells = duckdb_aggregate(src, scheme, features=[], connection=con)
-        result = {"cells": cells}
-        if need_all:
-            if scheme.kind == "insample":
-                every = cells
-            elif cells.exact:
-                every = _pool(cells)
-            else:
-                job.stage = "aggregating all rows (the Data page's raw reliability)"
-                every = duckdb_aggregate(src, None, features=[], connection=con)
-            job.stage = "reading the score's and the label's range"
-            s = f"TRY_CAST({quote_identifier(src.score)} AS DOUBLE)"
-            lab = quote_identifier(src.label)
-            lo, hi, llo, lhi = con.execute(
-                f"SELECT min({s}) FILTER (WHERE isfinite({s})), max({s}) FILTER (WHERE isfinite({s})), "
-                f"min({lab}), max({lab}) FROM ({plan.relation_sql()}\n)").fetchone()
-            splits = []
-            if src.split:
-                job.stage = "reading the split column's values"
-                splits = [r[0] for r in con.execute(
-                    f"SELECT DISTINCT {quote_identifier(src.split)} FROM ({plan.relation_sql()}\n) "
-                    f"LIMIT {MAX_SPLIT_VALUES}").fetchall()]
-            mapped = lo is not None and (lo < 0 or hi > 1)
-            result["all"] = {"cells": every, "positive": _choose_positive([llo, lhi], None, src.label)[0],
-                             "range": (lo, hi) if mapped else None, "splits": splits}
-        job.result = result
-    except BaseException as exc:  # noqa: BLE001 - handed to the page, which shows it as a message
-        job.error = exc
-    finally:
-        job.con = None
-        if con is not None:
-            con.close()
-        job.done.set()
-
-
-def _start(key: str, what: str, root, plan, roles, scheme, need_all) -> _Job:
-    with _JOBS_LOCK:
-        job = _JOBS.get(key)
-        if job is not None:
-            return job
-        job = _Job(key=key, what=what)
-        _JOBS[key] = job
-    if SYNCHRONOUS:
-        _work(job, root, plan, roles, scheme, need_all)
-    else:
-        threading.Thread(target=_work, args=(job, root, plan, roles, scheme, need_all), daemon=True,
-                         name=f"calibdash-aggregate-{key[:8]}").start()
-    return job
-
-
-def _finish(job: _Job, all_key: str) -> None:
-    """Keep a finished job's cells in the cache, or remember why it stopped (the session's ``STOPPED``)."""
-    with _JOBS_LOCK:
-        _JOBS.pop(job.key, None)
-    if job.error is None:
-        _kept(job.key, job.result["cells"])
-        if "all" in job.result:
-            _kept(all_key, job.result["all"])
-        return
-    if job.cancelled:
-        msg, level = "The aggregation was cancelled.", "warning"
-    elif isinstance(job.error, CalibdashError):
-        msg, level = f"**The large source cannot be aggregated:** {job.error}", "error"
-    else:
-        first = (str(job.error).splitlines() or [""])[0]
-        msg, level = (f"**The large source cannot be aggregated:** DuckDB stopped with "
-                      f"{type(job.error).__name__}: {first}"), "error"
-    st.session_state[STOPPED] = {"key": job.key, "message": msg, "level": level}
-
-
-@st.fragment(run_every=1.0)
-def _progress(key: str) -> None:
-    job = _JOBS.get(key)
-    if job is None or job.done.is_set():
-        st.rerun()
-    status = st.status(f"Aggregating {job.what} with DuckDB…", state="running", expanded=True)
-    status.markdown(f"**Now:** {job.stage} · {time.monotonic() - job.started:.0f} s elapsed")
-    status.caption("DuckDB reports no row progress, only when a stage ends. Each aggregation is "
-                   + "; ".join(_STAGES) + ". No row is sent to the dashboard.")
-    st.button("Cancel", key=f"large.cancel.{key[:12]}", icon=":material/cancel:", on_click=_cancel, args=(key,))
-    if job.cancelled:
-        st.caption("Cancelling…")
-
-
-def _cancel(key: str) -> None:
-    job = _JOBS.get(key)
-    if job is not None:
-        job.cancel()
+def _read_step(key: str, what: str, work):
+    """The result of a reading job (tables, columns), kept; or its progress and a stop."""
+    got = _lookup(key, _read)
+    if got is None:
+        got = _run_job("read", key, what, work, lambda result: _read(key, result), "This source cannot be read",
+                       halt=_pending)
+    return got
 
 
 def _aggregate_or_stop(root, plan, roles, scheme, key, all_key, need_all) -> None:
-    """Run (or wait on) the aggregation behind ``key``; return once its cells are kept, else show the
-    progress, or why it stopped, and stop the page."""
-    _show_stopped(key)
+    """Run (or wait on) the aggregation behind ``key``; return once its cells are kept, else show the progress,
+    or why it stopped, and stop the page."""
+    if _show_stopped(key):
+        st.stop()
     try:
         plan.source(roles).check_keys(scheme)
     except SettingsError as exc:
         st.error(f"**This evaluation scheme does not work on this source:** {exc}")
         st.stop()
-    job = _start(key, plan.describe(root), root, plan, roles, scheme, need_all)
-    if job.done.is_set():
-        _finish(job, all_key)
-        if job.error is None:
-            if need_all:
-                st.rerun()               # once, so that the sidebar (drawn before the page) shows the new source
-            return
-        _show_stopped(key)
-    _progress(key)
-    st.stop()
 
+    def keep(result):
+        _kept(key, result["cells"])
+        if "all" in result:
+            _kept(all_key, result["all"])
 
-def _show_stopped(key: str) -> None:
-    """Why the job behind ``key`` stopped (cancelled, failed) with a button to try again; then stop the page."""
-    stopped = st.session_state.get(STOPPED)
-    if not stopped or stopped.get("key") != key:
-        return
-    getattr(st, stopped["level"])(stopped["message"])
-    st.button("Aggregate again", key=f"large.again.{key[:12]}", icon=":material/refresh:",
-              on_click=lambda: st.session_state.pop(STOPPED, None))
-    st.stop()
+    _run_job("aggregate", key, f"Aggregating {plan.describe(root)} with DuckDB",
+             lambda job: cplan.aggregate_plan(job, root, plan, roles, scheme, need_all), keep,
+             "The large source cannot be aggregated",
+             note="DuckDB reports the progress of each query, not of the whole. Each aggregation is "
+                  + "; ".join(list(cplan.STAGE_TEXT.values())[:3]) + ".")
+    if need_all:
+        st.rerun()               # once, so that the sidebar (drawn before the page) shows the new source
 
 
 # -- what the pages see --------------------------------------------------------------------------------
@@ -532,7 +384,7 @@ class LargeData:
 
     def cells(self, scheme: Scheme) -> ccells.ScoreCells:
         """The score cells of ``scheme`` (parts by row hash, or the split column); aggregated when not kept."""
-        key = _key(self._plan, self.roles, scheme)
+        key = cplan.plan_key(self._plan, self.roles, scheme)
         got = _lookup(key)
         if got is None:
             _aggregate_or_stop(self._root, self._plan, self.roles, scheme, key, self.key, need_all=False)
@@ -573,7 +425,7 @@ def peek() -> LargeData | str:
         root, spec, plan = _resolved()
     except CalibdashError as exc:
         return str(exc)
-    got = _lookup(_key(plan, spec["roles"]))
+    got = _lookup(cplan.plan_key(plan, spec["roles"]))
     if got is None:
         return f"{plan.describe(root)}: not aggregated yet."
     return _large(root, spec, plan, got)
@@ -583,7 +435,7 @@ def _large(root, spec, plan, got) -> LargeData:
     roles = spec["roles"]
     return LargeData(name=plan.describe(root), score=roles["score"], label_column=roles["label"],
                      split_column=roles.get("split") or None, positive_label=got["positive"],
-                     all_cells=got["cells"], key=_key(plan, roles), mapped_range=got["range"],
+                     all_cells=got["cells"], key=cplan.plan_key(plan, roles), mapped_range=got["range"],
                      splits=tuple(got["splits"]), roles=dict(roles), _root=root, _plan=plan)
 
 
@@ -597,7 +449,7 @@ def large_data_or_stop() -> LargeData:
         st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
         st.stop()
     roles = spec["roles"]
-    all_key = _key(plan, roles)
+    all_key = cplan.plan_key(plan, roles)
     got = _lookup(all_key)
     if got is None:
         scheme = _scheme_for(roles.get("split") or None)
@@ -605,7 +457,7 @@ def large_data_or_stop() -> LargeData:
             plan.source(roles).check_keys(scheme)
         except SettingsError:    # a query without ORDER BY: first all rows; the Data page then says what fails
             scheme = Scheme(kind="insample")
-        _aggregate_or_stop(root, plan, roles, scheme, _key(plan, roles, scheme), all_key, need_all=True)
+        _aggregate_or_stop(root, plan, roles, scheme, cplan.plan_key(plan, roles, scheme), all_key, need_all=True)
         got = _lookup(all_key)
     return _large(root, spec, plan, got)
 
@@ -650,7 +502,9 @@ def source_inputs() -> None:
         return
     try:
         if kind == "table":
-            tables = _tables(root, _database(root, spec["database"]))
+            db = cplan.database_file(root, spec["database"])
+            tables = _read_step(cplan.tables_key(db), "Listing the database's tables",
+                                lambda job: cplan.read_tables(job, root, db))
             if not tables:
                 st.error("**This database holds no table.**")
                 return
@@ -658,16 +512,18 @@ def source_inputs() -> None:
                                   format_func=lambda t: f"{t[0]}.{t[1]}")
             spec["table"] = list(chosen)
         plan = resolve_plan(root, spec)
-        schema = _schema(json.dumps(list(plan.identity), default=str), root, plan)
+        schema = _read_step(cplan.plan_key(plan, step="schema"), f"Reading the columns of {plan.describe(root)}",
+                            lambda job: cplan.read_schema(job, root, plan))
     except CalibdashError as exc:
         st.error(f"**This source cannot be read:** {exc}")
         return
+    except _Pending:             # reading: its progress and Cancel are shown (or why it stopped)
+        return
     cols, types = schema["columns"], schema["types"]
-    numeric = [c for c, t in zip(cols, types) if t.upper().startswith(
-        ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
-         "FLOAT", "DOUBLE", "DECIMAL", "REAL"))]
+    numeric = cplan.numeric_columns(cols, types)
     guess = schema["guess"]
-    st.caption(plan.describe(root) + " · columns: " + ", ".join(f"`{c}` ({t})" for c, t in zip(cols, types)))
+    shown = ", ".join(f"`{str(c)[:60]}` ({str(t)[:40]})" for c, t in list(zip(cols, types))[:50])
+    st.caption(plan.describe(root) + " · columns: " + shown + (f", … ({len(cols):,} in all)" if len(cols) > 50 else ""))
     r1, r2, r3 = st.columns(3)
     score_opts = numeric or cols
     score = r1.selectbox("Score", score_opts, key=K_SCORE, persist_state="session",
