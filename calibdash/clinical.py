@@ -157,6 +157,9 @@ def _logistic_fit(X: np.ndarray, offset: np.ndarray, y: np.ndarray, w: np.ndarra
         if not np.all(np.isfinite(step)):
             break
         if np.max(np.abs(step)) < tol * (1.0 + np.max(np.abs(beta))):   # the Newton step at beta is nil
+            # Taken: Newton converges quadratically, so after a step below tol (1e-10) of the
+            # coefficients they are within about tol^2 of the optimum, below the rounding of the
+            # gradient sums: the fit is at the floating-point limit, not at a tolerance.
             beta = beta + step
             converged = bool(np.max(np.abs(beta)) < 1e6)
             break

@@ -66,20 +66,18 @@ method's registry name (:func:`register_sql`) into one of three forms:
     close. The levels
     are clipped to [0, 1] beforehand, as ``predict`` clips its output.
 :class:`LinearMap`
-    ``np.interp(s, x, y)`` (isotonic with linear interpolation, ABB, ENIR), or the
-    same with linear extension beyond the end knots (ELiTE's
-    ``evaluate_linear``), then clipped to [0, 1]. Equal to numpy's code
-    (``arr_interp`` in ``numpy/_core/src/multiarray/compiled_base.c``)
-    operation for operation: below ``x[0]`` the value is ``y[0]``, at or
-    above ``x[-1]`` it is ``y[-1]``, otherwise ``slope_j * (s - x_j) + y_j``
-    on the interval ``x_j <= s < x_{j+1}`` with ``slope_j = (y_{j+1} - y_j) /
-    (x_{j+1} - x_j)`` computed in Python exactly as numpy computes it (same
-    IEEE operations). Among knots with equal ``x`` numpy's binary search
-    lands on the last one, so zero-width intervals are dropped: a score equal
-    to a repeated knot takes the value of its last copy. An interval whose
-    slope overflows (``x`` gaps below ~1e-308) holds ``y_j`` at ``x_j`` and
-    ``+-inf`` clipped to 1 or 0 inside, as numpy and the clip give. Small maps
-    are a ``CASE``; large ones join a table of intervals as step maps do.
+    Linear interpolation between knots (isotonic with linear interpolation, ABB, ENIR), or the
+    same with linear extension beyond the end knots (ELiTE's ``evaluate_linear``), then clipped to
+    [0, 1]. Equal to :func:`calibdash.calibrators._steps.interp` (the overflow-free ``np.interp``
+    that ``predict`` uses) operation for operation: below ``x[0]`` the value is ``y[0]``, at or
+    above ``x[-1]`` it is ``y[-1]``, otherwise, on the interval ``x_j <= s < x_{j+1}``, the
+    position ``t = (s - x_j) / (x_{j+1} - x_j)`` and then ``y_{j+1}`` if ``t >= 1``, else
+    ``y_j + t (y_{j+1} - y_j)`` kept between ``y_j`` and ``y_{j+1}``, with the differences computed
+    in Python as numpy computes them (same IEEE operations). No slope is ever formed, so knots
+    closer than 1e-308 (subnormal scores) interpolate as any others instead of overflowing. Among
+    knots with equal ``x`` the binary search lands on the last one, so zero-width intervals are
+    dropped: a score equal to a repeated knot takes the value of its last copy. Small maps are a
+    ``CASE``; large ones join a table of intervals as step maps do.
 
 Floats are written as Python's shortest ``repr`` with an exponent
 (``0.1E0``), which every dialect reads as a DOUBLE literal (a plain ``0.1``
@@ -101,6 +99,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from .calibrators._steps import interp
 from .errors import DataError, SettingsError
 
 __all__ = ["SqlMap", "SqlUnsupported", "StepMap", "LinearMap", "ClosedForm", "SqlWriter", "to_sql",
@@ -186,9 +185,10 @@ class SqlWriter:
         """``1 / (1 + exp(-x))``, as ``scipy.special.expit`` computes it."""
         return f"(1.0E0 / (1.0E0 + EXP(-({x}))))"
 
-    def clip(self, x: str, lo: float = 0.0, hi: float = 1.0) -> str:
-        """``x`` clipped to [lo, hi] (``np.clip``; the caller handles NULLs)."""
-        return f"LEAST(GREATEST({x}, {literal(lo)}), {literal(hi)})"
+    def clip(self, x: str, lo: float | str = 0.0, hi: float | str = 1.0) -> str:
+        """``x`` clipped to [lo, hi] (``np.clip``; the caller handles NULLs); a bound is a number or SQL."""
+        lo, hi = (b if isinstance(b, str) else literal(b) for b in (lo, hi))
+        return f"LEAST(GREATEST({x}, {lo}), {hi})"
 
     def isnan(self, x: str) -> str:
         """Whether ``x`` is NaN (ANSI SQL has no NaN: always false there)."""
@@ -276,7 +276,7 @@ class LinearMap:
         s = np.asarray(s, dtype=float)
         if x.size == 1:
             return np.full(s.shape, y[0])
-        out = np.interp(s, x, y)
+        out = interp(s, x, y)
         if self.left == "extend":
             lo = s < x[0]
             out[lo] = y[0] + (s[lo] - x[0]) * (y[1] - y[0]) / (x[1] - x[0])
@@ -285,28 +285,20 @@ class LinearMap:
             out[hi] = y[-1] + (s[hi] - x[-1]) * (y[-1] - y[-2]) / (x[-1] - x[-2])
         return out
 
-    def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(lo, value, slope)`` of the intervals ``lo[j] <= s < lo[j + 1]`` (the last up to ``x[-1]``),
-        where the map is ``slope[j] * (s - lo[j]) + value[j]``; all finite.
-
-        Zero-width intervals (repeated knots) are dropped, as numpy's search skips them; an interval
-        whose slope overflows becomes the point ``[x_j, nextafter(x_j))`` holding ``y_j`` and the
-        open rest holding the clip of ``+-inf`` (slope 0).
-        """
+    def intervals(self) -> dict[str, np.ndarray]:
+        """The intervals ``lo[j] <= s < lo[j + 1]`` (the last up to ``x[-1]``) as columns: ``lo``, the
+        width ``dx``, the values ``y0`` and ``y1`` at the two ends, their difference ``dy`` and the
+        bounds ``ymin``/``ymax`` that the value is kept between; all finite. Zero-width intervals
+        (repeated knots) are dropped, as the binary search skips them."""
         x, y = np.asarray(self.x, dtype=float), np.asarray(self.y, dtype=float)
-        los, vals, slopes = [], [], []
-        for j in range(x.size - 1):
-            if not x[j] < x[j + 1]:
-                continue
-            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                slope = float((y[j + 1] - y[j]) / (x[j + 1] - x[j]))
-            if math.isfinite(slope):
-                los.append(x[j]), vals.append(y[j]), slopes.append(slope)
-                continue
-            los += [x[j], float(np.nextafter(x[j], np.inf))]
-            vals += [y[j], 1.0 if slope > 0 else 0.0]
-            slopes += [0.0, 0.0]
-        return np.array(los), np.array(vals), np.array(slopes)
+        if x.size < 2:
+            keep = np.zeros(0, dtype=bool)
+        else:
+            keep = x[:-1] < x[1:]
+        j = np.flatnonzero(keep)
+        y0, y1 = y[j], y[j + 1]
+        return {"lo": x[j], "dx": x[j + 1] - x[j], "y0": y0, "dy": y1 - y0, "y1": y1,
+                "ymin": np.minimum(y0, y1), "ymax": np.maximum(y0, y1)}
 
     def end(self, side: str, s: str, w: SqlWriter) -> str:
         """SQL of the map beyond the first (``side="left"``) or last knot."""
@@ -512,13 +504,20 @@ def _linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_colu
     if x.size == 0 or x.size != y.size:
         raise SqlUnsupported(f"a linear map needs as many values as knots (at least one); got {x.size}, {y.size}.")
     num = literal
-    los, vals, slopes = lin.intervals()
+    iv = lin.intervals()
+    los = iv["lo"]
     form = _pick_form(form, los.size, max_case)
     if los.size == 0 and x.size > 1 and "extend" in (lin.left, lin.right):
         raise SqlUnsupported("a linear map extended beyond knots that all coincide has no finite slope.")
 
-    def piece(s: str, lo, v, slope) -> str:
-        return f"{slope} * ({s} - {lo}) + {v}"
+    def piece(s: str, col) -> str:
+        """Interval values ``col(name)`` -> SQL of interp's formula on that interval."""
+        pos = f"(({s} - {col('lo')}) / {col('dx')})"
+        inside = w.clip(f"{col('y0')} + {pos} * {col('dy')}", col("ymin"), col("ymax"))
+        return f"CASE WHEN {pos} >= {num(1.0)} THEN {col('y1')} ELSE {inside} END"
+
+    def literals(j: int):
+        return lambda name: num(iv[name][j])
 
     def ends(s: str) -> str:
         return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s, w)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
@@ -527,7 +526,7 @@ def _linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_colu
     if form == "bisect" and los.size:
         def part(a: int, b: int, s: str) -> str:          # intervals a..b, interval j on los[j] <= s < los[j + 1]
             if a == b:
-                return piece(s, num(los[a]), num(vals[a]), num(slopes[a]))
+                return piece(s, literals(a))
             mid = (a + b + 1) // 2
             return f"CASE WHEN {s} < {num(los[mid])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
 
@@ -541,18 +540,18 @@ def _linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_colu
             if x.size == 1 or los.size == 0:
                 return _null_guard(s, num(y[-1]) if x.size == 1 else f"CASE {ends(s)} ELSE {num(y[-1])} END")
             bounds = np.r_[los[1:], x[-1]]
-            arms = [f"WHEN {s} < {num(hi)} THEN {piece(s, num(lo), num(v), num(sl))}"
-                    for lo, hi, v, sl in zip(los[:-1], bounds[:-1], vals[:-1], slopes[:-1])]
-            last = piece(s, num(los[-1]), num(vals[-1]), num(slopes[-1]))
+            arms = [f"WHEN {s} < {num(bounds[j])} THEN {piece(s, literals(j))}" for j in range(los.size - 1)]
+            last = piece(s, literals(los.size - 1))
             body = f"CASE {ends(s)} {' '.join(arms)} ELSE {last} END"
             return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
         return SqlMap(method, w.dialect, score_column, "case", render)
 
     name = "cd_knots"
-    lookup, joins = _bucketed(name, los, np.r_[los[1:], x[-1]], {"cd_value": vals, "cd_slope": slopes})
+    columns = {f"cd_{k}": v for k, v in iv.items() if k != "lo"}
+    lookup, joins = _bucketed(name, los, np.r_[los[1:], x[-1]], columns)
 
     def render_lookup(s: str) -> str:
-        body = f"CASE {ends(s)} ELSE {piece(s, name + '.cd_lo', name + '.cd_value', name + '.cd_slope')} END"
+        body = f"CASE {ends(s)} ELSE {piece(s, lambda k: f'{name}.cd_{k}')} END"
         return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
     return SqlMap(method, w.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
 

@@ -120,8 +120,12 @@ def test_beta_hand_computed_three_scores_are_interpolated():
     y = np.tile([1, 0], 3)
     w = np.column_stack([q, 1 - q]).ravel() * 10
     cal = calibrators.get("beta").fit(s, y, sample_weight=w)
-    np.testing.assert_allclose(cal.predict(s3), q, atol=1e-10)
-    assert (cal.a_, cal.b_, cal.c_) == pytest.approx((a, b, c), rel=1e-8)
+    # The Newton fit stops at the floating-point limit (calibrators.platt.fit_logistic): its
+    # coefficients are off the exact solution by |H^-1| (log2(N) eps sum w |x| |q - y|), here at
+    # most 1.2e-13 (1.1e-13 relative), and its log-odds at s3 by 2.5e-13, so its probabilities by a
+    # quarter of that. Tolerances: 10 times those (seen: 3e-15 and 2e-16).
+    np.testing.assert_allclose(cal.predict(s3), q, rtol=0, atol=1e-12)
+    assert (cal.a_, cal.b_, cal.c_) == pytest.approx((a, b, c), rel=1e-12)
 
 
 @pytest.mark.parametrize("parameters", ["abm", "am", "ab"])
@@ -173,8 +177,11 @@ def test_beta_am_is_platt_scaling():
     s, y = beta_rows(1.6, 0.7, -0.4, seed=7)
     beta = calibrators.get("beta", parameters="am").fit(s, y)
     platt = calibrators.get("platt").fit(s, y)
-    assert beta.a_ == pytest.approx(platt.a_, rel=1e-8) and beta.c_ == pytest.approx(platt.b_, rel=1e-8)
-    np.testing.assert_allclose(beta.predict(GRID), platt.predict(GRID), atol=1e-9)
+    # The same likelihood, the same solver, both at the floating-point limit: each coefficient within
+    # |H^-1| (log2(N) eps sum |x| |q - y|) of the optimum, 8e-15 relative here, the log-odds on the
+    # grid within 2e-13. Tolerances: 50 times twice those (seen: equal, and 2e-16).
+    assert beta.a_ == pytest.approx(platt.a_, rel=1e-12) and beta.c_ == pytest.approx(platt.b_, rel=1e-12)
+    np.testing.assert_allclose(beta.predict(GRID), platt.predict(GRID), rtol=0, atol=1e-11)
 
 
 def wald(cal, s, truth):
@@ -207,9 +214,12 @@ def test_beta_mirror_symmetry(parameters):
     s, y = beta_rows(1.8, 0.6, -0.2, seed=10)
     cal = calibrators.get("beta", parameters=parameters).fit(s, y)
     flip = calibrators.get("beta", parameters=parameters).fit(1 - s, 1 - y)
-    assert (flip.a_, flip.b_, flip.c_) == pytest.approx((cal.b_, cal.a_, -cal.c_), abs=1e-8)
-    assert flip.m_ == pytest.approx(1 - cal.m_, abs=1e-8)
-    np.testing.assert_allclose(flip.predict(1 - INNER), 1 - cal.predict(INNER), atol=1e-9)
+    # Both fits at the floating-point limit, each coefficient within 2.5e-13 of its optimum (the bound
+    # |H^-1| (log2(N) eps sum |x| |q - y|)), the log-odds on INNER within 1.6e-12; 1 - s rounds by
+    # up to eps / 2, moving -ln(1 - s) by under 5e-14. Tolerances: about 10 times the sum (seen: 1e-16).
+    assert (flip.a_, flip.b_, flip.c_) == pytest.approx((cal.b_, cal.a_, -cal.c_), abs=1e-11)
+    assert flip.m_ == pytest.approx(1 - cal.m_, abs=1e-11)
+    np.testing.assert_allclose(flip.predict(1 - INNER), 1 - cal.predict(INNER), atol=1e-11)
 
 
 def test_beta_scaled_weights_leave_the_map_unchanged():
@@ -217,8 +227,10 @@ def test_beta_scaled_weights_leave_the_map_unchanged():
     w = np.random.default_rng(12).uniform(0.1, 3.0, s.size)
     ref = calibrators.get("beta").fit(s, y, sample_weight=w).predict(GRID)
     for k in (1e-3, 50.0):
+        # the same optimum; each fit within the rounding bound |x . d beta| <= 5.6e-12 of it (relative,
+        # in the map on GRID; see test_weights.py), so 1e-10 is 9 times twice it (seen: 1.4e-14)
         np.testing.assert_allclose(calibrators.get("beta").fit(s, y, sample_weight=k * w).predict(GRID), ref,
-                                   rtol=1e-9, atol=1e-12)
+                                   rtol=1e-10, atol=1e-13)
 
 
 def test_midpoint_hand_computed():
@@ -239,7 +251,8 @@ def test_beta_refuses_an_unknown_parametrisation_and_survives_degenerate_scores(
     # two distinct scores with three parameters: the fit still meets each score's frequency
     s2 = np.array([0.2, 0.2, 0.7, 0.7])
     cal = calibrators.get("beta").fit(s2, [0, 1, 0, 1], sample_weight=[3.0, 1.0, 1.0, 3.0])
-    np.testing.assert_allclose(cal.predict([0.2, 0.7]), [0.25, 0.75], atol=1e-9)
+    # Newton at the floating-point limit: the frequencies to a few ulps (seen: exact)
+    np.testing.assert_allclose(cal.predict([0.2, 0.7]), [0.25, 0.75], rtol=0, atol=1e-13)
     assert all(np.isfinite([cal.a_, cal.b_, cal.c_]))
 
 
@@ -294,6 +307,8 @@ def test_temperature_hand_computed_symmetric_case():
     y = np.array([1, 0, 1, 0])
     r = expit(1.0)
     cal = calibrators.get("temperature").fit(s, y, sample_weight=[r, 1 - r, 1 - r, r])
+    # the solver takes its last Newton step once a step is below 1e-12 of 1/T, so the error after it
+    # is quadratically small: what is left is the rounding of the sums, a few ulps here
     assert cal.temperature_ == pytest.approx(2.0, rel=1e-12)
     np.testing.assert_allclose(cal.predict(s[[0, 2]]), [r, 1 - r], rtol=1e-12)
 
@@ -336,6 +351,8 @@ def test_temperature_invariances():
     s, y = temp_rows(1.5, seed=6)
     w = np.random.default_rng(7).uniform(0.2, 2.0, s.size)
     t = calibrators.get("temperature").fit(s, y, sample_weight=w).temperature_
+    # both fits at the floating-point limit: 1/T within |h^-1| log2(N) eps sum w |z| |q - y| of the
+    # optimum, 1.4e-13 relative on such data, so rel 1e-12 is 3.5 times twice it
     assert calibrators.get("temperature").fit(s, y, sample_weight=1e-3 * w).temperature_ == pytest.approx(t, rel=1e-12)
     # swapping the classes negates every logit: the same T
     assert calibrators.get("temperature").fit(1 - s, 1 - y, sample_weight=w).temperature_ == pytest.approx(t, rel=1e-9)

@@ -6,7 +6,6 @@ formulas on sorted rows (Hosmer-Lemeshow, Brier decomposition), numbers printed 
 (debiased l2 calibration error), and analytic values of known distortions.
 """
 import math
-import time
 
 import numpy as np
 import pandas as pd
@@ -414,6 +413,11 @@ CASES = {
 
 
 def _same(a, b):
+    """Equal to rel 1e-9: the functions are closed forms of weighted sums (whole weights against
+    repeated rows: a few ulps apart) and, for the intercept and slope, Newton's method stopped one
+    step after a step below 1e-10 of the coefficients (``clinical._logistic_fit``): quadratic
+    convergence puts that last iterate within about (1e-10)^2 of the optimum, below the rounding of
+    the gradient sums, so both fits agree to that rounding (seen: 1e-15)."""
     if isinstance(a, pd.DataFrame):
         pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False,
                                       rtol=1e-9, atol=1e-12)
@@ -435,15 +439,3 @@ def test_whole_weights_equal_repeated_rows(name):
     w = rng.integers(0, 4, 700)
     fn = CASES[name]
     _same(fn(p, y, w), fn(np.repeat(p, w), np.repeat(y, w), None))
-
-
-def test_all_functions_on_65k_weighted_points_are_fast():
-    """A generous bound (the bench script measures): each function on 65,536 weighted points under 3 s."""
-    rng = np.random.default_rng(18)
-    p = rng.uniform(size=65_536)
-    y = (rng.uniform(size=p.size) < p ** 2).astype(int)
-    w = rng.integers(1, 100, p.size)
-    for name, fn in CASES.items():
-        t0 = time.perf_counter()
-        fn(p, y, w)
-        assert time.perf_counter() - t0 < 3.0, name

@@ -9,6 +9,7 @@ import pytest
 from conftest import start_spark
 
 from calibdash import calibrators, export, sql
+from calibdash.calibrators._steps import interp
 from calibdash.calibrators.base import Calibrator
 from calibdash.errors import SettingsError
 
@@ -90,8 +91,8 @@ def _check(name, expected, got):
     assert not np.isnan(got).any()
     if name in CLOSED:
         np.testing.assert_allclose(got, expected, rtol=4e-15, atol=0)
-    else:
-        assert np.max(np.abs(got - expected)) <= 1e-12
+    else:                                     # step and linear maps: the same IEEE operations, the same doubles
+        np.testing.assert_array_equal(got, expected)
 
 
 @pytest.fixture(scope="module")
@@ -164,17 +165,18 @@ def test_step_boundaries_by_hand(con):
 
 
 def test_linear_map_matches_np_interp_on_repeated_knots(con):
-    """np.interp at a repeated knot takes the last copy's value; ends held; an overflowing slope clips."""
+    """At a repeated knot the last copy's value (as np.interp); ends held; knots closer than 1e-308 interpolate
+    instead of overflowing as np.interp's slope does (predict's ``_steps.interp``)."""
     x = [0.0, 0.5, 0.5, 1.0]
     y = [0.0, 0.2, 0.8, 1.0]
     tiny = 5e-324
     lin = sql.LinearMap(x, y)
     s = np.array([0.0, 0.25, 0.5, np.nextafter(0.5, 0), 0.75, 1.0])
     np.testing.assert_array_equal(np.interp(s, x, y), [0.0, 0.1, 0.8, np.interp(np.nextafter(0.5, 0), x, y), 0.9, 1.0])
-    steep = sql.LinearMap([0.3, 0.3 + tiny, 0.6], [0.0, 1.0, 1.0])            # slope 1 / 5e-324 overflows
-    s_steep = np.array([0.0, 0.3, 0.3 + tiny, 0.45, 0.6, 0.9])
-    with np.errstate(all="ignore"):
-        exp_steep = np.clip(np.interp(s_steep, steep.x, steep.y), 0, 1)
+    steep = sql.LinearMap([0.0, 2 * tiny, 1e-310, 0.6], [0.0, 1.0, 1.0, 1.0])   # np.interp's slope 1/1e-323 overflows
+    s_steep = np.array([0.0, tiny, 2 * tiny, 4e-314, 0.45, 0.6, 0.9])
+    exp_steep = np.clip(interp(s_steep, steep.x, steep.y), 0, 1)
+    assert exp_steep[1] == 0.5 and np.all(np.diff(exp_steep) >= 0)          # halfway between 0 and 1e-323
     ext = sql.LinearMap([0.2, 0.4, 0.9], [0.3, 0.5, 0.6], left="extend", right="extend")
     s_ext = np.array([0.0, 0.1, 0.2, 0.3, 0.9, 0.95, 1.0])
     for lm, ss, expected in ((lin, s, np.interp(s, x, y)), (steep, s_steep, exp_steep),

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import solveh_banded
 
-from ._steps import collapse_ties
+from ._steps import collapse_ties, interp
 
 __all__ = ["merge_ties", "TrendFit", "TrendFilter", "kink_heights", "KINK_TOL"]
 
@@ -190,11 +190,15 @@ class TrendFit:
 
 
 def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Continuous piecewise-linear function through ``(xn, pn)``, extrapolated linearly."""
+    """Continuous piecewise-linear function through ``(xn, pn)``, extrapolated linearly.
+
+    Between the nodes :func:`._steps.interp` (``np.interp`` without its overflow between nodes
+    closer than 1e-308); beyond them ``((s - x) * dy) / dx`` in that order, so a steep end line
+    gives +-inf (clipped to 0 or 1 by the caller), never NaN."""
     s = np.asarray(s, dtype=float)
     if xn.size == 1:
         return np.full(s.shape, float(pn[0]))
-    out = np.interp(s, xn, pn)
+    out = interp(s, xn, pn)
     lo = s < xn[0]
     if lo.any():
         out[lo] = pn[0] + (s[lo] - xn[0]) * (pn[1] - pn[0]) / (xn[1] - xn[0])

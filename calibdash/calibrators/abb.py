@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._bayes_binning import BayesBinningBase, Positions, abb_average, check_lam, collapse
+from ._steps import interp
 
 __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 
@@ -153,7 +154,7 @@ class ABB(BayesBinningBase):
         self.log_evidence_ = avg.log_evidence
 
     def _predict(self, s, features) -> np.ndarray:
-        return np.interp(s, self.knots_x_, self.knots_y_)
+        return interp(s, self.knots_x_, self.knots_y_)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): each position's value, and its

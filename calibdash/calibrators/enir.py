@@ -108,6 +108,7 @@ import numpy as np
 
 from ..errors import SettingsError
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
+from ._steps import interp
 from .base import Calibrator, HyperParam
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "merge_points", "select_breakpoints", "information_criterion", "map_knots",
@@ -382,7 +383,7 @@ class ENIR(Calibrator):
         self.weight_ = res.weight[used]
 
     def _predict(self, s, features):
-        return np.interp(s, self.knots_, self.values_)
+        return interp(s, self.knots_, self.values_)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the knots of the averaged map

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 
 from ..errors import SettingsError
-from ._steps import collapse_ties, step_lookup
+from ._steps import collapse_ties, cuts_between, interp, step_lookup
 from .base import Calibrator, HyperParam
 
 __all__ = ["IsotonicCalibrator", "Blocks", "pav_blocks", "INTERPOLATIONS"]
@@ -38,8 +38,9 @@ class Blocks:
 
     @property
     def cuts(self) -> np.ndarray:
-        """Cut points of the step map: halfway between one block's last score and the next's first."""
-        return (self.last_score[:-1] + self.first_score[1:]) / 2.0
+        """Cut points of the step map: halfway between one block's last score and the next's first
+        (the next's first when halfway rounds down to the last: :func:`._steps.cuts_between`)."""
+        return cuts_between(self.last_score[:-1], self.first_score[1:])
 
     @property
     def knots(self) -> tuple[np.ndarray, np.ndarray]:
@@ -89,8 +90,11 @@ class IsotonicCalibrator(Calibrator):
         ``"step"``: the classic piecewise-constant map, a block's value holding
         up to halfway to the next block's first score. ``"linear"``:
         interpolate linearly between the fitted points (as scikit-learn's
-        ``IsotonicRegression`` does), which breaks fewer ties in the ranking.
-        Beyond the training range both hold the end values.
+        ``IsotonicRegression`` does), which breaks fewer ties in the ranking;
+        computed without ``np.interp``'s overflow between knots closer than
+        1e-308 (:func:`._steps.interp`), so the map stays non-decreasing and
+        in [0, 1] at subnormal scores. Beyond the training range both hold
+        the end values.
 
     Attributes
     ----------
@@ -104,6 +108,7 @@ class IsotonicCalibrator(Calibrator):
     name = "isotonic"
     label = "Isotonic regression"
     summary = "pool-adjacent-violators"
+    monotone = True
     paper = "Zadrozny & Elkan (2002), Transforming classifier scores into accurate multiclass probability estimates"
     hyperparams = (
         HyperParam("interpolation", "", "choice", "step", choices=INTERPOLATIONS,
@@ -122,7 +127,7 @@ class IsotonicCalibrator(Calibrator):
 
     def _predict(self, s, features):
         if self.interpolation == "linear":
-            return np.interp(s, self.x_, self.fitted_)
+            return interp(s, self.x_, self.fitted_)
         return step_lookup(self.cuts_, self.block_value_, s)
 
     def _export_state(self) -> dict:
@@ -130,8 +135,9 @@ class IsotonicCalibrator(Calibrator):
 
         ``"step"``: the cut points and each block's value. ``"linear"``: the
         first and last fitted point of each block only: inside a block the map
-        is flat, and ``np.interp`` between two points of equal value returns
-        that value exactly, so the points in between change no prediction.
+        is flat, and the interpolation between two points of equal value
+        returns that value exactly, so the points in between change no
+        prediction.
         """
         if self.interpolation != "linear":
             return {"cuts": self.cuts_.tolist(), "values": self.block_value_.tolist()}

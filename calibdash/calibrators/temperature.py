@@ -147,6 +147,7 @@ class TemperatureCalibrator(Calibrator):
     name = "temperature"
     label = "Temperature scaling"
     summary = "one temperature dividing the score's logit"
+    monotone = True
     paper = "Guo, Pleiss, Sun & Weinberger (2017), On calibration of modern neural networks (ICML)"
     hyperparams = ()
 

@@ -312,6 +312,7 @@ class VennAbersCalibrator(Calibrator):
     name = "venn_abers"
     label = "Venn-Abers"
     summary = "isotonic fits with the test label 0 and 1"
+    monotone = True
     paper = ("Vovk & Petej (2014), Venn-Abers predictors; Vovk, Petej & Fedorova (2015), Large-scale "
              "probabilistic prediction with and without validity guarantees")
     hyperparams = (
