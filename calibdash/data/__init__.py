@@ -21,7 +21,7 @@ The modules, one job each:
 - :mod:`~calibdash.data.roles`: which column is the label, the scores, the features, the split;
 - :mod:`~calibdash.data.margins`: scores outside [0, 1] mapped by the logistic function;
 - :mod:`~calibdash.data.scoreset`: the :class:`ScoreSet` and its validation;
-- :mod:`~calibdash.data.limits`: the size limit and the fewest usable rows.
+- :mod:`~calibdash.data.limits`: the limits a table must respect (bytes, columns, cells, unpacked bytes) and the fewest usable rows.
 
 Every refusal of the data is a :class:`calibdash.DataError` whose message
 names the column, values or limit involved; a path that cannot be read is an

@@ -9,9 +9,23 @@ bounded (:data:`~calibdash.data.limits.DEFAULT_MAX_BYTES`), before and after
 decompression: a gzip is decompressed only while its output stays under the
 limit, so an oversized one is refused in about a second, pointing to the
 large-data source (:mod:`calibdash.data.guard`) that reads large files.
+
+The shape is bounded too, before the rows are read (:mod:`calibdash.data.limits`):
+at most :data:`~calibdash.data.limits.MAX_COLUMNS` columns and
+:data:`~calibdash.data.limits.MAX_CELLS` cells. A Parquet file's rows, columns
+and decompressed size come from its metadata; a CSV's columns from its header
+(read from its first :data:`~calibdash.data.limits.MAX_HEADER_BYTES`, a gzip
+inflated only that far first) and its rows from its line breaks (counted while
+a gzip inflates, which stops as soon as the cells pass the limit). Repeated
+column names are numbered in linear time (:func:`~calibdash.data.sniff.unique_names`)
+before pandas sees them. So a small file that would unpack into gigabytes is
+refused in well under a second with little memory, and its contents never
+appear in the message.
 """
 from __future__ import annotations
 
+import codecs
+import csv
 import hashlib
 import io
 import zlib
@@ -21,9 +35,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import DataError, EnvironmentProblem, ProgrammingError
-from .limits import DEFAULT_MAX_BYTES, megabytes
+from .limits import (DEFAULT_MAX_BYTES, MAX_CELLS, MAX_COLUMNS, MAX_HEADER_BYTES, MAX_METADATA_ITEMS,
+                     MAX_UNPACKED_BYTES, megabytes)
 from .sniff import (DELIMITER_NAMES, GZIP_MAGIC, PARQUET_MAGIC, SNIFF_BYTES, ZIP_MAGIC, fix_decimal_commas,
-                    sniff_delimiter, sniff_format)
+                    read_header, sniff_delimiter, sniff_format, unique_names)
 
 __all__ = ["FileInfo", "read_table"]
 
@@ -112,15 +127,23 @@ def _too_big_unpacked(name: str, limit: int) -> DataError:
                      f"the upload limit ({megabytes(limit)}); {LARGE_DATA_HINT}.")
 
 
-def _gunzip(data: bytes, name: str, limit: int) -> bytes:
+#: Output of one step of gzip decompression: what the line counter and the size cap look at in turn.
+_INFLATE_STEP = 8 * 1024 * 1024
+
+
+def _gunzip(data: bytes, name: str, limit: int, *, head: int | None = None, watch=None) -> bytes:
     """Decompress gzip ``data``, stopping as soon as the output passes ``limit`` bytes.
 
-    The members are stream-decompressed by ``zlib`` with the output capped
-    at ``limit + 1`` bytes, so an oversized archive costs at most ``limit``
-    bytes of memory and the time to produce them (about 0.5 s for the
-    default 200 MB), never its full decompressed size. The trailer's size
-    field (RFC 1952 ``ISIZE``) is not used: it can only be trusted after the
-    data is checked, and a damaged file would be refused as too large.
+    The members are stream-decompressed by ``zlib`` in steps of at most
+    ``_INFLATE_STEP`` bytes, the output capped at ``limit + 1`` bytes, so an
+    oversized archive costs at most ``limit`` bytes of memory and the time
+    to produce them (about 0.5 s for the default 200 MB), never its full
+    decompressed size. ``watch``, when given, sees each step's output and
+    may refuse the file by raising (the line counter of a CSV's cells);
+    with ``head``, only the first ``head`` bytes of output are made and
+    returned (a shorter file is returned whole). The trailer's size field
+    (RFC 1952 ``ISIZE``) is not used: it can only be trusted after the data
+    is checked, and a damaged file would be refused as too large.
     Concatenated members (``cat a.gz b.gz``) are read in turn; trailing zero
     padding is ignored, as ``gzip`` does.
 
@@ -132,19 +155,29 @@ def _gunzip(data: bytes, name: str, limit: int) -> bytes:
     """
     pieces: list[bytes] = []
     n_out = 0
+    want = limit + 1 if head is None else min(head, limit + 1)
     rest = data
     while True:
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            piece = d.decompress(rest, limit + 1 - n_out)
-        except zlib.error as exc:
-            raise DataError(f"{name} is not a valid gzip file ({exc}).") from None
-        n_out += len(piece)
-        if n_out > limit:
-            raise _too_big_unpacked(name, limit)
-        pieces.append(piece)
-        if not d.eof:                 # all input consumed below the cap, yet the member is not over
-            raise DataError(f"{name} is a truncated gzip file (it ends before its last member does).")
+        buf = rest
+        while not d.eof:
+            try:
+                piece = d.decompress(buf, min(_INFLATE_STEP, want - n_out))
+            except zlib.error as exc:
+                raise DataError(f"{name} is not a valid gzip file ({exc}).") from None
+            progress = piece or len(d.unconsumed_tail) < len(buf)
+            buf = d.unconsumed_tail
+            if piece:
+                n_out += len(piece)
+                if n_out > limit:
+                    raise _too_big_unpacked(name, limit)
+                pieces.append(piece)
+                if watch is not None:
+                    watch(piece)
+                if n_out >= want:                     # head: the first bytes are made
+                    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            elif not buf or not progress:             # all input consumed, yet the member is not over
+                raise DataError(f"{name} is a truncated gzip file (it ends before its last member does).")
         rest = d.unused_data
         if not rest.strip(b"\x00"):
             return pieces[0] if len(pieces) == 1 else b"".join(pieces)
@@ -175,6 +208,34 @@ def _decode_utf16(data: bytes, codec: str, name: str) -> tuple[str, str]:
     return text, codec
 
 
+def _refuse_other_formats(head: bytes, name: str) -> None:
+    if head.startswith(ZIP_MAGIC):
+        raise DataError(f"{name} is a ZIP archive (an Excel .xlsx workbook?), not a CSV; "
+                        "save the sheet as a UTF-8 CSV.")
+    if head.startswith(_UTF32_BOMS):
+        raise DataError(f"{name} is UTF-32 text; save it as a UTF-8 (or UTF-16) CSV.")
+
+
+def _peek_text(head: bytes, name: str) -> str:
+    """The text of the first bytes of a CSV, decoded as :func:`_decode` would decode the whole.
+
+    For the header check before a gzip is inflated in full: a character cut
+    at the end of ``head`` is left out, and bytes a codec refuses are read
+    as U+FFFD (what matters here are the delimiters, quotes and line breaks).
+    """
+    _refuse_other_formats(head[:SNIFF_BYTES], name)
+    for bom, codec in _UTF16_BOMS:
+        if head.startswith(bom):
+            return codecs.getincrementaldecoder(codec)("replace").decode(head[2:], final=False)
+    if b"\x00" in head[:SNIFF_BYTES]:
+        raise _not_text(name)
+    encoding = "utf-8-sig" if head.startswith(b"\xef\xbb\xbf") else "utf-8"
+    try:
+        return codecs.getincrementaldecoder(encoding)().decode(head, final=False)
+    except UnicodeDecodeError:
+        return head.decode("latin-1")
+
+
 def _decode(data: bytes, name: str) -> tuple[str, str]:
     """Text and encoding name of CSV bytes; refuses binary content and UTF-16 without a BOM.
 
@@ -184,11 +245,7 @@ def _decode(data: bytes, name: str) -> tuple[str, str]:
     bytes); NUL bytes, as UTF-16 without a BOM has, are refused.
     """
     head = data[:SNIFF_BYTES]
-    if head.startswith(ZIP_MAGIC):
-        raise DataError(f"{name} is a ZIP archive (an Excel .xlsx workbook?), not a CSV; "
-                        "save the sheet as a UTF-8 CSV.")
-    if head.startswith(_UTF32_BOMS):
-        raise DataError(f"{name} is UTF-32 text; save it as a UTF-8 (or UTF-16) CSV.")
+    _refuse_other_formats(head, name)
     for bom, codec in _UTF16_BOMS:
         if head.startswith(bom):
             return _decode_utf16(data, codec, name)
@@ -204,6 +261,117 @@ def _decode(data: bytes, name: str) -> tuple[str, str]:
     return data.decode("latin-1"), "latin-1"
 
 
+def _short(column) -> str:
+    """A column name for a message: its first 40 characters, on one line."""
+    t = " ".join(str(column).split())
+    return repr(t if len(t) <= 40 else t[:37] + "...")
+
+
+#: What to do about too many columns, for the messages that refuse them.
+_FEWER_COLUMNS = ("keep the label, the score columns and the features you need, and save the file again without "
+                  "the others")
+
+
+def _too_many_columns(name: str, n: int, limit: int, *, at_least: bool = False) -> DataError:
+    if at_least:
+        return DataError(f"{name} has more than {limit:,} columns, the most a table may have; {_FEWER_COLUMNS}.")
+    return DataError(f"{name} has {n:,} columns, over the limit of {limit:,} a table may have; {_FEWER_COLUMNS}.")
+
+
+def _too_many_cells(name: str, what: str, cells: str, limit: int) -> DataError:
+    why = f" (twice the {megabytes(DEFAULT_MAX_BYTES)} upload limit in 8-byte numbers)" if limit == MAX_CELLS else ""
+    return DataError(f"{name} has {what}: {cells} cells, over the limit of {limit:,} a table may have{why}; "
+                     f"upload a sample of the rows or fewer columns; {LARGE_DATA_HINT}.")
+
+
+class _Lines:
+    """Counts the line breaks of a gzip's output as it inflates, and refuses it once they make too many cells.
+
+    A row with fewer fields than the header is still read as a row of every
+    column, so a CSV's cells are at most its line breaks times its header's
+    columns. The count here is the larger of the ``\\n`` and ``\\r`` bytes
+    (``\\r\\n`` counts once): for UTF-8 and Latin-1 text a lower bound of
+    the line breaks, so it never refuses a file that the exact count after
+    decoding accepts (in UTF-16, a byte 0x0A or 0x0D inside another
+    character counts too).
+    """
+
+    def __init__(self, name: str, columns: int, max_cells: int):
+        self.name, self.columns, self.max_cells = name, max(columns, 1), max_cells
+        self.lf = self.cr = 0
+
+    def __call__(self, piece: bytes) -> None:
+        self.lf += piece.count(b"\n")
+        self.cr += piece.count(b"\r")
+        lines = max(self.lf, self.cr)
+        if lines * self.columns > self.max_cells:
+            raise _too_many_cells(self.name, f"at least {lines:,} lines of {self.columns:,} columns (its header's)",
+                                  f"at least {lines * self.columns:,}", self.max_cells)
+
+
+def _line_breaks(text: str) -> int:
+    """Line breaks in ``text`` (``\\n``, ``\\r\\n`` or ``\\r``, as pandas reads them): at least its rows."""
+    n = text.count("\n")
+    r = text.count("\r")
+    return n + r - text.count("\r\n") if r else n
+
+
+def _header(text: str, delim: str, name: str, max_columns: int, *, more: bool = False):
+    """The header record of CSV ``text``, read from its first ``MAX_HEADER_BYTES``; refuses too many columns.
+
+    Raises
+    ------
+    DataError
+        More than ``max_columns`` fields; a header not complete within
+        ``MAX_HEADER_BYTES`` characters; a column name over the csv module's
+        field limit.
+    """
+    try:
+        header = read_header(text, delim, MAX_HEADER_BYTES, more=more)
+    except csv.Error:
+        raise DataError(f"{name}'s header (its first line) holds a column name longer than "
+                        f"{csv.field_size_limit():,} characters; check that the file is a CSV with one line of "
+                        "column names, or shorten the names.") from None
+    if len(header.fields) > max_columns:
+        raise _too_many_columns(name, len(header.fields), max_columns, at_least=not header.complete)
+    if not header.complete:
+        raise DataError(f"{name}'s header (its first line, the column names) does not end within its first "
+                        f"{megabytes(MAX_HEADER_BYTES)}; check that the file is a CSV with one line of column "
+                        "names, then one line per row, or shorten the column names.")
+    return header
+
+
+def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_columns: int) -> str:
+    """The CSV ``text`` ready for pandas, once its columns and cells are within the limits.
+
+    Its columns (the header's, or one more when the first row has one
+    more field: pandas then reads that first field as the index) and its
+    line breaks bound the table pandas would make; when header names
+    repeat, the header is given to pandas with the names already made
+    unique (:func:`unique_names`, pandas' own numbering in linear time), the
+    rest of the text unchanged.
+    """
+    header = _header(text, delim, name, max_columns)
+    try:
+        first_row = read_header(text[header.end:header.end + MAX_HEADER_BYTES], delim, MAX_HEADER_BYTES).fields
+    except csv.Error:                              # a huge field: pandas will say what is wrong with the row
+        first_row = []
+    n_cols = max(len(header.fields), min(len(first_row), len(header.fields) + 1), 1)
+    if n_cols > max_columns:
+        raise _too_many_columns(name, n_cols, max_columns)
+    lines = _line_breaks(text)
+    if lines * n_cols > max_cells:
+        raise _too_many_cells(name, f"{lines:,} lines of {n_cols:,} columns", f"{lines * n_cols:,}", max_cells)
+    names = [f if f != "" else f"Unnamed: {i}" for i, f in enumerate(header.fields)]
+    if len(set(names)) == len(names):
+        return text
+    unnamed = [i for i, f in enumerate(header.fields) if f == ""]
+    line = io.StringIO()
+    csv.writer(line, delimiter=delim, quoting=csv.QUOTE_ALL, lineterminator="").writerow(unique_names(names, unnamed))
+    line_break = header.start + len(text[header.start:header.end].rstrip("\r\n"))   # the header's own line break
+    return text[:header.start] + line.getvalue() + text[line_break:]
+
+
 def _read_csv_text(text: str, delim: str, name: str) -> pd.DataFrame:
     if not text.strip():
         raise DataError(f"{name} is empty (no header, no rows).")
@@ -217,31 +385,101 @@ def _read_csv_text(text: str, delim: str, name: str) -> pd.DataFrame:
     return df
 
 
-def _read_parquet(data: bytes, name: str) -> pd.DataFrame:
+def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> None:
+    """Refuse a Parquet file whose metadata says it unpacks into too much: columns, cells, decompressed bytes.
+
+    Only the footer is read, and its lists only up to ``MAX_METADATA_ITEMS``
+    entries. Nested columns (lists, structs, maps) are refused too: they
+    hold many values a cell, and no role reads them.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data), thrift_container_size_limit=MAX_METADATA_ITEMS)
+        meta = pf.metadata
+        n_cols = meta.num_columns
+        if n_cols > max_columns:
+            raise _too_many_columns(name, n_cols, max_columns)
+        schema = pf.schema_arrow
+    except DataError:
+        raise
+    except Exception as exc:  # pyarrow raises several types
+        if "Exceeded size limit" in str(exc):
+            raise DataError(f"{name}'s Parquet metadata lists more than {MAX_METADATA_ITEMS:,} columns or row "
+                            f"groups, far over the limit of {max_columns:,} columns a table may have; keep the "
+                            "label, the score columns and the features you need, in fewer row groups.") from None
+        raise DataError(f"{name} could not be read as Parquet: {exc}") from None
+    nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise DataError(f"{name} has {len(nested):,} nested column{'s' if len(nested) > 1 else ''} (lists, structs "
+                        f"or maps), such as {_short(nested[0])}; calibdash reads flat columns of numbers, text, "
+                        "booleans or dates: flatten or drop them.")
+    rows = meta.num_rows
+    if rows * n_cols > max_cells:
+        raise _too_many_cells(name, f"{rows:,} rows of {n_cols:,} columns (its Parquet metadata says)",
+                              f"{rows * n_cols:,}", max_cells)
+    unpacked = 0
+    for i in range(meta.num_row_groups):
+        unpacked += meta.row_group(i).total_byte_size
+        if unpacked > MAX_UNPACKED_BYTES:
+            raise DataError(f"{name}'s column data decompresses to more than {megabytes(MAX_UNPACKED_BYTES)} (its "
+                            f"Parquet metadata says), the most a table may take (twice the "
+                            f"{megabytes(DEFAULT_MAX_BYTES)} upload limit); upload a sample of the rows or fewer "
+                            f"columns; {LARGE_DATA_HINT}.")
+
+
+def _read_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> pd.DataFrame:
+    _check_parquet(data, name, max_cells, max_columns)
     try:
         return pd.read_parquet(io.BytesIO(data))
     except Exception as exc:  # pyarrow raises several types
         raise DataError(f"{name} could not be read as Parquet: {exc}") from None
 
 
-def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int) -> tuple[pd.DataFrame, str, str]:
+def _gunzip_csv(data: bytes, name: str, max_bytes: int, max_cells: int, max_columns: int) -> bytes:
+    """A gzipped CSV's bytes, its header checked before it is inflated in full and its cells while it is.
+
+    The first :data:`MAX_HEADER_BYTES` are inflated, decoded and their header
+    record read: too many columns, or no end to it there, refuse the file
+    at once. The rest is inflated with its line breaks counted, so a file of
+    too many rows is refused as soon as its cells pass ``max_cells``.
+    """
+    head = _gunzip(data, name, max_bytes, head=MAX_HEADER_BYTES + 1)
+    if not head:
+        raise DataError(f"{name} is empty (gzip archive of 0 bytes).")
+    if head.startswith(PARQUET_MAGIC):
+        raise DataError(f"{name} is a gzipped Parquet file; give the .parquet file itself.")
+    if len(head) <= MAX_HEADER_BYTES:             # the whole file: checked as it is, after decoding
+        return head
+    n_cols = _head_columns(head[:MAX_HEADER_BYTES], name, max_columns)
+    del head
+    return _gunzip(data, name, max_bytes, watch=_Lines(name, n_cols, max_cells))
+
+
+def _head_columns(head: bytes, name: str, max_columns: int) -> int:
+    """The columns of the header in the first bytes of a longer CSV; refuses too many, or no end to it there."""
+    text = _peek_text(head, name)
+    return len(_header(text, sniff_delimiter(text), name, max_columns, more=True).fields)
+
+
+def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int = MAX_CELLS,
+              max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, str, str]:
     """A CSV's (gzipped when ``fmt == "csv.gz"``) table, encoding and delimiter."""
     if fmt == "csv.gz":
-        data = _gunzip(data, name, max_bytes)
-        if not data:
-            raise DataError(f"{name} is empty (gzip archive of 0 bytes).")
-        if data.startswith(PARQUET_MAGIC):
-            raise DataError(f"{name} is a gzipped Parquet file; give the .parquet file itself.")
+        data = _gunzip_csv(data, name, max_bytes, max_cells, max_columns)
     text, encoding = _decode(data, name)
+    del data
     delim = sniff_delimiter(text)
+    text = _check_csv_shape(text, delim, name, max_cells, max_columns)
     df = _read_csv_text(text, delim, name)
     if delim != ",":
         df.attrs["decimal_comma_columns"] = fix_decimal_commas(df)
     return df, encoding, delim
 
 
-def read_table(source, *, filename: str | None = None,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[pd.DataFrame, FileInfo]:
+def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+               max_cells: int = MAX_CELLS, max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, FileInfo]:
     """Read a CSV, gzipped CSV or Parquet table.
 
     Parameters
@@ -255,19 +493,31 @@ def read_table(source, *, filename: str | None = None,
     max_bytes : int
         Largest accepted size of the raw bytes, and of a .gz's decompressed
         content (decompression stops as soon as it passes ``max_bytes``).
+    max_cells, max_columns : int
+        Most cells (rows x columns) and columns the table may have
+        (:data:`~calibdash.data.limits.MAX_CELLS`,
+        :data:`~calibdash.data.limits.MAX_COLUMNS`), checked before the rows
+        are read: a Parquet file's from its metadata, a CSV's from its
+        header's columns times its line breaks.
 
     Returns
     -------
     (DataFrame, FileInfo)
-        All rows and columns as read (column names stripped of spaces). When
-        decimal commas were read as decimal points, ``df.attrs["decimal_comma_columns"]``
-        lists the columns.
+        All rows and columns as read (column names stripped of spaces, and
+        numbered ``name.1``, ``name.2``, ... where they repeat, as pandas
+        numbers them). When decimal commas were read as decimal points,
+        ``df.attrs["decimal_comma_columns"]`` lists the columns.
 
     Raises
     ------
     DataError
         Empty or oversized file (compressed or decompressed), binary content
-        or UTF-16 without a byte-order mark, unreadable CSV or Parquet.
+        or UTF-16 without a byte-order mark, unreadable CSV or Parquet; more
+        columns or cells than the limits, a CSV header longer than
+        :data:`~calibdash.data.limits.MAX_HEADER_BYTES`, a Parquet file whose
+        column data decompresses past :data:`~calibdash.data.limits.MAX_UNPACKED_BYTES`
+        or that has nested columns. These messages name the limit and never
+        quote the file's contents.
     EnvironmentProblem
         A path that does not exist or cannot be read.
     ProgrammingError
@@ -276,12 +526,14 @@ def read_table(source, *, filename: str | None = None,
     data, name = _raw_bytes(source, filename, max_bytes)
     fmt = sniff_format(data, name)
     if fmt == "parquet":
-        df, encoding, delim = _read_parquet(data, name), None, None
+        df, encoding, delim = _read_parquet(data, name, max_cells, max_columns), None, None
     else:
-        df, encoding, delim = _read_csv(data, fmt, name, max_bytes)
-    df.columns = [str(c).strip() for c in df.columns]
+        df, encoding, delim = _read_csv(data, fmt, name, max_bytes, max_cells, max_columns)
+    df.columns = unique_names([str(c).strip() for c in df.columns])
     if df.shape[1] == 0:
         raise DataError(f"{name} has no columns.")
+    if df.shape[1] > max_columns:             # the header's count is the check; this only backs it up
+        raise _too_many_columns(name, df.shape[1], max_columns)
     info = FileInfo(name=name, format=fmt, encoding=encoding, delimiter=delim,
                     n_bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
     return df, info

@@ -199,17 +199,26 @@ def _guess_label(df: pd.DataFrame, split: str | None) -> str | None:
     return named[0][2] if named else None
 
 
+def _looks_like_probabilities(values: np.ndarray) -> bool:
+    """Entirely within [0, 1], with at least 10 distinct values, not all whole numbers."""
+    fin = values[np.isfinite(values)]
+    return bool(fin.size and fin.min() >= 0.0 and fin.max() <= 1.0
+                and np.any(fin != np.round(fin)) and np.unique(fin).size >= 10)
+
+
 def _guess_scores(df: pd.DataFrame, numbers: dict) -> list:
+    """The score columns among ``numbers`` (column -> whether it looks like probabilities, or None for a
+    numeric column not yet looked at): hinted names first, then probability-like columns, then all."""
     numeric = list(numbers)
     hinted = [c for c in numeric if _is_score_hint(c)]
     if hinted:
         return hinted
     scores = []
     for c in numeric:
-        s = numbers[c] if numbers[c] is not None else df[c].to_numpy(dtype=float, na_value=np.nan)
-        fin = s[np.isfinite(s)]
-        if (fin.size and fin.min() >= 0.0 and fin.max() <= 1.0
-                and np.unique(fin).size >= 10 and np.any(fin != np.round(fin))):
+        looks = numbers[c]
+        if looks is None:            # a numeric dtype: one column converted at a time, then let go
+            looks = _looks_like_probabilities(df[c].to_numpy(dtype=float, na_value=np.nan))
+        if looks:
             scores.append(c)
     return scores or numeric[:]
 
@@ -248,6 +257,10 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
         The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or
         integer/text columns whose values are all distinct; a text column of
         numbers is an id only when its numbers are distinct whole numbers).
+
+    Each column is looked at once, and a text column's parsed numbers are let
+    go before the next: the work grows with the table's cells, never with the
+    square of its columns, and no copy of the table is kept.
     """
     n = len(df)
     cols = list(df.columns)
@@ -256,19 +269,26 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
     if label is None:
         label = _guess_label(df, split)
     taken = {label, split}
-    numbers = {}                     # column -> its numbers, for the columns that read as numbers
+    numbers = {}                     # column that reads as numbers -> probability-like? (None: not yet known)
+    ids = set()
     for c in cols:
         if c in taken:
             continue
         s = df[c]
+        values = None
         if is_numeric(s):
             numbers[c] = None        # a numeric dtype: converted only if needed
         elif _is_text(s) and not _clearly_text(s):
             values, not_number = parse_numbers(s)
             if _enough_numbers(values, not_number):
-                numbers[c] = values
-    ids = {c for c in cols if c not in taken and _is_id(c, df[c], n, numbers.get(c))}
-    scores = _guess_scores(df, {c: v for c, v in numbers.items() if c not in ids})
-    features = [c for c in cols if c not in taken and c not in ids and c not in scores
+                numbers[c] = _looks_like_probabilities(values)
+            else:
+                values = None
+        if _is_id(c, s, n, values):
+            ids.add(c)
+            numbers.pop(c, None)
+    scores = _guess_scores(df, numbers)
+    chosen = set(scores)
+    features = [c for c in cols if c not in taken and c not in ids and c not in chosen
                 and not df[c].isna().all()]
     return Roles(label=label, scores=scores, features=features, split=split)

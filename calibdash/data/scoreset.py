@@ -136,13 +136,21 @@ def _scalar(v):
 
 
 def _check_columns(df: pd.DataFrame, names, role: str) -> None:
-    missing = [c for c in names if c not in df.columns]
+    present = set(df.columns)
+    missing = [c for c in names if c not in present]
     if missing:
-        listed = ", ".join(repr(str(c)) for c in df.columns[:40])
+        listed = ", ".join(repr(_cut(c)) for c in df.columns[:40])
         more = f" (and {df.shape[1] - 40} more)" if df.shape[1] > 40 else ""
         what = "column" if len(missing) == 1 else "columns"
-        raise DataError(f"{role} {what} {', '.join(repr(str(c)) for c in missing)} not found; "
-                        f"the columns are: {listed}{more}.")
+        asked = ", ".join(repr(_cut(c)) for c in missing[:10]) + (f" (and {len(missing) - 10} more)"
+                                                                 if len(missing) > 10 else "")
+        raise DataError(f"{role} {what} {asked} not found; the columns are: {listed}{more}.")
+
+
+def _cut(name, limit: int = 40) -> str:
+    """A column name for a message: at most ``limit`` characters (a name is data too)."""
+    text = str(name)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # -- the label and its positive class ------------------------------------------------------------

@@ -1,8 +1,11 @@
-"""What a file is, from its first bytes: Parquet, gzip or CSV; the CSV's delimiter; decimal commas.
+"""What a file is, from its first bytes: Parquet, gzip or CSV; the CSV's delimiter and header; decimal commas.
 
 The format is taken from the magic bytes when they say gzip (``1f 8b``) or
 Parquet (``PAR1``), else from the file name. A CSV's delimiter (comma,
-semicolon or tab) is sniffed from its first 64 KB; text columns of a
+semicolon or tab) is sniffed from its first 64 KB; its header (the first
+record) is read from a bounded prefix by :func:`read_header`, so that its
+columns are counted before any row is parsed, and repeated column names are
+numbered by :func:`unique_names` in linear time; text columns of a
 semicolon or tab file that hold decimal-comma numbers (``0,25``) are read
 as numbers. The text encoding (UTF-8, UTF-16 with its byte-order mark,
 Latin-1) is decided in :mod:`calibdash.data.read`.
@@ -11,22 +14,29 @@ from __future__ import annotations
 
 import csv
 import re
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ..errors import DataError
 from .roles import NUMERIC_SHARE
 
-__all__ = ["sniff_format", "sniff_delimiter", "fix_decimal_commas", "DELIMITER_NAMES"]
+__all__ = ["sniff_format", "sniff_delimiter", "fix_decimal_commas", "read_header", "unique_names", "Header",
+           "DELIMITER_NAMES"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"
 #: How many leading bytes (or characters) are looked at.
 SNIFF_BYTES = 64 * 1024
+#: How many characters of that sample csv.Sniffer reads. Its regular expressions that guess the quote
+#: character take time quadratic in their input on text of many quotes (64 KB of ``+"a`` took 19 s);
+#: on 8 KB they take at most about 0.3 s. The field counts that check its answer read the whole sample.
+SNIFFER_CHARS = 8 * 1024
 _DELIMITERS = (",", ";", "\t")
 #: Each delimiter's name, for messages.
 DELIMITER_NAMES = {",": "comma", ";": "semicolon", "\t": "tab"}
+_LINE_END = re.compile(r"\r\n?|\n")            # what ends a line for pandas' CSV reader
 _DECIMAL_COMMA = re.compile(r"[-+]?(\d+,\d*|,\d+|\d+)([eE][-+]?\d+)?")
 
 
@@ -65,8 +75,9 @@ def _consistent(counts: list[int]) -> bool:
 def sniff_delimiter(text: str) -> str:
     """Comma, semicolon or tab: csv.Sniffer, checked by a field-count heuristic.
 
-    The sniffer's answer is kept when every sample line splits into the same
-    number (>1) of fields with it. Otherwise the delimiter that gives a
+    The sniffer (on the sample's first :data:`SNIFFER_CHARS` characters) is
+    kept when every sample line splits into the same number (>1) of fields
+    with it. Otherwise the delimiter that gives a
     constant field count with the most fields wins (this resolves e.g.
     semicolon files with decimal commas); a one-column file gets ``","``.
     """
@@ -76,7 +87,7 @@ def sniff_delimiter(text: str) -> str:
         lines = lines[:-1]              # the last line may be cut
     lines = [ln for ln in lines if ln.strip()][:50]
     try:
-        sniffed = csv.Sniffer().sniff("\n".join(lines), delimiters="".join(_DELIMITERS)).delimiter
+        sniffed = csv.Sniffer().sniff("\n".join(lines)[:SNIFFER_CHARS], delimiters="".join(_DELIMITERS)).delimiter
     except csv.Error:
         sniffed = None
     if sniffed in _DELIMITERS and _consistent(_field_counts(lines, sniffed)):
@@ -90,6 +101,97 @@ def sniff_delimiter(text: str) -> str:
         header = lines[:1]
         best = max(_DELIMITERS, key=lambda d: ((_field_counts(header, d) or [0])[0], d == ","))
     return best
+
+
+@dataclass(frozen=True)
+class Header:
+    """The first record of a CSV text, as :func:`read_header` found it.
+
+    Attributes
+    ----------
+    fields : list of str
+        Its fields as the CSV reader gives them (leading spaces skipped, quotes removed); when
+        ``complete`` is False, the fields read before the prefix ended.
+    start, end : int
+        Where the record starts (after any blank lines) and ends (after its line break) in the text.
+    complete : bool
+        Whether the record ends within the prefix looked at (or the text ends there).
+    """
+
+    fields: list[str]
+    start: int
+    end: int
+    complete: bool
+
+
+def read_header(text: str, delim: str, limit: int, *, more: bool = False) -> Header:
+    """The first non-blank record of CSV ``text``, reading at most its first ``limit`` characters.
+
+    Quoted fields may hold delimiters and line breaks, as pandas reads them; blank lines (empty or
+    spaces only) before the record are skipped, as pandas does. The work is bounded by ``limit``
+    whatever the text holds: a header line of a hundred million commas is looked at up to ``limit``
+    characters, and its record is then not ``complete``. A record that reaches the end of the prefix
+    counts as complete only when the text ends there too (a quote left open at the cut could hide
+    more of the header); ``more`` says that ``text`` is itself the start of a longer text.
+
+    Raises
+    ------
+    csv.Error
+        A field longer than the csv module's field limit (131,072 characters).
+    """
+    head = text[:limit]
+    cut = more or len(text) > len(head)
+    consumed = 0
+
+    def lines():                                # the lines of head with their endings, one slice each
+        nonlocal consumed
+        while consumed < len(head):
+            end = _LINE_END.search(head, consumed)
+            line = head[consumed:end.end() if end else len(head)]
+            consumed += len(line)
+            yield line
+
+    start = 0
+    for row in csv.reader(lines(), delimiter=delim, quotechar='"', doublequote=True, skipinitialspace=True):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            start = consumed                    # a blank line
+            continue
+        return Header(fields=row, start=start, end=consumed, complete=not cut or consumed < len(head))
+    return Header(fields=[], start=start, end=consumed, complete=not cut)
+
+
+def unique_names(names, unnamed=()) -> list:
+    """Column names made unique as pandas' CSV reader makes them, in linear time.
+
+    A repeated name gets ``.1``, ``.2``, ... in order (``x, x, x`` -> ``x, x.1, x.2``), skipping a
+    numbered name already taken (``x, x, x.1`` -> ``x, x.2, x.1``); the positions in ``unnamed``
+    (empty header fields, named ``Unnamed: i``) are numbered after the others. pandas'
+    own renaming looks each candidate up in the list of names, so a header of ``n`` equal names
+    costs it ``n**2`` comparisons (80,000 names: minutes); here a count of each name present makes
+    it linear. Names already unique are returned unchanged.
+    """
+    names = list(names)
+    if len(set(names)) == len(names):
+        return names
+    present: dict = {}
+    for c in names:
+        present[c] = present.get(c, 0) + 1
+    skip = set(unnamed)
+    order = [i for i in range(len(names)) if i not in skip] + [i for i in unnamed if 0 <= i < len(names)]
+    counts: dict = {}
+    for i in order:
+        col = old = names[i]
+        cur = counts.get(col, 0)
+        while cur > 0:
+            counts[old] = cur + 1
+            col = f"{old}.{cur}"
+            cur = cur + 1 if present.get(col, 0) > 0 else counts.get(col, 0)
+        if col != old:
+            present[old] -= 1
+            present[col] = present.get(col, 0) + 1
+        names[i] = col
+        counts[col] = cur + 1
+    return names
 
 
 def fix_decimal_commas(df: pd.DataFrame) -> list[str]:

@@ -4,6 +4,12 @@ State lives in widgets with stable keys and ``persist_state="session"`` (so a
 choice made on one page holds on the others); the one thing kept by hand in
 ``st.session_state`` is the uploaded file (name, bytes, SHA-256), because the
 uploader widget lives on the Data page only.
+
+The readings and score sets are cached by :func:`pages.parts.bounded_cache.cache_data`,
+which never stores an entry larger than the cache's ``max_size`` (Streamlit's own
+cache would keep it anyway), so the cache holds at most its limit, whatever was
+uploaded; a file too large to read is refused by :func:`calibdash.data.read_table`
+before it is read, and a refusal is never cached.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import streamlit as st
 
 from calibdash import data as cdata, samples
 from calibdash.errors import DataError
+from pages.parts import bounded_cache
 
 __all__ = ["UPLOAD", "SOURCE", "SAMPLE", "SOURCES", "NONE", "remember_upload", "using_upload", "source_table",
            "role_key", "chosen_roles", "active_score_set", "score_set_or_stop", "using_large", "LARGE"]
@@ -27,19 +34,19 @@ NONE = "(none)"            # choice meaning "no such column"
 ROLES = ("label", "score", "positive", "split")
 
 
-@st.cache_data(show_spinner="Reading the file…", max_entries=8, max_size="512MB")
+@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=8, max_size="512MB")
 def _read_bytes(sha: str, name: str, _data: bytes):
     """Parse uploaded bytes; keyed on our own SHA-256 of them (st hashes big inputs by sampling)."""
     return cdata.read_table(_data, filename=name)
 
 
-@st.cache_data(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
+@bounded_cache.cache_data(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
 def _read_sample(name: str):
     path = samples.sample_path(name)
     return cdata.read_table(path.read_bytes(), filename=path.name)
 
 
-@st.cache_data(show_spinner=False, max_entries=32, max_size="512MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="512MB")
 def _score_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ScoreSet:
     return cdata.build_score_set(_df, info=_info, name=_info.name, **dict(roles))
 
