@@ -15,6 +15,7 @@ from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard
 from pages.parts.tables import bold_best
 from pages.parts.widgets import hyperparam_panel
+from pages.parts import bounded_cache
 
 route_guard("pages/benchmark.py")
 
@@ -36,14 +37,14 @@ def _unit_cache() -> benchmark.UnitCache:
     return benchmark.UnitCache(max_entries=20_000)
 
 
-@st.cache_data(show_spinner="Reading the sample…", max_entries=8)
+@bounded_cache.cache_data(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
 def _sample_sets(name: str) -> dict:
     sample = samples.SAMPLES[name]
     df, info = cdata.read_table(samples.sample_path(name))
     return benchmark.datasets_from_table(df, info, name=name, label=sample.label)
 
 
-@st.cache_data(show_spinner="Reading the file…", max_entries=16)
+@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=16, max_size="512MB")
 def _upload_sets(sha: str, name: str, _data: bytes) -> dict:
     df, info = cdata.read_table(_data, filename=name)
     return benchmark.datasets_from_table(df, info)

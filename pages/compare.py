@@ -2,7 +2,7 @@
 metrics with bootstrap intervals and a verdict, downloads, and a shareable address."""
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, figures, metrics
+from calibdash import bootstrap as cboot, calibrators, figures
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import images
 from pages.parts import diagrams, downloads, fitting, url_state

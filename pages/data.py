@@ -2,10 +2,10 @@
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, evaluation, figures, metrics, samples
+from calibdash import data as cdata, evaluation, metrics, samples
 from calibdash.errors import DataError, SettingsError
 from calibdash.data.roles import reads_as_numbers
-from pages.parts import diagrams, fitting, labels, large_source, scheme, source
+from pages.parts import bounded_cache, diagrams, fitting, labels, large_source, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
 from pages.parts.widgets import initial
@@ -137,10 +137,15 @@ if ss is None:
 if role_error:
     st.warning(f"Your column choice does not work ({role_error}); showing the guessed roles instead.")
 
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="1MB")
+def _numeric_columns(sha: str, _df: pd.DataFrame) -> list:
+    """The columns of numbers (numeric, or text that reads as numbers), once per file, not on every rerun."""
+    return [c for c in _df.columns if pd.api.types.is_numeric_dtype(_df[c]) or reads_as_numbers(_df[c])]
+
+
 st.subheader("Column roles")
 cols = list(df.columns)
-numeric = [c for c in cols if c != ss.label_column
-           and (pd.api.types.is_numeric_dtype(df[c]) or reads_as_numbers(df[c]))]
+numeric = [c for c in _numeric_columns(sha, df) if c != ss.label_column]
 r1, r2, r3 = st.columns(3)
 r1.selectbox("Label (true outcome)", cols, index=cols.index(ss.label_column), key=source.role_key(sha, "label"),
              persist_state="session", help="The column holding the two classes.")
@@ -161,7 +166,8 @@ r3.selectbox("Split column (optional)", split_opts,
              key=source.role_key(sha, "split"), persist_state="session",
              help="A column such as train/test that says which rows fit the calibrators.")
 feat_opts = [c for c in cols if c not in (ss.label_column, ss.score, ss.split_column)]
-r3.multiselect("Feature columns (for MBCT)", feat_opts, default=[c for c in ss.feature_columns if c in feat_opts],
+offered = set(feat_opts)
+r3.multiselect("Feature columns (for MBCT)", feat_opts, default=[c for c in ss.feature_columns if c in offered],
                key=source.role_key(sha, "features"), persist_state="session")
 
 st.subheader("Validation report")

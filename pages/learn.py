@@ -10,6 +10,7 @@ from calibdash.figures import learn as flearn
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.routing import route_guard
 from pages.parts.widgets import hyperparam_widgets, initial
+from pages.parts import bounded_cache
 
 route_guard("pages/learn.py")
 
@@ -19,12 +20,12 @@ AGAINST = {"score": "given the score", "prediction": "given the prediction"}
 K_SCENARIO, K_N, K_SEED, K_METHODS = "learn.scenario", "learn.n", "learn.seed", "learn.methods"
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@bounded_cache.cache_data(show_spinner=False, max_entries=64, max_size="64MB")
 def _trial(name: str, n: int, seed: int, chosen: tuple) -> synthetic.Trial:
     return synthetic.trial(name, n, seed, {m: dict(p) for m, p in chosen})
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="16MB")
 def _study(name: str, n: int, seeds: tuple, chosen: tuple) -> pd.DataFrame:
     return synthetic.estimator_study(name, n, seeds, {m: dict(p) for m, p in chosen})
 

@@ -18,6 +18,7 @@ from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
 from pages.parts.source import score_set_or_stop, using_large
 from pages.parts.widgets import initial
+from pages.parts import bounded_cache
 
 route_guard("pages/segments.py")
 
@@ -47,32 +48,32 @@ if not candidates:
 
 
 # -- cached computations (keyed on the data's content key; the ScoreSet itself is not hashed) ---------------------
-@st.cache_data(show_spinner="Measuring every group…", max_entries=32, max_size="128MB")
+@bounded_cache.cache_data(show_spinner="Measuring every group…", max_entries=32, max_size="128MB")
 def _by_group(data_key: str, column: str, n_bins: int, n_boot: int, _ss) -> cgroups.GroupReport:
     values = cgroups.column_for_rows(_ss, column)
     return cgroups.by_group(_ss.scores, _ss.labels, values, n_bins=n_bins, n_boot=n_boot, column=column)
 
 
-@st.cache_data(show_spinner="Fitting the calibrators on the fitting rows…", max_entries=32, max_size="256MB")
+@bounded_cache.cache_data(show_spinner="Fitting the calibrators on the fitting rows…", max_entries=32, max_size="256MB")
 def _fix(data_key: str, column: str, method: str, scheme, n_bins: int, n_boot: int, _ss) -> cgroups.GroupFix:
     values = cgroups.column_for_rows(_ss, column)
     return cgroups.fix_groups(_ss.scores, _ss.labels, values, scheme, method, split=_ss.split, n_bins=n_bins,
                               n_boot=n_boot, column=column)
 
 
-@st.cache_data(show_spinner="Measuring every period…", max_entries=32, max_size="128MB")
+@bounded_cache.cache_data(show_spinner="Measuring every period…", max_entries=32, max_size="128MB")
 def _over_time(data_key: str, column: str, freq: str, n_bins: int, n_boot: int, _ss) -> cdrift.DriftReport:
     periods = cdrift.to_periods(cgroups.column_for_rows(_ss, column), freq, name=column)
     return cdrift.over_time(_ss.scores, _ss.labels, periods, n_bins=n_bins, n_boot=n_boot, column=column)
 
 
-@st.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32, max_size="64MB")
+@bounded_cache.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32, max_size="64MB")
 def _staleness(data_key: str, column: str, freq: str, method: str, n_bins: int, _ss) -> cdrift.Staleness:
     periods = cdrift.to_periods(cgroups.column_for_rows(_ss, column), freq, name=column)
     return cdrift.staleness(_ss.scores, _ss.labels, periods, method, n_bins=n_bins, column=column)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="1MB")
 def _guesses(data_key: str, _ss) -> tuple[str | None, str | None]:
     """A first group column (few distinct text values) and a first date column, for the widgets' defaults."""
     raw = _ss.raw

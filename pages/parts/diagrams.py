@@ -48,6 +48,7 @@ from calibdash.explain.venn_abers import band_grid, interval_band
 from calibdash.figures.corp import corp_diagram
 from calibdash.figures.smooth_ece import smoothed_diagram
 from pages.parts.widgets import initial
+from pages.parts import bounded_cache
 
 __all__ = ["KINDS", "BINNED", "SMOOTH", "CORP", "AUTO", "AUTO_RULE", "BIN_CHOICES", "N_BOOT", "Choice", "controls",
            "resolve_bins", "build", "draw", "interval_bands", "raw_rows", "TITLES", "VENN_ABERS"]
@@ -148,14 +149,14 @@ def _content_key(p: np.ndarray, y: np.ndarray, w) -> str:
     return h.hexdigest()
 
 
-@st.cache_data(show_spinner=False, max_entries=512, max_size="64MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="64MB")
 def _smooth(key: str, band: bool, n_boot: int, _p, _y, _w) -> pd.DataFrame:
     if band:
         return smooth_ece.smoothed_curve_band(_p, _y, sample_weight=_w, n_boot=n_boot)
     return smooth_ece.smoothed_curve(_p, _y, sample_weight=_w)
 
 
-@st.cache_data(show_spinner=False, max_entries=512, max_size="128MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="128MB")
 def _corp(key: str, band: bool, n_boot: int, _p, _y, _w) -> tuple:
     curve = corp.corp_curve(_p, _y, sample_weight=_w)
     dec = corp.corp_decomposition(_p, _y, sample_weight=_w)
@@ -263,7 +264,7 @@ def interval_bands(models: Mapping[str, object]) -> dict[str, pd.DataFrame]:
             if getattr(type(m), "name", None) == VENN_ABERS}
 
 
-@st.cache_data(show_spinner="Summarising the rows into score cells…", max_entries=8, max_size="64MB")
+@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…", max_entries=8, max_size="64MB")
 def _raw_cells(data_key: str, _ss: cdata.ScoreSet) -> tuple:
     c = ccells.aggregate(_ss.scores, _ss.labels)
     return c.weighted_predictions(c.score)

@@ -11,17 +11,17 @@ table of every bin of every model is about 20 MB at 10^6 rows).
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
 
 from calibdash import data as cdata
 from calibdash.evaluation import Evaluation, Scheme
 from calibdash.explain import Explanation, explain
 from pages.parts.fitting import frozen_params
+from pages.parts import bounded_cache
 
 __all__ = ["explanation"]
 
 
-@st.cache_data(show_spinner="Looking inside the calibrator…", max_entries=64, max_size="256MB")
+@bounded_cache.cache_data(show_spinner="Looking inside the calibrator…", max_entries=64, max_size="256MB")
 def _explain(data_key: str, scheme: Scheme, method: str, params: tuple, cells_path: bool, _model,
              _ss: cdata.ScoreSet, _rows: np.ndarray, _sample: tuple | None) -> Explanation:
     if cells_path:

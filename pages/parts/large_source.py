@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import streamlit as st
+from pages.parts import bounded_cache
 
 from calibdash import cells as ccells, jobs
 from calibdash.data.guard import ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT, ENV_VAR, DataRoot, data_root_from_env
@@ -261,7 +262,7 @@ class _NotKept(Exception):
     """Nothing kept under this key (exceptions are not cached)."""
 
 
-@st.cache_data(show_spinner=False, max_entries=32, max_size="512MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="512MB")
 def _kept(key: str, _value=None):
     """What an aggregation gave, under its key: cells (a few MB at most, never rows), bounded by bytes."""
     if _value is None:
@@ -269,7 +270,7 @@ def _kept(key: str, _value=None):
     return _value
 
 
-@st.cache_data(show_spinner=False, max_entries=64, max_size="32MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=64, max_size="32MB")
 def _read(key: str, _value=None):
     """A source's columns and guessed roles, or a database's tables, under their key."""
     if _value is None:
