@@ -136,8 +136,8 @@ def test_the_loader_the_api_and_the_pages_choose_the_same_positive_class_for_the
 
 
 def test_the_label_tokens_are_the_loaders():
-    """The role guesser reads a column as a label by the same words (calibdash.data.roles keeps a copy)."""
-    assert roles.POSITIVE_TOKENS == POSITIVE_TOKENS and roles.NEGATIVE_TOKENS == NEGATIVE_TOKENS
+    """The role guesser reads a column as a label by the same words (the very objects of calibdash.validation)."""
+    assert roles.POSITIVE_TOKENS is POSITIVE_TOKENS and roles.NEGATIVE_TOKENS is NEGATIVE_TOKENS
 
 
 def test_the_rule():

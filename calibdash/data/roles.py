@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .limits import MIN_ROWS
+from ..validation import NEGATIVE_TOKENS, POSITIVE_TOKENS  # the label words: one rule, validation's
 
 __all__ = ["Roles", "guess_roles", "NUMERIC_SHARE", "is_numeric", "parse_numbers", "reads_as_numbers"]
 
@@ -19,10 +20,6 @@ _SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "dataset", "data_
 _ID_NAMES = ("id", "index", "idx", "row", "row_id", "rowid", "key", "uuid", "record_id")
 _SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "confidence",
                 "yhat", "y_hat", "output")
-#: Label values read as the positive class (lower-cased text).
-POSITIVE_TOKENS = frozenset({"1", "1.0", "+1", "+", "yes", "y", "true", "t", "pos", "positive"})
-#: Label values read as the negative class (lower-cased text).
-NEGATIVE_TOKENS = frozenset({"0", "0.0", "-1", "-1.0", "-", "no", "n", "false", "f", "neg", "negative"})
 #: A text column counts as a column of numbers when at least this share of its non-missing,
 #: non-blank entries parse as numbers (``"0.25"``, ``"1e-3"``, ``"inf"``); its other entries
 #: (``"abc"``, ``"#N/A"``) are then read as missing, and
