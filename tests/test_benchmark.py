@@ -161,9 +161,9 @@ def test_refusals_name_the_problem(six):
         benchmark.run_benchmark({"d0": six["d0"]}, ["platt"], n_folds=2, repeats=1, reference="bbq")
     with pytest.raises(SettingsError, match="raw scores"):
         benchmark.run_benchmark(six, {UNCALIBRATED: calibrators.get("platt")})
-    tiny = build_score_set(pd.DataFrame({"score": np.linspace(0.05, 0.95, 20), "label": [1] * 3 + [0] * 17}),
-                           name="tiny")
-    with pytest.raises(DataError, match="'tiny'.*at least 5 rows of each class"):
+    tiny = build_score_set(pd.DataFrame({"score": np.linspace(0.05, 0.95, 20), "label": [1] * 1 + [0] * 19}),
+                           name="tiny")                      # one positive: no fold can both fit on and judge it
+    with pytest.raises(DataError, match="'tiny'.*at least 2 rows of each class"):
         benchmark.run_benchmark({"tiny": tiny}, ["platt"], n_folds=5, repeats=1)
 
 
@@ -335,11 +335,11 @@ def test_page_uses_uploaded_files_and_refuses_bad_ones_politely():
 
 def test_page_reports_a_data_set_that_k_fold_cannot_use():
     at = open_page()
-    rows = "".join(f"{0.05 + 0.03 * i:.2f},{int(i % 10 == 0)}\n" for i in range(30))     # 3 positives
+    rows = "".join(f"{0.05 + 0.03 * i:.2f},{int(i == 0)}\n" for i in range(30))          # 1 positive
     at.file_uploader(key="bench.uploader").set_value([("few.csv", ("score,label\n" + rows).encode(), "text/csv")]).run()
     at.multiselect(key="bench.datasets").set_value(["few.csv", "breast_cancer_nb"]).run()
     at.button(key="bench.run").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("few.csv" in e.value and "at least 5 rows of each class" in e.value for e in at.error)
+    assert any("few.csv" in e.value and "at least 2 rows of each class" in e.value for e in at.error)
     at.run()                                               # the failed run is not retried on every rerun
     assert not at.exception and not any("few.csv" in e.value for e in at.error)
