@@ -45,6 +45,7 @@ from . import metrics
 from .calibrators.base import Calibrator
 from .errors import DataError, SettingsError
 from .methods import RAW, resolve
+from .scheme import KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, column_parts
 from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "evaluate", "combine", "UNCALIBRATED",
@@ -52,71 +53,6 @@ __all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "evaluate", "c
            "TRAIN_WORDS", "TEST_WORDS", "evaluate_score_set", "CELLS_CHOICES"]
 
 UNCALIBRATED = RAW
-TRAIN_WORDS = frozenset({"train", "training", "calib", "calibration", "cal", "fit", "dev"})
-TEST_WORDS = frozenset({"test", "testing", "holdout", "hold-out", "valid", "validation", "val", "eval"})
-KINDS = ("split", "column", "kfold", "insample")
-
-
-@dataclass(frozen=True)
-class Scheme:
-    """How rows are divided between fitting and judging (see the module docstring).
-
-    Parameters
-    ----------
-    kind : {"split", "column", "kfold", "insample"}, default "split"
-    test_size : float, default 0.3
-        Held-out fraction for ``"split"``.
-    seed : int, default 0
-        Seed of the split or of the fold shuffle.
-    n_folds : int, default 5
-        K for ``"kfold"``.
-    train_value : str, optional
-        For ``"column"``: the split column's value marking training rows
-        (every other value is then held out).
-    """
-
-    kind: str = "split"
-    test_size: float = 0.3
-    seed: int = 0
-    n_folds: int = 5
-    train_value: str | None = None
-
-    def describe(self, on_cells: bool = False) -> str:
-        """One line for the sidebar and reports; ``on_cells``: rows divided by their hashed position
-        (:mod:`calibdash.cells`), not stratified by label."""
-        how = "Random split by row hash" if on_cells else "Stratified split"
-        if self.kind == "split":
-            return (f"{how}: {100 * (1 - self.test_size):.0f}% fit / "
-                    f"{100 * self.test_size:.0f}% held out (seed {self.seed})")
-        if self.kind == "column":
-            return "The file's split column" + (f" (train = {self.train_value!r})" if self.train_value else "")
-        if self.kind == "kfold":
-            return f"{self.n_folds}-fold cross-fitting{' by row hash' if on_cells else ''} (seed {self.seed})"
-        if self.kind == "insample":
-            return "In-sample: fitted and judged on the same rows (optimistic)"
-        return self.kind
-
-
-def _column_parts(split: np.ndarray, train_value: str | None) -> np.ndarray:
-    """Boolean mask of training rows from a split column."""
-    vals = pd.Series(split).astype(str).str.strip()
-    if train_value is not None:
-        mask = (vals == str(train_value)).to_numpy()
-        if not mask.any():
-            raise DataError(f"no row of the split column has the value {train_value!r}; "
-                            f"its values are {sorted(vals.unique())[:10]}.")
-        return mask
-    low = vals.str.lower()
-    is_train = low.isin(TRAIN_WORDS).to_numpy()
-    is_test = low.isin(TEST_WORDS).to_numpy()
-    unknown = sorted(vals[~(is_train | is_test)].unique())
-    if unknown:
-        raise DataError(
-            f"the split column has values {unknown[:10]} that name neither a training part "
-            f"({', '.join(sorted(TRAIN_WORDS))}) nor a test part ({', '.join(sorted(TEST_WORDS))}); "
-            "choose which value marks the training rows."
-        )
-    return is_train
 
 
 #: What a refusal for too few rows of a class suggests instead.
@@ -213,7 +149,7 @@ def split_plan(labels, scheme: Scheme, split=None) -> tuple[list[tuple[np.ndarra
     elif scheme.kind == "column":
         if split is None:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        mask = _column_parts(np.asarray(split), scheme.train_value)
+        mask = column_parts(np.asarray(split), scheme.train_value)
         pairs = [(idx[mask], idx[~mask])]
     elif scheme.kind == "kfold":
         k = int(scheme.n_folds)
@@ -468,7 +404,7 @@ def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
     if scheme.kind == "column":
         if split is None:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        return cells.parts_for(n_rows, "column", split_train=_column_parts(np.asarray(split), scheme.train_value))
+        return cells.parts_for(n_rows, "column", split_train=column_parts(np.asarray(split), scheme.train_value))
     return cells.parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
 
 

@@ -187,3 +187,13 @@ def test_pages_and_app_have_no_import_cycles_and_pages_import_no_page():
     for page in page_files:
         assert not (graph[page] & page_files), f"{page} imports another page: {graph[page] & page_files}"
     assert all(not dep.startswith("pages") for name in graph if name.startswith("calibdash") for dep in graph[name])
+
+
+def test_engines_do_not_import_the_evaluation():
+    """An engine plans a scheme's parts from :mod:`calibdash.scheme`, below the evaluation, never from it."""
+    graph = import_graph(_modules(PACKAGE))
+    engines = [name for name in graph if name == "calibdash.engines" or name.startswith("calibdash.engines.")]
+    assert "calibdash.engines.source" in engines and "calibdash.scheme" in graph["calibdash.engines.source"]
+    for name in engines:
+        assert "calibdash.evaluation" not in graph[name], f"{name} imports calibdash.evaluation"
+    assert not graph["calibdash.scheme"] & {"calibdash.evaluation", *engines}
