@@ -197,3 +197,14 @@ def test_engines_do_not_import_the_evaluation():
     for name in engines:
         assert "calibdash.evaluation" not in graph[name], f"{name} imports calibdash.evaluation"
     assert not graph["calibdash.scheme"] & {"calibdash.evaluation", *engines}
+
+
+def test_benchmark_statistics_and_report_share_the_result_type_not_each_other():
+    """The result type has its own module: the statistics build it, the report shows it, neither imports the
+    other (not even for annotations, behind ``TYPE_CHECKING``)."""
+    graph = import_graph(_modules(PACKAGE))
+    stats, report = "calibdash.benchmark.statistics", "calibdash.benchmark.report"
+    assert "calibdash.benchmark.result" in graph[stats] and "calibdash.benchmark.result" in graph[report]
+    assert report not in graph[stats] and stats not in graph[report]
+    for name in (stats, report, "calibdash.benchmark.result"):
+        assert "TYPE_CHECKING" not in _modules(PACKAGE)[name].read_text(encoding="utf-8"), name
