@@ -131,7 +131,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
     s = np.asarray(scores)
     y = np.asarray(labels)
     n = s.size
-    if features is not None:
+    if features is not None and any(getattr(c, "uses_features", False) for c in cals.values()):
         features = features.reset_index(drop=True)
     parts = [(_positions(fit, n), _positions(judged, n)) for fit, judged in pairs]
     out = CrossFit(n=n, judged=[te for _, te in parts])
