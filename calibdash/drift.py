@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from . import metrics
+from .crossfit import cross_fit
 from .errors import DataError, SettingsError
 from .groups import group_stats
 from .methods import resolve
@@ -418,7 +418,7 @@ def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=Non
         raise DataError(f"{column} gives {len(present)} period with rows: staleness needs two or more.")
     labs = [per.labels[k] for k in present]
     masks = {k: per.codes == k for k in present}
-    fitted: dict[int, object] = {}
+    fitted: dict[int, int] = {}                       # period -> its pair in the cross-fit
     fit_rows = {}
     skipped = []
     for k in present:
@@ -430,9 +430,12 @@ def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=Non
         if weight < min_rows or pos <= 0 or pos >= weight:
             skipped.append(per.labels[k])
             continue
-        fitted[k] = clone(cal).fit(s[m], y[m], sample_weight=wk)
+        fitted[k] = len(fitted)
     if not fitted:
         raise DataError(f"no period of {column} has {min_rows:g} rows of both classes to fit {method} on.")
+    # each period fitted on is judged on every later period: one pair per fitted period
+    later = {k: np.isin(per.codes, present[present.index(k) + 1:]) for k in fitted}
+    fit = cross_fit({method: cal}, s, y, w, [(masks[k], later[k]) for k in fitted])
     matrix = pd.DataFrame(np.nan, index=pd.Index(labs, name="fitted on"), columns=pd.Index(labs, name="judged on"))
     raw = {}
     for j, u in enumerate(present):
@@ -441,7 +444,8 @@ def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=Non
         raw[u] = _ece(s[m], y[m], wu, n_bins, strategy)
         for t in present[:j]:
             if t in fitted:
-                matrix.iloc[present.index(t), j] = _ece(fitted[t].predict(s[m]), y[m], wu, n_bins, strategy)
+                p = fit.column(method, fitted[t])[m]
+                matrix.iloc[present.index(t), j] = _ece(p, y[m], wu, n_bins, strategy)
     first = present[0]
     rows = []
     last_fit = None

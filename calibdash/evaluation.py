@@ -31,20 +31,20 @@ table whose first row is the uncalibrated scores on the same rows.
 """
 from __future__ import annotations
 
-import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from . import metrics
 from .calibrators.base import Calibrator
+from .crossfit import CELLS_CHOICES, CELLS_MIN_ROWS, choose_path, cross_fit, use_cells_for
 from .errors import DataError, SettingsError
 from .methods import RAW, resolve
+from .scheme import KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, column_parts
 from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "evaluate", "combine", "UNCALIBRATED",
@@ -52,71 +52,6 @@ __all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "evaluate", "c
            "TRAIN_WORDS", "TEST_WORDS", "evaluate_score_set", "CELLS_CHOICES"]
 
 UNCALIBRATED = RAW
-TRAIN_WORDS = frozenset({"train", "training", "calib", "calibration", "cal", "fit", "dev"})
-TEST_WORDS = frozenset({"test", "testing", "holdout", "hold-out", "valid", "validation", "val", "eval"})
-KINDS = ("split", "column", "kfold", "insample")
-
-
-@dataclass(frozen=True)
-class Scheme:
-    """How rows are divided between fitting and judging (see the module docstring).
-
-    Parameters
-    ----------
-    kind : {"split", "column", "kfold", "insample"}, default "split"
-    test_size : float, default 0.3
-        Held-out fraction for ``"split"``.
-    seed : int, default 0
-        Seed of the split or of the fold shuffle.
-    n_folds : int, default 5
-        K for ``"kfold"``.
-    train_value : str, optional
-        For ``"column"``: the split column's value marking training rows
-        (every other value is then held out).
-    """
-
-    kind: str = "split"
-    test_size: float = 0.3
-    seed: int = 0
-    n_folds: int = 5
-    train_value: str | None = None
-
-    def describe(self, on_cells: bool = False) -> str:
-        """One line for the sidebar and reports; ``on_cells``: rows divided by their hashed position
-        (:mod:`calibdash.cells`), not stratified by label."""
-        how = "Random split by row hash" if on_cells else "Stratified split"
-        if self.kind == "split":
-            return (f"{how}: {100 * (1 - self.test_size):.0f}% fit / "
-                    f"{100 * self.test_size:.0f}% held out (seed {self.seed})")
-        if self.kind == "column":
-            return "The file's split column" + (f" (train = {self.train_value!r})" if self.train_value else "")
-        if self.kind == "kfold":
-            return f"{self.n_folds}-fold cross-fitting{' by row hash' if on_cells else ''} (seed {self.seed})"
-        if self.kind == "insample":
-            return "In-sample: fitted and judged on the same rows (optimistic)"
-        return self.kind
-
-
-def _column_parts(split: np.ndarray, train_value: str | None) -> np.ndarray:
-    """Boolean mask of training rows from a split column."""
-    vals = pd.Series(split).astype(str).str.strip()
-    if train_value is not None:
-        mask = (vals == str(train_value)).to_numpy()
-        if not mask.any():
-            raise DataError(f"no row of the split column has the value {train_value!r}; "
-                            f"its values are {sorted(vals.unique())[:10]}.")
-        return mask
-    low = vals.str.lower()
-    is_train = low.isin(TRAIN_WORDS).to_numpy()
-    is_test = low.isin(TEST_WORDS).to_numpy()
-    unknown = sorted(vals[~(is_train | is_test)].unique())
-    if unknown:
-        raise DataError(
-            f"the split column has values {unknown[:10]} that name neither a training part "
-            f"({', '.join(sorted(TRAIN_WORDS))}) nor a test part ({', '.join(sorted(TEST_WORDS))}); "
-            "choose which value marks the training rows."
-        )
-    return is_train
 
 
 #: What a refusal for too few rows of a class suggests instead.
@@ -213,7 +148,7 @@ def split_plan(labels, scheme: Scheme, split=None) -> tuple[list[tuple[np.ndarra
     elif scheme.kind == "column":
         if split is None:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        mask = _column_parts(np.asarray(split), scheme.train_value)
+        mask = column_parts(np.asarray(split), scheme.train_value)
         pairs = [(idx[mask], idx[~mask])]
     elif scheme.kind == "kfold":
         k = int(scheme.n_folds)
@@ -375,27 +310,8 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
         features = features.reset_index(drop=True)
     pairs, notes = split_plan(y, scheme, split)
     rows = np.sort(np.concatenate([te for _, te in pairs])) if scheme.kind == "kfold" else pairs[0][1]
-    preds = {UNCALIBRATED: s[rows]}
-    models: dict[str, Calibrator] = {}
-    seconds: dict[str, float] = {}
-    total = max(1, len(cals) * len(pairs))
-    done = 0
-    for key, cal in cals.items():
-        t0 = time.perf_counter()
-        out = np.empty(s.size)
-        for tr, te in pairs:
-            f_tr = None if features is None else features.iloc[tr]
-            f_te = None if features is None else features.iloc[te]
-            model = clone(cal).fit(s[tr], y[tr], f_tr)
-            out[te] = model.predict(s[te], f_te)
-            done += 1
-            if progress:
-                progress(done / total, f"{key}: fold {done} of {total}")
-        if scheme.kind == "kfold":
-            model = clone(cal).fit(s, y, features)
-        models[key] = model
-        seconds[key] = time.perf_counter() - t0
-        preds[key] = out[rows]
+    fit = cross_fit(cals, s, y, None, pairs, features, refit=scheme.kind == "kfold", progress=progress)
+    preds = {UNCALIBRATED: s[rows], **{key: fit.column(key)[rows] for key in cals}}
     y_rows = y[rows]
     table = pd.DataFrame(
         {key: metrics.summary(p, y_rows, n_bins=n_bins, strategy=strategy) for key, p in preds.items()}
@@ -404,7 +320,7 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     fit_rows = np.arange(s.size) if scheme.kind == "kfold" else pairs[0][0]
     return Evaluation(scheme=scheme, rows=rows, labels=y_rows,
                       predictions=pd.DataFrame(preds, index=rows), metrics=table,
-                      models=models, fit_rows=np.sort(fit_rows), fit_seconds=seconds,
+                      models=fit.models, fit_rows=np.sort(fit_rows), fit_seconds=fit.seconds,
                       binning=metrics.binning_label(n_bins, strategy), note="; ".join(notes), notes=notes)
 
 
@@ -446,20 +362,6 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
 # ---------------------------------------------------------------------------------------------
 # The same schemes on score cells (large data)
 # ---------------------------------------------------------------------------------------------
-#: Above this many rows the command line and the dashboard evaluate on score cells (see :mod:`calibdash.cells`):
-#: below it the row path's cost is under a second and its stratified folds are kept.
-CELLS_MIN_ROWS = 200_000
-
-
-def use_cells_for(n_rows: int, needs_rows: bool = False) -> bool:
-    """Whether data of ``n_rows`` rows is evaluated on score cells by default.
-
-    ``needs_rows``: a chosen method reads the rows' features (MBCT with feature
-    columns); then every method is judged on rows, so all are judged alike.
-    """
-    return int(n_rows) > CELLS_MIN_ROWS and not needs_rows
-
-
 def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
     """Each row's part under ``scheme``, decided from its position alone (or the split column), as
     every engine can decide it: see :mod:`calibdash.cells`. 0 = fit, 1 = held out; k-fold: the fold."""
@@ -468,7 +370,7 @@ def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
     if scheme.kind == "column":
         if split is None:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        return cells.parts_for(n_rows, "column", split_train=_column_parts(np.asarray(split), scheme.train_value))
+        return cells.parts_for(n_rows, "column", split_train=column_parts(np.asarray(split), scheme.train_value))
     return cells.parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
 
 
@@ -550,46 +452,31 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
         judged = part == 1
     notes = _check_cell_folds(all_cells, folds, scheme)
     seen = all_cells.select(judged)
-    preds = {UNCALIBRATED: seen.score}
-    models, seconds = {}, {}
-    total = max(1, len(cals) * len(folds))
-    done = 0
-    for key, cal in cals.items():
-        t0 = time.perf_counter()
-        out = np.empty(len(all_cells))
-        for fit, test in folds:
-            s, y, w = all_cells.select(fit).weighted_rows()
-            model = clone(cal).fit(s, y, sample_weight=w)
-            out[test] = model.predict(all_cells.score[test])
-            done += 1
-            if progress:
-                progress(done / total, f"{key}: fold {done} of {total}")
-        if scheme.kind == "kfold":
-            s, y, w = all_cells.weighted_rows()
-            model = clone(cal).fit(s, y, sample_weight=w)
-        models[key] = model
-        seconds[key] = time.perf_counter() - t0
-        preds[key] = out[judged]
+    # the cells as weighted rows (all_cells.weighted_rows(): each cell's positive row, then its negative row,
+    # empty ones dropped); a set of cells is the set of its weighted rows
+    cell_s, cell_y, cell_w = all_cells.weighted_rows()
+    kept = np.concatenate([all_cells.n_pos, all_cells.n - all_cells.n_pos]) > 0
+
+    def rows_of(cells_mask):
+        return np.concatenate([cells_mask, cells_mask])[kept]
+
+    fit = cross_fit(cals, cell_s, cell_y, cell_w, [(rows_of(f), rows_of(t)) for f, t in folds],
+                    refit=scheme.kind == "kfold", progress=progress)
     pp, yy, ww = seen.weighted_predictions(seen.score)
     keep_cells = np.concatenate([seen.n_pos, seen.n - seen.n_pos]) > 0
-    columns = {}
-    rows = {}
-    for key, p in preds.items():
-        columns[key] = np.concatenate([p, p])[keep_cells]
-        rows[key] = metrics.summary(columns[key], yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views,
-                                    sample_weight=ww, mvce_max_rows=CELLS_MIN_ROWS)
+    judged_rows = rows_of(judged)
+    columns = {UNCALIBRATED: np.concatenate([seen.score, seen.score])[keep_cells],
+               **{key: fit.column(key)[judged_rows] for key in cals}}
+    rows = {key: metrics.summary(p, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views, sample_weight=ww,
+                                 mvce_max_rows=CELLS_MIN_ROWS) for key, p in columns.items()}
     table = pd.DataFrame(rows).T[list(metrics.METRIC_NAMES)]
     table.index.name = "method"
     fitted_on = all_cells if scheme.kind in ("kfold", "insample") else all_cells.select(part == 0)
     return Evaluation(scheme=scheme, rows=np.arange(yy.size), labels=yy, predictions=pd.DataFrame(columns),
-                      metrics=table, models=models, fit_seconds=seconds,
+                      metrics=table, models=fit.models, fit_seconds=fit.seconds,
                       binning=metrics.binning_label(n_bins, strategy), weights=ww,
                       fit_sample=fitted_on.weighted_rows(), note="; ".join([all_cells.describe(), *notes]),
                       notes=notes)
-
-
-#: Ways to choose between rows and score cells (the command line's ``--cells``).
-CELLS_CHOICES = ("auto", "always", "never")
 
 
 def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str = "auto",
@@ -622,14 +509,13 @@ def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str 
     SettingsError
         ``cells`` is not one of :data:`CELLS_CHOICES`.
     """
-    if cells not in CELLS_CHOICES:
-        raise SettingsError(f"cells must be one of {CELLS_CHOICES}, got {cells!r}.")
     scheme = scheme or Scheme()
     cals = resolve(methods)
+    path = choose_path(ss.n_rows, cals, ss.feature_columns if ss.features is not None else None, cells=cells)
     if scheme.kind == "column" and not ss.split_column:
         raise DataError("the column scheme needs a split column in the file; none was found.")
     feats = ss.features if any(c.uses_features for c in cals.values()) else None
-    if cells == "always" or (cells == "auto" and use_cells_for(ss.n_rows, feats is not None)):
+    if path.on_cells:
         from .cells import aggregate
 
         summary = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))

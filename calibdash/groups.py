@@ -55,9 +55,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from . import bootstrap as cboot, metrics
+from .crossfit import cross_fit
 from .errors import DataError, SettingsError
 from .evaluation import Scheme, split_indices
 from .methods import RAW, resolve
@@ -522,7 +522,7 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
 
     The rows are divided as :func:`calibdash.evaluation.evaluate` divides
     them (:func:`calibdash.evaluation.split_indices` on the same
-    ``scheme``), each method is cloned and fitted on the fitting rows, and
+    ``scheme``), each method is fitted on the fitting rows (:func:`calibdash.crossfit.cross_fit`), and
     the held-out predictions are measured per group by :func:`by_group`. The
     groups are made once, on all rows (:func:`make_groups`), and MBCT reads
     them as one categorical feature column, named after the column. Unlike
@@ -571,19 +571,9 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
         raise SettingsError(f"choose a calibrator of the score alone to set beside MBCT, not {method!r}.")
     cals.update(resolve({"mbct": mbct}))
     features = pd.DataFrame({col: pd.Categorical(labels_, categories=order)})
-    preds = {RAW: s[rows]}
-    models = {}
-    for key, cal in cals.items():
-        feats = features if getattr(cal, "uses_features", False) else None
-        out = np.empty(s.size)
-        for tr, te in pairs:
-            sw = None if sample_weight is None else w[tr]
-            model = clone(cal).fit(s[tr], y[tr], None if feats is None else feats.iloc[tr], sample_weight=sw)
-            out[te] = model.predict(s[te], None if feats is None else feats.iloc[te])
-        if scheme.kind == "kfold":
-            model = clone(cal).fit(s, y, feats, sample_weight=None if sample_weight is None else w)
-        models[key] = model
-        preds[key] = out[rows]
+    fit = cross_fit(cals, s, y, None if sample_weight is None else w, pairs, features, refit=scheme.kind == "kfold")
+    preds = {RAW: s[rows], **{key: fit.column(key)[rows] for key in cals}}
+    models = fit.models
     predictions = pd.DataFrame(preds, index=rows)
     reports = {key: _report(predictions[key].to_numpy(), y[rows], w[rows], sample_weight is not None,
                             labels_[rows], order, [], [], col, n_bins, strategy, n_boot, 0.95, seed)

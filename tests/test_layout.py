@@ -187,3 +187,24 @@ def test_pages_and_app_have_no_import_cycles_and_pages_import_no_page():
     for page in page_files:
         assert not (graph[page] & page_files), f"{page} imports another page: {graph[page] & page_files}"
     assert all(not dep.startswith("pages") for name in graph if name.startswith("calibdash") for dep in graph[name])
+
+
+def test_engines_do_not_import_the_evaluation():
+    """An engine plans a scheme's parts from :mod:`calibdash.scheme`, below the evaluation, never from it."""
+    graph = import_graph(_modules(PACKAGE))
+    engines = [name for name in graph if name == "calibdash.engines" or name.startswith("calibdash.engines.")]
+    assert "calibdash.engines.source" in engines and "calibdash.scheme" in graph["calibdash.engines.source"]
+    for name in engines:
+        assert "calibdash.evaluation" not in graph[name], f"{name} imports calibdash.evaluation"
+    assert not graph["calibdash.scheme"] & {"calibdash.evaluation", *engines}
+
+
+def test_benchmark_statistics_and_report_share_the_result_type_not_each_other():
+    """The result type has its own module: the statistics build it, the report shows it, neither imports the
+    other (not even for annotations, behind ``TYPE_CHECKING``)."""
+    graph = import_graph(_modules(PACKAGE))
+    stats, report = "calibdash.benchmark.statistics", "calibdash.benchmark.report"
+    assert "calibdash.benchmark.result" in graph[stats] and "calibdash.benchmark.result" in graph[report]
+    assert report not in graph[stats] and stats not in graph[report]
+    for name in (stats, report, "calibdash.benchmark.result"):
+        assert "TYPE_CHECKING" not in _modules(PACKAGE)[name].read_text(encoding="utf-8"), name

@@ -28,13 +28,16 @@ The modules, one job each:
     Plans and runs the units (:func:`run_benchmark`, :func:`run_unit`,
     :class:`UnitCache`).
 :mod:`~calibdash.benchmark.statistics`
-    Steps 2-3 from a unit table (:func:`summarise`, :class:`BenchmarkResult`),
-    so another ranking metric, reference or alpha needs no refitting.
+    Steps 2-3 from a unit table (:func:`summarise`), so another ranking
+    metric, reference or alpha needs no refitting.
+:mod:`~calibdash.benchmark.result`
+    What a benchmark found (:class:`BenchmarkResult`), with its sentences
+    (:func:`describe`) and JSON (:func:`to_json`).
 :mod:`~calibdash.benchmark.rank_tests`
     The tests themselves: ranks, Friedman / Iman-Davenport, Holm.
 :mod:`~calibdash.benchmark.report`
-    The tables (:func:`report_tables`, each a :class:`ReportTable` with its
-    :class:`TableKind`), sentences and JSON shown to people.
+    The tables shown to people (:func:`report_tables`, each a
+    :class:`ReportTable` with its :class:`TableKind`).
 :mod:`~calibdash.benchmark.datasets`
     Data sets from tables and files, one per score column
     (:func:`load_datasets`).
@@ -46,8 +49,9 @@ from .datasets import datasets_from_table, load_datasets
 from .large import EngineDataset
 from .engine import (DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS, Unit, UnitCache, plan_units, run_benchmark,
                      run_unit, unit_key)
-from .report import ReportTable, TableKind, describe, report_tables, to_json
-from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, BenchmarkResult, default_reference, summarise
+from .report import ReportTable, TableKind, report_tables
+from .result import BenchmarkResult, describe, to_json
+from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
 __all__ = ["EngineDataset", "Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",
            "run_unit", "run_benchmark", "summarise", "default_reference", "report_tables", "describe", "to_json",

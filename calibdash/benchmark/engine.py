@@ -25,7 +25,8 @@ from ..methods import resolve
 from .. import measures
 from ..metrics import METRIC_NAMES
 from .large import EngineDataset
-from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, BenchmarkResult, default_reference, summarise
+from .result import BenchmarkResult
+from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
 __all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_benchmark", "DEFAULT_METHODS",
            "DEFAULT_FOLDS", "DEFAULT_REPEATS"]

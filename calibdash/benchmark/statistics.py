@@ -5,12 +5,12 @@ repeat, as :func:`calibdash.benchmark.engine.run_benchmark` builds it) into
 a :class:`BenchmarkResult`, so another ranking metric, reference or alpha
 needs no refitting. The tests themselves are in
 :mod:`calibdash.benchmark.rank_tests`; the tables and sentences shown to
-people are in :mod:`calibdash.benchmark.report`.
+people are in :mod:`calibdash.benchmark.report`; the result type and its sentences are in
+:mod:`calibdash.benchmark.result`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,8 @@ import pandas as pd
 from ..errors import SettingsError
 from ..evaluation import UNCALIBRATED, Scheme
 from .. import measures
-from . import rank_tests, report
+from . import rank_tests
+from .result import BenchmarkResult
 
 __all__ = ["BenchmarkResult", "summarise", "default_reference", "DEFAULT_METRIC", "DEFAULT_ALPHA"]
 
@@ -35,92 +36,6 @@ def default_reference(methods: Sequence[str]) -> str:
         return "bbq"
     others = [m for m in methods if m != UNCALIBRATED]
     return others[0] if others else UNCALIBRATED
-
-
-@dataclass
-class BenchmarkResult:
-    """Everything a benchmark found, ready for tables and plots.
-
-    Attributes
-    ----------
-    units : DataFrame
-        One row per finished unit: dataset, repeat, seed, method, the metrics, seconds.
-    means : DataFrame
-        Mean over repeats, indexed by (dataset, method), one column per metric;
-        only complete (data set, repeat) blocks count.
-    metric : str
-        The ranked metric.
-    lower_is_better : bool or None
-        Its direction; None for a measure whose best value is a target
-        (the calibration slope's 1), ranked by the distance to it.
-    table : DataFrame
-        Data sets x methods: ``means`` of ``metric``.
-    ranks : DataFrame
-        Data sets x methods: ranks of ``table`` (1 = best, mid-ranks for ties).
-    average_ranks : Series
-        Method -> average rank on ``metric``.
-    rank_summary : DataFrame
-        Methods x metrics: the average rank on every metric.
-    friedman : FriedmanResult or None
-        None with fewer than two data sets or methods.
-    friedman_by_metric : DataFrame
-        Metric -> chi2_F, F_F, degrees of freedom, p, critical value, reject.
-    reference : str
-    holm : DataFrame or None
-        :func:`~calibdash.benchmark.rank_tests.holm` against ``reference``
-        plus a ``significant`` column: Holm rejects *and* the Friedman test
-        rejected.
-    alpha : float
-    n_folds, repeats, seed : int
-    methods, datasets : list of str
-        In display order (the uncalibrated scores first); ``datasets`` lists
-        those with complete results.
-    planned : int
-        Units planned (``len(units) < planned`` for a partial result).
-    notes : list of str
-        What was left out and why.
-    """
-
-    units: pd.DataFrame
-    means: pd.DataFrame
-    metric: str
-    lower_is_better: bool | None
-    table: pd.DataFrame
-    ranks: pd.DataFrame
-    average_ranks: pd.Series
-    rank_summary: pd.DataFrame
-    friedman: rank_tests.FriedmanResult | None
-    friedman_by_metric: pd.DataFrame
-    reference: str
-    holm: pd.DataFrame | None
-    alpha: float
-    n_folds: int
-    repeats: int
-    seed: int
-    methods: list
-    datasets: list
-    planned: int
-    notes: list = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        """Whether every planned unit is in the result."""
-        return len(self.units) >= self.planned
-
-    def joined(self) -> list[str]:
-        """The reference and the methods not significantly different from it (the bar of the rank plot)."""
-        if self.holm is None:
-            return [self.reference] if self.reference in self.average_ranks.index else []
-        same = [m for m, sig in self.holm["significant"].items() if not sig]
-        return [m for m in self.average_ranks.index if m == self.reference or m in same]
-
-    def describe(self, labels: Mapping[str, str] | None = None) -> str:
-        """The result in plain sentences (see :func:`calibdash.benchmark.report.describe`)."""
-        return report.describe(self, labels)
-
-    def to_json(self) -> dict:
-        """Plain JSON-ready content (see :func:`calibdash.benchmark.report.to_json`)."""
-        return report.to_json(self)
 
 
 def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: str | None = None,

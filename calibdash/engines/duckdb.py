@@ -69,7 +69,7 @@ import numpy as np
 from ..cells import GRID, MAX_EXACT
 from ..data.guard import engine_error
 from ..errors import DataError, SettingsError
-from ..evaluation import Scheme
+from ..scheme import Scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 

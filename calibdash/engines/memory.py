@@ -24,7 +24,7 @@ from .. import cells as _cells
 from ..cells import MAX_EXACT
 from ..data.margins import to_probabilities
 from ..errors import DataError, EnvironmentProblem
-from ..evaluation import Scheme
+from ..scheme import Scheme
 from .duckdb import check_scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, grid_code, other_labels_error, quantile_levels)

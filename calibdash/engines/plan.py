@@ -36,7 +36,7 @@ from .. import cells as ccells
 from ..data.guard import AccessDenied, DataRoot, engine_error, quote_identifier
 from ..validation import choose_positive
 from ..errors import CalibdashError, DataError, SettingsError
-from ..evaluation import Scheme
+from ..scheme import Scheme
 from .duckdb import STAGES, is_numeric_type, literal_path
 from .source import Source
 

@@ -53,7 +53,7 @@ from ..cells import GRID, ScoreCells
 from ..data.margins import TRANSFORMS
 from ..validation import choose_positive, plain_value
 from ..errors import DataError, SettingsError
-from ..evaluation import Scheme, _column_parts
+from ..scheme import Scheme, column_parts
 
 __all__ = ["Source", "Stats", "check_stats", "column_train_values", "assemble_cells", "split_text",
            "TRANSFORM_ALIASES", "SAMPLE_SALT"]
@@ -268,7 +268,7 @@ def split_text(v) -> str:
 def column_train_values(values: Sequence, scheme: Scheme) -> list:
     """Of a split column's distinct raw ``values``, those that mark training rows (part 0).
 
-    The rule of :func:`calibdash.evaluation.cell_parts` (train/test words, or
+    The rule of :func:`calibdash.scheme.column_parts` (train/test words, or
     ``scheme.train_value``), applied to the distinct values so that an engine
     can map the rows with ``split IN (...)``.
 
@@ -279,7 +279,7 @@ def column_train_values(values: Sequence, scheme: Scheme) -> list:
     """
     vals = list(values)
     texts = np.array([split_text(v) for v in vals], dtype=object)
-    mask = _column_parts(texts, scheme.train_value)
+    mask = column_parts(texts, scheme.train_value)
     train = [v for v, m in zip(vals, mask) if m]
     if not train:
         raise DataError("no row of the split column marks a training part.")

@@ -50,7 +50,7 @@ import pandas as pd
 
 from ..cells import GRID, MAX_EXACT
 from ..errors import DataError, EnvironmentProblem
-from ..evaluation import Scheme
+from ..scheme import Scheme
 from .duckdb import check_scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)

@@ -1,6 +1,6 @@
 """Fitting for the pages: held-out evaluations and bootstrap intervals, cached per method.
 
-Two paths, decided by :func:`calibdash.evaluation.use_cells_for` (:func:`on_cells`):
+Two paths, decided by :func:`calibdash.crossfit.choose_path` (:func:`path`):
 
 * **rows** (up to ``CELLS_MIN_ROWS`` rows, or when a chosen method reads
   feature columns, MBCT with features: then every method is judged on rows,
@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, cells as ccells, data as cdata, evaluation, metrics
+from calibdash import bootstrap as cboot, calibrators, cells as ccells, crossfit, data as cdata, evaluation, metrics
 from calibdash.evaluation import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
 from pages.parts import bounded_cache
 
-__all__ = ["frozen_params", "needs_rows", "is_large", "on_cells", "rows_reason", "evaluate_methods", "judged_line",
+__all__ = ["frozen_params", "path", "is_large", "on_cells", "rows_reason", "evaluate_methods", "judged_line",
            "bootstrap",
            "interval_caption", "models_table", "raw_summary"]
 
@@ -49,9 +49,12 @@ def frozen_params(params: dict) -> tuple:
     return tuple(sorted(params.items()))
 
 
-def needs_rows(ss: cdata.ScoreSet, methods) -> bool:
-    """Whether a method in ``methods`` reads this data's feature columns (MBCT with features)."""
-    return ss.features is not None and any(calibrators.get_class(m).uses_features for m in methods)
+def path(ss: cdata.ScoreSet, methods) -> crossfit.Path:
+    """Rows or score cells for ``methods`` on this data, and why: :func:`calibdash.crossfit.choose_path`'s
+    rule (always score cells on a large source, whose rows stay on the server)."""
+    if is_large(ss):
+        return crossfit.choose_path(0, methods, large=True)
+    return crossfit.choose_path(ss.n_rows, methods, ss.feature_columns if ss.features is not None else None)
 
 
 def is_large(ss) -> bool:
@@ -60,19 +63,13 @@ def is_large(ss) -> bool:
 
 
 def on_cells(ss: cdata.ScoreSet, methods) -> bool:
-    """Whether ``methods`` are evaluated on score cells on this data (see the module docstring); always on a
-    large source, whose rows stay on the server."""
-    return is_large(ss) or evaluation.use_cells_for(ss.n_rows, needs_rows(ss, methods))
+    """Whether ``methods`` are evaluated on score cells on this data (:func:`path`)."""
+    return path(ss, methods).on_cells
 
 
 def rows_reason(ss: cdata.ScoreSet, methods) -> str:
-    """Why large data is judged on rows rather than score cells, or "" when it is not."""
-    if ss.n_rows <= evaluation.CELLS_MIN_ROWS or not needs_rows(ss, methods):
-        return ""
-    users = [calibrators.get_class(m).label or m for m in methods if calibrators.get_class(m).uses_features]
-    return (f"{', '.join(users)} reads the feature columns ({', '.join(ss.feature_columns)}), so "
-            f"{'every method here is' if len(list(methods)) > 1 else 'it is'} fitted and judged on the "
-            f"{ss.n_rows:,} rows rather than on score cells, which takes longer at this size.")
+    """Why large data is judged on rows rather than score cells, or "" when it is not (:func:`path`)."""
+    return path(ss, methods).note
 
 
 # -- the row path ----------------------------------------------------------------------------------
