@@ -7,6 +7,7 @@ table or a direct computation, never with the report's own helpers.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -464,3 +465,17 @@ def test_report_command_draws_the_chosen_diagram(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["report", str(path), "--diagram", "pie", "--out", str(out)])
     assert exc.value.code == 2 and "invalid choice: 'pie'" in capsys.readouterr().err
+
+
+def test_report_auto_bins_follow_the_stated_rule(case):
+    from calibdash import diagrams
+
+    ev, boot, table, _ = case
+    text = report.build_report(ev, boot, title="t", source_description="s", scheme_description="x",
+                               measures_table=table, include_plotlyjs="cdn", generated=WHEN, n_bins="auto")
+    n = diagrams.auto_bin_count(len(ev.labels))                 # 450 held-out rows: 8 bins
+    assert n == 8 and f"mean prediction in {n} equal-count bins" in text
+    line = next(t for t in _reliability_traces(text) if t.get("name") == "Platt scaling")
+    x = line["x"]                                               # plotly writes arrays as typed base64
+    x = np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"]) if isinstance(x, dict) else np.asarray(x)
+    assert x.size == n                                          # one point per bin
