@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import benchmark, bootstrap as cboot, calibrators, export, measures, report
+from . import benchmark, bootstrap as cboot, calibrators, diagrams, export, measures, report
 from .data import guess_roles, load_scores, margins, read_table
 from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from .evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set
@@ -281,7 +281,7 @@ def cmd_report(args) -> int:
     ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
     _check_split(ss, args)
     text = report.report_for_score_set(ss, args.methods, _scheme(args), params=parse_params(args.param),
-                                       cells=args.cells, title=args.title,
+                                       cells=args.cells, title=args.title, diagram=args.diagram,
                                        include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
     where = _write(text, None if args.out == "-" else args.out)
     if where != "stdout":
@@ -584,6 +584,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--plotlyjs", choices=["inline", "cdn"], default="inline",
                    help="inline: plotly.js inside the file (about 5 MB; opens offline); cdn: loaded from "
                         "plotly's CDN when opened (about 0.1 MB; needs the network) (default: %(default)s)")
+    r.add_argument("--diagram", choices=[k.lower() for k in diagrams.KINDS], default="binned",
+                   help="the reliability diagram: binned (observed frequency per bin), smooth (SmoothECE's kernel "
+                        "curve) or corp (the PAV fit, MCB/DSC/UNC in the legend) (default: %(default)s)")
     r.set_defaults(func=cmd_report)
 
     m = sub.add_parser("methods", help="list the calibrators and their hyperparameters")

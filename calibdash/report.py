@@ -13,8 +13,10 @@ document, in this order:
 3. the metrics table, each cell ``value [low, high]`` (the paired bootstrap's
    percentile interval), the best value of each metric in bold, as the
    dashboard shows it;
-4. the reliability diagram and the calibration map, as interactive plotly
-   figures (hover, zoom, a legend that hides and shows methods);
+4. the reliability diagram (binned, smooth or CORP: ``diagram=``, drawn by
+   :mod:`calibdash.diagrams` and :mod:`calibdash.figures.diagrams` as on the
+   pages) and the calibration map, as interactive plotly figures (hover,
+   zoom, a legend that hides and shows methods);
 5. the measures of :mod:`calibdash.measures` (smooth ECE, ICI, calibration
    slope, CORP MCB/DSC/UNC, ...), the best of each in bold;
 6. the methods: their hyperparameters, fitting time and paper
@@ -46,7 +48,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import __version__, bootstrap as cboot, calibrators, measures, metrics
+from . import __version__, bootstrap as cboot, calibrators, diagrams, measures, metrics
 from .bootstrap import BootstrapResult
 from .errors import DataError, SettingsError
 from .evaluation import UNCALIBRATED, Evaluation, Scheme, evaluate_score_set
@@ -142,7 +144,7 @@ def report_for_file(path, methods=None, score: str | None = None, label: str | N
     scheme : Scheme, default ``Scheme()``
     **options
         ``params``, ``cells``, ``n_boot``, ``title``, ``include_plotlyjs``,
-        ``generated``: as for :func:`report_for_score_set`.
+        ``generated``, ``diagram``: as for :func:`report_for_score_set`.
 
     Returns
     -------
@@ -157,7 +159,7 @@ def report_for_file(path, methods=None, score: str | None = None, label: str | N
 def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
                          params: Mapping[str, Mapping] | None = None, cells: str = "auto",
                          n_boot: int | None = None, title: str | None = None, include_plotlyjs=True,
-                         generated: datetime | None = None) -> str:
+                         generated: datetime | None = None, diagram: str = "binned") -> str:
     """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods``, bootstrap, measure, write.
 
     The path of ``python -m calibdash evaluate`` (:func:`calibdash.evaluation.evaluate_score_set`),
@@ -175,10 +177,11 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
         Resamples of the intervals (default: as the Compare page).
     title : str, optional
         Default ``"Calibration report: <file name>"``.
-    include_plotlyjs, generated
+    include_plotlyjs, generated, diagram
         As for :func:`build_report`.
     """
 
+    diagrams.check_kind(diagram)                # before the fits, not after
     scheme = scheme or Scheme()
     ev = evaluate_score_set(ss, resolve(DEFAULT_METHODS if methods is None else methods, params), scheme,
                             cells=cells)
@@ -191,7 +194,7 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
                         source_description=describe_source(ss),
                         scheme_description=scheme.describe(on_cells=ev.weights is not None),
                         measures_table=table, notes=[*ss.report.messages, *failed],
-                        features=feats, include_plotlyjs=include_plotlyjs, generated=generated)
+                        features=feats, include_plotlyjs=include_plotlyjs, generated=generated, diagram=diagram)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,11 +318,11 @@ def _interval_table(table, labels: Mapping[str, str], css_class: str) -> str:
     return _table([labels.get(k, k) for k in index], columns, grid, css_class)
 
 
-def _figures(ev: Evaluation, labels: Mapping[str, str], n_bins: int, strategy: str, log_x: bool, features):
+def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):
     from . import figures                      # plotly: the [app] extra
+    from .figures import diagrams as fdiagrams
 
-    tables = figures.reliability_tables(ev.predictions, ev.labels, n_bins, strategy, sample_weight=ev.weights)
-    rel = figures.reliability_diagram(tables, labels=labels, height=_FIG_HEIGHT)
+    rel = fdiagrams.plot(rel_data, names=labels, height=_FIG_HEIGHT)
     raw = ev.predictions[UNCALIBRATED].to_numpy()
     feats = None if features is None or ev.weights is not None else features
     curves = figures.map_curves(ev.models, raw, feats, sample_weight=ev.weights)
@@ -457,7 +460,7 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
                  measures_table: pd.DataFrame | BootstrapResult | None = None, notes: Sequence[str] = (),
                  include_plotlyjs=True, n_bins: int = metrics.DEFAULT_N_BINS,
                  strategy: str = metrics.DEFAULT_STRATEGY, log_x: bool = False, features: pd.DataFrame | None = None,
-                 calibration_metric: str = "ECE", generated: datetime | None = None) -> str:
+                 calibration_metric: str = "ECE", generated: datetime | None = None, diagram: str = "binned") -> str:
     """One self-contained HTML document reporting ``evaluation`` and its intervals ``boot``.
 
     Parameters
@@ -489,7 +492,8 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
         offline (about 4.8 MB). ``"cdn"``: a ``<script src>`` to plotly's CDN
         instead (a small file whose charts need the network).
     n_bins, strategy
-        Bins of the reliability diagram (default: the metrics table's).
+        Bins of the binned reliability diagram (default: the metrics table's); ``n_bins`` may be ``"auto"``
+        (:func:`calibdash.diagrams.auto_bin_count`'s cube-root rule).
     log_x : bool
         Log-scaled score axis of the calibration map.
     features : DataFrame, optional
@@ -499,6 +503,9 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
         The metric the verdict ranks by.
     generated : datetime, optional
         The date printed (default: now, UTC).
+    diagram : {"binned", "smooth", "corp"}
+        The reliability diagram's type (:data:`calibdash.diagrams.KINDS`, any letter case): binned (default),
+        SmoothECE's smoothed curve, or the CORP (PAV) curve with the MCB/DSC/UNC decomposition in its legend.
 
     Returns
     -------
@@ -508,11 +515,12 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
     Raises
     ------
     SettingsError
-        ``include_plotlyjs`` is not one of :data:`PLOTLYJS_MODES`.
+        ``include_plotlyjs`` is not one of :data:`PLOTLYJS_MODES`, or ``diagram`` not a diagram type.
     """
     if not (include_plotlyjs is True or include_plotlyjs == "cdn"):
         raise SettingsError(f"include_plotlyjs must be True (inline, opens offline) or 'cdn', "
                             f"got {include_plotlyjs!r}.")
+    diagrams.check_kind(diagram)
     ev = evaluation
     keys = list(dict.fromkeys([*boot.table.index, *ev.predictions.columns]))
     labels = {**default_labels(keys, ev.models), **dict(labels or {})}
@@ -530,11 +538,16 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
             ("Score cells", cells_text), ("ECE and MCE", ev.binning), ("Intervals", _intervals(boot, ev))]
     data_html = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in data)
 
-    figs = _figure_html(_figures(ev, labels, n_bins, strategy, log_x, features), include_plotlyjs)
+    rel_data = diagrams.prepare(diagram, ev.predictions, ev.labels, ev.weights, n_bins=n_bins, strategy=strategy)
+    figs = _figure_html(_figures(ev, labels, rel_data, log_x, features), include_plotlyjs)
+    if rel_data.kind == diagrams.BINNED:
+        rel_caption = (f"The reliability diagram: observed frequency of positives against mean prediction in "
+                       f"{_e(metrics.binning_label(rel_data.n_bins, strategy))}, each with its 95% interval, and "
+                       "the rows per bin underneath.")
+    else:
+        rel_caption = _e(rel_data.caption(labels))
     fig_caption = (
-        f"The reliability diagram: observed frequency of positives against mean prediction in "
-        f"{_e(metrics.binning_label(n_bins, strategy))}, each with its 95% interval, and the rows per bin "
-        "underneath. The calibration map: each calibrator's output against the raw score, with the "
+        f"{rel_caption} The calibration map: each calibrator's output against the raw score, with the "
         "scores' histogram underneath. Hover for values; click a legend entry to hide or show a method; "
         "drag to zoom, double-click to reset.")
     measures_html = ""

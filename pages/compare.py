@@ -2,9 +2,9 @@
 metrics with bootstrap intervals and a verdict, downloads, and a shareable address."""
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, figures
+from calibdash import bootstrap as cboot, calibrators, diagrams as cdiagrams, figures
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
-from calibdash.figures import images
+from calibdash.figures import diagrams as fdiagrams, images
 from pages.parts import diagrams, downloads, fitting, url_state
 from pages.parts.labels import method_label, method_labels
 from pages.parts.measures_panel import TOGGLE as MEASURES_TOGGLE, show_measures
@@ -51,7 +51,7 @@ with k1:
     diagram = diagrams.controls("compare")
 log_x = k3.toggle("Log-scaled score axis", key="compare.logx", persist_state="session",
                   help="Helps when scores crowd near 0 (click or default rates).")
-n_bins, _ = diagrams.resolve_bins(diagram.n_bins, ev.labels, ev.weights)
+n_bins, bins_text = diagrams.resolve_bins(diagram.n_bins, ev.labels, ev.weights)
 strategy = diagram.strategy
 rel_fig, rel_caption = diagrams.build(ev.predictions, ev.labels, ev.weights, kind=diagram.kind, band=diagram.band,
                                       n_bins=diagram.n_bins, strategy=strategy, names=labels)
@@ -103,7 +103,8 @@ if len(models) > 1:
     st.dataframe(per_model.style.format("{:.4f}"))
     st.caption(binning_note(ev.binning))
     if diagram.kind == diagrams.BINNED:
-        st.plotly_chart(figures.reliability_diagram(raw_tables, title="Raw reliability of each model"),
+        raw_data = cdiagrams.BinnedData(raw_tables, n_bins, strategy, bins_text)
+        st.plotly_chart(fdiagrams.plot_binned(raw_data, title="Raw reliability of each model"),
                         key="compare.models.reliability")
     else:                    # one chart per model: each model's held-out rows (or cells) are its own
         grid = st.columns(min(3, len(models)))
@@ -135,7 +136,7 @@ d2.download_button("Metrics table (CSV)", flat.rename_axis("method").to_csv().en
 measures_boot = fitting.measures_bootstrap(ev, ss, scheme, params) if st.session_state.get(MEASURES_TOGGLE) else None
 d2.download_button("Report (HTML)",
                    downloads.report_html(ev, boot, ss.report_view() if fitting.is_large(ss) else ss, scheme, labels, measures=measures_boot, n_bins=n_bins,
-                                         strategy=strategy, log_x=log_x, features=row_features),
+                                         strategy=strategy, log_x=log_x, features=row_features, diagram=diagram.kind),
                    f"{ss.name.rsplit('.', 1)[0]}_calibration_report.html", "text/html", key="compare.dl.report",
                    icon=":material/description:",
                    help="One page to keep or share: the verdict, this table with its intervals, the two charts "

@@ -7,6 +7,7 @@ table or a direct computation, never with the report's own helpers.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import __version__, bootstrap as cboot, calibrators, cli, measures, metrics, report
+from calibdash import __version__, bootstrap as cboot, calibrators, cli, corp, measures, metrics, report, smooth_ece
 from calibdash.errors import DataError, SettingsError
 from calibdash.data import load_scores
 from calibdash.evaluation import Scheme, cell_parts, evaluate
@@ -417,3 +418,64 @@ def test_report_command_writes_the_file_and_cdn_to_stdout(tmp_path, capsys):
     streamed = capsys.readouterr().out
     assert streamed.startswith("<!DOCTYPE html>") and BUNDLE_MARK not in streamed
     assert "<title>&lt;T&gt;</title>" in streamed
+
+
+# -- the reliability diagram's type ----------------------------------------------------------------------
+def _reliability_traces(text: str) -> list[dict]:
+    """The traces of the report's reliability figure, read from its Plotly.newPlot call."""
+    at = text.index('"fig-reliability",', text.index("Plotly.newPlot("))
+    start = text.index("[", at)
+    return json.JSONDecoder().raw_decode(text[start:])[0]
+
+
+@pytest.mark.parametrize("diagram", ["smooth", "corp"])
+def test_report_draws_the_smooth_and_corp_diagrams(case, diagram):
+    ev, boot, table, _ = case
+    text = report.build_report(ev, boot, title="t", source_description="s", scheme_description="x",
+                               measures_table=table, include_plotlyjs="cdn", generated=WHEN, diagram=diagram)
+    doc = Doc(text)
+    assert doc.errors == []
+    names = {t.get("name") for t in _reliability_traces(text) if t.get("showlegend") is not False}
+    for key, label in zip(ev.predictions.columns, LABELS):
+        p = ev.predictions[key].to_numpy()
+        if diagram == "corp":
+            d = corp.corp_decomposition(p, ev.labels)
+            assert f"{label} · MCB {d['MCB']:.3f} · DSC {d['DSC']:.3f} · UNC {d['UNC']:.3f}" in names
+        else:
+            assert any(n and n.startswith(f"{label} · smECE {smooth_ece.smooth_ece(p, ev.labels):.3f}")
+                       for n in names), names
+    caption = {"smooth": "Smoothed reliability diagram (SmoothECE", "corp": "CORP reliability diagram (Dimitriadis"}
+    assert caption[diagram] in text and "observed frequency of positives against mean prediction" not in text
+    with pytest.raises(SettingsError, match="kind must be one of"):
+        report.build_report(ev, boot, title="t", source_description="s", scheme_description="x",
+                            measures_table=table, diagram="pie")
+
+
+def test_report_command_draws_the_chosen_diagram(tmp_path, capsys):
+    path = sample_path("circles_svm")
+    out = tmp_path / "corp.html"
+    assert cli.main(["report", str(path), "--methods", "platt", "--plotlyjs", "cdn", "--diagram", "corp",
+                     "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "CORP reliability diagram (Dimitriadis" in text
+    assert any(" · MCB " in (t.get("name") or "") for t in _reliability_traces(text))
+    assert cli.main(["report", str(path), "--methods", "platt", "--plotlyjs", "cdn", "--out", "-"]) == 0
+    default = capsys.readouterr().out
+    assert "observed frequency of positives against mean prediction" in default       # binned by default
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["report", str(path), "--diagram", "pie", "--out", str(out)])
+    assert exc.value.code == 2 and "invalid choice: 'pie'" in capsys.readouterr().err
+
+
+def test_report_auto_bins_follow_the_stated_rule(case):
+    from calibdash import diagrams
+
+    ev, boot, table, _ = case
+    text = report.build_report(ev, boot, title="t", source_description="s", scheme_description="x",
+                               measures_table=table, include_plotlyjs="cdn", generated=WHEN, n_bins="auto")
+    n = diagrams.auto_bin_count(len(ev.labels))                 # 450 held-out rows: 8 bins
+    assert n == 8 and f"mean prediction in {n} equal-count bins" in text
+    line = next(t for t in _reliability_traces(text) if t.get("name") == "Platt scaling")
+    x = line["x"]                                               # plotly writes arrays as typed base64
+    x = np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"]) if isinstance(x, dict) else np.asarray(x)
+    assert x.size == n                                          # one point per bin

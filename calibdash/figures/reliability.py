@@ -1,7 +1,8 @@
 """Reliability diagrams: observed frequency against mean prediction per bin.
 
 The data is :func:`calibdash.metrics.reliability_table` (one DataFrame per
-method); :func:`reliability_diagram` only draws it.
+method; :func:`calibdash.diagrams.reliability_tables` of a DataFrame of
+predictions, re-exported here); :func:`reliability_diagram` only draws it.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import metrics
+from ..diagrams import reliability_tables  # noqa: F401  (the data of the binned diagram lives there)
 from .layout import base_layout
 from .palette import color_of, rgba
 
@@ -20,19 +21,6 @@ from .palette import color_of, rgba
 #: Width of the count bar of an equal-count bin, drawn at the bin's mean prediction (its points, whose
 #: spacing plotly would otherwise take as the bar width, can be arbitrarily close).
 BAR_WIDTH = 0.012
-
-
-def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = metrics.DEFAULT_N_BINS,
-                       strategy: str = metrics.DEFAULT_STRATEGY, sample_weight=None) -> dict[str, pd.DataFrame]:
-    """Reliability table of every column of ``predictions`` (method -> table).
-
-    ``sample_weight``: the rows' weights, such as :attr:`calibdash.evaluation.Evaluation.weights` on score
-    cells (each weighted row standing for that many rows); bins then hold equal weight and their counts are
-    weight sums, so on exact cells the tables are those of the rows the cells summarise.
-    """
-    return {str(col): metrics.reliability_table(predictions[col].to_numpy(), labels, n_bins, strategy,
-                                                sample_weight=sample_weight)
-            for col in predictions.columns}
 
 
 def _hover(t: pd.DataFrame, label: str) -> list[str]:

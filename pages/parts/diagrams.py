@@ -1,35 +1,26 @@
-"""The reliability chart of every page: its type (binned, smooth, CORP), its band, its bins, and its drawing.
+"""The reliability chart's widgets and caches; the diagrams themselves are library code.
 
-One place offers the choice (:func:`controls`) and draws it (:func:`build`,
-:func:`draw`), so Data, Explore and Compare (its overlaid chart and its small
-multiples) show the same three diagrams:
+What each diagram type (binned, smooth, CORP) holds, its bin-count rule and
+its caption are :mod:`calibdash.diagrams` (data, a prepare function per
+type); the figures are :mod:`calibdash.figures.diagrams` (a plot function per
+type). This module keeps what only a page needs, so Data, Explore and Compare
+(its overlaid chart and its small multiples) and Groups & time show the same
+three diagrams:
 
-* **Binned** (the classical reliability diagram,
-  :func:`calibdash.figures.reliability_diagram`): observed frequency against
-  mean prediction per bin, a fixed bin count or ``auto``, the stated rule of
-  :func:`calibdash.clinical.auto_bin_count` (cube root of n), whose rule and
-  count the caption gives (:func:`calibdash.clinical.describe_rule`);
-* **Smooth** (Błasiok & Nakkiran, "Smooth ECE", ICLR 2024): the kernel
-  smoothed curve ``t + r(t)`` at SmoothECE's own bandwidth
-  (:func:`calibdash.smooth_ece.smoothed_curve`), optionally with its
-  pointwise 95% Poisson-bootstrap band
-  (:func:`calibdash.smooth_ece.smoothed_curve_band`);
-* **CORP** (Dimitriadis, Gneiting & Jordan, PNAS 2021): the PAV (isotonic)
-  fit of the labels on the scores (:func:`calibdash.corp.corp_curve`), with
-  the Brier score's MCB/DSC/UNC decomposition in the legend
-  (:func:`calibdash.corp.corp_decomposition`) and optionally the 90%
-  consistency band (:func:`calibdash.corp.corp_band`, ``kind="consistency"``).
-
-Data is computed per prediction column and cached (``st.cache_data``) on a
-hash of that column's full content (predictions, labels, weights) plus the
-parameters, so the overlaid chart and the small multiples share entries and a
-band (about 1 s on 65,536 score cells) is computed once. The arrays
-themselves are passed as ``_``-prefixed arguments, which Streamlit does not
-hash. On score cells pass ``weights`` (``Evaluation.weights``): each row is
-then a cell's positives or negatives and counts as that many rows.
+* :func:`controls`: the diagram type, band, bins and binning widgets;
+* :func:`build` / :func:`draw`: the library's prepare and plot, the smooth
+  and CORP data computed per prediction column and cached (bounded
+  ``st.cache_data``) on a hash of that column's full content (predictions,
+  labels, weights) plus the parameters, so the overlaid chart and the small
+  multiples share entries and a band (about 1 s on 65,536 score cells) is
+  computed once, under a spinner. The arrays themselves are passed as
+  ``_``-prefixed arguments, which Streamlit does not hash. On score cells pass
+  ``weights`` (``Evaluation.weights``): each row is then a cell's positives or
+  negatives and counts as that many rows.
 
 Also here: :func:`interval_bands`, the Venn-Abers ``[p0, p1]`` bands of the
-fitted calibrators, for :func:`calibdash.figures.calibration_map`.
+fitted calibrators, for :func:`calibdash.figures.calibration_map`, and
+:func:`raw_rows`, the Data page's rows or cells.
 """
 from __future__ import annotations
 
@@ -42,37 +33,23 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from calibdash import cells as ccells, clinical, corp, data as cdata, evaluation, figures, metrics, smooth_ece
-from calibdash.errors import SettingsError
+from calibdash import cells as ccells, data as cdata, diagrams as cdiagrams, evaluation, metrics
+from calibdash.diagrams import AUTO, AUTO_RULE, BINNED, CORP, KINDS, N_BOOT, SMOOTH, TITLES
 from calibdash.explain.venn_abers import band_grid, interval_band
-from calibdash.figures.corp import corp_diagram
-from calibdash.figures.smooth_ece import smoothed_diagram
+from calibdash.figures import diagrams as fdiagrams
 from pages.parts.widgets import initial
 from pages.parts import bounded_cache
 
 __all__ = ["KINDS", "BINNED", "SMOOTH", "CORP", "AUTO", "AUTO_RULE", "BIN_CHOICES", "N_BOOT", "Choice", "controls",
            "resolve_bins", "build", "draw", "interval_bands", "raw_rows", "TITLES", "VENN_ABERS"]
 
-BINNED, SMOOTH, CORP = "Binned", "Smooth", "CORP"
-#: The diagram types, in the order the segmented control offers them.
-KINDS = (BINNED, SMOOTH, CORP)
-#: The bins choice that asks for the stated rule's count.
-AUTO = "auto"
-#: The rule behind ``auto`` (:func:`calibdash.clinical.auto_bin_count`).
-AUTO_RULE = "cuberoot"
 #: What the bins slider offers.
 BIN_CHOICES = [5, 10, 15, 20, 30, 50, AUTO]
-#: Resamples of a band (the default of both ``smoothed_curve_band`` and ``corp_band``; ``relplot`` and
-#: ``reliabilitydiag`` also draw 100 by default).
-N_BOOT = 100
 #: Registry name of the Venn-Abers calibrator, whose interval band the calibration map can draw.
 VENN_ABERS = "venn_abers"
-
-#: Each diagram type's default title.
-TITLES = {BINNED: "Reliability diagram", SMOOTH: "Smoothed reliability diagram", CORP: "CORP reliability diagram"}
+#: The spinner's words while a band is resampled.
+_SPINNERS = {SMOOTH: "Bootstrapping the band…", CORP: "Resampling the consistency band…"}
 _DEFAULT_TITLE = object()
-#: The house layout's bottom margin (calibdash.figures.layout.base_layout), where the legend sits.
-LEGEND_MARGIN = 120
 
 
 class Choice(NamedTuple):
@@ -84,7 +61,7 @@ class Choice(NamedTuple):
 
 
 def _bins_label(v) -> str:
-    return "auto (cube root of n)" if v == AUTO else str(v)
+    return f"auto ({cdiagrams.RULE_SHORT[AUTO_RULE]})" if v == AUTO else str(v)
 
 
 def controls(prefix: str, cols=None, *, n_bins: int | str = metrics.DEFAULT_N_BINS,
@@ -116,7 +93,7 @@ def controls(prefix: str, cols=None, *, n_bins: int | str = metrics.DEFAULT_N_BI
     bins = cols[2].select_slider(
         "Bins of the reliability diagram", BIN_CHOICES, key=k_bins, persist_state="session",
         format_func=_bins_label, disabled=kind != BINNED,
-        help="auto: the cube root of the number of rows (rounded up, 2 to 100 bins); the caption says the count.",
+        help=f"auto: {cdiagrams.RULE_SENTENCE[AUTO_RULE]}; the caption says the count.",
         **initial(k_bins, value=n_bins))
     strat = cols[3].segmented_control(
         "Binning", list(metrics.STRATEGIES), key=k_strat, persist_state="session", disabled=kind != BINNED,
@@ -125,16 +102,10 @@ def controls(prefix: str, cols=None, *, n_bins: int | str = metrics.DEFAULT_N_BI
     return Choice(kind, bool(band) and kind != BINNED, bins, strat)
 
 
-def _n_rows(labels, weights) -> float:
-    return float(np.sum(weights)) if weights is not None else float(len(labels))
-
-
 def resolve_bins(n_bins, labels, weights=None) -> tuple[int, str]:
-    """``(bin count, caption text)``: ``auto`` by :data:`AUTO_RULE` on the rows (the weights' sum on cells)."""
-    if n_bins == AUTO:
-        n = _n_rows(labels, weights)
-        return clinical.auto_bin_count(n, AUTO_RULE), "auto: " + clinical.describe_rule(n, AUTO_RULE)
-    return int(n_bins), f"{int(n_bins)} bins"
+    """``(bin count, caption text)``: ``auto`` by :data:`AUTO_RULE` on the rows (the weights' sum on cells);
+    :func:`calibdash.diagrams.bin_count`."""
+    return cdiagrams.bin_count(n_bins, labels, weights)
 
 
 # -- the data of the smooth and CORP diagrams, cached per column ---------------------------------------
@@ -151,39 +122,20 @@ def _content_key(p: np.ndarray, y: np.ndarray, w) -> str:
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="64MB")
 def _smooth(key: str, band: bool, n_boot: int, _p, _y, _w) -> pd.DataFrame:
-    if band:
-        return smooth_ece.smoothed_curve_band(_p, _y, sample_weight=_w, n_boot=n_boot)
-    return smooth_ece.smoothed_curve(_p, _y, sample_weight=_w)
+    return cdiagrams.smooth_column(_p, _y, _w, band=band, n_boot=n_boot)
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="128MB")
 def _corp(key: str, band: bool, n_boot: int, _p, _y, _w) -> tuple:
-    curve = corp.corp_curve(_p, _y, sample_weight=_w)
-    dec = corp.corp_decomposition(_p, _y, sample_weight=_w)
-    bnd = corp.corp_band(_p, _y, sample_weight=_w, kind="consistency", n_boot=n_boot) if band else None
-    return curve, bnd, dec
+    return tuple(cdiagrams.corp_column(_p, _y, _w, band=band, n_boot=n_boot))
 
 
-def _columns(predictions: pd.DataFrame, labels, weights):
-    y = np.asarray(labels)
-    w = None if weights is None else np.asarray(weights, dtype=float)
-    for col in predictions.columns:
-        p = predictions[col].to_numpy(dtype=float)
-        yield str(col), p, y, w, _content_key(p, y, w)
+def _cached_smooth(p, y, w, *, band: bool, n_boot: int) -> pd.DataFrame:
+    return _smooth(_content_key(p, y, w), band, n_boot, p, y, w)
 
 
-def _names(names, keys) -> dict:
-    names = dict(names or {})
-    return {k: names.get(k, k) for k in keys}
-
-
-def _legend_margin(fig: go.Figure, n_entries: int, height: int) -> None:
-    """Room under the plot for a legend of long entries (smECE, or MCB/DSC/UNC), one a line: the house legend
-    grows upward from the figure's bottom, so the margin and the figure grow by the same amount and the plot
-    keeps its size."""
-    need = 70 + 24 * n_entries
-    if n_entries > 1 and need > LEGEND_MARGIN:
-        fig.update_layout(margin=dict(b=need), height=height + need - LEGEND_MARGIN)
+def _cached_corp(p, y, w, *, band: bool, n_boot: int) -> tuple:
+    return _corp(_content_key(p, y, w), band, n_boot, p, y, w)
 
 
 def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED, band: bool = False,
@@ -192,64 +144,22 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
           n_boot: int = N_BOOT) -> tuple[go.Figure, str]:
     """The reliability chart of every column of ``predictions`` and its caption: ``(figure, caption)``.
 
-    Parameters
-    ----------
-    predictions : DataFrame
-        One column per method (key), one row per (weighted) row.
-    labels : array-like of 0/1
-    weights : array-like, optional
-        ``Evaluation.weights`` on score cells (each row counts that many rows).
-    kind : {"Binned", "Smooth", "CORP"}
-    band : bool
-        Smooth: the 95% bootstrap band; CORP: the 90% consistency band; ignored for Binned (which draws each
-        bin's interval).
-    n_bins : int or "auto"
-        Binned only; ``"auto"`` is :data:`AUTO_RULE` on the number of rows.
-    strategy : {"uniform", "quantile"}
-        Binned only.
-    names : mapping key -> display name, optional
-    title : str or None
-        Default: the diagram type's title.
+    The arguments are those of :func:`calibdash.figures.diagrams.diagram`: ``kind`` one of :data:`KINDS`;
+    ``band`` the smooth diagram's 95% bootstrap band or CORP's 90% consistency band (ignored for Binned, which
+    draws each bin's interval); ``n_bins`` (a count or ``"auto"``) and ``strategy`` the binned diagram's;
+    ``weights`` ``Evaluation.weights`` on score cells; ``title`` default the type's. The smooth and CORP data
+    come from this module's caches, under a spinner while a band is resampled.
     """
-    if kind not in KINDS:
-        raise SettingsError(f"kind must be one of {KINDS}, got {kind!r}.")
-    title = TITLES[kind] if title is _DEFAULT_TITLE else title
-    names = _names(names, [str(c) for c in predictions.columns])
+    kind = cdiagrams.check_kind(kind)
     if kind == BINNED:
-        bins, said = resolve_bins(n_bins, labels, weights)
-        tables = figures.reliability_tables(predictions, labels, bins, strategy, sample_weight=weights)
-        fig = figures.reliability_diagram(tables, labels=names, title=title, height=height)
-        how = "equal-count" if strategy == "quantile" else "equal-width"
-        caption = (f"Binned reliability diagram: {said}, {how}; each point is a bin's observed frequency against "
-                   "its mean prediction, with its 95% interval; the bars count its rows.")
-        return fig, caption
-    if kind == SMOOTH:
-        with st.spinner("Bootstrapping the band…") if band else nullcontext():
-            curves = {k: _smooth(key, band, n_boot, p, y, w) for k, p, y, w, key in _columns(predictions, labels,
-                                                                                                weights)}
-        fig = smoothed_diagram(curves, labels=names, title=title, height=height)
-        _legend_margin(fig, len(curves), height)
-        sig = ", ".join(f"{names[k]} {c.attrs['bandwidth']:.4f}" for k, c in curves.items())
-        caption = ("Smoothed reliability diagram (SmoothECE, Błasiok & Nakkiran 2024): the kernel regression "
-                   "t + r(t) of the labels on the predictions, reflected Gaussian kernel at SmoothECE's own "
-                   f"bandwidth σ (where smECE_σ = σ): {sig}. The area between the curve and the diagonal, "
-                   "weighted by the density below, is the smECE in the legend.")
-        if band:
-            caption += f" Shaded: the pointwise 95% bootstrap band ({n_boot} Poisson resamples of the rows)."
-        return fig, caption
-    with st.spinner("Resampling the consistency band…") if band else nullcontext():
-        data = {k: _corp(key, band, n_boot, p, y, w) for k, p, y, w, key in _columns(predictions, labels, weights)}
-    fig = corp_diagram({k: d[0] for k, d in data.items()},
-                       {k: d[1] for k, d in data.items() if d[1] is not None},
-                       {k: d[2] for k, d in data.items()}, labels=names, title=title, height=height)
-    _legend_margin(fig, len(data), height)
-    caption = ("CORP reliability diagram (Dimitriadis, Gneiting & Jordan 2021): no binning choice: the PAV "
-               "(isotonic) fit of the labels on the scores, flat over each block it pools. Legend: the Brier "
-               "score's decomposition, MCB (miscalibration) − DSC (discrimination) + UNC (uncertainty).")
-    if band:
-        caption += (f" Shaded: the 90% consistency band ({n_boot} resamples with labels drawn from the scores), "
-                    "where the curve of a calibrated forecast would fall.")
-    return fig, caption
+        data = cdiagrams.prepare_binned(predictions, labels, weights, n_bins=n_bins, strategy=strategy)
+    else:
+        prepare, column = ((cdiagrams.prepare_smooth, _cached_smooth) if kind == SMOOTH
+                           else (cdiagrams.prepare_corp, _cached_corp))
+        with st.spinner(_SPINNERS[kind]) if band else nullcontext():
+            data = prepare(predictions, labels, weights, band=band, n_boot=n_boot, column=column)
+    kw = {} if title is _DEFAULT_TITLE else {"title": title}
+    return fdiagrams.plot(data, names=names, height=height, **kw), data.caption(names)
 
 
 def draw(predictions: pd.DataFrame, labels, weights=None, **kw) -> go.Figure:

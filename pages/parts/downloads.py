@@ -57,7 +57,7 @@ def report_html(ev: Evaluation, boot: BootstrapResult, ss: cdata.ScoreSet, schem
     """A download callable writing the one-page HTML report (:func:`calibdash.report.build_report`) of what
     Compare shows: the same evaluation, intervals, verdict and labels; ``measures`` is the "More measures"
     table with intervals when it was computed, else the report computes the measures without intervals on
-    click; ``figure_options`` (``n_bins``, ``strategy``, ``log_x``, ``features``) draw the figures as the
+    click; ``figure_options`` (``diagram``, ``n_bins``, ``strategy``, ``log_x``, ``features``) draw the figures as the
     page draws them. plotly.js is written inline, so the file opens offline (about 5 MB)."""
     def make() -> bytes:
         return report.build_report(
