@@ -32,6 +32,16 @@ its stage with :meth:`Job.set_stage` and may give a progress probe
 that neither returns to a check nor answers its interrupts keeps its slot
 until it returns (it is shown as cancelling).
 
+Whoever watches a job reads it as data, whatever draws it: a
+:class:`Status` (:meth:`JobRegistry.status`, or :meth:`JobRegistry.renew`,
+which also renews the watcher's lease) with its stage, progress, elapsed
+time or place in the queue and the texts the dashboard and the command line
+show; :func:`stopped_note` and :func:`cancelled_note` say why a job ended
+for its owner; :func:`hold` keeps which job an owner waits for in each of
+its slots. :meth:`JobRegistry.run` waits in the caller's thread and passes a
+:class:`Status` to ``on_status`` as the job goes (the command line's progress
+line on stderr).
+
 The operator's settings (:func:`limits_from_env`) are read from the
 environment, or given explicitly (the dashboard reads Streamlit's secrets):
 ``CALIBDASH_MAX_JOBS`` (default 2), ``CALIBDASH_JOB_TIMEOUT_S`` (900),
@@ -54,8 +64,9 @@ from typing import Any, Callable, Mapping
 
 from .errors import CalibdashError, EnvironmentProblem
 
-__all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "TimedOut", "limits_from_env", "shared_registry",
-           "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT", "ENV_JOB_LEASE", "ENV_MAX_QUEUED"]
+__all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "Status", "TimedOut", "limits_from_env",
+           "shared_registry", "hold", "stopped_note", "cancelled_note", "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT",
+           "ENV_JOB_LEASE", "ENV_MAX_QUEUED"]
 
 log = logging.getLogger("calibdash.jobs")
 
@@ -65,6 +76,8 @@ ENV_JOB_LEASE = "CALIBDASH_JOB_LEASE_S"         #: how long an owner's interest 
 ENV_MAX_QUEUED = "CALIBDASH_MAX_QUEUED"         #: jobs that may wait for a free slot
 #: Seconds between repeated interrupts of a cancelled job that has not stopped yet.
 REINTERRUPT_S = 0.2
+#: Longest :meth:`JobRegistry.run` waits for the work of a job it cancelled (Ctrl-C) to return.
+STOP_WAIT_S = 30.0
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 
@@ -134,6 +147,101 @@ def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None
         raise EnvironmentProblem(f"a job setting of this server is out of range: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Status:
+    """A job as a watcher sees it at one moment (:meth:`JobRegistry.status`): data, with the texts that show it.
+
+    ``others`` counts the owners besides the watcher; ``running`` and
+    ``max_jobs`` are the registry's at that moment; ``stages`` are the
+    stages since the job started, each with the seconds it had run when the
+    stage began (:attr:`Job.stages`), so a watcher that looks now and then
+    can still show every stage.
+    """
+
+    key: Any
+    what: str
+    state: str
+    stage: str
+    elapsed: float
+    waited: float
+    place: int | None
+    progress: float | None
+    running: int
+    max_jobs: int
+    timeout_s: float
+    others: int
+    cancelling: bool
+    stages: tuple = ()
+
+    @property
+    def queued(self) -> bool:
+        return self.state == QUEUED
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (DONE, FAILED, CANCELLED)
+
+    def headline(self) -> tuple[str, str]:
+        """``(title, text)``: the place in the queue, or the stage with the elapsed time and the limit."""
+        if self.queued:
+            return ("Waiting for a free slot", f"number {self.place or 1} in line · {self.running} of at most "
+                                               f"{self.max_jobs} jobs run on this server · {self.waited:.0f} s waited")
+        return "Now", f"{self.stage} · {self.elapsed:.0f} s elapsed (at most {self.timeout_s:.0f} s)"
+
+    def progress_text(self) -> str | None:
+        """The current stage's progress as text (``this step: 40%``), or None when unknown."""
+        return None if self.progress is None else f"this step: {self.progress:.0%}"
+
+    def others_text(self) -> str:
+        """How many other owners wait for it too ('' when none)."""
+        if self.others <= 0:
+            return ""
+        return (f"{self.others} other session{'s' if self.others > 1 else ''} wait for it too: Cancel stops it for "
+                "you only.")
+
+    def line(self) -> str:
+        """One line for a terminal: the stage (or the place in the queue), the elapsed seconds, the progress."""
+        if self.queued:
+            return f"{self.what}: waiting for a free slot (number {self.place or 1} in line, {self.waited:.0f} s)"
+        pct = "" if self.progress is None else f", this step {self.progress:.0%}"
+        return f"{self.what}: {self.stage} ({self.elapsed:.0f} s{pct})"
+
+
+def hold(registry: "JobRegistry", held: Mapping | None, slot, key, owner) -> dict:
+    """Which job ``owner`` waits for in each slot, after it now waits for ``key`` in ``slot`` (None: for none).
+
+    The job it held in that slot before is released (and stops when no one
+    else wants it). Returns the new ``{slot: key}`` mapping (``held`` is not
+    changed; the dashboard keeps it in the session).
+    """
+    held = dict(held or {})
+    old = held.get(slot)
+    if old and old != key:
+        registry.release(old, owner)
+    if key is None:
+        held.pop(slot, None)
+    else:
+        held[slot] = key
+    return held
+
+
+def stopped_note(job: "Job", logger: logging.Logger | None = None) -> tuple[str, str]:
+    """``(why, level)`` of a job that did not succeed: its error's message (a warning when cancelled, else an
+    error); an error that is not calibdash's is logged (on ``logger``, default this module's) with its traceback
+    and named by its type only."""
+    if isinstance(job.error, CalibdashError):
+        return str(job.error), "warning" if job.state == CANCELLED else "error"
+    (logger or log).error("job %r failed", job.what, exc_info=job.error)
+    return (f"something went wrong ({type(job.error).__name__}); the details are in the server log.", "error")
+
+
+def cancelled_note(job: "Job | None", what: str) -> str:
+    """What an owner's Cancel did: cancelled for it, and whether the job goes on for the others."""
+    others = len(job.owners) if job is not None and not job.finished else 0
+    return f"{what}: cancelled." + (f" It goes on for the {others} other session{'s' if others > 1 else ''} "
+                                    "waiting for it." if others else "")
+
+
 class Job:
     """One piece of work, its owners and its state; made by :meth:`JobRegistry.submit`.
 
@@ -150,6 +258,7 @@ class Job:
         self._fn, self._registry = fn, registry
         self.state = QUEUED
         self.stage = "waiting for a free slot"
+        self._stages: list[tuple[str, float]] = []  # (stage, seconds running when it began), once started
         self._progress: float | None = None
         self._probe: Callable[[], float | None] | None = None
         self.submitted = registry._clock()
@@ -219,7 +328,8 @@ class Job:
     def set_stage(self, stage: str, progress: float | None = None) -> None:
         """Say what the work does now (and how far it is, 0..1); stops here if the job was cancelled."""
         self.check()
-        self.stage, self._progress = str(stage), progress
+        self._enter(str(stage))
+        self._progress = progress
 
     def progress_from(self, probe: Callable[[], float | None] | None) -> None:
         """Read :attr:`progress` from ``probe`` (a fraction, or None/negative when unknown) while running."""
@@ -236,6 +346,16 @@ class Job:
         if stopping:
             _call(interrupt)
         return reg
+
+    @property
+    def stages(self) -> tuple:
+        """The stages since it started, each with the seconds it had run when the stage began."""
+        return tuple(self._stages)
+
+    def _enter(self, stage: str) -> None:
+        self.stage = stage
+        if self.started is not None:
+            self._stages.append((stage, self.elapsed))
 
     def _timeout_message(self) -> str:
         return (f"{self.what} was stopped after {self._registry.limits.timeout_s:g} s, the longest a job may run "
@@ -390,14 +510,52 @@ class JobRegistry:
                 return job
             self.heartbeat(key, owner)
 
-    def run(self, key, fn: Callable[[Job], Any], *, owner="caller", what: str = ""):
+    def status(self, key, owner=None) -> Status | None:
+        """The job behind ``key`` as ``owner`` sees it now (:class:`Status`), or None when there is none."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                return None
+            others = len(job._owners) - (1 if owner in job._owners else 0)
+            now = dict(key=key, what=job.what, state=job.state, stage=job.stage, elapsed=job.elapsed,
+                       waited=job.waited, place=self._place(job), running=len(self._running),
+                       max_jobs=self.limits.max_jobs, timeout_s=self.limits.timeout_s, others=others,
+                       cancelling=job.cancelled, stages=job.stages)
+        return Status(progress=job.progress, **now)     # the probe asks the engine: outside the lock
+
+    def renew(self, key, owner) -> Status | None:
+        """A watcher's tick: renew ``owner``'s lease and return the unfinished job's :class:`Status`; None when
+        the job finished, is gone, or ``owner`` no longer holds it (the watcher then reads how it ended)."""
+        job = self.get(key)
+        if job is None or job.finished or not self.heartbeat(key, owner):
+            return None
+        return self.status(key, owner)
+
+    def run(self, key, fn: Callable[[Job], Any], *, owner="caller", what: str = "",
+            on_status: Callable[[Status], Any] | None = None, every: float = 0.5):
         """Submit, wait and return the result (raise the job's error): for callers that block, such as the
-        command line. Ctrl-C (``KeyboardInterrupt``) releases the job, which stops it if no one else waits."""
+        command line. Ctrl-C (``KeyboardInterrupt``) releases the job, which stops it if no one else waits.
+
+        ``on_status`` is given the job's :class:`Status` at least every
+        ``every`` seconds while it waits and once when it has ended.
+        """
         job = self.submit(key, fn, owner=owner, what=what)
         try:
+            while on_status is not None:
+                now = self.renew(key, owner)          # None once the job has ended
+                if now is None:
+                    break
+                on_status(now)
+                if job.done.wait(every):
+                    break
             self.wait(key, owner)
+            now = self.status(key, owner) if on_status is not None else None
+            if now is not None:
+                on_status(now)
         except BaseException:
             self.release(key, owner)
+            if job.cancelled:            # let interrupted work return before the caller (maybe the process) ends
+                job.done.wait(STOP_WAIT_S)
             raise
         self.release(key, owner)
         if job.error is not None:
@@ -446,7 +604,7 @@ class JobRegistry:
                 pass
             self._end(job, None, None)
             return
-        job.stage = "stopping" if reason != "timeout" else "stopping: over the time limit"
+        job._enter("stopping" if reason != "timeout" else "stopping: over the time limit")
         job._last_interrupt = self._clock()
         for fn in list(job._interrupts):
             _call(fn)
@@ -456,7 +614,7 @@ class JobRegistry:
         while self._queue and len(self._running) < self.limits.max_jobs:
             job = self._queue.popleft()
             job.state, job.started = RUNNING, self._clock()
-            job.stage = "starting"
+            job._enter("starting")
             self._running.add(job)
             threading.Thread(target=self._work, args=(job,), daemon=True,
                              name=f"calibdash-job-{next(self._ids)}").start()
@@ -485,7 +643,7 @@ class JobRegistry:
             job.state, job.error = FAILED, error
         else:
             job.state, job.result = DONE, result
-        job.stage = job.state
+        job._enter(job.state)
         if not job._owners:
             self._forget(job)
         job.done.set()
