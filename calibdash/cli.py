@@ -150,22 +150,27 @@ class _ProgressLine:
             self.width = 0
 
 
-def _aggregate(source, scheme, engine: str, memory_limit: str):
-    """:func:`calibdash.engines.aggregate` as a job (:mod:`calibdash.jobs`): its stage and elapsed time on stderr
-    while it runs, and Ctrl-C cancels it (DuckDB's query is interrupted)."""
+def _in_job(what: str, work):
+    """``work(job)`` run as a job of :mod:`calibdash.jobs`: its stage and elapsed time on stderr while it runs,
+    and Ctrl-C cancels it (interrupting the DuckDB connection it watches); returns its result."""
     import uuid
 
     from . import jobs
-    from .engines.plan import aggregate_job
 
     reg = jobs.JobRegistry(max_jobs=1, timeout_s=float("inf"), lease_s=None)
     line = _ProgressLine()
     try:
-        return reg.run(uuid.uuid4().hex, lambda job: aggregate_job(job, source, scheme, engine=engine, features=[],
-                                                                   memory_limit=memory_limit),
-                       owner="cli", what=f"Aggregating {source.describe()} with {engine}", on_status=line)
+        return reg.run(uuid.uuid4().hex, work, owner="cli", what=what, on_status=line)
     finally:
         line.close()
+
+
+def _aggregate(source, scheme, engine: str, memory_limit: str):
+    """:func:`calibdash.engines.aggregate` as a job (:func:`_in_job`; :func:`calibdash.engines.plan.aggregate_job`)."""
+    from .engines.plan import aggregate_job
+
+    return _in_job(f"Aggregating {source.describe()} with {engine}",
+                   lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
 
 
 def _number(v):
@@ -469,7 +474,24 @@ def _apply_engine(args) -> int:
     from .engines.apply import apply_model
     if not args.out:
         raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
-    res = apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score)
+
+    def work(job):
+        if args.engine != "duckdb":
+            job.set_stage(f"applying with {args.engine}")
+            return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score)
+        import duckdb
+
+        from .engines.plan import watch
+        con = duckdb.connect()
+        try:
+            with watch(job, con):
+                job.set_stage("reading the rows, calibrating and writing them")
+                return apply_model(args.model, args.file, args.out, engine="duckdb", score_column=args.score,
+                                   connection=con)
+        finally:
+            con.close()
+
+    res = _in_job(f"Applying {args.model} to {args.file} with {args.engine}", work)
     for msg in res.notes:
         print(f"  · {msg}", file=sys.stderr)
     how = {"sql": f"as SQL ({res.form} form)", "udf": "by predict called from the engine",
