@@ -1,60 +1,11 @@
-"""Background jobs with owners, a server-wide cap and queue, a time limit and cancellation.
+"""The job registry: work off the caller's thread, with owners and leases, a cap and a queue, a time limit, cancel.
 
-A :class:`JobRegistry` runs work that may take long (a DuckDB query over a
-large source) off the caller's thread, so that whoever waits can watch it
-and stop it:
-
-- **owners**: a job is run for the owners that asked for it (a dashboard
-  session, the command line). :meth:`JobRegistry.submit` with a key that is
-  already queued or running adds the caller as one more owner instead of
-  starting the work twice. :meth:`JobRegistry.release` (a session's Cancel,
-  or a session that leaves) removes one owner only; the job is cancelled
-  when no owner remains. An owner's interest is a **lease**: it lasts
-  ``lease_s`` seconds and is renewed by :meth:`JobRegistry.heartbeat`
-  (the dashboard's progress display does so every second); an owner that
-  stops renewing it (a closed tab) drops out when the lease expires, unless
-  ``alive(owner)`` says it is still there;
-- **a cap and a queue**: at most ``max_jobs`` jobs run at once, the others
-  wait in a first-come queue (:attr:`Job.place` is a queued job's place in
-  it; at most ``max_queued`` wait, beyond that :class:`Busy` is raised);
-- **a time limit**: a job running longer than ``timeout_s`` is stopped and
-  fails with :class:`TimedOut`;
-- **cancellation**: cancelling marks the job and calls the interrupts its
-  work registered (:meth:`Job.interrupt_with`, e.g. DuckDB's
-  ``connection.interrupt()``), again every :data:`REINTERRUPT_S` until the
-  work returns (an interrupt sent between two queries would otherwise be
-  lost); the work also stops at its next :meth:`Job.set_stage` or
-  :meth:`Job.check`. A cancelled job ends with :class:`Cancelled`.
-
-A job's work is a callable ``fn(job)`` that returns the result; it reports
-its stage with :meth:`Job.set_stage` and may give a progress probe
-(:meth:`Job.progress_from`). Python cannot stop a thread from outside: work
-that neither returns to a check nor answers its interrupts keeps its slot
-until it returns (it is shown as cancelling).
-
-Whoever watches a job reads it as data, whatever draws it: a
-:class:`Status` (:meth:`JobRegistry.status`, or :meth:`JobRegistry.renew`,
-which also renews the watcher's lease) with its stage, progress, elapsed
-time or place in the queue and the texts the dashboard and the command line
-show; :func:`stopped_note` and :func:`cancelled_note` say why a job ended
-for its owner; :func:`hold` keeps which job an owner waits for in each of
-its slots. :meth:`JobRegistry.run` waits in the caller's thread and passes a
-:class:`Status` to ``on_status`` as the job goes (the command line's progress
-line on stderr).
-
-The operator's settings (:func:`limits_from_env`) are read from the
-environment, or given explicitly (the dashboard reads Streamlit's secrets):
-``CALIBDASH_MAX_JOBS`` (default 2), ``CALIBDASH_JOB_TIMEOUT_S`` (900),
-``CALIBDASH_JOB_LEASE_S`` (30) and ``CALIBDASH_MAX_QUEUED`` (16).
-
->>> reg = JobRegistry(max_jobs=1)
->>> reg.run("sum", lambda job: sum(range(10)), what="a small sum")
-45
+What :mod:`calibdash.jobs` describes, except how a watcher reads a job
+(:mod:`calibdash.jobs.status`).
 """
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import threading
 import time
@@ -62,13 +13,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .errors import CalibdashError, EnvironmentProblem
+from ..errors import CalibdashError, EnvironmentProblem
+from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
-__all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "Status", "TimedOut", "limits_from_env",
-           "shared_registry", "hold", "stopped_note", "cancelled_note", "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT",
-           "ENV_JOB_LEASE", "ENV_MAX_QUEUED"]
-
-log = logging.getLogger("calibdash.jobs")
+__all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "TimedOut", "limits_from_env", "shared_registry",
+           "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT", "ENV_JOB_LEASE", "ENV_MAX_QUEUED", "REINTERRUPT_S", "STOP_WAIT_S"]
 
 ENV_MAX_JOBS = "CALIBDASH_MAX_JOBS"             #: jobs running at once, server-wide
 ENV_JOB_TIMEOUT = "CALIBDASH_JOB_TIMEOUT_S"     #: longest a job may run, in seconds
@@ -79,7 +28,6 @@ REINTERRUPT_S = 0.2
 #: Longest :meth:`JobRegistry.run` waits for the work of a job it cancelled (Ctrl-C) to return.
 STOP_WAIT_S = 30.0
 
-QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 
 
 class Cancelled(CalibdashError):
@@ -145,101 +93,6 @@ def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None
         return Limits(**out)
     except EnvironmentProblem as exc:
         raise EnvironmentProblem(f"a job setting of this server is out of range: {exc}") from None
-
-
-@dataclass(frozen=True)
-class Status:
-    """A job as a watcher sees it at one moment (:meth:`JobRegistry.status`): data, with the texts that show it.
-
-    ``others`` counts the owners besides the watcher; ``running`` and
-    ``max_jobs`` are the registry's at that moment; ``stages`` are the
-    stages since the job started, each with the seconds it had run when the
-    stage began (:attr:`Job.stages`), so a watcher that looks now and then
-    can still show every stage.
-    """
-
-    key: Any
-    what: str
-    state: str
-    stage: str
-    elapsed: float
-    waited: float
-    place: int | None
-    progress: float | None
-    running: int
-    max_jobs: int
-    timeout_s: float
-    others: int
-    cancelling: bool
-    stages: tuple = ()
-
-    @property
-    def queued(self) -> bool:
-        return self.state == QUEUED
-
-    @property
-    def finished(self) -> bool:
-        return self.state in (DONE, FAILED, CANCELLED)
-
-    def headline(self) -> tuple[str, str]:
-        """``(title, text)``: the place in the queue, or the stage with the elapsed time and the limit."""
-        if self.queued:
-            return ("Waiting for a free slot", f"number {self.place or 1} in line · {self.running} of at most "
-                                               f"{self.max_jobs} jobs run on this server · {self.waited:.0f} s waited")
-        return "Now", f"{self.stage} · {self.elapsed:.0f} s elapsed (at most {self.timeout_s:.0f} s)"
-
-    def progress_text(self) -> str | None:
-        """The current stage's progress as text (``this step: 40%``), or None when unknown."""
-        return None if self.progress is None else f"this step: {self.progress:.0%}"
-
-    def others_text(self) -> str:
-        """How many other owners wait for it too ('' when none)."""
-        if self.others <= 0:
-            return ""
-        return (f"{self.others} other session{'s' if self.others > 1 else ''} wait for it too: Cancel stops it for "
-                "you only.")
-
-    def line(self) -> str:
-        """One line for a terminal: the stage (or the place in the queue), the elapsed seconds, the progress."""
-        if self.queued:
-            return f"{self.what}: waiting for a free slot (number {self.place or 1} in line, {self.waited:.0f} s)"
-        pct = "" if self.progress is None else f", this step {self.progress:.0%}"
-        return f"{self.what}: {self.stage} ({self.elapsed:.0f} s{pct})"
-
-
-def hold(registry: "JobRegistry", held: Mapping | None, slot, key, owner) -> dict:
-    """Which job ``owner`` waits for in each slot, after it now waits for ``key`` in ``slot`` (None: for none).
-
-    The job it held in that slot before is released (and stops when no one
-    else wants it). Returns the new ``{slot: key}`` mapping (``held`` is not
-    changed; the dashboard keeps it in the session).
-    """
-    held = dict(held or {})
-    old = held.get(slot)
-    if old and old != key:
-        registry.release(old, owner)
-    if key is None:
-        held.pop(slot, None)
-    else:
-        held[slot] = key
-    return held
-
-
-def stopped_note(job: "Job", logger: logging.Logger | None = None) -> tuple[str, str]:
-    """``(why, level)`` of a job that did not succeed: its error's message (a warning when cancelled, else an
-    error); an error that is not calibdash's is logged (on ``logger``, default this module's) with its traceback
-    and named by its type only."""
-    if isinstance(job.error, CalibdashError):
-        return str(job.error), "warning" if job.state == CANCELLED else "error"
-    (logger or log).error("job %r failed", job.what, exc_info=job.error)
-    return (f"something went wrong ({type(job.error).__name__}); the details are in the server log.", "error")
-
-
-def cancelled_note(job: "Job | None", what: str) -> str:
-    """What an owner's Cancel did: cancelled for it, and whether the job goes on for the others."""
-    others = len(job.owners) if job is not None and not job.finished else 0
-    return f"{what}: cancelled." + (f" It goes on for the {others} other session{'s' if others > 1 else ''} "
-                                    "waiting for it." if others else "")
 
 
 class Job:
