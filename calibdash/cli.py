@@ -116,6 +116,63 @@ def _engine_source(args, split: str | None = None):
     return src
 
 
+class _ProgressLine:
+    """A job's stage and elapsed seconds on stderr: rewritten in place with ``\\r`` on a terminal
+    (:meth:`calibdash.jobs.Status.line`), else one line per stage; nothing goes to stdout."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        try:
+            self.tty = self.stream.isatty()
+        except (AttributeError, ValueError):
+            self.tty = False
+        self.printed, self.width, self.queued = 0, 0, False
+
+    def __call__(self, status) -> None:
+        if self.tty:
+            text = status.line()[:150]
+            self.stream.write("\r" + text.ljust(self.width) + ("\n" if status.finished else ""))
+            self.width = 0 if status.finished else len(text)
+        else:
+            if status.queued and not self.queued:
+                self.stream.write(status.line() + "\n")
+                self.queued = True
+            for stage, at in status.stages[self.printed:]:
+                self.stream.write(f"{status.what}: {stage} ({at:.0f} s)\n")
+            self.printed = max(self.printed, len(status.stages))
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End a line left open on a terminal (the job stopped before its last status was shown)."""
+        if self.tty and self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.width = 0
+
+
+def _in_job(what: str, work):
+    """``work(job)`` run as a job of :mod:`calibdash.jobs`: its stage and elapsed time on stderr while it runs,
+    and Ctrl-C cancels it (interrupting the DuckDB connection it watches); returns its result."""
+    import uuid
+
+    from . import jobs
+
+    reg = jobs.JobRegistry(max_jobs=1, timeout_s=float("inf"), lease_s=None)
+    line = _ProgressLine()
+    try:
+        return reg.run(uuid.uuid4().hex, work, owner="cli", what=what, on_status=line)
+    finally:
+        line.close()
+
+
+def _aggregate(source, scheme, engine: str, memory_limit: str):
+    """:func:`calibdash.engines.aggregate` as a job (:func:`_in_job`; :func:`calibdash.engines.plan.aggregate_job`)."""
+    from .engines.plan import aggregate_job
+
+    return _in_job(f"Aggregating {source.describe()} with {engine}",
+                   lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
+
+
 def _number(v):
     """A float for JSON, None where it is NaN or infinite (JSON has no NaN)."""
     v = float(v)
@@ -199,7 +256,6 @@ def _print_measures(boot: cboot.BootstrapResult) -> None:
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
-    from . import engines
     from .evaluation import evaluate_cells
 
     if any(c.uses_features for c in cals.values()):
@@ -208,7 +264,7 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     src = _engine_source(args, split=args.split)
     if scheme.kind == "column" and not src.split:
         raise DataError("--scheme column needs a split column: name it with --split.")
-    cells = engines.aggregate(src, scheme, engine=engine, features=[], memory_limit=args.memory_limit)
+    cells = _aggregate(src, scheme, engine, args.memory_limit)
     ev = evaluate_cells(cells, cals, scheme)
     scheme_text = scheme.describe(on_cells=True)
     boot = _measures(ev, names, args.boot) if names else None
@@ -336,8 +392,6 @@ def cmd_fit(args) -> int:
 def _fit_engine(args, cal, method: str, engine: str) -> int:
     """``fit`` where the rows live: fitted on the score cells of every row, or of the rows whose split column
     holds ``--split-value``."""
-    from . import engines
-
     if cal.uses_features:
         raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
     src = _engine_source(args, split=args.split)
@@ -346,7 +400,7 @@ def _fit_engine(args, cal, method: str, engine: str) -> int:
         if not src.split:
             raise DataError(f"--split-value needs a split column in {src.describe()}: name it with --split.")
         scheme = Scheme(kind="column", train_value=args.split_value)
-    c = engines.aggregate(src, scheme, engine=engine, features=[], memory_limit=args.memory_limit)
+    c = _aggregate(src, scheme, engine, args.memory_limit)
     if scheme is not None:
         c = c.select(c.part == 0)
     s, y, w = c.weighted_rows()
@@ -420,7 +474,24 @@ def _apply_engine(args) -> int:
     from .engines.apply import apply_model
     if not args.out:
         raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
-    res = apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score)
+
+    def work(job):
+        if args.engine != "duckdb":
+            job.set_stage(f"applying with {args.engine}")
+            return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score)
+        import duckdb
+
+        from .engines.plan import watch
+        con = duckdb.connect()
+        try:
+            with watch(job, con):
+                job.set_stage("reading the rows, calibrating and writing them")
+                return apply_model(args.model, args.file, args.out, engine="duckdb", score_column=args.score,
+                                   connection=con)
+        finally:
+            con.close()
+
+    res = _in_job(f"Applying {args.model} to {args.file} with {args.engine}", work)
     for msg in res.notes:
         print(f"  · {msg}", file=sys.stderr)
     how = {"sql": f"as SQL ({res.form} form)", "udf": "by predict called from the engine",
@@ -469,7 +540,8 @@ def cmd_benchmark(args) -> int:
         datasets = {}
         for path in args.files:
             src = engines.source_for(path, score=args.score[0] if args.score else None, label=args.label)
-            datasets[src.describe()] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit)
+            datasets[src.describe()] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit,
+                                                               aggregate=_aggregate)
     else:
         datasets = benchmark.load_datasets(args.files, label=args.label, scores=args.score)
     cals = resolve(args.methods, parse_params(args.param))
@@ -675,3 +747,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CalibdashError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:                   # Ctrl-C: a running job was cancelled (its query interrupted)
+        print("cancelled.", file=sys.stderr)
+        return 130

@@ -1,11 +1,17 @@
 """The command line on large sources: evaluate and fit through DuckDB give what the in-memory path gives."""
+import io
 import json
+import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from calibdash import cli, export
+from conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +99,62 @@ def test_a_glob_defaults_to_duckdb_for_apply_and_benchmark(glob, tmp_path, capsy
     res = json.loads(_run(capsys, "benchmark", str(glob / "part-*.parquet"), "--methods", "platt", "--folds", "2",
                           "--repeats", "1", "--json"))
     assert res["datasets"] == ["3 files (" + str(glob / "part-0.parquet") + ", ...)"]
+
+
+# -- a long aggregation is a job: its stages on stderr, Ctrl-C cancels it --------------------------------
+_STAGE_LINE = re.compile(r"^Aggregating 3 files \(.*\) with duckdb: (.+) \((\d+) s\)$")
+
+
+def test_an_engine_aggregation_prints_one_line_per_stage_on_stderr_and_only_json_on_stdout(glob, capsys):
+    assert cli.main(["evaluate", str(glob / "part-*.parquet"), "--methods", "platt", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["engine"] == "duckdb"                        # stdout is the JSON and nothing else
+    assert "\r" not in err                                             # not a terminal: plain lines
+    stages = [_STAGE_LINE.match(line).group(1) for line in err.splitlines()]
+    assert stages[0] == "starting" and stages[-1] == "done" and len(set(stages)) == len(stages)
+    assert any(s.startswith("1. statistics") for s in stages) and any(s.startswith("3. grouping") for s in stages)
+    # a benchmark's aggregations (one per repeat) show theirs the same way, its JSON untouched
+    assert cli.main(["benchmark", str(glob / "part-*.parquet"), "--engine", "duckdb", "--methods", "platt",
+                     "--folds", "2", "--repeats", "2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["datasets"]
+    assert [_STAGE_LINE.match(line).group(1) for line in err.splitlines()].count("done") == 2
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_progress_line_is_rewritten_in_place(glob, tmp_path, monkeypatch):
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert cli.main(["fit", str(glob / "part-*.parquet"), "--method", "platt", "--engine", "duckdb",
+                     "--out", str(tmp_path / "m.json")]) == 0
+    progress, rest = term.getvalue().split("\n", 1)
+    shown = progress.split("\r")
+    assert shown[0] == "" and len(shown) >= 3                          # at least one look, then the end
+    assert _STAGE_LINE.match(shown[-1].rstrip()).group(1) == "done"
+    assert rest.startswith("Fitted platt on 30,000 rows")
+
+
+def test_ctrl_c_cancels_the_aggregation(tmp_path):
+    """SIGINT while DuckDB scans: the job is cancelled (its query interrupted), exit status 130, stdout empty."""
+    query = "SELECT random() AS p, CAST(random() < 0.5 AS INTEGER) AS y FROM range(3000000000)"
+    proc = subprocess.Popen([sys.executable, "-m", "calibdash", "evaluate", "x", "--query", query, "--score", "p",
+                             "--label", "y", "--scheme", "insample", "--memory-limit", "256MB", "--json"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = ""
+    try:
+        while "1. statistics" not in seen:                              # the first query runs
+            line = proc.stderr.readline()
+            assert line, f"the command ended before aggregating: {seen}"
+            seen += line
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and out == ""
+    assert err.strip().endswith("cancelled.") and "Traceback" not in err

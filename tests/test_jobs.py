@@ -12,7 +12,7 @@ import pytest
 
 from calibdash import EnvironmentProblem
 from calibdash.jobs import (CANCELLED, DONE, FAILED, QUEUED, RUNNING, Busy, Cancelled, JobRegistry, Limits,
-                            TimedOut, limits_from_env)
+                            TimedOut, cancelled_note, hold, limits_from_env, stopped_note)
 
 DEADLINE = 60.0
 
@@ -204,6 +204,90 @@ def test_run_waits_returns_the_result_and_raises_the_error():
     with pytest.raises(ZeroDivisionError):
         reg.run("bad", lambda job: 1 / 0)
     assert reg.get("ok") is None and reg.get("bad") is None     # read, so forgotten
+
+
+# ---------------------------------------------------------------------------
+# what a watcher reads: status as data, holding, notes, run's progress, Ctrl-C
+# ---------------------------------------------------------------------------
+
+def test_a_status_says_the_place_in_line_then_the_stage_and_the_others():
+    reg, gate, other = JobRegistry(max_jobs=1, lease_s=None, timeout_s=300), Gate(), Gate()
+    reg.submit("a", gate, owner="A", what="first")
+    reg.submit("b", other, owner="B", what="second")
+    reg.submit("b", other, owner="C")
+    assert gate.entered.wait(DEADLINE)
+    queued = reg.status("b", "B")
+    assert queued.queued and queued.place == 1 and queued.others == 1 and queued.progress is None
+    title, text = queued.headline()
+    assert title == "Waiting for a free slot" and text.startswith("number 1 in line · 1 of at most 1 jobs run")
+    assert queued.others_text() == "1 other session wait for it too: Cancel stops it for you only."
+    assert "waiting for a free slot (number 1 in line" in queued.line()
+    running = reg.renew("a", "A")                        # a watcher's tick: lease renewed, status read
+    title, text = running.headline()
+    assert title == "Now" and text.startswith("waiting at the gate · ") and text.endswith("(at most 300 s)")
+    assert [s for s, _ in running.stages] == ["starting", "waiting at the gate"] and running.others == 0
+    assert reg.renew("a", "nobody") is None and reg.status("nope") is None
+    gate.opened.set()
+    assert reg.get("a").done.wait(DEADLINE)
+    assert reg.renew("a", "A") is None                   # finished: the watcher reads how it ended instead
+    assert reg.status("a", "A").finished and reg.status("a", "A").stages[-1][0] == DONE
+    reg.release("a", "A")
+    assert other.entered.wait(DEADLINE) and reg.status("b", "B").state == RUNNING    # the slot went to b
+    other.opened.set()
+
+
+def test_hold_releases_what_the_slot_held_before_and_notes_say_why_a_job_stopped():
+    reg, first, second = JobRegistry(max_jobs=2, lease_s=None), Gate(), Gate()
+    a = reg.submit("a", first, owner="me", what="Reading a")
+    held = hold(reg, None, "read", "a", "me")
+    b = reg.submit("b", second, owner="me")
+    assert first.entered.wait(DEADLINE)
+    held2 = hold(reg, held, "read", "b", "me")           # the slot now waits for b: a loses its only owner
+    assert held == {"read": "a"} and held2 == {"read": "b"}
+    assert a.done.wait(DEADLINE) and a.state == CANCELLED
+    assert stopped_note(a) == ("Reading a was cancelled.", "warning")
+    assert hold(reg, held2, "read", None, "me") == {}              # waits for nothing: b is let go too
+    assert b.done.wait(DEADLINE) and b.state == CANCELLED
+    crash = reg.submit("c", lambda job: 1 / 0, owner="me", what="crash")
+    assert crash.done.wait(DEADLINE)
+    assert stopped_note(crash) == ("something went wrong (ZeroDivisionError); the details are in the server log.",
+                                   "error")
+    gate = Gate()
+    for owner in ("A", "B", "C"):                        # one job, three owners
+        reg.submit("d", gate, owner=owner, what="Aggregating")
+    assert cancelled_note(reg.release("d", "A"), "Aggregating") == (
+        "Aggregating: cancelled. It goes on for the 2 other sessions waiting for it.")
+    reg.release("d", "B")
+    assert cancelled_note(reg.release("d", "C"), "Aggregating") == "Aggregating: cancelled."
+
+
+def test_run_shows_every_stage_even_those_between_two_looks():
+    reg, seen = JobRegistry(max_jobs=1, lease_s=None), []
+
+    def work(job):
+        for stage in ("one", "two", "three"):
+            job.set_stage(stage)
+        return 42
+
+    assert reg.run("k", work, what="staged", on_status=seen.append, every=60.0) == 42
+    assert seen[-1].finished and seen[-1].state == DONE
+    assert [s for s, _ in seen[-1].stages] == ["starting", "one", "two", "three", DONE]
+    assert all(at >= 0 for _, at in seen[-1].stages)
+
+
+def test_ctrl_c_while_run_waits_cancels_the_job_and_waits_for_it_to_stop():
+    """KeyboardInterrupt in the waiting thread (Ctrl-C) releases the job: its work is interrupted, and run returns
+    (re-raising) only once the work has stopped."""
+    reg, gate = JobRegistry(max_jobs=1, lease_s=None), Gate()
+
+    def on_status(status):
+        if status.stage == "waiting at the gate":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        reg.run("k", gate, what="interrupted", on_status=on_status, every=0.01)
+    assert gate.interrupts >= 1
+    assert reg.counts() == (0, 0) and reg.get("k") is None
 
 
 # ---------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """The dashboard's "Large data" source: off without a data root; files, a DuckDB table or a query under the root,
 aggregated by DuckDB into score cells that Compare and Explore fit and judge on; refusals are messages."""
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -306,3 +309,53 @@ def test_engine_errors_reach_the_page_as_short_messages_without_rows(app, root, 
         assert not app.error and app.button(key="large.aggregate")
     else:
         assert said in shown and len(shown) < 800
+
+
+def test_large_data_from_the_library_works_without_streamlit(root):
+    """calibdash.data.LargeData is library code: a script without Streamlit builds one from an engine's all-rows
+    cells and gets a scheme's cells through the aggregation it passes."""
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["streamlit"] = None                    # any import of streamlit now fails
+        from calibdash import engines
+        from calibdash.data import LargeData
+        from calibdash.evaluation import Scheme
+
+        src = engines.Source(path={str(root / "scores" / "part-*.parquet")!r}, score="p", label="clicked")
+        every = engines.aggregate(src, None, engine="duckdb", features=[])
+        ld = LargeData.from_aggregate("scores", {{"score": "p", "label": "clicked", "split": ""}},
+                                      {{"cells": every, "positive": 1, "range": None, "splits": []}}, key="k",
+                                      aggregate=lambda s: engines.aggregate(src, s, engine="duckdb", features=[]))
+        folds = ld.cells(Scheme("kfold", n_folds=3))
+        s, y, w = ld.weighted_rows()
+        print(ld.describe())
+        print(int(folds.n.sum()), sorted(set(folds.part.tolist())), ld.n_pos, int(round(float((y * w).sum()))))
+        print(ld.split is None, ld.report_view().n_rows, ld.with_score("p") is ld)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    every = pd.concat([pd.read_parquet(f) for f in sorted((root / "scores").glob("*.parquet"))])
+    described, counts, rest = done.stdout.splitlines()
+    assert described == f"{len(every):,} rows summarised into {every.p.nunique():,} score cells (DuckDB)"
+    assert counts == f"{len(every)} [0, 1, 2] {int(every.clicked.sum())} {int(every.clicked.sum())}"
+    assert rest == f"True {len(every)} True"
+
+
+def test_the_large_source_s_page_parts_hold_widgets_only():
+    """The page parts of large sources are short, import no private name and no job or SQL machinery of their own:
+    the planning, the reading, the jobs' logic and LargeData live in calibdash."""
+    import ast
+
+    for name in ("large_source", "job_panel", "server_settings"):
+        path = REPO / "pages" / "parts" / f"{name}.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert len(path.read_text(encoding="utf-8").splitlines()) <= 300, name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                assert not node.module.split(".")[-1].startswith("_"), (name, node.module)
+                assert not [a.name for a in node.names if a.name.startswith("_")], (name, node.module)
+        assert not {"duckdb", "threading"} & {a.name.split(".")[0] for n in ast.walk(tree)
+                                              if isinstance(n, ast.Import) for a in n.names}, name
+    from calibdash.data import LargeData
+
+    assert large_source.LargeData is LargeData

@@ -33,11 +33,15 @@ class EngineDataset:
         DuckDB's memory limit.
     keep : int, default 4
         Cell tables kept (one per repeat's scheme): each is O(cells), never rows.
+    aggregate : callable, optional
+        ``aggregate(source, scheme, engine, memory_limit) -> ScoreCells`` (default: :func:`calibdash.engines.aggregate`
+        without features): e.g. the command line's, which runs it as a job with its progress shown.
     """
 
     def __init__(self, source, engine: str = "duckdb", name: str | None = None, memory_limit: str = "1GB",
-                 keep: int = 4):
+                 keep: int = 4, aggregate=None):
         self.source = source
+        self._aggregate = aggregate
         self.engine = engine
         self.name = name or source.describe()
         self.memory_limit = memory_limit
@@ -65,8 +69,11 @@ class EngineDataset:
             if key in self._cells:
                 self._cells.move_to_end(key)
                 return self._cells[key]
-            c = engines.aggregate(self.source, scheme, engine=self.engine, features=[],
-                                  memory_limit=self.memory_limit)
+            if self._aggregate is not None:
+                c = self._aggregate(self.source, scheme, self.engine, self.memory_limit)
+            else:
+                c = engines.aggregate(self.source, scheme, engine=self.engine, features=[],
+                                      memory_limit=self.memory_limit)
             self.n_rows = int(c.n.sum())
             self._cells[key] = c
             while len(self._cells) > self._keep:

@@ -34,6 +34,7 @@ function ``1 / (1 + exp(-s))``, never min-max scaled (see
 from __future__ import annotations
 
 from . import margins
+from .large import LargeData
 from .limits import DEFAULT_MAX_BYTES, MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo, read_table
@@ -42,7 +43,7 @@ from .scoreset import ScoreSet, ValidationReport, build_score_set
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "MIN_ROWS", "FileInfo", "Roles", "ValidationReport", "ScoreSet",
-    "read_table", "guess_roles", "build_score_set", "load_scores", "to_probabilities", "margins",
+    "read_table", "guess_roles", "build_score_set", "load_scores", "to_probabilities", "margins", "LargeData",
 ]
 
 

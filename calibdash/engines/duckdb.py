@@ -287,7 +287,7 @@ def _feature_code_sql(name: str, kind: str, edges) -> str:
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
               feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, connection=None,
-              on_stage: Callable[[str], None] | None = None):
+              on_stage: Callable[[str], None] | None = None, on_connect: Callable[..., None] | None = None):
     """Aggregate a source's rows into score cells with DuckDB, out of core.
 
     Parameters
@@ -327,6 +327,10 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         thread can stop the aggregation with ``connection.interrupt()``. CSV
         files need ``preserve_insertion_order`` on (DuckDB's default) for
         their row keys.
+    on_connect : callable, optional
+        Called with the connection (the private one, or ``connection``)
+        before the first query: e.g. to let a job interrupt it and read its
+        query progress (:func:`calibdash.engines.plan.aggregate_job`).
 
     Returns
     -------
@@ -354,6 +358,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     con = connect(memory_limit, threads, tmp) if own else connection
     stage = on_stage or (lambda name: None)
     try:
+        if on_connect is not None:
+            on_connect(con)
         need_keys = source.needs_keys(scheme) or sample_rows > 0
         stage(STAGES[0])
         rows = _Rows(con, source, feats, need_keys, tune=own)

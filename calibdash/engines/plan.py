@@ -15,7 +15,11 @@ typed by people it does not trust) goes through here:
   one (:func:`calibdash.data.guard.engine_error`);
 * :func:`plan_key` keys what they give (the files with their sizes and
   modification times, or the database file, the table or the query text;
-  the roles; the scheme).
+  the roles; the scheme);
+* :func:`aggregate_job` is :func:`calibdash.engines.aggregate` as a job's
+  work for any caller (the command line on a glob, a table or a query):
+  its stages reported (:data:`STAGE_TEXT`), DuckDB's connection interrupted
+  on cancel and read for its query progress (:func:`watch`).
 
 Nothing here imports Streamlit; a job is anything with ``set_stage``,
 ``interrupt_with``, ``progress_from`` (:class:`calibdash.jobs.Job`), and
@@ -40,9 +44,9 @@ from ..scheme import Scheme
 from .duckdb import STAGES, is_numeric_type, literal_path
 from .source import Source
 
-__all__ = ["Plan", "resolve_plan", "database_file", "plan_key", "tables_key", "read_tables", "read_schema", "aggregate_plan",
-           "pool_cells", "numeric_columns", "NO_JOB", "GUESS_ROWS", "SAMPLE_CHARS", "MAX_SPLIT_VALUES",
-           "STAGE_TEXT"]
+__all__ = ["Plan", "resolve_plan", "database_file", "plan_key", "tables_key", "read_tables", "read_schema",
+           "aggregate_plan", "aggregate_job", "watch", "pool_cells", "numeric_columns", "describe_columns", "NO_JOB",
+           "AGGREGATE_NOTE", "GUESS_ROWS", "SAMPLE_CHARS", "MAX_SPLIT_VALUES", "STAGE_TEXT"]
 
 #: How many rows guess the roles.
 GUESS_ROWS = 2000
@@ -57,6 +61,10 @@ STAGE_TEXT = {
     STAGES[2]: "3. grouping the rows by part and score cell (one scan)",
     STAGES[3]: "a reproducible sample of rows",
 }
+
+#: What a watcher of :func:`aggregate_plan` is told about its progress.
+AGGREGATE_NOTE = ("DuckDB reports the progress of each query, not of the whole. Each aggregation is "
+                  + "; ".join(list(STAGE_TEXT.values())[:3]) + ".")
 
 
 class _NoJob:
@@ -82,6 +90,12 @@ NO_JOB = _NoJob()
 def numeric_columns(columns, types) -> list:
     """The columns whose DuckDB type is a number."""
     return [c for c, t in zip(columns, types) if is_numeric_type(t)]
+
+
+def describe_columns(columns, types, most: int = 50) -> str:
+    """The first ``most`` columns with their types, as one line (names and types cut short)."""
+    shown = ", ".join(f"`{str(c)[:60]}` ({str(t)[:40]})" for c, t in list(zip(columns, types))[:most])
+    return shown + (f", … ({len(columns):,} in all)" if len(columns) > most else "")
 
 
 def _lit(text: str) -> str:
@@ -241,17 +255,25 @@ def plan_key(plan_or_identity, roles: dict | None = None, scheme: Scheme | None 
 
 # -- the jobs' work ---------------------------------------------------------------------------------------
 @contextlib.contextmanager
+def watch(job, con):
+    """While inside: ``job`` interrupts the DuckDB connection ``con`` when cancelled and reads its query
+    progress."""
+    with job.interrupt_with(con.interrupt):
+        job.progress_from(lambda: _progress(con))
+        try:
+            yield con
+        finally:
+            job.progress_from(None)
+
+
+@contextlib.contextmanager
 def _connected(job, root: DataRoot, database=None):
     """The root's locked connection, interrupted by ``job`` when cancelled and reporting its query progress."""
     job.set_stage("connecting")
     con = root.connect(database=database)
     try:
-        with job.interrupt_with(con.interrupt):
-            job.progress_from(lambda: _progress(con))
-            try:
-                yield con
-            finally:
-                job.progress_from(None)
+        with watch(job, con):
+            yield con
     finally:
         con.close()
 
@@ -376,3 +398,19 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
             result["all"] = {"cells": every, "positive": choose_positive([llo, lhi], column=src.label)[0],
                              "range": (lo, hi) if mapped else None, "splits": splits}
     return result
+
+
+def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: str | None = None, **options):
+    """:func:`calibdash.engines.aggregate` as the work of ``job`` (a :class:`calibdash.jobs.Job`, or
+    :data:`NO_JOB`): with DuckDB each stage is reported (:data:`STAGE_TEXT`; a cancelled job stops there) and
+    the connection is interrupted on cancel and read for its query progress; another engine reports one stage.
+    """
+    from . import aggregate, default_engine
+
+    engine = engine or default_engine(source)
+    if engine != "duckdb":
+        job.set_stage(f"aggregating with {engine}")
+        return aggregate(source, scheme, engine=engine, **options)
+    with contextlib.ExitStack() as watching:
+        return aggregate(source, scheme, engine=engine, on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
+                         on_connect=lambda con: watching.enter_context(watch(job, con)), **options)

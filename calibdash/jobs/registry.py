@@ -1,50 +1,11 @@
-"""Background jobs with owners, a server-wide cap and queue, a time limit and cancellation.
+"""The job registry: work off the caller's thread, with owners and leases, a cap and a queue, a time limit, cancel.
 
-A :class:`JobRegistry` runs work that may take long (a DuckDB query over a
-large source) off the caller's thread, so that whoever waits can watch it
-and stop it:
-
-- **owners**: a job is run for the owners that asked for it (a dashboard
-  session, the command line). :meth:`JobRegistry.submit` with a key that is
-  already queued or running adds the caller as one more owner instead of
-  starting the work twice. :meth:`JobRegistry.release` (a session's Cancel,
-  or a session that leaves) removes one owner only; the job is cancelled
-  when no owner remains. An owner's interest is a **lease**: it lasts
-  ``lease_s`` seconds and is renewed by :meth:`JobRegistry.heartbeat`
-  (the dashboard's progress display does so every second); an owner that
-  stops renewing it (a closed tab) drops out when the lease expires, unless
-  ``alive(owner)`` says it is still there;
-- **a cap and a queue**: at most ``max_jobs`` jobs run at once, the others
-  wait in a first-come queue (:attr:`Job.place` is a queued job's place in
-  it; at most ``max_queued`` wait, beyond that :class:`Busy` is raised);
-- **a time limit**: a job running longer than ``timeout_s`` is stopped and
-  fails with :class:`TimedOut`;
-- **cancellation**: cancelling marks the job and calls the interrupts its
-  work registered (:meth:`Job.interrupt_with`, e.g. DuckDB's
-  ``connection.interrupt()``), again every :data:`REINTERRUPT_S` until the
-  work returns (an interrupt sent between two queries would otherwise be
-  lost); the work also stops at its next :meth:`Job.set_stage` or
-  :meth:`Job.check`. A cancelled job ends with :class:`Cancelled`.
-
-A job's work is a callable ``fn(job)`` that returns the result; it reports
-its stage with :meth:`Job.set_stage` and may give a progress probe
-(:meth:`Job.progress_from`). Python cannot stop a thread from outside: work
-that neither returns to a check nor answers its interrupts keeps its slot
-until it returns (it is shown as cancelling).
-
-The operator's settings (:func:`limits_from_env`) are read from the
-environment, or given explicitly (the dashboard reads Streamlit's secrets):
-``CALIBDASH_MAX_JOBS`` (default 2), ``CALIBDASH_JOB_TIMEOUT_S`` (900),
-``CALIBDASH_JOB_LEASE_S`` (30) and ``CALIBDASH_MAX_QUEUED`` (16).
-
->>> reg = JobRegistry(max_jobs=1)
->>> reg.run("sum", lambda job: sum(range(10)), what="a small sum")
-45
+What :mod:`calibdash.jobs` describes, except how a watcher reads a job
+(:mod:`calibdash.jobs.status`).
 """
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import threading
 import time
@@ -52,12 +13,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .errors import CalibdashError, EnvironmentProblem
+from ..errors import CalibdashError, EnvironmentProblem
+from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
 __all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "TimedOut", "limits_from_env", "shared_registry",
-           "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT", "ENV_JOB_LEASE", "ENV_MAX_QUEUED"]
-
-log = logging.getLogger("calibdash.jobs")
+           "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT", "ENV_JOB_LEASE", "ENV_MAX_QUEUED", "REINTERRUPT_S", "STOP_WAIT_S"]
 
 ENV_MAX_JOBS = "CALIBDASH_MAX_JOBS"             #: jobs running at once, server-wide
 ENV_JOB_TIMEOUT = "CALIBDASH_JOB_TIMEOUT_S"     #: longest a job may run, in seconds
@@ -65,8 +25,9 @@ ENV_JOB_LEASE = "CALIBDASH_JOB_LEASE_S"         #: how long an owner's interest 
 ENV_MAX_QUEUED = "CALIBDASH_MAX_QUEUED"         #: jobs that may wait for a free slot
 #: Seconds between repeated interrupts of a cancelled job that has not stopped yet.
 REINTERRUPT_S = 0.2
+#: Longest :meth:`JobRegistry.run` waits for the work of a job it cancelled (Ctrl-C) to return.
+STOP_WAIT_S = 30.0
 
-QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 
 
 class Cancelled(CalibdashError):
@@ -150,6 +111,7 @@ class Job:
         self._fn, self._registry = fn, registry
         self.state = QUEUED
         self.stage = "waiting for a free slot"
+        self._stages: list[tuple[str, float]] = []  # (stage, seconds running when it began), once started
         self._progress: float | None = None
         self._probe: Callable[[], float | None] | None = None
         self.submitted = registry._clock()
@@ -219,7 +181,8 @@ class Job:
     def set_stage(self, stage: str, progress: float | None = None) -> None:
         """Say what the work does now (and how far it is, 0..1); stops here if the job was cancelled."""
         self.check()
-        self.stage, self._progress = str(stage), progress
+        self._enter(str(stage))
+        self._progress = progress
 
     def progress_from(self, probe: Callable[[], float | None] | None) -> None:
         """Read :attr:`progress` from ``probe`` (a fraction, or None/negative when unknown) while running."""
@@ -236,6 +199,16 @@ class Job:
         if stopping:
             _call(interrupt)
         return reg
+
+    @property
+    def stages(self) -> tuple:
+        """The stages since it started, each with the seconds it had run when the stage began."""
+        return tuple(self._stages)
+
+    def _enter(self, stage: str) -> None:
+        self.stage = stage
+        if self.started is not None:
+            self._stages.append((stage, self.elapsed))
 
     def _timeout_message(self) -> str:
         return (f"{self.what} was stopped after {self._registry.limits.timeout_s:g} s, the longest a job may run "
@@ -390,14 +363,52 @@ class JobRegistry:
                 return job
             self.heartbeat(key, owner)
 
-    def run(self, key, fn: Callable[[Job], Any], *, owner="caller", what: str = ""):
+    def status(self, key, owner=None) -> Status | None:
+        """The job behind ``key`` as ``owner`` sees it now (:class:`Status`), or None when there is none."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                return None
+            others = len(job._owners) - (1 if owner in job._owners else 0)
+            now = dict(key=key, what=job.what, state=job.state, stage=job.stage, elapsed=job.elapsed,
+                       waited=job.waited, place=self._place(job), running=len(self._running),
+                       max_jobs=self.limits.max_jobs, timeout_s=self.limits.timeout_s, others=others,
+                       cancelling=job.cancelled, stages=job.stages)
+        return Status(progress=job.progress, **now)     # the probe asks the engine: outside the lock
+
+    def renew(self, key, owner) -> Status | None:
+        """A watcher's tick: renew ``owner``'s lease and return the unfinished job's :class:`Status`; None when
+        the job finished, is gone, or ``owner`` no longer holds it (the watcher then reads how it ended)."""
+        job = self.get(key)
+        if job is None or job.finished or not self.heartbeat(key, owner):
+            return None
+        return self.status(key, owner)
+
+    def run(self, key, fn: Callable[[Job], Any], *, owner="caller", what: str = "",
+            on_status: Callable[[Status], Any] | None = None, every: float = 0.5):
         """Submit, wait and return the result (raise the job's error): for callers that block, such as the
-        command line. Ctrl-C (``KeyboardInterrupt``) releases the job, which stops it if no one else waits."""
+        command line. Ctrl-C (``KeyboardInterrupt``) releases the job, which stops it if no one else waits.
+
+        ``on_status`` is given the job's :class:`Status` at least every
+        ``every`` seconds while it waits and once when it has ended.
+        """
         job = self.submit(key, fn, owner=owner, what=what)
         try:
+            while on_status is not None:
+                now = self.renew(key, owner)          # None once the job has ended
+                if now is None:
+                    break
+                on_status(now)
+                if job.done.wait(every):
+                    break
             self.wait(key, owner)
+            now = self.status(key, owner) if on_status is not None else None
+            if now is not None:
+                on_status(now)
         except BaseException:
             self.release(key, owner)
+            if job.cancelled:            # let interrupted work return before the caller (maybe the process) ends
+                job.done.wait(STOP_WAIT_S)
             raise
         self.release(key, owner)
         if job.error is not None:
@@ -446,7 +457,7 @@ class JobRegistry:
                 pass
             self._end(job, None, None)
             return
-        job.stage = "stopping" if reason != "timeout" else "stopping: over the time limit"
+        job._enter("stopping" if reason != "timeout" else "stopping: over the time limit")
         job._last_interrupt = self._clock()
         for fn in list(job._interrupts):
             _call(fn)
@@ -456,7 +467,7 @@ class JobRegistry:
         while self._queue and len(self._running) < self.limits.max_jobs:
             job = self._queue.popleft()
             job.state, job.started = RUNNING, self._clock()
-            job.stage = "starting"
+            job._enter("starting")
             self._running.add(job)
             threading.Thread(target=self._work, args=(job,), daemon=True,
                              name=f"calibdash-job-{next(self._ids)}").start()
@@ -485,7 +496,7 @@ class JobRegistry:
             job.state, job.error = FAILED, error
         else:
             job.state, job.result = DONE, result
-        job.stage = job.state
+        job._enter(job.state)
         if not job._owners:
             self._forget(job)
         job.done.set()
