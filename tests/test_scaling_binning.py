@@ -121,6 +121,28 @@ def test_odd_scores_give_finite_probabilities_equal_in_sql(case):
     con.close()
 
 
+def test_odd_data_row_order_few_distinct_scores_and_a_heavy_weight(rows):
+    """The odd-input contracts: the rows' order changes the map only by rounding; one or two distinct
+    scores fit; a weight of 1e5 is 1e5 repeated rows."""
+    s, y = rows
+    grid = np.r_[ODD, np.linspace(0, 1, 1001)]
+    perm = np.random.default_rng(8).permutation(s.size)
+    a = calibrators.get("scaling_binning").fit(s, y).predict(grid)
+    b = calibrators.get("scaling_binning").fit(s[perm], y[perm]).predict(grid)
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
+    one = calibrators.get("scaling_binning").fit(np.full(40, 0.4), np.tile([0, 1], 20))
+    np.testing.assert_allclose(one.predict(grid), 0.5, atol=1e-12)     # one bin, Platt at the base rate
+    two = calibrators.get("scaling_binning").fit(np.r_[[0.3] * 20, [0.7] * 20],
+                                                 np.r_[[0] * 15, [1] * 5, [0] * 5, [1] * 15])
+    assert two.cuts_.tolist() == [0.5] and np.all(np.isfinite(two.predict(grid)))
+    s3, y3 = np.array([0.2, 0.5, 0.8, 0.3]), np.array([0, 1, 1, 0])
+    heavy = calibrators.get("scaling_binning").fit(s3, y3, sample_weight=[1e5, 1, 1, 1])
+    rep = calibrators.get("scaling_binning").fit(np.r_[np.full(100_000, 0.2), s3[1:]],
+                                                 np.r_[np.zeros(100_000, int), y3[1:]])
+    np.testing.assert_array_equal(heavy.cuts_, rep.cuts_)
+    np.testing.assert_allclose(heavy.predict(grid), rep.predict(grid), rtol=1e-9, atol=1e-12)
+
+
 def test_sql_is_a_step_map_and_export_round_trips_exactly(rows):
     s, y = rows
     cal = calibrators.get("scaling_binning", n_bins=12).fit(s, y)
