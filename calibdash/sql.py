@@ -605,10 +605,10 @@ def register_sql(name: str, converter: Converter) -> None:
 
 
 def sql_methods() -> list[str]:
-    """Registry names whose calibrators can be written as SQL: those whose class declares its SQL form
-    (defines ``sql_map``, which still returns None where a class says it has none, or raises
-    :class:`SqlUnsupported` for a fitted state the forms cannot hold), then those with a registered
-    converter."""
+    """Registry names whose class declares its SQL form (defines its own ``sql_map``), then names with a
+    registered converter. :func:`to_sql` still raises :class:`SqlUnsupported` where a fitted state has
+    no form: ``sql_map`` returned None (a class that has no SQL form says so that way) or the state
+    cannot be held (MBCT categories of mixed types)."""
     from . import calibrators
     from .calibrators.base import Calibrator
     names = [n for n, cls in calibrators.classes().items() if cls.sql_map is not Calibrator.sql_map]
