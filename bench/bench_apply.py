@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from calibdash import calibrators, export, sql  # noqa: E402
+from calibdash import calibrators, export  # noqa: E402
 from calibdash.engines.apply import apply_model  # noqa: E402
 
 #: (label, registry name, hyperparameters): one of each SQL form.
@@ -86,12 +86,14 @@ def main(n: int) -> None:
             rows.append((label, f"{res.via}/{res.form}", res.seconds, res.seconds / base))
         # the UDF fallback and the in-memory path, for one method
         label, (model, cal) = "isotonic step", models["isotonic step"]
-        saved = sql._CONVERTERS.pop("isotonic")
+        iso = calibrators.get_class("isotonic")
+        saved = vars(iso)["sql_map"]
+        iso.sql_map = lambda self: None                    # as a class without a SQL form
         try:
             res = apply_model(model, path, out, engine="duckdb")
             rows.append((f"{label}, predict as DuckDB UDF", res.via, res.seconds, res.seconds / base))
         finally:
-            sql._CONVERTERS["isotonic"] = saved
+            iso.sql_map = saved
         res = apply_model(model, path, out, engine="memory")
         rows.append((f"{label}, in memory (pandas)", res.via, res.seconds, res.seconds / base))
         table = pd.DataFrame(rows, columns=["what", "via/form", "seconds", "x floor"])

@@ -21,9 +21,12 @@ PostgreSQL, Snowflake, BigQuery, Trino, Redshift and Oracle all have).
 
 Forms
 -----
-What a method's map is comes from its ``_export_state`` (what ``predict``
-needs; :mod:`calibdash.export`), turned by a converter registered under the
-method's registry name (:func:`register_sql`) into one of three forms:
+What a method's map is, each calibrator class says itself: its ``sql_map``
+method (:meth:`calibdash.calibrators.base.Calibrator.sql_map`) returns one of
+the three forms below, built from the fitted state its ``predict`` uses, or
+None (no SQL form). This module holds only the forms and their writers; for a
+class one cannot edit, :func:`register_sql` registers a converter from its
+model file's state. The forms:
 
 :class:`ClosedForm`
     A formula. Platt: ``1 / (1 + exp(-(a logit(s) + b)))`` with the score
@@ -39,7 +42,8 @@ method's registry name (:func:`register_sql`) into one of three forms:
     and temperature scaling (``expit(logit(s) / T)``) likewise. MBCT is a
     closed form too, without ``exp``: per tree, a nested ``CASE`` routes the
     row to its node (comparisons of the raw score and features that are
-    exactly those of its codes: see :func:`_mbct`), whose scale multiplies
+    exactly those of its codes: see
+    :func:`calibdash.calibrators._mbct_sql.mbct_form`), whose scale multiplies
     the previous output, clipped to [0, 1] (``MBCTCalibrator.predict``);
     it equals ``predict`` bit for bit.
 :class:`StepMap`
@@ -48,7 +52,7 @@ method's registry name (:func:`register_sql`) into one of three forms:
     ``np.searchsorted(cuts, s, side="right")``: a score on a cut takes the
     upper piece. Histogram, isotonic (step), BBQ, SBB, Venn-Abers (constant
     between calibration scores, another value at each: points; see
-    :func:`_venn_abers`). BBQ's authors' variant
+    ``VennAbersCalibrator.sql_map``). BBQ's authors' variant
     also overrides single points (``point_x``); a point ``x`` becomes the
     piece ``[x, nextafter(x, +inf))``, which holds exactly the double ``x``,
     so the override costs nothing and needs no equality test. Up to
@@ -84,7 +88,7 @@ Floats are written as Python's shortest ``repr`` with an exponent
 would be a DECIMAL in DuckDB and Spark) rounding back to the same double;
 negative literals are parenthesised (``x - (-0.5E0)``, never ``--``).
 
-A method without a converter, or a state the forms cannot hold (MBCT
+A method without a SQL form, or a state the forms cannot hold (MBCT
 categories of mixed types), raises :class:`SqlUnsupported`;
 :func:`calibdash.engines.apply.apply_model` then falls back to calling
 ``predict`` from the engine in vectorised batches.
@@ -180,6 +184,10 @@ class SqlWriter:
             return f"LOG1P({x})"
         u = f"(1.0E0 + {x})"
         return f"(CASE WHEN {u} = 1.0E0 THEN {x} ELSE LN({u}) * {x} / ({u} - 1.0E0) END)"
+
+    def logit(self, x: str) -> str:
+        """``ln(x) - log1p(-x)``, as ``calibdash.calibrators.platt.logit`` computes it (after its clip)."""
+        return f"(LN({x}) - {self.log1p('-' + x)})"
 
     def sigmoid(self, x: str) -> str:
         """``1 / (1 + exp(-x))``, as ``scipy.special.expit`` computes it."""
@@ -567,14 +575,18 @@ def _closed_sql(closed: ClosedForm, w: SqlWriter, method: str, score_column: str
 
 
 # ---------------------------------------------------------------------------------------------------------
-# converters: registry name -> form
+# a method's form: its own sql_map, or a converter registered for a class that has none
 # ---------------------------------------------------------------------------------------------------------
 Converter = Callable[[dict, dict], "ClosedForm | StepMap | LinearMap"]
 _CONVERTERS: dict[str, Converter] = {}
 
 
 def register_sql(name: str, converter: Converter) -> None:
-    """Say how the calibrator registered as ``name`` is written as SQL.
+    """Say how the calibrator registered as ``name`` is written as SQL, from outside its class.
+
+    A calibrator says this itself with its ``sql_map`` method
+    (:meth:`calibdash.calibrators.base.Calibrator.sql_map`); this hook is for a
+    class one cannot edit. A registered converter is asked before the class.
 
     Parameters
     ----------
@@ -593,188 +605,23 @@ def register_sql(name: str, converter: Converter) -> None:
 
 
 def sql_methods() -> list[str]:
-    """Registry names that have a SQL converter."""
-    return list(_CONVERTERS)
+    """Registry names whose class declares its SQL form (defines its own ``sql_map``), then names with a
+    registered converter. :func:`to_sql` still raises :class:`SqlUnsupported` where a fitted state has
+    no form: ``sql_map`` returned None (a class that has no SQL form says so that way) or the state
+    cannot be held (MBCT categories of mixed types)."""
+    from . import calibrators
+    from .calibrators.base import Calibrator
+    names = [n for n, cls in calibrators.classes().items() if cls.sql_map is not Calibrator.sql_map]
+    return names + [n for n in _CONVERTERS if n not in names]
 
 
-def _platt(state: dict, params: dict) -> ClosedForm:
-    from .calibrators.platt import EPS
-    a, b = float(state["a"]), float(state["b"])
-
-    def build(w: SqlWriter) -> str:
-        c = w.clip(w.score, EPS, 1 - EPS)
-        z = f"(LN({c}) - {w.log1p('-' + c)})"
-        return w.sigmoid(f"{literal(a)} * {z} + {literal(b)}")
-    return ClosedForm(build)
-
-
-def _histogram(state: dict, params: dict) -> StepMap:
-    return StepMap(state["cuts"], state["estimates"])
-
-
-def _isotonic(state: dict, params: dict) -> StepMap | LinearMap:
-    if params.get("interpolation", "step") == "linear":
-        return LinearMap(state["x"], state["fitted"])
-    return StepMap(state["cuts"], state["values"])
-
-
-def _bbq(state: dict, params: dict) -> StepMap:
-    cuts, levels = np.asarray(state["cuts"], float), np.asarray(state["levels"], float)
-    px = np.asarray(state.get("point_x", []), float)
-    delta = np.asarray(state.get("point_delta", []), float)
-    # BBQCalibrator.predict: the step level at the point, plus the point's correction
-    at = levels[np.searchsorted(cuts, px, side="right")] + delta
-    return StepMap(cuts, levels, px, at)
-
-
-def _abb(state: dict, params: dict) -> LinearMap:
-    lo = np.asarray(state["score"] if "score" in state else state["lo"], float)
-    hi = lo if "score" in state else np.asarray(state["hi"], float)
-    value = np.asarray(state["value"], float)
-    return LinearMap(np.column_stack([lo, hi]).ravel(), np.repeat(value, 2))
-
-
-def _elite(state: dict, params: dict) -> LinearMap:
-    return LinearMap(state["x"], state["p"], left="extend", right="extend")
-
-
-def _mbct(state: dict, params: dict) -> ClosedForm:
-    """MBCT (``MBCTCalibrator.predict``): per tree, route the row to its node and multiply the previous
-    output by the node's scale, clipped to [0, 1].
-
-    ``Tree.route`` reads, at each split node, the row's code in the node's column and follows the
-    routing table: a child, or "stay" (the row ends at this node and takes its scale) for a value unseen
-    at fit time (code -1), unseen in the node (entry -1) or beyond the table. The SQL compares the raw
-    values instead of computing codes: codes of ordered columns are ranges (the score's code is
-    ``min(floor(s n), n - 1)``, so codes ``<= c`` are ``s * n < c + 1``, the same double product; a
-    numeric column's code is ``searchsorted(edges, x, side="right")``, so codes ``<= c`` are
-    ``x < edges[c]``), and runs of consecutive codes going the same way become one ``WHEN``;
-    categorical codes are the values seen at fit time (``x IN (...)``). A missing value (NULL; NaN
-    outside ANSI SQL) takes the column's missing code.
-    """
-    columns, trees = state["columns"], state["trees"]
-    for col in columns:
-        if col["kind"] == "categorical":
-            kinds = {bool if isinstance(v, bool) else str if isinstance(v, str) else float
-                     for v in col["categories"]}
-            if len(kinds) > 1:
-                raise SqlUnsupported(f"MBCT's feature column {col['name']!r} holds values of several types "
-                                     f"({', '.join(sorted(k.__name__ for k in kinds))}), which one SQL "
-                                     "comparison cannot match as pandas does.")
-        elif col["kind"] not in ("score", "numeric"):
-            raise SqlUnsupported(f"MBCT column kind {col['kind']!r} is unknown.")
-
-    def node_sql(tree: dict, scale: np.ndarray, starts: np.ndarray, node: int, w: SqlWriter) -> str:
-        stay = literal(scale[node])
-        j = int(tree["feature"][node])
-        if j < 0:
-            return stay
-        col = columns[j]
-        table = [int(c) for c in tree["table"][starts[node]:starts[node] + int(tree["table_len"][node])]]
-
-        def target(code: int) -> str:
-            child = table[code] if 0 <= code < len(table) else -1
-            return stay if child < 0 else node_sql(tree, scale, starts, child, w)
-
-        kind = col["kind"]
-        x = w.score if kind == "score" else w.feature(col["name"])
-        if x is None:                                   # an absent feature: code -1 on every row
-            return stay
-        arms = []
-        if kind == "categorical":
-            groups: dict[int, list[int]] = {}
-            for code, child in enumerate(table[:len(col["categories"])]):
-                if child >= 0:
-                    groups.setdefault(child, []).append(code)
-            if int(col["missing_code"]) >= 0:
-                arms.append(f"WHEN {x} IS NULL THEN {target(int(col['missing_code']))}")
-            arms += [f"WHEN {x} IN ({', '.join(_value_literal(col['categories'][c], w) for c in codes)}) "
-                     f"THEN {node_sql(tree, scale, starts, child, w)}" for child, codes in groups.items()]
-            return f"(CASE {' '.join(arms)} ELSE {stay} END)" if arms else stay
-        if kind == "score":
-            n = int(col["n_codes"])
-            k, bound = n, (lambda c: f"{x} * {literal(float(n))} < {literal(float(c + 1))}")
-        else:
-            edges = col["edges"]
-            k, bound = len(edges) + 1, (lambda c: f"{x} < {literal(edges[c])}")
-            arms.append(f"WHEN {x} IS NULL OR {w.isnan(x)} THEN {target(int(col['missing_code']))}")
-        goes = [table[c] if c < len(table) else -1 for c in range(k)]
-        runs = [c for c in range(k - 1) if goes[c] != goes[c + 1]]      # last code of each run but the last
-        arms += [f"WHEN {bound(c)} THEN {target(c)}" for c in runs]
-        return f"(CASE {' '.join(arms)} ELSE {target(k - 1)} END)"
-
-    def build(w: SqlWriter) -> str:
-        f = w.score
-        for tree in trees:
-            pos, tot = np.asarray(tree["positives"], float), np.asarray(tree["sum_input"], float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                scale = np.where(tot > 0, pos / tot, 1.0)      # _mbct_tree._ratio
-            starts = np.concatenate([[0], np.cumsum(tree["table_len"])[:-1]]).astype(int)
-            f = w.clip(f"{node_sql(tree, scale, starts, 0, w)} * {f}")
-        return f
-    return ClosedForm(build)
-
-
-def _beta(state: dict, params: dict) -> ClosedForm:
-    """Beta calibration (``beta.py``'s ``beta_map``): ``expit(a ln s + b (-log1p(-s)) + c)``, ``s`` clipped
-    to ``[EPS, 1 - EPS]``."""
-    from .calibrators.platt import EPS
-    a, b, c = float(state["a"]), float(state["b"]), float(state["c"])
-
-    def build(w: SqlWriter) -> str:
-        s = w.clip(w.score, EPS, 1 - EPS)
-        return w.sigmoid(f"{literal(a)} * LN({s}) + {literal(b)} * (-{w.log1p('-' + s)}) + {literal(c)}")
-    return ClosedForm(build)
-
-
-def _temperature(state: dict, params: dict) -> ClosedForm:
-    """Temperature scaling: ``expit(logit(s) / T)``, Platt's clipped logit."""
-    from .calibrators.platt import EPS
-    t = float(state["temperature"])
-
-    def build(w: SqlWriter) -> str:
-        c = w.clip(w.score, EPS, 1 - EPS)
-        return w.sigmoid(f"(LN({c}) - {w.log1p('-' + c)}) / {literal(t)}")
-    return ClosedForm(build)
-
-
-def _enir(state: dict, params: dict) -> LinearMap:
-    return LinearMap(state["knots"], state["values"])
-
-
-def _venn_abers(state: dict, params: dict) -> StepMap:
-    """Venn-Abers (``venn_abers.interval_at`` then ``merge``): with ``j`` the first calibration score at
-    or above ``s``, ``p1 = F1[j]`` (1 above the last) and ``p0 = F0[j]`` at a calibration score, else
-    ``F0[j - 1]`` (0 below the first); constant between calibration scores, so a step map whose pieces
-    start just after each score (``nextafter``) with the scores themselves as points."""
-    scores = np.asarray(state["scores"], float)
-    f0, f1 = np.asarray(state["f0"], float), np.asarray(state["f1"], float)
-    rule = params.get("merge", "log")
-
-    def merged(p0, p1):
-        if rule == "log":
-            return p1 / (1.0 - p0 + p1)
-        if rule == "brier":
-            return p1 + (p0 * p0 - p1 * p1) / 2.0
-        raise SqlUnsupported(f"Venn-Abers merge {rule!r} has no SQL form.")
-    below = merged(np.r_[0.0, f0], np.r_[f1, 1.0])          # on (scores[k-1], scores[k]), k = 0..K
-    return StepMap(np.nextafter(scores, np.inf), below, scores, merged(f0, f1))
-
-
-def _value_literal(v, w: SqlWriter) -> str:
-    if isinstance(v, bool):
-        return "TRUE" if v else "FALSE"
-    if isinstance(v, str):
-        return w.string(v)
-    if isinstance(v, int):
-        return str(v)
-    return literal(v)
-
-
-for _name, _conv in (("platt", _platt), ("histogram", _histogram), ("isotonic", _isotonic), ("bbq", _bbq),
-                     ("sbb", _histogram), ("abb", _abb), ("elite", _elite), ("mbct", _mbct), ("beta", _beta),
-                     ("temperature", _temperature), ("enir", _enir), ("venn_abers", _venn_abers)):
-    register_sql(_name, _conv)
+def _form(cal) -> "ClosedForm | StepMap | LinearMap | None":
+    """The fitted calibrator's form: a registered converter's, else its own ``sql_map``'s."""
+    method = type(cal).name
+    if method in _CONVERTERS:
+        state = json.loads(json.dumps(cal._export_state()))      # exactly what a model file holds
+        return _CONVERTERS[method](state, cal.get_params())
+    return cal.sql_map()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -836,7 +683,7 @@ def to_sql(calibrator_or_model, score_column: str = "score", dialect: str = "duc
     Raises
     ------
     SqlUnsupported
-        The method has no SQL converter, or this fitted state cannot be written.
+        The method has no SQL form, or this fitted state cannot be written.
     SettingsError
         Unknown dialect or form.
     """
@@ -845,11 +692,10 @@ def to_sql(calibrator_or_model, score_column: str = "score", dialect: str = "duc
         raise SettingsError(f"form must be one of {', '.join(FORMS)}; got {form!r}.")
     cal = _calibrator(calibrator_or_model)
     method = type(cal).name
-    if method not in _CONVERTERS:
-        raise SqlUnsupported(f"{method} cannot be written as SQL yet (no converter registered; the methods "
-                             f"that can: {', '.join(_CONVERTERS)}); apply it with predict instead.")
-    state = json.loads(json.dumps(cal._export_state()))      # exactly what a model file holds
-    shape = _CONVERTERS[method](state, cal.get_params())
+    shape = _form(cal)
+    if shape is None:
+        raise SqlUnsupported(f"{method} cannot be written as SQL (its class declares no SQL form; the methods "
+                             f"that can: {', '.join(sql_methods())}); apply it with predict instead.")
     feats = {k: (None if v is None else quote(v, dialect)) for k, v in dict(feature_columns or {}).items()}
     writer = SqlWriter(dialect, quote(score_column, dialect), feats)
     if isinstance(shape, StepMap):
@@ -858,4 +704,4 @@ def to_sql(calibrator_or_model, score_column: str = "score", dialect: str = "duc
         return _linear_sql(shape, writer, form, method, score_column, max_case)
     if isinstance(shape, ClosedForm):
         return _closed_sql(shape, writer, method, score_column)
-    raise SqlUnsupported(f"the SQL converter of {method} returned {type(shape).__name__}, not a form.")
+    raise SqlUnsupported(f"the SQL form of {method} is a {type(shape).__name__}, not a form of calibdash.sql.")

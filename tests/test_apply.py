@@ -103,7 +103,7 @@ def test_mbct_reads_its_features(data):
 
 @pytest.mark.parametrize("model", ["isotonic", "mbct"])
 def test_udf_fallback_when_no_sql(data, monkeypatch, model):
-    monkeypatch.delitem(sql._CONVERTERS, model)
+    monkeypatch.setattr(calibrators.get_class(model), "sql_map", lambda self: None)
     res, got = _apply(data, model, "duckdb")
     _, ref = _apply(data, model, "memory")
     assert res.via == "udf"
@@ -172,7 +172,7 @@ def test_a_callers_connection_is_left_as_it_was(data, tmp_path, monkeypatch):
     assert np.array_equal(np.isnan(a), np.isnan(b)) and np.nanmax(np.abs(a - b)) <= 1e-12
     with pytest.raises(duckdb.Error):
         con.sql("SELECT * FROM cd_steps").fetchall()
-    monkeypatch.delitem(sql._CONVERTERS, "histogram")
+    monkeypatch.setattr(calibrators.get_class("histogram"), "sql_map", lambda self: None)
     res = apply_model(data["models"]["histogram"], data["glob"], tmp_path / "b.parquet", connection=con)
     assert res.via == "udf" and not con.sql("SELECT * FROM duckdb_functions() WHERE function_name LIKE "
                                              "'calibdash_predict%'").fetchall()

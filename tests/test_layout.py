@@ -8,8 +8,11 @@ left out.
 from __future__ import annotations
 
 import ast
+import math
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -208,3 +211,46 @@ def test_benchmark_statistics_and_report_share_the_result_type_not_each_other():
     assert report not in graph[stats] and stats not in graph[report]
     for name in (stats, report, "calibdash.benchmark.result"):
         assert "TYPE_CHECKING" not in _modules(PACKAGE)[name].read_text(encoding="utf-8"), name
+
+
+def test_each_registered_calibrator_declares_its_order_colour_and_sql_form():
+    """A method declares itself in its class: its place in every list (``order``), its colour in every
+    chart (``color``) and its SQL form (``sql_map``: a form of calibdash.sql, or an explicit None); the
+    registry sorts by the declared order, and no two methods share a place or a colour."""
+    from calibdash import calibrators, sql
+    from calibdash.calibrators.base import Calibrator
+    from calibdash.figures.palette import UNCALIBRATED, color_of
+
+    classes = calibrators.classes()
+    assert len(classes) >= 12
+    for name, cls in classes.items():
+        assert isinstance(cls.order, (int, float)) and math.isfinite(cls.order), f"{name} declares no order"
+        assert re.fullmatch(r"#[0-9A-F]{6}", cls.color or ""), f"{name} declares no colour (#RRGGBB)"
+        assert cls.sql_map is not Calibrator.sql_map, f"{name} does not say what its SQL form is (or that it has none)"
+        assert color_of(name) == cls.color
+    assert list(classes) == sorted(classes, key=lambda n: (classes[n].order, n))
+    assert len({cls.order for cls in classes.values()}) == len(classes), "two methods share a place"
+    colours = [cls.color for cls in classes.values()] + [color_of(UNCALIBRATED), color_of("truth")]
+    assert len(set(colours)) == len(colours), "two methods share a colour"
+
+    rng = np.random.default_rng(18)
+    s = np.round(rng.uniform(size=300), 3)
+    y = (rng.uniform(size=300) < s).astype(int)
+    for name in classes:
+        form = calibrators.get(name).fit(s, y).sql_map()
+        assert form is None or isinstance(form, (sql.StepMap, sql.LinearMap, sql.ClosedForm)), name
+        if form is not None:
+            assert name in sql.sql_methods()
+
+
+@pytest.mark.parametrize("module", ["calibrators/__init__.py", "figures/palette.py", "figures/__init__.py",
+                                    "explain/__init__.py", "sql.py"])
+def test_no_central_list_names_the_methods(module):
+    """Adding a method is adding files: the registry, the palette, the dispatch to explainers and
+    figures and the SQL writer name no method (they ask the classes, or find modules by name)."""
+    from calibdash import calibrators
+
+    names = set(calibrators.available())
+    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+    named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names}
+    assert not named, f"calibdash/{module} names the methods {sorted(named)}"

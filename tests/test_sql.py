@@ -108,7 +108,7 @@ def test_sql_equals_predict(con, name, params):
     cal = _fit(name, params)
     s = _test_scores(cal)
     df, feats = _table(cal, s)
-    if name not in sql.sql_methods():
+    if cal.sql_map() is None:
         with pytest.raises(sql.SqlUnsupported, match="cannot be written as SQL"):
             sql.to_sql(cal)
         return
@@ -224,9 +224,10 @@ def test_forms_thresholds_and_standalone(con, tmp_path):
 
 def test_unsupported_and_register(con, monkeypatch):
     cal = _fit("isotonic", {})
-    monkeypatch.delitem(sql._CONVERTERS, "isotonic")
+    monkeypatch.setattr(type(cal), "sql_map", lambda self: None)       # a class saying it has no SQL form
     with pytest.raises(sql.SqlUnsupported, match="isotonic cannot be written as SQL"):
         sql.to_sql(cal)
+    monkeypatch.undo()
     with pytest.raises(SettingsError, match="dialect"):
         sql.to_sql(_fit("platt", {}), dialect="oracle")
     # MBCT on a column mixing text and numbers: pandas matches by value and type; SQL cannot
@@ -248,7 +249,7 @@ def test_unsupported_and_register(con, monkeypatch):
             return {}
 
     h = Halver().fit([0.2, 0.4], [0, 1])
-    with pytest.raises(sql.SqlUnsupported):
+    with pytest.raises(sql.SqlUnsupported):             # a class that declares no form has none
         sql.to_sql(h)
     monkeypatch.setitem(sql._CONVERTERS, "halver_test", lambda state, params: sql.ClosedForm(
         lambda w: f"{w.score} / 2.0E0"))

@@ -3,7 +3,9 @@
 Every module in this package holds one calibrator: a subclass of
 :class:`~calibdash.calibrators.base.Calibrator` with a registry ``name``.
 The registry is built by scanning the package, so adding a method is adding
-its module.
+its module: the class declares everything else itself, its place in the
+lists (``order``), its colour (``color``) and its SQL form (``sql_map``);
+no list here names the methods.
 
 >>> from calibdash import calibrators
 >>> cal = calibrators.get("platt").fit(scores, labels)      # doctest: +SKIP
@@ -20,10 +22,6 @@ from .base import Calibrator, HyperParam
 
 __all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class"]
 
-#: Display order; methods not named here follow in alphabetical order.
-ORDER = ("platt", "histogram", "isotonic", "bbq", "sbb", "abb", "elite", "mbct", "enir", "beta", "temperature",
-         "venn_abers")
-
 _REGISTRY: dict[str, type[Calibrator]] | None = None
 
 
@@ -37,8 +35,12 @@ def _scan() -> dict[str, type[Calibrator]]:
             if (isinstance(obj, type) and issubclass(obj, Calibrator) and obj.name
                     and obj.__module__ == module.__name__):
                 found[obj.name] = obj
-    rank = {n: i for i, n in enumerate(ORDER)}
-    return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+    return dict(sorted(found.items(), key=lambda kv: _rank(kv[1])))
+
+
+def _rank(cls: type[Calibrator]) -> tuple:
+    """Display order: the classes' declared ``order`` ascending, then those without one; by name within."""
+    return (cls.order is None, 0.0 if cls.order is None else float(cls.order), cls.name)
 
 
 def classes() -> dict[str, type[Calibrator]]:

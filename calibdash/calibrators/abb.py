@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sql import LinearMap
 from ._bayes_binning import BayesBinningBase, Positions, abb_average, check_lam, collapse
 from ._steps import interp
 
@@ -145,6 +146,8 @@ class ABB(BayesBinningBase):
     """
 
     name = "abb"
+    order = 60
+    color = "#CC79A7"   # reddish purple (Okabe-Ito)
     label = "ABB"
     summary = "Bayesian averaging over all binnings"
 
@@ -155,6 +158,10 @@ class ABB(BayesBinningBase):
 
     def _predict(self, s, features) -> np.ndarray:
         return interp(s, self.knots_x_, self.knots_y_)
+
+    def sql_map(self) -> LinearMap:
+        """The knots of :func:`knots`, joined by lines: a linear map."""
+        return LinearMap(self.knots_x_, self.knots_y_)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): each position's value, and its

@@ -25,17 +25,25 @@ which the UI builds its sliders.
 Subclasses implement ``_fit(s, y, features, w)`` (``w``: None for unit
 weights, else a float array) and ``_predict(s, features)`` on already
 validated arrays; the public methods here do the validation.
+
+A method declares itself in its own class, so adding one is adding files: its
+place in every list (``order``), its colour in every chart (``color``) and,
+with :meth:`Calibrator.sql_map`, how its fitted map is written as SQL (a form
+of :mod:`calibdash.sql`, or None: it has none).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..errors import DataError, NotFittedError, ProgrammingError
 from ..validation import check_labels, check_scores, check_weights
+
+if TYPE_CHECKING:
+    from ..sql import ClosedForm, LinearMap, StepMap
 
 __all__ = ["HyperParam", "Calibrator", "check_scores", "check_labels"]
 
@@ -116,6 +124,12 @@ class Calibrator(BaseEstimator):
         filtering), ENIR (near-isotonic: monotone only at its isotonic end), MBCT (feature trees),
         and Platt scaling and beta calibration, whose maps are non-decreasing exactly when the
         fitted slope ``a`` (Platt) or ``a`` and ``b`` (beta) are non-negative, which the data decide.
+    order : float or None
+        Place in every list of methods (menus, tables, ``calibdash methods``): ascending ``order``,
+        then the name; a class that declares none (None) follows those that do, alphabetically.
+    color : str or None
+        ``"#RRGGBB"``, the method's colour in every chart
+        (:func:`calibdash.figures.palette.color_of`); None: one picked stably from its name.
     """
 
     name: ClassVar[str] = ""
@@ -125,6 +139,8 @@ class Calibrator(BaseEstimator):
     hyperparams: ClassVar[Sequence[HyperParam]] = ()
     uses_features: ClassVar[bool] = False
     monotone: ClassVar[bool] = False
+    order: ClassVar[float | None] = None
+    color: ClassVar[str | None] = None
 
     # -- public API ----------------------------------------------------------
     def fit(self, scores, labels, features=None, sample_weight=None, *, pos_label=None) -> "Calibrator":
@@ -194,6 +210,18 @@ class Calibrator(BaseEstimator):
         tags.target_tags.required = True
         tags.target_tags.single_output = True
         return tags
+
+    def sql_map(self) -> "ClosedForm | StepMap | LinearMap | None":
+        """The fitted map as a form of :mod:`calibdash.sql` (what :func:`calibdash.sql.to_sql` writes),
+        or None: this method has no SQL form (apply it with ``predict``).
+
+        Each method's class says which: a step map (``StepMap``), a piecewise-linear map
+        (``LinearMap``) or a formula (``ClosedForm``), built from the fitted state ``predict`` uses,
+        so that the SQL equals ``predict``. A class without a SQL form overrides this to return None,
+        saying so; this default (None too) is what a class that has not said inherits. It raises
+        :class:`calibdash.sql.SqlUnsupported` for a fitted state the forms cannot hold.
+        """
+        return None
 
     # -- for subclasses --------------------------------------------------------
     def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:  # pragma: no cover

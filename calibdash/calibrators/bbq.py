@@ -145,6 +145,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..errors import SettingsError
+from ..sql import StepMap
 from ._steps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 
@@ -650,6 +651,8 @@ class BBQCalibrator(Calibrator):
     """
 
     name = "bbq"
+    order = 40
+    color = "#0072B2"   # blue (Okabe-Ito)
     label = "BBQ"
     summary = "Bayesian binning into quantiles"
     paper = ("Naeini, Cooper & Hauskrecht (2015), Obtaining Well Calibrated Probabilities Using "
@@ -685,6 +688,12 @@ class BBQCalibrator(Calibrator):
             hit = self.point_x_[i] == s
             p[hit] += self.point_delta_[i[hit]]
         return p
+
+    def sql_map(self) -> StepMap:
+        """The averaged step map; the authors' variant's corrected points take the step's level plus
+        their correction, as :meth:`predict` adds it."""
+        at = step_lookup(self.cuts_, self.levels_, self.point_x_) + self.point_delta_
+        return StepMap(self.cuts_, self.levels_, self.point_x_, at)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the averaged step map and the

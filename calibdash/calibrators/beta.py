@@ -10,6 +10,7 @@ from scipy.special import expit
 
 from ..errors import SettingsError
 from .base import Calibrator, HyperParam
+from ..sql import ClosedForm, SqlWriter, literal
 from .platt import EPS, fit_logistic
 
 __all__ = ["BetaCalibrator", "BetaFit", "PARAMETERS", "beta_features", "beta_map", "midpoint", "log_likelihood",
@@ -240,6 +241,8 @@ class BetaCalibrator(Calibrator):
     """
 
     name = "beta"
+    order = 100
+    color = "#117733"   # green (Tol)
     label = "Beta calibration"
     summary = "logistic fit on ln s and −ln(1 − s)"
     paper = ("Kull, Silva Filho & Flach (2017), Beta calibration: a well-founded and easily implemented "
@@ -263,6 +266,16 @@ class BetaCalibrator(Calibrator):
 
     def _predict(self, s, features):
         return beta_map(self.a_, self.b_, self.c_, s)
+
+    def sql_map(self) -> ClosedForm:
+        """:func:`beta_map` as a closed form: ``expit(a ln s + b (-log1p(-s)) + c)``, ``s`` clipped to
+        ``[EPS, 1 - EPS]``."""
+        a, b, c = float(self.a_), float(self.b_), float(self.c_)
+
+        def build(w: SqlWriter) -> str:
+            s = w.clip(w.score, EPS, 1 - EPS)
+            return w.sigmoid(f"{literal(a)} * LN({s}) + {literal(b)} * (-{w.log1p('-' + s)}) + {literal(c)}")
+        return ClosedForm(build)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): ``a``, ``b`` and ``c``."""

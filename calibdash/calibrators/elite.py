@@ -72,6 +72,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SettingsError
+from ..sql import LinearMap
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import Calibrator, HyperParam
 
@@ -315,6 +316,8 @@ class ELiTE(Calibrator):
     """
 
     name = "elite"
+    order = 70
+    color = "#332288"   # indigo (Tol)
     label = "ELiTE"
     summary = "ensemble of linear trend filters"
     paper = ("M. Pakdaman Naeini, G. F. Cooper. Binary Classifier Calibration Using an Ensemble of "
@@ -348,6 +351,11 @@ class ELiTE(Calibrator):
     # -- prediction ------------------------------------------------------------------
     def _predict(self, s: np.ndarray, features) -> np.ndarray:
         return np.clip(evaluate_linear(self.map_x_, self.map_p_, s), 0.0, 1.0)
+
+    def sql_map(self) -> LinearMap:
+        """The averaged map's nodes joined by lines and extended beyond the end nodes
+        (``evaluate_linear``): a linear map."""
+        return LinearMap(self.map_x_, self.map_p_, left="extend", right="extend")
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the nodes of the averaged map

@@ -107,6 +107,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SettingsError
+from ..sql import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
 from ._steps import interp
 from .base import Calibrator, HyperParam
@@ -359,6 +360,8 @@ class ENIR(Calibrator):
     """
 
     name = "enir"
+    order = 90
+    color = "#CC6677"   # rose (Tol)
     label = "ENIR"
     summary = "ensemble of near-isotonic regressions"
     paper = ("M. Pakdaman Naeini, G. F. Cooper. Binary Classifier Calibration using an Ensemble of Near "
@@ -384,6 +387,10 @@ class ENIR(Calibrator):
 
     def _predict(self, s, features):
         return interp(s, self.knots_, self.values_)
+
+    def sql_map(self) -> LinearMap:
+        """The averaged map's knots joined by lines: a linear map."""
+        return LinearMap(self.knots_, self.values_)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the knots of the averaged map

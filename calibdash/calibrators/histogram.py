@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SettingsError
+from ..sql import StepMap
 from ._steps import collapse_ties, midpoints, step_lookup
 from .base import Calibrator, HyperParam
 
@@ -84,6 +85,8 @@ class HistogramCalibrator(Calibrator):
     """
 
     name = "histogram"
+    order = 20
+    color = "#56B4E9"   # sky blue (Okabe-Ito)
     label = "Histogram binning"
     summary = "equal-frequency bins"
     paper = "Zadrozny & Elkan (2001), Obtaining calibrated probability estimates from decision trees and naive Bayesian classifiers"
@@ -121,6 +124,10 @@ class HistogramCalibrator(Calibrator):
 
     def _predict(self, s, features):
         return step_lookup(self.cuts_, self.estimates_, s)
+
+    def sql_map(self) -> StepMap:
+        """Each bin's estimate between its cuts: a step map."""
+        return StepMap(self.cuts_, self.estimates_)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the cut points and each bin's estimate."""

@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 
 from ..errors import SettingsError
+from ..sql import LinearMap, StepMap
 from ._steps import collapse_ties, cuts_between, interp, step_lookup
 from .base import Calibrator, HyperParam
 
@@ -106,6 +107,8 @@ class IsotonicCalibrator(Calibrator):
     """
 
     name = "isotonic"
+    order = 30
+    color = "#009E73"   # bluish green (Okabe-Ito)
     label = "Isotonic regression"
     summary = "pool-adjacent-violators"
     monotone = True
@@ -129,6 +132,13 @@ class IsotonicCalibrator(Calibrator):
         if self.interpolation == "linear":
             return interp(s, self.x_, self.fitted_)
         return step_lookup(self.cuts_, self.block_value_, s)
+
+    def sql_map(self) -> StepMap | LinearMap:
+        """The blocks' values between their cuts (a step map), or with ``interpolation="linear"`` the
+        fitted points joined by lines (a linear map)."""
+        if self.interpolation == "linear":
+            return LinearMap(self.x_, self.fitted_)
+        return StepMap(self.cuts_, self.block_value_)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`).

@@ -8,6 +8,8 @@ import pandas as pd
 
 from .. import metrics
 from ..errors import DataError, SettingsError
+from ..sql import ClosedForm
+from ._mbct_sql import mbct_form
 from ._mbct_tree import (CATEGORICAL, NUMERIC, SCORE, ColumnCode, Tree, encode, grouped_mvce, grow_tree,
                          learn_codes, node_sums, random_views, score_code, weighted_mvce)
 from .base import Calibrator, HyperParam, check_scores
@@ -353,6 +355,8 @@ class MBCTCalibrator(Calibrator):
     """
 
     name = "mbct"
+    order = 80
+    color = "#882255"   # wine (Tol)
     label = "MBCT"
     summary = "feature-aware boosting calibration trees"
     paper = ("Huang, Wang, Mou, Zhang, Cheng, Shen & Wu (2022), MBCT: Tree-Based Feature-Aware Binning "
@@ -544,11 +548,13 @@ class MBCTCalibrator(Calibrator):
             pass
         return f
 
-    def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): how each column is coded and,
-        per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
-        -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
-        entries each) and the sums whose ratio is its scale; not the losses of the growth."""
+    def sql_map(self) -> ClosedForm:
+        """The trees as nested ``CASE``s over the score and the features: a closed form
+        (:func:`~._mbct_sql.mbct_form`)."""
+        return mbct_form(self._column_states(), self.trees_)
+
+    def _column_states(self) -> list[dict]:
+        """How each column is coded, as the model file holds it (:meth:`_export_state`)."""
         columns = []
         for c in self.columns_:
             col = {"name": c.name, "kind": c.kind, "n_codes": int(c.n_codes), "missing_code": int(c.missing_code)}
@@ -563,9 +569,16 @@ class MBCTCalibrator(Calibrator):
             elif c.kind != SCORE:
                 col["edges"] = c.edges.tolist()
             columns.append(col)
+        return columns
+
+    def _export_state(self) -> dict:
+        """What ``predict`` needs (for :mod:`calibdash.export`): how each column is coded and,
+        per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
+        -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
+        entries each) and the sums whose ratio is its scale; not the losses of the growth."""
         trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table.tolist(),
                   "positives": t.positives.tolist(), "sum_input": t.sum_input.tolist()} for t in self.trees_]
-        return {"columns": columns, "trees": trees}
+        return {"columns": self._column_states(), "trees": trees}
 
     def _import_state(self, state) -> None:
         """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""

@@ -7,8 +7,10 @@ import numpy as np
 from scipy.special import expit
 
 from .base import Calibrator, HyperParam
+from ..sql import ClosedForm, SqlWriter, literal
 
-__all__ = ["PlattCalibrator", "logit", "class_totals", "targets", "log_likelihood", "fit_logistic", "EPS"]
+__all__ = ["PlattCalibrator", "logit", "class_totals", "targets", "log_likelihood", "fit_logistic", "EPS",
+           "logit_sql"]
 
 #: Scores are clipped to [EPS, 1 - EPS] before the logit so 0 and 1 stay finite.
 EPS = 1e-12
@@ -18,6 +20,12 @@ def logit(s: np.ndarray) -> np.ndarray:
     """log(s / (1 - s)) of scores clipped to [EPS, 1 - EPS]."""
     s = np.clip(s, EPS, 1 - EPS)
     return np.log(s) - np.log1p(-s)
+
+
+def logit_sql(w: SqlWriter) -> str:
+    """SQL of :func:`logit` of the writer's score: ``ln(c) - log1p(-c)``, ``c`` the score clipped to
+    [EPS, 1 - EPS] (the closed forms of :mod:`calibdash.sql`)."""
+    return w.logit(w.clip(w.score, EPS, 1 - EPS))
 
 
 def class_totals(y: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
@@ -265,6 +273,8 @@ class PlattCalibrator(Calibrator):
     """
 
     name = "platt"
+    order = 10
+    color = "#E69F00"   # orange (Okabe-Ito)
     label = "Platt scaling"
     summary = "logistic fit on the score's logit"
     paper = "Platt (1999), Probabilistic outputs for support vector machines"
@@ -291,6 +301,11 @@ class PlattCalibrator(Calibrator):
 
     def _predict(self, s, features):
         return expit(self.a_ * logit(s) + self.b_)
+
+    def sql_map(self) -> ClosedForm:
+        """``1 / (1 + exp(-(a logit(s) + b)))`` with :func:`logit_sql`: a closed form."""
+        a, b = float(self.a_), float(self.b_)
+        return ClosedForm(lambda w: w.sigmoid(f"{literal(a)} * {logit_sql(w)} + {literal(b)}"))
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): slope ``a`` and intercept ``b``."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sql import StepMap
 from ._bayes_binning import BayesBinningBase, Positions, check_lam, collapse, sbb_best
 from ._steps import step_lookup
 
@@ -140,6 +141,8 @@ class SBB(BayesBinningBase):
     """
 
     name = "sbb"
+    order = 50
+    color = "#D55E00"   # vermillion (Okabe-Ito)
     label = "SBB"
     summary = "selection of the best Bayesian binning"
 
@@ -152,6 +155,10 @@ class SBB(BayesBinningBase):
 
     def _predict(self, s, features) -> np.ndarray:
         return step_lookup(self.cuts_, self.bin_estimate_, s)
+
+    def sql_map(self) -> StepMap:
+        """The best binning's estimates between its cuts: a step map."""
+        return StepMap(self.cuts_, self.bin_estimate_)
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the cut points and each bin's estimate."""

@@ -8,7 +8,8 @@ from scipy.special import expit
 
 from ..errors import SettingsError
 from .base import Calibrator
-from .platt import logit
+from ..sql import ClosedForm, literal
+from .platt import logit, logit_sql
 
 __all__ = ["TemperatureCalibrator", "nll_grad_hess", "log_likelihood", "negative_log_likelihoods",
            "fit_inverse_temperature"]
@@ -145,6 +146,8 @@ class TemperatureCalibrator(Calibrator):
     """
 
     name = "temperature"
+    order = 110
+    color = "#999933"   # olive (Tol)
     label = "Temperature scaling"
     summary = "one temperature dividing the score's logit"
     monotone = True
@@ -178,6 +181,11 @@ class TemperatureCalibrator(Calibrator):
 
     def _predict(self, s, features):
         return expit(logit(s) / self.temperature_)
+
+    def sql_map(self) -> ClosedForm:
+        """``expit(logit(s) / T)`` with Platt's clipped logit (:func:`~.platt.logit_sql`): a closed form."""
+        t = float(self.temperature_)
+        return ClosedForm(lambda w: w.sigmoid(f"{logit_sql(w)} / {literal(t)}"))
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the temperature."""

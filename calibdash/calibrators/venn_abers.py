@@ -78,6 +78,7 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 
 from ..errors import ProgrammingError, SettingsError
+from ..sql import StepMap
 from ..validation import check_scores
 from ._steps import collapse_ties
 from .base import Calibrator, HyperParam
@@ -310,6 +311,8 @@ class VennAbersCalibrator(Calibrator):
     """
 
     name = "venn_abers"
+    order = 120
+    color = "#AA4499"   # purple (Tol)
     label = "Venn-Abers"
     summary = "isotonic fits with the test label 0 and 1"
     monotone = True
@@ -348,6 +351,15 @@ class VennAbersCalibrator(Calibrator):
         self._check_merge()
         p0, p1 = interval_at(self.scores_, self.f0_, self.f1_, s)
         return merge(p0, p1, self.merge)
+
+    def sql_map(self) -> StepMap:
+        """A step map (:func:`interval_at` then :func:`merge`): with ``j`` the first calibration score
+        at or above ``s``, ``p1 = F1[j]`` (1 above the last) and ``p0 = F0[j]`` at a calibration score,
+        else ``F0[j - 1]`` (0 below the first); constant between calibration scores, so the pieces start
+        just after each score (``nextafter``), with the scores themselves as points."""
+        self._check_merge()
+        below = merge(np.r_[0.0, self.f0_], np.r_[self.f1_, 1.0], self.merge)    # on (scores[k-1], scores[k])
+        return StepMap(np.nextafter(self.scores_, np.inf), below, self.scores_, merge(self.f0_, self.f1_, self.merge))
 
     def _export_state(self) -> dict:
         """What ``predict`` needs (for :mod:`calibdash.export`): the distinct calibration scores and

@@ -1,29 +1,23 @@
 """One colour per method, the same in every chart.
 
-Okabe & Ito's colour-blind-safe palette (Color Universal Design, 2008) for
-the methods, grey for the uncalibrated scores, and two colours from Paul
-Tol's muted scheme where Okabe-Ito runs out. Yellow is avoided on white.
+Each calibrator class declares its own colour (``Calibrator.color``): Okabe &
+Ito's colour-blind-safe palette (Color Universal Design, 2008) for the first
+methods, then colours from Paul Tol's schemes where Okabe-Ito runs out (yellow
+is avoided on white). Here are only the colours of what is no method: grey
+for the uncalibrated scores, black for a known true curve, and the colours
+handed out stably to any other name (other score columns, models).
 """
 from __future__ import annotations
 
 import hashlib
 
+from .. import calibrators
+
 UNCALIBRATED = "uncalibrated"
 
-_COLORS = {
+#: Colours of the names that are no method.
+_FIXED = {
     UNCALIBRATED: "#7F7F7F",   # grey
-    "platt": "#E69F00",        # orange
-    "histogram": "#56B4E9",    # sky blue
-    "isotonic": "#009E73",     # bluish green
-    "bbq": "#0072B2",          # blue
-    "sbb": "#D55E00",          # vermillion
-    "abb": "#CC79A7",          # reddish purple
-    "elite": "#332288",        # indigo (Tol)
-    "mbct": "#882255",         # wine (Tol)
-    "enir": "#CC6677",         # rose (Tol)
-    "beta": "#117733",         # green (Tol)
-    "temperature": "#999933",  # olive (Tol)
-    "venn_abers": "#AA4499",   # purple (Tol)
     "truth": "#000000",        # the known true curve in teaching demos
 }
 #: Colours handed out to names outside the table (other score columns, models).
@@ -31,10 +25,13 @@ _EXTRA = ("#44AA99", "#88CCEE", "#DDCC77", "#661100", "#6699CC", "#E6AB02", "#A6
 
 
 def color_of(name: str) -> str:
-    """Hex colour of a method (registry name) or, stably, of any other name."""
+    """Hex colour of a method (registry name: the colour its class declares) or, stably, of any other name."""
     key = str(name).lower()
-    if key in _COLORS:
-        return _COLORS[key]
+    if key in _FIXED:
+        return _FIXED[key]
+    cls = calibrators.classes().get(key)
+    if cls is not None and cls.color:
+        return cls.color
     digest = int(hashlib.sha1(key.encode()).hexdigest(), 16)
     return _EXTRA[digest % len(_EXTRA)]
 
