@@ -154,10 +154,11 @@ def test_backend_never_imports_streamlit():
 def test_validation_sits_below_metrics_and_calibrators():
     """Metrics and calibrators share their input checks from a module that imports neither."""
     graph = import_graph(_modules(PACKAGE))
-    assert "calibdash.validation" in graph["calibdash.metrics"]
+    assert "calibdash.validation" in graph["calibdash.measures.binning"]
     assert "calibdash.validation" in graph["calibdash.calibrators.base"]
     assert graph["calibdash.validation"] <= {"calibdash.errors"}
-    assert "calibdash.calibrators.base" not in graph["calibdash.metrics"]
+    assert "calibdash.calibrators.base" not in graph["calibdash.measures.binning"]
+    assert "calibdash.calibrators.base" not in graph["calibdash.measures.calibration"]
 
 
 @pytest.mark.parametrize("folder", ["calibrators", "explain", "figures"])
