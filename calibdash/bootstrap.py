@@ -33,7 +33,7 @@ import pandas as pd
 from scipy import special
 from threadpoolctl import threadpool_limits
 
-from . import metrics
+from .measures import binning, calibration as metrics
 from .errors import DataError, SettingsError
 from .evaluation import CELLS_MIN_ROWS, UNCALIBRATED, Evaluation
 from .validation import check_scores
@@ -246,7 +246,7 @@ def _sort(p: np.ndarray, n_bins: int, strategy: str) -> _Order:
     group = None if starts.size == v.size else np.repeat(np.arange(starts.size), ends - starts)
     uniform = None
     if strategy == "uniform":
-        uniform = np.searchsorted(metrics.bin_assignments(v, n_bins, "uniform"), np.arange(1, n_bins))
+        uniform = np.searchsorted(binning.uniform_ids(v, n_bins), np.arange(1, n_bins))
     return _Order(np.r_[order, v.size], np.r_[v, 0.0], starts, ends, group, uniform)
 
 
@@ -335,17 +335,17 @@ def _auc(o: _Order, ws, ps, cum, ends, pos, total) -> np.ndarray:
 
 
 def _quantile_bins(o: _Order, n_bins, ws, ps, ends, pos, total, pred_sum):
-    """Per resample and equal-count bin: weight, prediction sum, positives (as ``metrics._quantile_bins``).
+    """Per resample and equal-count bin: weight, prediction sum, positives (as
+    :func:`calibdash.measures.binning.quantile_bins` on each resample's weights).
 
-    The inner edges sit at whole-row positions of the cumulative weight; the
+    The inner edges (:func:`calibdash.measures.binning.quantile_edges` of each
+    resample's total, whole rows) sit at whole-row positions of the cumulative weight; the
     tied group an edge falls in is split in proportion to weight, so each
     sum at an edge is its sum below the group plus the edge's share of the
     group.
     """
     rows = ws.shape[0]
-    base, rest = np.divmod(np.rint(total).astype(np.int64), n_bins)
-    k = np.arange(1, n_bins)
-    inner = (k * base[:, None] + np.minimum(k, rest[:, None])).astype(float)
+    inner = binning.quantile_edges(total, n_bins, whole=True)[:, 1:-1]
     g = np.stack([np.searchsorted(ends[r], inner[r]) for r in range(rows)])
     g = np.minimum(g, o.starts.size - 1)
     below = np.where(g > 0, np.take_along_axis(ends, np.maximum(g - 1, 0), axis=1), 0.0)
@@ -370,15 +370,6 @@ def _steps(inner: np.ndarray, last: np.ndarray) -> np.ndarray:
     return np.diff(np.column_stack([np.zeros(inner.shape[0]), inner, last]), axis=1)
 
 
-def _ece_mce(count, sum_p, sum_y, total):
-    """ECE and MCE per resample from bin sums, over the non-empty bins (as ``metrics._ece`` and ``_mce``)."""
-    gap = np.abs(sum_p - sum_y)
-    full = count > 0
-    ece = np.where(full, gap, 0.0).sum(axis=1) / total
-    mce = np.max(np.where(full, gap / np.where(full, count, 1.0), -np.inf), axis=1)
-    return ece, mce
-
-
 def _sorted_metrics(plan: _Plan, o: _Order, w, wp, pos, total, pred_sum) -> dict:
     """AUC, ECE and MCE of one method on every resample of a chunk, from its cells sorted once."""
     ws, ps = w.take(o.order, axis=1), wp.take(o.order, axis=1)
@@ -390,30 +381,16 @@ def _sorted_metrics(plan: _Plan, o: _Order, w, wp, pos, total, pred_sum) -> dict
         bins = _quantile_bins(o, plan.n_bins, ws, ps, ends, pos, total, pred_sum)
     else:
         bins = _uniform_bins(o, ws, ps, pos, total, pred_sum)
-    ece, mce = _ece_mce(*bins, total)
+    ece, mce = metrics.binned_errors(*bins, total)
     return {"AUC": _auc(o, ws, ps, cum, ends, pos, total), "ECE": ece, "MCE": mce}
 
 
-def _mvce(mean: float, var: float, n: float, views: int) -> float:
-    """MVCE by ``metrics``' partition views of ``n`` rows whose residuals have this mean and variance.
-
-    Those views depend on the rows only through these two moments and their
-    number, so two values carrying them (half the rows each) give the value
-    of the resampled rows themselves.
-    """
-    a = n // 2
-    gap = n * np.sqrt(max(var, 0.0) / (a * (n - a)))
-    d = np.array([mean + (n - a) * gap / n, mean - a * gap / n])
-    counts = np.array([a, n - a], dtype=np.int64)
-    bin_size = max(1, int(n) // 10)                          # metrics.mvce's default: ten bins per view
-    return float(np.mean(metrics.partition_views(d, counts, bin_size, views, 1.0, 0)))
-
-
 def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int) -> np.ndarray:
-    """:func:`_mvce` of every resample (rows) and method (columns); the caller blanks one-class rows."""
+    """MVCE of every resample (rows) and method (columns) from its residuals' moments
+    (:func:`calibdash.measures.calibration.mvce_of_moments`); the caller blanks one-class rows."""
     out = np.full(mean.shape, np.nan)
     for r in np.flatnonzero(total >= 2):
-        out[r] = [_mvce(m, v, total[r], views) for m, v in zip(mean[r], var[r])]
+        out[r] = [metrics.mvce_of_moments(m, v, total[r], views) for m, v in zip(mean[r], var[r])]
     return out
 
 
