@@ -188,3 +188,70 @@ def test_pages_and_app_have_no_import_cycles_and_pages_import_no_page():
     for page in page_files:
         assert not (graph[page] & page_files), f"{page} imports another page: {graph[page] & page_files}"
     assert all(not dep.startswith("pages") for name in graph if name.startswith("calibdash") for dep in graph[name])
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
+    """``(module, other module, name)`` for every private (``_``-prefixed, not dunder) name a module takes from
+    another module of ``modules``: ``from m import _x``, or ``m._x`` on a module imported by name."""
+    found = set()
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        bound: dict[str, str] = {}                  # local name -> the module it is
+        for node in _imports(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in modules:
+                        bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+                continue
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            if not any(origin == m or m.startswith(origin + ".") for m in modules):
+                continue                              # a third-party module: its private names are its business
+            for a in node.names:
+                if f"{origin}.{a.name}" in modules:
+                    bound[a.asname or a.name] = f"{origin}.{a.name}"
+                elif _is_private(a.name):
+                    found.add((name, origin, a.name))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                    and _is_private(node.attr) and bound[node.value.id] != name):
+                found.add((name, bound[node.value.id], node.attr))
+    return found
+
+
+def test_private_import_finder_finds_both_forms(tmp_path):
+    """The checker itself: ``from .a import _x`` and ``a._y`` are found; a dunder and a module's own names are not."""
+    pkg = tmp_path / "pkgy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("_x = 1\n_y = 2\n__all__ = []\ndef f():\n    return _x\n")
+    (pkg / "b.py").write_text("from .a import _x, __all__\n")
+    (pkg / "c.py").write_text("from . import a\nfrom numpy import _pytesttester\ndef g():\n    return a._y\n")
+    mods = {"pkgy": pkg / "__init__.py", **{f"pkgy.{m}": pkg / f"{m}.py" for m in "abc"}}
+    assert private_imports(mods) == {("pkgy.b", "pkgy.a", "_x"), ("pkgy.c", "pkgy.a", "_y")}
+
+
+#: Private names still taken across modules by areas this check found them in (issue 18, item 5: ``Scheme`` and
+#: its column helper leave ``evaluation`` for a module the engines may import). Remove an entry when it is fixed;
+#: the test fails on any other private import, and on an entry that no longer occurs.
+KNOWN_PRIVATE_IMPORTS = {
+    ("calibdash.engines.source", "calibdash.evaluation", "_column_parts"),
+}
+
+
+def test_no_module_imports_another_modules_private_names():
+    """calibdash/, pages/ and app.py share code through public names only (the measures share their binning
+    through ``calibdash.measures.binning``, not each other's ``_`` helpers)."""
+    mods = {**_modules(PACKAGE), **_modules(REPO / "pages"), "app": REPO / "app.py"}
+    found = private_imports(mods)
+    assert found - KNOWN_PRIVATE_IMPORTS == set()
+    assert KNOWN_PRIVATE_IMPORTS <= found, f"fixed, remove from KNOWN_PRIVATE_IMPORTS: {KNOWN_PRIVATE_IMPORTS - found}"
