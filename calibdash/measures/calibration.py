@@ -34,17 +34,6 @@ The Mann-Whitney statistic: the weighted share of (positive, negative) pairs
 ranked correctly, a tie counting one half. Computed from one sort, with tied
 predictions grouped.
 
-MVCE (MBCT paper, Eq. 10)
--------------------------
-The multi-view calibration error averages, over ``n_views`` random partitions
-of the rows, the l_p mean over bins of the partition calibration error
-``PCE_b = |mean prediction - mean outcome|`` (Eq. 4). Each partition (a
-"view") is a seeded random shuffle of the rows split into equal-count bins of
-``bin_size`` rows (the paper's random-shuffle uniform-mass scheme): unlike
-ECE's bins, a view does not sort by the prediction, so it also sees
-miscalibration that is not a function of the score. Its value is a random
-function of the rows (their order included); see :func:`mvce` for weights.
-
 PUD (MBCT paper, Eq. 6)
 -----------------------
 The partition underestimated degree of a bin is ``sum(labels) / sum(probs)``
@@ -57,9 +46,9 @@ import math
 
 import numpy as np
 
-from ..errors import DataError, SettingsError
 from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, Groups, bin_assignments, bin_sums,
-                      binning_label, check_binning, check_inputs, is_whole, reliability_table, tied_groups)
+                      binning_label, check_binning, check_inputs, reliability_table, tied_groups)
+from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments, partition_views, row_views
 
 __all__ = [
     "bin_assignments", "ece", "mce", "rmse", "brier", "log_loss", "auc", "accuracy",
@@ -72,8 +61,6 @@ __all__ = [
 METRIC_NAMES = ("AUC", "ACC", "RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE")
 #: Metrics where a smaller value is better (the others: larger is better).
 LOWER_IS_BETTER = frozenset({"RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE"})
-#: Above this total weight, :func:`mvce` measures a uniform sample of this many rows.
-MVCE_MAX_ROWS = 1_000_000
 
 
 def _total(p: np.ndarray, w) -> float:
@@ -222,149 +209,6 @@ def pud(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     return _sum(y.astype(float), w) / total if total > 0 else float("nan")
 
 
-# ----------------------------------------------------------------------------
-# MVCE
-# ----------------------------------------------------------------------------
-def row_views(probs, y, bin_size: int, n_views: int, p: float, seed) -> np.ndarray:
-    """The per-view values of MVCE on rows (the definition; see :func:`mvce`)."""
-    n = probs.size
-    n_bins = max(1, n // bin_size)
-    ids = np.minimum(np.arange(n) // bin_size, n_bins - 1)
-    counts = np.bincount(ids, minlength=n_bins).astype(float)
-    d = probs - y
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_views)
-    for v in range(n_views):
-        pce = np.abs(np.bincount(ids, weights=d[rng.permutation(n)], minlength=n_bins)) / counts
-        out[v] = np.mean(pce ** p) ** (1.0 / p)
-    return out
-
-
-def _whole_counts(w: np.ndarray) -> np.ndarray:
-    """Weights as int64 row counts; MVCE shuffles rows, so fractional weights are refused."""
-    whole = is_whole(w)
-    if not whole or w.max() >= 2.0 ** 53:
-        bad = int(np.argmax(w != np.floor(w))) if not whole else int(np.argmax(w))
-        raise DataError(f"MVCE shuffles rows, so sample_weight must be whole row counts; row {bad} weighs "
-                        f"{w[bad]!r}. Round the weights to counts, or leave MVCE out.")
-    return w.astype(np.int64)
-
-
-def partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: int, p: float, seed) -> np.ndarray:
-    """Per-view MVCE of the rows ``np.repeat(d, counts)`` (residuals ``f - y``) without making the rows.
-
-    A view cuts a uniform random permutation of the N rows into bins of
-    ``bin_size`` rows (the remainder joining the last bin), so bin ``b``'s
-    residual sum ``S_b`` is the sum of a uniform draw without replacement of
-    ``M_b`` rows, jointly over the bins a random partition. Its first two
-    moments are exact and known: ``E S_b = M_b rbar``,
-    ``Var S_b = sigma^2 M_b (N - M_b) / (N - 1)`` and
-    ``Cov(S_b, S_c) = -sigma^2 M_b M_c / (N - 1)`` (``rbar``, ``sigma^2``: the
-    mean and population variance of the N residuals). Each view draws the
-    ``S_b`` from the normal distribution with exactly these moments:
-    ``S_b = M_b rbar + a (sqrt(M_b) z_b - (M_b / N) sum_c sqrt(M_c) z_c)`` with
-    ``z`` standard normal and ``a^2 = sigma^2 N / (N - 1)``. A bin sum of at
-    least ``bin_size`` rows is close to normal (central limit theorem for
-    sampling without replacement); ``tests/test_metrics.py`` checks the values
-    against the row-level views.
-    """
-    w = counts.astype(float)
-    n = float(w.sum())
-    mean = float(np.dot(w, d) / n)
-    var = float(np.dot(w, (d - mean) ** 2) / n)
-    n_bins = max(1, int(n) // int(bin_size))
-    sizes = np.full(n_bins, float(bin_size))
-    sizes[-1] += n - sizes.sum()
-    root = np.sqrt(sizes)
-    a = np.sqrt(var * n / (n - 1.0)) if n > 1 else 0.0
-    z = np.random.default_rng([int(seed), 2]).standard_normal((int(n_views), n_bins))
-    dev = a * (z * root - np.outer(z @ root, sizes / n))
-    pce = np.abs(mean * sizes + dev) / sizes
-    return np.mean(pce ** p, axis=1) ** (1.0 / p)
-
-
-def mvce_of_moments(mean: float, var: float, n: float, n_views: int, bin_size: int | None = None,
-                    p: float = 1.0, seed=0) -> float:
-    """MVCE (:func:`partition_views`) of ``n`` rows known only by the mean and variance of their residuals.
-
-    The partition views depend on the rows only through these two moments and their number, so two
-    values carrying them (half the rows each) give the value of the rows themselves: the bootstrap of
-    score cells measures each resample this way from sums it already has. ``bin_size`` defaults to
-    :func:`mvce`'s ``max(1, n // 10)``.
-    """
-    a = n // 2
-    gap = n * np.sqrt(max(var, 0.0) / (a * (n - a)))
-    d = np.array([mean + (n - a) * gap / n, mean - a * gap / n])
-    counts = np.array([a, n - a], dtype=np.int64)
-    m = max(1, int(n) // 10) if bin_size is None else int(bin_size)
-    return float(np.mean(partition_views(d, counts, m, n_views, p, seed)))
-
-
-def _mvce(probs, y, w, bin_size, n_views, p, seed, max_rows) -> float:
-    if bin_size is not None and int(bin_size) < 1:
-        raise SettingsError(f"bin_size must be at least 1, got {bin_size}.")
-    if int(n_views) < 1:
-        raise SettingsError(f"n_views must be at least 1, got {n_views}.")
-    if int(max_rows) < 1:
-        raise SettingsError(f"max_rows must be at least 1, got {max_rows}.")
-    if w is None:
-        m = max(1, probs.size // 10) if bin_size is None else int(bin_size)
-        return float(np.mean(row_views(probs, y, m, int(n_views), p, seed)))
-    counts = _whole_counts(w)
-    n = int(counts.sum())
-    m = max(1, n // 10) if bin_size is None else int(bin_size)
-    if n > int(max_rows):
-        return float(np.mean(partition_views(probs - y, counts, m, int(n_views), p, seed)))
-    return float(np.mean(row_views(np.repeat(probs, counts), np.repeat(y, counts), m, int(n_views), p, seed)))
-
-
-def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
-         p: float = 1.0, seed: int = 0, sample_weight=None, max_rows: int = MVCE_MAX_ROWS, *,
-         pos_label=None) -> float:
-    """Multi-view calibration error (MBCT paper, Eq. 10).
-
-    ``MVCE = 1/r sum_{views} ( 1/B sum_b |mean f_b - mean y_b|^p )^(1/p)``
-
-    Parameters
-    ----------
-    probs, labels : array-like
-    bin_size : int, optional
-        Rows per bin (the paper's M). Default ``max(1, N // 10)``: ten bins per
-        view, comparable with a 10-bin ECE. The last ``N mod bin_size`` rows of
-        each shuffle form no bin of their own: they join the last bin.
-    n_views : int, default 100
-        Number of random views r (the paper uses 100).
-    p : float, default 1
-        The l_p norm over bins (the paper's main results use p = 1; p = 2 is
-        its alternative).
-    seed : int, default 0
-        Seed of the views, so the metric is reproducible.
-    sample_weight : array-like of whole numbers, optional
-        Row counts. MVCE shuffles rows, so its value is a random function of
-        the rows and their order; weights are therefore turned into rows.
-        With a total ``N <= max_rows`` each row is repeated ``w`` times in
-        place (``np.repeat``) and MVCE is computed on those rows, so it
-        equals MVCE of the repeated rows exactly (same seed). Score cells
-        give a value distributed as that of their rows, not the same value:
-        the rows come in another order, so the seeded views differ. Fractional weights are
-        refused (:class:`DataError`): they define no rows to shuffle.
-    max_rows : int, default 1,000,000
-        Above this total weight the rows are not made: each view draws its
-        bins' residual sums from the normal distribution with the exact mean
-        and covariance of a random partition of all N rows
-        (:func:`partition_views`). The cost is then O(cells + views x bins)
-        whatever N, the bin size stays ``M`` (no subsample, so no extra
-        noise), and the value is distributed as the row-level one up to the
-        normal approximation of a sum of at least ``M`` rows drawn without
-        replacement; ``tests/test_metrics.py`` compares it with the views of
-        the rows themselves.
-    """
-    probs_, y, w = check_inputs(probs, labels, sample_weight, pos_label)
-    return _mvce(probs_, y, w, bin_size, n_views, p, seed, max_rows)
-
-
-
-
 def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
             mvce_bin_size: int | None = None, mvce_views: int = 100, sample_weight=None,
             mvce_max_rows: int = MVCE_MAX_ROWS, *, pos_label=None) -> dict[str, float]:
@@ -389,5 +233,5 @@ def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
         "LogLoss": _log_loss(p, y, w),
         "ECE": _ece(bins, _total(p, w)),
         "MCE": _mce(bins),
-        "MVCE": _mvce(p, y, w, mvce_bin_size, mvce_views, 1.0, 0, mvce_max_rows),
+        "MVCE": mvce_checked(p, y, w, mvce_bin_size, mvce_views, 1.0, 0, mvce_max_rows),
     }
