@@ -91,10 +91,10 @@ def binned_errors(count, sum_p, sum_y, total):
     count, sum_p, sum_y = np.asarray(count), np.asarray(sum_p), np.asarray(sum_y)
     gap = np.abs(sum_p - sum_y)
     full = count > 0
+    if gap.ndim == 1:
+        return float(np.sum(gap[full]) / total), float(np.max(gap[full] / count[full]))
     ece_ = np.where(full, gap, 0.0).sum(axis=-1) / total
     mce_ = np.max(np.where(full, gap / np.where(full, count, 1.0), -np.inf), axis=-1)
-    if gap.ndim == 1:
-        return float(ece_), float(mce_)
     return ece_, mce_
 
 
