@@ -148,8 +148,6 @@ _CHUNK = 1 << 20
 _MAX_ROWS = 25
 #: The metrics that need each method's sorted cells.
 _SORTED = frozenset({"AUC", "ECE", "MCE"})
-#: Log-loss clipping, as :func:`calibdash.metrics.log_loss`.
-_EPS = 1e-15
 #: What BootstrapResult.note says on the cells path.
 _MVCE_NOTE = ("MVCE's resamples are measured with the partition views of metrics.mvce ({views} views, seed 0: "
               "the exact moments of a random partition of the resampled rows).")
@@ -258,10 +256,9 @@ def _terms(p: np.ndarray) -> np.ndarray:
     log loss, correct at 0.5, prediction (each one per method), then the
     label and 1.
     """
-    q = np.clip(p, _EPS, 1 - _EPS)
-    ones, zeros = np.ones((p.shape[0], 1)), np.zeros((p.shape[0], 1))
-    pos = np.hstack([(1 - p) ** 2, -np.log(q), p >= 0.5, p, ones, ones])
-    neg = np.hstack([p ** 2, -np.log1p(-q), p < 0.5, p, zeros, ones])
+    ones = np.ones((p.shape[0], 1))                       # each metric's own row terms, for label 1 and for 0
+    pos, neg = (np.hstack([metrics.squared_errors(p, y), metrics.log_losses(p, y), metrics.hits(p, y), p, y * ones,
+                           ones]) for y in (1.0, 0.0))
     pad = np.zeros((1, pos.shape[1]))
     return np.vstack([pos, pad, neg, pad])
 

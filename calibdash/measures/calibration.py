@@ -55,6 +55,7 @@ __all__ = [
     "mvce", "pud", "reliability_table", "summary", "METRIC_NAMES", "LOWER_IS_BETTER",
     "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "MVCE_MAX_ROWS",
     "check_binning", "partition_views", "binned_errors", "mvce_of_moments", "row_views",
+    "LOG_LOSS_EPS", "squared_errors", "log_losses", "hits",
 ]
 
 #: Column names of :func:`summary`, in table order.
@@ -143,8 +144,30 @@ def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
     return _mce(bin_sums(p, y, w, n_bins, strategy))
 
 
+#: Log-loss clips the probabilities to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS].
+LOG_LOSS_EPS = 1e-15
+
+
+# Each row's term of the Brier score, the log-loss and the accuracy: the metrics are their weighted means, and
+# the bootstrap of score cells sums them over resampled counts (a cell's positive and negative rows).
+def squared_errors(p, y):
+    """``(p - y)^2`` per row: the Brier score's terms."""
+    return (p - y) ** 2
+
+
+def log_losses(p, y, eps: float = LOG_LOSS_EPS):
+    """``-[y ln q + (1 - y) ln(1 - q)]`` per row, ``q`` the probability clipped to ``[eps, 1 - eps]``."""
+    q = np.clip(p, eps, 1 - eps)
+    return -(y * np.log(q) + (1 - y) * np.log1p(-q))
+
+
+def hits(p, y, threshold: float = 0.5):
+    """1.0 where ``p >= threshold`` agrees with the label, else 0.0: the accuracy's terms."""
+    return ((p >= threshold) == (y == 1)).astype(float)
+
+
 def _brier(p, y, w) -> float:
-    return _mean((p - y) ** 2, w)
+    return _mean(squared_errors(p, y), w)
 
 
 def brier(probs, labels, sample_weight=None, *, pos_label=None) -> float:
@@ -157,12 +180,11 @@ def rmse(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     return math.sqrt(brier(probs, labels, sample_weight, pos_label=pos_label))
 
 
-def _log_loss(p, y, w, eps: float = 1e-15) -> float:
-    q = np.clip(p, eps, 1 - eps)
-    return -_mean(y * np.log(q) + (1 - y) * np.log1p(-q), w)
+def _log_loss(p, y, w, eps: float = LOG_LOSS_EPS) -> float:
+    return _mean(log_losses(p, y, eps), w)
 
 
-def log_loss(probs, labels, eps: float = 1e-15, sample_weight=None, *, pos_label=None) -> float:
+def log_loss(probs, labels, eps: float = LOG_LOSS_EPS, sample_weight=None, *, pos_label=None) -> float:
     """Mean negative Bernoulli log-likelihood, probabilities clipped to [eps, 1-eps]."""
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     return _log_loss(p, y, w, eps)
@@ -189,7 +211,7 @@ def auc(probs, labels, sample_weight=None, *, pos_label=None) -> float:
 
 
 def _accuracy(p, y, w, threshold: float = 0.5) -> float:
-    return _mean(((p >= threshold) == (y == 1)).astype(float), w)
+    return _mean(hits(p, y, threshold), w)
 
 
 def accuracy(probs, labels, threshold: float = 0.5, sample_weight=None, *, pos_label=None) -> float:
