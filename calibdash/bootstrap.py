@@ -33,9 +33,9 @@ import pandas as pd
 from scipy import special
 from threadpoolctl import threadpool_limits
 
-from .measures import binning, calibration as metrics
 from .errors import DataError, SettingsError
 from .evaluation import CELLS_MIN_ROWS, UNCALIBRATED, Evaluation
+from .measures import binning, calibration as metrics
 from .validation import check_scores
 
 __all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_cells", "bootstrap_measures", "bootstrap_evaluation",

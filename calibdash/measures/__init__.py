@@ -49,7 +49,7 @@ counts as ``w`` rows, so the values of score cells are those of their rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
