@@ -34,7 +34,7 @@ def _need_both_classes(y, w, what: str) -> None:
             raise DataError(f"{what} needs both classes; every row of positive weight has label {1 - cls}.")
 
 
-def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, start, offset=None):
+def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, offset=None):
     """``(beta, covariance, converged)`` of ``logit P(y=1) = offset + x beta`` (:func:`solve_logistic`).
 
     The covariance is the inverse of the observed information at the estimate (for the canonical
@@ -112,10 +112,11 @@ def calibration_intercept_slope(probs, labels, sample_weight=None, level: float 
         If, without those rows, one class has no weight.
     """
     level = check_level(level)
-    p, y, w, _ = check_rows(probs, labels, sample_weight)
+    p, y, w, given = check_rows(probs, labels, sample_weight)
     inner = (p > 0.0) & (p < 1.0)
     excluded = float(w[~inner].sum())
     p, y, w = p[inner], y[inner], w[inner]
+    fit_w = None if given is None else w                 # unit weights: the solver skips the products
     if p.size == 0:
         raise DataError("every prediction is exactly 0 or 1, so no logit is finite: the calibration "
                         "intercept and slope are undefined.")
@@ -123,9 +124,9 @@ def calibration_intercept_slope(probs, labels, sample_weight=None, level: float 
     x = np.log(p) - np.log1p(-p)
     z = float(stats.norm.ppf(0.5 + level / 2))
     ones = np.ones((p.size, 1))
-    (a,), cov_a, ok_a = _fit(ones, y, w, np.zeros(1), offset=x)
+    (a,), cov_a, ok_a = _fit(ones, y, fit_w, np.zeros(1), offset=x)
     if np.ptp(x[w > 0]) > 0:
-        (a2, b), cov_b, ok_b = _fit(np.column_stack([np.ones(p.size), x]), y, w, np.array([0.0, 1.0]))
+        (a2, b), cov_b, ok_b = _fit(np.column_stack([np.ones(p.size), x]), y, fit_w, np.array([0.0, 1.0]))
     else:                                             # one logit value: the slope is not identified
         a2 = b = float("nan")
         cov_b, ok_b = np.full((2, 2), np.nan), False
