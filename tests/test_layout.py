@@ -255,3 +255,20 @@ def test_no_module_imports_another_modules_private_names():
     found = private_imports(mods)
     assert found - KNOWN_PRIVATE_IMPORTS == set()
     assert KNOWN_PRIVATE_IMPORTS <= found, f"fixed, remove from KNOWN_PRIVATE_IMPORTS: {KNOWN_PRIVATE_IMPORTS - found}"
+
+
+def test_measures_are_one_subpackage_over_one_solver():
+    """The measures live in calibdash/measures/; the old root names (metrics, clinical, smooth_ece, corp) only
+    re-export it and nothing inside imports them back; the one logistic solver sits below calibrators and measures."""
+    graph = import_graph(_modules(PACKAGE))
+    old = {"calibdash.metrics", "calibdash.clinical", "calibdash.smooth_ece", "calibdash.corp"}
+    inside = {name for name in graph if name.startswith("calibdash.measures")}
+    assert {"calibdash.measures.binning", "calibdash.measures.calibration", "calibdash.measures.mvce"} <= inside
+    for name in inside:
+        assert not graph[name] & old, f"{name} imports an old re-export module: {graph[name] & old}"
+    for name in old - {"calibdash.clinical"}:                 # clinical also keeps the UI's bin-count rule
+        assert graph[name] and all(dep.startswith("calibdash.measures") for dep in graph[name]), name
+    assert graph["calibdash.logistic"] == set()
+    for user in ("calibdash.calibrators.platt", "calibdash.calibrators.beta", "calibdash.calibrators.temperature",
+                 "calibdash.measures.recalibration"):
+        assert "calibdash.logistic" in graph[user], user
