@@ -33,9 +33,9 @@ import pandas as pd
 from scipy import special
 from threadpoolctl import threadpool_limits
 
-from . import metrics
 from .errors import DataError, SettingsError
 from .evaluation import CELLS_MIN_ROWS, UNCALIBRATED, Evaluation
+from .measures import binning, calibration as metrics
 from .validation import check_scores
 
 __all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_cells", "bootstrap_measures", "bootstrap_evaluation",
@@ -148,8 +148,6 @@ _CHUNK = 1 << 20
 _MAX_ROWS = 25
 #: The metrics that need each method's sorted cells.
 _SORTED = frozenset({"AUC", "ECE", "MCE"})
-#: Log-loss clipping, as :func:`calibdash.metrics.log_loss`.
-_EPS = 1e-15
 #: What BootstrapResult.note says on the cells path.
 _MVCE_NOTE = ("MVCE's resamples are measured with the partition views of metrics.mvce ({views} views, seed 0: "
               "the exact moments of a random partition of the resampled rows).")
@@ -246,7 +244,7 @@ def _sort(p: np.ndarray, n_bins: int, strategy: str) -> _Order:
     group = None if starts.size == v.size else np.repeat(np.arange(starts.size), ends - starts)
     uniform = None
     if strategy == "uniform":
-        uniform = np.searchsorted(metrics.bin_assignments(v, n_bins, "uniform"), np.arange(1, n_bins))
+        uniform = np.searchsorted(binning.uniform_ids(v, n_bins), np.arange(1, n_bins))
     return _Order(np.r_[order, v.size], np.r_[v, 0.0], starts, ends, group, uniform)
 
 
@@ -258,10 +256,9 @@ def _terms(p: np.ndarray) -> np.ndarray:
     log loss, correct at 0.5, prediction (each one per method), then the
     label and 1.
     """
-    q = np.clip(p, _EPS, 1 - _EPS)
-    ones, zeros = np.ones((p.shape[0], 1)), np.zeros((p.shape[0], 1))
-    pos = np.hstack([(1 - p) ** 2, -np.log(q), p >= 0.5, p, ones, ones])
-    neg = np.hstack([p ** 2, -np.log1p(-q), p < 0.5, p, zeros, ones])
+    ones = np.ones((p.shape[0], 1))                       # each metric's own row terms, for label 1 and for 0
+    pos, neg = (np.hstack([metrics.squared_errors(p, y), metrics.log_losses(p, y), metrics.hits(p, y), p, y * ones,
+                           ones]) for y in (1.0, 0.0))
     pad = np.zeros((1, pos.shape[1]))
     return np.vstack([pos, pad, neg, pad])
 
@@ -335,17 +332,17 @@ def _auc(o: _Order, ws, ps, cum, ends, pos, total) -> np.ndarray:
 
 
 def _quantile_bins(o: _Order, n_bins, ws, ps, ends, pos, total, pred_sum):
-    """Per resample and equal-count bin: weight, prediction sum, positives (as ``metrics._quantile_bins``).
+    """Per resample and equal-count bin: weight, prediction sum, positives (as
+    :func:`calibdash.measures.binning.quantile_bins` on each resample's weights).
 
-    The inner edges sit at whole-row positions of the cumulative weight; the
+    The inner edges (:func:`calibdash.measures.binning.quantile_edges` of each
+    resample's total, whole rows) sit at whole-row positions of the cumulative weight; the
     tied group an edge falls in is split in proportion to weight, so each
     sum at an edge is its sum below the group plus the edge's share of the
     group.
     """
     rows = ws.shape[0]
-    base, rest = np.divmod(np.rint(total).astype(np.int64), n_bins)
-    k = np.arange(1, n_bins)
-    inner = (k * base[:, None] + np.minimum(k, rest[:, None])).astype(float)
+    inner = binning.quantile_edges(total, n_bins, whole=True)[:, 1:-1]
     g = np.stack([np.searchsorted(ends[r], inner[r]) for r in range(rows)])
     g = np.minimum(g, o.starts.size - 1)
     below = np.where(g > 0, np.take_along_axis(ends, np.maximum(g - 1, 0), axis=1), 0.0)
@@ -370,15 +367,6 @@ def _steps(inner: np.ndarray, last: np.ndarray) -> np.ndarray:
     return np.diff(np.column_stack([np.zeros(inner.shape[0]), inner, last]), axis=1)
 
 
-def _ece_mce(count, sum_p, sum_y, total):
-    """ECE and MCE per resample from bin sums, over the non-empty bins (as ``metrics._ece`` and ``_mce``)."""
-    gap = np.abs(sum_p - sum_y)
-    full = count > 0
-    ece = np.where(full, gap, 0.0).sum(axis=1) / total
-    mce = np.max(np.where(full, gap / np.where(full, count, 1.0), -np.inf), axis=1)
-    return ece, mce
-
-
 def _sorted_metrics(plan: _Plan, o: _Order, w, wp, pos, total, pred_sum) -> dict:
     """AUC, ECE and MCE of one method on every resample of a chunk, from its cells sorted once."""
     ws, ps = w.take(o.order, axis=1), wp.take(o.order, axis=1)
@@ -390,30 +378,16 @@ def _sorted_metrics(plan: _Plan, o: _Order, w, wp, pos, total, pred_sum) -> dict
         bins = _quantile_bins(o, plan.n_bins, ws, ps, ends, pos, total, pred_sum)
     else:
         bins = _uniform_bins(o, ws, ps, pos, total, pred_sum)
-    ece, mce = _ece_mce(*bins, total)
+    ece, mce = metrics.binned_errors(*bins, total)
     return {"AUC": _auc(o, ws, ps, cum, ends, pos, total), "ECE": ece, "MCE": mce}
 
 
-def _mvce(mean: float, var: float, n: float, views: int) -> float:
-    """MVCE by ``metrics``' partition views of ``n`` rows whose residuals have this mean and variance.
-
-    Those views depend on the rows only through these two moments and their
-    number, so two values carrying them (half the rows each) give the value
-    of the resampled rows themselves.
-    """
-    a = n // 2
-    gap = n * np.sqrt(max(var, 0.0) / (a * (n - a)))
-    d = np.array([mean + (n - a) * gap / n, mean - a * gap / n])
-    counts = np.array([a, n - a], dtype=np.int64)
-    bin_size = max(1, int(n) // 10)                          # metrics.mvce's default: ten bins per view
-    return float(np.mean(metrics.partition_views(d, counts, bin_size, views, 1.0, 0)))
-
-
 def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int) -> np.ndarray:
-    """:func:`_mvce` of every resample (rows) and method (columns); the caller blanks one-class rows."""
+    """MVCE of every resample (rows) and method (columns) from its residuals' moments
+    (:func:`calibdash.measures.calibration.mvce_of_moments`); the caller blanks one-class rows."""
     out = np.full(mean.shape, np.nan)
     for r in np.flatnonzero(total >= 2):
-        out[r] = [_mvce(m, v, total[r], views) for m, v in zip(mean[r], var[r])]
+        out[r] = [metrics.mvce_of_moments(m, v, total[r], views) for m, v in zip(mean[r], var[r])]
     return out
 
 

@@ -14,6 +14,7 @@ from scipy import optimize, special, stats
 from sklearn.linear_model import LogisticRegression
 
 from calibdash import clinical as C
+from calibdash.measures import smoother
 from calibdash import metrics as M
 from calibdash.errors import DataError, SettingsError
 
@@ -191,9 +192,9 @@ def test_ici_of_a_known_distortion_matches_its_analytic_value():
 def test_interpolated_curve_is_close_to_the_exact_fit(dist):
     """500 nodes and a cubic spline against the fit at every one of 3,000 distinct predictions."""
     p, y = _data(3_000, 4, truth=np.sqrt, dist=dist)
-    d = C._Distinct(p, y.astype(float), np.ones(p.size))
-    exact = C._loess_at(d, d.x, 0.75, 2)
-    nodes, _, curve = C._smooth(d, 0.75, 2, 500)
+    d = smoother._Distinct(p, y.astype(float), np.ones(p.size))
+    exact = smoother._loess_at(d, d.x, 0.75, 2)
+    nodes, _, curve = smoother._smooth(d, 0.75, 2, 500)
     assert nodes.size <= 502
     assert np.max(np.abs(curve - exact)) < 2e-4
     err = np.abs(exact - d.x)
@@ -208,7 +209,7 @@ def test_ici_quantiles_are_r_type_7_over_rows():
     v = np.array([0.3, 0.1, 0.2, 0.5])
     w = np.array([2, 0, 3, 1])
     for q in (0.0, 0.5, 0.9, 1.0):
-        assert C._weighted_quantile7(v, w.astype(float), q) == pytest.approx(np.quantile(np.repeat(v, w), q))
+        assert smoother._weighted_quantile7(v, w.astype(float), q) == pytest.approx(np.quantile(np.repeat(v, w), q))
 
 
 def test_heavily_tied_predictions_make_loess_undefined():
@@ -414,10 +415,9 @@ CASES = {
 
 def _same(a, b):
     """Equal to rel 1e-9: the functions are closed forms of weighted sums (whole weights against
-    repeated rows: a few ulps apart) and, for the intercept and slope, Newton's method stopped one
-    step after a step below 1e-10 of the coefficients (``clinical._logistic_fit``): quadratic
-    convergence puts that last iterate within about (1e-10)^2 of the optimum, below the rounding of
-    the gradient sums, so both fits agree to that rounding (seen: 1e-15)."""
+    repeated rows: a few ulps apart) and, for the intercept and slope, the one logistic solver
+    (:func:`calibdash.logistic.solve_logistic`) iterated to the floating-point limit, so both fits
+    agree to the rounding of the gradient sums."""
     if isinstance(a, pd.DataFrame):
         pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False,
                                       rtol=1e-9, atol=1e-12)

@@ -15,6 +15,7 @@ import pytest
 from scipy.stats import norm
 
 from calibdash import smooth_ece as S
+from calibdash.measures import smooth_ece as SM
 from calibdash.errors import DataError, SettingsError
 
 
@@ -63,11 +64,11 @@ def test_reproduces_relplot(name):
 def test_relplot_density_guard_is_the_whole_difference(name):
     """Adding relplot's 1e-4 to the density at each integration point gives its numbers to rounding."""
     f, y = _case(name)
-    rows = S._Rows(*S._check(f, y))
+    rows = SM._Rows(*SM.check_inputs(f, y))
     for sigma, expected in zip((0.05, 0.003), RELPLOT[name][2:]):
         num, den = rows.smoothed(sigma)
-        t = np.linspace(0, 1, S._integration_points(sigma))
-        guarded = np.sum(np.abs(S._interpolate(t, num))) / np.sum(S._interpolate(t, den) + 1e-4)
+        t = np.linspace(0, 1, SM._integration_points(sigma))
+        guarded = np.sum(np.abs(SM._interpolate(t, num))) / np.sum(SM._interpolate(t, den) + 1e-4)
         assert guarded == pytest.approx(expected, rel=1e-12)
 
 

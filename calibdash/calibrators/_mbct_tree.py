@@ -5,10 +5,11 @@ Three pieces, each usable and testable on its own:
 * feature coding (:class:`ColumnCode`, :func:`learn_codes`, :func:`encode`):
   every input column becomes small integer codes: the score in equal-width
   bins, numeric columns in quantile bins, categorical columns as they are;
-* the node-local loss (:func:`grouped_mvce`): the multi-view calibration
-  error of :func:`calibdash.metrics.mvce`, for many groups of rows and many
-  candidate predictions at once, on shared random views, with or without
-  sample weights (:func:`weighted_mvce`: the global loss with weights);
+* the node-local loss (:func:`calibdash.measures.mvce.grouped_mvce`, kept
+  in MVCE's one home and imported here): the multi-view calibration error
+  for many groups of rows and many candidate predictions at once, on shared
+  random views, with or without sample weights (``weighted_mvce``: the
+  global loss with weights);
 * the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth
   with multiway splits and one scale factor per node, and routing of new rows.
 
@@ -31,6 +32,7 @@ import pandas as pd
 
 from .. import metrics
 from ..errors import DataError
+from ..measures.mvce import grouped_mvce, iter_views, random_views, weighted_mvce  # noqa: F401  (the tree's loss)
 
 #: Kinds of coded column. "score" and "numeric" codes are ordered (a split
 #: cuts them into ranges); "categorical" codes are not (a split groups values).
@@ -218,175 +220,6 @@ def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None
     for j, c in enumerate(codes[1:], start=1):
         out[:, j] = -1 if features is None else c.encode(features[c.name])
     return out
-
-
-# ----------------------------------------------------------------------------
-# Node-local loss
-# ----------------------------------------------------------------------------
-def iter_views(n: int, n_views: int, seed):
-    """Yield ``n_views`` random permutations of ``range(n)``, drawn as :func:`metrics.mvce` draws them."""
-    rng = np.random.default_rng(seed)
-    for _ in range(int(n_views)):
-        yield rng.permutation(n)
-
-
-def random_views(n: int, n_views: int, seed) -> np.ndarray:
-    """The permutations of :func:`iter_views` as one array (int32), to be reused."""
-    out = np.empty((int(n_views), n), dtype=np.int32 if n < 2 ** 31 else np.int64)
-    for v, perm in enumerate(iter_views(n, n_views, seed)):
-        out[v] = perm
-    return out
-
-
-def _spill(rows, g, start, end, b0, b1, last, bin_start, m):
-    """How rows whose weight reaches past their first bin correct the sums that put all of it there.
-
-    Returns (row, bin, weight) triples: per such row, minus the weight it
-    has beyond its first bin, taken from that bin, and the weight it puts in
-    each later bin it reaches (a full ``m``, or what is left of it in the
-    last one; the group's last bin has no upper end). Bins are global
-    numbers.
-    """
-    extra = b1 - b0
-    owner = np.repeat(np.arange(rows.size), extra)
-    step = np.arange(int(extra.sum())) - np.repeat(np.cumsum(extra) - extra, extra) + 1
-    j = b0[owner] + step
-    upper = np.where(j < last[owner], (j + 1) * m, np.inf)
-    amount = np.maximum(np.minimum(end[owner], upper) - j * m, 0.0)
-    beyond = end - (b0 + 1) * m
-    bins = np.concatenate([b0, j]) + bin_start[np.concatenate([g, g[owner]])]
-    return np.concatenate([rows, rows[owner]]), bins, np.concatenate([-beyond, amount])
-
-
-def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
-                 bin_size: float, p: float = 1.0, weights: np.ndarray | None = None) -> np.ndarray:
-    """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals.
-
-    The definition is :func:`calibdash.metrics.mvce`'s: in each view the
-    rows are taken in a random order and cut into bins of ``bin_size`` rows
-    (the last ``N mod bin_size`` rows join the last bin, a group with fewer
-    than ``bin_size`` rows is one bin); the loss is the mean over views of
-    the l_p mean over bins of ``|mean(prediction - label)|``. Here a group's
-    view is the view of all rows restricted to the group (a uniformly random
-    order of the group's rows, as a fresh shuffle would be), and all columns
-    share the views, so candidate predictions of one node are compared on the
-    same partitions. With one group and ``views = random_views(n, r, seed)``
-    the result equals ``metrics.mvce(pred, labels, bin_size, r, p, seed)``.
-
-    With ``weights`` the bins hold equal shares of weight: the group's rows,
-    in the view's order, lay their weights end to end; bin ``b`` is the
-    stretch ``[b M, (b + 1) M)`` of that line (the last bin runs to the
-    group's total weight ``W``, so there are ``max(1, floor(W / M))`` bins)
-    and a row whose weight straddles a boundary puts each part in its bin. A
-    bin's error is ``|sum(part * residual)| / (its weight)``. Integer weights
-    thus act as the row repeated, its copies kept next to each other in the
-    view (a fresh shuffle of the repeated rows would scatter them: the two
-    agree on average, not exactly). Unit weights give the unweighted result
-    bit for bit.
-
-    Parameters
-    ----------
-    residuals : ndarray, shape (C, n)
-        Prediction minus label of every row, one row per candidate prediction.
-    group : ndarray of int, shape (n,)
-        Group of each row, 0 .. n_groups - 1, or -1 for a row that takes no part.
-    views : ndarray of shape (r, n), or an iterable of permutations
-        Each one a permutation of ``range(n)``.
-    bin_size, p :
-        The MVCE's bin size M (rows, or weight with ``weights``) and norm p.
-    weights : ndarray of shape (n,), optional
-        Non-negative weight of each row (None: 1 each); every group needs a
-        positive total weight.
-
-    Returns
-    -------
-    ndarray, shape (n_groups, C)
-    """
-    d = np.ascontiguousarray(residuals, dtype=float)
-    if d.ndim == 1:
-        d = d[None, :]
-    n_cols, n = d.shape
-    group = np.asarray(group)
-    rows_in = np.bincount(group[group >= 0], minlength=n_groups)
-    if weights is None:
-        m, sizes = int(bin_size), rows_in
-        if m < 1:
-            raise DataError(f"the MVCE bin size must be at least 1, got {bin_size}.")
-    else:
-        w = np.asarray(weights, dtype=float)
-        m = float(bin_size)
-        if not m > 0:
-            raise DataError(f"the MVCE bin size must be positive, got {bin_size}.")
-        sizes = np.bincount(group[group >= 0], weights=w[group >= 0], minlength=n_groups)
-        wd = w * d                                         # every row's whole weight in its first bin...
-    if np.any(sizes <= 0):
-        raise ValueError("every group needs at least one row (of positive weight)")
-    n_active = int(rows_in.sum())
-    starts = np.concatenate([[0], np.cumsum(rows_in)[:-1]])
-    n_bins = np.maximum(1, sizes // m).astype(np.int64)
-    bin_start = np.concatenate([[0], np.cumsum(n_bins)])
-    total = int(bin_start[-1])
-    # every view has the same bin sizes: m rows (weight), the remainder in each group's last bin
-    counts = np.full(total, float(m))
-    counts[bin_start[1:] - 1] += sizes - n_bins * m
-    label = np.where(group >= 0, group, n_groups).astype(np.int16 if n_groups < 32767 else np.int32)
-    rank = np.arange(n_active)
-    bin_of_row = np.full(n, total, dtype=np.intp)          # rows outside every group: a spare bin
-    acc = np.zeros((n_groups, n_cols))
-    n_views = 0
-    one_group = n_groups == 1 and n_active == n
-    for perm in views:
-        n_views += 1
-        if one_group:                                      # every row in group 0: the view as it is
-            rows, g = perm, np.zeros(n, dtype=np.intp)
-        else:
-            lab = label[perm]
-            order = np.argsort(lab, kind="stable")[:n_active]  # by group, random order within
-            g = lab[order].astype(np.intp)
-            rows = perm[order]
-        if weights is None:
-            pos = rank - starts[g]
-            bin_of_row[rows] = np.minimum(pos // m, n_bins[g] - 1) + bin_start[g]
-            pce = np.stack([np.bincount(bin_of_row, weights=d[c], minlength=total + 1)[:total]
-                            for c in range(n_cols)])
-        else:
-            wo = w[rows]
-            before = np.concatenate([[0.0], np.cumsum(wo)])
-            start = before[:-1] - before[starts[g]]        # weight laid down before the row, in its group
-            end = before[1:] - before[starts[g]]
-            last = n_bins[g] - 1
-            b0 = np.minimum(np.floor_divide(start, m).astype(np.intp), last)
-            b1 = np.maximum(np.minimum(np.ceil(end / m).astype(np.intp) - 1, last), b0)
-            bin_of_row[rows] = b0 + bin_start[g]
-            pce = np.stack([np.bincount(bin_of_row, weights=wd[c], minlength=total + 1)[:total]
-                            for c in range(n_cols)])
-            cross = np.flatnonzero(b1 > b0)                # ... but these rows reach past it
-            if cross.size:
-                r, b, amount = _spill(rows[cross], g[cross], start[cross], end[cross], b0[cross], b1[cross],
-                                      last[cross], bin_start, m)
-                for c in range(n_cols):
-                    pce[c] += np.bincount(b, weights=amount * d[c, r], minlength=total)[:total]
-        pce = np.abs(pce) / counts
-        if p == 1:
-            per_group = np.add.reduceat(pce, bin_start[:-1], axis=1) / n_bins
-        else:
-            per_group = (np.add.reduceat(pce ** p, bin_start[:-1], axis=1) / n_bins) ** (1.0 / p)
-        acc += per_group.T
-    return acc / max(1, n_views)
-
-
-def weighted_mvce(probs: np.ndarray, labels: np.ndarray, weights: np.ndarray, bin_size: float,
-                  n_views: int = 100, p: float = 1.0, seed: int = 0) -> float:
-    """:func:`calibdash.metrics.mvce` with sample weights: bins of equal weight ``bin_size``.
-
-    The same random views as ``metrics.mvce(probs, labels, ..., seed=seed)``
-    (permutations of the rows), each cut into stretches of equal weight as
-    :func:`grouped_mvce` describes. With unit weights it equals
-    ``metrics.mvce`` up to the order of summation (1e-12 relative).
-    """
-    d = np.asarray(probs, dtype=float) - np.asarray(labels, dtype=float)
-    one = np.zeros(d.size, dtype=np.int64)
-    return float(grouped_mvce(d[None], one, 1, iter_views(d.size, n_views, seed), bin_size, p, weights)[0, 0])
 
 
 # ----------------------------------------------------------------------------

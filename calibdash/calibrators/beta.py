@@ -9,9 +9,10 @@ from scipy.optimize import brentq
 from scipy.special import expit
 
 from ..errors import SettingsError
+from ..logistic import fit_logistic
 from .base import Calibrator, HyperParam
 from ..sql import ClosedForm, SqlWriter, literal
-from .platt import EPS, fit_logistic
+from .platt import EPS
 
 __all__ = ["BetaCalibrator", "BetaFit", "PARAMETERS", "beta_features", "beta_map", "midpoint", "log_likelihood",
            "fit_logistic", "fit_beta"]
@@ -116,7 +117,7 @@ def fit_beta(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, parameters: str
     """Fit the beta calibration map with ``parameters`` (see :class:`BetaCalibrator`) on checked scores
     ``s``, labels ``y`` and weights ``w`` (None: unit weights). Every regression starts from the
     identity map (``a = b = 1``, ``c = 0``; a refit from its kept coefficient 1 and ``c = 0``) and is
-    solved by :func:`~calibdash.calibrators.platt.fit_logistic` (Platt's solver), to the floating-point
+    solved by :func:`~calibdash.logistic.fit_logistic` (the package's one logistic solver, Platt's too), to the floating-point
     limit unless ``tol > 0``."""
     x1, x2 = beta_features(s)
     one = np.ones_like(x1)

@@ -249,8 +249,8 @@ class MBCTCalibrator(Calibrator):
         weight ``M``: in each random view (a permutation of the rows) the
         rows lay their weights end to end and the line is cut every ``M``, a
         row across a cut putting each part in its bin
-        (:func:`~calibdash.calibrators._mbct_tree.grouped_mvce`; the global
-        loss :func:`~calibdash.calibrators._mbct_tree.weighted_mvce`, with
+        (:func:`~calibdash.measures.mvce.grouped_mvce`; the global
+        loss :func:`~calibdash.measures.mvce.weighted_mvce`, with
         ``M`` at most half the check rows' weight). The holdout split stays
         a stratified split of rows. Rows of weight 0 are left out first, and
         unit weights take the unweighted path (the same fit bit for bit).

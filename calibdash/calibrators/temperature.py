@@ -7,6 +7,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..errors import SettingsError
+from ..logistic import fit_logistic
 from .base import Calibrator
 from ..sql import ClosedForm, literal
 from .platt import logit, logit_sql
@@ -60,40 +61,29 @@ def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, 
 
     The negative log-likelihood is convex in ``beta`` (a logistic regression through the origin on
     ``z``), so its derivative is non-decreasing and the optimum in ``[lo, hi]`` is its root there, or
-    the bound where it keeps its sign. The root is found by Newton's method safeguarded by bisection
-    (a Newton step that leaves the current bracket is replaced by the bracket's geometric midpoint),
-    starting from ``beta = 1`` (``T = 1``, the scores as they are).
+    the bound where it keeps its sign. The signs at the bounds are checked first; between them the
+    root is found by the package's one logistic solver (:func:`calibdash.logistic.fit_logistic`,
+    Platt's and beta calibration's too) on the single column ``z`` without an intercept, starting
+    from ``beta = 1`` (``T = 1``, the scores as they are) and iterated to the floating-point limit.
+
+    ``tol`` is accepted for the settings saved with earlier fits; the solver's own stopping rule
+    (a step below 4 ulps of ``beta``) is tighter than any ``tol`` above 1e-15.
 
     Returns
     -------
     (beta, n_iter)
-        The inverse temperature and the Newton/bisection steps taken (0 when it sits at a bound).
+        The inverse temperature and the Newton steps taken (0 when it sits at a bound).
     """
     y = y.astype(float)
+    start = min(max(1.0, lo), hi)
     if not np.any(z):                                  # every score 1/2: the likelihood ignores T
-        return min(max(1.0, lo), hi), 0
+        return start, 0
     if nll_grad_hess(lo, z, y, w)[1] >= 0:            # the likelihood still grows as T -> t_max
         return lo, 0
     if nll_grad_hess(hi, z, y, w)[1] <= 0:            # ... as T -> t_min (separable scores)
         return hi, 0
-    beta = min(max(1.0, lo), hi)
-    it = 0
-    for it in range(1, int(max_iter) + 1):
-        _, g, h = nll_grad_hess(beta, z, y, w)
-        step = g / h if h > 0 else math.nan
-        if g == 0 or abs(step) <= tol * beta:          # converged: take the last (tiny) Newton step
-            return (beta - step if g != 0 else beta), it
-        if g > 0:
-            hi = beta
-        else:
-            lo = beta
-        new = beta - step
-        if not lo < new < hi:                           # Newton left the bracket: bisect it instead
-            new = math.sqrt(lo * hi)
-        if hi - lo <= tol * lo:
-            return new, it
-        beta = new
-    return beta, it
+    (beta,), _, it = fit_logistic(z[:, None], y, w, [start], max_iter)
+    return min(max(float(beta), lo), hi), int(it)
 
 
 class TemperatureCalibrator(Calibrator):
@@ -111,8 +101,8 @@ class TemperatureCalibrator(Calibrator):
     unchanged.
 
     Fitting: the paper minimises the NLL over ``T`` with a general optimiser. Here the NLL is
-    minimised over the inverse temperature ``beta = 1/T``, in which it is convex, by a safeguarded
-    Newton iteration on its derivative (:func:`fit_inverse_temperature`): one optimum, found to
+    minimised over the inverse temperature ``beta = 1/T``, in which it is convex, by the package's
+    one logistic solver (:func:`fit_inverse_temperature`): one optimum, found to
     about machine precision. ``T`` is kept in ``[t_min, t_max]``: when the likelihood keeps growing
     beyond a bound, the fit stops at that bound: ``T -> infinity`` (the constant map 1/2 fits best)
     when ``sum(w (y - 1/2) logit(s)) <= 0``, that is when the scores rank the labels no
@@ -131,9 +121,9 @@ class TemperatureCalibrator(Calibrator):
     t_min, t_max : float, default 1e-3 and 1e3
         The range ``T`` is fitted in (``0 < t_min < t_max``).
     max_iter : int, default 100
-        Newton/bisection steps at most.
+        Newton steps at most.
     tol : float, default 1e-12
-        Stop when a step changes ``1/T`` by less than ``tol`` times its value.
+        Kept for saved settings; the fit runs to the floating-point limit (:func:`fit_inverse_temperature`).
 
     Attributes
     ----------
@@ -142,7 +132,7 @@ class TemperatureCalibrator(Calibrator):
     log_likelihood_ : float
         Log-likelihood of the training labels at ``T`` (weighted: each row's term times its weight).
     n_iter_ : int
-        Newton/bisection steps taken (0 when ``T`` sits at a bound).
+        Newton steps taken (0 when ``T`` sits at a bound).
     """
 
     name = "temperature"

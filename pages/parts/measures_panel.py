@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calibdash import clinical, measures
+from calibdash import measures
 from calibdash.evaluation import Evaluation, Scheme
 from pages.parts import fitting
 from pages.parts.tables import interval_frame
@@ -23,10 +23,10 @@ def _tests(ev: Evaluation, labels: dict) -> pd.DataFrame:
     rows = {}
     for key in ev.predictions.columns:
         p = ev.predictions[key].to_numpy()
-        z = clinical.spiegelhalter_z(p, ev.labels, ev.weights)
-        hl = clinical.hosmer_lemeshow(p, ev.labels, ev.weights)
-        rows[labels.get(key, key)] = {"Spiegelhalter z": z["z"], "p (z)": z["p_value"], "reading (z)": z["reading"],
-                                      "Hosmer-Lemeshow": hl["statistic"], "p (HL)": hl["p_value"],
+        tests = measures.hypothesis_tests(p, ev.labels, ev.weights)
+        z, hl = tests["Spieg. z"], tests["HL"]
+        rows[labels.get(key, key)] = {"Spiegelhalter z": z["statistic"], "p (z)": z["p_value"],
+                                      "reading (z)": z["reading"], "Hosmer-Lemeshow": hl["statistic"], "p (HL)": hl["p_value"],
                                       "reading (HL)": hl["reading"]}
     return pd.DataFrame.from_dict(rows, orient="index")
 

@@ -1,7 +1,25 @@
-"""More calibration measures beside :data:`calibdash.metrics.METRIC_NAMES`: one registry for tables, intervals and ranks.
+"""The measures: the papers' metrics and the further measures, one module per concern, and their registry.
 
-:mod:`calibdash.metrics` holds the measures of the four papers (ECE, MCE,
-MVCE, ...) and is tuned for the bootstrap of score cells. This module names
+The subpackage:
+
+==========================  ===================================================================
+``binning``                 the bins every binned measure and the bootstrap share (equal-count,
+                            equal-width, rank), bin indices, reliability tables, input checks
+``calibration``             the papers' metrics: ECE, MCE, MVCE, RMSE, Brier, log-loss, AUC,
+                            accuracy, PUD, ``summary`` (also as :mod:`calibdash.metrics`)
+``recalibration``           calibration intercept and slope (the one logistic solver,
+                            :mod:`calibdash.logistic`)
+``smoother``                the loess calibration curve, ICI, E50, E90, Emax
+``hypothesis``              Spiegelhalter's z, the Hosmer-Lemeshow test
+``decomposition``           Murphy's Brier decomposition
+``binned``                  debiased l2 calibration error, adaptive ECE
+``smooth_ece``, ``corp``    smooth ECE; CORP (also as :mod:`calibdash.smooth_ece`,
+                            :mod:`calibdash.corp`)
+==========================  ===================================================================
+
+This module is the registry of the further measures beside
+:data:`calibdash.metrics.METRIC_NAMES` (the four papers' metrics, tuned for
+the bootstrap of score cells): it names
 the measures that the peers and the clinical literature add, each computed by
 its own module, and says for each which value is best, so that the metric
 tables, Compare's intervals (:func:`calibdash.bootstrap.bootstrap_measures`)
@@ -31,16 +49,17 @@ counts as ``w`` rows, so the values of score cells are those of their rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import clinical, corp, metrics, smooth_ece
-from .errors import DataError, SettingsError
+from ..errors import DataError, SettingsError
+from . import binned, calibration as metrics, corp, decomposition, hypothesis, recalibration, smooth_ece, smoother
+from .binning import DEFAULT_N_BINS, check_inputs
 
 __all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "table", "check_names",
-           "describe", "best_phrase", "direction", "oriented", "rankable"]
+           "describe", "best_phrase", "direction", "oriented", "rankable", "TESTS", "hypothesis_tests"]
 
 
 @dataclass(frozen=True)
@@ -93,12 +112,12 @@ ALL_NAMES = tuple(metrics.METRIC_NAMES) + MEASURE_NAMES
 
 
 def _cox(p, y, w) -> dict:
-    fit = clinical.calibration_intercept_slope(p, y, w)
+    fit = recalibration.calibration_intercept_slope(p, y, w)
     return {"CITL": fit["intercept"], "Slope": fit["slope"]}
 
 
 def _ici(p, y, w, loess_points=None) -> dict:
-    out = clinical.ici(p, y, w, **({} if loess_points is None else {"max_points": int(loess_points)}))
+    out = smoother.ici(p, y, w, **({} if loess_points is None else {"max_points": int(loess_points)}))
     return {"ICI": out["ICI"], "E50": out["E50"], "E90": out["E90"]}
 
 
@@ -108,21 +127,21 @@ def _corp(p, y, w) -> dict:
 
 
 def _murphy(p, y, w) -> dict:
-    out = clinical.brier_decomposition(p, y, w, n_bins=metrics.DEFAULT_N_BINS, strategy="quantile")
+    out = decomposition.brier_decomposition(p, y, w, n_bins=DEFAULT_N_BINS, strategy="quantile")
     return {"REL": out["reliability"], "RES": out["resolution"]}
 
 
 #: Functions that compute one or several measures at once, and the measures each gives.
 _GROUPS: tuple[tuple[tuple[str, ...], Callable[..., dict]], ...] = (
     (("smECE",), lambda p, y, w: {"smECE": smooth_ece.smooth_ece(p, y, w)}),
-    (("ACE",), lambda p, y, w: {"ACE": clinical.adaptive_ece(p, y, w)}),
-    (("dCE",), lambda p, y, w: {"dCE": clinical.debiased_l2_ce(p, y, w)}),
+    (("ACE",), lambda p, y, w: {"ACE": binned.adaptive_ece(p, y, w)}),
+    (("dCE",), lambda p, y, w: {"dCE": binned.debiased_l2_ce(p, y, w)}),
     (("ICI", "E50", "E90"), _ici),
     (("CITL", "Slope"), _cox),
     (("MCB", "DSC", "UNC"), _corp),
     (("REL", "RES"), _murphy),
-    (("Spieg. z",), lambda p, y, w: {"Spieg. z": clinical.spiegelhalter_z(p, y, w)["z"]}),
-    (("HL",), lambda p, y, w: {"HL": clinical.hosmer_lemeshow(p, y, w)["statistic"]}),
+    (("Spieg. z",), lambda p, y, w: {"Spieg. z": hypothesis.spiegelhalter_z(p, y, w)["z"]}),
+    (("HL",), lambda p, y, w: {"HL": hypothesis.hosmer_lemeshow(p, y, w)["statistic"]}),
 )
 
 
@@ -147,13 +166,13 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
     """The asked measures (default all) of predictions ``probs`` against 0/1 ``labels``.
 
     ``loess_points``: the nodes at which ICI's loess curve is fitted exactly
-    (default :data:`calibdash.clinical.LOESS_MAX_POINTS`; fewer are faster,
-    see :func:`calibdash.clinical.smoothed_calibration_curve`).
+    (default :data:`calibdash.measures.smoother.LOESS_MAX_POINTS`; fewer are faster,
+    see :func:`calibdash.measures.smoother.smoothed_calibration_curve`).
 
     A measure these rows do not define is NaN: the slope when every
     prediction is the same, or ICI, E50 and E90 when most predictions are
     tied (a step calibrator's), where R's loess stops with "span too small"
-    (:func:`calibdash.clinical.ici`). Invalid input (NaN, more than two
+    (:func:`calibdash.measures.smoother.ici`). Invalid input (NaN, more than two
     label values, scores outside [0, 1]) raises :class:`~calibdash.errors.DataError`.
 
     ``labels`` are any two values, as for :mod:`calibdash.metrics`;
@@ -161,7 +180,7 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
     :func:`calibdash.validation.choose_positive`).
     """
     want = check_names(names)
-    p, y, w = metrics._check(probs, labels, sample_weight, pos_label)
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     out: dict[str, float] = {}
     for given, fn in _GROUPS:
         if not set(given) & set(want):
@@ -173,6 +192,27 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
             values = dict.fromkeys(given, np.nan)
         out.update({k: float(values[k]) for k in given if k in want})
     return {n: out[n] for n in want}
+
+
+def _spiegelhalter(p, y, w) -> dict:
+    out = hypothesis.spiegelhalter_z(p, y, w)
+    return {"statistic": out["z"], "p_value": out["p_value"], "reading": out["reading"]}
+
+
+def _hosmer_lemeshow(p, y, w) -> dict:
+    out = hypothesis.hosmer_lemeshow(p, y, w)
+    return {"statistic": out["statistic"], "p_value": out["p_value"], "reading": out["reading"]}
+
+
+#: The measures that are test statistics, each with the test that also gives its p-value and reading.
+TESTS: dict[str, Callable[..., dict]] = {"Spieg. z": _spiegelhalter, "HL": _hosmer_lemeshow}
+
+
+def hypothesis_tests(probs, labels, sample_weight=None, *, pos_label=None) -> dict[str, dict]:
+    """The tests among the measures (:data:`TESTS`): measure name -> ``statistic`` (the measure's value in
+    :func:`compute`), ``p_value`` and ``reading`` (one plain sentence at the 5% level)."""
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    return {name: fn(p, y, w) for name, fn in TESTS.items()}
 
 
 def table(predictions: pd.DataFrame, labels, sample_weight=None, names: Sequence[str] | None = None, *,

@@ -1,0 +1,145 @@
+"""Two binned errors of the machine-learning literature: the debiased l2 error and adaptive ECE.
+
+Both bin with :mod:`calibdash.measures.binning`' equal-count bins (tied
+predictions split proportionally), as the package's ECE does.
+
+Inputs and weights
+------------------
+Every statistic takes ``probs`` (predicted probability of the positive
+class, in [0, 1]), ``labels`` (0/1) and ``sample_weight``, validated by
+:func:`calibdash.measures.binning.check_inputs`. A row of weight ``w`` counts
+as ``w`` rows: with whole-number weights every statistic equals, to rounding,
+its value on the rows repeated, so a table of score cells gives the value of
+its rows (``tests/test_clinical.py`` checks this for each function). Weights
+are counts everywhere, also where a statistic depends on the sample size
+(standard errors, the tests' statistics, the debiasing term, the loess
+neighbourhood): weights that sum to 1 describe one row, not a distribution.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import SettingsError
+from .binning import Groups, check_binning, check_inputs, quantile_bins, tied_groups
+
+__all__ = ["debiased_l2_ce", "adaptive_ece"]
+
+
+# ----------------------------------------------------------------------------
+# 6. debiased l2 calibration error
+# ----------------------------------------------------------------------------
+def debiased_l2_ce(probs, labels, sample_weight=None, n_bins: int | None = 15, squared: bool = False) -> float:
+    """Debiased estimator of the l2 calibration error (Kumar, Liang & Ma 2019).
+
+    With equal-mass bins ``b`` of weight ``n_b`` (``N`` in all), mean
+    prediction ``pbar_b`` and observed frequency ``ybar_b``, the plug-in
+    estimate of the squared l2 calibration error ``sum_b (n_b/N) (pbar_b -
+    ybar_b)^2`` is biased upwards by the sampling variance of ``ybar_b``; the
+    debiased estimate subtracts it,
+
+    ``CE^2 = sum_b (n_b / N) [ (pbar_b - ybar_b)^2 - ybar_b (1 - ybar_b) / (n_b - 1) ]``,
+
+    a bin of fewer than 2 rows contributing 0 ("Verified uncertainty
+    calibration", NeurIPS 2019, section 5). This is their
+    ``calibration`` package's ``unbiased_l2_ce`` as called by
+    ``get_calibration_error(probs, labels, p=2, debias=True)`` on continuous
+    predictions (``lower_bound_scaling_ce`` with 15 equal-mass bins): it
+    returns ``sqrt(max(CE^2, 0))``, the l2 error itself, and so does this
+    function; ``tests/test_clinical.py`` reproduces its numbers.
+
+    Two differences from the authors' code, both only where predictions are
+    tied: (1) their bins are cut at midpoints between the sorted
+    predictions, so a group of tied predictions falls whole in the lower
+    bin; here the bins are :mod:`calibdash.measures.binning`' equal-count bins, which
+    split such a group proportionally (as the package's ECE does), so the
+    bins stay of equal mass and the value depends only on the multiset of
+    rows. (2) ``get_calibration_error`` switches to one bin per distinct
+    prediction when there are fewer than ``N / 4`` distinct values; here
+    that is asked for explicitly with ``n_bins=None`` (their
+    ``get_binning_ce``).
+
+    Parameters
+    ----------
+    probs, labels, sample_weight : array-like
+        Weights count rows, also in the ``n_b - 1`` of the variance term.
+    n_bins : int or None, default 15
+        Number of equal-mass bins (the authors' default); None bins by
+        distinct prediction.
+    squared : bool, default False
+        Return the debiased estimate of the *squared* error, ``CE^2``,
+        unclipped (it is unbiased, so it can be negative when the
+        calibration error is small).
+    """
+    p, y, w_or_none = check_inputs(probs, labels, sample_weight)
+    g = tied_groups(p, y, w_or_none)
+    if n_bins is None:
+        count, sum_p, sum_y = g.weight, g.value * g.weight, g.pos
+    else:
+        n_bins = check_binning(n_bins, "quantile", w_or_none is not None)
+        b = quantile_bins(g, n_bins)
+        count, sum_p, sum_y = b.count, b.sum_p, b.sum_y
+    total = float(g.weight.sum())
+    keep = count >= 2
+    n_b = count[keep]
+    pbar = sum_p[keep] / n_b
+    ybar = sum_y[keep] / n_b
+    ce2 = float(np.sum(n_b / total * ((pbar - ybar) ** 2 - ybar * (1.0 - ybar) / (n_b - 1.0))))
+    return ce2 if squared else math.sqrt(max(ce2, 0.0))
+
+
+# ----------------------------------------------------------------------------
+# 7. adaptive calibration error
+# ----------------------------------------------------------------------------
+def adaptive_ece(probs, labels, sample_weight=None, n_bins: int = 15, classes: str = "both") -> float:
+    """Adaptive calibration error, ACE (Nixon et al., "Measuring calibration in deep learning", CVPR-W 2019).
+
+    ``ACE = 1/(K R) sum_k sum_r |acc(r, k) - conf(r, k)|``: for each class
+    ``k`` the predictions of that class's probability are cut into ``R``
+    equal-mass ranges; ``conf`` is the range's mean predicted probability of
+    ``k`` and ``acc`` the share of its rows whose label is ``k``. Unlike ECE,
+    every range counts equally (a plain mean over ranges, not weighted by
+    their size; with equal-mass ranges the two nearly agree).
+
+    Which classes: the paper's definition runs over all ``K`` classes, and a
+    binary classifier is a ``K = 2`` softmax, so by default
+    (``classes="both"``) the positive class's probabilities ``p`` and the
+    negative class's ``1 - p`` both enter. Per range the two classes have the
+    same gap (``|mean(1 - y) - mean(1 - p)| = |mean y - mean p|``), so the
+    value differs from the positive class alone only through the ranges:
+    the negative class's ranges are cut from the other end, so when ``N`` is
+    not a multiple of ``R`` the leftover rows land in other ranges. Both
+    classes are kept because then ACE does not change when the classes are
+    swapped (relabelling which class is "positive"), a property the
+    positive-class-only value lacks; ``classes="positive"`` gives that value
+    (equal to an unweighted-mean equal-mass ECE), which some libraries report
+    for binary problems.
+
+    The ranges are :mod:`calibdash.measures.binning`' equal-count bins (tied
+    predictions split proportionally). Empty ranges (``N < R``) are skipped.
+
+    Parameters
+    ----------
+    probs, labels, sample_weight : array-like
+    n_bins : int, default 15
+        R, the number of ranges per class.
+    classes : {"both", "positive"}, default "both"
+    """
+    if classes not in ("both", "positive"):
+        raise SettingsError(f"classes must be 'both' or 'positive', got {classes!r}.")
+    p, y, w_or_none = check_inputs(probs, labels, sample_weight)
+    n_bins = check_binning(n_bins, "quantile", w_or_none is not None)
+    g = tied_groups(p, y, w_or_none)
+
+    def per_class(groups: Groups) -> float:
+        b = quantile_bins(groups, n_bins)
+        keep = b.count > 0
+        return float(np.mean(np.abs(b.sum_p[keep] - b.sum_y[keep]) / b.count[keep]))
+
+    pos = per_class(g)
+    if classes == "positive":
+        return pos
+    # the negative class: probability 1 - p ascending is the groups of p reversed; its "positives" are the zeros
+    neg = per_class(Groups(1.0 - g.value[::-1], g.weight[::-1], (g.weight - g.pos)[::-1], g.whole))
+    return 0.5 * (pos + neg)

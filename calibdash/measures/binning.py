@@ -1,0 +1,384 @@
+"""The binning that every binned measure and the bootstrap share: bins, bin indices, reliability tables.
+
+ECE, MCE and the reliability table (:mod:`calibdash.measures.calibration`),
+the Hosmer-Lemeshow groups (:mod:`calibdash.measures.hypothesis`), Murphy's
+binned decomposition (:mod:`calibdash.measures.decomposition`), the debiased
+l2 error and ACE (:mod:`calibdash.measures.binned`) and the bootstrap of
+score cells (:mod:`calibdash.bootstrap`) all bin through this module, so a
+bin means the same everywhere. It also holds the shared input check
+(:func:`check_inputs`) and the one sort of the predictions into runs of ties
+(:func:`sort_runs`, :func:`tied_groups`) that AUC and the equal-count bins
+reuse.
+
+Binning strategies (``ece``, ``mce``, ``reliability_table``)
+-------------------------------------------------------------
+``strategy="uniform"``
+    ``n_bins`` equal-width bins on [0, 1], as in the SBB/ABB paper (Naeini &
+    Cooper): bin ``b`` holds ``b/n_bins <= p < (b+1)/n_bins``, the last bin
+    also holds ``p == 1``. Empty bins are skipped.
+``strategy="quantile"``
+    ``n_bins`` equal-count bins over the predictions sorted ascending. With
+    total weight ``N`` (the number of rows when unweighted) each bin holds
+    ``N // n_bins`` and the remainder ``N mod n_bins`` is spread one each
+    over the first bins, as rows would be. With fractional weights (any
+    weight not a whole number) the bins hold equal shares ``N / n_bins``
+    instead, so the value does not change when the weights are scaled (the
+    rule for counts would put everything in one bin when the weights sum
+    to 1). A group of tied predictions
+    that straddles a boundary is split proportionally: each bin receives
+    its share of the group's weight and the same share of the group's
+    positives and prediction sum. The result depends only on the multiset
+    of (prediction, label, weight), never on the row order, and a score
+    cell gives the value of its rows. Without ties it equals the rank cut
+    below.
+``strategy="rank"``
+    The BBQ authors' MATLAB code: the rows sorted by prediction (a stable
+    sort, so the original row order breaks ties) are cut by rank into the
+    same bin sizes as ``"quantile"``. Tied predictions may fall in two bins
+    with whichever labels the row order puts there, so the value depends on
+    the row order; it is kept only to reproduce published figures computed
+    that way (BBQ-calibrated outputs are heavily tied) and refuses
+    ``sample_weight``. It is not among the :data:`STRATEGIES` offered to
+    users.
+
+The package-wide default is :data:`DEFAULT_N_BINS` = 10 equal-count bins
+(:data:`DEFAULT_STRATEGY` = ``"quantile"``): every function here, the
+evaluation tables, the command line and the dashboard use it unless told
+otherwise, and every table says which binning it used
+(:func:`binning_label`). Equal-count bins are chosen because they reproduce
+the BBQ authors' published figures on untied scores
+(``tests/test_metrics.py``) and never leave a bin empty.
+
+ECE is the bin-weight weighted mean of ``|mean prediction - observed
+frequency|`` over the bins, MCE its maximum over the non-empty bins.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import SettingsError
+from ..validation import check_labels, check_scores, check_weights
+
+__all__ = [
+    "STRATEGIES", "ALL_STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "binning_label", "check_inputs",
+    "check_strategy", "check_binning", "Groups", "SortedRuns", "sort_runs", "tied_groups", "quantile_edges",
+    "is_whole", "Bins", "uniform_ids", "rank_ids", "quantile_ids", "row_bins", "quantile_bins", "bin_sums",
+    "bin_assignments", "reliability_table", "check_rows", "check_level",
+]
+
+#: The binnings of ECE, MCE and the reliability table offered to users.
+STRATEGIES = ("uniform", "quantile")
+#: Every binning accepted: the offered ones and ``"rank"``, the BBQ authors' order-dependent cut.
+ALL_STRATEGIES = STRATEGIES + ("rank",)
+#: The package-wide default binning of ECE, MCE and the reliability table (see the module docstring).
+DEFAULT_N_BINS = 10
+DEFAULT_STRATEGY = "quantile"
+_STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-count", "rank": "rank-cut equal-count"}
+
+
+def binning_label(n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY) -> str:
+    """``"10 equal-count bins"``: how a table's ECE and MCE were binned, for captions."""
+    check_strategy(strategy)
+    return f"{int(n_bins)} {_STRATEGY_WORDS[strategy]} bins"
+
+
+# ----------------------------------------------------------------------------
+# input checks
+# ----------------------------------------------------------------------------
+def check_inputs(probs, labels, sample_weight=None, pos_label=None):
+    """Validated ``(p, y, w)``; ``w`` is None when every row weighs 1; ``y`` is 0/1 with 1 the positive class
+    (:func:`calibdash.validation.check_labels`: any two label values, ``pos_label`` or the shared rule)."""
+    p = check_scores(probs, "probs")
+    y = check_labels(labels, p.size, require_both=False, pos_label=pos_label)
+    return p, y, check_weights(sample_weight, p.size)
+
+
+def check_rows(probs, labels, sample_weight):
+    """Validated ``(p, y, w, w_or_none)`` for the clinical statistics: ``y`` as floats, ``w`` always an array (ones when unweighted)."""
+    p, y, w = check_inputs(probs, labels, sample_weight)
+    return p, y.astype(float), (np.ones(p.size) if w is None else w), w
+
+
+def check_level(level: float) -> float:
+    if not 0.0 < float(level) < 1.0:
+        raise SettingsError(f"level must lie strictly between 0 and 1, got {level}.")
+    return float(level)
+
+
+def check_strategy(strategy: str) -> None:
+    if strategy not in ALL_STRATEGIES:
+        raise SettingsError(f"strategy must be one of {ALL_STRATEGIES}, got {strategy!r}.")
+
+
+def check_binning(n_bins, strategy: str, weighted: bool) -> int:
+    """The validated number of bins; refuses weights with the order-dependent ``"rank"`` cut."""
+    check_strategy(strategy)
+    if int(n_bins) != n_bins or n_bins < 1:
+        raise SettingsError(f"n_bins must be a whole number of at least 1, got {n_bins}.")
+    if weighted and strategy == "rank":
+        raise SettingsError('strategy="rank" cuts rows by their order and cannot take sample_weight; '
+                            'use strategy="quantile", which splits tied predictions proportionally.')
+    return int(n_bins)
+
+
+
+
+# ----------------------------------------------------------------------------
+# tied groups: one sort serves AUC and the equal-count bins
+# ----------------------------------------------------------------------------
+class Groups(NamedTuple):
+    """The distinct predictions ascending, their total and positive weight, and whether weights count rows."""
+    value: np.ndarray
+    weight: np.ndarray
+    pos: np.ndarray
+    whole: bool
+
+
+class SortedRuns(NamedTuple):
+    """The ascending sort of the predictions in runs of ties: where each run starts, its rows, its value."""
+    order: np.ndarray
+    start: np.ndarray
+    rows: np.ndarray
+    value: np.ndarray
+
+    def total(self, x) -> np.ndarray:
+        """Sum of ``x`` (one value per row, in the original order) over each run; None counts rows."""
+        if x is None:
+            return self.rows.astype(float)
+        return np.add.reduceat(np.asarray(x, dtype=float)[self.order], self.start)
+
+
+def sort_runs(p: np.ndarray) -> SortedRuns:
+    order = np.argsort(p)                     # ties are grouped, so their order does not matter
+    ps = p[order]
+    start = np.flatnonzero(np.r_[True, ps[1:] != ps[:-1]])
+    return SortedRuns(order, start, np.diff(np.r_[start, p.size]), ps[start])
+
+
+def tied_groups(p: np.ndarray, y: np.ndarray, w) -> Groups:
+    """Group tied predictions (weights of 0 make groups of weight 0)."""
+    srt = sort_runs(p)
+    return Groups(srt.value, srt.total(w), srt.total(y if w is None else w * y), is_whole(w))
+
+
+def quantile_edges(total, n_bins: int, whole: bool) -> np.ndarray:
+    """Cumulative weight at the ``n_bins + 1`` edges of the equal-count bins.
+
+    Row counts (``whole``): bin ``k`` holds ``total // n_bins`` plus one of
+    the remainder while it lasts, ``edges[k] = k * base + min(k, remainder)``.
+    Fractional weights: equal shares ``total / n_bins``. ``total`` may be an
+    array of totals (whole counts only: the bootstrap's resamples); the edges
+    are then along a new last axis.
+    """
+    if np.ndim(total):
+        if not whole:
+            raise ValueError("quantile_edges takes an array of totals only for whole row counts.")
+        base, rest = np.divmod(np.rint(total).astype(np.int64), n_bins)
+        k = np.arange(n_bins + 1)
+        edges = (k * base[..., None] + np.minimum(k, rest[..., None])).astype(float)
+    elif not whole:
+        edges = np.linspace(0.0, total, n_bins + 1)
+    else:
+        base, rest = divmod(int(round(total)), n_bins)
+        k = np.arange(n_bins + 1)
+        edges = (k * base + np.minimum(k, rest)).astype(float)
+    edges[..., -1] = total
+    return edges
+
+
+def is_whole(w) -> bool:
+    """True when every weight is a whole number (or there are no weights): the weights count rows."""
+    return w is None or bool(np.all(w == np.floor(w)))
+
+
+# ----------------------------------------------------------------------------
+# binning
+# ----------------------------------------------------------------------------
+class Bins(NamedTuple):
+    """Per bin: weight, prediction sum, positive weight, smallest and largest prediction."""
+    count: np.ndarray
+    sum_p: np.ndarray
+    sum_y: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+def uniform_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
+    return np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
+
+
+def rank_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
+    """The BBQ authors' rank cut: bin of each row of the stably sorted predictions."""
+    n = p.size
+    base, extra = divmod(n, n_bins)
+    sizes = np.full(n_bins, base, dtype=np.int64)
+    sizes[:extra] += 1
+    ids = np.empty(n, dtype=np.int64)
+    ids[np.argsort(p, kind="stable")] = np.repeat(np.arange(n_bins), sizes)
+    return ids
+
+
+def quantile_ids(p: np.ndarray, n_bins: int, w) -> np.ndarray:
+    """Bin of each row under ``"quantile"``: the bin holding the middle of the row's tied group."""
+    srt = sort_runs(p)
+    weight = srt.total(w)
+    ends = np.cumsum(weight)
+    edges = quantile_edges(float(ends[-1]), n_bins, is_whole(w))
+    middle = np.r_[0.0, ends[:-1]] + weight / 2
+    group_bin = np.clip(np.searchsorted(edges, middle, side="right") - 1, 0, n_bins - 1)
+    ids = np.empty(p.size, dtype=np.int64)
+    ids[srt.order] = np.repeat(group_bin, srt.rows)
+    return ids
+
+
+def row_bins(p, y, w, ids, n_bins, lower, upper) -> Bins:
+    """Bin sums from a bin index per row."""
+    count = np.bincount(ids, weights=w, minlength=n_bins).astype(float)
+    sum_p = np.bincount(ids, weights=p if w is None else w * p, minlength=n_bins)
+    sum_y = np.bincount(ids, weights=y if w is None else w * y, minlength=n_bins)
+    return Bins(count, sum_p, sum_y, lower, upper)
+
+
+def _row_extremes(p, ids, n_bins):
+    lower = np.full(n_bins, np.inf)
+    upper = np.full(n_bins, -np.inf)
+    np.minimum.at(lower, ids, p)
+    np.maximum.at(upper, ids, p)
+    empty = np.isinf(lower)
+    lower[empty] = np.nan
+    upper[empty] = np.nan
+    return lower, upper
+
+
+def quantile_bins(g: Groups, n_bins: int) -> Bins:
+    """Equal-count bins over tied groups, a straddling group split in proportion to weight.
+
+    Each group first goes whole to the bin where it starts; then, at each
+    inner edge that falls strictly inside a group, the part of the group
+    beyond the edge (its weight, and the same share of its positives and
+    prediction sum) moves on to the next bin. A group spanning several
+    edges moves on edge by edge, so every bin keeps exactly its overlap.
+    """
+    ends = np.cumsum(g.weight)
+    starts = np.r_[0.0, ends[:-1]]
+    edges = quantile_edges(float(ends[-1]), n_bins, g.whole)
+    first = np.clip(np.searchsorted(edges, starts, side="right") - 1, 0, n_bins - 1)
+    inner = edges[1:-1]                                  # inner[k]: between bins k and k + 1
+    held = np.minimum(np.searchsorted(ends, inner, side="right"), ends.size - 1)
+    k = np.flatnonzero(starts[held] < inner)             # edges strictly inside a group
+    held = held[k]
+    beyond = ends[held] - inner[k]
+    sums = []
+    for whole, part in ((g.weight, beyond), (g.value * g.weight, beyond * g.value[held]),
+                        (g.pos, beyond / g.weight[held] * g.pos[held])):
+        s = np.bincount(first, weights=whole, minlength=n_bins)
+        s[k] -= part
+        s[k + 1] += part
+        sums.append(s)
+    empty = edges[1:] <= edges[:-1]
+    last = ends.size - 1
+    lower = np.where(empty, np.nan, g.value[np.minimum(np.searchsorted(ends, edges[:-1], side="right"), last)])
+    upper = np.where(empty, np.nan, g.value[np.minimum(np.searchsorted(ends, edges[1:], side="left"), last)])
+    return Bins(*sums, lower, upper)
+
+
+def bin_sums(p, y, w, n_bins: int, strategy: str, groups: Groups | None = None) -> Bins:
+    """Bin sums under ``strategy`` (arguments already checked)."""
+    if strategy == "quantile":
+        return quantile_bins(tied_groups(p, y, w) if groups is None else groups, n_bins)
+    if strategy == "uniform":
+        edges = np.arange(n_bins + 1) / n_bins
+        return row_bins(p, y, w, uniform_ids(p, n_bins), n_bins, edges[:-1], edges[1:])
+    ids = rank_ids(p, n_bins)
+    return row_bins(p, y, w, ids, n_bins, *_row_extremes(p, ids, n_bins))
+
+
+def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
+                    sample_weight=None) -> np.ndarray:
+    """Bin index (0 .. n_bins-1) of each prediction under ``strategy``.
+
+    See the module docstring for the strategies. Under ``"quantile"`` the
+    metrics split a tied group that straddles a bin edge between the bins;
+    here each row is named by the bin that holds the middle of its group's
+    weight (without ties: the row's own bin). ``sample_weight`` moves the
+    equal-count edges; it does not change equal-width bins and is refused
+    by ``"rank"``.
+    """
+    p = np.asarray(probs, dtype=float).reshape(-1)
+    w = check_weights(sample_weight, p.size)
+    n_bins = check_binning(n_bins, strategy, w is not None)
+    if strategy == "uniform":
+        return uniform_ids(p, n_bins)
+    if strategy == "rank":
+        return rank_ids(p, n_bins)
+    return quantile_ids(p, n_bins, w)
+
+
+
+# ----------------------------------------------------------------------------
+# reliability table and summary
+# ----------------------------------------------------------------------------
+def _interval(k: np.ndarray, n: np.ndarray, method: str, level: float = 0.95):
+    """Two-sided binomial confidence interval for k successes in n trials."""
+    alpha = 1 - level
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if method == "wilson":
+            z = stats.norm.ppf(1 - alpha / 2)
+            phat = k / n
+            denom = 1 + z ** 2 / n
+            centre = (phat + z ** 2 / (2 * n)) / denom
+            half = z * np.sqrt(phat * (1 - phat) / n + z ** 2 / (4 * n ** 2)) / denom
+            return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+        if method == "clopper-pearson":
+            lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
+            hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+            return lo, hi
+    raise SettingsError(f"interval must be 'wilson' or 'clopper-pearson', got {method!r}.")
+
+
+def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
+                      interval: str = "wilson", sample_weight=None, *, pos_label=None) -> pd.DataFrame:
+    """One row per bin: the data of a reliability diagram.
+
+    With ``sample_weight`` counts are weight sums and the intervals take the
+    bin's weight as the number of trials.
+
+    Columns
+    -------
+    bin : bin index
+    lower, upper : the bin's edges (uniform: the fixed edges; quantile and
+        rank: the smallest and largest prediction in the bin)
+    count : rows (weight) in the bin, 0 for an empty bin; int64 unless
+        fractional weights make it fractional
+    mean_pred : mean prediction (NaN when empty)
+    obs_freq : observed frequency of the positive class (NaN when empty)
+    ci_low, ci_high : 95% interval of ``obs_freq`` (Wilson or Clopper-Pearson)
+    gap : ``obs_freq - mean_pred`` (positive: under-estimated)
+    pud : ``sum(labels) / sum(probs)`` in the bin (MBCT Eq. 6)
+    """
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    n_bins = check_binning(n_bins, strategy, w is not None)
+    b = bin_sums(p, y, w, n_bins, strategy)
+    empty = b.count <= 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_pred = np.where(empty, np.nan, b.sum_p / b.count)
+        obs = np.where(empty, np.nan, b.sum_y / b.count)
+        pud_ = np.where(b.sum_p > 0, b.sum_y / b.sum_p, np.nan)
+    lo, hi = _interval(b.sum_y, b.count, interval)
+    whole = is_whole(w)
+    return pd.DataFrame({
+        "bin": np.arange(n_bins),
+        "lower": b.lower, "upper": b.upper,
+        "count": np.round(b.count).astype(np.int64) if whole else b.count,
+        "mean_pred": mean_pred,
+        "obs_freq": obs,
+        "ci_low": np.where(empty, np.nan, lo),
+        "ci_high": np.where(empty, np.nan, hi),
+        "gap": obs - mean_pred,
+        "pud": pud_,
+    })
+

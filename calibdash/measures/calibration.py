@@ -1,0 +1,259 @@
+"""Calibration and discrimination metrics for binary probabilities.
+
+All functions take ``probs`` (predicted probability of the positive class, in
+[0, 1]) and ``labels`` of the same length: 0/1, or any two values (-1/1,
+True/False, yes/no, two strings) whose positive class ``pos_label=`` names or
+:func:`calibdash.validation.choose_positive` chooses, as the file loader does.
+
+Weights and score cells
+-----------------------
+Every metric takes ``sample_weight`` (default None: every row weighs 1). A
+row of weight ``w`` counts as ``w`` rows: with whole-number weights each
+metric equals, to rounding, its value on the rows repeated
+(``np.repeat(probs, w)``), so a table of score cells (per distinct score a
+count ``n``, ``n_pos`` positives) is measured as the rows ``(score, 1)`` of
+weight ``n_pos`` and ``(score, 0)`` of weight ``n - n_pos``. Weights must be
+finite and non-negative with a positive sum; one class alone is allowed
+(AUC is then NaN). MVCE alone needs whole-number weights (it shuffles rows;
+see below).
+
+Binning (``ece``, ``mce``, ``reliability_table``)
+-------------------------------------------------
+The bins are those of :mod:`calibdash.measures.binning` (equal-width
+``"uniform"``, equal-count ``"quantile"`` with tied predictions split
+proportionally, the BBQ authors' ``"rank"`` cut), shared with the clinical
+measures and the bootstrap; the package-wide default is
+:data:`~calibdash.measures.binning.DEFAULT_N_BINS` = 10 equal-count bins.
+ECE is the bin-weight weighted mean of ``|mean prediction - observed
+frequency|`` over the bins, MCE its maximum over the non-empty bins
+(:func:`binned_errors`, which the bootstrap applies to its resampled bin sums).
+
+AUC
+---
+The Mann-Whitney statistic: the weighted share of (positive, negative) pairs
+ranked correctly, a tie counting one half. Computed from one sort, with tied
+predictions grouped.
+
+PUD (MBCT paper, Eq. 6)
+-----------------------
+The partition underestimated degree of a bin is ``sum(labels) / sum(probs)``
+over the bin's rows: above 1 the bin is under-estimated, below 1
+over-estimated, 1 is calibrated on that bin.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, Groups, bin_assignments, bin_sums,
+                      binning_label, check_binning, check_inputs, reliability_table, tied_groups)
+from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments, partition_views, row_views
+
+__all__ = [
+    "bin_assignments", "ece", "mce", "rmse", "brier", "log_loss", "auc", "accuracy",
+    "mvce", "pud", "reliability_table", "summary", "METRIC_NAMES", "LOWER_IS_BETTER",
+    "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "MVCE_MAX_ROWS",
+    "check_binning", "partition_views", "binned_errors", "mvce_of_moments", "row_views",
+    "LOG_LOSS_EPS", "squared_errors", "log_losses", "hits",
+]
+
+#: Column names of :func:`summary`, in table order.
+METRIC_NAMES = ("AUC", "ACC", "RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE")
+#: Metrics where a smaller value is better (the others: larger is better).
+LOWER_IS_BETTER = frozenset({"RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE"})
+
+
+def _total(p: np.ndarray, w) -> float:
+    """Total weight: the number of rows when unweighted."""
+    return float(p.size) if w is None else float(w.sum())
+
+
+def _sum(x: np.ndarray, w) -> float:
+    """Weighted sum of ``x``."""
+    return float(np.sum(x)) if w is None else float(np.dot(x, w))
+
+
+def _mean(x: np.ndarray, w) -> float:
+    """Weighted mean of ``x``."""
+    return float(np.mean(x)) if w is None else _sum(x, w) / float(w.sum())
+
+
+# ----------------------------------------------------------------------------
+# the metrics
+# ----------------------------------------------------------------------------
+def binned_errors(count, sum_p, sum_y, total):
+    """ECE and MCE from bin sums: weight, prediction sum and positive weight per bin (last axis).
+
+    ``ECE = sum_b |sum_p_b - sum_y_b| / total`` and ``MCE = max_b |sum_p_b - sum_y_b| / count_b``, both
+    over the non-empty bins. One set of bins (1-D arrays, ``total`` a number) gives two floats; rows
+    of bins (2-D, ``total`` one per row, as the bootstrap's resamples) give two arrays.
+    """
+    count, sum_p, sum_y = np.asarray(count), np.asarray(sum_p), np.asarray(sum_y)
+    gap = np.abs(sum_p - sum_y)
+    full = count > 0
+    if gap.ndim == 1:
+        return float(np.sum(gap[full]) / total), float(np.max(gap[full] / count[full]))
+    ece_ = np.where(full, gap, 0.0).sum(axis=-1) / total
+    mce_ = np.max(np.where(full, gap / np.where(full, count, 1.0), -np.inf), axis=-1)
+    return ece_, mce_
+
+
+def _ece(bins: Bins, total: float) -> float:
+    return binned_errors(bins.count, bins.sum_p, bins.sum_y, total)[0]
+
+
+def _mce(bins: Bins) -> float:
+    return binned_errors(bins.count, bins.sum_p, bins.sum_y, 1.0)[1]
+
+
+def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
+        sample_weight=None, *, pos_label=None) -> float:
+    """Expected calibration error: sum_b (n_b / N) |mean p_b - mean y_b|.
+
+    Parameters
+    ----------
+    probs, labels : array-like
+        Predicted probabilities and 0/1 outcomes.
+    n_bins : int, default 10
+    strategy : {"uniform", "quantile", "rank"}, default "quantile"
+        Equal-width bins on [0, 1] (SBB/ABB paper), equal-count bins with
+        tied predictions split proportionally, or the BBQ authors'
+        order-dependent rank cut; see the module docstring.
+    sample_weight : array-like, optional
+        Row weights (a row of weight w counts as w rows); ``n_b`` and ``N``
+        become weight sums. Refused by ``"rank"``.
+    pos_label : optional
+        The label value of the positive class (every function here takes
+        it); default :func:`calibdash.validation.choose_positive`'s rule, as
+        the file loader (1, True, yes, ...; see the module docstring there).
+    """
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    n_bins = check_binning(n_bins, strategy, w is not None)
+    return _ece(bin_sums(p, y, w, n_bins, strategy), _total(p, w))
+
+
+def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
+        sample_weight=None, *, pos_label=None) -> float:
+    """Maximum calibration error: max_b |mean p_b - mean y_b| over non-empty bins.
+
+    Arguments as for :func:`ece`.
+    """
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    n_bins = check_binning(n_bins, strategy, w is not None)
+    return _mce(bin_sums(p, y, w, n_bins, strategy))
+
+
+#: Log-loss clips the probabilities to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS].
+LOG_LOSS_EPS = 1e-15
+
+
+# Each row's term of the Brier score, the log-loss and the accuracy: the metrics are their weighted means, and
+# the bootstrap of score cells sums them over resampled counts (a cell's positive and negative rows).
+def squared_errors(p, y):
+    """``(p - y)^2`` per row: the Brier score's terms."""
+    return (p - y) ** 2
+
+
+def log_losses(p, y, eps: float = LOG_LOSS_EPS):
+    """``-[y ln q + (1 - y) ln(1 - q)]`` per row, ``q`` the probability clipped to ``[eps, 1 - eps]``."""
+    q = np.clip(p, eps, 1 - eps)
+    return -(y * np.log(q) + (1 - y) * np.log1p(-q))
+
+
+def hits(p, y, threshold: float = 0.5):
+    """1.0 where ``p >= threshold`` agrees with the label, else 0.0: the accuracy's terms."""
+    return ((p >= threshold) == (y == 1)).astype(float)
+
+
+def _brier(p, y, w) -> float:
+    return _mean(squared_errors(p, y), w)
+
+
+def brier(probs, labels, sample_weight=None, *, pos_label=None) -> float:
+    """Brier score: (weighted) mean squared difference between probability and outcome."""
+    return _brier(*check_inputs(probs, labels, sample_weight, pos_label))
+
+
+def rmse(probs, labels, sample_weight=None, *, pos_label=None) -> float:
+    """Root of the Brier score (the RMSE of the BBQ, SBB/ABB and ELiTE papers)."""
+    return math.sqrt(brier(probs, labels, sample_weight, pos_label=pos_label))
+
+
+def _log_loss(p, y, w, eps: float = LOG_LOSS_EPS) -> float:
+    return _mean(log_losses(p, y, eps), w)
+
+
+def log_loss(probs, labels, eps: float = LOG_LOSS_EPS, sample_weight=None, *, pos_label=None) -> float:
+    """Mean negative Bernoulli log-likelihood, probabilities clipped to [eps, 1-eps]."""
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    return _log_loss(p, y, w, eps)
+
+
+def _auc(g: Groups) -> float:
+    """Mann-Whitney AUC of tied groups: each positive earns the negatives below it, half the tied ones."""
+    neg = g.weight - g.pos
+    n1, n0 = float(g.pos.sum()), float(neg.sum())
+    if n0 <= 0 or n1 <= 0:
+        return float("nan")
+    below = np.cumsum(neg) - neg
+    return float(np.dot(g.pos, below + 0.5 * neg) / (n0 * n1))
+
+
+def auc(probs, labels, sample_weight=None, *, pos_label=None) -> float:
+    """Area under the ROC curve: the Mann-Whitney statistic, ties counted one half.
+
+    Returns NaN when only one class has weight. The BBQ authors' code reports
+    ``max(AUC, 1 - AUC)``; this function returns the plain AUC.
+    """
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    return _auc(tied_groups(p, y, w))
+
+
+def _accuracy(p, y, w, threshold: float = 0.5) -> float:
+    return _mean(hits(p, y, threshold), w)
+
+
+def accuracy(probs, labels, threshold: float = 0.5, sample_weight=None, *, pos_label=None) -> float:
+    """(Weighted) share of rows where ``probs >= threshold`` agrees with the label."""
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    return _accuracy(p, y, w, threshold)
+
+
+def pud(probs, labels, sample_weight=None, *, pos_label=None) -> float:
+    """Partition underestimated degree (MBCT Eq. 6): sum(labels) / sum(probs).
+
+    Above 1: the rows are under-estimated; below 1: over-estimated. NaN when
+    every prediction (of positive weight) is 0. Sums are weighted.
+    """
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    total = _sum(p, w)
+    return _sum(y.astype(float), w) / total if total > 0 else float("nan")
+
+
+def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
+            mvce_bin_size: int | None = None, mvce_views: int = 100, sample_weight=None,
+            mvce_max_rows: int = MVCE_MAX_ROWS, *, pos_label=None) -> dict[str, float]:
+    """All metrics at once, keyed as in :data:`METRIC_NAMES`.
+
+    ECE and MCE use ``n_bins`` and ``strategy`` (default: 10 equal-count
+    bins); MVCE uses ``mvce_bin_size``, ``mvce_views`` and ``mvce_max_rows``
+    (and needs whole weights, see :func:`mvce`). The inputs are checked, and the predictions
+    sorted, once. ``pos_label``: the label value of the positive class (default: the shared rule,
+    :func:`calibdash.validation.choose_positive`).
+    """
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    n_bins = check_binning(n_bins, strategy, w is not None)
+    groups = tied_groups(p, y, w)
+    bins = bin_sums(p, y, w, n_bins, strategy, groups)
+    b = _brier(p, y, w)
+    return {
+        "AUC": _auc(groups),
+        "ACC": _accuracy(p, y, w),
+        "RMSE": math.sqrt(b),
+        "Brier": b,
+        "LogLoss": _log_loss(p, y, w),
+        "ECE": _ece(bins, _total(p, w)),
+        "MCE": _mce(bins),
+        "MVCE": mvce_checked(p, y, w, mvce_bin_size, mvce_views, 1.0, 0, mvce_max_rows),
+    }

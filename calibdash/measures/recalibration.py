@@ -1,0 +1,145 @@
+"""Logistic recalibration: calibration-in-the-large and the calibration slope (Cox 1958).
+
+Both are weighted logistic regressions of the outcome on the logit of the
+prediction, solved by the package's one logistic solver
+(:func:`calibdash.logistic.solve_logistic`, the one Platt, beta and
+temperature scaling use).
+
+Inputs and weights
+------------------
+Every statistic takes ``probs`` (predicted probability of the positive
+class, in [0, 1]), ``labels`` (0/1) and ``sample_weight``, validated by
+:func:`calibdash.measures.binning.check_inputs`. A row of weight ``w`` counts
+as ``w`` rows: with whole-number weights every statistic equals, to rounding,
+its value on the rows repeated, so a table of score cells gives the value of
+its rows (``tests/test_clinical.py`` checks this for each function). Weights
+are counts everywhere, also where a statistic depends on the sample size
+(standard errors, the tests' statistics, the debiasing term, the loess
+neighbourhood): weights that sum to 1 describe one row, not a distribution.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from ..errors import DataError
+from ..logistic import covariance, solve_logistic
+from .binning import check_level, check_rows
+
+__all__ = ["calibration_intercept_slope"]
+
+
+def _need_both_classes(y, w, what: str) -> None:
+    for cls in (0, 1):
+        if not np.any((y == cls) & (w > 0)):
+            raise DataError(f"{what} needs both classes; every row of positive weight has label {1 - cls}.")
+
+
+def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, offset=None):
+    """``(beta, covariance, converged)`` of ``logit P(y=1) = offset + x beta`` (:func:`solve_logistic`).
+
+    The covariance is the inverse of the observed information at the estimate (for the canonical
+    logit link it equals the expected information). Not converged when the solver ran out of steps,
+    a coefficient is infinite or beyond 1e6, or the information is singular (the logits separate the
+    classes, so the slope is infinite).
+    """
+    fit = solve_logistic(x, y, w, start, offset=offset)
+    cov = covariance(fit.hessian)
+    ok = bool(fit.converged and np.all(np.isfinite(fit.beta)) and np.max(np.abs(fit.beta)) < 1e6
+              and np.all(np.isfinite(cov)) and np.all(np.diag(cov) > 0))
+    return fit.beta, cov, ok
+
+
+def calibration_intercept_slope(probs, labels, sample_weight=None, level: float = 0.95) -> dict:
+    """Calibration-in-the-large (intercept) and calibration slope, with Wald intervals.
+
+    Both come from logistic regressions of the outcome on the logit of the
+    prediction, ``x = log(p / (1 - p))`` (Cox, "Two further applications of a
+    model for binary regression", Biometrika 1958; the "weak calibration"
+    level of Van Calster et al. 2016):
+
+    * **slope** ``b`` of ``logit P(y = 1) = a + b x`` (Cox's recalibration
+      model): 1 is ideal, below 1 the predictions are too extreme (typical of
+      overfitting), above 1 too moderate;
+    * **intercept** (calibration-in-the-large) ``a`` of
+      ``logit P(y = 1) = a + offset(x)``, the slope fixed at 1: 0 is ideal,
+      above 0 the predictions are too low on average, below 0 too high.
+      This is the intercept Van Calster et al. (2019, "Calibration: the
+      Achilles heel of predictive analytics", BMC Medicine) and the R tools
+      (``rms::val.prob``, ``CalibrationCurves::val.prob.ci.2``) report, not
+      the intercept ``a`` of the slope model, which is returned separately as
+      ``slope_model_intercept``.
+
+    Both maximise the weighted Bernoulli likelihood with the package's one
+    logistic solver (:func:`calibdash.logistic.solve_logistic`: Newton's method
+    with a line search to the floating-point limit), started at ``a = 0, b = 1``
+    (perfect calibration).
+    Standard errors are the square roots of the diagonal of the inverse
+    observed information at the estimate; the intervals are Wald intervals
+    ``estimate +- z_{(1+level)/2} SE``.
+
+    Parameters
+    ----------
+    probs, labels : array-like
+        Predicted probabilities and 0/1 outcomes.
+    sample_weight : array-like, optional
+        Row weights (a row of weight w counts as w rows, also in the standard errors).
+    level : float, default 0.95
+        Coverage of the Wald intervals.
+
+    Returns
+    -------
+    dict
+        ``intercept``, ``intercept_se``, ``intercept_low``, ``intercept_high``,
+        ``slope``, ``slope_se``, ``slope_low``, ``slope_high``,
+        ``slope_model_intercept``, ``converged`` (False when a fit did not
+        converge, for instance when the logits separate the classes
+        perfectly and the slope is infinite: its numbers are then NaN),
+        ``n`` (weight used) and ``excluded`` (weight of rows with ``p`` exactly
+        0 or 1).
+
+    Notes
+    -----
+    A prediction of exactly 0 or 1 has an infinite logit. Such rows are left
+    out of both regressions, as ``rms::val.prob`` and
+    ``CalibrationCurves::val.prob.ci.2`` do ("observations deleted from
+    logistic calibration due to probs. of 0 or 1"); their weight is returned
+    as ``excluded`` so a caller can say so. Clipping them instead would make
+    the slope depend on the arbitrary clipping constant.
+
+    Raises
+    ------
+    DataError
+        If, without those rows, one class has no weight.
+    """
+    level = check_level(level)
+    p, y, w, given = check_rows(probs, labels, sample_weight)
+    inner = (p > 0.0) & (p < 1.0)
+    excluded = float(w[~inner].sum())
+    p, y, w = p[inner], y[inner], w[inner]
+    fit_w = None if given is None else w                 # unit weights: the solver skips the products
+    if p.size == 0:
+        raise DataError("every prediction is exactly 0 or 1, so no logit is finite: the calibration "
+                        "intercept and slope are undefined.")
+    _need_both_classes(y, w, "The calibration intercept and slope")
+    x = np.log(p) - np.log1p(-p)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    ones = np.ones((p.size, 1))
+    (a,), cov_a, ok_a = _fit(ones, y, fit_w, np.zeros(1), offset=x)
+    if np.ptp(x[w > 0]) > 0:
+        (a2, b), cov_b, ok_b = _fit(np.column_stack([np.ones(p.size), x]), y, fit_w, np.array([0.0, 1.0]))
+    else:                                             # one logit value: the slope is not identified
+        a2 = b = float("nan")
+        cov_b, ok_b = np.full((2, 2), np.nan), False
+    se_a = math.sqrt(cov_a[0, 0]) if ok_a else float("nan")
+    se_b = math.sqrt(cov_b[1, 1]) if ok_b else float("nan")
+    a = float(a) if ok_a else float("nan")
+    b, a2 = (float(b), float(a2)) if ok_b else (float("nan"), float("nan"))
+    return {
+        "intercept": a, "intercept_se": se_a, "intercept_low": a - z * se_a, "intercept_high": a + z * se_a,
+        "slope": b, "slope_se": se_b, "slope_low": b - z * se_b, "slope_high": b + z * se_b,
+        "slope_model_intercept": a2, "converged": bool(ok_a and ok_b),
+        "n": float(w.sum()), "excluded": excluded,
+    }
