@@ -39,9 +39,10 @@ method's registry name (:func:`register_sql`) into one of three forms:
     and temperature scaling (``expit(logit(s) / T)``) likewise. MBCT is a
     closed form too, without ``exp``: per tree, a nested ``CASE`` routes the
     row to its node (comparisons of the raw score and features that are
-    exactly those of its codes: see :func:`_mbct`), whose scale multiplies
-    the previous output, clipped to [0, 1] (``MBCTCalibrator.predict``);
-    it equals ``predict`` bit for bit.
+    exactly those of its codes: see :func:`_mbct`), whose line maps the
+    previous output (``slope * f + intercept``, two such ``CASE``; the
+    intercept's only where a node of the tree has one), clipped to [0, 1]
+    (``MBCTCalibrator.predict``); it equals ``predict`` bit for bit.
 :class:`StepMap`
     ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly
     :func:`calibdash.calibrators._steps.step_lookup`, i.e.
@@ -639,8 +640,10 @@ def _elite(state: dict, params: dict) -> LinearMap:
 
 
 def _mbct(state: dict, params: dict) -> ClosedForm:
-    """MBCT (``MBCTCalibrator.predict``): per tree, route the row to its node and multiply the previous
-    output by the node's scale, clipped to [0, 1].
+    """MBCT (``MBCTCalibrator.predict``): per tree, route the row to its node and map the previous
+    output by the node's line, ``slope * f + intercept``, clipped to [0, 1] (slope and intercept from
+    the node's statistics by ``_mbct_tree.node_line``; a file written before the lines has only
+    ``positives`` and ``sum_input``, and scales).
 
     ``Tree.route`` reads, at each split node, the row's code in the node's column and follows the
     routing table: a child, or "stay" (the row ends at this node and takes its scale) for a value unseen
@@ -665,6 +668,7 @@ def _mbct(state: dict, params: dict) -> ClosedForm:
             raise SqlUnsupported(f"MBCT column kind {col['kind']!r} is unknown.")
 
     def node_sql(tree: dict, scale: np.ndarray, starts: np.ndarray, node: int, w: SqlWriter) -> str:
+        """The value ``scale`` (a slope or an intercept per node) of the node the row ends at."""
         stay = literal(scale[node])
         j = int(tree["feature"][node])
         if j < 0:
@@ -704,13 +708,17 @@ def _mbct(state: dict, params: dict) -> ClosedForm:
         return f"(CASE {' '.join(arms)} ELSE {target(k - 1)} END)"
 
     def build(w: SqlWriter) -> str:
+        from .calibrators._mbct_tree import STATS, node_line
         f = w.score
         for tree in trees:
-            pos, tot = np.asarray(tree["positives"], float), np.asarray(tree["sum_input"], float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                scale = np.where(tot > 0, pos / tot, 1.0)      # _mbct_tree._ratio
+            k = len(tree["feature"])
+            slope, intercept = node_line(*(np.asarray(tree[name], float) if name in tree else np.full(k, np.nan)
+                                           for name in STATS))
             starts = np.concatenate([[0], np.cumsum(tree["table_len"])[:-1]]).astype(int)
-            f = w.clip(f"{node_sql(tree, scale, starts, 0, w)} * {f}")
+            line = f"{node_sql(tree, slope, starts, 0, w)} * {f}"
+            if np.any(intercept != 0):
+                line += f" + {node_sql(tree, intercept, starts, 0, w)}"
+            f = w.clip(line)
         return f
     return ClosedForm(build)
 
