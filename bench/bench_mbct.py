@@ -146,14 +146,15 @@ def _seconds(fn) -> float:
 def _leaf_pud_error(model, s, y, df) -> float:
     """Largest |PUD - 1| over the first tree's leaves on its tree rows (all rows but the check rows),
     before the output is clipped to [0, 1]."""
-    from calibdash.calibrators.mbct import tree_rows
+    from calibdash.calibrators.mbct import canonical_rows, tree_rows
 
-    fit = tree_rows(y, model.holdout, model.seed, model.growth_rows).fit
+    data = canonical_rows(s, y, model._codes(s, df), None)
+    fit = tree_rows(data, model.holdout, model.seed, model.growth_rows).fit
     tree = model.trees_[0]
-    node = tree.route(model._codes(s[fit], df.iloc[fit]), model._top_codes())
-    out = tree.scale[node] * s[fit]
+    node = tree.route(data.codes, model._top_codes())
+    out = fit * (tree.slope[node] * data.s + tree.intercept[node])
     leaves = tree.feature[node] < 0
-    pos = np.bincount(node[leaves], weights=y[fit][leaves], minlength=tree.n_nodes)
+    pos = np.bincount(node[leaves], weights=(fit * data.y)[leaves], minlength=tree.n_nodes)
     pred = np.bincount(node[leaves], weights=out[leaves], minlength=tree.n_nodes)
     used = pred > 0
     return float(np.max(np.abs(pos[used] / pred[used] - 1)))

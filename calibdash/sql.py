@@ -43,9 +43,9 @@ model file's state. The forms:
     closed form too, without ``exp``: per tree, a nested ``CASE`` routes the
     row to its node (comparisons of the raw score and features that are
     exactly those of its codes: see
-    :func:`calibdash.calibrators._mbct_sql.mbct_form`), whose scale multiplies
-    the previous output, clipped to [0, 1] (``MBCTCalibrator.predict``);
-    it equals ``predict`` bit for bit.
+    :func:`calibdash.calibrators._mbct_sql.mbct_form`), whose line maps the
+    previous output (``slope * f + intercept``), clipped to [0, 1]
+    (``MBCTCalibrator.predict``); it equals ``predict`` bit for bit.
 :class:`StepMap`
     ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly
     :func:`calibdash.calibrators._steps.step_lookup`, i.e.

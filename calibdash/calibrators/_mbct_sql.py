@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..sql import ClosedForm, SqlUnsupported, SqlWriter, literal
 from ._mbct_tree import Tree
 
@@ -18,8 +20,9 @@ def mbct_form(columns: Sequence[dict], trees: Sequence[Tree]) -> ClosedForm:
     """MBCT's map as a SQL formula, from how its columns are coded (``columns``: as its model file
     holds them, ``MBCTCalibrator._export_state()["columns"]``) and its ``trees``.
 
-    As ``MBCTCalibrator.predict``: per tree, route the row to its node and multiply the previous
-    output by the node's scale, clipped to [0, 1].
+    As ``MBCTCalibrator.predict`` (``Tree.output``): per tree, route the row to its node and map the
+    previous output by the node's line, ``slope * f + intercept`` (the intercept written only where a node
+    of the tree has one), clipped to [0, 1].
 
     ``Tree.route`` reads, at each split node, the row's code in the node's column and follows the
     routing table: a child, or "stay" (the row ends at this node and takes its scale) for a value unseen
@@ -43,6 +46,7 @@ def mbct_form(columns: Sequence[dict], trees: Sequence[Tree]) -> ClosedForm:
             raise SqlUnsupported(f"MBCT column kind {col['kind']!r} is unknown.")
 
     def node_sql(tree: Tree, scale, starts, node: int, w: SqlWriter) -> str:
+        """The value ``scale`` (a slope or an intercept per node) of the node the row ends at."""
         stay = literal(scale[node])
         j = int(tree.feature[node])
         if j < 0:
@@ -84,7 +88,10 @@ def mbct_form(columns: Sequence[dict], trees: Sequence[Tree]) -> ClosedForm:
     def build(w: SqlWriter) -> str:
         f = w.score
         for tree in trees:
-            f = w.clip(f"{node_sql(tree, tree.scale, tree.table_start, 0, w)} * {f}")
+            line = f"{node_sql(tree, tree.slope, tree.table_start, 0, w)} * {f}"
+            if np.any(tree.intercept != 0):
+                line += f" + {node_sql(tree, tree.intercept, tree.table_start, 0, w)}"
+            f = w.clip(line)
         return f
     return ClosedForm(build)
 

@@ -11,17 +11,21 @@ Three pieces, each usable and testable on its own:
   random views, with or without sample weights (``weighted_mvce``: the
   global loss with weights);
 * the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth
-  with multiway splits and one scale factor per node, and routing of new rows.
+  with multiway splits and one line per node (:func:`node_line`, from the
+  node statistics :data:`STATS`), and routing of new rows.
 
-A fitted :class:`Tree` holds what routing and scaling need plus the
+A fitted :class:`Tree` holds what routing and its lines need plus the
 node-local losses of its growth; what can be recomputed from it (parents,
 depths, the conditions of :func:`node_conditions`) or from the training rows
 (rows per node) is not kept.
 
 Sample weights: a row of weight ``v`` counts as ``v`` rows wherever rows
 are counted or summed: numeric quantile bins (:func:`weighted_quantiles`),
-the least number of rows in a child (its weight), a node's sums and scale,
-and the MVCE, whose bins hold equal shares of weight (:func:`grouped_mvce`).
+the least number of rows in a child (its weight), a node's statistics and
+line, and the MVCE, whose bins hold equal shares of weight
+(:func:`grouped_mvce`). The calibrator gives whole weights to these
+functions as rows repeated (units), so only fractional weights reach the
+weighted MVCE.
 """
 from __future__ import annotations
 
@@ -149,21 +153,40 @@ def weighted_quantiles(x: np.ndarray, weights: np.ndarray, qs: np.ndarray) -> np
     """Quantiles ``qs`` of ``x`` whose values count ``weights`` times each.
 
     ``numpy.quantile``'s default (linear) rule on the values repeated by
-    their weights: with ``N = sum(weights)`` and ``h = q (N - 1)``, the value
-    at position ``floor(h)`` of the sorted repeated values plus the fraction
-    ``h - floor(h)`` of the step to the next one; the value at position
-    ``j`` is the first whose cumulative weight exceeds ``j``. Integer weights
-    give the quantiles of the repeated values (up to numpy's rounding of
-    ``h``); other weights use the same cumulative-weight positions.
+    their weights, computed as numpy computes it: with ``N = sum(weights)``
+    and ``h = (N - 1) q``, the values at positions ``floor(h)`` and
+    ``floor(h) + 1`` of the sorted repeated values (the last one when
+    ``h >= N - 1``) mixed by ``numpy.lib``'s ``_lerp`` with ``t = h - floor(h)``
+    (``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when ``t >= 1/2``); the
+    value at position ``j`` is the first whose cumulative weight exceeds
+    ``j``. Integer weights thus give ``np.quantile(np.repeat(x, weights))``
+    bit for bit; other weights use the same cumulative-weight positions.
+    Values are sorted by value, then weight, so the result does not depend
+    on the order of the rows.
     """
-    order = np.argsort(x, kind="stable")
-    xs = np.asarray(x, dtype=float)[order]
-    cum = np.cumsum(np.asarray(weights, dtype=float)[order])
-    h = np.asarray(qs, dtype=float) * max(cum[-1] - 1.0, 0.0)
+    x = np.asarray(x, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    order = np.lexsort((w, x))
+    xs = x[order]
+    cum = np.cumsum(w[order])
+    q = np.asarray(qs, dtype=float)
+    h = (cum[-1] - 1.0) * q
     j = np.floor(h)
-    lo = xs[np.minimum(np.searchsorted(cum, j, side="right"), xs.size - 1)]
-    hi = xs[np.minimum(np.searchsorted(cum, j + 1.0, side="right"), xs.size - 1)]
-    return lo + (h - j) * (hi - lo)
+    last = h >= cum[-1] - 1.0
+    lo = xs[np.where(last, xs.size - 1, np.minimum(np.searchsorted(cum, j, side="right"), xs.size - 1))]
+    hi = xs[np.where(last, xs.size - 1, np.minimum(np.searchsorted(cum, j + 1.0, side="right"), xs.size - 1))]
+    t = h - j
+    diff = hi - lo
+    return np.where(t >= 0.5, hi - diff * (1 - t), lo + diff * t)
+
+
+def _value_order(values: pd.Index) -> pd.Index:
+    """``values`` sorted: by value, else (mixed types that do not compare) by type name, then text."""
+    try:
+        return values.sort_values()
+    except TypeError:
+        keys = [(type(v).__name__, str(v)) for v in values]
+        return values[sorted(range(len(values)), key=keys.__getitem__)]
 
 
 def learn_codes(col: pd.Series, n_quantiles: int, weights: np.ndarray | None = None) -> ColumnCode:
@@ -195,11 +218,7 @@ def learn_codes(col: pd.Series, n_quantiles: int, weights: np.ndarray | None = N
         used = np.bincount(local[local >= 0] if has_nan else local, minlength=len(col.cat.categories)) > 0
         cats = pd.Index(col.cat.categories[used])
     else:
-        cats = pd.Index(np.asarray(col.dropna().unique(), dtype=object))
-        try:
-            cats = cats.sort_values()
-        except TypeError:
-            pass
+        cats = _value_order(pd.Index(np.asarray(col.dropna().unique(), dtype=object)))
     n = len(cats)
     return ColumnCode(name, CATEGORICAL, n + has_nan, categories=cats, missing_code=n if has_nan else -1)
 
@@ -284,13 +303,84 @@ def _floats(values, k: int) -> np.ndarray:
     return np.full(k, np.nan) if values is None else np.asarray(values, dtype=float)
 
 
+#: Statistics kept per node, in this order: weight (rows), positives ``sum(w y)``, ``sum(w f)``,
+#: ``sum(w f^2)``, ``sum(w f y)`` and the least and largest input ``f`` (the tree's input) of its rows;
+#: the node's line follows from them (:func:`node_line`). The first five add up over rows, the last two
+#: are a minimum and a maximum.
+STATS = ("weight", "positives", "sum_input", "sum_input_sq", "sum_input_pos", "input_min", "input_max")
+#: A node whose inputs' variance is below this share of their mean square has one input value
+#: (up to rounding): no slope can be fitted and the node is scaled (see :func:`node_line`).
+FLAT = 1e-12
+
+
+def node_line(weight, positives, sum_input, sum_input_sq, sum_input_pos, input_min,
+              input_max) -> tuple[np.ndarray, np.ndarray]:
+    """Slope ``a`` and intercept ``b`` of each node's linear calibrator ``f' = a f + b`` (:data:`STATS`).
+
+    Every node's line passes through its mean point ``(mean f, mean y)``
+    (weighted), so its residuals sum to zero and its PUD (MBCT Eq. 6) after
+    calibration is 1. Its slope is chosen in three steps:
+
+    1. The scale: the paper's per-node calibration ``a = sum(w y) / sum(w f)``
+       (the line through the origin, ``b = 0``).
+    2. The least-squares slope ``cov(f, y) / var(f)``, kept non-negative (a
+       leaf does not reverse the order of its rows), replaces the scale
+       only if the rows reject the scale: when the least-squares line
+       lowers the residual sum of squares by more than ``ln(W)`` times its
+       residual variance, ``(RSS_scale - RSS_line) (W - 2) / RSS_line >
+       ln W`` (``W`` the node's weight: an F test at the BIC's price of one
+       parameter). So a node of few positives, or of a straight-through-0
+       miscalibration, keeps the scale; a node of two distinct inputs whose
+       rates rise, with enough rows, gets the line through both rates.
+    3. Either slope is lowered, if need be, so that the line stays in
+       [0, 1] on the node's own inputs ``[input_min, input_max]``
+       (``a <= mean(y) / (mean f - input_min)`` and ``a <= (1 - mean(y)) /
+       (input_max - mean f)``): no training row is clipped, and the PUD is
+       1 exactly. A row outside that range (at predict time) can leave
+       [0, 1] and is clipped.
+
+    Where the inputs do not vary (variance below ``FLAT`` times their mean
+    square) the node is scaled (``a = 1`` where ``sum(w f) = 0``; ``a = 0,
+    b = mean(y)`` if the node has weight and its inputs are all 0). Without
+    the other statistics (a tree from a file written before the line:
+    ``weight`` NaN) every node is scaled, as those files were. Labels are 0
+    or 1, so ``sum(w y^2) = sum(w y)``.
+    """
+    W, Y, F, FF, FY, lo, hi = (np.asarray(v, dtype=float) for v in (
+        weight, positives, sum_input, sum_input_sq, sum_input_pos, input_min, input_max))
+    scale = _ratio(Y, F)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        mf, my, mff = F / W, Y / W, FF / W
+        var = mff - mf * mf
+        cov = FY / W - mf * my
+        var_y = my - my * my
+        spread = var > FLAT * mff                     # False where W is NaN or 0
+        top = np.minimum(np.where(mf > lo, my / (mf - lo), np.inf), np.where(hi > mf, (1 - my) / (hi - mf), np.inf))
+        top = np.maximum(top, 0.0)
+        fitted = np.minimum(np.maximum(cov / var, 0.0), top)
+        scaled = np.minimum(scale, top)
+
+        def rss(a):                                   # of the line of slope a through the mean point
+            return W * np.maximum(a * a * var - 2 * a * cov + var_y, 0.0)
+
+        gain = (rss(scaled) - rss(fitted)) * (W - 2) / rss(fitted)
+        line = spread & (W > 2) & (gain > np.log(np.maximum(W, 1.0)))
+        bounded = spread & ~line & (scaled < scale)
+        zero = ~spread & (W > 0) & (F == 0)           # all inputs 0: the node's mean
+        slope = np.where(line, fitted, np.where(bounded, scaled, scale))
+        slope = np.where(zero, 0.0, slope)
+        intercept = np.where(line | bounded | zero, my - slope * mf, 0.0)
+    return slope, intercept
+
+
 @dataclass(eq=False)
 class Tree:
-    """One calibration tree: a bin per node, a scale factor per node.
+    """One calibration tree: a bin per node, a linear calibrator per node.
 
     Nodes are numbered breadth first (the root is 0, a child's number is
-    larger than its parent's). A row's output is ``scale[node] * f`` for the
-    node it ends at (:meth:`route`).
+    larger than its parent's). A row's output is ``slope[node] * f +
+    intercept[node]`` for the node it ends at (:meth:`route`), the line of
+    :func:`node_line` fitted on the node's sums.
 
     Attributes
     ----------
@@ -302,11 +392,16 @@ class Tree:
     table : ndarray of int32
         The routing tables of all nodes one after the other: code -> child
         node, -1 for a value not seen in the node (the row stays at the node
-        and takes its scale).
+        and takes its line).
     positives, sum_input : ndarray of float, shape (k,)
         Sums over the node's training rows of the label and of the tree's
         input ``f`` (weighted by the rows' weights in a weighted fit); their
-        ratio is the node's scale.
+        ratio is the node's PUD before the tree (:attr:`scale`).
+    weight, sum_input_sq, sum_input_pos, input_min, input_max : ndarray of float, shape (k,)
+        The node's weight (rows), sums of ``w f^2`` and ``w f y``, and its
+        rows' least and largest input: with the two above, what its line
+        needs (:data:`STATS`). NaN for a tree read from a file written
+        before the line: its nodes are scaled.
     loss_node, loss_split : ndarray of float, shape (k,)
         Node-local MVCE of the node's own calibration / of its chosen split
         (NaN where no split was tried / none was made; NaN everywhere for a
@@ -320,6 +415,11 @@ class Tree:
     sum_input: np.ndarray
     loss_node: np.ndarray | None = None
     loss_split: np.ndarray | None = None
+    weight: np.ndarray | None = None
+    sum_input_sq: np.ndarray | None = None
+    sum_input_pos: np.ndarray | None = None
+    input_min: np.ndarray | None = None
+    input_max: np.ndarray | None = None
 
     def __post_init__(self):
         self.feature = np.asarray(self.feature, dtype=np.int32)
@@ -330,6 +430,22 @@ class Tree:
         self.sum_input = np.asarray(self.sum_input, dtype=float)
         self.loss_node = _floats(self.loss_node, k)
         self.loss_split = _floats(self.loss_split, k)
+        for name in STATS[2:]:
+            setattr(self, name, _floats(getattr(self, name), k))
+        self.weight = _floats(self.weight, k)
+        self.slope, self.intercept = node_line(*self.stats())
+
+    def stats(self) -> tuple[np.ndarray, ...]:
+        """The node statistics of :data:`STATS`, in that order."""
+        return tuple(getattr(self, name) for name in STATS)
+
+    def output(self, node: np.ndarray, f: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The tree's output for rows at ``node`` with input ``f``: their node's line, clipped to [0, 1]
+        (``slope * f + intercept``, computed in that order; into ``out`` when given, not ``f``)."""
+        out = np.take(self.slope, node, out=out)
+        out *= f
+        out += self.intercept[node]
+        return np.clip(out, 0.0, 1.0, out=out)
 
     @property
     def n_nodes(self) -> int:
@@ -341,7 +457,9 @@ class Tree:
 
     @property
     def scale(self) -> np.ndarray:
-        """Scale factor of each node: ``sum(y) / sum(f)`` (1 where ``sum(f) = 0``)."""
+        """Each node's PUD before the tree, ``sum(y) / sum(f)`` (1 where ``sum(f) = 0``): the scale
+        factor of a node without spread in its inputs (:func:`node_line`), and of every node of a tree
+        read from a file written before the line."""
         return _ratio(self.positives, self.sum_input)
 
     @property
@@ -442,13 +560,75 @@ def node_conditions(tree: Tree, column_codes: list[ColumnCode]) -> list[str]:
     return out
 
 
-def _sums(keys: np.ndarray, size: int, f: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
-    """Rows, positives and sum of f per key (with ``w``: weight, sum of w y, sum of w f)."""
-    if w is None:
-        return (np.bincount(keys, minlength=size), np.bincount(keys, weights=y, minlength=size),
-                np.bincount(keys, weights=f, minlength=size))
-    return (np.bincount(keys, weights=w, minlength=size), np.bincount(keys, weights=w * y, minlength=size),
-            np.bincount(keys, weights=w * f, minlength=size))
+def row_terms(f: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> list:
+    """Each row's terms of the node statistics :data:`STATS`: ``w``, ``w y``, ``w f``, ``w f^2``,
+    ``w f y`` (summed) and ``f`` twice (least and largest). ``w`` None: 1 each (the first term then
+    None, a count); rows of weight 0 take no part in the least and largest."""
+    wf = f if w is None else w * f
+    return [w, y.astype(float) if w is None else w * y, wf, wf * f, wf * y, f, f]
+
+
+def group_stats(keys: np.ndarray, size: int, terms: list) -> list:
+    """The node statistics :data:`STATS` of each key (0 .. size - 1), from :func:`row_terms`; a key
+    without rows has sums 0, least ``inf`` and largest ``-inf``."""
+    sums = [np.bincount(keys, weights=v, minlength=size).astype(float) for v in terms[:5]]
+    lo, hi = np.full(size, np.inf), np.full(size, -np.inf)
+    low, high = terms[5], terms[6]
+    if terms[0] is not None and not np.all(terms[0] > 0):
+        low, high = np.where(terms[0] > 0, low, np.inf), np.where(terms[0] > 0, high, -np.inf)
+    np.minimum.at(lo, keys, low)
+    np.maximum.at(hi, keys, high)
+    return sums + [lo, hi]
+
+
+def merge_stats(stats: list, group: np.ndarray, size: int) -> list:
+    """Statistics of groups of keys (``group``: the group of each key, -1 for none) from those of
+    the keys (:func:`group_stats`)."""
+    used = group >= 0
+    g = group[used]
+    sums = [np.bincount(g, weights=v[used], minlength=size) for v in stats[:5]]
+    lo, hi = np.full(size, np.inf), np.full(size, -np.inf)
+    np.minimum.at(lo, g, stats[5][used])
+    np.maximum.at(hi, g, stats[6][used])
+    return sums + [lo, hi]
+
+
+def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.ndarray,
+               work: tuple | None = None) -> dict:
+    """The node statistics :data:`STATS` of every node of ``tree`` over the rows that end at it or
+    below (``end``: :meth:`Tree.route`; ``w``: each row's weight, 0 for a row that takes no part), as a
+    dict for :func:`dataclasses.replace`. One pass per statistic through two work arrays of the rows'
+    size (``work``: two float arrays to use, so that a fit on millions of rows allocates none per
+    tree)."""
+    k = tree.n_nodes
+    w = np.asarray(w, dtype=float)
+    wf, work = (np.empty(w.size), np.empty(w.size)) if work is None else work
+    np.multiply(w, f, out=wf)
+    np.multiply(w, y, out=work)
+    stats = [np.bincount(end, weights=w, minlength=k), np.bincount(end, weights=work, minlength=k),
+             np.bincount(end, weights=wf, minlength=k)]
+    np.multiply(wf, f, out=work)
+    stats.append(np.bincount(end, weights=work, minlength=k))
+    np.multiply(wf, y, out=work)
+    stats.append(np.bincount(end, weights=work, minlength=k))
+    lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
+    present = w > 0
+    for out, fill, ufunc in ((lo, np.inf, np.minimum), (hi, -np.inf, np.maximum)):
+        if present.all():
+            ufunc.at(out, end, f)
+        else:
+            work.fill(fill)
+            np.copyto(work, f, where=present)
+            ufunc.at(out, end, work)
+    stats += [lo, hi]
+    parent = tree.parent
+    for node in range(k - 1, 0, -1):              # children are numbered after their parents
+        up = parent[node]
+        for v in stats[:5]:
+            v[up] += v[node]
+        stats[5][up] = min(stats[5][up], stats[5][node])
+        stats[6][up] = max(stats[6][up], stats[6][node])
+    return dict(zip(STATS, stats))
 
 
 def _ratio(num, den):
@@ -457,25 +637,35 @@ def _ratio(num, den):
 
 
 class _Growth:
-    """A tree being grown: nodes appended as lists, frozen into a :class:`Tree`."""
+    """A tree being grown: nodes appended as lists (node statistics: rows of :data:`STATS`), frozen
+    into a :class:`Tree`."""
 
-    def __init__(self, rows: float, positives: float, sum_input: float):
-        self.feature, self.rows, self.positives, self.sum_input = [-1], [rows], [positives], [sum_input]
+    def __init__(self, sums):
+        self.feature, self.sums = [-1], [[float(v) for v in sums]]
         self.loss_node, self.loss_split, self.tables = [np.nan], [np.nan], [None]
 
-    def add_node(self, rows: float, positives: float, sum_input: float) -> int:
-        for name, value in (("feature", -1), ("rows", rows), ("positives", positives),
-                            ("sum_input", sum_input), ("loss_node", np.nan), ("loss_split", np.nan),
-                            ("tables", None)):
-            getattr(self, name).append(value)
-        return len(self.rows) - 1
+    @property
+    def rows(self) -> list:
+        return [s[0] for s in self.sums]
+
+    def add_node(self, sums) -> int:
+        self.feature.append(-1)
+        self.sums.append([float(v) for v in sums])
+        self.loss_node.append(np.nan)
+        self.loss_split.append(np.nan)
+        self.tables.append(None)
+        return len(self.sums) - 1
+
+    def line(self, nodes) -> tuple[np.ndarray, np.ndarray]:
+        """Slope and intercept of ``nodes`` (:func:`node_line`)."""
+        return node_line(*np.array([self.sums[k] for k in nodes]).T)
 
     def freeze(self) -> Tree:
         tables = [t for t in self.tables if t is not None]
+        sums = dict(zip(STATS, np.array(self.sums).T))
         return Tree(feature=self.feature, table_len=[0 if t is None else t.size for t in self.tables],
                     table=np.concatenate(tables) if tables else np.empty(0, dtype=np.int32),
-                    positives=self.positives, sum_input=self.sum_input,
-                    loss_node=self.loss_node, loss_split=self.loss_split)
+                    loss_node=self.loss_node, loss_split=self.loss_split, **sums)
 
 
 def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
@@ -486,15 +676,16 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
     Level by level, every open node (depth < ``max_depth`` and at least
     ``2 * min_rows`` rows) tries a multiway split on every code column
     (:func:`ordered_slots` / :func:`categorical_slots`: each child holds at
-    least ``min_rows`` rows), calibrates each child by its scale
-    ``sum(y) / sum(f)`` and scores the node's rows by :func:`grouped_mvce`
-    (MBCT Eq. 12). The column with the lowest node-local loss is used if that
-    loss is below the loss of the node's own calibration (stopping rule 3);
-    a column giving fewer than two children is not a candidate.
+    least ``min_rows`` rows), calibrates each child by its line
+    (:func:`node_line`, fitted on the child's rows) and scores the node's
+    rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the lowest
+    node-local loss is used if that loss is below the loss of the node's own
+    line (stopping rule 3); a column giving fewer than two children is not
+    a candidate.
 
     With ``weights`` (positive) a row counts as its weight everywhere: in
-    ``min_rows``, in the scales ``sum(w y) / sum(w f)`` and in the MVCE's
-    bins of equal weight. Unit weights give the unweighted tree bit for bit.
+    ``min_rows``, in the node sums of the lines and in the MVCE's bins of
+    equal weight. Unit weights give the unweighted tree bit for bit.
 
     Returns
     -------
@@ -503,13 +694,11 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
     """
     n, n_cols = codes.shape
     w = weights
-    if w is None:
-        tree = _Growth(n, float(y.sum()), float(f.sum()))
-    else:
-        tree = _Growth(float(w.sum()), float(np.sum(w * y)), float(np.sum(w * f)))
+    yf = y.astype(float)
+    terms = row_terms(f, yf, w)
+    tree = _Growth(v[0] for v in group_stats(np.zeros(n, dtype=np.int64), 1, terms))
     node_of_row = np.zeros(n, dtype=np.int64)
     frontier = [0]
-    yf = y.astype(float)
     for depth in range(int(max_depth)):
         open_nodes = [k for k in frontier if tree.rows[k] >= 2 * min_rows]
         if not open_nodes:
@@ -521,17 +710,16 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
         act = grp >= 0
         ga = grp[act]
         fa, ya = f[act], yf[act]
-        wa = None if w is None else w[act]
-        node_scale = _ratio(np.array([tree.positives[k] for k in open_nodes]),
-                            np.array([tree.sum_input[k] for k in open_nodes]))
+        terms_a = [None if v is None else v[act] for v in terms]
+        node_slope, node_icpt = tree.line(open_nodes)
         resid = np.zeros((n_cols + 1, n))
-        resid[0, act] = node_scale[ga] * fa - ya
-        plans = []                                   # per column: (slots per node, stats per (node, code))
+        resid[0, act] = node_slope[ga] * fa + node_icpt[ga] - ya
+        plans = []                                   # per column: (slots per node, sums per (node, code))
         valid = np.zeros((n_open, n_cols), dtype=bool)
         for j, cc in enumerate(column_codes):
             k = cc.n_codes
             keys = ga * k + codes[act, j]
-            stats = _sums(keys, n_open * k, fa, ya, wa)
+            stats = group_stats(keys, n_open * k, terms_a)
             cnt = stats[0].reshape(n_open, k)
             slots = np.empty((n_open, k), dtype=np.int32)
             for i in range(n_open):
@@ -539,16 +727,16 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
                             else categorical_slots(cnt[i], min_rows))
             n_child = slots.max(axis=1) + 1
             valid[:, j] = n_child >= 2
-            # scale of each (node, slot); invalid nodes keep their own scale
+            # line of each (node, slot); invalid nodes keep their own line
             offset = np.concatenate([[0], np.cumsum(n_child)[:-1]])
             gslot = np.where(slots >= 0, slots + offset[:, None], -1).ravel()
-            used = gslot >= 0
-            cy = np.bincount(gslot[used], weights=stats[1][used], minlength=n_child.sum())
-            cf = np.bincount(gslot[used], weights=stats[2][used], minlength=n_child.sum())
-            child_scale = _ratio(cy, cf)
-            row_scale = child_scale[gslot[keys]]
-            row_scale = np.where(valid[ga, j], row_scale, node_scale[ga])
-            resid[j + 1, act] = row_scale * fa - ya
+            child_slope, child_icpt = node_line(*merge_stats(stats, gslot, int(n_child.sum())))
+            owner = np.repeat(np.arange(n_open), k)       # per (node, code): its child's line, or the node's
+            ok = valid[owner, j] & (gslot >= 0)
+            slot = np.maximum(gslot, 0)
+            key_slope = np.where(ok, child_slope[slot], node_slope[owner])
+            key_icpt = np.where(ok, child_icpt[slot], node_icpt[owner])
+            resid[j + 1, act] = key_slope[keys] * fa + key_icpt[keys] - ya
             plans.append((slots, stats))
         loss = grouped_mvce(resid, grp, n_open, views, loss_bin_size, p, w)
         next_frontier = []
@@ -564,10 +752,10 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
             sl = slots[i]
             n_child = int(sl.max()) + 1
             child_ids = np.empty(n_child, dtype=np.int64)
+            child = merge_stats(stats, np.where(np.arange(stats[0].size) // k == i, np.tile(sl, n_open), -1),
+                                n_child)
             for c in range(n_child):
-                sel = i * k + np.flatnonzero(sl == c)
-                child_ids[c] = tree.add_node(stats[0][sel].sum(), float(stats[1][sel].sum()),
-                                             float(stats[2][sel].sum()))
+                child_ids[c] = tree.add_node([v[c] for v in child])
             tree.feature[node] = j
             tree.tables[node] = np.where(sl >= 0, child_ids[np.maximum(sl, 0)], -1)
             rows = np.flatnonzero(node_of_row == node)

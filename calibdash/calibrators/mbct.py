@@ -1,4 +1,10 @@
-"""MBCT: multiple boosting calibration trees (feature-aware binning)."""
+"""MBCT: multiple boosting calibration trees (feature-aware binning).
+
+The rows are first put in a canonical form (:func:`canonical_rows`: identical
+rows merged, sorted by content) and every random draw (holdout, growth
+sample, MVCE views) is made on that form, so a fit depends on the rows, not
+on their order, and a row of whole weight ``k`` is ``k`` rows.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -10,18 +16,22 @@ from .. import metrics
 from ..errors import DataError, SettingsError
 from ..sql import ClosedForm
 from ._mbct_sql import mbct_form
-from ._mbct_tree import (CATEGORICAL, NUMERIC, SCORE, ColumnCode, Tree, encode, grouped_mvce, grow_tree,
-                         learn_codes, node_sums, random_views, score_code, weighted_mvce)
+from ._mbct_tree import (CATEGORICAL, NUMERIC, SCORE, STATS, ColumnCode, Tree, encode, grouped_mvce, grow_tree,
+                         learn_codes, node_stats, random_views, score_code, weighted_mvce)
 from .base import Calibrator, HyperParam, check_scores
 
-__all__ = ["MBCTCalibrator", "TreeRows", "tree_rows", "growth_sample", "holdout_split", "weighted_rows",
-           "feature_frame", "GLOBAL_VIEWS"]
+__all__ = ["MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "sample_counts",
+           "holdout_counts", "weighted_rows", "feature_frame", "GLOBAL_VIEWS"]
 
 #: Random views of the global (boosting) loss: the paper's r for evaluation.
 GLOBAL_VIEWS = 100
 #: Second entry of the seed of the growth sample's draw, ``default_rng([seed, SAMPLE_STREAM])``: a
 #: stream of its own, apart from the holdout split's (``seed``) and the views' (``[seed, t]``).
 SAMPLE_STREAM = 7_919
+#: The boosted trees give way to the single leaf when their training MVCE exceeds the single leaf's by
+#: more than this share plus ``FALLBACK_ATOL``: a margin for rounding only (two fits that are the same
+#: in exact arithmetic, such as trees that never split, differ in the last bits of their losses).
+FALLBACK_RTOL, FALLBACK_ATOL = 1e-9, 1e-15
 
 
 def feature_frame(features) -> pd.DataFrame | None:
@@ -55,132 +65,315 @@ def weighted_rows(s: np.ndarray, y: np.ndarray, features, sample_weight: np.ndar
     return rows, s[rows], y[rows], None if df is None else df.iloc[rows].reset_index(drop=True), w[rows]
 
 
-def holdout_split(labels: np.ndarray, holdout: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """MBCT's stratified, seeded split of row indices into (tree rows, check rows).
+def _group_ids(codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """One int64 per row, ordered as the rows' (codes..., label) lexicographically: equal for equal
+    tuples. Mixed radix of the columns (codes from -1), renumbered by ``np.unique`` whenever the
+    next column would overflow."""
+    key = np.zeros(labels.size, dtype=np.int64)
+    top = 1
+    for j in range(codes.shape[1]):
+        col = codes[:, j]
+        radix = int(col.max(initial=-1)) + 2
+        if top * radix >= 2 ** 62:
+            values, key = np.unique(key, return_inverse=True)
+            key, top = key.astype(np.int64).reshape(-1), values.size
+        key *= radix
+        key += col
+        key += 1
+        top *= radix
+    key *= 2
+    key += np.asarray(labels) == 1
+    return key
 
-    A share ``holdout`` of each class (rounded), drawn with
-    ``numpy.random.default_rng(seed)``, becomes the check rows, which decide
-    how many trees to keep. No rows are held out (an empty check array) when
-    ``holdout <= 0`` or when the split would leave fewer than two rows on a
-    side or one class only among the tree rows. Both :meth:`MBCTCalibrator.fit`
-    and :func:`calibdash.explain.mbct.explain` call this, so they agree.
 
-    Returns
-    -------
-    fit, check : sorted int arrays of row indices
+@dataclass(frozen=True)
+class CanonicalRows:
+    """The rows MBCT fits on, in a canonical form: identical rows merged, sorted by content.
+
+    Rows of equal (score, codes of every feature, label) are one row whose
+    weight is the sum of theirs; the rows are sorted by score, then the
+    codes column by column, then the label. What MBCT does with its rows
+    depends only on these, so rows given in another order, or a row of
+    integer weight ``k`` given as ``k`` rows, give the same fit.
+
+    Attributes
+    ----------
+    s, y, weight : ndarray
+        Score, label and weight (the summed weight) of each row.
+    first : ndarray
+        For each row, the first row given that it merges: its codes are
+        ``source_codes[first]`` (:attr:`codes`).
+    source_codes : ndarray
+        The code matrix of the rows given (not copied: at millions of rows a
+        reordered copy would cost as much memory again).
+    units : bool
+        Whether the weights are whole numbers (no weights: ones), under 2**53:
+        then a row of weight ``k`` is ``k`` rows, each drawn on its own by the
+        holdout split, the growth sample and the MVCE's views. Otherwise
+        (fractional weights) a row is drawn whole.
+    inverse : ndarray or None
+        For each row given (of positive weight), its canonical row (None
+        unless asked for).
+    """
+
+    s: np.ndarray
+    y: np.ndarray
+    weight: np.ndarray
+    units: bool
+    inverse: np.ndarray | None
+    first: np.ndarray
+    source_codes: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.s.size)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """The code matrix of the rows (made on each call)."""
+        return self.source_codes[self.first]
+
+
+def _content_order(s: np.ndarray, gid: np.ndarray, w: np.ndarray | None = None):
+    """Indices that sort the rows by score, then ``gid``, then ``w`` (when given); with the sorted
+    scores and where a score equals the one before it (a bool per sorted row but the first).
+
+    A stable sort of the scores by their bits (non-negative doubles order as their int64 bit
+    patterns; numpy sorts integers by radix), then, only among rows of equal score, a sort by the
+    rest: one sort of the scores when they are distinct, as continuous scores are.
+    """
+    order = np.argsort(s.view(np.int64), kind="stable")
+    ss = s[order]
+    tie = ss[1:] == ss[:-1]
+    if tie.any():
+        in_run = np.zeros(s.size, dtype=bool)
+        in_run[1:] |= tie
+        in_run[:-1] |= tie
+        pos = np.flatnonzero(in_run)
+        run = np.cumsum(np.concatenate([[True], ~tie]))[pos]
+        rows = order[pos]
+        keys = (gid[rows], run) if w is None else (w[rows], gid[rows], run)
+        order[pos] = rows[np.lexsort(keys)]
+    return order, ss, tie
+
+
+def canonical_rows(s: np.ndarray, y: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, *,
+                   inverse: bool = False) -> CanonicalRows:
+    """The :class:`CanonicalRows` of rows (score ``s``, label ``y``, code matrix ``codes``, positive weights).
+
+    A stable sort by score, feature codes and label (and, for fractional
+    weights, by weight, so that merged weights are summed in one order),
+    then equal neighbours merged. Column 0 of ``codes`` (the score's) is
+    implied by the score. ``-0.0`` scores become ``0.0``. ``inverse``: also
+    the canonical row of each row given (:attr:`CanonicalRows.inverse`;
+    else None).
+    """
+    s = np.ascontiguousarray(s, dtype=float)
+    if np.any(np.signbit(s)):                         # -0.0 (scores are checked to be >= 0)
+        s = s + 0.0
+    y = np.asarray(y)
+    n = s.size
+    whole = weights is None or bool(np.all(np.floor(weights) == weights))
+    gid = _group_ids(codes[:, 1:], y)
+    order, ss, tie = _content_order(s, gid, None if whole else np.asarray(weights, dtype=float))
+    same = np.flatnonzero(tie)                        # sorted rows whose score is the one before
+    same = same[gid[order[same + 1]] == gid[order[same]]] + 1   # ... and so are codes and label: merged
+    del gid
+    if same.size:
+        new = np.ones(n, dtype=bool)
+        new[same] = False
+        start = np.flatnonzero(new)
+        first = order[start]
+    else:
+        new, start, first = None, None, order
+    if weights is None:
+        weight = np.ones(n) if start is None else np.diff(np.append(start, n)).astype(float)
+    else:
+        w = np.asarray(weights, dtype=float)[order]
+        weight = w if start is None else np.add.reduceat(w, start)
+    back = None
+    if inverse:
+        back = np.empty(n, dtype=np.int64)
+        back[order] = np.arange(n) if new is None else np.cumsum(new) - 1
+    units = bool(np.all(np.floor(weight) == weight)) and float(weight.sum()) < 2.0 ** 53
+    return CanonicalRows(s=ss if start is None else ss[start], y=y[first], weight=weight, units=units,
+                         inverse=back, first=first, source_codes=codes)
+
+
+def _draw(counts: np.ndarray, take: int, rng) -> np.ndarray:
+    """``take`` of the units (``counts`` of each row, one after the other) drawn without replacement
+    by ``rng.choice``: how many of each row's units are drawn."""
+    if np.all(counts == 1):                           # the same draw, without the cumulative counts
+        out = np.zeros(counts.size, dtype=np.int64)
+        out[rng.choice(counts.size, int(take), replace=False)] = 1
+        return out
+    cum = np.cumsum(counts.astype(np.int64))
+    total = int(cum[-1]) if cum.size else 0
+    chosen = rng.choice(total, int(take), replace=False)
+    return np.bincount(np.searchsorted(cum, chosen, side="right"), minlength=counts.size)
+
+
+def holdout_counts(labels: np.ndarray, counts: np.ndarray, holdout: float, seed: int) -> np.ndarray:
+    """MBCT's stratified, seeded holdout: how many of each row's ``counts`` units are held out.
+
+    A share ``holdout`` of each class's units (rounded), drawn without
+    replacement with ``numpy.random.default_rng(seed)`` (class 0 first),
+    becomes the check units, which decide how many trees to keep. None are
+    held out (zeros) when ``holdout <= 0`` or when the split would leave
+    fewer than two units on a side or one class only among the tree units.
+    Both :meth:`MBCTCalibrator.fit` and :func:`calibdash.explain.mbct.explain`
+    call it (through :func:`tree_rows`), so they agree.
     """
     y = np.asarray(labels)
-    n = y.size
-    none = np.arange(n), np.empty(0, dtype=np.int64)
+    counts = np.asarray(counts)
+    none = np.zeros(counts.size, dtype=np.int64)
     if float(holdout) <= 0:
         return none
     rng = np.random.default_rng(seed)
-    check = []
+    check = none.copy()
     for cls in (0, 1):
-        idx = np.flatnonzero(y == cls)
-        take = int(round(float(holdout) * idx.size))
-        check.append(rng.permutation(idx)[:take])
-    check = np.sort(np.concatenate(check))
-    fit = np.setdiff1d(np.arange(n), check)
-    if check.size < 2 or fit.size < 2 or np.unique(y[fit]).size < 2:
+        idx = np.flatnonzero((y == cls) & (counts > 0))
+        take = int(round(float(holdout) * int(counts[idx].sum())))
+        check[idx] = _draw(counts[idx], take, rng)
+    left = counts - check
+    if check.sum() < 2 or left.sum() < 2 or np.unique(y[left > 0]).size < 2:
         return none
-    return fit, check
+    return check
 
 
-def growth_sample(labels: np.ndarray, size: int, seed: int) -> np.ndarray | None:
-    """The seeded, stratified sample of ``size`` rows MBCT grows its trees on (None: all rows).
+def sample_counts(labels: np.ndarray, counts: np.ndarray, size: int, seed: int) -> np.ndarray | None:
+    """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each
+    row's ``counts`` units are in it (None: all, when there are at most ``size`` units).
 
-    None when there are at most ``size`` rows. Otherwise each class gives
-    its share of ``size`` (rounded; at least one row of each class), drawn
-    without replacement by ``numpy.random.default_rng([seed, SAMPLE_STREAM])``;
-    rows are drawn by count, whatever their weights (which they keep).
-
-    Returns
-    -------
-    sorted int array of row indices, or None
+    Each class gives its share of ``size`` (rounded; at least one unit of
+    each class), drawn without replacement by
+    ``numpy.random.default_rng([seed, SAMPLE_STREAM])`` (class 0 first).
     """
     y = np.asarray(labels)
-    n = y.size
-    if n <= int(size):
+    counts = np.asarray(counts)
+    n = int(counts.sum())
+    size = int(size)
+    if n <= size:
         return None
     rng = np.random.default_rng([int(seed), SAMPLE_STREAM])
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y != 1)
-    k1 = min(max(int(round(int(size) * pos.size / n)), 1), int(size) - 1, pos.size)
-    k0 = min(int(size) - k1, neg.size)
-    return np.sort(np.concatenate([rng.choice(neg, k0, replace=False), rng.choice(pos, k1, replace=False)]))
+    pos = y == 1
+    n1 = int(counts[pos].sum())
+    k1 = min(max(int(round(size * n1 / n)), 1), size - 1, n1)
+    k0 = min(size - k1, n - n1)
+    out = np.zeros(counts.size)
+    for mask, take in ((~pos, k0), (pos, k1)):
+        idx = np.flatnonzero(mask)
+        got = _draw(counts[idx], take, rng)
+        hit = np.flatnonzero(got)
+        out[idx[hit]] = got[hit]
+    return out
 
 
 @dataclass(frozen=True)
 class TreeRows:
-    """Which rows MBCT uses for what (sorted indices into the rows it fits on, rows of weight 0 left out).
+    """What each canonical row (:class:`CanonicalRows`) weighs in each use MBCT makes of its rows.
 
     Attributes
     ----------
     grow : ndarray
-        Rows the trees are grown on: split choice, node-local MVCE views,
-        the training loss of ``history_``.
+        Weight of each row in the growth of the trees: split choice,
+        node-local MVCE views, the training loss of ``history_``.
     check : ndarray
-        Held-out rows whose global MVCE decides how many trees to keep
-        (empty when none are held out).
+        Weight held out: the global MVCE on these decides how many trees to
+        keep (zeros when none are held out).
     fit : ndarray
-        Rows whose sums set the node scales: every row but the check rows.
-        Without a growth sample these are the grow rows.
+        Weight in the node sums that set the nodes' lines: the row's weight
+        but its check weight. Without a growth sample this is ``grow``.
+    units : bool
+        :attr:`CanonicalRows.units`: whether the weights above count units
+        (a row of weight ``k`` being ``k`` rows, expanded for the views) or
+        whole rows of fractional weight.
+    sampled : bool
+        Whether the trees were grown on a sample.
     """
 
     grow: np.ndarray
     check: np.ndarray
     fit: np.ndarray
+    units: bool
+    sampled: bool
 
     @property
-    def sampled(self) -> bool:
-        """Whether the trees were grown on a sample (then the scales are recomputed on the fit rows)."""
-        return self.grow.size < self.fit.size
+    def held_out(self) -> bool:
+        return bool(np.any(self.check > 0))
 
     @property
     def judge(self) -> np.ndarray:
-        """Rows the boosting decision is judged on: the check rows, else the grow rows."""
-        return self.check if self.check.size else self.grow
+        """Weights the boosting decision is judged on: the check weights, else the grow weights."""
+        return self.check if self.held_out else self.grow
 
-    def scale_weights(self, weights: np.ndarray | None) -> np.ndarray:
-        """Weight of every row in the node sums: its weight (1 without weights), 0 on a check row."""
-        out = np.ones(self.fit.size + self.check.size) if weights is None else np.array(weights, dtype=float)
-        out[self.check] = 0.0
-        return out
+    def members(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The rows of a use (``weights``: one of the arrays above) as MBCT's kernels take them:
+        with units, each row repeated by its count and no weights (in canonical order, the copies of
+        a row side by side: the views shuffle them); else the rows of positive weight and their
+        weights."""
+        rows = np.flatnonzero(weights > 0)
+        if self.units:
+            return np.repeat(rows, weights[rows].astype(np.int64)), None
+        return rows, weights[rows]
+
+    def count(self, weights: np.ndarray) -> int:
+        """Rows in a use: units, or rows of positive weight."""
+        return int(weights.sum()) if self.units else int(np.count_nonzero(weights))
 
 
-def tree_rows(labels: np.ndarray, holdout: float, seed: int, growth_rows: int) -> TreeRows:
-    """MBCT's use of its rows: :func:`growth_sample`, then :func:`holdout_split` of the sample.
+def tree_rows(rows: CanonicalRows, holdout: float, seed: int, growth_rows: int) -> TreeRows:
+    """MBCT's use of its (canonical) rows: :func:`sample_counts`, then :func:`holdout_counts` of the sample.
 
-    With at most ``growth_rows`` rows there is no sample: the grow rows and
-    the fit rows are the tree rows of :func:`holdout_split`, as they always
-    were. Otherwise the sample is split into grow rows and check rows, and
-    the fit rows are all rows but the check rows. Both
-    :meth:`MBCTCalibrator.fit` and :func:`calibdash.explain.mbct.explain`
-    call this, so they agree.
+    With units (whole weights) a row of weight ``k`` is ``k`` units, each
+    drawn on its own; otherwise each row is one unit, drawn whole with its
+    weight. With at most ``growth_rows`` units there is no sample: the
+    holdout splits all units, the rest are the grow and fit units. Otherwise
+    the sample is split into grow units and check units, and the fit units
+    are all units but the check units. Both :meth:`MBCTCalibrator.fit` and
+    :func:`calibdash.explain.mbct.explain` call this, so they agree.
     """
-    y = np.asarray(labels)
-    sample = growth_sample(y, growth_rows, seed)
-    if sample is None:
-        fit, check = holdout_split(y, holdout, seed)
-        return TreeRows(grow=fit, check=check, fit=fit)
-    grow, check = holdout_split(y[sample], holdout, seed)
-    outside = np.ones(y.size, dtype=bool)
-    outside[sample[check]] = False
-    return TreeRows(grow=sample[grow], check=sample[check], fit=np.flatnonzero(outside))
+    w = rows.weight
+    units = rows.units
+    counts = w if units else np.ones(w.size)          # whole numbers, as floats
+    sample = sample_counts(rows.y, counts, growth_rows, seed)
+    sampled = sample is not None
+    if sampled:                                        # the holdout of the sample's rows (the same draw)
+        drawn = np.flatnonzero(sample)
+        check = np.zeros(w.size)
+        check[drawn] = holdout_counts(rows.y[drawn], sample[drawn], holdout, seed)
+        grow = sample
+        grow -= check
+    else:
+        check = holdout_counts(rows.y, counts, holdout, seed).astype(float)
+        grow = counts - check
+    if not units:                                      # rows drawn whole, with their weights
+        grow *= w
+        check *= w
+    return TreeRows(grow=grow, check=check, fit=w - check, units=units, sampled=sampled)
 
 
 class MBCTCalibrator(Calibrator):
     """Multiple Boosting Calibration Trees (Huang et al., 2022).
 
     Bins are the leaves of calibration trees grown on the rows' features and
-    score; inside a bin the prediction is rescaled linearly; several trees
-    are boosted, each calibrating the previous trees' output.
+    score; inside a bin a line maps the prediction; several trees are
+    boosted, each calibrating the previous trees' output.
 
-    The method, and where the paper left a choice open
-    --------------------------------------------------
-    The authors published data but no code (their repositories hold the
-    benchmark arrays and a README), so every choice below follows the
-    paper's text; where the text is silent the choice is said.
+    Paper, authors' code, and what is followed
+    -------------------------------------------
+    The authors published data but no code: their repositories
+    (``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration``
+    and ``huangsg1/uncertainty-calibration``) hold a README and a reading
+    list, no implementation. So every choice below follows the paper's
+    text; where the text is silent, or where following it literally would
+    make the fit depend on the order of the rows, the choice is said. In
+    short: the paper's features, loss (Eq. 10), split rule (Eq. 12),
+    stopping rules and boosting; a "linear function" per node whose form
+    the paper does not give (here a line through the node's mean point,
+    the paper's per-node scale unless the rows reject it); random views and
+    draws made from the rows' content rather than their order; and a last
+    check against the single-leaf calibrator.
 
     Features (paper Sec. 5.1 and App. A.1)
         The score is a feature of ``score_bins`` (100) equal-width bins;
@@ -191,17 +384,52 @@ class MBCTCalibrator(Calibrator):
         reads), while the node calibrator acts on the previous trees'
         output. A missing value seen at fit time
         is a value of its own. Integer columns are numeric: give label-encoded
-        categories the ``category`` dtype.
+        categories the ``category`` dtype. Categories are coded in sorted
+        order (values of mixed types that do not compare: by type name, then
+        text), not in order of appearance.
+    Rows in a canonical form (not in the paper)
+        Before anything is drawn, rows with the same score, the same code in
+        every feature column and the same label are merged into one row whose
+        weight is the sum of theirs, and the rows are sorted by score, then
+        the codes column by column, then the label
+        (:func:`canonical_rows`). Everything after depends only on those
+        rows, so the same rows in another order give the same model, bit for
+        bit, and a row of whole weight ``k`` gives the model of that row
+        repeated ``k`` times (``tests/test_weights.py``). Whole weights
+        (no weights: 1) count *units*: a row of weight ``k`` is ``k`` rows,
+        each drawn on its own by the holdout, the growth sample and the
+        views, exactly as ``k`` copies given one by one would be: the units
+        are laid out in the canonical order and every draw is a seeded draw
+        of unit positions. So the paper's views (shuffles of rows) are kept:
+        copies of a row land in random places, as in a shuffle of the
+        repeated rows. Rows of fractional weight are drawn whole (see
+        "Sample weights").
     Node calibrator (the "linear function" of Sec. 4.3)
-        ``f' = a f`` with ``a = sum(y) / sum(f)`` over the node's rows, ``f``
-        the input of the tree (the raw score for the first tree). This is the
-        paper's per-node scale: it sets the node's partition calibration
-        error (Eq. 4) to zero, i.e. its PUD (Eq. 6) to 1, and keeps the order
-        of the rows inside the node (individual calibration). ``a`` is the
-        node's PUD before calibration. A score of 0 stays 0.
+        ``f' = a f + b`` with ``f`` the input of the tree (the raw score for
+        the first tree), fitted on the node's rows by
+        :func:`~calibdash.calibrators._mbct_tree.node_line`. The line passes
+        through the node's mean point ``(mean f, mean y)``, so the node's
+        partition calibration error (Eq. 4) is zero, i.e. its PUD (Eq. 6) is
+        1. Its slope is the paper's per-node scale ``sum(y) / sum(f)``
+        (``b = 0``: the previous versions' node, which keeps a score of 0 at
+        0) unless the rows reject it: the least-squares slope (kept >= 0, so
+        a leaf keeps the order of its rows: individual calibration) replaces
+        it when it lowers the residual sum of squares by more than ``ln W``
+        times the residual variance (an F test at the BIC's price of a
+        parameter; ``W`` the node's weight). Either slope is lowered if need
+        be so that the line stays in [0, 1] on the node's own inputs: no
+        tree row is clipped. Why not the scale alone: on two distinct scores
+        with rates 0.1 and 0.8 at 0.2 and 0.7, a scale gives ``0.2 a`` and
+        ``0.7 a`` and cannot reach both rates (one leaf predicted 0.2 and 0.7,
+        issue 17); a line through both rates can (with enough rows to
+        reject the scale: from 52 rows at exactly those rates). Why not the least-squares line
+        always: a straight line through a node whose rates are convex in
+        ``f`` goes below 0 at its low end, and did on Avazu (79 test rows
+        predicted 0); the rule and the bound keep the scale there. A node
+        whose inputs are all one value is scaled.
     Split (Eq. 12)
         A leaf is split on the feature whose multiway split, each child
-        calibrated by its own scale, gives the lowest node-local MVCE (Eq. 10)
+        calibrated by its own line, gives the lowest node-local MVCE (Eq. 10)
         on the node's rows. The paper splits on every value of the feature;
         here each child must hold at least ``bin_size`` rows (the bin size is
         "the least number of rows in a bin"): an ordered feature (score,
@@ -220,81 +448,95 @@ class MBCTCalibrator(Calibrator):
         The MVCE of :func:`calibdash.metrics.mvce` with bin size
         ``M = round(mvce_ratio * bin_size)`` (default ratio 1/2, the paper's
         choice, so that a splittable node has at least two loss bins) and
-        ``views`` random views. The node-local loss is computed for all nodes of a level and all candidate
-        features at once on shared views (a node's view is a random
-        permutation of all rows restricted to the node's rows): the same
-        definition, tested against ``metrics.mvce``. The paper evaluates with
-        100 views; the default here is 20 for training speed, the candidate
-        splits of a node being compared on the same views.
+        ``views`` random views. A view is a seeded random permutation of the
+        units in canonical order (the paper's "randomly shuffle the
+        samples"; a row's copies are units of their own). The node-local
+        loss is computed for all nodes of a level and all candidate
+        features at once on shared views (a node's view is the permutation
+        of all units restricted to the node's): the same definition, tested
+        against ``metrics.mvce``. The paper evaluates with 100 views; the
+        default here is 20 for training speed, the candidate splits of a
+        node being compared on the same views.
     Boosting (Sec. 4.3: "whether to generate a new tree according to the
     change of global loss")
         Tree ``t + 1`` is grown on the output of trees ``1..t``. To keep the
         decision from fitting noise, a stratified share ``holdout`` of the
-        calibration rows (seeded by ``seed``) is kept out of the trees: tree
+        calibration units (seeded by ``seed``) is kept out of the trees: tree
         ``t + 1`` is kept only if it lowers the global MVCE
-        (``metrics.mvce``, 100 views, bin size as above) on those rows. The
+        (``metrics.mvce``, 100 views, bin size as above) on those units. The
         first tree is always kept. With ``holdout = 0`` the decision uses the
         training rows, as the paper's text reads.
+    Never worse than one leaf (not in the paper)
+        After boosting, the training loss of the kept trees (``history_``'s
+        ``fit_mvce``: MVCE of the rows the trees were grown on, the first
+        tree's views) is compared with that of the single-leaf linear
+        calibrator (one line fitted on all tree rows: the root of the first
+        tree). If the trees' is higher (beyond ``FALLBACK_RTOL`` = 1e-9,
+        ``FALLBACK_ATOL`` = 1e-15 of rounding), the model is that single
+        leaf (``fallback_``; ``single_leaf_mvce_`` its loss). Greedy growth
+        on node-local losses, and later trees on other views, can raise the
+        global training loss; on two distinct scores, for example, the
+        single leaf already reaches both rates.
     Data aggregation (App. A.2)
-        Not used: MVCE's random views shuffle rows, not groups of rows, so
-        merging rows with equal features would change the loss. Speed comes
-        from the shared views instead.
+        Identical rows are merged (see "Rows in a canonical form"), which is
+        the paper's aggregation for rows that agree on everything MBCT sees;
+        as units their copies still shuffle one by one in the views, so the
+        loss is unchanged. Rows that agree only on their codes (different
+        scores) are not merged: the line uses each row's score.
     Sample weights (``fit(..., sample_weight=...)``; not in the paper)
         A row of weight ``v`` counts as ``v`` rows wherever rows are counted:
         numeric quantile bins hold equal shares of weight (numpy's linear
-        quantile rule on the rows repeated, for integer weights); a node's
-        scale is ``a = sum(w y) / sum(w f)``, so each leaf's weighted PUD is
-        1 on the tree rows; ``bin_size`` (and ``2 * bin_size`` for a split)
-        is a least *weight*; the MVCE's bins, split and global, hold equal
-        weight ``M``: in each random view (a permutation of the rows) the
-        rows lay their weights end to end and the line is cut every ``M``, a
-        row across a cut putting each part in its bin
+        quantile rule on the rows repeated, bit for bit for whole weights);
+        a node's line is fitted on weighted sums, so each leaf's weighted
+        PUD is 1 on the tree rows; ``bin_size`` (and ``2 * bin_size`` for a
+        split) is a least *weight*. Whole weights are units (above): the fit
+        equals the fit on the repeated rows, bit for bit, and score cells
+        (rows (score, label, features) weighted by their counts) give the
+        row fit. Fractional weights (after merging) are not units: a row is
+        held out, sampled and placed in a view whole, and the MVCE's bins,
+        split and global, hold equal weight ``M``: in each view the rows lay
+        their weights end to end and the line is cut every ``M``, a row
+        across a cut putting each part in its bin
         (:func:`~calibdash.measures.mvce.grouped_mvce`; the global
         loss :func:`~calibdash.measures.mvce.weighted_mvce`, with
-        ``M`` at most half the check rows' weight). The holdout split stays
-        a stratified split of rows. Rows of weight 0 are left out first, and
-        unit weights take the unweighted path (the same fit bit for bit).
-        Exact equality with the fit on repeated rows is impossible: a view
-        shuffles rows, and ``k`` copies of a row land in random places while
-        a row of weight ``k`` stays in one place (and on one side of the
-        holdout split). With integer weights the two fits agree closely (same
-        splits where the data are clear), not exactly. Nor is MBCT invariant
-        to scaling the weights: the bin sizes are weights, so weights ``c``
-        act as ``bin_size / c`` (weights 2 with ``bin_size = 2 B`` grow the
-        trees of unit weights with ``bin_size = B``; numeric quantile edges
-        also move a little, as they would for every row repeated ``c``
-        times). Score cells (rows (score, label, features) weighted by their
-        counts) are integer weights whose rows are lumps: the scales are
-        exact sums, but a heavy cell fills whole MVCE bins with one label, so
-        below the first, clear splits the trees can differ from the row fit.
+        ``M`` at most half the check rows' weight). With fractional weights
+        MBCT is not invariant to scaling them: the bin sizes are weights, so
+        weights ``c`` act as ``bin_size / c`` (weights 0.5 with
+        ``bin_size = B / 2`` grow the trees of unit weights with
+        ``bin_size = B``; the line rule's ``ln W`` uses weight too). Rows of
+        weight 0 are left out first, and unit weights are no weights (the
+        same fit bit for bit).
     At scale (``growth_rows``; not in the paper)
-        With more than ``growth_rows`` rows (after rows of weight 0 are left
-        out) the trees are grown on a seeded sample of ``growth_rows`` rows
-        (:func:`growth_sample`: stratified by class, rows drawn by count,
-        their weights kept). Sampled, everything that *chooses* a tree: the
+        With more than ``growth_rows`` units (rows, for fractional weights;
+        after rows of weight 0 are left out) the trees are grown on a seeded
+        sample of ``growth_rows`` units (:func:`sample_counts`: stratified
+        by class, drawn from the units in canonical order, so the sample is
+        order-free too). Sampled, everything that *chooses* a tree: the
         holdout split (a share ``holdout`` of the sample becomes the check
-        rows), the split choice and its MVCE views (Eq. 10, 12), the least
+        units), the split choice and its MVCE views (Eq. 10, 12), the least
         rows (weight) ``bin_size`` of a leaf and ``2 * bin_size`` of a split,
         the training loss of ``history_`` and the boosting decision (the
-        global MVCE on the sample's check rows). Exact, on all rows: the
+        global MVCE on the sample's check units). Exact, on all rows: the
         feature coding (score bins, numeric quantiles, categories), and each
-        node's scale ``a = sum(w y) / sum(w f)``, recomputed once the tree is
-        grown from all rows but the check rows routed through it (O(N) per
-        tree), ``f`` being the output of trees ``1..t-1`` on those rows: the
-        PUD (Eq. 6) of every leaf is 1 on all of them, as on the tree rows of
-        an unsampled fit, and the next tree is grown on the sample's rows of
-        that output. A leaf holds at least ``bin_size`` sample rows, about
+        node's line, refitted once the tree is grown from all rows but the
+        check units routed through it (O(N) per tree), ``f`` being the
+        output of trees ``1..t-1`` on those rows: the PUD (Eq. 6) of every
+        leaf is 1 on all of them, as on the tree rows of an unsampled fit,
+        and the next tree is grown on the sample's rows of that output. A
+        leaf holds at least ``bin_size`` sample units, about
         ``N / growth_rows`` times as many rows in all. A row whose value did
         not occur at a node in the sample stops there and takes the node's
-        scale, to whose sums it counts. With at most ``growth_rows`` rows
-        nothing is sampled and the fit is the unsampled one, bit for bit.
+        line, to whose sums it counts. With at most ``growth_rows`` units
+        nothing is sampled. The canonical form costs a sort of the scores
+        and one reordering of the rows (about 3 s at 10 million rows).
 
     Unseen values at predict time (a category not seen at fit time, or not
     among a node's training rows) stop the row at that node: it takes the
-    node's scale, the calibration of the parent of the children it could not
+    node's line, the calibration of the parent of the children it could not
     enter. ``predict`` without features treats every feature value as unseen
     (only score splits are followed). Outputs are clipped to [0, 1] after
-    each tree.
+    each tree (a line can leave [0, 1] only outside its node's training
+    inputs).
 
     Parameters
     ----------
@@ -317,8 +559,8 @@ class MBCTCalibrator(Calibrator):
         Stop adding trees when the check loss stops decreasing (False: grow
         ``n_trees`` trees).
     growth_rows : int, default 200_000
-        Most rows the trees are grown on: with more rows, a seeded,
-        stratified sample of this many (see "At scale"; the node scales use
+        Most rows (units) the trees are grown on: with more, a seeded,
+        stratified sample of this many (see "At scale"; the node lines use
         all rows).
     score_bins : int, default 100
         Equal-width bins of the score as a feature.
@@ -326,16 +568,20 @@ class MBCTCalibrator(Calibrator):
         Seed of the growth sample, the holdout split and the random views.
 
     ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows in
-    the bins, the scales and the MVCE (see "Sample weights" above; bin sizes
-    are weights, so scaling all weights by ``c`` acts as ``bin_size / c``).
+    the bins, the lines and the MVCE (see "Sample weights" above): whole
+    weights are the rows repeated, bit for bit; fractional weights are
+    weights (bin sizes are weights, so scaling them by ``c`` acts as
+    ``bin_size / c``).
 
     Attributes
     ----------
     columns_ : list of ColumnCode
         How the score and each feature column are coded.
     trees_ : list of Tree
-        The kept trees, in boosting order: routing tables, per-node sums
-        (whose ratio is the scale) and node-local losses.
+        The kept trees, in boosting order: routing tables, per-node
+        statistics (whose line is ``slope``, ``intercept``; ``scale`` the
+        node's PUD before the tree) and node-local losses. One tree of one
+        leaf when MBCT fell back to its single leaf.
     history_ : dict of str -> ndarray
         One entry per tree tried (tree 0: the raw scores): ``tree``,
         ``leaves``, ``fit_mvce`` (the rows the trees are grown on, the first
@@ -344,6 +590,11 @@ class MBCTCalibrator(Calibrator):
         that decides) and ``kept``.
     loss_bin_size_ : int
         MVCE bin size M of the split loss.
+    single_leaf_mvce_ : float
+        Training loss (as ``fit_mvce``) of the single-leaf linear calibrator.
+    fallback_ : bool
+        Whether the kept trees' training loss was above it, so that the model
+        is the single leaf (see "Never worse than one leaf").
 
     A calibrator read from a file (:mod:`calibdash.export`) has no
     ``history_`` and its trees' losses are NaN: the file holds what
@@ -383,7 +634,7 @@ class MBCTCalibrator(Calibrator):
                    help="Stop adding trees when the held-out MVCE stops decreasing."),
         HyperParam("growth_rows", "", "int", 200_000, low=10_000, high=10_000_000, log=True,
                    help="Most rows the trees are grown on (beyond: a seeded, stratified sample of this many); "
-                        "node scales always use all rows."),
+                        "node lines always use all rows."),
     )
 
     def __init__(self, max_depth: int = 5, bin_size: int = 500, n_trees: int = 8, holdout: float = 0.2,
@@ -445,41 +696,66 @@ class MBCTCalibrator(Calibrator):
         if "score" in names:
             score.name = "score (binned)"
         self.columns_ = [score] + [learn_codes(df[c], self.n_quantiles, w) for c in names]
-        codes = self._codes(s, df)
-        rows = tree_rows(y, self.holdout, self.seed, self.growth_rows)
-        grow, judge = rows.grow, rows.judge
+        data = canonical_rows(s, y, self._codes(s, df), w)
+        self._boost(data, tree_rows(data, self.holdout, self.seed, self.growth_rows))
+
+    def _boost(self, data: CanonicalRows, rows: TreeRows) -> None:
+        """Grow and keep the trees on the canonical rows ``data`` used as ``rows`` says; then the
+        single-leaf check (see "Never worse than one leaf")."""
+        s, y, first = data.s, data.y, data.first
+        y_float = y.astype(float)
         m = self._loss_bin_size()
-        w_grow, w_judge = (None, None) if w is None else (w[grow], w[judge])
-        scale_w = rows.scale_weights(w) if rows.sampled else None
+        grow, w_grow = rows.members(rows.grow)
+        grow_codes = data.source_codes[first[grow]]
+        judge, w_judge = rows.members(rows.judge)
+        fit_weight = rows.fit
+        del rows                       # at millions of rows, the grow and check weights are large
+
         grow_views = random_views(grow.size, int(self.views), [int(self.seed), 0])
         one_group = np.zeros(grow.size, np.int64)
+        top = self._top_codes()
 
         def check_loss(pred):          # the global loss deciding the number of trees
             return self._global_mvce(pred[judge], y[judge], w_judge, m)
 
-        def fit_loss(pred):            # shown only: the training MVCE on the first tree's views
-            resid = pred[grow] - y[grow]
+        def fit_loss(pred_grow):       # the training loss: MVCE of the grow rows on the first tree's views
+            resid = pred_grow - y[grow]
             return float(grouped_mvce(resid, one_group, 1, grow_views, m, float(self.p), w_grow)[0, 0])
 
+        # work arrays of the rows' size, reused tree after tree (at millions of rows, fresh arrays cost
+        # more than the arithmetic): two for the outputs in turn, the free one also a work array of the
+        # statistics, with one more
+        outputs, spare = [np.empty(s.size), np.empty(s.size)], np.empty(s.size)
+
+        def fitted(tree, f):           # the tree's node sums over the fit rows, its output on every row
+            node = tree.route(data.source_codes, top)[first]      # routed as given, then in canonical order
+            out = outputs[0] if outputs[0] is not f else outputs[1]
+            tree = replace(tree, **node_stats(tree, node, f, y_float, fit_weight, (spare, out)))
+            return tree, tree.output(node, f, out=out)
+
         f = s                          # the input of the next tree, on every row
-        loss = check_loss(f)
-        history = [{"tree": 0, "leaves": 1, "fit_mvce": fit_loss(f), "check_mvce": loss, "kept": True}]
+        loss, trained = check_loss(f), fit_loss(f[grow])
+        history = [{"tree": 0, "leaves": 1, "fit_mvce": trained, "check_mvce": loss, "kept": True}]
         trees = []
         for t in range(int(self.n_trees)):
             views = grow_views if t == 0 else random_views(grow.size, int(self.views), [int(self.seed), t])
-            tree, node = self._grow(codes, f, y, w_grow, rows, views, m)
-            if scale_w is not None:
-                tree = replace(tree, **self._node_scales(tree, node, f, y, scale_w))
-            new = np.clip(tree.scale[node] * f, 0.0, 1.0)
-            new_loss = check_loss(new)
+            tree, _ = grow_tree(grow_codes, self.columns_, f[grow], y[grow], max_depth=int(self.max_depth),
+                                min_rows=int(self.bin_size), loss_bin_size=m, views=views, p=float(self.p),
+                                weights=w_grow)
+            tree, new = fitted(tree, f)
+            new_loss, new_trained = check_loss(new), fit_loss(new[grow])
             keep = t == 0 or not self.early_stopping or new_loss < loss
-            history.append({"tree": t + 1, "leaves": tree.n_leaves, "fit_mvce": fit_loss(new),
+            history.append({"tree": t + 1, "leaves": tree.n_leaves, "fit_mvce": new_trained,
                             "check_mvce": new_loss, "kept": keep})
             if not keep:
                 break
             trees.append(tree)
-            f, loss = new, new_loss
-        self.trees_ = trees
+            f, loss, trained = new, new_loss, new_trained
+        # the single leaf: the root of the first tree (its statistics are those of all tree rows, input s)
+        leaf = Tree(feature=[-1], table_len=[0], table=[], **{name: getattr(trees[0], name)[:1] for name in STATS})
+        self.single_leaf_mvce_ = fit_loss(leaf.output(np.zeros(grow.size, np.int64), s[grow]))
+        self.fallback_ = bool(trained > self.single_leaf_mvce_ * (1 + FALLBACK_RTOL) + FALLBACK_ATOL)
+        self.trees_ = [leaf] if self.fallback_ else trees
         self.loss_bin_size_ = m
         self.history_ = {
             "tree": np.array([h["tree"] for h in history], dtype=np.int64),
@@ -488,28 +764,6 @@ class MBCTCalibrator(Calibrator):
             "check_mvce": np.array([h["check_mvce"] for h in history], dtype=float),
             "kept": np.array([h["kept"] for h in history], dtype=bool),
         }
-
-    def _grow(self, codes, f, y, w_grow, rows: TreeRows, views, m: int):
-        """Grow one tree on the grow rows' input ``f[rows.grow]`` (weights ``w_grow``) and return it with
-        the node of every row: the grow rows' leaves from the growth, the other rows routed."""
-        grow = rows.grow
-        tree, leaf = grow_tree(codes[grow], self.columns_, f[grow], y[grow],
-                               max_depth=int(self.max_depth), min_rows=int(self.bin_size), loss_bin_size=m,
-                               views=views, p=float(self.p), weights=w_grow)
-        if rows.sampled:
-            return tree, tree.route(codes, self._top_codes())
-        node = np.empty(y.size, dtype=np.int64)
-        node[grow] = leaf
-        node[rows.check] = tree.route(codes[rows.check], self._top_codes())
-        return tree, node
-
-    @staticmethod
-    def _node_scales(tree: Tree, node: np.ndarray, f: np.ndarray, y: np.ndarray, scale_w: np.ndarray) -> dict:
-        """The node sums of a tree grown on a sample, recomputed on all the rows (``scale_w``: each
-        row's weight in them, 0 for a check row): ``positives = sum(w y)`` and ``sum_input = sum(w f)``
-        over the rows through each node, whose ratio is the node's scale (Eq. 6)."""
-        positives, sum_input = node_sums(tree, node, scale_w * y, scale_w * f)
-        return {"positives": positives, "sum_input": sum_input}
 
     def _global_mvce(self, pred, labels, weights, m: int) -> float:
         """The global loss that decides how many trees to keep: MVCE with 100 views and bin size
@@ -525,11 +779,13 @@ class MBCTCalibrator(Calibrator):
         return np.array([c.n_codes - 1 for c in self.columns_])
 
     def _stages(self, s: np.ndarray, codes: np.ndarray):
-        """Yield, tree by tree, the node each row ends at and the output after the tree."""
+        """Yield, tree by tree, the node each row ends at and the output after the tree (two arrays
+        used in turn: an output is overwritten two trees later, so callers copy what they keep)."""
         f, top = s, self._top_codes()
-        for tree in self.trees_:
+        outputs = [np.empty(s.size), np.empty(s.size)]
+        for t, tree in enumerate(self.trees_):
             node = tree.route(codes, top)
-            f = np.clip(tree.scale[node] * f, 0.0, 1.0)
+            f = tree.output(node, f, out=outputs[t % 2])
             yield node, f
 
     def _trace(self, s: np.ndarray, codes: np.ndarray):
@@ -575,9 +831,13 @@ class MBCTCalibrator(Calibrator):
         """What ``predict`` needs (for :mod:`calibdash.export`): how each column is coded and,
         per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
         -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
-        entries each) and the sums whose ratio is its scale; not the losses of the growth."""
+        entries each) and the statistics its line follows from (``_mbct_tree.STATS``); not the losses of
+        the growth. A tree read from a file written before the lines has only ``positives`` and
+        ``sum_input`` and is written back so."""
         trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table.tolist(),
-                  "positives": t.positives.tolist(), "sum_input": t.sum_input.tolist()} for t in self.trees_]
+                  **{name: getattr(t, name).tolist() for name in STATS
+                     if name in ("positives", "sum_input") or np.all(np.isfinite(t.weight))}}
+                 for t in self.trees_]                # a tree read from an older file: its two sums only
         return {"columns": self._column_states(), "trees": trees}
 
     def _import_state(self, state) -> None:
@@ -614,8 +874,13 @@ class MBCTCalibrator(Calibrator):
             if (np.any(feature >= len(columns)) or np.any((feature < 0) != (table_len == 0))
                     or np.any((flat >= k) | ((flat >= 0) & (flat <= parent)) | (flat < -1))):
                 raise t.error("the routing tables do not describe a tree (children numbered after their parent)")
+            extra = [name for name in STATS if name not in ("positives", "sum_input") and name in t]
+            if extra and len(extra) != len(STATS) - 2:
+                raise t.error(f"a tree holds {', '.join(STATS[:1] + STATS[3:])} together or none of them "
+                              "(none: a file written before the nodes' lines, whose nodes are scaled)")
             trees.append(Tree(feature=feature, table_len=table_len, table=flat,
-                              positives=t.array("positives", size=k), sum_input=t.array("sum_input", size=k)))
+                              positives=t.array("positives", size=k), sum_input=t.array("sum_input", size=k),
+                              **{name: t.array(name, size=k) for name in extra}))
         self.columns_, self.trees_ = columns, trees
         self.loss_bin_size_ = self._loss_bin_size()
 

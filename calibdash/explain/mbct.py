@@ -1,15 +1,17 @@
 """Explaining a fitted MBCT: its trees, its boosting, and its bins' PUD beside histogram binning's.
 
 :func:`explain` takes the fitted :class:`~calibdash.calibrators.mbct.MBCTCalibrator`
-and the rows it was fitted on, reproduces its use of those rows (the growth
-sample, if any, and the split into tree rows and check rows:
-:func:`calibdash.calibrators.mbct.tree_rows`, the function ``fit`` calls),
+and the rows it was fitted on, reproduces its use of those rows (their
+canonical form, the growth sample, if any, and the split into tree rows and
+check rows: :func:`calibdash.calibrators.mbct.canonical_rows` and
+:func:`calibdash.calibrators.mbct.tree_rows`, the functions ``fit`` calls),
 checks that the trees' sums are those of the tree rows, and returns an
 :class:`MBCTExplanation`:
 
 * each tree as a table (one row per node: how rows reach it, the feature it
-  splits on, rows, positives, scale, PUD of the raw scores, node-local
-  losses, and PUD on the check rows before and after the tree);
+  splits on, rows, positives, scale (PUD before the tree), the node's line,
+  PUD of the raw scores, node-local losses, and PUD on the check rows before
+  and after the tree);
 * the boosting history (the global MVCE after each tree tried);
 * the coded feature columns;
 * the partition underestimated degree ``sum(labels) / sum(probs)`` (MBCT
@@ -17,6 +19,12 @@ checks that the trees' sums are those of the tree rows, and returns an
   histogram binning with as many bins, fitted here on the tree rows; judged
   on the check rows, or on rows the caller gives;
 * plain notes on what was fitted.
+
+Identical rows (score, feature codes, label) are one row to MBCT, and a row
+of whole weight ``k`` is ``k`` rows, each held out or sampled on its own: a
+row given once can then be partly a tree row and partly a check row
+(:attr:`MBCTExplanation.fit_weight`, ``check_weight``). With distinct rows
+of unit weight each row is one or the other, as before.
 
 A calibrator fitted with ``sample_weight`` is explained with the same
 weights (``explain(cal, s, y, df, sample_weight=w)``): rows of weight 0 are
@@ -39,7 +47,7 @@ import pandas as pd
 
 from .. import calibrators
 from ..calibrators._mbct_tree import CATEGORICAL, node_conditions, node_sums
-from ..calibrators.mbct import TreeRows, tree_rows, weighted_rows
+from ..calibrators.mbct import CanonicalRows, TreeRows, canonical_rows, tree_rows, weighted_rows
 from ..errors import ProgrammingError, SettingsError
 from ..validation import check_labels, check_scores, check_weights
 from . import Explanation, training_rows
@@ -62,18 +70,26 @@ class MBCTExplanation(Explanation):
         Indices (into the rows given to :func:`explain`) of the tree rows,
         whose sums are the nodes' (every row but the check rows), and of the
         held-out rows that decided how many trees to keep (empty when none
-        were held out). Rows of weight 0 are in neither.
+        were held out). Rows of weight 0 are in neither. A row of whole
+        weight above 1, or repeated, can be in both (see ``fit_weight``).
     grow_rows : ndarray of int
         Indices of the rows the trees were grown on: ``fit_rows``, or the
         growth sample's rows among them when the fit had more rows than
         ``growth_rows``.
+    fit_weight, check_weight, grow_weight : ndarray of float
+        Per row given, the weight (rows) it has among the tree rows, the
+        check rows and the rows the trees were grown on (0 for a row of
+        weight 0). The units MBCT drew from identical rows are shared out
+        over those rows in the order given; the sums of the tables are
+        those of these weights.
     held_out : bool
         Whether rows were held out; if not, the check columns are over the rows the trees were grown on.
     trees : list of DataFrame
         One table per kept tree, one row per node: ``node``, ``parent``,
         ``depth``, ``condition`` (how rows reach the node), ``split_on`` (""
         for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on
-        all the tree rows = the node's PUD before this tree), ``pud_score`` (PUD
+        all the tree rows = the node's PUD before this tree), ``slope`` and
+        ``intercept`` (the node's line ``f' = slope f + intercept``), ``pud_score`` (PUD
         of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE
         before / after the chosen split, on the rows the tree was grown on),
         ``check_rows``, ``check_pud_before`` / ``check_pud_after`` (PUD of
@@ -102,6 +118,9 @@ class MBCTExplanation(Explanation):
     fit_rows: np.ndarray
     check_rows: np.ndarray
     grow_rows: np.ndarray
+    fit_weight: np.ndarray
+    check_weight: np.ndarray
+    grow_weight: np.ndarray
     held_out: bool
     trees: list = field(default_factory=list)
     boosting: pd.DataFrame
@@ -141,33 +160,32 @@ def _rows(total: np.ndarray, weighted: bool) -> np.ndarray:
     return total if weighted else total.astype(np.int64)
 
 
-def _tree_table(cal, t: int, rows: TreeRows, s: np.ndarray, y: np.ndarray, w: np.ndarray | None,
-                nodes: np.ndarray, stages: np.ndarray) -> pd.DataFrame:
+def _tree_table(cal, t: int, rows: TreeRows, data: CanonicalRows, nodes: np.ndarray, stages: np.ndarray,
+                weighted: bool) -> pd.DataFrame:
     tree = cal.trees_[t]
-    fit, judge = rows.fit, rows.judge
-    wt = np.ones(s.size) if w is None else w
-    wy = wt * y
-    grown = node_sums(tree, nodes[fit, t], wt[fit], wy[fit], wt[fit] * stages[fit, t], wt[fit] * s[fit])
+    s, y = data.s, data.y
+    wf, wj = rows.fit, rows.judge
+    grown = node_sums(tree, nodes[:, t], wf, wf * y, wf * stages[:, t], wf * s)
     if not (_same(grown[1], tree.positives) and _same(grown[2], tree.sum_input)):
         raise ProgrammingError(
             f"the rows given are not the ones MBCT was fitted on: tree {t + 1}'s sums of labels and inputs "
             "per node differ from the sums over the tree rows; pass the scores, labels, features "
             "(and sample_weight) it was fitted on.")
-    check = node_sums(tree, nodes[judge, t], wt[judge], wy[judge], wt[judge] * stages[judge, t],
-                      wt[judge] * stages[judge, t + 1])
+    check = node_sums(tree, nodes[:, t], wj, wj * y, wj * stages[:, t], wj * stages[:, t + 1])
     names = [c.name for c in cal.columns_]
     return pd.DataFrame({
         "node": np.arange(tree.n_nodes), "parent": tree.parent, "depth": tree.depth,
         "condition": node_conditions(tree, cal.columns_),
         "split_on": [names[j] if j >= 0 else "" for j in tree.feature],
-        "rows": _rows(grown[0], w is not None), "positives": tree.positives, "scale": tree.scale,
+        "rows": _rows(grown[0], weighted), "positives": tree.positives, "scale": tree.scale,
+        "slope": tree.slope, "intercept": tree.intercept,
         "pud_score": _ratio(grown[1], grown[3]), "loss_node": tree.loss_node, "loss_split": tree.loss_split,
-        "check_rows": _rows(check[0], w is not None), "check_pud_before": _ratio(check[1], check[2]),
+        "check_rows": _rows(check[0], weighted), "check_pud_before": _ratio(check[1], check[2]),
         "check_pud_after": _ratio(check[1], check[3]),
     })
 
 
-def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after, w) -> list[dict]:
+def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after, w, weighted: bool) -> list[dict]:
     """One row per group present: its rows (weight), PUD (MBCT Eq. 6: ``sum(w y) / sum(w probs)``,
     NaN when that is 0) of ``scores`` and of ``after``, all groups summed at once."""
     present, local = np.unique(group, return_inverse=True)
@@ -176,25 +194,52 @@ def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after
                                 for v in (wt, wt * labels, wt * scores, wt * after))
     pud_before, pud_after = _ratio(pos, before), _ratio(pos, later)
     return [{"method": method, "bin": names[g][0], "path": names[g][1],
-             "rows": int(rows[i]) if w is None else float(rows[i]),
+             "rows": float(rows[i]) if weighted else int(round(rows[i])),
              "pud_before": float(pud_before[i]), "pud_after": float(pud_after[i])}
             for i, g in enumerate(present.tolist())]
 
 
+def _spread(amount: np.ndarray, inverse: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Each canonical row's ``amount`` shared out over the rows given that make it (``inverse``), in
+    the order given, each taking up to its ``capacity`` (whole numbers: exact)."""
+    order = np.argsort(inverse, kind="stable")
+    cap = capacity[order]
+    group = inverse[order]
+    cum = np.cumsum(cap)
+    first = np.ones(group.size, dtype=bool)
+    first[1:] = group[1:] != group[:-1]
+    before = cum - cap
+    before -= np.maximum.accumulate(np.where(first, before, 0.0))      # weight before the row, in its group
+    out = np.empty(order.size)
+    out[order] = np.clip(amount[group] - before, 0.0, cap)
+    return out
+
+
+def _given_weights(data: CanonicalRows, rows: TreeRows, weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per row given (of positive weight ``weights``): its fit, check and grow weight."""
+    c = data.inverse
+    if not rows.units:                               # rows drawn whole
+        return tuple(np.where(r[c] > 0, weights, 0.0) for r in (rows.fit, rows.check, rows.grow))
+    check = _spread(rows.check, c, weights)
+    fit = weights - check
+    return fit, check, _spread(rows.grow, c, fit)
+
+
 def _pud_table(table: pd.DataFrame, node: np.ndarray, s: np.ndarray, y: np.ndarray, after: np.ndarray,
-               hist, w: np.ndarray | None) -> pd.DataFrame:
+               hist, w: np.ndarray | None, weighted: bool) -> pd.DataFrame:
     """PUD before and after per MBCT bin (node rows end at) and per histogram-binning bin."""
     paths = leaf_paths(table)
     names = {k: (f"L{k}" if table["split_on"][k] == "" else f"N{k}*", paths[k]) for k in range(len(table))}
     edges = np.concatenate([[0.0], hist.cuts_, [1.0]])
     hnames = {b: (f"H{b}", f"score ∈ [{edges[b]:.4g}, {edges[b + 1]:.4g})") for b in range(edges.size - 1)}
     hbin = np.searchsorted(hist.cuts_, s, side="right")
-    rows = (_pud_rows("mbct", node, names, s, y, after, w)
-            + _pud_rows("histogram", hbin, hnames, s, y, hist.predict(s), w))
+    rows = (_pud_rows("mbct", node, names, s, y, after, w, weighted)
+            + _pud_rows("histogram", hbin, hnames, s, y, hist.predict(s), w, weighted))
     return pd.DataFrame(rows, columns=list(PUD_COLUMNS))
 
 
-def _notes(cal, rows: TreeRows, boosting: pd.DataFrame, w: np.ndarray | None, n_absent: int) -> list[str]:
+def _notes(cal, rows: TreeRows, boosting: pd.DataFrame, w: np.ndarray | None, n_absent: int,
+           merged: int) -> list[str]:
     notes = []
     cats = [c.name for c in cal.columns_[1:] if c.kind == CATEGORICAL]
     nums = [c.name for c in cal.columns_[1:] if c.kind != CATEGORICAL]
@@ -208,17 +253,20 @@ def _notes(cal, rows: TreeRows, boosting: pd.DataFrame, w: np.ndarray | None, n_
         if nums:
             text += f", numeric columns {', '.join(nums)} in {cal.n_quantiles} quantile bins"
         notes.append(text + ".")
-    check = rows.check
-    held_out = check.size > 0
+    held_out = rows.held_out
+    n_grow, n_check, n_fit = rows.count(rows.grow), rows.count(rows.check), rows.count(rows.fit)
+    if merged:
+        notes.append(f"{merged:,} row(s) repeated others (same score, feature codes and label): MBCT "
+                     "counts each copy as a row, and the fit does not depend on the order of the rows.")
     if rows.sampled:
-        notes.append(f"Trees were grown on a seeded sample of {rows.grow.size:,} of {rows.fit.size:,} rows; "
-                     f"node scales use all {rows.fit.size:,} rows.")
+        notes.append(f"Trees were grown on a seeded sample of {n_grow:,} of {n_fit:,} rows; "
+                     f"node lines use all {n_fit:,} rows.")
     if held_out and rows.sampled:
-        notes.append(f"{check.size:,} held-out rows ({float(cal.holdout):.0%} of the stratified sample of "
-                     f"{rows.grow.size + check.size:,}; not among the {rows.fit.size:,}) decided how many trees "
+        notes.append(f"{n_check:,} held-out rows ({float(cal.holdout):.0%} of the stratified sample of "
+                     f"{n_grow + n_check:,}; not among the {n_fit:,}) decided how many trees "
                      "to keep.")
     elif held_out:
-        notes.append(f"Trees were grown on {rows.grow.size:,} rows; {check.size:,} held-out "
+        notes.append(f"Trees were grown on {n_grow:,} rows; {n_check:,} held-out "
                      f"rows ({float(cal.holdout):.0%}, stratified) decided how many trees to keep.")
     else:
         notes.append(f"No rows were held out: the number of trees was decided on the training rows"
@@ -232,6 +280,15 @@ def _notes(cal, rows: TreeRows, boosting: pd.DataFrame, w: np.ndarray | None, n_
                  f"MVCE ({boosting[boosting['kept']]['check_mvce'].iloc[-1]:.5f} → {r['check_mvce']:.5f}) "
                  "and was dropped.")
     notes.append(text)
+    if getattr(cal, "fallback_", False):
+        notes.append(f"The kept trees' training MVCE ({boosting[boosting['kept']]['fit_mvce'].iloc[-1]:.5f}) "
+                     f"was above that of a single leaf ({cal.single_leaf_mvce_:.5f}): MBCT is its single-leaf "
+                     "linear calibrator, one line fitted on all the tree rows.")
+    leaves = [(t.intercept[t.feature < 0] != 0) for t in cal.trees_]
+    notes.append("Each node maps its input f by a line f' = a f + b through its mean point (its PUD after it is 1): "
+                 "the paper's scale (b = 0) unless the node's rows reject it, then the least-squares line (a >= 0), "
+                 "kept in [0, 1] on the node's inputs; a scale alone could not reach the rates of two distinct "
+                 f"scores. {sum(int(x.sum()) for x in leaves)} of {sum(x.size for x in leaves)} leaves have b != 0.")
     notes.append(f"Split loss: MVCE with {cal.views} views of {cal.loss_bin_size_:,} rows.")
     if w is not None:
         notes.append(f"Rows are weighted (total weight {w.sum():,.6g}): bin sizes, node sums, PUD and the MVCE's "
@@ -285,11 +342,16 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pu
                             f"got {pud_tree!r}.")
     n_rows = s.size
     kept, s, y, df, w = weighted_rows(s, y, features, check_weights(sample_weight, s.size, y))
+    weighted = w is not None                         # unit weights: no weights, as fit takes them
     index = np.arange(n_rows) if kept is None else kept
-    rows = tree_rows(y, cal.holdout, cal.seed, cal.growth_rows)
-    fit, check, judge = rows.fit, rows.check, rows.judge
-    nodes, stages = cal.trace(s, df)
-    trees = [_tree_table(cal, t, rows, s, y, w, nodes, stages) for t in range(len(cal.trees_))]
+    data = canonical_rows(s, y, cal._codes(s, df), w, inverse=True)
+    rows = tree_rows(data, cal.holdout, cal.seed, cal.growth_rows)
+    nodes, stages = cal._trace(data.s, data.codes)
+    trees = [_tree_table(cal, t, rows, data, nodes, stages, weighted) for t in range(len(cal.trees_))]
+    per_row = [np.zeros(n_rows) for _ in range(3)]
+    for out, part in zip(per_row, _given_weights(data, rows, np.ones(s.size) if w is None else w)):
+        out[index] = part
+    fit_w, check_w, grow_w = per_row
 
     history = getattr(cal, "history_", None)
     boosting = pd.DataFrame({c: history[c] for c in BOOSTING_COLUMNS} if history is not None
@@ -298,12 +360,14 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pu
                           "codes": [int(c.n_codes) for c in cal.columns_]})
 
     table = trees[pud_tree]
+    fit = np.flatnonzero(rows.fit > 0)
     hist = calibrators.get("histogram", n_bins=max(2, int((table["split_on"] == "").sum()))).fit(
-        s[fit], y[fit], sample_weight=None if w is None else w[fit])
+        data.s[fit], data.y[fit], sample_weight=rows.fit[fit])
     if judge_scores is None:
-        js, jy, node, after = s[judge], y[judge], nodes[judge, pud_tree], stages[judge, -1]
-        jw = None if w is None else w[judge]
-        which = "held-out rows" if check.size else "training rows"
+        judge = np.flatnonzero(rows.judge > 0)
+        js, jy, node, after = data.s[judge], data.y[judge], nodes[judge, pud_tree], stages[judge, -1]
+        jw = rows.judge[judge]
+        which = "held-out rows" if rows.held_out else "training rows"
     else:
         js = check_scores(judge_scores)
         jy = check_labels(judge_labels, js.size, require_both=False)
@@ -311,13 +375,16 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pu
         node = cal.apply(js, judge_features)[:, pud_tree]
         after = cal.predict(js, judge_features)
         which = "given rows"
-    pud = _pud_table(table, node, js, jy, after, hist, jw)
+        weighted = jw is not None
+    pud = _pud_table(table, node, js, jy, after, hist, jw, weighted)
 
     tables = {"boosting": boosting, "features": feats}
     tables.update({f"tree {t + 1}": tab for t, tab in enumerate(trees)})
     tables["PUD per bin"] = pud
     return MBCTExplanation(
-        method=cal.name, notes=_notes(cal, rows, boosting, w, n_rows - s.size), tables=tables,
-        fit_rows=index[fit], check_rows=index[check], grow_rows=index[rows.grow], held_out=bool(check.size),
+        method=cal.name, notes=_notes(cal, rows, boosting, w, n_rows - s.size, s.size - data.size), tables=tables,
+        fit_rows=np.flatnonzero(fit_w > 0), check_rows=np.flatnonzero(check_w > 0),
+        grow_rows=np.flatnonzero(grow_w > 0), fit_weight=fit_w, check_weight=check_w, grow_weight=grow_w,
+        held_out=rows.held_out,
         trees=trees, boosting=boosting,
         features=feats, pud=pud, pud_rows=which, pud_tree=int(pud_tree), loss_bin_size=int(cal.loss_bin_size_))
