@@ -6,7 +6,7 @@
   of the method's output ("after"), with 1.0 as the reference line. Above 1
   the bin is under-estimated, below 1 over-estimated.
 * :func:`tree_figure`: each tree as an icicle chart (area = rows, colour =
-  scale factor, hover = rows, scale, PUD, local loss).
+  its PUD before the tree, hover = rows, that PUD, the node's line, local loss).
 * :func:`boosting_figure`: the global MVCE after each tree, on the training
   and on the check rows.
 
@@ -61,7 +61,8 @@ def _node_hover(table: pd.DataFrame) -> list[str]:
     out = []
     for r in table.itertuples():
         text = (f"<b>{r.condition}</b> ({'splits on ' + r.split_on if r.split_on else 'leaf'})<br>"
-                f"rows: {r.rows:,} · positives: {r.positives:,.0f}<br>scale: {r.scale:.3f} · "
+                f"rows: {r.rows:,} · positives: {r.positives:,.0f}<br>PUD before the tree: {r.scale:.3f} · "
+                f"line: f' = {r.slope:.3f} f + {r.intercept:.3f}<br>"
                 f"PUD of raw scores: {r.pud_score:.3f}")
         if np.isfinite(r.loss_split):
             text += f"<br>local MVCE: {r.loss_node:.5f} → {r.loss_split:.5f} after the split"
@@ -74,8 +75,8 @@ def _node_hover(table: pd.DataFrame) -> list[str]:
 
 def tree_figure(tables: list[pd.DataFrame], title: str | None = None, height: int = 520) -> go.Figure:
     """Icicle chart of each tree table (:attr:`MBCTExplanation.trees`; a menu picks the tree):
-    area = training rows of the node, colour = log2 of its scale factor (red: scaled down,
-    blue: scaled up)."""
+    area = training rows of the node, colour = log2 of its PUD before the tree, sum of labels over sum
+    of inputs (red: the inputs were too high, blue: too low; the node's line moves them to PUD 1)."""
     fig = go.Figure()
     for t, table in enumerate(tables):
         ids = [f"{t}-{k}" for k in table["node"]]
@@ -84,7 +85,7 @@ def tree_figure(tables: list[pd.DataFrame], title: str | None = None, height: in
         fig.add_trace(go.Icicle(
             ids=ids, parents=parents, labels=table["condition"], values=table["rows"], branchvalues="total",
             visible=t == 0, name=f"tree {t + 1}",
-            marker=dict(colors=colour, colorscale="RdBu", cmid=0.0, colorbar=dict(title="log2 scale")),
+            marker=dict(colors=colour, colorscale="RdBu", cmid=0.0, colorbar=dict(title="log2 PUD before")),
             customdata=_node_hover(table), hovertemplate="%{customdata}<extra></extra>"))
     if len(tables) > 1:
         buttons = [dict(label=f"tree {t + 1}", method="update",
@@ -123,10 +124,10 @@ def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     tree = "first tree" if ex.pud_tree == 0 else f"tree {ex.pud_tree + 1}"
     sampled = ex.grow_rows.size < ex.fit_rows.size
     grown = (f"; grown on a seeded sample of {ex.grow_rows.size:,} of {ex.fit_rows.size:,} rows, "
-             "scaled on all") if sampled else ""
+             "lines fitted on all") if sampled else ""
     out = [(f"PUD per bin: MBCT's leaves ({tree}) beside histogram binning's bins",
             pud_figure(ex.pud, ex.pud_rows)),
-           (f"Calibration trees (area: rows; colour: scale factor{grown})", tree_figure(ex.trees))]
+           (f"Calibration trees (area: rows; colour: PUD before the tree{grown})", tree_figure(ex.trees))]
     if len(ex.boosting):
         out.append(("Boosting: MVCE after each tree", boosting_figure(ex.boosting, ex.held_out, sampled=sampled)))
     return out
