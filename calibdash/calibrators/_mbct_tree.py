@@ -341,7 +341,8 @@ def node_line(weight, positives, sum_input, sum_input_sq, sum_input_pos, input_m
 
     Where the inputs do not vary (variance below ``FLAT`` times their mean
     square) the node is scaled (``a = 1`` where ``sum(w f) = 0``; ``a = 0,
-    b = mean(y)`` if the node has weight and its inputs are all 0). Without
+    b = mean(y)`` if the node has weight and its inputs are all 0, or so
+    small, subnormal, that the scale overflows). Without
     the other statistics (a tree from a file written before the line:
     ``weight`` NaN) every node is scaled, as those files were. Labels are 0
     or 1, so ``sum(w y^2) = sum(w y)``.
@@ -366,7 +367,9 @@ def node_line(weight, positives, sum_input, sum_input_sq, sum_input_pos, input_m
         gain = (rss(scaled) - rss(fitted)) * (W - 2) / rss(fitted)
         line = spread & (W > 2) & (gain > np.log(np.maximum(W, 1.0)))
         bounded = spread & ~line & (scaled < scale)
-        zero = ~spread & (W > 0) & (F == 0)           # all inputs 0: the node's mean
+        # all inputs 0, or one input so small (subnormal) that the scale sum(w y) / sum(w f) overflows: the
+        # node's mean, which is what the scale gives that input when it does not overflow
+        zero = ~spread & (W > 0) & ((F == 0) | ~np.isfinite(scale))
         slope = np.where(line, fitted, np.where(bounded, scaled, scale))
         slope = np.where(zero, 0.0, slope)
         intercept = np.where(line | bounded | zero, my - slope * mf, 0.0)
@@ -632,7 +635,7 @@ def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.
 
 
 def _ratio(num, den):
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):     # subnormal den: inf, handled by callers
         return np.where(den > 0, num / den, 1.0)
 
 

@@ -81,7 +81,7 @@ def tree_figure(tables: list[pd.DataFrame], title: str | None = None, height: in
     for t, table in enumerate(tables):
         ids = [f"{t}-{k}" for k in table["node"]]
         parents = ["" if p < 0 else f"{t}-{p}" for p in table["parent"]]
-        colour = np.log2(np.clip(table["scale"].to_numpy(dtype=float), 1e-3, None))
+        colour = np.log2(np.clip(table["scale"].to_numpy(dtype=float), 1e-3, 1e3))
         fig.add_trace(go.Icicle(
             ids=ids, parents=parents, labels=table["condition"], values=table["rows"], branchvalues="total",
             visible=t == 0, name=f"tree {t + 1}",
