@@ -218,7 +218,7 @@ def test_one_distinct_score(name, params, score, request):
     scores all 0 (every row saturated at the clip, a Newton step of 1e12 the line search could not
     bring back) and predicted 5e-13 there instead of 0.3."""
     if name == "mbct" and 0 < score < 1e-307:
-        # a leaf's scale, positives / sum of scores, overflows to inf (calibrators/_mbct_tree.py, _ratio):
+        # a leaf's scale, positives / sum of scores, overflows to inf (calibrators/_mbct_lines.py, safe_ratio):
         # the map is NaN at score 0 and 1 elsewhere. Strict: passes once MBCT is fixed.
         request.applymarker(pytest.mark.xfail(strict=True, reason="MBCT's scale overflows on subnormal scores"))
     rate = 0.3 if score < 0.5 else 0.7
