@@ -33,11 +33,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from . import benchmark, bootstrap as cboot, calibrators, diagrams, export, measures, report
-from .data import guess_roles, load_scores, margins, read_table
-from .errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
-from .evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set
-from .methods import DEFAULT_METHODS, parse_params, resolve, split_names
+from .. import benchmark, bootstrap as cboot, calibrators, diagrams, export, measures, report
+from ..data import guess_roles, load_scores, margins, read_table
+from ..errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError
+from ..evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set
+from ..methods import DEFAULT_METHODS, parse_params, resolve, split_names
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
            "cmd_export_sql", "cmd_benchmark", "EVALUATE_METHODS"]
@@ -84,7 +84,7 @@ def _check_split(ss, args) -> None:
 def _default_engine(path: str) -> str | None:
     """None (read the file into pandas) for one file under 200 MB, "duckdb" for a larger file or a glob
     (:func:`calibdash.engines.default_engine`); None for a path that names no file, so loading says why."""
-    from . import engines
+    from .. import engines
 
     if any(c in path for c in "*?["):
         return "duckdb"
@@ -106,7 +106,7 @@ def _engine(args) -> str | None:
 
 
 def _engine_source(args, split: str | None = None):
-    from . import engines
+    from .. import engines
 
     src = engines.source_for(args.file, score=args.score, label=args.label, split=split,
                              database=getattr(args, "database", None), table=getattr(args, "table", None),
@@ -155,7 +155,7 @@ def _in_job(what: str, work):
     and Ctrl-C cancels it (interrupting the DuckDB connection it watches); returns its result."""
     import uuid
 
-    from . import jobs
+    from .. import jobs
 
     reg = jobs.JobRegistry(max_jobs=1, timeout_s=float("inf"), lease_s=None)
     line = _ProgressLine()
@@ -167,7 +167,7 @@ def _in_job(what: str, work):
 
 def _aggregate(source, scheme, engine: str, memory_limit: str):
     """:func:`calibdash.engines.aggregate` as a job (:func:`_in_job`; :func:`calibdash.engines.plan.aggregate_job`)."""
-    from .engines.plan import aggregate_job
+    from ..engines.plan import aggregate_job
 
     return _in_job(f"Aggregating {source.describe()} with {engine}",
                    lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
@@ -256,7 +256,7 @@ def _print_measures(boot: cboot.BootstrapResult) -> None:
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
-    from .evaluation import evaluate_cells
+    from ..evaluation import evaluate_cells
 
     if any(c.uses_features for c in cals.values()):
         raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
@@ -471,7 +471,7 @@ def cmd_apply(args) -> int:
 
 def _apply_engine(args) -> int:
     """``apply --engine``: files (a path or a glob) read and written as Parquet by DuckDB, Spark or pandas."""
-    from .engines.apply import apply_model
+    from ..engines.apply import apply_model
     if not args.out:
         raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
 
@@ -481,7 +481,7 @@ def _apply_engine(args) -> int:
             return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score)
         import duckdb
 
-        from .engines.plan import watch
+        from ..engines.plan import watch
         con = duckdb.connect()
         try:
             with watch(job, con):
@@ -504,7 +504,7 @@ def _apply_engine(args) -> int:
 # -- export-sql -------------------------------------------------------------------------------------------
 def cmd_export_sql(args) -> int:
     """Print a saved calibrator as one SQL statement adding ``calibrated`` to the rows of a table."""
-    from . import sql
+    from .. import sql
     try:
         model_text = Path(args.model).read_bytes()
     except OSError as exc:
@@ -534,7 +534,7 @@ def cmd_benchmark(args) -> int:
     if args.engine is None:                          # a glob or a file over 200 MB stays where it is
         args.engine = "duckdb" if any(_default_engine(f) for f in args.files) else "memory"
     if args.engine in ("duckdb", "spark"):           # each FILE (a file or a glob) stays where it is
-        from . import engines
+        from .. import engines
         if args.score and len(args.score) > 1:
             raise SettingsError("with --engine, give one --score (each FILE is one data set).")
         datasets = {}
