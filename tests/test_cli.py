@@ -28,7 +28,7 @@ def test_only_the_cli_module_parses_arguments():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             if "argparse" in names:
                 users.append(path.relative_to(REPO).as_posix())
-    assert users == ["calibdash/cli.py"]
+    assert users == ["calibdash/cli/__init__.py"]
 
 
 def test_python_dash_m_runs_the_cli():

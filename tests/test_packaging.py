@@ -91,7 +91,7 @@ def test_wheel_holds_only_the_library(wheel):
     assert tops == {"calibdash", wheel.name.split("-py3")[0] + ".dist-info"}, tops
     assert not [n for n in names if n.split("/")[0] in ("pages", "bench", "tests", "sample_data", "app.py")]
     assert not [n for n in names if n.endswith((".csv", ".pyc"))]            # the samples are generated, not shipped
-    for must in ("calibdash/__init__.py", "calibdash/__main__.py", "calibdash/cli.py",
+    for must in ("calibdash/__init__.py", "calibdash/__main__.py", "calibdash/cli/__init__.py",
                  "calibdash/samples/__init__.py", "calibdash/samples/make.py", "calibdash/calibrators/bbq.py"):
         assert must in names, must
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()

@@ -164,7 +164,7 @@ def source_files(source) -> tuple[list[str], str]:
 
 
 def _score_column(columns: Sequence[str], asked: str | None, fitted_on: dict, sample, where: str) -> str:
-    """As ``cli._apply_score_column``: asked for, else the model's if present, else the first guessed."""
+    """As ``calibdash.cli.models._apply_score_column``: asked for, else the model's if present, else the first guessed."""
     score = asked
     if score is None and fitted_on.get("score") in columns:
         score = fitted_on["score"]

@@ -1,0 +1,226 @@
+"""Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,export-sql,benchmark} ...``.
+
+``evaluate`` prints the same metrics table as the dashboard's Compare page:
+each method is fitted on the fitting rows and judged on held-out rows.
+``report`` writes the same comparison as a one-page HTML report
+(:mod:`calibdash.report`: verdict, metrics with intervals, interactive
+figures, more measures, the methods' papers), which opens offline.
+``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
+JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated scores to a
+file's rows (in memory, or with ``--engine duckdb|spark`` where the files lie,
+:mod:`calibdash.engines.apply`); ``export-sql`` prints it as SQL
+(:mod:`calibdash.sql`). ``benchmark`` compares calibrators over several data sets, as
+the dashboard's Benchmark page does (:mod:`calibdash.benchmark`).
+
+This package's ``__init__`` is the only module that parses arguments:
+:func:`build_parser` holds every option, each ``cmd_*`` function turns
+parsed arguments into calls of the library, and :func:`main` reports
+calibdash's errors as messages with exit status 2. The commands live in
+one module per group: :mod:`.comparison` (``evaluate``, ``report``),
+:mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.benchmarking`
+and :mod:`.listing` (``methods``), over the shared :mod:`.output` and
+:mod:`.engine_jobs` helpers. Method lists and ``--param`` go through
+:mod:`calibdash.methods`; the scheme's defaults are
+:class:`calibdash.evaluation.Scheme`'s.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+# calibdash's names this module held before it became a package, still reachable as calibdash.cli.NAME
+from .. import benchmark, bootstrap as cboot, calibrators, diagrams, export, measures, report  # noqa: F401
+from ..data import guess_roles, load_scores, margins, read_table  # noqa: F401
+from ..errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError  # noqa: F401
+from ..evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set  # noqa: F401
+from ..methods import DEFAULT_METHODS, parse_params, resolve, split_names  # noqa: F401
+from .benchmarking import cmd_benchmark
+from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
+from .listing import cmd_methods
+from .models import cmd_apply, cmd_export_sql, cmd_fit
+
+__all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
+           "cmd_export_sql", "cmd_benchmark", "EVALUATE_METHODS"]
+
+_SCHEME = Scheme()
+
+
+# -- the parser -------------------------------------------------------------------------------------------
+def _add_methods(p: argparse.ArgumentParser, default: Sequence[str]) -> None:
+    p.add_argument("--methods", default=",".join(default),
+                   help="comma-separated calibrators (see `methods`; default: %(default)s)")
+    _add_param(p)
+
+
+def _add_param(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--param", action="append", metavar="METHOD.NAME=VALUE", help="a hyperparameter (repeatable)")
+
+
+def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
+    """The file, methods, columns, scheme and score-cell options ``evaluate`` and ``report`` share."""
+    p.add_argument("file", help=table_help)
+    _add_methods(p, EVALUATE_METHODS)
+    p.add_argument("--score", help="score column (default: guessed)")
+    p.add_argument("--label", help="label column (default: guessed)")
+    _add_positive(p)
+    p.add_argument("--scheme", default=_SCHEME.kind, choices=list(KINDS), help="default: %(default)s")
+    p.add_argument("--test-size", type=float, default=_SCHEME.test_size,
+                   help="held-out fraction for --scheme split (default: %(default)s)")
+    p.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
+    p.add_argument("--cells", choices=list(CELLS_CHOICES), default="auto",
+                   help=f"work on score cells (per distinct score: rows, positives) instead of rows; auto: above "
+                        f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
+
+
+def _add_positive(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--positive", "--pos-label", dest="positive", metavar="VALUE",
+                   help="the label value of the positive class (class 1); default: 1, true, yes, pos, ...; else the "
+                        "value opposite 0, -1, no, neg, ...; else the second value in sorted order "
+                        "(calibdash.validation.choose_positive, the rule of the API and the pages)")
+
+
+def _add_engine(p: argparse.ArgumentParser) -> None:
+    """Where the rows are read and aggregated (:mod:`calibdash.engines`)."""
+    g = p.add_argument_group("large sources", "FILE may be a glob of Parquet or CSV files; or give a DuckDB "
+                                              "database with --database and --table, or --query")
+    g.add_argument("--engine", choices=["memory", "duckdb", "spark"],
+                   help="memory: read the file into pandas; duckdb: aggregate into score cells out of core; spark: "
+                        "the same as a Spark job (default: memory for one file under 200 MB, else duckdb)")
+    g.add_argument("--split", help="split column, for --scheme column or --split-value (default: guessed)")
+    g.add_argument("--database", help="a DuckDB database file holding --table (or read by --query)")
+    g.add_argument("--table", help="a table of --database (DuckDB) or of the Spark catalog")
+    g.add_argument("--query", help="a SQL query giving the rows (needs --order-by for a split or folds)")
+    g.add_argument("--order-by", help="for --query: the ORDER BY list that fixes the rows' positions")
+    g.add_argument("--memory-limit", default="1GB", help="DuckDB's memory limit; beyond it, it spills to disk "
+                                                         "(default: %(default)s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command; each subcommand sets ``func`` to its ``cmd_*`` function."""
+    p = argparse.ArgumentParser(prog="python -m calibdash", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    table_help = "CSV, .csv.gz or Parquet file of scores and labels"
+
+    e = sub.add_parser("evaluate", help="fit calibrators and print held-out metrics")
+    _add_evaluation(e, table_help)
+    e.add_argument("--json", action="store_true",
+                   help="print JSON instead of a table: the metrics, the validation report (rows read, used, dropped "
+                        "and why) and the evaluation's notes")
+    e.add_argument("--measures", nargs="?", const="all", metavar="all|NAME,...",
+                   help="add the further measures (smECE, ICI, calibration slope and intercept, CORP and Murphy "
+                        "decompositions, Spiegelhalter's z, Hosmer-Lemeshow, ...) with paired bootstrap intervals, "
+                        "as the Compare page's 'More measures'; alone or 'all': every one; else a comma list of "
+                        f"{', '.join(measures.MEASURE_NAMES)}")
+    e.add_argument("--boot", type=int, default=MEASURES_BOOT,
+                   help="paired resamples of the --measures intervals (default: %(default)s)")
+    _add_engine(e)
+    e.set_defaults(func=cmd_evaluate)
+
+    r = sub.add_parser("report", help="fit calibrators and write a one-page HTML report",
+                       description="The comparison `evaluate` prints, as one self-contained HTML page: the "
+                                   "verdict, the metrics with 95% bootstrap intervals, the reliability diagram "
+                                   "and calibration map (interactive), more calibration measures, the data and "
+                                   "the methods' papers.")
+    _add_evaluation(r, table_help)
+    r.add_argument("--out", metavar="REPORT.html", default="report.html",
+                   help="where to write the report; - for stdout (default: %(default)s)")
+    r.add_argument("--title", help="the report's title (default: 'Calibration report: FILE')")
+    r.add_argument("--plotlyjs", choices=["inline", "cdn"], default="inline",
+                   help="inline: plotly.js inside the file (about 5 MB; opens offline); cdn: loaded from "
+                        "plotly's CDN when opened (about 0.1 MB; needs the network) (default: %(default)s)")
+    r.add_argument("--diagram", choices=[k.lower() for k in diagrams.KINDS], default="binned",
+                   help="the reliability diagram: binned (observed frequency per bin), smooth (SmoothECE's kernel "
+                        "curve) or corp (the PAV fit, MCB/DSC/UNC in the legend) (default: %(default)s)")
+    r.set_defaults(func=cmd_report)
+
+    m = sub.add_parser("methods", help="list the calibrators and their hyperparameters")
+    m.set_defaults(func=cmd_methods)
+
+    f = sub.add_parser("fit", help="fit one calibrator on a file and save it as JSON")
+    f.add_argument("file", help=table_help)
+    f.add_argument("--method", required=True, help="the calibrator (see `methods`)")
+    _add_param(f)
+    f.add_argument("--score", help="score column (default: guessed)")
+    f.add_argument("--label", help="label column (default: guessed)")
+    _add_positive(f)
+    f.add_argument("--split-value", metavar="VALUE", help="fit only on the rows whose split column holds VALUE")
+    f.add_argument("--out", metavar="MODEL.json", help="where to write the model (default: stdout)")
+    _add_engine(f)
+    f.set_defaults(func=cmd_fit)
+
+    a = sub.add_parser("apply", help="add a saved calibrator's calibrated scores to a file's rows")
+    a.add_argument("model", metavar="MODEL.json", help="a calibrator saved by `fit` (or calibdash.export.dumps)")
+    a.add_argument("file", help="CSV, .csv.gz or Parquet file with a score column (a label is not needed)")
+    a.add_argument("--score", help="score column (default: the model's, else guessed)")
+    a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
+                   "(default: stdout; Parquet, and required, with --engine)")
+    a.add_argument("--engine", choices=["duckdb", "spark", "memory"],
+                   help="apply where the files lie: FILE may be a glob of Parquet or CSV files, written to --out as "
+                        "Parquet by DuckDB (the calibrator as SQL), Spark, or pandas (default: in memory with CSV "
+                        "out for one file under 200 MB, else duckdb)")
+    a.set_defaults(func=cmd_apply)
+
+    x = sub.add_parser("export-sql", help="print a saved calibrator as SQL (DuckDB, Spark SQL or ANSI)")
+    x.add_argument("model", metavar="MODEL.json", help="a calibrator saved by `fit`")
+    x.add_argument("--dialect", choices=["duckdb", "spark", "ansi"], default="duckdb", help="default: %(default)s")
+    x.add_argument("--score", help="score column, in [0, 1] (default: the model's, else 'score')")
+    x.add_argument("--table", default="scores", help="the table the statement reads (default: %(default)s)")
+    x.add_argument("--form", choices=["auto", "case", "bisect", "lookup"], default="auto",
+                   help="large step and linear maps as a lookup table (auto) or nested CASEs (default: %(default)s)")
+    x.add_argument("--out", metavar="OUT.sql", help="where to write the SQL (default: stdout)")
+    x.set_defaults(func=cmd_export_sql)
+
+    b = sub.add_parser(
+        "benchmark", help="compare calibrators over several data sets (ranks, Friedman, Holm)",
+        description="Repeated K-fold cross-fitting of each calibrator on each data set, average ranks, "
+                    "the Friedman test with the Iman-Davenport correction and Holm's procedure against "
+                    "a reference method (Demsar 2006), as on the dashboard's Benchmark page.")
+    b.add_argument("files", nargs="+", metavar="FILE",
+                   help="CSV, .csv.gz or Parquet files, or folders of them; every score column is a data set")
+    _add_methods(b, benchmark.DEFAULT_METHODS)
+    b.add_argument("--folds", type=int, default=benchmark.DEFAULT_FOLDS,
+                   help="K of the cross-fitting (default: %(default)s)")
+    b.add_argument("--repeats", type=int, default=benchmark.DEFAULT_REPEATS,
+                   help="repetitions with seeds seed, seed+1, ... (default: %(default)s)")
+    b.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
+    b.add_argument("--metric", default=benchmark.DEFAULT_METRIC,
+                   choices=[m for m in measures.ALL_NAMES if measures.rankable(m)],
+                   help="metric to rank (default: %(default)s)")
+    b.add_argument("--reference", help="method the others are compared with (default: bbq if chosen)")
+    b.add_argument("--alpha", type=float, default=benchmark.DEFAULT_ALPHA, help="default: %(default)s")
+    b.add_argument("--no-uncalibrated", action="store_true", help="do not rank the raw scores")
+    b.add_argument("--label", help="label column (default: guessed)")
+    b.add_argument("--score", action="append", help="score column to use (repeatable; default: every score column)")
+    b.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    b.add_argument("--engine", choices=["memory", "duckdb", "spark"],
+                   help="memory: read each file into pandas; duckdb or spark: each FILE (a file or a glob) stays "
+                        "where it is, and each repeat's folds are aggregated into score cells by the engine "
+                        "(default: memory, unless a FILE is a glob or over 200 MB)")
+    b.add_argument("--memory-limit", default="1GB", help="DuckDB's memory limit (default: %(default)s)")
+    b.set_defaults(func=cmd_benchmark)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit status.
+
+    calibdash's own errors are printed as one line on stderr with exit
+    status 2: ``error: ...`` for a problem with the data, a setting or the
+    machine, ``internal error: ...`` for a :class:`ProgrammingError` (a bug,
+    shown for what it is). Bad arguments exit through ``argparse`` (status 2).
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ProgrammingError as exc:
+        print(f"internal error ({type(exc).__name__}): {exc} This is a bug in calibdash, not a problem with "
+              "your data or settings; please report it.", file=sys.stderr)
+        return 2
+    except CalibdashError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:                   # Ctrl-C: a running job was cancelled (its query interrupted)
+        print("cancelled.", file=sys.stderr)
+        return 130

@@ -1,0 +1,194 @@
+"""The ``evaluate`` and ``report`` commands: the held-out comparison of calibrators on one file, printed as a
+table or JSON (with ``--measures``, the further measures with paired bootstrap intervals) or written as the
+one-page HTML report (:mod:`calibdash.report`)."""
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .. import bootstrap as cboot, measures, report
+from ..data import load_scores
+from ..errors import DataError, SettingsError
+from ..evaluation import Scheme, evaluate_score_set
+from ..methods import DEFAULT_METHODS, parse_params, resolve
+from .engine_jobs import aggregate, engine_for, engine_source
+from .output import finite_or_none, four_places, jsonable, sentence, write_text
+
+__all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
+
+#: Methods ``evaluate`` and ``report`` fit unless told otherwise (:data:`calibdash.methods.DEFAULT_METHODS`).
+EVALUATE_METHODS = DEFAULT_METHODS
+#: Paired resamples of ``evaluate --measures``' intervals unless ``--boot`` says otherwise (the Compare page's).
+MEASURES_BOOT = 100
+
+
+# -- evaluate ---------------------------------------------------------------------------------------------
+def scheme_of(args) -> Scheme:
+    return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
+
+
+def check_split(ss, args) -> None:
+    if args.scheme == "column" and not ss.split_column:
+        raise DataError("--scheme column needs a split column in the file.")
+
+
+def _metrics_json(ev) -> dict:
+    return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
+
+
+def _validation_json(ss) -> dict:
+    """What loading found (:class:`calibdash.data.ValidationReport`): rows read, used, dropped and why, the
+    label's classes, the mapped score columns, and the report's messages."""
+    rep = ss.report
+    return {"rows_read": rep.n_read, "rows_used": rep.n_used, "rows_dropped": int(sum(rep.dropped.values())),
+            "dropped": {reason: int(k) for reason, k in rep.dropped.items()},
+            "dropped_examples": {reason: list(ex) for reason, ex in rep.dropped_examples.items()},
+            "label": {"column": ss.label_column, "positive": jsonable(ss.positive_label),
+                      "negative": jsonable(ss.negative_label)},
+            "class_counts": {k: int(v) for k, v in rep.class_counts.items()},
+            "mapped": {col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in rep.mapped.items()},
+            "messages": list(rep.messages)}
+
+
+def _measure_names(arg: str | None) -> tuple[str, ...] | None:
+    """``--measures``: None when not asked, every measure for ``all``, else the listed ones (any case)."""
+    if arg is None:
+        return None
+    if arg.strip().lower() in ("", "all"):
+        return measures.MEASURE_NAMES
+    by_lower = {m.lower(): m for m in measures.MEASURE_NAMES}
+    names = [by_lower.get(x.strip().lower(), x.strip()) for x in arg.split(",") if x.strip()]
+    return measures.check_names(names)
+
+
+def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
+    """The further measures of ``ev``'s judged rows (or cells: weighted rows) with paired Poisson-bootstrap
+    intervals, as the Compare page's "More measures" (:func:`calibdash.bootstrap.bootstrap_measures`)."""
+    if int(n_boot) < 1:
+        raise SettingsError(f"--boot must be at least 1, got {n_boot}.")
+    n = ev.weights if ev.weights is not None else np.ones(len(ev.labels))
+    with warnings.catch_warnings():          # a resample where a measure is undefined is NaN, and left out
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
+
+
+def _measures_json(boot: cboot.BootstrapResult) -> dict:
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+    return {"level": boot.level, "resamples": boot.n_boot, "note": boot.note,
+            "values": {m: {name: {stat: finite_or_none(t.loc[m, (name, stat)]) for stat in ("value", "low", "high")}
+                           for name in names} for m in t.index}}
+
+
+def _print_measures(boot: cboot.BootstrapResult) -> None:
+    """One row per measure, one column per method: ``value [low, high]``."""
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+
+    def cell(m, name):
+        v, lo, hi = (t.loc[m, (name, s)] for s in ("value", "low", "high"))
+        return "n/a" if not np.isfinite(v) else f"{v:.4f} [{lo:.4f}, {hi:.4f}]"
+
+    frame = pd.DataFrame({"best": [measures.best_phrase(name).removesuffix(" is better") for name in names],
+                          **{m: [cell(m, name) for name in names] for m in t.index}}, index=names)
+    frame.index.name = "measure"
+    print(f"\nMore measures: value [{round(100 * boot.level)}% paired interval]")
+    print(frame.to_string())
+    print(boot.note)
+
+
+def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
+    """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
+    from ..evaluation import evaluate_cells
+
+    if any(c.uses_features for c in cals.values()):
+        raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
+    names = _measure_names(args.measures)
+    src = engine_source(args, split=args.split)
+    if scheme.kind == "column" and not src.split:
+        raise DataError("--scheme column needs a split column: name it with --split.")
+    cells = aggregate(src, scheme, engine, args.memory_limit)
+    ev = evaluate_cells(cells, cals, scheme)
+    scheme_text = scheme.describe(on_cells=True)
+    boot = _measures(ev, names, args.boot) if names else None
+    if args.json:
+        n_pos = int(cells.n_pos.sum())
+        out = {"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
+               "scheme": scheme_text, "cells": cells.describe(), "notes": list(ev.notes), "binning": ev.binning,
+               "validation": {"rows_read": cells.n_rows, "rows_used": cells.n_rows, "rows_dropped": 0, "dropped": {},
+                              "label": {"column": src.label, "positive": jsonable(src.positive)},
+                              "class_counts": {"positive": n_pos, "negative": cells.n_rows - n_pos},
+                              "messages": [("Rows where they live are checked, not dropped: a missing score or "
+                                            "label is refused.")]},
+               "metrics": _metrics_json(ev)}
+        if boot is not None:
+            out["measures"] = _measures_json(boot)
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
+          f"(aggregated by {engine})")
+    for msg in [cells.describe(), *ev.notes]:
+        print(f"  · {sentence(msg)}")
+    print(ev.metrics.to_string(float_format=four_places))
+    print(f"ECE and MCE: {ev.binning}.")
+    if boot is not None:
+        _print_measures(boot)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON); with ``--measures`` the
+    further measures with paired intervals too."""
+    cals = resolve(args.methods, parse_params(args.param))
+    scheme = scheme_of(args)
+    engine = engine_for(args)
+    if engine:
+        return _evaluate_engine(args, cals, scheme, engine)
+    names = _measure_names(args.measures)
+    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
+    check_split(ss, args)
+    ev = evaluate_score_set(ss, cals, scheme, cells=args.cells)
+    if ev.weights is not None:
+        judged, scheme_text = ev.n_judged, scheme.describe(on_cells=True)
+        how = ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note
+    else:
+        judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
+    boot = _measures(ev, names, args.boot) if names else None
+    if args.json:
+        out = {"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
+               "cells": how, "notes": list(ev.notes), "binning": ev.binning, "validation": _validation_json(ss),
+               "metrics": _metrics_json(ev)}
+        if boot is not None:
+            out["measures"] = _measures_json(boot)
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged")
+    for msg in ss.report.messages + ([how] if how else []) + list(ev.notes):
+        print(f"  · {sentence(msg)}")
+    print(ev.metrics.to_string(float_format=four_places))
+    print(f"ECE and MCE: {ev.binning}.")
+    if boot is not None:
+        _print_measures(boot)
+    return 0
+
+
+# -- report -----------------------------------------------------------------------------------------------
+def cmd_report(args) -> int:
+    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`)."""
+    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
+    check_split(ss, args)
+    text = report.report_for_score_set(ss, args.methods, scheme_of(args), params=parse_params(args.param),
+                                       cells=args.cells, title=args.title, diagram=args.diagram,
+                                       include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
+    where = write_text(text, None if args.out == "-" else args.out)
+    if where != "stdout":
+        print(f"Wrote the report of {ss.name} to {where} ({len(text.encode()) / 1e6:.1f} MB"
+              + ("; its charts load plotly.js from the CDN" if args.plotlyjs == "cdn" else "; it opens offline")
+              + ").", file=sys.stderr)
+    return 0

@@ -1,0 +1,102 @@
+"""The command line's engine and job helpers: which engine reads a FILE (pandas in memory, DuckDB or Spark,
+:mod:`calibdash.engines`), the engine's source for the parsed arguments, and long work run as a job of
+:mod:`calibdash.jobs` with its stage and elapsed time on stderr (:class:`ProgressLine`); Ctrl-C cancels it."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate"]
+
+
+def default_engine(path: str) -> str | None:
+    """None (read the file into pandas) for one file under 200 MB, "duckdb" for a larger file or a glob
+    (:func:`calibdash.engines.default_engine`); None for a path that names no file, so loading says why."""
+    from .. import engines
+
+    if any(c in path for c in "*?["):
+        return "duckdb"
+    if not Path(path).is_file():
+        return None
+    return None if engines.default_engine(engines.Source(path=path)) == "memory" else "duckdb"
+
+
+def engine_for(args) -> str | None:
+    """The engine that reads ``args.file`` for evaluate and fit: None for the in-memory path that reads one
+    file into pandas (``--engine memory``, or by default a single file under 200 MB), else duckdb or spark."""
+    if args.engine == "memory":
+        return None
+    if args.engine:
+        return args.engine
+    if getattr(args, "table", None) or getattr(args, "query", None):
+        return "duckdb"
+    return default_engine(args.file)
+
+
+def engine_source(args, split: str | None = None):
+    from .. import engines
+
+    src = engines.source_for(args.file, score=args.score, label=args.label, split=split,
+                             database=getattr(args, "database", None), table=getattr(args, "table", None),
+                             query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
+    if getattr(args, "positive", None) is not None:
+        src = dataclasses.replace(src, positive=args.positive)
+    return src
+
+
+class ProgressLine:
+    """A job's stage and elapsed seconds on stderr: rewritten in place with ``\\r`` on a terminal
+    (:meth:`calibdash.jobs.Status.line`), else one line per stage; nothing goes to stdout."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        try:
+            self.tty = self.stream.isatty()
+        except (AttributeError, ValueError):
+            self.tty = False
+        self.printed, self.width, self.queued = 0, 0, False
+
+    def __call__(self, status) -> None:
+        if self.tty:
+            text = status.line()[:150]
+            self.stream.write("\r" + text.ljust(self.width) + ("\n" if status.finished else ""))
+            self.width = 0 if status.finished else len(text)
+        else:
+            if status.queued and not self.queued:
+                self.stream.write(status.line() + "\n")
+                self.queued = True
+            for stage, at in status.stages[self.printed:]:
+                self.stream.write(f"{status.what}: {stage} ({at:.0f} s)\n")
+            self.printed = max(self.printed, len(status.stages))
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End a line left open on a terminal (the job stopped before its last status was shown)."""
+        if self.tty and self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.width = 0
+
+
+def in_job(what: str, work):
+    """``work(job)`` run as a job of :mod:`calibdash.jobs`: its stage and elapsed time on stderr while it runs,
+    and Ctrl-C cancels it (interrupting the DuckDB connection it watches); returns its result."""
+    import uuid
+
+    from .. import jobs
+
+    reg = jobs.JobRegistry(max_jobs=1, timeout_s=float("inf"), lease_s=None)
+    line = ProgressLine()
+    try:
+        return reg.run(uuid.uuid4().hex, work, owner="cli", what=what, on_status=line)
+    finally:
+        line.close()
+
+
+def aggregate(source, scheme, engine: str, memory_limit: str):
+    """:func:`calibdash.engines.aggregate` as a job (:func:`in_job`; :func:`calibdash.engines.plan.aggregate_job`)."""
+    from ..engines.plan import aggregate_job
+
+    return in_job(f"Aggregating {source.describe()} with {engine}",
+                   lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
