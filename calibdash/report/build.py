@@ -1,0 +1,205 @@
+"""The HTML document (:func:`build_report`): the verdict, the data, the tables and figures, assembled into one page.
+
+Part of :mod:`calibdash.report` (whose docstring gives the page's order and
+how plotly.js is written). The figures are drawn by :mod:`calibdash.figures`
+(the [app] extra), the tables and CSS come from :mod:`calibdash.report.markup`
+and the texts from :mod:`calibdash.report.text`.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from .. import __version__, bootstrap as cboot, diagrams, metrics
+from ..bootstrap import BootstrapResult
+from ..errors import SettingsError
+from ..evaluation import UNCALIBRATED, Evaluation
+from .markup import CSS, escape, interval_table, methods_section
+from .text import default_labels, intervals_text, judged_text, measure_table
+
+__all__ = ["build_report", "PLOTLYJS_MODES"]
+
+#: What ``include_plotlyjs`` accepts: True (plotly.js written inline, the default: opens offline) or "cdn".
+PLOTLYJS_MODES = (True, "cdn")
+#: Figure height in pixels (the dashboard's default).
+_FIG_HEIGHT = 520
+
+
+def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):
+    from .. import figures                     # plotly: the [app] extra
+    from ..figures import diagrams as fdiagrams
+
+    rel = fdiagrams.plot(rel_data, names=labels, height=_FIG_HEIGHT)
+    raw = ev.predictions[UNCALIBRATED].to_numpy()
+    feats = None if features is None or ev.weights is not None else features
+    curves = figures.map_curves(ev.models, raw, feats, sample_weight=ev.weights)
+    cmap = figures.calibration_map(curves, raw, labels=labels, log_x=log_x, sample_weight=ev.weights,
+                                   height=_FIG_HEIGHT)
+    return [("reliability", rel), ("calibration-map", cmap)]
+
+
+def _figure_html(figs, include_plotlyjs) -> list[str]:
+    """Each figure's ``<div>``; plotly.js (inline or its CDN tag) goes with the first one only."""
+    import plotly.io as pio
+
+    config = {"responsive": True, "displaylogo": False,
+              "toImageButtonOptions": {"format": "png", "scale": 2}}
+    return [pio.to_html(fig, include_plotlyjs=include_plotlyjs if i == 0 else False, full_html=False,
+                        div_id=f"fig-{key}", config=config, default_height=f"{_FIG_HEIGHT}px")
+            for i, (key, fig) in enumerate(figs)]
+
+
+def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, source_description: str,
+                 scheme_description: str, labels: Mapping[str, str] | None = None,
+                 measures_table: pd.DataFrame | BootstrapResult | None = None, notes: Sequence[str] = (),
+                 include_plotlyjs=True, n_bins: int = metrics.DEFAULT_N_BINS,
+                 strategy: str = metrics.DEFAULT_STRATEGY, log_x: bool = False, features: pd.DataFrame | None = None,
+                 calibration_metric: str = "ECE", generated: datetime | None = None, diagram: str = "binned") -> str:
+    """One self-contained HTML document reporting ``evaluation`` and its intervals ``boot``.
+
+    Parameters
+    ----------
+    evaluation : Evaluation
+        Its predictions draw the figures and give the judged rows; its models
+        the calibration map and the methods' papers.
+    boot : BootstrapResult
+        The metrics table with intervals (:func:`calibdash.bootstrap.bootstrap_evaluation`, or
+        what the Compare page computed); the verdict is drawn from it.
+    title : str
+        The page's heading and ``<title>``.
+    source_description : str
+        Where the rows came from (:func:`describe_source` of a ScoreSet).
+    scheme_description : str
+        How the rows were split and judged (:meth:`Scheme.describe`, with
+        ``on_cells`` on score cells).
+    labels : mapping key -> display name, optional
+        Default :func:`default_labels`.
+    measures_table : DataFrame or BootstrapResult, optional
+        Methods x measures (:func:`measure_table`), or the result of
+        :func:`calibdash.bootstrap.bootstrap_measures` to show intervals too.
+        Default: :func:`measure_table` of ``evaluation``; an empty DataFrame
+        leaves the section out.
+    notes : sequence of str
+        Shown as a list (the data's validation messages, for example).
+    include_plotlyjs : True or "cdn"
+        True (default): plotly.js is written inline once, so the file opens
+        offline (about 4.8 MB). ``"cdn"``: a ``<script src>`` to plotly's CDN
+        instead (a small file whose charts need the network).
+    n_bins, strategy
+        Bins of the binned reliability diagram (default: the metrics table's); ``n_bins`` may be ``"auto"``
+        (:func:`calibdash.diagrams.auto_bin_count`'s cube-root rule).
+    log_x : bool
+        Log-scaled score axis of the calibration map.
+    features : DataFrame, optional
+        The judged rows' feature columns, for a feature-aware model's map (row
+        path only; score cells carry no features).
+    calibration_metric : str, default "ECE"
+        The metric the verdict ranks by.
+    generated : datetime, optional
+        The date printed (default: now, UTC).
+    diagram : {"binned", "smooth", "corp"}
+        The reliability diagram's type (:data:`calibdash.diagrams.KINDS`, any letter case): binned (default),
+        SmoothECE's smoothed curve, or the CORP (PAV) curve with the MCB/DSC/UNC decomposition in its legend.
+
+    Returns
+    -------
+    str
+        The HTML document.
+
+    Raises
+    ------
+    SettingsError
+        ``include_plotlyjs`` is not one of :data:`PLOTLYJS_MODES`, or ``diagram`` not a diagram type.
+    """
+    if not (include_plotlyjs is True or include_plotlyjs == "cdn"):
+        raise SettingsError(f"include_plotlyjs must be True (inline, opens offline) or 'cdn', "
+                            f"got {include_plotlyjs!r}.")
+    diagrams.check_kind(diagram)
+    ev = evaluation
+    keys = list(dict.fromkeys([*boot.table.index, *ev.predictions.columns]))
+    labels = {**default_labels(keys, ev.models), **dict(labels or {})}
+    notes = list(notes)
+    if measures_table is None:
+        measures_table, failed = measure_table(ev)
+        notes += failed
+    generated = generated or datetime.now(timezone.utc)
+    when = generated.strftime("%Y-%m-%d %H:%M %Z").strip()
+
+    verdict = cboot.verdict(boot, calibration_metric, labels)
+    cells_text = (f"yes: {ev.note}; each metric, figure and interval weighs a cell by the rows it holds"
+                  if ev.weights is not None else "no: every held-out row was used")
+    data = [("Source", source_description), ("Judged", judged_text(ev)), ("Split and judged by", scheme_description),
+            ("Score cells", cells_text), ("ECE and MCE", ev.binning), ("Intervals", intervals_text(boot, ev))]
+    data_html = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in data)
+
+    rel_data = diagrams.prepare(diagram, ev.predictions, ev.labels, ev.weights, n_bins=n_bins, strategy=strategy)
+    figs = _figure_html(_figures(ev, labels, rel_data, log_x, features), include_plotlyjs)
+    if rel_data.kind == diagrams.BINNED:
+        rel_caption = (f"The reliability diagram: observed frequency of positives against mean prediction in "
+                       f"{escape(metrics.binning_label(rel_data.n_bins, strategy))}, each with its 95% interval, and "
+                       "the rows per bin underneath.")
+    else:
+        rel_caption = escape(rel_data.caption(labels))
+    fig_caption = (
+        f"{rel_caption} The calibration map: each calibrator's output against the raw score, with the "
+        "scores' histogram underneath. Hover for values; click a legend entry to hide or show a method; "
+        "drag to zoom, double-click to reset.")
+    measures_html = ""
+    has_measures = isinstance(measures_table, BootstrapResult) or len(measures_table.columns) > 0
+    if has_measures:
+        boxed = isinstance(measures_table, BootstrapResult)
+        how = f"value [{int(round(100 * measures_table.level))}% paired bootstrap interval]" if boxed else "value"
+        measures_html = (
+            "<section><h2>More calibration measures</h2>"
+            + interval_table(measures_table, labels, "measures")
+            + f'<p class="caption">Each cell: {how}, on the same held-out rows'
+            + (" (weighted by the rows each score cell holds)" if ev.weights is not None else "")
+            + "; the best value of each measure in bold (closest to the ideal for CITL, Slope and "
+              "Spiegelhalter's z; UNC is the same for every method); a dash marks a measure that cannot be "
+              "computed on a method's predictions. Hover a heading for what it measures and its source."
+            + (f" {escape(measures_table.note)}" if boxed and measures_table.note else "") + "</p></section>")
+    notes_html = ("<section><h2>Notes</h2><ul class=\"notes\">"
+                  + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul></section>") if notes else ""
+    level = int(round(100 * boot.level))
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="calibdash {escape(__version__)}">
+<title>{escape(title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<main>
+<header>
+<h1>{escape(title)}</h1>
+<div class="meta">calibdash {escape(__version__)} · generated {escape(when)}</div>
+</header>
+<p class="verdict" id="verdict"><strong>Verdict</strong>{escape(verdict)}</p>
+<section><h2>Data</h2><dl class="data">{data_html}</dl></section>
+<section><h2>Metrics on the held-out rows</h2>
+{interval_table(boot, labels, "metrics")}
+<p class="caption">Each cell: value [{level}% paired bootstrap interval]; the best value of each metric in bold.
+Lower is better except AUC and ACC. ECE and MCE use {escape(ev.binning)}. Hover a heading for what it measures.</p>
+</section>
+<section><h2>Reliability and calibration map</h2>
+<div class="figures">
+<figure>{figs[0]}</figure>
+<figure>{figs[1]}</figure>
+</div>
+<p class="caption">{fig_caption}</p>
+</section>
+{measures_html}
+<section><h2>Methods</h2>
+{methods_section(ev, labels)}
+</section>
+{notes_html}
+<footer>Made with calibdash {escape(__version__)} on {escape(when)}: calibration of binary classifiers, each method
+fitted and judged as the Data section says.</footer>
+</main>
+</body>
+</html>
+"""

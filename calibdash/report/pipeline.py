@@ -1,0 +1,85 @@
+"""The report of a file or a loaded ScoreSet: load, fit, judge, bootstrap, measure, write.
+
+Part of :mod:`calibdash.report`: :func:`report_for_file` and
+:func:`report_for_score_set`, the command line's path (``python -m calibdash
+report``) to :func:`calibdash.report.build.build_report`.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Mapping
+
+from .. import bootstrap as cboot, diagrams
+from ..evaluation import Scheme, evaluate_score_set
+from ..methods import DEFAULT_METHODS, resolve
+from .build import build_report
+from .text import describe_source, measure_table
+
+__all__ = ["report_for_file", "report_for_score_set"]
+
+
+def report_for_file(path, methods=None, score: str | None = None, label: str | None = None,
+                    scheme: Scheme | None = None, **options) -> str:
+    """The report of a file: load it (:func:`calibdash.data.load_scores`), then :func:`report_for_score_set`.
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV, .csv.gz or Parquet file.
+    methods : method spec, default :data:`calibdash.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
+    score, label : str, optional
+        Column names (default: guessed).
+    scheme : Scheme, default ``Scheme()``
+    **options
+        ``params``, ``cells``, ``n_boot``, ``title``, ``include_plotlyjs``,
+        ``generated``, ``diagram``: as for :func:`report_for_score_set`.
+
+    Returns
+    -------
+    str
+        The HTML document.
+    """
+    from ..data import load_scores
+
+    return report_for_score_set(load_scores(path, score=score, label=label), methods, scheme, **options)
+
+
+def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
+                         params: Mapping[str, Mapping] | None = None, cells: str = "auto",
+                         n_boot: int | None = None, title: str | None = None, include_plotlyjs=True,
+                         generated: datetime | None = None, diagram: str = "binned") -> str:
+    """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods``, bootstrap, measure, write.
+
+    The path of ``python -m calibdash evaluate`` (:func:`calibdash.evaluation.evaluate_score_set`),
+    then :func:`calibdash.bootstrap.bootstrap_evaluation`, :func:`measure_table` and
+    :func:`build_report`.
+
+    Parameters
+    ----------
+    ss : ScoreSet
+    methods : method spec, default :data:`calibdash.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
+    scheme : Scheme, default ``Scheme()``
+    params : mapping method -> {hyperparameter: value}, optional
+    cells : {"auto", "always", "never"}
+    n_boot : int, optional
+        Resamples of the intervals (default: as the Compare page).
+    title : str, optional
+        Default ``"Calibration report: <file name>"``.
+    include_plotlyjs, generated, diagram
+        As for :func:`build_report`.
+    """
+
+    diagrams.check_kind(diagram)                # before the fits, not after
+    scheme = scheme or Scheme()
+    ev = evaluate_score_set(ss, resolve(DEFAULT_METHODS if methods is None else methods, params), scheme,
+                            cells=cells)
+    boot = cboot.bootstrap_evaluation(ev, n_boot)
+    table, failed = measure_table(ev)
+    feats = (ss.features.iloc[ev.rows].reset_index(drop=True)
+             if ss.features is not None and ev.weights is None and any(
+                 getattr(m, "uses_features", False) for m in ev.models.values()) else None)
+    return build_report(ev, boot, title=title or f"Calibration report: {ss.name}",
+                        source_description=describe_source(ss),
+                        scheme_description=scheme.describe(on_cells=ev.weights is not None),
+                        measures_table=table, notes=[*ss.report.messages, *failed],
+                        features=feats, include_plotlyjs=include_plotlyjs, generated=generated, diagram=diagram)
