@@ -96,9 +96,9 @@ def cell_data():
 def test_every_resample_is_the_weighted_metrics_of_its_counts(cell_data, strategy):
     """The vectorised engine gives, per resample, metrics.summary with the drawn counts as weights."""
     c, pred = cell_data
-    plan = bootstrap._plan(pred.to_numpy(), c.n_pos, c.n - c.n_pos, 10, strategy, metrics.METRIC_NAMES, 100)
+    plan = bootstrap.cells._plan(pred.to_numpy(), c.n_pos, c.n - c.n_pos, 10, strategy, metrics.METRIC_NAMES, 100)
     counts = plan.poisson.draw(np.random.default_rng(3), 3)
-    got = bootstrap._measure(plan, counts)
+    got = bootstrap.cells._measure(plan, counts)
     m = plan.p.shape[0]
     labels = np.r_[np.ones(m), np.zeros(m)]
     for r in range(counts.shape[0]):
@@ -162,8 +162,8 @@ def test_cells_are_paired_and_feed_the_verdict(cell_data):
 def test_poisson_draws_by_inversion_are_poisson():
     """Frequencies of the tabled sampler (and of the fallback above the table budget) against the pmf."""
     means = np.array([0, 1, 3, 40, 1000, 40])
-    for budget in (bootstrap._TABLE_BUDGET, 200):                   # 200 entries: the largest means fall back
-        draws = bootstrap._Poisson(means, budget=budget).draw(np.random.default_rng(0), 40_000)
+    for budget in (bootstrap.poisson._TABLE_BUDGET, 200):                   # 200 entries: the largest means fall back
+        draws = bootstrap.poisson.Poisson(means, budget=budget).draw(np.random.default_rng(0), 40_000)
         assert draws.dtype == float and np.all(draws == np.floor(draws))
         assert np.all(draws[:, 0] == 0)
         for j, mean in enumerate(means[1:], start=1):

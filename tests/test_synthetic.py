@@ -126,7 +126,7 @@ def test_svm_scores_are_those_of_the_shipped_circles_sample():
     df = pd.read_csv(REPO / "sample_data" / "circles_svm.csv")
     x = df[["x1", "x2"]].to_numpy()
     for col, name in (("linear_svm", "circles_linear"), ("quadratic_svm", "circles_quadratic")):
-        margin = synthetic._population(name).margin
+        margin = synthetic.scenarios.population(name).margin
         np.testing.assert_allclose(1 / (1 + np.exp(-margin(x))), df[col], atol=3e-6)
 
 
@@ -134,7 +134,7 @@ def test_circles_linear_truth_matches_its_closed_form():
     """Points at signed distance d from the SVM's line: radius √(d² + t²) along the line, density ∝ 1/r on r < 4, so
     P(r > 2 | d) = 1 - asinh(√(4-d²)/|d|) / asinh(√(16-d²)/|d|) for |d| < 2, and 1 beyond. Tolerances: the module
     docstring's stated accuracy (population mean 3e-4; 99% of the population within 5e-3)."""
-    pop = synthetic._population("circles_linear")
+    pop = synthetic.scenarios.population("circles_linear")
     u = (np.arange(20000) + 0.5) / 20000
     m = pop.margin_quantile(u)
     d = np.abs((m - pop.margin.c) / np.linalg.norm(pop.margin.v))

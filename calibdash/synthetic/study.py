@@ -1,0 +1,143 @@
+"""The estimator study: one draw halved (a :class:`Trial`), repeated over seeds, and its summary per method."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import calibrators, metrics  # noqa: F401
+from ..errors import DataError
+from ..evaluation import UNCALIBRATED, Scheme, split_indices
+from ..methods import resolve
+from .scenarios import Draw, draw
+from .truth import N_NODES, true_errors, true_nodes
+
+__all__ = ["Trial", "trial", "estimator_study", "study_summary", "DEFAULT_METHODS", "TRUE_ERROR_COLUMNS"]
+
+#: Calibrators of a study when none are named.
+DEFAULT_METHODS = ("platt", "isotonic", "bbq")
+
+#: True-error column of a study for each ``against``.
+TRUE_ERROR_COLUMNS = {"score": "true_error", "prediction": "true_error_pred"}
+
+
+@dataclass
+class Trial:
+    """One draw, halved: calibrators fitted on one half, everything judged on the other.
+
+    Attributes
+    ----------
+    draw : Draw
+    fit_rows, judged_rows : ndarray
+        Indices of the two halves (stratified by label).
+    models : dict
+        Method key -> calibrator fitted on ``fit_rows``.
+    errors : DataFrame
+        One row per method (``"uncalibrated"`` first): ``true_error`` (against
+        the score), ``true_error_pred`` (against the prediction), ``ece`` and
+        ``mvce`` on the judged rows, and ``ece_minus_true``,
+        ``mvce_minus_true`` (estimate minus ``true_error``).
+    """
+
+    draw: Draw
+    fit_rows: np.ndarray
+    judged_rows: np.ndarray
+    models: dict
+    errors: pd.DataFrame
+
+
+def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = metrics.DEFAULT_N_BINS,
+          strategy: str = metrics.DEFAULT_STRATEGY,
+          mvce_views: int = 100, p: float = 1) -> Trial:
+    """Draw ``n`` rows with ``seed``, fit ``methods`` on a stratified half, judge on the other half.
+
+    Parameters
+    ----------
+    name, n, seed
+        Scenario, sample size, seed (of the draw and of the split).
+    methods : method spec (:func:`calibdash.methods.resolve`), default :data:`DEFAULT_METHODS`
+    n_bins, strategy
+        ECE's bins (default: 10 equal-count bins, as in MBCT's section 5.3 and the metrics table).
+    mvce_views, p
+        MVCE's number of random views and norm; ``p`` is also the true error's norm.
+    """
+    d = draw(name, n, seed)
+    if min(int(d.labels.sum()), int(d.labels.size - d.labels.sum())) < 2:
+        raise DataError(f"this draw of {n:,} rows has fewer than 2 rows of one class; take a larger sample.")
+    fit_rows, judged = split_indices(d.labels, Scheme("split", test_size=0.5, seed=int(seed)))[0]
+    s_fit, y_fit = d.scores[fit_rows], d.labels[fit_rows]
+    s_judge, y_judge = d.scores[judged], d.labels[judged]
+    chosen = resolve(DEFAULT_METHODS if methods is None else methods)
+    models = {key: cal.fit(s_fit, y_fit) for key, cal in chosen.items()}
+    nodes, truth = true_nodes(name, N_NODES)
+    rows = []
+    for key, model in [(UNCALIBRATED, None), *models.items()]:
+        pred = s_judge if model is None else model.predict(s_judge)
+        true_score, true_pred = true_errors(truth, nodes if model is None else model.predict(nodes), p)
+        rows.append({
+            "method": key,
+            "true_error": true_score,
+            "true_error_pred": true_pred,
+            "ece": metrics.ece(pred, y_judge, n_bins, strategy),
+            "mvce": metrics.mvce(pred, y_judge, n_views=mvce_views, p=p, seed=int(seed)),
+        })
+    errors = pd.DataFrame(rows)
+    errors["ece_minus_true"] = errors["ece"] - errors["true_error"]
+    errors["mvce_minus_true"] = errors["mvce"] - errors["true_error"]
+    return Trial(draw=d, fit_rows=fit_rows, judged_rows=judged, models=models, errors=errors)
+
+
+def estimator_study(name: str, n: int, seeds: Sequence[int], methods=None, *,
+                    progress: Callable[[float, str], None] | None = None, **kwargs) -> pd.DataFrame:
+    """Repeated :func:`trial`: true error against estimated ECE and MVCE, one row per (seed, method).
+
+    The MBCT paper's simulation study (section 5.3): on each of ``seeds``
+    draws of ``n`` rows the calibrators are fitted on one half and the raw
+    scores and every calibrator are judged on the other half; the true error
+    comes from the known truth. The spread of ``ece_minus_true`` over seeds
+    is the estimator's variance, its mean the bias.
+
+    Returns
+    -------
+    DataFrame with columns ``seed``, ``method`` and the columns of
+    :attr:`Trial.errors`.
+    """
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise DataError("give at least one seed.")
+    parts = []
+    for i, seed in enumerate(seeds):
+        t = trial(name, n, seed, methods, **kwargs)
+        parts.append(t.errors.assign(seed=seed))
+        if progress:
+            progress((i + 1) / len(seeds), f"draw {i + 1} of {len(seeds)}")
+    out = pd.concat(parts, ignore_index=True)
+    return out[["seed", "method"] + [c for c in out.columns if c not in ("seed", "method")]]
+
+
+def study_summary(study: pd.DataFrame, against: str = "score") -> pd.DataFrame:
+    """Per method and estimator: mean true error, mean estimate, bias, standard deviation and RMSE.
+
+    Bias is the mean of (estimate - true error) over the draws, SD its
+    standard deviation (ddof = 1), RMSE the root mean square of the
+    difference. ``against`` picks the true error: given the score
+    (``true_error``) or given the prediction (``true_error_pred``).
+    """
+    column = TRUE_ERROR_COLUMNS.get(against)
+    if column is None:
+        raise DataError(f"against must be 'score' or 'prediction', got {against!r}.")
+    rows = []
+    for method, part in study.groupby("method", sort=False):
+        truth = part[column].to_numpy(dtype=float)
+        for est in ("ece", "mvce"):
+            diff = part[est].to_numpy(dtype=float) - truth
+            rows.append({"method": method, "estimator": est.upper(),
+                         "true_error": float(truth.mean()),
+                         "estimate": float(part[est].mean()),
+                         "bias": float(diff.mean()),
+                         "sd": float(diff.std(ddof=1)) if diff.size > 1 else float("nan"),
+                         "rmse": float(math.sqrt(np.mean(diff ** 2)))})
+    return pd.DataFrame(rows)
