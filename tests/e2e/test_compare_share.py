@@ -11,7 +11,15 @@ pytestmark = pytest.mark.e2e
 MAIN = '[data-testid="stMain"]'
 
 
-def _methods_chips(page) -> list[str]:
+CHIPS_JS = """(n) => Array.from(document.querySelectorAll('[data-testid="stMultiSelect"]'))
+    .filter(b => b.textContent.includes('Calibrators'))
+    .some(b => b.querySelectorAll('[data-tag]').length === n)"""
+
+
+def _methods_chips(page, n: int, timeout_ms: int) -> list[str]:
+    """The chosen methods' chips, once ``n`` of them are drawn (a page opened from a shared address restores
+    its methods in a run that follows the first, so the first idle moment can come before them)."""
+    page.wait_for_function(CHIPS_JS, arg=n, timeout=timeout_ms, polling=100)
     box = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Calibrators").first
     return [t.get_attribute("aria-label") for t in box.locator("[data-tag]").all()]
 
@@ -21,7 +29,7 @@ def test_compare_three_download_and_share(app_page, chromium, ui):
     page.goto(page.app_url + "/")
     page.wait_for_selector(f"{MAIN} h1", timeout=ui.timeout_ms)
     ui.wait_idle(page)
-    assert _methods_chips(page) == ["Platt scaling", "Histogram binning", "Isotonic regression"]
+    assert _methods_chips(page, 3, ui.timeout_ms) == ["Platt scaling", "Histogram binning", "Isotonic regression"]
 
     # swap Platt for BBQ: three methods, one of them not a default
     box = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Calibrators").first
@@ -32,7 +40,7 @@ def test_compare_three_download_and_share(app_page, chromium, ui):
     page.keyboard.press("Enter")
     page.keyboard.press("Escape")
     ui.wait_idle(page)
-    assert _methods_chips(page) == ["Histogram binning", "Isotonic regression", "BBQ"]
+    assert _methods_chips(page, 3, ui.timeout_ms) == ["Histogram binning", "Isotonic regression", "BBQ"]
     ui.screenshot(page, "e2e-share-1-three-methods")
 
     # the metrics CSV holds one row per method plus the uncalibrated scores, with intervals
@@ -53,7 +61,8 @@ def test_compare_three_download_and_share(app_page, chromium, ui):
         page2.goto(url)
         page2.wait_for_selector(f"{MAIN} h1", timeout=ui.timeout_ms)
         ui.wait_idle(page2)
-        assert _methods_chips(page2) == ["Histogram binning", "Isotonic regression", "BBQ"]
+        assert _methods_chips(page2, 3, ui.timeout_ms) == ["Histogram binning", "Isotonic regression", "BBQ"]
+        ui.wait_idle(page2)                       # the run that restored the methods has drawn its table
         second_rows = ui.table(page2, 0)
         assert list(second_rows) == list(first_rows)
         for method in first_rows:
