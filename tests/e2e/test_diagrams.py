@@ -87,8 +87,11 @@ def test_compare_draws_venn_abers_interval_on_the_map(app_page, ui):
     page = app_page
     page.goto(page.app_url + "/?methods=platt,venn_abers")
     page.wait_for_selector(f"{MAIN} h1", timeout=ui.timeout_ms)
+    # the link's methods are restored in a run after the first: wait for their map, with Venn-Abers' band
+    page.wait_for_function("() => { const gd = document.querySelector('.st-key-compare-map .js-plotly-plot');"
+                           " return !!gd && !!gd.data && gd.data.some(t => t.legendgroup === 'venn_abers'); }",
+                           timeout=ui.timeout_ms, polling=100)
     ui.wait_idle(page)
-    page.locator(".st-key-compare-map .js-plotly-plot").wait_for(timeout=ui.timeout_ms)
     traces = json.loads(ui.plot_signature(page, ".st-key-compare-map") or "[]")
     fills = [t for t in traces if t.get("fill") == "tonexty"]
     assert len(fills) == 1 and fills[0]["legendgroup"] == "venn_abers"

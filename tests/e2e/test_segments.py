@@ -20,6 +20,9 @@ def _open(page, ui) -> None:
     to /segments goes through app.py's router first, which does not carry the link's parameters over)."""
     page.goto(page.app_url + "/?sample=drift")
     page.wait_for_selector(f"{MAIN} h1", timeout=ui.timeout_ms)
+    # the link's sample is taken in a run after the first: wait until the sidebar names it
+    page.wait_for_function("() => { const s = document.querySelector('[data-testid=\"stSidebar\"]');"
+                           " return !!s && s.innerText.includes('drift'); }", timeout=ui.timeout_ms, polling=100)
     ui.wait_idle(page)
     page.locator('[data-testid="stSidebarNav"] a', has_text="Groups & time").click()
     page.wait_for_function(
