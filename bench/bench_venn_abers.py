@@ -15,11 +15,14 @@ method built on sorted scores pays). Target at N = 1e6: fit + predict under
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from calibdash import calibrators
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # run as a script, as `make bench` does
+from calibdash import calibrators  # noqa: E402
 
 
 def sample(n: int, seed: int = 0):
