@@ -115,24 +115,31 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     ev = evaluate_cells(cells, cals, scheme)
     scheme_text = scheme.describe(on_cells=True)
     boot = _measures(ev, names, args.boot) if names else None
+    n_pos = int(cells.n_pos.sum())
+    out = {"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
+           "scheme": scheme_text, "cells": cells.describe(), "notes": list(ev.notes), "binning": ev.binning,
+           "validation": {"rows_read": cells.n_rows, "rows_used": cells.n_rows, "rows_dropped": 0, "dropped": {},
+                          "label": {"column": src.label, "positive": jsonable(src.positive)},
+                          "class_counts": {"positive": n_pos, "negative": cells.n_rows - n_pos},
+                          "messages": [("Rows where they live are checked, not dropped: a missing score or "
+                                        "label is refused.")]},
+           "metrics": _metrics_json(ev)}
+    head = (f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
+            f"(aggregated by {engine})")
+    return _emit(args, out, head, [cells.describe(), *ev.notes], ev, boot)
+
+
+def _emit(args, out: dict, head: str, messages, ev, boot) -> int:
+    """``evaluate``'s output, on rows or on an engine's cells alike: ``out`` (and the measures) as JSON with
+    ``--json``, else the heading, the messages, the metrics table and the measures."""
     if args.json:
-        n_pos = int(cells.n_pos.sum())
-        out = {"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
-               "scheme": scheme_text, "cells": cells.describe(), "notes": list(ev.notes), "binning": ev.binning,
-               "validation": {"rows_read": cells.n_rows, "rows_used": cells.n_rows, "rows_dropped": 0, "dropped": {},
-                              "label": {"column": src.label, "positive": jsonable(src.positive)},
-                              "class_counts": {"positive": n_pos, "negative": cells.n_rows - n_pos},
-                              "messages": [("Rows where they live are checked, not dropped: a missing score or "
-                                            "label is refused.")]},
-               "metrics": _metrics_json(ev)}
         if boot is not None:
             out["measures"] = _measures_json(boot)
         json.dump(out, sys.stdout, indent=2)
         print()
         return 0
-    print(f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
-          f"(aggregated by {engine})")
-    for msg in [cells.describe(), *ev.notes]:
+    print(head)
+    for msg in messages:
         print(f"  · {sentence(msg)}")
     print(ev.metrics.to_string(float_format=four_places))
     print(f"ECE and MCE: {ev.binning}.")
@@ -159,23 +166,11 @@ def cmd_evaluate(args) -> int:
     else:
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     boot = _measures(ev, names, args.boot) if names else None
-    if args.json:
-        out = {"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
-               "cells": how, "notes": list(ev.notes), "binning": ev.binning, "validation": _validation_json(ss),
-               "metrics": _metrics_json(ev)}
-        if boot is not None:
-            out["measures"] = _measures_json(boot)
-        json.dump(out, sys.stdout, indent=2)
-        print()
-        return 0
-    print(f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged")
-    for msg in ss.report.messages + ([how] if how else []) + list(ev.notes):
-        print(f"  · {sentence(msg)}")
-    print(ev.metrics.to_string(float_format=four_places))
-    print(f"ECE and MCE: {ev.binning}.")
-    if boot is not None:
-        _print_measures(boot)
-    return 0
+    out = {"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
+           "cells": how, "notes": list(ev.notes), "binning": ev.binning, "validation": _validation_json(ss),
+           "metrics": _metrics_json(ev)}
+    head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
+    return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev, boot)
 
 
 # -- report -----------------------------------------------------------------------------------------------

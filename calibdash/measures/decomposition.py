@@ -1,16 +1,6 @@
 """Murphy's (1973) decomposition of the Brier score, by distinct forecast or binned.
 
-Inputs and weights
-------------------
-Every statistic takes ``probs`` (predicted probability of the positive
-class, in [0, 1]), ``labels`` (0/1) and ``sample_weight``, validated by
-:func:`calibdash.measures.binning.check_inputs`. A row of weight ``w`` counts
-as ``w`` rows: with whole-number weights every statistic equals, to rounding,
-its value on the rows repeated, so a table of score cells gives the value of
-its rows (``tests/test_clinical.py`` checks this for each function). Weights
-are counts everywhere, also where a statistic depends on the sample size
-(standard errors, the tests' statistics, the debiasing term, the loess
-neighbourhood): weights that sum to 1 describe one row, not a distribution.
+Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
 """
 from __future__ import annotations
 

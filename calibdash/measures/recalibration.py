@@ -5,17 +5,7 @@ prediction, solved by the package's one logistic solver
 (:func:`calibdash.logistic.solve_logistic`, the one Platt, beta and
 temperature scaling use).
 
-Inputs and weights
-------------------
-Every statistic takes ``probs`` (predicted probability of the positive
-class, in [0, 1]), ``labels`` (0/1) and ``sample_weight``, validated by
-:func:`calibdash.measures.binning.check_inputs`. A row of weight ``w`` counts
-as ``w`` rows: with whole-number weights every statistic equals, to rounding,
-its value on the rows repeated, so a table of score cells gives the value of
-its rows (``tests/test_clinical.py`` checks this for each function). Weights
-are counts everywhere, also where a statistic depends on the sample size
-(standard errors, the tests' statistics, the debiasing term, the loess
-neighbourhood): weights that sum to 1 describe one row, not a distribution.
+Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
 """
 from __future__ import annotations
 
