@@ -80,7 +80,8 @@ class CrossFit:
         later pair's where two judge the same position (none do under a
         scheme: each row is judged once).
         """
-        out = np.full(self.n, np.nan)
+        first = self.predictions[key][0] if self.predictions[key] else np.empty(0)
+        out = np.full((self.n,) + np.shape(first)[1:], np.nan)
         for i in (range(len(self.judged)) if pair is None else [pair]):
             out[self.judged[i]] = self.predictions[key][i]
         return out
@@ -96,6 +97,29 @@ def _positions(part, n: int) -> np.ndarray:
     return part.astype(np.int64, copy=False)
 
 
+def _estimators(methods) -> dict:
+    """Key -> unfitted estimator: binary method specs through :func:`calibdash.methods.resolve`; a mapping
+    of multi-class calibrators (``multiclass = True``, :mod:`calibdash.multiclass`) as given (cloned per fit)."""
+    if isinstance(methods, dict) and methods and all(getattr(m, "multiclass", False) for m in methods.values()):
+        return dict(methods)
+    return resolve(methods)
+
+
+def _fit(model, s, y, features, weights):
+    """``model`` fitted on one part: features only for a method that reads them."""
+    if features is None:
+        return model.fit(s, y, sample_weight=weights)
+    return model.fit(s, y, features, sample_weight=weights)
+
+
+def _judge(model, s, features) -> np.ndarray:
+    """A fitted model's predictions: the positive class's probability (binary), or the (n, K) class
+    probabilities of a multi-class calibrator."""
+    if getattr(model, "multiclass", False):
+        return model.predict_proba(s)
+    return model.predict(s, features)
+
+
 def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = (), features: pd.DataFrame | None = None,
               *, refit: bool = False, progress: Callable[[float, str], None] | None = None) -> CrossFit:
     """Fit each method on every pair's fit part and predict on its judged part.
@@ -106,7 +130,10 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
         Anything :func:`calibdash.methods.resolve` takes; each calibrator is
         cloned for every fit, so the objects passed stay unfitted.
     scores, labels : ndarray
-        The sample: checked scores in [0, 1] and 0/1 labels.
+        The sample: checked scores in [0, 1] and 0/1 labels; or, for
+        multi-class calibrators (a mapping key -> ``MulticlassCalibrator``),
+        an (n, K) table of probabilities or logits and class indices, the
+        predictions then (m, K) class probabilities.
     weights : ndarray, optional
         Each sample row's weight, passed to every fit as ``sample_weight``;
         None for rows of weight 1 (score cells: the cells' weighted rows,
@@ -127,10 +154,10 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
     -------
     CrossFit
     """
-    cals = resolve(methods)
+    cals = _estimators(methods)
     s = np.asarray(scores)
     y = np.asarray(labels)
-    n = s.size
+    n = s.shape[0]
     if features is not None and any(getattr(c, "uses_features", False) for c in cals.values()):
         features = features.reset_index(drop=True)
     parts = [(_positions(fit, n), _positions(judged, n)) for fit, judged in pairs]
@@ -143,16 +170,16 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
         preds, models = [], []
         model = None
         for tr, te in parts:
-            model = clone(cal).fit(s[tr], y[tr], None if feats is None else feats.iloc[tr],
-                                   sample_weight=None if weights is None else weights[tr])
+            model = _fit(clone(cal), s[tr], y[tr], None if feats is None else feats.iloc[tr],
+                         None if weights is None else weights[tr])
             models.append(model)
-            preds.append(model.predict(s[te], None if feats is None else feats.iloc[te]) if te.size
-                         else np.empty(0))
+            preds.append(_judge(model, s[te], None if feats is None else feats.iloc[te]) if te.size
+                         else np.empty((0,) + s.shape[1:]))
             done += 1
             if progress:
                 progress(done / total, f"{key}: fold {done} of {total}")
         if refit:
-            model = clone(cal).fit(s, y, feats, sample_weight=weights)
+            model = _fit(clone(cal), s, y, feats, weights)
         out.predictions[key] = preds
         out.fold_models[key] = models
         out.models[key] = model

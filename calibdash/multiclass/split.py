@@ -1,0 +1,129 @@
+"""How rows of a K-class table are divided between fitting and judging, from their content alone.
+
+The binary row path divides rows by position (:func:`calibdash.evaluation.split_plan`).
+Here a row's part depends only on what the row holds (its class and its K values) and
+the seed, so the same table in another row order is divided into the same parts (the
+same multisets of rows) and every result that follows is the same:
+
+* each row gets a seeded 32-bit key, :func:`calibdash.cells.row_hash` chained over the
+  two 32-bit halves of each of its values' bit patterns and its class;
+* within each class, rows are ordered by key, ties (identical rows have equal keys, and
+  so may rare distinct ones) broken by the row's values, so rows that stay tied are
+  identical and interchangeable;
+* ``"split"``: the first ``ceil(test_size * n_c)`` rows of class ``c`` in that order
+  are held out (stratified by class; a class of one row is fitted on, never only judged);
+* ``"kfold"``: the rows of each class are dealt to the K folds in that order, each class
+  starting where the last stopped (stratified; every fold non-empty when n >= K);
+* ``"column"`` and ``"insample"`` as for binary data (:class:`calibdash.scheme.Scheme`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..cells import row_hash
+from ..errors import DataError, SettingsError
+from ..scheme import KINDS, Scheme, column_parts
+
+__all__ = ["content_keys", "content_order", "class_split_plan"]
+
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+def content_keys(values: np.ndarray, labels: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A seeded 32-bit key per row from its class and the bit patterns of its values (uint64 array)."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    h = row_hash(np.asarray(labels, dtype=np.uint64), seed)
+    for j in range(bits.shape[1]):
+        col = bits[:, j]
+        h = row_hash(h ^ (col & _LOW), seed)
+        h = row_hash(h ^ (col >> np.uint64(32)), seed)
+    return h
+
+
+def content_order(values: np.ndarray, labels: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Row indices ordered by class, then key, then the row's values: the same rows in the same
+    order (up to identical rows) whatever order the table came in."""
+    keys = content_keys(values, labels, seed)
+    cols = [values[:, j] for j in range(values.shape[1] - 1, -1, -1)]
+    return np.lexsort((*cols, keys, labels))
+
+
+def _rows(k: int, what: str = "row") -> str:
+    return f"{k:,} {what}{'s' if k != 1 else ''}"
+
+
+def class_split_plan(values, labels, scheme: Scheme, split=None) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
+    """(fit rows, judged rows) index pairs for ``scheme``, each ascending, and notes on how they were made.
+
+    Parameters
+    ----------
+    values : ndarray (n, K)
+        The table's probabilities or logits (what the keys are made of).
+    labels : ndarray (n,)
+        Class indices.
+    scheme : Scheme
+    split : array-like, optional
+        The file's split column, for ``Scheme(kind="column")``.
+
+    Raises
+    ------
+    DataError
+        A part would be empty or the fitting part would hold one class only.
+    SettingsError
+        An unknown scheme kind, fewer than 2 folds, or a test size outside (0, 1).
+    """
+    y = np.asarray(labels, dtype=np.int64)
+    n = y.size
+    idx = np.arange(n)
+    notes: list[str] = []
+    if scheme.kind not in KINDS:
+        raise SettingsError(f"scheme kind must be one of {KINDS}, got {scheme.kind!r}.")
+    if scheme.kind == "insample":
+        pairs = [(idx, idx)]
+    elif scheme.kind == "column":
+        if split is None:
+            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+        mask = column_parts(np.asarray(split), scheme.train_value)
+        pairs = [(idx[mask], idx[~mask])]
+    else:
+        order = content_order(np.asarray(values, dtype=float), y, scheme.seed)
+        sorted_y = y[order]
+        starts = np.flatnonzero(np.r_[True, sorted_y[1:] != sorted_y[:-1]])
+        rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))   # position within its class
+        size = np.repeat(np.diff(np.r_[starts, n]), np.diff(np.r_[starts, n]))
+        if scheme.kind == "split":
+            if not 0 < scheme.test_size < 1:
+                raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
+            n_test = np.where(size > 1, np.ceil(scheme.test_size * size - 1e-9), 0).astype(np.int64)
+            n_test = np.minimum(n_test, size - 1)
+            held = np.zeros(n, dtype=bool)
+            held[order[rank < n_test]] = True
+            pairs = [(idx[~held], idx[held])]
+            single = int(np.sum(np.diff(np.r_[starts, n]) == 1))
+            if single:
+                notes.append(f"{_rows(single, 'class')} with a single row: fitted on, not judged")
+        else:
+            k = int(scheme.n_folds)
+            if k < 2:
+                raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
+            if k > n:
+                raise DataError(f"{k}-fold cross-fitting needs at least {k} rows; there are {n:,}.")
+            fold = np.empty(n, dtype=np.int64)
+            fold[order] = np.arange(n) % k                   # dealt in turn, class after class
+            pairs = [(idx[fold != f], idx[fold == f]) for f in range(k)]
+            counts = np.bincount(y)
+            few = int(np.sum((counts > 0) & (counts < k)))
+            if few:
+                notes.append(f"{_rows(few, 'class')} with fewer rows than the {k} folds: some folds fit "
+                             "without them (each method's docstring says what it predicts for a class it did not see)")
+    for tr, te in pairs:
+        if te.size == 0:
+            raise DataError("the held-out part is empty.")
+        if tr.size == 0:
+            raise DataError("the fitting part is empty.")
+        if np.unique(y[tr]).size < 2:
+            raise DataError(f"the fitting part ({_rows(tr.size)}) holds one class only; calibration needs at "
+                            "least two.")
+    return pairs, notes
