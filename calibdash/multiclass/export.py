@@ -203,10 +203,7 @@ def read_model(text) -> ExportedModel:
         raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
     if out.shape != probe.shape or not np.all(np.isfinite(out)):
         raise state.error("does not give finite probabilities for every row of the probe table")
-    fitted_on = doc.get("fitted_on", {})
-    if not isinstance(fitted_on, dict):
-        raise doc.error("'fitted_on' must be an object")
-    return ExportedModel(cal, fitted_on)
+    return ExportedModel(cal, dict(doc.object("fitted_on")) if "fitted_on" in doc else {})
 
 
 def loads(text) -> MulticlassCalibrator:

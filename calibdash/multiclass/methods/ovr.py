@@ -8,8 +8,6 @@ and the fitted sub-models with their JSON states.
 from __future__ import annotations
 
 import inspect
-from typing import Any
-
 import numpy as np
 
 from ... import calibrators, export
@@ -35,20 +33,18 @@ def shade(color: str, amount: float) -> str:
 class PerBinary:
     """A class attribute that a composite's instances derive from their binary method.
 
-    Read on the class (``OneVsRestCalibrator.label``, the registry's sort) it is ``on_class``;
+    Read on the class (``OneVsRestCalibrator.order``, the registry's sort) it is ``on_class(cls)``;
     read on an instance it is ``derive(cls, binary_class)`` with the instance's binary method's
-    class (``on_class`` again when that name is not a binary calibrator).
+    class (``on_class(cls)`` again when that name is not a binary calibrator).
     """
 
-    def __init__(self, on_class: Any, derive):
+    def __init__(self, on_class, derive):
         self.on_class = on_class
         self.derive = derive
 
     def __get__(self, obj, owner):
-        if obj is None:
-            return self.on_class
-        binary = calibrators.classes().get(obj.binary)
-        return self.on_class if binary is None else self.derive(owner, binary)
+        binary = None if obj is None else calibrators.classes().get(obj.binary)
+        return self.on_class(owner) if binary is None else self.derive(owner, binary)
 
 
 def _lower_first(label: str) -> str:
@@ -73,7 +69,9 @@ class BinaryComposite(MulticlassCalibrator):
     isotonic regression"``), ``hyperparams`` the binary method's then the composite's own
     (``own_hyperparams``), ``color`` the binary method's colour shaded by ``darken``, and
     ``order`` ``base_order`` plus the binary method's order / 1000, so composites list after
-    the scaling family, each in the binary methods' order. Binary methods that use features
+    the scaling family, each in the binary methods' order. Read on the class (the registry's
+    sort), they are the prefix, the composite's own hyperparameters, None and ``base_order``
+    (:class:`PerBinary`). Binary methods that use features
     (MBCT) are refused: a multi-class table has no feature columns to give them.
     """
 
@@ -82,10 +80,11 @@ class BinaryComposite(MulticlassCalibrator):
     darken = 0.0
     own_hyperparams: tuple[HyperParam, ...] = ()
 
-    label = PerBinary("", lambda cls, b: f"{cls.prefix} {_lower_first(b.label)}")
-    hyperparams = PerBinary((), lambda cls, b: tuple(b.hyperparams) + tuple(cls.own_hyperparams))
-    color = PerBinary(None, lambda cls, b: None if b.color is None else shade(b.color, cls.darken))
-    order = PerBinary(None, _order)
+    label = PerBinary(lambda cls: cls.prefix, lambda cls, b: f"{cls.prefix} {_lower_first(b.label)}")
+    hyperparams = PerBinary(lambda cls: tuple(cls.own_hyperparams),
+                            lambda cls, b: tuple(b.hyperparams) + tuple(cls.own_hyperparams))
+    color = PerBinary(lambda cls: None, lambda cls, b: None if b.color is None else shade(b.color, cls.darken))
+    order = PerBinary(lambda cls: cls.base_order, _order)
 
     # -- building ----------------------------------------------------------------------------
     @classmethod
