@@ -63,7 +63,8 @@ from . import calibrators
 from .calibrators.base import Calibrator
 from .errors import DataError, ProgrammingError, SettingsError
 
-__all__ = ["FORMAT", "VERSION", "State", "ExportedModel", "dumps", "loads", "read_model"]
+__all__ = ["FORMAT", "VERSION", "State", "ExportedModel", "dumps", "loads", "read_model", "plain", "compact",
+           "document", "state_of", "calibrator_from", "IMPORT_ERRORS"]
 
 FORMAT = "calibdash-calibrator"
 VERSION = 1
@@ -159,6 +160,13 @@ class State(dict):
             raise self.error(f"{key!r} must be in increasing order")
         return arr
 
+    def object(self, key: str) -> "State":
+        """Entry ``key`` as a JSON object, itself a :class:`State` (a nested calibrator's state)."""
+        value = self[key]
+        if not isinstance(value, dict):
+            raise self.error(f"{key!r} must be an object, got {type(value).__name__}")
+        return State(value, f"{self.where}, {key}")
+
     def records(self, key: str) -> list["State"]:
         """Entry ``key`` as a list of objects, each a :class:`State`."""
         items = self.list(key)
@@ -171,14 +179,15 @@ class State(dict):
 
 
 # -- writing --------------------------------------------------------------------------------------
-def _plain(value: Any, what: str, error: type[Exception]):
-    """``value`` with numpy scalars as Python scalars; ``error`` when JSON cannot hold it."""
+def plain(value: Any, what: str, error: type[Exception]):
+    """``value`` with numpy scalars as Python scalars (lists and tuples as lists of them); raises
+    ``error`` naming ``what`` when a JSON file cannot hold it (shared with :mod:`calibdash.multiclass.export`)."""
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (list, tuple)):
-        return [_plain(v, what, error) for v in value]
+        return [plain(v, what, error) for v in value]
     raise error(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
 
 
@@ -194,7 +203,8 @@ def _exportable(cls: type) -> None:
                                "its fitted state is with _export_state and _import_state.")
 
 
-def _compact(value) -> str:
+def compact(value) -> str:
+    """``value`` as JSON text without spaces: how a file writes each entry."""
     return json.dumps(value, separators=(",", ":"))
 
 
@@ -203,11 +213,29 @@ def _layout(doc: dict) -> str:
     lines = []
     for key, value in doc.items():
         if key == "state":
-            inner = ",\n".join(f" {_compact(k)}:{_compact(v)}" for k, v in value.items())
+            inner = ",\n".join(f" {compact(k)}:{compact(v)}" for k, v in value.items())
             lines.append(f'"state":{{\n{inner}\n}}')
         else:
-            lines.append(f"{_compact(key)}:{_compact(value)}")
+            lines.append(f"{compact(key)}:{compact(value)}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def state_of(calibrator: Calibrator) -> dict:
+    """The ``state`` entry of a fitted calibrator's file: ``{"n_train": ..., **its _export_state()}``.
+
+    :func:`dumps` writes it; multi-class composites (:mod:`calibdash.multiclass`) nest one per
+    binary calibrator they hold.
+
+    Raises
+    ------
+    NotFittedError
+        If ``calibrator`` is not fitted.
+    ProgrammingError
+        If it is not a registered calibrator with ``_export_state`` and ``_import_state``.
+    """
+    _exportable(type(calibrator))
+    calibrator._check_fitted()
+    return {"n_train": int(calibrator.n_train_), **calibrator._export_state()}
 
 
 def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
@@ -241,15 +269,13 @@ def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
         If its state cannot be written for a reason in the data (for example
         MBCT features of a type the file cannot describe).
     """
-    _exportable(type(calibrator))
+    state = state_of(calibrator)
     name = type(calibrator).name
-    calibrator._check_fitted()
-    params = {k: _plain(v, f"{name}'s parameter {k!r}", SettingsError)
+    params = {k: plain(v, f"{name}'s parameter {k!r}", SettingsError)
               for k, v in sorted(calibrator.get_params().items())}
-    state = {"n_train": int(calibrator.n_train_), **calibrator._export_state()}
     doc = {"format": FORMAT, "version": VERSION, "method": name, "params": params, "state": state}
     if fitted_on:
-        doc["fitted_on"] = {k: _plain(v, f"fitted_on[{k!r}]", ProgrammingError) for k, v in fitted_on.items()}
+        doc["fitted_on"] = {k: plain(v, f"fitted_on[{k!r}]", ProgrammingError) for k, v in fitted_on.items()}
     try:
         return _layout(doc)
     except (TypeError, ValueError) as exc:
@@ -258,29 +284,75 @@ def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
 
 
 # -- reading --------------------------------------------------------------------------------------
-def _document(text) -> State:
+def document(text, format: str = FORMAT, version: int = VERSION, what: str = "calibrator file") -> State:
+    """The top-level object of a file's ``text`` (str or UTF-8 bytes), checked to be JSON of ``format``
+    and ``version``; ``what`` names the file in messages (``"multi-class calibrator file"``).
+
+    Raises
+    ------
+    DataError
+        Not UTF-8, not JSON, not an object, another format or another version.
+    """
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DataError(f"the calibrator file is not UTF-8 text: {exc}") from None
+            raise DataError(f"the {what} is not UTF-8 text: {exc}") from None
     if not isinstance(text, str):
-        raise DataError(f"a calibrator file is JSON text, not {type(text).__name__}.")
+        raise DataError(f"a {what} is JSON text, not {type(text).__name__}.")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"the calibrator file is not valid JSON: {exc.msg} at line {exc.lineno}, "
+        raise DataError(f"the {what} is not valid JSON: {exc.msg} at line {exc.lineno}, "
                         f"column {exc.colno}.") from None
     if not isinstance(doc, dict):
-        raise DataError(f"the calibrator file must hold a JSON object, not a {type(doc).__name__}.")
-    if doc.get("format") != FORMAT:
-        raise DataError(f"not a calibdash calibrator file: 'format' is {doc.get('format')!r}, "
-                        f"expected {FORMAT!r}.")
-    version = doc.get("version")
-    if isinstance(version, bool) or version != VERSION:
-        raise DataError(f"calibrator file version {version!r} is not supported; this calibdash reads "
-                        f"version {VERSION}.")
-    return State(doc, "the calibrator file")
+        raise DataError(f"the {what} must hold a JSON object, not a {type(doc).__name__}.")
+    if doc.get("format") != format:
+        raise DataError(f"not a calibdash {what}: 'format' is {doc.get('format')!r}, expected {format!r}.")
+    found = doc.get("version")
+    if isinstance(found, bool) or found != version:
+        raise DataError(f"{what} version {found!r} is not supported; this calibdash reads version {version}.")
+    return State(doc, f"the {what}")
+
+
+#: Exceptions an ``_import_state`` or a first ``predict`` raises on a state that does not fit its method.
+IMPORT_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError)
+
+
+def calibrator_from(method: str, params: dict, state: State, whose: str = "the") -> Calibrator:
+    """The fitted calibrator ``method`` with ``params`` whose file ``state`` (with its ``n_train``) is
+    given: built, its state imported, and probed (it must give a finite probability for every score
+    of a grid on [0, 1]). ``whose`` starts the messages (``"the calibrator file's"``).
+
+    Raises
+    ------
+    DataError
+        Unknown method, params that do not fit it, or a state that is missing entries or does not
+        fit the method (each message says which).
+    ProgrammingError
+        The method is registered but its class cannot import a state.
+    """
+    if method not in calibrators.classes():
+        raise DataError(f"{whose} method {method!r} is unknown; this calibdash has: "
+                        f"{', '.join(calibrators.available())}.")
+    try:
+        cal = calibrators.get(method, **params)
+    except SettingsError as exc:
+        raise DataError(f"{whose} params do not fit {method}: {exc}") from None
+    _exportable(type(cal))
+    n_train = state.integer("n_train")
+    state = State({k: v for k, v in state.items() if k != "n_train"}, state.where)
+    try:
+        cal._import_state(state)
+        cal.n_train_ = n_train
+        probe = cal.predict(_PROBE)
+    except DataError:
+        raise
+    except IMPORT_ERRORS as exc:
+        raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
+    if probe.shape != _PROBE.shape or not np.all(np.isfinite(probe)):
+        raise state.error("does not give a probability for every score")
+    return cal
 
 
 def read_model(text) -> ExportedModel:
@@ -295,34 +367,14 @@ def read_model(text) -> ExportedModel:
     ProgrammingError
         The file's method is registered but its class cannot import a state.
     """
-    doc = _document(text)
-    method = doc.text("method")
-    if method not in calibrators.classes():
-        raise DataError(f"the calibrator file's method {method!r} is unknown; this calibdash has: "
-                        f"{', '.join(calibrators.available())}.")
+    doc = document(text)
     params = doc["params"]
     if not isinstance(params, dict):
         raise doc.error("'params' must be an object")
-    try:
-        cal = calibrators.get(method, **params)
-    except SettingsError as exc:
-        raise DataError(f"the calibrator file's params do not fit {method}: {exc}") from None
-    _exportable(type(cal))
     if not isinstance(doc["state"], dict):
         raise doc.error("'state' must be an object")
-    state = State(doc["state"], f"the {method} state")
-    n_train = state.integer("n_train")
-    state = State({k: v for k, v in state.items() if k != "n_train"}, state.where)
-    try:
-        cal._import_state(state)
-        cal.n_train_ = n_train
-        probe = cal.predict(_PROBE)
-    except DataError:
-        raise
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
-        raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
-    if probe.shape != _PROBE.shape or not np.all(np.isfinite(probe)):
-        raise state.error("does not give a probability for every score")
+    method = doc.text("method")
+    cal = calibrator_from(method, params, State(doc["state"], f"the {method} state"), "the calibrator file's")
     fitted_on = doc.get("fitted_on", {})
     if not isinstance(fitted_on, dict):
         raise doc.error("'fitted_on' must be an object")
