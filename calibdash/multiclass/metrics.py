@@ -8,14 +8,16 @@ weights each measure equals its value on the rows repeated.
 Inputs
 ------
 ``P`` is checked as the calibrators check it
-(:func:`calibdash.multiclass.base.check_probabilities`: non-negative rows
-summing to 1 within :data:`~calibdash.multiclass.base.SUM_TOLERANCE`), and
-each row is divided by its sum, so raw and calibrated probabilities are
-measured on the same footing and every probability lies in [0, 1]. On the
-float32 CIFAR files of netcal (rows summing to 1 within 3e-7) this moves the
-top-label ECE by less than 1e-8 from its value on the float32 values as given
-(``tests/test_multiclass_metrics.py`` checks both against the published
-figures).
+(:func:`calibdash.multiclass.base.check_probabilities`: finite, non-negative
+rows summing to 1 within :data:`~calibdash.multiclass.base.SUM_TOLERANCE`)
+and, unlike the calibrators' input, measured **as given** (as float64, not
+divided by its row sums): a measure reports the probabilities it was handed,
+and renormalising would move values that sum to 1 only to rounding by an ulp,
+enough to move a probability lying on a bin edge into the next bin. netcal and
+torchmetrics also measure the values as given; on their float32 CIFAR files
+(rows summing to 1 within 3e-7) the top-label ECE with or without
+renormalising differs by less than 1e-8 (``tests/test_multiclass_metrics.py``
+checks the published figures). An entry above 1 is refused.
 
 Binary reductions (Gupta & Ramdas 2022, "multiclass-to-binary")
 ----------------------------------------------------------------
@@ -85,17 +87,23 @@ AVERAGES = ("mean", "sum")
 # inputs and reductions
 # ----------------------------------------------------------------------------
 def check_inputs(P, y, sample_weight=None):
-    """Validated ``(P, y, w)``: ``P`` (n, K) rows divided by their sums, ``y`` int64 class indices, ``w`` None
-    (every row weighs 1) or n finite non-negative weights with a positive sum.
+    """Validated ``(P, y, w)``: ``P`` (n, K) float64 as given, ``y`` int64 class indices, ``w`` None (every
+    row weighs 1) or n finite non-negative weights with a positive sum.
 
     Raises
     ------
     DataError
         As :func:`~calibdash.multiclass.base.check_probabilities`,
         :func:`~calibdash.multiclass.base.check_classes` and
-        :func:`calibdash.validation.check_weights` say.
+        :func:`calibdash.validation.check_weights` say, or for an entry above 1.
     """
-    P = check_probabilities(P)
+    check_probabilities(P)
+    P = np.asarray(P, dtype=float)
+    above = P > 1.0
+    if above.any():
+        i = int(np.flatnonzero(above.any(axis=1))[0])
+        raise DataError(f"probabilities hold {int(above.sum()):,} values above 1 (the first in row {i}); "
+                        "a probability lies in [0, 1].")
     y = check_classes(y, P.shape[0], P.shape[1])
     return P, y, check_weights(sample_weight, P.shape[0])
 
