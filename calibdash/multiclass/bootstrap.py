@@ -68,7 +68,7 @@ import numpy as np
 from scipy import sparse
 
 from ..bootstrap.result import BootstrapResult, percentile_result, verdict as binary_verdict
-from ..errors import DataError, SettingsError
+from ..errors import SettingsError
 from ..measures import binned, calibration, smooth_ece as smooth
 from ..measures.binning import uniform_ids
 from . import metrics
@@ -133,16 +133,6 @@ class _Reduced:
         return out
 
 
-def _check(P_by_method: Mapping, y, sample_weight):
-    if not P_by_method:
-        raise DataError("no predictions to bootstrap: P_by_method is empty.")
-    checked = {str(m): metrics.check_inputs(P, y, sample_weight) for m, P in P_by_method.items()}
-    shapes = {P.shape for P, _, _ in checked.values()}
-    if len(shapes) > 1:
-        raise DataError(f"every method's probabilities must have the same shape; got {sorted(shapes)}.")
-    return checked
-
-
 def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, names=None,
                          n_boot: int = 200, level: float = 0.95, seed: int = 0, refit_bandwidth: bool = False,
                          workers: int | None = None) -> BootstrapResult:
@@ -178,11 +168,10 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
         raise SettingsError(f"n_boot must be a whole number of at least 2, got {n_boot!r}.")
     if not 0.0 < float(level) < 1.0:
         raise SettingsError(f"level must lie strictly between 0 and 1, got {level!r}.")
-    checked = _check(P_by_method, y, sample_weight)
+    checked, yc, wm = metrics.check_methods(P_by_method, y, sample_weight)
     methods = list(checked)
-    _, yc, w = next(iter(checked.values()))
     n = yc.size
-    w = np.ones(n) if w is None else w
+    w = np.ones(n) if wm is None else wm
     counts = resample_counts(n, int(n_boot), seed).astype(float)
     weights = counts * w                                               # (n_boot, n)
     total = weights.sum(axis=1)
@@ -193,7 +182,7 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
     point = {}
     jobs = []
     for j, method in enumerate(methods):
-        P, _, wm = checked[method]
+        P = checked[method]
         point[method] = metrics.compute(P, yc, wm, names)
         red = _Reduced(P, yc, w)
         for m, v in red.sums(mt, np.where(empty, np.nan, total)).items():

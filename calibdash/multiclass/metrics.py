@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, SettingsError
-from ..measures import binned, calibration, smooth_ece as smooth
+from ..measures import binned, calibration, select_names, smooth_ece as smooth
 from ..measures.binning import STRATEGIES
 from ..validation import check_weights
 from .base import check_classes, check_probabilities
@@ -74,7 +74,7 @@ __all__ = [
     "N_BINS", "AVERAGES", "check_inputs", "top_label", "classwise", "top_label_ece", "top_label_mce",
     "classwise_ece", "per_class_ece", "log_loss", "brier", "accuracy", "smooth_ece_confidence",
     "debiased_top_label_l2", "overconfidence", "MulticlassMeasure", "MEASURES", "MEASURE_NAMES",
-    "check_names", "compute", "measure_table",
+    "check_names", "compute", "check_methods", "measure_table",
 ]
 
 #: Bins of the binned errors: 15, as Guo et al. (2017), netcal and torchmetrics use on CIFAR.
@@ -344,12 +344,7 @@ MEASURE_NAMES = tuple(MEASURES)
 
 def check_names(names) -> tuple[str, ...]:
     """The asked measures in table order (all when ``names`` is None); SettingsError for an unknown name."""
-    if names is None:
-        return MEASURE_NAMES
-    unknown = [n for n in names if n not in MEASURES]
-    if unknown:
-        raise SettingsError(f"unknown multi-class measure {unknown[0]!r}; choose from {', '.join(MEASURE_NAMES)}.")
-    return tuple(n for n in MEASURE_NAMES if n in set(names))
+    return select_names(names, MEASURE_NAMES, "multi-class measure")
 
 
 def compute(P, y, sample_weight=None, names=None) -> dict[str, float]:
@@ -359,15 +354,30 @@ def compute(P, y, sample_weight=None, names=None) -> dict[str, float]:
     return {n: float(MEASURES[n].function(P, y, sample_weight=w)) for n in want}
 
 
+def check_methods(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None):
+    """``({key: P}, y, w)``: every method's probabilities checked (:func:`check_inputs`) for the same rows.
+
+    Raises
+    ------
+    DataError
+        If the mapping is empty, a method's input is invalid, or the methods' shapes differ.
+    """
+    if not P_by_method:
+        raise DataError("no predictions: the mapping of methods to probabilities is empty.")
+    out = {}
+    for key, P in P_by_method.items():
+        out[str(key)], y_checked, w = check_inputs(P, y, sample_weight)
+    shapes = {P.shape for P in out.values()}
+    if len(shapes) > 1:
+        raise DataError(f"every method's probabilities must have the same shape; got {sorted(shapes)}.")
+    return out, y_checked, w
+
+
 def measure_table(P_by_method: Mapping[str, np.ndarray], y, w=None, names=None) -> pd.DataFrame:
     """One row per method (the mapping's keys, in its order), one column per measure of :data:`MEASURES`.
 
     Every method's ``P`` must have the rows of ``y`` (and ``w``) and the same number of classes.
     """
-    if not P_by_method:
-        raise DataError("no predictions to measure: P_by_method is empty.")
-    shapes = {np.shape(P) for P in P_by_method.values()}
-    if len(shapes) > 1:
-        raise DataError(f"every method's probabilities must have the same shape; got {sorted(shapes)}.")
-    rows = {str(m): compute(P, y, w, names) for m, P in P_by_method.items()}
+    Ps, y, w = check_methods(P_by_method, y, w)
+    rows = {m: compute(P, y, w, names) for m, P in Ps.items()}
     return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(check_names(names)))
