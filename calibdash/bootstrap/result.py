@@ -68,11 +68,14 @@ def percentile_result(point: dict, samples: dict, methods: list, level: float, n
     return BootstrapResult(table=table, samples=samples, level=level, n_boot=n_boot, note=note)
 
 
-def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict | None = None) -> str:
+def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict | None = None,
+            discrimination_metric: str = "AUC") -> str:
     """One plain sentence: which method calibrates best without losing discrimination.
 
-    A method "keeps discrimination" when the paired interval of its AUC minus
-    the uncalibrated AUC reaches 0 or above. Among those, the one with the
+    A method "keeps discrimination" when the paired interval of its
+    ``discrimination_metric`` (default AUC; higher is better, as the multi-class
+    accuracy of :mod:`calibdash.multiclass.bootstrap`) minus the uncalibrated
+    one reaches 0 or above. Among those, the one with the
     lowest ``calibration_metric`` wins; the sentence then says whether its lead
     over the runner-up is larger than the paired interval allows (the interval
     of the difference excludes 0) or not.
@@ -86,7 +89,7 @@ def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict
     keeps, lost = [], []
     for m in methods:
         if UNCALIBRATED in t.index:
-            _, lo, hi = boot.difference("AUC", m, UNCALIBRATED)
+            _, lo, hi = boot.difference(discrimination_metric, m, UNCALIBRATED)
             (keeps if hi >= 0 else lost).append(m)
         else:
             keeps.append(m)
@@ -96,9 +99,9 @@ def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict
     value = t.loc[best, (calibration_metric, "value")]
     parts = [f"{name(best)} has the lowest {calibration_metric} ({value:.4f})"]
     if keeps:
-        parts[0] += " among the methods that do not lower the raw scores' AUC"
+        parts[0] += f" among the methods that do not lower the raw scores' {discrimination_metric}"
     else:
-        parts[0] += ", although every method lowers the AUC beyond its interval"
+        parts[0] += f", although every method lowers the {discrimination_metric} beyond its interval"
     if len(ranked) > 1:
         second = ranked[1]
         diff, lo, hi = boot.difference(calibration_metric, best, second)
@@ -110,5 +113,5 @@ def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict
             parts.append(f"but its lead over {name(second)} ({-diff:.4f}) is within the {level}% paired interval "
                          f"([{-hi:.4f}, {-lo:.4f}]): the two cannot be told apart on these rows")
     if lost:
-        parts.append("AUC clearly lowered by " + ", ".join(name(m) for m in lost))
+        parts.append(f"{discrimination_metric} clearly lowered by " + ", ".join(name(m) for m in lost))
     return "; ".join(parts) + "."

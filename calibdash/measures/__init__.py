@@ -70,7 +70,7 @@ from ..errors import DataError, SettingsError
 from . import binned, calibration as metrics, corp, decomposition, hypothesis, recalibration, smooth_ece, smoother
 from .binning import DEFAULT_N_BINS, check_inputs
 
-__all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "table", "check_names",
+__all__ = ["Measure", "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "table", "check_names", "select_names",
            "describe", "best_phrase", "direction", "oriented", "rankable", "TESTS", "hypothesis_tests"]
 
 
@@ -157,20 +157,26 @@ _GROUPS: tuple[tuple[tuple[str, ...], Callable[..., dict]], ...] = (
 )
 
 
-def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
-    """The asked measures in table order (all when ``names`` is None).
+def select_names(names: Sequence[str] | None, known: Sequence[str], what: str = "measure") -> tuple[str, ...]:
+    """The asked names of ``known`` in ``known``'s order (all when ``names`` is None).
 
     Raises
     ------
     SettingsError
-        For a name that is not a measure.
+        For a name not in ``known`` (``"unknown {what} 'x'; choose from ..."``).
     """
     if names is None:
-        return MEASURE_NAMES
-    unknown = [n for n in names if n not in MEASURES]
+        return tuple(known)
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise SettingsError(f"unknown measure {unknown[0]!r}; choose from {', '.join(MEASURE_NAMES)}.")
-    return tuple(n for n in MEASURE_NAMES if n in set(names))
+        raise SettingsError(f"unknown {what} {unknown[0]!r}; choose from {', '.join(known)}.")
+    return tuple(n for n in known if n in set(names))
+
+
+def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
+    """The asked measures in table order (all when ``names`` is None); SettingsError for a name that is not
+    a measure (:func:`select_names`)."""
+    return select_names(names, MEASURE_NAMES)
 
 
 def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = None, *,
