@@ -41,11 +41,11 @@ import pandas as pd
 
 from ..errors import DataError, SettingsError
 from ..multiclass.base import SUM_TOLERANCE, Scores, as_scores
-from ..validation import format_values, plain_value
-from .limits import DEFAULT_MAX_BYTES, MAX_COLUMNS, MIN_ROWS
+from ..validation import format_values, plain_value, sorted_values
+from .limits import DEFAULT_MAX_BYTES, MAX_COLUMNS
 from .read import FileInfo, read_table
 from .roles import NUMERIC_SHARE, guess_roles, parse_numbers, reads_as_numbers
-from .scoreset import ValidationReport
+from .scoreset import ValidationReport, note_dropped
 
 __all__ = ["PREFIXES", "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set",
            "load_classes"]
@@ -99,7 +99,7 @@ class ClassRoles:
     split: str | None = None
 
 
-@dataclass
+@dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
 class ClassSet:
     """A validated multi-class table: the model's K-class output and the true classes.
 
@@ -134,21 +134,18 @@ class ClassSet:
     name: str
     raw: pd.DataFrame
     label_column: str
-    columns: list[str]
     classes: list
+    columns: list[str]
     prefix: str | None
     logits: bool
-    feature_columns: list[str]
-    split_column: str | None
-    report: ValidationReport
-    info: FileInfo | None
     given: np.ndarray
     labels: np.ndarray
+    feature_columns: list[str]
     features: pd.DataFrame | None
+    split_column: str | None
     split: np.ndarray | None
-
-    __eq__ = object.__eq__          # arrays/DataFrames have no single truth value
-    __hash__ = object.__hash__
+    report: ValidationReport
+    info: FileInfo | None
 
     def __repr__(self) -> str:
         what = "logits" if self.logits else "probabilities"
@@ -445,7 +442,7 @@ def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
     if label is not None:
         _, _, values = _label_values(df[label])
         if len(values) == 2:
-            return _binary(f"label column {_cut(label)!r} holds two classes ({format_values(values)})")
+            return _binary(f"label column {_cut(label)!r} holds two classes ({format_values(sorted_values(values))})")
     return DataError(f"no multi-class columns found in {name}: a multi-class table has a label column and one "
                      "column per class, named after the label's values with a prefix "
                      f"({', '.join(p + '<class>' for p, _ in PREFIXES)}; logit_ for logits) or exactly as the "
@@ -527,7 +524,7 @@ def _validate(df: pd.DataFrame, layout: _Layout, *, features: list, split, info,
     present, codes, values = _label_values(df[label])
     pairs = _pair(values, layout.suffixes)
     layout = replace(layout, values=values, pairs=pairs)
-    unnamed = [values[i] for i in range(len(values)) if i not in set(pairs.values())]
+    unnamed = sorted_values(values[i] for i in range(len(values)) if i not in set(pairs.values()))
     if unnamed:
         raise DataError(f"labels hold classes with no {'logit' if layout.logits else 'probability'} column: {format_values(unnamed, _SHOWN)} "
                         f"(label column {_cut(label)!r}; the class columns are {_names(cols)}). Every class "
@@ -550,13 +547,7 @@ def _validate(df: pd.DataFrame, layout: _Layout, *, features: list, split, info,
     keep = finite & present
     n_used = int(keep.sum())
     messages = [f"Read {name}: {len(df):,} rows, {df.shape[1]} columns."]
-    for reason, count in dropped.items():
-        such = f", such as {format_values(examples[reason])}" if reason in examples else ""
-        messages.append(f"Dropped {count:,} row{'s' if count != 1 else ''} with a {reason}{such}.")
-    if n_used < MIN_ROWS:
-        why = "; ".join(f"{c} with a {r}" for r, c in dropped.items())
-        raise DataError(f"only {n_used} usable rows in {name} (of {len(df)} read{'; dropped ' + why if why else ''}); "
-                        f"at least {MIN_ROWS} are needed.")
+    note_dropped(messages, dropped, examples, n_used=n_used, n_read=len(df), name=name, phrase=lambda r: f"with a {r}")
     rows = np.flatnonzero(keep)
     y = row_code[keep]
     counts = np.bincount(y, minlength=k)
@@ -642,6 +633,9 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
     given = probs if probs is not None else logits
     if given is None:
         layout = _search(df, label)
+        groups = _prefix_groups([c for c in df.columns if c != label])
+        if layout is None and label is not None and groups:     # the user's label: say what its columns lack
+            layout = _with_label(df, max(groups, key=lambda g: len(g.columns)), label, name)
         if layout is None:
             raise _not_multiclass(df, label, name)
     else:
