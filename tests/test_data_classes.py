@@ -240,6 +240,8 @@ def test_other_refusals():
     df = _table()
     with pytest.raises(SettingsError, match="not both"):
         build_class_set(df, probs="p_", logits="p_")
+    with pytest.raises(SettingsError, match="an empty prefix names no class columns"):
+        build_class_set(df, probs="")
     with pytest.raises(DataError, match="no column starts with 'q_'"):
         build_class_set(df, probs="q_")
     with pytest.raises(DataError, match="class columns 'p_x', 'p_y' not found"):

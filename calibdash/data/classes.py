@@ -219,14 +219,18 @@ def _class_of(suffix: str, values: list):
     return plain_value(x) if numeric and x is not None else suffix.strip()
 
 
-def _label_values(s: pd.Series) -> tuple[np.ndarray, np.ndarray, list]:
+def _label_values(s: pd.Series, limit: int | None = None) -> tuple[np.ndarray, np.ndarray, list] | None:
     """Where a label is present (not missing, not blank), each present row's index into the values,
-    and the distinct present values in order of first appearance."""
-    present = s.notna().to_numpy(dtype=bool, copy=True)
-    if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
-        present &= (s.astype(str).str.strip() != "").to_numpy(dtype=bool)
-    codes, uniques = pd.factorize(s[present])
-    return present, codes, [plain_value(v) for v in uniques]
+    and the distinct present values in order of first appearance; None when there are more than ``limit``
+    (a column of ids is let go after one pass, before its values are looked at one by one)."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    if limit is not None and len(uniques) > limit + 1:         # + 1: a blank value does not count
+        return None
+    keep = np.array([not (isinstance(u, str) and not u.strip()) for u in uniques], dtype=bool)
+    present = codes >= 0
+    present[present] = keep[codes[present]]
+    index = np.cumsum(keep) - 1                                # a kept value's place among the kept ones
+    return present, index[codes[present]], [plain_value(u) for u, k in zip(uniques, keep) if k]
 
 
 def _could_be_label(s: pd.Series) -> bool:
@@ -304,8 +308,8 @@ def _search(df: pd.DataFrame, label=None, groups: list[_Layout] | None = None, *
         candidates = [c for c in df.columns if c not in in_groups and _could_be_label(df[c])]
     best, best_key = None, None
     for position, c in enumerate(candidates):
-        _, _, values = _label_values(df[c])
-        if not 2 <= len(values) <= MAX_COLUMNS:
+        found = _label_values(df[c], limit=MAX_COLUMNS)
+        if found is None or not 2 <= len(values := found[2]) <= MAX_COLUMNS:
             continue
         options = [g for g in groups if c not in g.columns]
         if by_name and (named := _named_group(df, c, values)) is not None:
@@ -350,8 +354,9 @@ def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: st
         None unless some column (``label`` if given) has at least two distinct values, at least three
         class columns pair with its values (by a prefix of :data:`PREFIXES`, or named exactly after
         the values) and at least half its values have a column. Among several candidates, the label
-        whose values most columns name wins (see :func:`_search`). Features and split: as
-        :func:`~calibdash.data.roles.guess_roles` guesses them.
+        whose values most columns name wins; on a tie, a column named like a label (label, class,
+        target, ...), then one not named like a prediction (pred, argmax), then prefixed columns, then
+        the table's order. Features and split: as :func:`~calibdash.data.roles.guess_roles` guesses them.
     """
     layout = _search(df, label)
     if layout is None:
@@ -388,6 +393,9 @@ def _require(df: pd.DataFrame, columns, role: str) -> None:
 def _given_layout(df: pd.DataFrame, given, logits: bool) -> _Layout:
     """The class columns the user named: a prefix (case-insensitive) or a list of columns."""
     if isinstance(given, str):
+        if not given.strip():
+            raise SettingsError("an empty prefix names no class columns; for columns named exactly after the "
+                                "classes give their list (probs=[...] or logits=[...]).")
         cols = [c for c in df.columns if str(c).lower().startswith(given.lower()) and len(str(c)) > len(given)]
         if not cols:
             raise DataError(f"no column starts with {given!r} (case-insensitive) followed by a class; "
