@@ -70,6 +70,15 @@ def test_columns_named_exactly_after_the_classes():
     np.testing.assert_allclose(cs.given, df[list(ANIMALS)].to_numpy() / df[list(ANIMALS)].sum(axis=1).to_numpy()[:, None])
 
 
+def test_integer_column_names_match_integer_labels():
+    P = _probs(40, 2)
+    df = pd.DataFrame(P)                              # columns 0, 1, 2 (ints), as pandas names them
+    df["y"] = np.arange(40) % 3
+    cs = build_class_set(df)
+    assert cs.columns == [0, 1, 2] and cs.classes == [0, 1, 2] and cs.label_column == "y"
+    np.testing.assert_array_equal(cs.labels, df["y"].to_numpy())
+
+
 def test_numeric_labels_match_their_text_and_codes_follow_column_order():
     df = _table(classes=[7, 3, 5])                    # columns p_7, p_3, p_5: column order, not sorted order
     cs = build_class_set(df)
@@ -147,6 +156,11 @@ def test_label_values_without_a_column_are_named():
     assert guess_class_columns(few) is None
     with pytest.raises(DataError, match="labels hold classes with no probability column: 'emu', 'fox', 'gnu'"):
         build_class_set(few, label="label")
+    # a class column missing whose class is not in the labels either: its share leaves the rows short of 1
+    short = _table(classes=("cat", "dog", "emu", "fox"), n=60)
+    short = short[short["label"] != "fox"].drop(columns=["p_fox"])
+    with pytest.raises(DataError, match="do not sum to 1 .* A probability column is needed for every class"):
+        build_class_set(short)
     lg = _table("logit_").drop(columns=["logit_emu"]).assign(logit_fox=0.0)
     with pytest.raises(DataError, match="labels hold classes with no logit column: 'emu'"):
         build_class_set(lg)
