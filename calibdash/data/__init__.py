@@ -13,6 +13,15 @@ Two steps, usable separately, and :func:`load_scores` doing both:
     usable rows as numpy arrays, with a :class:`ValidationReport` saying what
     was dropped, mapped and found.
 
+Multi-class tables (a label of K >= 3 classes and one probability or logit
+column per class, ``p_<class>``, ``prob_<class>``, ``proba_<class>``,
+``logit_<class>`` or named after the class) have their own pair:
+:func:`is_multiclass` says whether a table is one, :func:`guess_class_columns`
+finds its columns (:class:`ClassRoles`), :func:`build_class_set` validates it
+into a :class:`ClassSet` (class codes 0..K-1, the (n, K) probabilities or
+logits, the same :class:`ValidationReport`), and :func:`load_classes` reads a
+file and validates it (:mod:`~calibdash.data.classes`).
+
 The modules, one job each:
 
 - :mod:`~calibdash.data.read`: bytes from files and uploads, gzip, encodings, size limits;
@@ -21,6 +30,7 @@ The modules, one job each:
 - :mod:`~calibdash.data.roles`: which column is the label, the scores, the features, the split;
 - :mod:`~calibdash.data.margins`: scores outside [0, 1] mapped by the logistic function;
 - :mod:`~calibdash.data.scoreset`: the :class:`ScoreSet` and its validation;
+- :mod:`~calibdash.data.classes`: multi-class tables, the :class:`ClassSet` and its validation;
 - :mod:`~calibdash.data.limits`: the limits a table must respect (bytes, columns, cells, unpacked bytes) and the fewest usable rows.
 
 Every refusal of the data is a :class:`calibdash.DataError` whose message
@@ -40,10 +50,12 @@ from .margins import to_probabilities
 from .read import FileInfo, read_table
 from .roles import Roles, guess_roles
 from .scoreset import ScoreSet, ValidationReport, build_score_set
+from .classes import ClassRoles, ClassSet, build_class_set, guess_class_columns, is_multiclass, load_classes
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "MIN_ROWS", "FileInfo", "Roles", "ValidationReport", "ScoreSet",
     "read_table", "guess_roles", "build_score_set", "load_scores", "to_probabilities", "margins", "LargeData",
+    "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set", "load_classes",
 ]
 
 

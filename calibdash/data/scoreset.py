@@ -26,7 +26,7 @@ from .read import FileInfo
 from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
-__all__ = ["ValidationReport", "ScoreSet", "build_score_set"]
+__all__ = ["ValidationReport", "ScoreSet", "build_score_set", "note_dropped"]
 
 _ENCODING_NAMES = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM",
                    "utf-16-le": "UTF-16 LE with BOM (Unicode text)", "utf-16-be": "UTF-16 BE with BOM",
@@ -205,6 +205,26 @@ def _dropped_phrase(reason: str) -> str:
     return "whose score is not a number" if reason == NOT_A_NUMBER else f"with a {reason}"
 
 
+def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[str, list[str]], *, n_used: int,
+                 n_read: int, name: str, phrase=_dropped_phrase) -> None:
+    """Say in ``messages`` how many rows were dropped for each reason (with the examples kept for it), and
+    refuse fewer than :data:`~calibdash.data.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a
+    reason for a message (binary: ``"whose score is not a number"``, ``"with a missing label"``).
+
+    Raises
+    ------
+    DataError
+        ``n_used < MIN_ROWS``, the message counting the rows dropped for each reason.
+    """
+    for reason, k in dropped.items():
+        such = f", such as {_quoted(examples[reason])}" if reason in examples else ""
+        messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} {phrase(reason)}{such}.")
+    if n_used < MIN_ROWS:
+        why = "; ".join(f"{k} {phrase(r)}" for r, k in dropped.items())
+        raise DataError(f"only {n_used} usable rows in {name} (of {n_read} read"
+                        f"{'; dropped ' + why if why else ''}); at least {MIN_ROWS} are needed.")
+
+
 def _split_strings(s: pd.Series) -> np.ndarray:
     out = np.empty(len(s), dtype=object)
     for i, v in enumerate(s.tolist()):
@@ -274,13 +294,7 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
         dropped["missing label"] = int(bad_label.sum())
     keep = finite & lab_ok
     n_used = int(keep.sum())
-    for reason, k in dropped.items():
-        such = f", such as {_quoted(examples[reason])}" if reason in examples else ""
-        messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} {_dropped_phrase(reason)}{such}.")
-    if n_used < MIN_ROWS:
-        why = "; ".join(f"{k} {_dropped_phrase(r)}" for r, k in dropped.items())
-        raise DataError(f"only {n_used} usable rows in {name} (of {n_read} read"
-                        f"{'; dropped ' + why if why else ''}); at least {MIN_ROWS} are needed.")
+    note_dropped(messages, dropped, examples, n_used=n_used, n_read=n_read, name=name)
     lab_kept = df[label][keep]
     y = (lab_kept == pos).to_numpy(dtype=bool).astype(np.int8)
     n_pos = int(y.sum())

@@ -13,8 +13,10 @@ The package, by concern: :mod:`~calibdash.synthetic.populations` (the
 closed-form populations), :mod:`~calibdash.synthetic.svm` (the SVM
 populations, their truth by numerical integration),
 :mod:`~calibdash.synthetic.scenarios` (the scenarios and draws from them),
-:mod:`~calibdash.synthetic.truth` (the true calibration error) and
-:mod:`~calibdash.synthetic.study` (trials and the estimator study).
+:mod:`~calibdash.synthetic.truth` (the true calibration error),
+:mod:`~calibdash.synthetic.study` (trials and the estimator study) and
+:mod:`~calibdash.synthetic.multiclass` (a K-class scenario: Gaussian classes
+whose true posterior is known, reported by an over-confident model).
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ from .scenarios import MAX_N, MIN_N, SCENARIOS, Draw, Scenario, draw, support, t
 from .study import DEFAULT_METHODS, TRUE_ERROR_COLUMNS, Trial, estimator_study, study_summary, trial
 from .svm import N_SLICES, SVM_SEED
 from .truth import N_NODES, true_calibration_error
+from .multiclass import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
 
 __all__ = ["Scenario", "SCENARIOS", "Draw", "Trial", "draw", "true_curve", "support", "true_calibration_error",
            "trial", "estimator_study", "study_summary", "DEFAULT_METHODS", "SVM_SEED", "N_NODES", "N_SLICES",
-           "MIN_N", "MAX_N", "TRUE_ERROR_COLUMNS"]
+           "MIN_N", "MAX_N", "TRUE_ERROR_COLUMNS", "GaussianClasses", "ClassDraw", "gaussian_classes",
+           "true_canonical_error"]

@@ -1,0 +1,674 @@
+"""Multi-class tables: which columns hold the K classes' probabilities or logits, and their validation.
+
+A multi-class file has a label column holding one of K >= 3 classes per row
+and one column per class holding the model's probability (or logit) of that
+class. The class columns are found by a shared prefix, case-insensitive,
+followed by the class (:data:`PREFIXES`: ``p_``, ``prob_``, ``proba_`` for
+probabilities, ``logit_`` for logits), or are named exactly after the
+classes. A column's class is the text after the prefix matched to the label
+values as text (label 3 matches ``p_3``, ``"cat"`` matches ``prob_cat``);
+then case-insensitively, then as numbers (``p_3`` matches a label read as
+3.0), each value matched at most once.
+
+:func:`guess_class_columns` finds the label and the class columns
+(:class:`ClassRoles`), :func:`is_multiclass` says whether a table is one (the
+Data page and the command line choose their mode with it),
+:func:`build_class_set` validates a table into a :class:`ClassSet`, and
+:func:`load_classes` reads a file and validates it. Features and the split
+are guessed as for a binary file (:func:`~calibdash.data.roles.guess_roles`).
+
+Validation mirrors the binary files' (:func:`~calibdash.data.build_score_set`):
+rows with a missing label, a missing or non-finite entry in a class column,
+or a text entry in a class column that mostly holds numbers are dropped and
+counted in a :class:`~calibdash.data.ValidationReport`; everything else that
+is wrong refuses the table with a :class:`~calibdash.DataError` naming the
+columns and at most a few values: a label value with no class column, fewer
+than three class columns (a binary file), fewer than two classes in the
+labels, negative probabilities, probabilities above 1 or rows that do not sum
+to 1 within :data:`~calibdash.multiclass.base.SUM_TOLERANCE` (each pointing to
+the logits reading). A class column whose class never occurs in the labels is
+kept, with a note in the report: a rare class can be absent from a test file.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, SettingsError
+from ..multiclass.base import SUM_TOLERANCE, Scores, as_scores
+from ..validation import format_values, plain_value, sorted_values
+from .limits import DEFAULT_MAX_BYTES, MAX_COLUMNS
+from .read import FileInfo, read_table
+from .roles import NUMERIC_SHARE, guess_roles, parse_numbers, reads_as_numbers
+from .scoreset import ValidationReport, note_dropped
+
+__all__ = ["PREFIXES", "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set",
+           "load_classes"]
+
+#: Prefixes of class columns, each with whether its columns hold logits (else probabilities); matched
+#: case-insensitively.
+PREFIXES: tuple[tuple[str, bool], ...] = (("p_", False), ("prob_", False), ("proba_", False), ("logit_", True))
+
+#: Reasons rows are dropped, as :class:`~calibdash.data.ValidationReport` counts them.
+MISSING_VALUE = "missing or non-finite class value"
+NOT_A_NUMBER = "class value not a number"
+MISSING_LABEL = "missing label"
+
+#: Distinct values shown in a message, and entries of a column checked before its label values are
+#: counted (a float column with a fraction among them is no label).
+_SHOWN = 5
+_SCREEN = 1000
+#: Names that say a column is (or is not) the true class, to choose between label columns whose values
+#: match the class columns equally well (a model's predicted class matches them too).
+_LABEL_WORDS = ("label", "class", "target", "truth", "ground_truth", "y_true", "actual", "outcome")
+_PREDICTION_WORDS = ("pred", "argmax", "guess")
+
+
+@dataclass
+class ClassRoles:
+    """Which columns make a multi-class table (see :func:`guess_class_columns`).
+
+    Attributes
+    ----------
+    label : str
+        The label column.
+    columns : list of str
+        One column per class, in the table's order.
+    classes : list
+        The class of each column: the label value it matched, or for a column whose class never
+        occurs in the labels the text after its prefix (a number when the labels are numbers).
+    prefix : str or None
+        The prefix the columns share (as written in the first column), None when named after the classes.
+    logits : bool
+        Whether the columns hold logits (the ``logit_`` prefix) rather than probabilities.
+    features : list of str
+    split : str or None
+    """
+
+    label: str
+    columns: list[str]
+    classes: list
+    prefix: str | None
+    logits: bool
+    features: list[str] = field(default_factory=list)
+    split: str | None = None
+
+
+@dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
+class ClassSet:
+    """A validated multi-class table: the model's K-class output and the true classes.
+
+    ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's
+    order (rows dropped are counted in ``report``). Build one with :func:`build_class_set` or
+    :func:`load_classes`.
+
+    Attributes
+    ----------
+    given : ndarray of shape (n, K)
+        Probabilities (rows divided by their sums, which were within
+        :data:`~calibdash.multiclass.base.SUM_TOLERANCE` of 1) or logits (finite reals), as ``logits`` says.
+    logits : bool
+    labels : ndarray of int64
+        Class codes 0..K-1: the index of the row's class among ``columns``.
+    classes : list
+        The class values, in column order (``classes[labels[i]]`` is row i's label).
+    columns : list of str
+        The class columns, in the table's order.
+    prefix : str or None
+        Their shared prefix, None when named after the classes.
+    label_column, feature_columns, split_column
+        The other roles.
+    raw : DataFrame
+        The table as read.
+    report : ValidationReport
+        Rows read, used and dropped (by reason), class counts, and messages.
+    info : FileInfo or None
+        The file read (its SHA-256 among it), None for a table built in memory.
+    """
+
+    name: str
+    raw: pd.DataFrame
+    label_column: str
+    classes: list
+    columns: list[str]
+    prefix: str | None
+    logits: bool
+    given: np.ndarray
+    labels: np.ndarray
+    feature_columns: list[str]
+    features: pd.DataFrame | None
+    split_column: str | None
+    split: np.ndarray | None
+    report: ValidationReport
+    info: FileInfo | None
+
+    def __repr__(self) -> str:
+        what = "logits" if self.logits else "probabilities"
+        return (f"ClassSet({self.name!r}, label={self.label_column!r}, K={self.k} ({what} in "
+                f"{self.columns[0]!r}...), n_rows={self.n_rows})")
+
+    @property
+    def n_rows(self) -> int:
+        """Number of usable rows."""
+        return int(self.labels.size)
+
+    @property
+    def k(self) -> int:
+        """Number of classes (class columns)."""
+        return len(self.columns)
+
+    def scores(self) -> Scores:
+        """The output as :class:`calibdash.multiclass.base.Scores` (what the multi-class calibrators take)."""
+        return Scores(self.given, self.logits)
+
+    def content_key(self) -> str:
+        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or, for a table built
+        in memory, a hash of the usable values and labels) with the class, label, feature and split columns."""
+        h = hashlib.sha256((self.info.sha256 if self.info is not None else "").encode())
+        if self.info is None:
+            h.update(np.ascontiguousarray(self.given).tobytes())
+            h.update(np.ascontiguousarray(self.labels).tobytes())
+        h.update(repr((self.label_column, self.columns, self.logits, self.feature_columns,
+                       self.split_column)).encode())
+        return h.hexdigest()[:32]
+
+
+# -- matching class columns to label values ------------------------------------------------------
+def _text(v) -> str:
+    """A label value or a column's class as text: ``3.0`` -> ``"3"``, spaces stripped."""
+    return str(plain_value(v)).strip()
+
+
+def _as_number(t: str) -> float | None:
+    try:
+        x = float(t)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _pair(values: list, suffixes: list[str]) -> dict[int, int]:
+    """Column index -> index of the label value it names: by exact text, then case-insensitively, then
+    as numbers; each value and each column paired at most once, an ambiguous match left unpaired."""
+    texts = [_text(v) for v in values]
+    pairs: dict[int, int] = {}
+    for key in (lambda t: t, str.casefold, _as_number):
+        free: dict = {}
+        taken = set(pairs.values())
+        for i, t in enumerate(texts):
+            k = key(t)
+            if i not in taken and k is not None:
+                free.setdefault(k, []).append(i)
+        for j, s in enumerate(suffixes):
+            k = key(s.strip())
+            if j in pairs or k is None or len(free.get(k, ())) != 1:
+                continue
+            pairs[j] = free.pop(k)[0]
+    return pairs
+
+
+def _class_of(suffix: str, values: list):
+    """The class of a column no label value matched: its suffix, as a number when the labels are numbers."""
+    x = _as_number(suffix)
+    numeric = bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    return plain_value(x) if numeric and x is not None else suffix.strip()
+
+
+def _label_values(s: pd.Series, limit: int | None = None) -> tuple[np.ndarray, np.ndarray, list] | None:
+    """Where a label is present (not missing, not blank), each present row's index into the values,
+    and the distinct present values in order of first appearance; None when there are more than ``limit``
+    (a column of ids is let go after one pass, before its values are looked at one by one)."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    if limit is not None and len(uniques) > limit + 1:         # + 1: a blank value does not count
+        return None
+    keep = np.array([not (isinstance(u, str) and not u.strip()) for u in uniques], dtype=bool)
+    present = codes >= 0
+    present[present] = keep[codes[present]]
+    index = np.cumsum(keep) - 1                                # a kept value's place among the kept ones
+    return present, index[codes[present]], [plain_value(u) for u, k in zip(uniques, keep) if k]
+
+
+def _could_be_label(s: pd.Series) -> bool:
+    """Quick refusal of columns that cannot be a class label: booleans, and floats with fractions among
+    their first entries."""
+    if pd.api.types.is_bool_dtype(s):
+        return False
+    if pd.api.types.is_float_dtype(s):
+        head = s.iloc[:_SCREEN].to_numpy(dtype=float, na_value=np.nan)
+        head = head[np.isfinite(head)]
+        return bool(np.all(head == np.round(head)))
+    return True
+
+
+def _name_rank(column) -> int:
+    n = re.sub(r"[\s\-.]+", "_", str(column).strip().lower())
+    if n == "y" or any(w in n for w in _LABEL_WORDS):
+        return 2
+    return 0 if any(w in n for w in _PREDICTION_WORDS) else 1
+
+
+@dataclass
+class _Layout:
+    """The class columns as found, before features and split: the internal result of the search."""
+
+    label: str | None
+    columns: list
+    suffixes: list[str]
+    prefix: str | None
+    logits: bool
+    values: list = field(default_factory=list)
+    pairs: dict = field(default_factory=dict)
+
+    def classes(self) -> list:
+        return [self.values[self.pairs[j]] if j in self.pairs else _class_of(s, self.values)
+                for j, s in enumerate(self.suffixes)]
+
+
+def _prefix_groups(columns: list) -> list[_Layout]:
+    """The columns of each prefix of :data:`PREFIXES` (with a class after it), one layout per prefix used."""
+    groups = []
+    for prefix, logits in PREFIXES:
+        cols = [c for c in columns if str(c).lower().startswith(prefix) and len(str(c)) > len(prefix)]
+        if cols:
+            groups.append(_Layout(None, cols, [str(c)[len(prefix):] for c in cols], str(cols[0])[:len(prefix)],
+                                  logits))
+    return groups
+
+
+def _named_group(df: pd.DataFrame, label, values: list) -> _Layout | None:
+    """The columns of numbers named exactly after ``label``'s values, if any."""
+    others = [c for c in df.columns if c != label]
+    pairs = _pair(values, [str(c) for c in others])
+    cols = [others[j] for j in sorted(pairs) if reads_as_numbers(df[others[j]])]
+    if not cols:
+        return None
+    return _Layout(label, cols, [str(c) for c in cols], None, False)
+
+
+def _search(df: pd.DataFrame, label=None, groups: list[_Layout] | None = None, *,
+            by_name: bool = True, k_min: int = 3) -> _Layout | None:
+    """The best (label, class columns) pair: the label whose values most class columns name.
+
+    ``groups`` are the candidate sets of class columns (default: the prefix groups, plus with
+    ``by_name`` the columns named after each candidate label's values); ``label`` fixes the label.
+    A pair counts when at least ``k_min`` columns and at least two label values pair up, and at least
+    half the label's values have a column. Ties go to a label named like one (label, class, target,
+    ...), then away from one named like a prediction, then to prefixed columns, then to the table's order.
+    """
+    groups = _prefix_groups(list(df.columns)) if groups is None else groups
+    in_groups = {c for g in groups for c in g.columns}
+    if label is not None:
+        candidates = [label]
+    else:
+        candidates = [c for c in df.columns if c not in in_groups and _could_be_label(df[c])]
+    best, best_key = None, None
+    for position, c in enumerate(candidates):
+        found = _label_values(df[c], limit=MAX_COLUMNS)
+        if found is None or not 2 <= len(values := found[2]) <= MAX_COLUMNS:
+            continue
+        options = [g for g in groups if c not in g.columns]
+        if by_name and (named := _named_group(df, c, values)) is not None:
+            options.append(named)
+        for kind, g in enumerate(options):
+            pairs = _pair(values, g.suffixes)
+            matched = len(pairs)
+            if matched < 2 or 2 * matched < len(values) or len(g.columns) < k_min:
+                continue
+            key = (matched, _name_rank(c), g.prefix is not None, -position, -kind)
+            if best_key is None or key > best_key:
+                best_key = key
+                best = _Layout(c, g.columns, g.suffixes, g.prefix, g.logits, values, pairs)
+    return best
+
+
+def _other_roles(df: pd.DataFrame, layout: _Layout, split=None) -> tuple[list[str], str | None]:
+    """Features and split as :func:`~calibdash.data.roles.guess_roles` guesses them for a binary file with
+    the class columns as its scores (they are renamed ``p_...`` for the guess, so that they count as
+    scores whatever their names, and the other columns are judged as in a binary file)."""
+    names = {c: f"p_\x00{j}" for j, c in enumerate(layout.columns)}
+    view = df.set_axis([names.get(c, c) for c in df.columns], axis=1)
+    roles = guess_roles(view, label=layout.label, split=split)
+    return [c for c in roles.features if c not in names.values()], roles.split
+
+
+def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: str | None = None
+                        ) -> ClassRoles | None:
+    """The label and the class columns of a multi-class table, or None when ``df`` is not one.
+
+    Parameters
+    ----------
+    df : DataFrame
+    label : str, optional
+        The label column, when the user named it.
+    split : str, optional
+        The split column, when the user named it.
+
+    Returns
+    -------
+    ClassRoles or None
+        None unless some column (``label`` if given) has at least two distinct values, at least three
+        class columns pair with its values (by a prefix of :data:`PREFIXES`, or named exactly after
+        the values) and at least half its values have a column. Among several candidates, the label
+        whose values most columns name wins; on a tie, a column named like a label (label, class,
+        target, ...), then one not named like a prediction (pred, argmax), then prefixed columns, then
+        the table's order. Features and split: as :func:`~calibdash.data.roles.guess_roles` guesses them.
+    """
+    layout = _search(df, label)
+    if layout is None:
+        return None
+    features, split = _other_roles(df, layout, split)
+    return ClassRoles(label=layout.label, columns=list(layout.columns), classes=layout.classes(),
+                      prefix=layout.prefix, logits=layout.logits, features=features, split=split)
+
+
+def is_multiclass(df: pd.DataFrame, label: str | None = None) -> bool:
+    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns): one column
+    per class, at least three, named after the label's values. A binary file is never one."""
+    return _search(df, label) is not None
+
+
+# -- naming the class columns --------------------------------------------------------------------
+def _cut(name, limit: int = 40) -> str:
+    text = " ".join(str(name).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _names(columns, k: int = 6) -> str:
+    shown = ", ".join(_cut(c) for c in list(columns)[:k])
+    return shown + (f", ... ({len(columns)} in all)" if len(columns) > k else "")
+
+
+def _require(df: pd.DataFrame, columns, role: str) -> None:
+    missing = [c for c in columns if c not in set(df.columns)]
+    if missing:
+        raise DataError(f"{role} column{'s' if len(missing) > 1 else ''} {format_values(missing)} not found; "
+                        f"the columns are: {_names(df.columns, 20)}.")
+
+
+def _given_layout(df: pd.DataFrame, given, logits: bool) -> _Layout:
+    """The class columns the user named: a prefix (case-insensitive) or a list of columns."""
+    if isinstance(given, str):
+        if not given.strip():
+            raise SettingsError("an empty prefix names no class columns; for columns named exactly after the "
+                                "classes give their list (probs=[...] or logits=[...]).")
+        cols = [c for c in df.columns if str(c).lower().startswith(given.lower()) and len(str(c)) > len(given)]
+        if not cols:
+            raise DataError(f"no column starts with {given!r} (case-insensitive) followed by a class; "
+                            f"the columns are: {_names(df.columns, 20)}.")
+        return _Layout(None, cols, [str(c)[len(given):] for c in cols], str(cols[0])[:len(given)], logits)
+    cols = list(given)
+    _require(df, cols, "class")
+    if len(set(cols)) != len(cols):
+        raise DataError(f"the class columns are named more than once: {_names(cols)}.")
+    names = [str(c) for c in cols]
+    known = next((p for p, _ in PREFIXES if all(n.lower().startswith(p) and len(n) > len(p) for n in names)), None)
+    prefix = names[0][:len(known)] if known else _common_prefix(names)
+    return _Layout(None, cols, [n[len(prefix):] for n in names], prefix or None, logits)
+
+
+def _common_prefix(names: list[str]) -> str:
+    """The longest prefix shared by ``names``, leaving every name something after it."""
+    stem = names[0]
+    for n in names[1:]:
+        while not n.startswith(stem):
+            stem = stem[:-1]
+    shortest = min(len(n) for n in names)
+    return stem[:shortest - 1] if len(stem) >= shortest else stem
+
+
+def _with_label(df: pd.DataFrame, layout: _Layout, label, name: str) -> _Layout:
+    """``layout`` with its label: ``label`` if given, else the column whose values its columns best name;
+    with the user's columns, suffixes taken as the whole names when these name more label values."""
+    variants = [layout]
+    if layout.prefix is not None:
+        variants.append(_Layout(None, layout.columns, [str(c) for c in layout.columns], None, layout.logits))
+    found = _search(df, label, variants, by_name=False, k_min=1)
+    if found is not None:
+        return found
+    if label is None:
+        cols = set(layout.columns)
+        named = [c for c in df.columns if c not in cols and _name_rank(c) == 2]
+        if not named:
+            raise DataError(f"no label column found in {name}: no column's values name the class columns "
+                            f"({_names(layout.columns)}). Name the label column (--label COLUMN).")
+        label = named[0]
+    if label in layout.columns:
+        raise DataError(f"column {_cut(label)!r} cannot be both the label and a class column.")
+    _, _, values = _label_values(df[label])
+    return _Layout(label, layout.columns, layout.suffixes, layout.prefix, layout.logits, values,
+                   _pair(values, layout.suffixes))
+
+
+def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
+    """Why ``df`` is not a multi-class table, for a table where no class columns were named or found."""
+    label = label if label is not None else guess_roles(df).label
+    if label is not None:
+        _, _, values = _label_values(df[label])
+        if len(values) == 2:
+            return _binary(f"label column {_cut(label)!r} holds two classes ({format_values(sorted_values(values))})")
+    return DataError(f"no multi-class columns found in {name}: a multi-class table has a label column and one "
+                     "column per class, named after the label's values with a prefix "
+                     f"({', '.join(p + '<class>' for p, _ in PREFIXES)}; logit_ for logits) or exactly as the "
+                     "values. Name them with --probs PREFIX or --logits PREFIX (the Data page: the class "
+                     "columns' menu).")
+
+
+def _binary(what: str) -> DataError:
+    return DataError(f"{what}: this is a binary file; open it as one (one score column, the positive class's "
+                     "probability: `python -m calibdash evaluate FILE --score COLUMN`, or the Data page's "
+                     "binary mode).")
+
+
+# -- validation --------------------------------------------------------------------------------------
+def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The class columns as an (n, K) float array (NaN where missing or text), where a row holds text,
+    and up to five text entries seen; refuses boolean columns and columns mostly of text."""
+    n = len(df)
+    values = np.empty((n, len(columns)))
+    text = np.zeros(n, dtype=bool)
+    shown: list[str] = []
+    for j, c in enumerate(columns):
+        s = df[c]
+        if pd.api.types.is_bool_dtype(s):
+            raise DataError(f"class column {_cut(c)!r} holds True/False values, not {what}.")
+        col, not_number = parse_numbers(s)
+        n_text, n_num = int(not_number.sum()), int(np.count_nonzero(~np.isnan(col)))
+        if n_text and n_num < NUMERIC_SHARE * (n_text + n_num):
+            raise DataError(f"class column {_cut(c)!r} is mostly text: {n_text:,} of its {n_text + n_num:,} entries "
+                            f"are not numbers (such as {format_values(_first_distinct(s, not_number), 3)}); a class "
+                            f"column holds {what}.")
+        if n_text and len(shown) < _SHOWN:
+            shown += [v for v in _first_distinct(s, not_number) if v not in shown][:_SHOWN - len(shown)]
+        values[:, j] = col
+        text |= not_number
+    return values, text, ({NOT_A_NUMBER: shown} if shown else {})
+
+
+def _first_distinct(s: pd.Series, rows: np.ndarray, k: int = _SHOWN) -> list[str]:
+    """Up to ``k`` distinct entries of ``s`` at ``rows``, in order of first appearance, each cut short."""
+    return [_cut(v) for v in pd.unique(s[rows].astype(str))[:k]]
+
+
+def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: _Layout, name: str) -> None:
+    """Refuse negative values, values above 1 and rows that do not sum to 1, pointing to the logits."""
+    hint = (f"If the columns hold logits, read them as logits (--logits {layout.prefix or 'COLUMNS'}, or "
+            "logits in the Data page's class-columns menu).")
+    cols = _names(layout.columns)
+    low, high = float(P.min()), float(P.max())
+    if low < 0:
+        bad = (P < 0).any(axis=1)
+        raise DataError(f"class columns {cols} of {name} hold negative values ({int(bad.sum()):,} rows, the "
+                        f"lowest {low:.4g}, the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities "
+                        f"are never negative. {hint}")
+    if high > 1 + SUM_TOLERANCE:
+        bad = (P > 1 + SUM_TOLERANCE).any(axis=1)
+        raise DataError(f"class columns {cols} of {name} hold values above 1 ({int(bad.sum()):,} rows, the "
+                        f"highest {high:.4g}, the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities "
+                        f"lie in [0, 1]. {hint}")
+    total = P.sum(axis=1)
+    off = np.abs(total - 1.0) > SUM_TOLERANCE
+    if off.any():
+        i = int(np.argmax(off))
+        raise DataError(f"{int(off.sum()):,} of {P.shape[0]:,} rows of {name}'s class columns ({cols}) do not "
+                        f"sum to 1 within {SUM_TOLERANCE:g}; data row {int(rows[i]) + 1} sums to {total[i]:.6g}. "
+                        f"A probability column is needed for every class. {hint}")
+
+
+def _split_text(s: pd.Series) -> np.ndarray:
+    return np.array(["" if pd.isna(v) else str(plain_value(v)) for v in s.tolist()], dtype=object)
+
+
+def _validate(df: pd.DataFrame, layout: _Layout, *, features: list, split, info, name: str) -> ClassSet:
+    label, cols, k = layout.label, list(layout.columns), len(layout.columns)
+    what = "logits" if layout.logits else "probabilities"
+    if k < 3:
+        raise _binary(f"{name} has {k} class column{'s' if k != 1 else ''} ({_names(cols)}), and a multi-class "
+                      "table has at least three")
+    present, codes, values = _label_values(df[label])
+    pairs = _pair(values, layout.suffixes)
+    layout = replace(layout, values=values, pairs=pairs)
+    unnamed = sorted_values(values[i] for i in range(len(values)) if i not in set(pairs.values()))
+    if unnamed:
+        raise DataError(f"labels hold classes with no {'logit' if layout.logits else 'probability'} column: {format_values(unnamed, _SHOWN)} "
+                        f"(label column {_cut(label)!r}; the class columns are {_names(cols)}). Every class "
+                        "needs a column, named after it.")
+    code_of = np.empty(len(values), dtype=np.int64)
+    for j, i in pairs.items():
+        code_of[i] = j
+    row_code = np.full(len(df), -1, dtype=np.int64)
+    row_code[present] = code_of[codes]
+
+    raw, text, examples = _numbers(df, cols, what)
+    finite = np.isfinite(raw).all(axis=1)
+    dropped = {}
+    if (missing := ~finite & ~text).any():
+        dropped[MISSING_VALUE] = int(missing.sum())
+    if text.any():
+        dropped[NOT_A_NUMBER] = int(text.sum())
+    if (no_label := finite & ~present).any():
+        dropped[MISSING_LABEL] = int(no_label.sum())
+    keep = finite & present
+    n_used = int(keep.sum())
+    messages = [f"Read {name}: {len(df):,} rows, {df.shape[1]} columns."]
+    note_dropped(messages, dropped, examples, n_used=n_used, n_read=len(df), name=name, phrase=lambda r: f"with a {r}")
+    rows = np.flatnonzero(keep)
+    y = row_code[keep]
+    counts = np.bincount(y, minlength=k)
+    classes = layout.classes()
+    if np.count_nonzero(counts) < 2:
+        raise DataError(f"label column {_cut(label)!r} holds one class only ({format_values([classes[int(y[0])]])}) "
+                        "in the usable rows; calibration needs at least two.")
+    P = raw[keep]
+    if not layout.logits:
+        _check_probabilities(P, rows, layout, name)
+    given = as_scores(P, layout.logits).given
+
+    messages.append(f"Label column {_cut(label)!r}: {k} classes, {n_used:,} rows used.")
+    messages.append(f"Class columns ({what}): {_names(cols, k)}.")
+    absent = [c for c, m in zip(cols, counts) if m == 0]
+    if absent:
+        messages.append(f"No usable row has the class of {_names(absent)}: kept as a class (a rare class can be "
+                        "absent from a test file), with no row to calibrate it on.")
+    feats = df.loc[keep, features].reset_index(drop=True) if features else None
+    if features:
+        messages.append(f"Feature columns: {_names(features, 20)}.")
+    split_arr = _split_text(df.loc[keep, split]) if split is not None else None
+    if split_arr is not None:
+        kinds, n_kind = np.unique(split_arr.astype(str), return_counts=True)
+        messages.append(f"Split column {_cut(split)!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, n_kind)) + ".")
+    report = ValidationReport(n_read=len(df), n_used=n_used, dropped=dropped, dropped_examples=examples,
+                              class_counts={str(c): int(m) for c, m in zip(classes, counts)}, messages=messages)
+    return ClassSet(name=name, raw=df, label_column=label, columns=cols, classes=classes, prefix=layout.prefix,
+                    logits=layout.logits, feature_columns=list(features), split_column=split, report=report,
+                    info=info, given=given, labels=y, features=feats, split=split_arr)
+
+
+def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logits=None, *, features=None,
+                    split=None, info: FileInfo | None = None, name: str | None = None) -> ClassSet:
+    """Validate a multi-class table into a :class:`ClassSet`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table as read (kept as ``ClassSet.raw``).
+    label : str, optional
+        The label column; default: the column whose values the class columns name.
+    probs, logits : str or list of str, optional
+        The class columns, holding probabilities or logits: a prefix (case-insensitive; every column
+        that starts with it and goes on is a class column, its class the rest of its name), or a list
+        of columns (their class: the rest after a prefix of :data:`PREFIXES` or the longest prefix
+        they share, or their whole names, whichever names more label values). At most one of the two;
+        default: found by :func:`guess_class_columns` (``logit_`` columns read as logits).
+    features : list of str, optional
+        Feature columns; guessed when None, none when ``[]``.
+    split : str, optional
+        Split column; guessed when None, none when ``False`` or ``""``.
+    info : FileInfo, optional
+        From :func:`~calibdash.data.read_table`.
+    name : str, optional
+        Display name (default ``info.name`` or ``"data"``).
+
+    Raises
+    ------
+    SettingsError
+        Both ``probs`` and ``logits`` given.
+    DataError
+        A named column is missing; no class columns found or named; fewer than three class columns
+        (a binary file); a label value with no class column; fewer than two classes among the usable
+        rows; fewer than :data:`~calibdash.data.MIN_ROWS` usable rows; a class column of booleans or
+        mostly text; probabilities that are negative, above 1, or in rows that do not sum to 1 within
+        :data:`~calibdash.multiclass.base.SUM_TOLERANCE`.
+    """
+    name = name or (info.name if info is not None else "data")
+    if len(df) == 0:
+        raise DataError(f"{name} has a header but no rows.")
+    if probs is not None and logits is not None:
+        raise SettingsError("name the class columns once: as probabilities (--probs) or as logits (--logits), "
+                            "not both.")
+    if isinstance(features, str):
+        features = [features]
+    no_split = split is False or split == ""
+    for col, role in ((label, "label"), (None if no_split else split, "split")):
+        if col is not None:
+            _require(df, [col], role)
+    if features:
+        _require(df, list(features), "feature")
+    given = probs if probs is not None else logits
+    if given is None:
+        layout = _search(df, label)
+        groups = _prefix_groups([c for c in df.columns if c != label])
+        if layout is None and label is not None and groups:     # the user's label: say what its columns lack
+            layout = _with_label(df, max(groups, key=lambda g: len(g.columns)), label, name)
+        if layout is None:
+            raise _not_multiclass(df, label, name)
+    else:
+        layout = _with_label(df, _given_layout(df, given, logits is not None), label, name)
+    guessed_features, guessed_split = _other_roles(df, layout, None if no_split else split)
+    if features is None:
+        features = guessed_features
+    features = [c for c in features if c != layout.label and c not in set(layout.columns)]
+    return _validate(df, layout, features=features, split=None if no_split else guessed_split, info=info,
+                     name=name)
+
+
+def load_classes(source, label: str | None = None, probs=None, logits=None, *, features=None, split=None,
+                 filename: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> ClassSet:
+    """Read a table and validate it as multi-class: :func:`~calibdash.data.read_table` then
+    :func:`build_class_set`.
+
+    >>> cs = load_classes("sample_data/cifar10_lenet5.csv")        # doctest: +SKIP
+    >>> cs.scores().probabilities, cs.labels                        # doctest: +SKIP
+
+    Raises
+    ------
+    DataError, EnvironmentProblem, SettingsError
+        As :func:`~calibdash.data.read_table` and :func:`build_class_set`.
+    """
+    df, info = read_table(source, filename=filename, max_bytes=max_bytes)
+    return build_class_set(df, label=label, probs=probs, logits=logits, features=features, split=split,
+                           info=info, name=info.name)
