@@ -1,13 +1,14 @@
 """calibdash's calibrators inside scikit-learn: :class:`CalibratedClassifier`.
 
-Modelled on scikit-learn's ``CalibratedClassifierCV``: a binary classifier
-whose scores are calibrated by any calibdash method, usable in a
-``Pipeline``, ``cross_val_score``, ``GridSearchCV`` and ``clone``.
+Modelled on scikit-learn's ``CalibratedClassifierCV``: a classifier whose
+scores are calibrated by any calibdash method, binary or multi-class, usable in
+a ``Pipeline``, ``cross_val_score``, ``GridSearchCV`` and ``clone``.
 
 >>> from sklearn.linear_model import LogisticRegression
 >>> from calibdash.sklearn import CalibratedClassifier
 >>> clf = CalibratedClassifier(LogisticRegression(), method="bbq", cv=5)   # doctest: +SKIP
 >>> clf.fit(X, y).predict_proba(X_new)[:, 1]                                 # doctest: +SKIP
+>>> CalibratedClassifier(LogisticRegression(), method="temperature").fit(X3, y3)  # doctest: +SKIP
 
 How it corresponds to ``CalibratedClassifierCV``
 ------------------------------------------------
@@ -19,6 +20,8 @@ How it corresponds to ``CalibratedClassifierCV``
                             scikit-learn's sigmoid)
 ``method="isotonic"``       ``method="isotonic", interpolation="linear"`` (scikit-learn
                             interpolates linearly and clips outside the training range)
+``method="temperature"``    ``method="temperature"`` (K classes: on ``decision_function``
+                            when the estimator has one, as scikit-learn)
 ``cv`` (int, splitter,      ``cv``, the same; ``"prefit"`` calibrates an already fitted
 ``"prefit"``)               ``estimator`` on the rows given to ``fit``
 ``ensemble``                ``ensemble``, the same: True keeps one (estimator, calibrator)
@@ -28,18 +31,35 @@ How it corresponds to ``CalibratedClassifierCV``
 ``n_jobs``                  not offered (calibrators are fast; folds run one by one)
 ==========================  ===========================================================
 
-Any calibdash method can be chosen (``calibdash.calibrators.available()``),
-with its hyperparameters as keyword arguments (``ess=5`` for BBQ);
-``GridSearchCV`` can search ``method`` and each of them. Keyword arguments
-that belong to another method than the chosen one are refused at ``fit``.
+Two classes: any binary calibdash method can be chosen
+(``calibdash.calibrators.available()``), with its hyperparameters as keyword
+arguments (``ess=5`` for BBQ); ``GridSearchCV`` can search ``method`` and each
+of them. Keyword arguments that belong to another method than the chosen one
+are refused at ``fit``. Scores: the estimator's ``predict_proba`` (positive
+column) when it has one, else its ``decision_function`` mapped by the logistic
+function, as :func:`calibdash.load_scores` maps margins (never min-max scaled).
 
-Scores: the estimator's ``predict_proba`` (positive column) when it has one,
-else its ``decision_function`` mapped by the logistic function, as
-:func:`calibdash.load_scores` maps margins (never min-max scaled).
+K classes (three or more, or a multi-class method's name on two): ``method``
+names a multi-class method of :mod:`calibdash.multiclass`
+(``multiclass.available()``: ``"temperature"``, ``"dirichlet"``,
+``"ovr:isotonic"``, ``"top_label:bbq"``, ...). A binary method's bare name means
+its one-vs-rest composite, as scikit-learn's ``method="isotonic"`` is one-vs-rest
+on K classes: ``"isotonic"`` is ``"ovr:isotonic"``. The calibrator sees a table
+of K columns in ``classes_`` order, from the estimator's ``predict_proba`` or
+its ``decision_function`` (read as logits), chosen by ``response_method``:
+``"auto"`` gives each method the form its paper calibrates (the method's
+``input_form``: logits for temperature, vector and matrix scaling (Guo et al.
+2017), when the estimator has a ``decision_function``; probabilities for
+Dirichlet calibration (Kull et al. 2019, on log-probabilities) and for the
+one-vs-rest and top-label composites, whose binary calibrators take
+probabilities), falling back to the other response when the estimator lacks it.
+A one-vs-rest composite given logits calibrates their softmax, class by class:
+scikit-learn's one-vs-rest calibrates each ``decision_function`` column by
+itself instead, so the two agree where the estimator has only ``predict_proba``.
 
 Features: MBCT (the only feature-aware method) takes its features from ``X``:
 ``features="all"`` (default) passes every column, a list of column names (or
-indices, for arrays) passes those.
+indices, for arrays) passes those. Multi-class methods use no features.
 """
 from __future__ import annotations
 
@@ -55,13 +75,16 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import (_check_sample_weight, _num_samples, check_is_fitted, has_fit_parameter,
                                       validate_data)
 
-from . import calibrators
+from . import calibrators, multiclass
 from .errors import SettingsError
 
-__all__ = ["CalibratedClassifier"]
+__all__ = ["CalibratedClassifier", "RESPONSE_METHODS"]
 
 #: Probabilities are kept this far from 0 and 1 in ``decision_function`` (a finite logit).
 _EPS = 1e-15
+
+#: What ``response_method`` takes: the form of each method's paper, or the one named.
+RESPONSE_METHODS = ("auto", "predict_proba", "decision_function")
 
 
 def _default_estimator():
@@ -76,7 +99,7 @@ def _has_decision_function(self) -> bool:
 
 
 class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
-    """A binary classifier whose probabilities are calibrated by a calibdash method.
+    """A classifier whose probabilities are calibrated by a calibdash method (binary or K-class).
 
     Parameters
     ----------
@@ -84,7 +107,9 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         The classifier whose scores are calibrated (``LinearSVC()`` when None).
         With ``cv="prefit"`` it must already be fitted.
     method : str, default "isotonic"
-        A calibdash method (``calibdash.calibrators.available()``).
+        A calibdash method: a binary one (``calibdash.calibrators.available()``) or, for K
+        classes, a multi-class one (``calibdash.multiclass.available()``); a binary name on K
+        classes means its one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``).
     cv : int, cross-validation splitter, iterable or "prefit", default 5
         How rows are divided between the estimator and the calibrator, as in
         ``CalibratedClassifierCV`` (stratified K-fold for an int).
@@ -93,28 +118,39 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         (True), or one calibrator on the out-of-fold scores (False).
     features : "all", list of str or int, or None, default "all"
         Columns of ``X`` passed to a feature-aware method (MBCT); None passes none.
+    response_method : {"auto", "predict_proba", "decision_function"}, default "auto"
+        Which output of the estimator a multi-class method calibrates (``"decision_function"``:
+        read as logits). ``"auto"``: the form the method's paper calibrates (its
+        ``input_form``) when the estimator has it, else the other. Binary methods always take
+        ``predict_proba`` when the estimator has one (else the logistic of its decision values)
+        unless ``"decision_function"`` is named.
     **method_params
         Hyperparameters of ``method`` (for example ``ess=5`` for BBQ).
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The two class labels; ``classes_[1]`` is the positive class.
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted as scikit-learn's classifiers sort them (with ``cv="prefit"``:
+        the estimator's ``classes_``); with two, ``classes_[1]`` is the positive class.
     calibrated_pairs_ : list of (estimator, calibrator)
         The fitted pairs whose probabilities are averaged.
+    calibration_method_ : str
+        The method fitted (``"ovr:isotonic"`` for ``method="isotonic"`` on K classes).
     score_source_ : {"predict_proba", "decision_function"}
-        Where the scores came from (decision values are mapped by the logistic function).
+        Where the scores came from (binary decision values are mapped by the logistic function,
+        K-class ones given to the calibrator as logits).
     n_features_in_, feature_names_in_
         As scikit-learn sets them.
     """
 
     def __init__(self, estimator=None, method: str = "isotonic", cv=5, ensemble: bool = True,
-                 features="all", **method_params):
+                 features="all", response_method: str = "auto", **method_params):
         self.estimator = estimator
         self.method = method
         self.cv = cv
         self.ensemble = ensemble
         self.features = features
+        self.response_method = response_method
         for name, value in method_params.items():
             setattr(self, name, value)
         self._method_param_names = tuple(sorted(method_params))
@@ -138,19 +174,94 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _method_params(self) -> dict:
         return {name: getattr(self, name) for name in getattr(self, "_method_param_names", ())}
 
-    def _calibrator(self):
+    def _multiclass_name(self, n_classes: int) -> str | None:
+        """The multi-class method to fit, or None for a binary calibrator: a binary name on two
+        classes stays binary; on more it becomes its one-vs-rest composite; any other name is a
+        multi-class method's (checked by the registry)."""
         if not isinstance(self.method, str):
             raise SettingsError(f"method must be a calibdash method name, got {type(self.method).__name__}.")
-        return calibrators.get(self.method, **self._method_params())
+        if self.method in calibrators.classes():
+            return None if n_classes == 2 else f"ovr:{self.method}"
+        if self.method.partition(":")[0] not in multiclass.classes():
+            raise SettingsError(f"unknown method {self.method!r}: binary methods are "
+                                f"{', '.join(calibrators.available())}; multi-class ones "
+                                f"{', '.join(multiclass.available(binary=False))} (ovr and top_label take a "
+                                "binary method after a colon: ovr:isotonic).")
+        return self.method
+
+    def _calibrator(self):
+        """A new calibrator of ``calibration_method_`` (set by ``fit``) with the method's hyperparameters."""
+        params = self._method_params()
+        if not self._is_multiclass:
+            return calibrators.get(self.calibration_method_, **params)
+        if "logits" in params:
+            raise SettingsError("logits is not a hyperparameter here: the adapter sets it from the estimator's "
+                                "output (choose that output with response_method).")
+        return multiclass.get(self.calibration_method_, logits=self.score_source_ == "decision_function", **params)
+
+    @property
+    def _is_multiclass(self) -> bool:
+        """Whether the fitted method is a multi-class one (every name but a binary calibrator's)."""
+        return self.calibration_method_ not in calibrators.classes()
 
     # -- scores and features ---------------------------------------------------------------------
+    def _response(self, estimator, name: str | None) -> str:
+        """``"predict_proba"`` or ``"decision_function"``: what ``response_method`` asks of ``estimator``."""
+        if self.response_method not in RESPONSE_METHODS:
+            raise SettingsError(f"response_method must be one of {', '.join(RESPONSE_METHODS)}, "
+                                f"got {self.response_method!r}.")
+        has = {r: hasattr(estimator, r) for r in RESPONSE_METHODS[1:]}
+        if not any(has.values()):
+            raise SettingsError(f"{type(estimator).__name__} has neither predict_proba nor decision_function.")
+        if self.response_method != "auto":
+            if not has[self.response_method]:
+                raise SettingsError(f"response_method={self.response_method!r} but {type(estimator).__name__} "
+                                    f"has no {self.response_method}.")
+            return self.response_method
+        wanted = "predict_proba"
+        if name is not None and multiclass.get_class(name).input_form == "logits":
+            wanted = "decision_function"
+        return wanted if has[wanted] else next(r for r in has if r != wanted)
+
     def _scores(self, estimator, X) -> np.ndarray:
-        if hasattr(estimator, "predict_proba"):
+        if self._is_multiclass:
+            return self._table(estimator, X)
+        if self.score_source_ == "predict_proba":
             proba = np.asarray(estimator.predict_proba(X), dtype=float)
             column = int(np.flatnonzero(np.asarray(estimator.classes_) == self.classes_[1])[0])
             return np.clip(proba[:, column], 0.0, 1.0)
         values = np.asarray(estimator.decision_function(X), dtype=float).reshape(-1)
         return expit(values)
+
+    def _table(self, estimator, X) -> np.ndarray:
+        """The estimator's K columns in ``classes_`` order: probabilities (a class the estimator never
+        saw gets 0) or logits (a binary margin ``d`` as the pair ``(0, d)``, whose softmax is
+        ``(1 - expit(d), expit(d))``)."""
+        seen = np.asarray(estimator.classes_)
+        where = np.searchsorted(self.classes_, seen)
+        if np.any(where >= self.classes_.size) or np.any(self.classes_[np.minimum(where, self.classes_.size - 1)]
+                                                         != seen):
+            raise ValueError(f"the estimator's classes {seen.tolist()[:10]} are not among the classes of y "
+                             f"{self.classes_.tolist()[:10]}.")
+        k = self.classes_.size
+        if self.score_source_ == "predict_proba":
+            out = np.zeros((_num_samples(X), k))
+            out[:, where] = np.clip(np.asarray(estimator.predict_proba(X), dtype=float), 0.0, 1.0)
+            return out
+        if seen.size != k:
+            raise ValueError(f"the estimator was fitted on {seen.size} of the {k} classes (a training fold "
+                             "lacked some); its decision_function then has no logit for the others. Use folds "
+                             "whose training rows hold every class (StratifiedKFold, fewer folds) or "
+                             "response_method='predict_proba'.")
+        d = np.asarray(estimator.decision_function(X), dtype=float)
+        if d.ndim == 1 or d.shape[1] == 1:
+            d = d.reshape(-1)
+            return np.column_stack([np.zeros_like(d), d])
+        if d.shape[1] != k:
+            raise ValueError(f"the estimator's decision_function has {d.shape[1]} columns for {k} classes "
+                             "(one-vs-one?); the calibrator needs one logit per class (decision_function_shape="
+                             "'ovr', or response_method='predict_proba').")
+        return d
 
     def _feature_frame(self, X) -> pd.DataFrame | None:
         if self.features is None:
@@ -170,8 +281,17 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             raise SettingsError(f"features {missing} are not columns of X ({list(frame.columns)[:10]}).")
         return frame[cols].reset_index(drop=True)
 
-    def _features_for(self, calibrator, X):
-        return self._feature_frame(X) if calibrator.uses_features else None
+    def _fit_calibrator(self, cal, scores, labels, X, sample_weight):
+        if self._is_multiclass:
+            return cal.fit(scores, labels, sample_weight=sample_weight)
+        features = self._feature_frame(X) if cal.uses_features else None
+        return cal.fit(scores, labels, features, sample_weight=sample_weight)
+
+    def _calibrated(self, cal, scores, X) -> np.ndarray:
+        """One calibrator's probabilities: (n, K) for a multi-class one, (n,) of ``classes_[1]`` else."""
+        if self._is_multiclass:
+            return cal.predict_proba(scores)
+        return cal.predict(scores, self._feature_frame(X) if cal.uses_features else None)
 
     def _check_X(self, X, reset: bool):
         """A DataFrame stays one (MBCT's columns, scikit-learn's feature names); anything else becomes a
@@ -193,7 +313,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Two classes; the larger label (``classes_[1]``) is the positive one.
+            Two or more classes; with two, the larger label (``classes_[1]``) is the positive one.
         sample_weight : array-like of shape (n_samples,), optional
             Passed to the estimator (when its ``fit`` takes it) and to the calibrator.
         **fit_params
@@ -209,19 +329,29 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y = np.asarray(y)
         check_classification_targets(y)
         if np.unique(y).size < 2:
-            raise ValueError(f"CalibratedClassifier needs both classes in y; it has one class only "
+            raise ValueError(f"CalibratedClassifier needs at least two classes in y; it has one class only "
                              f"({np.unique(y)[:1].tolist()}).")
-        if type_of_target(y) != "binary":
-            raise ValueError("Only binary classification is supported: CalibratedClassifier calibrates the "
-                             f"scores of a binary classifier, and y is {type_of_target(y)}.")
+        if type_of_target(y) not in ("binary", "multiclass"):
+            raise ValueError(f"CalibratedClassifier calibrates binary or multiclass targets; y is {type_of_target(y)}.")
         if len(y) != _num_samples(X):
             raise ValueError(f"X has {_num_samples(X)} rows but y has {len(y)}.")
-        self.classes_ = np.unique(y)
-        y01 = (y == self.classes_[1]).astype(np.int8)
+        prefit = isinstance(self.cv, str) and self.cv == "prefit"
+        base = self.estimator if self.estimator is not None else _default_estimator()
+        if prefit:
+            check_is_fitted(base)
+            self.classes_ = np.asarray(base.classes_)
+            unknown = np.setdiff1d(np.unique(y), self.classes_)
+            if unknown.size:
+                raise ValueError(f"y holds classes the prefit estimator does not know: {unknown.tolist()[:10]}.")
+        else:
+            self.classes_ = np.unique(y)
+        name = self._multiclass_name(self.classes_.size)
+        self.score_source_ = self._response(base, name)
+        self.calibration_method_ = self.method if name is None else name
+        labels = (np.searchsorted(self.classes_, y) if self._is_multiclass
+                  else (y == self.classes_[1]).astype(np.int8))
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
-        base = self.estimator if self.estimator is not None else _default_estimator()
-        self.score_source_ = "predict_proba" if hasattr(base, "predict_proba") else "decision_function"
         self._calibrator()                                   # unknown method or hyperparameter: fail early
 
         def fit_estimator(idx):
@@ -232,14 +362,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return est.fit(self._rows(X, idx), y[idx], **kw)
 
         def fit_calibrator(est, idx):
-            cal = self._calibrator()
             Xi = self._rows(X, idx)
             w = None if sample_weight is None else sample_weight[idx]
-            return cal.fit(self._scores(est, Xi), y01[idx], self._features_for(cal, Xi), sample_weight=w)
+            return self._fit_calibrator(self._calibrator(), self._scores(est, Xi), labels[idx], Xi, w)
 
         everything = np.arange(y.size)
-        if isinstance(self.cv, str) and self.cv == "prefit":
-            check_is_fitted(base)
+        if prefit:
             self.calibrated_pairs_ = [(base, fit_calibrator(base, everything))]
             return self
         splitter = check_cv(self.cv, y, classifier=True)
@@ -251,43 +379,49 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 pairs.append((est, fit_calibrator(est, test)))
             self.calibrated_pairs_ = pairs
             return self
-        scores = np.empty(y.size)
+        scores = None
         for train, test in folds:
             est = fit_estimator(train)
-            scores[test] = self._scores(est, self._rows(X, test))
-        cal = self._calibrator()
-        cal.fit(scores, y01, self._features_for(cal, X), sample_weight=sample_weight)
+            part = self._scores(est, self._rows(X, test))
+            if scores is None:
+                scores = np.empty((y.size,) + part.shape[1:])
+            scores[test] = part
+        cal = self._fit_calibrator(self._calibrator(), scores, labels, X, sample_weight)
         self.calibrated_pairs_ = [(fit_estimator(everything), cal)]
         return self
 
     def predict_proba(self, X) -> np.ndarray:
-        """Calibrated probabilities, shape (n_samples, 2), columns in ``classes_`` order."""
+        """Calibrated probabilities, shape (n_samples, n_classes), columns in ``classes_`` order, rows summing to 1."""
         check_is_fitted(self, "calibrated_pairs_")
         X = self._check_X(X, reset=False)
-        p = np.zeros(_num_samples(X))
-        for est, cal in self.calibrated_pairs_:
-            p += cal.predict(self._scores(est, X), self._features_for(cal, X))
-        p /= len(self.calibrated_pairs_)
-        return np.column_stack([1.0 - p, p])
+        p = sum(self._calibrated(cal, self._scores(est, X), X) for est, cal in self.calibrated_pairs_)
+        p = np.asarray(p, dtype=float) / len(self.calibrated_pairs_)
+        return p if p.ndim == 2 else np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """The class with the larger calibrated probability (ties: ``classes_[0]``)."""
-        p = self.predict_proba(X)[:, 1]
-        return self.classes_[(p > 0.5).astype(int)]
+        """The class with the largest calibrated probability (ties: the first in ``classes_``)."""
+        p = self.predict_proba(X)
+        if p.shape[1] == 2:
+            return self.classes_[(p[:, 1] > 0.5).astype(int)]
+        return self.classes_[np.argmax(p, axis=1)]
 
     @available_if(_has_decision_function)
     def decision_function(self, X) -> np.ndarray:
-        """The calibrated log-odds ``logit(P(classes_[1]))``: positive where ``predict`` says ``classes_[1]``.
+        """Two classes: the calibrated log-odds ``logit(P(classes_[1]))``, positive where ``predict``
+        says ``classes_[1]``; K classes: the (n, K) calibrated log-probabilities (floored at
+        ``log 1e-15``), whose row argmax is ``predict``'s class.
 
         Offered where the estimator has a ``decision_function``, as scikit-learn's
         tools that look for one (ROC curves, ``roc_auc`` scoring) expect.
         """
-        p = self.predict_proba(X)[:, 1]
-        return logit(np.clip(p, _EPS, 1.0 - _EPS))
+        p = self.predict_proba(X)
+        if p.shape[1] == 2:
+            return logit(np.clip(p[:, 1], _EPS, 1.0 - _EPS))
+        return np.log(np.maximum(p, _EPS))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         tags.input_tags.allow_nan = False
         return tags
 

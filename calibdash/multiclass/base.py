@@ -223,6 +223,11 @@ class MulticlassCalibrator(BaseEstimator):
         Place in every list of multi-class methods; None: after those that declare one, by name.
     color : str or None
         ``"#RRGGBB"``, its colour in every chart; None: picked stably from its name.
+    input_form : {"probabilities", "logits"}
+        The scores the method's paper calibrates (``"logits"``: Guo et al.'s temperature, vector and
+        matrix scaling; ``"probabilities"``: the rest). Every method accepts either (``logits``);
+        a caller that can obtain both from a model (:class:`calibdash.sklearn.CalibratedClassifier`)
+        gives it this one.
     """
 
     name: ClassVar[str] = ""
@@ -233,6 +238,7 @@ class MulticlassCalibrator(BaseEstimator):
     order: ClassVar[float | None] = None
     color: ClassVar[str | None] = None
     multiclass: ClassVar[bool] = True
+    input_form: ClassVar[str] = "probabilities"
 
     def __init__(self, logits: bool = False):
         self.logits = logits
