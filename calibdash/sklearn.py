@@ -44,7 +44,9 @@ names a multi-class method of :mod:`calibdash.multiclass`
 (``multiclass.available()``: ``"temperature"``, ``"dirichlet"``,
 ``"ovr:isotonic"``, ``"top_label:bbq"``, ...). A binary method's bare name means
 its one-vs-rest composite, as scikit-learn's ``method="isotonic"`` is one-vs-rest
-on K classes: ``"isotonic"`` is ``"ovr:isotonic"``. The calibrator sees a table
+on K classes: ``"isotonic"`` is ``"ovr:isotonic"``; a name that is both a binary
+and a multi-class method's (``"temperature"``) means the multi-class method, as
+scikit-learn's ``method="temperature"`` does. The calibrator sees a table
 of K columns in ``classes_`` order, from the estimator's ``predict_proba`` or
 its ``decision_function`` (read as logits), chosen by ``response_method``:
 ``"auto"`` gives each method the form its paper calibrates (the method's
@@ -175,19 +177,24 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return {name: getattr(self, name) for name in getattr(self, "_method_param_names", ())}
 
     def _multiclass_name(self, n_classes: int) -> str | None:
-        """The multi-class method to fit, or None for a binary calibrator: a binary name on two
-        classes stays binary; on more it becomes its one-vs-rest composite; any other name is a
-        multi-class method's (checked by the registry)."""
+        """The multi-class method to fit, or None for a binary calibrator: on two classes a binary name
+        stays binary; on more, a multi-class method's name is that method (``"temperature"`` is
+        multi-class temperature scaling, not one-vs-rest binary temperature scaling) and any other
+        binary name becomes its one-vs-rest composite; other names are multi-class methods', on any
+        number of classes (checked by the registry)."""
         if not isinstance(self.method, str):
             raise SettingsError(f"method must be a calibdash method name, got {type(self.method).__name__}.")
-        if self.method in calibrators.classes():
-            return None if n_classes == 2 else f"ovr:{self.method}"
-        if self.method.partition(":")[0] not in multiclass.classes():
-            raise SettingsError(f"unknown method {self.method!r}: binary methods are "
-                                f"{', '.join(calibrators.available())}; multi-class ones "
-                                f"{', '.join(multiclass.available(binary=False))} (ovr and top_label take a "
-                                "binary method after a colon: ovr:isotonic).")
-        return self.method
+        binary = self.method in calibrators.classes()
+        if binary and n_classes == 2:
+            return None
+        if self.method.partition(":")[0] in multiclass.classes():
+            return self.method
+        if binary:
+            return f"ovr:{self.method}"
+        raise SettingsError(f"unknown method {self.method!r}: binary methods are "
+                            f"{', '.join(calibrators.available())}; multi-class ones "
+                            f"{', '.join(multiclass.available(binary=False))} (ovr and top_label take a "
+                            "binary method after a colon: ovr:isotonic).")
 
     def _calibrator(self):
         """A new calibrator of ``calibration_method_`` (set by ``fit``) with the method's hyperparameters."""
@@ -201,8 +208,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     @property
     def _is_multiclass(self) -> bool:
-        """Whether the fitted method is a multi-class one (every name but a binary calibrator's)."""
-        return self.calibration_method_ not in calibrators.classes()
+        """Whether the fitted method is a multi-class one (all but a binary name on two classes)."""
+        return self.classes_.size > 2 or self.calibration_method_ not in calibrators.classes()
 
     # -- scores and features ---------------------------------------------------------------------
     def _response(self, estimator, name: str | None) -> str:

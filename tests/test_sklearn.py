@@ -150,8 +150,9 @@ class _XOnly:
         return self
 
 
-#: check_estimator's checks that are expected to fail, each with its reason: none. The adapter refuses
-#: multiclass and one-class targets with the messages scikit-learn's checks look for.
+#: check_estimator's checks that are expected to fail, each with its reason: none. The adapter calibrates
+#: multiclass targets (one-vs-rest for a binary method's name: tests/test_sklearn_classes.py) and refuses
+#: one-class and continuous targets with the messages scikit-learn's checks look for.
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 
