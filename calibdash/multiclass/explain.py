@@ -38,7 +38,7 @@ from .diagrams import SimplexMapData, class_labels, prepare_simplex_map
 from .methods.ovr import BinaryComposite, OneVsRestCalibrator
 from .methods.top_label import TopLabelCalibrator
 
-__all__ = ["ClassExplanation", "explain_classes", "temperature_curve", "MAX_CLASSES", "N_GRID", "T_GRID"]
+__all__ = ["ClassExplanation", "explain_classes", "temperature_curve", "fitted_temperature", "MAX_CLASSES", "N_GRID", "T_GRID"]
 
 #: Most classes whose one-vs-rest or top-label maps are drawn (the worst by class-wise ECE when there are more).
 MAX_CLASSES = 10
@@ -126,12 +126,21 @@ def _temperature_grid(t: float, n: int = T_GRID) -> np.ndarray:
     return np.unique(np.concatenate([grid, [t, 1.0]]))
 
 
-def _fitted_temperature(model) -> float:
-    """The fitted ``T`` of a temperature calibrator."""
-    for attr in ("temperature_", "T_"):
-        if hasattr(model, attr):
-            return float(getattr(model, attr))
-    raise ProgrammingError(f"{type(model).__name__} holds no fitted temperature (temperature_).")
+def fitted_temperature(model: MulticlassCalibrator) -> float:
+    """The ``T`` of a fitted temperature scaling, read back from its map.
+
+    Temperature scaling maps log-scores ``s`` to ``softmax(s / T)``, so on a row whose log-scores are
+    ``(0, 1, 0, ...)`` the log-ratio of its second and first outputs is ``1 / T``. Reading ``T`` from the
+    map rather than from an attribute explains exactly what the calibrator does.
+    """
+    k = model.n_classes_
+    s = np.zeros((1, k))
+    s[0, 1] = 1.0
+    q = model.predict_proba(s if model.logits else softmax(s, axis=1))[0]
+    ratio = float(np.log(q[1]) - np.log(q[0]))
+    if not np.isfinite(ratio) or ratio <= 0:
+        raise ProgrammingError(f"{type(model).__name__} does not act as a temperature scaling (log-ratio {ratio}).")
+    return 1.0 / ratio
 
 
 def _linear_parts(model) -> tuple[np.ndarray, np.ndarray, pd.DataFrame | None]:
@@ -197,7 +206,7 @@ def explain_classes(model: MulticlassCalibrator, P, y, *, sample_weight=None, he
     name = _name(model)
     ex = ClassExplanation(method=name, kind="", classes=names)
     if name == "temperature":
-        t = _fitted_temperature(model)
+        t = fitted_temperature(model)
         grid = _temperature_grid(t)
         curve = pd.DataFrame({"temperature": grid, "fit": temperature_curve(x, y, grid, sample_weight)})
         if held_out is not None:
