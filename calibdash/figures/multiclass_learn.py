@@ -30,6 +30,8 @@ def size_curve_figure(summary: pd.DataFrame, *, labels: Mapping[str, str] | None
             customdata=s[["sd", "draws"]].to_numpy(),
             hovertemplate=(f"<b>{name}</b><br>n = %{{x:,}}<br>mean true error %{{y:.4f}}<br>"
                            "SD %{customdata[0]:.4f} over %{customdata[1]} draws<extra></extra>")))
-    fig.update_xaxes(type="log", title_text="rows drawn n (half fit, half judged; log scale)")
+    sizes = sorted(set(summary["n"]))
+    fig.update_xaxes(type="log", title_text="rows drawn n (half fit, half judged; log scale)", tickvals=sizes,
+                     ticktext=[f"{n:,}" for n in sizes])
     fig.update_yaxes(title_text="true error E‖P(y|x) − q(x)‖₁", rangemode="tozero")
     return base_layout(fig, title, height)

@@ -75,15 +75,15 @@ def render() -> None:
         st.caption("ECE, MCE: confidence (top probability) with 15 equal-width bins; cwECE: class-wise ECE, the "
                    "mean over classes (Kull et al. 2019); LogLoss and Brier over all classes; Overconfidence: "
                    "mean confidence minus accuracy (0 is ideal).")
-        c1, c2 = st.columns(2)
+        c1, c2 = st.columns([2, 3])
         conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=n_bins)
         c1.plotly_chart(fmulti.plot_confidence(conf, names=labels, title="Confidence reliability: before and after"),
                         key="explore.mc.confidence")
         c1.caption(conf.caption(labels))
         wise = mdiagrams.prepare_classwise(ev.predictions, ev.labels, n_bins=n_bins, class_names=names,
                                            max_panels=CLASSWISE_PANELS)
-        c2.plotly_chart(fmulti.plot_classwise(wise, names=labels, cols=3,
-                                              title="Class-wise reliability: before and after"),
+        c2.plotly_chart(fmulti.plot_classwise(wise, names=labels, cols=3, panel_height=250,
+                                              title="Class-wise reliability: before and after (worst classes)"),
                         key="explore.mc.classwise")
         c2.caption(wise.caption(labels))
         inside = _explain(cs.content_key(), scheme, method, frozen(params), ev, cs)

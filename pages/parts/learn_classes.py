@@ -94,13 +94,18 @@ def _this_draw(tr: mstudy.ClassTrial, labels: dict) -> None:
     e.index = [labels.get(m, m) for m in e.index]
     e.columns = ["true error", "ECE (confidence)", "classwise ECE", "log-loss"]
     st.markdown(f"#### This draw: {len(tr.fit_rows):,} rows fit, {len(tr.judged_rows):,} rows judged")
-    table, chart = st.columns([1, 1], gap="medium")
-    table.dataframe(e.style.format("{:.4f}"))
-    table.caption(
+    st.dataframe(e.style.format("{:.4f}"))
+    st.caption(
         "*true error*: the mean over the judged rows of Σ_k |P(y = k | x) − q_k(x)|, from the known truth, no "
         "labels used; for a map that merges rows (binning) an upper bound of its canonical calibration error "
         "(Vaicenavicius et al. 2019). ECE, classwise ECE (15 equal-width bins) and log-loss are estimated from "
         "the judged labels, as on real data.")
+    chart, text = st.columns([2, 1], gap="medium")
     conf = mdiagrams.prepare_confidence(tr.predictions, tr.draw.labels[tr.judged_rows])
     chart.plotly_chart(fmulti.plot_confidence(conf, names=labels, title="Confidence reliability, judged half",
                                               height=440), key="learn.mc.confidence")
+    text.markdown(
+        "**What this shows.** The judged half's rows binned by their top probability: each point is the share "
+        "of rows whose most probable class is right against their mean confidence. The raw model's points lie "
+        "below the diagonal: it is more confident than it is right. A calibrated method's points follow the "
+        "diagonal within their intervals.")
