@@ -1,14 +1,13 @@
 """AppTest of Explore, Benchmark and Learn on K-class data (the multi-class samples), headless."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from conftest import REPO
+from test_app import assert_clean, charts
 
 APP = REPO / "app.py"
 SAMPLES = REPO / "sample_data" / "multiclass"
@@ -38,27 +37,14 @@ def start(page: str, upload: str | None = None) -> AppTest:
     return at.run()
 
 
-def clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def charts(at: AppTest) -> dict[str, dict]:
-    out = {}
-    for el in at.get("plotly_chart"):
-        key = el.proto.id.rsplit("-", 1)[-1] if el.proto.id else ""
-        out[key] = json.loads(el.proto.spec)
-    return out
-
-
 def test_explore_three_classes_temperature_or_ovr_and_simplex():
     """On the 3-class sample Explore shows the multi-class page: measures of the raw probabilities and the method,
     confidence and class-wise diagrams, and, for one-vs-rest binning, the per-class maps and the simplex map."""
     at = start("pages/explore.py", "animals_3class.csv")
-    clean(at)
+    assert_clean(at)
     assert at.title[0].value == "Explore a multi-class calibrator"
     at.selectbox(key="explore.mc.method").set_value("ovr:histogram").run()
-    clean(at)
+    assert_clean(at)
     table = at.main.dataframe[0].value
     assert list(table.index) == ["Uncalibrated", "One-vs-rest histogram binning"]
     assert {"ECE", "cwECE", "LogLoss"} <= set(table.columns)
@@ -76,7 +62,7 @@ def test_explore_three_classes_temperature_or_ovr_and_simplex():
 def test_explore_ten_classes_top_label_shows_pooled_classes():
     at = start("pages/explore.py", "cifar10_lenet5.csv")
     at.selectbox(key="explore.mc.method").set_value("top_label:histogram").run()
-    clean(at)
+    assert_clean(at)
     figs = charts(at)
     inner = [figs[k] for k in figs if k.startswith("explore.mc.inner.")]
     assert len(inner) == 1                          # no simplex map for K = 10
@@ -89,13 +75,13 @@ def test_benchmark_kclass_samples_rank_on_log_loss():
     """With K-class data active, Benchmark offers the K-class samples and the multi-class methods; a run ranks on
     the log-loss and shows average ranks on classwise ECE too. Mixing binary and K-class sets is refused."""
     at = start("pages/benchmark.py", "animals_3class.csv")
-    clean(at)
+    assert_clean(at)
     chosen = at.multiselect(key="bench.datasets").value
     assert chosen and all("classes)" in d for d in chosen)
     at.multiselect(key="bench.mc.methods").set_value(["ovr:histogram", "top_label:histogram"]).run()
     at.select_slider(key="bench.repeats").set_value(1).run()
     at.button(key="bench.run").click().run()
-    clean(at)
+    assert_clean(at)
     text = "\n".join(m.value for m in at.main.markdown)
     assert "On LogLoss (lower is better) over 3 data sets" in text
     avg = next(d.value for d in at.main.dataframe if "cwECE" in d.value.columns)
@@ -108,7 +94,7 @@ def test_learn_kclass_lesson():
     """The K-class lesson: this draw's true error per method and the error-against-n curve, one line per method."""
     at = start("pages/learn.py")
     at.segmented_control(key="learn.mode").set_value("classes").run()
-    clean(at)
+    assert_clean(at)
     table = at.main.dataframe[0].value
     assert table.loc["One-vs-rest histogram binning", "true error"] < table.loc["Uncalibrated", "true error"]
     curve = charts(at)["learn.mc.sizes"]

@@ -6,8 +6,7 @@ regression" with isotonic regression's hyperparameters), so they are read from a
 from __future__ import annotations
 
 from calibdash import multiclass
-from calibdash.errors import SettingsError
-from calibdash.methods import RAW
+from pages.parts.labels import menu_label, method_labels
 
 __all__ = ["class_method_label", "class_method_menu_label", "class_method_labels", "class_hyperparams",
            "class_paper"]
@@ -21,21 +20,12 @@ def class_method_label(method: str) -> str:
 def class_method_menu_label(method: str) -> str:
     """Label and summary, for menus."""
     cal = multiclass.get(method)
-    return f"{cal.label} — {cal.summary}" if cal.summary and cal.summary not in cal.label else (cal.label or method)
+    return menu_label(method, cal.label, cal.summary)
 
 
 def class_method_labels(keys) -> dict:
     """Key -> label for a table's rows: "Uncalibrated" for the raw probabilities, a key naming no method as is."""
-    out = {}
-    for k in keys:
-        if k == RAW:
-            out[k] = "Uncalibrated"
-        else:
-            try:
-                out[k] = class_method_label(k)
-            except SettingsError:
-                out[k] = k
-    return out
+    return method_labels(keys, class_method_label)
 
 
 def class_hyperparams(method: str) -> tuple:
