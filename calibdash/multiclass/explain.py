@@ -214,8 +214,11 @@ def explain_classes(model: MulticlassCalibrator, P, y, *, sample_weight=None, he
             curve["held_out"] = temperature_curve(hx, held_out[1], grid)
         ex.kind, ex.temperature, ex.loss_curve = "temperature", t, curve
     elif name in ("vector", "matrix", "dirichlet"):
-        ex.kind = "linear"
-        ex.weights, ex.bias, ex.path = _linear_parts(model)
+        try:
+            ex.weights, ex.bias, ex.path = _linear_parts(model)
+            ex.kind = "linear"
+        except ProgrammingError as exc:            # a method that keeps W and b under other names
+            ex.notes.append(f"W and b cannot be shown: {exc}")
     elif isinstance(model, OneVsRestCalibrator):
         ex.kind = "ovr"
         ex.shown = _worst(x.probabilities, y, sample_weight, range(x.k), max_classes)
