@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import EnvironmentProblem
 
-__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence"]
+__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "validation_json"]
 
 
 def four_places(v: float) -> str:
@@ -48,3 +48,17 @@ def jsonable(v):
 
 def sentence(fragment: str) -> str:
     return fragment[:1].upper() + fragment[1:] + ("" if fragment.endswith(".") else ".")
+
+
+def validation_json(rep, label: dict, mapped: dict | None = None) -> dict:
+    """What loading found (a :class:`calibdash.data.ValidationReport` ``rep``) as JSON: rows read, used,
+    dropped and why, ``label`` (the label column and its classes), the class counts, ``mapped`` (binary
+    files: the score columns mapped to [0, 1]) and the report's messages."""
+    out = {"rows_read": rep.n_read, "rows_used": rep.n_used, "rows_dropped": int(sum(rep.dropped.values())),
+           "dropped": {reason: int(k) for reason, k in rep.dropped.items()},
+           "dropped_examples": {reason: list(ex) for reason, ex in rep.dropped_examples.items()},
+           "label": label, "class_counts": {k: int(v) for k, v in rep.class_counts.items()}}
+    if mapped is not None:
+        out["mapped"] = mapped
+    out["messages"] = list(rep.messages)
+    return out
