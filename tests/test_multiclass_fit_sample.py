@@ -95,3 +95,16 @@ def test_the_policy_is_off_below_the_limit_and_checked():
     with pytest.raises(SettingsError, match="max_fit_rows"):
         evaluate_classes(P, y, {"freq": ClassFrequencies()}, Scheme(), max_fit_rows=0)
     assert not multiclass.get("ovr:isotonic").parametric
+
+
+def test_content_order_is_the_lexsort_of_class_key_and_values():
+    """The packed sort with its tie pass gives lexsort's order, ties (repeated rows, rounded values) included."""
+    from calibdash.multiclass.split import content_keys, content_order
+    rng = np.random.default_rng(9)
+    v = np.round(rng.dirichlet(np.ones(3), size=2000), 1)          # few distinct rows: long runs of ties
+    v = np.vstack([v, v[:500]])
+    y = rng.integers(0, 3, v.shape[0])
+    for seed in (0, 11):
+        keys = content_keys(v, y, seed)
+        want = np.lexsort((v[:, 2], v[:, 1], v[:, 0], keys, y))
+        np.testing.assert_array_equal(content_order(v, y, seed), want)

@@ -50,8 +50,20 @@ def content_order(values: np.ndarray, labels: np.ndarray, seed: int = 0) -> np.n
     """Row indices ordered by class, then key, then the row's values: the same rows in the same
     order (up to identical rows) whatever order the table came in."""
     keys = content_keys(values, labels, seed)
-    cols = [values[:, j] for j in range(values.shape[1] - 1, -1, -1)]
-    return np.lexsort((*cols, keys, labels))
+    # one sort on (class, key) packed in 64 bits, then the rows that share both (identical rows, or
+    # rare distinct rows whose keys collide) ordered by their values; the same order as
+    # lexsort((values[:, K-1], ..., values[:, 0], keys, labels)), and stable like it
+    packed = (np.asarray(labels).astype(np.uint64) << np.uint64(32)) | keys
+    order = np.argsort(packed, kind="stable")
+    p = packed[order]
+    same = p[1:] == p[:-1]
+    if same.any():
+        tied = np.r_[same, False] | np.r_[False, same]          # positions in a run of equal (class, key)
+        group = np.cumsum(np.r_[True, ~same])[tied]             # the run of each such position
+        rows = order[tied]
+        sub = values[rows]
+        order[tied] = rows[np.lexsort([*(sub[:, j] for j in range(sub.shape[1] - 1, -1, -1)), group])]
+    return order
 
 
 def _within_class(sorted_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
