@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 
 from .. import multiclass
-from ..data import build_class_set, is_multiclass, read_table
-from ..data import FileInfo
+from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
 from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
 from ..multiclass.evaluation import DEFAULT_METHODS, evaluate_classes
-from .output import finite_or_none, four_places, jsonable, sentence, validation_json, write_text
+from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written, sentence,
+                     split_rows, validation_json, write_text)
 
 __all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
            "cmd_report_classes", "cmd_fit_classes", "cmd_apply_classes", "refuse_export_sql", "best_text",
@@ -147,8 +147,6 @@ def _metrics_json(ev) -> dict:
 def cmd_evaluate_classes(args, cs, scheme) -> int:
     """``evaluate`` on a K-class table: the held-out measures of each method (a table, or JSON), with
     ``--boot N`` their paired bootstrap intervals and the verdict."""
-    from .comparison import intervals_json, print_intervals
-
     _refuse_binary_options(args)
     n_boot = getattr(args, "boot", None)
     if n_boot is not None and int(n_boot) < 2:
@@ -193,11 +191,7 @@ def cmd_report_classes(args, cs, scheme) -> int:
     methods = class_methods(args)
     text = report_for_class_set(cs, methods, scheme, params=class_params(args, methods), title=args.title,
                                 include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
-    where = write_text(text, None if args.out == "-" else args.out)
-    if where != "stdout":
-        print(f"Wrote the report of {cs.name} ({cs.k} classes) to {where} ({len(text.encode()) / 1e6:.1f} MB"
-              + ("; its charts load plotly.js from the CDN" if args.plotlyjs == "cdn" else "; it opens offline")
-              + ").", file=sys.stderr)
+    report_written(text, args, f"{cs.name} ({cs.k} classes)")
     return 0
 
 
@@ -223,14 +217,7 @@ def cmd_fit_classes(args, cs) -> int:
     params = class_params(args, [method])
     cal = multiclass.get(method, **params.get(method, {}))
     cal.set_params(logits=bool(cs.logits))
-    rows = np.arange(cs.n_rows)
-    if args.split_value is not None:
-        if cs.split is None:
-            raise DataError(f"--split-value needs a split column in {cs.name}; none was found.")
-        rows = np.flatnonzero(cs.split == args.split_value)
-        if rows.size == 0:
-            raise DataError(f"no row of {cs.name} has {args.split_value!r} in split column {cs.split_column!r} "
-                            f"(values: {', '.join(sorted(set(cs.split)))}).")
+    rows = split_rows(cs.split, args.split_value, cs.n_rows, cs.name, cs.split_column)
     cal.fit(cs.given[rows], cs.labels[rows])
     text = mexport.dumps(cal, fitted_on=provenance(cs, rows.size))
     where = write_text(text, args.out)

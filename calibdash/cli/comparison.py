@@ -8,7 +8,6 @@ import sys
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from .. import bootstrap as cboot, measures, report
 from ..data import build_score_set
@@ -17,10 +16,10 @@ from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, parse_params, resolve
 from . import classes
 from .engine_jobs import aggregate, engine_for, engine_source
-from .output import finite_or_none, four_places, jsonable, sentence, validation_json, write_text
+from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written,
+                     sentence, validation_json)
 
-__all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "intervals_json", "print_intervals",
-           "EVALUATE_METHODS", "MEASURES_BOOT"]
+__all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
 
 #: Methods ``evaluate`` and ``report`` fit unless told otherwise (:data:`calibdash.methods.DEFAULT_METHODS`).
 EVALUATE_METHODS = DEFAULT_METHODS
@@ -80,36 +79,9 @@ def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
         return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
 
 
-def intervals_json(boot: cboot.BootstrapResult) -> dict:
-    """A bootstrap result as JSON: level, resamples, note, and method -> measure -> value, low, high."""
-    t = boot.table
-    names = list(dict.fromkeys(t.columns.get_level_values(0)))
-    return {"level": boot.level, "resamples": boot.n_boot, "note": boot.note,
-            "values": {m: {name: {stat: finite_or_none(t.loc[m, (name, stat)]) for stat in ("value", "low", "high")}
-                           for name in names} for m in t.index}}
-
-
 def _print_measures(boot: cboot.BootstrapResult) -> None:
     """One row per measure, one column per method: ``value [low, high]``."""
     print_intervals(boot, "More measures", lambda name: measures.best_phrase(name).removesuffix(" is better"))
-
-
-def print_intervals(boot: cboot.BootstrapResult, heading: str, best) -> None:
-    """A bootstrap result as a table on stdout: one row per measure (``best(name)``: which value is best),
-    one column per method, each cell ``value [low, high]``; then the result's note."""
-    t = boot.table
-    names = list(dict.fromkeys(t.columns.get_level_values(0)))
-
-    def cell(m, name):
-        v, lo, hi = (t.loc[m, (name, s)] for s in ("value", "low", "high"))
-        return "n/a" if not np.isfinite(v) else f"{v:.4f} [{lo:.4f}, {hi:.4f}]"
-
-    frame = pd.DataFrame({"best": [best(name) for name in names],
-                          **{m: [cell(m, name) for name in names] for m in t.index}}, index=names)
-    frame.index.name = "measure"
-    print(f"\n{heading}: value [{round(100 * boot.level)}% paired interval]")
-    print(frame.to_string())
-    print(boot.note)
 
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
@@ -198,9 +170,5 @@ def cmd_report(args) -> int:
     text = report.report_for_score_set(ss, args.methods, scheme_of(args), params=parse_params(args.param),
                                        cells=args.cells, title=args.title, diagram=args.diagram,
                                        include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
-    where = write_text(text, None if args.out == "-" else args.out)
-    if where != "stdout":
-        print(f"Wrote the report of {ss.name} to {where} ({len(text.encode()) / 1e6:.1f} MB"
-              + ("; its charts load plotly.js from the CDN" if args.plotlyjs == "cdn" else "; it opens offline")
-              + ").", file=sys.stderr)
+    report_written(text, args, ss.name)
     return 0

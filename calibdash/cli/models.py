@@ -17,7 +17,7 @@ from ..evaluation import Scheme
 from ..methods import parse_params, resolve, split_names
 from . import classes
 from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_job
-from .output import write_text
+from .output import split_rows, write_text
 
 __all__ = ["cmd_fit", "cmd_apply", "cmd_export_sql"]
 
@@ -43,14 +43,7 @@ def cmd_fit(args) -> int:
         return _fit_engine(args, cal, method, engine)
     ss = build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
                          info=opened.info, name=opened.info.name)
-    rows = np.arange(ss.n_rows)
-    if args.split_value is not None:
-        if ss.split is None:
-            raise DataError(f"--split-value needs a split column in {ss.name}; none was found.")
-        rows = np.flatnonzero(ss.split == args.split_value)
-        if rows.size == 0:
-            raise DataError(f"no row of {ss.name} has {args.split_value!r} in split column {ss.split_column!r} "
-                            f"(values: {', '.join(sorted(set(ss.split)))}).")
+    rows = split_rows(ss.split, args.split_value, ss.n_rows, ss.name, ss.split_column)
     feats = ss.features.iloc[rows].reset_index(drop=True) if cal.uses_features and ss.features is not None else None
     cal.fit(ss.scores[rows], ss.labels[rows], feats)
     text = export.dumps(cal, fitted_on=export.provenance(ss, cal))
