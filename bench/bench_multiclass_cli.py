@@ -40,7 +40,8 @@ import resource, subprocess, sys, time
 t0 = time.perf_counter()
 done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 wall = time.perf_counter() - t0
-print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, ru.ru_maxrss, ru.ru_utime + ru.ru_stime, done.returncode)
 sys.stderr.write(done.stderr[-2000:])
 sys.stdout.write("\\n" + done.stdout)
 """
@@ -71,14 +72,15 @@ def make_parquet(n: int, k: int, path: Path) -> None:
     df.to_parquet(path, index=False)
 
 
-def measured(argv: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak resident MB, stdout) of ``argv`` run in a fresh child process."""
+def measured(argv: list[str]) -> tuple[float, float, float, str]:
+    """(wall seconds, peak resident MB, CPU seconds, stdout) of ``argv`` run in a fresh child process (CPU:
+    user + system of the process and its threads; on a shared machine wall time grows with the load)."""
     out = subprocess.run([sys.executable, "-c", _MEASURED, *argv], capture_output=True, text=True, cwd=REPO)
     head, _, rest = out.stdout.partition("\n")
-    wall, rss_kb, rc = head.split()
+    wall, rss_kb, cpu, rc = head.split()
     if int(rc) != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{out.stderr}")
-    return float(wall), int(rss_kb) / 1024, rest
+    return float(wall), int(rss_kb) / 1024, float(cpu), rest
 
 
 def main() -> None:
@@ -98,12 +100,11 @@ def main() -> None:
         floor = measured([sys.executable, "-c", _FLOOR, str(path)])
         ev = measured([sys.executable, "-m", "calibdash", "evaluate", str(path), "--methods", ",".join(methods),
                        "--json"])
-        out = json.loads(ev[2])
-        rows = [("floor: read Parquet + softmax", floor[0], floor[1]),
-                (f"evaluate {','.join(methods)}", ev[0], ev[1])]
-        print(f"{'step':<58} {'wall s':>8} {'peak MB':>9}")
-        for name, wall, mb in rows:
-            print(f"{name:<58} {wall:>8.1f} {mb:>9.0f}")
+        out = json.loads(ev[3])
+        rows = [("floor: read Parquet + softmax", *floor[:3]), (f"evaluate {','.join(methods)}", *ev[:3])]
+        print(f"{'step':<58} {'wall s':>8} {'CPU s':>8} {'peak MB':>9}")
+        for name, wall, mb, cpu in rows:
+            print(f"{name:<58} {wall:>8.1f} {cpu:>8.1f} {mb:>9.0f}")
         print(f"judged {out['rows_judged']:,} rows; notes: {'; '.join(out['notes']) or 'none'}")
         for key, row in out["metrics"].items():
             print(f"  {key:<16} ECE {row['ECE']:.4f}  cwECE {row['cwECE']:.4f}  LogLoss {row['LogLoss']:.4f}")
