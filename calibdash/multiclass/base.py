@@ -223,6 +223,11 @@ class MulticlassCalibrator(BaseEstimator):
         Place in every list of multi-class methods; None: after those that declare one, by name.
     color : str or None
         ``"#RRGGBB"``, its colour in every chart; None: picked stably from its name.
+    parametric : bool
+        Whether the map has a fixed, small number of parameters (the scaling family: temperature,
+        vector, matrix, Dirichlet), so that on large data a fit on a sample of the fitting rows is as
+        good as one on all of them: :func:`calibdash.multiclass.evaluation.evaluate_classes` then fits
+        it on a content-keyed sample of ``max_fit_rows`` rows. False (the default): fitted on every row.
     input_form : {"probabilities", "logits"}
         The scores the method's paper calibrates (``"logits"``: Guo et al.'s temperature, vector and
         matrix scaling; ``"probabilities"``: the rest). Every method accepts either (``logits``);
@@ -237,6 +242,7 @@ class MulticlassCalibrator(BaseEstimator):
     hyperparams: ClassVar[Sequence[HyperParam]] = ()
     order: ClassVar[float | None] = None
     color: ClassVar[str | None] = None
+    parametric: ClassVar[bool] = False
     multiclass: ClassVar[bool] = True
     input_form: ClassVar[str] = "probabilities"
 

@@ -7,7 +7,7 @@ from calibdash.errors import SettingsError
 from calibdash.methods import RAW
 from calibdash.validation import choose_positive, label_values
 
-__all__ = ["method_label", "method_menu_label", "method_labels", "positive_class_options", "MAX_LABEL_OPTIONS"]
+__all__ = ["method_label", "method_menu_label", "method_labels", "menu_label", "positive_class_options", "MAX_LABEL_OPTIONS"]
 
 #: At most this many label values are offered in the positive-class menu.
 MAX_LABEL_OPTIONS = 20
@@ -18,21 +18,31 @@ def method_label(method: str) -> str:
     return calibrators.get_class(method).label or method
 
 
+def menu_label(method: str, label: str, summary: str) -> str:
+    """Label and summary, for menus: "BBQ — Bayesian binning into quantiles" (the label alone when the summary
+    says nothing more; the name when there is no label)."""
+    return f"{label} — {summary}" if summary and summary not in label else (label or method)
+
+
 def method_menu_label(method: str) -> str:
     """Label and summary, for menus: "BBQ — Bayesian binning into quantiles"."""
     cls = calibrators.get_class(method)
-    return f"{cls.label} — {cls.summary}" if cls.summary and cls.summary not in cls.label else (cls.label or method)
+    return menu_label(method, cls.label, cls.summary)
 
 
-def method_labels(keys) -> dict:
-    """Key -> label for a table's rows: "Uncalibrated" for the raw scores, a key that names no method as is."""
+def method_labels(keys, label=None) -> dict:
+    """Key -> label for a table's rows: "Uncalibrated" for the raw scores, a key that names no method as is.
+
+    ``label``: how a method is named (default :func:`method_label`, the binary calibrators').
+    """
+    label = label or method_label
     out = {}
     for k in keys:
         if k == RAW:
             out[k] = "Uncalibrated"
         else:
             try:
-                out[k] = method_label(k)
+                out[k] = label(k)
             except SettingsError:
                 out[k] = k
     return out

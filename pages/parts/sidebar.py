@@ -7,6 +7,7 @@ from calibdash.errors import DataError
 from pages.parts.scheme import current_scheme, scheme_line
 from pages.parts.source import active_score_set, using_large
 from pages.parts.url_state import IGNORED
+from pages.parts.classes import active_class_set, using_classes
 
 __all__ = ["sidebar_summary"]
 
@@ -21,6 +22,9 @@ def sidebar_summary() -> None:
         if using_large():
             _large_summary()
             return
+        if using_classes():
+            _class_summary()
+            return
         try:
             ss = active_score_set()
         except DataError as exc:
@@ -32,6 +36,20 @@ def sidebar_summary() -> None:
             st.caption("Scores outside [0, 1] were mapped by the logistic function.")
         st.markdown("**Evaluation**")
         st.caption(scheme_line(ss))
+
+
+def _class_summary() -> None:
+    """The active K-class table: its classes, label and class columns, and the scheme."""
+    try:
+        cs = active_class_set()
+    except DataError as exc:
+        st.error(str(exc))
+        return
+    what = "logits" if cs.logits else "probabilities"
+    st.caption(f"{cs.name} · {cs.n_rows:,} rows · **{cs.k} classes**\n\n"
+               f"label **{cs.label_column}** · {what} in **{cs.columns[0]}** … **{cs.columns[-1]}**")
+    st.markdown("**Evaluation**")
+    st.caption(current_scheme(cs).describe())
 
 
 def _large_summary() -> None:
