@@ -158,3 +158,18 @@ def test_spark_equals_memory(files, spark, kind, scheme, max_exact, logits):
     got = aggregate_classes(src, SCHEMES[scheme], engine="spark", spark=spark, max_exact=max_exact)
     assert_same_class_cells(got, aggregate_classes(src, SCHEMES[scheme], engine="memory", max_exact=max_exact),
                             exact_scores=not logits)
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_evaluate_class_source_measures_the_held_out_rows(files, engine):
+    from calibdash.multiclass.large import evaluate_class_source
+
+    scheme = SCHEMES["split"]
+    res = evaluate_class_source(files["glob"], probs="p_", split="split", scheme=scheme, engine=engine)
+    rows = files["rows"]
+    held = cell_parts(len(rows), scheme) == 1
+    P, y = rows[[f"p_{k}" for k in range(K)]].to_numpy()[held], rows["label"].to_numpy()[held]
+    expect = M.compute(P, y)
+    assert res.exact and res.cells.n_rows == int(held.sum()) and list(res.metrics.index) == ["uncalibrated"]
+    for key in expect:
+        assert res.metrics.loc["uncalibrated", key] == pytest.approx(expect[key], rel=1e-12, abs=1e-15), key
