@@ -73,7 +73,8 @@ from ..scheme import Scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path", "is_numeric_type", "STAGES", "MAX_TEXT"]
+__all__ = ["aggregate", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
+           "is_numeric_type", "STAGES", "MAX_TEXT"]
 
 #: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
 STAGES = ("statistics", "distinct scores", "aggregation", "sample")
@@ -427,12 +428,12 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         code_sql = "__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})"
         # -- 3. the aggregation --------------------------------------------------------------------------
         stage(STAGES[2])
-        part_sql = part_sql(scheme, source, rows)
+        part_expr = part_sql(scheme, source, rows)
         params = []
-        if scheme.kind == "column" and "unnest(?)" in part_sql:
+        if scheme.kind == "column" and "unnest(?)" in part_expr:
             params.append([v for v in rows.train_values if v is not None])
         fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {_ident('__c_' + f)}" for f in feats]
-        inner = (f"SELECT {part_sql} AS __part, {code_sql} AS __code, "
+        inner = (f"SELECT {part_expr} AS __part, {code_sql} AS __code, "
                  + "".join(c + ", " for c in fcodes)
                  + "CAST(__label = ? AS INTEGER) AS __y, __s, "
                    "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
@@ -456,7 +457,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         stage(STAGES[3])
         h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
         fcols = "".join(f", {_ident('__f_' + f)} AS {_ident(f)}" for f in feats)
-        samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_sql} AS SMALLINT) AS part, "
+        samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_expr} AS SMALLINT) AS part, "
                     f"CAST(__label = ? AS TINYINT) AS label{fcols} "
                     f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
         sp = params[:len(params) - 3] + [positive]
