@@ -97,16 +97,9 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
     probe = Source(path=path, score=score or "score", label=label or "label") if not (score and label) else None
     if probe is None:
         return Source(path=path, score=score, label=label, split=split)
-    from .duckdb import connect
+    from .duckdb import read_head
 
-    listed = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in probe.files()) + "]"
-    reader = (f"read_parquet({listed})" if probe.file_format() == "parquet"
-              else f"read_csv({listed}, delim='{probe.csv_delimiter()}', header=true)")
-    con = connect(memory_limit="256MB", threads=1)
-    try:
-        head = con.sql(f"SELECT * FROM {reader} LIMIT {int(sample_rows)}").df()
-    finally:
-        con.close()
+    head = read_head(probe, sample_rows)
     roles = guess_roles(head, label=label, split=split)
     found_score = score or (roles.scores[0] if roles.scores else None)
     if not found_score or not roles.label:

@@ -73,7 +73,8 @@ from ..scheme import Scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "row_hash_sql", "connect", "literal_path", "is_numeric_type", "STAGES", "MAX_TEXT"]
+__all__ = ["aggregate", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
+           "is_numeric_type", "STAGES", "MAX_TEXT"]
 
 #: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
 STAGES = ("statistics", "distinct scores", "aggregation", "sample")
@@ -160,6 +161,28 @@ def connect(memory_limit: str = "1GB", threads: int | None = None, temp_director
         raise SettingsError(f"DuckDB refused the settings {config}: {exc}") from None
 
 
+def read_head(source: Source, rows: int) -> "pd.DataFrame":
+    """The first ``rows`` rows of ``source``, every column, read by DuckDB (for guessing columns' roles:
+    a glob of any size costs one small read)."""
+    con = connect(memory_limit="256MB", threads=1)
+    try:
+        if source.kind == "files":
+            listed = _file_list(source.files())
+            reader = (f"read_parquet({listed})" if source.file_format() == "parquet"
+                      else f"read_csv({listed}, delim = {_lit(source.csv_delimiter())}, header = true)")
+        else:
+            if source.database:
+                con.execute(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
+                con.execute("USE __cd_src")
+            reader = source.table if source.kind == "table" else f"({source.query}) AS __cd_q"
+        try:
+            return con.sql(f"SELECT * FROM {reader} LIMIT {int(rows)}").df()
+        except Exception as exc:  # noqa: BLE001 - DuckDB's error reading the source: short and typed
+            raise engine_error(exc, what=source.describe()) from None
+    finally:
+        con.close()
+
+
 def check_scheme(scheme: Scheme) -> None:
     """The setting checks of :func:`calibdash.cells.parts_for`."""
     if scheme.kind not in ("kfold", "split", "column", "insample"):
@@ -170,7 +193,7 @@ def check_scheme(scheme: Scheme) -> None:
         raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
 
 
-class _Rows:
+class SourceRows:
     """The source as a SQL relation ``(__key, __raw, __label[, __split], features...)`` on a connection."""
 
     def __init__(self, con, source: Source, features: Sequence[str], need_keys: bool, tune: bool = True):
@@ -250,7 +273,9 @@ def _kind(duck_type: str) -> str:
     return "numeric" if is_numeric_type(duck_type) else "categorical"
 
 
-def _part_sql(scheme: Scheme, source: Source, rows: _Rows) -> str:
+def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> str:
+    """Each row's part under ``scheme`` as a SQL expression over ``rows`` (the ``"column"`` scheme reads
+    the split column's distinct values first and binds them as the one parameter ``?``)."""
     if scheme.kind == "insample":
         return "0"
     if scheme.kind == "column":
@@ -362,7 +387,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
             on_connect(con)
         need_keys = source.needs_keys(scheme) or sample_rows > 0
         stage(STAGES[0])
-        rows = _Rows(con, source, feats, need_keys, tune=own)
+        rows = SourceRows(con, source, feats, need_keys, tune=own)
         types = rows.types()
         kinds = {f: _kind(types["__f_" + f]) for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
@@ -403,12 +428,12 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         code_sql = "__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})"
         # -- 3. the aggregation --------------------------------------------------------------------------
         stage(STAGES[2])
-        part_sql = _part_sql(scheme, source, rows)
+        part_expr = part_sql(scheme, source, rows)
         params = []
-        if scheme.kind == "column" and "unnest(?)" in part_sql:
+        if scheme.kind == "column" and "unnest(?)" in part_expr:
             params.append([v for v in rows.train_values if v is not None])
         fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {_ident('__c_' + f)}" for f in feats]
-        inner = (f"SELECT {part_sql} AS __part, {code_sql} AS __code, "
+        inner = (f"SELECT {part_expr} AS __part, {code_sql} AS __code, "
                  + "".join(c + ", " for c in fcodes)
                  + "CAST(__label = ? AS INTEGER) AS __y, __s, "
                    "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
@@ -432,7 +457,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         stage(STAGES[3])
         h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
         fcols = "".join(f", {_ident('__f_' + f)} AS {_ident(f)}" for f in feats)
-        samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_sql} AS SMALLINT) AS part, "
+        samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_expr} AS SMALLINT) AS part, "
                     f"CAST(__label = ? AS TINYINT) AS label{fcols} "
                     f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
         sp = params[:len(params) - 3] + [positive]

@@ -55,7 +55,7 @@ from .duckdb import check_scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "row_hash_column", "session"]
+__all__ = ["aggregate", "row_hash_column", "session", "keyed_rows", "to_pandas", "part_column", "release"]
 
 _M32 = 0xFFFFFFFF
 #: Up to this many Parquet files are read one by one with their offsets (no counting job), else counted by Spark.
@@ -131,7 +131,7 @@ def _offsets_frame(spark, rows: list, cols: list, offsets: list):
     return F.broadcast(df)
 
 
-def _keyed(spark, source: Source, cols: list, need_keys: bool):
+def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
     """The source's rows with a ``__key`` column (file order; see the module docstring)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -183,7 +183,7 @@ def _keyed(spark, source: Source, cols: list, need_keys: bool):
     return srt.join(table, "__pid").withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
 
 
-def _to_pandas(spark, df, columns: list) -> pd.DataFrame:
+def to_pandas(spark, df, columns: list) -> pd.DataFrame:
     """The (grouped, small) result on the driver, through Arrow (set for this call, then restored)."""
     key = "spark.sql.execution.arrow.pyspark.enabled"
     before = spark.conf.get(key, "false")
@@ -221,14 +221,44 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     need_keys = source.needs_keys(scheme) or sample_rows > 0
     try:
         try:
-            df = _keyed(spark, source, cols, need_keys)
+            df = keyed_rows(spark, source, cols, need_keys)
         except AnalysisException as exc:
             raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
         return _aggregate(spark, df, source, scheme, max_exact=max_exact, feats=feats, feature_bins=feature_bins,
                           sample_rows=sample_rows, seed=seed)
     finally:
-        while _PERSISTED:
-            _PERSISTED.pop().unpersist()
+        release()
+
+
+def release() -> None:
+    """Unpersist the sorted rows :func:`keyed_rows` persisted for a table's or query's keys (call when done)."""
+    while _PERSISTED:
+        _PERSISTED.pop().unpersist()
+
+
+def part_column(df, scheme: Scheme, source: Source, split_values=None):
+    """``(df, part)``: each row's part under ``scheme`` as a Spark column (``df`` gains the row hash when
+    the scheme hashes ``__key``), as :func:`calibdash.engines.duckdb.part_sql` computes it.
+
+    ``split_values`` are the split column's distinct values (``None`` among them for missing), needed by
+    the ``"column"`` scheme.
+    """
+    from pyspark.sql import functions as F
+
+    if scheme.kind == "insample":
+        return df, F.lit(0)
+    if scheme.kind == "column":
+        if not source.split:
+            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+        train = column_train_values(split_values, scheme)
+        cond = F.col(source.split).isin([v for v in train if v is not None])
+        if any(v is None for v in train):
+            cond = cond | F.col(source.split).isNull()
+        return df, F.when(cond, 0).otherwise(1)
+    df = with_row_hash(df, "__key", scheme.seed, "__hash")
+    h = F.col("__hash")
+    return df, ((h % F.lit(int(scheme.n_folds))) if scheme.kind == "kfold" else F.when(
+        h < F.lit(int(float(scheme.test_size) * 2 ** 32)), 1).otherwise(0))
 
 
 def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
@@ -265,22 +295,7 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
         exact = int(df.select(F.countDistinct(s)).collect()[0][0]) <= int(max_exact)
     code = s if exact else F.least(F.floor(s * GRID).cast("long"), F.lit(GRID - 1).cast("long"))
-    # parts
-    if scheme.kind == "insample":
-        part = F.lit(0)
-    elif scheme.kind == "column":
-        if not source.split:
-            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        train = column_train_values(split_values, scheme)
-        cond = F.col(source.split).isin([v for v in train if v is not None])
-        if any(v is None for v in train):
-            cond = cond | F.col(source.split).isNull()
-        part = F.when(cond, 0).otherwise(1)
-    else:
-        df = with_row_hash(df, "__key", scheme.seed, "__hash")
-        h = F.col("__hash")
-        part = (h % F.lit(int(scheme.n_folds))) if scheme.kind == "kfold" else F.when(
-            h < F.lit(int(float(scheme.test_size) * 2 ** 32)), 1).otherwise(0)
+    df, part = part_column(df, scheme, source, split_values)
     fcodes = []
     for f in feats:
         if kinds[f] == "categorical":
@@ -298,7 +313,7 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     group = ["__part", "__code"] + ["__c_" + f for f in feats]
     res = rows.groupBy(*group).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
                                    F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
-    res = _to_pandas(spark, res, group + ["n", "n_pos", "s_sum", "n_other"])
+    res = to_pandas(spark, res, group + ["n", "n_pos", "s_sum", "n_other"])
     n_other = int(res["n_other"].sum())
     if n_other:
         raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)

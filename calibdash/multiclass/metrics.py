@@ -71,7 +71,7 @@ from ..validation import check_weights
 from .base import check_classes, check_probabilities
 
 __all__ = [
-    "N_BINS", "AVERAGES", "check_inputs", "top_label", "classwise", "top_label_ece", "top_label_mce",
+    "N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "classwise", "top_label_ece", "top_label_mce",
     "classwise_ece", "per_class_ece", "log_loss", "brier", "accuracy", "smooth_ece_confidence",
     "debiased_top_label_l2", "overconfidence", "MulticlassMeasure", "MEASURES", "MEASURE_NAMES",
     "check_names", "compute", "check_methods", "measure_table",
@@ -108,7 +108,8 @@ def check_inputs(P, y, sample_weight=None):
     return P, y, check_weights(sample_weight, P.shape[0])
 
 
-def _check_binning(n_bins, strategy: str) -> int:
+def check_binning(n_bins, strategy: str) -> int:
+    """``n_bins`` as an int after checking it and ``strategy`` (SettingsError naming the bad one)."""
     if strategy not in STRATEGIES:
         raise SettingsError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
     if int(n_bins) != n_bins or n_bins < 1:
@@ -161,7 +162,7 @@ def top_label_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_
         Equal-width or equal-mass bins.
     sample_weight : array-like (n,), optional
     """
-    n_bins = _check_binning(n_bins, strategy)
+    n_bins = check_binning(n_bins, strategy)
     P, y, w = check_inputs(P, y, sample_weight)
     c, a = _confidence(P, y)
     return calibration.ece(c, a, n_bins, strategy, w)
@@ -172,7 +173,7 @@ def top_label_mce(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_
 
     Bins and arguments as :func:`top_label_ece`.
     """
-    n_bins = _check_binning(n_bins, strategy)
+    n_bins = check_binning(n_bins, strategy)
     P, y, w = check_inputs(P, y, sample_weight)
     c, a = _confidence(P, y)
     return calibration.mce(c, a, n_bins, strategy, w)
@@ -187,7 +188,7 @@ def per_class_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_
     A class no row is labelled with still has an ECE (its mean predicted
     probability per bin against 0).
     """
-    n_bins = _check_binning(n_bins, strategy)
+    n_bins = check_binning(n_bins, strategy)
     P, y, w = check_inputs(P, y, sample_weight)
     return np.array([calibration.ece(P[:, k], (y == k).astype(np.int8), n_bins, strategy, w)
                      for k in range(P.shape[1])])
