@@ -2,12 +2,13 @@
 the positive class among a label column's values, by the rule the API and the command line use."""
 from __future__ import annotations
 
-from calibdash import calibrators
+from calibdash import calibrators, multiclass
 from calibdash.errors import SettingsError
 from calibdash.methods import RAW
 from calibdash.validation import choose_positive, label_values
 
-__all__ = ["method_label", "method_menu_label", "method_labels", "positive_class_options", "MAX_LABEL_OPTIONS"]
+__all__ = ["method_label", "method_menu_label", "method_labels", "positive_class_options", "MAX_LABEL_OPTIONS",
+           "class_method", "class_method_label", "class_method_labels"]
 
 #: At most this many label values are offered in the positive-class menu.
 MAX_LABEL_OPTIONS = 20
@@ -35,6 +36,31 @@ def method_labels(keys) -> dict:
                 out[k] = method_label(k)
             except SettingsError:
                 out[k] = k
+    return out
+
+
+def class_method(method: str):
+    """What a multi-class method's name stands for, as the pages read it (label, hyperparameters, colour): the
+    class for a plain method, an unfitted instance for a composite (``ovr:isotonic``), whose label and
+    hyperparameters come from its binary method."""
+    if ":" in method:
+        return multiclass.get(method)
+    return multiclass.get_class(method)
+
+
+def class_method_label(method: str) -> str:
+    """"One-vs-rest isotonic regression" for ``"ovr:isotonic"``: a multi-class method's label, else its name."""
+    return class_method(method).label or method
+
+
+def class_method_labels(keys) -> dict:
+    """Key -> label for a multi-class table's rows: "Uncalibrated" for the raw probabilities."""
+    out = {}
+    for k in keys:
+        try:
+            out[k] = "Uncalibrated" if k == RAW else class_method_label(k)
+        except SettingsError:
+            out[k] = k
     return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from calibdash.errors import DataError
+from pages.parts.classes import active_class_set, using_classes
 from pages.parts.scheme import current_scheme, scheme_line
 from pages.parts.source import active_score_set, using_large
 from pages.parts.url_state import IGNORED
@@ -21,6 +22,9 @@ def sidebar_summary() -> None:
         if using_large():
             _large_summary()
             return
+        if using_classes():
+            _class_summary()
+            return
         try:
             ss = active_score_set()
         except DataError as exc:
@@ -32,6 +36,21 @@ def sidebar_summary() -> None:
             st.caption("Scores outside [0, 1] were mapped by the logistic function.")
         st.markdown("**Evaluation**")
         st.caption(scheme_line(ss))
+
+
+def _class_summary() -> None:
+    """The active K-class table: rows, classes, label and class columns, scheme; or why it cannot be read."""
+    try:
+        cs = active_class_set()
+    except DataError as exc:
+        st.error(str(exc))
+        return
+    what = "logits, softmaxed" if cs.logits else "probabilities"
+    columns = f"prefix **{cs.prefix}**" if cs.prefix else "named after the classes"
+    st.caption(f"{cs.name} · {cs.n_rows:,} rows · **K = {cs.k}** classes\n\n"
+               f"label **{cs.label_column}** · class columns {columns} ({what})")
+    st.markdown("**Evaluation**")
+    st.caption(scheme_line(cs))
 
 
 def _large_summary() -> None:

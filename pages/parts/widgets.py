@@ -27,15 +27,17 @@ def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def hyperparam_widgets(method: str, container=None) -> dict:
+def hyperparam_widgets(method: str, container=None, hyperparams=None) -> dict:
     """One widget per declared hyperparameter of ``method``; returns name -> value.
 
     Keys are ``hp.<method>.<name>`` and persist for the session, so Explore,
-    Compare and Benchmark share one setting per method.
+    Compare and Benchmark share one setting per method. ``hyperparams``: the
+    :class:`~calibdash.calibrators.base.HyperParam` records to draw (default:
+    the binary calibrator ``method``'s), such as a multi-class method's.
     """
     box = container or st
     values = {}
-    for hp in calibrators.get_class(method).hyperparams:
+    for hp in calibrators.get_class(method).hyperparams if hyperparams is None else hyperparams:
         key = hp_key(method, hp.name)
         label = f"{hp.symbol} — {hp.name}" if hp.symbol and hp.symbol != hp.name else hp.name
         if hp.kind == "bool":
@@ -56,13 +58,24 @@ def hyperparam_widgets(method: str, container=None) -> dict:
     return values
 
 
-def hyperparam_panel(methods, title: str = "Hyperparameters") -> dict:
-    """A collapsed panel with each method's hyperparameter widgets in up to three columns; method -> values."""
+def hyperparam_panel(methods, title: str = "Hyperparameters", *, describe=None) -> dict:
+    """A collapsed panel with each method's hyperparameter widgets in up to three columns; method -> values.
+
+    ``describe``: method -> object with ``label`` and ``hyperparams`` (default the binary calibrator's class;
+    for multi-class methods :func:`pages.parts.labels.class_method`).
+    """
     params = {}
     with st.expander(title, expanded=False):
         cols = st.columns(max(1, min(3, len(methods))))
         for i, m in enumerate(methods):
             box = cols[i % len(cols)]
-            box.markdown(f"**{method_label(m)}**")
-            params[m] = hyperparam_widgets(m, box)
+            if describe is None:
+                box.markdown(f"**{method_label(m)}**")
+                params[m] = hyperparam_widgets(m, box)
+                continue
+            what = describe(m)
+            box.markdown(f"**{what.label or m}**")
+            if not what.hyperparams:
+                box.caption("No hyperparameters.")
+            params[m] = hyperparam_widgets(m, box, what.hyperparams)
     return params
