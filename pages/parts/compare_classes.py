@@ -33,6 +33,10 @@ DEFAULTS = ("temperature", "vector", "dirichlet", "ovr:isotonic")
 FALLBACK = "top_label:histogram"
 #: What the bins slider offers.
 BIN_CHOICES = [5, 10, 15, 20, 30, AUTO]
+#: What the per-class table shows per method: a column prefix of :func:`calibdash.multiclass.diagrams.class_table`.
+PER_CLASS = {"ECE": "class's ECE", "mean p": "mean predicted probability"}
+#: Width in pixels of a "value [low, high]" column of the measures table.
+INTERVAL_WIDTH = 172
 #: Class-wise panels shown before the user picks classes, and panels per row.
 SHOWN_CLASSES, PANEL_COLUMNS = 8, 4
 #: The orders of the class picker (:data:`calibdash.multiclass.diagrams.ORDERS`), in words.
@@ -73,7 +77,11 @@ def _measures(ev: ClassEvaluation, cs: cdata.ClassSet, scheme, params: dict, lab
     """The measures table with paired intervals and the verdict; returns the table (for the download)."""
     st.subheader("Measures on the held-out rows")
     boot = bootstrap_chosen(ev, cs, scheme, params)
-    st.dataframe(interval_frame(boot, labels, measure_direction), height=36 * (len(boot.table) + 1) + 3)
+    # cells in bold (the best) are wider than the width the grid measures on plain text: room given by hand
+    wide = {name: st.column_config.TextColumn(name, width=INTERVAL_WIDTH, help=mmetrics.MEASURES[name].label)
+            for name in dict.fromkeys(boot.table.columns.get_level_values(0))}
+    st.dataframe(interval_frame(boot, labels, measure_direction), height=36 * (len(boot.table) + 1) + 3,
+                 column_config=wide)
     st.info(mboot.verdict(boot, "ECE", labels), icon=":material/lightbulb:")
     st.caption(f"Each cell: value [{int(round(boot.level * 100))}% paired bootstrap interval]; the best value per "
                f"column is highlighted. {boot.note} "
@@ -113,14 +121,18 @@ def _classwise(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict, bins, stra
 def _class_table(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict, bins, strategy: str) -> None:
     table = mdiagrams.class_table(ev.predictions, ev.labels, class_names=[str(c) for c in cs.classes],
                                   n_bins=bin_count(bins, ev.labels)[0], strategy=strategy)
-    table = table.rename(columns={f"{what} ({k})": f"{what} · {labels.get(k, k)}"
-                                  for k in ev.predictions for what in ("mean p", "ECE")}).set_index("class")
-    numbers = {c: "{:.4f}" for c in table.columns if c != "rows"}
+    shown = st.segmented_control("Per method", list(PER_CLASS), key="compare.classes.per_class", required=True,
+                                 format_func=PER_CLASS.get, persist_state="session",
+                                 **initial("compare.classes.per_class", default="ECE")) or "ECE"
+    out = table[["class", "rows", "frequency"]].assign(
+        **{labels.get(k, k): table[f"{shown} ({k})"] for k in ev.predictions}).set_index("class")
+    numbers = {c: "{:.4f}" for c in out.columns if c not in ("rows", "frequency")}
     numbers["frequency"] = "{:.2%}"
-    st.dataframe(table.style.format(numbers), height=min(36 * (len(table) + 1) + 3, 460))
-    st.caption("One row per class, on the held-out rows: its rows and share, then per method the mean "
-               "probability given to the class (equal to the share when calibrated in the large) and the "
-               "class's ECE. Click a column to sort.")
+    st.dataframe(out.style.format(numbers), height=min(36 * (len(out) + 1) + 3, 460))
+    st.caption("One row per class, on the held-out rows: its rows and share, then per method "
+               + ("the class's ECE (its class-wise reliability binned as the diagrams)." if shown == "ECE" else
+                  "the mean probability given to the class, equal to its share when calibrated in the large.")
+               + " Click a column to sort.")
 
 
 def _simplex(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict) -> None:

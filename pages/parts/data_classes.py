@@ -96,11 +96,10 @@ def class_summary(cs: cdata.ClassSet) -> pd.DataFrame:
 
 def _found(cs: cdata.ClassSet) -> None:
     st.subheader("What was found")
-    m1, m2, m3, m4 = st.columns(4)
+    m1, m2, m3 = st.columns(3)
     m1.metric("Classes (K)", f"{cs.k}")
-    m2.metric("Rows used", f"{cs.n_rows:,}")
-    m3.metric("Label column", cs.label_column)
-    m4.metric("Class columns hold", "logits" if cs.logits else "probabilities")
+    m2.metric("Label column", cs.label_column)
+    m3.metric("Class columns hold", "logits" if cs.logits else "probabilities")
     prefix = f"prefix `{cs.prefix}`" if cs.prefix else "named after the classes"
     st.markdown(f"**Classes:** {_names(cs.classes)}  \n**Class columns** ({prefix}): {_names(cs.columns)}"
                 + (f"  \n**Split column:** `{cs.split_column}`" if cs.split_column else ""))
@@ -139,7 +138,7 @@ def _classes_and_calibration(cs: cdata.ClassSet) -> None:
                "ECE (15 equal-width bins).")
     st.subheader("How calibrated are these probabilities?")
     _, measures, conf = _raw_view(cs.content_key(), cs)
-    g1, g2 = st.columns([3, 2])
+    g1, g2 = st.columns([1, 1])
     g1.plotly_chart(fmulticlass.plot_confidence(conf, names={UNCALIBRATED: "uncalibrated"},
                                                 title="Confidence reliability (all rows)"),
                     key="data.classes.confidence")
