@@ -117,3 +117,14 @@ def test_score_grid_is_refined_at_the_rows_quantiles_on_cells():
     assert by_cells.min() == 0 and by_cells.max() == 1 and np.isin([s.min(), s.max()], by_cells).all()
     assert abs(by_cells.size - expected.size) <= 2
     assert not np.isin(np.quantile(on_cells["uncalibrated"], [0.3, 0.5, 0.7]), by_cells).all()
+
+
+def test_color_of_knows_the_multi_class_methods():
+    """A composite's colour is the one its instance declares: its binary method's, shaded by the composite
+    (one-vs-rest unchanged, top-label darkened 35% towards black); no central list of names."""
+    from calibdash.multiclass.methods.ovr import shade
+    assert color_of("ovr:isotonic") == color_of("isotonic") == calibrators.get_class("isotonic").color
+    assert color_of("top_label:isotonic") == shade(color_of("isotonic"), 0.35)
+    assert color_of("OVR:Platt") == color_of("ovr:platt")                 # names are case-insensitive
+    # a composite of no binary method is no method: a stable colour of the extra palette
+    assert color_of("ovr:nonsense") == color_of("ovr:nonsense") and color_of("ovr:nonsense").startswith("#")

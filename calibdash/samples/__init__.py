@@ -184,7 +184,7 @@ CLASS_SAMPLES: dict[str, ClassSample] = {s.name: s for s in (
         description=(
             "400 rows of four Gaussian classes whose model's logits (the true ones times 2 plus a class bias) "
             "are written as they are: the class columns are softmaxed into probabilities (accuracy 0.838, "
-            "confidence ECE 0.094)."),
+            "confidence ECE 0.093)."),
         label="label",
         prefix="logit_",
         logits=True,
