@@ -8,6 +8,7 @@ from calibdash.data.roles import reads_as_numbers
 from pages.parts import bounded_cache, classes, data_classes, diagrams, fitting, labels, large_source, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
+from pages.parts.validation import show_report
 from pages.parts.widgets import initial
 
 route_guard("pages/data.py")
@@ -180,15 +181,7 @@ r3.multiselect("Feature columns (for MBCT)", feat_opts, default=[c for c in ss.f
 
 st.subheader("Validation report")
 rep = ss.report
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Rows read", f"{rep.n_read:,}")
-m2.metric("Rows used", f"{rep.n_used:,}")
-m3.metric("Rows dropped", f"{sum(rep.dropped.values()):,}")
-m4.metric("Positive rate", f"{ss.labels.mean():.1%}")
-for reason, n in rep.dropped.items():
-    if n:
-        such = rep.dropped_examples.get(reason)
-        st.warning(f"{n:,} rows dropped: {reason}" + (f", such as {', '.join(map(repr, such))}" if such else "") + ".")
+show_report(rep, ("Positive rate", f"{ss.labels.mean():.1%}"))
 if rep.mapped.get(ss.score):
     lo, hi = rep.mapped[ss.score]
     _mapped_warning(ss.score, lo, hi)

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..data import ClassSet, ScoreSet, load_classes, load_scores
 from ..errors import EnvironmentProblem, SettingsError
 
-__all__ = ["Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample", "cache_dir",
+__all__ = ["SampleFile", "Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample", "cache_dir",
            "ClassSample", "CLASS_SAMPLES", "load_class_sample"]
 
 
@@ -44,21 +44,19 @@ SAMPLE_DIR: Path | None = _repo_sample_dir()
 
 
 @dataclass(frozen=True)
-class Sample:
-    """One sample data set.
+class SampleFile:
+    """What every sample data set declares.
 
     Attributes
     ----------
     name : str
-        Key in :data:`SAMPLES`.
+        Key in :data:`SAMPLES` or :data:`CLASS_SAMPLES`.
     filename : str
-        File name, in ``sample_data/`` or the cache folder.
+        File name, in ``sample_data/`` (or, for a binary sample, the cache folder).
     title : str
         Short display title.
     description : str
         One or two sentences: origin and what it shows.
-    score : str
-        Default active score column.
     label : str
         Label column.
     """
@@ -67,8 +65,14 @@ class Sample:
     filename: str
     title: str
     description: str
-    score: str
     label: str
+
+
+@dataclass(frozen=True)
+class Sample(SampleFile):
+    """One binary sample data set: a :class:`SampleFile` with its default active score column ``score``."""
+
+    score: str = ""
 
 
 SAMPLES: dict[str, Sample] = {s.name: s for s in (
@@ -125,32 +129,18 @@ SAMPLES: dict[str, Sample] = {s.name: s for s in (
 
 
 @dataclass(frozen=True)
-class ClassSample:
-    """One multi-class sample data set (a label of K >= 3 classes and one column per class).
+class ClassSample(SampleFile):
+    """One multi-class sample data set (a label of K >= 3 classes and one column per class): a
+    :class:`SampleFile` with the shared ``prefix`` of its class columns (``"p_"``, ``"logit_"``) and whether
+    they hold ``logits`` (else probabilities).
 
     Kept apart from the binary :data:`SAMPLES`, which the command line's and the Benchmark page's
     binary readings iterate over. The files live in ``sample_data/multiclass/`` of the repository
     (see its README.md) and are not generated: an installed calibdash, which ships no data, does
     not have them (:func:`sample_path` says so).
-
-    Attributes
-    ----------
-    name, filename, title, description :
-        As for :class:`Sample` (``filename`` relative to ``sample_data/``).
-    label : str
-        The label column.
-    prefix : str
-        The shared prefix of the class columns (``"p_"``, ``"logit_"``).
-    logits : bool
-        Whether the class columns hold logits (else probabilities).
     """
 
-    name: str
-    filename: str
-    title: str
-    description: str
-    label: str
-    prefix: str
+    prefix: str = "p_"
     logits: bool = False
 
 

@@ -8,7 +8,6 @@ widgets are the binary page's (:mod:`pages.parts.scheme`), on the ClassSet.
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -20,6 +19,7 @@ from calibdash.figures import multiclass as fmulticlass
 from pages.parts import bounded_cache, scheme
 from pages.parts.classes import KIND, KINDS, LABEL, MODE, MODES, PREFIX, active_class_set, detected, evaluate_chosen
 from pages.parts.source import role_key
+from pages.parts.validation import show_report
 from pages.parts.widgets import initial
 
 __all__ = ["MODE_NAMES", "mode_control", "class_page", "class_summary"]
@@ -111,19 +111,10 @@ def _found(cs: cdata.ClassSet) -> None:
 
 def _report(cs: cdata.ClassSet) -> None:
     st.subheader("Validation report")
-    rep = cs.report
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Rows read", f"{rep.n_read:,}")
-    m2.metric("Rows used", f"{rep.n_used:,}")
-    m3.metric("Rows dropped", f"{sum(rep.dropped.values()):,}")
-    m4.metric("Accuracy (top class)", f"{float(np.mean(cs.scores().probabilities.argmax(axis=1) == cs.labels)):.1%}")
-    for reason, n in rep.dropped.items():
-        if n:
-            such = rep.dropped_examples.get(reason)
-            st.warning(f"{n:,} rows dropped: {reason}" + (f", such as {', '.join(map(repr, such))}" if such else "")
-                       + ".")
+    accuracy = mmetrics.accuracy(cs.scores().probabilities, cs.labels)
+    show_report(cs.report, ("Accuracy (top class)", f"{accuracy:.1%}"))
     with st.expander("Details", expanded=False):
-        for msg in rep.messages:
+        for msg in cs.report.messages:
             st.markdown(f"- {msg}")
 
 

@@ -15,43 +15,19 @@ from calibdash import multiclass, samples
 from calibdash.synthetic.multiclass import gaussian_classes
 from pages.parts.compare_classes import SHOWN_CLASSES, default_methods
 
-pytestmark = pytest.mark.e2e
+from .test_browser import SIDEBAR, _assert_no_traceback, _metric, _nav, _open, _upload_input
 
-MAIN = '[data-testid="stMain"]'
-SIDEBAR = '[data-testid="stSidebarUserContent"]'
+pytestmark = pytest.mark.e2e
 #: The K = 100 file: 100 Gaussian classes on a circle of radius 30 (neighbours about 1.9 apart), reported
 #: over-confidently (temperature 2), 4,000 rows (40 per class).
 K100 = dict(classes=100, radius=30.0, temperature=2.0)
 K100_ROWS, K100_SEED = 4_000, 100
 
 
-def _open(page, ui, path: str) -> None:
-    page.goto(page.app_url + path)
-    page.wait_for_selector(f"{MAIN} h1", timeout=ui.timeout_ms)
-    ui.wait_idle(page)
-
-
-def _assert_no_traceback(page, ui) -> None:
-    assert page.locator('[data-testid="stException"]').count() == 0, \
-        page.locator('[data-testid="stException"]').first.inner_text()
-    assert not page.js_errors, page.js_errors
-    log = ui.server_log_since(page)
-    assert "Traceback" not in log and "page failed" not in log, log[-3000:]
-
-
-def _metric(page, label: str) -> str:
-    box = page.locator('[data-testid="stMetric"]').filter(has_text=label)
-    return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
-
-
 def _upload(page, ui, path, k: int) -> None:
     """On the Data page: Upload, send ``path``, wait until the page reports K = ``k``."""
     _open(page, ui, "/data")
-    page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
-    file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
-    file_input.wait_for(state="attached", timeout=ui.timeout_ms)
-    ui.wait_idle(page)
-    file_input.set_input_files(str(path))
+    _upload_input(page, ui).set_input_files(str(path))
     page.wait_for_function(
         """(k) => Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
                  .some(m => m.innerText.includes('Classes (K)') && m.innerText.includes(String(k)))""",
@@ -61,7 +37,7 @@ def _upload(page, ui, path, k: int) -> None:
 
 def _compare(page, ui) -> dict:
     """Go to Compare (sidebar), wait for the measures table and the confidence diagram; the table's rows."""
-    page.locator('[data-testid="stSidebarNav"] a', has_text="Compare").click()
+    _nav(page, ui, "Compare")
     page.locator(".st-key-compare-classes-confidence .js-plotly-plot").wait_for(timeout=ui.timeout_ms)
     ui.wait_idle(page)
     return ui.table(page, 0)
