@@ -163,3 +163,18 @@ def test_a_binary_sample_still_shows_the_binary_compare():
     assert {"compare.reliability", "compare.map"} <= set(charts(at))
     assert "AUC" in _frame(at, "ECE").columns and "cwECE" not in _frame(at, "ECE").columns
     mmetrics.check_names(None)          # the multi-class names exist, and the binary page did not use them
+
+
+def test_read_as_binary_and_back():
+    """MODE: a K-class sample read as binary gets the binary reading's refusal (three label values), with the
+    choice still on the page; read as K classes again, the K-class page returns."""
+    at = start(DATA)
+    at.selectbox(key="sample").set_value("animals_3class").run()
+    key = f"role.mc.mode.{samples.load_class_sample('animals_3class').info.sha256[:12]}"
+    at.segmented_control(key=key).set_value("binary").run()
+    assert not at.exception
+    assert any("has 3 distinct values" in e.value and "a binary label has exactly two" in e.value
+               for e in at.main.error)
+    at.segmented_control(key=key).set_value("multiclass").run()
+    assert_clean(at)
+    assert _metric(at, "Classes (K)") == "3"
