@@ -57,6 +57,13 @@ def color_of(name: str) -> str:
     return _EXTRA[digest % len(_EXTRA)]
 
 
+def class_color_of(name: str) -> str:
+    """Hex colour of a name in a multi-class chart: the multi-class method's declared colour first (the
+    multi-class ``temperature`` is not the binary one), else :func:`color_of`."""
+    key = str(name).lower()
+    return (None if key in _FIXED else _multiclass_color(key)) or color_of(key)
+
+
 def rgba(hex_color: str, alpha: float) -> str:
     """``'#RRGGBB'`` with an opacity, as a plotly ``rgba(...)`` string."""
     h = hex_color.lstrip("#")
