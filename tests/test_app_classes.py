@@ -178,3 +178,24 @@ def test_read_as_binary_and_back():
     at.segmented_control(key=key).set_value("multiclass").run()
     assert_clean(at)
     assert _metric(at, "Classes (K)") == "3"
+
+
+def test_a_composite_hyperparameter_reaches_the_fit():
+    """The panel's widgets for top_label:histogram carry its binary method's hyperparameters (keys
+    hp.mc.<method>.<name>); a new bin count refits it, and the row equals the library's fit with those values."""
+    at = start(DATA)
+    at.selectbox(key="sample").set_value("logits_4class").run()
+    go(at, COMPARE)
+    method = "top_label:histogram"
+    keys = {hp.name: f"hp.mc.{method}.{hp.name}" for hp in multiclass.get(method).hyperparams}
+    assert keys and all(k in at.session_state for k in keys.values())
+    slider = at.select_slider(key=keys["n_bins"])
+    new = next(v for v in slider.options if str(v) != str(slider.value))
+    slider.set_value(type(slider.value)(new)).run()
+    assert_clean(at)
+    params = {name: at.session_state[k] for name, k in keys.items()}
+    cs = samples.load_class_sample("logits_4class")
+    ev = evaluate_classes(cs.scores(), cs.labels, {method: params}, Scheme(), logits=True, split=cs.split)
+    row = _frame(at, "cwECE").loc[multiclass.get(method).label]
+    for name in ("ECE", "cwECE", "LogLoss"):
+        assert abs(_number(row[name]) - ev.metrics.loc[method, name]) <= SHOWN, name

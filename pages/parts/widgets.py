@@ -62,7 +62,8 @@ def hyperparam_panel(methods, title: str = "Hyperparameters", *, describe=None) 
     """A collapsed panel with each method's hyperparameter widgets in up to three columns; method -> values.
 
     ``describe``: method -> object with ``label`` and ``hyperparams`` (default the binary calibrator's class;
-    for multi-class methods :func:`pages.parts.labels.class_method`).
+    for multi-class methods :func:`pages.parts.labels.class_method`, whose widgets are keyed
+    ``hp.mc.<method>.<name>``).
     """
     params = {}
     with st.expander(title, expanded=False):
@@ -77,5 +78,6 @@ def hyperparam_panel(methods, title: str = "Hyperparameters", *, describe=None) 
             box.markdown(f"**{what.label or m}**")
             if not what.hyperparams:
                 box.caption("No hyperparameters.")
-            params[m] = hyperparam_widgets(m, box, what.hyperparams)
+            # keys of their own (hp.mc.<method>.<name>): a multi-class method may share a binary one's name
+            params[m] = hyperparam_widgets(f"mc.{m}", box, what.hyperparams)
     return params
