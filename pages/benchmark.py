@@ -3,14 +3,14 @@ import hashlib
 
 import streamlit as st
 
-from calibdash import benchmark, calibrators, measures, samples
+from calibdash import benchmark, samples
 from calibdash import data as cdata
 from calibdash.benchmark import TableKind
 from calibdash.errors import CalibdashError, DataError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import benchmark as bfig
-from calibdash.methods import resolve
-from pages.parts.labels import method_label, method_labels
+from pages.parts import benchmark_classes as bclasses
+from pages.parts.classes import using_classes
 from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard
 from pages.parts.tables import bold_best
@@ -47,6 +47,8 @@ def _sample_sets(name: str) -> dict:
 @bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=16, max_size="512MB")
 def _upload_sets(sha: str, name: str, _data: bytes) -> dict:
     df, info = cdata.read_table(_data, filename=name)
+    if cdata.is_multiclass(df):
+        return bclasses.upload_class_sets(sha, name, _data)
     return benchmark.datasets_from_table(df, info)
 
 
@@ -61,8 +63,16 @@ def _on_upload() -> None:
 
 
 def _available_sets() -> tuple[dict, list[str], list[str]]:
-    """(name -> ScoreSet, default selection, messages about unreadable uploads)."""
+    """(name -> ScoreSet or ClassSet, default selection, messages about unreadable uploads).
+
+    The default selection is the K-class samples when the active data (Data page) is K-class."""
     sets, default, problems = {}, [], []
+    try:
+        sets.update(bclasses.class_sample_sets())
+    except DataError as exc:
+        problems.append(f"K-class samples: {exc}")
+    if using_classes():
+        default.extend(sets)
     for name in samples.SAMPLES:
         try:
             found = _sample_sets(name)
@@ -70,7 +80,7 @@ def _available_sets() -> tuple[dict, list[str], list[str]]:
             problems.append(f"sample {name}: {exc}")
             continue
         sets.update(found)
-        if name in DEFAULT_SAMPLE_SETS:
+        if name in DEFAULT_SAMPLE_SETS and not using_classes():
             default.extend(found)
     for sha, up in (st.session_state.get(FILES) or {}).items():
         try:
@@ -87,7 +97,8 @@ st.title("Benchmark calibrators across data sets")
 st.caption("Every calibrator is cross-fitted on every data set (K folds, repeated with new fold seeds), the methods "
            "are ranked on each data set, and the average ranks are compared with the Friedman test "
            "(Iman-Davenport correction) and Holm's step-down procedure against a reference method — the protocol "
-           "of the BBQ and ELiTE papers, after Demšar (2006).")
+           "of the BBQ and ELiTE papers, after Demšar (2006). K-class data sets are benchmarked with the "
+           "multi-class methods, ranked on log-loss by default with classwise ECE beside it (Kull et al. 2019).")
 
 sets, default_sets, problems = _available_sets()
 for msg in problems:
@@ -99,11 +110,16 @@ with d1:
         "Data sets", list(sets), default=[d for d in default_sets if d in sets], key="bench.datasets",
         persist_state="session",
         help="Each score column of a file is its own data set (the circles sample holds a linear and a "
-             "quadratic SVM). The Friedman test needs at least two.")
-    available = calibrators.available()
+             "quadratic SVM); a K-class file is one data set. The Friedman test needs at least two.")
+    try:
+        kind = bclasses.kind_of(sets, chosen_sets)
+    except DataError as exc:
+        st.error(f"**These data sets cannot be benchmarked together:** {exc}")
+        st.stop()
+    available = kind.methods()
     methods = st.multiselect(
-        "Calibrators", available, default=[m for m in benchmark.DEFAULT_METHODS if m in available],
-        key="bench.methods", format_func=method_label, persist_state="session")
+        "Calibrators" + (" (multi-class)" if kind is bclasses.CLASS_KIND else ""), available,
+        default=kind.default_methods(), key=kind.methods_key, format_func=kind.label, persist_state="session")
     include_raw = st.toggle("Rank the uncalibrated scores too", value=True, key="bench.uncalibrated",
                             persist_state="session",
                             help="As the papers rank the base classifier: a calibrator should beat it.")
@@ -115,7 +131,8 @@ with d2:
     if st.session_state.get(FILES):
         st.caption("Uploaded: " + ", ".join(up["name"] for up in st.session_state[FILES].values()))
 
-params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)")
+params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)", label=kind.label,
+                          specs_of=kind.specs_of)
 
 c1, c2, c3 = st.columns(3)
 folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=benchmark.DEFAULT_FOLDS, key="bench.folds",
@@ -128,7 +145,7 @@ repeats = c2.select_slider("Repeats", list(range(1, 11)), value=benchmark.DEFAUL
 seed = c3.number_input("Seed", min_value=0, max_value=1_000_000, value=0, step=1, key="bench.seed",
                        persist_state="session")
 
-config = {"datasets": list(chosen_sets), "methods": {m: params.get(m, {}) for m in methods},
+config = {"kind": kind.name, "datasets": list(chosen_sets), "methods": {m: params.get(m, {}) for m in methods},
           "folds": int(folds), "repeats": int(repeats), "seed": int(seed), "uncalibrated": bool(include_raw)}
 b1, b2, _ = st.columns([1, 1, 4])
 # The buttons only leave a note in the session (callbacks run before the script, so the note survives a
@@ -155,14 +172,15 @@ missing = [d for d in cfg["datasets"] if d not in sets]
 if missing:
     st.error(f"**Data set no longer available:** {', '.join(missing)}. Choose the data sets again and press Run.")
     st.stop()
-cals = resolve(cfg["methods"])
+run_kind = bclasses.CLASS_KIND if cfg.get("kind") == bclasses.CLASS_KIND.name else bclasses.BINARY_KIND
+cals = list(cfg["methods"])
 job_sets = {d: sets[d] for d in cfg["datasets"]}
-labels = method_labels([UNCALIBRATED, *cals])
+labels = run_kind.labels([UNCALIBRATED, *cals])
 
 r1, r2, r3 = st.columns(3)
-RANKABLE = [m for m in measures.ALL_NAMES if measures.rankable(m)]
-metric = r1.selectbox("Rank by", RANKABLE, index=RANKABLE.index("ECE"),
-                      key="bench.metric", persist_state="session",
+RANKABLE = list(run_kind.rankable)
+metric = r1.selectbox("Rank by", RANKABLE, index=RANKABLE.index(run_kind.default_metric),
+                      key=run_kind.metric_key, persist_state="session",
                       help="The metric whose ranks the Friedman test and Holm's procedure use: the papers' metrics "
                            "or a further measure (the slope and the intercept rank by their distance to 1 and 0).")
 ref_opts = ([UNCALIBRATED] if cfg["uncalibrated"] else []) + list(cals)
@@ -181,8 +199,8 @@ kwargs = dict(n_folds=cfg["folds"], repeats=cfg["repeats"], seed=cfg["seed"], me
 if job["running"]:
     progress = bar.progress(0.0, text="Starting…")
     try:
-        result = benchmark.run_benchmark(
-            job_sets, cals, compute=True,
+        result = run_kind.run(
+            job_sets, cfg["methods"], compute=True,
             progress=lambda frac, msg: progress.progress(min(max(frac, 0.0), 1.0), text=msg), **kwargs)
     except CalibdashError as exc:
         job["running"] = False          # do not retry the same failing run on every rerun
@@ -192,7 +210,7 @@ if job["running"]:
     job["running"] = False
     bar.empty()
 else:
-    result = benchmark.run_benchmark(job_sets, cals, compute=False, **kwargs)
+    result = run_kind.run(job_sets, cfg["methods"], compute=False, **kwargs)
 
 if config != cfg:
     st.caption(":material/info: The settings above changed since this run; press **Run benchmark** to update.")

@@ -3,7 +3,8 @@ import streamlit as st
 
 from calibdash import calibrators, figures
 from calibdash.evaluation import UNCALIBRATED
-from pages.parts import diagrams, fitting
+from pages.parts import diagrams, explore_classes, fitting
+from pages.parts.classes import using_classes
 from pages.parts.explaining import explanation
 from pages.parts.labels import method_labels, method_menu_label
 from pages.parts.routing import route_guard
@@ -13,6 +14,9 @@ from pages.parts.tables import binning_note, metrics_frame
 from pages.parts.widgets import hyperparam_widgets
 
 route_guard("pages/explore.py")
+if using_classes():                      # a K-class table: the multi-class page part
+    explore_classes.render()
+    st.stop()
 
 #: Most rows of a fitted-values table sent to the browser (BBQ lists every bin of every model: 10^5 rows and more
 #: on large data, which would be sent again on every slider move).

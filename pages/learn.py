@@ -7,6 +7,7 @@ from calibdash import calibrators, metrics, synthetic
 from calibdash.errors import DataError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import learn as flearn
+from pages.parts import learn_classes
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.routing import route_guard
 from pages.parts.widgets import hyperparam_widgets, initial
@@ -18,6 +19,8 @@ SIZES = [100, 200, 500, 1000, 2000, 5000, 10000]
 REPEATS = [5, 10, 20, 50]
 AGAINST = {"score": "given the score", "prediction": "given the prediction"}
 K_SCENARIO, K_N, K_SEED, K_METHODS = "learn.scenario", "learn.n", "learn.seed", "learn.methods"
+K_MODE = "learn.mode"
+MODES = {"binary": "Binary scores", "classes": "K classes"}
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=64, max_size="64MB")
@@ -42,9 +45,14 @@ def _on_scenario() -> None:
 
 
 st.title("Learn calibration with a known truth")
-st.caption("Synthetic data whose true probability of a positive at each score is known. Every draw is split in two "
+mode = st.segmented_control("Kind of data", list(MODES), format_func=MODES.get, key=K_MODE, persist_state="session",
+                            **initial(K_MODE, default="binary")) or "binary"
+st.caption("Synthetic data whose true probability of a positive (or of each class) is known. Every draw is split in two "
            "stratified halves: calibrators are fitted on one half, and the raw scores and every calibrator are "
            "judged on the other; the true error comes from the known truth, not from a sample.")
+if mode == "classes":                   # the K-class lesson
+    learn_classes.render()
+    st.stop()
 
 available = calibrators.available()
 left, right = st.columns([1, 3], gap="large")

@@ -182,12 +182,12 @@ def test_read_as_binary_and_back():
 
 def test_a_composite_hyperparameter_reaches_the_fit():
     """The panel's widgets for top_label:histogram carry its binary method's hyperparameters (keys
-    hp.mc.<method>.<name>); a new bin count refits it, and the row equals the library's fit with those values."""
+    hp.<method>.<name>, shared with Explore); a new bin count refits it, and the row equals the library's fit with those values."""
     at = start(DATA)
     at.selectbox(key="sample").set_value("logits_4class").run()
     go(at, COMPARE)
     method = "top_label:histogram"
-    keys = {hp.name: f"hp.mc.{method}.{hp.name}" for hp in multiclass.get(method).hyperparams}
+    keys = {hp.name: f"hp.{method}.{hp.name}" for hp in multiclass.get(method).hyperparams}
     assert keys and all(k in at.session_state for k in keys.values())
     slider = at.select_slider(key=keys["n_bins"])
     new = next(v for v in slider.options if str(v) != str(slider.value))

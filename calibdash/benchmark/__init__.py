@@ -41,19 +41,30 @@ The modules, one job each:
 :mod:`~calibdash.benchmark.datasets`
     Data sets from tables and files, one per score column
     (:func:`load_datasets`).
+:mod:`~calibdash.benchmark.classes`
+    The same protocol on K-class data sets and multi-class methods
+    (:func:`run_class_benchmark`; :func:`load_benchmark_datasets` tells
+    binary and K-class files apart).
+:mod:`~calibdash.benchmark.catalogue`
+    Which measures a kind of data keeps and which value of each is best.
 
 The command line ``python -m calibdash benchmark FILES...`` is in
 :mod:`calibdash.cli`.
 """
 from .datasets import datasets_from_table, load_datasets
+from .catalogue import BINARY, Catalogue
 from .large import EngineDataset
 from .engine import (DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS, Unit, UnitCache, plan_units, run_benchmark,
                      run_unit, unit_key)
 from .report import ReportTable, TableKind, report_tables
 from .result import BenchmarkResult, describe, to_json
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
+from .classes import (CLASS_MEASURES, DEFAULT_CLASS_METHODS, DEFAULT_CLASS_METRIC, class_datasets_from_table,
+                      default_class_methods, load_benchmark_datasets, run_class_benchmark, run_class_unit)
 
 __all__ = ["EngineDataset", "Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",
            "run_unit", "run_benchmark", "summarise", "default_reference", "report_tables", "describe", "to_json",
            "datasets_from_table", "load_datasets", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS",
-           "DEFAULT_METRIC", "DEFAULT_ALPHA"]
+           "DEFAULT_METRIC", "DEFAULT_ALPHA", "Catalogue", "BINARY", "CLASS_MEASURES", "DEFAULT_CLASS_METHODS",
+           "DEFAULT_CLASS_METRIC", "default_class_methods", "run_class_benchmark", "run_class_unit",
+           "class_datasets_from_table", "load_benchmark_datasets"]

@@ -15,7 +15,7 @@ import pandas as pd
 from ..data import ScoreSet, build_score_set, read_table
 from ..errors import DataError
 
-__all__ = ["datasets_from_table", "load_datasets"]
+__all__ = ["datasets_from_table", "load_datasets", "expand_paths", "unique_name", "file_datasets"]
 
 _FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".gz", ".parquet", ".pq")
 
@@ -55,7 +55,14 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
     return out
 
 
-def _expand(paths: Sequence[str]) -> list[Path]:
+def expand_paths(paths: Sequence[str]) -> list[Path]:
+    """The files ``paths`` name: each file as is, each folder's .csv/.tsv/.txt/.csv.gz/.parquet files (sorted).
+
+    Raises
+    ------
+    DataError
+        A folder without such a file.
+    """
     files: list[Path] = []
     for p in paths:
         path = Path(p)
@@ -96,16 +103,27 @@ def load_datasets(paths: Sequence[str], label: str | None = None,
         :func:`calibdash.data.build_score_set` refuses.
     """
     out: dict[str, ScoreSet] = {}
-    for path in _expand(paths):
+    for path in expand_paths(paths):
         df, info = read_table(path)
-        use = None
-        if scores:
-            use = [c for c in scores if c in df.columns]
-            if not use:
-                raise DataError(f"{info.name} has none of the score columns {', '.join(scores)}.")
-        for key, ss in datasets_from_table(df, info, label=label, scores=use).items():
-            unique, i = key, 2
-            while unique in out:
-                unique, i = f"{key} ({i})", i + 1
-            out[unique] = ss
+        for key, ss in file_datasets(df, info, label, scores).items():
+            out[unique_name(key, out)] = ss
     return out
+
+
+def file_datasets(df: pd.DataFrame, info, label: str | None = None,
+                  scores: Sequence[str] | None = None) -> dict[str, ScoreSet]:
+    """A read file's data sets: those of ``scores`` it has (DataError when none), else every guessed one."""
+    use = None
+    if scores:
+        use = [c for c in scores if c in df.columns]
+        if not use:
+            raise DataError(f"{info.name} has none of the score columns {', '.join(scores)}.")
+    return datasets_from_table(df, info, label=label, scores=use)
+
+
+def unique_name(key: str, taken) -> str:
+    """``key``, or ``"key (2)"``, ``"key (3)"``, ... the first not in ``taken``."""
+    unique, i = key, 2
+    while unique in taken:
+        unique, i = f"{key} ({i})", i + 1
+    return unique

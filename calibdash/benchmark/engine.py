@@ -24,12 +24,13 @@ from ..evaluation import UNCALIBRATED, Scheme, evaluate, evaluate_cells
 from ..methods import resolve
 from .. import measures
 from ..metrics import METRIC_NAMES
+from .catalogue import BINARY, Catalogue
 from .large import EngineDataset
 from .result import BenchmarkResult
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
-__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_benchmark", "DEFAULT_METHODS",
-           "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
+__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_units", "run_benchmark", "check_plan",
+           "check_metrics", "units_frame", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
 
 #: Methods a benchmark starts with: the three classic calibrators and BBQ.
 DEFAULT_METHODS = ("platt", "histogram", "isotonic", "bbq")
@@ -96,7 +97,8 @@ def plan_units(datasets: Sequence[str], methods: Sequence[str], repeats: int = D
     return [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
 
 
-def _params_key(cal: Calibrator | None) -> tuple:
+def params_key(cal) -> tuple:
+    """A calibrator's class and parameters as a hashable key (the raw scores: ``("uncalibrated", ())``)."""
     if cal is None:
         return (UNCALIBRATED, ())
     return (type(cal).__module__ + "." + type(cal).__qualname__,
@@ -105,7 +107,7 @@ def _params_key(cal: Calibrator | None) -> tuple:
 
 def unit_key(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int, seed: int) -> tuple:
     """Cache key of a unit: the data's content hash, the calibrator's class and parameters, K and the seed."""
-    return (_UNIT_VERSION, ss.content_key(), _params_key(calibrator), int(n_folds), int(seed))
+    return (_UNIT_VERSION, ss.content_key(), params_key(calibrator), int(n_folds), int(seed))
 
 
 def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
@@ -152,21 +154,117 @@ def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT
     return out
 
 
-def _check_metrics(names: Sequence[str], metric: str) -> list[str]:
-    """The kept metric names in :data:`calibdash.measures.ALL_NAMES` order, the ranked one included."""
+def check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINARY) -> list[str]:
+    """The kept metric names in ``catalogue.names`` order, the ranked one included.
+
+    Raises
+    ------
+    SettingsError
+        An unknown name, or a ranked metric no method can be ranked on.
+    """
     names = list(dict.fromkeys(names))
-    unknown = [m for m in names + [metric] if m not in measures.ALL_NAMES]
+    unknown = [m for m in names + [metric] if m not in catalogue.names]
     if unknown:
-        raise SettingsError(f"unknown metric {unknown[0]!r}; choose from {', '.join(measures.ALL_NAMES)}.")
-    if not measures.rankable(metric):
+        raise SettingsError(f"unknown metric {unknown[0]!r}; choose from {', '.join(catalogue.names)}.")
+    if not catalogue.rankable(metric):
         raise SettingsError(f"{metric} is the same for every method of a data set: rank by another metric.")
     if metric not in names:
         names.append(metric)
-    return [m for m in measures.ALL_NAMES if m in names]
+    return [m for m in catalogue.names if m in names]
 
 
-def _units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
+def check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) -> None:
+    """Refuse a benchmark without data sets or methods, with fewer than 2 folds or 1 repeat (SettingsError)."""
+    if not datasets:
+        raise SettingsError("choose at least one data set.")
+    if not methods:
+        raise SettingsError("choose at least one calibrator.")
+    if int(repeats) < 1:
+        raise SettingsError(f"repeats must be at least 1, got {repeats}.")
+    if int(n_folds) < 2:
+        raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
+
+
+def units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
+    """The unit table :func:`calibdash.benchmark.statistics.summarise` takes, from :func:`run_units`' rows."""
     return pd.DataFrame(rows, columns=["dataset", "repeat", "seed", "method", *metric_names, "seconds"])
+
+
+def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: int, *,
+              run: Callable, key: Callable, metric_names: Sequence[str], needed: Sequence[str] = (),
+              progress: Callable[[float, str], None] | None = None, cache: MutableMapping | None = None,
+              compute: bool = True) -> list[dict]:
+    """Run (or take from ``cache``) every unit; one row per finished unit, in ``units``' order.
+
+    What binary and multi-class benchmarks share: the order, the cache, the
+    progress and the resumption. A kind of data brings its own ``run`` and
+    ``key``.
+
+    Parameters
+    ----------
+    datasets : mapping name -> data set
+    cals : mapping key -> unfitted calibrator
+    units : sequence of Unit
+        As :func:`plan_units` gives them.
+    n_folds : int
+    run : callable(data, calibrator or None, n_folds, seed, progress) -> dict
+        A unit's measures (``metric_names`` and ``"seconds"``); ``progress(fraction, message)`` after each fold.
+    key : callable(data, calibrator or None, n_folds, seed) -> hashable
+        The unit's cache key.
+    metric_names : sequence of str
+        The measures a row keeps.
+    needed : sequence of str
+        Measures a cached entry must hold to be used (one cached before they were asked for is run again).
+    progress, cache, compute
+        As :func:`run_benchmark` takes them.
+
+    Raises
+    ------
+    DataError
+        From ``run``, the data set's name put in front.
+    """
+    steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
+    total_steps = sum(steps.values()) or 1
+    done_steps = 0
+    repeats = len({u.repeat for u in units})
+    rows: list[dict] = []
+
+    def report(steps_done: float, message: str) -> None:
+        if progress is not None:
+            progress(steps_done / total_steps, message)
+
+    for unit in units:
+        data = datasets[unit.dataset]
+        cal = None if unit.method == UNCALIBRATED else cals[unit.method]
+        n = steps[unit]
+        k = key(data, cal, n_folds, unit.seed) if cache is not None else None
+        found = cache.get(k) if cache is not None else None
+        if found is not None and any(m not in found for m in needed):
+            found = None                                  # cached before these measures were asked for
+        where = f"{unit.dataset} · {unit.method} · repeat {unit.repeat + 1} of {repeats}"
+        if found is None and not compute:
+            done_steps += n
+            continue
+        if found is None:
+            def fold_progress(frac, _msg, _base=done_steps, _n=n, _where=where):
+                report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
+
+            try:
+                found = run(data, cal, n_folds, unit.seed, fold_progress)
+            except DataError as exc:
+                raise DataError(f"data set {unit.dataset!r}: {exc}") from None
+            if cache is not None:
+                cache[k] = found
+            done_steps += n
+            if cal is None:
+                report(done_steps, f"{where} · scored")
+        else:
+            done_steps += n
+            report(done_steps, f"{where} · from cache")
+        rows.append({"dataset": unit.dataset, "repeat": unit.repeat, "seed": unit.seed,
+                     "method": unit.method, **{m: found[m] for m in metric_names},
+                     "seconds": found.get("seconds", float("nan"))})
+    return rows
 
 
 def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFAULT_FOLDS,
@@ -226,56 +324,15 @@ def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFA
     if not datasets:
         raise SettingsError("choose at least one data set.")
     cals = resolve(methods)
-    if not cals:
-        raise SettingsError("choose at least one calibrator.")
-    metric_names = _check_metrics(metrics, metric)
+    check_plan(datasets, cals, n_folds, repeats)
+    metric_names = check_metrics(metrics, metric)
     extra = [m for m in metric_names if m in measures.MEASURES]
-    if int(repeats) < 1:
-        raise SettingsError(f"repeats must be at least 1, got {repeats}.")
-    if int(n_folds) < 2:
-        raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
     units = plan_units(list(datasets), list(cals), repeats, seed, include_uncalibrated)
-    steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
-    total_steps = sum(steps.values())
-    done_steps = 0
-    rows: list[dict] = []
-
-    def report(steps_done: float, message: str) -> None:
-        if progress is not None:
-            progress(steps_done / total_steps, message)
-
-    for unit in units:
-        ss = datasets[unit.dataset]
-        cal = None if unit.method == UNCALIBRATED else cals[unit.method]
-        n = steps[unit]
-        key = unit_key(ss, cal, n_folds, unit.seed) if cache is not None else None
-        found = cache.get(key) if cache is not None else None
-        if found is not None and any(m not in found for m in extra):
-            found = None                                  # cached before these measures were asked for
-        where = f"{unit.dataset} · {unit.method} · repeat {unit.repeat + 1} of {repeats}"
-        if found is None and not compute:
-            done_steps += n
-            continue
-        if found is None:
-            def fold_progress(frac, _msg, _base=done_steps, _n=n, _where=where):
-                report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
-
-            try:
-                found = run_unit(ss, cal, n_folds, unit.seed, progress=fold_progress, extra=extra)
-            except DataError as exc:
-                raise DataError(f"data set {unit.dataset!r}: {exc}") from None
-            if cache is not None:
-                cache[key] = found
-            done_steps += n
-            if cal is None:
-                report(done_steps, f"{where} · scored")
-        else:
-            done_steps += n
-            report(done_steps, f"{where} · from cache")
-        rows.append({"dataset": unit.dataset, "repeat": unit.repeat, "seed": unit.seed,
-                     "method": unit.method, **{m: found[m] for m in metric_names},
-                     "seconds": found.get("seconds", float("nan"))})
+    rows = run_units(datasets, cals, units, n_folds,
+                     run=lambda ss, cal, k, s, p: run_unit(ss, cal, k, s, progress=p, extra=extra),
+                     key=unit_key, metric_names=metric_names, needed=extra, progress=progress, cache=cache,
+                     compute=compute)
     planned = list(dict.fromkeys(u.method for u in units))
-    return summarise(_units_frame(rows, metric_names), metric=metric,
+    return summarise(units_frame(rows, metric_names), metric=metric,
                      reference=reference or default_reference(planned), alpha=alpha, n_folds=n_folds,
                      repeats=repeats, seed=seed, planned=len(units), methods=planned, datasets=list(datasets))

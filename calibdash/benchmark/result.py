@@ -12,8 +12,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import measures
 from . import rank_tests
+from .catalogue import BINARY, Catalogue
 
 __all__ = ["BenchmarkResult", "describe", "to_json"]
 
@@ -60,6 +60,9 @@ class BenchmarkResult:
         Units planned (``len(units) < planned`` for a partial result).
     notes : list of str
         What was left out and why.
+    catalogue : Catalogue
+        The measures' kind and directions (binary, or multi-class:
+        :mod:`calibdash.benchmark.catalogue`).
     """
 
     units: pd.DataFrame
@@ -82,6 +85,7 @@ class BenchmarkResult:
     datasets: list
     planned: int
     notes: list = field(default_factory=list)
+    catalogue: Catalogue = BINARY
 
     @property
     def complete(self) -> bool:
@@ -116,7 +120,7 @@ def describe(result: BenchmarkResult, labels: Mapping[str, str] | None = None) -
     n, k = result.table.shape
     ar = result.average_ranks.sort_values(kind="stable")
     best = ar.index[ar == ar.iloc[0]]
-    lead = (f"On {result.metric} ({measures.best_phrase(result.metric)}) over {n} "
+    lead = (f"On {result.metric} ({result.catalogue.best_phrase(result.metric)}) over {n} "
             f"data set{'s' if n != 1 else ''} ({result.repeats} x {result.n_folds}-fold cross-fitting), "
             f"{_join([name(b) for b in best])} rank{'s' if len(best) == 1 else ''} best "
             f"(average rank {ar.iloc[0]:.2f} of {k}).")
@@ -152,7 +156,7 @@ def to_json(result: BenchmarkResult) -> dict:
     def frame(df):
         return {str(i): {str(c): _num(v) for c, v in row.items()} for i, row in df.iterrows()}
     return {
-        "metric": result.metric, "lower_is_better": result.lower_is_better, "reference": result.reference,
+        "kind": result.catalogue.kind, "metric": result.metric, "lower_is_better": result.lower_is_better, "reference": result.reference,
         "alpha": result.alpha, "n_folds": result.n_folds, "repeats": result.repeats, "seed": result.seed,
         "datasets": list(result.datasets), "methods": list(result.methods), "complete": result.complete,
         "values": frame(result.table), "ranks": frame(result.ranks),

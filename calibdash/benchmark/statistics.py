@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..errors import SettingsError
 from ..evaluation import UNCALIBRATED, Scheme
-from .. import measures
 from . import rank_tests
+from .catalogue import BINARY, Catalogue
 from .result import BenchmarkResult
 
 __all__ = ["BenchmarkResult", "summarise", "default_reference", "DEFAULT_METRIC", "DEFAULT_ALPHA"]
@@ -41,7 +41,7 @@ def default_reference(methods: Sequence[str]) -> str:
 def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: str | None = None,
               alpha: float = DEFAULT_ALPHA, n_folds: int = Scheme().n_folds, repeats: int | None = None,
               seed: int = 0, planned: int | None = None, methods: Sequence[str] | None = None,
-              datasets: Sequence[str] | None = None) -> BenchmarkResult:
+              datasets: Sequence[str] | None = None, catalogue: Catalogue = BINARY) -> BenchmarkResult:
     """Means, ranks, Friedman and Holm from a unit table (as :attr:`BenchmarkResult.units`).
 
     Only complete (data set, repeat) blocks — every method present — count; a
@@ -59,6 +59,9 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
     n_folds, repeats, seed, planned, methods, datasets
         Recorded in the result; ``methods``/``datasets`` fix the display
         order (default: order of appearance).
+    catalogue : Catalogue, default the binary measures
+        The measures the units hold and their directions
+        (:mod:`calibdash.benchmark.catalogue`).
 
     Raises
     ------
@@ -66,7 +69,7 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
         ``metric`` was not computed, or ``reference`` is not a method of the
         benchmark.
     """
-    metric_names = [m for m in measures.ALL_NAMES if m in units.columns]
+    metric_names = [m for m in catalogue.names if m in units.columns]
     if metric not in metric_names:
         raise SettingsError(f"metric {metric!r} was not computed; choose from {', '.join(metric_names)}.")
     methods = list(methods) if methods is not None else list(dict.fromkeys(units["method"]))
@@ -86,10 +89,10 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
     means = keep.groupby(["dataset", "method"])[metric_names].mean()
     if done:
         means = means.reindex(pd.MultiIndex.from_product([done, methods], names=["dataset", "method"]))
-    if not measures.rankable(metric):
+    if not catalogue.rankable(metric):
         raise SettingsError(f"{metric} is the same for every method of a data set: rank by another metric.")
-    lower = measures.direction(metric)
-    ranked_names = [m for m in metric_names if measures.rankable(m)]
+    lower = catalogue.direction(metric)
+    ranked_names = [m for m in metric_names if catalogue.rankable(m)]
 
     def pivot(name: str) -> pd.DataFrame:
         if not done:
@@ -100,13 +103,13 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
 
     table = pivot(metric)
     if done:
-        ranks = rank_tests.rank_table(measures.oriented(metric, table), True)
+        ranks = rank_tests.rank_table(catalogue.oriented(metric, table), True)
         undefined = [m for m in ranked_names if m != metric and not np.isfinite(pivot(m).to_numpy(float)).all()]
         if undefined:
             notes.append(f"Not ranked, as some method has no value on some data set (a measure these "
                          f"predictions do not define, such as ICI on a step calibrator's ties): {', '.join(undefined)}.")
         ranked_names = [m for m in ranked_names if m not in undefined]
-        rank_summary = pd.DataFrame({m: rank_tests.average_ranks(measures.oriented(m, pivot(m)), True)
+        rank_summary = pd.DataFrame({m: rank_tests.average_ranks(catalogue.oriented(m, pivot(m)), True)
                                      for m in ranked_names})
     else:
         ranks = table.copy()
@@ -137,5 +140,5 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
         friedman_by_metric=by_metric, reference=ref, holm=holm, alpha=float(alpha), n_folds=int(n_folds),
         repeats=int(repeats if repeats is not None else (units["repeat"].nunique() if len(units) else 0)),
         seed=int(seed), methods=methods, datasets=done,
-        planned=int(planned if planned is not None else len(units)), notes=notes,
+        planned=int(planned if planned is not None else len(units)), notes=notes, catalogue=catalogue,
     )

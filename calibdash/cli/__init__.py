@@ -5,7 +5,9 @@ each method is fitted on the fitting rows and judged on held-out rows.
 ``report`` writes the same comparison as a one-page HTML report
 (:mod:`calibdash.report`: verdict, metrics with intervals, interactive
 figures, more measures, the methods' papers), which opens offline.
-``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
+On a K-class file (a label of K >= 3 classes and one probability or logit column per class, found or
+named with ``--probs``/``--logits``) ``evaluate``, ``report``, ``fit`` and ``apply`` run the multi-class
+calibrators (:mod:`.classes`, :mod:`calibdash.multiclass`). ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
 JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated scores to a
 file's rows (in memory, or with ``--engine duckdb|spark`` where the files lie,
 :mod:`calibdash.engines.apply`); ``export-sql`` prints it as SQL
@@ -37,6 +39,7 @@ from ..evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_
 from ..methods import DEFAULT_METHODS, parse_params, resolve, split_names  # noqa: F401
 from .benchmarking import cmd_benchmark
 from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
+from ..multiclass.evaluation import DEFAULT_METHODS as CLASS_METHODS
 from .listing import cmd_methods
 from .models import cmd_apply, cmd_export_sql, cmd_fit
 
@@ -47,10 +50,27 @@ _SCHEME = Scheme()
 
 
 # -- the parser -------------------------------------------------------------------------------------------
-def _add_methods(p: argparse.ArgumentParser, default: Sequence[str]) -> None:
-    p.add_argument("--methods", default=",".join(default),
-                   help="comma-separated calibrators (see `methods`; default: %(default)s)")
+class _Given(argparse.Action):
+    """Store the value and set ``<dest>_given``, so a command can tell a choice from the default."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
+def _add_methods(p: argparse.ArgumentParser, default: Sequence[str], classes: bool = False) -> None:
+    more = f"; on a K-class file: {','.join(CLASS_METHODS)}" if classes else ""
+    p.add_argument("--methods", default=",".join(default), action=_Given,
+                   help=f"comma-separated calibrators (see `methods`; default: %(default)s{more})")
     _add_param(p)
+
+
+def _add_classes(p: argparse.ArgumentParser) -> None:
+    """The class columns of a K-class file (default: found when neither --score nor --positive is given)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--probs", metavar="PREFIX", help="K-class file: the class columns are the columns whose "
+                   "names start with PREFIX (p_, prob_, proba_ and logit_ columns are found by themselves)")
+    g.add_argument("--logits", metavar="PREFIX", help="K-class file: as --probs, the columns holding logits")
 
 
 def _add_param(p: argparse.ArgumentParser) -> None:
@@ -60,10 +80,11 @@ def _add_param(p: argparse.ArgumentParser) -> None:
 def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
     """The file, methods, columns, scheme and score-cell options ``evaluate`` and ``report`` share."""
     p.add_argument("file", help=table_help)
-    _add_methods(p, EVALUATE_METHODS)
+    _add_methods(p, EVALUATE_METHODS, classes=True)
     p.add_argument("--score", help="score column (default: guessed)")
     p.add_argument("--label", help="label column (default: guessed)")
     _add_positive(p)
+    _add_classes(p)
     p.add_argument("--scheme", default=_SCHEME.kind, choices=list(KINDS), help="default: %(default)s")
     p.add_argument("--test-size", type=float, default=_SCHEME.test_size,
                    help="held-out fraction for --scheme split (default: %(default)s)")
@@ -101,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of every command; each subcommand sets ``func`` to its ``cmd_*`` function."""
     p = argparse.ArgumentParser(prog="python -m calibdash", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    table_help = "CSV, .csv.gz or Parquet file of scores and labels"
+    table_help = ("CSV, .csv.gz or Parquet file of scores and labels (binary), or of K class columns and "
+                  "labels (K-class)")
 
     e = sub.add_parser("evaluate", help="fit calibrators and print held-out metrics")
     _add_evaluation(e, table_help)
@@ -113,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "decompositions, Spiegelhalter's z, Hosmer-Lemeshow, ...) with paired bootstrap intervals, "
                         "as the Compare page's 'More measures'; alone or 'all': every one; else a comma list of "
                         f"{', '.join(measures.MEASURE_NAMES)}")
-    e.add_argument("--boot", type=int, default=MEASURES_BOOT,
-                   help="paired resamples of the --measures intervals (default: %(default)s)")
+    e.add_argument("--boot", type=int, metavar="N",
+                   help=f"paired resamples of the --measures intervals (default: {MEASURES_BOOT}); on a K-class "
+                        "file: paired bootstrap intervals of every measure and the verdict (default: none)")
     _add_engine(e)
     e.set_defaults(func=cmd_evaluate)
 
@@ -136,15 +159,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_report)
 
     m = sub.add_parser("methods", help="list the calibrators and their hyperparameters")
+    m.add_argument("--multiclass", action="store_true",
+                   help="list the multi-class calibrators (for K-class files) instead")
     m.set_defaults(func=cmd_methods)
 
     f = sub.add_parser("fit", help="fit one calibrator on a file and save it as JSON")
     f.add_argument("file", help=table_help)
-    f.add_argument("--method", required=True, help="the calibrator (see `methods`)")
+    f.add_argument("--method", required=True, help="the calibrator (see `methods`; a multi-class one on a "
+                                                    "K-class file)")
     _add_param(f)
     f.add_argument("--score", help="score column (default: guessed)")
     f.add_argument("--label", help="label column (default: guessed)")
     _add_positive(f)
+    _add_classes(f)
     f.add_argument("--split-value", metavar="VALUE", help="fit only on the rows whose split column holds VALUE")
     f.add_argument("--out", metavar="MODEL.json", help="where to write the model (default: stdout)")
     _add_engine(f)
@@ -155,11 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("file", help="CSV, .csv.gz or Parquet file with a score column (a label is not needed)")
     a.add_argument("--score", help="score column (default: the model's, else guessed)")
     a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
-                   "(default: stdout; Parquet, and required, with --engine)")
+                   "(a K-class model: one column calibrated_<class> per class) (default: stdout; Parquet, and "
+                   "required, with --engine)")
     a.add_argument("--engine", choices=["duckdb", "spark", "memory"],
                    help="apply where the files lie: FILE may be a glob of Parquet or CSV files, written to --out as "
                         "Parquet by DuckDB (the calibrator as SQL), Spark, or pandas (default: in memory with CSV "
-                        "out for one file under 200 MB, else duckdb)")
+                        "out for one file under 200 MB, else duckdb; a K-class model: memory only)")
     a.set_defaults(func=cmd_apply)
 
     x = sub.add_parser("export-sql", help="print a saved calibrator as SQL (DuckDB, Spark SQL or ANSI)")

@@ -1,5 +1,14 @@
 """The ``benchmark`` command: calibrators compared over several data sets (:mod:`calibdash.benchmark`), in
-memory or with each FILE left where it lies and its folds aggregated by DuckDB or Spark."""
+memory or with each FILE left where it lies and its folds aggregated by DuckDB or Spark.
+
+K-class files are found by their columns (:func:`calibdash.benchmark.load_benchmark_datasets`), with no
+option: when every file is a K-class table (a label of 3 or more classes, a probability or logit column per
+class), the benchmark is multi-class (:func:`calibdash.benchmark.run_class_benchmark`). Then ``--methods``
+names multi-class methods (``temperature,ovr:isotonic``); left at the binary default it becomes
+:func:`calibdash.benchmark.default_class_methods`. ``--metric`` ranks the multi-class measure of that name
+(ECE: the confidence ECE; LogLoss, Brier, MCE, smECE and dCE likewise), and the average-rank table shows
+every multi-class measure, classwise ECE among them.
+"""
 from __future__ import annotations
 
 import json
@@ -27,25 +36,31 @@ def cmd_benchmark(args) -> int:
             src = engines.source_for(path, score=args.score[0] if args.score else None, label=args.label)
             datasets[src.describe()] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit,
                                                                aggregate=aggregate)
+        kind = "binary"
     else:
-        datasets = benchmark.load_datasets(args.files, label=args.label, scores=args.score)
-    cals = resolve(args.methods, parse_params(args.param))
+        kind, datasets = benchmark.load_benchmark_datasets(args.files, label=args.label, scores=args.score)
     quiet = args.json or not sys.stderr.isatty()
 
     def progress(frac, msg):
         if not quiet:
             print(f"\r{100 * frac:5.1f}%  {msg[:90]:<90}", end="", file=sys.stderr, flush=True)
 
-    result = benchmark.run_benchmark(datasets, cals, n_folds=args.folds, repeats=args.repeats, seed=args.seed,
-                                     metric=args.metric, reference=args.reference, alpha=args.alpha,
-                                     include_uncalibrated=not args.no_uncalibrated, progress=progress)
+    common = dict(n_folds=args.folds, repeats=args.repeats, seed=args.seed, metric=args.metric,
+                  reference=args.reference, alpha=args.alpha, include_uncalibrated=not args.no_uncalibrated,
+                  progress=progress)
+    if kind == "multiclass":
+        result = benchmark.run_class_benchmark(datasets, _class_methods(args.methods),
+                                               params=parse_params(args.param), **common)
+    else:
+        result = benchmark.run_benchmark(datasets, resolve(args.methods, parse_params(args.param)), **common)
     if not quiet:
         print(file=sys.stderr)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         print()
         return 0
-    print(f"{len(datasets)} data set{'s' if len(datasets) != 1 else ''}: "
+    what = " K-class" if kind == "multiclass" else ""
+    print(f"{len(datasets)}{what} data set{'s' if len(datasets) != 1 else ''}: "
           + "; ".join(f"{k} ({ss.n_rows:,} rows)" if ss.n_rows is not None else k for k, ss in datasets.items()))
     for table in benchmark.report_tables(result):
         print(f"\n{table.title}")
@@ -55,3 +70,11 @@ def cmd_benchmark(args) -> int:
     for note in result.notes:
         print(f"Note: {note}")
     return 0
+
+
+def _class_methods(methods: str) -> list[str] | str:
+    """The multi-class methods to run: ``methods`` as given, or, when it is the binary default (no
+    ``--methods`` given), the multi-class defaults."""
+    if methods == ",".join(benchmark.DEFAULT_METHODS):
+        return benchmark.default_class_methods()
+    return methods

@@ -8,15 +8,16 @@ import sys
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from .. import bootstrap as cboot, measures, report
-from ..data import load_scores
+from ..data import build_score_set
 from ..errors import DataError, SettingsError
 from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, parse_params, resolve
+from . import classes
 from .engine_jobs import aggregate, engine_for, engine_source
-from .output import finite_or_none, four_places, jsonable, sentence, write_text
+from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written,
+                     sentence, validation_json)
 
 __all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
 
@@ -27,6 +28,13 @@ MEASURES_BOOT = 100
 
 
 # -- evaluate ---------------------------------------------------------------------------------------------
+def _score_set(args, opened):
+    """The binary file :func:`.classes.open_table` read, validated (:func:`calibdash.data.load_scores`'s
+    :func:`~calibdash.data.build_score_set`, on the table already read)."""
+    return build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
+                           info=opened.info, name=opened.info.name)
+
+
 def scheme_of(args) -> Scheme:
     return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
 
@@ -44,14 +52,9 @@ def _validation_json(ss) -> dict:
     """What loading found (:class:`calibdash.data.ValidationReport`): rows read, used, dropped and why, the
     label's classes, the mapped score columns, and the report's messages."""
     rep = ss.report
-    return {"rows_read": rep.n_read, "rows_used": rep.n_used, "rows_dropped": int(sum(rep.dropped.values())),
-            "dropped": {reason: int(k) for reason, k in rep.dropped.items()},
-            "dropped_examples": {reason: list(ex) for reason, ex in rep.dropped_examples.items()},
-            "label": {"column": ss.label_column, "positive": jsonable(ss.positive_label),
-                      "negative": jsonable(ss.negative_label)},
-            "class_counts": {k: int(v) for k, v in rep.class_counts.items()},
-            "mapped": {col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in rep.mapped.items()},
-            "messages": list(rep.messages)}
+    return validation_json(rep, {"column": ss.label_column, "positive": jsonable(ss.positive_label),
+                                 "negative": jsonable(ss.negative_label)},
+                           mapped={col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in rep.mapped.items()})
 
 
 def _measure_names(arg: str | None) -> tuple[str, ...] | None:
@@ -76,29 +79,9 @@ def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
         return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
 
 
-def _measures_json(boot: cboot.BootstrapResult) -> dict:
-    t = boot.table
-    names = list(dict.fromkeys(t.columns.get_level_values(0)))
-    return {"level": boot.level, "resamples": boot.n_boot, "note": boot.note,
-            "values": {m: {name: {stat: finite_or_none(t.loc[m, (name, stat)]) for stat in ("value", "low", "high")}
-                           for name in names} for m in t.index}}
-
-
 def _print_measures(boot: cboot.BootstrapResult) -> None:
     """One row per measure, one column per method: ``value [low, high]``."""
-    t = boot.table
-    names = list(dict.fromkeys(t.columns.get_level_values(0)))
-
-    def cell(m, name):
-        v, lo, hi = (t.loc[m, (name, s)] for s in ("value", "low", "high"))
-        return "n/a" if not np.isfinite(v) else f"{v:.4f} [{lo:.4f}, {hi:.4f}]"
-
-    frame = pd.DataFrame({"best": [measures.best_phrase(name).removesuffix(" is better") for name in names],
-                          **{m: [cell(m, name) for name in names] for m in t.index}}, index=names)
-    frame.index.name = "measure"
-    print(f"\nMore measures: value [{round(100 * boot.level)}% paired interval]")
-    print(frame.to_string())
-    print(boot.note)
+    print_intervals(boot, "More measures", lambda name: measures.best_phrase(name).removesuffix(" is better"))
 
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
@@ -114,7 +97,7 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     cells = aggregate(src, scheme, engine, args.memory_limit)
     ev = evaluate_cells(cells, cals, scheme)
     scheme_text = scheme.describe(on_cells=True)
-    boot = _measures(ev, names, args.boot) if names else None
+    boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
     n_pos = int(cells.n_pos.sum())
     out = {"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
            "scheme": scheme_text, "cells": cells.describe(), "notes": list(ev.notes), "binning": ev.binning,
@@ -134,7 +117,7 @@ def _emit(args, out: dict, head: str, messages, ev, boot) -> int:
     ``--json``, else the heading, the messages, the metrics table and the measures."""
     if args.json:
         if boot is not None:
-            out["measures"] = _measures_json(boot)
+            out["measures"] = intervals_json(boot)
         json.dump(out, sys.stdout, indent=2)
         print()
         return 0
@@ -151,13 +134,16 @@ def _emit(args, out: dict, head: str, messages, ev, boot) -> int:
 def cmd_evaluate(args) -> int:
     """Fit the chosen calibrators and print their held-out metrics (a table, or JSON); with ``--measures`` the
     further measures with paired intervals too."""
-    cals = resolve(args.methods, parse_params(args.param))
     scheme = scheme_of(args)
     engine = engine_for(args)
+    opened = classes.open_table(args, engine)
+    if opened is not None and opened.classes is not None:
+        return classes.cmd_evaluate_classes(args, opened.classes, scheme)
+    cals = resolve(args.methods, parse_params(args.param))
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)
     names = _measure_names(args.measures)
-    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
+    ss = _score_set(args, opened)
     check_split(ss, args)
     ev = evaluate_score_set(ss, cals, scheme, cells=args.cells)
     if ev.weights is not None:
@@ -165,7 +151,7 @@ def cmd_evaluate(args) -> int:
         how = ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note
     else:
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
-    boot = _measures(ev, names, args.boot) if names else None
+    boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
     out = {"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
            "cells": how, "notes": list(ev.notes), "binning": ev.binning, "validation": _validation_json(ss),
            "metrics": _metrics_json(ev)}
@@ -176,14 +162,13 @@ def cmd_evaluate(args) -> int:
 # -- report -----------------------------------------------------------------------------------------------
 def cmd_report(args) -> int:
     """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`)."""
-    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
+    opened = classes.open_table(args, None)
+    if opened.classes is not None:
+        return classes.cmd_report_classes(args, opened.classes, scheme_of(args))
+    ss = _score_set(args, opened)
     check_split(ss, args)
     text = report.report_for_score_set(ss, args.methods, scheme_of(args), params=parse_params(args.param),
                                        cells=args.cells, title=args.title, diagram=args.diagram,
                                        include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
-    where = write_text(text, None if args.out == "-" else args.out)
-    if where != "stdout":
-        print(f"Wrote the report of {ss.name} to {where} ({len(text.encode()) / 1e6:.1f} MB"
-              + ("; its charts load plotly.js from the CDN" if args.plotlyjs == "cdn" else "; it opens offline")
-              + ").", file=sys.stderr)
+    report_written(text, args, ss.name)
     return 0

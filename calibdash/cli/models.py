@@ -11,19 +11,25 @@ import numpy as np
 import pandas as pd
 
 from .. import export
-from ..data import guess_roles, load_scores, margins, read_table
+from ..data import build_score_set, guess_roles, margins, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..evaluation import Scheme
 from ..methods import parse_params, resolve, split_names
+from . import classes
 from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_job
-from .output import write_text
+from .output import split_rows, write_text
 
 __all__ = ["cmd_fit", "cmd_apply", "cmd_export_sql"]
 
 
 # -- fit --------------------------------------------------------------------------------------------------
 def cmd_fit(args) -> int:
-    """Fit one calibrator on a file (or the rows of one split value) and save it as JSON."""
+    """Fit one calibrator on a file (or the rows of one split value) and save it as JSON (a multi-class
+    calibrator on a K-class file, :func:`.classes.cmd_fit_classes`)."""
+    engine = engine_for(args)
+    opened = classes.open_table(args, engine)
+    if opened is not None and opened.classes is not None:
+        return classes.cmd_fit_classes(args, opened.classes)
     names = split_names(args.method)
     if len(names) != 1:
         raise SettingsError(f"--method takes one calibrator, got {args.method!r}.")
@@ -33,18 +39,11 @@ def cmd_fit(args) -> int:
         if key != method:
             raise SettingsError(f"--param {key}.… is a hyperparameter of {key!r}, but --method is {method!r}.")
     cal = resolve(method, params)[method]
-    engine = engine_for(args)
     if engine:
         return _fit_engine(args, cal, method, engine)
-    ss = load_scores(args.file, score=args.score, label=args.label, positive=args.positive)
-    rows = np.arange(ss.n_rows)
-    if args.split_value is not None:
-        if ss.split is None:
-            raise DataError(f"--split-value needs a split column in {ss.name}; none was found.")
-        rows = np.flatnonzero(ss.split == args.split_value)
-        if rows.size == 0:
-            raise DataError(f"no row of {ss.name} has {args.split_value!r} in split column {ss.split_column!r} "
-                            f"(values: {', '.join(sorted(set(ss.split)))}).")
+    ss = build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
+                         info=opened.info, name=opened.info.name)
+    rows = split_rows(ss.split, args.split_value, ss.n_rows, ss.name, ss.split_column)
     feats = ss.features.iloc[rows].reset_index(drop=True) if cal.uses_features and ss.features is not None else None
     cal.fit(ss.scores[rows], ss.labels[rows], feats)
     text = export.dumps(cal, fitted_on=export.provenance(ss, cal))
@@ -107,7 +106,10 @@ def _apply_score_column(df: pd.DataFrame, info, asked: str | None, fitted_on: di
 
 
 def cmd_apply(args) -> int:
-    """Add a saved calibrator's calibrated scores to every row of a file (rows without a score stay empty)."""
+    """Add a saved calibrator's calibrated scores to every row of a file (rows without a score stay empty); a
+    K-class model's, one column per class (:func:`.classes.cmd_apply_classes`)."""
+    if classes.is_class_model(args.model):
+        return classes.cmd_apply_classes(args)
     if args.engine is None and default_engine(args.file):
         args.engine = "duckdb"                      # a glob or a file over 200 MB: applied where it lies
     if args.engine:
@@ -170,6 +172,8 @@ def _apply_engine(args) -> int:
 def cmd_export_sql(args) -> int:
     """Print a saved calibrator as one SQL statement adding ``calibrated`` to the rows of a table."""
     from .. import sql
+    if classes.is_class_model(args.model):
+        classes.refuse_export_sql(args)
     try:
         model_text = Path(args.model).read_bytes()
     except OSError as exc:

@@ -1,15 +1,20 @@
-"""The command line's shared output helpers: numbers as the tables and JSON show them, and text written to a
-file or to stdout (:func:`write_text`, which reports a path it cannot write as an
-:class:`~calibdash.errors.EnvironmentProblem`)."""
+"""The command line's shared helpers: numbers as the tables and JSON show them, text written to a file or to
+stdout (:func:`write_text`, which reports a path it cannot write as an
+:class:`~calibdash.errors.EnvironmentProblem`), a validation report and bootstrap intervals as JSON or a
+table, the line saying where a report went, and the rows of one split value."""
 from __future__ import annotations
 
 import math
 import sys
 from pathlib import Path
 
-from ..errors import EnvironmentProblem
+import numpy as np
+import pandas as pd
 
-__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence"]
+from ..errors import DataError, EnvironmentProblem
+
+__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "validation_json", "intervals_json",
+           "print_intervals", "report_written", "split_rows"]
 
 
 def four_places(v: float) -> str:
@@ -48,3 +53,74 @@ def jsonable(v):
 
 def sentence(fragment: str) -> str:
     return fragment[:1].upper() + fragment[1:] + ("" if fragment.endswith(".") else ".")
+
+
+def validation_json(rep, label: dict, mapped: dict | None = None) -> dict:
+    """What loading found (a :class:`calibdash.data.ValidationReport` ``rep``) as JSON: rows read, used,
+    dropped and why, ``label`` (the label column and its classes), the class counts, ``mapped`` (binary
+    files: the score columns mapped to [0, 1]) and the report's messages."""
+    out = {"rows_read": rep.n_read, "rows_used": rep.n_used, "rows_dropped": int(sum(rep.dropped.values())),
+           "dropped": {reason: int(k) for reason, k in rep.dropped.items()},
+           "dropped_examples": {reason: list(ex) for reason, ex in rep.dropped_examples.items()},
+           "label": label, "class_counts": {k: int(v) for k, v in rep.class_counts.items()}}
+    if mapped is not None:
+        out["mapped"] = mapped
+    out["messages"] = list(rep.messages)
+    return out
+
+
+def intervals_json(boot) -> dict:
+    """A bootstrap result as JSON: level, resamples, note, and method -> measure -> value, low, high."""
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+    return {"level": boot.level, "resamples": boot.n_boot, "note": boot.note,
+            "values": {m: {name: {stat: finite_or_none(t.loc[m, (name, stat)]) for stat in ("value", "low", "high")}
+                           for name in names} for m in t.index}}
+
+
+def print_intervals(boot, heading: str, best) -> None:
+    """A bootstrap result as a table on stdout: one row per measure (``best(name)``: which value is best),
+    one column per method, each cell ``value [low, high]``; then the result's note."""
+    t = boot.table
+    names = list(dict.fromkeys(t.columns.get_level_values(0)))
+
+    def cell(m, name):
+        v, lo, hi = (t.loc[m, (name, s)] for s in ("value", "low", "high"))
+        return "n/a" if not np.isfinite(v) else f"{v:.4f} [{lo:.4f}, {hi:.4f}]"
+
+    frame = pd.DataFrame({"best": [best(name) for name in names],
+                          **{m: [cell(m, name) for name in names] for m in t.index}}, index=names)
+    frame.index.name = "measure"
+    print(f"\n{heading}: value [{round(100 * boot.level)}% paired interval]")
+    print(frame.to_string())
+    print(boot.note)
+
+
+def report_written(text: str, args, name: str) -> None:
+    """Write a report's HTML to ``args.out`` (``-``: stdout) and say on stderr where it went, how large it is
+    and whether it opens offline."""
+    where = write_text(text, None if args.out == "-" else args.out)
+    if where != "stdout":
+        print(f"Wrote the report of {name} to {where} ({len(text.encode()) / 1e6:.1f} MB"
+              + ("; its charts load plotly.js from the CDN" if args.plotlyjs == "cdn" else "; it opens offline")
+              + ").", file=sys.stderr)
+
+
+def split_rows(split, value: str | None, n: int, name: str, column: str | None) -> np.ndarray:
+    """The rows ``fit --split-value`` fits on: all ``n`` when ``value`` is None, else those whose split column
+    (``split``, text per row, or None when the file has none) holds ``value``.
+
+    Raises
+    ------
+    DataError
+        No split column, or no row holds ``value`` (the message lists the values).
+    """
+    if value is None:
+        return np.arange(n)
+    if split is None:
+        raise DataError(f"--split-value needs a split column in {name}; none was found.")
+    rows = np.flatnonzero(split == value)
+    if rows.size == 0:
+        raise DataError(f"no row of {name} has {value!r} in split column {column!r} "
+                        f"(values: {', '.join(sorted(set(split)))}).")
+    return rows

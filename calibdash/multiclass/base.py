@@ -223,6 +223,11 @@ class MulticlassCalibrator(BaseEstimator):
         Place in every list of multi-class methods; None: after those that declare one, by name.
     color : str or None
         ``"#RRGGBB"``, its colour in every chart; None: picked stably from its name.
+    parametric : bool
+        Whether the map has a fixed, small number of parameters (the scaling family: temperature,
+        vector, matrix, Dirichlet), so that on large data a fit on a sample of the fitting rows is as
+        good as one on all of them: :func:`calibdash.multiclass.evaluation.evaluate_classes` then fits
+        it on a content-keyed sample of ``max_fit_rows`` rows. False (the default): fitted on every row.
     """
 
     name: ClassVar[str] = ""
@@ -232,6 +237,7 @@ class MulticlassCalibrator(BaseEstimator):
     hyperparams: ClassVar[Sequence[HyperParam]] = ()
     order: ClassVar[float | None] = None
     color: ClassVar[str | None] = None
+    parametric: ClassVar[bool] = False
     multiclass: ClassVar[bool] = True
 
     def __init__(self, logits: bool = False):

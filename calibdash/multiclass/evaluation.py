@@ -5,6 +5,17 @@ so another row order gives the same result), fits every method on each fitting p
 :func:`calibdash.crossfit.cross_fit` (the same loop as the binary evaluation), and judges the
 held-out class probabilities with every measure of :mod:`calibdash.multiclass.metrics`; the
 table's first row is the uncalibrated probabilities on the same rows.
+
+Large data: the parametric maps (methods whose class says ``parametric``: the scaling family,
+temperature, vector, matrix and Dirichlet scaling, each a few to K(K+1) parameters) are fitted
+on a sample of at most ``max_fit_rows`` (default :data:`MAX_FIT_ROWS`) of a fitting part's rows,
+stratified by class and chosen by the rows' content
+(:func:`calibdash.multiclass.split.content_sample`, so the row order still changes nothing);
+the other methods (one-vs-rest and top-label binary calibrators, whose maps grow with the data)
+are fitted on every fitting row, and every method is judged on every held-out row. The
+evaluation's ``notes`` say when a sample was used. A map of at most K(K+1) parameters fitted on
+200,000 rows has about 20 rows per parameter at K = 100 (matrix and Dirichlet scaling's 10,100)
+and over 450 for K <= 20; temperature and vector scaling have 1 and 2K.
 """
 from __future__ import annotations
 
@@ -19,11 +30,17 @@ from ..methods import RAW
 from ..scheme import Scheme
 from . import get
 from .base import MulticlassCalibrator, Scores, as_scores, check_classes
-from .split import class_split_plan
+from .split import class_split_plan, content_sample
 
-__all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "UNCALIBRATED"]
+__all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "UNCALIBRATED", "MAX_FIT_ROWS",
+           "DEFAULT_METHODS"]
 
 UNCALIBRATED = RAW
+#: The methods the command line's ``evaluate`` and ``report`` fit on a K-class file unless told otherwise:
+#: the scaling family's one-, K- and K(K+1)-parameter maps and one-vs-rest isotonic regression.
+DEFAULT_METHODS = ("temperature", "vector", "dirichlet", "ovr:isotonic")
+#: Above this many fitting rows, the parametric maps are fitted on a content-keyed sample of this many.
+MAX_FIT_ROWS = 200_000
 
 
 def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, logits: bool = False
@@ -77,7 +94,8 @@ class ClassEvaluation:
     models : dict
         Method key -> calibrator fitted on the fitting part (k-fold: refitted on all rows).
     fit_rows : ndarray
-        The rows every model in ``models`` was fitted on, ascending.
+        The rows every model in ``models`` was fitted on, ascending (the parametric ones on a sample of
+        them when ``notes`` says so).
     fit_seconds : dict
     classes : list
         The class names, in column order.
@@ -101,9 +119,53 @@ class ClassEvaluation:
         return "; ".join(self.notes)
 
 
+def _fits(cals: dict, x: Scores, y: np.ndarray, pairs: list, kfold: bool, max_fit_rows: int | None, seed: int,
+          progress) -> tuple[dict, dict, dict, list[str]]:
+    """Each method's predictions (one value per row, NaN where not judged), model and seconds, through
+    :func:`cross_fit`; the parametric methods on a sample of each fitting part above ``max_fit_rows``."""
+    if max_fit_rows is not None and (int(max_fit_rows) != max_fit_rows or max_fit_rows < 1):
+        from ..errors import SettingsError
+        raise SettingsError(f"max_fit_rows must be a whole number of at least 1 (or None), got {max_fit_rows!r}.")
+    sampled = [k for k, c in cals.items() if c.parametric]
+    largest = max([x.n if kfold else 0] + [tr.size for tr, _ in pairs])
+    if max_fit_rows is None or not sampled or largest <= max_fit_rows:
+        groups = [(cals, pairs, kfold, None)]
+        notes = []
+    else:
+        m = int(max_fit_rows)
+        rest = {k: c for k, c in cals.items() if k not in sampled}
+        refit = content_sample(x.given, y, np.arange(x.n), m, seed) if kfold else None
+        groups = [(rest, pairs, kfold, None),
+                  ({k: cals[k] for k in sampled}, [(content_sample(x.given, y, tr, m, seed), te) for tr, te in pairs],
+                   False, refit)]
+        labels = ", ".join(type(cals[k]).label or k for k in sampled)
+        sizes = sorted({tr.size for tr, _ in pairs if tr.size > m})
+        notes = [f"{labels} fitted on a sample of {m:,} of the {', '.join(f'{n:,}' for n in sizes)} fitting rows "
+                 f"(stratified by class, chosen by the rows' content with seed {seed}); every method is judged "
+                 "on every held-out row"]
+    columns, models, seconds = {}, {}, {}
+    done = 0
+    for group, group_pairs, refit, refit_rows in groups:
+        if not group:
+            continue
+        share, start = len(group) / len(cals), done / len(cals)
+        step = None if progress is None else (lambda f, msg, s=start, w=share: progress(s + w * f, msg))
+        fit = cross_fit(group, x.given, y, None, group_pairs, refit=refit, progress=step)
+        columns.update((k, fit.column(k)) for k in group)
+        models.update(fit.models)
+        seconds.update(fit.seconds)
+        if refit_rows is not None:              # k-fold's deployed model: fitted on a sample of all rows
+            again = cross_fit(group, x.given[refit_rows], y[refit_rows], None, (), refit=True)
+            models.update(again.models)
+            seconds.update((k, seconds[k] + again.seconds[k]) for k in group)
+        done += len(group)
+    return ({k: columns[k] for k in cals}, {k: models[k] for k in cals}, {k: seconds[k] for k in cals}, notes)
+
+
 def evaluate_classes(P, labels, methods, scheme: Scheme | None = None, *, logits: bool = False, split=None,
                      classes: Sequence | None = None, params: Mapping[str, Mapping] | None = None,
-                     progress: Callable[[float, str], None] | None = None) -> ClassEvaluation:
+                     progress: Callable[[float, str], None] | None = None,
+                     max_fit_rows: int | None = MAX_FIT_ROWS) -> ClassEvaluation:
     """Fit each method on the fitting rows and judge its class probabilities on held-out rows.
 
     Parameters
@@ -119,6 +181,12 @@ def evaluate_classes(P, labels, methods, scheme: Scheme | None = None, *, logits
         The file's split column, for ``Scheme(kind="column")``.
     classes : sequence, optional
         The class names in column order (default 0..K-1).
+    params : mapping key -> {hyperparameter: value}, optional
+    progress : callable(fraction, message), optional
+    max_fit_rows : int or None, default :data:`MAX_FIT_ROWS`
+        Fit the parametric methods (``parametric`` classes: the scaling family) on a content-keyed,
+        class-stratified sample of this many rows of a larger fitting part (k-fold: the deployed model
+        too, on a sample of all rows), with a note; None fits every method on every fitting row.
 
     Returns
     -------
@@ -132,11 +200,12 @@ def evaluate_classes(P, labels, methods, scheme: Scheme | None = None, *, logits
     pairs, notes = class_split_plan(x.given, y, scheme, split)
     kfold = scheme.kind == "kfold"
     rows = np.sort(np.concatenate([te for _, te in pairs])) if kfold else pairs[0][1]
-    fit = cross_fit(cals, x.given, y, None, pairs, refit=kfold, progress=progress)
-    preds = {UNCALIBRATED: x.probabilities[rows], **{key: fit.column(key)[rows] for key in cals}}
+    columns, models, seconds, sampled = _fits(cals, x, y, pairs, kfold, max_fit_rows, scheme.seed, progress)
+    preds = {UNCALIBRATED: x.probabilities[rows], **{key: columns[key][rows] for key in cals}}
     y_rows = y[rows]
     table = metrics.measure_table(preds, y_rows)
     fit_rows = np.arange(x.n) if kfold else pairs[0][0]
     return ClassEvaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=preds, metrics=table,
-                           models=fit.models, fit_rows=np.sort(fit_rows), fit_seconds=fit.seconds,
-                           classes=list(classes) if classes is not None else list(range(x.k)), notes=notes)
+                           models=models, fit_rows=np.sort(fit_rows), fit_seconds=seconds,
+                           classes=list(classes) if classes is not None else list(range(x.k)),
+                           notes=notes + sampled)

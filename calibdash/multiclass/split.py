@@ -15,6 +15,10 @@ same multisets of rows) and every result that follows is the same:
 * ``"kfold"``: the rows of each class are dealt to the K folds in that order, each class
   starting where the last stopped (stratified; every fold non-empty when n >= K);
 * ``"column"`` and ``"insample"`` as for binary data (:class:`calibdash.scheme.Scheme`).
+
+:func:`content_sample` draws a stratified sample of some rows by the same keys, so a sample
+of a large fitting part (what :func:`calibdash.multiclass.evaluation.evaluate_classes` fits
+the parametric maps on) does not depend on the row order either.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from ..cells import row_hash
 from ..errors import DataError, SettingsError
 from ..scheme import KINDS, Scheme, column_parts
 
-__all__ = ["content_keys", "content_order", "class_split_plan"]
+__all__ = ["content_keys", "content_order", "content_sample", "class_split_plan"]
 
 _LOW = np.uint64(0xFFFFFFFF)
 
@@ -46,8 +50,61 @@ def content_order(values: np.ndarray, labels: np.ndarray, seed: int = 0) -> np.n
     """Row indices ordered by class, then key, then the row's values: the same rows in the same
     order (up to identical rows) whatever order the table came in."""
     keys = content_keys(values, labels, seed)
-    cols = [values[:, j] for j in range(values.shape[1] - 1, -1, -1)]
-    return np.lexsort((*cols, keys, labels))
+    # one sort on (class, key) packed in 64 bits, then the rows that share both (identical rows, or
+    # rare distinct rows whose keys collide) ordered by their values; the same order as
+    # lexsort((values[:, K-1], ..., values[:, 0], keys, labels)), and stable like it
+    packed = (np.asarray(labels).astype(np.uint64) << np.uint64(32)) | keys
+    order = np.argsort(packed, kind="stable")
+    p = packed[order]
+    same = p[1:] == p[:-1]
+    if same.any():
+        tied = np.r_[same, False] | np.r_[False, same]          # positions in a run of equal (class, key)
+        group = np.cumsum(np.r_[True, ~same])[tied]             # the run of each such position
+        rows = order[tied]
+        sub = values[rows]
+        order[tied] = rows[np.lexsort([*(sub[:, j] for j in range(sub.shape[1] - 1, -1, -1)), group])]
+    return order
+
+
+def _within_class(sorted_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For labels sorted by class: each row's position within its class, and its class's size."""
+    n = sorted_y.size
+    starts = np.flatnonzero(np.r_[True, sorted_y[1:] != sorted_y[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    return np.arange(n) - np.repeat(starts, sizes), np.repeat(sizes, sizes)
+
+
+def content_sample(values, labels, rows, size: int, seed: int = 0) -> np.ndarray:
+    """``size`` of ``rows`` (indices into ``values``), stratified by class and chosen by content: ascending.
+
+    Class ``c``, holding ``n_c`` of the ``n`` rows, gets ``floor(size n_c / n)`` places, and the places
+    left over go one each to the classes with the largest remainders ``size n_c / n - floor(.)`` (ties
+    to the lower class index), so the sample has exactly ``size`` rows and each class its share to
+    within one row (Hamilton's largest-remainder rule). Within a class the rows taken are the first in
+    :func:`content_order` with ``seed``: the same rows (up to identical ones) whatever the row order.
+    All of ``rows`` when ``size >= len(rows)``.
+
+    Raises
+    ------
+    SettingsError
+        ``size`` below 1.
+    """
+    rows = np.sort(np.asarray(rows, dtype=np.int64))
+    if int(size) != size or size < 1:
+        raise SettingsError(f"a sample needs a whole number of rows of at least 1, got {size!r}.")
+    n = rows.size
+    if size >= n:
+        return rows
+    v = np.asarray(values, dtype=float)[rows]
+    y = np.asarray(labels, dtype=np.int64)[rows]
+    counts = np.bincount(y)
+    share = int(size) * counts / n
+    quota = np.floor(share).astype(np.int64)
+    extra = int(size) - int(quota.sum())
+    quota[np.lexsort((np.arange(counts.size), -(share - quota)))[:extra]] += 1
+    order = content_order(v, y, seed)
+    rank, _ = _within_class(y[order])
+    return np.sort(rows[order[rank < quota[y[order]]]])
 
 
 def _rows(k: int, what: str = "row") -> str:
@@ -91,8 +148,7 @@ def class_split_plan(values, labels, scheme: Scheme, split=None) -> tuple[list[t
         order = content_order(np.asarray(values, dtype=float), y, scheme.seed)
         sorted_y = y[order]
         starts = np.flatnonzero(np.r_[True, sorted_y[1:] != sorted_y[:-1]])
-        rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))   # position within its class
-        size = np.repeat(np.diff(np.r_[starts, n]), np.diff(np.r_[starts, n]))
+        rank, size = _within_class(sorted_y)                 # position within its class, its class's size
         if scheme.kind == "split":
             if not 0 < scheme.test_size < 1:
                 raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")

@@ -43,13 +43,16 @@ The page is written by these modules: :mod:`calibdash.report.pipeline` (from a
 file or a ScoreSet to the page), :mod:`calibdash.report.build` (the document:
 verdict, sections, figures), :mod:`calibdash.report.text` (method names, the
 measures table, the Data section's lines) and :mod:`calibdash.report.markup`
-(escaping, tables, CSS). Every public name imports from here.
+(escaping, tables, CSS, the page). :mod:`calibdash.report.classes` writes the report of a K-class file
+on the same page (:func:`report_for_class_set`). Every public name imports from here.
 """
 from __future__ import annotations
 
 from .build import PLOTLYJS_MODES, build_report
+from .classes import build_class_report, report_for_class_set
 from .markup import CSS  # noqa: F401  (calibdash.report.CSS, as before the split)
 from .pipeline import report_for_file, report_for_score_set
 from .text import default_labels, describe_source, measure_table
 
-__all__ = ["build_report", "report_for_file", "report_for_score_set", "measure_table", "describe_source", "default_labels", "PLOTLYJS_MODES"]
+__all__ = ["build_report", "report_for_file", "report_for_score_set", "measure_table", "describe_source", "default_labels", "PLOTLYJS_MODES",
+           "build_class_report", "report_for_class_set"]

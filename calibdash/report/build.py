@@ -16,38 +16,45 @@ from .. import __version__, bootstrap as cboot, diagrams, metrics
 from ..bootstrap import BootstrapResult
 from ..errors import SettingsError
 from ..evaluation import UNCALIBRATED, Evaluation
-from .markup import CSS, escape, interval_table, methods_section
+from .markup import escape, interval_table, methods_section, page
 from .text import default_labels, intervals_text, judged_text, measure_table
 
-__all__ = ["build_report", "PLOTLYJS_MODES"]
+__all__ = ["build_report", "figure_html", "check_plotlyjs", "PLOTLYJS_MODES", "FIG_HEIGHT"]
 
 #: What ``include_plotlyjs`` accepts: True (plotly.js written inline, the default: opens offline) or "cdn".
 PLOTLYJS_MODES = (True, "cdn")
 #: Figure height in pixels (the dashboard's default).
-_FIG_HEIGHT = 520
+FIG_HEIGHT = 520
 
 
 def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):
     from .. import figures                     # plotly: the [app] extra
     from ..figures import diagrams as fdiagrams
 
-    rel = fdiagrams.plot(rel_data, names=labels, height=_FIG_HEIGHT)
+    rel = fdiagrams.plot(rel_data, names=labels, height=FIG_HEIGHT)
     raw = ev.predictions[UNCALIBRATED].to_numpy()
     feats = None if features is None or ev.weights is not None else features
     curves = figures.map_curves(ev.models, raw, feats, sample_weight=ev.weights)
     cmap = figures.calibration_map(curves, raw, labels=labels, log_x=log_x, sample_weight=ev.weights,
-                                   height=_FIG_HEIGHT)
+                                   height=FIG_HEIGHT)
     return [("reliability", rel), ("calibration-map", cmap)]
 
 
-def _figure_html(figs, include_plotlyjs) -> list[str]:
+def check_plotlyjs(include_plotlyjs) -> None:
+    """SettingsError unless ``include_plotlyjs`` is one of :data:`PLOTLYJS_MODES`."""
+    if not (include_plotlyjs is True or include_plotlyjs == "cdn"):
+        raise SettingsError(f"include_plotlyjs must be True (inline, opens offline) or 'cdn', "
+                            f"got {include_plotlyjs!r}.")
+
+
+def figure_html(figs, include_plotlyjs) -> list[str]:
     """Each figure's ``<div>``; plotly.js (inline or its CDN tag) goes with the first one only."""
     import plotly.io as pio
 
     config = {"responsive": True, "displaylogo": False,
               "toImageButtonOptions": {"format": "png", "scale": 2}}
     return [pio.to_html(fig, include_plotlyjs=include_plotlyjs if i == 0 else False, full_html=False,
-                        div_id=f"fig-{key}", config=config, default_height=f"{_FIG_HEIGHT}px")
+                        div_id=f"fig-{key}", config=config, default_height=f"{FIG_HEIGHT}px")
             for i, (key, fig) in enumerate(figs)]
 
 
@@ -113,9 +120,7 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
     SettingsError
         ``include_plotlyjs`` is not one of :data:`PLOTLYJS_MODES`, or ``diagram`` not a diagram type.
     """
-    if not (include_plotlyjs is True or include_plotlyjs == "cdn"):
-        raise SettingsError(f"include_plotlyjs must be True (inline, opens offline) or 'cdn', "
-                            f"got {include_plotlyjs!r}.")
+    check_plotlyjs(include_plotlyjs)
     diagrams.check_kind(diagram)
     ev = evaluation
     keys = list(dict.fromkeys([*boot.table.index, *ev.predictions.columns]))
@@ -135,7 +140,7 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
     data_html = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in data)
 
     rel_data = diagrams.prepare(diagram, ev.predictions, ev.labels, ev.weights, n_bins=n_bins, strategy=strategy)
-    figs = _figure_html(_figures(ev, labels, rel_data, log_x, features), include_plotlyjs)
+    figs = figure_html(_figures(ev, labels, rel_data, log_x, features), include_plotlyjs)
     if rel_data.kind == diagrams.BINNED:
         rel_caption = (f"The reliability diagram: observed frequency of positives against mean prediction in "
                        f"{escape(metrics.binning_label(rel_data.n_bins, strategy))}, each with its 95% interval, and "
@@ -163,22 +168,7 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
     notes_html = ("<section><h2>Notes</h2><ul class=\"notes\">"
                   + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul></section>") if notes else ""
     level = int(round(100 * boot.level))
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="calibdash {escape(__version__)}">
-<title>{escape(title)}</title>
-<style>{CSS}</style>
-</head>
-<body>
-<main>
-<header>
-<h1>{escape(title)}</h1>
-<div class="meta">calibdash {escape(__version__)} · generated {escape(when)}</div>
-</header>
-<p class="verdict" id="verdict"><strong>Verdict</strong>{escape(verdict)}</p>
+    body = f"""<p class="verdict" id="verdict"><strong>Verdict</strong>{escape(verdict)}</p>
 <section><h2>Data</h2><dl class="data">{data_html}</dl></section>
 <section><h2>Metrics on the held-out rows</h2>
 {interval_table(boot, labels, "metrics")}
@@ -196,10 +186,7 @@ Lower is better except AUC and ACC. ECE and MCE use {escape(ev.binning)}. Hover 
 <section><h2>Methods</h2>
 {methods_section(ev, labels)}
 </section>
-{notes_html}
-<footer>Made with calibdash {escape(__version__)} on {escape(when)}: calibration of binary classifiers, each method
-fitted and judged as the Data section says.</footer>
-</main>
-</body>
-</html>
-"""
+{notes_html}"""
+    footer = f"""Made with calibdash {escape(__version__)} on {escape(when)}: calibration of binary classifiers, each method
+fitted and judged as the Data section says."""
+    return page(title, when, body, footer)

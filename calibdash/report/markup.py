@@ -11,11 +11,11 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import measures
+from .. import __version__, measures
 from ..bootstrap import BootstrapResult
 from ..evaluation import Evaluation
 
-__all__ = ["CSS", "escape", "number", "interval_table", "methods_section"]
+__all__ = ["CSS", "escape", "number", "interval_table", "binary_heading", "methods_section", "page"]
 
 #: What each metric of :data:`calibdash.metrics.METRIC_NAMES` is, for the table's header tooltips.
 _METRIC_HELP = {
@@ -76,12 +76,19 @@ def _help(name: str) -> str:
     return f"{_METRIC_HELP.get(name, name)} ({_direction(name)[1]})"
 
 
-def _grid(names, index, value, interval) -> tuple[list, list]:
+def binary_heading(name: str):
+    """A binary metric's or measure's column: (arrow, tooltip, ``orient``), ``orient(values)`` turning its
+    values so that lower is better (None when the column ranks nothing); :func:`interval_table`'s default."""
+    return _direction(name)[0], _help(name), lambda values: _badness(name, values)
+
+
+def _grid(names, index, value, interval, heading) -> tuple[list, list]:
     """Columns (name, arrow, tooltip) and cells (html, best) of a methods x names table."""
     columns, grid = [], [[] for _ in index]
     for name in names:
-        columns.append((name, _direction(name)[0], _help(name)))
-        bad = _badness(name, value[name])
+        arrow, tip, orient = heading(name)
+        columns.append((name, arrow, tip))
+        bad = orient(value[name])
         bold = np.zeros(len(index), bool) if bad is None else _best(bad)
         for i, v in enumerate(value[name]):
             lo_hi = (interval[name][0][i], interval[name][1][i]) if name in interval else (None, None)
@@ -123,11 +130,12 @@ def _frame_parts(table) -> tuple[list, list, dict, dict]:
     return names, list(table.index), {n: table[c].to_numpy(dtype=float) for n, c in zip(names, table.columns)}, {}
 
 
-def interval_table(table, labels: Mapping[str, str], css_class: str) -> str:
+def interval_table(table, labels: Mapping[str, str], css_class: str, heading=binary_heading) -> str:
     """The metrics (or measures) table: a BootstrapResult (each cell "value [low, high]") or a DataFrame of
-    values (methods x names); the best value of each column in bold."""
+    values (methods x names); the best value of each column in bold. ``heading(name)`` gives a column's
+    (arrow, tooltip, orient) as :func:`binary_heading` does for the binary names (its default)."""
     names, index, value, interval = _frame_parts(table)
-    columns, grid = _grid(names, index, value, interval)
+    columns, grid = _grid(names, index, value, interval, heading)
     return _table([labels.get(k, k) for k in index], columns, grid, css_class)
 
 
@@ -149,6 +157,32 @@ def methods_section(ev: Evaluation, labels: Mapping[str, str]) -> str:
             '<th scope="col">Key</th><th scope="col">Hyperparameters</th>'
             '<th scope="col" title="seconds spent fitting and predicting, all folds">Time</th>'
             f'<th scope="col">Paper</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def page(title: str, generated: str, body: str, footer: str) -> str:
+    """The whole HTML document: head (title, the calibdash version, :data:`CSS`), the heading with the date
+    ``generated``, ``body`` (the sections, already HTML) and the footer ``footer`` (already HTML)."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="calibdash {escape(__version__)}">
+<title>{escape(title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<main>
+<header>
+<h1>{escape(title)}</h1>
+<div class="meta">calibdash {escape(__version__)} · generated {escape(generated)}</div>
+</header>
+{body}
+<footer>{footer}</footer>
+</main>
+</body>
+</html>
+"""
 
 
 def _seconds(s: float | None) -> str:

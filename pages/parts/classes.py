@@ -25,8 +25,8 @@ from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
 from pages.parts.source import SAMPLE, role_key, source_table, using_large, using_upload
 
-__all__ = ["MODE", "LABEL", "PREFIX", "KIND", "KINDS", "MODES", "detected", "using_classes", "chosen_class_roles", "active_class_set",
-           "class_set_or_stop", "evaluate_chosen", "bootstrap_chosen", "frozen"]
+__all__ = ["MODE", "LABEL", "PREFIX", "KIND", "KINDS", "MODES", "detected", "using_classes", "chosen_class_roles",
+           "active_class_set", "class_set_or_stop", "evaluate_chosen", "bootstrap_chosen", "frozen"]
 
 # role keys (per file, through source.role_key)
 MODE, LABEL, PREFIX, KIND = "mc.mode", "mc.label", "mc.prefix", "mc.kind"

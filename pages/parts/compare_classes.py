@@ -18,7 +18,7 @@ from calibdash.figures import multiclass as fmulticlass
 from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
-from pages.parts.labels import class_method, class_method_label, class_method_labels
+from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
 from pages.parts.scheme import current_scheme
 from pages.parts.tables import interval_frame
 from pages.parts.widgets import hyperparam_panel, initial
@@ -184,7 +184,7 @@ def compare_classes() -> None:
                             help="Every method is fitted on the same rows and judged on the same held-out rows. "
                                  "ovr: one binary calibrator per class; top_label: the top class's probability.",
                             **initial(METHODS, default=default_methods(available)))
-    params = hyperparam_panel(chosen, describe=class_method)
+    params = hyperparam_panel(chosen, label=class_method_label, specs_of=class_hyperparams)
     ev = evaluate_chosen(cs, scheme, params)
     labels = class_method_labels(ev.predictions)
     what = "logits, softmaxed for the uncalibrated row" if cs.logits else "probabilities"

@@ -2,13 +2,12 @@
 the positive class among a label column's values, by the rule the API and the command line use."""
 from __future__ import annotations
 
-from calibdash import calibrators, multiclass
+from calibdash import calibrators
 from calibdash.errors import SettingsError
 from calibdash.methods import RAW
 from calibdash.validation import choose_positive, label_values
 
-__all__ = ["method_label", "method_menu_label", "method_labels", "positive_class_options", "MAX_LABEL_OPTIONS",
-           "class_method", "class_method_label", "class_method_labels"]
+__all__ = ["method_label", "method_menu_label", "method_labels", "menu_label", "positive_class_options", "MAX_LABEL_OPTIONS"]
 
 #: At most this many label values are offered in the positive-class menu.
 MAX_LABEL_OPTIONS = 20
@@ -19,48 +18,33 @@ def method_label(method: str) -> str:
     return calibrators.get_class(method).label or method
 
 
+def menu_label(method: str, label: str, summary: str) -> str:
+    """Label and summary, for menus: "BBQ — Bayesian binning into quantiles" (the label alone when the summary
+    says nothing more; the name when there is no label)."""
+    return f"{label} — {summary}" if summary and summary not in label else (label or method)
+
+
 def method_menu_label(method: str) -> str:
     """Label and summary, for menus: "BBQ — Bayesian binning into quantiles"."""
     cls = calibrators.get_class(method)
-    return f"{cls.label} — {cls.summary}" if cls.summary and cls.summary not in cls.label else (cls.label or method)
+    return menu_label(method, cls.label, cls.summary)
 
 
-def method_labels(keys) -> dict:
-    """Key -> label for a table's rows: "Uncalibrated" for the raw scores, a key that names no method as is."""
+def method_labels(keys, label=None) -> dict:
+    """Key -> label for a table's rows: "Uncalibrated" for the raw scores, a key that names no method as is.
+
+    ``label``: how a method is named (default :func:`method_label`, the binary calibrators').
+    """
+    label = label or method_label
     out = {}
     for k in keys:
         if k == RAW:
             out[k] = "Uncalibrated"
         else:
             try:
-                out[k] = method_label(k)
+                out[k] = label(k)
             except SettingsError:
                 out[k] = k
-    return out
-
-
-def class_method(method: str):
-    """What a multi-class method's name stands for, as the pages read it (label, hyperparameters, colour): the
-    class for a plain method, an unfitted instance for a composite (``ovr:isotonic``), whose label and
-    hyperparameters come from its binary method."""
-    if ":" in method:
-        return multiclass.get(method)
-    return multiclass.get_class(method)
-
-
-def class_method_label(method: str) -> str:
-    """"One-vs-rest isotonic regression" for ``"ovr:isotonic"``: a multi-class method's label, else its name."""
-    return class_method(method).label or method
-
-
-def class_method_labels(keys) -> dict:
-    """Key -> label for a multi-class table's rows: "Uncalibrated" for the raw probabilities."""
-    out = {}
-    for k in keys:
-        try:
-            out[k] = "Uncalibrated" if k == RAW else class_method_label(k)
-        except SettingsError:
-            out[k] = k
     return out
 
 

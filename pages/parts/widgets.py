@@ -27,17 +27,17 @@ def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def hyperparam_widgets(method: str, container=None, hyperparams=None) -> dict:
+def hyperparam_widgets(method: str, container=None, specs=None) -> dict:
     """One widget per declared hyperparameter of ``method``; returns name -> value.
 
     Keys are ``hp.<method>.<name>`` and persist for the session, so Explore,
-    Compare and Benchmark share one setting per method. ``hyperparams``: the
-    :class:`~calibdash.calibrators.base.HyperParam` records to draw (default:
-    the binary calibrator ``method``'s), such as a multi-class method's.
+    Compare and Benchmark share one setting per method. ``specs``: the
+    HyperParam records to draw (default: the binary calibrator ``method``'s;
+    a multi-class method passes its own).
     """
     box = container or st
     values = {}
-    for hp in calibrators.get_class(method).hyperparams if hyperparams is None else hyperparams:
+    for hp in (calibrators.get_class(method).hyperparams if specs is None else specs):
         key = hp_key(method, hp.name)
         label = f"{hp.symbol} — {hp.name}" if hp.symbol and hp.symbol != hp.name else hp.name
         if hp.kind == "bool":
@@ -58,26 +58,17 @@ def hyperparam_widgets(method: str, container=None, hyperparams=None) -> dict:
     return values
 
 
-def hyperparam_panel(methods, title: str = "Hyperparameters", *, describe=None) -> dict:
+def hyperparam_panel(methods, title: str = "Hyperparameters", *, label=method_label, specs_of=None) -> dict:
     """A collapsed panel with each method's hyperparameter widgets in up to three columns; method -> values.
 
-    ``describe``: method -> object with ``label`` and ``hyperparams`` (default the binary calibrator's class;
-    for multi-class methods :func:`pages.parts.labels.class_method`, whose widgets are keyed
-    ``hp.mc.<method>.<name>``).
+    ``label`` names a method; ``specs_of(method)`` gives its HyperParam records (default: the binary
+    calibrators').
     """
     params = {}
     with st.expander(title, expanded=False):
         cols = st.columns(max(1, min(3, len(methods))))
         for i, m in enumerate(methods):
             box = cols[i % len(cols)]
-            if describe is None:
-                box.markdown(f"**{method_label(m)}**")
-                params[m] = hyperparam_widgets(m, box)
-                continue
-            what = describe(m)
-            box.markdown(f"**{what.label or m}**")
-            if not what.hyperparams:
-                box.caption("No hyperparameters.")
-            # keys of their own (hp.mc.<method>.<name>): a multi-class method may share a binary one's name
-            params[m] = hyperparam_widgets(f"mc.{m}", box, what.hyperparams)
+            box.markdown(f"**{label(m)}**")
+            params[m] = hyperparam_widgets(m, box, None if specs_of is None else specs_of(m))
     return params

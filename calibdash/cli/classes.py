@@ -1,0 +1,293 @@
+"""The commands on K-class files: ``evaluate``, ``report``, ``fit``, ``apply`` and ``export-sql`` when the file is
+a multi-class table (a label of K >= 3 classes and one probability or logit column per class,
+:mod:`calibdash.data.classes`) or the model a multi-class calibrator (:mod:`calibdash.multiclass.export`).
+
+:func:`open_table` reads the file once and says which it is: a K-class table when the user names the class
+columns (``--probs PREFIX`` or ``--logits PREFIX``), or when neither ``--score`` nor ``--positive`` is given
+and :func:`calibdash.data.is_multiclass` finds the columns; else the binary commands go on with the table
+read. The work is the library's: :func:`calibdash.multiclass.evaluation.evaluate_classes` (its large-data
+policy included: the parametric maps fitted on a sample, said in its notes),
+:func:`calibdash.multiclass.bootstrap.bootstrap_multiclass` and its verdict,
+:func:`calibdash.report.classes.report_for_class_set`, :func:`calibdash.multiclass.export.dumps`.
+
+K-class files are read into memory: ``--engine duckdb|spark`` is refused for them with a
+:class:`~calibdash.errors.SettingsError`, and so is ``export-sql`` of a K-class model (its softmax of K
+columns is not written as SQL here; ``apply`` computes it in memory).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import multiclass
+from ..data import FileInfo, build_class_set, is_multiclass, read_table
+from ..errors import DataError, EnvironmentProblem, SettingsError
+from ..methods import parse_params, split_names
+from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
+from ..multiclass.evaluation import DEFAULT_METHODS, evaluate_classes
+from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written, sentence,
+                     split_rows, validation_json, write_text)
+
+__all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
+           "cmd_report_classes", "cmd_fit_classes", "cmd_apply_classes", "refuse_export_sql", "best_text",
+           "ENGINE_REFUSAL"]
+
+#: Why a K-class file or model is not run by DuckDB or Spark.
+ENGINE_REFUSAL = ("only the in-memory engine reads K-class files and applies K-class models (the softmax over "
+                  "K columns is not written as SQL here): drop --engine, or give --engine memory")
+
+
+# -- the file ---------------------------------------------------------------------------------------------
+@dataclass
+class Opened:
+    """A file read once: its table and, when it is a K-class table, the validated :class:`ClassSet`."""
+
+    frame: pd.DataFrame
+    info: FileInfo
+    classes: object | None = None
+
+
+def _named(args) -> bool:
+    return bool(getattr(args, "probs", None) or getattr(args, "logits", None))
+
+
+def open_table(args, engine: str | None) -> Opened | None:
+    """``args.file`` read, and validated as a K-class table when it is one; None when ``engine`` (DuckDB or
+    Spark) reads a binary file where it lies.
+
+    Raises
+    ------
+    SettingsError
+        Class columns named (``--probs``/``--logits``) with an engine other than memory, or with ``--score``.
+    DataError
+        As :func:`calibdash.data.build_class_set` for a K-class table.
+    """
+    if _named(args) and getattr(args, "score", None):
+        raise SettingsError("--score names a binary file's score column; --probs and --logits name a K-class "
+                            "file's class columns. Give one or the other.")
+    if engine:
+        if _named(args):
+            raise SettingsError(f"{ENGINE_REFUSAL}.")
+        return None
+    df, info = read_table(args.file)
+    binary_asked = getattr(args, "score", None) is not None or getattr(args, "positive", None) is not None
+    if not _named(args) and (binary_asked or not is_multiclass(df, args.label)):
+        return Opened(df, info)
+    cs = build_class_set(df, label=args.label, probs=getattr(args, "probs", None),
+                         logits=getattr(args, "logits", None), split=getattr(args, "split", None), info=info,
+                         name=info.name)
+    return Opened(df, info, cs)
+
+
+def class_methods(args) -> list[str]:
+    """The multi-class methods asked for: ``--methods`` when given, else
+    :data:`calibdash.multiclass.evaluation.DEFAULT_METHODS`."""
+    if getattr(args, "methods_given", False):
+        names = split_names(args.methods)
+        if not names:
+            raise SettingsError("--methods names no method.")
+        return names
+    return list(DEFAULT_METHODS)
+
+
+def class_params(args, methods) -> dict:
+    """``--param METHOD.NAME=VALUE`` for the chosen methods; a method not chosen is refused."""
+    params = parse_params(args.param)
+    for key in params:
+        if key not in methods:
+            raise SettingsError(f"hyperparameters are given for {key!r}, which is not among the chosen methods "
+                                f"({', '.join(methods)}).")
+    return params
+
+
+def _refuse_binary_options(args) -> None:
+    if getattr(args, "measures", None) is not None:
+        raise SettingsError("--measures adds the binary measures; a K-class file's table already holds every "
+                            f"multi-class measure ({', '.join(mmetrics.MEASURE_NAMES)}). Use --boot N for "
+                            "intervals.")
+    if getattr(args, "cells", "auto") == "always":
+        raise SettingsError("--cells always is for binary files (score cells of one score); a K-class file is "
+                            "evaluated on its rows.")
+
+
+def _columns_text(cs) -> str:
+    what = "logits" if cs.logits else "probabilities"
+    cols = cs.columns
+    shown = ", ".join(cols) if len(cols) <= 4 else f"{cols[0]}, {cols[1]}, ..., {cols[-1]}"
+    return f"{cs.k} classes ({what} in {shown})"
+
+
+def best_text(name: str) -> str:
+    """Which value of a multi-class measure is best, in a word or two (:data:`calibdash.multiclass.metrics.MEASURES`)."""
+    low = mmetrics.MEASURES[name].lower_is_better
+    return "0 is ideal" if low is None else ("lower" if low else "higher")
+
+
+def _labels(ev) -> dict:
+    from ..report import default_labels
+    return default_labels(list(ev.predictions), ev.models)
+
+
+# -- evaluate ---------------------------------------------------------------------------------------------
+def _evaluation(args, cs, scheme):
+    methods = class_methods(args)
+    return evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
+                            params=class_params(args, methods))
+
+
+def _metrics_json(ev) -> dict:
+    return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
+
+
+def cmd_evaluate_classes(args, cs, scheme) -> int:
+    """``evaluate`` on a K-class table: the held-out measures of each method (a table, or JSON), with
+    ``--boot N`` their paired bootstrap intervals and the verdict."""
+    _refuse_binary_options(args)
+    n_boot = getattr(args, "boot", None)
+    if n_boot is not None and int(n_boot) < 2:
+        raise SettingsError(f"--boot must be at least 2 on a K-class file, got {n_boot}.")
+    ev = _evaluation(args, cs, scheme)
+    judged, scheme_text = int(ev.rows.size), scheme.describe()
+    boot = (mboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
+            if n_boot is not None else None)
+    verdict = mboot.verdict(boot, labels=_labels(ev)) if boot is not None else None
+    binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
+               f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
+    if args.json:
+        out = {"file": cs.name, "label": cs.label_column, "classes": [jsonable(c) for c in cs.classes],
+               "class_columns": list(cs.columns), "prefix": cs.prefix, "logits": cs.logits,
+               "rows_judged": judged, "scheme": scheme_text, "notes": list(ev.notes), "binning": binning,
+               "validation": validation_json(cs.report, {"column": cs.label_column,
+                                                         "classes": [jsonable(c) for c in cs.classes]}),
+               "metrics": _metrics_json(ev)}
+        if boot is not None:
+            out["intervals"] = intervals_json(boot)
+            out["verdict"] = verdict
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{cs.name}: {_columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged")
+    for msg in [*cs.report.messages, *ev.notes]:
+        print(f"  · {sentence(msg)}")
+    print(ev.metrics.to_string(float_format=four_places))
+    print(f"{binning}.")
+    if boot is not None:
+        print_intervals(boot, "Intervals", best_text)
+        print(f"\nVerdict: {verdict}")
+    return 0
+
+
+# -- report -----------------------------------------------------------------------------------------------
+def cmd_report_classes(args, cs, scheme) -> int:
+    """``report`` on a K-class table: the one-page HTML report of :mod:`calibdash.report.classes`."""
+    from ..report.classes import report_for_class_set
+
+    _refuse_binary_options(args)
+    methods = class_methods(args)
+    text = report_for_class_set(cs, methods, scheme, params=class_params(args, methods), title=args.title,
+                                include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
+    report_written(text, args, f"{cs.name} ({cs.k} classes)")
+    return 0
+
+
+# -- fit --------------------------------------------------------------------------------------------------
+def provenance(cs, rows: int) -> dict:
+    """The ``fitted_on`` entry of a K-class model: the file, the label column, the classes and their columns
+    (and prefix), whether they hold logits, and the rows fitted on; what ``apply`` reads the columns by."""
+    out = {"file": cs.name, "label": cs.label_column, "classes": [jsonable(c) for c in cs.classes],
+           "columns": [str(c) for c in cs.columns], "prefix": cs.prefix, "logits": bool(cs.logits),
+           "rows": int(rows)}
+    if cs.info is not None:
+        out["sha256"] = cs.info.sha256
+    return out
+
+
+def cmd_fit_classes(args, cs) -> int:
+    """``fit`` on a K-class table: one multi-class method fitted on every usable row (or the rows of one
+    split value), saved by :func:`calibdash.multiclass.export.dumps`."""
+    names = split_names(args.method)
+    if len(names) != 1:
+        raise SettingsError(f"--method takes one calibrator, got {args.method!r}.")
+    method = names[0]
+    params = class_params(args, [method])
+    cal = multiclass.get(method, **params.get(method, {}))
+    cal.set_params(logits=bool(cs.logits))
+    rows = split_rows(cs.split, args.split_value, cs.n_rows, cs.name, cs.split_column)
+    cal.fit(cs.given[rows], cs.labels[rows])
+    text = mexport.dumps(cal, fitted_on=provenance(cs, rows.size))
+    where = write_text(text, args.out)
+    print(f"Fitted {method} on {rows.size:,} rows of {cs.name} ({_columns_text(cs)}); wrote {where} "
+          f"({len(text.encode()):,} bytes).", file=sys.stderr)
+    return 0
+
+
+# -- apply ------------------------------------------------------------------------------------------------
+def _model_text(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read the model file {path}: {exc.strerror or exc}.") from None
+
+
+def is_class_model(path: str) -> bool:
+    """Whether the model file holds a multi-class calibrator (its ``format`` is
+    :data:`calibdash.multiclass.export.FORMAT`); False for anything else, which the binary reader judges."""
+    try:
+        doc = json.loads(_model_text(path))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(doc, dict) and doc.get("format") == mexport.FORMAT
+
+
+def _class_values(df: pd.DataFrame, columns: list[str], name: str) -> np.ndarray:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DataError(f"the model's class column{'s' if len(missing) > 1 else ''} {shown} "
+                        f"{'are' if len(missing) > 1 else 'is'} not in {name}; the model was fitted on "
+                        f"{', '.join(map(repr, columns))}.")
+    return np.column_stack([pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+                            for c in columns])
+
+
+def cmd_apply_classes(args) -> int:
+    """``apply`` of a K-class model: one column ``calibrated_<class>`` per class beside the file's columns
+    (rows with a missing class value stay empty), in memory."""
+    if args.engine in ("duckdb", "spark"):
+        raise SettingsError(f"{ENGINE_REFUSAL}.")
+    cal, fitted_on = mexport.read_model(_model_text(args.model))
+    columns = [str(c) for c in fitted_on.get("columns") or []]
+    if len(columns) != cal.n_classes_:
+        raise DataError(f"the model file names {len(columns)} class columns in 'fitted_on' but the model has "
+                        f"{cal.n_classes_} classes; save it with `fit`, which writes them.")
+    classes = [str(c) for c in fitted_on.get("classes") or columns]
+    df, info = read_table(args.file)
+    values = _class_values(df, columns, info.name)
+    ok = np.isfinite(values).all(axis=1)
+    out = df.copy()
+    new = [f"calibrated_{c}" for c in classes]
+    replaced = [c for c in new if c in out.columns]
+    calibrated = np.full(values.shape, np.nan)
+    if ok.any():
+        calibrated[ok] = cal.predict_proba(values[ok])
+    for j, c in enumerate(new):
+        out[c] = calibrated[:, j]
+    where = write_text(out.to_csv(index=False), args.out)
+    if replaced:
+        print(f"  · its columns {', '.join(map(repr, replaced))} were replaced", file=sys.stderr)
+    print(f"Applied {cal.label or fitted_on.get('method', 'the model')} to {int(ok.sum()):,} of {len(df):,} rows "
+          f"of {info.name} ({len(columns)} class columns{'; rows with a missing class value are left empty' if not ok.all() else ''}); "
+          f"wrote {where}.", file=sys.stderr)
+    return 0
+
+
+def refuse_export_sql(args) -> None:
+    """``export-sql`` of a K-class model: refused (a SettingsError saying what to do instead)."""
+    raise SettingsError(f"{args.model} holds a K-class calibrator: export-sql writes binary calibrators only "
+                        "(one score column in, one out). Apply a K-class model in memory with `python -m "
+                        "calibdash apply MODEL.json FILE`, which adds one calibrated_<class> column per class.")

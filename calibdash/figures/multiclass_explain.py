@@ -1,0 +1,141 @@
+"""Drawing a fitted multi-class calibrator's inner workings from a :class:`calibdash.multiclass.explain.ClassExplanation`.
+
+* :func:`loss_curve_figure`: temperature scaling's mean log-loss against ``T`` (log axis), on the fitting rows
+  (its objective) and on held-out rows, the fitted ``T`` and ``T = 1`` marked.
+* :func:`weights_figure`, :func:`bias_figure`: a linear method's ``W`` as a heatmap and ``b`` as bars;
+  :func:`path_figure`: its regularisation path when recorded.
+* :func:`class_maps_figure`: the one-vs-rest maps (one curve per class) or the top-label maps per predicted
+  class with the pooled map, over the identity.
+* :func:`inner_figures`: every figure an explanation has, as ``(title, figure)`` pairs, the K = 3 simplex map
+  (:func:`calibdash.figures.multiclass.plot_simplex_map`) among them.
+
+Everything drawn is in the explanation; nothing here fits or predicts.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..multiclass.explain import ClassExplanation
+from .layout import DATA_GREY, base_layout, identity_trace
+from .multiclass import plot_simplex_map
+from .palette import rgba
+
+__all__ = ["loss_curve_figure", "weights_figure", "bias_figure", "path_figure", "class_maps_figure",
+           "inner_figures", "CLASS_COLORS"]
+
+#: Colours of the classes' curves (Paul Tol's muted scheme, colour-blind safe, 10 colours).
+CLASS_COLORS = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255",
+                "#AA4499", "#DDDDDD")
+_TEMPERATURE = "#CC6677"
+
+
+def loss_curve_figure(ex: ClassExplanation, title: str | None = None, height: int = 420) -> go.Figure:
+    """Mean log-loss against T (log x axis): fitting rows (solid), held-out rows (dashed), the fitted T (star,
+    dashed line) and T = 1 (the probabilities as they are, grey dot) on each curve."""
+    c, t = ex.loss_curve, ex.temperature
+    fig = go.Figure()
+    for col, label, dash in (("fit", "fitting rows", "solid"), ("held_out", "held-out rows", "dash")):
+        if col not in c:
+            continue
+        fig.add_trace(go.Scatter(x=c["temperature"], y=c[col], mode="lines", name=f"log-loss, {label}", meta=col,
+                                 line=dict(color=_TEMPERATURE, width=2.5, dash=dash),
+                                 hovertemplate=f"{label}<br>T = %{{x:.4g}}<br>log-loss %{{y:.5f}}<extra></extra>"))
+        at = lambda v: float(np.interp(np.log(v), np.log(c["temperature"]), c[col]))
+        fig.add_trace(go.Scatter(x=[1.0], y=[at(1.0)], mode="markers", showlegend=col == "fit",
+                                 name="T = 1 (as given)", marker=dict(size=9, color=DATA_GREY),
+                                 hovertemplate=f"{label}, T = 1<br>log-loss %{{y:.5f}}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=[t], y=[at(t)], mode="markers", showlegend=col == "fit",
+                                 name=f"fitted T = {t:.4g}",
+                                 marker=dict(symbol="star", size=14, color=_TEMPERATURE,
+                                             line=dict(color="#FFFFFF", width=1)),
+                                 hovertemplate=f"{label}, fitted T = %{{x:.5g}}<br>log-loss %{{y:.5f}}<extra></extra>"))
+    fig.add_vline(x=t, line=dict(color=rgba(_TEMPERATURE, 0.6), dash="dot", width=1.5))
+    fig.update_xaxes(type="log", title_text="temperature T (log scale; right: softer, left: sharper)")
+    fig.update_yaxes(title_text="mean log-loss")
+    return base_layout(fig, title, height)
+
+
+def weights_figure(ex: ClassExplanation, title: str | None = None, height: int = 460) -> go.Figure:
+    """``W`` as a heatmap: row k (output class) against column j (input log-score), diverging colours around 0
+    (identity: 1 on the diagonal)."""
+    W = ex.weights
+    limit = float(np.max(np.abs(W))) or 1.0
+    names = list(ex.classes)
+    fig = go.Figure(go.Heatmap(z=W, x=names, y=names, colorscale="RdBu", zmid=0.0, zmin=-limit, zmax=limit,
+                               colorbar=dict(title="W", thickness=12),
+                               text=np.round(W, 2), texttemplate="%{text}" if len(names) <= 10 else None,
+                               hovertemplate="output %{y}<br>input %{x}<br>W = %{z:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title_text="output class (row of W)")
+    fig.update_xaxes(title_text="input log-score (column of W)")
+    return base_layout(fig, title, height)
+
+
+def bias_figure(ex: ClassExplanation, title: str | None = None, height: int = 360) -> go.Figure:
+    """``b`` as one bar per class (positive: the class's probability is raised)."""
+    b = ex.bias
+    fig = go.Figure(go.Bar(x=list(ex.classes), y=b, marker_color=[("#4477AA" if v >= 0 else "#CC6677") for v in b],
+                           hovertemplate="%{x}<br>b = %{y:.4f}<extra></extra>"))
+    fig.update_yaxes(title_text="b (added to the class's log-score)", zeroline=True)
+    return base_layout(fig, title, height)
+
+
+def path_figure(ex: ClassExplanation, title: str | None = None, height: int = 380) -> go.Figure:
+    """The recorded regularisation path: the first column against each numeric column after it, the chosen
+    value (a boolean column ``chosen``, when recorded) marked."""
+    p = ex.path
+    x = p.columns[0]
+    fig = go.Figure()
+    for i, col in enumerate(c for c in p.columns[1:] if c != "chosen" and np.issubdtype(p[c].dtype, np.number)):
+        fig.add_trace(go.Scatter(x=p[x], y=p[col], mode="lines+markers", name=str(col),
+                                 line=dict(color=CLASS_COLORS[i % len(CLASS_COLORS)])))
+    if "chosen" in p:
+        for v in p.loc[p["chosen"].astype(bool), x]:
+            fig.add_vline(x=float(v), line=dict(color=DATA_GREY, dash="dash"))
+    numeric = np.issubdtype(p[x].dtype, np.number) and (p[x] > 0).all()
+    fig.update_xaxes(type="log" if numeric else None, title_text=str(x))
+    return base_layout(fig, title, height)
+
+
+def class_maps_figure(ex: ClassExplanation, title: str | None = None, height: int = 460) -> go.Figure:
+    """One curve per shown class over the identity; top-label: the pooled map dashed, black."""
+    fig = go.Figure()
+    fig.add_trace(identity_trace())
+    top = ex.kind == "top_label"
+    for i, c in enumerate(ex.shown):
+        m = ex.maps[ex.maps["class"] == c]
+        colour = CLASS_COLORS[i % len(CLASS_COLORS)]
+        fig.add_trace(go.Scatter(x=m["score"], y=m["calibrated"], mode="lines", name=str(ex.classes[c]),
+                                 line=dict(color=colour, width=2), meta=int(c),
+                                 hovertemplate=f"{ex.classes[c]}<br>%{{x:.3f}} → %{{y:.3f}}<extra></extra>"))
+    if top and ex.pooled_map is not None:
+        pooled = ", ".join(str(ex.classes[c]) for c in ex.pooled)
+        fig.add_trace(go.Scatter(x=ex.pooled_map["score"], y=ex.pooled_map["calibrated"], mode="lines",
+                                 name="pooled" + (f" ({pooled})" if pooled else " (no class uses it)"),
+                                 line=dict(color="#000000", width=2, dash="dash"), meta="pooled",
+                                 hovertemplate="pooled<br>%{x:.3f} → %{y:.3f}<extra></extra>"))
+    lo = float(ex.maps["score"].min()) if ex.maps is not None and len(ex.maps) else 0.0
+    fig.update_xaxes(title_text="top probability of rows predicted as the class" if top
+                     else "the class's probability", range=[min(lo, 0.0) - 0.02, 1.02])
+    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+    return base_layout(fig, title, height)
+
+
+def inner_figures(ex: ClassExplanation) -> list[tuple[str, go.Figure]]:
+    """Every figure of the explanation, in reading order, as ``(title, figure)``."""
+    out = []
+    if ex.kind == "temperature":
+        out.append(("Log-loss as a function of the temperature", loss_curve_figure(ex)))
+    if ex.kind == "linear":
+        out.append(("Fitted W (new log-score of each class from the input log-scores)", weights_figure(ex)))
+        out.append(("Fitted b (one intercept per class)", bias_figure(ex)))
+        if ex.path is not None and len(ex.path.columns) > 1:
+            out.append(("Regularisation path (cross-validated choice)", path_figure(ex)))
+    if ex.kind == "ovr" and ex.shown:
+        out.append(("One binary map per class (one-vs-rest)", class_maps_figure(ex)))
+    if ex.kind == "top_label":
+        out.append(("Top-label maps per predicted class", class_maps_figure(ex)))
+    if ex.simplex is not None:
+        out.append(("The map on the probability simplex", plot_simplex_map(ex.simplex, class_names=ex.classes,
+                                                                            title=None)))
+    return out

@@ -1,0 +1,155 @@
+"""Teaching multi-class calibration with a known truth: an over-confident K-class model, fixed by a temperature,
+and one-vs-rest binning that needs more data.
+
+The scenario is :func:`calibdash.synthetic.multiclass.gaussian_classes` with no class bias: the model reports
+``softmax(T z(x))``, the true posterior is ``softmax(z(x))``, so temperature scaling with the model's own ``T``
+recovers the truth exactly (Guo et al. 2017, section 4.2) and a fitted temperature comes close with few rows
+(one parameter). One-vs-rest histogram binning (Zadrozny & Elkan 2002) fits K step maps of many bins each, so
+its error falls only slowly with the sample size.
+
+Each draw of ``n`` rows is split in two halves by the rows' content
+(:func:`calibdash.multiclass.split.class_split_plan`, stratified by class): methods are fitted on one half and
+judged on the other. The **true error** of a method is
+:func:`calibdash.synthetic.multiclass.true_canonical_error` on the judged half: the mean over its rows of
+``‖P(y | x) − q(x)‖_1``, computed from the known posterior, not from labels. For the raw probabilities and any
+one-to-one map (temperature) it is the canonical calibration error of Vaicenavicius et al. (2019); for a map that
+merges rows (binning) it is an upper bound of it, and still the distance of the calibrated probabilities from
+the truth, which is what a user of them pays. The estimates from labels (confidence ECE, classwise ECE) are
+given beside it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+from ..multiclass import metrics as mmetrics
+from ..multiclass.evaluation import UNCALIBRATED, resolve_classes
+from ..multiclass.split import class_split_plan
+from ..scheme import Scheme
+from .multiclass import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
+
+__all__ = ["overconfident", "ClassTrial", "class_trial", "size_study", "size_summary", "SIZES",
+           "DEFAULT_STUDY_METHODS", "RADIUS", "TEMPERATURE"]
+
+#: The scenario's defaults: class means on a circle of radius 1.5, the model's logits multiplied by 2.5.
+RADIUS, TEMPERATURE = 1.5, 2.5
+#: Sample sizes of :func:`size_study` unless told.
+SIZES = (200, 500, 1000, 2000, 5000, 10000)
+#: The two methods the lesson compares.
+DEFAULT_STUDY_METHODS = ("temperature", "ovr:histogram")
+
+
+def overconfident(k: int = 3, temperature: float = TEMPERATURE, radius: float = RADIUS) -> GaussianClasses:
+    """The lesson's scenario: K Gaussian classes, equal priors, a model over-confident by ``temperature``, no bias.
+
+    Raises
+    ------
+    DataError
+        As :func:`calibdash.synthetic.multiclass.gaussian_classes`.
+    """
+    return gaussian_classes(int(k), radius=radius, temperature=temperature)
+
+
+@dataclass
+class ClassTrial:
+    """One draw, its halves, the fitted methods and their errors.
+
+    Attributes
+    ----------
+    draw : ClassDraw
+    fit_rows, judged_rows : ndarray
+        The halves (row indices of the draw).
+    predictions : dict
+        Method key -> (m, K) probabilities on the judged rows, ``"uncalibrated"`` first.
+    models : dict
+        Method key -> the calibrator fitted on ``fit_rows``.
+    errors : DataFrame
+        One row per method: ``method``, ``true_error`` (from the known posterior), ``ECE`` (confidence),
+        ``cwECE`` (classwise), ``LogLoss`` (from the judged labels).
+    """
+
+    draw: ClassDraw
+    fit_rows: np.ndarray
+    judged_rows: np.ndarray
+    predictions: dict
+    models: dict
+    errors: pd.DataFrame
+
+
+def _halves(d: ClassDraw, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    pairs, _ = class_split_plan(d.reported, d.labels, Scheme("split", test_size=0.5, seed=int(seed)))
+    return pairs[0]
+
+
+def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[str] | Mapping = DEFAULT_STUDY_METHODS
+                ) -> ClassTrial:
+    """Draw ``n`` rows with ``seed``, fit ``methods`` on one half, judge every method on the other.
+
+    Parameters
+    ----------
+    scenario : GaussianClasses
+    n : int
+        Rows drawn (half fit, half judged).
+    seed : int
+        The draw's seed (and the split's).
+    methods : method spec
+        What :func:`calibdash.multiclass.evaluation.resolve_classes` takes; the methods see probabilities.
+
+    Raises
+    ------
+    DataError
+        ``n`` out of range, or a half a method cannot be fitted on.
+    SettingsError
+        An unknown method.
+    """
+    d = scenario.draw(n, seed)
+    fit, judged = _halves(d, seed)
+    cals = resolve_classes(methods)
+    preds = {UNCALIBRATED: d.reported[judged]}
+    for key, cal in cals.items():
+        preds[key] = cal.fit(d.reported[fit], d.labels[fit]).predict_proba(d.reported[judged])
+    y = d.labels[judged]
+    rows = [{"method": key, "true_error": true_canonical_error(P, d.true[judged]),
+             **mmetrics.compute(P, y, names=("ECE", "cwECE", "LogLoss"))} for key, P in preds.items()]
+    return ClassTrial(draw=d, fit_rows=fit, judged_rows=judged, predictions=preds, models=cals,
+                      errors=pd.DataFrame(rows))
+
+
+def size_study(scenario: GaussianClasses, sizes: Sequence[int] = SIZES, seeds: Sequence[int] = range(10),
+               methods: Sequence[str] | Mapping = DEFAULT_STUDY_METHODS) -> pd.DataFrame:
+    """True error against the sample size: one :func:`class_trial` per (size, seed).
+
+    Returns
+    -------
+    DataFrame
+        One row per (n, seed, method): ``n``, ``seed``, ``method`` (``"uncalibrated"`` too), ``true_error``,
+        ``ECE``, ``cwECE``, ``LogLoss``.
+
+    Raises
+    ------
+    DataError
+        No size or no seed, or as :func:`class_trial`.
+    """
+    sizes, seeds = [int(n) for n in sizes], [int(s) for s in seeds]
+    if not sizes or not seeds:
+        raise DataError("the study needs at least one sample size and one seed.")
+    parts = []
+    for n in sizes:
+        for s in seeds:
+            e = class_trial(scenario, n, s, methods).errors
+            parts.append(e.assign(n=n, seed=s))
+    out = pd.concat(parts, ignore_index=True)
+    return out[["n", "seed", "method", "true_error", "ECE", "cwECE", "LogLoss"]]
+
+
+def size_summary(study: pd.DataFrame, column: str = "true_error") -> pd.DataFrame:
+    """Per (n, method): ``mean``, ``sd`` and ``se`` (sd / sqrt(draws)) of ``column`` over the draws, ``draws``."""
+    g = study.groupby(["n", "method"], sort=False)[column]
+    out = g.agg(mean="mean", sd="std", draws="count").reset_index()
+    out["sd"] = out["sd"].fillna(0.0)
+    out["se"] = out["sd"] / np.sqrt(out["draws"])
+    return out

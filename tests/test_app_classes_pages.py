@@ -1,0 +1,102 @@
+"""AppTest of Explore, Benchmark and Learn on K-class data (the multi-class samples), headless."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from conftest import REPO
+from test_app import assert_clean, charts
+
+APP = REPO / "app.py"
+SAMPLES = REPO / "sample_data" / "multiclass"
+TIMEOUT = 60
+
+
+@pytest.fixture(autouse=True)
+def _run_entry_point_every_time(monkeypatch):
+    """As tests/test_app.py: every run starts from app.py, as the live server does after its first run."""
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+def start(page: str, upload: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    if upload is not None:                     # the Data page's uploader leaves the file in the session so
+        at.switch_page("pages/data.py").run()
+        at.segmented_control(key="source").set_value("Upload").run()
+        data = (SAMPLES / upload).read_bytes()
+        at.file_uploader(key="data.uploader").set_value((upload, data, "text/csv")).run()
+    at.switch_page(page).run()
+    return at.run()
+
+
+def test_explore_three_classes_temperature_or_ovr_and_simplex():
+    """On the 3-class sample Explore shows the multi-class page: measures of the raw probabilities and the method,
+    confidence and class-wise diagrams, and, for one-vs-rest binning, the per-class maps and the simplex map."""
+    at = start("pages/explore.py", "animals_3class.csv")
+    assert_clean(at)
+    assert at.title[0].value == "Explore a multi-class calibrator"
+    at.selectbox(key="explore.mc.method").set_value("ovr:histogram").run()
+    assert_clean(at)
+    table = at.main.dataframe[0].value
+    assert list(table.index) == ["Uncalibrated", "One-vs-rest histogram binning"]
+    assert {"ECE", "cwECE", "LogLoss"} <= set(table.columns)
+    # the sample's model is over-confident (README: ECE 0.093): the calibrated ECE is lower
+    assert table.loc["One-vs-rest histogram binning", "ECE"] < table.loc["Uncalibrated", "ECE"]
+    figs = charts(at)
+    assert {"explore.mc.confidence", "explore.mc.classwise"} <= set(figs)
+    inner = [figs[k] for k in figs if k.startswith("explore.mc.inner.")]
+    assert any(t.get("type") == "scatterternary" for f in inner for t in f["data"])
+    maps = next(f for f in inner if any(t.get("meta") in (0, 1, 2) for t in f["data"]))
+    assert sorted(t["meta"] for t in maps["data"] if isinstance(t.get("meta"), int)) == [0, 1, 2]
+    assert "3 classes" in "\n".join(c.value for c in at.sidebar.caption)
+
+
+def test_explore_ten_classes_top_label_shows_pooled_classes():
+    at = start("pages/explore.py", "cifar10_lenet5.csv")
+    at.selectbox(key="explore.mc.method").set_value("top_label:histogram").run()
+    assert_clean(at)
+    figs = charts(at)
+    inner = [figs[k] for k in figs if k.startswith("explore.mc.inner.")]
+    assert len(inner) == 1                          # no simplex map for K = 10
+    metas = [t.get("meta") for t in inner[0]["data"]]
+    assert "pooled" in metas and sum(isinstance(m, int) for m in metas) == 10
+    assert any("pooled map" in m.value for m in at.main.markdown)
+
+
+def test_benchmark_kclass_samples_rank_on_log_loss():
+    """With K-class data active, Benchmark offers the K-class samples and the multi-class methods; a run ranks on
+    the log-loss and shows average ranks on classwise ECE too. Mixing binary and K-class sets is refused."""
+    at = start("pages/benchmark.py", "animals_3class.csv")
+    assert_clean(at)
+    chosen = at.multiselect(key="bench.datasets").value
+    assert chosen and all("classes)" in d for d in chosen)
+    at.multiselect(key="bench.mc.methods").set_value(["ovr:histogram", "top_label:histogram"]).run()
+    at.select_slider(key="bench.repeats").set_value(1).run()
+    at.button(key="bench.run").click().run()
+    assert_clean(at)
+    text = "\n".join(m.value for m in at.main.markdown)
+    assert "On LogLoss (lower is better) over 3 data sets" in text
+    avg = next(d.value for d in at.main.dataframe if "cwECE" in d.value.columns)
+    np.testing.assert_allclose(avg["cwECE"].sum(), 3 * 4 / 2)          # 3 methods: ranks sum to 6
+    at.multiselect(key="bench.datasets").set_value([chosen[0], "circles_svm · linear_svm"]).run()
+    assert "cannot be benchmarked together" in at.main.error[0].value
+
+
+def test_learn_kclass_lesson():
+    """The K-class lesson: this draw's true error per method and the error-against-n curve, one line per method."""
+    at = start("pages/learn.py")
+    at.segmented_control(key="learn.mode").set_value("classes").run()
+    assert_clean(at)
+    table = at.main.dataframe[0].value
+    assert table.loc["One-vs-rest histogram binning", "true error"] < table.loc["Uncalibrated", "true error"]
+    curve = charts(at)["learn.mc.sizes"]
+    assert [t["meta"] for t in curve["data"]][0] == "uncalibrated"
+    assert "ovr:histogram" in [t["meta"] for t in curve["data"]]
