@@ -64,7 +64,7 @@ def test_data_page_on_the_k3_and_k10_samples_shows_k_and_the_classes():
         np.testing.assert_allclose(summary["mean predicted probability"], cs.given.mean(axis=0), rtol=1e-12)
         text = "\n".join(m.value for m in at.main.markdown)
         assert all(f"`{c}`" in text for c in cs.classes)           # every class named (K <= 12)
-        assert f"K = {k}" in sidebar_text(at)
+        assert f"{k} classes" in sidebar_text(at)
         assert "data.classes.confidence" in charts(at)
     # CIFAR-10 LeNet-5: its published accuracy (shared/data/README.md), from the page's own summary
     assert _metric(at, "Accuracy (top class)") == "53.1%"
@@ -125,7 +125,7 @@ def test_upload_then_compare_shows_every_method_the_intervals_and_the_figures():
     for key, shown in zip(["uncalibrated"] + methods, table.index):        # each class's ECE, 15 equal-width bins
         np.testing.assert_allclose(per_class[shown], mmetrics.per_class_ece(ev.predictions[key], ev.labels),
                                    rtol=1e-12)
-    assert "K = 4" in sidebar_text(at)
+    assert "4 classes" in sidebar_text(at)
 
 
 def test_k3_sample_draws_the_simplex_map_of_a_fitted_method():

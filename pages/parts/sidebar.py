@@ -47,7 +47,7 @@ def _class_summary() -> None:
         return
     what = "logits, softmaxed" if cs.logits else "probabilities"
     columns = f"prefix **{cs.prefix}**" if cs.prefix else "named after the classes"
-    st.caption(f"{cs.name} · {cs.n_rows:,} rows · **K = {cs.k}** classes\n\n"
+    st.caption(f"{cs.name} · {cs.n_rows:,} rows · **{cs.k} classes**\n\n"
                f"label **{cs.label_column}** · class columns {columns} ({what})")
     st.markdown("**Evaluation**")
     st.caption(scheme_line(cs))

@@ -62,7 +62,7 @@ def test_k10_and_k100_uploads_compare_in_the_browser(app_page, ui, tmp_path):
     # K = 10: the CIFAR-10 sample file, uploaded
     _upload(page, ui, samples.sample_path("cifar10_lenet5"), 10)
     assert _metric(page, "Rows used") == "10,000"
-    assert "K = 10" in page.locator(SIDEBAR).inner_text()
+    assert "10 classes" in page.locator(SIDEBAR).inner_text()
     page.locator(".st-key-data-classes-confidence .js-plotly-plot").wait_for(timeout=ui.timeout_ms)
     _assert_no_traceback(page, ui)
     ui.screenshot(page, "e2e-classes-1-data-k10")
