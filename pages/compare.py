@@ -6,6 +6,8 @@ from calibdash import bootstrap as cboot, calibrators, diagrams as cdiagrams, fi
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import diagrams as fdiagrams, images
 from pages.parts import diagrams, downloads, fitting, url_state
+from pages.parts.classes import using_classes
+from pages.parts.compare_classes import compare_classes
 from pages.parts.labels import method_label, method_labels
 from pages.parts.measures_panel import TOGGLE as MEASURES_TOGGLE, show_measures
 from pages.parts.routing import route_guard
@@ -17,6 +19,9 @@ from pages.parts.widgets import hyperparam_panel, initial
 route_guard("pages/compare.py")
 
 st.title("Compare calibrators")
+if using_classes():                  # a K-class table: its own view (pages/parts/compare_classes.py)
+    compare_classes()
+    st.stop()
 ss = score_set_or_stop()
 scheme = current_scheme(ss)
 

@@ -5,9 +5,10 @@ import streamlit as st
 from calibdash import data as cdata, evaluation, metrics, samples
 from calibdash.errors import DataError, SettingsError
 from calibdash.data.roles import reads_as_numbers
-from pages.parts import bounded_cache, diagrams, fitting, labels, large_source, scheme, source
+from pages.parts import bounded_cache, classes, data_classes, diagrams, fitting, labels, large_source, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
+from pages.parts.validation import show_report
 from pages.parts.widgets import initial
 
 route_guard("pages/data.py")
@@ -47,10 +48,11 @@ with pick_col:
         else:
             st.info("No file uploaded yet: the sample below stays active until you upload one.")
     else:
-        names = list(samples.SAMPLES)
+        sample_menu = {**samples.SAMPLES, **samples.CLASS_SAMPLES}      # binary samples, then the K-class ones
+        names = list(sample_menu)
         st.selectbox("Sample", names, index=names.index(samples.DEFAULT_SAMPLE), key=source.SAMPLE,
-                     format_func=lambda n: samples.SAMPLES[n].title, persist_state="session")
-        st.caption(samples.SAMPLES[st.session_state.get(source.SAMPLE, samples.DEFAULT_SAMPLE)].description)
+                     format_func=lambda n: sample_menu[n].title, persist_state="session")
+        st.caption(sample_menu[st.session_state.get(source.SAMPLE, samples.DEFAULT_SAMPLE)].description)
 
 
 
@@ -121,6 +123,9 @@ except DataError as exc:
     st.stop()
 
 sha = info.sha256
+if classes.using_classes():
+    data_classes.class_page(df, info)
+    st.stop()
 roles = source.chosen_roles(sha)
 role_error = None
 try:
@@ -130,6 +135,10 @@ try:
 except DataError as exc:
     role_error = str(exc)
     ss = None
+# the choice of reading shows at the top when the table looks K-class, was read so before, or fails as binary
+mode_on_top = classes.detected(sha, df) or source.role_key(sha, classes.MODE) in st.session_state or ss is None
+if mode_on_top:
+    data_classes.mode_control(sha, df)
 if ss is None:
     st.error(f"**This data cannot be used:** {role_error}")
     st.dataframe(df.head(50))
@@ -172,15 +181,7 @@ r3.multiselect("Feature columns (for MBCT)", feat_opts, default=[c for c in ss.f
 
 st.subheader("Validation report")
 rep = ss.report
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Rows read", f"{rep.n_read:,}")
-m2.metric("Rows used", f"{rep.n_used:,}")
-m3.metric("Rows dropped", f"{sum(rep.dropped.values()):,}")
-m4.metric("Positive rate", f"{ss.labels.mean():.1%}")
-for reason, n in rep.dropped.items():
-    if n:
-        such = rep.dropped_examples.get(reason)
-        st.warning(f"{n:,} rows dropped: {reason}" + (f", such as {', '.join(map(repr, such))}" if such else "") + ".")
+show_report(rep, ("Positive rate", f"{ss.labels.mean():.1%}"))
 if rep.mapped.get(ss.score):
     lo, hi = rep.mapped[ss.score]
     _mapped_warning(ss.score, lo, hi)
@@ -208,3 +209,6 @@ except (DataError, SettingsError) as exc:
 
 with st.expander("Preview of the file", expanded=False):
     st.dataframe(df.head(200))
+if not mode_on_top:
+    with st.expander("Multi-class reading", expanded=False):
+        data_classes.mode_control(sha, df)

@@ -117,3 +117,36 @@ def test_score_grid_is_refined_at_the_rows_quantiles_on_cells():
     assert by_cells.min() == 0 and by_cells.max() == 1 and np.isin([s.min(), s.max()], by_cells).all()
     assert abs(by_cells.size - expected.size) <= 2
     assert not np.isin(np.quantile(on_cells["uncalibrated"], [0.3, 0.5, 0.7]), by_cells).all()
+
+
+def test_color_of_knows_the_multi_class_methods():
+    """A composite's colour is the one its instance declares: its binary method's, shaded by the composite
+    (one-vs-rest unchanged, top-label darkened 35% towards black); no central list of names."""
+    from calibdash.multiclass.methods.ovr import shade
+    assert color_of("ovr:isotonic") == color_of("isotonic") == calibrators.get_class("isotonic").color
+    assert color_of("top_label:isotonic") == shade(color_of("isotonic"), 0.35)
+    assert color_of("OVR:Platt") == color_of("ovr:platt")                 # names are case-insensitive
+    # a composite of no binary method is no method: a stable colour of the extra palette
+    assert color_of("ovr:nonsense") == color_of("ovr:nonsense") and color_of("ovr:nonsense").startswith("#")
+
+
+def test_multi_class_charts_take_the_multi_class_colour_of_a_shared_name(monkeypatch):
+    """A multi-class method named like a binary one (both have a ``temperature``) is drawn in its own declared
+    colour in the multi-class charts; the binary charts keep the binary colour."""
+    from calibdash import multiclass
+    from calibdash.figures import multiclass as fmulticlass
+    from calibdash.figures.palette import class_color_of
+    from calibdash.multiclass import diagrams as mdiagrams
+
+    real = multiclass.classes()
+    twin = type("Twin", (real["ovr"],), {"name": "isotonic", "color": "#123456"})
+    monkeypatch.setattr(multiclass, "classes", lambda: {**real, "isotonic": twin})
+    assert class_color_of("isotonic") == "#123456" and color_of("isotonic") != "#123456"
+    assert class_color_of("uncalibrated") == color_of("uncalibrated")
+    assert class_color_of("ovr:platt") == color_of("platt")
+    P = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.5, 0.3, 0.2]])
+    y = np.array([0, 1, 2, 1])
+    data = mdiagrams.prepare_confidence({"uncalibrated": P, "isotonic": P}, y)
+    lines = {t.legendgroup: t.line.color for t in fmulticlass.plot_confidence(data).data
+             if t.legendgroup and t.type == "scatter"}
+    assert lines == {"uncalibrated": color_of("uncalibrated"), "isotonic": "#123456"}

@@ -220,3 +220,35 @@ def test_committed_files_read_cleanly():
         df, info = read_table(sample_path(name))
         assert info.format == "csv" and info.delimiter == "," and info.encoding == "utf-8"
         assert not df.isna().any().any()
+
+
+# ---------------------------------------------------------------------------
+# the multi-class samples (sample_data/multiclass/, kept apart from the binary SAMPLES)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name,k,n,accuracy,ece", [
+    # accuracy and confidence ECE (15 equal-width bins) as sample_data/multiclass/README.md gives them; the
+    # CIFAR-10 pair is netcal's and torchmetrics' figure for the LeNet-5 record (shared/data/README.md)
+    ("animals_3class", 3, 3000, 0.842, 0.093), ("cifar10_lenet5", 10, 10_000, 0.5308, 0.10789),
+    ("logits_4class", 4, 400, 0.838, 0.093)])
+def test_class_samples_load_with_their_declared_columns(name, k, n, accuracy, ece):
+    from calibdash.multiclass import metrics as mmetrics
+    s = samples.CLASS_SAMPLES[name]
+    cs = samples.load_class_sample(name)
+    assert name not in SAMPLES and sample_path(name) == REPO / "sample_data" / s.filename
+    assert (cs.k, cs.n_rows, cs.label_column, cs.prefix, cs.logits) == (k, n, s.label, s.prefix, s.logits)
+    assert all(c.startswith(s.prefix) for c in cs.columns) and cs.report.dropped == {}
+    P = cs.scores().probabilities
+    # the README rounds to its printed digits: accuracy within half a unit of its last one, ECE likewise
+    digits = {0.842: 5e-4, 0.838: 5e-4, 0.5308: 5e-5}[accuracy]
+    assert abs(mmetrics.accuracy(P, cs.labels) - accuracy) <= digits
+    assert abs(mmetrics.top_label_ece(P, cs.labels) - ece) <= (5e-6 if name == "cifar10_lenet5" else 5e-4)
+
+
+def test_class_samples_need_a_checkout_and_a_known_name(monkeypatch):
+    with pytest.raises(SettingsError, match="unknown multi-class sample 'circles_svm'"):
+        samples.load_class_sample("circles_svm")          # a binary sample is not a multi-class one
+    with pytest.raises(SettingsError, match="available: circles_svm, .*animals_3class"):
+        sample_path("iris")
+    monkeypatch.setattr(samples, "SAMPLE_DIR", None)       # an installed calibdash ships no data file
+    with pytest.raises(EnvironmentProblem, match="comes with a checkout of the calibdash repository"):
+        sample_path("cifar10_lenet5")

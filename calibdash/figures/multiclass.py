@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 from ..diagrams import display_names
 from ..multiclass.diagrams import ClasswiseData, ConfidenceData, SimplexMapData, class_labels
 from .layout import base_layout
-from .palette import color_of, rgba
+from .palette import class_color_of, rgba
 from .reliability import reliability_diagram
 
 __all__ = ["plot_confidence", "plot_classwise", "plot_simplex_map"]
@@ -39,7 +39,8 @@ def plot_confidence(data: ConfidenceData, *, names: Mapping[str, str] | None = N
     and the rows per bin underneath: one scatter and one bar trace per method after the diagonal."""
     shown = display_names(names, data.tables)
     labels = {k: f"{shown[k]} (ECE {data.ece[k]:.4f})" if k in data.ece else shown[k] for k in data.tables}
-    fig = reliability_diagram(data.tables, labels=labels, title=title, height=height)
+    fig = reliability_diagram(data.tables, labels=labels, title=title, height=height,
+                              colors={k: class_color_of(k) for k in data.tables})
     fig.update_xaxes(title_text="confidence (top probability)", row=2, col=1)
     fig.update_yaxes(title_text="accuracy", row=1, col=1)
     return fig
@@ -62,7 +63,7 @@ def plot_classwise(data: ClasswiseData, *, names: Mapping[str, str] | None = Non
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#BBBBBB", dash="dash", width=1),
                                  hoverinfo="skip", showlegend=False), row=r + 1, col=col + 1)
         for key, t in data.tables[c].items():
-            color = color_of(key)
+            color = class_color_of(key)
             fig.add_trace(go.Scatter(
                 x=t["mean_pred"], y=t["obs_freq"], mode="lines+markers", name=shown[key], legendgroup=key,
                 showlegend=i == 0, line=dict(color=color, width=1.5), marker=dict(size=5, color=color),

@@ -24,16 +24,44 @@ _FIXED = {
 _EXTRA = ("#44AA99", "#88CCEE", "#DDCC77", "#661100", "#6699CC", "#E6AB02", "#A6761D", "#1B9E77")
 
 
+def _multiclass_color(key: str) -> str | None:
+    """The colour a multi-class method declares: its class's, or for a composite (``ovr:isotonic``) its
+    instance's, derived from its binary method; None when ``key`` names no multi-class method."""
+    from .. import multiclass
+    from ..errors import SettingsError
+    prefix, colon, _ = key.partition(":")
+    cls = multiclass.classes().get(prefix)
+    if cls is None:
+        return None
+    if colon and prefix in multiclass.COMPOSITES:
+        try:
+            return multiclass.get(key).color
+        except SettingsError:
+            return None
+    return cls.color
+
+
 def color_of(name: str) -> str:
-    """Hex colour of a method (registry name: the colour its class declares) or, stably, of any other name."""
+    """Hex colour of a method (registry name: the colour its class declares, binary or multi-class) or,
+    stably, of any other name."""
     key = str(name).lower()
     if key in _FIXED:
         return _FIXED[key]
     cls = calibrators.classes().get(key)
     if cls is not None and cls.color:
         return cls.color
+    color = _multiclass_color(key)
+    if color:
+        return color
     digest = int(hashlib.sha1(key.encode()).hexdigest(), 16)
     return _EXTRA[digest % len(_EXTRA)]
+
+
+def class_color_of(name: str) -> str:
+    """Hex colour of a name in a multi-class chart: the multi-class method's declared colour first (the
+    multi-class ``temperature`` is not the binary one), else :func:`color_of`."""
+    key = str(name).lower()
+    return (None if key in _FIXED else _multiclass_color(key)) or color_of(key)
 
 
 def rgba(hex_color: str, alpha: float) -> str:

@@ -40,7 +40,8 @@ def _hover(t: pd.DataFrame, label: str) -> list[str]:
 def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[str, str] | None = None,
                         title: str | None = "Reliability diagram", show_counts: bool = True,
                         show_intervals: bool = True, height: int = 520,
-                        visible: Mapping[str, bool] | None = None) -> go.Figure:
+                        visible: Mapping[str, bool] | None = None,
+                        colors: Mapping[str, str] | None = None) -> go.Figure:
     """Draw one or several methods' reliability tables in one figure.
 
     Parameters
@@ -54,6 +55,8 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
         Error bars with each bin's 95% interval of the observed frequency.
     visible : mapping key -> bool, optional
         Methods drawn but hidden ("legendonly"), so the legend toggles them.
+    colors : mapping key -> "#RRGGBB", optional
+        Colours in place of :func:`~calibdash.figures.palette.color_of`'s (a multi-class chart's).
 
     Empty bins are left as gaps in the curve; hovering a point shows the bin's
     range, rows, mean prediction, observed frequency with its interval, gap and PUD.
@@ -68,7 +71,7 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
     overlay = False
     for i, (key, t) in enumerate(tables.items()):
         name = labels.get(key, key)
-        color = color_of(key)
+        color = (colors or {}).get(key) or color_of(key)
         vis = True if visible is None or visible.get(key, True) else "legendonly"
         y = t["obs_freq"].to_numpy(dtype=float)
         x = t["mean_pred"].to_numpy(dtype=float)

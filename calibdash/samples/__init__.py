@@ -26,10 +26,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data import ScoreSet, load_scores
+from ..data import ClassSet, ScoreSet, load_classes, load_scores
 from ..errors import EnvironmentProblem, SettingsError
 
-__all__ = ["Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample", "cache_dir"]
+__all__ = ["SampleFile", "Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample", "cache_dir",
+           "ClassSample", "CLASS_SAMPLES", "load_class_sample"]
 
 
 def _repo_sample_dir() -> Path | None:
@@ -43,21 +44,19 @@ SAMPLE_DIR: Path | None = _repo_sample_dir()
 
 
 @dataclass(frozen=True)
-class Sample:
-    """One sample data set.
+class SampleFile:
+    """What every sample data set declares.
 
     Attributes
     ----------
     name : str
-        Key in :data:`SAMPLES`.
+        Key in :data:`SAMPLES` or :data:`CLASS_SAMPLES`.
     filename : str
-        File name, in ``sample_data/`` or the cache folder.
+        File name, in ``sample_data/`` (or, for a binary sample, the cache folder).
     title : str
         Short display title.
     description : str
         One or two sentences: origin and what it shows.
-    score : str
-        Default active score column.
     label : str
         Label column.
     """
@@ -66,8 +65,14 @@ class Sample:
     filename: str
     title: str
     description: str
-    score: str
     label: str
+
+
+@dataclass(frozen=True)
+class Sample(SampleFile):
+    """One binary sample data set: a :class:`SampleFile` with its default active score column ``score``."""
+
+    score: str = ""
 
 
 SAMPLES: dict[str, Sample] = {s.name: s for s in (
@@ -121,16 +126,73 @@ SAMPLES: dict[str, Sample] = {s.name: s for s in (
     ),
 )}
 
+
+
+@dataclass(frozen=True)
+class ClassSample(SampleFile):
+    """One multi-class sample data set (a label of K >= 3 classes and one column per class): a
+    :class:`SampleFile` with the shared ``prefix`` of its class columns (``"p_"``, ``"logit_"``) and whether
+    they hold ``logits`` (else probabilities).
+
+    Kept apart from the binary :data:`SAMPLES`, which the command line's and the Benchmark page's
+    binary readings iterate over. The files live in ``sample_data/multiclass/`` of the repository
+    (see its README.md) and are not generated: an installed calibdash, which ships no data, does
+    not have them (:func:`sample_path` says so).
+    """
+
+    prefix: str = "p_"
+    logits: bool = False
+
+
+CLASS_SAMPLES: dict[str, ClassSample] = {s.name: s for s in (
+    ClassSample(
+        name="animals_3class",
+        filename="multiclass/animals_3class.csv",
+        title="Three animals, an over-confident model (K = 3, synthetic)",
+        description=(
+            "3,000 rows of three Gaussian classes (cat, dog, emu) whose model reports the true logits times "
+            "2.5 plus a class bias: over-confident (accuracy 0.842, confidence ECE 0.093). Temperature "
+            "scaling nearly removes it, vector scaling exactly in the limit; the simplex map shows the "
+            "calibrators' maps."),
+        label="label",
+        prefix="p_",
+    ),
+    ClassSample(
+        name="cifar10_lenet5",
+        filename="multiclass/cifar10_lenet5.csv",
+        title="CIFAR-10, LeNet-5 (K = 10)",
+        description=(
+            "The softmax outputs of a LeNet-5 network on the 10,000 CIFAR-10 test images (netcal's record): "
+            "a weak, over-confident network, accuracy 0.5308, confidence ECE 0.10789 (15 equal-width bins)."),
+        label="label",
+        prefix="p_",
+    ),
+    ClassSample(
+        name="logits_4class",
+        filename="multiclass/logits_4class.csv",
+        title="Four classes given as logits (K = 4, synthetic)",
+        description=(
+            "400 rows of four Gaussian classes whose model's logits (the true ones times 2 plus a class bias) "
+            "are written as they are: the class columns are softmaxed into probabilities (accuracy 0.838, "
+            "confidence ECE 0.093)."),
+        label="label",
+        prefix="logit_",
+        logits=True,
+    ),
+)}
+
 #: Sample shown when the dashboard opens.
 DEFAULT_SAMPLE = "circles_svm"
 
 _LOCK = threading.Lock()
 
 
-def _get(name: str) -> Sample:
-    if name not in SAMPLES:
-        raise SettingsError(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}.")
-    return SAMPLES[name]
+def _get(name: str) -> Sample | ClassSample:
+    if name in SAMPLES:
+        return SAMPLES[name]
+    if name in CLASS_SAMPLES:
+        return CLASS_SAMPLES[name]
+    raise SettingsError(f"unknown sample {name!r}; available: {', '.join([*SAMPLES, *CLASS_SAMPLES])}.")
 
 
 def _user_cache_root() -> Path:
@@ -169,16 +231,22 @@ def sample_path(name: str) -> Path:
     The repository's ``sample_data/`` file when there is one; else the cached
     file, written on first use (about a second at most).
 
+    A multi-class sample (:data:`CLASS_SAMPLES`) is never generated: its file in ``sample_data/``.
+
     Raises
     ------
     SettingsError
         Unknown sample.
     EnvironmentProblem
-        The file has to be generated and the cache folder cannot be written.
+        The file has to be generated and the cache folder cannot be written, or a multi-class
+        sample's file is not there (an installed calibdash ships none).
     """
     sample = _get(name)
     if SAMPLE_DIR is not None and (SAMPLE_DIR / sample.filename).is_file():
         return SAMPLE_DIR / sample.filename
+    if isinstance(sample, ClassSample):
+        raise EnvironmentProblem(f"the multi-class sample {name} ({sample.filename}) comes with a checkout of "
+                                 "the calibdash repository, in sample_data/; this copy has none.")
     folder = cache_dir()
     path = folder / sample.filename
     if path.is_file():
@@ -216,3 +284,21 @@ def load_sample(name: str, score: str | None = None) -> ScoreSet:
     """
     sample = _get(name)
     return load_scores(sample_path(name), score=score or sample.score, label=sample.label)
+
+
+def load_class_sample(name: str) -> ClassSet:
+    """Load multi-class sample ``name`` (a key of :data:`CLASS_SAMPLES`) as a :class:`~calibdash.data.ClassSet`,
+    with the label and class columns it declares.
+
+    Raises
+    ------
+    SettingsError
+        Not a multi-class sample.
+    EnvironmentProblem
+        Its file is not there (see :func:`sample_path`).
+    """
+    if name not in CLASS_SAMPLES:
+        raise SettingsError(f"unknown multi-class sample {name!r}; available: {', '.join(CLASS_SAMPLES)}.")
+    s = CLASS_SAMPLES[name]
+    given = {"logits" if s.logits else "probs": s.prefix}
+    return load_classes(sample_path(name), label=s.label, **given)

@@ -17,21 +17,23 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata
+from calibdash import data as cdata, samples
 from calibdash.errors import DataError
 from calibdash.multiclass import bootstrap as mboot
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, evaluate_classes
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
-from pages.parts.source import role_key, source_table, using_large
+from pages.parts.source import SAMPLE, role_key, source_table, using_large, using_upload
 
-__all__ = ["MODE", "LABEL", "PREFIX", "KIND", "KINDS", "using_classes", "chosen_class_roles", "active_class_set",
-           "class_set_or_stop", "evaluate_chosen", "bootstrap_chosen", "frozen"]
+__all__ = ["MODE", "LABEL", "PREFIX", "KIND", "KINDS", "MODES", "detected", "using_classes", "chosen_class_roles",
+           "active_class_set", "class_set_or_stop", "evaluate_chosen", "bootstrap_chosen", "frozen"]
 
 # role keys (per file, through source.role_key)
 MODE, LABEL, PREFIX, KIND = "mc.mode", "mc.label", "mc.prefix", "mc.kind"
 #: The reading of the class columns the Data page offers.
 KINDS = ("probabilities", "logits")
+#: The values of the MODE choice: the table read as K classes, or as a binary file.
+MODES = ("multiclass", "binary")
 
 
 def frozen(params: dict) -> tuple:
@@ -42,6 +44,20 @@ def frozen(params: dict) -> tuple:
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="1MB")
 def _detected(sha: str, _df: pd.DataFrame) -> bool:
     return cdata.is_multiclass(_df)
+
+
+def detected(sha: str, df: pd.DataFrame) -> bool:
+    """Whether the table of file ``sha`` looks like a K-class table (:func:`calibdash.data.is_multiclass`),
+    whatever the user chose; cached per file."""
+    return _detected(sha, df)
+
+
+def _sample_roles() -> dict:
+    """The label and class columns a multi-class sample declares ({} for an upload or a binary sample)."""
+    if using_upload():
+        return {}
+    s = samples.CLASS_SAMPLES.get(st.session_state.get(SAMPLE, samples.DEFAULT_SAMPLE))
+    return {} if s is None else {"label": s.label, "logits" if s.logits else "probs": s.prefix}
 
 
 def using_classes() -> bool:
@@ -59,14 +75,17 @@ def using_classes() -> bool:
 
 
 def chosen_class_roles(sha: str) -> dict:
-    """The user's choices for file ``sha``: ``label`` and ``probs`` or ``logits`` (a prefix); missing ones guessed."""
+    """The user's choices for file ``sha``: ``label`` and ``probs`` or ``logits`` (a prefix); missing ones taken
+    from a multi-class sample's declaration, else guessed."""
     state = st.session_state
-    roles = {}
+    roles = _sample_roles()
     label = state.get(role_key(sha, LABEL))
     if label:
         roles["label"] = label
     prefix = state.get(role_key(sha, PREFIX))
     if prefix:
+        roles.pop("probs", None)
+        roles.pop("logits", None)
         roles["logits" if state.get(role_key(sha, KIND)) == "logits" else "probs"] = prefix
     return roles
 

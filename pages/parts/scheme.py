@@ -30,12 +30,17 @@ TEST_SIZE_RANGE = (0.1, 0.5)
 N_FOLDS_RANGE = (2, 10)
 
 
-def _default_kind(ss: cdata.ScoreSet | None) -> str:
+#: What the scheme reads of the data: a binary ScoreSet (or a large source) or a K-class ClassSet; both carry
+#: ``split_column`` and ``split`` (the file's own split) and ``n_rows``.
+Data = cdata.ScoreSet | cdata.ClassSet
+
+
+def _default_kind(ss: Data | None) -> str:
     """The file's own split when it has one, else the library's default."""
     return "column" if ss is not None and ss.split_column else DEFAULT.kind
 
 
-def current_scheme(ss: cdata.ScoreSet | None = None) -> Scheme:
+def current_scheme(ss: Data | None = None) -> Scheme:
     """The evaluation scheme chosen on the Data page (default: the file's split if it has one)."""
     kind = st.session_state.get(KIND) or _default_kind(ss)
     if kind == "column" and (ss is None or not ss.split_column):
@@ -48,19 +53,20 @@ def current_scheme(ss: cdata.ScoreSet | None = None) -> Scheme:
                   train_value=state.get(TRAIN_VALUE) or DEFAULT.train_value)
 
 
-def scheme_line(ss: cdata.ScoreSet) -> str:
+def scheme_line(ss: Data) -> str:
     """The scheme in words, naming the split column and its parts when the file's own split is used.
 
-    Above ``CELLS_MIN_ROWS`` rows evaluations run on score cells, whose rows are
-    divided by a hash of their position: the line says so, and that MBCT with
-    feature columns is judged on rows (stratified) instead.
+    Above ``CELLS_MIN_ROWS`` rows binary evaluations run on score cells, whose
+    rows are divided by a hash of their position: the line says so, and that
+    MBCT with feature columns is judged on rows (stratified) instead. K-class
+    tables are always judged on rows (:func:`calibdash.multiclass.evaluation.evaluate_classes`).
     """
     scheme = current_scheme(ss)
     if scheme.kind == "column" and ss.split_column:
         parts = pd.Series(ss.split).value_counts()
         return (f"The file's split column `{ss.split_column}`: "
                 + ", ".join(f"{k} ({v:,} rows)" for k, v in parts.items()))
-    if not use_cells_for(ss.n_rows):
+    if isinstance(ss, cdata.ClassSet) or not use_cells_for(ss.n_rows):
         return scheme.describe()
     line = scheme.describe(on_cells=True)
     if ss.features is not None and scheme.kind in ("split", "kfold"):
@@ -72,7 +78,7 @@ def _seed_input() -> None:
     st.number_input("Seed", 0, 10_000, key=SEED, persist_state="session", **initial(SEED, value=DEFAULT.seed))
 
 
-def scheme_widgets(ss: cdata.ScoreSet) -> Scheme:
+def scheme_widgets(ss: Data) -> Scheme:
     """The Data page's choice of evaluation scheme (kind, then its settings); returns the chosen scheme."""
     kinds = [k for k in KINDS if k != "column" or ss.split_column]
     left, right = st.columns([2, 3])

@@ -4,10 +4,10 @@ from __future__ import annotations
 import streamlit as st
 
 from calibdash.errors import DataError
+from pages.parts.classes import active_class_set, using_classes
 from pages.parts.scheme import current_scheme, scheme_line
 from pages.parts.source import active_score_set, using_large
 from pages.parts.url_state import IGNORED
-from pages.parts.classes import active_class_set, using_classes
 
 __all__ = ["sidebar_summary"]
 
@@ -39,17 +39,18 @@ def sidebar_summary() -> None:
 
 
 def _class_summary() -> None:
-    """The active K-class table: its classes, label and class columns, and the scheme."""
+    """The active K-class table: rows, classes, label and class columns, scheme; or why it cannot be read."""
     try:
         cs = active_class_set()
     except DataError as exc:
         st.error(str(exc))
         return
-    what = "logits" if cs.logits else "probabilities"
+    what = "logits, softmaxed" if cs.logits else "probabilities"
+    columns = f"prefix **{cs.prefix}**" if cs.prefix else "named after the classes"
     st.caption(f"{cs.name} · {cs.n_rows:,} rows · **{cs.k} classes**\n\n"
-               f"label **{cs.label_column}** · {what} in **{cs.columns[0]}** … **{cs.columns[-1]}**")
+               f"label **{cs.label_column}** · class columns {columns} ({what})")
     st.markdown("**Evaluation**")
-    st.caption(current_scheme(cs).describe())
+    st.caption(scheme_line(cs))
 
 
 def _large_summary() -> None:

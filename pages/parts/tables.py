@@ -101,15 +101,19 @@ def metrics_frame(table: pd.DataFrame) -> "pd.io.formats.style.Styler":
     return bold_best(t, metrics.LOWER_IS_BETTER).format("{:.4f}")
 
 
-def interval_frame(boot: cboot.BootstrapResult) -> "pd.io.formats.style.Styler":
-    """'value [low, high]' per cell, display names, the best value of each metric in bold."""
+def interval_frame(boot: cboot.BootstrapResult, labels: Mapping[str, str] | None = None,
+                   direction: Direction | None = None) -> "pd.io.formats.style.Styler":
+    """'value [low, high]' per cell, display names, the best value of each metric in bold.
+
+    ``labels``: method key -> display name (default the binary methods' labels); ``direction``: each
+    column's direction as :func:`best_cells` takes it (default :func:`best_of`, the binary names')."""
     t = boot.table
     names = list(dict.fromkeys(t.columns.get_level_values(0)))
-    index = _display_names(t.index)
+    index = _display_names(t.index) if labels is None else [labels.get(k, k) for k in t.index]
     text = pd.DataFrame({n: [f"{v:.4f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in
                              zip(t[(n, "value")], t[(n, "low")], t[(n, "high")])] for n in names}, index=index)
     values = pd.DataFrame({n: t[(n, "value")].to_numpy() for n in names}, index=index)
-    return bold_best(text, best_of, values=values)
+    return bold_best(text, best_of if direction is None else direction, values=values)
 
 
 def best_of(name: str, values: np.ndarray) -> np.ndarray | None:

@@ -47,6 +47,15 @@ def _metric(page, label: str) -> str:
     return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
+def _upload_input(page, ui):
+    """On the Data page: choose Upload; returns the file input once it is there and the app is idle."""
+    page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
+    file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
+    file_input.wait_for(state="attached", timeout=ui.timeout_ms)
+    ui.wait_idle(page)
+    return file_input
+
+
 def _write_scores_csv(path, n: int = 300, n_missing: int = 7, seed: int = 3):
     """n rows of score/label/age; the first n_missing rows have no score."""
     rng = np.random.default_rng(seed)
@@ -104,10 +113,7 @@ def test_upload_csv_shows_validation_report(app_page, ui, tmp_path):
     csv = _write_scores_csv(tmp_path / "my_scores.csv", n=300, n_missing=7)
     _open(page, ui, "/data")
     ui.screenshot(page, "e2e-upload-1-data-sample")
-    page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
-    file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
-    file_input.wait_for(state="attached", timeout=ui.timeout_ms)
-    ui.wait_idle(page)
+    file_input = _upload_input(page, ui)
     ui.screenshot(page, "e2e-upload-2-upload-chosen")
     file_input.set_input_files(str(csv))
     page.get_by_text("my_scores.csv").first.wait_for(timeout=ui.timeout_ms)
@@ -147,10 +153,7 @@ def test_bad_upload_shows_error_not_traceback(app_page, ui, tmp_path):
     bad = tmp_path / "excel_export.csv"
     bad.write_bytes(("score,label\n" + "0.2,0\n0.8,1\n" * 30).encode("utf-16-le"))
     _open(page, ui, "/data")
-    page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
-    file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
-    file_input.wait_for(state="attached", timeout=ui.timeout_ms)
-    ui.wait_idle(page)
+    file_input = _upload_input(page, ui)
     file_input.set_input_files(str(bad))
     err = page.locator(f"{MAIN} [data-testid='stAlertContentError']")
     err.first.wait_for(timeout=ui.timeout_ms)

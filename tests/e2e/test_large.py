@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from .test_browser import MAIN, _assert_no_traceback, _nav, _open
+from .test_browser import MAIN, _assert_no_traceback, _nav, _open, _upload_input
 
 pytestmark = pytest.mark.e2e
 
@@ -34,10 +34,7 @@ def test_million_row_upload_runs_on_score_cells(app_page, ui, tmp_path):
     page = app_page
     csv = _write_big_csv(tmp_path / "clicks_1m.csv")
     _open(page, ui, "/data")
-    page.locator(".st-key-source").get_by_role("radio", name="Upload").click()
-    file_input = page.locator('[data-testid="stFileUploaderDropzoneInput"], input[type="file"]').first
-    file_input.wait_for(state="attached", timeout=ui.timeout_ms)
-    ui.wait_idle(page)
+    file_input = _upload_input(page, ui)
     file_input.set_input_files(str(csv))
     # The name shows in the uploader while the browser is still sending the file; "Rows read" means the server
     # has read it (switching page before that would drop the file).
