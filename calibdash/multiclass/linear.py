@@ -25,7 +25,12 @@ The mean (not the sum) of the row terms is what the paper writes and is what mak
 mean the same at any n; a row of weight ``w`` counts as ``w`` rows (the mean over the rows repeated equals
 the weighted mean), and multiplying every weight by ``c`` changes nothing.
 
-Solver (:func:`fit_linear`): scipy's L-BFGS-B on the analytic gradient, started at the identity map
+Solver (:func:`fit_linear`). Small problems (the Hessian costs at most :data:`NEWTON_WORK` multiply-adds:
+every form for 10 classes at 10,000 rows, temperature scaling always) are solved by damped Newton on the
+analytic gradient and Hessian (:func:`_newton`), to a largest gradient entry of ``gtol`` (or the
+floating-point limit: 1e-12 times the largest log-score, the rounding of the gradient's sums). Larger
+ones (vector and matrix maps of 100 classes: 200 and 10,100 parameters) by scipy's L-BFGS-B on the analytic gradient,
+started at the identity map
 (``W = I``, ``b = 0``: the scores as they are) or a given warm start, in variables scaled by the inverse
 square root of the objective's Hessian diagonal at the start (a Jacobi preconditioner: the log-scores of
 a confident network span tens of nats, so the unscaled problem is badly conditioned; the scaling changes
@@ -69,6 +74,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from ..errors import DataError, SettingsError
 from .base import MulticlassCalibrator, Scores
@@ -231,10 +237,90 @@ def _hessian_diagonal(theta, X, w, form, lam, mu):
         var = np.einsum("ij,ij->i", Q, X * X) - mean * mean
         hw = np.array([float(np.mean(var) if w is None else (w @ var) / w.sum())])
     h = np.concatenate([hw, V.sum(axis=0)]) if form.bias else hw
-    # the penalty's curvature: 2c on each penalised parameter
-    probe = np.ones_like(theta)
-    h = h + 0.5 * (_penalty(probe, form, k, lam, mu)[1] - _penalty(0 * probe, form, k, lam, mu)[1])
+    h = h + _penalty_curvature(theta.size, form, k, lam, mu)
     return np.maximum(h, 1e-12)
+
+
+#: Newton's method is used when the Hessian costs at most this many multiply-adds (n * p^2, p parameters):
+#: every form for 10 classes at 10,000 rows, temperature always; L-BFGS-B beyond (matrix maps of 100 classes).
+NEWTON_WORK = 2.5e8
+
+
+def _hessian(theta, X, w, form, lam, mu):
+    """The objective's Hessian at ``theta`` (forms whose parameters each act on one class's score: diagonal
+    and full, with or without intercepts; and the scalar form without one), for Newton's method.
+
+    With ``q_i`` the fitted probabilities and ``S_i = diag(q_i) - q_i q_i^T`` the softmax's Jacobian, a
+    parameter ``p`` acting on class ``c_p`` with coefficient ``phi_ip`` (``x_il`` for ``W_{c_p l}``, 1 for
+    ``b_{c_p}``) has ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the scalar form's one entry
+    is the weighted mean of the variance of ``x_i`` under ``q_i``. The penalty adds its constant diagonal.
+    """
+    n, k = X.shape
+    Q = predict_linear(X, theta, form)
+    u = np.full(n, 1.0 / n) if w is None else w / w.sum()
+    if form.matrix == "scalar":
+        mean = np.einsum("ij,ij->i", Q, X)
+        H = np.array([[float(u @ (np.einsum("ij,ij->i", Q, X * X) - mean * mean))]])
+    else:
+        if form.matrix == "full":
+            phi, cls = np.tile(X, k), np.repeat(np.arange(k), k)
+        else:
+            phi, cls = X, np.arange(k)
+        if form.bias:
+            phi, cls = np.hstack([phi, np.ones((n, k))]), np.concatenate([cls, np.arange(k)])
+        Qc = Q[:, cls]
+        U = phi * Qc
+        H = ((phi * (u[:, None] * Qc)).T @ phi) * (cls[:, None] == cls[None, :]) - (U * u[:, None]).T @ U
+    return H + np.diag(_penalty_curvature(theta.size, form, k, lam, mu))
+
+
+def _penalty_curvature(size, form, k, lam, mu) -> np.ndarray:
+    """The penalty's Hessian diagonal (it is diagonal: ``2 c`` for a term ``c theta_p^2``)."""
+    probe = np.ones(size)
+    return _penalty(probe, form, k, lam, mu)[1] - _penalty(0 * probe, form, k, lam, mu)[1]
+
+
+def _newton(theta, X, y, w, form, lam, mu, gtol, max_iter):
+    """Damped Newton from ``theta``: the step solves ``H d = -g`` on the range of ``H`` (its eigenvalues
+    above 1e-12 of the largest; the null directions are the softmax's invariances, left as they are),
+    halved until the objective falls by at least 1e-4 of the step's predicted decrease (Armijo). Stops when
+    the largest gradient entry is at most ``gtol``, when no halving (down to 2^-40) lowers the objective
+    (the floating-point limit), or after ``max_iter`` steps. Returns ``(theta, n_steps)``."""
+    lo, hi = SCALE_BOUNDS
+    work = np.empty(X.shape)
+    f, _, g = objective(theta, X, y, w, form, lam, mu, work)
+    it = 0
+    for it in range(1, max_iter + 1):
+        if _free_gradient(theta, g, form) <= gtol:
+            return theta, it - 1
+        vals, vecs = np.linalg.eigh(_hessian(theta, X, w, form, lam, mu))
+        keep = vals > vals.max() * 1e-12
+        d = -vecs[:, keep] @ ((vecs[:, keep].T @ g) / vals[keep])
+        slope = float(g @ d)
+        step = 1.0
+        while step > 2.0 ** -40:
+            cand = theta + step * d
+            if form.matrix == "scalar":
+                cand[0] = min(max(cand[0], lo), hi)
+            f_new, _, g_new = objective(cand, X, y, w, form, lam, mu, work)
+            if f_new <= f + 1e-4 * step * slope:
+                break
+            step /= 2
+        else:
+            return theta, it
+        theta, f, g = cand, f_new, g_new
+    return theta, it
+
+
+def _free_gradient(theta, g, form) -> float:
+    """The largest gradient entry that could still move (a scalar factor at a bound pushed outwards is not)."""
+    g = np.asarray(g)
+    if form.matrix == "scalar":
+        lo, hi = SCALE_BOUNDS
+        if (theta[0] <= lo and g[0] > 0) or (theta[0] >= hi and g[0] < 0):
+            g = g.copy()
+            g[0] = 0.0
+    return float(np.max(np.abs(g)))
 
 
 def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm, lam: float = 0.0,
@@ -266,37 +352,39 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
     """
     k = X.shape[1]
     theta0 = identity_start(form, k) if start is None else np.array(start, dtype=float)
-    scale = 1.0 / np.sqrt(_hessian_diagonal(theta0, X, w, form, lam, mu))
-    bounds = None
-    if form.matrix == "scalar":
-        lo, hi = SCALE_BOUNDS
-        bounds = [(lo / scale[0], hi / scale[0])] + [(None, None)] * (theta0.size - 1)
+    if X.shape[0] * theta0.size ** 2 <= NEWTON_WORK and (form.matrix != "scalar" or not form.bias):
+        with threadpool_limits(1):          # small products: threads cost more than they save (and on a
+            theta, n_iter = _newton(theta0, X, y, w, form, lam, mu, gtol, max_iter)      # busy machine, far more)
+        message = "Newton"
+        loss, nll, grad = objective(theta, X, y, w, form, lam, mu)
+        gmax = _free_gradient(theta, grad, form)
+        # the floating-point limit: the rounding of the gradient's sums, about eps times the sum of |R X|
+        converged = gmax <= max(gtol, 1e-12 * (1.0 + float(np.max(np.abs(X)))))
+    else:
+        scale = 1.0 / np.sqrt(_hessian_diagonal(theta0, X, w, form, lam, mu))
+        bounds = None
+        if form.matrix == "scalar":
+            lo, hi = SCALE_BOUNDS
+            bounds = [(lo / scale[0], hi / scale[0])] + [(None, None)] * (theta0.size - 1)
+        work = np.empty(X.shape)
 
-    work = np.empty(X.shape)
+        def fun(phi):
+            loss, _, grad = objective(phi * scale, X, y, w, form, lam, mu, work)
+            return loss, grad * scale
 
-    def fun(phi):
-        loss, _, grad = objective(phi * scale, X, y, w, form, lam, mu, work)
-        return loss, grad * scale
-
-    res = minimize(fun, theta0 / scale, jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": int(max_iter), "gtol": gtol, "ftol": ftol, "maxcor": 20})
-    theta = res.x * scale
-    loss, nll, grad = objective(theta, X, y, w, form, lam, mu, work)
-    if bounds is not None:                  # at a bound only the inward component of the gradient counts
-        lo, hi = SCALE_BOUNDS
-        if (theta[0] <= lo and grad[0] > 0) or (theta[0] >= hi and grad[0] < 0):
-            grad = grad.copy()
-            grad[0] = 0.0
-    gmax = float(np.max(np.abs(grad)))
+        res = minimize(fun, theta0 / scale, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": int(max_iter), "gtol": gtol, "ftol": ftol, "maxcor": 20})
+        theta, n_iter, message = res.x * scale, int(res.nit), str(res.message)
+        loss, nll, grad = objective(theta, X, y, w, form, lam, mu, work)
+        gmax = _free_gradient(theta, grad, form)
+        converged = bool(res.success) or ("ABNORMAL" in message and gmax <= 100 * gtol)
     if not np.all(np.isfinite(theta)) or not np.isfinite(loss):
-        raise DataError(f"{what} could not be fitted: the solver reached non-finite values "
-                        f"({res.message}).")
-    converged = bool(res.success) or ("ABNORMAL" in str(res.message) and gmax <= 100 * gtol)
+        raise DataError(f"{what} could not be fitted: the solver reached non-finite values ({message}).")
     if not converged:
-        warnings.warn(f"{what} did not converge: L-BFGS-B stopped after {res.nit} iterations "
-                      f"({res.message}) with a gradient entry of {gmax:.2g}; the map may be off its optimum.",
+        warnings.warn(f"{what} did not converge: the solver ({message}) stopped after {n_iter} iterations "
+                      f"with a gradient entry of {gmax:.2g}; the map may be off its optimum.",
                       ConvergenceWarning, stacklevel=3)
-    return LinearFit(theta, float(loss), float(nll), int(res.nit), gmax, converged)
+    return LinearFit(theta, float(loss), float(nll), int(n_iter), gmax, converged)
 
 
 # -- the choice of lambda and mu ---------------------------------------------------------------------------
@@ -315,20 +403,22 @@ def _row_hashes(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
     return h
 
 
-def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0) -> np.ndarray:
+def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0, w: np.ndarray | None = None) -> np.ndarray:
     """Each row's fold, 0..n_folds-1, from its values only: stratified by class, never by position.
 
     Within each class the distinct rows (by a keyed hash of their values and label: :func:`_row_hashes`)
     are sorted by hash and dealt to the folds in turn, the deal continuing from one class to the next, so
     every fold gets its share of every class (to one row). Identical rows share a hash and so a fold: a
     row of weight 3 and three copies of it fall in the same fold, and the folds do not change when the
-    rows are reordered.
+    rows are reordered. Rows of weight 0 (``w``) are left out of the deal (so that they change no other
+    row's fold, as if absent) and go to the fold their hash names.
     """
     h = _row_hashes(X, y, seed)
-    out = np.empty(y.size, dtype=np.int64)
+    out = (h % np.uint64(n_folds)).astype(np.int64)
+    live = np.ones(y.size, dtype=bool) if w is None else w > 0
     dealt = 0
-    for c in np.unique(y):
-        rows = np.flatnonzero(y == c)
+    for c in np.unique(y[live]):
+        rows = np.flatnonzero(live & (y == c))
         distinct, group = np.unique(h[rows], return_inverse=True)
         out[rows] = (dealt + group) % n_folds
         dealt += distinct.size
@@ -397,8 +487,8 @@ def select_penalty(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]
     DataError
         Fewer distinct rows than folds.
     """
-    folds = fold_ids(X, y, n_folds, seed)
-    if np.unique(folds).size < n_folds:
+    folds = fold_ids(X, y, n_folds, seed, w)
+    if np.unique(folds if w is None else folds[w > 0]).size < n_folds:
         raise DataError(f"choosing the regularisation by {n_folds}-fold cross-validation needs at least "
                         f"{n_folds} distinct rows; fix lambda and mu instead (select=False).")
     losses = cv_log_loss(X, y, w, form, grid, folds)
