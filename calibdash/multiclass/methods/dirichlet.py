@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 from ..base import HyperParam
-from ..linear import ScalingCalibrator
-from .matrix import LAMBDAS, ODIR_HYPERPARAMS
+from .matrix import LAMBDAS, ODIR_HYPERPARAMS, MatrixScaling
 
 __all__ = ["DirichletCalibration"]
 
 
-class DirichletCalibration(ScalingCalibrator):
+class DirichletCalibration(MatrixScaling):
     """Dirichlet calibration (Kull, Perello-Nieto, Kängsepp, Silva Filho, Song & Flach, NeurIPS 2019).
 
     The calibration map of the paper's Eq. (4),
@@ -37,19 +36,10 @@ class DirichletCalibration(ScalingCalibrator):
 
     Parameters
     ----------
-    logits : bool, default False
-        Whether ``P`` holds logits (else probabilities).
     reg : {"odir", "l2"}, default "odir"
-    select : bool, default True
-        Choose the strengths by cross-validation.
-    lam, mu : float, default 100.0
-        The strengths when ``select`` is False (``mu`` unused with L2).
-    lambdas : tuple of float, default :data:`calibdash.multiclass.methods.matrix.LAMBDAS`
-    mus : tuple of float or None, default None
-        ODIR's mu grid; None ties mu to lambda.
-    n_folds : int, default 5
-    seed : int, default 0
-        Keys the rows' hash that deals the folds.
+        The penalty (with L2, ``mu`` and ``mus`` are unused).
+    logits, select, lam, mu, lambdas, mus, n_folds, seed
+        As :class:`~calibdash.multiclass.methods.matrix.MatrixScaling`'s.
     """
 
     name = "dirichlet"
@@ -62,20 +52,11 @@ class DirichletCalibration(ScalingCalibrator):
     hyperparams = (HyperParam("reg", "R", "choice", "odir", choices=("odir", "l2"),
                               help="ODIR (off-diagonal and intercept) or L2 on every parameter"),
                    *ODIR_HYPERPARAMS)
-    matrix = "full"
-    bias = True
     on_log_probabilities = True
-    default_penalty = "odir"
 
     def __init__(self, logits: bool = False, reg: str = "odir", select: bool = True, lam: float = 100.0,
                  mu: float = 100.0, lambdas: tuple = LAMBDAS, mus: tuple | None = None, n_folds: int = 5,
                  seed: int = 0):
-        self.logits = logits
+        super().__init__(logits=logits, select=select, lam=lam, mu=mu, lambdas=lambdas, mus=mus,
+                         n_folds=n_folds, seed=seed)
         self.reg = reg
-        self.select = select
-        self.lam = lam
-        self.mu = mu
-        self.lambdas = lambdas
-        self.mus = mus
-        self.n_folds = n_folds
-        self.seed = seed

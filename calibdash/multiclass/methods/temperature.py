@@ -51,9 +51,6 @@ class TemperatureScaling(ScalingCalibrator):
     matrix = "scalar"
     bias = False
 
-    def __init__(self, logits: bool = False):
-        self.logits = logits
-
     @property
     def temperature_(self) -> float:
         """The fitted temperature ``T = 1 / beta``."""

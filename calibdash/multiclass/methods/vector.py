@@ -39,6 +39,3 @@ class VectorScaling(ScalingCalibrator):
     hyperparams = ()
     matrix = "diagonal"
     bias = True
-
-    def __init__(self, logits: bool = False):
-        self.logits = logits
