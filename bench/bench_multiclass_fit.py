@@ -1,0 +1,99 @@
+"""Speed of the multi-class scaling family's fits on the three CIFAR files (10,000 rows each).
+
+Run on demand with the project venv::
+
+    .venv/bin/python bench/bench_multiclass_fit.py
+    .venv/bin/python bench/bench_multiclass_fit.py --files wideresnet-16-4-cifar-100 --repeat 1
+
+Targets (issue 19), on 10,000 x 100 (wideresnet-16-4-cifar-100): temperature < 0.2 s, vector < 2 s,
+Dirichlet and matrix scaling with ODIR, including the cross-validated choice of lambda and mu, < 20 s.
+
+Each row is the best wall-clock time of ``--repeat`` runs of ``fit(P, y)`` on the whole file (validation
+of the table included), with its defaults: temperature and vector scaling unregularised, matrix and
+Dirichlet scaling with ODIR, lambda (= mu) chosen by 5-fold cross-validation over the default grid
+(``calibdash.multiclass.methods.matrix.LAMBDAS``), then refitted. Beside them:
+
+* ``floor``: ``scipy.special.softmax`` of the same (n, K) array, the least any map of it costs;
+* ``sklearn temperature``, ``sklearn ovr sigmoid``, ``sklearn ovr isotonic``: scikit-learn's
+  ``CalibratedClassifierCV(FrozenEstimator(est), method=...)`` on the same probabilities (``est`` a
+  fitted stand-in whose ``predict_proba`` returns its input), fitted on the same rows.
+
+netcal is not installed in the project's environment, so it is not timed. The in-sample log-loss of each
+fit is printed beside its time (the raw scores' first), to show the fits did their work.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy.special import softmax
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_of  # noqa: E402
+from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
+from sklearn.dummy import DummyClassifier  # noqa: E402
+from sklearn.frozen import FrozenEstimator  # noqa: E402
+
+from calibdash import multiclass  # noqa: E402
+
+DATA = Path("/work/shared/data/multiclass-cifar")
+FILES = ["wideresnet-16-4-cifar-10", "lenet-5-cifar-10", "wideresnet-16-4-cifar-100"]
+METHODS = ["temperature", "vector", "matrix", "dirichlet"]
+TARGETS = {"temperature": 0.2, "vector": 2.0, "matrix": 20.0, "dirichlet": 20.0}
+
+
+class _Given(DummyClassifier):
+    """A fitted stand-in classifier whose predict_proba returns its input (the file's probabilities)."""
+
+    def predict_proba(self, X):
+        return np.asarray(X, dtype=float)
+
+
+def _log_loss(Q, y) -> float:
+    return float(-np.mean(np.log(np.clip(Q[np.arange(y.size), y], 1e-300, None))))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", nargs="+", default=FILES)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    rows = []
+    for name in args.files:
+        d = np.load(DATA / f"{name}.npz")
+        P, y = d["predictions"].astype(float), d["ground_truth"]
+        n, k = P.shape
+        rows.append((name, n, k, "raw scores", float("nan"), _log_loss(P / P.sum(1, keepdims=True), y), ""))
+        t, _ = best_of(lambda: softmax(P, axis=1), args.repeat)
+        rows.append((name, n, k, "floor (softmax)", t, float("nan"), ""))
+        for method in METHODS:
+            t, cal = best_of(lambda: multiclass.get(method).fit(P, y), args.repeat)
+            note = f"target < {TARGETS[method]:g} s" if k == 100 else ""
+            if getattr(cal, "cv_losses_", None) is not None:
+                note = (note + "; " if note else "") + f"lambda = mu = {cal.lambda_:g}"
+            rows.append((name, n, k, method, t, _log_loss(cal.predict_proba(P), y), note))
+            print(f"  done {name} {method}: {t:.2f} s", file=sys.stderr, flush=True)
+        est = _Given().fit(P, y)
+        for label, how in (("sklearn temperature", "temperature"), ("sklearn ovr sigmoid", "sigmoid"),
+                           ("sklearn ovr isotonic", "isotonic")):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t, ref = best_of(lambda: CalibratedClassifierCV(FrozenEstimator(est), method=how).fit(P, y),
+                                 args.repeat)
+            rows.append((name, n, k, label, t, _log_loss(ref.predict_proba(P), y), ""))
+    print(f"{'file':<28} {'n':>6} {'K':>4}  {'method':<22} {'fit s':>8}  {'log-loss':>8}  note")
+    for name, n, k, method, t, ll, note in rows:
+        ts = "" if np.isnan(t) else f"{t:8.3f}"
+        ls = "" if np.isnan(ll) else f"{ll:8.4f}"
+        print(f"{name:<28} {n:>6} {k:>4}  {method:<22} {ts:>8}  {ls:>8}  {note}")
+    print("netcal is not installed in the project's environment: not timed. Log-loss is in-sample "
+          f"(the fitting rows). Best of {args.repeat} runs.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,604 @@
+"""The one solver of the scaling family: a weighted multinomial logistic regression on a linear map of the log-scores.
+
+Every method of the family (temperature, vector, matrix and Dirichlet scaling) predicts
+
+.. math::  \\hat q(x) = \\operatorname{softmax}(W x + b)
+
+for a row ``x`` of K log-scores (logits, or log-probabilities), and differs only in the form of ``W``
+(:class:`LinearForm`): a scalar times the identity (temperature scaling, Guo et al. 2017, Eq. 9, with
+``W = I / T``), a diagonal (vector scaling, Guo et al. Sec. 4.2), or a full K x K matrix (matrix scaling;
+Dirichlet calibration, Kull et al. 2019, Eq. 4, on log-probabilities), with or without the intercept
+``b``. The parameters minimise the weighted mean negative log-likelihood (the cross-entropy of the
+softmax) plus a penalty:
+
+.. math::  L(W, b) = \\frac{1}{\\sum_i w_i} \\sum_i w_i \\bigl[-\\log \\hat q_{y_i}(x_i)\\bigr] + R(W, b)
+
+* ``penalty=None``: ``R = 0``;
+* ``"l2"``: ``R = lambda * mean of the squares of every parameter`` (the entries of W in its form, and of
+  b); for the full form this is ``lambda / (K (K + 1)) * (||W||^2 + ||b||^2)``, the L2 of Kull et al.'s
+  "Dir-L2", normalised as their ``dirichletcal`` package does (``reg_norm=True``), towards 0 as theirs;
+* ``"odir"``: Kull et al.'s Off-Diagonal and Intercept Regularisation (Sec. 3.2):
+  ``R = lambda / (K (K - 1)) * sum_{j != k} W_jk^2 + mu / K * sum_j b_j^2`` (lambda times the mean square
+  of the off-diagonal entries, mu times the mean square of the intercepts). The diagonal is free.
+
+The mean (not the sum) of the row terms is what the paper writes and is what makes ``lambda`` and ``mu``
+mean the same at any n; a row of weight ``w`` counts as ``w`` rows (the mean over the rows repeated equals
+the weighted mean), and multiplying every weight by ``c`` changes nothing.
+
+Solver (:func:`fit_linear`). Small problems (the Hessian costs at most :data:`NEWTON_WORK` multiply-adds:
+every form for 10 classes at 10,000 rows, temperature scaling always) are solved by damped Newton on the
+analytic gradient and Hessian (:func:`_newton`), to a largest gradient entry of ``gtol`` (or the
+floating-point limit: 1e-12 times the largest log-score, the rounding of the gradient's sums). Larger
+ones (vector and matrix maps of 100 classes: 200 and 10,100 parameters) by scipy's L-BFGS-B on the analytic gradient,
+started at the identity map
+(``W = I``, ``b = 0``: the scores as they are) or a given warm start, in variables scaled by the inverse
+square root of the objective's Hessian diagonal at the start (a Jacobi preconditioner: the log-scores of
+a confident network span tens of nats, so the unscaled problem is badly conditioned; the scaling changes
+the path, not the optimum). Stopping rule: L-BFGS-B stops when the largest entry of the (scaled)
+projected gradient is at most ``gtol`` or when the objective's relative reduction in a step is at most
+``ftol`` (``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol``), or after ``max_iter`` iterations. The
+fit counts as converged when scipy reports success, or when it stopped in the line search (scipy's
+"ABNORMAL" ending, which happens at the floating-point limit) with the largest entry of the gradient at
+most ``100 * gtol``; otherwise :func:`fit_linear` warns (a
+:class:`sklearn.exceptions.ConvergenceWarning`) and says so in :attr:`LinearFit.converged`: it never
+returns the start silently (netcal issue #61).
+
+The temperature form keeps its factor in ``[exp(-10), exp(10)]`` (scikit-learn's bounds on the inverse
+temperature): when the likelihood keeps growing past a bound (scores that rank the labels no better than
+chance: ``T -> infinity``; or that separate them: ``T -> 0``), the fit stops at the bound.
+
+Unidentified directions. The softmax ignores a constant added to every class's score, so without a
+penalty, adding one vector to every row of ``[W | b]`` leaves the loss unchanged. The gradient is
+orthogonal to those directions and L-BFGS moves only along gradients, so from the identity the fit stays
+on the one solution nearest it along them; the fitted probabilities are unique in any case.
+
+Log-scores of probabilities of exactly 0 are finite: :class:`~calibdash.multiclass.base.Scores` floors
+probabilities at :data:`~calibdash.multiclass.base.LOG_FLOOR` (1e-300, log -690.8) before the logarithm.
+Kull et al.'s package clips at ``np.finfo(dtype).tiny`` (2.2e-308 in float64, log -708.4; 1.2e-38 for
+float32 input) and their Keras experiments at ``np.finfo(float).eps`` (2.2e-16); scikit-learn's temperature
+scaling takes ``log(p + 1e-12)``. The floor is kept: it is the authors' package's float64 choice to within
+18 nats, it leaves the logarithm of every float64 probability from 1e-300 up unchanged (a floor of 1e-12
+or 1e-16 would flatten the many probabilities below it that a confident network gives, e.g. 7e-23 in the
+CIFAR-10 wide ResNet file), and the scores stay finite through the softmax (it is computed from the
+log-sum-exp, whatever the size of ``W x``).
+
+Regularisation chosen by cross-validation (:func:`select_penalty`): see its docstring.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple, Sequence
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import log_softmax, softmax
+from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
+
+from ..errors import DataError, SettingsError
+from .base import MulticlassCalibrator, Scores
+
+__all__ = ["LinearForm", "LinearFit", "FORMS", "PENALTIES", "n_parameters", "identity_start", "unpack",
+           "linear_scores", "predict_linear", "objective", "fit_linear", "fold_ids", "cv_log_loss",
+           "select_penalty", "penalty_grid", "ScalingCalibrator", "SCALE_BOUNDS"]
+
+#: The forms of W: a scalar times the identity, a diagonal, a full matrix.
+FORMS = ("scalar", "diagonal", "full")
+#: The penalties: none, L2 on every parameter, Kull et al.'s ODIR.
+PENALTIES = (None, "l2", "odir")
+#: Bounds on the scalar form's factor (the inverse temperature), as scikit-learn's ``exp(+-10)``.
+SCALE_BOUNDS = (float(np.exp(-10.0)), float(np.exp(10.0)))
+
+
+@dataclass(frozen=True)
+class LinearForm:
+    """What is fitted: the form of ``W`` (one of :data:`FORMS`), whether there is an intercept ``b``, and the
+    penalty (one of :data:`PENALTIES`)."""
+
+    matrix: str
+    bias: bool
+    penalty: str | None = None
+
+    def __post_init__(self):
+        if self.matrix not in FORMS:
+            raise SettingsError(f"the linear map's form must be one of {FORMS}, got {self.matrix!r}.")
+        if self.penalty not in PENALTIES:
+            raise SettingsError(f"the penalty must be one of {PENALTIES}, got {self.penalty!r}.")
+
+
+class LinearFit(NamedTuple):
+    """What :func:`fit_linear` returns."""
+
+    theta: np.ndarray        # the parameters: W's free entries (1, K or K*K, row-major), then b (if any)
+    loss: float              # the objective at theta (weighted mean NLL + penalty)
+    nll: float               # the weighted mean negative log-likelihood at theta
+    n_iter: int              # L-BFGS-B iterations
+    grad_max: float          # largest entry of the objective's gradient at theta
+    converged: bool          # by the stopping rule of the module docstring
+
+
+def n_parameters(form: LinearForm, k: int) -> int:
+    """How many parameters ``form`` has for ``k`` classes."""
+    m = {"scalar": 1, "diagonal": k, "full": k * k}[form.matrix]
+    return m + (k if form.bias else 0)
+
+
+def identity_start(form: LinearForm, k: int) -> np.ndarray:
+    """The parameters of the identity map (``W = I``, ``b = 0``)."""
+    m = {"scalar": np.ones(1), "diagonal": np.ones(k), "full": np.eye(k).ravel()}[form.matrix]
+    return np.concatenate([m, np.zeros(k)]) if form.bias else m.copy()
+
+
+def unpack(theta: np.ndarray, form: LinearForm, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(W_part, b)``: W's free entries in their shape (a 1-vector, a K-vector, or a K x K matrix) and the
+    intercepts (zeros without one)."""
+    theta = np.asarray(theta, dtype=float)
+    m = n_parameters(LinearForm(form.matrix, False), k)
+    w = theta[:m].reshape(k, k) if form.matrix == "full" else theta[:m]
+    b = theta[m:] if form.bias else np.zeros(k)
+    return w, b
+
+
+def linear_scores(X: np.ndarray, theta: np.ndarray, form: LinearForm, out: np.ndarray | None = None) -> np.ndarray:
+    """``Z = X W^T + b`` for the rows ``X`` (n, K); written into ``out`` (an (n, K) float array) if given."""
+    k = X.shape[1]
+    w, b = unpack(theta, form, k)
+    if form.matrix == "full":
+        Z = np.matmul(X, w.T, out=out)
+    else:
+        Z = np.multiply(X, w[0] if form.matrix == "scalar" else w[None, :], out=out)
+    if form.bias:
+        Z += b
+    return Z
+
+
+def predict_linear(X: np.ndarray, theta: np.ndarray, form: LinearForm) -> np.ndarray:
+    """``softmax(W x + b)`` of each row of ``X``: rows summing to 1."""
+    return softmax(linear_scores(X, theta, form), axis=1)
+
+
+def _penalty(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float):
+    """The penalty and its gradient (see the module docstring)."""
+    g = np.zeros_like(theta)
+    if form.penalty is None or (lam == 0 and mu == 0):
+        return 0.0, g
+    if form.penalty == "l2":
+        c = lam / theta.size
+        return c * float(theta @ theta), 2.0 * c * theta
+    m = theta.size - (k if form.bias else 0)        # odir
+    value = 0.0
+    if form.matrix == "full" and k > 1 and lam:
+        off = theta[:m].reshape(k, k).copy()
+        np.fill_diagonal(off, 0.0)
+        c = lam / (k * (k - 1))
+        value += c * float(np.sum(off * off))
+        g[:m] = 2.0 * c * off.ravel()
+    if form.bias and mu:
+        b = theta[m:]
+        value += mu / k * float(b @ b)
+        g[m:] = 2.0 * mu / k * b
+    return value, g
+
+
+def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm,
+              lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
+    """``(L, NLL, gradient of L)`` at ``theta``: the weighted mean negative log-likelihood of the labels
+    ``y`` under ``softmax(W x + b)`` plus the penalty (module docstring), and its analytic gradient
+    ``dL/dW = R^T X`` (projected on W's form) and ``dL/db = sum_i R_i``, where ``R_i = w_i (q_i - e_{y_i}) /
+    sum(w)``.
+
+    ``work``: an (n, K) float array to compute in (a solver calls this hundreds of times; reusing one
+    buffer avoids allocating, and page-faulting, fresh n x K arrays at each call). Its content is
+    overwritten.
+    """
+    n, k = X.shape
+    rows = np.arange(n)
+    Z = linear_scores(X, theta, form, out=work)
+    top = Z.max(axis=1)
+    Z -= top[:, None]
+    nll_rows = -Z[rows, y]
+    np.exp(Z, out=Z)
+    total = Z.sum(axis=1)
+    nll_rows += np.log(total)
+    Z /= total[:, None]
+    Z[rows, y] -= 1.0                            # R, up to the weights
+    if w is None:
+        nll = float(np.mean(nll_rows))
+        Z *= 1.0 / n
+    else:
+        s = float(w.sum())
+        nll = float(w @ nll_rows) / s
+        Z *= (w / s)[:, None]
+    if form.matrix == "full":
+        gw = (Z.T @ X).ravel()
+    elif form.matrix == "diagonal":
+        gw = np.einsum("ij,ij->j", Z, X)
+    else:
+        gw = np.array([np.einsum("ij,ij->", Z, X)])
+    grad = np.concatenate([gw, Z.sum(axis=0)]) if form.bias else gw
+    pen, pen_grad = _penalty(theta, form, k, lam, mu)
+    return nll + pen, nll, grad + pen_grad
+
+
+def _hessian_diagonal(theta, X, w, form, lam, mu):
+    """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of :func:`fit_linear`)."""
+    n, k = X.shape
+    Q = predict_linear(X, theta, form)
+    V = Q * (1.0 - Q)
+    V *= (1.0 / n) if w is None else (w / w.sum())[:, None]
+    if form.matrix == "full":
+        hw = (V.T @ (X * X)).ravel()
+    elif form.matrix == "diagonal":
+        hw = np.einsum("ij,ij->j", V, X * X)
+    else:
+        # d2/da2 of the NLL of softmax(a x) is the weighted mean of the variance of x under q.
+        mean = np.einsum("ij,ij->i", Q, X)
+        var = np.einsum("ij,ij->i", Q, X * X) - mean * mean
+        hw = np.array([float(np.mean(var) if w is None else (w @ var) / w.sum())])
+    h = np.concatenate([hw, V.sum(axis=0)]) if form.bias else hw
+    h = h + _penalty_curvature(theta.size, form, k, lam, mu)
+    return np.maximum(h, 1e-12)
+
+
+#: Newton's method is used when the Hessian costs at most this many multiply-adds (n * p^2, p parameters):
+#: every form for 10 classes at 10,000 rows, temperature always; L-BFGS-B beyond (matrix maps of 100 classes).
+NEWTON_WORK = 2.5e8
+
+
+def _hessian(theta, X, w, form, lam, mu):
+    """The objective's Hessian at ``theta`` (forms whose parameters each act on one class's score: diagonal
+    and full, with or without intercepts; and the scalar form without one), for Newton's method.
+
+    With ``q_i`` the fitted probabilities and ``S_i = diag(q_i) - q_i q_i^T`` the softmax's Jacobian, a
+    parameter ``p`` acting on class ``c_p`` with coefficient ``phi_ip`` (``x_il`` for ``W_{c_p l}``, 1 for
+    ``b_{c_p}``) has ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the scalar form's one entry
+    is the weighted mean of the variance of ``x_i`` under ``q_i``. The penalty adds its constant diagonal.
+    """
+    n, k = X.shape
+    Q = predict_linear(X, theta, form)
+    u = np.full(n, 1.0 / n) if w is None else w / w.sum()
+    if form.matrix == "scalar":
+        mean = np.einsum("ij,ij->i", Q, X)
+        H = np.array([[float(u @ (np.einsum("ij,ij->i", Q, X * X) - mean * mean))]])
+    else:
+        if form.matrix == "full":
+            phi, cls = np.tile(X, k), np.repeat(np.arange(k), k)
+        else:
+            phi, cls = X, np.arange(k)
+        if form.bias:
+            phi, cls = np.hstack([phi, np.ones((n, k))]), np.concatenate([cls, np.arange(k)])
+        Qc = Q[:, cls]
+        U = phi * Qc
+        H = ((phi * (u[:, None] * Qc)).T @ phi) * (cls[:, None] == cls[None, :]) - (U * u[:, None]).T @ U
+    return H + np.diag(_penalty_curvature(theta.size, form, k, lam, mu))
+
+
+def _penalty_curvature(size, form, k, lam, mu) -> np.ndarray:
+    """The penalty's Hessian diagonal (it is diagonal: ``2 c`` for a term ``c theta_p^2``)."""
+    probe = np.ones(size)
+    return _penalty(probe, form, k, lam, mu)[1] - _penalty(0 * probe, form, k, lam, mu)[1]
+
+
+def _newton(theta, X, y, w, form, lam, mu, gtol, max_iter):
+    """Damped Newton from ``theta``: the step solves ``H d = -g`` on the range of ``H`` (its eigenvalues
+    above 1e-12 of the largest; the null directions are the softmax's invariances, left as they are),
+    halved until the objective falls by at least 1e-4 of the step's predicted decrease (Armijo). Stops when
+    the largest gradient entry is at most ``gtol``, when no halving (down to 2^-40) lowers the objective
+    (the floating-point limit), or after ``max_iter`` steps. Returns ``(theta, n_steps)``."""
+    lo, hi = SCALE_BOUNDS
+    work = np.empty(X.shape)
+    f, _, g = objective(theta, X, y, w, form, lam, mu, work)
+    it = 0
+    for it in range(1, max_iter + 1):
+        if _free_gradient(theta, g, form) <= gtol:
+            return theta, it - 1
+        vals, vecs = np.linalg.eigh(_hessian(theta, X, w, form, lam, mu))
+        keep = vals > vals.max() * 1e-12
+        d = -vecs[:, keep] @ ((vecs[:, keep].T @ g) / vals[keep])
+        slope = float(g @ d)
+        step = 1.0
+        while step > 2.0 ** -40:
+            cand = theta + step * d
+            if form.matrix == "scalar":
+                cand[0] = min(max(cand[0], lo), hi)
+            f_new, _, g_new = objective(cand, X, y, w, form, lam, mu, work)
+            if f_new <= f + 1e-4 * step * slope:
+                break
+            step /= 2
+        else:
+            return theta, it
+        theta, f, g = cand, f_new, g_new
+    return theta, it
+
+
+def _free_gradient(theta, g, form) -> float:
+    """The largest gradient entry that could still move (a scalar factor at a bound pushed outwards is not)."""
+    g = np.asarray(g)
+    if form.matrix == "scalar":
+        lo, hi = SCALE_BOUNDS
+        if (theta[0] <= lo and g[0] > 0) or (theta[0] >= hi and g[0] < 0):
+            g = g.copy()
+            g[0] = 0.0
+    return float(np.max(np.abs(g)))
+
+
+def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm, lam: float = 0.0,
+               mu: float = 0.0, start: np.ndarray | None = None, gtol: float = 1e-9, ftol: float = 1e-13,
+               max_iter: int = 5000, what: str = "the linear calibration map") -> LinearFit:
+    """Minimise :func:`objective` by L-BFGS-B from ``start`` (default the identity map).
+
+    Parameters
+    ----------
+    X : ndarray (n, K)
+        Log-scores, finite.
+    y : ndarray (n,)
+        Class indices.
+    w : ndarray (n,) or None
+        Row weights (None: 1 each).
+    form : LinearForm
+    lam, mu : float
+        Penalty strengths (module docstring); ``mu`` is used by ODIR only.
+    start : ndarray, optional
+        Warm start (for example the fit at the neighbouring penalty of a grid).
+    gtol, ftol, max_iter
+        The stopping rule (module docstring).
+    what : str
+        Names the fit in the warning when it does not converge.
+
+    Returns
+    -------
+    LinearFit
+    """
+    k = X.shape[1]
+    theta0 = identity_start(form, k) if start is None else np.array(start, dtype=float)
+    if X.shape[0] * theta0.size ** 2 <= NEWTON_WORK and (form.matrix != "scalar" or not form.bias):
+        with threadpool_limits(1):          # small products: threads cost more than they save (and on a
+            theta, n_iter = _newton(theta0, X, y, w, form, lam, mu, gtol, max_iter)      # busy machine, far more)
+        message = "Newton"
+        loss, nll, grad = objective(theta, X, y, w, form, lam, mu)
+        gmax = _free_gradient(theta, grad, form)
+        # the floating-point limit: the rounding of the gradient's sums, about eps times the sum of |R X|
+        converged = gmax <= max(gtol, 1e-12 * (1.0 + float(np.max(np.abs(X)))))
+    else:
+        scale = 1.0 / np.sqrt(_hessian_diagonal(theta0, X, w, form, lam, mu))
+        bounds = None
+        if form.matrix == "scalar":
+            lo, hi = SCALE_BOUNDS
+            bounds = [(lo / scale[0], hi / scale[0])] + [(None, None)] * (theta0.size - 1)
+        work = np.empty(X.shape)
+
+        def fun(phi):
+            loss, _, grad = objective(phi * scale, X, y, w, form, lam, mu, work)
+            return loss, grad * scale
+
+        res = minimize(fun, theta0 / scale, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": int(max_iter), "gtol": gtol, "ftol": ftol, "maxcor": 20})
+        theta, n_iter, message = res.x * scale, int(res.nit), str(res.message)
+        loss, nll, grad = objective(theta, X, y, w, form, lam, mu, work)
+        gmax = _free_gradient(theta, grad, form)
+        converged = bool(res.success) or ("ABNORMAL" in message and gmax <= 100 * gtol)
+    if not np.all(np.isfinite(theta)) or not np.isfinite(loss):
+        raise DataError(f"{what} could not be fitted: the solver reached non-finite values ({message}).")
+    if not converged:
+        warnings.warn(f"{what} did not converge: the solver ({message}) stopped after {n_iter} iterations "
+                      f"with a gradient entry of {gmax:.2g}; the map may be off its optimum.",
+                      ConvergenceWarning, stacklevel=3)
+    return LinearFit(theta, float(loss), float(nll), int(n_iter), gmax, converged)
+
+
+# -- the choice of lambda and mu ---------------------------------------------------------------------------
+def _row_hashes(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
+    """A 64-bit hash of each row's values and label, the same wherever the row sits (a keyed multiply-xorshift
+    mix of the float64 bit patterns; the key comes from ``seed``)."""
+    key = np.random.SeedSequence(seed).generate_state(X.shape[1] + 1, dtype=np.uint64) | np.uint64(1)
+    bits = np.ascontiguousarray(X + 0.0, dtype=np.float64).view(np.uint64)     # + 0.0: -0.0 as 0.0
+    with np.errstate(over="ignore"):
+        h = (bits * key[None, :-1]).sum(axis=1, dtype=np.uint64)
+        h = h + y.astype(np.uint64) * key[-1]
+        for shift, mult in ((33, 0xFF51AFD7ED558CCD), (29, 0xC4CEB9FE1A85EC53)):
+            h ^= h >> np.uint64(shift)
+            h *= np.uint64(mult)
+        h ^= h >> np.uint64(32)
+    return h
+
+
+def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0, w: np.ndarray | None = None) -> np.ndarray:
+    """Each row's fold, 0..n_folds-1, from its values only: stratified by class, never by position.
+
+    Within each class the distinct rows (by a keyed hash of their values and label: :func:`_row_hashes`)
+    are sorted by hash and dealt to the folds in turn, the deal continuing from one class to the next, so
+    every fold gets its share of every class (to one row). Identical rows share a hash and so a fold: a
+    row of weight 3 and three copies of it fall in the same fold, and the folds do not change when the
+    rows are reordered. Rows of weight 0 (``w``) are left out of the deal (so that they change no other
+    row's fold, as if absent) and go to the fold their hash names.
+    """
+    h = _row_hashes(X, y, seed)
+    out = (h % np.uint64(n_folds)).astype(np.int64)
+    live = np.ones(y.size, dtype=bool) if w is None else w > 0
+    dealt = 0
+    for c in np.unique(y[live]):
+        rows = np.flatnonzero(live & (y == c))
+        distinct, group = np.unique(h[rows], return_inverse=True)
+        out[rows] = (dealt + group) % n_folds
+        dealt += distinct.size
+    return out
+
+
+def cv_log_loss(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], folds: np.ndarray,
+                gtol: float = 1e-6, ftol: float = 1e-10, patience: int | None = 2) -> np.ndarray:
+    """Held-out weighted mean log-loss of each ``(lam, mu)`` of ``grid``, pooled over the folds.
+
+    The grid is walked in the order given (strongest penalty first). At each point the map is fitted on
+    all folds but one, for each fold, warm-started from that fold's fit at the previous point, and scored
+    on the fold left out; the losses of all held-out rows are pooled (the weighted mean over every row,
+    each scored by the fit that did not see it). With ``patience``, the walk stops once the pooled loss
+    has risen at ``patience`` consecutive points (the points not reached get ``inf``): the held-out loss
+    of a penalty path is in practice unimodal, and the weak end of the grid is where fits are slowest.
+    The fits stop at the looser ``gtol``/``ftol`` given here: the held-out loss is compared, not the
+    parameters, and it changes by about the square of the parameter error.
+    """
+    n_folds = int(folds.max()) + 1
+    parts = []
+    for f in range(n_folds):
+        test = folds == f
+        wv = np.ones(int(test.sum())) if w is None else w[test]
+        parts.append((X[~test], y[~test], None if w is None else w[~test], X[test], y[test], wv))
+    total = sum(float(p[5].sum()) for p in parts)
+    loss = np.full(len(grid), np.inf)
+    starts: list = [None] * n_folds
+    rises = 0
+    for j, (lam, mu) in enumerate(grid):
+        here = 0.0
+        for f, (Xt, yt, wt, Xv, yv, wv) in enumerate(parts):
+            fit = fit_linear(Xt, yt, wt, form, lam, mu, start=starts[f], gtol=gtol, ftol=ftol,
+                             what=f"the fit at lambda={lam:g}, mu={mu:g} on cross-validation fold {f + 1}")
+            starts[f] = fit.theta
+            logq = log_softmax(linear_scores(Xv, fit.theta, form), axis=1)[np.arange(yv.size), yv]
+            here -= float(wv @ logq)
+        loss[j] = here / total
+        rises = rises + 1 if j and loss[j] > loss[j - 1] else 0
+        if patience is not None and rises >= patience:
+            break
+    return loss
+
+
+def select_penalty(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], n_folds: int = 5,
+                   seed: int = 0) -> tuple[float, float, np.ndarray]:
+    """``(lam, mu, losses)``: the grid point with the lowest held-out log-loss (:func:`cv_log_loss`) over
+    ``n_folds`` folds of :func:`fold_ids` (seeded by ``seed``), and the loss of every grid point.
+
+    This is Kull et al.'s procedure (their experiments' code, dirichletcal/experiments_dnn
+    ``tune_cal_odir.py``: 5-fold cross-validation on the calibration set over a grid of lambda and mu,
+    the pair with the lowest mean held-out log-loss chosen; selection in their notebook
+    ``get_best_validation``), with these stated differences: the folds are dealt from the rows' values
+    (not by scikit-learn's ``KFold(shuffle=True, random_state=15)`` on row positions); the held-out losses
+    are pooled over the rows rather than averaged over the folds (the same when the folds are of equal
+    weight); the grid is smaller (each method's documented default) and its walk stops early when the
+    held-out loss keeps rising (``patience`` of :func:`cv_log_loss`); the penalty is Kull et al.'s
+    normalised one (module docstring), while their Keras code adds ``lambda * sum`` unnormalised (so
+    their grid values are ours divided by ``K (K - 1)`` for lambda, by ``K`` for mu); and the chosen
+    map is refitted on the whole calibration set, where they averaged the scores of the five fold models.
+    Ties go to the grid point listed first (the strongest penalty, by the order of the grid). A fold
+    needs rows to fit on: with fewer than ``n_folds`` distinct rows the procedure is refused.
+
+    Raises
+    ------
+    DataError
+        Fewer distinct rows than folds.
+    """
+    folds = fold_ids(X, y, n_folds, seed, w)
+    if np.unique(folds if w is None else folds[w > 0]).size < n_folds:
+        raise DataError(f"choosing the regularisation by {n_folds}-fold cross-validation needs at least "
+                        f"{n_folds} distinct rows; fix lambda and mu instead (select=False).")
+    losses = cv_log_loss(X, y, w, form, grid, folds)
+    best = int(np.argmin(losses))
+    lam, mu = grid[best]
+    return float(lam), float(mu), losses
+
+
+def penalty_grid(penalty: str | None, lambdas: Sequence[float], mus: Sequence[float] | None) -> list:
+    """The ``(lam, mu)`` pairs a search tries, strongest penalty first (the order of the warm starts):
+    every lambda with every mu for ODIR (``mus=None``: mu = lambda, the authors' ``--no_mus`` setting),
+    every lambda with mu = 0 for L2 (which has no mu).
+
+    Raises
+    ------
+    SettingsError
+        An empty grid, or a negative or non-finite value in it.
+    """
+    lams = [float(v) for v in lambdas]
+    mus_ = None if mus is None or penalty != "odir" else [float(v) for v in mus]
+    values = lams + (mus_ or [])
+    if not lams or (mus_ is not None and not mus_):
+        raise SettingsError("the regularisation grid is empty; give at least one lambda (and one mu).")
+    if not all(np.isfinite(v) and v >= 0 for v in values):
+        raise SettingsError(f"the regularisation grid must hold finite values >= 0, got {values}.")
+    if penalty == "odir":
+        pairs = [(lam, lam) for lam in lams] if mus_ is None else [(lam, m) for lam in lams for m in mus_]
+    else:
+        pairs = [(lam, 0.0) for lam in lams]
+    return sorted(set(pairs), key=lambda p: (-p[0], -p[1]))
+
+
+class ScalingCalibrator(MulticlassCalibrator):
+    """What the scaling family shares: fit :func:`fit_linear` on the log-scores (or the log-probabilities),
+    predict ``softmax(W x + b)``, export ``W`` and ``b``.
+
+    A subclass declares ``matrix`` (one of :data:`FORMS`), ``bias``, ``on_log_probabilities`` (Dirichlet:
+    the log of the probabilities; the others: the log-scores as given, logits or log-probabilities) and
+    ``default_penalty``; its constructor may take ``reg`` (the penalty), ``lam`` and ``mu`` (fixed
+    strengths), ``select`` (choose them by :func:`select_penalty` instead), ``lambdas``/``mus`` (the
+    grid), ``n_folds`` and ``seed``.
+
+    Attributes (fitted)
+    -------------------
+    theta_ : ndarray
+        W's free entries (1, K or K*K, row-major) then b (if any).
+    lambda_, mu_ : float
+        The penalty strengths used (chosen or fixed; 0 without a penalty).
+    cv_grid_, cv_losses_ : list of (lambda, mu), ndarray, or None
+        The grid searched and each point's held-out log-loss (None when nothing was searched).
+    nll_ : float
+        The weighted mean negative log-likelihood of the fitted map on the training rows.
+    n_iter_ : int
+        L-BFGS-B iterations of the final fit.
+    converged_ : bool
+        Whether the final fit met the stopping rule (:func:`fit_linear`; a warning says when not).
+    """
+
+    matrix: ClassVar[str] = "full"
+    bias: ClassVar[bool] = True
+    on_log_probabilities: ClassVar[bool] = False
+    default_penalty: ClassVar[str | None] = None
+
+    def _form(self) -> LinearForm:
+        return LinearForm(self.matrix, self.bias, getattr(self, "reg", self.default_penalty))
+
+    def _inputs(self, x: Scores) -> np.ndarray:
+        return x.log_probabilities if self.on_log_probabilities else x.log_scores
+
+    def _fit(self, x: Scores, y: np.ndarray, w: np.ndarray | None) -> None:
+        form = self._form()
+        X = self._inputs(x)
+        lam, mu = float(getattr(self, "lam", 0.0) or 0.0), float(getattr(self, "mu", 0.0) or 0.0)
+        self.cv_grid_, self.cv_losses_ = None, None
+        if form.penalty is not None and getattr(self, "select", False):
+            grid = penalty_grid(form.penalty, self.lambdas, self.mus)
+            lam, mu, losses = select_penalty(X, y, w, form, grid, int(self.n_folds), int(self.seed))
+            self.cv_grid_, self.cv_losses_ = grid, losses
+        elif form.penalty is not None and not (np.isfinite(lam) and np.isfinite(mu) and lam >= 0 and mu >= 0):
+            raise SettingsError(f"lambda and mu must be finite and >= 0, got {lam} and {mu}.")
+        if form.penalty is None:
+            lam = mu = 0.0
+        fit = fit_linear(X, y, w, form, lam, mu, what=f"{self.label}'s map")
+        self.theta_ = fit.theta
+        self.lambda_, self.mu_ = lam, mu
+        self.nll_ = fit.nll
+        self.n_iter_ = fit.n_iter
+        self.converged_ = fit.converged
+
+    def _predict(self, x: Scores) -> np.ndarray:
+        return predict_linear(self._inputs(x), self.theta_, self._form())
+
+    def _export_state(self) -> dict:
+        """What ``predict_proba`` needs (for the JSON file): the number of classes, W's free entries
+        (``weights``: 1, K or K*K numbers, row-major) and the intercepts (``bias``, when there are any)."""
+        k = int(self.n_classes_)
+        m = n_parameters(LinearForm(self.matrix, False), k)
+        state = {"n_classes": k, "weights": [float(v) for v in self.theta_[:m]]}
+        if self.bias:
+            state["bias"] = [float(v) for v in self.theta_[m:]]
+        return state
+
+    def _import_state(self, state) -> None:
+        """Restore :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        k = state.integer("n_classes")
+        if k < 2:
+            raise state.error(f"'n_classes' must be at least 2, got {k}")
+        m = n_parameters(LinearForm(self.matrix, False), k)
+        parts = [state.array("weights", size=m)]
+        if self.bias:
+            parts.append(state.array("bias", size=k))
+        self.theta_ = np.concatenate(parts)
+        self.n_classes_ = k
