@@ -390,9 +390,12 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
 # -- the choice of lambda and mu ---------------------------------------------------------------------------
 def _row_hashes(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
     """A 64-bit hash of each row's values and label, the same wherever the row sits (a keyed multiply-xorshift
-    mix of the float64 bit patterns; the key comes from ``seed``)."""
+    mix of the bit patterns; the key comes from ``seed``). The values are rounded to float32 first (about 7
+    significant digits), so that the same rows given as probabilities or as their logarithms (logits), whose
+    log-probabilities differ in the last float64 bits after the softmax, are dealt to the same folds."""
     key = np.random.SeedSequence(seed).generate_state(X.shape[1] + 1, dtype=np.uint64) | np.uint64(1)
-    bits = np.ascontiguousarray(X + 0.0, dtype=np.float64).view(np.uint64)     # + 0.0: -0.0 as 0.0
+    rounded = np.asarray(X, dtype=np.float32) + np.float32(0.0)                  # + 0.0: -0.0 as 0.0
+    bits = np.ascontiguousarray(rounded, dtype=np.float64).view(np.uint64)
     with np.errstate(over="ignore"):
         h = (bits * key[None, :-1]).sum(axis=1, dtype=np.uint64)
         h = h + y.astype(np.uint64) * key[-1]
@@ -549,6 +552,7 @@ class ScalingCalibrator(MulticlassCalibrator):
 
     matrix: ClassVar[str] = "full"
     bias: ClassVar[bool] = True
+    parametric: ClassVar[bool] = True
     on_log_probabilities: ClassVar[bool] = False
     default_penalty: ClassVar[str | None] = None
 
@@ -582,23 +586,22 @@ class ScalingCalibrator(MulticlassCalibrator):
         return predict_linear(self._inputs(x), self.theta_, self._form())
 
     def _export_state(self) -> dict:
-        """What ``predict_proba`` needs (for the JSON file): the number of classes, W's free entries
-        (``weights``: 1, K or K*K numbers, row-major) and the intercepts (``bias``, when there are any)."""
+        """What ``predict_proba`` needs (for the JSON file) besides the number of classes, which
+        :mod:`calibdash.multiclass.export` writes for every method: W's free entries (``weights``: 1, K or
+        K*K numbers, row-major) and the intercepts (``bias``, when there are any)."""
         k = int(self.n_classes_)
         m = n_parameters(LinearForm(self.matrix, False), k)
-        state = {"n_classes": k, "weights": [float(v) for v in self.theta_[:m]]}
+        state = {"weights": [float(v) for v in self.theta_[:m]]}
         if self.bias:
             state["bias"] = [float(v) for v in self.theta_[m:]]
         return state
 
     def _import_state(self, state) -> None:
-        """Restore :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
-        k = state.integer("n_classes")
-        if k < 2:
-            raise state.error(f"'n_classes' must be at least 2, got {k}")
+        """Restore :meth:`_export_state` (``state``: a :class:`calibdash.export.State`; the file's
+        ``n_classes`` is already in ``n_classes_``, :func:`calibdash.multiclass.export.read_model`)."""
+        k = int(self.n_classes_)
         m = n_parameters(LinearForm(self.matrix, False), k)
         parts = [state.array("weights", size=m)]
         if self.bias:
             parts.append(state.array("bias", size=k))
         self.theta_ = np.concatenate(parts)
-        self.n_classes_ = k

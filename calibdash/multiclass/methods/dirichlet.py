@@ -53,6 +53,7 @@ class DirichletCalibration(MatrixScaling):
                               help="ODIR (off-diagonal and intercept) or L2 on every parameter"),
                    *ODIR_HYPERPARAMS)
     on_log_probabilities = True
+    input_form = "probabilities"
 
     def __init__(self, logits: bool = False, reg: str = "odir", select: bool = True, lam: float = 100.0,
                  mu: float = 100.0, lambdas: tuple = LAMBDAS, mus: tuple | None = None, n_folds: int = 5,

@@ -72,6 +72,7 @@ class MatrixScaling(ScalingCalibrator):
     paper = ("Guo et al. (2017), On calibration of modern neural networks; Kull et al. (2019), Beyond "
              "temperature scaling (ODIR)")
     order = 30
+    input_form = "logits"
     color = "#009E73"
     hyperparams = ODIR_HYPERPARAMS
     matrix = "full"
