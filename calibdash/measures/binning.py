@@ -286,15 +286,12 @@ def _at(cum: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 def segment_sums(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """Per row of ``a`` (rows, L), the sums of the runs its positions cut: ``a[r, 0:pos[r, 0]]``,
-    ``a[r, pos[r, 0]:pos[r, 1]]``, ... up to the row's end; ``pos`` (rows, k) non-decreasing in ``[0, L]``.
+    ``a[r, pos[r, 0]:pos[r, 1]]``, ... up to the row's end; ``pos`` (rows, k) non-decreasing in ``[0, L)``.
 
     One pass over ``a`` (``np.add.reduceat`` on the flattened rows); each run is summed on its own, so a
     bin's sum is as precise as the bin.
     """
     rows, length = a.shape
-    if pos.size and pos.max() >= length:                   # a run starting at the end: pad one zero column
-        a = np.pad(a, ((0, 0), (0, 1)))
-        length += 1
     idx = np.concatenate([np.zeros((rows, 1), np.int64), pos], axis=1) + length * np.arange(rows)[:, None]
     flat = idx.reshape(-1)
     seg = np.add.reduceat(np.ascontiguousarray(a).reshape(-1), flat)
@@ -324,9 +321,9 @@ def group_bin_sums(weight, pos, value, n_bins: int, whole: bool, at=None):
     """
     weight, pos = np.atleast_2d(weight), np.atleast_2d(pos)
     sums = (weight, weight * value, pos)
-    if at is not None:
-        at = np.broadcast_to(at, (weight.shape[0], np.size(at)))
-        return tuple(segment_sums(x, at) for x in sums)
+    if at is not None:                                     # bins starting after the last group are empty
+        inside = np.broadcast_to(at[at < weight.shape[1]], (weight.shape[0], int(np.sum(at < weight.shape[1]))))
+        return tuple(np.pad(segment_sums(x, inside), ((0, 0), (0, at.size - inside.shape[1]))) for x in sums)
     cw = cumsum_rows(weight)
     inner = quantile_edges(cw[:, -1], n_bins, whole)[:, 1:-1]
     g = np.stack([np.searchsorted(cw[r], inner[r]) for r in range(cw.shape[0])])

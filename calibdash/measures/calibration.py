@@ -204,10 +204,11 @@ def group_auc(weight, pos):
     one = np.ndim(weight) == 1
     weight, pos = np.atleast_2d(weight), np.atleast_2d(pos)
     neg = weight - pos
-    n1, n0 = pos.sum(axis=1), neg.sum(axis=1)
-    below = cumsum_rows(neg) - neg
+    upto = cumsum_rows(neg)                                # negatives below each group and in it
+    n1, n0 = pos.sum(axis=1), upto[:, -1]
+    num = np.einsum("ij,ij->i", pos, upto) - 0.5 * np.einsum("ij,ij->i", pos, neg)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where((n0 > 0) & (n1 > 0), np.einsum("ij,ij->i", pos, below + 0.5 * neg) / (n0 * n1), np.nan)
+        out = np.where((n0 > 0) & (n1 > 0), num / (n0 * n1), np.nan)
     return float(out[0]) if one else out
 
 
