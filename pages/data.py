@@ -98,7 +98,7 @@ def _large_page() -> None:
                "are checked, not filtered.")
     if ld.mapped_range:
         _mapped_warning(ld.score, *ld.mapped_range)
-    _raw_calibration(ld, large_source.raw_cells(ld), "all rows, from their score cells")
+    _raw_calibration(ld, ld.weighted_rows(), "all rows, from their score cells")
     st.subheader("Evaluation scheme")
     chosen_scheme = scheme.scheme_widgets(ld)
     try:

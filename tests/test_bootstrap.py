@@ -112,6 +112,25 @@ def test_every_resample_is_the_weighted_metrics_of_its_counts(cell_data, strateg
                 assert got[name][r, j] == pytest.approx(want[name], rel=1e-9, abs=1e-12), (name, j)
 
 
+@pytest.mark.parametrize("strategy", ["quantile", "uniform"])
+def test_sorted_measures_of_one_weight_row_are_the_resamples_exactly(cell_data, strategy):
+    """AUC, ECE and MCE of a resample are the measures' own functions on its weights, not a second copy: the
+    measures on the resampled cells' weighted rows (one weight row) equal the chunk's values for them exactly."""
+    c, pred = cell_data
+    plan = bootstrap.cells._plan(pred.to_numpy(), c.n_pos, c.n - c.n_pos, 10, strategy, ("AUC", "ECE", "MCE"), 100)
+    counts = plan.poisson.draw(np.random.default_rng(5), 4)
+    got = bootstrap.cells._measure(plan, counts)
+    m = plan.p.shape[0]
+    labels = np.r_[np.ones(m), np.zeros(m)]
+    for r in range(counts.shape[0]):
+        weights = np.r_[counts[r, :m], counts[r, m + 1:2 * m + 1]]
+        for j in range(pred.shape[1]):
+            p = np.r_[plan.p[:, j], plan.p[:, j]]
+            assert got["AUC"][r, j] == metrics.auc(p, labels, sample_weight=weights), j
+            assert got["ECE"][r, j] == metrics.ece(p, labels, strategy=strategy, sample_weight=weights), j
+            assert got["MCE"][r, j] == metrics.mce(p, labels, strategy=strategy, sample_weight=weights), j
+
+
 def test_cell_point_values_are_summary_of_the_weighted_cells_exactly(cell_data):
     c, pred = cell_data
     b = bootstrap_cells(pred, c.n, c.n_pos, n_boot=20)

@@ -3,8 +3,23 @@
 Each method's predictions are sorted once; a resample only changes weights,
 so every metric is a weighted sum or a cumulative sum over the sorted cells,
 vectorised over resamples, and MVCE comes from the moments of its partition
-views (200 resamples of ten million rows in about half a second on two
-cores, ``bench/bench_bootstrap.py``).
+views (``bench/bench_bootstrap.py`` times it).
+
+Fast without a second copy of the measures: the binned and ranked measures
+are written once, in :mod:`calibdash.measures`, over the tied groups of a
+sort and a weights array of any number of rows
+(:func:`calibdash.measures.binning.group_bin_sums` for ECE and MCE's bins,
+:func:`calibdash.measures.calibration.group_auc`); a measure calls them with
+its rows' groups as one row, this module with a chunk of resamples as many
+rows. What stays here is what only the bootstrap needs: the sort of each
+method's cells, done once and reused by every chunk (:func:`_sort`), the
+sum of each resample's cell counts over those tied groups (one
+``np.add.reduceat``), and the matrix product that gives the linear metrics.
+The shared functions work row-wise with numpy (cumulative sums row by row,
+which release the GIL, one ``reduceat`` pass per sum), so a chunk costs
+what the former hand-written copy cost, and each resample's AUC, ECE and
+MCE are those of :func:`calibdash.measures.calibration.auc`, ``ece`` and
+``mce`` on its weights exactly (``tests/test_bootstrap.py``).
 """
 from __future__ import annotations
 
@@ -36,32 +51,19 @@ _MVCE_NOTE = ("MVCE's resamples are measured with the partition views of metrics
               "the exact moments of a random partition of the resampled rows).")
 
 
-class _Order(NamedTuple):
-    """One method's cells sorted by prediction, once for every resample.
+class _Sorted(NamedTuple):
+    """One method's cells sorted once for every resample: in runs of tied predictions
+    (:func:`calibdash.measures.binning.sort_runs`) and, for ``"uniform"``, where its equal-width bins start."""
 
-    ``order`` and ``value`` end with the empty cell (index ``C``, value 0),
-    so a position ``C`` is inside every sorted row.
-    """
-
-    order: np.ndarray            # (C + 1,) cells ascending by prediction, then the empty cell
-    value: np.ndarray            # (C + 1,) their predictions
-    starts: np.ndarray           # (G,) position of each tied group's first cell
-    ends: np.ndarray             # (G,) position after its last cell
-    group: np.ndarray | None     # (C,) group of each sorted cell; None when no two cells tie
-    uniform: np.ndarray | None   # (n_bins - 1,) where equal-width bins 1 .. n_bins - 1 start
+    runs: binning.SortedRuns
+    ties: bool                   # whether two cells tie (else each run is one cell)
+    at: np.ndarray | None        # binning.uniform_starts of the runs' values, or None for equal-count bins
 
 
-def _sort(p: np.ndarray, n_bins: int, strategy: str) -> _Order:
-    """One method's :class:`_Order` (and, for ``"uniform"``, where its equal-width bins start)."""
-    order = np.argsort(p, kind="stable")
-    v = p[order]
-    starts = np.flatnonzero(np.r_[True, v[1:] != v[:-1]])
-    ends = np.r_[starts[1:], v.size]
-    group = None if starts.size == v.size else np.repeat(np.arange(starts.size), ends - starts)
-    uniform = None
-    if strategy == "uniform":
-        uniform = np.searchsorted(binning.uniform_ids(v, n_bins), np.arange(1, n_bins))
-    return _Order(np.r_[order, v.size], np.r_[v, 0.0], starts, ends, group, uniform)
+def _sort(p: np.ndarray, n_bins: int, strategy: str) -> _Sorted:
+    runs = binning.sort_runs(p)
+    at = binning.uniform_starts(runs.value, n_bins) if strategy == "uniform" else None
+    return _Sorted(runs, runs.start.size < p.size, at)
 
 
 def _terms(p: np.ndarray) -> np.ndarray:
@@ -85,7 +87,7 @@ class _Plan(NamedTuple):
     p: np.ndarray                # (C, k) predictions of the merged cells
     poisson: Poisson             # means: positives, 0, negatives, 0
     terms: np.ndarray            # (2C + 2, 4k + 2)
-    orders: list                 # one _Order per method (empty when no sorted metric is asked for)
+    orders: list                 # one _Sorted per method (empty when no sorted metric is asked for)
     n_bins: int
     strategy: str
     names: tuple
@@ -118,84 +120,16 @@ def _plan(p, pos, neg, n_bins, strategy, names, mvce_views) -> _Plan:
                  tuple(names), int(mvce_views))
 
 
-def _prefix(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """``a[r, :pos[r, j]].sum()`` for positions non-decreasing along each row and below its length.
-
-    One pass over ``a``: the segments between consecutive positions are
-    summed (``np.add.reduceat`` on the flattened rows) and accumulated.
-    """
-    rows, length = a.shape
-    idx = np.concatenate([np.zeros((rows, 1), np.int64), pos], axis=1) + length * np.arange(rows)[:, None]
-    flat = idx.reshape(-1)
-    seg = np.add.reduceat(a.reshape(-1), flat)
-    seg[flat == np.r_[flat[1:], a.size]] = 0.0           # reduceat gives an empty segment its first element
-    return np.cumsum(seg.reshape(rows, -1)[:, :-1], axis=1)
-
-
-def _auc(o: _Order, ws, ps, cum, ends, pos, total) -> np.ndarray:
-    """Mann-Whitney AUC per resample: ``(sum_g pos_g (W_<g + w_g / 2) - P^2 / 2) / (P N)``.
-
-    ``W_<g`` is the weight below tied group ``g``; the identity follows from
-    ``sum_g pos_g pos_<g = (P^2 - sum_g pos_g^2) / 2`` and needs one
-    cumulative sum, of the weights.
-    """
-    if o.group is None:
-        num = np.einsum("ij,ij->i", ps, cum) - 0.5 * np.einsum("ij,ij->i", ps, ws)
-    else:
-        mid = ends - 0.5 * np.diff(ends, axis=1, prepend=0.0)
-        num = np.einsum("ij,ij->i", ps[:, :-1], mid.take(o.group, axis=1))
-    return (num - 0.5 * pos ** 2) / (pos * (total - pos))
-
-
-def _quantile_bins(o: _Order, n_bins, ws, ps, ends, pos, total, pred_sum):
-    """Per resample and equal-count bin: weight, prediction sum, positives (as
-    :func:`calibdash.measures.binning.quantile_bins` on each resample's weights).
-
-    The inner edges (:func:`calibdash.measures.binning.quantile_edges` of each
-    resample's total, whole rows) sit at whole-row positions of the cumulative weight; the
-    tied group an edge falls in is split in proportion to weight, so each
-    sum at an edge is its sum below the group plus the edge's share of the
-    group.
-    """
-    rows = ws.shape[0]
-    inner = binning.quantile_edges(total, n_bins, whole=True)[:, 1:-1]
-    g = np.stack([np.searchsorted(ends[r], inner[r]) for r in range(rows)])
-    g = np.minimum(g, o.starts.size - 1)
-    below = np.where(g > 0, np.take_along_axis(ends, np.maximum(g - 1, 0), axis=1), 0.0)
-    upto = np.take_along_axis(ends, g, axis=1)
-    first, after = o.starts[g], o.ends[g]
-    pos_below = _prefix(ps, first)
-    share = (inner - below) / (upto - below)
-    f_y = pos_below + share * (_prefix(ps, after) - pos_below)
-    f_p = _prefix(ws * o.value, first) + o.value[first] * (inner - below)
-    return (_steps(inner, total), _steps(f_p, pred_sum), _steps(f_y, pos))
-
-
-def _uniform_bins(o: _Order, ws, ps, pos, total, pred_sum):
-    """Per resample and equal-width bin: weight, prediction sum, positives (bins are fixed runs of sorted cells)."""
-    at = np.broadcast_to(o.uniform, (ws.shape[0], o.uniform.size))
-    return (_steps(_prefix(ws, at), total), _steps(_prefix(ws * o.value, at), pred_sum),
-            _steps(_prefix(ps, at), pos))
-
-
-def _steps(inner: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """Bin sums from cumulative sums at the inner edges and the row's total."""
-    return np.diff(np.column_stack([np.zeros(inner.shape[0]), inner, last]), axis=1)
-
-
-def _sorted_metrics(plan: _Plan, o: _Order, w, wp, pos, total, pred_sum) -> dict:
-    """AUC, ECE and MCE of one method on every resample of a chunk, from its cells sorted once."""
-    ws, ps = w.take(o.order, axis=1), wp.take(o.order, axis=1)
-    cum = np.empty_like(ws)
-    for r in range(ws.shape[0]):                          # row by row: numpy's 2-D cumsum holds the GIL
-        np.cumsum(ws[r], out=cum[r])
-    ends = cum[:, :-1] if o.group is None else cum.take(o.ends - 1, axis=1)
-    if plan.strategy == "quantile":
-        bins = _quantile_bins(o, plan.n_bins, ws, ps, ends, pos, total, pred_sum)
-    else:
-        bins = _uniform_bins(o, ws, ps, pos, total, pred_sum)
+def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
+    """AUC, ECE and MCE of one method on every resample of a chunk: the measures' own functions
+    (:func:`calibdash.measures.binning.group_bin_sums`, :func:`calibdash.measures.calibration.group_auc`)
+    on each resample's weights of the method's tied groups."""
+    ws, ps = w.take(o.runs.order, axis=1), wp.take(o.runs.order, axis=1)
+    if o.ties:
+        ws, ps = np.add.reduceat(ws, o.runs.start, axis=1), np.add.reduceat(ps, o.runs.start, axis=1)
+    bins = binning.group_bin_sums(ws, ps, o.runs.value, plan.n_bins, True, o.at)
     ece, mce = metrics.binned_errors(*bins, total)
-    return {"AUC": _auc(o, ws, ps, cum, ends, pos, total), "ECE": ece, "MCE": mce}
+    return {"AUC": metrics.group_auc(ws, ps), "ECE": ece, "MCE": mce}
 
 
 def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int) -> np.ndarray:
@@ -215,7 +149,6 @@ def _measure(plan: _Plan, x: np.ndarray) -> dict:
     k = plan.p.shape[1]
     lin = x @ plan.terms
     pos, total = lin[:, -2], lin[:, -1]
-    pred_sum = lin[:, 3 * k:4 * k]
     with np.errstate(divide="ignore", invalid="ignore"):
         sq, logl, right, pred = (lin[:, i * k:(i + 1) * k] / total[:, None] for i in range(4))
     out = {"Brier": sq, "RMSE": np.sqrt(sq), "LogLoss": logl, "ACC": right}
@@ -223,11 +156,11 @@ def _measure(plan: _Plan, x: np.ndarray) -> dict:
         mean = pred - (pos / total)[:, None]                  # of the residuals p - y, whose squares sum to sq
         out["MVCE"] = _mvce_rows(mean, sq - mean ** 2, total, plan.mvce_views)
     if plan.orders:
-        cells = plan.p.shape[0] + 1
+        cells = plan.p.shape[0]
         wp = x[:, :cells]
-        w = wp + x[:, cells:]
+        w = wp + x[:, cells + 1:2 * cells + 1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            each = [_sorted_metrics(plan, o, w, wp, pos, total, pred_sum[:, j]) for j, o in enumerate(plan.orders)]
+            each = [_sorted_metrics(plan, o, w, wp, total) for o in plan.orders]
         for name in _SORTED:
             out[name] = np.column_stack([e[name] for e in each])
     one_class = (pos <= 0) | (pos >= total)
@@ -286,12 +219,13 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
     and :func:`verdict`).
 
     Each method's cells are sorted once; a resample changes only their
-    weights. AUC (ties counted one half) and the equal-count bins of ECE and
-    MCE (a tied group straddling an edge split in proportion) come from one
-    cumulative sum of the sorted weights, Brier, RMSE, log loss and accuracy
-    from one matrix product for all methods, so each resample's values are
-    those of :func:`calibdash.metrics.summary` with the resampled counts as
-    ``sample_weight``, to rounding. MVCE's views shuffle rows; its resampled
+    weights. AUC (ties counted one half) and the bins of ECE and MCE (a tied
+    group straddling an equal-count edge split in proportion) are the
+    measures' own functions on each resample's weights of the tied groups,
+    Brier, RMSE, log loss and accuracy come from one matrix product for all
+    methods, so each resample's values are those of
+    :func:`calibdash.metrics.summary` with the resampled counts as
+    ``sample_weight`` (AUC, ECE and MCE exactly, the others to rounding). MVCE's views shuffle rows; its resampled
     values are those of the partition views that :func:`calibdash.metrics.mvce`
     uses above ``max_rows`` (exact moments of a random partition of the rows,
     the same ``mvce_views`` views, seed 0), which depend only on the

@@ -7,8 +7,17 @@ l2 error and ACE (:mod:`calibdash.measures.binned`) and the bootstrap of
 score cells (:mod:`calibdash.bootstrap`) all bin through this module, so a
 bin means the same everywhere. It also holds the shared input check
 (:func:`check_inputs`) and the one sort of the predictions into runs of ties
-(:func:`sort_runs`, :func:`tied_groups`) that AUC and the equal-count bins
-reuse.
+(:func:`sort_runs`, :func:`tied_groups`) that AUC and the bins reuse.
+
+The equal-count and equal-width bins are computed once, by
+:func:`group_bin_sums`, over ascending tied groups and a weights array that
+may hold many rows: a measure passes its rows' groups as one row, the
+bootstrap of score cells the same groups under a chunk of resampled weights
+(its fast path, vectorised over resamples, is this function, not a copy of
+it). It stays fast for both by working row-wise on whole arrays: one
+cumulative sum of the weights finds the edges, one ``np.add.reduceat``
+pass per sum (:func:`segment_sums`) adds up the runs of groups between
+them, and only the groups that straddle an edge are split.
 
 Binning strategies (``ece``, ``mce``, ``reliability_table``)
 -------------------------------------------------------------
@@ -67,6 +76,7 @@ __all__ = [
     "STRATEGIES", "ALL_STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "binning_label", "check_inputs",
     "check_strategy", "check_binning", "Groups", "SortedRuns", "sort_runs", "tied_groups", "quantile_edges",
     "is_whole", "Bins", "uniform_ids", "rank_ids", "quantile_ids", "row_bins", "quantile_bins", "bin_sums",
+    "uniform_bins", "group_bin_sums", "uniform_starts", "cumsum_rows", "segment_sums",
     "bin_assignments", "reliability_table", "check_rows", "check_level",
 ]
 
@@ -170,13 +180,13 @@ def quantile_edges(total, n_bins: int, whole: bool) -> np.ndarray:
 
     Row counts (``whole``): bin ``k`` holds ``total // n_bins`` plus one of
     the remainder while it lasts, ``edges[k] = k * base + min(k, remainder)``.
-    Fractional weights: equal shares ``total / n_bins``. ``total`` may be an
-    array of totals (whole counts only: the bootstrap's resamples); the edges
-    are then along a new last axis.
+    Fractional weights: equal shares ``total / n_bins``. ``total`` may be a
+    1-D array of totals (rows of weights: a measure's one row, the
+    bootstrap's resamples); the edges are then along a new last axis.
     """
     if np.ndim(total):
         if not whole:
-            raise ValueError("quantile_edges takes an array of totals only for whole row counts.")
+            return np.stack([quantile_edges(float(t), n_bins, whole) for t in total])
         base, rest = np.divmod(np.rint(total).astype(np.int64), n_bins)
         k = np.arange(n_bins + 1)
         edges = (k * base[..., None] + np.minimum(k, rest[..., None])).astype(float)
@@ -254,45 +264,107 @@ def _row_extremes(p, ids, n_bins):
     return lower, upper
 
 
-def quantile_bins(g: Groups, n_bins: int) -> Bins:
-    """Equal-count bins over tied groups, a straddling group split in proportion to weight.
+def cumsum_rows(a: np.ndarray) -> np.ndarray:
+    """Cumulative sums along each row of a 2-D array, row by row (numpy's 2-D cumsum holds the GIL, which the
+    bootstrap's worker threads need; a row's sums are those of ``np.cumsum`` on that row alone)."""
+    out = np.empty(a.shape)
+    for r in range(a.shape[0]):
+        np.cumsum(a[r], out=out[r])
+    return out
 
-    Each group first goes whole to the bin where it starts; then, at each
-    inner edge that falls strictly inside a group, the part of the group
-    beyond the edge (its weight, and the same share of its positives and
-    prediction sum) moves on to the next bin. A group spanning several
-    edges moves on edge by edge, so every bin keeps exactly its overlap.
+
+def uniform_starts(value: np.ndarray, n_bins: int) -> np.ndarray:
+    """Where equal-width bins 1 .. n_bins - 1 start among ascending tied groups of these values (positions, a
+    bin being a run of groups): the ``at`` of :func:`group_bin_sums` for ``"uniform"``."""
+    return np.searchsorted(uniform_ids(value, n_bins), np.arange(1, n_bins))
+
+
+def _at(cum: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``cum`` (rows of cumulative sums) just before each position: the sum of the first ``pos`` items."""
+    return np.where(pos > 0, np.take_along_axis(cum, np.maximum(pos - 1, 0), axis=1), 0.0)
+
+
+def segment_sums(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Per row of ``a`` (rows, L), the sums of the runs its positions cut: ``a[r, 0:pos[r, 0]]``,
+    ``a[r, pos[r, 0]:pos[r, 1]]``, ... up to the row's end; ``pos`` (rows, k) non-decreasing in ``[0, L)``.
+
+    One pass over ``a`` (``np.add.reduceat`` on the flattened rows); each run is summed on its own, so a
+    bin's sum is as precise as the bin.
     """
+    rows, length = a.shape
+    idx = np.concatenate([np.zeros((rows, 1), np.int64), pos], axis=1) + length * np.arange(rows)[:, None]
+    flat = idx.reshape(-1)
+    seg = np.add.reduceat(np.ascontiguousarray(a).reshape(-1), flat)
+    seg[flat == np.r_[flat[1:], a.size]] = 0.0           # reduceat gives an empty run its first element
+    return seg.reshape(rows, -1)
+
+
+def group_bin_sums(weight, pos, value, n_bins: int, whole: bool, at=None):
+    """Per row and bin: weight, prediction sum, positive weight of ascending tied groups (the one binning).
+
+    ``weight`` and ``pos`` hold each group's total and positive weight, one
+    row per set of weights, ``(rows, G)`` (or ``(G,)``, one row): a measure
+    passes its rows' tied groups as one row, the bootstrap of score cells
+    passes a chunk of resamples of the same groups. ``value`` is each
+    group's prediction (``(G,)``). ``at=None`` gives the equal-count bins
+    (``whole``: the weights count rows, see :func:`quantile_edges`); ``at``
+    from :func:`uniform_starts` the equal-width bins, runs of groups.
+    Returns three ``(rows, n_bins)`` arrays.
+
+    An equal-count edge at cumulative weight ``e`` falls in the first group
+    whose cumulative weight reaches ``e``; the groups are summed in runs cut
+    at those groups (:func:`segment_sums`), and the part of each straddling
+    group before its edge (its weight ``e`` less the weight before it, the
+    same share of its positives and prediction sum) moves back to the bin
+    before. A row is computed alike whatever the other rows, so one row
+    gives the values a chunk of resamples gives for it, exactly.
+    """
+    weight, pos = np.atleast_2d(weight), np.atleast_2d(pos)
+    sums = (weight, weight * value, pos)
+    if at is not None:                                     # bins starting after the last group are empty
+        inside = np.broadcast_to(at[at < weight.shape[1]], (weight.shape[0], int(np.sum(at < weight.shape[1]))))
+        return tuple(np.pad(segment_sums(x, inside), ((0, 0), (0, at.size - inside.shape[1]))) for x in sums)
+    cw = cumsum_rows(weight)
+    inner = quantile_edges(cw[:, -1], n_bins, whole)[:, 1:-1]
+    g = np.stack([np.searchsorted(cw[r], inner[r]) for r in range(cw.shape[0])])
+    g = np.minimum(g, cw.shape[1] - 1)
+    head = inner - _at(cw, g)                              # each straddling group's weight before its edge
+    share = head / np.take_along_axis(weight, g, axis=1)
+    out = []
+    for x, part in zip(sums, (head, head * value[g], share * np.take_along_axis(pos, g, axis=1))):
+        s = segment_sums(x, g)                             # runs [0, g_1), [g_1, g_2), ...: each starts a group
+        s[:, :-1] += part
+        s[:, 1:] -= part
+        out.append(s)
+    return tuple(out)
+
+
+def quantile_bins(g: Groups, n_bins: int) -> Bins:
+    """Equal-count bins over tied groups, a straddling group split in proportion to weight
+    (:func:`group_bin_sums` on one row), with each bin's smallest and largest prediction."""
+    count, sum_p, sum_y = (s[0] for s in group_bin_sums(g.weight, g.pos, g.value, n_bins, g.whole))
     ends = np.cumsum(g.weight)
-    starts = np.r_[0.0, ends[:-1]]
     edges = quantile_edges(float(ends[-1]), n_bins, g.whole)
-    first = np.clip(np.searchsorted(edges, starts, side="right") - 1, 0, n_bins - 1)
-    inner = edges[1:-1]                                  # inner[k]: between bins k and k + 1
-    held = np.minimum(np.searchsorted(ends, inner, side="right"), ends.size - 1)
-    k = np.flatnonzero(starts[held] < inner)             # edges strictly inside a group
-    held = held[k]
-    beyond = ends[held] - inner[k]
-    sums = []
-    for whole, part in ((g.weight, beyond), (g.value * g.weight, beyond * g.value[held]),
-                        (g.pos, beyond / g.weight[held] * g.pos[held])):
-        s = np.bincount(first, weights=whole, minlength=n_bins)
-        s[k] -= part
-        s[k + 1] += part
-        sums.append(s)
     empty = edges[1:] <= edges[:-1]
     last = ends.size - 1
     lower = np.where(empty, np.nan, g.value[np.minimum(np.searchsorted(ends, edges[:-1], side="right"), last)])
     upper = np.where(empty, np.nan, g.value[np.minimum(np.searchsorted(ends, edges[1:], side="left"), last)])
-    return Bins(*sums, lower, upper)
+    return Bins(count, sum_p, sum_y, lower, upper)
+
+
+def uniform_bins(g: Groups, n_bins: int) -> Bins:
+    """Equal-width bins over tied groups (:func:`group_bin_sums` on one row), with the fixed edges."""
+    count, sum_p, sum_y = (s[0] for s in group_bin_sums(g.weight, g.pos, g.value, n_bins, g.whole,
+                                                        uniform_starts(g.value, n_bins)))
+    edges = np.arange(n_bins + 1) / n_bins
+    return Bins(count, sum_p, sum_y, edges[:-1], edges[1:])
 
 
 def bin_sums(p, y, w, n_bins: int, strategy: str, groups: Groups | None = None) -> Bins:
     """Bin sums under ``strategy`` (arguments already checked)."""
-    if strategy == "quantile":
-        return quantile_bins(tied_groups(p, y, w) if groups is None else groups, n_bins)
-    if strategy == "uniform":
-        edges = np.arange(n_bins + 1) / n_bins
-        return row_bins(p, y, w, uniform_ids(p, n_bins), n_bins, edges[:-1], edges[1:])
+    if strategy in STRATEGIES:
+        g = tied_groups(p, y, w) if groups is None else groups
+        return (quantile_bins if strategy == "quantile" else uniform_bins)(g, n_bins)
     ids = rank_ids(p, n_bins)
     return row_bins(p, y, w, ids, n_bins, *_row_extremes(p, ids, n_bins))
 

@@ -32,7 +32,9 @@ AUC
 ---
 The Mann-Whitney statistic: the weighted share of (positive, negative) pairs
 ranked correctly, a tie counting one half. Computed from one sort, with tied
-predictions grouped.
+predictions grouped, by :func:`group_auc`, which takes many rows of group
+weights at once: the bootstrap of score cells measures its resamples with
+it (one implementation, vectorised over resamples, not a copy).
 
 PUD (MBCT paper, Eq. 6)
 -----------------------
@@ -47,7 +49,7 @@ import math
 import numpy as np
 
 from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, Groups, bin_assignments, bin_sums,
-                      binning_label, check_binning, check_inputs, reliability_table, tied_groups)
+                      binning_label, check_binning, check_inputs, cumsum_rows, reliability_table, tied_groups)
 from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments, partition_views, row_views
 
 __all__ = [
@@ -55,7 +57,7 @@ __all__ = [
     "mvce", "pud", "reliability_table", "summary", "METRIC_NAMES", "LOWER_IS_BETTER",
     "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "MVCE_MAX_ROWS",
     "check_binning", "partition_views", "binned_errors", "mvce_of_moments", "row_views",
-    "LOG_LOSS_EPS", "squared_errors", "log_losses", "hits",
+    "LOG_LOSS_EPS", "squared_errors", "log_losses", "hits", "group_auc",
 ]
 
 #: Column names of :func:`summary`, in table order.
@@ -87,16 +89,17 @@ def binned_errors(count, sum_p, sum_y, total):
 
     ``ECE = sum_b |sum_p_b - sum_y_b| / total`` and ``MCE = max_b |sum_p_b - sum_y_b| / count_b``, both
     over the non-empty bins. One set of bins (1-D arrays, ``total`` a number) gives two floats; rows
-    of bins (2-D, ``total`` one per row, as the bootstrap's resamples) give two arrays.
+    of bins (2-D, ``total`` one per row, as the bootstrap's resamples) give two arrays, each row's
+    values those of its bins alone.
     """
     count, sum_p, sum_y = np.asarray(count), np.asarray(sum_p), np.asarray(sum_y)
+    one = count.ndim == 1
+    count, sum_p, sum_y = np.atleast_2d(count), np.atleast_2d(sum_p), np.atleast_2d(sum_y)
     gap = np.abs(sum_p - sum_y)
     full = count > 0
-    if gap.ndim == 1:
-        return float(np.sum(gap[full]) / total), float(np.max(gap[full] / count[full]))
     ece_ = np.where(full, gap, 0.0).sum(axis=-1) / total
     mce_ = np.max(np.where(full, gap / np.where(full, count, 1.0), -np.inf), axis=-1)
-    return ece_, mce_
+    return (float(ece_[0]), float(mce_[0])) if one else (ece_, mce_)
 
 
 def _ece(bins: Bins, total: float) -> float:
@@ -190,14 +193,27 @@ def log_loss(probs, labels, eps: float = LOG_LOSS_EPS, sample_weight=None, *, po
     return _log_loss(p, y, w, eps)
 
 
+def group_auc(weight, pos):
+    """Mann-Whitney AUC of ascending tied groups, from each group's total and positive weight: each positive
+    earns the negatives below it and half the tied ones (NaN without both classes).
+
+    ``weight`` and ``pos`` are ``(G,)`` (one set of weights: a float) or
+    ``(rows, G)`` (the bootstrap's resamples of the same groups: one value
+    per row, each that of its row alone).
+    """
+    one = np.ndim(weight) == 1
+    weight, pos = np.atleast_2d(weight), np.atleast_2d(pos)
+    neg = weight - pos
+    upto = cumsum_rows(neg)                                # negatives below each group and in it
+    n1, n0 = pos.sum(axis=1), upto[:, -1]
+    num = np.einsum("ij,ij->i", pos, upto) - 0.5 * np.einsum("ij,ij->i", pos, neg)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((n0 > 0) & (n1 > 0), num / (n0 * n1), np.nan)
+    return float(out[0]) if one else out
+
+
 def _auc(g: Groups) -> float:
-    """Mann-Whitney AUC of tied groups: each positive earns the negatives below it, half the tied ones."""
-    neg = g.weight - g.pos
-    n1, n0 = float(g.pos.sum()), float(neg.sum())
-    if n0 <= 0 or n1 <= 0:
-        return float("nan")
-    below = np.cumsum(neg) - neg
-    return float(np.dot(g.pos, below + 0.5 * neg) / (n0 * n1))
+    return group_auc(g.weight, g.pos)
 
 
 def auc(probs, labels, sample_weight=None, *, pos_label=None) -> float:

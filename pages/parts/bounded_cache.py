@@ -21,7 +21,7 @@ import re
 
 import streamlit as st
 
-__all__ = ["cache_data", "pickled_size_over", "size_in_bytes"]
+__all__ = ["cache_data", "pickled_size_over", "size_in_bytes", "Store"]
 
 #: What Streamlit stores besides the value (its ``CachedResult``: the messages to replay, the ids of the
 #: containers), allowed for when a value is measured against the limit.
@@ -115,3 +115,44 @@ def cache_data(*, max_size: int | str, max_entries: int, show_spinner: bool | st
         return call
 
     return decorate
+
+
+class _Absent(Exception):
+    """Nothing kept under this key (a raised call is not cached)."""
+
+
+class Store:
+    """Values put under a text key (what a job gave), kept by a :func:`cache_data` bounded by entries and bytes.
+
+    :meth:`get` gives the value back, or None when nothing (or nothing any
+    more) is kept under the key. ``name`` tells the stores of a module apart
+    (``st.cache_data`` keys a cache by its function's name and source).
+    """
+
+    def __init__(self, name: str, *, max_entries: int, max_size: int | str):
+        def kept(key: str, _value=None):
+            if _value is None:
+                raise _Absent(key)
+            return _value
+
+        kept.__name__ = kept.__qualname__ = f"Store.{name}"
+        self._kept = cache_data(show_spinner=False, max_entries=max_entries, max_size=max_size)(kept)
+        self.max_size = self._kept.max_size
+
+    def put(self, key: str, value):
+        """Keep ``value`` under ``key``; returns it."""
+        return self._kept(key, value)
+
+    def update(self, values: dict) -> None:
+        """Keep each value under its key."""
+        for key, value in values.items():
+            self.put(key, value)
+
+    def get(self, key: str):
+        try:
+            return self._kept(key)
+        except _Absent:
+            return None
+
+    def clear(self) -> None:
+        self._kept.clear()

@@ -1,12 +1,12 @@
 """The "Large data" source's widgets: rows that stay on the server, summarised into score cells by DuckDB.
 
 Off unless the operator names a data root (:mod:`pages.parts.server_settings`). Then the Data page offers a third
-source: files (a path or glob), a DuckDB table, or a SELECT query under the root. What they name, how they are read
-and aggregated lives in the library (:mod:`calibdash.engines.plan`, :mod:`calibdash.data.guard`); each step runs as a
+source: files (a path or glob), a DuckDB table, or a SELECT query under the root. What they name, how they are read,
+keyed and aggregated, the roles offered and the pages' :class:`calibdash.data.LargeData` live in the library
+(:mod:`calibdash.engines.large`, :mod:`calibdash.engines.plan`, :mod:`calibdash.data.guard`); each step runs as a
 job (:mod:`calibdash.jobs`) shown by :mod:`pages.parts.job_panel`. What a job gives (columns and guessed roles; score
-cells, never rows) is kept in page caches bounded by bytes, keyed by :func:`calibdash.engines.plan.plan_key`;
-``st.session_state`` holds the source's spec (:data:`SPEC`). Pages see an aggregated source as a
-:class:`calibdash.data.LargeData`.
+cells, never rows) is kept in stores bounded by bytes (:class:`pages.parts.bounded_cache.Store`);
+``st.session_state`` holds the source's spec (:data:`SPEC`).
 """
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from pages.parts.server_settings import available, data_root, registry
 
 from calibdash.data import LargeData
 from calibdash.data.guard import data_root_from_env
-from calibdash.engines import plan as cplan
+from calibdash.engines import large, plan as cplan
+from calibdash.engines.large import LargeSource
 from calibdash.engines.plan import resolve_plan
-from calibdash.errors import CalibdashError, DataError, EnvironmentProblem, SettingsError
-from calibdash.evaluation import Scheme
+from calibdash.errors import CalibdashError, EnvironmentProblem, SettingsError
 
 __all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
            "resolve_plan", "data_root_from_env", "source_inputs", "large_data_or_stop", "peek", "stop_if_large",
-           "raw_cells", "NOT_ON_LARGE"]
+           "NOT_ON_LARGE", "CELLS", "READS"]
 
 LARGE = "Large data"               # the Data page's source choice
 SPEC = "large.spec"                # session key: the active large source (texts typed, roles); set by Aggregate
@@ -40,129 +40,78 @@ NOT_ON_LARGE = ("{page} needs the rows themselves, which a large source keeps on
 KINDS = {"files": "Files (path or glob)", "table": "DuckDB table", "query": "SQL query"}
 K_KIND, K_PATH, K_DB, K_TABLE, K_QUERY, K_ORDER = ("large.kind", "large.path", "large.database", "large.table",
                                                    "large.query", "large.order_by")
-K_SCORE, K_LABEL, K_SPLIT = "large.score", "large.label", "large.split"
-NONE = "(none)"
+ROLE_LABELS = ("Score", "Label (true outcome)", "Split column (optional)")     # the choices of engines.large.ROLES
 
 
 # -- what the jobs gave, kept by bytes ------------------------------------------------------------------
-class _NotKept(Exception):
-    """Nothing kept under this key (exceptions are not cached)."""
-
-
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="512MB")
-def _kept(key: str, _value=None):
-    """What an aggregation gave, under its key: cells (a few MB at most, never rows), bounded by bytes."""
-    if _value is None:
-        raise _NotKept(key)
-    return _value
-
-
-@bounded_cache.cache_data(show_spinner=False, max_entries=64, max_size="32MB")
-def _read(key: str, _value=None):
-    """A source's columns and guessed roles, or a database's tables, under their key."""
-    if _value is None:
-        raise _NotKept(key)
-    return _value
-
-
-def _lookup(key: str, cache=_kept):
-    try:
-        return cache(key)
-    except _NotKept:
-        return None
+#: What aggregations gave: cells (a few MB at most, never rows); a source's columns and guessed roles, a database's
+#: tables.
+CELLS = bounded_cache.Store("large_source.cells", max_entries=32, max_size="512MB")
+READS = bounded_cache.Store("large_source.reads", max_entries=64, max_size="32MB")
 
 
 def _read_step(key: str, what: str, work):
     """The result of a reading job (tables, columns), kept; or its progress and :class:`job_panel.Pending`."""
-    got = _lookup(key, _read)
+    got = READS.get(key)
     if got is None:
-        got = job_panel.run("read", key, what, work, lambda result: _read(key, result), "This source cannot be read",
+        got = job_panel.run("read", key, what, work, functools.partial(READS.put, key), "This source cannot be read",
                             halt=job_panel.raise_pending, synchronous=SYNCHRONOUS)
     return got
 
 
-def _aggregate_or_stop(root, plan, roles, scheme, key, all_key, need_all) -> None:
-    """Run (or wait on) the aggregation behind ``key``; return once its cells are kept, else show the progress,
+def _aggregate_or_stop(src: LargeSource, scheme, need_all: bool = False) -> None:
+    """Run (or wait on) the aggregation of ``scheme``; return once its cells are kept, else show the progress,
     or why it stopped, and stop the page."""
+    key = src.key(scheme)
     if job_panel.show_stopped(key):
         st.stop()
     try:
-        plan.source(roles).check_keys(scheme)
+        src.check(scheme)
     except SettingsError as exc:
         st.error(f"**This evaluation scheme does not work on this source:** {exc}")
         st.stop()
-
-    def keep(result):
-        _kept(key, result["cells"])
-        if "all" in result:
-            _kept(all_key, result["all"])
-
-    job_panel.run("aggregate", key, f"Aggregating {plan.describe(root)} with DuckDB",
-                  lambda job: cplan.aggregate_plan(job, root, plan, roles, scheme, need_all), keep,
+    job_panel.run("aggregate", key, f"Aggregating {src.describe()} with DuckDB",
+                  lambda job: src.aggregate(job, scheme, need_all), lambda got: CELLS.update(src.kept(scheme, got)),
                   "The large source cannot be aggregated", note=cplan.AGGREGATE_NOTE, synchronous=SYNCHRONOUS)
     if need_all:
         st.rerun()               # once, so that the sidebar (drawn before the page) shows the new source
 
 
 # -- what the pages see --------------------------------------------------------------------------------
-def _scheme_cells(root, plan, roles: dict, all_key: str, scheme: Scheme):
-    """The cells of ``scheme`` (a :class:`LargeData`'s ``aggregate``): kept, else aggregated with the progress."""
-    key = cplan.plan_key(plan, roles, scheme)
-    got = _lookup(key)
-    if got is None:
-        _aggregate_or_stop(root, plan, roles, scheme, key, all_key, need_all=False)
-        got = _lookup(key)
-    return got
+def _active() -> LargeSource:
+    """The active large source; raises as :meth:`LargeSource.resolve`."""
+    return LargeSource.resolve(data_root(), st.session_state.get(SPEC))
 
 
-def _resolved():
-    """(root, spec, plan) of the active large source; raises as :func:`resolve_plan`, or DataError when none."""
-    spec = st.session_state.get(SPEC)
-    if not spec:
-        raise DataError("no large source has been aggregated yet: choose one on the Data page and press Aggregate.")
-    root = data_root()
-    if root is None:
-        raise DataError("large sources are off on this server (no data root is configured).")
-    return root, spec, resolve_plan(root, spec)
-
-
-def _large(root, spec, plan, got) -> LargeData:
-    roles, key = spec["roles"], cplan.plan_key(plan, spec["roles"])
-    return LargeData.from_aggregate(plan.describe(root), roles, got, key,
-                                    aggregate=functools.partial(_scheme_cells, root, plan, dict(roles), key))
+def _large(src: LargeSource, got) -> LargeData:
+    return src.large_data(got, CELLS.get, functools.partial(_aggregate_or_stop, src))
 
 
 def peek() -> LargeData | str:
     """The active large source when its cells are kept, else a line saying why not (no widget, no job)."""
     try:
-        root, spec, plan = _resolved()
+        src = _active()
     except CalibdashError as exc:
         return str(exc)
-    got = _lookup(cplan.plan_key(plan, spec["roles"]))
-    return f"{plan.describe(root)}: not aggregated yet." if got is None else _large(root, spec, plan, got)
+    got = CELLS.get(src.key())
+    return f"{src.describe()}: not aggregated yet." if got is None else _large(src, got)
 
 
 def large_data_or_stop() -> LargeData:
     """The active large source, aggregated (showing the progress and stopping the page until it is), or an error
     box, a link to the Data page and a stop (never a traceback)."""
     try:
-        root, spec, plan = _resolved()
+        src = _active()
     except CalibdashError as exc:
         st.error(f"**The large source cannot be used:** {exc}")
         st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
         st.stop()
-    roles = spec["roles"]
-    all_key = cplan.plan_key(plan, roles)
-    if _lookup(all_key) is None:
+    if CELLS.get(src.key()) is None:
         from pages.parts.scheme import current_scheme
 
-        scheme = current_scheme(SimpleNamespace(split_column=roles.get("split") or None))
-        try:
-            plan.source(roles).check_keys(scheme)
-        except SettingsError:    # a query without ORDER BY: first all rows; the Data page then says what fails
-            scheme = Scheme(kind="insample")
-        _aggregate_or_stop(root, plan, roles, scheme, cplan.plan_key(plan, roles, scheme), all_key, need_all=True)
-    return _large(root, spec, plan, _lookup(all_key))
+        scheme = current_scheme(SimpleNamespace(split_column=src.roles.get("split") or None))
+        _aggregate_or_stop(src, src.first_scheme(scheme), need_all=True)
+    return _large(src, CELLS.get(src.key()))
 
 
 # -- the Data page's inputs ----------------------------------------------------------------------------------
@@ -205,9 +154,7 @@ def source_inputs() -> None:
         return
     try:
         if kind == "table":
-            db = cplan.database_file(root, spec["database"])
-            tables = _read_step(cplan.tables_key(db), "Listing the database's tables",
-                                lambda job: cplan.read_tables(job, root, db))
+            tables = _read_step(*large.tables_step(root, spec["database"]))
             if not tables:
                 st.error("**This database holds no table.**")
                 return
@@ -215,35 +162,21 @@ def source_inputs() -> None:
                                   format_func=lambda t: f"{t[0]}.{t[1]}")
             spec["table"] = list(chosen)
         plan = resolve_plan(root, spec)
-        schema = _read_step(cplan.plan_key(plan, step="schema"), f"Reading the columns of {plan.describe(root)}",
-                            lambda job: cplan.read_schema(job, root, plan))
+        schema = _read_step(*large.schema_step(root, plan))
     except CalibdashError as exc:
         st.error(f"**This source cannot be read:** {exc}")
         return
     except job_panel.Pending:    # reading: its progress and Cancel are shown (or why it stopped)
         return
-    cols, types = schema["columns"], schema["types"]
-    numeric = cplan.numeric_columns(cols, types)
-    guess = schema["guess"]
-    st.caption(plan.describe(root) + " · columns: " + cplan.describe_columns(cols, types))
-    r1, r2, r3 = st.columns(3)
-    score_opts = numeric or cols
-    score = r1.selectbox("Score", score_opts, key=K_SCORE, persist_state="session",
-                         index=_index(score_opts, guess.get("score")))
-    label_opts = [c for c in cols if c != score]
-    label = r2.selectbox("Label (true outcome)", label_opts, key=K_LABEL, persist_state="session",
-                         index=_index(label_opts, guess.get("label")))
-    split_opts = [NONE] + [c for c in cols if c not in (score, label)]
-    split = r3.selectbox("Split column (optional)", split_opts, key=K_SPLIT, persist_state="session",
-                         index=_index(split_opts, guess.get("split")))
-    spec["roles"] = {"score": score, "label": label, "split": "" if split in (None, NONE) else split}
+    st.caption(plan.describe(root) + " · columns: " + cplan.describe_columns(schema["columns"], schema["types"]))
+    roles = {}
+    for column, role, label in zip(st.columns(3), large.ROLES, ROLE_LABELS):
+        options, index = large.role_choices(schema, role, roles)
+        roles[role] = column.selectbox(label, options, key=f"large.{role}", persist_state="session", index=index)
+    spec["roles"] = large.chosen_roles(roles)
     st.button("Aggregate", key="large.aggregate", type="primary", icon=":material/play_arrow:", on_click=_activate,
               args=(spec,), help="Summarise the rows into score cells with DuckDB; this source then feeds Compare "
                                  "and Explore.")
-
-
-def _index(options: list, guessed) -> int:
-    return options.index(guessed) if guessed in options else 0
 
 
 def _activate(spec: dict) -> None:
@@ -257,8 +190,3 @@ def stop_if_large(page: str) -> None:
     st.info(NOT_ON_LARGE.format(page=page), icon=":material/info:")
     st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
     st.stop()
-
-
-def raw_cells(ld: LargeData) -> tuple:
-    """``(scores, labels, weights)``: the all-rows cells as weighted rows (the Data page's raw reliability)."""
-    return ld.weighted_rows()
