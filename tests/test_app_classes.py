@@ -16,6 +16,7 @@ from calibdash.multiclass import metrics as mmetrics
 from calibdash.multiclass.evaluation import evaluate_classes
 from calibdash.scheme import Scheme
 from calibdash.synthetic.multiclass import gaussian_classes
+from pages.parts import compare_classes
 from pages.parts.compare_classes import default_methods
 from test_app import (COMPARE, DATA, _run_entry_point_every_time, assert_clean, charts, go,  # noqa: F401
                       plotly_array, sidebar_text, start, upload)
@@ -187,6 +188,7 @@ def test_a_composite_hyperparameter_reaches_the_fit():
     at.selectbox(key="sample").set_value("logits_4class").run()
     go(at, COMPARE)
     method = "top_label:histogram"
+    at.multiselect(key=compare_classes.METHODS).set_value(["temperature", method]).run()
     keys = {hp.name: f"hp.{method}.{hp.name}" for hp in multiclass.get(method).hyperparams}
     assert keys and all(k in at.session_state for k in keys.values())
     slider = at.select_slider(key=keys["n_bins"])
