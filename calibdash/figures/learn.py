@@ -26,7 +26,7 @@ from .. import metrics, synthetic
 from ..errors import DataError
 from .calibration_map import score_grid
 from .layout import base_layout
-from .palette import color_of, rgba
+from .palette import class_color_of, color_of, rgba
 from .reliability import reliability_diagram
 
 __all__ = ["size_curve_figure", "TRUTH", "ScenarioData", "scenario_data", "scenario_figure", "maps_data", "maps_figure",
@@ -211,7 +211,7 @@ def size_curve_figure(summary: pd.DataFrame, *, labels: Mapping[str, str] | None
     fig = go.Figure()
     for method in dict.fromkeys(summary["method"]):
         s = summary[summary["method"] == method].sort_values("n")
-        colour = color_of(method)
+        colour = class_color_of(method)          # K-class methods: their own colours
         name = (labels or {}).get(method, method)
         fig.add_trace(go.Scatter(
             x=s["n"], y=s["mean"], mode="lines+markers", name=name, meta=method,
