@@ -110,10 +110,10 @@ def _classwise(data_key: str, view: str, column: str, freq: str, n_bins: int, st
 @bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="1MB")
 def _guesses(data_key: str, last: tuple, _ss) -> tuple[str | None, str | None]:
     """A first group column (few distinct text values) and a first date column, for the widgets' defaults;
-    the columns of ``last`` (a K-class table's true and predicted class) are guessed only after the others."""
+    the columns of ``last`` (a K-class table's predicted and true class), in that order, only after the others."""
     raw = _ss.raw
     cols = [c for c in raw.columns if c not in (_ss.score, _ss.label_column)]
-    cols = [c for c in cols if c not in last] + [c for c in cols if c in last]
+    cols = [c for c in cols if c not in last] + [c for c in last if c in cols]
     group = next((c for c in cols if not pd.api.types.is_numeric_dtype(raw[c])
                   and 1 < raw[c].nunique() <= cgroups.MAX_GROUPS), None)
     if group is None:
@@ -191,8 +191,8 @@ def _notes(notes) -> None:
         st.caption(f":material/info: {note}")
 
 
-# a K-class table's true and predicted class columns are offered, but a segment or a date is guessed first
-group_guess, date_guess = _guesses(ss.content_key(), () if cs is None else (cs.label_column, ss.raw.columns[-1]), ss)
+# a K-class table's predicted and true class columns are offered, but a segment or a date is guessed first
+group_guess, date_guess = _guesses(ss.content_key(), () if cs is None else (ss.raw.columns[-1], cs.label_column), ss)
 view = st.segmented_control("View", VIEWS, key=VIEW, persist_state="session", **initial(VIEW, default=VIEWS[0])
                             ) or VIEWS[0]
 key = ss.content_key()
@@ -218,6 +218,11 @@ def by_group_view() -> None:
         show_problem(exc)
         return
     _notes(report.notes)
+    if cs is not None and column == cs.label_column:
+        st.warning(f"Grouped by the **true** class: groups chosen by the outcome are not calibrated even for a "
+                   f"calibrated model (picking rows by their true class changes how often the top class is right "
+                   f"at a given confidence), so these ECEs are not calibration errors. Group by **{ss.raw.columns[-1]}** for top-label calibration class by class.",
+                   icon=":material/warning:")
     worst = report.worst()
     if worst is not None and len(report.table) > 1:
         row = report.table.loc[worst]

@@ -90,6 +90,11 @@ def test_groups_of_a_k_class_table_are_judged_on_the_top_label(table):
     for g in by_class.index:
         m = predicted == g
         assert abs(_value(by_class.loc[g, "accuracy"]) - right[m].mean()) <= SHOWN
+    assert not at.warning
+    # grouped by the true class: said not to be a calibration check
+    _select(at, "Group column").set_value("label").run()
+    _assert_clean(at)
+    assert any("Grouped by the **true** class" in w.value for w in at.warning)
 
 
 def test_periods_of_a_k_class_table_show_accuracy_and_classwise_ece(table):

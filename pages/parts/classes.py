@@ -109,15 +109,20 @@ def active_class_set() -> cdata.ClassSet:
     return _class_set(info.sha256, tuple(sorted(roles.items())), df, info)
 
 
+def _refuse(what: str, exc: DataError) -> None:
+    """An error box saying ``what`` and why, a link to the Data page, and a stop (never a traceback)."""
+    st.error(f"**{what}:** {exc}")
+    st.page_link("pages/data.py", label="Go to the Data page to choose the columns or another file",
+                 icon=":material/folder_open:")
+    st.stop()
+
+
 def class_set_or_stop() -> cdata.ClassSet:
     """The active ClassSet, or an error box, a link to the Data page and a stop (never a traceback)."""
     try:
         return active_class_set()
     except DataError as exc:
-        st.error(f"**This table cannot be read as K classes:** {exc}")
-        st.page_link("pages/data.py", label="Go to the Data page to choose the columns or another file",
-                     icon=":material/folder_open:")
-        st.stop()
+        _refuse("This table cannot be read as K classes", exc)
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=8, max_size="256MB")
@@ -133,10 +138,7 @@ def top_label_or_stop() -> tuple[cdata.ClassSet, cdata.ScoreSet]:
     try:
         return cs, _top_label(cs.content_key(), cs)
     except DataError as exc:
-        st.error(f"**This table's top-label reading cannot be used:** {exc}")
-        st.page_link("pages/data.py", label="Go to the Data page to choose the columns or another file",
-                     icon=":material/folder_open:")
-        st.stop()
+        _refuse("This table's top-label reading cannot be used", exc)
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="256MB")
