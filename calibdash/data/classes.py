@@ -45,7 +45,7 @@ from ..validation import format_values, plain_value, sorted_values
 from .limits import DEFAULT_MAX_BYTES, MAX_COLUMNS
 from .read import FileInfo, read_table
 from .roles import NUMERIC_SHARE, guess_roles, parse_numbers, reads_as_numbers
-from .scoreset import ValidationReport, note_dropped
+from .scoreset import ScoreSet, ValidationReport, note_dropped
 
 __all__ = ["PREFIXES", "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set",
            "load_classes"]
@@ -129,6 +129,9 @@ class ClassSet:
         Rows read, used and dropped (by reason), class counts, and messages.
     info : FileInfo or None
         The file read (its SHA-256 among it), None for a table built in memory.
+    rows : ndarray of int64 or None
+        Position in ``raw`` of each usable row (so another column of the table can be aligned with
+        ``labels``); None only for a ClassSet built by hand without it.
     """
 
     name: str
@@ -146,6 +149,7 @@ class ClassSet:
     split: np.ndarray | None
     report: ValidationReport
     info: FileInfo | None
+    rows: np.ndarray | None = None
 
     def __repr__(self) -> str:
         what = "logits" if self.logits else "probabilities"
@@ -161,6 +165,14 @@ class ClassSet:
     def k(self) -> int:
         """Number of classes (class columns)."""
         return len(self.columns)
+
+    def top_label(self) -> "ScoreSet":
+        """The top-label (confidence) reduction as a binary :class:`~calibdash.data.ScoreSet`: the confidence
+        (the top class's probability) as the score, "the top class is right" as the 0/1 label, the other
+        columns kept (:func:`calibdash.data.top_label.top_label_set`)."""
+        from .top_label import top_label_set
+
+        return top_label_set(self)
 
     def scores(self) -> Scores:
         """The output as :class:`calibdash.multiclass.base.Scores` (what the multi-class calibrators take)."""
@@ -585,7 +597,7 @@ def _validate(df: pd.DataFrame, layout: _Layout, *, features: list, split, info,
                               class_counts={str(c): int(m) for c, m in zip(classes, counts)}, messages=messages)
     return ClassSet(name=name, raw=df, label_column=label, columns=cols, classes=classes, prefix=layout.prefix,
                     logits=layout.logits, feature_columns=list(features), split_column=split, report=report,
-                    info=info, given=given, labels=y, features=feats, split=split_arr)
+                    info=info, given=given, labels=y, features=feats, split=split_arr, rows=rows)
 
 
 def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logits=None, *, features=None,

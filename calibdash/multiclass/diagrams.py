@@ -24,7 +24,9 @@ the same rows; ``y`` class indices; ``sample_weight`` optional (a row of weight
 ``w`` counts as ``w`` rows: bins count weight). The bins are those of the
 measures (:mod:`calibdash.multiclass.metrics`: 15 equal-width bins unless
 told, a probability of exactly 1 in the last bin); ``n_bins="auto"`` takes the
-binary diagrams' rule (:func:`calibdash.diagrams.bin_count`).
+binary diagrams' rule (:func:`calibdash.diagrams.bin_count`): on all rows for
+the confidence diagram, on the rows per class for the class-wise one
+(:func:`classwise_bin_count`).
 """
 from __future__ import annotations
 
@@ -34,14 +36,15 @@ from typing import Callable, ClassVar, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..diagrams import BINNINGS, BinnedData, bin_count
+from ..diagrams import AUTO, AUTO_RULE, BINNINGS, BinnedData, auto_bin_count, bin_count, describe_rule
 from ..errors import DataError, SettingsError
 from ..measures.binning import reliability_table
 from . import metrics
 from .base import check_probabilities
 
 __all__ = ["CONFIDENCE", "CLASSWISE", "SIMPLEX", "ORDERS", "MAX_PANELS", "CAPTIONS", "class_labels",
-           "ConfidenceData", "ClasswiseData", "SimplexMapData", "prepare_confidence", "prepare_classwise",
+           "ConfidenceData", "ClasswiseData", "SimplexMapData", "prepare_confidence", "classwise_bin_count",
+           "prepare_classwise",
            "class_table", "simplex_grid", "prepare_simplex_map"]
 
 CONFIDENCE, CLASSWISE, SIMPLEX = "Confidence", "Class-wise", "Simplex map"
@@ -77,10 +80,38 @@ def class_labels(k: int, names: Sequence[str] | None = None) -> list[str]:
     return names
 
 
-def _bins(n_bins, strategy: str, y, w) -> tuple[int, str]:
+def _check_strategy(strategy: str) -> None:
     if strategy not in BINNINGS:
         raise SettingsError(f"strategy must be one of {tuple(BINNINGS)}, got {strategy!r}.")
+
+
+def _bins(n_bins, strategy: str, y, w) -> tuple[int, str]:
+    _check_strategy(strategy)
     return bin_count(n_bins, y, w)
+
+
+def classwise_bin_count(n_bins, y, k: int, sample_weight=None) -> tuple[int, str]:
+    """``(bin count, caption text)`` of the class-wise panels: a count as given, or for :data:`AUTO` the binary
+    diagrams' rule (:data:`calibdash.diagrams.AUTO_RULE`, the cube root rounded up, within 2..100) applied to
+    the rows per class, ``n / K`` (the weights' sum over K when weighted).
+
+    Why per class: class k's panel bins ``P[:, k]`` over every row, but what it estimates, the share of rows
+    labelled k near each probability, rests on the rows of class k, about ``n / K`` of them; so the rule the
+    binary diagram applies to its n rows is applied to those. With K = 100 and 3,000 held-out rows that is
+    ``ceil(30^(1/3)) = 4`` bins, where 15 (the measures' bins) leave most bins of a panel with no row of
+    its class and the line jagged.
+
+    >>> classwise_bin_count("auto", np.zeros(3000, int), 100)[0]
+    4
+    """
+    if n_bins != AUTO:
+        return bin_count(n_bins, y)
+    if int(k) != k or k < 1:
+        raise SettingsError(f"k must be a whole number of classes, got {k!r}.")
+    total = float(np.sum(sample_weight)) if sample_weight is not None else float(len(y))
+    per_class = total / int(k)
+    return (auto_bin_count(per_class, AUTO_RULE),
+            f"auto: {describe_rule(per_class, AUTO_RULE)} per class, {total:,.0f} rows over K = {int(k)} classes")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -200,6 +231,7 @@ def prepare_classwise(P_by_method: Mapping[str, np.ndarray], y, classes=None, n_
         The classes to show, in this order (a picker's choice); default: the
         first ``max_panels`` classes of ``order``.
     n_bins : int or "auto", default 15
+        ``"auto"``: :func:`classwise_bin_count`, the binary diagrams' rule on the rows per class.
     order : {"worst", "index", "frequency"}, default "worst"
         The picker's order: largest per-class ECE of the first method first,
         index order, or most rows first (ties by index).
@@ -212,7 +244,8 @@ def prepare_classwise(P_by_method: Mapping[str, np.ndarray], y, classes=None, n_
     Ps, y, w = metrics.check_methods(P_by_method, y, sample_weight)
     k = next(iter(Ps.values())).shape[1]
     names = class_labels(k, class_names)
-    bins, said = _bins(n_bins, strategy, y, w)
+    _check_strategy(strategy)
+    bins, said = classwise_bin_count(n_bins, y, k, w)
     if int(max_panels) != max_panels or max_panels < 1:
         raise SettingsError(f"max_panels must be a whole number of at least 1, got {max_panels!r}.")
     ece = _per_class_ece(Ps, y, w, bins, strategy)

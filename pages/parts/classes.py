@@ -26,7 +26,8 @@ from pages.parts import bounded_cache
 from pages.parts.source import SAMPLE, role_key, source_table, using_large, using_upload
 
 __all__ = ["MODE", "LABEL", "PREFIX", "KIND", "KINDS", "MODES", "detected", "using_classes", "chosen_class_roles",
-           "active_class_set", "class_set_or_stop", "evaluate_chosen", "bootstrap_chosen", "frozen"]
+           "active_class_set", "class_set_or_stop", "top_label_or_stop", "evaluate_chosen", "bootstrap_chosen",
+           "frozen"]
 
 # role keys (per file, through source.role_key)
 MODE, LABEL, PREFIX, KIND = "mc.mode", "mc.label", "mc.prefix", "mc.kind"
@@ -108,15 +109,36 @@ def active_class_set() -> cdata.ClassSet:
     return _class_set(info.sha256, tuple(sorted(roles.items())), df, info)
 
 
+def _refuse(what: str, exc: DataError) -> None:
+    """An error box saying ``what`` and why, a link to the Data page, and a stop (never a traceback)."""
+    st.error(f"**{what}:** {exc}")
+    st.page_link("pages/data.py", label="Go to the Data page to choose the columns or another file",
+                 icon=":material/folder_open:")
+    st.stop()
+
+
 def class_set_or_stop() -> cdata.ClassSet:
     """The active ClassSet, or an error box, a link to the Data page and a stop (never a traceback)."""
     try:
         return active_class_set()
     except DataError as exc:
-        st.error(f"**This table cannot be read as K classes:** {exc}")
-        st.page_link("pages/data.py", label="Go to the Data page to choose the columns or another file",
-                     icon=":material/folder_open:")
-        st.stop()
+        _refuse("This table cannot be read as K classes", exc)
+
+
+@bounded_cache.cache_data(show_spinner=False, max_entries=8, max_size="256MB")
+def _top_label(data_key: str, _cs: cdata.ClassSet) -> cdata.ScoreSet:
+    return _cs.top_label()
+
+
+def top_label_or_stop() -> tuple[cdata.ClassSet, cdata.ScoreSet]:
+    """The active ClassSet and its top-label reduction (:meth:`calibdash.data.ClassSet.top_label`: the
+    confidence as the score, "the top class is right" as the label), cached on the data's content key; or
+    an error box, a link to the Data page and a stop."""
+    cs = class_set_or_stop()
+    try:
+        return cs, _top_label(cs.content_key(), cs)
+    except DataError as exc:
+        _refuse("This table's top-label reading cannot be used", exc)
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="256MB")

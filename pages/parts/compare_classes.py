@@ -17,6 +17,7 @@ from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
 from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
+from pages.parts import url_state
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
 from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
 from pages.parts.scheme import current_scheme
@@ -25,14 +26,18 @@ from pages.parts.widgets import hyperparam_panel, initial
 
 __all__ = ["METHODS", "DEFAULTS", "FALLBACK", "default_methods", "measure_direction", "compare_classes"]
 
-#: Widget key of the chosen multi-class methods (apart from the binary page's calibrators).
-METHODS = "compare.mc.methods"
+#: Widget key of the chosen multi-class methods (apart from the binary page's calibrators; also the URL's).
+METHODS = url_state.CLASS_METHODS
 #: The methods chosen at first, those of them that exist: the scaling family and one-vs-rest isotonic.
 DEFAULTS = ("temperature", "vector", "dirichlet", "ovr:isotonic")
 #: Added to the defaults while fewer than two of them exist.
 FALLBACK = "top_label:histogram"
 #: What the bins slider offers.
 BIN_CHOICES = [5, 10, 15, 20, 30, AUTO]
+#: What the class-wise panels' own bins slider offers: by default the rule on the rows per class
+#: (:func:`calibdash.multiclass.diagrams.classwise_bin_count`), a count to override it.
+CLASSWISE_BINS = "compare.classes.classwise_bins"
+CLASSWISE_CHOICES = [AUTO, 3, 5, 10, 15, 20, 30]
 #: What the per-class table shows per method: a column prefix of :func:`calibdash.multiclass.diagrams.class_table`.
 PER_CLASS = {"ECE": "class's ECE", "mean p": "mean predicted probability"}
 #: Width in pixels of a "value [low, high]" column of the measures table.
@@ -95,9 +100,15 @@ def _confidence(ev: ClassEvaluation, labels: dict, bins, strategy: str) -> None:
     st.caption(data.caption(labels))
 
 
-def _classwise(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict, bins, strategy: str) -> None:
+def _classwise(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict, strategy: str) -> None:
     names = [str(c) for c in cs.classes]
     c1, c2 = st.columns([1.3, 4])
+    bins = c1.select_slider(
+        "Bins of the class-wise panels", CLASSWISE_CHOICES, key=CLASSWISE_BINS, persist_state="session",
+        format_func=lambda v: "auto (per class)" if v == AUTO else str(v),
+        help="auto: the binary diagrams' rule (cube root, rounded up) on the rows per class, n / K: each panel "
+             "rests on about that many rows of its class. A count overrides it.",
+        **initial(CLASSWISE_BINS, value=AUTO))
     order = c1.radio("Order of the classes", mdiagrams.ORDERS, key="compare.classes.order",
                      persist_state="session", format_func=ORDER_NAMES.get)
     full = mdiagrams.prepare_classwise(ev.predictions, ev.labels, n_bins=bins, order=order, class_names=names,
@@ -185,11 +196,13 @@ def compare_classes() -> None:
                                  "ovr: one binary calibrator per class; top_label: the top class's probability.",
                             **initial(METHODS, default=default_methods(available)))
     params = hyperparam_panel(chosen, label=class_method_label, specs_of=class_hyperparams)
+    url_state.write_url_state((), class_methods=chosen)        # the view travels in the address bar
     ev = evaluate_chosen(cs, scheme, params)
     labels = class_method_labels(ev.predictions)
     what = "logits, softmaxed for the uncalibrated row" if cs.logits else "probabilities"
     st.caption(f"{cs.name} · **K = {cs.k}** classes ({what}) · judged on {len(ev.rows):,} held-out rows · "
-               f"{scheme.describe()}" + (f" · {ev.note}" if ev.note else ""))
+               f"{scheme.describe()}" + (f" · {ev.note}" if ev.note else "")
+               + " · the address bar holds this view: copy it to share")
     table = _measures(ev, cs, scheme, params, labels)
     st.subheader("Reliability")
     bins, strategy = _bins_controls("compare.classes")
@@ -197,7 +210,7 @@ def compare_classes() -> None:
     with confidence:
         _confidence(ev, labels, bins, strategy)
     with classwise:
-        _classwise(ev, cs, labels, bins, strategy)
+        _classwise(ev, cs, labels, strategy)
     st.subheader("Per class")
     _class_table(ev, cs, labels, bins, strategy)
     if cs.k == 3:

@@ -1,22 +1,30 @@
-"""The shareable view of Compare in the address bar: sample, methods, their hyperparameters, scheme."""
+"""The shareable view of Compare in the address bar: sample, methods, their hyperparameters, scheme.
+
+The binary Compare's calibrators travel as ``methods``, the K-class Compare's multi-class methods as
+``mc_methods`` (names of :func:`calibdash.multiclass.available`, composites such as ``ovr:isotonic``
+included); each method's hyperparameters as ``<method>.<name>``, the widgets' keys
+(:func:`pages.parts.widgets.hp_key`) for both kinds.
+"""
 from __future__ import annotations
 
 import logging
 
 import streamlit as st
 
-from calibdash import calibrators, samples
+from calibdash import calibrators, multiclass, samples
 from calibdash.methods import split_names
 from pages.parts import scheme
 from pages.parts.source import SAMPLE, SOURCE, using_upload
 from pages.parts.widgets import hp_key
 
-__all__ = ["METHODS", "IGNORED", "url_spec", "apply_url_state", "write_url_state"]
+__all__ = ["METHODS", "CLASS_METHODS", "IGNORED", "url_spec", "apply_url_state", "write_url_state"]
 
 log = logging.getLogger("calibdash.app")
 
 #: Widget key of Compare's choice of calibrators.
 METHODS = "compare.methods"
+#: Widget key of the K-class Compare's choice of multi-class methods (pages/parts/compare_classes.py).
+CLASS_METHODS = "compare.mc.methods"
 _URL_WRITTEN = "_url_written"      # the parameters this session last wrote
 #: session_state key: the link's parameters that could not be used, with why (shown in the sidebar).
 IGNORED = "_url_ignored"
@@ -53,23 +61,37 @@ def _known_methods(text: str) -> list[str]:
     return [m for m in split_names(text) if m in known]
 
 
-def url_spec(methods) -> dict:
-    """URL parameter -> (session key, parse, format) for the shareable state of Compare."""
+def _known_class_methods(text: str) -> list[str]:
+    known = multiclass.available()
+    return [m for m in split_names(text) if m in known]
+
+
+def _hp_entries(methods, known, specs) -> dict:
+    """``<method>.<name>`` -> (session key, parse, format) for each hyperparameter of the ``known`` ``methods``."""
+    out = {}
+    for m in methods:
+        if m not in known:
+            continue
+        for hp in specs(m):
+            parse, fmt = _hp_codec(hp)
+            out[f"{m}.{hp.name}"] = (hp_key(m, hp.name), parse, fmt)
+    return out
+
+
+def url_spec(methods, class_methods=()) -> dict:
+    """URL parameter -> (session key, parse, format) for the shareable state of Compare: the binary
+    ``methods``' hyperparameters and the multi-class ``class_methods``' ones."""
     spec = {
         "sample": (SAMPLE, str, str),
         "methods": (METHODS, _known_methods, ",".join),
+        "mc_methods": (CLASS_METHODS, _known_class_methods, ",".join),
         "scheme": (scheme.KIND, str, str),
         "test_size": (scheme.TEST_SIZE, _within(float, *scheme.TEST_SIZE_RANGE), repr),
         "seed": (scheme.SEED, int, str),
         "folds": (scheme.N_FOLDS, _within(int, *scheme.N_FOLDS_RANGE), str),
     }
-    known = calibrators.available()
-    for m in methods:
-        if m not in known:
-            continue
-        for hp in calibrators.get_class(m).hyperparams:
-            parse, fmt = _hp_codec(hp)
-            spec[f"{m}.{hp.name}"] = (hp_key(m, hp.name), parse, fmt)
+    spec.update(_hp_entries(methods, calibrators.available(), lambda m: calibrators.get_class(m).hyperparams))
+    spec.update(_hp_entries(class_methods, multiclass.available(), lambda m: multiclass.get(m).hyperparams))
     return spec
 
 
@@ -83,7 +105,7 @@ def apply_url_state() -> None:
     qp = st.query_params.to_dict()
     if not qp or qp == st.session_state.get(_URL_WRITTEN):
         return
-    spec = url_spec(split_names(qp.get("methods", "")))
+    spec = url_spec(split_names(qp.get("methods", "")), split_names(qp.get("mc_methods", "")))
     ignored = []
     for param, text in qp.items():
         if param not in spec:
@@ -95,14 +117,15 @@ def apply_url_state() -> None:
             log.warning("ignoring URL parameter %s=%r", param, text)
             ignored.append(f"{param}={text} ({exc})")
     st.session_state[IGNORED] = ignored
-    if "sample" in qp and qp["sample"] in samples.SAMPLES:
+    if "sample" in qp and (qp["sample"] in samples.SAMPLES or qp["sample"] in samples.CLASS_SAMPLES):
         st.session_state[SOURCE] = "Sample"
 
 
-def write_url_state(methods) -> None:
-    """Put the shareable state (sample, methods, their hyperparameters, scheme) in the address bar."""
+def write_url_state(methods, class_methods=()) -> None:
+    """Put the shareable state (sample, methods, their hyperparameters, scheme) in the address bar: the
+    hyperparameters of the binary ``methods`` and of the multi-class ``class_methods`` on the page."""
     out = {}
-    for param, (key, _, fmt) in url_spec(methods).items():
+    for param, (key, _, fmt) in url_spec(methods, class_methods).items():
         if param == "sample" and using_upload():
             continue                       # an uploaded file cannot travel in a link
         value = st.session_state.get(key)
