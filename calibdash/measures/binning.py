@@ -361,7 +361,15 @@ def uniform_bins(g: Groups, n_bins: int) -> Bins:
 
 
 def bin_sums(p, y, w, n_bins: int, strategy: str, groups: Groups | None = None) -> Bins:
-    """Bin sums under ``strategy`` (arguments already checked)."""
+    """Bin sums under ``strategy`` (arguments already checked).
+
+    Equal-width bins of rows not yet grouped are summed by bin index (one ``bincount`` pass, no sort: a
+    tied group never straddles a fixed edge, so the groups are not needed); given ``groups`` (sorted once
+    for several measures, or the bootstrap's resamples), over the groups, which gives the same sums up to
+    the order of their additions."""
+    if strategy == "uniform" and groups is None:
+        edges = np.arange(n_bins + 1) / n_bins
+        return row_bins(p, y, w, uniform_ids(p, n_bins), n_bins, edges[:-1], edges[1:])
     if strategy in STRATEGIES:
         g = tied_groups(p, y, w) if groups is None else groups
         return (quantile_bins if strategy == "quantile" else uniform_bins)(g, n_bins)
