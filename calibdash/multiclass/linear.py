@@ -312,6 +312,58 @@ def _newton(theta, X, y, w, form, lam, mu, gtol, max_iter):
     return theta, it
 
 
+def _scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work: np.ndarray,
+                  work2: np.ndarray) -> tuple[float, float, float]:
+    """The NLL of ``softmax(beta x)`` and its first and second derivatives in ``beta`` from one pass over
+    the rows (one exponential of the n x K array): with ``q_i = softmax(beta x_i)``,
+
+    .. math::  f = \\sum_i u_i [\\operatorname{lse}(\\beta x_i) - \\beta x_{i y_i}], \\quad
+               f' = \\sum_i u_i [E_{q_i} x - x_{i y_i}], \\quad f'' = \\sum_i u_i \\operatorname{Var}_{q_i} x,
+
+    ``u`` the weights divided by their sum. ``work`` and ``work2`` are (n, K) buffers, overwritten."""
+    np.multiply(X, beta, out=work)
+    top = work.max(axis=1)
+    work -= top[:, None]
+    np.exp(work, out=work)
+    total = work.sum(axis=1)
+    np.multiply(work, X, out=work2)
+    m1 = work2.sum(axis=1) / total                       # E_q x
+    m2 = np.einsum("ij,ij->i", work2, X) / total         # E_q x^2
+    xy = X[np.arange(y.size), y]
+    f = float(u @ (np.log(total) + top - beta * xy))
+    return f, float(u @ (m1 - xy)), float(u @ np.maximum(m2 - m1 * m1, 0.0))
+
+
+def _newton_scalar(theta, X, y, w, gtol, max_iter):
+    """Newton's method on the one factor ``beta`` (temperature scaling: the NLL is convex in ``beta``), each
+    step from :func:`_scalar_terms` (one pass over the rows for the objective, its slope and its curvature),
+    clipped to :data:`SCALE_BOUNDS` and halved until the objective falls (Armijo, as :func:`_newton`).
+    Stops on the same rule as :func:`_newton`: ``|f'| <= gtol`` (or ``beta`` at a bound with the slope
+    pushing outwards), no halving lowering the objective, or ``max_iter`` steps. Returns
+    ``(theta, n_steps)``."""
+    lo, hi = SCALE_BOUNDS
+    u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
+    work, work2 = np.empty(X.shape), np.empty(X.shape)
+    beta = float(theta[0])
+    f, g, h = _scalar_terms(beta, X, y, u, work, work2)
+    it = 0
+    for it in range(1, max_iter + 1):
+        if _free_gradient(np.array([beta]), np.array([g]), LinearForm("scalar", False)) <= gtol:
+            return np.array([beta]), it - 1
+        d = -g / h if h > 0 else -np.sign(g) * beta
+        step = 1.0
+        while step > 2.0 ** -40:
+            cand = min(max(beta + step * d, lo), hi)
+            f_new, g_new, h_new = _scalar_terms(cand, X, y, u, work, work2)
+            if f_new <= f + 1e-4 * g * (cand - beta):
+                break
+            step /= 2
+        else:
+            return np.array([beta]), it
+        beta, f, g, h = cand, f_new, g_new, h_new
+    return np.array([beta]), it
+
+
 def _free_gradient(theta, g, form) -> float:
     """The largest gradient entry that could still move (a scalar factor at a bound pushed outwards is not)."""
     g = np.asarray(g)
@@ -354,7 +406,10 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
     theta0 = identity_start(form, k) if start is None else np.array(start, dtype=float)
     if X.shape[0] * theta0.size ** 2 <= NEWTON_WORK and (form.matrix != "scalar" or not form.bias):
         with threadpool_limits(1):          # small products: threads cost more than they save (and on a
-            theta, n_iter = _newton(theta0, X, y, w, form, lam, mu, gtol, max_iter)      # busy machine, far more)
+            if form.matrix == "scalar":     # busy machine, far more)
+                theta, n_iter = _newton_scalar(theta0, X, y, w, gtol, max_iter)
+            else:
+                theta, n_iter = _newton(theta0, X, y, w, form, lam, mu, gtol, max_iter)
         message = "Newton"
         loss, nll, grad = objective(theta, X, y, w, form, lam, mu)
         gmax = _free_gradient(theta, grad, form)
