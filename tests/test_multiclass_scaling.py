@@ -290,3 +290,42 @@ def test_select_penalty_refuses_fewer_distinct_rows_than_folds():
     y = np.array([0, 1, 2, 0, 1, 2])
     with pytest.raises(DataError, match="at least 5 distinct rows"):
         select_penalty(X, y, None, LinearForm("full", True, "odir"), [(1.0, 1.0)], n_folds=5)
+
+
+# -- the penalty search's row cap ------------------------------------------------------------------------
+def test_search_rows_are_chosen_by_value_stratified_and_count_a_weighted_row_once(small):
+    """The cap counts distinct rows: a row of weight 3 and its three copies are taken or left together;
+    another order takes the same rows; each class gets its share of the cap to one row (Hamilton)."""
+    from calibdash.multiclass.linear import search_rows
+    Z, y = small
+    w = np.random.default_rng(7).integers(0, 4, y.size)
+    keep = search_rows(Z, y, w, 100, seed=0)
+    live = w > 0
+    assert keep.sum() == 100 and not np.any(keep & ~live)
+    share = 100 * np.bincount(y[live], minlength=4) / live.sum()
+    assert np.all(np.abs(np.bincount(y[keep], minlength=4) - share) < 1)
+    rep = np.repeat(np.arange(y.size), w)
+    np.testing.assert_array_equal(search_rows(Z[rep], y[rep], None, 100, seed=0), keep[rep])
+    order = np.random.default_rng(1).permutation(y.size)
+    np.testing.assert_array_equal(search_rows(Z[order], y[order], w[order], 100, seed=0), keep[order])
+    assert search_rows(Z, y, w, 10_000, seed=0).sum() == live.sum()       # under the cap: every live row
+
+
+def test_capped_search_is_the_search_on_the_chosen_rows_and_keeps_the_invariants(small):
+    """select_penalty with max_rows is the uncapped search on search_rows' rows (the same folds, the same
+    fits: equal losses to rounding); weights equal repeated rows under the cap as without it (the
+    losses to the solver's tolerance, rtol 1e-6 as in the weighted test above)."""
+    from calibdash.multiclass.linear import search_rows
+    Z, y = small
+    form, grid = LinearForm("full", True, "odir"), [(100.0, 100.0), (1.0, 1.0)]
+    keep = search_rows(Z, y, None, 120, seed=0)
+    capped = select_penalty(Z, y, None, form, grid, n_folds=3, max_rows=120)
+    direct = select_penalty(Z[keep], y[keep], None, form, grid, n_folds=3, max_rows=None)
+    assert capped[:2] == direct[:2]
+    np.testing.assert_allclose(capped[2], direct[2], rtol=1e-12)
+    w = np.random.default_rng(7).integers(0, 4, y.size)
+    weighted = select_penalty(Z, y, w, form, grid, n_folds=3, max_rows=120)
+    repeated = select_penalty(np.repeat(Z, w, axis=0), np.repeat(y, w), None, form, grid, n_folds=3,
+                              max_rows=120)
+    assert weighted[:2] == repeated[:2]
+    np.testing.assert_allclose(weighted[2], repeated[2], rtol=1e-6)
