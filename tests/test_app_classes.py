@@ -98,7 +98,7 @@ def test_upload_then_compare_shows_every_method_the_intervals_and_the_figures():
     assert _metric(at, "Classes (K)") == "4"
     go(at, COMPARE)
     assert_clean(at)
-    methods = default_methods(multiclass.available())
+    methods = default_methods(multiclass.available(), 4)
     table = _frame(at, "cwECE")
     labels = {m: multiclass.get(m).label for m in methods}
     assert list(table.index) == ["Uncalibrated"] + [labels[m] for m in methods]
@@ -201,3 +201,20 @@ def test_a_composite_hyperparameter_reaches_the_fit():
     row = _frame(at, "cwECE").loc[multiclass.get(method).label]
     for name in ("ECE", "cwECE", "LogLoss"):
         assert abs(_number(row[name]) - ev.metrics.loc[method, name]) <= SHOWN, name
+
+
+def test_full_maps_wait_for_the_switch_above_twenty_classes():
+    """At K = 24 (above FULL_MAP_MAX_K) Dirichlet calibration, chosen, is not fitted until the switch is on: the
+    page says why, its row is absent; with the switch on, its row equals the library's fit."""
+    frame = gaussian_classes(24, temperature=2.0).draw(600, 5).frame
+    frame = frame[["label"] + [c for c in frame.columns if c.startswith("p_")]]
+    at = start(DATA)
+    upload(at, "many.csv", frame.to_csv(index=False, float_format="%.8g").encode())
+    go(at, COMPARE)
+    at.multiselect(key=compare_classes.METHODS).set_value(["temperature", "dirichlet"]).run()
+    assert_clean(at)
+    assert any("not fitted yet: 24 classes" in i.value for i in at.main.info)
+    assert list(_frame(at, "cwECE").index) == ["Uncalibrated", multiclass.get("temperature").label]
+    at.toggle(key="compare.mc.full_maps").set_value(True).run()
+    assert_clean(at)
+    assert multiclass.get("dirichlet").label in _frame(at, "cwECE").index

@@ -29,7 +29,7 @@ from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
 from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
-from ..multiclass.evaluation import DEFAULT_METHODS, evaluate_classes
+from ..multiclass.evaluation import default_methods, evaluate_classes
 from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written, sentence,
                      split_rows, validation_json, write_text)
 
@@ -84,15 +84,15 @@ def open_table(args, engine: str | None) -> Opened | None:
     return Opened(df, info, cs)
 
 
-def class_methods(args) -> list[str]:
+def class_methods(args, k: int) -> list[str]:
     """The multi-class methods asked for: ``--methods`` when given, else
-    :data:`calibdash.multiclass.evaluation.DEFAULT_METHODS`."""
+    :func:`calibdash.multiclass.evaluation.default_methods` for ``k`` classes."""
     if getattr(args, "methods_given", False):
         names = split_names(args.methods)
         if not names:
             raise SettingsError("--methods names no method.")
         return names
-    return list(DEFAULT_METHODS)
+    return default_methods(k)
 
 
 def class_params(args, methods) -> dict:
@@ -135,7 +135,7 @@ def _labels(ev) -> dict:
 
 # -- evaluate ---------------------------------------------------------------------------------------------
 def _evaluation(args, cs, scheme):
-    methods = class_methods(args)
+    methods = class_methods(args, cs.k)
     return evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
                             params=class_params(args, methods))
 
@@ -188,7 +188,7 @@ def cmd_report_classes(args, cs, scheme) -> int:
     from ..report.classes import report_for_class_set
 
     _refuse_binary_options(args)
-    methods = class_methods(args)
+    methods = class_methods(args, cs.k)
     text = report_for_class_set(cs, methods, scheme, params=class_params(args, methods), title=args.title,
                                 include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
     report_written(text, args, f"{cs.name} ({cs.k} classes)")

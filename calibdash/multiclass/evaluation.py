@@ -33,12 +33,25 @@ from .base import MulticlassCalibrator, Scores, as_scores, check_classes
 from .split import class_split_plan, content_sample
 
 __all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "UNCALIBRATED", "MAX_FIT_ROWS",
-           "DEFAULT_METHODS"]
+           "DEFAULT_METHODS", "FULL_MAP_MAX_K", "default_methods"]
 
 UNCALIBRATED = RAW
 #: The methods the command line's ``evaluate`` and ``report`` fit on a K-class file unless told otherwise:
 #: the scaling family's one-, K- and K(K+1)-parameter maps and one-vs-rest isotonic regression.
 DEFAULT_METHODS = ("temperature", "vector", "dirichlet", "ovr:isotonic")
+#: Above this many classes :func:`default_methods` leaves out the maps with a full K x K matrix (matrix scaling,
+#: Dirichlet calibration: their penalty search fits K^2 + K parameters 31 times, minutes at K = 100 on two
+#: cores); chosen by name they still run.
+FULL_MAP_MAX_K = 20
+
+
+def default_methods(k: int) -> list[str]:
+    """:data:`DEFAULT_METHODS` for a table of ``k`` classes: without the full-matrix maps above
+    :data:`FULL_MAP_MAX_K` classes (a method says it is one by its ``matrix = "full"``)."""
+    from . import get_class
+    if int(k) <= FULL_MAP_MAX_K:
+        return list(DEFAULT_METHODS)
+    return [m for m in DEFAULT_METHODS if getattr(get_class(m), "matrix", None) != "full"]
 #: Above this many fitting rows, the parametric maps are fitted on a content-keyed sample of this many.
 MAX_FIT_ROWS = 200_000
 

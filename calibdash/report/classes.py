@@ -30,7 +30,7 @@ import pandas as pd
 from .. import __version__
 from ..bootstrap import BootstrapResult
 from ..multiclass import bootstrap as mboot, diagrams as mdiagrams, metrics as mmetrics
-from ..multiclass.evaluation import DEFAULT_METHODS, MAX_FIT_ROWS, ClassEvaluation, evaluate_classes
+from ..multiclass.evaluation import MAX_FIT_ROWS, default_methods, ClassEvaluation, evaluate_classes
 from ..scheme import Scheme
 from .build import check_plotlyjs, figure_html
 from .markup import escape, interval_table, methods_section, number, page
@@ -194,7 +194,7 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
     Parameters
     ----------
     cs : ClassSet
-    methods : method spec, default :data:`calibdash.multiclass.evaluation.DEFAULT_METHODS`
+    methods : method spec, default :func:`calibdash.multiclass.evaluation.default_methods` for its K
     scheme : Scheme, default ``Scheme()``
     params : mapping method -> {hyperparameter: value}, optional
     n_boot : int, default :data:`N_BOOT`
@@ -207,7 +207,7 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
     """
     check_plotlyjs(include_plotlyjs)              # before the fits, not after
     scheme = scheme or Scheme()
-    ev = evaluate_classes(cs.scores(), cs.labels, list(DEFAULT_METHODS) if methods is None else methods, scheme,
+    ev = evaluate_classes(cs.scores(), cs.labels, default_methods(cs.k) if methods is None else methods, scheme,
                           split=cs.split, classes=cs.classes, params=params, max_fit_rows=max_fit_rows)
     boot = mboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=n_boot, seed=scheme.seed)
     return build_class_report(ev, boot, title=title or f"Calibration report: {cs.name}",

@@ -16,6 +16,7 @@ from calibdash import data as cdata, multiclass
 from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
 from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
+from calibdash.multiclass import evaluation as mevaluation
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
 from pages.parts import url_state
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
@@ -24,12 +25,10 @@ from pages.parts.scheme import current_scheme
 from pages.parts.tables import interval_frame
 from pages.parts.widgets import hyperparam_panel, initial
 
-__all__ = ["METHODS", "DEFAULTS", "FALLBACK", "default_methods", "measure_direction", "compare_classes"]
+__all__ = ["METHODS", "FALLBACK", "default_methods", "measure_direction", "compare_classes"]
 
 #: Widget key of the chosen multi-class methods (apart from the binary page's calibrators; also the URL's).
 METHODS = url_state.CLASS_METHODS
-#: The methods chosen at first, those of them that exist: the scaling family and one-vs-rest isotonic.
-DEFAULTS = ("temperature", "vector", "dirichlet", "ovr:isotonic")
 #: Added to the defaults while fewer than two of them exist.
 FALLBACK = "top_label:histogram"
 #: What the bins slider offers.
@@ -49,9 +48,10 @@ ORDER_NAMES = {"worst": "worst first (largest class-wise ECE, uncalibrated)", "i
                "frequency": "most frequent first"}
 
 
-def default_methods(available) -> list[str]:
-    """:data:`DEFAULTS` that are ``available``, with :data:`FALLBACK` while fewer than two are."""
-    chosen = [m for m in DEFAULTS if m in available]
+def default_methods(available, k: int) -> list[str]:
+    """The library's defaults for ``k`` classes (:func:`calibdash.multiclass.evaluation.default_methods`) that
+    are ``available``, with :data:`FALLBACK` while fewer than two are."""
+    chosen = [m for m in mevaluation.default_methods(k) if m in available]
     if len(chosen) < 2 and FALLBACK in available:
         chosen.append(FALLBACK)
     return chosen
@@ -185,6 +185,22 @@ def _downloads(ev: ClassEvaluation, cs: cdata.ClassSet, table: pd.DataFrame, lab
                            help="Load it with calibdash.multiclass.export.loads.")
 
 
+def _held_back(params: dict, k: int) -> dict:
+    """``params`` without the full K x K maps above :data:`~calibdash.multiclass.evaluation.FULL_MAP_MAX_K`
+    classes, unless the user asks for them (their penalty search takes minutes there): said on the page."""
+    full = [m for m in params if getattr(multiclass.get_class(m), "matrix", None) == "full"]
+    if k <= mevaluation.FULL_MAP_MAX_K or not full:
+        return params
+    names = ", ".join(class_method_label(m) for m in full)
+    if st.toggle(f"Fit {names} too", key="compare.mc.full_maps",
+                 help=f"A full map has K² + K = {k * k + k:,} parameters at K = {k}; choosing its penalties "
+                      "fits it 31 times, which takes minutes on a small server."):
+        return params
+    st.info(f"{names} not fitted yet: {k} classes make a full K × K map slow to fit (minutes). "
+            "Turn on the switch above to fit it.", icon=":material/hourglass_empty:")
+    return {m: p for m, p in params.items() if m not in full}
+
+
 def compare_classes() -> None:
     """The Compare page for a table read as K classes."""
     cs = class_set_or_stop()
@@ -194,9 +210,10 @@ def compare_classes() -> None:
                             persist_state="session",
                             help="Every method is fitted on the same rows and judged on the same held-out rows. "
                                  "ovr: one binary calibrator per class; top_label: the top class's probability.",
-                            **initial(METHODS, default=default_methods(available)))
+                            **initial(METHODS, default=default_methods(available, cs.k)))
     params = hyperparam_panel(chosen, label=class_method_label, specs_of=class_hyperparams)
     url_state.write_url_state((), class_methods=chosen)        # the view travels in the address bar
+    params = _held_back(params, cs.k)
     ev = evaluate_chosen(cs, scheme, params)
     labels = class_method_labels(ev.predictions)
     what = "logits, softmaxed for the uncalibrated row" if cs.logits else "probabilities"
