@@ -12,11 +12,14 @@ rows, checks and parts the K-class cells are aggregated from) as a :class:`Class
   time (DuckDB: Arrow record batches of a streaming result; Spark: ``toLocalIterator``, one partition at a
   time on the driver; memory: slices), so memory stays bounded by a batch.
 
+Spark computes the content key in a pandas UDF (the numpy function itself), so its Python workers need
+numpy, pandas, pyarrow and calibdash, as ``apply``'s UDF path does (:mod:`calibdash.engines.apply`).
+
 The content key
 ---------------
 A row's key depends on what the row holds, never on where it lies: :func:`content_key`, a chain of
 :func:`calibdash.cells.row_hash` (MurmurHash3's finaliser, written in SQL by
-:func:`calibdash.engines.duckdb.row_hash_sql` and for Spark by :func:`calibdash.engines.spark.with_row_hash`)
+:func:`calibdash.engines.duckdb.row_hash_sql`; Spark runs the numpy function in a pandas UDF)
 over the row's class index and, for each class column, the two 32-bit halves of
 ``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``. Every step is exact in every engine (a product by a power
 of two, a floor, integers below 2^53), so the three engines give each row the same key. The key is not
@@ -217,18 +220,22 @@ class _SparkRows(ClassRows):
     def candidates(self, limits, seed):
         from pyspark.sql import functions as F
 
-        from .spark import to_pandas, with_row_hash
+        from .spark import to_pandas
 
-        df = self.df.withColumn("__hk", F.col("__y"))
-        df = with_row_hash(df, "__hk", seed, "__ckey")
-        for k in range(self.k):
-            clipped = F.least(F.greatest(F.col(f"__x{k}"), F.lit(-KEY_CLIP)), F.lit(KEY_CLIP))
-            df = df.withColumn("__u", F.floor(clipped * F.lit(KEY_STEP)).cast("long") + F.lit(_OFFSET))
-            for half in (F.col("__u").bitwiseAND(F.lit(_M32)), F.shiftright(F.col("__u"), 32)):
-                df = with_row_hash(df.withColumn("__hk", F.col("__ckey").bitwiseXOR(half)), "__hk", seed, "__ckey")
+        # the key by content_key itself on the executors' Arrow batches: the hash chain written as 2K + 1
+        # nested column expressions grows past what Catalyst's code generation holds (measured: out of heap
+        # at K = 4), while a pandas UDF runs the very numpy function the memory engine runs
+        k = self.k
+
+        def keys(y: pd.Series, *xs: pd.Series) -> pd.Series:
+            X = np.column_stack([x.to_numpy(dtype=float) for x in xs])
+            return pd.Series(content_key(X, y.to_numpy(dtype=np.int64), seed).astype(np.int64))
+
+        key_udf = F.pandas_udf(keys, "long")
+        df = self.df.withColumn("__ckey", key_udf(F.col("__y"), *[F.col(f"__x{j}") for j in range(k)]))
         flat = F.array(*[F.lit(int(v)).cast("long") for v in np.asarray(limits, dtype=np.int64).ravel()])
-        df = df.where(F.col("__ckey") < F.element_at(flat, (F.col("__part") * self.k + F.col("__y") + 1).cast("int")))
-        xs = [f"__x{k}" for k in range(self.k)]
+        df = df.where(F.col("__ckey") < F.element_at(flat, (F.col("__part") * k + F.col("__y") + 1).cast("int")))
+        xs = [f"__x{j}" for j in range(k)]
         got = to_pandas(self.spark, df.select("__part", "__y", "__ckey", *xs), ["__part", "__y", "__ckey"] + xs)
         return (got[xs].to_numpy(dtype=float), got["__y"].to_numpy(np.int64), got["__part"].to_numpy(np.int64),
                 got["__ckey"].to_numpy().astype(np.uint64))
