@@ -76,6 +76,10 @@ class _Stages:
     def progress_from(self, probe):
         pass
 
+    def interrupt_with(self, interrupt):
+        import contextlib
+        return contextlib.nullcontext()
+
 
 def evaluate_one(glob: str, threads: int) -> dict:
     """One timed evaluate_class_source in this process: wall, CPU, peak RSS, stage times, ECEs."""

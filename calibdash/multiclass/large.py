@@ -61,6 +61,7 @@ import pandas as pd
 from ..cells import MAX_EXACT
 from ..engines.class_rows import BATCH_ROWS, fit_samples, open_class_rows, part_count
 from ..engines.classes import ClassSource, aggregate_classes, class_source, softmax_rows
+from ..engines.plan import NO_JOB, watch
 from ..errors import DataError, SettingsError
 from ..scheme import Scheme
 from .cells import ClassCellAccumulator, ClassCells, cell_measures
@@ -119,14 +120,6 @@ class ClassSourceResult:
     @property
     def note(self) -> str:
         return "; ".join(self.notes)
-
-
-class _NoJob:
-    def set_stage(self, stage, progress=None):
-        pass
-
-    def progress_from(self, probe):
-        pass
 
 
 def _judging(scheme: Scheme) -> tuple[list[list[int]], list[list[int]]]:
@@ -217,7 +210,8 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     batch_rows : int
         Judged rows per batch (memory holds about ``batch_rows * K`` values per method at once).
     job : calibdash.jobs.Job, optional
-        Told each stage (:data:`STAGES`) and the share of judged rows done; its cancel interrupts DuckDB.
+        Told each stage (:data:`STAGES`) and the share of judged rows done; its cancel interrupts DuckDB
+        (default :data:`calibdash.engines.plan.NO_JOB`: run in the caller's thread, nothing shown).
 
     Raises
     ------
@@ -243,16 +237,13 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     if int(batch_rows) < 1:
         raise SettingsError(f"batch_rows must be at least 1, got {batch_rows!r}.")
     cals = resolve_classes(methods, params, logits=csrc.logits)
-    job = job or _NoJob()
+    job = job or NO_JOB
     fit_parts, judged_parts = _judging(scheme)
     with contextlib.ExitStack() as stack:
-        watch = None
-        if hasattr(job, "interrupt_with"):
-            from ..engines.plan import watch
         job.set_stage(STAGES[0])
         rows = stack.enter_context(open_class_rows(
             csrc, scheme, engine, memory_limit=memory_limit, threads=threads, spark=spark,
-            on_connect=None if watch is None else (lambda con: stack.enter_context(watch(job, con)))))
+            on_connect=lambda con: stack.enter_context(watch(job, con))))
         job.set_stage(STAGES[1])
         samples, counts = fit_samples(rows, fit_parts, max_fit_rows, seed=scheme.seed,
                                       on_scan=lambda: job.set_stage(STAGES[2]))
