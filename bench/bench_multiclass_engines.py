@@ -7,12 +7,22 @@ as :func:`calibdash.multiclass.large.evaluate_class_source` measures a source) w
 engine, the time of every measure computed from the cells, and two floors: DuckDB's ``count(*)`` (Parquet
 metadata only) and a plain Parquet read of every column (``pyarrow.parquet.read_table``).
 
-Run: ``.venv/bin/python bench/bench_multiclass_engines.py [ROWS ...] [--threads T]`` (default 1e6 1e7).
+With ``--evaluate`` it also times :func:`calibdash.multiclass.large.evaluate_class_source` with DuckDB (methods
+temperature, vector, dirichlet and ovr:isotonic; the default scheme of ``evaluate``, a 70/30 split by row hash; each
+fitted on a content-keyed sample of 200,000 rows; the held-out rows streamed in batches into cells), each size in a
+fresh process so that its peak RSS (``ru_maxrss``) is its own; it prints wall and CPU seconds, the peak RSS, the
+seconds per stage and the ECE of each method, beside the floors above.
+
+Run: ``.venv/bin/python bench/bench_multiclass_engines.py [ROWS ...] [--threads T] [--evaluate]`` (default 1e6 1e7).
 """
+import json
 import os
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +61,49 @@ def write_files(n: int, folder: Path) -> str:
     return str(folder / "part-*.parquet")
 
 
-def main(sizes, threads):
+EVAL_METHODS = "temperature,vector,dirichlet,ovr:isotonic"
+
+
+class _Stages:
+    """A job stand-in that keeps each stage's start time."""
+
+    def __init__(self):
+        self.t0, self.marks = time.perf_counter(), []
+
+    def set_stage(self, stage, progress=None):
+        self.marks.append((stage, time.perf_counter() - self.t0))
+
+    def progress_from(self, probe):
+        pass
+
+    def interrupt_with(self, interrupt):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def evaluate_one(glob: str, threads: int) -> dict:
+    """One timed evaluate_class_source in this process: wall, CPU, peak RSS, stage times, ECEs."""
+    from calibdash.engines.classes import class_source
+    from calibdash.scheme import Scheme
+    from calibdash.multiclass.large import evaluate_class_source
+
+    cs = class_source(glob)
+    job = _Stages()
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    res = evaluate_class_source(cs, scheme=Scheme(), engine="duckdb", methods=EVAL_METHODS, threads=threads,
+                                memory_limit="1GB", job=job)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    marks = job.marks + [("end", wall)]
+    stages = {}
+    for (name, at), (_, nxt) in zip(marks[:-1], marks[1:]):
+        short = name.split(":")[0]
+        stages[short] = stages.get(short, 0.0) + (nxt - at)
+    return {"wall": wall, "cpu": cpu, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "stages": stages, "ece": res.metrics["ECE"].to_dict(), "judged": res.cells.n_rows,
+            "fit_rows": res.fit_rows, "exact": res.exact, "fit_seconds": res.fit_seconds}
+
+
+def main(sizes, threads, evaluate=False):
     import duckdb
     import pyarrow.parquet as pq
 
@@ -82,6 +134,16 @@ def main(sizes, threads):
                   f"{len(duck):>9,} {str(duck.exact):>6} {str(same):>5}")
             print("            ECE {ECE:.5f}  cwECE {cwECE:.5f}  Brier {Brier:.5f}  LogLoss {LogLoss:.5f}  "
                   "Accuracy {Accuracy:.5f}".format(**got))
+            if evaluate:
+                out = subprocess.run([sys.executable, __file__, "--evaluate-one", glob, "--threads", str(threads)],
+                                     capture_output=True, text=True, check=True)
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                print(f"    evaluate ({EVAL_METHODS}; split 70/30, fit on {r['fit_rows']} rows, "
+                      f"{r['judged']:,} judged, exact cells {r['exact']}): wall {r['wall']:.2f} s, "
+                      f"CPU {r['cpu']:.2f} s, peak RSS {r['peak_rss_mb']:,.0f} MB")
+                print("      stages: " + "; ".join(f"{k} {v:.2f} s" for k, v in r["stages"].items()))
+                print("      fit seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in r["fit_seconds"].items()))
+                print("      ECE: " + ", ".join(f"{k} {v:.5f}" for k, v in r["ece"].items()))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -93,4 +155,9 @@ if __name__ == "__main__":
         i = args.index("--threads")
         threads = int(args[i + 1])
         del args[i:i + 2]
-    main([int(float(a)) for a in args] or [1_000_000, 10_000_000], threads)
+    if "--evaluate-one" in args:
+        print(json.dumps(evaluate_one(args[args.index("--evaluate-one") + 1], threads)))
+        sys.exit(0)
+    evaluate = "--evaluate" in args
+    args = [a for a in args if a != "--evaluate"]
+    main([int(float(a)) for a in args] or [1_000_000, 10_000_000], threads, evaluate)

@@ -145,7 +145,7 @@ def test_validation_messages_exit_2_without_a_traceback(capsys, tmp_path):
     assert "unknown multi-class method 'nope'" in _error(capsys, ["evaluate", ANIMALS, "--methods", "nope"])
     assert "not among the chosen methods" in _error(
         capsys, ["evaluate", ANIMALS, "--methods", METHODS, "--param", "temperature.x=1"])
-    assert "only the in-memory engine" in _error(capsys, ["evaluate", ANIMALS, "--probs", "p_", "--engine", "duckdb"])
+    assert "only the in-memory engine" in _error(capsys, ["fit", ANIMALS, "--probs", "p_", "--method", "temperature", "--engine", "duckdb"])
     assert "--measures adds the binary measures" in _error(capsys, ["evaluate", ANIMALS, "--measures"])
     assert "negative values" in _error(capsys, ["evaluate", LOGITS, "--probs", "logit_", "--methods", METHODS])
     with pytest.raises(SystemExit) as both:                 # argparse: --probs and --logits exclude each other

@@ -10,7 +10,11 @@ policy included: the parametric maps fitted on a sample, said in its notes),
 :func:`calibdash.multiclass.bootstrap.bootstrap_multiclass` and its verdict,
 :func:`calibdash.report.classes.report_for_class_set`, :func:`calibdash.multiclass.export.dumps`.
 
-K-class files are read into memory: ``--engine duckdb|spark`` is refused for them with a
+``evaluate --engine duckdb|spark`` (or a glob, or a file over 200 MB) on K-class rows goes to
+:func:`calibdash.multiclass.large.evaluate_class_source`: the methods fitted on a content-keyed sample of the
+fitting part, every judged row calibrated batch by batch and aggregated into score cells where it lives, the
+same table and JSON as in memory, and the job's stages on stderr (:func:`.engine_jobs.in_job`). ``report``,
+``fit`` and ``apply`` read K-class files into memory: ``--engine duckdb|spark`` is refused there with a
 :class:`~calibdash.errors.SettingsError`, and so is ``export-sql`` of a K-class model (its softmax of K
 columns is not written as SQL here; ``apply`` computes it in memory).
 """
@@ -34,12 +38,14 @@ from .output import (finite_or_none, four_places, intervals_json, jsonable, prin
                      split_rows, validation_json, write_text)
 
 __all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
+           "engine_class_source", "cmd_evaluate_class_source",
            "cmd_report_classes", "cmd_fit_classes", "cmd_apply_classes", "refuse_export_sql", "best_text",
            "ENGINE_REFUSAL"]
 
 #: Why a K-class file or model is not run by DuckDB or Spark.
-ENGINE_REFUSAL = ("only the in-memory engine reads K-class files and applies K-class models (the softmax over "
-                  "K columns is not written as SQL here): drop --engine, or give --engine memory")
+ENGINE_REFUSAL = ("only the in-memory engine fits K-class models and applies them (the softmax over K columns is "
+                  "not written as SQL here; `evaluate` runs K-class files with --engine duckdb|spark): drop "
+                  "--engine, or give --engine memory")
 
 
 # -- the file ---------------------------------------------------------------------------------------------
@@ -71,7 +77,7 @@ def open_table(args, engine: str | None) -> Opened | None:
         raise SettingsError("--score names a binary file's score column; --probs and --logits name a K-class "
                             "file's class columns. Give one or the other.")
     if engine:
-        if _named(args):
+        if _named(args) and getattr(args, "command", None) != "evaluate":
             raise SettingsError(f"{ENGINE_REFUSAL}.")
         return None
     df, info = read_table(args.file)
@@ -179,6 +185,76 @@ def cmd_evaluate_classes(args, cs, scheme) -> int:
     if boot is not None:
         print_intervals(boot, "Intervals", best_text)
         print(f"\nVerdict: {verdict}")
+    return 0
+
+
+# -- evaluate where the rows live ------------------------------------------------------------------------
+def engine_class_source(args):
+    """The K-class source ``args`` names for an engine (a glob, a large file, a DuckDB table or query), or None
+    for binary rows: K-class when ``--probs``/``--logits`` name the class columns, or when neither ``--score``
+    nor ``--positive`` is given and :func:`calibdash.data.is_multiclass` finds them in the first rows."""
+    from ..engines import Source
+    from ..engines.classes import HEAD_ROWS, class_source
+    from ..engines.duckdb import read_head
+
+    where = dict(database=getattr(args, "database", None), table=getattr(args, "table", None),
+                 query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
+    if not _named(args):
+        if getattr(args, "score", None) is not None or getattr(args, "positive", None) is not None:
+            return None
+        if where["table"] is None and where["query"] is None and not args.file:
+            return None
+        head = read_head(Source(path=args.file if not (where["table"] or where["query"]) else None,
+                                score="__unused__", label=args.label or "__unused_label__", **where), HEAD_ROWS)
+        if not is_multiclass(head, args.label):
+            return None
+    return class_source(args.file if not (where["table"] or where["query"]) else None, args.label,
+                        getattr(args, "probs", None), getattr(args, "logits", None), split=args.split, **where)
+
+
+def cmd_evaluate_class_source(args, csrc, scheme, engine: str) -> int:
+    """``evaluate`` on K-class rows where they live (:func:`calibdash.multiclass.large.evaluate_class_source`):
+    the table (or JSON) of the in-memory ``evaluate``, its notes saying what was sampled and judged on cells,
+    and the job's stages on stderr."""
+    from ..multiclass.large import evaluate_class_source
+    from .engine_jobs import in_job
+
+    _refuse_binary_options(args)
+    if getattr(args, "boot", None) is not None:
+        raise SettingsError("--boot resamples the judged rows, which stay where they live with --engine "
+                            f"{engine}; drop --boot, or evaluate a file that fits with --engine memory.")
+    if scheme.kind == "column" and not csrc.source.split:
+        raise DataError("--scheme column needs a split column: name it with --split.")
+    methods = class_methods(args)
+    params = class_params(args, methods)
+    res = in_job(f"Evaluating {csrc.source.describe()} with {engine}", lambda job: evaluate_class_source(
+        csrc, scheme=scheme, engine=engine, methods=methods, params=params, memory_limit=args.memory_limit,
+        job=job))
+    judged, scheme_text = res.cells.n_rows, scheme.describe(on_cells=True)
+    binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
+               f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
+    name = csrc.source.describe()
+    if args.json:
+        counts = {jsonable(c): int(res.cells.classes[k].n_pos.sum()) for k, c in enumerate(csrc.classes)}  # judged
+        out = {"file": name, "label": csrc.source.label, "classes": [jsonable(c) for c in csrc.classes],
+               "class_columns": list(csrc.columns), "prefix": None, "logits": csrc.logits, "engine": engine,
+               "rows_judged": judged, "scheme": scheme_text, "notes": list(res.notes), "binning": binning,
+               "validation": {"rows_read": res.n_rows, "rows_used": res.n_rows, "rows_dropped": 0,
+                              "dropped": {}, "label": {"column": csrc.source.label,
+                                                       "classes": [jsonable(c) for c in csrc.classes]},
+                              "class_counts": counts,
+                              "messages": ["Rows where they live are checked, not dropped: a missing class value "
+                                           "or label is refused."]},
+               "metrics": _metrics_json(res)}
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{name}: {_columns_text(csrc)}, label {csrc.source.label!r}; {scheme_text}; {judged:,} rows judged "
+          f"(aggregated by {engine})")
+    for msg in res.notes:
+        print(f"  · {sentence(msg)}")
+    print(res.metrics.to_string(float_format=four_places))
+    print(f"{binning}.")
     return 0
 
 

@@ -139,6 +139,10 @@ def cmd_evaluate(args) -> int:
     opened = classes.open_table(args, engine)
     if opened is not None and opened.classes is not None:
         return classes.cmd_evaluate_classes(args, opened.classes, scheme)
+    if opened is None:
+        csrc = classes.engine_class_source(args)
+        if csrc is not None:
+            return classes.cmd_evaluate_class_source(args, csrc, scheme, engine)
     cals = resolve(args.methods, parse_params(args.param))
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)

@@ -65,7 +65,7 @@ from .duckdb import SourceRows, check_scheme, connect, part_sql, read_head
 from .source import Source, assemble_cells
 
 __all__ = ["ClassSource", "ClassStats", "class_source", "check_class_stats", "aggregate_classes",
-           "softmax_rows", "HEAD_ROWS", "ENGINES"]
+           "memory_class_rows", "duckdb_class_rows", "spark_class_rows", "softmax_rows", "HEAD_ROWS", "ENGINES"]
 
 #: Rows read from the start of a source to find its class columns and the class of each.
 HEAD_ROWS = 20_000
@@ -235,7 +235,10 @@ def softmax_rows(Z: np.ndarray) -> np.ndarray:
     return E / total[:, None]
 
 
-def _memory(csrc: ClassSource, scheme: Scheme, max_exact: int) -> ClassCells:
+def memory_class_rows(csrc: ClassSource, scheme: Scheme) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The memory engine's checked rows: ``(X, y, part)``, the class columns' values as read (probabilities
+    or logits, shape (n, K)), each row's class index and its part, in the source's order; refused as
+    :func:`check_class_stats` says."""
     from .memory import parts, read_rows
 
     src = csrc.source
@@ -255,9 +258,12 @@ def _memory(csrc: ClassSource, scheme: Scheme, max_exact: int) -> ClassCells:
         st.n_negative, st.n_above = int((X < 0).any(axis=1).sum()), int((X > 1).any(axis=1).sum())
         st.n_off_sum = int((np.abs(total - 1) > SUM_TOLERANCE).sum())
     check_class_stats(st, csrc)
-    P = softmax_rows(X) if csrc.logits else X
-    part = parts(len(df), keys, scheme, df[src.split] if src.split else None)
-    return class_cells(P, code, part, max_exact=max_exact)
+    return X, code, parts(len(df), keys, scheme, df[src.split] if src.split else None)
+
+
+def _memory(csrc: ClassSource, scheme: Scheme, max_exact: int) -> ClassCells:
+    X, code, part = memory_class_rows(csrc, scheme)
+    return class_cells(softmax_rows(X) if csrc.logits else X, code, part, max_exact=max_exact)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -276,40 +282,9 @@ def _duckdb(csrc: ClassSource, scheme: Scheme, max_exact: int, memory_limit: str
     con = connect(memory_limit, threads, tmp) if own else connection
     try:
         rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
-        x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
-        keep = "__key, __label" + (", __split" if src.split else "")
-        base = f"SELECT {keep}, {', '.join(x)} FROM ({rows.sql})"
-        if csrc.logits:
-            m = f"greatest({', '.join(f'__x{k}' for k in range(K))})"
-            exps = ", ".join(f"exp(__x{k} - __m) AS __e{k}" for k in range(K))
-            total = _chain([f"__e{k}" for k in range(K)], "+")
-            probs = ", ".join(f"__e{k} / {total} AS __p{k}" for k in range(K))
-            base = f"SELECT *, {probs} FROM (SELECT *, {exps} FROM (SELECT *, {m} AS __m FROM ({base})))"
-        else:
-            base = f"SELECT *, {', '.join(f'__x{k} AS __p{k}' for k in range(K))} FROM ({base})"
-        p = [f"__p{k}" for k in range(K)]
-        rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
-               f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
-        classes = list(csrc.classes)
-        # -- 1. statistics --
-        xs = [f"__x{k}" for k in range(K)]
-        finite = " AND ".join(f"isfinite({v})" for v in xs)
-        stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
-                 "count(*) FILTER (WHERE __label IS NULL)",
-                 "count(*) FILTER (WHERE __label IS NOT NULL AND __y IS NULL)", "count(DISTINCT __y)"]
-        if not csrc.logits:
-            stats += [f"count(*) FILTER (WHERE least({', '.join(xs)}) < 0)",
-                      f"count(*) FILTER (WHERE greatest({', '.join(xs)}) > 1)",
-                      f"count(*) FILTER (WHERE abs({_chain(xs, '+')} - 1) > {SUM_TOLERANCE!r})"]
-        reductions = ["__top"] + p
-        stats += [f"approx_count_distinct({v})" for v in reductions]
-        got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [classes], fetch="one")
-        n_checks = 7 if not csrc.logits else 4
-        st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                        **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                       n_off_sum=int(got[7]))),
-                        distinct=[float(g or 0) for g in got[1 + n_checks:]])
-        check_class_stats(st, csrc)
+        rel, st = duckdb_class_rows(csrc, rows)
+        classes, K = list(csrc.classes), csrc.k
+        reductions = ["__top"] + [f"__p{k}" for k in range(K)]
         # -- 2. exact or grid --
         exact = _exact_flags(st.distinct, max_exact, lambda idx: rows._run(
             f"SELECT {', '.join(f'count(DISTINCT {reductions[r]})' for r in idx)} FROM ({rel})", [classes],
@@ -336,67 +311,69 @@ def _duckdb(csrc: ClassSource, scheme: Scheme, max_exact: int, memory_limit: str
                 pass
 
 
+def duckdb_class_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> tuple[str, ClassStats]:
+    """DuckDB's checked rows: the relation over ``rows`` (a :class:`~calibdash.engines.duckdb.SourceRows` read
+    with the class columns as extra columns) with ``__key``, ``__label`` (and ``__split``), the values read
+    ``__x0..``, the probabilities ``__p0..``, ``__top``, ``__y`` (the class index) and ``__pred``, whose
+    one parameter is the list of classes; and its statistics, checked by :func:`check_class_stats` (one
+    scan; ``distinct``: with the reductions' distinct-score estimates)."""
+    src, K = csrc.source, csrc.k
+    x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
+    keep = "__key, __label" + (", __split" if src.split else "")
+    base = f"SELECT {keep}, {', '.join(x)} FROM ({rows.sql})"
+    if csrc.logits:
+        m = f"greatest({', '.join(f'__x{k}' for k in range(K))})"
+        exps = ", ".join(f"exp(__x{k} - __m) AS __e{k}" for k in range(K))
+        total = _chain([f"__e{k}" for k in range(K)], "+")
+        probs = ", ".join(f"__e{k} / {total} AS __p{k}" for k in range(K))
+        base = f"SELECT *, {probs} FROM (SELECT *, {exps} FROM (SELECT *, {m} AS __m FROM ({base})))"
+    else:
+        base = f"SELECT *, {', '.join(f'__x{k} AS __p{k}' for k in range(K))} FROM ({base})"
+    p = [f"__p{k}" for k in range(K)]
+    rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
+           f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
+    classes = list(csrc.classes)
+    # -- 1. statistics --
+    xs = [f"__x{k}" for k in range(K)]
+    finite = " AND ".join(f"isfinite({v})" for v in xs)
+    stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
+             "count(*) FILTER (WHERE __label IS NULL)",
+             "count(*) FILTER (WHERE __label IS NOT NULL AND __y IS NULL)", "count(DISTINCT __y)"]
+    if not csrc.logits:
+        stats += [f"count(*) FILTER (WHERE least({', '.join(xs)}) < 0)",
+                  f"count(*) FILTER (WHERE greatest({', '.join(xs)}) > 1)",
+                  f"count(*) FILTER (WHERE abs({_chain(xs, '+')} - 1) > {SUM_TOLERANCE!r})"]
+    reductions = ["__top"] + p
+    if distinct:
+        stats += [f"approx_count_distinct({v})" for v in reductions]
+    got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [classes], fetch="one")
+    n_checks = 7 if not csrc.logits else 4
+    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
+                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
+                                                   n_off_sum=int(got[7]))),
+                    distinct=[float(g or 0) for g in got[1 + n_checks:]])
+    check_class_stats(st, csrc)
+    return rel, st
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Spark
 # ---------------------------------------------------------------------------------------------------------
 def _spark(csrc: ClassSource, scheme: Scheme, max_exact: int, spark) -> ClassCells:
     from pyspark.sql import functions as F
-    from pyspark.sql.utils import AnalysisException
 
-    from .spark import keyed_rows, part_column, release, session, to_pandas
+    from .spark import part_column, release, session, to_pandas
 
-    src, K = csrc.source, csrc.k
-    src.check_keys(scheme, spark=True)
+    K = csrc.k
     spark = session(spark)
-    cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
     try:
-        try:
-            df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
-        except AnalysisException as exc:
-            raise DataError(f"Spark could not read {src.describe()}: {exc}") from None
-        x = [F.col(c).cast("double") for c in csrc.columns]
-        df = df.select("__key", *([src.split] if src.split else []), F.col(src.label).alias("__label"),
-                       *[v.alias(f"__x{k}") for k, v in enumerate(x)])
-        xs = [F.col(f"__x{k}") for k in range(K)]
-        if csrc.logits:
-            df = df.withColumn("__m", F.greatest(*xs))
-            df = df.select("*", *[F.exp(v - F.col("__m")).alias(f"__e{k}") for k, v in enumerate(xs)])
-            total = reduce(lambda a, b: a + b, [F.col(f"__e{k}") for k in range(K)])
-            df = df.select("*", *[(F.col(f"__e{k}") / total).alias(f"__p{k}") for k in range(K)])
-        else:
-            df = df.select("*", *[v.alias(f"__p{k}") for k, v in enumerate(xs)])
+        df, st, split_values = spark_class_rows(csrc, scheme, spark)
         ps = [F.col(f"__p{k}") for k in range(K)]
-        label_type = df.schema["__label"].dataType
-        classes = F.array(*[F.lit(v).cast(label_type) for v in csrc.classes])
-        df = df.withColumn("__top", F.greatest(*ps))
-        df = df.withColumn("__y", F.when(F.col("__label").isNotNull(),
-                                         F.array_position(classes, F.col("__label")) - 1))
-        df = df.withColumn("__pred", F.array_position(F.array(*ps), F.col("__top")) - 1)
-        finite = reduce(lambda a, b: a & b, [v.isNotNull() & ~F.isnan(v) & ~v.isin(float("inf"), float("-inf"))
-                                             for v in xs])
         y = F.col("__y")
-        aggs = [F.count(F.lit(1)), F.count(F.when(~finite, 1)), F.count(F.when(F.col("__label").isNull(), 1)),
-                F.count(F.when(y < 0, 1)), F.countDistinct(F.when(y >= 0, y))]
-        if not csrc.logits:
-            aggs += [F.count(F.when(F.least(*xs) < 0, 1)), F.count(F.when(F.greatest(*xs) > 1, 1)),
-                     F.count(F.when(F.abs(reduce(lambda a, b: a + b, xs) - 1) > SUM_TOLERANCE, 1))]
         reductions = [F.col("__top")] + ps
-        aggs += [F.approx_count_distinct(v, HLL_RSD) for v in reductions]
-        if scheme.kind == "column" and src.split:
-            aggs += [F.collect_set(F.col(src.split)), F.count(F.when(F.col(src.split).isNull(), 1))]
-        got = df.agg(*aggs).collect()[0]
-        n_checks = 7 if not csrc.logits else 4
-        st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                        **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                       n_off_sum=int(got[7]))),
-                        distinct=[float(g or 0) for g in got[1 + n_checks:1 + n_checks + K + 1]])
-        check_class_stats(st, csrc)
-        split_values = None
-        if scheme.kind == "column" and src.split:
-            split_values = list(got[-2]) + ([None] if got[-1] else [])
         exact = _exact_flags(st.distinct, max_exact, lambda idx: df.agg(
             *[F.countDistinct(reductions[r]) for r in idx]).collect()[0])
-        df, part = part_column(df, scheme, src, split_values)
+        df, part = part_column(df, scheme, csrc.source, split_values)
         codes = [v if ex else F.least(F.floor(v * GRID), F.lit(GRID - 1)).cast("double")
                  for v, ex in zip(reductions, exact)]
         labels = [(F.col("__pred") == y).cast("long")] + [(y == k).cast("long") for k in range(K)]
@@ -409,6 +386,69 @@ def _spark(csrc: ClassSource, scheme: Scheme, max_exact: int, spark) -> ClassCel
         return _split_cells(res, exact, st.n_rows)
     finally:
         release()
+
+
+def spark_class_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True):
+    """Spark's checked rows: ``(df, stats, split_values)``, the DataFrame with ``__key``, ``__label`` (and the
+    split column), ``__x0..``, ``__p0..``, ``__top``, ``__y`` and ``__pred`` as :func:`duckdb_class_rows` has
+    them, its statistics checked by :func:`check_class_stats` (one job; ``distinct``: with the reductions'
+    distinct-score estimates), and for the ``"column"`` scheme the split column's values (for
+    :func:`calibdash.engines.spark.part_column`). The caller calls :func:`calibdash.engines.spark.release`
+    when done."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.utils import AnalysisException
+
+    from .spark import keyed_rows
+
+    src, K = csrc.source, csrc.k
+    src.check_keys(scheme, spark=True)
+    cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
+    try:
+        df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
+    except AnalysisException as exc:
+        raise DataError(f"Spark could not read {src.describe()}: {exc}") from None
+    x = [F.col(c).cast("double") for c in csrc.columns]
+    df = df.select("__key", *([src.split] if src.split else []), F.col(src.label).alias("__label"),
+                   *[v.alias(f"__x{k}") for k, v in enumerate(x)])
+    xs = [F.col(f"__x{k}") for k in range(K)]
+    if csrc.logits:
+        df = df.withColumn("__m", F.greatest(*xs))
+        df = df.select("*", *[F.exp(v - F.col("__m")).alias(f"__e{k}") for k, v in enumerate(xs)])
+        total = reduce(lambda a, b: a + b, [F.col(f"__e{k}") for k in range(K)])
+        df = df.select("*", *[(F.col(f"__e{k}") / total).alias(f"__p{k}") for k in range(K)])
+    else:
+        df = df.select("*", *[v.alias(f"__p{k}") for k, v in enumerate(xs)])
+    ps = [F.col(f"__p{k}") for k in range(K)]
+    label_type = df.schema["__label"].dataType
+    classes = F.array(*[F.lit(v).cast(label_type) for v in csrc.classes])
+    df = df.withColumn("__top", F.greatest(*ps))
+    df = df.withColumn("__y", F.when(F.col("__label").isNotNull(),
+                                     F.array_position(classes, F.col("__label")) - 1))
+    df = df.withColumn("__pred", F.array_position(F.array(*ps), F.col("__top")) - 1)
+    finite = reduce(lambda a, b: a & b, [v.isNotNull() & ~F.isnan(v) & ~v.isin(float("inf"), float("-inf"))
+                                         for v in xs])
+    y = F.col("__y")
+    aggs = [F.count(F.lit(1)), F.count(F.when(~finite, 1)), F.count(F.when(F.col("__label").isNull(), 1)),
+            F.count(F.when(y < 0, 1)), F.countDistinct(F.when(y >= 0, y))]
+    if not csrc.logits:
+        aggs += [F.count(F.when(F.least(*xs) < 0, 1)), F.count(F.when(F.greatest(*xs) > 1, 1)),
+                 F.count(F.when(F.abs(reduce(lambda a, b: a + b, xs) - 1) > SUM_TOLERANCE, 1))]
+    n_distinct = K + 1 if distinct else 0
+    if distinct:
+        aggs += [F.approx_count_distinct(v, HLL_RSD) for v in [F.col("__top")] + ps]
+    if scheme.kind == "column" and src.split:
+        aggs += [F.collect_set(F.col(src.split)), F.count(F.when(F.col(src.split).isNull(), 1))]
+    got = df.agg(*aggs).collect()[0]
+    n_checks = 7 if not csrc.logits else 4
+    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
+                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
+                                                   n_off_sum=int(got[7]))),
+                    distinct=[float(g or 0) for g in got[1 + n_checks:1 + n_checks + n_distinct]])
+    check_class_stats(st, csrc)
+    split_values = None
+    if scheme.kind == "column" and src.split:
+        split_values = list(got[-2]) + ([None] if got[-1] else [])
+    return df, st, split_values
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -69,13 +69,13 @@ from typing import Callable
 
 import numpy as np
 
-from ..cells import MAX_EXACT, ScoreCells, aggregate
-from ..errors import SettingsError
+from ..cells import MAX_EXACT, CellAccumulator, ScoreCells
+from ..errors import DataError, SettingsError
 from ..measures import binned, calibration, smooth_ece as smooth
 from .base import as_scores
 from .metrics import AVERAGES, N_BINS, check_binning, check_inputs, check_names
 
-__all__ = ["ClassCells", "class_cells", "cell_measures", "CELL_MEASURES", "top_label_ece_cells",
+__all__ = ["ClassCells", "class_cells", "ClassCellAccumulator", "cell_measures", "CELL_MEASURES", "top_label_ece_cells",
            "top_label_mce_cells", "per_class_ece_cells", "classwise_ece_cells", "brier_cells", "log_loss_cells",
            "accuracy_cells", "overconfidence_cells", "smooth_ece_cells", "debiased_l2_cells"]
 
@@ -159,11 +159,39 @@ def class_cells(P, y, part=None, *, logits: bool = False, max_exact: int = MAX_E
     if logits:
         P = as_scores(P, True).probabilities
     P, y, _ = check_inputs(P, y)
-    pred = P.argmax(axis=1)
-    top = aggregate(P[np.arange(P.shape[0]), pred], (pred == y).astype(np.int8), part, max_exact=max_exact)
-    classes = tuple(aggregate(P[:, k], (y == k).astype(np.int8), part, max_exact=max_exact)
-                    for k in range(P.shape[1]))
-    return ClassCells(top=top, classes=classes, n_rows=int(P.shape[0]))
+    return ClassCellAccumulator(P.shape[1], max_exact).add(P, y, part).result()
+
+
+class ClassCellAccumulator:
+    """K-class rows aggregated into :class:`ClassCells` batch by batch, in bounded memory.
+
+    One :class:`calibdash.cells.CellAccumulator` per reduction: each keeps its distinct scores while they
+    number at most ``max_exact`` and moves to the grid when a batch takes them over (an exact cell's grid
+    step follows from its score, so nothing is lost in the move), so adding the rows in one batch or in
+    many gives the same cells, and the same as :func:`class_cells` of all of them.
+    """
+
+    def __init__(self, k: int, max_exact: int = MAX_EXACT):
+        self.k = int(k)
+        self._acc = [CellAccumulator(max_exact) for _ in range(self.k + 1)]
+
+    def add(self, P: np.ndarray, y: np.ndarray, part=None) -> "ClassCellAccumulator":
+        """Add a batch: ``P`` (m, K) probabilities in [0, 1] (checked by the caller, as :func:`class_cells`
+        does with :func:`~calibdash.multiclass.metrics.check_inputs`), class indices ``y``, parts."""
+        P = np.asarray(P, dtype=float)
+        y = np.asarray(y, dtype=np.int64)
+        if P.ndim != 2 or P.shape[1] != self.k:
+            raise DataError(f"a batch of {self.k}-class probabilities is needed, got shape {P.shape}.")
+        pred = P.argmax(axis=1)
+        self._acc[0].add(P[np.arange(P.shape[0]), pred], (pred == y).astype(np.int8), part)
+        for k in range(self.k):
+            self._acc[k + 1].add(P[:, k], (y == k).astype(np.int8), part)
+        return self
+
+    def result(self) -> ClassCells:
+        """The cells of every row added so far."""
+        out = [a.result() for a in self._acc]
+        return ClassCells(top=out[0], classes=tuple(out[1:]), n_rows=int(out[0].n_rows))
 
 
 # ----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from ..cells import row_hash
 from ..errors import DataError, SettingsError
 from ..scheme import KINDS, Scheme, column_parts
 
-__all__ = ["content_keys", "content_order", "content_sample", "class_split_plan"]
+__all__ = ["content_keys", "content_order", "content_sample", "class_quotas", "class_split_plan"]
 
 _LOW = np.uint64(0xFFFFFFFF)
 
@@ -74,6 +74,24 @@ def _within_class(sorted_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(n) - np.repeat(starts, sizes), np.repeat(sizes, sizes)
 
 
+def class_quotas(counts, size: int) -> np.ndarray:
+    """Each class's places in a stratified sample of ``size`` of rows whose class counts are ``counts``.
+
+    Hamilton's largest-remainder rule: class ``c`` gets ``floor(size n_c / n)`` places and the places left
+    over go one each to the classes with the largest remainders (ties to the lower class index), so the
+    places sum to ``size`` exactly. Every count when ``size >= n``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    n = int(counts.sum())
+    if int(size) >= n:
+        return counts.copy()
+    share = int(size) * counts / n
+    quota = np.floor(share).astype(np.int64)
+    extra = int(size) - int(quota.sum())
+    quota[np.lexsort((np.arange(counts.size), -(share - quota)))[:extra]] += 1
+    return quota
+
+
 def content_sample(values, labels, rows, size: int, seed: int = 0) -> np.ndarray:
     """``size`` of ``rows`` (indices into ``values``), stratified by class and chosen by content: ascending.
 
@@ -97,11 +115,7 @@ def content_sample(values, labels, rows, size: int, seed: int = 0) -> np.ndarray
         return rows
     v = np.asarray(values, dtype=float)[rows]
     y = np.asarray(labels, dtype=np.int64)[rows]
-    counts = np.bincount(y)
-    share = int(size) * counts / n
-    quota = np.floor(share).astype(np.int64)
-    extra = int(size) - int(quota.sum())
-    quota[np.lexsort((np.arange(counts.size), -(share - quota)))[:extra]] += 1
+    quota = class_quotas(np.bincount(y), size)
     order = content_order(v, y, seed)
     rank, _ = _within_class(y[order])
     return np.sort(rows[order[rank < quota[y[order]]]])
