@@ -225,7 +225,7 @@ def cmd_evaluate_class_source(args, csrc, scheme, engine: str) -> int:
                             f"{engine}; drop --boot, or evaluate a file that fits with --engine memory.")
     if scheme.kind == "column" and not csrc.source.split:
         raise DataError("--scheme column needs a split column: name it with --split.")
-    methods = class_methods(args)
+    methods = class_methods(args, len(csrc.columns))
     params = class_params(args, methods)
     res = in_job(f"Evaluating {csrc.source.describe()} with {engine}", lambda job: evaluate_class_source(
         csrc, scheme=scheme, engine=engine, methods=methods, params=params, memory_limit=args.memory_limit,
