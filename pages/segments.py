@@ -15,8 +15,8 @@ from calibdash import bootstrap as cboot, calibrators, drift as cdrift, groups a
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import drift as fdrift, groups as fgroups
-from calibdash.multiclass.groups import classwise_ece_by_group
-from pages.parts import diagrams
+from pages.parts import diagrams, segments_classes as kclass
+from pages.parts.tables import group_table
 from pages.parts.classes import top_label_or_stop, using_classes
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.problems import show_problem
@@ -36,11 +36,6 @@ VIEW, GROUP_COL, DATE_COL, FREQ, METHOD, N_BINS, FIT = ("segments.view", "segmen
 FREQ_CHOICES = ("auto",) + cdrift.FREQS
 STAT_NAMES = {"positive_rate": "positive rate", "mean_score": "mean score", "ECE": "ECE", "Brier": "Brier",
               "LogLoss": "log-loss", "AUC": "AUC"}
-#: The same statistics of a K-class table's top-label reduction (the outcome: the top class is right).
-TOP_LABEL_NAMES = {**STAT_NAMES, "positive_rate": "accuracy", "mean_score": "mean confidence",
-                   "ECE": "confidence ECE"}
-#: The class-wise ECE column of a K-class table's groups and periods.
-CLASSWISE = "cwECE"
 _DATE_HINTS = ("date", "time", "day", "week", "month", "quarter", "year", "period", "dt", "timestamp", "ts")
 
 st.title("Groups & time")
@@ -55,19 +50,8 @@ else:
     ss = score_set_or_stop()
 scheme = current_scheme(ss)
 candidates = [c for c in ss.raw.columns if c not in (ss.score, ss.label_column)]
-stat_names = STAT_NAMES if cs is None else TOP_LABEL_NAMES
-if cs is None:
-    st.caption(f"{ss.name} · score **{ss.score}** · label **{ss.label_column}** · {ss.n_rows:,} usable rows")
-else:
-    st.caption(f"{ss.name} · **K = {cs.k}** classes · score **{ss.score}** (the top class's probability) · "
-               f"outcome **{ss.label_column}** · {ss.n_rows:,} usable rows")
-    st.info(f"A K-class table: this page judges its **top-label (confidence) calibration**, the binary view of "
-            f"Gupta & Ramdas (2022): each row's confidence (the probability of its most probable class) against "
-            f"whether that class is the true one. Per group and per period: the accuracy, the mean confidence, "
-            f"the confidence ECE, and the Brier score, log-loss and AUC of that pair (AUC: how well the "
-            f"confidence tells right from wrong); **{CLASSWISE}** adds the class-wise ECE (every class's "
-            f"probability). Group by **{ss.raw.columns[-1]}** (the reduction's last column) to check top-label calibration class by class.",
-            icon=":material/info:")
+stat_names = kclass.stat_names(cs, STAT_NAMES)
+kclass.intro(cs, ss)
 if not candidates:
     st.info("This data has no column besides the score and the label, so there is nothing to group by. "
             "Upload a file with a segment or a date column on the Data page.", icon=":material/info:")
@@ -100,13 +84,6 @@ def _staleness(data_key: str, column: str, freq: str, method: str, n_bins: int, 
     return cdrift.staleness(_ss.scores, _ss.labels, periods, method, n_bins=n_bins, column=column)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="16MB")
-def _classwise(data_key: str, view: str, column: str, freq: str, n_bins: int, strategy: str, _groups, _order,
-               _cs) -> pd.Series:
-    """The class-wise ECE of each group (or period) of a K-class table's rows, in ``_order``."""
-    return classwise_ece_by_group(_cs.scores().probabilities, _cs.labels, _groups, _order, n_bins, strategy)
-
-
 @bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="1MB")
 def _guesses(data_key: str, last: tuple, _ss) -> tuple[str | None, str | None]:
     """A first group column (few distinct text values) and a first date column, for the widgets' defaults;
@@ -131,31 +108,6 @@ def _guesses(data_key: str, last: tuple, _ss) -> tuple[str | None, str | None]:
     return group, date
 
 
-def _interval_text(table: pd.DataFrame, names, fmt: str = "{:.4f}", classwise: pd.Series | None = None
-                   ) -> pd.DataFrame:
-    """'value [low, high]' per statistic (named as the page's ``names`` say); "n/a" for a NaN value (one class
-    only); then, for a K-class table, its class-wise ECE per row (no interval)."""
-    out = {}
-    for name in names:
-        cells = []
-        for v, lo, hi in zip(table[name], table[f"{name}_low"], table[f"{name}_high"]):
-            if not np.isfinite(v):
-                cells.append("n/a")
-            elif np.isfinite(lo) and np.isfinite(hi):
-                cells.append(f"{fmt.format(v)} [{fmt.format(lo)}, {fmt.format(hi)}]")
-            else:
-                cells.append(fmt.format(v))
-        out[stat_names.get(name, name)] = cells
-    frame = pd.DataFrame(out, index=table.index)
-    frame.insert(0, "rows", [f"{w:,.0f}" for w in table["weight"]])
-    if classwise is not None:
-        frame[CLASSWISE] = [fmt.format(v) if np.isfinite(v) else "n/a" for v in classwise.reindex(table.index)]
-    notes = table["note"].fillna("")
-    if notes.astype(bool).any():
-        frame["note"] = notes.to_numpy()
-    return frame
-
-
 def _score_only_methods() -> list[str]:
     return [m for m in calibrators.available() if not calibrators.get_class(m).uses_features]
 
@@ -167,32 +119,13 @@ def _method_box(box) -> str:
                          **initial(METHOD, index=methods.index("isotonic") if "isotonic" in methods else 0))
 
 
-def _classwise_note(report) -> str:
-    """What the class-wise ECE column is (K-class tables; "" otherwise)."""
-    if cs is None:
-        return ""
-    return (f" {CLASSWISE}: the class-wise ECE (Kull et al. 2019), the mean over the {cs.k} classes of each "
-            f"class's ECE within the rows ({report.binning} per class), "
-            "without an interval.")
-
-
-def _on_confidence_note() -> str:
-    """What a binary calibrator does on a K-class table here ("" for a binary table)."""
-    if cs is None:
-        return ""
-    return (" On a K-class table the calibrators are binary ones fitted on the confidence: each maps the top "
-            "class's probability (pooled over the predicted classes, Gupta & Ramdas' confidence reduction) and "
-            "the predicted class stays; the judged ECE is the confidence ECE. The K-class calibrators are on "
-            "Compare.")
-
-
 def _notes(notes) -> None:
     for note in notes:
         st.caption(f":material/info: {note}")
 
 
 # a K-class table's predicted and true class columns are offered, but a segment or a date is guessed first
-group_guess, date_guess = _guesses(ss.content_key(), () if cs is None else (ss.raw.columns[-1], cs.label_column), ss)
+group_guess, date_guess = _guesses(ss.content_key(), kclass.last_columns(cs, ss), ss)
 view = st.segmented_control("View", VIEWS, key=VIEW, persist_state="session", **initial(VIEW, default=VIEWS[0])
                             ) or VIEWS[0]
 key = ss.content_key()
@@ -218,11 +151,7 @@ def by_group_view() -> None:
         show_problem(exc)
         return
     _notes(report.notes)
-    if cs is not None and column == cs.label_column:
-        st.warning(f"Grouped by the **true** class: groups chosen by the outcome are not calibrated even for a "
-                   f"calibrated model (picking rows by their true class changes how often the top class is right "
-                   f"at a given confidence), so these ECEs are not calibration errors. Group by **{ss.raw.columns[-1]}** for top-label calibration class by class.",
-                   icon=":material/warning:")
+    kclass.true_class_warning(cs, ss, column)
     worst = report.worst()
     if worst is not None and len(report.table) > 1:
         row = report.table.loc[worst]
@@ -252,19 +181,16 @@ def by_group_view() -> None:
             fig = diagrams.draw(pd.DataFrame({str(name): ss.scores[rows]}), ss.labels[rows], None, kind=kind,
                                 band=band, names={str(name): str(name)}, title=f"{column} = {name}", height=340)
             grid[i % 2].plotly_chart(fig, key=f"segments.group.{i}")
-    classwise = None
-    if cs is not None:
-        classwise = _classwise(key, "group", column, "", report.n_bins, report.strategy, report.groups,
-                               list(report.table.index), cs)
-    st.dataframe(_interval_text(report.table, cgroups.STATS, classwise=classwise))
+    classwise = kclass.classwise(cs, key, "group", column, "", report, report.groups, list(report.table.index))
+    st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
     st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
                f"resamples of the group's rows]. ECE uses {report.binning}. All usable rows, raw scores."
-               + _classwise_note(report))
+               + kclass.classwise_note(cs, report))
 
     st.subheader("The calibrator that fixes the groups")
     st.caption(f"{method_label(method)} (the score alone) and MBCT with **{column}** as its feature, fitted on the "
                f"fitting rows and judged per group on the held-out rows · {scheme.describe()}."
-               + _on_confidence_note())
+               + kclass.on_confidence_note(cs))
     big = ss.n_rows > CELLS_MIN_ROWS
     if not st.toggle("Fit them", key=FIT, value=not big, persist_state="session",
                      help="MBCT is fitted on rows; on large data this takes a while."):
@@ -314,19 +240,16 @@ def over_time_view() -> None:
     _notes(report.notes)
     st.plotly_chart(fdrift.drift_chart(report, title=f"Calibration of {ss.score} over time"), key="segments.drift")
     with st.expander("Per-period table", expanded=False):
-        classwise = None
-        if cs is not None:
-            per = report.periods
-            classwise = _classwise(key, "time", column, freq, report.n_bins, report.strategy, per.codes,
-                                   range(len(per.labels)), cs)
-            classwise.index = per.labels
-        st.dataframe(_interval_text(report.table, cgroups.STATS, classwise=classwise))
+        per = report.periods
+        classwise = kclass.classwise(cs, key, "time", column, freq, report, per.codes, range(len(per.labels)),
+                                     index=per.labels)
+        st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
         st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
-                   f"resamples of the period's rows]. ECE uses {report.binning}." + _classwise_note(report))
+                   f"resamples of the period's rows]. ECE uses {report.binning}." + kclass.classwise_note(cs, report))
 
     st.subheader("When does a calibrator go stale?")
     st.caption(f"{method_label(method)} fitted on one period's rows and judged on every later period (rows it never "
-               "saw), against refitting it on the period just before." + _on_confidence_note())
+               "saw), against refitting it on the period just before." + kclass.on_confidence_note(cs))
     try:
         stale = _staleness(key, column, freq, method, n_bins, ss)
     except (DataError, SettingsError) as exc:

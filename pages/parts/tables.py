@@ -9,7 +9,8 @@ import pandas as pd
 from calibdash import bootstrap as cboot, measures, metrics
 from pages.parts.labels import method_labels
 
-__all__ = ["BEST_STYLE", "best_cells", "bold_best", "best_of", "metrics_frame", "interval_frame", "binning_note"]
+__all__ = ["BEST_STYLE", "best_cells", "bold_best", "best_of", "metrics_frame", "interval_frame", "binning_note",
+           "group_table"]
 
 #: CSS of a cell holding the best value of its column (or row).
 BEST_STYLE = "font-weight: 700; background-color: #E8F4EA"
@@ -126,3 +127,29 @@ def binning_note(binning: str) -> str:
     """The sentence under a metrics table saying how ECE and MCE were binned (``Evaluation.binning``)."""
     why = " (calibdash's default, the BBQ authors' convention)" if binning == metrics.binning_label() else ""
     return f"ECE and MCE use {binning}{why}."
+
+
+def group_table(table: pd.DataFrame, stats, names: dict, fmt: str = "{:.4f}", classwise: pd.Series | None = None
+                ) -> pd.DataFrame:
+    """Groups' or periods' statistics (:mod:`calibdash.group_metrics`' table) as text, 'value [low, high]' per
+    statistic of ``stats`` (headed as ``names`` says); "n/a" for a NaN value (one class only); the rows first,
+    then, for a K-class table, its class-wise ECE per row (``classwise``, no interval), then any note."""
+    out = {}
+    for name in stats:
+        cells = []
+        for v, lo, hi in zip(table[name], table[f"{name}_low"], table[f"{name}_high"]):
+            if not np.isfinite(v):
+                cells.append("n/a")
+            elif np.isfinite(lo) and np.isfinite(hi):
+                cells.append(f"{fmt.format(v)} [{fmt.format(lo)}, {fmt.format(hi)}]")
+            else:
+                cells.append(fmt.format(v))
+        out[names.get(name, name)] = cells
+    frame = pd.DataFrame(out, index=table.index)
+    frame.insert(0, "rows", [f"{w:,.0f}" for w in table["weight"]])
+    if classwise is not None:
+        frame["cwECE"] = [fmt.format(v) if np.isfinite(v) else "n/a" for v in classwise.reindex(table.index)]
+    notes = table["note"].fillna("")
+    if notes.astype(bool).any():
+        frame["note"] = notes.to_numpy()
+    return frame
