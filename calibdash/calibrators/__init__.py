@@ -14,10 +14,8 @@ no list here names the methods.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from ..errors import SettingsError
+from ..registry import scan
 from .base import Calibrator, HyperParam
 
 __all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class"]
@@ -26,21 +24,7 @@ _REGISTRY: dict[str, type[Calibrator]] | None = None
 
 
 def _scan() -> dict[str, type[Calibrator]]:
-    found: dict[str, type[Calibrator]] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name == "base":
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for obj in vars(module).values():
-            if (isinstance(obj, type) and issubclass(obj, Calibrator) and obj.name
-                    and obj.__module__ == module.__name__):
-                found[obj.name] = obj
-    return dict(sorted(found.items(), key=lambda kv: _rank(kv[1])))
-
-
-def _rank(cls: type[Calibrator]) -> tuple:
-    """Display order: the classes' declared ``order`` ascending, then those without one; by name within."""
-    return (cls.order is None, 0.0 if cls.order is None else float(cls.order), cls.name)
+    return scan(__path__, __name__, Calibrator, skip=("base",))
 
 
 def classes() -> dict[str, type[Calibrator]]:

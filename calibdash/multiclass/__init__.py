@@ -14,10 +14,8 @@ binary calibrator of :mod:`calibdash.calibrators`: ``"ovr:<binary>"``
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 from ..errors import SettingsError
+from ..registry import scan
 from .base import MulticlassCalibrator, Scores
 
 __all__ = ["MulticlassCalibrator", "Scores", "get", "get_class", "available", "classes", "COMPOSITES"]
@@ -31,17 +29,7 @@ _REGISTRY: dict[str, type[MulticlassCalibrator]] | None = None
 
 def _scan() -> dict[str, type[MulticlassCalibrator]]:
     from . import methods
-    found: dict[str, type[MulticlassCalibrator]] = {}
-    for info in pkgutil.iter_modules(methods.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{methods.__name__}.{info.name}")
-        for obj in vars(module).values():
-            if (isinstance(obj, type) and issubclass(obj, MulticlassCalibrator) and obj.name
-                    and obj.__module__ == module.__name__):
-                found[obj.name] = obj
-    rank = lambda kv: (kv[1].order is None, 0.0 if kv[1].order is None else float(kv[1].order), kv[0])
-    return dict(sorted(found.items(), key=rank))
+    return scan(methods.__path__, methods.__name__, MulticlassCalibrator)
 
 
 def classes() -> dict[str, type[MulticlassCalibrator]]:
