@@ -1,18 +1,12 @@
-"""Multi-class tables: which columns hold the K classes' probabilities or logits, and their validation.
+"""Multi-class tables: their validation into a :class:`ClassSet`.
 
 A multi-class file has a label column holding one of K >= 3 classes per row
 and one column per class holding the model's probability (or logit) of that
-class. The class columns are found by a shared prefix, case-insensitive,
-followed by the class (:data:`PREFIXES`: ``p_``, ``prob_``, ``proba_`` for
-probabilities, ``logit_`` for logits), or are named exactly after the
-classes. A column's class is the text after the prefix matched to the label
-values as text (label 3 matches ``p_3``, ``"cat"`` matches ``prob_cat``);
-then case-insensitively, then as numbers (``p_3`` matches a label read as
-3.0), each value matched at most once.
+class. Which columns these are is found by :mod:`~calibdash.data.class_roles`
+(:func:`guess_class_columns`, :func:`is_multiclass`, :class:`ClassRoles`, the
+prefixes :data:`PREFIXES`; re-exported here) or named by the user: a prefix
+or a list of columns, matched to the label values as there.
 
-:func:`guess_class_columns` finds the label and the class columns
-(:class:`ClassRoles`), :func:`is_multiclass` says whether a table is one (the
-Data page and the command line choose their mode with it),
 :func:`build_class_set` validates a table into a :class:`ClassSet`, and
 :func:`load_classes` reads a file and validates it. Features and the split
 are guessed as for a binary file (:func:`~calibdash.data.roles.guess_roles`).
@@ -32,9 +26,7 @@ kept, with a note in the report: a rare class can be absent from a test file.
 from __future__ import annotations
 
 import hashlib
-import math
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -42,61 +34,23 @@ import pandas as pd
 from ..errors import DataError, SettingsError
 from ..multiclass.base import SUM_TOLERANCE, Scores, as_scores
 from ..validation import format_values, plain_value, sorted_values
-from .limits import DEFAULT_MAX_BYTES, MAX_COLUMNS
+from .class_roles import (PREFIXES, ClassRoles, Layout, guess_class_columns, is_multiclass, label_values, name_rank,
+                          other_roles, pair, prefix_groups, search)
+from .limits import DEFAULT_MAX_BYTES
 from .read import FileInfo, read_table
-from .roles import NUMERIC_SHARE, guess_roles, parse_numbers, reads_as_numbers
+from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
 from .scoreset import ScoreSet, ValidationReport, note_dropped
 
 __all__ = ["PREFIXES", "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set",
            "load_classes"]
-
-#: Prefixes of class columns, each with whether its columns hold logits (else probabilities); matched
-#: case-insensitively.
-PREFIXES: tuple[tuple[str, bool], ...] = (("p_", False), ("prob_", False), ("proba_", False), ("logit_", True))
 
 #: Reasons rows are dropped, as :class:`~calibdash.data.ValidationReport` counts them.
 MISSING_VALUE = "missing or non-finite class value"
 NOT_A_NUMBER = "class value not a number"
 MISSING_LABEL = "missing label"
 
-#: Distinct values shown in a message, and entries of a column checked before its label values are
-#: counted (a float column with a fraction among them is no label).
+#: Distinct values shown in a message.
 _SHOWN = 5
-_SCREEN = 1000
-#: Names that say a column is (or is not) the true class, to choose between label columns whose values
-#: match the class columns equally well (a model's predicted class matches them too).
-_LABEL_WORDS = ("label", "class", "target", "truth", "ground_truth", "y_true", "actual", "outcome")
-_PREDICTION_WORDS = ("pred", "argmax", "guess")
-
-
-@dataclass
-class ClassRoles:
-    """Which columns make a multi-class table (see :func:`guess_class_columns`).
-
-    Attributes
-    ----------
-    label : str
-        The label column.
-    columns : list of str
-        One column per class, in the table's order.
-    classes : list
-        The class of each column: the label value it matched, or for a column whose class never
-        occurs in the labels the text after its prefix (a number when the labels are numbers).
-    prefix : str or None
-        The prefix the columns share (as written in the first column), None when named after the classes.
-    logits : bool
-        Whether the columns hold logits (the ``logit_`` prefix) rather than probabilities.
-    features : list of str
-    split : str or None
-    """
-
-    label: str
-    columns: list[str]
-    classes: list
-    prefix: str | None
-    logits: bool
-    features: list[str] = field(default_factory=list)
-    split: str | None = None
 
 
 @dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
@@ -190,200 +144,6 @@ class ClassSet:
         return h.hexdigest()[:32]
 
 
-# -- matching class columns to label values ------------------------------------------------------
-def _text(v) -> str:
-    """A label value or a column's class as text: ``3.0`` -> ``"3"``, spaces stripped."""
-    return str(plain_value(v)).strip()
-
-
-def _as_number(t: str) -> float | None:
-    try:
-        x = float(t)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _pair(values: list, suffixes: list[str]) -> dict[int, int]:
-    """Column index -> index of the label value it names: by exact text, then case-insensitively, then
-    as numbers; each value and each column paired at most once, an ambiguous match left unpaired."""
-    texts = [_text(v) for v in values]
-    pairs: dict[int, int] = {}
-    for key in (lambda t: t, str.casefold, _as_number):
-        free: dict = {}
-        taken = set(pairs.values())
-        for i, t in enumerate(texts):
-            k = key(t)
-            if i not in taken and k is not None:
-                free.setdefault(k, []).append(i)
-        for j, s in enumerate(suffixes):
-            k = key(s.strip())
-            if j in pairs or k is None or len(free.get(k, ())) != 1:
-                continue
-            pairs[j] = free.pop(k)[0]
-    return pairs
-
-
-def _class_of(suffix: str, values: list):
-    """The class of a column no label value matched: its suffix, as a number when the labels are numbers."""
-    x = _as_number(suffix)
-    numeric = bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    return plain_value(x) if numeric and x is not None else suffix.strip()
-
-
-def _label_values(s: pd.Series, limit: int | None = None) -> tuple[np.ndarray, np.ndarray, list] | None:
-    """Where a label is present (not missing, not blank), each present row's index into the values,
-    and the distinct present values in order of first appearance; None when there are more than ``limit``
-    (a column of ids is let go after one pass, before its values are looked at one by one)."""
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    if limit is not None and len(uniques) > limit + 1:         # + 1: a blank value does not count
-        return None
-    keep = np.array([not (isinstance(u, str) and not u.strip()) for u in uniques], dtype=bool)
-    present = codes >= 0
-    present[present] = keep[codes[present]]
-    index = np.cumsum(keep) - 1                                # a kept value's place among the kept ones
-    return present, index[codes[present]], [plain_value(u) for u, k in zip(uniques, keep) if k]
-
-
-def _could_be_label(s: pd.Series) -> bool:
-    """Quick refusal of columns that cannot be a class label: booleans, and floats with fractions among
-    their first entries."""
-    if pd.api.types.is_bool_dtype(s):
-        return False
-    if pd.api.types.is_float_dtype(s):
-        head = s.iloc[:_SCREEN].to_numpy(dtype=float, na_value=np.nan)
-        head = head[np.isfinite(head)]
-        return bool(np.all(head == np.round(head)))
-    return True
-
-
-def _name_rank(column) -> int:
-    n = re.sub(r"[\s\-.]+", "_", str(column).strip().lower())
-    if n == "y" or any(w in n for w in _LABEL_WORDS):
-        return 2
-    return 0 if any(w in n for w in _PREDICTION_WORDS) else 1
-
-
-@dataclass
-class _Layout:
-    """The class columns as found, before features and split: the internal result of the search."""
-
-    label: str | None
-    columns: list
-    suffixes: list[str]
-    prefix: str | None
-    logits: bool
-    values: list = field(default_factory=list)
-    pairs: dict = field(default_factory=dict)
-
-    def classes(self) -> list:
-        return [self.values[self.pairs[j]] if j in self.pairs else _class_of(s, self.values)
-                for j, s in enumerate(self.suffixes)]
-
-
-def _prefix_groups(columns: list) -> list[_Layout]:
-    """The columns of each prefix of :data:`PREFIXES` (with a class after it), one layout per prefix used."""
-    groups = []
-    for prefix, logits in PREFIXES:
-        cols = [c for c in columns if str(c).lower().startswith(prefix) and len(str(c)) > len(prefix)]
-        if cols:
-            groups.append(_Layout(None, cols, [str(c)[len(prefix):] for c in cols], str(cols[0])[:len(prefix)],
-                                  logits))
-    return groups
-
-
-def _named_group(df: pd.DataFrame, label, values: list) -> _Layout | None:
-    """The columns of numbers named exactly after ``label``'s values, if any."""
-    others = [c for c in df.columns if c != label]
-    pairs = _pair(values, [str(c) for c in others])
-    cols = [others[j] for j in sorted(pairs) if reads_as_numbers(df[others[j]])]
-    if not cols:
-        return None
-    return _Layout(label, cols, [str(c) for c in cols], None, False)
-
-
-def _search(df: pd.DataFrame, label=None, groups: list[_Layout] | None = None, *,
-            by_name: bool = True, k_min: int = 3) -> _Layout | None:
-    """The best (label, class columns) pair: the label whose values most class columns name.
-
-    ``groups`` are the candidate sets of class columns (default: the prefix groups, plus with
-    ``by_name`` the columns named after each candidate label's values); ``label`` fixes the label.
-    A pair counts when at least ``k_min`` columns and at least two label values pair up, and at least
-    half the label's values have a column. Ties go to a label named like one (label, class, target,
-    ...), then away from one named like a prediction, then to prefixed columns, then to the table's order.
-    """
-    groups = _prefix_groups(list(df.columns)) if groups is None else groups
-    in_groups = {c for g in groups for c in g.columns}
-    if label is not None:
-        candidates = [label]
-    else:
-        candidates = [c for c in df.columns if c not in in_groups and _could_be_label(df[c])]
-    best, best_key = None, None
-    for position, c in enumerate(candidates):
-        found = _label_values(df[c], limit=MAX_COLUMNS)
-        if found is None or not 2 <= len(values := found[2]) <= MAX_COLUMNS:
-            continue
-        options = [g for g in groups if c not in g.columns]
-        if by_name and (named := _named_group(df, c, values)) is not None:
-            options.append(named)
-        for kind, g in enumerate(options):
-            pairs = _pair(values, g.suffixes)
-            matched = len(pairs)
-            if matched < 2 or 2 * matched < len(values) or len(g.columns) < k_min:
-                continue
-            key = (matched, _name_rank(c), g.prefix is not None, -position, -kind)
-            if best_key is None or key > best_key:
-                best_key = key
-                best = _Layout(c, g.columns, g.suffixes, g.prefix, g.logits, values, pairs)
-    return best
-
-
-def _other_roles(df: pd.DataFrame, layout: _Layout, split=None) -> tuple[list[str], str | None]:
-    """Features and split as :func:`~calibdash.data.roles.guess_roles` guesses them for a binary file with
-    the class columns as its scores (they are renamed ``p_...`` for the guess, so that they count as
-    scores whatever their names, and the other columns are judged as in a binary file)."""
-    names = {c: f"p_\x00{j}" for j, c in enumerate(layout.columns)}
-    view = df.set_axis([names.get(c, c) for c in df.columns], axis=1)
-    roles = guess_roles(view, label=layout.label, split=split)
-    return [c for c in roles.features if c not in names.values()], roles.split
-
-
-def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: str | None = None
-                        ) -> ClassRoles | None:
-    """The label and the class columns of a multi-class table, or None when ``df`` is not one.
-
-    Parameters
-    ----------
-    df : DataFrame
-    label : str, optional
-        The label column, when the user named it.
-    split : str, optional
-        The split column, when the user named it.
-
-    Returns
-    -------
-    ClassRoles or None
-        None unless some column (``label`` if given) has at least two distinct values, at least three
-        class columns pair with its values (by a prefix of :data:`PREFIXES`, or named exactly after
-        the values) and at least half its values have a column. Among several candidates, the label
-        whose values most columns name wins; on a tie, a column named like a label (label, class,
-        target, ...), then one not named like a prediction (pred, argmax), then prefixed columns, then
-        the table's order. Features and split: as :func:`~calibdash.data.roles.guess_roles` guesses them.
-    """
-    layout = _search(df, label)
-    if layout is None:
-        return None
-    features, split = _other_roles(df, layout, split)
-    return ClassRoles(label=layout.label, columns=list(layout.columns), classes=layout.classes(),
-                      prefix=layout.prefix, logits=layout.logits, features=features, split=split)
-
-
-def is_multiclass(df: pd.DataFrame, label: str | None = None) -> bool:
-    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns): one column
-    per class, at least three, named after the label's values. A binary file is never one."""
-    return _search(df, label) is not None
-
-
 # -- naming the class columns --------------------------------------------------------------------
 def _cut(name, limit: int = 40) -> str:
     text = " ".join(str(name).split())
@@ -402,7 +162,7 @@ def _require(df: pd.DataFrame, columns, role: str) -> None:
                         f"the columns are: {_names(df.columns, 20)}.")
 
 
-def _given_layout(df: pd.DataFrame, given, logits: bool) -> _Layout:
+def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
     """The class columns the user named: a prefix (case-insensitive) or a list of columns."""
     if isinstance(given, str):
         if not given.strip():
@@ -412,7 +172,7 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> _Layout:
         if not cols:
             raise DataError(f"no column starts with {given!r} (case-insensitive) followed by a class; "
                             f"the columns are: {_names(df.columns, 20)}.")
-        return _Layout(None, cols, [str(c)[len(given):] for c in cols], str(cols[0])[:len(given)], logits)
+        return Layout(None, cols, [str(c)[len(given):] for c in cols], str(cols[0])[:len(given)], logits)
     cols = list(given)
     _require(df, cols, "class")
     if len(set(cols)) != len(cols):
@@ -420,7 +180,7 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> _Layout:
     names = [str(c) for c in cols]
     known = next((p for p, _ in PREFIXES if all(n.lower().startswith(p) and len(n) > len(p) for n in names)), None)
     prefix = names[0][:len(known)] if known else _common_prefix(names)
-    return _Layout(None, cols, [n[len(prefix):] for n in names], prefix or None, logits)
+    return Layout(None, cols, [n[len(prefix):] for n in names], prefix or None, logits)
 
 
 def _common_prefix(names: list[str]) -> str:
@@ -433,34 +193,34 @@ def _common_prefix(names: list[str]) -> str:
     return stem[:shortest - 1] if len(stem) >= shortest else stem
 
 
-def _with_label(df: pd.DataFrame, layout: _Layout, label, name: str) -> _Layout:
+def _with_label(df: pd.DataFrame, layout: Layout, label, name: str) -> Layout:
     """``layout`` with its label: ``label`` if given, else the column whose values its columns best name;
     with the user's columns, suffixes taken as the whole names when these name more label values."""
     variants = [layout]
     if layout.prefix is not None:
-        variants.append(_Layout(None, layout.columns, [str(c) for c in layout.columns], None, layout.logits))
-    found = _search(df, label, variants, by_name=False, k_min=1)
+        variants.append(Layout(None, layout.columns, [str(c) for c in layout.columns], None, layout.logits))
+    found = search(df, label, variants, by_name=False, k_min=1)
     if found is not None:
         return found
     if label is None:
         cols = set(layout.columns)
-        named = [c for c in df.columns if c not in cols and _name_rank(c) == 2]
+        named = [c for c in df.columns if c not in cols and name_rank(c) == 2]
         if not named:
             raise DataError(f"no label column found in {name}: no column's values name the class columns "
                             f"({_names(layout.columns)}). Name the label column (--label COLUMN).")
         label = named[0]
     if label in layout.columns:
         raise DataError(f"column {_cut(label)!r} cannot be both the label and a class column.")
-    _, _, values = _label_values(df[label])
-    return _Layout(label, layout.columns, layout.suffixes, layout.prefix, layout.logits, values,
-                   _pair(values, layout.suffixes))
+    _, _, values = label_values(df[label])
+    return Layout(label, layout.columns, layout.suffixes, layout.prefix, layout.logits, values,
+                   pair(values, layout.suffixes))
 
 
 def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
     """Why ``df`` is not a multi-class table, for a table where no class columns were named or found."""
     label = label if label is not None else guess_roles(df).label
     if label is not None:
-        _, _, values = _label_values(df[label])
+        _, _, values = label_values(df[label])
         if len(values) == 2:
             return _binary(f"label column {_cut(label)!r} holds two classes ({format_values(sorted_values(values))})")
     return DataError(f"no multi-class columns found in {name}: a multi-class table has a label column and one "
@@ -506,7 +266,7 @@ def _first_distinct(s: pd.Series, rows: np.ndarray, k: int = _SHOWN) -> list[str
     return [_cut(v) for v in pd.unique(s[rows].astype(str))[:k]]
 
 
-def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: _Layout, name: str) -> None:
+def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: str) -> None:
     """Refuse negative values, values above 1 and rows that do not sum to 1, pointing to the logits."""
     hint = (f"If the columns hold logits, read them as logits (--logits {layout.prefix or 'COLUMNS'}, or "
             "logits in the Data page's class-columns menu).")
@@ -535,14 +295,14 @@ def _split_text(s: pd.Series) -> np.ndarray:
     return np.array(["" if pd.isna(v) else str(plain_value(v)) for v in s.tolist()], dtype=object)
 
 
-def _validate(df: pd.DataFrame, layout: _Layout, *, features: list, split, info, name: str) -> ClassSet:
+def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, name: str) -> ClassSet:
     label, cols, k = layout.label, list(layout.columns), len(layout.columns)
     what = "logits" if layout.logits else "probabilities"
     if k < 3:
         raise _binary(f"{name} has {k} class column{'s' if k != 1 else ''} ({_names(cols)}), and a multi-class "
                       "table has at least three")
-    present, codes, values = _label_values(df[label])
-    pairs = _pair(values, layout.suffixes)
+    present, codes, values = label_values(df[label])
+    pairs = pair(values, layout.suffixes)
     layout = replace(layout, values=values, pairs=pairs)
     unnamed = sorted_values(values[i] for i in range(len(values)) if i not in set(pairs.values()))
     if unnamed:
@@ -652,15 +412,15 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
         _require(df, list(features), "feature")
     given = probs if probs is not None else logits
     if given is None:
-        layout = _search(df, label)
-        groups = _prefix_groups([c for c in df.columns if c != label])
+        layout = search(df, label)
+        groups = prefix_groups([c for c in df.columns if c != label])
         if layout is None and label is not None and groups:     # the user's label: say what its columns lack
             layout = _with_label(df, max(groups, key=lambda g: len(g.columns)), label, name)
         if layout is None:
             raise _not_multiclass(df, label, name)
     else:
         layout = _with_label(df, _given_layout(df, given, logits is not None), label, name)
-    guessed_features, guessed_split = _other_roles(df, layout, None if no_split else split)
+    guessed_features, guessed_split = other_roles(df, layout, None if no_split else split)
     if features is None:
         features = guessed_features
     features = [c for c in features if c != layout.label and c not in set(layout.columns)]
