@@ -408,7 +408,17 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
     LinearFit
     """
     k = X.shape[1]
-    theta0 = identity_start(form, k) if start is None else np.array(start, dtype=float)
+    if start is not None:
+        theta0 = np.array(start, dtype=float)
+    else:
+        theta0 = identity_start(form, k)
+        if form.matrix != "scalar":
+            # from the fitted temperature's map (W = I / T, b = 0), not the identity: the objective is convex,
+            # so the optimum is the same, but on saturated scores (log-scores of probabilities 0 and 1) the
+            # identity sits where the softmax is flat to e^-690 and Newton's steps have no curvature to use
+            beta = fit_linear(X, y, w, LinearForm("scalar", False), gtol=gtol, ftol=ftol, what=what).theta[0]
+            m = n_parameters(LinearForm(form.matrix, False), k)
+            theta0[:m] *= beta
     if X.shape[0] * theta0.size ** 2 <= NEWTON_WORK and (form.matrix != "scalar" or not form.bias):
         with threadpool_limits(1):          # small products: threads cost more than they save (and on a
             if form.matrix == "scalar":     # busy machine, far more)
