@@ -48,13 +48,13 @@ import pandas as pd
 from . import metrics
 from .crossfit import cross_fit
 from .errors import DataError, SettingsError
-from .groups import group_stats
+from .group_metrics import cell_rows, group_stats
 from .methods import resolve
 from .validation import check_labels, check_scores
 
 __all__ = ["FREQS", "FREQ_NAMES", "MIN_PERIODS", "MAX_AUTO_PERIODS", "MAX_PERIODS", "DATE_SHARE", "Periods",
-           "to_periods", "choose_freq", "DriftReport", "over_time", "Staleness", "staleness", "RAW_COL", "STALE_COL",
-           "FRESH_COL"]
+           "to_periods", "choose_freq", "DriftReport", "over_time", "period_report", "Staleness", "staleness",
+           "RAW_COL", "STALE_COL", "FRESH_COL"]
 
 #: Period lengths offered, finest first (pandas period aliases).
 FREQS = ("D", "W", "M", "Q", "Y")
@@ -87,6 +87,8 @@ class Periods:
         A key of :data:`FREQ_NAMES`.
     notes : list of str
         What was read and chosen, for the user.
+    left_out : int, default 0
+        Rows left out before ``codes`` were made (keyed cells hold no cell for a row without a date).
     """
 
     codes: np.ndarray
@@ -94,10 +96,12 @@ class Periods:
     starts: list
     freq: str
     notes: list = field(default_factory=list)
+    left_out: int = 0
 
     @property
     def n_left_out(self) -> int:
-        return int((self.codes < 0).sum())
+        """Rows without a period: coded -1, or left out before coding."""
+        return int((self.codes < 0).sum()) + int(self.left_out)
 
 
 def _as_dates(values: pd.Series, name: str) -> tuple[pd.Series | None, list[str]]:
@@ -292,6 +296,28 @@ def over_time(scores, labels, dates, sample_weight=None, freq: str = "auto", n_b
     """
     s, y, w = _check(scores, labels, sample_weight)
     per = _periods_of(dates, s.size, freq, column)
+    return period_report(s, y, w, per, n_bins=n_bins, strategy=strategy, n_boot=n_boot, seed=seed, level=level)
+
+
+def period_report(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, per: Periods, *,
+                  n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200,
+                  seed: int = 0, level: float = 0.95, cells: bool = False) -> DriftReport:
+    """The :class:`DriftReport` of rows whose periods are made (what :func:`over_time` returns).
+
+    Parameters
+    ----------
+    s, y : ndarray
+        Checked scores and labels.
+    w : ndarray or None
+        Row weights (None: unweighted rows).
+    per : Periods
+        Each row's period (``per.codes`` aligned with ``s``).
+    n_bins, strategy, n_boot, seed, level
+        As for :func:`over_time`.
+    cells : bool, default False
+        The rows are score cells' weighted rows (each stands for ``w`` real rows): ``rows`` then counts
+        the real rows, the sum of the weights (:func:`calibdash.group_metrics.cell_rows`).
+    """
     seeds = np.random.SeedSequence(seed).generate_state(len(per.labels))
     rows, tables = {}, {}
     notes = list(per.notes)
@@ -303,6 +329,8 @@ def over_time(scores, labels, dates, sample_weight=None, freq: str = "auto", n_b
         wk = None if w is None else w[m]
         st = group_stats(s[m], y[m], wk, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
                          seed=int(sd))
+        if cells:
+            st["rows"] = int(cell_rows(st["weight"]))
         rows[lab] = {"start": per.starts[k], **st}
         tables[lab] = metrics.reliability_table(s[m], y[m], n_bins, strategy, sample_weight=wk)
         if st["note"]:

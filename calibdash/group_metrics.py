@@ -39,7 +39,8 @@ from .errors import DataError
 from .grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES, make_groups
 from .validation import check_labels, check_scores
 
-__all__ = ["STATS", "METRICS", "GroupReport", "group_stats", "by_group", "group_report", "row_weights"]
+__all__ = ["STATS", "METRICS", "GroupReport", "group_stats", "by_group", "group_report", "row_weights",
+           "cell_rows"]
 
 #: The calibration and discrimination metrics of each group (names of :data:`calibdash.metrics.METRIC_NAMES`).
 METRICS = ("ECE", "Brier", "LogLoss", "AUC")
@@ -60,6 +61,10 @@ def row_weights(sample_weight, n: int, y: np.ndarray) -> np.ndarray:
     return w
 
 
+def cell_rows(weight):
+    """The real rows that score cells' weighted rows of total ``weight`` stand for (whole counts, as int64)."""
+    return np.rint(np.asarray(weight, dtype=float)).astype(np.int64)
+
 
 def _poisson_counts(rng: np.random.Generator, w: np.ndarray, rows: int) -> np.ndarray:
     """``rows`` Poisson-bootstrap weights of every row: Poisson(w) for whole ``w``, else w * Poisson(1)."""
@@ -71,10 +76,12 @@ def _poisson_counts(rng: np.random.Generator, w: np.ndarray, rows: int) -> np.nd
 
 
 def _cells(s: np.ndarray, y: np.ndarray, w: np.ndarray):
-    """Rows with the same (score, label) merged: (scores, labels, weights); weight-0 rows dropped."""
+    """Rows with the same (score, label) merged: (scores, labels, weights), sorted by score then label, so
+    the bootstrap's draws depend on the rows' content only, not on their order (nor on whether they come
+    as rows or as score cells' weighted rows); weight-0 rows dropped."""
     keep = w > 0
     s, y, w = s[keep], y[keep], w[keep]
-    frame = pd.DataFrame({"s": s, "y": y, "w": w}).groupby(["s", "y"], sort=False, as_index=False)["w"].sum()
+    frame = pd.DataFrame({"s": s, "y": y, "w": w}).groupby(["s", "y"], sort=True, as_index=False)["w"].sum()
     return frame["s"].to_numpy(), frame["y"].to_numpy(dtype=np.int8), frame["w"].to_numpy()
 
 
@@ -286,14 +293,33 @@ def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.D
                    n_boot, level, seed)
 
 
-def group_report(s, y, w, weighted, labels_, order, notes, pooled, col, n_bins, strategy, n_boot, level, seed
-            ) -> GroupReport:
-    """The :class:`GroupReport` of groups already made."""
+def group_report(s, y, w, weighted, labels_, order, notes, pooled, col, n_bins, strategy, n_boot, level, seed,
+                 *, cells: bool = False) -> GroupReport:
+    """The :class:`GroupReport` of groups already made.
+
+    Parameters
+    ----------
+    s, y, w : ndarray
+        Scores, labels and row weights (ones when ``weighted`` is False).
+    weighted : bool
+        Whether ``w`` weighs the rows (passed to every measure) or is all ones.
+    labels_ : ndarray
+        Each row's group; ``order``: the groups in display order.
+    notes, pooled, col, n_bins, strategy, n_boot, level, seed
+        As :class:`GroupReport` holds them; ``seed`` as :func:`by_group`'s.
+    cells : bool, default False
+        The rows are score cells' weighted rows (:meth:`calibdash.cells.ScoreCells.weighted_rows`): each
+        stands for ``w`` real rows, so the table's ``rows`` counts those (the sum of the weights), not the
+        weighted rows.
+    """
     seen = set(labels_)
     order = [g for g in order if g in seen]
     table, tables = _stats_table(s, y, w, labels_, order, w if weighted else None, n_bins, strategy, n_boot,
                                  level, seed)
     overall = group_stats(s, y, w if weighted else None, n_bins=n_bins, strategy=strategy, n_boot=0)
+    if cells:
+        table["rows"] = cell_rows(table["weight"])
+        overall["rows"] = int(cell_rows(overall["weight"]))
     notes = list(notes)
     one = [g for g in order if table.loc[g, "note"]]
     if one:

@@ -35,7 +35,7 @@ from .methods import RAW, resolve
 from .validation import check_labels, check_scores
 
 __all__ = ["OTHER", "MISSING", "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "STATS", "METRICS", "GroupReport",
-           "GroupFix", "make_groups", "group_stats", "by_group", "fix_groups", "column_for_rows"]
+           "GroupFix", "make_groups", "group_stats", "by_group", "fix_groups", "fix_made_groups", "column_for_rows"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,8 +136,42 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
     labels_, order, _, _ = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
                                     min_rows=min_rows, name=col)
     pairs = split_indices(y, scheme, split)
-    rows = np.sort(np.concatenate([te for _, te in pairs])) if scheme.kind == "kfold" else pairs[0][1]
-    fit_rows = np.arange(s.size) if scheme.kind == "kfold" else pairs[0][0]
+    return fix_made_groups(s, y, w, sample_weight is not None, labels_, order, col, pairs, scheme, method,
+                           params=params, mbct_params=mbct_params, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+                           seed=seed)
+
+
+def fix_made_groups(s: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool, labels_: np.ndarray, order,
+                    col: str, pairs, scheme: Scheme, method: str = "isotonic", *, params: dict | None = None,
+                    mbct_params: dict | None = None, n_bins: int = metrics.DEFAULT_N_BINS,
+                    strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
+                    cells: bool = False) -> GroupFix:
+    """:func:`fix_groups` on groups already made and rows already divided.
+
+    Parameters
+    ----------
+    s, y, w : ndarray
+        Checked scores, labels and row weights (ones when ``weighted`` is False).
+    weighted : bool
+        Whether ``w`` weighs the rows (passed to the fits and the measures).
+    labels_ : ndarray
+        Each row's group; ``order``: the groups in display order; ``col``: the column's name (MBCT's feature).
+    pairs : list of (fit rows, judged rows)
+        Row positions (:func:`calibdash.evaluation.split_indices`): one pair, or one per fold for ``"kfold"``.
+    scheme : Scheme
+        Its ``kind`` says whether the pairs are folds (every row judged once, the models refitted on all rows).
+    method, params, mbct_params, n_bins, strategy, n_boot, seed
+        As for :func:`fix_groups`.
+    cells : bool, default False
+        The rows are score cells' weighted rows: ``rows`` in the reports counts the real rows they stand for.
+
+    Returns
+    -------
+    GroupFix
+    """
+    kfold = scheme.kind == "kfold"
+    rows = np.sort(np.concatenate([te for _, te in pairs])) if kfold else pairs[0][1]
+    fit_rows = np.arange(s.size) if kfold else pairs[0][0]
     # The paper's r = 100 views for each node's split choice, not MBCT's default 20: with 20, a seeded draw
     # on the drift sample misses the one feature split that fixes the bad segment about one time in five.
     mbct = {"bin_size": _mbct_bin_size(labels_, w, fit_rows), "views": MBCT_VIEWS}
@@ -147,18 +181,17 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
         raise SettingsError(f"choose a calibrator of the score alone to set beside MBCT, not {method!r}.")
     cals.update(resolve({"mbct": mbct}))
     features = pd.DataFrame({col: pd.Categorical(labels_, categories=order)})
-    fit = cross_fit(cals, s, y, None if sample_weight is None else w, pairs, features, refit=scheme.kind == "kfold")
+    fit = cross_fit(cals, s, y, w if weighted else None, pairs, features, refit=kfold)
     preds = {RAW: s[rows], **{key: fit.column(key)[rows] for key in cals}}
-    models = fit.models
     predictions = pd.DataFrame(preds, index=rows)
-    reports = {key: group_report(predictions[key].to_numpy(), y[rows], w[rows], sample_weight is not None,
-                            labels_[rows], order, [], [], col, n_bins, strategy, n_boot, 0.95, seed)
+    reports = {key: group_report(predictions[key].to_numpy(), y[rows], w[rows], weighted, labels_[rows], order, [],
+                                 [], col, n_bins, strategy, n_boot, 0.95, seed, cells=cells)
                for key in preds}
     table = pd.DataFrame({key: r.table["ECE"] for key, r in reports.items()})
     table = table.reindex([g for g in order if g in table.index])
     table.loc[ALL_ROWS] = [r.overall["ECE"] for r in reports.values()]
     table.index.name = "group"
-    return GroupFix(reports=reports, table=table, predictions=predictions, rows=rows, models=models,
+    return GroupFix(reports=reports, table=table, predictions=predictions, rows=rows, models=fit.models,
                     scheme=scheme, mbct_params=mbct)
 
 
