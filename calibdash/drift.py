@@ -53,8 +53,9 @@ from .methods import resolve
 from .validation import check_labels, check_scores
 
 __all__ = ["FREQS", "FREQ_NAMES", "MIN_PERIODS", "MAX_AUTO_PERIODS", "MAX_PERIODS", "DATE_SHARE", "Periods",
-           "to_periods", "choose_freq", "DriftReport", "over_time", "period_report", "Staleness", "staleness",
-           "RAW_COL", "STALE_COL", "FRESH_COL"]
+           "to_periods", "choose_freq", "as_dates", "day_codes", "period_start_days", "freq_from_days", "name_periods",
+           "YMD_RANGE", "DriftReport", "over_time", "period_report", "Staleness", "staleness", "RAW_COL", "STALE_COL",
+           "FRESH_COL"]
 
 #: Period lengths offered, finest first (pandas period aliases).
 FREQS = ("D", "W", "M", "Q", "Y")
@@ -67,7 +68,9 @@ MAX_AUTO_PERIODS = 30
 MAX_PERIODS = 60
 #: A text column is read as dates when at least this share of its present entries parse as dates.
 DATE_SHARE = 0.9
-_YMD_LOW, _YMD_HIGH = 1900_01_01, 2100_12_31
+#: Whole numbers in this range may be dates written YYYYMMDD.
+YMD_RANGE = (1900_01_01, 2100_12_31)
+_YMD_LOW, _YMD_HIGH = YMD_RANGE
 
 
 @dataclass
@@ -104,13 +107,18 @@ class Periods:
         return int((self.codes < 0).sum()) + int(self.left_out)
 
 
-def _as_dates(values: pd.Series, name: str) -> tuple[pd.Series | None, list[str]]:
-    """The column as date-times (NaT where missing or unreadable), or None when it holds no dates."""
+def as_dates(values: pd.Series, name: str = "the column") -> tuple[pd.Series | None, list[str]]:
+    """The column as date-times (NaT where missing or unreadable), or None when it holds no dates.
+
+    Date-times with a time zone are taken in UTC (as text with an offset is),
+    so an instant falls in the same period whatever zone it was written in.
+    Also returns the notes on how the column was read.
+    """
     s = values
     if isinstance(s.dtype, pd.PeriodDtype):
         return s.dt.start_time, []
     if pd.api.types.is_datetime64_any_dtype(s):
-        return (s.dt.tz_localize(None) if getattr(s.dt, "tz", None) is not None else s), []
+        return (s.dt.tz_convert(None) if getattr(s.dt, "tz", None) is not None else s), []
     if pd.api.types.is_bool_dtype(s):
         return None, []
     if pd.api.types.is_numeric_dtype(s):
@@ -137,15 +145,90 @@ def _as_dates(values: pd.Series, name: str) -> tuple[pd.Series | None, list[str]
     return d, []
 
 
+def day_codes(dates) -> np.ndarray:
+    """Days since 1970-01-01 of each date-time (its calendar day; NaT must be removed first)."""
+    return np.asarray(pd.Series(dates).to_numpy(dtype="datetime64[ns]").astype("datetime64[D]").astype(np.int64))
+
+
+def period_start_days(days, freq: str) -> np.ndarray:
+    """The first day (days since 1970-01-01) of the period of length ``freq`` holding each day.
+
+    Weeks start on Monday (1970-01-05 was one), quarters in January, April,
+    July and October; the periods of :func:`to_periods`, computed on day
+    numbers so that any engine's day or period codes can be read alike.
+    """
+    d = np.asarray(days, dtype=np.int64)
+    if freq == "D":
+        return d
+    if freq == "W":
+        return d - (d + 3) % 7
+    months = d.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    if freq == "M":
+        return months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    if freq == "Q":
+        return (months - months % 3).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    if freq == "Y":
+        return d.astype("datetime64[D]").astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64)
+    raise SettingsError(f"freq must be one of {', '.join(FREQS)}, got {freq!r}.")
+
+
+def freq_from_days(days, freqs=FREQS) -> str:
+    """The finest of ``freqs`` giving at most :data:`MAX_AUTO_PERIODS` periods with rows, from the distinct
+    days that have rows (the last of ``freqs`` when none does)."""
+    d = np.unique(np.asarray(days, dtype=np.int64))
+    if d.size == 0:
+        raise DataError("no dates to divide into periods.")
+    for freq in freqs:
+        if np.unique(period_start_days(d, freq)).size <= MAX_AUTO_PERIODS:
+            return freq
+    return freqs[-1]
+
+
 def choose_freq(dates) -> str:
     """The finest of :data:`FREQS` giving at most :data:`MAX_AUTO_PERIODS` periods with rows in ``dates``."""
     d = pd.Series(pd.to_datetime(pd.Series(dates))).dropna()
     if d.empty:
         raise DataError("no dates to divide into periods.")
-    for freq in FREQS:
-        if d.dt.to_period(freq).nunique() <= MAX_AUTO_PERIODS:
-            return freq
-    return FREQS[-1]
+    return freq_from_days(day_codes(d))
+
+
+def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int = 0, name: str = "the column",
+                 notes=()) -> tuple[list, list, list]:
+    """The periods shown, from the first days of the periods that have rows: labels, starts and notes.
+
+    The one rule of :func:`to_periods` for any engine: ``starts`` are the
+    distinct first days (days since 1970-01-01) of the periods of length
+    ``freq`` holding rows; ``first`` and ``last`` the earliest and latest
+    date-time read; ``auto`` whether ``freq`` was chosen
+    (:func:`freq_from_days`); ``n_left_out`` the rows without a readable
+    date; ``notes`` what was said before (how the column was read).
+
+    Returns
+    -------
+    (labels, starts, notes)
+        Labels in time order (as :class:`Periods`), each period's first day
+        (Timestamp), and the notes.
+
+    Raises
+    ------
+    SettingsError
+        More than :data:`MAX_PERIODS` periods.
+    """
+    uniq = np.unique(np.asarray(starts, dtype=np.int64))
+    if uniq.size > MAX_PERIODS:
+        raise SettingsError(f"{name} spans {uniq.size:,} periods of a {FREQ_NAMES[freq]}, more than the "
+                            f"{MAX_PERIODS} that can be shown: choose a longer period.")
+    stamps = [pd.Timestamp(int(v), unit="D") for v in uniq]
+    labels = [_period_label(t.to_period(freq), freq) for t in stamps]
+    notes = list(notes)
+    span = f"{pd.Timestamp(first):%Y-%m-%d} to {pd.Timestamp(last):%Y-%m-%d}"
+    how = "chosen to give at most" if auto else "as asked; the automatic choice gives at most"
+    notes.append(f"{name} runs from {span}: rows are grouped by {FREQ_NAMES[freq]} ({len(labels)} periods; "
+                 f"{how} {MAX_AUTO_PERIODS} periods)."
+                 + (" Weeks start on Monday and are named by that day." if freq == "W" else ""))
+    if n_left_out:
+        notes.append(f"{int(n_left_out):,} rows have no readable date in {name} and are left out.")
+    return labels, stamps, notes
 
 
 def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
@@ -170,7 +253,7 @@ def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
     if freq != "auto" and freq not in FREQS:
         raise SettingsError(f"freq must be 'auto' or one of {', '.join(FREQS)}, got {freq!r}.")
     s = pd.Series(values).reset_index(drop=True)
-    dates, notes = _as_dates(s, name)
+    dates, notes = as_dates(s, name)
     if dates is None:
         x = pd.to_numeric(s, errors="coerce") if not pd.api.types.is_bool_dtype(s) else pd.Series(np.nan, s.index)
         ok = x.notna().to_numpy()
@@ -191,23 +274,15 @@ def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
     ok = dates.notna().to_numpy()
     if not ok.any():
         raise DataError(f"no row of {name} holds a date.")
-    chosen = choose_freq(dates[ok]) if freq == "auto" else freq
-    per = dates[ok].dt.to_period(chosen)
-    uniq = np.sort(per.unique())
-    if len(uniq) > MAX_PERIODS:
-        raise SettingsError(f"{name} spans {len(uniq):,} periods of a {FREQ_NAMES[chosen]}, more than the "
-                            f"{MAX_PERIODS} that can be shown: choose a longer period.")
+    days = day_codes(dates[ok])
+    chosen = freq_from_days(days) if freq == "auto" else freq
+    starts = period_start_days(days, chosen)
+    uniq = np.unique(starts)
+    labels, stamps, notes = name_periods(uniq, chosen, first=dates[ok].min(), last=dates[ok].max(),
+                                         auto=freq == "auto", n_left_out=int((~ok).sum()), name=name, notes=notes)
     codes = np.full(len(s), -1, dtype=np.int64)
-    codes[ok] = pd.Index(uniq).get_indexer(per)
-    labels = [_period_label(p, chosen) for p in uniq]
-    span = f"{dates[ok].min():%Y-%m-%d} to {dates[ok].max():%Y-%m-%d}"
-    how = "chosen to give at most" if freq == "auto" else "as asked; the automatic choice gives at most"
-    notes.append(f"{name} runs from {span}: rows are grouped by {FREQ_NAMES[chosen]} ({len(labels)} periods; "
-                 f"{how} {MAX_AUTO_PERIODS} periods)."
-                 + (" Weeks start on Monday and are named by that day." if chosen == "W" else ""))
-    if (~ok).any():
-        notes.append(f"{int((~ok).sum()):,} rows have no readable date in {name} and are left out.")
-    return Periods(codes, labels, [p.start_time for p in uniq], chosen, notes)
+    codes[ok] = np.searchsorted(uniq, starts)
+    return Periods(codes, labels, stamps, chosen, notes)
 
 
 def _period_label(p: pd.Period, freq: str) -> str:

@@ -15,12 +15,15 @@ How groups are made (:func:`make_groups`)
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
 from .errors import SettingsError
 
-__all__ = ["OTHER", "MISSING", "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "make_groups"]
+__all__ = ["OTHER", "MISSING", "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "make_groups", "group_codes", "name_groups",
+           "GroupCoding", "GroupNames", "coding_for", "quantile_edges", "quantile_bin"]
 
 #: Name of the group the small groups are pooled into.
 OTHER = "other"
@@ -59,6 +62,202 @@ def _weighted_quantiles(x: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarr
     frac = pos - lo
     at = lambda p: xs[np.minimum(np.searchsorted(cum - 1, p, side="left"), xs.size - 1)]  # noqa: E731
     return at(lo) * (1 - frac) + at(lo + 1) * frac
+
+
+def quantile_edges(x: np.ndarray, n_quantiles: int, sample_weight=None) -> np.ndarray:
+    """Edges of ``n_quantiles`` equal-weight groups of the present values ``x``: the distinct quantiles at
+    ``linspace(0, 1, n_quantiles + 1)`` (numpy's linear rule; weighted as :func:`make_groups` weighs rows)."""
+    x = np.asarray(x, dtype=float)
+    w = np.ones(x.size) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    edges = np.unique(_weighted_quantiles(x, w, np.linspace(0, 1, int(n_quantiles) + 1)))
+    if edges.size < 2:
+        edges = np.array([x.min(), x.max()])
+    return edges
+
+
+def quantile_bin(x, edges) -> np.ndarray:
+    """The quantile group of each value: how many inner edges lie at or below it (``[e_k, e_{k+1})``, the
+    last group closed)."""
+    return np.searchsorted(np.asarray(edges, dtype=float)[1:-1], np.asarray(x, dtype=float), side="right")
+
+
+@dataclass(frozen=True)
+class GroupCoding:
+    """How a column's present values became raw group codes (see :func:`group_codes`).
+
+    Attributes
+    ----------
+    how : {"text", "number", "quantile"}
+        ``"text"``: the code is the value as trimmed text (booleans and any
+        non-number value); ``"number"``: the number itself; ``"quantile"``:
+        the quantile group, an index of the ranges between ``edges``.
+    n_distinct : int
+        Distinct present values of the column (for the notes and the refusal).
+    edges : ndarray
+        The quantile groups' edges (``how == "quantile"``), else empty.
+    weighted : bool
+        Whether the quantiles were of weighted rows (for the note).
+    """
+
+    how: str
+    n_distinct: int
+    edges: np.ndarray = field(default_factory=lambda: np.empty(0))
+    weighted: bool = False
+
+
+def coding_for(is_number: bool, n_distinct: int, max_groups: int = MAX_GROUPS) -> str:
+    """``"quantile"`` for a number column with more than ``max_groups`` distinct values, ``"number"`` for
+    one with fewer, ``"text"`` for any other column (the rule every engine applies)."""
+    if not is_number:
+        return "text"
+    return "quantile" if int(n_distinct) > int(max_groups) else "number"
+
+
+def group_codes(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES
+                ) -> tuple[np.ndarray, np.ndarray, GroupCoding]:
+    """Each row's raw group code, which rows are missing, and how the codes were made (rows in memory).
+
+    The codes are those every engine computes where the rows live: the value
+    as trimmed text (text, booleans, dates), the number itself (a number
+    column with at most ``max_groups`` distinct values) or the quantile group
+    :func:`quantile_bin` (a number column with more; edges by
+    :func:`quantile_edges`). :func:`name_groups` turns their weights into the
+    groups shown.
+
+    Returns
+    -------
+    (codes, missing, coding)
+        ``codes``: object array (text), float array (numbers) or int array
+        (quantile groups), meaningless where ``missing``.
+    """
+    s = pd.Series(values).reset_index(drop=True)
+    missing = s.isna().to_numpy()
+    present = s[~missing]
+    n_distinct = int(present.nunique())
+    how = coding_for(_is_number_column(s), n_distinct, max_groups)
+    if how == "quantile":
+        x = present.to_numpy(dtype=float)
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)[~missing]
+        edges = quantile_edges(x, n_quantiles, w)
+        codes = np.zeros(s.size, dtype=np.int64)
+        codes[~missing] = quantile_bin(x, edges)
+        return codes, missing, GroupCoding("quantile", n_distinct, edges, sample_weight is not None)
+    if how == "number":
+        codes = np.zeros(s.size, dtype=float)
+        codes[~missing] = present.to_numpy(dtype=float)
+        return codes, missing, GroupCoding("number", n_distinct)
+    codes = np.full(s.size, "", dtype=object)
+    codes[~missing] = present.astype(str).str.strip().to_numpy(dtype=object)
+    return codes, missing, GroupCoding("text", n_distinct)
+
+
+@dataclass(frozen=True)
+class GroupNames:
+    """The groups made of raw codes' weights (see :func:`name_groups`).
+
+    Attributes
+    ----------
+    names : list of str
+        The group of each raw code given, after pooling.
+    missing : str or None
+        The group of the missing rows (None when there are none).
+    order, notes, pooled
+        As :func:`make_groups` returns them.
+    """
+
+    names: list
+    missing: str | None
+    order: list
+    notes: list
+    pooled: list
+
+
+def _number_text(v) -> str:
+    v = float(v)
+    return str(int(v)) if v.is_integer() else _fmt(v)
+
+
+def name_groups(keys, weights, coding: GroupCoding, *, n_missing: int = 0, missing_weight: float = 0.0,
+                max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES, min_rows: float = MIN_ROWS,
+                name: str = "the column") -> GroupNames:
+    """The groups shown, from the raw codes present and their weights: names, display order, pooling, notes.
+
+    The one rule of :func:`make_groups` (see the module docstring), applied to
+    what any engine can count where the rows live: the distinct raw codes of
+    :func:`group_codes` with the weight (rows) of each.
+
+    Parameters
+    ----------
+    keys : sequence
+        The distinct raw codes of present values that have rows.
+    weights : sequence of float
+        The weight of each (rows, or the sum of row weights).
+    coding : GroupCoding
+    n_missing : int
+        Rows with no value (the group :data:`MISSING` when positive).
+    missing_weight : float
+        Their weight.
+    max_groups, n_quantiles, min_rows, name
+        As :func:`make_groups`.
+
+    Raises
+    ------
+    SettingsError
+        More than ``max_groups`` groups after pooling.
+    """
+    keys = list(keys)
+    notes: list[str] = []
+    if coding.how == "quantile":
+        edges = coding.edges
+        order = [f"[{_fmt(edges[k])}, {_fmt(edges[k + 1])}{']' if k == edges.size - 2 else ')'}"
+                 for k in range(edges.size - 1)]
+        first = [order[int(k)] for k in keys]
+        notes.append(f"{name} has {coding.n_distinct:,} distinct numbers: it is cut into {len(order)} "
+                     f"equal-count quantile groups of its values"
+                     + (" (weighted)" if coding.weighted else "")
+                     + (f" ({int(n_quantiles)} asked for; tied edges merged)" if len(order) < n_quantiles else "")
+                     + ".")
+    elif coding.how == "number":
+        first = [_number_text(k) for k in keys]
+        order = list(dict.fromkeys(_number_text(k) for k in sorted(float(k) for k in keys)))
+    else:
+        first = [str(k).strip() for k in keys]
+        order = sorted(set(first), key=lambda v: (v.lower(), v))
+    weight = pd.Series(np.asarray(weights, dtype=float), dtype=float).groupby(
+        pd.Index(first, dtype=object)).sum().to_dict() if keys else {}
+    if n_missing:
+        order.append(MISSING)
+        weight[MISSING] = weight.get(MISSING, 0.0) + float(missing_weight)
+        notes.append(f"{int(n_missing):,} rows have no value in {name}: they form the group {MISSING!r}.")
+    small = [g for g in order if weight.get(g, 0.0) < min_rows]
+    pooled_groups: list[str] = []
+    rename = {}
+    if small and len(small) < len(order):
+        pooled = OTHER if OTHER not in order else f"{OTHER} (pooled)"
+        rename = dict.fromkeys(small, pooled)
+        order = [g for g in order if g not in small] + [pooled]
+        pooled_groups = list(small)
+        listed = ", ".join(map(repr, small[:8])) + (f" and {len(small) - 8} more" if len(small) > 8 else "")
+        pooled_w = float(sum(weight.get(g, 0.0) for g in small))
+        notes.append(f"{len(small)} group{'s' if len(small) > 1 else ''} with fewer than {min_rows:g} rows "
+                     f"({listed}) {'are' if len(small) > 1 else 'is'} pooled into {pooled!r} "
+                     f"({pooled_w:,.0f} rows)"
+                     + (f"; {pooled!r} itself is still under {min_rows:g} rows" if pooled_w < min_rows else "")
+                     + ".")
+    elif small:
+        notes.append(f"Every group of {name} has fewer than {min_rows:g} rows: none is pooled, and every "
+                     "interval is wide.")
+    names = [rename.get(g, g) for g in first]
+    missing = rename.get(MISSING, MISSING) if n_missing else None
+    seen = set(names) | ({missing} if missing else set())
+    order = [g for g in order if g in seen]             # a quantile group can be empty after merged edges
+    if len(order) > max_groups:
+        raise SettingsError(
+            f"{name} has {coding.n_distinct:,} distinct values, {len(order):,} groups after pooling those under "
+            f"{min_rows:g} rows: more than the "
+            f"{max_groups} that can be compared side by side. Bin the column into fewer values (a coarser "
+            "category, or ranges of a number), or choose another column.")
+    return GroupNames(names, missing, order, notes, pooled_groups)
 
 
 def make_groups(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES,
@@ -100,64 +299,11 @@ def make_groups(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     if not 2 <= int(n_quantiles) <= max_groups:
         raise SettingsError(f"n_quantiles must be between 2 and {max_groups}, got {n_quantiles}.")
-    notes: list[str] = []
-    missing = s.isna().to_numpy()
-    present = s[~missing]
-    labels = np.full(n, MISSING, dtype=object)
-    if _is_number_column(s) and present.nunique() > max_groups:
-        x = present.to_numpy(dtype=float)
-        qs = _weighted_quantiles(x, w[~missing], np.linspace(0, 1, int(n_quantiles) + 1))
-        edges = np.unique(qs)
-        if edges.size < 2:
-            edges = np.array([x.min(), x.max()])
-        inner = edges[1:-1]
-        idx = np.searchsorted(inner, x, side="right")           # [e_k, e_{k+1}), the last bin closed
-        names = [f"[{_fmt(edges[k])}, {_fmt(edges[k + 1])}{']' if k == edges.size - 2 else ')'}"
-                 for k in range(edges.size - 1)]
-        labels[~missing] = np.asarray(names, dtype=object)[idx]
-        order = list(names)
-        notes.append(f"{name} has {present.nunique():,} distinct numbers: it is cut into {len(names)} "
-                     f"equal-count quantile groups of its values"
-                     + (" (weighted)" if sample_weight is not None else "")
-                     + (f" ({int(n_quantiles)} asked for; tied edges merged)" if len(names) < n_quantiles else "")
-                     + ".")
-    else:
-        if _is_number_column(s):
-            uniq = np.sort(present.unique())
-            text = {v: _fmt(float(v)) if not float(v).is_integer() else str(int(v)) for v in uniq}
-            labels[~missing] = present.map(text).to_numpy(dtype=object)
-            order = [text[v] for v in uniq]
-        else:
-            as_text = present.astype(str).str.strip()
-            labels[~missing] = as_text.to_numpy(dtype=object)
-            order = sorted(as_text.unique(), key=lambda v: (v.lower(), v))
-    if missing.any():
-        order.append(MISSING)
-        notes.append(f"{int(missing.sum()):,} rows have no value in {name}: they form the group {MISSING!r}.")
-    weight = pd.Series(w).groupby(labels).sum()
-    small = [g for g in order if weight.get(g, 0.0) < min_rows]
-    pooled_groups: list[str] = []
-    if small and len(small) < len(order):
-        pooled = OTHER if OTHER not in order else f"{OTHER} (pooled)"
-        labels = np.where(np.isin(labels, small), pooled, labels).astype(object)
-        order = [g for g in order if g not in small] + [pooled]
-        pooled_groups = list(small)
-        listed = ", ".join(map(repr, small[:8])) + (f" and {len(small) - 8} more" if len(small) > 8 else "")
-        pooled_w = float(weight[small].sum())
-        notes.append(f"{len(small)} group{'s' if len(small) > 1 else ''} with fewer than {min_rows:g} rows "
-                     f"({listed}) {'are' if len(small) > 1 else 'is'} pooled into {pooled!r} "
-                     f"({pooled_w:,.0f} rows)"
-                     + (f"; {pooled!r} itself is still under {min_rows:g} rows" if pooled_w < min_rows else "")
-                     + ".")
-    elif small:
-        notes.append(f"Every group of {name} has fewer than {min_rows:g} rows: none is pooled, and every "
-                     "interval is wide.")
-    seen = set(labels)
-    order = [g for g in order if g in seen]             # a quantile group can be empty after merged edges
-    if len(order) > max_groups:
-        raise SettingsError(
-            f"{name} has {present.nunique():,} distinct values, {len(order):,} groups after pooling those under "
-            f"{min_rows:g} rows: more than the "
-            f"{max_groups} that can be compared side by side. Bin the column into fewer values (a coarser "
-            "category, or ranges of a number), or choose another column.")
-    return labels, order, notes, pooled_groups
+    codes, missing, coding = group_codes(s, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles)
+    keys, inv = pd.factorize(codes[~missing], sort=False)
+    named = name_groups(list(inv), np.bincount(keys, weights=w[~missing], minlength=len(inv)), coding,
+                        n_missing=int(missing.sum()), missing_weight=float(w[missing].sum()),
+                        max_groups=max_groups, n_quantiles=n_quantiles, min_rows=min_rows, name=name)
+    labels = np.full(n, named.missing or MISSING, dtype=object)
+    labels[~missing] = np.asarray(named.names, dtype=object)[keys] if len(inv) else labels[~missing]
+    return labels, named.order, named.notes, named.pooled

@@ -1,0 +1,95 @@
+"""Keyed cells of rows in memory: the Groups & time page's rows and the in-memory engine.
+
+:func:`keyed_cells` reads the key column with the rules of the rows' own
+functions (:func:`calibdash.grouping.group_codes` for a group,
+:func:`calibdash.drift.as_dates` for a period: pandas reads text dates in
+many formats, where the SQL engines read ISO-8601 text only), and makes the
+keys and cells with :mod:`calibdash.keyed.assemble`, as every engine does.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from ..cells import MAX_EXACT
+from ..drift import as_dates, day_codes, freq_from_days, period_start_days
+from ..engines.source import grid_code
+from ..errors import DataError
+from ..grouping import group_codes
+from ..validation import check_labels, check_scores
+from . import PERIODS, Key, KeyedCells
+from .assemble import check_group_key, group_cells, period_cells
+
+__all__ = ["keyed_cells", "not_dates_error"]
+
+
+def not_dates_error(name: str, example=()) -> DataError:
+    """The refusal of a period key whose column holds no dates (every engine says it alike)."""
+    shown = f" (such as {', '.join(map(repr, example))})" if len(example) else ""
+    return DataError(f"{name} does not hold dates{shown}: a period key needs a column of dates or date-times "
+                     "(2025-03-14, 2025-03-14 10:30), or of whole numbers YYYYMMDD.")
+
+
+def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int = MAX_EXACT) -> KeyedCells:
+    """Score cells of rows in memory, keyed by the group or period of ``values``.
+
+    Parameters
+    ----------
+    scores : array-like
+        Scores in [0, 1].
+    labels : array-like
+        0/1 labels (or two values, as :func:`calibdash.validation.check_labels`).
+    values : Series or array-like
+        The key column, one value per row.
+    key : Key
+        Which key (its ``column`` names the column in notes and errors).
+    part : array-like of int, optional
+        Each row's part (:func:`calibdash.cells.parts_for`); default all 0.
+    max_exact : int, default ``MAX_EXACT``
+        Cells are the distinct scores when all rows together have at most
+        this many, else grid steps (:mod:`calibdash.cells`).
+
+    Returns
+    -------
+    KeyedCells
+        Cells sorted by key, then part, then score. A period key leaves out
+        the rows without a readable date (``n_left_out``); ``freq="auto"``
+        chooses among day, week, month and quarter (:data:`calibdash.keyed.PERIODS`)
+        by the rule of :func:`calibdash.drift.choose_freq`.
+
+    Raises
+    ------
+    DataError
+        Lengths differ; bad scores or labels; a period column without dates,
+        or without any readable date.
+    SettingsError
+        Too many groups or periods (as ``make_groups`` / ``to_periods``).
+    """
+    s = check_scores(scores)
+    y = check_labels(labels, s.size, require_both=False)
+    v = pd.Series(values).reset_index(drop=True)
+    if len(v) != s.size:
+        raise DataError(f"the key column {key.column!r} has {len(v)} values but there are {s.size} rows.")
+    g = np.zeros(s.size, dtype=np.int64) if part is None else np.asarray(part, dtype=np.int64).reshape(-1)
+    if g.size != s.size:
+        raise DataError(f"part has {g.size} values but scores has {s.size}.")
+    exact = np.unique(s).size <= int(max_exact)
+    code = s if exact else grid_code(s)
+    ones = np.ones(s.size, dtype=np.int64)
+    if key.kind == "group":
+        check_group_key(key)
+        raw, missing, coding = group_codes(v, max_groups=key.max_groups, n_quantiles=key.n_quantiles)
+        return group_cells(raw, missing, g, code, ones, y, s, exact=exact, coding=coding, key=key)
+    dates, notes = as_dates(v, key.column)
+    if dates is None:
+        raise not_dates_error(key.column, v.dropna().astype(str).head(3).tolist())
+    ok = dates.notna().to_numpy()
+    if not ok.any():
+        raise DataError(f"no row of {key.column} holds a date.")
+    days = day_codes(dates[ok])
+    freq = freq_from_days(days, PERIODS) if key.freq == "auto" else key.freq
+    return period_cells(period_start_days(days, freq), g[ok], code[ok], ones[ok], y[ok], s[ok], exact=exact,
+                        key=key, freq=freq, first=dates[ok].min(), last=dates[ok].max(),
+                        n_left_out=int((~ok).sum()), notes=notes)

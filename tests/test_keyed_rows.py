@@ -1,0 +1,115 @@
+"""Keyed cells of rows in memory: the keys are make_groups' / to_periods' and each key's cells are its rows' cells."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibdash import cells
+from calibdash.drift import to_periods
+from calibdash.errors import DataError, SettingsError
+from calibdash.grouping import make_groups
+from calibdash.keyed import Key
+from calibdash.keyed.rows import keyed_cells
+
+N = 4000
+
+
+@pytest.fixture(scope="module")
+def rows():
+    rng = np.random.default_rng(3)
+    s = np.round(rng.beta(2, 5, N), 3)
+    y = (rng.random(N) < s).astype(np.int64)
+    seg = pd.Series(rng.choice(["north", " south", "East", "west", "tiny"], N, p=[.4, .3, .2, .095, .005]),
+                    dtype=object)
+    seg[::50] = None                                 # 80 rows: a group "(missing)" kept
+    day = pd.Timestamp("2024-12-20") + pd.to_timedelta(rng.integers(0, 200 * 86400, N), unit="s")
+    return {"s": s, "y": y, "columns": {
+        "seg": seg, "x": pd.Series(np.round(rng.normal(size=N), 3)), "few": pd.Series(rng.integers(0, 4, N) * 1.5),
+        "flag": pd.Series(rng.random(N) < 0.3), "when": pd.Series(day)}}
+
+
+def _same_as_rows(kc, s, y, row_key, labels):
+    """Each key's cells are cells.aggregate of that key's rows (exact cells: the very same numbers)."""
+    assert kc.cells.n_rows == sum(kc.cells.n) and np.all(np.diff(kc.key) >= 0)
+    for k, name in enumerate(labels):
+        ref = cells.aggregate(s[row_key == name], y[row_key == name])
+        got = kc.of(k)
+        np.testing.assert_array_equal(got.score, ref.score)
+        np.testing.assert_array_equal(got.n, ref.n)
+        np.testing.assert_array_equal(got.n_pos, ref.n_pos)
+        np.testing.assert_allclose(got.score_sum, ref.score_sum, rtol=1e-12)
+
+
+@pytest.mark.parametrize("col", ["seg", "x", "few", "flag"])
+def test_groups_are_make_groups_and_cells_are_each_groups_rows(rows, col):
+    values = rows["columns"][col]
+    row_labels, order, notes, pooled = make_groups(values, name=col)
+    kc = keyed_cells(rows["s"], rows["y"], values, Key(col))
+    assert kc.labels == tuple(order) and kc.notes == tuple(notes) and kc.pooled == tuple(pooled)
+    _same_as_rows(kc, rows["s"], rows["y"], row_labels, order)
+    # weights of the cells sum to the rows of each group
+    counts = pd.Series(row_labels).value_counts()
+    np.testing.assert_array_equal(np.bincount(kc.key, weights=kc.cells.n), [counts[g] for g in order])
+
+
+def test_small_groups_pooled_and_missing_last(rows):
+    kc = keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"], Key("seg"))
+    # "tiny" (about 20 rows) is under 50 rows: pooled into "other"; " south" is trimmed; order ignores case
+    assert kc.labels == ("East", "north", "south", "west", "(missing)", "other") and kc.pooled == ("tiny",)
+
+
+@pytest.mark.parametrize("freq", ["D", "W", "M", "Q"])
+def test_periods_are_to_periods(rows, freq):
+    when = rows["columns"]["when"]
+    if freq == "D":                                  # 60 days at most: keep the first 50 days
+        when = when.where(when < pd.Timestamp("2025-02-08"))
+    per = to_periods(when, freq, name="when")
+    kc = keyed_cells(rows["s"], rows["y"], when, Key("when", kind="period", freq=freq))
+    assert kc.labels == tuple(per.labels) and kc.starts == tuple(per.starts) and kc.notes == tuple(per.notes)
+    assert kc.n_left_out == per.n_left_out and kc.spec.freq == freq
+    keep = per.codes >= 0
+    _same_as_rows(kc, rows["s"][keep], rows["y"][keep], np.asarray(per.labels)[per.codes[keep]], per.labels)
+
+
+def test_auto_period_and_boundaries_by_hand():
+    when = pd.Series(pd.to_datetime(["2025-03-30 23:59:59",        # a Sunday: the week of Monday 2025-03-24
+                                     "2025-03-31 00:00:00",        # Monday: a new week, still the first quarter
+                                     "2025-04-01 00:00:00",        # second quarter
+                                     None]))
+    kc = keyed_cells([0.2, 0.4, 0.6, 0.8], [0, 1, 1, 0], when, Key("t", kind="period", freq="W"))
+    assert kc.labels == ("2025-03-24", "2025-03-31") and kc.n_left_out == 1
+    np.testing.assert_array_equal(kc.key, [0, 1, 1]) and np.testing.assert_array_equal(kc.cells.score, [.2, .4, .6])
+    q = keyed_cells([0.2, 0.4, 0.6, 0.8], [0, 1, 1, 0], when, Key("t", kind="period", freq="Q"))
+    assert q.labels == ("2025Q1", "2025Q2") and list(np.bincount(q.key, weights=q.cells.n)) == [2, 1]
+    auto = keyed_cells([0.2, 0.4, 0.6, 0.8], [0, 1, 1, 0], when, Key("t", kind="period"))
+    assert auto.spec.freq == "D" and auto.labels == ("2025-03-30", "2025-03-31", "2025-04-01")
+
+
+def test_row_order_and_parts(rows):
+    rng = np.random.default_rng(1)
+    perm = rng.permutation(N)
+    part = cells.parts_for(N, "kfold", k=3, seed=2)
+    a = keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"], Key("seg"), part)
+    b = keyed_cells(rows["s"][perm], rows["y"][perm], rows["columns"]["seg"][perm], Key("seg"), part[perm])
+    np.testing.assert_array_equal(a.key, b.key)
+    np.testing.assert_array_equal(a.cells.part, b.cells.part)
+    np.testing.assert_array_equal(a.cells.n, b.cells.n)
+    np.testing.assert_allclose(a.cells.score_sum, b.cells.score_sum, rtol=1e-12)   # sums in another order
+    order = np.lexsort((a.cells.score, a.cells.part, a.key))
+    np.testing.assert_array_equal(order, np.arange(len(a)))                    # sorted by key, part, score
+
+
+def test_grid_is_decided_on_all_rows(rows):
+    kc = keyed_cells(rows["s"], rows["y"], rows["columns"]["flag"], Key("flag"), max_exact=100)
+    assert not kc.cells.exact                        # ~1,000 distinct scores over 100: every key on the grid
+    ref = cells.aggregate(rows["s"], rows["y"], max_exact=100)
+    pooled = pd.DataFrame({"s": kc.cells.score_sum, "n": kc.cells.n}).groupby(np.floor(kc.cells.score * cells.GRID)).sum()
+    np.testing.assert_array_equal(pooled["n"].to_numpy(), ref.n)
+
+
+def test_refusals(rows):
+    with pytest.raises(SettingsError, match="more than the 3"):
+        keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"], Key("seg", max_groups=3, n_quantiles=2))
+    with pytest.raises(DataError, match="does not hold dates"):
+        keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"], Key("seg", kind="period"))
+    with pytest.raises(DataError, match="values but there are"):
+        keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"][:10], Key("seg"))
