@@ -15,11 +15,12 @@ import pandas as pd
 import pytest
 
 from calibdash import drift as D, groups as G
-from calibdash.cells import ScoreCells, parts_for
+from calibdash.cells import parts_for
 from calibdash.errors import DataError, SettingsError
 from calibdash.grouping import make_groups
 from calibdash.keyed import Key, KeyedCells
 from calibdash.keyed import measures as KM
+from calibdash.keyed.rows import keyed_cells
 from calibdash.samples.drift import MISCALIBRATED, make_drift
 from calibdash.scheme import Scheme
 
@@ -28,26 +29,10 @@ STATS = ["rows", "weight", "positives"] + [f"{s}{e}" for s in G.STATS for e in (
 
 
 def _keyed(s, y, values, key: Key, part=None) -> KeyedCells:
-    """Exact keyed cells of rows, built here from the contract (one cell per key, part and distinct score)."""
-    s, y = np.asarray(s, float), np.asarray(y, int)
-    if key.kind == "group":
-        names, order, notes, pooled = make_groups(values, max_groups=key.max_groups, n_quantiles=key.n_quantiles,
-                                                  min_rows=key.min_rows, name=key.column)
-        code = pd.Index(order).get_indexer(names)
-        starts, spec = (), key
-    else:
-        per = D.to_periods(values, key.freq, key.column)
-        code, order, notes, pooled, starts = per.codes, per.labels, per.notes, [], per.starts
-        spec = Key(key.column, "period", per.freq)
-    keep = code >= 0
-    part = np.zeros(s.size, int) if part is None else np.asarray(part)
-    g = (pd.DataFrame({"k": code, "p": part, "s": s, "y": y})[keep]
-         .groupby(["k", "p", "s"], as_index=False).agg(n=("y", "size"), n_pos=("y", "sum"), ssum=("s", "sum")))
-    cells = ScoreCells(score=g["s"].to_numpy(), n=g["n"].to_numpy(np.int64), n_pos=g["n_pos"].to_numpy(np.int64),
-                       score_sum=g["ssum"].to_numpy(), part=g["p"].to_numpy(np.int16), exact=True,
-                       n_rows=int(keep.sum()))
-    return KeyedCells(cells, g["k"].to_numpy(np.int32), tuple(order), spec, tuple(starts), tuple(notes),
-                      tuple(pooled), int((~keep).sum()))
+    """Exact keyed cells of rows (:func:`calibdash.keyed.rows.keyed_cells`), checked to be exact."""
+    kc = keyed_cells(s, y, values, key, part)
+    assert kc.cells.exact
+    return kc
 
 
 def _data(n=3000, seed=1):
