@@ -1,10 +1,12 @@
-"""Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,export-sql,benchmark} ...``.
+"""Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,export-sql,benchmark,groups,drift} ...``.
 
 ``evaluate`` prints the same metrics table as the dashboard's Compare page:
 each method is fitted on the fitting rows and judged on held-out rows.
 ``report`` writes the same comparison as a one-page HTML report
 (:mod:`calibdash.report`: verdict, metrics with intervals, interactive
 figures, more measures, the methods' papers), which opens offline.
+``groups`` and ``drift`` measure calibration per group
+or period where the rows live (:mod:`.monitor`), for scheduled checks (``--json``, ``--fail-above``).
 On a K-class file (a label of K >= 3 classes and one probability or logit column per class, found or
 named with ``--probs``/``--logits``) ``evaluate``, ``report``, ``fit`` and ``apply`` run the multi-class
 calibrators (:mod:`.classes`, :mod:`calibdash.multiclass`). ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
@@ -19,7 +21,7 @@ This package's ``__init__`` is the only module that parses arguments:
 parsed arguments into calls of the library, and :func:`main` reports
 calibdash's errors as messages with exit status 2. The commands live in
 one module per group: :mod:`.comparison` (``evaluate``, ``report``),
-:mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.benchmarking`
+:mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.monitor` (``groups``, ``drift``), :mod:`.benchmarking`
 and :mod:`.listing` (``methods``), over the shared :mod:`.output` and
 :mod:`.engine_jobs` helpers. Method lists and ``--param`` go through
 :mod:`calibdash.methods`; the scheme's defaults are
@@ -42,9 +44,12 @@ from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_repor
 from ..multiclass.evaluation import DEFAULT_METHODS as CLASS_METHODS
 from .listing import cmd_methods
 from .models import cmd_apply, cmd_export_sql, cmd_fit
+from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
+from ..group_metrics import STATS as GROUP_STATS
+from ..grouping import MIN_ROWS, N_QUANTILES
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
-           "cmd_export_sql", "cmd_benchmark", "EVALUATE_METHODS"]
+           "cmd_export_sql", "cmd_benchmark", "cmd_groups", "cmd_drift", "EVALUATE_METHODS"]
 
 _SCHEME = Scheme()
 
@@ -116,6 +121,31 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
     g.add_argument("--order-by", help="for --query: the ORDER BY list that fixes the rows' positions")
     g.add_argument("--memory-limit", default="1GB", help="DuckDB's memory limit; beyond it, it spills to disk "
                                                          "(default: %(default)s)")
+
+
+def _add_monitor(p: argparse.ArgumentParser, what: str) -> None:
+    """The source, columns, engine and measure options ``groups`` and ``drift`` share."""
+    p.add_argument("file", metavar="SOURCE", help="CSV, .csv.gz or Parquet file, or a glob of them (or give "
+                                                  "--database/--table or --query)")
+    p.add_argument("--score", help="score column (default: guessed)")
+    p.add_argument("--label", help="label column (default: guessed)")
+    _add_positive(p)
+    p.add_argument("--n-bins", type=int, default=measures.DEFAULT_N_BINS, help="ECE's bins (default: %(default)s)")
+    p.add_argument("--strategy", choices=list(measures.STRATEGIES), default=measures.DEFAULT_STRATEGY,
+                   help="ECE's bins: equal-count (quantile) or equal-width (uniform) (default: %(default)s)")
+    p.add_argument("--boot", type=int, default=200, metavar="N",
+                   help=f"Poisson-bootstrap resamples of each {what}'s rows for the intervals; 0: none "
+                        "(default: %(default)s)")
+    p.add_argument("--seed", type=int, default=_SCHEME.seed,
+                   help="seed of the bootstrap (and of --scheme's row hash) (default: %(default)s)")
+    p.add_argument("--json", action="store_true",
+                   help=f"print JSON: one record per {what} (key, rows, positives, each measure with its interval), "
+                        "the notes and the alerts")
+    p.add_argument("--fail-above", action="append", metavar="MEASURE=VALUE",
+                   help=f"exit with status 1 and name on stderr the {what}s whose MEASURE ({', '.join(GROUP_STATS)}; "
+                        "any case) is above VALUE, such as ECE=0.05 (repeatable)")
+    _add_param(p)
+    _add_engine(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -228,6 +258,39 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: memory, unless a FILE is a glob or over 200 MB)")
     b.add_argument("--memory-limit", default="1GB", help="DuckDB's memory limit (default: %(default)s)")
     b.set_defaults(func=cmd_benchmark)
+
+    g = sub.add_parser(
+        "groups", help="calibration per group of a column, with intervals, where the rows live",
+        description="Per group of --by: rows, positives, positive rate, mean score, ECE, Brier, log-loss and AUC "
+                    "with Poisson-bootstrap intervals, from keyed score cells aggregated in memory, by DuckDB or by "
+                    "Spark (the Groups & time page's numbers); --fix adds the calibrator that fixes the groups.")
+    _add_monitor(g, "group")
+    g.add_argument("--by", required=True, metavar="COL", help="the group column")
+    g.add_argument("--quantiles", type=int, default=N_QUANTILES, metavar="N",
+                   help="a numeric column with many values is cut into N equal-count groups (default: %(default)s)")
+    g.add_argument("--min-rows", type=float, default=MIN_ROWS,
+                   help="groups with fewer rows are pooled into 'other' (default: %(default)s)")
+    g.add_argument("--fix", metavar="METHOD",
+                   help="also fit METHOD (the score alone) and MBCT with the group as its feature on the fitting "
+                        "rows, and print each group's held-out ECE")
+    g.add_argument("--scheme", choices=["split", "kfold"], default="split",
+                   help="how --fix divides the rows, by a hash of their position (default: %(default)s)")
+    g.add_argument("--test-size", type=float, default=_SCHEME.test_size,
+                   help="held-out fraction for --scheme split (default: %(default)s)")
+    g.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
+    g.set_defaults(func=cmd_groups)
+
+    d = sub.add_parser(
+        "drift", help="calibration per period of a date column, and when a calibrator goes stale",
+        description="Per period of --time: the measures of `groups` with intervals, and the staleness of --method "
+                    "(fitted on each period, judged on every later one, against refitting each period).")
+    _add_monitor(d, "period")
+    d.add_argument("--time", required=True, metavar="COL", help="the date or date-time column")
+    d.add_argument("--period", choices=list(PERIOD_WORDS), default="auto",
+                   help="period length; auto: the finest giving at most 30 periods (default: %(default)s)")
+    d.add_argument("--method", default="isotonic",
+                   help="the calibrator whose staleness is shown; none: skip it (default: %(default)s)")
+    d.set_defaults(func=cmd_drift)
     return p
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate"]
+__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed"]
 
 
 def default_engine(path: str) -> str | None:
@@ -100,3 +100,11 @@ def aggregate(source, scheme, engine: str, memory_limit: str):
 
     return in_job(f"Aggregating {source.describe()} with {engine}",
                    lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
+
+
+def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
+    """:func:`calibdash.engines.aggregate_keyed` as a job (:func:`in_job`): keyed score cells of ``source``."""
+    from ..engines.plan import aggregate_keyed_job
+
+    return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}",
+                  lambda job: aggregate_keyed_job(job, source, key, scheme, engine=engine, memory_limit=memory_limit))
