@@ -54,7 +54,8 @@ from .validation import check_labels, check_scores
 
 __all__ = ["FREQS", "FREQ_NAMES", "MIN_PERIODS", "MAX_AUTO_PERIODS", "MAX_PERIODS", "DATE_SHARE", "Periods",
            "to_periods", "choose_freq", "as_dates", "day_codes", "period_start_days", "freq_from_days", "name_periods",
-           "YMD_RANGE", "DriftReport", "over_time", "period_report", "Staleness", "staleness", "RAW_COL", "STALE_COL",
+           "YMD_RANGE", "ymd_note", "DriftReport", "over_time", "period_report", "Staleness", "staleness", "RAW_COL",
+           "STALE_COL",
            "FRESH_COL"]
 
 #: Period lengths offered, finest first (pandas period aliases).
@@ -107,6 +108,11 @@ class Periods:
         return int((self.codes < 0).sum()) + int(self.left_out)
 
 
+def ymd_note(name: str) -> str:
+    """What is said of a column of whole numbers read as dates YYYYMMDD."""
+    return f"{name} holds whole numbers written YYYYMMDD: read as dates."
+
+
 def as_dates(values: pd.Series, name: str = "the column") -> tuple[pd.Series | None, list[str]]:
     """The column as date-times (NaT where missing or unreadable), or None when it holds no dates.
 
@@ -128,7 +134,7 @@ def as_dates(values: pd.Series, name: str = "the column") -> tuple[pd.Series | N
             text = pd.Series(np.where(ok, np.nan_to_num(x).astype(np.int64).astype(str), ""), index=s.index)
             d = pd.to_datetime(text.where(ok), format="%Y%m%d", errors="coerce")
             if d[ok].notna().mean() >= DATE_SHARE:
-                return d, [f"{name} holds whole numbers written YYYYMMDD: read as dates."]
+                return d, [ymd_note(name)]
         return None, []
     text = s.astype("string").str.strip()
     present = text.notna() & (text != "")

@@ -92,7 +92,7 @@ class GroupCoding:
         non-number value); ``"number"``: the number itself; ``"quantile"``:
         the quantile group, an index of the ranges between ``edges``.
     n_distinct : int
-        Distinct present values of the column (for the notes and the refusal).
+        Distinct present values of the column (for the notes and the refusal): numbers, or trimmed texts.
     edges : ndarray
         The quantile groups' edges (``how == "quantile"``), else empty.
     weighted : bool
@@ -135,6 +135,10 @@ def group_codes(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
     present = s[~missing]
     n_distinct = int(present.nunique())
     how = coding_for(_is_number_column(s), n_distinct, max_groups)
+    if how == "text":
+        codes = np.full(s.size, "", dtype=object)
+        codes[~missing] = present.astype(str).str.strip().to_numpy(dtype=object)
+        return codes, missing, GroupCoding("text", int(pd.unique(codes[~missing]).size))
     if how == "quantile":
         x = present.to_numpy(dtype=float)
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)[~missing]
@@ -142,13 +146,9 @@ def group_codes(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
         codes = np.zeros(s.size, dtype=np.int64)
         codes[~missing] = quantile_bin(x, edges)
         return codes, missing, GroupCoding("quantile", n_distinct, edges, sample_weight is not None)
-    if how == "number":
-        codes = np.zeros(s.size, dtype=float)
-        codes[~missing] = present.to_numpy(dtype=float)
-        return codes, missing, GroupCoding("number", n_distinct)
-    codes = np.full(s.size, "", dtype=object)
-    codes[~missing] = present.astype(str).str.strip().to_numpy(dtype=object)
-    return codes, missing, GroupCoding("text", n_distinct)
+    codes = np.zeros(s.size, dtype=float)                      # numbers, each a group
+    codes[~missing] = present.to_numpy(dtype=float)
+    return codes, missing, GroupCoding("number", n_distinct)
 
 
 @dataclass(frozen=True)

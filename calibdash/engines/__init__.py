@@ -26,7 +26,7 @@ from ..cells import MAX_EXACT
 from ..errors import SettingsError
 from .source import Source
 
-__all__ = ["Source", "aggregate", "default_engine", "source_for", "ENGINES", "MEMORY_MAX_BYTES"]
+__all__ = ["Source", "aggregate", "aggregate_keyed", "default_engine", "source_for", "ENGINES", "MEMORY_MAX_BYTES"]
 
 #: The engines :func:`aggregate` knows.
 ENGINES = ("memory", "duckdb", "spark")
@@ -67,6 +67,43 @@ def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exa
     return run(source, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
                features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
                **engine_options)
+
+
+def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
+                    memory_limit: str = "1GB", threads: int | None = None, on_stage=None, **engine_options):
+    """Keyed cells of ``source`` (:class:`calibdash.keyed.KeyedCells`) with ``engine`` (default
+    :func:`default_engine`): the same cells from every engine.
+
+    Parameters
+    ----------
+    source : Source
+    key : calibdash.keyed.Key
+        The group or period column and how its values become keys.
+    scheme : Scheme, optional
+        How rows are divided into parts (default: none).
+    engine : {"memory", "duckdb", "spark"}, optional
+    max_exact, memory_limit, threads
+        As :func:`aggregate`.
+    on_stage : callable, optional
+        Called with the name of each stage as it starts.
+    engine_options
+        To the engine (DuckDB: ``connection=``, ``on_connect=``; Spark: ``spark=`` a session).
+
+    Returns
+    -------
+    KeyedCells
+    """
+    engine = engine or default_engine(source)
+    if engine == "memory":
+        from .memory import aggregate_keyed as run
+    elif engine == "duckdb":
+        from .duckdb_keyed import aggregate_keyed as run
+    elif engine == "spark":
+        from .spark_keyed import aggregate_keyed as run
+    else:
+        raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    return run(source, key, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
+               on_stage=on_stage, **engine_options)
 
 
 def source_for(path, *, score: str | None = None, label: str | None = None, split: str | None = None,

@@ -62,7 +62,7 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -73,7 +73,7 @@ from ..scheme import Scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
+__all__ = ["aggregate", "statistics", "cell_code", "grouped_sql", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
            "is_numeric_type", "STAGES", "MAX_TEXT"]
 
 #: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
@@ -309,6 +309,84 @@ def _feature_code_sql(name: str, kind: str, edges) -> str:
     return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE {terms} END"
 
 
+def statistics(rows: SourceRows, extra: Sequence[str] = ()) -> tuple[Stats, bool, Any, list]:
+    """The statistics scan: what :func:`~calibdash.engines.source.check_stats` checks, and ``extra`` aggregate
+    expressions over ``rows`` in the same scan.
+
+    Returns
+    -------
+    (stats, mapped, positive, extra_values)
+
+    Raises
+    ------
+    DataError
+        As :func:`~calibdash.engines.source.check_stats`; a label or split value longer than :data:`MAX_TEXT`.
+    """
+    source, types = rows.source, rows.types()
+    texts = [(c, n) for c, n in (("__label", "label"), ("__split", "split"))
+             if c in types and not is_numeric_type(types[c])
+             and types[c].upper().split("(")[0] not in ("BOOLEAN", "DATE", "TIME", "TIMESTAMP", "UUID")]
+    long_text, long_names = [c for c, _ in texts], [n for _, n in texts]
+    short = (f" FILTER (WHERE strlen(CAST(__label AS VARCHAR)) <= {MAX_TEXT})" if "__label" in long_text
+             else "")              # a huge label value is refused below, never fetched
+    st_sql = ("SELECT count(*), count(*) FILTER (WHERE __raw IS NULL OR NOT isfinite(__raw)), "
+              "min(__raw) FILTER (WHERE isfinite(__raw)), max(__raw) FILTER (WHERE isfinite(__raw)), "
+              "count(*) FILTER (WHERE isfinite(__raw) AND (__raw < 0 OR __raw > 1)), "
+              f"count(*) FILTER (WHERE __label IS NULL), min(__label){short}, max(__label){short}, "
+              "approx_count_distinct(__raw)" + "".join(", " + q for q in extra)
+              + "".join(f", max(strlen(CAST({c} AS VARCHAR)))" for c in long_text) + f" FROM ({rows.sql})")
+    got = rows._run(st_sql, fetch="one")
+    for c, name, longest in zip(long_text, long_names, got[len(got) - len(long_text):]):
+        if longest is not None and longest > MAX_TEXT:
+            raise DataError(f"{name} column {getattr(source, name)!r} holds a value of {longest:,} characters; "
+                            f"a {name} names a class or a part in at most {MAX_TEXT:,}: choose another column.")
+    got = got[:len(got) - len(long_text)]
+    st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
+               n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+    mapped, positive = check_stats(st, source)
+    return st, mapped, positive, list(got[9:])
+
+
+def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) -> tuple[bool, str, str]:
+    """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)``.
+
+    The HyperLogLog estimate of the statistics decides unless it lies between
+    ``max_exact / 4`` and ``4 * max_exact``; then one more scan counts the
+    distinct scores exactly (reported as ``stage("distinct scores")``).
+    """
+    s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
+    exact = st.distinct <= int(max_exact) / 4
+    if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
+        stage(STAGES[1])
+        n_distinct = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0])
+        exact = n_distinct <= int(max_exact)
+    return exact, s_sql, ("__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})")
+
+
+def grouped_sql(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: str, code_sql: str,
+                codes: Sequence[str] = ()) -> tuple[str, list, str]:
+    """The aggregation query: ``GROUP BY __part, __code`` and the codes ``codes`` (``"<expr> AS <alias>"``)
+    with ``n``, ``n_pos``, ``s_sum`` and ``n_other`` (rows whose label is neither extreme).
+
+    Returns
+    -------
+    (sql, params, part_sql)
+    """
+    part_expr = part_sql(scheme, rows.source, rows)
+    params = []
+    if scheme.kind == "column" and "unnest(?)" in part_expr:
+        params.append([v for v in rows.train_values if v is not None])
+    inner = (f"SELECT {part_expr} AS __part, {code_sql} AS __code, "
+             + "".join(c + ", " for c in codes)
+             + "CAST(__label = ? AS INTEGER) AS __y, __s, "
+               "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
+             f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql}))")
+    params += [positive, st.label_lo, st.label_hi]
+    group = ", ".join(["__part", "__code"] + [c.rsplit(" AS ", 1)[1] for c in codes])
+    return (f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
+            f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}", params, part_expr)
+
+
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
               feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, connection=None,
@@ -391,57 +469,18 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         types = rows.types()
         kinds = {f: _kind(types["__f_" + f]) for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
-        texts = [(c, n) for c, n in (("__label", "label"), ("__split", "split"))
-                 if c in types and not is_numeric_type(types[c])
-                 and types[c].upper().split("(")[0] not in ("BOOLEAN", "DATE", "TIME", "TIMESTAMP", "UUID")]
-        long_text, long_names = [c for c, _ in texts], [n for _, n in texts]
-        short = (f" FILTER (WHERE strlen(CAST(__label AS VARCHAR)) <= {MAX_TEXT})" if "__label" in long_text
-                 else "")              # a huge label value is refused below, never fetched
         # -- 1. statistics -----------------------------------------------------------------------------
         quant = [f"quantile_cont(CAST({_ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
                  f"(WHERE {_ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({_ident('__f_' + f)} AS DOUBLE)))"
                  for f in numeric]
-        st_sql = ("SELECT count(*), count(*) FILTER (WHERE __raw IS NULL OR NOT isfinite(__raw)), "
-                  "min(__raw) FILTER (WHERE isfinite(__raw)), max(__raw) FILTER (WHERE isfinite(__raw)), "
-                  "count(*) FILTER (WHERE isfinite(__raw) AND (__raw < 0 OR __raw > 1)), "
-                  f"count(*) FILTER (WHERE __label IS NULL), min(__label){short}, max(__label){short}, "
-                  "approx_count_distinct(__raw)" + "".join(", " + q for q in quant)
-                  + "".join(f", max(strlen(CAST({c} AS VARCHAR)))" for c in long_text) + f" FROM ({rows.sql})")
-        got = rows._run(st_sql, fetch="one")
-        for c, name, longest in zip(long_text, long_names, got[len(got) - len(long_text):]):
-            if longest is not None and longest > MAX_TEXT:
-                raise DataError(f"{name} column {getattr(source, name)!r} holds a value of {longest:,} characters; "
-                                f"a {name} names a class or a part in at most {MAX_TEXT:,}: choose another column.")
-        got = got[:len(got) - len(long_text)]
-        st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
-                   n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
-        mapped, positive = check_stats(st, source)
-        edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float))
-                 for f, q in zip(numeric, got[9:])}
-        s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
+        st, mapped, positive, got = statistics(rows, quant)
+        edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, got)}
         # -- 2. exact or grid ----------------------------------------------------------------------------
-        exact = st.distinct <= int(max_exact) / 4
-        if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
-            stage(STAGES[1])
-            n_distinct = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0])
-            exact = n_distinct <= int(max_exact)
-        code_sql = "__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})"
+        exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
         # -- 3. the aggregation --------------------------------------------------------------------------
         stage(STAGES[2])
-        part_expr = part_sql(scheme, source, rows)
-        params = []
-        if scheme.kind == "column" and "unnest(?)" in part_expr:
-            params.append([v for v in rows.train_values if v is not None])
         fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {_ident('__c_' + f)}" for f in feats]
-        inner = (f"SELECT {part_expr} AS __part, {code_sql} AS __code, "
-                 + "".join(c + ", " for c in fcodes)
-                 + "CAST(__label = ? AS INTEGER) AS __y, __s, "
-                   "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
-                 f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql}))")
-        params += [positive, st.label_lo, st.label_hi]
-        group = ", ".join(["__part", "__code"] + [_ident("__c_" + f) for f in feats])
-        agg_sql = (f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
-                   f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}")
+        agg_sql, params, part_expr = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, fcodes)
         res = rows._run(agg_sql, params, fetch="df")
         n_other = int(res["n_other"].sum())
         if n_other:

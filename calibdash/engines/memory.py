@@ -29,7 +29,7 @@ from .duckdb import check_scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, grid_code, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "read_rows"]
+__all__ = ["aggregate", "aggregate_keyed", "read_rows", "prepared_rows"]
 
 
 def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
@@ -109,6 +109,47 @@ def parts(n_rows: int, keys: np.ndarray | None, scheme: Scheme, split: pd.Series
     return (h < np.uint64(int(float(scheme.test_size) * 2 ** 32))).astype(np.int16)
 
 
+def prepared_rows(source: Source, scheme: Scheme, columns: Sequence[str] = (), need_keys: bool = False):
+    """The rows read and checked as every engine checks them: ``(frame, keys, scores, labels, parts)``.
+
+    ``frame`` holds the source's columns and ``columns``; ``keys`` are the
+    rows' keys (None: positions); scores are mapped to probabilities when
+    the source's scores are margins; labels are 0/1; parts follow ``scheme``.
+    """
+    check_scheme(scheme)
+    source.check_keys(scheme)
+    df, keys = read_rows(source, list(columns), need_keys)
+    raw = pd.to_numeric(df[source.score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    label = df[source.label]
+    st = _stats(raw, label)
+    mapped, positive = check_stats(st, source)
+    s = to_probabilities(raw, "logistic" if mapped else "identity", column=source.score)[0]
+    other = ~label.isin([st.label_lo, st.label_hi]).to_numpy()
+    if other.any():
+        raise other_labels_error(source.label, int(other.sum()), st.label_lo, st.label_hi)
+    y = (label == positive).to_numpy(dtype=bool).astype(np.int8)
+    part = parts(s.size, keys, scheme, df[source.split] if source.split else None)
+    return df, keys, s, y, part
+
+
+def aggregate_keyed(source: Source, key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
+                    memory_limit: str = "1GB", threads: int | None = None, on_stage=None):
+    """Keyed cells of a source's rows in memory (:func:`calibdash.keyed.rows.keyed_cells` on the rows read
+    and checked as :func:`aggregate` reads them; ``memory_limit`` and ``threads`` are not used).
+
+    Text dates are read by pandas (:func:`calibdash.drift.as_dates`), in more
+    formats than the SQL engines' ISO-8601.
+    """
+    from ..keyed.rows import keyed_cells
+
+    stage = on_stage or (lambda name: None)
+    stage("reading rows")
+    df, _, s, y, part = prepared_rows(source, scheme or Scheme(kind="insample"), [key.column],
+                                      source.needs_keys(scheme))
+    stage("aggregation")
+    return keyed_cells(s, y, df[key.column], key, part, max_exact=max_exact)
+
+
 def _grouped(part, s, y, exact, fcodes) -> tuple:
     """Group rows by (part, score code, feature codes): starts of groups in sorted order and the sums."""
     code = s if exact else grid_code(s)
@@ -130,21 +171,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     """Aggregate a source's rows into score cells in memory (the signature of
     :func:`calibdash.engines.duckdb.aggregate`; ``memory_limit`` and ``threads`` are not used)."""
     scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme)
     feats = list(source.features if features is None else features)
-    need_keys = source.needs_keys(scheme) or sample_rows > 0
-    df, keys = read_rows(source, feats, need_keys)
-    raw = pd.to_numeric(df[source.score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    label = df[source.label]
-    st = _stats(raw, label)
-    mapped, positive = check_stats(st, source)
-    s = to_probabilities(raw, "logistic" if mapped else "identity", column=source.score)[0]
-    other = ~label.isin([st.label_lo, st.label_hi]).to_numpy()
-    if other.any():
-        raise other_labels_error(source.label, int(other.sum()), st.label_lo, st.label_hi)
-    y = (label == positive).to_numpy(dtype=bool).astype(np.int8)
-    part = parts(s.size, keys, scheme, df[source.split] if source.split else None)
+    df, keys, s, y, part = prepared_rows(source, scheme, feats, source.needs_keys(scheme) or sample_rows > 0)
     if not feats:
         out = _cells.aggregate(s, y, part, max_exact=max_exact)
     else:

@@ -1,0 +1,208 @@
+"""Keyed cells with DuckDB: the cells of :mod:`calibdash.engines.duckdb` with a group or period key beside the part.
+
+The steps are the engine's (:func:`~calibdash.engines.duckdb.statistics`,
+:func:`~calibdash.engines.duckdb.cell_code`,
+:func:`~calibdash.engines.duckdb.grouped_sql`), the key computed in SQL as
+one more grouping code, its raw code (:mod:`calibdash.keyed.assemble`):
+
+* **group**, text or boolean column: the value as trimmed text (booleans
+  ``True``/``False``, as pandas writes them); number column: the number,
+  when it has at most ``max_groups`` distinct values (HyperLogLog in the
+  statistics scan; an exact ``count(DISTINCT)`` when the estimate lies
+  between ``max_groups / 4`` and ``4 * max_groups``), else the quantile group
+  (one more scan: exact ``quantile_cont`` at ``linspace(0, 1, n_quantiles + 1)``,
+  numpy's linear rule, and the exact distinct count the note states; about 8
+  bytes per row while computed). NaN is missing, as in pandas.
+* **period**: the first day of the row's period, ``date_trunc('day' | 'week'
+  | 'month' | 'quarter', ts)`` (weeks ISO, from Monday), as days since
+  1970-01-01. ``ts`` is a DATE or TIMESTAMP column; a TIMESTAMP WITH TIME
+  ZONE in UTC (the private connection's ``TimeZone`` is set to UTC); text
+  read by ``TRY_CAST(... AS TIMESTAMPTZ)`` (**ISO-8601 only**, with or
+  without an offset: narrower than pandas, which also reads such as
+  ``14/03/2025``), and a text column is dates when at least
+  :data:`calibdash.drift.DATE_SHARE` of its present entries read so (and
+  most do not look like numbers); whole numbers YYYYMMDD read by
+  ``try_strptime``. Rows whose date cannot be read are left out and counted.
+  ``freq="auto"``: the distinct days are listed in the statistics scan and
+  the period chosen from them (:func:`calibdash.drift.freq_from_days`).
+
+Key values are grouped as they come (one aggregation, cells at most the
+rows); the keys shown are made from the grouped rows afterwards, so a text
+column with very many values costs cells per value before it is refused.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..cells import MAX_EXACT
+from ..drift import DATE_SHARE, YMD_RANGE, freq_from_days, ymd_note
+from ..errors import DataError
+from ..grouping import GroupCoding, coding_for
+from ..keyed import PERIODS, Key, KeyedCells
+from ..keyed.assemble import check_group_key, group_cells, period_cells
+from ..keyed.rows import not_dates_error
+from ..scheme import Scheme
+from .duckdb import (SourceRows, cell_code, check_scheme, connect, grouped_sql, is_numeric_type, statistics)
+from .source import Source, other_labels_error
+
+__all__ = ["aggregate_keyed", "KEYED_STAGES", "TRUNC_UNITS"]
+
+#: The stages reported to ``on_stage``, in order (the second and third only when needed).
+KEYED_STAGES = ("statistics", "distinct scores", "key quantiles", "aggregation")
+#: DuckDB's and Spark's ``date_trunc`` unit of each period length.
+TRUNC_UNITS = {"D": "day", "W": "week", "M": "month", "Q": "quarter"}
+_WHITESPACE = "' \t\n\r\x0b\x0c'"
+_DAYS = "date_diff('day', DATE '1970-01-01', CAST({} AS DATE))"
+
+
+def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
+                    memory_limit: str = "1GB", threads: int | None = None, connection=None,
+                    on_stage: Callable[[str], None] | None = None,
+                    on_connect: Callable[..., None] | None = None) -> KeyedCells:
+    """Keyed cells of a source with DuckDB, out of core (see the module docstring).
+
+    Parameters
+    ----------
+    source : Source
+    key : Key
+    scheme, max_exact, memory_limit, threads, connection, on_connect
+        As :func:`calibdash.engines.duckdb.aggregate` (a caller's
+        ``connection`` keeps its own ``TimeZone``: set it to UTC for zoned
+        timestamps to fall in UTC periods).
+    on_stage : callable, optional
+        Called with each stage of :data:`KEYED_STAGES`.
+
+    Raises
+    ------
+    DataError
+        As :func:`calibdash.engines.duckdb.aggregate`; a period column holding no dates, or no readable one.
+    SettingsError
+        Too many groups or periods (:func:`calibdash.grouping.name_groups`, :func:`calibdash.drift.name_periods`).
+    """
+    scheme = scheme or Scheme(kind="insample")
+    check_scheme(scheme)
+    source.check_keys(scheme)
+    if key.kind == "group":
+        check_group_key(key)
+    own = connection is None
+    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
+    con = connect(memory_limit, threads, tmp) if own else connection
+    stage = on_stage or (lambda name: None)
+    try:
+        if own:
+            con.execute("SET TimeZone = 'UTC'")
+        if on_connect is not None:
+            on_connect(con)
+        stage(KEYED_STAGES[0])
+        rows = SourceRows(con, source, [key.column], source.needs_keys(scheme), tune=own)
+        col = '"' + ("__f_" + key.column).replace('"', '""') + '"'
+        duck_type = rows.types()["__f_" + key.column]
+        if key.kind == "group":
+            return _groups(rows, col, duck_type, key, scheme, max_exact, stage)
+        return _periods(rows, col, duck_type, key, scheme, max_exact, stage)
+    finally:
+        if own:
+            con.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            try:
+                con.execute("DROP TABLE IF EXISTS temp.__cd_rows")
+            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
+                pass
+
+
+def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql):
+    exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
+    stage(KEYED_STAGES[3])
+    sql, params, _ = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])
+    res = rows._run(sql, params, fetch="df")
+    n_other = int(res["n_other"].sum())
+    if n_other:
+        raise other_labels_error(rows.source.label, n_other, st.label_lo, st.label_hi)
+    return exact, res
+
+
+def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
+    number = is_numeric_type(duck_type)
+    if number:
+        x = f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
+        st, mapped, positive, (estimate,) = statistics(rows, [f"approx_count_distinct({x})"])
+        n_distinct = int(estimate or 0)
+        if key.max_groups / 4 < n_distinct <= 4 * key.max_groups:
+            n_distinct = int(rows._run(f"SELECT count(DISTINCT {x}) FROM ({rows.sql})", fetch="one")[0])
+        how = coding_for(True, n_distinct, key.max_groups)
+        if how == "quantile":
+            stage(KEYED_STAGES[2])
+            levels = np.linspace(0, 1, int(key.n_quantiles) + 1).tolist()
+            q, n_distinct = rows._run(f"SELECT quantile_cont({x}, {levels!r}), count(DISTINCT {x}) "
+                                      f"FROM ({rows.sql})", fetch="one")
+            edges = np.unique(np.asarray(q, dtype=float))
+            terms = " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges[1:-1]) or "0"
+            key_sql = f"CASE WHEN {x} IS NULL THEN NULL ELSE {terms} END"
+            coding = GroupCoding("quantile", int(n_distinct), edges)
+        else:
+            key_sql, coding = x, None
+    else:
+        st, mapped, positive, _ = statistics(rows)
+        key_sql = (f"CASE WHEN {col} IS NULL THEN NULL WHEN {col} THEN 'True' ELSE 'False' END"
+                   if duck_type.upper() == "BOOLEAN" else f"trim(CAST({col} AS VARCHAR), {_WHITESPACE})")
+        coding = None
+    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
+    raw = res["__k"]
+    missing = raw.isna().to_numpy()
+    if coding is None:
+        n_present = int(pd.unique(raw[~missing]).size)
+        coding = GroupCoding("number" if number else "text", n_distinct if number else n_present)
+    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
+    return group_cells(values, missing, res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float),
+                       res["n"].to_numpy(), res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float),
+                       exact=exact, coding=coding, key=key)
+
+
+def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
+    t = duck_type.upper()
+    notes, checks = [], []
+    if t.startswith("DATE") or t.startswith("TIMESTAMP"):
+        ts = f"CAST({col} AS TIMESTAMP)"
+    elif is_numeric_type(t):
+        x = f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
+        ts = f"try_strptime(CAST(CAST({x} AS BIGINT) AS VARCHAR), '%Y%m%d')"
+        checks = [f"count({x})", f"count(*) FILTER (WHERE {x} <> floor({x}))", f"min({x})", f"max({x})"]
+        ts = f"CASE WHEN {x} = floor({x}) AND {x} BETWEEN {YMD_RANGE[0]} AND {YMD_RANGE[1]} THEN {ts} END"
+    elif t == "VARCHAR":
+        text = f"NULLIF(trim({col}, {_WHITESPACE}), '')"
+        ts = f"CAST(TRY_CAST({text} AS TIMESTAMPTZ) AS TIMESTAMP)"
+        checks = [f"count({text})", f"count(*) FILTER (WHERE regexp_full_match({text}, '[+-]?\\d+(\\.\\d*)?'))"]
+    else:
+        raise not_dates_error(key.column)
+    day = _DAYS.format(ts)
+    extra = [f"count({ts})", f"min({ts})", f"max({ts})"] + checks
+    if key.freq == "auto":
+        extra.append(f"list(DISTINCT {day})")
+    st, mapped, positive, got = statistics(rows, extra)
+    n_read, first, last = int(got[0]), got[1], got[2]
+    if checks and t == "VARCHAR":
+        n_text, n_numeric = int(got[3]), int(got[4])
+        if n_text == 0 or n_numeric > 0.5 * n_text or n_read < DATE_SHARE * n_text:
+            raise not_dates_error(key.column)
+    elif checks:
+        n_num, n_frac, lo, hi = int(got[3]), int(got[4]), got[5], got[6]
+        if n_num == 0 or n_frac or lo < YMD_RANGE[0] or hi > YMD_RANGE[1] or n_read < DATE_SHARE * n_num:
+            raise not_dates_error(key.column)
+        notes.append(ymd_note(key.column))
+    if n_read == 0:
+        raise DataError(f"no row of {key.column} holds a date.")
+    freq = freq_from_days(got[-1], PERIODS) if key.freq == "auto" else key.freq
+    key_sql = _DAYS.format(f"date_trunc('{TRUNC_UNITS[freq]}', {ts})")
+    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
+    left = res["__k"].isna().to_numpy()
+    res = res[~left]
+    return period_cells(res["__k"].to_numpy(dtype=np.int64), res["__part"].to_numpy(),
+                        res["__code"].to_numpy(dtype=float), res["n"].to_numpy(), res["n_pos"].to_numpy(),
+                        res["s_sum"].to_numpy(dtype=float), exact=exact, key=key, freq=freq, first=first, last=last,
+                        n_left_out=st.n_rows - n_read, notes=notes)
