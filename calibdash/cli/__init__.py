@@ -47,6 +47,7 @@ from .models import cmd_apply, cmd_export_sql, cmd_fit
 from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
 from ..group_metrics import STATS as GROUP_STATS
 from ..grouping import MIN_ROWS, N_QUANTILES
+from ..metrics import DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
            "cmd_export_sql", "cmd_benchmark", "cmd_groups", "cmd_drift", "EVALUATE_METHODS"]
@@ -130,8 +131,8 @@ def _add_monitor(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--score", help="score column (default: guessed)")
     p.add_argument("--label", help="label column (default: guessed)")
     _add_positive(p)
-    p.add_argument("--n-bins", type=int, default=measures.DEFAULT_N_BINS, help="ECE's bins (default: %(default)s)")
-    p.add_argument("--strategy", choices=list(measures.STRATEGIES), default=measures.DEFAULT_STRATEGY,
+    p.add_argument("--n-bins", type=int, default=DEFAULT_N_BINS, help="ECE's bins (default: %(default)s)")
+    p.add_argument("--strategy", choices=list(STRATEGIES), default=DEFAULT_STRATEGY,
                    help="ECE's bins: equal-count (quantile) or equal-width (uniform) (default: %(default)s)")
     p.add_argument("--boot", type=int, default=200, metavar="N",
                    help=f"Poisson-bootstrap resamples of each {what}'s rows for the intervals; 0: none "

@@ -103,8 +103,17 @@ def aggregate(source, scheme, engine: str, memory_limit: str):
 
 
 def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
-    """:func:`calibdash.engines.aggregate_keyed` as a job (:func:`in_job`): keyed score cells of ``source``."""
-    from ..engines.plan import aggregate_keyed_job
+    """:func:`calibdash.engines.aggregate_keyed` as a job (:func:`in_job`): its stages on stderr (DuckDB's named
+    by :data:`calibdash.engines.plan.STAGE_TEXT`), and DuckDB's query interrupted on Ctrl-C."""
+    import contextlib
 
-    return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}",
-                  lambda job: aggregate_keyed_job(job, source, key, scheme, engine=engine, memory_limit=memory_limit))
+    from .. import engines
+    from ..engines.plan import STAGE_TEXT, watch
+
+    def work(job):
+        with contextlib.ExitStack() as watching:
+            more = {"on_connect": lambda con: watching.enter_context(watch(job, con))} if engine == "duckdb" else {}
+            return engines.aggregate_keyed(source, key, scheme, engine=engine, memory_limit=memory_limit,
+                                           on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)), **more)
+
+    return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", work)

@@ -64,7 +64,21 @@ def _keyed(args, key: Key, scheme: Scheme | None):
         raise SettingsError(f"--boot must be 0 (no intervals) or more, got {args.boot}.")
     src = engine_source(args, split=args.split)
     engine = _engine(args, src)
+    _check_column(src, engine, key.column, "--by" if key.kind == "group" else "--time")
     return aggregate_keyed(src, key, scheme, engine, args.memory_limit), src, engine
+
+
+def _check_column(src, engine: str, column: str, option: str) -> None:
+    """Refuse a key column the source does not have, listing its columns (files, DuckDB tables and queries: one
+    read of no rows; a table of Spark's catalog is left to Spark)."""
+    if src.kind != "files" and engine == "spark":
+        return
+    from ..engines.duckdb import read_head
+
+    columns = [str(c) for c in read_head(src, 0).columns]
+    if column not in columns:
+        raise DataError(f"{option} {column!r}: {src.describe()} has no such column; its columns are "
+                        f"{', '.join(columns[:40])}{', ...' if len(columns) > 40 else ''}.")
 
 
 def _value(row, name: str) -> dict:
