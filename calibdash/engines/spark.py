@@ -55,7 +55,7 @@ from .duckdb import check_scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "row_hash_column", "session", "keyed_rows", "to_pandas", "part_column", "release"]
+__all__ = ["aggregate", "statistics", "cell_code", "grouped", "row_hash_column", "session", "keyed_rows", "to_pandas", "part_column", "release"]
 
 _M32 = 0xFFFFFFFF
 #: Up to this many Parquet files are read one by one with their offsets (no counting job), else counted by Spark.
@@ -261,15 +261,19 @@ def part_column(df, scheme: Scheme, source: Source, split_values=None):
         h < F.lit(int(float(scheme.test_size) * 2 ** 32)), 1).otherwise(0))
 
 
-def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
+def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
+    """One aggregation job: what :func:`~calibdash.engines.source.check_stats` checks, the split column's
+    values (``"column"`` scheme) and the ``extra`` aggregate columns.
+
+    Returns
+    -------
+    (stats, mapped, positive, split_values, extra_values)
+    """
     from pyspark.sql import functions as F
 
     raw = F.col(source.score).cast("double")
     lab = F.col(source.label)
     finite = ~(F.isnan(raw) | raw.isin(float("inf"), float("-inf")))
-    kinds = {f: _kind(df.schema[f].dataType) for f in feats}
-    numeric = [f for f in feats if kinds[f] == "numeric"]
-    levels = quantile_levels(feature_bins) if feats else []
     aggs = [F.count(F.lit(1)), F.count(F.when(raw.isNull() | ~finite, 1)),
             F.min(F.when(finite, raw)), F.max(F.when(finite, raw)),
             F.count(F.when(finite & ((raw < 0) | (raw > 1)), 1)), F.count(F.when(lab.isNull(), 1)),
@@ -277,24 +281,65 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     if scheme.kind == "column" and source.split:
         aggs.append(F.collect_set(F.col(source.split)))            # drops NULL: counted next
         aggs.append(F.count(F.when(F.col(source.split).isNull(), 1)))
-    for f in numeric:
-        x = F.col(f).cast("double")
-        x = F.when(x.isNotNull() & ~F.isnan(x), x)
-        aggs.append(F.percentile(x, F.array(*[F.lit(q) for q in levels])))
-    got = df.agg(*aggs).collect()[0]
+    got = df.agg(*aggs, *extra).collect()[0]
     st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
                n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
     mapped, positive = check_stats(st, source)
     split_values = None
     if scheme.kind == "column" and source.split:
         split_values = list(got[9]) + ([None] if got[10] else [])
-    quantiles = got[11:] if split_values is not None else got[9:]
-    edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
+    return st, mapped, positive, split_values, list(got[11:] if split_values is not None else got[9:])
+
+
+def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tuple:
+    """``(exact, score, code)``: exact cells or the grid as :func:`calibdash.engines.duckdb.cell_code` decides,
+    the score column (mapped when margins) and the cell code column."""
+    from pyspark.sql import functions as F
+
+    raw = F.col(source.score).cast("double")
     s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
     exact = st.distinct <= int(max_exact) / 4
     if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
         exact = int(df.select(F.countDistinct(s)).collect()[0][0]) <= int(max_exact)
     code = s if exact else F.least(F.floor(s * GRID).cast("long"), F.lit(GRID - 1).cast("long"))
+    return exact, s, code
+
+
+def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes=()) -> pd.DataFrame:
+    """The aggregation: rows grouped by part, cell code and ``codes`` (aliased columns), on the driver with
+    ``n``, ``n_pos``, ``s_sum`` and ``n_other``; a third label value is refused."""
+    from pyspark.sql import functions as F
+
+    lab = F.col(source.label)
+    rows = df.select(part.cast("int").alias("__part"), code.alias("__code"), *codes,
+                     (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
+                     (~(lab.eqNullSafe(F.lit(st.label_lo)) | lab.eqNullSafe(F.lit(st.label_hi)))).cast("long")
+                     .alias("__other"))
+    names = [c for c in rows.columns if c not in ("__y", "__s", "__other")]
+    res = rows.groupBy(*names).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
+                                   F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
+    res = to_pandas(spark, res, names + ["n", "n_pos", "s_sum", "n_other"])
+    n_other = int(res["n_other"].sum())
+    if n_other:
+        raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
+    return res
+
+
+def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
+    from pyspark.sql import functions as F
+
+    lab = F.col(source.label)
+    kinds = {f: _kind(df.schema[f].dataType) for f in feats}
+    numeric = [f for f in feats if kinds[f] == "numeric"]
+    levels = quantile_levels(feature_bins) if feats else []
+    extra = []
+    for f in numeric:
+        x = F.col(f).cast("double")
+        x = F.when(x.isNotNull() & ~F.isnan(x), x)
+        extra.append(F.percentile(x, F.array(*[F.lit(q) for q in levels])))
+    st, mapped, positive, split_values, quantiles = statistics(df, source, scheme, extra)
+    edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
+    exact, s, code = cell_code(df, source, st, mapped, max_exact)
     df, part = part_column(df, scheme, source, split_values)
     fcodes = []
     for f in feats:
@@ -306,17 +351,7 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
         for e in edges[f]:
             binned = binned + (x >= F.lit(float(e))).cast("int")
         fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(binned).alias("__c_" + f))
-    rows = df.select(part.cast("int").alias("__part"), code.alias("__code"), *fcodes,
-                     (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
-                     (~(lab.eqNullSafe(F.lit(st.label_lo)) | lab.eqNullSafe(F.lit(st.label_hi)))).cast("long")
-                     .alias("__other"))
-    group = ["__part", "__code"] + ["__c_" + f for f in feats]
-    res = rows.groupBy(*group).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
-                                   F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
-    res = to_pandas(spark, res, group + ["n", "n_pos", "s_sum", "n_other"])
-    n_other = int(res["n_other"].sum())
-    if n_other:
-        raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
+    res = grouped(spark, df, source, part, s, code, st, positive, fcodes)
     fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
     cells = assemble_cells(res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
                            res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float), exact=exact, features=fdf)

@@ -1,0 +1,167 @@
+"""Keyed cells with Spark: :mod:`calibdash.engines.duckdb_keyed`'s steps as Spark jobs.
+
+The key's raw code is computed as in DuckDB (see that module): trimmed text
+(``True``/``False`` for booleans), the number, or the quantile group (exact
+``percentile`` at ``linspace(0, 1, n_quantiles + 1)``, numpy's linear rule,
+with the exact ``countDistinct`` in the same job); a period's first day by
+``date_trunc`` (weeks from Monday) as days since 1970-01-01. The session's
+``spark.sql.session.timeZone`` is set to UTC for the call (and restored), so
+zoned timestamps and text with an offset fall in UTC periods; text dates
+are read by ``try_to_timestamp`` (Spark's cast rules: **ISO-8601 only**,
+narrower than pandas), whole numbers by ``try_to_timestamp(..., 'yyyyMMdd')``.
+CSV files are read with ``inferSchema``: a column of ISO timestamps arrives
+as timestamps, read in UTC.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..cells import MAX_EXACT
+from ..drift import DATE_SHARE, YMD_RANGE, freq_from_days, ymd_note
+from ..errors import DataError
+from ..grouping import GroupCoding, coding_for
+from ..keyed import PERIODS, Key, KeyedCells
+from ..keyed.assemble import check_group_key, group_cells, period_cells
+from ..keyed.rows import not_dates_error
+from ..scheme import Scheme
+from .duckdb import check_scheme
+from .duckdb_keyed import KEYED_STAGES, TRUNC_UNITS
+from .source import Source
+from .spark import cell_code, grouped, keyed_rows, part_column, release, session, statistics
+
+__all__ = ["aggregate_keyed"]
+
+_TZ = "spark.sql.session.timeZone"
+_SPACE = r"^\s+|\s+$"
+
+
+def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
+                    memory_limit: str = "1GB", threads: int | None = None, on_stage=None, spark=None) -> KeyedCells:
+    """Keyed cells of a source with Spark (the parameters and result of
+    :func:`calibdash.engines.duckdb_keyed.aggregate_keyed`; ``spark`` is the session, default
+    ``getOrCreate()``; ``memory_limit`` and ``threads`` belong to the session)."""
+    from pyspark.sql.utils import AnalysisException
+
+    scheme = scheme or Scheme(kind="insample")
+    check_scheme(scheme)
+    source.check_keys(scheme, spark=True)
+    if key.kind == "group":
+        check_group_key(key)
+    spark = session(spark)
+    stage = on_stage or (lambda name: None)
+    before = spark.conf.get(_TZ)
+    spark.conf.set(_TZ, "UTC")
+    try:
+        stage(KEYED_STAGES[0])
+        try:
+            df = keyed_rows(spark, source, source.columns([key.column]), source.needs_keys(scheme))
+        except AnalysisException as exc:
+            raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
+        run = _groups if key.kind == "group" else _periods
+        return run(spark, df, source, key, scheme, max_exact, stage)
+    finally:
+        spark.conf.set(_TZ, before)
+        release()
+
+
+def _cells(spark, df, source, scheme, st, mapped, positive, split_values, max_exact, stage, key_col):
+    exact, s, code = cell_code(df, source, st, mapped, max_exact)
+    stage(KEYED_STAGES[3])
+    df, part = part_column(df, scheme, source, split_values)
+    return exact, grouped(spark, df, source, part, s, code, st, positive, [key_col.alias("__k")])
+
+
+def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, NumericType, StringType
+
+    dtype = df.schema[key.column].dataType
+    col = F.col(key.column)
+    number = isinstance(dtype, NumericType)
+    coding = None
+    if number:
+        x = F.when(~F.isnan(col.cast("double")), col.cast("double"))
+        st, mapped, positive, splits, (estimate,) = statistics(df, source, scheme, [F.approx_count_distinct(x, 0.01)])
+        n_distinct = int(estimate or 0)
+        if key.max_groups / 4 < n_distinct <= 4 * key.max_groups:
+            n_distinct = int(df.select(F.countDistinct(x)).collect()[0][0])
+        if coding_for(True, n_distinct, key.max_groups) == "quantile":
+            stage(KEYED_STAGES[2])
+            levels = np.linspace(0, 1, int(key.n_quantiles) + 1).tolist()
+            q, n_distinct = df.agg(F.percentile(x, F.array(*[F.lit(v) for v in levels])),
+                                   F.countDistinct(x)).collect()[0]
+            edges = np.unique(np.asarray(q, dtype=float))
+            binned = F.lit(0)
+            for e in edges[1:-1]:
+                binned = binned + (x >= F.lit(float(e))).cast("int")
+            key_col = F.when(x.isNotNull(), binned)
+            coding = GroupCoding("quantile", int(n_distinct), edges)
+        else:
+            key_col = x
+    else:
+        st, mapped, positive, splits, _ = statistics(df, source, scheme)
+        if isinstance(dtype, BooleanType):
+            key_col = F.when(col.isNull(), F.lit(None)).when(col, F.lit("True")).otherwise(F.lit("False"))
+        else:
+            text = col if isinstance(dtype, StringType) else col.cast("string")
+            key_col = F.regexp_replace(text, _SPACE, "")
+    exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)
+    raw = res["__k"]
+    missing = raw.isna().to_numpy()
+    if coding is None:
+        coding = GroupCoding("number" if number else "text",
+                             n_distinct if number else int(pd.unique(raw[~missing]).size))
+    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
+    return group_cells(values, missing, res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float),
+                       res["n"].to_numpy(), res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float),
+                       exact=exact, coding=coding, key=key)
+
+
+def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DateType, NumericType, StringType, TimestampNTZType, TimestampType
+
+    dtype = df.schema[key.column].dataType
+    col = F.col(key.column)
+    notes, checks = [], []
+    if isinstance(dtype, (DateType, TimestampType, TimestampNTZType)):
+        ts = col.cast("timestamp")
+    elif isinstance(dtype, NumericType):
+        x = F.when(~F.isnan(col.cast("double")), col.cast("double"))
+        ok = (x == F.floor(x)) & (x >= F.lit(YMD_RANGE[0])) & (x <= F.lit(YMD_RANGE[1]))
+        ts = F.when(ok, F.try_to_timestamp(x.cast("long").cast("string"), F.lit("yyyyMMdd")))
+        checks = [F.count(x), F.count(F.when(x != F.floor(x), 1)), F.min(x), F.max(x)]
+    elif isinstance(dtype, StringType):
+        trimmed = F.regexp_replace(col, _SPACE, "")
+        text = F.when(trimmed != "", trimmed)
+        ts = F.try_to_timestamp(text)
+        checks = [F.count(text), F.count(F.when(text.rlike(r"^[+-]?\d+(\.\d*)?$"), 1))]
+    else:
+        raise not_dates_error(key.column)
+    day = F.datediff(F.to_date(ts), F.lit("1970-01-01").cast("date"))
+    extra = [F.count(ts), F.min(ts).cast("string"), F.max(ts).cast("string")] + checks
+    if key.freq == "auto":
+        extra.append(F.collect_set(day))
+    st, mapped, positive, splits, got = statistics(df, source, scheme, extra)
+    n_read, first, last = int(got[0]), got[1], got[2]
+    if checks and isinstance(dtype, StringType):
+        n_text, n_numeric = int(got[3]), int(got[4])
+        if n_text == 0 or n_numeric > 0.5 * n_text or n_read < DATE_SHARE * n_text:
+            raise not_dates_error(key.column)
+    elif checks:
+        n_num, n_frac, lo, hi = int(got[3]), int(got[4]), got[5], got[6]
+        if n_num == 0 or n_frac or lo < YMD_RANGE[0] or hi > YMD_RANGE[1] or n_read < DATE_SHARE * n_num:
+            raise not_dates_error(key.column)
+        notes.append(ymd_note(key.column))
+    if n_read == 0:
+        raise DataError(f"no row of {key.column} holds a date.")
+    freq = freq_from_days(list(got[-1]), PERIODS) if key.freq == "auto" else key.freq
+    key_col = F.datediff(F.to_date(F.date_trunc(TRUNC_UNITS[freq], ts)), F.lit("1970-01-01").cast("date"))
+    exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)
+    res = res[res["__k"].notna().to_numpy()]
+    return period_cells(res["__k"].to_numpy(dtype=np.int64), res["__part"].to_numpy(),
+                        res["__code"].to_numpy(dtype=float), res["n"].to_numpy(), res["n_pos"].to_numpy(),
+                        res["s_sum"].to_numpy(dtype=float), exact=exact, key=key, freq=freq,
+                        first=pd.Timestamp(first), last=pd.Timestamp(last), n_left_out=st.n_rows - n_read,
+                        notes=notes)
