@@ -19,6 +19,23 @@ small ECE the percentile interval can lie wholly above the value itself.
 It still covers the population ECE of a clearly miscalibrated group at
 about its level (``tests/test_groups.py``).
 
+Large groups. A group whose distinct (score, label) pairs exceed
+:data:`BOOT_CELLS` (a group of score cells on the grid of
+:mod:`calibdash.cells`: up to 2 x 65,536 of them; a large upload's group of
+rows) is resampled on *runs*: its scores, in order, are cut into
+:data:`BOOT_CELLS` / 2 runs of about equal weight, and each run's positives
+and negatives become two cells at the run's weighted mean score
+(:func:`coarse_cells`). The positive rate and the mean score are unchanged
+by this (each run keeps its label counts and its score sum); ECE, Brier,
+log-loss and AUC are measured on the runs in every resample, and the
+interval is the runs' percentile interval moved by the difference between
+the point value on every cell and on the runs (the bias of the coarsening,
+removed to first order; an equal-count ECE bin edge moves by at most one run,
+1/1,024 of the group). This keeps the cost of a group's intervals at
+``n_boot x BOOT_CELLS`` draws however many rows or cells it holds: 50
+segments of 10^8 rows resample in seconds, not minutes. Groups with fewer
+pairs are resampled as they are (every row or cell its own draw).
+
 A group holding one class only (all positive or all negative) has no AUC, and
 its calibration metrics are not computed either (NaN, with a note): the
 resamples of such a group are all one-class, where
@@ -46,6 +63,8 @@ __all__ = ["STATS", "METRICS", "GroupReport", "group_stats", "by_group", "group_
 METRICS = ("ECE", "Brier", "LogLoss", "AUC")
 #: Every statistic with an interval, in table order.
 STATS = ("positive_rate", "mean_score") + METRICS
+#: Most (score, label) cells a group's bootstrap resamples; a group with more is resampled on runs (module docstring).
+BOOT_CELLS = 2048
 _MIN_BOOT_CELLS = 2
 
 
@@ -83,6 +102,23 @@ def _cells(s: np.ndarray, y: np.ndarray, w: np.ndarray):
     s, y, w = s[keep], y[keep], w[keep]
     frame = pd.DataFrame({"s": s, "y": y, "w": w}).groupby(["s", "y"], sort=True, as_index=False)["w"].sum()
     return frame["s"].to_numpy(), frame["y"].to_numpy(dtype=np.int8), frame["w"].to_numpy()
+
+
+def coarse_cells(s: np.ndarray, y: np.ndarray, w: np.ndarray, runs: int):
+    """``(scores, labels, weights)``: cells sorted by score cut into ``runs`` runs of about equal weight, each
+    run's positives and negatives merged into two cells at the run's weighted mean score (empty ones dropped).
+
+    A run is the cells whose cumulative weight before them falls in one ``1/runs`` share of the total, so a
+    cell is never split and every run holds at least one cell.
+    """
+    before = np.cumsum(w) - w
+    run = np.minimum((before / w.sum() * runs).astype(np.int64), runs - 1)
+    index = run * 2 + y.astype(np.int64)
+    cw = np.bincount(index, weights=w, minlength=2 * runs)
+    total = np.bincount(run, weights=w, minlength=runs)
+    mean = np.bincount(run, weights=w * s, minlength=runs) / np.where(total > 0, total, 1.0)
+    keep = np.flatnonzero(cw > 0)
+    return mean[keep // 2], (keep % 2).astype(np.int8), cw[keep]
 
 
 def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEFAULT_N_BINS,
@@ -136,6 +172,13 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
         return out
     alpha = (1 - level) / 2
     cs, cy, cw = _cells(s, y, w)
+    shift = dict.fromkeys(METRICS, 0.0)
+    if cs.size > BOOT_CELLS and not one_class:
+        cs, cy, cw = coarse_cells(cs, cy, cw, BOOT_CELLS // 2)
+        coarse = {"ECE": metrics.ece(cs, cy, n_bins, strategy, sample_weight=cw),
+                  "Brier": metrics.brier(cs, cy, sample_weight=cw), "LogLoss": metrics.log_loss(cs, cy, sample_weight=cw),
+                  "AUC": metrics.auc(cs, cy, sample_weight=cw)}
+        shift = {name: out[name] - coarse[name] for name in METRICS}
     rng = np.random.default_rng(seed)
     # positive rate and mean score: weighted sums of the resampled counts, in chunks of bounded memory
     chunk = max(1, (1 << 22) // max(1, cs.size))
@@ -155,7 +198,7 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
                                      seed=seed, n_bins=n_bins, strategy=strategy, names=METRICS, mvce_views=1,
                                      workers=1)
         for name in METRICS:
-            out[f"{name}_low"], out[f"{name}_high"] = boot.interval("p", name)
+            out[f"{name}_low"], out[f"{name}_high"] = (v + shift[name] for v in boot.interval("p", name))
         return out
     # fractional weights: each row counted w * Poisson(1) times, metrics measured with those weights
     draws = {name: np.full(int(n_boot), np.nan) for name in METRICS}
@@ -169,7 +212,8 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
         draws["LogLoss"][b] = metrics.log_loss(cs, cy, sample_weight=wb)
         draws["AUC"][b] = metrics.auc(cs, cy, sample_weight=wb)
     for name in METRICS:
-        out[f"{name}_low"], out[f"{name}_high"] = (float(v) for v in np.nanquantile(draws[name], [alpha, 1 - alpha]))
+        out[f"{name}_low"], out[f"{name}_high"] = (float(v) + shift[name]
+                                                   for v in np.nanquantile(draws[name], [alpha, 1 - alpha]))
     return out
 
 
@@ -229,8 +273,12 @@ def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot
     """Per group (in ``order``): :func:`group_stats` (each group from its own seed) and the reliability table."""
     seeds = np.random.SeedSequence(seed).generate_state(len(order))
     rows, tables = {}, {}
-    for g, sd in zip(order, seeds):
-        m = groups == g
+    # each group's rows in their order, from one pass over the labels (not one comparison of every row per group)
+    codes = pd.Categorical(groups, categories=list(order)).codes
+    sorter = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[sorter], np.arange(len(order) + 1))
+    for i, (g, sd) in enumerate(zip(order, seeds)):
+        m = sorter[bounds[i]:bounds[i + 1]]
         sw = None if sample_weight is None else w[m]
         rows[g] = group_stats(s[m], y[m], sw, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
                               seed=int(sd))

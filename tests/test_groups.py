@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import data as cdata, groups as G, metrics
+from calibdash import data as cdata, group_metrics, groups as G, metrics
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import Scheme, evaluate
 from calibdash.figures import groups as fg
@@ -238,3 +238,34 @@ def test_figures_draw_one_panel_per_group_and_a_point_per_group():
     fix = G.fix_groups(s, y, g, n_boot=10, mbct_params={"bin_size": 50})
     many = fg.ece_forest(fix.reports)
     assert [t.name for t in many.data] == ["uncalibrated", "isotonic", "mbct"]
+
+
+# -- large groups: the bootstrap resamples runs of the group's cells --------------------------------------------------
+def test_coarse_cells_keep_each_runs_label_counts_and_score_sum():
+    rng = np.random.default_rng(3)
+    s = np.sort(rng.uniform(size=5000))
+    y = (rng.uniform(size=5000) < s).astype(np.int8)
+    w = rng.integers(1, 5, 5000).astype(float)
+    cs, cy, cw = group_metrics.coarse_cells(s, y, w, 64)
+    assert cw.sum() == w.sum() and cw[cy == 1].sum() == w[y == 1].sum()
+    # the weighted mean score is kept (each run at its own weighted mean): equal up to the sums' rounding
+    assert np.dot(cs, cw) == pytest.approx(np.dot(s, w), rel=1e-12)
+    assert np.unique(cs).size <= 64 and np.all(np.diff(np.unique(cs)) > 0)
+
+
+def test_a_large_group_is_resampled_on_runs_with_intervals_like_every_cells(monkeypatch):
+    """Above BOOT_CELLS pairs the intervals come from runs, moved by the coarsening's bias: their ends agree with
+    the bootstrap of every cell to within the Monte-Carlo noise of 400 resamples (a quarter of the width)."""
+    rng = np.random.default_rng(4)
+    n = 20_000
+    s = rng.beta(2, 5, n)
+    y = (rng.uniform(size=n) < np.clip(1.2 * s, 0, 1)).astype(np.int8)
+    coarse = group_metrics.group_stats(s, y, n_boot=400, seed=1)
+    monkeypatch.setattr(group_metrics, "BOOT_CELLS", 10 * n)
+    full = group_metrics.group_stats(s, y, n_boot=400, seed=1)
+    for name in group_metrics.STATS:
+        assert coarse[name] == full[name]                    # point values are always on every cell
+        width = full[f"{name}_high"] - full[f"{name}_low"]
+        assert width > 0
+        assert abs(coarse[f"{name}_low"] - full[f"{name}_low"]) < 0.25 * width, name
+        assert abs(coarse[f"{name}_high"] - full[f"{name}_high"]) < 0.25 * width, name

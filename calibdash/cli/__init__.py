@@ -46,7 +46,10 @@ from .listing import cmd_methods
 from .models import cmd_apply, cmd_export_sql, cmd_fit
 from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
 from ..group_metrics import STATS as GROUP_STATS
-from ..grouping import MIN_ROWS, N_QUANTILES
+from ..grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
+
+#: Most groups the `groups` command takes (a nightly job may watch many segments; the page shows MAX_GROUPS).
+CLI_MAX_GROUPS = 200
 from ..metrics import DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
@@ -269,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--by", required=True, metavar="COL", help="the group column")
     g.add_argument("--quantiles", type=int, default=N_QUANTILES, metavar="N",
                    help="a numeric column with many values is cut into N equal-count groups (default: %(default)s)")
+    g.add_argument("--max-groups", type=int, default=CLI_MAX_GROUPS, metavar="N",
+                   help="most groups after pooling; more is refused (default: %(default)s; the page shows at most "
+                        f"{MAX_GROUPS} side by side)")
     g.add_argument("--min-rows", type=float, default=MIN_ROWS,
                    help="groups with fewer rows are pooled into 'other' (default: %(default)s)")
     g.add_argument("--fix", metavar="METHOD",

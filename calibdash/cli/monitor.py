@@ -197,7 +197,7 @@ def cmd_groups(args) -> int:
     scheme = None
     if args.fix:
         scheme = Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
-    key = Key(args.by, "group", n_quantiles=args.quantiles, min_rows=args.min_rows)
+    key = Key(args.by, "group", n_quantiles=args.quantiles, max_groups=args.max_groups, min_rows=args.min_rows)
     kc, src, engine = _keyed(args, key, scheme)
     rep = by_key(kc, n_bins=args.n_bins, strategy=args.strategy, n_boot=args.boot, seed=args.seed)
     notes = list(rep.notes)
