@@ -86,7 +86,7 @@ else:
     kc = aggregate_keyed(Source(glob), key, engine="duckdb", memory_limit=limit)
     cells = len(kc)
 wall = time.perf_counter() - t0
-print(json.dumps({{"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+print("RESULT " + json.dumps({{"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "cells": cells}}))
 """
 
@@ -94,7 +94,8 @@ print(json.dumps({{"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SE
 def run(task: str, glob: str, limit: str) -> dict:
     code = CHILD.format(repo=str(REPO), task=task, glob=glob, limit=limit, segments=SEGMENTS)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    line = out.stdout[out.stdout.rindex("RESULT ") + 7:].splitlines()[0]      # past DuckDB's progress bar
+    return json.loads(line)
 
 
 def main() -> None:
