@@ -11,7 +11,6 @@ import pytest
 
 from conftest import start_spark
 
-from calibdash import cells
 from calibdash.engines import Source, aggregate_keyed
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import Scheme, cell_parts

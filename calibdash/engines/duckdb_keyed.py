@@ -40,12 +40,11 @@ import numpy as np
 import pandas as pd
 
 from ..cells import MAX_EXACT
-from ..drift import DATE_SHARE, YMD_RANGE, freq_from_days, ymd_note
-from ..errors import DataError
+from ..drift import YMD_RANGE, freq_from_days
 from ..grouping import GroupCoding, coding_for
 from ..keyed import PERIODS, Key, KeyedCells
 from ..keyed.assemble import check_group_key, group_cells, period_cells
-from ..keyed.rows import not_dates_error
+from ..keyed.rows import not_dates_error, read_dates_check
 from ..scheme import Scheme
 from .duckdb import (SourceRows, cell_code, check_scheme, connect, grouped_sql, is_numeric_type, statistics)
 from .source import Source, other_labels_error
@@ -166,7 +165,7 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
 
 def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     t = duck_type.upper()
-    notes, checks = [], []
+    checks = []
     if t.startswith("DATE") or t.startswith("TIMESTAMP"):
         ts = f"CAST({col} AS TIMESTAMP)"
     elif is_numeric_type(t):
@@ -186,17 +185,8 @@ def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
         extra.append(f"list(DISTINCT {day})")
     st, mapped, positive, got = statistics(rows, extra)
     n_read, first, last = int(got[0]), got[1], got[2]
-    if checks and t == "VARCHAR":
-        n_text, n_numeric = int(got[3]), int(got[4])
-        if n_text == 0 or n_numeric > 0.5 * n_text or n_read < DATE_SHARE * n_text:
-            raise not_dates_error(key.column)
-    elif checks:
-        n_num, n_frac, lo, hi = int(got[3]), int(got[4]), got[5], got[6]
-        if n_num == 0 or n_frac or lo < YMD_RANGE[0] or hi > YMD_RANGE[1] or n_read < DATE_SHARE * n_num:
-            raise not_dates_error(key.column)
-        notes.append(ymd_note(key.column))
-    if n_read == 0:
-        raise DataError(f"no row of {key.column} holds a date.")
+    notes = read_dates_check("dates" if not checks else "text" if t == "VARCHAR" else "ymd", n_read,
+                             got[3:3 + len(checks)], key.column)
     freq = freq_from_days(got[-1], PERIODS) if key.freq == "auto" else key.freq
     key_sql = _DAYS.format(f"date_trunc('{TRUNC_UNITS[freq]}', {ts})")
     exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from ..cells import MAX_EXACT
-from ..drift import DATE_SHARE, YMD_RANGE, freq_from_days, ymd_note
+from ..drift import YMD_RANGE, freq_from_days
 from ..errors import DataError
 from ..grouping import GroupCoding, coding_for
 from ..keyed import PERIODS, Key, KeyedCells
 from ..keyed.assemble import check_group_key, group_cells, period_cells
-from ..keyed.rows import not_dates_error
+from ..keyed.rows import not_dates_error, read_dates_check
 from ..scheme import Scheme
 from .duckdb import check_scheme
 from .duckdb_keyed import KEYED_STAGES, TRUNC_UNITS
@@ -124,7 +124,7 @@ def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
 
     dtype = df.schema[key.column].dataType
     col = F.col(key.column)
-    notes, checks = [], []
+    checks = []
     if isinstance(dtype, (DateType, TimestampType, TimestampNTZType)):
         ts = col.cast("timestamp")
     elif isinstance(dtype, NumericType):
@@ -145,17 +145,8 @@ def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
         extra.append(F.collect_set(day))
     st, mapped, positive, splits, got = statistics(df, source, scheme, extra)
     n_read, first, last = int(got[0]), got[1], got[2]
-    if checks and isinstance(dtype, StringType):
-        n_text, n_numeric = int(got[3]), int(got[4])
-        if n_text == 0 or n_numeric > 0.5 * n_text or n_read < DATE_SHARE * n_text:
-            raise not_dates_error(key.column)
-    elif checks:
-        n_num, n_frac, lo, hi = int(got[3]), int(got[4]), got[5], got[6]
-        if n_num == 0 or n_frac or lo < YMD_RANGE[0] or hi > YMD_RANGE[1] or n_read < DATE_SHARE * n_num:
-            raise not_dates_error(key.column)
-        notes.append(ymd_note(key.column))
-    if n_read == 0:
-        raise DataError(f"no row of {key.column} holds a date.")
+    notes = read_dates_check("dates" if not checks else "text" if isinstance(dtype, StringType) else "ymd", n_read,
+                             got[3:3 + len(checks)], key.column)
     freq = freq_from_days(list(got[-1]), PERIODS) if key.freq == "auto" else key.freq
     key_col = F.datediff(F.to_date(F.date_trunc(TRUNC_UNITS[freq], ts)), F.lit("1970-01-01").cast("date"))
     exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)

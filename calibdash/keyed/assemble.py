@@ -55,7 +55,12 @@ def reduce_keyed(key, part, code, n, n_pos, score_sum, *, exact: bool) -> tuple[
     key = np.asarray(key, dtype=np.int64)
     part = np.asarray(part, dtype=np.int64)
     code = np.asarray(code, dtype=float)
-    order = np.lexsort((code, part, key))
+    if code.size:               # one int64 sort key (key, part, code rank): one argsort, not a 3-key lexsort
+        ranks, rank = np.unique(code, return_inverse=True)
+        p_lo, n_parts = part.min(), int(part.max() - part.min()) + 1
+        order = np.argsort((key * n_parts + (part - p_lo)) * ranks.size + rank.reshape(-1), kind="stable")
+    else:
+        order = np.empty(0, dtype=np.int64)
     key, part, code = key[order], part[order], code[order]
     change = np.ones(order.size, dtype=bool)
     if order.size:

@@ -8,13 +8,11 @@ keys and cells with :mod:`calibdash.keyed.assemble`, as every engine does.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 
 from ..cells import MAX_EXACT
-from ..drift import as_dates, day_codes, freq_from_days, period_start_days
+from ..drift import DATE_SHARE, YMD_RANGE, as_dates, day_codes, freq_from_days, period_start_days, ymd_note
 from ..engines.source import grid_code
 from ..errors import DataError
 from ..grouping import group_codes
@@ -22,7 +20,7 @@ from ..validation import check_labels, check_scores
 from . import PERIODS, Key, KeyedCells
 from .assemble import check_group_key, group_cells, period_cells
 
-__all__ = ["keyed_cells", "not_dates_error"]
+__all__ = ["keyed_cells", "not_dates_error", "read_dates_check"]
 
 
 def not_dates_error(name: str, example=()) -> DataError:
@@ -30,6 +28,29 @@ def not_dates_error(name: str, example=()) -> DataError:
     shown = f" (such as {', '.join(map(repr, example))})" if len(example) else ""
     return DataError(f"{name} does not hold dates{shown}: a period key needs a column of dates or date-times "
                      "(2025-03-14, 2025-03-14 10:30), or of whole numbers YYYYMMDD.")
+
+
+def read_dates_check(how: str, n_read: int, counts, name: str) -> list:
+    """Refuse a period column that holds no dates, by what an engine counted in its statistics scan, as
+    :func:`calibdash.drift.as_dates` decides on rows; returns the notes on how the column was read.
+
+    ``how``: ``"dates"`` (a date or timestamp type: nothing to check), ``"text"`` (``counts`` = present
+    entries, entries that look like numbers) or ``"ymd"`` (``counts`` = present numbers, non-whole ones,
+    their min and max); ``n_read`` the rows whose date was read.
+    """
+    notes = []
+    if how == "text":
+        n_text, n_numeric = int(counts[0]), int(counts[1])
+        if n_text == 0 or n_numeric > 0.5 * n_text or n_read < DATE_SHARE * n_text:
+            raise not_dates_error(name)
+    elif how == "ymd":
+        n_num, n_frac, lo, hi = int(counts[0]), int(counts[1]), counts[2], counts[3]
+        if n_num == 0 or n_frac or lo < YMD_RANGE[0] or hi > YMD_RANGE[1] or n_read < DATE_SHARE * n_num:
+            raise not_dates_error(name)
+        notes.append(ymd_note(name))
+    if n_read == 0:
+        raise DataError(f"no row of {name} holds a date.")
+    return notes
 
 
 def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int = MAX_EXACT) -> KeyedCells:
