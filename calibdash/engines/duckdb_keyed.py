@@ -115,11 +115,30 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
                 pass
 
 
-def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql):
+def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql, text: bool = False):
+    """The grouped cells as a frame; a text key comes back as ``__k`` holding one shared object per distinct
+    value (DuckDB numbers them, so a cell carries a small integer, not a string of its own: 50 segments of
+    3 million cells otherwise cost a Python string per cell)."""
     exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
     stage(KEYED_STAGES[3])
     sql, params, _ = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])
-    res = rows._run(sql, params, fetch="df")
+    if not text:
+        res = rows._run(sql, params, fetch="df")
+    else:
+        rows._run(f"CREATE OR REPLACE TEMP TABLE __cd_agg AS {sql}", params)
+        try:
+            rows._run("CREATE OR REPLACE TEMP TABLE __cd_keys AS SELECT __k, CAST(row_number() OVER (ORDER BY __k) "
+                      "- 1 AS INTEGER) AS __kc FROM (SELECT DISTINCT __k FROM __cd_agg WHERE __k IS NOT NULL)")
+            names = rows._run("SELECT __k FROM __cd_keys ORDER BY __kc", fetch="all")
+            res = rows._run("SELECT a.* EXCLUDE (__k), k.__kc FROM __cd_agg a LEFT JOIN __cd_keys k USING (__k)",
+                            fetch="df")
+        finally:
+            rows._run("DROP TABLE IF EXISTS __cd_agg")
+            rows._run("DROP TABLE IF EXISTS __cd_keys")
+        values = np.empty(len(names) + 1, dtype=object)
+        values[:-1] = [v for (v,) in names]
+        code = res.pop("__kc").to_numpy(dtype=float, na_value=np.nan)
+        res["__k"] = pd.Series(values[np.where(np.isnan(code), len(names), code).astype(np.int64)], dtype=object)
     n_other = int(res["n_other"].sum())
     if n_other:
         raise other_labels_error(rows.source.label, n_other, st.label_lo, st.label_hi)
@@ -151,7 +170,7 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
         key_sql = (f"CASE WHEN {col} IS NULL THEN NULL WHEN {col} THEN 'True' ELSE 'False' END"
                    if duck_type.upper() == "BOOLEAN" else f"trim(CAST({col} AS VARCHAR), {_WHITESPACE})")
         coding = None
-    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
+    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql, text=not number)
     raw = res["__k"]
     missing = raw.isna().to_numpy()
     if coding is None:
