@@ -56,6 +56,9 @@ KEYED_STAGES = ("statistics", "distinct scores", "key quantiles", "aggregation")
 #: DuckDB's and Spark's ``date_trunc`` unit of each period length.
 TRUNC_UNITS = {"D": "day", "W": "week", "M": "month", "Q": "quarter"}
 _WHITESPACE = "' \t\n\r\x0b\x0c'"
+_STRIP = " \t\n\r\x0b\x0c"
+#: A text key with more distinct values than this (HyperLogLog's estimate) is refused before it is listed.
+MAX_TEXT_KEYS = 100_000
 _DAYS = "date_diff('day', DATE '1970-01-01', CAST({} AS DATE))"
 
 
@@ -111,38 +114,40 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
         else:
             try:
                 con.execute("DROP TABLE IF EXISTS temp.__cd_rows")
+                con.execute("DROP TABLE IF EXISTS temp.__cd_keys")
             except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
                 pass
 
 
-def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql, text: bool = False):
-    """The grouped cells as a frame; a text key comes back as ``__k`` holding one shared object per distinct
-    value (DuckDB numbers them, so a cell carries a small integer, not a string of its own: 50 segments of
-    3 million cells otherwise cost a Python string per cell)."""
+def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql):
     exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
     stage(KEYED_STAGES[3])
     sql, params, _ = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])
-    if not text:
-        res = rows._run(sql, params, fetch="df")
-    else:
-        rows._run(f"CREATE OR REPLACE TEMP TABLE __cd_agg AS {sql}", params)
-        try:
-            rows._run("CREATE OR REPLACE TEMP TABLE __cd_keys AS SELECT __k, CAST(row_number() OVER (ORDER BY __k) "
-                      "- 1 AS INTEGER) AS __kc FROM (SELECT DISTINCT __k FROM __cd_agg WHERE __k IS NOT NULL)")
-            names = rows._run("SELECT __k FROM __cd_keys ORDER BY __kc", fetch="all")
-            res = rows._run("SELECT a.* EXCLUDE (__k), k.__kc FROM __cd_agg a LEFT JOIN __cd_keys k USING (__k)",
-                            fetch="df")
-        finally:
-            rows._run("DROP TABLE IF EXISTS __cd_agg")
-            rows._run("DROP TABLE IF EXISTS __cd_keys")
-        values = np.empty(len(names) + 1, dtype=object)
-        values[:-1] = [v for (v,) in names]
-        code = res.pop("__kc").to_numpy(dtype=float, na_value=np.nan)
-        res["__k"] = pd.Series(values[np.where(np.isnan(code), len(names), code).astype(np.int64)], dtype=object)
+    res = rows._run(sql, params, fetch="df")
     n_other = int(res["n_other"].sum())
     if n_other:
         raise other_labels_error(rows.source.label, n_other, st.label_lo, st.label_hi)
     return exact, res
+
+
+def _text_keys(rows, raw_sql: str, estimate, key) -> np.ndarray:
+    """Number a text key's distinct values in SQL (so cells group by a small integer, not a string): one scan
+    lists them into the temporary table ``__cd_keys(__v, __c)``; returns their shown (trimmed) texts by code.
+
+    A column whose HyperLogLog estimate exceeds :data:`MAX_TEXT_KEYS` distinct values is refused before that
+    scan (its hash table would hold every value)."""
+    if (estimate or 0) > MAX_TEXT_KEYS:
+        raise SettingsError(f"{key.column} has about {int(estimate):,} distinct values: far more than the "
+                            f"{key.max_groups} groups that can be compared. Bin the column into fewer values (a "
+                            "coarser category), or choose another column.")
+    got = rows._run(f"SELECT DISTINCT {raw_sql} AS v FROM ({rows.sql}) WHERE {raw_sql} IS NOT NULL", fetch="all")
+    raw = [v for (v,) in got]
+    rows._run("CREATE OR REPLACE TEMP TABLE __cd_keys (__v VARCHAR, __c INTEGER)")
+    if raw:
+        rows.con.executemany("INSERT INTO __cd_keys VALUES (?, ?)", [(v, i) for i, v in enumerate(raw)])
+    shown = np.empty(len(raw) + 1, dtype=object)          # the last entry: rows with no value
+    shown[:-1] = [v.strip(_STRIP) for v in raw]
+    return shown
 
 
 def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
@@ -166,11 +171,16 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
         else:
             key_sql, coding = x, None
     else:
-        st, mapped, positive, _ = statistics(rows)
-        key_sql = (f"CASE WHEN {col} IS NULL THEN NULL WHEN {col} THEN 'True' ELSE 'False' END"
-                   if duck_type.upper() == "BOOLEAN" else f"trim(CAST({col} AS VARCHAR), {_WHITESPACE})")
+        raw_sql = (f"CASE WHEN {col} IS NULL THEN NULL WHEN {col} THEN 'True' ELSE 'False' END"
+                   if duck_type.upper() == "BOOLEAN" else f"CAST({col} AS VARCHAR)")
+        st, mapped, positive, (estimate,) = statistics(rows, [f"approx_count_distinct({raw_sql})"])
+        shown = _text_keys(rows, raw_sql, estimate, key)
+        key_sql = f"(SELECT __c FROM __cd_keys WHERE __v = {raw_sql})"
         coding = None
-    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql, text=not number)
+    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
+    if not number:
+        code = res["__k"].to_numpy(dtype=float, na_value=np.nan)
+        res["__k"] = pd.Series(shown[np.where(np.isnan(code), shown.size - 1, code).astype(np.int64)], dtype=object)
     raw = res["__k"]
     missing = raw.isna().to_numpy()
     if coding is None:
