@@ -206,7 +206,9 @@ class SourceRows:
         if source.kind == "files":
             files = source.files()
             fmt = source.file_format()
-            if fmt == "parquet":
+            if fmt == "parquet" and not need_keys:     # no key asked: no row numbers (they slow every scan)
+                self.sql = f"SELECT CAST(0 AS BIGINT) AS __key, {select} FROM read_parquet({_file_list(files)})"
+            elif fmt == "parquet":
                 try:
                     offsets = source.file_offsets()
                 except Exception as exc:  # noqa: BLE001 - pyarrow's error on a file that is not Parquet
