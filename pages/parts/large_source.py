@@ -26,7 +26,7 @@ from calibdash.errors import CalibdashError, EnvironmentProblem, SettingsError
 
 __all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
            "resolve_plan", "data_root_from_env", "source_inputs", "large_data_or_stop", "peek", "stop_if_large",
-           "NOT_ON_LARGE", "CELLS", "READS"]
+           "NOT_ON_LARGE", "CELLS", "READS", "KEYED", "schema_or_stop", "keyed_or_stop", "scheme_problem"]
 
 LARGE = "Large data"               # the Data page's source choice
 SPEC = "large.spec"                # session key: the active large source (texts typed, roles); set by Aggregate
@@ -48,6 +48,8 @@ ROLE_LABELS = ("Score", "Label (true outcome)", "Split column (optional)")     #
 #: tables.
 CELLS = bounded_cache.Store("large_source.cells", max_entries=32, max_size="512MB")
 READS = bounded_cache.Store("large_source.reads", max_entries=64, max_size="32MB")
+#: What keyed aggregations gave (Groups & time): keyed cells, a few MB each at most, never rows.
+KEYED = bounded_cache.Store("large_source.keyed", max_entries=32, max_size="256MB")
 
 
 def _read_step(key: str, what: str, work):
@@ -112,6 +114,43 @@ def large_data_or_stop() -> LargeData:
         scheme = current_scheme(SimpleNamespace(split_column=src.roles.get("split") or None))
         _aggregate_or_stop(src, src.first_scheme(scheme), need_all=True)
     return _large(src, CELLS.get(src.key()))
+
+
+def schema_or_stop() -> dict:
+    """The active large source's columns and their types (``{"columns", "types", "guess"}``, read once as a job
+    and kept), or its progress / why not, and a stop."""
+    try:
+        src = _active()
+        return _read_step(*large.schema_step(src.root, src.plan))
+    except CalibdashError as exc:
+        st.error(f"**The large source cannot be read:** {exc}")
+    except job_panel.Pending:
+        pass
+    st.stop()
+
+
+def scheme_problem(scheme) -> str | None:
+    """Why ``scheme`` does not work on the active large source (None when it does)."""
+    try:
+        _active().check(scheme)
+    except CalibdashError as exc:
+        return str(exc)
+    return None
+
+
+def keyed_or_stop(key, scheme=None) -> tuple:
+    """``(id, KeyedCells)``: the active large source's keyed cells of ``key`` (a :class:`calibdash.keyed.Key`)
+    under ``scheme``, aggregated by DuckDB as a job and kept in :data:`KEYED`; until then the job's progress
+    (or why it stopped) and a stop."""
+    src = _active()
+    key_id = src.keyed_key(key, scheme)
+    got = KEYED.get(key_id)
+    if got is None:
+        what = f"Aggregating {src.describe()} by {key.column!r} with DuckDB"
+        got = job_panel.run("keyed", key_id, what, lambda job: src.aggregate_keyed(job, key, scheme),
+                            functools.partial(KEYED.put, key_id), "The large source cannot be aggregated by "
+                            f"{key.column!r}", note=cplan.AGGREGATE_NOTE, synchronous=SYNCHRONOUS)
+    return key_id, got
 
 
 # -- the Data page's inputs ----------------------------------------------------------------------------------
