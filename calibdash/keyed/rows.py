@@ -8,7 +8,6 @@ keys and cells with :mod:`calibdash.keyed.assemble`, as every engine does.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
