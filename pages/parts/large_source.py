@@ -34,7 +34,8 @@ SPEC = "large.spec"                # session key: the active large source (texts
 SYNCHRONOUS = False
 #: What pages that need rows say on a large source.
 NOT_ON_LARGE = ("{page} needs the rows themselves, which a large source keeps on the server (only its score "
-                "cells are read): it does not work on a large source yet. Compare and Explore do; choose a "
+                "cells are read): it does not work on a large source yet. Compare, Explore and Groups & time "
+                "do; choose a "
                 "sample or an upload on the Data page for this page.")
 
 KINDS = {"files": "Files (path or glob)", "table": "DuckDB table", "query": "SQL query"}
@@ -214,8 +215,8 @@ def source_inputs() -> None:
         roles[role] = column.selectbox(label, options, key=f"large.{role}", persist_state="session", index=index)
     spec["roles"] = large.chosen_roles(roles)
     st.button("Aggregate", key="large.aggregate", type="primary", icon=":material/play_arrow:", on_click=_activate,
-              args=(spec,), help="Summarise the rows into score cells with DuckDB; this source then feeds Compare "
-                                 "and Explore.")
+              args=(spec,), help="Summarise the rows into score cells with DuckDB; this source then feeds Compare, "
+                                 "Explore and Groups & time.")
 
 
 def _activate(spec: dict) -> None:
