@@ -67,13 +67,18 @@ def _choose_large(page, ui, path: str) -> None:
     ui.wait_idle(page)
 
 
-def test_a_glob_under_the_root_is_aggregated_and_compared(page, ui):
-    _choose_large(page, ui, "part-*.parquet")
+def _aggregate(page, ui, path: str, rows: str) -> None:
+    """Choose the glob ``path``, press Aggregate and wait until the sidebar says its ``rows`` were summarised."""
+    _choose_large(page, ui, path)
     page.get_by_role("button", name="Aggregate").click()
     page.wait_for_function(
-        "() => document.querySelector('[data-testid=\"stSidebarUserContent\"]').innerText"
-        ".includes('600,000 rows summarised into')", timeout=ui.timeout_ms)
+        "(rows) => document.querySelector('[data-testid=\"stSidebarUserContent\"]').innerText"
+        ".includes(rows + ' rows summarised into')", arg=rows, timeout=ui.timeout_ms)
     ui.wait_idle(page)
+
+
+def test_a_glob_under_the_root_is_aggregated_and_compared(page, ui):
+    _aggregate(page, ui, "part-*.parquet", "600,000")
     ui.screenshot(page, "e2e-large-source-data")
     _nav(page, ui, "Compare")
     page.wait_for_selector(".st-key-compare-reliability .js-plotly-plot", timeout=ui.timeout_ms)
@@ -104,12 +109,7 @@ def test_groups_and_time_on_a_large_source(page, ui):
     """Groups & time on a large source: the keyed aggregation runs as a job, the partner segment stands out in
     the forest and the table, and over time the calibrator fitted in January goes stale while the refitted one
     does not (the drift sample's story, from keyed cells DuckDB made)."""
-    _choose_large(page, ui, "drift-*.parquet")
-    page.get_by_role("button", name="Aggregate").click()
-    page.wait_for_function(
-        "() => document.querySelector('[data-testid=\"stSidebarUserContent\"]').innerText"
-        ".includes('20,000 rows summarised into')", timeout=ui.timeout_ms)
-    ui.wait_idle(page)
+    _aggregate(page, ui, "drift-*.parquet", "20,000")
     page.locator('[data-testid="stSidebarNav"] a', has_text="Groups & time").click()
     page.locator(".st-key-segments-forest .js-plotly-plot").wait_for(state="visible", timeout=ui.timeout_ms)
     ui.wait_idle(page)
