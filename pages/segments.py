@@ -1,6 +1,10 @@
 """Groups & time: calibration per segment (and the calibrator that fixes the groups), calibration over time
-(and when a calibrator goes stale). Every number comes from calibdash.groups and calibdash.drift, every chart
-from calibdash.figures.groups and calibdash.figures.drift.
+(and when a calibrator goes stale), on uploads, samples and large sources alike.
+
+The page's data is summarised once into keyed score cells (:mod:`pages.parts.segments_data`: the rows' cells for
+an upload, a DuckDB job for a large source) and every number comes from them through
+:mod:`calibdash.keyed.measures`, every chart from calibdash.figures.groups and calibdash.figures.drift, so the
+numbers are those of ``python -m calibdash groups`` / ``drift`` (the command is shown under each table).
 
 A K-class table is read through its top-label reduction (:meth:`calibdash.data.ClassSet.top_label`): the
 confidence as the score and "the top class is right" as the 0/1 outcome; its groups also get their class-wise
@@ -8,23 +12,24 @@ ECE (:func:`calibdash.multiclass.groups.classwise_ece_by_group`)."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from calibdash import bootstrap as cboot, calibrators, drift as cdrift, groups as cgroups, metrics
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import drift as fdrift, groups as fgroups
-from pages.parts import diagrams, segments_classes as kclass
-from pages.parts.tables import group_table
+from calibdash.keyed import PERIODS, Key
+from pages.parts import diagrams, segments_classes as kclass, segments_command as command, segments_data as sdata
 from pages.parts.classes import top_label_or_stop, using_classes
+from pages.parts.fitting import is_large
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
-from pages.parts.source import score_set_or_stop, using_large
+from pages.parts.segments_columns import offered
+from pages.parts.source import score_set_or_stop
+from pages.parts.tables import group_table
 from pages.parts.widgets import initial
-from pages.parts import bounded_cache
 
 route_guard("pages/segments.py")
 
@@ -33,79 +38,26 @@ VIEWS = ("By group", "Over time")
 VIEW, GROUP_COL, DATE_COL, FREQ, METHOD, N_BINS, FIT = ("segments.view", "segments.group", "segments.date",
                                                         "segments.freq", "segments.method", "segments.n_bins",
                                                         "segments.fit")
-FREQ_CHOICES = ("auto",) + cdrift.FREQS
+FREQ_CHOICES = ("auto",) + PERIODS
 STAT_NAMES = {"positive_rate": "positive rate", "mean_score": "mean score", "ECE": "ECE", "Brier": "Brier",
               "LogLoss": "log-loss", "AUC": "AUC"}
-_DATE_HINTS = ("date", "time", "day", "week", "month", "quarter", "year", "period", "dt", "timestamp", "ts")
 
 st.title("Groups & time")
-if using_large():
-    from pages.parts.large_source import stop_if_large
-
-    stop_if_large("Groups & time")
 cs = None                     # the K-class table, when the data is one (its top-label reduction is `ss`)
 if using_classes():
     cs, ss = top_label_or_stop()
 else:
-    ss = score_set_or_stop()
+    ss = score_set_or_stop()  # on a large source its LargeData: the page works on keyed cells aggregated by DuckDB
 scheme = current_scheme(ss)
-candidates = [c for c in ss.raw.columns if c not in (ss.score, ss.label_column)]
 stat_names = kclass.stat_names(cs, STAT_NAMES)
 kclass.intro(cs, ss)
+# a K-class table's predicted and true class columns are offered, but a segment or a date is guessed first
+candidates, group_guess, date_guess = offered(ss, kclass.last_columns(cs, ss))
 if not candidates:
     st.info("This data has no column besides the score and the label, so there is nothing to group by. "
             "Upload a file with a segment or a date column on the Data page.", icon=":material/info:")
     st.stop()
-
-
-# -- cached computations (keyed on the data's content key; the ScoreSet itself is not hashed) ---------------------
-@bounded_cache.cache_data(show_spinner="Measuring every group…", max_entries=32, max_size="128MB")
-def _by_group(data_key: str, column: str, n_bins: int, n_boot: int, _ss) -> cgroups.GroupReport:
-    values = cgroups.column_for_rows(_ss, column)
-    return cgroups.by_group(_ss.scores, _ss.labels, values, n_bins=n_bins, n_boot=n_boot, column=column)
-
-
-@bounded_cache.cache_data(show_spinner="Fitting the calibrators on the fitting rows…", max_entries=32, max_size="256MB")
-def _fix(data_key: str, column: str, method: str, scheme, n_bins: int, n_boot: int, _ss) -> cgroups.GroupFix:
-    values = cgroups.column_for_rows(_ss, column)
-    return cgroups.fix_groups(_ss.scores, _ss.labels, values, scheme, method, split=_ss.split, n_bins=n_bins,
-                              n_boot=n_boot, column=column)
-
-
-@bounded_cache.cache_data(show_spinner="Measuring every period…", max_entries=32, max_size="128MB")
-def _over_time(data_key: str, column: str, freq: str, n_bins: int, n_boot: int, _ss) -> cdrift.DriftReport:
-    periods = cdrift.to_periods(cgroups.column_for_rows(_ss, column), freq, name=column)
-    return cdrift.over_time(_ss.scores, _ss.labels, periods, n_bins=n_bins, n_boot=n_boot, column=column)
-
-
-@bounded_cache.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32, max_size="64MB")
-def _staleness(data_key: str, column: str, freq: str, method: str, n_bins: int, _ss) -> cdrift.Staleness:
-    periods = cdrift.to_periods(cgroups.column_for_rows(_ss, column), freq, name=column)
-    return cdrift.staleness(_ss.scores, _ss.labels, periods, method, n_bins=n_bins, column=column)
-
-
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="1MB")
-def _guesses(data_key: str, last: tuple, _ss) -> tuple[str | None, str | None]:
-    """A first group column (few distinct text values) and a first date column, for the widgets' defaults;
-    the columns of ``last`` (a K-class table's predicted and true class), in that order, only after the others."""
-    raw = _ss.raw
-    cols = [c for c in raw.columns if c not in (_ss.score, _ss.label_column)]
-    cols = [c for c in cols if c not in last] + [c for c in last if c in cols]
-    group = next((c for c in cols if not pd.api.types.is_numeric_dtype(raw[c])
-                  and 1 < raw[c].nunique() <= cgroups.MAX_GROUPS), None)
-    if group is None:
-        group = next((c for c in cols if 1 < raw[c].nunique() <= cgroups.MAX_GROUPS), None)
-    named = sorted(cols, key=lambda c: not any(h in str(c).lower() for h in _DATE_HINTS))
-    date = None
-    for c in named:
-        try:
-            per = cdrift.to_periods(raw[c].head(2000), name=str(c))
-        except (DataError, SettingsError):
-            continue
-        if per.freq != "given":            # whole-number codes (an hour, a position) are not guessed as time
-            date = c
-            break
-    return group, date
+source_args = command.source_args(ss, cs)
 
 
 def _score_only_methods() -> list[str]:
@@ -124,13 +76,23 @@ def _notes(notes) -> None:
         st.caption(f":material/info: {note}")
 
 
-# a K-class table's predicted and true class columns are offered, but a segment or a date is guessed first
-group_guess, date_guess = _guesses(ss.content_key(), kclass.last_columns(cs, ss), ss)
+def _fit_scheme():
+    """The scheme the calibrator that fixes the groups is judged by, and why it cannot be (None when it can)."""
+    if is_large(ss):
+        from pages.parts.large_source import scheme_problem
+
+        problem = scheme_problem(scheme)
+        if problem:
+            return None, f"This evaluation scheme does not work on this source: {problem}"
+    return scheme, None
+
+
 view = st.segmented_control("View", VIEWS, key=VIEW, persist_state="session", **initial(VIEW, default=VIEWS[0])
                             ) or VIEWS[0]
 key = ss.content_key()
 #: Resamples per group or period: 200 up to 200,000 rows, fewer (at least 50) on larger data.
 N_BOOT = cboot.resamples_for(ss.n_rows, 1, budget=4e7)
+SEED = scheme.seed            # the bootstrap's seed, as the command's --seed (which also seeds the scheme)
 
 
 # -- by group ------------------------------------------------------------------------------------------------------
@@ -145,8 +107,10 @@ def by_group_view() -> None:
     method = _method_box(c2)
     n_bins = c3.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
                               **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
+    fit_scheme, why_not = _fit_scheme()
     try:
-        report = _by_group(key, column, n_bins, N_BOOT, ss)
+        cells = sdata.keyed(ss, Key(column, "group"), fit_scheme)
+        report = sdata.by_key(cells, n_bins, N_BOOT, SEED)
     except (DataError, SettingsError) as exc:
         show_problem(exc)
         return
@@ -174,30 +138,35 @@ def by_group_view() -> None:
         right.plotly_chart(fgroups.group_reliability_grid(
             report, cols=2 if n_groups <= 4 else 3 if n_groups <= 9 else 4, title=f"Reliability of each {column} group",
             panel_height=250 if n_groups <= 4 else 200), key="segments.grid")
-    else:                                        # one chart per group, on that group's rows
+    else:                                        # one chart per group, on that group's cells as weighted rows
         grid = right.columns(2)
         for i, name in enumerate(report.table.index):
-            rows = report.groups == name
-            fig = diagrams.draw(pd.DataFrame({str(name): ss.scores[rows]}), ss.labels[rows], None, kind=kind,
-                                band=band, names={str(name): str(name)}, title=f"{column} = {name}", height=340)
+            frame, labels, weights = sdata.group_diagram_rows(cells, name)
+            fig = diagrams.draw(frame, labels, weights, kind=kind, band=band, names={str(name): str(name)},
+                                title=f"{column} = {name}", height=340)
             grid[i % 2].plotly_chart(fig, key=f"segments.group.{i}")
-    classwise = kclass.classwise(cs, key, "group", column, "", report, report.groups, list(report.table.index))
+    classwise = kclass.classwise(cs, ss, cells, report)
     st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
     st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
-               f"resamples of the group's rows]. ECE uses {report.binning}. All usable rows, raw scores."
-               + kclass.classwise_note(cs, report))
+               f"resamples of the group's rows]. ECE uses {report.binning}. All usable rows, raw scores; "
+               f"{cells.kc.cells.describe()}." + kclass.classwise_note(cs, report))
+    if source_args:
+        command.caption(st, command.groups_argv(source_args, column, n_bins, N_BOOT, SEED))
 
     st.subheader("The calibrator that fixes the groups")
     st.caption(f"{method_label(method)} (the score alone) and MBCT with **{column}** as its feature, fitted on the "
-               f"fitting rows and judged per group on the held-out rows · {scheme.describe()}."
+               f"fitting rows and judged per group on the held-out rows · {scheme.describe(on_cells=True)}."
                + kclass.on_confidence_note(cs))
+    if why_not:
+        st.info(why_not, icon=":material/info:")
+        return
     big = ss.n_rows > CELLS_MIN_ROWS
     if not st.toggle("Fit them", key=FIT, value=not big, persist_state="session",
-                     help="MBCT is fitted on rows; on large data this takes a while."):
+                     help="Both are fitted on the fitting cells as weighted rows; on large data MBCT takes a while."):
         st.info("Switch on to fit the calibrators.", icon=":material/info:")
         return
     try:
-        fix = _fix(key, column, method, scheme, n_bins, N_BOOT, ss)
+        fix = sdata.fix_keys(cells, method, fit_scheme, n_bins, N_BOOT, SEED)
     except (DataError, SettingsError) as exc:
         show_problem(exc)
         return
@@ -211,6 +180,9 @@ def by_group_view() -> None:
     right.dataframe(shown.style.format("{:.4f}", na_rep="n/a").highlight_min(axis=1, color="#E8F4EA"))
     right.caption(f"Held-out ECE ({fix.reports[UNCALIBRATED].binning}); the lowest of each row is highlighted. "
                   f"MBCT's least rows per leaf: {fix.mbct_params['bin_size']}. Intervals: hover the chart.")
+    if source_args and fit_scheme.kind in command.FIX_SCHEMES:
+        command.caption(right, command.groups_argv(source_args, column, n_bins, N_BOOT, SEED, fix=method,
+                                                   scheme=fit_scheme))
 
 
 # -- over time -----------------------------------------------------------------------------------------------------
@@ -219,7 +191,7 @@ def over_time_view() -> None:
     index = candidates.index(date_guess) if date_guess in candidates else None
     column = c1.selectbox("Date column", candidates, key=f"{DATE_COL}.{key[:8]}", persist_state="session",
                           placeholder="Choose the column of dates",
-                          help="Dates or date-times (or YYYYMMDD numbers, or period codes in time order).",
+                          help="Dates or date-times (ISO 8601 text on a large source), or whole numbers YYYYMMDD.",
                           **initial(f"{DATE_COL}.{key[:8]}", index=index))
     freq = c2.selectbox("Period", FREQ_CHOICES, key=FREQ, persist_state="session",
                         format_func=lambda f: "automatic" if f == "auto" else cdrift.FREQ_NAMES[f],
@@ -229,29 +201,31 @@ def over_time_view() -> None:
     n_bins = c4.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
                               **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
     if column is None:
-        st.info("No column of this data reads as dates: choose the one that holds the rows' dates (or period "
-                "codes, such as a month number).", icon=":material/info:")
+        st.info("No column of this data reads as dates: choose the one that holds the rows' dates.",
+                icon=":material/info:")
         return
     try:
-        report = _over_time(key, column, freq, n_bins, N_BOOT, ss)
+        cells = sdata.keyed(ss, Key(column, "period", freq))
+        report = sdata.over_periods(cells, n_bins, N_BOOT, SEED)
     except (DataError, SettingsError) as exc:
         show_problem(exc)
         return
     _notes(report.notes)
     st.plotly_chart(fdrift.drift_chart(report, title=f"Calibration of {ss.score} over time"), key="segments.drift")
     with st.expander("Per-period table", expanded=False):
-        per = report.periods
-        classwise = kclass.classwise(cs, key, "time", column, freq, report, per.codes, range(len(per.labels)),
-                                     index=per.labels)
+        classwise = kclass.classwise(cs, ss, cells, report)
         st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
         st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
-                   f"resamples of the period's rows]. ECE uses {report.binning}." + kclass.classwise_note(cs, report))
+                   f"resamples of the period's rows]. ECE uses {report.binning}; {cells.kc.cells.describe()}."
+                   + kclass.classwise_note(cs, report))
+        if source_args:
+            command.caption(st, command.drift_argv(source_args, column, freq, n_bins, N_BOOT, SEED, method))
 
     st.subheader("When does a calibrator go stale?")
     st.caption(f"{method_label(method)} fitted on one period's rows and judged on every later period (rows it never "
                "saw), against refitting it on the period just before." + kclass.on_confidence_note(cs))
     try:
-        stale = _staleness(key, column, freq, method, n_bins, ss)
+        stale = sdata.staleness_of(cells, method, n_bins)
     except (DataError, SettingsError) as exc:
         show_problem(exc)
         return

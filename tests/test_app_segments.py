@@ -7,6 +7,8 @@ Data page's uploader stores exactly this), so it does not depend on "drift" bein
 from __future__ import annotations
 
 import hashlib
+import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from calibdash import cli
+from calibdash.group_metrics import STATS
 from calibdash.samples.drift import make_drift
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,3 +143,77 @@ def test_data_without_a_date_column_asks_for_one(drift):
     assert _select(at, "Date column").value is None
     assert any("No column of this data reads as dates" in i.value for i in at.info)
     assert not _charts(at)
+
+
+# -- the page's numbers are the commands' -------------------------------------------------------------------------
+def _commands(at: AppTest) -> list[list[str]]:
+    """The commands shown under the page's tables, as argument lists without ``python -m calibdash``."""
+    out = []
+    for c in at.caption:
+        if "on the command line" in c.value:
+            argv = shlex.split(c.value.split("`")[-2])
+            assert argv[:3] == ["python", "-m", "calibdash"]
+            out.append(argv[3:])
+    return out
+
+
+def _cli_json(argv: list[str], file: Path, capsys) -> dict:
+    """Run a shown command on ``file`` (the upload's bytes, saved under its name) with --json."""
+    argv = [str(file) if a == file.name else a for a in argv]
+    capsys.readouterr()
+    assert cli.main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _same_as_records(shown: pd.DataFrame, records: list[dict], names: dict) -> None:
+    """Every value of the page's 'value [low, high]' table is the command's JSON value printed as the page prints
+    it (4 decimals). Both measure the same keyed cells with the same bootstrap draws (tests/test_cli_monitor.py):
+    the numbers agree to float rounding (1e-12), far inside the display's half unit of the 4th decimal."""
+    assert list(shown.index) == [r["key"] for r in records]
+    for rec in records:
+        row = shown.loc[rec["key"]]
+        assert row["rows"] == f"{rec['rows']:,}"
+        for stat in STATS:
+            v = rec[stat]
+            text = "n/a" if v["value"] is None else (
+                f"{v['value']:.4f}" + ("" if v["low"] is None else f" [{v['low']:.4f}, {v['high']:.4f}]"))
+            assert row[names[stat]] == text, (rec["key"], stat)
+
+
+def test_the_page_shows_the_numbers_of_the_command_it_names(drift, tmp_path, capsys):
+    """The commands under the tables, run on the same file, give the tables' numbers: groups (with --fix: the
+    held-out ECE of the calibrator that fixes the groups) and drift (per period and the staleness)."""
+    file = tmp_path / "drift.csv"
+    file.write_bytes(drift.to_csv(index=False).encode())
+    at = _session(drift)
+    _assert_clean(at)
+    names = {s: {"positive_rate": "positive rate", "mean_score": "mean score", "LogLoss": "log-loss"}.get(s, s)
+             for s in STATS}
+    plain, fixing = _commands(at)
+    assert plain == ["groups", "drift.csv", "--score", "score", "--label", "label", "--by", "segment",
+                     "--n-bins", "10", "--boot", "200", "--seed", "0"]
+    got = _cli_json(plain, file, capsys)
+    _same_as_records(at.dataframe[0].value, got["groups"], names)
+    fixed = _cli_json(fixing, file, capsys)
+    assert fixing[-6:] == ["--fix", "isotonic", "--scheme", "split", "--test-size", "0.3"]
+    page_fix = at.dataframe[1].value
+    for rec in fixed["fix"]["ECE"]:                          # the same fits on the same cells: to float rounding
+        assert page_fix.loc[rec["key"], "Isotonic regression"] == pytest.approx(rec["isotonic"], abs=1e-12)
+        assert page_fix.loc[rec["key"], "MBCT"] == pytest.approx(rec["mbct"], abs=1e-12)
+        assert page_fix.loc[rec["key"], "uncalibrated"] == pytest.approx(rec["uncalibrated"], abs=1e-12)
+
+    at.segmented_control[0].set_value("Over time").run()
+    _assert_clean(at)
+    (over,) = _commands(at)
+    assert over[:8] == ["drift", "drift.csv", "--score", "score", "--label", "label", "--time", "date"]
+    got = _cli_json(over, file, capsys)
+    _same_as_records(at.dataframe[0].value, got["periods"], names)
+    stale = at.dataframe[1].value
+    for rec in got["staleness"]["periods"]:
+        assert stale.loc[rec["key"], "fitted on 2025-01"] == pytest.approx(rec["fitted_on_first"], abs=1e-12)
+        assert stale.loc[rec["key"], "refitted on the period before"] == pytest.approx(rec["refitted_before"],
+                                                                                     abs=1e-12)
+    # the drift sample's story, as the sample describes it: the January calibrator goes stale (held-out ECE
+    # near 0.18 by December), the one refitted every month stays within 0.04
+    assert 0.15 < stale["fitted on 2025-01"].iloc[-1] < 0.21
+    assert stale["refitted on the period before"].max() <= 0.04

@@ -208,6 +208,8 @@ def test_connection_settings_are_set_and_locked(locked, tree):
                  "python_enable_replacements"):
         assert got[name] == "false", name
     assert got["lock_configuration"] == "true"
+    # zoned timestamps fall in their UTC day whatever the server's zone (keyed cells' periods, as every engine)
+    assert con.execute("SELECT current_setting('TimeZone')").fetchone() == ("UTC",)
     assert con.execute("SELECT database_name, readonly FROM duckdb_databases() "
                        "WHERE database_name = 'source'").fetchall() == [("source", True)]
 

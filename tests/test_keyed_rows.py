@@ -8,7 +8,7 @@ from calibdash.drift import to_periods
 from calibdash.errors import DataError, SettingsError
 from calibdash.grouping import make_groups
 from calibdash.keyed import Key
-from calibdash.keyed.rows import keyed_cells
+from calibdash.keyed.rows import keyed_cells, row_keys
 
 N = 4000
 
@@ -113,3 +113,38 @@ def test_refusals(rows):
         keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"], Key("seg", kind="period"))
     with pytest.raises(DataError, match="values but there are"):
         keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"][:10], Key("seg"))
+
+
+# -- row_keys: each row's key by the cells' rule ------------------------------------------------------------------
+@pytest.mark.parametrize("col, key", [("seg", Key("seg", min_rows=50)), ("x", Key("x", n_quantiles=4)),
+                                      ("when", Key("when", "period", "W")), ("when", Key("when", "period"))])
+def test_row_keys_give_each_rows_key_as_the_cells_do(rows, col, key):
+    """Each key's rows are exactly its cells' rows: same counts and positives, and (exact cells) the same cells;
+    shuffling the rows shuffles their keys alike."""
+    s, y, v = rows["s"], rows["y"], rows["columns"][col]
+    kc = keyed_cells(s, y, v, key)
+    got = row_keys(v, kc)
+    assert set(got) == set(kc.labels)
+    _same_as_rows(kc, s, y, got, kc.labels)
+    order = np.random.default_rng(0).permutation(N)
+    np.testing.assert_array_equal(row_keys(v.iloc[order], kc), got[order])
+
+
+def test_row_keys_pooled_missing_and_left_out_rows():
+    """By hand: 'b' (1 row) is pooled into 'other' at min_rows 2, the two missing values are '(missing)'; a
+    period column's missing date has no key (None), as the cells leave it out."""
+    s, y = np.array([.1, .2, .3, .4, .5, .6, .7]), np.array([0, 1, 0, 1, 0, 1, 1])
+    v = pd.Series(["a", "a", "b", "c", "c", None, None], dtype=object)
+    kc = keyed_cells(s, y, v, Key("g", min_rows=2))
+    assert list(row_keys(v, kc)) == ["a", "a", "other", "c", "c", "(missing)", "(missing)"]
+    s, y = s[:6], y[:6]
+    dates = pd.Series(pd.to_datetime(["2025-01-03", "2025-01-31", None, "2025-02-01", "2025-02-28", "2025-03-01"]))
+    kc = keyed_cells(s, y, dates, Key("d", "period", "M"))
+    assert kc.n_left_out == 1
+    assert list(row_keys(dates, kc)) == ["2025-01", "2025-01", None, "2025-02", "2025-02", "2025-03"]
+
+
+def test_row_keys_refuse_rows_that_are_not_the_cells(rows):
+    kc = keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"], Key("seg"))
+    with pytest.raises(DataError, match="not the cells' rows"):
+        row_keys(pd.Series(["north", "mars"] * 30), kc)

@@ -106,10 +106,12 @@ def test_glob_aggregates_and_compare_explore_work_on_its_cells(app, root):
     at.switch_page("pages/explore.py").run()
     assert not at.exception and not at.error
     assert any("score cells" in c.value for c in at.caption)
-    # Groups & time needs rows: a plain message, no traceback
+    # Groups & time works on the source's keyed cells (aggregated by DuckDB as a job): the regions' rows
     at.switch_page("pages/segments.py").run()
-    assert not at.exception
-    assert any("does not work on a large source" in i.value for i in at.info)
+    assert not at.exception and not at.error
+    groups = at.dataframe[0].value
+    assert list(groups.index) == ["n", "s"]
+    assert list(groups["rows"]) == [f"{(every.region == r).sum():,}" for r in ("n", "s")]
 
 
 def test_table_and_query_sources_give_the_same_cells(app, root):
@@ -359,3 +361,36 @@ def test_the_large_source_s_page_parts_hold_widgets_only():
     from calibdash.data import LargeData
 
     assert large_source.LargeData is LargeData
+
+
+def test_keyed_cells_of_a_large_source_are_the_engines_on_the_locked_connection(tmp_path):
+    """LargeSource.aggregate_keyed (the Groups & time page's job) gives DuckDB's keyed cells of the same files,
+    exactly (same engine, same SQL: only the connection differs), parts included; and the data root's locked
+    connection reads zoned timestamps in UTC: 23:30 at -05:00 on 31 January is 1 February."""
+    from calibdash.data.guard import DataRoot
+    from calibdash.engines.large import LargeSource
+    from calibdash.engines.plan import NO_JOB
+    from calibdash.keyed import Key
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    stamps = pd.Series(pd.Timestamp("2025-01-31 23:30", tz="America/Bogota")
+                       + pd.to_timedelta(rng.integers(0, 40, n), unit="D"))
+    frame = pd.DataFrame({"p": np.round(rng.random(n), 3), "y": rng.integers(0, 2, n), "at": stamps,
+                          "seg": rng.choice(["a", "b", "c"], n)})
+    frame.to_parquet(tmp_path / "rows.parquet", index=False)
+    src = LargeSource.resolve(DataRoot(tmp_path), {"kind": "files", "path": "rows.parquet",
+                                                   "roles": {"score": "p", "label": "y", "split": ""}})
+    scheme = Scheme()
+    direct = Source(path=str(tmp_path / "rows.parquet"), score="p", label="y")
+    for key, sch in ((Key("seg"), scheme), (Key("at", "period", "M"), None)):
+        got = src.aggregate_keyed(NO_JOB, key, sch)
+        ref = engines.aggregate_keyed(direct, key, sch, engine="duckdb")
+        assert got.labels == ref.labels and got.spec == ref.spec
+        for name in ("score", "n", "n_pos", "part"):
+            np.testing.assert_array_equal(getattr(got.cells, name), getattr(ref.cells, name))
+        np.testing.assert_array_equal(got.key, ref.key)
+        assert src.keyed_key(key, sch) != src.keyed_key(Key("other"), sch) != src.key(sch)
+    periods = src.aggregate_keyed(NO_JOB, Key("at", "period", "M"))
+    assert periods.labels == ("2025-02", "2025-03")           # every stamp is on or after 1 February in UTC
+    assert int(periods.cells.n.sum()) == n

@@ -7,7 +7,9 @@ steps before a source is aggregated (:func:`tables_step`, :func:`schema_step`)
 and the choice of its columns' roles (:func:`role_choices`);
 :meth:`LargeSource.resolve` turns a spec into a plan (or says why not),
 :meth:`LargeSource.key` keys the cells of a scheme (the all-rows cells
-without one), :meth:`LargeSource.first_scheme` chooses the scheme of the
+without one) and :meth:`LargeSource.keyed_key` the keyed cells of a group or
+period column (:meth:`LargeSource.aggregate_keyed`, the Groups & time page's
+aggregation), :meth:`LargeSource.first_scheme` chooses the scheme of the
 first aggregation, :meth:`LargeSource.kept` says what an aggregation's
 result gives to keep, and :meth:`LargeSource.large_data` builds the pages'
 :class:`calibdash.data.LargeData`, whose cells of a scheme are looked up,
@@ -24,8 +26,8 @@ from ..data.guard import DataRoot
 from ..data.large import LargeData
 from ..errors import DataError, SettingsError
 from ..scheme import Scheme
-from .plan import (Plan, aggregate_plan, database_file, numeric_columns, plan_key, read_schema, read_tables,
-                   resolve_plan, tables_key)
+from .plan import (Plan, aggregate_keyed_plan, aggregate_plan, database_file, numeric_columns, plan_key,
+                   read_schema, read_tables, resolve_plan, tables_key)
 
 __all__ = ["LargeSource", "ReadStep", "tables_step", "schema_step", "ROLES", "NO_SPLIT", "role_choices",
            "chosen_roles"]
@@ -124,6 +126,15 @@ class LargeSource:
     def aggregate(self, job, scheme: Scheme, need_all: bool) -> dict:
         """An aggregation job's work (:func:`calibdash.engines.plan.aggregate_plan`)."""
         return aggregate_plan(job, self.root, self.plan, self.roles, scheme, need_all)
+
+    def keyed_key(self, key, scheme: Scheme | None = None) -> str:
+        """The key of the keyed cells of ``key`` (a :class:`calibdash.keyed.Key`) under ``scheme``."""
+        return plan_key(self.plan, self.roles, scheme, step=f"keyed {key!r}")
+
+    def aggregate_keyed(self, job, key, scheme: Scheme | None = None):
+        """A keyed aggregation job's work: the :class:`calibdash.keyed.KeyedCells` of ``key`` under ``scheme``
+        (:func:`calibdash.engines.plan.aggregate_keyed_plan`)."""
+        return aggregate_keyed_plan(job, self.root, self.plan, self.roles, key, scheme)
 
     def kept(self, scheme: Scheme, result: dict) -> dict:
         """What to keep of an aggregation's ``result``, by key: the cells of ``scheme`` and, when it gave them,

@@ -45,7 +45,7 @@ from .duckdb import STAGES, is_numeric_type, literal_path
 from .source import Source
 
 __all__ = ["Plan", "resolve_plan", "database_file", "plan_key", "tables_key", "read_tables", "read_schema",
-           "aggregate_plan", "aggregate_job", "watch", "pool_cells", "numeric_columns", "describe_columns", "NO_JOB",
+           "aggregate_plan", "aggregate_keyed_plan", "aggregate_job", "watch", "pool_cells", "numeric_columns", "describe_columns", "NO_JOB",
            "AGGREGATE_NOTE", "GUESS_ROWS", "SAMPLE_CHARS", "MAX_SPLIT_VALUES", "STAGE_TEXT"]
 
 #: How many rows guess the roles.
@@ -398,6 +398,36 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
             result["all"] = {"cells": every, "positive": choose_positive([llo, lhi], column=src.label)[0],
                              "range": (lo, hi) if mapped else None, "splits": splits}
     return result
+
+
+def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, scheme: Scheme | None = None):
+    """Keyed cells of ``plan`` (:func:`calibdash.engines.duckdb_keyed.aggregate_keyed`) on the guarded
+    connection, as a job's work: each stage reported (:data:`STAGE_TEXT`), no row leaves DuckDB.
+
+    Parameters
+    ----------
+    job
+        A :class:`calibdash.jobs.Job` (or :data:`NO_JOB`).
+    root, plan, roles
+        As :func:`aggregate_plan`.
+    key : calibdash.keyed.Key
+        The group or period column and how its values become keys.
+    scheme : Scheme, optional
+        How the rows are divided into parts (default: all rows in one part).
+
+    Returns
+    -------
+    calibdash.keyed.KeyedCells
+    """
+    from .duckdb_keyed import aggregate_keyed
+
+    what = f"by {key.column!r}" if key.kind == "group" else f"per period of {key.column!r}"
+
+    def stage(name: str) -> None:
+        job.set_stage(STAGE_TEXT.get(name, name) + f" — {what}")
+
+    with _connected(job, root, plan.database) as con:
+        return aggregate_keyed(plan.source(roles), key, scheme, connection=con, on_stage=stage)
 
 
 def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: str | None = None, **options):

@@ -12,15 +12,16 @@ import numpy as np
 import pandas as pd
 
 from ..cells import MAX_EXACT
-from ..drift import DATE_SHARE, YMD_RANGE, as_dates, day_codes, freq_from_days, period_start_days, ymd_note
+from ..drift import (DATE_SHARE, YMD_RANGE, as_dates, day_codes, freq_from_days, period_start_days, to_periods,
+                     ymd_note)
 from ..engines.source import grid_code
 from ..errors import DataError
-from ..grouping import group_codes
+from ..grouping import group_codes, make_groups
 from ..validation import check_labels, check_scores
 from . import PERIODS, Key, KeyedCells
 from .assemble import check_group_key, group_cells, period_cells
 
-__all__ = ["keyed_cells", "not_dates_error", "read_dates_check"]
+__all__ = ["keyed_cells", "row_keys", "not_dates_error", "read_dates_check"]
 
 
 def not_dates_error(name: str, example=()) -> DataError:
@@ -114,3 +115,45 @@ def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int =
     return period_cells(period_start_days(days, freq), g[ok], code[ok], ones[ok], y[ok], s[ok], exact=exact,
                         key=key, freq=freq, first=dates[ok].min(), last=dates[ok].max(),
                         n_left_out=int((~ok).sum()), notes=notes)
+
+
+def row_keys(values, kc: KeyedCells) -> np.ndarray:
+    """Each row's key among ``kc.labels``, for rows the cells ``kc`` were made of (the K-class view's
+    per-group class-wise ECE reads rows by it).
+
+    The rows' rule of :func:`keyed_cells`: a group by
+    :func:`calibdash.grouping.make_groups` (:func:`~calibdash.grouping.group_codes`
+    and :func:`~calibdash.grouping.name_groups`) with the key's settings, a
+    period by :func:`calibdash.drift.to_periods` at the cells' period length.
+
+    Parameters
+    ----------
+    values : Series or array-like
+        The key column, one value per row (the rows of ``kc``, in any order).
+    kc : KeyedCells
+        Cells keyed by this column.
+
+    Returns
+    -------
+    ndarray of object
+        Each row's label (one of ``kc.labels``), None for a row without a key (no readable date).
+
+    Raises
+    ------
+    DataError
+        The rows do not give the cells' keys (other rows than the cells').
+    """
+    spec = kc.spec
+    if spec.kind == "group":
+        out, *_ = make_groups(values, max_groups=spec.max_groups, n_quantiles=spec.n_quantiles,
+                              min_rows=spec.min_rows, name=spec.column)
+        out = np.asarray(out, dtype=object)
+    else:
+        per = to_periods(values, spec.freq, name=spec.column)
+        names = np.asarray(list(per.labels) + [None], dtype=object)
+        out = names[np.where(per.codes < 0, len(per.labels), per.codes)]
+    unknown = set(pd.unique(out[pd.notna(out)])) - set(kc.labels)
+    if unknown:
+        raise DataError(f"these rows of {spec.column!r} give keys the cells do not have "
+                        f"({', '.join(map(repr, sorted(map(str, unknown))[:3]))}): they are not the cells' rows.")
+    return out

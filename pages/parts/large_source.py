@@ -26,7 +26,7 @@ from calibdash.errors import CalibdashError, EnvironmentProblem, SettingsError
 
 __all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
            "resolve_plan", "data_root_from_env", "source_inputs", "large_data_or_stop", "peek", "stop_if_large",
-           "NOT_ON_LARGE", "CELLS", "READS"]
+           "NOT_ON_LARGE", "CELLS", "READS", "KEYED", "schema_or_stop", "keyed_or_stop", "scheme_problem"]
 
 LARGE = "Large data"               # the Data page's source choice
 SPEC = "large.spec"                # session key: the active large source (texts typed, roles); set by Aggregate
@@ -34,7 +34,8 @@ SPEC = "large.spec"                # session key: the active large source (texts
 SYNCHRONOUS = False
 #: What pages that need rows say on a large source.
 NOT_ON_LARGE = ("{page} needs the rows themselves, which a large source keeps on the server (only its score "
-                "cells are read): it does not work on a large source yet. Compare and Explore do; choose a "
+                "cells are read): it does not work on a large source yet. Compare, Explore and Groups & time "
+                "do; choose a "
                 "sample or an upload on the Data page for this page.")
 
 KINDS = {"files": "Files (path or glob)", "table": "DuckDB table", "query": "SQL query"}
@@ -48,6 +49,8 @@ ROLE_LABELS = ("Score", "Label (true outcome)", "Split column (optional)")     #
 #: tables.
 CELLS = bounded_cache.Store("large_source.cells", max_entries=32, max_size="512MB")
 READS = bounded_cache.Store("large_source.reads", max_entries=64, max_size="32MB")
+#: What keyed aggregations gave (Groups & time): keyed cells, a few MB each at most, never rows.
+KEYED = bounded_cache.Store("large_source.keyed", max_entries=32, max_size="256MB")
 
 
 def _read_step(key: str, what: str, work):
@@ -114,6 +117,43 @@ def large_data_or_stop() -> LargeData:
     return _large(src, CELLS.get(src.key()))
 
 
+def schema_or_stop() -> dict:
+    """The active large source's columns and their types (``{"columns", "types", "guess"}``, read once as a job
+    and kept), or its progress / why not, and a stop."""
+    try:
+        src = _active()
+        return _read_step(*large.schema_step(src.root, src.plan))
+    except CalibdashError as exc:
+        st.error(f"**The large source cannot be read:** {exc}")
+    except job_panel.Pending:
+        pass
+    st.stop()
+
+
+def scheme_problem(scheme) -> str | None:
+    """Why ``scheme`` does not work on the active large source (None when it does)."""
+    try:
+        _active().check(scheme)
+    except CalibdashError as exc:
+        return str(exc)
+    return None
+
+
+def keyed_or_stop(key, scheme=None) -> tuple:
+    """``(id, KeyedCells)``: the active large source's keyed cells of ``key`` (a :class:`calibdash.keyed.Key`)
+    under ``scheme``, aggregated by DuckDB as a job and kept in :data:`KEYED`; until then the job's progress
+    (or why it stopped) and a stop."""
+    src = _active()
+    key_id = src.keyed_key(key, scheme)
+    got = KEYED.get(key_id)
+    if got is None:
+        what = f"Aggregating {src.describe()} by {key.column!r} with DuckDB"
+        got = job_panel.run("keyed", key_id, what, lambda job: src.aggregate_keyed(job, key, scheme),
+                            functools.partial(KEYED.put, key_id), "The large source cannot be aggregated by "
+                            f"{key.column!r}", note=cplan.AGGREGATE_NOTE, synchronous=SYNCHRONOUS)
+    return key_id, got
+
+
 # -- the Data page's inputs ----------------------------------------------------------------------------------
 def source_inputs() -> None:
     """The Data page's inputs for a large source and its Aggregate button (which makes it the active source).
@@ -175,8 +215,8 @@ def source_inputs() -> None:
         roles[role] = column.selectbox(label, options, key=f"large.{role}", persist_state="session", index=index)
     spec["roles"] = large.chosen_roles(roles)
     st.button("Aggregate", key="large.aggregate", type="primary", icon=":material/play_arrow:", on_click=_activate,
-              args=(spec,), help="Summarise the rows into score cells with DuckDB; this source then feeds Compare "
-                                 "and Explore.")
+              args=(spec,), help="Summarise the rows into score cells with DuckDB; this source then feeds Compare, "
+                                 "Explore and Groups & time.")
 
 
 def _activate(spec: dict) -> None:

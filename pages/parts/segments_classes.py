@@ -11,6 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from calibdash.groups import column_for_rows
+from calibdash.keyed.rows import row_keys
 from calibdash.multiclass.groups import classwise_ece_by_group
 from pages.parts import bounded_cache
 
@@ -59,21 +61,19 @@ def true_class_warning(cs, ss, column: str) -> None:
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="16MB")
-def _classwise(data_key: str, view: str, column: str, freq: str, n_bins: int, strategy: str, _groups, _order,
-               _cs) -> pd.Series:
-    return classwise_ece_by_group(_cs.scores().probabilities, _cs.labels, _groups, _order, n_bins, strategy)
+def _classwise(cells_id: str, n_bins: int, strategy: str, _kc, _ss, _cs) -> pd.Series:
+    rows = row_keys(column_for_rows(_ss, _kc.spec.column), _kc)
+    return classwise_ece_by_group(_cs.scores().probabilities, _cs.labels, rows, list(_kc.labels), n_bins, strategy)
 
 
-def classwise(cs, key: str, view: str, column: str, freq: str, report, groups, order, index=None):
-    """The class-wise ECE of each group (or period) of a K-class table's rows, in ``order`` (cached on the data,
-    view, column, period and binning); None for a binary table. ``index``: the labels to put on it."""
+def classwise(cs, ss, cells, report):
+    """The class-wise ECE of each group (or period) of a K-class table's rows, in the keyed cells' order (each
+    row keyed by the cells' rule, :func:`calibdash.keyed.rows.row_keys`; cached on the cells and the binning);
+    None for a binary table. ``cells``: :class:`pages.parts.segments_data.Cells` of the top-label reduction
+    ``ss``."""
     if cs is None:
         return None
-    out = _classwise(key, view, column, freq, report.n_bins, report.strategy, groups, order, cs)
-    if index is not None:
-        out = out.copy()
-        out.index = index
-    return out
+    return _classwise(cells.id, report.n_bins, report.strategy, cells.kc, ss, cs)
 
 
 def classwise_note(cs, report) -> str:

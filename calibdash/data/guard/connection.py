@@ -111,7 +111,9 @@ class DataRoot(RootPaths):
         false, ``allow_community_extensions`` and ``allow_persistent_secrets``
         false, ``python_enable_replacements`` false (a query cannot name the
         Python variables of the server), ``enable_progress_bar`` on without
-        printing (so ``query_progress()`` answers), ``allowed_directories =
+        printing (so ``query_progress()`` answers), ``TimeZone = 'UTC'`` (a
+        zoned timestamp falls in its UTC day, as the engines' keyed cells
+        read it), ``allowed_directories =
         [root]``, ``enable_external_access = false``; then ``database`` is
         attached read-only; then ``lock_configuration = true``, after which no
         setting can change. The allowed directories are then checked to be
@@ -161,6 +163,7 @@ class DataRoot(RootPaths):
                                 ("python_enable_replacements", "false"),
                                 ("enable_progress_bar", "true"),
                                 ("enable_progress_bar_print", "false"),
+                                ("TimeZone", "'UTC'"),   # zoned timestamps fall in UTC periods (keyed cells)
                                 ("allowed_directories", f"[{sql_string(str(self._root))}]"),
                                 ("enable_external_access", "false")):
                 con.execute(f"SET {name} = {value}")

@@ -1,0 +1,110 @@
+"""Groups & time's numbers: the keyed cells of the page's data, and every measure of them, cached.
+
+The page computes **keyed cells** (:class:`calibdash.keyed.KeyedCells`) once per data, key column, key
+settings and scheme, and every view from them through :mod:`calibdash.keyed.measures`:
+
+* an upload or a sample: :func:`calibdash.keyed.rows.keyed_cells` of the ScoreSet's rows, the rows' parts
+  those of the evaluation scheme (:func:`calibdash.evaluation.cell_parts`, by row position, as every engine
+  draws them), kept in a cache bounded by bytes; no copy of the rows is kept;
+* a large source: the keyed aggregation runs as a job on the data root's connection
+  (:func:`pages.parts.large_source.keyed_or_stop`), its cells kept in a bounded store.
+
+Each measure is cached on the cells' identity (:class:`Cells` ``.id``) and its settings, so the same
+cells give the same numbers as ``python -m calibdash groups`` / ``drift`` on the same rows.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas as pd
+
+from calibdash.evaluation import cell_parts
+from calibdash.groups import column_for_rows
+from calibdash.keyed import Key, KeyedCells
+from calibdash.keyed import measures as kmeasures
+from calibdash.keyed.rows import keyed_cells
+from calibdash.scheme import Scheme
+from pages.parts import bounded_cache
+from pages.parts.fitting import is_large
+
+__all__ = ["Cells", "keyed", "by_key", "fix_keys", "over_periods", "staleness_of", "group_diagram_rows"]
+
+
+class Cells(NamedTuple):
+    """Keyed cells and the text identifying them (data, key, scheme) for the caches of their measures."""
+
+    id: str
+    kc: KeyedCells
+
+
+@bounded_cache.cache_data(show_spinner="Summarising the rows into keyed score cells…", max_entries=16,
+                          max_size="256MB")
+def _rows_keyed(data_key: str, key: Key, scheme: Scheme | None, _ss) -> KeyedCells:
+    part = None if scheme is None else cell_parts(_ss.n_rows, scheme, _ss.split)
+    return keyed_cells(_ss.scores, _ss.labels, column_for_rows(_ss, key.column), key, part)
+
+
+def keyed(ss, key: Key, scheme: Scheme | None = None) -> Cells:
+    """The keyed cells of ``ss`` (a ScoreSet, or a large source's LargeData) by ``key``, parts from ``scheme``
+    (None: one part). On a large source the page shows the job's progress and stops until they are kept.
+
+    Raises
+    ------
+    DataError, SettingsError
+        As :func:`calibdash.keyed.rows.keyed_cells` (uploads; a large source's job says why it stopped).
+    """
+    if is_large(ss):
+        from pages.parts.large_source import keyed_or_stop
+
+        return Cells(*keyed_or_stop(key, scheme))
+    data_key = ss.content_key()
+    return Cells(f"{data_key}|{key!r}|{scheme!r}", _rows_keyed(data_key, key, scheme, ss))
+
+
+@bounded_cache.cache_data(show_spinner="Measuring every group…", max_entries=32, max_size="128MB")
+def _by_key(cells_id: str, n_bins: int, n_boot: int, seed: int, _kc):
+    return kmeasures.by_key(_kc, n_bins=n_bins, n_boot=n_boot, seed=seed)
+
+
+def by_key(cells: Cells, n_bins: int, n_boot: int, seed: int):
+    """:func:`calibdash.keyed.measures.by_key` of ``cells``, cached."""
+    return _by_key(cells.id, n_bins, n_boot, seed, cells.kc)
+
+
+@bounded_cache.cache_data(show_spinner="Fitting the calibrators on the fitting cells…", max_entries=32,
+                          max_size="256MB")
+def _fix_keys(cells_id: str, method: str, scheme: Scheme, n_bins: int, n_boot: int, seed: int, _kc):
+    return kmeasures.fix_keys(_kc, method, scheme, n_bins=n_bins, n_boot=n_boot, seed=seed)
+
+
+def fix_keys(cells: Cells, method: str, scheme: Scheme, n_bins: int, n_boot: int, seed: int):
+    """:func:`calibdash.keyed.measures.fix_keys` of ``cells`` (whose parts come from ``scheme``), cached."""
+    return _fix_keys(cells.id, method, scheme, n_bins, n_boot, seed, cells.kc)
+
+
+@bounded_cache.cache_data(show_spinner="Measuring every period…", max_entries=32, max_size="128MB")
+def _over_periods(cells_id: str, n_bins: int, n_boot: int, seed: int, _kc):
+    return kmeasures.over_periods(_kc, n_bins=n_bins, n_boot=n_boot, seed=seed)
+
+
+def over_periods(cells: Cells, n_bins: int, n_boot: int, seed: int):
+    """:func:`calibdash.keyed.measures.over_periods` of ``cells``, cached."""
+    return _over_periods(cells.id, n_bins, n_boot, seed, cells.kc)
+
+
+@bounded_cache.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32, max_size="64MB")
+def _staleness_of(cells_id: str, method: str, n_bins: int, _kc):
+    return kmeasures.staleness_of(_kc, method, n_bins=n_bins)
+
+
+def staleness_of(cells: Cells, method: str, n_bins: int):
+    """:func:`calibdash.keyed.measures.staleness_of` of ``cells``, cached."""
+    return _staleness_of(cells.id, method, n_bins, cells.kc)
+
+
+def group_diagram_rows(cells: Cells, name: str) -> tuple[pd.DataFrame, object, object]:
+    """``(scores frame, labels, weights)`` of group ``name``'s cells as weighted rows, for a reliability
+    diagram of that group alone (one point per cell side, never per row)."""
+    c = cells.kc.of(cells.kc.labels.index(name))
+    p, y, w = c.weighted_predictions(c.score)
+    return pd.DataFrame({str(name): p}), y, w
