@@ -3,6 +3,7 @@ import numpy as np
 import pandas as pd
 
 from calibdash import calibrators, figures, metrics
+from calibdash.figures.calibration_map import SCORE_BARS
 from calibdash.figures.palette import color_of
 
 
@@ -36,7 +37,7 @@ def test_map_curves_are_model_predictions(noisy):
     assert (curves["kind"] == "line").all()
     np.testing.assert_allclose(curves["prob"], cal.predict(curves["score"].to_numpy()))
     fig = figures.calibration_map(curves, s[:100])
-    assert any(t.type == "histogram" for t in fig.data)
+    assert [t.type for t in fig.data if t.name == "scores"] == ["bar"]
     assert [t.line.color for t in fig.data if t.name == "isotonic"] == [color_of("isotonic")]
 
 
@@ -98,12 +99,27 @@ def test_weighted_calibration_map_histogram_sums_the_weights():
     assert (curves["kind"] == "line").all()
     np.testing.assert_allclose(curves["prob"], cal.predict(curves["score"].to_numpy()))
     fig = figures.calibration_map(curves, on_cells["uncalibrated"], sample_weight=cw)
-    hist = [t for t in fig.data if t.type == "histogram"][0]
-    assert hist.histfunc == "sum"
-    np.testing.assert_array_equal(np.asarray(hist.y), cw)
-    assert np.asarray(hist.y).sum() == len(y)
-    unweighted = [t for t in figures.calibration_map(curves, rows["uncalibrated"]).data if t.type == "histogram"][0]
-    assert unweighted.histfunc is None and unweighted.y is None        # the row path is drawn as before
+    hist = [t for t in fig.data if t.name == "scores"][0]
+    assert hist.type == "bar" and len(hist.y) == SCORE_BARS   # bars, not cells
+    assert np.asarray(hist.y).sum() == len(y)                           # every row counted once
+    on_rows = [t for t in figures.calibration_map(curves, rows["uncalibrated"]).data if t.name == "scores"][0]
+    # the cells' weighted bars are the rows' bars: the same edges (same smallest and largest score), same counts
+    np.testing.assert_array_equal(np.asarray(on_rows.y), np.asarray(hist.y))
+    np.testing.assert_allclose(np.asarray(on_rows.x), np.asarray(hist.x))
+
+
+def test_score_bars_count_rows_per_equal_width_bar():
+    from calibdash.figures.calibration_map import score_bars
+
+    # edges 0, .25, .5, .75, 1 (numpy's last bar includes its right edge): one score in each bar
+    centers, counts, widths = score_bars([0.0, 0.25, 0.5, 1.0], n_bars=4)
+    np.testing.assert_allclose(centers, [0.125, 0.375, 0.625, 0.875])
+    np.testing.assert_array_equal(counts, [1, 1, 1, 1])
+    np.testing.assert_allclose(widths, 0.25)
+    _, weighted, _ = score_bars([0.0, 0.25, 0.5, 1.0], [2, 1, 1, 3], n_bars=4)    # rows each score stands for
+    np.testing.assert_array_equal(weighted, [2, 1, 1, 3])
+    _, one, _ = score_bars([0.3] * 5, n_bars=4)                                 # a single score: all in one bar
+    assert one.sum() == 5 and (one > 0).sum() == 1
 
 
 def test_score_grid_is_refined_at_the_rows_quantiles_on_cells():

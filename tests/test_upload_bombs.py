@@ -405,5 +405,6 @@ def test_the_upload_caches_are_bounded():
     from pages.parts import source
     from pages.parts.bounded_cache import size_in_bytes
 
-    for fn, limit in ((source._read_bytes, "512MB"), (source._read_sample, "128MB"), (source._score_set, "512MB")):
+    for fn, limit in ((source._read_bytes, source.TABLES_MAX), (source._read_sample, "128MB"),
+                      (source._score_set, source.SCORE_SETS_MAX)):
         assert fn.max_size == size_in_bytes(limit)

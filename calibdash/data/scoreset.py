@@ -309,8 +309,9 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
                     + (f" (other candidates: {', '.join(c for c in score_columns if c != score)})"
                        if len(score_columns) > 1 else "") + ".")
     feats = None
+    every_row = bool(keep.all())      # then the features are the table's own columns (copy-on-write), no copy
     if features:
-        feats = df.loc[keep, features].reset_index(drop=True)
+        feats = (df[features] if every_row else df.loc[keep, features]).reset_index(drop=True)
         messages.append(f"Feature columns: {', '.join(features)}.")
     split_arr = None
     if split is not None:

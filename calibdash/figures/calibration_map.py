@@ -82,6 +82,25 @@ def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame
     return pd.concat(parts, ignore_index=True)
 
 
+#: Bars of the score histogram under the calibration map.
+SCORE_BARS = 60
+
+
+def score_bars(scores, sample_weight=None, n_bars: int = SCORE_BARS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(centres, rows, widths)`` of ``n_bars`` equal-width bars from the smallest score to the largest.
+
+    The figure carries the bars, never one value per row or cell. With ``sample_weight`` (rows per score, as on
+    score cells) a bar counts the rows its scores stand for, so cells give the bars of their rows.
+    """
+    s = np.asarray(scores, dtype=float)
+    lo, hi = float(np.min(s)), float(np.max(s))
+    if hi <= lo:                                  # one score: one bar around it
+        lo, hi = lo - 0.005, hi + 0.005
+    edges = np.linspace(lo, hi, n_bars + 1)
+    counts, _ = np.histogram(s, edges, weights=None if sample_weight is None else np.asarray(sample_weight, float))
+    return (edges[:-1] + edges[1:]) / 2, counts, np.diff(edges)
+
+
 def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, str] | None = None,
                     title: str | None = "Calibration map", height: int = 520, log_x: bool = False,
                     visible: Mapping[str, bool] | None = None, sample_weight=None,
@@ -92,7 +111,8 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
     ----------
     curves : DataFrame from :func:`map_curves`
     scores : array-like, optional
-        Drawn as a histogram under the map, so a user sees where the data is.
+        Drawn as a histogram under the map (:func:`score_bars`: its bars, not the scores), so a user sees
+        where the data is.
     log_x : bool
         Log-scaled score axis, for scores crowded near 0 (click rates).
     visible : mapping key -> bool, optional
@@ -144,10 +164,10 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
                 line=dict(color=color, width=2.5),
                 hovertemplate=f"{name}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"), row=1, col=1)
     if has_hist:
-        weighted = {} if sample_weight is None else dict(y=np.asarray(sample_weight, dtype=float), histfunc="sum")
-        fig.add_trace(go.Histogram(x=np.asarray(scores, dtype=float), nbinsx=60, name="scores", showlegend=False,
-                                   marker=dict(color="#9E9E9E"), hovertemplate="score %{x}<br>rows: %{y:,}<extra></extra>",
-                                   **weighted),
+        centers, counts, widths = score_bars(scores, sample_weight)
+        fig.add_trace(go.Bar(x=centers, y=counts, width=widths, name="scores", showlegend=False,
+                             marker=dict(color="#9E9E9E", line=dict(width=0)),
+                             hovertemplate="score %{x:.4f}<br>rows: %{y:,}<extra></extra>"),
                       row=2, col=1)
         fig.update_yaxes(title_text="rows", row=2, col=1)
     last = 2 if has_hist else 1

@@ -12,16 +12,32 @@ is returned to its caller without being stored, so it is recomputed when it
 is asked for again. Everything else is ``st.cache_data``'s: keys (arguments
 whose name starts with ``_`` are not hashed), least recently used eviction
 by entries and by bytes, ``.clear()``, the spinner.
+
+``st.cache_data`` keeps a pickled copy of each value and hands every call a
+fresh copy unpickled from it: right for small results, wrong for a table of
+rows, which it would hold twice per session at rest (the stored bytes and the
+page's copy; three times with a ScoreSet whose ``raw`` is the same table, one
+more copy per cache) and copy again on every rerun. :func:`live_cache` keeps
+such values themselves, one object shared by every call and every session
+(pandas' copy-on-write keeps a shared frame safe from a page's changes),
+bounded by their bytes in memory (:func:`live_bytes`) and by entries.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import pickle
 import re
+import sys
+import threading
+from collections import OrderedDict
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
-__all__ = ["cache_data", "pickled_size_over", "size_in_bytes", "Store"]
+__all__ = ["cache_data", "live_cache", "live_bytes", "pickled_size_over", "size_in_bytes", "Store"]
 
 #: What Streamlit stores besides the value (its ``CachedResult``: the messages to replay, the ids of the
 #: containers), allowed for when a value is measured against the limit.
@@ -156,3 +172,100 @@ class Store:
 
     def clear(self) -> None:
         self._kept.clear()
+
+
+# -- values kept as they are ------------------------------------------------------------------------------
+def live_bytes(value, _seen: set | None = None) -> int:
+    """Bytes that ``value`` holds in memory, each object counted once (a frame and its columns, arrays,
+    strings and bytes, and what containers, dataclasses and plain objects hold).
+
+    A frame's columns count by ``memory_usage(deep=True)``, so two frames sharing a column's buffers (pandas'
+    copy-on-write views) are both counted in full: the sum is an upper bound of what they hold together.
+    """
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, pd.DataFrame):
+        return int(value.memory_usage(deep=True, index=True).sum())
+    if isinstance(value, (pd.Series, pd.Index)):
+        return int(value.memory_usage(deep=True))
+    if isinstance(value, np.ndarray):
+        extra = sum(live_bytes(v, seen) for v in value.ravel()) if value.dtype == object else 0
+        return int(value.nbytes) + extra
+    if isinstance(value, (str, bytes, bytearray, int, float, bool, type(None))):
+        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(live_bytes(k, seen) + live_bytes(v, seen) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sys.getsizeof(value) + sum(live_bytes(v, seen) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sys.getsizeof(value) + sum(live_bytes(getattr(value, f.name), seen)
+                                          for f in dataclasses.fields(value))
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return sys.getsizeof(value) + live_bytes(vars(value), seen)
+    return sys.getsizeof(value)
+
+
+def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | str = False, weigh=None):
+    """Decorator: keep each result itself (no pickled copy, no copy per call), shared by every session of the
+    server, least recently used dropped first to stay within ``max_entries`` and ``max_size`` bytes
+    (:func:`live_bytes` of the values).
+
+    For row-sized values (a parsed table, a ScoreSet): a session then holds no copy of its own, and a rerun
+    costs a look-up instead of an unpickling. The key is the arguments whose name does not start with ``_``
+    (they must be hashable), as ``st.cache_data`` keys; a value larger than ``max_size`` is returned without
+    being stored; an exception is not cached. The values are shared: callers must not change them in place
+    (a DataFrame's copy-on-write already keeps derived frames apart). ``weigh(value)`` replaces
+    :func:`live_bytes` for values that share memory with another cache's (say so where it is used). The
+    decorated function has ``.clear()``,
+    ``.max_size`` (bytes) and ``.held()`` (bytes held now).
+    """
+    limit = size_in_bytes(max_size)
+
+    def decorate(fn):
+        signature = inspect.signature(fn)
+        kept: OrderedDict = OrderedDict()            # key -> (value, bytes), least recently used first
+        lock = threading.Lock()
+
+        def key_of(args, kwargs) -> tuple:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return tuple((k, v) for k, v in bound.arguments.items() if not k.startswith("_"))
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            key = key_of(args, kwargs)
+            with lock:
+                if key in kept:
+                    kept.move_to_end(key)
+                    return kept[key][0]
+            if show_spinner:
+                with st.spinner(show_spinner if isinstance(show_spinner, str) else f"Running {fn.__name__}(…)"):
+                    value = fn(*args, **kwargs)
+            else:
+                value = fn(*args, **kwargs)
+            size = (weigh or live_bytes)(value)
+            if size > limit:
+                return value
+            with lock:
+                kept[key] = (value, size)
+                kept.move_to_end(key)
+                total = sum(b for _, b in kept.values())
+                while kept and (len(kept) > max_entries or total > limit):
+                    _, (_, b) = kept.popitem(last=False)
+                    total -= b
+            return value
+
+        def clear() -> None:
+            with lock:
+                kept.clear()
+
+        def held() -> int:
+            with lock:
+                return sum(b for _, b in kept.values())
+
+        call.clear, call.held, call.max_size = clear, held, limit
+        return call
+
+    return decorate

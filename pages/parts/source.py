@@ -5,10 +5,12 @@ choice made on one page holds on the others); the one thing kept by hand in
 ``st.session_state`` is the uploaded file (name, bytes, SHA-256), because the
 uploader widget lives on the Data page only.
 
-The readings and score sets are cached by :func:`pages.parts.bounded_cache.cache_data`,
-which never stores an entry larger than the cache's ``max_size`` (Streamlit's own
-cache would keep it anyway), so the cache holds at most its limit, whatever was
-uploaded; a file too large to read is refused by :func:`calibdash.data.read_table`
+The readings and score sets are kept by :func:`pages.parts.bounded_cache.live_cache`:
+the objects themselves, one table per file shared by every session and every rerun
+(no pickled copy in a cache, no copy per page: a session holds its upload's bytes
+and, through this cache, one parsed table and its score set), bounded by their bytes
+in memory, never storing an entry larger than the limit, so the caches hold at most
+their limits, whatever was uploaded; a file too large to read is refused by :func:`calibdash.data.read_table`
 before it is read, and a refusal is never cached.
 """
 from __future__ import annotations
@@ -34,19 +36,36 @@ NONE = "(none)"            # choice meaning "no such column"
 ROLES = ("label", "score", "positive", "split")
 
 
-@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=8, max_size="512MB")
+#: Bytes of parsed tables kept (the tables themselves, shared by every session: :func:`bounded_cache.live_cache`).
+#: A 10^6-row upload with a score, a label and two text columns parses into about 47 MB, so three sessions'
+#: tables take 140 MB; 10^7 such rows (a 57 MB Parquet) into about 470 MB, which still fits with one more.
+TABLES_MAX = "640MB"
+#: Bytes of score sets kept, each weighed without the table it reads (:func:`_score_set_bytes`): its scores and
+#: labels (9 bytes a row) and what it copied of the table (nothing when every row is usable).
+SCORE_SETS_MAX = "256MB"
+
+
+@bounded_cache.live_cache(show_spinner="Reading the file…", max_entries=8, max_size=TABLES_MAX)
 def _read_bytes(sha: str, name: str, _data: bytes):
     """Parse uploaded bytes; keyed on our own SHA-256 of them (st hashes big inputs by sampling)."""
     return cdata.read_table(_data, filename=name)
 
 
-@bounded_cache.cache_data(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
+@bounded_cache.live_cache(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
 def _read_sample(name: str):
     path = samples.sample_path(name)
     return cdata.read_table(path.read_bytes(), filename=path.name)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="512MB")
+def _score_set_bytes(ss: cdata.ScoreSet) -> int:
+    """What a ScoreSet holds beyond its table (``raw``, weighed by the tables' cache): its arrays, and its
+    features and split when rows were dropped (with every row kept the features are the table's own columns)."""
+    shared = {id(ss.raw)} | ({id(ss.features)} if ss.features is not None and len(ss.features) == len(ss.raw)
+                             else set())
+    return bounded_cache.live_bytes(ss, shared)
+
+
+@bounded_cache.live_cache(show_spinner=False, max_entries=32, max_size=SCORE_SETS_MAX, weigh=_score_set_bytes)
 def _score_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ScoreSet:
     return cdata.build_score_set(_df, info=_info, name=_info.name, **dict(roles))
 
