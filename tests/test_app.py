@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 from calibdash import calibrators, cells, data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from calibdash.explain import explain
+from calibdash.figures.calibration_map import SCORE_BARS
 from pages.parts import downloads, fitting
 from pages.parts.tables import BEST_STYLE, best_cells, bold_best, metrics_frame
 
@@ -466,8 +467,11 @@ def test_upload_good_csv_is_used_on_every_page():
         caption = next(c.value for c in at.main.caption if "my_scores.csv" in c.value)
         assert "judged on 90 held-out rows" in caption and "Stratified split" in caption, caption
         assert "score cells" not in caption
-        hist = [t for t in charts(at)[f"{page.split('/')[1][:-3]}.map"]["data"] if t.get("type") == "histogram"]
-        assert hist and not hist[0].get("histfunc")
+        bars = [t for t in charts(at)[f"{page.split('/')[1][:-3]}.map"]["data"] if t.get("name") == "scores"]
+        # the map's histogram is its bars (never one value per row): they count the held-out rows on Compare
+        assert bars and bars[0]["type"] == "bar" and len(plotly_array(bars[0]["y"])) == SCORE_BARS
+        if page == COMPARE:
+            assert plotly_array(bars[0]["y"]).sum() == 90
 
 
 def test_upload_of_20_rows_is_accepted_everywhere():
@@ -535,8 +539,8 @@ def test_million_row_upload_runs_on_score_cells():
     figs = charts(at)
     for key in CHARTS[COMPARE]:
         assert figs[key]["data"], key
-    hist = [t for t in figs["compare.map"]["data"] if t.get("type") == "histogram"][0]
-    assert hist["histfunc"] == "sum" and plotly_array(hist["y"]).sum() == held_out    # rows, not cells
+    hist = [t for t in figs["compare.map"]["data"] if t.get("name") == "scores"][0]
+    assert hist["type"] == "bar" and plotly_array(hist["y"]).sum() == held_out       # rows, not cells
     bars = [t for t in figs["compare.reliability"]["data"] if t.get("type") == "bar"]
     assert plotly_array(bars[0]["y"]).sum() == held_out
     assert any(downloads.PER_CELL_CAPTION in c.value for c in at.main.caption)
