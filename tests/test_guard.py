@@ -606,6 +606,9 @@ def test_a_validated_file_is_not_expanded_again_into_a_link_leading_out(tree, mo
     assert read_schema(NO_JOB, dr, plan)["columns"] == ["score", "label"]
     got = aggregate_plan(NO_JOB, dr, plan, {"score": "score", "label": "label"}, Scheme(kind="insample"), True)
     assert got["cells"].n_rows == 25 and got["all"]["cells"].n_rows == 25
+    # a hashed split needs the rows' keys, so each file's row count is read from its Parquet metadata: by its name
+    got = aggregate_plan(NO_JOB, dr, plan, {"score": "score", "label": "label"}, Scheme(kind="split"), False)
+    assert got["cells"].n_rows == 25
     assert opened and all("big.parquet" not in f and "ab.parquet" not in f for f in opened)
 
 
