@@ -138,7 +138,9 @@ def identity_start(form: LinearForm, k: int) -> np.ndarray:
 def unpack(theta: np.ndarray, form: LinearForm, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``(W_part, b)``: W's free entries in their shape (a 1-vector, a K-vector, or a K x K matrix) and the
     intercepts (zeros without one)."""
-    theta = np.asarray(theta, dtype=float)
+    theta = np.asarray(theta)
+    if theta.dtype not in (np.float64, np.float32):     # float32 for the Hessian's products (_newton_cg)
+        theta = theta.astype(float)
     m = n_parameters(LinearForm(form.matrix, False), k)
     w = theta[:m].reshape(k, k) if form.matrix == "full" else theta[:m]
     b = theta[m:] if form.bias else np.zeros(k)
@@ -186,8 +188,23 @@ def _penalty(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float)
     return value, g
 
 
+def _project(R: np.ndarray, X: np.ndarray, form: LinearForm) -> np.ndarray:
+    """``sum_i R_i x_i^T`` projected on W's form (the full matrix, its diagonal, or its trace), then
+    ``sum_i R_i`` for the intercepts: the derivative of ``sum_i R_i . (W x_i + b)`` in the parameters. With
+    ``R`` the weighted residuals it is the gradient (:func:`objective`); with the weighted change of the
+    residuals along a direction, the Hessian's product with it (:func:`_hessian_product`)."""
+    if form.matrix == "full":
+        gw = (R.T @ X).ravel()
+    elif form.matrix == "diagonal":
+        gw = np.einsum("ij,ij->j", R, X)
+    else:
+        gw = np.array([np.einsum("ij,ij->", R, X)])
+    return np.concatenate([gw, R.sum(axis=0)]) if form.bias else gw
+
+
 def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm,
-              lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
+              lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None,
+              probabilities: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
     """``(L, NLL, gradient of L)`` at ``theta``: the weighted mean negative log-likelihood of the labels
     ``y`` under ``softmax(W x + b)`` plus the penalty (module docstring), and its analytic gradient
     ``dL/dW = R^T X`` (projected on W's form) and ``dL/db = sum_i R_i``, where ``R_i = w_i (q_i - e_{y_i}) /
@@ -195,7 +212,8 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
 
     ``work``: an (n, K) float array to compute in (a solver calls this hundreds of times; reusing one
     buffer avoids allocating, and page-faulting, fresh n x K arrays at each call). Its content is
-    overwritten.
+    overwritten. ``probabilities``: an (n, K) float array that receives ``softmax(W x + b)`` (what the
+    Hessian's products need, :func:`_newton_cg`), if given.
     """
     n, k = X.shape
     rows = np.arange(n)
@@ -207,6 +225,8 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
     total = Z.sum(axis=1)
     nll_rows += np.log(total)
     Z /= total[:, None]
+    if probabilities is not None:
+        probabilities[...] = Z
     Z[rows, y] -= 1.0                            # R, up to the weights
     if w is None:
         nll = float(np.mean(nll_rows))
@@ -215,21 +235,15 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
         s = float(w.sum())
         nll = float(w @ nll_rows) / s
         Z *= (w / s)[:, None]
-    if form.matrix == "full":
-        gw = (Z.T @ X).ravel()
-    elif form.matrix == "diagonal":
-        gw = np.einsum("ij,ij->j", Z, X)
-    else:
-        gw = np.array([np.einsum("ij,ij->", Z, X)])
-    grad = np.concatenate([gw, Z.sum(axis=0)]) if form.bias else gw
     pen, pen_grad = _penalty(theta, form, k, lam, mu)
-    return nll + pen, nll, grad + pen_grad
+    return nll + pen, nll, _project(Z, X, form) + pen_grad
 
 
-def _hessian_diagonal(theta, X, w, form, lam, mu):
-    """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of :func:`fit_linear`)."""
+def _hessian_diagonal(theta, X, w, form, lam, mu, Q=None):
+    """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of :func:`fit_linear`);
+    ``Q``: the map's probabilities at ``theta``, if known."""
     n, k = X.shape
-    Q = predict_linear(X, theta, form)
+    Q = predict_linear(X, theta, form) if Q is None else Q
     V = Q * (1.0 - Q)
     V *= (1.0 / n) if w is None else (w / w.sum())[:, None]
     if form.matrix == "full":
@@ -380,6 +394,161 @@ def _free_gradient(theta, g, form) -> float:
     return float(np.max(np.abs(g)))
 
 
+# -- large full maps: Newton's method with conjugate-gradient steps ----------------------------------------
+def _hessian_product(v: np.ndarray, X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
+                     curvature: np.ndarray) -> np.ndarray:
+    """The objective's Hessian at the map whose probabilities are ``Q`` times the direction ``v``, without
+    forming the Hessian: along ``v`` the scores move by ``D = X V_W^T + v_b`` (:func:`linear_scores` is
+    linear in its parameters), the residuals by ``S_i d_i = q_i * d_i - q_i (q_i . d_i)`` (``S_i`` the
+    softmax's Jacobian), and :func:`_project` turns the weighted change into the product, the penalty
+    adding ``curvature * v`` (its constant diagonal). Two n x K x K products for the full form, as a
+    gradient, and no exponential. ``u``: the weights divided by their sum."""
+    T = linear_scores(X, v.astype(X.dtype), form)
+    T *= Q
+    T -= Q * T.sum(axis=1, keepdims=True)
+    T *= u[:, None]
+    return _project(T, X, form).astype(float) + curvature * v
+
+
+#: The block preconditioner (:func:`_block_preconditioner`) leaves out, for each class, the rows that carry
+#: together at most this share of its block's trace (the rows the class is certain to be absent from).
+BLOCK_DROP = 0.05
+
+
+def _block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
+                          curvature: np.ndarray):
+    """An approximate inverse of the full form's Hessian (for the conjugate gradients of :func:`_newton_cg`),
+    as a function of a gradient-shaped vector.
+
+    The parameters acting on class ``c`` (row ``c`` of ``[W | b]``) form a block of the Hessian,
+    ``A_c = sum_i u_i q_ic (1 - q_ic) x~_i x~_i^T`` plus the penalty's diagonal (``x~_i = (x_i, 1)``):
+    those blocks, inverted once (K inverses of (K + 1) x (K + 1)), are a block-Jacobi preconditioner.
+    They leave out the coupling between classes, ``-u_i q_ic q_id x~_i x~_i^T``, and the worst of what
+    they miss is exact and known: adding one vector to every row of ``[W | b]`` (the softmax's invariance)
+    does not change the data's part of the objective, so along those K + 1 "common" directions ``C`` the
+    Hessian is the penalty's alone (``H C = diag(curvature) C``), while each block sees large curvature.
+    The preconditioner solves that coarse space exactly and the blocks on the rest (the two-level
+    "balancing" form, ``P + (I - P H) B^-1 (I - H P)`` with ``P = C (C^T H C)^-1 C^T``; Mandel 1993), every
+    product with ``H C`` being analytic. To make the blocks cheaper, each class's block leaves out the rows
+    that carry together at most :data:`BLOCK_DROP` of its trace (about two thirds of the rows of a
+    confident 100-class network): this changes the preconditioner, never the Hessian, the gradient or
+    the optimum. Measured on CIFAR-100's 8,000-row folds: the blocks alone needed 280 conjugate-gradient
+    steps for the fit at lambda = 1; with the coarse space, built at each fit's start, 80."""
+    n, k = X.shape
+    width = k + 1 if form.bias else k
+    Xt = np.hstack([X, np.ones((n, 1))]) if form.bias else X
+    V = (Q * (1.0 - Q)).T                           # (K, n)
+    V *= u
+    mass = V * np.einsum("ij,ij->i", Xt, Xt)        # each row's share of each block's trace
+    ranked = np.sort(mass, axis=1)
+    cum = np.cumsum(ranked, axis=1)
+    cut = (cum <= BLOCK_DROP * cum[:, -1:]).sum(axis=1)      # the rows carrying the smallest share
+    keep = mass >= ranked[np.arange(k), np.minimum(cut, n - 1)][:, None]
+    pen = _by_class(curvature, k, form.bias)
+    B = np.empty((k, width, width))
+    for c in range(k):
+        rows = np.flatnonzero(keep[c])
+        Xs = Xt[rows]
+        B[c] = (Xs * V[c, rows][:, None]).T @ Xs
+        B[c].flat[::width + 1] += pen[c] + 1e-12 * max(float(np.max(np.diag(B[c]))), 1e-300)
+    inv = np.linalg.inv(B)
+    inv = 0.5 * (inv + np.transpose(inv, (0, 2, 1)))
+    common = pen.sum(axis=0)                        # C^T H C: the penalty on each common direction
+    coarse = np.divide(1.0, common, out=np.zeros_like(common), where=common > 0)
+
+    def apply(r: np.ndarray) -> np.ndarray:
+        R = _by_class(r, k, form.bias)
+        y = coarse * R.sum(axis=0)                  # P r
+        S = np.matmul(inv, (R - pen * y)[:, :, None])[:, :, 0]         # B^-1 (I - H P) r
+        S -= coarse * (pen * S).sum(axis=0)                            # (I - P H) ...
+        S += y
+        return _from_class(S, form.bias)
+
+    return apply
+
+
+def _by_class(theta: np.ndarray, k: int, bias: bool) -> np.ndarray:
+    """The full form's parameters as a K x (K + 1) array: row ``c`` holds ``W[c, :]`` then ``b[c]``."""
+    W = theta[:k * k].reshape(k, k)
+    return np.hstack([W, theta[k * k:, None]]) if bias else W.copy()
+
+
+def _from_class(M: np.ndarray, bias: bool) -> np.ndarray:
+    """The inverse of :func:`_by_class`."""
+    k = M.shape[0]
+    return np.concatenate([M[:, :k].ravel(), M[:, k]]) if bias else M.ravel().copy()
+
+
+def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter):
+    """Newton's method for the full form when its Hessian is too large to form (100 classes: 10,100
+    parameters), each step solved by preconditioned conjugate gradients on Hessian-vector products
+    (:func:`_hessian_product`: as costly as a gradient) with :func:`_block_preconditioner`, built at the
+    start; the step halved until the objective falls by at least 1e-4 of its predicted decrease (Armijo).
+
+    The conjugate gradients stop when the preconditioned residual ``sqrt(r^T M^-1 r)`` is at most
+    ``eta = min(0.5, sqrt(delta))`` times its start ``delta = sqrt(g^T M^-1 g)`` (the inexact Newton
+    "forcing" of Eisenstat & Walker: loose far from the optimum, tighter near it, so the steps converge
+    superlinearly; ``delta^2 / 2`` estimates the distance to the optimum in objective), or after 500 steps.
+
+    Stopping rule (the same numbers as L-BFGS-B's, :func:`fit_linear`): the largest entry of the gradient in
+    the variables scaled by ``scale`` at most ``gtol``, or a step lowering the objective by at most ``ftol``
+    of itself (``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol``), or ``max_iter`` steps, or no
+    halving (down to 2^-40) lowering the objective (the floating-point limit). A Newton step near the
+    optimum removes nearly all of the remaining gap, so the second rule leaves a gap far below ``ftol``
+    relative, where L-BFGS-B's small step says less. Returns ``(theta, n_steps, why)``, ``why`` one of
+    ``"gtol"``, ``"ftol"``, ``"max_iter"``, ``"line search"``.
+
+    Measured (CIFAR-100, 8,000-row folds, lambda from 1e4 down to 1, warm starts): 4 to 7 Newton steps
+    and 12 to 90 conjugate-gradient steps per fit, where L-BFGS-B took 70 to 2,000 iterations."""
+    u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
+    curvature = _penalty_curvature(theta.size, form, X.shape[1], lam, mu)
+    work, Q = np.empty(X.shape), np.empty(X.shape)
+    X32, u32 = X.astype(np.float32), u.astype(np.float32)
+    f, _, g = objective(theta, X, y, w, form, lam, mu, work, Q)
+    precondition = _block_preconditioner(X, Q, u, form, curvature)
+    scale = 1.0 / np.sqrt(_hessian_diagonal(theta, X, w, form, lam, mu, Q))
+    it = 0
+    for it in range(1, max_iter + 1):
+        if float(np.max(np.abs(g * scale))) <= gtol:
+            return theta, it - 1, "gtol"
+        Q32 = Q.astype(np.float32)
+        d = np.zeros_like(theta)
+        r = -g
+        z = precondition(r)
+        rz = float(r @ z)
+        target = min(0.5, rz ** 0.25) * np.sqrt(rz)
+        p = z
+        for _ in range(500):
+            Hp = _hessian_product(p, X32, Q32, u32, form, curvature)
+            pHp = float(p @ Hp)
+            if pHp <= 0:                            # no curvature left to use (rounding): take what we have
+                if not d.any():
+                    d = p
+                break
+            a = rz / pHp
+            d += a * p
+            r = r - a * Hp
+            z = precondition(r)
+            rz_new = float(r @ z)
+            if np.sqrt(max(rz_new, 0.0)) <= target:
+                break
+            p = z + (rz_new / rz) * p
+            rz = rz_new
+        slope = float(g @ d)
+        step = 1.0
+        while step > 2.0 ** -40:
+            f_new, _, g_new = objective(theta + step * d, X, y, w, form, lam, mu, work, Q)
+            if f_new <= f + 1e-4 * step * slope:
+                break
+            step /= 2
+        else:
+            return theta, it, "line search"
+        theta, f_old, f, g = theta + step * d, f, f_new, g_new
+        if (f_old - f) / max(abs(f_old), abs(f), 1.0) <= ftol:
+            return theta, it, "ftol"
+    return theta, it, "max_iter"
+
+
 def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm, lam: float = 0.0,
                mu: float = 0.0, start: np.ndarray | None = None, gtol: float = 1e-9, ftol: float = 1e-13,
                max_iter: int = 5000, what: str = "the linear calibration map") -> LinearFit:
@@ -430,6 +599,13 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
         gmax = _free_gradient(theta, grad, form)
         # the floating-point limit: the rounding of the gradient's sums, about eps times the sum of |R X|
         converged = gmax <= max(gtol, 1e-12 * (1.0 + float(np.max(np.abs(X)))))
+    elif form.matrix == "full":
+        with threadpool_limits(1):
+            theta, n_iter, message = _newton_cg(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter)
+        loss, nll, grad = objective(theta, X, y, w, form, lam, mu)
+        gmax = _free_gradient(theta, grad, form)
+        converged = message in ("gtol", "ftol") or (message == "line search" and gmax <= 100 * gtol)
+        message = f"Newton-CG, stopped by {message}"
     else:
         scale = 1.0 / np.sqrt(_hessian_diagonal(theta0, X, w, form, lam, mu))
         bounds = None
@@ -559,9 +735,10 @@ def cv_log_loss(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], 
     for j, (lam, mu) in enumerate(grid):
         here = 0.0
         for f, (Xt, yt, wt, Xv, yv, wv) in enumerate(parts):
-            fit = fit_linear(Xt, yt, wt, form, lam, mu, start=starts[f], gtol=gtol, ftol=ftol,
+            fit = fit_linear(Xt, yt, wt, form, lam, mu, start=starts[f] if j or not f else prev, gtol=gtol,
+                             ftol=ftol,
                              what=f"the fit at lambda={lam:g}, mu={mu:g} on cross-validation fold {f + 1}")
-            starts[f] = fit.theta
+            starts[f] = prev = fit.theta
             logq = log_softmax(linear_scores(Xv, fit.theta, form), axis=1)[np.arange(yv.size), yv]
             here -= float(wv @ logq)
         loss[j] = here / total
