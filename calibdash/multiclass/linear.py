@@ -543,7 +543,7 @@ def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter):
         Q32 = Q.astype(np.float32)
         d = np.zeros_like(theta)
         r = -g
-        z = precondition(r)
+        z = descent = precondition(r)
         rz = float(r @ z)
         target = min(0.5, rz ** 0.25) * np.sqrt(rz)
         p = z
@@ -564,6 +564,8 @@ def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter):
             p = z + (rz_new / rz) * p
             rz = rz_new
         slope = float(g @ d)
+        if not slope < 0:                   # rounding spoilt the step: the preconditioned gradient always
+            d, slope = descent, float(g @ descent)                          # descends (-g^T M^-1 g < 0)
         step = 1.0
         while step > 2.0 ** -40:
             f_new, _, g_new = objective(theta + step * d, X, y, w, form, lam, mu, work, Q)
