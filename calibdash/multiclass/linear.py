@@ -54,7 +54,7 @@ class's own block is well described by its rows, and the softmax's "common" dire
 to every row of ``[W | b]``) are flat except for the penalty. :func:`_block_preconditioner` inverts the
 blocks and solves those directions exactly, so each Newton step needs 1 to 40 conjugate-gradient steps and a
 fit 4 to 10 Newton steps (Hessian-vector products run in float32, :func:`_newton_cg` says why that changes
-the path only); the search and the final fit then take about 20 s of CPU.
+the path only); the search and the final fit then take 14 s of CPU (15 s wall; the same machine, busy).
 
 The temperature form keeps its factor in ``[exp(-10), exp(10)]`` (scikit-learn's bounds on the inverse
 temperature): when the likelihood keeps growing past a bound (scores that rank the labels no better than
