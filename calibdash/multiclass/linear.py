@@ -28,20 +28,33 @@ the weighted mean), and multiplying every weight by ``c`` changes nothing.
 Solver (:func:`fit_linear`). Small problems (the Hessian costs at most :data:`NEWTON_WORK` multiply-adds:
 every form for 10 classes at 10,000 rows, temperature scaling always) are solved by damped Newton on the
 analytic gradient and Hessian (:func:`_newton`), to a largest gradient entry of ``gtol`` (or the
-floating-point limit: 1e-12 times the largest log-score, the rounding of the gradient's sums). Larger
-ones (vector and matrix maps of 100 classes: 200 and 10,100 parameters) by scipy's L-BFGS-B on the analytic gradient,
-started at the identity map
-(``W = I``, ``b = 0``: the scores as they are) or a given warm start, in variables scaled by the inverse
-square root of the objective's Hessian diagonal at the start (a Jacobi preconditioner: the log-scores of
-a confident network span tens of nats, so the unscaled problem is badly conditioned; the scaling changes
-the path, not the optimum). Stopping rule: L-BFGS-B stops when the largest entry of the (scaled)
-projected gradient is at most ``gtol`` or when the objective's relative reduction in a step is at most
-``ftol`` (``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol``), or after ``max_iter`` iterations. The
-fit counts as converged when scipy reports success, or when it stopped in the line search (scipy's
-"ABNORMAL" ending, which happens at the floating-point limit) with the largest entry of the gradient at
-most ``100 * gtol``; otherwise :func:`fit_linear` warns (a
-:class:`sklearn.exceptions.ConvergenceWarning`) and says so in :attr:`LinearFit.converged`: it never
-returns the start silently (netcal issue #61).
+floating-point limit: 1e-12 times the largest log-score, the rounding of the gradient's sums). Full maps
+beyond that (matrix scaling and Dirichlet calibration of 100 classes: 10,100 parameters) by Newton's method
+with its steps solved by preconditioned conjugate gradients on Hessian-vector products
+(:func:`_newton_cg`); the other larger ones (vector scaling of 100 classes: 200 parameters) by scipy's
+L-BFGS-B on the analytic gradient. Both start at the fitted temperature's map or a given warm start. The
+stopping rule is the same for both, in variables scaled by the inverse square root of the objective's
+Hessian diagonal at the start (a Jacobi scaling: the log-scores of a confident network span tens of nats,
+so the unscaled problem is badly conditioned; the scaling changes the path, not the optimum): the largest
+entry of the (scaled, projected) gradient at most ``gtol``, or the objective's relative reduction in a step
+at most ``ftol`` (``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol``), or ``max_iter`` iterations. A
+Newton step near the optimum removes nearly all of the remaining gap, so there the second rule leaves the
+objective far closer to its minimum than the same rule after an L-BFGS step. The fit counts as converged
+when the first or second rule stopped it, or when it stopped in the line search (the floating-point limit;
+scipy's "ABNORMAL" ending) with the largest entry of the gradient at most ``100 * gtol``; otherwise
+:func:`fit_linear` warns (a :class:`sklearn.exceptions.ConvergenceWarning`) and says so in
+:attr:`LinearFit.converged`: it never returns the start silently (netcal issue #61).
+
+Why Newton-CG for the full maps (measured on CIFAR-100, 10,000 x 100, the 5-fold penalty search of
+Dirichlet calibration with 8,000-row folds, on a shared 2-core machine): L-BFGS-B needed 70 iterations at
+lambda = 1e4 and 2,000 at lambda = 1 (each a gradient: two 8,000 x 100 x 100 products and an
+exponential, 14 ms), 250 s of CPU for the search and the final fit. The ill-conditioning that costs
+L-BFGS-B those iterations is structured: the Hessian is a K x K grid of (K + 1) x (K + 1) blocks, each
+class's own block is well described by its rows, and the softmax's "common" directions (one vector added
+to every row of ``[W | b]``) are flat except for the penalty. :func:`_block_preconditioner` inverts the
+blocks and solves those directions exactly, so each Newton step needs 1 to 40 conjugate-gradient steps and a
+fit 4 to 10 Newton steps (Hessian-vector products run in float32, :func:`_newton_cg` says why that changes
+the path only); the search and the final fit then take 14 s of CPU (15 s wall; the same machine, busy).
 
 The temperature form keeps its factor in ``[exp(-10), exp(10)]`` (scikit-learn's bounds on the inverse
 temperature): when the likelihood keeps growing past a bound (scores that rank the labels no better than
@@ -50,7 +63,8 @@ chance: ``T -> infinity``; or that separate them: ``T -> 0``), the fit stops at 
 Unidentified directions. The softmax ignores a constant added to every class's score, so without a
 penalty, adding one vector to every row of ``[W | b]`` leaves the loss unchanged. The gradient is
 orthogonal to those directions and L-BFGS moves only along gradients, so from the identity the fit stays
-on the one solution nearest it along them; the fitted probabilities are unique in any case.
+on the one solution nearest it along them (Newton-CG's preconditioner may move along them, which changes
+no probability); the fitted probabilities are unique in any case.
 
 Log-scores of probabilities of exactly 0 are finite: :class:`~calibdash.multiclass.base.Scores` floors
 probabilities at :data:`~calibdash.multiclass.base.LOG_FLOOR` (1e-300, log -690.8) before the logarithm.
@@ -65,9 +79,11 @@ log-sum-exp, whatever the size of ``W x``).
 Regularisation chosen by cross-validation (:func:`select_penalty`): see its docstring (the search runs
 on at most :data:`SEARCH_ROWS` distinct rows, chosen by value; the chosen map is fitted on every row).
 
-Threads: both solvers run their n x K x K products on one BLAS thread (threadpoolctl). For K up to a
-few hundred one thread does them at full speed, and on a machine shared with other work a second
-thread's spin-waits multiplied the CPU time of a 100-class fit by about 15.
+Threads: a fit (:func:`fit_linear`, its start and its last evaluation included) and the penalty search
+(:func:`cv_log_loss`, its held-out scoring included) run their n x K x K products on one BLAS thread
+(threadpoolctl). For K up to a few hundred one thread does them at full speed, and on a machine shared
+with other work a second thread's spin-waits multiplied the CPU time of a 100-class fit by about 15 (and
+those after the few products left on two threads made the 10-class search 1.7 times slower).
 """
 from __future__ import annotations
 
@@ -118,7 +134,7 @@ class LinearFit(NamedTuple):
     theta: np.ndarray        # the parameters: W's free entries (1, K or K*K, row-major), then b (if any)
     loss: float              # the objective at theta (weighted mean NLL + penalty)
     nll: float               # the weighted mean negative log-likelihood at theta
-    n_iter: int              # L-BFGS-B iterations
+    n_iter: int              # solver iterations (Newton steps, or L-BFGS-B iterations)
     grad_max: float          # largest entry of the objective's gradient at theta
     converged: bool          # by the stopping rule of the module docstring
 
@@ -138,7 +154,9 @@ def identity_start(form: LinearForm, k: int) -> np.ndarray:
 def unpack(theta: np.ndarray, form: LinearForm, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``(W_part, b)``: W's free entries in their shape (a 1-vector, a K-vector, or a K x K matrix) and the
     intercepts (zeros without one)."""
-    theta = np.asarray(theta, dtype=float)
+    theta = np.asarray(theta)
+    if theta.dtype not in (np.float64, np.float32):     # float32 for the Hessian's products (_newton_cg)
+        theta = theta.astype(float)
     m = n_parameters(LinearForm(form.matrix, False), k)
     w = theta[:m].reshape(k, k) if form.matrix == "full" else theta[:m]
     b = theta[m:] if form.bias else np.zeros(k)
@@ -186,8 +204,23 @@ def _penalty(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float)
     return value, g
 
 
+def _project(R: np.ndarray, X: np.ndarray, form: LinearForm) -> np.ndarray:
+    """``sum_i R_i x_i^T`` projected on W's form (the full matrix, its diagonal, or its trace), then
+    ``sum_i R_i`` for the intercepts: the derivative of ``sum_i R_i . (W x_i + b)`` in the parameters. With
+    ``R`` the weighted residuals it is the gradient (:func:`objective`); with the weighted change of the
+    residuals along a direction, the Hessian's product with it (:func:`_hessian_product`)."""
+    if form.matrix == "full":
+        gw = (R.T @ X).ravel()
+    elif form.matrix == "diagonal":
+        gw = np.einsum("ij,ij->j", R, X)
+    else:
+        gw = np.array([np.einsum("ij,ij->", R, X)])
+    return np.concatenate([gw, R.sum(axis=0)]) if form.bias else gw
+
+
 def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm,
-              lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
+              lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None,
+              probabilities: np.ndarray | None = None) -> tuple[float, float, np.ndarray]:
     """``(L, NLL, gradient of L)`` at ``theta``: the weighted mean negative log-likelihood of the labels
     ``y`` under ``softmax(W x + b)`` plus the penalty (module docstring), and its analytic gradient
     ``dL/dW = R^T X`` (projected on W's form) and ``dL/db = sum_i R_i``, where ``R_i = w_i (q_i - e_{y_i}) /
@@ -195,7 +228,8 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
 
     ``work``: an (n, K) float array to compute in (a solver calls this hundreds of times; reusing one
     buffer avoids allocating, and page-faulting, fresh n x K arrays at each call). Its content is
-    overwritten.
+    overwritten. ``probabilities``: an (n, K) float array that receives ``softmax(W x + b)`` (what the
+    Hessian's products need, :func:`_newton_cg`), if given.
     """
     n, k = X.shape
     rows = np.arange(n)
@@ -207,6 +241,8 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
     total = Z.sum(axis=1)
     nll_rows += np.log(total)
     Z /= total[:, None]
+    if probabilities is not None:
+        probabilities[...] = Z
     Z[rows, y] -= 1.0                            # R, up to the weights
     if w is None:
         nll = float(np.mean(nll_rows))
@@ -215,21 +251,15 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
         s = float(w.sum())
         nll = float(w @ nll_rows) / s
         Z *= (w / s)[:, None]
-    if form.matrix == "full":
-        gw = (Z.T @ X).ravel()
-    elif form.matrix == "diagonal":
-        gw = np.einsum("ij,ij->j", Z, X)
-    else:
-        gw = np.array([np.einsum("ij,ij->", Z, X)])
-    grad = np.concatenate([gw, Z.sum(axis=0)]) if form.bias else gw
     pen, pen_grad = _penalty(theta, form, k, lam, mu)
-    return nll + pen, nll, grad + pen_grad
+    return nll + pen, nll, _project(Z, X, form) + pen_grad
 
 
-def _hessian_diagonal(theta, X, w, form, lam, mu):
-    """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of :func:`fit_linear`)."""
+def _hessian_diagonal(theta, X, w, form, lam, mu, Q=None):
+    """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of :func:`fit_linear`);
+    ``Q``: the map's probabilities at ``theta``, if known."""
     n, k = X.shape
-    Q = predict_linear(X, theta, form)
+    Q = predict_linear(X, theta, form) if Q is None else Q
     V = Q * (1.0 - Q)
     V *= (1.0 / n) if w is None else (w / w.sum())[:, None]
     if form.matrix == "full":
@@ -247,7 +277,7 @@ def _hessian_diagonal(theta, X, w, form, lam, mu):
 
 
 #: Newton's method is used when the Hessian costs at most this many multiply-adds (n * p^2, p parameters):
-#: every form for 10 classes at 10,000 rows, temperature always; L-BFGS-B beyond (matrix maps of 100 classes).
+#: every form for 10 classes at 10,000 rows, temperature always; Newton-CG (full maps) or L-BFGS-B beyond.
 NEWTON_WORK = 2.5e8
 
 
@@ -380,10 +410,181 @@ def _free_gradient(theta, g, form) -> float:
     return float(np.max(np.abs(g)))
 
 
+# -- large full maps: Newton's method with conjugate-gradient steps ----------------------------------------
+def _hessian_product(v: np.ndarray, X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
+                     curvature: np.ndarray) -> np.ndarray:
+    """The objective's Hessian at the map whose probabilities are ``Q`` times the direction ``v``, without
+    forming the Hessian: along ``v`` the scores move by ``D = X V_W^T + v_b`` (:func:`linear_scores` is
+    linear in its parameters), the residuals by ``S_i d_i = q_i * d_i - q_i (q_i . d_i)`` (``S_i`` the
+    softmax's Jacobian), and :func:`_project` turns the weighted change into the product, the penalty
+    adding ``curvature * v`` (its constant diagonal). Two n x K x K products for the full form, as a
+    gradient, and no exponential. ``u``: the weights divided by their sum."""
+    T = linear_scores(X, v.astype(X.dtype), form)
+    T *= Q
+    T -= Q * T.sum(axis=1, keepdims=True)
+    T *= u[:, None]
+    return _project(T, X, form).astype(float) + curvature * v
+
+
+#: The block preconditioner (:func:`_block_preconditioner`) leaves out, for each class, the rows that carry
+#: together at most this share of its block's trace (the rows the class is certain to be absent from).
+BLOCK_DROP = 0.05
+
+
+def _block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
+                          curvature: np.ndarray):
+    """An approximate inverse of the full form's Hessian (for the conjugate gradients of :func:`_newton_cg`),
+    as a function of a gradient-shaped vector.
+
+    The parameters acting on class ``c`` (row ``c`` of ``[W | b]``) form a block of the Hessian,
+    ``A_c = sum_i u_i q_ic (1 - q_ic) x~_i x~_i^T`` plus the penalty's diagonal (``x~_i = (x_i, 1)``):
+    those blocks, inverted once (K inverses of (K + 1) x (K + 1)), are a block-Jacobi preconditioner.
+    They leave out the coupling between classes, ``-u_i q_ic q_id x~_i x~_i^T``, and the worst of what
+    they miss is exact and known: adding one vector to every row of ``[W | b]`` (the softmax's invariance)
+    does not change the data's part of the objective, so along those K + 1 "common" directions ``C`` the
+    Hessian is the penalty's alone (``H C = diag(curvature) C``), while each block sees large curvature.
+    The preconditioner solves that coarse space exactly and the blocks on the rest (the two-level
+    "balancing" form, ``P + (I - P H) B^-1 (I - H P)`` with ``P = C (C^T H C)^-1 C^T``; Mandel 1993), every
+    product with ``H C`` being analytic. To make the blocks cheaper, each class's block leaves out the rows
+    that carry together at most :data:`BLOCK_DROP` of its trace (six rows in seven for a
+    confident 100-class network): this changes the preconditioner, never the Hessian, the gradient or
+    the optimum. Measured on a CIFAR-100 fold (8,000 rows, Dirichlet calibration at lambda = 1, warm-started
+    from lambda = 10): the blocks alone, built once at the temperature map, needed 630 conjugate-gradient
+    steps; with the coarse space, 280; with both built at each fit's start (as here), 80 to 90."""
+    n, k = X.shape
+    width = k + 1 if form.bias else k
+    Xt = np.hstack([X, np.ones((n, 1))]) if form.bias else X
+    V = (Q * (1.0 - Q)).T                           # (K, n)
+    V *= u
+    mass = V * np.einsum("ij,ij->i", Xt, Xt)        # each row's share of each block's trace
+    ranked = np.sort(mass, axis=1)
+    cum = np.cumsum(ranked, axis=1)
+    cut = (cum <= BLOCK_DROP * cum[:, -1:]).sum(axis=1)      # the rows carrying the smallest share
+    keep = mass >= ranked[np.arange(k), np.minimum(cut, n - 1)][:, None]
+    pen = _by_class(curvature, k, form.bias)
+    B = np.empty((k, width, width))
+    for c in range(k):
+        rows = np.flatnonzero(keep[c])
+        Xs = Xt[rows]
+        B[c] = (Xs * V[c, rows][:, None]).T @ Xs
+        B[c].flat[::width + 1] += pen[c]
+    top = float(np.max(np.diagonal(B, axis1=1, axis2=2)))
+    B[:, np.arange(width), np.arange(width)] += 1e-12 * top if top > 0 else 1.0   # a block without rows or penalty
+    inv = np.linalg.inv(B)
+    inv = 0.5 * (inv + np.transpose(inv, (0, 2, 1)))
+    common = pen.sum(axis=0)                        # C^T H C: the penalty on each common direction
+    coarse = np.divide(1.0, common, out=np.zeros_like(common), where=common > 0)
+
+    def apply(r: np.ndarray) -> np.ndarray:
+        R = _by_class(r, k, form.bias)
+        y = coarse * R.sum(axis=0)                  # P r
+        S = np.matmul(inv, (R - pen * y)[:, :, None])[:, :, 0]         # B^-1 (I - H P) r
+        S -= coarse * (pen * S).sum(axis=0)                            # (I - P H) ...
+        S += y
+        return _from_class(S, form.bias)
+
+    return apply
+
+
+def _by_class(theta: np.ndarray, k: int, bias: bool) -> np.ndarray:
+    """The full form's parameters as a K x (K + 1) array: row ``c`` holds ``W[c, :]`` then ``b[c]``."""
+    W = theta[:k * k].reshape(k, k)
+    return np.hstack([W, theta[k * k:, None]]) if bias else W.copy()
+
+
+def _from_class(M: np.ndarray, bias: bool) -> np.ndarray:
+    """The inverse of :func:`_by_class`."""
+    k = M.shape[0]
+    return np.concatenate([M[:, :k].ravel(), M[:, k]]) if bias else M.ravel().copy()
+
+
+def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter):
+    """Newton's method for the full form when its Hessian is too large to form (100 classes: 10,100
+    parameters), each step solved by preconditioned conjugate gradients on Hessian-vector products
+    (:func:`_hessian_product`: as costly as a gradient without its exponential) with
+    :func:`_block_preconditioner`, built once at the start of the fit; the step halved until the objective
+    falls by at least 1e-4 of its predicted decrease (Armijo).
+
+    The conjugate gradients stop when the preconditioned residual ``sqrt(r^T M^-1 r)`` is at most
+    ``eta = min(0.5, sqrt(delta))`` times its start ``delta = sqrt(g^T M^-1 g)`` (the inexact Newton
+    "forcing" of Eisenstat & Walker: loose far from the optimum, tighter near it, so the steps converge
+    superlinearly; ``delta^2 / 2`` estimates the distance to the optimum in objective), or after 500 steps.
+
+    The Hessian-vector products run in float32 (the rows, the probabilities and the direction rounded to
+    float32; the result returned in float64): they only choose the direction of each step, and their
+    rounding (about 1e-6 of the products' size, far below the forcing ``eta``, at least 1e-3 in practice)
+    changes the path, never where it stops: the objective and the gradient that the line search and the
+    stopping rule use are float64. Single precision halves the cost of the n x K x K products (2 ms each
+    instead of 4.5 at 8,000 x 100), which are most of the solver's work.
+
+    Stopping rule (the same as L-BFGS-B's, :func:`fit_linear`): the largest entry of the gradient in the
+    variables scaled by the inverse square root of the Hessian diagonal at the start at most ``gtol``, or a
+    step lowering the objective by at most ``ftol`` of itself (``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1)
+    <= ftol``), or ``max_iter`` steps, or no halving (down to 2^-40) lowering the objective (the
+    floating-point limit). A Newton step near the optimum removes nearly all of the remaining gap, so the
+    second rule leaves a gap far below ``ftol`` relative, where L-BFGS-B's small step says less. Returns
+    ``(theta, n_steps, why)``, ``why`` one of ``"gtol"``, ``"ftol"``, ``"max_iter"``, ``"line search"``.
+
+    Measured (CIFAR-100, Dirichlet calibration's 8,000-row folds, lambda from 1e4 down to 1, warm starts):
+    4 to 10 Newton steps and 10 to 90 conjugate-gradient steps per fit, where L-BFGS-B took 70 to 2,000
+    iterations; the objective values agree with L-BFGS-B's to 1e-7 (L-BFGS-B's ftol = 1e-10 stopped it
+    a little higher)."""
+    u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
+    curvature = _penalty_curvature(theta.size, form, X.shape[1], lam, mu)
+    work, Q = np.empty(X.shape), np.empty(X.shape)
+    X32, u32 = X.astype(np.float32), u.astype(np.float32)
+    f, _, g = objective(theta, X, y, w, form, lam, mu, work, Q)
+    precondition = _block_preconditioner(X, Q, u, form, curvature)
+    scale = 1.0 / np.sqrt(_hessian_diagonal(theta, X, w, form, lam, mu, Q))
+    it = 0
+    for it in range(1, max_iter + 1):
+        if float(np.max(np.abs(g * scale))) <= gtol:
+            return theta, it - 1, "gtol"
+        Q32 = Q.astype(np.float32)
+        d = np.zeros_like(theta)
+        r = -g
+        z = descent = precondition(r)
+        rz = float(r @ z)
+        target = min(0.5, rz ** 0.25) * np.sqrt(rz)
+        p = z
+        for _ in range(500):
+            Hp = _hessian_product(p, X32, Q32, u32, form, curvature)
+            pHp = float(p @ Hp)
+            if pHp <= 0:                            # no curvature left to use (rounding): take what we have
+                if not d.any():
+                    d = p
+                break
+            a = rz / pHp
+            d += a * p
+            r = r - a * Hp
+            z = precondition(r)
+            rz_new = float(r @ z)
+            if np.sqrt(max(rz_new, 0.0)) <= target:
+                break
+            p = z + (rz_new / rz) * p
+            rz = rz_new
+        slope = float(g @ d)
+        if not slope < 0:                   # rounding spoilt the step: the preconditioned gradient always
+            d, slope = descent, float(g @ descent)                          # descends (-g^T M^-1 g < 0)
+        step = 1.0
+        while step > 2.0 ** -40:
+            f_new, _, g_new = objective(theta + step * d, X, y, w, form, lam, mu, work, Q)
+            if f_new <= f + 1e-4 * step * slope:
+                break
+            step /= 2
+        else:
+            return theta, it, "line search"
+        theta, f_old, f, g = theta + step * d, f, f_new, g_new
+        if (f_old - f) / max(abs(f_old), abs(f), 1.0) <= ftol:
+            return theta, it, "ftol"
+    return theta, it, "max_iter"
+
+
 def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm, lam: float = 0.0,
                mu: float = 0.0, start: np.ndarray | None = None, gtol: float = 1e-9, ftol: float = 1e-13,
                max_iter: int = 5000, what: str = "the linear calibration map") -> LinearFit:
-    """Minimise :func:`objective` by L-BFGS-B from ``start`` (default the identity map).
+    """Minimise :func:`objective` from ``start`` (default the fitted temperature's map) by damped Newton,
+    Newton-CG or L-BFGS-B, whichever the problem's size and form call for (module docstring).
 
     Parameters
     ----------
@@ -407,6 +608,15 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
     -------
     LinearFit
     """
+    # one BLAS thread for everything the fit does (the last objective and the start's temperature too): the
+    # n x K x K products of K <= a few hundred run at full speed on one, and after a call on two, the second
+    # thread's spin-waits on a busy machine cost up to 10x the CPU
+    with threadpool_limits(1):
+        return _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what)
+
+
+def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what) -> LinearFit:
+    """:func:`fit_linear`'s work, on the threads it allows."""
     k = X.shape[1]
     if start is not None:
         theta0 = np.array(start, dtype=float)
@@ -420,16 +630,21 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
             m = n_parameters(LinearForm(form.matrix, False), k)
             theta0[:m] *= beta
     if X.shape[0] * theta0.size ** 2 <= NEWTON_WORK and (form.matrix != "scalar" or not form.bias):
-        with threadpool_limits(1):          # small products: threads cost more than they save (and on a
-            if form.matrix == "scalar":     # busy machine, far more)
-                theta, n_iter = _newton_scalar(theta0, X, y, w, gtol, max_iter)
-            else:
-                theta, n_iter = _newton(theta0, X, y, w, form, lam, mu, gtol, max_iter)
+        if form.matrix == "scalar":
+            theta, n_iter = _newton_scalar(theta0, X, y, w, gtol, max_iter)
+        else:
+            theta, n_iter = _newton(theta0, X, y, w, form, lam, mu, gtol, max_iter)
         message = "Newton"
         loss, nll, grad = objective(theta, X, y, w, form, lam, mu)
         gmax = _free_gradient(theta, grad, form)
         # the floating-point limit: the rounding of the gradient's sums, about eps times the sum of |R X|
         converged = gmax <= max(gtol, 1e-12 * (1.0 + float(np.max(np.abs(X)))))
+    elif form.matrix == "full":
+        theta, n_iter, message = _newton_cg(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter)
+        loss, nll, grad = objective(theta, X, y, w, form, lam, mu)
+        gmax = _free_gradient(theta, grad, form)
+        converged = message in ("gtol", "ftol") or (message == "line search" and gmax <= 100 * gtol)
+        message = f"Newton-CG, stopped by {message}"
     else:
         scale = 1.0 / np.sqrt(_hessian_diagonal(theta0, X, w, form, lam, mu))
         bounds = None
@@ -442,10 +657,8 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
             loss, _, grad = objective(phi * scale, X, y, w, form, lam, mu, work)
             return loss, grad * scale
 
-        with threadpool_limits(1):      # n x K x K products of K <= a few hundred: one thread does them at
-            res = minimize(fun, theta0 / scale, jac=True, method="L-BFGS-B", bounds=bounds,    # full speed,
-                           options={"maxiter": int(max_iter), "gtol": gtol, "ftol": ftol,      # and a second
-                                    "maxcor": 20})  # one's spin-waits on a busy machine cost 10x the CPU
+        res = minimize(fun, theta0 / scale, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": int(max_iter), "gtol": gtol, "ftol": ftol, "maxcor": 20})
         theta, n_iter, message = res.x * scale, int(res.nit), str(res.message)
         loss, nll, grad = objective(theta, X, y, w, form, lam, mu, work)
         gmax = _free_gradient(theta, grad, form)
@@ -538,8 +751,9 @@ def cv_log_loss(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], 
     """Held-out weighted mean log-loss of each ``(lam, mu)`` of ``grid``, pooled over the folds.
 
     The grid is walked in the order given (strongest penalty first). At each point the map is fitted on
-    all folds but one, for each fold, warm-started from that fold's fit at the previous point, and scored
-    on the fold left out; the losses of all held-out rows are pooled (the weighted mean over every row,
+    all folds but one, for each fold, warm-started from that fold's fit at the previous point (at the first
+    point, from the previous fold's fit there: the folds share most of their rows), and scored on the fold
+    left out; the losses of all held-out rows are pooled (the weighted mean over every row,
     each scored by the fit that did not see it). With ``patience``, the walk stops once the pooled loss
     has risen at ``patience`` consecutive points (the points not reached get ``inf``): the held-out loss
     of a penalty path is in practice unimodal, and the weak end of the grid is where fits are slowest.
@@ -556,18 +770,20 @@ def cv_log_loss(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], 
     loss = np.full(len(grid), np.inf)
     starts: list = [None] * n_folds
     rises = 0
-    for j, (lam, mu) in enumerate(grid):
-        here = 0.0
-        for f, (Xt, yt, wt, Xv, yv, wv) in enumerate(parts):
-            fit = fit_linear(Xt, yt, wt, form, lam, mu, start=starts[f], gtol=gtol, ftol=ftol,
-                             what=f"the fit at lambda={lam:g}, mu={mu:g} on cross-validation fold {f + 1}")
-            starts[f] = fit.theta
-            logq = log_softmax(linear_scores(Xv, fit.theta, form), axis=1)[np.arange(yv.size), yv]
-            here -= float(wv @ logq)
-        loss[j] = here / total
-        rises = rises + 1 if j and loss[j] > loss[j - 1] else 0
-        if patience is not None and rises >= patience:
-            break
+    with threadpool_limits(1):          # as fit_linear: the held-out products too, on one BLAS thread
+        for j, (lam, mu) in enumerate(grid):
+            here = 0.0
+            for f, (Xt, yt, wt, Xv, yv, wv) in enumerate(parts):
+                start = starts[f] if j or not f else starts[f - 1]      # the first point: the previous fold's
+                fit = fit_linear(Xt, yt, wt, form, lam, mu, start=start, gtol=gtol, ftol=ftol,
+                                 what=f"the fit at lambda={lam:g}, mu={mu:g} on cross-validation fold {f + 1}")
+                starts[f] = fit.theta
+                logq = log_softmax(linear_scores(Xv, fit.theta, form), axis=1)[np.arange(yv.size), yv]
+                here -= float(wv @ logq)
+            loss[j] = here / total
+            rises = rises + 1 if j and loss[j] > loss[j - 1] else 0
+            if patience is not None and rises >= patience:
+                break
     return loss
 
 
@@ -661,7 +877,7 @@ class ScalingCalibrator(MulticlassCalibrator):
     nll_ : float
         The weighted mean negative log-likelihood of the fitted map on the training rows.
     n_iter_ : int
-        L-BFGS-B iterations of the final fit.
+        Solver iterations of the final fit (Newton steps, or L-BFGS-B iterations).
     converged_ : bool
         Whether the final fit met the stopping rule (:func:`fit_linear`; a warning says when not).
     """
