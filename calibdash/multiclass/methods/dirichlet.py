@@ -28,8 +28,10 @@ class DirichletCalibration(MatrixScaling):
     experiments' Keras code adds the sum unnormalised). The strengths are chosen by the paper's procedure,
     5-fold cross-validation on the calibration set over a grid
     (:func:`calibdash.multiclass.linear.select_penalty`, which states how it differs from the authors'
-    code), or fixed with ``select=False``. Fitting: :func:`calibdash.multiclass.linear.fit_linear` from the
-    identity map ``W = I, b = 0`` (the probabilities as they are), as the authors initialise.
+    code), or fixed with ``select=False``. Fitting: :func:`calibdash.multiclass.linear.fit_linear`, started
+    from the fitted temperature's map ``W = I / T`` rather than the authors' identity ``W = I, b = 0``: the
+    problem is convex, so the optimum is the same, and on saturated scores the identity sits where the softmax
+    is flat and the solver stalled.
 
     Sample weights: each row's term times its weight; integer weights equal repeated rows, for the fit and
     for the cross-validation (identical rows fall in the same fold).

@@ -42,7 +42,9 @@ class MatrixScaling(ScalingCalibrator):
     procedure, 5-fold cross-validation on the calibration set over a grid
     (:func:`calibdash.multiclass.linear.select_penalty`: folds dealt from the rows' values, so row order
     does not matter; warm starts along the grid), or fixed by hand with ``select=False``. Fitting:
-    :func:`calibdash.multiclass.linear.fit_linear` from the identity.
+    :func:`calibdash.multiclass.linear.fit_linear` (Newton-CG for full maps of about 100 classes), started
+    from the fitted temperature's map ``W = I / T`` (the same optimum, the problem being convex, reached from
+    a point where the softmax is not flat on saturated scores).
 
     Sample weights: each row's term times its weight; integer weights equal repeated rows, for the fit
     and for the cross-validation (identical rows fall in the same fold).
