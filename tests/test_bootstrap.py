@@ -187,12 +187,18 @@ def test_cells_are_paired_and_feed_the_verdict(cell_data):
 
 def test_poisson_draws_by_inversion_are_poisson():
     """Frequencies of the tabled sampler (and of the fallback above the table budget) against the pmf."""
-    means = np.array([0, 1, 3, 40, 1000, 40])
-    for budget in (bootstrap.poisson._TABLE_BUDGET, 200):                   # 200 entries: the largest means fall back
-        draws = bootstrap.poisson.Poisson(means, budget=budget).draw(np.random.default_rng(0), 40_000)
+    means = np.array([0, 1, 3, 40, 1000, 40] + [40] * 20)
+    # 200 entries: the largest means fall back; draws=10: tables only where they cost no more than the draws, which
+    # here tables 0, 1 and the mean of 40 (22 columns x 10 draws >= its ~175 entries) but not 3 (37 entries > 10):
+    # the tables built are then not the smallest means first, and each column must still find its own
+    for budget, draws_hint in ((bootstrap.poisson._TABLE_BUDGET, None), (200, None), (bootstrap.poisson._TABLE_BUDGET, 10)):
+        sampler = bootstrap.poisson.Poisson(means, budget=budget, draws=draws_hint)
+        if draws_hint:
+            assert 2 in sampler.big and 3 in sampler.small and 4 in sampler.big
+        draws = sampler.draw(np.random.default_rng(0), 40_000)
         assert draws.dtype == float and np.all(draws == np.floor(draws))
         assert np.all(draws[:, 0] == 0)
-        for j, mean in enumerate(means[1:], start=1):
+        for j, mean in enumerate(means[1:6], start=1):
             x = draws[:, j].astype(int)
             lo, hi = int(stats.poisson.ppf(1e-3, mean)), int(stats.poisson.ppf(1 - 1e-3, mean))
             observed = np.bincount(np.clip(x, lo, hi) - lo, minlength=hi - lo + 1)

@@ -111,12 +111,12 @@ def _merge(p: np.ndarray, pos: np.ndarray, neg: np.ndarray):
     return ps[new], total(pos), total(neg)
 
 
-def _plan(p, pos, neg, n_bins, strategy, names, mvce_views) -> _Plan:
+def _plan(p, pos, neg, n_bins, strategy, names, mvce_views, n_boot: int | None = None) -> _Plan:
     p, pos, neg = _merge(p, pos, neg)
     zero = np.zeros(1, dtype=np.int64)
     sorted_ = _SORTED.intersection(names)
     orders = [_sort(p[:, j], n_bins, strategy) for j in range(p.shape[1])] if sorted_ else []
-    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero])), _terms(p), orders, n_bins, strategy,
+    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), _terms(p), orders, n_bins, strategy,
                  tuple(names), int(mvce_views))
 
 
@@ -279,7 +279,7 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
     n_bins = metrics.check_binning(n_bins, strategy, weighted=True)     # refuses the order-dependent "rank"
     if int(n_boot) < 1:
         raise SettingsError(f"n_boot must be at least 1, got {n_boot}.")
-    plan = _plan(p, pos, neg, n_bins, strategy, names, mvce_views)
+    plan = _plan(p, pos, neg, n_bins, strategy, names, mvce_views, int(n_boot))
     sizes = _chunks(int(n_boot), plan.p.shape[0] + 1)
     seeds = np.random.SeedSequence(seed).spawn(len(sizes))
     rows_p, rows_y, rows_w = weighted_rows(p, pos, neg)
