@@ -181,8 +181,15 @@ def test_cells_are_paired_and_feed_the_verdict(cell_data):
             lo, hi = b.interval(m, name)
             assert lo <= b.table.loc[m, (name, "value")] <= hi, (m, name)
     text = verdict(b)
-    assert text.startswith("smooth has the lowest ECE") and "larger than the 95% paired interval" in text
-    assert "AUC clearly lowered by steps, hard" in text           # ties and a 0/1 column lose ranking
+    # the sentence follows the paired AUC intervals: a method whose AUC difference to the raw scores lies wholly
+    # below 0 is "clearly lowered" and cannot win; ties (steps) and a 0/1 column (hard) lose ranking by far, and
+    # "smooth" (its 0.002 x fold shift reorders tied scores across folds) by about 2e-5, which at 300,000 rows the
+    # interval may or may not resolve, depending on the draws: the test reads which from the intervals
+    lost = [m for m in pred.columns if m != "uncalibrated" and b.difference("AUC", m, "uncalibrated")[2] < 0]
+    assert {"steps", "hard"} <= set(lost) and "same" not in lost
+    best = "smooth" if "smooth" not in lost else "same"
+    assert text.startswith(f"{best} has the lowest ECE")
+    assert f"AUC clearly lowered by {', '.join(lost)}." in text
 
 
 def test_poisson_draws_by_inversion_are_poisson():
