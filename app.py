@@ -7,7 +7,7 @@ kind (pages/parts/problems.py), never as a traceback.
 """
 import streamlit as st
 
-from pages.parts import routing, sidebar, url_state
+from pages.parts import memory, routing, sidebar, url_state
 from pages.parts.problems import show_problem
 
 st.set_page_config(page_title="calibdash — classifier calibration", page_icon=":material/insights:", layout="wide")
@@ -35,3 +35,4 @@ except Exception as exc:  # noqa: BLE001 - the browser must never show a traceba
     show_problem(exc)
 finally:
     routing.ROUTED.reset(token)
+    memory.give_back()                   # what the run freed goes back to the system, not kept at its peak
