@@ -133,12 +133,16 @@ def group_codes(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
     s = pd.Series(values).reset_index(drop=True)
     missing = s.isna().to_numpy()
     present = s[~missing]
-    n_distinct = int(present.nunique())
+    # the distinct values once (a hash pass); text is made of them, not of every row: each row then points at
+    # one shared string of its value (10 million rows of 50 segments would otherwise make 10 million strings)
+    index, uniques = pd.factorize(present)
+    n_distinct = len(uniques)
     how = coding_for(_is_number_column(s), n_distinct, max_groups)
     if how == "text":
+        shown = pd.Series(uniques).astype(str).str.strip().to_numpy(dtype=object)
         codes = np.full(s.size, "", dtype=object)
-        codes[~missing] = present.astype(str).str.strip().to_numpy(dtype=object)
-        return codes, missing, GroupCoding("text", int(pd.unique(codes[~missing]).size))
+        codes[~missing] = shown[index]
+        return codes, missing, GroupCoding("text", int(pd.unique(shown).size))
     if how == "quantile":
         x = present.to_numpy(dtype=float)
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)[~missing]
