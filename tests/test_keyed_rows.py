@@ -148,3 +148,30 @@ def test_row_keys_refuse_rows_that_are_not_the_cells(rows):
     kc = keyed_cells(rows["s"], rows["y"], rows["columns"]["seg"], Key("seg"))
     with pytest.raises(DataError, match="not the cells' rows"):
         row_keys(pd.Series(["north", "mars"] * 30), kc)
+
+
+@pytest.mark.parametrize("kind", ["group", "period"])
+def test_rows_grouped_by_one_count_or_by_a_sort_give_the_same_cells(monkeypatch, kind):
+    """The dense ``bincount`` pre-reduction and the sorting reduction it falls back to (beyond
+    ``_DENSE_CELLS`` combinations) make identical keyed cells, on exact scores and on the grid."""
+    from calibdash.keyed import rows as krows
+
+    rng = np.random.default_rng(7)
+    n = 6000
+    y = (rng.uniform(size=n) < 0.4).astype(np.int8)
+    part = rng.integers(0, 3, n)
+    values = (pd.Series(rng.choice(["a", " b", "c", None], n)) if kind == "group"
+              else pd.Series(pd.Timestamp("2025-01-01") + pd.to_timedelta(rng.integers(0, 60, n), unit="D")))
+    key = Key("k", kind, "W") if kind == "period" else Key("k", min_rows=5)
+    for s in (np.round(rng.uniform(size=n), 2), rng.uniform(size=n)):          # exact cells, then the grid
+        dense = krows.keyed_cells(s, y, values, key, part, max_exact=1000)
+        monkeypatch.setattr(krows, "_DENSE_CELLS", 0)
+        sorted_ = krows.keyed_cells(s, y, values, key, part, max_exact=1000)
+        monkeypatch.undo()
+        assert dense.labels == sorted_.labels and dense.cells.exact == sorted_.cells.exact
+        np.testing.assert_array_equal(dense.key, sorted_.key)
+        for f in ("n", "n_pos", "part"):
+            np.testing.assert_array_equal(getattr(dense.cells, f), getattr(sorted_.cells, f))
+        # sums of the same rows in another order: equal to the doubles' rounding (a grid cell's score is its mean)
+        np.testing.assert_allclose(dense.cells.score_sum, sorted_.cells.score_sum, rtol=1e-12)
+        np.testing.assert_allclose(dense.cells.score, sorted_.cells.score, rtol=1e-12)

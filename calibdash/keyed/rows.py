@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..cells import MAX_EXACT
+from ..cells import GRID, MAX_EXACT
 from ..drift import (DATE_SHARE, YMD_RANGE, as_dates, day_codes, freq_from_days, period_start_days, to_periods,
                      ymd_note)
 from ..engines.source import grid_code
@@ -97,13 +97,21 @@ def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int =
     g = np.zeros(s.size, dtype=np.int64) if part is None else np.asarray(part, dtype=np.int64).reshape(-1)
     if g.size != s.size:
         raise DataError(f"part has {g.size} values but scores has {s.size}.")
-    exact = np.unique(s).size <= int(max_exact)
-    code = s if exact else grid_code(s)
-    ones = np.ones(s.size, dtype=np.int64)
+    distinct, inverse = np.unique(s, return_inverse=True)
+    exact = distinct.size <= int(max_exact)
+    # each row's score code as a small integer: its rank among the distinct scores, or its grid step
+    rank, codes = (inverse.reshape(-1), distinct) if exact else (grid_code(s).astype(np.int64), None)
     if key.kind == "group":
         check_group_key(key)
         raw, missing, coding = group_codes(v, max_groups=key.max_groups, n_quantiles=key.n_quantiles)
-        return group_cells(raw, missing, g, code, ones, y, s, exact=exact, coding=coding, key=key)
+        ids, uniq = pd.factorize(raw[~missing])
+        kid = np.full(s.size, len(uniq), dtype=np.int64)              # the last id: no value
+        kid[~missing] = ids
+        values_of = np.empty(len(uniq) + 1, dtype=object if coding.how == "text" else float)
+        values_of[:-1] = np.asarray(uniq)
+        kid, part, code, n, pos, ssum = _pre_reduce(kid, g, rank, codes, y, s)
+        return group_cells(values_of[kid], kid == len(uniq), part, code, n, pos, ssum, exact=exact, coding=coding,
+                           key=key)
     dates, notes = as_dates(v, key.column)
     if dates is None:
         raise not_dates_error(key.column, v.dropna().astype(str).head(3).tolist())
@@ -112,9 +120,40 @@ def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int =
         raise DataError(f"no row of {key.column} holds a date.")
     days = day_codes(dates[ok])
     freq = freq_from_days(days, PERIODS) if key.freq == "auto" else key.freq
-    return period_cells(period_start_days(days, freq), g[ok], code[ok], ones[ok], y[ok], s[ok], exact=exact,
-                        key=key, freq=freq, first=dates[ok].min(), last=dates[ok].max(),
-                        n_left_out=int((~ok).sum()), notes=notes)
+    starts, kid = np.unique(period_start_days(days, freq), return_inverse=True)
+    kid, part, code, n, pos, ssum = _pre_reduce(kid.reshape(-1), g[ok], rank[ok], codes, y[ok], s[ok])
+    return period_cells(starts[kid], part, code, n, pos, ssum, exact=exact, key=key, freq=freq,
+                        first=dates[ok].min(), last=dates[ok].max(), n_left_out=int((~ok).sum()), notes=notes)
+
+
+#: Most (key, part, score code) combinations counted by one ``bincount`` (beyond: grouped by a sort).
+_DENSE_CELLS = 1 << 24
+
+
+def _pre_reduce(kid, part, rank, codes, y, s):
+    """Rows grouped by (key id, part, score code): ``(key id, part, code, n, n_pos, score_sum)`` per group.
+
+    One ``np.bincount`` pass over a dense index of the combinations (no sort of the rows) while they number
+    at most :data:`_DENSE_CELLS`; else the rows go as they are (one each) to the sorting reduction of
+    :func:`calibdash.keyed.assemble.reduce_keyed`. ``rank`` is each row's score code as an integer (its
+    rank in ``codes``, the distinct scores, or the grid step when ``codes`` is None).
+    """
+    p_lo = int(part.min()) if part.size else 0
+    n_parts = int(part.max()) - p_lo + 1 if part.size else 1
+    n_codes = codes.size if codes is not None else GRID
+    n_keys = int(kid.max()) + 1 if kid.size else 1
+    code_of = (lambda r: codes[r]) if codes is not None else (lambda r: r.astype(float))  # noqa: E731
+    if n_keys * n_parts * n_codes > _DENSE_CELLS:
+        return kid, part, code_of(rank), np.ones(kid.size, np.int64), y.astype(np.int64), s
+    index = (kid * n_parts + (part - p_lo)) * n_codes + rank
+    size = n_keys * n_parts * n_codes
+    n = np.bincount(index, minlength=size)
+    cell = np.flatnonzero(n)
+    pos = np.bincount(index, weights=y, minlength=size)[cell]
+    ssum = np.bincount(index, weights=s, minlength=size)[cell]
+    rest = cell // n_codes
+    return (rest // n_parts, rest % n_parts + p_lo, code_of(cell % n_codes), n[cell].astype(np.int64),
+            np.rint(pos).astype(np.int64), ssum)
 
 
 def row_keys(values, kc: KeyedCells) -> np.ndarray:
