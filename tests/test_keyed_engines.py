@@ -204,3 +204,19 @@ def test_spark_parts_and_zones(spark, files):
     zoned = aggregate_keyed(Source(files["zoned"]), Key("tz", kind="period", freq="W"), engine="spark", spark=spark)
     assert_same_keyed(zoned, _reference(files["rows"].assign(tz=files["rows"]["when"]),
                                         Key("tz", kind="period", freq="W")))
+
+
+def test_duckdb_refuses_a_text_key_of_too_many_values_before_listing_them(tmp_path, monkeypatch):
+    """A text column whose estimated distinct values pass MAX_TEXT_KEYS is refused with a SettingsError that
+    names the column, before DuckDB lists (and holds) every value."""
+    from calibdash.engines import duckdb_keyed
+    from calibdash.engines.source import Source
+    from calibdash.errors import SettingsError
+
+    n = 500
+    pd.DataFrame({"score": np.linspace(0.01, 0.99, n), "label": np.arange(n) % 2,
+                  "user": [f"u{i}" for i in range(n)]}).to_parquet(tmp_path / "ids.parquet", index=False)
+    monkeypatch.setattr(duckdb_keyed, "MAX_TEXT_KEYS", 100)
+    with pytest.raises(SettingsError, match="user has about .* distinct values"):
+        duckdb_keyed.aggregate_keyed(Source(path=str(tmp_path / "ids.parquet"), score="score", label="label"),
+                                     Key("user"))

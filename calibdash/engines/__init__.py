@@ -22,6 +22,8 @@ the same in every engine.
 """
 from __future__ import annotations
 
+import importlib
+
 from ..cells import MAX_EXACT
 from ..errors import SettingsError
 from .source import Source
@@ -43,6 +45,19 @@ def default_engine(source: Source) -> str:
     return "duckdb"
 
 
+#: Each engine's module of cells and of keyed cells (imported when used: Spark is optional).
+_MODULES = {"memory": (".memory", ".memory"), "duckdb": (".duckdb", ".duckdb_keyed"),
+            "spark": (".spark", ".spark_keyed")}
+
+
+def _engine_function(engine: str, keyed: bool):
+    """The engine's ``aggregate`` or ``aggregate_keyed``."""
+    if engine not in _MODULES:
+        raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    module = importlib.import_module(_MODULES[engine][keyed], __name__)
+    return getattr(module, "aggregate_keyed" if keyed else "aggregate")
+
+
 def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features=None, feature_bins: int = 16,
               sample_rows: int = 0, seed: int = 0, **engine_options):
@@ -55,15 +70,7 @@ def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exa
     -------
     ScoreCells, or (ScoreCells, DataFrame) when ``sample_rows > 0``
     """
-    engine = engine or default_engine(source)
-    if engine == "memory":
-        from .memory import aggregate as run
-    elif engine == "duckdb":
-        from .duckdb import aggregate as run
-    elif engine == "spark":
-        from .spark import aggregate as run
-    else:
-        raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    run = _engine_function(engine or default_engine(source), keyed=False)
     return run(source, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
                features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
                **engine_options)
@@ -93,15 +100,7 @@ def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = No
     -------
     KeyedCells
     """
-    engine = engine or default_engine(source)
-    if engine == "memory":
-        from .memory import aggregate_keyed as run
-    elif engine == "duckdb":
-        from .duckdb_keyed import aggregate_keyed as run
-    elif engine == "spark":
-        from .spark_keyed import aggregate_keyed as run
-    else:
-        raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    run = _engine_function(engine or default_engine(source), keyed=True)
     return run(source, key, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
                on_stage=on_stage, **engine_options)
 

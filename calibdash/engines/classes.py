@@ -46,8 +46,6 @@ label or a label with no class column refuses the source with counts.
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -61,7 +59,7 @@ from ..multiclass.base import SUM_TOLERANCE
 from ..multiclass.cells import ClassCells, class_cells
 from ..scheme import Scheme
 from ..validation import format_values
-from .duckdb import SourceRows, check_scheme, connect, part_sql, read_head
+from .duckdb import SourceRows, check_scheme, connection_for, part_sql, read_head
 from .source import Source, assemble_cells
 
 __all__ = ["ClassSource", "ClassStats", "class_source", "check_class_stats", "aggregate_classes",
@@ -277,10 +275,7 @@ def _chain(terms: list[str], op: str) -> str:
 def _duckdb(csrc: ClassSource, scheme: Scheme, max_exact: int, memory_limit: str, threads, connection
             ) -> ClassCells:
     src, K = csrc.source, csrc.k
-    own = connection is None
-    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
-    con = connect(memory_limit, threads, tmp) if own else connection
-    try:
+    with connection_for(connection, memory_limit, threads) as (con, own):
         rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
         rel, st = duckdb_class_rows(csrc, rows)
         classes, K = list(csrc.classes), csrc.k
@@ -300,15 +295,6 @@ def _duckdb(csrc: ClassSource, scheme: Scheme, max_exact: int, memory_limit: str
         res = rows._run(f"SELECT r, part, code, count(*) AS n, CAST(sum(y) AS BIGINT) AS n_pos, sum(s) AS s_sum "
                         f"FROM ({unnested}) GROUP BY r, part, code", params + [classes], fetch="df")
         return _split_cells(res, exact, st.n_rows)
-    finally:
-        if own:
-            con.close()
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            try:
-                con.execute("DROP TABLE IF EXISTS temp.__cd_rows")
-            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
-                pass
 
 
 def duckdb_class_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> tuple[str, ClassStats]:

@@ -58,6 +58,7 @@ per row per numeric feature.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -73,7 +74,7 @@ from ..scheme import Scheme
 from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "statistics", "cell_code", "grouped_sql", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
+__all__ = ["aggregate", "connection_for", "statistics", "cell_code", "grouped_sql", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
            "is_numeric_type", "STAGES", "MAX_TEXT"]
 
 #: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
@@ -159,6 +160,29 @@ def connect(memory_limit: str = "1GB", threads: int | None = None, temp_director
         return duckdb.connect(":memory:", config=config)
     except duckdb.Error as exc:
         raise SettingsError(f"DuckDB refused the settings {config}: {exc}") from None
+
+
+@contextlib.contextmanager
+def connection_for(connection=None, memory_limit: str = "1GB", threads: int | None = None, *,
+                   temp_tables: Sequence[str] = ("__cd_rows",)):
+    """``(con, own)``: the caller's ``connection`` (left open, its temporary tables ``temp_tables`` dropped at
+    the end), or a private one with ``memory_limit``, ``threads`` and a fresh spill directory (closed and the
+    directory removed at the end)."""
+    own = connection is None
+    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
+    con = connect(memory_limit, threads, tmp) if own else connection
+    try:
+        yield con, own
+    finally:
+        if own:
+            con.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:                    # leave the caller's connection as it came (the CSV copy is a temporary table)
+            try:
+                for name in temp_tables:
+                    con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
+                pass
 
 
 def read_head(source: Source, rows: int) -> "pd.DataFrame":
@@ -458,11 +482,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     source.check_keys(scheme)
     feats = list(source.features if features is None else features)
     levels = quantile_levels(feature_bins) if feats else []
-    own = connection is None
-    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
-    con = connect(memory_limit, threads, tmp) if own else connection
     stage = on_stage or (lambda name: None)
-    try:
+    with connection_for(connection, memory_limit, threads) as (con, own):
         if on_connect is not None:
             on_connect(con)
         need_keys = source.needs_keys(scheme) or sample_rows > 0
@@ -505,12 +526,3 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         sample = rows._run(samp_sql, sp, fetch="df").sort_values("key").reset_index(drop=True)
         sample = sample[["key", "score", "label", "part"] + feats]
         return cells, sample
-    finally:
-        if own:
-            con.close()
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:                    # leave the caller's connection as it came (the CSV copy is a temporary table)
-            try:
-                con.execute("DROP TABLE IF EXISTS temp.__cd_rows")
-            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
-                pass

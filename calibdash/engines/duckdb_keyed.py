@@ -32,8 +32,6 @@ column with very many values costs cells per value before it is refused.
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from typing import Callable
 
 import numpy as np
@@ -45,8 +43,10 @@ from ..grouping import GroupCoding, coding_for
 from ..keyed import PERIODS, Key, KeyedCells
 from ..keyed.assemble import check_group_key, group_cells, period_cells
 from ..keyed.rows import not_dates_error, read_dates_check
+from ..errors import SettingsError
 from ..scheme import Scheme
-from .duckdb import (SourceRows, cell_code, check_scheme, connect, grouped_sql, is_numeric_type, statistics)
+from .duckdb import (SourceRows, cell_code, check_scheme, connection_for, grouped_sql, is_numeric_type,
+                     statistics)
 from .source import Source, other_labels_error
 
 __all__ = ["aggregate_keyed", "KEYED_STAGES", "TRUNC_UNITS"]
@@ -91,11 +91,8 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     source.check_keys(scheme)
     if key.kind == "group":
         check_group_key(key)
-    own = connection is None
-    tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
-    con = connect(memory_limit, threads, tmp) if own else connection
     stage = on_stage or (lambda name: None)
-    try:
+    with connection_for(connection, memory_limit, threads, temp_tables=("__cd_rows", "__cd_keys")) as (con, own):
         if own:
             con.execute("SET TimeZone = 'UTC'")
         if on_connect is not None:
@@ -107,16 +104,6 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
         if key.kind == "group":
             return _groups(rows, col, duck_type, key, scheme, max_exact, stage)
         return _periods(rows, col, duck_type, key, scheme, max_exact, stage)
-    finally:
-        if own:
-            con.close()
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            try:
-                con.execute("DROP TABLE IF EXISTS temp.__cd_rows")
-                con.execute("DROP TABLE IF EXISTS temp.__cd_keys")
-            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
-                pass
 
 
 def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql):
