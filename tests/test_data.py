@@ -189,6 +189,23 @@ def test_refuses_utf16_and_binary_content():
         read_table(b"PK\x03\x04" + b"\x14" * 100, filename="book.xlsx")
 
 
+def test_a_parquet_date_column_is_read_as_datetimes_not_python_objects(tmp_path):
+    """DATE columns come back as datetime64 (8 bytes a row) and still read as dates by Groups & time."""
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from calibdash.drift import to_periods
+
+    days = [datetime.date(2025, 1, 1) + datetime.timedelta(days=i % 40) for i in range(200)]
+    pq.write_table(pa.table({"score": np.linspace(0.01, 0.99, 200), "label": np.arange(200) % 2,
+                             "day": pa.array(days, pa.date32())}), tmp_path / "d.parquet")
+    got, _ = read_table(tmp_path / "d.parquet")
+    assert pd.api.types.is_datetime64_dtype(got["day"]) and got["day"].iloc[39] == pd.Timestamp("2025-02-09")
+    assert to_periods(got["day"], "M").labels == ["2025-01", "2025-02"]
+
+
 def test_refuses_file_named_parquet_that_is_not():
     with pytest.raises(DataError, match="PAR1"):
         read_table(_csv_bytes(_frame()), filename="fake.parquet")

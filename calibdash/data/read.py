@@ -432,7 +432,9 @@ def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> 
 def _read_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> pd.DataFrame:
     _check_parquet(data, name, max_cells, max_columns)
     try:
-        return pd.read_parquet(io.BytesIO(data))
+        # DATE columns as datetime64 (8 bytes a row), not one Python date object per row (about 56): a
+        # 10^7-row file with a date column parsed into 690 MB instead of 160 MB
+        return pd.read_parquet(io.BytesIO(data), to_pandas_kwargs={"date_as_object": False})
     except Exception as exc:  # pyarrow raises several types
         raise DataError(f"{name} could not be read as Parquet: {exc}") from None
 
