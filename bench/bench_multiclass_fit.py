@@ -25,7 +25,10 @@ Dirichlet scaling with ODIR, lambda (= mu) chosen by 5-fold cross-validation ove
   separate venv, as a child process (``bench/_netcal_fit.py``, which imports netcal and nothing of the
   project), handed the same float64 array as an .npy file in a temporary folder; its times are the child's
   own (best wall and CPU time of ``--repeat`` fits, BLAS and torch pinned to ``--threads``), its interpreter
-  start and imports not included. netcal 1.4 has no matrix scaling and no Dirichlet calibration. Such a venv::
+  start and imports not included. netcal 1.4 has no matrix scaling and no Dirichlet calibration. Its vector
+  fit makes hundreds of small torch evaluations (finite-difference gradients: 525 for 22 L-BFGS steps on
+  10,000 x 10), so on a loaded machine torch's 2 threads cost it far more than they give (10,000 x 10: 5-13 s
+  with 2, 1.7 s with 1, same iterations): time it with ``--threads 1`` too. Such a venv::
 
       python3 -m venv /tmp/netcal-venv
       /tmp/netcal-venv/bin/pip install torch==2.13.0   # the CPU wheel, before netcal pulls one in
@@ -123,7 +126,10 @@ def run(args) -> None:
         ts, cs = ("", "") if np.isnan(t) else (f"{t:8.3f}", f"{c:8.3f}")
         ls = "" if np.isnan(ll) else f"{ll:8.4f}"
         print(f"{name:<28} {n:>6} {k:>4}  {method:<22} {ts:>8} {cs:>8}  {ls:>8}  {note}")
-    if args.netcal_python:
+    if args.netcal_python and not any(m in NETCAL_METHODS for m in args.methods):
+        print("netcal: not run (it has no matrix scaling or Dirichlet calibration; its methods here: "
+              f"{', '.join(NETCAL_METHODS)}).")
+    elif args.netcal_python:
         print(f"netcal: run by {args.netcal_python} in a child process (its own fit times, interpreter start "
               "and imports excluded); netcal has no matrix scaling or Dirichlet calibration.")
     else:
