@@ -86,7 +86,9 @@ def parse_numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """
     n = len(s)
     if is_numeric(s):
-        return s.to_numpy(dtype=float, na_value=np.nan), np.zeros(n, dtype=bool)
+        # a float64 column's own array (no copy: ``na_value`` would make one); other numbers converted
+        values = s.to_numpy() if s.dtype == np.float64 else s.to_numpy(dtype=float, na_value=np.nan)
+        return values, np.zeros(n, dtype=bool)
     if not _is_text(s):              # booleans, dates, categories: no numbers here
         return np.full(n, np.nan), np.asarray(s.notna(), dtype=bool)
     codes, uniques = pd.factorize(s, use_na_sentinel=True)

@@ -271,7 +271,10 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
                         f"entries are not numbers (such as {_quoted(_examples(df[score], not_number))}); "
                         f"a score column is read when at least {NUMERIC_SHARE:.0%} of its entries are "
                         "numbers. Pick a numeric column.")
-    s, was_mapped = to_probabilities(raw_s, column=score)
+    if finite.all() and 0.0 <= raw_s.min() and raw_s.max() <= 1.0:
+        s, was_mapped = raw_s, False              # probabilities already: the column's own numbers, no copy
+    else:
+        s, was_mapped = to_probabilities(raw_s, column=score)
     mapped: dict[str, tuple[float, float]] = {}
     if was_mapped:
         lo, hi = float(raw_s[finite].min()), float(raw_s[finite].max())
@@ -324,7 +327,8 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     return ScoreSet(name=name, raw=df, label_column=label, positive_label=_scalar(pos),
                     negative_label=_scalar(neg), score_columns=list(score_columns), score=score,
                     feature_columns=list(features), split_column=split, report=report, info=info,
-                    scores=np.ascontiguousarray(s[keep], dtype=float), labels=y,
+                    # every row kept: the score column's own array (read-only under copy-on-write), no copy
+                    scores=np.ascontiguousarray(s if every_row else s[keep], dtype=float), labels=y,
                     features=feats, split=split_arr)
 
 

@@ -9,7 +9,10 @@ widgets keyed per file (:func:`role_key`), as the binary roles do.
 Fits are cached like the binary ones (:mod:`pages.parts.fitting`): the judged
 rows' uncalibrated probabilities once per data set and scheme, and what each
 method adds (its held-out probabilities, its measures row, its model, seconds)
-per method and hyperparameters, all keyed on the data's content key.
+per method and hyperparameters, all keyed on the data's content key. What is row-sized (the ClassSet,
+its top-label ScoreSet, the judged rows' probabilities of each fit) is kept by
+:func:`pages.parts.bounded_cache.live_cache`: the objects themselves, shared, bounded by their bytes, never
+pickled and unpickled again on each rerun (a 10^6-row, 10-class fit's probabilities are 80 MB).
 """
 from __future__ import annotations
 
@@ -91,7 +94,12 @@ def chosen_class_roles(sha: str) -> dict:
     return roles
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="512MB")
+def _class_set_bytes(cs: cdata.ClassSet) -> int:
+    """What a ClassSet holds beyond its table (``raw``, weighed by the tables' cache)."""
+    return bounded_cache.live_bytes(cs, {id(cs.raw)})
+
+
+@bounded_cache.live_cache(show_spinner=False, max_entries=16, max_size="512MB", weigh=_class_set_bytes)
 def _class_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ClassSet:
     return cdata.build_class_set(_df, info=_info, name=_info.name, **dict(roles))
 
@@ -125,7 +133,7 @@ def class_set_or_stop() -> cdata.ClassSet:
         _refuse("This table cannot be read as K classes", exc)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=8, max_size="256MB")
+@bounded_cache.live_cache(show_spinner=False, max_entries=8, max_size="256MB")
 def _top_label(data_key: str, _cs: cdata.ClassSet) -> cdata.ScoreSet:
     return _cs.top_label()
 
@@ -141,13 +149,13 @@ def top_label_or_stop() -> tuple[cdata.ClassSet, cdata.ScoreSet]:
         _refuse("This table's top-label reading cannot be used", exc)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="256MB")
+@bounded_cache.live_cache(show_spinner=False, max_entries=16, max_size="256MB")
 def _shared(data_key: str, scheme: Scheme, _cs: cdata.ClassSet) -> ClassEvaluation:
     """The evaluation of no method: the judged rows, their labels and uncalibrated probabilities, the notes."""
     return evaluate_classes(_cs.scores(), _cs.labels, {}, scheme, split=_cs.split, classes=_cs.classes)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=256, max_size="512MB")
+@bounded_cache.live_cache(show_spinner=False, max_entries=256, max_size="512MB")
 def _fit_one(data_key: str, scheme: Scheme, method: str, params: tuple, _cs: cdata.ClassSet) -> dict:
     """What ``method`` adds to the shared evaluation: its held-out probabilities, measures row, model, seconds."""
     ev = evaluate_classes(_cs.scores(), _cs.labels, {method: dict(params)}, scheme, split=_cs.split,
