@@ -10,6 +10,7 @@ import streamlit as st
 from pages.parts import memory, routing, sidebar, url_state
 from pages.parts.problems import show_problem
 
+memory.use_system_allocator()           # Arrow's buffers go back to the system when freed (pages/parts/memory.py)
 st.set_page_config(page_title="calibdash — classifier calibration", page_icon=":material/insights:", layout="wide")
 
 pages = [

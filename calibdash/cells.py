@@ -64,6 +64,8 @@ GRID = 2 ** 16
 MAX_EXACT = 2 ** 16
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+#: Rows hashed at a time by :func:`parts_for`.
+_HASH_BLOCK = 1 << 18
 
 
 def _mul32(h: np.ndarray, c: int) -> np.ndarray:
@@ -113,16 +115,28 @@ def parts_for(n_rows: int, kind: str, *, seed: int = 0, k: int = 5, test_size: f
         if split_train is None or len(split_train) != n_rows:
             raise DataError("the file's split column is needed for this scheme.")
         return np.where(np.asarray(split_train, dtype=bool), 0, 1).astype(np.int16)
-    h = row_hash(np.arange(n_rows, dtype=np.uint64), seed)
     if kind == "kfold":
         if int(k) < 2:
             raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
-        return (h % np.uint64(int(k))).astype(np.int16)
-    if kind == "split":
+        k64 = np.uint64(int(k))
+
+        def part(h):
+            return h % k64
+    elif kind == "split":
         if not 0 < float(test_size) < 1:
             raise SettingsError(f"test_size must lie strictly between 0 and 1, got {test_size}.")
-        return (h < np.uint64(int(float(test_size) * 2 ** 32))).astype(np.int16)
-    raise SettingsError(f"unknown scheme kind {kind!r}.")
+        cut = np.uint64(int(float(test_size) * 2 ** 32))
+
+        def part(h):
+            return h < cut
+    else:
+        raise SettingsError(f"unknown scheme kind {kind!r}.")
+    out = np.empty(n_rows, dtype=np.int16)
+    # in blocks of rows: the hash's 8-byte temporaries stay a few MB, not several copies of 8 bytes a row
+    for lo in range(0, n_rows, _HASH_BLOCK):
+        hi = min(n_rows, lo + _HASH_BLOCK)
+        out[lo:hi] = part(row_hash(np.arange(lo, hi, dtype=np.uint64), seed))
+    return out
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,15 @@ def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> n
         y = y.reshape(-1)
     if y.shape[0] != n:
         raise DataError(f"labels has {y.shape[0]} values but scores has {n}.")
+    if y.dtype.kind in "biu" and y.size and 0 <= y.min() and y.max() <= 1:    # 0/1 or booleans: no copy as floats
+        one = y.astype(bool, copy=False)
+        present = [v for v, there in ((0, not one.all()), (1, one.any())) if there]
+        if y.dtype.kind == "b":
+            present = [bool(v) for v in present]
+        if len(present) == 2:
+            pos, _ = choose_positive(present, pos_label)
+            return (one if plain_value(pos) == 1 else ~one).astype(np.int8)
+        return _one_class(present[0], n, require_both, pos_label, says_its_class=True)
     if y.dtype.kind in "biuf":               # the fast path: 0/1 and True/False as numbers
         yf = y.astype(float, copy=False)
         bad = ~np.isfinite(yf)

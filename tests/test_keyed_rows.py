@@ -153,7 +153,8 @@ def test_row_keys_refuse_rows_that_are_not_the_cells(rows):
 @pytest.mark.parametrize("kind", ["group", "period"])
 def test_rows_grouped_by_one_count_or_by_a_sort_give_the_same_cells(monkeypatch, kind):
     """The dense ``bincount`` pre-reduction and the sorting reduction it falls back to (beyond
-    ``_DENSE_CELLS`` combinations) make identical keyed cells, on exact scores and on the grid."""
+    ``_DENSE_CELLS`` combinations) make identical keyed cells, on exact scores and on the grid, whether the
+    rows are read in one block or in many (``_BLOCK``)."""
     from calibdash.keyed import rows as krows
 
     rng = np.random.default_rng(7)
@@ -167,7 +168,12 @@ def test_rows_grouped_by_one_count_or_by_a_sort_give_the_same_cells(monkeypatch,
         dense = krows.keyed_cells(s, y, values, key, part, max_exact=1000)
         monkeypatch.setattr(krows, "_DENSE_CELLS", 0)
         sorted_ = krows.keyed_cells(s, y, values, key, part, max_exact=1000)
+        monkeypatch.setattr(krows, "_BLOCK", 777)                  # blocks of rows merged one by one
+        blocks = krows.keyed_cells(s, y, values, key, part, max_exact=1000)
         monkeypatch.undo()
+        for f in ("n", "n_pos", "part", "score"):
+            np.testing.assert_array_equal(getattr(blocks.cells, f), getattr(sorted_.cells, f))
+        np.testing.assert_allclose(blocks.cells.score_sum, sorted_.cells.score_sum, rtol=1e-12)
         assert dense.labels == sorted_.labels and dense.cells.exact == sorted_.cells.exact
         np.testing.assert_array_equal(dense.key, sorted_.key)
         for f in ("n", "n_pos", "part"):

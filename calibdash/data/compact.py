@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["MAX_SHARE", "keep_as_categories", "compact_text", "parquet_to_frame"]
+__all__ = ["MAX_SHARE", "keep_as_categories", "compact_text", "parquet_to_frame", "pa_buffer"]
 
 #: Largest share of distinct values among a text column's non-missing entries for it to be held as categories.
 MAX_SHARE = 0.5
@@ -61,12 +61,18 @@ def compact_text(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def parquet_to_frame(source, columns=None) -> pd.DataFrame:
-    """A Parquet file (path or file-like) as a DataFrame, its text columns read as dictionaries and kept as
-    sorted categories where :func:`keep_as_categories` says so (else decoded to strings); DATE columns as
-    datetime64 (8 bytes a row), not one Python ``date`` object per row (about 56)."""
+def pa_buffer(data: bytes):
+    """Bytes as an Arrow file that reads them in place (``io.BytesIO`` made pyarrow copy what it read)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    return pa.BufferReader(data)
+
+
+def parquet_to_frame(source, columns=None) -> pd.DataFrame:
+    """A Parquet file (path, file-like or :func:`pa_buffer`) as a DataFrame, its text columns read as
+    dictionaries and kept as sorted categories where :func:`keep_as_categories` says so (else decoded to
+    strings); DATE columns as datetime64 (8 bytes a row), not one Python ``date`` object per row (about 56)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = pq.ParquetFile(source).schema_arrow
@@ -74,18 +80,17 @@ def parquet_to_frame(source, columns=None) -> pd.DataFrame:
     if hasattr(source, "seek"):
         source.seek(0)
     table = pq.ParquetFile(source, read_dictionary=text or None).read(columns=columns, use_pandas_metadata=True)
-    if text:
-        table = table.unify_dictionaries()        # one dictionary per column, over its row groups
-    for i, field in enumerate(table.schema):
-        if not pa.types.is_dictionary(field.type):
-            continue
-        col = table.column(i)
-        n_distinct = len(col.chunk(0).dictionary) if col.num_chunks else 0
-        if not keep_as_categories(n_distinct, len(col) - col.null_count):
-            table = table.set_column(i, field.name, pc.cast(col, field.type.value_type))
-    df = table.to_pandas(date_as_object=False, self_destruct=True)
+    # one block per column and each Arrow column freed once converted: numbers without missing values are
+    # taken over without a copy, so the reading never holds the table twice; the row groups' dictionaries
+    # are unified by the conversion
+    df = table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
     del table
     for c in df.columns:
-        if isinstance(df[c].dtype, pd.CategoricalDtype):
-            df[c] = _sorted_categories(df[c])
+        s = df[c]
+        if not isinstance(s.dtype, pd.CategoricalDtype) or c not in text:
+            continue
+        if keep_as_categories(len(s.cat.categories), int(s.notna().sum())):
+            df[c] = _sorted_categories(s)
+        else:                                      # mostly distinct values: strings, as pandas reads them
+            df[c] = s.astype(s.cat.categories.dtype)
     return df

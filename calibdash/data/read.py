@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import DataError, EnvironmentProblem, ProgrammingError
-from .compact import compact_text, parquet_to_frame
+from .compact import compact_text, pa_buffer, parquet_to_frame
 from .limits import (DEFAULT_MAX_BYTES, MAX_CELLS, MAX_COLUMNS, MAX_HEADER_BYTES, MAX_METADATA_ITEMS,
                      MAX_UNPACKED_BYTES, megabytes)
 from .sniff import (DELIMITER_NAMES, GZIP_MAGIC, PARQUET_MAGIC, SNIFF_BYTES, ZIP_MAGIC, fix_decimal_commas,
@@ -435,7 +435,7 @@ def _read_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> p
     try:
         # text as categories, DATE as datetime64: a 10^7-row file with a segment and a date as text read into
         # 110 MB instead of 396 MB (calibdash.data.compact)
-        return parquet_to_frame(io.BytesIO(data))
+        return parquet_to_frame(pa_buffer(data))
     except Exception as exc:  # pyarrow raises several types
         raise DataError(f"{name} could not be read as Parquet: {exc}") from None
 

@@ -1,7 +1,7 @@
 """Keyed cells of rows in memory: the Groups & time page's rows and the in-memory engine.
 
 :func:`keyed_cells` reads the key column with the rules of the rows' own
-functions (:func:`calibdash.grouping.group_codes` for a group,
+functions (:func:`calibdash.grouping.group_ids` for a group,
 :func:`calibdash.drift.as_dates` for a period: pandas reads text dates in
 many formats, where the SQL engines read ISO-8601 text only), and makes the
 keys and cells with :mod:`calibdash.keyed.assemble`, as every engine does.
@@ -16,7 +16,7 @@ from ..drift import (DATE_SHARE, YMD_RANGE, as_dates, day_codes, freq_from_days,
                      ymd_note)
 from ..engines.source import grid_code
 from ..errors import DataError
-from ..grouping import group_codes, make_groups
+from ..grouping import group_ids, make_groups
 from ..validation import check_labels, check_scores
 from . import PERIODS, Key, KeyedCells
 from .assemble import check_group_key, group_cells, period_cells
@@ -94,66 +94,108 @@ def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int =
     v = pd.Series(values).reset_index(drop=True)
     if len(v) != s.size:
         raise DataError(f"the key column {key.column!r} has {len(v)} values but there are {s.size} rows.")
-    g = np.zeros(s.size, dtype=np.int64) if part is None else np.asarray(part, dtype=np.int64).reshape(-1)
+    g = np.zeros(s.size, dtype=np.int8) if part is None else np.asarray(part).reshape(-1)
     if g.size != s.size:
         raise DataError(f"part has {g.size} values but scores has {s.size}.")
-    distinct, inverse = np.unique(s, return_inverse=True)
-    exact = distinct.size <= int(max_exact)
-    # each row's score code as a small integer: its rank among the distinct scores, or its grid step
-    rank, codes = (inverse.reshape(-1), distinct) if exact else (grid_code(s).astype(np.int64), None)
+    codes = _exact_scores(s, int(max_exact))
+    exact = codes is not None
     if key.kind == "group":
         check_group_key(key)
-        raw, missing, coding = group_codes(v, max_groups=key.max_groups, n_quantiles=key.n_quantiles)
-        ids, uniq = pd.factorize(raw[~missing])
-        kid = np.full(s.size, len(uniq), dtype=np.int64)              # the last id: no value
-        kid[~missing] = ids
-        values_of = np.empty(len(uniq) + 1, dtype=object if coding.how == "text" else float)
-        values_of[:-1] = np.asarray(uniq)
-        kid, part, code, n, pos, ssum = _pre_reduce(kid, g, rank, codes, y, s)
-        return group_cells(values_of[kid], kid == len(uniq), part, code, n, pos, ssum, exact=exact, coding=coding,
+        kid, distinct, coding = group_ids(v, max_groups=key.max_groups, n_quantiles=key.n_quantiles)
+        n_ids = len(distinct)
+        kid[kid < 0] = n_ids                                           # the last id: no value
+        values_of = np.empty(n_ids + 1, dtype=object if coding.how == "text" else float)
+        values_of[:-1] = distinct
+        kid, part, code, n, pos, ssum = _reduce_rows(kid, n_ids + 1, g, s, y, codes)
+        return group_cells(values_of[kid], kid == n_ids, part, code, n, pos, ssum, exact=exact, coding=coding,
                            key=key)
     dates, notes = as_dates(v, key.column)
     if dates is None:
         raise not_dates_error(key.column, v.dropna().astype(str).head(3).tolist())
-    ok = dates.notna().to_numpy()
-    if not ok.any():
+    # periods of the distinct date-times, then of the rows through their index (-1: no readable date, left out)
+    ids, moments = pd.factorize(dates, use_na_sentinel=True)
+    del dates
+    if not len(moments):
         raise DataError(f"no row of {key.column} holds a date.")
-    days = day_codes(dates[ok])
+    days = day_codes(moments)
     freq = freq_from_days(days, PERIODS) if key.freq == "auto" else key.freq
-    starts, kid = np.unique(period_start_days(days, freq), return_inverse=True)
-    kid, part, code, n, pos, ssum = _pre_reduce(kid.reshape(-1), g[ok], rank[ok], codes, y[ok], s[ok])
+    starts, period_of = np.unique(period_start_days(days, freq), return_inverse=True)
+    left_out = ids < 0
+    kid = period_of.reshape(-1)[ids]
+    kid[left_out] = -1
+    del ids
+    kid, part, code, n, pos, ssum = _reduce_rows(kid, starts.size, g, s, y, codes)
     return period_cells(starts[kid], part, code, n, pos, ssum, exact=exact, key=key, freq=freq,
-                        first=dates[ok].min(), last=dates[ok].max(), n_left_out=int((~ok).sum()), notes=notes)
+                        first=moments.min(), last=moments.max(), n_left_out=int(left_out.sum()), notes=notes)
 
 
-#: Most (key, part, score code) combinations counted by one ``bincount`` (beyond: grouped by a sort).
-_DENSE_CELLS = 1 << 24
+#: Rows reduced at a time: every temporary of :func:`_reduce_rows` and :func:`_exact_scores` is this long.
+_BLOCK = 1 << 20
+#: Most (key, part, score code) combinations counted by dense ``bincount`` arrays (beyond: each block's
+#: combinations found by a sort and merged).
+_DENSE_CELLS = 1 << 21
 
 
-def _pre_reduce(kid, part, rank, codes, y, s):
+def _exact_scores(s: np.ndarray, max_exact: int) -> np.ndarray | None:
+    """The sorted distinct scores when there are at most ``max_exact``, else None (the grid): found a block
+    at a time by hashing, stopping at the first block that takes them past ``max_exact``."""
+    seen = np.empty(0, dtype=float)
+    for lo in range(0, s.size, _BLOCK):
+        seen = np.union1d(seen, pd.unique(s[lo:lo + _BLOCK]))
+        if seen.size > max_exact:
+            return None
+    return seen
+
+
+def _reduce_rows(kid, n_keys: int, part, s, y, codes):
     """Rows grouped by (key id, part, score code): ``(key id, part, code, n, n_pos, score_sum)`` per group.
 
-    One ``np.bincount`` pass over a dense index of the combinations (no sort of the rows) while they number
-    at most :data:`_DENSE_CELLS`; else the rows go as they are (one each) to the sorting reduction of
-    :func:`calibdash.keyed.assemble.reduce_keyed`. ``rank`` is each row's score code as an integer (its
-    rank in ``codes``, the distinct scores, or the grid step when ``codes`` is None).
+    ``kid`` is each row's key id in ``0..n_keys-1`` (-1: the row is left out); ``codes`` the sorted
+    distinct scores (a row's code is its score) or None (its grid step). The rows are read
+    :data:`_BLOCK` at a time, so the temporaries stay a few MB whatever the rows: while the combinations
+    number at most :data:`_DENSE_CELLS` each block is counted by ``np.bincount`` into dense arrays (no
+    sort); beyond, each block's combinations are found by a sort and merged into the running ones.
     """
     p_lo = int(part.min()) if part.size else 0
     n_parts = int(part.max()) - p_lo + 1 if part.size else 1
     n_codes = codes.size if codes is not None else GRID
-    n_keys = int(kid.max()) + 1 if kid.size else 1
-    code_of = (lambda r: codes[r]) if codes is not None else (lambda r: r.astype(float))  # noqa: E731
-    if n_keys * n_parts * n_codes > _DENSE_CELLS:
-        return kid, part, code_of(rank), np.ones(kid.size, np.int64), y.astype(np.int64), s
-    index = (kid * n_parts + (part - p_lo)) * n_codes + rank
     size = n_keys * n_parts * n_codes
-    n = np.bincount(index, minlength=size)
-    cell = np.flatnonzero(n)
-    pos = np.bincount(index, weights=y, minlength=size)[cell]
-    ssum = np.bincount(index, weights=s, minlength=size)[cell]
+    dense = size <= _DENSE_CELLS
+    if dense:
+        acc = [np.zeros(size, np.int64), np.zeros(size), np.zeros(size)]
+    else:
+        acc = [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0)]
+    for lo in range(0, s.size, _BLOCK):
+        rows = slice(lo, lo + _BLOCK)
+        k, sc, yc, pc = kid[rows], s[rows], y[rows], part[rows]
+        if (k < 0).any():
+            keep = k >= 0
+            k, sc, yc, pc = k[keep], sc[keep], yc[keep], pc[keep]
+        rank = np.searchsorted(codes, sc) if codes is not None else grid_code(sc).astype(np.int64)
+        index = (k * n_parts + (pc.astype(np.int64) - p_lo)) * n_codes + rank
+        if dense:
+            acc[0] += np.bincount(index, minlength=size)
+            acc[1] += np.bincount(index, weights=yc, minlength=size)
+            acc[2] += np.bincount(index, weights=sc, minlength=size)
+            continue
+        cell, inv = np.unique(index, return_inverse=True)
+        block = [cell, np.bincount(inv), np.bincount(inv, weights=yc), np.bincount(inv, weights=sc)]
+        acc = _merge_counts(acc, block) if acc[0].size else block
+    if dense:
+        cell = np.flatnonzero(acc[0])
+        n, pos, ssum = acc[0][cell], acc[1][cell], acc[2][cell]
+    else:
+        cell, n, pos, ssum = acc
     rest = cell // n_codes
-    return (rest // n_parts, rest % n_parts + p_lo, code_of(cell % n_codes), n[cell].astype(np.int64),
-            np.rint(pos).astype(np.int64), ssum)
+    code = codes[cell % n_codes] if codes is not None else (cell % n_codes).astype(float)
+    return (rest // n_parts, rest % n_parts + p_lo, code, n.astype(np.int64), np.rint(pos).astype(np.int64), ssum)
+
+
+def _merge_counts(a: list, b: list) -> list:
+    """Two lists ``[combination, n, n_pos, score_sum]`` (each sorted by combination) merged into one."""
+    cell, inv = np.unique(np.concatenate([a[0], b[0]]), return_inverse=True)
+    return [cell] + [np.bincount(inv, weights=np.concatenate([x, z]), minlength=cell.size)
+                     for x, z in zip(a[1:], b[1:])]
 
 
 def row_keys(values, kc: KeyedCells) -> np.ndarray:
