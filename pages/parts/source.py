@@ -37,8 +37,9 @@ ROLES = ("label", "score", "positive", "split")
 
 
 #: Bytes of parsed tables kept (the tables themselves, shared by every session: :func:`bounded_cache.live_cache`).
-#: A 10^6-row upload with a score, a label and two text columns parses into about 47 MB, so three sessions'
-#: tables take 140 MB; 10^7 such rows (a 57 MB Parquet) into about 470 MB, which still fits with one more.
+#: A 10^6-row upload with a score, a label and two text columns of few values parses into about 11 MB (the text
+#: held as categories, :mod:`calibdash.data.compact`); 10^7 such rows (a 96 MB Parquet) into 110 MB; a table of
+#: free text (every value distinct) stays as strings and can be four times that.
 TABLES_MAX = "640MB"
 #: Bytes of score sets kept, each weighed without the table it reads (:func:`_score_set_bytes`): its scores and
 #: labels (9 bytes a row) and what it copied of the table (nothing when every row is usable).
