@@ -47,10 +47,14 @@ PAGES = (
     ("Learn", "Learn calibration", ()),
 )
 SEGMENTS = np.array(["app", "web", "store", "partner", "phone"])
+#: Set from ``--classes``: the sessions upload K-class tables (their pages' charts differ: titles are waited on).
+K_CLASSES = 0
 
 
-def make_file(n: int, path: Path, seed: int) -> None:
-    """``n`` rows: score (6 decimals), label, segment (5 values, one miscalibrated), date (90 days)."""
+def make_file(n: int, path: Path, seed: int, classes: int = 0) -> None:
+    """``n`` rows: score (6 decimals), label, segment (5 values, one miscalibrated), date (90 days); with
+    ``classes`` = K >= 3, a K-class table instead of the score and label: a ``label`` of K class names and one
+    probability column per class (``p_<class>``, 4 decimals, overconfident)."""
     rng = np.random.default_rng(seed)
     s = rng.beta(2, 5, n)
     seg = rng.integers(0, len(SEGMENTS), n)
@@ -59,10 +63,23 @@ def make_file(n: int, path: Path, seed: int) -> None:
     day = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 90, n), unit="D")
     df = pd.DataFrame({"score": np.round(s, 6), "label": y, "segment": SEGMENTS[seg],
                        "date": day.strftime("%Y-%m-%d")})
+    if classes >= 3:
+        logits = rng.normal(size=(n, classes)) * 2.0
+        cum = np.cumsum(_softmax(logits / 2.0), axis=1)                   # the truth: a softer softmax
+        truth = np.minimum((cum < rng.uniform(size=(n, 1))).sum(axis=1), classes - 1)
+        p = np.round(_softmax(logits), 4)
+        names = [f"c{k}" for k in range(classes)]
+        df = pd.DataFrame({"label": np.array(names)[truth], **{f"p_{c}": p[:, k] for k, c in enumerate(names)},
+                           "segment": df["segment"], "date": df["date"]})
     if path.suffix == ".parquet":
         df.to_parquet(path, index=False)
     else:
         df.to_csv(path, index=False)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 # -- the server's memory -------------------------------------------------------------------------------------
@@ -164,13 +181,14 @@ def _session(url: str, path: str, rows: int, pid: int) -> list:
                 """(n) => Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
                          .some(m => m.innerText.includes('Rows read') && m.innerText.includes(n))""",
                 arg=f"{rows:,}", timeout=TIMEOUT_MS, polling=100)
-            _drawn(page, "Data", (".st-key-data-reliability",))
+            _drawn(page, "Data", () if K_CLASSES else (".st-key-data-reliability",))
             steps.append(("Data (upload)", time.perf_counter() - t0, rss_mb(pid), w0, time.time()))
             for link, title, charts in PAGES:
                 step = f"open {link}"
                 t0, w0 = time.perf_counter(), time.time()
                 page.locator('[data-testid="stSidebarNav"] a', has_text=link).click()
-                _drawn(page, title, charts)
+                # K-class pages have titles of their own ("Explore a multi-class calibrator"): their first word
+                _drawn(page, link.split()[0] if K_CLASSES else title, () if K_CLASSES else charts)
                 steps.append((link, time.perf_counter() - t0, rss_mb(pid), w0, time.time()))
         except Exception as exc:
             shot = Path(tempfile.gettempdir()) / f"bench_sessions_{Path(path).stem}.png"
@@ -197,7 +215,10 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--users", type=int, default=3)
     ap.add_argument("--parquet", action="store_true", help="upload Parquet files instead of CSV")
+    ap.add_argument("--classes", type=int, default=0, help="K >= 3: upload K-class tables (pages' titles waited on)")
     args = ap.parse_args()
+    global K_CLASSES
+    K_CLASSES = args.classes
     if not Path(CHROMIUM).is_file():
         print(f"bench_sessions: skipped, {CHROMIUM} is missing (install Debian's chromium)")
         return 0
@@ -206,7 +227,7 @@ def main() -> int:
         files = []
         for u in range(args.users):
             path = Path(tmp) / f"user{u + 1}_{args.rows}{suffix}"
-            make_file(args.rows, path, seed=u)
+            make_file(args.rows, path, seed=u, classes=args.classes)
             files.append(str(path))
         size = Path(files[0]).stat().st_size / 1e6
         proc, url = start_streamlit(Path(tmp) / "server.log")
@@ -231,8 +252,9 @@ def main() -> int:
         finally:
             stop_process(proc)
     kind = "Parquet" if args.parquet else "CSV"
-    print(f"{args.users} session(s) at once, each uploading its own {args.rows:,}-row {kind} ({size:.1f} MB: score, "
-          "label, segment, date) and visiting every page; server memory in MB")
+    what = f"label, {args.classes} class probabilities" if args.classes else "score, label"
+    print(f"{args.users} session(s) at once, each uploading its own {args.rows:,}-row {kind} ({size:.1f} MB: {what}, "
+          "segment, date) and visiting every page; server memory in MB")
     print(f"{'session':<26} {'page':<16} {'seconds':>8} {'server MB':>10} {'peak during':>12}")
     worst = 0.0
     for name, steps in sorted(results):

@@ -169,8 +169,11 @@ def test_every_measure_has_a_resampling_rule():
     assert set(mboot.RESAMPLED) == set(mm.MEASURE_NAMES)
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_bootstrap_matches_a_direct_loop_over_the_resamples(weighted):
+@pytest.mark.parametrize("weighted, block", [(False, 16), (True, 16), (True, 5)])
+def test_bootstrap_matches_a_direct_loop_over_the_resamples(weighted, block, monkeypatch):
+    """Every resample's measures equal the measures of its drawn rows, the resamples drawn in one block or
+    several (``_BOOT_BLOCK``: 12 resamples in blocks of 5, 5 and 2)."""
+    monkeypatch.setattr(mboot, "_BOOT_BLOCK", block)
     Ps, y = _methods()
     w = np.random.default_rng(6).integers(1, 4, y.size).astype(float) if weighted else None
     boot = mboot.bootstrap_multiclass(Ps, y, w, n_boot=12, seed=7, refit_bandwidth=True, workers=1)

@@ -58,7 +58,9 @@ searches each resample's own fixed point instead (SmoothECE's part then takes
 about eight times longer). Both run in threads, on the reduction sorted once by
 confidence. 10,000 rows x 100 classes, 4 methods, 200 resamples: 2 to 4 s on
 two shared cores (about a third each for the sparse products, the debiased
-error and SmoothECE).
+error and SmoothECE). The resamples are drawn and reduced :data:`_BOOT_BLOCK`
+at a time, so their counts take ``16 n`` doubles, not ``3 n_boot n`` (300,000
+judged rows x 10 classes, 5 methods: peak 1.9 GB -> 0.8 GB, about 25 s).
 """
 from __future__ import annotations
 
@@ -81,6 +83,8 @@ __all__ = ["RESAMPLED", "resample_counts", "bootstrap_multiclass", "verdict"]
 #: ``"sums"`` from the binned sufficient statistics, ``"rows"`` per resample on the confidence reduction.
 RESAMPLED = {"ECE": "sums", "MCE": "sums", "cwECE": "sums", "smECE": "rows", "dCE": "rows", "LogLoss": "sums",
              "Brier": "sums", "Accuracy": "sums", "Overconfidence": "sums"}
+#: Resamples drawn and reduced at a time (their counts take ``n`` x this many doubles).
+_BOOT_BLOCK = 16
 #: The per-row terms averaged by the resamples, in the order of the dense block of the statistics.
 _TERMS = ("Overconfidence", "Accuracy", "LogLoss", "Brier")
 
@@ -177,28 +181,20 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
     methods = list(checked)
     n = yc.size
     w = np.ones(n) if wm is None else wm
-    counts = resample_counts(n, int(n_boot), seed).astype(float)
-    weights = counts * w                                               # (n_boot, n)
-    total = weights.sum(axis=1)
-    empty = total <= 0                                                 # only rows of weight 0 were drawn
-    mt = np.ascontiguousarray(counts.T)
     by_rows = [m for m in names if RESAMPLED[m] == "rows"]
     samples = {m: np.full((int(n_boot), len(methods)), np.nan) for m in names}
-    point = {}
-    jobs = []
-    for j, method in enumerate(methods):
+    point, reduced = {}, []
+    for method in methods:
         P = checked[method]
         point[method] = metrics.compute(P, yc, wm, names)
         red = _Reduced(P, yc, w)
-        for m, v in red.sums(mt, np.where(empty, np.nan, total)).items():
-            if m in samples:
-                samples[m][:, j] = v
         sigma = None if refit_bandwidth or "smECE" not in by_rows else smooth.smooth_ece_bandwidth(red.c, red.a, wm)
-        jobs += [(j, r, red, sigma) for r in np.flatnonzero(~empty)] if by_rows else []
+        reduced.append((red, sigma))
 
     def one(job):
-        j, r, red, sigma = job
-        wr = weights[r, red.order]
+        j, r, wb = job
+        red, sigma = reduced[j]
+        wr = wb[red.order]
         keep = wr > 0
         c, a, wr = red.c_sorted[keep], red.a_sorted[keep], wr[keep]
         out = {}
@@ -208,8 +204,24 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
             out["smECE"] = smooth.smooth_ece(c, a, wr) if sigma is None else smooth.smooth_ece_at(c, a, sigma, wr)
         return j, r, out
 
-    if jobs:
-        with ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
+    # the resamples a block at a time (the same draws, in the same order, as resample_counts(n, n_boot, seed)):
+    # the counts of all of them at once were 3 x n_boot x n doubles, 1.4 GB for 300,000 judged rows
+    rng = np.random.default_rng(seed)
+    with ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
+        for lo in range(0, int(n_boot), _BOOT_BLOCK):
+            block = range(lo, min(int(n_boot), lo + _BOOT_BLOCK))
+            mt = np.empty((n, len(block)))                                 # counts, rows x resamples
+            for i in range(len(block)):
+                mt[:, i] = np.bincount(rng.integers(0, n, n), minlength=n)
+            total = w @ mt
+            empty = total <= 0                                             # only rows of weight 0 were drawn
+            for j, (red, _) in enumerate(reduced):
+                for m, v in red.sums(mt, np.where(empty, np.nan, total)).items():
+                    if m in samples:
+                        samples[m][lo:lo + len(block), j] = v
+            if not by_rows:
+                continue
+            jobs = [(j, lo + i, mt[:, i] * w) for i in np.flatnonzero(~empty) for j in range(len(reduced))]
             for j, r, out in pool.map(one, jobs):
                 for m, v in out.items():
                     samples[m][r, j] = v
