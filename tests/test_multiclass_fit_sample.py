@@ -108,3 +108,22 @@ def test_content_order_is_the_lexsort_of_class_key_and_values():
         keys = content_keys(v, y, seed)
         want = np.lexsort((v[:, 2], v[:, 1], v[:, 0], keys, y))
         np.testing.assert_array_equal(content_order(v, y, seed), want)
+
+
+@pytest.mark.parametrize("scheme", [Scheme(seed=2), Scheme(kind="kfold", n_folds=3, seed=1)])
+def test_model_rows_are_the_rows_each_deployed_model_was_fitted_on(scheme):
+    """A parametric map's rows are the sample it was fitted on: refitted there it is the same map (its class
+    frequencies exactly); a map fitted on every row gets every fitting row; no sampling: ``ev.fit_rows``."""
+    from calibdash.multiclass.evaluation import model_rows
+
+    P, y = _data()
+    ev = evaluate_classes(P, y, {"freq": ClassFrequencies(), "ovr": "ovr:histogram"}, scheme, max_fit_rows=100)
+    rows = model_rows(ev, "freq", P, y, max_fit_rows=100)
+    assert rows.size == 100 and np.all(np.diff(rows) > 0) and np.isin(rows, ev.fit_rows).all()
+    again = ClassFrequencies().fit(P[rows], y[rows])
+    np.testing.assert_array_equal(again.freq_, ev.models["freq"].freq_)
+    # the sample is not just any 100 rows: other rows give other frequencies here
+    other = ClassFrequencies().fit(P[ev.fit_rows[:100]], y[ev.fit_rows[:100]])
+    assert not np.array_equal(other.freq_, ev.models["freq"].freq_)
+    np.testing.assert_array_equal(model_rows(ev, "ovr", P, y, max_fit_rows=100), ev.fit_rows)
+    np.testing.assert_array_equal(model_rows(ev, "freq", P, y, max_fit_rows=None), ev.fit_rows)

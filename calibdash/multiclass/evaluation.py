@@ -32,7 +32,7 @@ from . import get
 from .base import MulticlassCalibrator, Scores, as_scores, check_classes
 from .split import class_split_plan, content_sample
 
-__all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "UNCALIBRATED", "MAX_FIT_ROWS",
+__all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "model_rows", "UNCALIBRATED", "MAX_FIT_ROWS",
            "DEFAULT_METHODS", "FULL_MAP_MAX_K", "default_methods"]
 
 UNCALIBRATED = RAW
@@ -222,3 +222,18 @@ def evaluate_classes(P, labels, methods, scheme: Scheme | None = None, *, logits
                            models=models, fit_rows=np.sort(fit_rows), fit_seconds=seconds,
                            classes=list(classes) if classes is not None else list(range(x.k)),
                            notes=notes + sampled)
+
+
+def model_rows(ev: ClassEvaluation, method: str, P, labels, max_fit_rows: int | None = MAX_FIT_ROWS) -> np.ndarray:
+    """The rows ``method``'s deployed model in ``ev`` was fitted on (indices into ``P``, ascending).
+
+    ``ev.fit_rows``, or, for a parametric method whose fitting part was larger than ``max_fit_rows`` (the
+    value given to :func:`evaluate_classes`), the content-keyed sample :func:`evaluate_classes` fitted it on
+    (k-fold: the sample of all rows its deployed model was fitted on). Looking inside the model on these rows
+    (:func:`calibdash.multiclass.explain.explain_classes`) shows the objective it minimised.
+    """
+    rows = ev.fit_rows
+    if max_fit_rows is None or not ev.models[method].parametric or rows.size <= int(max_fit_rows):
+        return rows
+    x = as_scores(P, False) if not isinstance(P, Scores) else P
+    return content_sample(x.given, check_classes(labels, x.n, x.k), rows, int(max_fit_rows), ev.scheme.seed)

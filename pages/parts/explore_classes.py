@@ -12,7 +12,7 @@ from calibdash import data as cdata, multiclass
 from calibdash.figures import multiclass as fmulti
 from calibdash.figures.multiclass_explain import inner_figures
 from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
-from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
+from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, model_rows
 from calibdash.multiclass.explain import ClassExplanation, explain_classes
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
@@ -43,7 +43,8 @@ def class_metrics_frame(table, labels: dict):
 def _explain(data_key: str, scheme: Scheme, method: str, params: tuple, _ev: ClassEvaluation,
              _cs: cdata.ClassSet) -> ClassExplanation:
     x = _cs.scores()
-    return explain_classes(_ev.models[method], x.take(_ev.fit_rows), _cs.labels[_ev.fit_rows],
+    rows = model_rows(_ev, method, x, _cs.labels)      # a parametric map: the sample it was fitted on
+    return explain_classes(_ev.models[method], x.take(rows), _cs.labels[rows],
                            held_out=(x.take(_ev.rows), _ev.labels), class_names=[str(c) for c in _cs.classes])
 
 
