@@ -47,7 +47,7 @@ from .methods import RAW, resolve
 from .scheme import KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, column_parts
 from .validation import check_labels, check_scores
 
-__all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "evaluate", "combine", "UNCALIBRATED",
+__all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "content_order", "evaluate", "combine", "UNCALIBRATED",
            "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for",
            "TRAIN_WORDS", "TEST_WORDS", "evaluate_score_set", "CELLS_CHOICES"]
 
@@ -118,8 +118,30 @@ def _dealt_folds(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.
     return [(idx[fold != f], idx[fold == f]) for f in range(k)]
 
 
-def split_plan(labels, scheme: Scheme, split=None) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
+def content_order(scores, labels) -> np.ndarray:
+    """The rows in an order set by what they hold, not where they stand: a permutation of ``0..n-1``.
+
+    Rows are ordered by :func:`calibdash.multiclass.split.content_order` of their label and score (a seedless
+    hash of both, then the score), so the same table in another row order gives the same (label, score)
+    pairs in the same order. :func:`split_plan` deals its random split and folds over this order, so every
+    score-only calibrator is fitted, and every measure judged, on the same rows whatever the order. Rows with
+    the same label and score are interchangeable for them; for a calibrator that reads feature columns
+    (MBCT), which of such rows lands in which part still follows their positions: the order does not read
+    the features, so that every method of one evaluation, with or without features, gets the same parts.
+    """
+    from .multiclass.split import content_order as order_of        # (multiclass imports this module)
+
+    s = np.asarray(scores, dtype=float).reshape(-1, 1)
+    return order_of(s, np.asarray(labels, dtype=np.int64), 0)
+
+
+def split_plan(labels, scheme: Scheme, split=None, *, order=None
+               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
     """(fit rows, judged rows) index pairs for ``scheme`` and notes on how they were made.
+
+    ``order`` (:func:`content_order`), when given, is the order the random split and the folds are dealt
+    in: the rows are drawn as if the table stood in that order, so the parts depend on the rows' content
+    and the seed, not on their positions. Without it, on the positions.
 
     The random split is stratified by class (each class held out in the same
     proportion); when it cannot be (a part too small to hold both classes) the
@@ -140,6 +162,10 @@ def split_plan(labels, scheme: Scheme, split=None) -> tuple[list[tuple[np.ndarra
         single row, or the split column is unusable.
     """
     y = np.asarray(labels)
+    if order is not None and scheme.kind in ("split", "kfold"):
+        order = np.asarray(order)
+        pairs, notes = split_plan(y[order], scheme, split)
+        return [(np.sort(order[tr]), np.sort(order[te])) for tr, te in pairs], notes
     n = y.size
     idx = np.arange(n)
     notes: list[str] = []
@@ -189,15 +215,17 @@ def split_plan(labels, scheme: Scheme, split=None) -> tuple[list[tuple[np.ndarra
     return pairs, notes
 
 
-def split_indices(labels, scheme: Scheme, split=None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fit rows, judged rows) index pairs for ``scheme``: one pair, or K for k-fold (:func:`split_plan`'s).
+def split_indices(labels, scheme: Scheme, split=None, *, scores=None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fit rows, judged rows) index pairs for ``scheme``: one pair, or K for k-fold (:func:`split_plan`'s);
+    with ``scores``, dealt over the rows' :func:`content_order`, as :func:`evaluate` deals them.
 
     Raises
     ------
     DataError
         If a part would be empty or lack a class, or the split column is unusable.
     """
-    return split_plan(labels, scheme, split)[0]
+    order = None if scores is None else content_order(scores, labels)
+    return split_plan(labels, scheme, split, order=order)[0]
 
 
 @dataclass
@@ -308,7 +336,7 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     cals = resolve(methods)
     if features is not None:
         features = features.reset_index(drop=True)
-    pairs, notes = split_plan(y, scheme, split)
+    pairs, notes = split_plan(y, scheme, split, order=content_order(s, y))
     rows = np.sort(np.concatenate([te for _, te in pairs])) if scheme.kind == "kfold" else pairs[0][1]
     fit = cross_fit(cals, s, y, None, pairs, features, refit=scheme.kind == "kfold", progress=progress)
     preds = {UNCALIBRATED: s[rows], **{key: fit.column(key)[rows] for key in cals}}

@@ -135,7 +135,7 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
     col = column or (str(groups.name) if isinstance(groups, pd.Series) and groups.name is not None else "group")
     labels_, order, _, _ = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
                                     min_rows=min_rows, name=col)
-    pairs = split_indices(y, scheme, split)
+    pairs = split_indices(y, scheme, split, scores=s)
     return fix_made_groups(s, y, w, sample_weight is not None, labels_, order, col, pairs, scheme, method,
                            params=params, mbct_params=mbct_params, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
                            seed=seed)

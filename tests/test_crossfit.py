@@ -74,7 +74,7 @@ def test_evaluate_and_evaluate_cells_are_the_cross_fit_of_rows_and_of_cells(samp
     s, y, _ = sample
     scheme = Scheme("kfold", n_folds=4, seed=5)
     ev = evaluate(s, y, "isotonic,bbq", scheme)
-    pairs = split_indices(y, scheme)
+    pairs = split_indices(y, scheme, scores=s)
     fit = cross_fit("isotonic,bbq", s, y, None, pairs)
     for key in ("isotonic", "bbq"):
         np.testing.assert_array_equal(ev.predictions[key].to_numpy(), fit.column(key)[ev.rows])
