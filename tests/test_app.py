@@ -598,6 +598,22 @@ def test_predictions_download_per_cell_on_score_cells():
     assert list(by_row.columns) == ["label", "uncalibrated", "platt"] and len(by_row) == rows.n_judged
 
 
+def test_class_probabilities_download_is_made_on_click_with_one_line_per_held_out_row():
+    from calibdash.multiclass.evaluation import evaluate_classes
+
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.ones(3), size=400)
+    y = np.array([rng.choice(3, p=p) for p in P])
+    ev = evaluate_classes(P, y, "temperature", evaluation.Scheme(), classes=["a", "b", "c"])
+    make = downloads.class_probabilities_csv(ev, ["a", "b", "c"])
+    assert callable(make)                                   # nothing written until the button is clicked
+    got = pd.read_csv(io.BytesIO(make()))
+    assert list(got.columns) == ["row", "label"] + [f"{m}:{c}" for m in ev.predictions for c in "abc"]
+    np.testing.assert_array_equal(got["row"], ev.rows)
+    assert got["label"].tolist() == [["a", "b", "c"][i] for i in ev.labels]
+    np.testing.assert_allclose(got[["temperature:a", "temperature:b", "temperature:c"]], ev.predictions["temperature"])
+
+
 # -- bad files --------------------------------------------------------------------------------------
 _rng = np.random.default_rng(11)
 BAD_FILES = {

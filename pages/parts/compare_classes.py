@@ -18,7 +18,7 @@ from calibdash.figures import multiclass as fmulticlass
 from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
 from calibdash.multiclass import evaluation as mevaluation
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
-from pages.parts import url_state
+from pages.parts import downloads, url_state
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
 from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
 from pages.parts.scheme import current_scheme
@@ -171,10 +171,7 @@ def _downloads(ev: ClassEvaluation, cs: cdata.ClassSet, table: pd.DataFrame, lab
     flat.columns = [f"{m}_{s}" for m, s in flat.columns]
     d1.download_button("Measures table (CSV)", flat.rename_axis("method").to_csv().encode(), "measures.csv",
                        "text/csv", key="compare.classes.dl.measures", icon=":material/download:")
-    cols = {"row": ev.rows, "label": [cs.classes[i] for i in ev.labels]}
-    for key, P in ev.predictions.items():
-        cols.update({f"{key}:{c}": P[:, j] for j, c in enumerate(cs.classes)})
-    d1.download_button("Calibrated probabilities (CSV)", pd.DataFrame(cols).to_csv(index=False).encode(),
+    d1.download_button("Calibrated probabilities (CSV)", downloads.class_probabilities_csv(ev, cs.classes),
                        "calibrated_probabilities.csv", "text/csv", key="compare.classes.dl.pred",
                        icon=":material/download:", help="One line per held-out row: its position among the "
                                                         "usable rows, its class, each method's probabilities.")

@@ -2,12 +2,16 @@
 the HTML report."""
 from __future__ import annotations
 
+from typing import Callable
+
+import pandas as pd
+
 from calibdash import data as cdata, export, report
 from calibdash.bootstrap import BootstrapResult
 from calibdash.evaluation import Evaluation, Scheme
 from calibdash.figures import images
 
-__all__ = ["image_maker", "model_json", "predictions_csv", "report_html", "PER_CELL_CAPTION"]
+__all__ = ["image_maker", "model_json", "predictions_csv", "class_probabilities_csv", "report_html", "PER_CELL_CAPTION"]
 
 #: What the predictions download holds on score cells (shown under its button).
 PER_CELL_CAPTION = ("On score cells the predictions file has one line per held-out score cell, not per row: "
@@ -24,6 +28,19 @@ def image_maker(fig, fmt: str):
 def model_json(model, ss: cdata.ScoreSet):
     """A download callable writing the fitted calibrator as calibdash JSON, with where it was fitted."""
     return lambda: export.dumps(model, fitted_on=export.provenance(ss, model)).encode()
+
+
+def class_probabilities_csv(ev, classes) -> Callable[[], bytes]:
+    """A download callable writing a K-class evaluation's held-out probabilities as CSV: one line per held-out
+    row (``row``: its position among the usable rows), its class, and each method's probability of each class
+    (``method:class``). Written when the button is clicked, not on every run (300,000 rows of 5 methods x 10
+    classes are 15 million numbers)."""
+    def make() -> bytes:
+        cols = {"row": ev.rows, "label": [classes[i] for i in ev.labels]}
+        for key, P in ev.predictions.items():
+            cols.update({f"{key}:{c}": P[:, j] for j, c in enumerate(classes)})
+        return pd.DataFrame(cols).to_csv(index=False).encode()
+    return make
 
 
 def predictions_csv(ev: Evaluation):
