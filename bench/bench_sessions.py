@@ -1,10 +1,11 @@
 """Sessions that visit every page: seconds per page and the server's memory after each, for U people at once.
 
-    .venv/bin/python bench/bench_sessions.py [--rows N] [--users U] [--parquet]
+    .venv/bin/python bench/bench_sessions.py [--rows N] [--users U] [--parquet] [--classes K]
 
 Starts ``streamlit run app.py`` (the end-to-end tests' own start-up, :func:`tests.e2e.conftest.start_streamlit`),
 writes U different N-row files (CSV, or Parquet with ``--parquet``) with a score, a 0/1 label, a segment column
-(five text values) and a date column (90 days), and measures first the server at rest: just started, then
+(five text values) and a date column (90 days) (with ``--classes K``: a K-class label and K probability columns
+instead of the score and label; the pages' titles are then waited on, not their charts), and measures first the server at rest: just started, then
 after one browser session has opened the default page on the sample and closed. Then U browser sessions run at
 once, each in its own process with its own headless Chromium (Debian's /usr/bin/chromium driven by Playwright,
 never ``playwright install``): open the Data page, upload its file (timed from the file being set to "Rows read"
