@@ -214,14 +214,7 @@ def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> n
     if y.shape[0] != n:
         raise DataError(f"labels has {y.shape[0]} values but scores has {n}.")
     if y.dtype.kind in "biu" and y.size and 0 <= y.min() and y.max() <= 1:    # 0/1 or booleans: no copy as floats
-        one = y.astype(bool, copy=False)
-        present = [v for v, there in ((0, not one.all()), (1, one.any())) if there]
-        if y.dtype.kind == "b":
-            present = [bool(v) for v in present]
-        if len(present) == 2:
-            pos, _ = choose_positive(present, pos_label)
-            return (one if plain_value(pos) == 1 else ~one).astype(np.int8)
-        return _one_class(present[0], n, require_both, pos_label, says_its_class=True)
+        return _from_ones(y.astype(bool, copy=False), y.dtype.kind == "b", n, require_both, pos_label)
     if y.dtype.kind in "biuf":               # the fast path: 0/1 and True/False as numbers
         yf = y.astype(float, copy=False)
         bad = ~np.isfinite(yf)
@@ -231,13 +224,7 @@ def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> n
                             "those rows first (calibdash.load_scores drops and counts them).")
         one = yf == 1.0
         if np.all(one | (yf == 0.0)):
-            present = [v for v, there in ((0, (~one).any()), (1, one.any())) if there]
-            if y.dtype.kind == "b":
-                present = [bool(v) for v in present]
-            if len(present) == 2:
-                pos, _ = choose_positive(present, pos_label)
-                return (one if plain_value(pos) == 1 else ~one).astype(np.int8)
-            return _one_class(present[0], n, require_both, pos_label, says_its_class=True)
+            return _from_ones(one, y.dtype.kind == "b", n, require_both, pos_label)
         codes, values = _codes(y)
     else:
         codes, values = _codes(y)
@@ -254,6 +241,17 @@ def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> n
     pos, _ = choose_positive(values, pos_label)
     i_pos = next(i for i, v in enumerate(values) if v is pos)     # choose_positive returns the values given
     return (codes == i_pos).astype(np.int8)
+
+
+def _from_ones(one: np.ndarray, booleans: bool, n: int, require_both: bool, pos_label) -> np.ndarray:
+    """Labels given as 0/1 (or False/True): ``one`` marks the 1s; the positive class by the shared rule."""
+    present = [v for v, there in ((0, not one.all()), (1, one.any())) if there]
+    if booleans:
+        present = [bool(v) for v in present]
+    if len(present) == 2:
+        pos, _ = choose_positive(present, pos_label)
+        return (one if plain_value(pos) == 1 else ~one).astype(np.int8)
+    return _one_class(present[0], n, require_both, pos_label, says_its_class=True)
 
 
 def _one_class(value, n: int, require_both: bool, pos_label, says_its_class: bool = False) -> np.ndarray:
