@@ -192,9 +192,10 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
         reduced.append((red, sigma))
 
     def one(job):
-        j, r, wb = job
+        """The per-resample measures of method ``j`` on resample ``r``, column ``i`` of the block's counts."""
+        j, r, i, mt = job
         red, sigma = reduced[j]
-        wr = wb[red.order]
+        wr = (mt[:, i] * w)[red.order]
         keep = wr > 0
         c, a, wr = red.c_sorted[keep], red.a_sorted[keep], wr[keep]
         out = {}
@@ -205,7 +206,9 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
         return j, r, out
 
     # the resamples a block at a time (the same draws, in the same order, as resample_counts(n, n_boot, seed)):
-    # the counts of all of them at once were 3 x n_boot x n doubles, 1.4 GB for 300,000 judged rows
+    # the counts of all of them at once were 3 x n_boot x n doubles, 1.4 GB for 300,000 judged rows. Each
+    # method's sparse products and each per-resample measure run in the pool (scipy's products and numpy's
+    # large operations release the GIL), so two cores share them.
     rng = np.random.default_rng(seed)
     with ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
         for lo in range(0, int(n_boot), _BOOT_BLOCK):
@@ -215,16 +218,16 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
                 mt[:, i] = np.bincount(rng.integers(0, n, n), minlength=n)
             total = w @ mt
             empty = total <= 0                                             # only rows of weight 0 were drawn
-            for j, (red, _) in enumerate(reduced):
-                for m, v in red.sums(mt, np.where(empty, np.nan, total)).items():
-                    if m in samples:
-                        samples[m][lo:lo + len(block), j] = v
-            if not by_rows:
-                continue
-            jobs = [(j, lo + i, mt[:, i] * w) for i in np.flatnonzero(~empty) for j in range(len(reduced))]
+            total = np.where(empty, np.nan, total)
+            sums = [pool.submit(red.sums, mt, total) for red, _ in reduced]
+            jobs = [(j, lo + i, i, mt) for i in np.flatnonzero(~empty) for j in range(len(reduced))] if by_rows else []
             for j, r, out in pool.map(one, jobs):
                 for m, v in out.items():
                     samples[m][r, j] = v
+            for j, done in enumerate(sums):
+                for m, v in done.result().items():
+                    if m in samples:
+                        samples[m][lo:lo + len(block), j] = v
     how = "its own bandwidth" if refit_bandwidth else "the full data's bandwidth"
     note = (f"Percentile intervals from {int(n_boot)} paired resamples of the rows (the same for every method); "
             f"smECE's resamples at {how}.")
