@@ -210,3 +210,13 @@ def test_bootstrap_is_paired_seeded_and_its_intervals_cover_the_point():
             assert t.loc[m, (name, "low")] <= t.loc[m, (name, "value")] <= t.loc[m, (name, "high")], (name, m)
     text = mboot.verdict(boot)
     assert "do not lower the raw scores' Accuracy" in text
+
+
+def test_resample_counts_are_the_seeded_draws_whatever_the_block():
+    """Resample b counts ``default_rng(seed).integers(0, n, n)``'s b-th draw; blocks of any size give them."""
+    rng = np.random.default_rng(4)
+    direct = np.stack([np.bincount(rng.integers(0, 40, 40), minlength=40) for _ in range(9)])
+    np.testing.assert_array_equal(mboot.resample_counts(40, 9, 4), direct)
+    blocks = list(mboot.resample_blocks(40, 9, 4, size=4))
+    assert [lo for lo, _ in blocks] == [0, 4, 8] and [b.shape[1] for _, b in blocks] == [4, 4, 1]
+    np.testing.assert_array_equal(np.concatenate([b.T for _, b in blocks]), direct)

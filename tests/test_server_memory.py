@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PROBE = ("from pages.parts import memory; import pyarrow as pa; memory.use_system_allocator(); "
-         "print(pa.default_memory_pool().backend_name, memory.give_back())")
+#: pyarrow's pool before and after the server's choice, and whether freed memory was given back.
+PROBE = ("from pages.parts import memory; import pyarrow as pa; before = pa.default_memory_pool().backend_name; "
+         "memory.use_system_allocator(); print(before, pa.default_memory_pool().backend_name, memory.give_back())")
 
 
 def _probe(**env) -> list[str]:
@@ -19,11 +20,14 @@ def _probe(**env) -> list[str]:
 
 
 def test_the_server_makes_the_system_allocator_arrows_pool():
-    backend, trimmed = _probe()
-    assert backend == "system"
-    assert trimmed == ("True" if sys.platform.startswith("linux") else trimmed)
+    _, after, trimmed = _probe()
+    assert after == "system"
+    if sys.platform.startswith("linux"):
+        assert trimmed == "True"                      # glibc's malloc_trim was called
 
 
 def test_an_operators_choice_of_pool_is_kept():
-    assert _probe(ARROW_DEFAULT_MEMORY_POOL="jemalloc")[0] in ("jemalloc", "system")   # system: built without it
-    assert _probe(ARROW_DEFAULT_MEMORY_POOL="mimalloc")[0] == "mimalloc"
+    """With ARROW_DEFAULT_MEMORY_POOL set, whatever pool pyarrow gave (mimalloc where it was built with it) stays."""
+    before, after, _ = _probe(ARROW_DEFAULT_MEMORY_POOL="mimalloc")
+    assert before == "mimalloc" or before == "system"     # "system": this pyarrow was built without mimalloc
+    assert after == before
