@@ -237,3 +237,65 @@ def test_spark_sql_is_one_statement_over_the_named_column(spark):
         got = spark.sql(text.rstrip().rstrip(";")).toPandas().sort_values("rid")
         want = cal.predict(S[:300], pd.DataFrame({feature: SITE[:300]}) if cal.uses_features else None)
         np.testing.assert_allclose(got["calibrated"].to_numpy(), want, rtol=4e-15, atol=0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# errors: a query source's error never shows the data, the spill path or a value, whatever the quoting
+# ---------------------------------------------------------------------------------------------------------
+SECRETS = ["hunter2", "it's \"quoted\" 4111", "2024-13-45"]
+
+
+@pytest.fixture
+def data_root(tmp_path):
+    from calibdash.data.guard import DataRoot
+    root, spill = tmp_path / "root", tmp_path / "spill"
+    root.mkdir()
+    spill.mkdir(mode=0o700)
+    pd.DataFrame({"name": ["alice", "bob", "carol"], "pw": SECRETS, "segment": ["2024-01-02", "2024-13-45", "x"],
+                  "p": [0.1, 0.5, 0.9], "y": [0, 1, 1]}).to_parquet(root / "users.parquet")
+    return DataRoot(root, spill_directory=spill), root
+
+
+def _query_error(data_root, query):
+    from calibdash.engines.plan import NO_JOB, aggregate_plan, read_schema, resolve_plan
+    from calibdash.errors import CalibdashError
+    from calibdash.evaluation import Scheme
+    dr, root = data_root
+    plan = resolve_plan(dr, {"kind": "query", "query": query.format(root=root.resolve())})
+    with pytest.raises(CalibdashError) as err:
+        read_schema(NO_JOB, dr, plan)
+        aggregate_plan(NO_JOB, dr, plan, {"score": "p", "label": "y"}, Scheme(kind="insample"), True)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("query,kind", [
+    ("SELECT error(current_setting('temp_directory')) AS p, 1 AS y", "Invalid Input Error"),
+    ("SELECT error((SELECT string_agg(name || ':' || pw, ',') FROM read_parquet('{root}/users.parquet'))) AS p, "
+     "1 AS y", "Invalid Input Error"),
+    ("SELECT CAST(segment::DATE AS VARCHAR) AS s, p, y FROM read_parquet('{root}/users.parquet')",
+     "Conversion Error"),
+    ("SELECT CAST(pw AS DOUBLE) AS p, y FROM read_parquet('{root}/users.parquet')", "Conversion Error"),
+    ("SELECT CAST((SELECT string_agg(pw, ',') FROM read_parquet('{root}/users.parquet')) AS INT) AS p, 1 AS y",
+     "Conversion Error"),
+])
+def test_a_query_source_error_shows_the_kind_and_no_data(data_root, query, kind):
+    dr, root = data_root
+    msg = _query_error(data_root, query)
+    assert kind in msg
+    for secret in SECRETS + ["alice", "4111", "2024-13", str(dr.spill_directory or "spill"), str(root.parent)]:
+        assert secret not in msg, msg
+
+
+def test_a_conversion_error_still_names_the_column():
+    from calibdash.data.guard import safe_message
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TABLE t AS SELECT * FROM (VALUES ('2024-13-45'), ('x''\"y')) v(segment)")
+        for value in ("2024-13-45", "x'\"y"):
+            with pytest.raises(duckdb.ConversionException) as raw:
+                con.execute("SELECT segment::DATE FROM t WHERE segment = ?", [value]).fetchall()
+            msg = safe_message(raw.value)
+            assert msg.startswith("Conversion Error: ") and msg.endswith("source column segment"), msg
+            assert "2024" not in msg and "13" not in msg and "x'" not in msg
+    finally:
+        con.close()
