@@ -297,6 +297,7 @@ class JobRegistry:
                                     or job.state == DONE                         # its result serves
                                     or (job.finished and owner in job._owners)):  # how it ended, not read yet
                 self._hold(job, owner)
+                self._start_queued()                    # a queued job may now be a waiting session's first
                 return job
             if len(self._running) >= self.limits.max_jobs and len(self._queue) >= self.limits.max_queued:
                 raise Busy(f"the server is busy: {len(self._running)} jobs run and {len(self._queue)} wait, the "
@@ -436,10 +437,27 @@ class JobRegistry:
         with self._lock:
             if job.state != QUEUED:
                 return None
-            for i, queued in enumerate(self._queue, 1):
+            for i, (_, queued) in enumerate(self._order(), 1):
                 if queued is job:
                     return i
             return None
+
+    def _order(self) -> list[tuple[int, Job]]:
+        """The queue in the order jobs start, each with its rank: the jobs its best-placed owner already has
+        running or ahead of it in the queue (0: a session's first). Round-robin over sessions: every
+        session's first job, in the order they came, then every session's second, and so on; a job that
+        several sessions share ranks as its least busy owner's."""
+        ahead: dict = {}
+        for job in self._running:
+            for owner in job._owners:
+                ahead[owner] = ahead.get(owner, 0) + 1
+        ranked = []
+        for i, job in enumerate(self._queue):
+            owners = list(job._owners) or [("job", id(job))]
+            ranked.append((min(ahead.get(o, 0) for o in owners), i, job))
+            for o in owners:
+                ahead[o] = ahead.get(o, 0) + 1
+        return [(rank, job) for rank, _, job in sorted(ranked, key=lambda r: r[:2])]
 
     def _forget(self, job: Job) -> None:
         if self._jobs.get(job.key) is job:
@@ -464,8 +482,14 @@ class JobRegistry:
         self._wake.notify_all()
 
     def _start_queued(self) -> None:
+        """Start queued jobs while slots are free, in :meth:`_order`. A job of a session that already runs
+        one (rank above 0: every job that waits is such a one) starts only if a slot still stays free
+        after it, for a session that comes next: one session cannot hold every slot."""
         while self._queue and len(self._running) < self.limits.max_jobs:
-            job = self._queue.popleft()
+            rank, job = self._order()[0]
+            if rank > 0 and len(self._running) + 1 >= self.limits.max_jobs:
+                return
+            self._queue.remove(job)
             job.state, job.started = RUNNING, self._clock()
             job._enter("starting")
             self._running.add(job)
