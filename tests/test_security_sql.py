@@ -299,3 +299,25 @@ def test_a_conversion_error_still_names_the_column():
             assert "2024" not in msg and "13" not in msg and "x'" not in msg
     finally:
         con.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# commands calibdash shows: a shell word per argument, whatever the column names hold
+# ---------------------------------------------------------------------------------------------------------
+SHELL_NAMES = ["it's a \"p\" ", "`id` $(rm -rf x) ", "a\nb ", "p; echo pwned "]
+
+
+@pytest.mark.parametrize("prefix", SHELL_NAMES)
+def test_the_logits_hint_is_a_command_that_splits_back_into_its_arguments(prefix):
+    import re
+    import shlex
+
+    from calibdash.data import build_class_set
+    cols = [prefix + c for c in ("cat", "dog", "emu")]
+    df = pd.DataFrame({"label": ["cat", "dog", "emu"] * 10, cols[0]: [2.0, -1.0, 0.5] * 10,
+                       cols[1]: [-1.0, 2.0, 0.25] * 10, cols[2]: [0.0, 0.0, 0.25] * 10})
+    with pytest.raises(DataError) as err:
+        build_class_set(df, label="label", probs=cols)
+    m = re.search(r"\(--logits (.*), or logits in the Data page", str(err.value), re.S)
+    assert m, str(err.value)
+    assert shlex.split("--logits " + m.group(1)) == ["--logits", prefix]
