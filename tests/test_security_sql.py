@@ -193,6 +193,51 @@ def test_duckdb_aggregate_over_nasty_names(tmp_path, names):
         np.testing.assert_array_equal(getattr(a, col), getattr(b, col))
 
 
+def _cells_equal(a, b, rtol=0.0):
+    """Equal cells; ``rtol`` for the sums of scores, which two engines may add in another order (n <= 1,200
+    doubles in [0, 1]: at most n * 2**-53 = 1.3e-13 relative apart)."""
+    for col in ("n", "n_pos", "part"):
+        np.testing.assert_array_equal(getattr(a, col), getattr(b, col))
+    for col in ("score", "score_sum"):
+        np.testing.assert_allclose(getattr(a, col), getattr(b, col), rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["group", "period"])
+def test_duckdb_keyed_cells_over_a_nasty_key_column(tmp_path, kind):
+    from calibdash.engines import Source, aggregate_keyed
+    from calibdash.keyed import Key
+    rng = np.random.default_rng(5)
+    values = (pd.Series(pd.date_range("2024-01-01", periods=N, freq="h")) if kind == "period"
+              else pd.Series(rng.choice(np.array(NASTY_VALUES, dtype=object), N)))
+    name = NASTY[0] + "`key'"
+    got = {}
+    for key_name, score, label, path in (("k", "s", "y", tmp_path / "plain.parquet"),
+                                         (name, NASTY[2], NASTY[7], tmp_path / "evil.parquet")):
+        pd.DataFrame({score: S, label: Y, key_name: values}).to_parquet(path)
+        got[key_name] = aggregate_keyed(Source(path=str(path), score=score, label=label),
+                                        Key(key_name, kind=kind, min_rows=1), engine="duckdb")
+    a, b = got["k"], got[name]
+    assert a.labels == b.labels and len(a.labels) == (len(NASTY_VALUES) if kind == "group" else len(a.labels))
+    np.testing.assert_array_equal(a.key, b.key)
+    _cells_equal(a.cells, b.cells)
+
+
+def test_duckdb_class_cells_over_nasty_class_columns(tmp_path):
+    from calibdash.engines.classes import aggregate_classes, class_source
+    rng = np.random.default_rng(6)
+    P = rng.dirichlet([1, 1, 1], size=N)
+    labels = np.array(["a", "b", "c"], dtype=object)[rng.integers(0, 3, N)]
+    got = []
+    for cols, label, path in ((["p_a", "p_b", "p_c"], "label", tmp_path / "plain.parquet"),
+                              ([NASTY[0] + "_a", NASTY[0] + "_b", NASTY[0] + "_c"], NASTY[7],
+                               tmp_path / "evil.parquet")):
+        pd.DataFrame({label: labels, **{c: P[:, j] for j, c in enumerate(cols)}}).to_parquet(path)
+        got.append(aggregate_classes(class_source(str(path), label=label, probs=cols), engine="duckdb"))
+    _cells_equal(got[0].top, got[1].top)
+    for x, y in zip(got[0].classes, got[1].classes):
+        _cells_equal(x, y)
+
+
 @pytest.mark.parametrize("name", [NASTY[0], NASTY[2], NASTY[7]])
 def test_apply_with_duckdb_over_a_nasty_score_column(tmp_path, name):
     from calibdash.engines.apply import apply_model
@@ -321,3 +366,35 @@ def test_the_logits_hint_is_a_command_that_splits_back_into_its_arguments(prefix
     m = re.search(r"\(--logits (.*), or logits in the Data page", str(err.value), re.S)
     assert m, str(err.value)
     assert shlex.split("--logits " + m.group(1)) == ["--logits", prefix]
+
+
+def test_spark_engines_over_nasty_names(spark, tmp_path):
+    """The Spark engines name columns through the DataFrame API: a dot, a backtick or a newline in a name is
+    the name, not a path into a struct; the cells equal DuckDB's."""
+    from calibdash.engines import Source, aggregate, aggregate_keyed
+    from calibdash.engines.classes import aggregate_classes, class_source
+    from calibdash.evaluation import Scheme
+    from calibdash.keyed import Key
+    score, label, split, key = NASTY[0] + ".x", "a.b`c", NASTY[2], "k.`y'"
+    path = tmp_path / "evil.parquet"
+    frame = _frame((score, label, split))
+    frame[key] = np.array(NASTY_VALUES, dtype=object)[np.arange(N) % len(NASTY_VALUES)]
+    frame.to_parquet(path)
+    src = Source(path=str(path), score=score, label=label, split=split)
+    scheme = Scheme(kind="column", train_value="train")
+    _cells_equal(aggregate(src, scheme, engine="spark", spark=spark), aggregate(src, scheme, engine="duckdb"),
+                 1e-12)
+    k = Key(key, min_rows=1)
+    a, b = (aggregate_keyed(src, k, engine=e, **({"spark": spark} if e == "spark" else {}))
+            for e in ("spark", "duckdb"))
+    assert a.labels == b.labels
+    _cells_equal(a.cells, b.cells, 1e-12)
+    cols = [NASTY[0] + ".p_a", NASTY[0] + ".p_b", NASTY[0] + ".p_c"]
+    rng = np.random.default_rng(8)
+    P = rng.dirichlet([1, 1, 1], size=N)
+    cpath = tmp_path / "classes.parquet"
+    pd.DataFrame({label: np.array(["a", "b", "c"], dtype=object)[rng.integers(0, 3, N)],
+                  **{c: P[:, j] for j, c in enumerate(cols)}}).to_parquet(cpath)
+    csrc = class_source(str(cpath), label=label, probs=cols)
+    x, y = aggregate_classes(csrc, engine="spark", spark=spark), aggregate_classes(csrc, engine="duckdb")
+    _cells_equal(x.top, y.top, 1e-12)
