@@ -322,6 +322,10 @@ def _query_error(data_root, query):
     ("SELECT CAST(pw AS DOUBLE) AS p, y FROM read_parquet('{root}/users.parquet')", "Conversion Error"),
     ("SELECT CAST((SELECT string_agg(pw, ',') FROM read_parquet('{root}/users.parquet')) AS INT) AS p, 1 AS y",
      "Conversion Error"),
+    ("SELECT p, (SELECT string_agg(pw, ',') FROM read_parquet('{root}/users.parquet')) AS y "
+     "FROM read_parquet('{root}/users.parquet')", "label column 'y' holds one class only"),
+    ("SELECT p, pw AS y FROM read_parquet('{root}/users.parquet')", "label column 'y' has more than two values"),
+    ("SELECT p, 'alice' AS y FROM read_parquet('{root}/users.parquet')", "label column 'y' holds one class only"),
 ])
 def test_a_query_source_error_shows_the_kind_and_no_data(data_root, query, kind):
     dr, root = data_root
