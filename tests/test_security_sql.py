@@ -160,11 +160,15 @@ def test_a_model_file_is_checked_on_read(change, match):
         export.read_model(text)
 
 
-def test_deep_or_non_finite_model_files_are_data_errors():
+def test_deep_or_non_finite_model_files_are_data_errors(tmp_path, capsys):
     with pytest.raises(DataError, match="more than 32 deep"):
         export.read_model('{"format": "calibdash-calibrator", "version": 1, "x": ' + "[" * 40 + "]" * 40 + "}")
     with pytest.raises(DataError, match="not valid JSON|deep"):
         export.read_model("[" * 100_000)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    assert main(["export-sql", str(deep)]) != 0                 # a message, not a RecursionError's traceback
+    assert "more than 32 deep" in capsys.readouterr().err
     doc = _model_doc()
     text = json.dumps(doc).replace("0.25", "NaN")
     with pytest.raises(DataError, match="'cuts' holds a non-finite number"):

@@ -316,7 +316,7 @@ def is_class_model(path: str) -> bool:
     :data:`calibdash.multiclass.export.FORMAT`); False for anything else, which the binary reader judges."""
     try:
         doc = json.loads(_model_text(path))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):        # the reader says what is wrong
         return False
     return isinstance(doc, dict) and doc.get("format") == mexport.FORMAT
 
