@@ -265,8 +265,14 @@ def spark():
     session.stop()
 
 
-def test_spark_sql_is_one_statement_over_the_named_column(spark):
+def test_spark_sql_is_one_statement_over_the_named_column(spark, tmp_path):
     parser = spark._jsparkSession.sessionState().sqlParser()
+    # export-sql of a crafted model (margins: the CLI writes the source query too)
+    evil = 'x` FROM scores; DROP TABLE scores; --\n'
+    model, out = tmp_path / "m.json", tmp_path / "m.sql"
+    model.write_text(json.dumps(_model_doc(score=evil, score_transform="logistic", features=[])))
+    assert main(["export-sql", str(model), "--dialect", "spark", "--out", str(out)]) == 0
+    parser.parsePlan(out.read_text().rstrip().rstrip(";"))
     for method, params, form in FITS:
         for name in NASTY:
             feature = name + "_site"
