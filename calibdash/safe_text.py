@@ -12,7 +12,8 @@ plain decimal number (``-1``, ``+0.5``, ``-2e-3``) is left alone, since a spread
 that number, not as a formula.
 
 >>> import pandas as pd
->>> print(csv_text(pd.DataFrame({"class": ["=1+2", "@SUM(A1)", "-1", "cat"], "p": [-0.5, 0.25, 1, 0]}), index=False), end="")
+>>> frame = pd.DataFrame({"class": ["=1+2", "@SUM(A1)", "-1", "cat"], "p": [-0.5, 0.25, 1, 0]})
+>>> print(csv_text(frame, index=False), end="")
 class,p
 '=1+2,-0.5
 '@SUM(A1),0.25
