@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import CalibdashError, EnvironmentProblem
+from .fair import fair_order
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
 __all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "TimedOut", "limits_from_env", "shared_registry",
@@ -443,21 +444,8 @@ class JobRegistry:
             return None
 
     def _order(self) -> list[tuple[int, Job]]:
-        """The queue in the order jobs start, each with its rank: the jobs its best-placed owner already has
-        running or ahead of it in the queue (0: a session's first). Round-robin over sessions: every
-        session's first job, in the order they came, then every session's second, and so on; a job that
-        several sessions share ranks as its least busy owner's."""
-        ahead: dict = {}
-        for job in self._running:
-            for owner in job._owners:
-                ahead[owner] = ahead.get(owner, 0) + 1
-        ranked = []
-        for i, job in enumerate(self._queue):
-            owners = list(job._owners) or [("job", id(job))]
-            ranked.append((min(ahead.get(o, 0) for o in owners), i, job))
-            for o in owners:
-                ahead[o] = ahead.get(o, 0) + 1
-        return [(rank, job) for rank, _, job in sorted(ranked, key=lambda r: r[:2])]
+        """The queue in the order jobs start, with their ranks (:func:`calibdash.jobs.fair.fair_order`)."""
+        return fair_order(self._running, self._queue, lambda job: job._owners)
 
     def _forget(self, job: Job) -> None:
         if self._jobs.get(job.key) is job:
