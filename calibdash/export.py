@@ -59,7 +59,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import calibrators
+from . import calibrators, model_checks
 from .calibrators.base import Calibrator
 from .errors import DataError, ProgrammingError, SettingsError
 
@@ -98,6 +98,32 @@ class State(dict):
     def __init__(self, data: dict, where: str):
         super().__init__(data)
         self.where = where
+        self._read: set = set()
+        self._children: list["State"] = []
+
+    def __getitem__(self, key):
+        self._read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._read.add(key)
+        return super().get(key, default)
+
+    def unread(self) -> list[str]:
+        """Entries no reader asked for, here and in the objects read through :meth:`object` and
+        :meth:`records` (``"trees[0], depth"``): what a file holds that its method does not know."""
+        out = [str(k) for k in self if k not in self._read]
+        for child in self._children:
+            inner = child.where[len(self.where) + 2:] if child.where.startswith(self.where + ", ") else child.where
+            out += [f"{inner}, {k}" for k in child.unread()]
+        return out
+
+    def refuse_unread(self) -> None:
+        """A DataError naming the entries no reader asked for (a foreign or hand-edited file)."""
+        extra = self.unread()
+        if extra:
+            shown = ", ".join(repr(k) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+            raise self.error(f"holds entries its method does not know: {shown}")
 
     def error(self, message: str) -> DataError:
         """A DataError saying ``message`` about this part of the file."""
@@ -165,7 +191,9 @@ class State(dict):
         value = self[key]
         if not isinstance(value, dict):
             raise self.error(f"{key!r} must be an object, got {type(value).__name__}")
-        return State(value, f"{self.where}, {key}")
+        child = State(value, f"{self.where}, {key}")
+        self._children.append(child)
+        return child
 
     def records(self, key: str) -> list["State"]:
         """Entry ``key`` as a list of objects, each a :class:`State`."""
@@ -175,6 +203,7 @@ class State(dict):
             if not isinstance(item, dict):
                 raise self.error(f"{key}[{i}] must be an object")
             out.append(State(item, f"{self.where}, {key}[{i}]"))
+        self._children += out
         return out
 
 
@@ -300,11 +329,7 @@ def document(text, format: str = FORMAT, version: int = VERSION, what: str = "ca
             raise DataError(f"the {what} is not UTF-8 text: {exc}") from None
     if not isinstance(text, str):
         raise DataError(f"a {what} is JSON text, not {type(text).__name__}.")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"the {what} is not valid JSON: {exc.msg} at line {exc.lineno}, "
-                        f"column {exc.colno}.") from None
+    doc = model_checks.parse_json(text, what)
     if not isinstance(doc, dict):
         raise DataError(f"the {what} must hold a JSON object, not a {type(doc).__name__}.")
     if doc.get("format") != format:
@@ -312,6 +337,7 @@ def document(text, format: str = FORMAT, version: int = VERSION, what: str = "ca
     found = doc.get("version")
     if isinstance(found, bool) or found != version:
         raise DataError(f"{what} version {found!r} is not supported; this calibdash reads version {version}.")
+    model_checks.check_top(doc, what)
     return State(doc, f"the {what}")
 
 
@@ -341,9 +367,11 @@ def calibrator_from(method: str, params: dict, state: State, whose: str = "the")
         raise DataError(f"{whose} params do not fit {method}: {exc}") from None
     _exportable(type(cal))
     n_train = state.integer("n_train")
-    state = State({k: v for k, v in state.items() if k != "n_train"}, state.where)
+    outer, state = state, State({k: v for k, v in state.items() if k != "n_train"}, state.where)
     try:
         cal._import_state(state)
+        state.refuse_unread()
+        outer._read.update(outer)                   # every entry checked, through the copy
         cal.n_train_ = n_train
         probe = cal.predict(_PROBE)
     except DataError:
@@ -362,8 +390,9 @@ def read_model(text) -> ExportedModel:
     ------
     DataError
         Malformed JSON, an unknown format, version or method, unknown
-        parameters, or a state that is missing entries or does not fit the
-        method (each message says which).
+        parameters, a state that is missing entries, holds entries its method
+        does not know or does not fit the method, or a ``fitted_on`` with
+        unknown entries or values of the wrong type (each message says which).
     ProgrammingError
         The file's method is registered but its class cannot import a state.
     """
@@ -375,9 +404,8 @@ def read_model(text) -> ExportedModel:
         raise doc.error("'state' must be an object")
     method = doc.text("method")
     cal = calibrator_from(method, params, State(doc["state"], f"the {method} state"), "the calibrator file's")
-    fitted_on = doc.get("fitted_on", {})
-    if not isinstance(fitted_on, dict):
-        raise doc.error("'fitted_on' must be an object")
+    fitted_on = model_checks.check_fitted_on(doc.get("fitted_on", {}), model_checks.BINARY_FITTED_ON,
+                                             "calibrator file")
     return ExportedModel(cal, fitted_on)
 
 

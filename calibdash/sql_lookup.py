@@ -3,6 +3,7 @@ bucketed join that finds a score's piece in a lookup table by a hash join rather
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -11,6 +12,11 @@ import numpy as np
 from .sql_writer import literal, quote
 
 __all__ = ["Lookup", "SqlMap", "bucketed"]
+
+def _word(text: str) -> str:
+    """``text`` if it is a plain word (letters, digits, ``_``, ``-``, ``:``), else ``?``: what a comment may hold."""
+    return text if re.fullmatch(r"[A-Za-z0-9_:\-]{1,64}", str(text)) else "?"
+
 
 #: The largest double: the upper bound of the last piece of a range-joined lookup table.
 _MAX_DOUBLE = float(np.finfo(float).max)
@@ -107,12 +113,20 @@ class SqlMap:
 
     def standalone(self, source: str = "scores") -> str:
         """One self-contained SQL statement (lookups as ``WITH ... VALUES``) that adds ``calibrated`` to
-        every row of the table ``source`` (rename it to yours), with a comment saying what it is."""
-        rows = source if source.strip().isidentifier() else "the source query"
-        head = (f"-- calibdash: {self.method} calibrator as {self.dialect} SQL ({self.form} form).\n"
-                f"-- Adds the column calibrated to every row of {rows}; score column "
-                f"{quote(self.score_column, self.dialect)} in [0, 1] (NULL gives NULL).\n")
-        return head + self.select(source) + ";\n"
+        every row of the table ``source`` (rename it to yours), with a comment saying what it is.
+
+        The comment holds no text that came from the data or a model file: only the method's registry
+        name, the dialect and the form (plain words) and, when ``source`` is a plain identifier, its
+        name. Names from a model file (the score column) appear only quoted, in the statement itself.
+        ``source`` is the caller's own SQL (a table or a query), written as given.
+        """
+        src = source.strip()
+        rows = src if src.isidentifier() and src.isascii() else "the source query"
+        head = (f"-- calibdash: {_word(self.method)} calibrator as {_word(self.dialect)} SQL "
+                f"({_word(self.form)} form).\n"
+                f"-- Adds the column calibrated to every row of {rows}; the score column, named in the "
+                f"SELECT below, holds scores in [0, 1] (NULL gives NULL).\n")
+        return head + self.select(src) + ";\n"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Mapping
 
 from .errors import SettingsError
 
-__all__ = ["DIALECTS", "SqlUnsupported", "SqlWriter", "check_dialect", "literal", "quote"]
+__all__ = ["DIALECTS", "SqlUnsupported", "SqlWriter", "check_dialect", "literal", "quote", "string_literal"]
 
 DIALECTS = ("duckdb", "spark", "ansi")
 
@@ -68,8 +68,8 @@ class SqlWriter:
         return quote(name, self.dialect)
 
     def string(self, text: str) -> str:
-        """A string literal."""
-        return "'" + text.replace("'", "''") + "'"
+        """A string literal (:func:`string_literal`)."""
+        return string_literal(text, self.dialect)
 
     def feature(self, name: str) -> str | None:
         """SQL of feature ``name`` (None: the column is absent)."""
@@ -107,8 +107,23 @@ class SqlWriter:
         return f"ISNAN(CAST({x} AS {self.double()}))"
 
 
+def string_literal(text: str, dialect: str) -> str:
+    """``text`` as a string literal of ``dialect``, whatever it holds.
+
+    DuckDB and ANSI SQL read a backslash as itself and a doubled quote as one
+    quote. Spark SQL reads a backslash as an escape (``'a\\'`` would end
+    nowhere), so there both are escaped with a backslash (``\\\\`` and ``\\'``),
+    which every Spark version reads back to the text.
+    """
+    text = str(text)
+    if dialect == "spark":
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "'" + text.replace("'", "''") + "'"
+
+
 def quote(name: str, dialect: str) -> str:
-    """A column name quoted for ``dialect``."""
+    """A column name quoted for ``dialect``: any text (newlines, quotes, ``--``, ``;`` included) becomes one
+    identifier, the quote character doubled (a backtick in Spark SQL, a double quote elsewhere)."""
     if dialect == "spark":
         return "`" + name.replace("`", "``") + "`"
     return '"' + name.replace('"', '""') + '"'

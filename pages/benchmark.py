@@ -9,6 +9,7 @@ from calibdash.benchmark import TableKind
 from calibdash.errors import CalibdashError, DataError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import benchmark as bfig
+from calibdash.safe_text import csv_text
 from pages.parts import benchmark_classes as bclasses
 from pages.parts.classes import using_classes
 from pages.parts.problems import show_problem
@@ -264,6 +265,6 @@ for table in benchmark.report_tables(result, labels):
         st.dataframe(table.frame.style.format(FORMATS[table.kind]))
     if table.kind in CAPTIONS:
         st.caption(CAPTIONS[table.kind])
-st.download_button("Download every piece's metrics (CSV)", result.units.to_csv(index=False).encode(),
+st.download_button("Download every piece's metrics (CSV)", csv_text(result.units, index=False).encode(),
                    file_name="benchmark_units.csv", mime="text/csv", key="bench.download",
                    icon=":material/download:")

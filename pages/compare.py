@@ -5,6 +5,7 @@ import streamlit as st
 from calibdash import bootstrap as cboot, calibrators, diagrams as cdiagrams, figures
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import diagrams as fdiagrams, images
+from calibdash.safe_text import csv_text
 from pages.parts import diagrams, downloads, fitting, url_state
 from pages.parts.classes import using_classes
 from pages.parts.compare_classes import compare_classes
@@ -136,7 +137,7 @@ for m, model in ev.models.items():
                        help="Load it with calibdash.export.loads, or apply it: python -m calibdash apply MODEL.json FILE")
 flat = boot.table.copy()
 flat.columns = [f"{m}_{s}" for m, s in flat.columns]
-d2.download_button("Metrics table (CSV)", flat.rename_axis("method").to_csv().encode(), "metrics.csv", "text/csv",
+d2.download_button("Metrics table (CSV)", csv_text(flat.rename_axis("method")).encode(), "metrics.csv", "text/csv",
                    key="compare.dl.metrics", icon=":material/download:")
 measures_boot = fitting.measures_bootstrap(ev, ss, scheme, params) if st.session_state.get(MEASURES_TOGGLE) else None
 d2.download_button("Report (HTML)",

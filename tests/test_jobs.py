@@ -126,7 +126,7 @@ def test_a_finished_job_serves_its_result_to_a_new_owner():
 def test_at_most_max_jobs_run_and_the_others_wait_in_order_with_their_place():
     reg = JobRegistry(max_jobs=2, lease_s=None, max_queued=2)
     gates = [Gate(i) for i in range(4)]
-    running = [reg.submit(f"r{i}", gates[i], owner="A") for i in range(2)]
+    running = [reg.submit(f"r{i}", gates[i], owner=f"A{i}") for i in range(2)]       # two sessions, one slot each
     assert all(g.entered.wait(DEADLINE) for g in gates[:2])
     queued = [reg.submit(f"q{i}", gates[2 + i], owner="B") for i in range(2)]
     assert [j.state for j in queued] == [QUEUED, QUEUED] and [j.place for j in queued] == [1, 2]
@@ -142,6 +142,81 @@ def test_at_most_max_jobs_run_and_the_others_wait_in_order_with_their_place():
     for j in running + queued:
         assert j.done.wait(DEADLINE) and j.state == DONE
     assert [j.result for j in running + queued] == [0, 1, 2, 3]
+
+
+def test_one_session_cannot_hold_every_slot():
+    """Two long queries of one session leave the second slot to the next session, not to its own second."""
+    reg = JobRegistry(max_jobs=2, lease_s=None)
+    a1, a2, b1 = Gate("a1"), Gate("a2"), Gate("b1")
+    j1, j2 = reg.submit("a1", a1, owner="A"), reg.submit("a2", a2, owner="A")
+    assert a1.entered.wait(DEADLINE)
+    assert j2.state == QUEUED and j2.place == 1 and reg.counts() == (1, 1)      # a slot is free, but kept
+    k1 = reg.submit("b1", b1, owner="B")
+    assert k1.state == RUNNING and b1.entered.wait(DEADLINE)                    # B gets it at once
+    assert j2.state == QUEUED and reg.counts() == (2, 1)
+    a1.opened.set()                                                             # A's first ends: its second runs
+    assert a2.entered.wait(DEADLINE) and j1.done.is_set() and reg.counts() == (2, 0)
+    for g in (a2, b1):
+        g.opened.set()
+    assert all(j.done.wait(DEADLINE) and j.state == DONE for j in (j1, j2, k1))
+
+
+def test_a_sessions_second_job_queues_behind_other_sessions_first_jobs():
+    reg = JobRegistry(max_jobs=2, lease_s=None)
+    x, y = Gate("x"), Gate("y")
+    jx, jy = reg.submit("x", x, owner="X"), reg.submit("y", y, owner="Y")        # both slots busy
+    assert x.entered.wait(DEADLINE) and y.entered.wait(DEADLINE)
+    gates = {k: Gate(k) for k in ("a1", "a2", "b1")}
+    jobs = {k: reg.submit(k, gates[k], owner=k[0].upper()) for k in ("a1", "a2", "b1")}
+    assert {k: j.place for k, j in jobs.items()} == {"a1": 1, "b1": 2, "a2": 3}  # round-robin, not first-come
+    x.opened.set()
+    assert gates["a1"].entered.wait(DEADLINE)
+    assert jobs["b1"].place == 1 and jobs["a2"].place == 2
+    y.opened.set()
+    assert gates["b1"].entered.wait(DEADLINE)                                   # B's first, before A's second
+    assert jobs["a2"].state == QUEUED and reg.counts() == (2, 1)
+    gates["b1"].opened.set()
+    assert jobs["b1"].done.wait(DEADLINE)
+    assert jobs["a2"].state == QUEUED          # A still runs a1: its second would take the last slot
+    gates["a1"].opened.set()
+    assert gates["a2"].entered.wait(DEADLINE)
+    gates["a2"].opened.set()
+    assert all(j.done.wait(DEADLINE) and j.state == DONE for j in [jx, jy, *jobs.values()])
+
+
+def test_with_more_slots_a_session_runs_more_but_always_leaves_one():
+    reg = JobRegistry(max_jobs=3, lease_s=None)
+    gates = {k: Gate(k) for k in ("a1", "a2", "a3", "b1", "c1")}
+    jobs = {k: reg.submit(k, gates[k], owner=k[0]) for k in ("a1", "a2", "a3")}
+    assert gates["a1"].entered.wait(DEADLINE) and gates["a2"].entered.wait(DEADLINE)
+    assert jobs["a3"].state == QUEUED and reg.counts() == (2, 1)
+    jobs["b1"] = reg.submit("b1", gates["b1"], owner="b")
+    assert jobs["b1"].state == RUNNING and gates["b1"].entered.wait(DEADLINE)
+    jobs["c1"] = reg.submit("c1", gates["c1"], owner="c")
+    assert jobs["c1"].place == 1 and jobs["a3"].place == 2                      # c's first before a's third
+    gates["b1"].opened.set()
+    assert gates["c1"].entered.wait(DEADLINE) and jobs["a3"].state == QUEUED
+    for k in ("a1", "a2", "c1"):
+        gates[k].opened.set()
+    assert gates["a3"].entered.wait(DEADLINE)
+    gates["a3"].opened.set()
+    assert all(j.done.wait(DEADLINE) and j.state == DONE for j in jobs.values())
+
+
+def test_a_shared_job_ranks_as_its_least_busy_owner():
+    reg = JobRegistry(max_jobs=2, lease_s=None)
+    a1, shared, c1 = Gate("a1"), Gate("shared"), Gate("c1")
+    reg.submit("a1", a1, owner="A")
+    assert a1.entered.wait(DEADLINE)
+    j = reg.submit("s", shared, owner="A")
+    assert j.state == QUEUED
+    reg.submit("s", shared, owner="B")                      # B, who runs nothing, wants it too: it starts
+    assert shared.entered.wait(DEADLINE) and j.state == RUNNING
+    late = reg.submit("c1", c1, owner="C")
+    assert late.state == QUEUED and late.place == 1
+    for g in (a1, shared, c1):
+        g.opened.set()
+    assert late.done.wait(DEADLINE) and late.state == DONE
 
 
 def test_a_queued_job_whose_owner_leaves_never_runs():

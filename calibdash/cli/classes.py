@@ -32,6 +32,7 @@ from .. import multiclass
 from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
+from ..safe_text import csv_text
 from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
 from ..multiclass.evaluation import default_methods, evaluate_classes
 from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written, sentence,
@@ -315,7 +316,7 @@ def is_class_model(path: str) -> bool:
     :data:`calibdash.multiclass.export.FORMAT`); False for anything else, which the binary reader judges."""
     try:
         doc = json.loads(_model_text(path))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):        # the reader says what is wrong
         return False
     return isinstance(doc, dict) and doc.get("format") == mexport.FORMAT
 
@@ -353,7 +354,7 @@ def cmd_apply_classes(args) -> int:
         calibrated[ok] = cal.predict_proba(values[ok])
     for j, c in enumerate(new):
         out[c] = calibrated[:, j]
-    where = write_text(out.to_csv(index=False), args.out)
+    where = write_text(csv_text(out, index=False), args.out)
     if replaced:
         print(f"  · its columns {', '.join(map(repr, replaced))} were replaced", file=sys.stderr)
     print(f"Applied {cal.label or fitted_on.get('method', 'the model')} to {int(ok.sum()):,} of {len(df):,} rows "

@@ -15,6 +15,7 @@ from ..data import build_score_set, guess_roles, margins, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..evaluation import Scheme
 from ..methods import parse_params, resolve, split_names
+from ..safe_text import csv_text
 from . import classes
 from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_job
 from .output import split_rows, write_text
@@ -128,7 +129,7 @@ def cmd_apply(args) -> int:
     replaced = "calibrated" in out.columns
     out["calibrated"] = np.nan
     out.loc[ok, "calibrated"] = cal.predict(s[ok], feats)
-    where = write_text(out.to_csv(index=False), args.out)
+    where = write_text(csv_text(out, index=False), args.out)
     for msg in ([note] if note else []) + (["its column 'calibrated' was replaced"] if replaced else []):
         print(f"  · {msg}", file=sys.stderr)
     print(f"Applied {cal.name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} (score {score!r}"

@@ -26,6 +26,7 @@ kept, with a note in the report: a rare class can be absent from a test file.
 from __future__ import annotations
 
 import hashlib
+import shlex
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -268,7 +269,8 @@ def _first_distinct(s: pd.Series, rows: np.ndarray, k: int = _SHOWN) -> list[str
 
 def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: str) -> None:
     """Refuse negative values, values above 1 and rows that do not sum to 1, pointing to the logits."""
-    hint = (f"If the columns hold logits, read them as logits (--logits {layout.prefix or 'COLUMNS'}, or "
+    arg = shlex.quote(layout.prefix) if layout.prefix else "COLUMNS"      # a shell word, whatever the name holds
+    hint = (f"If the columns hold logits, read them as logits (--logits {arg}, or "
             "logits in the Data page's class-columns menu).")
     cols = _names(layout.columns)
     low, high = float(P.min()), float(P.max())

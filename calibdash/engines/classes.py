@@ -384,7 +384,7 @@ def spark_class_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = 
     from pyspark.sql import functions as F
     from pyspark.sql.utils import AnalysisException
 
-    from .spark import keyed_rows
+    from .spark import col, keyed_rows
 
     src, K = csrc.source, csrc.k
     src.check_keys(scheme, spark=True)
@@ -393,8 +393,8 @@ def spark_class_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = 
         df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
     except AnalysisException as exc:
         raise DataError(f"Spark could not read {src.describe()}: {exc}") from None
-    x = [F.col(c).cast("double") for c in csrc.columns]
-    df = df.select("__key", *([src.split] if src.split else []), F.col(src.label).alias("__label"),
+    x = [col(c).cast("double") for c in csrc.columns]
+    df = df.select("__key", *([col(src.split)] if src.split else []), col(src.label).alias("__label"),
                    *[v.alias(f"__x{k}") for k, v in enumerate(x)])
     xs = [F.col(f"__x{k}") for k in range(K)]
     if csrc.logits:
@@ -423,7 +423,7 @@ def spark_class_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = 
     if distinct:
         aggs += [F.approx_count_distinct(v, HLL_RSD) for v in [F.col("__top")] + ps]
     if scheme.kind == "column" and src.split:
-        aggs += [F.collect_set(F.col(src.split)), F.count(F.when(F.col(src.split).isNull(), 1))]
+        aggs += [F.collect_set(col(src.split)), F.count(F.when(col(src.split).isNull(), 1))]
     got = df.agg(*aggs).collect()[0]
     n_checks = 7 if not csrc.logits else 4
     st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],

@@ -338,20 +338,22 @@ def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
     transform = source.transform_name
     if transform == "identity" and st.n_outside:
         raise DataError(f"score column {score!r} has {st.n_outside:,} of {st.n_rows:,} values outside [0, 1] "
-                        f"(from {st.lo:.4g} to {st.hi:.4g}) but the source says they are probabilities; "
+                        "but the source says they are probabilities; "
                         "say transform='margin' to map them by the logistic function.")
     mapped = transform == "logistic" or (transform is None and st.n_outside > 0)
     lo, hi = plain_value(st.label_lo), plain_value(st.label_hi)
     if lo == hi:
-        raise DataError(f"label column {label!r} holds one class only ({lo!r}); calibration needs both.")
+        raise DataError(f"label column {label!r} holds one class only; calibration needs both.")
     positive, _ = choose_positive([st.label_lo, st.label_hi], source.positive, column=label)
     return mapped, positive
 
 
 def other_labels_error(label: str, n_other: int, lo, hi) -> DataError:
-    """The error for a label column with more than two values."""
+    """The error for a label column with more than two values. Like every message about a source's rows (a
+    file, a table, a query that may compute anything from them), it names the column and counts rows but
+    shows no value: ``lo`` and ``hi`` (the smallest and largest label) are not shown."""
     return DataError(f"label column {label!r} has more than two values: {n_other:,} rows hold values other than "
-                     f"{plain_value(lo)!r} and {plain_value(hi)!r}; a binary label has exactly two.")
+                     "its smallest and its largest; a binary label has exactly two.")
 
 
 def _code_order(col: pd.Series) -> np.ndarray:

@@ -76,6 +76,13 @@ def session(spark=None):
     return SparkSession.builder.getOrCreate()
 
 
+def col(name: str):
+    """The column named ``name``, whatever the name holds (dots, backticks, spaces, newlines): quoted with
+    backticks, so that Spark does not read it as a path into a struct (``a.b``) or refuse it."""
+    from pyspark.sql import functions as F
+    return F.col("`" + str(name).replace("`", "``") + "`")
+
+
 def _mul32(h, c: int):
     from pyspark.sql import functions as F
 
@@ -140,14 +147,14 @@ def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
         files = source.files()
         if source.file_format() == "parquet":
             if not need_keys:
-                return spark.read.parquet(*files).select(*cols).withColumn("__key", F.lit(0).cast("long"))
+                return spark.read.parquet(*files).select(*map(col, cols)).withColumn("__key", F.lit(0).cast("long"))
             if len(files) <= _UNION_FILES:
-                frames = [spark.read.parquet(f).select(*cols, (F.lit(int(off)) + F.col("_metadata.row_index"))
+                frames = [spark.read.parquet(f).select(*map(col, cols), (F.lit(int(off)) + F.col("_metadata.row_index"))
                                                        .cast("long").alias("__key"))
                           for f, off in zip(files, source.file_offsets())]
                 return reduce(lambda a, b: a.unionByName(b), frames)
             df = spark.read.parquet(*files)
-            df = df.select(*cols, F.col("_metadata.file_path").alias("__fp"),
+            df = df.select(*map(col, cols), F.col("_metadata.file_path").alias("__fp"),
                            F.col("_metadata.row_index").alias("__ri"))
             counts = df.groupBy("__fp").count().collect()
             counts.sort(key=lambda r: _local(r["__fp"]))
@@ -156,8 +163,8 @@ def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
             return df.join(table, "__fp").withColumn("__key", (F.col("__off") + F.col("__ri")).cast("long"))
         df = spark.read.csv(files, header=True, inferSchema=True, sep=source.csv_delimiter())
         if not need_keys:
-            return df.select(*cols).withColumn("__key", F.lit(0).cast("long"))
-        df = df.select(*cols, F.col("_metadata.file_path").alias("__fp"),
+            return df.select(*map(col, cols)).withColumn("__key", F.lit(0).cast("long"))
+        df = df.select(*map(col, cols), F.col("_metadata.file_path").alias("__fp"),
                        F.col("_metadata.file_block_start").alias("__bs"),
                        F.monotonically_increasing_id().alias("__id"))
         splits = df.groupBy("__fp", "__bs").agg(F.min("__id").alias("m0"), F.count("*").alias("n")).collect()
@@ -168,7 +175,7 @@ def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
         return df.join(table, ["__fp", "__bs"]).withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
     df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
     if not (need_keys and source.order_by):
-        return df.select(*cols).withColumn("__key", F.lit(0).cast("long"))
+        return df.select(*map(col, cols)).withColumn("__key", F.lit(0).cast("long"))
     view = "__calibdash_rows"
     df.createOrReplaceTempView(view)
     names = ", ".join("`" + c.replace("`", "``") + "`" for c in cols)
@@ -251,9 +258,9 @@ def part_column(df, scheme: Scheme, source: Source, split_values=None):
         if not source.split:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
         train = column_train_values(split_values, scheme)
-        cond = F.col(source.split).isin([v for v in train if v is not None])
+        cond = col(source.split).isin([v for v in train if v is not None])
         if any(v is None for v in train):
-            cond = cond | F.col(source.split).isNull()
+            cond = cond | col(source.split).isNull()
         return df, F.when(cond, 0).otherwise(1)
     df = with_row_hash(df, "__key", scheme.seed, "__hash")
     h = F.col("__hash")
@@ -271,16 +278,16 @@ def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
     """
     from pyspark.sql import functions as F
 
-    raw = F.col(source.score).cast("double")
-    lab = F.col(source.label)
+    raw = col(source.score).cast("double")
+    lab = col(source.label)
     finite = ~(F.isnan(raw) | raw.isin(float("inf"), float("-inf")))
     aggs = [F.count(F.lit(1)), F.count(F.when(raw.isNull() | ~finite, 1)),
             F.min(F.when(finite, raw)), F.max(F.when(finite, raw)),
             F.count(F.when(finite & ((raw < 0) | (raw > 1)), 1)), F.count(F.when(lab.isNull(), 1)),
             F.min(lab), F.max(lab), F.approx_count_distinct(raw, 0.01)]
     if scheme.kind == "column" and source.split:
-        aggs.append(F.collect_set(F.col(source.split)))            # drops NULL: counted next
-        aggs.append(F.count(F.when(F.col(source.split).isNull(), 1)))
+        aggs.append(F.collect_set(col(source.split)))            # drops NULL: counted next
+        aggs.append(F.count(F.when(col(source.split).isNull(), 1)))
     got = df.agg(*aggs, *extra).collect()[0]
     st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
                n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
@@ -296,7 +303,7 @@ def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tu
     the score column (mapped when margins) and the cell code column."""
     from pyspark.sql import functions as F
 
-    raw = F.col(source.score).cast("double")
+    raw = col(source.score).cast("double")
     s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
     exact = st.distinct <= int(max_exact) / 4
     if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
@@ -310,7 +317,7 @@ def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes
     ``n``, ``n_pos``, ``s_sum`` and ``n_other``; a third label value is refused."""
     from pyspark.sql import functions as F
 
-    lab = F.col(source.label)
+    lab = col(source.label)
     rows = df.select(part.cast("int").alias("__part"), code.alias("__code"), *codes,
                      (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
                      (~(lab.eqNullSafe(F.lit(st.label_lo)) | lab.eqNullSafe(F.lit(st.label_hi)))).cast("long")
@@ -328,13 +335,13 @@ def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes
 def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
     from pyspark.sql import functions as F
 
-    lab = F.col(source.label)
+    lab = col(source.label)
     kinds = {f: _kind(df.schema[f].dataType) for f in feats}
     numeric = [f for f in feats if kinds[f] == "numeric"]
     levels = quantile_levels(feature_bins) if feats else []
     extra = []
     for f in numeric:
-        x = F.col(f).cast("double")
+        x = col(f).cast("double")
         x = F.when(x.isNotNull() & ~F.isnan(x), x)
         extra.append(F.percentile(x, F.array(*[F.lit(q) for q in levels])))
     st, mapped, positive, split_values, quantiles = statistics(df, source, scheme, extra)
@@ -344,9 +351,9 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     fcodes = []
     for f in feats:
         if kinds[f] == "categorical":
-            fcodes.append(F.col(f).alias("__c_" + f))
+            fcodes.append(col(f).alias("__c_" + f))
             continue
-        x = F.col(f).cast("double")
+        x = col(f).cast("double")
         binned = F.lit(0)
         for e in edges[f]:
             binned = binned + (x >= F.lit(float(e))).cast("int")
@@ -360,7 +367,7 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     df = with_row_hash(df, "__key", int(seed) + SAMPLE_SALT, "__sample_hash")
     h = F.col("__sample_hash")
     picked = (df.select(F.col("__key").alias("key"), s.alias("score"), (lab == F.lit(positive)).cast("int")
-                        .alias("label"), part.cast("int").alias("part"), *[F.col(f) for f in feats], h.alias("__h"))
+                        .alias("label"), part.cast("int").alias("part"), *[col(f) for f in feats], h.alias("__h"))
               .orderBy("__h", "key").limit(int(sample_rows)).collect())
     sample = pd.DataFrame([r.asDict() for r in picked], columns=["key", "score", "label", "part"] + feats + ["__h"])
     sample = sample.drop(columns="__h").sort_values("key").reset_index(drop=True)

@@ -29,6 +29,7 @@ from .duckdb import check_scheme
 from .duckdb_keyed import KEYED_STAGES, TRUNC_UNITS
 from .source import Source
 from .spark import cell_code, grouped, keyed_rows, part_column, release, session, statistics
+from .spark import col as spark_col
 
 __all__ = ["aggregate_keyed"]
 
@@ -77,7 +78,7 @@ def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
     from pyspark.sql.types import BooleanType, NumericType, StringType
 
     dtype = df.schema[key.column].dataType
-    col = F.col(key.column)
+    col = spark_col(key.column)
     number = isinstance(dtype, NumericType)
     coding = None
     if number:
@@ -123,7 +124,7 @@ def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
     from pyspark.sql.types import DateType, NumericType, StringType, TimestampNTZType, TimestampType
 
     dtype = df.schema[key.column].dataType
-    col = F.col(key.column)
+    col = spark_col(key.column)
     checks = []
     if isinstance(dtype, (DateType, TimestampType, TimestampNTZType)):
         ts = col.cast("timestamp")

@@ -14,9 +14,14 @@ and stop it:
   (the dashboard's progress display does so every second); an owner that
   stops renewing it (a closed tab) drops out when the lease expires, unless
   ``alive(owner)`` says it is still there;
-- **a cap and a queue**: at most ``max_jobs`` jobs run at once, the others
-  wait in a first-come queue (:attr:`Job.place` is a queued job's place in
-  it; at most ``max_queued`` wait, beyond that :class:`Busy` is raised);
+- **a cap and a fair queue**: at most ``max_jobs`` jobs run at once, the
+  others wait in a queue taken round-robin over sessions (owners): every
+  session's first waiting job in the order they came, then every session's
+  second, and so on (:attr:`Job.place` is a queued job's place in it; at
+  most ``max_queued`` wait, beyond that :class:`Busy` is raised). A session
+  that already runs a job starts another only if a slot stays free after it
+  for whoever comes next, so one session cannot hold every slot (with two
+  slots: one job per session at a time);
 - **a time limit**: a job running longer than ``timeout_s`` is stopped and
   fails with :class:`TimedOut`;
 - **cancellation**: cancelling marks the job and calls the interrupts its

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import CalibdashError, EnvironmentProblem
+from .fair import fair_order
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
 __all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "TimedOut", "limits_from_env", "shared_registry",
@@ -297,6 +298,7 @@ class JobRegistry:
                                     or job.state == DONE                         # its result serves
                                     or (job.finished and owner in job._owners)):  # how it ended, not read yet
                 self._hold(job, owner)
+                self._start_queued()                    # a queued job may now be a waiting session's first
                 return job
             if len(self._running) >= self.limits.max_jobs and len(self._queue) >= self.limits.max_queued:
                 raise Busy(f"the server is busy: {len(self._running)} jobs run and {len(self._queue)} wait, the "
@@ -436,10 +438,14 @@ class JobRegistry:
         with self._lock:
             if job.state != QUEUED:
                 return None
-            for i, queued in enumerate(self._queue, 1):
+            for i, (_, queued) in enumerate(self._order(), 1):
                 if queued is job:
                     return i
             return None
+
+    def _order(self) -> list[tuple[int, Job]]:
+        """The queue in the order jobs start, with their ranks (:func:`calibdash.jobs.fair.fair_order`)."""
+        return fair_order(self._running, self._queue, lambda job: job._owners)
 
     def _forget(self, job: Job) -> None:
         if self._jobs.get(job.key) is job:
@@ -464,8 +470,14 @@ class JobRegistry:
         self._wake.notify_all()
 
     def _start_queued(self) -> None:
+        """Start queued jobs while slots are free, in :meth:`_order`. A job of a session that already runs
+        one (rank above 0: every job that waits is such a one) starts only if a slot still stays free
+        after it, for a session that comes next: one session cannot hold every slot."""
         while self._queue and len(self._running) < self.limits.max_jobs:
-            job = self._queue.popleft()
+            rank, job = self._order()[0]
+            if rank > 0 and len(self._running) + 1 >= self.limits.max_jobs:
+                return
+            self._queue.remove(job)
             job.state, job.started = RUNNING, self._clock()
             job._enter("starting")
             self._running.add(job)

@@ -57,7 +57,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import export
+from .. import export, model_checks
 from ..errors import DataError, ProgrammingError, SettingsError
 from . import available, classes, get
 from .base import LOG_FLOOR, MulticlassCalibrator
@@ -196,6 +196,7 @@ def read_model(text) -> ExportedModel:
     try:
         cal.n_train_, cal.n_classes_ = n_train, k
         cal._import_state(rest)
+        rest.refuse_unread()
         out = cal.predict_proba(np.log(np.maximum(probe, LOG_FLOOR)) if cal.logits else probe)
     except DataError:
         raise
@@ -203,7 +204,8 @@ def read_model(text) -> ExportedModel:
         raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
     if out.shape != probe.shape or not np.all(np.isfinite(out)):
         raise state.error("does not give finite probabilities for every row of the probe table")
-    return ExportedModel(cal, dict(doc.object("fitted_on")) if "fitted_on" in doc else {})
+    fitted_on = model_checks.check_fitted_on(doc.get("fitted_on", {}), model_checks.CLASS_FITTED_ON, WHAT)
+    return ExportedModel(cal, fitted_on)
 
 
 def loads(text) -> MulticlassCalibrator:

@@ -18,6 +18,7 @@ from calibdash.figures import multiclass as fmulticlass
 from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
 from calibdash.multiclass import evaluation as mevaluation
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
+from calibdash.safe_text import csv_text
 from pages.parts import downloads, url_state
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
 from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
@@ -169,7 +170,7 @@ def _downloads(ev: ClassEvaluation, cs: cdata.ClassSet, table: pd.DataFrame, lab
     d1, d2 = st.columns(2)
     flat = table.copy()
     flat.columns = [f"{m}_{s}" for m, s in flat.columns]
-    d1.download_button("Measures table (CSV)", flat.rename_axis("method").to_csv().encode(), "measures.csv",
+    d1.download_button("Measures table (CSV)", csv_text(flat.rename_axis("method")).encode(), "measures.csv",
                        "text/csv", key="compare.classes.dl.measures", icon=":material/download:")
     d1.download_button("Calibrated probabilities (CSV)", downloads.class_probabilities_csv(ev, cs.classes),
                        "calibrated_probabilities.csv", "text/csv", key="compare.classes.dl.pred",

@@ -10,6 +10,7 @@ from calibdash import data as cdata, export, report
 from calibdash.bootstrap import BootstrapResult
 from calibdash.evaluation import Evaluation, Scheme
 from calibdash.figures import images
+from calibdash.safe_text import csv_text
 
 __all__ = ["image_maker", "model_json", "predictions_csv", "class_probabilities_csv", "report_html", "PER_CELL_CAPTION"]
 
@@ -39,7 +40,7 @@ def class_probabilities_csv(ev, classes) -> Callable[[], bytes]:
         cols = {"row": ev.rows, "label": [classes[i] for i in ev.labels]}
         for key, P in ev.predictions.items():
             cols.update({f"{key}:{c}": P[:, j] for j, c in enumerate(classes)})
-        return pd.DataFrame(cols).to_csv(index=False).encode()
+        return csv_text(pd.DataFrame(cols), index=False).encode()
     return make
 
 
@@ -59,13 +60,13 @@ def predictions_csv(ev: Evaluation):
             pred = ev.predictions.copy()
             pred.insert(0, "label", ev.labels)
             pred.index.name = "row"
-            return pred.to_csv().encode()
+            return csv_text(pred).encode()
         cols = list(ev.predictions.columns)
         counts = ev.predictions.assign(rows=ev.weights, positives=ev.weights * ev.labels)
         per_cell = counts.groupby(cols, sort=False)[["rows", "positives"]].sum().reset_index()
         per_cell = per_cell.sort_values(cols[0], kind="stable").reset_index(drop=True)
         per_cell[["rows", "positives"]] = per_cell[["rows", "positives"]].round().astype("int64")
-        return per_cell[["rows", "positives"] + cols].rename_axis("cell").to_csv().encode()
+        return csv_text(per_cell[["rows", "positives"] + cols].rename_axis("cell")).encode()
     return make
 
 

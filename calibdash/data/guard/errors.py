@@ -48,24 +48,63 @@ def path_error(shown: str, exc: OSError) -> CalibdashError:
     return DataError(f"{shown} cannot be read ({os.strerror(exc.errno) if exc.errno else type(exc).__name__}).")
 
 
+#: ``Kind Error: detail``: the kind DuckDB puts first (the class's, never text from a query or the data).
+_KIND = re.compile(r"([A-Z][A-Za-z]*(?: [A-Za-z]+){0,3} Error): ?(.*)")
+#: Kinds whose detail DuckDB writes while binding a query, before any row is read: names from the
+#: query and the schema, never a value; their identifiers are shown.
+_SCHEMA_KINDS = ("Binder Error", "Parser Error", "Catalog Error", "Permission Error", "IO Error")
+#: The kind of DuckDB's ``error(text)``, whose detail is any text a query made (a file's rows, a setting):
+#: only these templates of DuckDB's own are recognised; each is shown with its slots emptied.
+_INPUT_TEMPLATES = [(re.compile(p), shown) for p, shown in [
+    (r"Could not parse string .* according to format specifier .*",
+     "could not parse a string by its format specifier"),
+    (r"Error when sniffing file .*", "could not detect the CSV file's dialect"),
+    (r"Malformed JSON\b.*", "malformed JSON"),
+    (r"CSV Error on Line.*", "a CSV line does not fit the columns"),
+]]
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
+_DUCKDB_KINDS = {"InvalidInputException": "Invalid Input Error", "ConversionException": "Conversion Error",
+                 "OutOfRangeException": "Out of Range Error", "BinderException": "Binder Error",
+                 "ParserException": "Parser Error", "CatalogException": "Catalog Error",
+                 "PermissionException": "Permission Error", "IOException": "IO Error"}
+
+
 def safe_message(exc, root=None, limit: int = _MESSAGE) -> str:
     """An engine's error text made fit for a web page: it never carries the data nor a path outside the root.
 
-    The first line only (DuckDB's context lines and Python tracebacks go);
-    every single-quoted text (a value) becomes ``'…'``; a double-quoted one
-    (an identifier) stays when short and not a path, else ``"…"``; an
-    absolute path is shown relative to ``root`` when under it, else as
-    ``<path>``; at most ``limit`` characters, ending "(message cut)" when
-    cut.
+    The first line only (DuckDB's context lines and Python tracebacks go). What else stays depends on the
+    kind of error, which DuckDB puts first (``Conversion Error: ...``; for a DuckDB exception, its class):
+
+    * errors met while binding a query (Binder, Parser, Catalog, Permission, IO) and texts of no kind:
+      every single-quoted text (a value) becomes ``'…'``; a double-quoted one (an identifier) stays when
+      short and not a path, else ``"…"``;
+    * ``Invalid Input Error``, which DuckDB's ``error(text)`` raises with any text a query made (a file's
+      rows through ``string_agg``, a setting through ``current_setting``): only the kind, or for one of
+      DuckDB's own templates (:data:`_INPUT_TEMPLATES`) a fixed sentence with its slots left out;
+    * any other kind (Conversion, Out of Range, ...), raised while rows are read: everything from the
+      first quote to the last, whatever quote and however many (a value holding quotes cannot step
+      out), becomes ``'…'``, and every number ``…``; what stays is DuckDB's sentence and the column
+      (``when casting from source column segment``).
+
+    Then an absolute path is shown relative to ``root`` when under it, else as ``<path>``; at most
+    ``limit`` characters, ending "(message cut)" when cut.
 
     >>> print(safe_message("Conversion Error: Could not convert string 'hunter2,1' to DOUBLE"))
     Conversion Error: Could not convert string '…' to DOUBLE
+    >>> print(safe_message('Conversion Error: date field value out of range: "2024-13-45" when casting from '
+    ...                    'source column segment'))
+    Conversion Error: date field value out of range: '…' when casting from source column segment
+    >>> print(safe_message("Invalid Input Error: alice:hunter2,bob:pw"))
+    Invalid Input Error (its text is not shown: it may hold the data)
     >>> print(safe_message('Permission Error: Cannot access file "/srv/other/x.csv" - disabled'))
     Permission Error: Cannot access file "…" - disabled
     """
     text = str(exc) if not isinstance(exc, BaseException) or str(exc).strip() else type(exc).__name__
     first = (text.strip().splitlines() or [type(exc).__name__ if isinstance(exc, BaseException) else ""])[0]
     root_text = str(root).rstrip("/") + "/" if root is not None else None
+    m = _KIND.fullmatch(first.strip())
+    kind, detail = (m.group(1), m.group(2)) if m else (None, first)
+    kind = _DUCKDB_KINDS.get(type(exc).__name__, kind) if isinstance(exc, BaseException) else kind
 
     def path(p: str) -> str:
         if root_text and (p + "/").startswith(root_text) and ".." not in p.split("/"):
@@ -81,8 +120,18 @@ def safe_message(exc, root=None, limit: int = _MESSAGE) -> str:
             return f'"{inner}"'
         return '"…"'
 
-    first = _SINGLE.sub("'…'", first)
-    first = _DOUBLE.sub(double, first)
+    if kind == "Invalid Input Error":
+        said = next((shown for p, shown in _INPUT_TEMPLATES if p.fullmatch(detail.strip())), None)
+        first = f"{kind}: {said}" if said else f"{kind} (its text is not shown: it may hold the data)"
+    elif kind is None or kind in _SCHEMA_KINDS:
+        detail = _SINGLE.sub("'…'", detail)
+        detail = _DOUBLE.sub(double, detail)
+        first = f"{kind}: {detail}" if kind else detail
+    else:
+        quotes = [i for i, c in enumerate(detail) if c in "'\"`"]
+        if quotes:
+            detail = detail[:quotes[0]] + "'…'" + (detail[quotes[-1] + 1:] if len(quotes) > 1 else "")
+        first = f"{kind}: {_NUMBER.sub('…', detail)}"
     first = _PATH.sub(lambda m: path(m.group(0).rstrip("/")), first)
     first = " ".join(first.split())
     if len(first) > limit:

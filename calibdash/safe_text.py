@@ -1,0 +1,70 @@
+"""CSV that a spreadsheet opens as data: text cells that would start a formula are written as text.
+
+A spreadsheet reads a cell that starts with ``=``, ``+``, ``-`` or ``@`` (and, in some, a tab or a
+carriage return before one) as a formula: a class name ``=HYPERLINK("http://x", "click")`` or a
+label ``@SUM(A1:A9)`` taken from an uploaded file would run when the downloaded CSV is opened. Every
+CSV that calibdash writes (the CLI's ``apply``, the dashboard's downloads) goes through
+:func:`csv_text`, which prefixes such a text cell with a single quote, as OWASP recommends ("CSV
+Injection"): the spreadsheet then shows the text as it was.
+
+Numbers stay numbers: numeric columns are written as pandas writes them, and a text cell that is a
+plain decimal number (``-1``, ``+0.5``, ``-2e-3``) is left alone, since a spreadsheet reads it as
+that number, not as a formula.
+
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"class": ["=1+2", "@SUM(A1)", "-1", "cat"], "p": [-0.5, 0.25, 1, 0]})
+>>> print(csv_text(frame, index=False), end="")
+class,p
+'=1+2,-0.5
+'@SUM(A1),0.25
+-1,1.0
+cat,0.0
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["FORMULA_START", "cell", "safe_frame", "csv_text"]
+
+#: The first characters that make a spreadsheet read a cell as a formula (OWASP's list).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def cell(value: Any) -> Any:
+    """``value`` with a single quote before it if it is text a spreadsheet would read as a formula;
+    anything else (numbers, missing values, text that is a plain number) as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    if isinstance(value, tuple):
+        return tuple(cell(v) for v in value)
+    return value
+
+
+def _is_text(series: pd.Series) -> bool:
+    return not (pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
+                or pd.api.types.is_datetime64_any_dtype(series.dtype)
+                or pd.api.types.is_timedelta64_dtype(series.dtype))
+
+
+def safe_frame(frame: pd.DataFrame | pd.Series) -> pd.DataFrame:
+    """A copy of ``frame`` (a Series becomes a one-column frame) with every text cell, column name, index
+    label and axis name passed through :func:`cell`; numeric columns untouched."""
+    out = frame.to_frame() if isinstance(frame, pd.Series) else frame.copy(deep=False)   # columns replaced, not changed
+    out = out.rename(index=cell, columns=cell)
+    out.index.names = [cell(n) for n in out.index.names]
+    out.columns.names = [cell(n) for n in out.columns.names]
+    for i in range(out.shape[1]):
+        col = out.iloc[:, i]
+        if _is_text(col):
+            out.isetitem(i, col.astype(object).map(cell))
+    return out
+
+
+def csv_text(frame: pd.DataFrame | pd.Series, **to_csv) -> str:
+    """``frame.to_csv(**to_csv)`` (as text) of :func:`safe_frame`: the one way calibdash writes a CSV."""
+    to_csv.pop("path_or_buf", None)
+    return safe_frame(frame).to_csv(**to_csv)
