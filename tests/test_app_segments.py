@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from calibdash import cli
 from calibdash.group_metrics import STATS
 from calibdash.samples.drift import make_drift
+from pages.parts import segments_command as command
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "pages" / "segments.py"
@@ -149,11 +150,11 @@ def test_data_without_a_date_column_asks_for_one(drift):
 def _commands(at: AppTest) -> list[list[str]]:
     """The commands shown under the page's tables, as argument lists without ``python -m calibdash``."""
     out = []
-    for c in at.caption:
-        if "on the command line" in c.value:
-            argv = shlex.split(c.value.split("`")[-2])
-            assert argv[:3] == ["python", "-m", "calibdash"]
-            out.append(argv[3:])
+    for c in at.code:                  # what the code block's copy button copies: its text, not Markdown
+        argv = shlex.split(c.value)
+        assert argv[:3] == ["python", "-m", "calibdash"]
+        out.append(argv[3:])
+    assert len(out) == sum(command.COMMAND_CAPTION in c.value for c in at.caption)
     return out
 
 
