@@ -116,13 +116,19 @@ def metrics_table(at: AppTest) -> pd.DataFrame:
     raise AssertionError("no metrics table on the page")
 
 
+def shown(markdown: str) -> str:
+    """The text a Markdown body shows of names from the data, which the pages escape (pages/parts/text.py):
+    each backslash escape read as the character it escapes."""
+    return re.sub(r"\\(.)", r"\1", markdown, flags=re.S)
+
+
 def sidebar_text(at: AppTest) -> str:
-    return "\n".join([m.value for m in at.sidebar.markdown] + [c.value for c in at.sidebar.caption]
-                     + [e.value for e in at.sidebar.error])
+    return shown("\n".join([m.value for m in at.sidebar.markdown] + [c.value for c in at.sidebar.caption]
+                            + [e.value for e in at.sidebar.error]))
 
 
 def errors(at: AppTest) -> str:
-    return "\n".join(e.value for e in at.main.error)
+    return shown("\n".join(e.value for e in at.main.error))
 
 
 def scores_csv(n: int = 300, labels=None, seed: int = 7) -> bytes:
@@ -417,7 +423,7 @@ def test_an_out_of_range_setting_in_a_link_is_ignored_with_a_warning(page):
         at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     assert not errors(at)
-    warning = re.sub(r"\\(.)", r"\1", " ".join(w.value for w in at.warning))      # the link's text is escaped
+    warning = shown(" ".join(w.value for w in at.warning))                  # the link's text is escaped
     assert "test_size=2 (outside 0.1 to 0.5)" in warning and "elite.criterion=nonsense" in warning, warning
     assert "30% held out" in sidebar_text(at)                  # the default scheme stands
 
