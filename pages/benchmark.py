@@ -223,7 +223,7 @@ if result.table.empty:
 
 st.subheader("Result")
 with st.container(border=True):
-    st.markdown(md(result.describe(labels)))
+    st.markdown(result.describe(labels))
 for note in result.notes:
     st.caption(md(note))
 
@@ -258,7 +258,7 @@ CAPTIONS = {
                     "the Friedman test to reject.",
 }
 for table in benchmark.report_tables(result, labels):
-    st.markdown(f"**{md(table.title)}**")
+    st.markdown(f"**{table.title}**")
     if table.kind in BEST_ALONG:
         st.dataframe(bold_best(table.frame, table.lower_is_better, axis=BEST_ALONG[table.kind]).format("{:.4f}"))
     else:
