@@ -123,8 +123,8 @@ def test_upload_then_compare_shows_every_method_the_intervals_and_the_figures():
     per_class = _frame(at, "frequency")
     assert list(per_class.index) == ["ant", "bee", "cow", "doe"]
     np.testing.assert_array_equal(per_class["rows"], np.bincount(ev.labels, minlength=4))
-    for key, shown in zip(["uncalibrated"] + methods, table.index):        # each class's ECE, 15 equal-width bins
-        np.testing.assert_allclose(per_class[shown], mmetrics.per_class_ece(ev.predictions[key], ev.labels),
+    for key, row in zip(["uncalibrated"] + methods, table.index):        # each class's ECE, 15 equal-width bins
+        np.testing.assert_allclose(per_class[row], mmetrics.per_class_ece(ev.predictions[key], ev.labels),
                                    rtol=1e-12)
     assert "4 classes" in sidebar_text(at)
 
