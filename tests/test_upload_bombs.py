@@ -133,7 +133,7 @@ def test_a_parquet_file_whose_data_decompresses_past_the_limit_is_refused(no_par
     pq.write_table(pa.table({"text": [SECRET * 500_000]}), buf, compression="zstd")
     assert len(buf.getvalue()) < 100_000
     msg, _ = _refused(buf.getvalue(), "long.parquet")
-    assert msg.startswith("long.parquet's columns take 4.8 MB once decoded (its Parquet metadata says: 1 rows of 1 "
+    assert msg.startswith("long.parquet's columns take 2.9 MB once decoded (its Parquet metadata says: 1 rows of 1 "
                           "columns), more than the 1.0 MB a table may take (MAX_UNPACKED_BYTES in calibdash.data.limits)")
 
 
