@@ -88,7 +88,8 @@ def _large_page() -> None:
     ld = large_source.large_data_or_stop()
     st.subheader("Large source")
     st.markdown(f"**{md(ld.name)}** · score {md(ld.score)} · label {md(ld.label_column)} "
-                f"(positive = {md(repr(ld.positive_label))})" + (f" · split {md(ld.split_column)}" if ld.split_column else ""))
+                f"(positive = {md(repr(ld.positive_label))})"
+                + (f" · split {md(ld.split_column)}" if ld.split_column else ""))
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Rows", f"{ld.n_rows:,}")
     m2.metric("Score cells", f"{ld.n_cells:,}")
@@ -106,7 +107,8 @@ def _large_page() -> None:
         base = fitting.evaluate_methods(ld, chosen_scheme, {})
         st.success(f"The split column {md(ld.split_column)}" if chosen_scheme.kind == "column"
                    else md(chosen_scheme.describe(on_cells=True)))
-        st.info(f"**Evaluations run on score cells**, as on every large source: {md(base.note)}; {base.n_judged:,} rows "
+        st.info(f"**Evaluations run on score cells**, as on every large source: {md(base.note)}; "
+                f"{base.n_judged:,} rows "
                 "are held out. Calibrators are fitted and judged on the cells, each weighing its rows, and rows are "
                 "divided by a hash of their position in the source.", icon=":material/grid_view:")
     except (DataError, SettingsError) as exc:

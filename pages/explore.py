@@ -44,7 +44,8 @@ cells_path = ev.weights is not None
 model = ev.models[method]
 labels = method_labels(ev.predictions.columns)
 with right:
-    st.caption(f"{md(ss.name)} · score **{md(ss.score)}** · fitted on the fitting rows, {fitting.judged_line(ev, scheme)}")
+    st.caption(f"{md(ss.name)} · score **{md(ss.score)}** · fitted on the fitting rows, "
+               f"{fitting.judged_line(ev, scheme)}")
     if reason:
         st.info(md(reason), icon=":material/info:")
     st.dataframe(metrics_frame(ev.metrics))

@@ -235,7 +235,8 @@ def over_time_view() -> None:
     t = stale.table
     last = t.iloc[-1]
     if np.isfinite(last[cdrift.STALE_COL]) and np.isfinite(last[cdrift.FRESH_COL]):
-        st.info(f"On the last period ({md(t.index[-1])}) the calibrator fitted on {md(stale.matrix.index[0])} has a held-out "
+        st.info(f"On the last period ({md(t.index[-1])}) the calibrator fitted on {md(stale.matrix.index[0])} "
+                "has a held-out "
                 f"ECE of {last[cdrift.STALE_COL]:.3f}; refitted on the period before, {last[cdrift.FRESH_COL]:.3f} "
                 f"(raw scores: {last[cdrift.RAW_COL]:.3f}).", icon=":material/lightbulb:")
     left, right = st.columns([1, 1])

@@ -85,7 +85,8 @@ def test_logits_sample_says_it_softmaxed_and_a_wrong_reading_shows_the_message()
     key = f"role.mc.kind.{cs.info.sha256[:12]}"
     at.segmented_control(key=key).set_value("probabilities").run()
     assert not at.exception
-    assert any("cannot be read as K classes" in shown(e.value) and "negative values" in shown(e.value) for e in at.main.error)
+    assert any("cannot be read as K classes" in shown(e.value) and "negative values" in shown(e.value)
+               for e in at.main.error)
     at.segmented_control(key=key).set_value("logits").run()     # the override widgets stay: back again
     assert_clean(at)
 

@@ -134,7 +134,8 @@ def test_a_parquet_file_whose_data_decompresses_past_the_limit_is_refused(no_par
     assert len(buf.getvalue()) < 100_000
     msg, _ = _refused(buf.getvalue(), "long.parquet")
     assert msg.startswith("long.parquet's columns take 2.9 MB once decoded (its Parquet metadata says: 1 rows of 1 "
-                          "columns), more than the 1.0 MB a table may take (MAX_UNPACKED_BYTES in calibdash.data.limits)")
+                          "columns), more than the 1.0 MB a table may take "
+                          "(MAX_UNPACKED_BYTES in calibdash.data.limits)")
 
 
 def test_nested_parquet_columns_are_refused(no_parquet_reading):

@@ -56,7 +56,8 @@ def current_scheme(ss: Data | None = None) -> Scheme:
 
 
 def scheme_line(ss: Data) -> str:
-    """The scheme in words (Markdown, the names in it escaped), naming the split column and its parts when the file's own split is used.
+    """The scheme in words (Markdown, the names in it escaped), naming the split column and its parts when the
+    file's own split is used.
 
     Above ``CELLS_MIN_ROWS`` rows binary evaluations run on score cells, whose
     rows are divided by a hash of their position: the line says so, and that

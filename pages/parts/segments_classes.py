@@ -59,7 +59,8 @@ def true_class_warning(cs, ss, column: str) -> None:
         st.warning(f"Grouped by the **true** class: groups chosen by the outcome are not calibrated even for a "
                    f"calibrated model (picking rows by their true class changes how often the top class is right "
                    f"at a given confidence), so these ECEs are not calibration errors. Group by "
-                   f"**{md(predicted_column(ss))}** for top-label calibration class by class.", icon=":material/warning:")
+                   f"**{md(predicted_column(ss))}** for top-label calibration class by class.",
+                   icon=":material/warning:")
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="16MB")

@@ -29,7 +29,8 @@ from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
 from pages.parts.fitting import is_large
 
-__all__ = ["Cells", "check_group_values", "keyed", "by_key", "fix_keys", "over_periods", "staleness_of", "group_diagram_rows"]
+__all__ = ["Cells", "check_group_values", "keyed", "by_key", "fix_keys", "over_periods", "staleness_of",
+           "group_diagram_rows"]
 
 
 class Cells(NamedTuple):

@@ -17,7 +17,8 @@ def sidebar_summary() -> None:
     """The active data set and evaluation scheme, or why the data cannot be used."""
     ignored = st.session_state.get(IGNORED)
     if ignored:
-        st.warning("This link holds settings that cannot be used, so the defaults stand: " + md("; ".join(ignored)) + ".")
+        st.warning("This link holds settings that cannot be used, so the defaults stand: "
+                   + md("; ".join(ignored)) + ".")
     with st.sidebar:
         st.markdown("**Active data**")
         if using_large():
@@ -32,7 +33,8 @@ def sidebar_summary() -> None:
             st.error(md(exc))
             return
         st.caption(f"{md(ss.name)} · {ss.n_rows:,} rows\n\n"
-                   f"score **{md(ss.score)}** · label **{md(ss.label_column)}** (positive = {md(repr(ss.positive_label))})")
+                   f"score **{md(ss.score)}** · label **{md(ss.label_column)}** "
+                   f"(positive = {md(repr(ss.positive_label))})")
         if ss.report.mapped.get(ss.score):
             st.caption("Scores outside [0, 1] were mapped by the logistic function.")
         st.markdown("**Evaluation**")
@@ -63,7 +65,8 @@ def _large_summary() -> None:
         st.caption(f"Large data · {md(ld)}")
         return
     st.caption(f"{md(ld.name)} · {md(ld.describe())}\n\n"
-               f"score **{md(ld.score)}** · label **{md(ld.label_column)}** (positive = {md(repr(ld.positive_label))})")
+               f"score **{md(ld.score)}** · label **{md(ld.label_column)}** "
+               f"(positive = {md(repr(ld.positive_label))})")
     if ld.mapped_range:
         st.caption("Scores outside [0, 1] were mapped by the logistic function.")
     st.markdown("**Evaluation**")
