@@ -17,6 +17,7 @@ from pages.parts.routing import route_guard
 from pages.parts.tables import bold_best
 from pages.parts.widgets import hyperparam_panel
 from pages.parts import bounded_cache
+from pages.parts.text import chart, md, md_list
 
 route_guard("pages/benchmark.py")
 
@@ -103,7 +104,7 @@ st.caption("Every calibrator is cross-fitted on every data set (K folds, repeate
 
 sets, default_sets, problems = _available_sets()
 for msg in problems:
-    st.error(f"**This file cannot be used:** {msg}")
+    st.error(f"**This file cannot be used:** {md(msg)}")
 
 d1, d2 = st.columns([3, 2], gap="large")
 with d1:
@@ -115,7 +116,7 @@ with d1:
     try:
         kind = bclasses.kind_of(sets, chosen_sets)
     except DataError as exc:
-        st.error(f"**These data sets cannot be benchmarked together:** {exc}")
+        st.error(f"**These data sets cannot be benchmarked together:** {md(exc)}")
         st.stop()
     available = kind.methods()
     methods = st.multiselect(
@@ -130,7 +131,7 @@ with d2:
                      help="Score and label columns are guessed as on the Data page; each score column "
                           "becomes a data set you can choose on the left.")
     if st.session_state.get(FILES):
-        st.caption("Uploaded: " + ", ".join(up["name"] for up in st.session_state[FILES].values()))
+        st.caption("Uploaded: " + md_list(up["name"] for up in st.session_state[FILES].values()))
 
 params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)", label=kind.label,
                           specs_of=kind.specs_of)
@@ -171,7 +172,7 @@ if not job:
 cfg = job["config"]
 missing = [d for d in cfg["datasets"] if d not in sets]
 if missing:
-    st.error(f"**Data set no longer available:** {', '.join(missing)}. Choose the data sets again and press Run.")
+    st.error(f"**Data set no longer available:** {md_list(missing)}. Choose the data sets again and press Run.")
     st.stop()
 run_kind = bclasses.CLASS_KIND if cfg.get("kind") == bclasses.CLASS_KIND.name else bclasses.BINARY_KIND
 cals = list(cfg["methods"])
@@ -225,11 +226,11 @@ st.subheader("Result")
 with st.container(border=True):
     st.markdown(result.describe(labels))
 for note in result.notes:
-    st.caption(note)
+    st.caption(md(note))
 
 data = bfig.rank_diagram_data(result.average_ranks, result.reference,
                               result.joined() if result.holm is not None else None)
-st.plotly_chart(bfig.rank_diagram(data, labels=labels, title=f"Average rank on {metric} (1 = best, on the right)"),
+chart(st, bfig.rank_diagram(data, labels=labels, title=f"Average rank on {metric} (1 = best, on the right)"),
                 key="bench.ranks")
 st.caption("Each method sits at its average rank over the data sets, better methods further right (Demšar's "
            f"diagram). The thick bar joins the reference, {labels.get(result.reference, result.reference)}, to every "
@@ -237,7 +238,7 @@ st.caption("Each method sits at its average rank over the data sets, better meth
            f"{result.alpha:g}; a method off the bar differs significantly. When the Friedman test finds no "
            "difference, all methods share the bar.")
 cells = bfig.heatmap_data(result.table, result.ranks)
-st.plotly_chart(bfig.metric_heatmap(cells, metric=metric, labels=labels), key="bench.heatmap")
+chart(st, bfig.metric_heatmap(cells, metric=metric, labels=labels), key="bench.heatmap")
 st.caption("Mean over repeats of the metric on each data set's out-of-fold predictions, with the method's rank on "
            "that data set in brackets; darker is better.")
 

@@ -15,6 +15,7 @@ from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
 from pages.parts.source import score_set_or_stop
 from pages.parts.tables import binning_note, interval_frame
+from pages.parts.text import chart, md
 from pages.parts.widgets import hyperparam_panel, initial
 
 route_guard("pages/compare.py")
@@ -44,12 +45,12 @@ url_state.write_url_state(chosen)
 
 reason = fitting.rows_reason(ss, chosen)
 if reason:
-    st.info(reason + " Leave it out, or clear the feature columns on the Data page, to work on score cells.",
+    st.info(md(reason) + " Leave it out, or clear the feature columns on the Data page, to work on score cells.",
             icon=":material/info:")
 ev = fitting.evaluate_methods(ss, scheme, params)
 cells_path = ev.weights is not None
 labels = method_labels(ev.predictions.columns)
-st.caption(f"{ss.name} · score **{ss.score}** · {fitting.judged_line(ev, scheme)} · "
+st.caption(f"{md(ss.name)} · score **{md(ss.score)}** · {fitting.judged_line(ev, scheme)} · "
            "the address bar holds this view: copy it to share")
 
 k1, k3 = st.columns([5, 1.3], vertical_alignment="bottom")
@@ -72,9 +73,9 @@ map_fig = figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=l
 overlaid, multiples = st.tabs(["Overlaid", "Side by side"])
 with overlaid:
     c1, c2 = st.columns(2)
-    c1.plotly_chart(rel_fig, key="compare.reliability")
+    chart(c1, rel_fig, key="compare.reliability")
     c1.caption(rel_caption)
-    c2.plotly_chart(map_fig, key="compare.map")
+    chart(c2, map_fig, key="compare.map")
     if va_bands:
         c2.caption("Shaded: Venn-Abers' interval [p0, p1] (Vovk & Petej 2014), the isotonic fits with the new "
                    "row labelled 0 and 1; its width shows how much the calibration set leaves open.")
@@ -87,7 +88,7 @@ with multiples:
             fig = diagrams.draw(ev.predictions[[key]], ev.labels, ev.weights, kind=diagram.kind,
                                 band=diagram.band, n_bins=diagram.n_bins, strategy=strategy, names=labels,
                                 title=labels[key], height=380)
-            st.plotly_chart(fig, key=f"compare.small.{key}")
+            chart(st, fig, key=f"compare.small.{key}")
     st.caption(rel_caption)
 
 st.subheader("Metrics on the held-out rows")
@@ -110,7 +111,7 @@ if len(models) > 1:
     st.caption(binning_note(ev.binning))
     if diagram.kind == diagrams.BINNED:
         raw_data = cdiagrams.BinnedData(raw_tables, n_bins, strategy, bins_text)
-        st.plotly_chart(fdiagrams.plot_binned(raw_data, title="Raw reliability of each model"),
+        chart(st, fdiagrams.plot_binned(raw_data, title="Raw reliability of each model"),
                         key="compare.models.reliability")
     else:                    # one chart per model: each model's held-out rows (or cells) are its own
         grid = st.columns(min(3, len(models)))
@@ -118,7 +119,7 @@ if len(models) > 1:
             ev_m = fitting.evaluate_methods(ss if col == ss.score else ss.with_score(col), scheme, params)
             raw = ev_m.predictions[[UNCALIBRATED]].rename(columns={UNCALIBRATED: col})
             with grid[i % len(grid)]:
-                st.plotly_chart(diagrams.draw(raw, ev_m.labels, ev_m.weights, kind=diagram.kind, band=diagram.band,
+                chart(st, diagrams.draw(raw, ev_m.labels, ev_m.weights, kind=diagram.kind, band=diagram.band,
                                               n_bins=diagram.n_bins, strategy=strategy, names={col: col},
                                               title=f"Raw reliability of {col}", height=380),
                                 key=f"compare.models.reliability.{col}")

@@ -8,6 +8,7 @@ from calibdash.data.roles import reads_as_numbers
 from pages.parts import bounded_cache, classes, data_classes, diagrams, fitting, labels, large_source, scheme, source
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
+from pages.parts.text import chart, md, md_list
 from pages.parts.validation import show_report
 from pages.parts.widgets import initial
 
@@ -43,8 +44,8 @@ with pick_col:
         up = st.session_state.get(source.UPLOAD)
         if up:
             size = len(up["data"])
-            st.caption(f"Using **{up['name']}** ({size / 1e6:.1f} MB)." if size >= 100_000
-                       else f"Using **{up['name']}** ({size / 1e3:.1f} kB).")
+            st.caption(f"Using **{md(up['name'])}** ({size / 1e6:.1f} MB)." if size >= 100_000
+                       else f"Using **{md(up['name'])}** ({size / 1e3:.1f} kB).")
         else:
             st.info("No file uploaded yet: the sample below stays active until you upload one.")
     else:
@@ -57,7 +58,7 @@ with pick_col:
 
 
 def _mapped_warning(score: str, lo: float, hi: float) -> None:
-    st.warning(f"Scores in `{score}` range from {lo:.4g} to {hi:.4g}, outside [0, 1]: they were mapped by the "
+    st.warning(f"Scores in {md(score)} range from {lo:.4g} to {hi:.4g}, outside [0, 1]: they were mapped by the "
                "logistic function 1 / (1 + e^(−s)), as for SVM margins or logits (never min-max scaled).")
 
 
@@ -71,7 +72,7 @@ def _raw_calibration(data, rows, where: str) -> None:
                                           band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
                                           names={"uncalibrated": data.score},
                                           title=f"{diagrams.TITLES[diagram.kind]} of {data.score} (all rows)")
-    g1.plotly_chart(rel_fig, key="data.reliability")
+    chart(g1, rel_fig, key="data.reliability")
     g1.caption(rel_caption)
     summ = pd.DataFrame([fitting.raw_summary(data)], index=[data.score])
     g2.dataframe(summ.T.rename(columns={data.score: "value"}).style.format("{:.4f}"))
@@ -86,14 +87,15 @@ def _large_page() -> None:
         return
     ld = large_source.large_data_or_stop()
     st.subheader("Large source")
-    st.markdown(f"**{ld.name}** · score `{ld.score}` · label `{ld.label_column}` "
-                f"(positive = {ld.positive_label!r})" + (f" · split `{ld.split_column}`" if ld.split_column else ""))
+    st.markdown(f"**{md(ld.name)}** · score {md(ld.score)} · label {md(ld.label_column)} "
+                f"(positive = {md(repr(ld.positive_label))})"
+                + (f" · split {md(ld.split_column)}" if ld.split_column else ""))
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Rows", f"{ld.n_rows:,}")
     m2.metric("Score cells", f"{ld.n_cells:,}")
     m3.metric("Positive rate", f"{ld.n_pos / max(ld.n_rows, 1):.1%}")
     m4.metric("Cells", "distinct scores" if ld.all_cells.exact else "score grid")
-    st.caption(f"{ld.describe()}: the rows stay on the server; DuckDB read them and sent {ld.n_cells:,} cells "
+    st.caption(f"{md(ld.describe())}: the rows stay on the server; DuckDB read them and sent {ld.n_cells:,} cells "
                "(rows, positives and score sum per score) and nothing else. No row was dropped: rows where they live "
                "are checked, not filtered.")
     if ld.mapped_range:
@@ -103,13 +105,14 @@ def _large_page() -> None:
     chosen_scheme = scheme.scheme_widgets(ld)
     try:
         base = fitting.evaluate_methods(ld, chosen_scheme, {})
-        st.success(f"The split column `{ld.split_column}`" if chosen_scheme.kind == "column"
-                   else chosen_scheme.describe(on_cells=True))
-        st.info(f"**Evaluations run on score cells**, as on every large source: {base.note}; {base.n_judged:,} rows "
+        st.success(f"The split column {md(ld.split_column)}" if chosen_scheme.kind == "column"
+                   else md(chosen_scheme.describe(on_cells=True)))
+        st.info(f"**Evaluations run on score cells**, as on every large source: {md(base.note)}; "
+                f"{base.n_judged:,} rows "
                 "are held out. Calibrators are fitted and judged on the cells, each weighing its rows, and rows are "
                 "divided by a hash of their position in the source.", icon=":material/grid_view:")
     except (DataError, SettingsError) as exc:
-        st.error(f"**This evaluation scheme does not work here:** {exc}")
+        st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
 
 
 if picked == source.LARGE:
@@ -119,7 +122,7 @@ if picked == source.LARGE:
 try:
     df, info = source.source_table()
 except DataError as exc:
-    st.error(f"**This file cannot be read:** {exc}")
+    st.error(f"**This file cannot be read:** {md(exc)}")
     st.stop()
 
 sha = info.sha256
@@ -140,11 +143,11 @@ mode_on_top = classes.detected(sha, df) or source.role_key(sha, classes.MODE) in
 if mode_on_top:
     data_classes.mode_control(sha, df)
 if ss is None:
-    st.error(f"**This data cannot be used:** {role_error}")
+    st.error(f"**This data cannot be used:** {md(role_error)}")
     st.dataframe(df.head(50))
     st.stop()
 if role_error:
-    st.warning(f"Your column choice does not work ({role_error}); showing the guessed roles instead.")
+    st.warning(f"Your column choice does not work ({md(role_error)}); showing the guessed roles instead.")
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="1MB")
 def _numeric_columns(sha: str, _df: pd.DataFrame) -> list:
@@ -168,7 +171,7 @@ r2.selectbox("Score (the model to look at)", score_opts,
              key=source.role_key(sha, "score"), persist_state="session",
              help="Probabilities in [0, 1]; margins or logits are mapped by the logistic function.")
 if len(ss.score_columns) > 1:
-    r2.caption("Score columns found: " + ", ".join(f"`{c}`" for c in ss.score_columns))
+    r2.caption("Score columns found: " + md_list(ss.score_columns))
 split_opts = [source.NONE] + [c for c in cols if c not in (ss.label_column, ss.score)]
 r3.selectbox("Split column (optional)", split_opts,
              index=split_opts.index(ss.split_column) if ss.split_column in split_opts else 0,
@@ -187,8 +190,8 @@ if rep.mapped.get(ss.score):
     _mapped_warning(ss.score, lo, hi)
 with st.expander("Details", expanded=False):
     for msg in rep.messages:
-        st.markdown(f"- {msg}")
-    st.markdown("- Classes: " + ", ".join(f"{k}: {v:,}" for k, v in rep.class_counts.items()))
+        st.markdown(f"- {md(msg)}")
+    st.markdown("- Classes: " + ", ".join(f"{md(k)}: {v:,}" for k, v in rep.class_counts.items()))
 
 _raw_calibration(ss, diagrams.raw_rows(ss), "all usable rows"
                  + (" (from their score cells)" if evaluation.use_cells_for(ss.n_rows) else ""))
@@ -200,12 +203,12 @@ try:
     st.success(scheme.scheme_line(ss))
     if base.weights is not None:
         st.info(f"**Evaluations run on score cells**, as the data has more than {evaluation.CELLS_MIN_ROWS:,} "
-                f"rows: {base.note}; {base.n_judged:,} rows are held out. Calibrators are fitted and judged on the "
+                f"rows: {md(base.note)}; {base.n_judged:,} rows are held out. Calibrators are fitted and judged on the "
                 "cells, each weighing its rows (the same fit as on the rows when the cells are the distinct "
                 "scores), and rows are divided by a hash of their position instead of a stratified draw. MBCT with "
                 "feature columns is judged on rows.", icon=":material/grid_view:")
 except (DataError, SettingsError) as exc:
-    st.error(f"**This evaluation scheme does not work here:** {exc}")
+    st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
 
 with st.expander("Preview of the file", expanded=False):
     st.dataframe(df.head(200))

@@ -12,6 +12,7 @@ from pages.parts.scheme import current_scheme
 from pages.parts.source import score_set_or_stop
 from pages.parts.tables import binning_note, metrics_frame
 from pages.parts.widgets import hyperparam_widgets
+from pages.parts.text import chart, md
 
 route_guard("pages/explore.py")
 if using_classes():                      # a K-class table: the multi-class page part
@@ -43,22 +44,23 @@ cells_path = ev.weights is not None
 model = ev.models[method]
 labels = method_labels(ev.predictions.columns)
 with right:
-    st.caption(f"{ss.name} · score **{ss.score}** · fitted on the fitting rows, {fitting.judged_line(ev, scheme)}")
+    st.caption(f"{md(ss.name)} · score **{md(ss.score)}** · fitted on the fitting rows, "
+               f"{fitting.judged_line(ev, scheme)}")
     if reason:
-        st.info(reason, icon=":material/info:")
+        st.info(md(reason), icon=":material/info:")
     st.dataframe(metrics_frame(ev.metrics))
     st.caption(binning_note(ev.binning))
     c1, c2 = st.columns(2)
     rel_fig, rel_caption = diagrams.build(ev.predictions, ev.labels, ev.weights, kind=diagram.kind,
                                           band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
                                           names=labels, title=f"{TITLES[diagram.kind]}: before and after")
-    c1.plotly_chart(rel_fig, key="explore.reliability")
+    chart(c1, rel_fig, key="explore.reliability")
     c1.caption(rel_caption)
     row_features = ss.features.iloc[ev.rows] if ss.features is not None and not cells_path else None
     curves = figures.map_curves({method: model}, ev.predictions[UNCALIBRATED].to_numpy(), row_features,
                                 sample_weight=ev.weights)
     va_bands = diagrams.interval_bands({method: model})
-    c2.plotly_chart(figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels,
+    chart(c2, figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels,
                                             sample_weight=ev.weights, bands=va_bands),
                     key="explore.map")
     if va_bands:
@@ -66,19 +68,19 @@ with right:
                    "row labelled 0 and 1.")
     inside = explanation(ev, ss, scheme, method, params)
     for note in inside.notes:
-        st.info(note, icon=":material/info:")
+        st.info(md(note), icon=":material/info:")
     inner = figures.inner_figures(inside)
     if inner:
         st.subheader("Inside the calibrator")
         cols = st.columns(2) if len(inner) > 1 else [st.container()]
         for i, (title, fig) in enumerate(inner):
             with cols[i % len(cols)]:
-                st.markdown(f"**{title}**")
-                st.plotly_chart(fig, key=f"explore.inner.{i}")
+                st.markdown(f"**{md(title)}**")
+                chart(st, fig, key=f"explore.inner.{i}")
     if inside.tables:
         with st.expander("Fitted values (tables)"):
             for name, table in inside.tables.items():
-                st.markdown(f"**{name}**")
+                st.markdown(f"**{md(name)}**")
                 st.dataframe(table.head(MAX_TABLE_ROWS), height=240)
                 if len(table) > MAX_TABLE_ROWS:
                     st.caption(f"The first {MAX_TABLE_ROWS:,} of {len(table):,} rows.")

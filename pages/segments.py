@@ -30,6 +30,7 @@ from pages.parts.segments_columns import offered
 from pages.parts.source import score_set_or_stop
 from pages.parts.tables import group_table
 from pages.parts.widgets import initial
+from pages.parts.text import chart, md
 
 route_guard("pages/segments.py")
 
@@ -73,7 +74,7 @@ def _method_box(box) -> str:
 
 def _notes(notes) -> None:
     for note in notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {md(note)}")
 
 
 def _fit_scheme():
@@ -119,12 +120,12 @@ def by_group_view() -> None:
     worst = report.worst()
     if worst is not None and len(report.table) > 1:
         row = report.table.loc[worst]
-        st.info(f"The least calibrated group is **{worst}**: ECE {row['ECE']:.3f} "
+        st.info(f"The least calibrated group is **{md(worst)}**: ECE {row['ECE']:.3f} "
                 f"[{row['ECE_low']:.3f}, {row['ECE_high']:.3f}] against {report.overall['ECE']:.3f} on all rows.",
                 icon=":material/lightbulb:")
     n_groups = len(report.table)
     left, right = st.columns([2, 3])
-    left.plotly_chart(fgroups.ece_forest(report, title=f"ECE by {column}"), key="segments.forest")
+    chart(left, fgroups.ece_forest(report, title=f"ECE by {column}"), key="segments.forest")
     d1, d2 = right.columns([3, 1], vertical_alignment="bottom")
     kind = d1.segmented_control(
         "Diagram", list(diagrams.KINDS), key="segments.diagram", persist_state="session", required=True,
@@ -135,7 +136,7 @@ def by_group_view() -> None:
                      help="Smooth: a 95% bootstrap band. CORP: the 90% consistency band.",
                      **initial("segments.band", value=False))
     if kind == diagrams.BINNED:
-        right.plotly_chart(fgroups.group_reliability_grid(
+        chart(right, fgroups.group_reliability_grid(
             report, cols=2 if n_groups <= 4 else 3 if n_groups <= 9 else 4, title=f"Reliability of each {column} group",
             panel_height=250 if n_groups <= 4 else 200), key="segments.grid")
     else:                                        # one chart per group, on that group's cells as weighted rows
@@ -144,21 +145,21 @@ def by_group_view() -> None:
             frame, labels, weights = sdata.group_diagram_rows(cells, name)
             fig = diagrams.draw(frame, labels, weights, kind=kind, band=band, names={str(name): str(name)},
                                 title=f"{column} = {name}", height=340)
-            grid[i % 2].plotly_chart(fig, key=f"segments.group.{i}")
+            chart(grid[i % 2], fig, key=f"segments.group.{i}")
     classwise = kclass.classwise(cs, ss, cells, report)
     st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
     st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
                f"resamples of the group's rows]. ECE uses {report.binning}. All usable rows, raw scores; "
-               f"{cells.kc.cells.describe()}." + kclass.classwise_note(cs, report))
+               f"{md(cells.kc.cells.describe())}." + kclass.classwise_note(cs, report))
     if source_args:
         command.caption(st, command.groups_argv(source_args, column, n_bins, N_BOOT, SEED))
 
     st.subheader("The calibrator that fixes the groups")
-    st.caption(f"{method_label(method)} (the score alone) and MBCT with **{column}** as its feature, fitted on the "
-               f"fitting rows and judged per group on the held-out rows · {scheme.describe(on_cells=True)}."
+    st.caption(f"{method_label(method)} (the score alone) and MBCT with **{md(column)}** as its feature, fitted on the "
+               f"fitting rows and judged per group on the held-out rows · {md(scheme.describe(on_cells=True))}."
                + kclass.on_confidence_note(cs))
     if why_not:
-        st.info(why_not, icon=":material/info:")
+        st.info(md(why_not), icon=":material/info:")
         return
     big = ss.n_rows > CELLS_MIN_ROWS
     if not st.toggle("Fit them", key=FIT, value=not big, persist_state="session",
@@ -174,7 +175,7 @@ def by_group_view() -> None:
     labels[UNCALIBRATED] = "uncalibrated"
     labels["mbct"] = f"MBCT on {column}"
     left, right = st.columns([1, 1])
-    left.plotly_chart(fgroups.ece_forest(fix.reports, labels=labels, title="Held-out ECE by group, before and after"),
+    chart(left, fgroups.ece_forest(fix.reports, labels=labels, title="Held-out ECE by group, before and after"),
                       key="segments.fix")
     shown = fix.table.rename(columns={**labels, "mbct": "MBCT"})
     right.dataframe(shown.style.format("{:.4f}", na_rep="n/a").highlight_min(axis=1, color="#E8F4EA"))
@@ -211,12 +212,12 @@ def over_time_view() -> None:
         show_problem(exc)
         return
     _notes(report.notes)
-    st.plotly_chart(fdrift.drift_chart(report, title=f"Calibration of {ss.score} over time"), key="segments.drift")
+    chart(st, fdrift.drift_chart(report, title=f"Calibration of {ss.score} over time"), key="segments.drift")
     with st.expander("Per-period table", expanded=False):
         classwise = kclass.classwise(cs, ss, cells, report)
         st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
         st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
-                   f"resamples of the period's rows]. ECE uses {report.binning}; {cells.kc.cells.describe()}."
+                   f"resamples of the period's rows]. ECE uses {report.binning}; {md(cells.kc.cells.describe())}."
                    + kclass.classwise_note(cs, report))
         if source_args:
             command.caption(st, command.drift_argv(source_args, column, freq, n_bins, N_BOOT, SEED, method))
@@ -234,12 +235,13 @@ def over_time_view() -> None:
     t = stale.table
     last = t.iloc[-1]
     if np.isfinite(last[cdrift.STALE_COL]) and np.isfinite(last[cdrift.FRESH_COL]):
-        st.info(f"On the last period ({t.index[-1]}) the calibrator fitted on {stale.matrix.index[0]} has a held-out "
+        st.info(f"On the last period ({md(t.index[-1])}) the calibrator fitted on {md(stale.matrix.index[0])} "
+                "has a held-out "
                 f"ECE of {last[cdrift.STALE_COL]:.3f}; refitted on the period before, {last[cdrift.FRESH_COL]:.3f} "
                 f"(raw scores: {last[cdrift.RAW_COL]:.3f}).", icon=":material/lightbulb:")
     left, right = st.columns([1, 1])
-    left.plotly_chart(fdrift.staleness_chart(stale, labels=labels), key="segments.stale")
-    right.plotly_chart(fdrift.staleness_heatmap(stale), key="segments.stale_matrix")
+    chart(left, fdrift.staleness_chart(stale, labels=labels), key="segments.stale")
+    chart(right, fdrift.staleness_heatmap(stale), key="segments.stale_matrix")
     shown = t.rename(columns={cdrift.RAW_COL: "uncalibrated",
                               cdrift.STALE_COL: f"fitted on {stale.matrix.index[0]}",
                               cdrift.FRESH_COL: "refitted on the period before"})

@@ -90,7 +90,7 @@ def start(page: str | None = None) -> AppTest:
 def assert_clean(at: AppTest) -> None:
     """No traceback and no error box anywhere."""
     assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    assert not at.error, [shown(e.value) for e in at.error]
 
 
 def charts(at: AppTest) -> dict[str, dict]:
@@ -116,13 +116,19 @@ def metrics_table(at: AppTest) -> pd.DataFrame:
     raise AssertionError("no metrics table on the page")
 
 
+def shown(markdown: str) -> str:
+    """The text a Markdown body shows of names from the data, which the pages escape (pages/parts/text.py):
+    each backslash escape read as the character it escapes."""
+    return re.sub(r"\\(.)", r"\1", markdown, flags=re.S)
+
+
 def sidebar_text(at: AppTest) -> str:
-    return "\n".join([m.value for m in at.sidebar.markdown] + [c.value for c in at.sidebar.caption]
-                     + [e.value for e in at.sidebar.error])
+    return shown("\n".join([shown(m.value) for m in at.sidebar.markdown] + [shown(c.value) for c in at.sidebar.caption]
+                            + [shown(e.value) for e in at.sidebar.error]))
 
 
 def errors(at: AppTest) -> str:
-    return "\n".join(e.value for e in at.main.error)
+    return shown("\n".join(shown(e.value) for e in at.main.error))
 
 
 def scores_csv(n: int = 300, labels=None, seed: int = 7) -> bytes:
@@ -191,7 +197,7 @@ def test_page_renders_default_sample(page):
     side = sidebar_text(at)
     assert "circles_svm.csv" in side and "2,000 rows" in side
     # the metrics table says how ECE and MCE were binned: the package's default
-    assert any(f"ECE and MCE use {metrics.binning_label()}" in c.value for c in at.main.caption)
+    assert any(f"ECE and MCE use {metrics.binning_label()}" in shown(c.value) for c in at.main.caption)
     assert "linear_svm" in side
     if page == DATA:
         summary = at.main.dataframe[0].value
@@ -343,16 +349,16 @@ def test_explore_draws_the_explanation_of_the_model_on_its_fitting_rows(method):
     ex = _explained(method)
     expected = figures.inner_figures(ex)
     assert expected, f"{method} has no inner figures"
-    shown = charts(at)
-    inner = {k: v for k, v in shown.items() if k.startswith("explore.inner.")}
+    drawn = charts(at)
+    inner = {k: v for k, v in drawn.items() if k.startswith("explore.inner.")}
     assert sorted(inner) == [f"explore.inner.{i}" for i in range(len(expected))]
     for i, (title, fig) in enumerate(expected):
         assert inner[f"explore.inner.{i}"]["data"] == json.loads(plotly.io.to_json(fig, validate=False))["data"], title
-    bold = {m.value for m in at.main.markdown}
+    bold = {shown(m.value) for m in at.main.markdown}
     assert {f"**{title}**" for title, _ in expected} <= bold
     assert {f"**{name}**" for name in ex.tables} <= bold
-    assert "Inside the calibrator" in [h.value for h in at.main.subheader]
-    assert [i.value for i in at.main.info] == list(ex.notes)
+    assert "Inside the calibrator" in [shown(h.value) for h in at.main.subheader]
+    assert [shown(i.value) for i in at.main.info] == list(ex.notes)
 
 
 def test_hyperparameters_are_shared_between_explore_and_compare():
@@ -417,7 +423,7 @@ def test_an_out_of_range_setting_in_a_link_is_ignored_with_a_warning(page):
         at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
     assert not errors(at)
-    warning = " ".join(w.value for w in at.warning)
+    warning = shown(" ".join(shown(w.value) for w in at.warning))                  # the link's text is escaped
     assert "test_size=2 (outside 0.1 to 0.5)" in warning and "elite.criterion=nonsense" in warning, warning
     assert "30% held out" in sidebar_text(at)                  # the default scheme stands
 
@@ -431,7 +437,7 @@ def test_data_sample_choice_changes_everything():
     assert "breast_cancer_nb.csv" in sidebar_text(at)
     go(at, COMPARE)
     assert_clean(at)
-    assert "breast_cancer_nb.csv" in at.caption[0].value
+    assert "breast_cancer_nb.csv" in shown(at.caption[0].value)
     assert "breast_cancer_nb.csv" in sidebar_text(at)
 
 
@@ -460,11 +466,11 @@ def test_upload_good_csv_is_used_on_every_page():
     for page in (EXPLORE, COMPARE):
         go(at, page)
         assert_clean(at)
-        assert any("my_scores.csv" in c.value for c in at.main.caption)
+        assert any("my_scores.csv" in shown(c.value) for c in at.main.caption)
         assert CHARTS[page] <= set(charts(at))
         assert "Uncalibrated" in metrics_table(at).index
         # below the cells threshold: judged on rows, stratified, as always
-        caption = next(c.value for c in at.main.caption if "my_scores.csv" in c.value)
+        caption = next(shown(c.value) for c in at.main.caption if "my_scores.csv" in shown(c.value))
         assert "judged on 90 held-out rows" in caption and "Stratified split" in caption, caption
         assert "score cells" not in caption
         bars = [t for t in charts(at)[f"{page.split('/')[1][:-3]}.map"]["data"] if t.get("name") == "scores"]
@@ -518,7 +524,7 @@ def test_million_row_upload_runs_on_score_cells():
     upload(at, "clicks_1m.csv", big_csv())
     assert_clean(at)
     assert at.metric[0].value == "1,000,000"
-    info = " ".join(i.value for i in at.main.info)
+    info = " ".join(shown(i.value) for i in at.main.info)
     assert "Evaluations run on score cells" in info and CELLS_NOTE.search(info), info
     assert "Random split by row hash" in sidebar_text(at)
     held_out = int((cells.parts_for(BIG_ROWS, "split", seed=0, test_size=0.3) == 1).sum())
@@ -528,14 +534,14 @@ def test_million_row_upload_runs_on_score_cells():
     everything = calibrators.available()
     at.multiselect(key="compare.methods").set_value(everything).run()
     assert_clean(at)
-    caption = at.main.caption[0].value
+    caption = shown(at.main.caption[0].value)
     assert CELLS_NOTE.search(caption) and judged in caption and "Random split by row hash" in caption, caption
     table = metrics_table(at)
     assert list(table.index) == ["Uncalibrated"] + [calibrators.get_class(m).label or m for m in everything]
     assert table.notna().all().all()
     assert "[" in at.main.dataframe[0].value.iloc[0, 0]                       # intervals
-    assert any("200 Poisson resamples" in c.value for c in at.main.caption)
-    assert any("has the lowest ECE" in i.value for i in at.main.info)
+    assert any("200 Poisson resamples" in shown(c.value) for c in at.main.caption)
+    assert any("has the lowest ECE" in shown(i.value) for i in at.main.info)
     figs = charts(at)
     for key in CHARTS[COMPARE]:
         assert figs[key]["data"], key
@@ -543,11 +549,11 @@ def test_million_row_upload_runs_on_score_cells():
     assert hist["type"] == "bar" and plotly_array(hist["y"]).sum() == held_out       # rows, not cells
     bars = [t for t in figs["compare.reliability"]["data"] if t.get("type") == "bar"]
     assert plotly_array(bars[0]["y"]).sum() == held_out
-    assert any(downloads.PER_CELL_CAPTION in c.value for c in at.main.caption)
+    assert any(downloads.PER_CELL_CAPTION in shown(c.value) for c in at.main.caption)
 
     go(at, EXPLORE)
     assert_clean(at)
-    caption = next(c.value for c in at.main.caption if "clicks_1m.csv" in c.value)
+    caption = next(shown(c.value) for c in at.main.caption if "clicks_1m.csv" in shown(c.value))
     assert CELLS_NOTE.search(caption) and judged in caption, caption
     assert list(metrics_table(at).index) == ["Uncalibrated", "Histogram binning"]
     figs = charts(at)
@@ -556,7 +562,7 @@ def test_million_row_upload_runs_on_score_cells():
     assert_clean(at)
     assert list(metrics_table(at).index) == ["Uncalibrated", "BBQ"]
     assert any(k.startswith("explore.inner.") for k in charts(at))
-    assert any("Fitted with sample weights" in i.value for i in at.main.info)
+    assert any("Fitted with sample weights" in shown(i.value) for i in at.main.info)
 
 
 def test_mbct_with_features_keeps_large_data_on_rows_and_says_so():
@@ -651,7 +657,7 @@ def test_bad_upload_is_refused_with_a_message_on_every_page(case):
             assert word in text, (page, text)
         assert "Traceback" not in text and "Something went wrong" not in text
         # the sidebar says the same instead of naming a data set
-        assert any(words[0] in e.value for e in at.sidebar.error), (page, sidebar_text(at))
+        assert any(words[0] in shown(e.value) for e in at.sidebar.error), (page, sidebar_text(at))
         if page != DATA:
             assert not charts(at), f"{page} drew charts for an unusable file"
             assert at.main.get("page_link"), f"{page} does not point back to the Data page"

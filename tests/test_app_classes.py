@@ -18,7 +18,7 @@ from calibdash.scheme import Scheme
 from calibdash.synthetic.multiclass import gaussian_classes
 from pages.parts import compare_classes
 from pages.parts.compare_classes import default_methods
-from test_app import (COMPARE, DATA, _run_entry_point_every_time, assert_clean, charts, go,  # noqa: F401
+from test_app import (COMPARE, DATA, _run_entry_point_every_time, assert_clean, charts, go, shown,  # noqa: F401
                       plotly_array, sidebar_text, start, upload)
 
 #: A displayed value has 4 decimals: it is within half a unit of the 4th decimal of the library's.
@@ -26,7 +26,7 @@ SHOWN = 5e-5
 
 
 def _metric(at, label: str) -> str:
-    return next(m.value for m in at.main.metric if m.label == label)
+    return next(shown(m.value) for m in at.main.metric if m.label == label)
 
 
 def _frame(at, column: str) -> pd.DataFrame:
@@ -63,8 +63,8 @@ def test_data_page_on_the_k3_and_k10_samples_shows_k_and_the_classes():
         np.testing.assert_array_equal(summary["rows"], np.bincount(cs.labels, minlength=k))
         np.testing.assert_allclose(summary["frequency"], np.bincount(cs.labels, minlength=k) / cs.n_rows)
         np.testing.assert_allclose(summary["mean predicted probability"], cs.given.mean(axis=0), rtol=1e-12)
-        text = "\n".join(m.value for m in at.main.markdown)
-        assert all(f"`{c}`" in text for c in cs.classes)           # every class named (K <= 12)
+        text = "\n".join(shown(m.value) for m in at.main.markdown)
+        assert ", ".join(str(c) for c in cs.classes) in text       # every class named (K <= 12)
         assert f"{k} classes" in sidebar_text(at)
         assert "data.classes.confidence" in charts(at)
     # CIFAR-10 LeNet-5: its published accuracy (shared/data/README.md), from the page's own summary
@@ -76,7 +76,7 @@ def test_logits_sample_says_it_softmaxed_and_a_wrong_reading_shows_the_message()
     at.selectbox(key="sample").set_value("logits_4class").run()
     assert_clean(at)
     assert _metric(at, "Class columns hold") == "logits"
-    assert any("softmax" in i.value for i in at.main.info)
+    assert any("softmax" in shown(i.value) for i in at.main.info)
     cs = samples.load_class_sample("logits_4class")
     # the summary's mean probability is that of the softmaxed rows, not of the logits
     summary = _frame(at, "mean predicted probability")
@@ -85,7 +85,8 @@ def test_logits_sample_says_it_softmaxed_and_a_wrong_reading_shows_the_message()
     key = f"role.mc.kind.{cs.info.sha256[:12]}"
     at.segmented_control(key=key).set_value("probabilities").run()
     assert not at.exception
-    assert any("cannot be read as K classes" in e.value and "negative values" in e.value for e in at.main.error)
+    assert any("cannot be read as K classes" in shown(e.value) and "negative values" in shown(e.value)
+               for e in at.main.error)
     at.segmented_control(key=key).set_value("logits").run()     # the override widgets stay: back again
     assert_clean(at)
 
@@ -107,12 +108,12 @@ def test_upload_then_compare_shows_every_method_the_intervals_and_the_figures():
     cs = load_classes(data, filename="four_animals.csv")
     assert cs.classes == ["ant", "bee", "cow", "doe"]
     ev = evaluate_classes(cs.scores(), cs.labels, methods, Scheme(), split=cs.split)
-    for key, shown in zip(["uncalibrated"] + methods, table.index):
+    for key, row in zip(["uncalibrated"] + methods, table.index):
         for name in ("ECE", "cwECE", "Brier", "Accuracy"):
-            assert abs(_number(table.loc[shown, name]) - ev.metrics.loc[key, name]) <= SHOWN, (key, name)
-        low, high = (float(x) for x in str(table.loc[shown, "ECE"]).split("[", 1)[1].rstrip("]").split(","))
+            assert abs(_number(table.loc[row, name]) - ev.metrics.loc[key, name]) <= SHOWN, (key, name)
+        low, high = (float(x) for x in str(table.loc[row, "ECE"]).split("[", 1)[1].rstrip("]").split(","))
         assert low <= high
-    assert any("lowest ECE" in i.value for i in at.main.info)                       # the verdict
+    assert any("lowest ECE" in shown(i.value) for i in at.main.info)                       # the verdict
     figs = charts(at)
     assert {"compare.classes.confidence", "compare.classes.classwise"} <= set(figs)
     # the confidence diagram's legend carries each method's confidence ECE at the measures' 15 bins
@@ -123,8 +124,8 @@ def test_upload_then_compare_shows_every_method_the_intervals_and_the_figures():
     per_class = _frame(at, "frequency")
     assert list(per_class.index) == ["ant", "bee", "cow", "doe"]
     np.testing.assert_array_equal(per_class["rows"], np.bincount(ev.labels, minlength=4))
-    for key, shown in zip(["uncalibrated"] + methods, table.index):        # each class's ECE, 15 equal-width bins
-        np.testing.assert_allclose(per_class[shown], mmetrics.per_class_ece(ev.predictions[key], ev.labels),
+    for key, row in zip(["uncalibrated"] + methods, table.index):        # each class's ECE, 15 equal-width bins
+        np.testing.assert_allclose(per_class[row], mmetrics.per_class_ece(ev.predictions[key], ev.labels),
                                    rtol=1e-12)
     assert "4 classes" in sidebar_text(at)
 
@@ -149,12 +150,12 @@ def test_broken_k_class_upload_shows_the_message_on_data_and_compare():
     at = start(DATA)
     upload(at, "broken.csv", broken.to_csv(index=False).encode())
     assert not at.exception
-    message = "\n".join(e.value for e in at.main.error)
+    message = "\n".join(shown(e.value) for e in at.main.error)
     assert "cannot be read as K classes" in message and "36 of 200 rows" in message
     assert "do not sum to 1 within 0.01" in message
     go(at, COMPARE)
     assert not at.exception
-    assert any("cannot be read as K classes" in e.value for e in at.main.error)
+    assert any("cannot be read as K classes" in shown(e.value) for e in at.main.error)
     assert not charts(at)
 
 
@@ -174,7 +175,7 @@ def test_read_as_binary_and_back():
     key = f"role.mc.mode.{samples.load_class_sample('animals_3class').info.sha256[:12]}"
     at.segmented_control(key=key).set_value("binary").run()
     assert not at.exception
-    assert any("has 3 distinct values" in e.value and "a binary label has exactly two" in e.value
+    assert any("has 3 distinct values" in shown(e.value) and "a binary label has exactly two" in e.value
                for e in at.main.error)
     at.segmented_control(key=key).set_value("multiclass").run()
     assert_clean(at)
@@ -213,7 +214,7 @@ def test_full_maps_wait_for_the_switch_above_twenty_classes():
     go(at, COMPARE)
     at.multiselect(key=compare_classes.METHODS).set_value(["temperature", "dirichlet"]).run()
     assert_clean(at)
-    assert any("not fitted yet: 24 classes" in i.value for i in at.main.info)
+    assert any("not fitted yet: 24 classes" in shown(i.value) for i in at.main.info)
     assert list(_frame(at, "cwECE").index) == ["Uncalibrated", multiclass.get("temperature").label]
     at.toggle(key="compare.mc.full_maps").set_value(True).run()
     assert_clean(at)

@@ -2,6 +2,7 @@
 from streamlit.testing.v1 import AppTest
 
 from conftest import REPO
+from test_app import shown
 
 
 def _app():
@@ -18,7 +19,7 @@ def test_url_restores_methods_and_hyperparameters():
     ms = [m for m in at.multiselect if m.label == "Calibrators"][0]
     assert ms.value == ["platt", "bbq"]
     assert at.session_state["hp.bbq.c"] == 5
-    assert at.sidebar.caption[0].value.startswith("breast_cancer_nb.csv")     # the sidebar's data line
+    assert shown(at.sidebar.caption[0].value).startswith("breast_cancer_nb.csv")     # the sidebar's data line
     table = at.dataframe[0].value
     assert list(table.index) == ["Uncalibrated", "Platt scaling", "BBQ"]
 

@@ -19,6 +19,8 @@ from streamlit.testing.v1 import AppTest
 from calibdash import cli
 from calibdash.group_metrics import STATS
 from calibdash.samples.drift import make_drift
+from pages.parts import segments_command as command
+from test_app import shown
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "pages" / "segments.py"
@@ -51,7 +53,7 @@ def _select(at: AppTest, label: str):
 
 def _assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    assert not at.error, [shown(e.value) for e in at.error]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +70,7 @@ def test_by_group_and_over_time_on_the_drift_data(drift):
     table = at.dataframe[0].value
     assert list(table.index) == ["app", "partner", "store", "web"]
     assert table.loc["partner", "rows"] == "1,950" and table.loc["partner", "ECE"].startswith("0.2069 [")
-    assert any("least calibrated group is **partner**" in i.value for i in at.info)
+    assert any("least calibrated group is **partner**" in shown(i.value) for i in at.info)
     fixed = at.dataframe[1].value
     assert list(fixed.columns) == ["uncalibrated", "Isotonic regression", "MBCT"]
     assert fixed.loc["partner", "MBCT"] < fixed.loc["partner", "Isotonic regression"] < fixed.loc["partner",
@@ -82,16 +84,16 @@ def test_by_group_and_over_time_on_the_drift_data(drift):
     _assert_clean(at)
     assert _select(at, "Date column").value == "date"
     assert _charts(at) == {"segments.drift", "segments.stale", "segments.stale_matrix"}
-    assert any("grouped by month (12 periods" in c.value for c in at.caption)
+    assert any("grouped by month (12 periods" in shown(c.value) for c in at.caption)
     stale = at.dataframe[1].value                                            # [0] is the per-period table
     assert list(stale.index) == [f"2025-{m:02d}" for m in range(2, 13)]
     last = stale.iloc[-1]
     assert last["fitted on 2025-01"] > 3 * last["refitted on the period before"]
-    assert any("goes stale" in m.value or "held-out ECE of" in m.value for m in at.info)
+    assert any("goes stale" in m.value or "held-out ECE of" in shown(m.value) for m in at.info)
 
     at.selectbox(key="segments.freq").set_value("Q").run()                  # a period given by the user
     _assert_clean(at)
-    assert any("grouped by quarter (4 periods" in c.value for c in at.caption)
+    assert any("grouped by quarter (4 periods" in shown(c.value) for c in at.caption)
 
 
 def test_bad_choices_give_messages_not_tracebacks(drift):
@@ -99,17 +101,17 @@ def test_bad_choices_give_messages_not_tracebacks(drift):
     group = _select(at, "Group column")
     group.set_value("date").run()                                            # 365 distinct days
     assert not at.exception
-    assert any("365 distinct values" in e.value and "Bin the column" in e.value for e in at.error)
+    assert any("365 distinct values" in e.value and "Bin the column" in shown(e.value) for e in at.error)
     assert "segments.forest" not in _charts(at)
 
     at.segmented_control[0].set_value("Over time").run()
     _select(at, "Date column").set_value("segment").run()                   # not a date
     assert not at.exception
-    assert any("segment does not hold dates" in e.value for e in at.error)
+    assert any("segment does not hold dates" in shown(e.value) for e in at.error)
     at.selectbox(key="segments.freq").set_value("D").run()
     _select(at, "Date column").set_value("date").run()                     # 365 days: too many periods
     assert not at.exception
-    assert any("choose a longer period" in e.value for e in at.error)
+    assert any("choose a longer period" in shown(e.value) for e in at.error)
 
 
 def test_upload_with_a_one_class_month_and_a_numeric_column(drift):
@@ -119,20 +121,20 @@ def test_upload_with_a_one_class_month_and_a_numeric_column(drift):
     at = _session(frame, "my_scores.csv")
     _select(at, "Group column").set_value("tenure").run()
     _assert_clean(at)
-    assert any("cut into 5 equal-count quantile groups" in c.value for c in at.caption)
+    assert any("cut into 5 equal-count quantile groups" in shown(c.value) for c in at.caption)
     assert len(at.dataframe[0].value) == 5
     at.segmented_control[0].set_value("Over time").run()
     _assert_clean(at)
-    assert any("2025-03" in c.value and "one class only" in c.value for c in at.caption)
+    assert any("2025-03" in shown(c.value) and "one class only" in shown(c.value) for c in at.caption)
     per_period = at.dataframe[0].value
     assert per_period.loc["2025-03", "ECE"] == "n/a" and "one class only" in per_period.loc["2025-03", "note"]
-    assert any("No calibrator is fitted on 2025-03" in c.value for c in at.caption)
+    assert any("No calibrator is fitted on 2025-03" in shown(c.value) for c in at.caption)
 
 
 def test_data_without_other_columns_says_there_is_nothing_to_group(drift):
     at = _session(drift[["score", "label"]], "plain.csv")
     _assert_clean(at)
-    assert any("nothing to group by" in i.value for i in at.info)
+    assert any("nothing to group by" in shown(i.value) for i in at.info)
     assert not _charts(at)
 
 
@@ -141,7 +143,7 @@ def test_data_without_a_date_column_asks_for_one(drift):
     at.segmented_control[0].set_value("Over time").run()
     _assert_clean(at)
     assert _select(at, "Date column").value is None
-    assert any("No column of this data reads as dates" in i.value for i in at.info)
+    assert any("No column of this data reads as dates" in shown(i.value) for i in at.info)
     assert not _charts(at)
 
 
@@ -149,11 +151,11 @@ def test_data_without_a_date_column_asks_for_one(drift):
 def _commands(at: AppTest) -> list[list[str]]:
     """The commands shown under the page's tables, as argument lists without ``python -m calibdash``."""
     out = []
-    for c in at.caption:
-        if "on the command line" in c.value:
-            argv = shlex.split(c.value.split("`")[-2])
-            assert argv[:3] == ["python", "-m", "calibdash"]
-            out.append(argv[3:])
+    for c in at.code:                  # what the code block's copy button copies: its text, not Markdown
+        argv = shlex.split(c.value)
+        assert argv[:3] == ["python", "-m", "calibdash"]
+        out.append(argv[3:])
+    assert len(out) == sum(command.COMMAND_CAPTION in shown(c.value) for c in at.caption)
     return out
 
 

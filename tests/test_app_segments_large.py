@@ -19,6 +19,7 @@ from calibdash.keyed.rows import keyed_cells
 from calibdash.samples.drift import make_drift
 from conftest import REPO
 from pages.parts import large_source
+from test_app import shown
 from test_app_segments import _assert_clean, _charts, _cli_json, _commands, _same_as_records, _select
 
 #: The page's heading of each measure.
@@ -51,7 +52,7 @@ def app(root, monkeypatch):
 def test_groups_and_time_run_on_a_large_source(app, root, capsys, monkeypatch):
     at = app.switch_page("pages/segments.py").run()
     _assert_clean(at)
-    assert not any("does not work on a large source" in i.value for i in at.info)
+    assert not any("does not work on a large source" in shown(i.value) for i in at.info)
     group = _select(at, "Group column")
     assert group.value == "segment" and set(group.options) == {"date", "segment"}     # from the schema's types
     assert {"segments.forest", "segments.grid", "segments.fix"} <= _charts(at)
@@ -61,7 +62,7 @@ def test_groups_and_time_run_on_a_large_source(app, root, capsys, monkeypatch):
     df = make_drift()
     rows = keyed_cells(df.score, df.label, df.segment, Key("segment"))
     assert list(table["rows"]) == [f"{int(rows.of(k).n.sum()):,}" for k in range(len(rows.labels))]
-    assert any("least calibrated group is **partner**" in i.value for i in at.info)
+    assert any("least calibrated group is **partner**" in shown(i.value) for i in at.info)
     fixed = at.dataframe[1].value
     assert fixed.loc["partner", "MBCT"] < fixed.loc["partner", "uncalibrated"]
     plain, _ = _commands(at)
@@ -75,7 +76,7 @@ def test_groups_and_time_run_on_a_large_source(app, root, capsys, monkeypatch):
     _assert_clean(at)
     assert _select(at, "Date column").value == "date"                 # named like a date (its type is text)
     assert {"segments.drift", "segments.stale", "segments.stale_matrix"} <= _charts(at)
-    assert any("grouped by month (12 periods" in c.value for c in at.caption)
+    assert any("grouped by month (12 periods" in shown(c.value) for c in at.caption)
     stale = at.dataframe[1].value
     assert 0.15 < stale["fitted on 2025-01"].iloc[-1] < 0.21                 # the drift sample's story
     assert stale["refitted on the period before"].max() <= 0.04

@@ -12,6 +12,7 @@ from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import UNCALIBRATED, Scheme, evaluate
 from calibdash.figures import benchmark as bfig
 from conftest import REPO
+from test_app import shown as _shown
 
 APP = REPO / "app.py"
 PAGE = "pages/benchmark.py"
@@ -285,30 +286,30 @@ def test_page_runs_a_benchmark_and_shows_the_result():
     at.select_slider(key="bench.repeats").set_value(1).run()
     at.button(key="bench.run").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    assert not at.error, [_shown(e.value) for e in at.error]
     keys = {el.proto.id.rsplit("-", 1)[-1] for el in at.get("plotly_chart")}
     assert {"bench.ranks", "bench.heatmap"} <= keys
     means = at.dataframe[0].value
     assert list(means.index) == ["circles_svm · linear_svm", "breast_cancer_nb"]
     assert means.columns[0] == "Uncalibrated" and means.notna().all().all()
-    summary = " ".join(m.value for m in at.markdown)
+    summary = " ".join(_shown(m.value) for m in at.markdown)
     assert "On ECE" in summary and "over 2 data sets" in summary
     # one table per kind (means, ranks, average ranks, Friedman, Holm), the tests' tables with their formulas
     assert len(at.dataframe) == len(TableKind)
     assert set(at.dataframe[4].value.index) == {"Uncalibrated", "Platt scaling", "Histogram binning",
                                                 "Isotonic regression"}                   # Holm: all but BBQ
-    captions = " ".join(c.value for c in at.caption)
+    captions = " ".join(_shown(c.value) for c in at.caption)
     assert "chi2_F = 12N/(k(k+1))" in captions and "alpha / (k - i)" in captions
     # another ranking metric and reference: no refit, the sentence follows
     at.selectbox(key="bench.metric").set_value("AUC").run()
     at.selectbox(key="bench.reference").set_value("isotonic").run()
     assert not at.exception
-    summary = " ".join(m.value for m in at.markdown)
+    summary = " ".join(_shown(m.value) for m in at.markdown)
     assert "On AUC (higher is better)" in summary and "Isotonic regression" in summary
     # a further measure ranks too, from the same run (the pieces computed every rankable measure)
     at.selectbox(key="bench.metric").set_value("Slope").run()
     assert not at.exception and not at.warning
-    summary = " ".join(m.value for m in at.markdown)
+    summary = " ".join(_shown(m.value) for m in at.markdown)
     assert "On Slope (1 is ideal)" in summary
     # Stop after the run keeps the results on the page
     at.button(key="bench.stop").click().run()
@@ -323,7 +324,7 @@ def test_page_uses_uploaded_files_and_refuses_bad_ones_politely():
     at.file_uploader(key="bench.uploader").set_value(
         [("mine.csv", good, "text/csv"), ("bad.csv", b"score,label\n0.1,1\n0.2,0\n", "text/csv")]).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("bad.csv" in e.value and "at least 20" in e.value for e in at.error)
+    assert any("bad.csv" in _shown(e.value) and "at least 20" in _shown(e.value) for e in at.error)
     assert "mine.csv" in at.multiselect(key="bench.datasets").options
     at.multiselect(key="bench.datasets").set_value(["mine.csv", "breast_cancer_nb"]).run()
     at.multiselect(key="bench.methods").set_value(["platt", "isotonic"]).run()
@@ -340,6 +341,7 @@ def test_page_reports_a_data_set_that_k_fold_cannot_use():
     at.multiselect(key="bench.datasets").set_value(["few.csv", "breast_cancer_nb"]).run()
     at.button(key="bench.run").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("few.csv" in e.value and "at least 2 rows of each class" in e.value for e in at.error)
+    assert any("few.csv" in _shown(e.value) and "at least 2 rows of each class" in _shown(e.value)
+               for e in at.error)
     at.run()                                               # the failed run is not retried on every rerun
-    assert not at.exception and not any("few.csv" in e.value for e in at.error)
+    assert not at.exception and not any("few.csv" in _shown(e.value) for e in at.error)

@@ -18,6 +18,7 @@ from calibdash.engines.plan import aggregate_plan
 from calibdash.evaluation import Scheme, evaluate_cells
 from conftest import REPO
 from pages.parts import large_source
+from test_app import shown as _shown
 
 N_PER_FILE = 17_000                # 3 files: 51,000 rows
 METHODS = ["platt", "histogram", "isotonic"]
@@ -89,12 +90,12 @@ def test_glob_aggregates_and_compare_explore_work_on_its_cells(app, root):
     every = pd.concat([pd.read_parquet(f) for f in sorted((root / "scores").glob("*.parquet"))])
     assert metrics["Score cells"] == f"{every.p.nunique():,}"                 # the distinct scores, exactly
     assert metrics["Positive rate"] == f"{every.clicked.mean():.1%}"
-    assert any(f"{3 * N_PER_FILE:,} rows summarised into {every.p.nunique():,} score cells (DuckDB)" in c.value
-               for c in at.sidebar.caption)
+    assert any(f"{3 * N_PER_FILE:,} rows summarised into {every.p.nunique():,} score cells (DuckDB)"
+               in _shown(c.value) for c in at.sidebar.caption)
     # Compare: the metrics equal evaluate_cells on the engine's cells computed directly
     at.switch_page("pages/compare.py").run()
     assert not at.exception and not at.error
-    assert any("score cells" in c.value and "held-out rows" in c.value for c in at.caption)
+    assert any("score cells" in _shown(c.value) and "held-out rows" in _shown(c.value) for c in at.caption)
     shown = _values(at.dataframe[0].value)
     scheme = Scheme()                                            # the page's default: random split by row hash
     files = sorted(str(f) for f in (root / "scores").glob("*.parquet"))
@@ -105,7 +106,7 @@ def test_glob_aggregates_and_compare_explore_work_on_its_cells(app, root):
     # Explore fits one method on the same cells
     at.switch_page("pages/explore.py").run()
     assert not at.exception and not at.error
-    assert any("score cells" in c.value for c in at.caption)
+    assert any("score cells" in _shown(c.value) for c in at.caption)
     # Groups & time works on the source's keyed cells (aggregated by DuckDB as a job): the regions' rows
     at.switch_page("pages/segments.py").run()
     assert not at.exception and not at.error
@@ -123,7 +124,7 @@ def test_table_and_query_sources_give_the_same_cells(app, root):
     assert at.selectbox(key="large.score").value == "p" and at.selectbox(key="large.label").value == "clicked"
     at.button(key="large.aggregate").click().run()
     assert not at.exception and not at.error
-    assert any(m.value.startswith("**table main.preds of warehouse.duckdb**") for m in at.markdown)
+    assert any(_shown(m.value).startswith("**table main.preds of warehouse.duckdb**") for m in at.markdown)
     table_metrics = {m.label: m.value for m in at.metric}
     at.radio(key="large.kind").set_value("SQL query").run()
     at.text_area(key="large.query").set_value(f"SELECT p, clicked FROM read_parquet('{root}/scores/*.parquet')")
@@ -132,8 +133,8 @@ def test_table_and_query_sources_give_the_same_cells(app, root):
     at.selectbox(key="large.label").set_value("clicked").run()
     at.radio(key="scheme.kind").set_value("insample")       # a query's rows have no position to hash
     at.button(key="large.aggregate").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any(m.value.startswith("**query SELECT p, clicked") for m in at.markdown)     # the query is active
+    assert not at.exception and not at.error, [_shown(e.value) for e in at.error]
+    assert any(_shown(m.value).startswith("**query SELECT p, clicked") for m in at.markdown)     # the query is active
     query_metrics = {m.label: m.value for m in at.metric}
     assert table_metrics == query_metrics and table_metrics["Rows"] == f"{3 * N_PER_FILE:,}"
 
@@ -154,7 +155,7 @@ def test_paths_and_queries_outside_the_root_are_refused(app, inputs, said):
         (app.text_area if key == "large.query" else app.text_input)(key=key).set_value(value)
     app.run()
     assert not app.exception
-    assert any(said in e.value for e in app.error), [e.value for e in app.error]
+    assert any(said in _shown(e.value) for e in app.error), [_shown(e.value) for e in app.error]
     keys = {w.key for w in list(app.button) + list(app.selectbox)}
     assert "large.aggregate" not in keys and "large.score" not in keys          # nothing was read
 
@@ -250,12 +251,13 @@ def test_a_cancel_in_one_session_leaves_the_shared_job_running_for_the_other(roo
     (job,) = [j for j in reg.jobs() if not j.finished]
     assert len(job.owners) == 2 and job.what.startswith("Aggregating query")
     _cancel_button(a).click().run()
-    assert not a.exception and any("cancelled" in w.value and "1 other session" in w.value for w in a.warning)
+    assert not a.exception and any("cancelled" in _shown(w.value) and "1 other session" in _shown(w.value)
+                                   for w in a.warning)
     assert not job.cancelled and not job.finished and len(job.owners) == 1
     assert any(s.label.startswith("Aggregating") for s in b.status)      # B still waits, with its Cancel
     _cancel_button(b).click().run()
     assert job.done.wait(60) and job.state == "cancelled"
-    assert any("cancelled" in w.value for w in b.warning) and not b.metric
+    assert any("cancelled" in _shown(w.value) for w in b.warning) and not b.metric
     a.button(key=next(x.key for x in a.button if x.label == "Try again")).click().run()   # A may start it again
     assert any(s.label.startswith("Aggregating") for s in a.status)
     _cancel_button(a).click().run()
@@ -278,7 +280,8 @@ def test_a_queued_job_shows_its_place_and_runs_when_a_slot_frees(root, monkeypat
         at.run()
         at.text_input(key="large.path").set_value("scores/part-2.parquet").run()
         assert not at.exception
-        assert any("Waiting for a free slot" in m.value and "number 1 in line" in m.value for m in at.markdown)
+        assert any("Waiting for a free slot" in _shown(m.value) and "number 1 in line" in _shown(m.value)
+                   for m in at.markdown)
         assert any(b.label == "Cancel" for b in at.button)
     finally:
         release.set()
@@ -305,7 +308,7 @@ def test_engine_errors_reach_the_page_as_short_messages_without_rows(app, root, 
         (app.text_area if key == "large.query" else app.text_input)(key=key).set_value(
             value.format(root=root)).run()
     assert not app.exception
-    shown = " ".join(e.value for e in app.error)
+    shown = " ".join(_shown(e.value) for e in app.error)
     assert "hunter2" not in shown and "Traceback" not in shown and "Something went wrong" not in shown
     if said is None:
         assert not app.error and app.button(key="large.aggregate")

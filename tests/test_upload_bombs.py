@@ -133,7 +133,9 @@ def test_a_parquet_file_whose_data_decompresses_past_the_limit_is_refused(no_par
     pq.write_table(pa.table({"text": [SECRET * 500_000]}), buf, compression="zstd")
     assert len(buf.getvalue()) < 100_000
     msg, _ = _refused(buf.getvalue(), "long.parquet")
-    assert msg.startswith("long.parquet's column data decompresses to more than 1.0 MB (its Parquet metadata says)")
+    assert msg.startswith("long.parquet's columns take 2.9 MB once decoded (its Parquet metadata says: 1 rows of 1 "
+                          "columns), more than the 1.0 MB a table may take "
+                          "(MAX_UNPACKED_BYTES in calibdash.data.limits)")
 
 
 def test_nested_parquet_columns_are_refused(no_parquet_reading):
@@ -410,3 +412,118 @@ def test_the_upload_caches_are_bounded():
     for fn, limit in ((source._read_bytes, source.TABLES_MAX), (source._read_sample, "128MB"),
                       (source._score_set, source.SCORE_SETS_MAX)):
         assert fn.max_size == size_in_bytes(limit)
+
+
+# ---------------------------------------------------------------------------
+# K-class tables and groups: bounded like binary ones, before any work per class or group
+# ---------------------------------------------------------------------------
+def _logit_parquet(rows: int, k: int, distinct: int = 8) -> bytes:
+    """``rows`` rows of ``k`` ``logit_`` columns and a label, dictionary-encoded: each column repeats
+    ``distinct`` values in long runs, so the file is about a megabyte whatever its decoded size."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(distinct, k))
+    which = np.sort(rng.integers(0, distinct, rows))
+    cols = {f"logit_{j}": pa.array(base[which, j]) for j in range(k)}
+    cols["label"] = pa.array((which % 3).astype(str))
+    buf = io.BytesIO()
+    pq.write_table(pa.table(cols), buf, use_dictionary=True, compression="zstd")
+    return buf.getvalue()
+
+
+def test_a_dictionary_encoded_parquet_is_measured_by_its_decoded_size(no_parquet_reading, monkeypatch):
+    """26,000 rows of 1,999 logit_ columns of 8 repeated values: about 1 MB on disk and in the row groups'
+    sizes, 416 MB decoded (8 bytes a cell). The check counts the decoded bytes: under a limit of 100 MB it
+    refuses the file from its metadata, where the encoded sizes (under 1 MB) let it through."""
+    data = _logit_parquet(26_000, 1_999)
+    meta = pq.ParquetFile(io.BytesIO(data)).metadata
+    encoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    assert len(data) < 2_000_000 and encoded < 1_000_000
+    assert read._decoded_bytes(meta, pq.ParquetFile(io.BytesIO(data)).schema_arrow) >= 26_000 * 2_000 * 8
+    monkeypatch.setattr(read, "MAX_UNPACKED_BYTES", 100 * 1024 * 1024)
+    msg, peak = _refused(data, "logits.parquet")
+    assert msg.startswith("logits.parquet's columns take") and "MAX_UNPACKED_BYTES" in msg
+    assert peak < 16 * 1024 * 1024
+
+
+def test_text_columns_count_their_characters_once_decoded():
+    """A Parquet text column counts 8 bytes a row plus its characters; a number column 8 bytes a row."""
+    table = pa.table({"t": ["x" * 1000] * 100 + [f"{i}" for i in range(900)], "x": np.arange(1_000.0)})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, use_dictionary=False, compression="zstd")
+    pf = pq.ParquetFile(io.BytesIO(buf.getvalue()))
+    decoded = read._decoded_bytes(pf.metadata, pf.schema_arrow)
+    assert 2 * 8 * 1_000 + 100 * 1_000 <= decoded < 2 * 8 * 1_000 + 100 * 1_000 + 20_000
+
+
+def _fail_if_called(name):
+    def fail(*args, **kwargs):
+        raise AssertionError(f"{name} ran: work per class began")
+    return fail
+
+
+def test_thousands_of_class_columns_are_refused_before_any_work_per_class(monkeypatch):
+    """1,999 logit_ columns name 1,999 classes, past MAX_CLASSES: refused before a class column is read as
+    numbers, with the limit named, and memory stays at the table's own size."""
+    from calibdash.data import classes as dclasses
+
+    monkeypatch.setattr(dclasses, "_numbers", _fail_if_called("_numbers"))
+    k = 1_999
+    assert k > limits.MAX_CLASSES
+    df, _ = read_table(_logit_parquet(2_000, k), filename="logits.parquet")
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError) as err:
+            dclasses.build_class_set(df)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    msg = str(err.value)
+    assert f"has {k:,} class columns, more than the {limits.MAX_CLASSES:,} classes" in msg
+    assert "MAX_CLASSES in calibdash.data.limits" in msg
+    assert peak < 0.5 * df.memory_usage(deep=False).sum()   # no copy of the class columns was made
+
+
+def test_a_label_of_a_million_distinct_values_is_refused_after_one_pass(monkeypatch):
+    """Three p_ columns and a label named by the user holding a million ids: refused from the label's
+    distinct count, before any value is paired with a column or looked at one by one."""
+    from calibdash.data import class_roles, classes as dclasses
+
+    n = 1_000_000
+    rng = np.random.default_rng(1)
+    P = rng.dirichlet(np.ones(3), n)
+    df = pd.DataFrame({"p_a": P[:, 0], "p_b": P[:, 1], "p_c": P[:, 2], "label": np.arange(n).astype(str)})
+    real_pair = class_roles.pair
+
+    def pair(values, suffixes):
+        assert len(values) <= limits.MAX_CLASSES + 1, "a million label values were paired with columns"
+        return real_pair(values, suffixes)
+
+    monkeypatch.setattr(class_roles, "pair", pair)
+    monkeypatch.setattr(dclasses, "pair", pair)
+    for given in ({"label": "label"}, {"label": "label", "probs": "p_"}):
+        with pytest.raises(DataError) as err:
+            dclasses.build_class_set(df, **given)
+        msg = str(err.value)
+        assert f"holds more than {limits.MAX_CLASSES:,} distinct values" in msg and "MAX_CLASSES" in msg
+
+
+def test_a_group_column_of_a_million_distinct_texts_is_refused_before_any_work_per_group(monkeypatch):
+    """Groups & time on a column of ids: one distinct count, then the refusal naming MAX_GROUP_VALUES; the
+    keyed cells (a code, pooling and a name per group) are never made."""
+    from calibdash.errors import SettingsError
+    from calibdash.keyed import Key
+    from pages.parts import segments_data
+
+    monkeypatch.setattr(segments_data, "keyed_cells", _fail_if_called("keyed_cells"))
+    n = 1_000_000
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.05, 0.95, n)
+    ss = build_score_set(pd.DataFrame({"score": p, "label": (rng.uniform(size=n) < p).astype(int),
+                                       "id": pd.Series(np.arange(n)).map("id{}".format)}),
+                         score="score", label="label")
+    with pytest.raises(SettingsError) as err:
+        segments_data.keyed(ss, Key("id", "group"))
+    assert f"id has {n:,} distinct values" in str(err.value) and "MAX_GROUP_VALUES" in str(err.value)
+    numbers = pd.Series(rng.normal(size=n))                       # numbers: quantile groups, not refused
+    segments_data.check_group_values(numbers, Key("x", "group"))
+    segments_data.check_group_values(pd.Series(np.arange(n).astype(str)), Key("t", "period"))

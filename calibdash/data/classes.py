@@ -37,7 +37,7 @@ from ..multiclass.base import SUM_TOLERANCE, Scores, as_scores
 from ..validation import format_values, plain_value, sorted_values
 from .class_roles import (PREFIXES, ClassRoles, Layout, guess_class_columns, is_multiclass, label_values, name_rank,
                           other_roles, pair, prefix_groups, search)
-from .limits import DEFAULT_MAX_BYTES
+from .limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
 from .read import FileInfo, read_table
 from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
 from .scoreset import ScoreSet, ValidationReport, note_dropped
@@ -212,17 +212,32 @@ def _with_label(df: pd.DataFrame, layout: Layout, label, name: str) -> Layout:
         label = named[0]
     if label in layout.columns:
         raise DataError(f"column {_cut(label)!r} cannot be both the label and a class column.")
-    _, _, values = label_values(df[label])
+    _, _, values = _label_values(df, label, name)
     return Layout(label, layout.columns, layout.suffixes, layout.prefix, layout.logits, values,
                    pair(values, layout.suffixes))
+
+
+def _too_many_classes(what: str) -> DataError:
+    return DataError(f"{what}, more than the {MAX_CLASSES:,} classes a K-class table may have "
+                     f"{limit_name('MAX_CLASSES')}; keep the classes you need, or pool the rare ones into one.")
+
+
+def _label_values(df: pd.DataFrame, label, name: str) -> tuple:
+    """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` distinct values after one
+    pass over the rows (before any of them is looked at one by one, or paired with a column)."""
+    found = label_values(df[label], limit=MAX_CLASSES)
+    if found is None:
+        raise _too_many_classes(f"label column {_cut(label)!r} of {name} holds more than {MAX_CLASSES:,} distinct "
+                                "values")
+    return found
 
 
 def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
     """Why ``df`` is not a multi-class table, for a table where no class columns were named or found."""
     label = label if label is not None else guess_roles(df).label
     if label is not None:
-        _, _, values = label_values(df[label])
-        if len(values) == 2:
+        found = label_values(df[label], limit=2)                 # two classes or not: one pass at most
+        if found is not None and len(values := found[2]) == 2:
             return _binary(f"label column {_cut(label)!r} holds two classes ({format_values(sorted_values(values))})")
     return DataError(f"no multi-class columns found in {name}: a multi-class table has a label column and one "
                      "column per class, named after the label's values with a prefix "
@@ -303,7 +318,9 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     if k < 3:
         raise _binary(f"{name} has {k} class column{'s' if k != 1 else ''} ({_names(cols)}), and a multi-class "
                       "table has at least three")
-    present, codes, values = label_values(df[label])
+    if k > MAX_CLASSES:
+        raise _too_many_classes(f"{name} has {k:,} class columns")
+    present, codes, values = _label_values(df, label, name)
     pairs = pair(values, layout.suffixes)
     layout = replace(layout, values=values, pairs=pairs)
     unnamed = sorted_values(values[i] for i in range(len(values)) if i not in set(pairs.values()))
@@ -396,7 +413,9 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
         (a binary file); a label value with no class column; fewer than two classes among the usable
         rows; fewer than :data:`~calibdash.data.MIN_ROWS` usable rows; a class column of booleans or
         mostly text; probabilities that are negative, above 1, or in rows that do not sum to 1 within
-        :data:`~calibdash.multiclass.base.SUM_TOLERANCE`.
+        :data:`~calibdash.multiclass.base.SUM_TOLERANCE`; more than
+        :data:`~calibdash.data.limits.MAX_CLASSES` class columns or label values (refused before any work
+        per class).
     """
     name = name or (info.name if info is not None else "data")
     if len(df) == 0:

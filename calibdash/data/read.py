@@ -37,7 +37,7 @@ import pandas as pd
 from ..errors import DataError, EnvironmentProblem, ProgrammingError
 from .compact import compact_text, pa_buffer, parquet_to_frame
 from .limits import (DEFAULT_MAX_BYTES, MAX_CELLS, MAX_COLUMNS, MAX_HEADER_BYTES, MAX_METADATA_ITEMS,
-                     MAX_UNPACKED_BYTES, megabytes)
+                     MAX_UNPACKED_BYTES, limit_name, megabytes)
 from .sniff import (DELIMITER_NAMES, GZIP_MAGIC, PARQUET_MAGIC, SNIFF_BYTES, ZIP_MAGIC, fix_decimal_commas,
                     read_header, sniff_delimiter, sniff_format, unique_names)
 
@@ -420,14 +420,33 @@ def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> 
     if rows * n_cols > max_cells:
         raise _too_many_cells(name, f"{rows:,} rows of {n_cols:,} columns (its Parquet metadata says)",
                               f"{rows * n_cols:,}", max_cells)
-    unpacked = 0
+    decoded = _decoded_bytes(meta, schema)
+    if decoded > MAX_UNPACKED_BYTES:
+        raise DataError(f"{name}'s columns take {megabytes(decoded)} once decoded (its Parquet metadata says: "
+                        f"{rows:,} rows of {n_cols:,} columns), more than the {megabytes(MAX_UNPACKED_BYTES)} a "
+                        f"table may take {limit_name('MAX_UNPACKED_BYTES')}, twice the "
+                        f"{megabytes(DEFAULT_MAX_BYTES)} upload limit; upload a sample of the rows or fewer "
+                        f"columns; {LARGE_DATA_HINT}.")
+
+
+def _decoded_bytes(meta, schema) -> int:
+    """The bytes a Parquet file's columns take once decoded, from its metadata: 8 a row for each column of
+    numbers, dates or booleans, whatever its encoding (a dictionary of a few values is kilobytes on disk),
+    and for text or bytes 8 a row plus the column chunks' uncompressed size (its characters). Stops adding
+    once past :data:`MAX_UNPACKED_BYTES`."""
+    import pyarrow as pa
+
+    rows = meta.num_rows
+    text = [j for j, f in enumerate(schema) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    total = 8 * rows * meta.num_columns
     for i in range(meta.num_row_groups):
-        unpacked += meta.row_group(i).total_byte_size
-        if unpacked > MAX_UNPACKED_BYTES:
-            raise DataError(f"{name}'s column data decompresses to more than {megabytes(MAX_UNPACKED_BYTES)} (its "
-                            f"Parquet metadata says), the most a table may take (twice the "
-                            f"{megabytes(DEFAULT_MAX_BYTES)} upload limit); upload a sample of the rows or fewer "
-                            f"columns; {LARGE_DATA_HINT}.")
+        group = meta.row_group(i)
+        for j in text:
+            total += group.column(j).total_uncompressed_size
+        if total > MAX_UNPACKED_BYTES:
+            break
+    return total
 
 
 def _read_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> pd.DataFrame:

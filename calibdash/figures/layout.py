@@ -3,11 +3,17 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from .text import plain_figure
+
 FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
 
 
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
-    """Apply the house style (white template, compact margins, legend on top) in place; return ``fig``."""
+    """Apply the house style (white template, compact margins, legend on top) in place; return ``fig``.
+
+    The figure's strings so far (names from the data among them) are made plain text for plotly
+    (:func:`calibdash.figures.text.plain_figure`); the pages and the report do it again on the finished
+    figure, for what is added after this call."""
     fig.update_layout(
         template="plotly_white",
         font=dict(family=FONT, size=13),
@@ -22,7 +28,7 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int | None = N
                                      yref="container", font=dict(size=15)))
     if height:
         fig.update_layout(height=height)
-    return fig
+    return plain_figure(fig)
 
 
 #: Grey of the training rows drawn behind a calibration map.

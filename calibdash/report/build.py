@@ -48,12 +48,15 @@ def check_plotlyjs(include_plotlyjs) -> None:
 
 
 def figure_html(figs, include_plotlyjs) -> list[str]:
-    """Each figure's ``<div>``; plotly.js (inline or its CDN tag) goes with the first one only."""
+    """Each figure's ``<div>``; plotly.js (inline or its CDN tag) goes with the first one only. Names from the
+    data in a figure are plain text (:func:`calibdash.figures.text.plain_figure`)."""
     import plotly.io as pio
+
+    from calibdash.figures.text import plain_figure
 
     config = {"responsive": True, "displaylogo": False,
               "toImageButtonOptions": {"format": "png", "scale": 2}}
-    return [pio.to_html(fig, include_plotlyjs=include_plotlyjs if i == 0 else False, full_html=False,
+    return [pio.to_html(plain_figure(fig), include_plotlyjs=include_plotlyjs if i == 0 else False, full_html=False,
                         div_id=f"fig-{key}", config=config, default_height=f"{FIG_HEIGHT}px")
             for i, (key, fig) in enumerate(figs)]
 

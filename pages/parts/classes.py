@@ -27,6 +27,7 @@ from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, evalu
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
 from pages.parts.source import SAMPLE, role_key, source_table, using_large, using_upload
+from pages.parts.text import md
 
 __all__ = ["MODE", "LABEL", "PREFIX", "KIND", "KINDS", "MODES", "detected", "using_classes", "chosen_class_roles",
            "active_class_set", "class_set_or_stop", "top_label_or_stop", "evaluate_chosen", "bootstrap_chosen",
@@ -119,7 +120,7 @@ def active_class_set() -> cdata.ClassSet:
 
 def _refuse(what: str, exc: DataError) -> None:
     """An error box saying ``what`` and why, a link to the Data page, and a stop (never a traceback)."""
-    st.error(f"**{what}:** {exc}")
+    st.error(f"**{what}:** {md(exc)}")
     st.page_link("pages/data.py", label="Go to the Data page to choose the columns or another file",
                  icon=":material/folder_open:")
     st.stop()

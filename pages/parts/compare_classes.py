@@ -25,6 +25,7 @@ from pages.parts.class_methods import class_hyperparams, class_method_label, cla
 from pages.parts.scheme import current_scheme
 from pages.parts.tables import interval_frame
 from pages.parts.widgets import hyperparam_panel, initial
+from pages.parts.text import chart, md
 
 __all__ = ["METHODS", "FALLBACK", "default_methods", "measure_direction", "compare_classes"]
 
@@ -97,7 +98,7 @@ def _measures(ev: ClassEvaluation, cs: cdata.ClassSet, scheme, params: dict, lab
 
 def _confidence(ev: ClassEvaluation, labels: dict, bins, strategy: str) -> None:
     data = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=bins, strategy=strategy)
-    st.plotly_chart(fmulticlass.plot_confidence(data, names=labels), key="compare.classes.confidence")
+    chart(st, fmulticlass.plot_confidence(data, names=labels), key="compare.classes.confidence")
     st.caption(data.caption(labels))
 
 
@@ -124,7 +125,7 @@ def _classwise(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict, strategy: 
         return
     data = mdiagrams.prepare_classwise(ev.predictions, ev.labels, classes=picked, n_bins=bins, order=order,
                                        class_names=names, strategy=strategy)
-    st.plotly_chart(fmulticlass.plot_classwise(data, names=labels, cols=min(PANEL_COLUMNS, len(picked))),
+    chart(st, fmulticlass.plot_classwise(data, names=labels, cols=min(PANEL_COLUMNS, len(picked))),
                     key="compare.classes.classwise")
     st.caption(data.caption(labels) + f" The picker lists the {cs.k} classes "
                + ORDER_NAMES[order] + ".")
@@ -158,7 +159,7 @@ def _simplex(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict) -> None:
     model = ev.models[key if key in ev.models else fitted[0]]
     # the grid holds probabilities; a calibrator of logits reads their logarithms (softmax(log p) = p)
     data = mdiagrams.prepare_simplex_map(lambda G: model.predict_proba(np.log(G) if model.logits else G))
-    st.plotly_chart(fmulticlass.plot_simplex_map(data, class_names=[str(c) for c in cs.classes],
+    chart(st, fmulticlass.plot_simplex_map(data, class_names=[str(c) for c in cs.classes],
                                                  title=f"{labels.get(key, key)} on the simplex"),
                     key="compare.classes.simplex_map")
     st.caption(data.caption() + (" The calibrator reads logits: each grid point is given as its log-"
@@ -215,8 +216,8 @@ def compare_classes() -> None:
     ev = evaluate_chosen(cs, scheme, params)
     labels = class_method_labels(ev.predictions)
     what = "logits, softmaxed for the uncalibrated row" if cs.logits else "probabilities"
-    st.caption(f"{cs.name} · **K = {cs.k}** classes ({what}) · judged on {len(ev.rows):,} held-out rows · "
-               f"{scheme.describe()}" + (f" · {ev.note}" if ev.note else "")
+    st.caption(f"{md(cs.name)} · **K = {cs.k}** classes ({what}) · judged on {len(ev.rows):,} held-out rows · "
+               f"{md(scheme.describe())}" + (f" · {md(ev.note)}" if ev.note else "")
                + " · the address bar holds this view: copy it to share")
     table = _measures(ev, cs, scheme, params, labels)
     st.subheader("Reliability")

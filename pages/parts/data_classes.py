@@ -19,6 +19,7 @@ from calibdash.figures import multiclass as fmulticlass
 from pages.parts import bounded_cache, scheme
 from pages.parts.classes import KIND, KINDS, LABEL, MODE, MODES, PREFIX, active_class_set, detected, evaluate_chosen
 from pages.parts.source import role_key
+from pages.parts.text import chart, md
 from pages.parts.validation import show_report
 from pages.parts.widgets import initial
 
@@ -43,8 +44,8 @@ def mode_control(sha: str, df: pd.DataFrame, box=st) -> str:
 
 
 def _names(items, limit: int = _NAMED) -> str:
-    """Up to ``limit`` names in backticks; beyond, the first ``limit - 1``, how many more, and the last."""
-    items = [f"`{c}`" for c in items]
+    """Up to ``limit`` names (escaped Markdown); beyond, the first ``limit - 1``, how many more, and the last."""
+    items = [md(c) for c in items]
     if len(items) <= limit:
         return ", ".join(items)
     return ", ".join(items[:limit - 1]) + f", … {len(items) - limit} more …, " + items[-1]
@@ -98,11 +99,11 @@ def _found(cs: cdata.ClassSet) -> None:
     st.subheader("What was found")
     m1, m2, m3 = st.columns(3)
     m1.metric("Classes (K)", f"{cs.k}")
-    m2.metric("Label column", cs.label_column)
+    m2.metric("Label column", md(cs.label_column))
     m3.metric("Class columns hold", "logits" if cs.logits else "probabilities")
-    prefix = f"prefix `{cs.prefix}`" if cs.prefix else "named after the classes"
+    prefix = f"prefix {md(cs.prefix)}" if cs.prefix else "named after the classes"
     st.markdown(f"**Classes:** {_names(cs.classes)}  \n**Class columns** ({prefix}): {_names(cs.columns)}"
-                + (f"  \n**Split column:** `{cs.split_column}`" if cs.split_column else ""))
+                + (f"  \n**Split column:** {md(cs.split_column)}" if cs.split_column else ""))
     if cs.logits:
         st.info("**These columns hold logits.** Each row was turned into probabilities by the softmax, "
                 "p_k = e^(z_k) / Σ_j e^(z_j), for every measure, table and diagram; the calibrators read the "
@@ -115,7 +116,7 @@ def _report(cs: cdata.ClassSet) -> None:
     show_report(cs.report, ("Accuracy (top class)", f"{accuracy:.1%}"))
     with st.expander("Details", expanded=False):
         for msg in cs.report.messages:
-            st.markdown(f"- {msg}")
+            st.markdown(f"- {md(msg)}")
 
 
 def _classes_and_calibration(cs: cdata.ClassSet) -> None:
@@ -130,7 +131,7 @@ def _classes_and_calibration(cs: cdata.ClassSet) -> None:
     st.subheader("How calibrated are these probabilities?")
     _, measures, conf = _raw_view(cs.content_key(), cs)
     g1, g2 = st.columns([1, 1])
-    g1.plotly_chart(fmulticlass.plot_confidence(conf, names={UNCALIBRATED: "uncalibrated"},
+    chart(g1, fmulticlass.plot_confidence(conf, names={UNCALIBRATED: "uncalibrated"},
                                                 title="Confidence reliability (all rows)"),
                     key="data.classes.confidence")
     g1.caption(conf.caption())
@@ -151,7 +152,7 @@ def class_page(df: pd.DataFrame, info) -> None:
     mode_control(sha, df)
     _role_widgets(sha, df, cs)
     if cs is None:
-        st.error(f"**This table cannot be read as K classes:** {problem}")
+        st.error(f"**This table cannot be read as K classes:** {md(problem)}")
         with st.expander("Preview of the file", expanded=True):
             st.dataframe(df.head(50))
         return
@@ -162,9 +163,9 @@ def class_page(df: pd.DataFrame, info) -> None:
     chosen = scheme.scheme_widgets(cs)
     try:
         base = evaluate_chosen(cs, chosen, {})
-        st.success(scheme.scheme_line(cs) + (f" ({base.note})" if base.note else "")
+        st.success(scheme.scheme_line(cs) + (f" ({md(base.note)})" if base.note else "")
                    + f": {len(base.rows):,} rows are held out.")
     except (DataError, SettingsError) as exc:
-        st.error(f"**This evaluation scheme does not work here:** {exc}")
+        st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
     with st.expander("Preview of the file", expanded=False):
         st.dataframe(df.head(200))

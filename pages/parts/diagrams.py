@@ -37,6 +37,7 @@ from calibdash import cells as ccells, data as cdata, diagrams as cdiagrams, eva
 from calibdash.diagrams import AUTO, AUTO_RULE, BINNED, CORP, KINDS, N_BOOT, SMOOTH, TITLES
 from calibdash.explain.venn_abers import band_grid, interval_band
 from calibdash.figures import diagrams as fdiagrams
+from pages.parts.text import md
 from pages.parts.widgets import initial
 from pages.parts import bounded_cache
 
@@ -148,7 +149,8 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
     ``band`` the smooth diagram's 95% bootstrap band or CORP's 90% consistency band (ignored for Binned, which
     draws each bin's interval); ``n_bins`` (a count or ``"auto"``) and ``strategy`` the binned diagram's;
     ``weights`` ``Evaluation.weights`` on score cells; ``title`` default the type's. The smooth and CORP data
-    come from this module's caches, under a spinner while a band is resampled.
+    come from this module's caches, under a spinner while a band is resampled. The caption is Markdown, the
+    columns' names in it escaped (:func:`pages.parts.text.md`).
     """
     kind = cdiagrams.check_kind(kind)
     if kind == BINNED:
@@ -159,7 +161,8 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
         with st.spinner(_SPINNERS[kind]) if band else nullcontext():
             data = prepare(predictions, labels, weights, band=band, n_boot=n_boot, column=column)
     kw = {} if title is _DEFAULT_TITLE else {"title": title}
-    return fdiagrams.plot(data, names=names, height=height, **kw), data.caption(names)
+    shown = {k: md(v) for k, v in cdiagrams.display_names(names, predictions.columns).items()}
+    return fdiagrams.plot(data, names=names, height=height, **kw), data.caption(shown)
 
 
 def draw(predictions: pd.DataFrame, labels, weights=None, **kw) -> go.Figure:

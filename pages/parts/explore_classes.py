@@ -21,6 +21,7 @@ from pages.parts.classes import class_set_or_stop, evaluate_chosen, frozen
 from pages.parts.scheme import current_scheme
 from pages.parts.tables import bold_best
 from pages.parts.widgets import hyperparam_widgets
+from pages.parts.text import chart, md
 
 __all__ = ["render", "DEFAULT_METHOD", "class_metrics_frame", "BIN_CHOICES"]
 
@@ -69,21 +70,21 @@ def render() -> None:
     names = [str(c) for c in cs.classes]
     with right:
         what = "logits" if cs.logits else "probabilities"
-        st.caption(f"{cs.name} · {cs.k} classes ({what}) · fitted on {ev.fit_rows.size:,} rows, judged on "
-                   f"{ev.rows.size:,} held-out rows ({scheme.describe()})"
-                   + (f"; {ev.note}" if ev.notes else ""))
+        st.caption(f"{md(cs.name)} · {cs.k} classes ({what}) · fitted on {ev.fit_rows.size:,} rows, judged on "
+                   f"{ev.rows.size:,} held-out rows ({md(scheme.describe())})"
+                   + (f"; {md(ev.note)}" if ev.notes else ""))
         st.dataframe(class_metrics_frame(ev.metrics, labels))
         st.caption("ECE, MCE: confidence (top probability) with 15 equal-width bins; cwECE: class-wise ECE, the "
                    "mean over classes (Kull et al. 2019); LogLoss and Brier over all classes; Overconfidence: "
                    "mean confidence minus accuracy (0 is ideal).")
         c1, c2 = st.columns([2, 3])
         conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=n_bins)
-        c1.plotly_chart(fmulti.plot_confidence(conf, names=labels, title="Confidence reliability: before and after"),
+        chart(c1, fmulti.plot_confidence(conf, names=labels, title="Confidence reliability: before and after"),
                         key="explore.mc.confidence")
         c1.caption(conf.caption(labels))
         wise = mdiagrams.prepare_classwise(ev.predictions, ev.labels, n_bins=n_bins, class_names=names,
                                            max_panels=CLASSWISE_PANELS)
-        c2.plotly_chart(fmulti.plot_classwise(wise, names=labels, cols=3, panel_height=250,
+        chart(c2, fmulti.plot_classwise(wise, names=labels, cols=3, panel_height=250,
                                               title="Class-wise reliability: before and after (worst classes)"),
                         key="explore.mc.classwise")
         c2.caption(wise.caption(labels))
@@ -104,13 +105,13 @@ def _inside(inside: ClassExplanation, model) -> None:
                     + ". The fitting rows' curve is what the solver minimised; the held-out curve shows how well "
                       "that T carries over.")
     if inside.kind == "top_label":
-        pooled = ", ".join(inside.classes[c] for c in inside.pooled) or "none"
+        pooled = ", ".join(md(inside.classes[c]) for c in inside.pooled) or "none"
         st.markdown(f"Classes predicted in fewer than {model.min_rows:g} fitting rows share the pooled map: "
                     f"**{pooled}**.")
     for note in inside.notes:
-        st.info(note, icon=":material/info:")
+        st.info(md(note), icon=":material/info:")
     cols = st.columns(2) if len(figs) > 1 else [st.container()]
     for i, (title, fig) in enumerate(figs):
         with cols[i % len(cols)]:
-            st.markdown(f"**{title}**")
-            st.plotly_chart(fig, key=f"explore.mc.inner.{i}")
+            st.markdown(f"**{md(title)}**")
+            chart(st, fig, key=f"explore.mc.inner.{i}")

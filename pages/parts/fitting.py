@@ -38,6 +38,7 @@ from calibdash import bootstrap as cboot, calibrators, cells as ccells, crossfit
 from calibdash.evaluation import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
 from pages.parts import bounded_cache
+from pages.parts.text import md
 
 __all__ = ["frozen_params", "path", "is_large", "on_cells", "rows_reason", "evaluate_methods", "judged_line",
            "bootstrap",
@@ -147,9 +148,9 @@ def judged_line(ev: Evaluation, scheme: Scheme) -> str:
     """What the metrics were judged on, for a page's caption: on score cells what the cells summarise, the
     held-out rows and the scheme as the cells divide rows (by a hash of their position)."""
     if ev.weights is None:
-        line = f"judged on {ev.n_judged:,} held-out rows · {scheme.describe()}"
-        return f"{line} · {ev.note}" if ev.note else line
-    return f"{ev.note} · judged on {ev.n_judged:,} held-out rows · {scheme.describe(on_cells=True)}"
+        line = f"judged on {ev.n_judged:,} held-out rows · {md(scheme.describe())}"
+        return f"{line} · {md(ev.note)}" if ev.note else line
+    return f"{md(ev.note)} · judged on {ev.n_judged:,} held-out rows · {md(scheme.describe(on_cells=True))}"
 
 
 # -- intervals ---------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import streamlit as st
 from calibdash import jobs
 from calibdash.errors import CalibdashError
 from pages.parts.server_settings import registry
+from pages.parts.text import md
 
 __all__ = ["Pending", "run", "stop_page", "raise_pending", "show_stopped", "forget_stopped", "STOPPED", "HELD"]
 
@@ -73,7 +74,7 @@ def run(slot: str, key: str, what: str, work, keep, fail: str, note: str = "", h
     try:
         job = reg.submit(key, work, owner=me, what=what)
     except CalibdashError as exc:           # the queue is full
-        st.warning(f"**{fail}:** {exc}")
+        st.warning(f"**{fail}:** {md(exc)}")
         halt()
     _hold(slot, key)
     if synchronous:
@@ -85,7 +86,7 @@ def run(slot: str, key: str, what: str, work, keep, fail: str, note: str = "", h
             keep(job.result)
             return job.result
         why, level = jobs.stopped_note(job, log)
-        _note(key, f"**{fail}:** {why}", level)
+        _note(key, f"**{fail}:** {md(why)}", level)
         show_stopped(key)
     else:
         _progress(key, what, note)
@@ -98,7 +99,7 @@ def _progress(key: str, what: str, note: str) -> None:
     now = registry().renew(key, owner())
     if now is None:
         st.rerun()
-    status = st.status(f"{what}…", state="running", expanded=True)
+    status = st.status(f"{md(what)}…", state="running", expanded=True)
     title, text = now.headline()
     status.markdown(f"**{title}:** {text}")
     if now.progress is not None:
@@ -115,7 +116,7 @@ def _cancel(key: str, what: str) -> None:
     """This session no longer waits for the job (which stops when no other session does)."""
     job = registry().release(key, owner())
     st.session_state[HELD] = {k: v for k, v in (st.session_state.get(HELD) or {}).items() if v != key}
-    _note(key, jobs.cancelled_note(job, what), "warning")
+    _note(key, md(jobs.cancelled_note(job, what)), "warning")
 
 
 def show_stopped(key: str) -> bool:

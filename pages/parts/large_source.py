@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import streamlit as st
 from pages.parts import bounded_cache, job_panel
 from pages.parts.server_settings import available, data_root, registry
+from pages.parts.text import md
 
 from calibdash.data import LargeData
 from calibdash.data.guard import data_root_from_env
@@ -71,7 +72,7 @@ def _aggregate_or_stop(src: LargeSource, scheme, need_all: bool = False) -> None
     try:
         src.check(scheme)
     except SettingsError as exc:
-        st.error(f"**This evaluation scheme does not work on this source:** {exc}")
+        st.error(f"**This evaluation scheme does not work on this source:** {md(exc)}")
         st.stop()
     job_panel.run("aggregate", key, f"Aggregating {src.describe()} with DuckDB",
                   lambda job: src.aggregate(job, scheme, need_all), lambda got: CELLS.update(src.kept(scheme, got)),
@@ -106,7 +107,7 @@ def large_data_or_stop() -> LargeData:
     try:
         src = _active()
     except CalibdashError as exc:
-        st.error(f"**The large source cannot be used:** {exc}")
+        st.error(f"**The large source cannot be used:** {md(exc)}")
         st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
         st.stop()
     if CELLS.get(src.key()) is None:
@@ -124,7 +125,7 @@ def schema_or_stop() -> dict:
         src = _active()
         return _read_step(*large.schema_step(src.root, src.plan))
     except CalibdashError as exc:
-        st.error(f"**The large source cannot be read:** {exc}")
+        st.error(f"**The large source cannot be read:** {md(exc)}")
     except job_panel.Pending:
         pass
     st.stop()
@@ -164,11 +165,11 @@ def source_inputs() -> None:
     try:
         root = data_root()
     except EnvironmentProblem as exc:
-        st.error(f"**Large sources are misconfigured on this server:** {exc}")
+        st.error(f"**Large sources are misconfigured on this server:** {md(exc)}")
         st.stop()
     shown = st.radio("Large source", list(KINDS.values()), key=K_KIND, horizontal=True, persist_state="session")
     kind = {v: k for k, v in KINDS.items()}.get(shown, "files")
-    st.caption(f"Data root: `{root.root}`. Only files under it can be read; the rows stay on the server and "
+    st.caption(f"Data root: {md(root.root)}. Only files under it can be read; the rows stay on the server and "
                "DuckDB summarises them into score cells.")
     spec = {"kind": kind}
     if kind == "files":
@@ -204,11 +205,12 @@ def source_inputs() -> None:
         plan = resolve_plan(root, spec)
         schema = _read_step(*large.schema_step(root, plan))
     except CalibdashError as exc:
-        st.error(f"**This source cannot be read:** {exc}")
+        st.error(f"**This source cannot be read:** {md(exc)}")
         return
     except job_panel.Pending:    # reading: its progress and Cancel are shown (or why it stopped)
         return
-    st.caption(plan.describe(root) + " · columns: " + cplan.describe_columns(schema["columns"], schema["types"]))
+    st.caption(md(plan.describe(root)) + " · columns: "
+               + md(cplan.describe_columns(schema["columns"], schema["types"])))
     roles = {}
     for column, role, label in zip(st.columns(3), large.ROLES, ROLE_LABELS):
         options, index = large.role_choices(schema, role, roles)

@@ -6,6 +6,7 @@ import logging
 import streamlit as st
 
 from calibdash.errors import DataError, EnvironmentProblem, SettingsError
+from pages.parts.text import md
 
 __all__ = ["HEADINGS", "SOMETHING_WENT_WRONG", "show_problem"]
 
@@ -21,11 +22,12 @@ SOMETHING_WENT_WRONG = "Something went wrong"
 
 
 def show_problem(exc: Exception, box=st) -> None:
-    """An error box for ``exc`` in ``box``: the user's data, a setting, the server, or a bug (logged)."""
+    """An error box for ``exc`` in ``box``: the user's data, a setting, the server, or a bug (logged); its text
+    (which may quote the data's names) shown literally, not as Markdown."""
     for kind, heading in HEADINGS.items():
         if isinstance(exc, kind):
-            box.error(f"**{heading}:** {exc}")
+            box.error(f"**{heading}:** {md(exc)}")
             return
     log.error("page failed", exc_info=exc)          # a bug (ProgrammingError or anything else)
-    box.error(f"**{SOMETHING_WENT_WRONG}** ({type(exc).__name__}: {exc}). "
+    box.error(f"**{SOMETHING_WENT_WRONG}** ({type(exc).__name__}: {md(exc)}). "
               "The details are in the server log; please report them.")

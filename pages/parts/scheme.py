@@ -10,6 +10,7 @@ import streamlit as st
 
 from calibdash import data as cdata
 from calibdash.evaluation import Scheme, use_cells_for
+from pages.parts.text import md
 from pages.parts.widgets import initial
 
 __all__ = ["KINDS", "KIND", "TEST_SIZE", "SEED", "N_FOLDS", "TRAIN_VALUE", "DEFAULT", "current_scheme",
@@ -28,6 +29,7 @@ DEFAULT = Scheme()
 #: What the Data page's sliders offer (a shared link outside these is ignored, with a warning).
 TEST_SIZE_RANGE = (0.1, 0.5)
 N_FOLDS_RANGE = (2, 10)
+SEED_RANGE = (0, 10_000)
 
 
 #: What the scheme reads of the data: a binary ScoreSet (or a large source) or a K-class ClassSet; both carry
@@ -54,7 +56,8 @@ def current_scheme(ss: Data | None = None) -> Scheme:
 
 
 def scheme_line(ss: Data) -> str:
-    """The scheme in words, naming the split column and its parts when the file's own split is used.
+    """The scheme in words (Markdown, the names in it escaped), naming the split column and its parts when the
+    file's own split is used.
 
     Above ``CELLS_MIN_ROWS`` rows binary evaluations run on score cells, whose
     rows are divided by a hash of their position: the line says so, and that
@@ -64,18 +67,18 @@ def scheme_line(ss: Data) -> str:
     scheme = current_scheme(ss)
     if scheme.kind == "column" and ss.split_column:
         parts = pd.Series(ss.split).value_counts()
-        return (f"The file's split column `{ss.split_column}`: "
-                + ", ".join(f"{k} ({v:,} rows)" for k, v in parts.items()))
+        return (f"The file's split column {md(ss.split_column)}: "
+                + ", ".join(f"{md(k)} ({v:,} rows)" for k, v in parts.items()))
     if isinstance(ss, cdata.ClassSet) or not use_cells_for(ss.n_rows):
-        return scheme.describe()
-    line = scheme.describe(on_cells=True)
+        return md(scheme.describe())
+    line = md(scheme.describe(on_cells=True))
     if ss.features is not None and scheme.kind in ("split", "kfold"):
         line += "; stratified on rows when MBCT reads the feature columns"
     return line
 
 
 def _seed_input() -> None:
-    st.number_input("Seed", 0, 10_000, key=SEED, persist_state="session", **initial(SEED, value=DEFAULT.seed))
+    st.number_input("Seed", *SEED_RANGE, key=SEED, persist_state="session", **initial(SEED, value=DEFAULT.seed))
 
 
 def scheme_widgets(ss: Data) -> Scheme:

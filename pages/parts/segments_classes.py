@@ -15,6 +15,7 @@ from calibdash.groups import column_for_rows
 from calibdash.keyed.rows import row_keys
 from calibdash.multiclass.groups import classwise_ece_by_group
 from pages.parts import bounded_cache
+from pages.parts.text import md
 
 __all__ = ["TOP_LABEL_NAMES", "CLASSWISE", "stat_names", "intro", "true_class_warning", "classwise",
            "classwise_note", "on_confidence_note", "last_columns"]
@@ -38,16 +39,17 @@ def predicted_column(ss) -> str:
 def intro(cs, ss) -> None:
     """The caption under the title, and for a K-class table what the page judges of it."""
     if cs is None:
-        st.caption(f"{ss.name} · score **{ss.score}** · label **{ss.label_column}** · {ss.n_rows:,} usable rows")
+        st.caption(f"{md(ss.name)} · score **{md(ss.score)}** · label **{md(ss.label_column)}** · "
+                   f"{ss.n_rows:,} usable rows")
         return
-    st.caption(f"{ss.name} · **K = {cs.k}** classes · score **{ss.score}** (the top class's probability) · "
-               f"outcome **{ss.label_column}** · {ss.n_rows:,} usable rows")
+    st.caption(f"{md(ss.name)} · **K = {cs.k}** classes · score **{md(ss.score)}** (the top class's probability) · "
+               f"outcome **{md(ss.label_column)}** · {ss.n_rows:,} usable rows")
     st.info(f"A K-class table: this page judges its **top-label (confidence) calibration**, the binary view of "
             f"Gupta & Ramdas (2022): each row's confidence (the probability of its most probable class) against "
             f"whether that class is the true one. Per group and per period: the accuracy, the mean confidence, "
             f"the confidence ECE, and the Brier score, log-loss and AUC of that pair (AUC: how well the "
             f"confidence tells right from wrong); **{CLASSWISE}** adds the class-wise ECE (every class's "
-            f"probability). Group by **{predicted_column(ss)}** (the reduction's last column) to check top-label "
+            f"probability). Group by **{md(predicted_column(ss))}** (the reduction's last column) to check top-label "
             "calibration class by class.", icon=":material/info:")
 
 
@@ -57,7 +59,8 @@ def true_class_warning(cs, ss, column: str) -> None:
         st.warning(f"Grouped by the **true** class: groups chosen by the outcome are not calibrated even for a "
                    f"calibrated model (picking rows by their true class changes how often the top class is right "
                    f"at a given confidence), so these ECEs are not calibration errors. Group by "
-                   f"**{predicted_column(ss)}** for top-label calibration class by class.", icon=":material/warning:")
+                   f"**{md(predicted_column(ss))}** for top-label calibration class by class.",
+                   icon=":material/warning:")
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="16MB")

@@ -15,7 +15,7 @@ from calibdash.cli.monitor import PERIOD_WORDS
 from calibdash.scheme import Scheme
 from pages.parts.fitting import is_large
 
-__all__ = ["PROGRAM", "source_args", "groups_argv", "drift_argv", "caption"]
+__all__ = ["PROGRAM", "COMMAND_CAPTION", "source_args", "groups_argv", "drift_argv", "caption"]
 
 #: How the command is started.
 PROGRAM = ("python", "-m", "calibdash")
@@ -67,7 +67,18 @@ def drift_argv(source: list, column: str, freq: str, n_bins: int, n_boot: int, s
             "--method", method]
 
 
+#: The caption above a shown command (tests find the command by it).
+COMMAND_CAPTION = "The same numbers on the command line (add `--json` for records):"
+
+
 def caption(box, argv: list | None) -> None:
-    """The command under a table, in ``box`` (nothing when there is no equivalent)."""
+    """The command under a table, in ``box`` (nothing when there is no equivalent).
+
+    The command is shown as code (``st.code``, a code block whose text is never read as Markdown), so the
+    text a user copies is exactly ``shlex.join(argv)``, which a POSIX shell splits back into ``argv``
+    whatever quotes, backticks, ``$(...)`` or line breaks a column or file name holds. Inside a Markdown
+    code span such a name could end the span, and a copied command run what the name spelled.
+    """
     if argv:
-        box.caption(f"The same numbers on the command line (add `--json` for records): `{shlex.join(argv)}`")
+        box.caption(COMMAND_CAPTION)
+        box.code(shlex.join(argv), language="bash", wrap_lines=True)

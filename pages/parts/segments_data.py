@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from calibdash.data.limits import MAX_GROUP_VALUES, limit_name
+from calibdash.errors import SettingsError
 from calibdash.evaluation import cell_parts
 from calibdash.groups import column_for_rows
 from calibdash.keyed import Key, KeyedCells
@@ -27,7 +29,8 @@ from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
 from pages.parts.fitting import is_large
 
-__all__ = ["Cells", "keyed", "by_key", "fix_keys", "over_periods", "staleness_of", "group_diagram_rows"]
+__all__ = ["Cells", "check_group_values", "keyed", "by_key", "fix_keys", "over_periods", "staleness_of",
+           "group_diagram_rows"]
 
 
 class Cells(NamedTuple):
@@ -37,11 +40,27 @@ class Cells(NamedTuple):
     kc: KeyedCells
 
 
+def check_group_values(values: pd.Series, key: Key) -> None:
+    """Refuse a group column of text with more than :data:`~calibdash.data.limits.MAX_GROUP_VALUES` distinct
+    values, counted in one pass (a hash of the values) before any work per group; a column of numbers is cut
+    into quantile groups whatever its distinct values, and a period key counts periods, not values."""
+    if key.kind != "group" or (pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)):
+        return
+    n = len(values.cat.categories) if isinstance(values.dtype, pd.CategoricalDtype) else values.nunique()
+    if n > MAX_GROUP_VALUES:
+        raise SettingsError(f"{key.column} has {n:,} distinct values, more than the {MAX_GROUP_VALUES:,} a group "
+                            f"column may have {limit_name('MAX_GROUP_VALUES')}, and far more than the "
+                            f"{key.max_groups} groups that can be compared side by side: choose a column of "
+                            "fewer values, or bin this one into fewer.")
+
+
 @bounded_cache.cache_data(show_spinner="Summarising the rows into keyed score cells…", max_entries=16,
                           max_size="256MB")
 def _rows_keyed(data_key: str, key: Key, scheme: Scheme | None, _ss) -> KeyedCells:
     part = None if scheme is None else cell_parts(_ss.n_rows, scheme, _ss.split)
-    return keyed_cells(_ss.scores, _ss.labels, column_for_rows(_ss, key.column), key, part)
+    values = column_for_rows(_ss, key.column)
+    check_group_values(values, key)
+    return keyed_cells(_ss.scores, _ss.labels, values, key, part)
 
 
 def keyed(ss, key: Key, scheme: Scheme | None = None) -> Cells:
@@ -51,7 +70,9 @@ def keyed(ss, key: Key, scheme: Scheme | None = None) -> Cells:
     Raises
     ------
     DataError, SettingsError
-        As :func:`calibdash.keyed.rows.keyed_cells` (uploads; a large source's job says why it stopped).
+        As :func:`calibdash.keyed.rows.keyed_cells` (uploads; a large source's job says why it stopped), and
+        a group column of text past :data:`~calibdash.data.limits.MAX_GROUP_VALUES` distinct values
+        (:func:`check_group_values`).
     """
     if is_large(ss):
         from pages.parts.large_source import keyed_or_stop

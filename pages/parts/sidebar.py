@@ -7,6 +7,7 @@ from calibdash.errors import DataError
 from pages.parts.classes import active_class_set, using_classes
 from pages.parts.scheme import current_scheme, scheme_line
 from pages.parts.source import active_score_set, using_large
+from pages.parts.text import md
 from pages.parts.url_state import IGNORED
 
 __all__ = ["sidebar_summary"]
@@ -16,7 +17,8 @@ def sidebar_summary() -> None:
     """The active data set and evaluation scheme, or why the data cannot be used."""
     ignored = st.session_state.get(IGNORED)
     if ignored:
-        st.warning("This link holds settings that cannot be used, so the defaults stand: " + "; ".join(ignored) + ".")
+        st.warning("This link holds settings that cannot be used, so the defaults stand: "
+                   + md("; ".join(ignored)) + ".")
     with st.sidebar:
         st.markdown("**Active data**")
         if using_large():
@@ -28,10 +30,11 @@ def sidebar_summary() -> None:
         try:
             ss = active_score_set()
         except DataError as exc:
-            st.error(str(exc))
+            st.error(md(exc))
             return
-        st.caption(f"{ss.name} · {ss.n_rows:,} rows\n\n"
-                   f"score **{ss.score}** · label **{ss.label_column}** (positive = {ss.positive_label!r})")
+        st.caption(f"{md(ss.name)} · {ss.n_rows:,} rows\n\n"
+                   f"score **{md(ss.score)}** · label **{md(ss.label_column)}** "
+                   f"(positive = {md(repr(ss.positive_label))})")
         if ss.report.mapped.get(ss.score):
             st.caption("Scores outside [0, 1] were mapped by the logistic function.")
         st.markdown("**Evaluation**")
@@ -43,12 +46,12 @@ def _class_summary() -> None:
     try:
         cs = active_class_set()
     except DataError as exc:
-        st.error(str(exc))
+        st.error(md(exc))
         return
     what = "logits, softmaxed" if cs.logits else "probabilities"
-    columns = f"prefix **{cs.prefix}**" if cs.prefix else "named after the classes"
-    st.caption(f"{cs.name} · {cs.n_rows:,} rows · **{cs.k} classes**\n\n"
-               f"label **{cs.label_column}** · class columns {columns} ({what})")
+    columns = f"prefix **{md(cs.prefix)}**" if cs.prefix else "named after the classes"
+    st.caption(f"{md(cs.name)} · {cs.n_rows:,} rows · **{cs.k} classes**\n\n"
+               f"label **{md(cs.label_column)}** · class columns {columns} ({what})")
     st.markdown("**Evaluation**")
     st.caption(scheme_line(cs))
 
@@ -59,13 +62,14 @@ def _large_summary() -> None:
 
     ld = large_source.peek()
     if isinstance(ld, str):
-        st.caption(f"Large data · {ld}")
+        st.caption(f"Large data · {md(ld)}")
         return
-    st.caption(f"{ld.name} · {ld.describe()}\n\n"
-               f"score **{ld.score}** · label **{ld.label_column}** (positive = {ld.positive_label!r})")
+    st.caption(f"{md(ld.name)} · {md(ld.describe())}\n\n"
+               f"score **{md(ld.score)}** · label **{md(ld.label_column)}** "
+               f"(positive = {md(repr(ld.positive_label))})")
     if ld.mapped_range:
         st.caption("Scores outside [0, 1] were mapped by the logistic function.")
     st.markdown("**Evaluation**")
     scheme = current_scheme(ld)
-    st.caption(f"The split column `{ld.split_column}`" if scheme.kind == "column"
-               else scheme.describe(on_cells=True))
+    st.caption(f"The split column {md(ld.split_column)}" if scheme.kind == "column"
+               else md(scheme.describe(on_cells=True)))

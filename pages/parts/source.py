@@ -23,6 +23,7 @@ import streamlit as st
 from calibdash import data as cdata, samples
 from calibdash.errors import DataError
 from pages.parts import bounded_cache
+from pages.parts.text import md
 
 __all__ = ["UPLOAD", "SOURCE", "SAMPLE", "SOURCES", "NONE", "remember_upload", "using_upload", "source_table",
            "role_key", "chosen_roles", "active_score_set", "score_set_or_stop", "using_large", "LARGE"]
@@ -171,7 +172,7 @@ def score_set_or_stop() -> cdata.ScoreSet:
     try:
         return active_score_set()
     except DataError as exc:
-        st.error(f"**This data cannot be used:** {exc}")
+        st.error(f"**This data cannot be used:** {md(exc)}")
         st.page_link("pages/data.py", label="Go to the Data page to choose another file or sample",
                      icon=":material/folder_open:")
         st.stop()

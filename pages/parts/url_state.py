@@ -4,10 +4,16 @@ The binary Compare's calibrators travel as ``methods``, the K-class Compare's mu
 ``mc_methods`` (names of :func:`calibdash.multiclass.available`, composites such as ``ovr:isotonic``
 included); each method's hyperparameters as ``<method>.<name>``, the widgets' keys
 (:func:`pages.parts.widgets.hp_key`) for both kinds.
+
+Anyone can write an address, so every field is checked before it reaches a widget: a number within
+the range its widget offers (finite, of the widget's type), a word among the widget's choices, a list
+of known names each once (a name twice would give two widgets one key). A field that fails is left
+out, and the sidebar says which and why (:data:`IGNORED`); the page runs on its defaults.
 """
 from __future__ import annotations
 
 import logging
+import math
 
 import streamlit as st
 
@@ -26,6 +32,9 @@ METHODS = "compare.methods"
 #: Widget key of the K-class Compare's choice of multi-class methods (pages/parts/compare_classes.py).
 CLASS_METHODS = "compare.mc.methods"
 _URL_WRITTEN = "_url_written"      # the parameters this session last wrote
+#: Longest value a field may have (a list of every method's name fits many times over).
+MAX_VALUE_CHARS = 2_000
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 #: session_state key: the link's parameters that could not be used, with why (shown in the sidebar).
 IGNORED = "_url_ignored"
 
@@ -36,16 +45,25 @@ def _within(parse, low, high, choices=None):
         value = parse(text)
         if choices is not None and value not in choices:
             raise ValueError(f"not one of {', '.join(map(str, choices))}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("not a finite number")
         if low is not None and not (low <= value <= high):
             raise ValueError(f"outside {low:g} to {high:g}")
         return value
     return checked
 
 
+def _boolean(text: str) -> bool:
+    word = text.strip().lower()
+    if word not in _TRUE + _FALSE:
+        raise ValueError("not true or false")
+    return word in _TRUE
+
+
 def _hp_codec(hp):
     """(parse, format) between a hyperparameter's value and its URL text."""
     if hp.kind == "bool":
-        return (lambda t: t.lower() in ("1", "true", "yes")), (lambda v: "true" if v else "false")
+        return _boolean, (lambda v: "true" if v else "false")
     if hp.kind == "int":
         return _within(int, hp.low, hp.high), str
     if hp.kind == "float":
@@ -56,14 +74,16 @@ def _hp_codec(hp):
     return str, str
 
 
-def _known_methods(text: str) -> list[str]:
-    known = calibrators.available()
-    return [m for m in split_names(text) if m in known]
+def _known(available):
+    """Parse of a list of names: the known ones, each once, in the order given (unknown names are dropped)."""
+    def names(text: str) -> list[str]:
+        known = set(available())
+        return list(dict.fromkeys(m for m in split_names(text) if m in known))
+    return names
 
 
-def _known_class_methods(text: str) -> list[str]:
-    known = multiclass.available()
-    return [m for m in split_names(text) if m in known]
+def _samples() -> tuple:
+    return (*samples.SAMPLES, *samples.CLASS_SAMPLES)
 
 
 def _hp_entries(methods, known, specs) -> dict:
@@ -82,12 +102,12 @@ def url_spec(methods, class_methods=()) -> dict:
     """URL parameter -> (session key, parse, format) for the shareable state of Compare: the binary
     ``methods``' hyperparameters and the multi-class ``class_methods``' ones."""
     spec = {
-        "sample": (SAMPLE, str, str),
-        "methods": (METHODS, _known_methods, ",".join),
-        "mc_methods": (CLASS_METHODS, _known_class_methods, ",".join),
-        "scheme": (scheme.KIND, str, str),
+        "sample": (SAMPLE, _within(str, None, None, _samples()), str),
+        "methods": (METHODS, _known(calibrators.available), ",".join),
+        "mc_methods": (CLASS_METHODS, _known(multiclass.available), ",".join),
+        "scheme": (scheme.KIND, _within(str, None, None, tuple(scheme.KINDS)), str),
         "test_size": (scheme.TEST_SIZE, _within(float, *scheme.TEST_SIZE_RANGE), repr),
-        "seed": (scheme.SEED, int, str),
+        "seed": (scheme.SEED, _within(int, *scheme.SEED_RANGE), str),
         "folds": (scheme.N_FOLDS, _within(int, *scheme.N_FOLDS_RANGE), str),
     }
     spec.update(_hp_entries(methods, calibrators.available(), lambda m: calibrators.get_class(m).hyperparams))
@@ -112,12 +132,14 @@ def apply_url_state() -> None:
             continue
         key, parse, _ = spec[param]
         try:
+            if len(text) > MAX_VALUE_CHARS:
+                raise ValueError(f"longer than {MAX_VALUE_CHARS:,} characters")
             st.session_state[key] = parse(text)
-        except (TypeError, ValueError) as exc:
-            log.warning("ignoring URL parameter %s=%r", param, text)
-            ignored.append(f"{param}={text} ({exc})")
+        except (TypeError, ValueError, OverflowError) as exc:
+            log.warning("ignoring URL parameter %s=%r", param, text[:200])
+            ignored.append(f"{param}={text[:80]}{'…' if len(text) > 80 else ''} ({exc})")
     st.session_state[IGNORED] = ignored
-    if "sample" in qp and (qp["sample"] in samples.SAMPLES or qp["sample"] in samples.CLASS_SAMPLES):
+    if qp.get("sample") in _samples():
         st.session_state[SOURCE] = "Sample"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from calibdash.data import ValidationReport
+from pages.parts.text import md, md_list
 
 __all__ = ["show_report"]
 
@@ -15,9 +16,9 @@ def show_report(rep: ValidationReport, last: tuple[str, str]) -> None:
     m1.metric("Rows read", f"{rep.n_read:,}")
     m2.metric("Rows used", f"{rep.n_used:,}")
     m3.metric("Rows dropped", f"{sum(rep.dropped.values()):,}")
-    m4.metric(*last)
+    m4.metric(last[0], md(last[1]))
     for reason, n in rep.dropped.items():
         if n:
             such = rep.dropped_examples.get(reason)
-            st.warning(f"{n:,} rows dropped: {reason}" + (f", such as {', '.join(map(repr, such))}" if such else "")
+            st.warning(f"{n:,} rows dropped: {md(reason)}" + (f", such as {md_list(map(repr, such))}" if such else "")
                        + ".")
