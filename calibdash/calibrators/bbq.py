@@ -158,6 +158,8 @@ VARIANTS = ("paper", "authors")
 RHO = 0.001
 #: The authors' clip of the bin midpoint in the BDeu prior.
 _P_CLIP = 5e-3
+#: The floor of the BDeu prior's Beta parameters (:func:`bdeu_log_marginal`): the smallest normal double.
+PRIOR_FLOOR = float(np.finfo(float).tiny)
 
 
 # -- model range -----------------------------------------------------------------------------------
@@ -246,12 +248,25 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     ``log Gamma(a) - log Gamma(N_b + a) + log Gamma(m_b + a p_b) - log Gamma(a p_b)
     + log Gamma(n_b + a (1 - p_b)) - log Gamma(a (1 - p_b))`` with ``a = strength``,
     ``m_b = n1`` positives and ``n_b = n0`` negatives.
+
+    The Beta prior's parameters ``a p_b`` and ``a (1 - p_b)`` are floored at :data:`PRIOR_FLOOR`
+    (the smallest normal double). A bin's midpoint is 0 or 1 exactly when the bin sits at the end
+    of the score range with no width there: the bin ``[1, 1]`` above a cut at 1.0 (training scores
+    1.0 and ``1 - 2^-53``, whose mean rounds to 1.0), or ``[0, 5e-324 / 2]``, whose midpoint rounds
+    to 0; and a tiny midpoint times ``a`` may underflow to 0. A parameter of 0 is
+    ``log Gamma(0) = inf``, and ``inf - inf`` made every prediction NaN. With the floor, a bin
+    whose outcomes all agree with its degenerate prior scores ``log 1 = 0`` exactly (the limit), and
+    one against it about ``-708`` (the limit is ``-inf``): finite, so the posterior over models
+    is defined even when every model has such a bin. Bins with both parameters above the floor
+    (every bin of ordinary data) are unchanged. ``a (1 - p_b)`` is computed as written rather
+    than as ``a - a p_b``, which is 0 when ``p_b`` is within an ulp of 1.
     """
     n1 = np.asarray(n1, dtype=float)
     n0 = np.asarray(n0, dtype=float)
     a = np.asarray(strength, dtype=float)
-    al = a * np.asarray(p, dtype=float)
-    be = a - al
+    p = np.asarray(p, dtype=float)
+    al = np.maximum(a * p, PRIOR_FLOOR)
+    be = np.maximum(a * (1.0 - p), PRIOR_FLOOR)
     return (gammaln(a) - gammaln(n1 + n0 + a) + gammaln(n1 + al) - gammaln(al)
             + gammaln(n0 + be) - gammaln(be))
 
