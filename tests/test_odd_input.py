@@ -328,6 +328,10 @@ EXTREMES = {
     # the mirror image: BBQ's bin [0, 5e-324 / 2], whose midpoint rounds to 0
     "200x0.0-negative+5e-324-positive": (np.r_[np.zeros(200), 5e-324], np.r_[np.zeros(200, int), 1]),
     "200x0.0-positive+5e-324-negative": (np.r_[np.zeros(200), 5e-324], np.r_[np.ones(200, int), 0]),
+    # a softmax of logits of size 1e4: exactly 0, one score whose square underflows, exactly 1 (ELiTE's
+    # segment sums divided 0 by 0 there)
+    "0.0+5e-272+1.0": (np.r_[np.zeros(150), 5e-272, np.ones(40)],
+                       np.r_[_alternating(150, 13), 0, 1 - _alternating(40, 5)]),
     **{f"1-ulp-apart-at-{name}-{labels}": (np.repeat([lo, hi], 25), y)
        for name, lo, hi in (("0", 0.0, 5e-324), ("1/2", 0.5, ULP_ABOVE_HALF), ("1", ULP_BELOW_1, 1.0))
        for labels, y in (("separated", np.repeat([0, 1], 25)), ("reversed", np.repeat([1, 0], 25)),
