@@ -249,17 +249,12 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     + log Gamma(n_b + a (1 - p_b)) - log Gamma(a (1 - p_b))`` with ``a = strength``,
     ``m_b = n1`` positives and ``n_b = n0`` negatives.
 
-    The Beta prior's parameters ``a p_b`` and ``a (1 - p_b)`` are floored at :data:`PRIOR_FLOOR`
-    (the smallest normal double). A bin's midpoint is 0 or 1 exactly when the bin sits at the end
-    of the score range with no width there: the bin ``[1, 1]`` above a cut at 1.0 (training scores
-    1.0 and ``1 - 2^-53``, whose mean rounds to 1.0), or ``[0, 5e-324 / 2]``, whose midpoint rounds
-    to 0; and a tiny midpoint times ``a`` may underflow to 0. A parameter of 0 is
-    ``log Gamma(0) = inf``, and ``inf - inf`` made every prediction NaN. With the floor, a bin
-    whose outcomes all agree with its degenerate prior scores ``log 1 = 0`` exactly (the limit), and
-    one against it about ``-708`` (the limit is ``-inf``): finite, so the posterior over models
-    is defined even when every model has such a bin. Bins with both parameters above the floor
-    (every bin of ordinary data) are unchanged. ``a (1 - p_b)`` is computed as written rather
-    than as ``a - a p_b``, which is 0 when ``p_b`` is within an ulp of 1.
+    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its
+    digits for ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]``
+    above a cut at ``(1 - 2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and
+    ``log Gamma(0) - log Gamma(0)`` made every prediction NaN. With the floor, a bin whose rows agree with
+    its prior scores the limit, ``log 1 = 0``, and one against it about -708 (the limit is ``-inf``):
+    finite, even when every model has such a bin. Ordinary bins are unchanged.
     """
     n1 = np.asarray(n1, dtype=float)
     n0 = np.asarray(n0, dtype=float)
