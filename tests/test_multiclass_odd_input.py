@@ -173,7 +173,7 @@ def test_a_class_absent_from_the_labels(name):
     if name.startswith("ovr:"):
         assert np.all(Q[:, 3] == 0.0)
         assert any("do not occur in the fitted labels" in note for note in cal.notes_)
-        with pytest.warns(ZeroProbabilityWarning, match=r"classes \(3\) do not occur"):
+        with pytest.warns(ZeroProbabilityWarning, match=r"classes \(column 3\) do not occur"):
             multiclass.get(name).fit(P, y)
 
 

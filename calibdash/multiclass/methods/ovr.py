@@ -30,11 +30,12 @@ class ZeroProbabilityWarning(UserWarning):
 
 
 def _classes(ks) -> str:
-    """``"2, 5 and 7"``; past ten, the first ten and how many more."""
+    """Classes by column index: ``"column 2"``, ``"columns 2, 5 and 7"``; past ten, the first ten and how
+    many more."""
     ks = [str(k) for k in ks]
     if len(ks) > 10:
-        return ", ".join(ks[:10]) + f" and {len(ks) - 10:,} more"
-    return ks[0] if len(ks) == 1 else ", ".join(ks[:-1]) + " and " + ks[-1]
+        return "columns " + ", ".join(ks[:10]) + f" and {len(ks) - 10:,} more"
+    return "column " + ks[0] if len(ks) == 1 else "columns " + ", ".join(ks[:-1]) + " and " + ks[-1]
 
 
 def shade(color: str, amount: float) -> str:
@@ -308,9 +309,9 @@ class OneVsRestCalibrator(BinaryComposite):
         notes = []
         if zero:
             few = rows[zero]
+            span = f"{few.min():g}" if few.min() == few.max() else f"{few.min():g} to {few.max():g}"
             notes.append(f"{len(zero):,} of {x.k:,} classes ({_classes(zero)}) get probability 0 from their binary "
-                         f"map at some training scores, with {few.min():g} to {few.max():g} rows of the class "
-                         "(by weight). One-vs-rest does not floor: a row scored there gets probability 0 for "
+                         f"map at some training scores, with {span} rows of the class (by weight). One-vs-rest does not floor: a row scored there gets probability 0 for "
                          "the class, and a held-out row of that class there has an infinite log-loss. A binary "
                          "method that smooths (platt, beta, bbq) or more rows a class avoids it.")
         absent = [k for k, m in enumerate(self.models_) if not isinstance(m, Calibrator) and m == 0.0]
@@ -319,7 +320,7 @@ class OneVsRestCalibrator(BinaryComposite):
                          "labels (by weight): probability 0 in every row.")
         every = [k for k, m in enumerate(self.models_) if not isinstance(m, Calibrator) and m == 1.0]
         if every:
-            notes.append(f"class {_classes(every)} is the label of every row (by weight): every other class "
+            notes.append(f"the class of {_classes(every)} is the label of every row (by weight): every other class "
                          "gets probability 0 in every row.")
         self._say(notes)
 
