@@ -306,3 +306,64 @@ def test_heavy_ties(name, params):
     if name in ("isotonic", "histogram"):         # one value per tied score: the observed rates
         np.testing.assert_allclose(_predict(cal, np.array([0.1, 0.5, 0.9])),
                                    [y[s == v].mean() for v in (0.1, 0.5, 0.9)], rtol=1e-14)
+
+
+ULP_BELOW_1 = 1.0 - 2.0 ** -53                    # float(np.nextafter(1.0, 0.0))
+ULP_ABOVE_HALF = float(np.nextafter(0.5, 1.0))
+
+
+def _alternating(n, every):
+    return (np.arange(n) % every == 0).astype(int)
+
+
+#: Score columns at the ends of float64: one score, or two scores one ulp apart, each with labels that
+#: separate the two scores (either way round) or mix them. (scores, labels) per case.
+EXTREMES = {
+    "all-0.0": (np.zeros(40), _alternating(40, 3)),
+    "all-1.0": (np.ones(40), _alternating(40, 3)),
+    # the reported case: BBQ's bin [1, 1] above the cut at 1.0 had midpoint 1, a Beta(a, 0) prior
+    "200x1.0-positive+1-2^-53-negative": (np.r_[np.ones(200), ULP_BELOW_1], np.r_[np.ones(200, int), 0]),
+    "200x1.0-negative+1-2^-53-positive": (np.r_[np.ones(200), ULP_BELOW_1], np.r_[np.zeros(200, int), 1]),
+    "200x1.0-mixed+1-2^-53": (np.r_[np.ones(200), ULP_BELOW_1], np.r_[_alternating(200, 2), 1]),
+    # the mirror image: BBQ's bin [0, 5e-324 / 2], whose midpoint rounds to 0
+    "200x0.0-negative+5e-324-positive": (np.r_[np.zeros(200), 5e-324], np.r_[np.zeros(200, int), 1]),
+    "200x0.0-positive+5e-324-negative": (np.r_[np.zeros(200), 5e-324], np.r_[np.ones(200, int), 0]),
+    # a softmax of logits of size 1e4: exactly 0, one score whose square underflows, exactly 1 (ELiTE's
+    # segment sums divided 0 by 0 there)
+    "0.0+5e-272+1.0": (np.r_[np.zeros(150), 5e-272, np.ones(40)],
+                       np.r_[_alternating(150, 13), 0, 1 - _alternating(40, 5)]),
+    **{f"1-ulp-apart-at-{name}-{labels}": (np.repeat([lo, hi], 25), y)
+       for name, lo, hi in (("0", 0.0, 5e-324), ("1/2", 0.5, ULP_ABOVE_HALF), ("1", ULP_BELOW_1, 1.0))
+       for labels, y in (("separated", np.repeat([0, 1], 25)), ("reversed", np.repeat([1, 0], 25)),
+                         ("mixed", np.r_[_alternating(25, 2), _alternating(25, 3)]))},
+}
+
+
+@pytest.mark.parametrize("extreme", list(EXTREMES))
+@pytest.mark.parametrize("name,params", CASES, ids=IDS)
+def test_scores_at_the_ends_of_float64(name, params, extreme):
+    """One score (all 0.0, all 1.0), or two one ulp apart, at 0, 1/2 and 1: finite predictions in [0, 1]
+    everywhere (``_check_map``: at every odd score, through the model file, monotone where promised),
+    no RuntimeWarning on the way. BBQ's paper variant gave NaN everywhere on the cases with a bin of
+    no width at 0 or 1 (see ``test_bbq_bin_of_no_width_at_one_by_hand``)."""
+    s, y = EXTREMES[extreme]
+    _check_map(_fit(_make(name, params), s, y))
+
+
+def test_bbq_bin_of_no_width_at_one_by_hand():
+    """200 positive rows at 1.0 and one negative at 1 - 2^-53 (N = 201: B from 1 to 58). The cut between
+    the two scores is their midpoint, which rounds to 1.0, so every B >= 2 is one model: bins [0, 1) and
+    [1, 1], prior strength a = 2 / 2 = 1 around midpoints 1/2 and 1. The second bin's prior Beta(1, 0)
+    made log Gamma(0) = inf and every prediction NaN; the marginal likelihood's limit there is 1 (all
+    200 rows agree with the prior), so the B = 2 model scores 1/2 (its first bin: one negative under
+    Beta(1/2, 1/2)), the B = 1 model (one bin, Beta(1, 1), 200 of 201 positive) 200! 1! / 202! =
+    1 / (201 * 202). Both are kept (the sorted weights' one drop is not small), and the map is the
+    weighted mean of the bins' smoothed rates: 201/203 (B = 1); 1/4 and (200 + 1) / (200 + 1) = 1 (B = 2)."""
+    s, y = EXTREMES["200x1.0-positive+1-2^-53-negative"]
+    cal = calibrators.get("bbq").fit(s, y)
+    one, two = 1.0 / (201 * 202), 0.5
+    w1, w2 = one / (one + two), two / (one + two)
+    np.testing.assert_array_equal(cal.kept_b_, [1, 2])
+    np.testing.assert_allclose(cal.kept_weight_, [w1, w2], rtol=1e-12)
+    np.testing.assert_allclose(cal.predict([0.0, 0.5, ULP_BELOW_1, 1.0]),
+                               [w1 * 201 / 203 + w2 / 4] * 3 + [w1 * 201 / 203 + w2], rtol=1e-12)

@@ -308,8 +308,11 @@ class TrendFilter:
         idx = np.concatenate((i1, i2))
         own = np.concatenate((o1, o2))
         xi = self.x[idx]
-        lft = xi - xa[own]
-        rgt = xb[own] - xi
+        H = xb - xa
+        # t and 1 - t directly: (x - x_a)^2 / H^2 underflows to 0 / 0 when H is below 1e-154
+        # (scores 0, 5e-272 and 1: a softmax of logits of size 1e4)
+        lft = (xi - xa[own]) / H[own]
+        rgt = (xb[own] - xi) / H[own]
         wi, wzi = self.w[idx], self.wz[idx]
         acc = np.empty((k, 5))
         acc[:, 0] = np.bincount(own, wi * rgt * rgt, k)
@@ -322,14 +325,15 @@ class TrendFilter:
             M = self._block_mom[bi]
             d = self._block_first[bi] - xa[bo]        # >= 0
             e = xb[bo] - self._block_last[bi]         # >= 0
-            acc[:, 0] += np.bincount(bo, M[:, 4] + 2 * e * M[:, 3] + e * e * M[:, 0], k)
-            acc[:, 1] += np.bincount(bo, M[:, 5] + e * M[:, 1] + d * M[:, 3] + d * e * M[:, 0], k)
-            acc[:, 2] += np.bincount(bo, M[:, 2] + 2 * d * M[:, 1] + d * d * M[:, 0], k)
-            acc[:, 3] += np.bincount(bo, M[:, 8] + e * M[:, 6], k)
-            acc[:, 4] += np.bincount(bo, M[:, 7] + d * M[:, 6], k)
-        H = xb - xa
-        acc[:, :3] /= (H * H)[:, None]
-        acc[:, 3:] /= H[:, None]
+            blk = np.empty((k, 5))
+            blk[:, 0] = np.bincount(bo, M[:, 4] + 2 * e * M[:, 3] + e * e * M[:, 0], k)
+            blk[:, 1] = np.bincount(bo, M[:, 5] + e * M[:, 1] + d * M[:, 3] + d * e * M[:, 0], k)
+            blk[:, 2] = np.bincount(bo, M[:, 2] + 2 * d * M[:, 1] + d * d * M[:, 0], k)
+            blk[:, 3] = np.bincount(bo, M[:, 8] + e * M[:, 6], k)
+            blk[:, 4] = np.bincount(bo, M[:, 7] + d * M[:, 6], k)
+            blk[:, :3] /= H[:, None]
+            blk[:, :] /= H[:, None]
+            acc += blk
         return acc
 
     def _segment_stats(self, nodes: np.ndarray) -> np.ndarray:

@@ -158,6 +158,8 @@ VARIANTS = ("paper", "authors")
 RHO = 0.001
 #: The authors' clip of the bin midpoint in the BDeu prior.
 _P_CLIP = 5e-3
+#: The floor of the BDeu prior's Beta parameters (:func:`bdeu_log_marginal`): the smallest normal double.
+PRIOR_FLOOR = float(np.finfo(float).tiny)
 
 
 # -- model range -----------------------------------------------------------------------------------
@@ -246,12 +248,20 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     ``log Gamma(a) - log Gamma(N_b + a) + log Gamma(m_b + a p_b) - log Gamma(a p_b)
     + log Gamma(n_b + a (1 - p_b)) - log Gamma(a (1 - p_b))`` with ``a = strength``,
     ``m_b = n1`` positives and ``n_b = n0`` negatives.
+
+    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its
+    digits for ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]``
+    above a cut at ``(1 - 2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and
+    ``log Gamma(0) - log Gamma(0)`` made every prediction NaN. With the floor, a bin whose rows agree with
+    its prior scores the limit, ``log 1 = 0``, and one against it about -708 (the limit is ``-inf``):
+    finite, even when every model has such a bin. Ordinary bins are unchanged.
     """
     n1 = np.asarray(n1, dtype=float)
     n0 = np.asarray(n0, dtype=float)
     a = np.asarray(strength, dtype=float)
-    al = a * np.asarray(p, dtype=float)
-    be = a - al
+    p = np.asarray(p, dtype=float)
+    al = np.maximum(a * p, PRIOR_FLOOR)
+    be = np.maximum(a * (1.0 - p), PRIOR_FLOOR)
     return (gammaln(a) - gammaln(n1 + n0 + a) + gammaln(n1 + al) - gammaln(al)
             + gammaln(n0 + be) - gammaln(be))
 

@@ -85,7 +85,11 @@ def check_probabilities(P, name: str = "probabilities") -> np.ndarray:
         Not a 2-D table of numbers, empty, NaN or infinite values, negative values, or a row whose
         sum is more than :data:`SUM_TOLERANCE` from 1 (the message gives the first such row).
     """
-    a = _matrix(P, name)
+    return _probabilities(_matrix(P, name), name)
+
+
+def _probabilities(a: np.ndarray, name: str) -> np.ndarray:
+    """The checks of :func:`check_probabilities` on a checked matrix ``a``, and its rows divided by their sums."""
     if (a < 0).any():
         rows = np.flatnonzero((a < 0).any(axis=1))
         raise DataError(f"{name} holds {int((a < 0).sum())} negative values (in {rows.size:,} rows, the "
@@ -162,10 +166,14 @@ class Scores:
         The values as given (checked probabilities, renormalised; or logits).
     logits : bool
         Whether ``given`` holds logits.
+    as_given : ndarray of shape (n, K), optional
+        Probabilities exactly as the caller gave them (in float64), before each row was divided by its
+        sum; None: ``given`` (logits, or rows taken as they are).
     """
 
     given: np.ndarray
     logits: bool
+    as_given: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -181,6 +189,17 @@ class Scores:
         return softmax(self.given, axis=1) if self.logits else self.given
 
     @cached_property
+    def columns(self) -> np.ndarray:
+        """Per-class scores in [0, 1], the same numbers however the table was given: the probabilities
+        as given (clipped at 1), or the softmax of the logits. A row's division by its sum, which
+        :attr:`given` holds, moves each value by a few ulps (more for rounded input: 1% for rows rounded
+        to 2 decimals), differently in each row, so it would split scores that are equal as given;
+        what scores one class (the binary methods of one-vs-rest and top-label) reads these."""
+        if self.as_given is None:
+            return self.probabilities
+        return np.minimum(self.as_given, 1.0)
+
+    @cached_property
     def log_scores(self) -> np.ndarray:
         """The logits as given, or the logarithm of the probabilities (floored at :data:`LOG_FLOOR`)."""
         return self.given if self.logits else np.log(np.maximum(self.given, LOG_FLOOR))
@@ -192,7 +211,7 @@ class Scores:
 
     def take(self, rows) -> "Scores":
         """The scores of ``rows`` (a mask or indices)."""
-        return Scores(self.given[rows], self.logits)
+        return Scores(self.given[rows], self.logits, None if self.as_given is None else self.as_given[rows])
 
 
 def as_scores(P, logits: bool, k: int | None = None) -> Scores:
@@ -201,7 +220,11 @@ def as_scores(P, logits: bool, k: int | None = None) -> Scores:
     if isinstance(P, Scores):
         x = P
     else:
-        x = Scores(check_logits(P) if logits else check_probabilities(P), bool(logits))
+        if logits:
+            x = Scores(check_logits(P), True)
+        else:
+            a = _matrix(P, "probabilities")
+            x = Scores(_probabilities(a, "probabilities"), False, a)
     if k is not None and x.k != k:
         raise DataError(f"the table has {x.k} columns but the calibrator was fitted on {k} classes.")
     return x

@@ -241,9 +241,9 @@ def explain_classes(model: MulticlassCalibrator, P, y, *, sample_weight=None, he
             ex.notes.append(f"The {max_classes} classes of largest class-wise ECE before calibration, of {x.k}.")
     elif isinstance(model, TopLabelCalibrator):
         ex.kind = "top_label"
-        c, _ = model.top(x)
+        r, c, _, share = model.tops(x)              # a row whose top is tied counts 1/m for each tied class
         weight = np.ones(x.n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        ex.predicted = np.bincount(c, weights=weight, minlength=x.k)
+        ex.predicted = np.bincount(c, weights=weight[r] * share, minlength=x.k)
         ex.pooled = [k for k, m in enumerate(model.models_) if m is None]
         own = [k for k, m in enumerate(model.models_) if m is not None]
         grid = np.linspace(1.0 / x.k, 1.0, N_GRID)

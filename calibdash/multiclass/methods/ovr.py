@@ -8,6 +8,8 @@ and the fitted sub-models with their JSON states.
 from __future__ import annotations
 
 import inspect
+import warnings
+
 import numpy as np
 
 from ... import calibrators, export
@@ -15,11 +17,25 @@ from ...calibrators.base import Calibrator, HyperParam
 from ...errors import SettingsError
 from ..base import MulticlassCalibrator, Scores
 
-__all__ = ["OneVsRestCalibrator", "BinaryComposite", "PerBinary", "SubModel", "shade"]
+__all__ = ["OneVsRestCalibrator", "BinaryComposite", "PerBinary", "SubModel", "shade", "ZeroProbabilityWarning"]
 
 #: A fitted sub-model: a binary calibrator, or the constant rate of a problem a binary
 #: calibrator cannot fit (one class only, by weight).
 SubModel = Calibrator | float
+
+
+class ZeroProbabilityWarning(UserWarning):
+    """A composite's fitted map gives some class probability exactly 0 in some rows (its ``notes_`` say
+    which and why): a held-out row of that class there has an infinite log-loss."""
+
+
+def _classes(ks) -> str:
+    """Classes by column index: ``"column 2"``, ``"columns 2, 5 and 7"``; past ten, the first ten and how
+    many more."""
+    ks = [str(k) for k in ks]
+    if len(ks) > 10:
+        return "columns " + ", ".join(ks[:10]) + f" and {len(ks) - 10:,} more"
+    return "column " + ks[0] if len(ks) == 1 else "columns " + ", ".join(ks[:-1]) + " and " + ks[-1]
 
 
 def shade(color: str, amount: float) -> str:
@@ -165,6 +181,23 @@ class BinaryComposite(MulticlassCalibrator):
             return model.predict(s)
         return np.full(s.shape, float(model))
 
+    def _say(self, notes: list[str]) -> None:
+        """Keep ``notes`` as ``notes_`` (in the model file too) and warn each
+        (:class:`ZeroProbabilityWarning`): what the fitted map does that a user must not miss."""
+        self.notes_ = list(notes)
+        for note in notes:
+            warnings.warn(f"{self.name}:{self.binary}: {note}", ZeroProbabilityWarning, stacklevel=4)
+
+    def _notes_state(self) -> dict:
+        return {"notes": list(self.notes_)}
+
+    def _import_notes(self, state: export.State) -> None:
+        """``notes_`` from the file (absent in files written before there were notes: none)."""
+        notes = state.list("notes") if "notes" in state else []
+        if not all(isinstance(n, str) for n in notes):
+            raise state.error("'notes' must be a list of strings")
+        self.notes_ = notes
+
     # -- the file ------------------------------------------------------------------------------
     @staticmethod
     def model_state(model: SubModel) -> dict:
@@ -202,6 +235,24 @@ class OneVsRestCalibrator(BinaryComposite):
     ``CalibratedClassifierCV`` does). A row where every class gets 0 becomes uniform, 1/K each
     (:func:`calibdash.multiclass.base.normalise_rows`, scikit-learn's choice since its PR #19421).
 
+    The scores. ``P[:, k]`` is the class's column exactly as given (clipped at 1; with logits, the
+    softmax's), not divided by its row's sum (:attr:`calibdash.multiclass.base.Scores.columns`): the
+    binary method sees the numbers the binary method given that column sees, so equal scores stay
+    equal (rows rounded to 2 decimals, float32 rows, whose sums are not 1) and probabilities given as
+    the softmax of logits are the same numbers as those logits. Every step is per class, and the
+    row's division by its sum is symmetric in the classes, so permuting the columns permutes the
+    output (to the rounding of the row's sum, whose terms are added in another order).
+
+    Zeros: no floor. The normalisation keeps exact zeros: a class whose binary map is 0 at a score
+    (isotonic regression or histogram binning below the class's lowest positive rows, on few rows
+    of the class) gets probability 0 in every row scored there, and a held-out row of that class
+    there has an infinite log-loss (with 5 rows a class, about 1 held-out row in 6 of that class
+    falls below all 5). A fit where that happens at a training score, or where a class is absent
+    (0 everywhere) or in every row (every other class 0 everywhere), says so: a
+    :class:`ZeroProbabilityWarning` and a sentence in ``notes_``, kept in the model file. The map is
+    not changed: it is scikit-learn's, and a floor would be a new smoothing that the binary method
+    does not have; a binary method that smooths (Platt, beta, BBQ) has no such zeros.
+
     A class absent from the fitted labels (no row of it, or only rows of weight 0) cannot be
     fitted by a binary calibrator, which needs both outcomes; it gets its observed rate, 0, in
     every row. Likewise a class present in every row (with weight) gets 1, so each row
@@ -209,7 +260,8 @@ class OneVsRestCalibrator(BinaryComposite):
     outcome, and what scikit-learn's isotonic one-vs-rest gives for an absent class.
 
     With ``logits=True`` the binary calibrators see the softmax probabilities ``softmax(Z)[:, k]``
-    (binary calibrators take scores in [0, 1]); a logit-based binary method such as Platt
+    (binary calibrators take scores in [0, 1]), the same numbers as ``softmax(Z)`` given as
+    probabilities; a logit-based binary method such as Platt
     scaling then takes their logit, clipped at 1e-12 (:data:`calibdash.calibrators.platt.EPS`).
 
     Sample weights: each binary fit gets the rows' weights, so a row of whole weight ``w``
@@ -230,6 +282,9 @@ class OneVsRestCalibrator(BinaryComposite):
     ----------
     models_ : list
         Per class, its fitted binary calibrator or its constant rate (a float).
+    notes_ : list of str
+        What the fitted map does with exact zeros (see "Zeros" above); empty when it gives none at the
+        training scores.
     """
 
     name = "ovr"
@@ -246,16 +301,38 @@ class OneVsRestCalibrator(BinaryComposite):
         self.logits = logits
 
     def _fit(self, x: Scores, y: np.ndarray, w: np.ndarray | None) -> None:
-        P = x.probabilities
+        P = x.columns
         self.models_ = [self._fit_binary(P[:, k], (y == k).astype(np.int8), w) for k in range(x.k)]
+        rows = np.bincount(y, weights=w, minlength=x.k)
+        zero = [k for k, m in enumerate(self.models_)
+                if isinstance(m, Calibrator) and np.any(m.predict(P[:, k]) == 0.0)]
+        notes = []
+        if zero:
+            few = rows[zero]
+            span = f"{few.min():g}" if few.min() == few.max() else f"{few.min():g} to {few.max():g}"
+            notes.append(f"{len(zero):,} of {x.k:,} classes ({_classes(zero)}) get probability 0 from their binary "
+                         f"map at some training scores, with {span} rows of the class (by weight). One-vs-rest does not floor: a row scored there gets probability 0 for "
+                         "the class, and a held-out row of that class there has an infinite log-loss. A binary "
+                         "method that smooths (platt, beta, bbq) or more rows a class avoids it.")
+        absent = [k for k, m in enumerate(self.models_) if not isinstance(m, Calibrator) and m == 0.0]
+        if absent:
+            notes.append(f"{len(absent):,} of {x.k:,} classes ({_classes(absent)}) do not occur in the fitted "
+                         "labels (by weight): probability 0 in every row.")
+        every = [k for k, m in enumerate(self.models_) if not isinstance(m, Calibrator) and m == 1.0]
+        if every:
+            notes.append(f"the class of {_classes(every)} is the label of every row (by weight): every other class "
+                         "gets probability 0 in every row.")
+        self._say(notes)
 
     def _predict(self, x: Scores) -> np.ndarray:
-        P = x.probabilities
+        P = x.columns
         return np.column_stack([self.apply(m, P[:, k]) for k, m in enumerate(self.models_)])
 
     def _export_state(self) -> dict:
-        """Per class, its binary calibrator's state or its rate (:meth:`BinaryComposite.model_state`)."""
-        return {"models": [self.model_state(m) for m in self.models_]}
+        """Per class, its binary calibrator's state or its rate (:meth:`BinaryComposite.model_state`),
+        and the fit's notes."""
+        return {"models": [self.model_state(m) for m in self.models_], **self._notes_state()}
 
     def _import_state(self, state: export.State) -> None:
         self.models_ = [self.model_from(entry) for entry in self.class_entries(state, "models")]
+        self._import_notes(state)
