@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..base import HyperParam
-from ..linear import ScalingCalibrator
+from ..scaling import ScalingCalibrator
 
 __all__ = ["MatrixScaling", "LAMBDAS", "ODIR_HYPERPARAMS"]
 

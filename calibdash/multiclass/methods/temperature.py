@@ -1,7 +1,7 @@
 """Temperature scaling (Guo et al. 2017): the log-scores divided by one fitted temperature."""
 from __future__ import annotations
 
-from ..linear import ScalingCalibrator
+from ..scaling import ScalingCalibrator
 
 __all__ = ["TemperatureScaling"]
 

@@ -1,7 +1,7 @@
 """Vector scaling (Guo et al. 2017): a scale and an intercept per class on the log-scores."""
 from __future__ import annotations
 
-from ..linear import ScalingCalibrator
+from ..scaling import ScalingCalibrator
 
 __all__ = ["VectorScaling"]
 
