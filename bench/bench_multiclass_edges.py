@@ -61,12 +61,11 @@ def data(case):
         keep = y == 4
         return P[keep], y[keep], False
     if case == "near_uniform":
-        P = 0.1 + rng.uniform(-1e-3, 1e-3, (5000, 10))
+        P = 0.1 + rng.uniform(-1e-6, 1e-6, (5000, 10))
         return P / P.sum(axis=1, keepdims=True), rng.integers(0, 10, 5000), False
     if case == "constant":
-        rows = softmax(rng.normal(0, 1, (4, 10)), axis=1)
-        pick = rng.integers(0, 4, 2000)
-        return rows[pick], rng.integers(0, 10, 2000), False
+        row = softmax(rng.normal(0, 1, 10))
+        return np.tile(row, (2000, 1)), rng.integers(0, 4, 2000), False
     if case == "big_k":
         Z = rng.normal(0, 2, (5000, 1000))
         y = (rng.random(5000)[:, None] > np.cumsum(softmax(1.5 * Z, axis=1), axis=1)).sum(axis=1)

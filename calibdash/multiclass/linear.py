@@ -40,9 +40,10 @@ most ``ftol``, no step lowering the objective strictly (the floating-point limit
 iterations, or the wall clock past ``max_seconds`` (default :data:`MAX_SECONDS`, a safety net). The fit
 counts as converged when the gradient rule stopped it, or when the decrease rule or the floating-point
 limit did with the Newton decrement of the last direction (the objective's predicted remaining decrease)
-at most ``10 ftol`` of the objective or at most the objective's rounding, :data:`ROUNDING` times
-``eps (1 + |L| + max |W x + b|)`` (the rounding of the scores is what the objective cannot see below:
-log-scores of 690 nats from probabilities of 0, or logits of 1e4, make it large). Otherwise
+at most ``10 ftol`` of the objective plus four times its rounding (:func:`.linear_map.rounding`:
+:data:`ROUNDING` times ``eps (1 + |L| + max |W x + b|)``, the rounding of the scores being what the
+objective cannot see below: log-scores of 690 nats from probabilities of 0, or logits of 1e4, make it
+large). Otherwise
 :func:`fit_linear` warns (a :class:`sklearn.exceptions.ConvergenceWarning`) and says so in
 :attr:`LinearFit.converged`: it never returns the start silently (netcal issue #61). The scalar form with
 intercepts (no method uses it) is left to scipy's L-BFGS-B.
@@ -89,9 +90,9 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ..errors import DataError
-from .linear_map import (FORMS, PENALTIES, SCALE_BOUNDS, LinearFit, LinearForm, _free_gradient,  # noqa: F401
-                         _hessian_diagonal, _penalty, _penalty_curvature, _project, free_mask, identity_start,
-                         linear_scores, n_parameters, objective, predict_linear, unpack)
+from .linear_map import (FORMS, PENALTIES, ROUNDING, SCALE_BOUNDS, LinearFit, LinearForm,  # noqa: F401
+                         _free_gradient, _hessian_diagonal, _penalty, _penalty_curvature, _project, free_mask,
+                         identity_start, linear_scores, n_parameters, objective, predict_linear, rounding, unpack)
 from .newton import _hessian, _newton, _newton_scalar, _scalar_terms  # noqa: F401
 from .newton_cg import BLOCK_DROP, _block_preconditioner, _hessian_product, _newton_cg  # noqa: F401
 
@@ -113,10 +114,6 @@ MAX_FULL_CLASSES = 250
 #: The wall-clock cap of one fit's solver (seconds): a safety net, never reached on the inputs measured; a
 #: fit stopped by it warns (ConvergenceWarning).
 MAX_SECONDS = 600.0
-
-#: The objective's rounding, in units of ``eps (1 + |L| + max |W x + b|)``, below which a Newton decrement
-#: counts as converged when the objective stops falling (see the module docstring).
-ROUNDING = 64.0
 
 _LAZY = {"penalty_search": ("fold_ids", "cv_log_loss", "select_penalty", "search_rows", "SEARCH_ROWS",
                             "penalty_grid", "_row_hashes"),
@@ -225,10 +222,9 @@ def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_s
         else:
             stop = _newton_cg(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
         theta, n_iter, why = stop.theta, stop.n_iter, stop.why
-        zmax = float(np.max(np.abs(linear_scores(X, theta, form)))) if n else 0.0
-        rounding = ROUNDING * np.finfo(float).eps * (1.0 + abs(stop.f) + zmax)
+        noise = rounding(theta, stop.f, form, np.abs(X).max(axis=0))
         converged = why == "gtol" or (why in ("ftol", "floating-point limit")
-                                      and stop.decrement <= max(10 * ftol * max(abs(stop.f), 1.0), rounding))
+                                      and stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * noise)
     _, _, grad = objective(theta, X, y, w, form, lam, mu, absent=pin)
     gmax = _free_gradient(theta, np.where(free, grad, 0.0), form)
     loss, nll, _ = objective(theta, X, y, w, form, lam, mu)

@@ -22,7 +22,7 @@ from scipy.special import softmax
 from ..errors import SettingsError
 
 __all__ = ["LinearForm", "LinearFit", "FORMS", "PENALTIES", "SCALE_BOUNDS", "n_parameters", "identity_start",
-           "unpack", "linear_scores", "predict_linear", "objective", "free_mask"]
+           "unpack", "linear_scores", "predict_linear", "objective", "free_mask", "rounding", "ROUNDING"]
 
 #: The forms of W: a scalar times the identity, a diagonal, a full matrix.
 FORMS = ("scalar", "diagonal", "full")
@@ -30,6 +30,9 @@ FORMS = ("scalar", "diagonal", "full")
 PENALTIES = (None, "l2", "odir")
 #: Bounds on the scalar form's factor (the inverse temperature), as scikit-learn's ``exp(+-10)``.
 SCALE_BOUNDS = (float(np.exp(-10.0)), float(np.exp(10.0)))
+
+#: The objective's rounding (:func:`rounding`), in units of ``eps (1 + |L| + a bound on max |W x + b|)``.
+ROUNDING = 4.0
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,21 @@ def predict_linear(X: np.ndarray, theta: np.ndarray, form: LinearForm, absent=No
     if absent is not None and np.any(absent):
         Z[:, absent] = -np.inf
     return softmax(Z, axis=1)
+
+
+def rounding(theta: np.ndarray, f: float, form: LinearForm, xmax: np.ndarray) -> float:
+    """How far the computed objective ``f`` at ``theta`` may be off by rounding: :data:`ROUNDING` times
+    ``eps (1 + |f| + s)``, ``s`` a bound on the largest score ``|W x + b|`` from ``xmax``, the largest
+    ``|x_l|`` of each column (each row's negative log-likelihood subtracts scores of that size, so carries
+    their rounding, ``eps s``; a bound, not the scores themselves, to cost no pass over the rows)."""
+    k = xmax.size
+    w, b = unpack(theta, form, k)
+    w = np.abs(w)
+    if form.matrix == "full":
+        s = w @ xmax
+    else:
+        s = w * (xmax.max() if form.matrix == "scalar" else xmax)
+    return ROUNDING * float(np.finfo(float).eps) * (1.0 + abs(f) + float(np.max(s + np.abs(b))))
 
 
 def _penalty(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float):

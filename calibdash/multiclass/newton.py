@@ -5,8 +5,10 @@ scaling's one factor) and :func:`.newton_cg._newton_cg` (conjugate-gradient step
 it always reaches:
 
 * ``"gtol"``: the gradient rule of the solver (its largest free entry, in the solver's units, at most ``gtol``);
-* ``"ftol"``: an accepted step lowered the objective by at most ``ftol`` of itself
-  (``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol``);
+* ``"ftol"``: an accepted step lowered the objective by at most ``ftol`` of itself plus its rounding
+  (``f_k - f_{k+1} <= ftol max(|f_k|, |f_{k+1}|, 1) + rounding``: a decrease the objective's rounding can
+  make is no progress; on classes separable by their own score, whose parameters run to infinity, the
+  steps' decreases shrink into the rounding, which grows with the scores);
 * ``"floating-point limit"``: no step along the direction, halved down to 2^-40, lowers the objective
   *strictly* (a step that leaves it equal is refused: where the objective is flat to rounding, on
   log-scores of 690 nats or logits of 1e4, equal-valued steps were accepted and the iterate wandered
@@ -26,7 +28,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .linear_map import SCALE_BOUNDS, LinearForm, _free_gradient, _penalty_curvature, objective, predict_linear
+from .linear_map import (SCALE_BOUNDS, LinearForm, _free_gradient, _penalty_curvature, objective, predict_linear,
+                         rounding)
 
 __all__ = ["Stop", "descend"]
 
@@ -45,11 +48,14 @@ class Stop(NamedTuple):
 
 
 def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: Callable, ftol: float,
-            max_iter: int, deadline: float, project: Callable | None = None) -> Stop:
+            max_iter: int, deadline: float, project: Callable | None = None,
+            rounding: Callable | None = None) -> Stop:
     """The Newton loop (module docstring): ``evaluate(theta) -> (f, g, aux)``, ``direction(theta, g, aux) ->
     d`` (a descent direction), ``small(theta, g) -> bool`` (the gradient rule), ``project(theta) -> theta``
-    (onto bounds; the sufficient decrease is then measured along the projected step). A step is halved
-    until the objective falls strictly and by at least 1e-4 of the decrease its slope predicts (Armijo)."""
+    (onto bounds; the sufficient decrease is then measured along the projected step), ``rounding(theta,
+    f) -> float``: the objective's rounding there (a decrease below it is noise, and ends the loop as the
+    ftol rule does; None: 0). A step is halved until the objective falls strictly and by at least 1e-4 of
+    the decrease its slope predicts (Armijo)."""
     f, g, aux = evaluate(theta)
     decrement = 0.0
     for it in range(int(max_iter)):
@@ -71,7 +77,7 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
             if step < SMALLEST_STEP:
                 return Stop(theta, it, "floating-point limit", decrement, f)
         theta, f_old, f, g, aux = cand, f, f_new, g_new, aux_new
-        if (f_old - f) / max(abs(f_old), abs(f), 1.0) <= ftol:
+        if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0) + (0.0 if rounding is None else rounding(theta, f)):
             return Stop(theta, it + 1, "ftol", decrement, f)
     return Stop(theta, int(max_iter), "max_iter", decrement, f)
 
@@ -124,8 +130,9 @@ def _newton(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=
         d[free] = -vecs[:, keep] @ ((vecs[:, keep].T @ g[free]) / vals[keep])
         return d
 
+    xmax = np.abs(X).max(axis=0)
     return descend(theta, evaluate, direction, lambda t, g: float(np.max(np.abs(g))) <= gtol, ftol, max_iter,
-                   deadline)
+                   deadline, rounding=lambda t, f: rounding(t, f, form, xmax))
 
 
 def _scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work: np.ndarray,
@@ -159,6 +166,7 @@ def _newton_scalar(theta, X, y, w, gtol, ftol, max_iter, deadline) -> Stop:
     u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
     work, work2 = np.empty(X.shape), np.empty(X.shape)
     form = LinearForm("scalar", False)
+    xmax = np.abs(X).max(axis=0)
 
     def evaluate(t):
         f, g, h = _scalar_terms(float(t[0]), X, y, u, work, work2)
@@ -169,4 +177,4 @@ def _newton_scalar(theta, X, y, w, gtol, ftol, max_iter, deadline) -> Stop:
 
     return descend(np.array([float(theta[0])]), evaluate, direction,
                    lambda t, g: _free_gradient(t, g, form) <= gtol, ftol, max_iter, deadline,
-                   project=lambda t: np.clip(t, lo, hi))
+                   project=lambda t: np.clip(t, lo, hi), rounding=lambda t, f: rounding(t, f, form, xmax))
