@@ -43,7 +43,9 @@ limit did with the Newton decrement of the last direction (the objective's predi
 at most ``10 ftol`` of the objective plus four times its rounding (:func:`.linear_map.rounding`:
 :data:`ROUNDING` times ``eps (1 + |L| + max |W x + b|)``, the rounding of the scores being what the
 objective cannot see below: log-scores of 690 nats from probabilities of 0, or logits of 1e4, make it
-large). Otherwise
+large), or with the largest free gradient entry at most ``gtol`` times ``1 + max |W x + b|`` (the
+gradient relative to the scale of the scores: multiplying the log-scores by ``c`` divides the fitted
+``W`` by ``c`` and multiplies its gradient by ``c``). Otherwise
 :func:`fit_linear` warns (a :class:`sklearn.exceptions.ConvergenceWarning`) and says so in
 :attr:`LinearFit.converged`: it never returns the start silently (netcal issue #61). The scalar form with
 intercepts (no method uses it) is left to scipy's L-BFGS-B.
@@ -92,7 +94,8 @@ from threadpoolctl import threadpool_limits
 from ..errors import DataError
 from .linear_map import (FORMS, PENALTIES, ROUNDING, SCALE_BOUNDS, LinearFit, LinearForm,  # noqa: F401
                          _free_gradient, _hessian_diagonal, _penalty, _penalty_curvature, _project, free_mask,
-                         identity_start, linear_scores, n_parameters, objective, predict_linear, rounding, unpack)
+                         identity_start, linear_scores, n_parameters, objective, predict_linear, rounding,
+                         score_bound, unpack)
 from .newton import _hessian, _newton, _newton_scalar, _scalar_terms  # noqa: F401
 from .newton_cg import BLOCK_DROP, _block_preconditioner, _hessian_product, _newton_cg  # noqa: F401
 
@@ -222,9 +225,12 @@ def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_s
         else:
             stop = _newton_cg(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
         theta, n_iter, why = stop.theta, stop.n_iter, stop.why
-        noise = rounding(theta, stop.f, form, np.abs(X).max(axis=0))
-        converged = why == "gtol" or (why in ("ftol", "floating-point limit")
-                                      and stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * noise)
+        xmax = np.abs(X).max(axis=0)
+        gfree = _free_gradient(theta, np.where(free, objective(theta, X, y, w, form, lam, mu, absent=pin)[2], 0.0),
+                               form)
+        converged = why == "gtol" or (why in ("ftol", "floating-point limit") and (
+            stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * rounding(theta, stop.f, form, xmax)
+            or gfree <= gtol * (1.0 + score_bound(theta, form, xmax))))
     _, _, grad = objective(theta, X, y, w, form, lam, mu, absent=pin)
     gmax = _free_gradient(theta, np.where(free, grad, 0.0), form)
     loss, nll, _ = objective(theta, X, y, w, form, lam, mu)

@@ -22,7 +22,7 @@ from scipy.special import softmax
 from ..errors import SettingsError
 
 __all__ = ["LinearForm", "LinearFit", "FORMS", "PENALTIES", "SCALE_BOUNDS", "n_parameters", "identity_start",
-           "unpack", "linear_scores", "predict_linear", "objective", "free_mask", "rounding", "ROUNDING"]
+           "unpack", "linear_scores", "predict_linear", "objective", "free_mask", "rounding", "score_bound", "ROUNDING"]
 
 #: The forms of W: a scalar times the identity, a diagonal, a full matrix.
 FORMS = ("scalar", "diagonal", "full")
@@ -127,19 +127,20 @@ def predict_linear(X: np.ndarray, theta: np.ndarray, form: LinearForm, absent=No
     return softmax(Z, axis=1)
 
 
+def score_bound(theta: np.ndarray, form: LinearForm, xmax: np.ndarray) -> float:
+    """A bound on the largest score ``|W x + b|`` from ``xmax``, the largest ``|x_l|`` of each column (a
+    bound, not the scores themselves, to cost no pass over the rows)."""
+    w, b = unpack(theta, form, xmax.size)
+    w = np.abs(w)
+    s = w @ xmax if form.matrix == "full" else w * (xmax.max() if form.matrix == "scalar" else xmax)
+    return float(np.max(s + np.abs(b)))
+
+
 def rounding(theta: np.ndarray, f: float, form: LinearForm, xmax: np.ndarray) -> float:
     """How far the computed objective ``f`` at ``theta`` may be off by rounding: :data:`ROUNDING` times
-    ``eps (1 + |f| + s)``, ``s`` a bound on the largest score ``|W x + b|`` from ``xmax``, the largest
-    ``|x_l|`` of each column (each row's negative log-likelihood subtracts scores of that size, so carries
-    their rounding, ``eps s``; a bound, not the scores themselves, to cost no pass over the rows)."""
-    k = xmax.size
-    w, b = unpack(theta, form, k)
-    w = np.abs(w)
-    if form.matrix == "full":
-        s = w @ xmax
-    else:
-        s = w * (xmax.max() if form.matrix == "scalar" else xmax)
-    return ROUNDING * float(np.finfo(float).eps) * (1.0 + abs(f) + float(np.max(s + np.abs(b))))
+    ``eps (1 + |f| + s)``, ``s`` the :func:`score_bound` (each row's negative log-likelihood subtracts
+    scores of that size, so carries their rounding, ``eps s``)."""
+    return ROUNDING * float(np.finfo(float).eps) * (1.0 + abs(f) + score_bound(theta, form, xmax))
 
 
 def _penalty(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float):
