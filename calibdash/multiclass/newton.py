@@ -9,7 +9,8 @@ it always reaches:
   (``f_k - f_{k+1} <= ftol max(|f_k|, |f_{k+1}|, 1) + rounding``: a decrease the objective's rounding can
   make is no progress; on classes separable by their own score, whose parameters run to infinity, the
   steps' decreases shrink into the rounding, which grows with the scores);
-* ``"floating-point limit"``: no step along the direction, halved down to 2^-40, lowers the objective
+* ``"floating-point limit"``: no step along the direction, halved down to 2^-40 (or until the decrease
+  it predicts, ``step`` times the decrement, is within the objective's rounding), lowers the objective
   *strictly* (a step that leaves it equal is refused: where the objective is flat to rounding, on
   log-scores of 690 nats or logits of 1e4, equal-valued steps were accepted and the iterate wandered
   until the iteration cap);
@@ -65,6 +66,7 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
             return Stop(theta, it, "time", decrement, f)
         d = direction(theta, g, aux)
         decrement = max(-float(g @ d) / 2.0, 0.0)
+        noise = 0.0 if rounding is None else rounding(theta, f)
         step = 1.0
         while True:
             cand = theta + step * d
@@ -74,10 +76,10 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
             if f_new < f and f_new <= f + 1e-4 * float(g @ (cand - theta)):
                 break
             step /= 2.0
-            if step < SMALLEST_STEP:
+            if step < SMALLEST_STEP or step * decrement <= noise:        # no visible decrease is left
                 return Stop(theta, it, "floating-point limit", decrement, f)
         theta, f_old, f, g, aux = cand, f, f_new, g_new, aux_new
-        if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0) + (0.0 if rounding is None else rounding(theta, f)):
+        if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0) + noise:
             return Stop(theta, it + 1, "ftol", decrement, f)
     return Stop(theta, int(max_iter), "max_iter", decrement, f)
 
