@@ -27,14 +27,17 @@ class DirichletCalibration(MatrixScaling):
     shrunk towards 0, normalised as the authors' ``dirichletcal`` package does (``reg_norm=True``; their
     experiments' Keras code adds the sum unnormalised). The strengths are chosen by the paper's procedure,
     5-fold cross-validation on the calibration set over a grid
-    (:func:`calibdash.multiclass.linear.select_penalty`, which states how it differs from the authors'
+    (:func:`calibdash.multiclass.penalty_search.select_penalty`, which states how it differs from the authors'
     code), or fixed with ``select=False``. Fitting: :func:`calibdash.multiclass.linear.fit_linear`, started
     from the fitted temperature's map ``W = I / T`` rather than the authors' identity ``W = I, b = 0``: the
     problem is convex, so the optimum is the same, and on saturated scores the identity sits where the softmax
     is flat and the solver stalled.
 
     Sample weights: each row's term times its weight; integer weights equal repeated rows, for the fit and
-    for the cross-validation (identical rows fall in the same fold).
+    for the cross-validation (identical rows fall in the same fold). Degenerate data (absent classes, one
+    class, too few distinct rows for the search) and the cost in K and n (``O(n K^2)`` per Newton step,
+    ``K^3`` floats; refused above :data:`~calibdash.multiclass.linear.MAX_FULL_CLASSES` classes): as
+    :class:`~calibdash.multiclass.methods.matrix.MatrixScaling`.
 
     Parameters
     ----------

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..base import HyperParam
-from ..linear import ScalingCalibrator
+from ..scaling import ScalingCalibrator
 
 __all__ = ["MatrixScaling", "LAMBDAS", "ODIR_HYPERPARAMS"]
 
@@ -40,14 +40,27 @@ class MatrixScaling(ScalingCalibrator):
     Guo et al. found unregularised matrix scaling to overfit with many classes; ODIR leaves the diagonal
     (vector scaling's part) free and shrinks the rest. ``lambda`` and ``mu`` are chosen by Kull et al.'s
     procedure, 5-fold cross-validation on the calibration set over a grid
-    (:func:`calibdash.multiclass.linear.select_penalty`: folds dealt from the rows' values, so row order
+    (:func:`calibdash.multiclass.penalty_search.select_penalty`: folds dealt from the rows' values, so row order
     does not matter; warm starts along the grid), or fixed by hand with ``select=False``. Fitting:
     :func:`calibdash.multiclass.linear.fit_linear` (Newton-CG for full maps of about 100 classes), started
     from the fitted temperature's map ``W = I / T`` (the same optimum, the problem being convex, reached from
     a point where the softmax is not flat on saturated scores).
 
     Sample weights: each row's term times its weight; integer weights equal repeated rows, for the fit
-    and for the cross-validation (identical rows fall in the same fold).
+    and for the cross-validation (identical rows fall in the same fold). Neither the order of the rows nor
+    that of the class columns changes the result (the folds are dealt from hashes that ignore both).
+
+    Degenerate data (:class:`~calibdash.multiclass.scaling.ScalingCalibrator`): a class absent from the
+    labels (``absent_classes_``) keeps the temperature map's row of ``[W | b]`` and a probability above 0;
+    labels of one class are refused; with fewer distinct rows than folds, ``lam`` and ``mu`` are used as
+    given, with a warning and ``penalty_note_``.
+
+    Cost: each Newton step ``O(n K^2)`` time (each Hessian-vector product two n x K x K products), and
+    ``O(n K + K^3)`` memory (the per-class Hessian blocks of the preconditioner, ``K (K + 1)^2`` floats);
+    the search multiplies the fits by the folds and the grid points walked. Refused (a
+    :class:`~calibdash.errors.DataError`, before anything is allocated) above
+    :data:`~calibdash.multiclass.linear.MAX_FULL_CLASSES` classes: vector or temperature scaling fit any
+    number. Measured: 10,000 rows x 100 classes, the search and the final fit, 15 s.
 
     Parameters
     ----------

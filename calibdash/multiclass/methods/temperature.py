@@ -1,7 +1,7 @@
 """Temperature scaling (Guo et al. 2017): the log-scores divided by one fitted temperature."""
 from __future__ import annotations
 
-from ..linear import ScalingCalibrator
+from ..scaling import ScalingCalibrator
 
 __all__ = ["TemperatureScaling"]
 
@@ -26,7 +26,8 @@ class TemperatureScaling(ScalingCalibrator):
     (:class:`sklearn.exceptions.ConvergenceWarning`; netcal issue #61 was a fit that silently
     returned ``T = 1``).
 
-    No hyperparameters. Sample weights: each row's NLL term times its weight (a row of weight
+    Cost: each Newton step one pass over the n x K scores (``O(n K)`` time and memory); any number of
+    classes. No hyperparameters. Sample weights: each row's NLL term times its weight (a row of weight
     ``w`` counts as ``w`` rows); scaling all weights by ``c`` leaves ``T`` unchanged. A class absent from
     the fitted labels is scaled like the others (the map has no per-class part).
 
