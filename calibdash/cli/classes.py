@@ -40,7 +40,7 @@ from .output import (finite_or_none, four_places, intervals_json, jsonable, prin
 __all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
            "engine_class_source", "cmd_evaluate_class_source",
            "cmd_report_classes", "cmd_fit_classes", "cmd_apply_classes", "refuse_export_sql", "best_text",
-           "ENGINE_REFUSAL"]
+           "ENGINE_REFUSAL", "refuse_class_methods"]
 
 #: Why a K-class file or model is not run by DuckDB or Spark.
 ENGINE_REFUSAL = ("only the in-memory engine fits K-class models and applies them (the softmax over K columns is "
@@ -137,6 +137,52 @@ def best_text(name: str) -> str:
 def _labels(ev) -> dict:
     from ..report import default_labels
     return default_labels(list(ev.predictions), ev.models)
+
+
+def _class_only(names) -> list[str]:
+    """The names among ``names`` that only a K-class file runs: composites (``ovr:isotonic``) and
+    multi-class calibrators with no binary namesake (vector, matrix, dirichlet)."""
+    from .. import calibrators
+
+    binary = calibrators.classes()
+    return [n for n in names if n.split(":")[0].strip().lower() in multiclass.COMPOSITES
+            or (n in multiclass.classes() and n not in binary)]
+
+
+def refuse_class_methods(methods: str, frame: pd.DataFrame | None, args, name: str) -> None:
+    """Refuse multi-class methods asked of a file read as binary, saying what the file holds (its label's
+    classes, read from ``frame``, the table or its first rows) and what they need.
+
+    Raises
+    ------
+    SettingsError
+        Some of ``methods`` are multi-class only (:func:`_class_only`).
+    """
+    asked = _class_only(split_names(methods))
+    if not asked:
+        return
+    from ..data import guess_roles
+    from ..data.class_roles import label_values
+    from ..validation import format_values, sorted_values
+
+    what = (f"{', '.join(asked)} {'is a multi-class calibrator' if len(asked) == 1 else 'are multi-class calibrators'}"
+            ", for K-class files (a label of 3 or more classes and one probability or logit column per class, "
+            "such as p_<class>)")
+    label = args.label if frame is None or args.label else guess_roles(frame).label
+    found = label_values(frame[label]) if frame is not None and label in frame.columns else None
+    if found is None:
+        raise SettingsError(f"{what}; {name} is read as a binary file. Name its class columns with --probs or "
+                            "--logits, or choose binary calibrators (see `methods`).")
+    values = sorted_values(found[2])
+    holds = f"{name}'s label column {label!r} holds"
+    if len(values) < 2:
+        raise SettingsError(f"{what}; {holds} one class only ({format_values(values) or 'no value'}): calibration "
+                            "needs rows of every class, binary (two classes) or multi-class (three or more).")
+    if len(values) == 2:
+        raise SettingsError(f"{what}; {holds} two classes ({format_values(values)}): a binary file. Choose binary "
+                            "calibrators (see `methods`).")
+    raise SettingsError(f"{what}; {holds} {len(values)} classes ({format_values(values)}) but no column per class "
+                        "was found beside it: name the class columns with --probs PREFIX or --logits PREFIX.")
 
 
 # -- evaluate ---------------------------------------------------------------------------------------------

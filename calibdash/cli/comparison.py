@@ -35,6 +35,17 @@ def _score_set(args, opened):
                            info=opened.info, name=opened.info.name)
 
 
+def _head(args):
+    """The first rows of the source an engine reads (None for a DuckDB table or query, whose label is named)."""
+    if getattr(args, "table", None) or getattr(args, "query", None):
+        return None
+    from ..engines import Source
+    from ..engines.classes import HEAD_ROWS
+    from ..engines.duckdb import read_head
+
+    return read_head(Source(path=args.file, score="__unused__", label=args.label or "__unused_label__"), HEAD_ROWS)
+
+
 def scheme_of(args) -> Scheme:
     return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
 
@@ -143,6 +154,8 @@ def cmd_evaluate(args) -> int:
         csrc = classes.engine_class_source(args)
         if csrc is not None:
             return classes.cmd_evaluate_class_source(args, csrc, scheme, engine)
+    classes.refuse_class_methods(args.methods, _head(args) if opened is None else opened.frame, args,
+                                 args.file or "the source")
     cals = resolve(args.methods, parse_params(args.param))
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)
@@ -169,6 +182,7 @@ def cmd_report(args) -> int:
     opened = classes.open_table(args, None)
     if opened.classes is not None:
         return classes.cmd_report_classes(args, opened.classes, scheme_of(args))
+    classes.refuse_class_methods(args.methods, opened.frame, args, opened.info.name)
     ss = _score_set(args, opened)
     check_split(ss, args)
     text = report.report_for_score_set(ss, args.methods, scheme_of(args), params=parse_params(args.param),

@@ -3,7 +3,6 @@
 :mod:`calibdash.jobs` with its stage and elapsed time on stderr (:class:`ProgressLine`); Ctrl-C cancels it."""
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -39,9 +38,8 @@ def engine_source(args, split: str | None = None):
 
     src = engines.source_for(args.file, score=args.score, label=args.label, split=split,
                              database=getattr(args, "database", None), table=getattr(args, "table", None),
-                             query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
-    if getattr(args, "positive", None) is not None:
-        src = dataclasses.replace(src, positive=args.positive)
+                             query=getattr(args, "query", None), order_by=getattr(args, "order_by", None),
+                             positive=getattr(args, "positive", None))
     return src
 
 
