@@ -34,8 +34,10 @@ from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
 from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
 from ..multiclass.evaluation import default_methods, evaluate_classes
-from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written, sentence,
-                     split_rows, validation_json, write_text)
+from .engine_jobs import source_labels
+from .output import (class_key, evaluate_json, finite_or_none, four_places, intervals_json, jsonable, metrics_json,
+                     print_intervals, report_validation, report_written, sentence, split_rows, validation_json,
+                     write_text)
 
 __all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
            "engine_class_source", "cmd_evaluate_class_source",
@@ -128,6 +130,14 @@ def _columns_text(cs) -> str:
     return f"{cs.k} classes ({what} in {shown})"
 
 
+def _shared_prefix(columns) -> str | None:
+    """The class prefix (p_, prob_, proba_, logit_, as written) every column starts with, else None."""
+    from ..data.class_roles import split_prefix
+
+    first = split_prefix(columns[0])
+    return first[0] if first and all(str(c).startswith(first[0]) for c in columns) else None
+
+
 def best_text(name: str) -> str:
     """Which value of a multi-class measure is best, in a word or two (:data:`calibdash.multiclass.metrics.MEASURES`)."""
     low = mmetrics.MEASURES[name].lower_is_better
@@ -192,10 +202,6 @@ def _evaluation(args, cs, scheme):
                             params=class_params(args, methods))
 
 
-def _metrics_json(ev) -> dict:
-    return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
-
-
 def cmd_evaluate_classes(args, cs, scheme) -> int:
     """``evaluate`` on a K-class table: the held-out measures of each method (a table, or JSON), with
     ``--boot N`` their paired bootstrap intervals and the verdict."""
@@ -211,12 +217,11 @@ def cmd_evaluate_classes(args, cs, scheme) -> int:
     binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
                f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
     if args.json:
-        out = {"file": cs.name, "label": cs.label_column, "classes": [jsonable(c) for c in cs.classes],
-               "class_columns": list(cs.columns), "prefix": cs.prefix, "logits": cs.logits,
-               "rows_judged": judged, "scheme": scheme_text, "notes": list(ev.notes), "binning": binning,
-               "validation": validation_json(cs.report, {"column": cs.label_column,
-                                                         "classes": [jsonable(c) for c in cs.classes]}),
-               "metrics": _metrics_json(ev)}
+        out = evaluate_json(file=cs.name, engine="memory", label=cs.label_column, classes=cs.classes,
+                            class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits, rows_judged=judged,
+                            scheme=scheme_text, cells=None, notes=ev.notes, binning=binning,
+                            validation=report_validation(cs.report, cs.report.class_counts),
+                            metrics=metrics_json(ev))
         if boot is not None:
             out["intervals"] = intervals_json(boot)
             out["verdict"] = verdict
@@ -281,17 +286,20 @@ def cmd_evaluate_class_source(args, csrc, scheme, engine: str) -> int:
                f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
     name = csrc.source.describe()
     if args.json:
-        counts = {jsonable(c): int(res.cells.classes[k].n_pos.sum()) for k, c in enumerate(csrc.classes)}  # judged
-        out = {"file": name, "label": csrc.source.label, "classes": [jsonable(c) for c in csrc.classes],
-               "class_columns": list(csrc.columns), "prefix": None, "logits": csrc.logits, "engine": engine,
-               "rows_judged": judged, "scheme": scheme_text, "notes": list(res.notes), "binning": binning,
-               "validation": {"rows_read": res.n_rows, "rows_used": res.n_rows, "rows_dropped": 0,
-                              "dropped": {}, "label": {"column": csrc.source.label,
-                                                       "classes": [jsonable(c) for c in csrc.classes]},
-                              "class_counts": counts,
-                              "messages": ["Rows where they live are checked, not dropped: a missing class value "
-                                           "or label is refused."]},
-               "metrics": _metrics_json(res)}
+        labs = source_labels(csrc.source, engine, len(csrc.classes) + 1)
+        found = {class_key(v): int(n) for v, n in zip(labs["label"], labs["rows"])}
+        counts = {c: found.get(class_key(c), 0) for c in csrc.classes}
+        n = sum(found.values())
+        messages = ["Rows where they live are checked, not dropped: a missing class value or label is refused.",
+                    f"Label column {csrc.source.label!r}: " + ", ".join(f"{counts[c]:,} of class {jsonable(c)!r}"
+                                                                       for c in csrc.classes) + f"; {n:,} rows used."]
+        out = evaluate_json(file=name, engine=engine, label=csrc.source.label, classes=csrc.classes,
+                            class_columns=csrc.columns, prefix=_shared_prefix(csrc.columns), logits=csrc.logits, rows_judged=judged,
+                            scheme=scheme_text, cells=res.cells.describe(),
+                            notes=res.notes, binning=binning,
+                            validation=validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
+                                                       class_counts=counts, mapped={}, messages=messages),
+                            metrics=metrics_json(res))
         json.dump(out, sys.stdout, indent=2)
         print()
         return 0

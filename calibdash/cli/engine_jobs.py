@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed"]
+__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed", "source_labels"]
 
 
 def default_engine(path: str) -> str | None:
@@ -115,3 +115,26 @@ def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
                                            on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)), **more)
 
     return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", work)
+
+
+def source_labels(source, engine: str, limit: int):
+    """Per label value of the rows where they live: ``label``, ``rows``, ``score_min`` and ``score_max`` (the
+    finite scores' range), at most ``limit`` values; one scan of two columns, by DuckDB for files and DuckDB
+    sources (:func:`calibdash.engines.duckdb.label_counts`), by Spark for a Spark table or query. What
+    ``evaluate --json``'s validation block says of rows it did not read into memory."""
+    if engine != "spark" or source.kind == "files":
+        from ..engines.duckdb import label_counts
+        return label_counts(source, limit)
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from ..engines.spark import session
+
+    spark = session()
+    df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
+    s = F.col(source.score).cast("double")
+    finite = s.isNotNull() & ~F.isnan(s) & (F.abs(s) != float("inf"))
+    got = (df.where(F.col(source.label).isNotNull()).groupBy(F.col(source.label).alias("label"))
+           .agg(F.count(F.lit(1)).alias("rows"), F.min(F.when(finite, s)).alias("score_min"),
+                F.max(F.when(finite, s)).alias("score_max")).orderBy(F.desc("rows")).limit(int(limit)).collect())
+    return pd.DataFrame([r.asDict() for r in got], columns=["label", "rows", "score_min", "score_max"])
