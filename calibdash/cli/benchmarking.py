@@ -11,14 +11,13 @@ every multi-class measure, classwise ECE among them.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from .. import benchmark
 from ..errors import SettingsError
 from ..methods import parse_params, resolve
 from .engine_jobs import aggregate, default_engine
-from .output import four_places
+from .output import four_places, print_json
 
 __all__ = ["cmd_benchmark"]
 
@@ -56,8 +55,7 @@ def cmd_benchmark(args) -> int:
     if not quiet:
         print(file=sys.stderr)
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        print()
+        print_json({"engine": args.engine, **result.to_json()})
         return 0
     what = " K-class" if kind == "multiclass" else ""
     print(f"{len(datasets)}{what} data set{'s' if len(datasets) != 1 else ''}: "

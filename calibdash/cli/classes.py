@@ -35,9 +35,8 @@ from ..methods import parse_params, split_names
 from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
 from ..multiclass.evaluation import default_methods, evaluate_classes
 from .engine_jobs import source_labels
-from .output import (class_key, evaluate_json, finite_or_none, four_places, intervals_json, jsonable, metrics_json,
-                     print_intervals, report_validation, report_written, sentence, split_rows, validation_json,
-                     write_text)
+from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
+                     print_json, report_validation, report_written, sentence, split_rows, validation_json, write_text)
 
 __all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
            "engine_class_source", "cmd_evaluate_class_source",
@@ -225,8 +224,7 @@ def cmd_evaluate_classes(args, cs, scheme) -> int:
         if boot is not None:
             out["intervals"] = intervals_json(boot)
             out["verdict"] = verdict
-        json.dump(out, sys.stdout, indent=2)
-        print()
+        print_json(out)
         return 0
     print(f"{cs.name}: {_columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged")
     for msg in [*cs.report.messages, *ev.notes]:
@@ -300,8 +298,7 @@ def cmd_evaluate_class_source(args, csrc, scheme, engine: str) -> int:
                             validation=validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
                                                        class_counts=counts, mapped={}, messages=messages),
                             metrics=metrics_json(res))
-        json.dump(out, sys.stdout, indent=2)
-        print()
+        print_json(out)
         return 0
     print(f"{name}: {_columns_text(csrc)}, label {csrc.source.label!r}; {scheme_text}; {judged:,} rows judged "
           f"(aggregated by {engine})")

@@ -3,8 +3,6 @@ table or JSON (with ``--measures``, the further measures with paired bootstrap i
 one-page HTML report (:mod:`calibdash.report`)."""
 from __future__ import annotations
 
-import json
-import sys
 import warnings
 
 import numpy as np
@@ -18,7 +16,7 @@ from . import classes
 from ..validation import choose_positive
 from .engine_jobs import aggregate, engine_for, engine_source, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
-                     report_validation, report_written, sentence, validation_json)
+                     print_json, report_validation, report_written, sentence, validation_json)
 
 __all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
 
@@ -141,8 +139,7 @@ def _emit(args, out: dict, head: str, messages, ev, boot) -> int:
     if args.json:
         if boot is not None:
             out["intervals"] = intervals_json(boot)
-        json.dump(out, sys.stdout, indent=2)
-        print()
+        print_json(out)
         return 0
     print(head)
     for msg in messages:

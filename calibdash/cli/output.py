@@ -4,6 +4,7 @@ stdout (:func:`write_text`, which reports a path it cannot write as an
 table, the line saying where a report went, and the rows of one split value."""
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from ..errors import DataError, EnvironmentProblem
 from ..validation import plain_value
 
 __all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "class_key", "validation_json",
-           "report_validation", "evaluate_json", "metrics_json", "intervals_json",
+           "report_validation", "evaluate_json", "metrics_json", "print_json", "intervals_json",
            "print_intervals", "report_written", "split_rows"]
 
 
@@ -102,6 +103,24 @@ def evaluate_json(*, file: str, engine: str, label: str, classes, positive=None,
 def metrics_json(ev) -> dict:
     """An evaluation's metrics table as JSON: method -> measure -> value (None where not finite)."""
     return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
+
+
+def _finite(v):
+    """``v`` with every NaN or infinite float inside it (dicts, lists) replaced by None."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def print_json(out: dict) -> None:
+    """Print a command's ``--json`` record on stdout: strict JSON (a value that is not finite, such as an
+    infinite Friedman statistic, as null), indented, one record."""
+    json.dump(_finite(out), sys.stdout, indent=2, allow_nan=False)
+    print()
 
 
 def intervals_json(boot) -> dict:
