@@ -396,14 +396,15 @@ def cmd_apply_classes(args) -> int:
     df, info = read_table(args.file)
     values = _class_values(df, columns, info.name)
     ok = np.isfinite(values).all(axis=1)
-    out = df.copy()
     new = [f"calibrated_{c}" for c in classes]
-    replaced = [c for c in new if c in out.columns]
+    replaced = [c for c in new if c in df.columns]
     calibrated = np.full(values.shape, np.nan)
     if ok.any():
         calibrated[ok] = cal.predict_proba(values[ok])
-    for j, c in enumerate(new):
-        out[c] = calibrated[:, j]
+    # the frame built at once (a column at a time fragments it: pandas warns past 100 columns); a column
+    # replaced keeps its place, the others follow the file's
+    columns_out = {c: df[c] for c in df.columns} | {c: calibrated[:, j] for j, c in enumerate(new)}
+    out = pd.DataFrame(columns_out, index=df.index)
     where = write_text(out.to_csv(index=False), args.out)
     if replaced:
         print(f"  · its columns {', '.join(map(repr, replaced))} were replaced", file=sys.stderr)
