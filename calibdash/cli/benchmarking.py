@@ -17,7 +17,8 @@ from .. import benchmark
 from ..errors import SettingsError
 from ..methods import parse_params, resolve
 from .engine_jobs import aggregate, default_engine
-from .output import four_places, print_json
+from ..benchmark.datasets import unique_name
+from .output import four_places, print_json, source_name
 
 __all__ = ["cmd_benchmark"]
 
@@ -32,9 +33,11 @@ def cmd_benchmark(args) -> int:
             raise SettingsError("with --engine, give one --score (each FILE is one data set).")
         datasets = {}
         for path in args.files:
+            _refuse_class_table(path, args)
             src = engines.source_for(path, score=args.score[0] if args.score else None, label=args.label)
-            datasets[src.describe()] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit,
-                                                               aggregate=aggregate)
+            name = unique_name(source_name(src), datasets)          # a file by its name, as in memory
+            datasets[name] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit,
+                                                     aggregate=aggregate)
         kind = "binary"
     else:
         kind, datasets = benchmark.load_benchmark_datasets(args.files, label=args.label, scores=args.score)
@@ -68,6 +71,21 @@ def cmd_benchmark(args) -> int:
     for note in result.notes:
         print(f"Note: {note}")
     return 0
+
+
+def _refuse_class_table(path: str, args) -> None:
+    """A K-class table (found in its first rows) is benchmarked in memory only: refuse it with an engine."""
+    from ..data import is_multiclass
+    from ..engines import Source
+    from ..engines.classes import HEAD_ROWS
+    from ..engines.duckdb import read_head
+
+    if args.score:                                   # a named score column: a binary data set
+        return
+    head = read_head(Source(path=path, score="__unused__", label=args.label or "__unused_label__"), HEAD_ROWS)
+    if is_multiclass(head, args.label):
+        raise SettingsError(f"{path} is a K-class table: a K-class benchmark runs in memory (--engine memory, or "
+                            f"no --engine for files under 200 MB); --engine {args.engine} benchmarks binary scores.")
 
 
 def _class_methods(methods: str) -> list[str] | str:

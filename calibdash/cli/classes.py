@@ -36,7 +36,8 @@ from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetr
 from ..multiclass.evaluation import default_methods, evaluate_classes
 from .engine_jobs import source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
-                     print_json, report_validation, report_written, sentence, split_rows, validation_json, write_text)
+                     print_json, report_validation, report_written, sentence, source_name, split_rows, validation_json,
+                     write_text)
 
 __all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
            "engine_class_source", "cmd_evaluate_class_source",
@@ -282,7 +283,7 @@ def cmd_evaluate_class_source(args, csrc, scheme, engine: str) -> int:
     judged, scheme_text = res.cells.n_rows, scheme.describe(on_cells=True)
     binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
                f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
-    name = csrc.source.describe()
+    name = source_name(csrc.source)
     if args.json:
         labs = source_labels(csrc.source, engine, len(csrc.classes) + 1)
         found = {class_key(v): int(n) for v, n in zip(labs["label"], labs["rows"])}

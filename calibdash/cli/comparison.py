@@ -16,7 +16,7 @@ from . import classes
 from ..validation import choose_positive
 from .engine_jobs import aggregate, engine_for, engine_source, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
-                     print_json, report_validation, report_written, sentence, validation_json)
+                     print_json, report_validation, report_written, sentence, source_name, validation_json)
 
 __all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
 
@@ -125,7 +125,7 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     scheme_text = scheme.describe(on_cells=True)
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
     classes_, pos, validation = _engine_validation(src, engine)
-    out = evaluate_json(file=src.describe(), engine=engine, label=src.label, classes=classes_, positive=pos,
+    out = evaluate_json(file=source_name(src), engine=engine, label=src.label, classes=classes_, positive=pos,
                         score=src.score, rows_judged=ev.n_judged, scheme=scheme_text, cells=cells.describe(),
                         notes=ev.notes, binning=ev.binning, validation=validation, metrics=metrics_json(ev))
     head = (f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "

@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import DataError, EnvironmentProblem
 from ..validation import plain_value
 
-__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "class_key", "validation_json",
+__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "class_key", "source_name", "validation_json",
            "report_validation", "evaluate_json", "metrics_json", "print_json", "intervals_json",
            "print_intervals", "report_written", "split_rows"]
 
@@ -61,6 +61,14 @@ def sentence(fragment: str) -> str:
 def class_key(value) -> str:
     """A class's key in JSON objects: the label value as text (``1.0`` -> ``"1"``, ``"cat"``)."""
     return str(plain_value(value))
+
+
+def source_name(source) -> str:
+    """How the JSON names rows an engine reads: one file by its name, as the in-memory path names the file it
+    reads (:class:`calibdash.data.FileInfo`), else :meth:`calibdash.engines.Source.describe`."""
+    if source.kind == "files" and len(files := source.files()) == 1:
+        return Path(files[0]).name
+    return source.describe()
 
 
 def validation_json(*, rows_read: int, rows_used: int, dropped: dict, dropped_examples: dict, class_counts: dict,
