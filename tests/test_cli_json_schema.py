@@ -7,8 +7,6 @@ level (a script that reads them must not care which engine ran). The schemas are
 records the engines wrote before they were unified.
 """
 import json
-import os
-import sys
 
 import jsonschema
 import numpy as np
@@ -16,7 +14,7 @@ import pandas as pd
 import pytest
 
 from calibdash import cli, schemas
-from conftest import REPO, start_spark
+from conftest import spark_with_workers
 
 ENGINES = ("memory", "duckdb", "spark")
 N = 1200
@@ -45,21 +43,9 @@ def data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def spark():
-    """A local Spark whose Python workers run this interpreter on this checkout (K-class batches are
-    calibrated in pandas UDFs); stopped after the module."""
-    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYTHONPATH")}
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved["PYTHONPATH"]]))
-    session = start_spark("calibdash-json-schema-tests", "local[2]", **{
-        "spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false",
-        "spark.executorEnv.PYTHONPATH": str(REPO)})
-    yield session
-    session.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    """A local Spark whose Python workers run this checkout (K-class batches are calibrated in pandas UDFs)."""
+    yield from spark_with_workers("calibdash-json-schema-tests", "local[2]", **{
+        "spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false"})
 
 
 def _not_json(constant):

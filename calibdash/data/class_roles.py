@@ -421,15 +421,15 @@ def check_guessed_score(sc: ScoreClasses | None, score, name: str) -> None:
         raise DataError(f"columns {a!r} and {b!r} of {name} add up to 1 on every row, as one model's "
                         f"probabilities of two classes do, but their names do not say which is the positive "
                         f"class's (the label holds {pos!r}, the positive class, and {neg!r}). Name the "
-                        "positive class's column as the score (--score on the command line).")
+                        "positive class's column as the score (--score on the command line, score= in the API).")
     if sc.classes.get(score, pos) == neg:
         cols = [c for c in sc.scores if sc.classes.get(c, pos) == neg]
         listed = ", ".join(map(repr, cols))
         raise DataError(f"the score column{'s' if len(cols) > 1 else ''} of {name} ({listed}) "
                         f"{'are' if len(cols) > 1 else 'is'} named after the negative class {neg!r}, not the "
                         f"positive class {pos!r}: read as the positive class's scores, every number would be "
-                        f"inverted. Make {neg!r} the positive class (--positive), or name the score column "
-                        "(--score) to read it as it is.")
+                        f"inverted. Make {neg!r} the positive class (--positive on the command line, positive= in "
+                        "the API), or name the score column (--score, score=) to read it as it is.")
 
 
 def class_notes(df: pd.DataFrame, score, others, values: list, pos, neg) -> list[str]:
