@@ -123,6 +123,17 @@ def test_the_pages_role_code_picks_the_positive_class(base):
     assert build_score_set(df, positive=0).score == "p_0"
 
 
+def test_which_names_say_a_class():
+    """By the label's values (text, any case, as numbers), and by label words only for a 0/1-like label."""
+    from calibdash.data.class_roles import named_classes
+
+    assert named_classes(["p_1", "PROB_0", "p_pos", "p_y", "p_svm", "score", "logit_1.0"], [0, 1]) == {
+        "p_1": 1, "PROB_0": 0, "p_pos": 1, "logit_1.0": 1}
+    assert named_classes(["p_cat", "p_DOG", "p_pos"], ["cat", "dog"]) == {"p_cat": "cat", "p_DOG": "dog"}
+    assert named_classes(["p_no", "p_yes"], ["no", "yes"]) == {"p_no": "no", "p_yes": "yes"}
+    assert named_classes(["p_0", "p_1"], [0, 1, 2]) == {}                       # not a two-class label
+
+
 def test_columns_whose_names_do_not_say_the_class_are_refused(base, capsys, tmp_path):
     """Two columns adding up to 1 whose names say no class: which is P(class 1) cannot be told."""
     _, y, p1 = base

@@ -14,10 +14,10 @@ from __future__ import annotations
 import sys
 
 from .. import benchmark
+from ..benchmark.datasets import unique_name
 from ..errors import SettingsError
 from ..methods import parse_params, resolve
-from .engine_jobs import aggregate, default_engine
-from ..benchmark.datasets import unique_name
+from .engine_jobs import aggregate, default_engine, head_rows
 from .output import four_places, print_json, source_name
 
 __all__ = ["cmd_benchmark"]
@@ -76,14 +76,10 @@ def cmd_benchmark(args) -> int:
 def _refuse_class_table(path: str, args) -> None:
     """A K-class table (found in its first rows) is benchmarked in memory only: refuse it with an engine."""
     from ..data import is_multiclass
-    from ..engines import Source
-    from ..engines.classes import HEAD_ROWS
-    from ..engines.duckdb import read_head
 
     if args.score:                                   # a named score column: a binary data set
         return
-    head = read_head(Source(path=path, score="__unused__", label=args.label or "__unused_label__"), HEAD_ROWS)
-    if is_multiclass(head, args.label):
+    if is_multiclass(head_rows(path, args.label), args.label):
         raise SettingsError(f"{path} is a K-class table: a K-class benchmark runs in memory (--engine memory, or "
                             f"no --engine for files under 200 MB); --engine {args.engine} benchmarks binary scores.")
 

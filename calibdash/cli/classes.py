@@ -159,9 +159,10 @@ def _class_only(names) -> list[str]:
             or (n in multiclass.classes() and n not in binary)]
 
 
-def refuse_class_methods(methods: str, frame: pd.DataFrame | None, args, name: str) -> None:
+def refuse_class_methods(methods: str, frame, args, name: str) -> None:
     """Refuse multi-class methods asked of a file read as binary, saying what the file holds (its label's
-    classes, read from ``frame``, the table or its first rows) and what they need.
+    classes, read from ``frame``: the table, its first rows, None, or a function giving one of them, called
+    only when such a method is asked) and what they need.
 
     Raises
     ------
@@ -178,6 +179,7 @@ def refuse_class_methods(methods: str, frame: pd.DataFrame | None, args, name: s
     what = (f"{', '.join(asked)} {'is a multi-class calibrator' if len(asked) == 1 else 'are multi-class calibrators'}"
             ", for K-class files (a label of 3 or more classes and one probability or logit column per class, "
             "such as p_<class>)")
+    frame = frame() if callable(frame) else frame
     label = args.label if frame is None or args.label else guess_roles(frame).label
     found = label_values(frame[label]) if frame is not None and label in frame.columns else None
     if found is None:

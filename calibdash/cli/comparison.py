@@ -14,7 +14,7 @@ from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, parse_params, resolve
 from . import classes
 from ..validation import choose_positive
-from .engine_jobs import aggregate, engine_for, engine_source, source_labels
+from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
                      print_json, report_validation, report_written, sentence, source_name, validation_json)
 
@@ -35,14 +35,10 @@ def _score_set(args, opened):
 
 
 def _head(args):
-    """The first rows of the source an engine reads (None for a DuckDB table or query, whose label is named)."""
+    """The first rows of the file or glob an engine reads (None for a DuckDB table or query)."""
     if getattr(args, "table", None) or getattr(args, "query", None):
         return None
-    from ..engines import Source
-    from ..engines.classes import HEAD_ROWS
-    from ..engines.duckdb import read_head
-
-    return read_head(Source(path=args.file, score="__unused__", label=args.label or "__unused_label__"), HEAD_ROWS)
+    return head_rows(args.file, args.label)
 
 
 def scheme_of(args) -> Scheme:
@@ -163,7 +159,7 @@ def cmd_evaluate(args) -> int:
         csrc = classes.engine_class_source(args)
         if csrc is not None:
             return classes.cmd_evaluate_class_source(args, csrc, scheme, engine)
-    classes.refuse_class_methods(args.methods, _head(args) if opened is None else opened.frame, args,
+    classes.refuse_class_methods(args.methods, (lambda: _head(args)) if opened is None else opened.frame, args,
                                  args.file or "the source")
     cals = resolve(args.methods, parse_params(args.param))
     if engine:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed", "source_labels"]
+__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed",
+           "head_rows", "source_labels"]
 
 
 def default_engine(path: str) -> str | None:
@@ -115,6 +116,16 @@ def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
                                            on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)), **more)
 
     return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", work)
+
+
+def head_rows(path: str, label: str | None):
+    """The first rows of the file or glob ``path`` (:data:`calibdash.engines.classes.HEAD_ROWS`), every column,
+    read by DuckDB: what is looked at to tell a K-class table before the rows are read where they lie."""
+    from ..engines import Source
+    from ..engines.classes import HEAD_ROWS
+    from ..engines.duckdb import read_head
+
+    return read_head(Source(path=path, score="__unused__", label=label or "__unused_label__"), HEAD_ROWS)
 
 
 def source_labels(source, engine: str, limit: int):

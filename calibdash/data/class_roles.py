@@ -318,7 +318,8 @@ def named_classes(columns, values: list) -> dict:
     label 1, ``logit_cat`` about ``"cat"`` (matched as :func:`pair` matches, within each prefix); and
     when the label is written like 0/1, yes/no or pos/neg, ``p_pos``, ``p_yes``, ``p_true`` are about
     its positive value (:func:`calibdash.validation.choose_positive`'s default) and ``p_neg``, ``p_no``
-    about the other. Columns with no such name are left out."""
+    about the other (one-letter words such as ``p_y`` or ``p_n`` say too little, and are left out, as
+    columns with no such name are)."""
     if len(values) != 2:
         return {}
     by_prefix: dict[str, list] = {}
@@ -335,9 +336,9 @@ def named_classes(columns, values: list) -> dict:
             tok = s.strip().lower()
             if j in pairs:
                 out[c] = values[pairs[j]]
-            elif coded and tok in POSITIVE_TOKENS:
+            elif coded and len(tok) > 1 and tok in POSITIVE_TOKENS:    # not p_y, p_t, p_n, p_f: too terse
                 out[c] = default_pos
-            elif coded and tok in NEGATIVE_TOKENS:
+            elif coded and len(tok) > 1 and tok in NEGATIVE_TOKENS:
                 out[c] = default_neg
     return out
 
