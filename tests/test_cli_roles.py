@@ -131,6 +131,7 @@ def test_which_names_say_a_class():
         "p_1": 1, "PROB_0": 0, "p_pos": 1, "logit_1.0": 1}
     assert named_classes(["p_cat", "p_DOG", "p_pos"], ["cat", "dog"]) == {"p_cat": "cat", "p_DOG": "dog"}
     assert named_classes(["p_no", "p_yes"], ["no", "yes"]) == {"p_no": "no", "p_yes": "yes"}
+    assert named_classes(["p_0", "p_1", "p_n"], ["no", "yes"]) == {"p_0": "no", "p_1": "yes"}
     assert named_classes(["p_0", "p_1"], [0, 1, 2]) == {}                       # not a two-class label
 
 

@@ -330,15 +330,18 @@ def named_classes(columns, values: list) -> dict:
     coded = any(_text(v).lower() in tokens for v in values)     # the label itself is written like 0/1, yes/no
     default_pos, default_neg = choose_positive(values) if coded else (None, None)
     out = {}
+    def word(tok: str) -> bool:                  # not p_y, p_t, p_n, p_f: one letter says too little
+        return len(tok) > 1 or not tok.isalpha()
+
     for group in by_prefix.values():
         pairs = pair(values, [s for _, s in group])
         for j, (c, s) in enumerate(group):
             tok = s.strip().lower()
             if j in pairs:
                 out[c] = values[pairs[j]]
-            elif coded and len(tok) > 1 and tok in POSITIVE_TOKENS:    # not p_y, p_t, p_n, p_f: too terse
+            elif coded and word(tok) and tok in POSITIVE_TOKENS:
                 out[c] = default_pos
-            elif coded and len(tok) > 1 and tok in NEGATIVE_TOKENS:
+            elif coded and word(tok) and tok in NEGATIVE_TOKENS:
                 out[c] = default_neg
     return out
 
