@@ -69,3 +69,23 @@ def start_spark(app: str, master: str = "local[1]", **conf):
         pytest.skip(f"Spark does not start here: {exc}")
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def spark_with_workers(app: str, master: str = "local[2]", **conf):
+    """A generator for a module fixture: :func:`start_spark` whose Python workers run this interpreter on this
+    checkout (pandas UDFs import calibdash there), yielded, then stopped and the environment restored."""
+    import sys
+
+    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYTHONPATH")}
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved["PYTHONPATH"]]))
+    try:
+        session = start_spark(app, master, **{"spark.executorEnv.PYTHONPATH": str(REPO), **conf})
+        yield session
+        session.stop()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -107,7 +107,7 @@ def test_evaluate_json_carries_the_validation_report(tmp_path, capsys):
         rep.n_read, rep.n_used, sum(rep.dropped.values()))
     assert v["dropped"] == {"missing or non-finite score": 1, "score not a number": 1, "missing label": 1}
     assert v["dropped_examples"] == {"score not a number": ["abc"]}
-    assert v["label"] == {"column": "label", "positive": "yes", "negative": "no"}
+    assert (out["label"], out["positive"], out["classes"]) == ("label", "yes", ["no", "yes"])
     assert sum(v["class_counts"].values()) == 297
     assert v["messages"] == rep.messages and any("Dropped 1 row with a missing label" in m for m in v["messages"])
     assert out["notes"] == [] and out["rows_judged"] == 90
@@ -117,7 +117,7 @@ def test_positive_flips_the_class_in_the_cli_as_in_the_api(tmp_path, capsys):
     path = _dropping_csv(tmp_path / "drops.csv")
     assert main(["evaluate", str(path), "--methods", "platt", "--json", "--positive", "no"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["validation"]["label"] == {"column": "label", "positive": "no", "negative": "yes"}
+    assert (out["positive"], out["classes"]) == ("no", ["yes", "no"])
     ss = load_scores(str(path), positive="no")
     ev = evaluate(ss.scores, ss.labels, ["platt"], Scheme())
     assert out["metrics"]["uncalibrated"]["AUC"] == pytest.approx(ev.metrics.loc["uncalibrated", "AUC"])
@@ -131,7 +131,7 @@ def test_evaluate_measures_adds_the_named_measures_with_intervals(capsys):
     assert main(["evaluate", CIRCLES, "--methods", "platt,isotonic", "--scheme", "column", "--json",
                  "--measures", "smece,Slope,HL", "--boot", "8"]) == 0
     out = json.loads(capsys.readouterr().out)
-    m = out["measures"]
+    m = out["intervals"]
     assert m["resamples"] == 8 and m["level"] == 0.95 and "Poisson" in m["note"]
     assert list(m["values"]) == ["uncalibrated", "platt", "isotonic"]
     assert all(list(row) == ["smECE", "Slope", "HL"] for row in m["values"].values())
@@ -167,8 +167,7 @@ def test_one_positive_in_1000_rows_says_so_in_calibdash_words(tmp_path, capsys):
         assert "the positive class has 1 row among 1,000" in err and "--scheme insample" in err
         assert "least populated" not in err and "Traceback" not in err
     assert main(["evaluate", str(path), "--methods", "platt", "--scheme", "insample", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["validation"]["class_counts"] == {"positive (yes)": 1,
-                                                                                  "negative (no)": 999}
+    assert json.loads(capsys.readouterr().out)["validation"]["class_counts"] == {"no": 999, "yes": 1}
 
 
 def test_a_split_that_cannot_stratify_is_stated_in_the_output(tmp_path, capsys):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO, start_spark
+from conftest import spark_with_workers
 
 from calibdash import multiclass
 from calibdash.cli import main
@@ -232,21 +232,9 @@ def test_refusals(files, tmp_path):
 @pytest.fixture(scope="module")
 def spark():
     # the content key runs in a pandas UDF: Spark's Python workers need this interpreter and this checkout
-    import os
-    import sys
-    saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYTHONPATH")}
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), saved["PYTHONPATH"]]))
-    session = start_spark("calibdash-class-large-tests", "local[2]", **{
+    yield from spark_with_workers("calibdash-class-large-tests", "local[2]", **{
         "spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false",
-        "spark.sql.files.maxPartitionBytes": str(64 * 1024), "spark.executorEnv.PYTHONPATH": str(REPO)})
-    yield session
-    session.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+        "spark.sql.files.maxPartitionBytes": str(64 * 1024)})
 
 
 def test_spark_equals_memory(files, spark):

@@ -92,7 +92,9 @@ def test_wheel_holds_only_the_library(wheel):
     assert not [n for n in names if n.split("/")[0] in ("pages", "bench", "tests", "sample_data", "app.py")]
     assert not [n for n in names if n.endswith((".csv", ".pyc"))]            # the samples are generated, not shipped
     for must in ("calibdash/__init__.py", "calibdash/__main__.py", "calibdash/cli/__init__.py",
-                 "calibdash/samples/__init__.py", "calibdash/samples/make.py", "calibdash/calibrators/bbq.py"):
+                 "calibdash/samples/__init__.py", "calibdash/samples/make.py", "calibdash/calibrators/bbq.py",
+                 "calibdash/schemas/__init__.py", "calibdash/schemas/common.json",
+                 *(f"calibdash/schemas/{c}.json" for c in ("evaluate", "groups", "drift", "benchmark"))):
         assert must in names, must
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires = {line.split(":", 1)[1].strip().split(">=")[0].split(";")[0].strip(): line
@@ -122,6 +124,15 @@ def test_installed_package_is_imported_and_loads_samples(installed):
     assert Path(got["path"]).is_relative_to(installed["cache"] / "calibdash" / "samples"), got["path"]
     assert Path(got["path"]).is_file()
     assert got["rows"] == 2000 and got["score"] == "linear_svm" and got["version"] == "0.1.0"
+
+
+def test_installed_package_reads_its_json_schemas(installed):
+    """The --json schemas are package data: the installed package reads them (importlib.resources)."""
+    code = ("import json, calibdash.schemas as s; "
+            "print(json.dumps({c: s.load(c)['$id'] for c in s.COMMANDS}))")
+    out = _run([installed["python"], "-c", code], cwd=installed["work"], env=installed["env"]).stdout
+    assert __import__("json").loads(out.strip().splitlines()[-1]) == {
+        c: f"urn:calibdash:schema:{c}" for c in ("evaluate", "groups", "drift", "benchmark")}
 
 
 def test_console_script_and_python_m(installed):

@@ -13,6 +13,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..data import ScoreSet, build_score_set, read_table
+from ..data.class_roles import named_classes
 from ..errors import DataError
 
 __all__ = ["datasets_from_table", "load_datasets", "expand_paths", "unique_name", "file_datasets"]
@@ -35,7 +36,8 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
     label : str, optional
         Label column (default: guessed).
     scores : sequence of str, optional
-        Score columns to use (default: all guessed score columns).
+        Score columns to use (default: all guessed score columns but those named after the negative
+        class, :func:`calibdash.data.class_roles.named_classes`).
 
     Raises
     ------
@@ -46,7 +48,9 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
     cols = list(scores) if scores else None
     if cols is None:
         first = build_score_set(df, label=label, info=info, name=base)
-        cols = list(first.score_columns)
+        pos = first.positive_label          # a negative class's column (p_0 beside p_1) is no model's score
+        named = named_classes(first.score_columns, [pos, first.negative_label])
+        cols = [c for c in first.score_columns if named.get(c, pos) == pos]
         label = first.label_column
     out = {}
     for col in cols:

@@ -7,6 +7,9 @@ each method is fitted on the fitting rows and judged on held-out rows.
 figures, more measures, the methods' papers), which opens offline.
 ``groups`` and ``drift`` measure calibration per group
 or period where the rows live (:mod:`.monitor`), for scheduled checks (``--json``, ``--fail-above``).
+The ``--json`` output of ``evaluate``, ``groups``, ``drift`` and ``benchmark`` has one shape per command,
+whatever the engine and for binary and K-class files alike, written down as JSON Schemas in
+:mod:`calibdash.schemas`.
 On a K-class file (a label of K >= 3 classes and one probability or logit column per class, found or
 named with ``--probs``/``--logits``) ``evaluate``, ``report``, ``fit`` and ``apply`` run the multi-class
 calibrators (:mod:`.classes`, :mod:`calibdash.multiclass`). ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
@@ -144,7 +147,8 @@ def _add_monitor(p: argparse.ArgumentParser, what: str) -> None:
                    help="seed of the bootstrap (and of --scheme's row hash) (default: %(default)s)")
     p.add_argument("--json", action="store_true",
                    help=f"print JSON: one record per {what} (key, rows, positives, each measure with its interval), "
-                        "the notes and the alerts")
+                        "the notes and the alerts; one record whatever the engine (its JSON Schema: "
+                        f"calibdash/schemas/{'groups' if what == 'group' else 'drift'}.json)")
     p.add_argument("--fail-above", action="append", metavar="MEASURE=VALUE",
                    help=f"exit with status 1 and name on stderr the {what}s whose MEASURE ({', '.join(GROUP_STATS)}; "
                         "any case) is above VALUE, such as ECE=0.05 (repeatable)")
@@ -163,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluation(e, table_help)
     e.add_argument("--json", action="store_true",
                    help="print JSON instead of a table: the metrics, the validation report (rows read, used, dropped "
-                        "and why) and the evaluation's notes")
+                        "and why) and the evaluation's notes; one record whatever the engine, binary or K-class "
+                        "(its JSON Schema: calibdash/schemas/evaluate.json)")
     e.add_argument("--measures", nargs="?", const="all", metavar="all|NAME,...",
                    help="add the further measures (smECE, ICI, calibration slope and intercept, CORP and Murphy "
                         "decompositions, Spiegelhalter's z, Hosmer-Lemeshow, ...) with paired bootstrap intervals, "
@@ -255,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-uncalibrated", action="store_true", help="do not rank the raw scores")
     b.add_argument("--label", help="label column (default: guessed)")
     b.add_argument("--score", action="append", help="score column to use (repeatable; default: every score column)")
-    b.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    b.add_argument("--json", action="store_true", help="print JSON instead of tables (its JSON Schema: "
+                                                       "calibdash/schemas/benchmark.json)")
     b.add_argument("--engine", choices=["memory", "duckdb", "spark"],
                    help="memory: read each file into pandas; duckdb or spark: each FILE (a file or a glob) stays "
                         "where it is, and each repeat's folds are aggregated into score cells by the engine "

@@ -11,14 +11,14 @@ every multi-class measure, classwise ECE among them.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from .. import benchmark
+from ..benchmark.datasets import unique_name
 from ..errors import SettingsError
 from ..methods import parse_params, resolve
-from .engine_jobs import aggregate, default_engine
-from .output import four_places
+from .engine_jobs import aggregate, default_engine, head_rows
+from .output import four_places, print_json, source_name
 
 __all__ = ["cmd_benchmark"]
 
@@ -33,9 +33,11 @@ def cmd_benchmark(args) -> int:
             raise SettingsError("with --engine, give one --score (each FILE is one data set).")
         datasets = {}
         for path in args.files:
+            _refuse_class_table(path, args)
             src = engines.source_for(path, score=args.score[0] if args.score else None, label=args.label)
-            datasets[src.describe()] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit,
-                                                               aggregate=aggregate)
+            name = unique_name(source_name(src), datasets)          # a file by its name, as in memory
+            datasets[name] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit,
+                                                     aggregate=aggregate)
         kind = "binary"
     else:
         kind, datasets = benchmark.load_benchmark_datasets(args.files, label=args.label, scores=args.score)
@@ -56,8 +58,7 @@ def cmd_benchmark(args) -> int:
     if not quiet:
         print(file=sys.stderr)
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        print()
+        print_json({"engine": args.engine, **result.to_json()})
         return 0
     what = " K-class" if kind == "multiclass" else ""
     print(f"{len(datasets)}{what} data set{'s' if len(datasets) != 1 else ''}: "
@@ -70,6 +71,17 @@ def cmd_benchmark(args) -> int:
     for note in result.notes:
         print(f"Note: {note}")
     return 0
+
+
+def _refuse_class_table(path: str, args) -> None:
+    """A K-class table (found in its first rows) is benchmarked in memory only: refuse it with an engine."""
+    from ..data import is_multiclass
+
+    if args.score:                                   # a named score column: a binary data set
+        return
+    if is_multiclass(head_rows(path, args.label), args.label):
+        raise SettingsError(f"{path} is a K-class table: a K-class benchmark runs in memory (--engine memory, or "
+                            f"no --engine for files under 200 MB); --engine {args.engine} benchmarks binary scores.")
 
 
 def _class_methods(methods: str) -> list[str] | str:

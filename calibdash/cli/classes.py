@@ -35,13 +35,15 @@ from ..methods import parse_params, split_names
 from ..safe_text import csv_text
 from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
 from ..multiclass.evaluation import default_methods, evaluate_classes
-from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written, sentence,
-                     split_rows, validation_json, write_text)
+from .engine_jobs import source_labels
+from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
+                     print_json, report_validation, report_written, sentence, source_name, split_rows, validation_json,
+                     write_text)
 
 __all__ = ["Opened", "open_table", "class_methods", "class_params", "is_class_model", "cmd_evaluate_classes",
            "engine_class_source", "cmd_evaluate_class_source",
            "cmd_report_classes", "cmd_fit_classes", "cmd_apply_classes", "refuse_export_sql", "best_text",
-           "ENGINE_REFUSAL"]
+           "ENGINE_REFUSAL", "refuse_class_methods"]
 
 #: Why a K-class file or model is not run by DuckDB or Spark.
 ENGINE_REFUSAL = ("only the in-memory engine fits K-class models and applies them (the softmax over K columns is "
@@ -129,6 +131,14 @@ def _columns_text(cs) -> str:
     return f"{cs.k} classes ({what} in {shown})"
 
 
+def _shared_prefix(columns) -> str | None:
+    """The class prefix (p_, prob_, proba_, logit_, as written) every column starts with, else None."""
+    from ..data.class_roles import split_prefix
+
+    first = split_prefix(columns[0])
+    return first[0] if first and all(str(c).startswith(first[0]) for c in columns) else None
+
+
 def best_text(name: str) -> str:
     """Which value of a multi-class measure is best, in a word or two (:data:`calibdash.multiclass.metrics.MEASURES`)."""
     low = mmetrics.MEASURES[name].lower_is_better
@@ -140,15 +150,59 @@ def _labels(ev) -> dict:
     return default_labels(list(ev.predictions), ev.models)
 
 
+def _class_only(names) -> list[str]:
+    """The names among ``names`` that only a K-class file runs: composites (``ovr:isotonic``) and
+    multi-class calibrators with no binary namesake (vector, matrix, dirichlet)."""
+    from .. import calibrators
+
+    binary = calibrators.classes()
+    return [n for n in names if n.split(":")[0].strip().lower() in multiclass.COMPOSITES
+            or (n in multiclass.classes() and n not in binary)]
+
+
+def refuse_class_methods(methods: str, frame, args, name: str) -> None:
+    """Refuse multi-class methods asked of a file read as binary, saying what the file holds (its label's
+    classes, read from ``frame``: the table, its first rows, None, or a function giving one of them, called
+    only when such a method is asked) and what they need.
+
+    Raises
+    ------
+    SettingsError
+        Some of ``methods`` are multi-class only (:func:`_class_only`).
+    """
+    asked = _class_only(split_names(methods))
+    if not asked:
+        return
+    from ..data import guess_roles
+    from ..data.class_roles import label_values
+    from ..validation import format_values, sorted_values
+
+    what = (f"{', '.join(asked)} {'is a multi-class calibrator' if len(asked) == 1 else 'are multi-class calibrators'}"
+            ", for K-class files (a label of 3 or more classes and one probability or logit column per class, "
+            "such as p_<class>)")
+    frame = frame() if callable(frame) else frame
+    label = args.label if frame is None or args.label else guess_roles(frame).label
+    found = label_values(frame[label]) if frame is not None and label in frame.columns else None
+    if found is None:
+        raise SettingsError(f"{what}; {name} is read as a binary file. Name its class columns with --probs or "
+                            "--logits, or choose binary calibrators (see `methods`).")
+    values = sorted_values(found[2])
+    holds = f"{name}'s label column {label!r} holds"
+    if len(values) < 2:
+        raise SettingsError(f"{what}; {holds} one class only ({format_values(values) or 'no value'}): calibration "
+                            "needs rows of every class, binary (two classes) or multi-class (three or more).")
+    if len(values) == 2:
+        raise SettingsError(f"{what}; {holds} two classes ({format_values(values)}): a binary file. Choose binary "
+                            "calibrators (see `methods`).")
+    raise SettingsError(f"{what}; {holds} {len(values)} classes ({format_values(values)}) but no column per class "
+                        "was found beside it: name the class columns with --probs PREFIX or --logits PREFIX.")
+
+
 # -- evaluate ---------------------------------------------------------------------------------------------
 def _evaluation(args, cs, scheme):
     methods = class_methods(args, cs.k)
     return evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
                             params=class_params(args, methods))
-
-
-def _metrics_json(ev) -> dict:
-    return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
 
 
 def cmd_evaluate_classes(args, cs, scheme) -> int:
@@ -166,17 +220,15 @@ def cmd_evaluate_classes(args, cs, scheme) -> int:
     binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
                f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
     if args.json:
-        out = {"file": cs.name, "label": cs.label_column, "classes": [jsonable(c) for c in cs.classes],
-               "class_columns": list(cs.columns), "prefix": cs.prefix, "logits": cs.logits,
-               "rows_judged": judged, "scheme": scheme_text, "notes": list(ev.notes), "binning": binning,
-               "validation": validation_json(cs.report, {"column": cs.label_column,
-                                                         "classes": [jsonable(c) for c in cs.classes]}),
-               "metrics": _metrics_json(ev)}
+        out = evaluate_json(file=cs.name, engine="memory", label=cs.label_column, classes=cs.classes,
+                            class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits, rows_judged=judged,
+                            scheme=scheme_text, cells=None, notes=ev.notes, binning=binning,
+                            validation=report_validation(cs.report, cs.report.class_counts),
+                            metrics=metrics_json(ev))
         if boot is not None:
             out["intervals"] = intervals_json(boot)
             out["verdict"] = verdict
-        json.dump(out, sys.stdout, indent=2)
-        print()
+        print_json(out)
         return 0
     print(f"{cs.name}: {_columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged")
     for msg in [*cs.report.messages, *ev.notes]:
@@ -234,21 +286,23 @@ def cmd_evaluate_class_source(args, csrc, scheme, engine: str) -> int:
     judged, scheme_text = res.cells.n_rows, scheme.describe(on_cells=True)
     binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
                f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
-    name = csrc.source.describe()
+    name = source_name(csrc.source)
     if args.json:
-        counts = {jsonable(c): int(res.cells.classes[k].n_pos.sum()) for k, c in enumerate(csrc.classes)}  # judged
-        out = {"file": name, "label": csrc.source.label, "classes": [jsonable(c) for c in csrc.classes],
-               "class_columns": list(csrc.columns), "prefix": None, "logits": csrc.logits, "engine": engine,
-               "rows_judged": judged, "scheme": scheme_text, "notes": list(res.notes), "binning": binning,
-               "validation": {"rows_read": res.n_rows, "rows_used": res.n_rows, "rows_dropped": 0,
-                              "dropped": {}, "label": {"column": csrc.source.label,
-                                                       "classes": [jsonable(c) for c in csrc.classes]},
-                              "class_counts": counts,
-                              "messages": ["Rows where they live are checked, not dropped: a missing class value "
-                                           "or label is refused."]},
-               "metrics": _metrics_json(res)}
-        json.dump(out, sys.stdout, indent=2)
-        print()
+        labs = source_labels(csrc.source, engine, len(csrc.classes) + 1)
+        found = {class_key(v): int(n) for v, n in zip(labs["label"], labs["rows"])}
+        counts = {c: found.get(class_key(c), 0) for c in csrc.classes}
+        n = sum(found.values())
+        messages = ["Rows where they live are checked, not dropped: a missing class value or label is refused.",
+                    f"Label column {csrc.source.label!r}: " + ", ".join(f"{counts[c]:,} of class {jsonable(c)!r}"
+                                                                       for c in csrc.classes) + f"; {n:,} rows used."]
+        out = evaluate_json(file=name, engine=engine, label=csrc.source.label, classes=csrc.classes,
+                            class_columns=csrc.columns, prefix=_shared_prefix(csrc.columns), logits=csrc.logits, rows_judged=judged,
+                            scheme=scheme_text, cells=res.cells.describe(),
+                            notes=res.notes, binning=binning,
+                            validation=validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
+                                                       class_counts=counts, mapped={}, messages=messages),
+                            metrics=metrics_json(res))
+        print_json(out)
         return 0
     print(f"{name}: {_columns_text(csrc)}, label {csrc.source.label!r}; {scheme_text}; {judged:,} rows judged "
           f"(aggregated by {engine})")
@@ -346,14 +400,15 @@ def cmd_apply_classes(args) -> int:
     df, info = read_table(args.file)
     values = _class_values(df, columns, info.name)
     ok = np.isfinite(values).all(axis=1)
-    out = df.copy()
     new = [f"calibrated_{c}" for c in classes]
-    replaced = [c for c in new if c in out.columns]
+    replaced = [c for c in new if c in df.columns]
     calibrated = np.full(values.shape, np.nan)
     if ok.any():
         calibrated[ok] = cal.predict_proba(values[ok])
-    for j, c in enumerate(new):
-        out[c] = calibrated[:, j]
+    # the frame built at once (a column at a time fragments it: pandas warns past 100 columns); a column
+    # replaced keeps its place, the others follow the file's
+    columns_out = {c: df[c] for c in df.columns} | {c: calibrated[:, j] for j, c in enumerate(new)}
+    out = pd.DataFrame(columns_out, index=df.index)
     where = write_text(csv_text(out, index=False), args.out)
     if replaced:
         print(f"  · its columns {', '.join(map(repr, replaced))} were replaced", file=sys.stderr)

@@ -3,8 +3,6 @@ table or JSON (with ``--measures``, the further measures with paired bootstrap i
 one-page HTML report (:mod:`calibdash.report`)."""
 from __future__ import annotations
 
-import json
-import sys
 import warnings
 
 import numpy as np
@@ -15,9 +13,10 @@ from ..errors import DataError, SettingsError
 from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, parse_params, resolve
 from . import classes
-from .engine_jobs import aggregate, engine_for, engine_source
-from .output import (finite_or_none, four_places, intervals_json, jsonable, print_intervals, report_written,
-                     sentence, validation_json)
+from ..validation import choose_positive
+from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source_labels
+from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
+                     print_json, report_validation, report_written, sentence, source_name, validation_json)
 
 __all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
 
@@ -35,6 +34,13 @@ def _score_set(args, opened):
                            info=opened.info, name=opened.info.name)
 
 
+def _head(args):
+    """The first rows of the file or glob an engine reads (None for a DuckDB table or query)."""
+    if getattr(args, "table", None) or getattr(args, "query", None):
+        return None
+    return head_rows(args.file, args.label)
+
+
 def scheme_of(args) -> Scheme:
     return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
 
@@ -44,17 +50,33 @@ def check_split(ss, args) -> None:
         raise DataError("--scheme column needs a split column in the file.")
 
 
-def _metrics_json(ev) -> dict:
-    return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
-
-
 def _validation_json(ss) -> dict:
-    """What loading found (:class:`calibdash.data.ValidationReport`): rows read, used, dropped and why, the
-    label's classes, the mapped score columns, and the report's messages."""
-    rep = ss.report
-    return validation_json(rep, {"column": ss.label_column, "positive": jsonable(ss.positive_label),
-                                 "negative": jsonable(ss.negative_label)},
-                           mapped={col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in rep.mapped.items()})
+    """What loading found (:class:`calibdash.data.ValidationReport`), as :func:`.output.report_validation`:
+    rows read, used, dropped and why, the rows of each class, the mapped score columns, the messages."""
+    n_pos = int(ss.labels.sum())
+    return report_validation(ss.report, {ss.negative_label: ss.n_rows - n_pos, ss.positive_label: n_pos})
+
+
+def _engine_validation(src, engine: str) -> tuple[list, object, dict]:
+    """What an engine checked of the rows where they live, as the in-memory validation block says it: the
+    label's (negative, positive) values, the positive one, and :func:`.output.validation_json`."""
+    labs = source_labels(src, engine, 3)                  # the engine refused any other than two values
+    pos, neg = choose_positive(list(labs["label"]), src.positive, column=src.label)
+    counts = {class_key(v): int(n) for v, n in zip(labs["label"], labs["rows"])}
+    lo, hi = float(labs["score_min"].min()), float(labs["score_max"].max())
+    mapped = {src.score: (lo, hi)} if src.transform_name == "logistic" or (
+        src.transform_name is None and (lo < 0 or hi > 1)) else {}
+    n = sum(counts.values())
+    n_pos, n_neg = counts[class_key(pos)], counts[class_key(neg)]
+    messages = ["Rows where they live are checked, not dropped: a missing score or label is refused.",
+                f"Label column {src.label!r}: {n_pos:,} positive ({jsonable(pos)!r}), {n_neg:,} negative "
+                f"({jsonable(neg)!r}); {n:,} rows used.", f"Active score column {src.score!r}."]
+    if mapped:
+        messages.append(f"Score column {src.score!r} ranges from {lo:.4g} to {hi:.4g}: mapped by the logistic "
+                        "function 1/(1+exp(-s)).")
+    val = validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
+                          class_counts={neg: n_neg, pos: n_pos}, mapped=mapped, messages=messages)
+    return [neg, pos], pos, val
 
 
 def _measure_names(arg: str | None) -> tuple[str, ...] | None:
@@ -98,15 +120,10 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     ev = evaluate_cells(cells, cals, scheme)
     scheme_text = scheme.describe(on_cells=True)
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
-    n_pos = int(cells.n_pos.sum())
-    out = {"file": src.describe(), "score": src.score, "engine": engine, "rows_judged": ev.n_judged,
-           "scheme": scheme_text, "cells": cells.describe(), "notes": list(ev.notes), "binning": ev.binning,
-           "validation": {"rows_read": cells.n_rows, "rows_used": cells.n_rows, "rows_dropped": 0, "dropped": {},
-                          "label": {"column": src.label, "positive": jsonable(src.positive)},
-                          "class_counts": {"positive": n_pos, "negative": cells.n_rows - n_pos},
-                          "messages": [("Rows where they live are checked, not dropped: a missing score or "
-                                        "label is refused.")]},
-           "metrics": _metrics_json(ev)}
+    classes_, pos, validation = _engine_validation(src, engine)
+    out = evaluate_json(file=source_name(src), engine=engine, label=src.label, classes=classes_, positive=pos,
+                        score=src.score, rows_judged=ev.n_judged, scheme=scheme_text, cells=cells.describe(),
+                        notes=ev.notes, binning=ev.binning, validation=validation, metrics=metrics_json(ev))
     head = (f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
             f"(aggregated by {engine})")
     return _emit(args, out, head, [cells.describe(), *ev.notes], ev, boot)
@@ -117,9 +134,8 @@ def _emit(args, out: dict, head: str, messages, ev, boot) -> int:
     ``--json``, else the heading, the messages, the metrics table and the measures."""
     if args.json:
         if boot is not None:
-            out["measures"] = intervals_json(boot)
-        json.dump(out, sys.stdout, indent=2)
-        print()
+            out["intervals"] = intervals_json(boot)
+        print_json(out)
         return 0
     print(head)
     for msg in messages:
@@ -143,6 +159,8 @@ def cmd_evaluate(args) -> int:
         csrc = classes.engine_class_source(args)
         if csrc is not None:
             return classes.cmd_evaluate_class_source(args, csrc, scheme, engine)
+    classes.refuse_class_methods(args.methods, (lambda: _head(args)) if opened is None else opened.frame, args,
+                                 args.file or "the source")
     cals = resolve(args.methods, parse_params(args.param))
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)
@@ -156,9 +174,10 @@ def cmd_evaluate(args) -> int:
     else:
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
-    out = {"file": ss.name, "score": ss.score, "rows_judged": judged, "scheme": scheme_text,
-           "cells": how, "notes": list(ev.notes), "binning": ev.binning, "validation": _validation_json(ss),
-           "metrics": _metrics_json(ev)}
+    out = evaluate_json(file=ss.name, engine="memory", label=ss.label_column,
+                        classes=[ss.negative_label, ss.positive_label], positive=ss.positive_label, score=ss.score,
+                        rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes, binning=ev.binning,
+                        validation=_validation_json(ss), metrics=metrics_json(ev))
     head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev, boot)
 
@@ -169,6 +188,7 @@ def cmd_report(args) -> int:
     opened = classes.open_table(args, None)
     if opened.classes is not None:
         return classes.cmd_report_classes(args, opened.classes, scheme_of(args))
+    classes.refuse_class_methods(args.methods, opened.frame, args, opened.info.name)
     ss = _score_set(args, opened)
     check_split(ss, args)
     text = report.report_for_score_set(ss, args.methods, scheme_of(args), params=parse_params(args.param),

@@ -3,11 +3,11 @@
 :mod:`calibdash.jobs` with its stage and elapsed time on stderr (:class:`ProgressLine`); Ctrl-C cancels it."""
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
-__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed"]
+__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed",
+           "head_rows", "source_labels"]
 
 
 def default_engine(path: str) -> str | None:
@@ -39,9 +39,8 @@ def engine_source(args, split: str | None = None):
 
     src = engines.source_for(args.file, score=args.score, label=args.label, split=split,
                              database=getattr(args, "database", None), table=getattr(args, "table", None),
-                             query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
-    if getattr(args, "positive", None) is not None:
-        src = dataclasses.replace(src, positive=args.positive)
+                             query=getattr(args, "query", None), order_by=getattr(args, "order_by", None),
+                             positive=getattr(args, "positive", None))
     return src
 
 
@@ -117,3 +116,36 @@ def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
                                            on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)), **more)
 
     return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", work)
+
+
+def head_rows(path: str, label: str | None):
+    """The first rows of the file or glob ``path`` (:data:`calibdash.engines.classes.HEAD_ROWS`), every column,
+    read by DuckDB: what is looked at to tell a K-class table before the rows are read where they lie."""
+    from ..engines import Source
+    from ..engines.classes import HEAD_ROWS
+    from ..engines.duckdb import read_head
+
+    return read_head(Source(path=path, score="__unused__", label=label or "__unused_label__"), HEAD_ROWS)
+
+
+def source_labels(source, engine: str, limit: int):
+    """Per label value of the rows where they live: ``label``, ``rows``, ``score_min`` and ``score_max`` (the
+    finite scores' range), at most ``limit`` values; one scan of two columns, by DuckDB for files and DuckDB
+    sources (:func:`calibdash.engines.duckdb.label_counts`), by Spark for a Spark table or query. What
+    ``evaluate --json``'s validation block says of rows it did not read into memory."""
+    if engine != "spark" or source.kind == "files":
+        from ..engines.duckdb import label_counts
+        return label_counts(source, limit)
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from ..engines.spark import session
+
+    spark = session()
+    df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
+    s = F.col(source.score).cast("double")
+    finite = s.isNotNull() & ~F.isnan(s) & (F.abs(s) != float("inf"))
+    got = (df.where(F.col(source.label).isNotNull()).groupBy(F.col(source.label).alias("label"))
+           .agg(F.count(F.lit(1)).alias("rows"), F.min(F.when(finite, s)).alias("score_min"),
+                F.max(F.when(finite, s)).alias("score_max")).orderBy(F.desc("rows")).limit(int(limit)).collect())
+    return pd.DataFrame([r.asDict() for r in got], columns=["label", "rows", "score_min", "score_max"])

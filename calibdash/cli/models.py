@@ -31,6 +31,8 @@ def cmd_fit(args) -> int:
     opened = classes.open_table(args, engine)
     if opened is not None and opened.classes is not None:
         return classes.cmd_fit_classes(args, opened.classes)
+    if opened is not None:
+        classes.refuse_class_methods(args.method, opened.frame, args, opened.info.name)
     names = split_names(args.method)
     if len(names) != 1:
         raise SettingsError(f"--method takes one calibrator, got {args.method!r}.")

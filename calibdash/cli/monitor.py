@@ -19,7 +19,6 @@ calibdash's errors exit 2, as :func:`calibdash.cli.main` reports them).
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 
@@ -36,7 +35,7 @@ from ..keyed.measures import by_key, fix_keys, over_periods, staleness_of
 from ..methods import parse_params
 from ..scheme import Scheme
 from .engine_jobs import aggregate_keyed, engine_source
-from .output import finite_or_none, four_places, sentence
+from .output import finite_or_none, four_places, print_json, sentence
 
 __all__ = ["cmd_groups", "cmd_drift", "PERIOD_WORDS", "records", "parse_thresholds", "past_thresholds"]
 
@@ -174,8 +173,7 @@ def _finish(args, out: dict, text: list[str], table: pd.DataFrame, what: str) ->
     alerts = past_thresholds(table, args.thresholds)
     out["alerts"] = alerts
     if args.json:
-        json.dump(out, sys.stdout, indent=2)
-        print()
+        print_json(out)
     else:
         print("\n".join(text))
     for line in _alert_lines(alerts, what, len(table)):

@@ -4,6 +4,7 @@ stdout (:func:`write_text`, which reports a path it cannot write as an
 table, the line saying where a report went, and the rows of one split value."""
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -12,8 +13,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, EnvironmentProblem
+from ..validation import plain_value
 
-__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "validation_json", "intervals_json",
+__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "class_key", "source_name", "validation_json",
+           "report_validation", "evaluate_json", "metrics_json", "print_json", "intervals_json",
            "print_intervals", "report_written", "split_rows"]
 
 
@@ -55,18 +58,77 @@ def sentence(fragment: str) -> str:
     return fragment[:1].upper() + fragment[1:] + ("" if fragment.endswith(".") else ".")
 
 
-def validation_json(rep, label: dict, mapped: dict | None = None) -> dict:
-    """What loading found (a :class:`calibdash.data.ValidationReport` ``rep``) as JSON: rows read, used,
-    dropped and why, ``label`` (the label column and its classes), the class counts, ``mapped`` (binary
-    files: the score columns mapped to [0, 1]) and the report's messages."""
-    out = {"rows_read": rep.n_read, "rows_used": rep.n_used, "rows_dropped": int(sum(rep.dropped.values())),
-           "dropped": {reason: int(k) for reason, k in rep.dropped.items()},
-           "dropped_examples": {reason: list(ex) for reason, ex in rep.dropped_examples.items()},
-           "label": label, "class_counts": {k: int(v) for k, v in rep.class_counts.items()}}
-    if mapped is not None:
-        out["mapped"] = mapped
-    out["messages"] = list(rep.messages)
-    return out
+def class_key(value) -> str:
+    """A class's key in JSON objects: the label value as text (``1.0`` -> ``"1"``, ``"cat"``)."""
+    return str(plain_value(value))
+
+
+def source_name(source) -> str:
+    """How the JSON names rows an engine reads: one file by its name, as the in-memory path names the file it
+    reads (:class:`calibdash.data.FileInfo`), else :meth:`calibdash.engines.Source.describe`."""
+    if source.kind == "files" and len(files := source.files()) == 1:
+        return Path(files[0]).name
+    return source.describe()
+
+
+def validation_json(*, rows_read: int, rows_used: int, dropped: dict, dropped_examples: dict, class_counts: dict,
+                    mapped: dict, messages) -> dict:
+    """The ``validation`` block of ``evaluate --json``, one shape whatever the engine and the file: rows read,
+    used, dropped (and why, with examples), ``class_counts`` (label value as text -> rows used),
+    ``mapped`` (score column -> the raw range mapped by the logistic function) and the messages."""
+    return {"rows_read": int(rows_read), "rows_used": int(rows_used), "rows_dropped": int(sum(dropped.values())),
+            "dropped": {reason: int(k) for reason, k in dropped.items()},
+            "dropped_examples": {reason: list(ex) for reason, ex in dropped_examples.items()},
+            "class_counts": {class_key(c): int(k) for c, k in class_counts.items()},
+            "mapped": {col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in mapped.items()},
+            "messages": list(messages)}
+
+
+def report_validation(rep, class_counts: dict) -> dict:
+    """:func:`validation_json` of what loading found (a :class:`calibdash.data.ValidationReport` ``rep``),
+    with ``class_counts`` (label value -> rows used)."""
+    return validation_json(rows_read=rep.n_read, rows_used=rep.n_used, dropped=rep.dropped,
+                           dropped_examples=rep.dropped_examples, class_counts=class_counts, mapped=rep.mapped,
+                           messages=rep.messages)
+
+
+def evaluate_json(*, file: str, engine: str, label: str, classes, positive=None, score: str | None = None,
+                  class_columns=None, prefix: str | None = None, logits: bool | None = None, rows_judged: int,
+                  scheme: str, cells: str | None, notes, binning: str, validation: dict, metrics: dict) -> dict:
+    """``evaluate --json``: one record whatever the engine, binary or K-class (``calibdash/schemas/
+    evaluate.json``). ``problem`` says which; a binary file has its ``score`` column and ``positive`` class
+    (``classes``: negative, positive), a K-class file its ``class_columns`` (their ``prefix``, ``logits``),
+    the keys of the other kind null."""
+    k_class = class_columns is not None
+    return {"file": file, "engine": engine, "problem": "multiclass" if k_class else "binary",
+            "n_classes": len(classes), "label": label, "classes": [jsonable(c) for c in classes],
+            "positive": None if k_class else jsonable(positive), "score": score,
+            "class_columns": list(class_columns) if k_class else None, "prefix": prefix,
+            "logits": bool(logits) if k_class else None, "rows_judged": int(rows_judged), "scheme": scheme,
+            "cells": cells, "notes": list(notes), "binning": binning, "validation": validation, "metrics": metrics}
+
+
+def metrics_json(ev) -> dict:
+    """An evaluation's metrics table as JSON: method -> measure -> value (None where not finite)."""
+    return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
+
+
+def _finite(v):
+    """``v`` with every NaN or infinite float inside it (dicts, lists) replaced by None."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def print_json(out: dict) -> None:
+    """Print a command's ``--json`` record on stdout: strict JSON (a value that is not finite, such as an
+    infinite Friedman statistic, as null), indented, one record."""
+    json.dump(_finite(out), sys.stdout, indent=2, allow_nan=False)
+    print()
 
 
 def intervals_json(boot) -> dict:

@@ -38,6 +38,9 @@ class Roles:
     scores: list[str] = field(default_factory=list)
     features: list[str] = field(default_factory=list)
     split: str | None = None
+    #: The score columns as their names tell (a two-class file's ``p_0``, ``p_1``), or None
+    #: (:func:`calibdash.data.class_roles.score_classes`).
+    classes: object | None = None
 
 
 def _norm(name) -> str:
@@ -222,7 +225,8 @@ def _guess_scores(df: pd.DataFrame, numbers: dict) -> list:
     return scores or numeric[:]
 
 
-def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None = None) -> Roles:
+def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None = None,
+                positive=None) -> Roles:
     """Guess the label, score, feature and split columns of ``df``.
 
     Parameters
@@ -230,6 +234,8 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
     df : DataFrame
     label, split : str, optional
         Columns already chosen by the user; the other roles are guessed around them.
+    positive : optional
+        The label value of the positive class, when the user chose it (for the order of the scores).
 
     Rules
     -----
@@ -251,7 +257,10 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
         of numbers. A text column counts as numbers when at least
         :data:`NUMERIC_SHARE` (half) of its present entries parse as numbers
         (:func:`reads_as_numbers`), so a score column with a few ``"abc"`` is
-        still a score column.
+        still a score column. Columns named after a class of the label (``p_0``, ``p_1``;
+        ``prob_``, ``proba_``, ``logit_``; ``p_neg``, ``p_pos`` for a 0/1 label) are ordered by it
+        (:func:`~calibdash.data.class_roles.score_classes`): the positive class's first, the negative
+        class's last, so that the first score is never the other class's probability.
     features
         The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or
         integer/text columns whose values are all distinct; a text column of
@@ -287,7 +296,12 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
             ids.add(c)
             numbers.pop(c, None)
     scores = _guess_scores(df, numbers)
+    from .class_roles import score_classes      # class_roles builds on this module
+
+    classes = score_classes(df, label, scores, positive)
+    if classes is not None:
+        scores = classes.scores
     chosen = set(scores)
     features = [c for c in cols if c not in taken and c not in ids and c not in chosen
                 and not df[c].isna().all()]
-    return Roles(label=label, scores=scores, features=features, split=split)
+    return Roles(label=label, scores=scores, features=features, split=split, classes=classes)

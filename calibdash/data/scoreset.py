@@ -23,6 +23,7 @@ from ..validation import choose_positive, format_values, plain_value, sorted_val
 from .limits import MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo
+from .class_roles import check_guessed_score, class_notes
 from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
@@ -311,6 +312,7 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     messages.append(f"Active score column {score!r}"
                     + (f" (other candidates: {', '.join(c for c in score_columns if c != score)})"
                        if len(score_columns) > 1 else "") + ".")
+    messages += class_notes(df, score, score_columns, values, pos, neg)
     feats = None
     every_row = bool(keep.all())      # then the features are the table's own columns (copy-on-write), no copy
     if features:
@@ -387,7 +389,7 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     no_split = split is False or split == ""
     # a named score column is never guessed as the label (nor as the split)
     roles = guess_roles(df.drop(columns=[score]) if score is not None and label is None else df,
-                        label=label, split=None if no_split else split)
+                        label=label, split=None if no_split else split, positive=positive)
     if no_split:
         roles.split = None
     label = roles.label
@@ -406,6 +408,7 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
                         "entries are numbers).")
     else:
         score = score_columns[0]
+        check_guessed_score(roles.classes, score, name)      # never the other class's column, silently
     if features is None:
         features = [c for c in roles.features if c != score]
     else:

@@ -107,13 +107,16 @@ def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = No
 
 def source_for(path, *, score: str | None = None, label: str | None = None, split: str | None = None,
                database: str | None = None, table: str | None = None, query: str | None = None,
-               order_by: str | None = None, sample_rows: int = 2000) -> Source:
+               order_by: str | None = None, sample_rows: int = 2000, positive=None) -> Source:
     """A :class:`Source` for a path, glob, DuckDB table or query, its columns' roles guessed where not given.
 
     For files, the score, label and split columns not named are guessed by
     :func:`calibdash.data.guess_roles` from the first ``sample_rows`` rows,
     read by DuckDB (so a glob of any size costs one small read). A table or
-    a query needs ``score`` and ``label``.
+    a query needs ``score`` and ``label``. A guessed score named after a class
+    (``p_0``, ``p_1``) is the ``positive`` class's (default: as
+    :func:`calibdash.validation.choose_positive` chooses), never the other's
+    (:func:`calibdash.data.class_roles.check_guessed_score`).
 
     Raises
     ------
@@ -123,22 +126,25 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
         No score or label column can be guessed.
     """
     from ..data import guess_roles
+    from ..data.class_roles import check_guessed_score
     from ..errors import DataError
 
     if table or query:
         if not (score and label):
             raise SettingsError("a table or query source needs --score and --label (its columns are not guessed).")
         return Source(database=database, table=table, query=query, order_by=order_by, score=score, label=label,
-                      split=split)
+                      split=split, positive=positive)
     probe = Source(path=path, score=score or "score", label=label or "label") if not (score and label) else None
     if probe is None:
-        return Source(path=path, score=score, label=label, split=split)
+        return Source(path=path, score=score, label=label, split=split, positive=positive)
     from .duckdb import read_head
 
     head = read_head(probe, sample_rows)
-    roles = guess_roles(head, label=label, split=split)
+    roles = guess_roles(head, label=label, split=split, positive=positive)
     found_score = score or (roles.scores[0] if roles.scores else None)
     if not found_score or not roles.label:
         raise DataError(f"cannot tell the score and label columns of {probe.describe()} (columns: "
                         f"{', '.join(map(str, head.columns))}); name them with --score and --label.")
-    return Source(path=path, score=found_score, label=roles.label, split=split or roles.split)
+    if not score:
+        check_guessed_score(roles.classes, found_score, probe.describe())
+    return Source(path=path, score=found_score, label=roles.label, split=split or roles.split, positive=positive)

@@ -75,7 +75,7 @@ from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, co
                      feature_frame, other_labels_error, quantile_levels)
 
 __all__ = ["aggregate", "connection_for", "statistics", "cell_code", "grouped_sql", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
-           "is_numeric_type", "STAGES", "MAX_TEXT"]
+           "is_numeric_type", "label_counts", "STAGES", "MAX_TEXT"]
 
 #: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
 STAGES = ("statistics", "distinct scores", "aggregation", "sample")
@@ -185,9 +185,8 @@ def connection_for(connection=None, memory_limit: str = "1GB", threads: int | No
                 pass
 
 
-def read_head(source: Source, rows: int) -> "pd.DataFrame":
-    """The first ``rows`` rows of ``source``, every column, read by DuckDB (for guessing columns' roles:
-    a glob of any size costs one small read)."""
+def _read_source(source: Source, select) -> "pd.DataFrame":
+    """``select(reader)``'s query over ``source`` (files, a DuckDB table or a query) on a small connection."""
     con = connect(memory_limit="256MB", threads=1)
     try:
         if source.kind == "files":
@@ -200,11 +199,28 @@ def read_head(source: Source, rows: int) -> "pd.DataFrame":
                 con.execute("USE __cd_src")
             reader = source.table if source.kind == "table" else f"({source.query}) AS __cd_q"
         try:
-            return con.sql(f"SELECT * FROM {reader} LIMIT {int(rows)}").df()
+            return con.sql(select(reader)).df()
         except Exception as exc:  # noqa: BLE001 - DuckDB's error reading the source: short and typed
             raise engine_error(exc, what=source.describe()) from None
     finally:
         con.close()
+
+
+def read_head(source: Source, rows: int) -> "pd.DataFrame":
+    """The first ``rows`` rows of ``source``, every column, read by DuckDB (for guessing columns' roles:
+    a glob of any size costs one small read)."""
+    return _read_source(source, lambda reader: f"SELECT * FROM {reader} LIMIT {int(rows)}")
+
+
+def label_counts(source: Source, limit: int) -> "pd.DataFrame":
+    """Per label value of ``source`` (missing labels left out; at most ``limit`` values, the most frequent) its
+    rows and its finite scores' least and largest (of ``source.score`` read as numbers), read by DuckDB in one
+    scan: the columns ``label``, ``rows``, ``score_min``, ``score_max``."""
+    lab, s = _ident(source.label), f"TRY_CAST({_ident(source.score)} AS DOUBLE)"
+    return _read_source(source, lambda reader: (
+        f"SELECT {lab} AS label, count(*) AS rows, min({s}) FILTER (WHERE isfinite({s})) AS score_min, "
+        f"max({s}) FILTER (WHERE isfinite({s})) AS score_max FROM {reader} WHERE {lab} IS NOT NULL "
+        f"GROUP BY {lab} ORDER BY rows DESC LIMIT {int(limit)}"))
 
 
 def check_scheme(scheme: Scheme) -> None:
