@@ -11,12 +11,6 @@ numbers in float64. Each asserts finite rows, each summing to 1, what the case p
 method reports its iterations (``n_iter_``: the scaling family; Platt, beta and temperature inside a
 composite), that its solver stopped within :data:`ITERATION_CAP` iterations: work is capped in
 iterations, never in seconds.
-
-The scaling family's solver is being changed on another branch (``solvers``): the cases it fails on this
-code are marked ``xfail(strict=True, reason=SOLVERS)`` (:data:`SOLVER_FAILS`), so that the marks must go
-when that branch is merged. Cases that may not end on this code run on small inputs only (``SMALL``), and
-those that would take the machine's memory or minutes (K = 1,000 for the full maps) are not run here
-(``run=False``) but written.
 """
 from __future__ import annotations
 
@@ -34,7 +28,6 @@ SCALING = ["temperature", "vector", "matrix", "dirichlet"]
 BINARY = [b for b in calibrators.available() if not calibrators.get_class(b).uses_features]
 TOP_LABEL = ["histogram", "isotonic", "platt", "bbq"]
 METHODS = SCALING + [f"ovr:{b}" for b in BINARY] + [f"top_label:{b}" for b in TOP_LABEL]
-SOLVERS = "scaling solver: branch solvers"
 
 #: A fit that reports its iterations must stop before this many: the scaling family's Newton steps (a
 #: handful on these small problems; its own limit is 5,000) and the binary Newton fits inside a composite
@@ -126,33 +119,9 @@ def check_fit(cal, P, logits: bool = False) -> np.ndarray:
     return Q
 
 
-# -- which cases fail on this code because of the scaling solver (to be fixed on branch solvers) ----------
-#: (method, case) -> "fail" (xfail, strict) or "skip" (xfail, strict, not run here: on this code it would
-#: take from 15 s to minutes, or the machine's memory). Seen on this code (the branch's start):
-#:
-#: * weights: the fit on the repeated rows (one-hot rows among them) runs temperature scaling's Newton
-#:   iterations to their limit, 5,000 (a ConvergenceWarning, 24-60 s); vector, matrix and Dirichlet
-#:   scaling start from that fit, so theirs end (in 9-13 steps) only after it: 15-40 s each;
-#: * two of ten classes present: matrix and Dirichlet scaling run to 5,000 iterations (16-20 s);
-#: * fewer rows than classes (12 rows, 20 classes): matrix and Dirichlet scaling had not ended after 400 s;
-#: * K = 1,000: matrix and Dirichlet scaling allocate a 1,000 x 1,001 x 1,001 array (7.5 GiB): MemoryError,
-#:   or, where the memory is there, minutes.
-SOLVER_FAILS: dict[tuple[str, str], str] = {
-    **{(name, "weights"): "skip" for name in SCALING},
-    **{(name, case): "skip" for name in ("matrix", "dirichlet") for case in ("two of ten", "n < K", "K=1000")},
-}
-
-
 def cases(case: str, names=METHODS):
-    """``names`` as parameters, the scaling solver's known failures of ``case`` marked."""
-    out = []
-    for name in names:
-        how = SOLVER_FAILS.get((name, case))
-        if how is None:
-            out.append(name)
-        else:
-            out.append(pytest.param(name, marks=pytest.mark.xfail(strict=True, run=how == "fail", reason=SOLVERS)))
-    return out
+    """``names`` as the parameters of ``case`` (every method runs every case)."""
+    return list(names)
 
 
 # -- the cases --------------------------------------------------------------------------------------------
