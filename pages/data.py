@@ -142,17 +142,37 @@ except DataError as exc:
 mode_on_top = classes.detected(sha, df) or source.role_key(sha, classes.MODE) in st.session_state or ss is None
 if mode_on_top:
     data_classes.mode_control(sha, df)
-if ss is None:
-    st.error(f"**This data cannot be used:** {md(role_error)}")
-    st.dataframe(df.head(50))
-    st.stop()
-if role_error:
-    st.warning(f"Your column choice does not work ({md(role_error)}); showing the guessed roles instead.")
-
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="1MB")
 def _numeric_columns(sha: str, _df: pd.DataFrame) -> list:
     """The columns of numbers (numeric, or text that reads as numbers), once per file, not on every rerun."""
     return [c for c in _df.columns if pd.api.types.is_numeric_dtype(_df[c]) or reads_as_numbers(_df[c])]
+
+
+def _choose_roles_after_refusal() -> None:
+    """When the guessed roles are refused (a two-class file whose guessed score is the negative class's
+    column, two complementary columns whose names say no class, ...), the user names the label and the
+    score here; the page then reads the file with them (a chosen column is used as it is, said in the
+    report)."""
+    st.subheader("Choose the columns")
+    st.caption("Name the label and the score column yourself; the file is then read with them.")
+    cols = list(df.columns)
+    c1, c2 = st.columns(2)
+    c1.selectbox("Label (true outcome)", cols, index=None, key=source.role_key(sha, "label"),
+                 placeholder="Choose the label column", persist_state="session")
+    numeric = _numeric_columns(sha, df)
+    c2.selectbox("Score (the model to look at)", numeric, index=None, key=source.role_key(sha, "score"),
+                 placeholder="Choose the score column", persist_state="session",
+                 help="Probabilities in [0, 1] of the positive class; margins or logits are mapped by the "
+                      "logistic function.")
+
+
+if ss is None:
+    st.error(f"**This data cannot be used:** {md(role_error)}")
+    _choose_roles_after_refusal()
+    st.dataframe(df.head(50))
+    st.stop()
+if role_error:
+    st.warning(f"Your column choice does not work ({md(role_error)}); showing the guessed roles instead.")
 
 
 st.subheader("Column roles")
