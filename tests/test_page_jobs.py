@@ -137,3 +137,104 @@ def test_classwise_auto_bins_with_fewer_rows_than_classes_is_the_fewest_bins_sai
         classwise_bin_count("auto", np.zeros(0, int), 5)
     P, y = _table(40, 50)
     assert "the fewest" in prepare_classwise({"uncalibrated": P}, y, n_bins="auto").caption({})
+
+
+# -- the pages' fits as the session's jobs -----------------------------------------------------------------
+def test_a_session_that_leaves_stops_its_fit_before_the_next_fit(monkeypatch):
+    """The tab closed while the first method was fitting: its lease expires, the job is cancelled, and the
+    fit stops at its next check (the real evaluation's should_stop), the second method never started."""
+    import threading
+
+    from calibdash import samples
+    from calibdash.jobs import CANCELLED, JobRegistry
+    from calibdash.scheme import Scheme
+    from pages.parts import classes
+
+    cs = samples.load_class_sample("animals_3class")
+    now = [0.0]
+    reg = JobRegistry(max_jobs=1, lease_s=30.0, clock=lambda: now[0])
+    started, go_on, calls = threading.Event(), threading.Event(), []
+    real = classes._fit
+
+    def fit(cs, scheme, method, params, should_stop=None):
+        calls.append(method)
+        if len(calls) == 1:
+            started.set()
+            go_on.wait(60)
+        return real(cs, scheme, method, params, should_stop)
+
+    monkeypatch.setattr(classes, "_fit", fit)
+    job = reg.submit("fit", classes._fit_job(cs, Scheme(), {"temperature": {}, "vector": {}}), owner="tab")
+    assert started.wait(60)
+    now[0] += 31.0                       # nobody renewed the lease (the tab is gone) and no probe says it is there
+    reg.sweep()
+    assert job.cancelled
+    go_on.set()
+    assert job.done.wait(60)
+    assert job.state == CANCELLED and isinstance(job.error, Cancelled)
+    assert calls == ["temperature"]      # stopped inside the first method's evaluation, the second never began
+
+
+def test_the_sessions_cancel_stops_the_bootstrap_between_blocks(monkeypatch):
+    from calibdash.jobs import CANCELLED, JobRegistry
+
+    P, y = _table(300, 3)
+    reg = JobRegistry(max_jobs=1, lease_s=None)
+    asked = []
+
+    def work(job):
+        def should_stop():
+            asked.append(1)
+            if len(asked) == 3:          # the owner cancels while the first block runs
+                reg.release("boot", "tab")
+            return job.cancelled
+        return mboot.bootstrap_multiclass({"uncalibrated": P}, y, n_boot=200, names=["ECE"], should_stop=should_stop,
+                                          workers=1)
+
+    job = reg.submit("boot", work, owner="tab")
+    assert job.done.wait(60)
+    assert job.state == CANCELLED and len(asked) == 3     # one reduction, two blocks asked; 13 blocks never drawn
+
+
+# -- the pages (AppTest: the script waits for its jobs, no browser polls their progress) ---------------------
+def _on_sample(page: str, name: str = "animals_3class"):
+    from test_app import COMPARE, DATA, go, start
+    at = start(DATA)
+    at.selectbox(key="sample").set_value(name).run()
+    return go(at, page) if page != DATA else at
+
+
+def test_compare_leaves_out_a_method_over_its_bound_says_why_and_fits_the_rest_in_jobs(monkeypatch):
+    from test_app import COMPARE, _run_entry_point_every_time  # noqa: F401 - the fixture, by name
+    from pages.parts import job_panel
+    monkeypatch.setattr(budget, "WORK_LIMITS", {**budget.WORK_LIMITS, "full": 1})     # no full map fits
+    slots, real = [], job_panel.run
+    monkeypatch.setattr(job_panel, "run", lambda slot, *a, **kw: slots.append(slot) or real(slot, *a, **kw))
+    at = _on_sample(COMPARE)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    warned = " ".join(w.value for w in at.warning)
+    assert "**dirichlet**, its work (K^2 x n) is" in warned and "over its limit of 1" in warned
+    assert "Methods that fit here: temperature, vector, ovr:" in warned and "dirichlet," not in warned.split(
+        "Methods that fit here:")[1]
+    shown = at.main.dataframe[0].value.index
+    assert not any("Dirichlet" in str(m) for m in shown) and any("Temperature" in str(m) for m in shown)
+    assert "classes.fit" in slots and "classes.boot" in slots
+
+
+def test_explore_with_its_method_over_every_bound_shows_the_message_not_a_traceback(monkeypatch):
+    from test_app import EXPLORE, _run_entry_point_every_time  # noqa: F401
+    monkeypatch.setattr(budget, "WORK_LIMITS", dict.fromkeys(budget.WORK_LIMITS, 1))
+    at = _on_sample(EXPLORE)
+    assert not at.exception
+    text = " ".join(e.value for e in at.error)
+    assert "Temperature" in text or "temperature" in text
+    assert "Methods that fit here: none." in text
+
+
+def test_compare_over_the_bootstrap_bound_shows_the_measures_without_intervals(monkeypatch):
+    from test_app import COMPARE, _run_entry_point_every_time  # noqa: F401
+    monkeypatch.setattr(budget, "BOOTSTRAP_LIMIT", 1)
+    at = _on_sample(COMPARE)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("No intervals" in w.value and "BOOTSTRAP" not in w.value for w in at.warning)
+    assert "ECE" in at.main.dataframe[0].value.columns

@@ -218,8 +218,9 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
     being stored; an exception is not cached. The values are shared: callers must not change them in place
     (a DataFrame's copy-on-write already keeps derived frames apart). ``weigh(value)`` replaces
     :func:`live_bytes` for values that share memory with another cache's (say so where it is used). The
-    decorated function has ``.clear()``,
-    ``.max_size`` (bytes) and ``.held()`` (bytes held now).
+    decorated function has ``.clear()``, ``.max_size`` (bytes), ``.held()`` (bytes held now), ``.get(*args)``
+    (the value kept for those arguments, or None: nothing computed) and ``.put(value, *args)`` (keep a value
+    computed elsewhere, e.g. by a job, under those arguments; bounded as any other).
     """
     limit = size_in_bytes(max_size)
 
@@ -229,22 +230,18 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
         lock = threading.Lock()
 
         def key_of(args, kwargs) -> tuple:
-            bound = signature.bind(*args, **kwargs)
+            bound = signature.bind_partial(*args, **kwargs)
             bound.apply_defaults()
             return tuple((k, v) for k, v in bound.arguments.items() if not k.startswith("_"))
 
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            key = key_of(args, kwargs)
+        def look_up(key):
             with lock:
                 if key in kept:
                     kept.move_to_end(key)
-                    return kept[key][0]
-            if show_spinner:
-                with st.spinner(show_spinner if isinstance(show_spinner, str) else f"Running {fn.__name__}(…)"):
-                    value = fn(*args, **kwargs)
-            else:
-                value = fn(*args, **kwargs)
+                    return kept[key]
+            return None
+
+        def keep(key, value):
             size = (weigh or live_bytes)(value)
             if size > limit:
                 return value
@@ -257,6 +254,28 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
                     total -= b
             return value
 
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            key = key_of(args, kwargs)
+            got = look_up(key)
+            if got is not None:
+                return got[0]
+            if show_spinner:
+                with st.spinner(show_spinner if isinstance(show_spinner, str) else f"Running {fn.__name__}(…)"):
+                    value = fn(*args, **kwargs)
+            else:
+                value = fn(*args, **kwargs)
+            return keep(key, value)
+
+        def get(*args, **kwargs):
+            """The value kept for these arguments, or None (nothing is computed)."""
+            got = look_up(key_of(args, kwargs))
+            return None if got is None else got[0]
+
+        def put(value, *args, **kwargs):
+            """Keep ``value`` as the result for these arguments (computed elsewhere: a job); returns it."""
+            return keep(key_of(args, kwargs), value)
+
         def clear() -> None:
             with lock:
                 kept.clear()
@@ -265,7 +284,7 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
             with lock:
                 return sum(b for _, b in kept.values())
 
-        call.clear, call.held, call.max_size = clear, held, limit
+        call.clear, call.held, call.max_size, call.get, call.put = clear, held, limit, get, put
         return call
 
     return decorate
