@@ -146,7 +146,7 @@ if ss is None:
 if role_error:
     st.warning(f"Your column choice does not work ({role_error}); showing the guessed roles instead.")
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="1MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="data.numeric_columns")
 def _numeric_columns(sha: str, _df: pd.DataFrame) -> list:
     """The columns of numbers (numeric, or text that reads as numbers), once per file, not on every rerun."""
     return [c for c in _df.columns if pd.api.types.is_numeric_dtype(_df[c]) or reads_as_numbers(_df[c])]

@@ -54,7 +54,7 @@ def frozen(params: dict) -> tuple:
     return tuple(sorted(params.items()))
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="1MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="classes.detected")
 def _detected(sha: str, _df: pd.DataFrame) -> bool:
     return cdata.is_multiclass(_df)
 
@@ -108,7 +108,7 @@ def _class_set_bytes(cs: cdata.ClassSet) -> int:
     return bounded_cache.live_bytes(cs, {id(cs.raw)})
 
 
-@bounded_cache.live_cache(show_spinner=False, max_entries=16, max_size="512MB", weigh=_class_set_bytes)
+@bounded_cache.live_cache(show_spinner=False, max_entries=16, budget="classes.class_sets", weigh=_class_set_bytes)
 def _class_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ClassSet:
     return cdata.build_class_set(_df, info=_info, name=_info.name, **dict(roles))
 
@@ -142,7 +142,7 @@ def class_set_or_stop() -> cdata.ClassSet:
         _refuse("This table cannot be read as K classes", exc)
 
 
-@bounded_cache.live_cache(show_spinner=False, max_entries=8, max_size="256MB")
+@bounded_cache.live_cache(show_spinner=False, max_entries=8, budget="classes.top_label")
 def _top_label(data_key: str, _cs: cdata.ClassSet) -> cdata.ScoreSet:
     return _cs.top_label()
 
@@ -158,7 +158,7 @@ def top_label_or_stop() -> tuple[cdata.ClassSet, cdata.ScoreSet]:
         _refuse("This table's top-label reading cannot be used", exc)
 
 
-@bounded_cache.live_cache(show_spinner=False, max_entries=16, max_size="256MB")
+@bounded_cache.live_cache(show_spinner=False, max_entries=16, budget="classes.shared")
 def _shared(data_key: str, scheme: Scheme, _cs: cdata.ClassSet) -> ClassEvaluation:
     """The evaluation of no method: the judged rows, their labels and uncalibrated probabilities, the notes."""
     return evaluate_classes(_cs.scores(), _cs.labels, {}, scheme, split=_cs.split, classes=_cs.classes)
@@ -172,7 +172,7 @@ def _fit(cs: cdata.ClassSet, scheme: Scheme, method: str, params: dict, should_s
             "model": ev.models[method], "seconds": ev.fit_seconds[method]}
 
 
-@bounded_cache.live_cache(show_spinner=False, max_entries=256, max_size="512MB")
+@bounded_cache.live_cache(show_spinner=False, max_entries=256, budget="classes.fits")
 def _fit_one(data_key: str, scheme: Scheme, method: str, params: tuple, _cs: cdata.ClassSet) -> dict:
     """One method's fit (:func:`_fit`), kept; the pages' jobs :meth:`put` what they fitted here."""
     return _fit(_cs, scheme, method, dict(params))
@@ -276,7 +276,7 @@ def evaluate_chosen(cs: cdata.ClassSet, scheme: Scheme, chosen: dict[str, dict])
 
 
 #: Bootstrap intervals the jobs gave (a few KB each), by job key.
-BOOTS = bounded_cache.Store("classes.boot", max_entries=32, max_size="64MB")
+BOOTS = bounded_cache.Store("classes.boot", max_entries=32, budget="classes.boot")
 
 
 def bootstrap_chosen(ev: ClassEvaluation, cs: cdata.ClassSet, scheme: Scheme, chosen: dict[str, dict]):
