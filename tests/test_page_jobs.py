@@ -238,3 +238,18 @@ def test_compare_over_the_bootstrap_bound_shows_the_measures_without_intervals(m
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("No intervals" in w.value and "BOOTSTRAP" not in w.value for w in at.warning)
     assert "ECE" in at.main.dataframe[0].value.columns
+
+
+def test_a_table_over_the_class_limit_gets_the_message_on_compare_and_explore_before_any_fit(monkeypatch):
+    from test_app import COMPARE, EXPLORE, go, _run_entry_point_every_time  # noqa: F401
+    from pages.parts import classes
+    monkeypatch.setattr(budget, "MAX_CLASSES", 2)                 # the 3-class sample is then "too many classes"
+    fitted = []
+    monkeypatch.setattr(classes, "_fit_job", lambda *a: fitted.append(a) or (lambda job: {}))
+    at = _on_sample(COMPARE)
+    assert not at.exception
+    assert any("3 classes are more than this server fits (2" in e.value for e in at.error)
+    go(at, EXPLORE)
+    assert not at.exception
+    assert any("3 classes are more than this server fits (2" in e.value for e in at.error)
+    assert fitted == []

@@ -75,7 +75,8 @@ def _named(cs: cdata.ClassSet, name: str) -> dict:
     return {name + SUFFIX.format(k=cs.k): cs}
 
 
-@bounded_cache.cache_data(show_spinner="Reading the K-class samples…", max_entries=2, budget="benchmark_classes.samples")
+@bounded_cache.cache_data(show_spinner="Reading the K-class samples…",
+                          max_entries=2, budget="benchmark_classes.samples")
 def class_sample_sets() -> dict:
     """The multi-class samples (``sample_data/multiclass`` of a checkout; none in an installed copy)."""
     folder = samples.SAMPLE_DIR / "multiclass" if samples.SAMPLE_DIR is not None else None

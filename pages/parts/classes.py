@@ -281,8 +281,8 @@ BOOTS = bounded_cache.Store("classes.boot", max_entries=32, budget="classes.boot
 
 def bootstrap_chosen(ev: ClassEvaluation, cs: cdata.ClassSet, scheme: Scheme, chosen: dict[str, dict]):
     """Paired bootstrap intervals of every measure (:func:`calibdash.multiclass.bootstrap.bootstrap_multiclass`),
-    kept per data + scheme + the methods ``ev`` holds + their parameters in ``chosen``; computed in a job of this session as the fits are
-    (:func:`evaluate_chosen`), stopping between blocks of resamples when cancelled.
+    kept per data + scheme + the methods ``ev`` holds + their parameters in ``chosen``; computed in a job of this
+    session as the fits are (:func:`evaluate_chosen`), stopping between blocks of resamples when cancelled.
 
     Raises
     ------

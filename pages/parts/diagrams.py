@@ -174,7 +174,8 @@ def interval_bands(models: Mapping[str, object]) -> dict[str, pd.DataFrame]:
             if getattr(type(m), "name", None) == VENN_ABERS}
 
 
-@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…", max_entries=8, budget="diagrams.raw_cells")
+@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…",
+                          max_entries=8, budget="diagrams.raw_cells")
 def _raw_cells(data_key: str, _ss: cdata.ScoreSet) -> tuple:
     c = ccells.aggregate(_ss.scores, _ss.labels)
     return c.weighted_predictions(c.score)

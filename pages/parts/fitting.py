@@ -81,7 +81,8 @@ def _evaluate_one(data_key: str, scheme: Scheme, method: str, params: tuple, _ss
 
 
 # -- the score-cell path ---------------------------------------------------------------------------
-@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…", max_entries=16, budget="fitting.cells")
+@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…",
+                          max_entries=16, budget="fitting.cells")
 def _cells(data_key: str, scheme: Scheme, _ss: cdata.ScoreSet) -> ccells.ScoreCells:
     return ccells.aggregate(_ss.scores, _ss.labels, evaluation.cell_parts(_ss.n_rows, scheme, _ss.split))
 
@@ -174,7 +175,8 @@ def bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict) 
     return _bootstrap(ss.content_key(), scheme, chosen, ev.weights is not None, ev)
 
 
-@bounded_cache.cache_data(show_spinner="Measuring and bootstrapping the further measures…", max_entries=32, budget="fitting.measures_bootstrap")
+@bounded_cache.cache_data(show_spinner="Measuring and bootstrapping the further measures…", max_entries=32,
+                          budget="fitting.measures_bootstrap")
 def _measures_bootstrap(data_key: str, scheme: Scheme, chosen: tuple, cells_path: bool, n_boot: int,
                         _ev: Evaluation) -> cboot.BootstrapResult:
     n = _ev.weights if cells_path else np.ones(len(_ev.labels))

@@ -92,7 +92,8 @@ def over_periods(cells: Cells, n_bins: int, n_boot: int, seed: int):
     return _over_periods(cells.id, n_bins, n_boot, seed, cells.kc)
 
 
-@bounded_cache.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32, budget="segments_data.staleness")
+@bounded_cache.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32,
+                          budget="segments_data.staleness")
 def _staleness_of(cells_id: str, method: str, n_bins: int, _kc):
     return kmeasures.staleness_of(_kc, method, n_bins=n_bins)
 
