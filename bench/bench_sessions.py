@@ -50,6 +50,8 @@ PAGES = (
 SEGMENTS = np.array(["app", "web", "store", "partner", "phone"])
 #: Set from ``--classes``: the sessions upload K-class tables (their pages' charts differ: titles are waited on).
 K_CLASSES = 0
+#: The K-class pages' charts drawn once their fits (jobs with a progress box) are done: waited on as well.
+CLASS_CHARTS = {"Explore": (".st-key-explore-mc-confidence",), "Compare": (".st-key-compare-classes-confidence",)}
 
 
 def make_file(n: int, path: Path, seed: int, classes: int = 0) -> None:
@@ -189,7 +191,8 @@ def _session(url: str, path: str, rows: int, pid: int) -> list:
                 t0, w0 = time.perf_counter(), time.time()
                 page.locator('[data-testid="stSidebarNav"] a', has_text=link).click()
                 # K-class pages have titles of their own ("Explore a multi-class calibrator"): their first word
-                _drawn(page, link.split()[0] if K_CLASSES else title, () if K_CLASSES else charts)
+                _drawn(page, link.split()[0] if K_CLASSES else title,
+                       CLASS_CHARTS.get(link, ()) if K_CLASSES else charts)
                 steps.append((link, time.perf_counter() - t0, rss_mb(pid), w0, time.time()))
         except Exception as exc:
             shot = Path(tempfile.gettempdir()) / f"bench_sessions_{Path(path).stem}.png"

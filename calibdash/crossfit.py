@@ -120,8 +120,15 @@ def _judge(model, s, features) -> np.ndarray:
     return model.predict(s, features)
 
 
+def _stop_if(should_stop, key: str) -> None:
+    if should_stop is not None:
+        from .multiclass.budget import stop_if
+        stop_if(should_stop, f"fitting {key}")
+
+
 def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = (), features: pd.DataFrame | None = None,
-              *, refit: bool = False, progress: Callable[[float, str], None] | None = None) -> CrossFit:
+              *, refit: bool = False, progress: Callable[[float, str], None] | None = None,
+              should_stop: Callable[[], bool] | None = None) -> CrossFit:
     """Fit each method on every pair's fit part and predict on its judged part.
 
     Parameters
@@ -149,6 +156,9 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
         (k-fold's deployable model; its predictions are not the judged ones).
     progress : callable(fraction, message), optional
         Called after each fitted pair.
+    should_stop : callable() -> bool, optional
+        Asked before each fit: True stops the loop with :class:`calibdash.jobs.Cancelled` (a cooperative
+        stop: a fit that has started runs to its end).
 
     Returns
     -------
@@ -170,6 +180,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
         preds, models = [], []
         model = None
         for tr, te in parts:
+            _stop_if(should_stop, key)
             model = _fit(clone(cal), s[tr], y[tr], None if feats is None else feats.iloc[tr],
                          None if weights is None else weights[tr])
             models.append(model)
@@ -179,6 +190,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
             if progress:
                 progress(done / total, f"{key}: fold {done} of {total}")
         if refit:
+            _stop_if(should_stop, key)
             model = _fit(clone(cal), s, y, feats, weights)
         out.predictions[key] = preds
         out.fold_models[key] = models

@@ -39,14 +39,14 @@ def _unit_cache() -> benchmark.UnitCache:
     return benchmark.UnitCache(max_entries=20_000)
 
 
-@bounded_cache.cache_data(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
+@bounded_cache.cache_data(show_spinner="Reading the sample…", max_entries=8, budget="benchmark.samples")
 def _sample_sets(name: str) -> dict:
     sample = samples.SAMPLES[name]
     df, info = cdata.read_table(samples.sample_path(name))
     return benchmark.datasets_from_table(df, info, name=name, label=sample.label)
 
 
-@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=16, max_size="512MB")
+@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=16, budget="benchmark.uploads")
 def _upload_sets(sha: str, name: str, _data: bytes) -> dict:
     df, info = cdata.read_table(_data, filename=name)
     if cdata.is_multiclass(df):

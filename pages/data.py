@@ -142,7 +142,7 @@ except DataError as exc:
 mode_on_top = classes.detected(sha, df) or source.role_key(sha, classes.MODE) in st.session_state or ss is None
 if mode_on_top:
     data_classes.mode_control(sha, df)
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="1MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="data.numeric_columns")
 def _numeric_columns(sha: str, _df: pd.DataFrame) -> list:
     """The columns of numbers (numeric, or text that reads as numbers), once per file, not on every rerun."""
     return [c for c in _df.columns if pd.api.types.is_numeric_dtype(_df[c]) or reads_as_numbers(_df[c])]

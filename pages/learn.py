@@ -23,12 +23,12 @@ K_MODE = "learn.mode"
 MODES = {"binary": "Binary scores", "classes": "K classes"}
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=64, max_size="64MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=64, budget="learn.trial")
 def _trial(name: str, n: int, seed: int, chosen: tuple) -> synthetic.Trial:
     return synthetic.trial(name, n, seed, {m: dict(p) for m, p in chosen})
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="16MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="learn.study")
 def _study(name: str, n: int, seeds: tuple, chosen: tuple) -> pd.DataFrame:
     return synthetic.estimator_study(name, n, seeds, {m: dict(p) for m, p in chosen})
 

@@ -406,10 +406,11 @@ def test_pickled_size_is_measured_without_a_copy_and_stops_at_the_limit():
 
 
 def test_the_upload_caches_are_bounded():
-    from pages.parts import source
+    from pages.parts import cache_budget, source
     from pages.parts.bounded_cache import size_in_bytes
 
-    for fn, limit in ((source._read_bytes, source.TABLES_MAX), (source._read_sample, "128MB"),
+    for fn, limit in ((source._read_bytes, source.TABLES_MAX),
+                      (source._read_sample, cache_budget.size("source.samples")),
                       (source._score_set, source.SCORE_SETS_MAX)):
         assert fn.max_size == size_in_bytes(limit)
 

@@ -77,6 +77,7 @@ from ..errors import SettingsError
 from ..measures import binned, calibration, smooth_ece as smooth
 from ..measures.binning import uniform_ids
 from . import metrics
+from .budget import stop_if
 
 __all__ = ["RESAMPLED", "resample_counts", "resample_blocks", "bootstrap_multiclass", "verdict"]
 
@@ -157,7 +158,7 @@ class _Reduced:
 
 def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, names=None,
                          n_boot: int = 200, level: float = 0.95, seed: int = 0, refit_bandwidth: bool = False,
-                         workers: int | None = None) -> BootstrapResult:
+                         workers: int | None = None, should_stop=None) -> BootstrapResult:
     """Every measure of :data:`calibdash.multiclass.metrics.MEASURES` with paired percentile intervals.
 
     Parameters
@@ -178,6 +179,9 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
         SmoothECE's resamples at their own bandwidth instead of the full data's (module docstring).
     workers : int, optional
         Threads for the per-resample measures (default: the machine's cores); the result does not depend on it.
+    should_stop : callable() -> bool, optional
+        Asked before each method's reduction and each block of :data:`_BOOT_BLOCK` resamples: True stops with
+        :class:`calibdash.jobs.Cancelled` (the dashboard's Cancel; a cooperative stop).
 
     Returns
     -------
@@ -198,6 +202,7 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
     samples = {m: np.full((int(n_boot), len(methods)), np.nan) for m in names}
     point, reduced = {}, []
     for method in methods:
+        stop_if(should_stop, "the bootstrap")
         P = checked[method]
         point[method] = metrics.compute(P, yc, wm, names)
         red = _Reduced(P, yc, w)
@@ -224,6 +229,7 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
     # large operations release the GIL), so two cores share them.
     with ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
         for lo, mt in resample_blocks(n, n_boot, seed, _BOOT_BLOCK):       # counts, rows x resamples
+            stop_if(should_stop, "the bootstrap")
             total = w @ mt
             empty = total <= 0                                             # only rows of weight 0 were drawn
             total = np.where(empty, np.nan, total)

@@ -103,13 +103,24 @@ def classwise_bin_count(n_bins, y, k: int, sample_weight=None) -> tuple[int, str
 
     >>> classwise_bin_count("auto", np.zeros(3000, int), 100)[0]
     4
+
+    With fewer rows than classes (fewer than one row per class) the rule's fewest bins, 2:
+
+    >>> classwise_bin_count("auto", np.zeros(500, int), 1000)[0]
+    2
     """
     if n_bins != AUTO:
         return bin_count(n_bins, y)
     if int(k) != k or k < 1:
         raise SettingsError(f"k must be a whole number of classes, got {k!r}.")
     total = float(np.sum(sample_weight)) if sample_weight is not None else float(len(y))
+    if not total > 0:
+        raise DataError("the class-wise panels need at least one held-out row of positive weight; there is none.")
     per_class = total / int(k)
+    if per_class < 1:          # more classes than rows: the rule's fewest bins, said so (not "n must be >= 1")
+        bins = auto_bin_count(1, AUTO_RULE)
+        return bins, (f"auto: {bins} bins, the fewest (fewer than one row per class: {total:,.0f} rows over "
+                      f"K = {int(k)} classes)")
     return (auto_bin_count(per_class, AUTO_RULE),
             f"auto: {describe_rule(per_class, AUTO_RULE)} per class, {total:,.0f} rows over K = {int(k)} classes")
 

@@ -30,6 +30,7 @@ from ..methods import RAW
 from ..scheme import Scheme
 from . import get
 from .base import MulticlassCalibrator, Scores, as_scores, check_classes
+from .budget import stop_if
 from .split import class_split_plan, content_sample
 
 __all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "model_rows", "UNCALIBRATED", "MAX_FIT_ROWS",
@@ -133,7 +134,7 @@ class ClassEvaluation:
 
 
 def _fits(cals: dict, x: Scores, y: np.ndarray, pairs: list, kfold: bool, max_fit_rows: int | None, seed: int,
-          progress) -> tuple[dict, dict, dict, list[str]]:
+          progress, should_stop=None) -> tuple[dict, dict, dict, list[str]]:
     """Each method's predictions (one value per row, NaN where not judged), model and seconds, through
     :func:`cross_fit`; the parametric methods on a sample of each fitting part above ``max_fit_rows``."""
     if max_fit_rows is not None and (int(max_fit_rows) != max_fit_rows or max_fit_rows < 1):
@@ -163,12 +164,13 @@ def _fits(cals: dict, x: Scores, y: np.ndarray, pairs: list, kfold: bool, max_fi
             continue
         share, start = len(group) / len(cals), done / len(cals)
         step = None if progress is None else (lambda f, msg, s=start, w=share: progress(s + w * f, msg))
-        fit = cross_fit(group, x.given, y, None, group_pairs, refit=refit, progress=step)
+        fit = cross_fit(group, x.given, y, None, group_pairs, refit=refit, progress=step, should_stop=should_stop)
         columns.update((k, fit.column(k)) for k in group)
         models.update(fit.models)
         seconds.update(fit.seconds)
         if refit_rows is not None:              # k-fold's deployed model: fitted on a sample of all rows
-            again = cross_fit(group, x.given[refit_rows], y[refit_rows], None, (), refit=True)
+            again = cross_fit(group, x.given[refit_rows], y[refit_rows], None, (), refit=True,
+                              should_stop=should_stop)
             models.update(again.models)
             seconds.update((k, seconds[k] + again.seconds[k]) for k in group)
         done += len(group)
@@ -178,7 +180,8 @@ def _fits(cals: dict, x: Scores, y: np.ndarray, pairs: list, kfold: bool, max_fi
 def evaluate_classes(P, labels, methods, scheme: Scheme | None = None, *, logits: bool = False, split=None,
                      classes: Sequence | None = None, params: Mapping[str, Mapping] | None = None,
                      progress: Callable[[float, str], None] | None = None,
-                     max_fit_rows: int | None = MAX_FIT_ROWS) -> ClassEvaluation:
+                     max_fit_rows: int | None = MAX_FIT_ROWS,
+                     should_stop: Callable[[], bool] | None = None) -> ClassEvaluation:
     """Fit each method on the fitting rows and judge its class probabilities on held-out rows.
 
     Parameters
@@ -200,6 +203,11 @@ def evaluate_classes(P, labels, methods, scheme: Scheme | None = None, *, logits
         Fit the parametric methods (``parametric`` classes: the scaling family) on a content-keyed,
         class-stratified sample of this many rows of a larger fitting part (k-fold: the deployed model
         too, on a sample of all rows), with a note; None fits every method on every fitting row.
+    should_stop : callable() -> bool, optional
+        Asked before every fit (each method, fold and refit) and before the measures: True stops the
+        evaluation with :class:`calibdash.jobs.Cancelled`. Python cannot stop a thread from outside, so this
+        is how the dashboard's Cancel and a closed tab stop a fit running in a job
+        (:mod:`calibdash.multiclass.budget` bounds the work of the one fit that runs on until its end).
 
     Returns
     -------
@@ -213,7 +221,9 @@ def evaluate_classes(P, labels, methods, scheme: Scheme | None = None, *, logits
     pairs, notes = class_split_plan(x.given, y, scheme, split)
     kfold = scheme.kind == "kfold"
     rows = np.sort(np.concatenate([te for _, te in pairs])) if kfold else pairs[0][1]
-    columns, models, seconds, sampled = _fits(cals, x, y, pairs, kfold, max_fit_rows, scheme.seed, progress)
+    columns, models, seconds, sampled = _fits(cals, x, y, pairs, kfold, max_fit_rows, scheme.seed, progress,
+                                              should_stop)
+    stop_if(should_stop, "the evaluation")
     preds = {UNCALIBRATED: x.probabilities[rows], **{key: columns[key][rows] for key in cals}}
     y_rows = y[rows]
     table = metrics.measure_table(preds, y_rows)

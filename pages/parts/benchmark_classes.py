@@ -75,7 +75,8 @@ def _named(cs: cdata.ClassSet, name: str) -> dict:
     return {name + SUFFIX.format(k=cs.k): cs}
 
 
-@bounded_cache.cache_data(show_spinner="Reading the K-class samples…", max_entries=2, max_size="128MB")
+@bounded_cache.cache_data(show_spinner="Reading the K-class samples…",
+                          max_entries=2, budget="benchmark_classes.samples")
 def class_sample_sets() -> dict:
     """The multi-class samples (``sample_data/multiclass`` of a checkout; none in an installed copy)."""
     folder = samples.SAMPLE_DIR / "multiclass" if samples.SAMPLE_DIR is not None else None
@@ -89,7 +90,7 @@ def class_sample_sets() -> dict:
     return out
 
 
-@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=16, max_size="512MB")
+@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=16, budget="benchmark_classes.uploads")
 def upload_class_sets(sha: str, name: str, _data: bytes) -> dict:
     """An uploaded file's K-class data set (``{}`` when the file is not K-class)."""
     df, info = cdata.read_table(_data, filename=name)

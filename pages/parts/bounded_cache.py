@@ -24,6 +24,7 @@ bounded by their bytes in memory (:func:`live_bytes`) and by entries.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -37,7 +38,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-__all__ = ["cache_data", "live_cache", "live_bytes", "pickled_size_over", "size_in_bytes", "Store"]
+__all__ = ["cache_data", "live_cache", "live_bytes", "pickled_size_over", "size_in_bytes", "Store", "CACHES",
+           "held_total"]
+
+#: Every cache made with a ``budget`` name (:mod:`pages.parts.cache_budget`): name -> the cache, with ``.held()``
+#: (bytes it holds now, by its own accounting) and ``.max_size``.
+CACHES: dict = {}
 
 #: What Streamlit stores besides the value (its ``CachedResult``: the messages to replay, the ids of the
 #: containers), allowed for when a value is measured against the limit.
@@ -99,19 +105,51 @@ class _TooLargeToStore(Exception):
         self.value = value
 
 
-def cache_data(*, max_size: int | str, max_entries: int, show_spinner: bool | str = False):
+def _limit(max_size, budget: str | None) -> int:
+    """The byte limit of a cache: ``max_size``, or its share of the one budget (:func:`cache_budget.size`)."""
+    if (max_size is None) == (budget is None):
+        raise TypeError("give a cache either max_size or budget (a name of pages.parts.cache_budget.SHARES)")
+    if budget is not None:
+        from pages.parts import cache_budget
+        return cache_budget.size(budget)
+    return size_in_bytes(max_size)
+
+
+def held_total() -> int:
+    """Bytes every cache of :data:`CACHES` holds now, each by its own accounting."""
+    return sum(c.held() for c in list(CACHES.values()))
+
+
+def _streamlit_held(name: str) -> int:
+    """Bytes ``st.cache_data`` holds for the function whose display name is ``name`` (its stored values)."""
+    from streamlit.runtime.caching.cache_data_api import get_data_cache_stats_provider
+    stats = get_data_cache_stats_provider().get_stats()
+    return sum(s.byte_length for family in stats.values() for s in family if s.cache_name == name)
+
+
+_NOTHING = object()
+_GIVEN = contextvars.ContextVar("bounded_cache_given", default=_NOTHING)
+
+
+def cache_data(*, max_entries: int, show_spinner: bool | str = False, max_size: int | str | None = None,
+               budget: str | None = None):
     """Decorator: ``st.cache_data(max_size=..., max_entries=..., show_spinner=...)`` that never stores a value
     larger than ``max_size`` (pickled, less :data:`HEADROOM`): such a value is returned uncached.
 
+    ``budget`` (in place of ``max_size``): the name of the cache's share of the one budget of every cache
+    (:mod:`pages.parts.cache_budget`); the cache is then listed in :data:`CACHES`.
+
     With every entry under the limit, Streamlit's least-recently-used eviction keeps the cache's total under
-    it. The decorated function has ``.clear()`` and ``.max_size`` (bytes).
+    it. The decorated function has ``.clear()``, ``.max_size`` (bytes), ``.held()`` (bytes Streamlit holds for
+    it) and ``.fill(value, *args)`` (keep ``value`` under those arguments as if computed, bounded as any other).
     """
-    limit = size_in_bytes(max_size)
+    limit = _limit(max_size, budget)
 
     def decorate(fn):
         @functools.wraps(fn)
         def compute_and_measure(*args, **kwargs):
-            value = fn(*args, **kwargs)
+            given = _GIVEN.get()
+            value = fn(*args, **kwargs) if given is _NOTHING else given
             if pickled_size_over(value, limit - HEADROOM):
                 raise _TooLargeToStore(value)
             return value
@@ -126,8 +164,18 @@ def cache_data(*, max_size: int | str, max_entries: int, show_spinner: bool | st
             except _TooLargeToStore as exc:
                 return exc.value
 
-        call.clear = cached.clear
-        call.max_size = limit
+        def fill(value, *args, **kwargs):
+            token = _GIVEN.set(value)
+            try:
+                return call(*args, **kwargs)
+            finally:
+                _GIVEN.reset(token)
+
+        name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+        call.clear, call.max_size, call.fill = cached.clear, limit, fill
+        call.held = functools.partial(_streamlit_held, name)
+        if budget is not None:
+            CACHES[budget] = call
         return call
 
     return decorate
@@ -142,18 +190,19 @@ class Store:
 
     :meth:`get` gives the value back, or None when nothing (or nothing any
     more) is kept under the key. ``name`` tells the stores of a module apart
-    (``st.cache_data`` keys a cache by its function's name and source).
+    (``st.cache_data`` keys a cache by its function's name and source); ``budget`` as :func:`cache_data`'s.
     """
 
-    def __init__(self, name: str, *, max_entries: int, max_size: int | str):
+    def __init__(self, name: str, *, max_entries: int, max_size: int | str | None = None, budget: str | None = None):
         def kept(key: str, _value=None):
             if _value is None:
                 raise _Absent(key)
             return _value
 
         kept.__name__ = kept.__qualname__ = f"Store.{name}"
-        self._kept = cache_data(show_spinner=False, max_entries=max_entries, max_size=max_size)(kept)
+        self._kept = cache_data(show_spinner=False, max_entries=max_entries, max_size=max_size, budget=budget)(kept)
         self.max_size = self._kept.max_size
+        self.held = self._kept.held
 
     def put(self, key: str, value):
         """Keep ``value`` under ``key``; returns it."""
@@ -207,7 +256,8 @@ def live_bytes(value, _seen: set | None = None) -> int:
     return sys.getsizeof(value)
 
 
-def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | str = False, weigh=None):
+def live_cache(*, max_entries: int, show_spinner: bool | str = False, weigh=None, max_size: int | str | None = None,
+               budget: str | None = None):
     """Decorator: keep each result itself (no pickled copy, no copy per call), shared by every session of the
     server, least recently used dropped first to stay within ``max_entries`` and ``max_size`` bytes
     (:func:`live_bytes` of the values).
@@ -218,10 +268,12 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
     being stored; an exception is not cached. The values are shared: callers must not change them in place
     (a DataFrame's copy-on-write already keeps derived frames apart). ``weigh(value)`` replaces
     :func:`live_bytes` for values that share memory with another cache's (say so where it is used). The
-    decorated function has ``.clear()``,
-    ``.max_size`` (bytes) and ``.held()`` (bytes held now).
+    decorated function has ``.clear()``, ``.max_size`` (bytes), ``.held()`` (bytes held now), ``.get(*args)``
+    (the value kept for those arguments, or None: nothing computed) and ``.put(value, *args)`` (keep a value
+    computed elsewhere, e.g. by a job, under those arguments; bounded as any other). ``budget`` as
+    :func:`cache_data`'s.
     """
-    limit = size_in_bytes(max_size)
+    limit = _limit(max_size, budget)
 
     def decorate(fn):
         signature = inspect.signature(fn)
@@ -229,22 +281,18 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
         lock = threading.Lock()
 
         def key_of(args, kwargs) -> tuple:
-            bound = signature.bind(*args, **kwargs)
+            bound = signature.bind_partial(*args, **kwargs)
             bound.apply_defaults()
             return tuple((k, v) for k, v in bound.arguments.items() if not k.startswith("_"))
 
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            key = key_of(args, kwargs)
+        def look_up(key):
             with lock:
                 if key in kept:
                     kept.move_to_end(key)
-                    return kept[key][0]
-            if show_spinner:
-                with st.spinner(show_spinner if isinstance(show_spinner, str) else f"Running {fn.__name__}(…)"):
-                    value = fn(*args, **kwargs)
-            else:
-                value = fn(*args, **kwargs)
+                    return kept[key]
+            return None
+
+        def keep(key, value):
             size = (weigh or live_bytes)(value)
             if size > limit:
                 return value
@@ -257,6 +305,28 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
                     total -= b
             return value
 
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            key = key_of(args, kwargs)
+            got = look_up(key)
+            if got is not None:
+                return got[0]
+            if show_spinner:
+                with st.spinner(show_spinner if isinstance(show_spinner, str) else f"Running {fn.__name__}(…)"):
+                    value = fn(*args, **kwargs)
+            else:
+                value = fn(*args, **kwargs)
+            return keep(key, value)
+
+        def get(*args, **kwargs):
+            """The value kept for these arguments, or None (nothing is computed)."""
+            got = look_up(key_of(args, kwargs))
+            return None if got is None else got[0]
+
+        def put(value, *args, **kwargs):
+            """Keep ``value`` as the result for these arguments (computed elsewhere: a job); returns it."""
+            return keep(key_of(args, kwargs), value)
+
         def clear() -> None:
             with lock:
                 kept.clear()
@@ -265,7 +335,9 @@ def live_cache(*, max_size: int | str, max_entries: int, show_spinner: bool | st
             with lock:
                 return sum(b for _, b in kept.values())
 
-        call.clear, call.held, call.max_size = clear, held, limit
+        call.clear, call.held, call.max_size, call.get, call.put = clear, held, limit, get, put
+        if budget is not None:
+            CACHES[budget] = call
         return call
 
     return decorate

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import data as cdata, multiclass
+from calibdash.errors import DataError
 from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
 from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
@@ -21,6 +22,7 @@ from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
 from calibdash.safe_text import csv_text
 from pages.parts import downloads, url_state
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
+from pages.parts.explore_classes import class_metrics_frame
 from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
 from pages.parts.scheme import current_scheme
 from pages.parts.tables import interval_frame
@@ -83,7 +85,12 @@ def _bins_controls(prefix: str) -> tuple:
 def _measures(ev: ClassEvaluation, cs: cdata.ClassSet, scheme, params: dict, labels: dict) -> pd.DataFrame:
     """The measures table with paired intervals and the verdict; returns the table (for the download)."""
     st.subheader("Measures on the held-out rows")
-    boot = bootstrap_chosen(ev, cs, scheme, params)
+    try:
+        boot = bootstrap_chosen(ev, cs, scheme, params)
+    except DataError as exc:             # over the bootstrap's bound: the measures without intervals
+        st.warning(f"**No intervals:** {exc}", icon=":material/block:")
+        st.dataframe(class_metrics_frame(ev.metrics, labels))
+        return ev.metrics.set_axis(pd.MultiIndex.from_tuples([(c, "value") for c in ev.metrics.columns]), axis=1)
     # cells in bold (the best) are wider than the width the grid measures on plain text: room given by hand
     wide = {name: st.column_config.TextColumn(name, width=INTERVAL_WIDTH, help=mmetrics.MEASURES[name].label)
             for name in dict.fromkeys(boot.table.columns.get_level_values(0))}

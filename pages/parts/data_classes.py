@@ -78,7 +78,7 @@ def _role_widgets(sha: str, df: pd.DataFrame, current: cdata.ClassSet | None) ->
         r3.caption("Name the prefix to read the columns as logits.")
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="16MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="data_classes.raw_view")
 def _raw_view(data_key: str, _cs: cdata.ClassSet) -> tuple:
     """The per-class table, the measures and the confidence diagram's data of all usable rows."""
     P = _cs.scores().probabilities

@@ -121,12 +121,12 @@ def _content_key(p: np.ndarray, y: np.ndarray, w) -> str:
     return h.hexdigest()
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="64MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=512, budget="diagrams.smooth")
 def _smooth(key: str, band: bool, n_boot: int, _p, _y, _w) -> pd.DataFrame:
     return cdiagrams.smooth_column(_p, _y, _w, band=band, n_boot=n_boot)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="128MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=512, budget="diagrams.corp")
 def _corp(key: str, band: bool, n_boot: int, _p, _y, _w) -> tuple:
     return tuple(cdiagrams.corp_column(_p, _y, _w, band=band, n_boot=n_boot))
 
@@ -177,7 +177,8 @@ def interval_bands(models: Mapping[str, object]) -> dict[str, pd.DataFrame]:
             if getattr(type(m), "name", None) == VENN_ABERS}
 
 
-@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…", max_entries=8, max_size="64MB")
+@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…",
+                          max_entries=8, budget="diagrams.raw_cells")
 def _raw_cells(data_key: str, _ss: cdata.ScoreSet) -> tuple:
     c = ccells.aggregate(_ss.scores, _ss.labels)
     return c.weighted_predictions(c.score)

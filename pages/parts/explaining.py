@@ -21,7 +21,7 @@ from pages.parts import bounded_cache
 __all__ = ["explanation"]
 
 
-@bounded_cache.cache_data(show_spinner="Looking inside the calibrator…", max_entries=64, max_size="256MB")
+@bounded_cache.cache_data(show_spinner="Looking inside the calibrator…", max_entries=64, budget="explaining.explain")
 def _explain(data_key: str, scheme: Scheme, method: str, params: tuple, cells_path: bool, _model,
              _ss: cdata.ScoreSet, _rows: np.ndarray, _sample: tuple | None) -> Explanation:
     if cells_path:

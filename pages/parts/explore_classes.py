@@ -40,7 +40,8 @@ def class_metrics_frame(table, labels: dict):
     return bold_best(t, lambda name, line: mmetrics.MEASURES[name].oriented(line)).format("{:.4f}")
 
 
-@bounded_cache.cache_data(show_spinner="Looking inside the calibrator…", max_entries=32, max_size="64MB")
+@bounded_cache.cache_data(show_spinner="Looking inside the calibrator…",
+                          max_entries=32, budget="explore_classes.explain")
 def _explain(data_key: str, scheme: Scheme, method: str, params: tuple, _ev: ClassEvaluation,
              _cs: cdata.ClassSet) -> ClassExplanation:
     x = _cs.scores()

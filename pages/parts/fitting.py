@@ -74,7 +74,7 @@ def rows_reason(ss: cdata.ScoreSet, methods) -> str:
 
 
 # -- the row path ----------------------------------------------------------------------------------
-@bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="512MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=512, budget="fitting.evaluate_one")
 def _evaluate_one(data_key: str, scheme: Scheme, method: str, params: tuple, _ss: cdata.ScoreSet) -> Evaluation:
     feats = _ss.features if calibrators.get_class(method).uses_features else None
     return evaluation.evaluate(_ss.scores, _ss.labels, {method: dict(params)}, scheme, features=feats,
@@ -82,7 +82,8 @@ def _evaluate_one(data_key: str, scheme: Scheme, method: str, params: tuple, _ss
 
 
 # -- the score-cell path ---------------------------------------------------------------------------
-@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…", max_entries=16, max_size="256MB")
+@bounded_cache.cache_data(show_spinner="Summarising the rows into score cells…",
+                          max_entries=16, budget="fitting.cells")
 def _cells(data_key: str, scheme: Scheme, _ss: cdata.ScoreSet) -> ccells.ScoreCells:
     return ccells.aggregate(_ss.scores, _ss.labels, evaluation.cell_parts(_ss.n_rows, scheme, _ss.split))
 
@@ -94,13 +95,13 @@ def _cells_of(data_key: str, scheme: Scheme, ss) -> ccells.ScoreCells:
     return _cells(data_key, scheme, ss)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="128MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="fitting.shared_on_cells")
 def _shared_on_cells(data_key: str, scheme: Scheme, _ss: cdata.ScoreSet) -> Evaluation:
     """The evaluation of no method: judged cells, their labels and weights, the fitted sample, the note."""
     return evaluation.evaluate_cells(_cells_of(data_key, scheme, _ss), {}, scheme)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=512, max_size="128MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=512, budget="fitting.fit_on_cells")
 def _fit_on_cells(data_key: str, scheme: Scheme, method: str, params: tuple, _ss: cdata.ScoreSet) -> dict:
     """What ``method`` adds to the shared evaluation: its prediction column, metrics row, model, seconds."""
     ev = evaluation.evaluate_cells(_cells_of(data_key, scheme, _ss), {method: dict(params)}, scheme)
@@ -158,7 +159,7 @@ def judged_line(ev: Evaluation, scheme: Scheme) -> str:
 MEASURES_BOOT = 100
 
 
-@bounded_cache.cache_data(show_spinner="Bootstrapping intervals…", max_entries=64, max_size="64MB")
+@bounded_cache.cache_data(show_spinner="Bootstrapping intervals…", max_entries=64, budget="fitting.bootstrap")
 def _bootstrap(data_key: str, scheme: Scheme, chosen: tuple, cells_path: bool, _ev: Evaluation
                ) -> cboot.BootstrapResult:
     return cboot.bootstrap_evaluation(_ev)          # cells_path is in the key: the two paths differ
@@ -175,7 +176,8 @@ def bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict) 
     return _bootstrap(ss.content_key(), scheme, chosen, ev.weights is not None, ev)
 
 
-@bounded_cache.cache_data(show_spinner="Measuring and bootstrapping the further measures…", max_entries=32, max_size="64MB")
+@bounded_cache.cache_data(show_spinner="Measuring and bootstrapping the further measures…", max_entries=32,
+                          budget="fitting.measures_bootstrap")
 def _measures_bootstrap(data_key: str, scheme: Scheme, chosen: tuple, cells_path: bool, n_boot: int,
                         _ev: Evaluation) -> cboot.BootstrapResult:
     n = _ev.weights if cells_path else np.ones(len(_ev.labels))
@@ -223,7 +225,7 @@ def models_table(ss: cdata.ScoreSet, scheme: Scheme, params: dict, models: list,
 
 
 # -- the raw scores ----------------------------------------------------------------------------------
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="16MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="fitting.raw_summary")
 def _raw_summary(data_key: str, cells_path: bool, _ss: cdata.ScoreSet) -> dict:
     if not cells_path:
         return metrics.summary(_ss.scores, _ss.labels)
@@ -232,7 +234,7 @@ def _raw_summary(data_key: str, cells_path: bool, _ss: cdata.ScoreSet) -> dict:
     return metrics.summary(p, y, sample_weight=w, mvce_max_rows=evaluation.CELLS_MIN_ROWS)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="16MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="fitting.raw_summary_large")
 def _raw_summary_large(data_key: str, _ss) -> dict:
     c = _ss.all_cells
     p, y, w = c.weighted_predictions(c.score)

@@ -63,11 +63,12 @@ def _note(key: str, message: str, level: str) -> None:
 
 
 def run(slot: str, key: str, what: str, work, keep, fail: str, note: str = "", halt=stop_page,
-        synchronous: bool = False):
+        synchronous: bool = False, rows_note: str = "No row is sent to the dashboard."):
     """The result of the job behind ``key`` (running ``work(job)`` unless it runs already), once it finished: its
     result is passed to ``keep`` and returned. Until then the page shows its progress, and ``halt()`` (default:
     stop the page); when it failed or was cancelled for this session, why, with a button to try again, and
-    ``halt()``. ``synchronous``: wait in the script (AppTest cannot run the polling fragment)."""
+    ``halt()``. ``synchronous``: wait in the script (AppTest cannot run the polling fragment). ``rows_note``: what
+    the progress box says of the rows (a large source's stay on the server; "" for work on rows in memory)."""
     if show_stopped(key):
         halt()
     reg, me = registry(), owner()
@@ -89,7 +90,7 @@ def run(slot: str, key: str, what: str, work, keep, fail: str, note: str = "", h
         _note(key, f"**{fail}:** {md(why)}", level)
         show_stopped(key)
     else:
-        _progress(key, what, note)
+        _progress(key, what, " ".join(t for t in (note, rows_note) if t))
     halt()
 
 
@@ -104,8 +105,7 @@ def _progress(key: str, what: str, note: str) -> None:
     status.markdown(f"**{title}:** {text}")
     if now.progress is not None:
         status.progress(now.progress, text=now.progress_text())
-    status.caption((note + " " if note else "") + "No row is sent to the dashboard."
-                   + (" " + now.others_text() if now.others > 0 else ""))
+    status.caption(" ".join(t for t in (note, now.others_text() if now.others > 0 else "") if t))
     st.button("Cancel", key=f"large.cancel.{key[:12]}", icon=":material/cancel:", on_click=_cancel,
               args=(key, what))
     if now.cancelling:

@@ -48,10 +48,10 @@ ROLE_LABELS = ("Score", "Label (true outcome)", "Split column (optional)")     #
 # -- what the jobs gave, kept by bytes ------------------------------------------------------------------
 #: What aggregations gave: cells (a few MB at most, never rows); a source's columns and guessed roles, a database's
 #: tables.
-CELLS = bounded_cache.Store("large_source.cells", max_entries=32, max_size="512MB")
-READS = bounded_cache.Store("large_source.reads", max_entries=64, max_size="32MB")
+CELLS = bounded_cache.Store("large_source.cells", max_entries=32, budget="large_source.cells")
+READS = bounded_cache.Store("large_source.reads", max_entries=64, budget="large_source.reads")
 #: What keyed aggregations gave (Groups & time): keyed cells, a few MB each at most, never rows.
-KEYED = bounded_cache.Store("large_source.keyed", max_entries=32, max_size="256MB")
+KEYED = bounded_cache.Store("large_source.keyed", max_entries=32, budget="large_source.keyed")
 
 
 def _read_step(key: str, what: str, work):

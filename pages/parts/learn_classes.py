@@ -27,12 +27,12 @@ K_CLASSES, K_T, K_N, K_SEED, K_METHODS, K_REPEATS = ("learn.mc.k", "learn.mc.t",
                                                      "learn.mc.methods", "learn.mc.repeats")
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="64MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="learn_classes.trial")
 def _trial(k: int, t: float, n: int, seed: int, methods: tuple) -> mstudy.ClassTrial:
     return mstudy.class_trial(mstudy.overconfident(k, t), n, seed, list(methods))
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="16MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="learn_classes.study")
 def _study(k: int, t: float, seeds: tuple, methods: tuple):
     return mstudy.size_study(mstudy.overconfident(k, t), SIZES, seeds, list(methods))
 

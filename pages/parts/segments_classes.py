@@ -63,7 +63,7 @@ def true_class_warning(cs, ss, column: str) -> None:
                    icon=":material/warning:")
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, max_size="16MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="segments_classes.classwise")
 def _classwise(cells_id: str, n_bins: int, strategy: str, _kc, _ss, _cs) -> pd.Series:
     rows = row_keys(column_for_rows(_ss, _kc.spec.column), _kc)
     return classwise_ece_by_group(_cs.scores().probabilities, _cs.labels, rows, list(_kc.labels), n_bins, strategy)

@@ -23,7 +23,7 @@ def _named_like_a_date(column) -> bool:
     return any(h in str(column).lower() for h in DATE_HINTS)
 
 
-@bounded_cache.cache_data(show_spinner=False, max_entries=16, max_size="1MB")
+@bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="segments_columns.upload_guesses")
 def _upload_guesses(data_key: str, last: tuple, _ss) -> tuple[str | None, str | None]:
     """A first group column (few distinct text values) and a first date column, for the widgets' defaults;
     the columns of ``last`` (a K-class table's predicted and true class), in that order, only after the others."""

@@ -55,7 +55,7 @@ def check_group_values(values: pd.Series, key: Key) -> None:
 
 
 @bounded_cache.cache_data(show_spinner="Summarising the rows into keyed score cells…", max_entries=16,
-                          max_size="256MB")
+                          budget="segments_data.rows_keyed")
 def _rows_keyed(data_key: str, key: Key, scheme: Scheme | None, _ss) -> KeyedCells:
     part = None if scheme is None else cell_parts(_ss.n_rows, scheme, _ss.split)
     values = column_for_rows(_ss, key.column)
@@ -82,7 +82,7 @@ def keyed(ss, key: Key, scheme: Scheme | None = None) -> Cells:
     return Cells(f"{data_key}|{key!r}|{scheme!r}", _rows_keyed(data_key, key, scheme, ss))
 
 
-@bounded_cache.cache_data(show_spinner="Measuring every group…", max_entries=32, max_size="128MB")
+@bounded_cache.cache_data(show_spinner="Measuring every group…", max_entries=32, budget="segments_data.by_key")
 def _by_key(cells_id: str, n_bins: int, n_boot: int, seed: int, _kc):
     return kmeasures.by_key(_kc, n_bins=n_bins, n_boot=n_boot, seed=seed)
 
@@ -93,7 +93,7 @@ def by_key(cells: Cells, n_bins: int, n_boot: int, seed: int):
 
 
 @bounded_cache.cache_data(show_spinner="Fitting the calibrators on the fitting cells…", max_entries=32,
-                          max_size="256MB")
+                          budget="segments_data.fix_keys")
 def _fix_keys(cells_id: str, method: str, scheme: Scheme, n_bins: int, n_boot: int, seed: int, _kc):
     return kmeasures.fix_keys(_kc, method, scheme, n_bins=n_bins, n_boot=n_boot, seed=seed)
 
@@ -103,7 +103,7 @@ def fix_keys(cells: Cells, method: str, scheme: Scheme, n_bins: int, n_boot: int
     return _fix_keys(cells.id, method, scheme, n_bins, n_boot, seed, cells.kc)
 
 
-@bounded_cache.cache_data(show_spinner="Measuring every period…", max_entries=32, max_size="128MB")
+@bounded_cache.cache_data(show_spinner="Measuring every period…", max_entries=32, budget="segments_data.over_periods")
 def _over_periods(cells_id: str, n_bins: int, n_boot: int, seed: int, _kc):
     return kmeasures.over_periods(_kc, n_bins=n_bins, n_boot=n_boot, seed=seed)
 
@@ -113,7 +113,8 @@ def over_periods(cells: Cells, n_bins: int, n_boot: int, seed: int):
     return _over_periods(cells.id, n_bins, n_boot, seed, cells.kc)
 
 
-@bounded_cache.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32, max_size="64MB")
+@bounded_cache.cache_data(show_spinner="Fitting a calibrator on every period…", max_entries=32,
+                          budget="segments_data.staleness")
 def _staleness_of(cells_id: str, method: str, n_bins: int, _kc):
     return kmeasures.staleness_of(_kc, method, n_bins=n_bins)
 

@@ -22,7 +22,7 @@ import streamlit as st
 
 from calibdash import data as cdata, samples
 from calibdash.errors import DataError
-from pages.parts import bounded_cache
+from pages.parts import bounded_cache, cache_budget
 from pages.parts.text import md
 
 __all__ = ["UPLOAD", "SOURCE", "SAMPLE", "SOURCES", "NONE", "remember_upload", "using_upload", "source_table",
@@ -40,20 +40,21 @@ ROLES = ("label", "score", "positive", "split")
 #: Bytes of parsed tables kept (the tables themselves, shared by every session: :func:`bounded_cache.live_cache`).
 #: A 10^6-row upload with a score, a label and two text columns of few values parses into about 11 MB (the text
 #: held as categories, :mod:`calibdash.data.compact`); 10^7 such rows (a 96 MB Parquet) into 110 MB; a table of
-#: free text (every value distinct) stays as strings and can be four times that.
-TABLES_MAX = "640MB"
+#: free text (every value distinct) stays as strings and can be four times that. Its share of the caches' one
+#: budget (:mod:`pages.parts.cache_budget`: 273 MB of the default 1.5 GB).
+TABLES_MAX = cache_budget.size("source.tables")
 #: Bytes of score sets kept, each weighed without the table it reads (:func:`_score_set_bytes`): its scores and
-#: labels (9 bytes a row) and what it copied of the table (nothing when every row is usable).
-SCORE_SETS_MAX = "256MB"
+#: labels (9 bytes a row) and what it copied of the table (nothing when every row is usable); 96 MB of 1.5 GB.
+SCORE_SETS_MAX = cache_budget.size("source.score_sets")
 
 
-@bounded_cache.live_cache(show_spinner="Reading the file…", max_entries=8, max_size=TABLES_MAX)
+@bounded_cache.live_cache(show_spinner="Reading the file…", max_entries=8, budget="source.tables")
 def _read_bytes(sha: str, name: str, _data: bytes):
     """Parse uploaded bytes; keyed on our own SHA-256 of them (st hashes big inputs by sampling)."""
     return cdata.read_table(_data, filename=name)
 
 
-@bounded_cache.live_cache(show_spinner="Reading the sample…", max_entries=8, max_size="128MB")
+@bounded_cache.live_cache(show_spinner="Reading the sample…", max_entries=8, budget="source.samples")
 def _read_sample(name: str):
     path = samples.sample_path(name)
     return cdata.read_table(path.read_bytes(), filename=path.name)
@@ -67,7 +68,7 @@ def _score_set_bytes(ss: cdata.ScoreSet) -> int:
     return bounded_cache.live_bytes(ss, shared)
 
 
-@bounded_cache.live_cache(show_spinner=False, max_entries=32, max_size=SCORE_SETS_MAX, weigh=_score_set_bytes)
+@bounded_cache.live_cache(show_spinner=False, max_entries=32, budget="source.score_sets", weigh=_score_set_bytes)
 def _score_set(sha: str, roles: tuple, _df: pd.DataFrame, _info) -> cdata.ScoreSet:
     return cdata.build_score_set(_df, info=_info, name=_info.name, **dict(roles))
 
