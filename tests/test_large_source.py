@@ -16,7 +16,7 @@ from calibdash import engines, jobs
 from calibdash.engines import Source
 from calibdash.engines.plan import aggregate_plan
 from calibdash.evaluation import Scheme, evaluate_cells
-from conftest import REPO
+from conftest import APPTEST_TIMEOUT, REPO
 from pages.parts import large_source
 
 N_PER_FILE = 17_000                # 3 files: 51,000 rows
@@ -48,7 +48,7 @@ def root(tmp_path_factory):
 def app(root, monkeypatch):
     monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
     monkeypatch.setattr(large_source, "SYNCHRONOUS", True)      # AppTest cannot wait on the thread's fragment
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.session_state["source"] = large_source.LARGE
     at.switch_page("pages/data.py")
     return at
@@ -72,7 +72,7 @@ def _values(frame: pd.DataFrame) -> pd.DataFrame:
 
 def test_large_data_is_absent_without_a_data_root(monkeypatch):
     monkeypatch.delenv("CALIBDASH_DATA_ROOT", raising=False)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.switch_page("pages/data.py").run()
     assert not at.exception
     assert _source_options(at) == ["Sample", "Upload"]
@@ -225,7 +225,7 @@ def _session(root, monkeypatch, query: str) -> AppTest:
     """A Data-page session that typed ``query`` and read its columns (the jobs off the script thread)."""
     monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
     monkeypatch.setattr(large_source, "SYNCHRONOUS", False)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.session_state["source"] = large_source.LARGE
     at.switch_page("pages/data.py")
     at.run()
@@ -272,7 +272,7 @@ def test_a_queued_job_shows_its_place_and_runs_when_a_slot_frees(root, monkeypat
     blocker = reg.submit("blocker", lambda job: release.wait(60), owner="test")
     try:
         assert blocker.state == "running" and reg.limits.max_jobs == 1
-        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
         at.session_state["source"] = large_source.LARGE
         at.switch_page("pages/data.py")
         at.run()
