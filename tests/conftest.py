@@ -10,6 +10,11 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 #: CI sets CI=true and always has shared/ beside the clone: there a missing reference file is a failure.
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+#: Seconds one AppTest script run may take before AppTest gives up, for every AppTest.from_file/from_string.
+#: A limit, never a measure: a page that runs 10 s alone runs minutes on two cores shared with other CPU-heavy work,
+#: and a run cut short fails the test for the machine's load, not for the code. Work in tests is capped by sizes and
+#: iteration counts instead.
+APPTEST_TIMEOUT = 600
 
 
 def shared_file(*parts) -> Path:

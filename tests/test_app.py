@@ -25,10 +25,10 @@ from calibdash.explain import explain
 from calibdash.figures.calibration_map import SCORE_BARS
 from pages.parts import downloads, fitting
 from pages.parts.tables import BEST_STYLE, best_cells, bold_best, metrics_frame
+from conftest import APPTEST_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "app.py"
-TIMEOUT = 30            # seconds per script run
 
 DATA, EXPLORE, COMPARE = "pages/data.py", "pages/explore.py", "pages/compare.py"
 TITLES = {DATA: "Data", EXPLORE: "Explore a calibrator", COMPARE: "Compare calibrators"}
@@ -81,7 +81,7 @@ def go(at: AppTest, page: str) -> AppTest:
 
 def start(page: str | None = None) -> AppTest:
     """A fresh session on ``page`` (default: the app's default page, Compare)."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT).run()
     if page is not None and page != COMPARE:
         go(at, page)
     return at
@@ -413,7 +413,7 @@ def test_an_error_inside_a_page_is_shown_by_its_kind_without_a_traceback(kind, m
 def test_an_out_of_range_setting_in_a_link_is_ignored_with_a_warning(page):
     """A shared link with test_size=2 (or an unknown ELiTE criterion) is not applied: the page says which
     settings were ignored and why, and works on the defaults; before, the Data page's slider crashed on it."""
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.query_params["scheme"] = "split"
     at.query_params["test_size"] = "2"
     at.query_params["methods"] = "elite"
@@ -691,7 +691,7 @@ def test_bad_file_in_session_state_on_a_fresh_compare_page(case):
     import hashlib
 
     name, data, words = BAD_FILES[case]
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.session_state["upload"] = {"name": name, "data": data, "sha": hashlib.sha256(data).hexdigest()}
     at.session_state["source"] = "Upload"
     at.run()

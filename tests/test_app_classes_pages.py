@@ -6,12 +6,11 @@ import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from conftest import REPO
+from conftest import APPTEST_TIMEOUT, REPO
 from test_app import assert_clean, charts
 
 APP = REPO / "app.py"
 SAMPLES = REPO / "sample_data" / "multiclass"
-TIMEOUT = 60
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +26,7 @@ def _run_entry_point_every_time(monkeypatch):
 
 
 def start(page: str, upload: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT).run()
     if upload is not None:                     # the Data page's uploader leaves the file in the session so
         at.switch_page("pages/data.py").run()
         at.segmented_control(key="source").set_value("Upload").run()

@@ -14,12 +14,13 @@ from pages.parts import compare_classes
 from test_app import APP, _run_entry_point_every_time, assert_clean, charts  # noqa: F401
 from test_app_classes import SHOWN, _frame, _number
 from streamlit.testing.v1 import AppTest
+from conftest import APPTEST_TIMEOUT
 
 METHOD = "top_label:histogram"
 
 
 def _open(query: dict) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     for k, v in query.items():
         at.query_params[k] = v
     return at.run()

@@ -1,12 +1,12 @@
 """Compare page: the view travels in the URL, intervals and verdict, downloads."""
 from streamlit.testing.v1 import AppTest
 
-from conftest import REPO
+from conftest import APPTEST_TIMEOUT, REPO
 from test_app import shown
 
 
 def _app():
-    return AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    return AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
 
 
 def test_url_restores_methods_and_hyperparameters():

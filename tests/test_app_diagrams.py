@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from calibdash import clinical
+from conftest import APPTEST_TIMEOUT
 from test_app import (COMPARE, DATA, EXPLORE, _run_entry_point_every_time, assert_clean, charts,  # noqa: F401
                       go, plotly_array, start)
 
@@ -133,7 +134,7 @@ def test_models_side_by_side_follow_the_diagram_type():
     from streamlit.testing.v1 import AppTest
     from conftest import REPO
 
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.run()
     at.switch_page("pages/compare.py").run()
     at.multiselect(key=[m.key for m in at.multiselect if m.label == "Models (score columns)"][0]).set_value(

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 from calibdash import cli
 from calibdash.group_metrics import STATS
 from calibdash.samples.drift import make_drift
+from conftest import APPTEST_TIMEOUT
 from pages.parts import segments_command as command
 from test_app import shown
 
@@ -36,7 +37,7 @@ finally:
 
 
 def _session(frame: pd.DataFrame, name: str = "drift.csv") -> AppTest:
-    at = AppTest.from_string(DRIVER, default_timeout=120)
+    at = AppTest.from_string(DRIVER, default_timeout=APPTEST_TIMEOUT)
     data = frame.to_csv(index=False).encode()
     at.session_state["upload"] = {"name": name, "data": data, "sha": hashlib.sha256(data).hexdigest()}
     at.session_state["source"] = "Upload"

@@ -17,7 +17,7 @@ from calibdash.group_metrics import STATS
 from calibdash.keyed import Key
 from calibdash.keyed.rows import keyed_cells
 from calibdash.samples.drift import make_drift
-from conftest import REPO
+from conftest import APPTEST_TIMEOUT, REPO
 from pages.parts import large_source
 from test_app import shown
 from test_app_segments import _assert_clean, _charts, _cli_json, _commands, _same_as_records, _select
@@ -40,7 +40,7 @@ def root(tmp_path_factory):
 def app(root, monkeypatch):
     monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
     monkeypatch.setattr(large_source, "SYNCHRONOUS", True)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.session_state["source"] = large_source.LARGE
     at.switch_page("pages/data.py").run()
     at.text_input(key="large.path").set_value("drift-*.parquet").run()

@@ -11,7 +11,7 @@ from calibdash.data import build_score_set
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import UNCALIBRATED, Scheme, evaluate
 from calibdash.figures import benchmark as bfig
-from conftest import REPO
+from conftest import APPTEST_TIMEOUT, REPO
 from test_app import shown as _shown
 
 APP = REPO / "app.py"
@@ -270,7 +270,7 @@ def test_heatmap_colours_by_rank_and_prints_values(result):
 
 # -- the page (AppTest) ------------------------------------------------------------------------------------
 def open_page() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT).run()
     at.switch_page(PAGE).run()
     return at
 

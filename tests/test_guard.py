@@ -25,6 +25,7 @@ from calibdash.engines.duckdb import literal_path
 from calibdash.engines.plan import NO_JOB, aggregate_plan, read_schema, resolve_plan
 from calibdash.errors import CalibdashError
 from calibdash.evaluation import Scheme
+from conftest import APPTEST_TIMEOUT
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -552,7 +553,7 @@ def test_a_query_cannot_list_or_read_another_connections_spill_files(tree, tmp_p
                         f"SELECT * FROM read_text('{target}')"):
                 with pytest.raises(AccessDenied):
                     dr.query(b, sql).fetchall()
-        assert done.wait(60) and result["rows"] == [(4_000_000,)]
+        assert done.wait(APPTEST_TIMEOUT) and result["rows"] == [(4_000_000,)]
     finally:
         a.close()
         b.close()

@@ -16,7 +16,7 @@ from calibdash import engines, jobs
 from calibdash.engines import Source
 from calibdash.engines.plan import aggregate_plan
 from calibdash.evaluation import Scheme, evaluate_cells
-from conftest import REPO
+from conftest import APPTEST_TIMEOUT, REPO
 from pages.parts import large_source
 from test_app import shown as _shown
 
@@ -49,7 +49,7 @@ def root(tmp_path_factory):
 def app(root, monkeypatch):
     monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
     monkeypatch.setattr(large_source, "SYNCHRONOUS", True)      # AppTest cannot wait on the thread's fragment
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.session_state["source"] = large_source.LARGE
     at.switch_page("pages/data.py")
     return at
@@ -73,7 +73,7 @@ def _values(frame: pd.DataFrame) -> pd.DataFrame:
 
 def test_large_data_is_absent_without_a_data_root(monkeypatch):
     monkeypatch.delenv("CALIBDASH_DATA_ROOT", raising=False)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.switch_page("pages/data.py").run()
     assert not at.exception
     assert _source_options(at) == ["Sample", "Upload"]
@@ -164,7 +164,7 @@ def _source_options(at) -> list:
     return [o.content for o in at.segmented_control(key="source").proto.options]
 
 
-def _settle(at, deadline_s: float = 120.0) -> None:
+def _settle(at, deadline_s: float = APPTEST_TIMEOUT) -> None:
     """Wait until no job of the server's registry is unfinished (AppTest does not run the polling fragment) and
     rerun, until a run shows no job in progress (reading the columns, then aggregating, each start one)."""
     reg = large_source.registry()
@@ -209,12 +209,12 @@ def test_cancel_interrupts_duckdb(root):
     reg = jobs.JobRegistry(max_jobs=1, lease_s=None)
     job = reg.submit("cancel-test", lambda j: aggregate_plan(j, droot, plan, {"score": "p", "label": "y"},
                                                              Scheme(kind="insample"), True), owner="me")
-    end = time.monotonic() + 60
+    end = time.monotonic() + APPTEST_TIMEOUT
     while not (job.state == jobs.RUNNING and job.stage.startswith("1. statistics")) and time.monotonic() < end:
         time.sleep(0.01)                       # poll until the first query has started
     assert job.stage.startswith("1. statistics") and not job.finished
     reg.release("cancel-test", "me")
-    assert job.done.wait(60)
+    assert job.done.wait(APPTEST_TIMEOUT)
     assert job.state == jobs.CANCELLED and isinstance(job.error, jobs.Cancelled) and job.result is None
     assert reg.counts() == (0, 0)
 
@@ -226,7 +226,7 @@ def _session(root, monkeypatch, query: str) -> AppTest:
     """A Data-page session that typed ``query`` and read its columns (the jobs off the script thread)."""
     monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
     monkeypatch.setattr(large_source, "SYNCHRONOUS", False)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
     at.session_state["source"] = large_source.LARGE
     at.switch_page("pages/data.py")
     at.run()
@@ -256,7 +256,7 @@ def test_a_cancel_in_one_session_leaves_the_shared_job_running_for_the_other(roo
     assert not job.cancelled and not job.finished and len(job.owners) == 1
     assert any(s.label.startswith("Aggregating") for s in b.status)      # B still waits, with its Cancel
     _cancel_button(b).click().run()
-    assert job.done.wait(60) and job.state == "cancelled"
+    assert job.done.wait(APPTEST_TIMEOUT) and job.state == "cancelled"
     assert any("cancelled" in _shown(w.value) for w in b.warning) and not b.metric
     a.button(key=next(x.key for x in a.button if x.label == "Try again")).click().run()   # A may start it again
     assert any(s.label.startswith("Aggregating") for s in a.status)
@@ -271,10 +271,10 @@ def test_a_queued_job_shows_its_place_and_runs_when_a_slot_frees(root, monkeypat
     monkeypatch.setattr(large_source, "SYNCHRONOUS", False)
     reg = large_source.registry()
     release = threading.Event()
-    blocker = reg.submit("blocker", lambda job: release.wait(60), owner="test")
+    blocker = reg.submit("blocker", lambda job: release.wait(APPTEST_TIMEOUT), owner="test")
     try:
         assert blocker.state == "running" and reg.limits.max_jobs == 1
-        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=APPTEST_TIMEOUT)
         at.session_state["source"] = large_source.LARGE
         at.switch_page("pages/data.py")
         at.run()

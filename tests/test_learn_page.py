@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from calibdash import calibrators, metrics, synthetic
+from conftest import APPTEST_TIMEOUT
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 LEARN = "pages/learn.py"
@@ -23,7 +24,7 @@ TRUE = "true | score"
 
 def open_learn(**state) -> AppTest:
     """A fresh session on the Learn page; ``state`` presets widget values (key -> value) before the first run."""
-    at = AppTest.from_file(str(APP), default_timeout=90)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.run()
     for key, value in state.items():
         at.session_state[key] = value

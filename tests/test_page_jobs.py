@@ -12,6 +12,7 @@ from calibdash.multiclass import available, budget
 from calibdash.multiclass import bootstrap as mboot
 from calibdash.multiclass.diagrams import classwise_bin_count, prepare_classwise
 from calibdash.multiclass.evaluation import MAX_FIT_ROWS, evaluate_classes
+from conftest import APPTEST_TIMEOUT
 
 
 def _table(n: int, k: int, seed: int = 0):
@@ -160,17 +161,17 @@ def test_a_session_that_leaves_stops_its_fit_before_the_next_fit(monkeypatch):
         calls.append(method)
         if len(calls) == 1:
             started.set()
-            go_on.wait(60)
+            go_on.wait(APPTEST_TIMEOUT)
         return real(cs, scheme, method, params, should_stop)
 
     monkeypatch.setattr(classes, "_fit", fit)
     job = reg.submit("fit", classes._fit_job(cs, Scheme(), {"temperature": {}, "vector": {}}), owner="tab")
-    assert started.wait(60)
+    assert started.wait(APPTEST_TIMEOUT)
     now[0] += 31.0                       # nobody renewed the lease (the tab is gone) and no probe says it is there
     reg.sweep()
     assert job.cancelled
     go_on.set()
-    assert job.done.wait(60)
+    assert job.done.wait(APPTEST_TIMEOUT)
     assert job.state == CANCELLED and isinstance(job.error, Cancelled)
     assert calls == ["temperature"]      # stopped inside the first method's evaluation, the second never began
 
@@ -192,7 +193,7 @@ def test_the_sessions_cancel_stops_the_bootstrap_between_blocks(monkeypatch):
                                           workers=1)
 
     job = reg.submit("boot", work, owner="tab")
-    assert job.done.wait(60)
+    assert job.done.wait(APPTEST_TIMEOUT)
     assert job.state == CANCELLED and len(asked) == 3     # one reduction, two blocks asked; 13 blocks never drawn
 
 

@@ -29,6 +29,7 @@ from pages.parts import compare_classes, scheme, segments_command as command, ur
 from pages.parts.text import LINE_BREAK, md
 from test_app import APP, _run_entry_point_every_time  # noqa: F401
 from test_app_segments import DRIVER as SEGMENTS_DRIVER
+from conftest import APPTEST_TIMEOUT
 
 IMAGE = "![b](http://127.0.0.1:9/x.png)"
 HTML = "<img src=x onerror=alert(1)>"
@@ -106,7 +107,7 @@ def _shell_split(text: str, cwd) -> list[str]:
 
 
 def _segments_session(frame: pd.DataFrame, name: str) -> AppTest:
-    at = AppTest.from_string(SEGMENTS_DRIVER, default_timeout=120)
+    at = AppTest.from_string(SEGMENTS_DRIVER, default_timeout=APPTEST_TIMEOUT)
     data = frame.to_csv(index=False).encode()
     at.session_state["upload"] = {"name": name, "data": data, "sha": hashlib.sha256(data).hexdigest()}
     at.session_state["source"] = "Upload"
@@ -204,7 +205,7 @@ def hostile_upload():
 def test_file_column_and_group_names_show_literally_on_groups_and_time(hostile_upload):
     """The least calibrated group's name (IMAGE) in the lightbulb, the file, score and label names in the
     caption: escaped, so no image is fetched; the figures hold the names as text."""
-    at = AppTest.from_string(SEGMENTS_DRIVER, default_timeout=120)
+    at = AppTest.from_string(SEGMENTS_DRIVER, default_timeout=APPTEST_TIMEOUT)
     at.session_state["upload"] = hostile_upload
     at.session_state["source"] = "Upload"
     at.run()
@@ -214,7 +215,7 @@ def test_file_column_and_group_names_show_literally_on_groups_and_time(hostile_u
 
 @pytest.mark.parametrize("page", ["pages/data.py", "pages/compare.py", "pages/explore.py"])
 def test_file_and_column_names_show_literally_on_the_binary_pages(hostile_upload, page):
-    at = AppTest.from_file(str(APP), default_timeout=120)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.session_state["upload"] = hostile_upload
     at.session_state["source"] = "Upload"
     at.run()
@@ -238,7 +239,7 @@ def _hostile_classes() -> pd.DataFrame:
 @pytest.mark.parametrize("page", ["pages/data.py", "pages/compare.py"])
 def test_class_names_show_literally_on_the_k_class_pages(page):
     data = _hostile_classes().to_csv(index=False).encode()
-    at = AppTest.from_file(str(APP), default_timeout=120)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.session_state["upload"] = {"name": "classes.csv", "data": data, "sha": hashlib.sha256(data).hexdigest()}
     at.session_state["source"] = "Upload"
     at.run()
@@ -250,7 +251,7 @@ def test_class_names_show_literally_on_the_k_class_pages(page):
 def test_an_error_quoting_a_name_shows_it_literally():
     """A file whose only column is named IMAGE cannot be used: the error box quotes the name, escaped."""
     data = pd.DataFrame({IMAGE: [0.1, 0.2] * 20}).to_csv(index=False).encode()
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.session_state["upload"] = {"name": f"{HTML}.csv", "data": data, "sha": hashlib.sha256(data).hexdigest()}
     at.session_state["source"] = "Upload"
     at.run()
@@ -262,7 +263,7 @@ def test_an_error_quoting_a_name_shows_it_literally():
 
 # -- the address bar -------------------------------------------------------------------------------------------
 def _open(query: dict) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     for k, v in query.items():
         at.query_params[k] = v
     return at.run()

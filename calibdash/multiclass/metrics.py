@@ -58,6 +58,7 @@ tied maxima. A tie changes ``a_i`` only, never ``c_i``.
 """
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -81,6 +82,10 @@ __all__ = [
 N_BINS = 15
 #: How :func:`classwise_ece` combines the classes.
 AVERAGES = ("mean", "sum")
+#: The ``(P, y, w)`` that :func:`compute` has checked, while its measures run on them: :func:`check_inputs`
+#: hands those very arrays back instead of checking them once per measure (a context variable: each thread
+#: of a bootstrap's pool sees only its own).
+_CHECKED: ContextVar[tuple | None] = ContextVar("calibdash_multiclass_checked", default=None)
 
 
 # ----------------------------------------------------------------------------
@@ -97,6 +102,9 @@ def check_inputs(P, y, sample_weight=None):
         :func:`~calibdash.multiclass.base.check_classes` and
         :func:`calibdash.validation.check_weights` say, or for an entry above 1.
     """
+    done = _CHECKED.get()
+    if done is not None and P is done[0] and y is done[1] and sample_weight is done[2]:
+        return done
     check_probabilities(P)
     P = np.asarray(P, dtype=float)
     above = P > 1.0
@@ -350,9 +358,16 @@ def check_names(names) -> tuple[str, ...]:
 
 def compute(P, y, sample_weight=None, names=None) -> dict[str, float]:
     """The asked measures (default all of :data:`MEASURES`) of one method's ``P``: name -> value."""
-    want = check_names(names)
-    P, y, w = check_inputs(P, y, sample_weight)
-    return {n: float(MEASURES[n].function(P, y, sample_weight=w)) for n in want}
+    return _measured(*check_inputs(P, y, sample_weight), check_names(names))
+
+
+def _measured(P: np.ndarray, y: np.ndarray, w, want: tuple[str, ...]) -> dict[str, float]:
+    """The measures ``want`` of checked ``(P, y, w)``, which no measure checks again (:data:`_CHECKED`)."""
+    token = _CHECKED.set((P, y, w))
+    try:
+        return {n: float(MEASURES[n].function(P, y, sample_weight=w)) for n in want}
+    finally:
+        _CHECKED.reset(token)
 
 
 def check_methods(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None):
@@ -380,5 +395,6 @@ def measure_table(P_by_method: Mapping[str, np.ndarray], y, w=None, names=None) 
     Every method's ``P`` must have the rows of ``y`` (and ``w``) and the same number of classes.
     """
     Ps, y, w = check_methods(P_by_method, y, w)
-    rows = {m: compute(P, y, w, names) for m, P in Ps.items()}
+    want = check_names(names)
+    rows = {m: _measured(P, y, w, want) for m, P in Ps.items()}
     return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(check_names(names)))
