@@ -13,6 +13,7 @@ from calibdash.multiclass import bootstrap as mboot
 from calibdash.multiclass.diagrams import classwise_bin_count, prepare_classwise
 from calibdash.multiclass.evaluation import MAX_FIT_ROWS, evaluate_classes
 from conftest import APPTEST_TIMEOUT
+from test_app import shown as _shown
 
 
 def _table(n: int, k: int, seed: int = 0):
@@ -213,8 +214,8 @@ def test_compare_leaves_out_a_method_over_its_bound_says_why_and_fits_the_rest_i
     monkeypatch.setattr(job_panel, "run", lambda slot, *a, **kw: slots.append(slot) or real(slot, *a, **kw))
     at = _on_sample(COMPARE)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    warned = " ".join(w.value for w in at.warning)
-    assert "**dirichlet**, its work (K^2 x n) is" in warned and "over its limit of 1" in warned
+    warned = " ".join(_shown(w.value) for w in at.warning)
+    assert "dirichlet: its work (K^2 x n) is" in warned and "over its limit of 1" in warned
     assert "Methods that fit here: temperature, vector, ovr:" in warned and "dirichlet," not in warned.split(
         "Methods that fit here:")[1]
     shown = at.main.dataframe[0].value.index
@@ -227,7 +228,7 @@ def test_explore_with_its_method_over_every_bound_shows_the_message_not_a_traceb
     monkeypatch.setattr(budget, "WORK_LIMITS", dict.fromkeys(budget.WORK_LIMITS, 1))
     at = _on_sample(EXPLORE)
     assert not at.exception
-    text = " ".join(e.value for e in at.error)
+    text = " ".join(_shown(e.value) for e in at.error)
     assert "Temperature" in text or "temperature" in text
     assert "Methods that fit here: none." in text
 
@@ -237,7 +238,7 @@ def test_compare_over_the_bootstrap_bound_shows_the_measures_without_intervals(m
     monkeypatch.setattr(budget, "BOOTSTRAP_LIMIT", 1)
     at = _on_sample(COMPARE)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("No intervals" in w.value and "BOOTSTRAP" not in w.value for w in at.warning)
+    assert any("No intervals" in _shown(w.value) and "BOOTSTRAP" not in w.value for w in at.warning)
     assert "ECE" in at.main.dataframe[0].value.columns
 
 
@@ -249,8 +250,8 @@ def test_a_table_over_the_class_limit_gets_the_message_on_compare_and_explore_be
     monkeypatch.setattr(classes, "_fit_job", lambda *a: fitted.append(a) or (lambda job: {}))
     at = _on_sample(COMPARE)
     assert not at.exception
-    assert any("3 classes are more than this server fits (2" in e.value for e in at.error)
+    assert any("3 classes are more than this server fits (2" in _shown(e.value) for e in at.error)
     go(at, EXPLORE)
     assert not at.exception
-    assert any("3 classes are more than this server fits (2" in e.value for e in at.error)
+    assert any("3 classes are more than this server fits (2" in _shown(e.value) for e in at.error)
     assert fitted == []

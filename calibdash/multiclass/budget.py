@@ -40,19 +40,23 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from ..data import limits
 from ..errors import DataError
+from .linear import MAX_FULL_CLASSES
 
 __all__ = ["MAX_CLASSES", "MAX_CELLS", "FULL_MAX_K", "WORK_LIMITS", "BINARY_FIT_ROWS", "BOOTSTRAP_LIMIT",
            "family", "work", "check_table", "check_work", "fitting", "check_bootstrap", "stop_if"]
 
-#: The most classes any K-class evaluation takes (ImageNet's 1,000).
-MAX_CLASSES = 1000
+#: The most classes any K-class evaluation takes (ImageNet's 1,000): the one number the upload's check
+#: (:data:`calibdash.data.limits.MAX_CLASSES`) refuses a table by, so a table read is a table evaluated.
+MAX_CLASSES = limits.MAX_CLASSES
 #: The most probabilities (rows x classes) of a table any K-class evaluation takes: 400 MB per copy in float64
 #: (ImageNet's 50,000 validation rows x 1,000 classes).
 MAX_CELLS = 50_000_000
-#: The most classes of a full K x K map (matrix scaling, Dirichlet calibration): its preconditioner holds
-#: ``K (K + 1)^2`` numbers (64 MB at 200 classes, 8 GB at 1,000).
-FULL_MAX_K = 200
+#: The most classes of a full K x K map (matrix scaling, Dirichlet calibration): the solver's own refusal
+#: (:data:`calibdash.multiclass.linear.MAX_FULL_CLASSES`; its preconditioner holds ``K (K + 1)^2`` numbers,
+#: 127 MB at 250 classes, 8 GB at 1,000), checked here before any work so a page leaves the method out.
+FULL_MAX_K = MAX_FULL_CLASSES
 #: The most work of one fit, per family (see the module's docstring for the unit of each).
 WORK_LIMITS = {"scalar": 50_000_000, "diagonal": 50_000_000, "full": 200_000_000, "ovr": 50_000_000,
                "top_label": 50_000_000}

@@ -211,11 +211,11 @@ def within_budget(cs: cdata.ClassSet, chosen: dict[str, dict]) -> dict[str, dict
         return chosen
     fits, _ = budget.fitting(multiclass.available(), cs.n_rows, cs.k)
     text = (f"not fitted on {cs.n_rows:,} rows x {cs.k:,} classes: "
-            + "; ".join(f"**{m}**, {why}" for m, why in refused.items())
+            + "; ".join(f"{m}: {why}" for m, why in refused.items())
             + f". Methods that fit here: {', '.join(fits) or 'none'}.")
     if not ok:
         raise DataError(text[0].upper() + text[1:])
-    st.warning(f"Some calibrators are {text}", icon=":material/block:")
+    st.warning(f"Some calibrators are {md(text)}", icon=":material/block:")
     return {m: chosen[m] for m in ok}
 
 

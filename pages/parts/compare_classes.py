@@ -88,7 +88,7 @@ def _measures(ev: ClassEvaluation, cs: cdata.ClassSet, scheme, params: dict, lab
     try:
         boot = bootstrap_chosen(ev, cs, scheme, params)
     except DataError as exc:             # over the bootstrap's bound: the measures without intervals
-        st.warning(f"**No intervals:** {exc}", icon=":material/block:")
+        st.warning(f"**No intervals:** {md(exc)}", icon=":material/block:")
         st.dataframe(class_metrics_frame(ev.metrics, labels))
         return ev.metrics.set_axis(pd.MultiIndex.from_tuples([(c, "value") for c in ev.metrics.columns]), axis=1)
     # cells in bold (the best) are wider than the width the grid measures on plain text: room given by hand
