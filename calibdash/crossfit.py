@@ -30,6 +30,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from .errors import SettingsError
+from .jobs import stop_if
 from .methods import resolve
 
 __all__ = ["CrossFit", "cross_fit", "Path", "choose_path", "use_cells_for", "CELLS_MIN_ROWS", "CELLS_CHOICES",
@@ -120,12 +121,6 @@ def _judge(model, s, features) -> np.ndarray:
     return model.predict(s, features)
 
 
-def _stop_if(should_stop, key: str) -> None:
-    if should_stop is not None:
-        from .multiclass.budget import stop_if
-        stop_if(should_stop, f"fitting {key}")
-
-
 def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = (), features: pd.DataFrame | None = None,
               *, refit: bool = False, progress: Callable[[float, str], None] | None = None,
               should_stop: Callable[[], bool] | None = None) -> CrossFit:
@@ -180,7 +175,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
         preds, models = [], []
         model = None
         for tr, te in parts:
-            _stop_if(should_stop, key)
+            stop_if(should_stop, f"fitting {key}")
             model = _fit(clone(cal), s[tr], y[tr], None if feats is None else feats.iloc[tr],
                          None if weights is None else weights[tr])
             models.append(model)
@@ -190,7 +185,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
             if progress:
                 progress(done / total, f"{key}: fold {done} of {total}")
         if refit:
-            _stop_if(should_stop, key)
+            stop_if(should_stop, f"fitting {key}")
             model = _fit(clone(cal), s, y, feats, weights)
         out.predictions[key] = preds
         out.fold_models[key] = models

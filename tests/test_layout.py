@@ -175,7 +175,7 @@ def test_each_method_is_fitted_explained_and_drawn_in_a_module_named_for_it(fold
     if folder == "calibrators":
         assert names <= files
     else:
-        shared = {"calibration_map", "reliability", "layout", "palette", "images", "benchmark", "learn",
+        shared = {"calibration_map", "reliability", "layout", "palette", "images", "benchmark", "learn", "text",
                   "smooth_ece", "corp", "groups", "drift", "diagrams", "multiclass", "multiclass_explain"}
         assert files - shared <= names, f"{folder}/ has modules named for no method: {sorted(files - shared - names)}"
 

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 
 from .limits import MIN_ROWS
+from .class_names import score_classes
+from .numbers import is_numeric, is_text, parse_numbers  # noqa: F401  (public here too, as before)
 from ..validation import NEGATIVE_TOKENS, POSITIVE_TOKENS  # the label words: one rule, validation's
 
 __all__ = ["Roles", "guess_roles", "NUMERIC_SHARE", "is_numeric", "parse_numbers", "reads_as_numbers"]
@@ -63,64 +65,12 @@ def _is_score_hint(col) -> bool:
     return n in ("p", "s") or n.startswith("p_") or any(h in n for h in _SCORE_HINTS)
 
 
-def is_numeric(s: pd.Series) -> bool:
-    """Whether ``s`` has a numeric dtype (booleans are not numbers here); see also :func:`reads_as_numbers`."""
-    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-
-
-def _is_text(s: pd.Series) -> bool:
-    return s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
-
-
-def parse_numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """The numbers in ``s`` and where an entry is present but not a number.
-
-    Numeric columns are taken as they are. Text (and mixed object) columns
-    are parsed entry by entry (``pandas.to_numeric`` on the distinct values,
-    spaces stripped); booleans, blanks and missing entries are not numbers.
-
-    Returns
-    -------
-    values : ndarray of float
-        NaN where the entry is missing or not a number.
-    not_number : ndarray of bool
-        The entry is present and not blank, yet not a number (``"abc"``);
-        all False for a numeric column.
-    """
-    n = len(s)
-    if is_numeric(s):
-        # a float64 column's own array (no copy: ``na_value`` would make one); other numbers converted
-        values = s.to_numpy() if s.dtype == np.float64 else s.to_numpy(dtype=float, na_value=np.nan)
-        return values, np.zeros(n, dtype=bool)
-    if not _is_text(s):              # booleans, dates, categories: no numbers here
-        return np.full(n, np.nan), np.asarray(s.notna(), dtype=bool)
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    if s.dtype != object:            # a string dtype: every distinct value is a str
-        text = pd.Series(np.asarray(uniques, dtype=object), dtype=object).str.strip()
-        is_bool = np.zeros(len(text), dtype=bool)
-        blank = (text == "").to_numpy(dtype=bool)
-    else:                            # mixed objects: strings, numbers, booleans
-        raw = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
-        is_bool = raw.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(dtype=bool)
-        text = raw.map(lambda v: v.strip() if isinstance(v, str) else v)
-        blank = text.map(lambda v: isinstance(v, str) and v == "").to_numpy(dtype=bool)
-    parsed = np.array(pd.to_numeric(text.where(~(is_bool | blank)), errors="coerce"), dtype=float)
-    parsed[is_bool] = np.nan
-    bad_unique = np.isnan(parsed) & ~blank
-    present = codes >= 0
-    values = np.full(n, np.nan)
-    values[present] = parsed[codes[present]]
-    not_number = np.zeros(n, dtype=bool)
-    not_number[present] = bad_unique[codes[present]]
-    return values, not_number
-
-
 def reads_as_numbers(s: pd.Series) -> bool:
     """Whether ``s`` is a column of numbers: numeric dtype, or text of which at least
     :data:`NUMERIC_SHARE` of the present, non-blank entries parse as numbers."""
     if is_numeric(s):
         return True
-    return _is_text(s) and not _clearly_text(s) and _enough_numbers(*parse_numbers(s))
+    return is_text(s) and not _clearly_text(s) and _enough_numbers(*parse_numbers(s))
 
 
 def _number_share(values: np.ndarray, not_number: np.ndarray) -> tuple[int, int]:
@@ -286,7 +236,7 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
         values = None
         if is_numeric(s):
             numbers[c] = None        # a numeric dtype: converted only if needed
-        elif _is_text(s) and not _clearly_text(s):
+        elif is_text(s) and not _clearly_text(s):
             values, not_number = parse_numbers(s)
             if _enough_numbers(values, not_number):
                 numbers[c] = _looks_like_probabilities(values)
@@ -296,8 +246,6 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
             ids.add(c)
             numbers.pop(c, None)
     scores = _guess_scores(df, numbers)
-    from .class_roles import score_classes      # class_roles builds on this module
-
     classes = score_classes(df, label, scores, positive)
     if classes is not None:
         scores = classes.scores

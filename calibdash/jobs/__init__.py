@@ -57,10 +57,10 @@ environment, or given explicitly (the dashboard reads Streamlit's secrets):
 45
 """
 from .registry import (ENV_JOB_LEASE, ENV_JOB_TIMEOUT, ENV_MAX_JOBS, ENV_MAX_QUEUED, REINTERRUPT_S, STOP_WAIT_S, Busy,
-                       Cancelled, Job, JobRegistry, Limits, TimedOut, limits_from_env, shared_registry)
+                       Cancelled, Job, JobRegistry, Limits, TimedOut, limits_from_env, shared_registry, stop_if)
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status, cancelled_note, hold, stopped_note
 
 __all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "Status", "TimedOut", "limits_from_env",
-           "shared_registry", "hold", "stopped_note", "cancelled_note", "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT",
+           "shared_registry", "stop_if", "hold", "stopped_note", "cancelled_note", "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT",
            "ENV_JOB_LEASE", "ENV_MAX_QUEUED", "REINTERRUPT_S", "STOP_WAIT_S", "QUEUED", "RUNNING", "DONE", "FAILED",
            "CANCELLED"]

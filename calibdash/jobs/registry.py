@@ -35,6 +35,14 @@ class Cancelled(CalibdashError):
     """The job was cancelled: every owner cancelled it or left (raised inside the work, and the job's error)."""
 
 
+def stop_if(should_stop: Callable[[], bool] | None, what: str = "the work") -> None:
+    """Raise :class:`Cancelled` when ``should_stop()`` says so (None: never): the cooperative stop of loops
+    that run in a job's thread (the K-class evaluation between methods, folds and bootstrap blocks, and
+    :func:`calibdash.crossfit.cross_fit` between fits), which Python cannot interrupt from outside."""
+    if should_stop is not None and should_stop():
+        raise Cancelled(f"{what} was stopped.")
+
+
 class TimedOut(EnvironmentProblem):
     """The job ran longer than the server allows (``CALIBDASH_JOB_TIMEOUT_S``)."""
 

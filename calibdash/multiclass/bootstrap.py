@@ -77,7 +77,7 @@ from ..errors import SettingsError
 from ..measures import binned, calibration, smooth_ece as smooth
 from ..measures.binning import uniform_ids
 from . import metrics
-from .budget import stop_if
+from ..jobs import stop_if
 
 __all__ = ["RESAMPLED", "resample_counts", "resample_blocks", "bootstrap_multiclass", "verdict"]
 

@@ -38,14 +38,15 @@ refused before anything is fitted.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..data import limits
 from ..errors import DataError
+from ..jobs import stop_if  # noqa: F401  (the K-class loops' stop, public here too)
 from .linear import MAX_FULL_CLASSES
 
 __all__ = ["MAX_CLASSES", "MAX_CELLS", "FULL_MAX_K", "WORK_LIMITS", "BINARY_FIT_ROWS", "BOOTSTRAP_LIMIT",
-           "family", "work", "check_table", "check_work", "fitting", "check_bootstrap", "stop_if"]
+           "family", "work", "check_table", "check_work", "fitting", "check_bootstrap"]
 
 #: The most classes any K-class evaluation takes (ImageNet's 1,000): the one number the upload's check
 #: (:data:`calibdash.data.limits.MAX_CLASSES`) refuses a table by, so a table read is a table evaluated.
@@ -185,11 +186,3 @@ def check_bootstrap(n: int, k: int, methods: int) -> None:
         raise DataError(f"bootstrap intervals of {int(methods)} methods on {int(n):,} judged rows x {int(k):,} "
                         f"classes are {w:,} units of work (rows x (K + 6) x methods), over this server's limit of "
                         f"{BOOTSTRAP_LIMIT:,}; fewer methods or rows get intervals.")
-
-
-def stop_if(should_stop: Callable[[], bool] | None, what: str = "the work") -> None:
-    """Raise :class:`calibdash.jobs.Cancelled` when ``should_stop()`` says so (None: never): the cooperative
-    stop of the K-class loops (between methods, folds and bootstrap blocks)."""
-    if should_stop is not None and should_stop():
-        from ..jobs import Cancelled
-        raise Cancelled(f"{what} was stopped.")

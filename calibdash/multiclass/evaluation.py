@@ -30,7 +30,7 @@ from ..methods import RAW
 from ..scheme import Scheme
 from . import get
 from .base import MulticlassCalibrator, Scores, as_scores, check_classes
-from .budget import stop_if
+from ..jobs import stop_if
 from .split import class_split_plan, content_sample
 
 __all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "model_rows", "UNCALIBRATED", "MAX_FIT_ROWS",

@@ -93,11 +93,11 @@ from threadpoolctl import threadpool_limits
 
 from ..errors import DataError
 from .linear_map import (FORMS, PENALTIES, ROUNDING, SCALE_BOUNDS, LinearFit, LinearForm,  # noqa: F401
-                         _free_gradient, _hessian_diagonal, _penalty, _penalty_curvature, _project, free_mask,
+                         free_gradient, hessian_diagonal, penalty_and_gradient, penalty_curvature, project_on_form, free_mask,
                          identity_start, linear_scores, n_parameters, objective, predict_linear, rounding,
                          score_bound, unpack)
-from .newton import _hessian, _newton, _newton_scalar, _scalar_terms  # noqa: F401
-from .newton_cg import BLOCK_DROP, _block_preconditioner, _hessian_product, _newton_cg  # noqa: F401
+from .newton import hessian, damped_newton, newton_scalar, scalar_terms  # noqa: F401
+from .newton_cg import BLOCK_DROP, block_preconditioner, hessian_product, newton_cg_solve  # noqa: F401
 
 __all__ = ["LinearForm", "LinearFit", "FORMS", "PENALTIES", "n_parameters", "identity_start", "unpack",
            "linear_scores", "predict_linear", "objective", "fit_linear", "fold_ids", "cv_log_loss",
@@ -219,20 +219,20 @@ def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_s
         theta, n_iter, why, converged = _lbfgs(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline)
     else:
         if form.matrix == "scalar":
-            stop = _newton_scalar(theta0, X, y, w, gtol, ftol, max_iter, deadline)
+            stop = newton_scalar(theta0, X, y, w, gtol, ftol, max_iter, deadline)
         elif n * int(free.sum()) ** 2 <= NEWTON_WORK:
-            stop = _newton(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
+            stop = damped_newton(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
         else:
-            stop = _newton_cg(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
+            stop = newton_cg_solve(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
         theta, n_iter, why = stop.theta, stop.n_iter, stop.why
         xmax = np.abs(X).max(axis=0)
-        gfree = _free_gradient(theta, np.where(free, objective(theta, X, y, w, form, lam, mu, absent=pin)[2], 0.0),
+        gfree = free_gradient(theta, np.where(free, objective(theta, X, y, w, form, lam, mu, absent=pin)[2], 0.0),
                                form)
         converged = why == "gtol" or (why in ("ftol", "floating-point limit") and (
             stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * rounding(theta, stop.f, form, xmax)
             or gfree <= gtol * (1.0 + score_bound(theta, form, xmax))))
     _, _, grad = objective(theta, X, y, w, form, lam, mu, absent=pin)
-    gmax = _free_gradient(theta, np.where(free, grad, 0.0), form)
+    gmax = free_gradient(theta, np.where(free, grad, 0.0), form)
     loss, nll, _ = objective(theta, X, y, w, form, lam, mu)
     if not np.all(np.isfinite(theta)) or not np.isfinite(loss):
         raise DataError(f"{what} could not be fitted: the solver reached non-finite values ({why}).")
@@ -250,7 +250,7 @@ def _lbfgs(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline):
     the Hessian diagonal at the start, the factor in :data:`SCALE_BOUNDS`. Converged: scipy's success, or
     its line search's end ("ABNORMAL") with the largest gradient entry at most ``100 gtol``. Returns
     ``(theta, n_iter, why, converged)``."""
-    scale = 1.0 / np.sqrt(_hessian_diagonal(theta0, X, w, form, lam, mu))
+    scale = 1.0 / np.sqrt(hessian_diagonal(theta0, X, w, form, lam, mu))
     lo, hi = SCALE_BOUNDS
     bounds = [(lo / scale[0], hi / scale[0])] + [(None, None)] * (theta0.size - 1)
     work = np.empty(X.shape)
@@ -266,7 +266,7 @@ def _lbfgs(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline):
     res = minimize(fun, theta0 / scale, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
                    options={"maxiter": int(max_iter), "gtol": gtol, "ftol": ftol, "maxcor": 20})
     theta = res.x * scale
-    gmax = _free_gradient(theta, objective(theta, X, y, w, form, lam, mu, work)[2], form)
+    gmax = free_gradient(theta, objective(theta, X, y, w, form, lam, mu, work)[2], form)
     timed_out = time.monotonic() > deadline and not res.success
     converged = not timed_out and (bool(res.success) or ("ABNORMAL" in str(res.message) and gmax <= 100 * gtol))
     return theta, int(res.nit), "time" if timed_out else f"L-BFGS-B: {res.message}", converged

@@ -22,7 +22,7 @@ from scipy.special import softmax
 from ..errors import SettingsError
 
 __all__ = ["LinearForm", "LinearFit", "FORMS", "PENALTIES", "SCALE_BOUNDS", "n_parameters", "identity_start",
-           "unpack", "linear_scores", "predict_linear", "objective", "free_mask", "rounding", "score_bound", "ROUNDING"]
+           "unpack", "linear_scores", "predict_linear", "objective", "free_mask", "rounding", "score_bound", "ROUNDING", "free_gradient", "hessian_diagonal", "penalty_and_gradient", "penalty_curvature", "project_on_form"]
 
 #: The forms of W: a scalar times the identity, a diagonal, a full matrix.
 FORMS = ("scalar", "diagonal", "full")
@@ -143,7 +143,7 @@ def rounding(theta: np.ndarray, f: float, form: LinearForm, xmax: np.ndarray) ->
     return ROUNDING * float(np.finfo(float).eps) * (1.0 + abs(f) + score_bound(theta, form, xmax))
 
 
-def _penalty(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float):
+def penalty_and_gradient(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float):
     """The penalty and its gradient (see :mod:`.linear`'s docstring)."""
     g = np.zeros_like(theta)
     if form.penalty is None or (lam == 0 and mu == 0):
@@ -166,17 +166,17 @@ def _penalty(theta: np.ndarray, form: LinearForm, k: int, lam: float, mu: float)
     return value, g
 
 
-def _penalty_curvature(size, form, k, lam, mu) -> np.ndarray:
+def penalty_curvature(size, form, k, lam, mu) -> np.ndarray:
     """The penalty's Hessian diagonal (it is diagonal: ``2 c`` for a term ``c theta_p^2``)."""
     probe = np.ones(size)
-    return _penalty(probe, form, k, lam, mu)[1] - _penalty(0 * probe, form, k, lam, mu)[1]
+    return penalty_and_gradient(probe, form, k, lam, mu)[1] - penalty_and_gradient(0 * probe, form, k, lam, mu)[1]
 
 
-def _project(R: np.ndarray, X: np.ndarray, form: LinearForm) -> np.ndarray:
+def project_on_form(R: np.ndarray, X: np.ndarray, form: LinearForm) -> np.ndarray:
     """``sum_i R_i x_i^T`` projected on W's form (the full matrix, its diagonal, or its trace), then
     ``sum_i R_i`` for the intercepts: the derivative of ``sum_i R_i . (W x_i + b)`` in the parameters. With
     ``R`` the weighted residuals it is the gradient (:func:`objective`); with the weighted change of the
-    residuals along a direction, the Hessian's product with it (:func:`.newton_cg._hessian_product`)."""
+    residuals along a direction, the Hessian's product with it (:func:`.newton_cg.hessian_product`)."""
     if form.matrix == "full":
         gw = (R.T @ X).ravel()
     elif form.matrix == "diagonal":
@@ -222,11 +222,11 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
         s = float(w.sum())
         nll = float(w @ nll_rows) / s
         Z *= (w / s)[:, None]
-    pen, pen_grad = _penalty(theta, form, k, lam, mu)
-    return nll + pen, nll, _project(Z, X, form) + pen_grad
+    pen, pen_grad = penalty_and_gradient(theta, form, k, lam, mu)
+    return nll + pen, nll, project_on_form(Z, X, form) + pen_grad
 
 
-def _hessian_diagonal(theta, X, w, form, lam, mu, Q=None):
+def hessian_diagonal(theta, X, w, form, lam, mu, Q=None):
     """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of the stopping rule);
     ``Q``: the map's probabilities at ``theta``, if known."""
     n, k = X.shape
@@ -243,11 +243,11 @@ def _hessian_diagonal(theta, X, w, form, lam, mu, Q=None):
         var = np.einsum("ij,ij->i", Q, X * X) - mean * mean
         hw = np.array([float(np.mean(var) if w is None else (w @ var) / w.sum())])
     h = np.concatenate([hw, V.sum(axis=0)]) if form.bias else hw
-    h = h + _penalty_curvature(theta.size, form, k, lam, mu)
+    h = h + penalty_curvature(theta.size, form, k, lam, mu)
     return np.maximum(h, 1e-12)
 
 
-def _free_gradient(theta, g, form) -> float:
+def free_gradient(theta, g, form) -> float:
     """The largest gradient entry that could still move (a scalar factor at a bound pushed outwards is not)."""
     g = np.asarray(g)
     if form.matrix == "scalar":

@@ -1,7 +1,7 @@
 """Damped Newton for the scaling family's small problems, and the loop every Newton solver shares.
 
-:func:`descend` is the loop of :func:`_newton` (the formed Hessian), :func:`_newton_scalar` (temperature
-scaling's one factor) and :func:`.newton_cg._newton_cg` (conjugate-gradient steps). Its stopping rule, which
+:func:`descend` is the loop of :func:`damped_newton` (the formed Hessian), :func:`newton_scalar` (temperature
+scaling's one factor) and :func:`.newton_cg.newton_cg_solve` (conjugate-gradient steps). Its stopping rule, which
 it always reaches:
 
 * ``"gtol"``: the gradient rule of the solver (its largest free entry, in the solver's units, at most ``gtol``);
@@ -29,10 +29,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .linear_map import (SCALE_BOUNDS, LinearForm, _free_gradient, _penalty_curvature, objective, predict_linear,
+from .linear_map import (SCALE_BOUNDS, LinearForm, free_gradient, penalty_curvature, objective, predict_linear,
                          rounding)
 
-__all__ = ["Stop", "descend"]
+__all__ = ["Stop", "descend", "hessian", "damped_newton", "newton_scalar", "scalar_terms"]
 
 #: The line search halves the step down to this (then the floating-point limit ends the loop).
 SMALLEST_STEP = 2.0 ** -40
@@ -84,7 +84,7 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
     return Stop(theta, int(max_iter), "max_iter", decrement, f)
 
 
-def _hessian(theta, X, w, form, lam, mu, absent=None):
+def hessian(theta, X, w, form, lam, mu, absent=None):
     """The objective's Hessian at ``theta`` (forms whose parameters each act on one class's score: diagonal
     and full, with or without intercepts; and the scalar form without one), for Newton's method.
 
@@ -110,11 +110,11 @@ def _hessian(theta, X, w, form, lam, mu, absent=None):
         Qc = Q[:, cls]
         U = phi * Qc
         H = ((phi * (u[:, None] * Qc)).T @ phi) * (cls[:, None] == cls[None, :]) - (U * u[:, None]).T @ U
-    return H + np.diag(_penalty_curvature(theta.size, form, k, lam, mu))
+    return H + np.diag(penalty_curvature(theta.size, form, k, lam, mu))
 
 
-def _newton(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=None, absent=None) -> Stop:
-    """Damped Newton from ``theta`` on the formed Hessian (:func:`_hessian`): the step solves ``H d = -g`` on
+def damped_newton(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=None, absent=None) -> Stop:
+    """Damped Newton from ``theta`` on the formed Hessian (:func:`hessian`): the step solves ``H d = -g`` on
     the free parameters (``free``: a mask; None: all) and on the range of ``H`` (its eigenvalues above 1e-12
     of the largest; the null directions are the softmax's invariances, left as they are). Gradient rule: the
     largest free gradient entry at most ``gtol``. The rest of the rule: :func:`descend`."""
@@ -126,7 +126,7 @@ def _newton(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=
         return f, np.where(free, g, 0.0), None
 
     def direction(t, g, _):
-        vals, vecs = np.linalg.eigh(_hessian(t, X, w, form, lam, mu, absent)[np.ix_(free, free)])
+        vals, vecs = np.linalg.eigh(hessian(t, X, w, form, lam, mu, absent)[np.ix_(free, free)])
         keep = vals > vals.max() * 1e-12
         d = np.zeros_like(t)
         d[free] = -vecs[:, keep] @ ((vecs[:, keep].T @ g[free]) / vals[keep])
@@ -137,7 +137,7 @@ def _newton(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=
                    deadline, rounding=lambda t, f: rounding(t, f, form, xmax))
 
 
-def _scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work: np.ndarray,
+def scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work: np.ndarray,
                   work2: np.ndarray) -> tuple[float, float, float]:
     """The NLL of ``softmax(beta x)`` and its first and second derivatives in ``beta`` from one pass over
     the rows (one exponential of the n x K array): with ``q_i = softmax(beta x_i)``,
@@ -159,9 +159,9 @@ def _scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work
     return f, float(u @ (m1 - xy)), float(u @ np.maximum(m2 - m1 * m1, 0.0))
 
 
-def _newton_scalar(theta, X, y, w, gtol, ftol, max_iter, deadline) -> Stop:
+def newton_scalar(theta, X, y, w, gtol, ftol, max_iter, deadline) -> Stop:
     """Newton's method on the one factor ``beta`` (temperature scaling: the NLL is convex in ``beta``), each
-    step from :func:`_scalar_terms` (one pass over the rows for the objective, its slope and its curvature),
+    step from :func:`scalar_terms` (one pass over the rows for the objective, its slope and its curvature),
     clipped to :data:`SCALE_BOUNDS`. Gradient rule: ``|f'| <= gtol``, or ``beta`` at a bound with the
     slope pushing outwards. The rest: :func:`descend`."""
     lo, hi = SCALE_BOUNDS
@@ -171,12 +171,12 @@ def _newton_scalar(theta, X, y, w, gtol, ftol, max_iter, deadline) -> Stop:
     xmax = np.abs(X).max(axis=0)
 
     def evaluate(t):
-        f, g, h = _scalar_terms(float(t[0]), X, y, u, work, work2)
+        f, g, h = scalar_terms(float(t[0]), X, y, u, work, work2)
         return f, np.array([g]), h
 
     def direction(t, g, h):
         return np.array([-g[0] / h if h > 0 else -np.sign(g[0]) * t[0]])
 
     return descend(np.array([float(theta[0])]), evaluate, direction,
-                   lambda t, g: _free_gradient(t, g, form) <= gtol, ftol, max_iter, deadline,
+                   lambda t, g: free_gradient(t, g, form) <= gtol, ftol, max_iter, deadline,
                    project=lambda t: np.clip(t, lo, hi), rounding=lambda t, f: rounding(t, f, form, xmax))

@@ -2,9 +2,9 @@
 
 Full maps beyond the formed Hessian's budget (matrix scaling and Dirichlet calibration of 100 classes:
 10,100 parameters) and diagonal maps (vector scaling of 100 or 1,000 classes: 200 or 2,000 parameters) are
-solved by :func:`_newton_cg`: Newton's method whose steps are solved by conjugate gradients on Hessian-vector
-products (:func:`_hessian_product`, never forming the Hessian), preconditioned by the inverses of the
-Hessian's per-class blocks (:func:`_block_preconditioner`).
+solved by :func:`newton_cg_solve`: Newton's method whose steps are solved by conjugate gradients on Hessian-vector
+products (:func:`hessian_product`, never forming the Hessian), preconditioned by the inverses of the
+Hessian's per-class blocks (:func:`block_preconditioner`).
 
 Cost per Hessian-vector product: two ``n x K x K`` products for the full form (as a gradient, without its
 exponential), ``n x K`` for the diagonal one. Memory: ``n x K`` floats for the rows and probabilities
@@ -18,7 +18,7 @@ lambda = 1e4 and 2,000 at lambda = 1 (each a gradient: two 8,000 x 100 x 100 pro
 exponential, 14 ms), 250 s of CPU for the search and the final fit. The ill-conditioning that costs
 L-BFGS-B those iterations is structured: the Hessian is a K x K grid of (K + 1) x (K + 1) blocks, each
 class's own block is well described by its rows, and the softmax's "common" directions (one vector added
-to every row of ``[W | b]``) are flat except for the penalty. :func:`_block_preconditioner` inverts the
+to every row of ``[W | b]``) are flat except for the penalty. :func:`block_preconditioner` inverts the
 blocks and solves those directions exactly, so each Newton step needs 1 to 40 conjugate-gradient steps and a
 fit 4 to 10 Newton steps; the search and the final fit then take 14 s of CPU. Vector scaling of 1,000
 classes (5,000 rows), which L-BFGS-B did not finish in 120 s, takes a few Newton steps here.
@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .linear_map import (LinearForm, _hessian_diagonal, _penalty_curvature, _project, linear_scores, objective,
+from .linear_map import (LinearForm, hessian_diagonal, penalty_curvature, project_on_form, linear_scores, objective,
                          rounding)
 from .newton import Stop, descend
 
-__all__ = ["BLOCK_DROP"]
+__all__ = ["BLOCK_DROP", "newton_cg_solve", "block_preconditioner", "hessian_product"]
 
-#: The block preconditioner (:func:`_block_preconditioner`) leaves out, for each class, the rows that carry
+#: The block preconditioner (:func:`block_preconditioner`) leaves out, for each class, the rows that carry
 #: together at most this share of its block's trace (the rows the class is certain to be absent from).
 BLOCK_DROP = 0.05
 
@@ -41,19 +41,19 @@ BLOCK_DROP = 0.05
 CG_STEPS = 500
 
 
-def _hessian_product(v: np.ndarray, X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
+def hessian_product(v: np.ndarray, X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
                      curvature: np.ndarray) -> np.ndarray:
     """The objective's Hessian at the map whose probabilities are ``Q`` times the direction ``v``, without
     forming the Hessian: along ``v`` the scores move by ``D = X V_W^T + v_b`` (:func:`linear_scores` is
     linear in its parameters), the residuals by ``S_i d_i = q_i * d_i - q_i (q_i . d_i)`` (``S_i`` the
-    softmax's Jacobian), and :func:`_project` turns the weighted change into the product, the penalty
+    softmax's Jacobian), and :func:`project_on_form` turns the weighted change into the product, the penalty
     adding ``curvature * v`` (its constant diagonal). Two n x K x K products for the full form, as a
     gradient, and no exponential. ``u``: the weights divided by their sum."""
     T = linear_scores(X, v.astype(X.dtype), form)
     T *= Q
     T -= Q * T.sum(axis=1, keepdims=True)
     T *= u[:, None]
-    return _project(T, X, form).astype(float) + curvature * v
+    return project_on_form(T, X, form).astype(float) + curvature * v
 
 
 def _by_class(theta: np.ndarray, k: int, form: LinearForm) -> np.ndarray:
@@ -100,10 +100,10 @@ def _blocks(X: np.ndarray, V: np.ndarray, form: LinearForm) -> np.ndarray:
     return B
 
 
-def _block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
+def block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
                           curvature: np.ndarray, present: np.ndarray | None = None):
     """An approximate inverse of the Hessian of the full or diagonal form (for the conjugate gradients of
-    :func:`_newton_cg`), as a function of a gradient-shaped vector.
+    :func:`newton_cg_solve`), as a function of a gradient-shaped vector.
 
     The parameters acting on class ``c`` form a block of the Hessian, :func:`_blocks` plus the penalty's
     diagonal: those blocks, inverted once (K inverses of (K + 1) x (K + 1), or of 2 x 2), are a
@@ -158,10 +158,10 @@ def _block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: Lin
     return apply
 
 
-def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=None, absent=None) -> Stop:
+def newton_cg_solve(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=None, absent=None) -> Stop:
     """Newton's method for the full and diagonal forms when their Hessian is too large to form, each step
-    solved by preconditioned conjugate gradients on Hessian-vector products (:func:`_hessian_product`) with
-    :func:`_block_preconditioner`, built once at the start of the fit for the full form (its K inverses of
+    solved by preconditioned conjugate gradients on Hessian-vector products (:func:`hessian_product`) with
+    :func:`block_preconditioner`, built once at the start of the fit for the full form (its K inverses of
     (K + 1) x (K + 1) blocks cost more than a few conjugate-gradient steps) and at every step for the
     diagonal one (its 2 x 2 blocks cost one pass over the rows; built once, they went stale where some
     classes' scores run to infinity, on classes separable by their own score, and the steps needed
@@ -191,12 +191,12 @@ def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, fr
     free = np.ones(theta.size, dtype=bool) if free is None else free
     present = np.ones(k, dtype=bool) if absent is None else ~np.asarray(absent)
     u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
-    curvature = _penalty_curvature(theta.size, form, k, lam, mu)
+    curvature = penalty_curvature(theta.size, form, k, lam, mu)
     work, Q = np.empty(X.shape), np.empty(X.shape)
     X32, u32 = X.astype(np.float32), u.astype(np.float32)
     objective(theta, X, y, w, form, lam, mu, work, Q, absent)
-    built = [_block_preconditioner(X, Q, u, form, curvature, present)]
-    scale = 1.0 / np.sqrt(_hessian_diagonal(theta, X, w, form, lam, mu, Q))
+    built = [block_preconditioner(X, Q, u, form, curvature, present)]
+    scale = 1.0 / np.sqrt(hessian_diagonal(theta, X, w, form, lam, mu, Q))
 
     def evaluate(t):
         f, _, g = objective(t, X, y, w, form, lam, mu, work, Q, absent)
@@ -204,7 +204,7 @@ def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, fr
 
     def direction(t, g, Qt):
         if form.matrix == "diagonal" and t is not theta:          # its blocks cost one pass: rebuilt
-            built[0] = _block_preconditioner(X, Qt, u, form, curvature, present)
+            built[0] = block_preconditioner(X, Qt, u, form, curvature, present)
         precondition = built[0]
         Q32 = Qt.astype(np.float32)
         d = np.zeros_like(t)
@@ -214,7 +214,7 @@ def _newton_cg(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, fr
         target = min(0.5, rz ** 0.25) * np.sqrt(rz)
         p = z
         for _ in range(CG_STEPS):
-            Hp = np.where(free, _hessian_product(p, X32, Q32, u32, form, curvature), 0.0)
+            Hp = np.where(free, hessian_product(p, X32, Q32, u32, form, curvature), 0.0)
             pHp = float(p @ Hp)
             if pHp <= 0:                            # no curvature left to use (rounding): take what we have
                 if not d.any():

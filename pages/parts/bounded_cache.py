@@ -29,7 +29,6 @@ import dataclasses
 import functools
 import inspect
 import pickle
-import re
 import sys
 import threading
 from collections import OrderedDict
@@ -37,6 +36,9 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 import streamlit as st
+
+from pages.parts import cache_budget
+from pages.parts.cache_budget import size_in_bytes  # noqa: F401  (public here too, as before)
 
 __all__ = ["cache_data", "live_cache", "live_bytes", "pickled_size_over", "size_in_bytes", "Store", "CACHES",
            "held_total"]
@@ -48,20 +50,6 @@ CACHES: dict = {}
 #: What Streamlit stores besides the value (its ``CachedResult``: the messages to replay, the ids of the
 #: containers), allowed for when a value is measured against the limit.
 HEADROOM = 64 * 1024
-_UNITS = {"": 1, "b": 1, "kb": 1024, "kib": 1024, "mb": 1024 ** 2, "mib": 1024 ** 2, "gb": 1024 ** 3,
-          "gib": 1024 ** 3, "tb": 1024 ** 4, "tib": 1024 ** 4}
-
-
-def size_in_bytes(size: int | str) -> int:
-    """``"512MB"`` (or an int) as bytes; units as Streamlit reads them (KB, MB, GB, KiB, ... all powers of 1024)."""
-    if isinstance(size, int):
-        return size
-    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([a-zA-Z]*)\s*", str(size))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"not a size: {size!r} (write e.g. '512MB').")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
 class _Over(Exception):
     pass
 
@@ -110,7 +98,6 @@ def _limit(max_size, budget: str | None) -> int:
     if (max_size is None) == (budget is None):
         raise TypeError("give a cache either max_size or budget (a name of pages.parts.cache_budget.SHARES)")
     if budget is not None:
-        from pages.parts import cache_budget
         return cache_budget.size(budget)
     return size_in_bytes(max_size)
 

@@ -16,10 +16,11 @@ kept, so it is computed again when asked for.
 from __future__ import annotations
 
 import os
+import re
 
 from calibdash.errors import EnvironmentProblem
 
-__all__ = ["ENV_CACHE_BYTES", "DEFAULT_TOTAL", "SHARES", "REFERENCE", "total", "size"]
+__all__ = ["size_in_bytes", "ENV_CACHE_BYTES", "DEFAULT_TOTAL", "SHARES", "REFERENCE", "total", "size"]
 
 ENV_CACHE_BYTES = "CALIBDASH_CACHE_BYTES"
 #: The total when the operator sets none: 1.5 GB.
@@ -48,6 +49,20 @@ SHARES = {
 REFERENCE = 1536
 
 
+_UNITS = {"": 1, "b": 1, "kb": 1024, "kib": 1024, "mb": 1024 ** 2, "mib": 1024 ** 2, "gb": 1024 ** 3,
+          "gib": 1024 ** 3, "tb": 1024 ** 4, "tib": 1024 ** 4}
+
+
+def size_in_bytes(size: int | str) -> int:
+    """``"512MB"`` (or an int) as bytes; units as Streamlit reads them (KB, MB, GB, KiB, ... all powers of 1024)."""
+    if isinstance(size, int):
+        return size
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([a-zA-Z]*)\s*", str(size))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"not a size: {size!r} (write e.g. '512MB').")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
 def total(environ=None) -> int:
     """The bytes all caches may hold together: ``CALIBDASH_CACHE_BYTES``, else :data:`DEFAULT_TOTAL`.
 
@@ -56,7 +71,6 @@ def total(environ=None) -> int:
     EnvironmentProblem
         The variable is not a size of at least 1 MB.
     """
-    from pages.parts.bounded_cache import size_in_bytes
     raw = (os.environ if environ is None else environ).get(ENV_CACHE_BYTES, "").strip()
     if not raw:
         return DEFAULT_TOTAL

@@ -29,7 +29,7 @@ class ZeroProbabilityWarning(UserWarning):
     which and why): a held-out row of that class there has an infinite log-loss."""
 
 
-def _classes(ks) -> str:
+def class_list(ks) -> str:
     """Classes by column index: ``"column 2"``, ``"columns 2, 5 and 7"``; past ten, the first ten and how
     many more."""
     ks = [str(k) for k in ks]
@@ -310,17 +310,17 @@ class OneVsRestCalibrator(BinaryComposite):
         if zero:
             few = rows[zero]
             span = f"{few.min():g}" if few.min() == few.max() else f"{few.min():g} to {few.max():g}"
-            notes.append(f"{len(zero):,} of {x.k:,} classes ({_classes(zero)}) get probability 0 from their binary "
+            notes.append(f"{len(zero):,} of {x.k:,} classes ({class_list(zero)}) get probability 0 from their binary "
                          f"map at some training scores, with {span} rows of the class (by weight). One-vs-rest does not floor: a row scored there gets probability 0 for "
                          "the class, and a held-out row of that class there has an infinite log-loss. A binary "
                          "method that smooths (platt, beta, bbq) or more rows a class avoids it.")
         absent = [k for k, m in enumerate(self.models_) if not isinstance(m, Calibrator) and m == 0.0]
         if absent:
-            notes.append(f"{len(absent):,} of {x.k:,} classes ({_classes(absent)}) do not occur in the fitted "
+            notes.append(f"{len(absent):,} of {x.k:,} classes ({class_list(absent)}) do not occur in the fitted "
                          "labels (by weight): probability 0 in every row.")
         every = [k for k, m in enumerate(self.models_) if not isinstance(m, Calibrator) and m == 1.0]
         if every:
-            notes.append(f"the class of {_classes(every)} is the label of every row (by weight): every other class "
+            notes.append(f"the class of {class_list(every)} is the label of every row (by weight): every other class "
                          "gets probability 0 in every row.")
         self._say(notes)
 

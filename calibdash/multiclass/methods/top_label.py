@@ -10,7 +10,7 @@ from ... import export
 from ...calibrators.base import HyperParam
 from ...errors import SettingsError
 from ..base import Scores, as_scores
-from .ovr import BinaryComposite, SubModel, _classes
+from .ovr import BinaryComposite, SubModel, class_list
 
 __all__ = ["TopLabelCalibrator", "MIN_ROWS"]
 
@@ -169,7 +169,7 @@ class TopLabelCalibrator(BinaryComposite):
                                    (1.0, "every other class gets probability 0", "another class")):
             hit = np.unique(c[h == value])
             if hit.size:
-                notes.append(f"where {hit.size:,} of {k:,} classes ({_classes(hit)}) are predicted, the "
+                notes.append(f"where {hit.size:,} of {k:,} classes ({class_list(hit)}) are predicted, the "
                              f"calibrated top probability is {value:g} at some training scores: {what}, and a "
                              f"held-out row of {whose} there has an infinite log-loss. A binary method that "
                              "smooths (platt, beta, bbq) or more rows a class avoids it.")
