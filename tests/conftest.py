@@ -62,6 +62,9 @@ def start_spark(app: str, master: str = "local[1]", **conf):
         pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
+    left = SparkSession.getActiveSession()
+    if left is not None:        # another module's session: its conf and its workers' Python would be reused
+        left.stop()
     builder = (SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
     for key, value in conf.items():

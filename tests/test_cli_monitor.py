@@ -178,9 +178,12 @@ def test_bad_columns_and_settings_exit_2_with_a_clear_error(lake, capsys, argv, 
 
 # -- spark ----------------------------------------------------------------------------------------------------------
 def test_groups_through_spark_equals_memory(lake, capsys):
-    start_spark("calibdash-test-monitor", **{"spark.sql.shuffle.partitions": "2"})
+    session = start_spark("calibdash-test-monitor", **{"spark.sql.shuffle.partitions": "2"})
     args = ("--by", "segment", "--boot", "30")
     mem = _json(capsys, "groups", lake / "drift.csv", *args)
-    spark = _json(capsys, "groups", lake / "part-*.parquet", *args, "--engine", "spark")
+    try:
+        spark = _json(capsys, "groups", lake / "part-*.parquet", *args, "--engine", "spark")
+    finally:
+        session.stop()
     assert spark["engine"] == "spark"
     _same_records(mem["groups"], spark["groups"])

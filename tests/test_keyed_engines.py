@@ -185,6 +185,7 @@ def test_refusals_are_the_same(files):
 def spark():
     session = start_spark("calibdash-keyed-tests")
     yield session
+    session.stop()
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
