@@ -43,6 +43,7 @@ from ..errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingE
 from ..evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set  # noqa: F401
 from ..methods import DEFAULT_METHODS, parse_params, resolve, split_names  # noqa: F401
 from .benchmarking import cmd_benchmark
+from .notes import notes_on_stderr
 from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
 from ..multiclass.evaluation import DEFAULT_METHODS as CLASS_METHODS
 from .listing import cmd_methods
@@ -317,7 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with notes_on_stderr():
+            return args.func(args)
     except ProgrammingError as exc:
         print(f"internal error ({type(exc).__name__}): {exc} This is a bug in calibdash, not a problem with "
               "your data or settings; please report it.", file=sys.stderr)
