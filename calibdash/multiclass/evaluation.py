@@ -34,7 +34,7 @@ from ..jobs import stop_if
 from .split import class_split_plan, content_sample
 
 __all__ = ["ClassEvaluation", "evaluate_classes", "resolve_classes", "model_rows", "UNCALIBRATED", "MAX_FIT_ROWS",
-           "DEFAULT_METHODS", "FULL_MAP_MAX_K", "default_methods"]
+           "DEFAULT_METHODS", "FULL_MAP_MAX_K", "default_methods", "fit_notes"]
 
 UNCALIBRATED = RAW
 #: The methods the command line's ``evaluate`` and ``report`` fit on a K-class file unless told otherwise:
@@ -247,3 +247,20 @@ def model_rows(ev: ClassEvaluation, method: str, P, labels, max_fit_rows: int | 
         return rows
     x = as_scores(P, False) if not isinstance(P, Scores) else P
     return content_sample(x.given, check_classes(labels, x.n, x.k), rows, int(max_fit_rows), ev.scheme.seed)
+
+
+def fit_notes(models: dict) -> list[str]:
+    """What each fitted method says of its own fit, for a user, each sentence prefixed by the method's key:
+    the composites' ``notes_`` (a class given probability 0, a class absent from the labels), the scaling
+    family's ``penalty_note_`` (the search fell back to the given strengths) and a fit that ended on a cap
+    (``converged_`` False). The same things the fits warn about, for pages that run fits where no warning
+    reaches the user."""
+    out = []
+    for key, model in models.items():
+        out += [f"{key}: {note}" for note in getattr(model, "notes_", None) or []]
+        if getattr(model, "penalty_note_", None):
+            out.append(f"{key}: {model.penalty_note_}")
+        if getattr(model, "converged_", True) is False:
+            out.append(f"{key}: the solver stopped on its cap before its stopping rule was met "
+                       f"({getattr(model, 'n_iter_', '?')} iterations); the map is the last iterate.")
+    return out

@@ -18,7 +18,7 @@ from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
 from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
 from calibdash.multiclass import evaluation as mevaluation
-from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation
+from calibdash.multiclass.evaluation import ClassEvaluation, fit_notes
 from calibdash.safe_text import csv_text
 from pages.parts import downloads, url_state
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
@@ -226,6 +226,9 @@ def compare_classes() -> None:
     st.caption(f"{md(cs.name)} · **K = {cs.k}** classes ({what}) · judged on {len(ev.rows):,} held-out rows · "
                f"{md(scheme.describe())}" + (f" · {md(ev.note)}" if ev.note else "")
                + " · the address bar holds this view: copy it to share")
+    notes = fit_notes(ev.models)
+    if notes:
+        st.warning("**What the fits say:**\n" + "\n".join(f"- {md(n)}" for n in notes), icon=":material/info:")
     table = _measures(ev, cs, scheme, params, labels)
     st.subheader("Reliability")
     bins, strategy = _bins_controls("compare.classes")
