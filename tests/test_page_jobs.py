@@ -243,7 +243,7 @@ def test_compare_over_the_bootstrap_bound_shows_the_measures_without_intervals(m
 
 
 def test_a_table_over_the_class_limit_gets_the_message_on_compare_and_explore_before_any_fit(monkeypatch):
-    from test_app import COMPARE, EXPLORE, go, _run_entry_point_every_time  # noqa: F401
+    from test_app import COMPARE, DATA, EXPLORE, go, _run_entry_point_every_time  # noqa: F401
     from pages.parts import classes
     monkeypatch.setattr(budget, "MAX_CLASSES", 2)                 # the 3-class sample is then "too many classes"
     fitted = []
@@ -254,4 +254,9 @@ def test_a_table_over_the_class_limit_gets_the_message_on_compare_and_explore_be
     go(at, EXPLORE)
     assert not at.exception
     assert any("3 classes are more than this server fits (2" in _shown(e.value) for e in at.error)
+    go(at, DATA)                                                  # said as the server's bound, not the scheme's
+    assert not at.exception
+    assert any("over the server's bounds" in _shown(e.value) and "3 classes are more" in _shown(e.value)
+               for e in at.error)
+    assert not any("evaluation scheme does not work" in _shown(e.value) for e in at.error)
     assert fitted == []

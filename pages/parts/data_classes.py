@@ -13,7 +13,7 @@ import streamlit as st
 
 from calibdash import data as cdata
 from calibdash.errors import DataError, SettingsError
-from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
+from calibdash.multiclass import budget, diagrams as mdiagrams, metrics as mmetrics
 from calibdash.multiclass.evaluation import UNCALIBRATED
 from calibdash.figures import multiclass as fmulticlass
 from pages.parts import bounded_cache, scheme
@@ -160,12 +160,17 @@ def class_page(df: pd.DataFrame, info) -> None:
     _report(cs)
     _classes_and_calibration(cs)
     st.subheader("Evaluation scheme")
-    chosen = scheme.scheme_widgets(cs)
     try:
-        base = evaluate_chosen(cs, chosen, {})
-        st.success(scheme.scheme_line(cs) + (f" ({md(base.note)})" if base.note else "")
-                   + f": {len(base.rows):,} rows are held out.")
-    except (DataError, SettingsError) as exc:
-        st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
+        budget.check_table(cs.n_rows, cs.k)        # over the server's bounds: said as such, not as a scheme's fault
+    except DataError as exc:
+        st.error(f"**This table is over the server's bounds for K-class work:** {md(exc)}")
+    else:
+        chosen = scheme.scheme_widgets(cs)
+        try:
+            base = evaluate_chosen(cs, chosen, {})
+            st.success(scheme.scheme_line(cs) + (f" ({md(base.note)})" if base.note else "")
+                       + f": {len(base.rows):,} rows are held out.")
+        except (DataError, SettingsError) as exc:
+            st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
     with st.expander("Preview of the file", expanded=False):
         st.dataframe(df.head(200))
