@@ -56,8 +56,9 @@ environment, or given explicitly (the dashboard reads Streamlit's secrets):
 >>> reg.run("sum", lambda job: sum(range(10)), what="a small sum")
 45
 """
+from .cancel import Cancelled, stop_if
 from .registry import (ENV_JOB_LEASE, ENV_JOB_TIMEOUT, ENV_MAX_JOBS, ENV_MAX_QUEUED, REINTERRUPT_S, STOP_WAIT_S, Busy,
-                       Cancelled, Job, JobRegistry, Limits, TimedOut, limits_from_env, shared_registry, stop_if)
+                       Job, JobRegistry, Limits, TimedOut, limits_from_env, shared_registry)
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status, cancelled_note, hold, stopped_note
 
 __all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "Status", "TimedOut", "limits_from_env",

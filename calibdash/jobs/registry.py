@@ -13,7 +13,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..errors import CalibdashError, EnvironmentProblem
+from ..errors import EnvironmentProblem
+from .cancel import Cancelled
 from .fair import fair_order
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
@@ -29,18 +30,6 @@ REINTERRUPT_S = 0.2
 #: Longest :meth:`JobRegistry.run` waits for the work of a job it cancelled (Ctrl-C) to return.
 STOP_WAIT_S = 30.0
 
-
-
-class Cancelled(CalibdashError):
-    """The job was cancelled: every owner cancelled it or left (raised inside the work, and the job's error)."""
-
-
-def stop_if(should_stop: Callable[[], bool] | None, what: str = "the work") -> None:
-    """Raise :class:`Cancelled` when ``should_stop()`` says so (None: never): the cooperative stop of loops
-    that run in a job's thread (the K-class evaluation between methods, folds and bootstrap blocks, and
-    :func:`calibdash.crossfit.cross_fit` between fits), which Python cannot interrupt from outside."""
-    if should_stop is not None and should_stop():
-        raise Cancelled(f"{what} was stopped.")
 
 
 class TimedOut(EnvironmentProblem):
