@@ -1,5 +1,5 @@
-"""SBB and ABB, and their explainers: hand-computed scores, brute force over all binnings, limits,
-grouping, reference data."""
+"""The Bayesian binning core SBB and ABB share (calibrators/_bayes_binning.py): hand-computed scores, brute force
+over all binnings, limits, grouping, weights, reference data. Each method's own tests: test_sbb.py, test_abb.py."""
 from __future__ import annotations
 
 import itertools
@@ -61,7 +61,7 @@ def brute_force(score, n0, n1, lam):
     }
 
 
-def _positions(s, y):
+def positions_of(s, y):
     """Distinct scores and their counts, computed independently of the package."""
     vals, inv = np.unique(s, return_inverse=True)
     n1 = np.bincount(inv, weights=y, minlength=vals.size).astype(int)
@@ -131,41 +131,6 @@ def test_three_points_hand_computed():
 # ---------------------------------------------------------------------------
 # brute force on 3..8 points
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("s,y,lam", CASES)
-def test_abb_equals_brute_force(s, y, lam):
-    vals, n0, n1 = _positions(s, y)
-    bf = brute_force(vals, n0, n1, lam)
-    abb = calibrators.get("abb", lam=lam).fit(s, y)
-    ex = explain(abb, s, y)
-    np.testing.assert_allclose(abb.predict(vals), bf["value"], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(ex.positions["value"], bf["value"], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(ex.boundaries["posterior"], bf["boundary"], rtol=0, atol=1e-9)
-    assert abb.log_evidence_ == pytest.approx(bf["log_evidence"], abs=1e-9)
-    assert ex.log_evidence == abb.log_evidence_
-
-
-@pytest.mark.parametrize("s,y,lam", CASES)
-def test_sbb_equals_brute_force_best(s, y, lam):
-    vals, n0, n1 = _positions(s, y)
-    bf = brute_force(vals, n0, n1, lam)
-    sbb = calibrators.get("sbb", lam=lam).fit(s, y)
-    assert sbb.log_score_ == pytest.approx(bf["best"], abs=1e-9)
-    assert sbb.log_evidence_ == pytest.approx(bf["log_evidence"], abs=1e-9)
-    bins = explain(sbb, s, y).bins
-    cuts = [0] * (vals.size - 1)
-    for last in bins["last"].to_numpy()[:-1]:
-        cuts[last] = 1
-    # the chosen binning is a best one (and the best one when it is unique)
-    assert bf["scores"][tuple(cuts)] == pytest.approx(bf["best"], abs=1e-9)
-    runner_up = sorted(bf["scores"].values())[-2] if len(bf["scores"]) > 1 else -np.inf
-    if bf["best"] - runner_up > 1e-9:
-        assert max(bf["scores"], key=bf["scores"].get) == tuple(cuts)
-    # each bin predicts its smoothed frequency, everywhere in its interval
-    for _, b in bins.iterrows():
-        inside = (vals >= b["score_min"]) & (vals <= b["score_max"])
-        expected = (sum(np.array(n1)[inside]) + 1) / (sum(np.array(n0)[inside]) + sum(np.array(n1)[inside]) + 2)
-        np.testing.assert_allclose(sbb.predict(vals[inside]), expected, atol=1e-12)
-    assert bins["n"].sum() == s.size
 
 
 def test_row_order_and_ties_do_not_matter():
@@ -200,30 +165,6 @@ def test_lambda_limits_one_bin_and_one_bin_per_score():
         big = calibrators.get(name, lam=1e9).fit(s, y)
         np.testing.assert_allclose(big.predict(s), per_score, atol=1e-6)
     assert calibrators.get("sbb", lam=1e9).fit(s, y).bin_estimate_.size == 25
-
-
-def test_abb_interpolates_between_positions_and_is_flat_outside():
-    rng = np.random.default_rng(11)
-    s = np.sort(rng.uniform(0.2, 0.8, 12))
-    y = rng.integers(0, 2, 12)
-    y[:2] = [0, 1]
-    abb = calibrators.get("abb", lam=3.0).fit(s, y)
-    v = abb.predict(s)
-    mid = (s[:-1] + s[1:]) / 2
-    np.testing.assert_allclose(abb.predict(mid), (v[:-1] + v[1:]) / 2, atol=1e-12)
-    np.testing.assert_allclose(abb.predict([0.0, 0.1]), v[0], atol=1e-12)
-    np.testing.assert_allclose(abb.predict([0.9, 1.0]), v[-1], atol=1e-12)
-
-
-def test_sbb_cuts_halfway_and_upper_bin_on_the_cut():
-    s = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9] * 5)
-    y = np.array([0, 0, 0, 1, 1, 1] * 5)
-    sbb = calibrators.get("sbb", lam=1.0).fit(s, y)
-    np.testing.assert_allclose(sbb.cuts_, [0.5])
-    assert sbb.predict([0.5])[0] == pytest.approx(16 / 17)     # 15 positives of 15, smoothed
-    assert sbb.predict([0.4999])[0] == pytest.approx(1 / 17)
-    bins = explain(sbb, s, y).bins
-    assert bins["lower"].tolist() == [0.0, 0.5] and bins["upper"].tolist() == [0.5, 1.0]
 
 
 def test_constant_score_column():
@@ -329,32 +270,16 @@ def test_parameters_pickling_and_refusals():
 # ---------------------------------------------------------------------------
 # explainers: the chosen bins are predict's; other rows are refused; loaded models explain the same
 # ---------------------------------------------------------------------------
-def _rows():
+def rows_of():
     rng = np.random.default_rng(9)
     s = rng.uniform(0, 1, 300)
     y = (rng.uniform(size=300) < 0.5 + 0.4 * np.sin(3 * np.pi * s)).astype(int)
     return s, y
 
 
-def test_sbb_explained_bins_match_predict():
-    s, y = _rows()
-    sbb = calibrators.get("sbb").fit(s, y)
-    bins = explain(sbb, s, y).bins
-    assert len(bins) > 2
-    np.testing.assert_array_equal(bins["lower"].to_numpy()[1:], sbb.cuts_)
-    np.testing.assert_array_equal(bins["upper"].to_numpy()[:-1], sbb.cuts_)
-    for _, b in bins.iterrows():
-        inside = (s >= b["lower"]) & ((s < b["upper"]) | (b["upper"] == 1.0))
-        # the rows predict puts in the bin are the bin's rows, and it gives them the bin's estimate
-        assert inside.sum() == b["n"] and y[inside].sum() == b["n1"]
-        assert s[inside].min() == b["score_min"] and s[inside].max() == b["score_max"]
-        np.testing.assert_array_equal(sbb.predict(s[inside]), b["estimate"])
-        assert b["estimate"] == pytest.approx((b["n1"] + 1) / (b["n"] + 2), abs=1e-15)
-
-
 @pytest.mark.parametrize("name", ["sbb", "abb"])
 def test_explaining_needs_the_training_rows_and_works_on_a_loaded_model(name):
-    s, y = _rows()
+    s, y = rows_of()
     cal = calibrators.get(name).fit(s, y)
     with pytest.raises(ProgrammingError, match=f"not the ones {name.upper()} was fitted on"):
         explain(cal, s, 1 - y)
@@ -367,36 +292,6 @@ def test_explaining_needs_the_training_rows_and_works_on_a_loaded_model(name):
 # ---------------------------------------------------------------------------
 # figures draw the explanation's numbers
 # ---------------------------------------------------------------------------
-def test_abb_figure_shows_map_over_boundary_posterior():
-    from calibdash.figures import inner_figures
-
-    s, y = _rows()
-    abb = calibrators.get("abb").fit(s, y)
-    ex = explain(abb, s, y)
-    np.testing.assert_allclose(abb.predict(ex.curve["x"].to_numpy()), ex.curve["y"], atol=1e-12)
-    [(title, fig)] = inner_figures(ex)
-    assert f"{ex.expected_bins:.1f} bins" in title
-    post = [t for t in fig.data if t.name == "posterior P(boundary)"][0]
-    np.testing.assert_allclose(np.array(post.y, dtype=float), ex.boundaries["posterior"])
-    assert post.yaxis == "y2" and fig.layout.xaxis.matches == "x2"      # under the map, same x axis
-
-
-def test_sbb_figure_shades_the_chosen_bins():
-    from calibdash.figures import inner_figures
-
-    s, y = _rows()
-    sbb = calibrators.get("sbb").fit(s, y)
-    ex = explain(sbb, s, y)
-    [(title, fig)] = inner_figures(ex)
-    bins = ex.bins
-    assert f"{len(bins)} bins" in title
-    bands = [t for t in fig.data if t.fill == "toself"][0]
-    xs = [x for x in bands.x if x is not None]
-    expected = np.column_stack([bins["lower"], bins["upper"], bins["upper"], bins["lower"],
-                                bins["lower"]])[::2].ravel()
-    np.testing.assert_allclose(xs, expected)
-    step = [t for t in fig.data if t.name == "SBB map"][0]
-    np.testing.assert_allclose(np.array(step.y[:-1], dtype=float), sbb.predict(bins["lower"].to_numpy()))
 
 
 # ---------------------------------------------------------------------------
@@ -471,7 +366,7 @@ def test_scaled_weights_are_more_rows_not_the_same_map(name):
     """The documented exception: weights c * w are the fit of c times as many rows (half-weights on
     every row twice are the rows once), so the map moves with c: c = 1/10 weighs the data a tenth as
     much against the prior, and the map flattens towards fewer bins."""
-    s, y = _rows()
+    s, y = rows_of()
     plain = calibrators.get(name).fit(s, y)
     halves = calibrators.get(name).fit(np.repeat(s, 2), np.repeat(y, 2), sample_weight=np.full(2 * s.size, 0.5))
     np.testing.assert_allclose(halves.predict(GRID), plain.predict(GRID), rtol=0, atol=1e-12)
