@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import bootstrap as cboot, metrics
+from . import bootstrap as cboot
+from .measures import calibration as metrics
 from .errors import DataError
 from .grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES, make_groups
 from .validation import check_labels, check_scores

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics
+from ..measures import calibration as metrics
 from ..drift import DriftReport, Periods, Staleness, period_report, staleness
 from ..errors import DataError, SettingsError
 from ..group_metrics import GroupReport, group_report
