@@ -167,9 +167,13 @@ def test_a_table_checks_each_method_once_and_measures_as_the_functions_do(monkey
     Q = softmax(2 * np.log(P), axis=1)
     table = mm.measure_table({"a": P, "b": Q}, y)
     assert len(seen) == 2
+    public = {"ECE": mm.top_label_ece, "MCE": mm.top_label_mce, "cwECE": mm.classwise_ece,
+              "smECE": mm.smooth_ece_confidence, "dCE": mm.debiased_top_label_l2, "LogLoss": mm.log_loss,
+              "Brier": mm.brier, "Accuracy": mm.accuracy, "Overconfidence": mm.overconfidence}
+    assert set(public) == set(mm.MEASURES)
     for key, probs in (("a", P), ("b", Q)):
-        for name, measure in mm.MEASURES.items():
-            assert table.loc[key, name] == measure.function(probs, y)
+        for name, function in public.items():
+            assert table.loc[key, name] == function(probs, y)
     P[0, 0] = np.nan
     with pytest.raises(DataError):
         mm.brier(P, y)

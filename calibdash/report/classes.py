@@ -51,7 +51,7 @@ def class_heading(name: str):
     m = mmetrics.MEASURES[name]
     arrow = {True: "↓", False: "↑", None: "→ 0"}[m.lower_is_better]
     best = {True: "lower is better", False: "higher is better", None: "0 is ideal"}[m.lower_is_better]
-    return arrow, f"{m.label} ({best}): {m.description}", m.oriented
+    return arrow, f"{m.label} ({best}): {m.caption}", m.oriented
 
 
 def describe_class_source(cs) -> str:

@@ -62,7 +62,7 @@ def default_methods(available, k: int) -> list[str]:
 
 
 def measure_direction(name: str, values: np.ndarray) -> np.ndarray:
-    """A measure's values turned lower-is-better (:meth:`calibdash.multiclass.metrics.MulticlassMeasure.oriented`),
+    """A measure's values turned lower-is-better (:meth:`calibdash.measures.registry.Measure.oriented`),
     for the table's bold best."""
     return mmetrics.MEASURES[name].oriented(values)
 
