@@ -21,7 +21,7 @@ differ clearly, and the verdict uses the interval of the difference.
 
 The package, by concern: :mod:`~calibdash.bootstrap.result` (the result type and
 the verdict), :mod:`~calibdash.bootstrap.rows` (the row bootstrap),
-:mod:`~calibdash.bootstrap.poisson` (the cells' Poisson sampler and inputs),
+:mod:`~calibdash.bootstrap.draws` (the cells' Poisson sampler and inputs),
 :mod:`~calibdash.bootstrap.cells` (the vectorised cells bootstrap),
 :mod:`~calibdash.bootstrap.measures` (the further measures' intervals), and
 here :func:`bootstrap_evaluation`, as the Compare page draws them.
@@ -32,10 +32,10 @@ from ..evaluation import Evaluation
 from .cells import bootstrap_cells
 from .measures import bootstrap_measures
 from .result import BootstrapResult, verdict
-from .rows import bootstrap_metrics, resamples_for
+from .rows import bootstrap_metrics, bootstrap_multiclass, resamples_for
 
-__all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_cells", "bootstrap_measures", "bootstrap_evaluation",
-           "resamples_for", "verdict"]
+__all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_multiclass", "bootstrap_cells", "bootstrap_measures",
+           "bootstrap_evaluation", "resamples_for", "verdict"]
 
 
 def bootstrap_evaluation(ev: Evaluation, n_boot: int | None = None, seed: int = 0) -> BootstrapResult:

@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from ..errors import SettingsError
 from ..evaluation import CELLS_MIN_ROWS
 from ..measures import binning, calibration as metrics
-from .poisson import Poisson, cell_inputs, weighted_rows
+from .draws import Poisson, cell_inputs, weighted_rows
 from .result import BootstrapResult, percentile_result
 
 __all__ = ["bootstrap_cells"]

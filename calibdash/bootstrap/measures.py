@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SettingsError
-from .poisson import Poisson, cell_inputs, weighted_rows
+from .draws import Poisson, cell_inputs, weighted_rows
 from .result import BootstrapResult, percentile_result
 
 __all__ = ["bootstrap_measures"]

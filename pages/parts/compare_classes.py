@@ -16,7 +16,8 @@ from calibdash import data as cdata, multiclass
 from calibdash.errors import DataError
 from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
-from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
+from calibdash import bootstrap as mboot
+from calibdash.multiclass import diagrams as mdiagrams, export as mexport, metrics as mmetrics
 from calibdash.multiclass import evaluation as mevaluation
 from calibdash.multiclass.evaluation import ClassEvaluation, fit_notes
 from calibdash.safe_text import csv_text
