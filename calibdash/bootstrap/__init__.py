@@ -29,8 +29,7 @@ here :func:`bootstrap_evaluation`, as the Compare page draws them.
 from __future__ import annotations
 
 from ..evaluation import Evaluation
-from .cells import bootstrap_cells
-from .measures import bootstrap_measures
+from .cells import bootstrap_cells, bootstrap_measures
 from .result import BootstrapResult, verdict
 from .rows import bootstrap_metrics, bootstrap_multiclass, resamples_for
 
