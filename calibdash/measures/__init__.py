@@ -125,8 +125,8 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
 
 
 def _test(fn: Callable[..., dict], key: str) -> Callable[..., dict]:
-    def run(p, y, w) -> dict:
-        out = fn(p, y, w)
+    def run(p, y, sample_weight) -> dict:
+        out = fn(p, y, sample_weight)
         return {"statistic": out[key], "p_value": out["p_value"], "reading": out["reading"]}
     return run
 

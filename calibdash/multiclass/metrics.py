@@ -333,12 +333,12 @@ def check_methods(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None):
     return out, y_checked, w
 
 
-def measure_table(P_by_method: Mapping[str, np.ndarray], y, w=None, names=None) -> pd.DataFrame:
+def measure_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, names=None) -> pd.DataFrame:
     """One row per method (the mapping's keys, in its order), one column per measure of :data:`MEASURES`.
 
     Every method's ``P`` must have the rows of ``y`` (and ``w``) and the same number of classes.
     """
-    Ps, y, w = check_methods(P_by_method, y, w)
+    Ps, y, sample_weight = check_methods(P_by_method, y, sample_weight)
     want = check_names(names)
-    rows = {m: _measured(P, y, w, want) for m, P in Ps.items()}
+    rows = {m: _measured(P, y, sample_weight, want) for m, P in Ps.items()}
     return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(check_names(names)))
