@@ -406,8 +406,10 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
                                   mvce_views=views, sample_weight=rows_w, mvce_max_rows=mvce_max_rows)
                       for j in range(p.shape[1])]
             parts = list(pool.map(_resample, [plan] * len(sizes), sizes, seeds))
-            for m, f in zip(methods, points):
+            for j, (m, f) in enumerate(zip(methods, points)):
                 point[m].update(f.result())
+                point[m].update({name: _RECORDS[name].compute(rows_p[:, j], rows_y, rows_w) for name in fast
+                                 if _RECORDS[name].family != "summary"})     # a record outside the papers' metrics
             samples.update({name: np.concatenate([part[name] for part in parts]) for name in fast})
             notes.append(_MVCE_NOTE.format(views=mvce_views) if "MVCE" in fast else "")
         if slow:
