@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, SettingsError
-from ..measures import binned, calibration, smooth_ece as smooth
+from ..measures import binned, calibration
 from ..measures.registry import CLASSES, K_BINS, Measure, select_names, view
 from ..measures.binning import STRATEGIES
 from ..validation import check_weights
@@ -235,16 +235,12 @@ def brier(P, y, sample_weight=None) -> float:
     The sum over classes of the binary Brier terms
     (:func:`calibdash.measures.calibration.squared_errors`), averaged over rows.
     """
-    P, y, w = check_inputs(P, y, sample_weight)
-    onehot = np.zeros_like(P)
-    onehot[np.arange(P.shape[0]), y] = 1.0
-    return _average(calibration.squared_errors(P, onehot).sum(axis=1), w)
+    return _record("Brier", P, y, sample_weight)
 
 
 def accuracy(P, y, sample_weight=None) -> float:
     """(Weighted) share of rows whose predicted class (argmax, lowest index on ties) is ``y``."""
-    P, y, w = check_inputs(P, y, sample_weight)
-    return _average(_confidence(P, y)[1], w)
+    return _record("Accuracy", P, y, sample_weight)
 
 
 def overconfidence(P, y, sample_weight=None) -> float:
@@ -254,9 +250,7 @@ def overconfidence(P, y, sample_weight=None) -> float:
     confidences average to the accuracy, which confidence calibration implies
     (the converse fails: errors of both signs cancel, as the ECE's bins do not).
     """
-    P, y, w = check_inputs(P, y, sample_weight)
-    c, a = _confidence(P, y)
-    return _average(c - a, w)
+    return _record("Overconfidence", P, y, sample_weight)
 
 
 def smooth_ece_confidence(P, y, sample_weight=None) -> float:
@@ -266,9 +260,7 @@ def smooth_ece_confidence(P, y, sample_weight=None) -> float:
     bandwidth, as the authors apply it to multi-class models (their
     ``relplot`` on ``max P`` and correctness).
     """
-    P, y, w = check_inputs(P, y, sample_weight)
-    c, a = _confidence(P, y)
-    return smooth.smooth_ece(c, a, w)
+    return _record("smECE", P, y, sample_weight)
 
 
 def debiased_top_label_l2(P, y, sample_weight=None, n_bins: int = N_BINS) -> float:
@@ -306,6 +298,11 @@ def reductions(P: np.ndarray, y: np.ndarray) -> dict[str, tuple]:
     (:mod:`calibdash.measures.registry`): ``top_label`` ``(c, a)``, ``ovr`` ``(P, Y)``, ``classes`` ``(P, y)``."""
     onehot = (y[:, None] == np.arange(P.shape[1])).astype(np.int8)
     return {"top_label": _confidence(P, y), "ovr": (P, onehot), "classes": (P, y)}
+
+
+def _record(name: str, P, y, sample_weight) -> float:
+    """The record ``name`` of :data:`MEASURES` on ``(P, y, sample_weight)``, checked."""
+    return _measured(*check_inputs(P, y, sample_weight), (name,))[name]
 
 
 def _measured(P: np.ndarray, y: np.ndarray, w, want: tuple[str, ...]) -> dict[str, float]:
