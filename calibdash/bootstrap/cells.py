@@ -10,20 +10,15 @@ one (the further measures: loess, Newton fits, PAV) is measured on each
 resample's cells grouped by prediction (:func:`bootstrap_cells`).
 
 Fast without a second copy of the measures: the binned and ranked measures
-are written once, in :mod:`calibdash.measures`, over the tied groups of a
-sort and a weights array of any number of rows
-(:func:`calibdash.measures.binning.group_bin_sums` for ECE and MCE's bins,
-:func:`calibdash.measures.calibration.group_auc`); a measure calls them with
-its rows' groups as one row, this module with a chunk of resamples as many
-rows. What stays here is what only the bootstrap needs: the sort of each
-method's cells, done once and reused by every chunk (:func:`_sort`), the
-sum of each resample's cell counts over those tied groups (one
-``np.add.reduceat``), and the matrix product that gives the linear metrics.
-The shared functions work row-wise with numpy (cumulative sums row by row,
-which release the GIL, one ``reduceat`` pass per sum), so a chunk costs
-what the former hand-written copy cost, and each resample's AUC, ECE and
-MCE are those of :func:`calibdash.measures.calibration.auc`, ``ece`` and
-``mce`` on its weights exactly (``tests/test_bootstrap.py``).
+are written once, over the tied groups of a sort and a weights array of any
+number of rows (:func:`calibdash.measures.binning.group_bin_sums`,
+:func:`calibdash.measures.calibration.group_auc`); a measure calls them with its
+rows' groups as one row, this module with a chunk of resamples as many rows,
+so each resample's AUC, ECE and MCE are those of the measures on its weights
+exactly (``tests/test_bootstrap.py``). What stays here is what only the
+bootstrap needs: each method's cells sorted once (:func:`_sort`), each
+resample's counts summed over their tied groups (one ``np.add.reduceat``), and
+the matrix product that gives the :class:`Mean` measures.
 """
 from __future__ import annotations
 

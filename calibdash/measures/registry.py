@@ -103,8 +103,10 @@ class Measure:
         How the bootstrap resamples it without measuring each resample's rows
         (None: it does measure them).
     metric : bool
-        One of the papers' metrics (:data:`calibdash.measures.calibration.METRIC_NAMES`),
-        the binary metrics table's columns; the others are the further measures.
+        One of the papers' metrics (:data:`calibdash.measures.calibration.METRIC_NAMES`,
+        computed together by :func:`~calibdash.measures.calibration.summary`), the
+        binary metrics table's columns; the others, and any measure declared
+        anew, are the further measures (:data:`calibdash.measures.MEASURES`).
     """
 
     name: str
