@@ -106,3 +106,4 @@ def test_a_declared_k_class_record_is_resampled_on_rows_by_its_form_or_its_rows(
     np.testing.assert_array_equal(boot.samples["Acc2"], boot.samples["Accuracy"])
     np.testing.assert_allclose(boot.samples["Acc3"], boot.samples["Accuracy"], rtol=1e-12)
     assert boot.table.loc["a", ("Acc2", "value")] == boot.table.loc["a", ("Accuracy", "value")]
+
