@@ -1,4 +1,4 @@
-"""CORP under its old name; the code lives in :mod:`calibdash.measures.corp`."""
+"""Deprecated old name of :mod:`calibdash.measures.corp`."""
 from __future__ import annotations
 
 from .measures.corp import *  # noqa: F401,F403

@@ -56,7 +56,7 @@ from typing import Callable, ClassVar, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
-from . import corp, metrics, smooth_ece
+from .measures import calibration as metrics, corp, smooth_ece
 from .errors import DataError, SettingsError
 
 __all__ = [

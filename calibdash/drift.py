@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import metrics
+from .measures import calibration as metrics
 from .group_metrics import cell_rows, group_stats
 from .periods import (DATE_SHARE, FREQ_NAMES, FREQS, MAX_AUTO_PERIODS, MAX_PERIODS, MIN_PERIODS, YMD_RANGE,  # noqa: F401
                       Periods, as_dates, check_rows, choose_freq, day_codes, freq_from_days, name_periods,

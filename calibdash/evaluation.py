@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from . import metrics
+from .measures import calibration as metrics
 from .calibrators.base import Calibrator
 from .crossfit import CELLS_CHOICES, CELLS_MIN_ROWS, choose_path, cross_fit, use_cells_for
 from .errors import DataError, SettingsError

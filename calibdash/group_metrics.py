@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import bootstrap as cboot, metrics
+from . import bootstrap as cboot
+from .measures import calibration as metrics
 from .errors import DataError
 from .grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES, make_groups
 from .validation import check_labels, check_scores
@@ -80,9 +81,9 @@ def row_weights(sample_weight, n: int, y: np.ndarray) -> np.ndarray:
     return w
 
 
-def cell_rows(weight):
+def cell_rows(sample_weight):
     """The real rows that score cells' weighted rows of total ``weight`` stand for (whole counts, as int64)."""
-    return np.rint(np.asarray(weight, dtype=float)).astype(np.int64)
+    return np.rint(np.asarray(sample_weight, dtype=float)).astype(np.int64)
 
 
 def _poisson_counts(rng: np.random.Generator, w: np.ndarray, rows: int) -> np.ndarray:
@@ -104,19 +105,19 @@ def _cells(s: np.ndarray, y: np.ndarray, w: np.ndarray):
     return frame["s"].to_numpy(), frame["y"].to_numpy(dtype=np.int8), frame["w"].to_numpy()
 
 
-def coarse_cells(s: np.ndarray, y: np.ndarray, w: np.ndarray, runs: int):
+def coarse_cells(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, runs: int):
     """``(scores, labels, weights)``: cells sorted by score cut into ``runs`` runs of about equal weight, each
     run's positives and negatives merged into two cells at the run's weighted mean score (empty ones dropped).
 
     A run is the cells whose cumulative weight before them falls in one ``1/runs`` share of the total, so a
     cell is never split and every run holds at least one cell.
     """
-    before = np.cumsum(w) - w
-    run = np.minimum((before / w.sum() * runs).astype(np.int64), runs - 1)
+    before = np.cumsum(sample_weight) - sample_weight
+    run = np.minimum((before / sample_weight.sum() * runs).astype(np.int64), runs - 1)
     index = run * 2 + y.astype(np.int64)
-    cw = np.bincount(index, weights=w, minlength=2 * runs)
-    total = np.bincount(run, weights=w, minlength=runs)
-    mean = np.bincount(run, weights=w * s, minlength=runs) / np.where(total > 0, total, 1.0)
+    cw = np.bincount(index, weights=sample_weight, minlength=2 * runs)
+    total = np.bincount(run, weights=sample_weight, minlength=runs)
+    mean = np.bincount(run, weights=sample_weight * s, minlength=runs) / np.where(total > 0, total, 1.0)
     keep = np.flatnonzero(cw > 0)
     return mean[keep // 2], (keep % 2).astype(np.int8), cw[keep]
 
@@ -341,8 +342,8 @@ def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.D
                    n_boot, level, seed)
 
 
-def group_report(s, y, w, weighted, labels_, order, notes, pooled, col, n_bins, strategy, n_boot, level, seed,
-                 *, cells: bool = False) -> GroupReport:
+def group_report(s, y, sample_weight, weighted, labels_, order, notes, pooled, col, n_bins, strategy, n_boot, level,
+                 seed, *, cells: bool = False) -> GroupReport:
     """The :class:`GroupReport` of groups already made.
 
     Parameters
@@ -362,9 +363,9 @@ def group_report(s, y, w, weighted, labels_, order, notes, pooled, col, n_bins, 
     """
     seen = set(labels_)
     order = [g for g in order if g in seen]
-    table, tables = _stats_table(s, y, w, labels_, order, w if weighted else None, n_bins, strategy, n_boot,
-                                 level, seed)
-    overall = group_stats(s, y, w if weighted else None, n_bins=n_bins, strategy=strategy, n_boot=0)
+    table, tables = _stats_table(s, y, sample_weight, labels_, order, sample_weight if weighted else None, n_bins,
+                                 strategy, n_boot, level, seed)
+    overall = group_stats(s, y, sample_weight if weighted else None, n_bins=n_bins, strategy=strategy, n_boot=0)
     if cells:
         table["rows"] = cell_rows(table["weight"])
         overall["rows"] = int(cell_rows(overall["weight"]))
@@ -376,5 +377,5 @@ def group_report(s, y, w, weighted, labels_, order, notes, pooled, col, n_bins, 
     return GroupReport(column=col, table=table, overall=overall, reliability=tables, groups=labels_,
                        pooled=list(pooled), notes=notes, n_bins=n_bins, strategy=strategy, n_boot=int(n_boot),
                        level=level, overall_reliability=metrics.reliability_table(
-                           s, y, n_bins, strategy, sample_weight=w if weighted else None))
+                           s, y, n_bins, strategy, sample_weight=sample_weight if weighted else None))
 

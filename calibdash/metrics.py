@@ -1,11 +1,4 @@
-"""The papers' metrics under their old name: :mod:`calibdash.measures.calibration` and its binning.
-
-``from calibdash import metrics; metrics.summary(...)`` keeps working; the
-code lives in :mod:`calibdash.measures.calibration` (ECE, MCE, MVCE, RMSE,
-Brier, log-loss, AUC, accuracy, PUD, the summary) and
-:mod:`calibdash.measures.binning` (the bins, bin indices and reliability
-tables that every binned measure and the bootstrap share).
-"""
+"""Deprecated old name of :mod:`calibdash.measures.calibration` (the papers' metrics and their binning)."""
 from __future__ import annotations
 
 from .measures.calibration import *  # noqa: F401,F403

@@ -1,4 +1,4 @@
-"""Smooth ECE under its old name; the code lives in :mod:`calibdash.measures.smooth_ece`."""
+"""Deprecated old name of :mod:`calibdash.measures.smooth_ece`."""
 from __future__ import annotations
 
 from .measures.smooth_ece import *  # noqa: F401,F403

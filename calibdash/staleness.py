@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import metrics
+from .measures import calibration as metrics
 from .crossfit import cross_fit
 from .errors import DataError
 from .methods import resolve

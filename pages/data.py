@@ -2,7 +2,8 @@
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, evaluation, metrics, samples
+from calibdash import data as cdata, evaluation, samples
+from calibdash.measures import calibration as metrics
 from calibdash.errors import DataError, SettingsError
 from calibdash.data.roles import reads_as_numbers
 from pages.parts import bounded_cache, classes, data_classes, diagrams, fitting, labels, large_source, scheme, source

@@ -3,7 +3,8 @@ and the true calibration error beside its estimates (ECE, MVCE) over repeated dr
 import pandas as pd
 import streamlit as st
 
-from calibdash import calibrators, metrics, synthetic
+from calibdash import calibrators, synthetic
+from calibdash.measures import calibration as metrics
 from calibdash.errors import DataError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import learn as flearn

@@ -198,8 +198,8 @@ def test_poisson_draws_by_inversion_are_poisson():
     # 200 entries: the largest means fall back; draws=10: tables only where they cost no more than the draws, which
     # here tables 0, 1 and the mean of 40 (22 columns x 10 draws >= its ~175 entries) but not 3 (37 entries > 10):
     # the tables built are then not the smallest means first, and each column must still find its own
-    for budget, draws_hint in ((bootstrap.poisson._TABLE_BUDGET, None), (200, None), (bootstrap.poisson._TABLE_BUDGET, 10)):
-        sampler = bootstrap.poisson.Poisson(means, budget=budget, draws=draws_hint)
+    for budget, draws_hint in ((bootstrap.draws._TABLE_BUDGET, None), (200, None), (bootstrap.draws._TABLE_BUDGET, 10)):
+        sampler = bootstrap.draws.Poisson(means, budget=budget, draws=draws_hint)
         if draws_hint:
             assert 2 in sampler.big and 3 in sampler.small and 4 in sampler.big
         draws = sampler.draw(np.random.default_rng(0), 40_000)

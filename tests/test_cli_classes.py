@@ -11,7 +11,7 @@ import pytest
 
 from calibdash import cli, multiclass
 from calibdash.data import load_classes
-from calibdash.multiclass import bootstrap as mboot
+from calibdash import bootstrap as mboot
 from calibdash.multiclass.evaluation import DEFAULT_METHODS, evaluate_classes
 from calibdash.scheme import Scheme
 from conftest import REPO

@@ -77,12 +77,12 @@ def test_bootstrap_points_are_the_cells_values_and_grouping_is_exact_for_few_val
     for name in measures.MEASURE_NAMES:
         assert boot.table.loc["steps", (name, "value")] == pytest.approx(point[name], rel=1e-12, abs=1e-15)
     # "steps" has 9 distinct predictions (<= max_groups): its resamples are the measures of the resampled cells
-    draws = bootstrap.poisson.Poisson(np.concatenate([c.n_pos, c.n - c.n_pos])).draw(np.random.default_rng(4), 6)
+    draws = bootstrap.draws.Poisson(np.concatenate([c.n_pos, c.n - c.n_pos])).draw(np.random.default_rng(4), 6)
     k = len(c)
     for r in range(6):
-        rp, ry, rw = bootstrap.poisson.weighted_rows(preds[["steps"]].to_numpy(), draws[r, :k], draws[r, k:])
+        rp, ry, rw = bootstrap.draws.weighted_rows(preds[["steps"]].to_numpy(), draws[r, :k], draws[r, k:])
         keep = rw > 0
-        direct = measures.compute(rp[keep, 0], ry[keep], rw[keep], loess_points=bootstrap.measures._RESAMPLE_LOESS_POINTS)
+        direct = measures.compute(rp[keep, 0], ry[keep], rw[keep], loess_points=bootstrap.cells._RESAMPLE_LOESS_POINTS)
         for i, name in enumerate(measures.MEASURE_NAMES):
             assert boot.samples[name][r, 1] == pytest.approx(direct[name], rel=1e-9, abs=1e-12), (name, r)
 

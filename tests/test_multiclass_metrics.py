@@ -1,4 +1,4 @@
-"""The multi-class measures (calibdash.multiclass.metrics) and their paired bootstrap (calibdash.multiclass.bootstrap).
+"""The multi-class measures (calibdash.multiclass.metrics) and their paired bootstrap (calibdash.bootstrap.rows).
 
 Known results: netcal's CIFAR files with the confidence ECE and accuracy their README publishes; hand-worked
 cases. Invariants: weights equal repeated rows, row order, relabelling the classes.
@@ -15,7 +15,7 @@ from scipy.special import softmax
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.measures import calibration, smooth_ece
-from calibdash.multiclass import bootstrap as mboot
+from calibdash import bootstrap as mboot
 from calibdash.multiclass import metrics as mm
 from calibdash.multiclass.base import check_probabilities
 
@@ -167,9 +167,13 @@ def test_a_table_checks_each_method_once_and_measures_as_the_functions_do(monkey
     Q = softmax(2 * np.log(P), axis=1)
     table = mm.measure_table({"a": P, "b": Q}, y)
     assert len(seen) == 2
+    public = {"ECE": mm.top_label_ece, "MCE": mm.top_label_mce, "cwECE": mm.classwise_ece,
+              "smECE": mm.smooth_ece_confidence, "dCE": mm.debiased_top_label_l2, "LogLoss": mm.log_loss,
+              "Brier": mm.brier, "Accuracy": mm.accuracy, "Overconfidence": mm.overconfidence}
+    assert set(public) == set(mm.MEASURES)
     for key, probs in (("a", P), ("b", Q)):
-        for name, measure in mm.MEASURES.items():
-            assert table.loc[key, name] == measure.function(probs, y)
+        for name, function in public.items():
+            assert table.loc[key, name] == function(probs, y)
     P[0, 0] = np.nan
     with pytest.raises(DataError):
         mm.brier(P, y)
@@ -185,19 +189,21 @@ def _methods(n=80, seed=5):
 
 
 def test_every_measure_has_a_resampling_rule():
-    assert set(mboot.RESAMPLED) == set(mm.MEASURE_NAMES)
+    """Sums of the statistics form, or (no form: equal-mass bins and SmoothECE move with the weights) each
+    resample's rows."""
+    assert {n for n, m in mm.MEASURES.items() if m.statistics is None} == {"smECE", "dCE"}
 
 
 @pytest.mark.parametrize("weighted, block", [(False, 16), (True, 16), (True, 5)])
 def test_bootstrap_matches_a_direct_loop_over_the_resamples(weighted, block, monkeypatch):
     """Every resample's measures equal the measures of its drawn rows, the resamples drawn in one block or
     several (``_BOOT_BLOCK``: 12 resamples in blocks of 5, 5 and 2)."""
-    monkeypatch.setattr(mboot, "_BOOT_BLOCK", block)
+    monkeypatch.setattr(mboot.rows, "_BOOT_BLOCK", block)
     Ps, y = _methods()
     w = np.random.default_rng(6).integers(1, 4, y.size).astype(float) if weighted else None
     boot = mboot.bootstrap_multiclass(Ps, y, w, n_boot=12, seed=7, refit_bandwidth=True, workers=1)
     fixed = mboot.bootstrap_multiclass(Ps, y, w, names=["smECE"], n_boot=12, seed=7)
-    counts = mboot.resample_counts(y.size, 12, 7)
+    counts = mboot.draws.resample_counts(y.size, 12, 7)
     for j, (method, P) in enumerate(Ps.items()):
         assert boot.table.loc[method, ("ECE", "value")] == mm.top_label_ece(P, y, sample_weight=w)
         c, a = mm.top_label(P, y)
@@ -235,7 +241,7 @@ def test_resample_counts_are_the_seeded_draws_whatever_the_block():
     """Resample b counts ``default_rng(seed).integers(0, n, n)``'s b-th draw; blocks of any size give them."""
     rng = np.random.default_rng(4)
     direct = np.stack([np.bincount(rng.integers(0, 40, 40), minlength=40) for _ in range(9)])
-    np.testing.assert_array_equal(mboot.resample_counts(40, 9, 4), direct)
-    blocks = list(mboot.resample_blocks(40, 9, 4, size=4))
+    np.testing.assert_array_equal(mboot.draws.resample_counts(40, 9, 4), direct)
+    blocks = list(mboot.draws.resample_blocks(40, 9, 4, size=4))
     assert [lo for lo, _ in blocks] == [0, 4, 8] and [b.shape[1] for _, b in blocks] == [4, 4, 1]
     np.testing.assert_array_equal(np.concatenate([b.T for _, b in blocks]), direct)

@@ -9,7 +9,7 @@ import pytest
 from calibdash.errors import DataError
 from calibdash.jobs import Cancelled
 from calibdash.multiclass import available, budget
-from calibdash.multiclass import bootstrap as mboot
+from calibdash import bootstrap as mboot
 from calibdash.multiclass.diagrams import classwise_bin_count, prepare_classwise
 from calibdash.multiclass.evaluation import MAX_FIT_ROWS, evaluate_classes
 from conftest import APPTEST_TIMEOUT
@@ -124,7 +124,7 @@ def test_bootstrap_stops_between_blocks_and_is_unchanged_when_never_stopped():
     b = mboot.bootstrap_multiclass(preds, y, n_boot=40, names=["ECE"], workers=1)
     assert a.table.equals(b.table)
     # two reductions, then ceil(40 / 16) = 3 blocks
-    assert stop.asked == 2 + -(-40 // mboot._BOOT_BLOCK)
+    assert stop.asked == 2 + -(-40 // mboot.rows._BOOT_BLOCK)
     with pytest.raises(Cancelled):
         mboot.bootstrap_multiclass(preds, y, n_boot=40, names=["ECE"], should_stop=_StopAfter(3), workers=1)
 

@@ -23,7 +23,7 @@ from ..errors import DataError, SettingsError
 from ..evaluation import UNCALIBRATED, Scheme, evaluate, evaluate_cells
 from ..methods import resolve
 from .. import measures
-from ..metrics import METRIC_NAMES
+from ..measures.calibration import METRIC_NAMES
 from .catalogue import BINARY, Catalogue
 from .large import EngineDataset
 from .result import BenchmarkResult

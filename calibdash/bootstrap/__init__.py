@@ -1,41 +1,41 @@
-"""Bootstrap intervals for a metrics table, and a plain verdict on it.
+"""Bootstrap intervals of any measure of the registry, binary or K-class, and a plain verdict on them.
 
-Two ways to resample, one result (:class:`BootstrapResult`):
+Two ways to resample, one result (:class:`BootstrapResult`), and the measures
+read from their records (:mod:`calibdash.measures.registry`): a measure with a
+statistics form is resampled vectorised, one without is measured on each
+resample's rows.
 
-* :func:`bootstrap_metrics` resamples **rows** with replacement and measures
-  every resample with :func:`calibdash.metrics.summary` (small data);
-* :func:`bootstrap_cells` resamples **score cells** (:mod:`calibdash.cells`),
-  a Poisson bootstrap of their rows: each resample draws, for every cell, its
-  positives Poisson(``n_pos``) and its negatives Poisson(``n - n_pos``),
-  which is the row-level Poisson bootstrap (every row counted Poisson(1)
-  times) summed over the cell's rows. Each method's predictions are sorted
-  once; a resample only changes weights, so every metric is a weighted sum
-  or a cumulative sum over the sorted cells, vectorised over resamples, and
-  MVCE comes from the moments of its partition views (large data: 200
-  resamples of ten million rows in about half a second on two cores,
-  ``bench/bench_bootstrap.py``).
+* **rows** (:mod:`~calibdash.bootstrap.rows`) drawn with replacement, one
+  stream for a binary score (:func:`bootstrap_metrics`, every resample's rows
+  measured as drawn) and for K classes (:func:`bootstrap_multiclass`, sparse sums
+  of the statistics forms);
+* **score cells** (:mod:`~calibdash.bootstrap.cells`, :func:`bootstrap_cells`,
+  :func:`bootstrap_measures` for the further measures), a Poisson bootstrap of
+  their rows: each resample draws, for every cell, its positives
+  Poisson(``n_pos``) and its negatives Poisson(``n - n_pos``), which is the
+  row-level Poisson bootstrap (every row counted Poisson(1) times) summed over
+  the cell's rows (large data: 200 resamples of ten million rows in about half
+  a second on two cores, ``bench/bench_bootstrap.py``).
 
-Both are *paired*: the same resample for every method, so differences between
+All are *paired*: the same resample for every method, so differences between
 methods get intervals too. Two methods whose own intervals overlap may still
-differ clearly, and the verdict uses the interval of the difference.
+differ clearly, and the verdict (:func:`verdict`, one for a binary score and K
+classes) uses the interval of the difference.
 
-The package, by concern: :mod:`~calibdash.bootstrap.result` (the result type and
-the verdict), :mod:`~calibdash.bootstrap.rows` (the row bootstrap),
-:mod:`~calibdash.bootstrap.poisson` (the cells' Poisson sampler and inputs),
-:mod:`~calibdash.bootstrap.cells` (the vectorised cells bootstrap),
-:mod:`~calibdash.bootstrap.measures` (the further measures' intervals), and
-here :func:`bootstrap_evaluation`, as the Compare page draws them.
+The package: :mod:`~calibdash.bootstrap.draws` (the two draws),
+:mod:`~calibdash.bootstrap.rows`, :mod:`~calibdash.bootstrap.cells`,
+:mod:`~calibdash.bootstrap.result` (the result type and the verdict), and here
+:func:`bootstrap_evaluation`, as the Compare page draws them.
 """
 from __future__ import annotations
 
 from ..evaluation import Evaluation
-from .cells import bootstrap_cells
-from .measures import bootstrap_measures
+from .cells import bootstrap_cells, bootstrap_measures
 from .result import BootstrapResult, verdict
-from .rows import bootstrap_metrics, resamples_for
+from .rows import bootstrap_metrics, bootstrap_multiclass, resamples_for
 
-__all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_cells", "bootstrap_measures", "bootstrap_evaluation",
-           "resamples_for", "verdict"]
+__all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_multiclass", "bootstrap_cells", "bootstrap_measures",
+           "bootstrap_evaluation", "resamples_for", "verdict"]
 
 
 def bootstrap_evaluation(ev: Evaluation, n_boot: int | None = None, seed: int = 0) -> BootstrapResult:

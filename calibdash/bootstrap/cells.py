@@ -1,25 +1,24 @@
-"""The cells bootstrap (large data): a paired Poisson bootstrap of score cells, vectorised over resamples.
+"""The cells bootstrap (large data): a paired Poisson bootstrap of score cells, for every binary measure.
 
-Each method's predictions are sorted once; a resample only changes weights,
-so every metric is a weighted sum or a cumulative sum over the sorted cells,
-vectorised over resamples, and MVCE comes from the moments of its partition
-views (``bench/bench_bootstrap.py`` times it).
+A measure with a statistics form (:mod:`calibdash.measures.registry`) is
+resampled vectorised: each method's predictions are sorted once; a resample
+only changes weights, so each such measure is a weighted sum (:class:`Mean`)
+or a cumulative sum over the sorted cells (:class:`Sorted`), vectorised over
+resamples, and MVCE comes from the moments of its partition views
+(:class:`Moments`; ``bench/bench_bootstrap.py`` times it). A measure without
+one (the further measures: loess, Newton fits, PAV) is measured on each
+resample's cells grouped by prediction (:func:`bootstrap_cells`).
 
 Fast without a second copy of the measures: the binned and ranked measures
-are written once, in :mod:`calibdash.measures`, over the tied groups of a
-sort and a weights array of any number of rows
-(:func:`calibdash.measures.binning.group_bin_sums` for ECE and MCE's bins,
-:func:`calibdash.measures.calibration.group_auc`); a measure calls them with
-its rows' groups as one row, this module with a chunk of resamples as many
-rows. What stays here is what only the bootstrap needs: the sort of each
-method's cells, done once and reused by every chunk (:func:`_sort`), the
-sum of each resample's cell counts over those tied groups (one
-``np.add.reduceat``), and the matrix product that gives the linear metrics.
-The shared functions work row-wise with numpy (cumulative sums row by row,
-which release the GIL, one ``reduceat`` pass per sum), so a chunk costs
-what the former hand-written copy cost, and each resample's AUC, ECE and
-MCE are those of :func:`calibdash.measures.calibration.auc`, ``ece`` and
-``mce`` on its weights exactly (``tests/test_bootstrap.py``).
+are written once, over the tied groups of a sort and a weights array of any
+number of rows (:func:`calibdash.measures.binning.group_bin_sums`,
+:func:`calibdash.measures.calibration.group_auc`); a measure calls them with its
+rows' groups as one row, this module with a chunk of resamples as many rows,
+so each resample's AUC, ECE and MCE are those of the measures on its weights
+exactly (``tests/test_bootstrap.py``). What stays here is what only the
+bootstrap needs: each method's cells sorted once (:func:`_sort`), each
+resample's counts summed over their tied groups (one ``np.add.reduceat``), and
+the matrix product that gives the :class:`Mean` measures.
 """
 from __future__ import annotations
 
@@ -35,17 +34,20 @@ from threadpoolctl import threadpool_limits
 
 from ..errors import SettingsError
 from ..evaluation import CELLS_MIN_ROWS
-from ..measures import binning, calibration as metrics
-from .poisson import Poisson, cell_inputs, weighted_rows
+from ..measures import binning, calibration as metrics, compute as compute_measures
+from ..measures.registry import BINARY, Mean, Moments, Sorted, select_names, view
+from .draws import Poisson, cell_inputs, weighted_rows
 from .result import BootstrapResult, percentile_result
 
-__all__ = ["bootstrap_cells"]
+__all__ = ["bootstrap_cells", "bootstrap_measures"]
+
+#: The binary measures: the records each name stands for; the further measures' names.
+_RECORDS = view(BINARY)
+_FURTHER = tuple(view(BINARY, metric=False))
 
 #: Cells x resamples measured at once (memory: about 8 MB per array); at most _MAX_ROWS resamples.
 _CHUNK = 1 << 20
 _MAX_ROWS = 25
-#: The metrics that need each method's sorted cells.
-_SORTED = frozenset({"AUC", "ECE", "MCE"})
 #: What BootstrapResult.note says on the cells path.
 _MVCE_NOTE = ("MVCE's resamples are measured with the partition views of metrics.mvce ({views} views, seed 0: "
               "the exact moments of a random partition of the resampled rows).")
@@ -66,17 +68,30 @@ def _sort(p: np.ndarray, n_bins: int, strategy: str) -> _Sorted:
     return _Sorted(runs, runs.start.size < p.size, at)
 
 
-def _terms(p: np.ndarray) -> np.ndarray:
-    """Per weighted row, what the linear metrics sum: a weighted count times this matrix gives them all.
+def _prediction(p, y):
+    """The prediction itself, the term whose mean with the Brier score's gives MVCE's moments."""
+    return p
+
+
+def _term_list(names) -> list:
+    """The per-row terms the asked measures sum: their :class:`Mean` forms' (shared ones once), and the squared
+    error and the prediction for MVCE's moments."""
+    forms = [_RECORDS[n].statistics for n in names]
+    terms = [f.term for f in forms if isinstance(f, Mean)]
+    if any(isinstance(f, Moments) for f in forms):
+        terms += [metrics.squared_errors, _prediction]
+    return list(dict.fromkeys(terms))
+
+
+def _terms(p: np.ndarray, terms: list) -> np.ndarray:
+    """Per weighted row, what the linear measures sum: a weighted count times this matrix gives them all.
 
     Rows: the cells' positive rows, the empty cell, their negative rows, the
-    empty cell (the layout of the Poisson draws). Columns: squared error,
-    log loss, correct at 0.5, prediction (each one per method), then the
-    label and 1.
+    empty cell (the layout of the Poisson draws). Columns: each term of
+    ``terms`` (one per method), then the label and 1.
     """
-    ones = np.ones((p.shape[0], 1))                       # each metric's own row terms, for label 1 and for 0
-    pos, neg = (np.hstack([metrics.squared_errors(p, y), metrics.log_losses(p, y), metrics.hits(p, y), p, y * ones,
-                           ones]) for y in (1.0, 0.0))
+    ones = np.ones((p.shape[0], 1))                       # each measure's own row terms, for label 1 and for 0
+    pos, neg = (np.hstack([term(p, y) for term in terms] + [y * ones, ones]) for y in (1.0, 0.0))
     pad = np.zeros((1, pos.shape[1]))
     return np.vstack([pos, pad, neg, pad])
 
@@ -86,8 +101,9 @@ class _Plan(NamedTuple):
 
     p: np.ndarray                # (C, k) predictions of the merged cells
     poisson: Poisson             # means: positives, 0, negatives, 0
-    terms: np.ndarray            # (2C + 2, 4k + 2)
-    orders: list                 # one _Sorted per method (empty when no sorted metric is asked for)
+    terms: np.ndarray            # (2C + 2, len(term_list) k + 2)
+    term_list: list              # the per-row terms of the columns of ``terms``
+    orders: list                 # one _Sorted per method (empty when no Sorted measure is asked for)
     n_bins: int
     strategy: str
     names: tuple
@@ -114,10 +130,11 @@ def _merge(p: np.ndarray, pos: np.ndarray, neg: np.ndarray):
 def _plan(p, pos, neg, n_bins, strategy, names, mvce_views, n_boot: int | None = None) -> _Plan:
     p, pos, neg = _merge(p, pos, neg)
     zero = np.zeros(1, dtype=np.int64)
-    sorted_ = _SORTED.intersection(names)
+    sorted_ = any(isinstance(_RECORDS[n].statistics, Sorted) for n in names)
     orders = [_sort(p[:, j], n_bins, strategy) for j in range(p.shape[1])] if sorted_ else []
-    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), _terms(p), orders, n_bins, strategy,
-                 tuple(names), int(mvce_views))
+    terms = _term_list(names)
+    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), _terms(p, terms), terms, orders,
+                 n_bins, strategy, tuple(names), int(mvce_views))
 
 
 def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
@@ -150,19 +167,25 @@ def _measure(plan: _Plan, x: np.ndarray) -> dict:
     lin = x @ plan.terms
     pos, total = lin[:, -2], lin[:, -1]
     with np.errstate(divide="ignore", invalid="ignore"):
-        sq, logl, right, pred = (lin[:, i * k:(i + 1) * k] / total[:, None] for i in range(4))
-    out = {"Brier": sq, "RMSE": np.sqrt(sq), "LogLoss": logl, "ACC": right}
-    if "MVCE" in plan.names:
-        mean = pred - (pos / total)[:, None]                  # of the residuals p - y, whose squares sum to sq
-        out["MVCE"] = _mvce_rows(mean, sq - mean ** 2, total, plan.mvce_views)
+        means = {term: lin[:, i * k:(i + 1) * k] / total[:, None] for i, term in enumerate(plan.term_list)}
+    out = {}
+    for name in plan.names:
+        form = _RECORDS[name].statistics
+        if isinstance(form, Mean):
+            out[name] = means[form.term] if form.then is None else form.then(means[form.term])
+        elif isinstance(form, Moments):
+            sq = means[metrics.squared_errors]
+            mean = means[_prediction] - (pos / total)[:, None]   # of the residuals p - y, whose squares sum to sq
+            out[name] = _mvce_rows(mean, sq - mean ** 2, total, plan.mvce_views)
     if plan.orders:
         cells = plan.p.shape[0]
         wp = x[:, :cells]
         w = wp + x[:, cells + 1:2 * cells + 1]
         with np.errstate(divide="ignore", invalid="ignore"):
             each = [_sorted_metrics(plan, o, w, wp, total) for o in plan.orders]
-        for name in _SORTED:
-            out[name] = np.column_stack([e[name] for e in each])
+        for name in plan.names:
+            if isinstance(_RECORDS[name].statistics, Sorted):
+                out[name] = np.column_stack([e[_RECORDS[name].statistics.part] for e in each])
     one_class = (pos <= 0) | (pos >= total)
     result = {name: np.asarray(out[name], dtype=float) for name in plan.names}
     for values in result.values():
@@ -200,17 +223,79 @@ def _one_blas_thread():
 
 def _check_names(names) -> tuple:
     names = tuple(names)
-    unknown = [m for m in names if m not in metrics.METRIC_NAMES]
+    unknown = [m for m in names if m not in _RECORDS]
     if unknown or not names:
-        raise SettingsError(f"metrics must be among {metrics.METRIC_NAMES}, got {list(names)}.")
+        raise SettingsError(f"measures must be among {tuple(_RECORDS)}, got {list(names)}.")
     return names
+
+
+def _groups_of(values: np.ndarray, weight: np.ndarray, max_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Group of each cell, and each group's prediction when the groups are the distinct predictions.
+
+    Up to ``max_groups`` distinct predictions, a group is one of them (and
+    its value is returned); past that, one of ``max_groups`` runs of
+    adjacent predictions holding about equal weight, a tied prediction never
+    split (value None: each resample takes the run's weighted mean).
+    """
+    uniq, inv = np.unique(values, return_inverse=True)
+    if uniq.size <= max_groups:
+        return inv, uniq
+    w = np.bincount(inv, weights=weight)
+    below = np.cumsum(w) - w                                  # weight below each distinct prediction
+    return np.minimum((below / max(w.sum(), 1e-300) * max_groups).astype(np.int64), max_groups - 1)[inv], None
+
+
+def _grouped_rows(value, group, group_value, size, w_pos, w_neg):
+    """A method's weighted rows after grouping: per group, its positives and its negatives at one prediction
+    (the group's own value, or the resample's weighted mean prediction of the run); zero weights dropped."""
+    pos = np.bincount(group, weights=w_pos, minlength=size)
+    neg = np.bincount(group, weights=w_neg, minlength=size)
+    if group_value is None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            group_value = np.clip(np.bincount(group, weights=(w_pos + w_neg) * value, minlength=size)
+                                  / (pos + neg), 0.0, 1.0)
+    keep = np.concatenate([pos, neg]) > 0
+    p = np.concatenate([group_value, group_value])[keep]
+    y = np.r_[np.ones(size), np.zeros(size)][keep]
+    return p, y, np.concatenate([pos, neg])[keep]
+
+
+#: Nodes of ICI's loess curve in each resample of :func:`bootstrap_measures` (the point value uses the default).
+_RESAMPLE_LOESS_POINTS = 100
+
+
+def _grouped(p, pos, neg, names, n_boot: int, seed: int, max_groups: int, pool):
+    """The measures without a statistics form: their point values on the cells' weighted rows and every
+    resample's values on each method's cells grouped by prediction (:func:`bootstrap_cells`)."""
+    cells = p.shape[0]
+    groups = [_groups_of(p[:, j], (pos + neg).astype(float), int(max_groups)) for j in range(p.shape[1])]
+    sizes = [int(g.max()) + 1 if g.size else 0 for g, _ in groups]
+    draws = Poisson(np.concatenate([pos, neg])).draw(np.random.default_rng(seed), int(n_boot))
+    rows_p, rows_y, rows_w = weighted_rows(p, pos, neg)
+
+    def one(r: int) -> np.ndarray:
+        w_pos, w_neg = draws[r, :cells], draws[r, cells:]
+        if w_pos.sum() <= 0 or w_neg.sum() <= 0:
+            return np.full((len(names), p.shape[1]), np.nan)
+        cols = []
+        for j in range(p.shape[1]):
+            gp, gy, gw = _grouped_rows(p[:, j], *groups[j], sizes[j], w_pos, w_neg)
+            values = compute_measures(gp, gy, gw, names, loess_points=_RESAMPLE_LOESS_POINTS)
+            cols.append([values[m] for m in names])
+        return np.array(cols).T
+
+    points = [pool.submit(compute_measures, rows_p[:, j], rows_y, rows_w, names) for j in range(p.shape[1])]
+    resampled = np.stack(list(pool.map(one, range(int(n_boot)))))       # (n_boot, measures, methods)
+    note = (f"Intervals from {int(n_boot)} paired Poisson resamples of the judged rows; each method's resamples are "
+            f"measured on at most {int(max_groups)} groups of adjacent predictions.")
+    return [f.result() for f in points], {name: resampled[:, i, :] for i, name in enumerate(names)}, note
 
 
 def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, level: float = 0.95, seed: int = 0,
                     n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
                     names=metrics.METRIC_NAMES, mvce_views: int = 100, mvce_max_rows: int = CELLS_MIN_ROWS,
-                    workers: int | None = None) -> BootstrapResult:
-    """Metrics of score cells with paired intervals from a Poisson bootstrap of their rows.
+                    workers: int | None = None, max_groups: int = 512) -> BootstrapResult:
+    """Binary measures of score cells with paired intervals from a Poisson bootstrap of their rows.
 
     Each resample draws, for every cell, ``Poisson(n_pos)`` positives and
     ``Poisson(n - n_pos)`` negatives: the row-level Poisson bootstrap (each
@@ -232,6 +317,22 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
     residuals' weighted mean and variance: the values ``summary`` gives on
     the resampled weights when they total more than ``mvce_max_rows``, and
     its normal approximation below.
+
+    The measures without a statistics form (the further measures of
+    :mod:`calibdash.measures`) have their point values from
+    :func:`calibdash.measures.compute` on the cells' weighted rows, exactly;
+    their resamples (the same Poisson draw of every cell for every method, from
+    ``seed`` in one go) are measured on each method's cells grouped by
+    prediction: cells of equal prediction merge (which changes no measure), and
+    a method with more than ``max_groups`` distinct predictions is measured on
+    ``max_groups`` runs of adjacent predictions of about equal weight, each
+    run's rows at the run's mean prediction in that resample. That grouping
+    moves a prediction by less than its run's width; it serves the intervals
+    only, which are what it speeds up (the loess of ICI, the Newton fits of
+    the slope and the PAV of CORP run on at most ``2 max_groups`` weighted rows
+    per resample instead of two per cell), as does fitting each resample's
+    loess curve exactly at 100 nodes instead of 500 (it is interpolated
+    between them).
 
     Speed: 200 resamples of 5 methods over 50,000 cells (10^7 rows in five
     folds) take about 0.55 s on two cores, points included
@@ -255,8 +356,9 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
         only, not on ``workers``.
     n_bins, strategy
         Binning of ECE and MCE (``"quantile"`` or ``"uniform"``).
-    names : sequence of str, default all of :data:`calibdash.metrics.METRIC_NAMES`
-        The metrics in the table, in this order.
+    names : sequence of str, default all of :data:`calibdash.measures.calibration.METRIC_NAMES`
+        The measures in the table (any of :data:`calibdash.measures.ALL_NAMES`): those
+        with a statistics form in this order, then the others.
     mvce_views, mvce_max_rows
         Passed to :func:`calibdash.metrics.summary` for the point values
         (``mvce_views`` also to the resamples). The default
@@ -266,6 +368,8 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
         (0.2 s per method at 10^5 rows).
     workers : int, optional
         Threads (default: the machine's cores).
+    max_groups : int, default 512
+        Groups of each method's cells in the resamples of the measures without a statistics form.
 
     Returns
     -------
@@ -279,19 +383,42 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
     n_bins = metrics.check_binning(n_bins, strategy, weighted=True)     # refuses the order-dependent "rank"
     if int(n_boot) < 1:
         raise SettingsError(f"n_boot must be at least 1, got {n_boot}.")
-    plan = _plan(p, pos, neg, n_bins, strategy, names, mvce_views, int(n_boot))
-    sizes = _chunks(int(n_boot), plan.p.shape[0] + 1)
-    seeds = np.random.SeedSequence(seed).spawn(len(sizes))
-    rows_p, rows_y, rows_w = weighted_rows(p, pos, neg)
-    workers = int(workers or os.cpu_count() or 1)
-    views = mvce_views if "MVCE" in names else 1                          # MVCE left out: spend one view on it
-    with _one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as pool:
-        points = [pool.submit(metrics.summary, rows_p[:, j], rows_y, n_bins=n_bins, strategy=strategy,
-                              mvce_views=views, sample_weight=rows_w, mvce_max_rows=mvce_max_rows)
-                  for j in range(p.shape[1])]
-        parts = list(pool.map(_resample, [plan] * len(sizes), sizes, seeds))
+    if int(max_groups) < 2:
+        raise SettingsError(f"max_groups must be at least 2, got {max_groups}.")
+    fast = tuple(m for m in names if _RECORDS[m].statistics is not None)
+    slow = tuple(m for m in names if _RECORDS[m].statistics is None)
     methods = list(predictions.columns)
-    point = {m: f.result() for m, f in zip(methods, points)}
-    samples = {name: np.concatenate([part[name] for part in parts]) for name in names}
-    note = _MVCE_NOTE.format(views=mvce_views) if "MVCE" in names else ""
-    return percentile_result(point, samples, methods, level, int(n_boot), note)
+    point = {m: {} for m in methods}
+    samples, notes = {}, []
+    with _one_blas_thread(), ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
+        if fast:
+            plan = _plan(p, pos, neg, n_bins, strategy, fast, mvce_views, int(n_boot))
+            sizes = _chunks(int(n_boot), plan.p.shape[0] + 1)
+            seeds = np.random.SeedSequence(seed).spawn(len(sizes))
+            rows_p, rows_y, rows_w = weighted_rows(p, pos, neg)
+            views = mvce_views if "MVCE" in fast else 1                   # MVCE left out: spend one view on it
+            points = [pool.submit(metrics.summary, rows_p[:, j], rows_y, n_bins=n_bins, strategy=strategy,
+                                  mvce_views=views, sample_weight=rows_w, mvce_max_rows=mvce_max_rows)
+                      for j in range(p.shape[1])]
+            parts = list(pool.map(_resample, [plan] * len(sizes), sizes, seeds))
+            for j, (m, f) in enumerate(zip(methods, points)):
+                point[m].update(f.result())
+                point[m].update({name: _RECORDS[name].compute(rows_p[:, j], rows_y, rows_w) for name in fast
+                                 if _RECORDS[name].family != "summary"})     # a record outside the papers' metrics
+            samples.update({name: np.concatenate([part[name] for part in parts]) for name in fast})
+            notes.append(_MVCE_NOTE.format(views=mvce_views) if "MVCE" in fast else "")
+        if slow:
+            values, resampled, note = _grouped(p, pos, neg, slow, int(n_boot), seed, int(max_groups), pool)
+            for m, v in zip(methods, values):
+                point[m].update(v)
+            samples.update(resampled)
+            notes.append(note)
+    return percentile_result(point, samples, methods, level, int(n_boot), " ".join(n for n in notes if n))
+
+
+def bootstrap_measures(predictions: pd.DataFrame, n, n_pos, names=None, n_boot: int = 100, level: float = 0.95,
+                       seed: int = 0, max_groups: int = 512, workers: int | None = None) -> BootstrapResult:
+    """:func:`bootstrap_cells` of the further measures (default all of :data:`calibdash.measures.MEASURE_NAMES`,
+    in table order; a name among them only, else SettingsError), 100 resamples unless ``n_boot`` says."""
+    return bootstrap_cells(predictions, n, n_pos, n_boot, level, seed, names=select_names(names, _FURTHER),
+                           max_groups=max_groups, workers=workers)

@@ -69,18 +69,20 @@ def percentile_result(point: dict, samples: dict, methods: list, level: float, n
 
 
 def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict | None = None,
-            discrimination_metric: str = "AUC") -> str:
+            discrimination_metric: str | None = None) -> str:
     """One plain sentence: which method calibrates best without losing discrimination.
 
     A method "keeps discrimination" when the paired interval of its
-    ``discrimination_metric`` (default AUC; higher is better, as the multi-class
-    accuracy of :mod:`calibdash.multiclass.bootstrap`) minus the uncalibrated
+    ``discrimination_metric`` (higher is better; default: AUC when the bootstrap
+    has it, a binary score's, else the K-class accuracy) minus the uncalibrated
     one reaches 0 or above. Among those, the one with the
     lowest ``calibration_metric`` wins; the sentence then says whether its lead
     over the runner-up is larger than the paired interval allows (the interval
     of the difference excludes 0) or not.
     """
     labels = labels or {}
+    if discrimination_metric is None:
+        discrimination_metric = "AUC" if "AUC" in boot.samples else "Accuracy"
     name = lambda m: labels.get(m, m)  # noqa: E731
     t = boot.table
     methods = [m for m in t.index if m != UNCALIBRATED]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import metrics
+from ..measures import calibration as metrics
 from ..errors import DataError
 
 __all__ = ["SCORE", "NUMERIC", "CATEGORICAL", "ColumnCode", "column_kind", "weighted_quantiles", "learn_codes",

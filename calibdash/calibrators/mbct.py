@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from .. import metrics
+from ..measures import calibration as metrics
 from ..errors import DataError, SettingsError
 from ..sql import ClosedForm
 from ._mbct_rows import (SAMPLE_STREAM, CanonicalRows, TreeRows, canonical_rows, feature_frame,  # noqa: F401

@@ -54,7 +54,7 @@ from ..grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
 
 #: Most groups the `groups` command takes (a nightly job may watch many segments; the page shows MAX_GROUPS).
 CLI_MAX_GROUPS = 200
-from ..metrics import DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES
+from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES
 
 __all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
            "cmd_export_sql", "cmd_benchmark", "cmd_groups", "cmd_drift", "EVALUATE_METHODS"]

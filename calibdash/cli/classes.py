@@ -7,7 +7,7 @@ columns (``--probs PREFIX`` or ``--logits PREFIX``), or when neither ``--score``
 and :func:`calibdash.data.is_multiclass` finds the columns; else the binary commands go on with the table
 read. The work is the library's: :func:`calibdash.multiclass.evaluation.evaluate_classes` (its large-data
 policy included: the parametric maps fitted on a sample, said in its notes),
-:func:`calibdash.multiclass.bootstrap.bootstrap_multiclass` and its verdict,
+:func:`calibdash.bootstrap.bootstrap_multiclass` and its verdict,
 :func:`calibdash.report.classes.report_for_class_set`, :func:`calibdash.multiclass.export.dumps`.
 
 ``evaluate --engine duckdb|spark`` (or a glob, or a file over 200 MB) on K-class rows goes to
@@ -33,7 +33,8 @@ from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
 from ..safe_text import csv_text
-from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
+from .. import bootstrap as mboot
+from ..multiclass import export as mexport, metrics as mmetrics
 from ..multiclass.evaluation import default_methods, evaluate_classes
 from .engine_jobs import source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,

@@ -20,7 +20,7 @@ from typing import Mapping
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import metrics
+from ..measures import calibration as metrics
 from ..diagrams import N_BOOT, TITLES, BinnedData, CorpData, SmoothData, check_kind, display_names, prepare
 from .corp import corp_diagram
 from .reliability import reliability_diagram

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics
+from ..measures import calibration as metrics
 from ..drift import DriftReport, Periods, Staleness, period_report, staleness
 from ..errors import DataError, SettingsError
 from ..group_metrics import GroupReport, group_report
@@ -146,7 +146,8 @@ def staleness_of(kc: KeyedCells, method: str = "isotonic", params: dict | None =
                      min_rows=min_rows, column=kc.spec.column)
 
 
-def key_pairs(part: np.ndarray, y: np.ndarray, w: np.ndarray, scheme: Scheme) -> list[tuple[np.ndarray, np.ndarray]]:
+def key_pairs(part: np.ndarray, y: np.ndarray, sample_weight: np.ndarray,
+              scheme: Scheme) -> list[tuple[np.ndarray, np.ndarray]]:
     """(fit rows, judged rows) positions of weighted rows from their cells' parts under ``scheme``.
 
     ``"split"`` and ``"column"``: part 0 fits, part 1 is judged; ``"kfold"``: fold ``f`` is judged by the fit on
@@ -174,7 +175,7 @@ def key_pairs(part: np.ndarray, y: np.ndarray, w: np.ndarray, scheme: Scheme) ->
                             "with a split scheme to judge a calibrator on rows it was not fitted on.")
         pairs = [(np.flatnonzero(part == 0), np.flatnonzero(part == 1))]
     for i, (fit, judged) in enumerate(pairs):
-        pos, total = float(w[fit][y[fit] == 1].sum()), float(w[fit].sum())
+        pos, total = float(sample_weight[fit][y[fit] == 1].sum()), float(sample_weight[fit].sum())
         if judged.size == 0 or pos <= 0 or pos >= total:
             where = f" of fold {i + 1}" if scheme.kind == "kfold" else ""
             what = "is empty" if judged.size == 0 else f"({total:,.0f} rows) holds one class only"

@@ -169,9 +169,10 @@ def sort_runs(p: np.ndarray) -> SortedRuns:
     return SortedRuns(order, start, np.diff(np.r_[start, p.size]), ps[start])
 
 
-def tied_groups(p: np.ndarray, y: np.ndarray, w) -> Groups:
+def tied_groups(p: np.ndarray, y: np.ndarray, sample_weight) -> Groups:
     """Group tied predictions (weights of 0 make groups of weight 0)."""
     srt = sort_runs(p)
+    w = sample_weight
     return Groups(srt.value, srt.total(w), srt.total(y if w is None else w * y), is_whole(w))
 
 
@@ -200,9 +201,9 @@ def quantile_edges(total, n_bins: int, whole: bool) -> np.ndarray:
     return edges
 
 
-def is_whole(w) -> bool:
+def is_whole(sample_weight) -> bool:
     """True when every weight is a whole number (or there are no weights): the weights count rows."""
-    return w is None or bool(np.all(w == np.floor(w)))
+    return sample_weight is None or bool(np.all(sample_weight == np.floor(sample_weight)))
 
 
 # ----------------------------------------------------------------------------
@@ -232,12 +233,12 @@ def rank_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
     return ids
 
 
-def quantile_ids(p: np.ndarray, n_bins: int, w) -> np.ndarray:
+def quantile_ids(p: np.ndarray, n_bins: int, sample_weight) -> np.ndarray:
     """Bin of each row under ``"quantile"``: the bin holding the middle of the row's tied group."""
     srt = sort_runs(p)
-    weight = srt.total(w)
+    weight = srt.total(sample_weight)
     ends = np.cumsum(weight)
-    edges = quantile_edges(float(ends[-1]), n_bins, is_whole(w))
+    edges = quantile_edges(float(ends[-1]), n_bins, is_whole(sample_weight))
     middle = np.r_[0.0, ends[:-1]] + weight / 2
     group_bin = np.clip(np.searchsorted(edges, middle, side="right") - 1, 0, n_bins - 1)
     ids = np.empty(p.size, dtype=np.int64)
@@ -245,11 +246,11 @@ def quantile_ids(p: np.ndarray, n_bins: int, w) -> np.ndarray:
     return ids
 
 
-def row_bins(p, y, w, ids, n_bins, lower, upper) -> Bins:
+def row_bins(p, y, sample_weight, ids, n_bins, lower, upper) -> Bins:
     """Bin sums from a bin index per row."""
-    count = np.bincount(ids, weights=w, minlength=n_bins).astype(float)
-    sum_p = np.bincount(ids, weights=p if w is None else w * p, minlength=n_bins)
-    sum_y = np.bincount(ids, weights=y if w is None else w * y, minlength=n_bins)
+    count = np.bincount(ids, weights=sample_weight, minlength=n_bins).astype(float)
+    sum_p = np.bincount(ids, weights=p if sample_weight is None else sample_weight * p, minlength=n_bins)
+    sum_y = np.bincount(ids, weights=y if sample_weight is None else sample_weight * y, minlength=n_bins)
     return Bins(count, sum_p, sum_y, lower, upper)
 
 
@@ -299,10 +300,10 @@ def segment_sums(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return seg.reshape(rows, -1)
 
 
-def group_bin_sums(weight, pos, value, n_bins: int, whole: bool, at=None):
+def group_bin_sums(sample_weight, pos, value, n_bins: int, whole: bool, at=None):
     """Per row and bin: weight, prediction sum, positive weight of ascending tied groups (the one binning).
 
-    ``weight`` and ``pos`` hold each group's total and positive weight, one
+    ``sample_weight`` and ``pos`` hold each group's total and positive weight, one
     row per set of weights, ``(rows, G)`` (or ``(G,)``, one row): a measure
     passes its rows' tied groups as one row, the bootstrap of score cells
     passes a chunk of resamples of the same groups. ``value`` is each
@@ -319,17 +320,18 @@ def group_bin_sums(weight, pos, value, n_bins: int, whole: bool, at=None):
     before. A row is computed alike whatever the other rows, so one row
     gives the values a chunk of resamples gives for it, exactly.
     """
-    weight, pos = np.atleast_2d(weight), np.atleast_2d(pos)
-    sums = (weight, weight * value, pos)
+    sample_weight, pos = np.atleast_2d(sample_weight), np.atleast_2d(pos)
+    sums = (sample_weight, sample_weight * value, pos)
     if at is not None:                                     # bins starting after the last group are empty
-        inside = np.broadcast_to(at[at < weight.shape[1]], (weight.shape[0], int(np.sum(at < weight.shape[1]))))
+        kept = at[at < sample_weight.shape[1]]
+        inside = np.broadcast_to(kept, (sample_weight.shape[0], kept.size))
         return tuple(np.pad(segment_sums(x, inside), ((0, 0), (0, at.size - inside.shape[1]))) for x in sums)
-    cw = cumsum_rows(weight)
+    cw = cumsum_rows(sample_weight)
     inner = quantile_edges(cw[:, -1], n_bins, whole)[:, 1:-1]
     g = np.stack([np.searchsorted(cw[r], inner[r]) for r in range(cw.shape[0])])
     g = np.minimum(g, cw.shape[1] - 1)
     head = inner - _at(cw, g)                              # each straddling group's weight before its edge
-    share = head / np.take_along_axis(weight, g, axis=1)
+    share = head / np.take_along_axis(sample_weight, g, axis=1)
     out = []
     for x, part in zip(sums, (head, head * value[g], share * np.take_along_axis(pos, g, axis=1))):
         s = segment_sums(x, g)                             # runs [0, g_1), [g_1, g_2), ...: each starts a group
@@ -360,7 +362,7 @@ def uniform_bins(g: Groups, n_bins: int) -> Bins:
     return Bins(count, sum_p, sum_y, edges[:-1], edges[1:])
 
 
-def bin_sums(p, y, w, n_bins: int, strategy: str, groups: Groups | None = None) -> Bins:
+def bin_sums(p, y, sample_weight, n_bins: int, strategy: str, groups: Groups | None = None) -> Bins:
     """Bin sums under ``strategy`` (arguments already checked).
 
     Equal-width bins of rows not yet grouped are summed by bin index (one ``bincount`` pass, no sort: a
@@ -369,12 +371,12 @@ def bin_sums(p, y, w, n_bins: int, strategy: str, groups: Groups | None = None) 
     the order of their additions."""
     if strategy == "uniform" and groups is None:
         edges = np.arange(n_bins + 1) / n_bins
-        return row_bins(p, y, w, uniform_ids(p, n_bins), n_bins, edges[:-1], edges[1:])
+        return row_bins(p, y, sample_weight, uniform_ids(p, n_bins), n_bins, edges[:-1], edges[1:])
     if strategy in STRATEGIES:
-        g = tied_groups(p, y, w) if groups is None else groups
+        g = tied_groups(p, y, sample_weight) if groups is None else groups
         return (quantile_bins if strategy == "quantile" else uniform_bins)(g, n_bins)
     ids = rank_ids(p, n_bins)
-    return row_bins(p, y, w, ids, n_bins, *_row_extremes(p, ids, n_bins))
+    return row_bins(p, y, sample_weight, ids, n_bins, *_row_extremes(p, ids, n_bins))
 
 
 def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,

@@ -193,17 +193,17 @@ def log_loss(probs, labels, eps: float = LOG_LOSS_EPS, sample_weight=None, *, po
     return _log_loss(p, y, w, eps)
 
 
-def group_auc(weight, pos):
+def group_auc(sample_weight, pos):
     """Mann-Whitney AUC of ascending tied groups, from each group's total and positive weight: each positive
     earns the negatives below it and half the tied ones (NaN without both classes).
 
-    ``weight`` and ``pos`` are ``(G,)`` (one set of weights: a float) or
+    ``sample_weight`` and ``pos`` are ``(G,)`` (one set of weights: a float) or
     ``(rows, G)`` (the bootstrap's resamples of the same groups: one value
     per row, each that of its row alone).
     """
-    one = np.ndim(weight) == 1
-    weight, pos = np.atleast_2d(weight), np.atleast_2d(pos)
-    neg = weight - pos
+    one = np.ndim(sample_weight) == 1
+    sample_weight, pos = np.atleast_2d(sample_weight), np.atleast_2d(pos)
+    neg = sample_weight - pos
     upto = cumsum_rows(neg)                                # negatives below each group and in it
     n1, n0 = pos.sum(axis=1), upto[:, -1]
     num = np.einsum("ij,ij->i", pos, upto) - 0.5 * np.einsum("ij,ij->i", pos, neg)

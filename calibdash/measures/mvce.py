@@ -109,18 +109,18 @@ def mvce_of_moments(mean: float, var: float, n: float, n_views: int, bin_size: i
     return float(np.mean(partition_views(d, counts, m, n_views, p, seed)))
 
 
-def mvce_checked(probs, y, w, bin_size, n_views, p, seed, max_rows) -> float:
-    """:func:`mvce` of inputs already checked (``w`` None for unit weights), as ``summary`` calls it."""
+def mvce_checked(probs, y, sample_weight, bin_size, n_views, p, seed, max_rows) -> float:
+    """:func:`mvce` of inputs already checked (``sample_weight`` None for unit weights), as ``summary`` calls it."""
     if bin_size is not None and int(bin_size) < 1:
         raise SettingsError(f"bin_size must be at least 1, got {bin_size}.")
     if int(n_views) < 1:
         raise SettingsError(f"n_views must be at least 1, got {n_views}.")
     if int(max_rows) < 1:
         raise SettingsError(f"max_rows must be at least 1, got {max_rows}.")
-    if w is None:
+    if sample_weight is None:
         m = max(1, probs.size // 10) if bin_size is None else int(bin_size)
         return float(np.mean(row_views(probs, y, m, int(n_views), p, seed)))
-    counts = _whole_counts(w)
+    counts = _whole_counts(sample_weight)
     n = int(counts.sum())
     m = max(1, n // 10) if bin_size is None else int(bin_size)
     if n > int(max_rows):
@@ -212,7 +212,7 @@ def _spill(rows, g, start, end, b0, b1, last, bin_start, m):
 
 
 def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
-                 bin_size: float, p: float = 1.0, weights: np.ndarray | None = None) -> np.ndarray:
+                 bin_size: float, p: float = 1.0, sample_weight: np.ndarray | None = None) -> np.ndarray:
     """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals.
 
     The definition is :func:`mvce`'s: in each view the
@@ -261,12 +261,12 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
     n_cols, n = d.shape
     group = np.asarray(group)
     rows_in = np.bincount(group[group >= 0], minlength=n_groups)
-    if weights is None:
+    if sample_weight is None:
         m, sizes = int(bin_size), rows_in
         if m < 1:
             raise DataError(f"the MVCE bin size must be at least 1, got {bin_size}.")
     else:
-        w = np.asarray(weights, dtype=float)
+        w = np.asarray(sample_weight, dtype=float)
         m = float(bin_size)
         if not m > 0:
             raise DataError(f"the MVCE bin size must be positive, got {bin_size}.")
@@ -297,7 +297,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
             order = np.argsort(lab, kind="stable")[:n_active]  # by group, random order within
             g = lab[order].astype(np.intp)
             rows = perm[order]
-        if weights is None:
+        if sample_weight is None:
             pos = rank - starts[g]
             bin_of_row[rows] = np.minimum(pos // m, n_bins[g] - 1) + bin_start[g]
             pce = np.stack([np.bincount(bin_of_row, weights=d[c], minlength=total + 1)[:total]
@@ -328,7 +328,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
     return acc / max(1, n_views)
 
 
-def weighted_mvce(probs: np.ndarray, labels: np.ndarray, weights: np.ndarray, bin_size: float,
+def weighted_mvce(probs: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, bin_size: float,
                   n_views: int = 100, p: float = 1.0, seed: int = 0) -> float:
     """:func:`mvce` with sample weights: bins of equal weight ``bin_size``.
 
@@ -339,4 +339,4 @@ def weighted_mvce(probs: np.ndarray, labels: np.ndarray, weights: np.ndarray, bi
     """
     d = np.asarray(probs, dtype=float) - np.asarray(labels, dtype=float)
     one = np.zeros(d.size, dtype=np.int64)
-    return float(grouped_mvce(d[None], one, 1, iter_views(d.size, n_views, seed), bin_size, p, weights)[0, 0])
+    return float(grouped_mvce(d[None], one, 1, iter_views(d.size, n_views, seed), bin_size, p, sample_weight)[0, 0])

@@ -315,7 +315,7 @@ def smoothed_curve(probs, labels, sample_weight=None, bandwidth: float | None = 
     return out
 
 
-def poisson_weights(w, n: int, n_boot: int, seed):
+def poisson_weights(sample_weight, n: int, n_boot: int, seed):
     """Poisson-bootstrap weights of ``n`` rows, one array per resample.
 
     Whole-number weights (or none: every row weighs 1) count rows: a row of
@@ -330,14 +330,14 @@ def poisson_weights(w, n: int, n_boot: int, seed):
     ndarray of float, shape (n,): the resampled weight of each row.
     """
     rng = np.random.default_rng(seed)
-    whole = w is None or bool(np.all(w == np.floor(w)))
+    whole = sample_weight is None or bool(np.all(sample_weight == np.floor(sample_weight)))
     for _ in range(n_boot):
-        if w is None:
+        if sample_weight is None:
             yield rng.poisson(1.0, size=n).astype(float)
         elif whole:
-            yield rng.poisson(w).astype(float)
+            yield rng.poisson(sample_weight).astype(float)
         else:
-            yield rng.poisson(1.0, size=n) * w
+            yield rng.poisson(1.0, size=n) * sample_weight
 
 
 def _distinct_rows(p: np.ndarray, y: np.ndarray, w):

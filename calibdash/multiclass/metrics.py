@@ -58,15 +58,14 @@ tied maxima. A tie changes ``a_i`` only, never ``c_i``.
 """
 from __future__ import annotations
 
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError, SettingsError
-from ..measures import binned, calibration, select_names, smooth_ece as smooth
+from ..measures import binned, calibration
+from ..measures.registry import CLASSES, K_BINS, Measure, select_names, view
 from ..measures.binning import STRATEGIES
 from ..validation import check_weights
 from .base import check_classes, check_probabilities
@@ -74,18 +73,14 @@ from .base import check_classes, check_probabilities
 __all__ = [
     "N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "classwise", "top_label_ece", "top_label_mce",
     "classwise_ece", "per_class_ece", "log_loss", "brier", "accuracy", "smooth_ece_confidence",
-    "debiased_top_label_l2", "overconfidence", "MulticlassMeasure", "MEASURES", "MEASURE_NAMES",
-    "check_names", "compute", "check_methods", "measure_table",
+    "debiased_top_label_l2", "overconfidence", "MEASURES", "MEASURE_NAMES", "check_names", "compute",
+    "reductions", "check_methods", "measure_table",
 ]
 
 #: Bins of the binned errors: 15, as Guo et al. (2017), netcal and torchmetrics use on CIFAR.
-N_BINS = 15
+N_BINS = K_BINS
 #: How :func:`classwise_ece` combines the classes.
 AVERAGES = ("mean", "sum")
-#: The ``(P, y, w)`` that :func:`compute` has checked, while its measures run on them: :func:`check_inputs`
-#: hands those very arrays back instead of checking them once per measure (a context variable: each thread
-#: of a bootstrap's pool sees only its own).
-_CHECKED: ContextVar[tuple | None] = ContextVar("calibdash_multiclass_checked", default=None)
 
 
 # ----------------------------------------------------------------------------
@@ -102,9 +97,6 @@ def check_inputs(P, y, sample_weight=None):
         :func:`~calibdash.multiclass.base.check_classes` and
         :func:`calibdash.validation.check_weights` say, or for an entry above 1.
     """
-    done = _CHECKED.get()
-    if done is not None and P is done[0] and y is done[1] and sample_weight is done[2]:
-        return done
     check_probabilities(P)
     P = np.asarray(P, dtype=float)
     above = P > 1.0
@@ -243,16 +235,12 @@ def brier(P, y, sample_weight=None) -> float:
     The sum over classes of the binary Brier terms
     (:func:`calibdash.measures.calibration.squared_errors`), averaged over rows.
     """
-    P, y, w = check_inputs(P, y, sample_weight)
-    onehot = np.zeros_like(P)
-    onehot[np.arange(P.shape[0]), y] = 1.0
-    return _average(calibration.squared_errors(P, onehot).sum(axis=1), w)
+    return _record("Brier", P, y, sample_weight)
 
 
 def accuracy(P, y, sample_weight=None) -> float:
     """(Weighted) share of rows whose predicted class (argmax, lowest index on ties) is ``y``."""
-    P, y, w = check_inputs(P, y, sample_weight)
-    return _average(_confidence(P, y)[1], w)
+    return _record("Accuracy", P, y, sample_weight)
 
 
 def overconfidence(P, y, sample_weight=None) -> float:
@@ -262,9 +250,7 @@ def overconfidence(P, y, sample_weight=None) -> float:
     confidences average to the accuracy, which confidence calibration implies
     (the converse fails: errors of both signs cancel, as the ECE's bins do not).
     """
-    P, y, w = check_inputs(P, y, sample_weight)
-    c, a = _confidence(P, y)
-    return _average(c - a, w)
+    return _record("Overconfidence", P, y, sample_weight)
 
 
 def smooth_ece_confidence(P, y, sample_weight=None) -> float:
@@ -274,9 +260,7 @@ def smooth_ece_confidence(P, y, sample_weight=None) -> float:
     bandwidth, as the authors apply it to multi-class models (their
     ``relplot`` on ``max P`` and correctness).
     """
-    P, y, w = check_inputs(P, y, sample_weight)
-    c, a = _confidence(P, y)
-    return smooth.smooth_ece(c, a, w)
+    return _record("smECE", P, y, sample_weight)
 
 
 def debiased_top_label_l2(P, y, sample_weight=None, n_bins: int = N_BINS) -> float:
@@ -292,62 +276,10 @@ def debiased_top_label_l2(P, y, sample_weight=None, n_bins: int = N_BINS) -> flo
 
 
 # ----------------------------------------------------------------------------
-# the table of measures
+# the table of measures: the K-class view of the one registry
 # ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MulticlassMeasure:
-    """One multi-class measure as tables, intervals and ranks use it.
-
-    Attributes
-    ----------
-    name : str
-        Column name (``"ECE"``).
-    label : str
-        What it is, in a few words.
-    function : callable
-        ``function(P, y, sample_weight) -> float`` at the table's settings.
-    lower_is_better : bool or None
-        True: lower is better; False: higher is better; None: 0 is ideal
-        (the value closest to 0 is best, as for :func:`overconfidence`).
-    description : str
-        One sentence, with its paper, for help texts.
-    """
-
-    name: str
-    label: str
-    function: Callable[..., float]
-    lower_is_better: bool | None
-    description: str
-
-    def oriented(self, values):
-        """``values`` turned so that lower is better (negated, or their absolute value when 0 is ideal)."""
-        if self.lower_is_better is None:
-            return abs(values)
-        return values if self.lower_is_better else -values
-
-
-#: name -> measure, in table order.
-MEASURES: dict[str, MulticlassMeasure] = {m.name: m for m in (
-    MulticlassMeasure("ECE", "confidence ECE (15 equal-width bins)", top_label_ece, True,
-                      "Expected calibration error of the top class's probability against correctness "
-                      "(Guo et al. 2017; 15 equal-width bins, as netcal and torchmetrics)."),
-    MulticlassMeasure("MCE", "confidence MCE (15 equal-width bins)", top_label_mce, True,
-                      "Largest gap between accuracy and confidence over the non-empty bins (Guo et al. 2017)."),
-    MulticlassMeasure("cwECE", "class-wise ECE (mean over classes, 15 equal-width bins)", classwise_ece, True,
-                      "Mean over classes of each class's ECE, one-vs-rest (Kull et al. 2019)."),
-    MulticlassMeasure("smECE", "smooth ECE of the confidence", smooth_ece_confidence, True,
-                      "SmoothECE of the top class's probability against correctness (Błasiok & Nakkiran 2023)."),
-    MulticlassMeasure("dCE", "debiased l2 error of the confidence (15 equal-mass bins)", debiased_top_label_l2,
-                      True, "Debiased l2 calibration error of the confidence (Kumar, Liang & Ma 2019)."),
-    MulticlassMeasure("LogLoss", "log-loss of the true class", log_loss, True,
-                      "Mean negative log-probability of the true class (a proper score)."),
-    MulticlassMeasure("Brier", "Brier score (sum over classes)", brier, True,
-                      "Mean over rows of the squared distance to the one-hot label (Brier 1950; 0 to 2)."),
-    MulticlassMeasure("Accuracy", "accuracy (argmax)", accuracy, False,
-                      "Share of rows whose most probable class is the true one."),
-    MulticlassMeasure("Overconfidence", "mean confidence minus accuracy (0 is ideal)", overconfidence, None,
-                      "Mean top probability minus accuracy: positive is overconfident, negative underconfident."),
-)}
+#: name -> record (:class:`calibdash.measures.registry.Measure`) of the measures of K classes, in table order.
+MEASURES: dict[str, Measure] = view(CLASSES)
 MEASURE_NAMES = tuple(MEASURES)
 
 
@@ -361,13 +293,22 @@ def compute(P, y, sample_weight=None, names=None) -> dict[str, float]:
     return _measured(*check_inputs(P, y, sample_weight), check_names(names))
 
 
+def reductions(P: np.ndarray, y: np.ndarray) -> dict[str, tuple]:
+    """Checked ``(P, y)``'s reductions, each as the arrays a record of that reduction reads before its weights
+    (:mod:`calibdash.measures.registry`): ``top_label`` ``(c, a)``, ``ovr`` ``(P, Y)``, ``classes`` ``(P, y)``."""
+    onehot = (y[:, None] == np.arange(P.shape[1])).astype(np.int8)
+    return {"top_label": _confidence(P, y), "ovr": (P, onehot), "classes": (P, y)}
+
+
+def _record(name: str, P, y, sample_weight) -> float:
+    """The record ``name`` of :data:`MEASURES` on ``(P, y, sample_weight)``, checked."""
+    return _measured(*check_inputs(P, y, sample_weight), (name,))[name]
+
+
 def _measured(P: np.ndarray, y: np.ndarray, w, want: tuple[str, ...]) -> dict[str, float]:
-    """The measures ``want`` of checked ``(P, y, w)``, which no measure checks again (:data:`_CHECKED`)."""
-    token = _CHECKED.set((P, y, w))
-    try:
-        return {n: float(MEASURES[n].function(P, y, sample_weight=w)) for n in want}
-    finally:
-        _CHECKED.reset(token)
+    """The measures ``want`` of checked ``(P, y, w)``: each record on its reduction, made once."""
+    reduced = reductions(P, y)
+    return {n: float(MEASURES[n].compute(*reduced[MEASURES[n].reduction], w)) for n in want}
 
 
 def check_methods(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None):
@@ -389,12 +330,12 @@ def check_methods(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None):
     return out, y_checked, w
 
 
-def measure_table(P_by_method: Mapping[str, np.ndarray], y, w=None, names=None) -> pd.DataFrame:
+def measure_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, names=None) -> pd.DataFrame:
     """One row per method (the mapping's keys, in its order), one column per measure of :data:`MEASURES`.
 
     Every method's ``P`` must have the rows of ``y`` (and ``w``) and the same number of classes.
     """
-    Ps, y, w = check_methods(P_by_method, y, w)
+    Ps, y, sample_weight = check_methods(P_by_method, y, sample_weight)
     want = check_names(names)
-    rows = {m: _measured(P, y, w, want) for m, P in Ps.items()}
+    rows = {m: _measured(P, y, sample_weight, want) for m, P in Ps.items()}
     return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(check_names(names)))

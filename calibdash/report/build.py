@@ -12,7 +12,8 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .. import __version__, bootstrap as cboot, diagrams, metrics
+from .. import __version__, bootstrap as cboot, diagrams
+from ..measures import calibration as metrics
 from ..bootstrap import BootstrapResult
 from ..errors import SettingsError
 from ..evaluation import UNCALIBRATED, Evaluation

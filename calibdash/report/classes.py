@@ -3,11 +3,11 @@
 The multi-class counterpart of :func:`calibdash.report.build.build_report`, on the same page
 (:func:`calibdash.report.markup.page`, its CSS, tables and figure embedding), in this order:
 
-1. the verdict (:func:`calibdash.multiclass.bootstrap.verdict`: the lowest confidence ECE among the
+1. the verdict (:func:`calibdash.bootstrap.verdict`: the lowest confidence ECE among the
    methods whose accuracy the paired interval does not show below the raw probabilities');
 2. the data: file, class columns, label, rows, how they were split and judged, the bins, the intervals;
 3. the measures of :data:`calibdash.multiclass.metrics.MEASURES` on the held-out rows, each cell
-   ``value [low, high]`` (:func:`calibdash.multiclass.bootstrap.bootstrap_multiclass`), the best in bold;
+   ``value [low, high]`` (:func:`calibdash.bootstrap.bootstrap_multiclass`), the best in bold;
 4. the confidence reliability diagram and the class-wise small multiples of the worst classes (largest
    per-class ECE of the raw probabilities first), from :mod:`calibdash.multiclass.diagrams` drawn by
    :mod:`calibdash.figures.multiclass`;
@@ -29,7 +29,8 @@ import pandas as pd
 
 from .. import __version__
 from ..bootstrap import BootstrapResult
-from ..multiclass import bootstrap as mboot, diagrams as mdiagrams, metrics as mmetrics
+from .. import bootstrap as mboot
+from ..multiclass import diagrams as mdiagrams, metrics as mmetrics
 from ..multiclass.evaluation import MAX_FIT_ROWS, default_methods, ClassEvaluation, evaluate_classes
 from ..scheme import Scheme
 from .build import check_plotlyjs, figure_html
@@ -51,7 +52,7 @@ def class_heading(name: str):
     m = mmetrics.MEASURES[name]
     arrow = {True: "↓", False: "↑", None: "→ 0"}[m.lower_is_better]
     best = {True: "lower is better", False: "higher is better", None: "0 is ideal"}[m.lower_is_better]
-    return arrow, f"{m.label} ({best}): {m.description}", m.oriented
+    return arrow, f"{m.label} ({best}): {m.caption}", m.oriented
 
 
 def describe_class_source(cs) -> str:
@@ -114,7 +115,7 @@ def build_class_report(evaluation: ClassEvaluation, boot: BootstrapResult, *, ti
         Its held-out predictions draw the figures and the per-class table; its models give the methods'
         hyperparameters and papers.
     boot : BootstrapResult
-        :func:`calibdash.multiclass.bootstrap.bootstrap_multiclass` of the same predictions: the measures
+        :func:`calibdash.bootstrap.bootstrap_multiclass` of the same predictions: the measures
         table and the verdict.
     title, source_description, scheme_description : str
         The heading; where the rows came from (:func:`describe_class_source`); how they were split and

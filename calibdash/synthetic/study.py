@@ -8,7 +8,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import calibrators, metrics  # noqa: F401
+from .. import calibrators  # noqa: F401
+from ..measures import calibration as metrics
 from ..errors import DataError
 from ..evaluation import UNCALIBRATED, Scheme, split_indices
 from ..methods import resolve

@@ -28,7 +28,8 @@ import streamlit as st
 
 from calibdash import data as cdata, multiclass, samples
 from calibdash.errors import DataError
-from calibdash.multiclass import bootstrap as mboot, budget
+from calibdash import bootstrap as mboot
+from calibdash.multiclass import budget
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, evaluate_classes
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache, job_panel
@@ -281,7 +282,7 @@ BOOTS = bounded_cache.Store("classes.boot", max_entries=32, budget="classes.boot
 
 
 def bootstrap_chosen(ev: ClassEvaluation, cs: cdata.ClassSet, scheme: Scheme, chosen: dict[str, dict]):
-    """Paired bootstrap intervals of every measure (:func:`calibdash.multiclass.bootstrap.bootstrap_multiclass`),
+    """Paired bootstrap intervals of every measure (:func:`calibdash.bootstrap.bootstrap_multiclass`),
     kept per data + scheme + the methods ``ev`` holds + their parameters in ``chosen``; computed in a job of this
     session as the fits are (:func:`evaluate_chosen`), stopping between blocks of resamples when cancelled.
 

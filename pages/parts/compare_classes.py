@@ -16,7 +16,8 @@ from calibdash import data as cdata, multiclass
 from calibdash.errors import DataError
 from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
-from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
+from calibdash import bootstrap as mboot
+from calibdash.multiclass import diagrams as mdiagrams, export as mexport, metrics as mmetrics
 from calibdash.multiclass import evaluation as mevaluation
 from calibdash.multiclass.evaluation import ClassEvaluation, fit_notes
 from calibdash.safe_text import csv_text
@@ -62,7 +63,7 @@ def default_methods(available, k: int) -> list[str]:
 
 
 def measure_direction(name: str, values: np.ndarray) -> np.ndarray:
-    """A measure's values turned lower-is-better (:meth:`calibdash.multiclass.metrics.MulticlassMeasure.oriented`),
+    """A measure's values turned lower-is-better (:meth:`calibdash.measures.registry.Measure.oriented`),
     for the table's bold best."""
     return mmetrics.MEASURES[name].oriented(values)
 

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, cells as ccells, crossfit, data as cdata, evaluation, metrics
+from calibdash import bootstrap as cboot, calibrators, cells as ccells, crossfit, data as cdata, evaluation
+from calibdash.measures import calibration as metrics
 from calibdash.evaluation import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
 from pages.parts import bounded_cache

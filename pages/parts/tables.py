@@ -6,7 +6,8 @@ from collections.abc import Callable, Collection, Mapping
 import numpy as np
 import pandas as pd
 
-from calibdash import bootstrap as cboot, measures, metrics
+from calibdash import bootstrap as cboot, measures
+from calibdash.measures import calibration as metrics
 from pages.parts.labels import method_labels
 
 __all__ = ["BEST_STYLE", "best_cells", "bold_best", "best_of", "metrics_frame", "interval_frame", "binning_note",

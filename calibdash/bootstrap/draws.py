@@ -1,9 +1,14 @@
-"""The Poisson bootstrap of score cells: the counts sampler, the cells' checked inputs and their weighted rows.
+"""The bootstrap's two draws: rows drawn with replacement, and the Poisson counts of score cells.
 
-A resample draws, for every cell, its positives Poisson(``n_pos``) and its
-negatives Poisson(``n - n_pos``): the row-level Poisson bootstrap (every row
-counted Poisson(1) times) summed over the cell's rows. Shared by
-:mod:`calibdash.bootstrap.cells` and :mod:`calibdash.bootstrap.measures`.
+Rows (:func:`row_draws`, :func:`resample_blocks`): resample ``b`` draws ``n``
+row indices uniformly with replacement, so row ``i`` is drawn ``m_bi`` times,
+``(m_b1, ..., m_bn) ~ Multinomial(n; 1/n, ..., 1/n)`` (Efron's bootstrap); the
+binary and the K-class row bootstraps read the same stream.
+
+Cells (:class:`Poisson`): a resample draws, for every cell, its positives
+Poisson(``n_pos``) and its negatives Poisson(``n - n_pos``): the row-level
+Poisson bootstrap (every row counted Poisson(1) times) summed over the cell's
+rows.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from scipy import special
 from ..errors import DataError
 from ..validation import check_scores
 
-__all__ = ["Poisson", "cell_inputs", "weighted_rows"]
+__all__ = ["Poisson", "cell_inputs", "weighted_rows", "row_draws", "resample_counts", "resample_blocks"]
 
 #: A Poisson table spans the mean +- _TAIL (sd + 1): the mass left outside is below 1e-25.
 _TAIL = 12.0
@@ -124,3 +129,30 @@ def weighted_rows(p: np.ndarray, pos: np.ndarray, neg: np.ndarray):
     keep = np.concatenate([pos, neg]) > 0
     labels = np.r_[np.ones(len(p)), np.zeros(len(p))]
     return np.vstack([p, p])[keep], labels[keep], np.concatenate([pos, neg])[keep].astype(float)
+
+
+def row_draws(n: int, n_boot: int, seed=0):
+    """The row indices of each of ``n_boot`` resamples of ``n`` rows: ``Generator.integers(0, n, n)`` of
+    ``numpy.random.default_rng(seed)``, one resample after the other."""
+    rng = np.random.default_rng(seed)
+    for _ in range(int(n_boot)):
+        yield rng.integers(0, n, n)
+
+
+def resample_counts(n: int, n_boot: int, seed=0) -> np.ndarray:
+    """How often each of ``n`` rows is drawn in each of ``n_boot`` resamples (:func:`row_draws`): int array
+    (n_boot, n), each row Multinomial(n; 1/n, ...)."""
+    blocks = [block.T for _, block in resample_blocks(n, n_boot, seed, max(int(n_boot), 1))]
+    return np.concatenate(blocks).astype(np.int64) if blocks else np.empty((0, n), dtype=np.int64)
+
+
+def resample_blocks(n: int, n_boot: int, seed=0, size: int = 16):
+    """:func:`resample_counts` ``size`` resamples at a time: yields ``(first resample, counts)`` with the
+    counts as floats ``(n, resamples of the block)`` (rows x resamples, as the sparse products take them); the
+    same draws in the same order, so the blocks stacked are :func:`resample_counts`."""
+    draws = row_draws(n, n_boot, seed)
+    for lo in range(0, int(n_boot), int(size)):
+        block = np.empty((n, min(int(n_boot), lo + int(size)) - lo))
+        for i in range(block.shape[1]):
+            block[:, i] = np.bincount(next(draws), minlength=n)
+        yield lo, block
