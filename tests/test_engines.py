@@ -13,7 +13,7 @@ from conftest import start_spark
 
 from calibdash import cells
 from calibdash.engines import Source, aggregate, default_engine
-from calibdash.engines import duckdb as duck_engine
+from calibdash.engines.duckdb import rows as duck_engine
 from calibdash.engines.source import SAMPLE_SALT
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import Scheme, cell_parts
@@ -233,7 +233,7 @@ def spark():
 
 
 def test_spark_row_hash_equals_cells_row_hash(spark):
-    from calibdash.engines.spark import to_pandas, row_hash_column, with_row_hash
+    from calibdash.engines.spark.rows import to_pandas, row_hash_column, with_row_hash
     from pyspark.sql import functions as F
 
     df = spark.range(0, 50_000).union(spark.range(2 ** 32 - 25_000, 2 ** 32 + 25_000))     # 1e5 keys across 2^32

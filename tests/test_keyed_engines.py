@@ -210,7 +210,7 @@ def test_spark_parts_and_zones(spark, files):
 def test_duckdb_refuses_a_text_key_of_too_many_values_before_listing_them(tmp_path, monkeypatch):
     """A text column whose estimated distinct values pass MAX_TEXT_KEYS is refused with a SettingsError that
     names the column, before DuckDB lists (and holds) every value."""
-    from calibdash.engines import duckdb_keyed
+    from calibdash.engines.duckdb import keyed as duckdb_keyed
     from calibdash.engines.source import Source
     from calibdash.errors import SettingsError
 
