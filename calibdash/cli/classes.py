@@ -220,8 +220,9 @@ def cmd_evaluate_classes(args, cs, scheme) -> int:
     binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
                f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
     if args.json:
-        out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column, classes=cs.classes,
-                            class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits, rows_judged=judged,
+        out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column,
+                            classes=cs.classes, class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits,
+                            rows_judged=judged,
                             scheme=scheme_text, cells=None, notes=ev.notes, binning=binning,
                             validation=report_validation(cs.report, cs.report.class_counts),
                             metrics=metrics_json(ev))

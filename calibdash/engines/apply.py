@@ -154,7 +154,8 @@ def source_files(source) -> tuple[list[str], str]:
 
 
 def score_column_of(columns: Sequence[str], asked: str | None, fitted_on: dict, sample, where: str) -> str:
-    """The score column (``sample()`` gives rows to guess it from); as ``calibdash.cli.models._apply_score_column``: asked for, else the model's if present, else the first guessed."""
+    """The score column, as ``calibdash.cli.models._apply_score_column`` chooses it: asked for, else the model's if
+    present, else the first guessed from the rows ``sample()`` gives."""
     score = asked
     if score is None and fitted_on.get("score") in columns:
         score = fitted_on["score"]

@@ -1,5 +1,15 @@
 """What an engine is: the one interface every backend package implements, and the registry finds.
 
+An engine's package holds four modules, each with its function (a module imported when first used, so a
+backend's own dependencies, such as pyspark, load only when it runs):
+
+========================  ======================================================================
+``rows.aggregate``        score cells of a source (and a reproducible row sample)
+``keyed.aggregate_keyed`` keyed cells: each group's or period's cells
+``classes``               ``aggregate_classes`` (K-class cells), ``class_rows`` (the K-class rows)
+``apply.apply``           a fitted model applied to the rows where they live
+========================  ======================================================================
+
 An engine turns rows where they live into the cells calibdash measures on, and
 applies a fitted model to those rows. Each backend is one package under
 :mod:`calibdash.engines` whose ``__init__`` defines one subclass of
@@ -22,13 +32,14 @@ given.
 """
 from __future__ import annotations
 
-import abc
+import importlib
 
 __all__ = ["Engine"]
 
 
-class Engine(abc.ABC):
-    """One backend. Subclasses set the attributes and implement the methods; an instance holds no state.
+class Engine:
+    """One backend. Subclasses set the attributes (and may override :meth:`suits`, :meth:`read_head`,
+    :meth:`label_counts`, :meth:`watched`); the methods call the package's modules. An instance holds no state.
 
     Attributes
     ----------
@@ -71,37 +82,43 @@ class Engine(abc.ABC):
         not yet opened, such as a glob); only asked of engines with ``by_default``."""
         return True
 
-    # -- cells --------------------------------------------------------------------------------------------------
-    @abc.abstractmethod
-    def aggregate(self, source, scheme=None, *, max_exact, memory_limit, threads, features, feature_bins,
-                  sample_rows, seed, on_stage=None, **options):
+    # -- what every engine does: the functions of its package's modules ----------------------------------------
+    def _module(self, name: str):
+        """The engine's module ``name`` (``rows``, ``keyed``, ``classes``, ``apply``) in its package."""
+        return importlib.import_module(f"{type(self).__module__}.{name}")
+
+    def aggregate(self, source, scheme=None, **options):
         """Score cells (:class:`calibdash.cells.ScoreCells`) of a :class:`~calibdash.engines.source.Source`,
-        rows in parts by ``scheme``; with ``sample_rows`` also the reproducible row sample. The parameters are
-        :func:`calibdash.engines.duckdb.rows.aggregate`'s."""
+        rows in parts by ``scheme``; with ``sample_rows`` also the reproducible row sample: the package's
+        ``rows.aggregate``, whose parameters are :func:`calibdash.engines.duckdb.rows.aggregate`'s (``max_exact``,
+        ``memory_limit``, ``threads``, ``features``, ``feature_bins``, ``sample_rows``, ``seed``, ``on_stage``,
+        and the engine's own)."""
+        return self._module("rows").aggregate(source, scheme, **options)
 
-    @abc.abstractmethod
-    def aggregate_keyed(self, source, key, scheme=None, *, max_exact, memory_limit, threads, on_stage=None,
-                        **options):
-        """Keyed cells (:class:`calibdash.keyed.KeyedCells`): the cells of each group or period of ``key``."""
+    def aggregate_keyed(self, source, key, scheme=None, **options):
+        """Keyed cells (:class:`calibdash.keyed.KeyedCells`), the cells of each group or period of ``key``: the
+        package's ``keyed.aggregate_keyed`` (``max_exact``, ``memory_limit``, ``threads``, ``on_stage``, and the
+        engine's own)."""
+        return self._module("keyed").aggregate_keyed(source, key, scheme, **options)
 
-    @abc.abstractmethod
-    def aggregate_classes(self, csrc, scheme, *, max_exact, memory_limit, threads, **options):
+    def aggregate_classes(self, csrc, scheme, **options):
         """K-class cells (:class:`calibdash.multiclass.cells.ClassCells`) of a
-        :class:`~calibdash.engines.classes.ClassSource`: the top-label reduction and each class's
-        one-vs-rest, rows checked by :func:`~calibdash.engines.classes.check_class_stats`."""
+        :class:`~calibdash.engines.classes.ClassSource`, the top-label reduction and each class's one-vs-rest,
+        rows checked by :func:`~calibdash.engines.classes.check_class_stats`: the package's
+        ``classes.aggregate_classes`` (``max_exact``, ``memory_limit``, ``threads``, and the engine's own)."""
+        return self._module("classes").aggregate_classes(csrc, scheme, **options)
 
-    @abc.abstractmethod
-    def class_rows(self, csrc, scheme, *, memory_limit, threads, **options):
-        """A context manager giving the checked K-class rows as a
-        :class:`~calibdash.engines.classes.ClassRows` (counts, content-keyed candidates, batches)."""
+    def class_rows(self, csrc, scheme, **options):
+        """A context manager giving the checked K-class rows as a :class:`~calibdash.engines.classes.ClassRows`
+        (counts, content-keyed candidates, batches): the package's ``classes.class_rows``."""
+        return self._module("classes").class_rows(csrc, scheme, **options)
 
-    # -- models ---------------------------------------------------------------------------------------------------
-    @abc.abstractmethod
-    def apply(self, cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, *,
-              threads=None, **options) -> tuple:
+    def apply(self, cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, **options
+              ) -> tuple:
         """Write every row of ``files`` with a ``calibrated`` column to ``out_path`` (Parquet):
         ``(score, n_rows, n_calibrated, form_used, via, mapped, replaced)``, as
-        :func:`calibdash.engines.apply.apply_model` reports them."""
+        :func:`calibdash.engines.apply.apply_model` reports them: the package's ``apply.apply``."""
+        return self._module("apply").apply(cal, fitted_on, files, fmt, out_path, score_column, form, **options)
 
     # -- reading a source ---------------------------------------------------------------------------------------
     def read_head(self, source, rows: int):

@@ -440,5 +440,6 @@ def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: 
 
     eng = get(engine or default_engine(source))
     with contextlib.ExitStack() as watching:
-        return aggregate(source, scheme, engine=eng.name, on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
+        return aggregate(source, scheme, engine=eng.name,
+                         on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
                          **eng.watched(job, watching), **options)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ..base import Engine
-from . import apply, classes, keyed, rows
+from . import rows
 from .rows import label_counts, literal_path, read_head
 
 __all__ = ["DuckDB", "read_head", "label_counts", "literal_path"]
@@ -19,11 +19,6 @@ class DuckDB(Engine):
     name, label, order = "duckdb", "DuckDB", 1
     reads_heads = True
     dialect = "duckdb"
-    aggregate = staticmethod(rows.aggregate)
-    aggregate_keyed = staticmethod(keyed.aggregate_keyed)
-    aggregate_classes = staticmethod(classes.aggregate_classes)
-    class_rows = staticmethod(classes.class_rows)
-    apply = staticmethod(apply.apply)
     read_head = staticmethod(rows.read_head)
     label_counts = staticmethod(rows.label_counts)
 

@@ -1,12 +1,11 @@
 """The in-memory engine: rows read into numpy, then :mod:`calibdash.cells`' own aggregation.
 
-The reference the other engines are tested against: :mod:`.rows` (score cells and keyed cells),
+The reference the other engines are tested against: :mod:`.rows` (score cells), :mod:`.keyed` (keyed cells),
 :mod:`.classes` (K-class cells and rows), :mod:`.apply` (``predict`` on the rows in pandas).
 """
 from __future__ import annotations
 
 from ..base import Engine
-from . import apply, classes, rows
 
 __all__ = ["Memory", "MAX_BYTES"]
 
@@ -19,11 +18,6 @@ class Memory(Engine):
 
     name, label, order = "memory", "in-memory", 0
     out_of_core = False
-    aggregate = staticmethod(rows.aggregate)
-    aggregate_keyed = staticmethod(rows.aggregate_keyed)
-    aggregate_classes = staticmethod(classes.aggregate_classes)
-    class_rows = staticmethod(classes.class_rows)
-    apply = staticmethod(apply.apply)
 
     def suits(self, source) -> bool:
         if source is None or source.kind != "files":

@@ -28,7 +28,7 @@ from ...scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, grid_code, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "aggregate_keyed", "read_rows", "prepared_rows"]
+__all__ = ["aggregate", "read_rows", "prepared_rows", "parts"]
 
 
 def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
@@ -129,24 +129,6 @@ def prepared_rows(source: Source, scheme: Scheme, columns: Sequence[str] = (), n
     y = (label == positive).to_numpy(dtype=bool).astype(np.int8)
     part = parts(s.size, keys, scheme, df[source.split] if source.split else None)
     return df, keys, s, y, part
-
-
-def aggregate_keyed(source: Source, key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
-                    memory_limit: str = "1GB", threads: int | None = None, on_stage=None):
-    """Keyed cells of a source's rows in memory (:func:`calibdash.keyed.rows.keyed_cells` on the rows read
-    and checked as :func:`aggregate` reads them; ``memory_limit`` and ``threads`` are not used).
-
-    Text dates are read by pandas (:func:`calibdash.drift.as_dates`), in more
-    formats than the SQL engines' ISO-8601.
-    """
-    from ...keyed.rows import keyed_cells
-
-    stage = on_stage or (lambda name: None)
-    stage("reading rows")
-    df, _, s, y, part = prepared_rows(source, scheme or Scheme(kind="insample"), [key.column],
-                                      source.needs_keys(scheme))
-    stage("aggregation")
-    return keyed_cells(s, y, df[key.column], key, part, max_exact=max_exact)
 
 
 def _grouped(part, s, y, exact, fcodes) -> tuple:

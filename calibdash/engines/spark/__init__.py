@@ -7,7 +7,6 @@ cells and rows), :mod:`.apply` (a model's Spark SQL or a pandas UDF).
 from __future__ import annotations
 
 from ..base import Engine
-from . import apply, classes, keyed, rows
 
 __all__ = ["Spark"]
 
@@ -22,9 +21,9 @@ class Spark(Engine):
     catalog = True
     dialect = "spark"
     session = "spark"
-    aggregate = staticmethod(rows.aggregate)
-    aggregate_keyed = staticmethod(keyed.aggregate_keyed)
-    aggregate_classes = staticmethod(classes.aggregate_classes)
-    class_rows = staticmethod(classes.class_rows)
-    apply = staticmethod(apply.apply)
-    label_counts = staticmethod(rows.label_counts)
+
+    def label_counts(self, source, limit: int):
+        """A table's or query's label counts, by Spark (:func:`calibdash.engines.spark.rows.label_counts`)."""
+        from .rows import label_counts
+
+        return label_counts(source, limit)

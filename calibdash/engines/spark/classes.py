@@ -64,11 +64,11 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
 
 def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True):
     """Spark's checked rows: ``(df, stats, split_values)``, the DataFrame with ``__key``, ``__label`` (and the
-    split column), ``__x0..``, ``__p0..``, ``__top``, ``__y`` and ``__pred`` as
-    :func:`calibdash.engines.duckdb.classes.checked_rows` has them, its statistics checked by :func:`check_class_stats` (one job; ``distinct``: with the reductions'
+    split column), ``__x0..``, ``__p0..``, ``__top``, ``__y`` and ``__pred`` (as the other engines' checked rows
+    have them), its statistics checked by :func:`check_class_stats` (one job; ``distinct``: with the reductions'
     distinct-score estimates), and for the ``"column"`` scheme the split column's values (for
-    :func:`calibdash.engines.spark.rows.part_column`). The caller calls :func:`calibdash.engines.spark.rows.release`
-    when done."""
+    :func:`calibdash.engines.spark.rows.part_column`). The caller calls
+    :func:`calibdash.engines.spark.rows.release` when done."""
     from pyspark.sql import functions as F
     from pyspark.sql.utils import AnalysisException
 
