@@ -10,8 +10,8 @@ exact cells' scores equal; values through ``exp`` (margins, logits) to 1e-12, si
 and the JVM may differ in the last bit.
 
 An engine that needs a session declares its keyword (:attr:`calibdash.engines.base.Engine.session`); the
-session is started by :data:`SESSIONS` (Spark: :func:`conftest.start_spark`, which skips where Java or pyspark
-is missing, except in CI).
+session is started by :data:`SESSIONS` (Spark: :func:`conftest.spark_with_workers`, which skips where Java or
+pyspark is missing, except in CI).
 """
 import json
 
@@ -23,7 +23,7 @@ from scipy.special import expit
 import test_engines as B
 import test_engines_classes as C
 import test_keyed_engines as KD
-from conftest import REPO, start_spark
+from conftest import REPO, spark_with_workers
 
 from calibdash import calibrators, cells, engines, export
 from calibdash.engines import Source, aggregate, aggregate_keyed
@@ -39,8 +39,9 @@ from calibdash.multiclass import metrics as M
 # pyspark's own use of pandas (toPandas, createDataFrame) warns under pandas 3; not calibdash's code
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
 
-#: How to start the session an engine asks for, by its session keyword.
-SESSIONS = {"spark": lambda: start_spark("calibdash-engine-contract", "local[2]", **{
+#: How to start the session an engine asks for, by its session keyword: a generator that yields the session,
+#: then stops it (Spark's Python workers run this interpreter on this checkout, for the pandas UDFs).
+SESSIONS = {"spark": lambda: spark_with_workers("calibdash-engine-contract", "local[2]", **{
     "spark.sql.shuffle.partitions": "2",
     "spark.sql.codegen.wholeStage": "false",          # tiny data: compiling costs more than it saves
     "spark.sql.adaptive.enabled": "false",
@@ -54,9 +55,9 @@ def engine(request):
     if not eng.session:
         yield eng.name, {}
         return
-    session = SESSIONS[eng.session]()
-    yield eng.name, {eng.session: session}
-    session.stop()
+    started = SESSIONS[eng.session]()
+    yield eng.name, {eng.session: next(started)}
+    next(started, None)
 
 
 @pytest.fixture(scope="module")
