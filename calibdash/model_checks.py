@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Callable
 
 from .errors import DataError
@@ -124,10 +125,17 @@ def _one_of(*allowed) -> Callable[[Any], bool]:
     return check
 
 
+def _engine_name(v) -> bool:
+    """An engine's registry name (:func:`calibdash.engines.available`), checked by its form only: lower-case
+    letters, digits and ``_``, at most 32 (a model file records where its cells were aggregated; an engine
+    added to another install is still a name)."""
+    return isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", v) is not None
+
+
 #: What a binary model's ``fitted_on`` may hold (``fit`` writes it: :func:`calibdash.export.provenance`,
 #: and ``fit --engine``), and each entry's type.
 BINARY_FITTED_ON = {"file": _text, "score": _text, "score_transform": _one_of(None, "identity", "logistic"),
-                    "features": _names, "engine": _one_of("memory", "duckdb", "spark")}
+                    "features": _names, "engine": _engine_name}
 #: What a K-class model's ``fitted_on`` may hold (``fit`` on a K-class table writes it).
 CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names,
                    "prefix": _text_or_none, "logits": _flag, "rows": _count,
@@ -135,7 +143,7 @@ CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns"
 
 _KINDS = {_text: "a string", _text_or_none: "a string or null", _names: "a list of strings",
           _scalars: "a list of class values", _count: "a count (an integer, at least 0)",
-          _flag: "true or false"}
+          _flag: "true or false", _engine_name: "an engine's name (lower-case letters, digits and _)"}
 
 
 def check_fitted_on(fitted_on: Any, schema: dict, what: str) -> dict:

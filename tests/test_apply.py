@@ -1,5 +1,6 @@
-"""calibdash.engines.apply: applying a model in DuckDB (or Spark) equals applying it in memory."""
-import os
+"""calibdash.engines.apply: DuckDB's forms of a model (SQL, a lookup join, a UDF) equal applying it in memory.
+
+Every engine's applied model (predict on every row) is checked in ``tests/test_engine_contract.py``."""
 import time
 
 import numpy as np
@@ -7,9 +8,7 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from conftest import IN_CI, start_spark
-
-from calibdash import calibrators, export, sql
+from calibdash import calibrators, export
 from calibdash.engines.apply import apply_model, source_files
 from calibdash.errors import DataError, EnvironmentProblem, SettingsError
 
@@ -138,27 +137,6 @@ def test_errors(data, tmp_path):
         apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "z.parquet", engine="polars")
     with pytest.raises(DataError, match="not found"):
         apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "z.parquet", score_column="nope")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """Spark adds ~25 s (JVM start, first query) to this file: it always runs in CI (env CI set), elsewhere with
-    CALIBDASH_SPARK_APPLY=1. The Spark SQL itself is tested in test_sql.py."""
-    if not IN_CI and os.environ.get("CALIBDASH_SPARK_APPLY", "") != "1":
-        pytest.skip("set CALIBDASH_SPARK_APPLY=1 to apply a model with Spark")
-    session = start_spark("calibdash-test-apply", **{"spark.sql.shuffle.partitions": "1"})
-    yield session
-    session.stop()
-
-
-def test_spark_equals_memory(data, spark):
-    res, got = _apply(data, "histogram", "spark", spark=spark)
-    _, ref = _apply(data, "histogram", "memory")
-    assert res.via == "sql" and res.n_rows == N
-    got = got.sort_values("id").reset_index(drop=True)
-    a, b = got["calibrated"].to_numpy(), ref["calibrated"].to_numpy()
-    assert np.array_equal(np.isnan(a), np.isnan(b))
-    assert np.nanmax(np.abs(a - b)) <= 1e-12
 
 
 def test_a_callers_connection_is_left_as_it_was(data, tmp_path, monkeypatch):

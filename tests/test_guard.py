@@ -21,7 +21,7 @@ import pytest
 from calibdash import DataError, EnvironmentProblem, SettingsError
 from calibdash.data.guard import (ENV_SPILL_LIMIT, ENV_VAR, AccessDenied, DataRoot, data_root_from_env,
                                   engine_error, quote_identifier, safe_message)
-from calibdash.engines.duckdb import literal_path
+from calibdash.engines.duckdb.rows import literal_path
 from calibdash.engines.plan import NO_JOB, aggregate_plan, read_schema, resolve_plan
 from calibdash.errors import CalibdashError
 from calibdash.evaluation import Scheme

@@ -1,4 +1,7 @@
-"""Keyed cells from memory, DuckDB and Spark: the same keys, key codes, parts and counts on the same files.
+"""Keyed cells: what the reference gives on the test files, and DuckDB's own stages and limits.
+
+Every engine's keyed cells (the same keys, key codes, parts and counts on the same files) are checked in
+``tests/test_engine_contract.py`` against the reference defined here.
 
 The reference is :func:`calibdash.keyed.rows.keyed_cells` on the rows concatenated in sorted file order (whose keys
 are make_groups' / to_periods', ``tests/test_keyed_rows.py``); every engine must give it: labels, notes, key codes,
@@ -9,10 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import start_spark
-
 from calibdash.engines import Source, aggregate_keyed
-from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import Scheme, cell_parts
 from calibdash.grouping import make_groups
 from calibdash.keyed import Key
@@ -61,7 +61,12 @@ def _frame(rng, n):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("keyed")
+    return write_files(tmp_path_factory.mktemp("keyed"))
+
+
+def write_files(folder):
+    """Three Parquet files with group and date columns (written out of name order), the same rows as one CSV,
+    the rows with a zoned timestamp column, and the rows shuffled."""
     rng = np.random.default_rng(11)
     frames = {}
     for name, n in SIZES.items():
@@ -98,15 +103,6 @@ def assert_same_keyed(a, b):
     np.testing.assert_array_equal(a.cells.score, b.cells.score)           # exact cells: the very scores
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "csv"])
-@pytest.mark.parametrize("engine", ["memory", "duckdb"])
-@pytest.mark.parametrize("case", list(KEYS))
-def test_engines_give_the_rows_keyed_cells(files, engine, fmt, case):
-    key = KEYS[case]
-    got = aggregate_keyed(_source(files, fmt), key, engine=engine)
-    assert_same_keyed(got, _reference(files["rows"], key))
-
-
 def test_the_cases_cover_what_they_name(files):
     ref = {case: _reference(files["rows"], key) for case, key in KEYS.items()}
     assert ref["text segment, missing, pooled"].labels == ("East", "north", "south", "(missing)", "other")
@@ -134,83 +130,17 @@ def test_the_cases_cover_what_they_name(files):
     assert ref["auto"].spec.freq == "W"                          # 55 days: 9 weeks, the finest under 30 periods
 
 
-@pytest.mark.parametrize("scheme", list(SCHEMES))
-@pytest.mark.parametrize("engine", ["memory", "duckdb"])
-def test_parts_with_a_scheme(files, engine, scheme):
-    for key in (KEYS["text segment, missing, pooled"], KEYS["week"]):
-        got = aggregate_keyed(_source(files, "parquet"), key, SCHEMES[scheme], engine=engine)
-        assert_same_keyed(got, _reference(files["rows"], key, SCHEMES[scheme]))
-        assert set(np.unique(got.cells.part)) == ({0, 1, 2} if scheme == "kfold" else {0, 1})
-
-
-def test_zoned_timestamps_and_the_grid(files):
-    rows = files["rows"]
-    src = Source(files["zoned"], split="split")
-    for engine in ("memory", "duckdb"):
-        # the zoned column holds the UTC instants written in New York time: its periods are the UTC ones
-        zoned = aggregate_keyed(src, Key("tz", kind="period", freq="W"), engine=engine)
-        assert_same_keyed(zoned, _reference(rows.assign(tz=rows["when"]), Key("tz", kind="period", freq="W")))
-        # ~1,000 distinct scores over max_exact = 100: every key's cells on the grid, decided on all rows
-        grid = aggregate_keyed(src, KEYS["boolean"], engine=engine, max_exact=100)
-        ref = keyed_cells(rows["score"], rows["label"], rows["flag"], KEYS["boolean"], max_exact=100)
-        assert not grid.cells.exact and not ref.cells.exact
-        np.testing.assert_array_equal(grid.key, ref.key)
-        np.testing.assert_array_equal(grid.cells.n, ref.cells.n)
-        np.testing.assert_array_equal(grid.cells.n_pos, ref.cells.n_pos)
-        np.testing.assert_allclose(grid.cells.score, ref.cells.score, rtol=1e-9)     # means of the same rows
-
-
-def test_row_order_of_the_file_does_not_matter(files):
-    for key in (KEYS["numeric quantiles"], KEYS["month"]):
-        a = aggregate_keyed(Source(files["shuffled"]), key, engine="duckdb")
-        assert_same_keyed(a, _reference(files["rows"], key))
-
-
-def test_refusals_are_the_same(files):
-    for engine in ("memory", "duckdb"):
-        src = _source(files, "parquet")
-        with pytest.raises(SettingsError, match="more than the 2 that can be compared"):
-            aggregate_keyed(src, Key("seg", max_groups=2, n_quantiles=2), engine=engine)
-        with pytest.raises(DataError, match="does not hold dates"):
-            aggregate_keyed(src, Key("seg", kind="period"), engine=engine)
-        with pytest.raises(DataError, match="does not hold dates"):
-            aggregate_keyed(src, Key("x", kind="period"), engine=engine)
+# -- DuckDB's own ------------------------------------------------------------------------------------
+def test_duckdb_reports_its_stages(files):
     stages = []
     aggregate_keyed(_source(files, "parquet"), KEYS["numeric quantiles"], engine="duckdb", on_stage=stages.append)
     assert stages == ["statistics", "key quantiles", "aggregation"]
 
 
-# -- Spark ------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def spark():
-    session = start_spark("calibdash-keyed-tests")
-    yield session
-    session.stop()
-
-
-@pytest.mark.parametrize("fmt", ["parquet", "csv"])
-def test_spark_gives_the_same_keyed_cells(spark, files, fmt):
-    cases = list(KEYS) if fmt == "parquet" else ["text segment, missing, pooled", "numeric quantiles", "boolean",
-                                                  "week", "YYYYMMDD, unreadable left out",
-                                                  "ISO text, unreadable left out"]
-    for case in cases:
-        got = aggregate_keyed(_source(files, fmt), KEYS[case], engine="spark", spark=spark)
-        assert_same_keyed(got, _reference(files["rows"], KEYS[case]))
-
-
-def test_spark_parts_and_zones(spark, files):
-    key = KEYS["text segment, missing, pooled"]
-    got = aggregate_keyed(_source(files, "parquet"), key, SCHEMES["kfold"], engine="spark", spark=spark)
-    assert_same_keyed(got, _reference(files["rows"], key, SCHEMES["kfold"]))
-    zoned = aggregate_keyed(Source(files["zoned"]), Key("tz", kind="period", freq="W"), engine="spark", spark=spark)
-    assert_same_keyed(zoned, _reference(files["rows"].assign(tz=files["rows"]["when"]),
-                                        Key("tz", kind="period", freq="W")))
-
-
 def test_duckdb_refuses_a_text_key_of_too_many_values_before_listing_them(tmp_path, monkeypatch):
     """A text column whose estimated distinct values pass MAX_TEXT_KEYS is refused with a SettingsError that
     names the column, before DuckDB lists (and holds) every value."""
-    from calibdash.engines import duckdb_keyed
+    from calibdash.engines.duckdb import keyed as duckdb_keyed
     from calibdash.engines.source import Source
     from calibdash.errors import SettingsError
 

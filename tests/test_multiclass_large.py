@@ -1,7 +1,7 @@
-"""Multi-class calibrators fitted and judged on large sources (calibdash.multiclass.large, calibdash.engines.class_rows).
+"""Multi-class calibrators fitted and judged on large sources (calibdash.multiclass.large, calibdash.engines.classes).
 
 References computed independently of the engines: parts from :func:`calibdash.evaluation.cell_parts` on the rows
-concatenated in sorted file order, the content key from :func:`calibdash.engines.class_rows.content_key` in numpy,
+concatenated in sorted file order, the content key from :func:`calibdash.engines.classes.content_key` in numpy,
 the methods fitted directly on those rows and measured by :func:`calibdash.multiclass.metrics.compute`.
 """
 import json
@@ -14,7 +14,7 @@ from conftest import spark_with_workers
 
 from calibdash import multiclass
 from calibdash.cli import main
-from calibdash.engines.class_rows import content_key, fit_samples, open_class_rows
+from calibdash.engines.classes import content_key, fit_samples, open_class_rows
 from calibdash.engines.classes import ClassSource
 from calibdash.engines.source import Source
 from calibdash.errors import DataError, SettingsError

@@ -26,7 +26,8 @@ class EngineDataset:
     Parameters
     ----------
     source : calibdash.engines.Source
-    engine : {"duckdb", "spark", "memory"}, default "duckdb"
+    engine : str, optional
+        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
     name : str, optional
         The data set's name in the tables (default: the source's description).
     memory_limit : str, default "1GB"
@@ -38,11 +39,13 @@ class EngineDataset:
         without features): e.g. the command line's, which runs it as a job with its progress shown.
     """
 
-    def __init__(self, source, engine: str = "duckdb", name: str | None = None, memory_limit: str = "1GB",
+    def __init__(self, source, engine: str | None = None, name: str | None = None, memory_limit: str = "1GB",
                  keep: int = 4, aggregate=None):
+        from .. import engines
+
         self.source = source
         self._aggregate = aggregate
-        self.engine = engine
+        self.engine = engine or engines.default_engine()
         self.name = name or source.describe()
         self.memory_limit = memory_limit
         self._keep = int(keep)

@@ -37,7 +37,7 @@ import sys
 from typing import Sequence
 
 # calibdash's names this module held before it became a package, still reachable as calibdash.cli.NAME
-from .. import benchmark, bootstrap as cboot, calibrators, diagrams, export, measures, report  # noqa: F401
+from .. import benchmark, bootstrap as cboot, calibrators, diagrams, engines, export, measures, report  # noqa: F401
 from ..data import guess_roles, load_scores, margins, read_table  # noqa: F401
 from ..errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError  # noqa: F401
 from ..evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set  # noqa: F401
@@ -119,7 +119,7 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
     """Where the rows are read and aggregated (:mod:`calibdash.engines`)."""
     g = p.add_argument_group("large sources", "FILE may be a glob of Parquet or CSV files; or give a DuckDB "
                                               "database with --database and --table, or --query")
-    g.add_argument("--engine", choices=["memory", "duckdb", "spark"],
+    g.add_argument("--engine", choices=engines.available(),
                    help="memory: read the file into pandas; duckdb: aggregate into score cells out of core; spark: "
                         "the same as a Spark job (default: memory for one file under 200 MB, else duckdb)")
     g.add_argument("--split", help="split column, for --scheme column or --split-value (default: guessed)")
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
                    "(a K-class model: one column calibrated_<class> per class) (default: stdout; Parquet, and "
                    "required, with --engine)")
-    a.add_argument("--engine", choices=["duckdb", "spark", "memory"],
+    a.add_argument("--engine", choices=engines.available(),
                    help="apply where the files lie: FILE may be a glob of Parquet or CSV files, written to --out as "
                         "Parquet by DuckDB (the calibrator as SQL), Spark, or pandas (default: in memory with CSV "
                         "out for one file under 200 MB, else duckdb; a K-class model: memory only)")
@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--score", action="append", help="score column to use (repeatable; default: every score column)")
     b.add_argument("--json", action="store_true", help="print JSON instead of tables (its JSON Schema: "
                                                        "calibdash/schemas/benchmark.json)")
-    b.add_argument("--engine", choices=["memory", "duckdb", "spark"],
+    b.add_argument("--engine", choices=engines.available(),
                    help="memory: read each file into pandas; duckdb or spark: each FILE (a file or a glob) stays "
                         "where it is, and each repeat's folds are aggregated into score cells by the engine "
                         "(default: memory, unless a FILE is a glob or over 200 MB)")

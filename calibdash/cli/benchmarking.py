@@ -25,10 +25,11 @@ __all__ = ["cmd_benchmark"]
 
 def cmd_benchmark(args) -> int:
     """Run a benchmark over the files' data sets; print the report tables and the verdict (or JSON)."""
+    from .. import engines
+
     if args.engine is None:                          # a glob or a file over 200 MB stays where it is
-        args.engine = "duckdb" if any(default_engine(f) for f in args.files) else "memory"
-    if args.engine in ("duckdb", "spark"):           # each FILE (a file or a glob) stays where it is
-        from .. import engines
+        args.engine = next(filter(None, map(default_engine, args.files)), engines.find(out_of_core=False))
+    if engines.get(args.engine).out_of_core:         # each FILE (a file or a glob) stays where it is
         if args.score and len(args.score) > 1:
             raise SettingsError("with --engine, give one --score (each FILE is one data set).")
         datasets = {}

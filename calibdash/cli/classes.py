@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import multiclass
+from .. import engines, multiclass
 from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
@@ -221,8 +221,9 @@ def cmd_evaluate_classes(args, cs, scheme) -> int:
     binning = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
                f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
     if args.json:
-        out = evaluate_json(file=cs.name, engine="memory", label=cs.label_column, classes=cs.classes,
-                            class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits, rows_judged=judged,
+        out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column,
+                            classes=cs.classes, class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits,
+                            rows_judged=judged,
                             scheme=scheme_text, cells=None, notes=ev.notes, binning=binning,
                             validation=report_validation(cs.report, cs.report.class_counts),
                             metrics=metrics_json(ev))
@@ -247,9 +248,8 @@ def engine_class_source(args):
     """The K-class source ``args`` names for an engine (a glob, a large file, a DuckDB table or query), or None
     for binary rows: K-class when ``--probs``/``--logits`` name the class columns, or when neither ``--score``
     nor ``--positive`` is given and :func:`calibdash.data.is_multiclass` finds them in the first rows."""
-    from ..engines import Source
+    from ..engines import Source, reader
     from ..engines.classes import HEAD_ROWS, class_source
-    from ..engines.duckdb import read_head
 
     where = dict(database=getattr(args, "database", None), table=getattr(args, "table", None),
                  query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
@@ -258,8 +258,9 @@ def engine_class_source(args):
             return None
         if where["table"] is None and where["query"] is None and not args.file:
             return None
-        head = read_head(Source(path=args.file if not (where["table"] or where["query"]) else None,
-                                score="__unused__", label=args.label or "__unused_label__", **where), HEAD_ROWS)
+        src = Source(path=args.file if not (where["table"] or where["query"]) else None, score="__unused__",
+                     label=args.label or "__unused_label__", **where)
+        head = reader(src).read_head(src, HEAD_ROWS)
         if not is_multiclass(head, args.label):
             return None
     return class_source(args.file if not (where["table"] or where["query"]) else None, args.label,
@@ -390,7 +391,7 @@ def _class_values(df: pd.DataFrame, columns: list[str], name: str) -> np.ndarray
 def cmd_apply_classes(args) -> int:
     """``apply`` of a K-class model: one column ``calibrated_<class>`` per class beside the file's columns
     (rows with a missing class value stay empty), in memory."""
-    if args.engine in ("duckdb", "spark"):
+    if args.engine and engines.get(args.engine).out_of_core:
         raise SettingsError(f"{ENGINE_REFUSAL}.")
     cal, fitted_on = mexport.read_model(_model_text(args.model))
     columns = [str(c) for c in fitted_on.get("columns") or []]

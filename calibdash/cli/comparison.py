@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from .. import bootstrap as cboot, measures, report
+from .. import bootstrap as cboot, engines, measures, report
 from ..data import build_score_set
 from ..errors import DataError, SettingsError
 from ..evaluation import Scheme, evaluate_score_set
@@ -174,7 +174,7 @@ def cmd_evaluate(args) -> int:
     else:
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
-    out = evaluate_json(file=ss.name, engine="memory", label=ss.label_column,
+    out = evaluate_json(file=ss.name, engine=engines.find(out_of_core=False), label=ss.label_column,
                         classes=[ss.negative_label, ss.positive_label], positive=ss.positive_label, score=ss.score,
                         rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes, binning=ev.binning,
                         validation=_validation_json(ss), metrics=metrics_json(ev))

@@ -11,26 +11,28 @@ __all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_
 
 
 def default_engine(path: str) -> str | None:
-    """None (read the file into pandas) for one file under 200 MB, "duckdb" for a larger file or a glob
-    (:func:`calibdash.engines.default_engine`); None for a path that names no file, so loading says why."""
+    """None (read the file into pandas) for one file under 200 MB, else the engine that keeps the rows where
+    they lie (:func:`calibdash.engines.default_engine`: a larger file or a glob); None for a path that names
+    no file, so loading says why."""
     from .. import engines
 
     if any(c in path for c in "*?["):
-        return "duckdb"
+        return engines.default_engine()
     if not Path(path).is_file():
         return None
-    return None if engines.default_engine(engines.Source(path=path)) == "memory" else "duckdb"
+    name = engines.default_engine(engines.Source(path=path))
+    return name if engines.get(name).out_of_core else None
 
 
 def engine_for(args) -> str | None:
     """The engine that reads ``args.file`` for evaluate and fit: None for the in-memory path that reads one
-    file into pandas (``--engine memory``, or by default a single file under 200 MB), else duckdb or spark."""
-    if args.engine == "memory":
-        return None
+    file into pandas (an in-memory ``--engine``, or by default a single file under 200 MB), else the engine."""
+    from .. import engines
+
     if args.engine:
-        return args.engine
+        return args.engine if engines.get(args.engine).out_of_core else None
     if getattr(args, "table", None) or getattr(args, "query", None):
-        return "duckdb"
+        return engines.default_engine()
     return default_engine(args.file)
 
 
@@ -102,50 +104,39 @@ def aggregate(source, scheme, engine: str, memory_limit: str):
 
 
 def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
-    """:func:`calibdash.engines.aggregate_keyed` as a job (:func:`in_job`): its stages on stderr (DuckDB's named
-    by :data:`calibdash.engines.plan.STAGE_TEXT`), and DuckDB's query interrupted on Ctrl-C."""
+    """:func:`calibdash.engines.aggregate_keyed` as a job (:func:`in_job`): its stages on stderr (named by
+    :data:`calibdash.engines.plan.STAGE_TEXT`), and a watched engine's query interrupted on Ctrl-C
+    (:meth:`calibdash.engines.base.Engine.watched`)."""
     import contextlib
 
     from .. import engines
-    from ..engines.plan import STAGE_TEXT, watch
+    from ..engines.plan import STAGE_TEXT
 
     def work(job):
         with contextlib.ExitStack() as watching:
-            more = {"on_connect": lambda con: watching.enter_context(watch(job, con))} if engine == "duckdb" else {}
             return engines.aggregate_keyed(source, key, scheme, engine=engine, memory_limit=memory_limit,
-                                           on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)), **more)
+                                           on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
+                                           **engines.get(engine).watched(job, watching))
 
     return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", work)
 
 
 def head_rows(path: str, label: str | None):
     """The first rows of the file or glob ``path`` (:data:`calibdash.engines.classes.HEAD_ROWS`), every column,
-    read by DuckDB: what is looked at to tell a K-class table before the rows are read where they lie."""
-    from ..engines import Source
+    read where they lie (:func:`calibdash.engines.reader`): what is looked at to tell a K-class table before the
+    rows are read where they lie."""
+    from ..engines import Source, reader
     from ..engines.classes import HEAD_ROWS
-    from ..engines.duckdb import read_head
 
-    return read_head(Source(path=path, score="__unused__", label=label or "__unused_label__"), HEAD_ROWS)
+    src = Source(path=path, score="__unused__", label=label or "__unused_label__")
+    return reader(src).read_head(src, HEAD_ROWS)
 
 
 def source_labels(source, engine: str, limit: int):
     """Per label value of the rows where they live: ``label``, ``rows``, ``score_min`` and ``score_max`` (the
-    finite scores' range), at most ``limit`` values; one scan of two columns, by DuckDB for files and DuckDB
-    sources (:func:`calibdash.engines.duckdb.label_counts`), by Spark for a Spark table or query. What
-    ``evaluate --json``'s validation block says of rows it did not read into memory."""
-    if engine != "spark" or source.kind == "files":
-        from ..engines.duckdb import label_counts
-        return label_counts(source, limit)
-    import pandas as pd
-    from pyspark.sql import functions as F
+    finite scores' range), at most ``limit`` values; one scan of two columns, by the engine that reads the
+    source (:func:`calibdash.engines.reader`: DuckDB for files and DuckDB sources, Spark for a table or query of
+    its catalog). What ``evaluate --json``'s validation block says of rows it did not read into memory."""
+    from ..engines import reader
 
-    from ..engines.spark import session
-
-    spark = session()
-    df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
-    s = F.col(source.score).cast("double")
-    finite = s.isNotNull() & ~F.isnan(s) & (F.abs(s) != float("inf"))
-    got = (df.where(F.col(source.label).isNotNull()).groupBy(F.col(source.label).alias("label"))
-           .agg(F.count(F.lit(1)).alias("rows"), F.min(F.when(finite, s)).alias("score_min"),
-                F.max(F.when(finite, s)).alias("score_max")).orderBy(F.desc("rows")).limit(int(limit)).collect())
-    return pd.DataFrame([r.asDict() for r in got], columns=["label", "rows", "score_min", "score_max"])
+    return reader(source, engine).label_counts(source, limit)

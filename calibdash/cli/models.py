@@ -113,8 +113,8 @@ def cmd_apply(args) -> int:
     K-class model's, one column per class (:func:`.classes.cmd_apply_classes`)."""
     if classes.is_class_model(args.model):
         return classes.cmd_apply_classes(args)
-    if args.engine is None and default_engine(args.file):
-        args.engine = "duckdb"                      # a glob or a file over 200 MB: applied where it lies
+    if args.engine is None:
+        args.engine = default_engine(args.file)     # a glob or a file over 200 MB: applied where it lies
     if args.engine:
         return _apply_engine(args)
     try:
@@ -146,20 +146,14 @@ def _apply_engine(args) -> int:
         raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
 
     def work(job):
-        if args.engine != "duckdb":
-            job.set_stage(f"applying with {args.engine}")
-            return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score)
-        import duckdb
+        import contextlib
 
-        from ..engines.plan import watch
-        con = duckdb.connect()
-        try:
-            with watch(job, con):
-                job.set_stage("reading the rows, calibrating and writing them")
-                return apply_model(args.model, args.file, args.out, engine="duckdb", score_column=args.score,
-                                   connection=con)
-        finally:
-            con.close()
+        from .. import engines
+
+        with contextlib.ExitStack() as watching:
+            job.set_stage(f"reading the rows, calibrating and writing them with {args.engine}")
+            return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score,
+                               **engines.get(args.engine).watched(job, watching))
 
     res = in_job(f"Applying {args.model} to {args.file} with {args.engine}", work)
     for msg in res.notes:

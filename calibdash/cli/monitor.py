@@ -51,7 +51,7 @@ def _engine(args, src) -> str:
     if args.engine:
         return args.engine
     if args.table or args.query:
-        return "duckdb"
+        return engines.default_engine()
     return engines.default_engine(src)
 
 
@@ -70,11 +70,9 @@ def _keyed(args, key: Key, scheme: Scheme | None):
 def _check_column(src, engine: str, column: str, option: str) -> None:
     """Refuse a key column the source does not have, listing its columns (files, DuckDB tables and queries: one
     read of no rows; a table of Spark's catalog is left to Spark)."""
-    if src.kind != "files" and engine == "spark":
+    if src.kind != "files" and engines.get(engine).catalog:
         return
-    from ..engines.duckdb import read_head
-
-    columns = [str(c) for c in read_head(src, 0).columns]
+    columns = [str(c) for c in engines.reader(src).read_head(src, 0).columns]
     if column not in columns:
         raise DataError(f"{option} {column!r}: {src.describe()} has no such column; its columns are "
                         f"{', '.join(columns[:40])}{', ...' if len(columns) > 40 else ''}.")

@@ -1,20 +1,16 @@
-"""Engines that turn rows where they live into score cells (:mod:`calibdash.cells`).
+"""Engines that turn rows where they live into cells, found by scanning this package.
 
-Three engines share one signature and give the same cells on the same rows
-(integer counts equal, sums to rounding; ``tests/test_engines.py``):
+Each backend is one package here (:mod:`.memory`, :mod:`.duckdb`, :mod:`.spark`) whose ``__init__`` defines a
+subclass of :class:`~calibdash.engines.base.Engine` with a registry ``name``: everything that backend does
+(score cells, keyed cells, K-class cells and rows, applying a model, reading a source) lives in its package.
+What every engine shares lives beside them: :mod:`.base` (the interface), :mod:`.source` (the rows' source,
+keys and checks), :mod:`.classes` (K-class sources, checks and sampling), :mod:`.apply` (a model's steps).
+No list names the engines: :func:`available` scans the package, as :mod:`calibdash.calibrators` finds its
+methods, so adding an engine is adding its package; ``tests/test_engine_contract.py`` then checks it gives the
+same cells as the others (integer counts equal, sums to rounding).
 
-``"memory"`` (:mod:`~calibdash.engines.memory`)
-    Reads the rows into numpy and calls :func:`calibdash.cells.aggregate`.
-``"duckdb"`` (:mod:`~calibdash.engines.duckdb`)
-    One grouped query where the files are, out of core (``memory_limit``,
-    a spill directory); no row enters Python.
-``"spark"`` (:mod:`~calibdash.engines.spark`)
-    The same aggregation as a Spark job, on an existing session (or
-    ``SparkSession.builder.getOrCreate()``), so it runs under spark-submit.
-
-Rows are put in parts by the hash of their position in the source (see
-:mod:`calibdash.engines.source` for how each engine finds it), so a fold is
-the same in every engine.
+Rows are put in parts by the hash of their position in the source (see :mod:`calibdash.engines.source`), so a
+fold is the same in every engine.
 
 >>> from calibdash.engines import Source, aggregate                     # doctest: +SKIP
 >>> src = Source("scores/part-*.parquet", score="p", label="clicked")   # doctest: +SKIP
@@ -22,58 +18,104 @@ the same in every engine.
 """
 from __future__ import annotations
 
-import importlib
+import pkgutil
 
 from ..cells import MAX_EXACT
 from ..errors import SettingsError
+from ..registry import scan
+from .base import Engine
 from .source import Source
 
-__all__ = ["Source", "aggregate", "aggregate_keyed", "default_engine", "source_for", "ENGINES", "MEMORY_MAX_BYTES"]
+__all__ = ["Engine", "Source", "aggregate", "aggregate_keyed", "available", "get", "find", "reader",
+           "default_engine", "source_for"]
 
-#: The engines :func:`aggregate` knows.
-ENGINES = ("memory", "duckdb", "spark")
-#: A single file below this size is aggregated in memory by default (the dashboard's upload limit).
-MEMORY_MAX_BYTES = 200 * 1024 * 1024
+_REGISTRY: dict[str, Engine] | None = None
 
 
-def default_engine(source: Source) -> str:
-    """``"memory"`` for a single file under 200 MB, else ``"duckdb"`` (Spark only when asked)."""
-    if source.kind == "files":
-        files = source.files()
-        if len(files) == 1 and source.size_bytes() < MEMORY_MAX_BYTES:
-            return "memory"
-    return "duckdb"
+def _engines() -> dict[str, Engine]:
+    """Registry name -> engine (one instance each), in ``order``: the subclasses of :class:`Engine` defined in
+    the ``__init__`` of this package's subpackages (its modules hold shared code, not engines)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        modules = tuple(m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
+        _REGISTRY = {name: cls() for name, cls in scan(__path__, __name__, Engine, skip=modules).items()}
+    return _REGISTRY
 
 
-#: Each engine's module of cells and of keyed cells (imported when used: Spark is optional).
-_MODULES = {"memory": (".memory", ".memory"), "duckdb": (".duckdb", ".duckdb_keyed"),
-            "spark": (".spark", ".spark_keyed")}
+def available() -> list[str]:
+    """The engines' names, in their declared order (the CLI's ``--engine`` choices)."""
+    return list(_engines())
 
 
-def _engine_function(engine: str, keyed: bool):
-    """The engine's ``aggregate`` or ``aggregate_keyed``."""
-    if engine not in _MODULES:
-        raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
-    module = importlib.import_module(_MODULES[engine][keyed], __name__)
-    return getattr(module, "aggregate_keyed" if keyed else "aggregate")
+def get(name: str) -> Engine:
+    """The engine registered as ``name``.
+
+    Raises
+    ------
+    SettingsError
+        No engine has that name.
+    """
+    engines = _engines()
+    if name not in engines:
+        raise SettingsError(f"engine must be one of {', '.join(engines)}, got {name!r}.")
+    return engines[name]
+
+
+def find(**capabilities) -> str:
+    """The name of the first engine (in order) whose attributes equal ``capabilities``, e.g.
+    ``find(out_of_core=False)``: the engine that reads rows into memory.
+
+    Raises
+    ------
+    SettingsError
+        No engine has them.
+    """
+    for name, eng in _engines().items():
+        if all(getattr(eng, k) == v for k, v in capabilities.items()):
+            return name
+    raise SettingsError(f"no engine has {capabilities}.")
+
+
+def default_engine(source: Source | None = None) -> str:
+    """The first engine (in order) chosen by default whose :meth:`~Engine.suits` takes ``source``: in memory
+    for a single file under 200 MB, else DuckDB (Spark only when asked). Without a source (a glob not yet
+    opened, a table, a query): the first such engine that keeps rows where they live."""
+    for name, eng in _engines().items():
+        if eng.by_default and (eng.suits(source) if source is not None else eng.out_of_core):
+            return name
+    raise SettingsError("no engine takes this source by default; choose one.")
+
+
+def reader(source: Source, engine: str | None = None) -> Engine:
+    """The engine that reads ``source``'s first rows and counts its labels: ``engine`` when the source is a
+    table or query of that engine's own catalog, else the first engine that reads files and DuckDB sources."""
+    if engine is not None and get(engine).catalog and source.kind != "files":
+        return get(engine)
+    return get(find(reads_heads=True))
+
+
+def _run(method: str, engine: str | None, source: Source, *args, **options):
+    """``method`` of ``engine`` (default :func:`default_engine`), the options given as None left out."""
+    eng = get(engine or default_engine(source))
+    return getattr(eng, method)(source, *args, **{k: v for k, v in options.items() if v is not None})
 
 
 def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features=None, feature_bins: int = 16,
-              sample_rows: int = 0, seed: int = 0, **engine_options):
+              sample_rows: int = 0, seed: int = 0, on_stage=None, **engine_options):
     """Aggregate ``source`` into score cells with ``engine`` (default :func:`default_engine`).
 
-    The parameters are :func:`calibdash.engines.duckdb.aggregate`'s;
-    ``engine_options`` go to the engine (Spark: ``spark=`` a session).
+    The parameters are :func:`calibdash.engines.duckdb.rows.aggregate`'s; ``on_stage`` is told each stage's
+    name; ``engine_options`` go to the engine (DuckDB: ``connection=``, ``on_connect=``; Spark: ``spark=`` a
+    session), those given as None left out.
 
     Returns
     -------
     ScoreCells, or (ScoreCells, DataFrame) when ``sample_rows > 0``
     """
-    run = _engine_function(engine or default_engine(source), keyed=False)
-    return run(source, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
-               features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
-               **engine_options)
+    return _run("aggregate", engine, source, scheme, max_exact=max_exact, memory_limit=memory_limit,
+                threads=threads, features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
+                on_stage=on_stage, **engine_options)
 
 
 def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
@@ -88,21 +130,22 @@ def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = No
         The group or period column and how its values become keys.
     scheme : Scheme, optional
         How rows are divided into parts (default: none).
-    engine : {"memory", "duckdb", "spark"}, optional
+    engine : str, optional
+        A name of :func:`available`.
     max_exact, memory_limit, threads
         As :func:`aggregate`.
     on_stage : callable, optional
         Called with the name of each stage as it starts.
     engine_options
-        To the engine (DuckDB: ``connection=``, ``on_connect=``; Spark: ``spark=`` a session).
+        To the engine (DuckDB: ``connection=``, ``on_connect=``; Spark: ``spark=`` a session), those given as
+        None left out.
 
     Returns
     -------
     KeyedCells
     """
-    run = _engine_function(engine or default_engine(source), keyed=True)
-    return run(source, key, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
-               on_stage=on_stage, **engine_options)
+    return _run("aggregate_keyed", engine, source, key, scheme, max_exact=max_exact, memory_limit=memory_limit,
+                threads=threads, on_stage=on_stage, **engine_options)
 
 
 def source_for(path, *, score: str | None = None, label: str | None = None, split: str | None = None,
@@ -137,9 +180,7 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
     probe = Source(path=path, score=score or "score", label=label or "label") if not (score and label) else None
     if probe is None:
         return Source(path=path, score=score, label=label, split=split, positive=positive)
-    from .duckdb import read_head
-
-    head = read_head(probe, sample_rows)
+    head = reader(probe).read_head(probe, sample_rows)
     roles = guess_roles(head, label=label, split=split, positive=positive)
     found_score = score or (roles.scores[0] if roles.scores else None)
     if not found_score or not roles.label:

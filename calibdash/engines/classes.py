@@ -1,4 +1,5 @@
-"""K-class rows aggregated into multi-class score cells where they live (memory, DuckDB, Spark).
+"""K-class rows where they live, shared by every engine: the source, its checks, the K-class cells' steps, and
+the rows for fitting and judging calibrators (counts, a content-keyed sample, batches).
 
 A :class:`ClassSource` names rows with a label column and K class columns
 (probabilities, or logits softmaxed in the engine). Each engine computes, per
@@ -22,57 +23,152 @@ one-vs-rest) into :class:`~calibdash.multiclass.cells.ClassCells`:
    then assembled as the binary engines assemble theirs
    (:func:`calibdash.engines.source.assemble_cells`).
 
-The rows, their keys and their parts are the binary engines' own: the source
-is read by :class:`calibdash.engines.duckdb.SourceRows` /
-:func:`calibdash.engines.spark.keyed_rows` /
-:func:`calibdash.engines.memory.read_rows` with the class columns as extra
-columns, and parts come from :func:`calibdash.engines.duckdb.part_sql` /
-:func:`calibdash.engines.spark.part_column` / :func:`calibdash.engines.memory.parts`
-(the hash of the row's position, :func:`calibdash.cells.row_hash`).
+The rows, their keys and their parts are the binary engines' own: each engine
+(:meth:`calibdash.engines.base.Engine.aggregate_classes`) reads the source as it
+reads a binary source, with the class columns as extra columns, and puts rows in
+parts by the hash of their position (:func:`calibdash.cells.row_hash`).
 
 Arithmetic, the same in every engine. Probabilities are measured as given
 (as :mod:`calibdash.multiclass.metrics` does: not divided by their sums), so
 the cells hold the file's very values and every engine gives identical
 cells. Logits: ``p_k = e_k / (((e_0 + e_1) + e_2) + ...)`` with
 ``e_k = exp(z_k - max_j z_j)``, the sum taken left to right in every engine
-(the memory engine too, rather than ``scipy.special.softmax``), so the only
+(in memory too, rather than ``scipy.special.softmax``), so the only
 difference between engines is their ``exp``, which may differ in the last
-bit (numpy, DuckDB's C library, the JVM): logit cells agree to about 1e-15,
+bit (numpy, a database's C library, the JVM): logit cells agree to about 1e-15,
 not bit for bit.
 
 Rows are not dropped (as in the binary engines, dropping would move the rows
 after them to other parts): a missing or non-finite class value, a missing
 label or a label with no class column refuses the source with counts.
+Rows for fitting and judging
+----------------------------
+:func:`open_class_rows` opens a source's checked rows (the rows, checks and parts the K-class cells are
+aggregated from, by the engine's :meth:`~calibdash.engines.base.Engine.class_rows`) as a :class:`ClassRows`,
+which gives
+
+* :meth:`ClassRows.counts`: rows per part and class (one grouped scan);
+* :meth:`ClassRows.candidates`: the rows whose content key lies below a threshold of their part and class
+  (one filtered scan; only those rows are fetched);
+* :meth:`ClassRows.batches`: the values, classes and parts of the rows of some parts, ``batch_rows`` at a
+  time (DuckDB: Arrow record batches of a streaming result; Spark: ``toLocalIterator``, one partition at a
+  time on the driver; memory: slices), so memory stays bounded by a batch.
+
+Spark computes the content key in a pandas UDF (the numpy function itself), so its Python workers need
+numpy, pandas, pyarrow and calibdash, as ``apply``'s UDF path does (:mod:`calibdash.engines.apply`).
+
+The content key
+---------------
+A row's key depends on what the row holds, never on where it lies: :func:`content_key`, a chain of
+:func:`calibdash.cells.row_hash` (MurmurHash3's finaliser, written in SQL by
+:func:`calibdash.engines.duckdb.rows.row_hash_sql`; Spark runs the numpy function in a pandas UDF)
+over the row's class index and, for each class column, the two 32-bit halves of
+``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``. Every step is exact in every engine (a product by a power
+of two, a floor, integers below 2^53), so the three engines give each row the same key. The key is not
+:func:`calibdash.multiclass.split.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
+it quantizes a value to ``2^-32`` (probabilities) and clips logits beyond ``2^20``, so distinct rows may
+share a key; :func:`fit_samples` breaks ties by the values themselves, so the rows chosen depend on the
+rows' content alone.
+
+:func:`fit_samples` draws, for each fitting part, the stratified sample
+:func:`calibdash.multiclass.split.content_sample` would draw with these keys: class ``c`` gets its
+Hamilton quota ``q_c`` (:func:`~calibdash.multiclass.split.class_quotas`) and takes its ``q_c`` rows first
+in the order (key, values). Only rows whose key lies below ``t_c = 2^32 (q_c + 4 sqrt(q_c) + 16) / n_c``
+are fetched: the keys are uniform, so about ``q_c + 4 sqrt(q_c) + 16`` rows of class ``c`` pass (four
+binomial standard deviations and some above ``q_c``); if fewer than ``q_c`` pass, the margin is raised and
+the scan repeated. Every row before the ``q_c``-th passing one in that order has a smaller key, so it
+passed too: the sample is exactly the first ``q_c`` rows of the class.
 """
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
-from functools import reduce
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..cells import GRID, MAX_EXACT
-from ..data.guard import quote_identifier
+from ..cells import MAX_EXACT, row_hash
 from ..errors import DataError, SettingsError
 from ..multiclass.base import SUM_TOLERANCE
-from ..multiclass.cells import ClassCells, class_cells
+from ..multiclass.cells import ClassCells
+from ..multiclass.split import class_quotas
 from ..scheme import Scheme
 from ..validation import format_values
-from .duckdb import SourceRows, check_scheme, connection_for, part_sql, read_head
-from .source import Source, assemble_cells
+from .source import Source, assemble_cells, check_scheme
 
-__all__ = ["ClassSource", "ClassStats", "class_source", "check_class_stats", "aggregate_classes",
-           "memory_class_rows", "duckdb_class_rows", "spark_class_rows", "softmax_rows", "HEAD_ROWS", "ENGINES"]
+__all__ = ["ClassSource", "ClassStats", "ClassRows", "class_source", "check_class_stats", "aggregate_classes",
+           "open_class_rows", "content_key", "fit_samples", "part_count", "exact_flags", "split_cells",
+           "softmax_rows", "HEAD_ROWS", "BATCH_ROWS", "KEY_CLIP", "KEY_STEP", "KEY_OFFSET"]
 
 #: Rows read from the start of a source to find its class columns and the class of each.
 HEAD_ROWS = 20_000
-#: Spark's relative error for the distinct-score estimates: the exact-or-grid choice needs a factor of 4 only,
-#: and Spark's HyperLogLog++ at 1% costs seconds per column even on small data (measured: 40 s for 10 columns
-#: of 10,000 rows at 1%, 3 s at 5%).
-HLL_RSD = 0.05
-#: The engines :func:`aggregate_classes` knows.
-ENGINES = ("memory", "duckdb", "spark")
+#: Rows per batch of the judged rows.
+BATCH_ROWS = 65_536
+#: Values are clipped to [-KEY_CLIP, KEY_CLIP] for the content key (logits beyond are equal for the key only).
+KEY_CLIP = 2.0 ** 20
+#: Values are quantized to steps of 1 / KEY_STEP for the content key.
+KEY_STEP = 2.0 ** 32
+#: Added to a quantized value for the content key (so it is a non-negative integer below 2^53).
+KEY_OFFSET = 2 ** 52
+_M32 = 0xFFFFFFFF
+_ALL = 2 ** 32          # a threshold every key lies below
+
+
+def softmax_rows(Z: np.ndarray) -> np.ndarray:
+    """``exp(z_k - max z) / sum_j exp(z_j - max z)`` with the sum taken left to right, as the SQL engines."""
+    E = np.exp(Z - Z.max(axis=1, keepdims=True))
+    total = E[:, 0].copy()
+    for j in range(1, E.shape[1]):
+        total += E[:, j]
+    return E / total[:, None]
+
+
+def part_count(scheme: Scheme) -> int:
+    """How many parts ``scheme`` makes: the folds of ``"kfold"``, 2 for a split (0 fit, 1 held out), else 1."""
+    return int(scheme.n_folds) if scheme.kind == "kfold" else 2 if scheme.kind in ("split", "column") else 1
+
+
+def content_key(X: np.ndarray, y: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Each row's 32-bit content key (uint64) from its class index and class values (see the module docstring)."""
+    X = np.asarray(X, dtype=float)
+    h = row_hash(np.asarray(y, dtype=np.int64).astype(np.uint64), seed)
+    for k in range(X.shape[1]):
+        u = (np.floor(np.clip(X[:, k], -KEY_CLIP, KEY_CLIP) * KEY_STEP).astype(np.int64) + KEY_OFFSET).astype(np.uint64)
+        h = row_hash(h ^ (u & np.uint64(_M32)), seed)
+        h = row_hash(h ^ (u >> np.uint64(32)), seed)
+    return h
+
+
+class ClassRows(abc.ABC):
+    """A source's checked K-class rows and their parts under a scheme (see the module docstring).
+
+    Attributes
+    ----------
+    k : int
+    n_rows : int
+    n_parts : int
+    """
+
+    k: int
+    n_rows: int
+    n_parts: int
+
+    @abc.abstractmethod
+    def counts(self) -> np.ndarray:
+        """Rows per part and class, shape (n_parts, K), int64."""
+
+    @abc.abstractmethod
+    def candidates(self, limits: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(X, y, part, key)`` of the rows whose :func:`content_key` with ``seed`` lies below
+        ``limits[part, y]`` (an int64 array of shape (n_parts, K); ``2**32`` takes every row), in no order."""
+
+    @abc.abstractmethod
+    def batches(self, parts: Sequence[int], batch_rows: int = BATCH_ROWS
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``(X, y, part)`` of the rows in ``parts``, at most ``batch_rows`` at a time, in no order."""
+
+
 
 
 @dataclass(frozen=True)
@@ -132,10 +228,11 @@ def class_source(path=None, label: str | None = None, probs=None, logits=None, *
     them that name no class column are refused by the aggregation.
     """
     from ..data.classes import build_class_set
+    from . import reader
 
     rows = Source(path=path, database=database, table=table, query=query, order_by=order_by, format=format,
                   score="__unused__", label=label or "__unused_label__")
-    head = read_head(rows, head_rows)
+    head = reader(rows).read_head(rows, head_rows)
     cs = build_class_set(head, label=label, probs=probs, logits=logits, features=[], split=False,
                          name=rows.describe())
     src = Source(path=path, database=database, table=table, query=query, order_by=order_by, format=format,
@@ -199,7 +296,7 @@ def check_class_stats(st: ClassStats, csrc: ClassSource) -> None:
                         f"within {SUM_TOLERANCE:g}; a probability column is needed for every class.{hint}")
 
 
-def _exact_flags(distinct, max_exact: int, count) -> list[bool]:
+def exact_flags(distinct, max_exact: int, count) -> list[bool]:
     """Exact cells or the grid, per reduction, as the binary engines decide: the estimate taken as it says
     beyond a factor 4 of ``max_exact``, else ``count(indices)`` gives the exact distinct counts."""
     m = int(max_exact)
@@ -211,7 +308,7 @@ def _exact_flags(distinct, max_exact: int, count) -> list[bool]:
     return flags
 
 
-def _split_cells(res: pd.DataFrame, exact: list[bool], n_rows: int) -> ClassCells:
+def split_cells(res: pd.DataFrame, exact: list[bool], n_rows: int) -> ClassCells:
     """The grouped ``(r, part, code, n, n_pos, s_sum)`` of every reduction as :class:`ClassCells`."""
     out = []
     for r, ex in enumerate(exact):
@@ -221,226 +318,9 @@ def _split_cells(res: pd.DataFrame, exact: list[bool], n_rows: int) -> ClassCell
     return ClassCells(top=out[0], classes=tuple(out[1:]), n_rows=int(n_rows))
 
 
-# ---------------------------------------------------------------------------------------------------------
-# memory
-# ---------------------------------------------------------------------------------------------------------
-def softmax_rows(Z: np.ndarray) -> np.ndarray:
-    """``exp(z_k - max z) / sum_j exp(z_j - max z)`` with the sum taken left to right, as the SQL engines."""
-    E = np.exp(Z - Z.max(axis=1, keepdims=True))
-    total = E[:, 0].copy()
-    for j in range(1, E.shape[1]):
-        total += E[:, j]
-    return E / total[:, None]
-
-
-def memory_class_rows(csrc: ClassSource, scheme: Scheme) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The memory engine's checked rows: ``(X, y, part)``, the class columns' values as read (probabilities
-    or logits, shape (n, K)), each row's class index and its part, in the source's order; refused as
-    :func:`check_class_stats` says."""
-    from .memory import parts, read_rows
-
-    src = csrc.source
-    df, keys = read_rows(src, list(csrc.columns), src.needs_keys(scheme))
-    X = np.column_stack([pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-                         for c in csrc.columns])
-    label = df[src.label]
-    code = pd.Index(list(csrc.classes)).get_indexer(label)
-    null = label.isna().to_numpy()
-    finite = np.isfinite(X).all(axis=1)
-    st = ClassStats(n_rows=len(df), n_bad=int((~finite).sum()), n_label_null=int(null.sum()),
-                    n_other=int(((code < 0) & ~null).sum()), n_classes_seen=int(np.unique(code[code >= 0]).size))
-    if not csrc.logits and finite.all():
-        total = X[:, 0].copy()
-        for j in range(1, X.shape[1]):
-            total += X[:, j]
-        st.n_negative, st.n_above = int((X < 0).any(axis=1).sum()), int((X > 1).any(axis=1).sum())
-        st.n_off_sum = int((np.abs(total - 1) > SUM_TOLERANCE).sum())
-    check_class_stats(st, csrc)
-    return X, code, parts(len(df), keys, scheme, df[src.split] if src.split else None)
-
-
-def _memory(csrc: ClassSource, scheme: Scheme, max_exact: int) -> ClassCells:
-    X, code, part = memory_class_rows(csrc, scheme)
-    return class_cells(softmax_rows(X) if csrc.logits else X, code, part, max_exact=max_exact)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# DuckDB
-# ---------------------------------------------------------------------------------------------------------
-def _chain(terms: list[str], op: str) -> str:
-    """``((t0 op t1) op t2) ...``: left to right, as :func:`softmax_rows` sums."""
-    return reduce(lambda a, b: f"({a} {op} {b})", terms)
-
-
-def _duckdb(csrc: ClassSource, scheme: Scheme, max_exact: int, memory_limit: str, threads, connection
-            ) -> ClassCells:
-    src, K = csrc.source, csrc.k
-    with connection_for(connection, memory_limit, threads) as (con, own):
-        rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
-        rel, st = duckdb_class_rows(csrc, rows)
-        classes, K = list(csrc.classes), csrc.k
-        reductions = ["__top"] + [f"__p{k}" for k in range(K)]
-        # -- 2. exact or grid --
-        exact = _exact_flags(st.distinct, max_exact, lambda idx: rows._run(
-            f"SELECT {', '.join(f'count(DISTINCT {reductions[r]})' for r in idx)} FROM ({rel})", [classes],
-            fetch="one"))
-        # -- 3. the aggregation: every reduction at once --
-        part = part_sql(scheme, src, rows)
-        params = [[v for v in rows.train_values if v is not None]] if "unnest(?)" in part else []
-        codes = [v if ex else f"CAST(LEAST(floor({v} * {GRID}), {GRID - 1}) AS DOUBLE)"
-                 for v, ex in zip(reductions, exact)]
-        labels = ["CAST(__pred = __y AS INTEGER)"] + [f"CAST(__y = {k} AS INTEGER)" for k in range(K)]
-        unnested = (f"SELECT {part} AS part, unnest(range({K + 1})) AS r, unnest([{', '.join(codes)}]) AS code, "
-                    f"unnest([{', '.join(reductions)}]) AS s, unnest([{', '.join(labels)}]) AS y FROM ({rel})")
-        res = rows._run(f"SELECT r, part, code, count(*) AS n, CAST(sum(y) AS BIGINT) AS n_pos, sum(s) AS s_sum "
-                        f"FROM ({unnested}) GROUP BY r, part, code", params + [classes], fetch="df")
-        return _split_cells(res, exact, st.n_rows)
-
-
-def duckdb_class_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> tuple[str, ClassStats]:
-    """DuckDB's checked rows: the relation over ``rows`` (a :class:`~calibdash.engines.duckdb.SourceRows` read
-    with the class columns as extra columns) with ``__key``, ``__label`` (and ``__split``), the values read
-    ``__x0..``, the probabilities ``__p0..``, ``__top``, ``__y`` (the class index) and ``__pred``, whose
-    one parameter is the list of classes; and its statistics, checked by :func:`check_class_stats` (one
-    scan; ``distinct``: with the reductions' distinct-score estimates)."""
-    src, K = csrc.source, csrc.k
-    x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
-    keep = "__key, __label" + (", __split" if src.split else "")
-    base = f"SELECT {keep}, {', '.join(x)} FROM ({rows.sql})"
-    if csrc.logits:
-        m = f"greatest({', '.join(f'__x{k}' for k in range(K))})"
-        exps = ", ".join(f"exp(__x{k} - __m) AS __e{k}" for k in range(K))
-        total = _chain([f"__e{k}" for k in range(K)], "+")
-        probs = ", ".join(f"__e{k} / {total} AS __p{k}" for k in range(K))
-        base = f"SELECT *, {probs} FROM (SELECT *, {exps} FROM (SELECT *, {m} AS __m FROM ({base})))"
-    else:
-        base = f"SELECT *, {', '.join(f'__x{k} AS __p{k}' for k in range(K))} FROM ({base})"
-    p = [f"__p{k}" for k in range(K)]
-    rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
-           f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
-    classes = list(csrc.classes)
-    # -- 1. statistics --
-    xs = [f"__x{k}" for k in range(K)]
-    finite = " AND ".join(f"isfinite({v})" for v in xs)
-    stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
-             "count(*) FILTER (WHERE __label IS NULL)",
-             "count(*) FILTER (WHERE __label IS NOT NULL AND __y IS NULL)", "count(DISTINCT __y)"]
-    if not csrc.logits:
-        stats += [f"count(*) FILTER (WHERE least({', '.join(xs)}) < 0)",
-                  f"count(*) FILTER (WHERE greatest({', '.join(xs)}) > 1)",
-                  f"count(*) FILTER (WHERE abs({_chain(xs, '+')} - 1) > {SUM_TOLERANCE!r})"]
-    reductions = ["__top"] + p
-    if distinct:
-        stats += [f"approx_count_distinct({v})" for v in reductions]
-    got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [classes], fetch="one")
-    n_checks = 7 if not csrc.logits else 4
-    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                   n_off_sum=int(got[7]))),
-                    distinct=[float(g or 0) for g in got[1 + n_checks:]])
-    check_class_stats(st, csrc)
-    return rel, st
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Spark
-# ---------------------------------------------------------------------------------------------------------
-def _spark(csrc: ClassSource, scheme: Scheme, max_exact: int, spark) -> ClassCells:
-    from pyspark.sql import functions as F
-
-    from .spark import part_column, release, session, to_pandas
-
-    K = csrc.k
-    spark = session(spark)
-    try:
-        df, st, split_values = spark_class_rows(csrc, scheme, spark)
-        ps = [F.col(f"__p{k}") for k in range(K)]
-        y = F.col("__y")
-        reductions = [F.col("__top")] + ps
-        exact = _exact_flags(st.distinct, max_exact, lambda idx: df.agg(
-            *[F.countDistinct(reductions[r]) for r in idx]).collect()[0])
-        df, part = part_column(df, scheme, csrc.source, split_values)
-        codes = [v if ex else F.least(F.floor(v * GRID), F.lit(GRID - 1)).cast("double")
-                 for v, ex in zip(reductions, exact)]
-        labels = [(F.col("__pred") == y).cast("long")] + [(y == k).cast("long") for k in range(K)]
-        cells = F.array(*[F.struct(c.cast("double").alias("code"), s.alias("s"), lab.alias("y"))
-                          for c, s, lab in zip(codes, reductions, labels)])
-        long = df.select(part.cast("int").alias("part"), F.posexplode(cells).alias("r", "c"))
-        res = long.groupBy("r", "part", F.col("c.code").alias("code")).agg(
-            F.count(F.lit(1)).alias("n"), F.sum("c.y").alias("n_pos"), F.sum("c.s").alias("s_sum"))
-        res = to_pandas(spark, res, ["r", "part", "code", "n", "n_pos", "s_sum"])
-        return _split_cells(res, exact, st.n_rows)
-    finally:
-        release()
-
-
-def spark_class_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True):
-    """Spark's checked rows: ``(df, stats, split_values)``, the DataFrame with ``__key``, ``__label`` (and the
-    split column), ``__x0..``, ``__p0..``, ``__top``, ``__y`` and ``__pred`` as :func:`duckdb_class_rows` has
-    them, its statistics checked by :func:`check_class_stats` (one job; ``distinct``: with the reductions'
-    distinct-score estimates), and for the ``"column"`` scheme the split column's values (for
-    :func:`calibdash.engines.spark.part_column`). The caller calls :func:`calibdash.engines.spark.release`
-    when done."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.utils import AnalysisException
-
-    from .spark import col, keyed_rows
-
-    src, K = csrc.source, csrc.k
-    src.check_keys(scheme, spark=True)
-    cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
-    try:
-        df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
-    except AnalysisException as exc:
-        raise DataError(f"Spark could not read {src.describe()}: {exc}") from None
-    x = [col(c).cast("double") for c in csrc.columns]
-    df = df.select("__key", *([col(src.split)] if src.split else []), col(src.label).alias("__label"),
-                   *[v.alias(f"__x{k}") for k, v in enumerate(x)])
-    xs = [F.col(f"__x{k}") for k in range(K)]
-    if csrc.logits:
-        df = df.withColumn("__m", F.greatest(*xs))
-        df = df.select("*", *[F.exp(v - F.col("__m")).alias(f"__e{k}") for k, v in enumerate(xs)])
-        total = reduce(lambda a, b: a + b, [F.col(f"__e{k}") for k in range(K)])
-        df = df.select("*", *[(F.col(f"__e{k}") / total).alias(f"__p{k}") for k in range(K)])
-    else:
-        df = df.select("*", *[v.alias(f"__p{k}") for k, v in enumerate(xs)])
-    ps = [F.col(f"__p{k}") for k in range(K)]
-    label_type = df.schema["__label"].dataType
-    classes = F.array(*[F.lit(v).cast(label_type) for v in csrc.classes])
-    df = df.withColumn("__top", F.greatest(*ps))
-    df = df.withColumn("__y", F.when(F.col("__label").isNotNull(),
-                                     F.array_position(classes, F.col("__label")) - 1))
-    df = df.withColumn("__pred", F.array_position(F.array(*ps), F.col("__top")) - 1)
-    finite = reduce(lambda a, b: a & b, [v.isNotNull() & ~F.isnan(v) & ~v.isin(float("inf"), float("-inf"))
-                                         for v in xs])
-    y = F.col("__y")
-    aggs = [F.count(F.lit(1)), F.count(F.when(~finite, 1)), F.count(F.when(F.col("__label").isNull(), 1)),
-            F.count(F.when(y < 0, 1)), F.countDistinct(F.when(y >= 0, y))]
-    if not csrc.logits:
-        aggs += [F.count(F.when(F.least(*xs) < 0, 1)), F.count(F.when(F.greatest(*xs) > 1, 1)),
-                 F.count(F.when(F.abs(reduce(lambda a, b: a + b, xs) - 1) > SUM_TOLERANCE, 1))]
-    n_distinct = K + 1 if distinct else 0
-    if distinct:
-        aggs += [F.approx_count_distinct(v, HLL_RSD) for v in [F.col("__top")] + ps]
-    if scheme.kind == "column" and src.split:
-        aggs += [F.collect_set(col(src.split)), F.count(F.when(col(src.split).isNull(), 1))]
-    got = df.agg(*aggs).collect()[0]
-    n_checks = 7 if not csrc.logits else 4
-    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                   n_off_sum=int(got[7]))),
-                    distinct=[float(g or 0) for g in got[1 + n_checks:1 + n_checks + n_distinct]])
-    check_class_stats(st, csrc)
-    split_values = None
-    if scheme.kind == "column" and src.split:
-        split_values = list(got[-2]) + ([None] if got[-1] else [])
-    return df, st, split_values
-
-
-# ---------------------------------------------------------------------------------------------------------
-def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine: str = "duckdb",
+def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine: str | None = None,
                       max_exact: int = MAX_EXACT, memory_limit: str = "1GB", threads: int | None = None,
-                      connection=None, spark=None) -> ClassCells:
+                      **options) -> ClassCells:
     """Aggregate a K-class source into :class:`~calibdash.multiclass.cells.ClassCells` with ``engine``.
 
     Parameters
@@ -450,13 +330,15 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
         How rows are divided into parts (default every row in part 0); the
         binary engines' rule (:mod:`calibdash.cells`), so a row falls in the
         same part in every engine and for binary and K-class cells alike.
-    engine : {"memory", "duckdb", "spark"}
+    engine : str, optional
+        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine,
+        :func:`calibdash.engines.default_engine`).
     max_exact : int
         Per reduction: its distinct scores as cells up to this many, else the grid.
-    memory_limit, threads, connection
-        DuckDB's, as :func:`calibdash.engines.duckdb.aggregate` takes them.
-    spark : SparkSession, optional
-        Spark's session (default ``getOrCreate()``).
+    memory_limit, threads
+        As :func:`calibdash.engines.aggregate` takes them.
+    options
+        The engine's own (a ``connection``, a session); those given as None are left out.
 
     Raises
     ------
@@ -465,14 +347,97 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     SettingsError
         An unknown engine; bad scheme settings; a hashed scheme on rows without positions.
     """
+    from . import default_engine, get
+
     scheme = scheme or Scheme(kind="insample")
     check_scheme(scheme)
     csrc.source.check_keys(scheme)
-    if engine == "memory":
-        return _memory(csrc, scheme, max_exact)
-    if engine == "duckdb":
-        return _duckdb(csrc, scheme, max_exact, memory_limit, threads, connection)
-    if engine == "spark":
-        return _spark(csrc, scheme, max_exact, spark)
-    raise SettingsError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}.")
+    eng = get(engine or default_engine())
+    return eng.aggregate_classes(csrc, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
+                                 **{k: v for k, v in options.items() if v is not None})
+
+
+def open_class_rows(csrc: ClassSource, scheme: Scheme, engine: str | None = None, *, memory_limit: str = "1GB",
+                    threads: int | None = None, **options):
+    """The checked rows of ``csrc`` under ``scheme`` as a :class:`ClassRows`, open while inside (a context
+    manager): ``engine`` reads them (default as :func:`aggregate_classes`) with its
+    :meth:`~calibdash.engines.base.Engine.class_rows`; ``options`` are the engine's own (an ``on_connect``
+    callback, a session), those given as None left out.
+
+    Raises
+    ------
+    DataError
+        As :func:`check_class_stats`.
+    SettingsError
+        An unknown engine; a hashed scheme on rows without positions.
+    """
+    from . import default_engine, get
+
+    check_scheme(scheme)
+    csrc.source.check_keys(scheme)
+    eng = get(engine or default_engine())
+    return eng.class_rows(csrc, scheme, memory_limit=memory_limit, threads=threads,
+                          **{k: v for k, v in options.items() if v is not None})
+
+
+def fit_samples(rows: ClassRows, fit_parts: Sequence[Sequence[int]], size: int | None, seed: int = 0,
+                on_scan=None) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    """Each fitting part's rows, or its stratified content-keyed sample of ``size`` rows (see the module
+    docstring), as ``(X, y)`` ordered by class, key and values; and the counts per part and class.
+
+    Parameters
+    ----------
+    rows : ClassRows
+    fit_parts : sequence of sequences of int
+        The parts each fit is made on (k-fold: every fold but one).
+    size : int or None
+        The sample's rows; None (or at least the part's rows) takes every row.
+    seed : int
+        The content key's seed.
+    on_scan : callable, optional
+        Called before each scan for the sample (one, unless too few rows passed the thresholds).
+
+    Raises
+    ------
+    DataError
+        A fitting part that is empty or holds one class only.
+    """
+    counts = rows.counts()
+    sets = [np.asarray(sorted({int(p) for p in f}), dtype=np.int64) for f in fit_parts]
+    n_of = [counts[f].sum(axis=0) for f in sets]
+    quotas = [n.copy() if size is None else class_quotas(n, int(size)) for n in n_of]
+    for n in n_of:
+        if n.sum() == 0:
+            raise DataError("the fitting part is empty.")
+        if np.count_nonzero(n) < 2:
+            raise DataError(f"the fitting part ({int(n.sum()):,} rows) holds one class only; calibration needs "
+                            "at least two.")
+    margin = 4.0
+    while True:
+        cuts = [np.where(q >= n, _ALL, np.minimum(_ALL, np.ceil(_ALL * (q + margin * np.sqrt(q) + 16)
+                                                                / np.maximum(n, 1)))).astype(np.int64)
+                for q, n in zip(quotas, n_of)]
+        limits = np.zeros((rows.n_parts, rows.k), dtype=np.int64)
+        for f, t in zip(sets, cuts):
+            limits[f] = np.maximum(limits[f], t[None, :])
+        if on_scan is not None:
+            on_scan()
+        X, y, part, key = rows.candidates(limits, seed)
+        out, short = [], False
+        for f, t, q in zip(sets, cuts, quotas):
+            keep = np.isin(part, f) & (key < t[y].astype(np.uint64))
+            Xf, yf, kf = X[keep], y[keep], key[keep]
+            if np.any(np.bincount(yf, minlength=rows.k) < q):
+                short = True
+                break
+            order = np.lexsort(tuple(Xf[:, j] for j in range(rows.k - 1, -1, -1)) + (kf, yf))
+            ys = yf[order]
+            starts = np.searchsorted(ys, np.arange(rows.k))
+            rank = np.arange(ys.size) - starts[ys]
+            take = order[rank < q[ys]]
+            out.append((Xf[take], yf[take]))
+        if not short:
+            return out, counts
+        margin *= 4
+
 

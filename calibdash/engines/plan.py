@@ -41,7 +41,7 @@ from ..data.guard import AccessDenied, DataRoot, engine_error, quote_identifier
 from ..validation import choose_positive
 from ..errors import CalibdashError, DataError, SettingsError
 from ..scheme import Scheme
-from .duckdb import STAGES, is_numeric_type, literal_path
+from .duckdb.rows import STAGES, is_numeric_type, literal_path
 from .source import Source
 
 __all__ = ["Plan", "resolve_plan", "database_file", "plan_key", "tables_key", "read_tables", "read_schema",
@@ -54,7 +54,7 @@ GUESS_ROWS = 2000
 SAMPLE_CHARS = 200
 #: Most distinct split values read (the Data page's choice of the training value).
 MAX_SPLIT_VALUES = 200
-#: What each stage of :func:`calibdash.engines.duckdb.aggregate` does, for people.
+#: What each stage of :func:`calibdash.engines.duckdb.rows.aggregate` does, for people.
 STAGE_TEXT = {
     STAGES[0]: "1. statistics: rows, missing values, the score range, distinct scores (one scan)",
     STAGES[1]: "2. exact distinct count, only when the estimate is near the limit of exact cells (one scan)",
@@ -363,7 +363,7 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
         raw scores' range when they are mapped), ``"splits"`` (at most
         :data:`MAX_SPLIT_VALUES` distinct split values)``}``.
     """
-    from .duckdb import aggregate
+    from .duckdb.rows import aggregate
 
     what = plan.describe(root)
     src = plan.source(roles)
@@ -401,7 +401,7 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
 
 
 def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, scheme: Scheme | None = None):
-    """Keyed cells of ``plan`` (:func:`calibdash.engines.duckdb_keyed.aggregate_keyed`) on the guarded
+    """Keyed cells of ``plan`` (:func:`calibdash.engines.duckdb.keyed.aggregate_keyed`) on the guarded
     connection, as a job's work: each stage reported (:data:`STAGE_TEXT`), no row leaves DuckDB.
 
     Parameters
@@ -419,7 +419,7 @@ def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, sche
     -------
     calibdash.keyed.KeyedCells
     """
-    from .duckdb_keyed import aggregate_keyed
+    from .duckdb.keyed import aggregate_keyed
 
     what = f"by {key.column!r}" if key.kind == "group" else f"per period of {key.column!r}"
 
@@ -432,15 +432,14 @@ def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, sche
 
 def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: str | None = None, **options):
     """:func:`calibdash.engines.aggregate` as the work of ``job`` (a :class:`calibdash.jobs.Job`, or
-    :data:`NO_JOB`): with DuckDB each stage is reported (:data:`STAGE_TEXT`; a cancelled job stops there) and
-    the connection is interrupted on cancel and read for its query progress; another engine reports one stage.
+    :data:`NO_JOB`): each stage the engine names is reported (:data:`STAGE_TEXT`; a cancelled job stops there),
+    and an engine that can be watched (:meth:`~calibdash.engines.base.Engine.watched`: DuckDB's connection) is
+    interrupted on cancel and read for its query progress.
     """
-    from . import aggregate, default_engine
+    from . import aggregate, default_engine, get
 
-    engine = engine or default_engine(source)
-    if engine != "duckdb":
-        job.set_stage(f"aggregating with {engine}")
-        return aggregate(source, scheme, engine=engine, **options)
+    eng = get(engine or default_engine(source))
     with contextlib.ExitStack() as watching:
-        return aggregate(source, scheme, engine=engine, on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
-                         on_connect=lambda con: watching.enter_context(watch(job, con)), **options)
+        return aggregate(source, scheme, engine=eng.name,
+                         on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
+                         **eng.watched(job, watching), **options)

@@ -55,14 +55,19 @@ from ..validation import choose_positive, plain_value
 from ..errors import DataError, SettingsError
 from ..scheme import Scheme, column_parts
 
-__all__ = ["Source", "Stats", "check_stats", "column_train_values", "assemble_cells", "split_text",
-           "TRANSFORM_ALIASES", "SAMPLE_SALT"]
+__all__ = ["Source", "Stats", "check_stats", "check_scheme", "column_train_values", "assemble_cells", "split_text",
+           "TRANSFORM_ALIASES", "SAMPLE_SALT", "KEYED_STAGES", "TRUNC_UNITS"]
 
 #: ``transform`` spellings: the probability / margin names map to :data:`calibdash.data.margins.TRANSFORMS`.
 TRANSFORM_ALIASES = {None: None, "auto": None, "identity": "identity", "probability": "identity",
                      "logistic": "logistic", "margin": "logistic", "logit": "logistic"}
 #: Added to the scheme's seed for the row sample's hash, so the sample is not the held-out part.
 SAMPLE_SALT = 0x5A3C
+
+#: The stages an engine's keyed aggregation reports to ``on_stage``, in order (the second and third only when needed).
+KEYED_STAGES = ("statistics", "distinct scores", "key quantiles", "aggregation")
+#: SQL's ``date_trunc`` unit of each period length.
+TRUNC_UNITS = {"D": "day", "W": "week", "M": "month", "Q": "quarter"}
 
 
 @dataclass(frozen=True)
@@ -240,11 +245,12 @@ class Source:
         """Whether ``scheme`` hashes row keys (k-fold or split)."""
         return scheme is not None and scheme.kind in ("kfold", "split")
 
-    def check_keys(self, scheme: Scheme | None, spark: bool = False) -> None:
-        """Refuse a hashed scheme on rows without positions (a query, or a Spark table, without ``order_by``)."""
-        no_position = self.kind == "query" or (spark and self.kind == "table")
+    def check_keys(self, scheme: Scheme | None, table_positions: bool = True, engine: str = "") -> None:
+        """Refuse a hashed scheme on rows without positions: a query, or a table of an engine whose tables have
+        none (``table_positions`` False; ``engine`` its label), without ``order_by``."""
+        no_position = self.kind == "query" or (not table_positions and self.kind == "table")
         if self.needs_keys(scheme) and no_position and not self.order_by:
-            what = "a query's" if self.kind == "query" else "a Spark table's"
+            what = "a query's" if self.kind == "query" else f"a {engine} table's"
             raise SettingsError(f"{what} rows have no position to hash for a {scheme.kind} scheme: give "
                                 "order_by (columns making the order unique), or use the split column.")
 
@@ -256,6 +262,16 @@ class Source:
         if self.kind == "table":
             return f"table {self.table}" + (f" of {self.database}" if self.database else "")
         return "query " + " ".join(self.query.split())[:60]
+
+
+def check_scheme(scheme: Scheme) -> None:
+    """The setting checks of :func:`calibdash.cells.parts_for`."""
+    if scheme.kind not in ("kfold", "split", "column", "insample"):
+        raise SettingsError(f"unknown scheme kind {scheme.kind!r}.")
+    if scheme.kind == "kfold" and int(scheme.n_folds) < 2:
+        raise SettingsError(f"k-fold needs at least 2 folds, got {scheme.n_folds}.")
+    if scheme.kind == "split" and not 0 < float(scheme.test_size) < 1:
+        raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
 
 
 def split_text(v) -> str:

@@ -8,7 +8,7 @@ views show (per-group and per-period measures with intervals, the staleness
 view, the calibrator that fixes the groups) is computed from keyed cells as
 weighted rows, so it costs O(cells) after one pass over the rows, and the
 rows may live in memory, in DuckDB or in Spark: the three engines give the
-same keyed cells (``tests/test_keyed_engines.py``).
+same keyed cells (``tests/test_engine_contract.py``).
 
 :class:`Key` says which column and how its values become keys;
 :class:`KeyedCells` holds the cells with one key code per cell and the keys'

@@ -20,7 +20,7 @@ which cells do not keep):
    one) is sampled where it lives down to ``max_fit_rows`` rows (default
    :data:`calibdash.multiclass.evaluation.MAX_FIT_ROWS`), stratified by
    class and chosen by the rows' *content* (a hash of their values and class
-   computed in the engine, :func:`calibdash.engines.class_rows.fit_samples`),
+   computed in the engine, :func:`calibdash.engines.classes.fit_samples`),
    so the sample of a given part does not depend on the rows' order; only
    the sample is fetched;
 2. **fit**: every method is fitted on the sample in memory, ordered by
@@ -30,7 +30,7 @@ which cells do not keep):
    here *every* method is fitted on the sample: at this scale the rows of a
    fitting part are not brought into memory. The result's notes say so;
 3. **judge**: the judged rows are streamed from the engine in batches
-   (:meth:`calibdash.engines.class_rows.ClassRows.batches`: DuckDB's Arrow
+   (:meth:`calibdash.engines.classes.ClassRows.batches`: DuckDB's Arrow
    batches, Spark's ``toLocalIterator``), each batch calibrated by every
    fitted method's ``predict_proba`` and added to that method's
    :class:`~calibdash.multiclass.cells.ClassCellAccumulator` (top-label and
@@ -59,9 +59,10 @@ import numpy as np
 import pandas as pd
 
 from ..cells import MAX_EXACT
-from ..engines.class_rows import BATCH_ROWS, fit_samples, open_class_rows, part_count
-from ..engines.classes import ClassSource, aggregate_classes, class_source, softmax_rows
-from ..engines.plan import NO_JOB, watch
+from ..engines.classes import (BATCH_ROWS, ClassSource, aggregate_classes, class_source, fit_samples, open_class_rows,
+                               part_count, softmax_rows)
+from .. import engines
+from ..engines.plan import NO_JOB
 from ..errors import DataError, SettingsError
 from ..scheme import Scheme
 from .cells import ClassCellAccumulator, ClassCells, cell_measures
@@ -173,7 +174,7 @@ def _judge(rows, cals: dict, fitted: list[dict], judged: list[list[int]], total:
 
 
 def evaluate_class_source(source, label: str | None = None, probs=None, logits=None, *, split: str | None = None,
-                          scheme: Scheme | None = None, engine: str = "duckdb", methods=None,
+                          scheme: Scheme | None = None, engine: str | None = None, methods=None,
                           params: Mapping[str, Mapping] | None = None, max_fit_rows: int | None = MAX_FIT_ROWS,
                           measures=None, max_exact: int = MAX_EXACT, memory_limit: str = "1GB",
                           threads: int | None = None, spark=None, batch_rows: int = BATCH_ROWS,
@@ -194,7 +195,8 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
         only the held-out part is measured; ``"kfold"``: each fold judged by
         models fitted on the others; ``"insample"`` (the default): fitted and
         judged on every row.
-    engine : {"duckdb", "memory", "spark"}
+    engine : str, optional
+        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
     methods : method spec, optional
         What :func:`calibdash.multiclass.evaluation.resolve_classes` takes
         (``"temperature,dirichlet,ovr:isotonic"``, a list, a mapping). None:
@@ -243,7 +245,7 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
         job.set_stage(STAGES[0])
         rows = stack.enter_context(open_class_rows(
             csrc, scheme, engine, memory_limit=memory_limit, threads=threads, spark=spark,
-            on_connect=lambda con: stack.enter_context(watch(job, con))))
+            **engines.get(engine or engines.default_engine()).watched(job, stack)))
         job.set_stage(STAGES[1])
         samples, counts = fit_samples(rows, fit_parts, max_fit_rows, seed=scheme.seed,
                                       on_scan=lambda: job.set_stage(STAGES[2]))

@@ -67,11 +67,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..cells import GRID, MAX_EXACT
-from ..data.guard import engine_error
-from ..errors import DataError, SettingsError
-from ..scheme import Scheme
-from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
+from ...cells import GRID, MAX_EXACT
+from ...data.guard import engine_error
+from ...errors import DataError, SettingsError
+from ...scheme import Scheme
+from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
 __all__ = ["aggregate", "connection_for", "statistics", "cell_code", "grouped_sql", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
@@ -221,16 +221,6 @@ def label_counts(source: Source, limit: int) -> "pd.DataFrame":
         f"SELECT {lab} AS label, count(*) AS rows, min({s}) FILTER (WHERE isfinite({s})) AS score_min, "
         f"max({s}) FILTER (WHERE isfinite({s})) AS score_max FROM {reader} WHERE {lab} IS NOT NULL "
         f"GROUP BY {lab} ORDER BY rows DESC LIMIT {int(limit)}"))
-
-
-def check_scheme(scheme: Scheme) -> None:
-    """The setting checks of :func:`calibdash.cells.parts_for`."""
-    if scheme.kind not in ("kfold", "split", "column", "insample"):
-        raise SettingsError(f"unknown scheme kind {scheme.kind!r}.")
-    if scheme.kind == "kfold" and int(scheme.n_folds) < 2:
-        raise SettingsError(f"k-fold needs at least 2 folds, got {scheme.n_folds}.")
-    if scheme.kind == "split" and not 0 < float(scheme.test_size) < 1:
-        raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
 
 
 class SourceRows:

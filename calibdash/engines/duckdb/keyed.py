@@ -1,8 +1,9 @@
-"""Keyed cells with DuckDB: the cells of :mod:`calibdash.engines.duckdb` with a group or period key beside the part.
+"""Keyed cells with DuckDB: the cells of :mod:`calibdash.engines.duckdb.rows` with a group or period key beside
+the part.
 
-The steps are the engine's (:func:`~calibdash.engines.duckdb.statistics`,
-:func:`~calibdash.engines.duckdb.cell_code`,
-:func:`~calibdash.engines.duckdb.grouped_sql`), the key computed in SQL as
+The steps are the engine's (:func:`~calibdash.engines.duckdb.rows.statistics`,
+:func:`~calibdash.engines.duckdb.rows.cell_code`,
+:func:`~calibdash.engines.duckdb.rows.grouped_sql`), the key computed in SQL as
 one more grouping code, its raw code (:mod:`calibdash.keyed.assemble`):
 
 * **group**, text or boolean column: the value as trimmed text (booleans
@@ -37,24 +38,20 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..cells import MAX_EXACT
-from ..drift import YMD_RANGE, freq_from_days
-from ..grouping import GroupCoding, coding_for
-from ..keyed import PERIODS, Key, KeyedCells
-from ..keyed.assemble import check_group_key, group_cells, period_cells
-from ..keyed.rows import not_dates_error, read_dates_check
-from ..errors import SettingsError
-from ..scheme import Scheme
-from .duckdb import (SourceRows, cell_code, check_scheme, connection_for, grouped_sql, is_numeric_type,
+from ...cells import MAX_EXACT
+from ...drift import YMD_RANGE, freq_from_days
+from ...grouping import GroupCoding, coding_for
+from ...keyed import PERIODS, Key, KeyedCells
+from ...keyed.assemble import check_group_key, group_cells, period_cells
+from ...keyed.rows import not_dates_error, read_dates_check
+from ...errors import SettingsError
+from ...scheme import Scheme
+from .rows import (SourceRows, cell_code, connection_for, grouped_sql, is_numeric_type,
                      statistics)
-from .source import Source, other_labels_error
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme, other_labels_error
 
-__all__ = ["aggregate_keyed", "KEYED_STAGES", "TRUNC_UNITS"]
+__all__ = ["aggregate_keyed", "MAX_TEXT_KEYS"]
 
-#: The stages reported to ``on_stage``, in order (the second and third only when needed).
-KEYED_STAGES = ("statistics", "distinct scores", "key quantiles", "aggregation")
-#: DuckDB's and Spark's ``date_trunc`` unit of each period length.
-TRUNC_UNITS = {"D": "day", "W": "week", "M": "month", "Q": "quarter"}
 _WHITESPACE = "' \t\n\r\x0b\x0c'"
 _STRIP = " \t\n\r\x0b\x0c"
 #: A text key with more distinct values than this (HyperLogLog's estimate) is refused before it is listed.
@@ -73,7 +70,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     source : Source
     key : Key
     scheme, max_exact, memory_limit, threads, connection, on_connect
-        As :func:`calibdash.engines.duckdb.aggregate` (a caller's
+        As :func:`calibdash.engines.duckdb.rows.aggregate` (a caller's
         ``connection`` keeps its own ``TimeZone``: set it to UTC for zoned
         timestamps to fall in UTC periods).
     on_stage : callable, optional
@@ -82,7 +79,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     Raises
     ------
     DataError
-        As :func:`calibdash.engines.duckdb.aggregate`; a period column holding no dates, or no readable one.
+        As :func:`calibdash.engines.duckdb.rows.aggregate`; a period column holding no dates, or no readable one.
     SettingsError
         Too many groups or periods (:func:`calibdash.grouping.name_groups`, :func:`calibdash.drift.name_periods`).
     """

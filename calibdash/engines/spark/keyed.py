@@ -1,4 +1,4 @@
-"""Keyed cells with Spark: :mod:`calibdash.engines.duckdb_keyed`'s steps as Spark jobs.
+"""Keyed cells with Spark: :mod:`calibdash.engines.duckdb.keyed`'s steps as Spark jobs.
 
 The key's raw code is computed as in DuckDB (see that module): trimmed text
 (``True``/``False`` for booleans), the number, or the quantile group (exact
@@ -17,19 +17,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..cells import MAX_EXACT
-from ..drift import YMD_RANGE, freq_from_days
-from ..errors import DataError
-from ..grouping import GroupCoding, coding_for
-from ..keyed import PERIODS, Key, KeyedCells
-from ..keyed.assemble import check_group_key, group_cells, period_cells
-from ..keyed.rows import not_dates_error, read_dates_check
-from ..scheme import Scheme
-from .duckdb import check_scheme
-from .duckdb_keyed import KEYED_STAGES, TRUNC_UNITS
-from .source import Source
-from .spark import cell_code, grouped, keyed_rows, part_column, release, session, statistics
-from .spark import col as spark_col
+from ...cells import MAX_EXACT
+from ...drift import YMD_RANGE, freq_from_days
+from ...errors import DataError
+from ...grouping import GroupCoding, coding_for
+from ...keyed import PERIODS, Key, KeyedCells
+from ...keyed.assemble import check_group_key, group_cells, period_cells
+from ...keyed.rows import not_dates_error, read_dates_check
+from ...scheme import Scheme
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme
+from .rows import cell_code, grouped, keyed_rows, part_column, release, session, statistics
+from .rows import col as spark_col
 
 __all__ = ["aggregate_keyed"]
 
@@ -40,13 +38,13 @@ _SPACE = r"^\s+|\s+$"
 def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
                     memory_limit: str = "1GB", threads: int | None = None, on_stage=None, spark=None) -> KeyedCells:
     """Keyed cells of a source with Spark (the parameters and result of
-    :func:`calibdash.engines.duckdb_keyed.aggregate_keyed`; ``spark`` is the session, default
+    :func:`calibdash.engines.duckdb.keyed.aggregate_keyed`; ``spark`` is the session, default
     ``getOrCreate()``; ``memory_limit`` and ``threads`` belong to the session)."""
     from pyspark.sql.utils import AnalysisException
 
     scheme = scheme or Scheme(kind="insample")
     check_scheme(scheme)
-    source.check_keys(scheme, spark=True)
+    source.check_keys(scheme, table_positions=False, engine="Spark")
     if key.kind == "group":
         check_group_key(key)
     spark = session(spark)

@@ -3,7 +3,7 @@
 Works unchanged under ``spark-submit``: it takes the session given
 (``spark=``) or ``SparkSession.builder.getOrCreate()``, and only the grouped
 cells (and an optional row sample) come back to the driver. The steps are
-:mod:`calibdash.engines.duckdb`'s: one aggregation job for the statistics
+:mod:`calibdash.engines.duckdb.rows`'s: one aggregation job for the statistics
 (``approx_count_distinct`` for the distinct scores, exact ``percentile``
 quantiles of numeric features, the linear rule of numpy's ``quantile``), an
 exact ``countDistinct`` when the estimate lies between ``max_exact / 4`` and
@@ -48,14 +48,13 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from ..cells import GRID, MAX_EXACT
-from ..errors import DataError, EnvironmentProblem
-from ..scheme import Scheme
-from .duckdb import check_scheme
-from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
+from ...cells import GRID, MAX_EXACT
+from ...errors import DataError, EnvironmentProblem
+from ...scheme import Scheme
+from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "statistics", "cell_code", "grouped", "row_hash_column", "session", "keyed_rows", "to_pandas", "part_column", "release"]
+__all__ = ["aggregate", "label_counts", "statistics", "cell_code", "grouped", "row_hash_column", "session", "keyed_rows", "to_pandas", "part_column", "release"]
 
 _M32 = 0xFFFFFFFF
 #: Up to this many Parquet files are read one by one with their offsets (no counting job), else counted by Spark.
@@ -210,22 +209,23 @@ def _kind(dtype) -> str:
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
-              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, spark=None):
+              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, on_stage=None, spark=None):
     """Aggregate a source's rows into score cells with Spark.
 
-    The parameters and the result are :func:`calibdash.engines.duckdb.aggregate`'s
+    The parameters and the result are :func:`calibdash.engines.duckdb.rows.aggregate`'s
     (``memory_limit`` and ``threads`` belong to the session and are not used
-    here); ``spark`` is the session (default: ``getOrCreate()``).
+    here; ``on_stage`` is told one stage); ``spark`` is the session (default: ``getOrCreate()``).
     """
     from pyspark.sql.utils import AnalysisException
 
     scheme = scheme or Scheme(kind="insample")
     check_scheme(scheme)
-    source.check_keys(scheme, spark=True)
+    source.check_keys(scheme, table_positions=False, engine="Spark")
     spark = session(spark)
     feats = list(source.features if features is None else features)
     cols = source.columns(feats)
     need_keys = source.needs_keys(scheme) or sample_rows > 0
+    (on_stage or (lambda name: None))("aggregation")
     try:
         try:
             df = keyed_rows(spark, source, cols, need_keys)
@@ -245,7 +245,7 @@ def release() -> None:
 
 def part_column(df, scheme: Scheme, source: Source, split_values=None):
     """``(df, part)``: each row's part under ``scheme`` as a Spark column (``df`` gains the row hash when
-    the scheme hashes ``__key``), as :func:`calibdash.engines.duckdb.part_sql` computes it.
+    the scheme hashes ``__key``), as :func:`calibdash.engines.duckdb.rows.part_sql` computes it.
 
     ``split_values`` are the split column's distinct values (``None`` among them for missing), needed by
     the ``"column"`` scheme.
@@ -299,7 +299,7 @@ def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
 
 
 def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tuple:
-    """``(exact, score, code)``: exact cells or the grid as :func:`calibdash.engines.duckdb.cell_code` decides,
+    """``(exact, score, code)``: exact cells or the grid as :func:`calibdash.engines.duckdb.rows.cell_code` decides,
     the score column (mapped when margins) and the cell code column."""
     from pyspark.sql import functions as F
 
@@ -372,3 +372,18 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     sample = pd.DataFrame([r.asDict() for r in picked], columns=["key", "score", "label", "part"] + feats + ["__h"])
     sample = sample.drop(columns="__h").sort_values("key").reset_index(drop=True)
     return cells, sample
+
+
+def label_counts(source: Source, limit: int, spark=None) -> pd.DataFrame:
+    """Per label value of a Spark table or query (at most ``limit``, the most frequent): ``label``, ``rows``,
+    ``score_min`` and ``score_max`` (the finite scores' range), in one job."""
+    from pyspark.sql import functions as F
+
+    spark = session(spark)
+    df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
+    s = col(source.score).cast("double")
+    finite = s.isNotNull() & ~F.isnan(s) & (F.abs(s) != float("inf"))
+    got = (df.where(col(source.label).isNotNull()).groupBy(col(source.label).alias("label"))
+           .agg(F.count(F.lit(1)).alias("rows"), F.min(F.when(finite, s)).alias("score_min"),
+                F.max(F.when(finite, s)).alias("score_max")).orderBy(F.desc("rows")).limit(int(limit)).collect())
+    return pd.DataFrame([r.asDict() for r in got], columns=["label", "rows", "score_min", "score_max"])

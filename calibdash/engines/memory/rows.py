@@ -20,16 +20,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import cells as _cells
-from ..cells import MAX_EXACT
-from ..data.margins import to_probabilities
-from ..errors import DataError, EnvironmentProblem
-from ..scheme import Scheme
-from .duckdb import check_scheme
-from .source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_stats, column_train_values,
+from ... import cells as _cells
+from ...cells import MAX_EXACT
+from ...data.margins import to_probabilities
+from ...errors import DataError, EnvironmentProblem
+from ...scheme import Scheme
+from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, grid_code, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "aggregate_keyed", "read_rows", "prepared_rows"]
+__all__ = ["aggregate", "read_rows", "prepared_rows", "parts"]
 
 
 def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
@@ -132,24 +131,6 @@ def prepared_rows(source: Source, scheme: Scheme, columns: Sequence[str] = (), n
     return df, keys, s, y, part
 
 
-def aggregate_keyed(source: Source, key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
-                    memory_limit: str = "1GB", threads: int | None = None, on_stage=None):
-    """Keyed cells of a source's rows in memory (:func:`calibdash.keyed.rows.keyed_cells` on the rows read
-    and checked as :func:`aggregate` reads them; ``memory_limit`` and ``threads`` are not used).
-
-    Text dates are read by pandas (:func:`calibdash.drift.as_dates`), in more
-    formats than the SQL engines' ISO-8601.
-    """
-    from ..keyed.rows import keyed_cells
-
-    stage = on_stage or (lambda name: None)
-    stage("reading rows")
-    df, _, s, y, part = prepared_rows(source, scheme or Scheme(kind="insample"), [key.column],
-                                      source.needs_keys(scheme))
-    stage("aggregation")
-    return keyed_cells(s, y, df[key.column], key, part, max_exact=max_exact)
-
-
 def _grouped(part, s, y, exact, fcodes) -> tuple:
     """Group rows by (part, score code, feature codes): starts of groups in sorted order and the sums."""
     code = s if exact else grid_code(s)
@@ -167,12 +148,15 @@ def _grouped(part, s, y, exact, fcodes) -> tuple:
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
-              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0):
+              feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, on_stage=None):
     """Aggregate a source's rows into score cells in memory (the signature of
-    :func:`calibdash.engines.duckdb.aggregate`; ``memory_limit`` and ``threads`` are not used)."""
+    :func:`calibdash.engines.duckdb.rows.aggregate`; ``memory_limit`` and ``threads`` are not used)."""
     scheme = scheme or Scheme(kind="insample")
     feats = list(source.features if features is None else features)
+    stage = on_stage or (lambda name: None)
+    stage("reading rows")
     df, keys, s, y, part = prepared_rows(source, scheme, feats, source.needs_keys(scheme) or sample_rows > 0)
+    stage("aggregation")
     if not feats:
         out = _cells.aggregate(s, y, part, max_exact=max_exact)
     else:

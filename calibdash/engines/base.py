@@ -1,0 +1,136 @@
+"""What an engine is: the one interface every backend package implements, and the registry finds.
+
+An engine's package holds four modules, each with its function (a module imported when first used, so a
+backend's own dependencies, such as pyspark, load only when it runs):
+
+========================  ======================================================================
+``rows.aggregate``        score cells of a source (and a reproducible row sample)
+``keyed.aggregate_keyed`` keyed cells: each group's or period's cells
+``classes``               ``aggregate_classes`` (K-class cells), ``class_rows`` (the K-class rows)
+``apply.apply``           a fitted model applied to the rows where they live
+========================  ======================================================================
+
+An engine turns rows where they live into the cells calibdash measures on, and
+applies a fitted model to those rows. Each backend is one package under
+:mod:`calibdash.engines` whose ``__init__`` defines one subclass of
+:class:`Engine` with a registry ``name``; :func:`calibdash.engines.available`
+finds it by scanning the package, as :mod:`calibdash.calibrators` finds its
+methods. Every engine gives the same cells on the same rows (integer counts
+equal, sums to rounding), which ``tests/test_engine_contract.py`` checks for
+every registered engine.
+
+The rows' parts follow :mod:`calibdash.cells` (the hash of a row's position,
+:mod:`calibdash.engines.source`), and the checks of the rows are the shared
+ones (:func:`calibdash.engines.source.check_stats`,
+:func:`calibdash.engines.classes.check_class_stats`), so an engine refuses
+what the others refuse with the same message.
+
+Options every engine takes are in the signatures below; an engine's own
+options (a connection, a session) are keywords only it accepts, passed
+through by the dispatchers (:func:`calibdash.engines.aggregate`, ...) when
+given.
+"""
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["Engine"]
+
+
+class Engine:
+    """One backend. Subclasses set the attributes (and may override :meth:`suits`, :meth:`read_head`,
+    :meth:`label_counts`, :meth:`watched`); the methods call the package's modules. An instance holds no state.
+
+    Attributes
+    ----------
+    name : str
+        The registry name (``--engine NAME``); empty in abstract bases.
+    label : str
+        The name shown to people.
+    order : float
+        Place in :func:`calibdash.engines.available` (and so in the CLI's choices).
+    out_of_core : bool
+        Whether rows stay where they live (False: they are read into memory).
+    by_default : bool
+        Whether :func:`calibdash.engines.default_engine` may choose it (else only when asked).
+    table_positions : bool
+        Whether a table's rows have positions (a row id) to hash for k-fold and split schemes.
+    catalog : bool
+        Whether a table or query names the engine's own catalog (not a DuckDB database), so only the
+        engine itself can read it (:func:`calibdash.engines.reader`).
+    reads_heads : bool
+        Whether it implements :meth:`read_head` and :meth:`label_counts` for files and DuckDB sources.
+    dialect : str or None
+        The SQL dialect of :mod:`calibdash.sql` it runs a model's SQL in (None: it runs ``predict``).
+    session : str or None
+        The keyword of its session option, when it needs one (the contract tests pass a session there).
+    """
+
+    name: str = ""
+    label: str = ""
+    order: float | None = None
+    out_of_core: bool = True
+    by_default: bool = True
+    table_positions: bool = True
+    catalog: bool = False
+    reads_heads: bool = False
+    dialect: str | None = None
+    session: str | None = None
+
+    def suits(self, source) -> bool:
+        """Whether :func:`calibdash.engines.default_engine` takes this engine for ``source`` (None: a source
+        not yet opened, such as a glob); only asked of engines with ``by_default``."""
+        return True
+
+    # -- what every engine does: the functions of its package's modules ----------------------------------------
+    def _module(self, name: str):
+        """The engine's module ``name`` (``rows``, ``keyed``, ``classes``, ``apply``) in its package."""
+        return importlib.import_module(f"{type(self).__module__}.{name}")
+
+    def aggregate(self, source, scheme=None, **options):
+        """Score cells (:class:`calibdash.cells.ScoreCells`) of a :class:`~calibdash.engines.source.Source`,
+        rows in parts by ``scheme``; with ``sample_rows`` also the reproducible row sample: the package's
+        ``rows.aggregate``, whose parameters are :func:`calibdash.engines.duckdb.rows.aggregate`'s (``max_exact``,
+        ``memory_limit``, ``threads``, ``features``, ``feature_bins``, ``sample_rows``, ``seed``, ``on_stage``,
+        and the engine's own)."""
+        return self._module("rows").aggregate(source, scheme, **options)
+
+    def aggregate_keyed(self, source, key, scheme=None, **options):
+        """Keyed cells (:class:`calibdash.keyed.KeyedCells`), the cells of each group or period of ``key``: the
+        package's ``keyed.aggregate_keyed`` (``max_exact``, ``memory_limit``, ``threads``, ``on_stage``, and the
+        engine's own)."""
+        return self._module("keyed").aggregate_keyed(source, key, scheme, **options)
+
+    def aggregate_classes(self, csrc, scheme, **options):
+        """K-class cells (:class:`calibdash.multiclass.cells.ClassCells`) of a
+        :class:`~calibdash.engines.classes.ClassSource`, the top-label reduction and each class's one-vs-rest,
+        rows checked by :func:`~calibdash.engines.classes.check_class_stats`: the package's
+        ``classes.aggregate_classes`` (``max_exact``, ``memory_limit``, ``threads``, and the engine's own)."""
+        return self._module("classes").aggregate_classes(csrc, scheme, **options)
+
+    def class_rows(self, csrc, scheme, **options):
+        """A context manager giving the checked K-class rows as a :class:`~calibdash.engines.classes.ClassRows`
+        (counts, content-keyed candidates, batches): the package's ``classes.class_rows``."""
+        return self._module("classes").class_rows(csrc, scheme, **options)
+
+    def apply(self, cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, **options
+              ) -> tuple:
+        """Write every row of ``files`` with a ``calibrated`` column to ``out_path`` (Parquet):
+        ``(score, n_rows, n_calibrated, form_used, via, mapped, replaced)``, as
+        :func:`calibdash.engines.apply.apply_model` reports them: the package's ``apply.apply``."""
+        return self._module("apply").apply(cal, fitted_on, files, fmt, out_path, score_column, form, **options)
+
+    # -- reading a source ---------------------------------------------------------------------------------------
+    def read_head(self, source, rows: int):
+        """The first ``rows`` rows of ``source``, every column (for guessing roles)."""
+        raise NotImplementedError(f"the {self.label} engine does not read a source's first rows.")
+
+    def label_counts(self, source, limit: int):
+        """Per label value (at most ``limit``, the most frequent): ``label``, ``rows``, ``score_min``,
+        ``score_max`` (the finite scores' range), in one scan."""
+        raise NotImplementedError(f"the {self.label} engine does not count a source's labels.")
+
+    def watched(self, job, stack) -> dict:
+        """Options that let ``job`` (:class:`calibdash.jobs.Job`) follow and stop this engine's work, their
+        contexts entered on ``stack`` (:class:`contextlib.ExitStack`); none by default."""
+        return {}

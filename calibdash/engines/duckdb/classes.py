@@ -1,0 +1,175 @@
+"""K-class rows with DuckDB: the relation of checked rows (probabilities, top label, class index), the
+K-class cells aggregated in one scan, and the rows for fitting and judging (:class:`DuckRows`).
+
+The steps and the arithmetic are :mod:`calibdash.engines.classes`'s; the rows and their parts are the binary
+engine's (:class:`~calibdash.engines.duckdb.rows.SourceRows`, :func:`~calibdash.engines.duckdb.rows.part_sql`).
+"""
+from __future__ import annotations
+
+import contextlib
+from functools import reduce
+
+import numpy as np
+
+from ...cells import GRID, MAX_EXACT
+from ...data.guard import engine_error, quote_identifier
+from ...errors import DataError
+from ...multiclass.base import SUM_TOLERANCE
+from ...multiclass.cells import ClassCells
+from ...scheme import Scheme
+from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
+                       check_class_stats, exact_flags, part_count, split_cells)
+from .rows import SourceRows, connection_for, part_sql, row_hash_sql
+
+__all__ = ["aggregate_classes", "checked_rows", "class_rows", "DuckRows"]
+
+_M32 = 0xFFFFFFFF
+
+
+def _chain(terms: list[str], op: str) -> str:
+    """``((t0 op t1) op t2) ...``: left to right, as :func:`softmax_rows` sums."""
+    return reduce(lambda a, b: f"({a} {op} {b})", terms)
+
+
+def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX_EXACT, memory_limit: str = "1GB",
+                      threads: int | None = None, connection=None) -> ClassCells:
+    """K-class cells with DuckDB: one statistics scan, exact distinct counts where needed, then every reduction
+    aggregated in one scan (the rows unnested into K + 1 reductions); ``connection`` as
+    :func:`calibdash.engines.duckdb.rows.aggregate` takes it."""
+    src, K = csrc.source, csrc.k
+    with connection_for(connection, memory_limit, threads) as (con, own):
+        rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
+        rel, st = checked_rows(csrc, rows)
+        classes, K = list(csrc.classes), csrc.k
+        reductions = ["__top"] + [f"__p{k}" for k in range(K)]
+        # -- 2. exact or grid --
+        exact = exact_flags(st.distinct, max_exact, lambda idx: rows._run(
+            f"SELECT {', '.join(f'count(DISTINCT {reductions[r]})' for r in idx)} FROM ({rel})", [classes],
+            fetch="one"))
+        # -- 3. the aggregation: every reduction at once --
+        part = part_sql(scheme, src, rows)
+        params = [[v for v in rows.train_values if v is not None]] if "unnest(?)" in part else []
+        codes = [v if ex else f"CAST(LEAST(floor({v} * {GRID}), {GRID - 1}) AS DOUBLE)"
+                 for v, ex in zip(reductions, exact)]
+        labels = ["CAST(__pred = __y AS INTEGER)"] + [f"CAST(__y = {k} AS INTEGER)" for k in range(K)]
+        unnested = (f"SELECT {part} AS part, unnest(range({K + 1})) AS r, unnest([{', '.join(codes)}]) AS code, "
+                    f"unnest([{', '.join(reductions)}]) AS s, unnest([{', '.join(labels)}]) AS y FROM ({rel})")
+        res = rows._run(f"SELECT r, part, code, count(*) AS n, CAST(sum(y) AS BIGINT) AS n_pos, sum(s) AS s_sum "
+                        f"FROM ({unnested}) GROUP BY r, part, code", params + [classes], fetch="df")
+        return split_cells(res, exact, st.n_rows)
+
+
+def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> tuple[str, ClassStats]:
+    """DuckDB's checked rows: the relation over ``rows`` (a :class:`~calibdash.engines.duckdb.rows.SourceRows` read
+    with the class columns as extra columns) with ``__key``, ``__label`` (and ``__split``), the values read
+    ``__x0..``, the probabilities ``__p0..``, ``__top``, ``__y`` (the class index) and ``__pred``, whose
+    one parameter is the list of classes; and its statistics, checked by :func:`check_class_stats` (one
+    scan; ``distinct``: with the reductions' distinct-score estimates)."""
+    src, K = csrc.source, csrc.k
+    x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
+    keep = "__key, __label" + (", __split" if src.split else "")
+    base = f"SELECT {keep}, {', '.join(x)} FROM ({rows.sql})"
+    if csrc.logits:
+        m = f"greatest({', '.join(f'__x{k}' for k in range(K))})"
+        exps = ", ".join(f"exp(__x{k} - __m) AS __e{k}" for k in range(K))
+        total = _chain([f"__e{k}" for k in range(K)], "+")
+        probs = ", ".join(f"__e{k} / {total} AS __p{k}" for k in range(K))
+        base = f"SELECT *, {probs} FROM (SELECT *, {exps} FROM (SELECT *, {m} AS __m FROM ({base})))"
+    else:
+        base = f"SELECT *, {', '.join(f'__x{k} AS __p{k}' for k in range(K))} FROM ({base})"
+    p = [f"__p{k}" for k in range(K)]
+    rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
+           f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
+    classes = list(csrc.classes)
+    # -- 1. statistics --
+    xs = [f"__x{k}" for k in range(K)]
+    finite = " AND ".join(f"isfinite({v})" for v in xs)
+    stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
+             "count(*) FILTER (WHERE __label IS NULL)",
+             "count(*) FILTER (WHERE __label IS NOT NULL AND __y IS NULL)", "count(DISTINCT __y)"]
+    if not csrc.logits:
+        stats += [f"count(*) FILTER (WHERE least({', '.join(xs)}) < 0)",
+                  f"count(*) FILTER (WHERE greatest({', '.join(xs)}) > 1)",
+                  f"count(*) FILTER (WHERE abs({_chain(xs, '+')} - 1) > {SUM_TOLERANCE!r})"]
+    reductions = ["__top"] + p
+    if distinct:
+        stats += [f"approx_count_distinct({v})" for v in reductions]
+    got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [classes], fetch="one")
+    n_checks = 7 if not csrc.logits else 4
+    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
+                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
+                                                   n_off_sum=int(got[7]))),
+                    distinct=[float(g or 0) for g in got[1 + n_checks:]])
+    check_class_stats(st, csrc)
+    return rel, st
+
+
+class DuckRows(ClassRows):
+    """The checked rows as a relation of a DuckDB connection (see :func:`class_rows`)."""
+
+    def __init__(self, con, csrc: ClassSource, scheme: Scheme, own: bool):
+        src = csrc.source
+        self.rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
+        rel, st = checked_rows(csrc, self.rows, distinct=False)
+        part = part_sql(scheme, src, self.rows)
+        self.params = ([[v for v in self.rows.train_values if v is not None]] if "unnest(?)" in part else [])
+        self.params.append(list(csrc.classes))
+        xs = ", ".join(f"__x{k}" for k in range(csrc.k))
+        self.sql = f"SELECT CAST({part} AS BIGINT) AS __part, CAST(__y AS BIGINT) AS __y, {xs} FROM ({rel})"
+        self.k, self.n_rows, self.n_parts = csrc.k, st.n_rows, part_count(scheme)
+
+    def counts(self):
+        got = self.rows._run(f"SELECT __part, __y, count(*) FROM ({self.sql}) GROUP BY ALL", self.params,
+                             fetch="all")
+        out = np.zeros((self.n_parts, self.k), dtype=np.int64)
+        for p, c, n in got:
+            out[int(p), int(c)] = int(n)
+        return out
+
+    def _keyed(self, seed: int) -> str:
+        """The rows with ``__ckey``, :func:`content_key` in SQL, one hash per projection (each step reads the
+        previous one's column, so no expression is copied into the next)."""
+        q = f"SELECT *, {row_hash_sql('__y', seed)} AS __ckey FROM ({self.sql})"
+        for k in range(self.k):
+            u = (f"CAST(floor(LEAST(GREATEST(__x{k}, {-KEY_CLIP!r}), {KEY_CLIP!r}) * {KEY_STEP!r}) AS BIGINT) "
+                 f"+ {KEY_OFFSET}")
+            q = f"SELECT *, {u} AS __u{k} FROM ({q})"
+            for half in (f"__u{k} & {_M32}", f"__u{k} >> 32"):
+                q = f"SELECT * REPLACE ({row_hash_sql(f'xor(__ckey, {half})', seed)} AS __ckey) FROM ({q})"
+        return q
+
+    def candidates(self, limits, seed):
+        flat = ", ".join(str(int(v)) for v in np.asarray(limits, dtype=np.int64).ravel())
+        xs = ", ".join(f"__x{k}" for k in range(self.k))
+        got = self.rows._run(f"SELECT __part, __y, __ckey, {xs} FROM ({self._keyed(seed)}) WHERE __ckey < "
+                             f"([{flat}]::BIGINT[])[__part * {self.k} + __y + 1]", self.params, fetch="df")
+        return (got[[f"__x{k}" for k in range(self.k)]].to_numpy(dtype=float), got["__y"].to_numpy(np.int64),
+                got["__part"].to_numpy(np.int64), got["__ckey"].to_numpy().astype(np.uint64))
+
+    def batches(self, parts, batch_rows=BATCH_ROWS):
+        parts = sorted({int(p) for p in parts})
+        where = "" if parts == list(range(self.n_parts)) else f" WHERE __part IN ({', '.join(map(str, parts))})"
+        try:
+            # a relation read as a stream of Arrow batches (DuckDB 2 names it to_arrow_reader, earlier
+            # fetch_arrow_reader): the rows are produced as the batches are read, never all held
+            rel = self.rows.con.sql(f"SELECT * FROM ({self.sql}){where}", params=self.params)
+            reader = (getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader)(int(batch_rows))
+            for batch in reader:            # columns: __part, __y, __x0, ..., __x{K-1}
+                cols = [c.to_numpy(zero_copy_only=False) for c in batch.columns]
+                yield np.column_stack(cols[2:]).astype(float), cols[1].astype(np.int64), cols[0].astype(np.int64)
+        except Exception as exc:  # noqa: BLE001 - DuckDB's errors while streaming: short and typed
+            if isinstance(exc, DataError):
+                raise
+            raise engine_error(exc, what=self.rows.what) from None
+
+
+@contextlib.contextmanager
+def class_rows(csrc: ClassSource, scheme: Scheme, *, memory_limit: str = "1GB", threads: int | None = None,
+               connection=None, on_connect=None):
+    """The checked rows as a :class:`DuckRows` on ``connection`` or a private connection (``memory_limit``,
+    ``threads``, a spill directory removed on exit); ``on_connect(con)`` is called with it first, e.g. to let
+    a job interrupt it."""
+    with connection_for(connection, memory_limit, threads) as (con, own):
+        if on_connect is not None:
+            on_connect(con)
+        yield DuckRows(con, csrc, scheme, own=own)

@@ -1,0 +1,25 @@
+"""The in-memory engine: rows read into numpy, then :mod:`calibdash.cells`' own aggregation.
+
+The reference the other engines are tested against: :mod:`.rows` (score cells), :mod:`.keyed` (keyed cells),
+:mod:`.classes` (K-class cells and rows), :mod:`.apply` (``predict`` on the rows in pandas).
+"""
+from __future__ import annotations
+
+from ..base import Engine
+
+__all__ = ["Memory", "MAX_BYTES"]
+
+#: A single file below this size is aggregated in memory by default (the dashboard's upload limit).
+MAX_BYTES = 200 * 1024 * 1024
+
+
+class Memory(Engine):
+    """Every row in memory (pandas, pyarrow); the default for one file under :data:`MAX_BYTES`."""
+
+    name, label, order = "memory", "in-memory", 0
+    out_of_core = False
+
+    def suits(self, source) -> bool:
+        if source is None or source.kind != "files":
+            return False
+        return len(source.files()) == 1 and source.size_bytes() < MAX_BYTES

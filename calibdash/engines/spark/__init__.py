@@ -1,0 +1,29 @@
+"""The Spark engine: the DuckDB engine's aggregations as Spark jobs, on an existing session (or
+``SparkSession.builder.getOrCreate()``), so it runs under spark-submit. pyspark is imported only when used.
+
+:mod:`.rows` (score cells; rows keyed by their position), :mod:`.keyed` (keyed cells), :mod:`.classes` (K-class
+cells and rows), :mod:`.apply` (a model's Spark SQL or a pandas UDF).
+"""
+from __future__ import annotations
+
+from ..base import Engine
+
+__all__ = ["Spark"]
+
+
+class Spark(Engine):
+    """A Spark session's jobs; chosen only when asked. Its tables and queries name Spark's catalog, and a
+    table's rows have no position (give ``order_by`` for a hashed scheme)."""
+
+    name, label, order = "spark", "Spark", 2
+    by_default = False
+    table_positions = False
+    catalog = True
+    dialect = "spark"
+    session = "spark"
+
+    def label_counts(self, source, limit: int):
+        """A table's or query's label counts, by Spark (:func:`calibdash.engines.spark.rows.label_counts`)."""
+        from .rows import label_counts
+
+        return label_counts(source, limit)
