@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import cli, multiclass
+from calibdash import cli, export, multiclass
 from calibdash.data import load_classes
 from calibdash import bootstrap as mboot
 from calibdash.multiclass.evaluation import DEFAULT_METHODS, evaluate_classes
@@ -168,7 +168,7 @@ def test_fit_then_apply_gives_the_calibrators_probabilities(path, method, tmp_pa
     assert main(["apply", str(model), path, "--out", str(out)]) == 0
     capsys.readouterr()
     cs = load_classes(path)
-    saved = multiclass.export.read_model(model.read_text())
+    saved = export.read_model(model.read_text(), "classes")
     assert saved.fitted_on["columns"] == cs.columns and saved.fitted_on["logits"] == cs.logits
     assert saved.fitted_on["classes"] == [c if isinstance(c, str) else int(c) for c in cs.classes]
     assert saved.fitted_on["rows"] == cs.n_rows and saved.fitted_on["label"] == "label"

@@ -20,7 +20,6 @@ columns is not written as SQL here; ``apply`` computes it in memory).
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +32,8 @@ from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
 from ..safe_text import csv_text
-from .. import bootstrap as mboot
-from ..multiclass import export as mexport, metrics as mmetrics
+from .. import bootstrap as mboot, export
+from ..multiclass import metrics as mmetrics
 from ..multiclass.evaluation import default_methods, evaluate_classes
 from .engine_jobs import source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
@@ -352,7 +351,7 @@ def cmd_fit_classes(args, cs) -> int:
     cal.set_params(logits=bool(cs.logits))
     rows = split_rows(cs.split, args.split_value, cs.n_rows, cs.name, cs.split_column)
     cal.fit(cs.given[rows], cs.labels[rows])
-    text = mexport.dumps(cal, fitted_on=provenance(cs, rows.size))
+    text = export.dumps(cal, fitted_on=provenance(cs, rows.size))
     where = write_text(text, args.out)
     print(f"Fitted {method} on {rows.size:,} rows of {cs.name} ({_columns_text(cs)}); wrote {where} "
           f"({len(text.encode()):,} bytes).", file=sys.stderr)
@@ -371,10 +370,9 @@ def is_class_model(path: str) -> bool:
     """Whether the model file holds a multi-class calibrator (its ``format`` is
     :data:`calibdash.multiclass.export.FORMAT`); False for anything else, which the binary reader judges."""
     try:
-        doc = json.loads(_model_text(path))
-    except (ValueError, UnicodeDecodeError, RecursionError):        # the reader says what is wrong
+        return export.document(_model_text(path))[1] == "classes"
+    except DataError:                                               # the reader says what is wrong
         return False
-    return isinstance(doc, dict) and doc.get("format") == mexport.FORMAT
 
 
 def _class_values(df: pd.DataFrame, columns: list[str], name: str) -> np.ndarray:
@@ -393,7 +391,7 @@ def cmd_apply_classes(args) -> int:
     (rows with a missing class value stay empty), in memory."""
     if args.engine and engines.get(args.engine).out_of_core:
         raise SettingsError(f"{ENGINE_REFUSAL}.")
-    cal, fitted_on = mexport.read_model(_model_text(args.model))
+    cal, fitted_on = export.read_model(_model_text(args.model), "classes")
     columns = [str(c) for c in fitted_on.get("columns") or []]
     if len(columns) != cal.n_classes_:
         raise DataError(f"the model file names {len(columns)} class columns in 'fitted_on' but the model has "
