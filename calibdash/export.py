@@ -318,8 +318,8 @@ def _spec(cal, kind: str) -> tuple[str, dict]:
     """The name and parameters the registry of ``kind`` builds ``cal`` again from."""
     if kind == "binary":
         return type(cal).name, cal.get_params()
-    from .multiclass.methods.ovr import BinaryComposite
-    return cal.spec() if isinstance(cal, BinaryComposite) else (type(cal).name, cal.get_params(deep=False))
+    # a composite (ovr:, top_label:) names itself and its binary method's hyperparameters (BinaryComposite.spec)
+    return cal.spec() if callable(getattr(cal, "spec", None)) else (type(cal).name, cal.get_params(deep=False))
 
 
 def dumps(calibrator, *, fitted_on: dict | None = None) -> str:

@@ -199,7 +199,7 @@ def test_apply_leaves_rows_with_a_missing_class_value_empty_and_refuses_what_it_
     assert "only the in-memory engine" in _error(
         capsys, ["apply", str(model), ANIMALS, "--engine", "duckdb", "--out", str(tmp_path / "o.parquet")])
     assert "export-sql writes binary calibrators only" in _error(capsys, ["export-sql", str(model)])
-    assert "not among the chosen methods" in _error(
+    assert "a hyperparameter of 'ovr:isotonic', but --method is 'ovr:histogram'" in _error(
         capsys, ["fit", ANIMALS, "--method", "ovr:histogram", "--param", "ovr:isotonic.y_min=0"])
 
 
