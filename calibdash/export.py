@@ -431,20 +431,28 @@ def calibrator_from(method: str, params: dict, state: State, whose: str = "the")
     except SettingsError as exc:
         raise DataError(f"{whose} params do not fit {method}: {exc}") from None
     _exportable(type(cal), "binary")
-    n_train = state.integer("n_train")
-    outer, state = state, State({k: v for k, v in state.items() if k != "n_train"}, state.where)
+    return _imported(cal, state, {"n_train": state.integer("n_train")}, _PROBE, cal.predict,
+                     "does not give a probability for every score")
+
+
+def _imported(cal, state: State, counts: dict, probe: np.ndarray, predict, fails: str):
+    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state``
+    imported, then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says
+    otherwise)."""
+    rest = State({k: v for k, v in state.items() if k not in counts}, state.where)
     try:
-        cal._import_state(state)
-        state.refuse_unread()
-        outer._read.update(outer)                   # every entry checked, through the copy
-        cal.n_train_ = n_train
-        probe = cal.predict(_PROBE)
+        for key, value in counts.items():
+            setattr(cal, f"{key}_", value)
+        cal._import_state(rest)
+        rest.refuse_unread()
+        state._read.update(state)                   # every entry checked, through the copy
+        out = predict(probe)
     except DataError:
         raise
     except IMPORT_ERRORS as exc:
         raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
-    if probe.shape != _PROBE.shape or not np.all(np.isfinite(probe)):
-        raise state.error("does not give a probability for every score")
+    if out.shape != probe.shape or not np.all(np.isfinite(out)):
+        raise state.error(fails)
     return cal
 
 
@@ -471,20 +479,10 @@ def _class_calibrator(method: str, params: dict, state: State):
     n_train, k = state.integer("n_train"), state.integer("n_classes")
     if n_train < 1 or k < 2:
         raise state.error(f"'n_train' must be at least 1 and 'n_classes' at least 2, got {n_train} and {k}")
-    rest = State({key: v for key, v in state.items() if key not in ("n_train", "n_classes")}, state.where)
     probe = probe_table(k)
-    try:
-        cal.n_train_, cal.n_classes_ = n_train, k
-        cal._import_state(rest)
-        rest.refuse_unread()
-        out = cal.predict_proba(np.log(np.maximum(probe, LOG_FLOOR)) if cal.logits else probe)
-    except DataError:
-        raise
-    except IMPORT_ERRORS as exc:
-        raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
-    if out.shape != probe.shape or not np.all(np.isfinite(out)):
-        raise state.error("does not give finite probabilities for every row of the probe table")
-    return cal
+    return _imported(cal, state, {"n_train": n_train, "n_classes": k},
+                     np.log(np.maximum(probe, LOG_FLOOR)) if cal.logits else probe, cal.predict_proba,
+                     "does not give finite probabilities for every row of the probe table")
 
 
 def read_model(text, kind: str | None = None) -> ExportedModel:
