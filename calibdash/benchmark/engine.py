@@ -40,9 +40,8 @@ from .large import EngineDataset
 from .result import BenchmarkResult
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
-__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_units", "run_benchmark", "check_plan",
-           "check_metrics", "units_frame", "problem_of", "default_class_methods", "DEFAULT_METHODS",
-           "DEFAULT_CLASS_METHODS", "DEFAULT_CLASS_METRIC", "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
+__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_units", "run_benchmark", "problem_of",
+           "default_class_methods", "DEFAULT_METHODS", "DEFAULT_CLASS_METHODS", "DEFAULT_CLASS_METRIC", "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
 
 #: Methods a benchmark starts with: the three classic calibrators and BBQ.
 DEFAULT_METHODS = ("platt", "histogram", "isotonic", "bbq")
@@ -141,7 +140,7 @@ def plan_units(datasets: Sequence[str], methods: Sequence[str], repeats: int = D
     return [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
 
 
-def params_key(cal) -> tuple:
+def _params_key(cal) -> tuple:
     """A calibrator's class and parameters as a hashable key (the raw scores: ``("uncalibrated", ())``)."""
     if cal is None:
         return (UNCALIBRATED, ())
@@ -152,9 +151,9 @@ def params_key(cal) -> tuple:
 def unit_key(data, calibrator, n_folds: int, seed: int) -> tuple:
     """Cache key of a unit: the data's content key, the calibrator's class and parameters, K and the seed."""
     if isinstance(data, ClassSet):
-        return (_CLASS_UNIT_VERSION, "multiclass", data.content_key(), params_key(calibrator), int(n_folds),
+        return (_CLASS_UNIT_VERSION, "multiclass", data.content_key(), _params_key(calibrator), int(n_folds),
                 int(seed))
-    return (_UNIT_VERSION, data.content_key(), params_key(calibrator), int(n_folds), int(seed))
+    return (_UNIT_VERSION, data.content_key(), _params_key(calibrator), int(n_folds), int(seed))
 
 
 def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
@@ -208,7 +207,7 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     return out
 
 
-def check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINARY) -> list[str]:
+def _check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINARY) -> list[str]:
     """The kept metric names in ``catalogue.names`` order, the ranked one included.
 
     Raises
@@ -227,7 +226,7 @@ def check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINA
     return [m for m in catalogue.names if m in names]
 
 
-def check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) -> None:
+def _check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) -> None:
     """Refuse a benchmark without data sets or methods, with fewer than 2 folds or 1 repeat (SettingsError)."""
     if not datasets:
         raise SettingsError("choose at least one data set.")
@@ -239,20 +238,17 @@ def check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) 
         raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
 
 
-def units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
+def _units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
     """The unit table :func:`calibdash.benchmark.statistics.summarise` takes, from :func:`run_units`' rows."""
     return pd.DataFrame(rows, columns=["dataset", "repeat", "seed", "method", *metric_names, "seconds"])
 
 
 def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: int, *,
-              run: Callable, key: Callable, metric_names: Sequence[str], needed: Sequence[str] = (),
+              metric_names: Sequence[str], extra: Sequence[str] = (), needed: Sequence[str] = (),
               progress: Callable[[float, str], None] | None = None, cache: MutableMapping | None = None,
               compute: bool = True) -> list[dict]:
-    """Run (or take from ``cache``) every unit; one row per finished unit, in ``units``' order.
-
-    What binary and multi-class benchmarks share: the order, the cache, the
-    progress and the resumption. A kind of data brings its own ``run`` and
-    ``key``.
+    """Run (or take from ``cache``) every unit (:func:`run_unit`, keyed by :func:`unit_key`); one row per
+    finished unit, in ``units``' order: the order, the cache, the progress and the resumption.
 
     Parameters
     ----------
@@ -261,12 +257,10 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
     units : sequence of Unit
         As :func:`plan_units` gives them.
     n_folds : int
-    run : callable(data, calibrator or None, n_folds, seed, progress) -> dict
-        A unit's measures (``metric_names`` and ``"seconds"``); ``progress(fraction, message)`` after each fold.
-    key : callable(data, calibrator or None, n_folds, seed) -> hashable
-        The unit's cache key.
     metric_names : sequence of str
         The measures a row keeps.
+    extra : sequence of str
+        Binary measures :func:`run_unit` computes beside the metrics.
     needed : sequence of str
         Measures a cached entry must hold to be used (one cached before they were asked for is run again).
     progress, cache, compute
@@ -275,7 +269,7 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
     Raises
     ------
     DataError
-        From ``run``, the data set's name put in front.
+        From :func:`run_unit`, the data set's name put in front.
     """
     steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
     total_steps = sum(steps.values()) or 1
@@ -291,7 +285,7 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
         data = datasets[unit.dataset]
         cal = None if unit.method == UNCALIBRATED else cals[unit.method]
         n = steps[unit]
-        k = key(data, cal, n_folds, unit.seed) if cache is not None else None
+        k = unit_key(data, cal, n_folds, unit.seed) if cache is not None else None
         found = cache.get(k) if cache is not None else None
         if found is not None and any(m not in found for m in needed):
             found = None                                  # cached before these measures were asked for
@@ -304,7 +298,7 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
                 report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
 
             try:
-                found = run(data, cal, n_folds, unit.seed, fold_progress)
+                found = run_unit(data, cal, n_folds, unit.seed, progress=fold_progress, extra=extra)
             except DataError as exc:
                 raise DataError(f"data set {unit.dataset!r}: {exc}") from None
             if cache is not None:
@@ -388,19 +382,17 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         raise SettingsError("choose at least one data set.")
     k_class = problem_of(datasets) == "multiclass"
     cals = resolve_classes(methods, params) if k_class else resolve(methods, params)
-    check_plan(datasets, cals, n_folds, repeats)
+    _check_plan(datasets, cals, n_folds, repeats)
     catalogue = CLASS_MEASURES if k_class else BINARY
     metric = metric or (DEFAULT_CLASS_METRIC if k_class else DEFAULT_METRIC)
     default = mmetrics.MEASURE_NAMES if k_class else METRIC_NAMES
-    metric_names = check_metrics(default if metrics is None else metrics, metric, catalogue)
+    metric_names = _check_metrics(default if metrics is None else metrics, metric, catalogue)
     extra = [m for m in metric_names if m in measures.MEASURES] if not k_class else []
     units = plan_units(list(datasets), list(cals), repeats, seed, include_uncalibrated)
-    rows = run_units(datasets, cals, units, n_folds,
-                     run=lambda data, cal, k, s, p: run_unit(data, cal, k, s, progress=p, extra=extra),
-                     key=unit_key, metric_names=metric_names, needed=metric_names if k_class else extra,
-                     progress=progress, cache=cache, compute=compute)
+    rows = run_units(datasets, cals, units, n_folds, metric_names=metric_names, extra=extra,
+                     needed=metric_names if k_class else extra, progress=progress, cache=cache, compute=compute)
     planned = list(dict.fromkeys(u.method for u in units))
-    return summarise(units_frame(rows, metric_names), metric=metric,
+    return summarise(_units_frame(rows, metric_names), metric=metric,
                      reference=reference or default_reference(planned), alpha=alpha, n_folds=n_folds,
                      repeats=repeats, seed=seed, planned=len(units), methods=planned, datasets=list(datasets),
                      catalogue=catalogue)
