@@ -172,6 +172,19 @@ def test_files_of_version_1_still_load_as_their_kind():
         export.read_model(json.dumps(old), "binary")
 
 
+def test_sql_and_engine_apply_refuse_a_k_class_model_file():
+    """What writes or applies one score column reads binary models only: a K-class file is a DataError."""
+    from calibdash import sql
+    from calibdash.engines.apply import load_model
+
+    text = json.dumps({"format": "calibdash-calibrator", "version": 2, "kind": "classes", "method": "temperature",
+                       "params": {"logits": False}, "state": {"n_train": 5, "n_classes": 3, "weights": [0.5]}})
+    assert export.read_model(text).kind == "classes"
+    for read in (lambda: sql.to_sql(text, score_column="s"), lambda: load_model(text)):
+        with pytest.raises(DataError, match="holds a K-class calibrator; a binary calibrator is needed"):
+            read()
+
+
 def test_awkward_floats_survive_exactly():
     """Floats with long decimal forms (0.1 + 0.2, 1/3 and its next float, the smallest subnormal) read back exactly."""
     cuts = [5e-324, 0.1 + 0.2]
