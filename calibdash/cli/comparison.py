@@ -17,7 +17,6 @@ from ..data import build_score_set
 from ..errors import DataError, SettingsError
 from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, parse_params, resolve
-from .. import bootstrap as mboot
 from ..multiclass import metrics as mmetrics
 from ..validation import choose_positive
 from .problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
@@ -219,9 +218,9 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
     ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
                           params=check_params(args, methods))
     judged, scheme_text = int(ev.rows.size), scheme.describe()
-    boot = (mboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
+    boot = (cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
             if n_boot is not None else None)
-    verdict = (mboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
+    verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
                if boot is not None else None)
     out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column, classes=cs.classes,
                         class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits, rows_judged=judged,
