@@ -222,8 +222,9 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
             if n_boot is not None else None)
     verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
                if boot is not None else None)
-    out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column, classes=cs.classes,
-                        class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits, rows_judged=judged,
+    out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column,
+                        classes=cs.classes, class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits,
+                        rows_judged=judged,
                         scheme=scheme_text, cells=None, notes=ev.notes, binning=CLASS_BINNING,
                         validation=report_validation(cs.report, cs.report.class_counts), metrics=metrics_json(ev))
     head = f"{cs.name}: {columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged"
