@@ -1,4 +1,4 @@
-"""Save a fitted calibrator to a small JSON file and load it back, without the training data.
+"""Save a fitted calibrator, binary or K-class, to a small JSON file and load it back, without the training data.
 
 >>> from calibdash import calibrators, export
 >>> cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
@@ -6,7 +6,8 @@
 >>> print(text)                                                   # doctest: +NORMALIZE_WHITESPACE
 {
 "format":"calibdash-calibrator",
-"version":1,
+"version":2,
+"kind":"binary",
 "method":"histogram",
 "params":{"bin_size":100,"by":"bins","n_bins":2},
 "state":{
@@ -20,36 +21,46 @@
 
 The file
 --------
-One JSON object::
+One JSON object, one format for both kinds of calibrator::
 
-    {"format": "calibdash-calibrator", "version": 1, "method": NAME,
-     "params": {...}, "state": {...}, "fitted_on": {...}}
+    {"format": "calibdash-calibrator", "version": 2, "kind": "binary" | "classes",
+     "method": NAME, "params": {...}, "state": {...}, "fitted_on": {...}}
 
-``method`` is the registry name (:func:`calibdash.calibrators.get_class`),
-``params`` the calibrator's ``get_params()``, ``state`` what its ``predict``
-needs and nothing more: a lookup table (histogram, isotonic, BBQ, SBB), the
-knots of a piecewise-linear map (isotonic with linear interpolation, ABB,
-ELiTE), the slope and intercept (Platt), the columns' coding and the trees'
-routing tables (MBCT); never the training rows. A loaded calibrator can
-still be explained (:func:`calibdash.explain.explain`) given the rows it was
-fitted on, since explanations recompute what they show from those rows.
-``state["n_train"]`` is the number of training rows. The optional
-``fitted_on`` says which column the scores came from and how they were
-mapped to [0, 1] (``python -m calibdash fit`` writes it, ``apply`` reads it).
+``kind`` says which registry ``method`` is a name of: ``"binary"``, a binary calibrator
+(:func:`calibdash.calibrators.get_class`), or ``"classes"``, a K-class one (the name
+:func:`calibdash.multiclass.get` takes: ``"temperature"``, ``"ovr:isotonic"``, ``"top_label:bbq"``). ``params``
+is what the method is built again with: the calibrator's ``get_params()`` (a K-class composite's binary
+method's hyperparameters and its own are one dict,
+:meth:`~calibdash.multiclass.methods.ovr.BinaryComposite.spec`). ``state`` holds what its ``predict`` needs
+and nothing more: a lookup table (histogram, isotonic, BBQ, SBB), the knots of a piecewise-linear map
+(isotonic with linear interpolation, ABB, ELiTE), the slope and intercept (Platt), the columns' coding and the
+trees' routing tables (MBCT), a K-class model's matrices or one binary state per class; never the training
+rows. ``state["n_train"]`` is the number of training rows and, for ``kind`` ``"classes"``,
+``state["n_classes"]`` is K (the columns a table must have). A loaded calibrator can still be explained
+(:func:`calibdash.explain.explain`) given the rows it was fitted on. The optional ``fitted_on`` says what the
+scores were: for a binary model the score column and how it was mapped to [0, 1], for a K-class model the
+label, the classes and their columns (``python -m calibdash fit`` writes it, ``apply`` reads it).
+
+Files written before version 2 still load: ``{"format": "calibdash-calibrator", "version": 1}`` is a binary
+model and ``{"format": "calibdash-multiclass", "version": 1}`` a K-class one, the same entries without
+``kind``.
 
 Predictions are reproduced exactly: arrays are written as JSON lists of
 numbers and Python writes a float as its shortest ``repr``, which reads back
 to the same float. Each calibrator class says what its state is with two
 methods, ``_export_state(self) -> dict`` (JSON-ready values) and
 ``_import_state(self, state)`` (``state`` a :class:`State`, which checks
-types and sizes); a class without them cannot be exported.
+types and sizes); a class without them cannot be exported. Every loaded model
+is probed: a binary one must give a finite probability on a grid of scores, a
+K-class one finite rows on :func:`probe_table`.
 
 Errors: a damaged or foreign file is a :class:`~calibdash.errors.DataError`;
 exporting something that is not a registered calibrator class with those two
 methods is a :class:`~calibdash.errors.ProgrammingError`.
 
 Files are written deterministically (same calibrator, same bytes): the top
-level and the state one entry a line, arrays on one line.
+level and the state one entry a line, arrays on one line, a state entry that is
+a list of objects (a composite's per-class models, MBCT's trees) one object a line.
 """
 from __future__ import annotations
 
@@ -63,21 +74,31 @@ from . import calibrators, model_checks
 from .calibrators.base import Calibrator
 from .errors import DataError, ProgrammingError, SettingsError
 
-__all__ = ["FORMAT", "VERSION", "State", "ExportedModel", "dumps", "loads", "read_model", "plain", "compact",
-           "document", "state_of", "calibrator_from", "IMPORT_ERRORS"]
+__all__ = ["FORMAT", "VERSION", "KINDS", "State", "ExportedModel", "dumps", "loads", "read_model", "plain",
+           "document", "state_of", "calibrator_from", "probe_table", "provenance", "IMPORT_ERRORS"]
 
 FORMAT = "calibdash-calibrator"
-VERSION = 1
+VERSION = 2
+#: The kinds of model a file holds: a binary calibrator, or a K-class one.
+KINDS = ("binary", "classes")
+#: Files of version 1 (before ``kind``): their (format, version) -> the kind they hold.
+_OLD = {(FORMAT, 1): "binary", ("calibdash-multiclass", 1): "classes"}
+_WHAT = "calibrator file"
 
-#: Scores that every loaded calibrator must turn into probabilities without error.
+#: Scores that every loaded binary calibrator must turn into probabilities without error.
 _PROBE = np.linspace(0.0, 1.0, 101)
 
 
 class ExportedModel(NamedTuple):
     """A loaded file: the calibrator and what it says about the data it was fitted on."""
 
-    calibrator: Calibrator
+    calibrator: Any
     fitted_on: dict
+
+    @property
+    def kind(self) -> str:
+        """``"binary"`` or ``"classes"`` (:data:`KINDS`)."""
+        return kind_of(self.calibrator)
 
 
 class State(dict):
@@ -207,10 +228,11 @@ class State(dict):
         return out
 
 
+
 # -- writing --------------------------------------------------------------------------------------
 def plain(value: Any, what: str, error: type[Exception]):
     """``value`` with numpy scalars as Python scalars (lists and tuples as lists of them); raises
-    ``error`` naming ``what`` when a JSON file cannot hold it (shared with :mod:`calibdash.multiclass.export`)."""
+    ``error`` naming ``what`` when a JSON file cannot hold it."""
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -220,11 +242,25 @@ def plain(value: Any, what: str, error: type[Exception]):
     raise error(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
 
 
-def _exportable(cls: type) -> None:
-    """ProgrammingError unless ``cls`` is a registered calibrator class that says what its state is."""
-    if not (isinstance(cls, type) and issubclass(cls, Calibrator)):
+def _registry(kind: str) -> dict:
+    from . import multiclass
+    return calibrators.classes() if kind == "binary" else multiclass.classes()
+
+
+def kind_of(calibrator) -> str:
+    """``"classes"`` for a K-class calibrator (:class:`calibdash.multiclass.base.MulticlassCalibrator`), else
+    ``"binary"``."""
+    from .multiclass.base import MulticlassCalibrator
+    return "classes" if isinstance(calibrator, MulticlassCalibrator) else "binary"
+
+
+def _exportable(cls: type, kind: str) -> None:
+    """ProgrammingError unless ``cls`` is a registered calibrator class of ``kind`` that says what its state is."""
+    from .multiclass.base import MulticlassCalibrator
+    base = Calibrator if kind == "binary" else MulticlassCalibrator
+    if not (isinstance(cls, type) and issubclass(cls, base)):
         raise ProgrammingError(f"only calibdash calibrators can be exported, not {cls.__name__}.")
-    if calibrators.classes().get(cls.name) is not cls:
+    if _registry(kind).get(cls.name) is not cls:
         raise ProgrammingError(f"{cls.__name__} is not a registered calibrator; loading it back would fail.")
     missing = [m for m in ("_export_state", "_import_state") if not callable(getattr(cls, m, None))]
     if missing:
@@ -232,28 +268,37 @@ def _exportable(cls: type) -> None:
                                "its fitted state is with _export_state and _import_state.")
 
 
-def compact(value) -> str:
+def _compact(value) -> str:
     """``value`` as JSON text without spaces: how a file writes each entry."""
     return json.dumps(value, separators=(",", ":"))
 
 
 def _layout(doc: dict) -> str:
-    """The document, top-level and state entries one a line (diff- and eye-friendly), the rest compact."""
+    """Top-level and state entries one a line (diff- and eye-friendly); a state entry that is a list of objects
+    one object a line; the rest compact."""
+    c = _compact
     lines = []
     for key, value in doc.items():
-        if key == "state":
-            inner = ",\n".join(f" {compact(k)}:{compact(v)}" for k, v in value.items())
-            lines.append(f'"state":{{\n{inner}\n}}')
-        else:
-            lines.append(f"{compact(key)}:{compact(value)}")
+        if key != "state":
+            lines.append(f"{c(key)}:{c(value)}")
+            continue
+        inner = []
+        for k, v in value.items():
+            if isinstance(v, list) and v and all(isinstance(e, dict) for e in v):
+                items = ",\n".join(f"  {c(e)}" for e in v)
+                inner.append(f" {c(k)}:[\n{items}\n ]")
+            else:
+                inner.append(f" {c(k)}:{c(v)}")
+        lines.append('"state":{\n' + ",\n".join(inner) + "\n}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def state_of(calibrator: Calibrator) -> dict:
-    """The ``state`` entry of a fitted calibrator's file: ``{"n_train": ..., **its _export_state()}``.
+def state_of(calibrator) -> dict:
+    """The ``state`` entry of a fitted calibrator's file: ``{"n_train": ..., **its _export_state()}``, with
+    ``"n_classes"`` after ``n_train`` for a K-class one.
 
-    :func:`dumps` writes it; multi-class composites (:mod:`calibdash.multiclass`) nest one per
-    binary calibrator they hold.
+    :func:`dumps` writes it; K-class composites (:mod:`calibdash.multiclass`) nest one per binary calibrator
+    they hold.
 
     Raises
     ------
@@ -262,21 +307,32 @@ def state_of(calibrator: Calibrator) -> dict:
     ProgrammingError
         If it is not a registered calibrator with ``_export_state`` and ``_import_state``.
     """
-    _exportable(type(calibrator))
+    kind = kind_of(calibrator)
+    _exportable(type(calibrator), kind)
     calibrator._check_fitted()
-    return {"n_train": int(calibrator.n_train_), **calibrator._export_state()}
+    k = {"n_classes": int(calibrator.n_classes_)} if kind == "classes" else {}
+    return {"n_train": int(calibrator.n_train_), **k, **calibrator._export_state()}
 
 
-def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
-    """The fitted ``calibrator`` as the text of a JSON file.
+def _spec(cal, kind: str) -> tuple[str, dict]:
+    """The name and parameters the registry of ``kind`` builds ``cal`` again from."""
+    if kind == "binary":
+        return type(cal).name, cal.get_params()
+    # a composite (ovr:, top_label:) names itself and its binary method's hyperparameters (BinaryComposite.spec)
+    return cal.spec() if callable(getattr(cal, "spec", None)) else (type(cal).name, cal.get_params(deep=False))
+
+
+def dumps(calibrator, *, fitted_on: dict | None = None) -> str:
+    """The fitted ``calibrator``, binary or K-class, as the text of a JSON file.
 
     Parameters
     ----------
-    calibrator : Calibrator
-        A fitted calibrator of a registered class.
+    calibrator : Calibrator or MulticlassCalibrator
+        A fitted calibrator of a registered class (a K-class composite included).
     fitted_on : dict, optional
-        What the scores were (``python -m calibdash fit`` writes ``score``,
-        ``score_transform`` and ``features``); written as the ``fitted_on`` entry.
+        What the scores were (``python -m calibdash fit`` writes a binary model's ``score``,
+        ``score_transform`` and ``features``, a K-class model's label, classes and columns); written as the
+        ``fitted_on`` entry.
 
     Returns
     -------
@@ -298,11 +354,11 @@ def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
         If its state cannot be written for a reason in the data (for example
         MBCT features of a type the file cannot describe).
     """
+    kind = kind_of(calibrator)
     state = state_of(calibrator)
-    name = type(calibrator).name
-    params = {k: plain(v, f"{name}'s parameter {k!r}", SettingsError)
-              for k, v in sorted(calibrator.get_params().items())}
-    doc = {"format": FORMAT, "version": VERSION, "method": name, "params": params, "state": state}
+    name, params = _spec(calibrator, kind)
+    params = {k: plain(v, f"{name}'s parameter {k!r}", SettingsError) for k, v in sorted(params.items())}
+    doc = {"format": FORMAT, "version": VERSION, "kind": kind, "method": name, "params": params, "state": state}
     if fitted_on:
         doc["fitted_on"] = {k: plain(v, f"fitted_on[{k!r}]", ProgrammingError) for k, v in fitted_on.items()}
     try:
@@ -313,32 +369,41 @@ def dumps(calibrator: Calibrator, *, fitted_on: dict | None = None) -> str:
 
 
 # -- reading --------------------------------------------------------------------------------------
-def document(text, format: str = FORMAT, version: int = VERSION, what: str = "calibrator file") -> State:
-    """The top-level object of a file's ``text`` (str or UTF-8 bytes), checked to be JSON of ``format``
-    and ``version``; ``what`` names the file in messages (``"multi-class calibrator file"``).
+def document(text) -> tuple[State, str]:
+    """The top-level object of a file's ``text`` (str or UTF-8 bytes), checked to be JSON of this format
+    (version 2, or a version-1 file of either kind), and the kind it holds.
 
     Raises
     ------
     DataError
-        Not UTF-8, not JSON, not an object, another format or another version.
+        Not UTF-8, not JSON, not an object, another format or version, or an unknown ``kind``.
     """
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DataError(f"the {what} is not UTF-8 text: {exc}") from None
+            raise DataError(f"the {_WHAT} is not UTF-8 text: {exc}") from None
     if not isinstance(text, str):
-        raise DataError(f"a {what} is JSON text, not {type(text).__name__}.")
-    doc = model_checks.parse_json(text, what)
+        raise DataError(f"a {_WHAT} is JSON text, not {type(text).__name__}.")
+    doc = model_checks.parse_json(text, _WHAT)
     if not isinstance(doc, dict):
-        raise DataError(f"the {what} must hold a JSON object, not a {type(doc).__name__}.")
-    if doc.get("format") != format:
-        raise DataError(f"not a calibdash {what}: 'format' is {doc.get('format')!r}, expected {format!r}.")
-    found = doc.get("version")
-    if isinstance(found, bool) or found != version:
-        raise DataError(f"{what} version {found!r} is not supported; this calibdash reads version {version}.")
-    model_checks.check_top(doc, what)
-    return State(doc, f"the {what}")
+        raise DataError(f"the {_WHAT} must hold a JSON object, not a {type(doc).__name__}.")
+    fmt, found = doc.get("format"), doc.get("version")
+    if fmt not in {f for f, _ in _OLD}:
+        raise DataError(f"not a calibdash {_WHAT}: 'format' is {fmt!r}, expected {FORMAT!r}.")
+    current = fmt == FORMAT and found == VERSION
+    if isinstance(found, bool) or not (current or (fmt, found) in _OLD):
+        raise DataError(f"{_WHAT} version {found!r} is not supported; this calibdash reads versions 1 and "
+                        f"{VERSION}.")
+    model_checks.check_top(doc, _WHAT)
+    kind = doc.get("kind") if current else _OLD[fmt, found]
+    if kind not in KINDS:
+        raise DataError(f"the {_WHAT}'s 'kind' is {kind!r}; it must be one of {', '.join(map(repr, KINDS))}.")
+    if not current and "kind" in doc:
+        raise DataError(f"the {_WHAT} of version 1 holds 'kind', which came with version {VERSION}.")
+    state = State(doc, f"the {_WHAT}")
+    state._read.update({"format", "version", "kind"})
+    return state, kind
 
 
 #: Exceptions an ``_import_state`` or a first ``predict`` raises on a state that does not fit its method.
@@ -346,7 +411,7 @@ IMPORT_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, Ov
 
 
 def calibrator_from(method: str, params: dict, state: State, whose: str = "the") -> Calibrator:
-    """The fitted calibrator ``method`` with ``params`` whose file ``state`` (with its ``n_train``) is
+    """The fitted binary calibrator ``method`` with ``params`` whose file ``state`` (with its ``n_train``) is
     given: built, its state imported, and probed (it must give a finite probability for every score
     of a grid on [0, 1]). ``whose`` starts the messages (``"the calibrator file's"``).
 
@@ -365,51 +430,103 @@ def calibrator_from(method: str, params: dict, state: State, whose: str = "the")
         cal = calibrators.get(method, **params)
     except SettingsError as exc:
         raise DataError(f"{whose} params do not fit {method}: {exc}") from None
-    _exportable(type(cal))
-    n_train = state.integer("n_train")
-    outer, state = state, State({k: v for k, v in state.items() if k != "n_train"}, state.where)
+    _exportable(type(cal), "binary")
+    return _imported(cal, state, {"n_train": state.integer("n_train")}, _PROBE, cal.predict,
+                     "does not give a probability for every score")
+
+
+def _imported(cal, state: State, counts: dict, probe: np.ndarray, predict, fails: str):
+    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state``
+    imported, then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says
+    otherwise)."""
+    rest = State({k: v for k, v in state.items() if k not in counts}, state.where)
     try:
-        cal._import_state(state)
-        state.refuse_unread()
-        outer._read.update(outer)                   # every entry checked, through the copy
-        cal.n_train_ = n_train
-        probe = cal.predict(_PROBE)
+        for key, value in counts.items():
+            setattr(cal, f"{key}_", value)
+        cal._import_state(rest)
+        rest.refuse_unread()
+        state._read.update(state)                   # every entry checked, through the copy
+        out = predict(probe)
     except DataError:
         raise
     except IMPORT_ERRORS as exc:
         raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
-    if probe.shape != _PROBE.shape or not np.all(np.isfinite(probe)):
-        raise state.error("does not give a probability for every score")
+    if out.shape != probe.shape or not np.all(np.isfinite(out)):
+        raise state.error(fails)
     return cal
 
 
-def read_model(text) -> ExportedModel:
+def probe_table(k: int) -> np.ndarray:
+    """Rows every loaded K-class calibrator must turn into finite probabilities: the uniform row,
+    each one-hot row (saturated: 1 and exact zeros), and rows with one class at 1 - 1e-12."""
+    near = np.full((k, k), 1e-12 / (k - 1))
+    np.fill_diagonal(near, 1.0 - 1e-12)
+    return np.vstack([np.full((1, k), 1.0 / k), np.eye(k), near])
+
+
+def _class_calibrator(method: str, params: dict, state: State):
+    """The fitted K-class calibrator of a file's ``method``, ``params`` and ``state`` (with ``n_train`` and
+    ``n_classes``), probed on :func:`probe_table`."""
+    from . import multiclass
+    from .multiclass.base import LOG_FLOOR
+
+    try:
+        cal = multiclass.get(method, **params)
+    except SettingsError as exc:
+        raise DataError(f"the {_WHAT}'s method and params do not give a calibrator ({exc}); this calibdash has: "
+                        f"{', '.join(multiclass.available())}.") from None
+    _exportable(type(cal), "classes")
+    n_train, k = state.integer("n_train"), state.integer("n_classes")
+    if n_train < 1 or k < 2:
+        raise state.error(f"'n_train' must be at least 1 and 'n_classes' at least 2, got {n_train} and {k}")
+    probe = probe_table(k)
+    return _imported(cal, state, {"n_train": n_train, "n_classes": k},
+                     np.log(np.maximum(probe, LOG_FLOOR)) if cal.logits else probe, cal.predict_proba,
+                     "does not give finite probabilities for every row of the probe table")
+
+
+def read_model(text, kind: str | None = None) -> ExportedModel:
     """The calibrator in a file's text, and the file's ``fitted_on`` entry (``{}`` when absent).
+
+    Parameters
+    ----------
+    text : str or bytes
+        A file written by :func:`dumps` (or a version-1 file of either kind).
+    kind : {"binary", "classes"}, optional
+        The kind of model wanted; another kind is refused. Default: either.
 
     Raises
     ------
     DataError
-        Malformed JSON, an unknown format, version or method, unknown
+        Malformed JSON, an unknown format, version, kind or method, unknown
         parameters, a state that is missing entries, holds entries its method
-        does not know or does not fit the method, or a ``fitted_on`` with
-        unknown entries or values of the wrong type (each message says which).
+        does not know or does not fit the method, a ``fitted_on`` with
+        unknown entries or values of the wrong type (each message says which),
+        or a model of the other kind than ``kind``.
     ProgrammingError
         The file's method is registered but its class cannot import a state.
     """
-    doc = document(text)
+    doc, found = document(text)
+    if kind is not None and found != kind:
+        want = {"binary": "a binary calibrator", "classes": "a K-class calibrator"}
+        raise DataError(f"the {_WHAT} holds {want[found]}; {want[kind]} is needed here.")
     params = doc["params"]
     if not isinstance(params, dict):
         raise doc.error("'params' must be an object")
     if not isinstance(doc["state"], dict):
         raise doc.error("'state' must be an object")
     method = doc.text("method")
-    cal = calibrator_from(method, params, State(doc["state"], f"the {method} state"), "the calibrator file's")
-    fitted_on = model_checks.check_fitted_on(doc.get("fitted_on", {}), model_checks.BINARY_FITTED_ON,
-                                             "calibrator file")
-    return ExportedModel(cal, fitted_on)
+    state = doc.object("state")
+    state.where = f"the {method} state"
+    if found == "binary":
+        cal = calibrator_from(method, params, state, f"the {_WHAT}'s")
+    else:
+        cal = _class_calibrator(method, params, state)
+    schema = model_checks.BINARY_FITTED_ON if found == "binary" else model_checks.CLASS_FITTED_ON
+    return ExportedModel(cal, model_checks.check_fitted_on(doc.get("fitted_on", {}), schema, _WHAT))
 
 
-def loads(text) -> Calibrator:
+def loads(text, kind: str | None = None):
     """The fitted calibrator saved by :func:`dumps` (predictions identical to the saved one's).
 
     Raises
@@ -417,7 +534,7 @@ def loads(text) -> Calibrator:
     DataError
         See :func:`read_model`.
     """
-    return read_model(text).calibrator
+    return read_model(text, kind).calibrator
 
 
 def provenance(score_set, calibrator) -> dict:

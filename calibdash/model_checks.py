@@ -1,5 +1,5 @@
 """What a model file may hold, checked on read before anything uses it (:mod:`calibdash.export`,
-:mod:`calibdash.multiclass.export`).
+binary and K-class models alike).
 
 A model file may come from anywhere (downloaded, hand-edited), and its text reaches SQL
 (``export-sql``), file names and messages. So on read:
@@ -34,7 +34,7 @@ MAX_DEPTH = 32
 #: Most names in one ``fitted_on`` list (features, classes, class columns).
 MAX_NAMES = 100_000
 #: The keys of a model file's top level.
-TOP_KEYS = frozenset({"format", "version", "method", "params", "state", "fitted_on"})
+TOP_KEYS = frozenset({"format", "version", "kind", "method", "params", "state", "fitted_on"})
 
 
 def parse_json(text: str, what: str) -> Any:

@@ -183,14 +183,14 @@ def _calibrator(model):
     if isinstance(model, export.ExportedModel):
         return model.calibrator
     if isinstance(model, (bytes, bytearray)) or (isinstance(model, str) and model.lstrip().startswith("{")):
-        return export.read_model(model).calibrator
+        return export.read_model(model, "binary").calibrator
     if isinstance(model, (str, Path)):
         try:
             text = Path(model).read_bytes()
         except OSError as exc:
             from .errors import EnvironmentProblem
             raise EnvironmentProblem(f"cannot read the model file {model}: {exc.strerror or exc}.") from None
-        return export.read_model(text).calibrator
+        return export.read_model(text, "binary").calibrator
     raise DataError(f"to_sql takes a fitted calibrator, an exported model or a model file, "
                     f"not {type(model).__name__}.")
 

@@ -77,7 +77,8 @@ def test_round_trip_reproduces_predictions_exactly(name, params, data):
     new = data[3]
     text = export.dumps(cal)
     doc = json.loads(text)
-    assert doc["format"] == "calibdash-calibrator" and doc["version"] == 1 and doc["method"] == name
+    assert doc["format"] == "calibdash-calibrator" and doc["version"] == 2 and doc["kind"] == "binary"
+    assert doc["method"] == name
     assert doc["params"] == cal.get_params()
     assert doc["state"]["n_train"] == 3000
 
@@ -131,7 +132,7 @@ def test_known_histogram_file():
     """Four rows, two bins: the cut lies halfway between 0.2 and 0.3, the bins hold 0/2 and 2/2 positives."""
     cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
     assert export.dumps(cal) == (
-        '{\n"format":"calibdash-calibrator",\n"version":1,\n"method":"histogram",\n'
+        '{\n"format":"calibdash-calibrator",\n"version":2,\n"kind":"binary",\n"method":"histogram",\n'
         '"params":{"bin_size":100,"by":"bins","n_bins":2},\n'
         '"state":{\n "n_train":4,\n "cuts":[0.25],\n "estimates":[0.0,1.0]\n}\n}\n')
     assert export.loads(export.dumps(cal)).predict([0.0, 0.2499, 0.25, 1.0]).tolist() == [0.0, 0.0, 1.0, 1.0]
@@ -150,6 +151,38 @@ def test_hand_written_file_is_read_as_documented():
     assert cal.a_ == 2.0 and cal.b_ == -1.0 and cal.n_train_ == 10
     assert cal.predict([0.5])[0] == expit(-1.0)
     assert cal.predict([expit(1.5)])[0] == pytest.approx(expit(2.0))
+
+
+def test_files_of_version_1_still_load_as_their_kind():
+    """Files written before ``kind`` (version 1): "calibdash-calibrator" holds a binary model, "calibdash-multiclass"
+    a K-class one; both load with the same predictions as the version-2 file written from them."""
+    binary = export.read_model(_doc())
+    assert binary.kind == "binary" and binary.calibrator.a_ == 2.0
+    old = {"format": "calibdash-multiclass", "version": 1, "method": "temperature", "params": {"logits": False},
+           "state": {"n_train": 5, "n_classes": 3, "weights": [0.5]}}
+    model = export.read_model(json.dumps(old))
+    assert model.kind == "classes" and model.calibrator.n_classes_ == 3
+    P = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3]])
+    expected = np.sqrt(P) / np.sqrt(P).sum(axis=1, keepdims=True)        # W = 1/2: softmax(log p / 2)
+    np.testing.assert_allclose(model.calibrator.predict_proba(P), expected, rtol=1e-12)
+    again = json.loads(export.dumps(model.calibrator))
+    assert (again["format"], again["version"], again["kind"]) == ("calibdash-calibrator", 2, "classes")
+    assert again["state"] == old["state"] and again["method"] == "temperature"
+    with pytest.raises(DataError, match="holds a K-class calibrator; a binary calibrator is needed"):
+        export.read_model(json.dumps(old), "binary")
+
+
+def test_sql_and_engine_apply_refuse_a_k_class_model_file():
+    """What writes or applies one score column reads binary models only: a K-class file is a DataError."""
+    from calibdash import sql
+    from calibdash.engines.apply import load_model
+
+    text = json.dumps({"format": "calibdash-calibrator", "version": 2, "kind": "classes", "method": "temperature",
+                       "params": {"logits": False}, "state": {"n_train": 5, "n_classes": 3, "weights": [0.5]}})
+    assert export.read_model(text).kind == "classes"
+    for read in (lambda: sql.to_sql(text, score_column="s"), lambda: load_model(text)):
+        with pytest.raises(DataError, match="holds a K-class calibrator; a binary calibrator is needed"):
+            read()
 
 
 def test_awkward_floats_survive_exactly():
@@ -175,7 +208,11 @@ MBCT_STATE = {"n_train": 100, "columns": [{"name": "score", "kind": "score", "n_
     (None, "JSON text, not NoneType"),
     (_doc(format="sklearn-model"), "not a calibdash calibrator file: 'format' is 'sklearn-model'"),
     (json.dumps({"version": 1, "method": "platt"}), "'format' is None"),
-    (_doc(version=2), "version 2 is not supported"),
+    (_doc(version=3), "version 3 is not supported"),
+    (_doc(version=2), "'kind' is None; it must be one of 'binary', 'classes'"),
+    (_doc(version=2, kind="ternary"), "'kind' is 'ternary'"),
+    (_doc(kind="binary"), "version 1 holds 'kind'"),
+    (_doc(format="calibdash-multiclass", version=2), "version 2 is not supported"),
     (_doc(version="1"), "version '1' is not supported"),
     (_doc(version=True), "version True is not supported"),
     (_doc(method="nope"), "method 'nope' is unknown"),

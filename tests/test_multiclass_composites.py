@@ -27,7 +27,7 @@ from sklearn.frozen import FrozenEstimator
 from calibdash import multiclass
 from calibdash.calibrators.platt import EPS, logit
 from calibdash.errors import SettingsError
-from calibdash.multiclass import export
+from calibdash import export
 
 
 class ProbabilityTable(ClassifierMixin, BaseEstimator):

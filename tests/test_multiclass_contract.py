@@ -11,7 +11,7 @@ import pytest
 
 from calibdash import multiclass
 from calibdash.errors import DataError, NotFittedError, SettingsError
-from calibdash.multiclass import export
+from calibdash import export
 from calibdash.multiclass.base import LOG_FLOOR
 
 NAMES = multiclass.available()
@@ -196,8 +196,9 @@ def test_damaged_files_are_data_errors(name, fitted):
     text = export.dumps(fitted[name])
     cases = {
         "not valid JSON": text[:-5],
-        "format": _damaged(text, "calibdash-multiclass", "calibdash-calibrator"),
-        "version": _damaged(text, '"version":1', '"version":2'),
+        "not a calibdash": _damaged(text, "calibdash-calibrator", "calibdash-other"),
+        "version 3 is not supported": _damaged(text, '"version":2', '"version":3'),
+        "'kind' is 'binary.'": _damaged(text, '"kind":"classes"', '"kind":"binary?"'),
         "do not give a calibrator": _damaged(text, '"method":"', '"method":"nope'),
         "n_classes": _damaged(text, '"n_classes":3', '"n_classes":1'),
         "one model per class": _damaged(text, '"n_classes":3', '"n_classes":4'),
@@ -212,10 +213,10 @@ def test_damaged_files_are_data_errors(name, fitted):
 
 def test_a_binary_file_is_not_a_multiclass_file():
     from calibdash import calibrators
-    from calibdash import export as binary_export
-    text = binary_export.dumps(calibrators.get("isotonic").fit([0.1, 0.4, 0.8], [0, 1, 1]))
-    with pytest.raises(DataError, match="not a calibdash multi-class calibrator file"):
-        export.loads(text)
+    text = export.dumps(calibrators.get("isotonic").fit([0.1, 0.4, 0.8], [0, 1, 1]))
+    with pytest.raises(DataError, match="holds a binary calibrator; a K-class calibrator is needed"):
+        export.loads(text, "classes")
+    assert export.read_model(text).kind == "binary"
 
 
 def test_logits_probe_uses_floored_logs():

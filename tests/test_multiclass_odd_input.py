@@ -422,7 +422,7 @@ def test_exact_zeros_are_said_and_kept_in_the_model_file():
     """Few rows of a class: isotonic one-vs-rest is 0 below the class's lowest positive rows, top-label
     isotonic 1 at the top (every other class 0). Neither floors (scikit-learn's one-vs-rest map); both
     warn and keep the sentence in ``notes_`` and in the model file. Platt scaling has no exact zeros."""
-    from calibdash.multiclass import export
+    from calibdash import export
     P, y = soft(200, 5, seed=18)
     with pytest.warns(ZeroProbabilityWarning, match="get probability 0 from their binary map"):
         ovr = multiclass.get("ovr:isotonic").fit(P, y)

@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 
 from calibdash import multiclass
-from calibdash.multiclass import export as mexport
+from calibdash import export as mexport
 from calibdash.multiclass.linear import (LinearForm, fit_linear, fold_ids, identity_start, objective,
                                          penalty_grid, select_penalty)
 

@@ -4,7 +4,8 @@ The protocol of the BBQ and ELiTE papers' real-data experiments, after
 Demšar (2006):
 
 1. Every (data set, method, repeat) *unit* is one call of
-   :func:`calibdash.evaluation.evaluate` with ``Scheme("kfold", seed=seed +
+   :func:`calibdash.evaluation.evaluate` (a K-class data set:
+   :func:`calibdash.multiclass.evaluation.evaluate_classes`) with ``Scheme("kfold", seed=seed +
    repeat)``: each row's calibrated value comes from a model fitted on the
    other K - 1 folds, and the metrics are computed once on all the
    out-of-fold predictions. Within a repeat every method sees the same folds
@@ -26,7 +27,7 @@ The modules, one job each:
 
 :mod:`~calibdash.benchmark.engine`
     Plans and runs the units (:func:`run_benchmark`, :func:`run_unit`,
-    :class:`UnitCache`).
+    :class:`UnitCache`), binary or K-class as the data sets are (:func:`problem_of`).
 :mod:`~calibdash.benchmark.statistics`
     Steps 2-3 from a unit table (:func:`summarise`), so another ranking
     metric, reference or alpha needs no refitting.
@@ -39,32 +40,26 @@ The modules, one job each:
     The tables shown to people (:func:`report_tables`, each a
     :class:`ReportTable` with its :class:`TableKind`).
 :mod:`~calibdash.benchmark.datasets`
-    Data sets from tables and files, one per score column
-    (:func:`load_datasets`).
-:mod:`~calibdash.benchmark.classes`
-    The same protocol on K-class data sets and multi-class methods
-    (:func:`run_class_benchmark`; :func:`load_benchmark_datasets` tells
-    binary and K-class files apart).
+    Data sets from tables and files, one per score column of a binary table, one per K-class table
+    (:func:`load_datasets`; :func:`load_benchmark_datasets` tells binary and K-class files apart).
 :mod:`~calibdash.benchmark.catalogue`
     Which measures a kind of data keeps and which value of each is best.
 
 The command line ``python -m calibdash benchmark FILES...`` is in
 :mod:`calibdash.cli`.
 """
-from .datasets import datasets_from_table, load_datasets
-from .catalogue import BINARY, Catalogue
+from .datasets import class_datasets_from_table, datasets_from_table, load_benchmark_datasets, load_datasets
+from .catalogue import BINARY, CLASS_MEASURES, Catalogue
 from .large import EngineDataset
-from .engine import (DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS, Unit, UnitCache, plan_units, run_benchmark,
-                     run_unit, unit_key)
+from .engine import (DEFAULT_CLASS_METHODS, DEFAULT_CLASS_METRIC, DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS,
+                     Unit, UnitCache, default_class_methods, plan_units, problem_of, run_benchmark, run_unit, unit_key)
 from .report import ReportTable, TableKind, report_tables
 from .result import BenchmarkResult, describe, to_json
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
-from .classes import (CLASS_MEASURES, DEFAULT_CLASS_METHODS, DEFAULT_CLASS_METRIC, class_datasets_from_table,
-                      default_class_methods, load_benchmark_datasets, run_class_benchmark, run_class_unit)
 
 __all__ = ["EngineDataset", "Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",
            "run_unit", "run_benchmark", "summarise", "default_reference", "report_tables", "describe", "to_json",
            "datasets_from_table", "load_datasets", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS",
            "DEFAULT_METRIC", "DEFAULT_ALPHA", "Catalogue", "BINARY", "CLASS_MEASURES", "DEFAULT_CLASS_METHODS",
-           "DEFAULT_CLASS_METRIC", "default_class_methods", "run_class_benchmark", "run_class_unit",
-           "class_datasets_from_table", "load_benchmark_datasets"]
+           "DEFAULT_CLASS_METRIC", "default_class_methods", "problem_of", "class_datasets_from_table",
+           "load_benchmark_datasets"]

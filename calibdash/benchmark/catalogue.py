@@ -5,9 +5,8 @@ The statistics (:func:`calibdash.benchmark.statistics.summarise`) and the
 result's sentences need only this much of a measure: its name, whether
 methods can be ranked on it, its direction, its values turned so that lower
 is better, and a phrase for people. Binary benchmarks take it from
-:mod:`calibdash.measures` (:data:`BINARY`); multi-class benchmarks from
-:data:`calibdash.multiclass.metrics.MEASURES`
-(:data:`calibdash.benchmark.classes.CLASS_MEASURES`), so both rank, test and
+:mod:`calibdash.measures` (:data:`BINARY`); K-class benchmarks from
+:data:`calibdash.multiclass.metrics.MEASURES` (:data:`CLASS_MEASURES`), so both rank, test and
 report through the same code.
 """
 from __future__ import annotations
@@ -16,8 +15,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import measures
+from ..multiclass import metrics as mmetrics
 
-__all__ = ["Catalogue", "BINARY"]
+__all__ = ["Catalogue", "BINARY", "CLASS_MEASURES"]
 
 
 @dataclass(frozen=True)
@@ -51,3 +51,15 @@ class Catalogue:
 #: The binary measures: :data:`calibdash.measures.ALL_NAMES` and their directions.
 BINARY = Catalogue("binary", tuple(measures.ALL_NAMES), measures.rankable, measures.direction, measures.oriented,
                    measures.best_phrase)
+
+
+def _class_phrase(name: str) -> str:
+    lower = mmetrics.MEASURES[name].lower_is_better
+    return {True: "lower is better", False: "higher is better", None: "0 is ideal"}[lower]
+
+
+#: The K-class measures as a benchmark ranks them (every one has a best value).
+CLASS_MEASURES = Catalogue(
+    "multiclass", tuple(mmetrics.MEASURE_NAMES), lambda name: name in mmetrics.MEASURES,
+    lambda name: mmetrics.MEASURES[name].lower_is_better,
+    lambda name, values: mmetrics.MEASURES[name].oriented(values), _class_phrase)

@@ -1,4 +1,5 @@
-"""A benchmark's data sets from tables and files: one data set per score column.
+"""A benchmark's data sets from tables and files: one data set per score column of a binary table, one per
+K-class table (:func:`load_benchmark_datasets` tells them apart).
 
 Several models scored in one file are several data sets; a folder stands
 for its .csv, .csv.gz and .parquet files. Reading and building each table
@@ -12,11 +13,12 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..data import ScoreSet, build_score_set, read_table
+from ..data import ClassSet, ScoreSet, build_class_set, build_score_set, is_multiclass, read_table
 from ..data.class_roles import named_classes
-from ..errors import DataError
+from ..errors import DataError, SettingsError
 
-__all__ = ["datasets_from_table", "load_datasets", "expand_paths", "unique_name", "file_datasets"]
+__all__ = ["datasets_from_table", "load_datasets", "expand_paths", "unique_name", "file_datasets",
+           "class_datasets_from_table", "load_benchmark_datasets"]
 
 _FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".gz", ".parquet", ".pq")
 
@@ -131,3 +133,62 @@ def unique_name(key: str, taken) -> str:
     while unique in taken:
         unique, i = f"{key} ({i})", i + 1
     return unique
+
+
+def class_datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
+                              label: str | None = None) -> dict[str, ClassSet]:
+    """The K-class data set of a table, as ``{name: ClassSet}`` (one per file; its columns found by
+    :func:`calibdash.data.build_class_set`).
+
+    Raises
+    ------
+    DataError
+        As :func:`calibdash.data.build_class_set`.
+    """
+    base = name or (info.name if info is not None else "data")
+    return {base: build_class_set(df, label=label, info=info, name=base)}
+
+
+def load_benchmark_datasets(paths: Sequence[str], label: str | None = None,
+                            scores: Sequence[str] | None = None) -> tuple[str, dict]:
+    """Data sets from files and folders, binary or K-class, told apart by their columns.
+
+    Each table is read once; :func:`calibdash.data.is_multiclass` says whether it is a K-class table
+    (a label of 3 or more classes and one probability or logit column per class). K-class tables give one
+    :class:`~calibdash.data.ClassSet` each, binary ones one ScoreSet per score column
+    (:func:`calibdash.benchmark.datasets_from_table`).
+
+    Returns
+    -------
+    (kind, datasets)
+        ``"multiclass"`` or ``"binary"``, and name -> data set (a name met twice gets " (2)", ...).
+
+    Raises
+    ------
+    DataError
+        A folder without tables, an unreadable table, or binary and K-class tables mixed (named).
+    SettingsError
+        ``scores`` given for K-class tables (their class columns are found, not named).
+    """
+    tables = []
+    for path in expand_paths(paths):
+        df, info = read_table(path)
+        tables.append((df, info, is_multiclass(df, label)))
+    kinds = {multi for *_, multi in tables}
+    if len(kinds) > 1:
+        multi = next(info.name for _, info, m in tables if m)
+        binary = next(info.name for _, info, m in tables if not m)
+        raise DataError(f"binary and K-class tables cannot be benchmarked together ({binary} is binary, {multi} "
+                        "has K >= 3 classes): give one kind.")
+    kind = "multiclass" if kinds == {True} else "binary"
+    if kind == "multiclass" and scores:
+        raise SettingsError("--score names a binary score column; K-class tables have one column per class, "
+                            "found by their prefix.")
+    out: dict = {}
+    for df, info, _ in tables:
+        found = (class_datasets_from_table(df, info, label=label) if kind == "multiclass"
+                 else file_datasets(df, info, label, scores))
+        for key, data in found.items():
+            out[unique_name(key, out)] = data
+    return kind, out
+

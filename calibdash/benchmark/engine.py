@@ -1,11 +1,21 @@
 """The benchmark engine: plan (data set, method, repeat) units, run each as one K-fold evaluation, cache them.
 
-A unit is one call of :func:`calibdash.evaluation.evaluate` with
-``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its
+A unit is one call of :func:`calibdash.evaluation.evaluate` (binary data sets) or
+:func:`calibdash.multiclass.evaluation.evaluate_classes` (K-class data sets, :class:`calibdash.data.ClassSet`)
+with ``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its
 data, calibrator, K and seed (:func:`unit_key`), so callers can cache units
 (``run_benchmark(cache=...)``) and an interrupted run resumes where it
-stopped. :func:`run_benchmark` runs the units and hands the unit table to
-:func:`calibdash.benchmark.statistics.summarise`.
+stopped. :func:`run_benchmark` asks the data sets what problem they are, runs the units and hands the unit
+table to :func:`calibdash.benchmark.statistics.summarise` with that problem's measures
+(:mod:`calibdash.benchmark.catalogue`).
+
+K-class benchmarks follow Kull et al. (NeurIPS 2019, "Beyond temperature scaling: obtaining well-calibrated
+multiclass probabilities with Dirichlet calibration", section 5), who report average ranks of the calibrators
+over their data sets on log-loss and on classwise-ECE, with Friedman tests: the default ranked measure is the
+log-loss (:data:`DEFAULT_CLASS_METRIC`) and the average-rank table holds classwise ECE (``cwECE``) and every
+other measure beside it. Their protocol is 5 x 5-fold cross-validation of the calibrators (on held-out model
+outputs); ``repeats`` and ``n_folds`` set it. The K-class folds are cut by the rows' content
+(:mod:`calibdash.multiclass.split`), so the order of the rows never changes a result.
 """
 from __future__ import annotations
 
@@ -17,20 +27,21 @@ from typing import Callable, Mapping, MutableMapping, Sequence
 
 import pandas as pd
 
-from ..calibrators.base import Calibrator
-from ..data import ScoreSet
+from ..data import ClassSet
 from ..errors import DataError, SettingsError
 from ..evaluation import UNCALIBRATED, Scheme, evaluate, evaluate_cells
 from ..methods import resolve
-from .. import measures
+from .. import measures, multiclass
 from ..measures.calibration import METRIC_NAMES
-from .catalogue import BINARY, Catalogue
+from ..multiclass import metrics as mmetrics
+from ..multiclass.evaluation import evaluate_classes, resolve_classes
+from .catalogue import BINARY, CLASS_MEASURES, Catalogue
 from .large import EngineDataset
 from .result import BenchmarkResult
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
-__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_units", "run_benchmark", "check_plan",
-           "check_metrics", "units_frame", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
+__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_units", "run_benchmark", "problem_of",
+           "default_class_methods", "DEFAULT_METHODS", "DEFAULT_CLASS_METHODS", "DEFAULT_CLASS_METRIC", "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
 
 #: Methods a benchmark starts with: the three classic calibrators and BBQ.
 DEFAULT_METHODS = ("platt", "histogram", "isotonic", "bbq")
@@ -38,8 +49,40 @@ DEFAULT_METHODS = ("platt", "histogram", "isotonic", "bbq")
 DEFAULT_FOLDS = Scheme().n_folds
 #: Repetitions of the K-fold cross-fitting, with fold seeds seed, seed + 1, ...
 DEFAULT_REPEATS = 2
+#: Methods a K-class benchmark starts with (those registered): the scaling family of Kull et al. (2019)
+#: and one-vs-rest isotonic and top-label histogram binning (Gupta & Ramdas 2022's choice).
+DEFAULT_CLASS_METHODS = ("temperature", "vector", "matrix", "dirichlet", "ovr:isotonic", "top_label:histogram")
+#: The measure a K-class benchmark ranks unless another is chosen: the log-loss, as Kull et al. (2019) rank first.
+DEFAULT_CLASS_METRIC = "LogLoss"
 #: Changes when a unit's computation changes, so stale cached units are not reused.
 _UNIT_VERSION = 1
+_CLASS_UNIT_VERSION = 1
+
+
+def default_class_methods() -> list[str]:
+    """:data:`DEFAULT_CLASS_METHODS` that are registered (:func:`calibdash.multiclass.available`)."""
+    known = set(multiclass.available())
+    return [m for m in DEFAULT_CLASS_METHODS if m in known]
+
+
+def problem_of(datasets: Mapping) -> str:
+    """``"multiclass"`` when every data set is K-class (a :class:`~calibdash.data.ClassSet`), ``"binary"`` when
+    none is.
+
+    Raises
+    ------
+    DataError
+        Binary and K-class data sets mixed (the first K-class and binary ones named).
+    """
+    k_class = {name: isinstance(data, ClassSet) for name, data in datasets.items()}
+    if all(k_class.values()) and k_class:
+        return "multiclass"
+    if any(k_class.values()):
+        multi = next(n for n, k in k_class.items() if k)
+        binary = next(n for n, k in k_class.items() if not k)
+        raise DataError(f"data set {binary!r} is not a K-class table, but {multi!r} is: a benchmark takes "
+                        "data sets of one kind, binary or K-class.")
+    return "binary"
 
 
 @dataclass(frozen=True)
@@ -97,7 +140,7 @@ def plan_units(datasets: Sequence[str], methods: Sequence[str], repeats: int = D
     return [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
 
 
-def params_key(cal) -> tuple:
+def _params_key(cal) -> tuple:
     """A calibrator's class and parameters as a hashable key (the raw scores: ``("uncalibrated", ())``)."""
     if cal is None:
         return (UNCALIBRATED, ())
@@ -105,56 +148,66 @@ def params_key(cal) -> tuple:
             tuple(sorted((k, repr(v)) for k, v in cal.get_params().items())))
 
 
-def unit_key(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int, seed: int) -> tuple:
-    """Cache key of a unit: the data's content hash, the calibrator's class and parameters, K and the seed."""
-    return (_UNIT_VERSION, ss.content_key(), params_key(calibrator), int(n_folds), int(seed))
+def unit_key(data, calibrator, n_folds: int, seed: int) -> tuple:
+    """Cache key of a unit: the data's content key, the calibrator's class and parameters, K and the seed."""
+    if isinstance(data, ClassSet):
+        return (_CLASS_UNIT_VERSION, "multiclass", data.content_key(), _params_key(calibrator), int(n_folds),
+                int(seed))
+    return (_UNIT_VERSION, data.content_key(), _params_key(calibrator), int(n_folds), int(seed))
 
 
-def run_unit(ss: ScoreSet, calibrator: Calibrator | None, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
+def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
              progress: Callable[[float, str], None] | None = None,
              extra: Sequence[str] = ()) -> dict[str, float]:
-    """Metrics of one unit: ``calibrator`` cross-fitted on ``ss`` with K folds shuffled by ``seed``.
+    """Measures of one unit: ``calibrator`` cross-fitted on ``data`` with K folds cut by ``seed``.
 
     Parameters
     ----------
-    ss : ScoreSet or EngineDataset
+    data : ScoreSet, EngineDataset or ClassSet
         An :class:`~calibdash.benchmark.large.EngineDataset` is cross-fitted on
-        the cells its engine aggregates for this repeat's folds.
-    calibrator : Calibrator or None
+        the cells its engine aggregates for this repeat's folds; a K-class
+        :class:`~calibdash.data.ClassSet` by
+        :func:`~calibdash.multiclass.evaluation.evaluate_classes`.
+    calibrator : Calibrator, MulticlassCalibrator or None
         Unfitted (cloned per fold); None for the uncalibrated scores.
     n_folds, seed : int
         ``Scheme("kfold", n_folds=n_folds, seed=seed)``.
     progress : callable(fraction, message), optional
-        Passed to :func:`~calibdash.evaluation.evaluate` (called after each fold).
+        Called after each fold.
     extra : sequence of str
-        Measures of :mod:`calibdash.measures` to compute too (on the same
+        Binary: measures of :mod:`calibdash.measures` to compute too (on the same
         out-of-fold predictions).
 
     Returns
     -------
     dict
-        :data:`calibdash.metrics.METRIC_NAMES` and ``extra`` -> value on all
+        :data:`calibdash.metrics.METRIC_NAMES` and ``extra`` (K classes:
+        :data:`calibdash.multiclass.metrics.MEASURE_NAMES`) -> value on all
         out-of-fold predictions, plus ``"seconds"``.
     """
     scheme = Scheme("kfold", n_folds=int(n_folds), seed=int(seed))
     methods = {} if calibrator is None else {"m": calibrator}
-    t0 = time.perf_counter()
-    if isinstance(ss, EngineDataset):                 # rows where they live: this repeat's cells, one scan
-        ss.check_method(calibrator)
-        ev = evaluate_cells(ss.cells(scheme), methods, scheme)
-    else:
-        feats = ss.features if calibrator is not None and calibrator.uses_features else None
-        ev = evaluate(ss.scores, ss.labels, methods, scheme, features=feats, progress=progress)
     key = UNCALIBRATED if calibrator is None else "m"
+    t0 = time.perf_counter()
+    if isinstance(data, ClassSet):
+        ev = evaluate_classes(data.scores(), data.labels, methods, scheme, split=data.split, progress=progress)
+        names = mmetrics.MEASURE_NAMES
+    elif isinstance(data, EngineDataset):             # rows where they live: this repeat's cells, one scan
+        data.check_method(calibrator)
+        ev, names = evaluate_cells(data.cells(scheme), methods, scheme), METRIC_NAMES
+    else:
+        feats = data.features if calibrator is not None and calibrator.uses_features else None
+        ev = evaluate(data.scores, data.labels, methods, scheme, features=feats, progress=progress)
+        names = METRIC_NAMES
     row = ev.metrics.loc[key]
-    out = {name: float(row[name]) for name in METRIC_NAMES}
+    out = {name: float(row[name]) for name in names}
     if extra:
         out.update(measures.compute(ev.predictions[key].to_numpy(), ev.labels, ev.weights, names=extra))
     out["seconds"] = time.perf_counter() - t0
     return out
 
 
-def check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINARY) -> list[str]:
+def _check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINARY) -> list[str]:
     """The kept metric names in ``catalogue.names`` order, the ranked one included.
 
     Raises
@@ -173,7 +226,7 @@ def check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINA
     return [m for m in catalogue.names if m in names]
 
 
-def check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) -> None:
+def _check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) -> None:
     """Refuse a benchmark without data sets or methods, with fewer than 2 folds or 1 repeat (SettingsError)."""
     if not datasets:
         raise SettingsError("choose at least one data set.")
@@ -185,20 +238,17 @@ def check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) 
         raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
 
 
-def units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
+def _units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
     """The unit table :func:`calibdash.benchmark.statistics.summarise` takes, from :func:`run_units`' rows."""
     return pd.DataFrame(rows, columns=["dataset", "repeat", "seed", "method", *metric_names, "seconds"])
 
 
 def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: int, *,
-              run: Callable, key: Callable, metric_names: Sequence[str], needed: Sequence[str] = (),
+              metric_names: Sequence[str], extra: Sequence[str] = (), needed: Sequence[str] = (),
               progress: Callable[[float, str], None] | None = None, cache: MutableMapping | None = None,
               compute: bool = True) -> list[dict]:
-    """Run (or take from ``cache``) every unit; one row per finished unit, in ``units``' order.
-
-    What binary and multi-class benchmarks share: the order, the cache, the
-    progress and the resumption. A kind of data brings its own ``run`` and
-    ``key``.
+    """Run (or take from ``cache``) every unit (:func:`run_unit`, keyed by :func:`unit_key`); one row per
+    finished unit, in ``units``' order: the order, the cache, the progress and the resumption.
 
     Parameters
     ----------
@@ -207,12 +257,10 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
     units : sequence of Unit
         As :func:`plan_units` gives them.
     n_folds : int
-    run : callable(data, calibrator or None, n_folds, seed, progress) -> dict
-        A unit's measures (``metric_names`` and ``"seconds"``); ``progress(fraction, message)`` after each fold.
-    key : callable(data, calibrator or None, n_folds, seed) -> hashable
-        The unit's cache key.
     metric_names : sequence of str
         The measures a row keeps.
+    extra : sequence of str
+        Binary measures :func:`run_unit` computes beside the metrics.
     needed : sequence of str
         Measures a cached entry must hold to be used (one cached before they were asked for is run again).
     progress, cache, compute
@@ -221,7 +269,7 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
     Raises
     ------
     DataError
-        From ``run``, the data set's name put in front.
+        From :func:`run_unit`, the data set's name put in front.
     """
     steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
     total_steps = sum(steps.values()) or 1
@@ -237,7 +285,7 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
         data = datasets[unit.dataset]
         cal = None if unit.method == UNCALIBRATED else cals[unit.method]
         n = steps[unit]
-        k = key(data, cal, n_folds, unit.seed) if cache is not None else None
+        k = unit_key(data, cal, n_folds, unit.seed) if cache is not None else None
         found = cache.get(k) if cache is not None else None
         if found is not None and any(m not in found for m in needed):
             found = None                                  # cached before these measures were asked for
@@ -250,7 +298,7 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
                 report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
 
             try:
-                found = run(data, cal, n_folds, unit.seed, fold_progress)
+                found = run_unit(data, cal, n_folds, unit.seed, progress=fold_progress, extra=extra)
             except DataError as exc:
                 raise DataError(f"data set {unit.dataset!r}: {exc}") from None
             if cache is not None:
@@ -267,30 +315,34 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
     return rows
 
 
-def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFAULT_FOLDS,
-                  repeats: int = DEFAULT_REPEATS, seed: int = 0, metrics: Sequence[str] = METRIC_NAMES, *,
-                  metric: str = DEFAULT_METRIC, reference: str | None = None, alpha: float = DEFAULT_ALPHA,
-                  include_uncalibrated: bool = True, progress: Callable[[float, str], None] | None = None,
-                  cache: MutableMapping | None = None, compute: bool = True) -> BenchmarkResult:
+def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repeats: int = DEFAULT_REPEATS,
+                  seed: int = 0, metrics: Sequence[str] | None = None, *, metric: str | None = None,
+                  reference: str | None = None, alpha: float = DEFAULT_ALPHA, include_uncalibrated: bool = True,
+                  progress: Callable[[float, str], None] | None = None, cache: MutableMapping | None = None,
+                  compute: bool = True, params: Mapping[str, Mapping] | None = None) -> BenchmarkResult:
     """Cross-fit every method on every data set, ``repeats`` times, and compare them by ranks.
 
     Parameters
     ----------
-    datasets : mapping name -> ScoreSet
-        At least two for the Friedman test (one still gives the tables).
+    datasets : mapping name -> ScoreSet, EngineDataset or ClassSet
+        At least two for the Friedman test (one still gives the tables). All binary, or all K-class
+        (:func:`problem_of`; their numbers of classes may differ).
     methods : method spec
         Anything :func:`calibdash.methods.resolve` takes (``"platt,bbq"``, a
-        list of names, key -> hyperparameters, key -> unfitted calibrator).
-        The key ``"uncalibrated"`` is reserved for the raw scores.
+        list of names, key -> hyperparameters, key -> unfitted calibrator);
+        K classes: what :func:`calibdash.multiclass.evaluation.resolve_classes` takes
+        (``"temperature,ovr:isotonic"``). The key ``"uncalibrated"`` is reserved for the raw scores.
     n_folds : int, default ``Scheme().n_folds``
         K of the cross-fitting.
     repeats : int, default 2
         Repetitions with fold seeds ``seed``, ``seed + 1``, ...
     seed : int, default 0
-    metrics : sequence of str
-        Metrics kept (names of :data:`calibdash.metrics.METRIC_NAMES`).
-    metric : str, default "ECE"
-        The metric ranked for the Friedman test and Holm's procedure.
+    metrics : sequence of str, optional
+        Metrics kept: names of the problem's catalogue (default :data:`calibdash.metrics.METRIC_NAMES`;
+        K classes: every measure of :data:`calibdash.multiclass.metrics.MEASURES`).
+    metric : str, optional
+        The metric ranked for the Friedman test and Holm's procedure (default "ECE"; K classes
+        :data:`DEFAULT_CLASS_METRIC`, the log-loss).
     reference : str, optional
         Method the others are compared with (default
         :func:`~calibdash.benchmark.statistics.default_reference`).
@@ -308,10 +360,14 @@ def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFA
     compute : bool, default True
         False: use only the units found in ``cache`` (nothing is fitted); the
         result then covers the complete (data set, repeat) blocks found.
+    params : mapping method -> {hyperparameter: value}, optional
+        Hyperparameters of the methods named in ``methods``.
 
     Returns
     -------
     BenchmarkResult
+        Its ``catalogue`` is the problem's (:data:`~calibdash.benchmark.catalogue.BINARY` or
+        :data:`~calibdash.benchmark.catalogue.CLASS_MEASURES`).
 
     Raises
     ------
@@ -319,20 +375,24 @@ def run_benchmark(datasets: Mapping[str, ScoreSet], methods, n_folds: int = DEFA
         Unknown method, hyperparameter or metric, no data set or method,
         fewer than 2 folds or 1 repeat.
     DataError
-        A data set that K-fold cross-fitting cannot use (the message names it).
+        A data set that K-fold cross-fitting cannot use (the message names it), or binary and K-class
+        data sets mixed.
     """
     if not datasets:
         raise SettingsError("choose at least one data set.")
-    cals = resolve(methods)
-    check_plan(datasets, cals, n_folds, repeats)
-    metric_names = check_metrics(metrics, metric)
-    extra = [m for m in metric_names if m in measures.MEASURES]
+    k_class = problem_of(datasets) == "multiclass"
+    cals = resolve_classes(methods, params) if k_class else resolve(methods, params)
+    _check_plan(datasets, cals, n_folds, repeats)
+    catalogue = CLASS_MEASURES if k_class else BINARY
+    metric = metric or (DEFAULT_CLASS_METRIC if k_class else DEFAULT_METRIC)
+    default = mmetrics.MEASURE_NAMES if k_class else METRIC_NAMES
+    metric_names = _check_metrics(default if metrics is None else metrics, metric, catalogue)
+    extra = [m for m in metric_names if m in measures.MEASURES] if not k_class else []
     units = plan_units(list(datasets), list(cals), repeats, seed, include_uncalibrated)
-    rows = run_units(datasets, cals, units, n_folds,
-                     run=lambda ss, cal, k, s, p: run_unit(ss, cal, k, s, progress=p, extra=extra),
-                     key=unit_key, metric_names=metric_names, needed=extra, progress=progress, cache=cache,
-                     compute=compute)
+    rows = run_units(datasets, cals, units, n_folds, metric_names=metric_names, extra=extra,
+                     needed=metric_names if k_class else extra, progress=progress, cache=cache, compute=compute)
     planned = list(dict.fromkeys(u.method for u in units))
-    return summarise(units_frame(rows, metric_names), metric=metric,
+    return summarise(_units_frame(rows, metric_names), metric=metric,
                      reference=reference or default_reference(planned), alpha=alpha, n_folds=n_folds,
-                     repeats=repeats, seed=seed, planned=len(units), methods=planned, datasets=list(datasets))
+                     repeats=repeats, seed=seed, planned=len(units), methods=planned, datasets=list(datasets),
+                     catalogue=catalogue)

@@ -10,9 +10,10 @@ or period where the rows live (:mod:`.monitor`), for scheduled checks (``--json`
 The ``--json`` output of ``evaluate``, ``groups``, ``drift`` and ``benchmark`` has one shape per command,
 whatever the engine and for binary and K-class files alike, written down as JSON Schemas in
 :mod:`calibdash.schemas`.
-On a K-class file (a label of K >= 3 classes and one probability or logit column per class, found or
-named with ``--probs``/``--logits``) ``evaluate``, ``report``, ``fit`` and ``apply`` run the multi-class
-calibrators (:mod:`.classes`, :mod:`calibdash.multiclass`). ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
+Each command has one path for any number of classes: the data say what problem they are (:mod:`.problem`:
+binary, K = 2 with a score column; or a label of K >= 3 classes and one probability or logit column per
+class, found or named with ``--probs``/``--logits``), and a K-class file runs the K-class calibrators
+(:mod:`calibdash.multiclass`) through the same printing and JSON. ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
 JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated scores to a
 file's rows (in memory, or with ``--engine duckdb|spark`` where the files lie,
 :mod:`calibdash.engines.apply`); ``export-sql`` prints it as SQL
@@ -25,7 +26,7 @@ parsed arguments into calls of the library, and :func:`main` reports
 calibdash's errors as messages with exit status 2. The commands live in
 one module per group: :mod:`.comparison` (``evaluate``, ``report``),
 :mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.monitor` (``groups``, ``drift``), :mod:`.benchmarking`
-and :mod:`.listing` (``methods``), over the shared :mod:`.output` and
+and :mod:`.listing` (``methods``), over the shared :mod:`.problem`, :mod:`.output` and
 :mod:`.engine_jobs` helpers. Method lists and ``--param`` go through
 :mod:`calibdash.methods`; the scheme's defaults are
 :class:`calibdash.evaluation.Scheme`'s.

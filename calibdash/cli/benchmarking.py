@@ -3,7 +3,7 @@ memory or with each FILE left where it lies and its folds aggregated by DuckDB o
 
 K-class files are found by their columns (:func:`calibdash.benchmark.load_benchmark_datasets`), with no
 option: when every file is a K-class table (a label of 3 or more classes, a probability or logit column per
-class), the benchmark is multi-class (:func:`calibdash.benchmark.run_class_benchmark`). Then ``--methods``
+class), the benchmark is multi-class (:func:`calibdash.benchmark.run_benchmark` on K-class data sets). Then ``--methods``
 names multi-class methods (``temperature,ovr:isotonic``); left at the binary default it becomes
 :func:`calibdash.benchmark.default_class_methods`. ``--metric`` ranks the multi-class measure of that name
 (ECE: the confidence ECE; LogLoss, Brier, MCE, smECE and dCE likewise), and the average-rank table shows
@@ -16,7 +16,7 @@ import sys
 from .. import benchmark
 from ..benchmark.datasets import unique_name
 from ..errors import SettingsError
-from ..methods import parse_params, resolve
+from ..methods import parse_params
 from .engine_jobs import aggregate, default_engine, head_rows
 from .output import four_places, print_json, source_name
 
@@ -48,14 +48,11 @@ def cmd_benchmark(args) -> int:
         if not quiet:
             print(f"\r{100 * frac:5.1f}%  {msg[:90]:<90}", end="", file=sys.stderr, flush=True)
 
-    common = dict(n_folds=args.folds, repeats=args.repeats, seed=args.seed, metric=args.metric,
-                  reference=args.reference, alpha=args.alpha, include_uncalibrated=not args.no_uncalibrated,
-                  progress=progress)
-    if kind == "multiclass":
-        result = benchmark.run_class_benchmark(datasets, _class_methods(args.methods),
-                                               params=parse_params(args.param), **common)
-    else:
-        result = benchmark.run_benchmark(datasets, resolve(args.methods, parse_params(args.param)), **common)
+    methods = _class_methods(args.methods) if kind == "multiclass" else args.methods
+    result = benchmark.run_benchmark(datasets, methods, n_folds=args.folds, repeats=args.repeats, seed=args.seed,
+                                     metric=args.metric, reference=args.reference, alpha=args.alpha,
+                                     include_uncalibrated=not args.no_uncalibrated, progress=progress,
+                                     params=parse_params(args.param))
     if not quiet:
         print(file=sys.stderr)
     if args.json:

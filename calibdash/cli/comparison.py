@@ -1,6 +1,11 @@
 """The ``evaluate`` and ``report`` commands: the held-out comparison of calibrators on one file, printed as a
-table or JSON (with ``--measures``, the further measures with paired bootstrap intervals) or written as the
-one-page HTML report (:mod:`calibdash.report`)."""
+table or JSON or written as the one-page HTML report (:mod:`calibdash.report`).
+
+One path per command for any number of classes: the data say what problem they are (:mod:`.problem`:
+binary, K = 2 with a score column; or K classes), the library evaluates it (in memory, or on the cells an
+engine aggregates) and :func:`_emit` prints it, the same heading, notes, metrics table, binning line and
+intervals for both (binary: ``--measures`` with paired intervals; K classes: ``--boot N``, every measure's
+paired interval and the verdict), or the same JSON record (``calibdash/schemas/evaluate.json``)."""
 from __future__ import annotations
 
 import warnings
@@ -12,8 +17,10 @@ from ..data import build_score_set
 from ..errors import DataError, SettingsError
 from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, parse_params, resolve
-from . import classes
+from ..multiclass import metrics as mmetrics
 from ..validation import choose_positive
+from .problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
+                      refuse_binary_options, refuse_class_methods, shared_prefix)
 from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
                      print_json, report_validation, report_written, sentence, source_name, validation_json)
@@ -24,11 +31,14 @@ __all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_M
 EVALUATE_METHODS = DEFAULT_METHODS
 #: Paired resamples of ``evaluate --measures``' intervals unless ``--boot`` says otherwise (the Compare page's).
 MEASURES_BOOT = 100
+#: How the K-class measures bin, as the table's last line and the JSON's ``binning`` say it.
+CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
+                 f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
 
 
 # -- evaluate ---------------------------------------------------------------------------------------------
 def _score_set(args, opened):
-    """The binary file :func:`.classes.open_table` read, validated (:func:`calibdash.data.load_scores`'s
+    """The binary file :func:`.problem.open_table` read, validated (:func:`calibdash.data.load_scores`'s
     :func:`~calibdash.data.build_score_set`, on the table already read)."""
     return build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
                            info=opened.info, name=opened.info.name)
@@ -101,9 +111,14 @@ def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
         return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
 
 
-def _print_measures(boot: cboot.BootstrapResult) -> None:
-    """One row per measure, one column per method: ``value [low, high]``."""
-    print_intervals(boot, "More measures", lambda name: measures.best_phrase(name).removesuffix(" is better"))
+def _measure_best(name: str) -> str:
+    return measures.best_phrase(name).removesuffix(" is better")
+
+
+def _class_best(name: str) -> str:
+    """Which value of a K-class measure is best, in a word or two (:data:`calibdash.multiclass.metrics.MEASURES`)."""
+    low = mmetrics.MEASURES[name].lower_is_better
+    return "0 is ideal" if low is None else ("lower" if low else "higher")
 
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
@@ -126,41 +141,48 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
                         notes=ev.notes, binning=ev.binning, validation=validation, metrics=metrics_json(ev))
     head = (f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
             f"(aggregated by {engine})")
-    return _emit(args, out, head, [cells.describe(), *ev.notes], ev, boot)
+    return _emit(args, out, head, [cells.describe(), *ev.notes], ev.metrics, f"ECE and MCE: {ev.binning}", boot,
+                 "More measures", _measure_best)
 
 
-def _emit(args, out: dict, head: str, messages, ev, boot) -> int:
-    """``evaluate``'s output, on rows or on an engine's cells alike: ``out`` (and the measures) as JSON with
-    ``--json``, else the heading, the messages, the metrics table and the measures."""
+def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "",
+          best=None, verdict: str | None = None) -> int:
+    """``evaluate``'s output for any problem, on rows or on an engine's cells alike: ``out`` (with the intervals
+    of ``boot`` and the ``verdict`` when given) as JSON with ``--json``; else the heading, the messages, the
+    ``metrics`` table, the ``binning`` line, the intervals under ``heading`` (``best(name)``: which value of
+    a measure is best) and the verdict."""
     if args.json:
         if boot is not None:
             out["intervals"] = intervals_json(boot)
+        if verdict is not None:
+            out["verdict"] = verdict
         print_json(out)
         return 0
     print(head)
     for msg in messages:
         print(f"  · {sentence(msg)}")
-    print(ev.metrics.to_string(float_format=four_places))
-    print(f"ECE and MCE: {ev.binning}.")
+    print(metrics.to_string(float_format=four_places))
+    print(f"{binning}.")
     if boot is not None:
-        _print_measures(boot)
+        print_intervals(boot, heading, best)
+    if verdict is not None:
+        print(f"\nVerdict: {verdict}")
     return 0
 
 
 def cmd_evaluate(args) -> int:
-    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON); with ``--measures`` the
-    further measures with paired intervals too."""
+    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON), on a file or on the rows
+    an engine reads, binary or K-class; with ``--measures`` (binary) or ``--boot N`` (K classes) paired
+    intervals too."""
     scheme = scheme_of(args)
     engine = engine_for(args)
-    opened = classes.open_table(args, engine)
+    opened = open_table(args, engine)
     if opened is not None and opened.classes is not None:
-        return classes.cmd_evaluate_classes(args, opened.classes, scheme)
-    if opened is None:
-        csrc = classes.engine_class_source(args)
-        if csrc is not None:
-            return classes.cmd_evaluate_class_source(args, csrc, scheme, engine)
-    classes.refuse_class_methods(args.methods, (lambda: _head(args)) if opened is None else opened.frame, args,
-                                 args.file or "the source")
+        return _evaluate_classes(args, opened.classes, scheme)
+    if opened is None and (csrc := engine_class_source(args)) is not None:
+        return _evaluate_class_source(args, csrc, scheme, engine)
+    refuse_class_methods(args.methods, (lambda: _head(args)) if opened is None else opened.frame, args,
+                         args.file or "the source")
     cals = resolve(args.methods, parse_params(args.param))
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)
@@ -179,20 +201,95 @@ def cmd_evaluate(args) -> int:
                         rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes, binning=ev.binning,
                         validation=_validation_json(ss), metrics=metrics_json(ev))
     head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
-    return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev, boot)
+    return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev.metrics,
+                 f"ECE and MCE: {ev.binning}", boot, "More measures", _measure_best)
+
+
+def _evaluate_classes(args, cs, scheme: Scheme) -> int:
+    """``evaluate`` of a K-class table in memory (:func:`calibdash.multiclass.evaluation.evaluate_classes`), with
+    ``--boot N`` every measure's paired bootstrap interval and the verdict."""
+    from ..multiclass.evaluation import evaluate_classes
+
+    refuse_binary_options(args)
+    n_boot = getattr(args, "boot", None)
+    if n_boot is not None and int(n_boot) < 2:
+        raise SettingsError(f"--boot must be at least 2 on a K-class file, got {n_boot}.")
+    methods = class_methods(args, cs.k)
+    ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
+                          params=check_params(args, methods))
+    judged, scheme_text = int(ev.rows.size), scheme.describe()
+    boot = (cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
+            if n_boot is not None else None)
+    verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
+               if boot is not None else None)
+    out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column,
+                        classes=cs.classes, class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits,
+                        rows_judged=judged,
+                        scheme=scheme_text, cells=None, notes=ev.notes, binning=CLASS_BINNING,
+                        validation=report_validation(cs.report, cs.report.class_counts), metrics=metrics_json(ev))
+    head = f"{cs.name}: {columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged"
+    return _emit(args, out, head, [*cs.report.messages, *ev.notes], ev.metrics, CLASS_BINNING, boot, "Intervals",
+                 _class_best, verdict)
+
+
+def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
+    """``evaluate`` on K-class rows where they live (:func:`calibdash.multiclass.large.evaluate_class_source`):
+    the methods fitted on a sample, the judged rows aggregated into cells by the engine, the job's stages on
+    stderr."""
+    from ..multiclass.large import evaluate_class_source
+    from .engine_jobs import in_job
+
+    refuse_binary_options(args)
+    if getattr(args, "boot", None) is not None:
+        raise SettingsError("--boot resamples the judged rows, which stay where they live with --engine "
+                            f"{engine}; drop --boot, or evaluate a file that fits with --engine memory.")
+    if scheme.kind == "column" and not csrc.source.split:
+        raise DataError("--scheme column needs a split column: name it with --split.")
+    methods = class_methods(args, len(csrc.columns))
+    params = check_params(args, methods)
+    res = in_job(f"Evaluating {csrc.source.describe()} with {engine}", lambda job: evaluate_class_source(
+        csrc, scheme=scheme, engine=engine, methods=methods, params=params, memory_limit=args.memory_limit,
+        job=job))
+    judged, scheme_text = res.cells.n_rows, scheme.describe(on_cells=True)
+    name, label = source_name(csrc.source), csrc.source.label
+    labs = source_labels(csrc.source, engine, len(csrc.classes) + 1)
+    found = {class_key(v): int(n) for v, n in zip(labs["label"], labs["rows"])}
+    counts = {c: found.get(class_key(c), 0) for c in csrc.classes}
+    n = sum(found.values())
+    messages = ["Rows where they live are checked, not dropped: a missing class value or label is refused.",
+                f"Label column {label!r}: " + ", ".join(f"{counts[c]:,} of class {jsonable(c)!r}"
+                                                        for c in csrc.classes) + f"; {n:,} rows used."]
+    out = evaluate_json(file=name, engine=engine, label=label, classes=csrc.classes, class_columns=csrc.columns,
+                        prefix=shared_prefix(csrc.columns), logits=csrc.logits, rows_judged=judged,
+                        scheme=scheme_text, cells=res.cells.describe(), notes=res.notes, binning=CLASS_BINNING,
+                        validation=validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
+                                                   class_counts=counts, mapped={}, messages=messages),
+                        metrics=metrics_json(res))
+    head = (f"{name}: {columns_text(csrc)}, label {label!r}; {scheme_text}; {judged:,} rows judged "
+            f"(aggregated by {engine})")
+    return _emit(args, out, head, res.notes, res.metrics, CLASS_BINNING)
 
 
 # -- report -----------------------------------------------------------------------------------------------
 def cmd_report(args) -> int:
-    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`)."""
-    opened = classes.open_table(args, None)
-    if opened.classes is not None:
-        return classes.cmd_report_classes(args, opened.classes, scheme_of(args))
-    classes.refuse_class_methods(args.methods, opened.frame, args, opened.info.name)
-    ss = _score_set(args, opened)
-    check_split(ss, args)
-    text = report.report_for_score_set(ss, args.methods, scheme_of(args), params=parse_params(args.param),
-                                       cells=args.cells, title=args.title, diagram=args.diagram,
-                                       include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
-    report_written(text, args, ss.name)
+    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`),
+    for a binary or a K-class file."""
+    opened = open_table(args, None)
+    scheme, cs = scheme_of(args), opened.classes
+    plotlyjs = "cdn" if args.plotlyjs == "cdn" else True
+    if cs is not None:
+        refuse_binary_options(args)
+        methods = class_methods(args, cs.k)
+        text = report.report_for_class_set(cs, methods, scheme, params=check_params(args, methods),
+                                           title=args.title, include_plotlyjs=plotlyjs)
+        name = f"{cs.name} ({cs.k} classes)"
+    else:
+        refuse_class_methods(args.methods, opened.frame, args, opened.info.name)
+        ss = _score_set(args, opened)
+        check_split(ss, args)
+        text = report.report_for_score_set(ss, args.methods, scheme, params=parse_params(args.param),
+                                           cells=args.cells, title=args.title, diagram=args.diagram,
+                                           include_plotlyjs=plotlyjs)
+        name = ss.name
+    report_written(text, args, name)
     return 0

@@ -1,7 +1,9 @@
-"""The commands of a saved calibrator: ``fit`` saves one as JSON (:mod:`calibdash.export`), in memory or on
-the score cells an engine aggregates; ``apply`` adds its calibrated scores to a file's rows (in memory, or
-with ``--engine duckdb|spark`` where the files lie, :mod:`calibdash.engines.apply`); ``export-sql`` prints
-it as SQL (:mod:`calibdash.sql`)."""
+"""The commands of a saved calibrator, binary or K-class (one model file, :mod:`calibdash.export`, whose
+``kind`` says which): ``fit`` saves one as JSON, in memory or, binary, on the score cells an engine
+aggregates; ``apply`` adds its calibrated scores to a file's rows (a binary model's ``calibrated`` column, a
+K-class model's ``calibrated_<class>`` columns; a binary model also with ``--engine duckdb|spark`` where the
+files lie, :mod:`calibdash.engines.apply`); ``export-sql`` prints a binary model as SQL (:mod:`calibdash.sql`).
+The data say which problem they are (:mod:`.problem`)."""
 from __future__ import annotations
 
 import sys
@@ -10,29 +12,28 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import export
+from .. import engines, export, multiclass
 from ..data import build_score_set, guess_roles, margins, read_table
 from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..evaluation import Scheme
 from ..methods import parse_params, resolve, split_names
 from ..safe_text import csv_text
-from . import classes
 from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_job
-from .output import split_rows, write_text
+from .output import jsonable, split_rows, write_text
+from .problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class_methods
 
 __all__ = ["cmd_fit", "cmd_apply", "cmd_export_sql"]
 
 
 # -- fit --------------------------------------------------------------------------------------------------
 def cmd_fit(args) -> int:
-    """Fit one calibrator on a file (or the rows of one split value) and save it as JSON (a multi-class
-    calibrator on a K-class file, :func:`.classes.cmd_fit_classes`)."""
+    """Fit one calibrator on a file (or the rows of one split value) and save it as JSON: a binary calibrator
+    on a binary file (in memory, or on an engine's score cells), a K-class one on a K-class file."""
     engine = engine_for(args)
-    opened = classes.open_table(args, engine)
-    if opened is not None and opened.classes is not None:
-        return classes.cmd_fit_classes(args, opened.classes)
-    if opened is not None:
-        classes.refuse_class_methods(args.method, opened.frame, args, opened.info.name)
+    opened = open_table(args, engine)
+    cs = opened.classes if opened is not None else None
+    if opened is not None and cs is None:
+        refuse_class_methods(args.method, opened.frame, args, opened.info.name)
     names = split_names(args.method)
     if len(names) != 1:
         raise SettingsError(f"--method takes one calibrator, got {args.method!r}.")
@@ -41,19 +42,41 @@ def cmd_fit(args) -> int:
     for key in params:
         if key != method:
             raise SettingsError(f"--param {key}.… is a hyperparameter of {key!r}, but --method is {method!r}.")
-    cal = resolve(method, params)[method]
-    if engine:
-        return _fit_engine(args, cal, method, engine)
-    ss = build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
-                         info=opened.info, name=opened.info.name)
-    rows = split_rows(ss.split, args.split_value, ss.n_rows, ss.name, ss.split_column)
-    feats = ss.features.iloc[rows].reset_index(drop=True) if cal.uses_features and ss.features is not None else None
-    cal.fit(ss.scores[rows], ss.labels[rows], feats)
-    text = export.dumps(cal, fitted_on=export.provenance(ss, cal))
+    if cs is not None:
+        cal = multiclass.get(method, **params.get(method, {})).set_params(logits=bool(cs.logits))
+        data, what = cs, columns_text(cs)
+    else:
+        cal = resolve(method, params)[method]
+        if engine:
+            return _fit_engine(args, cal, method, engine)
+        data = build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
+                               info=opened.info, name=opened.info.name)
+        what = f"score {data.score!r}"
+    rows = split_rows(data.split, args.split_value, data.n_rows, data.name, data.split_column)
+    if cs is not None:
+        cal.fit(cs.given[rows], cs.labels[rows])
+        fitted_on = provenance(cs, rows.size)
+    else:
+        feats = (data.features.iloc[rows].reset_index(drop=True)
+                 if cal.uses_features and data.features is not None else None)
+        cal.fit(data.scores[rows], data.labels[rows], feats)
+        fitted_on = export.provenance(data, cal)
+    text = export.dumps(cal, fitted_on=fitted_on)
     where = write_text(text, args.out)
-    print(f"Fitted {method} on {rows.size:,} rows of {ss.name} (score {ss.score!r}); wrote {where} "
+    print(f"Fitted {method} on {rows.size:,} rows of {data.name} ({what}); wrote {where} "
           f"({len(text.encode()):,} bytes).", file=sys.stderr)
     return 0
+
+
+def provenance(cs, rows: int) -> dict:
+    """The ``fitted_on`` entry of a K-class model: the file, the label column, the classes and their columns
+    (and prefix), whether they hold logits, and the rows fitted on; what ``apply`` reads the columns by."""
+    out = {"file": cs.name, "label": cs.label_column, "classes": [jsonable(c) for c in cs.classes],
+           "columns": [str(c) for c in cs.columns], "prefix": cs.prefix, "logits": bool(cs.logits),
+           "rows": int(rows)}
+    if cs.info is not None:
+        out["sha256"] = cs.info.sha256
+    return out
 
 
 def _fit_engine(args, cal, method: str, engine: str) -> int:
@@ -108,34 +131,73 @@ def _apply_score_column(df: pd.DataFrame, info, asked: str | None, fitted_on: di
     return score
 
 
-def cmd_apply(args) -> int:
-    """Add a saved calibrator's calibrated scores to every row of a file (rows without a score stay empty); a
-    K-class model's, one column per class (:func:`.classes.cmd_apply_classes`)."""
-    if classes.is_class_model(args.model):
-        return classes.cmd_apply_classes(args)
-    if args.engine is None:
-        args.engine = default_engine(args.file)     # a glob or a file over 200 MB: applied where it lies
-    if args.engine:
-        return _apply_engine(args)
+def _model_text(path: str) -> bytes:
     try:
-        model_text = Path(args.model).read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot read the model file {args.model}: {exc.strerror or exc}.") from None
-    cal, fitted_on = export.read_model(model_text)
+        raise EnvironmentProblem(f"cannot read the model file {path}: {exc.strerror or exc}.") from None
+
+
+def _class_values(df: pd.DataFrame, columns: list[str], name: str) -> np.ndarray:
+    """A K-class model's class columns of ``df`` as an (n, K) array (NaN where a value is missing)."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DataError(f"the model's class column{'s' if len(missing) > 1 else ''} {shown} "
+                        f"{'are' if len(missing) > 1 else 'is'} not in {name}; the model was fitted on "
+                        f"{', '.join(map(repr, columns))}.")
+    return np.column_stack([pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+                            for c in columns])
+
+
+def cmd_apply(args) -> int:
+    """Add a saved calibrator's calibrated scores to every row of a file: a binary model's column
+    ``calibrated`` (in memory, or where the files lie with ``--engine``), a K-class model's column
+    ``calibrated_<class>`` per class (in memory); rows without a score or with a missing class value stay
+    empty."""
+    model = export.read_model(_model_text(args.model))
+    if model.kind == "classes" and args.engine and engines.get(args.engine).out_of_core:
+        raise SettingsError(f"{ENGINE_REFUSAL}.")
+    if model.kind == "binary" and args.engine is None:
+        args.engine = default_engine(args.file)     # a glob or a file over 200 MB: applied where it lies
+    if model.kind == "binary" and args.engine:
+        return _apply_engine(args)
+    cal, fitted_on = model
     df, info = read_table(args.file)
-    score = _apply_score_column(df, info, args.score, fitted_on)
-    s, note = _apply_scores(df, score, fitted_on.get("score_transform"))
-    ok = np.isfinite(s)
-    feats = df.loc[ok].reset_index(drop=True) if cal.uses_features else None
-    out = df.copy()
-    replaced = "calibrated" in out.columns
-    out["calibrated"] = np.nan
-    out.loc[ok, "calibrated"] = cal.predict(s[ok], feats)
+    notes = []
+    if model.kind == "binary":
+        score = _apply_score_column(df, info, args.score, fitted_on)
+        s, note = _apply_scores(df, score, fitted_on.get("score_transform"))
+        ok, new, name = np.isfinite(s), ["calibrated"], cal.name
+        notes += [note] if note else []
+        values = cal.predict(s[ok], df.loc[ok].reset_index(drop=True) if cal.uses_features else None)[:, None]
+        what, empty = f"score {score!r}", "rows without a score are left empty"
+    else:
+        columns = [str(c) for c in fitted_on.get("columns") or []]
+        if len(columns) != cal.n_classes_:
+            raise DataError(f"the model file names {len(columns)} class columns in 'fitted_on' but the model has "
+                            f"{cal.n_classes_} classes; save it with `fit`, which writes them.")
+        x = _class_values(df, columns, info.name)
+        ok, name = np.isfinite(x).all(axis=1), cal.label or fitted_on.get("method", "the model")
+        new = [f"calibrated_{c}" for c in (str(c) for c in fitted_on.get("classes") or columns)]
+        values = cal.predict_proba(x[ok]) if ok.any() else np.empty((0, len(new)))
+        what, empty = f"{len(columns)} class columns", "rows with a missing class value are left empty"
+    calibrated = np.full((len(df), len(new)), np.nan)
+    calibrated[ok] = values
+    replaced = [c for c in new if c in df.columns]
+    if replaced:
+        many = len(replaced) > 1
+        notes.append(f"its column{'s' if many else ''} {', '.join(map(repr, replaced))} "
+                     f"{'were' if many else 'was'} replaced")
+    # the frame built at once (a column at a time fragments it: pandas warns past 100 columns); a column
+    # replaced keeps its place, the others follow the file's
+    out = pd.DataFrame({c: df[c] for c in df.columns} | {c: calibrated[:, j] for j, c in enumerate(new)},
+                       index=df.index)
     where = write_text(csv_text(out, index=False), args.out)
-    for msg in ([note] if note else []) + (["its column 'calibrated' was replaced"] if replaced else []):
+    for msg in notes:
         print(f"  · {msg}", file=sys.stderr)
-    print(f"Applied {cal.name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} (score {score!r}"
-          f"{'; rows without a score are left empty' if not ok.all() else ''}); wrote {where}.", file=sys.stderr)
+    print(f"Applied {name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} ({what}"
+          f"{'; ' + empty if not ok.all() else ''}); wrote {where}.", file=sys.stderr)
     return 0
 
 
@@ -147,8 +209,6 @@ def _apply_engine(args) -> int:
 
     def work(job):
         import contextlib
-
-        from .. import engines
 
         with contextlib.ExitStack() as watching:
             job.set_stage(f"reading the rows, calibrating and writing them with {args.engine}")
@@ -169,13 +229,11 @@ def _apply_engine(args) -> int:
 def cmd_export_sql(args) -> int:
     """Print a saved calibrator as one SQL statement adding ``calibrated`` to the rows of a table."""
     from .. import sql
-    if classes.is_class_model(args.model):
-        classes.refuse_export_sql(args)
-    try:
-        model_text = Path(args.model).read_bytes()
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot read the model file {args.model}: {exc.strerror or exc}.") from None
-    model = export.read_model(model_text)
+    model = export.read_model(_model_text(args.model))
+    if model.kind == "classes":
+        raise SettingsError(f"{args.model} holds a K-class calibrator: export-sql writes binary calibrators only "
+                            "(one score column in, one out). Apply a K-class model in memory with `python -m "
+                            "calibdash apply MODEL.json FILE`, which adds one calibrated_<class> column per class.")
     score = args.score or model.fitted_on.get("score") or "score"
     feats = {f: f for f in model.fitted_on.get("features") or []}
     source = args.table

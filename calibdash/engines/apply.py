@@ -109,13 +109,13 @@ def load_model(model) -> tuple[Calibrator, dict]:
     if isinstance(model, export.ExportedModel):
         return model.calibrator, dict(model.fitted_on)
     if isinstance(model, (bytes, bytearray)) or (isinstance(model, str) and model.lstrip().startswith("{")):
-        return tuple(export.read_model(model))
+        return tuple(export.read_model(model, "binary"))
     if isinstance(model, (str, Path)):
         try:
             text = Path(model).read_bytes()
         except OSError as exc:
             raise EnvironmentProblem(f"cannot read the model file {model}: {exc.strerror or exc}.") from None
-        return tuple(export.read_model(text))
+        return tuple(export.read_model(text, "binary"))
     raise SettingsError(f"apply_model takes a fitted calibrator, an exported model or a model file, "
                         f"not {type(model).__name__}.")
 

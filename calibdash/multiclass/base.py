@@ -30,7 +30,7 @@ method's docstring says what it predicts for it.
 Subclasses implement ``_fit(x, y, w)`` and ``_predict(x)`` on a validated
 :class:`Scores` ``x`` (``w``: None for unit weights, else a float array), and
 ``_export_state()`` / ``_import_state(state)`` for the JSON file
-(:mod:`calibdash.multiclass.export`).
+(:mod:`calibdash.export`).
 """
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ class ScalingCalibrator(MulticlassCalibrator):
 
     def _export_state(self) -> dict:
         """What ``predict_proba`` needs (for the JSON file) besides the number of classes, which
-        :mod:`calibdash.multiclass.export` writes for every method: W's free entries (``weights``: 1, K or
+        :mod:`calibdash.export` writes for every method: W's free entries (``weights``: 1, K or
         K*K numbers, row-major) and the intercepts (``bias``, when there are any)."""
         k = int(self.n_classes_)
         m = n_parameters(LinearForm(self.matrix, False), k)
@@ -127,7 +127,7 @@ class ScalingCalibrator(MulticlassCalibrator):
 
     def _import_state(self, state) -> None:
         """Restore :meth:`_export_state` (``state``: a :class:`calibdash.export.State`; the file's
-        ``n_classes`` is already in ``n_classes_``, :func:`calibdash.multiclass.export.read_model`)."""
+        ``n_classes`` is already in ``n_classes_``, :func:`calibdash.export.read_model`)."""
         k = int(self.n_classes_)
         m = n_parameters(LinearForm(self.matrix, False), k)
         parts = [state.array("weights", size=m)]

@@ -43,16 +43,17 @@ The page is written by these modules: :mod:`calibdash.report.pipeline` (from a
 file or a ScoreSet to the page), :mod:`calibdash.report.build` (the document:
 verdict, sections, figures), :mod:`calibdash.report.text` (method names, the
 measures table, the Data section's lines) and :mod:`calibdash.report.markup`
-(escaping, tables, CSS, the page). :mod:`calibdash.report.classes` writes the report of a K-class file
-on the same page (:func:`report_for_class_set`). Every public name imports from here.
+(escaping, tables, CSS, the page). A K-class file's report is the same builder's: :func:`build_report`
+takes a K-class evaluation (:func:`report_for_class_set` from a loaded ClassSet) and draws the confidence
+and class-wise reliability diagrams and the per-class table in place of the binary figures and measures.
+Every public name imports from here.
 """
 from __future__ import annotations
 
 from .build import PLOTLYJS_MODES, build_report
-from .classes import build_class_report, report_for_class_set
 from .markup import CSS  # noqa: F401  (calibdash.report.CSS, as before the split)
-from .pipeline import report_for_file, report_for_score_set
+from .pipeline import report_for_class_set, report_for_file, report_for_score_set
 from .text import default_labels, describe_source, measure_table
 
 __all__ = ["build_report", "report_for_file", "report_for_score_set", "measure_table", "describe_source", "default_labels", "PLOTLYJS_MODES",
-           "build_class_report", "report_for_class_set"]
+           "report_for_class_set"]

@@ -1,15 +1,21 @@
-"""The HTML document (:func:`build_report`): the verdict, the data, the tables and figures, assembled into one page.
+"""The HTML document (:func:`build_report`): the verdict, the data, the tables and figures, assembled into one page,
+for a binary evaluation or a K-class one.
 
 Part of :mod:`calibdash.report` (whose docstring gives the page's order and
 how plotly.js is written). The figures are drawn by :mod:`calibdash.figures`
 (the [app] extra), the tables and CSS come from :mod:`calibdash.report.markup`
-and the texts from :mod:`calibdash.report.text`.
+and the texts from :mod:`calibdash.report.text`. The page's frame (verdict, data, the measures with their
+intervals, figures, methods, notes, footer) is one; what a problem adds are its parts: binary, the
+reliability diagram, the calibration map and the further measures (:func:`_binary_parts`); K classes, the
+confidence reliability diagram, the class-wise small multiples of the worst classes and the per-class table
+(:func:`_class_parts`).
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .. import __version__, bootstrap as cboot, diagrams
@@ -17,15 +23,19 @@ from ..measures import calibration as metrics
 from ..bootstrap import BootstrapResult
 from ..errors import SettingsError
 from ..evaluation import UNCALIBRATED, Evaluation
-from .markup import escape, interval_table, methods_section, page
+from ..multiclass import diagrams as mdiagrams, metrics as mmetrics
+from .markup import escape, interval_table, methods_section, number, page
 from .text import default_labels, intervals_text, judged_text, measure_table
 
-__all__ = ["build_report", "figure_html", "check_plotlyjs", "PLOTLYJS_MODES", "FIG_HEIGHT"]
+__all__ = ["build_report", "figure_html", "check_plotlyjs", "class_heading", "class_table_html", "PLOTLYJS_MODES",
+           "FIG_HEIGHT", "PANELS"]
 
 #: What ``include_plotlyjs`` accepts: True (plotly.js written inline, the default: opens offline) or "cdn".
 PLOTLYJS_MODES = (True, "cdn")
 #: Figure height in pixels (the dashboard's default).
 FIG_HEIGHT = 520
+#: Class-wise panels a K-class report draws (the worst classes), two rows of four.
+PANELS = 8
 
 
 def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):
@@ -62,12 +72,13 @@ def figure_html(figs, include_plotlyjs) -> list[str]:
             for i, (key, fig) in enumerate(figs)]
 
 
-def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, source_description: str,
+def build_report(evaluation, boot: BootstrapResult, *, title: str, source_description: str,
                  scheme_description: str, labels: Mapping[str, str] | None = None,
                  measures_table: pd.DataFrame | BootstrapResult | None = None, notes: Sequence[str] = (),
                  include_plotlyjs=True, n_bins: int = metrics.DEFAULT_N_BINS,
                  strategy: str = metrics.DEFAULT_STRATEGY, log_x: bool = False, features: pd.DataFrame | None = None,
-                 calibration_metric: str = "ECE", generated: datetime | None = None, diagram: str = "binned") -> str:
+                 calibration_metric: str = "ECE", generated: datetime | None = None, diagram: str = "binned",
+                 panels: int = PANELS) -> str:
     """One self-contained HTML document reporting ``evaluation`` and its intervals ``boot``.
 
     Parameters
@@ -88,12 +99,13 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
     labels : mapping key -> display name, optional
         Default :func:`default_labels`.
     measures_table : DataFrame or BootstrapResult, optional
-        Methods x measures (:func:`measure_table`), or the result of
+        Binary: methods x measures (:func:`measure_table`), or the result of
         :func:`calibdash.bootstrap.bootstrap_measures` to show intervals too.
         Default: :func:`measure_table` of ``evaluation``; an empty DataFrame
         leaves the section out.
     notes : sequence of str
-        Shown as a list (the data's validation messages, for example).
+        Shown as a list (the data's validation messages, for example; a K-class evaluation's notes are
+        added).
     include_plotlyjs : True or "cdn"
         True (default): plotly.js is written inline once, so the file opens
         offline (about 4.8 MB). ``"cdn"``: a ``<script src>`` to plotly's CDN
@@ -107,12 +119,18 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
         The judged rows' feature columns, for a feature-aware model's map (row
         path only; score cells carry no features).
     calibration_metric : str, default "ECE"
-        The metric the verdict ranks by.
+        The metric the binary verdict ranks by (K classes:
+        :func:`calibdash.bootstrap.verdict`'s confidence ECE among the methods whose accuracy
+        the paired interval does not show below the raw probabilities').
     generated : datetime, optional
         The date printed (default: now, UTC).
     diagram : {"binned", "smooth", "corp"}
         The reliability diagram's type (:data:`calibdash.diagrams.KINDS`, any letter case): binned (default),
         SmoothECE's smoothed curve, or the CORP (PAV) curve with the MCB/DSC/UNC decomposition in its legend.
+        Binary only.
+    panels : int
+        K classes: the class-wise panels drawn, the worst classes (largest per-class ECE of the raw
+        probabilities) first.
 
     Returns
     -------
@@ -125,24 +143,48 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
         ``include_plotlyjs`` is not one of :data:`PLOTLYJS_MODES`, or ``diagram`` not a diagram type.
     """
     check_plotlyjs(include_plotlyjs)
-    diagrams.check_kind(diagram)
     ev = evaluation
-    keys = list(dict.fromkeys([*boot.table.index, *ev.predictions.columns]))
+    classes = getattr(ev, "classes", None)
+    k_class = classes is not None and len(classes) > 2        # K classes; binary is K = 2 with one score
+    if not k_class:
+        diagrams.check_kind(diagram)
+    keys = list(ev.predictions) if k_class else list(dict.fromkeys([*boot.table.index, *ev.predictions.columns]))
     labels = {**default_labels(keys, ev.models), **dict(labels or {})}
-    notes = list(notes)
+    when = (generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M %Z").strip()
+    level = int(round(100 * boot.level))
+    if k_class:
+        verdict, data, sections, notes, what = _class_parts(ev, boot, labels, level, list(notes), panels,
+                                                            include_plotlyjs)
+    else:
+        verdict, data, sections, notes, what = _binary_parts(
+            ev, boot, labels, level, list(notes), measures_table, include_plotlyjs, n_bins=n_bins,
+            strategy=strategy, log_x=log_x, features=features, calibration_metric=calibration_metric,
+            diagram=diagram)
+    data_html = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in [
+        ("Source", source_description), data[0], ("Split and judged by", scheme_description), *data[1:]])
+    notes_html = ("<section><h2>Notes</h2><ul class=\"notes\">"
+                  + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul></section>") if notes else ""
+    body = f"""<p class="verdict" id="verdict"><strong>Verdict</strong>{escape(verdict)}</p>
+<section><h2>Data</h2><dl class="data">{data_html}</dl></section>
+{sections}
+{methods_section(ev, labels)}
+</section>
+{notes_html}"""
+    footer = f"Made with calibdash {escape(__version__)} on {escape(when)}: {what} as the Data section says."
+    return page(title, when, body, footer)
+
+
+def _binary_parts(ev: Evaluation, boot, labels, level: int, notes: list, measures_table, include_plotlyjs, *,
+                  n_bins, strategy, log_x, features, calibration_metric, diagram):
+    """A binary report's verdict, Data entries, sections up to the methods' heading, notes and footer phrase."""
     if measures_table is None:
         measures_table, failed = measure_table(ev)
         notes += failed
-    generated = generated or datetime.now(timezone.utc)
-    when = generated.strftime("%Y-%m-%d %H:%M %Z").strip()
-
     verdict = cboot.verdict(boot, calibration_metric, labels)
     cells_text = (f"yes: {ev.note}; each metric, figure and interval weighs a cell by the rows it holds"
                   if ev.weights is not None else "no: every held-out row was used")
-    data = [("Source", source_description), ("Judged", judged_text(ev)), ("Split and judged by", scheme_description),
-            ("Score cells", cells_text), ("ECE and MCE", ev.binning), ("Intervals", intervals_text(boot, ev))]
-    data_html = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in data)
-
+    data = [("Judged", judged_text(ev)), ("Score cells", cells_text), ("ECE and MCE", ev.binning),
+            ("Intervals", intervals_text(boot, ev))]
     rel_data = diagrams.prepare(diagram, ev.predictions, ev.labels, ev.weights, n_bins=n_bins, strategy=strategy)
     figs = figure_html(_figures(ev, labels, rel_data, log_x, features), include_plotlyjs)
     if rel_data.kind == diagrams.BINNED:
@@ -169,12 +211,7 @@ def build_report(evaluation: Evaluation, boot: BootstrapResult, *, title: str, s
               "Spiegelhalter's z; UNC is the same for every method); a dash marks a measure that cannot be "
               "computed on a method's predictions. Hover a heading for what it measures and its source."
             + (f" {escape(measures_table.note)}" if boxed and measures_table.note else "") + "</p></section>")
-    notes_html = ("<section><h2>Notes</h2><ul class=\"notes\">"
-                  + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul></section>") if notes else ""
-    level = int(round(100 * boot.level))
-    body = f"""<p class="verdict" id="verdict"><strong>Verdict</strong>{escape(verdict)}</p>
-<section><h2>Data</h2><dl class="data">{data_html}</dl></section>
-<section><h2>Metrics on the held-out rows</h2>
+    sections = f"""<section><h2>Metrics on the held-out rows</h2>
 {interval_table(boot, labels, "metrics")}
 <p class="caption">Each cell: value [{level}% paired bootstrap interval]; the best value of each metric in bold.
 Lower is better except AUC and ACC. ECE and MCE use {escape(ev.binning)}. Hover a heading for what it measures.</p>
@@ -187,10 +224,80 @@ Lower is better except AUC and ACC. ECE and MCE use {escape(ev.binning)}. Hover 
 <p class="caption">{fig_caption}</p>
 </section>
 {measures_html}
-<section><h2>Methods</h2>
-{methods_section(ev, labels)}
+<section><h2>Methods</h2>"""
+    return verdict, data, sections, notes, "calibration of binary classifiers, each method\nfitted and judged"
+
+
+def class_heading(name: str):
+    """A K-class measure's column for :func:`calibdash.report.markup.interval_table`: (arrow, tooltip,
+    orient), from :data:`calibdash.multiclass.metrics.MEASURES`."""
+    m = mmetrics.MEASURES[name]
+    arrow = {True: "↓", False: "↑", None: "→ 0"}[m.lower_is_better]
+    best = {True: "lower is better", False: "higher is better", None: "0 is ideal"}[m.lower_is_better]
+    return arrow, f"{m.label} ({best}): {m.caption}", m.oriented
+
+
+def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mapping[str, str]) -> str:
+    """The per-class table (:func:`calibdash.multiclass.diagrams.class_table`) as HTML: one row per class
+    with its rows and frequency, then per method its mean probability of the class and the class's ECE;
+    each row's lowest ECE in bold."""
+    head = ('<th scope="col">Class</th><th scope="col">Rows</th><th scope="col" title="share of the judged rows '
+            'labelled with the class">Frequency</th>')
+    for key in methods:
+        name = escape(labels.get(key, key))
+        head += (f'<th scope="col" title="mean predicted probability of the class over all judged rows (equal to '
+                 f'the frequency when calibrated in the large)">{name}<span class="dir">mean p</span></th>'
+                 f'<th scope="col" title="the class\'s ECE, one-vs-rest, {mmetrics.N_BINS} equal-width bins">'
+                 f'{name}<span class="dir">ECE ↓</span></th>')
+    body = []
+    for _, row in table.iterrows():
+        eces = np.array([row[f"ECE ({key})"] for key in methods], dtype=float)
+        low = np.nanmin(eces) if np.isfinite(eces).any() else np.nan
+        cells = [f"<td>{int(row['rows']):,}</td>" if float(row["rows"]).is_integer() else
+                 f"<td>{number(row['rows'], 1)}</td>", f"<td>{number(row['frequency'])}</td>"]
+        for key, e in zip(methods, eces):
+            best = ' class="best"' if np.isfinite(e) and np.isclose(e, low) else ""
+            cells.append(f"<td>{number(row[f'mean p ({key})'])}</td><td{best}>{number(e)}</td>")
+        body.append(f'<tr><th scope="row">{escape(row["class"])}</th>{"".join(cells)}</tr>')
+    return (f'<div class="scroll"><table class="measures classes"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _class_parts(ev, boot, labels, level: int, notes: list, panels: int, include_plotlyjs):
+    """A K-class report's verdict, Data entries, sections up to the methods' heading, notes and footer phrase."""
+    from ..figures import multiclass as fmulticlass         # plotly: the [app] extra
+
+    keys = list(ev.predictions)
+    names = mdiagrams.class_labels(len(ev.classes), [str(c) for c in ev.classes])
+    data = [("Judged", f"{ev.rows.size:,} held-out rows of {len(names)} classes"),
+            ("Bins", f"ECE, MCE and class-wise ECE: {mmetrics.N_BINS} equal-width bins; dCE: {mmetrics.N_BINS} "
+                     "equal-mass bins"),
+            ("Intervals", f"{level}% paired bootstrap percentile intervals, {boot.n_boot} resamples of the "
+                          f"held-out rows. {boot.note}")]
+    conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels)
+    cw = mdiagrams.prepare_classwise(ev.predictions, ev.labels, class_names=names, max_panels=panels)
+    divs = figure_html([("confidence", fmulticlass.plot_confidence(conf, names=labels)),
+                        ("classwise", fmulticlass.plot_classwise(cw, names=labels))], include_plotlyjs)
+    table = mdiagrams.class_table(ev.predictions, ev.labels, class_names=names)
+    sections = f"""<section id="measures"><h2>Measures on the held-out rows</h2>
+{interval_table(boot, labels, "metrics", heading=class_heading)}
+<p class="caption">Each cell: value [{level}% paired bootstrap interval]; the best value of each measure in bold
+(closest to 0 for Overconfidence). Hover a heading for what it measures and its source.</p>
 </section>
-{notes_html}"""
-    footer = f"""Made with calibdash {escape(__version__)} on {escape(when)}: calibration of binary classifiers, each method
-fitted and judged as the Data section says."""
-    return page(title, when, body, footer)
+<section id="reliability"><h2>Confidence reliability</h2>
+<div class="figures"><figure>{divs[0]}</figure></div>
+<p class="caption">{escape(conf.caption(labels))}</p>
+</section>
+<section id="classwise"><h2>Class-wise reliability</h2>
+<figure style="max-width:100%">{divs[1]}</figure>
+<p class="caption">{escape(cw.caption(labels))}</p>
+</section>
+<section id="classes"><h2>Per class</h2>
+{class_table_html(table, keys, labels)}
+<p class="caption">Per class: its rows among the held-out ones and their share, then for each method the mean
+probability it gives the class over all rows (calibrated in the large when it equals the frequency) and the
+class's ECE (one-vs-rest, {mmetrics.N_BINS} equal-width bins), the lowest of each row in bold.</p>
+</section>
+<section id="methods"><h2>Methods</h2>"""
+    return (cboot.verdict(boot, labels=labels), data, sections, [*notes, *ev.notes],
+            "calibration of a K-class classifier's probabilities, each method fitted and judged")

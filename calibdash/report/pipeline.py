@@ -1,8 +1,8 @@
-"""The report of a file or a loaded ScoreSet: load, fit, judge, bootstrap, measure, write.
+"""The report of a file, a loaded ScoreSet or a loaded ClassSet: load, fit, judge, bootstrap, measure, write.
 
-Part of :mod:`calibdash.report`: :func:`report_for_file` and
-:func:`report_for_score_set`, the command line's path (``python -m calibdash
-report``) to :func:`calibdash.report.build.build_report`.
+Part of :mod:`calibdash.report`: :func:`report_for_file`, :func:`report_for_score_set` (binary) and
+:func:`report_for_class_set` (K classes), the command line's path (``python -m calibdash
+report``) to the one builder, :func:`calibdash.report.build.build_report`.
 """
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ from typing import Mapping
 from .. import bootstrap as cboot, diagrams
 from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, resolve
-from .build import build_report
-from .text import describe_source, measure_table
+from ..multiclass.evaluation import MAX_FIT_ROWS, default_methods, evaluate_classes
+from .build import build_report, check_plotlyjs
+from .text import describe_class_source, describe_source, measure_table
 
-__all__ = ["report_for_file", "report_for_score_set"]
+__all__ = ["report_for_file", "report_for_score_set", "report_for_class_set", "CLASS_N_BOOT"]
+
+#: Paired resamples of a K-class report's intervals unless told otherwise.
+CLASS_N_BOOT = 200
 
 
 def report_for_file(path, methods=None, score: str | None = None, label: str | None = None,
@@ -83,3 +87,33 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
                         scheme_description=scheme.describe(on_cells=ev.weights is not None),
                         measures_table=table, notes=[*ss.report.messages, *failed],
                         features=feats, include_plotlyjs=include_plotlyjs, generated=generated, diagram=diagram)
+
+
+def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, params: Mapping[str, Mapping] | None = None,
+                         n_boot: int = CLASS_N_BOOT, title: str | None = None, include_plotlyjs=True,
+                         generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
+    """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods``
+    (:func:`calibdash.multiclass.evaluation.evaluate_classes`), bootstrap, write (:func:`build_report`).
+
+    Parameters
+    ----------
+    cs : ClassSet
+    methods : method spec, default :func:`calibdash.multiclass.evaluation.default_methods` for its K
+    scheme : Scheme, default ``Scheme()``
+    params : mapping method -> {hyperparameter: value}, optional
+    n_boot : int, default :data:`CLASS_N_BOOT`
+    title : str, optional
+        Default ``"Calibration report: <file name>"``.
+    include_plotlyjs, generated
+        As for :func:`build_report`.
+    max_fit_rows : int or None
+        As for :func:`~calibdash.multiclass.evaluation.evaluate_classes`.
+    """
+    check_plotlyjs(include_plotlyjs)              # before the fits, not after
+    scheme = scheme or Scheme()
+    ev = evaluate_classes(cs.scores(), cs.labels, default_methods(cs.k) if methods is None else methods, scheme,
+                          split=cs.split, classes=cs.classes, params=params, max_fit_rows=max_fit_rows)
+    boot = cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=n_boot, seed=scheme.seed)
+    return build_report(ev, boot, title=title or f"Calibration report: {cs.name}",
+                              source_description=describe_class_source(cs), scheme_description=scheme.describe(),
+                              notes=cs.report.messages, include_plotlyjs=include_plotlyjs, generated=generated)

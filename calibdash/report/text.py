@@ -17,7 +17,8 @@ from ..bootstrap import BootstrapResult
 from ..errors import DataError, SettingsError
 from ..evaluation import UNCALIBRATED, Evaluation
 
-__all__ = ["default_labels", "measure_table", "describe_source", "judged_text", "intervals_text"]
+__all__ = ["default_labels", "measure_table", "describe_source", "describe_class_source", "judged_text",
+           "intervals_text"]
 
 
 def default_labels(keys, models: Mapping | None = None) -> dict[str, str]:
@@ -107,3 +108,16 @@ def intervals_text(boot: BootstrapResult, ev: Evaluation) -> str:
         text = (f"{level}% paired bootstrap percentile intervals, {boot.n_boot} Poisson resamples of the "
                 f"{ev.n_judged:,} held-out rows, drawn per score cell")
     return text + (f". {boot.note}" if boot.note else "")
+
+
+def describe_class_source(cs) -> str:
+    """One line saying what a :class:`calibdash.data.ClassSet` holds: file, class columns, label, rows."""
+    what = "logits" if cs.logits else "probabilities"
+    read = cs.report.n_read
+    rows = f"{cs.n_rows:,} usable rows" + (f" of {read:,} read" if read != cs.n_rows else "")
+    cols = cs.columns if len(cs.columns) <= 6 else [*cs.columns[:3], "...", cs.columns[-1]]
+    parts = [cs.name, f"{cs.k} classes, {what} in {', '.join(map(str, cols))}", f"label column {cs.label_column!r}",
+             rows]
+    if cs.split_column:
+        parts.append(f"split column {cs.split_column!r}")
+    return " · ".join(parts)

@@ -3,7 +3,7 @@
 
 K-class data sets are the multi-class samples (``sample_data/multiclass``, in a checkout) and any uploaded
 K-class file (:func:`calibdash.data.is_multiclass`); each is one data set, named with its number of classes.
-When every chosen data set is K-class, the page runs :func:`calibdash.benchmark.run_class_benchmark`.
+When every chosen data set is K-class, the page runs :func:`calibdash.benchmark.run_benchmark` on them.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ BINARY_KIND = Kind("binary", calibrators.available,
                    "bench.methods", "bench.metric")
 CLASS_KIND = Kind("multiclass", multiclass.available, benchmark.default_class_methods, class_method_label,
                   class_method_labels, class_hyperparams, tuple(mmetrics.MEASURE_NAMES), benchmark.DEFAULT_CLASS_METRIC,
-                  benchmark.run_class_benchmark, "bench.mc.methods", "bench.mc.metric")
+                  benchmark.run_benchmark, "bench.mc.methods", "bench.mc.metric")
 
 
 def kind_of(sets: dict, chosen: list[str]) -> Kind:

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, multiclass
+from calibdash import data as cdata, export, multiclass
 from calibdash.errors import DataError
 from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
 from calibdash import bootstrap as mboot
-from calibdash.multiclass import diagrams as mdiagrams, export as mexport, metrics as mmetrics
+from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
 from calibdash.multiclass import evaluation as mevaluation
 from calibdash.multiclass.evaluation import ClassEvaluation, fit_notes
 from calibdash.safe_text import csv_text
@@ -186,10 +186,10 @@ def _downloads(ev: ClassEvaluation, cs: cdata.ClassSet, table: pd.DataFrame, lab
                        icon=":material/download:", help="One line per held-out row: its position among the "
                                                         "usable rows, its class, each method's probabilities.")
     for key, model in ev.models.items():
-        d2.download_button(f"Fitted {labels.get(key, key)} (JSON)", mexport.dumps(model),
+        d2.download_button(f"Fitted {labels.get(key, key)} (JSON)", export.dumps(model),
                            f"{key.replace(':', '_')}.json", "application/json",
                            key=f"compare.classes.dl.model.{key}", icon=":material/save:",
-                           help="Load it with calibdash.multiclass.export.loads.")
+                           help="Load it with calibdash.export.loads.")
 
 
 def _held_back(params: dict, k: int) -> dict:

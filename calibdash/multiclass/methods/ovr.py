@@ -209,7 +209,7 @@ class BinaryComposite(MulticlassCalibrator):
 
     def class_entries(self, state: export.State, key: str) -> list[export.State]:
         """File entry ``key``: a list of objects, one per class (``n_classes_``, which
-        :mod:`calibdash.multiclass.export` sets before ``_import_state`` runs)."""
+        :mod:`calibdash.export` sets before ``_import_state`` runs)."""
         entries = state.records(key)
         if len(entries) != self.n_classes_:
             raise state.error(f"{key!r} must hold one model per class ({self.n_classes_}), got {len(entries)}")
