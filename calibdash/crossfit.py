@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,9 +31,11 @@ from sklearn.base import clone
 
 from .errors import SettingsError
 from .jobs import stop_if
-from .methods import resolve
+from .methods import RAW, resolve, split_names
+from .multiclass import get
+from .multiclass.base import MulticlassCalibrator
 
-__all__ = ["CrossFit", "cross_fit", "Path", "choose_path", "use_cells_for", "CELLS_MIN_ROWS", "CELLS_CHOICES",
+__all__ = ["CrossFit", "cross_fit", "resolve_classes", "Path", "choose_path", "use_cells_for", "CELLS_MIN_ROWS", "CELLS_CHOICES",
            "REASONS"]
 
 #: Above this many rows the command line and the dashboard evaluate on score cells (see :mod:`calibdash.cells`):
@@ -104,6 +106,36 @@ def _estimators(methods) -> dict:
     if isinstance(methods, dict) and methods and all(getattr(m, "multiclass", False) for m in methods.values()):
         return dict(methods)
     return resolve(methods)
+
+
+def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, logits: bool = False
+                    ) -> dict[str, MulticlassCalibrator]:
+    """Key -> new unfitted K-class calibrator, from a name, a comma-separated list, a list, or a
+    mapping key -> name / {hyperparameters} / calibrator; ``logits`` is set on every one.
+
+    Raises
+    ------
+    SettingsError
+        An unknown method or hyperparameter, or the reserved key ``"uncalibrated"``.
+    """
+    if isinstance(methods, str):
+        methods = split_names(methods)
+    items = list(methods.items()) if isinstance(methods, Mapping) else [(str(m), None) for m in methods]
+    out: dict[str, MulticlassCalibrator] = {}
+    for key, value in items:
+        key = str(key).strip()
+        if key == RAW:
+            raise SettingsError(f"{RAW!r} names the raw probabilities; give the calibrators other keys.")
+        if isinstance(value, MulticlassCalibrator):
+            cal = clone(value)
+        else:
+            spec = dict(value) if isinstance(value, Mapping) else {}
+            name = str(spec.pop("method", value if isinstance(value, str) else key))
+            spec.update((params or {}).get(key, {}))
+            cal = get(name, **spec)
+        cal.set_params(logits=bool(logits))
+        out[key] = cal
+    return out
 
 
 def _fit(model, s, y, features, weights):

@@ -10,7 +10,7 @@ import pytest
 from calibdash import benchmark, cli, data as cdata
 from calibdash.errors import DataError
 from calibdash.multiclass import metrics as mmetrics
-from calibdash.multiclass.evaluation import UNCALIBRATED
+from calibdash.evaluation import UNCALIBRATED
 from calibdash.synthetic.multiclass import gaussian_classes
 from conftest import REPO
 

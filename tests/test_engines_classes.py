@@ -1,6 +1,6 @@
 """K-class engines: the same multi-class score cells from memory, DuckDB and Spark on the same files.
 
-The reference is :func:`calibdash.multiclass.cells.class_cells` on the rows concatenated in sorted file
+The reference is :func:`calibdash.cells.class_cells` on the rows concatenated in sorted file
 order with parts from :func:`calibdash.evaluation.cell_parts`, computed independently of the engines.
 """
 import numpy as np
@@ -15,7 +15,7 @@ from calibdash.engines.source import Source
 from calibdash.errors import DataError
 from calibdash.evaluation import Scheme, cell_parts
 from calibdash.multiclass import metrics as M
-from calibdash.multiclass.cells import cell_measures, class_cells
+from calibdash.cells import cell_measures, class_cells
 
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
 K = 4

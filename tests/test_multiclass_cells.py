@@ -11,7 +11,7 @@ from conftest import shared_file
 
 from calibdash.cells import GRID, parts_for
 from calibdash.multiclass import metrics as M
-from calibdash.multiclass.cells import CELL_MEASURES, cell_measures, class_cells
+from calibdash.cells import CELL_MEASURES, cell_measures, class_cells
 
 # Exact cells hold the very scores, so the bins are the same; what differs is only the order of the
 # summations (a bin's sum over rows, or over cells of weight n): a few ulps on sums of 1e4 to 1e6 terms.
@@ -37,7 +37,7 @@ def test_cifar_cell_measures_equal_row_measures(name):
     ece, acc = PUBLISHED[name]
     assert round(got["ECE"], 5) == ece and got["Accuracy"] == acc        # the README's figures
     per_class = M.per_class_ece(P, y)
-    from calibdash.multiclass.cells import per_class_ece_cells
+    from calibdash.cells import per_class_ece_cells
     np.testing.assert_allclose(per_class_ece_cells(c), per_class, rtol=RTOL, atol=1e-15)
 
 

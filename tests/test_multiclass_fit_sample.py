@@ -1,12 +1,12 @@
 """Large K-class data: the parametric maps fitted on a content-keyed, class-stratified sample
-(calibdash.multiclass.split.content_sample, evaluate_classes(max_fit_rows=...)), judged on every held-out row."""
+(calibdash.scheme.content_sample, evaluate_classes(max_fit_rows=...)), judged on every held-out row."""
 import numpy as np
 import pytest
 
 from calibdash import SettingsError, multiclass
 from calibdash.multiclass.base import MulticlassCalibrator
-from calibdash.multiclass.evaluation import MAX_FIT_ROWS, evaluate_classes
-from calibdash.multiclass.split import content_sample
+from calibdash.evaluation import MAX_FIT_ROWS, evaluate_classes
+from calibdash.scheme import content_sample
 from calibdash.scheme import Scheme
 from calibdash.synthetic.multiclass import gaussian_classes
 
@@ -99,7 +99,7 @@ def test_the_policy_is_off_below_the_limit_and_checked():
 
 def test_content_order_is_the_lexsort_of_class_key_and_values():
     """The packed sort with its tie pass gives lexsort's order, ties (repeated rows, rounded values) included."""
-    from calibdash.multiclass.split import content_keys, content_order
+    from calibdash.scheme import content_keys, content_order
     rng = np.random.default_rng(9)
     v = np.round(rng.dirichlet(np.ones(3), size=2000), 1)          # few distinct rows: long runs of ties
     v = np.vstack([v, v[:500]])
@@ -114,7 +114,7 @@ def test_content_order_is_the_lexsort_of_class_key_and_values():
 def test_model_rows_are_the_rows_each_deployed_model_was_fitted_on(scheme):
     """A parametric map's rows are the sample it was fitted on: refitted there it is the same map (its class
     frequencies exactly); a map fitted on every row gets every fitting row; no sampling: ``ev.fit_rows``."""
-    from calibdash.multiclass.evaluation import model_rows
+    from calibdash.evaluation import model_rows
 
     P, y = _data()
     ev = evaluate_classes(P, y, {"freq": ClassFrequencies(), "ovr": "ovr:histogram"}, scheme, max_fit_rows=100)

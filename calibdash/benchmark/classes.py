@@ -5,10 +5,10 @@ Demšar 2006), with K-class data sets (:class:`calibdash.data.ClassSet`) and
 multi-class methods (:func:`calibdash.multiclass.available`):
 
 1. Every (data set, method, repeat) unit is one call of
-   :func:`calibdash.multiclass.evaluation.evaluate_classes` with
+   :func:`calibdash.evaluation.evaluate_classes` with
    ``Scheme("kfold", n_folds=K, seed=seed + repeat)``: each row's calibrated
    probabilities come from a model fitted on the other K - 1 folds (the folds
-   are cut by the rows' content, :mod:`calibdash.multiclass.split`, so the
+   are cut by the rows' content, :mod:`calibdash.scheme`, so the
    order of the rows never changes a result), and every measure of
    :data:`calibdash.multiclass.metrics.MEASURES` is computed once on all the
    out-of-fold rows. The uncalibrated probabilities are a unit of their own.
@@ -37,7 +37,7 @@ from ..data import ClassSet, build_class_set, is_multiclass, read_table
 from ..errors import DataError, SettingsError
 from ..multiclass import available as class_methods
 from ..multiclass import metrics as mmetrics
-from ..multiclass.evaluation import UNCALIBRATED, evaluate_classes, resolve_classes
+from ..evaluation import UNCALIBRATED, evaluate_classes, resolve_classes
 from ..scheme import Scheme
 from .catalogue import Catalogue
 from .datasets import expand_paths, file_datasets, unique_name
@@ -124,7 +124,7 @@ def run_class_benchmark(datasets: Mapping[str, ClassSet], methods, n_folds: int 
     datasets : mapping name -> ClassSet
         At least two for the Friedman test (one still gives the tables). Their numbers of classes may differ.
     methods : method spec
-        What :func:`calibdash.multiclass.evaluation.resolve_classes` takes (``"temperature,ovr:isotonic"``, a
+        What :func:`calibdash.evaluation.resolve_classes` takes (``"temperature,ovr:isotonic"``, a
         list, key -> hyperparameters, key -> unfitted calibrator); ``params``: key -> hyperparameters.
         The key ``"uncalibrated"`` is reserved for the raw probabilities.
     n_folds, repeats, seed

@@ -5,7 +5,7 @@ a multi-class table (a label of K >= 3 classes and one probability or logit colu
 :func:`open_table` reads the file once and says which it is: a K-class table when the user names the class
 columns (``--probs PREFIX`` or ``--logits PREFIX``), or when neither ``--score`` nor ``--positive`` is given
 and :func:`calibdash.data.is_multiclass` finds the columns; else the binary commands go on with the table
-read. The work is the library's: :func:`calibdash.multiclass.evaluation.evaluate_classes` (its large-data
+read. The work is the library's: :func:`calibdash.evaluation.evaluate_classes` (its large-data
 policy included: the parametric maps fitted on a sample, said in its notes),
 :func:`calibdash.multiclass.bootstrap.bootstrap_multiclass` and its verdict,
 :func:`calibdash.report.classes.report_for_class_set`, :func:`calibdash.multiclass.export.dumps`.
@@ -34,7 +34,7 @@ from ..errors import DataError, EnvironmentProblem, SettingsError
 from ..methods import parse_params, split_names
 from ..safe_text import csv_text
 from ..multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
-from ..multiclass.evaluation import default_methods, evaluate_classes
+from ..evaluation import default_methods, evaluate_classes
 from .engine_jobs import source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
                      print_json, report_validation, report_written, sentence, source_name, split_rows, validation_json,
@@ -95,7 +95,7 @@ def open_table(args, engine: str | None) -> Opened | None:
 
 def class_methods(args, k: int) -> list[str]:
     """The multi-class methods asked for: ``--methods`` when given, else
-    :func:`calibdash.multiclass.evaluation.default_methods` for ``k`` classes."""
+    :func:`calibdash.evaluation.default_methods` for ``k`` classes."""
     if getattr(args, "methods_given", False):
         names = split_names(args.methods)
         if not names:

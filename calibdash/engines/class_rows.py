@@ -23,14 +23,14 @@ A row's key depends on what the row holds, never on where it lies: :func:`conten
 over the row's class index and, for each class column, the two 32-bit halves of
 ``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``. Every step is exact in every engine (a product by a power
 of two, a floor, integers below 2^53), so the three engines give each row the same key. The key is not
-:func:`calibdash.multiclass.split.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
+:func:`calibdash.scheme.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
 it quantizes a value to ``2^-32`` (probabilities) and clips logits beyond ``2^20``, so distinct rows may
 share a key; :func:`fit_samples` breaks ties by the values themselves, so the rows chosen depend on the
 rows' content alone.
 
 :func:`fit_samples` draws, for each fitting part, the stratified sample
-:func:`calibdash.multiclass.split.content_sample` would draw with these keys: class ``c`` gets its
-Hamilton quota ``q_c`` (:func:`~calibdash.multiclass.split.class_quotas`) and takes its ``q_c`` rows first
+:func:`calibdash.scheme.content_sample` would draw with these keys: class ``c`` gets its
+Hamilton quota ``q_c`` (:func:`~calibdash.scheme.class_quotas`) and takes its ``q_c`` rows first
 in the order (key, values). Only rows whose key lies below ``t_c = 2^32 (q_c + 4 sqrt(q_c) + 16) / n_c``
 are fetched: the keys are uniform, so about ``q_c + 4 sqrt(q_c) + 16`` rows of class ``c`` pass (four
 binomial standard deviations and some above ``q_c``); if fewer than ``q_c`` pass, the margin is raised and
@@ -50,7 +50,7 @@ import pandas as pd
 
 from ..cells import row_hash
 from ..errors import DataError
-from ..multiclass.split import class_quotas
+from ..scheme import class_quotas
 from ..scheme import Scheme
 from .classes import ClassSource, duckdb_class_rows, memory_class_rows, spark_class_rows
 

@@ -5,8 +5,8 @@ A :class:`ClassSource` names rows with a label column and K class columns
 row, the probabilities ``p_k``, the top probability ``c = max_k p_k``, the
 predicted class (the lowest index among the maxima, ``numpy.argmax``'s rule)
 and the label's class index, and aggregates the K + 1 binary reductions of
-:mod:`calibdash.multiclass.cells` (confidence, and each class's
-one-vs-rest) into :class:`~calibdash.multiclass.cells.ClassCells`:
+:mod:`calibdash.cells` (confidence, and each class's
+one-vs-rest) into :class:`~calibdash.cells.ClassCells`:
 
 1. **statistics** (one scan): rows, rows with a missing or non-finite class
    value, missing labels, labels that name no class column, the classes
@@ -56,7 +56,7 @@ from ..cells import GRID, MAX_EXACT
 from ..data.guard import quote_identifier
 from ..errors import DataError, SettingsError
 from ..multiclass.base import SUM_TOLERANCE
-from ..multiclass.cells import ClassCells, class_cells
+from ..cells import ClassCells, class_cells
 from ..scheme import Scheme
 from ..validation import format_values
 from .duckdb import SourceRows, check_scheme, connection_for, part_sql, read_head
@@ -441,7 +441,7 @@ def spark_class_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = 
 def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine: str = "duckdb",
                       max_exact: int = MAX_EXACT, memory_limit: str = "1GB", threads: int | None = None,
                       connection=None, spark=None) -> ClassCells:
-    """Aggregate a K-class source into :class:`~calibdash.multiclass.cells.ClassCells` with ``engine``.
+    """Aggregate a K-class source into :class:`~calibdash.cells.ClassCells` with ``engine``.
 
     Parameters
     ----------

@@ -249,7 +249,7 @@ class MulticlassCalibrator(BaseEstimator):
     parametric : bool
         Whether the map has a fixed, small number of parameters (the scaling family: temperature,
         vector, matrix, Dirichlet), so that on large data a fit on a sample of the fitting rows is as
-        good as one on all of them: :func:`calibdash.multiclass.evaluation.evaluate_classes` then fits
+        good as one on all of them: :func:`calibdash.evaluation.evaluate_classes` then fits
         it on a content-keyed sample of ``max_fit_rows`` rows. False (the default): fitted on every row.
     input_form : {"probabilities", "logits"}
         The scores the method's paper calibrates (``"logits"``: Guo et al.'s temperature, vector and

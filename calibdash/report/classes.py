@@ -16,7 +16,7 @@ The multi-class counterpart of :func:`calibdash.report.build.build_report`, on t
 6. the methods (hyperparameters, fitting time, paper), the notes, the version and the date.
 
 :func:`report_for_class_set` runs the pipeline from a :class:`calibdash.data.ClassSet`:
-:func:`calibdash.multiclass.evaluation.evaluate_classes` (its large-data policy and notes included),
+:func:`calibdash.evaluation.evaluate_classes` (its large-data policy and notes included),
 the bootstrap, then :func:`build_class_report`.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ import pandas as pd
 from .. import __version__
 from ..bootstrap import BootstrapResult
 from ..multiclass import bootstrap as mboot, diagrams as mdiagrams, metrics as mmetrics
-from ..multiclass.evaluation import MAX_FIT_ROWS, default_methods, ClassEvaluation, evaluate_classes
+from ..evaluation import MAX_FIT_ROWS, default_methods, ClassEvaluation, evaluate_classes
 from ..scheme import Scheme
 from .build import check_plotlyjs, figure_html
 from .markup import escape, interval_table, methods_section, number, page
@@ -189,12 +189,12 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
                          n_boot: int = N_BOOT, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
     """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods``
-    (:func:`calibdash.multiclass.evaluation.evaluate_classes`), bootstrap, write (:func:`build_class_report`).
+    (:func:`calibdash.evaluation.evaluate_classes`), bootstrap, write (:func:`build_class_report`).
 
     Parameters
     ----------
     cs : ClassSet
-    methods : method spec, default :func:`calibdash.multiclass.evaluation.default_methods` for its K
+    methods : method spec, default :func:`calibdash.evaluation.default_methods` for its K
     scheme : Scheme, default ``Scheme()``
     params : mapping method -> {hyperparameter: value}, optional
     n_boot : int, default :data:`N_BOOT`
@@ -203,7 +203,7 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
     include_plotlyjs, generated
         As for :func:`build_class_report`.
     max_fit_rows : int or None
-        As for :func:`~calibdash.multiclass.evaluation.evaluate_classes`.
+        As for :func:`~calibdash.evaluation.evaluate_classes`.
     """
     check_plotlyjs(include_plotlyjs)              # before the fits, not after
     scheme = scheme or Scheme()
