@@ -133,7 +133,7 @@ def _columns_text(cs) -> str:
 
 def _shared_prefix(columns) -> str | None:
     """The class prefix (p_, prob_, proba_, logit_, as written) every column starts with, else None."""
-    from ..data.class_roles import split_prefix
+    from ..data.roles import split_prefix
 
     first = split_prefix(columns[0])
     return first[0] if first and all(str(c).startswith(first[0]) for c in columns) else None
@@ -174,7 +174,7 @@ def refuse_class_methods(methods: str, frame, args, name: str) -> None:
     if not asked:
         return
     from ..data import guess_roles
-    from ..data.class_roles import label_values
+    from ..data.roles import label_values
     from ..validation import format_values, sorted_values
 
     what = (f"{', '.join(asked)} {'is a multi-class calibrator' if len(asked) == 1 else 'are multi-class calibrators'}"

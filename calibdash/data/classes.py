@@ -2,7 +2,7 @@
 
 A multi-class file has a label column holding one of K >= 3 classes per row
 and one column per class holding the model's probability (or logit) of that
-class. Which columns these are is found by :mod:`~calibdash.data.class_roles`
+class. Which columns these are is found by :mod:`~calibdash.data.roles`
 (:func:`guess_class_columns`, :func:`is_multiclass`, :class:`ClassRoles`, the
 prefixes :data:`PREFIXES`; re-exported here) or named by the user: a prefix
 or a list of columns, matched to the label values as there.
@@ -35,11 +35,10 @@ import pandas as pd
 from ..errors import DataError, SettingsError
 from ..multiclass.base import SUM_TOLERANCE, Scores, as_scores
 from ..validation import format_values, plain_value, sorted_values
-from .class_roles import (PREFIXES, ClassRoles, Layout, guess_class_columns, is_multiclass, label_values, name_rank,
-                          other_roles, pair, prefix_groups, search)
+from .roles import (NUMERIC_SHARE, PREFIXES, ClassRoles, Layout, guess_class_columns, guess_roles, is_multiclass,
+                    label_values, name_rank, other_roles, pair, parse_numbers, prefix_groups, search)
 from .limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
 from .read import FileInfo, read_table
-from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
 from .scoreset import ScoreSet, ValidationReport, note_dropped
 
 __all__ = ["PREFIXES", "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set",

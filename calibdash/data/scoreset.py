@@ -23,8 +23,7 @@ from ..validation import choose_positive, format_values, plain_value, sorted_val
 from .limits import MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo
-from .class_roles import check_guessed_score, class_notes
-from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
+from .roles import NUMERIC_SHARE, check_guessed_score, class_notes, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
 __all__ = ["ValidationReport", "ScoreSet", "build_score_set", "note_dropped"]
