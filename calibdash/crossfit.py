@@ -154,7 +154,8 @@ def _judge(model, s, features) -> np.ndarray:
     return model.predict(s, features)
 
 
-def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple] = (), features: pd.DataFrame | None = None,
+def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple] = (),
+              features: pd.DataFrame | None = None,
               *, refit: bool = False, progress: Callable[[float, str], None] | None = None,
               should_stop: Callable[[], bool] | None = None) -> CrossFit:
     """Fit each method on every pair's fit part and predict on its judged part.

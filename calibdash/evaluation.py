@@ -47,8 +47,8 @@ from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "content_order", "evaluate", "combine",
            "UNCALIBRATED", "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for", "TRAIN_WORDS",
-           "TEST_WORDS", "evaluate_score_set", "CELLS_CHOICES", "KINDS", "ClassEvaluation", "evaluate_classes",
-           "resolve_classes", "model_rows", "MAX_FIT_ROWS", "DEFAULT_METHODS", "FULL_MAP_MAX_K",
+           "TEST_WORDS", "evaluate_problem", "evaluate_score_set", "CELLS_CHOICES", "KINDS", "ClassEvaluation",
+           "evaluate_classes", "resolve_classes", "model_rows", "MAX_FIT_ROWS", "DEFAULT_METHODS", "FULL_MAP_MAX_K",
            "default_methods", "fit_notes"]
 
 UNCALIBRATED = RAW
@@ -362,7 +362,8 @@ def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
         fit_pos, fit_n = int(sub.n_pos.sum()), int(sub.n.sum())
         if fit_pos == 0 or fit_pos == fit_n:
             where = f" of fold {i + 1} of {len(folds)}" if scheme.kind == "kfold" else ""
-            raise DataError(f"the fitting part{where} ({rows_text(fit_n)}) holds one class only; calibrators need both: "
+            raise DataError(f"the fitting part{where} ({rows_text(fit_n)}) holds one class only; calibrators need "
+                            "both: "
                             f"the {which} class has {rows_text(small)} among {n_all:,}, and {how}.{fix}")
         judged = all_cells.select(test)
         j_pos, j_n = int(judged.n_pos.sum()), int(judged.n.sum())
@@ -443,23 +444,26 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
                       notes=notes)
 
 
-def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str = "auto",
-                       progress=None) -> Evaluation:
-    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.ScoreSet`, on rows or on score cells.
+def evaluate_problem(problem, methods, scheme: Scheme | None = None, *, cells: str = "auto", params=None,
+                     max_fit_rows: int | None = MAX_FIT_ROWS, progress=None, should_stop=None) -> Evaluation:
+    """Held-out evaluation of ``methods`` on a data set of any number of classes, on rows or on score cells.
 
-    The path of ``python -m calibdash evaluate``: above
-    :data:`~calibdash.evaluation.CELLS_MIN_ROWS` rows (``cells="auto"``) the
-    rows are summarised into score cells and judged there
-    (:func:`~calibdash.evaluation.evaluate_cells`), unless a chosen method
-    reads the feature columns (MBCT with features), which needs the rows.
+    The path of ``python -m calibdash evaluate``. A binary problem (a :class:`~calibdash.data.ScoreSet`)
+    above :data:`CELLS_MIN_ROWS` rows (``cells="auto"``) is summarised into score cells and judged there
+    (:func:`evaluate_cells`), unless a chosen method reads the feature columns (MBCT with features), which
+    needs the rows. A K-class problem (a :class:`~calibdash.data.ClassSet`) is judged on its rows
+    (:func:`evaluate`, its parametric maps fitted on a sample above ``max_fit_rows``).
 
     Parameters
     ----------
-    ss : ScoreSet
-    methods : method spec or mapping key -> Calibrator (:func:`calibdash.methods.resolve`)
+    problem : ScoreSet or ClassSet (a :class:`~calibdash.data.problem.Problem`)
+    methods : method spec or mapping key -> calibrator (:func:`calibdash.methods.resolve`, :func:`resolve_classes`)
     scheme : Scheme, default ``Scheme()``
     cells : {"auto", "always", "never"}
-    progress : callable(fraction, message), optional
+        Binary problems only.
+    params : mapping key -> {hyperparameter: value}, optional
+    max_fit_rows, progress, should_stop
+        As :func:`evaluate` takes them.
 
     Returns
     -------
@@ -474,15 +478,24 @@ def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str 
         ``cells`` is not one of :data:`CELLS_CHOICES`.
     """
     scheme = scheme or Scheme()
-    cals = resolve(methods)
-    path = choose_path(ss.n_rows, cals, ss.feature_columns if ss.features is not None else None, cells=cells)
-    if scheme.kind == "column" and not ss.split_column:
+    if scheme.kind == "column" and not problem.split_column:
         raise DataError("the column scheme needs a split column in the file; none was found.")
-    feats = ss.features if any(c.uses_features for c in cals.values()) else None
+    if problem.k > 2:
+        return evaluate(problem.scores(), problem.labels, methods, scheme, split=problem.split,
+                        classes=problem.classes, params=params, max_fit_rows=max_fit_rows, progress=progress,
+                        should_stop=should_stop)
+    cals = resolve(methods, params)
+    feats = problem.features
+    path = choose_path(problem.n_rows, cals, problem.feature_columns if feats is not None else None, cells=cells)
     if path.on_cells:
-        summary = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))
+        summary = aggregate(problem.scores, problem.labels, cell_parts(problem.n_rows, scheme, problem.split))
         return evaluate_cells(summary, cals, scheme, progress=progress)
-    return evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split, progress=progress)
+    return evaluate(problem.scores, problem.labels, cals, scheme, split=problem.split, progress=progress,
+                    features=feats if any(c.uses_features for c in cals.values()) else None, should_stop=should_stop)
+
+
+#: The binary spelling of :func:`evaluate_problem` (the command line's name for it before K-class data joined).
+evaluate_score_set = evaluate_problem
 
 
 def model_rows(ev: Evaluation, method: str, P, labels, max_fit_rows: int | None = MAX_FIT_ROWS) -> np.ndarray:

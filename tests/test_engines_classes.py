@@ -113,7 +113,7 @@ def test_cifar_through_duckdb_gives_the_row_measures(tmp_path):
     df.iloc[6000:].to_parquet(tmp_path / "b.parquet", index=False)
     got = cell_measures(aggregate_classes(class_source(str(tmp_path / "*.parquet")), engine="duckdb"))
     rows = M.compute(P, y)
-    for key in rows:        # exact cells: equal to the order of summation (see tests/test_multiclass_cells.py)
+    for key in rows:        # exact cells: equal to the order of summation (see tests/test_cells.py)
         assert got[key] == pytest.approx(rows[key], rel=1e-12, abs=1e-15), key
     assert round(got["ECE"], 5) == 0.05372 and got["Accuracy"] == 0.9109
 

@@ -38,6 +38,7 @@ from ..validation import format_values, plain_value, sorted_values
 from .roles import (NUMERIC_SHARE, PREFIXES, ClassRoles, Layout, guess_class_columns, guess_roles, is_multiclass,
                     label_values, name_rank, other_roles, pair, parse_numbers, prefix_groups, search)
 from .limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
+from .problem import ONE_VS_REST, TOP_LABEL, Problem
 from .read import FileInfo, read_table
 from .scoreset import ScoreSet, ValidationReport, note_dropped
 
@@ -54,8 +55,9 @@ _SHOWN = 5
 
 
 @dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
-class ClassSet:
-    """A validated multi-class table: the model's K-class output and the true classes.
+class ClassSet(Problem):
+    """A validated multi-class table: the model's K-class output and the true classes; a
+    :class:`~calibdash.data.problem.Problem` whose reductions are the top label and the K one-vs-rest columns.
 
     ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's
     order (rows dropped are counted in ``report``). Build one with :func:`build_class_set` or
@@ -104,6 +106,7 @@ class ClassSet:
     report: ValidationReport
     info: FileInfo | None
     rows: np.ndarray | None = None
+    REDUCTIONS = (TOP_LABEL, ONE_VS_REST)
 
     def __repr__(self) -> str:
         what = "logits" if self.logits else "probabilities"

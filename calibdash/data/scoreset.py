@@ -23,6 +23,7 @@ from ..validation import choose_positive, format_values, plain_value, sorted_val
 from .limits import MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo
+from .problem import Problem
 from .roles import NUMERIC_SHARE, check_guessed_score, class_notes, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
@@ -61,7 +62,7 @@ class ValidationReport:
 
 
 @dataclass
-class ScoreSet:
+class ScoreSet(Problem):
     """A validated table of one classifier's scores and the true labels.
 
     ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and
@@ -69,7 +70,8 @@ class ScoreSet:
     active score, or a missing label, are dropped and counted in ``report``).
     ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by
     the logistic function. Build one with :func:`~calibdash.data.load_scores` or
-    :func:`build_score_set`; switch the active model with :meth:`with_score`.
+    :func:`build_score_set`; switch the active model with :meth:`with_score`. A :class:`~calibdash.data.problem.Problem`
+    of 2 classes, whose one reduction is the score.
     """
 
     name: str
