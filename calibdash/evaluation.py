@@ -42,7 +42,7 @@ from .multiclass import get_class
 from .multiclass import metrics as class_metrics
 from .multiclass.base import Scores, as_scores, check_classes
 from .scheme import (KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, cell_parts, content_order, content_sample,
-                     refuse_too_few, rows_text, split_plan)
+                     part_plan, refuse_too_few, rows_text, split_plan)
 from .validation import check_labels, check_scores
 
 __all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "content_order", "evaluate", "combine",
@@ -406,15 +406,9 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     scheme = scheme or Scheme()
     cals = resolve(methods)
     part = all_cells.part
-    if scheme.kind == "kfold":
-        folds = [(part != k, part == k) for k in range(int(scheme.n_folds))]
-        judged = np.ones(len(all_cells), dtype=bool)
-    elif scheme.kind == "insample":
-        folds = [(np.ones(len(all_cells), bool), np.ones(len(all_cells), bool))]
-        judged = folds[0][1]
-    else:
-        folds = [(part == 0, part == 1)]
-        judged = part == 1
+    fit_parts, judged_parts = part_plan(scheme)
+    folds = [(np.isin(part, f), np.isin(part, j)) for f, j in zip(fit_parts, judged_parts)]
+    judged = np.logical_or.reduce([j for _, j in folds])
     notes = _check_cell_folds(all_cells, folds, scheme)
     seen = all_cells.select(judged)
     # the cells as weighted rows (all_cells.weighted_rows(): each cell's positive row, then its negative row,

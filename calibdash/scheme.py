@@ -56,7 +56,7 @@ from .cells import parts_for, row_hash
 from .errors import DataError, SettingsError
 
 __all__ = ["Scheme", "KINDS", "TRAIN_WORDS", "TEST_WORDS", "column_parts", "content_keys", "content_order",
-           "content_sample", "class_quotas", "split_plan", "refuse_too_few", "rows_text", "cell_parts"]
+           "content_sample", "class_quotas", "split_plan", "refuse_too_few", "rows_text", "cell_parts", "part_plan"]
 
 TRAIN_WORDS = frozenset({"train", "training", "calib", "calibration", "cal", "fit", "dev"})
 TEST_WORDS = frozenset({"test", "testing", "holdout", "hold-out", "valid", "validation", "val", "eval"})
@@ -421,3 +421,15 @@ def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
         return parts_for(n_rows, "column", split_train=column_parts(np.asarray(split), scheme.train_value))
     return parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
+
+
+def part_plan(scheme: Scheme) -> tuple[list[list[int]], list[list[int]]]:
+    """The parts (of :func:`cell_parts`) each fit is made on and the parts its model judges, one entry per fit:
+    a split or the split column fits on part 0 and judges part 1, ``"insample"`` fits and judges part 0,
+    k-fold fits on every fold but ``f`` and judges fold ``f``."""
+    if scheme.kind == "kfold":
+        k = int(scheme.n_folds)
+        return [[p for p in range(k) if p != f] for f in range(k)], [[f] for f in range(k)]
+    if scheme.kind == "insample":
+        return [[0]], [[0]]
+    return [[0]], [[1]]

@@ -44,6 +44,7 @@ from sklearn.base import BaseEstimator
 
 from ..calibrators.base import HyperParam
 from ..errors import DataError, NotFittedError
+from ..validation import check_weights
 
 __all__ = ["MulticlassCalibrator", "Scores", "HyperParam", "check_probabilities", "check_logits",
            "check_classes", "as_scores", "normalise_rows", "SUM_TOLERANCE", "LOG_FLOOR"]
@@ -291,7 +292,7 @@ class MulticlassCalibrator(BaseEstimator):
         """
         x = as_scores(P, self.logits)
         labels = check_classes(y, x.n, x.k)
-        w = _check_weights(sample_weight, x.n)
+        w = check_weights(sample_weight, x.n)
         self._fit(x, labels, w)
         self.n_classes_ = int(x.k)
         self.n_train_ = int(x.n)
@@ -322,8 +323,3 @@ class MulticlassCalibrator(BaseEstimator):
     def defaults(cls) -> dict[str, Any]:
         """Hyperparameter defaults as a dict (name -> default)."""
         return {h.name: h.default for h in cls.hyperparams}
-
-
-def _check_weights(sample_weight, n: int) -> np.ndarray | None:
-    from ..validation import check_weights
-    return check_weights(sample_weight, n)

@@ -58,14 +58,13 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ..cells import MAX_EXACT
-from ..engines.class_rows import BATCH_ROWS, fit_samples, open_class_rows, part_count
+from ..cells import MAX_EXACT, ClassCellAccumulator, ClassCells, cell_measures
+from ..engines.class_rows import BATCH_ROWS, fit_samples, open_class_rows
 from ..engines.classes import ClassSource, aggregate_classes, class_source, softmax_rows
 from ..engines.plan import NO_JOB, watch
 from ..errors import DataError, SettingsError
-from ..scheme import Scheme
-from ..cells import ClassCellAccumulator, ClassCells, cell_measures
 from ..evaluation import MAX_FIT_ROWS, UNCALIBRATED, resolve_classes
+from ..scheme import Scheme, part_plan
 
 __all__ = ["ClassSourceResult", "evaluate_class_source", "STAGES"]
 
@@ -120,17 +119,6 @@ class ClassSourceResult:
     @property
     def note(self) -> str:
         return "; ".join(self.notes)
-
-
-def _judging(scheme: Scheme) -> tuple[list[list[int]], list[list[int]]]:
-    """The parts each fit is made on and the parts its model judges: a split fits on 0 and judges 1,
-    ``"insample"`` fits and judges 0, k-fold fits on every fold but ``f`` and judges ``f``."""
-    if scheme.kind == "kfold":
-        k = part_count(scheme)
-        return [[p for p in range(k) if p != f] for f in range(k)], [[f] for f in range(k)]
-    if scheme.kind == "insample":
-        return [[0]], [[0]]
-    return [[0]], [[1]]
 
 
 def _fit_all(cals: dict, samples: list, job) -> tuple[list[dict], dict]:
@@ -238,7 +226,7 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
         raise SettingsError(f"batch_rows must be at least 1, got {batch_rows!r}.")
     cals = resolve_classes(methods, params, logits=csrc.logits)
     job = job or NO_JOB
-    fit_parts, judged_parts = _judging(scheme)
+    fit_parts, judged_parts = part_plan(scheme)
     with contextlib.ExitStack() as stack:
         job.set_stage(STAGES[0])
         rows = stack.enter_context(open_class_rows(
