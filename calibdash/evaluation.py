@@ -426,10 +426,8 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     judged_rows = rows_of(judged)
     columns = {UNCALIBRATED: np.concatenate([seen.score, seen.score])[keep_cells],
                **{key: fit.column(key)[judged_rows] for key in cals}}
-    rows = {key: metrics.summary(p, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views, sample_weight=ww,
-                                 mvce_max_rows=CELLS_MIN_ROWS) for key, p in columns.items()}
-    table = pd.DataFrame(rows).T[list(metrics.METRIC_NAMES)]
-    table.index.name = "method"
+    table = _binary_table(columns, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views, sample_weight=ww,
+                          mvce_max_rows=CELLS_MIN_ROWS)
     fitted_on = all_cells if scheme.kind in ("kfold", "insample") else all_cells.select(part == 0)
     return Evaluation(scheme=scheme, rows=np.arange(yy.size), labels=yy, predictions=pd.DataFrame(columns),
                       metrics=table, models=fit.models, fit_seconds=fit.seconds,
