@@ -34,22 +34,23 @@ import pandas as pd
 from . import metrics
 from .cells import aggregate
 from .calibrators.base import Calibrator
-from .crossfit import CELLS_CHOICES, CELLS_MIN_ROWS, choose_path, cross_fit, resolve_classes, use_cells_for
+from .crossfit import (CELLS_CHOICES, CELLS_MIN_ROWS, choose_path, cross_fit, resolve_classes,  # noqa: F401
+                       use_cells_for)
 from .errors import DataError, SettingsError
 from .jobs import stop_if
 from .methods import RAW, resolve
 from .multiclass import get_class
 from .multiclass import metrics as class_metrics
 from .multiclass.base import Scores, as_scores, check_classes
-from .scheme import (KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, cell_parts, content_order, content_sample,
+from .scheme import (KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, cell_parts, content_order, content_sample,  # noqa: F401
                      part_plan, refuse_too_few, rows_text, split_plan)
 from .validation import check_labels, check_scores
 
-__all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "content_order", "evaluate", "combine",
-           "UNCALIBRATED", "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for", "TRAIN_WORDS",
-           "TEST_WORDS", "evaluate_problem", "evaluate_score_set", "CELLS_CHOICES", "KINDS", "ClassEvaluation",
-           "evaluate_classes", "resolve_classes", "model_rows", "MAX_FIT_ROWS", "DEFAULT_METHODS", "FULL_MAP_MAX_K",
-           "default_methods", "fit_notes"]
+#: What this module defines; it also re-exports the scheme's names (``from calibdash.evaluation import Scheme``)
+#: and the cross-fit's (``CELLS_MIN_ROWS``, ``CELLS_CHOICES``, ``use_cells_for``, ``resolve_classes``) for callers.
+__all__ = ["Evaluation", "ClassEvaluation", "evaluate", "evaluate_classes", "evaluate_problem", "evaluate_score_set",
+           "evaluate_cells", "combine", "split_indices", "model_rows", "fit_notes", "default_methods", "UNCALIBRATED",
+           "MAX_FIT_ROWS", "DEFAULT_METHODS", "FULL_MAP_MAX_K"]
 
 UNCALIBRATED = RAW
 #: Above this many fitting rows, the K-class parametric maps are fitted on a content-keyed sample of this many.
