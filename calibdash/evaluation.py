@@ -139,7 +139,7 @@ class Evaluation:
     models: dict = field(default_factory=dict)
     fit_rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     fit_seconds: dict = field(default_factory=dict)
-    binning: str = field(default_factory=metrics.binning_label)
+    binning: str = ""
     weights: np.ndarray | None = None
     fit_sample: tuple | None = None
     note: str = ""
@@ -282,7 +282,7 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     if many:
         return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=preds,
                           metrics=class_metrics.measure_table(preds, y_rows), models=models, fit_rows=fit_rows,
-                          fit_seconds=seconds, binning="", notes=notes + sampled,
+                          fit_seconds=seconds, notes=notes + sampled,
                           classes=list(classes) if classes is not None else list(range(x.k)))
     return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=pd.DataFrame(preds, index=rows),
                       metrics=_binary_table(preds, y_rows, n_bins=n_bins, strategy=strategy), models=models,
