@@ -11,7 +11,7 @@ fresh process whose wall time and peak resident memory (``ru_maxrss`` of the chi
   evaluation pays before it fits anything);
 * evaluate: ``python -m calibdash evaluate FILE --methods temperature,vector,dirichlet,ovr:isotonic
   --json`` (the methods this calibdash has; the scaling family fitted on a 200,000-row sample, as
-  :data:`calibdash.multiclass.evaluation.MAX_FIT_ROWS` says, ovr:isotonic on every fitting row,
+  :data:`calibdash.evaluation.MAX_FIT_ROWS` says, ovr:isotonic on every fitting row,
   every method judged on the 30% held out).
 
 Target: evaluate under 30 s wall and 2 GB peak resident memory for N = 1e6, K = 10.

@@ -108,7 +108,7 @@ def main(sizes, threads, evaluate=False):
     import pyarrow.parquet as pq
 
     from calibdash.engines.classes import aggregate_classes, class_source
-    from calibdash.multiclass.cells import cell_measures
+    from calibdash.cells import cell_measures
 
     print(f"K = {K}, {threads} threads; best of {REPEAT}; seconds")
     print(f"{'rows':>11} {'count(*)':>9} {'pq read':>8} {'duckdb':>8} {'memory':>8} {'measures':>9} "

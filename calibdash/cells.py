@@ -45,18 +45,45 @@ random split when ``row_hash(key, seed) < test_size * 2**32``. Unlike the
 stratified splits used on small data, this does not balance the classes per
 fold; at the sizes where cells are used (see the dashboard's threshold) the
 difference is negligible.
+
+K-class rows: one ScoreCells per reduction
+------------------------------------------
+A K-class table has K + 1 binary reductions (Gupta & Ramdas 2022, "multiclass-to-binary"): the
+**confidence** ``(max_k P_ik, 1[argmax_k P_ik = y_i])`` and, for each class ``k``, the **class-wise**
+``(P_ik, 1[y_i = k])``. :class:`ClassCells` holds one :class:`ScoreCells` per reduction, not one table with a
+class key, so every tool that takes score cells applies to one reduction unchanged and each reduction makes
+its own exact-or-grid choice. Every measure of :data:`calibdash.multiclass.metrics.MEASURES` is a sum over rows
+of a function of one reduction's ``(score, label)`` and so follows from these cells (:data:`CELL_MEASURES`):
+ECE, MCE, smECE, dCE of the confidence cells' weighted rows; Accuracy ``= sum n_pos / N`` and Overconfidence
+``= (sum score_sum - sum n_pos) / N`` of the confidence cells; cwECE the mean of the class cells' ECEs;
+**Brier** ``sum_i sum_k (P_ik - 1[y_i = k])^2 = sum_k sum_i (...)``, the inner sum over class ``k``'s cells;
+**LogLoss**: row ``i`` is a positive row of class ``y_i``'s reduction at score ``P_{i, y_i}``, so the sum is
+over the positive weighted rows of every class's cells.
+
+With exact cells each equals its value on the rows up to the order of summation. On grid cells Accuracy and
+Overconfidence stay exact (counts and score sums are kept); Brier moves by at most ``2 * 2**-16`` per class and
+row (``|(p - y)^2 - (s - y)^2| <= 2 |p - s|``); ECE, MCE and cwECE by at most ``2**-16`` unless a bin edge falls
+inside a cell; smECE and dCE by an amount of that order; LogLoss has no useful bound near ``P = 0``.
+:attr:`ClassCells.exact` says which case holds. What cells cannot give: *fitting* a K-class calibrator
+(temperature, vector, matrix, Dirichlet scaling read all K log-scores of a row together), joint calibration,
+and top-label calibration conditioned on the predicted class (it would need cells keyed by that class too).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from .errors import DataError, SettingsError
+from .measures import binned, calibration, smooth_ece as smooth
+from .multiclass.base import as_scores
+from .multiclass.metrics import AVERAGES, N_BINS, check_binning, check_inputs, check_names
 from .validation import check_labels, check_scores
 
-__all__ = ["ScoreCells", "CellAccumulator", "GRID", "MAX_EXACT", "row_hash", "parts_for", "aggregate"]
+__all__ = ["ScoreCells", "CellAccumulator", "GRID", "MAX_EXACT", "row_hash", "parts_for", "aggregate",
+           "ClassCells", "ClassCellAccumulator", "class_cells", "cell_measures", "CELL_MEASURES"]
 
 #: Steps of the fallback grid on [0, 1].
 GRID = 2 ** 16
@@ -348,3 +375,207 @@ def aggregate(scores, labels, part=None, *, max_exact: int = MAX_EXACT, chunk_ro
         stop = start + int(chunk_rows)
         acc.add(s[start:stop], np.asarray(labels)[start:stop], None if part is None else np.asarray(part)[start:stop])
     return acc.result()
+
+
+# ---------------------------------------------------------------------------------------------
+# K-class rows: the K + 1 reductions' cells
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClassCells:
+    """The K + 1 binary reductions of K-class rows as score cells (see the module docstring).
+
+    Attributes
+    ----------
+    top : ScoreCells
+        Confidence cells: score ``max_k P_ik``, positive when the predicted
+        class (argmax, lowest index on ties) is the label.
+    classes : tuple of ScoreCells
+        ``classes[k]``: score ``P_ik``, positive when the label is ``k``.
+    n_rows : int
+        Rows aggregated.
+    """
+
+    top: ScoreCells
+    classes: tuple
+    n_rows: int
+
+    @property
+    def k(self) -> int:
+        """Number of classes."""
+        return len(self.classes)
+
+    @property
+    def reductions(self) -> tuple:
+        """``(top, class 0, ..., class K-1)``."""
+        return (self.top,) + tuple(self.classes)
+
+    @property
+    def exact(self) -> bool:
+        """Whether every reduction's cells are its distinct scores (then every measure equals the rows')."""
+        return all(c.exact for c in self.reductions)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(c.nbytes for c in self.reductions))
+
+    def __len__(self) -> int:
+        return int(sum(len(c) for c in self.reductions))
+
+    def describe(self) -> str:
+        """``"1,000,000 rows of 10 classes summarised into 612,211 score cells (confidence: ...)"``."""
+        how = "all exact" if self.exact else (
+            "confidence " + ("exact" if self.top.exact else "on the grid") + ", "
+            f"{sum(not c.exact for c in self.classes)} of {self.k} classes on the grid")
+        return f"{self.n_rows:,} rows of {self.k} classes summarised into {len(self):,} score cells ({how})"
+
+    def select_parts(self, parts) -> "ClassCells":
+        """The cells of the rows in the given parts (e.g. ``[1]``: the held-out rows of a split)."""
+        keep = [c.select(np.isin(c.part, np.asarray(parts))) for c in self.reductions]
+        return ClassCells(top=keep[0], classes=tuple(keep[1:]), n_rows=int(keep[0].n.sum()))
+
+
+def class_cells(P, y, part=None, *, logits: bool = False, max_exact: int = MAX_EXACT) -> ClassCells:
+    """Aggregate K-class rows into :class:`ClassCells`.
+
+    Parameters
+    ----------
+    P : array-like (n, K)
+        Probabilities, measured as given (as :mod:`calibdash.multiclass.metrics`
+        does), or logits (``logits=True``: softmaxed by
+        :func:`~calibdash.multiclass.base.as_scores`).
+    y : array-like (n,)
+        Class indices 0..K-1.
+    part : array-like of int, optional
+        Each row's part (:func:`parts_for`); default all 0.
+    max_exact : int
+        Each reduction keeps its distinct scores as cells when it has at most
+        this many, else goes to the grid (:func:`aggregate`).
+
+    Raises
+    ------
+    DataError
+        As :func:`calibdash.multiclass.metrics.check_inputs`.
+    """
+    if logits:
+        P = as_scores(P, True).probabilities
+    P, y, _ = check_inputs(P, y)
+    return ClassCellAccumulator(P.shape[1], max_exact).add(P, y, part).result()
+
+
+class ClassCellAccumulator:
+    """K-class rows aggregated into :class:`ClassCells` batch by batch, in bounded memory.
+
+    One :class:`CellAccumulator` per reduction: each keeps its distinct scores while they number at most
+    ``max_exact`` and moves to the grid when a batch takes them over, so adding the rows in one batch or in
+    many gives the same cells, and the same as :func:`class_cells` of all of them.
+    """
+
+    def __init__(self, k: int, max_exact: int = MAX_EXACT):
+        self.k = int(k)
+        self._acc = [CellAccumulator(max_exact) for _ in range(self.k + 1)]
+
+    def add(self, P: np.ndarray, y: np.ndarray, part=None) -> "ClassCellAccumulator":
+        """Add a batch: ``P`` (m, K) probabilities in [0, 1] (checked by the caller, as :func:`class_cells`
+        does with :func:`~calibdash.multiclass.metrics.check_inputs`), class indices ``y``, parts."""
+        P = np.asarray(P, dtype=float)
+        y = np.asarray(y, dtype=np.int64)
+        if P.ndim != 2 or P.shape[1] != self.k:
+            raise DataError(f"a batch of {self.k}-class probabilities is needed, got shape {P.shape}.")
+        pred = P.argmax(axis=1)
+        self._acc[0].add(P[np.arange(P.shape[0]), pred], (pred == y).astype(np.int8), part)
+        for k in range(self.k):
+            self._acc[k + 1].add(P[:, k], (y == k).astype(np.int8), part)
+        return self
+
+    def result(self) -> ClassCells:
+        """The cells of every row added so far."""
+        out = [a.result() for a in self._acc]
+        return ClassCells(top=out[0], classes=tuple(out[1:]), n_rows=int(out[0].n_rows))
+
+
+# the measures of :data:`calibdash.multiclass.metrics.MEASURES` from cells: the binary measures of
+# :mod:`calibdash.measures` on the cells' weighted rows, each as the same-named measure on rows
+def top_label_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> float:
+    """Confidence ECE (Guo et al. 2017, Eq. 3) of the confidence cells."""
+    s, a, w = cells.top.weighted_rows()
+    return calibration.ece(s, a, check_binning(n_bins, strategy), strategy, w)
+
+
+def top_label_mce_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> float:
+    """Confidence MCE (Guo et al. 2017, Eq. 5) of the confidence cells."""
+    s, a, w = cells.top.weighted_rows()
+    return calibration.mce(s, a, check_binning(n_bins, strategy), strategy, w)
+
+
+def per_class_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> np.ndarray:
+    """Each class's ECE, shape (K,): the binary ECE of class ``k``'s cells. Every class's cells hold all N
+    rows, so ``|B_bk| / N`` is the same share as on the rows."""
+    n_bins = check_binning(n_bins, strategy)
+    rows = [c.weighted_rows() for c in cells.classes]
+    return np.array([calibration.ece(s, y, n_bins, strategy, w) for s, y, w in rows])
+
+
+def classwise_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform",
+                        average: str = "mean") -> float:
+    """Class-wise ECE (Kull et al. 2019, section 5) from the class cells (``"mean"``: Kull et al.'s;
+    ``"sum"``: K times it)."""
+    if average not in AVERAGES:
+        raise SettingsError(f"average must be one of {AVERAGES}, got {average!r}.")
+    per_class = per_class_ece_cells(cells, n_bins, strategy)
+    return float(per_class.mean() if average == "mean" else per_class.sum())
+
+
+def brier_cells(cells: ClassCells) -> float:
+    """Brier score (Brier 1950) ``(1/N) sum_k sum_i (P_ik - 1[y_i = k])^2``: each class's binary squared
+    errors (:func:`calibdash.measures.calibration.squared_errors`) summed over its cells' weighted rows."""
+    total = 0.0
+    for c in cells.classes:
+        s, y, w = c.weighted_rows()
+        total += float(np.dot(calibration.squared_errors(s, y), w))
+    return total / cells.n_rows
+
+
+def log_loss_cells(cells: ClassCells, eps: float = calibration.LOG_LOSS_EPS) -> float:
+    """Log-loss ``-(1/N) sum_i ln q_i``, ``q_i = P_{i, y_i}`` clipped to ``[eps, 1 - eps]``: the positive
+    weighted rows of every class's cells."""
+    total = 0.0
+    for c in cells.classes:
+        q, w = c.score[c.n_pos > 0], c.n_pos[c.n_pos > 0].astype(float)
+        total += float(np.dot(calibration.log_losses(q, np.ones_like(q), eps), w))
+    return total / cells.n_rows
+
+
+def accuracy_cells(cells: ClassCells) -> float:
+    """Share of rows whose predicted class is right: ``sum n_pos / N`` of the confidence cells."""
+    return float(cells.top.n_pos.sum()) / float(cells.top.n.sum())
+
+
+def overconfidence_cells(cells: ClassCells) -> float:
+    """Mean confidence minus accuracy (Guo et al. 2017, section 2): ``(sum score_sum - sum n_pos) / N``
+    of the confidence cells (the raw score sums: exact on grid cells too)."""
+    return float(cells.top.score_sum.sum() - cells.top.n_pos.sum()) / float(cells.top.n.sum())
+
+
+def smooth_ece_cells(cells: ClassCells) -> float:
+    """SmoothECE (Błasiok & Nakkiran 2023) of the confidence cells' weighted rows."""
+    return smooth.smooth_ece(*cells.top.weighted_rows())
+
+
+def debiased_l2_cells(cells: ClassCells, n_bins: int = N_BINS) -> float:
+    """Debiased l2 error of the confidence (Kumar, Liang & Ma 2019), 15 equal-mass bins, on the confidence
+    cells' weighted rows."""
+    return binned.debiased_l2_ce(*cells.top.weighted_rows(), n_bins=n_bins)
+
+
+#: Measure name (as :data:`calibdash.multiclass.metrics.MEASURES`) -> its value from cells, at the table's
+#: settings.
+CELL_MEASURES: dict[str, Callable[[ClassCells], float]] = {
+    "ECE": top_label_ece_cells, "MCE": top_label_mce_cells, "cwECE": classwise_ece_cells,
+    "smECE": smooth_ece_cells, "dCE": debiased_l2_cells, "LogLoss": log_loss_cells, "Brier": brier_cells,
+    "Accuracy": accuracy_cells, "Overconfidence": overconfidence_cells,
+}
+
+
+def cell_measures(cells: ClassCells, names=None) -> dict[str, float]:
+    """The asked measures (default all of :data:`calibdash.multiclass.metrics.MEASURES`) from cells."""
+    return {n: float(CELL_MEASURES[n](cells)) for n in check_names(names)}

@@ -3,8 +3,9 @@
 :func:`cross_fit` is the one fit-and-judge loop of the package. Every caller
 divides its sample into (fit, judged) pairs and hands them over:
 
-* :func:`calibdash.evaluation.evaluate`: rows (weight 1), the pairs of a
-  :class:`~calibdash.scheme.Scheme` (one split, K folds, or all rows twice);
+* :func:`calibdash.evaluation.evaluate`: rows (weight 1) of a binary or a
+  K-class problem, the pairs of a :class:`~calibdash.scheme.Scheme` (one
+  split, K folds, or all rows twice);
 * :func:`calibdash.evaluation.evaluate_cells`: score cells as weighted rows
   (each cell a positive row weighing its positives and a negative row
   weighing its negatives), the pairs of the cells' parts;
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,9 +32,11 @@ from sklearn.base import clone
 
 from .errors import SettingsError
 from .jobs import stop_if
-from .methods import resolve
+from .methods import RAW, resolve, split_names
+from .multiclass import get
+from .multiclass.base import MulticlassCalibrator
 
-__all__ = ["CrossFit", "cross_fit", "Path", "choose_path", "use_cells_for", "CELLS_MIN_ROWS", "CELLS_CHOICES",
+__all__ = ["CrossFit", "cross_fit", "resolve_classes", "Path", "choose_path", "use_cells_for", "CELLS_MIN_ROWS", "CELLS_CHOICES",
            "REASONS"]
 
 #: Above this many rows the command line and the dashboard evaluate on score cells (see :mod:`calibdash.cells`):
@@ -106,11 +109,41 @@ def _estimators(methods) -> dict:
     return resolve(methods)
 
 
-def _fit(model, s, y, features, weights):
+def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, logits: bool = False
+                    ) -> dict[str, MulticlassCalibrator]:
+    """Key -> new unfitted K-class calibrator, from a name, a comma-separated list, a list, or a
+    mapping key -> name / {hyperparameters} / calibrator; ``logits`` is set on every one.
+
+    Raises
+    ------
+    SettingsError
+        An unknown method or hyperparameter, or the reserved key ``"uncalibrated"``.
+    """
+    if isinstance(methods, str):
+        methods = split_names(methods)
+    items = list(methods.items()) if isinstance(methods, Mapping) else [(str(m), None) for m in methods]
+    out: dict[str, MulticlassCalibrator] = {}
+    for key, value in items:
+        key = str(key).strip()
+        if key == RAW:
+            raise SettingsError(f"{RAW!r} names the raw probabilities; give the calibrators other keys.")
+        if isinstance(value, MulticlassCalibrator):
+            cal = clone(value)
+        else:
+            spec = dict(value) if isinstance(value, Mapping) else {}
+            name = str(spec.pop("method", value if isinstance(value, str) else key))
+            spec.update((params or {}).get(key, {}))
+            cal = get(name, **spec)
+        cal.set_params(logits=bool(logits))
+        out[key] = cal
+    return out
+
+
+def _fit(model, s, y, features, sample_weight):
     """``model`` fitted on one part: features only for a method that reads them."""
     if features is None:
-        return model.fit(s, y, sample_weight=weights)
-    return model.fit(s, y, features, sample_weight=weights)
+        return model.fit(s, y, sample_weight=sample_weight)
+    return model.fit(s, y, features, sample_weight=sample_weight)
 
 
 def _judge(model, s, features) -> np.ndarray:
@@ -121,7 +154,8 @@ def _judge(model, s, features) -> np.ndarray:
     return model.predict(s, features)
 
 
-def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = (), features: pd.DataFrame | None = None,
+def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple] = (),
+              features: pd.DataFrame | None = None,
               *, refit: bool = False, progress: Callable[[float, str], None] | None = None,
               should_stop: Callable[[], bool] | None = None) -> CrossFit:
     """Fit each method on every pair's fit part and predict on its judged part.
@@ -136,7 +170,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
         multi-class calibrators (a mapping key -> ``MulticlassCalibrator``),
         an (n, K) table of probabilities or logits and class indices, the
         predictions then (m, K) class probabilities.
-    weights : ndarray, optional
+    sample_weight : ndarray, optional
         Each sample row's weight, passed to every fit as ``sample_weight``;
         None for rows of weight 1 (score cells: the cells' weighted rows,
         :meth:`calibdash.cells.ScoreCells.weighted_rows`).
@@ -177,7 +211,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
         for tr, te in parts:
             stop_if(should_stop, f"fitting {key}")
             model = _fit(clone(cal), s[tr], y[tr], None if feats is None else feats.iloc[tr],
-                         None if weights is None else weights[tr])
+                         None if sample_weight is None else sample_weight[tr])
             models.append(model)
             preds.append(_judge(model, s[te], None if feats is None else feats.iloc[te]) if te.size
                          else np.empty((0,) + s.shape[1:]))
@@ -186,7 +220,7 @@ def cross_fit(methods, scores, labels, weights=None, pairs: Sequence[tuple] = ()
                 progress(done / total, f"{key}: fold {done} of {total}")
         if refit:
             stop_if(should_stop, f"fitting {key}")
-            model = _fit(clone(cal), s, y, feats, weights)
+            model = _fit(clone(cal), s, y, feats, sample_weight)
         out.predictions[key] = preds
         out.fold_models[key] = models
         out.models[key] = model

@@ -1,223 +1,81 @@
-"""Held-out evaluation of calibrators.
+"""Held-out evaluation of calibrators, for any number of classes: one :func:`evaluate`.
 
-A calibrator is never judged on the rows it was fitted on unless the user asks
-for it: the :class:`Scheme` says how rows are divided.
+A calibrator is never judged on the rows it was fitted on unless the user asks for it: the
+:class:`~calibdash.scheme.Scheme` says how rows are divided, and :func:`~calibdash.scheme.split_plan` deals the
+parts by the rows' content (the same table in another row order gives the same result; see
+:mod:`calibdash.scheme` for each kind and how binary and K-class rows are dealt).
 
-``kind="split"``
-    A stratified random split: ``test_size`` of the rows (each class in the
-    same proportion) are held out, the rest fit the calibrators; ``seed``
-    fixes the draw. When a part is too small to hold both classes the rows
-    are split at random instead, and the Evaluation's ``note`` says why.
-``kind="column"``
-    The file's own split column: rows whose value names a training part
-    (train, training, calib, calibration, fit, dev) fit; rows naming a test
-    part (test, testing, holdout, valid, validation, eval) are judged. Set
-    ``train_value`` when the file uses other words.
-``kind="kfold"``
-    K-fold cross-fitting: every row's calibrated value comes from a model
-    fitted on the other K - 1 folds (stratified, shuffled with ``seed``), so
-    every row is judged once, out of fold. With fewer rows of a class than
-    folds, some folds judge no row of it (the ``note`` says so).
-``kind="insample"``
-    Fit and judge on all rows: optimistic, offered only because users ask.
+:func:`evaluate` takes a binary problem (one score column, 0/1 labels, the binary calibrators of
+:mod:`calibdash.calibrators`) or a K-class one ((n, K) probabilities or logits, class indices, the K-class
+calibrators of :mod:`calibdash.multiclass`, the binary ones through their ``ovr:`` and ``top_label:``
+reductions). Both go through the same steps: deal the parts, fit every method on each fitting part through
+:func:`calibdash.crossfit.cross_fit`, and judge the held-out predictions with every measure of the problem's
+kind (:mod:`calibdash.metrics` for scores, :mod:`calibdash.multiclass.metrics` for class probabilities); the
+table's first row is the uncalibrated values on the same rows. :func:`evaluate_cells` judges binary score
+cells (large data) under the same protocol.
 
-Every held-out scheme needs at least 2 rows of each class (one to fit on,
-one to judge); with a single row of a class (one positive among 1,000 rows)
-:func:`split_plan` refuses with a :class:`~calibdash.errors.DataError` that
-says so and suggests the in-sample scheme.
-
-:func:`evaluate` returns each method's held-out predictions and a metrics
-table whose first row is the uncalibrated scores on the same rows.
+Large K-class data: the parametric maps (methods whose class says ``parametric``: the scaling family,
+temperature, vector, matrix and Dirichlet scaling, each a few to K(K+1) parameters) are fitted on a sample of
+at most ``max_fit_rows`` (default :data:`MAX_FIT_ROWS`) of a fitting part's rows, stratified by class and
+chosen by the rows' content (:func:`calibdash.scheme.content_sample`, so the row order still changes nothing);
+the other methods (whose maps grow with the data) are fitted on every fitting row, and every method is judged
+on every held-out row. The evaluation's ``notes`` say when a sample was used. A map of at most K(K+1)
+parameters fitted on 200,000 rows has about 20 rows per parameter at K = 100 (matrix and Dirichlet scaling's
+10,100) and over 450 for K <= 20; temperature and vector scaling have 1 and 2K.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from .measures import calibration as metrics
+from .cells import aggregate
 from .calibrators.base import Calibrator
-from .crossfit import CELLS_CHOICES, CELLS_MIN_ROWS, choose_path, cross_fit, use_cells_for
+from .crossfit import (CELLS_CHOICES, CELLS_MIN_ROWS, choose_path, cross_fit, resolve_classes,  # noqa: F401
+                       use_cells_for)
 from .errors import DataError, SettingsError
+from .jobs import stop_if
 from .methods import RAW, resolve
-from .scheme import KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, column_parts
+from .multiclass import get_class
+from .multiclass import metrics as class_metrics
+from .multiclass.base import Scores, as_scores, check_classes
+from .scheme import (KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, cell_parts, content_order, content_sample,  # noqa: F401
+                     part_plan, refuse_too_few, rows_text, split_plan)
 from .validation import check_labels, check_scores
 
-__all__ = ["Scheme", "Evaluation", "split_indices", "split_plan", "content_order", "evaluate", "combine", "UNCALIBRATED",
-           "cell_parts", "evaluate_cells", "CELLS_MIN_ROWS", "use_cells_for",
-           "TRAIN_WORDS", "TEST_WORDS", "evaluate_score_set", "CELLS_CHOICES"]
+#: What this module defines; it also re-exports the scheme's names (``from calibdash.evaluation import Scheme``)
+#: and the cross-fit's (``CELLS_MIN_ROWS``, ``CELLS_CHOICES``, ``use_cells_for``, ``resolve_classes``) for callers.
+__all__ = ["Evaluation", "ClassEvaluation", "evaluate", "evaluate_classes", "evaluate_problem", "evaluate_score_set",
+           "evaluate_cells", "combine", "split_indices", "model_rows", "fit_notes", "default_methods", "UNCALIBRATED",
+           "MAX_FIT_ROWS", "DEFAULT_METHODS", "FULL_MAP_MAX_K"]
 
 UNCALIBRATED = RAW
+#: Above this many fitting rows, the K-class parametric maps are fitted on a content-keyed sample of this many.
+MAX_FIT_ROWS = 200_000
+#: The methods the command line's ``evaluate`` and ``report`` fit on a K-class file unless told otherwise:
+#: the scaling family's one-, K- and K(K+1)-parameter maps and one-vs-rest isotonic regression.
+DEFAULT_METHODS = ("temperature", "vector", "dirichlet", "ovr:isotonic")
+#: Above this many classes :func:`default_methods` leaves out the maps with a full K x K matrix (matrix scaling,
+#: Dirichlet calibration: their penalty search fits K^2 + K parameters 31 times, minutes at K = 100 on two
+#: cores); chosen by name they still run.
+FULL_MAP_MAX_K = 20
 
 
-#: What a refusal for too few rows of a class suggests instead.
-_FEW_ROWS_ADVICE = ("Choose the in-sample scheme (Scheme('insample'), --scheme insample, the pages' "
-                    "'In-sample'; optimistic: fitted and judged on the same rows), or add rows of that class.")
-
-
-def _smaller_class(y: np.ndarray) -> tuple[str, int]:
-    """("positive" or "negative", its count): the label's smaller class."""
-    n_pos = int(y.sum())
-    n_neg = int(y.size - n_pos)
-    return ("positive", n_pos) if n_pos <= n_neg else ("negative", n_neg)
-
-
-def _rows(k: int, what: str = "row") -> str:
-    return f"{k:,} {what}{'s' if k != 1 else ''}"
-
-
-def _refuse_too_few(y: np.ndarray, what: str) -> None:
-    """DataError unless each class has the 2 rows a held-out scheme needs (one to fit on, one to judge)."""
-    which, small = _smaller_class(y)
-    if small < 2:
-        raise DataError(f"{what} needs at least 2 rows of each class, one to fit on and one to judge; the {which} "
-                        f"class has {_rows(small)} among {y.size:,}. {_FEW_ROWS_ADVICE}")
-
-
-def _split_rows(y: np.ndarray, scheme: Scheme, notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The random split: stratified by class when it can be, else a plain random split saying why in ``notes``."""
-    n = y.size
-    idx = np.arange(n)
-    if not 0 < scheme.test_size < 1:
-        raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
-    _refuse_too_few(y, "a held-out split")
-    n_test = int(np.ceil(scheme.test_size * n))        # scikit-learn's sizes
-    n_fit = n - n_test
-    if n_test < 1 or n_fit < 1:
-        raise DataError(f"test_size={scheme.test_size} of {n:,} rows leaves the "
-                        f"{'held-out' if n_test < 1 else 'fitting'} part empty; choose a test_size between "
-                        f"{1 / n:.3g} and {1 - 1 / n:.3g}.")
-    try:
-        tr, te = train_test_split(idx, test_size=scheme.test_size, random_state=scheme.seed, stratify=y)
-    except ValueError:
-        small = min(n_test, n_fit)
-        why = (f"the {'held-out' if n_test <= n_fit else 'fitting'} part would hold {_rows(small)}, too few to "
-               "hold both classes")
-        tr, te = train_test_split(idx, test_size=scheme.test_size, random_state=scheme.seed, shuffle=True)
-        notes.append(f"the split is not stratified by class: {why}, so the rows were split at random instead "
-                     f"(seed {scheme.seed})")
-    return np.sort(tr), np.sort(te)
-
-
-def _dealt_folds(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """K stratified folds when every class has fewer than K rows (which scikit-learn's StratifiedKFold refuses):
-    each class's rows, shuffled with ``seed``, are dealt to the folds in turn, the next class continuing where
-    the last stopped, so each fold gets at most one row of a class and none stays empty."""
-    rng = np.random.default_rng(seed)
-    fold = np.empty(y.size, dtype=np.int64)
-    start = 0
-    for cls in (0, 1):
-        rows = rng.permutation(np.flatnonzero(y == cls))
-        fold[rows] = (start + np.arange(rows.size)) % k
-        start += rows.size
-    idx = np.arange(y.size)
-    return [(idx[fold != f], idx[fold == f]) for f in range(k)]
-
-
-def content_order(scores, labels) -> np.ndarray:
-    """The rows in an order set by what they hold, not where they stand: a permutation of ``0..n-1``.
-
-    Rows are ordered by :func:`calibdash.multiclass.split.content_order` of their label and score (a seedless
-    hash of both, then the score), so the same table in another row order gives the same (label, score)
-    pairs in the same order. :func:`split_plan` deals its random split and folds over this order, so every
-    score-only calibrator is fitted, and every measure judged, on the same rows whatever the order. Rows with
-    the same label and score are interchangeable for them; for a calibrator that reads feature columns
-    (MBCT), which of such rows lands in which part still follows their positions: the order does not read
-    the features, so that every method of one evaluation, with or without features, gets the same parts.
-    """
-    from .multiclass.split import content_order as order_of        # (multiclass imports this module)
-
-    s = np.asarray(scores, dtype=float).reshape(-1, 1)
-    return order_of(s, np.asarray(labels, dtype=np.int64), 0)
-
-
-def split_plan(labels, scheme: Scheme, split=None, *, order=None
-               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
-    """(fit rows, judged rows) index pairs for ``scheme`` and notes on how they were made.
-
-    ``order`` (:func:`content_order`), when given, is the order the random split and the folds are dealt
-    in: the rows are drawn as if the table stood in that order, so the parts depend on the rows' content
-    and the seed, not on their positions. Without it, on the positions.
-
-    The random split is stratified by class (each class held out in the same
-    proportion); when it cannot be (a part too small to hold both classes) the
-    rows are split at random and a note says why. K-fold is stratified too;
-    when the smaller class has fewer rows than folds, some folds judge no row
-    of it (each still fits on both classes) and a note says so. A held-out
-    scheme needs 2 rows of each class (one to fit on, one to judge): with one,
-    a :class:`DataError` says what to choose instead.
-
-    Returns
-    -------
-    (list of (ndarray, ndarray), list of str)
-
-    Raises
-    ------
-    DataError
-        If a part would be empty or fit on one class only, a class has a
-        single row, or the split column is unusable.
-    """
-    y = np.asarray(labels)
-    if order is not None and scheme.kind in ("split", "kfold"):
-        order = np.asarray(order)
-        pairs, notes = split_plan(y[order], scheme, split)
-        return [(np.sort(order[tr]), np.sort(order[te])) for tr, te in pairs], notes
-    n = y.size
-    idx = np.arange(n)
-    notes: list[str] = []
-    if scheme.kind == "split":
-        pairs = [_split_rows(y, scheme, notes)]
-    elif scheme.kind == "column":
-        if split is None:
-            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        mask = column_parts(np.asarray(split), scheme.train_value)
-        pairs = [(idx[mask], idx[~mask])]
-    elif scheme.kind == "kfold":
-        k = int(scheme.n_folds)
-        if k < 2:
-            raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
-        if k > n:
-            raise DataError(f"{k}-fold cross-fitting needs at least {k} rows; there are {n:,}.")
-        _refuse_too_few(y, f"{k}-fold cross-fitting")
-        which, small = _smaller_class(y)
-        if max(int(y.sum()), n - int(y.sum())) >= k:
-            folds = StratifiedKFold(n_splits=k, shuffle=True, random_state=scheme.seed)
-            with warnings.catch_warnings():       # "The least populated class in y has only ... members": said below
-                warnings.simplefilter("ignore", UserWarning)
-                pairs = [(tr, te) for tr, te in folds.split(idx, y)]
-        else:                                     # scikit-learn refuses when every class is smaller than k
-            pairs = _dealt_folds(y, k, scheme.seed)
-        if small < k:
-            blind = sum(1 for _, te in pairs if np.unique(y[te]).size < 2)
-            notes.append(f"only {_rows(small, which + ' row')} for {k} folds: {_rows(blind, 'fold')} judge rows of "
-                         "one class only (every fold still fits on both classes, and every row is judged once)")
-    elif scheme.kind == "insample":
-        pairs = [(idx, idx)]
-    else:
-        raise SettingsError(f"scheme kind must be one of {KINDS}, got {scheme.kind!r}.")
-    for tr, te in pairs:
-        if te.size == 0:
-            raise DataError("the held-out part is empty.")
-        if np.unique(y[tr]).size < 2:
-            which, small = _smaller_class(y)
-            raise DataError(f"the fitting part ({_rows(tr.size)}) holds one class only; calibrators need both "
-                            f"(the {which} class has {_rows(small)} among {n:,}).")
-    if scheme.kind in ("split", "column"):
-        judged = y[pairs[0][1]]
-        for cls, name in ((1, "positive"), (0, "negative")):
-            if not (judged == cls).any():
-                notes.append(f"the held-out rows hold no {name} row: AUC is undefined (NaN) there, and "
-                             "calibration is judged on one class")
-    return pairs, notes
+def default_methods(k: int) -> list[str]:
+    """:data:`DEFAULT_METHODS` for a table of ``k`` classes: without the full-matrix maps above
+    :data:`FULL_MAP_MAX_K` classes (a method says it is one by its ``matrix = "full"``)."""
+    if int(k) <= FULL_MAP_MAX_K:
+        return list(DEFAULT_METHODS)
+    return [m for m in DEFAULT_METHODS if getattr(get_class(m), "matrix", None) != "full"]
 
 
 def split_indices(labels, scheme: Scheme, split=None, *, scores=None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fit rows, judged rows) index pairs for ``scheme``: one pair, or K for k-fold (:func:`split_plan`'s);
-    with ``scores``, dealt over the rows' :func:`content_order`, as :func:`evaluate` deals them.
+    """(fit rows, judged rows) index pairs of binary rows for ``scheme``: one pair, or K for k-fold
+    (:func:`~calibdash.scheme.split_plan`'s); with ``scores``, dealt over the rows' content order, as
+    :func:`evaluate` deals them.
 
     Raises
     ------
@@ -230,7 +88,7 @@ def split_indices(labels, scheme: Scheme, split=None, *, scores=None) -> list[tu
 
 @dataclass
 class Evaluation:
-    """Held-out predictions and metrics of several methods under one scheme.
+    """Held-out predictions and measures of several methods under one scheme, for any number of classes.
 
     Attributes
     ----------
@@ -238,57 +96,59 @@ class Evaluation:
     rows : ndarray
         Indices (into the input arrays) of the judged rows, ascending.
     labels : ndarray
-        Their labels.
-    predictions : DataFrame
-        One column per method, ``"uncalibrated"`` first; one row per judged row.
+        Their labels: 0/1, or class indices 0..K-1.
+    predictions : DataFrame or dict
+        Binary: one column per method, ``"uncalibrated"`` first; one row per judged row. K classes: method key
+        -> (m, K) class probabilities on the judged rows, ``"uncalibrated"`` first.
     metrics : DataFrame
-        One row per method (``"uncalibrated"`` first), columns as
-        :data:`calibdash.metrics.METRIC_NAMES`.
+        One row per method (``"uncalibrated"`` first), a column per measure: binary
+        :data:`calibdash.metrics.METRIC_NAMES`, K classes :data:`calibdash.multiclass.metrics.MEASURES`.
     models : dict
-        Method key -> calibrator fitted on the fitting part (for ``"kfold"``:
-        refitted on all rows, the model a user would deploy; its predictions
-        are not the judged ones).
+        Method key -> calibrator fitted on the fitting part (for ``"kfold"``: refitted on all rows, the model
+        a user would deploy; its predictions are not the judged ones).
     fit_rows : ndarray
-        Indices of the rows every model in ``models`` was fitted on (what
-        :func:`calibdash.explain.explain` needs), ascending.
+        Indices of the rows every model in ``models`` was fitted on (what :func:`calibdash.explain.explain`
+        needs), ascending; K-class parametric maps on a sample of them when ``notes`` says so
+        (:func:`model_rows`).
     fit_seconds : dict
         Method key -> seconds spent fitting and predicting (all folds).
     binning : str
-        How ECE and MCE were binned (:func:`calibdash.metrics.binning_label`).
+        Binary: how ECE and MCE were binned (:func:`calibdash.metrics.binning_label`); K classes: "".
     weights : ndarray or None
-        None when the judged rows are rows. On score cells
-        (:func:`evaluate_cells`) the judged "rows" are the cells' weighted
-        rows (a positive row weighing the cell's positives, a negative row
-        its negatives): ``weights`` holds their weights, to pass as
-        ``sample_weight`` to every metric, table and figure.
+        None when the judged rows are rows. On score cells (:func:`evaluate_cells`) the judged "rows" are the
+        cells' weighted rows (a positive row weighing the cell's positives, a negative row its negatives):
+        ``weights`` holds their weights, to pass as ``sample_weight`` to every metric, table and figure.
     fit_sample : tuple or None
-        On score cells: ``(scores, labels, weights)`` of the weighted rows the
-        models were fitted on (what :func:`calibdash.explain.explain` needs
-        there instead of ``fit_rows``).
+        On score cells: ``(scores, labels, weights)`` of the weighted rows the models were fitted on (what
+        :func:`calibdash.explain.explain` needs there instead of ``fit_rows``).
     note : str
-        On score cells: how many rows were summarised into how many cells;
-        then, on rows or cells, how the split departed from the scheme and
-        why (:func:`split_plan`: a split not stratified, folds that judge no
-        row of a class, held-out rows of one class). Fragments joined by
-        "; ", without a final period; "" when there is nothing to say.
+        On score cells: how many rows were summarised into how many cells; then how the split departed from
+        the scheme and why (:func:`~calibdash.scheme.split_plan`). Fragments joined by "; ", without a final
+        period; "" when there is nothing to say. Default: ``notes`` joined.
     notes : list of str
-        The split's notes alone (what ``note`` adds after the cells'
-        description), one fragment each.
+        The split's (and the sampling's) notes alone, one fragment each.
+    classes : list
+        K classes: the class names, in column order; binary: empty.
     """
 
     scheme: Scheme
     rows: np.ndarray
     labels: np.ndarray
-    predictions: pd.DataFrame
+    predictions: pd.DataFrame | dict
     metrics: pd.DataFrame
     models: dict = field(default_factory=dict)
     fit_rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     fit_seconds: dict = field(default_factory=dict)
-    binning: str = field(default_factory=metrics.binning_label)
+    binning: str = ""
     weights: np.ndarray | None = None
     fit_sample: tuple | None = None
     note: str = ""
     notes: list = field(default_factory=list)
+    classes: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if not self.note and self.notes:
+            self.note = "; ".join(self.notes)
 
     @property
     def n_judged(self) -> int:
@@ -296,60 +156,149 @@ class Evaluation:
         return int(self.rows.size if self.weights is None else round(float(self.weights.sum())))
 
 
+#: The K-class spelling of :class:`Evaluation` (one type for any K).
+ClassEvaluation = Evaluation
+
+
+def _fits(cals: dict, given: np.ndarray, y: np.ndarray, pairs: list, kfold: bool, max_fit_rows: int | None,
+          seed: int, features, progress, should_stop) -> tuple[dict, dict, dict, list[str]]:
+    """Each method's predictions (one value per row, NaN where not judged), model and seconds, through
+    :func:`cross_fit`; the ``parametric`` methods on a content sample of each fitting part above
+    ``max_fit_rows`` (k-fold: the deployed model too, on a sample of all rows), with a note."""
+    if max_fit_rows is not None and (int(max_fit_rows) != max_fit_rows or max_fit_rows < 1):
+        raise SettingsError(f"max_fit_rows must be a whole number of at least 1 (or None), got {max_fit_rows!r}.")
+    sampled = [k for k, c in cals.items() if getattr(c, "parametric", False)]
+    largest = max([y.size if kfold else 0] + [tr.size for tr, _ in pairs])
+    groups = [(cals, pairs, kfold, None)]
+    notes = []
+    if max_fit_rows is not None and sampled and largest > max_fit_rows:
+        m = int(max_fit_rows)
+        refit = content_sample(given, y, np.arange(y.size), m, seed) if kfold else None
+        groups = [({k: c for k, c in cals.items() if k not in sampled}, pairs, kfold, None),
+                  ({k: cals[k] for k in sampled}, [(content_sample(given, y, tr, m, seed), te) for tr, te in pairs],
+                   False, refit)]
+        labels = ", ".join(type(cals[k]).label or k for k in sampled)
+        sizes = sorted({tr.size for tr, _ in pairs if tr.size > m})
+        notes = [f"{labels} fitted on a sample of {m:,} of the {', '.join(f'{n:,}' for n in sizes)} fitting rows "
+                 f"(stratified by class, chosen by the rows' content with seed {seed}); every method is judged "
+                 "on every held-out row"]
+    columns, models, seconds = {}, {}, {}
+    done = 0
+    for group, group_pairs, refit, refit_rows in groups:
+        if not group:
+            continue
+        share, start = len(group) / len(cals), done / len(cals)
+        step = None if progress is None or len(groups) == 1 else (
+            lambda f, msg, s=start, w=share: progress(s + w * f, msg))
+        fit = cross_fit(group, given, y, None, group_pairs, features, refit=refit, progress=step or progress,
+                        should_stop=should_stop)
+        columns.update((k, fit.column(k)) for k in group)
+        models.update(fit.models)
+        seconds.update(fit.seconds)
+        if refit_rows is not None:              # k-fold's deployed model: fitted on a sample of all rows
+            again = cross_fit(group, given[refit_rows], y[refit_rows], None, (), refit=True, should_stop=should_stop)
+            models.update(again.models)
+            seconds.update((k, seconds[k] + again.seconds[k]) for k in group)
+        done += len(group)
+    return ({k: columns[k] for k in cals}, {k: models[k] for k in cals}, {k: seconds[k] for k in cals}, notes)
+
+
 def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] | str,
              scheme: Scheme | None = None, *, features: pd.DataFrame | None = None,
              split=None, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
-             progress: Callable[[float, str], None] | None = None, pos_label=None) -> Evaluation:
-    """Fit each method on the fitting rows and judge it on held-out rows.
+             progress: Callable[[float, str], None] | None = None, pos_label=None, logits: bool = False,
+             classes: Sequence | None = None, params: Mapping[str, Mapping] | None = None,
+             max_fit_rows: int | None = MAX_FIT_ROWS, should_stop: Callable[[], bool] | None = None) -> Evaluation:
+    """Fit each method on the fitting rows and judge it on held-out rows, for any number of classes.
 
     Parameters
     ----------
-    scores, labels : array-like
-        Scores in [0, 1] and labels: any two values (0/1, -1/1, True/False,
-        yes/no, two strings); the Evaluation's ``labels`` are 0/1.
+    scores : array-like (n,), or (n, K), or Scores
+        Binary: scores in [0, 1]. K classes: probabilities (rows summing to 1) or, with ``logits=True``,
+        logits.
+    labels : array-like (n,)
+        Binary: any two values (0/1, -1/1, True/False, yes/no, two strings); the Evaluation's ``labels`` are
+        0/1. K classes: class indices 0..K-1 (:func:`calibdash.data.build_class_set` maps names to them).
     methods : method spec
-        Anything :func:`calibdash.methods.resolve` takes: ``"platt,bbq"``,
-        a list, ``{"bbq": {"n_prime": 2}}``, ``{key: calibrator}``. Each
-        calibrator is cloned per fold, so the objects passed are not fitted.
-    scheme : Scheme, default ``Scheme()`` (stratified 70/30 split, seed 0)
+        Binary: anything :func:`calibdash.methods.resolve` takes (``"platt,bbq"``, a list,
+        ``{"bbq": {"n_prime": 2}}``, ``{key: calibrator}``); K classes: what :func:`resolve_classes` takes
+        (``"temperature,dirichlet,ovr:isotonic"``). Each calibrator is cloned per fold, so the objects passed
+        are not fitted.
+    scheme : Scheme, default ``Scheme()`` (stratified 70/30 split by content, seed 0)
     features : DataFrame, optional
         Passed to calibrators that use features (MBCT).
     split : array-like, optional
         The file's split column, for ``Scheme(kind="column")``.
     n_bins, strategy
-        Binning of ECE and MCE in the metrics table (default: the package's,
-        10 equal-count bins; see :mod:`calibdash.metrics`).
+        Binary: binning of ECE and MCE in the metrics table (default: the package's, 10 equal-count bins;
+        see :mod:`calibdash.metrics`). K classes measure at :mod:`calibdash.multiclass.metrics`' settings.
     progress : callable(fraction, message), optional
         Called after each fitted fold.
     pos_label : optional
-        The label value of the positive class; default the shared rule
+        Binary: the label value of the positive class; default the shared rule
         (:func:`calibdash.validation.choose_positive`), as the file loader.
+    logits : bool
+        K classes: ``scores`` are logits.
+    classes : sequence, optional
+        K classes: the class names in column order (default 0..K-1).
+    params : mapping key -> {hyperparameter: value}, optional
+    max_fit_rows : int or None, default :data:`MAX_FIT_ROWS`
+        Fit the ``parametric`` methods (the K-class scaling family) on a content-keyed, class-stratified
+        sample of this many rows of a larger fitting part, with a note; None fits every method on every row.
+    should_stop : callable() -> bool, optional
+        Asked before every fit (each method, fold and refit) and before the measures: True stops the
+        evaluation with :class:`calibdash.jobs.Cancelled`. Python cannot stop a thread from outside, so this
+        is how the dashboard's Cancel and a closed tab stop a fit running in a job
+        (:mod:`calibdash.multiclass.budget` bounds the work of the one fit that runs on until its end).
 
     Returns
     -------
     Evaluation
-        Its ``note`` says when the split departed from the scheme, and why.
+        Its ``notes`` say when the split departed from the scheme, and why.
     """
     scheme = scheme or Scheme()
-    s = check_scores(scores)
-    y = check_labels(labels, s.size, pos_label=pos_label)
-    cals = resolve(methods)
+    many = isinstance(scores, Scores) or np.ndim(scores) == 2
+    if many:
+        x = as_scores(scores, logits)
+        y = check_classes(labels, x.n, x.k)
+        cals = resolve_classes(methods, params, logits=x.logits)
+        given, raw = x.given, x.probabilities
+        pairs, notes = split_plan(y, scheme, split, values=given)
+    else:
+        given = raw = check_scores(scores)
+        y = check_labels(labels, given.size, pos_label=pos_label)
+        cals = resolve(methods, params)
+        pairs, notes = split_plan(y, scheme, split, order=content_order(given, y))
     if features is not None:
         features = features.reset_index(drop=True)
-    pairs, notes = split_plan(y, scheme, split, order=content_order(s, y))
-    rows = np.sort(np.concatenate([te for _, te in pairs])) if scheme.kind == "kfold" else pairs[0][1]
-    fit = cross_fit(cals, s, y, None, pairs, features, refit=scheme.kind == "kfold", progress=progress)
-    preds = {UNCALIBRATED: s[rows], **{key: fit.column(key)[rows] for key in cals}}
+    kfold = scheme.kind == "kfold"
+    rows = np.sort(np.concatenate([te for _, te in pairs])) if kfold else pairs[0][1]
+    columns, models, seconds, sampled = _fits(cals, given, y, pairs, kfold, max_fit_rows, scheme.seed, features,
+                                              progress, should_stop)
+    stop_if(should_stop, "the evaluation")
+    preds = {UNCALIBRATED: raw[rows], **{key: columns[key][rows] for key in cals}}
     y_rows = y[rows]
-    table = pd.DataFrame(
-        {key: metrics.summary(p, y_rows, n_bins=n_bins, strategy=strategy) for key, p in preds.items()}
-    ).T[list(metrics.METRIC_NAMES)]
+    fit_rows = np.sort(np.arange(y.size) if kfold else pairs[0][0])
+    if many:
+        return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=preds,
+                          metrics=class_metrics.measure_table(preds, y_rows), models=models, fit_rows=fit_rows,
+                          fit_seconds=seconds, notes=notes + sampled,
+                          classes=list(classes) if classes is not None else list(range(x.k)))
+    return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=pd.DataFrame(preds, index=rows),
+                      metrics=_binary_table(preds, y_rows, n_bins=n_bins, strategy=strategy), models=models,
+                      fit_rows=fit_rows, fit_seconds=seconds, binning=metrics.binning_label(n_bins, strategy),
+                      notes=notes)
+
+
+#: The K-class spelling of :func:`evaluate` (one evaluation for any K: give it (n, K) values).
+evaluate_classes = evaluate
+
+
+def _binary_table(preds: Mapping[str, np.ndarray], y: np.ndarray, **how) -> pd.DataFrame:
+    """The binary metrics table: one row per method, :data:`calibdash.metrics.METRIC_NAMES` as columns."""
+    table = pd.DataFrame({key: metrics.summary(p, y, **how) for key, p in preds.items()}).T[list(metrics.METRIC_NAMES)]
     table.index.name = "method"
-    fit_rows = np.arange(s.size) if scheme.kind == "kfold" else pairs[0][0]
-    return Evaluation(scheme=scheme, rows=rows, labels=y_rows,
-                      predictions=pd.DataFrame(preds, index=rows), metrics=table,
-                      models=fit.models, fit_rows=np.sort(fit_rows), fit_seconds=fit.seconds,
-                      binning=metrics.binning_label(n_bins, strategy), note="; ".join(notes), notes=notes)
+    return table
 
 
 def combine(parts: Sequence[Evaluation]) -> Evaluation:
@@ -366,7 +315,7 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
     if not parts:
         raise DataError("nothing to combine.")
     first = parts[0]
-    preds = [first.predictions[[UNCALIBRATED]]]
+    preds = {UNCALIBRATED: first.predictions[UNCALIBRATED]}
     tables = [first.metrics.loc[[UNCALIBRATED]]]
     models, seconds = {}, {}
     for part in parts:
@@ -375,33 +324,22 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
         if (part.scheme != first.scheme or not np.array_equal(part.rows, first.rows)
                 or part.binning != first.binning or not same_weights):
             raise DataError("evaluations made on different rows, schemes or binnings cannot be combined.")
-        cols = [c for c in part.predictions.columns if c != UNCALIBRATED]
-        preds.append(part.predictions[cols])
+        cols = [c for c in part.predictions if c != UNCALIBRATED]
+        preds.update((c, part.predictions[c]) for c in cols)
         tables.append(part.metrics.loc[cols])
         models.update(part.models)
         seconds.update(part.fit_seconds)
-    return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels,
-                      predictions=pd.concat(preds, axis=1), metrics=pd.concat(tables),
-                      models=models, fit_rows=first.fit_rows, fit_seconds=seconds, binning=first.binning,
-                      weights=first.weights, fit_sample=first.fit_sample, note=first.note,
-                      notes=list(first.notes))
+    if isinstance(first.predictions, pd.DataFrame):
+        preds = pd.DataFrame(preds, index=first.predictions.index)
+    return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels, predictions=preds,
+                      metrics=pd.concat(tables), models=models, fit_rows=first.fit_rows, fit_seconds=seconds,
+                      binning=first.binning, weights=first.weights, fit_sample=first.fit_sample, note=first.note,
+                      notes=list(first.notes), classes=list(first.classes))
 
 
 # ---------------------------------------------------------------------------------------------
 # The same schemes on score cells (large data)
 # ---------------------------------------------------------------------------------------------
-def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
-    """Each row's part under ``scheme``, decided from its position alone (or the split column), as
-    every engine can decide it: see :mod:`calibdash.cells`. 0 = fit, 1 = held out; k-fold: the fold."""
-    from . import cells
-
-    if scheme.kind == "column":
-        if split is None:
-            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        return cells.parts_for(n_rows, "column", split_train=column_parts(np.asarray(split), scheme.train_value))
-    return cells.parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
-
-
 def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
     """Refuse folds of score cells that cannot fit (a class missing) as :func:`split_plan` refuses rows, saying
     why; return notes on judged parts that hold one class."""
@@ -410,10 +348,9 @@ def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
     which, small = ("positive", n_pos) if n_pos <= n_all - n_pos else ("negative", n_all - n_pos)
     if small == 0:
         raise DataError(f"the {n_all:,} rows hold one class only (no {which} row); calibration needs both.")
-    if scheme.kind != "insample" and small < 2:
-        what = {"kfold": f"{scheme.n_folds}-fold cross-fitting"}.get(scheme.kind, "a held-out split")
-        raise DataError(f"{what} needs at least 2 rows of each class, one to fit on and one to judge; the {which} "
-                        f"class has {_rows(small)} among {n_all:,}. {_FEW_ROWS_ADVICE}")
+    if scheme.kind != "insample":
+        refuse_too_few(which, small, n_all, {"kfold": f"{scheme.n_folds}-fold cross-fitting"}.get(
+            scheme.kind, "a held-out split"))
     how = ("the split column marks none of them for fitting" if scheme.kind == "column" else
            "the rows' parts, drawn from a hash of their position (not stratified by class), put none of them there")
     fix = ("" if scheme.kind == "column" else " Choose another seed" + (", fewer folds" if scheme.kind == "kfold" else "")
@@ -426,14 +363,15 @@ def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
         fit_pos, fit_n = int(sub.n_pos.sum()), int(sub.n.sum())
         if fit_pos == 0 or fit_pos == fit_n:
             where = f" of fold {i + 1} of {len(folds)}" if scheme.kind == "kfold" else ""
-            raise DataError(f"the fitting part{where} ({_rows(fit_n)}) holds one class only; calibrators need both: "
-                            f"the {which} class has {_rows(small)} among {n_all:,}, and {how}.{fix}")
+            raise DataError(f"the fitting part{where} ({rows_text(fit_n)}) holds one class only; calibrators need "
+                            "both: "
+                            f"the {which} class has {rows_text(small)} among {n_all:,}, and {how}.{fix}")
         judged = all_cells.select(test)
         j_pos, j_n = int(judged.n_pos.sum()), int(judged.n.sum())
         blind += int(j_pos == 0 or j_pos == j_n)
     if blind and scheme.kind == "kfold":
-        notes.append(f"{_rows(blind, 'fold')} of {len(folds)} judge rows of one class only (the {which} class has "
-                     f"{_rows(small)} among {n_all:,}), and every row is still judged once")
+        notes.append(f"{rows_text(blind, 'fold')} of {len(folds)} judge rows of one class only (the {which} class has "
+                     f"{rows_text(small)} among {n_all:,}), and every row is still judged once")
     elif blind and scheme.kind in ("split", "column"):
         notes.append("the held-out rows hold one class only: AUC is undefined (NaN) there, and calibration is judged "
                      "on one class")
@@ -469,15 +407,9 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     scheme = scheme or Scheme()
     cals = resolve(methods)
     part = all_cells.part
-    if scheme.kind == "kfold":
-        folds = [(part != k, part == k) for k in range(int(scheme.n_folds))]
-        judged = np.ones(len(all_cells), dtype=bool)
-    elif scheme.kind == "insample":
-        folds = [(np.ones(len(all_cells), bool), np.ones(len(all_cells), bool))]
-        judged = folds[0][1]
-    else:
-        folds = [(part == 0, part == 1)]
-        judged = part == 1
+    fit_parts, judged_parts = part_plan(scheme)
+    folds = [(np.isin(part, f), np.isin(part, j)) for f, j in zip(fit_parts, judged_parts)]
+    judged = np.logical_or.reduce([j for _, j in folds])
     notes = _check_cell_folds(all_cells, folds, scheme)
     seen = all_cells.select(judged)
     # the cells as weighted rows (all_cells.weighted_rows(): each cell's positive row, then its negative row,
@@ -495,10 +427,8 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     judged_rows = rows_of(judged)
     columns = {UNCALIBRATED: np.concatenate([seen.score, seen.score])[keep_cells],
                **{key: fit.column(key)[judged_rows] for key in cals}}
-    rows = {key: metrics.summary(p, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views, sample_weight=ww,
-                                 mvce_max_rows=CELLS_MIN_ROWS) for key, p in columns.items()}
-    table = pd.DataFrame(rows).T[list(metrics.METRIC_NAMES)]
-    table.index.name = "method"
+    table = _binary_table(columns, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views, sample_weight=ww,
+                          mvce_max_rows=CELLS_MIN_ROWS)
     fitted_on = all_cells if scheme.kind in ("kfold", "insample") else all_cells.select(part == 0)
     return Evaluation(scheme=scheme, rows=np.arange(yy.size), labels=yy, predictions=pd.DataFrame(columns),
                       metrics=table, models=fit.models, fit_seconds=fit.seconds,
@@ -507,23 +437,26 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
                       notes=notes)
 
 
-def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str = "auto",
-                       progress=None) -> Evaluation:
-    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.ScoreSet`, on rows or on score cells.
+def evaluate_problem(problem, methods, scheme: Scheme | None = None, *, cells: str = "auto", params=None,
+                     max_fit_rows: int | None = MAX_FIT_ROWS, progress=None, should_stop=None) -> Evaluation:
+    """Held-out evaluation of ``methods`` on a data set of any number of classes, on rows or on score cells.
 
-    The path of ``python -m calibdash evaluate``: above
-    :data:`~calibdash.evaluation.CELLS_MIN_ROWS` rows (``cells="auto"``) the
-    rows are summarised into score cells and judged there
-    (:func:`~calibdash.evaluation.evaluate_cells`), unless a chosen method
-    reads the feature columns (MBCT with features), which needs the rows.
+    The path of ``python -m calibdash evaluate``. A binary problem (a :class:`~calibdash.data.ScoreSet`)
+    above :data:`CELLS_MIN_ROWS` rows (``cells="auto"``) is summarised into score cells and judged there
+    (:func:`evaluate_cells`), unless a chosen method reads the feature columns (MBCT with features), which
+    needs the rows. A K-class problem (a :class:`~calibdash.data.ClassSet`) is judged on its rows
+    (:func:`evaluate`, its parametric maps fitted on a sample above ``max_fit_rows``).
 
     Parameters
     ----------
-    ss : ScoreSet
-    methods : method spec or mapping key -> Calibrator (:func:`calibdash.methods.resolve`)
+    problem : ScoreSet or ClassSet (a :class:`~calibdash.data.problem.Problem`)
+    methods : method spec or mapping key -> calibrator (:func:`calibdash.methods.resolve`, :func:`resolve_classes`)
     scheme : Scheme, default ``Scheme()``
     cells : {"auto", "always", "never"}
-    progress : callable(fraction, message), optional
+        Binary problems only.
+    params : mapping key -> {hyperparameter: value}, optional
+    max_fit_rows, progress, should_stop
+        As :func:`evaluate` takes them.
 
     Returns
     -------
@@ -538,14 +471,53 @@ def evaluate_score_set(ss, methods, scheme: Scheme | None = None, *, cells: str 
         ``cells`` is not one of :data:`CELLS_CHOICES`.
     """
     scheme = scheme or Scheme()
-    cals = resolve(methods)
-    path = choose_path(ss.n_rows, cals, ss.feature_columns if ss.features is not None else None, cells=cells)
-    if scheme.kind == "column" and not ss.split_column:
+    if scheme.kind == "column" and not problem.split_column:
         raise DataError("the column scheme needs a split column in the file; none was found.")
-    feats = ss.features if any(c.uses_features for c in cals.values()) else None
+    if problem.k > 2:
+        return evaluate(problem.scores(), problem.labels, methods, scheme, split=problem.split,
+                        classes=problem.classes, params=params, max_fit_rows=max_fit_rows, progress=progress,
+                        should_stop=should_stop)
+    cals = resolve(methods, params)
+    feats = problem.features
+    path = choose_path(problem.n_rows, cals, problem.feature_columns if feats is not None else None, cells=cells)
     if path.on_cells:
-        from .cells import aggregate
-
-        summary = aggregate(ss.scores, ss.labels, cell_parts(ss.n_rows, scheme, ss.split))
+        summary = aggregate(problem.scores, problem.labels, cell_parts(problem.n_rows, scheme, problem.split))
         return evaluate_cells(summary, cals, scheme, progress=progress)
-    return evaluate(ss.scores, ss.labels, cals, scheme, features=feats, split=ss.split, progress=progress)
+    return evaluate(problem.scores, problem.labels, cals, scheme, split=problem.split, progress=progress,
+                    features=feats if any(c.uses_features for c in cals.values()) else None, should_stop=should_stop)
+
+
+#: The binary spelling of :func:`evaluate_problem` (the command line's name for it before K-class data joined).
+evaluate_score_set = evaluate_problem
+
+
+def model_rows(ev: Evaluation, method: str, P, labels, max_fit_rows: int | None = MAX_FIT_ROWS) -> np.ndarray:
+    """The rows ``method``'s deployed model in ``ev`` was fitted on (indices into ``P``, ascending).
+
+    ``ev.fit_rows``, or, for a parametric method whose fitting part was larger than ``max_fit_rows`` (the
+    value given to :func:`evaluate`), the content-keyed sample :func:`evaluate` fitted it on (k-fold: the
+    sample of all rows its deployed model was fitted on). Looking inside the model on these rows
+    (:func:`calibdash.multiclass.explain.explain_classes`) shows the objective it minimised.
+    """
+    rows = ev.fit_rows
+    if max_fit_rows is None or not getattr(ev.models[method], "parametric", False) or rows.size <= int(max_fit_rows):
+        return rows
+    x = as_scores(P, False) if not isinstance(P, Scores) else P
+    return content_sample(x.given, check_classes(labels, x.n, x.k), rows, int(max_fit_rows), ev.scheme.seed)
+
+
+def fit_notes(models: dict) -> list[str]:
+    """What each fitted method says of its own fit, for a user, each sentence prefixed by the method's key:
+    the composites' ``notes_`` (a class given probability 0, a class absent from the labels), the scaling
+    family's ``penalty_note_`` (the search fell back to the given strengths) and a fit that ended on a cap
+    (``converged_`` False). The same things the fits warn about, for pages that run fits where no warning
+    reaches the user."""
+    out = []
+    for key, model in models.items():
+        out += [f"{key}: {note}" for note in getattr(model, "notes_", None) or []]
+        if getattr(model, "penalty_note_", None):
+            out.append(f"{key}: {model.penalty_note_}")
+        if getattr(model, "converged_", True) is False:
+            out.append(f"{key}: the solver stopped on its cap before its stopping rule was met "
+                       f"({getattr(model, 'n_iter_', '?')} iterations); the map is the last iterate.")
+    return out

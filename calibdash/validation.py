@@ -36,7 +36,8 @@ import pandas as pd
 from .errors import DataError
 
 __all__ = ["check_scores", "check_labels", "check_weights", "choose_positive", "label_values",
-           "format_values", "plain_value", "sorted_values", "POSITIVE_TOKENS", "NEGATIVE_TOKENS"]
+           "format_values", "plain_value", "sorted_values", "short_text", "text_values", "POSITIVE_TOKENS",
+           "NEGATIVE_TOKENS"]
 
 #: Label values read as the positive class (their text, lower-cased and stripped).
 POSITIVE_TOKENS = frozenset({"1", "1.0", "+1", "+", "yes", "y", "true", "t", "pos", "positive"})
@@ -92,6 +93,17 @@ def format_values(values, k: int = N_SHOWN) -> str:
     values = list(values)
     shown = ", ".join(repr(plain_value(v)) for v in values[:k])
     return shown + (f", ... ({len(values)} in all)" if len(values) > k else "")
+
+
+def short_text(value, limit: int = 40) -> str:
+    """A name or value for a message: its words on one line, at most ``limit`` characters (a name is data too)."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def text_values(s: pd.Series) -> np.ndarray:
+    """A column's entries as text (object array): "" where missing, whole floats without ".0" (a split column)."""
+    return np.array(["" if pd.isna(v) else str(plain_value(v)) for v in s.tolist()], dtype=object)
 
 
 def sorted_values(values) -> list:

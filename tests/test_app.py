@@ -605,7 +605,7 @@ def test_predictions_download_per_cell_on_score_cells():
 
 
 def test_class_probabilities_download_is_made_on_click_with_one_line_per_held_out_row():
-    from calibdash.multiclass.evaluation import evaluate_classes
+    from calibdash.evaluation import evaluate_classes
 
     rng = np.random.default_rng(3)
     P = rng.dirichlet(np.ones(3), size=400)

@@ -2,7 +2,7 @@
 
 The numbers the pages show are checked against the library computed here on the same rows: the per-class
 summary against the file's own counts and means, the measures table against
-:func:`calibdash.multiclass.evaluation.evaluate_classes` under the same scheme (the pages show 4 decimals,
+:func:`calibdash.evaluation.evaluate_classes` under the same scheme (the pages show 4 decimals,
 so a displayed value is within 5e-5 of the library's).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 from calibdash import multiclass, samples
 from calibdash.data import load_classes
 from calibdash.multiclass import metrics as mmetrics
-from calibdash.multiclass.evaluation import evaluate_classes
+from calibdash.evaluation import evaluate_classes
 from calibdash.scheme import Scheme
 from calibdash.synthetic.multiclass import gaussian_classes
 from pages.parts import compare_classes

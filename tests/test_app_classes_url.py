@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from calibdash import multiclass, samples
 from calibdash.multiclass import diagrams as mdiagrams
-from calibdash.multiclass.evaluation import evaluate_classes
+from calibdash.evaluation import evaluate_classes
 from calibdash.scheme import Scheme
 from pages.parts import compare_classes
 from test_app import APP, _run_entry_point_every_time, assert_clean, charts  # noqa: F401

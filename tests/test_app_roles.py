@@ -1,7 +1,7 @@
 """The Data page when the guessed score column is refused: the user names the columns there.
 
 A two-class file whose only score column is named after the negative class (``p_0`` with a 0/1 label) is
-refused as guessed (:func:`calibdash.data.class_roles.check_guessed_score`: its numbers would read upside
+refused as guessed (:func:`calibdash.data.roles.check_guessed_score`: its numbers would read upside
 down). The page must not end there: it offers the label and score selectors, and a column the user names
 is used as it is.
 """

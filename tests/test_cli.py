@@ -16,7 +16,7 @@ from calibdash.data import load_classes
 from calibdash.errors import ProgrammingError
 from calibdash.evaluation import Scheme, evaluate
 from calibdash import bootstrap as mboot
-from calibdash.multiclass.evaluation import DEFAULT_METHODS as CLASS_DEFAULTS, evaluate_classes
+from calibdash.evaluation import DEFAULT_METHODS as CLASS_DEFAULTS, evaluate_classes
 from conftest import REPO
 
 CIRCLES = str(REPO / "sample_data" / "circles_svm.csv")
@@ -385,7 +385,7 @@ def test_logit_columns_are_found_or_named(capsys):
 
 
 def test_row_order_does_not_change_the_numbers(capsys, tmp_path):
-    """The split is keyed by the rows' content (calibdash.multiclass.split): the same held-out rows and fits in
+    """The split is keyed by the rows' content (calibdash.scheme): the same held-out rows and fits in
     another order. The measures sum the same values in another order, so they agree to rounding (1e-12)."""
     df = pd.read_csv(CIFAR)
     shuffled = tmp_path / "shuffled.csv"

@@ -125,7 +125,7 @@ def test_the_pages_role_code_picks_the_positive_class(base):
 
 def test_which_names_say_a_class():
     """By the label's values (text, any case, as numbers), and by label words only for a 0/1-like label."""
-    from calibdash.data.class_roles import named_classes
+    from calibdash.data.roles import named_classes
 
     assert named_classes(["p_1", "PROB_0", "p_pos", "p_y", "p_svm", "score", "logit_1.0"], [0, 1]) == {
         "p_1": 1, "PROB_0": 0, "p_pos": 1, "logit_1.0": 1}

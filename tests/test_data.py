@@ -126,17 +126,17 @@ def test_load_scores_is_exported_from_the_package():
 
 
 def test_public_names_are_importable_from_calibdash_data_and_live_in_their_job_modules():
-    from calibdash.data import class_roles, classes, large, limits, read, roles, scoreset, sniff
+    from calibdash.data import classes, large, limits, read, roles, scoreset, sniff
     home = {"DEFAULT_MAX_BYTES": limits, "MIN_ROWS": limits, "FileInfo": read, "read_table": read,
             "Roles": roles, "guess_roles": roles, "ScoreSet": scoreset, "ValidationReport": scoreset,
             "build_score_set": scoreset, "to_probabilities": calibdash.data.margins, "LargeData": large}
-    home.update(dict.fromkeys(["ClassRoles", "guess_class_columns", "is_multiclass"], class_roles))
+    home.update(dict.fromkeys(["ClassRoles", "guess_class_columns", "is_multiclass"], roles))
     home.update(dict.fromkeys(["ClassSet", "build_class_set", "load_classes"], classes))
     for name, module in home.items():
         assert getattr(calibdash.data, name) is getattr(module, name), name
     assert set(home) | {"load_scores", "margins"} == set(calibdash.data.__all__)
     for name in ("ClassRoles", "guess_class_columns", "is_multiclass", "PREFIXES"):     # still importable from classes
-        assert getattr(classes, name) is getattr(class_roles, name), name
+        assert getattr(classes, name) is getattr(roles, name), name
     assert sniff.sniff_delimiter("a;b\n1;2\n") == ";"
 
 

@@ -3,7 +3,7 @@
 Each test runs once per engine the registry finds, so a new engine's package is checked by adding it: the same
 score cells, keyed cells, K-class cells, row samples, refusals and applied models as the references, which are
 computed here independently of the engines (:func:`calibdash.cells.aggregate`,
-:func:`calibdash.keyed.rows.keyed_cells`, :func:`calibdash.multiclass.cells.class_cells` and ``predict`` on the
+:func:`calibdash.keyed.rows.keyed_cells`, :func:`calibdash.cells.class_cells` and ``predict`` on the
 rows concatenated in sorted file order, parts from :func:`calibdash.evaluation.cell_parts`). Integer counts are
 equal, score sums to rounding (rtol 1e-9: sums of the same <= 10^4 doubles in another order differ by a few ulps),
 exact cells' scores equal; values through ``exp`` (margins, logits) to 1e-12, since numpy, a database's C library

@@ -3,7 +3,7 @@
 The same K-class cells from every engine are checked in ``tests/test_engine_contract.py``, which uses the
 files, the reference and the comparison defined here.
 
-The reference is :func:`calibdash.multiclass.cells.class_cells` on the rows concatenated in sorted file
+The reference is :func:`calibdash.cells.class_cells` on the rows concatenated in sorted file
 order with parts from :func:`calibdash.evaluation.cell_parts`, computed independently of the engines.
 """
 import numpy as np
@@ -17,7 +17,7 @@ from calibdash.engines.classes import ClassSource, aggregate_classes, class_sour
 from calibdash.engines.source import Source
 from calibdash.evaluation import Scheme, cell_parts
 from calibdash.multiclass import metrics as M
-from calibdash.multiclass.cells import cell_measures, class_cells
+from calibdash.cells import cell_measures, class_cells
 
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
 K = 4
@@ -96,6 +96,6 @@ def test_cifar_through_duckdb_gives_the_row_measures(tmp_path):
     df.iloc[6000:].to_parquet(tmp_path / "b.parquet", index=False)
     got = cell_measures(aggregate_classes(class_source(str(tmp_path / "*.parquet")), engine="duckdb"))
     rows = M.compute(P, y)
-    for key in rows:        # exact cells: equal to the order of summation (see tests/test_multiclass_cells.py)
+    for key in rows:        # exact cells: equal to the order of summation (see tests/test_cells.py)
         assert got[key] == pytest.approx(rows[key], rel=1e-12, abs=1e-15), key
     assert round(got["ECE"], 5) == 0.05372 and got["Accuracy"] == 0.9109

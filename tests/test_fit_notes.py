@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from calibdash import multiclass
-from calibdash.multiclass.evaluation import fit_notes
+from calibdash.evaluation import fit_notes
 from pages.parts import compare_classes
 from test_app import COMPARE, DATA, _run_entry_point_every_time, go, shown, start, upload  # noqa: F401
 

@@ -20,10 +20,10 @@ from calibdash.engines.source import Source
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import Scheme, cell_parts
 from calibdash.multiclass import metrics as M
-from calibdash.multiclass.cells import ClassCellAccumulator, cell_measures, class_cells
-from calibdash.multiclass.evaluation import evaluate_classes
+from calibdash.cells import ClassCellAccumulator, cell_measures, class_cells
+from calibdash.evaluation import evaluate_classes
 from calibdash.multiclass.large import evaluate_class_source
-from calibdash.multiclass.split import class_quotas
+from calibdash.scheme import class_quotas
 
 pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
 K = 4

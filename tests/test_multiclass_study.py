@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from calibdash import multiclass
-from calibdash.multiclass.evaluation import UNCALIBRATED
+from calibdash.evaluation import UNCALIBRATED
 from calibdash.synthetic import multiclass_study as mstudy
 from calibdash.synthetic.multiclass import true_canonical_error
 

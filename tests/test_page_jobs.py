@@ -11,7 +11,7 @@ from calibdash.jobs import Cancelled
 from calibdash.multiclass import available, budget
 from calibdash import bootstrap as mboot
 from calibdash.multiclass.diagrams import classwise_bin_count, prepare_classwise
-from calibdash.multiclass.evaluation import MAX_FIT_ROWS, evaluate_classes
+from calibdash.evaluation import MAX_FIT_ROWS, evaluate_classes
 from conftest import APPTEST_TIMEOUT
 from test_app import shown as _shown
 

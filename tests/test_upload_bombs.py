@@ -487,19 +487,19 @@ def test_thousands_of_class_columns_are_refused_before_any_work_per_class(monkey
 def test_a_label_of_a_million_distinct_values_is_refused_after_one_pass(monkeypatch):
     """Three p_ columns and a label named by the user holding a million ids: refused from the label's
     distinct count, before any value is paired with a column or looked at one by one."""
-    from calibdash.data import class_roles, classes as dclasses
+    from calibdash.data import classes as dclasses, roles
 
     n = 1_000_000
     rng = np.random.default_rng(1)
     P = rng.dirichlet(np.ones(3), n)
     df = pd.DataFrame({"p_a": P[:, 0], "p_b": P[:, 1], "p_c": P[:, 2], "label": np.arange(n).astype(str)})
-    real_pair = class_roles.pair
+    real_pair = roles.pair
 
     def pair(values, suffixes):
         assert len(values) <= limits.MAX_CLASSES + 1, "a million label values were paired with columns"
         return real_pair(values, suffixes)
 
-    monkeypatch.setattr(class_roles, "pair", pair)
+    monkeypatch.setattr(roles, "pair", pair)
     monkeypatch.setattr(dclasses, "pair", pair)
     for given in ({"label": "label"}, {"label": "label", "probs": "p_"}):
         with pytest.raises(DataError) as err:

@@ -5,7 +5,7 @@ Demšar (2006):
 
 1. Every (data set, method, repeat) *unit* is one call of
    :func:`calibdash.evaluation.evaluate` (a K-class data set:
-   :func:`calibdash.multiclass.evaluation.evaluate_classes`) with ``Scheme("kfold", seed=seed +
+   :func:`calibdash.evaluation.evaluate_classes`) with ``Scheme("kfold", seed=seed +
    repeat)``: each row's calibrated value comes from a model fitted on the
    other K - 1 folds, and the metrics are computed once on all the
    out-of-fold predictions. Within a repeat every method sees the same folds

@@ -14,7 +14,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..data import ClassSet, ScoreSet, build_class_set, build_score_set, is_multiclass, read_table
-from ..data.class_roles import named_classes
+from ..data.roles import named_classes
 from ..errors import DataError, SettingsError
 
 __all__ = ["datasets_from_table", "load_datasets", "expand_paths", "unique_name", "file_datasets",
@@ -39,7 +39,7 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
         Label column (default: guessed).
     scores : sequence of str, optional
         Score columns to use (default: all guessed score columns but those named after the negative
-        class, :func:`calibdash.data.class_roles.named_classes`).
+        class, :func:`calibdash.data.roles.named_classes`).
 
     Raises
     ------

@@ -1,7 +1,7 @@
 """The benchmark engine: plan (data set, method, repeat) units, run each as one K-fold evaluation, cache them.
 
 A unit is one call of :func:`calibdash.evaluation.evaluate` (binary data sets) or
-:func:`calibdash.multiclass.evaluation.evaluate_classes` (K-class data sets, :class:`calibdash.data.ClassSet`)
+:func:`calibdash.evaluation.evaluate_classes` (K-class data sets, :class:`calibdash.data.ClassSet`)
 with ``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its
 data, calibrator, K and seed (:func:`unit_key`), so callers can cache units
 (``run_benchmark(cache=...)``) and an interrupted run resumes where it
@@ -15,7 +15,7 @@ over their data sets on log-loss and on classwise-ECE, with Friedman tests: the 
 log-loss (:data:`DEFAULT_CLASS_METRIC`) and the average-rank table holds classwise ECE (``cwECE``) and every
 other measure beside it. Their protocol is 5 x 5-fold cross-validation of the calibrators (on held-out model
 outputs); ``repeats`` and ``n_folds`` set it. The K-class folds are cut by the rows' content
-(:mod:`calibdash.multiclass.split`), so the order of the rows never changes a result.
+(:mod:`calibdash.scheme`), so the order of the rows never changes a result.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from ..methods import resolve
 from .. import measures, multiclass
 from ..measures.calibration import METRIC_NAMES
 from ..multiclass import metrics as mmetrics
-from ..multiclass.evaluation import evaluate_classes, resolve_classes
+from ..evaluation import evaluate_classes, resolve_classes
 from .catalogue import BINARY, CLASS_MEASURES, Catalogue
 from .large import EngineDataset
 from .result import BenchmarkResult
@@ -167,7 +167,7 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
         An :class:`~calibdash.benchmark.large.EngineDataset` is cross-fitted on
         the cells its engine aggregates for this repeat's folds; a K-class
         :class:`~calibdash.data.ClassSet` by
-        :func:`~calibdash.multiclass.evaluation.evaluate_classes`.
+        :func:`~calibdash.evaluation.evaluate_classes`.
     calibrator : Calibrator, MulticlassCalibrator or None
         Unfitted (cloned per fold); None for the uncalibrated scores.
     n_folds, seed : int
@@ -330,7 +330,7 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
     methods : method spec
         Anything :func:`calibdash.methods.resolve` takes (``"platt,bbq"``, a
         list of names, key -> hyperparameters, key -> unfitted calibrator);
-        K classes: what :func:`calibdash.multiclass.evaluation.resolve_classes` takes
+        K classes: what :func:`calibdash.evaluation.resolve_classes` takes
         (``"temperature,ovr:isotonic"``). The key ``"uncalibrated"`` is reserved for the raw scores.
     n_folds : int, default ``Scheme().n_folds``
         K of the cross-fitting.

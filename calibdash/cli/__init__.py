@@ -46,7 +46,7 @@ from ..methods import DEFAULT_METHODS, parse_params, resolve, split_names  # noq
 from .benchmarking import cmd_benchmark
 from .notes import notes_on_stderr
 from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
-from ..multiclass.evaluation import DEFAULT_METHODS as CLASS_METHODS
+from ..evaluation import DEFAULT_METHODS as CLASS_METHODS
 from .listing import cmd_methods
 from .models import cmd_apply, cmd_export_sql, cmd_fit
 from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups

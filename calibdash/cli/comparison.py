@@ -206,9 +206,9 @@ def cmd_evaluate(args) -> int:
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
-    """``evaluate`` of a K-class table in memory (:func:`calibdash.multiclass.evaluation.evaluate_classes`), with
+    """``evaluate`` of a K-class table in memory (:func:`calibdash.evaluation.evaluate_classes`), with
     ``--boot N`` every measure's paired bootstrap interval and the verdict."""
-    from ..multiclass.evaluation import evaluate_classes
+    from ..evaluation import evaluate_classes
 
     refuse_binary_options(args)
     n_boot = getattr(args, "boot", None)

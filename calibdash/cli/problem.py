@@ -20,7 +20,7 @@ from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..errors import SettingsError
 from ..methods import parse_params, split_names
 from ..multiclass import metrics as mmetrics
-from ..multiclass.evaluation import default_methods
+from ..evaluation import default_methods
 
 __all__ = ["Opened", "open_table", "class_methods", "check_params", "refuse_binary_options", "columns_text",
            "shared_prefix", "refuse_class_methods", "engine_class_source", "ENGINE_REFUSAL"]
@@ -75,7 +75,7 @@ def open_table(args, engine: str | None) -> Opened | None:
 
 def class_methods(args, k: int) -> list[str]:
     """The K-class methods asked for: ``--methods`` when given, else
-    :func:`calibdash.multiclass.evaluation.default_methods` for ``k`` classes."""
+    :func:`calibdash.evaluation.default_methods` for ``k`` classes."""
     if getattr(args, "methods_given", False):
         names = split_names(args.methods)
         if not names:
@@ -115,7 +115,7 @@ def columns_text(cs) -> str:
 
 def shared_prefix(columns) -> str | None:
     """The class prefix (p_, prob_, proba_, logit_, as written) every column starts with, else None."""
-    from ..data.class_roles import split_prefix
+    from ..data.roles import split_prefix
 
     first = split_prefix(columns[0])
     return first[0] if first and all(str(c).startswith(first[0]) for c in columns) else None
@@ -145,7 +145,7 @@ def refuse_class_methods(methods: str, frame, args, name: str) -> None:
     if not asked:
         return
     from ..data import guess_roles
-    from ..data.class_roles import label_values
+    from ..data.roles import label_values
     from ..validation import format_values, sorted_values
 
     what = (f"{', '.join(asked)} {'is a multi-class calibrator' if len(asked) == 1 else 'are multi-class calibrators'}"

@@ -17,7 +17,7 @@ Multi-class tables (a label of K >= 3 classes and one probability or logit
 column per class, ``p_<class>``, ``prob_<class>``, ``proba_<class>``,
 ``logit_<class>`` or named after the class) have their own pair:
 :func:`is_multiclass` says whether a table is one, :func:`guess_class_columns`
-finds its columns (:class:`ClassRoles`; :mod:`~calibdash.data.class_roles`),
+finds its columns (:class:`ClassRoles`; :mod:`~calibdash.data.roles`),
 :func:`build_class_set` validates it into a :class:`ClassSet` (class codes
 0..K-1, the (n, K) probabilities or logits, the same :class:`ValidationReport`),
 and :func:`load_classes` reads a file and validates it (:mod:`~calibdash.data.classes`).
@@ -27,10 +27,9 @@ The modules, one job each:
 - :mod:`~calibdash.data.read`: bytes from files and uploads, gzip, encodings, size limits;
 - :mod:`~calibdash.data.sniff`: what the bytes are (Parquet/gzip magic, the
   CSV delimiter, decimal commas);
-- :mod:`~calibdash.data.roles`: which column is the label, the scores, the features, the split;
+- :mod:`~calibdash.data.roles`: which column is the label, the scores (or the K class columns), the features, the split;
 - :mod:`~calibdash.data.margins`: scores outside [0, 1] mapped by the logistic function;
 - :mod:`~calibdash.data.scoreset`: the :class:`ScoreSet` and its validation;
-- :mod:`~calibdash.data.class_roles`: which columns of a multi-class table are the label and the classes;
 - :mod:`~calibdash.data.classes`: multi-class tables, the :class:`ClassSet` and its validation;
 - :mod:`~calibdash.data.limits`: the limits a table must respect (bytes, columns, cells, unpacked bytes) and the fewest usable rows.
 
@@ -49,9 +48,8 @@ from .large import LargeData
 from .limits import DEFAULT_MAX_BYTES, MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo, read_table
-from .roles import Roles, guess_roles
+from .roles import ClassRoles, Roles, guess_class_columns, guess_roles, is_multiclass
 from .scoreset import ScoreSet, ValidationReport, build_score_set
-from .class_roles import ClassRoles, guess_class_columns, is_multiclass
 from .classes import ClassSet, build_class_set, load_classes
 
 __all__ = [

@@ -2,9 +2,8 @@
 values, and a binary file's score columns named after a class (``p_0``/``p_1``: the positive class's column is
 the score, never the negative class's).
 
-This module sits below both :mod:`~calibdash.data.roles` (the binary guess, which orders its score candidates
-by :func:`score_classes`) and :mod:`~calibdash.data.class_roles` (the K-class search, which pairs its columns
-with :func:`pair`), so that neither imports the other in a cycle.
+This module sits below :mod:`~calibdash.data.roles`, whose binary guess orders its score candidates by
+:func:`score_classes` and whose K-class search pairs its columns with :func:`pair`.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A multi-class file has a label column holding one of K >= 3 classes per row
 and one column per class holding the model's probability (or logit) of that
-class. Which columns these are is found by :mod:`~calibdash.data.class_roles`
+class. Which columns these are is found by :mod:`~calibdash.data.roles`
 (:func:`guess_class_columns`, :func:`is_multiclass`, :class:`ClassRoles`, the
 prefixes :data:`PREFIXES`; re-exported here) or named by the user: a prefix
 or a list of columns, matched to the label values as there.
@@ -34,12 +34,12 @@ import pandas as pd
 
 from ..errors import DataError, SettingsError
 from ..multiclass.base import SUM_TOLERANCE, Scores, as_scores
-from ..validation import format_values, plain_value, sorted_values
-from .class_roles import (PREFIXES, ClassRoles, Layout, guess_class_columns, is_multiclass, label_values, name_rank,
-                          other_roles, pair, prefix_groups, search)
+from ..validation import format_values, short_text, sorted_values, text_values
+from .roles import (NUMERIC_SHARE, PREFIXES, ClassRoles, Layout, guess_class_columns, guess_roles, is_multiclass,
+                    label_values, name_rank, other_roles, pair, parse_numbers, prefix_groups, search)
 from .limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
+from .problem import ONE_VS_REST, TOP_LABEL, Problem
 from .read import FileInfo, read_table
-from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
 from .scoreset import ScoreSet, ValidationReport, note_dropped
 
 __all__ = ["PREFIXES", "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set",
@@ -55,8 +55,9 @@ _SHOWN = 5
 
 
 @dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
-class ClassSet:
-    """A validated multi-class table: the model's K-class output and the true classes.
+class ClassSet(Problem):
+    """A validated multi-class table: the model's K-class output and the true classes; a
+    :class:`~calibdash.data.problem.Problem` whose reductions are the top label and the K one-vs-rest columns.
 
     ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's
     order (rows dropped are counted in ``report``). Build one with :func:`build_class_set` or
@@ -105,6 +106,7 @@ class ClassSet:
     report: ValidationReport
     info: FileInfo | None
     rows: np.ndarray | None = None
+    REDUCTIONS = (TOP_LABEL, ONE_VS_REST)
 
     def __repr__(self) -> str:
         what = "logits" if self.logits else "probabilities"
@@ -146,13 +148,8 @@ class ClassSet:
 
 
 # -- naming the class columns --------------------------------------------------------------------
-def _cut(name, limit: int = 40) -> str:
-    text = " ".join(str(name).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 def _names(columns, k: int = 6) -> str:
-    shown = ", ".join(_cut(c) for c in list(columns)[:k])
+    shown = ", ".join(short_text(c) for c in list(columns)[:k])
     return shown + (f", ... ({len(columns)} in all)" if len(columns) > k else "")
 
 
@@ -211,7 +208,7 @@ def _with_label(df: pd.DataFrame, layout: Layout, label, name: str) -> Layout:
                             f"({_names(layout.columns)}). Name the label column (--label COLUMN).")
         label = named[0]
     if label in layout.columns:
-        raise DataError(f"column {_cut(label)!r} cannot be both the label and a class column.")
+        raise DataError(f"column {short_text(label)!r} cannot be both the label and a class column.")
     _, _, values = _label_values(df, label, name)
     return Layout(label, layout.columns, layout.suffixes, layout.prefix, layout.logits, values,
                    pair(values, layout.suffixes))
@@ -227,7 +224,7 @@ def _label_values(df: pd.DataFrame, label, name: str) -> tuple:
     pass over the rows (before any of them is looked at one by one, or paired with a column)."""
     found = label_values(df[label], limit=MAX_CLASSES)
     if found is None:
-        raise _too_many_classes(f"label column {_cut(label)!r} of {name} holds more than {MAX_CLASSES:,} distinct "
+        raise _too_many_classes(f"label column {short_text(label)!r} of {name} holds more than {MAX_CLASSES:,} distinct "
                                 "values")
     return found
 
@@ -238,7 +235,7 @@ def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
     if label is not None:
         found = label_values(df[label], limit=2)                 # two classes or not: one pass at most
         if found is not None and len(values := found[2]) == 2:
-            return _binary(f"label column {_cut(label)!r} holds two classes ({format_values(sorted_values(values))})")
+            return _binary(f"label column {short_text(label)!r} holds two classes ({format_values(sorted_values(values))})")
     return DataError(f"no multi-class columns found in {name}: a multi-class table has a label column and one "
                      "column per class, named after the label's values with a prefix "
                      f"({', '.join(p + '<class>' for p, _ in PREFIXES)}; logit_ for logits) or exactly as the "
@@ -263,11 +260,11 @@ def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np
     for j, c in enumerate(columns):
         s = df[c]
         if pd.api.types.is_bool_dtype(s):
-            raise DataError(f"class column {_cut(c)!r} holds True/False values, not {what}.")
+            raise DataError(f"class column {short_text(c)!r} holds True/False values, not {what}.")
         col, not_number = parse_numbers(s)
         n_text, n_num = int(not_number.sum()), int(np.count_nonzero(~np.isnan(col)))
         if n_text and n_num < NUMERIC_SHARE * (n_text + n_num):
-            raise DataError(f"class column {_cut(c)!r} is mostly text: {n_text:,} of its {n_text + n_num:,} entries "
+            raise DataError(f"class column {short_text(c)!r} is mostly text: {n_text:,} of its {n_text + n_num:,} entries "
                             f"are not numbers (such as {format_values(_first_distinct(s, not_number), 3)}); a class "
                             f"column holds {what}.")
         if n_text and len(shown) < _SHOWN:
@@ -279,7 +276,7 @@ def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np
 
 def _first_distinct(s: pd.Series, rows: np.ndarray, k: int = _SHOWN) -> list[str]:
     """Up to ``k`` distinct entries of ``s`` at ``rows``, in order of first appearance, each cut short."""
-    return [_cut(v) for v in pd.unique(s[rows].astype(str))[:k]]
+    return [short_text(v) for v in pd.unique(s[rows].astype(str))[:k]]
 
 
 def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: str) -> None:
@@ -308,10 +305,6 @@ def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: 
                         f"A probability column is needed for every class. {hint}")
 
 
-def _split_text(s: pd.Series) -> np.ndarray:
-    return np.array(["" if pd.isna(v) else str(plain_value(v)) for v in s.tolist()], dtype=object)
-
-
 def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, name: str) -> ClassSet:
     label, cols, k = layout.label, list(layout.columns), len(layout.columns)
     what = "logits" if layout.logits else "probabilities"
@@ -326,7 +319,7 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     unnamed = sorted_values(values[i] for i in range(len(values)) if i not in set(pairs.values()))
     if unnamed:
         raise DataError(f"labels hold classes with no {'logit' if layout.logits else 'probability'} column: {format_values(unnamed, _SHOWN)} "
-                        f"(label column {_cut(label)!r}; the class columns are {_names(cols)}). Every class "
+                        f"(label column {short_text(label)!r}; the class columns are {_names(cols)}). Every class "
                         "needs a column, named after it.")
     code_of = np.empty(len(values), dtype=np.int64)
     for j, i in pairs.items():
@@ -352,14 +345,14 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     counts = np.bincount(y, minlength=k)
     classes = layout.classes()
     if np.count_nonzero(counts) < 2:
-        raise DataError(f"label column {_cut(label)!r} holds one class only ({format_values([classes[int(y[0])]])}) "
+        raise DataError(f"label column {short_text(label)!r} holds one class only ({format_values([classes[int(y[0])]])}) "
                         "in the usable rows; calibration needs at least two.")
     P = raw[keep]
     if not layout.logits:
         _check_probabilities(P, rows, layout, name)
     given = as_scores(P, layout.logits).given
 
-    messages.append(f"Label column {_cut(label)!r}: {k} classes, {n_used:,} rows used.")
+    messages.append(f"Label column {short_text(label)!r}: {k} classes, {n_used:,} rows used.")
     messages.append(f"Class columns ({what}): {_names(cols, k)}.")
     absent = [c for c, m in zip(cols, counts) if m == 0]
     if absent:
@@ -368,10 +361,10 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     feats = df.loc[keep, features].reset_index(drop=True) if features else None
     if features:
         messages.append(f"Feature columns: {_names(features, 20)}.")
-    split_arr = _split_text(df.loc[keep, split]) if split is not None else None
+    split_arr = text_values(df.loc[keep, split]) if split is not None else None
     if split_arr is not None:
         kinds, n_kind = np.unique(split_arr.astype(str), return_counts=True)
-        messages.append(f"Split column {_cut(split)!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, n_kind)) + ".")
+        messages.append(f"Split column {short_text(split)!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, n_kind)) + ".")
     report = ValidationReport(n_read=len(df), n_used=n_used, dropped=dropped, dropped_examples=examples,
                               class_counts={str(c): int(m) for c, m in zip(classes, counts)}, messages=messages)
     return ClassSet(name=name, raw=df, label_column=label, columns=cols, classes=classes, prefix=layout.prefix,

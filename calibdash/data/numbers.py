@@ -1,7 +1,7 @@
 """Numbers in a column: whether it has a numeric dtype or is text, and the numbers its entries read as.
 
-The lowest layer of :mod:`calibdash.data`'s guessing: :mod:`~calibdash.data.roles`,
-:mod:`~calibdash.data.class_names` and :mod:`~calibdash.data.class_roles` read columns through it.
+The lowest layer of :mod:`calibdash.data`'s guessing: :mod:`~calibdash.data.class_names` and
+:mod:`~calibdash.data.roles` read columns through it.
 """
 from __future__ import annotations
 

@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from ..validation import choose_positive, format_values, plain_value, sorted_values
+from ..validation import choose_positive, format_values, plain_value, short_text, sorted_values, text_values
 from .limits import MIN_ROWS
 from .margins import to_probabilities
 from .read import FileInfo
-from .class_roles import check_guessed_score, class_notes
-from .roles import NUMERIC_SHARE, guess_roles, parse_numbers
+from .problem import Problem
+from .roles import NUMERIC_SHARE, check_guessed_score, class_notes, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
 __all__ = ["ValidationReport", "ScoreSet", "build_score_set", "note_dropped"]
@@ -62,7 +62,7 @@ class ValidationReport:
 
 
 @dataclass
-class ScoreSet:
+class ScoreSet(Problem):
     """A validated table of one classifier's scores and the true labels.
 
     ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and
@@ -70,7 +70,8 @@ class ScoreSet:
     active score, or a missing label, are dropped and counted in ``report``).
     ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by
     the logistic function. Build one with :func:`~calibdash.data.load_scores` or
-    :func:`build_score_set`; switch the active model with :meth:`with_score`.
+    :func:`build_score_set`; switch the active model with :meth:`with_score`. A :class:`~calibdash.data.problem.Problem`
+    of 2 classes, whose one reduction is the score.
     """
 
     name: str
@@ -140,18 +141,12 @@ def _check_columns(df: pd.DataFrame, names, role: str) -> None:
     present = set(df.columns)
     missing = [c for c in names if c not in present]
     if missing:
-        listed = ", ".join(repr(_cut(c)) for c in df.columns[:40])
+        listed = ", ".join(repr(short_text(c)) for c in df.columns[:40])
         more = f" (and {df.shape[1] - 40} more)" if df.shape[1] > 40 else ""
         what = "column" if len(missing) == 1 else "columns"
-        asked = ", ".join(repr(_cut(c)) for c in missing[:10]) + (f" (and {len(missing) - 10} more)"
+        asked = ", ".join(repr(short_text(c)) for c in missing[:10]) + (f" (and {len(missing) - 10} more)"
                                                                  if len(missing) > 10 else "")
         raise DataError(f"{role} {what} {asked} not found; the columns are: {listed}{more}.")
-
-
-def _cut(name, limit: int = 40) -> str:
-    """A column name for a message: at most ``limit`` characters (a name is data too)."""
-    text = str(name)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # -- the label and its positive class ------------------------------------------------------------
@@ -224,13 +219,6 @@ def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[st
         why = "; ".join(f"{k} {phrase(r)}" for r, k in dropped.items())
         raise DataError(f"only {n_used} usable rows in {name} (of {n_read} read"
                         f"{'; dropped ' + why if why else ''}); at least {MIN_ROWS} are needed.")
-
-
-def _split_strings(s: pd.Series) -> np.ndarray:
-    out = np.empty(len(s), dtype=object)
-    for i, v in enumerate(s.tolist()):
-        out[i] = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(plain_value(v))
-    return out
 
 
 def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
@@ -320,7 +308,7 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
         messages.append(f"Feature columns: {', '.join(features)}.")
     split_arr = None
     if split is not None:
-        split_arr = _split_strings(df.loc[keep, split])
+        split_arr = text_values(df.loc[keep, split])
         messages.append(f"Split column {split!r}: " + ", ".join(
             f"{k} ({v:,})" for k, v in zip(*np.unique(split_arr.astype(str), return_counts=True))) + ".")
 

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from ..multiclass.metrics import top_label
+from .problem import TOP_LABEL
 from .scoreset import ScoreSet, build_score_set
 
 if TYPE_CHECKING:                       # a ClassSet is only read here
@@ -77,7 +77,7 @@ def top_label_frame(cs: "ClassSet") -> tuple[pd.DataFrame, dict]:
     if cs.rows is None or len(cs.rows) != cs.n_rows:
         raise DataError(f"{cs.name}: the usable rows' positions in the table are not known, so its other "
                         "columns cannot be aligned with the top-label reduction; build it with build_class_set.")
-    c, a = top_label(cs.scores().probabilities, cs.labels)
+    c, a = cs.reduce(TOP_LABEL)
     keep = [col for col in cs.raw.columns if col not in set(cs.columns)]
     frame = cs.raw.iloc[np.asarray(cs.rows)][keep].reset_index(drop=True)
     taken = set(map(str, cs.raw.columns))

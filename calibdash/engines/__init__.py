@@ -159,7 +159,7 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
     a query needs ``score`` and ``label``. A guessed score named after a class
     (``p_0``, ``p_1``) is the ``positive`` class's (default: as
     :func:`calibdash.validation.choose_positive` chooses), never the other's
-    (:func:`calibdash.data.class_roles.check_guessed_score`).
+    (:func:`calibdash.data.roles.check_guessed_score`).
 
     Raises
     ------
@@ -169,7 +169,7 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
         No score or label column can be guessed.
     """
     from ..data import guess_roles
-    from ..data.class_roles import check_guessed_score
+    from ..data.roles import check_guessed_score
     from ..errors import DataError
 
     if table or query:

@@ -102,7 +102,7 @@ class Engine:
         return self._module("keyed").aggregate_keyed(source, key, scheme, **options)
 
     def aggregate_classes(self, csrc, scheme, **options):
-        """K-class cells (:class:`calibdash.multiclass.cells.ClassCells`) of a
+        """K-class cells (:class:`calibdash.cells.ClassCells`) of a
         :class:`~calibdash.engines.classes.ClassSource`, the top-label reduction and each class's one-vs-rest,
         rows checked by :func:`~calibdash.engines.classes.check_class_stats`: the package's
         ``classes.aggregate_classes`` (``max_exact``, ``memory_limit``, ``threads``, and the engine's own)."""

@@ -6,8 +6,8 @@ A :class:`ClassSource` names rows with a label column and K class columns
 row, the probabilities ``p_k``, the top probability ``c = max_k p_k``, the
 predicted class (the lowest index among the maxima, ``numpy.argmax``'s rule)
 and the label's class index, and aggregates the K + 1 binary reductions of
-:mod:`calibdash.multiclass.cells` (confidence, and each class's
-one-vs-rest) into :class:`~calibdash.multiclass.cells.ClassCells`:
+:mod:`calibdash.cells` (confidence, and each class's
+one-vs-rest) into :class:`~calibdash.cells.ClassCells`:
 
 1. **statistics** (one scan): rows, rows with a missing or non-finite class
    value, missing labels, labels that name no class column, the classes
@@ -65,14 +65,14 @@ A row's key depends on what the row holds, never on where it lies: :func:`conten
 over the row's class index and, for each class column, the two 32-bit halves of
 ``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``. Every step is exact in every engine (a product by a power
 of two, a floor, integers below 2^53), so the three engines give each row the same key. The key is not
-:func:`calibdash.multiclass.split.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
+:func:`calibdash.scheme.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
 it quantizes a value to ``2^-32`` (probabilities) and clips logits beyond ``2^20``, so distinct rows may
 share a key; :func:`fit_samples` breaks ties by the values themselves, so the rows chosen depend on the
 rows' content alone.
 
 :func:`fit_samples` draws, for each fitting part, the stratified sample
-:func:`calibdash.multiclass.split.content_sample` would draw with these keys: class ``c`` gets its
-Hamilton quota ``q_c`` (:func:`~calibdash.multiclass.split.class_quotas`) and takes its ``q_c`` rows first
+:func:`calibdash.scheme.content_sample` would draw with these keys: class ``c`` gets its
+Hamilton quota ``q_c`` (:func:`~calibdash.scheme.class_quotas`) and takes its ``q_c`` rows first
 in the order (key, values). Only rows whose key lies below ``t_c = 2^32 (q_c + 4 sqrt(q_c) + 16) / n_c``
 are fetched: the keys are uniform, so about ``q_c + 4 sqrt(q_c) + 16`` rows of class ``c`` pass (four
 binomial standard deviations and some above ``q_c``); if fewer than ``q_c`` pass, the margin is raised and
@@ -91,8 +91,8 @@ import pandas as pd
 from ..cells import MAX_EXACT, row_hash
 from ..errors import DataError, SettingsError
 from ..multiclass.base import SUM_TOLERANCE
-from ..multiclass.cells import ClassCells
-from ..multiclass.split import class_quotas
+from ..cells import ClassCells
+from ..scheme import class_quotas
 from ..scheme import Scheme
 from ..validation import format_values
 from .source import Source, assemble_cells, check_scheme
@@ -321,7 +321,7 @@ def split_cells(res: pd.DataFrame, exact: list[bool], n_rows: int) -> ClassCells
 def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine: str | None = None,
                       max_exact: int = MAX_EXACT, memory_limit: str = "1GB", threads: int | None = None,
                       **options) -> ClassCells:
-    """Aggregate a K-class source into :class:`~calibdash.multiclass.cells.ClassCells` with ``engine``.
+    """Aggregate a K-class source into :class:`~calibdash.cells.ClassCells` with ``engine``.
 
     Parameters
     ----------

@@ -44,6 +44,7 @@ from sklearn.base import BaseEstimator
 
 from ..calibrators.base import HyperParam
 from ..errors import DataError, NotFittedError
+from ..validation import check_weights
 
 __all__ = ["MulticlassCalibrator", "Scores", "HyperParam", "check_probabilities", "check_logits",
            "check_classes", "as_scores", "normalise_rows", "SUM_TOLERANCE", "LOG_FLOOR"]
@@ -249,7 +250,7 @@ class MulticlassCalibrator(BaseEstimator):
     parametric : bool
         Whether the map has a fixed, small number of parameters (the scaling family: temperature,
         vector, matrix, Dirichlet), so that on large data a fit on a sample of the fitting rows is as
-        good as one on all of them: :func:`calibdash.multiclass.evaluation.evaluate_classes` then fits
+        good as one on all of them: :func:`calibdash.evaluation.evaluate_classes` then fits
         it on a content-keyed sample of ``max_fit_rows`` rows. False (the default): fitted on every row.
     input_form : {"probabilities", "logits"}
         The scores the method's paper calibrates (``"logits"``: Guo et al.'s temperature, vector and
@@ -291,7 +292,7 @@ class MulticlassCalibrator(BaseEstimator):
         """
         x = as_scores(P, self.logits)
         labels = check_classes(y, x.n, x.k)
-        w = _check_weights(sample_weight, x.n)
+        w = check_weights(sample_weight, x.n)
         self._fit(x, labels, w)
         self.n_classes_ = int(x.k)
         self.n_train_ = int(x.n)
@@ -322,8 +323,3 @@ class MulticlassCalibrator(BaseEstimator):
     def defaults(cls) -> dict[str, Any]:
         """Hyperparameter defaults as a dict (name -> default)."""
         return {h.name: h.default for h in cls.hyperparams}
-
-
-def _check_weights(sample_weight, n: int) -> np.ndarray | None:
-    from ..validation import check_weights
-    return check_weights(sample_weight, n)

@@ -23,8 +23,8 @@ refuses a method over its family's limit, or any method on more than
 :data:`MAX_CLASSES` classes or :data:`MAX_CELLS` probabilities, with a
 :class:`~calibdash.errors.DataError` that names the limit and the chosen
 methods that fit. The parametric maps are fitted on at most
-:data:`~calibdash.multiclass.evaluation.MAX_FIT_ROWS` rows
-(:func:`~calibdash.multiclass.evaluation.evaluate_classes`), so their ``n``
+:data:`~calibdash.evaluation.MAX_FIT_ROWS` rows
+(:func:`~calibdash.evaluation.evaluate_classes`), so their ``n``
 is capped there.
 
 The limits were set on this project's 2-core server so that one method's
@@ -91,7 +91,7 @@ def family(method: str) -> str:
 def _fit_rows(method: str, n: int) -> int:
     """The rows one fit of ``method`` sees: the parametric maps at most ``MAX_FIT_ROWS`` of them."""
     from . import get_class
-    from .evaluation import MAX_FIT_ROWS
+    from ..evaluation import MAX_FIT_ROWS
     return min(int(n), MAX_FIT_ROWS) if getattr(get_class(method), "parametric", False) else int(n)
 
 

@@ -9,23 +9,23 @@ same parts the K-class cells use (:func:`calibdash.engines.classes.aggregate_cla
 
 Without ``methods`` only the uncalibrated probabilities are measured: the
 engine aggregates the judged rows into
-:class:`~calibdash.multiclass.cells.ClassCells` and every measure of
+:class:`~calibdash.cells.ClassCells` and every measure of
 :data:`calibdash.multiclass.metrics.MEASURES` is computed from the cells
-(:func:`calibdash.multiclass.cells.cell_measures`); no row enters Python.
+(:func:`calibdash.cells.cell_measures`); no row enters Python.
 
 With ``methods`` (fitting a multi-class map needs each row's whole vector,
 which cells do not keep):
 
 1. **sample**: each fitting part (a split's part 0; k-fold: every fold but
    one) is sampled where it lives down to ``max_fit_rows`` rows (default
-   :data:`calibdash.multiclass.evaluation.MAX_FIT_ROWS`), stratified by
+   :data:`calibdash.evaluation.MAX_FIT_ROWS`), stratified by
    class and chosen by the rows' *content* (a hash of their values and class
    computed in the engine, :func:`calibdash.engines.classes.fit_samples`),
    so the sample of a given part does not depend on the rows' order; only
    the sample is fetched;
 2. **fit**: every method is fitted on the sample in memory, ordered by
    class, key and values (so the fit is the same whichever engine fetched
-   it). Unlike :func:`~calibdash.multiclass.evaluation.evaluate_classes`,
+   it). Unlike :func:`~calibdash.evaluation.evaluate_classes`,
    which fits the one-vs-rest and top-label composites on every fitting row,
    here *every* method is fitted on the sample: at this scale the rows of a
    fitting part are not brought into memory. The result's notes say so;
@@ -33,9 +33,9 @@ which cells do not keep):
    (:meth:`calibdash.engines.classes.ClassRows.batches`: DuckDB's Arrow
    batches, Spark's ``toLocalIterator``), each batch calibrated by every
    fitted method's ``predict_proba`` and added to that method's
-   :class:`~calibdash.multiclass.cells.ClassCellAccumulator` (top-label and
+   :class:`~calibdash.cells.ClassCellAccumulator` (top-label and
    class-wise reductions), the uncalibrated probabilities to their own; the
-   table's rows are :func:`~calibdash.multiclass.cells.cell_measures` of
+   table's rows are :func:`~calibdash.cells.cell_measures` of
    those cells. Memory is bounded by a batch, the sample and the cells.
 
 The parts depend on the rows' positions, as in the binary engines (a hashed
@@ -46,7 +46,7 @@ order: the sample is content-keyed, the fit's input is sorted, and cells
 are sums. With exact cells (each reduction's distinct scores at most
 ``max_exact``) the measures equal those of the judged rows' calibrated
 probabilities; on the grid they move within the bounds of
-:mod:`calibdash.multiclass.cells`.
+:mod:`calibdash.cells`.
 """
 from __future__ import annotations
 
@@ -58,15 +58,14 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ..cells import MAX_EXACT
+from ..cells import MAX_EXACT, ClassCellAccumulator, ClassCells, cell_measures
 from ..engines.classes import (BATCH_ROWS, ClassSource, aggregate_classes, class_source, fit_samples, open_class_rows,
-                               part_count, softmax_rows)
+                               softmax_rows)
 from .. import engines
 from ..engines.plan import NO_JOB
 from ..errors import DataError, SettingsError
-from ..scheme import Scheme
-from .cells import ClassCellAccumulator, ClassCells, cell_measures
-from .evaluation import MAX_FIT_ROWS, UNCALIBRATED, resolve_classes
+from ..evaluation import MAX_FIT_ROWS, UNCALIBRATED, resolve_classes
+from ..scheme import Scheme, part_plan
 
 __all__ = ["ClassSourceResult", "evaluate_class_source", "STAGES"]
 
@@ -121,17 +120,6 @@ class ClassSourceResult:
     @property
     def note(self) -> str:
         return "; ".join(self.notes)
-
-
-def _judging(scheme: Scheme) -> tuple[list[list[int]], list[list[int]]]:
-    """The parts each fit is made on and the parts its model judges: a split fits on 0 and judges 1,
-    ``"insample"`` fits and judges 0, k-fold fits on every fold but ``f`` and judges ``f``."""
-    if scheme.kind == "kfold":
-        k = part_count(scheme)
-        return [[p for p in range(k) if p != f] for f in range(k)], [[f] for f in range(k)]
-    if scheme.kind == "insample":
-        return [[0]], [[0]]
-    return [[0]], [[1]]
 
 
 def _fit_all(cals: dict, samples: list, job) -> tuple[list[dict], dict]:
@@ -198,11 +186,11 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     engine : str, optional
         A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
     methods : method spec, optional
-        What :func:`calibdash.multiclass.evaluation.resolve_classes` takes
+        What :func:`calibdash.evaluation.resolve_classes` takes
         (``"temperature,dirichlet,ovr:isotonic"``, a list, a mapping). None:
         the uncalibrated probabilities only, from the engine's cells.
     params : mapping key -> {hyperparameter: value}, optional
-    max_fit_rows : int or None, default :data:`~calibdash.multiclass.evaluation.MAX_FIT_ROWS`
+    max_fit_rows : int or None, default :data:`~calibdash.evaluation.MAX_FIT_ROWS`
         Every method is fitted on a content-keyed, class-stratified sample of
         this many rows of a larger fitting part; None fetches every fitting row.
     measures : list of str, optional
@@ -240,7 +228,7 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
         raise SettingsError(f"batch_rows must be at least 1, got {batch_rows!r}.")
     cals = resolve_classes(methods, params, logits=csrc.logits)
     job = job or NO_JOB
-    fit_parts, judged_parts = _judging(scheme)
+    fit_parts, judged_parts = part_plan(scheme)
     with contextlib.ExitStack() as stack:
         job.set_stage(STAGES[0])
         rows = stack.enter_context(open_class_rows(

@@ -12,7 +12,7 @@ from typing import Mapping
 from .. import bootstrap as cboot, diagrams
 from ..evaluation import Scheme, evaluate_score_set
 from ..methods import DEFAULT_METHODS, resolve
-from ..multiclass.evaluation import MAX_FIT_ROWS, default_methods, evaluate_classes
+from ..evaluation import MAX_FIT_ROWS, default_methods, evaluate_classes
 from .build import build_report, check_plotlyjs
 from .text import describe_class_source, describe_source, measure_table
 
@@ -93,12 +93,12 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
                          n_boot: int = CLASS_N_BOOT, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
     """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods``
-    (:func:`calibdash.multiclass.evaluation.evaluate_classes`), bootstrap, write (:func:`build_report`).
+    (:func:`calibdash.evaluation.evaluate_classes`), bootstrap, write (:func:`build_report`).
 
     Parameters
     ----------
     cs : ClassSet
-    methods : method spec, default :func:`calibdash.multiclass.evaluation.default_methods` for its K
+    methods : method spec, default :func:`calibdash.evaluation.default_methods` for its K
     scheme : Scheme, default ``Scheme()``
     params : mapping method -> {hyperparameter: value}, optional
     n_boot : int, default :data:`CLASS_N_BOOT`
@@ -107,7 +107,7 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
     include_plotlyjs, generated
         As for :func:`build_report`.
     max_fit_rows : int or None
-        As for :func:`~calibdash.multiclass.evaluation.evaluate_classes`.
+        As for :func:`~calibdash.evaluation.evaluate_classes`.
     """
     check_plotlyjs(include_plotlyjs)              # before the fits, not after
     scheme = scheme or Scheme()

@@ -8,7 +8,7 @@ recovers the truth exactly (Guo et al. 2017, section 4.2) and a fitted temperatu
 its error falls only slowly with the sample size.
 
 Each draw of ``n`` rows is split in two halves by the rows' content
-(:func:`calibdash.multiclass.split.class_split_plan`, stratified by class): methods are fitted on one half and
+(:func:`calibdash.scheme.split_plan`, stratified by class): methods are fitted on one half and
 judged on the other. The **true error** of a method is
 :func:`calibdash.synthetic.multiclass.true_canonical_error` on the judged half: the mean over its rows of
 ``‖P(y | x) − q(x)‖_1``, computed from the known posterior, not from labels. For the raw probabilities and any
@@ -27,8 +27,8 @@ import pandas as pd
 
 from ..errors import DataError
 from ..multiclass import metrics as mmetrics
-from ..multiclass.evaluation import UNCALIBRATED, resolve_classes
-from ..multiclass.split import class_split_plan
+from ..evaluation import UNCALIBRATED, resolve_classes
+from ..scheme import split_plan
 from ..scheme import Scheme
 from .multiclass import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
 
@@ -81,7 +81,7 @@ class ClassTrial:
 
 
 def _halves(d: ClassDraw, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    pairs, _ = class_split_plan(d.reported, d.labels, Scheme("split", test_size=0.5, seed=int(seed)))
+    pairs, _ = split_plan(d.labels, Scheme("split", test_size=0.5, seed=int(seed)), values=d.reported)
     return pairs[0]
 
 
@@ -97,7 +97,7 @@ def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[
     seed : int
         The draw's seed (and the split's).
     methods : method spec
-        What :func:`calibdash.multiclass.evaluation.resolve_classes` takes; the methods see probabilities.
+        What :func:`calibdash.evaluation.resolve_classes` takes; the methods see probabilities.
 
     Raises
     ------

@@ -30,7 +30,7 @@ from calibdash import data as cdata, multiclass, samples
 from calibdash.errors import DataError
 from calibdash import bootstrap as mboot
 from calibdash.multiclass import budget
-from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, evaluate_classes
+from calibdash.evaluation import UNCALIBRATED, ClassEvaluation, evaluate_classes
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache, job_panel
 from pages.parts.source import SAMPLE, role_key, source_table, using_large, using_upload
@@ -222,7 +222,7 @@ def within_budget(cs: cdata.ClassSet, chosen: dict[str, dict]) -> dict[str, dict
 
 def _fit_job(cs: cdata.ClassSet, scheme: Scheme, missing: dict[str, dict]):
     """The work of a job fitting ``missing`` (method -> params) one after the other, stopping between fits,
-    folds and methods when the job is cancelled (:func:`calibdash.multiclass.evaluation.evaluate_classes`'s
+    folds and methods when the job is cancelled (:func:`calibdash.evaluation.evaluate_classes`'s
     ``should_stop``)."""
     def work(job) -> dict:
         out = {}

@@ -18,8 +18,8 @@ from calibdash.diagrams import AUTO, BINNINGS, bin_count
 from calibdash.figures import multiclass as fmulticlass
 from calibdash import bootstrap as mboot
 from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
-from calibdash.multiclass import evaluation as mevaluation
-from calibdash.multiclass.evaluation import ClassEvaluation, fit_notes
+from calibdash import evaluation as mevaluation
+from calibdash.evaluation import ClassEvaluation, fit_notes
 from calibdash.safe_text import csv_text
 from pages.parts import downloads, url_state
 from pages.parts.classes import bootstrap_chosen, class_set_or_stop, evaluate_chosen
@@ -54,7 +54,7 @@ ORDER_NAMES = {"worst": "worst first (largest class-wise ECE, uncalibrated)", "i
 
 
 def default_methods(available, k: int) -> list[str]:
-    """The library's defaults for ``k`` classes (:func:`calibdash.multiclass.evaluation.default_methods`) that
+    """The library's defaults for ``k`` classes (:func:`calibdash.evaluation.default_methods`) that
     are ``available``, with :data:`FALLBACK` while fewer than two are."""
     chosen = [m for m in mevaluation.default_methods(k) if m in available]
     if len(chosen) < 2 and FALLBACK in available:
@@ -193,7 +193,7 @@ def _downloads(ev: ClassEvaluation, cs: cdata.ClassSet, table: pd.DataFrame, lab
 
 
 def _held_back(params: dict, k: int) -> dict:
-    """``params`` without the full K x K maps above :data:`~calibdash.multiclass.evaluation.FULL_MAP_MAX_K`
+    """``params`` without the full K x K maps above :data:`~calibdash.evaluation.FULL_MAP_MAX_K`
     classes, unless the user asks for them (their penalty search takes minutes there): said on the page."""
     full = [m for m in params if getattr(multiclass.get_class(m), "matrix", None) == "full"]
     if k <= mevaluation.FULL_MAP_MAX_K or not full:

@@ -14,7 +14,7 @@ import streamlit as st
 from calibdash import data as cdata
 from calibdash.errors import DataError, SettingsError
 from calibdash.multiclass import budget, diagrams as mdiagrams, metrics as mmetrics
-from calibdash.multiclass.evaluation import UNCALIBRATED
+from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures import multiclass as fmulticlass
 from pages.parts import bounded_cache, scheme
 from pages.parts.classes import KIND, KINDS, LABEL, MODE, MODES, PREFIX, active_class_set, detected, evaluate_chosen

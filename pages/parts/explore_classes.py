@@ -12,7 +12,7 @@ from calibdash import data as cdata, multiclass
 from calibdash.figures import multiclass as fmulti
 from calibdash.figures.multiclass_explain import inner_figures
 from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
-from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, model_rows
+from calibdash.evaluation import UNCALIBRATED, ClassEvaluation, model_rows
 from calibdash.multiclass.explain import ClassExplanation, explain_classes
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache

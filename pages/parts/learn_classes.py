@@ -13,7 +13,7 @@ from calibdash.errors import DataError
 from calibdash.figures import multiclass as fmulti
 from calibdash.figures.learn import size_curve_figure
 from calibdash.multiclass import diagrams as mdiagrams
-from calibdash.multiclass.evaluation import UNCALIBRATED
+from calibdash.evaluation import UNCALIBRATED
 from calibdash.synthetic import multiclass_study as mstudy
 from pages.parts import bounded_cache
 from pages.parts.class_methods import class_method_label, class_method_labels

@@ -62,7 +62,7 @@ def scheme_line(ss: Data) -> str:
     Above ``CELLS_MIN_ROWS`` rows binary evaluations run on score cells, whose
     rows are divided by a hash of their position: the line says so, and that
     MBCT with feature columns is judged on rows (stratified) instead. K-class
-    tables are always judged on rows (:func:`calibdash.multiclass.evaluation.evaluate_classes`).
+    tables are always judged on rows (:func:`calibdash.evaluation.evaluate_classes`).
     """
     scheme = current_scheme(ss)
     if scheme.kind == "column" and ss.split_column:

@@ -15,7 +15,7 @@ from ...cells import GRID, MAX_EXACT
 from ...data.guard import engine_error, quote_identifier
 from ...errors import DataError
 from ...multiclass.base import SUM_TOLERANCE
-from ...multiclass.cells import ClassCells
+from ...cells import ClassCells
 from ...scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
                        check_class_stats, exact_flags, part_count, split_cells)

@@ -17,7 +17,7 @@ import pandas as pd
 from ...cells import GRID, MAX_EXACT
 from ...errors import DataError
 from ...multiclass.base import SUM_TOLERANCE
-from ...multiclass.cells import ClassCells
+from ...cells import ClassCells
 from ...scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, exact_flags,
                        part_count, split_cells)
