@@ -6,7 +6,7 @@ import streamlit as st
 from calibdash import calibrators, metrics, synthetic
 from calibdash.errors import DataError
 from calibdash.evaluation import UNCALIBRATED
-from calibdash.figures import learn as flearn
+from calibdash.figures.charts import learn as flearn
 from pages.parts import learn_classes
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.routing import route_guard

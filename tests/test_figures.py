@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 
 from calibdash import calibrators, figures, metrics
-from calibdash.figures.calibration_map import SCORE_BARS
+from calibdash.figures.charts.calibration_map import SCORE_BARS
 from calibdash.figures.palette import color_of
 
 
@@ -109,7 +109,7 @@ def test_weighted_calibration_map_histogram_sums_the_weights():
 
 
 def test_score_bars_count_rows_per_equal_width_bar():
-    from calibdash.figures.calibration_map import score_bars
+    from calibdash.figures.charts.calibration_map import score_bars
 
     # edges 0, .25, .5, .75, 1 (numpy's last bar includes its right edge): one score in each bar
     centers, counts, widths = score_bars([0.0, 0.25, 0.5, 1.0], n_bars=4)

@@ -1,4 +1,4 @@
-"""The inner workings of multi-class calibrators (calibdash.multiclass.explain): what each explanation holds is what
+"""The inner workings of multi-class calibrators (calibdash.explain.k_*): what each explanation holds is what
 the fitted calibrator does, and the temperature objective is the log-loss the paper minimises."""
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from scipy.optimize import minimize_scalar
 from scipy.special import softmax
 
 from calibdash import data as cdata, multiclass
-from calibdash.figures.multiclass_explain import inner_figures
+from calibdash.explain import explain as explain_classes
+from calibdash.explain.k_temperature import fitted_temperature, temperature_curve
+from calibdash.figures import inner_figures
 from calibdash.multiclass import metrics as mmetrics
 from calibdash.multiclass.base import MulticlassCalibrator
-from calibdash.multiclass.explain import explain_classes, fitted_temperature, temperature_curve
 from calibdash.synthetic import multiclass_study as mstudy
 from conftest import REPO
 

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators.beta import beta_features, beta_map, fit_beta, log_likelihood
+from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta, log_likelihood
 from ..calibrators.platt import PlattCalibrator
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
 from ..errors import ProgrammingError
 from ..metrics import reliability_table
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["BetaExplanation", "explain", "score_grid", "N_GROUPS", "MAP_TOL"]
 
@@ -124,6 +124,7 @@ def _notes(ex: BetaExplanation, n_rows: int, weighted: bool) -> list[str]:
     return notes
 
 
+@explains(BetaCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
             n_groups: int = N_GROUPS) -> BetaExplanation:
     """Explain a fitted beta calibration on the rows it was fitted on.

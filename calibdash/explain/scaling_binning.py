@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators.scaling_binning import scaling_binning
+from ..calibrators.scaling_binning import ScalingBinningCalibrator, scaling_binning
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["ScalingBinningExplanation", "explain", "MAP_TOL"]
 
@@ -51,6 +51,7 @@ class ScalingBinningExplanation(Explanation):
     curve: pd.DataFrame
 
 
+@explains(ScalingBinningCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> ScalingBinningExplanation:
     """Explain a fitted scaling-binning calibrator on the rows it was fitted on.
 

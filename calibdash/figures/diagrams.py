@@ -8,8 +8,8 @@
 
 :func:`plot_binned`, :func:`plot_smooth` and :func:`plot_corp` draw with
 :func:`~calibdash.figures.reliability_diagram`,
-:func:`~calibdash.figures.smooth_ece.smoothed_diagram` and
-:func:`~calibdash.figures.corp.corp_diagram`; :func:`plot` picks one by the
+:func:`~calibdash.figures.charts.smooth_ece.smoothed_diagram` and
+:func:`~calibdash.figures.charts.corp.corp_diagram`; :func:`plot` picks one by the
 data's kind, and :func:`diagram` prepares and plots in one call, returning the
 figure and its caption.
 """
@@ -22,9 +22,9 @@ import plotly.graph_objects as go
 
 from .. import metrics
 from ..diagrams import N_BOOT, TITLES, BinnedData, CorpData, SmoothData, check_kind, display_names, prepare
-from .corp import corp_diagram
-from .reliability import reliability_diagram
-from .smooth_ece import smoothed_diagram
+from .charts.corp import corp_diagram
+from .charts.reliability import reliability_diagram
+from .charts.smooth_ece import smoothed_diagram
 
 __all__ = ["LEGEND_MARGIN", "plot_binned", "plot_smooth", "plot_corp", "plot", "diagram"]
 

@@ -24,7 +24,7 @@ from ..diagrams import display_names
 from ..multiclass.diagrams import ClasswiseData, ConfidenceData, SimplexMapData, class_labels
 from .layout import base_layout
 from .palette import class_color_of, rgba
-from .reliability import reliability_diagram
+from .charts.reliability import reliability_diagram
 
 __all__ = ["plot_confidence", "plot_classwise", "plot_simplex_map"]
 

@@ -240,7 +240,7 @@ def model_rows(ev: ClassEvaluation, method: str, P, labels, max_fit_rows: int | 
     ``ev.fit_rows``, or, for a parametric method whose fitting part was larger than ``max_fit_rows`` (the
     value given to :func:`evaluate_classes`), the content-keyed sample :func:`evaluate_classes` fitted it on
     (k-fold: the sample of all rows its deployed model was fitted on). Looking inside the model on these rows
-    (:func:`calibdash.multiclass.explain.explain_classes`) shows the objective it minimised.
+    (:func:`calibdash.explain.explain`) shows the objective it minimised.
     """
     rows = ev.fit_rows
     if max_fit_rows is None or not ev.models[method].parametric or rows.size <= int(max_fit_rows):

@@ -1,5 +1,5 @@
 """Explore on a K-class table: one multi-class method, its hyperparameters, before/after diagrams, its measures
-and its inner workings (:mod:`calibdash.multiclass.explain`, drawn by :mod:`calibdash.figures.multiclass_explain`).
+and its inner workings (:func:`calibdash.explain.explain`, drawn by :func:`calibdash.figures.inner_figures`).
 
 Fits come from :func:`pages.parts.classes.evaluate_chosen` (cached per data, scheme, method and
 hyperparameters); the explanation is cached the same way.
@@ -9,11 +9,11 @@ from __future__ import annotations
 import streamlit as st
 
 from calibdash import data as cdata, multiclass
-from calibdash.figures import multiclass as fmulti
-from calibdash.figures.multiclass_explain import inner_figures
+from calibdash.explain import explain
+from calibdash.explain.k_class import ClassExplanation
+from calibdash.figures import inner_figures, multiclass as fmulti
 from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, model_rows
-from calibdash.multiclass.explain import ClassExplanation, explain_classes
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
 from pages.parts.class_methods import class_hyperparams, class_method_labels, class_method_menu_label, class_paper
@@ -46,8 +46,8 @@ def _explain(data_key: str, scheme: Scheme, method: str, params: tuple, _ev: Cla
              _cs: cdata.ClassSet) -> ClassExplanation:
     x = _cs.scores()
     rows = model_rows(_ev, method, x, _cs.labels)      # a parametric map: the sample it was fitted on
-    return explain_classes(_ev.models[method], x.take(rows), _cs.labels[rows],
-                           held_out=(x.take(_ev.rows), _ev.labels), class_names=[str(c) for c in _cs.classes])
+    return explain(_ev.models[method], x.take(rows), _cs.labels[rows],
+                   held_out=(x.take(_ev.rows), _ev.labels), class_names=[str(c) for c in _cs.classes])
 
 
 def render() -> None:

@@ -11,7 +11,7 @@ import streamlit as st
 from calibdash import multiclass
 from calibdash.errors import DataError
 from calibdash.figures import multiclass as fmulti
-from calibdash.figures.learn import size_curve_figure
+from calibdash.figures.charts.learn import size_curve_figure
 from calibdash.multiclass import diagrams as mdiagrams
 from calibdash.multiclass.evaluation import UNCALIBRATED
 from calibdash.synthetic import multiclass_study as mstudy

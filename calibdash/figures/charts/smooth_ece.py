@@ -13,8 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout
-from .palette import color_of, rgba
+from ..layout import base_layout
+from ..palette import color_of, rgba
 
 __all__ = ["smoothed_diagram"]
 

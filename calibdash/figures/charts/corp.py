@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import base_layout
-from .palette import color_of, rgba
+from ..layout import base_layout
+from ..palette import color_of, rgba
 
 __all__ = ["corp_diagram", "decomposition_text"]
 

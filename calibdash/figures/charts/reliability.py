@@ -13,9 +13,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..diagrams import reliability_tables  # noqa: F401  (the data of the binned diagram lives there)
-from .layout import base_layout
-from .palette import color_of, rgba
+from ...diagrams import reliability_tables  # noqa: F401  (the data of the binned diagram lives there)
+from ..layout import base_layout
+from ..palette import color_of, rgba
 
 
 #: Width of the count bar of an equal-count bin, drawn at the bin's mean prediction (its points, whose
