@@ -20,7 +20,8 @@ from calibdash.data.top_label import CONFIDENCE, CORRECT, PREDICTED
 from calibdash.diagrams import AUTO, MAX_BINS, MIN_BINS
 from calibdash.errors import DataError, SettingsError
 from calibdash.groups import column_for_rows
-from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
+from calibdash import diagrams as mdiagrams
+from calibdash.multiclass import metrics as mmetrics
 from calibdash.multiclass.groups import classwise_ece_by_group
 
 

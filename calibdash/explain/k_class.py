@@ -37,7 +37,7 @@ import numpy as np
 
 from ..multiclass.base import MulticlassCalibrator, Scores, as_scores, check_classes
 from ..multiclass.methods.ovr import BinaryComposite
-from ..multiclass.diagrams import SimplexMapData, class_labels, prepare_simplex_map
+from ..diagrams import SimplexMapData, class_labels, prepare_simplex_map
 from . import Explanation, explains
 
 __all__ = ["ClassExplanation", "class_rows", "explain", "MAX_CLASSES"]

@@ -10,7 +10,7 @@
 * ``layout``, ``palette``, ``text``, ``images``: the house layout, the colours, plain text, image export.
 
 Computing a diagram's data is separate from drawing it: the data functions
-(``reliability_tables``, ``map_curves``) return DataFrames, the drawing
+(:func:`calibdash.diagrams.reliability_tables`, ``map_curves``) return DataFrames, the drawing
 functions (``reliability_diagram``, ``calibration_map``) return figures.
 """
 from __future__ import annotations
@@ -28,11 +28,11 @@ except ImportError:  # pragma: no cover - exercised in an install without the [a
                              "pip install 'calibdash[app]'.") from None
 
 from .charts.calibration_map import calibration_map, map_curves, score_grid
-from .charts.reliability import reliability_diagram, reliability_tables
+from .charts.reliability import reliability_diagram
 from .layout import base_layout
 from .palette import color_of, rgba
 
-__all__ = ["calibration_map", "map_curves", "score_grid", "reliability_diagram", "reliability_tables",
+__all__ = ["calibration_map", "map_curves", "score_grid", "reliability_diagram",
            "color_of", "rgba", "base_layout", "draws", "drawers", "inner_figures"]
 
 _DRAWERS: dict[type, Callable] = {}

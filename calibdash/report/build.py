@@ -29,9 +29,8 @@ FIG_HEIGHT = 520
 
 def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):
     from .. import figures                     # plotly: the [app] extra
-    from ..figures import diagrams as fdiagrams
 
-    rel = fdiagrams.plot(rel_data, names=labels, height=FIG_HEIGHT)
+    rel = diagrams.plot(rel_data, names=labels, height=FIG_HEIGHT)
     raw = ev.predictions[UNCALIBRATED].to_numpy()
     feats = None if features is None or ev.weights is not None else features
     curves = figures.map_curves(ev.models, raw, feats, sample_weight=ev.weights)

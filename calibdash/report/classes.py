@@ -29,7 +29,8 @@ import pandas as pd
 
 from .. import __version__
 from ..bootstrap import BootstrapResult
-from ..multiclass import bootstrap as mboot, diagrams as mdiagrams, metrics as mmetrics
+from .. import diagrams as mdiagrams
+from ..multiclass import bootstrap as mboot, metrics as mmetrics
 from ..multiclass.evaluation import MAX_FIT_ROWS, default_methods, ClassEvaluation, evaluate_classes
 from ..scheme import Scheme
 from .build import check_plotlyjs, figure_html
@@ -94,12 +95,10 @@ def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mappin
 
 
 def _figures(ev: ClassEvaluation, labels: Mapping[str, str], names: list[str], panels: int):
-    from ..figures import multiclass as fmulticlass         # plotly: the [app] extra
-
     conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels)
     cw = mdiagrams.prepare_classwise(ev.predictions, ev.labels, class_names=names, max_panels=panels)
-    return ([("confidence", fmulticlass.plot_confidence(conf, names=labels)),
-             ("classwise", fmulticlass.plot_classwise(cw, names=labels))],
+    return ([("confidence", mdiagrams.plot_confidence(conf, names=labels)),
+             ("classwise", mdiagrams.plot_classwise(cw, names=labels))],
             [conf.caption(labels), cw.caption(labels)])
 
 

@@ -12,11 +12,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, multiclass
-from calibdash.errors import DataError
+from calibdash import data as cdata, diagrams as mdiagrams, multiclass
 from calibdash.diagrams import AUTO, BINNINGS, bin_count
-from calibdash.figures import multiclass as fmulticlass
-from calibdash.multiclass import bootstrap as mboot, diagrams as mdiagrams, export as mexport, metrics as mmetrics
+from calibdash.errors import DataError
+from calibdash.multiclass import bootstrap as mboot, export as mexport, metrics as mmetrics
 from calibdash.multiclass import evaluation as mevaluation
 from calibdash.multiclass.evaluation import ClassEvaluation, fit_notes
 from calibdash.safe_text import csv_text
@@ -105,7 +104,7 @@ def _measures(ev: ClassEvaluation, cs: cdata.ClassSet, scheme, params: dict, lab
 
 def _confidence(ev: ClassEvaluation, labels: dict, bins, strategy: str) -> None:
     data = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=bins, strategy=strategy)
-    chart(st, fmulticlass.plot_confidence(data, names=labels), key="compare.classes.confidence")
+    chart(st, mdiagrams.plot_confidence(data, names=labels), key="compare.classes.confidence")
     st.caption(data.caption(labels))
 
 
@@ -132,7 +131,7 @@ def _classwise(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict, strategy: 
         return
     data = mdiagrams.prepare_classwise(ev.predictions, ev.labels, classes=picked, n_bins=bins, order=order,
                                        class_names=names, strategy=strategy)
-    chart(st, fmulticlass.plot_classwise(data, names=labels, cols=min(PANEL_COLUMNS, len(picked))),
+    chart(st, mdiagrams.plot_classwise(data, names=labels, cols=min(PANEL_COLUMNS, len(picked))),
                     key="compare.classes.classwise")
     st.caption(data.caption(labels) + f" The picker lists the {cs.k} classes "
                + ORDER_NAMES[order] + ".")
@@ -166,7 +165,7 @@ def _simplex(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict) -> None:
     model = ev.models[key if key in ev.models else fitted[0]]
     # the grid holds probabilities; a calibrator of logits reads their logarithms (softmax(log p) = p)
     data = mdiagrams.prepare_simplex_map(lambda G: model.predict_proba(np.log(G) if model.logits else G))
-    chart(st, fmulticlass.plot_simplex_map(data, class_names=[str(c) for c in cs.classes],
+    chart(st, mdiagrams.plot_simplex_map(data, class_names=[str(c) for c in cs.classes],
                                                  title=f"{labels.get(key, key)} on the simplex"),
                     key="compare.classes.simplex_map")
     st.caption(data.caption() + (" The calibrator reads logits: each grid point is given as its log-"

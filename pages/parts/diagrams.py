@@ -36,7 +36,6 @@ import streamlit as st
 from calibdash import cells as ccells, data as cdata, diagrams as cdiagrams, evaluation, metrics
 from calibdash.diagrams import AUTO, AUTO_RULE, BINNED, CORP, KINDS, N_BOOT, SMOOTH, TITLES
 from calibdash.explain.venn_abers import band_grid, interval_band
-from calibdash.figures import diagrams as fdiagrams
 from pages.parts.text import md
 from pages.parts.widgets import initial
 from pages.parts import bounded_cache
@@ -162,7 +161,7 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
             data = prepare(predictions, labels, weights, band=band, n_boot=n_boot, column=column)
     kw = {} if title is _DEFAULT_TITLE else {"title": title}
     shown = {k: md(v) for k, v in cdiagrams.display_names(names, predictions.columns).items()}
-    return fdiagrams.plot(data, names=names, height=height, **kw), data.caption(shown)
+    return cdiagrams.plot(data, names=names, height=height, **kw), data.caption(shown)
 
 
 def draw(predictions: pd.DataFrame, labels, weights=None, **kw) -> go.Figure:

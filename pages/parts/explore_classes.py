@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calibdash import data as cdata, multiclass
+from calibdash import data as cdata, diagrams as mdiagrams, multiclass
 from calibdash.explain import explain
 from calibdash.explain.k_class import ClassExplanation
-from calibdash.figures import inner_figures, multiclass as fmulti
-from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
+from calibdash.figures import inner_figures
+from calibdash.multiclass import metrics as mmetrics
 from calibdash.multiclass.evaluation import UNCALIBRATED, ClassEvaluation, model_rows
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
@@ -80,12 +80,12 @@ def render() -> None:
                    "mean confidence minus accuracy (0 is ideal).")
         c1, c2 = st.columns([2, 3])
         conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=n_bins)
-        chart(c1, fmulti.plot_confidence(conf, names=labels, title="Confidence reliability: before and after"),
+        chart(c1, mdiagrams.plot_confidence(conf, names=labels, title="Confidence reliability: before and after"),
                         key="explore.mc.confidence")
         c1.caption(conf.caption(labels))
         wise = mdiagrams.prepare_classwise(ev.predictions, ev.labels, n_bins=n_bins, class_names=names,
                                            max_panels=CLASSWISE_PANELS)
-        chart(c2, fmulti.plot_classwise(wise, names=labels, cols=3, panel_height=250,
+        chart(c2, mdiagrams.plot_classwise(wise, names=labels, cols=3, panel_height=250,
                                               title="Class-wise reliability: before and after (worst classes)"),
                         key="explore.mc.classwise")
         c2.caption(wise.caption(labels))
