@@ -24,45 +24,24 @@ Fitting and explaining are apart, as relplot keeps ``prepare_`` apart from
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 import pandas as pd
 
 from ..calibrators.base import Calibrator
 from ..errors import NotFittedError, ProgrammingError
+from ..registry import Declarations
 from ..validation import check_labels, check_scores
 
 __all__ = ["Explanation", "explain", "explains", "explainers", "training_rows"]
 
-_EXPLAINERS: dict[type, Callable] = {}
-_READ = False
-
-
-def explains(*calibrator_classes: type) -> Callable:
-    """Declare the decorated function the explainer of ``calibrator_classes`` (and of their subclasses that
-    declare none of their own): ``@explains(BBQCalibrator)`` over ``def explain(calibrator, scores, labels,
-    features=None, **options)``."""
-    def declare(fn: Callable) -> Callable:
-        for cls in calibrator_classes:
-            if _EXPLAINERS.get(cls, fn) is not fn:
-                raise ProgrammingError(f"{cls.__name__} is explained twice: by {_EXPLAINERS[cls].__module__} "
-                                       f"and {fn.__module__}.")
-            _EXPLAINERS[cls] = fn
-        return fn
-    return declare
-
-
-def explainers() -> dict[type, Callable]:
-    """Calibrator class -> its explainer, as the modules of this package declare them (all read once)."""
-    global _READ
-    if not _READ:
-        for info in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{info.name}")
-        _READ = True
-    return dict(_EXPLAINERS)
+_DECLARED = Declarations(__name__, "explained")
+#: ``@explains(BBQCalibrator)`` over ``def explain(calibrator, scores, labels, features=None, **options)``: the
+#: function explains these calibrator classes (and their subclasses that declare no explainer of their own).
+explains = _DECLARED.declare
+#: Calibrator class -> its explainer, as the modules of this package declare them.
+explainers = _DECLARED.found
 
 
 @dataclass
@@ -148,8 +127,7 @@ def explain(calibrator, scores, labels, features=None, **options) -> Explanation
         The explainer's own subclass, or a bare :class:`Explanation` for a
         binary method that declares none.
     """
-    found = explainers()
-    fn = next((found[c] for c in type(calibrator).__mro__ if c in found), None)
-    if fn is None or not getattr(calibrator, "name", ""):
+    fns = _DECLARED.along(type(calibrator))
+    if not fns or not getattr(calibrator, "name", ""):
         raise ProgrammingError(f"{type(calibrator).__name__} is not a calibdash calibrator.")
-    return fn(calibrator, scores, labels, features, **options)
+    return fns[0](calibrator, scores, labels, features, **options)

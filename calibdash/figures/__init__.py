@@ -15,11 +15,8 @@ functions (``reliability_diagram``, ``calibration_map``) return figures.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import Callable
-
-from ..errors import EnvironmentProblem, ProgrammingError
+from ..errors import EnvironmentProblem
+from ..registry import Declarations
 
 try:
     import plotly  # noqa: F401  (the figures need it; the rest of calibdash does not)
@@ -35,39 +32,17 @@ from .palette import color_of, rgba
 __all__ = ["calibration_map", "map_curves", "score_grid", "reliability_diagram",
            "color_of", "rgba", "base_layout", "draws", "drawers", "inner_figures"]
 
-_DRAWERS: dict[type, Callable] = {}
-_READ = False
-
-
-def draws(*explanation_classes: type) -> Callable:
-    """Declare the decorated ``inner_figures(explanation) -> list[(title, figure)]`` the drawing of
-    ``explanation_classes`` (and of their subclasses)."""
-    def declare(fn: Callable) -> Callable:
-        for cls in explanation_classes:
-            if _DRAWERS.get(cls, fn) is not fn:
-                raise ProgrammingError(f"{cls.__name__} is drawn twice: by {_DRAWERS[cls].__module__} and "
-                                       f"{fn.__module__}.")
-            _DRAWERS[cls] = fn
-        return fn
-    return declare
-
-
-def drawers() -> dict[type, Callable]:
-    """Explanation class -> the function drawing it, as the modules of :mod:`calibdash.figures.methods`
-    declare them (all read once)."""
-    global _READ
-    if not _READ:
-        from . import methods
-        for info in pkgutil.iter_modules(methods.__path__):
-            importlib.import_module(f"{methods.__name__}.{info.name}")
-        _READ = True
-    return dict(_DRAWERS)
+_DECLARED = Declarations(f"{__name__}.methods", "drawn")
+#: ``@draws(BBQExplanation)`` over ``def inner_figures(explanation) -> list[(title, figure)]``: the function draws
+#: these explanation classes (and their subclasses).
+draws = _DECLARED.declare
+#: Explanation class -> the function drawing it, as the modules of :mod:`calibdash.figures.methods` declare them.
+drawers = _DECLARED.found
 
 
 def inner_figures(explanation) -> list:
     """(title, figure) pairs drawing an :class:`calibdash.explain.Explanation`: the figures of each class of
     ``explanation`` that a module declares it draws, its own class first, then its bases' (a K-class method's
     own figures, then the simplex map every K-class explanation has); [] if none is drawn."""
-    found = drawers()
-    return [pair for cls in type(explanation).__mro__ if cls in found for pair in found[cls](explanation)]
+    return [pair for fn in _DECLARED.along(type(explanation)) for pair in fn(explanation)]
 
