@@ -1,5 +1,5 @@
-"""The multi-class diagrams: the data they hold (calibdash.multiclass.diagrams) and the traces drawn
-(calibdash.figures.multiclass)."""
+"""The multi-class diagrams (calibdash.diagrams: confidence, classwise, simplex): the data they hold and the
+traces drawn."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """The top-label reduction of a K-class table (calibdash.data.top_label), the class-wise ECE per group
-(calibdash.multiclass.groups) and the class-wise panels' bin count (calibdash.multiclass.diagrams).
+(calibdash.multiclass.groups) and the class-wise panels' bin count (calibdash.diagrams.classwise).
 
 Known results: on the CIFAR-10 LeNet-5 sample the reduction's accuracy is the README's 0.5308 and its binary
 ECE at 15 equal-width bins the README's confidence ECE 0.10789. Invariants: the reduction keeps every usable

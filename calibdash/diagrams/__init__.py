@@ -1,37 +1,21 @@
-"""Diagrams: one module per kind, each its data (computed without plotly) and its figure.
+"""Diagrams: one module per kind, holding its data (computed without plotly) and its figure.
 
-Every page, the report, the CLI and the Groups & time view show the calibration of a set of predictions as one
-of these diagrams. Each module holds a frozen dataclass extending :class:`~calibdash.diagrams.common.Diagram`
-that declares its ``kind``, ``title``, ``problem`` and ``position``, computes its data (``prepare``, a classmethod,
-as relplot's ``prepare_rel_diagram``), says its caption (``caption``) and draws itself (``figure``, importing
-plotly only there, as relplot's ``plot_rel_diagram``). This package finds them by scanning its modules, so
-adding a diagram is adding its module.
+Each module holds a frozen dataclass extending :class:`~calibdash.diagrams.common.Diagram` that declares its
+``kind``, ``title``, ``problem`` and ``position``, computes its data (the classmethod ``prepare``, as relplot's
+``prepare_rel_diagram``), says its caption and draws itself (``figure``, importing plotly only there). This package
+finds them by scanning its modules, so adding a diagram is adding its module. Binary (one column of scores per
+method): :mod:`.binned`, :mod:`.smooth` (SmoothECE, Błasiok & Nakkiran 2024), :mod:`.corp` (Dimitriadis,
+Gneiting & Jordan 2021); K-class (each method's (n, K) probabilities): :mod:`.confidence`, :mod:`.classwise`
+(small multiples, and the per-class table), :mod:`.simplex` (K = 3).
 
-==============  ==========  ===========================================================================
-kind            problem     data
-==============  ==========  ===========================================================================
-Binned          binary      :class:`BinnedData`: a reliability table per method, a bin count or
-                            ``"auto"`` by the stated rule (:func:`auto_bin_count`)
-Smooth          binary      :class:`SmoothData`: SmoothECE's kernel-smoothed curve per method
-                            (Błasiok & Nakkiran, ICLR 2024), optionally its 95% bootstrap band
-CORP            binary      :class:`CorpData`: the PAV fit of the labels on the scores per method
-                            (Dimitriadis, Gneiting & Jordan, PNAS 2021), MCB/DSC/UNC, optionally the
-                            90% consistency band
-Confidence      classes     :class:`ConfidenceData`: the confidence reduction binned, per method
-Class-wise      classes     :class:`ClasswiseData`: the class-wise reduction per shown class, as small
-                            multiples (and :func:`class_table`, one row per class)
-Simplex map     classes     :class:`SimplexMapData`: a 3-class map on a grid of the probability simplex
-==============  ==========  ===========================================================================
-
-Binary inputs: ``predictions`` a DataFrame with one column per method (its key), one row per (weighted) row;
-``labels`` 0/1; ``weights`` optional, as :attr:`calibdash.evaluation.Evaluation.weights` on score cells: a row
-of weight ``w`` counts as ``w`` rows (the auto rule counts the weights' sum, the bins hold equal weight, the bands
-resample the rows the cells stand for), so on exact score cells every diagram is the rows' diagram. K-class
-inputs: ``P_by_method`` each method's (n, K) probabilities for the same rows, ``y`` class indices.
+Weights (binary ``weights``, K-class ``sample_weight``), such as :attr:`calibdash.evaluation.Evaluation.weights`
+on score cells: a row of weight ``w`` counts as ``w`` rows (the auto rule counts the weights' sum, the bins hold
+equal weight, the bands resample the rows the cells stand for), so on exact score cells every diagram is the
+rows' diagram.
 
 >>> from calibdash import diagrams
 >>> data = diagrams.prepare("corp", predictions, labels)          # doctest: +SKIP
->>> fig, caption = data.figure(names={"platt": "Platt scaling"}), data.caption({"platt": "Platt scaling"})  # doctest: +SKIP
+>>> fig, caption = data.figure(names={"platt": "Platt"}), data.caption({"platt": "Platt"})  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -50,21 +34,13 @@ from .common import (AUTO, AUTO_RULE, BIN_RULES, BINNINGS, DEFAULT_TITLE, HEIGHT
                      RULE_SENTENCE, RULE_SHORT, RULE_TEXT, Diagram, auto_bin_count, bin_count, class_labels,
                      describe_rule, display_names)
 from .confidence import CONFIDENCE, ConfidenceData, plot_confidence, prepare_confidence
-from .corp import CORP, CorpData, corp_column, plot_corp, prepare_corp
+from .corp import CORP, CorpData, corp_column, prepare_corp
 from .simplex import SIMPLEX, SimplexMapData, plot_simplex_map, prepare_simplex_map, simplex_grid
-from .smooth import SMOOTH, SmoothData, plot_smooth, prepare_smooth, smooth_column
+from .smooth import SMOOTH, SmoothData, prepare_smooth, smooth_column
 
-__all__ = [
-    "Diagram", "registry", "KINDS", "TITLES", "check_kind", "prepare", "plot", "diagram",
-    "BINNED", "SMOOTH", "CORP", "CONFIDENCE", "CLASSWISE", "SIMPLEX", "N_BOOT", "AUTO", "AUTO_RULE", "BIN_RULES",
-    "MIN_BINS", "MAX_BINS", "RULE_TEXT", "RULE_SHORT", "RULE_SENTENCE", "BINNINGS", "ORDERS", "MAX_PANELS",
-    "auto_bin_count", "describe_rule", "bin_count", "classwise_bin_count", "display_names", "class_labels",
-    "reliability_tables", "smooth_column", "corp_column", "class_table", "simplex_grid",
-    "BinnedData", "SmoothData", "CorpData", "ConfidenceData", "ClasswiseData", "SimplexMapData",
-    "prepare_binned", "prepare_smooth", "prepare_corp", "prepare_confidence", "prepare_classwise",
-    "prepare_simplex_map", "plot_binned", "plot_smooth", "plot_corp", "plot_confidence", "plot_classwise",
-    "plot_simplex_map",
-]
+# The package's own names; the names of its modules imported above (prepare_binned, plot_confidence, AUTO, ...)
+# are reachable here too, each listed once, in its module's __all__.
+__all__ = ["Diagram", "registry", "KINDS", "TITLES", "check_kind", "prepare", "plot", "diagram"]
 
 
 def registry(problem: str | None = None) -> dict[str, type[Diagram]]:

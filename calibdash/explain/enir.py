@@ -156,12 +156,9 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None,
 
     Parameters
     ----------
-    calibrator : fitted ENIR
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted ENIR, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
     n_groups : int
         How many equal-count groups of rows ``groups`` holds at most.
 

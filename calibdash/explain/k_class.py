@@ -1,32 +1,14 @@
-"""What explaining any fitted K-class calibrator holds: its class names, notes and, for K = 3, its map on the simplex.
+"""What explaining any fitted K-class calibrator holds: its class names, notes and, for K = 3, its map on a grid of
+the probability simplex (:func:`calibdash.diagrams.prepare_simplex_map`).
 
-The per-method explainers (:mod:`.k_temperature`, :mod:`.k_linear`, :mod:`.k_binary_maps`) subclass
-:class:`ClassExplanation` with what their method learned; a K-class method that declares no explainer of its own
-gets the one here (the simplex map, nothing more). By method:
-
-==========================  ============================================================================
-method                      what the explanation holds
-==========================  ============================================================================
-temperature                 the fitted ``T``, and the mean log-loss of ``softmax(s / T)`` on a grid of
-                            temperatures (``s`` the log-scores, Guo et al. 2017, section 4.2) on the
-                            fitting rows and, when given, on held-out rows
-vector, matrix, dirichlet   the fitted ``W`` (K x K; vector scaling's diagonal as a matrix) and ``b``
-                            (Kull et al. 2019, ``softmax(W s + b)``), and the regularisation path when
-                            the method records its cross-validation
-ovr:<binary>                each class's binary map ``q_k(p_k)`` on a grid of [0, 1] (one curve per class,
-                            K <= ``max_classes``, else the ``max_classes`` classes of largest class-wise
-                            ECE on the fitting rows)
-top_label:<binary>          each predicted class's map of the top probability, the pooled map, and which
-                            classes were pooled (fewer than ``min_rows`` rows predicted)
-any method, K = 3           the map on a grid of the probability simplex
-                            (:func:`calibdash.multiclass.diagrams.prepare_simplex_map`)
-==========================  ============================================================================
-
-Every K-class explainer takes ``(model, P, y, features=None, *, sample_weight=None, held_out=None,
-class_names=None, max_classes=MAX_CLASSES, simplex_grid=10)``: ``P`` and ``y`` the rows the model was fitted on
-(probabilities, or logits when ``model.logits``), ``held_out`` a pair ``(P, y)`` it was not fitted on (the
-temperature's held-out curve), ``max_classes`` the most classes whose binary maps are listed, ``simplex_grid`` the
-spacing 1/``simplex_grid`` of the K = 3 simplex map. Each raises NotFittedError on a model not fitted.
+Each method's explainer (:mod:`.k_temperature`; :mod:`.k_linear` for vector, matrix and Dirichlet calibration;
+:mod:`.k_binary_maps` for the one-vs-rest and top-label composites) subclasses :class:`ClassExplanation`; a
+K-class method that declares no explainer gets the one here. Every K-class explainer takes ``(model, P, y,
+features=None, *, sample_weight=None, held_out=None, class_names=None, max_classes=MAX_CLASSES,
+simplex_grid=10)``: ``P``, ``y`` the rows the model was fitted on (probabilities, or logits when
+``model.logits``), ``held_out`` a pair ``(P, y)`` it was not fitted on, ``max_classes`` the most classes whose
+binary maps are listed, ``simplex_grid`` the spacing 1/``simplex_grid`` of the simplex grid; each raises
+NotFittedError on a model not fitted.
 """
 from __future__ import annotations
 

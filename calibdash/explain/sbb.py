@@ -118,12 +118,9 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> SB
 
     Parameters
     ----------
-    calibrator : fitted SBB
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted SBB, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

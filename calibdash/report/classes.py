@@ -9,9 +9,8 @@ The multi-class counterpart of :func:`calibdash.report.build.build_report`, on t
 3. the measures of :data:`calibdash.multiclass.metrics.MEASURES` on the held-out rows, each cell
    ``value [low, high]`` (:func:`calibdash.multiclass.bootstrap.bootstrap_multiclass`), the best in bold;
 4. the confidence reliability diagram and the class-wise small multiples of the worst classes (largest
-   per-class ECE of the raw probabilities first), from :mod:`calibdash.multiclass.diagrams` drawn by
-   :mod:`calibdash.figures.multiclass`;
-5. the per-class table (:func:`calibdash.multiclass.diagrams.class_table`: rows, frequency, and per
+   per-class ECE of the raw probabilities first), from :mod:`calibdash.diagrams` (data and figure);
+5. the per-class table (:func:`calibdash.diagrams.class_table`: rows, frequency, and per
    method the mean probability and ECE of each class);
 6. the methods (hyperparameters, fitting time, paper), the notes, the version and the date.
 
@@ -69,7 +68,7 @@ def describe_class_source(cs) -> str:
 
 
 def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mapping[str, str]) -> str:
-    """The per-class table (:func:`calibdash.multiclass.diagrams.class_table`) as HTML: one row per class
+    """The per-class table (:func:`calibdash.diagrams.class_table`) as HTML: one row per class
     with its rows and frequency, then per method its mean probability of the class and the class's ECE;
     each row's lowest ECE in bold."""
     head = ('<th scope="col">Class</th><th scope="col">Rows</th><th scope="col" title="share of the judged rows '

@@ -2,9 +2,9 @@
 intervals and a verdict, the confidence diagram, class-wise small multiples, the per-class table, the
 simplex map (K = 3) and downloads.
 
-Every number and figure comes from :mod:`calibdash.multiclass` and :mod:`calibdash.figures.multiclass`:
+Every number and figure comes from :mod:`calibdash.multiclass` and :mod:`calibdash.diagrams`:
 the fits and intervals through the caches of :mod:`pages.parts.classes`, the diagrams' data from
-:mod:`calibdash.multiclass.diagrams`. This module only wires widgets to them.
+:mod:`calibdash.diagrams`. This module only wires widgets to them.
 """
 from __future__ import annotations
 
@@ -37,16 +37,16 @@ FALLBACK = "top_label:histogram"
 #: What the bins slider offers.
 BIN_CHOICES = [5, 10, 15, 20, 30, AUTO]
 #: What the class-wise panels' own bins slider offers: by default the rule on the rows per class
-#: (:func:`calibdash.multiclass.diagrams.classwise_bin_count`), a count to override it.
+#: (:func:`calibdash.diagrams.classwise_bin_count`), a count to override it.
 CLASSWISE_BINS = "compare.classes.classwise_bins"
 CLASSWISE_CHOICES = [AUTO, 3, 5, 10, 15, 20, 30]
-#: What the per-class table shows per method: a column prefix of :func:`calibdash.multiclass.diagrams.class_table`.
+#: What the per-class table shows per method: a column prefix of :func:`calibdash.diagrams.class_table`.
 PER_CLASS = {"ECE": "class's ECE", "mean p": "mean predicted probability"}
 #: Width in pixels of a "value [low, high]" column of the measures table.
 INTERVAL_WIDTH = 172
 #: Class-wise panels shown before the user picks classes, and panels per row.
 SHOWN_CLASSES, PANEL_COLUMNS = 8, 4
-#: The orders of the class picker (:data:`calibdash.multiclass.diagrams.ORDERS`), in words.
+#: The orders of the class picker (:data:`calibdash.diagrams.ORDERS`), in words.
 ORDER_NAMES = {"worst": "worst first (largest class-wise ECE, uncalibrated)", "index": "in the file's order",
                "frequency": "most frequent first"}
 

@@ -1,9 +1,8 @@
 """The reliability chart's widgets and caches; the diagrams themselves are library code.
 
 What each diagram type (binned, smooth, CORP) holds, its bin-count rule and
-its caption are :mod:`calibdash.diagrams` (data, a prepare function per
-type); the figures are :mod:`calibdash.figures.diagrams` (a plot function per
-type). This module keeps what only a page needs, so Data, Explore and Compare
+its caption are :mod:`calibdash.diagrams` (one module per type, its data
+and its figure). This module keeps what only a page needs, so Data, Explore and Compare
 (its overlaid chart and its small multiples) and Groups & time show the same
 three diagrams:
 
@@ -144,7 +143,7 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
           n_boot: int = N_BOOT) -> tuple[go.Figure, str]:
     """The reliability chart of every column of ``predictions`` and its caption: ``(figure, caption)``.
 
-    The arguments are those of :func:`calibdash.figures.diagrams.diagram`: ``kind`` one of :data:`KINDS`;
+    The arguments are those of :func:`calibdash.diagrams.diagram`: ``kind`` one of :data:`KINDS`;
     ``band`` the smooth diagram's 95% bootstrap band or CORP's 90% consistency band (ignored for Binned, which
     draws each bin's interval); ``n_bins`` (a count or ``"auto"``) and ``strategy`` the binned diagram's;
     ``weights`` ``Evaluation.weights`` on score cells; ``title`` default the type's. The smooth and CORP data

@@ -6,7 +6,7 @@
 * :func:`map_figure`: every averaged model's map drawn faintly (opacity
   proportional to its weight, the heaviest ``MAX_MODELS_DRAWN``), the ENIR
   map in bold and the training rows as equal-count groups, as
-  :mod:`calibdash.figures.bbq` draws BBQ's models.
+  :mod:`calibdash.figures.methods.bbq` draws BBQ's models.
 
 Everything drawn is in the explanation; nothing here fits or predicts.
 """
