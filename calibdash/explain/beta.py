@@ -25,7 +25,7 @@ from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta
 from ..calibrators.platt import PlattCalibrator
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
 from ..errors import ProgrammingError
-from ..metrics import reliability_table
+from ..measures.binning import reliability_table
 from ..validation import check_weights
 from . import Explanation, explains, training_rows
 

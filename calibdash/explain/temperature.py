@@ -25,7 +25,7 @@ from ..calibrators.platt import logit
 from ..calibrators.temperature import (TemperatureCalibrator, fit_inverse_temperature, log_likelihood,
                                       negative_log_likelihoods, nll_grad_hess)
 from ..errors import ProgrammingError
-from ..metrics import reliability_table
+from ..measures.binning import reliability_table
 from ..validation import check_weights
 from . import Explanation, explains, training_rows
 from .beta import score_grid

@@ -22,7 +22,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ... import metrics, synthetic
+from ... import synthetic
+from ...measures import calibration as metrics
 from ...errors import DataError
 from .calibration_map import score_grid
 from ..layout import base_layout
