@@ -497,7 +497,7 @@ def model_rows(ev: Evaluation, method: str, P, labels, max_fit_rows: int | None 
     ``ev.fit_rows``, or, for a parametric method whose fitting part was larger than ``max_fit_rows`` (the
     value given to :func:`evaluate`), the content-keyed sample :func:`evaluate` fitted it on (k-fold: the
     sample of all rows its deployed model was fitted on). Looking inside the model on these rows
-    (:func:`calibdash.multiclass.explain.explain_classes`) shows the objective it minimised.
+    (:func:`calibdash.explain.explain`) shows the objective it minimised.
     """
     rows = ev.fit_rows
     if max_fit_rows is None or not getattr(ev.models[method], "parametric", False) or rows.size <= int(max_fit_rows):

@@ -8,7 +8,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-__all__ = ["scan"]
+from .errors import ProgrammingError
+
+__all__ = ["scan", "Declarations"]
 
 
 def scan(path, package: str, base: type, skip: tuple = ()) -> dict[str, type]:
@@ -25,3 +27,37 @@ def scan(path, package: str, base: type, skip: tuple = ()) -> dict[str, type]:
                 found[obj.name] = obj
     rank = lambda kv: (kv[1].order is None, 0.0 if kv[1].order is None else float(kv[1].order), kv[0])
     return dict(sorted(found.items(), key=rank))
+
+
+class Declarations:
+    """Class -> function, as the modules of one package declare them with :meth:`declare` (a decorator); read by
+    importing every module of the package once. :mod:`calibdash.explain` (which explainer explains a calibrator
+    class) and :mod:`calibdash.figures` (which figures draw an explanation class) find their modules this way,
+    never by a module named for the method."""
+
+    def __init__(self, package: str, verb: str):
+        self.package, self.verb, self._found, self._read = package, verb, {}, False
+
+    def declare(self, *classes: type):
+        """Decorator: the function is the one for ``classes`` (and their subclasses that declare none)."""
+        def mark(fn):
+            for cls in classes:
+                if self._found.get(cls, fn) is not fn:
+                    raise ProgrammingError(f"{cls.__name__} is {self.verb} twice: by {self._found[cls].__module__} "
+                                           f"and {fn.__module__}.")
+                self._found[cls] = fn
+            return fn
+        return mark
+
+    def found(self) -> dict:
+        """Class -> function, every module of the package read."""
+        if not self._read:
+            for info in pkgutil.iter_modules(importlib.import_module(self.package).__path__):
+                importlib.import_module(f"{self.package}.{info.name}")
+            self._read = True
+        return dict(self._found)
+
+    def along(self, cls: type) -> list:
+        """The functions declared for ``cls`` and its bases, nearest first."""
+        found = self.found()
+        return [found[c] for c in cls.__mro__ if c in found]

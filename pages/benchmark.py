@@ -8,7 +8,7 @@ from calibdash import data as cdata
 from calibdash.benchmark import TableKind
 from calibdash.errors import CalibdashError, DataError
 from calibdash.evaluation import UNCALIBRATED
-from calibdash.figures import benchmark as bfig
+from calibdash.figures.charts import benchmark as bfig
 from calibdash.safe_text import csv_text
 from pages.parts import benchmark_classes as bclasses
 from pages.parts.classes import using_classes

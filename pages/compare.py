@@ -4,7 +4,7 @@ import streamlit as st
 
 from calibdash import bootstrap as cboot, calibrators, diagrams as cdiagrams, figures
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
-from calibdash.figures import diagrams as fdiagrams, images
+from calibdash.figures import images
 from calibdash.safe_text import csv_text
 from pages.parts import diagrams, downloads, fitting, url_state
 from pages.parts.classes import using_classes
@@ -111,7 +111,7 @@ if len(models) > 1:
     st.caption(binning_note(ev.binning))
     if diagram.kind == diagrams.BINNED:
         raw_data = cdiagrams.BinnedData(raw_tables, n_bins, strategy, bins_text)
-        chart(st, fdiagrams.plot_binned(raw_data, title="Raw reliability of each model"),
+        chart(st, cdiagrams.plot_binned(raw_data, title="Raw reliability of each model"),
                         key="compare.models.reliability")
     else:                    # one chart per model: each model's held-out rows (or cells) are its own
         grid = st.columns(min(3, len(models)))

@@ -7,7 +7,7 @@ from calibdash import calibrators, synthetic
 from calibdash.measures import calibration as metrics
 from calibdash.errors import DataError
 from calibdash.evaluation import UNCALIBRATED
-from calibdash.figures import learn as flearn
+from calibdash.figures.charts import learn as flearn
 from pages.parts import learn_classes
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.routing import route_guard

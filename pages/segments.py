@@ -3,7 +3,7 @@
 
 The page's data is summarised once into keyed score cells (:mod:`pages.parts.segments_data`: the rows' cells for
 an upload, a DuckDB job for a large source) and every number comes from them through
-:mod:`calibdash.keyed.measures`, every chart from calibdash.figures.groups and calibdash.figures.drift, so the
+:mod:`calibdash.keyed.measures`, every chart from calibdash.figures.charts.groups and calibdash.figures.charts.drift, so the
 numbers are those of ``python -m calibdash groups`` / ``drift`` (the command is shown under each table).
 
 A K-class table is read through its top-label reduction (:meth:`calibdash.data.ClassSet.top_label`): the
@@ -18,7 +18,7 @@ from calibdash import bootstrap as cboot, calibrators, drift as cdrift, groups a
 from calibdash.measures import calibration as metrics
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
-from calibdash.figures import drift as fdrift, groups as fgroups
+from calibdash.figures.charts import drift as fdrift, groups as fgroups
 from calibdash.keyed import PERIODS, Key
 from pages.parts import diagrams, segments_classes as kclass, segments_command as command, segments_data as sdata
 from pages.parts.classes import top_label_or_stop, using_classes

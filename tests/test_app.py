@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 from calibdash import calibrators, cells, data as cdata, evaluation, figures, metrics, samples
 from calibdash.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from calibdash.explain import explain
-from calibdash.figures.calibration_map import SCORE_BARS
+from calibdash.figures.charts.calibration_map import SCORE_BARS
 from pages.parts import downloads, fitting
 from pages.parts.tables import BEST_STYLE, best_cells, bold_best, metrics_frame
 from conftest import APPTEST_TIMEOUT

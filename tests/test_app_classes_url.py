@@ -7,7 +7,7 @@ panels bin by the rule on the rows per class unless the user picks a count.
 from __future__ import annotations
 
 from calibdash import multiclass, samples
-from calibdash.multiclass import diagrams as mdiagrams
+from calibdash import diagrams as mdiagrams
 from calibdash.evaluation import evaluate_classes
 from calibdash.scheme import Scheme
 from pages.parts import compare_classes

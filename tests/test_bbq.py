@@ -469,7 +469,7 @@ def test_fitted_calibrator_pickles_and_predicts_the_same():
 # figures
 # ---------------------------------------------------------------------------
 def test_figures_show_the_weights_and_the_kept_models():
-    from calibdash.figures import bbq as fig_bbq
+    from calibdash.figures.methods import bbq as fig_bbq
 
     s, y = _tied_sample(n=400, seed=1, decimals=3)
     cal = BBQCalibrator().fit(s, y)

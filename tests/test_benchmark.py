@@ -12,7 +12,7 @@ from calibdash.benchmark import TableKind, rank_tests
 from calibdash.data import build_score_set
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import UNCALIBRATED, Scheme, evaluate
-from calibdash.figures import benchmark as bfig
+from calibdash.figures.charts import benchmark as bfig
 from calibdash.multiclass import metrics as mmetrics
 from calibdash.synthetic.multiclass import gaussian_classes
 from conftest import APPTEST_TIMEOUT, REPO

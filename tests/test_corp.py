@@ -248,7 +248,7 @@ def test_bad_settings():
 
 
 def test_corp_diagram_draws_curves_bands_and_decomposition():
-    from calibdash.figures.corp import corp_diagram
+    from calibdash.diagrams.corp import corp_diagram
     curves = {"EMOS": corp.corp_curve(EMOS, OBS), "ENS": corp.corp_curve(ENS, OBS)}
     bands = {"EMOS": corp.corp_band(EMOS, OBS, n_boot=20)}
     dec = {k: corp.corp_decomposition(x, OBS) for k, x in (("EMOS", EMOS), ("ENS", ENS))}

@@ -1,4 +1,4 @@
-"""The reliability diagrams as library code (calibdash.diagrams: prepare; calibdash.figures.diagrams: plot):
+"""The reliability diagrams as library code (calibdash.diagrams: one module per kind, its prepare and its plot):
 each prepare returns the hand-worked data, each plot draws that data, and the bin-count rule is stated once."""
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 
 from calibdash import clinical, corp, diagrams, smooth_ece
 from calibdash.errors import SettingsError
-from calibdash.figures import diagrams as fdiagrams
 
 
 def _legend(fig) -> list[str]:
@@ -28,7 +27,7 @@ def test_prepare_binned_is_the_hand_worked_table():
     np.testing.assert_allclose(t["obs_freq"], [0.25, 0.75])
     assert (data.n_bins, data.strategy, data.bins_text) == (2, "uniform", "2 bins")
     assert data.caption().startswith("Binned reliability diagram: 2 bins, equal-width; each point")
-    fig = fdiagrams.plot(data, names={"m": "Model"})
+    fig = diagrams.plot(data, names={"m": "Model"})
     line = next(t for t in fig.data if t.name == "Model")
     np.testing.assert_allclose(np.asarray(line.y, dtype=float), [0.25, 0.75])
     assert fig.layout.title.text == diagrams.TITLES[diagrams.BINNED]
@@ -57,7 +56,7 @@ def test_prepare_corp_is_the_hand_worked_pav_fit_and_decomposition():
     assert {k: data.decompositions["m"][k] for k in ("MCB", "DSC", "UNC")} == pytest.approx(
         {"MCB": 0.15, "DSC": 0.125, "UNC": 0.25})
     assert data.bands == {} and not data.band
-    assert _legend(fdiagrams.plot(data, names={"m": "Model"})) == ["Model · MCB 0.150 · DSC 0.125 · UNC 0.250"]
+    assert _legend(diagrams.plot(data, names={"m": "Model"})) == ["Model · MCB 0.150 · DSC 0.125 · UNC 0.250"]
     banded = diagrams.prepare_corp(p, y, band=True, n_boot=20)
     assert list(banded.bands) == ["m"] and "(20 resamples with labels drawn" in banded.caption()
     assert "Shaded" not in data.caption()
@@ -74,7 +73,7 @@ def test_prepare_smooth_holds_smooth_ece_curve_and_says_its_bandwidth():
                                    equal_nan=True)
     sigma = smooth_ece.smooth_ece_bandwidth(s, y)
     assert f"A {sigma:.4f}" in data.caption({"a": "A"})
-    fig = fdiagrams.plot(data, names={"a": "A"})
+    fig = diagrams.plot(data, names={"a": "A"})
     assert _legend(fig)[0].startswith(f"A · smECE {smooth_ece.smooth_ece(s, y):.3f}")
 
 
@@ -100,8 +99,8 @@ def test_prepare_and_diagram_pick_the_kind_in_any_letter_case():
     assert isinstance(diagrams.prepare("corp", frame, y), diagrams.CorpData)
     assert isinstance(diagrams.prepare("Smooth", frame, y), diagrams.SmoothData)
     assert isinstance(diagrams.prepare("BINNED", frame, y, n_bins=2), diagrams.BinnedData)
-    fig, caption = fdiagrams.diagram("corp", frame, y, title=None)
-    assert caption == diagrams.CAPTIONS[diagrams.CORP] and fig.layout.title.text is None
+    fig, caption = diagrams.diagram("corp", frame, y, title=None)
+    assert caption == diagrams.CorpData.text and fig.layout.title.text is None
     with pytest.raises(SettingsError, match="kind must be one of"):
         diagrams.prepare("pie", frame, y)
 
@@ -113,7 +112,7 @@ def test_long_legends_get_room_below_the_plot():
     y = (rng.uniform(size=s.size) < s).astype(int)
     three = pd.DataFrame({"a": s, "b": s ** 2, "c": np.sqrt(s)})
     for kind in ("smooth", "corp"):
-        fig = fdiagrams.plot(diagrams.prepare(kind, three, y), height=400)
+        fig = diagrams.plot(diagrams.prepare(kind, three, y), height=400)
         assert (fig.layout.height, fig.layout.margin.b) == (422, 142)
-        one = fdiagrams.plot(diagrams.prepare(kind, three[["a"]], y), height=400)
+        one = diagrams.plot(diagrams.prepare(kind, three[["a"]], y), height=400)
         assert one.layout.height == 400

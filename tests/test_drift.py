@@ -1,4 +1,4 @@
-"""Calibration over time (calibdash.drift), its drawing (calibdash.figures.drift) and the drift sample."""
+"""Calibration over time (calibdash.drift), its drawing (calibdash.figures.charts.drift) and the drift sample."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ from scipy import stats
 
 from calibdash import calibrators, drift as D, metrics
 from calibdash.errors import DataError, SettingsError
-from calibdash.figures import drift as fd
+from calibdash.figures.charts import drift as fd
 from calibdash.samples import drift as sample
 
 

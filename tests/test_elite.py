@@ -14,7 +14,7 @@ from calibdash.errors import ProgrammingError, SettingsError
 from calibdash.explain import elite as explain_elite
 from calibdash.explain import explain
 from calibdash.explain.elite import ELiTEExplanation
-from calibdash.figures import elite as elite_fig
+from calibdash.figures.methods import elite as elite_fig
 from calibdash.figures import inner_figures
 from conftest import shared_file
 

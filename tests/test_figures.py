@@ -2,8 +2,8 @@
 import numpy as np
 import pandas as pd
 
-from calibdash import calibrators, figures, metrics
-from calibdash.figures.calibration_map import SCORE_BARS
+from calibdash import calibrators, diagrams, figures, metrics
+from calibdash.figures.charts.calibration_map import SCORE_BARS
 from calibdash.figures.palette import color_of
 
 
@@ -18,7 +18,7 @@ def test_reliability_diagram_traces_colours_and_gaps():
     p = np.array([0.05, 0.07, 0.12, 0.95, 0.97])
     y = np.array([0, 0, 1, 1, 1])
     preds = pd.DataFrame({"uncalibrated": p, "platt": np.clip(p + 0.01, 0, 1)})
-    tables = figures.reliability_tables(preds, y, n_bins=10, strategy="uniform")
+    tables = diagrams.reliability_tables(preds, y, n_bins=10, strategy="uniform")
     fig = figures.reliability_diagram(tables)
     lines = [t for t in fig.data if t.type == "scatter" and t.name in ("uncalibrated", "platt")]
     bars = [t for t in fig.data if t.type == "bar"]
@@ -80,14 +80,14 @@ def test_weighted_reliability_tables_equal_the_rows_on_exact_cells():
     rows, y, on_cells, cy, cw = _rows_and_cells()
     for strategy in metrics.STRATEGIES:
         for n_bins in (5, 10, 30):
-            by_rows = figures.reliability_tables(rows, y, n_bins, strategy)
-            by_cells = figures.reliability_tables(on_cells, cy, n_bins, strategy, sample_weight=cw)
+            by_rows = diagrams.reliability_tables(rows, y, n_bins, strategy)
+            by_cells = diagrams.reliability_tables(on_cells, cy, n_bins, strategy, sample_weight=cw)
             assert list(by_cells) == list(by_rows)
             for key in by_rows:
                 pd.testing.assert_frame_equal(by_cells[key], by_rows[key], check_exact=False, rtol=1e-9, atol=1e-12,
                                               obj=f"{key}, {n_bins} {strategy} bins")
     # and the diagram drawn from them counts rows, not cells
-    fig = figures.reliability_diagram(figures.reliability_tables(on_cells, cy, 10, "uniform", sample_weight=cw))
+    fig = figures.reliability_diagram(diagrams.reliability_tables(on_cells, cy, 10, "uniform", sample_weight=cw))
     bars = [t for t in fig.data if t.type == "bar"]
     assert sum(bars[0].y) == len(y)
 
@@ -109,7 +109,7 @@ def test_weighted_calibration_map_histogram_sums_the_weights():
 
 
 def test_score_bars_count_rows_per_equal_width_bar():
-    from calibdash.figures.calibration_map import score_bars
+    from calibdash.figures.charts.calibration_map import score_bars
 
     # edges 0, .25, .5, .75, 1 (numpy's last bar includes its right edge): one score in each bar
     centers, counts, widths = score_bars([0.0, 0.25, 0.5, 1.0], n_bars=4)
@@ -150,9 +150,9 @@ def test_multi_class_charts_take_the_multi_class_colour_of_a_shared_name(monkeyp
     """A multi-class method named like a binary one (both have a ``temperature``) is drawn in its own declared
     colour in the multi-class charts; the binary charts keep the binary colour."""
     from calibdash import multiclass
-    from calibdash.figures import multiclass as fmulticlass
+    from calibdash import diagrams as fmulticlass
     from calibdash.figures.palette import class_color_of
-    from calibdash.multiclass import diagrams as mdiagrams
+    from calibdash import diagrams as mdiagrams
 
     real = multiclass.classes()
     twin = type("Twin", (real["ovr"],), {"name": "isotonic", "color": "#123456"})

@@ -1,4 +1,4 @@
-"""Calibration by group (calibdash.groups) and its drawing (calibdash.figures.groups)."""
+"""Calibration by group (calibdash.groups) and its drawing (calibdash.figures.charts.groups)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 from calibdash import data as cdata, group_metrics, groups as G, metrics
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import Scheme, evaluate
-from calibdash.figures import groups as fg
+from calibdash.figures.charts import groups as fg
 from calibdash.samples.drift import make_drift
 
 

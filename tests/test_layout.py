@@ -164,20 +164,33 @@ def test_validation_sits_below_metrics_and_calibrators():
     assert "calibdash.calibrators.base" not in graph["calibdash.measures.calibration"]
 
 
-@pytest.mark.parametrize("folder", ["calibrators", "explain", "figures"])
-def test_each_method_is_fitted_explained_and_drawn_in_a_module_named_for_it(folder):
-    """The file tree says where a method fits (calibrators/NAME.py), is explained (explain/NAME.py) and
-    drawn (figures/NAME.py): every explainer and inner-figure module is named after a registered method."""
-    from calibdash import calibrators
+def test_each_method_is_explained_and_drawn_by_declaration():
+    """A method is fitted in its own module (calibrators/NAME.py, K-class: multiclass/methods/NAME.py); its
+    explainer declares the calibrator classes it explains (``@explains``) and its figures the explanation
+    classes they draw (``@draws``), and the dispatchers find them by class, never by a module named for the
+    method. So: every declared calibrator class is a registered method (or a family's base, whose explainer is
+    the fallback); every registered binary method is explained; every explanation an explainer returns is
+    drawn by a declared figure exactly when it says it is drawn (``Explanation.drawn``); every drawn class is
+    one an explainer returns."""
+    from typing import get_type_hints
 
-    names = set(calibrators.available())
-    files = {p.stem for p in (PACKAGE / folder).glob("*.py") if not p.stem.startswith("_")}
-    if folder == "calibrators":
-        assert names <= files
-    else:
-        shared = {"calibration_map", "reliability", "layout", "palette", "images", "benchmark", "learn", "text",
-                  "smooth_ece", "corp", "groups", "drift", "diagrams", "multiclass", "multiclass_explain"}
-        assert files - shared <= names, f"{folder}/ has modules named for no method: {sorted(files - shared - names)}"
+    from calibdash import calibrators, figures, multiclass
+    from calibdash.calibrators.base import Calibrator
+    from calibdash.explain import Explanation, explainers
+    from calibdash.multiclass.base import MulticlassCalibrator
+
+    binary, k_class = set(calibrators.classes().values()), set(multiclass.classes().values())
+    found = explainers()
+    assert set(found) - binary - k_class == {Calibrator, MulticlassCalibrator}
+    assert binary <= set(found) and {multiclass.get_class("temperature"), multiclass.get_class("ovr")} <= set(found)
+    returned = {get_type_hints(fn)["return"] for fn in found.values()}
+    assert all(issubclass(r, Explanation) for r in returned)
+    drawn = figures.drawers()
+    for cls in returned - {Explanation}:
+        by = [c for c in cls.__mro__ if c in drawn]
+        assert bool(by) == cls.drawn, f"{cls.__name__} says drawn={cls.drawn} but is drawn by {by}"
+    unreachable = {c for c in drawn if not any(issubclass(r, c) for r in returned)}
+    assert not unreachable, f"figures declared for explanations no explainer returns: {unreachable}"
 
 
 def test_pages_and_app_have_no_import_cycles_and_pages_import_no_page():
@@ -248,7 +261,7 @@ def test_each_registered_calibrator_declares_its_order_colour_and_sql_form():
                                     "explain/__init__.py", "sql.py"])
 def test_no_central_list_names_the_methods(module):
     """Adding a method is adding files: the registry, the palette, the dispatch to explainers and
-    figures and the SQL writer name no method (they ask the classes, or find modules by name)."""
+    figures and the SQL writer name no method (they ask the classes, or read what modules declare)."""
     from calibdash import calibrators
 
     names = set(calibrators.available())

@@ -17,7 +17,7 @@ from calibdash.explain import explain
 from calibdash.explain import mbct as explain_mbct
 from calibdash.explain.mbct import MBCTExplanation, leaf_paths
 from calibdash.figures import inner_figures
-from calibdash.figures import mbct as fig_mbct
+from calibdash.figures.methods import mbct as fig_mbct
 
 
 def group_data(n, seed, low=0.2, high=0.5):

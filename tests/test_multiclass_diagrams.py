@@ -1,5 +1,5 @@
-"""The multi-class diagrams: the data they hold (calibdash.multiclass.diagrams) and the traces drawn
-(calibdash.figures.multiclass)."""
+"""The multi-class diagrams (calibdash.diagrams: confidence, classwise, simplex): the data they hold and the
+traces drawn."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +7,7 @@ import pytest
 from scipy.special import softmax
 
 from calibdash.errors import DataError, SettingsError
-from calibdash.figures import multiclass as fmc
-from calibdash.multiclass import diagrams as md
+from calibdash import diagrams as md
 from calibdash.multiclass import metrics as mm
 
 K = 20
@@ -95,17 +94,17 @@ def test_simplex_map_evaluates_the_callable_on_the_grid():
 
 def test_figures_have_the_expected_traces(data):
     Ps, y = data
-    conf = fmc.plot_confidence(md.prepare_confidence(Ps, y), names={"truth": "true probabilities"})
+    conf = md.plot_confidence(md.prepare_confidence(Ps, y), names={"truth": "true probabilities"})
     # the diagonal, then per method its points and its bars
     assert [t.type for t in conf.data] == ["scatter", "scatter", "bar", "scatter", "bar"]
     assert conf.data[3].name.startswith("true probabilities (ECE ")
     assert conf.layout.yaxis.title.text == "accuracy"
     cw = md.prepare_classwise(Ps, y)
-    fig = fmc.plot_classwise(cw)
+    fig = md.plot_classwise(cw)
     assert len(fig.data) == md.MAX_PANELS * (1 + len(Ps))
     assert sum(bool(t.showlegend) for t in fig.data) == len(Ps)           # each method once in the legend
     assert [a.text.split(" · ")[0] for a in fig.layout.annotations] == [cw.names[c] for c in cw.classes]
-    simplex = fmc.plot_simplex_map(md.prepare_simplex_map(lambda X: softmax(2 * np.log(X), axis=1)),
+    simplex = md.plot_simplex_map(md.prepare_simplex_map(lambda X: softmax(2 * np.log(X), axis=1)),
                                    class_names=["cat", "dog", "bird"])
     assert [t.type for t in simplex.data] == ["scatterternary"] * 3
     assert len(simplex.data[2].a) == 36 and simplex.layout.ternary.aaxis.title.text == "cat"

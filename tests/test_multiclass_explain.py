@@ -1,4 +1,4 @@
-"""The inner workings of multi-class calibrators (calibdash.multiclass.explain): what each explanation holds is what
+"""The inner workings of multi-class calibrators (calibdash.explain.k_*): what each explanation holds is what
 the fitted calibrator does, and the temperature objective is the log-loss the paper minimises."""
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from scipy.optimize import minimize_scalar
 from scipy.special import softmax
 
 from calibdash import data as cdata, multiclass
-from calibdash.figures.multiclass_explain import inner_figures
+from calibdash.explain import explain as explain_classes
+from calibdash.explain.k_temperature import fitted_temperature, temperature_curve
+from calibdash.figures import inner_figures
 from calibdash.multiclass import metrics as mmetrics
 from calibdash.multiclass.base import MulticlassCalibrator
-from calibdash.multiclass.explain import explain_classes, fitted_temperature, temperature_curve
 from calibdash.synthetic import multiclass_study as mstudy
 from conftest import REPO
 
@@ -133,3 +134,22 @@ def test_simplex_map_is_the_same_on_logits_and_probabilities(animals):
     b = explain_classes(on_z, np.log(P), y).simplex
     np.testing.assert_allclose(a.outputs, on_p.predict_proba(a.inputs), atol=1e-12)
     np.testing.assert_allclose(a.outputs, b.outputs, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", [n for n in multiclass.available(binary=False) if n not in multiclass.COMPOSITES]
+                         + [f"{c}:histogram" for c in multiclass.COMPOSITES])
+def test_every_k_class_method_is_explained_by_its_declared_explainer_and_drawn(name, animals):
+    """explain() finds a K-class method's explainer by the calibrator's class: the explanation is the class its
+    explainer declares, of the method's name, and its figures end with the simplex map (K = 3)."""
+    from typing import get_type_hints
+
+    from calibdash.explain import explainers
+    from calibdash.explain.k_class import ClassExplanation
+
+    model = multiclass.get(name).fit(animals.given, animals.labels)
+    ex = explain_classes(model, animals.given, animals.labels, class_names=animals.classes)
+    declared = next(explainers()[c] for c in type(model).__mro__ if c in explainers())     # the nearest declared
+    assert type(ex) is get_type_hints(declared)["return"] and isinstance(ex, ClassExplanation)
+    assert ex.method == name and ex.classes == list(animals.classes)
+    figs = inner_figures(ex)
+    assert figs[-1][0] == "The map on the probability simplex" and all(fig.data for _, fig in figs)

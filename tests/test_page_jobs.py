@@ -10,7 +10,7 @@ from calibdash.errors import DataError
 from calibdash.jobs import Cancelled
 from calibdash.multiclass import available, budget
 from calibdash import bootstrap as mboot
-from calibdash.multiclass.diagrams import classwise_bin_count, prepare_classwise
+from calibdash.diagrams import classwise_bin_count, prepare_classwise
 from calibdash.evaluation import MAX_FIT_ROWS, evaluate_classes
 from conftest import APPTEST_TIMEOUT
 from test_app import shown as _shown

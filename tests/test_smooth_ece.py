@@ -246,7 +246,7 @@ def test_bad_settings_and_data():
 
 
 def test_smoothed_diagram_draws_curve_band_density_and_value():
-    from calibdash.figures.smooth_ece import smoothed_diagram
+    from calibdash.diagrams.smooth import smoothed_diagram
     f, y = _case("square200")
     curves = {"model": S.smoothed_curve_band(f, y, n_boot=20), "plain": S.smoothed_curve(f, y, bandwidth=0.05)}
     fig = smoothed_diagram(curves)

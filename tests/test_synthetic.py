@@ -1,4 +1,4 @@
-"""Synthetic scenarios with a known truth (calibdash.synthetic) and their teaching figures (calibdash.figures.learn).
+"""Synthetic scenarios with a known truth (calibdash.synthetic) and their teaching figures (calibdash.figures.charts.learn).
 
 Known results used: the closed forms of each scenario's true calibration function, written here independently of
 the module; the raw scores' true error ln(2)/2 - 1/4 (over-confident) and 1/6 (f = s²); hand-computed errors of a
@@ -18,7 +18,7 @@ from scipy import stats
 
 from calibdash import calibrators, metrics, synthetic
 from calibdash.errors import DataError
-from calibdash.figures import learn as flearn
+from calibdash.figures.charts import learn as flearn
 from calibdash.figures.palette import color_of
 
 CLOSED = {      # the true calibration functions, written differently from the module

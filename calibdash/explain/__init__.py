@@ -4,16 +4,18 @@ Fitting and explaining are apart, as relplot keeps ``prepare_`` apart from
 ``plot_`` and scikit-learn keeps ``calibration_curve`` apart from
 ``CalibrationDisplay``:
 
-* a fitted calibrator (:mod:`calibdash.calibrators`) holds what ``predict``
-  needs plus small learned summaries (weights, knots, trees), never its
-  training rows;
-* an explainer, one module per method named after it
-  (``calibdash.explain.mbct`` for ``"mbct"``), takes the fitted calibrator
-  and the rows it was fitted on, explicitly, and returns an
+* a fitted calibrator (binary, :mod:`calibdash.calibrators`, or K-class,
+  :mod:`calibdash.multiclass`) holds what ``predict`` needs plus small learned
+  summaries (weights, knots, trees), never its training rows;
+* an explainer, one function per method in a module of this package, takes the
+  fitted calibrator and the rows it was fitted on, explicitly, and returns an
   :class:`Explanation`: tables, arrays and notes, no figures. A comparison
-  model an explanation needs (MBCT's histogram binning) is fitted there;
-* the figures (:mod:`calibdash.figures`, one module per method) draw an
-  explanation and fit nothing.
+  model an explanation needs (MBCT's histogram binning) is fitted there. The
+  explainer **declares** the calibrator classes it explains with
+  :func:`explains`; :func:`explain` finds it by the calibrator's class (its
+  nearest declared base class), never by the method's name;
+* the figures (:mod:`calibdash.figures.methods`) declare the explanation classes
+  they draw, and fit nothing.
 
 >>> cal = calibrators.get("bbq").fit(s, y)                     # doctest: +SKIP
 >>> ex = explain(cal, s, y)                                     # doctest: +SKIP
@@ -22,15 +24,24 @@ Fitting and explaining are apart, as relplot keeps ``prepare_`` apart from
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pandas as pd
 
+from ..calibrators.base import Calibrator
 from ..errors import NotFittedError, ProgrammingError
+from ..registry import Declarations
 from ..validation import check_labels, check_scores
 
-__all__ = ["Explanation", "explain", "training_rows"]
+__all__ = ["Explanation", "explain", "explains", "explainers", "training_rows"]
+
+_DECLARED = Declarations(__name__, "explained")
+#: ``@explains(BBQCalibrator)`` over ``def explain(calibrator, scores, labels, features=None, **options)``: the
+#: function explains these calibrator classes (and their subclasses that declare no explainer of their own).
+explains = _DECLARED.declare
+#: Calibrator class -> its explainer, as the modules of this package declare them.
+explainers = _DECLARED.found
 
 
 @dataclass
@@ -45,11 +56,15 @@ class Explanation:
         Plain sentences on what was fitted and how (shown under the charts).
     tables : dict of str -> DataFrame
         Named tables of fitted values, shown as they are.
+    drawn : bool (class attribute)
+        Whether a module of :mod:`calibdash.figures.methods` draws it; False for an explanation shown as its
+        notes and tables alone (the method's map is the pages' calibration map).
     """
 
     method: str
     notes: list[str] = field(default_factory=list)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    drawn: ClassVar[bool] = True
 
 
 def training_rows(calibrator, scores, labels):
@@ -80,36 +95,39 @@ def training_rows(calibrator, scores, labels):
     return s, y
 
 
+@explains(Calibrator)
+def _nothing_inside(calibrator, scores, labels, features=None, **options) -> Explanation:
+    """A binary method that declares no explainer: the rows checked, nothing more to show."""
+    if options:
+        raise ProgrammingError(f"{calibrator.name} has no explainer options; got {sorted(options)}.")
+    training_rows(calibrator, scores, labels)
+    return Explanation(method=calibrator.name)
+
+
 def explain(calibrator, scores, labels, features=None, **options) -> Explanation:
-    """Explain a fitted calibrator on the rows it was fitted on.
+    """Explain a fitted calibrator, binary or K-class, on the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted Calibrator
+    calibrator : fitted Calibrator or MulticlassCalibrator
     scores, labels : array-like
         The rows ``calibrator`` was fitted on (explanations that refit a
-        path, such as ELiTE's, reproduce the fit from them).
+        path, such as ELiTE's, reproduce the fit from them); for a K-class
+        method the (n, K) probabilities (or logits) and the class indices.
     features : DataFrame, optional
         Their features (MBCT).
     **options
-        Passed to the method's explainer (for example MBCT's ``judge_scores``).
+        Passed to the method's explainer (for example ``sample_weight``,
+        MBCT's ``judge_scores``, a K-class method's ``held_out`` and
+        ``class_names``).
 
     Returns
     -------
     Explanation
-        The method module's own subclass, or a bare :class:`Explanation`
-        for a method with nothing inside to show.
+        The explainer's own subclass, or a bare :class:`Explanation` for a
+        binary method that declares none.
     """
-    name = getattr(calibrator, "name", "")
-    if not name:
+    fns = _DECLARED.along(type(calibrator))
+    if not fns or not getattr(calibrator, "name", ""):
         raise ProgrammingError(f"{type(calibrator).__name__} is not a calibdash calibrator.")
-    try:
-        module = importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-        if options:
-            raise ProgrammingError(f"{name} has no explainer options; got {sorted(options)}.")
-        training_rows(calibrator, scores, labels)
-        return Explanation(method=name)
-    return module.explain(calibrator, scores, labels, features, **options)
+    return fns[0](calibrator, scores, labels, features, **options)

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators._bayes_binning import log_gap_priors
-from ..calibrators.abb import BinningAverage, average_binnings, knots
+from ..calibrators.abb import ABB, BinningAverage, average_binnings, knots
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 from .sbb import positions_notes
 
 __all__ = ["ABBExplanation", "explain", "MAP_TOL"]
@@ -88,17 +88,15 @@ def _curve(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"x": x[keep], "y": y[keep]})
 
 
+@explains(ABB)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> ABBExplanation:
     """Explain a fitted ABB by averaging over the binnings of the rows it was fitted on again.
 
     Parameters
     ----------
-    calibrator : fitted ABB
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted ABB, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators.bbq import BinningModels, averaged_map, binning_models, model_size
+from ..calibrators.bbq import BBQCalibrator, BinningModels, averaged_map, binning_models, model_size
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["BBQExplanation", "explain", "MAP_TOL"]
 
@@ -120,17 +120,15 @@ def _notes(m: BinningModels, prune: bool, w) -> list[str]:
     return notes
 
 
+@explains(BBQCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> BBQExplanation:
     """Explain a fitted BBQ by building its models again from the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted BBQCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted BBQCalibrator, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

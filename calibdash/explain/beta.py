@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators.beta import beta_features, beta_map, fit_beta, log_likelihood
+from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta, log_likelihood
 from ..calibrators.platt import PlattCalibrator
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
 from ..errors import ProgrammingError
 from ..measures.binning import reliability_table
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["BetaExplanation", "explain", "score_grid", "N_GROUPS", "MAP_TOL"]
 
@@ -124,18 +124,16 @@ def _notes(ex: BetaExplanation, n_rows: int, weighted: bool) -> list[str]:
     return notes
 
 
+@explains(BetaCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
             n_groups: int = N_GROUPS) -> BetaExplanation:
     """Explain a fitted beta calibration on the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted BetaCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted BetaCalibrator, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
     n_groups : int
         How many equal-weight groups of training rows ``groups`` holds at most.
 

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators._trend_filter import FLOOR_TOL, evaluate_linear
-from ..calibrators.elite import CRITERION_LABEL, LambdaPath, lambda_path
+from ..calibrators.elite import CRITERION_LABEL, ELiTE, LambdaPath, lambda_path
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["ELiTEExplanation", "explain", "N_GROUPS", "MIN_SUPPORT", "MAP_TOL"]
 
@@ -193,6 +193,7 @@ def _notes(cal, path: LambdaPath, n_rows: int, weighted: bool) -> list[str]:
     return notes
 
 
+@explains(ELiTE)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None, n_groups: int = N_GROUPS,
             min_support: float = MIN_SUPPORT) -> ELiTEExplanation:
     """Explain a fitted ELiTE by solving its lambda path again from the rows it was fitted on.

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators.enir import CRITERION_LABEL, ENIRPath, enir_path, map_knots
+from ..calibrators.enir import CRITERION_LABEL, ENIR, ENIRPath, enir_path, map_knots
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["ENIRExplanation", "explain", "MAP_TOL", "N_GROUPS", "GRID_POINTS"]
 
@@ -149,18 +149,16 @@ def _notes(cal, res: ENIRPath, n_rows: int, weighted: bool) -> list[str]:
     return notes
 
 
+@explains(ENIR)
 def explain(calibrator, scores, labels, features=None, sample_weight=None,
             n_groups: int = N_GROUPS) -> ENIRExplanation:
     """Explain a fitted ENIR by building its path again from the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted ENIR
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted ENIR, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
     n_groups : int
         How many equal-count groups of rows ``groups`` holds at most.
 

@@ -10,14 +10,15 @@ with one row per bin.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from ..calibrators.histogram import bin_sums
+from ..calibrators.histogram import HistogramCalibrator, bin_sums
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["HistogramExplanation", "explain", "MAP_TOL"]
 
@@ -38,20 +39,19 @@ class HistogramExplanation(Explanation):
         score), ``estimate`` (the calibrated value, ``positives / count``).
     """
 
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
     bins: pd.DataFrame
 
 
+@explains(HistogramCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> HistogramExplanation:
     """Explain a fitted histogram binning on the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted HistogramCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted HistogramCalibrator, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

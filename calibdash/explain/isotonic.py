@@ -9,14 +9,15 @@ uses, with the weights it was fitted with), checks that the blocks' values are t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from ..calibrators.isotonic import pav_blocks
+from ..calibrators.isotonic import IsotonicCalibrator, pav_blocks
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["IsotonicExplanation", "explain", "MAP_TOL"]
 
@@ -37,20 +38,19 @@ class IsotonicExplanation(Explanation):
         (its fitted value, non-decreasing from block to block).
     """
 
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
     blocks: pd.DataFrame
 
 
+@explains(IsotonicCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> IsotonicExplanation:
     """Explain a fitted isotonic regression on the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted IsotonicCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted IsotonicCalibrator, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

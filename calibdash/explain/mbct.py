@@ -47,10 +47,10 @@ import pandas as pd
 
 from .. import calibrators
 from ..calibrators._mbct_tree import CATEGORICAL, node_conditions, node_sums
-from ..calibrators.mbct import CanonicalRows, TreeRows, canonical_rows, tree_rows, weighted_rows
+from ..calibrators.mbct import CanonicalRows, MBCTCalibrator, TreeRows, canonical_rows, tree_rows, weighted_rows
 from ..errors import ProgrammingError, SettingsError
 from ..validation import check_labels, check_scores, check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["MBCTExplanation", "explain", "leaf_paths", "BOOSTING_COLUMNS", "PUD_COLUMNS"]
 
@@ -296,6 +296,7 @@ def _notes(cal, rows: TreeRows, boosting: pd.DataFrame, w: np.ndarray | None, n_
     return notes
 
 
+@explains(MBCTCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pud_tree: int = 0,
             judge_scores=None, judge_labels=None, judge_features=None, judge_weight=None) -> MBCTExplanation:
     """Explain a fitted MBCT from the rows it was fitted on.

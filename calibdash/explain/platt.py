@@ -9,12 +9,13 @@ one-row table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pandas as pd
 
-from ..calibrators.platt import log_likelihood, targets
+from ..calibrators.platt import PlattCalibrator, log_likelihood, targets
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["PlattExplanation", "explain"]
 
@@ -33,22 +34,21 @@ class PlattExplanation(Explanation):
         when fitted with weights.
     """
 
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
     A: float
     B: float
     log_likelihood: float
 
 
+@explains(PlattCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> PlattExplanation:
     """Explain a fitted Platt scaling on the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted PlattCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted PlattCalibrator, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators._bayes_binning import Positions, log_gap_priors
-from ..calibrators.sbb import BestBinning, best_binning
+from ..calibrators.sbb import BestBinning, SBB, best_binning
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["SBBExplanation", "explain", "positions_notes", "MAP_TOL"]
 
@@ -112,17 +112,15 @@ def _check_same_bins(cal, best: BestBinning) -> None:
                                "fitted on.")
 
 
+@explains(SBB)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> SBBExplanation:
     """Explain a fitted SBB by finding its best binning again from the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted SBB
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted SBB, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

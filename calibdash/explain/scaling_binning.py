@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators.scaling_binning import scaling_binning
+from ..calibrators.scaling_binning import ScalingBinningCalibrator, scaling_binning
 from ..errors import ProgrammingError
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["ScalingBinningExplanation", "explain", "MAP_TOL"]
 
@@ -51,17 +51,15 @@ class ScalingBinningExplanation(Explanation):
     curve: pd.DataFrame
 
 
+@explains(ScalingBinningCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> ScalingBinningExplanation:
     """Explain a fitted scaling-binning calibrator on the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted ScalingBinningCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted ScalingBinningCalibrator, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
 
     Returns
     -------

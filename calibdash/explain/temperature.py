@@ -22,11 +22,12 @@ import pandas as pd
 from scipy.special import expit
 
 from ..calibrators.platt import logit
-from ..calibrators.temperature import fit_inverse_temperature, log_likelihood, negative_log_likelihoods, nll_grad_hess
+from ..calibrators.temperature import (TemperatureCalibrator, fit_inverse_temperature, log_likelihood,
+                                      negative_log_likelihoods, nll_grad_hess)
 from ..errors import ProgrammingError
 from ..measures.binning import reliability_table
 from ..validation import check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 from .beta import score_grid
 
 __all__ = ["TemperatureExplanation", "explain", "N_GROUPS", "N_CURVE", "T_TOL"]
@@ -104,18 +105,16 @@ def _notes(ex: TemperatureExplanation, n_rows: int, weighted: bool) -> list[str]
     return notes
 
 
+@explains(TemperatureCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
             n_groups: int = N_GROUPS) -> TemperatureExplanation:
     """Explain a fitted temperature scaling on the rows it was fitted on.
 
     Parameters
     ----------
-    calibrator : fitted TemperatureCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
+    calibrator, scores, labels, features, sample_weight
+        A fitted TemperatureCalibrator, the rows it was fitted on and their weights (None: unit
+        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
     n_groups : int
         How many equal-weight groups of training rows ``groups`` holds at most.
 

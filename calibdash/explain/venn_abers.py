@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 from sklearn.isotonic import isotonic_regression
 
-from ..calibrators.venn_abers import fit_tables, interval_at, merge
+from ..calibrators.venn_abers import VennAbersCalibrator, fit_tables, interval_at, merge
 from ..errors import ProgrammingError
 from ..validation import check_scores, check_weights
-from . import Explanation, training_rows
+from . import Explanation, explains, training_rows
 
 __all__ = ["VennAbersExplanation", "explain", "interval_band", "band_grid", "TABLE_TOL"]
 
@@ -96,6 +96,7 @@ def interval_band(calibrator, grid) -> pd.DataFrame:
     return pd.DataFrame({"score": g, "p0": p0, "p1": p1, "p": calibrator.predict(g)})
 
 
+@explains(VennAbersCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> VennAbersExplanation:
     """Explain a fitted Venn-Abers predictor on the rows it was fitted on.
 

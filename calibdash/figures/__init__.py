@@ -1,20 +1,22 @@
-"""Plotly figure builders (no streamlit).
+"""Plotly figure builders (no streamlit), in two homes and a few shared helpers.
+
+* :mod:`calibdash.figures.charts`: one module per chart that any page draws (the reliability diagram, the
+  calibration map, the CORP and smoothed diagrams, groups, drift, benchmark, the Learn page's charts).
+* :mod:`calibdash.figures.methods`: one module per method (or family of methods) drawing the inner workings of a
+  fitted calibrator from its :class:`calibdash.explain.Explanation`. Each **declares** the explanation classes it
+  draws with :func:`draws` over its ``inner_figures(explanation) -> list[(title, figure)]``; :func:`inner_figures`
+  finds them by the explanation's class, never by the method's name. Figures fit nothing: everything they draw is
+  in the explanation.
+* ``layout``, ``palette``, ``text``, ``images``: the house layout, the colours, plain text, image export.
 
 Computing a diagram's data is separate from drawing it: the data functions
-(``reliability_tables``, ``map_curves``) return DataFrames, the drawing
+(:func:`calibdash.diagrams.reliability_tables`, ``map_curves``) return DataFrames, the drawing
 functions (``reliability_diagram``, ``calibration_map``) return figures.
-
-A calibrator's inner workings are explained by :mod:`calibdash.explain`
-(plain data) and drawn by the module of this package named after the method
-(``calibdash.figures.bbq`` for ``"bbq"``), which exposes
-``inner_figures(explanation) -> list[(title, figure)]``; :func:`inner_figures`
-finds it. Figures fit nothing: everything they draw is in the explanation.
 """
 from __future__ import annotations
 
-import importlib
-
 from ..errors import EnvironmentProblem
+from ..registry import Declarations
 
 try:
     import plotly  # noqa: F401  (the figures need it; the rest of calibdash does not)
@@ -22,22 +24,25 @@ except ImportError:  # pragma: no cover - exercised in an install without the [a
     raise EnvironmentProblem("calibdash.figures draws with plotly, which is not installed: "
                              "pip install 'calibdash[app]'.") from None
 
-from .calibration_map import calibration_map, map_curves, score_grid
+from .charts.calibration_map import calibration_map, map_curves, score_grid
+from .charts.reliability import reliability_diagram
 from .layout import base_layout
 from .palette import color_of, rgba
-from .reliability import reliability_diagram, reliability_tables
 
-__all__ = ["calibration_map", "map_curves", "score_grid", "reliability_diagram", "reliability_tables",
-           "color_of", "rgba", "base_layout", "inner_figures"]
+__all__ = ["calibration_map", "map_curves", "score_grid", "reliability_diagram",
+           "color_of", "rgba", "base_layout", "draws", "drawers", "inner_figures"]
+
+_DECLARED = Declarations(f"{__name__}.methods", "drawn")
+#: ``@draws(BBQExplanation)`` over ``def inner_figures(explanation) -> list[(title, figure)]``: the function draws
+#: these explanation classes (and their subclasses).
+draws = _DECLARED.declare
+#: Explanation class -> the function drawing it, as the modules of :mod:`calibdash.figures.methods` declare them.
+drawers = _DECLARED.found
 
 
 def inner_figures(explanation) -> list:
-    """(title, figure) pairs drawing an :class:`calibdash.explain.Explanation`; [] if its method has none."""
-    name = explanation.method
-    try:
-        module = importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"{__name__}.{name}":
-            return []
-        raise
-    return list(module.inner_figures(explanation))
+    """(title, figure) pairs drawing an :class:`calibdash.explain.Explanation`: the figures of each class of
+    ``explanation`` that a module declares it draws, its own class first, then its bases' (a K-class method's
+    own figures, then the simplex map every K-class explanation has); [] if none is drawn."""
+    return [pair for fn in _DECLARED.along(type(explanation)) for pair in fn(explanation)]
+

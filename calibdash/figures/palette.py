@@ -69,3 +69,8 @@ def rgba(hex_color: str, alpha: float) -> str:
     h = hex_color.lstrip("#")
     r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
     return f"rgba({r},{g},{b},{alpha:.3g})"
+
+
+#: Colours of the classes' curves (Paul Tol's muted scheme, colour-blind safe, 10 colours).
+CLASS_COLORS = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255",
+                "#AA4499", "#DDDDDD")

@@ -14,7 +14,7 @@ document, in this order:
    percentile interval), the best value of each metric in bold, as the
    dashboard shows it;
 4. the reliability diagram (binned, smooth or CORP: ``diagram=``, drawn by
-   :mod:`calibdash.diagrams` and :mod:`calibdash.figures.diagrams` as on the
+   :mod:`calibdash.diagrams` as on the
    pages) and the calibration map, as interactive plotly figures (hover,
    zoom, a legend that hides and shows methods);
 5. the measures of :mod:`calibdash.measures` (smooth ECE, ICI, calibration

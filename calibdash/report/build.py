@@ -23,7 +23,8 @@ from ..measures import calibration as metrics
 from ..bootstrap import BootstrapResult
 from ..errors import SettingsError
 from ..evaluation import UNCALIBRATED, Evaluation
-from ..multiclass import diagrams as mdiagrams, metrics as mmetrics
+from .. import diagrams as mdiagrams
+from ..multiclass import metrics as mmetrics
 from .markup import escape, interval_table, methods_section, number, page
 from .text import default_labels, intervals_text, judged_text, measure_table
 
@@ -40,9 +41,8 @@ PANELS = 8
 
 def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):
     from .. import figures                     # plotly: the [app] extra
-    from ..figures import diagrams as fdiagrams
 
-    rel = fdiagrams.plot(rel_data, names=labels, height=FIG_HEIGHT)
+    rel = diagrams.plot(rel_data, names=labels, height=FIG_HEIGHT)
     raw = ev.predictions[UNCALIBRATED].to_numpy()
     feats = None if features is None or ev.weights is not None else features
     curves = figures.map_curves(ev.models, raw, feats, sample_weight=ev.weights)
@@ -238,7 +238,7 @@ def class_heading(name: str):
 
 
 def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mapping[str, str]) -> str:
-    """The per-class table (:func:`calibdash.multiclass.diagrams.class_table`) as HTML: one row per class
+    """The per-class table (:func:`calibdash.diagrams.class_table`) as HTML: one row per class
     with its rows and frequency, then per method its mean probability of the class and the class's ECE;
     each row's lowest ECE in bold."""
     head = ('<th scope="col">Class</th><th scope="col">Rows</th><th scope="col" title="share of the judged rows '
@@ -265,8 +265,6 @@ def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mappin
 
 def _class_parts(ev, boot, labels, level: int, notes: list, panels: int, include_plotlyjs):
     """A K-class report's verdict, Data entries, sections up to the methods' heading, notes and footer phrase."""
-    from ..figures import multiclass as fmulticlass         # plotly: the [app] extra
-
     keys = list(ev.predictions)
     names = mdiagrams.class_labels(len(ev.classes), [str(c) for c in ev.classes])
     data = [("Judged", f"{ev.rows.size:,} held-out rows of {len(names)} classes"),
@@ -276,8 +274,8 @@ def _class_parts(ev, boot, labels, level: int, notes: list, panels: int, include
                           f"held-out rows. {boot.note}")]
     conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels)
     cw = mdiagrams.prepare_classwise(ev.predictions, ev.labels, class_names=names, max_panels=panels)
-    divs = figure_html([("confidence", fmulticlass.plot_confidence(conf, names=labels)),
-                        ("classwise", fmulticlass.plot_classwise(cw, names=labels))], include_plotlyjs)
+    divs = figure_html([("confidence", mdiagrams.plot_confidence(conf, names=labels)),
+                        ("classwise", mdiagrams.plot_classwise(cw, names=labels))], include_plotlyjs)
     table = mdiagrams.class_table(ev.predictions, ev.labels, class_names=names)
     sections = f"""<section id="measures"><h2>Measures on the held-out rows</h2>
 {interval_table(boot, labels, "metrics", heading=class_heading)}

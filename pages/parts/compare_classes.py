@@ -2,9 +2,9 @@
 intervals and a verdict, the confidence diagram, class-wise small multiples, the per-class table, the
 simplex map (K = 3) and downloads.
 
-Every number and figure comes from :mod:`calibdash.multiclass` and :mod:`calibdash.figures.multiclass`:
+Every number and figure comes from :mod:`calibdash.multiclass` and :mod:`calibdash.diagrams`:
 the fits and intervals through the caches of :mod:`pages.parts.classes`, the diagrams' data from
-:mod:`calibdash.multiclass.diagrams`. This module only wires widgets to them.
+:mod:`calibdash.diagrams`. This module only wires widgets to them.
 """
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, export, multiclass
-from calibdash.errors import DataError
+from calibdash import data as cdata, diagrams as mdiagrams, export, multiclass
 from calibdash.diagrams import AUTO, BINNINGS, bin_count
-from calibdash.figures import multiclass as fmulticlass
+from calibdash.errors import DataError
 from calibdash import bootstrap as mboot
-from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
+from calibdash.multiclass import metrics as mmetrics
 from calibdash import evaluation as mevaluation
 from calibdash.evaluation import ClassEvaluation, fit_notes
 from calibdash.safe_text import csv_text
@@ -39,16 +38,16 @@ FALLBACK = "top_label:histogram"
 #: What the bins slider offers.
 BIN_CHOICES = [5, 10, 15, 20, 30, AUTO]
 #: What the class-wise panels' own bins slider offers: by default the rule on the rows per class
-#: (:func:`calibdash.multiclass.diagrams.classwise_bin_count`), a count to override it.
+#: (:func:`calibdash.diagrams.classwise_bin_count`), a count to override it.
 CLASSWISE_BINS = "compare.classes.classwise_bins"
 CLASSWISE_CHOICES = [AUTO, 3, 5, 10, 15, 20, 30]
-#: What the per-class table shows per method: a column prefix of :func:`calibdash.multiclass.diagrams.class_table`.
+#: What the per-class table shows per method: a column prefix of :func:`calibdash.diagrams.class_table`.
 PER_CLASS = {"ECE": "class's ECE", "mean p": "mean predicted probability"}
 #: Width in pixels of a "value [low, high]" column of the measures table.
 INTERVAL_WIDTH = 172
 #: Class-wise panels shown before the user picks classes, and panels per row.
 SHOWN_CLASSES, PANEL_COLUMNS = 8, 4
-#: The orders of the class picker (:data:`calibdash.multiclass.diagrams.ORDERS`), in words.
+#: The orders of the class picker (:data:`calibdash.diagrams.ORDERS`), in words.
 ORDER_NAMES = {"worst": "worst first (largest class-wise ECE, uncalibrated)", "index": "in the file's order",
                "frequency": "most frequent first"}
 
@@ -106,7 +105,7 @@ def _measures(ev: ClassEvaluation, cs: cdata.ClassSet, scheme, params: dict, lab
 
 def _confidence(ev: ClassEvaluation, labels: dict, bins, strategy: str) -> None:
     data = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=bins, strategy=strategy)
-    chart(st, fmulticlass.plot_confidence(data, names=labels), key="compare.classes.confidence")
+    chart(st, mdiagrams.plot_confidence(data, names=labels), key="compare.classes.confidence")
     st.caption(data.caption(labels))
 
 
@@ -133,7 +132,7 @@ def _classwise(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict, strategy: 
         return
     data = mdiagrams.prepare_classwise(ev.predictions, ev.labels, classes=picked, n_bins=bins, order=order,
                                        class_names=names, strategy=strategy)
-    chart(st, fmulticlass.plot_classwise(data, names=labels, cols=min(PANEL_COLUMNS, len(picked))),
+    chart(st, mdiagrams.plot_classwise(data, names=labels, cols=min(PANEL_COLUMNS, len(picked))),
                     key="compare.classes.classwise")
     st.caption(data.caption(labels) + f" The picker lists the {cs.k} classes "
                + ORDER_NAMES[order] + ".")
@@ -167,7 +166,7 @@ def _simplex(ev: ClassEvaluation, cs: cdata.ClassSet, labels: dict) -> None:
     model = ev.models[key if key in ev.models else fitted[0]]
     # the grid holds probabilities; a calibrator of logits reads their logarithms (softmax(log p) = p)
     data = mdiagrams.prepare_simplex_map(lambda G: model.predict_proba(np.log(G) if model.logits else G))
-    chart(st, fmulticlass.plot_simplex_map(data, class_names=[str(c) for c in cs.classes],
+    chart(st, mdiagrams.plot_simplex_map(data, class_names=[str(c) for c in cs.classes],
                                                  title=f"{labels.get(key, key)} on the simplex"),
                     key="compare.classes.simplex_map")
     st.caption(data.caption() + (" The calibrator reads logits: each grid point is given as its log-"

@@ -11,11 +11,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata
+from calibdash import data as cdata, diagrams as mdiagrams
 from calibdash.errors import DataError, SettingsError
-from calibdash.multiclass import budget, diagrams as mdiagrams, metrics as mmetrics
+from calibdash.multiclass import budget, metrics as mmetrics
 from calibdash.evaluation import UNCALIBRATED
-from calibdash.figures import multiclass as fmulticlass
 from pages.parts import bounded_cache, scheme
 from pages.parts.classes import KIND, KINDS, LABEL, MODE, MODES, PREFIX, active_class_set, detected, evaluate_chosen
 from pages.parts.source import role_key
@@ -131,7 +130,7 @@ def _classes_and_calibration(cs: cdata.ClassSet) -> None:
     st.subheader("How calibrated are these probabilities?")
     _, measures, conf = _raw_view(cs.content_key(), cs)
     g1, g2 = st.columns([1, 1])
-    chart(g1, fmulticlass.plot_confidence(conf, names={UNCALIBRATED: "uncalibrated"},
+    chart(g1, mdiagrams.plot_confidence(conf, names={UNCALIBRATED: "uncalibrated"},
                                                 title="Confidence reliability (all rows)"),
                     key="data.classes.confidence")
     g1.caption(conf.caption())

@@ -1,9 +1,8 @@
 """The reliability chart's widgets and caches; the diagrams themselves are library code.
 
 What each diagram type (binned, smooth, CORP) holds, its bin-count rule and
-its caption are :mod:`calibdash.diagrams` (data, a prepare function per
-type); the figures are :mod:`calibdash.figures.diagrams` (a plot function per
-type). This module keeps what only a page needs, so Data, Explore and Compare
+its caption are :mod:`calibdash.diagrams` (one module per type, its data
+and its figure). This module keeps what only a page needs, so Data, Explore and Compare
 (its overlaid chart and its small multiples) and Groups & time show the same
 three diagrams:
 
@@ -37,7 +36,6 @@ from calibdash import cells as ccells, data as cdata, diagrams as cdiagrams, eva
 from calibdash.measures import calibration as metrics
 from calibdash.diagrams import AUTO, AUTO_RULE, BINNED, CORP, KINDS, N_BOOT, SMOOTH, TITLES
 from calibdash.explain.venn_abers import band_grid, interval_band
-from calibdash.figures import diagrams as fdiagrams
 from pages.parts.text import md
 from pages.parts.widgets import initial
 from pages.parts import bounded_cache
@@ -146,7 +144,7 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
           n_boot: int = N_BOOT) -> tuple[go.Figure, str]:
     """The reliability chart of every column of ``predictions`` and its caption: ``(figure, caption)``.
 
-    The arguments are those of :func:`calibdash.figures.diagrams.diagram`: ``kind`` one of :data:`KINDS`;
+    The arguments are those of :func:`calibdash.diagrams.diagram`: ``kind`` one of :data:`KINDS`;
     ``band`` the smooth diagram's 95% bootstrap band or CORP's 90% consistency band (ignored for Binned, which
     draws each bin's interval); ``n_bins`` (a count or ``"auto"``) and ``strategy`` the binned diagram's;
     ``weights`` ``Evaluation.weights`` on score cells; ``title`` default the type's. The smooth and CORP data
@@ -163,7 +161,7 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
             data = prepare(predictions, labels, weights, band=band, n_boot=n_boot, column=column)
     kw = {} if title is _DEFAULT_TITLE else {"title": title}
     shown = {k: md(v) for k, v in cdiagrams.display_names(names, predictions.columns).items()}
-    return fdiagrams.plot(data, names=names, height=height, **kw), data.caption(shown)
+    return cdiagrams.plot(data, names=names, height=height, **kw), data.caption(shown)
 
 
 def draw(predictions: pd.DataFrame, labels, weights=None, **kw) -> go.Figure:

@@ -1,5 +1,5 @@
 """Explore on a K-class table: one multi-class method, its hyperparameters, before/after diagrams, its measures
-and its inner workings (:mod:`calibdash.multiclass.explain`, drawn by :mod:`calibdash.figures.multiclass_explain`).
+and its inner workings (:func:`calibdash.explain.explain`, drawn by :func:`calibdash.figures.inner_figures`).
 
 Fits come from :func:`pages.parts.classes.evaluate_chosen` (cached per data, scheme, method and
 hyperparameters); the explanation is cached the same way.
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calibdash import data as cdata, multiclass
-from calibdash.figures import multiclass as fmulti
-from calibdash.figures.multiclass_explain import inner_figures
-from calibdash.multiclass import diagrams as mdiagrams, metrics as mmetrics
+from calibdash import data as cdata, diagrams as mdiagrams, multiclass
+from calibdash.explain import explain
+from calibdash.explain.k_class import ClassExplanation
+from calibdash.figures import inner_figures
+from calibdash.multiclass import metrics as mmetrics
 from calibdash.evaluation import UNCALIBRATED, ClassEvaluation, model_rows
-from calibdash.multiclass.explain import ClassExplanation, explain_classes
 from calibdash.scheme import Scheme
 from pages.parts import bounded_cache
 from pages.parts.class_methods import class_hyperparams, class_method_labels, class_method_menu_label, class_paper
@@ -46,8 +46,8 @@ def _explain(data_key: str, scheme: Scheme, method: str, params: tuple, _ev: Cla
              _cs: cdata.ClassSet) -> ClassExplanation:
     x = _cs.scores()
     rows = model_rows(_ev, method, x, _cs.labels)      # a parametric map: the sample it was fitted on
-    return explain_classes(_ev.models[method], x.take(rows), _cs.labels[rows],
-                           held_out=(x.take(_ev.rows), _ev.labels), class_names=[str(c) for c in _cs.classes])
+    return explain(_ev.models[method], x.take(rows), _cs.labels[rows],
+                   held_out=(x.take(_ev.rows), _ev.labels), class_names=[str(c) for c in _cs.classes])
 
 
 def render() -> None:
@@ -80,12 +80,12 @@ def render() -> None:
                    "mean confidence minus accuracy (0 is ideal).")
         c1, c2 = st.columns([2, 3])
         conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=n_bins)
-        chart(c1, fmulti.plot_confidence(conf, names=labels, title="Confidence reliability: before and after"),
+        chart(c1, mdiagrams.plot_confidence(conf, names=labels, title="Confidence reliability: before and after"),
                         key="explore.mc.confidence")
         c1.caption(conf.caption(labels))
         wise = mdiagrams.prepare_classwise(ev.predictions, ev.labels, n_bins=n_bins, class_names=names,
                                            max_panels=CLASSWISE_PANELS)
-        chart(c2, fmulti.plot_classwise(wise, names=labels, cols=3, panel_height=250,
+        chart(c2, mdiagrams.plot_classwise(wise, names=labels, cols=3, panel_height=250,
                                               title="Class-wise reliability: before and after (worst classes)"),
                         key="explore.mc.classwise")
         c2.caption(wise.caption(labels))

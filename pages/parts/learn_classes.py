@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from calibdash import multiclass
+from calibdash import diagrams as mdiagrams, multiclass
 from calibdash.errors import DataError
-from calibdash.figures import multiclass as fmulti
-from calibdash.figures.learn import size_curve_figure
-from calibdash.multiclass import diagrams as mdiagrams
+from calibdash.figures.charts.learn import size_curve_figure
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.synthetic import multiclass_study as mstudy
 from pages.parts import bounded_cache
@@ -102,7 +100,7 @@ def _this_draw(tr: mstudy.ClassTrial, labels: dict) -> None:
         "the judged labels, as on real data.")
     chart, text = st.columns([2, 1], gap="medium")
     conf = mdiagrams.prepare_confidence(tr.predictions, tr.draw.labels[tr.judged_rows])
-    chart.plotly_chart(fmulti.plot_confidence(conf, names=labels, title="Confidence reliability, judged half",
+    chart.plotly_chart(mdiagrams.plot_confidence(conf, names=labels, title="Confidence reliability, judged half",
                                               height=440), key="learn.mc.confidence")
     text.markdown(
         "**What this shows.** The judged half's rows binned by their top probability: each point is the share "

@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout
-from .palette import color_of, rgba
+from ..layout import base_layout
+from ..palette import color_of, rgba
 
 #: Most rows drawn as points for a feature-aware method (whose map is not a curve).
 MAX_POINTS = 3000

@@ -16,9 +16,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..explain.elite import MIN_SUPPORT
-from .layout import base_layout, data_groups_trace, identity_trace
-from .palette import color_of, rgba
+from ...explain.elite import ELiTEExplanation, MIN_SUPPORT
+from .. import draws
+from ..layout import base_layout, data_groups_trace, identity_trace
+from ..palette import color_of, rgba
 
 __all__ = ["map_figure", "path_figure", "inner_figures", "DELTA_CAP"]
 
@@ -109,6 +110,7 @@ def path_figure(explanation, title: str | None = None, height: int | None = None
     return base_layout(fig, title, height or (540 if ensemble else 400))
 
 
+@draws(ELiTEExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure): the map with its knots, and the lambda path."""
     ex = explanation

@@ -23,8 +23,8 @@ from typing import Iterable, Mapping
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import base_layout
-from .palette import color_of
+from ..layout import base_layout
+from ..palette import color_of
 
 __all__ = ["rank_diagram_data", "rank_diagram", "heatmap_data", "metric_heatmap"]
 

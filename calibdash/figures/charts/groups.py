@@ -13,8 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout
-from .palette import UNCALIBRATED, color_of, rgba
+from ..layout import base_layout
+from ..palette import UNCALIBRATED, color_of, rgba
 
 __all__ = ["GROUP_COLOR", "group_reliability_grid", "ece_forest"]
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .layout import DATA_GREY, base_layout, identity_trace
-from .palette import color_of, rgba
+from ...explain.scaling_binning import ScalingBinningExplanation
+from .. import draws
+from ..layout import DATA_GREY, base_layout, identity_trace
+from ..palette import color_of, rgba
 
 __all__ = ["map_figure", "inner_figures"]
 
@@ -50,6 +52,7 @@ def map_figure(explanation, title: str | None = None, height: int = 460) -> go.F
     return base_layout(fig, title, height)
 
 
+@draws(ScalingBinningExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure) drawing a :class:`~calibdash.explain.scaling_binning.ScalingBinningExplanation`."""
     return [(f"Scaling-binning: Platt's outputs averaged in {len(explanation.bins)} equal-count bins",

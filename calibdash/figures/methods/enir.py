@@ -6,7 +6,7 @@
 * :func:`map_figure`: every averaged model's map drawn faintly (opacity
   proportional to its weight, the heaviest ``MAX_MODELS_DRAWN``), the ENIR
   map in bold and the training rows as equal-count groups, as
-  :mod:`calibdash.figures.bbq` draws BBQ's models.
+  :mod:`calibdash.figures.methods.bbq` draws BBQ's models.
 
 Everything drawn is in the explanation; nothing here fits or predicts.
 """
@@ -16,8 +16,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout, data_groups_trace, identity_trace
-from .palette import color_of, rgba
+from ...explain.enir import ENIRExplanation
+from .. import draws
+from ..layout import base_layout, data_groups_trace, identity_trace
+from ..palette import color_of, rgba
 
 __all__ = ["path_figure", "map_figure", "inner_figures", "MAX_OPACITY", "MAX_MODELS_DRAWN", "DELTA_CAP"]
 
@@ -105,6 +107,7 @@ def map_figure(explanation, title: str | None = None, height: int = 460,
     return base_layout(fig, title, height)
 
 
+@draws(ENIRExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure): the lambda path with the weights, and the models' maps with their average."""
     ex = explanation

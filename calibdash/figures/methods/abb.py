@@ -12,8 +12,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout, identity_trace
-from .palette import color_of
+from ...explain.abb import ABBExplanation
+from .. import draws
+from ..layout import base_layout, identity_trace
+from ..palette import color_of
 
 __all__ = ["abb_figure", "inner_figures"]
 
@@ -47,6 +49,7 @@ def abb_figure(explanation, title: str | None = None, height: int = 560) -> go.F
     return base_layout(fig, title, height)
 
 
+@draws(ABBExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure) drawing an :class:`~calibdash.explain.abb.ABBExplanation`: the map over the
     posterior boundary probability at each gap."""

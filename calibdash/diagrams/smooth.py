@@ -1,22 +1,28 @@
-"""Smoothed reliability diagrams (Blasiok & Nakkiran): ``t + r(t)`` against ``t``, with the density below.
-
-The data is :func:`calibdash.smooth_ece.smoothed_curve` or
-:func:`calibdash.smooth_ece.smoothed_curve_band` (one DataFrame per method);
-:func:`smoothed_diagram` only draws it.
-"""
+"""The smoothed reliability diagram: SmoothECE's kernel-smoothed curve per method (Błasiok & Nakkiran, ICLR 2024;
+:func:`calibdash.measures.smooth_ece.smoothed_curve`), optionally with its pointwise 95% Poisson-bootstrap band,
+smECE and its bandwidth in the legend, the density underneath."""
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Mapping
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .layout import base_layout
-from .palette import color_of, rgba
+from ..measures import smooth_ece
+from .common import DEFAULT_TITLE, HEIGHT, N_BOOT, Diagram, columns, display_names, legend_margin
 
-__all__ = ["smoothed_diagram"]
+__all__ = ["SMOOTH", "SmoothData", "smooth_column", "prepare_smooth", "smoothed_diagram"]
+
+SMOOTH = "Smooth"
+
+
+def smooth_column(p, y, w=None, *, band: bool = False, n_boot: int = N_BOOT) -> pd.DataFrame:
+    """One column's smoothed curve (:func:`calibdash.measures.smooth_ece.smoothed_curve`), with its band when
+    asked (:func:`calibdash.measures.smooth_ece.smoothed_curve_band`, ``n_boot`` Poisson resamples)."""
+    if band:
+        return smooth_ece.smoothed_curve_band(p, y, sample_weight=w, n_boot=n_boot)
+    return smooth_ece.smoothed_curve(p, y, sample_weight=w)
 
 
 def _name(label: str, curve: pd.DataFrame) -> str:
@@ -30,7 +36,7 @@ def _name(label: str, curve: pd.DataFrame) -> str:
 
 def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str, str] | None = None,
                      title: str | None = "Smoothed reliability diagram", show_density: bool = True,
-                     height: int = 520, visible: Mapping[str, bool] | None = None) -> go.Figure:
+                     height: int = HEIGHT, visible: Mapping[str, bool] | None = None):
     """Draw one or several methods' smoothed reliability curves in one figure.
 
     Parameters
@@ -45,7 +51,17 @@ def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str,
         (shared x axis): the curve means little where the density is low.
     visible : mapping key -> bool, optional
         Methods drawn but hidden ("legendonly"), so the legend toggles them.
+
+    Returns
+    -------
+    plotly Figure
     """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from ..figures.layout import base_layout
+    from ..figures.palette import color_of, rgba
+
     labels = dict(labels or {})
     rows = 2 if show_density else 1
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.04,
@@ -88,3 +104,45 @@ def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str,
     if show_density:
         fig.update_yaxes(title_text="density", row=2, col=1, rangemode="tozero")
     return base_layout(fig, title, height)
+
+
+@dataclass(frozen=True)
+class SmoothData(Diagram):
+    """A smoothed reliability diagram: each method's curve (``score``, ``calibrated``, ``density``, with
+    ``lower`` and ``upper`` when banded; ``attrs``: ``smooth_ece``, ``bandwidth``)."""
+    curves: dict[str, pd.DataFrame]
+    band: bool = False
+    n_boot: int = N_BOOT
+    kind: ClassVar[str] = SMOOTH
+    title: ClassVar[str] = "Smoothed reliability diagram"
+    position: ClassVar[float] = 2
+    #: The caption; ``{bandwidths}``: each method's name and SmoothECE bandwidth. ``band_text``: what a band adds.
+    text: ClassVar[str] = (
+        "Smoothed reliability diagram (SmoothECE, Błasiok & Nakkiran 2024): the kernel regression "
+        "t + r(t) of the labels on the predictions, reflected Gaussian kernel at SmoothECE's own "
+        "bandwidth σ (where smECE_σ = σ): {bandwidths}. The area between the curve and the diagonal, "
+        "weighted by the density below, is the smECE in the legend.")
+    band_text: ClassVar[str] = " Shaded: the pointwise 95% bootstrap band ({n_boot} Poisson resamples of the rows)."
+
+    def caption(self, names: Mapping[str, str] | None = None) -> str:
+        names = display_names(names, self.curves)
+        sig = ", ".join(f"{names[k]} {c.attrs['bandwidth']:.4f}" for k, c in self.curves.items())
+        return self.text.format(bandwidths=sig) + (self.band_text.format(n_boot=self.n_boot) if self.band else "")
+
+    @classmethod
+    def prepare(cls, predictions: pd.DataFrame, labels, weights=None, *, band: bool = False, n_boot: int = N_BOOT,
+                column: Callable = smooth_column) -> "SmoothData":
+        """The smoothed diagram's data, ``column(p, y, w, band=, n_boot=)`` (default :func:`smooth_column`) per
+        column; ``band``: the pointwise 95% bootstrap band of ``n_boot`` Poisson resamples."""
+        curves = {k: column(p, y, w, band=band, n_boot=n_boot) for k, p, y, w in columns(predictions, labels, weights)}
+        return cls(curves, band, n_boot)
+
+    def figure(self, *, names: Mapping[str, str] | None = None, title=DEFAULT_TITLE, height: int = HEIGHT):
+        """The smoothed reliability diagram, smECE and its bandwidth in the legend, the density underneath."""
+        fig = smoothed_diagram(self.curves, labels=display_names(names, self.curves), title=self._title(title),
+                               height=height)
+        legend_margin(fig, len(self.curves), height)
+        return fig
+
+
+prepare_smooth = SmoothData.prepare

@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .layout import base_layout, identity_trace
-from .palette import color_of, rgba
+from ...explain.sbb import SBBExplanation
+from .. import draws
+from ..layout import base_layout, identity_trace
+from ..palette import color_of, rgba
 
 __all__ = ["bins_figure", "inner_figures"]
 
@@ -55,6 +57,7 @@ def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.
     return base_layout(fig, title, height)
 
 
+@draws(SBBExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure) drawing an :class:`~calibdash.explain.sbb.SBBExplanation`: SBB's chosen bins
     on the calibration map."""

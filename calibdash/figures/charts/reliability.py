@@ -2,7 +2,7 @@
 
 The data is :func:`calibdash.metrics.reliability_table` (one DataFrame per
 method; :func:`calibdash.diagrams.reliability_tables` of a DataFrame of
-predictions, re-exported here); :func:`reliability_diagram` only draws it.
+predictions); :func:`reliability_diagram` only draws it.
 """
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..diagrams import reliability_tables  # noqa: F401  (the data of the binned diagram lives there)
-from .layout import base_layout
-from .palette import color_of, rgba
+from ..layout import base_layout
+from ..palette import color_of, rgba
 
 
 #: Width of the count bar of an equal-count bin, drawn at the bin's mean prediction (its points, whose
@@ -47,7 +46,7 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
     Parameters
     ----------
     tables : mapping method key -> reliability table
-        From :func:`reliability_tables` or :func:`calibdash.metrics.reliability_table`.
+        From :func:`calibdash.diagrams.reliability_tables` or :func:`calibdash.metrics.reliability_table`.
     labels : mapping key -> display name, optional
     show_counts : bool
         A histogram of rows per bin under the diagram (shared x axis).

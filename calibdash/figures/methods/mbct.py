@@ -24,8 +24,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout
-from .palette import UNCALIBRATED, color_of
+from ...explain.mbct import MBCTExplanation
+from .. import draws
+from ..layout import base_layout
+from ..palette import UNCALIBRATED, color_of
 
 __all__ = ["pud_figure", "tree_figure", "boosting_figure", "inner_figures"]
 
@@ -117,6 +119,7 @@ def boosting_figure(data: pd.DataFrame, held_out: bool = True, title: str | None
     return base_layout(fig, title, height)
 
 
+@draws(MBCTExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure): PUD bars beside histogram binning's, the trees, the boosting curve (not for
     a calibrator read from a file, which has no boosting history)."""

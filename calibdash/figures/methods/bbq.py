@@ -19,8 +19,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .layout import base_layout, identity_trace
-from .palette import color_of
+from ...explain.bbq import BBQExplanation
+from .. import draws
+from ..layout import base_layout, identity_trace
+from ..palette import color_of
 
 __all__ = ["weights_data", "weights_figure", "map_data", "map_figure", "inner_figures",
            "MAX_OPACITY", "MAX_MODELS_DRAWN"]
@@ -134,6 +136,7 @@ def map_figure(data: MapData, title: str | None = None, height: int = 460) -> go
     return base_layout(fig, title, height)
 
 
+@draws(BBQExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure) drawing a :class:`~calibdash.explain.bbq.BBQExplanation`: the posterior over
     models, and the models' maps with their average."""

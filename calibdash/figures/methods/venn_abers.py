@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .layout import base_layout, identity_trace
-from .palette import color_of, rgba
+from ...explain.venn_abers import VennAbersExplanation
+from .. import draws
+from ..layout import base_layout, identity_trace
+from ..palette import color_of, rgba
 
 __all__ = ["band_figure", "width_figure", "inner_figures"]
 
@@ -56,6 +58,7 @@ def width_figure(explanation, title: str | None = None, height: int = 360) -> go
     return base_layout(fig, title, height)
 
 
+@draws(VennAbersExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure) pairs drawing a :class:`~calibdash.explain.venn_abers.VennAbersExplanation`:
     the band ``[p0, p1]`` with the prediction, and the interval's width."""

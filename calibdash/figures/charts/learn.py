@@ -22,12 +22,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import synthetic
-from ..measures import calibration as metrics
-from ..errors import DataError
+from ... import synthetic
+from ...measures import calibration as metrics
+from ...errors import DataError
 from .calibration_map import score_grid
-from .layout import base_layout
-from .palette import class_color_of, color_of, rgba
+from ..layout import base_layout
+from ..palette import class_color_of, color_of, rgba
 from .reliability import reliability_diagram
 
 __all__ = ["size_curve_figure", "TRUTH", "ScenarioData", "scenario_data", "scenario_figure", "maps_data", "maps_figure",

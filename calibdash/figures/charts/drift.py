@@ -10,9 +10,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..drift import FRESH_COL, RAW_COL, STALE_COL
-from .layout import base_layout
-from .palette import UNCALIBRATED, color_of, rgba
+from ...drift import FRESH_COL, RAW_COL, STALE_COL
+from ..layout import base_layout
+from ..palette import UNCALIBRATED, color_of, rgba
 
 __all__ = ["drift_chart", "staleness_chart", "staleness_heatmap", "STALE_COLOR"]
 

@@ -16,8 +16,10 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .layout import DATA_GREY, base_layout
-from .palette import color_of, rgba
+from ...explain.temperature import TemperatureExplanation
+from .. import draws
+from ..layout import DATA_GREY, base_layout
+from ..palette import color_of, rgba
 
 __all__ = ["nll_figure", "map_figure", "inner_figures"]
 
@@ -78,6 +80,7 @@ def map_figure(explanation, title: str | None = None, height: int = 440) -> go.F
     return base_layout(fig, title, height)
 
 
+@draws(TemperatureExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure): the likelihood over T with its optimum, and the fitted map."""
     ex = explanation

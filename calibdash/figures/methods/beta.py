@@ -17,8 +17,10 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .layout import DATA_GREY, base_layout, identity_trace
-from .palette import color_of, rgba
+from ...explain.beta import BetaExplanation
+from .. import draws
+from ..layout import DATA_GREY, base_layout, identity_trace
+from ..palette import color_of, rgba
 
 __all__ = ["map_figure", "logodds_figure", "inner_figures"]
 
@@ -97,6 +99,7 @@ def logodds_figure(explanation, title: str | None = None, height: int = 420) -> 
     return base_layout(fig, title, height)
 
 
+@draws(BetaExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure): the map against Platt's, and both on the log-odds scale."""
     ex = explanation

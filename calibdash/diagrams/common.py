@@ -1,0 +1,222 @@
+"""What every diagram shares: the :class:`Diagram` base its data class extends, the bin-count rule, the names.
+
+The bin-count rule
+------------------
+``n_bins="auto"`` asks for :data:`AUTO_RULE` (the cube root of the number of
+rows, rounded up, clipped to [:data:`MIN_BINS`, :data:`MAX_BINS`]);
+:func:`auto_bin_count` gives the count of any rule of :data:`BIN_RULES` and
+:func:`describe_rule` the caption's line saying which rule gave it. Each
+rule's phrase is :data:`RULE_TEXT`, its one-sentence summary :data:`RULE_SENTENCE`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import DataError, SettingsError
+
+__all__ = ["Diagram", "DEFAULT_TITLE", "HEIGHT", "N_BOOT", "AUTO", "AUTO_RULE", "BIN_RULES", "MIN_BINS", "MAX_BINS",
+           "RULE_TEXT", "RULE_SHORT", "RULE_SENTENCE", "BINNINGS", "auto_bin_count", "describe_rule", "bin_count",
+           "check_strategy", "display_names", "class_labels", "legend_margin", "columns"]
+
+#: Resamples of a band (the default of both ``smoothed_curve_band`` and ``corp_band``; ``relplot`` and
+#: ``reliabilitydiag`` also draw 100 by default).
+N_BOOT = 100
+#: A figure's title when none is given: the diagram's own (:attr:`Diagram.title`).
+DEFAULT_TITLE = object()
+#: A figure's default height, in pixels.
+HEIGHT = 520
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """Base of every diagram's data. A diagram is one module of :mod:`calibdash.diagrams` holding a frozen
+    dataclass that extends this one and declares:
+
+    ``kind``
+        Its name (the registry key; the CLI's ``--diagram`` takes it in lower case).
+    ``title``
+        Its figure's default title.
+    ``problem``
+        ``"binary"``: its classmethod ``prepare(predictions, labels, weights=None, **options)`` takes a DataFrame
+        with one column of scores per method (it is then one of :data:`calibdash.diagrams.KINDS`, offered by the
+        report and the CLI); ``"classes"``: its ``prepare`` takes each method's (n, K) probabilities.
+    ``position``
+        Its place among the diagrams of its problem.
+
+    and implements ``caption(names=None) -> str`` and ``figure(*, names=None, title=DEFAULT_TITLE, ...)``
+    (plotly is imported there, so computing a diagram's data never needs it).
+    """
+
+    kind: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    problem: ClassVar[str] = "binary"
+    position: ClassVar[float] = 0.0
+
+    def caption(self, names: Mapping[str, str] | None = None) -> str:  # pragma: no cover - every kind has its own
+        raise NotImplementedError
+
+    def figure(self, **kw):  # pragma: no cover - every kind has its own
+        raise NotImplementedError
+
+    def _title(self, title):
+        return self.title if title is DEFAULT_TITLE else title
+
+
+# -- the bin-count rule ----------------------------------------------------------------------------------
+#: The bins choice that asks for the stated rule's count.
+AUTO = "auto"
+#: The rule behind ``auto``.
+AUTO_RULE = "cuberoot"
+#: The rules of :func:`auto_bin_count`.
+BIN_RULES = ("cuberoot", "sqrt", "min_count")
+#: The counts of every rule are clipped to [MIN_BINS, MAX_BINS]: one bin shows nothing, and more than 100
+#: cannot be told apart in a chart.
+MIN_BINS, MAX_BINS = 2, 100
+#: Each rule as the caption names it (``n`` the rows, ``min_count`` the rows a bin must hold).
+RULE_TEXT = {"cuberoot": "cube root of n = {n:,} rows",
+             "sqrt": "square root of n = {n:,} rows",
+             "min_count": "at least {min_count:,} rows per bin, n = {n:,} rows"}
+#: Each rule in a few words (the bins widget's ``auto`` entry) and in a sentence (its help).
+RULE_SHORT = {"cuberoot": "cube root of n", "sqrt": "square root of n", "min_count": "rows per bin"}
+RULE_SENTENCE = {
+    "cuberoot": f"the cube root of the number of rows (rounded up, {MIN_BINS} to {MAX_BINS} bins)",
+    "sqrt": f"the square root of the number of rows (rounded up, {MIN_BINS} to {MAX_BINS} bins)",
+    "min_count": f"as many equal-count bins as keep min_count rows in each ({MIN_BINS} to {MAX_BINS} bins)",
+}
+#: Each binning strategy in words.
+BINNINGS = {"quantile": "equal-count", "uniform": "equal-width"}
+
+
+def _icbrt_ceil(n: int) -> int:
+    """Smallest integer k with k^3 >= n (exact, no floating-point cube root)."""
+    k = max(0, round(n ** (1.0 / 3.0)))
+    while k ** 3 < n:
+        k += 1
+    while k > 0 and (k - 1) ** 3 >= n:
+        k -= 1
+    return k
+
+
+def _check_rule(n, rule, min_count) -> tuple[int, int]:
+    if rule not in BIN_RULES:
+        raise SettingsError(f"rule must be one of {BIN_RULES}, got {rule!r}.")
+    if int(min_count) != min_count or min_count < 1:
+        raise SettingsError(f"min_count must be a whole number of at least 1, got {min_count}.")
+    try:
+        n_rows = int(math.floor(float(n)))
+    except (TypeError, ValueError):
+        raise DataError(f"n must be a number of rows, got {n!r}.") from None
+    if n_rows < 1:
+        raise DataError(f"n must be at least 1 row, got {n}.")
+    return n_rows, int(min_count)
+
+
+def _raw_bin_count(n: int, rule: str, min_count: int) -> int:
+    if rule == "cuberoot":
+        return _icbrt_ceil(n)
+    if rule == "sqrt":
+        r = math.isqrt(n)
+        return r if r * r == n else r + 1
+    return n // min_count
+
+
+def auto_bin_count(n, rule: str = "cuberoot", min_count: int = 100) -> int:
+    """A stated number of bins for a binned reliability diagram, clipped to [2, 100].
+
+    Rules (``n`` the number of rows, the total weight for weighted data):
+
+    ``"cuberoot"`` (default)
+        ``ceil(n^(1/3))``: 1,000 rows give 10 bins, 1,728 give 12. The number
+        of bins of order ``n^(1/3)`` is what BBQ (Naeini, Cooper & Hauskrecht
+        2015) centres its range of binnings on, after the minimax rate of
+        fixed-width histogram classifiers (Scott & Nowak 2003; Klemelä 2009);
+        it also balances a bin's squared bias (its width, ``~1/B``, squared)
+        against its variance (``~B/n``) for a smooth calibration curve.
+    ``"sqrt"``
+        ``ceil(sqrt(n))``, the common histogram default; more and noisier bins.
+    ``"min_count"``
+        ``floor(n / min_count)``: as many equal-count bins as keep at least
+        ``min_count`` rows in each (so each bin's observed frequency has a
+        standard error of at most ``0.5 / sqrt(min_count)``).
+
+    Rules made for densities of unbounded data (Freedman-Diaconis, Scott)
+    are not offered: they size bins by the spread of the scores, which for
+    probabilities piled up near 0 or 1 gives bins with almost no rows.
+
+    The result is clipped to [:data:`MIN_BINS`, :data:`MAX_BINS`]: one bin
+    shows nothing, and more than 100 cannot be told apart in a chart.
+    :func:`describe_rule` says which rule gave the number, for the chart's
+    caption.
+    """
+    n_rows, min_count = _check_rule(n, rule, min_count)
+    return int(min(MAX_BINS, max(MIN_BINS, _raw_bin_count(n_rows, rule, min_count))))
+
+
+def describe_rule(n, rule: str = "cuberoot", min_count: int = 100) -> str:
+    """One line for a chart: ``"12 bins (cube root of n = 1,728 rows)"`` (the rule's :data:`RULE_TEXT`)."""
+    n_rows, min_count = _check_rule(n, rule, min_count)
+    raw = _raw_bin_count(n_rows, rule, min_count)
+    bins = auto_bin_count(n_rows, rule, min_count)
+    what = RULE_TEXT[rule].format(n=n_rows, min_count=min_count)
+    if raw > bins:
+        what += f", capped at {MAX_BINS}"
+    elif raw < bins:
+        what += f", raised to the minimum of {MIN_BINS}"
+    return f"{bins} bin{'s' if bins != 1 else ''} ({what})"
+
+
+def bin_count(n_bins, labels, weights=None) -> tuple[int, str]:
+    """``(bin count, caption text)`` of a bins choice: a count (``"10 bins"``) or :data:`AUTO`, which is
+    :data:`AUTO_RULE` on the rows (the weights' sum when weighted): ``"auto: 12 bins (cube root of ...)"``."""
+    if n_bins == AUTO:
+        n = float(np.sum(weights)) if weights is not None else float(len(labels))
+        return auto_bin_count(n, AUTO_RULE), "auto: " + describe_rule(n, AUTO_RULE)
+    return int(n_bins), f"{int(n_bins)} bins"
+
+
+def display_names(names: Mapping[str, str] | None, keys) -> dict[str, str]:
+    """Key -> display name for each of ``keys``: ``names``' entry, else the key itself."""
+    names = dict(names or {})
+    return {k: names.get(k, k) for k in keys}
+
+
+def class_labels(k: int, names: Sequence[str] | None = None) -> list[str]:
+    """``names`` as K strings (checked), or ``"class 0"``, ``"class 1"``, ... when None."""
+    if names is None:
+        return [f"class {i}" for i in range(k)]
+    names = [str(n) for n in names]
+    if len(names) != k:
+        raise DataError(f"class_names has {len(names)} names but the probabilities have {k} classes.")
+    return names
+
+
+def check_strategy(strategy: str) -> None:
+    """SettingsError unless ``strategy`` is one of :data:`BINNINGS`."""
+    if strategy not in BINNINGS:
+        raise SettingsError(f"strategy must be one of {tuple(BINNINGS)}, got {strategy!r}.")
+
+
+#: The house layout's bottom margin (calibdash.figures.layout.base_layout), where the legend sits.
+_LEGEND_MARGIN = 120
+
+
+def legend_margin(fig, n_entries: int, height: int) -> None:
+    """Room under the plot for a legend of long entries (smECE, or MCB/DSC/UNC), one a line: the house legend
+    grows upward from the figure's bottom, so the margin and the figure grow by the same amount and the plot
+    keeps its size."""
+    need = 70 + 24 * n_entries
+    if n_entries > 1 and need > _LEGEND_MARGIN:
+        fig.update_layout(margin=dict(b=need), height=height + need - _LEGEND_MARGIN)
+
+
+def columns(predictions, labels, weights):
+    """``(key, p, y, w)`` of each column of ``predictions``, as float predictions, labels and float weights (or
+    None)."""
+    y = np.asarray(labels)
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    for col in predictions.columns:
+        yield str(col), predictions[col].to_numpy(dtype=float), y, w

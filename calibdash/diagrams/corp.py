@@ -1,0 +1,160 @@
+"""The CORP reliability diagram: the PAV fit of the labels on the scores per method (Dimitriadis, Gneiting & Jordan,
+PNAS 2021; :func:`calibdash.measures.corp.corp_curve`), the Brier score's MCB/DSC/UNC decomposition in the legend,
+optionally the 90% consistency band."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Mapping, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ..measures import corp
+from .common import DEFAULT_TITLE, HEIGHT, N_BOOT, Diagram, columns, display_names, legend_margin
+
+__all__ = ["CORP", "CorpColumn", "CorpData", "corp_column", "prepare_corp", "corp_diagram"]
+
+CORP = "CORP"
+
+
+class CorpColumn(NamedTuple):
+    """One column's CORP data."""
+    curve: pd.DataFrame                 # calibdash.measures.corp.corp_curve
+    band: pd.DataFrame | None           # calibdash.measures.corp.corp_band (consistency), or None
+    decomposition: dict                 # calibdash.measures.corp.corp_decomposition: MCB, DSC, UNC, ...
+
+
+def corp_column(p, y, w=None, *, band: bool = False, n_boot: int = N_BOOT) -> CorpColumn:
+    """One column's CORP curve and decomposition, and its 90% consistency band when asked."""
+    curve = corp.corp_curve(p, y, sample_weight=w)
+    dec = corp.corp_decomposition(p, y, sample_weight=w)
+    bnd = corp.corp_band(p, y, sample_weight=w, kind="consistency", n_boot=n_boot) if band else None
+    return CorpColumn(curve, bnd, dec)
+
+
+def _decomposition_text(d: Mapping[str, float]) -> str:
+    """``"MCB 0.018 · DSC 0.030 · UNC 0.244"`` for a :func:`calibdash.measures.corp.corp_decomposition` result."""
+    return " · ".join(f"{k} {d[k]:.3f}" for k in ("MCB", "DSC", "UNC") if k in d)
+
+
+def _block_segments(x: np.ndarray, y: np.ndarray, block: np.ndarray):
+    """Each block's flat piece (first to last row) as one polyline, NaN between blocks (a gap in plotly)."""
+    first = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+    last = np.r_[first[1:] - 1, block.size - 1]
+    gap = np.full(first.size, np.nan)
+    return (np.column_stack([x[first], x[last], gap]).ravel(),
+            np.column_stack([y[first], y[last], gap]).ravel())
+
+
+def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.DataFrame] | None = None,
+                 decompositions: Mapping[str, Mapping[str, float]] | None = None, *,
+                 labels: Mapping[str, str] | None = None, title: str | None = "CORP reliability diagram",
+                 height: int = HEIGHT, visible: Mapping[str, bool] | None = None):
+    """Draw one or several methods' CORP curves, with their bands and score decompositions.
+
+    Parameters
+    ----------
+    curves : mapping method key -> DataFrame
+        From :func:`calibdash.measures.corp.corp_curve` (``score``, ``calibrated``,
+        ``weight``, ``block``). Each curve is drawn as the package draws it:
+        its rows joined by straight lines, flat over each PAV block (drawn
+        thick) and a slanted step between blocks.
+    bands : mapping key -> DataFrame, optional
+        From :func:`calibdash.measures.corp.corp_band` (``score``, ``lower``,
+        ``upper``), drawn as a shaded region in the method's colour.
+    decompositions : mapping key -> dict, optional
+        From :func:`calibdash.measures.corp.corp_decomposition`; its MCB, DSC and UNC
+        are shown in the method's legend entry.
+    labels : mapping key -> display name, optional
+    visible : mapping key -> bool, optional
+        Methods drawn but hidden ("legendonly"), so the legend toggles them.
+
+    Returns
+    -------
+    plotly Figure
+    """
+    import plotly.graph_objects as go
+
+    from ..figures.layout import base_layout
+    from ..figures.palette import color_of, rgba
+
+    labels = dict(labels or {})
+    bands = dict(bands or {})
+    decompositions = dict(decompositions or {})
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"))
+    for key, c in curves.items():
+        label = labels.get(key, key)
+        color = color_of(key)
+        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        band = bands.get(key)
+        if band is not None:
+            x = band["score"].to_numpy(dtype=float)
+            fig.add_trace(go.Scatter(x=x, y=band["upper"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
+                                     legendgroup=key, showlegend=False, visible=vis, hoverinfo="skip",
+                                     connectgaps=True))
+            fig.add_trace(go.Scatter(x=x, y=band["lower"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
+                                     fill="tonexty", fillcolor=rgba(color, 0.18), legendgroup=key, showlegend=False,
+                                     visible=vis, hoverinfo="skip", connectgaps=True))
+        name = label
+        if key in decompositions:
+            name = f"{label} · {_decomposition_text(decompositions[key])}"
+        x = c["score"].to_numpy(dtype=float)
+        y = c["calibrated"].to_numpy(dtype=float)
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="lines", name=name, legendgroup=key, visible=vis, line=dict(color=color, width=1.5),
+            customdata=np.column_stack([c["weight"].to_numpy(dtype=float), c["block"].to_numpy()]),
+            hovertemplate=(f"<b>{label}</b><br>forecast %{{x:.3f}}<br>recalibrated %{{y:.3f}}"
+                           "<br>block %{customdata[1]:.0f}, rows %{customdata[0]:,.0f}<extra></extra>"),
+        ))
+        # each PAV block's flat piece, thick (the package's CEP segments); None breaks the line between blocks
+        seg_x, seg_y = _block_segments(x, y, c["block"].to_numpy())
+        fig.add_trace(go.Scatter(x=seg_x, y=seg_y, mode="lines+markers", legendgroup=key, showlegend=False,
+                                 visible=vis, line=dict(color=color, width=4), marker=dict(size=4, color=color),
+                                 hoverinfo="skip"))
+    fig.update_xaxes(range=[-0.02, 1.02], title_text="forecast probability")
+    fig.update_yaxes(range=[-0.02, 1.02], title_text="recalibrated probability (PAV)")
+    return base_layout(fig, title, height)
+
+
+@dataclass(frozen=True)
+class CorpData(Diagram):
+    """A CORP reliability diagram: each method's PAV curve, decomposition and (when banded) band."""
+    curves: dict[str, pd.DataFrame]
+    bands: dict[str, pd.DataFrame]
+    decompositions: dict[str, dict]
+    band: bool = False
+    n_boot: int = N_BOOT
+    kind: ClassVar[str] = CORP
+    title: ClassVar[str] = "CORP reliability diagram"
+    position: ClassVar[float] = 3
+    #: The caption, and what a band adds (``{n_boot}``: its resamples).
+    text: ClassVar[str] = (
+        "CORP reliability diagram (Dimitriadis, Gneiting & Jordan 2021): no binning choice: the PAV "
+        "(isotonic) fit of the labels on the scores, flat over each block it pools. Legend: the Brier "
+        "score's decomposition, MCB (miscalibration) − DSC (discrimination) + UNC (uncertainty).")
+    band_text: ClassVar[str] = (" Shaded: the 90% consistency band ({n_boot} resamples with labels drawn from the "
+                                "scores), where the curve of a calibrated forecast would fall.")
+
+    def caption(self, names: Mapping[str, str] | None = None) -> str:
+        return self.text + (self.band_text.format(n_boot=self.n_boot) if self.band else "")
+
+    @classmethod
+    def prepare(cls, predictions: pd.DataFrame, labels, weights=None, *, band: bool = False, n_boot: int = N_BOOT,
+                column: Callable = corp_column) -> "CorpData":
+        """The CORP diagram's data, ``column(p, y, w, band=, n_boot=)`` (default :func:`corp_column`) per column;
+        ``band``: the 90% consistency band of ``n_boot`` resamples."""
+        parts = {k: column(p, y, w, band=band, n_boot=n_boot) for k, p, y, w in columns(predictions, labels, weights)}
+        return cls({k: c[0] for k, c in parts.items()}, {k: c[1] for k, c in parts.items() if c[1] is not None},
+                   {k: c[2] for k, c in parts.items()}, band, n_boot)
+
+    def figure(self, *, names: Mapping[str, str] | None = None, title=DEFAULT_TITLE, height: int = HEIGHT):
+        """The CORP reliability diagram, MCB/DSC/UNC in the legend, the consistency band shaded."""
+        fig = corp_diagram(self.curves, self.bands, self.decompositions, labels=display_names(names, self.curves),
+                           title=self._title(title), height=height)
+        legend_margin(fig, len(self.curves), height)
+        return fig
+
+
+prepare_corp = CorpData.prepare
