@@ -211,9 +211,12 @@ ORDER_NAMES = {"worst": "worst first (largest class-wise ECE, uncalibrated)", "i
                "frequency": "most frequent first"}
 
 
-def confidence(box, ev, labels: dict, diagram: Choice, key: str, **kw) -> go.Figure:
-    """The confidence (top-label) reliability of every method of a K-class evaluation in ``box``, captioned."""
-    data = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=diagram.n_bins, strategy=diagram.strategy)
+def confidence(box, ev, labels: dict, diagram: Choice, key: str, *, data=None, **kw) -> go.Figure:
+    """The confidence (top-label) reliability of every method of a K-class evaluation in ``box``, captioned;
+    ``data``: the diagram's data when the caller prepared (and cached) it."""
+    if data is None:
+        data = mdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=diagram.n_bins,
+                                            strategy=diagram.strategy)
     fig = fmulticlass.plot_confidence(data, names=labels, **kw)
     chart(box, fig, key=key)
     box.caption(data.caption(labels))
