@@ -9,7 +9,7 @@ from calibdash.errors import DataError, SettingsError
 from calibdash.multiclass import budget, metrics as mmetrics
 from calibdash.multiclass.evaluation import UNCALIBRATED
 from pages.parts import classes, diagrams, fitting, large_source, reading, scheme, source
-from pages.parts.problem import BINARY, Problem, active_problem
+from pages.parts.problem import BINARY, CLASSES, Problem, read_problem
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
 from pages.parts.text import chart, md
@@ -121,7 +121,7 @@ def _scheme(problem: Problem) -> None:
     else:
         st.success(f"The split column {md(data.split_column)}" if chosen.kind == "column"
                    else md(chosen.describe(on_cells=True)))
-    st.info(f"**Evaluations run on score cells**, "
+    st.info("**Evaluations run on score cells**, "
             + ("as on every large source" if fitting.is_large(data) else
                f"as the data has more than {evaluation.CELLS_MIN_ROWS:,} rows")
             + f": {md(base.note)}; {base.n_judged:,} rows are held out. Calibrators are fitted and judged on the "
@@ -169,11 +169,8 @@ except DataError as exc:
     st.stop()
 
 sha = info.sha256
-as_classes = classes.using_classes()
-try:
-    problem, refusal = active_problem(), None
-except DataError as exc:
-    problem, refusal = None, str(exc)
+problem, family, refusal = read_problem()
+as_classes = family is CLASSES
 roles = {} if as_classes else source.chosen_roles(sha)
 if roles and problem is not None:
     try:

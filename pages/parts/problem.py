@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import streamlit as st
-
-from calibdash import calibrators, metrics, multiclass
-from calibdash.multiclass import evaluation as mevaluation, metrics as mmetrics
+from calibdash import bootstrap as cboot, calibrators, metrics, multiclass
+from calibdash.errors import DataError
+from calibdash.multiclass import bootstrap as mboot, evaluation as mevaluation, metrics as mmetrics
 from pages.parts import classes, fitting
 from pages.parts.labels import menu_label, method_label, method_labels
-from pages.parts.source import score_set_or_stop
+from pages.parts.source import active_score_set, score_set_or_stop
 from pages.parts.tables import best_of
+from pages.parts.text import md
 
-__all__ = ["Methods", "BINARY", "CLASSES", "Problem", "active_problem", "problem_or_stop", "FALLBACK"]
+__all__ = ["Methods", "BINARY", "CLASSES", "Problem", "read_problem", "problem_or_stop", "FALLBACK"]
 
 #: Added to the K-class Compare's defaults while fewer than two of them exist.
 FALLBACK = "top_label:histogram"
@@ -77,25 +77,32 @@ class Methods:
         return self.record(method).paper
 
 
-def _binary_verdict(boot, name, labels):
-    from calibdash import bootstrap as cboot
-    return cboot.verdict(boot, name, labels)
+# the families call the fitting modules' functions when they run (so a test's stand-in for one is used)
+def _evaluate_binary(data, scheme, chosen):
+    return fitting.evaluate_methods(data, scheme, chosen)
 
 
-def _class_verdict(boot, name, labels):
-    from calibdash.multiclass import bootstrap as mboot
-    return mboot.verdict(boot, name, labels)
+def _bootstrap_binary(ev, data, scheme, params):
+    return fitting.bootstrap(ev, data, scheme, params)
+
+
+def _evaluate_classes(data, scheme, chosen):
+    return classes.evaluate_chosen(data, scheme, chosen)
+
+
+def _bootstrap_classes(ev, data, scheme, params):
+    return classes.bootstrap_chosen(ev, data, scheme, params)
 
 
 BINARY = Methods(
     "", "Calibrators", "Every method is fitted on the same rows and judged on the same held-out rows.",
     calibrators.available, calibrators.get_class, method_label, _binary_defaults, "histogram",
-    fitting.evaluate_methods, fitting.bootstrap, _binary_verdict)
+    _evaluate_binary, _bootstrap_binary, cboot.verdict)
 CLASSES = Methods(
     "mc.", "Multi-class calibrators", "Every method is fitted on the same rows and judged on the same held-out "
     "rows. ovr: one binary calibrator per class; top_label: the top class's probability.",
     multiclass.available, multiclass.get, _class_label, _class_defaults, "temperature",
-    classes.evaluate_chosen, classes.bootstrap_chosen, _class_verdict)
+    _evaluate_classes, _bootstrap_classes, mboot.verdict)
 
 
 @dataclass(frozen=True)
@@ -145,19 +152,21 @@ class Problem:
 
     def what(self) -> str:
         """What the model gives, for a caption (Markdown, names escaped)."""
-        from pages.parts.text import md
         if self.is_classes:
             return (f"**K = {self.k}** classes ("
                     + ("logits, softmaxed for the uncalibrated row" if self.data.logits else "probabilities") + ")")
         return f"score **{md(self.data.score)}**"
 
 
-def active_problem() -> Problem:
-    """The active problem (raises DataError when the table cannot be read as chosen)."""
-    if classes.using_classes():
-        return Problem(classes.active_class_set(), CLASSES)
-    from pages.parts.source import active_score_set
-    return Problem(active_score_set(), BINARY)
+def read_problem() -> tuple[Problem | None, Methods, str]:
+    """The active table read as the Data page's choice says (:func:`pages.parts.classes.using_classes`):
+    ``(problem, family, "")``, or ``(None, family, why)`` when it cannot be read so."""
+    family = CLASSES if classes.using_classes() else BINARY
+    try:
+        data = classes.active_class_set() if family is CLASSES else active_score_set()
+    except DataError as exc:
+        return None, family, str(exc)
+    return Problem(data, family), family, ""
 
 
 def problem_or_stop() -> Problem:
