@@ -104,7 +104,7 @@ def controls(prefix: str, cols=None, *, n_bins: int | str = metrics.DEFAULT_N_BI
         **initial(k_bins, value=n_bins))
     strat = cols[3].segmented_control(
         "Binning", list(metrics.STRATEGIES), key=k_strat, persist_state="session", disabled=kind != BINNED,
-        format_func=cdiagrams.BINNINGS.get,
+        format_func=cdiagrams.BINNINGS.get if len(kinds) == 1 else str,     # the words where there is room
         help="Equal-width bins on [0, 1] or equal-count bins (the default, as the metrics table's ECE).",
         **initial(k_strat, default=strategy)) or strategy
     return Choice(kind, bool(band) and kind != BINNED, bins, strat)
