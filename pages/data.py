@@ -72,7 +72,7 @@ def _raw_calibration(problem: Problem, where: str) -> None:
     if problem.is_classes:
         st.subheader("How calibrated are these probabilities?")
         diagram = diagrams.controls("data.mc", kinds=(diagrams.BINNED,), n_bins=mmetrics.N_BINS, strategy="uniform")
-        _, measures, conf = reading.class_view(data, diagram.n_bins, diagram.strategy)
+        _, measures, conf = reading.class_view(data.content_key(), data, diagram.n_bins, diagram.strategy)
         g1, g2 = st.columns([1, 1])
         diagrams.confidence(g1, None, {UNCALIBRATED: "uncalibrated"}, diagram, "data.classes.confidence", data=conf,
                             title="Confidence reliability (all rows)")

@@ -42,8 +42,8 @@ from pages.parts.labels import method_labels
 from pages.parts import bounded_cache
 from pages.parts.text import md
 
-__all__ = ["frozen_params", "path", "is_large", "on_cells", "rows_reason", "held_back", "evaluate_methods", "judged_line",
-           "bootstrap",
+__all__ = ["frozen_params", "path", "is_large", "on_cells", "rows_reason", "held_back", "evaluate_methods",
+           "judged_line", "bootstrap",
            "interval_caption", "models_table", "raw_summary"]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from calibdash import bootstrap as cboot, calibrators, metrics, multiclass
+from calibdash import bootstrap as cboot, calibrators, multiclass
 from calibdash.errors import DataError
 from calibdash.multiclass import bootstrap as mboot, evaluation as mevaluation, metrics as mmetrics
 from pages.parts import classes, fitting
@@ -39,10 +39,6 @@ def _class_defaults(available, k: int) -> list[str]:
     return chosen
 
 
-def _class_label(method: str) -> str:
-    return multiclass.get(method).label or method
-
-
 @dataclass(frozen=True)
 class Methods:
     """A family of calibrators (the binary ones, or the K-class ones under one registry with ``ovr:`` and
@@ -56,8 +52,8 @@ class Methods:
     label: Callable[[str], str]
     compare_defaults: Callable                     # (available, k) -> the methods Compare starts with
     explore_default: str
-    evaluate: Callable                             # (data, scheme, {method: params}) -> evaluation
-    bootstrap: Callable                            # (evaluation, data, scheme, params) -> BootstrapResult
+    evaluate: Callable             # (data, scheme, {method: params}) -> evaluation; looked up when called (a
+    bootstrap: Callable            # test's stand-in is used); (evaluation, data, scheme, params) -> intervals
     verdict: Callable                              # (BootstrapResult, measure, labels) -> a sentence
 
     def labels(self, keys) -> dict:
@@ -77,32 +73,15 @@ class Methods:
         return self.record(method).paper
 
 
-# the families call the fitting modules' functions when they run (so a test's stand-in for one is used)
-def _evaluate_binary(data, scheme, chosen):
-    return fitting.evaluate_methods(data, scheme, chosen)
-
-
-def _bootstrap_binary(ev, data, scheme, params):
-    return fitting.bootstrap(ev, data, scheme, params)
-
-
-def _evaluate_classes(data, scheme, chosen):
-    return classes.evaluate_chosen(data, scheme, chosen)
-
-
-def _bootstrap_classes(ev, data, scheme, params):
-    return classes.bootstrap_chosen(ev, data, scheme, params)
-
-
 BINARY = Methods(
     "", "Calibrators", "Every method is fitted on the same rows and judged on the same held-out rows.",
     calibrators.available, calibrators.get_class, method_label, _binary_defaults, "histogram",
-    _evaluate_binary, _bootstrap_binary, cboot.verdict)
+    lambda *a: fitting.evaluate_methods(*a), lambda *a: fitting.bootstrap(*a), cboot.verdict)
 CLASSES = Methods(
     "mc.", "Multi-class calibrators", "Every method is fitted on the same rows and judged on the same held-out "
     "rows. ovr: one binary calibrator per class; top_label: the top class's probability.",
-    multiclass.available, multiclass.get, _class_label, _class_defaults, "temperature",
-    _evaluate_classes, _bootstrap_classes, mboot.verdict)
+    multiclass.available, multiclass.get, lambda m: multiclass.get(m).label or m, _class_defaults, "temperature",
+    lambda *a: classes.evaluate_chosen(*a), lambda *a: classes.bootstrap_chosen(*a), mboot.verdict)
 
 
 @dataclass(frozen=True)
@@ -129,14 +108,11 @@ class Problem:
         return ("top_label", "ovr") if self.is_classes else ("score",)
 
     @property
-    def measures(self) -> tuple[str, ...]:
-        """The measures of its tables (the columns of an evaluation's ``metrics``)."""
-        return tuple(mmetrics.MEASURE_NAMES) if self.is_classes else tuple(metrics.METRIC_NAMES)
-
-    @property
     def views(self) -> frozenset[str]:
-        """The kind-specific parts the pages draw for this problem."""
-        if self.is_classes:
+        """The parts the pages draw for this problem beside the common ones: what its reductions offer (the
+        one-vs-rest columns: class-wise panels and the per-class table; the simplex at K = 3; a score: its
+        calibration map and the measures of a score), and several score columns side by side."""
+        if "ovr" in self.reductions:
             return frozenset({"classwise", "per_class", "fit_notes"} | ({"simplex"} if self.k == 3 else set()))
         return frozenset({"calibration_map", "more_measures", "report"}
                          | ({"models"} if len(self.data.score_columns) > 1 else set()))

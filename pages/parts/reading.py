@@ -42,13 +42,9 @@ def mode_control(sha: str, df: pd.DataFrame, box=st) -> str:
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="data.numeric_columns")
-def _numeric_columns(sha: str, _df: pd.DataFrame) -> list:
-    return [c for c in _df.columns if pd.api.types.is_numeric_dtype(_df[c]) or reads_as_numbers(_df[c])]
-
-
-def numeric_columns(sha: str, df: pd.DataFrame) -> list:
+def numeric_columns(sha: str, _df: pd.DataFrame) -> list:
     """The columns of numbers (numeric, or text that reads as numbers), once per file, not on every rerun."""
-    return _numeric_columns(sha, df)
+    return [c for c in _df.columns if pd.api.types.is_numeric_dtype(_df[c]) or reads_as_numbers(_df[c])]
 
 
 def choose_roles(sha: str, df: pd.DataFrame) -> None:
@@ -149,22 +145,18 @@ def found(cs: cdata.ClassSet) -> None:
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="reading.raw_view")
-def _raw_view(data_key: str, n_bins, strategy: str, _cs: cdata.ClassSet) -> tuple:
+def class_view(data_key: str, _cs: cdata.ClassSet, n_bins=mmetrics.N_BINS, strategy: str = "uniform") -> tuple:
+    """The per-class table (15 equal-width bins), the measures and the confidence diagram's data (``n_bins``,
+    ``strategy``) of all usable rows' probabilities of ``_cs`` (content key ``data_key``), cached."""
     P = _cs.scores().probabilities
     table = mdiagrams.class_table({UNCALIBRATED: P}, _cs.labels, class_names=[str(c) for c in _cs.classes])
     conf = mdiagrams.prepare_confidence({UNCALIBRATED: P}, _cs.labels, n_bins=n_bins, strategy=strategy)
     return table, mmetrics.compute(P, _cs.labels), conf
 
 
-def class_view(cs: cdata.ClassSet, n_bins=mmetrics.N_BINS, strategy: str = "uniform") -> tuple:
-    """The per-class table (15 equal-width bins), the measures and the confidence diagram's data (``n_bins``,
-    ``strategy``) of all usable rows' probabilities, cached per data and bins."""
-    return _raw_view(cs.content_key(), n_bins, strategy, cs)
-
-
 def class_summary(cs: cdata.ClassSet) -> pd.DataFrame:
     """One row per class: its column, rows, frequency, mean predicted probability and class-wise ECE (all rows)."""
-    out = class_view(cs)[0].rename(columns={f"mean p ({UNCALIBRATED})": "mean predicted probability",
+    out = class_view(cs.content_key(), cs)[0].rename(columns={f"mean p ({UNCALIBRATED})": "mean predicted probability",
                                             f"ECE ({UNCALIBRATED})": "class-wise ECE"})
     out.insert(1, "column", cs.columns)
     return out.set_index("class")
