@@ -1,15 +1,19 @@
-"""Data: pick a sample or upload a file, set column roles, read the validation report, choose the evaluation."""
+"""Data: pick a sample or upload a file, read it as a binary or a K-class problem, set its column roles, read the
+validation report and the raw calibration, choose the evaluation. One script for any problem: the parts its
+reading declares (what was found and the classes for K classes, the score's mapping for a score) are drawn."""
 import pandas as pd
 import streamlit as st
 
 from calibdash import data as cdata, evaluation, samples
 from calibdash.measures import calibration as metrics
 from calibdash.errors import DataError, SettingsError
-from calibdash.data.roles import reads_as_numbers
-from pages.parts import bounded_cache, classes, data_classes, diagrams, fitting, labels, large_source, scheme, source
+from calibdash.multiclass import budget, metrics as mmetrics
+from calibdash.multiclass.evaluation import UNCALIBRATED
+from pages.parts import classes, diagrams, fitting, large_source, reading, scheme, source
+from pages.parts.problem import BINARY, CLASSES, Problem, read_problem
 from pages.parts.routing import route_guard
 from pages.parts.tables import binning_note
-from pages.parts.text import chart, md, md_list
+from pages.parts.text import chart, md
 from pages.parts.validation import show_report
 from pages.parts.widgets import initial
 
@@ -63,12 +67,25 @@ def _mapped_warning(score: str, lo: float, hi: float) -> None:
                "logistic function 1 / (1 + e^(−s)), as for SVM margins or logits (never min-max scaled).")
 
 
-def _raw_calibration(data, rows, where: str) -> None:
-    """The raw scores' reliability (the chosen diagram type) beside their metrics; ``rows``: (p, y, w)."""
+def _raw_calibration(problem: Problem, where: str) -> None:
+    """The raw scores' (or probabilities') reliability beside their measures, before any calibration."""
+    data = problem.data
+    if problem.is_classes:
+        st.subheader("How calibrated are these probabilities?")
+        diagram = diagrams.controls("data.mc", kinds=(diagrams.BINNED,), n_bins=mmetrics.N_BINS, strategy="uniform")
+        _, measures, conf = reading.class_view(data.content_key(), data, diagram.n_bins, diagram.strategy)
+        g1, g2 = st.columns([1, 1])
+        diagrams.confidence(g1, None, {UNCALIBRATED: "uncalibrated"}, diagram, "data.classes.confidence", data=conf,
+                            title="Confidence reliability (all rows)")
+        g2.dataframe(pd.DataFrame({"value": list(measures.values()),
+                                   "measure": [mmetrics.MEASURES[n].label for n in measures]}, index=list(measures))
+                     .style.format({"value": "{:.4f}"}))
+        g2.caption(f"Computed on {where}, before any calibration.")
+        return
     st.subheader("How calibrated are these scores?")
     diagram = diagrams.controls("data", n_bins=10, strategy="uniform")
     g1, g2 = st.columns([3, 2])
-    raw_p, raw_y, raw_w = rows
+    raw_p, raw_y, raw_w = data.weighted_rows() if fitting.is_large(data) else diagrams.raw_rows(data)
     rel_fig, rel_caption = diagrams.build(pd.DataFrame({"uncalibrated": raw_p}), raw_y, raw_w, kind=diagram.kind,
                                           band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
                                           names={"uncalibrated": data.score},
@@ -78,6 +95,42 @@ def _raw_calibration(data, rows, where: str) -> None:
     summ = pd.DataFrame([fitting.raw_summary(data)], index=[data.score])
     g2.dataframe(summ.T.rename(columns={data.score: "value"}).style.format("{:.4f}"))
     g2.caption(f"Computed on {where}, before any calibration. {binning_note(metrics.binning_label())}")
+
+
+def _scheme(problem: Problem) -> None:
+    """The evaluation scheme's widgets and what it holds out on this problem, or why it cannot be used."""
+    data = problem.data
+    st.subheader("Evaluation scheme")
+    try:
+        if problem.is_classes:
+            budget.check_table(data.n_rows, data.k)     # over the server's bounds: said as such, not as the scheme's
+    except DataError as exc:
+        st.error(f"**This table is over the server's bounds for K-class work:** {md(exc)}")
+        return
+    chosen = scheme.scheme_widgets(data)
+    try:
+        base = problem.methods.evaluate(data, chosen, {})
+    except (DataError, SettingsError) as exc:
+        st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
+        return
+    if getattr(base, "weights", None) is None:
+        st.success(scheme.scheme_line(data) + (f" ({md(base.note)})" if base.note else "")
+                   + f": {getattr(base, 'n_judged', len(base.rows)):,} rows are held out.")
+        return
+    if not fitting.is_large(data):
+        st.success(scheme.scheme_line(data))
+    else:
+        st.success(f"The split column {md(data.split_column)}" if chosen.kind == "column"
+                   else md(chosen.describe(on_cells=True)))
+    st.info("**Evaluations run on score cells**, "
+            + ("as on every large source" if fitting.is_large(data) else
+               f"as the data has more than {evaluation.CELLS_MIN_ROWS:,} rows")
+            + f": {md(base.note)}; {base.n_judged:,} rows are held out. Calibrators are fitted and judged on the "
+            "cells, each weighing its rows (the same fit as on the rows when the cells are the distinct scores), "
+            "and rows are divided by a hash of their position"
+            + (" in the source." if fitting.is_large(data) else
+               " instead of a stratified draw. MBCT with feature columns is judged on rows."),
+            icon=":material/grid_view:")
 
 
 def _large_page() -> None:
@@ -101,19 +154,9 @@ def _large_page() -> None:
                "are checked, not filtered.")
     if ld.mapped_range:
         _mapped_warning(ld.score, *ld.mapped_range)
-    _raw_calibration(ld, ld.weighted_rows(), "all rows, from their score cells")
-    st.subheader("Evaluation scheme")
-    chosen_scheme = scheme.scheme_widgets(ld)
-    try:
-        base = fitting.evaluate_methods(ld, chosen_scheme, {})
-        st.success(f"The split column {md(ld.split_column)}" if chosen_scheme.kind == "column"
-                   else md(chosen_scheme.describe(on_cells=True)))
-        st.info(f"**Evaluations run on score cells**, as on every large source: {md(base.note)}; "
-                f"{base.n_judged:,} rows "
-                "are held out. Calibrators are fitted and judged on the cells, each weighing its rows, and rows are "
-                "divided by a hash of their position in the source.", icon=":material/grid_view:")
-    except (DataError, SettingsError) as exc:
-        st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
+    problem = Problem(ld, BINARY)
+    _raw_calibration(problem, "all rows, from their score cells")
+    _scheme(problem)
 
 
 if picked == source.LARGE:
@@ -127,112 +170,65 @@ except DataError as exc:
     st.stop()
 
 sha = info.sha256
-if classes.using_classes():
-    data_classes.class_page(df, info)
-    st.stop()
-roles = source.chosen_roles(sha)
-role_error = None
-try:
-    ss = source.active_score_set()
-    if roles:
+problem, family, refusal = read_problem()
+as_classes = family is CLASSES
+roles = {} if as_classes else source.chosen_roles(sha)
+if roles and problem is not None:
+    try:
         cdata.build_score_set(df, info=info, name=info.name, **roles)  # surfaces an error in the user's own choice
-except DataError as exc:
-    role_error = str(exc)
-    ss = None
-# the choice of reading shows at the top when the table looks K-class, was read so before, or fails as binary
-mode_on_top = classes.detected(sha, df) or source.role_key(sha, classes.MODE) in st.session_state or ss is None
-if mode_on_top:
-    data_classes.mode_control(sha, df)
-@bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="data.numeric_columns")
-def _numeric_columns(sha: str, _df: pd.DataFrame) -> list:
-    """The columns of numbers (numeric, or text that reads as numbers), once per file, not on every rerun."""
-    return [c for c in _df.columns if pd.api.types.is_numeric_dtype(_df[c]) or reads_as_numbers(_df[c])]
-
-
-def _choose_roles_after_refusal() -> None:
-    """When the guessed roles are refused (a two-class file whose guessed score is the negative class's
-    column, two complementary columns whose names say no class, ...), the user names the label and the
-    score here; the page then reads the file with them (a chosen column is used as it is, said in the
-    report)."""
-    st.subheader("Choose the columns")
-    st.caption("Name the label and the score column yourself; the file is then read with them.")
-    cols = list(df.columns)
-    c1, c2 = st.columns(2)
-    c1.selectbox("Label (true outcome)", cols, index=None, key=source.role_key(sha, "label"),
-                 placeholder="Choose the label column", persist_state="session")
-    numeric = _numeric_columns(sha, df)
-    c2.selectbox("Score (the model to look at)", numeric, index=None, key=source.role_key(sha, "score"),
-                 placeholder="Choose the score column", persist_state="session",
-                 help="Probabilities in [0, 1] of the positive class; margins or logits are mapped by the "
-                      "logistic function.")
-
-
-if ss is None:
-    st.error(f"**This data cannot be used:** {md(role_error)}")
-    _choose_roles_after_refusal()
-    st.dataframe(df.head(50))
-    st.stop()
-if role_error:
-    st.warning(f"Your column choice does not work ({md(role_error)}); showing the guessed roles instead.")
-
-
+    except DataError as exc:
+        problem, refusal = None, str(exc)
+# the choice of reading shows at the top when the table is read as K classes, looks K-class, was read so before,
+# or fails as binary
+mode_on_top = (as_classes or classes.detected(sha, df) or source.role_key(sha, classes.MODE) in st.session_state
+               or problem is None)
 st.subheader("Column roles")
-cols = list(df.columns)
-numeric = [c for c in _numeric_columns(sha, df) if c != ss.label_column]
-r1, r2, r3 = st.columns(3)
-r1.selectbox("Label (true outcome)", cols, index=cols.index(ss.label_column), key=source.role_key(sha, "label"),
-             persist_state="session", help="The column holding the two classes.")
-label_values, positive_index = labels.positive_class_options(df[ss.label_column], ss.positive_label)
-r1.selectbox("Positive class", label_values, index=positive_index,
-             key=source.role_key(sha, "positive"), persist_state="session",
-             help="Which label value counts as 1 (the event the score predicts).")
-score_opts = [c for c in numeric if c not in (ss.split_column,)] or [ss.score]
-r2.selectbox("Score (the model to look at)", score_opts,
-             index=score_opts.index(ss.score) if ss.score in score_opts else 0,
-             key=source.role_key(sha, "score"), persist_state="session",
-             help="Probabilities in [0, 1]; margins or logits are mapped by the logistic function.")
-if len(ss.score_columns) > 1:
-    r2.caption("Score columns found: " + md_list(ss.score_columns))
-split_opts = [source.NONE] + [c for c in cols if c not in (ss.label_column, ss.score)]
-r3.selectbox("Split column (optional)", split_opts,
-             index=split_opts.index(ss.split_column) if ss.split_column in split_opts else 0,
-             key=source.role_key(sha, "split"), persist_state="session",
-             help="A column such as train/test that says which rows fit the calibrators.")
-feat_opts = [c for c in cols if c not in (ss.label_column, ss.score, ss.split_column)]
-offered = set(feat_opts)
-r3.multiselect("Feature columns (for MBCT)", feat_opts, default=[c for c in ss.feature_columns if c in offered],
-               key=source.role_key(sha, "features"), persist_state="session")
+if mode_on_top:
+    reading.mode_control(sha, df)
+if problem is None:
+    st.error(f"**This {'table cannot be read as K classes' if as_classes else 'data cannot be used'}:** "
+             f"{md(refusal)}")
+    if as_classes:
+        reading.class_roles(sha, df, None)
+    else:
+        reading.choose_roles(sha, df)
+    with st.expander("Preview of the file", expanded=True):
+        st.dataframe(df.head(50))
+    st.stop()
+data = problem.data
+if problem.is_classes:
+    reading.class_roles(sha, df, data)
+    reading.found(data)
+else:
+    reading.score_roles(sha, df, data)
 
 st.subheader("Validation report")
-rep = ss.report
-show_report(rep, ("Positive rate", f"{ss.labels.mean():.1%}"))
-if rep.mapped.get(ss.score):
-    lo, hi = rep.mapped[ss.score]
-    _mapped_warning(ss.score, lo, hi)
+rep = data.report
+show_report(rep, ("Accuracy (top class)", f"{mmetrics.accuracy(data.scores().probabilities, data.labels):.1%}")
+            if problem.is_classes else ("Positive rate", f"{data.labels.mean():.1%}"))
+if not problem.is_classes and rep.mapped.get(data.score):
+    _mapped_warning(data.score, *rep.mapped[data.score])
 with st.expander("Details", expanded=False):
     for msg in rep.messages:
         st.markdown(f"- {md(msg)}")
-    st.markdown("- Classes: " + ", ".join(f"{md(k)}: {v:,}" for k, v in rep.class_counts.items()))
+    if rep.class_counts and not problem.is_classes:
+        st.markdown("- Classes: " + ", ".join(f"{md(k)}: {v:,}" for k, v in rep.class_counts.items()))
 
-_raw_calibration(ss, diagrams.raw_rows(ss), "all usable rows"
-                 + (" (from their score cells)" if evaluation.use_cells_for(ss.n_rows) else ""))
-
-st.subheader("Evaluation scheme")
-chosen_scheme = scheme.scheme_widgets(ss)
-try:
-    base = fitting.evaluate_methods(ss, chosen_scheme, {})
-    st.success(scheme.scheme_line(ss))
-    if base.weights is not None:
-        st.info(f"**Evaluations run on score cells**, as the data has more than {evaluation.CELLS_MIN_ROWS:,} "
-                f"rows: {md(base.note)}; {base.n_judged:,} rows are held out. Calibrators are fitted and judged on the "
-                "cells, each weighing its rows (the same fit as on the rows when the cells are the distinct "
-                "scores), and rows are divided by a hash of their position instead of a stratified draw. MBCT with "
-                "feature columns is judged on rows.", icon=":material/grid_view:")
-except (DataError, SettingsError) as exc:
-    st.error(f"**This evaluation scheme does not work here:** {md(exc)}")
+if "per_class" in problem.views:
+    st.subheader("The classes")
+    summary = reading.class_summary(data)
+    st.dataframe(summary.style.format({"frequency": "{:.2%}", "mean predicted probability": "{:.2%}",
+                                       "class-wise ECE": "{:.4f}"}),
+                 height=min(36 * (len(summary) + 1) + 3, 420))
+    st.caption("Per class, over all usable rows: the rows labelled with it and their share, the mean probability "
+               "the model gives it (equal to the share for a model calibrated in the large), and its class-wise "
+               "ECE (15 equal-width bins).")
+_raw_calibration(problem, "all usable rows" + (" (from their score cells)" if not problem.is_classes and
+                                               evaluation.use_cells_for(data.n_rows) else ""))
+_scheme(problem)
 
 with st.expander("Preview of the file", expanded=False):
     st.dataframe(df.head(200))
 if not mode_on_top:
     with st.expander("Multi-class reading", expanded=False):
-        data_classes.mode_control(sha, df)
+        reading.mode_control(sha, df)

@@ -1,86 +1,79 @@
-"""Explore: one calibrator, its hyperparameters, before/after diagrams, map and inner workings."""
+"""Explore: one calibrator, its hyperparameters, before/after diagrams, its measures and its inner workings; one
+script for any problem (the second chart is the calibration map of a score, or the class-wise panels of K
+classes, as the problem declares)."""
 import streamlit as st
 
-from calibdash import calibrators, figures
+from calibdash import figures
 from calibdash.evaluation import UNCALIBRATED
-from pages.parts import diagrams, explore_classes, fitting
-from pages.parts.classes import using_classes
-from pages.parts.explaining import explanation
-from pages.parts.labels import method_labels, method_menu_label
+from pages.parts import diagrams, fitting
+from pages.parts.explaining import explanation, show_inside
+from pages.parts.problem import problem_or_stop
 from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
-from pages.parts.source import score_set_or_stop
 from pages.parts.tables import binning_note, metrics_frame
-from pages.parts.widgets import hyperparam_widgets
 from pages.parts.text import chart, md
+from pages.parts.widgets import hyperparam_widgets
 
 route_guard("pages/explore.py")
-if using_classes():                      # a K-class table: the multi-class page part
-    explore_classes.render()
-    st.stop()
 
-#: Most rows of a fitted-values table sent to the browser (BBQ lists every bin of every model: 10^5 rows and more
-#: on large data, which would be sent again on every slider move).
-MAX_TABLE_ROWS = 5_000
+#: Class-wise panels shown (the worst classes first).
+CLASSWISE_PANELS = 6
 #: Title of the reliability chart per diagram type.
 TITLES = {diagrams.BINNED: "Reliability", diagrams.SMOOTH: "Smoothed reliability", diagrams.CORP: "CORP reliability"}
+#: What the K-class measures' caption says of them.
+CLASS_MEASURES = ("ECE, MCE: confidence (top probability) with 15 equal-width bins; cwECE: class-wise ECE, the mean "
+                  "over classes (Kull et al. 2019); LogLoss and Brier over all classes; Overconfidence: mean "
+                  "confidence minus accuracy (0 is ideal).")
 
 st.title("Explore a calibrator")
-ss = score_set_or_stop()
-scheme = current_scheme(ss)
+problem = problem_or_stop()
+data, family = problem.data, problem.methods
+scheme = current_scheme(data)
 
-available = calibrators.available()
+available = family.available()
 left, right = st.columns([1, 3], gap="large")
 with left:
-    method = st.selectbox("Calibrator", available, index=available.index("histogram") if "histogram" in available else 0,
-                          format_func=method_menu_label, key="explore.method", persist_state="session")
-    st.caption(calibrators.get_class(method).paper)
-    params = hyperparam_widgets(method)
-    diagram = diagrams.controls("explore", [st.container()] * 4)
+    start = family.explore_default if family.explore_default in available else available[0]
+    method = st.selectbox("Calibrator", available, index=available.index(start), format_func=family.menu_label,
+                          key=problem.key("explore.method"), persist_state="session")
+    st.caption(family.paper(method))
+    params = hyperparam_widgets(method, specs=family.hyperparams(method))
+    if problem.is_classes:      # the confidence and class-wise diagrams: binned, 15 equal-width bins by default
+        diagram = diagrams.controls(problem.key("explore"), [st.container()] * 4, kinds=(diagrams.BINNED,),
+                                    n_bins=15, strategy="uniform")
+    else:
+        diagram = diagrams.controls("explore", [st.container()] * 4)
 
-reason = fitting.rows_reason(ss, [method])
-ev = fitting.evaluate_methods(ss, scheme, {method: params})
-cells_path = ev.weights is not None
+reason = fitting.rows_reason(data, [method])
+ev = family.evaluate(data, scheme, {method: params})
 model = ev.models[method]
-labels = method_labels(ev.predictions.columns)
+labels = family.labels(ev.predictions)
 with right:
-    st.caption(f"{md(ss.name)} · score **{md(ss.score)}** · fitted on the fitting rows, "
-               f"{fitting.judged_line(ev, scheme)}")
+    st.caption(f"{md(data.name)} · {problem.what()} · fitted on the fitting rows, {fitting.judged_line(ev, scheme)}")
     if reason:
         st.info(md(reason), icon=":material/info:")
-    st.dataframe(metrics_frame(ev.metrics))
-    st.caption(binning_note(ev.binning))
-    c1, c2 = st.columns(2)
-    rel_fig, rel_caption = diagrams.build(ev.predictions, ev.labels, ev.weights, kind=diagram.kind,
-                                          band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
-                                          names=labels, title=f"{TITLES[diagram.kind]}: before and after")
-    chart(c1, rel_fig, key="explore.reliability")
-    c1.caption(rel_caption)
-    row_features = ss.features.iloc[ev.rows] if ss.features is not None and not cells_path else None
-    curves = figures.map_curves({method: model}, ev.predictions[UNCALIBRATED].to_numpy(), row_features,
-                                sample_weight=ev.weights)
-    va_bands = diagrams.interval_bands({method: model})
-    chart(c2, figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels,
-                                            sample_weight=ev.weights, bands=va_bands),
-                    key="explore.map")
-    if va_bands:
-        c2.caption("Shaded: Venn-Abers' interval [p0, p1] (Vovk & Petej 2014), the isotonic fits with the new "
-                   "row labelled 0 and 1.")
-    inside = explanation(ev, ss, scheme, method, params)
-    for note in inside.notes:
-        st.info(md(note), icon=":material/info:")
-    inner = figures.inner_figures(inside)
-    if inner:
-        st.subheader("Inside the calibrator")
-        cols = st.columns(2) if len(inner) > 1 else [st.container()]
-        for i, (title, fig) in enumerate(inner):
-            with cols[i % len(cols)]:
-                st.markdown(f"**{md(title)}**")
-                chart(st, fig, key=f"explore.inner.{i}")
-    if inside.tables:
-        with st.expander("Fitted values (tables)"):
-            for name, table in inside.tables.items():
-                st.markdown(f"**{md(name)}**")
-                st.dataframe(table.head(MAX_TABLE_ROWS), height=240)
-                if len(table) > MAX_TABLE_ROWS:
-                    st.caption(f"The first {MAX_TABLE_ROWS:,} of {len(table):,} rows.")
+    st.dataframe(metrics_frame(ev.metrics, labels, problem.direction))
+    st.caption(CLASS_MEASURES if problem.is_classes else binning_note(ev.binning))
+    c1, c2 = st.columns([2, 3] if "classwise" in problem.views else 2)
+    if problem.is_classes:
+        diagrams.confidence(c1, ev, labels, diagram, "explore.mc.confidence",
+                            title="Confidence reliability: before and after")
+        diagrams.classwise(c2, ev, labels, [str(c) for c in data.classes], diagram.n_bins, key="explore.mc.classwise",
+                           strategy=diagram.strategy, max_panels=CLASSWISE_PANELS)
+    else:
+        rel_fig, rel_caption = diagrams.build(ev.predictions, ev.labels, ev.weights, kind=diagram.kind,
+                                              band=diagram.band, n_bins=diagram.n_bins, strategy=diagram.strategy,
+                                              names=labels, title=f"{TITLES[diagram.kind]}: before and after")
+        chart(c1, rel_fig, key="explore.reliability")
+        c1.caption(rel_caption)
+        cells_path = ev.weights is not None
+        row_features = data.features.iloc[ev.rows] if data.features is not None and not cells_path else None
+        curves = figures.map_curves({method: model}, ev.predictions[UNCALIBRATED].to_numpy(), row_features,
+                                    sample_weight=ev.weights)
+        va_bands = diagrams.interval_bands({method: model})
+        chart(c2, figures.calibration_map(curves, ev.predictions[UNCALIBRATED], labels=labels,
+                                          sample_weight=ev.weights, bands=va_bands), key="explore.map")
+        if va_bands:
+            c2.caption("Shaded: Venn-Abers' interval [p0, p1] (Vovk & Petej 2014), the isotonic fits with the new "
+                       "row labelled 0 and 1.")
+    show_inside(explanation(ev, data, scheme, method, params), model)

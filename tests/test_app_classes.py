@@ -1,4 +1,4 @@
-"""AppTest of the Data and Compare pages on K-class tables (pages/parts/data_classes.py, compare_classes.py).
+"""AppTest of the Data and Compare pages on K-class tables (one page script each over the problem: pages/parts/problem.py).
 
 The numbers the pages show are checked against the library computed here on the same rows: the per-class
 summary against the file's own counts and means, the measures table against
@@ -16,8 +16,8 @@ from calibdash.multiclass import metrics as mmetrics
 from calibdash.evaluation import evaluate_classes
 from calibdash.scheme import Scheme
 from calibdash.synthetic.multiclass import gaussian_classes
-from pages.parts import compare_classes
-from pages.parts.compare_classes import default_methods
+from pages.parts.problem import CLASSES
+from pages.parts.url_state import CLASS_METHODS
 from test_app import (COMPARE, DATA, _run_entry_point_every_time, assert_clean, charts, go, shown,  # noqa: F401
                       plotly_array, sidebar_text, start, upload)
 
@@ -99,7 +99,7 @@ def test_upload_then_compare_shows_every_method_the_intervals_and_the_figures():
     assert _metric(at, "Classes (K)") == "4"
     go(at, COMPARE)
     assert_clean(at)
-    methods = default_methods(multiclass.available(), 4)
+    methods = CLASSES.compare_defaults(multiclass.available(), 4)
     table = _frame(at, "cwECE")
     labels = {m: multiclass.get(m).label for m in methods}
     assert list(table.index) == ["Uncalibrated"] + [labels[m] for m in methods]
@@ -189,7 +189,7 @@ def test_a_composite_hyperparameter_reaches_the_fit():
     at.selectbox(key="sample").set_value("logits_4class").run()
     go(at, COMPARE)
     method = "top_label:histogram"
-    at.multiselect(key=compare_classes.METHODS).set_value(["temperature", method]).run()
+    at.multiselect(key=CLASS_METHODS).set_value(["temperature", method]).run()
     keys = {hp.name: f"hp.{method}.{hp.name}" for hp in multiclass.get(method).hyperparams}
     assert keys and all(k in at.session_state for k in keys.values())
     slider = at.select_slider(key=keys["n_bins"])
@@ -212,7 +212,7 @@ def test_full_maps_wait_for_the_switch_above_twenty_classes():
     at = start(DATA)
     upload(at, "many.csv", frame.to_csv(index=False, float_format="%.8g").encode())
     go(at, COMPARE)
-    at.multiselect(key=compare_classes.METHODS).set_value(["temperature", "dirichlet"]).run()
+    at.multiselect(key=CLASS_METHODS).set_value(["temperature", "dirichlet"]).run()
     assert_clean(at)
     assert any("not fitted yet: 24 classes" in shown(i.value) for i in at.main.info)
     assert list(_frame(at, "cwECE").index) == ["Uncalibrated", multiclass.get("temperature").label]

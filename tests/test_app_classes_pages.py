@@ -41,7 +41,7 @@ def test_explore_three_classes_temperature_or_ovr_and_simplex():
     confidence and class-wise diagrams, and, for one-vs-rest binning, the per-class maps and the simplex map."""
     at = start("pages/explore.py", "animals_3class.csv")
     assert_clean(at)
-    assert at.title[0].value == "Explore a multi-class calibrator"
+    assert at.title[0].value == "Explore a calibrator"
     at.selectbox(key="explore.mc.method").set_value("ovr:histogram").run()
     assert_clean(at)
     table = at.main.dataframe[0].value
@@ -51,7 +51,7 @@ def test_explore_three_classes_temperature_or_ovr_and_simplex():
     assert table.loc["One-vs-rest histogram binning", "ECE"] < table.loc["Uncalibrated", "ECE"]
     figs = charts(at)
     assert {"explore.mc.confidence", "explore.mc.classwise"} <= set(figs)
-    inner = [figs[k] for k in figs if k.startswith("explore.mc.inner.")]
+    inner = [figs[k] for k in figs if k.startswith("explore.inner.")]
     assert any(t.get("type") == "scatterternary" for f in inner for t in f["data"])
     maps = next(f for f in inner if any(t.get("meta") in (0, 1, 2) for t in f["data"]))
     assert sorted(t["meta"] for t in maps["data"] if isinstance(t.get("meta"), int)) == [0, 1, 2]
@@ -63,7 +63,7 @@ def test_explore_ten_classes_top_label_shows_pooled_classes():
     at.selectbox(key="explore.mc.method").set_value("top_label:histogram").run()
     assert_clean(at)
     figs = charts(at)
-    inner = [figs[k] for k in figs if k.startswith("explore.mc.inner.")]
+    inner = [figs[k] for k in figs if k.startswith("explore.inner.")]
     assert len(inner) == 1                          # no simplex map for K = 10
     metas = [t.get("meta") for t in inner[0]["data"]]
     assert "pooled" in metas and sum(isinstance(m, int) for m in metas) == 10

@@ -10,7 +10,8 @@ from calibdash import multiclass, samples
 from calibdash import diagrams as mdiagrams
 from calibdash.evaluation import evaluate_classes
 from calibdash.scheme import Scheme
-from pages.parts import compare_classes
+from pages.parts.diagrams import CLASSWISE_BINS
+from pages.parts.url_state import CLASS_METHODS
 from test_app import APP, _run_entry_point_every_time, assert_clean, charts  # noqa: F401
 from test_app_classes import SHOWN, _frame, _number
 from streamlit.testing.v1 import AppTest
@@ -30,7 +31,7 @@ def test_a_link_restores_the_k_class_methods_and_their_hyperparameters():
     at = _open({"sample": "logits_4class", "mc_methods": f"temperature,{METHOD},no_such_method",
                 f"{METHOD}.n_bins": "7", f"{METHOD}.by": "bins"})
     assert_clean(at)
-    assert at.multiselect(key=compare_classes.METHODS).value == ["temperature", METHOD]   # unknown name dropped
+    assert at.multiselect(key=CLASS_METHODS).value == ["temperature", METHOD]   # unknown name dropped
     assert at.session_state[f"hp.{METHOD}.n_bins"] == 7
     # the measures table is the library's fit with the link's values, on the same held-out rows
     cs = samples.load_class_sample("logits_4class")
@@ -49,7 +50,7 @@ def test_a_link_restores_the_k_class_methods_and_their_hyperparameters():
 def test_choosing_methods_writes_them_to_the_address_bar():
     at = _open({"sample": "logits_4class"})
     assert_clean(at)
-    at.multiselect(key=compare_classes.METHODS).set_value(["vector"]).run()
+    at.multiselect(key=CLASS_METHODS).set_value(["vector"]).run()
     assert_clean(at)
     assert at.query_params["mc_methods"] == "vector"
 
@@ -64,7 +65,7 @@ def test_classwise_panels_bin_by_the_rows_per_class_unless_overridden():
     assert any(text in c for c in captions), captions                     # the chosen count, said
     fig = charts(at)["compare.classes.classwise"]
     assert bins < 15
-    at.select_slider(key=compare_classes.CLASSWISE_BINS).set_value(10).run()    # the user's count overrides
+    at.select_slider(key=CLASSWISE_BINS).set_value(10).run()    # the user's count overrides
     assert_clean(at)
     assert any("10 bins, equal-width" in c.value for c in at.main.caption)
     assert charts(at)["compare.classes.classwise"] != fig

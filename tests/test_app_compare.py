@@ -39,7 +39,7 @@ def test_intervals_verdict_and_downloads():
     assert "[" in cell and "]" in cell                     # value [low, high]
     assert any("has the lowest ECE" in i.value for i in at.info)
     labels = [b.label for b in at.get("download_button")]
-    assert "Calibrated predictions (CSV)" in labels and "Metrics table (CSV)" in labels
+    assert "Calibrated predictions (CSV)" in labels and "Measures table (CSV)" in labels
     assert any(lab.startswith("Fitted Platt scaling") for lab in labels)
 
 
@@ -68,4 +68,4 @@ def test_report_download_is_offered():
     at = _app()
     at.run()
     labels = [b.label for b in at.get("download_button")]
-    assert "Report (HTML)" in labels and labels.index("Report (HTML)") == labels.index("Metrics table (CSV)") + 1
+    assert "Report (HTML)" in labels and labels.index("Report (HTML)") == labels.index("Measures table (CSV)") + 1

@@ -8,7 +8,7 @@ import pandas as pd
 
 from calibdash import multiclass
 from calibdash.evaluation import fit_notes
-from pages.parts import compare_classes
+from pages.parts.url_state import CLASS_METHODS
 from test_app import COMPARE, DATA, _run_entry_point_every_time, go, shown, start, upload  # noqa: F401
 
 
@@ -41,7 +41,7 @@ def test_compare_shows_what_the_fits_say():
     at = start(DATA)
     upload(at, "three.csv", frame.to_csv(index=False, float_format="%.6f").encode())
     go(at, COMPARE)
-    at.multiselect(key=compare_classes.METHODS).set_value(["temperature", "ovr:isotonic"]).run()
+    at.multiselect(key=CLASS_METHODS).set_value(["temperature", "ovr:isotonic"]).run()
     assert not at.exception, [e.value for e in at.exception]
     said = [shown(w.value) for w in at.warning if "What the fits say" in w.value]
     assert said and "ovr:isotonic: " in said[0] and "probability 0" in said[0]

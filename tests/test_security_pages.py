@@ -25,7 +25,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from calibdash.figures.text import plain_figure, plain_markup
-from pages.parts import compare_classes, scheme, segments_command as command, url_state
+from pages.parts import scheme, segments_command as command, url_state
 from pages.parts.text import LINE_BREAK, md
 from test_app import APP, _run_entry_point_every_time  # noqa: F401
 from test_app_segments import DRIVER as SEGMENTS_DRIVER
@@ -309,7 +309,7 @@ def test_a_link_with_repeated_k_class_methods_draws_each_once():
                 "top_label:histogram.min_rows": "0"})
     assert not at.exception, [e.value for e in at.exception]
     assert not at.main.error, [e.value for e in at.main.error]
-    assert at.multiselect(key=compare_classes.METHODS).value == ["temperature", "top_label:histogram"]
+    assert at.multiselect(key=url_state.CLASS_METHODS).value == ["temperature", "top_label:histogram"]
     assert "top_label:histogram.min_rows=0 (outside 1 to 1000)" in _warning(at)
 
 

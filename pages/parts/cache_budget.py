@@ -32,7 +32,7 @@ SHARES = {
     "source.tables": 273, "source.samples": 48, "source.score_sets": 96,
     "classes.class_sets": 160, "classes.top_label": 48, "classes.shared": 64, "classes.fits": 160,
     # pickled values (cache_data) and what jobs gave (Store)
-    "classes.detected": 1, "classes.boot": 8, "explore_classes.explain": 16, "data_classes.raw_view": 4,
+    "classes.detected": 1, "classes.boot": 8, "explaining.classes": 16, "reading.raw_view": 4,
     "learn_classes.trial": 16, "learn_classes.study": 4,
     "fitting.evaluate_one": 128, "fitting.cells": 48, "fitting.shared_on_cells": 24, "fitting.fit_on_cells": 24,
     "fitting.bootstrap": 16, "fitting.measures_bootstrap": 16, "fitting.raw_summary": 4,

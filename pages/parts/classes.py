@@ -32,7 +32,7 @@ from calibdash import bootstrap as mboot
 from calibdash.multiclass import budget
 from calibdash.evaluation import UNCALIBRATED, ClassEvaluation, evaluate_classes
 from calibdash.scheme import Scheme
-from pages.parts import bounded_cache, job_panel
+from pages.parts import bounded_cache, fitting, job_panel
 from pages.parts.source import SAMPLE, role_key, source_table, using_large, using_upload
 from pages.parts.text import md
 
@@ -51,9 +51,8 @@ MODES = ("multiclass", "binary")
 SYNCHRONOUS: bool | None = None
 
 
-def frozen(params: dict) -> tuple:
-    """Hyperparameters as a hashable, order-free cache key."""
-    return tuple(sorted(params.items()))
+#: Hyperparameters as a hashable, order-free cache key (the binary fits' own).
+frozen = fitting.frozen_params
 
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=32, budget="classes.detected")

@@ -36,7 +36,7 @@ from calibdash import cells as ccells, data as cdata, diagrams as cdiagrams, eva
 from calibdash.measures import calibration as metrics
 from calibdash.diagrams import AUTO, AUTO_RULE, BINNED, CORP, KINDS, N_BOOT, SMOOTH, TITLES
 from calibdash.explain.venn_abers import band_grid, interval_band
-from pages.parts.text import md
+from pages.parts.text import chart, md
 from pages.parts.widgets import initial
 from pages.parts import bounded_cache
 
@@ -65,24 +65,29 @@ def _bins_label(v) -> str:
 
 
 def controls(prefix: str, cols=None, *, n_bins: int | str = metrics.DEFAULT_N_BINS,
-             strategy: str = metrics.DEFAULT_STRATEGY) -> Choice:
+             strategy: str = metrics.DEFAULT_STRATEGY, kinds=KINDS) -> Choice:
     """The chart's widgets: diagram type, band, bins and binning; keys ``<prefix>.diagram``, ``.band``,
     ``.n_bins``, ``.strategy`` (kept for the session).
 
     ``cols``: four containers for the four widgets (default: a new row of columns); pass the same container
     four times to stack them. ``n_bins`` and ``strategy`` are the defaults of the binned diagram. The bins
     widgets are disabled, not hidden, for Smooth and CORP (which have no bins), so their values stay put.
+    ``kinds``: the diagram types the problem's reduction offers (a K-class table's confidence and class-wise
+    diagrams are binned only: then only the bins widgets are drawn).
     """
-    if cols is None:
+    if len(kinds) == 1:
+        cols = [None, None] + list(cols[2:] if cols is not None else
+                                   st.columns([3, 2], vertical_alignment="bottom"))
+    elif cols is None:
         cols = st.columns([2.2, 1, 2, 1.8], vertical_alignment="bottom")
     k_kind, k_band, k_bins, k_strat = (f"{prefix}.{n}" for n in ("diagram", "band", "n_bins", "strategy"))
-    kind = cols[0].segmented_control(
+    kind = kinds[0] if len(kinds) == 1 else cols[0].segmented_control(
         "Diagram", list(KINDS), key=k_kind, persist_state="session", required=True,
         help="Binned: observed frequency per bin. Smooth: the kernel-smoothed curve of SmoothECE (Błasiok & "
              "Nakkiran). CORP: the isotonic (PAV) fit of the labels on the scores, no binning choice "
              "(Dimitriadis, Gneiting & Jordan).",
         **initial(k_kind, default=BINNED)) or BINNED
-    band = cols[1].toggle(
+    band = len(kinds) > 1 and cols[1].toggle(
         "Band", key=k_band, persist_state="session", disabled=kind == BINNED,
         help=f"Smooth: a 95% bootstrap band ({N_BOOT} Poisson resamples). CORP: the 90% consistency band, "
              "where a calibrated forecast's curve would fall. Costs about a second on large data. (Binned "
@@ -97,6 +102,7 @@ def controls(prefix: str, cols=None, *, n_bins: int | str = metrics.DEFAULT_N_BI
         **initial(k_bins, value=n_bins))
     strat = cols[3].segmented_control(
         "Binning", list(metrics.STRATEGIES), key=k_strat, persist_state="session", disabled=kind != BINNED,
+        format_func=cdiagrams.BINNINGS.get if len(kinds) == 1 else str,     # the words where there is room
         help="Equal-width bins on [0, 1] or equal-count bins (the default, as the metrics table's ECE).",
         **initial(k_strat, default=strategy)) or strategy
     return Choice(kind, bool(band) and kind != BINNED, bins, strat)
@@ -189,3 +195,84 @@ def raw_rows(ss: cdata.ScoreSet) -> tuple:
     if evaluation.use_cells_for(ss.n_rows):
         return _raw_cells(ss.content_key(), ss)
     return np.asarray(ss.scores, dtype=float), np.asarray(ss.labels), None
+
+
+# -- the K-class views: confidence, class-wise small multiples, the simplex map ---------------------------
+#: Class-wise panels shown before the user picks classes, and panels per row.
+SHOWN_CLASSES, PANEL_COLUMNS = 8, 4
+#: Widget key of the class-wise panels' own bins: by default the rule on the rows per class
+#: (:func:`calibdash.multiclass.diagrams.classwise_bin_count`), a count to override it.
+CLASSWISE_BINS = "compare.classes.classwise_bins"
+CLASSWISE_CHOICES = [AUTO, 3, 5, 10, 15, 20, 30]
+#: The orders of the class picker (:data:`calibdash.multiclass.diagrams.ORDERS`), in words.
+ORDER_NAMES = {"worst": "worst first (largest class-wise ECE, uncalibrated)", "index": "in the file's order",
+               "frequency": "most frequent first"}
+
+
+def confidence(box, ev, labels: dict, diagram: Choice, key: str, *, data=None, **kw) -> go.Figure:
+    """The confidence (top-label) reliability of every method of a K-class evaluation in ``box``, captioned;
+    ``data``: the diagram's data when the caller prepared (and cached) it."""
+    if data is None:
+        data = cdiagrams.prepare_confidence(ev.predictions, ev.labels, n_bins=diagram.n_bins,
+                                            strategy=diagram.strategy)
+    fig = cdiagrams.plot_confidence(data, names=labels, **kw)
+    chart(box, fig, key=key)
+    box.caption(data.caption(labels))
+    return fig
+
+
+def classwise(box, ev, labels: dict, class_names: list, n_bins, *, key: str, **kw) -> None:
+    """Class-wise reliability panels (the worst classes first) in ``box``, captioned."""
+    wise = cdiagrams.prepare_classwise(ev.predictions, ev.labels, n_bins=n_bins, class_names=class_names, **kw)
+    chart(box, cdiagrams.plot_classwise(wise, names=labels, cols=3, panel_height=250,
+                                          title="Class-wise reliability: before and after (worst classes)"),
+          key=key)
+    box.caption(wise.caption(labels))
+
+
+def classwise_picked(ev, cs: cdata.ClassSet, labels: dict, strategy: str) -> None:
+    """Compare's class-wise small multiples: their own bins, the order of the classes, the classes to draw."""
+    names = [str(c) for c in cs.classes]
+    c1, c2 = st.columns([1.3, 4])
+    bins = c1.select_slider(
+        "Bins of the class-wise panels", CLASSWISE_CHOICES, key=CLASSWISE_BINS, persist_state="session",
+        format_func=lambda v: "auto (per class)" if v == AUTO else str(v),
+        help="auto: the binary diagrams' rule (cube root, rounded up) on the rows per class, n / K: each panel "
+             "rests on about that many rows of its class. A count overrides it.",
+        **initial(CLASSWISE_BINS, value=AUTO))
+    order = c1.radio("Order of the classes", cdiagrams.ORDERS, key="compare.classes.order",
+                     persist_state="session", format_func=ORDER_NAMES.get)
+    full = cdiagrams.prepare_classwise(ev.predictions, ev.labels, n_bins=bins, order=order, class_names=names,
+                                       strategy=strategy)
+    options = [names[c] for c in full.order]
+    key = f"compare.classes.picked.{cs.content_key()[:8]}.{order}"
+    picked = c2.multiselect("Classes to draw", options, key=key, persist_state="session",
+                            help=f"{cs.k} classes, in the order chosen on the left.",
+                            **initial(key, default=options[:SHOWN_CLASSES]))
+    if not picked:
+        st.info("Pick at least one class to draw its reliability.", icon=":material/info:")
+        return
+    data = cdiagrams.prepare_classwise(ev.predictions, ev.labels, classes=picked, n_bins=bins, order=order,
+                                       class_names=names, strategy=strategy)
+    chart(st, cdiagrams.plot_classwise(data, names=labels, cols=min(PANEL_COLUMNS, len(picked))),
+          key="compare.classes.classwise")
+    st.caption(data.caption(labels) + f" The picker lists the {cs.k} classes " + ORDER_NAMES[order] + ".")
+
+
+def simplex(ev, cs: cdata.ClassSet, labels: dict) -> None:
+    """The calibration map of one fitted method on the simplex (K = 3)."""
+    st.subheader("Calibration map on the simplex")
+    fitted = list(ev.models)
+    if not fitted:
+        st.info("Choose a calibrator above to see its map.", icon=":material/info:")
+        return
+    key = st.selectbox("Calibrator", fitted, key="compare.classes.simplex", format_func=labels.get,
+                       persist_state="session") or fitted[0]
+    model = ev.models[key if key in ev.models else fitted[0]]
+    # the grid holds probabilities; a calibrator of logits reads their logarithms (softmax(log p) = p)
+    data = cdiagrams.prepare_simplex_map(lambda G: model.predict_proba(np.log(G) if model.logits else G))
+    chart(st, cdiagrams.plot_simplex_map(data, class_names=[str(c) for c in cs.classes],
+                                           title=f"{labels.get(key, key)} on the simplex"),
+          key="compare.classes.simplex_map")
+    st.caption(data.caption() + (" The calibrator reads logits: each grid point is given as its log-"
+                                 "probabilities." if model.logits else ""))

@@ -1,18 +1,22 @@
-"""Download payloads made on click only (never on every rerun): figure images, fitted models, predictions,
-the HTML report."""
+"""Compare's downloads, made on click only (never on every rerun): the measures table, the held-out predictions,
+the fitted models, the HTML report (binary) and the figures' images."""
 from __future__ import annotations
 
 from typing import Callable
 
 import pandas as pd
 
+import streamlit as st
+
 from calibdash import data as cdata, export, report
+from calibdash import export as mexport
 from calibdash.bootstrap import BootstrapResult
 from calibdash.evaluation import Evaluation, Scheme
 from calibdash.figures import images
 from calibdash.safe_text import csv_text
 
-__all__ = ["image_maker", "model_json", "predictions_csv", "class_probabilities_csv", "report_html", "PER_CELL_CAPTION"]
+__all__ = ["image_maker", "model_json", "predictions_csv", "class_probabilities_csv", "report_html", "PER_CELL_CAPTION",
+           "section"]
 
 #: What the predictions download holds on score cells (shown under its button).
 PER_CELL_CAPTION = ("On score cells the predictions file has one line per held-out score cell, not per row: "
@@ -83,3 +87,55 @@ def report_html(ev: Evaluation, boot: BootstrapResult, ss: cdata.ScoreSet, schem
             scheme_description=scheme.describe(on_cells=ev.weights is not None), labels=labels,
             measures_table=measures, notes=ss.report.messages, **figure_options).encode()
     return make
+
+
+def _images(figures: dict) -> None:
+    """A PNG and an SVG button per figure (name -> figure), or why images cannot be made here."""
+    reason = images.available()
+    if reason:
+        st.caption(reason)
+    for name, fig in figures.items():
+        for fmt in ([] if reason else images.FORMATS):
+            st.download_button(f"{name.replace('_', ' ').capitalize()} ({fmt.upper()})", image_maker(fig, fmt),
+                               f"{name}.{fmt}", "image/png" if fmt == "png" else "image/svg+xml",
+                               key=f"compare.dl.{name}.{fmt}", icon=":material/image:")
+
+
+def section(problem, ev, table: pd.DataFrame, labels: dict, figures: dict, report_maker=None) -> None:
+    """Compare's downloads: the held-out predictions (per row, or per score cell), each fitted model as JSON,
+    the measures ``table`` (method x (measure, value/low/high)), the report when ``report_maker`` is given, and
+    ``figures`` (name -> figure) as images."""
+    st.subheader("Downloads")
+    d1, d2, d3 = st.columns(3)
+    cells_path = getattr(ev, "weights", None) is not None
+    if problem.is_classes:
+        d1.download_button("Calibrated probabilities (CSV)", class_probabilities_csv(ev, problem.data.classes),
+                           "calibrated_probabilities.csv", "text/csv", key="compare.dl.pred",
+                           icon=":material/download:", help="One line per held-out row: its position among the "
+                                                            "usable rows, its class, each method's probabilities.")
+    else:
+        d1.download_button("Calibrated predictions (CSV)", predictions_csv(ev),
+                           "calibrated_predictions_per_cell.csv" if cells_path else "calibrated_predictions.csv",
+                           "text/csv", key="compare.dl.pred", icon=":material/download:",
+                           help=PER_CELL_CAPTION if cells_path else "One line per held-out row.")
+    if cells_path:
+        d1.caption(PER_CELL_CAPTION)
+    for m, model in ev.models.items():
+        payload, how = ((lambda model=model: mexport.dumps(model).encode(), "calibdash.export.loads")
+                        if problem.is_classes else (model_json(model, problem.data), "calibdash.export.loads, or "
+                                                    "apply it: python -m calibdash apply MODEL.json FILE"))
+        d1.download_button(f"Fitted {labels.get(m, m)} (JSON)", payload, f"{m.replace(':', '_')}.json",
+                           "application/json", key=f"compare.dl.model.{m}", icon=":material/save:",
+                           help=f"Load it with {how}")
+    flat = table.copy()
+    flat.columns = [f"{m}_{s}" for m, s in flat.columns]
+    d2.download_button("Measures table (CSV)", csv_text(flat.rename_axis("method")).encode(), "measures.csv",
+                       "text/csv", key="compare.dl.metrics", icon=":material/download:")
+    if report_maker is not None:
+        d2.download_button("Report (HTML)", report_maker, f"{problem.data.name.rsplit('.', 1)[0]}_calibration_report"
+                           ".html", "text/html", key="compare.dl.report", icon=":material/description:",
+                           help="One page to keep or share: the verdict, this table with its intervals, the two "
+                                "charts (interactive), more calibration measures, the data and the methods' papers. "
+                                "About 5 MB: plotly.js is inside, so it opens without a network.")
+    with d3:
+        _images(figures)

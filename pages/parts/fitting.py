@@ -35,14 +35,15 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import bootstrap as cboot, calibrators, cells as ccells, crossfit, data as cdata, evaluation
+from calibdash import multiclass
 from calibdash.measures import calibration as metrics
 from calibdash.evaluation import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
 from pages.parts import bounded_cache
 from pages.parts.text import md
 
-__all__ = ["frozen_params", "path", "is_large", "on_cells", "rows_reason", "evaluate_methods", "judged_line",
-           "bootstrap",
+__all__ = ["frozen_params", "path", "is_large", "on_cells", "rows_reason", "held_back", "evaluate_methods",
+           "judged_line", "bootstrap",
            "interval_caption", "models_table", "raw_summary"]
 
 
@@ -70,8 +71,25 @@ def on_cells(ss: cdata.ScoreSet, methods) -> bool:
 
 
 def rows_reason(ss: cdata.ScoreSet, methods) -> str:
-    """Why large data is judged on rows rather than score cells, or "" when it is not (:func:`path`)."""
-    return path(ss, methods).note
+    """Why large binary data is judged on rows rather than score cells, or "" when it is not (:func:`path`; a
+    K-class table is always judged on rows)."""
+    return "" if isinstance(ss, cdata.ClassSet) else path(ss, methods).note
+
+
+def held_back(problem, params: dict) -> dict:
+    """``params`` without the full K x K maps above :data:`~calibdash.multiclass.evaluation.FULL_MAP_MAX_K`
+    classes, unless the user asks for them (their penalty search takes minutes there): said on the page."""
+    full = [m for m in params if problem.is_classes and getattr(multiclass.get_class(m), "matrix", None) == "full"]
+    if not full or problem.k <= evaluation.FULL_MAP_MAX_K:
+        return params
+    k, names = problem.k, ", ".join(problem.methods.label(m) for m in full)
+    if st.toggle(f"Fit {names} too", key="compare.mc.full_maps",
+                 help=f"A full map has K² + K = {k * k + k:,} parameters at K = {k}; choosing its penalties "
+                      "fits it 31 times, which takes minutes on a small server."):
+        return params
+    st.info(f"{names} not fitted yet: {k} classes make a full K × K map slow to fit (minutes). "
+            "Turn on the switch above to fit it.", icon=":material/hourglass_empty:")
+    return {m: p for m, p in params.items() if m not in full}
 
 
 # -- the row path ----------------------------------------------------------------------------------
@@ -146,11 +164,12 @@ def evaluate_methods(ss: cdata.ScoreSet, scheme: Scheme, chosen: dict[str, dict]
     return evaluation.combine(parts)
 
 
-def judged_line(ev: Evaluation, scheme: Scheme) -> str:
-    """What the metrics were judged on, for a page's caption: on score cells what the cells summarise, the
-    held-out rows and the scheme as the cells divide rows (by a hash of their position)."""
-    if ev.weights is None:
-        line = f"judged on {ev.n_judged:,} held-out rows · {md(scheme.describe())}"
+def judged_line(ev, scheme: Scheme) -> str:
+    """What the measures were judged on, for a page's caption (a binary or a K-class evaluation): on score cells
+    what the cells summarise, the held-out rows and the scheme as the cells divide rows (by a hash of their
+    position)."""
+    if getattr(ev, "weights", None) is None:
+        line = f"judged on {getattr(ev, 'n_judged', len(ev.rows)):,} held-out rows · {md(scheme.describe())}"
         return f"{line} · {md(ev.note)}" if ev.note else line
     return f"{md(ev.note)} · judged on {ev.n_judged:,} held-out rows · {md(scheme.describe(on_cells=True))}"
 

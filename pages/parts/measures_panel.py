@@ -1,6 +1,7 @@
-"""Compare's "More measures": smooth ECE, ICI, the calibration slope, CORP, Murphy and the two tests, with intervals.
+"""Compare's measures: the problem's measures table with paired intervals and the verdict, then (binary) "More
+measures": smooth ECE, ICI, the calibration slope, CORP, Murphy and the two tests, with intervals.
 
-Computed on request (a toggle kept for the session), because their paired
+The more measures are computed on request (a toggle kept for the session), because their paired
 intervals measure every method on every resample (about 10 ms apiece).
 """
 from __future__ import annotations
@@ -9,13 +10,52 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import measures
-from calibdash.evaluation import Evaluation, Scheme
+from calibdash.errors import DataError
+from calibdash.evaluation import CELLS_MIN_ROWS, Evaluation, Scheme
+from calibdash.multiclass import metrics as mmetrics
 from pages.parts import fitting
-from pages.parts.tables import interval_frame
+from pages.parts.tables import binning_note, interval_frame, metrics_frame
+from pages.parts.text import md
 
-__all__ = ["show_measures", "TOGGLE"]
+__all__ = ["measures_table", "show_measures", "TOGGLE"]
 
 TOGGLE = "compare.measures"
+#: Width in pixels of a "value [low, high]" column of a K-class measures table (its bold best cells are wider
+#: than the width the grid measures on plain text).
+INTERVAL_WIDTH = 172
+
+
+def _caption(problem, boot, ev) -> str:
+    """How the cells were drawn and what each measure is."""
+    if problem.is_classes:
+        return (f"Each cell: value [{int(round(boot.level * 100))}% paired bootstrap interval]; the best value "
+                f"per column is highlighted. {boot.note} "
+                + " ".join(f"**{n}**: {m.label}." for n, m in mmetrics.MEASURES.items()))
+    mvce = "MVCE averages 100 random equal-count partitions (MBCT, Eq. 10)"
+    if ev.weights is not None:       # bootstrap_cells measures MVCE's resamples with metrics.mvce's partition views
+        mvce += (" whose " + ("value and " if ev.n_judged > CELLS_MIN_ROWS else "")
+                 + "resampled values come from the exact moments of a random partition of the rows")
+    return (f"Each cell: value [{fitting.interval_caption(boot, ev)}]; the best value per column is highlighted. "
+            f"{binning_note(ev.binning)} {mvce}. Lower is better except AUC and ACC.")
+
+
+def measures_table(problem, ev, scheme: Scheme, params: dict, labels: dict) -> pd.DataFrame:
+    """The problem's measures on the held-out rows with paired intervals (its family's bootstrap) and the
+    verdict on ECE; returns the table for the download (values only when the intervals are over their bound)."""
+    st.subheader("Measures on the held-out rows")
+    try:
+        boot = problem.methods.bootstrap(ev, problem.data, scheme, params)
+    except DataError as exc:             # over the K-class bootstrap's bound: the measures without intervals
+        st.warning(f"**No intervals:** {md(exc)}", icon=":material/block:")
+        st.dataframe(metrics_frame(ev.metrics, labels, problem.direction))
+        return ev.metrics.set_axis(pd.MultiIndex.from_tuples([(c, "value") for c in ev.metrics.columns]), axis=1)
+    wide = ({name: st.column_config.TextColumn(name, width=INTERVAL_WIDTH, help=mmetrics.MEASURES[name].label)
+             for name in dict.fromkeys(boot.table.columns.get_level_values(0))} if problem.is_classes else None)
+    st.dataframe(interval_frame(boot, labels, problem.direction), height=36 * (len(boot.table) + 1) + 3,
+                 column_config=wide)                                 # every method, no scrolling
+    st.info(problem.methods.verdict(boot, "ECE", labels), icon=":material/lightbulb:")
+    st.caption(_caption(problem, boot, ev))
+    return boot.table
 
 
 def _tests(ev: Evaluation, labels: dict) -> pd.DataFrame:

@@ -11,7 +11,10 @@ from calibdash.measures import calibration as metrics
 from pages.parts.labels import method_labels
 
 __all__ = ["BEST_STYLE", "best_cells", "bold_best", "best_of", "metrics_frame", "interval_frame", "binning_note",
-           "group_table"]
+           "group_table", "per_class", "PER_CLASS"]
+
+#: What the per-class table shows per method: a column prefix of :func:`calibdash.multiclass.diagrams.class_table`.
+PER_CLASS = {"ECE": "class's ECE", "mean p": "mean predicted probability"}
 
 #: CSS of a cell holding the best value of its column (or row).
 BEST_STYLE = "font-weight: 700; background-color: #E8F4EA"
@@ -96,11 +99,14 @@ def _display_names(keys) -> list[str]:
     return [labels[k] for k in keys]
 
 
-def metrics_frame(table: pd.DataFrame) -> "pd.io.formats.style.Styler":
-    """A metrics table (methods x metrics) with display names and the best value of each metric in bold."""
+def metrics_frame(table: pd.DataFrame, labels: Mapping[str, str] | None = None,
+                  direction: Direction | None = None) -> "pd.io.formats.style.Styler":
+    """A measures table (methods x measures) with display names (``labels``, default the binary methods') and
+    the best value of each measure in bold (``direction`` as :func:`best_cells` takes it, default
+    :func:`best_of`)."""
     t = table.copy()
-    t.index = _display_names(t.index)
-    return bold_best(t, metrics.LOWER_IS_BETTER).format("{:.4f}")
+    t.index = _display_names(t.index) if labels is None else [labels.get(k, k) for k in t.index]
+    return bold_best(t, best_of if direction is None else direction).format("{:.4f}")
 
 
 def interval_frame(boot: cboot.BootstrapResult, labels: Mapping[str, str] | None = None,
@@ -154,3 +160,13 @@ def group_table(table: pd.DataFrame, stats, names: dict, fmt: str = "{:.4f}", cl
     if notes.astype(bool).any():
         frame["note"] = notes.to_numpy()
     return frame
+
+
+def per_class(table: pd.DataFrame, keys, labels: Mapping[str, str], shown: str) -> "pd.io.formats.style.Styler":
+    """One row per class of :func:`calibdash.multiclass.diagrams.class_table`: its rows and share, then per method
+    (``keys``, shown as ``labels`` say) the column ``shown`` of :data:`PER_CLASS`."""
+    out = table[["class", "rows", "frequency"]].assign(
+        **{labels.get(k, k): table[f"{shown} ({k})"] for k in keys}).set_index("class")
+    numbers = {c: "{:.4f}" for c in out.columns if c not in ("rows", "frequency")}
+    numbers["frequency"] = "{:.2%}"
+    return out.style.format(numbers)

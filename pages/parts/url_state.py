@@ -29,7 +29,7 @@ log = logging.getLogger("calibdash.app")
 
 #: Widget key of Compare's choice of calibrators.
 METHODS = "compare.methods"
-#: Widget key of the K-class Compare's choice of multi-class methods (pages/parts/compare_classes.py).
+#: Widget key of Compare's choice of multi-class methods on a K-class problem.
 CLASS_METHODS = "compare.mc.methods"
 _URL_WRITTEN = "_url_written"      # the parameters this session last wrote
 #: Longest value a field may have (a list of every method's name fits many times over).
@@ -143,11 +143,13 @@ def apply_url_state() -> None:
         st.session_state[SOURCE] = "Sample"
 
 
-def write_url_state(methods, class_methods=()) -> None:
+def write_url_state(problem, chosen) -> None:
     """Put the shareable state (sample, methods, their hyperparameters, scheme) in the address bar: the
-    hyperparameters of the binary ``methods`` and of the multi-class ``class_methods`` on the page."""
+    ``chosen`` methods of the ``problem``'s family (:class:`pages.parts.problem.Problem`) and their
+    hyperparameters."""
     out = {}
-    for param, (key, _, fmt) in url_spec(methods, class_methods).items():
+    spec = url_spec((), chosen) if problem.is_classes else url_spec(chosen)
+    for param, (key, _, fmt) in spec.items():
         if param == "sample" and using_upload():
             continue                       # an uploaded file cannot travel in a link
         value = st.session_state.get(key)

@@ -13,7 +13,8 @@ import pytest
 
 from calibdash import multiclass, samples
 from calibdash.synthetic.multiclass import gaussian_classes
-from pages.parts.compare_classes import SHOWN_CLASSES, default_methods
+from pages.parts.diagrams import SHOWN_CLASSES
+from pages.parts.problem import CLASSES
 
 from .test_browser import SIDEBAR, _assert_no_traceback, _metric, _nav, _open, _open_combobox, _upload_input
 
@@ -56,7 +57,7 @@ def _classwise(page, ui) -> int:
 
 def test_k10_and_k100_uploads_compare_in_the_browser(app_page, ui, tmp_path):
     page = app_page
-    methods = default_methods(multiclass.available(), 10)
+    methods = CLASSES.compare_defaults(multiclass.available(), 10)
     want_rows = ["Uncalibrated"] + [multiclass.get(m).label for m in methods]
     # at K = 100 the full K x K maps are not fitted unless the user asks (chosen or not)
     held = [m for m in methods if getattr(multiclass.get_class(m), "matrix", None) == "full"]

@@ -45,7 +45,7 @@ def test_compare_three_download_and_share(app_page, chromium, ui):
 
     # the metrics CSV holds one row per method plus the uncalibrated scores, with intervals
     with page.expect_download() as dl:
-        page.get_by_role("button", name="Metrics table (CSV)").click()
+        page.get_by_role("button", name="Measures table (CSV)").click()
     csv = pd.read_csv(io.BytesIO(open(dl.value.path(), "rb").read()))
     assert csv["method"].tolist() == ["uncalibrated", "histogram", "isotonic", "bbq"]
     assert {"ECE_value", "ECE_low", "ECE_high", "AUC_value"} <= set(csv.columns)
