@@ -8,7 +8,7 @@ from calibdash import data as cdata, evaluation, samples
 from calibdash.measures import calibration as metrics
 from calibdash.errors import DataError, SettingsError
 from calibdash.multiclass import budget, metrics as mmetrics
-from calibdash.multiclass.evaluation import UNCALIBRATED
+from calibdash.evaluation import UNCALIBRATED
 from pages.parts import classes, diagrams, fitting, large_source, reading, scheme, source
 from pages.parts.problem import BINARY, CLASSES, Problem, read_problem
 from pages.parts.routing import route_guard

@@ -201,10 +201,10 @@ def raw_rows(ss: cdata.ScoreSet) -> tuple:
 #: Class-wise panels shown before the user picks classes, and panels per row.
 SHOWN_CLASSES, PANEL_COLUMNS = 8, 4
 #: Widget key of the class-wise panels' own bins: by default the rule on the rows per class
-#: (:func:`calibdash.multiclass.diagrams.classwise_bin_count`), a count to override it.
+#: (:func:`calibdash.diagrams.classwise_bin_count`), a count to override it.
 CLASSWISE_BINS = "compare.classes.classwise_bins"
 CLASSWISE_CHOICES = [AUTO, 3, 5, 10, 15, 20, 30]
-#: The orders of the class picker (:data:`calibdash.multiclass.diagrams.ORDERS`), in words.
+#: The orders of the class picker (:data:`calibdash.diagrams.ORDERS`), in words.
 ORDER_NAMES = {"worst": "worst first (largest class-wise ECE, uncalibrated)", "index": "in the file's order",
                "frequency": "most frequent first"}
 

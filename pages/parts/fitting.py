@@ -77,7 +77,7 @@ def rows_reason(ss: cdata.ScoreSet, methods) -> str:
 
 
 def held_back(problem, params: dict) -> dict:
-    """``params`` without the full K x K maps above :data:`~calibdash.multiclass.evaluation.FULL_MAP_MAX_K`
+    """``params`` without the full K x K maps above :data:`~calibdash.evaluation.FULL_MAP_MAX_K`
     classes, unless the user asks for them (their penalty search takes minutes there): said on the page."""
     full = [m for m in params if problem.is_classes and getattr(multiclass.get_class(m), "matrix", None) == "full"]
     if not full or problem.k <= evaluation.FULL_MAP_MAX_K:

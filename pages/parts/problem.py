@@ -32,7 +32,7 @@ def _binary_defaults(available, k: int) -> list[str]:
 
 
 def _class_defaults(available, k: int) -> list[str]:
-    """The library's defaults for ``k`` classes (:func:`calibdash.multiclass.evaluation.default_methods`) that
+    """The library's defaults for ``k`` classes (:func:`calibdash.evaluation.default_methods`) that
     are ``available``, with :data:`FALLBACK` while fewer than two are."""
     chosen = [m for m in mevaluation.default_methods(k) if m in available]
     if len(chosen) < 2 and FALLBACK in available:

@@ -14,7 +14,7 @@ from calibdash import data as cdata
 from calibdash.data.roles import reads_as_numbers
 from calibdash import diagrams as mdiagrams
 from calibdash.multiclass import metrics as mmetrics
-from calibdash.multiclass.evaluation import UNCALIBRATED
+from calibdash.evaluation import UNCALIBRATED
 from pages.parts import bounded_cache, labels
 from pages.parts.classes import KIND, KINDS, LABEL, MODE, MODES, PREFIX, detected
 from pages.parts.source import NONE, role_key

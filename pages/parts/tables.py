@@ -13,7 +13,7 @@ from pages.parts.labels import method_labels
 __all__ = ["BEST_STYLE", "best_cells", "bold_best", "best_of", "metrics_frame", "interval_frame", "binning_note",
            "group_table", "per_class", "PER_CLASS"]
 
-#: What the per-class table shows per method: a column prefix of :func:`calibdash.multiclass.diagrams.class_table`.
+#: What the per-class table shows per method: a column prefix of :func:`calibdash.diagrams.class_table`.
 PER_CLASS = {"ECE": "class's ECE", "mean p": "mean predicted probability"}
 
 #: CSS of a cell holding the best value of its column (or row).
@@ -163,7 +163,7 @@ def group_table(table: pd.DataFrame, stats, names: dict, fmt: str = "{:.4f}", cl
 
 
 def per_class(table: pd.DataFrame, keys, labels: Mapping[str, str], shown: str) -> "pd.io.formats.style.Styler":
-    """One row per class of :func:`calibdash.multiclass.diagrams.class_table`: its rows and share, then per method
+    """One row per class of :func:`calibdash.diagrams.class_table`: its rows and share, then per method
     (``keys``, shown as ``labels`` say) the column ``shown`` of :data:`PER_CLASS`."""
     out = table[["class", "rows", "frequency"]].assign(
         **{labels.get(k, k): table[f"{shown} ({k})"] for k in keys}).set_index("class")
