@@ -136,3 +136,15 @@ def test_a_draw_that_cannot_be_used_shows_a_message_not_a_traceback():
     at = open_learn(**{"learn.scenario": "imbalance", "learn.n": 100, "learn.seed": seed, "learn.repeats": 5})
     assert not at.exception
     assert any("fewer than 2 rows" in e.value for e in at.main.error)
+
+
+def test_learn_kclass_lesson():
+    """The K-class lesson: this draw's true error per method and the error-against-n curve, one line per method."""
+    at = open_learn()
+    at.segmented_control(key="learn.mode").set_value("classes").run()
+    assert_clean(at)
+    table = at.main.dataframe[0].value
+    assert table.loc["One-vs-rest histogram binning", "true error"] < table.loc["Uncalibrated", "true error"]
+    curve = charts(at)["learn.mc.sizes"]
+    assert [t["meta"] for t in curve["data"]][0] == "uncalibrated"
+    assert "ovr:histogram" in [t["meta"] for t in curve["data"]]
