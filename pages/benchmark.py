@@ -67,10 +67,10 @@ with d1:
     except DataError as exc:
         st.error(f"**These data sets cannot be benchmarked together:** {md(exc)}")
         st.stop()
-    available = kind.methods()
+    available = kind.family.available()
     methods = st.multiselect(
         kind.methods_title, available,
-        default=kind.default_methods(), key=kind.methods_key, format_func=kind.label, persist_state="session")
+        default=kind.default_methods(), key=kind.methods_key, format_func=kind.family.label, persist_state="session")
     include_raw = st.toggle("Rank the uncalibrated scores too", value=True, key="bench.uncalibrated",
                             persist_state="session",
                             help="As the papers rank the base classifier: a calibrator should beat it.")
@@ -82,8 +82,8 @@ with d2:
     if st.session_state.get(FILES):
         st.caption("Uploaded: " + md_list(up["name"] for up in st.session_state[FILES].values()))
 
-params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)", label=kind.label,
-                          specs_of=kind.specs_of)
+params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)",
+                          label=kind.family.label, specs_of=kind.family.specs_of)
 
 c1, c2, c3 = st.columns(3)
 folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=benchmark.DEFAULT_FOLDS, key="bench.folds",
@@ -126,7 +126,7 @@ if missing:
 run_kind = KINDS[cfg["kind"]]
 cals = list(cfg["methods"])
 job_sets = {d: sets[d] for d in cfg["datasets"]}
-labels = run_kind.labels([UNCALIBRATED, *cals])
+labels = run_kind.family.labels([UNCALIBRATED, *cals])
 
 r1, r2, r3 = st.columns(3)
 RANKABLE = list(run_kind.rankable)

@@ -24,7 +24,8 @@ st.caption("Synthetic data whose true probability of a positive (or of each clas
            "judged on the other; the true error comes from the known truth, not from a sample.")
 lesson = LESSONS[mode]
 key = lesson.key
-available = lesson.methods()
+family = lesson.family
+available = family.available()
 left, right = st.columns([1, 3], gap="large")
 with left:
     problem = lesson.problem(key)
@@ -33,7 +34,7 @@ with left:
     seed = st.slider("Seed of the draw", 0, 99, key=key + "seed", persist_state="session",
                      help="The same seed gives the same rows; move it to see another sample of the same population.",
                      **initial(key + "seed", value=0))
-    methods = st.multiselect("Calibrators", available, key=key + "methods", format_func=lesson.label,
+    methods = st.multiselect("Calibrators", available, key=key + "methods", format_func=family.label,
                              persist_state="session",
                              **initial(key + "methods", default=[m for m in lesson.default_methods if m in available]))
     repeats = st.select_slider(lesson.repeats_label, lesson.repeats, key=key + "repeats", persist_state="session",
@@ -43,11 +44,11 @@ with left:
     if methods:
         with st.expander("Hyperparameters", expanded=False):
             for m in methods:
-                st.markdown(f"**{lesson.label(m)}**")
-                params[m] = hyperparam_widgets(m, specs=lesson.specs_of and lesson.specs_of(m))
+                st.markdown(f"**{family.label(m)}**")
+                params[m] = hyperparam_widgets(m, specs=family.specs_of and family.specs_of(m))
 
 chosen = tuple((m, tuple(sorted(params.get(m, {}).items()))) for m in methods)
-labels = lesson.labels([UNCALIBRATED, *methods])
+labels = family.labels([UNCALIBRATED, *methods])
 try:
     with st.spinner("Drawing and fitting…", show_time=True):
         tr = lesson.trial(*problem.args, n, seed, chosen)

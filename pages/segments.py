@@ -64,6 +64,11 @@ def _method_box(box) -> str:
                          **initial(METHOD, index=methods.index("isotonic") if "isotonic" in methods else 0))
 
 
+def _bins_box(box) -> int:
+    return box.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
+                             **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
+
+
 def _notes(notes) -> None:
     for note in notes:
         st.caption(f":material/info: {md(note)}")
@@ -98,8 +103,7 @@ def by_group_view() -> None:
                                "are pooled into 'other'.",
                           **initial(f"{GROUP_COL}.{key[:8]}", index=index))
     method = _method_box(c2)
-    n_bins = c3.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
-                              **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
+    n_bins = _bins_box(c3)
     fit_scheme, why_not = _fit_scheme()
     try:
         cells = sdata.keyed(ss, Key(column, "group"), fit_scheme)
@@ -187,8 +191,7 @@ def over_time_view() -> None:
                         help=f"Automatic: the finest of day, week, month, quarter giving at most "
                              f"{cdrift.MAX_AUTO_PERIODS} periods.", **initial(FREQ, index=0))
     method = _method_box(c3)
-    n_bins = c4.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
-                              **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
+    n_bins = _bins_box(c4)
     if column is None:
         st.info("No column of this data reads as dates: choose the one that holds the rows' dates.",
                 icon=":material/info:")

@@ -13,15 +13,14 @@ from typing import Callable
 
 import streamlit as st
 
-from calibdash import benchmark, calibrators, measures, multiclass, samples
+from calibdash import benchmark, calibrators, measures, samples
 from calibdash import data as cdata
 from calibdash.errors import DataError
 from calibdash.methods import resolve
 from calibdash.multiclass import metrics as mmetrics
-from pages.parts import bounded_cache
-from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
+from pages.parts import bounded_cache, families
 from pages.parts.classes import using_classes
-from pages.parts.labels import method_label, method_labels
+from pages.parts.families import Family
 
 __all__ = ["Kind", "BINARY_KIND", "CLASS_KIND", "KINDS", "kind_of", "table_sets", "available_sets", "FILES",
            "SUFFIX"]
@@ -36,11 +35,8 @@ class Kind:
     """What the page needs to know of a kind of data set."""
 
     name: str
-    methods: Callable[[], list]
+    family: Family
     default_methods: Callable[[], list]
-    label: Callable[[str], str]
-    labels: Callable
-    specs_of: Callable | None
     rankable: tuple
     default_metric: str
     run: Callable
@@ -50,13 +46,13 @@ class Kind:
     samples: tuple          # the samples whose data sets are chosen first when the active data is of this kind
 
 
-BINARY_KIND = Kind("binary", calibrators.available,
+BINARY_KIND = Kind("binary", families.BINARY,
                    lambda: [m for m in benchmark.DEFAULT_METHODS if m in calibrators.available()],
-                   method_label, method_labels, None, tuple(m for m in measures.ALL_NAMES if measures.rankable(m)),
+                   tuple(m for m in measures.ALL_NAMES if measures.rankable(m)),
                    "ECE", lambda sets, methods, **kw: benchmark.run_benchmark(sets, resolve(methods), **kw),
                    "bench.methods", "bench.metric", "Calibrators", ("circles_svm", "breast_cancer_nb"))
-CLASS_KIND = Kind("multiclass", multiclass.available, benchmark.default_class_methods, class_method_label,
-                  class_method_labels, class_hyperparams, tuple(mmetrics.MEASURE_NAMES), benchmark.DEFAULT_CLASS_METRIC,
+CLASS_KIND = Kind("multiclass", families.CLASSES, benchmark.default_class_methods,
+                  tuple(mmetrics.MEASURE_NAMES), benchmark.DEFAULT_CLASS_METRIC,
                   benchmark.run_class_benchmark, "bench.mc.methods", "bench.mc.metric", "Calibrators (multi-class)",
                   tuple(samples.CLASS_SAMPLES))
 #: The kinds by name (a run's configuration names its kind).

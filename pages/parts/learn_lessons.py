@@ -21,14 +21,14 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from calibdash import calibrators, metrics, multiclass, synthetic
+from calibdash import calibrators, metrics, synthetic
 from calibdash.errors import DataError
 from calibdash.figures import learn as flearn, multiclass as fmulti
 from calibdash.multiclass import diagrams as mdiagrams
 from calibdash.synthetic import multiclass_study as mstudy
-from pages.parts import bounded_cache
-from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
-from pages.parts.labels import method_label, method_labels, method_menu_label
+from pages.parts import bounded_cache, families
+from pages.parts.families import Family
+from pages.parts.labels import method_menu_label
 from pages.parts.widgets import initial
 
 __all__ = ["Problem", "Lesson", "BINARY", "CLASSES", "LESSONS"]
@@ -178,7 +178,8 @@ def _overconfident(key: str) -> Problem:
                          **initial(key + "k", value=3))
     t = st.select_slider("Over-confidence T of the model", [1.0, 1.5, 2.0, 2.5, 3.0, 4.0], key=key + "t",
                          persist_state="session", **initial(key + "t", value=mstudy.TEMPERATURE),
-                         help="The model reports softmax(T z(x)) where the truth is softmax(z(x)); T = 1 is calibrated.")
+                         help="The model reports softmax(T z(x)) where the truth is softmax(z(x)); T = 1 is "
+                              "calibrated.")
     return Problem((k, float(t)), "An over-confident K-class model", (
         f"{k} classes of points in the plane, each a Gaussian around a point on a circle; the true probability "
         f"of each class at x is known (a softmax of linear functions of x). The model reports the same "
@@ -230,7 +231,7 @@ def _class_size_study(problem: Problem, n: int, seeds: tuple, chosen: tuple, lab
 @dataclass(frozen=True)
 class Lesson:
     """What a lesson declares: its widgets' key prefix, its problem's settings (``problem(key)`` draws them), the
-    sample sizes and repeats offered, its calibrators' family (available, default, labels, hyperparameters), one
+    sample sizes and repeats offered, its calibrators' :class:`~pages.parts.families.Family` and default ones, one
     draw (``trial(*problem.args, n, seed, chosen)``) and the views of the draw (``draw_view(problem, trial, seed,
     labels, methods)``) and of the repeated draws (``study_view(problem, n, seeds, chosen, labels)``)."""
 
@@ -241,22 +242,21 @@ class Lesson:
     repeats: tuple
     repeats_default: int
     repeats_label: str
-    methods: Callable[[], list]
+    family: Family
     default_methods: tuple
-    label: Callable[[str], str]
-    labels: Callable
-    specs_of: Callable | None
     trial: Callable
     draw_view: Callable
     study_view: Callable
 
 
 CLASS_SIZES = (200, 500, 1000, 2000, 5000, 10000)
-BINARY = Lesson("Binary scores", "learn.", _scenario, (100, 200, 500, 1000, 2000, 5000, 10000), (5, 10, 20, 50), 20,
-                "Repeated draws (bias and variance)", calibrators.available, ("platt", "isotonic", "bbq"),
-                method_label, method_labels, None, _trial, _scenario_draw, _estimator_study)
-CLASSES = Lesson("K classes", "learn.mc.", _overconfident, CLASS_SIZES, (3, 5, 10, 20), 5, "Repeated draws per size",
-                 multiclass.available, mstudy.DEFAULT_STUDY_METHODS, class_method_label, class_method_labels,
-                 class_hyperparams, _class_trial, _class_draw, _class_size_study)
+BINARY = Lesson("Binary scores", "learn.", _scenario, sizes=(100, 200, 500, 1000, 2000, 5000, 10000),
+                repeats=(5, 10, 20, 50), repeats_default=20, repeats_label="Repeated draws (bias and variance)",
+                family=families.BINARY, default_methods=("platt", "isotonic", "bbq"), trial=_trial,
+                draw_view=_scenario_draw, study_view=_estimator_study)
+CLASSES = Lesson("K classes", "learn.mc.", _overconfident, sizes=CLASS_SIZES, repeats=(3, 5, 10, 20), repeats_default=5,
+                 repeats_label="Repeated draws per size", family=families.CLASSES,
+                 default_methods=mstudy.DEFAULT_STUDY_METHODS, trial=_class_trial, draw_view=_class_draw,
+                 study_view=_class_size_study)
 #: The page's choice of lesson.
 LESSONS = {"binary": BINARY, "classes": CLASSES}
