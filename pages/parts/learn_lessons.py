@@ -170,7 +170,7 @@ def _class_trial(k: int, t: float, n: int, seed: int, chosen: tuple) -> mstudy.C
 
 @bounded_cache.cache_data(show_spinner=False, max_entries=16, budget="learn_lessons.size_study")
 def _size_study(k: int, t: float, seeds: tuple, chosen: tuple) -> pd.DataFrame:
-    return mstudy.size_study(mstudy.overconfident(k, t), CLASS_SIZES, seeds, _params(chosen))
+    return mstudy.size_study(mstudy.overconfident(k, t), mstudy.SIZES, seeds, _params(chosen))
 
 
 def _overconfident(key: str) -> Problem:
@@ -215,7 +215,7 @@ def _class_draw(problem: Problem, tr: mstudy.ClassTrial, seed: int, labels: dict
 def _class_size_study(problem: Problem, n: int, seeds: tuple, chosen: tuple, labels: dict) -> None:
     """The true error of each method against the sample size, over the repeated draws."""
     st.markdown(f"#### The true error as the sample grows ({len(seeds)} draws per size)")
-    with st.spinner(f"Repeating the draw at {len(CLASS_SIZES)} sizes…", show_time=True):
+    with st.spinner(f"Repeating the draw at {len(mstudy.SIZES)} sizes…", show_time=True):
         study = _size_study(*problem.args, seeds, chosen)
     chart, text = st.columns([2, 1], gap="medium")
     chart.plotly_chart(flearn.size_curve_figure(mstudy.size_summary(study), labels=labels), key="learn.mc.sizes")
@@ -249,13 +249,12 @@ class Lesson:
     study_view: Callable
 
 
-CLASS_SIZES = (200, 500, 1000, 2000, 5000, 10000)
 BINARY = Lesson("Binary scores", "learn.", _scenario, sizes=(100, 200, 500, 1000, 2000, 5000, 10000),
                 repeats=(5, 10, 20, 50), repeats_default=20, repeats_label="Repeated draws (bias and variance)",
                 family=families.BINARY, default_methods=("platt", "isotonic", "bbq"), trial=_trial,
                 draw_view=_scenario_draw, study_view=_estimator_study)
-CLASSES = Lesson("K classes", "learn.mc.", _overconfident, sizes=CLASS_SIZES, repeats=(3, 5, 10, 20), repeats_default=5,
-                 repeats_label="Repeated draws per size", family=families.CLASSES,
+CLASSES = Lesson("K classes", "learn.mc.", _overconfident, sizes=mstudy.SIZES, repeats=(3, 5, 10, 20),
+                 repeats_default=5, repeats_label="Repeated draws per size", family=families.CLASSES,
                  default_methods=mstudy.DEFAULT_STUDY_METHODS, trial=_class_trial, draw_view=_class_draw,
                  study_view=_class_size_study)
 #: The page's choice of lesson.
