@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, drift as cdrift, groups as cgroups, metrics
+from calibdash import bootstrap as cboot, calibrators, drift as cdrift, groups as cgroups
+from calibdash.measures import calibration as metrics
 from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures import drift as fdrift, groups as fgroups

@@ -21,9 +21,10 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from calibdash import calibrators, metrics, synthetic
+from calibdash import calibrators, synthetic
 from calibdash.errors import DataError
 from calibdash.figures import learn as flearn, multiclass as fmulti
+from calibdash.measures import calibration as metrics
 from calibdash.multiclass import diagrams as mdiagrams
 from calibdash.synthetic import multiclass_study as mstudy
 from pages.parts import bounded_cache, families
