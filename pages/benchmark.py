@@ -83,7 +83,7 @@ with d2:
         st.caption("Uploaded: " + md_list(up["name"] for up in st.session_state[FILES].values()))
 
 params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)",
-                          label=kind.family.label, specs_of=kind.family.specs_of)
+                          label=kind.family.label, specs_of=kind.family.hyperparams)
 
 c1, c2, c3 = st.columns(3)
 folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=benchmark.DEFAULT_FOLDS, key="bench.folds",

@@ -45,7 +45,7 @@ with left:
         with st.expander("Hyperparameters", expanded=False):
             for m in methods:
                 st.markdown(f"**{family.label(m)}**")
-                params[m] = hyperparam_widgets(m, specs=family.specs_of and family.specs_of(m))
+                params[m] = hyperparam_widgets(m, specs=family.hyperparams(m))
 
 chosen = tuple((m, tuple(sorted(params.get(m, {}).items()))) for m in methods)
 labels = family.labels([UNCALIBRATED, *methods])

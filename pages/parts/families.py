@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from calibdash import calibrators, multiclass
-from pages.parts.class_methods import class_hyperparams, class_method_label, class_method_labels
+from pages.parts.class_methods import class_method_label
 from pages.parts.labels import method_label, method_labels
 
 __all__ = ["Family", "BINARY", "CLASSES"]
@@ -17,15 +17,21 @@ __all__ = ["Family", "BINARY", "CLASSES"]
 
 @dataclass(frozen=True)
 class Family:
-    """A family of calibrators: ``available()`` their keys, ``label(key)`` one's name, ``labels(keys)`` a table's
-    row names (``"Uncalibrated"`` for the raw scores), ``specs_of(key)`` one's HyperParam records (None: the
-    binary calibrators', which :func:`pages.parts.widgets.hyperparam_widgets` finds itself)."""
+    """A family of calibrators: ``available()`` their keys, ``record(key)`` one's class or instance (its label,
+    summary, paper, hyperparameters), ``label(key)`` its name."""
 
     available: Callable[[], list]
+    record: Callable
     label: Callable[[str], str]
-    labels: Callable
-    specs_of: Callable | None = None
+
+    def labels(self, keys) -> dict:
+        """Key -> label for a table's rows: "Uncalibrated" for the raw scores, a key naming no method as is."""
+        return method_labels(keys, self.label)
+
+    def hyperparams(self, method: str) -> tuple:
+        """The HyperParam records of ``method`` (a composite: its binary method's, then its own)."""
+        return tuple(self.record(method).hyperparams)
 
 
-BINARY = Family(calibrators.available, method_label, method_labels)
-CLASSES = Family(multiclass.available, class_method_label, class_method_labels, class_hyperparams)
+BINARY = Family(calibrators.available, calibrators.get_class, method_label)
+CLASSES = Family(multiclass.available, multiclass.get, class_method_label)

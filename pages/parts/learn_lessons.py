@@ -21,7 +21,7 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from calibdash import calibrators, synthetic
+from calibdash import synthetic
 from calibdash.errors import DataError
 from calibdash.figures import learn as flearn, multiclass as fmulti
 from calibdash.measures import calibration as metrics
@@ -109,7 +109,7 @@ def _scenario_draw(problem: Problem, tr, seed: int, labels: dict, methods: list)
                                            errors=errors, cols=cols), key="learn.maps")
         boxes = st.columns(cols)
         for i, m in enumerate(methods):        # each method's hyperparameters under its panel
-            parts = [f"*{_hp_name(h)}*: {h.help}" for h in calibrators.get_class(m).hyperparams]
+            parts = [f"*{_hp_name(h)}*: {h.help}" for h in families.BINARY.hyperparams(m)]
             boxes[i % cols].caption(f"**{method_menu_label(m)}.** " + " ".join(parts or ["no hyperparameters."]))
     else:
         st.info("Choose at least one calibrator on the left.", icon=":material/arrow_back:")
