@@ -3,28 +3,23 @@ import hashlib
 
 import streamlit as st
 
-from calibdash import benchmark, samples
-from calibdash import data as cdata
+from calibdash import benchmark
 from calibdash.benchmark import TableKind
 from calibdash.errors import CalibdashError, DataError
 from calibdash.evaluation import UNCALIBRATED
 from calibdash.figures.charts import benchmark as bfig
 from calibdash.safe_text import csv_text
-from pages.parts import benchmark_classes as bclasses
-from pages.parts.classes import using_classes
+from pages.parts.benchmark_sets import FILES, KINDS, available_sets, kind_of
 from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard
 from pages.parts.tables import bold_best
 from pages.parts.widgets import hyperparam_panel
-from pages.parts import bounded_cache
 from pages.parts.text import chart, md, md_list
 
 route_guard("pages/benchmark.py")
 
 JOB = "bench.job"          # session key: the configuration of the last Run and whether it is still running
-FILES = "bench.files"      # session key: uploaded files, sha -> {"name", "data"}
 REQUEST = "bench.request"  # session key: "run" or "stop", left by the buttons for the next run
-DEFAULT_SAMPLE_SETS = ("circles_svm", "breast_cancer_nb")
 
 
 @st.cache_resource(show_spinner=False)
@@ -39,21 +34,6 @@ def _unit_cache() -> benchmark.UnitCache:
     return benchmark.UnitCache(max_entries=20_000)
 
 
-@bounded_cache.cache_data(show_spinner="Reading the sample…", max_entries=8, budget="benchmark.samples")
-def _sample_sets(name: str) -> dict:
-    sample = samples.SAMPLES[name]
-    df, info = cdata.read_table(samples.sample_path(name))
-    return benchmark.datasets_from_table(df, info, name=name, label=sample.label)
-
-
-@bounded_cache.cache_data(show_spinner="Reading the file…", max_entries=16, budget="benchmark.uploads")
-def _upload_sets(sha: str, name: str, _data: bytes) -> dict:
-    df, info = cdata.read_table(_data, filename=name)
-    if cdata.is_multiclass(df):
-        return bclasses.upload_class_sets(sha, name, _data)
-    return benchmark.datasets_from_table(df, info)
-
-
 def _request(what: str) -> None:
     st.session_state[REQUEST] = what
 
@@ -64,37 +44,6 @@ def _on_upload() -> None:
                                for f in files}
 
 
-def _available_sets() -> tuple[dict, list[str], list[str]]:
-    """(name -> ScoreSet or ClassSet, default selection, messages about unreadable uploads).
-
-    The default selection is the K-class samples when the active data (Data page) is K-class."""
-    sets, default, problems = {}, [], []
-    try:
-        sets.update(bclasses.class_sample_sets())
-    except DataError as exc:
-        problems.append(f"K-class samples: {exc}")
-    if using_classes():
-        default.extend(sets)
-    for name in samples.SAMPLES:
-        try:
-            found = _sample_sets(name)
-        except DataError as exc:
-            problems.append(f"sample {name}: {exc}")
-            continue
-        sets.update(found)
-        if name in DEFAULT_SAMPLE_SETS and not using_classes():
-            default.extend(found)
-    for sha, up in (st.session_state.get(FILES) or {}).items():
-        try:
-            found = _upload_sets(sha, up["name"], up["data"])
-        except DataError as exc:
-            problems.append(f"{up['name']}: {exc}")
-            continue
-        for key, ss in found.items():
-            sets[key if key not in sets else f"{key} (uploaded)"] = ss
-    return sets, default, problems
-
-
 st.title("Benchmark calibrators across data sets")
 st.caption("Every calibrator is cross-fitted on every data set (K folds, repeated with new fold seeds), the methods "
            "are ranked on each data set, and the average ranks are compared with the Friedman test "
@@ -102,7 +51,7 @@ st.caption("Every calibrator is cross-fitted on every data set (K folds, repeate
            "of the BBQ and ELiTE papers, after Demšar (2006). K-class data sets are benchmarked with the "
            "multi-class methods, ranked on log-loss by default with classwise ECE beside it (Kull et al. 2019).")
 
-sets, default_sets, problems = _available_sets()
+sets, default_sets, problems = available_sets()
 for msg in problems:
     st.error(f"**This file cannot be used:** {md(msg)}")
 
@@ -114,14 +63,14 @@ with d1:
         help="Each score column of a file is its own data set (the circles sample holds a linear and a "
              "quadratic SVM); a K-class file is one data set. The Friedman test needs at least two.")
     try:
-        kind = bclasses.kind_of(sets, chosen_sets)
+        kind = kind_of(sets, chosen_sets)
     except DataError as exc:
         st.error(f"**These data sets cannot be benchmarked together:** {md(exc)}")
         st.stop()
-    available = kind.methods()
+    available = kind.family.available()
     methods = st.multiselect(
-        "Calibrators" + (" (multi-class)" if kind is bclasses.CLASS_KIND else ""), available,
-        default=kind.default_methods(), key=kind.methods_key, format_func=kind.label, persist_state="session")
+        kind.methods_title, available,
+        default=kind.default_methods(), key=kind.methods_key, format_func=kind.family.label, persist_state="session")
     include_raw = st.toggle("Rank the uncalibrated scores too", value=True, key="bench.uncalibrated",
                             persist_state="session",
                             help="As the papers rank the base classifier: a calibrator should beat it.")
@@ -133,8 +82,8 @@ with d2:
     if st.session_state.get(FILES):
         st.caption("Uploaded: " + md_list(up["name"] for up in st.session_state[FILES].values()))
 
-params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)", label=kind.label,
-                          specs_of=kind.specs_of)
+params = hyperparam_panel(methods, "Hyperparameters (shared with the Compare and Explore pages)",
+                          label=kind.family.label, specs_of=kind.family.hyperparams)
 
 c1, c2, c3 = st.columns(3)
 folds = c1.select_slider("Folds (K)", list(range(2, 11)), value=benchmark.DEFAULT_FOLDS, key="bench.folds",
@@ -174,10 +123,10 @@ missing = [d for d in cfg["datasets"] if d not in sets]
 if missing:
     st.error(f"**Data set no longer available:** {md_list(missing)}. Choose the data sets again and press Run.")
     st.stop()
-run_kind = bclasses.CLASS_KIND if cfg.get("kind") == bclasses.CLASS_KIND.name else bclasses.BINARY_KIND
+run_kind = KINDS[cfg["kind"]]
 cals = list(cfg["methods"])
 job_sets = {d: sets[d] for d in cfg["datasets"]}
-labels = run_kind.labels([UNCALIBRATED, *cals])
+labels = run_kind.family.labels([UNCALIBRATED, *cals])
 
 r1, r2, r3 = st.columns(3)
 RANKABLE = list(run_kind.rankable)

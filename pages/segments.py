@@ -6,9 +6,9 @@ an upload, a DuckDB job for a large source) and every number comes from them thr
 :mod:`calibdash.keyed.measures`, every chart from calibdash.figures.charts.groups and calibdash.figures.charts.drift, so the
 numbers are those of ``python -m calibdash groups`` / ``drift`` (the command is shown under each table).
 
-A K-class table is read through its top-label reduction (:meth:`calibdash.data.ClassSet.top_label`): the
-confidence as the score and "the top class is right" as the 0/1 outcome; its groups also get their class-wise
-ECE (:func:`calibdash.multiclass.groups.classwise_ece_by_group`)."""
+The page reads the problem through one binary reduction (:mod:`pages.parts.segments_problem`): a binary table's
+score, a K-class table's top label (the confidence as the score, "the top class is right" as the outcome); what
+the problem adds (a K-class table's class-wise ECE per group, its class columns) is shown where it offers it."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,16 +20,14 @@ from calibdash.errors import DataError, SettingsError
 from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures.charts import drift as fdrift, groups as fgroups
 from calibdash.keyed import PERIODS, Key
-from pages.parts import diagrams, segments_classes as kclass, segments_command as command, segments_data as sdata
-from pages.parts.classes import top_label_or_stop, using_classes
+from pages.parts import diagrams, segments_command as command, segments_data as sdata
 from pages.parts.fitting import is_large
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard
 from pages.parts.scheme import current_scheme
 from pages.parts.segments_columns import offered
-from pages.parts.source import score_set_or_stop
-from pages.parts.tables import group_table
+from pages.parts.segments_problem import problem_or_stop
 from pages.parts.widgets import initial
 from pages.parts.text import chart, md
 
@@ -41,25 +39,19 @@ VIEW, GROUP_COL, DATE_COL, FREQ, METHOD, N_BINS, FIT = ("segments.view", "segmen
                                                         "segments.freq", "segments.method", "segments.n_bins",
                                                         "segments.fit")
 FREQ_CHOICES = ("auto",) + PERIODS
-STAT_NAMES = {"positive_rate": "positive rate", "mean_score": "mean score", "ECE": "ECE", "Brier": "Brier",
-              "LogLoss": "log-loss", "AUC": "AUC"}
 
 st.title("Groups & time")
-cs = None                     # the K-class table, when the data is one (its top-label reduction is `ss`)
-if using_classes():
-    cs, ss = top_label_or_stop()
-else:
-    ss = score_set_or_stop()  # on a large source its LargeData: the page works on keyed cells aggregated by DuckDB
+problem = problem_or_stop()
+ss = problem.ss               # the reduction measured: the score, or a K-class table's top label
 scheme = current_scheme(ss)
-stat_names = kclass.stat_names(cs, STAT_NAMES)
-kclass.intro(cs, ss)
+problem.intro()
 # a K-class table's predicted and true class columns are offered, but a segment or a date is guessed first
-candidates, group_guess, date_guess = offered(ss, kclass.last_columns(cs, ss))
+candidates, group_guess, date_guess = offered(ss, problem.last_columns)
 if not candidates:
     st.info("This data has no column besides the score and the label, so there is nothing to group by. "
             "Upload a file with a segment or a date column on the Data page.", icon=":material/info:")
     st.stop()
-source_args = command.source_args(ss, cs)
+source_args = command.source_args(problem)
 
 
 def _score_only_methods() -> list[str]:
@@ -73,6 +65,11 @@ def _method_box(box) -> str:
                          **initial(METHOD, index=methods.index("isotonic") if "isotonic" in methods else 0))
 
 
+def _bins_box(box) -> int:
+    return box.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
+                             **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
+
+
 def _notes(notes) -> None:
     for note in notes:
         st.caption(f":material/info: {md(note)}")
@@ -83,9 +80,9 @@ def _fit_scheme():
     if is_large(ss):
         from pages.parts.large_source import scheme_problem
 
-        problem = scheme_problem(scheme)
-        if problem:
-            return None, f"This evaluation scheme does not work on this source: {problem}"
+        why = scheme_problem(scheme)
+        if why:
+            return None, f"This evaluation scheme does not work on this source: {why}"
     return scheme, None
 
 
@@ -107,8 +104,7 @@ def by_group_view() -> None:
                                "are pooled into 'other'.",
                           **initial(f"{GROUP_COL}.{key[:8]}", index=index))
     method = _method_box(c2)
-    n_bins = c3.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
-                              **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
+    n_bins = _bins_box(c3)
     fit_scheme, why_not = _fit_scheme()
     try:
         cells = sdata.keyed(ss, Key(column, "group"), fit_scheme)
@@ -117,7 +113,7 @@ def by_group_view() -> None:
         show_problem(exc)
         return
     _notes(report.notes)
-    kclass.true_class_warning(cs, ss, column)
+    problem.true_class_warning(column)
     worst = report.worst()
     if worst is not None and len(report.table) > 1:
         row = report.table.loc[worst]
@@ -147,18 +143,14 @@ def by_group_view() -> None:
             fig = diagrams.draw(frame, labels, weights, kind=kind, band=band, names={str(name): str(name)},
                                 title=f"{column} = {name}", height=340)
             chart(grid[i % 2], fig, key=f"segments.group.{i}")
-    classwise = kclass.classwise(cs, ss, cells, report)
-    st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
-    st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
-               f"resamples of the group's rows]. ECE uses {report.binning}. All usable rows, raw scores; "
-               f"{md(cells.kc.cells.describe())}." + kclass.classwise_note(cs, report))
+    problem.table(cells, report, "group", "All usable rows, raw scores")
     if source_args:
         command.caption(st, command.groups_argv(source_args, column, n_bins, N_BOOT, SEED))
 
     st.subheader("The calibrator that fixes the groups")
     st.caption(f"{method_label(method)} (the score alone) and MBCT with **{md(column)}** as its feature, fitted on the "
                f"fitting rows and judged per group on the held-out rows · {md(scheme.describe(on_cells=True))}."
-               + kclass.on_confidence_note(cs))
+               + problem.calibrator_note)
     if why_not:
         st.info(md(why_not), icon=":material/info:")
         return
@@ -200,8 +192,7 @@ def over_time_view() -> None:
                         help=f"Automatic: the finest of day, week, month, quarter giving at most "
                              f"{cdrift.MAX_AUTO_PERIODS} periods.", **initial(FREQ, index=0))
     method = _method_box(c3)
-    n_bins = c4.select_slider("Bins", [5, 10, 15, 20], key=N_BINS, persist_state="session",
-                              **initial(N_BINS, value=metrics.DEFAULT_N_BINS))
+    n_bins = _bins_box(c4)
     if column is None:
         st.info("No column of this data reads as dates: choose the one that holds the rows' dates.",
                 icon=":material/info:")
@@ -215,17 +206,13 @@ def over_time_view() -> None:
     _notes(report.notes)
     chart(st, fdrift.drift_chart(report, title=f"Calibration of {ss.score} over time"), key="segments.drift")
     with st.expander("Per-period table", expanded=False):
-        classwise = kclass.classwise(cs, ss, cells, report)
-        st.dataframe(group_table(report.table, cgroups.STATS, stat_names, classwise=classwise))
-        st.caption(f"Each cell: value [{int(report.level * 100)}% interval, {report.n_boot} Poisson-bootstrap "
-                   f"resamples of the period's rows]. ECE uses {report.binning}; {md(cells.kc.cells.describe())}."
-                   + kclass.classwise_note(cs, report))
+        problem.table(cells, report, "period")
         if source_args:
             command.caption(st, command.drift_argv(source_args, column, freq, n_bins, N_BOOT, SEED, method))
 
     st.subheader("When does a calibrator go stale?")
     st.caption(f"{method_label(method)} fitted on one period's rows and judged on every later period (rows it never "
-               "saw), against refitting it on the period just before." + kclass.on_confidence_note(cs))
+               "saw), against refitting it on the period just before." + problem.calibrator_note)
     try:
         stale = sdata.staleness_of(cells, method, n_bins)
     except (DataError, SettingsError) as exc:

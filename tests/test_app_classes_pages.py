@@ -1,7 +1,6 @@
-"""AppTest of Explore, Benchmark and Learn on K-class data (the multi-class samples), headless."""
+"""AppTest of Explore on K-class data (the multi-class samples), headless."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
@@ -68,34 +67,3 @@ def test_explore_ten_classes_top_label_shows_pooled_classes():
     metas = [t.get("meta") for t in inner[0]["data"]]
     assert "pooled" in metas and sum(isinstance(m, int) for m in metas) == 10
     assert any("pooled map" in m.value for m in at.main.markdown)
-
-
-def test_benchmark_kclass_samples_rank_on_log_loss():
-    """With K-class data active, Benchmark offers the K-class samples and the multi-class methods; a run ranks on
-    the log-loss and shows average ranks on classwise ECE too. Mixing binary and K-class sets is refused."""
-    at = start("pages/benchmark.py", "animals_3class.csv")
-    assert_clean(at)
-    chosen = at.multiselect(key="bench.datasets").value
-    assert chosen and all("classes)" in d for d in chosen)
-    at.multiselect(key="bench.mc.methods").set_value(["ovr:histogram", "top_label:histogram"]).run()
-    at.select_slider(key="bench.repeats").set_value(1).run()
-    at.button(key="bench.run").click().run()
-    assert_clean(at)
-    text = "\n".join(m.value for m in at.main.markdown)
-    assert "On LogLoss (lower is better) over 3 data sets" in text
-    avg = next(d.value for d in at.main.dataframe if "cwECE" in d.value.columns)
-    np.testing.assert_allclose(avg["cwECE"].sum(), 3 * 4 / 2)          # 3 methods: ranks sum to 6
-    at.multiselect(key="bench.datasets").set_value([chosen[0], "circles_svm · linear_svm"]).run()
-    assert "cannot be benchmarked together" in at.main.error[0].value
-
-
-def test_learn_kclass_lesson():
-    """The K-class lesson: this draw's true error per method and the error-against-n curve, one line per method."""
-    at = start("pages/learn.py")
-    at.segmented_control(key="learn.mode").set_value("classes").run()
-    assert_clean(at)
-    table = at.main.dataframe[0].value
-    assert table.loc["One-vs-rest histogram binning", "true error"] < table.loc["Uncalibrated", "true error"]
-    curve = charts(at)["learn.mc.sizes"]
-    assert [t["meta"] for t in curve["data"]][0] == "uncalibrated"
-    assert "ovr:histogram" in [t["meta"] for t in curve["data"]]

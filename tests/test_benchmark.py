@@ -16,7 +16,8 @@ from calibdash.figures.charts import benchmark as bfig
 from calibdash.multiclass import metrics as mmetrics
 from calibdash.synthetic.multiclass import gaussian_classes
 from conftest import APPTEST_TIMEOUT, REPO
-from test_app import shown as _shown
+from test_app import _run_entry_point_every_time, go, upload  # noqa: F401 (every run starts from app.py)
+from test_app import assert_clean, shown as _shown
 
 APP = REPO / "app.py"
 PAGE = "pages/benchmark.py"
@@ -273,8 +274,12 @@ def test_heatmap_colours_by_rank_and_prints_values(result):
 
 
 # -- the page (AppTest) ------------------------------------------------------------------------------------
-def open_page() -> AppTest:
+def open_page(sample: str | None = None) -> AppTest:
+    """A fresh session on the page; ``sample``: a multi-class sample uploaded on the Data page first."""
     at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT).run()
+    if sample is not None:
+        go(at, "pages/data.py")
+        upload(at, sample, (REPO / "sample_data" / "multiclass" / sample).read_bytes())
     at.switch_page(PAGE).run()
     return at
 
@@ -442,3 +447,22 @@ def test_cli_runs_a_multiclass_benchmark_on_kclass_files(capsys):
     assert out["kind"] == "multiclass" and out["metric"] == "LogLoss"
     assert out["methods"] == [UNCALIBRATED, "ovr:histogram", "top_label:histogram"]
     assert set(out["average_ranks_by_metric"]) >= {"cwECE", "LogLoss"}
+
+
+def test_benchmark_kclass_samples_rank_on_log_loss():
+    """With K-class data active, Benchmark offers the K-class samples and the multi-class methods; a run ranks on
+    the log-loss and shows average ranks on classwise ECE too. Mixing binary and K-class sets is refused."""
+    at = open_page("animals_3class.csv")
+    assert_clean(at)
+    chosen = at.multiselect(key="bench.datasets").value
+    assert chosen and all("classes)" in d for d in chosen)
+    at.multiselect(key="bench.mc.methods").set_value(["ovr:histogram", "top_label:histogram"]).run()
+    at.select_slider(key="bench.repeats").set_value(1).run()
+    at.button(key="bench.run").click().run()
+    assert_clean(at)
+    text = "\n".join(m.value for m in at.main.markdown)
+    assert "On LogLoss (lower is better) over 3 data sets" in text
+    avg = next(d.value for d in at.main.dataframe if "cwECE" in d.value.columns)
+    np.testing.assert_allclose(avg["cwECE"].sum(), 3 * 4 / 2)          # 3 methods: ranks sum to 6
+    at.multiselect(key="bench.datasets").set_value([chosen[0], "circles_svm · linear_svm"]).run()
+    assert "cannot be benchmarked together" in at.main.error[0].value

@@ -351,13 +351,6 @@ def test_measures_are_one_subpackage_over_one_solver():
         assert "calibdash.logistic" in graph[user], user
 
 
-#: Pages and page parts issue 27 has not made one flow yet (their helper's work): allowed to fork on the problem
-#: kind until then. Each entry must still fork (a stale one fails), so the lists only shrink.
-KIND_FORKS_PENDING = {"pages/segments.py", "pages/benchmark.py"}
-CLASS_TWINS_PENDING = {"pages/parts/segments_classes.py", "pages/parts/benchmark_classes.py",
-                       "pages/parts/learn_classes.py"}
-
-
 def _calls(path: Path, name: str) -> bool:
     """Whether the module at ``path`` calls a function named ``name`` (``name()`` or ``x.name()``)."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -381,8 +374,6 @@ def test_no_page_forks_on_the_problem_kind_and_no_class_twins():
     pages = {str(p.relative_to(REPO)) for p in (REPO / "pages").glob("*.py") if p.name != "__init__.py"}
     assert {"pages/data.py", "pages/compare.py", "pages/explore.py"} <= pages
     forking = {p for p in pages if _calls(REPO / p, "using_classes")}
-    assert forking <= KIND_FORKS_PENDING, f"pages fork on the problem kind: {sorted(forking - KIND_FORKS_PENDING)}"
-    assert KIND_FORKS_PENDING <= forking, f"no longer fork (drop from the list): {sorted(KIND_FORKS_PENDING - forking)}"
+    assert not forking, f"pages fork on the problem kind: {sorted(forking)}"
     twins = {str(p.relative_to(REPO)) for p in (REPO / "pages").rglob("*_classes.py")}
-    assert twins <= CLASS_TWINS_PENDING, f"K-class twins of page parts: {sorted(twins - CLASS_TWINS_PENDING)}"
-    assert CLASS_TWINS_PENDING <= twins, f"gone (drop from the list): {sorted(CLASS_TWINS_PENDING - twins)}"
+    assert not twins, f"K-class twins of page parts: {sorted(twins)}"

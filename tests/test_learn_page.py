@@ -136,3 +136,37 @@ def test_a_draw_that_cannot_be_used_shows_a_message_not_a_traceback():
     at = open_learn(**{"learn.scenario": "imbalance", "learn.n": 100, "learn.seed": seed, "learn.repeats": 5})
     assert not at.exception
     assert any("fewer than 2 rows" in e.value for e in at.main.error)
+
+
+def test_learn_kclass_lesson():
+    """The K-class lesson: this draw's true error per method and the error-against-n curve, one line per method."""
+    at = open_learn()
+    at.segmented_control(key="learn.mode").set_value("classes").run()
+    assert_clean(at)
+    table = at.main.dataframe[0].value
+    assert table.loc["One-vs-rest histogram binning", "true error"] < table.loc["Uncalibrated", "true error"]
+    curve = charts(at)["learn.mc.sizes"]
+    assert [t["meta"] for t in curve["data"]][0] == "uncalibrated"
+    assert "ovr:histogram" in [t["meta"] for t in curve["data"]]
+
+
+def test_kclass_lesson_fits_the_hyperparameters_chosen():
+    """The K-class lesson offers its methods' hyperparameters as the binary one does, and fits with them: the
+    table is the library's trial at those settings."""
+    from calibdash.synthetic import multiclass_study as mstudy
+
+    at = open_learn(**{"learn.mode": "classes", "learn.mc.methods": ["ovr:histogram"], "learn.mc.n": 1000,
+                       "learn.mc.repeats": 3})
+    assert_clean(at)
+    name = "One-vs-rest histogram binning"
+
+    def expected(params: dict) -> float:
+        tr = mstudy.class_trial(mstudy.overconfident(3, mstudy.TEMPERATURE), 1000, 0, {"ovr:histogram": params})
+        return float(tr.errors.set_index("method").loc["ovr:histogram", "true_error"])
+
+    assert at.main.dataframe[0].value.loc[name, "true error"] == pytest.approx(expected({}), abs=1e-12)
+    at.select_slider(key="hp.ovr:histogram.n_bins").set_value(3).run()
+    assert_clean(at)
+    coarse = at.main.dataframe[0].value.loc[name, "true error"]
+    assert coarse == pytest.approx(expected({"n_bins": 3}), abs=1e-12)
+    assert coarse != pytest.approx(expected({}), abs=1e-6)

@@ -33,17 +33,16 @@ SHARES = {
     "classes.class_sets": 160, "classes.top_label": 48, "classes.shared": 64, "classes.fits": 160,
     # pickled values (cache_data) and what jobs gave (Store)
     "classes.detected": 1, "classes.boot": 8, "explaining.classes": 16, "reading.raw_view": 4,
-    "learn_classes.trial": 16, "learn_classes.study": 4,
+    "learn_lessons.class_trial": 16, "learn_lessons.size_study": 4,
     "fitting.evaluate_one": 128, "fitting.cells": 48, "fitting.shared_on_cells": 24, "fitting.fit_on_cells": 24,
     "fitting.bootstrap": 16, "fitting.measures_bootstrap": 16, "fitting.raw_summary": 4,
     "fitting.raw_summary_large": 4,
     "diagrams.smooth": 16, "diagrams.corp": 24, "diagrams.raw_cells": 16, "explaining.explain": 40,
-    "segments_columns.upload_guesses": 1, "segments_classes.classwise": 4,
+    "segments_columns.upload_guesses": 1, "segments_problem.classwise": 4,
     "segments_data.rows_keyed": 32, "segments_data.by_key": 16, "segments_data.fix_keys": 24,
     "segments_data.over_periods": 16, "segments_data.staleness": 8,
     "large_source.cells": 32, "large_source.reads": 4, "large_source.keyed": 16,
-    "benchmark_classes.samples": 24, "benchmark_classes.uploads": 32, "benchmark.samples": 24,
-    "benchmark.uploads": 32, "data.numeric_columns": 1, "learn.trial": 8, "learn.study": 4,
+    "benchmark_sets.samples": 48, "benchmark_sets.uploads": 64, "data.numeric_columns": 1, "learn_lessons.trial": 8, "learn_lessons.study": 4,
 }
 #: What the shares add up to (MB at :data:`DEFAULT_TOTAL`).
 REFERENCE = 1536

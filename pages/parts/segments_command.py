@@ -25,10 +25,12 @@ _DEFAULT_POSITIVE = ("1", "1.0", "True", "true")
 FIX_SCHEMES = ("split", "kfold")
 
 
-def source_args(ss, cs=None) -> list | None:
-    """The command's source and column arguments for the page's data, or None when there is no equivalent."""
-    if cs is not None:
+def source_args(problem) -> list | None:
+    """The command's source and column arguments for the page's data (a
+    :class:`pages.parts.segments_problem.Problem`), or None when there is no equivalent."""
+    if problem.classes is not None:
         return None
+    ss = problem.ss
     if is_large(ss):
         from pages.parts.large_source import SPEC
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from calibdash.data import ClassSet
 from calibdash.errors import DataError
 from pages.parts.classes import active_class_set, using_classes
 from pages.parts.scheme import current_scheme, scheme_line
@@ -24,36 +25,29 @@ def sidebar_summary() -> None:
         if using_large():
             _large_summary()
             return
-        if using_classes():
-            _class_summary()
-            return
         try:
-            ss = active_score_set()
+            data = active_class_set() if using_classes() else active_score_set()
         except DataError as exc:
             st.error(md(exc))
             return
-        st.caption(f"{md(ss.name)} · {ss.n_rows:,} rows\n\n"
-                   f"score **{md(ss.score)}** · label **{md(ss.label_column)}** "
-                   f"(positive = {md(repr(ss.positive_label))})")
-        if ss.report.mapped.get(ss.score):
+        st.caption(_roles(data))
+        if data.report.mapped.get(getattr(data, "score", None)):          # a binary score read as log-odds
             st.caption("Scores outside [0, 1] were mapped by the logistic function.")
         st.markdown("**Evaluation**")
-        st.caption(scheme_line(ss))
+        st.caption(scheme_line(data))
 
 
-def _class_summary() -> None:
-    """The active K-class table: rows, classes, label and class columns, scheme; or why it cannot be read."""
-    try:
-        cs = active_class_set()
-    except DataError as exc:
-        st.error(md(exc))
-        return
-    what = "logits, softmaxed" if cs.logits else "probabilities"
-    columns = f"prefix **{md(cs.prefix)}**" if cs.prefix else "named after the classes"
-    st.caption(f"{md(cs.name)} · {cs.n_rows:,} rows · **{cs.k} classes**\n\n"
-               f"label **{md(cs.label_column)}** · class columns {columns} ({what})")
-    st.markdown("**Evaluation**")
-    st.caption(scheme_line(cs))
+def _roles(data) -> str:
+    """The data's name, rows and columns' roles: a K-class table's classes, label and class columns; a binary
+    table's score and label."""
+    if isinstance(data, ClassSet):
+        what = "logits, softmaxed" if data.logits else "probabilities"
+        columns = f"prefix **{md(data.prefix)}**" if data.prefix else "named after the classes"
+        return (f"{md(data.name)} · {data.n_rows:,} rows · **{data.k} classes**\n\n"
+                f"label **{md(data.label_column)}** · class columns {columns} ({what})")
+    return (f"{md(data.name)} · {data.n_rows:,} rows\n\n"
+            f"score **{md(data.score)}** · label **{md(data.label_column)}** "
+            f"(positive = {md(repr(data.positive_label))})")
 
 
 def _large_summary() -> None:
