@@ -16,6 +16,18 @@ from conftest import APPTEST_TIMEOUT
 from test_app import shown as _shown
 
 
+@pytest.fixture(autouse=True)
+def _nothing_cached():
+    """Each test starts as on a fresh server: with nothing cached. These tests check which fits run as jobs, and a
+    module run earlier in the same process (the golden page cases) fits the same samples with the same scheme."""
+    import streamlit as st
+    from pages.parts import bounded_cache
+    st.cache_data.clear()
+    for cache in list(bounded_cache.CACHES.values()):
+        getattr(cache, "clear", lambda: None)()
+    yield
+
+
 def _table(n: int, k: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     P = rng.dirichlet(np.ones(k), size=n)
