@@ -144,6 +144,7 @@ TESTS: dict[str, str] = {
         "bootstrap", "cells", "crossfit", "evaluation", "methods")},
     "test_multiclass_cells.py": "evaluation/test_class_cells.py",
     "test_page_jobs.py": "evaluation/test_class_budget.py",
+    "test_jobs.py": "core/test_jobs.py",
     **{f"test_{m}.py": f"monitoring/test_{m}.py" for m in ("drift", "groups", "keyed_measures", "keyed_rows")},
     **{f"test_{m}.py": f"data/test_{m}.py" for m in (
         "data", "data_classes", "compact", "guard", "loading_fixes", "upload_bombs", "top_label_reduction")},
@@ -295,7 +296,7 @@ def _relative(from_package: str, target: str) -> tuple[int, str]:
 
 
 def import_edits(text: str, old_name: str, new_name: str, is_pkg: bool, table: dict[str, str],
-                 modules: set[str]) -> list[tuple[int, int, str]]:
+                 modules: set[str], new_is_pkg: bool | None = None) -> list[tuple[int, int, str]]:
     """Edits ``(start, end, text)`` of the import statements of one module whose text needs more than the
     dotted-name pass: relative imports (re-expressed from the module's new package), and ``from P import m``
     where ``m`` is a module that moves to another package than P's new name."""
@@ -305,7 +306,8 @@ def import_edits(text: str, old_name: str, new_name: str, is_pkg: bool, table: d
         return []
     starts = _offsets(text)
     old_pkg = old_name if is_pkg else old_name.rpartition(".")[0]
-    new_pkg = new_name if is_pkg else new_name.rpartition(".")[0]
+    new_is_pkg = is_pkg if new_is_pkg is None else new_is_pkg      # sql.py becomes io/sql/__init__.py
+    new_pkg = new_name if new_is_pkg else new_name.rpartition(".")[0]
     edits = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom):
@@ -482,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
         edits = []
         if path.suffix == ".py" and rel.parts[0] == PKG:
             old = module_name(rel)
-            edits = import_edits(text, old, rename.get(old, old), path.name == "__init__.py", table, modules)
+            edits = import_edits(text, old, rename.get(old, old), path.name == "__init__.py", table, modules,
+                                 moves[old][1].name == "__init__.py" if old in moves else None)
         elif path.suffix == ".py":
             edits = import_edits(text, "__outside__", "__outside__", False, table, modules)
         new = rewrite_text(text, table, edits, paths, test_moves)
