@@ -46,7 +46,8 @@ MODULES: dict[str, str] = {
     "validation": "core.validation",
     "logistic": "core.logistic",
     "safe_text": "core.safe_text",
-    "registry": "core.scan",                       # jobs/registry.py is the other "registry"
+    "registry": "core.scan",                       # measures/registry.py is the measures' registry
+    "jobs.registry": "core.jobs.runner",           # ... and this one runs jobs
     "weights": "core.weights",                     # if the weights' one spelling gets a module
     # measures: the K-class measures beside the binary ones
     "multiclass.metrics": "measures.class_measures",
@@ -81,7 +82,8 @@ MODULES: dict[str, str] = {
     # sources and engines: one name per concept (no classes.py, no large.py)
     "data.classes": "data.class_set",
     "data.large": "data.large_source",
-    "engines.classes": "engines.class_aggregate",
+    "engines.classes": "engines.reductions",       # the engine protocol's "K-class reductions"
+    **{f"engines.{b}.classes": f"engines.{b}.reductions" for b in ("memory", "duckdb", "spark")},
     "engines.large": "engines.active_source",
     "multiclass.large": "engines.class_fit",
     "benchmark.classes": "benchmark.class_benchmark",
