@@ -445,7 +445,8 @@ def test_no_two_modules_share_a_file_name_with_different_jobs():
     name (calibrators/NAME.py fits it, explain/NAME.py explains it, figures/NAME.py draws it), (3) a figure or an
     explainer named for what it shows (figures/drift.py draws monitoring/drift.py), (4) one module per member of
     a family (engines/duckdb/rows.py, engines/spark/rows.py: the same job per backend), (5) a shim named for what
-    it re-exports. No second classes.py, large.py or diagrams.py."""
+    it re-exports, (6) ``base``: the contract of a family (calibrators/base.py, calibrators/multiclass/base.py).
+    No second classes.py, large.py or diagrams.py."""
     from calibdash import calibrators
     from calibdash.calibrators import multiclass
 
@@ -456,7 +457,7 @@ def test_no_two_modules_share_a_file_name_with_different_jobs():
             by_name.setdefault(path.stem, []).append(tuple(name.split(".")[1:]))
     clashes = {}
     for stem, places in by_name.items():
-        if len(places) < 2 or stem in methods:
+        if len(places) < 2 or stem in methods or stem == "base":
             continue
         homes = [p for p in places if p[0] not in {"figures", "explain"} and p != (stem,)]
         if len(homes) <= 1:

@@ -49,6 +49,9 @@ MODULES: dict[str, str] = {
     "registry": "core.scan",                       # measures/registry.py is the measures' registry
     "jobs.registry": "core.jobs.runner",           # ... and this one runs jobs
     "weights": "core.weights",                     # if the weights' one spelling gets a module
+    "data.limits": "core.limits",                  # bounds every layer checks (the K-class budget too)
+    "data.margins": "core.margins",                # margins -> probabilities: monitoring reads it too
+    "data.numbers": "core.numbers",                # text parsed as numbers: monitoring reads it too
     # measures: the K-class measures beside the binary ones
     "multiclass.metrics": "measures.class_measures",
     # calibrators: the K-class calibrators and their solvers (the rest of multiclass/, see PACKAGES)
@@ -88,6 +91,10 @@ MODULES: dict[str, str] = {
     "multiclass.large": "engines.class_fit",
     "benchmark.classes": "benchmark.class_benchmark",
     "benchmark.large": "benchmark.in_place",
+    "benchmark.result": "benchmark.outcome",       # evaluation/bootstrap/result.py is the bootstrap's
+    "data.guard.errors": "data.guard.refusals",    # core/errors.py is the package's errors
+    "synthetic.multiclass": "synthetic.gaussian_classes",
+    "samples.drift": "samples.drifting_score",     # monitoring/drift.py measures drift
     # io: model files, SQL, the command line's JSON schemas
     "export": "io.export",
     "model_checks": "io.model_checks",
