@@ -275,13 +275,32 @@ DOTTED = re.compile(r"(?<![\w.])" + PKG + r"((?:\.[A-Za-z_]\w*)+)")
 PATH = re.compile(r"(?<![\w/.])" + PKG + r"/((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*)\.py\b")
 
 
+_NEW_ONLY: dict[int, set[str]] = {}
+
+
+def _new_only(table: dict[str, str]) -> set[str]:
+    """Dotted names of the new layout that name no old module (``calibdash.evaluation.split``, ``calibdash.io``)."""
+    out = set()
+    for new in table.values():
+        parts = new.split(".")
+        out |= {".".join(parts[:k]) for k in range(2, len(parts) + 1)}
+    return out - set(table)
+
+
 def map_dotted(name: str, table: dict[str, str]) -> str:
-    """``calibdash.a.b.attr`` with its longest known old module prefix replaced by the new one."""
+    """``calibdash.a.b.attr`` with its longest known old module prefix replaced by the new one; a name already
+    in the new layout (``calibdash.evaluation.split`` written before the run) is left as it is."""
     parts = name.split(".")
+    key = id(table)
+    if key not in _NEW_ONLY:
+        _NEW_ONLY[key] = _new_only(table)
+    new_only = _NEW_ONLY[key]
     for k in range(len(parts), 1, -1):
         prefix = ".".join(parts[:k])
         if prefix in table:
             return ".".join([table[prefix]] + parts[k:])
+        if prefix in new_only:
+            return name
     return name
 
 
