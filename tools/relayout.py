@@ -388,6 +388,51 @@ def import_edits(text: str, old_name: str, new_name: str, is_pkg: bool, table: d
     return edits
 
 
+def attribute_edits(text: str, old_name: str, is_pkg: bool, table: dict[str, str],
+                    modules: set[str]) -> list[tuple[int, int, str]]:
+    """Edits of ``m.sub`` where the name ``m`` is bound to a calibdash module (``from calibdash import bootstrap``)
+    and ``sub`` is one of its modules renamed in place (``bootstrap.cells`` -> ``bootstrap.cell_resamples``).
+    A module that leaves its package cannot be reached that way: it is printed, to be fixed by hand."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    old_pkg = old_name if is_pkg else old_name.rpartition(".")[0]
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = old_pkg.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            for a in node.names:
+                if f"{origin}.{a.name}" in modules:
+                    bound[a.asname or a.name] = f"{origin}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname and a.name in modules:
+                    bound[a.asname] = a.name
+    if not bound:
+        return []
+    starts = _offsets(text)
+    edits = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound):
+            continue
+        old_sub = f"{bound[node.value.id]}.{node.attr}"
+        if old_sub not in modules or table.get(old_sub, old_sub) == old_sub:
+            continue
+        parent, _, base = table[old_sub].rpartition(".")
+        if parent != map_dotted(bound[node.value.id], table):
+            print(f"  by hand: {old_name} reaches {old_sub} as {node.value.id}.{node.attr}; it is now {table[old_sub]}")
+            continue
+        end = starts[node.end_lineno - 1] + node.end_col_offset
+        edits.append((end - len(node.attr), end, base))
+    return edits
+
+
 def rewrite_text(text: str, table: dict[str, str], edits: list[tuple[int, int, str]],
                  paths: dict[str, str], tests: dict[str, str]) -> str:
     """The text with ``edits`` applied and, outside them, every dotted name, package path and old test path
@@ -514,8 +559,10 @@ def main(argv: list[str] | None = None) -> int:
             old = module_name(rel)
             edits = import_edits(text, old, rename.get(old, old), path.name == "__init__.py", table, modules,
                                  moves[old][1].name == "__init__.py" if old in moves else None)
+            edits += attribute_edits(text, old, path.name == "__init__.py", table, modules)
         elif path.suffix == ".py":
             edits = import_edits(text, "__outside__", "__outside__", False, table, modules)
+            edits += attribute_edits(text, "__outside__", False, table, modules)
         new = rewrite_text(text, table, edits, paths, test_moves)
         if rel.parts[0] == "tests" and path.suffix == ".py":
             moved_down = rel.parent == Path("tests") and rel.name in test_moves
