@@ -389,10 +389,11 @@ def import_edits(text: str, old_name: str, new_name: str, is_pkg: bool, table: d
 
 
 def attribute_edits(text: str, old_name: str, is_pkg: bool, table: dict[str, str],
-                    modules: set[str]) -> list[tuple[int, int, str]]:
+                    modules: set[str], where: str = "") -> list[tuple[int, int, str]]:
     """Edits of ``m.sub`` where the name ``m`` is bound to a calibdash module (``from calibdash import bootstrap``)
     and ``sub`` is one of its modules renamed in place (``bootstrap.cells`` -> ``bootstrap.cell_resamples``).
-    A module that leaves its package cannot be reached that way: it is printed, to be fixed by hand."""
+    A module that leaves its package is then named by itself (``multiclass.metrics.X`` -> ``class_measures.X``,
+    with ``from calibdash.measures import class_measures`` after the file's last top-level import)."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -417,7 +418,7 @@ def attribute_edits(text: str, old_name: str, is_pkg: bool, table: dict[str, str
     if not bound:
         return []
     starts = _offsets(text)
-    edits = []
+    edits, wanted = [], {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound):
             continue
@@ -425,11 +426,23 @@ def attribute_edits(text: str, old_name: str, is_pkg: bool, table: dict[str, str
         if old_sub not in modules or table.get(old_sub, old_sub) == old_sub:
             continue
         parent, _, base = table[old_sub].rpartition(".")
-        if parent != map_dotted(bound[node.value.id], table):
-            print(f"  by hand: {old_name} reaches {old_sub} as {node.value.id}.{node.attr}; it is now {table[old_sub]}")
-            continue
         end = starts[node.end_lineno - 1] + node.end_col_offset
-        edits.append((end - len(node.attr), end, base))
+        if parent == map_dotted(bound[node.value.id], table):
+            edits.append((end - len(node.attr), end, base))
+            continue
+        # the module left the package: name it by itself, imported once after the module's last import
+        start = starts[node.lineno - 1] + node.col_offset
+        edits.append((start, end, base))
+        wanted[base] = parent
+    if wanted:
+        last = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        if not last:
+            print(f"  by hand: {where} reaches {sorted(wanted)} through a package they left")
+            return []
+        at = starts[last[-1].end_lineno - 1] + last[-1].end_col_offset
+        lines = "".join(f"\nfrom {parent} import {base}" for base, parent in sorted(wanted.items()))
+        edits.append((at, at, lines))
+        print(f"  {where}: {', '.join(sorted(wanted))} imported by name (reached through a package they left)")
     return edits
 
 
@@ -559,10 +572,10 @@ def main(argv: list[str] | None = None) -> int:
             old = module_name(rel)
             edits = import_edits(text, old, rename.get(old, old), path.name == "__init__.py", table, modules,
                                  moves[old][1].name == "__init__.py" if old in moves else None)
-            edits += attribute_edits(text, old, path.name == "__init__.py", table, modules)
+            edits += attribute_edits(text, old, path.name == "__init__.py", table, modules, str(rel))
         elif path.suffix == ".py":
             edits = import_edits(text, "__outside__", "__outside__", False, table, modules)
-            edits += attribute_edits(text, "__outside__", False, table, modules)
+            edits += attribute_edits(text, "__outside__", False, table, modules, str(rel))
         new = rewrite_text(text, table, edits, paths, test_moves)
         if rel.parts[0] == "tests" and path.suffix == ".py":
             moved_down = rel.parent == Path("tests") and rel.name in test_moves
