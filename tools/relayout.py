@@ -82,6 +82,7 @@ MODULES: dict[str, str] = {
     "drift": "monitoring.drift",
     "multiclass.groups": "monitoring.class_groups",
     "keyed.measures": "monitoring.keyed.per_key",
+    "keyed.rows": "monitoring.keyed.from_rows",    # engines/<backend>/rows.py are the engines' rows
     # sources and engines: one name per concept (no classes.py, no large.py)
     "data.classes": "data.class_set",
     "data.large": "data.large_source",
