@@ -324,6 +324,15 @@ def _relative(from_package: str, target: str) -> tuple[int, str]:
     return len(p) - c + 1, ".".join(t[c:])
 
 
+def _origin(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` in a module of ``package`` reads from."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def import_edits(text: str, old_name: str, new_name: str, is_pkg: bool, table: dict[str, str],
                  modules: set[str], new_is_pkg: bool | None = None) -> list[tuple[int, int, str]]:
     """Edits ``(start, end, text)`` of the import statements of one module whose text needs more than the
@@ -341,12 +350,7 @@ def import_edits(text: str, old_name: str, new_name: str, is_pkg: bool, table: d
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom):
             continue
-        if node.level:
-            base = old_pkg.split(".")
-            base = base[: len(base) - (node.level - 1)]
-            origin = ".".join(base + ([node.module] if node.module else []))
-        else:
-            origin = node.module or ""
+        origin = _origin(node, old_pkg)
         if not (origin == PKG or origin.startswith(PKG + ".")):
             continue
         # group the names by the module they come from after the move
@@ -403,12 +407,7 @@ def attribute_edits(text: str, old_name: str, is_pkg: bool, table: dict[str, str
     bound: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = old_pkg.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                origin = ".".join(base + ([node.module] if node.module else []))
-            else:
-                origin = node.module or ""
+            origin = _origin(node, old_pkg)
             for a in node.names:
                 if f"{origin}.{a.name}" in modules:
                     bound[a.asname or a.name] = f"{origin}.{a.name}"
