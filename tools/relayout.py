@@ -274,6 +274,7 @@ def _old_modules_and_packages(rename: dict[str, str]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------------------
 DOTTED = re.compile(r"(?<![\w.])" + PKG + r"((?:\.[A-Za-z_]\w*)+)")
 PATH = re.compile(r"(?<![\w/.])" + PKG + r"/((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*)\.py\b")
+FOLDER = re.compile(r"(?<![\w/.])" + PKG + r"/(?:[A-Za-z_]\w*/)+")
 
 
 _NEW_ONLY: dict[int, set[str]] = {}
@@ -446,6 +447,16 @@ def attribute_edits(text: str, old_name: str, is_pkg: bool, table: dict[str, str
     return edits
 
 
+def _folder(path: str, paths: dict[str, str]) -> str:
+    """``calibdash/schemas/x/`` with its longest moved package folder replaced."""
+    parts = path.rstrip("/").split("/")
+    for k in range(len(parts), 1, -1):
+        head = "/".join(parts[:k]) + "/"
+        if head in paths:
+            return paths[head] + path[len(head):]
+    return path
+
+
 def rewrite_text(text: str, table: dict[str, str], edits: list[tuple[int, int, str]],
                  paths: dict[str, str], tests: dict[str, str]) -> str:
     """The text with ``edits`` applied and, outside them, every dotted name, package path and old test path
@@ -456,6 +467,7 @@ def rewrite_text(text: str, table: dict[str, str], edits: list[tuple[int, int, s
     def plain(chunk: str) -> str:
         chunk = DOTTED.sub(lambda m: map_dotted(m.group(0), table), chunk)
         chunk = PATH.sub(lambda m: paths.get(m.group(0), m.group(0)), chunk)
+        chunk = FOLDER.sub(lambda m: _folder(m.group(0), paths), chunk)
         for old, new in tests.items():
             chunk = re.sub(r"(?<![\w/])tests/" + re.escape(old) + r"\b", "tests/" + new, chunk)
         return chunk
@@ -469,18 +481,17 @@ def rewrite_text(text: str, table: dict[str, str], edits: list[tuple[int, int, s
 
 
 def path_table(table: dict[str, str], repo: Path) -> dict[str, str]:
-    """``calibdash/a/b.py`` -> its new path, for every module that moves."""
+    """``calibdash/a/b.py`` (and ``calibdash/a/__init__.py``) -> its new path, for every module that moves; and
+    ``calibdash/pkg/`` -> its new folder for every package that moves whole (the JSON schemas' folder)."""
     out = {}
     for old, new in table.items():
         if old == new or old == PKG:
             continue
-        for suffix in (".py", "/__init__.py"):
-            o = old.replace(".", "/") + suffix
-            n_pkg = (repo / new.replace(".", "/")).is_dir() or new[len(PKG) + 1:] in {
-                p for p in NEW_PACKAGES} or any(v.startswith(new[len(PKG) + 1:] + ".")
-                                                for v in list(MODULES.values()) + list(PACKAGES.values()))
-            n = new.replace(".", "/") + ("/__init__.py" if n_pkg else ".py")
-            out.setdefault(o, n)
+        o, n = old.replace(".", "/"), new.replace(".", "/")
+        out.setdefault(o + "/__init__.py", n + "/__init__.py")
+        out.setdefault(o + ".py", n + ("/__init__.py" if _becomes_package(old, new) else ".py"))
+    for old, new in PACKAGES.items():
+        out.setdefault(f"{PKG}/{old.replace('.', '/')}/", f"{PKG}/{new.replace('.', '/')}/")
     return out
 
 
