@@ -11,8 +11,8 @@ What it does, in order:
    that, by :data:`PACKAGES` (the longest old package prefix: a module another change adds later to an old package
    moves with its package). A module no rule names stays where it is and is printed as ``unplaced``. Each move is a
    ``git mv``; a new package gets an ``__init__.py`` with a one-line docstring (:data:`NEW_PACKAGES`).
-2. **Imports.** In calibdash/, pages/, app.py, tests/, bench/ (``*.py``) and README.md, docs/, Makefile, .ci/,
-   pyproject.toml: absolute names ``calibdash.x.y`` anywhere in the text (imports, ``import calibdash.x``,
+2. **Imports.** In every tracked text file (calibdash/, pages/, app.py, tests/, bench/, sample_data/ scripts,
+   README.md and other docs, Makefile, .ci/, pyproject.toml; not the golden outputs): absolute names ``calibdash.x.y`` anywhere in the text (imports, ``import calibdash.x``,
    ``mock.patch``/``monkeypatch``/``importlib`` strings, ``:mod:`` references, ``-m calibdash.x``), paths
    ``calibdash/x/y.py``, and relative imports (``from .x import``, ``from ..x import``, ``from . import x``) of
    every moved file, re-expressed from the file's new place.
@@ -23,7 +23,8 @@ What it does, in order:
    such as ``io``). ``from conftest import`` becomes ``from tests.conftest import`` (the one conftest stays at
    ``tests/conftest.py``, so its fixtures stay visible to every folder), ``from test_x import`` becomes
    ``from tests.<package>.test_x import``, ``Path(__file__).resolve().parents[1]`` (the repository root) becomes
-   ``parents[2]`` in a test moved one folder down, and ``tests/test_x.py`` in any text becomes its new path.
+   ``parents[2]`` in a test moved one folder down, ``tests/test_x.py`` in any text becomes its new path, and a
+   quoted path relative to the package in a test (``PACKAGE / "evaluation.py"``) becomes the module's new one.
 
 The script is idempotent: a module already in its place is left alone, a file that is gone is skipped, and a second
 run finds nothing to do.
@@ -187,9 +188,6 @@ TEST_PREFIXES = {"multiclass": "calibrators", "app": "pages", "cli": "cli", "eng
                  "explain": "explain", "figures": "figures", "report": "report", "export": "io", "sql": "io",
                  "bootstrap": "evaluation", "evaluation": "evaluation", "calibrators": "calibrators"}
 
-#: Where text is rewritten (besides the package itself).
-TEXT_GLOBS = ["calibdash/**/*.py", "pages/**/*.py", "app.py", "tests/**/*.py", "bench/**/*.py", "tools/**/*.py",
-              "*.md", "docs/**/*.md", "sample_data/**/*.md", "Makefile", ".ci/*", "pyproject.toml", "tests/**/*.md"]
 SKIP_TEXT = {"tools/relayout.py"}
 
 
@@ -544,15 +542,31 @@ def git(repo: Path, *args: str, dry: bool) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True)
 
 
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".txt", ".sh", ""}
+
+
 def text_files(repo: Path) -> list[Path]:
-    seen: set[Path] = set()
-    for pattern in TEXT_GLOBS:
-        for p in repo.glob(pattern):
-            rel = p.relative_to(repo)
-            if p.is_file() and str(rel) not in SKIP_TEXT and ".venv" not in rel.parts and \
-                    "outputs" not in rel.parts:
-                seen.add(p)
-    return sorted(seen)
+    """Every tracked text file that can name a module or a test: sources, docs, the Makefile, CI scripts, the
+    project's settings (the golden outputs and this script excepted)."""
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files"], check=True, capture_output=True,
+                            text=True).stdout.splitlines()
+    out = []
+    for rel in listed:
+        path = repo / rel
+        parts = Path(rel).parts
+        if (path.suffix in TEXT_SUFFIXES and path.is_file() and rel not in SKIP_TEXT
+                and not (parts[:2] == ("tests", "golden") and "outputs" in parts)):
+            out.append(path)
+    return sorted(out)
+
+
+QUOTED_PY = re.compile(r"""(["'])((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*\.py)\1""")
+
+
+def rewrite_package_relative(text: str, paths: dict[str, str]) -> str:
+    """In a test, a quoted path relative to the package (``PACKAGE / "evaluation.py"``) -> its new path."""
+    rel = {k[len(PKG) + 1:]: v[len(PKG) + 1:] for k, v in paths.items() if k.endswith(".py")}
+    return QUOTED_PY.sub(lambda m: m.group(1) + rel.get(m.group(2), m.group(2)) + m.group(1), text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -577,7 +591,10 @@ def main(argv: list[str] | None = None) -> int:
     changed = 0
     for path in files:
         rel = path.relative_to(repo)
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
         edits = []
         if path.suffix == ".py" and rel.parts[0] == PKG:
             old = module_name(rel)
@@ -589,6 +606,7 @@ def main(argv: list[str] | None = None) -> int:
             edits += attribute_edits(text, "__outside__", False, table, modules, str(rel))
         new = rewrite_text(text, table, edits, paths, test_moves)
         if rel.parts[0] == "tests" and path.suffix == ".py":
+            new = rewrite_package_relative(new, paths)
             moved_down = rel.parent == Path("tests") and rel.name in test_moves
             new = rewrite_test_imports(new, test_moves, moved_down)
         if new != text:
