@@ -179,11 +179,12 @@ TESTS: dict[str, str] = {
         "app", "app_classes", "app_classes_pages", "app_classes_url", "app_compare", "app_diagrams", "app_roles",
         "app_segments", "app_segments_classes", "app_segments_large", "learn_page", "live_cache",
         "server_memory", "security_pages", "large_source")},
-    # test_layout, test_conventions, test_packaging, test_row_order, test_weights, test_sklearn*, test_golden
-    # check the whole package (or the root's sklearn.py): they stay in tests/.
 }
+#: Tests of the whole package (or of the root's sklearn.py): they stay in tests/.
+STAY = {"test_layout.py", "test_conventions.py", "test_packaging.py", "test_row_order.py", "test_weights.py",
+        "test_sklearn.py", "test_sklearn_classes.py"}
 #: A test file another change adds, named test_<word>_..., goes with the package of its first word.
-TEST_PREFIXES = {"multiclass": "calibrators", "app": "pages", "cli": "cli", "engines": "engines",
+TEST_PREFIXES = {"multiclass": "calibrators", "app": "pages", "cli": "cli", "engines": "engines", "engine": "engines",
                  "keyed": "monitoring", "measures": "measures", "benchmark": "benchmark", "data": "data",
                  "explain": "explain", "figures": "figures", "report": "report", "export": "io", "sql": "io",
                  "bootstrap": "evaluation", "evaluation": "evaluation", "calibrators": "calibrators"}
@@ -496,16 +497,31 @@ def path_table(table: dict[str, str], repo: Path) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------------------
 # tests
 # ---------------------------------------------------------------------------------------------------------------
-def plan_tests(repo: Path) -> tuple[dict[str, str], list[str]]:
-    """``old name -> new relative path`` for the test files at tests/ that move, and those that stay."""
+def plan_tests(repo: Path, rename: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """``old name -> new relative path`` for the test files at tests/ that move, and those that stay.
+
+    A file :data:`TESTS` does not name goes where the module it is named for lives (``test_isotonic.py`` ->
+    ``calibrators/``, for ``calibdash/calibrators/isotonic.py``; a private ``_bayes_binning.py`` counts), else
+    with the package of its first word (:data:`TEST_PREFIXES`); a name found in two top-level packages stays."""
+    homes: dict[str, set[str]] = {}
+    for new in rename.values():
+        parts = new.split(".")
+        if len(parts) > 2:
+            homes.setdefault(parts[-1].lstrip("_"), set()).add(parts[1])
     moves, stay = {}, []
     for path in sorted((repo / "tests").glob("test_*.py")):
         name = path.name
-        if name in TESTS:
+        stem = name[len("test_"):-len(".py")]
+        word = stem.split("_")[0]
+        home = homes.get(stem, set())
+        home = home - {"figures", "explain"} or home          # a method's tests sit with its calibrator
+        if name in STAY:
+            stay.append(name)
+        elif name in TESTS:
             moves[name] = TESTS[name]
-            continue
-        word = name[len("test_"):].split("_")[0].removesuffix(".py")
-        if word in TEST_PREFIXES:
+        elif len(home) == 1:
+            moves[name] = f"{next(iter(home))}/{name}"
+        elif word in TEST_PREFIXES:
             moves[name] = f"{TEST_PREFIXES[word]}/{name}"
         else:
             stay.append(name)
@@ -583,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     rename, moves, unplaced = plan_moves(repo)
     table = _old_modules_and_packages(rename)
     paths = path_table(table, repo)
-    test_moves, test_stay = plan_tests(repo)
+    test_moves, test_stay = plan_tests(repo, rename)
     modules = set(rename)
 
     # 1. rewrite every text file in place, each module's relative imports from its new place
