@@ -540,6 +540,11 @@ def rewrite_test_imports(text: str, test_moves: dict[str, str], moved_down: bool
         mod = "tests." + (where[:-3].replace("/", ".") if where else m.group(2))
         return f"{m.group(1)}from {mod} import"
     text = re.sub(r"(?m)^(\s*)from (test_\w+) import", sibling, text)
+
+    def dotted(m):                                  # tests.test_app (already a package import) -> tests.pages.test_app
+        where = test_moves.get(m.group(1) + ".py")
+        return "tests." + where[:-3].replace("/", ".") if where else m.group(0)
+    text = re.sub(r"(?<![\w.])tests\.(test_\w+)\b", dotted, text)
     if moved_down:
         text = re.sub(r"Path\(__file__\)\.resolve\(\)\.parents\[1\]", "Path(__file__).resolve().parents[2]", text)
         text = re.sub(r"Path\(__file__\)\.parent\.parent\b", "Path(__file__).parent.parent.parent", text)
