@@ -541,6 +541,12 @@ def rewrite_test_imports(text: str, test_moves: dict[str, str], moved_down: bool
         return f"{m.group(1)}from {mod} import"
     text = re.sub(r"(?m)^(\s*)from (test_\w+) import", sibling, text)
 
+    def plain_import(m):                            # import test_engines as B -> from tests.engines import ...
+        where = test_moves.get(m.group(2) + ".py")
+        package = "tests." + where.rpartition("/")[0].replace("/", ".") if where and "/" in where else "tests"
+        return f"{m.group(1)}from {package} import {m.group(2)}{m.group(3) or ''}"
+    text = re.sub(r"(?m)^(\s*)import (test_\w+)( as \w+)?\s*$", plain_import, text)
+
     def dotted(m):                                  # tests.test_app (already a package import) -> tests.pages.test_app
         where = test_moves.get(m.group(1) + ".py")
         return "tests." + where[:-3].replace("/", ".") if where else m.group(0)
@@ -568,7 +574,7 @@ TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".txt",
 
 def text_files(repo: Path) -> list[Path]:
     """Every tracked text file that can name a module or a test: sources, docs, the Makefile, CI scripts, the
-    project's settings (the golden outputs and this script excepted)."""
+    project's settings (the golden outputs, tests/golden/*outputs/, and this script excepted)."""
     listed = subprocess.run(["git", "-C", str(repo), "ls-files"], check=True, capture_output=True,
                             text=True).stdout.splitlines()
     out = []
@@ -576,7 +582,7 @@ def text_files(repo: Path) -> list[Path]:
         path = repo / rel
         parts = Path(rel).parts
         if (path.suffix in TEXT_SUFFIXES and path.is_file() and rel not in SKIP_TEXT
-                and not (parts[:2] == ("tests", "golden") and "outputs" in parts)):
+                and not (parts[:2] == ("tests", "golden") and any(q.endswith("outputs") for q in parts))):
             out.append(path)
     return sorted(out)
 
