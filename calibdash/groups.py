@@ -217,7 +217,7 @@ def column_for_rows(ss, column: str) -> pd.Series:
         ``column`` is not a column of the file, or the usable rows cannot be found again.
     """
     from .data.margins import to_probabilities
-    from .data.roles import parse_numbers
+    from .data.numbers import parse_numbers
 
     raw = ss.raw
     if column not in raw.columns:
