@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from calibdash import calibrators, export  # noqa: E402
+from calibdash import calibrators
+from calibdash.io import export  # noqa: E402
 from calibdash.engines.apply import apply_model  # noqa: E402
 
 #: (label, registry name, hyperparameters): one of each SQL form.

@@ -49,7 +49,7 @@ def child(path: str) -> None:
     import pyarrow.parquet  # noqa: F401  (a server at rest has these loaded)
 
     from calibdash.data import build_score_set, read_table
-    from calibdash.errors import DataError
+    from calibdash.core.errors import DataError
 
     data = Path(path).read_bytes()
     name = Path(path).name

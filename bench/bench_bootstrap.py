@@ -22,8 +22,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_of  # noqa: E402
-from calibdash import cells  # noqa: E402
-from calibdash.bootstrap import bootstrap_cells, bootstrap_metrics  # noqa: E402
+from calibdash.evaluation import cells  # noqa: E402
+from calibdash.evaluation.bootstrap import bootstrap_cells, bootstrap_metrics  # noqa: E402
 
 SIZES = (100_000, 1_000_000, 10_000_000)
 N_BOOT = 200

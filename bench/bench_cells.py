@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from calibdash import cells, load_scores  # noqa: E402
-from calibdash.evaluation import Scheme, cell_parts, evaluate_cells  # noqa: E402
+from calibdash.evaluation import cells
+from calibdash import load_scores  # noqa: E402
+from calibdash.evaluation.holdout import Scheme, cell_parts, evaluate_cells  # noqa: E402
 
 METHODS = "platt,histogram,isotonic,bbq,elite,abb"
 

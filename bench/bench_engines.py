@@ -63,7 +63,7 @@ def write_files(n: int, folder: Path) -> str:
 def run_one(engine: str, glob: str, features: str) -> dict:
     """In a child: aggregate and report wall time, cells and this process's peak RSS."""
     from calibdash.engines import Source, aggregate
-    from calibdash.evaluation import Scheme
+    from calibdash.evaluation.holdout import Scheme
 
     feats = tuple(f for f in features.split(",") if f)
     src = Source(glob, features=feats)

@@ -81,7 +81,7 @@ if task.startswith("floor"):
     cells = 0
 else:
     from calibdash.engines import Source, aggregate_keyed
-    from calibdash.keyed import Key
+    from calibdash.monitoring.keyed import Key
     key = Key("segment", max_groups={segments}) if task == "by segment" else Key("day", kind="period", freq="W")
     kc = aggregate_keyed(Source(glob), key, engine="duckdb", memory_limit=limit)
     cells = len(kc)

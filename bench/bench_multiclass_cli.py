@@ -11,7 +11,7 @@ fresh process whose wall time and peak resident memory (``ru_maxrss`` of the chi
   evaluation pays before it fits anything);
 * evaluate: ``python -m calibdash evaluate FILE --methods temperature,vector,dirichlet,ovr:isotonic
   --json`` (the methods this calibdash has; the scaling family fitted on a 200,000-row sample, as
-  :data:`calibdash.evaluation.MAX_FIT_ROWS` says, ovr:isotonic on every fitting row,
+  :data:`calibdash.evaluation.holdout.MAX_FIT_ROWS` says, ovr:isotonic on every fitting row,
   every method judged on the 30% held out).
 
 Target: evaluate under 30 s wall and 2 GB peak resident memory for N = 1e6, K = 10.
@@ -31,7 +31,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from calibdash import multiclass  # noqa: E402
+from calibdash.calibrators import multiclass  # noqa: E402
 
 WANTED = ("temperature", "vector", "dirichlet", "ovr:isotonic")
 

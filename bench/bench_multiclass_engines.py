@@ -3,11 +3,11 @@
 Writes N rows of Parquet (10 float32 probability columns ``p_0..p_9`` from an overconfident Dirichlet model, an
 int8 label; files of at most 5e6 rows written in chunks with pyarrow), then prints, for 1e6 and 1e7 rows, the
 wall time (best of ``REPEAT``) of :func:`calibdash.engines.classes.aggregate_classes` (every row in one part,
-as :func:`calibdash.multiclass.large.evaluate_class_source` measures a source) with DuckDB and the in-memory
+as :func:`calibdash.engines.class_fit.evaluate_class_source` measures a source) with DuckDB and the in-memory
 engine, the time of every measure computed from the cells, and two floors: DuckDB's ``count(*)`` (Parquet
 metadata only) and a plain Parquet read of every column (``pyarrow.parquet.read_table``).
 
-With ``--evaluate`` it also times :func:`calibdash.multiclass.large.evaluate_class_source` with DuckDB (methods
+With ``--evaluate`` it also times :func:`calibdash.engines.class_fit.evaluate_class_source` with DuckDB (methods
 temperature, vector, dirichlet and ovr:isotonic; the default scheme of ``evaluate``, a 70/30 split by row hash; each
 fitted on a content-keyed sample of 200,000 rows; the held-out rows streamed in batches into cells), each size in a
 fresh process so that its peak RSS (``ru_maxrss``) is its own; it prints wall and CPU seconds, the peak RSS, the
@@ -84,8 +84,8 @@ class _Stages:
 def evaluate_one(glob: str, threads: int) -> dict:
     """One timed evaluate_class_source in this process: wall, CPU, peak RSS, stage times, ECEs."""
     from calibdash.engines.classes import class_source
-    from calibdash.scheme import Scheme
-    from calibdash.multiclass.large import evaluate_class_source
+    from calibdash.evaluation.scheme import Scheme
+    from calibdash.engines.class_fit import evaluate_class_source
 
     cs = class_source(glob)
     job = _Stages()
@@ -108,7 +108,7 @@ def main(sizes, threads, evaluate=False):
     import pyarrow.parquet as pq
 
     from calibdash.engines.classes import aggregate_classes, class_source
-    from calibdash.cells import cell_measures
+    from calibdash.evaluation.cells import cell_measures
 
     print(f"K = {K}, {threads} threads; best of {REPEAT}; seconds")
     print(f"{'rows':>11} {'count(*)':>9} {'pq read':>8} {'duckdb':>8} {'memory':>8} {'measures':>9} "

@@ -12,7 +12,7 @@ Each row is the best wall-clock time and the best CPU time (this process, all it
 runs of ``fit(P, y)`` on the whole file (validation of the table included), BLAS pinned to ``--threads``
 threads (threadpoolctl; default 2, the target machine's cores; the solver itself runs its products on one), with its defaults: temperature and vector scaling unregularised, matrix and
 Dirichlet scaling with ODIR, lambda (= mu) chosen by 5-fold cross-validation over the default grid
-(``calibdash.multiclass.methods.matrix.LAMBDAS``), then refitted. Beside them:
+(``calibdash.calibrators.multiclass.methods.matrix.LAMBDAS``), then refitted. Beside them:
 
 * ``floor``: ``scipy.special.softmax`` of the same (n, K) array, the least any map of it costs;
 * ``sklearn temperature``, ``sklearn ovr sigmoid``, ``sklearn ovr isotonic``: scikit-learn's
@@ -60,7 +60,7 @@ from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
 from sklearn.dummy import DummyClassifier  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 
-from calibdash import multiclass  # noqa: E402
+from calibdash.calibrators import multiclass  # noqa: E402
 
 DATA = Path("/work/shared/data/multiclass-cifar")
 FILES = ["wideresnet-16-4-cifar-10", "lenet-5-cifar-10", "wideresnet-16-4-cifar-100"]

@@ -7,11 +7,11 @@ Where things are: :mod:`calibdash.calibrators` fits (one calibrator per
 module), :mod:`calibdash.explain` explains a fitted calibrator as plain data
 (one module per method), :mod:`calibdash.figures` draws (plotly, one module
 per method for the inner workings); :mod:`calibdash.data` reads and
-validates files, :mod:`calibdash.metrics` measures, :mod:`calibdash.evaluation`
-judges on held-out rows, :mod:`calibdash.methods` turns a user's choice of
+validates files, :mod:`calibdash.metrics` measures, :mod:`calibdash.evaluation.holdout`
+judges on held-out rows, :mod:`calibdash.evaluation.methods` turns a user's choice of
 methods into calibrators, :mod:`calibdash.cli` is the command line.
 """
-from .errors import (CalibdashError, DataError, EnvironmentProblem, NotFittedError, ProgrammingError,
+from .core.errors import (CalibdashError, DataError, EnvironmentProblem, NotFittedError, ProgrammingError,
                      SettingsError)
 from .data import load_scores, ScoreSet
 

@@ -40,7 +40,7 @@ column) when it has one, else its ``decision_function`` mapped by the logistic
 function, as :func:`calibdash.load_scores` maps margins (never min-max scaled).
 
 K classes (three or more, or a multi-class method's name on two): ``method``
-names a multi-class method of :mod:`calibdash.multiclass`
+names a multi-class method of :mod:`calibdash.calibrators.multiclass`
 (``multiclass.available()``: ``"temperature"``, ``"dirichlet"``,
 ``"ovr:isotonic"``, ``"top_label:bbq"``, ...). A binary method's bare name means
 its one-vs-rest composite, as scikit-learn's ``method="isotonic"`` is one-vs-rest
@@ -77,8 +77,9 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import (_check_sample_weight, _num_samples, check_is_fitted, has_fit_parameter,
                                       validate_data)
 
-from . import calibrators, multiclass
-from .errors import SettingsError
+from . import calibrators
+from .calibrators import multiclass
+from .core.errors import SettingsError
 
 __all__ = ["CalibratedClassifier", "RESPONSE_METHODS"]
 
@@ -110,7 +111,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         With ``cv="prefit"`` it must already be fitted.
     method : str, default "isotonic"
         A calibdash method: a binary one (``calibdash.calibrators.available()``) or, for K
-        classes, a multi-class one (``calibdash.multiclass.available()``); a binary name on K
+        classes, a multi-class one (``calibdash.calibrators.multiclass.available()``); a binary name on K
         classes means its one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``).
     cv : int, cross-validation splitter, iterable or "prefit", default 5
         How rows are divided between the estimator and the calibrator, as in

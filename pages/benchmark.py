@@ -5,10 +5,10 @@ import streamlit as st
 
 from calibdash import benchmark
 from calibdash.benchmark import TableKind
-from calibdash.errors import CalibdashError, DataError
-from calibdash.evaluation import UNCALIBRATED
+from calibdash.core.errors import CalibdashError, DataError
+from calibdash.evaluation.holdout import UNCALIBRATED
 from calibdash.figures.charts import benchmark as bfig
-from calibdash.safe_text import csv_text
+from calibdash.core.safe_text import csv_text
 from pages.parts.benchmark_sets import FILES, KINDS, available_sets, kind_of
 from pages.parts.problems import show_problem
 from pages.parts.routing import route_guard

@@ -3,8 +3,9 @@ bootstrap intervals and a verdict, downloads, and a shareable address. One scrip
 problem declares (:attr:`pages.parts.problem.Problem.views`) are drawn, the others are not."""
 import streamlit as st
 
-from calibdash import diagrams as cdiagrams, evaluation as mevaluation, figures
-from calibdash.evaluation import UNCALIBRATED
+from calibdash import diagrams as cdiagrams, figures
+from calibdash.evaluation import holdout as mevaluation
+from calibdash.evaluation.holdout import UNCALIBRATED
 from pages.parts import diagrams, downloads, fitting, url_state
 from pages.parts.measures_panel import TOGGLE as MEASURES_TOGGLE, measures_table, show_measures
 from pages.parts.problem import problem_or_stop

@@ -4,11 +4,13 @@ reading declares (what was found and the classes for K classes, the score's mapp
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, evaluation, samples
+from calibdash import data as cdata, samples
+from calibdash.evaluation import holdout as evaluation
 from calibdash.measures import calibration as metrics
-from calibdash.errors import DataError, SettingsError
-from calibdash.multiclass import budget, metrics as mmetrics
-from calibdash.evaluation import UNCALIBRATED
+from calibdash.core.errors import DataError, SettingsError
+from calibdash.evaluation import class_budget as budget
+from calibdash.measures import class_measures as mmetrics
+from calibdash.evaluation.holdout import UNCALIBRATED
 from pages.parts import classes, diagrams, fitting, large_source, reading, scheme, source
 from pages.parts.problem import BINARY, CLASSES, Problem, read_problem
 from pages.parts.routing import route_guard

@@ -4,7 +4,7 @@ classes, as the problem declares)."""
 import streamlit as st
 
 from calibdash import figures
-from calibdash.evaluation import UNCALIBRATED
+from calibdash.evaluation.holdout import UNCALIBRATED
 from pages.parts import diagrams, fitting
 from pages.parts.explaining import explanation, show_inside
 from pages.parts.problem import problem_or_stop

@@ -6,8 +6,8 @@ or an over-confident K-class model with a known posterior. The lesson declares i
 calibrators and the views of one draw and of the repeated draws; the page draws, fits and lays them out."""
 import streamlit as st
 
-from calibdash.errors import DataError
-from calibdash.evaluation import UNCALIBRATED
+from calibdash.core.errors import DataError
+from calibdash.evaluation.holdout import UNCALIBRATED
 from pages.parts.learn_lessons import LESSONS
 from pages.parts.routing import route_guard
 from pages.parts.widgets import hyperparam_widgets, initial

@@ -3,7 +3,7 @@
 
 The page's data is summarised once into keyed score cells (:mod:`pages.parts.segments_data`: the rows' cells for
 an upload, a DuckDB job for a large source) and every number comes from them through
-:mod:`calibdash.keyed.measures`, every chart from calibdash.figures.charts.groups and calibdash.figures.charts.drift, so the
+:mod:`calibdash.monitoring.keyed.per_key`, every chart from calibdash.figures.charts.groups and calibdash.figures.charts.drift, so the
 numbers are those of ``python -m calibdash groups`` / ``drift`` (the command is shown under each table).
 
 The page reads the problem through one binary reduction (:mod:`pages.parts.segments_problem`): a binary table's
@@ -14,12 +14,14 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, drift as cdrift, groups as cgroups
+from calibdash.evaluation import bootstrap as cboot
+from calibdash import calibrators
+from calibdash.monitoring import drift as cdrift, groups as cgroups
 from calibdash.measures import calibration as metrics
-from calibdash.errors import DataError, SettingsError
-from calibdash.evaluation import CELLS_MIN_ROWS, UNCALIBRATED
+from calibdash.core.errors import DataError, SettingsError
+from calibdash.evaluation.holdout import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures.charts import drift as fdrift, groups as fgroups
-from calibdash.keyed import PERIODS, Key
+from calibdash.monitoring.keyed import PERIODS, Key
 from pages.parts import diagrams, segments_command as command, segments_data as sdata
 from pages.parts.fitting import is_large
 from pages.parts.labels import method_label, method_labels, method_menu_label

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import calibrators, export
-from calibdash.errors import NotFittedError
+from calibdash import calibrators
+from calibdash.io import export
+from calibdash.core.errors import NotFittedError
 
 N = 20_000
 

@@ -143,7 +143,7 @@ def test_cycle_finder_finds_a_planted_cycle_and_a_late_import(tmp_path):
 def test_calibdash_has_no_import_cycles():
     graph = import_graph(_modules(PACKAGE))
     assert len(graph) > 30                      # the walk really saw the package
-    assert "calibdash.measures.calibration" in graph["calibdash.evaluation"]
+    assert "calibdash.measures.calibration" in graph["calibdash.evaluation.holdout"]
     assert cycles(graph) == []
 
 
@@ -157,9 +157,9 @@ def test_backend_never_imports_streamlit():
 def test_validation_sits_below_metrics_and_calibrators():
     """Metrics and calibrators share their input checks from a module that imports neither."""
     graph = import_graph(_modules(PACKAGE))
-    assert "calibdash.validation" in graph["calibdash.measures.binning"]
-    assert "calibdash.validation" in graph["calibdash.calibrators.base"]
-    assert graph["calibdash.validation"] <= {"calibdash.errors"}
+    assert "calibdash.core.validation" in graph["calibdash.measures.binning"]
+    assert "calibdash.core.validation" in graph["calibdash.calibrators.base"]
+    assert graph["calibdash.core.validation"] <= {"calibdash.core.errors"}
     assert "calibdash.calibrators.base" not in graph["calibdash.measures.binning"]
     assert "calibdash.calibrators.base" not in graph["calibdash.measures.calibration"]
 
@@ -174,10 +174,11 @@ def test_each_method_is_explained_and_drawn_by_declaration():
     one an explainer returns."""
     from typing import get_type_hints
 
-    from calibdash import calibrators, figures, multiclass
+    from calibdash import calibrators, figures
+    from calibdash.calibrators import multiclass
     from calibdash.calibrators.base import Calibrator
     from calibdash.explain import Explanation, explainers
-    from calibdash.multiclass.base import MulticlassCalibrator
+    from calibdash.calibrators.multiclass.base import MulticlassCalibrator
 
     binary, k_class = set(calibrators.classes().values()), set(multiclass.classes().values())
     found = explainers()
@@ -206,32 +207,23 @@ def test_pages_and_app_have_no_import_cycles_and_pages_import_no_page():
     assert all(not dep.startswith("pages") for name in graph if name.startswith("calibdash") for dep in graph[name])
 
 
-def test_engines_do_not_import_the_evaluation():
-    """An engine plans a scheme's parts from :mod:`calibdash.scheme`, below the evaluation, never from it."""
-    graph = import_graph(_modules(PACKAGE))
-    engines = [name for name in graph if name == "calibdash.engines" or name.startswith("calibdash.engines.")]
-    assert "calibdash.engines.source" in engines and "calibdash.scheme" in graph["calibdash.engines.source"]
-    for name in engines:
-        assert "calibdash.evaluation" not in graph[name], f"{name} imports calibdash.evaluation"
-    assert not graph["calibdash.scheme"] & {"calibdash.evaluation", *engines}
-
-
 def test_benchmark_statistics_and_report_share_the_result_type_not_each_other():
     """The result type has its own module: the statistics build it, the report shows it, neither imports the
     other (not even for annotations, behind ``TYPE_CHECKING``)."""
     graph = import_graph(_modules(PACKAGE))
     stats, report = "calibdash.benchmark.statistics", "calibdash.benchmark.report"
-    assert "calibdash.benchmark.result" in graph[stats] and "calibdash.benchmark.result" in graph[report]
+    assert "calibdash.benchmark.outcome" in graph[stats] and "calibdash.benchmark.outcome" in graph[report]
     assert report not in graph[stats] and stats not in graph[report]
-    for name in (stats, report, "calibdash.benchmark.result"):
+    for name in (stats, report, "calibdash.benchmark.outcome"):
         assert "TYPE_CHECKING" not in _modules(PACKAGE)[name].read_text(encoding="utf-8"), name
 
 
 def test_each_registered_calibrator_declares_its_order_colour_and_sql_form():
     """A method declares itself in its class: its place in every list (``order``), its colour in every
-    chart (``color``) and its SQL form (``sql_map``: a form of calibdash.sql, or an explicit None); the
+    chart (``color``) and its SQL form (``sql_map``: a form of calibdash.io.sql, or an explicit None); the
     registry sorts by the declared order, and no two methods share a place or a colour."""
-    from calibdash import calibrators, sql
+    from calibdash import calibrators
+    from calibdash.io import sql
     from calibdash.calibrators.base import Calibrator
     from calibdash.figures.palette import UNCALIBRATED, color_of
 
@@ -258,7 +250,7 @@ def test_each_registered_calibrator_declares_its_order_colour_and_sql_form():
 
 
 @pytest.mark.parametrize("module", ["calibdash.calibrators", "calibdash.figures.palette", "calibdash.figures",
-                                    "calibdash.explain", "calibdash.sql"])
+                                    "calibdash.explain", "calibdash.io.sql"])
 def test_no_central_list_names_the_methods(module):
     """Adding a method is adding files: the registry, the palette, the dispatch to explainers and
     figures and the SQL writer name no method (they ask the classes, or read what modules declare)."""
@@ -345,10 +337,10 @@ def test_measures_are_one_subpackage_over_one_solver():
         assert not graph[name] & old, f"{name} imports an old re-export module: {graph[name] & old}"
     for name in old - {"calibdash.clinical"}:                 # clinical also keeps the UI's bin-count rule
         assert graph[name] and all(dep.startswith("calibdash.measures") for dep in graph[name]), name
-    assert graph["calibdash.logistic"] == set()
+    assert graph["calibdash.core.logistic"] == set()
     for user in ("calibdash.calibrators.platt", "calibdash.calibrators.beta", "calibdash.calibrators.temperature",
                  "calibdash.measures.recalibration"):
-        assert "calibdash.logistic" in graph[user], user
+        assert "calibdash.core.logistic" in graph[user], user
 
 
 def _calls(path: Path, name: str) -> bool:

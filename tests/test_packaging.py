@@ -93,8 +93,8 @@ def test_wheel_holds_only_the_library(wheel):
     assert not [n for n in names if n.endswith((".csv", ".pyc"))]            # the samples are generated, not shipped
     for must in ("calibdash/__init__.py", "calibdash/__main__.py", "calibdash/cli/__init__.py",
                  "calibdash/samples/__init__.py", "calibdash/samples/make.py", "calibdash/calibrators/bbq.py",
-                 "calibdash/schemas/__init__.py", "calibdash/schemas/common.json",
-                 *(f"calibdash/schemas/{c}.json" for c in ("evaluate", "groups", "drift", "benchmark"))):
+                 "calibdash/io/schemas/__init__.py", "calibdash/io/schemas/common.json",
+                 *(f"calibdash/io/schemas/{c}.json" for c in ("evaluate", "groups", "drift", "benchmark"))):
         assert must in names, must
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires = {line.split(":", 1)[1].strip().split(">=")[0].split(";")[0].strip(): line
@@ -128,7 +128,7 @@ def test_installed_package_is_imported_and_loads_samples(installed):
 
 def test_installed_package_reads_its_json_schemas(installed):
     """The --json schemas are package data: the installed package reads them (importlib.resources)."""
-    code = ("import json, calibdash.schemas as s; "
+    code = ("import json, calibdash.io.schemas as s; "
             "print(json.dumps({c: s.load(c)['$id'] for c in s.COMMANDS}))")
     out = _run([installed["python"], "-c", code], cwd=installed["work"], env=installed["env"]).stdout
     assert __import__("json").loads(out.strip().splitlines()[-1]) == {

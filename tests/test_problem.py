@@ -1,14 +1,14 @@
 """A data set is a problem with K classes and the binary reductions it declares (calibdash.data.problem), and
-one evaluation takes either kind (calibdash.evaluation.evaluate_problem, evaluate for any K)."""
+one evaluation takes either kind (calibdash.evaluation.holdout.evaluate_problem, evaluate for any K)."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from calibdash.data import build_class_set, build_score_set
-from calibdash.errors import SettingsError
-from calibdash.evaluation import (UNCALIBRATED, Evaluation, Scheme, combine, evaluate, evaluate_classes,
+from calibdash.core.errors import SettingsError
+from calibdash.evaluation.holdout import (UNCALIBRATED, Evaluation, Scheme, combine, evaluate, evaluate_classes,
                                   evaluate_problem)
-from calibdash.scheme import split_plan
+from calibdash.evaluation.scheme import split_plan
 
 P3 = np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.2, 0.6], [0.5, 0.4, 0.1], [0.3, 0.3, 0.4],
                [0.1, 0.8, 0.1]])

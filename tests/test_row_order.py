@@ -1,6 +1,6 @@
 """The same rows in another order are the same data: a held-out evaluation on rows does not depend on the order.
 
-The random split and the folds are dealt over the rows' content order (calibdash.evaluation.content_order:
+The random split and the folds are dealt over the rows' content order (calibdash.evaluation.holdout.content_order:
 label and score), so a shuffled table holds out the same rows, every score-only calibrator is fitted on the
 same multiset of rows, and every measure but MVCE comes out the same (to the rounding of sums taken in another
 order). MVCE is a random measure by its definition (MBCT paper, Eq. 10: random views, seeded): its seeded views
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash.evaluation import content_order, evaluate, split_plan
-from calibdash.scheme import Scheme
+from calibdash.evaluation.holdout import content_order, evaluate, split_plan
+from calibdash.evaluation.scheme import Scheme
 
 
 def _rows(n: int = 1200, seed: int = 0):

@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
 from calibdash import calibrators
-from calibdash.errors import SettingsError
+from calibdash.core.errors import SettingsError
 from calibdash.sklearn import CalibratedClassifier
 
 

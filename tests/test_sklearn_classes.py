@@ -27,9 +27,9 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
-from calibdash import multiclass
+from calibdash.calibrators import multiclass
 from calibdash.calibrators.platt import logit
-from calibdash.errors import SettingsError
+from calibdash.core.errors import SettingsError
 from calibdash.sklearn import CalibratedClassifier
 
 
@@ -85,7 +85,7 @@ def test_platt_with_smoothed_targets_is_sklearns_sigmoid_on_logit_margins(xy):
     theirs = CalibratedClassifierCV(LogitMargins(), method="sigmoid", cv=folds).fit(X, y)
     assert ours.score_source_ == "predict_proba"
     # scikit-learn stops L-BFGS at a projected gradient of 1e-6 (gtol) on a sum over ~600 rows; ours
-    # iterates to the floating-point limit. tests/test_multiclass_composites.py bounds the resulting
+    # iterates to the floating-point limit. tests/calibrators/test_multiclass_composites.py bounds the resulting
     # change of the map (a Newton step from scikit-learn's solution) below 1e-6 on such problems.
     np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), rtol=0, atol=1e-6)
 
@@ -197,7 +197,7 @@ def test_check_estimator_with_a_composite_method():
     assert sum(r["status"] == "passed" for r in results) >= 30
 
 
-# -- the scaling family (calibdash/multiclass/methods/: temperature, vector, matrix, dirichlet) ------------
+# -- the scaling family (calibdash/calibrators/multiclass/methods/: temperature, vector, matrix, dirichlet) ------------
 #: The scaling family is written on its own branch; these tests run once it is merged (and then need each of
 #: temperature, vector and matrix scaling to declare ``input_form = "logits"``: Guo et al. scale logits).
 SCALING_PENDING = "the multi-class scaling methods are not merged yet"

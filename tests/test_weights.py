@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from calibdash import calibrators
-from calibdash.errors import DataError
+from calibdash.core.errors import DataError
 
 #: Methods that cannot equal their fit on repeated rows. None now: MBCT merges identical rows and
 #: draws its views, holdout and growth sample from the rows' content, a row of whole weight k as k rows.
@@ -102,7 +102,7 @@ def test_a_class_without_weight_is_refused():
 
 def test_weights_passed_where_features_go_are_refused_not_ignored():
     """fit(scores, labels, w) would put the weights in ``features``, which most methods ignore: refused."""
-    from calibdash.errors import ProgrammingError
+    from calibdash.core.errors import ProgrammingError
 
     s = np.linspace(0.01, 0.99, 50)
     y = np.tile([0, 1], 25)

@@ -4,8 +4,8 @@ The protocol of the BBQ and ELiTE papers' real-data experiments, after
 Demšar (2006):
 
 1. Every (data set, method, repeat) *unit* is one call of
-   :func:`calibdash.evaluation.evaluate` (a K-class data set:
-   :func:`calibdash.evaluation.evaluate_classes`) with ``Scheme("kfold", seed=seed +
+   :func:`calibdash.evaluation.holdout.evaluate` (a K-class data set:
+   :func:`calibdash.evaluation.holdout.evaluate_classes`) with ``Scheme("kfold", seed=seed +
    repeat)``: each row's calibrated value comes from a model fitted on the
    other K - 1 folds, and the metrics are computed once on all the
    out-of-fold predictions. Within a repeat every method sees the same folds
@@ -31,7 +31,7 @@ The modules, one job each:
 :mod:`~calibdash.benchmark.statistics`
     Steps 2-3 from a unit table (:func:`summarise`), so another ranking
     metric, reference or alpha needs no refitting.
-:mod:`~calibdash.benchmark.result`
+:mod:`~calibdash.benchmark.outcome`
     What a benchmark found (:class:`BenchmarkResult`), with its sentences
     (:func:`describe`) and JSON (:func:`to_json`).
 :mod:`~calibdash.benchmark.rank_tests`
@@ -50,11 +50,11 @@ The command line ``python -m calibdash benchmark FILES...`` is in
 """
 from .datasets import class_datasets_from_table, datasets_from_table, load_benchmark_datasets, load_datasets
 from .catalogue import BINARY, CLASS_MEASURES, Catalogue
-from .large import EngineDataset
+from .in_place import EngineDataset
 from .engine import (DEFAULT_CLASS_METHODS, DEFAULT_CLASS_METRIC, DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS,
                      Unit, UnitCache, default_class_methods, plan_units, problem_of, run_benchmark, run_unit, unit_key)
 from .report import ReportTable, TableKind, report_tables
-from .result import BenchmarkResult, describe, to_json
+from .outcome import BenchmarkResult, describe, to_json
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
 __all__ = ["EngineDataset", "Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",

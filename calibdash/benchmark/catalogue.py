@@ -6,7 +6,7 @@ result's sentences need only this much of a measure: its name, whether
 methods can be ranked on it, its direction, its values turned so that lower
 is better, and a phrase for people. Binary benchmarks take it from
 :mod:`calibdash.measures` (:data:`BINARY`); K-class benchmarks from
-:data:`calibdash.multiclass.metrics.MEASURES` (:data:`CLASS_MEASURES`), so both rank, test and
+:data:`calibdash.measures.class_measures.MEASURES` (:data:`CLASS_MEASURES`), so both rank, test and
 report through the same code.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import measures
-from ..multiclass import metrics as mmetrics
+from ..measures import class_measures as mmetrics
 
 __all__ = ["Catalogue", "BINARY", "CLASS_MEASURES"]
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..data import ClassSet, ScoreSet, build_class_set, build_score_set, is_multiclass, read_table
 from ..data.roles import named_classes
-from ..errors import DataError, SettingsError
+from ..core.errors import DataError, SettingsError
 
 __all__ = ["datasets_from_table", "load_datasets", "expand_paths", "unique_name", "file_datasets",
            "class_datasets_from_table", "load_benchmark_datasets"]

@@ -1,7 +1,7 @@
 """The benchmark engine: plan (data set, method, repeat) units, run each as one K-fold evaluation, cache them.
 
-A unit is one call of :func:`calibdash.evaluation.evaluate` (binary data sets) or
-:func:`calibdash.evaluation.evaluate_classes` (K-class data sets, :class:`calibdash.data.ClassSet`)
+A unit is one call of :func:`calibdash.evaluation.holdout.evaluate` (binary data sets) or
+:func:`calibdash.evaluation.holdout.evaluate_classes` (K-class data sets, :class:`calibdash.data.ClassSet`)
 with ``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its
 data, calibrator, K and seed (:func:`unit_key`), so callers can cache units
 (``run_benchmark(cache=...)``) and an interrupted run resumes where it
@@ -15,7 +15,7 @@ over their data sets on log-loss and on classwise-ECE, with Friedman tests: the 
 log-loss (:data:`DEFAULT_CLASS_METRIC`) and the average-rank table holds classwise ECE (``cwECE``) and every
 other measure beside it. Their protocol is 5 x 5-fold cross-validation of the calibrators (on held-out model
 outputs); ``repeats`` and ``n_folds`` set it. The K-class folds are cut by the rows' content
-(:mod:`calibdash.scheme`), so the order of the rows never changes a result.
+(:mod:`calibdash.evaluation.scheme`), so the order of the rows never changes a result.
 """
 from __future__ import annotations
 
@@ -28,16 +28,17 @@ from typing import Callable, Mapping, MutableMapping, Sequence
 import pandas as pd
 
 from ..data import ClassSet
-from ..errors import DataError, SettingsError
-from ..evaluation import UNCALIBRATED, Scheme, evaluate, evaluate_cells
-from ..methods import resolve
-from .. import measures, multiclass
+from ..core.errors import DataError, SettingsError
+from ..evaluation.holdout import UNCALIBRATED, Scheme, evaluate, evaluate_cells
+from ..evaluation.methods import resolve
+from .. import measures
+from ..calibrators import multiclass
 from ..measures.calibration import METRIC_NAMES
-from ..multiclass import metrics as mmetrics
-from ..evaluation import evaluate_classes, resolve_classes
+from ..measures import class_measures as mmetrics
+from ..evaluation.holdout import evaluate_classes, resolve_classes
 from .catalogue import BINARY, CLASS_MEASURES, Catalogue
-from .large import EngineDataset
-from .result import BenchmarkResult
+from .in_place import EngineDataset
+from .outcome import BenchmarkResult
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
 __all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_units", "run_benchmark", "problem_of",
@@ -60,7 +61,7 @@ _CLASS_UNIT_VERSION = 1
 
 
 def default_class_methods() -> list[str]:
-    """:data:`DEFAULT_CLASS_METHODS` that are registered (:func:`calibdash.multiclass.available`)."""
+    """:data:`DEFAULT_CLASS_METHODS` that are registered (:func:`calibdash.calibrators.multiclass.available`)."""
     known = set(multiclass.available())
     return [m for m in DEFAULT_CLASS_METHODS if m in known]
 
@@ -164,10 +165,10 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     Parameters
     ----------
     data : ScoreSet, EngineDataset or ClassSet
-        An :class:`~calibdash.benchmark.large.EngineDataset` is cross-fitted on
+        An :class:`~calibdash.benchmark.in_place.EngineDataset` is cross-fitted on
         the cells its engine aggregates for this repeat's folds; a K-class
         :class:`~calibdash.data.ClassSet` by
-        :func:`~calibdash.evaluation.evaluate_classes`.
+        :func:`~calibdash.evaluation.holdout.evaluate_classes`.
     calibrator : Calibrator, MulticlassCalibrator or None
         Unfitted (cloned per fold); None for the uncalibrated scores.
     n_folds, seed : int
@@ -182,7 +183,7 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     -------
     dict
         :data:`calibdash.metrics.METRIC_NAMES` and ``extra`` (K classes:
-        :data:`calibdash.multiclass.metrics.MEASURE_NAMES`) -> value on all
+        :data:`calibdash.measures.class_measures.MEASURE_NAMES`) -> value on all
         out-of-fold predictions, plus ``"seconds"``.
     """
     scheme = Scheme("kfold", n_folds=int(n_folds), seed=int(seed))
@@ -328,9 +329,9 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         At least two for the Friedman test (one still gives the tables). All binary, or all K-class
         (:func:`problem_of`; their numbers of classes may differ).
     methods : method spec
-        Anything :func:`calibdash.methods.resolve` takes (``"platt,bbq"``, a
+        Anything :func:`calibdash.evaluation.methods.resolve` takes (``"platt,bbq"``, a
         list of names, key -> hyperparameters, key -> unfitted calibrator);
-        K classes: what :func:`calibdash.evaluation.resolve_classes` takes
+        K classes: what :func:`calibdash.evaluation.holdout.resolve_classes` takes
         (``"temperature,ovr:isotonic"``). The key ``"uncalibrated"`` is reserved for the raw scores.
     n_folds : int, default ``Scheme().n_folds``
         K of the cross-fitting.
@@ -339,7 +340,7 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
     seed : int, default 0
     metrics : sequence of str, optional
         Metrics kept: names of the problem's catalogue (default :data:`calibdash.metrics.METRIC_NAMES`;
-        K classes: every measure of :data:`calibdash.multiclass.metrics.MEASURES`).
+        K classes: every measure of :data:`calibdash.measures.class_measures.MEASURES`).
     metric : str, optional
         The metric ranked for the Friedman test and Holm's procedure (default "ECE"; K classes
         :data:`DEFAULT_CLASS_METRIC`, the log-loss).

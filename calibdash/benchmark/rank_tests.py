@@ -34,7 +34,7 @@ Demšar's worked example (his Table 6: AUC of four C4.5 variants on 14 data
 sets; average ranks 3.143, 2.000, 2.893, 1.964; ``chi2_F = 9.28``,
 ``F_F = 3.69`` against ``F(3, 39) = 2.85`` at alpha = .05; Holm rejects
 C4.5+m+cf and C4.5+m against C4.5, retains C4.5+cf) is reproduced in
-``tests/test_stats.py``. :mod:`calibdash.benchmark.statistics` applies
+``tests/benchmark/test_stats.py``. :mod:`calibdash.benchmark.statistics` applies
 these functions to a benchmark's results.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ..errors import DataError, SettingsError
+from ..core.errors import DataError, SettingsError
 
 __all__ = ["FriedmanResult", "rank_table", "average_ranks", "friedman", "friedman_from_ranks",
            "rank_standard_error", "holm"]

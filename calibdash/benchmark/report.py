@@ -1,5 +1,5 @@
 """What a benchmark shows people: its tables, each with its kind (its result in sentences and its JSON,
-:func:`describe` and :func:`to_json`, are the result's own, in :mod:`calibdash.benchmark.result`, and are
+:func:`describe` and :func:`to_json`, are the result's own, in :mod:`calibdash.benchmark.outcome`, and are
 re-exported here).
 
 :func:`report_tables` gives the tables the dashboard's Benchmark page and
@@ -15,7 +15,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from .result import BenchmarkResult, describe, to_json
+from .outcome import BenchmarkResult, describe, to_json
 
 __all__ = ["TableKind", "ReportTable", "report_tables", "describe", "to_json"]
 

@@ -6,7 +6,7 @@ a :class:`BenchmarkResult`, so another ranking metric, reference or alpha
 needs no refitting. The tests themselves are in
 :mod:`calibdash.benchmark.rank_tests`; the tables and sentences shown to
 people are in :mod:`calibdash.benchmark.report`; the result type and its sentences are in
-:mod:`calibdash.benchmark.result`.
+:mod:`calibdash.benchmark.outcome`.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import SettingsError
-from ..evaluation import UNCALIBRATED, Scheme
+from ..core.errors import SettingsError
+from ..evaluation.holdout import UNCALIBRATED, Scheme
 from . import rank_tests
 from .catalogue import BINARY, Catalogue
-from .result import BenchmarkResult
+from .outcome import BenchmarkResult
 
 __all__ = ["BenchmarkResult", "summarise", "default_reference", "DEFAULT_METRIC", "DEFAULT_ALPHA"]
 

@@ -14,8 +14,8 @@ no list here names the methods.
 """
 from __future__ import annotations
 
-from ..errors import SettingsError
-from ..registry import scan
+from ..core.errors import SettingsError
+from ..core.scan import scan
 from .base import Calibrator, HyperParam
 
 __all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class"]

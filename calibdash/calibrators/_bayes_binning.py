@@ -78,7 +78,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from ._steps import collapse_ties
 from .base import Calibrator, HyperParam
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..measures import calibration as metrics
-from ..errors import DataError
+from ..core.errors import DataError
 
 __all__ = ["SCORE", "NUMERIC", "CATEGORICAL", "ColumnCode", "column_kind", "weighted_quantiles", "learn_codes",
            "score_code", "encode", "ordered_slots", "categorical_slots"]

@@ -1,7 +1,7 @@
 """MBCT as SQL: the trees as nested ``CASE``s over the score and the feature columns.
 
 :meth:`calibdash.calibrators.mbct.MBCTCalibrator.sql_map` returns :func:`mbct_form`
-of its column coding and trees; :func:`calibdash.sql.to_sql` writes it. It
+of its column coding and trees; :func:`calibdash.io.sql.to_sql` writes it. It
 equals ``predict`` bit for bit.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..sql import ClosedForm, SqlUnsupported, SqlWriter, literal
+from ..io.sql import ClosedForm, SqlUnsupported, SqlWriter, literal
 from ._mbct_tree import Tree
 
 __all__ = ["mbct_form"]

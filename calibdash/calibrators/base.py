@@ -14,7 +14,7 @@ class. It follows scikit-learn's estimator conventions:
 * ``predict(scores, features=None)`` returns probabilities in [0, 1];
   ``predict_proba`` the (n, 2) array scikit-learn's classifiers return and
   ``transform`` the calibrated scores as one column.
-* unfitted use raises :class:`calibdash.errors.NotFittedError`, which is
+* unfitted use raises :class:`calibdash.core.errors.NotFittedError`, which is
   scikit-learn's ``NotFittedError`` too; the tags say a calibrator takes one
   column of scores (``(n,)`` or ``(n, 1)``), never several.
 
@@ -29,7 +29,7 @@ validated arrays; the public methods here do the validation.
 A method declares itself in its own class, so adding one is adding files: its
 place in every list (``order``), its colour in every chart (``color``) and,
 with :meth:`Calibrator.sql_map`, how its fitted map is written as SQL (a form
-of :mod:`calibdash.sql`, or None: it has none).
+of :mod:`calibdash.io.sql`, or None: it has none).
 """
 from __future__ import annotations
 
@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..errors import DataError, NotFittedError, ProgrammingError
-from ..validation import check_labels, check_scores, check_weights
+from ..core.errors import DataError, NotFittedError, ProgrammingError
+from ..core.validation import check_labels, check_scores, check_weights
 
 if TYPE_CHECKING:
-    from ..sql import ClosedForm, LinearMap, StepMap
+    from ..io.sql import ClosedForm, LinearMap, StepMap
 
 __all__ = ["HyperParam", "Calibrator", "check_scores", "check_labels"]
 
@@ -160,7 +160,7 @@ class Calibrator(BaseEstimator):
             counts as ``w`` rows.
         pos_label : optional
             The label value of the positive class, whose probability
-            ``predict`` gives; default :func:`calibdash.validation.choose_positive`'s
+            ``predict`` gives; default :func:`calibdash.core.validation.choose_positive`'s
             rule, the file loader's (1, True, yes, ...; else the second value sorted).
 
         Returns
@@ -212,14 +212,14 @@ class Calibrator(BaseEstimator):
         return tags
 
     def sql_map(self) -> "ClosedForm | StepMap | LinearMap | None":
-        """The fitted map as a form of :mod:`calibdash.sql` (what :func:`calibdash.sql.to_sql` writes),
+        """The fitted map as a form of :mod:`calibdash.io.sql` (what :func:`calibdash.io.sql.to_sql` writes),
         or None: this method has no SQL form (apply it with ``predict``).
 
         Each method's class says which: a step map (``StepMap``), a piecewise-linear map
         (``LinearMap``) or a formula (``ClosedForm``), built from the fitted state ``predict`` uses,
         so that the SQL equals ``predict``. A class without a SQL form overrides this to return None,
         saying so; this default (None too) is what a class that has not said inherits. It raises
-        :class:`calibdash.sql.SqlUnsupported` for a fitted state the forms cannot hold.
+        :class:`calibdash.io.sql.SqlUnsupported` for a fitted state the forms cannot hold.
         """
         return None
 

@@ -116,14 +116,14 @@ likelihood, so the posterior over models sharpens (``c > 1``) or flattens
 rows each, ties split by row order), which a fractional row has no place
 in. Whole-number weights are supported exactly by expanding each row into
 ``w`` rows (``np.repeat``) before the code runs; any other weight is refused
-with a :class:`~calibdash.errors.SettingsError`. Since the blocks split
+with a :class:`~calibdash.core.errors.SettingsError`. Since the blocks split
 runs of ties by row order, the fit on score cells (rows compressed to
 ``(score, label)`` with counts) can differ from the fit on the original
 rows in the order they came, as the code's own fit on reordered rows does.
 
 Fitted on ``shared/data/svm-quadratic-scores/train_data_*.csv`` and applied to
 ``test_data_*.csv``, the authors' variant reproduces their published BBQ
-figures (``tests/test_bbq.py``).
+figures (``tests/calibrators/test_bbq.py``).
 
 Prediction
 ----------
@@ -144,8 +144,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-from ..errors import SettingsError
-from ..sql import StepMap
+from ..core.errors import SettingsError
+from ..io.sql import StepMap
 from ._steps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 
@@ -706,13 +706,13 @@ class BBQCalibrator(Calibrator):
         return StepMap(self.cuts_, self.levels_, self.point_x_, at)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the averaged step map and the
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the averaged step map and the
         authors' variant's point corrections (not the models and bins behind them)."""
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist(),
                 "point_x": self.point_x_.tolist(), "point_delta": self.point_delta_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         self.point_x_ = state.array("point_x", sorted=True)

@@ -8,10 +8,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from ..errors import SettingsError
-from ..logistic import fit_logistic
+from ..core.errors import SettingsError
+from ..core.logistic import fit_logistic
 from .base import Calibrator, HyperParam
-from ..sql import ClosedForm, SqlWriter, literal
+from ..io.sql import ClosedForm, SqlWriter, literal
 from .platt import EPS
 
 __all__ = ["BetaCalibrator", "BetaFit", "PARAMETERS", "beta_features", "beta_map", "midpoint", "log_likelihood",
@@ -117,7 +117,7 @@ def fit_beta(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, parameters: str
     """Fit the beta calibration map with ``parameters`` (see :class:`BetaCalibrator`) on checked scores
     ``s``, labels ``y`` and weights ``w`` (None: unit weights). Every regression starts from the
     identity map (``a = b = 1``, ``c = 0``; a refit from its kept coefficient 1 and ``c = 0``) and is
-    solved by :func:`~calibdash.logistic.fit_logistic` (the package's one logistic solver, Platt's too), to the floating-point
+    solved by :func:`~calibdash.core.logistic.fit_logistic` (the package's one logistic solver, Platt's too), to the floating-point
     limit unless ``tol > 0``."""
     x1, x2 = beta_features(s)
     one = np.ones_like(x1)
@@ -279,11 +279,11 @@ class BetaCalibrator(Calibrator):
         return ClosedForm(build)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): ``a``, ``b`` and ``c``."""
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): ``a``, ``b`` and ``c``."""
         return {"a": self.a_, "b": self.b_, "c": self.c_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`);
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`);
         ``m`` is derived again from ``a``, ``b``, ``c``."""
         self.a_, self.b_, self.c_ = state.number("a"), state.number("b"), state.number("c")
         self.m_ = 0.5 if self.parameters == "ab" else midpoint(self.a_, self.b_, self.c_)

@@ -71,8 +71,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import SettingsError
-from ..sql import LinearMap
+from ..core.errors import SettingsError
+from ..io.sql import LinearMap
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import Calibrator, HyperParam
 
@@ -358,11 +358,11 @@ class ELiTE(Calibrator):
         return LinearMap(self.map_x_, self.map_p_, left="extend", right="extend")
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the nodes of the averaged map
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the nodes of the averaged map
         (not the path of trend filters behind it)."""
         return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         self.map_x_ = state.array("x", sorted=True)
         self.map_p_ = state.array("p", size=self.map_x_.size)

@@ -106,8 +106,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SettingsError
-from ..sql import LinearMap
+from ..core.errors import SettingsError
+from ..io.sql import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
 from ._steps import interp
 from .base import Calibrator, HyperParam
@@ -393,12 +393,12 @@ class ENIR(Calibrator):
         return LinearMap(self.knots_, self.values_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the knots of the averaged map
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the knots of the averaged map
         (not the path and models behind it)."""
         return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         self.knots_ = state.array("knots", sorted=True)
         self.values_ = state.array("values", size=self.knots_.size)
         if self.knots_.size == 0:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SettingsError
-from ..sql import StepMap
+from ..core.errors import SettingsError
+from ..io.sql import StepMap
 from ._steps import collapse_ties, midpoints, step_lookup
 from .base import Calibrator, HyperParam
 
@@ -130,11 +130,11 @@ class HistogramCalibrator(Calibrator):
         return StepMap(self.cuts_, self.estimates_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the cut points and each bin's estimate."""
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's estimate."""
         return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
-from ..errors import SettingsError
-from ..sql import LinearMap, StepMap
+from ..core.errors import SettingsError
+from ..io.sql import LinearMap, StepMap
 from ._steps import collapse_ties, cuts_between, interp, step_lookup
 from .base import Calibrator, HyperParam
 
@@ -141,7 +141,7 @@ class IsotonicCalibrator(Calibrator):
         return StepMap(self.cuts_, self.block_value_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`).
+        """What ``predict`` needs (for :mod:`calibdash.io.export`).
 
         ``"step"``: the cut points and each block's value. ``"linear"``: the
         first and last fitted point of each block only: inside a block the map
@@ -154,7 +154,7 @@ class IsotonicCalibrator(Calibrator):
         return {"x": self.x_.tolist(), "fitted": self.fitted_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         if self.interpolation != "linear":
             self.cuts_ = state.array("cuts", sorted=True)
             self.block_value_ = state.array("values", size=self.cuts_.size + 1)

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..measures import calibration as metrics
-from ..errors import DataError, SettingsError
-from ..sql import ClosedForm
+from ..core.errors import DataError, SettingsError
+from ..io.sql import ClosedForm
 from ._mbct_rows import (SAMPLE_STREAM, CanonicalRows, TreeRows, canonical_rows, feature_frame,  # noqa: F401
                          holdout_counts, sample_counts, tree_rows, weighted_rows)
 from ._mbct_sql import mbct_form
@@ -278,7 +278,7 @@ class MBCTCalibrator(Calibrator):
         Whether the kept trees' training loss was above it, so that the model
         is the single leaf (see "Never worse than one leaf").
 
-    A calibrator read from a file (:mod:`calibdash.export`) has no
+    A calibrator read from a file (:mod:`calibdash.io.export`) has no
     ``history_`` and its trees' losses are NaN: the file holds what
     ``predict`` needs.
 
@@ -510,7 +510,7 @@ class MBCTCalibrator(Calibrator):
         return columns
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): how each column is coded and,
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): how each column is coded and,
         per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
         -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
         entries each) and the statistics its line follows from (``_mbct_tree.STATS``); not the losses of
@@ -523,7 +523,7 @@ class MBCTCalibrator(Calibrator):
         return {"columns": self._column_states(), "trees": trees}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         columns = []
         for c in state.records("columns"):
             kind, name = c.text("kind"), c.text("name")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ..logistic import fit_logistic
+from ..core.logistic import fit_logistic
 from .base import Calibrator, HyperParam
-from ..sql import ClosedForm, SqlWriter, literal
+from ..io.sql import ClosedForm, SqlWriter, literal
 
 __all__ = ["PlattCalibrator", "logit", "class_totals", "targets", "log_likelihood", "fit_logistic", "EPS",
            "logit_sql"]
@@ -23,7 +23,7 @@ def logit(s: np.ndarray) -> np.ndarray:
 
 def logit_sql(w: SqlWriter) -> str:
     """SQL of :func:`logit` of the writer's score: ``ln(c) - log1p(-c)``, ``c`` the score clipped to
-    [EPS, 1 - EPS] (the closed forms of :mod:`calibdash.sql`)."""
+    [EPS, 1 - EPS] (the closed forms of :mod:`calibdash.io.sql`)."""
     return w.logit(w.clip(w.score, EPS, 1 - EPS))
 
 
@@ -152,9 +152,9 @@ class PlattCalibrator(Calibrator):
         return ClosedForm(lambda w: w.sigmoid(f"{literal(a)} * {logit_sql(w)} + {literal(b)}"))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): slope ``a`` and intercept ``b``."""
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): slope ``a`` and intercept ``b``."""
         return {"a": self.a_, "b": self.b_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         self.a_, self.b_ = state.number("a"), state.number("b")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sql import StepMap
+from ..io.sql import StepMap
 from ._bayes_binning import BayesBinningBase, Positions, check_lam, collapse, sbb_best
 from ._steps import step_lookup
 
@@ -161,10 +161,10 @@ class SBB(BayesBinningBase):
         return StepMap(self.cuts_, self.bin_estimate_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the cut points and each bin's estimate."""
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's estimate."""
         return {"cuts": self.cuts_.tolist(), "estimates": self.bin_estimate_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.bin_estimate_ = state.array("estimates", size=self.cuts_.size + 1)

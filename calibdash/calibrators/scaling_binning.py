@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SettingsError
-from ..sql import StepMap
+from ..core.errors import SettingsError
+from ..io.sql import StepMap
 from ._steps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 from .histogram import bin_sums, equal_count_cuts
@@ -141,11 +141,11 @@ class ScalingBinningCalibrator(Calibrator):
         return StepMap(self.cuts_, self.levels_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the cut points and each bin's value."""
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's value."""
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         if np.any((self.levels_ < 0) | (self.levels_ > 1)):

@@ -6,10 +6,10 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from ..errors import SettingsError
-from ..logistic import fit_logistic
+from ..core.errors import SettingsError
+from ..core.logistic import fit_logistic
 from .base import Calibrator
-from ..sql import ClosedForm, literal
+from ..io.sql import ClosedForm, literal
 from .platt import logit, logit_sql
 
 __all__ = ["TemperatureCalibrator", "nll_grad_hess", "log_likelihood", "negative_log_likelihoods",
@@ -62,7 +62,7 @@ def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, 
     The negative log-likelihood is convex in ``beta`` (a logistic regression through the origin on
     ``z``), so its derivative is non-decreasing and the optimum in ``[lo, hi]`` is its root there, or
     the bound where it keeps its sign. The signs at the bounds are checked first; between them the
-    root is found by the package's one logistic solver (:func:`calibdash.logistic.fit_logistic`,
+    root is found by the package's one logistic solver (:func:`calibdash.core.logistic.fit_logistic`,
     Platt's and beta calibration's too) on the single column ``z`` without an intercept, starting
     from ``beta = 1`` (``T = 1``, the scores as they are) and iterated to the floating-point limit.
 
@@ -178,11 +178,11 @@ class TemperatureCalibrator(Calibrator):
         return ClosedForm(lambda w: w.sigmoid(f"{logit_sql(w)} / {literal(t)}"))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the temperature."""
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the temperature."""
         return {"temperature": self.temperature_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         t = state.number("temperature")
         if not t > 0:
             raise state.error(f"'temperature' must be positive, got {t!r}")

@@ -29,7 +29,7 @@ Where the paper, its authors' code and this module differ
   (0.9, 1) it gives ``p1(0.2) = 2/3``, ``p0(0.5) = 0``, ``p1(0.8) = 1``,
   ``p0(0.9) = 1/3`` where refitting isotonic regression gives 1/2, 1/3,
   2/3 and 1/2 (we ran both). This module follows the definition, checked
-  against refitting (``tests/test_venn_abers.py``).
+  against refitting (``tests/calibrators/test_venn_abers.py``).
 * Between calibration scores. The paper's algorithms give values at the
   distinct scores only. For ``s`` strictly between ``s'_{i-1}`` and
   ``s'_i``: ``p1(s) = F1[i]`` and ``p0(s) = F0[i-1]``, below the smallest
@@ -67,7 +67,7 @@ L(p0, 0), L(p, 1) - L(p1, 1))``. Both regrets are equal at the minimum:
   (the same argument with ``L(p, y) = (y - p)**2``: ``p**2 - p0**2 =
   (1 - p)**2 - (1 - p1)**2``).
 
-Both lie in ``[p0, p1]``; ``tests/test_venn_abers.py`` checks that each
+Both lie in ``[p0, p1]``; ``tests/calibrators/test_venn_abers.py`` checks that each
 equalises the regrets and that no ``p`` on a fine grid does better.
 """
 from __future__ import annotations
@@ -77,9 +77,9 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
-from ..errors import ProgrammingError, SettingsError
-from ..sql import StepMap
-from ..validation import check_scores
+from ..core.errors import ProgrammingError, SettingsError
+from ..io.sql import StepMap
+from ..core.validation import check_scores
 from ._steps import collapse_ties
 from .base import Calibrator, HyperParam
 
@@ -362,12 +362,12 @@ class VennAbersCalibrator(Calibrator):
         return StepMap(np.nextafter(self.scores_, np.inf), below, self.scores_, merge(self.f0_, self.f1_, self.merge))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.export`): the distinct calibration scores and
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): the distinct calibration scores and
         ``F0``, ``F1`` at them."""
         return {"scores": self.scores_.tolist(), "f0": self.f0_.tolist(), "f1": self.f1_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
         scores = state.array("scores", sorted=True)
         if scores.size == 0:
             raise state.error("'scores' is empty")

@@ -9,15 +9,15 @@ figures, more measures, the methods' papers), which opens offline.
 or period where the rows live (:mod:`.monitor`), for scheduled checks (``--json``, ``--fail-above``).
 The ``--json`` output of ``evaluate``, ``groups``, ``drift`` and ``benchmark`` has one shape per command,
 whatever the engine and for binary and K-class files alike, written down as JSON Schemas in
-:mod:`calibdash.schemas`.
+:mod:`calibdash.io.schemas`.
 Each command has one path for any number of classes: the data say what problem they are (:mod:`.problem`:
 binary, K = 2 with a score column; or a label of K >= 3 classes and one probability or logit column per
 class, found or named with ``--probs``/``--logits``), and a K-class file runs the K-class calibrators
-(:mod:`calibdash.multiclass`) through the same printing and JSON. ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
-JSON (:mod:`calibdash.export`); ``apply`` adds its calibrated scores to a
+(:mod:`calibdash.calibrators.multiclass`) through the same printing and JSON. ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
+JSON (:mod:`calibdash.io.export`); ``apply`` adds its calibrated scores to a
 file's rows (in memory, or with ``--engine duckdb|spark`` where the files lie,
 :mod:`calibdash.engines.apply`); ``export-sql`` prints it as SQL
-(:mod:`calibdash.sql`). ``benchmark`` compares calibrators over several data sets, as
+(:mod:`calibdash.io.sql`). ``benchmark`` compares calibrators over several data sets, as
 the dashboard's Benchmark page does (:mod:`calibdash.benchmark`).
 
 This package's ``__init__`` is the only module that parses arguments:
@@ -28,8 +28,8 @@ one module per group: :mod:`.comparison` (``evaluate``, ``report``),
 :mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.monitor` (``groups``, ``drift``), :mod:`.benchmarking`
 and :mod:`.listing` (``methods``), over the shared :mod:`.problem`, :mod:`.output` and
 :mod:`.engine_jobs` helpers. Method lists and ``--param`` go through
-:mod:`calibdash.methods`; the scheme's defaults are
-:class:`calibdash.evaluation.Scheme`'s.
+:mod:`calibdash.evaluation.methods`; the scheme's defaults are
+:class:`calibdash.evaluation.holdout.Scheme`'s.
 """
 from __future__ import annotations
 
@@ -38,20 +38,23 @@ import sys
 from typing import Sequence
 
 # calibdash's names this module held before it became a package, still reachable as calibdash.cli.NAME
-from .. import benchmark, bootstrap as cboot, calibrators, diagrams, engines, export, measures, report  # noqa: F401
-from ..data import guess_roles, load_scores, margins, read_table  # noqa: F401
-from ..errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError  # noqa: F401
-from ..evaluation import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set  # noqa: F401
-from ..methods import DEFAULT_METHODS, parse_params, resolve, split_names  # noqa: F401
+from .. import benchmark, calibrators, diagrams, engines, measures, report
+from ..evaluation import bootstrap as cboot
+from ..io import export  # noqa: F401
+from ..data import guess_roles, load_scores, read_table
+from ..core import margins  # noqa: F401
+from ..core.errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError  # noqa: F401
+from ..evaluation.holdout import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set  # noqa: F401
+from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve, split_names  # noqa: F401
 from .benchmarking import cmd_benchmark
 from .notes import notes_on_stderr
 from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
-from ..evaluation import DEFAULT_METHODS as CLASS_METHODS
+from ..evaluation.holdout import DEFAULT_METHODS as CLASS_METHODS
 from .listing import cmd_methods
 from .models import cmd_apply, cmd_export_sql, cmd_fit
 from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
-from ..group_metrics import STATS as GROUP_STATS
-from ..grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
+from ..monitoring.group_metrics import STATS as GROUP_STATS
+from ..monitoring.grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
 
 #: Most groups the `groups` command takes (a nightly job may watch many segments; the page shows MAX_GROUPS).
 CLI_MAX_GROUPS = 200
@@ -113,7 +116,7 @@ def _add_positive(p: argparse.ArgumentParser) -> None:
     p.add_argument("--positive", "--pos-label", dest="positive", metavar="VALUE",
                    help="the label value of the positive class (class 1); default: 1, true, yes, pos, ...; else the "
                         "value opposite 0, -1, no, neg, ...; else the second value in sorted order "
-                        "(calibdash.validation.choose_positive, the rule of the API and the pages)")
+                        "(calibdash.core.validation.choose_positive, the rule of the API and the pages)")
 
 
 def _add_engine(p: argparse.ArgumentParser) -> None:
@@ -150,7 +153,7 @@ def _add_monitor(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--json", action="store_true",
                    help=f"print JSON: one record per {what} (key, rows, positives, each measure with its interval), "
                         "the notes and the alerts; one record whatever the engine (its JSON Schema: "
-                        f"calibdash/schemas/{'groups' if what == 'group' else 'drift'}.json)")
+                        f"calibdash/io/schemas/{'groups' if what == 'group' else 'drift'}.json)")
     p.add_argument("--fail-above", action="append", metavar="MEASURE=VALUE",
                    help=f"exit with status 1 and name on stderr the {what}s whose MEASURE ({', '.join(GROUP_STATS)}; "
                         "any case) is above VALUE, such as ECE=0.05 (repeatable)")
@@ -170,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true",
                    help="print JSON instead of a table: the metrics, the validation report (rows read, used, dropped "
                         "and why) and the evaluation's notes; one record whatever the engine, binary or K-class "
-                        "(its JSON Schema: calibdash/schemas/evaluate.json)")
+                        "(its JSON Schema: calibdash/io/schemas/evaluate.json)")
     e.add_argument("--measures", nargs="?", const="all", metavar="all|NAME,...",
                    help="add the further measures (smECE, ICI, calibration slope and intercept, CORP and Murphy "
                         "decompositions, Spiegelhalter's z, Hosmer-Lemeshow, ...) with paired bootstrap intervals, "
@@ -219,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=cmd_fit)
 
     a = sub.add_parser("apply", help="add a saved calibrator's calibrated scores to a file's rows")
-    a.add_argument("model", metavar="MODEL.json", help="a calibrator saved by `fit` (or calibdash.export.dumps)")
+    a.add_argument("model", metavar="MODEL.json", help="a calibrator saved by `fit` (or calibdash.io.export.dumps)")
     a.add_argument("file", help="CSV, .csv.gz or Parquet file with a score column (a label is not needed)")
     a.add_argument("--score", help="score column (default: the model's, else guessed)")
     a.add_argument("--out", metavar="OUT.csv", help="where to write the rows with the new column 'calibrated' "
@@ -263,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--label", help="label column (default: guessed)")
     b.add_argument("--score", action="append", help="score column to use (repeatable; default: every score column)")
     b.add_argument("--json", action="store_true", help="print JSON instead of tables (its JSON Schema: "
-                                                       "calibdash/schemas/benchmark.json)")
+                                                       "calibdash/io/schemas/benchmark.json)")
     b.add_argument("--engine", choices=engines.available(),
                    help="memory: read each file into pandas; duckdb or spark: each FILE (a file or a glob) stays "
                         "where it is, and each repeat's folds are aggregated into score cells by the engine "

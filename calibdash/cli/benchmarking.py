@@ -15,8 +15,8 @@ import sys
 
 from .. import benchmark
 from ..benchmark.datasets import unique_name
-from ..errors import SettingsError
-from ..methods import parse_params
+from ..core.errors import SettingsError
+from ..evaluation.methods import parse_params
 from .engine_jobs import aggregate, default_engine, head_rows
 from .output import four_places, print_json, source_name
 

@@ -5,21 +5,22 @@ One path per command for any number of classes: the data say what problem they a
 binary, K = 2 with a score column; or K classes), the library evaluates it (in memory, or on the cells an
 engine aggregates) and :func:`_emit` prints it, the same heading, notes, metrics table, binning line and
 intervals for both (binary: ``--measures`` with paired intervals; K classes: ``--boot N``, every measure's
-paired interval and the verdict), or the same JSON record (``calibdash/schemas/evaluate.json``)."""
+paired interval and the verdict), or the same JSON record (``calibdash/io/schemas/evaluate.json``)."""
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
 
-from .. import bootstrap as cboot, engines, measures, report
+from ..evaluation import bootstrap as cboot
+from .. import engines, measures, report
 from ..data import build_score_set
-from ..errors import DataError, SettingsError
-from ..evaluation import Scheme, evaluate_score_set
-from ..methods import DEFAULT_METHODS, parse_params, resolve
-from ..multiclass import metrics as mmetrics
-from ..validation import choose_positive
-from .problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
+from ..core.errors import DataError, SettingsError
+from ..evaluation.holdout import Scheme, evaluate_score_set
+from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve
+from ..measures import class_measures as mmetrics
+from ..core.validation import choose_positive
+from .file_problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
                       refuse_binary_options, refuse_class_methods, shared_prefix)
 from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
@@ -27,7 +28,7 @@ from .output import (class_key, evaluate_json, four_places, intervals_json, json
 
 __all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
 
-#: Methods ``evaluate`` and ``report`` fit unless told otherwise (:data:`calibdash.methods.DEFAULT_METHODS`).
+#: Methods ``evaluate`` and ``report`` fit unless told otherwise (:data:`calibdash.evaluation.methods.DEFAULT_METHODS`).
 EVALUATE_METHODS = DEFAULT_METHODS
 #: Paired resamples of ``evaluate --measures``' intervals unless ``--boot`` says otherwise (the Compare page's).
 MEASURES_BOOT = 100
@@ -102,7 +103,7 @@ def _measure_names(arg: str | None) -> tuple[str, ...] | None:
 
 def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
     """The further measures of ``ev``'s judged rows (or cells: weighted rows) with paired Poisson-bootstrap
-    intervals, as the Compare page's "More measures" (:func:`calibdash.bootstrap.bootstrap_measures`)."""
+    intervals, as the Compare page's "More measures" (:func:`calibdash.evaluation.bootstrap.bootstrap_measures`)."""
     if int(n_boot) < 1:
         raise SettingsError(f"--boot must be at least 1, got {n_boot}.")
     n = ev.weights if ev.weights is not None else np.ones(len(ev.labels))
@@ -116,14 +117,14 @@ def _measure_best(name: str) -> str:
 
 
 def _class_best(name: str) -> str:
-    """Which value of a K-class measure is best, in a word or two (:data:`calibdash.multiclass.metrics.MEASURES`)."""
+    """Which value of a K-class measure is best, in a word or two (:data:`calibdash.measures.class_measures.MEASURES`)."""
     low = mmetrics.MEASURES[name].lower_is_better
     return "0 is ideal" if low is None else ("lower" if low else "higher")
 
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
-    from ..evaluation import evaluate_cells
+    from ..evaluation.holdout import evaluate_cells
 
     if any(c.uses_features for c in cals.values()):
         raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
@@ -206,9 +207,9 @@ def cmd_evaluate(args) -> int:
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
-    """``evaluate`` of a K-class table in memory (:func:`calibdash.evaluation.evaluate_classes`), with
+    """``evaluate`` of a K-class table in memory (:func:`calibdash.evaluation.holdout.evaluate_classes`), with
     ``--boot N`` every measure's paired bootstrap interval and the verdict."""
-    from ..evaluation import evaluate_classes
+    from ..evaluation.holdout import evaluate_classes
 
     refuse_binary_options(args)
     n_boot = getattr(args, "boot", None)
@@ -233,10 +234,10 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
 
 
 def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
-    """``evaluate`` on K-class rows where they live (:func:`calibdash.multiclass.large.evaluate_class_source`):
+    """``evaluate`` on K-class rows where they live (:func:`calibdash.engines.class_fit.evaluate_class_source`):
     the methods fitted on a sample, the judged rows aggregated into cells by the engine, the job's stages on
     stderr."""
-    from ..multiclass.large import evaluate_class_source
+    from ..engines.class_fit import evaluate_class_source
     from .engine_jobs import in_job
 
     refuse_binary_options(args)

@@ -1,6 +1,6 @@
 """The command line's engine and job helpers: which engine reads a FILE (pandas in memory, DuckDB or Spark,
 :mod:`calibdash.engines`), the engine's source for the parsed arguments, and long work run as a job of
-:mod:`calibdash.jobs` with its stage and elapsed time on stderr (:class:`ProgressLine`); Ctrl-C cancels it."""
+:mod:`calibdash.core.jobs` with its stage and elapsed time on stderr (:class:`ProgressLine`); Ctrl-C cancels it."""
 from __future__ import annotations
 
 import sys
@@ -48,7 +48,7 @@ def engine_source(args, split: str | None = None):
 
 class ProgressLine:
     """A job's stage and elapsed seconds on stderr: rewritten in place with ``\\r`` on a terminal
-    (:meth:`calibdash.jobs.Status.line`), else one line per stage; nothing goes to stdout."""
+    (:meth:`calibdash.core.jobs.Status.line`), else one line per stage; nothing goes to stdout."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
@@ -81,11 +81,11 @@ class ProgressLine:
 
 
 def in_job(what: str, work):
-    """``work(job)`` run as a job of :mod:`calibdash.jobs`: its stage and elapsed time on stderr while it runs,
+    """``work(job)`` run as a job of :mod:`calibdash.core.jobs`: its stage and elapsed time on stderr while it runs,
     and Ctrl-C cancels it (interrupting the DuckDB connection it watches); returns its result."""
     import uuid
 
-    from .. import jobs
+    from ..core import jobs
 
     reg = jobs.JobRegistry(max_jobs=1, timeout_s=float("inf"), lease_s=None)
     line = ProgressLine()

@@ -1,9 +1,10 @@
 """The ``methods`` command: the registered calibrators (:func:`calibdash.calibrators.classes`) with their
 papers and hyperparameters; with ``--multiclass``, the multi-class calibrators
-(:func:`calibdash.multiclass.classes`) instead."""
+(:func:`calibdash.calibrators.multiclass.classes`) instead."""
 from __future__ import annotations
 
-from .. import calibrators, multiclass
+from .. import calibrators
+from ..calibrators import multiclass
 
 __all__ = ["cmd_methods"]
 

@@ -1,8 +1,8 @@
-"""The commands of a saved calibrator, binary or K-class (one model file, :mod:`calibdash.export`, whose
+"""The commands of a saved calibrator, binary or K-class (one model file, :mod:`calibdash.io.export`, whose
 ``kind`` says which): ``fit`` saves one as JSON, in memory or, binary, on the score cells an engine
 aggregates; ``apply`` adds its calibrated scores to a file's rows (a binary model's ``calibrated`` column, a
 K-class model's ``calibrated_<class>`` columns; a binary model also with ``--engine duckdb|spark`` where the
-files lie, :mod:`calibdash.engines.apply`); ``export-sql`` prints a binary model as SQL (:mod:`calibdash.sql`).
+files lie, :mod:`calibdash.engines.apply`); ``export-sql`` prints a binary model as SQL (:mod:`calibdash.io.sql`).
 The data say which problem they are (:mod:`.problem`)."""
 from __future__ import annotations
 
@@ -12,15 +12,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import engines, export, multiclass
-from ..data import build_score_set, guess_roles, margins, read_table
-from ..errors import DataError, EnvironmentProblem, SettingsError
-from ..evaluation import Scheme
-from ..methods import parse_params, resolve, split_names
-from ..safe_text import csv_text
+from .. import engines
+from ..io import export
+from ..calibrators import multiclass
+from ..data import build_score_set, guess_roles, read_table
+from ..core import margins
+from ..core.errors import DataError, EnvironmentProblem, SettingsError
+from ..evaluation.holdout import Scheme
+from ..evaluation.methods import parse_params, resolve, split_names
+from ..core.safe_text import csv_text
 from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_job
 from .output import jsonable, split_rows, write_text
-from .problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class_methods
+from .file_problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class_methods
 
 __all__ = ["cmd_fit", "cmd_apply", "cmd_export_sql"]
 
@@ -228,7 +231,7 @@ def _apply_engine(args) -> int:
 # -- export-sql -------------------------------------------------------------------------------------------
 def cmd_export_sql(args) -> int:
     """Print a saved calibrator as one SQL statement adding ``calibrated`` to the rows of a table."""
-    from .. import sql
+    from ..io import sql
     model = export.read_model(_model_text(args.model))
     if model.kind == "classes":
         raise SettingsError(f"{args.model} holds a K-class calibrator: export-sql writes binary calibrators only "

@@ -3,14 +3,14 @@ scheduled checks.
 
 Both aggregate the source into keyed score cells (:func:`calibdash.engines.aggregate_keyed`: in memory, by
 DuckDB out of core, or by Spark; the job's stages on stderr, :func:`.engine_jobs.in_job`) and measure them
-with :mod:`calibdash.keyed.measures`, so they give the numbers of the Groups & time page on the same rows:
+with :mod:`calibdash.monitoring.keyed.per_key`, so they give the numbers of the Groups & time page on the same rows:
 
 * ``groups SOURCE --by COL``: per group the rows, positives, positive rate, mean score, ECE, Brier, log-loss
-  and AUC with Poisson-bootstrap intervals (:func:`~calibdash.keyed.measures.by_key`); with ``--fix M`` also
+  and AUC with Poisson-bootstrap intervals (:func:`~calibdash.monitoring.keyed.per_key.by_key`); with ``--fix M`` also
   the held-out ECE per group of ``M`` (the score alone) and of MBCT with the group as its feature
-  (:func:`~calibdash.keyed.measures.fix_keys`), the rows divided by ``--scheme``;
-* ``drift SOURCE --time COL``: the same per period (:func:`~calibdash.keyed.measures.over_periods`) and the
-  staleness of ``--method`` (:func:`~calibdash.keyed.measures.staleness_of`).
+  (:func:`~calibdash.monitoring.keyed.per_key.fix_keys`), the rows divided by ``--scheme``;
+* ``drift SOURCE --time COL``: the same per period (:func:`~calibdash.monitoring.keyed.per_key.over_periods`) and the
+  staleness of ``--method`` (:func:`~calibdash.monitoring.keyed.per_key.staleness_of`).
 
 A table by default; ``--json`` gives one record per group or period (its key, rows, positives and each
 measure as ``{"value", "low", "high"}``) and the notes. ``--fail-above NAME=VALUE`` (repeatable) exits with
@@ -26,14 +26,14 @@ import numpy as np
 import pandas as pd
 
 from .. import engines
-from ..drift import FRESH_COL, RAW_COL, STALE_COL
-from ..errors import DataError, SettingsError
-from ..group_metrics import STATS
-from ..groups import ALL_ROWS
-from ..keyed import Key
-from ..keyed.measures import by_key, fix_keys, over_periods, staleness_of
-from ..methods import parse_params
-from ..scheme import Scheme
+from ..monitoring.drift import FRESH_COL, RAW_COL, STALE_COL
+from ..core.errors import DataError, SettingsError
+from ..monitoring.group_metrics import STATS
+from ..monitoring.groups import ALL_ROWS
+from ..monitoring.keyed import Key
+from ..monitoring.keyed.per_key import by_key, fix_keys, over_periods, staleness_of
+from ..evaluation.methods import parse_params
+from ..evaluation.scheme import Scheme
 from .engine_jobs import aggregate_keyed, engine_source
 from .output import finite_or_none, four_places, print_json, sentence
 
@@ -84,9 +84,9 @@ def _value(row, name: str) -> dict:
 
 
 def records(table: pd.DataFrame) -> list[dict]:
-    """One JSON record per row of a :class:`~calibdash.groups.GroupReport` or
-    :class:`~calibdash.drift.DriftReport` table: ``key``, (``start``), ``rows``, ``positives``, each of
-    :data:`calibdash.group_metrics.STATS` as ``{"value", "low", "high"}`` (null where not defined), ``note``."""
+    """One JSON record per row of a :class:`~calibdash.monitoring.groups.GroupReport` or
+    :class:`~calibdash.monitoring.drift.DriftReport` table: ``key``, (``start``), ``rows``, ``positives``, each of
+    :data:`calibdash.monitoring.group_metrics.STATS` as ``{"value", "low", "high"}`` (null where not defined), ``note``."""
     out = []
     for key, row in table.iterrows():
         rec = {"key": str(key)}

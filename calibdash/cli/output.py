@@ -1,6 +1,6 @@
 """The command line's shared helpers: numbers as the tables and JSON show them, text written to a file or to
 stdout (:func:`write_text`, which reports a path it cannot write as an
-:class:`~calibdash.errors.EnvironmentProblem`), a validation report and bootstrap intervals as JSON or a
+:class:`~calibdash.core.errors.EnvironmentProblem`), a validation report and bootstrap intervals as JSON or a
 table, the line saying where a report went, and the rows of one split value."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, EnvironmentProblem
-from ..validation import plain_value
+from ..core.errors import DataError, EnvironmentProblem
+from ..core.validation import plain_value
 
 __all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "class_key", "source_name", "validation_json",
            "report_validation", "evaluate_json", "metrics_json", "print_json", "intervals_json",
@@ -95,7 +95,7 @@ def report_validation(rep, class_counts: dict) -> dict:
 def evaluate_json(*, file: str, engine: str, label: str, classes, positive=None, score: str | None = None,
                   class_columns=None, prefix: str | None = None, logits: bool | None = None, rows_judged: int,
                   scheme: str, cells: str | None, notes, binning: str, validation: dict, metrics: dict) -> dict:
-    """``evaluate --json``: one record whatever the engine, binary or K-class (``calibdash/schemas/
+    """``evaluate --json``: one record whatever the engine, binary or K-class (``calibdash/io/schemas/
     evaluate.json``). ``problem`` says which; a binary file has its ``score`` column and ``positive`` class
     (``classes``: negative, positive), a K-class file its ``class_columns`` (their ``prefix``, ``logits``),
     the keys of the other kind null."""

@@ -20,7 +20,7 @@ column per class, ``p_<class>``, ``prob_<class>``, ``proba_<class>``,
 finds its columns (:class:`ClassRoles`; :mod:`~calibdash.data.roles`),
 :func:`build_class_set` validates it into a :class:`ClassSet` (class codes
 0..K-1, the (n, K) probabilities or logits, the same :class:`ValidationReport`),
-and :func:`load_classes` reads a file and validates it (:mod:`~calibdash.data.classes`).
+and :func:`load_classes` reads a file and validates it (:mod:`~calibdash.data.class_set`).
 
 The modules, one job each:
 
@@ -28,10 +28,10 @@ The modules, one job each:
 - :mod:`~calibdash.data.sniff`: what the bytes are (Parquet/gzip magic, the
   CSV delimiter, decimal commas);
 - :mod:`~calibdash.data.roles`: which column is the label, the scores (or the K class columns), the features, the split;
-- :mod:`~calibdash.data.margins`: scores outside [0, 1] mapped by the logistic function;
+- :mod:`~calibdash.core.margins`: scores outside [0, 1] mapped by the logistic function;
 - :mod:`~calibdash.data.scoreset`: the :class:`ScoreSet` and its validation;
-- :mod:`~calibdash.data.classes`: multi-class tables, the :class:`ClassSet` and its validation;
-- :mod:`~calibdash.data.limits`: the limits a table must respect (bytes, columns, cells, unpacked bytes) and the fewest usable rows.
+- :mod:`~calibdash.data.class_set`: multi-class tables, the :class:`ClassSet` and its validation;
+- :mod:`~calibdash.core.limits`: the limits a table must respect (bytes, columns, cells, unpacked bytes) and the fewest usable rows.
 
 Every refusal of the data is a :class:`calibdash.DataError` whose message
 names the column, values or limit involved; a path that cannot be read is an
@@ -39,18 +39,18 @@ names the column, values or limit involved; a path that cannot be read is an
 
 Scores outside [0, 1] (SVM margins, logits) are mapped by the logistic
 function ``1 / (1 + exp(-s))``, never min-max scaled (see
-:mod:`~calibdash.data.margins`).
+:mod:`~calibdash.core.margins`).
 """
 from __future__ import annotations
 
-from . import margins
-from .large import LargeData
-from .limits import DEFAULT_MAX_BYTES, MIN_ROWS
-from .margins import to_probabilities
+from ..core import margins
+from .large_source import LargeData
+from ..core.limits import DEFAULT_MAX_BYTES, MIN_ROWS
+from ..core.margins import to_probabilities
 from .read import FileInfo, read_table
 from .roles import ClassRoles, Roles, guess_class_columns, guess_roles, is_multiclass
 from .scoreset import ScoreSet, ValidationReport, build_score_set
-from .classes import ClassSet, build_class_set, load_classes
+from .class_set import ClassSet, build_class_set, load_classes
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "MIN_ROWS", "FileInfo", "Roles", "ValidationReport", "ScoreSet",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
-from ..validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, choose_positive, plain_value
-from .numbers import parse_numbers
+from ..core.errors import DataError
+from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, choose_positive, plain_value
+from ..core.numbers import parse_numbers
 
 __all__ = ["PREFIXES", "class_text", "as_number", "pair", "label_values", "ScoreClasses", "split_prefix", "named_classes", "score_classes",
            "check_guessed_score", "class_notes"]
@@ -113,7 +113,7 @@ def named_classes(columns, values: list) -> dict:
     """Column -> the value of a two-valued label its name is about: ``p_1`` and ``prob_1`` are about
     label 1, ``logit_cat`` about ``"cat"`` (matched as :func:`pair` matches, within each prefix); and
     when the label is written like 0/1, yes/no or pos/neg, ``p_pos``, ``p_yes``, ``p_true`` are about
-    its positive value (:func:`calibdash.validation.choose_positive`'s default) and ``p_neg``, ``p_no``
+    its positive value (:func:`calibdash.core.validation.choose_positive`'s default) and ``p_neg``, ``p_no``
     about the other (one-letter words such as ``p_y`` or ``p_n`` say too little, and are left out, as
     columns with no such name are)."""
     if len(values) != 2:
@@ -166,7 +166,7 @@ def score_classes(df: pd.DataFrame, label, scores: list, positive=None) -> Score
         The candidate score columns (:func:`~calibdash.data.roles.guess_roles`' order).
     positive : optional
         The positive label value when the user chose it; default as
-        :func:`calibdash.validation.choose_positive` chooses.
+        :func:`calibdash.core.validation.choose_positive` chooses.
 
     Returns
     -------

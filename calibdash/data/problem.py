@@ -3,10 +3,10 @@
 Binary data (K = 2, :class:`~calibdash.data.ScoreSet`) has one reduction, the **score**: the positive class's
 score against the 0/1 label. K-class data (:class:`~calibdash.data.ClassSet`) has the reductions of Gupta &
 Ramdas (2022, "Top-label calibration and multiclass-to-binary reductions"): the **top label**, the confidence
-``max_k P_k`` against ``1[argmax_k P_k = y]`` (:func:`calibdash.multiclass.metrics.top_label`), and the K
+``max_k P_k`` against ``1[argmax_k P_k = y]`` (:func:`calibdash.measures.class_measures.top_label`), and the K
 **one-vs-rest** columns ``P_k`` against ``1[y = k]``. Every binary tool reads a K-class problem through one of
 them (the ``top_label:`` and ``ovr:`` calibrators, the class-wise measures, the top-label
-:class:`~calibdash.data.ScoreSet` of :mod:`calibdash.data.top_label`); :func:`calibdash.evaluation.evaluate_problem`
+:class:`~calibdash.data.ScoreSet` of :mod:`calibdash.data.top_label`); :func:`calibdash.evaluation.holdout.evaluate_problem`
 evaluates either kind of problem.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import SettingsError
-from ..multiclass.metrics import top_label
+from ..core.errors import SettingsError
+from ..measures.class_measures import top_label
 
 __all__ = ["Problem", "SCORE", "TOP_LABEL", "ONE_VS_REST"]
 

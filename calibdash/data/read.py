@@ -5,16 +5,16 @@
 UTF-8 with or without BOM, UTF-16 LE or BE with BOM as Excel's "Unicode
 text" export writes it, else Latin-1), gzipped CSV and Parquet are
 accepted; what the bytes are is :mod:`calibdash.data.sniff`'s job. Sizes are
-bounded (:data:`~calibdash.data.limits.DEFAULT_MAX_BYTES`), before and after
+bounded (:data:`~calibdash.core.limits.DEFAULT_MAX_BYTES`), before and after
 decompression: a gzip is decompressed only while its output stays under the
 limit, so an oversized one is refused in about a second, pointing to the
 large-data source (:mod:`calibdash.data.guard`) that reads large files.
 
-The shape is bounded too, before the rows are read (:mod:`calibdash.data.limits`):
-at most :data:`~calibdash.data.limits.MAX_COLUMNS` columns and
-:data:`~calibdash.data.limits.MAX_CELLS` cells. A Parquet file's rows, columns
+The shape is bounded too, before the rows are read (:mod:`calibdash.core.limits`):
+at most :data:`~calibdash.core.limits.MAX_COLUMNS` columns and
+:data:`~calibdash.core.limits.MAX_CELLS` cells. A Parquet file's rows, columns
 and decompressed size come from its metadata; a CSV's columns from its header
-(read from its first :data:`~calibdash.data.limits.MAX_HEADER_BYTES`, a gzip
+(read from its first :data:`~calibdash.core.limits.MAX_HEADER_BYTES`, a gzip
 inflated only that far first) and its rows from its line breaks (counted while
 a gzip inflates, which stops as soon as the cells pass the limit). Repeated
 column names are numbered in linear time (:func:`~calibdash.data.sniff.unique_names`)
@@ -34,9 +34,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import DataError, EnvironmentProblem, ProgrammingError
+from ..core.errors import DataError, EnvironmentProblem, ProgrammingError
 from .compact import compact_text, pa_buffer, parquet_to_frame
-from .limits import (DEFAULT_MAX_BYTES, MAX_CELLS, MAX_COLUMNS, MAX_HEADER_BYTES, MAX_METADATA_ITEMS,
+from ..core.limits import (DEFAULT_MAX_BYTES, MAX_CELLS, MAX_COLUMNS, MAX_HEADER_BYTES, MAX_METADATA_ITEMS,
                      MAX_UNPACKED_BYTES, limit_name, megabytes)
 from .sniff import (DELIMITER_NAMES, GZIP_MAGIC, PARQUET_MAGIC, SNIFF_BYTES, ZIP_MAGIC, fix_decimal_commas,
                     read_header, sniff_delimiter, sniff_format, unique_names)
@@ -517,8 +517,8 @@ def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_
         content (decompression stops as soon as it passes ``max_bytes``).
     max_cells, max_columns : int
         Most cells (rows x columns) and columns the table may have
-        (:data:`~calibdash.data.limits.MAX_CELLS`,
-        :data:`~calibdash.data.limits.MAX_COLUMNS`), checked before the rows
+        (:data:`~calibdash.core.limits.MAX_CELLS`,
+        :data:`~calibdash.core.limits.MAX_COLUMNS`), checked before the rows
         are read: a Parquet file's from its metadata, a CSV's from its
         header's columns times its line breaks.
 
@@ -536,8 +536,8 @@ def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_
         Empty or oversized file (compressed or decompressed), binary content
         or UTF-16 without a byte-order mark, unreadable CSV or Parquet; more
         columns or cells than the limits, a CSV header longer than
-        :data:`~calibdash.data.limits.MAX_HEADER_BYTES`, a Parquet file whose
-        column data decompresses past :data:`~calibdash.data.limits.MAX_UNPACKED_BYTES`
+        :data:`~calibdash.core.limits.MAX_HEADER_BYTES`, a Parquet file whose
+        column data decompresses past :data:`~calibdash.core.limits.MAX_UNPACKED_BYTES`
         or that has nested columns. These messages name the limit and never
         quote the file's contents.
     EnvironmentProblem

@@ -10,7 +10,7 @@ column's class is the text after the prefix matched to the label values as text 
 3.0), each value matched at most once. :func:`is_multiclass` says whether a table is one (the Data page and
 the command line choose their mode with it). Features and the split of a K-class table are guessed as for a
 binary file. The search's building blocks (:class:`Layout`, :func:`search`, :func:`pair`, ...) are public for
-:mod:`~calibdash.data.classes`, which validates the columns found or named into a
+:mod:`~calibdash.data.class_set`, which validates the columns found or named into a
 :class:`~calibdash.data.ClassSet`.
 """
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .limits import MAX_COLUMNS, MIN_ROWS
+from ..core.limits import MAX_COLUMNS, MIN_ROWS
 from .class_names import (PREFIXES, ScoreClasses, as_number, check_guessed_score, class_notes,  # noqa: F401
                           label_values, named_classes, pair, score_classes, split_prefix)
-from .numbers import is_numeric, is_text, parse_numbers  # noqa: F401  (public here too, as before)
-from ..validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value  # the label words: one rule, validation's
+from ..core.numbers import is_numeric, is_text, parse_numbers  # noqa: F401  (public here too, as before)
+from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value  # the label words: one rule, validation's
 
 __all__ = ["Roles", "guess_roles", "NUMERIC_SHARE", "is_numeric", "parse_numbers", "reads_as_numbers",
            "PREFIXES", "ClassRoles", "guess_class_columns", "is_multiclass", "Layout", "search", "pair",

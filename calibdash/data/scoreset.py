@@ -5,7 +5,7 @@ gives it) into the label, score, feature and split columns (guessed by
 :func:`~calibdash.data.roles.guess_roles` unless given), the positive class,
 and the usable rows as numpy arrays, with a :class:`ValidationReport` saying
 what was dropped, mapped and found. Scores outside [0, 1] are mapped by
-:func:`~calibdash.data.margins.to_probabilities`. Every refusal is a
+:func:`~calibdash.core.margins.to_probabilities`. Every refusal is a
 :class:`calibdash.DataError` whose message names the column, values or limit
 involved.
 """
@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
-from ..validation import choose_positive, format_values, plain_value, short_text, sorted_values, text_values
-from .limits import MIN_ROWS
-from .margins import to_probabilities
+from ..core.errors import DataError
+from ..core.validation import choose_positive, format_values, plain_value, short_text, sorted_values, text_values
+from ..core.limits import MIN_ROWS
+from ..core.margins import to_probabilities
 from .read import FileInfo
 from .problem import Problem
 from .roles import NUMERIC_SHARE, check_guessed_score, class_notes, guess_roles, parse_numbers
@@ -204,7 +204,7 @@ def _dropped_phrase(reason: str) -> str:
 def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[str, list[str]], *, n_used: int,
                  n_read: int, name: str, phrase=_dropped_phrase) -> None:
     """Say in ``messages`` how many rows were dropped for each reason (with the examples kept for it), and
-    refuse fewer than :data:`~calibdash.data.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a
+    refuse fewer than :data:`~calibdash.core.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a
     reason for a message (binary: ``"whose score is not a number"``, ``"with a missing label"``).
 
     Raises
@@ -340,7 +340,7 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     positive : optional
         The label value taken as class 1 (matched exactly, then as text,
         then case-insensitively, then as a number); default: the rule of
-        :func:`calibdash.validation.choose_positive` (1, True, yes,
+        :func:`calibdash.core.validation.choose_positive` (1, True, yes,
         pos/positive; else the value opposite 0, -1, no, neg/negative; else
         the second value in sorted order), the same as the API's ``pos_label``.
     info : FileInfo, optional

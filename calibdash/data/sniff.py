@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .roles import NUMERIC_SHARE
 
 __all__ = ["sniff_format", "sniff_delimiter", "fix_decimal_commas", "read_header", "unique_names", "Header",

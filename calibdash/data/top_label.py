@@ -16,7 +16,7 @@ outcome ``1[Y = c(X)]``: :func:`top_label_set` builds that pair as a binary
 :class:`~calibdash.data.ScoreSet`, so every binary tool (per-group and
 per-period measures, the binary calibrators, MBCT) reads a K-class table
 through it. Its ECE on all rows is the confidence ECE (Guo et al. 2017) of
-:func:`calibdash.multiclass.metrics.top_label_ece` at the same bins; taken
+:func:`calibdash.measures.class_measures.top_label_ece` at the same bins; taken
 within the groups of the predicted-class column it adds (:data:`PREDICTED`) it
 checks eq. 2 one class at a time.
 
@@ -26,7 +26,7 @@ order, with every column but the class columns, and three more:
 else 0; the ScoreSet's label, positive value 1) and :data:`PREDICTED` (the
 class ``c``, as the label column writes it). A name already taken in the file
 gets ``" (top label)"`` added. Tied maxima: the predicted class is the first
-of them (:func:`calibdash.multiclass.metrics.top_label`); the confidence is the
+of them (:func:`calibdash.measures.class_measures.top_label`); the confidence is the
 same whichever wins.
 """
 from __future__ import annotations
@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .problem import TOP_LABEL
 from .scoreset import ScoreSet, build_score_set
 
 if TYPE_CHECKING:                       # a ClassSet is only read here
-    from .classes import ClassSet
+    from .class_set import ClassSet
 
 __all__ = ["CONFIDENCE", "CORRECT", "PREDICTED", "top_label_frame", "top_label_set"]
 
@@ -100,7 +100,7 @@ def top_label_set(cs: "ClassSet") -> ScoreSet:
     value; features and split: those of ``cs`` (same columns, same rows); the
     table (``raw``): :func:`top_label_frame`, so any other column of the file
     (a segment, a date, the true and the predicted class) can be aligned
-    with the rows by :func:`calibdash.groups.column_for_rows`. Its cache key
+    with the rows by :func:`calibdash.monitoring.groups.column_for_rows`. Its cache key
     (:meth:`~calibdash.data.ScoreSet.content_key`) derives from ``cs``'s.
 
     Raises

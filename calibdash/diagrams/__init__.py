@@ -8,7 +8,7 @@ method): :mod:`.binned`, :mod:`.smooth` (SmoothECE, Błasiok & Nakkiran 2024), :
 Gneiting & Jordan 2021); K-class (each method's (n, K) probabilities): :mod:`.confidence`, :mod:`.classwise`
 (small multiples, and the per-class table), :mod:`.simplex` (K = 3).
 
-Weights (binary ``weights``, K-class ``sample_weight``), such as :attr:`calibdash.evaluation.Evaluation.weights`
+Weights (binary ``weights``, K-class ``sample_weight``), such as :attr:`calibdash.evaluation.holdout.Evaluation.weights`
 on score cells: a row of weight ``w`` counts as ``w`` rows (the auto rule counts the weights' sum, the bins hold
 equal weight, the bands resample the rows the cells stand for), so on exact score cells every diagram is the
 rows' diagram.
@@ -25,7 +25,7 @@ import pkgutil
 
 import pandas as pd
 
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY
 from .binned import BINNED, BinnedData, plot_binned, prepare_binned, reliability_tables
 from .classwise import (CLASSWISE, MAX_PANELS, ORDERS, ClasswiseData, class_table, classwise_bin_count,

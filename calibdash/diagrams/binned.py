@@ -19,7 +19,7 @@ def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = DEFAULT_
                        strategy: str = DEFAULT_STRATEGY, sample_weight=None) -> dict[str, pd.DataFrame]:
     """Reliability table of every column of ``predictions`` (method -> table).
 
-    ``sample_weight``: the rows' weights, such as :attr:`calibdash.evaluation.Evaluation.weights` on score
+    ``sample_weight``: the rows' weights, such as :attr:`calibdash.evaluation.holdout.Evaluation.weights` on score
     cells (each weighted row standing for that many rows); bins then hold equal weight and their counts are
     weight sums, so on exact cells the tables are those of the rows the cells summarise.
     """

@@ -5,7 +5,7 @@ class-wise reduction ``(P[:, k], y == k)``), one panel per class; the classes in
 by the first method's per-class ECE, by default). :func:`class_table`: one row per class (rows, frequency, and
 per method the mean predicted probability and the per-class ECE).
 
-The bins are those of the measures (:mod:`calibdash.multiclass.metrics`: 15 equal-width bins unless told);
+The bins are those of the measures (:mod:`calibdash.measures.class_measures`: 15 equal-width bins unless told);
 ``n_bins="auto"`` takes the binary diagrams' rule on the rows per class (:func:`classwise_bin_count`).
 """
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import ClassVar, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, SettingsError
+from ..core.errors import DataError, SettingsError
 from ..measures.binning import reliability_table
-from ..multiclass import metrics
+from ..measures import class_measures as metrics
 from .common import (AUTO, AUTO_RULE, BINNINGS, DEFAULT_TITLE, Diagram, auto_bin_count, bin_count, check_strategy,
                      class_labels, describe_rule, display_names)
 
@@ -195,7 +195,7 @@ def class_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, *,
     """One row per class (index: class index): ``class`` (name), ``rows`` (labelled k; weight when weighted),
     ``frequency`` (their share), then per method ``mean p (key)``, the mean predicted probability of k over
     all rows (equal to ``frequency`` for a method calibrated in the large), and ``ECE (key)``, the class's ECE
-    (:func:`calibdash.multiclass.metrics.per_class_ece` at ``n_bins``, ``strategy``)."""
+    (:func:`calibdash.measures.class_measures.per_class_ece` at ``n_bins``, ``strategy``)."""
     Ps, y, w = metrics.check_methods(P_by_method, y, sample_weight)
     k = next(iter(Ps.values())).shape[1]
     rows = np.bincount(y, weights=w, minlength=k)

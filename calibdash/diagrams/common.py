@@ -16,7 +16,7 @@ from typing import ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DataError, SettingsError
+from ..core.errors import DataError, SettingsError
 
 __all__ = ["Diagram", "DEFAULT_TITLE", "HEIGHT", "N_BOOT", "AUTO", "AUTO_RULE", "BIN_RULES", "MIN_BINS", "MAX_BINS",
            "RULE_TEXT", "RULE_SHORT", "RULE_SENTENCE", "BINNINGS", "auto_bin_count", "describe_rule", "bin_count",

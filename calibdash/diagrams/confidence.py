@@ -1,8 +1,8 @@
 """The confidence reliability diagram of K-class predictions: per method the reliability table of the confidence
-reduction (top probability against correctness, :func:`calibdash.multiclass.metrics.top_label`) and its
+reduction (top probability against correctness, :func:`calibdash.measures.class_measures.top_label`) and its
 confidence ECE, drawn as the binned diagram (accuracy against confidence, the rows per bin underneath).
 
-The bins are those of the measures (:mod:`calibdash.multiclass.metrics`: 15 equal-width bins unless told, a
+The bins are those of the measures (:mod:`calibdash.measures.class_measures`: 15 equal-width bins unless told, a
 probability of exactly 1 in the last bin); ``n_bins="auto"`` takes the binary diagrams' rule
 (:func:`calibdash.diagrams.bin_count`) on all rows.
 """
@@ -14,7 +14,7 @@ from typing import ClassVar, Mapping
 import numpy as np
 
 from ..measures.binning import reliability_table
-from ..multiclass import metrics
+from ..measures import class_measures as metrics
 from .binned import BinnedData
 from .common import BINNINGS, DEFAULT_TITLE, HEIGHT, bin_count, check_strategy, display_names
 
@@ -45,7 +45,7 @@ class ConfidenceData(BinnedData):
     @classmethod
     def prepare(cls, P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, *,
                 n_bins=metrics.N_BINS, strategy: str = "uniform") -> "ConfidenceData":
-        """The confidence diagram's data: per method, :func:`calibdash.multiclass.metrics.top_label` binned.
+        """The confidence diagram's data: per method, :func:`calibdash.measures.class_measures.top_label` binned.
 
         ``n_bins``: a count or ``"auto"``; ``strategy``: ``"uniform"`` (equal-width, default) or ``"quantile"``.
         The tables' counts sum to the rows (the weights' sum when weighted).

@@ -6,7 +6,7 @@ subclass of :class:`~calibdash.engines.base.Engine` with a registry ``name``: ev
 What every engine shares lives beside them: :mod:`.base` (the interface), :mod:`.source` (the rows' source,
 keys and checks), :mod:`.classes` (K-class sources, checks and sampling), :mod:`.apply` (a model's steps).
 No list names the engines: :func:`available` scans the package, as :mod:`calibdash.calibrators` finds its
-methods, so adding an engine is adding its package; ``tests/test_engine_contract.py`` then checks it gives the
+methods, so adding an engine is adding its package; ``tests/engines/test_engine_contract.py`` then checks it gives the
 same cells as the others (integer counts equal, sums to rounding).
 
 Rows are put in parts by the hash of their position in the source (see :mod:`calibdash.engines.source`), so a
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import pkgutil
 
-from ..cells import MAX_EXACT
-from ..errors import SettingsError
-from ..registry import scan
+from ..evaluation.cells import MAX_EXACT
+from ..core.errors import SettingsError
+from ..core.scan import scan
 from .base import Engine
 from .source import Source
 
@@ -120,13 +120,13 @@ def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exa
 
 def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
                     memory_limit: str = "1GB", threads: int | None = None, on_stage=None, **engine_options):
-    """Keyed cells of ``source`` (:class:`calibdash.keyed.KeyedCells`) with ``engine`` (default
+    """Keyed cells of ``source`` (:class:`calibdash.monitoring.keyed.KeyedCells`) with ``engine`` (default
     :func:`default_engine`): the same cells from every engine.
 
     Parameters
     ----------
     source : Source
-    key : calibdash.keyed.Key
+    key : calibdash.monitoring.keyed.Key
         The group or period column and how its values become keys.
     scheme : Scheme, optional
         How rows are divided into parts (default: none).
@@ -158,7 +158,7 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
     read by DuckDB (so a glob of any size costs one small read). A table or
     a query needs ``score`` and ``label``. A guessed score named after a class
     (``p_0``, ``p_1``) is the ``positive`` class's (default: as
-    :func:`calibdash.validation.choose_positive` chooses), never the other's
+    :func:`calibdash.core.validation.choose_positive` chooses), never the other's
     (:func:`calibdash.data.roles.check_guessed_score`).
 
     Raises
@@ -170,7 +170,7 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
     """
     from ..data import guess_roles
     from ..data.roles import check_guessed_score
-    from ..errors import DataError
+    from ..core.errors import DataError
 
     if table or query:
         if not (score and label):

@@ -16,14 +16,14 @@ What it does is what ``python -m calibdash apply`` does in memory
   logistic function ``1 / (1 + exp(-x))`` as the model's training scores
   were (``fitted_on["score_transform"]``: ``"logistic"`` always maps,
   ``"identity"`` never and refuses values outside [0, 1], absent: maps iff a
-  finite value lies outside [0, 1]; :func:`calibdash.data.margins.to_probabilities`);
+  finite value lies outside [0, 1]; :func:`calibdash.core.margins.to_probabilities`);
 * every row is kept, in order, with the new column ``calibrated``
   (replacing one of that name); a row whose score is missing or not finite
   gets NULL.
 
 Those steps are here, shared; each engine's :meth:`~calibdash.engines.base.Engine.apply` reads and writes
 the rows. An engine with a SQL dialect computes the calibrated column by the calibrator's SQL
-(:func:`calibdash.sql.to_sql`: a formula, a CASE, or for large maps a lookup table joined on a bucket of the
+(:func:`calibdash.io.sql.to_sql`: a formula, a CASE, or for large maps a lookup table joined on a bucket of the
 score), and a method that has no SQL form by calling its ``predict`` from the engine on batches of rows (a
 UDF; :func:`predict_batch` is its body). The in-memory engine reads everything into pandas and calls
 ``predict``, as the command line does: the reference the others are tested against. Each backend's module
@@ -40,11 +40,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import export
+from ..io import export
 from ..calibrators.base import Calibrator
 from ..data import guess_roles
-from ..data.margins import TRANSFORMS
-from ..errors import DataError, EnvironmentProblem, SettingsError
+from ..core.margins import TRANSFORMS
+from ..core.errors import DataError, EnvironmentProblem, SettingsError
 
 __all__ = ["apply_model", "ApplyResult", "load_model", "source_files", "score_column_of", "use_logistic",
            "feature_names", "predict_batch", "notes", "GUESS_ROWS", "SCORE"]
@@ -73,7 +73,7 @@ class ApplyResult:
     n_rows, n_calibrated : int
         Rows written, and rows with a finite score (given a calibrated value).
     form : str
-        The SQL form used (:attr:`calibdash.sql.SqlMap.form`), or "" without SQL.
+        The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`), or "" without SQL.
     via : {"sql", "udf", "predict"}
         How the calibrated column was computed: the calibrator's SQL, its
         ``predict`` called from the engine in batches, or in memory.
@@ -224,7 +224,7 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     ----------
     model_path_or_calibrator : str, Path, Calibrator or ExportedModel
         A model file written by ``python -m calibdash fit`` (or
-        :func:`calibdash.export.dumps`), its text, a loaded model, or a fitted
+        :func:`calibdash.io.export.dumps`), its text, a loaded model, or a fitted
         calibrator (then nothing is known of its training scores: the score
         transform is decided from the values, as for a file without
         ``fitted_on``).
@@ -239,7 +239,7 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     score_column : str, optional
         Default: the model's score column if present, else guessed.
     form : str, optional
-        The SQL form of step and linear maps (:func:`calibdash.sql.to_sql`).
+        The SQL form of step and linear maps (:func:`calibdash.io.sql.to_sql`).
         Default "auto": a CASE up to 64 pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`),
         else a lookup table joined on a bucket of the score (a hash join;
         with DuckDB the table is passed as an Arrow table, not as SQL text).

@@ -16,10 +16,10 @@ applies a fitted model to those rows. Each backend is one package under
 :class:`Engine` with a registry ``name``; :func:`calibdash.engines.available`
 finds it by scanning the package, as :mod:`calibdash.calibrators` finds its
 methods. Every engine gives the same cells on the same rows (integer counts
-equal, sums to rounding), which ``tests/test_engine_contract.py`` checks for
+equal, sums to rounding), which ``tests/engines/test_engine_contract.py`` checks for
 every registered engine.
 
-The rows' parts follow :mod:`calibdash.cells` (the hash of a row's position,
+The rows' parts follow :mod:`calibdash.evaluation.cells` (the hash of a row's position,
 :mod:`calibdash.engines.source`), and the checks of the rows are the shared
 ones (:func:`calibdash.engines.source.check_stats`,
 :func:`calibdash.engines.classes.check_class_stats`), so an engine refuses
@@ -61,7 +61,7 @@ class Engine:
     reads_heads : bool
         Whether it implements :meth:`read_head` and :meth:`label_counts` for files and DuckDB sources.
     dialect : str or None
-        The SQL dialect of :mod:`calibdash.sql` it runs a model's SQL in (None: it runs ``predict``).
+        The SQL dialect of :mod:`calibdash.io.sql` it runs a model's SQL in (None: it runs ``predict``).
     session : str or None
         The keyword of its session option, when it needs one (the contract tests pass a session there).
     """
@@ -88,7 +88,7 @@ class Engine:
         return importlib.import_module(f"{type(self).__module__}.{name}")
 
     def aggregate(self, source, scheme=None, **options):
-        """Score cells (:class:`calibdash.cells.ScoreCells`) of a :class:`~calibdash.engines.source.Source`,
+        """Score cells (:class:`calibdash.evaluation.cells.ScoreCells`) of a :class:`~calibdash.engines.source.Source`,
         rows in parts by ``scheme``; with ``sample_rows`` also the reproducible row sample: the package's
         ``rows.aggregate``, whose parameters are :func:`calibdash.engines.duckdb.rows.aggregate`'s (``max_exact``,
         ``memory_limit``, ``threads``, ``features``, ``feature_bins``, ``sample_rows``, ``seed``, ``on_stage``,
@@ -96,13 +96,13 @@ class Engine:
         return self._module("rows").aggregate(source, scheme, **options)
 
     def aggregate_keyed(self, source, key, scheme=None, **options):
-        """Keyed cells (:class:`calibdash.keyed.KeyedCells`), the cells of each group or period of ``key``: the
+        """Keyed cells (:class:`calibdash.monitoring.keyed.KeyedCells`), the cells of each group or period of ``key``: the
         package's ``keyed.aggregate_keyed`` (``max_exact``, ``memory_limit``, ``threads``, ``on_stage``, and the
         engine's own)."""
         return self._module("keyed").aggregate_keyed(source, key, scheme, **options)
 
     def aggregate_classes(self, csrc, scheme, **options):
-        """K-class cells (:class:`calibdash.cells.ClassCells`) of a
+        """K-class cells (:class:`calibdash.evaluation.cells.ClassCells`) of a
         :class:`~calibdash.engines.classes.ClassSource`, the top-label reduction and each class's one-vs-rest,
         rows checked by :func:`~calibdash.engines.classes.check_class_stats`: the package's
         ``classes.aggregate_classes`` (``max_exact``, ``memory_limit``, ``threads``, and the engine's own)."""
@@ -131,6 +131,6 @@ class Engine:
         raise NotImplementedError(f"the {self.label} engine does not count a source's labels.")
 
     def watched(self, job, stack) -> dict:
-        """Options that let ``job`` (:class:`calibdash.jobs.Job`) follow and stop this engine's work, their
+        """Options that let ``job`` (:class:`calibdash.core.jobs.Job`) follow and stop this engine's work, their
         contexts entered on ``stack`` (:class:`contextlib.ExitStack`); none by default."""
         return {}

@@ -6,13 +6,13 @@ A :class:`ClassSource` names rows with a label column and K class columns
 row, the probabilities ``p_k``, the top probability ``c = max_k p_k``, the
 predicted class (the lowest index among the maxima, ``numpy.argmax``'s rule)
 and the label's class index, and aggregates the K + 1 binary reductions of
-:mod:`calibdash.cells` (confidence, and each class's
-one-vs-rest) into :class:`~calibdash.cells.ClassCells`:
+:mod:`calibdash.evaluation.cells` (confidence, and each class's
+one-vs-rest) into :class:`~calibdash.evaluation.cells.ClassCells`:
 
 1. **statistics** (one scan): rows, rows with a missing or non-finite class
    value, missing labels, labels that name no class column, the classes
    seen, and for probabilities the rows with a negative entry, an entry above
-   1 or a sum more than :data:`~calibdash.multiclass.base.SUM_TOLERANCE`
+   1 or a sum more than :data:`~calibdash.calibrators.multiclass.base.SUM_TOLERANCE`
    from 1; and an estimate of each reduction's distinct scores
    (HyperLogLog). Checked by :func:`check_class_stats` alike in every engine;
 2. **distinct scores** (only for reductions whose estimate lies between
@@ -26,10 +26,10 @@ one-vs-rest) into :class:`~calibdash.cells.ClassCells`:
 The rows, their keys and their parts are the binary engines' own: each engine
 (:meth:`calibdash.engines.base.Engine.aggregate_classes`) reads the source as it
 reads a binary source, with the class columns as extra columns, and puts rows in
-parts by the hash of their position (:func:`calibdash.cells.row_hash`).
+parts by the hash of their position (:func:`calibdash.evaluation.cells.row_hash`).
 
 Arithmetic, the same in every engine. Probabilities are measured as given
-(as :mod:`calibdash.multiclass.metrics` does: not divided by their sums), so
+(as :mod:`calibdash.measures.class_measures` does: not divided by their sums), so
 the cells hold the file's very values and every engine gives identical
 cells. Logits: ``p_k = e_k / (((e_0 + e_1) + e_2) + ...)`` with
 ``e_k = exp(z_k - max_j z_j)``, the sum taken left to right in every engine
@@ -60,19 +60,19 @@ numpy, pandas, pyarrow and calibdash, as ``apply``'s UDF path does (:mod:`calibd
 The content key
 ---------------
 A row's key depends on what the row holds, never on where it lies: :func:`content_key`, a chain of
-:func:`calibdash.cells.row_hash` (MurmurHash3's finaliser, written in SQL by
+:func:`calibdash.evaluation.cells.row_hash` (MurmurHash3's finaliser, written in SQL by
 :func:`calibdash.engines.duckdb.rows.row_hash_sql`; Spark runs the numpy function in a pandas UDF)
 over the row's class index and, for each class column, the two 32-bit halves of
 ``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``. Every step is exact in every engine (a product by a power
 of two, a floor, integers below 2^53), so the three engines give each row the same key. The key is not
-:func:`calibdash.scheme.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
+:func:`calibdash.evaluation.scheme.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
 it quantizes a value to ``2^-32`` (probabilities) and clips logits beyond ``2^20``, so distinct rows may
 share a key; :func:`fit_samples` breaks ties by the values themselves, so the rows chosen depend on the
 rows' content alone.
 
 :func:`fit_samples` draws, for each fitting part, the stratified sample
-:func:`calibdash.scheme.content_sample` would draw with these keys: class ``c`` gets its
-Hamilton quota ``q_c`` (:func:`~calibdash.scheme.class_quotas`) and takes its ``q_c`` rows first
+:func:`calibdash.evaluation.scheme.content_sample` would draw with these keys: class ``c`` gets its
+Hamilton quota ``q_c`` (:func:`~calibdash.evaluation.scheme.class_quotas`) and takes its ``q_c`` rows first
 in the order (key, values). Only rows whose key lies below ``t_c = 2^32 (q_c + 4 sqrt(q_c) + 16) / n_c``
 are fetched: the keys are uniform, so about ``q_c + 4 sqrt(q_c) + 16`` rows of class ``c`` pass (four
 binomial standard deviations and some above ``q_c``); if fewer than ``q_c`` pass, the margin is raised and
@@ -88,13 +88,13 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from ..cells import MAX_EXACT, row_hash
-from ..errors import DataError, SettingsError
-from ..multiclass.base import SUM_TOLERANCE
-from ..cells import ClassCells
-from ..scheme import class_quotas
-from ..scheme import Scheme
-from ..validation import format_values
+from ..evaluation.cells import MAX_EXACT, row_hash
+from ..core.errors import DataError, SettingsError
+from ..calibrators.multiclass.base import SUM_TOLERANCE
+from ..evaluation.cells import ClassCells
+from ..evaluation.scheme import class_quotas
+from ..evaluation.scheme import Scheme
+from ..core.validation import format_values
 from .source import Source, assemble_cells, check_scheme
 
 __all__ = ["ClassSource", "ClassStats", "ClassRows", "class_source", "check_class_stats", "aggregate_classes",
@@ -227,7 +227,7 @@ def class_source(path=None, label: str | None = None, probs=None, logits=None, *
     read by DuckDB; those rows must hold at least two classes. Labels beyond
     them that name no class column are refused by the aggregation.
     """
-    from ..data.classes import build_class_set
+    from ..data.class_set import build_class_set
     from . import reader
 
     rows = Source(path=path, database=database, table=table, query=query, order_by=order_by, format=format,
@@ -267,7 +267,7 @@ class ClassStats:
 
 
 def check_class_stats(st: ClassStats, csrc: ClassSource) -> None:
-    """Refuse the rows as every engine refuses them (:class:`~calibdash.errors.DataError`, with counts)."""
+    """Refuse the rows as every engine refuses them (:class:`~calibdash.core.errors.DataError`, with counts)."""
     name, cols = csrc.source.describe(), format_values(list(csrc.columns), 4)
     hint = " If the columns hold logits, read them as logits." if not csrc.logits else ""
     if st.n_rows == 0:
@@ -321,14 +321,14 @@ def split_cells(res: pd.DataFrame, exact: list[bool], n_rows: int) -> ClassCells
 def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine: str | None = None,
                       max_exact: int = MAX_EXACT, memory_limit: str = "1GB", threads: int | None = None,
                       **options) -> ClassCells:
-    """Aggregate a K-class source into :class:`~calibdash.cells.ClassCells` with ``engine``.
+    """Aggregate a K-class source into :class:`~calibdash.evaluation.cells.ClassCells` with ``engine``.
 
     Parameters
     ----------
     csrc : ClassSource
     scheme : Scheme, optional
         How rows are divided into parts (default every row in part 0); the
-        binary engines' rule (:mod:`calibdash.cells`), so a row falls in the
+        binary engines' rule (:mod:`calibdash.evaluation.cells`), so a row falls in the
         same part in every engine and for binary and K-class cells alike.
     engine : str, optional
         A name of :func:`calibdash.engines.available` (default: the default out-of-core engine,

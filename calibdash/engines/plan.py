@@ -9,7 +9,7 @@ typed by people it does not trust) goes through here:
   their exact names, never expanded a second time), a database file under
   the root, a checked query;
 * :func:`read_tables`, :func:`read_schema` and :func:`aggregate_plan` are
-  the work of :mod:`calibdash.jobs` jobs: each opens the root's locked
+  the work of :mod:`calibdash.core.jobs` jobs: each opens the root's locked
   DuckDB connection, registers its ``interrupt()`` and its query progress
   with the job, reports its stage, and turns every error into a short typed
   one (:func:`calibdash.data.guard.engine_error`);
@@ -22,7 +22,7 @@ typed by people it does not trust) goes through here:
   on cancel and read for its query progress (:func:`watch`).
 
 Nothing here imports Streamlit; a job is anything with ``set_stage``,
-``interrupt_with``, ``progress_from`` (:class:`calibdash.jobs.Job`), and
+``interrupt_with``, ``progress_from`` (:class:`calibdash.core.jobs.Job`), and
 :data:`NO_JOB` runs the work in the caller's thread.
 """
 from __future__ import annotations
@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import cells as ccells
+from ..evaluation import cells as ccells
 from ..data.guard import AccessDenied, DataRoot, engine_error, quote_identifier
-from ..validation import choose_positive
-from ..errors import CalibdashError, DataError, SettingsError
-from ..scheme import Scheme
+from ..core.validation import choose_positive
+from ..core.errors import CalibdashError, DataError, SettingsError
+from ..evaluation.scheme import Scheme
 from .duckdb.rows import STAGES, is_numeric_type, literal_path
 from .source import Source
 
@@ -407,17 +407,17 @@ def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, sche
     Parameters
     ----------
     job
-        A :class:`calibdash.jobs.Job` (or :data:`NO_JOB`).
+        A :class:`calibdash.core.jobs.Job` (or :data:`NO_JOB`).
     root, plan, roles
         As :func:`aggregate_plan`.
-    key : calibdash.keyed.Key
+    key : calibdash.monitoring.keyed.Key
         The group or period column and how its values become keys.
     scheme : Scheme, optional
         How the rows are divided into parts (default: all rows in one part).
 
     Returns
     -------
-    calibdash.keyed.KeyedCells
+    calibdash.monitoring.keyed.KeyedCells
     """
     from .duckdb.keyed import aggregate_keyed
 
@@ -431,7 +431,7 @@ def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, sche
 
 
 def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: str | None = None, **options):
-    """:func:`calibdash.engines.aggregate` as the work of ``job`` (a :class:`calibdash.jobs.Job`, or
+    """:func:`calibdash.engines.aggregate` as the work of ``job`` (a :class:`calibdash.core.jobs.Job`, or
     :data:`NO_JOB`): each stage the engine names is reported (:data:`STAGE_TEXT`; a cancelled job stops there),
     and an engine that can be watched (:meth:`~calibdash.engines.base.Engine.watched`: DuckDB's connection) is
     interrupted on cancel and read for its query progress.

@@ -5,13 +5,13 @@ A :class:`Source` names rows that may not fit in memory: Parquet or CSV files
 file, or (Spark) a table name or a query. It says which column holds the
 score, the label, the split and the features, which label value is the
 positive class, and how scores map to probabilities (margins by the logistic
-function, as :mod:`calibdash.data.margins` does).
+function, as :mod:`calibdash.core.margins` does).
 
 The row key
 -----------
-Hashed schemes (:mod:`calibdash.cells`: ``fold = row_hash(key, seed) % k``)
+Hashed schemes (:mod:`calibdash.evaluation.cells`: ``fold = row_hash(key, seed) % k``)
 need every row's *position in the source*, from 0, so that every engine puts
-a row in the same part as :func:`calibdash.cells.parts_for` does in memory:
+a row in the same part as :func:`calibdash.evaluation.cells.parts_for` does in memory:
 
 * **files** (Parquet or CSV): files sorted by their path (Python's ``sorted``
   of the absolute paths), rows in file order; the key of row ``r`` of file
@@ -32,7 +32,7 @@ Every engine gathers the same few statistics (:class:`Stats`) and passes
 them to :func:`check_stats`, so all refuse the same data with the same
 message: a missing or non-finite score, scores outside [0, 1] when the
 transform is ``"identity"``, a missing label, a label with one value
-(:class:`~calibdash.errors.DataError`, naming the counts). Unlike
+(:class:`~calibdash.core.errors.DataError`, naming the counts). Unlike
 :func:`calibdash.data.load_scores`, which drops such rows from a file it
 holds in memory, rows where they live are not dropped: dropping them would
 shift the positions of the rows after them, and so their parts. A query
@@ -49,16 +49,16 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..cells import GRID, ScoreCells
-from ..data.margins import TRANSFORMS
-from ..validation import choose_positive, plain_value
-from ..errors import DataError, SettingsError
-from ..scheme import Scheme, column_parts
+from ..evaluation.cells import GRID, ScoreCells
+from ..core.margins import TRANSFORMS
+from ..core.validation import choose_positive, plain_value
+from ..core.errors import DataError, SettingsError
+from ..evaluation.scheme import Scheme, column_parts
 
 __all__ = ["Source", "Stats", "check_stats", "check_scheme", "column_train_values", "assemble_cells", "split_text",
            "TRANSFORM_ALIASES", "SAMPLE_SALT", "KEYED_STAGES", "TRUNC_UNITS"]
 
-#: ``transform`` spellings: the probability / margin names map to :data:`calibdash.data.margins.TRANSFORMS`.
+#: ``transform`` spellings: the probability / margin names map to :data:`calibdash.core.margins.TRANSFORMS`.
 TRANSFORM_ALIASES = {None: None, "auto": None, "identity": "identity", "probability": "identity",
                      "logistic": "logistic", "margin": "logistic", "logit": "logistic"}
 #: Added to the scheme's seed for the row sample's hash, so the sample is not the held-out part.
@@ -162,7 +162,7 @@ class Source:
 
     @property
     def transform_name(self) -> str | None:
-        """The transform as :func:`calibdash.data.margins.to_probabilities` names it (None: decide)."""
+        """The transform as :func:`calibdash.core.margins.to_probabilities` names it (None: decide)."""
         return TRANSFORM_ALIASES[self.transform]
 
     def columns(self, features: Sequence[str] | None = None) -> list[str]:
@@ -265,7 +265,7 @@ class Source:
 
 
 def check_scheme(scheme: Scheme) -> None:
-    """The setting checks of :func:`calibdash.cells.parts_for`."""
+    """The setting checks of :func:`calibdash.evaluation.cells.parts_for`."""
     if scheme.kind not in ("kfold", "split", "column", "insample"):
         raise SettingsError(f"unknown scheme kind {scheme.kind!r}.")
     if scheme.kind == "kfold" and int(scheme.n_folds) < 2:
@@ -284,14 +284,14 @@ def split_text(v) -> str:
 def column_train_values(values: Sequence, scheme: Scheme) -> list:
     """Of a split column's distinct raw ``values``, those that mark training rows (part 0).
 
-    The rule of :func:`calibdash.scheme.column_parts` (train/test words, or
+    The rule of :func:`calibdash.evaluation.scheme.column_parts` (train/test words, or
     ``scheme.train_value``), applied to the distinct values so that an engine
     can map the rows with ``split IN (...)``.
 
     Raises
     ------
     DataError
-        As :func:`calibdash.evaluation.split_indices` (values naming no part, no training value).
+        As :func:`calibdash.evaluation.holdout.split_indices` (values naming no part, no training value).
     """
     vals = list(values)
     texts = np.array([split_text(v) for v in vals], dtype=object)
@@ -411,12 +411,12 @@ def feature_frame(raw: dict, kinds: dict, edges: dict) -> pd.DataFrame:
 
 def assemble_cells(part, code, n, n_pos, score_sum, *, exact: bool, features: pd.DataFrame | None = None
                    ) -> ScoreCells:
-    """A :class:`~calibdash.cells.ScoreCells` from grouped rows, in the order the in-memory path gives.
+    """A :class:`~calibdash.evaluation.cells.ScoreCells` from grouped rows, in the order the in-memory path gives.
 
     ``code`` is the exact score (``exact``) or the grid step; cells are sorted
     by part, then code, then the features' codes (categories' dense ranks,
     bin codes; missing last). The cell's score is the code (exact) or
-    ``score_sum / n`` (grid), as :meth:`calibdash.cells.CellAccumulator.result`.
+    ``score_sum / n`` (grid), as :meth:`calibdash.evaluation.cells.CellAccumulator.result`.
     """
     part = np.asarray(part, dtype=np.int64)
     code = np.asarray(code, dtype=float)
@@ -434,7 +434,7 @@ def assemble_cells(part, code, n, n_pos, score_sum, *, exact: bool, features: pd
 
 
 def grid_code(s: np.ndarray) -> np.ndarray:
-    """The grid step of scores in [0, 1] (score 1 in the last step), as :mod:`calibdash.cells`."""
+    """The grid step of scores in [0, 1] (score 1 in the last step), as :mod:`calibdash.evaluation.cells`."""
     return np.minimum(np.floor(np.asarray(s, dtype=float) * GRID), GRID - 1)
 
 

@@ -5,7 +5,7 @@ Fitting and explaining are apart, as relplot keeps ``prepare_`` apart from
 ``CalibrationDisplay``:
 
 * a fitted calibrator (binary, :mod:`calibdash.calibrators`, or K-class,
-  :mod:`calibdash.multiclass`) holds what ``predict`` needs plus small learned
+  :mod:`calibdash.calibrators.multiclass`) holds what ``predict`` needs plus small learned
   summaries (weights, knots, trees), never its training rows;
 * an explainer, one function per method in a module of this package, takes the
   fitted calibrator and the rows it was fitted on, explicitly, and returns an
@@ -30,9 +30,9 @@ from typing import ClassVar
 import pandas as pd
 
 from ..calibrators.base import Calibrator
-from ..errors import NotFittedError, ProgrammingError
-from ..registry import Declarations
-from ..validation import check_labels, check_scores
+from ..core.errors import NotFittedError, ProgrammingError
+from ..core.scan import Declarations
+from ..core.validation import check_labels, check_scores
 
 __all__ = ["Explanation", "explain", "explains", "explainers", "training_rows"]
 

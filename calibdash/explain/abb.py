@@ -18,8 +18,8 @@ import pandas as pd
 
 from ..calibrators._bayes_binning import log_gap_priors
 from ..calibrators.abb import ABB, BinningAverage, average_binnings, knots
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 from .sbb import positions_notes
 

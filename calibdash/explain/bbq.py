@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.bbq import BBQCalibrator, BinningModels, averaged_map, binning_models, model_size
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["BBQExplanation", "explain", "MAP_TOL"]

@@ -24,9 +24,9 @@ import pandas as pd
 from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta, log_likelihood
 from ..calibrators.platt import PlattCalibrator
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
-from ..errors import ProgrammingError
+from ..core.errors import ProgrammingError
 from ..measures.binning import reliability_table
-from ..validation import check_weights
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["BetaExplanation", "explain", "score_grid", "N_GROUPS", "MAP_TOL"]

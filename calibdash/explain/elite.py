@@ -30,8 +30,8 @@ import pandas as pd
 
 from ..calibrators._trend_filter import FLOOR_TOL, evaluate_linear
 from ..calibrators.elite import CRITERION_LABEL, ELiTE, LambdaPath, lambda_path
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["ELiTEExplanation", "explain", "N_GROUPS", "MIN_SUPPORT", "MAP_TOL"]

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.enir import CRITERION_LABEL, ENIR, ENIRPath, enir_path, map_knots
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["ENIRExplanation", "explain", "MAP_TOL", "N_GROUPS", "GRID_POINTS"]

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.histogram import HistogramCalibrator, bin_sums
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["HistogramExplanation", "explain", "MAP_TOL"]

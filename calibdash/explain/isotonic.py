@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.isotonic import IsotonicCalibrator, pav_blocks
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["IsotonicExplanation", "explain", "MAP_TOL"]

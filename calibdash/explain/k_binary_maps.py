@@ -13,9 +13,9 @@ from typing import ClassVar, Sequence
 import numpy as np
 import pandas as pd
 
-from ..multiclass import metrics
-from ..multiclass.methods.ovr import BinaryComposite, OneVsRestCalibrator
-from ..multiclass.methods.top_label import TopLabelCalibrator
+from ..measures import class_measures as metrics
+from ..calibrators.multiclass.methods.ovr import BinaryComposite, OneVsRestCalibrator
+from ..calibrators.multiclass.methods.top_label import TopLabelCalibrator
 from . import explains
 from .k_class import MAX_CLASSES, ClassExplanation, class_rows
 

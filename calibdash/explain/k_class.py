@@ -17,8 +17,8 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..multiclass.base import MulticlassCalibrator, Scores, as_scores, check_classes
-from ..multiclass.methods.ovr import BinaryComposite
+from ..calibrators.multiclass.base import MulticlassCalibrator, Scores, as_scores, check_classes
+from ..calibrators.multiclass.methods.ovr import BinaryComposite
 from ..diagrams import SimplexMapData, class_labels, prepare_simplex_map
 from . import Explanation, explains
 

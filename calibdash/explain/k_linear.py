@@ -8,10 +8,10 @@ from typing import ClassVar, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import ProgrammingError
-from ..multiclass.methods.dirichlet import DirichletCalibration
-from ..multiclass.methods.matrix import MatrixScaling
-from ..multiclass.methods.vector import VectorScaling
+from ..core.errors import ProgrammingError
+from ..calibrators.multiclass.methods.dirichlet import DirichletCalibration
+from ..calibrators.multiclass.methods.matrix import MatrixScaling
+from ..calibrators.multiclass.methods.vector import VectorScaling
 from . import explains
 from .k_class import MAX_CLASSES, ClassExplanation, class_rows
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
-from ..errors import ProgrammingError
+from ..core.errors import ProgrammingError
 from ..measures.calibration import LOG_LOSS_EPS
-from ..multiclass.base import MulticlassCalibrator, Scores, as_scores, check_classes
-from ..multiclass.methods.temperature import TemperatureScaling
+from ..calibrators.multiclass.base import MulticlassCalibrator, Scores, as_scores, check_classes
+from ..calibrators.multiclass.methods.temperature import TemperatureScaling
 from . import explains
 from .k_class import MAX_CLASSES, ClassExplanation, class_rows
 
@@ -43,7 +43,7 @@ def temperature_curve(x: Scores, y, temperatures, sample_weight=None) -> np.ndar
     """Mean log-loss of ``softmax(s / T)`` at each temperature, ``s`` the log-scores of ``x``.
 
     The objective temperature scaling minimises (Guo et al. 2017, section 4.2: ``T`` is "optimized with
-    respect to NLL on the validation set"), computed as :func:`calibdash.multiclass.metrics.log_loss` does.
+    respect to NLL on the validation set"), computed as :func:`calibdash.measures.class_measures.log_loss` does.
     """
     y = check_classes(y, x.n, x.k)
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)

@@ -14,7 +14,7 @@ from typing import ClassVar
 import pandas as pd
 
 from ..calibrators.platt import PlattCalibrator, log_likelihood, targets
-from ..validation import check_weights
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["PlattExplanation", "explain"]

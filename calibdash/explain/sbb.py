@@ -21,8 +21,8 @@ import pandas as pd
 
 from ..calibrators._bayes_binning import Positions, log_gap_priors
 from ..calibrators.sbb import BestBinning, SBB, best_binning
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["SBBExplanation", "explain", "positions_notes", "MAP_TOL"]

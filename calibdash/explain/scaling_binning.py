@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.scaling_binning import ScalingBinningCalibrator, scaling_binning
-from ..errors import ProgrammingError
-from ..validation import check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["ScalingBinningExplanation", "explain", "MAP_TOL"]

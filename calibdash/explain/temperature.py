@@ -24,9 +24,9 @@ from scipy.special import expit
 from ..calibrators.platt import logit
 from ..calibrators.temperature import (TemperatureCalibrator, fit_inverse_temperature, log_likelihood,
                                       negative_log_likelihoods, nll_grad_hess)
-from ..errors import ProgrammingError
+from ..core.errors import ProgrammingError
 from ..measures.binning import reliability_table
-from ..validation import check_weights
+from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 from .beta import score_grid
 

@@ -22,8 +22,8 @@ import pandas as pd
 from sklearn.isotonic import isotonic_regression
 
 from ..calibrators.venn_abers import VennAbersCalibrator, fit_tables, interval_at, merge
-from ..errors import ProgrammingError
-from ..validation import check_scores, check_weights
+from ..core.errors import ProgrammingError
+from ..core.validation import check_scores, check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = ["VennAbersExplanation", "explain", "interval_band", "band_grid", "TABLE_TOL"]

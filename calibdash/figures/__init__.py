@@ -15,8 +15,8 @@ functions (``reliability_diagram``, ``calibration_map``) return figures.
 """
 from __future__ import annotations
 
-from ..errors import EnvironmentProblem
-from ..registry import Declarations
+from ..core.errors import EnvironmentProblem
+from ..core.scan import Declarations
 
 try:
     import plotly  # noqa: F401  (the figures need it; the rest of calibdash does not)

@@ -12,7 +12,7 @@ import threading
 
 import plotly.graph_objects as go
 
-from ..errors import EnvironmentProblem, SettingsError
+from ..core.errors import EnvironmentProblem, SettingsError
 
 FORMATS = ("png", "svg")
 _lock = threading.Lock()

@@ -27,8 +27,8 @@ _EXTRA = ("#44AA99", "#88CCEE", "#DDCC77", "#661100", "#6699CC", "#E6AB02", "#A6
 def _multiclass_color(key: str) -> str | None:
     """The colour a multi-class method declares: its class's, or for a composite (``ovr:isotonic``) its
     instance's, derived from its binary method; None when ``key`` names no multi-class method."""
-    from .. import multiclass
-    from ..errors import SettingsError
+    from ..calibrators import multiclass
+    from ..core.errors import SettingsError
     prefix, colon, _ = key.partition(":")
     cls = multiclass.classes().get(prefix)
     if cls is None:

@@ -8,7 +8,7 @@ The subpackage:
 ``calibration``             the papers' metrics: ECE, MCE, MVCE, RMSE, Brier, log-loss, AUC,
                             accuracy, PUD, ``summary`` (also as :mod:`calibdash.metrics`, deprecated)
 ``recalibration``           calibration intercept and slope (the one logistic solver,
-                            :mod:`calibdash.logistic`)
+                            :mod:`calibdash.core.logistic`)
 ``smoother``                the loess calibration curve, ICI, E50, E90, Emax
 ``hypothesis``              Spiegelhalter's z, the Hosmer-Lemeshow test
 ``decomposition``           Murphy's Brier decomposition
@@ -24,7 +24,7 @@ class, in [0, 1]), ``labels`` (0/1) and ``sample_weight``, validated by
 :func:`calibdash.measures.binning.check_inputs`. A row of weight ``w`` counts
 as ``w`` rows: with whole-number weights every statistic equals, to rounding,
 its value on the rows repeated, so a table of score cells gives the value of
-its rows (``tests/test_clinical.py`` checks this for each function). Weights
+its rows (``tests/measures/test_clinical.py`` checks this for each function). Weights
 are counts everywhere, also where a statistic depends on the sample size
 (standard errors, the tests' statistics, the debiasing term, the loess
 neighbourhood): weights that sum to 1 describe one row, not a distribution.
@@ -34,7 +34,7 @@ this module is the binary view of it: the papers' metrics
 (:data:`calibdash.measures.calibration.METRIC_NAMES`) and the further measures
 that the peers and the clinical literature add, each computed by its own
 module, with which value is best, so that the metric tables, Compare's
-intervals (:func:`calibdash.bootstrap.bootstrap_measures`) and the
+intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_measures`) and the
 Benchmark's ranks (:func:`oriented`) treat them alike:
 
 ========  =========================================================  ===========
@@ -65,7 +65,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 from . import hypothesis
 from .binning import check_inputs
 from .registry import BINARY, Measure, select_names, view
@@ -99,11 +99,11 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
     prediction is the same, or ICI, E50 and E90 when most predictions are
     tied (a step calibrator's), where R's loess stops with "span too small"
     (:func:`calibdash.measures.smoother.ici`). Invalid input (NaN, more than two
-    label values, scores outside [0, 1]) raises :class:`~calibdash.errors.DataError`.
+    label values, scores outside [0, 1]) raises :class:`~calibdash.core.errors.DataError`.
 
     ``labels`` are any two values, as for :mod:`calibdash.measures.calibration`;
     ``pos_label`` names the positive class (default: the shared rule,
-    :func:`calibdash.validation.choose_positive`).
+    :func:`calibdash.core.validation.choose_positive`).
     """
     want = check_names(names)
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)

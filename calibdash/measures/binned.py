@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from .binning import Groups, check_binning, check_inputs, quantile_bins, tied_groups
 
 __all__ = ["debiased_l2_ce", "adaptive_ece"]
@@ -37,7 +37,7 @@ def debiased_l2_ce(probs, labels, sample_weight=None, n_bins: int | None = 15, s
     ``get_calibration_error(probs, labels, p=2, debias=True)`` on continuous
     predictions (``lower_bound_scaling_ce`` with 15 equal-mass bins): it
     returns ``sqrt(max(CE^2, 0))``, the l2 error itself, and so does this
-    function; ``tests/test_clinical.py`` reproduces its numbers.
+    function; ``tests/measures/test_clinical.py`` reproduces its numbers.
 
     Two differences from the authors' code, both only where predictions are
     tied: (1) their bins are cut at midpoints between the sorted

@@ -4,7 +4,7 @@ ECE, MCE and the reliability table (:mod:`calibdash.measures.calibration`),
 the Hosmer-Lemeshow groups (:mod:`calibdash.measures.hypothesis`), Murphy's
 binned decomposition (:mod:`calibdash.measures.decomposition`), the debiased
 l2 error and ACE (:mod:`calibdash.measures.binned`) and the bootstrap of
-score cells (:mod:`calibdash.bootstrap`) all bin through this module, so a
+score cells (:mod:`calibdash.evaluation.bootstrap`) all bin through this module, so a
 bin means the same everywhere. It also holds the shared input check
 (:func:`check_inputs`) and the one sort of the predictions into runs of ties
 (:func:`sort_runs`, :func:`tied_groups`) that AUC and the bins reuse.
@@ -56,7 +56,7 @@ evaluation tables, the command line and the dashboard use it unless told
 otherwise, and every table says which binning it used
 (:func:`binning_label`). Equal-count bins are chosen because they reproduce
 the BBQ authors' published figures on untied scores
-(``tests/test_metrics.py``) and never leave a bin empty.
+(``tests/measures/test_metrics.py``) and never leave a bin empty.
 
 ECE is the bin-weight weighted mean of ``|mean prediction - observed
 frequency|`` over the bins, MCE its maximum over the non-empty bins.
@@ -69,8 +69,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import SettingsError
-from ..validation import check_labels, check_scores, check_weights
+from ..core.errors import SettingsError
+from ..core.validation import check_labels, check_scores, check_weights
 
 __all__ = [
     "STRATEGIES", "ALL_STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "binning_label", "check_inputs",
@@ -101,7 +101,7 @@ def binning_label(n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY
 # ----------------------------------------------------------------------------
 def check_inputs(probs, labels, sample_weight=None, pos_label=None):
     """Validated ``(p, y, w)``; ``w`` is None when every row weighs 1; ``y`` is 0/1 with 1 the positive class
-    (:func:`calibdash.validation.check_labels`: any two label values, ``pos_label`` or the shared rule)."""
+    (:func:`calibdash.core.validation.check_labels`: any two label values, ``pos_label`` or the shared rule)."""
     p = check_scores(probs, "probs")
     y = check_labels(labels, p.size, require_both=False, pos_label=pos_label)
     return p, y, check_weights(sample_weight, p.size)

@@ -3,7 +3,7 @@
 All functions take ``probs`` (predicted probability of the positive class, in
 [0, 1]) and ``labels`` of the same length: 0/1, or any two values (-1/1,
 True/False, yes/no, two strings) whose positive class ``pos_label=`` names or
-:func:`calibdash.validation.choose_positive` chooses, as the file loader does.
+:func:`calibdash.core.validation.choose_positive` chooses, as the file loader does.
 
 Weights and score cells
 -----------------------
@@ -128,7 +128,7 @@ def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
         become weight sums. Refused by ``"rank"``.
     pos_label : optional
         The label value of the positive class (every function here takes
-        it); default :func:`calibdash.validation.choose_positive`'s rule, as
+        it); default :func:`calibdash.core.validation.choose_positive`'s rule, as
         the file loader (1, True, yes, ...; see the module docstring there).
     """
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
@@ -256,7 +256,7 @@ def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
     bins); MVCE uses ``mvce_bin_size``, ``mvce_views`` and ``mvce_max_rows``
     (and needs whole weights, see :func:`mvce`). The inputs are checked, and the predictions
     sorted, once. ``pos_label``: the label value of the positive class (default: the shared rule,
-    :func:`calibdash.validation.choose_positive`).
+    :func:`calibdash.core.validation.choose_positive`).
     """
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)

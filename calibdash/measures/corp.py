@@ -3,7 +3,7 @@
 Dimitriadis, Gneiting & Jordan, "Stable reliability diagrams for
 probabilistic classifiers", PNAS 118(8) e2016191118 (2021), and their R
 package ``reliabilitydiag`` (github aijordan/reliabilitydiag), whose
-published example this module reproduces (``tests/test_corp.py``).
+published example this module reproduces (``tests/measures/test_corp.py``).
 
 CORP: Consistent, Optimally binned, Reproducible, PAV-based
 -----------------------------------------------------------
@@ -72,7 +72,7 @@ from scipy.special import xlogy
 from sklearn.isotonic import isotonic_regression
 
 from ..calibrators.isotonic import Blocks, pav_blocks
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from .binning import check_inputs
 from .smooth_ece import band_quantiles, check_boot
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from .binning import (STRATEGIES, Groups, bin_sums, check_binning, check_rows, quantile_bins, row_bins, tied_groups,
                       uniform_ids)
 

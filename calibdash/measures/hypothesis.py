@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from .binning import check_binning, check_inputs, check_level, check_rows, is_whole, quantile_bins, tied_groups
 
 __all__ = ["spiegelhalter_z", "hosmer_lemeshow"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DataError, SettingsError
+from ..core.errors import DataError, SettingsError
 from .binning import check_inputs, is_whole
 
 __all__ = ["mvce", "mvce_checked", "row_views", "partition_views", "mvce_of_moments", "iter_views", "random_views",
@@ -74,7 +74,7 @@ def partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: i
     ``S_b = M_b rbar + a (sqrt(M_b) z_b - (M_b / N) sum_c sqrt(M_c) z_c)`` with
     ``z`` standard normal and ``a^2 = sigma^2 N / (N - 1)``. A bin sum of at
     least ``bin_size`` rows is close to normal (central limit theorem for
-    sampling without replacement); ``tests/test_metrics.py`` checks the values
+    sampling without replacement); ``tests/measures/test_metrics.py`` checks the values
     against the row-level views.
     """
     w = counts.astype(float)
@@ -166,7 +166,7 @@ def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
         whatever N, the bin size stays ``M`` (no subsample, so no extra
         noise), and the value is distributed as the row-level one up to the
         normal approximation of a sum of at least ``M`` rows drawn without
-        replacement; ``tests/test_metrics.py`` compares it with the views of
+        replacement; ``tests/measures/test_metrics.py`` compares it with the views of
         the rows themselves.
     """
     probs_, y, w = check_inputs(probs, labels, sample_weight, pos_label)

@@ -2,7 +2,7 @@
 
 Both are weighted logistic regressions of the outcome on the logit of the
 prediction, solved by the package's one logistic solver
-(:func:`calibdash.logistic.solve_logistic`, the one Platt, beta and
+(:func:`calibdash.core.logistic.solve_logistic`, the one Platt, beta and
 temperature scaling use).
 
 Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
@@ -14,8 +14,8 @@ import math
 import numpy as np
 from scipy import stats
 
-from ..errors import DataError
-from ..logistic import covariance, solve_logistic
+from ..core.errors import DataError
+from ..core.logistic import covariance, solve_logistic
 from .binning import check_level, check_rows
 
 __all__ = ["calibration_intercept_slope"]
@@ -63,7 +63,7 @@ def calibration_intercept_slope(probs, labels, sample_weight=None, level: float 
       ``slope_model_intercept``.
 
     Both maximise the weighted Bernoulli likelihood with the package's one
-    logistic solver (:func:`calibdash.logistic.solve_logistic`: Newton's method
+    logistic solver (:func:`calibdash.core.logistic.solve_logistic`: Newton's method
     with a line search to the floating-point limit), started at ``a = 0, b = 1``
     (perfect calibration).
     Standard errors are the square roots of the diagonal of the inverse

@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from . import binned, calibration, corp, decomposition, hypothesis, recalibration, smooth_ece, smoother
 from .binning import DEFAULT_N_BINS
 

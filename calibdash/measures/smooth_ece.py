@@ -3,7 +3,7 @@
 Blasiok & Nakkiran, "Smooth ECE: Principled Reliability Diagrams via Kernel
 Smoothing" (arXiv:2309.12236, 2023; ICLR 2024), and their Python package
 ``relplot`` (github apple/ml-calibration, ``src/relplot``), whose numbers this
-module reproduces (``tests/test_smooth_ece.py``).
+module reproduces (``tests/measures/test_smooth_ece.py``).
 
 Definition (the paper's SmoothECE and smoothed reliability diagram)
 -------------------------------------------------------------------
@@ -76,7 +76,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..errors import SettingsError
+from ..core.errors import SettingsError
 from .binning import check_inputs
 
 __all__ = ["smooth_ece", "smooth_ece_at", "smooth_ece_bandwidth", "smoothed_curve", "smoothed_curve_band",

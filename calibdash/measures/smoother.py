@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.interpolate import CubicSpline
 
-from ..errors import DataError, SettingsError
+from ..core.errors import DataError, SettingsError
 from .binning import check_rows, tied_groups
 
 __all__ = ["smoothed_calibration_curve", "ici", "LOESS_SPAN", "LOESS_DEGREE", "LOESS_MAX_POINTS"]
@@ -229,7 +229,7 @@ def smoothed_calibration_curve(probs, labels, sample_weight=None, span: float = 
         bandwidth, which holds 75% of the rows, so the spline stays far
         closer to the exact fit than the curve's sampling error: on 8,000
         uniform or beta(0.3, 3) predictions the largest difference is below
-        2e-4 and ICI moves by less than 1e-6 (``tests/test_clinical.py``).
+        2e-4 and ICI moves by less than 1e-6 (``tests/measures/test_clinical.py``).
         R's default (``surface = "interpolate"``) interpolates too, from a
         handful of k-d tree vertices. ``None`` fits every distinct prediction
         exactly (O(distinct^2): slow beyond ~10,000).

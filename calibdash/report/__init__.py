@@ -1,14 +1,14 @@
 """A one-page HTML report of a held-out comparison of calibrators.
 
 :func:`build_report` turns what the Compare page and ``python -m calibdash
-evaluate`` compute (an :class:`~calibdash.evaluation.Evaluation` and its
-:class:`~calibdash.bootstrap.BootstrapResult`) into one self-contained HTML
+evaluate`` compute (an :class:`~calibdash.evaluation.holdout.Evaluation` and its
+:class:`~calibdash.evaluation.bootstrap.BootstrapResult`) into one self-contained HTML
 document, in this order:
 
-1. the verdict sentence (:func:`calibdash.bootstrap.verdict`);
+1. the verdict sentence (:func:`calibdash.evaluation.bootstrap.verdict`);
 2. the data: where the rows came from, how many were judged and how many of
    them are positives, how the rows were split and judged, whether they were
-   summarised into score cells (:mod:`calibdash.cells`), the binning of ECE
+   summarised into score cells (:mod:`calibdash.evaluation.cells`), the binning of ECE
    and MCE and how the intervals were drawn;
 3. the metrics table, each cell ``value [low, high]`` (the paired bootstrap's
    percentile interval), the best value of each metric in bold, as the
@@ -36,8 +36,8 @@ two figures, each at most 660 px wide so it fits an A4 or Letter page.
 
 :func:`report_for_file` (and :func:`report_for_score_set`, from a loaded
 file) does the whole pipeline, as the command line's ``evaluate`` does
-(:func:`calibdash.evaluation.evaluate_score_set`): load, fit, judge, bootstrap
-(:func:`calibdash.bootstrap.bootstrap_evaluation`), measure, write.
+(:func:`calibdash.evaluation.holdout.evaluate_score_set`): load, fit, judge, bootstrap
+(:func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`), measure, write.
 
 The page is written by these modules: :mod:`calibdash.report.pipeline` (from a
 file or a ScoreSet to the page), :mod:`calibdash.report.build` (the document:

@@ -18,13 +18,14 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import __version__, bootstrap as cboot, diagrams
+from .. import __version__, diagrams
+from ..evaluation import bootstrap as cboot
 from ..measures import calibration as metrics
-from ..bootstrap import BootstrapResult
-from ..errors import SettingsError
-from ..evaluation import UNCALIBRATED, Evaluation
+from ..evaluation.bootstrap import BootstrapResult
+from ..core.errors import SettingsError
+from ..evaluation.holdout import UNCALIBRATED, Evaluation
 from .. import diagrams as mdiagrams
-from ..multiclass import metrics as mmetrics
+from ..measures import class_measures as mmetrics
 from .markup import escape, interval_table, methods_section, number, page
 from .text import default_labels, intervals_text, judged_text, measure_table
 
@@ -87,7 +88,7 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
         Its predictions draw the figures and give the judged rows; its models
         the calibration map and the methods' papers.
     boot : BootstrapResult
-        The metrics table with intervals (:func:`calibdash.bootstrap.bootstrap_evaluation`, or
+        The metrics table with intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, or
         what the Compare page computed); the verdict is drawn from it.
     title : str
         The page's heading and ``<title>``.
@@ -100,7 +101,7 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
         Default :func:`default_labels`.
     measures_table : DataFrame or BootstrapResult, optional
         Binary: methods x measures (:func:`measure_table`), or the result of
-        :func:`calibdash.bootstrap.bootstrap_measures` to show intervals too.
+        :func:`calibdash.evaluation.bootstrap.bootstrap_measures` to show intervals too.
         Default: :func:`measure_table` of ``evaluation``; an empty DataFrame
         leaves the section out.
     notes : sequence of str
@@ -120,7 +121,7 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
         path only; score cells carry no features).
     calibration_metric : str, default "ECE"
         The metric the binary verdict ranks by (K classes:
-        :func:`calibdash.bootstrap.verdict`'s confidence ECE among the methods whose accuracy
+        :func:`calibdash.evaluation.bootstrap.verdict`'s confidence ECE among the methods whose accuracy
         the paired interval does not show below the raw probabilities').
     generated : datetime, optional
         The date printed (default: now, UTC).
@@ -230,7 +231,7 @@ Lower is better except AUC and ACC. ECE and MCE use {escape(ev.binning)}. Hover 
 
 def class_heading(name: str):
     """A K-class measure's column for :func:`calibdash.report.markup.interval_table`: (arrow, tooltip,
-    orient), from :data:`calibdash.multiclass.metrics.MEASURES`."""
+    orient), from :data:`calibdash.measures.class_measures.MEASURES`."""
     m = mmetrics.MEASURES[name]
     arrow = {True: "↓", False: "↑", None: "→ 0"}[m.lower_is_better]
     best = {True: "lower is better", False: "higher is better", None: "0 is ideal"}[m.lower_is_better]

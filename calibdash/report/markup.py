@@ -12,8 +12,8 @@ from typing import Mapping
 import numpy as np
 
 from .. import __version__, measures
-from ..bootstrap import BootstrapResult
-from ..evaluation import Evaluation
+from ..evaluation.bootstrap import BootstrapResult
+from ..evaluation.holdout import Evaluation
 
 __all__ = ["CSS", "escape", "number", "interval_table", "binary_heading", "methods_section", "page"]
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Mapping
 
-from .. import bootstrap as cboot, diagrams
-from ..evaluation import Scheme, evaluate_score_set
-from ..methods import DEFAULT_METHODS, resolve
-from ..evaluation import MAX_FIT_ROWS, default_methods, evaluate_classes
+from ..evaluation import bootstrap as cboot
+from .. import diagrams
+from ..evaluation.holdout import Scheme, evaluate_score_set
+from ..evaluation.methods import DEFAULT_METHODS, resolve
+from ..evaluation.holdout import MAX_FIT_ROWS, default_methods, evaluate_classes
 from .build import build_report, check_plotlyjs
 from .text import describe_class_source, describe_source, measure_table
 
@@ -30,7 +31,7 @@ def report_for_file(path, methods=None, score: str | None = None, label: str | N
     ----------
     path : str or Path
         CSV, .csv.gz or Parquet file.
-    methods : method spec, default :data:`calibdash.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
+    methods : method spec, default :data:`calibdash.evaluation.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
     score, label : str, optional
         Column names (default: guessed).
     scheme : Scheme, default ``Scheme()``
@@ -54,14 +55,14 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
                          generated: datetime | None = None, diagram: str = "binned") -> str:
     """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods``, bootstrap, measure, write.
 
-    The path of ``python -m calibdash evaluate`` (:func:`calibdash.evaluation.evaluate_score_set`),
-    then :func:`calibdash.bootstrap.bootstrap_evaluation`, :func:`measure_table` and
+    The path of ``python -m calibdash evaluate`` (:func:`calibdash.evaluation.holdout.evaluate_score_set`),
+    then :func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, :func:`measure_table` and
     :func:`build_report`.
 
     Parameters
     ----------
     ss : ScoreSet
-    methods : method spec, default :data:`calibdash.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
+    methods : method spec, default :data:`calibdash.evaluation.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
     scheme : Scheme, default ``Scheme()``
     params : mapping method -> {hyperparameter: value}, optional
     cells : {"auto", "always", "never"}
@@ -93,12 +94,12 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
                          n_boot: int = CLASS_N_BOOT, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
     """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods``
-    (:func:`calibdash.evaluation.evaluate_classes`), bootstrap, write (:func:`build_report`).
+    (:func:`calibdash.evaluation.holdout.evaluate_classes`), bootstrap, write (:func:`build_report`).
 
     Parameters
     ----------
     cs : ClassSet
-    methods : method spec, default :func:`calibdash.evaluation.default_methods` for its K
+    methods : method spec, default :func:`calibdash.evaluation.holdout.default_methods` for its K
     scheme : Scheme, default ``Scheme()``
     params : mapping method -> {hyperparameter: value}, optional
     n_boot : int, default :data:`CLASS_N_BOOT`
@@ -107,7 +108,7 @@ def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, para
     include_plotlyjs, generated
         As for :func:`build_report`.
     max_fit_rows : int or None
-        As for :func:`~calibdash.evaluation.evaluate_classes`.
+        As for :func:`~calibdash.evaluation.holdout.evaluate_classes`.
     """
     check_plotlyjs(include_plotlyjs)              # before the fits, not after
     scheme = scheme or Scheme()

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from .. import calibrators, measures
-from ..bootstrap import BootstrapResult
-from ..errors import DataError, SettingsError
-from ..evaluation import UNCALIBRATED, Evaluation
+from ..evaluation.bootstrap import BootstrapResult
+from ..core.errors import DataError, SettingsError
+from ..evaluation.holdout import UNCALIBRATED, Evaluation
 
 __all__ = ["default_labels", "measure_table", "describe_source", "describe_class_source", "judged_text",
            "intervals_text"]
@@ -44,7 +44,7 @@ def measure_table(ev: Evaluation, names: Sequence[str] | None = None) -> tuple[p
 
     A measure that cannot be computed on one method's predictions (ICI's
     loess has no width where most predictions tie, as after histogram
-    binning on few rows) raises :class:`~calibdash.errors.DataError` from
+    binning on few rows) raises :class:`~calibdash.core.errors.DataError` from
     :func:`calibdash.measures.compute`; that method's measures are then
     computed one by one and the failing ones are NaN, so the rest of the
     table is still shown.

@@ -16,7 +16,7 @@ Where the files come from (nothing is downloaded, ever):
   largest, ``ctr_120k.csv`` (3.9 MB), takes well under a second.
 
 The generators are deterministic: on the pinned library versions both
-sources hold the same values (``tests/test_samples.py``).
+sources hold the same values (``tests/samples/test_samples.py``).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data import ClassSet, ScoreSet, load_classes, load_scores
-from ..errors import EnvironmentProblem, SettingsError
+from ..core.errors import EnvironmentProblem, SettingsError
 
 __all__ = ["SampleFile", "Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample", "cache_dir",
            "ClassSample", "CLASS_SAMPLES", "load_class_sample"]

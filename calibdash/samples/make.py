@@ -10,7 +10,7 @@ command line that writes into ``sample_data/``. Everything is deterministic
 (fixed seeds, no download: the breast cancer data is bundled with
 scikit-learn); on the pinned library versions of ``requirements.txt`` the
 output equals the repository's ``sample_data/*.csv``
-(``tests/test_samples.py``). See sample_data/README.md.
+(``tests/samples/test_samples.py``). See sample_data/README.md.
 
 Editing this file changes the name of the cache folder
 (:func:`calibdash.samples.cache_dir`), so installed copies regenerate.
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import SettingsError
-from .drift import make_drift
+from ..core.errors import SettingsError
+from .drifting_score import make_drift
 
 __all__ = ["DECIMALS", "CIRCLES_SEED", "BREAST_CANCER_SEED", "CTR_SEED", "CTR_ROWS", "GENERATORS",
            "circles_points", "make_circles_svm", "make_breast_cancer_nb", "make_ctr", "write", "write_all"]

@@ -15,7 +15,7 @@ populations, their truth by numerical integration),
 :mod:`~calibdash.synthetic.scenarios` (the scenarios and draws from them),
 :mod:`~calibdash.synthetic.truth` (the true calibration error),
 :mod:`~calibdash.synthetic.study` (trials and the estimator study) and
-:mod:`~calibdash.synthetic.multiclass` (a K-class scenario: Gaussian classes
+:mod:`~calibdash.synthetic.gaussian_classes` (a K-class scenario: Gaussian classes
 whose true posterior is known, reported by an over-confident model).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .scenarios import MAX_N, MIN_N, SCENARIOS, Draw, Scenario, draw, support, t
 from .study import DEFAULT_METHODS, TRUE_ERROR_COLUMNS, Trial, estimator_study, study_summary, trial
 from .svm import N_SLICES, SVM_SEED
 from .truth import N_NODES, true_calibration_error
-from .multiclass import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
+from .gaussian_classes import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
 
 __all__ = ["Scenario", "SCENARIOS", "Draw", "Trial", "draw", "true_curve", "support", "true_calibration_error",
            "trial", "estimator_study", "study_summary", "DEFAULT_METHODS", "SVM_SEED", "N_NODES", "N_SLICES",

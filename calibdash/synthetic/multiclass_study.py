@@ -1,16 +1,16 @@
 """Teaching multi-class calibration with a known truth: an over-confident K-class model, fixed by a temperature,
 and one-vs-rest binning that needs more data.
 
-The scenario is :func:`calibdash.synthetic.multiclass.gaussian_classes` with no class bias: the model reports
+The scenario is :func:`calibdash.synthetic.gaussian_classes.gaussian_classes` with no class bias: the model reports
 ``softmax(T z(x))``, the true posterior is ``softmax(z(x))``, so temperature scaling with the model's own ``T``
 recovers the truth exactly (Guo et al. 2017, section 4.2) and a fitted temperature comes close with few rows
 (one parameter). One-vs-rest histogram binning (Zadrozny & Elkan 2002) fits K step maps of many bins each, so
 its error falls only slowly with the sample size.
 
 Each draw of ``n`` rows is split in two halves by the rows' content
-(:func:`calibdash.scheme.split_plan`, stratified by class): methods are fitted on one half and
+(:func:`calibdash.evaluation.scheme.split_plan`, stratified by class): methods are fitted on one half and
 judged on the other. The **true error** of a method is
-:func:`calibdash.synthetic.multiclass.true_canonical_error` on the judged half: the mean over its rows of
+:func:`calibdash.synthetic.gaussian_classes.true_canonical_error` on the judged half: the mean over its rows of
 ``‖P(y | x) − q(x)‖_1``, computed from the known posterior, not from labels. For the raw probabilities and any
 one-to-one map (temperature) it is the canonical calibration error of Vaicenavicius et al. (2019); for a map that
 merges rows (binning) it is an upper bound of it, and still the distance of the calibrated probabilities from
@@ -25,12 +25,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
-from ..multiclass import metrics as mmetrics
-from ..evaluation import UNCALIBRATED, resolve_classes
-from ..scheme import split_plan
-from ..scheme import Scheme
-from .multiclass import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
+from ..core.errors import DataError
+from ..measures import class_measures as mmetrics
+from ..evaluation.holdout import UNCALIBRATED, resolve_classes
+from ..evaluation.scheme import split_plan
+from ..evaluation.scheme import Scheme
+from .gaussian_classes import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
 
 __all__ = ["overconfident", "ClassTrial", "class_trial", "size_study", "size_summary", "SIZES",
            "DEFAULT_STUDY_METHODS", "RADIUS", "TEMPERATURE"]
@@ -49,7 +49,7 @@ def overconfident(k: int = 3, temperature: float = TEMPERATURE, radius: float = 
     Raises
     ------
     DataError
-        As :func:`calibdash.synthetic.multiclass.gaussian_classes`.
+        As :func:`calibdash.synthetic.gaussian_classes.gaussian_classes`.
     """
     return gaussian_classes(int(k), radius=radius, temperature=temperature)
 
@@ -97,7 +97,7 @@ def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[
     seed : int
         The draw's seed (and the split's).
     methods : method spec
-        What :func:`calibdash.evaluation.resolve_classes` takes; the methods see probabilities.
+        What :func:`calibdash.evaluation.holdout.resolve_classes` takes; the methods see probabilities.
 
     Raises
     ------

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .populations import Population, closed_population
 from .svm import svm_population
 

@@ -10,9 +10,9 @@ import pandas as pd
 
 from .. import calibrators  # noqa: F401
 from ..measures import calibration as metrics
-from ..errors import DataError
-from ..evaluation import UNCALIBRATED, Scheme, split_indices
-from ..methods import resolve
+from ..core.errors import DataError
+from ..evaluation.holdout import UNCALIBRATED, Scheme, split_indices
+from ..evaluation.methods import resolve
 from .scenarios import Draw, draw
 from .truth import N_NODES, true_errors, true_nodes
 
@@ -59,7 +59,7 @@ def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = metrics.D
     ----------
     name, n, seed
         Scenario, sample size, seed (of the draw and of the split).
-    methods : method spec (:func:`calibdash.methods.resolve`), default :data:`DEFAULT_METHODS`
+    methods : method spec (:func:`calibdash.evaluation.methods.resolve`), default :data:`DEFAULT_METHODS`
     n_bins, strategy
         ECE's bins (default: 10 equal-count bins, as in MBCT's section 5.3 and the metrics table).
     mvce_views, p

@@ -31,7 +31,7 @@ per process (``functools.lru_cache``): 0.4 to 1.3 s per scenario on the
 2-core development machine.
 
 Accuracy of the SVM truths (measured when this was written; the first and
-last are checked by ``tests/test_synthetic.py``): for ``circles_linear`` the
+last are checked by ``tests/synthetic/test_synthetic.py``): for ``circles_linear`` the
 truth also has a closed form, ``f = 1 - asinh(√(4-d²)/|d|) /
 asinh(√(16-d²)/|d|)`` for |d| < 2 and 1 beyond, with d the signed distance
 of the SVM's line from the origin. The integrated truth differs from it by

@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .scenarios import population
 
 __all__ = ["true_calibration_error", "true_nodes", "true_errors", "N_NODES"]

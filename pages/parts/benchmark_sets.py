@@ -15,9 +15,9 @@ import streamlit as st
 
 from calibdash import benchmark, calibrators, measures, samples
 from calibdash import data as cdata
-from calibdash.errors import DataError
-from calibdash.methods import resolve
-from calibdash.multiclass import metrics as mmetrics
+from calibdash.core.errors import DataError
+from calibdash.evaluation.methods import resolve
+from calibdash.measures import class_measures as mmetrics
 from pages.parts import bounded_cache
 from pages.parts import problem as families
 from pages.parts.classes import using_classes

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 
-from calibdash.errors import EnvironmentProblem
+from calibdash.core.errors import EnvironmentProblem
 
 __all__ = ["size_in_bytes", "ENV_CACHE_BYTES", "DEFAULT_TOTAL", "SHARES", "REFERENCE", "total", "size"]
 

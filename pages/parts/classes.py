@@ -14,8 +14,8 @@ its top-label ScoreSet, the judged rows' probabilities of each fit) is kept by
 :func:`pages.parts.bounded_cache.live_cache`: the objects themselves, shared, bounded by their bytes, never
 pickled and unpickled again on each rerun (a 10^6-row, 10-class fit's probabilities are 80 MB).
 
-The fits and the bootstrap are bounded before they start (:mod:`calibdash.multiclass.budget`: the number of
-classes, and each method's work for its family) and run as jobs of :mod:`calibdash.jobs` owned by the session,
+The fits and the bootstrap are bounded before they start (:mod:`calibdash.evaluation.class_budget`: the number of
+classes, and each method's work for its family) and run as jobs of :mod:`calibdash.core.jobs` owned by the session,
 with a Cancel button, stopped when the session leaves (:func:`evaluate_chosen` says how).
 """
 from __future__ import annotations
@@ -26,12 +26,13 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, multiclass, samples
-from calibdash.errors import DataError
-from calibdash import bootstrap as mboot
-from calibdash.multiclass import budget
-from calibdash.evaluation import UNCALIBRATED, ClassEvaluation, evaluate_classes
-from calibdash.scheme import Scheme
+from calibdash import data as cdata, samples
+from calibdash.calibrators import multiclass
+from calibdash.core.errors import DataError
+from calibdash.evaluation import bootstrap as mboot
+from calibdash.evaluation import class_budget as budget
+from calibdash.evaluation.holdout import UNCALIBRATED, ClassEvaluation, evaluate_classes
+from calibdash.evaluation.scheme import Scheme
 from pages.parts import bounded_cache, fitting, job_panel
 from pages.parts.source import SAMPLE, role_key, source_table, using_large, using_upload
 from pages.parts.text import md
@@ -198,7 +199,7 @@ def _synchronous() -> bool:
 
 
 def within_budget(cs: cdata.ClassSet, chosen: dict[str, dict]) -> dict[str, dict]:
-    """``chosen`` without the methods over their bounds (:func:`calibdash.multiclass.budget.fitting`, on every
+    """``chosen`` without the methods over their bounds (:func:`calibdash.evaluation.class_budget.fitting`, on every
     usable row: an upper bound of a fit's rows); a warning names each left out, why, and the methods that fit.
 
     Raises
@@ -221,7 +222,7 @@ def within_budget(cs: cdata.ClassSet, chosen: dict[str, dict]) -> dict[str, dict
 
 def _fit_job(cs: cdata.ClassSet, scheme: Scheme, missing: dict[str, dict]):
     """The work of a job fitting ``missing`` (method -> params) one after the other, stopping between fits,
-    folds and methods when the job is cancelled (:func:`calibdash.evaluation.evaluate_classes`'s
+    folds and methods when the job is cancelled (:func:`calibdash.evaluation.holdout.evaluate_classes`'s
     ``should_stop``)."""
     def work(job) -> dict:
         out = {}
@@ -237,10 +238,10 @@ def evaluate_chosen(cs: cdata.ClassSet, scheme: Scheme, chosen: dict[str, dict])
     """Held-out evaluation of ``chosen`` (method -> params) on ``cs``, each fit cached on data + scheme + params.
 
     The methods over their bounds are left out first (:func:`within_budget`); the fits not kept yet run in one
-    job of :mod:`calibdash.jobs` owned by this session (:func:`pages.parts.job_panel.run`: its progress with a
+    job of :mod:`calibdash.core.jobs` owned by this session (:func:`pages.parts.job_panel.run`: its progress with a
     Cancel button; the page stops here until it is done). The job stops at its next fit, fold or method when the
     session cancels it, moves on to other methods, or ends (a closed tab stops renewing its lease): Python cannot
-    stop a thread from outside, so the stop is cooperative, and :mod:`calibdash.multiclass.budget` bounds the one
+    stop a thread from outside, so the stop is cooperative, and :mod:`calibdash.evaluation.class_budget` bounds the one
     fit that runs to its end. A subprocess could be killed at once but would copy the rows (80 MB for 10^6 x 10)
     and the model back, and fork is unsafe in a threaded server.
 
@@ -281,14 +282,14 @@ BOOTS = bounded_cache.Store("classes.boot", max_entries=32, budget="classes.boot
 
 
 def bootstrap_chosen(ev: ClassEvaluation, cs: cdata.ClassSet, scheme: Scheme, chosen: dict[str, dict]):
-    """Paired bootstrap intervals of every measure (:func:`calibdash.bootstrap.bootstrap_multiclass`),
+    """Paired bootstrap intervals of every measure (:func:`calibdash.evaluation.bootstrap.bootstrap_multiclass`),
     kept per data + scheme + the methods ``ev`` holds + their parameters in ``chosen``; computed in a job of this
     session as the fits are (:func:`evaluate_chosen`), stopping between blocks of resamples when cancelled.
 
     Raises
     ------
     DataError
-        Over :data:`calibdash.multiclass.budget.BOOTSTRAP_LIMIT` (the caller shows the measures without intervals).
+        Over :data:`calibdash.evaluation.class_budget.BOOTSTRAP_LIMIT` (the caller shows the measures without intervals).
     """
     key = _job_key("boot", cs.content_key(), scheme, tuple((m, frozen(chosen.get(m, {}))) for m in ev.predictions))
     got = BOOTS.get(key)

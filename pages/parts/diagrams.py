@@ -32,7 +32,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from calibdash import cells as ccells, data as cdata, diagrams as cdiagrams, evaluation
+from calibdash.evaluation import cells as ccells, holdout as evaluation
+from calibdash import data as cdata, diagrams as cdiagrams
 from calibdash.measures import calibration as metrics
 from calibdash.diagrams import AUTO, AUTO_RULE, BINNED, CORP, KINDS, N_BOOT, SMOOTH, TITLES
 from calibdash.explain.venn_abers import band_grid, interval_band

@@ -8,12 +8,13 @@ import pandas as pd
 
 import streamlit as st
 
-from calibdash import data as cdata, export, report
-from calibdash import export as mexport
-from calibdash.bootstrap import BootstrapResult
-from calibdash.evaluation import Evaluation, Scheme
+from calibdash import data as cdata, report
+from calibdash.io import export
+from calibdash.io import export as mexport
+from calibdash.evaluation.bootstrap import BootstrapResult
+from calibdash.evaluation.holdout import Evaluation, Scheme
 from calibdash.figures import images
-from calibdash.safe_text import csv_text
+from calibdash.core.safe_text import csv_text
 
 __all__ = ["image_maker", "model_json", "predictions_csv", "class_probabilities_csv", "report_html", "PER_CELL_CAPTION",
            "section"]
@@ -121,8 +122,8 @@ def section(problem, ev, table: pd.DataFrame, labels: dict, figures: dict, repor
     if cells_path:
         d1.caption(PER_CELL_CAPTION)
     for m, model in ev.models.items():
-        payload, how = ((lambda model=model: mexport.dumps(model).encode(), "calibdash.export.loads")
-                        if problem.is_classes else (model_json(model, problem.data), "calibdash.export.loads, or "
+        payload, how = ((lambda model=model: mexport.dumps(model).encode(), "calibdash.io.export.loads")
+                        if problem.is_classes else (model_json(model, problem.data), "calibdash.io.export.loads, or "
                                                     "apply it: python -m calibdash apply MODEL.json FILE"))
         d1.download_button(f"Fitted {labels.get(m, m)} (JSON)", payload, f"{m.replace(':', '_')}.json",
                            "application/json", key=f"compare.dl.model.{m}", icon=":material/save:",

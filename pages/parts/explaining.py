@@ -14,9 +14,9 @@ import numpy as np
 import streamlit as st
 
 from calibdash import data as cdata, figures
-from calibdash.evaluation import Evaluation, Scheme
+from calibdash.evaluation.holdout import Evaluation, Scheme
 from calibdash.explain import Explanation, explain
-from calibdash.evaluation import ClassEvaluation, model_rows
+from calibdash.evaluation.holdout import ClassEvaluation, model_rows
 from calibdash.explain.k_class import ClassExplanation
 from pages.parts.fitting import frozen_params
 from pages.parts import bounded_cache

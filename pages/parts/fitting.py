@@ -1,15 +1,15 @@
 """Fitting for the pages: held-out evaluations and bootstrap intervals, cached per method.
 
-Two paths, decided by :func:`calibdash.crossfit.choose_path` (:func:`path`):
+Two paths, decided by :func:`calibdash.evaluation.crossfit.choose_path` (:func:`path`):
 
 * **rows** (up to ``CELLS_MIN_ROWS`` rows, or when a chosen method reads
   feature columns, MBCT with features: then every method is judged on rows,
-  so all are judged alike): :func:`calibdash.evaluation.evaluate` per method;
+  so all are judged alike): :func:`calibdash.evaluation.holdout.evaluate` per method;
 * **score cells** (above): the rows are aggregated once per data set and
-  scheme into :class:`calibdash.cells.ScoreCells` (cached: the one thing the
+  scheme into :class:`calibdash.evaluation.cells.ScoreCells` (cached: the one thing the
   server keeps per session besides the ScoreSet, no copy of the rows), and
   each method is fitted and judged on them
-  (:func:`calibdash.evaluation.evaluate_cells`). What a method adds (its
+  (:func:`calibdash.evaluation.holdout.evaluate_cells`). What a method adds (its
   prediction column, metrics row, model, seconds) is cached apart from what
   every method shares (the judged cells' labels and weights, the fitted
   sample, the uncalibrated column), so an entry weighs what the method adds.
@@ -34,10 +34,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from calibdash import bootstrap as cboot, calibrators, cells as ccells, crossfit, data as cdata, evaluation
-from calibdash import multiclass
+from calibdash.evaluation import bootstrap as cboot, cells as ccells, crossfit, holdout as evaluation
+from calibdash import calibrators, data as cdata
+from calibdash.calibrators import multiclass
 from calibdash.measures import calibration as metrics
-from calibdash.evaluation import UNCALIBRATED, Evaluation, Scheme
+from calibdash.evaluation.holdout import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
 from pages.parts import bounded_cache
 from pages.parts.text import md
@@ -53,7 +54,7 @@ def frozen_params(params: dict) -> tuple:
 
 
 def path(ss: cdata.ScoreSet, methods) -> crossfit.Path:
-    """Rows or score cells for ``methods`` on this data, and why: :func:`calibdash.crossfit.choose_path`'s
+    """Rows or score cells for ``methods`` on this data, and why: :func:`calibdash.evaluation.crossfit.choose_path`'s
     rule (always score cells on a large source, whose rows stay on the server)."""
     if is_large(ss):
         return crossfit.choose_path(0, methods, large=True)
@@ -77,7 +78,7 @@ def rows_reason(ss: cdata.ScoreSet, methods) -> str:
 
 
 def held_back(problem, params: dict) -> dict:
-    """``params`` without the full K x K maps above :data:`~calibdash.evaluation.FULL_MAP_MAX_K`
+    """``params`` without the full K x K maps above :data:`~calibdash.evaluation.holdout.FULL_MAP_MAX_K`
     classes, unless the user asks for them (their penalty search takes minutes there): said on the page."""
     full = [m for m in params if problem.is_classes and getattr(multiclass.get_class(m), "matrix", None) == "full"]
     if not full or problem.k <= evaluation.FULL_MAP_MAX_K:
@@ -190,7 +191,7 @@ def bootstrap(ev: Evaluation, ss: cdata.ScoreSet, scheme: Scheme, params: dict) 
 
     Rows are resampled on the row path; on score cells (``ev.weights`` not
     None) a Poisson bootstrap of the cells' rows
-    (:func:`calibdash.bootstrap.bootstrap_cells`).
+    (:func:`calibdash.evaluation.bootstrap.bootstrap_cells`).
     """
     chosen = tuple((m, frozen_params(p)) for m, p in params.items())
     return _bootstrap(ss.content_key(), scheme, chosen, ev.weights is not None, ev)

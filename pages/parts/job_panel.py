@@ -1,8 +1,8 @@
-"""A job of :mod:`calibdash.jobs` as this session sees it: its progress with Cancel, or why it stopped.
+"""A job of :mod:`calibdash.core.jobs` as this session sees it: its progress with Cancel, or why it stopped.
 
 :func:`run` submits (or joins) the job behind a key, owned by this session,
 and returns its result once it finished. Until then it shows the job's
-:class:`calibdash.jobs.Status` in a box that a fragment redraws every
+:class:`calibdash.core.jobs.Status` in a box that a fragment redraws every
 second (renewing this session's lease) with a Cancel button that withdraws
 only this session; once it failed or was cancelled for this session, why,
 with a Try again button. The session keeps only the keys of the jobs it
@@ -15,8 +15,8 @@ import uuid
 
 import streamlit as st
 
-from calibdash import jobs
-from calibdash.errors import CalibdashError
+from calibdash.core import jobs
+from calibdash.core.errors import CalibdashError
 from pages.parts.server_settings import registry
 from pages.parts.text import md
 

@@ -3,9 +3,9 @@ the positive class among a label column's values, by the rule the API and the co
 from __future__ import annotations
 
 from calibdash import calibrators
-from calibdash.errors import SettingsError
-from calibdash.methods import RAW
-from calibdash.validation import choose_positive, label_values
+from calibdash.core.errors import SettingsError
+from calibdash.evaluation.methods import RAW
+from calibdash.core.validation import choose_positive, label_values
 
 __all__ = ["method_label", "method_menu_label", "method_labels", "menu_label", "positive_class_options", "MAX_LABEL_OPTIONS"]
 
@@ -51,7 +51,7 @@ def method_labels(keys, label=None) -> dict:
 def positive_class_options(values, chosen=None) -> tuple[list[str], int]:
     """The positive-class menu: the label's distinct values as text (sorted, at most
     :data:`MAX_LABEL_OPTIONS`) and the index of ``chosen`` (a :class:`~calibdash.data.ScoreSet`'s
-    ``positive_label``), or, without it, of the value :func:`calibdash.validation.choose_positive` picks,
+    ``positive_label``), or, without it, of the value :func:`calibdash.core.validation.choose_positive` picks,
     the rule of ``load_scores``, the API's ``pos_label`` default and the command line's ``--positive``.
 
     The text of a value is what the loader matches a chosen positive against (``"1.0"`` finds ``1.0``).

@@ -3,8 +3,8 @@
 Off unless the operator names a data root (:mod:`pages.parts.server_settings`). Then the Data page offers a third
 source: files (a path or glob), a DuckDB table, or a SELECT query under the root. What they name, how they are read,
 keyed and aggregated, the roles offered and the pages' :class:`calibdash.data.LargeData` live in the library
-(:mod:`calibdash.engines.large`, :mod:`calibdash.engines.plan`, :mod:`calibdash.data.guard`); each step runs as a
-job (:mod:`calibdash.jobs`) shown by :mod:`pages.parts.job_panel`. What a job gives (columns and guessed roles; score
+(:mod:`calibdash.engines.active_source`, :mod:`calibdash.engines.plan`, :mod:`calibdash.data.guard`); each step runs as a
+job (:mod:`calibdash.core.jobs`) shown by :mod:`pages.parts.job_panel`. What a job gives (columns and guessed roles; score
 cells, never rows) is kept in stores bounded by bytes (:class:`pages.parts.bounded_cache.Store`);
 ``st.session_state`` holds the source's spec (:data:`SPEC`).
 """
@@ -20,10 +20,10 @@ from pages.parts.text import md
 
 from calibdash.data import LargeData
 from calibdash.data.guard import data_root_from_env
-from calibdash.engines import large, plan as cplan
-from calibdash.engines.large import LargeSource
+from calibdash.engines import active_source as large, plan as cplan
+from calibdash.engines.active_source import LargeSource
 from calibdash.engines.plan import resolve_plan
-from calibdash.errors import CalibdashError, EnvironmentProblem, SettingsError
+from calibdash.core.errors import CalibdashError, EnvironmentProblem, SettingsError
 
 __all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
            "resolve_plan", "data_root_from_env", "source_inputs", "large_data_or_stop", "peek", "stop_if_large",
@@ -141,7 +141,7 @@ def scheme_problem(scheme) -> str | None:
 
 
 def keyed_or_stop(key, scheme=None) -> tuple:
-    """``(id, KeyedCells)``: the active large source's keyed cells of ``key`` (a :class:`calibdash.keyed.Key`)
+    """``(id, KeyedCells)``: the active large source's keyed cells of ``key`` (a :class:`calibdash.monitoring.keyed.Key`)
     under ``scheme``, aggregated by DuckDB as a job and kept in :data:`KEYED`; until then the job's progress
     (or why it stopped) and a stop."""
     src = _active()

@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import diagrams as mdiagrams, synthetic
-from calibdash.errors import DataError
+from calibdash.core.errors import DataError
 from calibdash.figures.charts import learn as flearn
 from calibdash.measures import calibration as metrics
 from calibdash.synthetic import multiclass_study as mstudy

@@ -10,9 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import measures
-from calibdash.errors import DataError
-from calibdash.evaluation import CELLS_MIN_ROWS, Evaluation, Scheme
-from calibdash.multiclass import metrics as mmetrics
+from calibdash.core.errors import DataError
+from calibdash.evaluation.holdout import CELLS_MIN_ROWS, Evaluation, Scheme
+from calibdash.measures import class_measures as mmetrics
 from pages.parts import fitting
 from pages.parts.tables import binning_note, interval_frame, metrics_frame
 from pages.parts.text import md

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from calibdash import bootstrap as cboot, calibrators, multiclass
-from calibdash.errors import DataError
-from calibdash import bootstrap as mboot, evaluation as mevaluation
-from calibdash.multiclass import metrics as mmetrics
+from calibdash.evaluation import bootstrap as cboot
+from calibdash import calibrators
+from calibdash.calibrators import multiclass
+from calibdash.core.errors import DataError
+from calibdash.evaluation import bootstrap as mboot, holdout as mevaluation
+from calibdash.measures import class_measures as mmetrics
 from pages.parts import classes, fitting
 from pages.parts.labels import menu_label, method_label, method_labels
 from pages.parts.source import active_score_set, score_set_or_stop
@@ -32,7 +34,7 @@ def _binary_defaults(available, k: int) -> list[str]:
 
 
 def _class_defaults(available, k: int) -> list[str]:
-    """The library's defaults for ``k`` classes (:func:`calibdash.evaluation.default_methods`) that
+    """The library's defaults for ``k`` classes (:func:`calibdash.evaluation.holdout.default_methods`) that
     are ``available``, with :data:`FALLBACK` while fewer than two are."""
     chosen = [m for m in mevaluation.default_methods(k) if m in available]
     if len(chosen) < 2 and FALLBACK in available:

@@ -1,11 +1,11 @@
-"""Errors shown plainly, one wording per kind (:mod:`calibdash.errors`), never a traceback."""
+"""Errors shown plainly, one wording per kind (:mod:`calibdash.core.errors`), never a traceback."""
 from __future__ import annotations
 
 import logging
 
 import streamlit as st
 
-from calibdash.errors import DataError, EnvironmentProblem, SettingsError
+from calibdash.core.errors import DataError, EnvironmentProblem, SettingsError
 from pages.parts.text import md
 
 __all__ = ["HEADINGS", "SOMETHING_WENT_WRONG", "show_problem"]

@@ -13,8 +13,8 @@ import streamlit as st
 from calibdash import data as cdata
 from calibdash.data.roles import reads_as_numbers
 from calibdash import diagrams as mdiagrams
-from calibdash.multiclass import metrics as mmetrics
-from calibdash.evaluation import UNCALIBRATED
+from calibdash.measures import class_measures as mmetrics
+from calibdash.evaluation.holdout import UNCALIBRATED
 from pages.parts import bounded_cache, labels
 from pages.parts.classes import KIND, KINDS, LABEL, MODE, MODES, PREFIX, detected
 from pages.parts.source import NONE, role_key

@@ -1,6 +1,6 @@
 """The evaluation scheme: its widgets (on the Data page), their state, and the :class:`Scheme` they make.
 
-Defaults come from ``calibdash.evaluation.Scheme()``, so the dashboard and
+Defaults come from ``calibdash.evaluation.holdout.Scheme()``, so the dashboard and
 the library agree on them.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import data as cdata
-from calibdash.evaluation import Scheme, use_cells_for
+from calibdash.evaluation.holdout import Scheme, use_cells_for
 from pages.parts.text import md
 from pages.parts.widgets import initial
 
@@ -62,7 +62,7 @@ def scheme_line(ss: Data) -> str:
     Above ``CELLS_MIN_ROWS`` rows binary evaluations run on score cells, whose
     rows are divided by a hash of their position: the line says so, and that
     MBCT with feature columns is judged on rows (stratified) instead. K-class
-    tables are always judged on rows (:func:`calibdash.evaluation.evaluate_classes`).
+    tables are always judged on rows (:func:`calibdash.evaluation.holdout.evaluate_classes`).
     """
     scheme = current_scheme(ss)
     if scheme.kind == "column" and ss.split_column:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calibdash import drift as cdrift, groups as cgroups
+from calibdash.monitoring import drift as cdrift, groups as cgroups
 from pages.parts import bounded_cache
 from pages.parts.fitting import is_large
 

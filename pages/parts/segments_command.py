@@ -12,7 +12,7 @@ import shlex
 import streamlit as st
 
 from calibdash.cli.monitor import PERIOD_WORDS
-from calibdash.scheme import Scheme
+from calibdash.evaluation.scheme import Scheme
 from pages.parts.fitting import is_large
 
 __all__ = ["PROGRAM", "COMMAND_CAPTION", "source_args", "groups_argv", "drift_argv", "caption"]
@@ -63,7 +63,7 @@ def groups_argv(source: list, column: str, n_bins: int, n_boot: int, seed: int, 
 
 
 def drift_argv(source: list, column: str, freq: str, n_bins: int, n_boot: int, seed: int, method: str) -> list:
-    """``drift`` at the page's settings (``freq``: a period of :data:`calibdash.keyed.PERIODS` or "auto")."""
+    """``drift`` at the page's settings (``freq``: a period of :data:`calibdash.monitoring.keyed.PERIODS` or "auto")."""
     period = {v: k for k, v in PERIOD_WORDS.items()}[freq]
     return [*PROGRAM, "drift", *source, "--time", column, "--period", period, *_measures(n_bins, n_boot, seed),
             "--method", method]

@@ -1,10 +1,10 @@
 """Groups & time's numbers: the keyed cells of the page's data, and every measure of them, cached.
 
-The page computes **keyed cells** (:class:`calibdash.keyed.KeyedCells`) once per data, key column, key
-settings and scheme, and every view from them through :mod:`calibdash.keyed.measures`:
+The page computes **keyed cells** (:class:`calibdash.monitoring.keyed.KeyedCells`) once per data, key column, key
+settings and scheme, and every view from them through :mod:`calibdash.monitoring.keyed.per_key`:
 
-* an upload or a sample: :func:`calibdash.keyed.rows.keyed_cells` of the ScoreSet's rows, the rows' parts
-  those of the evaluation scheme (:func:`calibdash.evaluation.cell_parts`, by row position, as every engine
+* an upload or a sample: :func:`calibdash.monitoring.keyed.from_rows.keyed_cells` of the ScoreSet's rows, the rows' parts
+  those of the evaluation scheme (:func:`calibdash.evaluation.holdout.cell_parts`, by row position, as every engine
   draws them), kept in a cache bounded by bytes; no copy of the rows is kept;
 * a large source: the keyed aggregation runs as a job on the data root's connection
   (:func:`pages.parts.large_source.keyed_or_stop`), its cells kept in a bounded store.
@@ -18,14 +18,14 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from calibdash.data.limits import MAX_GROUP_VALUES, limit_name
-from calibdash.errors import SettingsError
-from calibdash.evaluation import cell_parts
-from calibdash.groups import column_for_rows
-from calibdash.keyed import Key, KeyedCells
-from calibdash.keyed import measures as kmeasures
-from calibdash.keyed.rows import keyed_cells
-from calibdash.scheme import Scheme
+from calibdash.core.limits import MAX_GROUP_VALUES, limit_name
+from calibdash.core.errors import SettingsError
+from calibdash.evaluation.holdout import cell_parts
+from calibdash.monitoring.groups import column_for_rows
+from calibdash.monitoring.keyed import Key, KeyedCells
+from calibdash.monitoring.keyed import per_key as kmeasures
+from calibdash.monitoring.keyed.from_rows import keyed_cells
+from calibdash.evaluation.scheme import Scheme
 from pages.parts import bounded_cache
 from pages.parts.fitting import is_large
 
@@ -41,7 +41,7 @@ class Cells(NamedTuple):
 
 
 def check_group_values(values: pd.Series, key: Key) -> None:
-    """Refuse a group column of text with more than :data:`~calibdash.data.limits.MAX_GROUP_VALUES` distinct
+    """Refuse a group column of text with more than :data:`~calibdash.core.limits.MAX_GROUP_VALUES` distinct
     values, counted in one pass (a hash of the values) before any work per group; a column of numbers is cut
     into quantile groups whatever its distinct values, and a period key counts periods, not values."""
     if key.kind != "group" or (pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)):
@@ -70,8 +70,8 @@ def keyed(ss, key: Key, scheme: Scheme | None = None) -> Cells:
     Raises
     ------
     DataError, SettingsError
-        As :func:`calibdash.keyed.rows.keyed_cells` (uploads; a large source's job says why it stopped), and
-        a group column of text past :data:`~calibdash.data.limits.MAX_GROUP_VALUES` distinct values
+        As :func:`calibdash.monitoring.keyed.from_rows.keyed_cells` (uploads; a large source's job says why it stopped), and
+        a group column of text past :data:`~calibdash.core.limits.MAX_GROUP_VALUES` distinct values
         (:func:`check_group_values`).
     """
     if is_large(ss):
@@ -88,7 +88,7 @@ def _by_key(cells_id: str, n_bins: int, n_boot: int, seed: int, _kc):
 
 
 def by_key(cells: Cells, n_bins: int, n_boot: int, seed: int):
-    """:func:`calibdash.keyed.measures.by_key` of ``cells``, cached."""
+    """:func:`calibdash.monitoring.keyed.per_key.by_key` of ``cells``, cached."""
     return _by_key(cells.id, n_bins, n_boot, seed, cells.kc)
 
 
@@ -99,7 +99,7 @@ def _fix_keys(cells_id: str, method: str, scheme: Scheme, n_bins: int, n_boot: i
 
 
 def fix_keys(cells: Cells, method: str, scheme: Scheme, n_bins: int, n_boot: int, seed: int):
-    """:func:`calibdash.keyed.measures.fix_keys` of ``cells`` (whose parts come from ``scheme``), cached."""
+    """:func:`calibdash.monitoring.keyed.per_key.fix_keys` of ``cells`` (whose parts come from ``scheme``), cached."""
     return _fix_keys(cells.id, method, scheme, n_bins, n_boot, seed, cells.kc)
 
 
@@ -109,7 +109,7 @@ def _over_periods(cells_id: str, n_bins: int, n_boot: int, seed: int, _kc):
 
 
 def over_periods(cells: Cells, n_bins: int, n_boot: int, seed: int):
-    """:func:`calibdash.keyed.measures.over_periods` of ``cells``, cached."""
+    """:func:`calibdash.monitoring.keyed.per_key.over_periods` of ``cells``, cached."""
     return _over_periods(cells.id, n_bins, n_boot, seed, cells.kc)
 
 
@@ -120,7 +120,7 @@ def _staleness_of(cells_id: str, method: str, n_bins: int, _kc):
 
 
 def staleness_of(cells: Cells, method: str, n_bins: int):
-    """:func:`calibdash.keyed.measures.staleness_of` of ``cells``, cached."""
+    """:func:`calibdash.monitoring.keyed.per_key.staleness_of` of ``cells``, cached."""
     return _staleness_of(cells.id, method, n_bins, cells.kc)
 
 

@@ -3,7 +3,7 @@
 The page measures every group and period on a score and a 0/1 outcome. A binary table gives its score; a
 K-class table its top-label reduction (:meth:`calibdash.data.ClassSet.top_label`: the confidence as the score,
 "the top class is right" as the outcome, Gupta & Ramdas 2022), and adds what only K classes have: the
-class-wise ECE of each group (:func:`calibdash.multiclass.groups.classwise_ece_by_group`, Kull et al. 2019),
+class-wise ECE of each group (:func:`calibdash.monitoring.class_groups.classwise_ece_by_group`, Kull et al. 2019),
 its predicted and true class as group columns (offered after the others, the true class with a warning) and
 the words for the reduction's statistics. :func:`problem_or_stop` asks the active data which it is; every view
 of the page asks the :class:`Problem` what it offers.
@@ -16,9 +16,9 @@ import pandas as pd
 import streamlit as st
 
 from calibdash.data import ClassSet
-from calibdash.groups import STATS, column_for_rows
-from calibdash.keyed.rows import row_keys
-from calibdash.multiclass.groups import classwise_ece_by_group
+from calibdash.monitoring.groups import STATS, column_for_rows
+from calibdash.monitoring.keyed.from_rows import row_keys
+from calibdash.monitoring.class_groups import classwise_ece_by_group
 from pages.parts import bounded_cache
 from pages.parts.classes import top_label_or_stop, using_classes
 from pages.parts.source import score_set_or_stop
@@ -93,7 +93,7 @@ class Problem:
 
     def classwise(self, cells, report) -> pd.Series | None:
         """The class-wise ECE of each group (or period) of a K-class table's rows, in the keyed cells' order (each
-        row keyed by the cells' rule, :func:`calibdash.keyed.rows.row_keys`; cached on the cells and the
+        row keyed by the cells' rule, :func:`calibdash.monitoring.keyed.from_rows.row_keys`; cached on the cells and the
         binning); None for a binary table. ``cells``: :class:`pages.parts.segments_data.Cells` of ``ss``."""
         if self.classes is None:
             return None

@@ -3,7 +3,7 @@
 Read from Streamlit's secrets (the variables' names in lower case, e.g.
 ``calibdash_data_root``), else from the environment (``CALIBDASH_DATA_ROOT``,
 ``CALIBDASH_MAX_JOBS``, ...; :func:`calibdash.data.guard.data_root_from_env`,
-:func:`calibdash.jobs.limits_from_env`).
+:func:`calibdash.core.jobs.limits_from_env`).
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import tempfile
 
 import streamlit as st
 
-from calibdash import jobs
+from calibdash.core import jobs
 from calibdash.data.guard import ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT, ENV_VAR, DataRoot, data_root_from_env
-from calibdash.errors import EnvironmentProblem
+from calibdash.core.errors import EnvironmentProblem
 
 __all__ = ["secrets", "data_root", "available", "registry"]
 
@@ -71,5 +71,5 @@ def _session_alive(owner) -> bool | None:
 
 
 def registry() -> jobs.JobRegistry:
-    """The server's jobs (:func:`calibdash.jobs.shared_registry`), with the operator's current limits."""
+    """The server's jobs (:func:`calibdash.core.jobs.shared_registry`), with the operator's current limits."""
     return jobs.shared_registry(jobs.limits_from_env(given=secrets()), alive=_session_alive)

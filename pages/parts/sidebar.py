@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from calibdash.data import ClassSet
-from calibdash.errors import DataError
+from calibdash.core.errors import DataError
 from pages.parts.classes import active_class_set, using_classes
 from pages.parts.scheme import current_scheme, scheme_line
 from pages.parts.source import active_score_set, using_large

@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from calibdash import data as cdata, samples
-from calibdash.errors import DataError
+from calibdash.core.errors import DataError
 from pages.parts import bounded_cache, cache_budget
 from pages.parts.text import md
 

@@ -6,7 +6,8 @@ from collections.abc import Callable, Collection, Mapping
 import numpy as np
 import pandas as pd
 
-from calibdash import bootstrap as cboot, measures
+from calibdash.evaluation import bootstrap as cboot
+from calibdash import measures
 from calibdash.measures import calibration as metrics
 from pages.parts.labels import method_labels
 
@@ -138,7 +139,7 @@ def binning_note(binning: str) -> str:
 
 def group_table(table: pd.DataFrame, stats, names: dict, fmt: str = "{:.4f}", classwise: pd.Series | None = None
                 ) -> pd.DataFrame:
-    """Groups' or periods' statistics (:mod:`calibdash.group_metrics`' table) as text, 'value [low, high]' per
+    """Groups' or periods' statistics (:mod:`calibdash.monitoring.group_metrics`' table) as text, 'value [low, high]' per
     statistic of ``stats`` (headed as ``names`` says); "n/a" for a NaN value (one class only); the rows first,
     then, for a K-class table, its class-wise ECE per row (``classwise``, no interval), then any note."""
     out = {}

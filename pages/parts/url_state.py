@@ -1,7 +1,7 @@
 """The shareable view of Compare in the address bar: sample, methods, their hyperparameters, scheme.
 
 The binary Compare's calibrators travel as ``methods``, the K-class Compare's multi-class methods as
-``mc_methods`` (names of :func:`calibdash.multiclass.available`, composites such as ``ovr:isotonic``
+``mc_methods`` (names of :func:`calibdash.calibrators.multiclass.available`, composites such as ``ovr:isotonic``
 included); each method's hyperparameters as ``<method>.<name>``, the widgets' keys
 (:func:`pages.parts.widgets.hp_key`) for both kinds.
 
@@ -17,8 +17,9 @@ import math
 
 import streamlit as st
 
-from calibdash import calibrators, multiclass, samples
-from calibdash.methods import split_names
+from calibdash import calibrators, samples
+from calibdash.calibrators import multiclass
+from calibdash.evaluation.methods import split_names
 from pages.parts import scheme
 from pages.parts.source import SAMPLE, SOURCE, using_upload
 from pages.parts.widgets import hp_key

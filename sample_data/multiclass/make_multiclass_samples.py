@@ -3,7 +3,7 @@
     python sample_data/multiclass/make_multiclass_samples.py              # writes next to this script
     python sample_data/multiclass/make_multiclass_samples.py --out DIR    # writes elsewhere
 
-The two synthetic files come from calibdash.synthetic.multiclass with the seeds
+The two synthetic files come from calibdash.synthetic.gaussian_classes with the seeds
 below; the CIFAR-10 file is converted from netcal's LeNet-5 record, read from
 --cifar (default: ../shared/data/multiclass-cifar/ beside the repository) and
 skipped, saying so, when that file is not there. Nothing is downloaded.
@@ -21,10 +21,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))           # this checkout's calibdash, not an installed copy
 
-from calibdash.synthetic.multiclass import gaussian_classes  # noqa: E402
+from calibdash.synthetic.gaussian_classes import gaussian_classes  # noqa: E402
 
 #: Every number is written with this many significant digits: a probability of 1e-8 stays visible, and
-#: rows of K probabilities sum to 1 within K * 5e-7, far inside calibdash.multiclass.base.SUM_TOLERANCE.
+#: rows of K probabilities sum to 1 within K * 5e-7, far inside calibdash.calibrators.multiclass.base.SUM_TOLERANCE.
 FLOAT_FORMAT = "%.6g"
 ANIMALS_SEED, ANIMALS_ROWS = 20190613, 3_000
 ANIMALS = dict(classes=("cat", "dog", "emu"), radius=1.5, temperature=2.5, bias=(0.5, 0.0, -0.5))

@@ -1,7 +1,7 @@
 """End-to-end: K-class files in Debian's headless Chromium, uploaded on the Data page and compared.
 
 A K = 10 file (the CIFAR-10 LeNet-5 sample, uploaded as a user would) and a K = 100 file written here from
-:func:`calibdash.synthetic.multiclass.gaussian_classes` (so the test never depends on shared data). Each is
+:func:`calibdash.synthetic.gaussian_classes.gaussian_classes` (so the test never depends on shared data). Each is
 read on the Data page, then Compare draws its measures table, the confidence diagram and the class-wise
 small multiples. Full-page screenshots go to test-results/ (``e2e-classes-*.png``).
 """
@@ -11,8 +11,9 @@ import re
 
 import pytest
 
-from calibdash import multiclass, samples
-from calibdash.synthetic.multiclass import gaussian_classes
+from calibdash.calibrators import multiclass
+from calibdash import samples
+from calibdash.synthetic.gaussian_classes import gaussian_classes
 from pages.parts.diagrams import SHOWN_CLASSES
 from pages.parts.problem import CLASSES
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash.samples.drift import make_drift
+from calibdash.samples.drifting_score import make_drift
 
 from .conftest import REPO, RESULTS, start_streamlit, stop_process
 from .test_browser import MAIN, _assert_no_traceback, _nav, _open

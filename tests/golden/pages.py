@@ -38,7 +38,7 @@ CASES = _cases()
 
 
 def _start_from_entry_point():
-    """Every run starts from app.py, as the live server does after its first run (see tests/test_app.py)."""
+    """Every run starts from app.py, as the live server does after its first run (see tests/pages/test_app.py)."""
     from streamlit.runtime.pages_manager import PagesManager
     original = PagesManager.__init__
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import APPTEST_TIMEOUT
+from tests.conftest import APPTEST_TIMEOUT
 from tests.golden.pages import CASES, page_parts, read_golden
 from tests.golden.test_golden import differences
 

@@ -25,7 +25,7 @@ target of a link is not shown).
 
 What DuckDB refuses by itself, and what is checked here
 -------------------------------------------------------
-Verified with DuckDB 2.0 (see ``tests/test_guard.py``). With
+Verified with DuckDB 2.0 (see ``tests/data/test_guard.py``). With
 ``allowed_directories = [root]``, ``enable_external_access = false`` and
 ``lock_configuration = true`` DuckDB itself refuses (``PermissionException``
 or ``InvalidInputException``): reading any file outside the root, including
@@ -62,13 +62,13 @@ so when cut): a message never carries the rows, and never a traceback.
 
 Left to the operator: hard links (they cannot be told from the files they
 point to), files under the root that should not be shown, and how long,
-how many and how large the jobs may be (:mod:`calibdash.jobs`,
+how many and how large the jobs may be (:mod:`calibdash.core.jobs`,
 ``CALIBDASH_SPILL_LIMIT``, ``CALIBDASH_MEMORY_LIMIT``; DuckDB has no time
-limit of its own: :mod:`calibdash.jobs` stops a query with
+limit of its own: :mod:`calibdash.core.jobs` stops a query with
 ``connection.interrupt()``).
 
 Layout: :mod:`~calibdash.data.guard.settings` (the environment variables
-and defaults), :mod:`~calibdash.data.guard.errors` (:class:`AccessDenied`,
+and defaults), :mod:`~calibdash.data.guard.refusals` (:class:`AccessDenied`,
 :func:`safe_message`, :func:`engine_error`),
 :mod:`~calibdash.data.guard.paths` (paths and globs under the root),
 :mod:`~calibdash.data.guard.connection` (:class:`DataRoot`: the locked
@@ -82,7 +82,7 @@ from __future__ import annotations
 
 # Re-exports: every public name of calibdash.data.guard keeps importing from here.
 from .connection import DataRoot, data_root_from_env
-from .errors import AccessDenied, engine_error, log, safe_message  # noqa: F401
+from .refusals import AccessDenied, engine_error, log, safe_message  # noqa: F401
 from .paths import quote_identifier
 from .settings import (DEFAULT_ALIAS, DEFAULT_MEMORY_LIMIT, DEFAULT_SPILL_LIMIT,  # noqa: F401
                        DEFAULT_THREADS, ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT, ENV_VAR)

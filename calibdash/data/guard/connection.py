@@ -11,8 +11,8 @@ import threading
 import weakref
 from pathlib import Path
 
-from ...errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
-from .errors import AccessDenied, engine_error, safe_message, shown_text
+from ...core.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
+from .refusals import AccessDenied, engine_error, safe_message, shown_text
 from .paths import RootPaths, quote_identifier, sql_string
 from .settings import (DEFAULT_ALIAS, DEFAULT_MEMORY_LIMIT, DEFAULT_SPILL_LIMIT, DEFAULT_THREADS, ENV_MEMORY_LIMIT,
                        ENV_SPILL_LIMIT, ENV_VAR, SIZE)

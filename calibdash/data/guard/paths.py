@@ -7,8 +7,8 @@ import os
 import re
 from pathlib import Path
 
-from ...errors import DataError, EnvironmentProblem, ProgrammingError
-from .errors import AccessDenied, path_error, shown_text
+from ...core.errors import DataError, EnvironmentProblem, ProgrammingError
+from .refusals import AccessDenied, path_error, shown_text
 from .settings import ENV_VAR
 
 __all__ = ["RootPaths", "quote_identifier", "sql_string", "user_text"]

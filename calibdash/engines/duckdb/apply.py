@@ -1,7 +1,7 @@
 """Apply a saved calibrator with DuckDB: the rows of Parquet or CSV files read, calibrated and written where
 they lie (:func:`calibdash.engines.apply.apply_model`'s steps).
 
-The calibrated column is the calibrator's SQL (:func:`calibdash.sql.to_sql`; a large map's lookup table passed as
+The calibrated column is the calibrator's SQL (:func:`calibdash.io.sql.to_sql`; a large map's lookup table passed as
 an Arrow table and joined on a bucket of the score, the rows then sorted back into their order in the files by
 DuckDB's ``file_index`` and ``file_row_number``), or for a method with no SQL form its ``predict`` in a DuckDB
 Python UDF on Arrow arrays (DuckDB's vectors of 2,048 rows). DuckDB writes one Parquet file
@@ -13,7 +13,7 @@ import uuid
 
 import numpy as np
 
-from ... import sql
+from ...io import sql
 from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, use_logistic
 
 __all__ = ["apply", "MAX_CASE"]

@@ -11,12 +11,12 @@ from functools import reduce
 
 import numpy as np
 
-from ...cells import GRID, MAX_EXACT
+from ...evaluation.cells import GRID, MAX_EXACT
 from ...data.guard import engine_error, quote_identifier
-from ...errors import DataError
-from ...multiclass.base import SUM_TOLERANCE
-from ...cells import ClassCells
-from ...scheme import Scheme
+from ...core.errors import DataError
+from ...calibrators.multiclass.base import SUM_TOLERANCE
+from ...evaluation.cells import ClassCells
+from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
                        check_class_stats, exact_flags, part_count, split_cells)
 from .rows import SourceRows, connection_for, part_sql, row_hash_sql

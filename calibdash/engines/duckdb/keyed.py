@@ -4,7 +4,7 @@ the part.
 The steps are the engine's (:func:`~calibdash.engines.duckdb.rows.statistics`,
 :func:`~calibdash.engines.duckdb.rows.cell_code`,
 :func:`~calibdash.engines.duckdb.rows.grouped_sql`), the key computed in SQL as
-one more grouping code, its raw code (:mod:`calibdash.keyed.assemble`):
+one more grouping code, its raw code (:mod:`calibdash.monitoring.keyed.assemble`):
 
 * **group**, text or boolean column: the value as trimmed text (booleans
   ``True``/``False``, as pandas writes them); number column: the number,
@@ -21,11 +21,11 @@ one more grouping code, its raw code (:mod:`calibdash.keyed.assemble`):
   read by ``TRY_CAST(... AS TIMESTAMPTZ)`` (**ISO-8601 only**, with or
   without an offset: narrower than pandas, which also reads such as
   ``14/03/2025``), and a text column is dates when at least
-  :data:`calibdash.drift.DATE_SHARE` of its present entries read so (and
+  :data:`calibdash.monitoring.drift.DATE_SHARE` of its present entries read so (and
   most do not look like numbers); whole numbers YYYYMMDD read by
   ``try_strptime``. Rows whose date cannot be read are left out and counted.
   ``freq="auto"``: the distinct days are listed in the statistics scan and
-  the period chosen from them (:func:`calibdash.drift.freq_from_days`).
+  the period chosen from them (:func:`calibdash.monitoring.drift.freq_from_days`).
 
 Key values are grouped as they come (one aggregation, cells at most the
 rows); the keys shown are made from the grouped rows afterwards, so a text
@@ -38,14 +38,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ...cells import MAX_EXACT
-from ...drift import YMD_RANGE, freq_from_days
-from ...grouping import GroupCoding, coding_for
-from ...keyed import PERIODS, Key, KeyedCells
-from ...keyed.assemble import check_group_key, group_cells, period_cells
-from ...keyed.rows import not_dates_error, read_dates_check
-from ...errors import SettingsError
-from ...scheme import Scheme
+from ...evaluation.cells import MAX_EXACT
+from ...monitoring.drift import YMD_RANGE, freq_from_days
+from ...monitoring.grouping import GroupCoding, coding_for
+from ...monitoring.keyed import PERIODS, Key, KeyedCells
+from ...monitoring.keyed.assemble import check_group_key, group_cells, period_cells
+from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
+from ...core.errors import SettingsError
+from ...evaluation.scheme import Scheme
 from .rows import (SourceRows, cell_code, connection_for, grouped_sql, is_numeric_type,
                      statistics)
 from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme, other_labels_error
@@ -81,7 +81,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     DataError
         As :func:`calibdash.engines.duckdb.rows.aggregate`; a period column holding no dates, or no readable one.
     SettingsError
-        Too many groups or periods (:func:`calibdash.grouping.name_groups`, :func:`calibdash.drift.name_periods`).
+        Too many groups or periods (:func:`calibdash.monitoring.grouping.name_groups`, :func:`calibdash.monitoring.drift.name_periods`).
     """
     scheme = scheme or Scheme(kind="insample")
     check_scheme(scheme)

@@ -21,7 +21,7 @@ distinct scores, or ``GRID`` grid steps, per part and feature code):
 
 The part of a row is computed in SQL from its key (see
 :mod:`calibdash.engines.source`): :func:`row_hash_sql` is MurmurHash3's
-finaliser as :func:`calibdash.cells.row_hash` computes it (the 16-bit split
+finaliser as :func:`calibdash.evaluation.cells.row_hash` computes it (the 16-bit split
 multiplications keep every product below 2^48, so BIGINT arithmetic is
 exact); ``fold = hash % k``; held out when ``hash < floor(test_size * 2^32)``;
 or the split column mapped by :func:`~calibdash.engines.source.column_train_values`.
@@ -67,10 +67,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...cells import GRID, MAX_EXACT
+from ...evaluation.cells import GRID, MAX_EXACT
 from ...data.guard import engine_error
-from ...errors import DataError, SettingsError
-from ...scheme import Scheme
+from ...core.errors import DataError, SettingsError
+from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
@@ -135,10 +135,10 @@ def _xorshift(h: str, s: int) -> str:
 
 
 def row_hash_sql(key: str, seed: int = 0) -> str:
-    """A DuckDB SQL expression equal to :func:`calibdash.cells.row_hash` of the BIGINT expression ``key``.
+    """A DuckDB SQL expression equal to :func:`calibdash.evaluation.cells.row_hash` of the BIGINT expression ``key``.
 
     MurmurHash3's 32-bit finaliser of ``key + seed * 0x9E3779B1`` (mod 2^32),
-    each multiplication split into 16-bit halves as in :mod:`calibdash.cells`.
+    each multiplication split into 16-bit halves as in :mod:`calibdash.evaluation.cells`.
     """
     h = f"((({key}) + {int(seed) * 0x9E3779B1 & _M32}) & {_M32})"
     h = _xorshift(h, 16)
@@ -431,7 +431,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     scheme : Scheme, optional
         How rows are divided into parts (default: none, every row in part 0,
         as ``"insample"``). ``"kfold"`` and ``"split"`` hash each row's key,
-        ``"column"`` maps the split column (:mod:`calibdash.cells`).
+        ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
     max_exact : int, default ``MAX_EXACT``
         Cells are the distinct scores when there are at most this many, else grid steps.
     memory_limit : str, default "1GB"

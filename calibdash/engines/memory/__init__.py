@@ -1,4 +1,4 @@
-"""The in-memory engine: rows read into numpy, then :mod:`calibdash.cells`' own aggregation.
+"""The in-memory engine: rows read into numpy, then :mod:`calibdash.evaluation.cells`' own aggregation.
 
 The reference the other engines are tested against: :mod:`.rows` (score cells), :mod:`.keyed` (keyed cells),
 :mod:`.classes` (K-class cells and rows), :mod:`.apply` (``predict`` on the rows in pandas).

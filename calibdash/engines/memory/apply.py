@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...data.margins import to_probabilities
+from ...core.margins import to_probabilities
 from ..apply import GUESS_ROWS, feature_names, predict_batch, score_column_of
 
 __all__ = ["apply"]

@@ -1,5 +1,5 @@
 """K-class rows in memory: read, checked and put in parts as :mod:`calibdash.engines.classes` says, then
-aggregated by :func:`calibdash.cells.class_cells` (logits softmaxed by
+aggregated by :func:`calibdash.evaluation.cells.class_cells` (logits softmaxed by
 :func:`~calibdash.engines.classes.softmax_rows`)."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import contextlib
 import numpy as np
 import pandas as pd
 
-from ...cells import MAX_EXACT
-from ...multiclass.base import SUM_TOLERANCE
-from ...cells import ClassCells, class_cells
-from ...scheme import Scheme
+from ...evaluation.cells import MAX_EXACT
+from ...calibrators.multiclass.base import SUM_TOLERANCE
+from ...evaluation.cells import ClassCells, class_cells
+from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, part_count,
                        softmax_rows)
 from .rows import parts, read_rows
@@ -45,7 +45,7 @@ def checked_rows(csrc: ClassSource, scheme: Scheme) -> tuple[np.ndarray, np.ndar
 
 def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX_EXACT, memory_limit: str = "1GB",
                       threads: int | None = None) -> ClassCells:
-    """K-class cells of the rows read into memory (:func:`calibdash.cells.class_cells`; ``memory_limit``
+    """K-class cells of the rows read into memory (:func:`calibdash.evaluation.cells.class_cells`; ``memory_limit``
     and ``threads`` are not used)."""
     X, code, part = checked_rows(csrc, scheme)
     return class_cells(softmax_rows(X) if csrc.logits else X, code, part, max_exact=max_exact)

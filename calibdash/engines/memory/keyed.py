@@ -1,10 +1,10 @@
 """Keyed cells in memory: the rows read and checked as :func:`calibdash.engines.memory.rows.aggregate` reads
-them, then :func:`calibdash.keyed.rows.keyed_cells` (the Groups & time page's own path)."""
+them, then :func:`calibdash.monitoring.keyed.from_rows.keyed_cells` (the Groups & time page's own path)."""
 from __future__ import annotations
 
-from ...cells import MAX_EXACT
-from ...keyed.rows import keyed_cells
-from ...scheme import Scheme
+from ...evaluation.cells import MAX_EXACT
+from ...monitoring.keyed.from_rows import keyed_cells
+from ...evaluation.scheme import Scheme
 from ..source import Source
 from .rows import prepared_rows
 
@@ -13,10 +13,10 @@ __all__ = ["aggregate_keyed"]
 
 def aggregate_keyed(source: Source, key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
                     memory_limit: str = "1GB", threads: int | None = None, on_stage=None):
-    """Keyed cells of a source's rows in memory (:func:`calibdash.keyed.rows.keyed_cells` on the rows read
+    """Keyed cells of a source's rows in memory (:func:`calibdash.monitoring.keyed.from_rows.keyed_cells` on the rows read
     and checked as :func:`~calibdash.engines.memory.rows.aggregate` reads them; ``memory_limit`` and ``threads`` are not used).
 
-    Text dates are read by pandas (:func:`calibdash.drift.as_dates`), in more
+    Text dates are read by pandas (:func:`calibdash.monitoring.drift.as_dates`), in more
     formats than the SQL engines' ISO-8601.
     """
     stage = on_stage or (lambda name: None)

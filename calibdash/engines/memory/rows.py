@@ -1,15 +1,15 @@
-"""The in-memory engine: rows read into numpy, then :func:`calibdash.cells.aggregate`.
+"""The in-memory engine: rows read into numpy, then :func:`calibdash.evaluation.cells.aggregate`.
 
 The reference the other engines are tested against, behind their signature.
 It reads only the needed columns (Parquet with pyarrow, file by file in
 sorted path order; CSV with pandas, whose parser rounds decimal text correctly, like
 DuckDB's and Spark's (the default from pandas 3, ``float_precision="round_trip"`` before); DuckDB tables and queries through DuckDB), gathers the same
 :class:`~calibdash.engines.source.Stats` as the SQL engines and refuses what
-they refuse, maps margins with :func:`calibdash.data.margins.to_probabilities`,
-and puts rows in parts with :func:`calibdash.cells.parts_for` (keys = positions)
-or :func:`calibdash.cells.row_hash` of a table's ``rowid``.
+they refuse, maps margins with :func:`calibdash.core.margins.to_probabilities`,
+and puts rows in parts with :func:`calibdash.evaluation.cells.parts_for` (keys = positions)
+or :func:`calibdash.evaluation.cells.row_hash` of a table's ``rowid``.
 
-Without feature columns the cells are :func:`calibdash.cells.aggregate`'s;
+Without feature columns the cells are :func:`calibdash.evaluation.cells.aggregate`'s;
 with them, rows are grouped by (part, score code, feature codes) in one
 sort, with the same exact-or-grid rule (the distinct scores of all rows).
 """
@@ -20,11 +20,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ... import cells as _cells
-from ...cells import MAX_EXACT
-from ...data.margins import to_probabilities
-from ...errors import DataError, EnvironmentProblem
-from ...scheme import Scheme
+from ...evaluation import cells as _cells
+from ...evaluation.cells import MAX_EXACT
+from ...core.margins import to_probabilities
+from ...core.errors import DataError, EnvironmentProblem
+from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, grid_code, other_labels_error, quantile_levels)
 

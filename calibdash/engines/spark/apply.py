@@ -1,6 +1,6 @@
 """Apply a saved calibrator with Spark (:func:`calibdash.engines.apply.apply_model`'s steps as a Spark job).
 
-The calibrated column is the calibrator's Spark SQL (:func:`calibdash.sql.to_sql`), or for a method with no SQL
+The calibrated column is the calibrator's Spark SQL (:func:`calibdash.io.sql.to_sql`), or for a method with no SQL
 form its ``predict`` in a ``pandas_udf`` (Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch``
 rows; the Python workers need numpy, pandas, pyarrow and calibdash). Spark writes a directory of part files.
 """
@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 import pandas as pd
 
-from ... import sql
+from ...io import sql
 from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, use_logistic
 from .rows import session
 

@@ -14,11 +14,11 @@ from functools import reduce
 import numpy as np
 import pandas as pd
 
-from ...cells import GRID, MAX_EXACT
-from ...errors import DataError
-from ...multiclass.base import SUM_TOLERANCE
-from ...cells import ClassCells
-from ...scheme import Scheme
+from ...evaluation.cells import GRID, MAX_EXACT
+from ...core.errors import DataError
+from ...calibrators.multiclass.base import SUM_TOLERANCE
+from ...evaluation.cells import ClassCells
+from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, exact_flags,
                        part_count, split_cells)
 from .rows import col, keyed_rows, part_column, release, session, to_pandas

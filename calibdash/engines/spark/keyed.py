@@ -17,14 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...cells import MAX_EXACT
-from ...drift import YMD_RANGE, freq_from_days
-from ...errors import DataError
-from ...grouping import GroupCoding, coding_for
-from ...keyed import PERIODS, Key, KeyedCells
-from ...keyed.assemble import check_group_key, group_cells, period_cells
-from ...keyed.rows import not_dates_error, read_dates_check
-from ...scheme import Scheme
+from ...evaluation.cells import MAX_EXACT
+from ...monitoring.drift import YMD_RANGE, freq_from_days
+from ...core.errors import DataError
+from ...monitoring.grouping import GroupCoding, coding_for
+from ...monitoring.keyed import PERIODS, Key, KeyedCells
+from ...monitoring.keyed.assemble import check_group_key, group_cells, period_cells
+from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
+from ...evaluation.scheme import Scheme
 from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme
 from .rows import cell_code, grouped, keyed_rows, part_column, release, session, statistics
 from .rows import col as spark_col

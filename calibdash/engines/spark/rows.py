@@ -10,7 +10,7 @@ exact ``countDistinct`` when the estimate lies between ``max_exact / 4`` and
 ``4 * max_exact``, then
 one ``groupBy(part, score code[, feature codes])``. The hash of a row's key
 is built from ``shiftright``, ``bitwiseXOR`` and 64-bit products below 2^48,
-as :func:`calibdash.cells.row_hash`.
+as :func:`calibdash.evaluation.cells.row_hash`.
 
 Row keys (``monotonically_increasing_id`` alone is *not* file order: Spark
 packs file splits into partitions by size, not by name):
@@ -48,9 +48,9 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from ...cells import GRID, MAX_EXACT
-from ...errors import DataError, EnvironmentProblem
-from ...scheme import Scheme
+from ...evaluation.cells import GRID, MAX_EXACT
+from ...core.errors import DataError, EnvironmentProblem
+from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
@@ -96,7 +96,7 @@ def _xorshift(h, s: int):
 
 
 def row_hash_column(key, seed: int = 0):
-    """A Spark column equal to :func:`calibdash.cells.row_hash` of the long column ``key``."""
+    """A Spark column equal to :func:`calibdash.evaluation.cells.row_hash` of the long column ``key``."""
     from pyspark.sql import functions as F
 
     h = (key.cast("long") + F.lit(int(seed) * 0x9E3779B1 & _M32)).bitwiseAND(F.lit(_M32))

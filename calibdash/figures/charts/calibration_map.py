@@ -118,7 +118,7 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
     visible : mapping key -> bool, optional
         Methods drawn hidden ("legendonly"), toggled from the legend.
     sample_weight : array-like, optional
-        How many rows each score stands for (:attr:`calibdash.evaluation.Evaluation.weights`
+        How many rows each score stands for (:attr:`calibdash.evaluation.holdout.Evaluation.weights`
         on score cells): the histogram's bars are then sums of weights, so it
         counts the rows, not the cells.
     bands : mapping key -> DataFrame, optional

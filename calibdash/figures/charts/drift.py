@@ -1,7 +1,7 @@
 """Drawing calibration over time: per-period metrics with intervals, and how a calibrator goes stale.
 
-The data is :func:`calibdash.drift.over_time` (a :class:`~calibdash.drift.DriftReport`)
-and :func:`calibdash.drift.staleness` (a :class:`~calibdash.drift.Staleness`);
+The data is :func:`calibdash.monitoring.drift.over_time` (a :class:`~calibdash.monitoring.drift.DriftReport`)
+and :func:`calibdash.monitoring.drift.staleness` (a :class:`~calibdash.monitoring.drift.Staleness`);
 these functions only draw it.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ...drift import FRESH_COL, RAW_COL, STALE_COL
+from ...monitoring.drift import FRESH_COL, RAW_COL, STALE_COL
 from ..layout import base_layout
 from ..palette import UNCALIBRATED, color_of, rgba
 

@@ -1,7 +1,7 @@
 """Drawing calibration by group: small multiples of reliability diagrams and a forest chart of ECE.
 
-The data is :func:`calibdash.groups.by_group` (a :class:`~calibdash.groups.GroupReport`)
-and :func:`calibdash.groups.fix_groups` (a :class:`~calibdash.groups.GroupFix`);
+The data is :func:`calibdash.monitoring.groups.by_group` (a :class:`~calibdash.monitoring.groups.GroupReport`)
+and :func:`calibdash.monitoring.groups.fix_groups` (a :class:`~calibdash.monitoring.groups.GroupFix`);
 these functions only draw it.
 """
 from __future__ import annotations
@@ -104,10 +104,10 @@ def ece_forest(reports, *, metric: str = "ECE", labels: Mapping[str, str] | None
     ----------
     reports : GroupReport or mapping key -> GroupReport
         One report (the raw scores), or several with the same groups (such as
-        :attr:`calibdash.groups.GroupFix.reports`: the raw scores and each
+        :attr:`calibdash.monitoring.groups.GroupFix.reports`: the raw scores and each
         calibrator on the held-out rows), drawn as dodged points per group.
     metric : str, default "ECE"
-        A name of :data:`calibdash.groups.STATS`.
+        A name of :data:`calibdash.monitoring.groups.STATS`.
     labels : mapping key -> display name, optional
     show_overall : bool
         For a single report: a vertical line at the value on all rows.

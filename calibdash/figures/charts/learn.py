@@ -24,7 +24,7 @@ from plotly.subplots import make_subplots
 
 from ... import synthetic
 from ...measures import calibration as metrics
-from ...errors import DataError
+from ...core.errors import DataError
 from .calibration_map import score_grid
 from ..layout import base_layout
 from ..palette import class_color_of, color_of, rgba

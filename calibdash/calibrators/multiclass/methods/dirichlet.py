@@ -1,0 +1,68 @@
+"""Dirichlet calibration (Kull et al. 2019): a full linear map of the log-probabilities, ODIR or L2 regularised."""
+from __future__ import annotations
+
+from ..base import HyperParam
+from .matrix import LAMBDAS, ODIR_HYPERPARAMS, MatrixScaling
+
+__all__ = ["DirichletCalibration"]
+
+
+class DirichletCalibration(MatrixScaling):
+    """Dirichlet calibration (Kull, Perello-Nieto, Kängsepp, Silva Filho, Song & Flach, NeurIPS 2019).
+
+    The calibration map of the paper's Eq. (4),
+
+    .. math::  \\hat\\mu_{DirLin}(q; W, b) = \\operatorname{softmax}(W \\ln q + b),
+
+    is the multinomial logistic regression of the class on the log-probabilities ``ln q`` (the paper's
+    Sec. 3: it is the posterior of a generative model with one Dirichlet distribution per class; the
+    linear parametrisation is the one fitted). ``ln q`` is the log-softmax of the log-scores: the log of
+    the probabilities given (floored at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`), or of the softmax of
+    the logits given, so the map is the same whichever form the scores come in. ``W`` and ``b`` minimise
+    the weighted mean negative log-likelihood plus, with ``reg="odir"`` (the paper's "Dir-ODIR", Sec. 3.2),
+
+    .. math::  \\frac{\\lambda}{K(K-1)} \\sum_{j \\ne k} W_{jk}^2 + \\frac{\\mu}{K} \\sum_j b_j^2 ,
+
+    or, with ``reg="l2"`` ("Dir-L2"), ``lambda / (K (K + 1)) * (sum W_jk^2 + sum b_j^2)``: every parameter
+    shrunk towards 0, normalised as the authors' ``dirichletcal`` package does (``reg_norm=True``; their
+    experiments' Keras code adds the sum unnormalised). The strengths are chosen by the paper's procedure,
+    5-fold cross-validation on the calibration set over a grid
+    (:func:`calibdash.calibrators.multiclass.penalty_search.select_penalty`, which states how it differs from the authors'
+    code), or fixed with ``select=False``. Fitting: :func:`calibdash.calibrators.multiclass.linear.fit_linear`, started
+    from the fitted temperature's map ``W = I / T`` rather than the authors' identity ``W = I, b = 0``: the
+    problem is convex, so the optimum is the same, and on saturated scores the identity sits where the softmax
+    is flat and the solver stalled.
+
+    Sample weights: each row's term times its weight; integer weights equal repeated rows, for the fit and
+    for the cross-validation (identical rows fall in the same fold). Degenerate data (absent classes, one
+    class, too few distinct rows for the search) and the cost in K and n (``O(n K^2)`` per Newton step,
+    ``K^3`` floats; refused above :data:`~calibdash.calibrators.multiclass.linear.MAX_FULL_CLASSES` classes): as
+    :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
+
+    Parameters
+    ----------
+    reg : {"odir", "l2"}, default "odir"
+        The penalty (with L2, ``mu`` and ``mus`` are unused).
+    logits, select, lam, mu, lambdas, mus, n_folds, seed
+        As :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`'s.
+    """
+
+    name = "dirichlet"
+    label = "Dirichlet calibration"
+    summary = "a full linear map of the log-probabilities (ODIR or L2)"
+    paper = ("Kull, Perello-Nieto, Kängsepp, Silva Filho, Song & Flach (2019), Beyond temperature scaling: "
+             "obtaining well-calibrated multiclass probabilities with Dirichlet calibration")
+    order = 40
+    color = "#CC79A7"
+    hyperparams = (HyperParam("reg", "R", "choice", "odir", choices=("odir", "l2"),
+                              help="ODIR (off-diagonal and intercept) or L2 on every parameter"),
+                   *ODIR_HYPERPARAMS)
+    on_log_probabilities = True
+    input_form = "probabilities"
+
+    def __init__(self, logits: bool = False, reg: str = "odir", select: bool = True, lam: float = 100.0,
+                 mu: float = 100.0, lambdas: tuple = LAMBDAS, mus: tuple | None = None, n_folds: int = 5,
+                 seed: int = 0):
+        super().__init__(logits=logits, select=select, lam=lam, mu=mu, lambdas=lambdas, mus=mus,
+                         n_folds=n_folds, seed=seed)
+        self.reg = reg

@@ -1,0 +1,219 @@
+"""Top-label calibration (Gupta & Ramdas, ICLR 2022): the predicted class's probability, calibrated per predicted class."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import softmax
+
+from ....io import export
+from ...base import HyperParam
+from ....core.errors import SettingsError
+from ..base import Scores, as_scores
+from .ovr import BinaryComposite, SubModel, class_list
+
+__all__ = ["TopLabelCalibrator", "MIN_ROWS"]
+
+#: Default ``min_rows``: the authors' code (github.com/aigen/df-posthoc-calibration, ``HB_toplabel``)
+#: asks 50 points per histogram bin, so a class predicted in fewer than 50 rows gets no bin there.
+MIN_ROWS = 50
+
+
+class TopLabelCalibrator(BinaryComposite):
+    """Top-label calibration (Gupta & Ramdas, 2022, "Top-label calibration and multiclass-to-binary
+    reductions", ICLR): the multiclass-to-binary (M2B) top-label reduction with any binary calibrator.
+
+    The predicted class ``c(x) = argmax_k P_k(x)`` is kept. Its probability,
+    the top score ``g(x) = P_c(x)``, is calibrated separately for each predicted class ``l``: the
+    paper's top-label calibrator (its Algorithm 2 with a binary routine ``A``) fits
+    ``h_l = A({(g(X_i), 1{Y_i = l}) : c(X_i) = l})`` on the training rows predicted ``l`` and
+    reports the pair ``(c(x), h_c(x)(g(x)))``; the calibrator is top-label calibrated when
+    ``P(Y = c(X) | c(X), h(X)) = h(X)``.
+
+    Small classes. A class predicted in fewer than ``min_rows`` training rows (by weight) is
+    calibrated by one model pooled over every row's (top score, correct) pair: the paper's
+    *confidence* reduction (the same Algorithm with every row in one set). The authors' code
+    leaves such a class uncalibrated instead (``HB_toplabel`` gives it ``floor(n / 50) = 0``
+    bins and the identity map); we follow the paper's framework rather than the code because
+    the identity would report the uncalibrated score for exactly the classes the model rarely
+    predicts, and the pooled map is the reduction the paper gives when per-class data are short.
+    The default 50 is the authors' points per bin: below it their histogram binning has no bin.
+    A set whose rows are all correct or all wrong cannot be fitted by a binary calibrator; it
+    gets its observed rate (1 or 0), what binning and isotonic fits give there.
+
+    The row. The predicted class gets ``h = h_c(g)``; the other classes share ``1 - h`` in
+    proportion to their probabilities (computed as the softmax of their log-probabilities, so
+    with logits the shares stay exact where the probabilities underflow). When the top
+    probability is exactly 1 (the others exactly 0, as probabilities given), the others share
+    ``1 - h`` equally. The paper calibrates only the pair ``(c, h)`` and says nothing of the
+    other entries; proportional sharing keeps their ranking.
+
+    The predicted class. We keep the paper's pair: :meth:`predict_top` returns ``(c, h)``, the
+    predicted class unchanged, and top-label measures should be computed from it. In the row of
+    :meth:`predict_proba`, though, ``h`` can fall below another class's share (only when
+    ``h < 1/2``: a predicted class whose rows at that score are mostly wrong); the row's argmax,
+    and so :meth:`predict`, then moves to that class, as for every multi-class method, whose
+    ``predict`` is the argmax of its rows.
+
+    Ties at the top. ``P_k`` is the class's score as given (:attr:`~calibdash.calibrators.multiclass.base.Scores.columns`:
+    not divided by the row's sum, so that the binary method sees the numbers given, and equal scores
+    stay equal). A row whose top score is held by ``m > 1`` classes (rows rounded to 2 decimals,
+    ``[0.4, 0.4, 0.2]``; uniform rows) has no one predicted class; taking the first would make the fit
+    depend on the order of the columns. It counts as the ``m`` rows each tie-break gives, each of weight
+    ``1/m`` of the row's: in the fit, the row ``(g, 1{y = l})`` in class ``l``'s set for every tied ``l``;
+    in the prediction, the mean of the ``m`` rows (each tied class in turn predicted): the expectation of a
+    uniformly random tie-break, the same for any order of the columns. A row with no tie is as before.
+    (Tied rows give the binary method fractional weights; BBQ's authors' variant, which takes whole
+    weights only, refuses them with a SettingsError.) :meth:`predict_top` reports a tied row's first
+    tied class, with ``h`` the mean of the tied classes' ``h``.
+
+    Zeros: no floor. ``h = 0`` gives the predicted class probability 0, and ``h = 1`` every other class;
+    isotonic regression and histogram binning give both (the set of rows at the highest scores all
+    correct; a set of one outcome, the rate rule above). A held-out row whose class gets 0 has an
+    infinite log-loss. A fit whose map gives 0 or 1 at a training score says so: a
+    :class:`~calibdash.calibrators.multiclass.methods.ovr.ZeroProbabilityWarning` and a sentence in ``notes_``
+    (kept in the model file). The map is not changed: a floor would be a smoothing the binary
+    method does not have.
+
+    Sample weights: the per-class and pooled fits get the rows' weights, and ``min_rows``
+    compares the total weight of the rows predicted ``l``, so a row of whole weight ``w``
+    counts as ``w`` rows exactly when the binary method's fit does.
+
+    Parameters
+    ----------
+    binary : str, default "isotonic"
+        The binary calibrator's registry name (any of :func:`calibdash.calibrators.available`
+        except those that use features). The paper uses histogram binning.
+    params : dict, optional
+        The binary calibrator's hyperparameters (default: its defaults).
+    min_rows : float, default 50
+        Training rows (total weight) a predicted class needs for its own model; fewer: the
+        pooled model.
+    logits : bool, default False
+        Whether ``P`` holds logits (softmaxed first) rather than probabilities.
+
+    Attributes
+    ----------
+    models_ : list
+        Per class, its fitted binary calibrator, its constant rate (a float), or None: the
+        class uses the pooled model.
+    pooled_ : Calibrator or float
+        The model fitted on every row's (top score, correct) pair, or its rate.
+    notes_ : list of str
+        Where the fitted map gives probabilities of exactly 0 (see "Zeros" above).
+    """
+
+    name = "top_label"
+    prefix = "Top-label"
+    base_order = 2000.0
+    darken = 0.35
+    summary = "the predicted class's probability, calibrated per predicted class"
+    paper = "Gupta & Ramdas (ICLR 2022), Top-label calibration and multiclass-to-binary reductions"
+    own_hyperparams = (
+        HyperParam("min_rows", "n_min", "int", MIN_ROWS, low=1, high=1000, log=True,
+                   help="Rows a predicted class needs for its own calibrator; fewer: one pooled over all rows."),
+    )
+
+    def __init__(self, binary: str = "isotonic", params: dict | None = None, min_rows: float = MIN_ROWS,
+                 logits: bool = False):
+        self.binary = binary
+        self.params = params
+        self.min_rows = min_rows
+        self.logits = logits
+
+    @staticmethod
+    def top(x: Scores) -> tuple[np.ndarray, np.ndarray]:
+        """``(c, g)``: each row's predicted class (the first of its top scores on a tie: see
+        :meth:`tops` for the rule the fit and the prediction use) and its top score."""
+        cols = x.columns
+        c = np.argmax(cols, axis=1)
+        return c, cols[np.arange(x.n), c]
+
+    @staticmethod
+    def tops(x: Scores) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(r, c, g, share)``: one entry per row and class holding the row's top score (one per row
+        without ties), rows in order: the row ``r``, the class ``c``, the top score ``g`` and ``1 / m``
+        for a top held by ``m`` classes."""
+        cols = x.columns
+        top = cols.max(axis=1)
+        r, c = np.nonzero(cols == top[:, None])
+        m = np.bincount(r, minlength=x.n)
+        return r, c, top[r], 1.0 / m[r]
+
+    def _fit(self, x: Scores, y: np.ndarray, w: np.ndarray | None) -> None:
+        if (isinstance(self.min_rows, bool) or not isinstance(self.min_rows, numbers.Real)
+                or not self.min_rows >= 0):
+            raise SettingsError(f"min_rows must be a number of rows >= 0, got {self.min_rows!r}.")
+        r, c, g, share = self.tops(x)
+        correct = (y[r] == c).astype(np.int8)
+        if r.size == x.n:                         # no tie: every row once, its own weight
+            we = w
+        else:
+            we = share if w is None else w[r] * share
+        weight = np.ones(r.size) if we is None else we
+        models: list[SubModel | None] = []
+        for label in range(x.k):
+            rows = c == label
+            if float(weight[rows].sum()) < self.min_rows or not rows.any():
+                models.append(None)
+            else:
+                models.append(self._fit_binary(g[rows], correct[rows], None if we is None else we[rows]))
+        self.models_ = models
+        self.pooled_ = self._fit_binary(g, correct, we)
+        self._say(self._zero_notes(c, self._calibrated(c, g), x.k))
+
+    def _zero_notes(self, c: np.ndarray, h: np.ndarray, k: int) -> list[str]:
+        """The sentences of ``notes_``: the predicted classes whose ``h`` is 0 or 1 at a training score."""
+        notes = []
+        for value, what, whose in ((0.0, "the predicted class gets probability 0", "the predicted class"),
+                                   (1.0, "every other class gets probability 0", "another class")):
+            hit = np.unique(c[h == value])
+            if hit.size:
+                notes.append(f"where {hit.size:,} of {k:,} classes ({class_list(hit)}) are predicted, the "
+                             f"calibrated top probability is {value:g} at some training scores: {what}, and a "
+                             f"held-out row of {whose} there has an infinite log-loss. A binary method that "
+                             "smooths (platt, beta, bbq) or more rows a class avoids it.")
+        return notes
+
+    def _calibrated(self, c: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """``h``: each entry's top score ``g`` through its class ``c``'s model (or the pooled one)."""
+        h = np.empty(g.size)
+        for label in np.unique(c):
+            rows = c == label
+            model = self.models_[label]
+            h[rows] = self.apply(self.pooled_ if model is None else model, g[rows])
+        return h
+
+    def _predict(self, x: Scores) -> np.ndarray:
+        r, c, g, share = self.tops(x)
+        h = self._calibrated(c, g)
+        entry = np.arange(r.size)
+        rest = x.log_probabilities[r]
+        rest[entry, c] = -np.inf
+        out = (1.0 - h)[:, None] * softmax(rest, axis=1)
+        out[entry, c] = h
+        if r.size == x.n:
+            return out
+        first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])           # rows are in order
+        return np.add.reduceat(out * share[:, None], first, axis=0)
+
+    def predict_top(self, P) -> tuple[np.ndarray, np.ndarray]:
+        """The paper's top-label prediction: ``(c, h)``, each row's predicted class (unchanged by
+        calibration; the first tied class on a tie) and its calibrated probability (on a tie, the mean
+        of the tied classes' ``h``)."""
+        self._check_fitted()
+        x = as_scores(P, self.logits, self.n_classes_)
+        r, c, g, share = self.tops(x)
+        h = np.bincount(r, weights=share * self._calibrated(c, g), minlength=x.n)
+        return self.top(x)[0], np.clip(h, 0.0, 1.0)
+
+    def _export_state(self) -> dict:
+        """Per class its model's state, its rate, or ``{"pooled": true}``; the pooled model; the notes."""
+        return {"models": [{"pooled": True} if m is None else self.model_state(m) for m in self.models_],
+                "pooled": self.model_state(self.pooled_), **self._notes_state()}
+
+    def _import_state(self, state: export.State) -> None:
+        self.models_ = [None if e.get("pooled") is True else self.model_from(e)
+                        for e in self.class_entries(state, "models")]
+        self.pooled_ = self.model_from(state.object("pooled"))
+        self._import_notes(state)

@@ -1,0 +1,136 @@
+"""The calibrator class the scaling family shares (:class:`ScalingCalibrator`): fit
+:func:`~calibdash.calibrators.multiclass.linear.fit_linear` on the log-scores, predict ``softmax(W x + b)``."""
+from __future__ import annotations
+
+import warnings
+from typing import ClassVar
+
+import numpy as np
+
+from ...core.errors import DataError, SettingsError
+from .base import MulticlassCalibrator, Scores
+from .linear import check_size, fit_linear
+from .linear_map import LinearForm, n_parameters, predict_linear
+from .penalty_search import TooFewRowsError, penalty_grid, select_penalty
+
+__all__ = ["ScalingCalibrator", "PenaltyFallbackWarning"]
+
+
+class PenaltyFallbackWarning(UserWarning):
+    """The penalty could not be chosen by cross-validation; the stated fixed strengths were used."""
+
+
+class ScalingCalibrator(MulticlassCalibrator):
+    """What the scaling family shares: fit :func:`~calibdash.calibrators.multiclass.linear.fit_linear` on the log-scores
+    (or the log-probabilities), predict ``softmax(W x + b)``, export ``W`` and ``b``.
+
+    A subclass declares ``matrix`` (one of :data:`~calibdash.calibrators.multiclass.linear.FORMS`), ``bias``,
+    ``on_log_probabilities`` (Dirichlet: the log of the probabilities; the others: the log-scores as given,
+    logits or log-probabilities) and ``default_penalty``; its constructor may take ``reg`` (the penalty),
+    ``lam`` and ``mu`` (fixed strengths), ``select`` (choose them by
+    :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty` instead), ``lambdas``/``mus`` (the grid),
+    ``n_folds`` and ``seed``.
+
+    Degenerate data. A class that no row of positive weight names is left out of the fit's softmax and its
+    parameters keep the fitted temperature's map (:func:`~calibdash.calibrators.multiclass.linear.fit_linear`): it keeps
+    a probability above 0, that of its temperature-scaled score beside the fitted others. Labels of one
+    class only are refused by the vector and full maps (they carry nothing about one class against
+    another); temperature scaling fits them (its factor then runs to a bound). With fewer distinct rows than
+    folds the penalty cannot be chosen by cross-validation: the constructor's ``lam`` and ``mu`` are used, a
+    :class:`PenaltyFallbackWarning` says so, and so does ``penalty_note_``.
+
+    Attributes (fitted)
+    -------------------
+    theta_ : ndarray
+        W's free entries (1, K or K*K, row-major) then b (if any).
+    lambda_, mu_ : float
+        The penalty strengths used (chosen or fixed; 0 without a penalty).
+    cv_grid_, cv_losses_ : list of (lambda, mu), ndarray, or None
+        The grid searched and each point's held-out log-loss (None when nothing was searched).
+    cv_n_iter_ : list of int or None
+        The solver iterations of each fit of the search, in order (its length: the number of fits).
+    penalty_note_ : str or None
+        Why the penalty was not chosen by cross-validation when it was asked to be (None otherwise).
+    absent_classes_ : tuple of int
+        The classes no fitting row names (their parameters kept at the temperature map's).
+    nll_ : float
+        The weighted mean negative log-likelihood of the fitted map on the training rows.
+    n_iter_ : int
+        Solver iterations of the final fit (Newton steps).
+    converged_ : bool
+        Whether the final fit met the stopping rule (:func:`~calibdash.calibrators.multiclass.linear.fit_linear`; a
+        warning says when not).
+    stop_ : str
+        What ended the final fit's solver (``"gtol"``, ``"ftol"``, ``"floating-point limit"``, ...).
+    """
+
+    matrix: ClassVar[str] = "full"
+    bias: ClassVar[bool] = True
+    parametric: ClassVar[bool] = True
+    on_log_probabilities: ClassVar[bool] = False
+    default_penalty: ClassVar[str | None] = None
+
+    def _form(self) -> LinearForm:
+        return LinearForm(self.matrix, self.bias, getattr(self, "reg", self.default_penalty))
+
+    def _inputs(self, x: Scores) -> np.ndarray:
+        return x.log_probabilities if self.on_log_probabilities else x.log_scores
+
+    def _fit(self, x: Scores, y: np.ndarray, w: np.ndarray | None) -> None:
+        form = self._form()
+        check_size(form, x.k, self.label)
+        present = np.unique(y if w is None else y[w > 0])
+        if form.matrix != "scalar" and present.size < 2:
+            raise DataError(f"{self.label} needs labels of at least two classes; the fitting rows name only "
+                            f"class {int(present[0]) if present.size else '(none)'}. Temperature scaling can be "
+                            "fitted on them.")
+        X = self._inputs(x)
+        lam, mu = float(getattr(self, "lam", 0.0) or 0.0), float(getattr(self, "mu", 0.0) or 0.0)
+        if form.penalty is not None and not (np.isfinite(lam) and np.isfinite(mu) and lam >= 0 and mu >= 0):
+            raise SettingsError(f"lambda and mu must be finite and >= 0, got {lam} and {mu}.")
+        self.cv_grid_, self.cv_losses_, self.cv_n_iter_, self.penalty_note_ = None, None, None, None
+        if form.penalty is not None and getattr(self, "select", False):
+            grid = penalty_grid(form.penalty, self.lambdas, self.mus)
+            iters: list = []
+            try:
+                lam, mu, losses = select_penalty(X, y, w, form, grid, int(self.n_folds), int(self.seed),
+                                                 n_iter=iters)
+                self.cv_grid_, self.cv_losses_ = grid, losses
+            except TooFewRowsError as exc:
+                self.penalty_note_ = f"{exc} Used the fixed lambda={lam:g}, mu={mu:g} (the lam and mu given)."
+                warnings.warn(f"{self.label}: {self.penalty_note_}", PenaltyFallbackWarning, stacklevel=3)
+            self.cv_n_iter_ = iters
+        if form.penalty is None:
+            lam = mu = 0.0
+        fit = fit_linear(X, y, w, form, lam, mu, what=f"{self.label}'s map")
+        self.theta_ = fit.theta
+        self.lambda_, self.mu_ = lam, mu
+        self.absent_classes_ = fit.absent
+        self.nll_ = fit.nll
+        self.n_iter_ = fit.n_iter
+        self.converged_ = fit.converged
+        self.stop_ = fit.stop
+
+    def _predict(self, x: Scores) -> np.ndarray:
+        return predict_linear(self._inputs(x), self.theta_, self._form())
+
+    def _export_state(self) -> dict:
+        """What ``predict_proba`` needs (for the JSON file) besides the number of classes, which
+        :mod:`calibdash.io.export` writes for every method: W's free entries (``weights``: 1, K or
+        K*K numbers, row-major) and the intercepts (``bias``, when there are any)."""
+        k = int(self.n_classes_)
+        m = n_parameters(LinearForm(self.matrix, False), k)
+        state = {"weights": [float(v) for v in self.theta_[:m]]}
+        if self.bias:
+            state["bias"] = [float(v) for v in self.theta_[m:]]
+        return state
+
+    def _import_state(self, state) -> None:
+        """Restore :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`; the file's
+        ``n_classes`` is already in ``n_classes_``, :func:`calibdash.io.export.read_model`)."""
+        k = int(self.n_classes_)
+        m = n_parameters(LinearForm(self.matrix, False), k)
+        parts = [state.array("weights", size=m)]
+        if self.bias:
+            parts.append(state.array("bias", size=k))
+        self.theta_ = np.concatenate(parts)

@@ -1,0 +1,1 @@
+"""What every layer uses: typed errors, input checks, the one logistic solver, safe text, the registry scan, jobs."""

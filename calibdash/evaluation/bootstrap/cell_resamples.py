@@ -1,0 +1,424 @@
+"""The cells bootstrap (large data): a paired Poisson bootstrap of score cells, for every binary measure.
+
+A measure with a statistics form (:mod:`calibdash.measures.registry`) is
+resampled vectorised: each method's predictions are sorted once; a resample
+only changes weights, so each such measure is a weighted sum (:class:`Mean`)
+or a cumulative sum over the sorted cells (:class:`Sorted`), vectorised over
+resamples, and MVCE comes from the moments of its partition views
+(:class:`Moments`; ``bench/bench_bootstrap.py`` times it). A measure without
+one (the further measures: loess, Newton fits, PAV) is measured on each
+resample's cells grouped by prediction (:func:`bootstrap_cells`).
+
+Fast without a second copy of the measures: the binned and ranked measures
+are written once, over the tied groups of a sort and a weights array of any
+number of rows (:func:`calibdash.measures.binning.group_bin_sums`,
+:func:`calibdash.measures.calibration.group_auc`); a measure calls them with its
+rows' groups as one row, this module with a chunk of resamples as many rows,
+so each resample's AUC, ECE and MCE are those of the measures on its weights
+exactly (``tests/evaluation/test_bootstrap.py``). What stays here is what only the
+bootstrap needs: each method's cells sorted once (:func:`_sort`), each
+resample's counts summed over their tied groups (one ``np.add.reduceat``), and
+the matrix product that gives the :class:`Mean` measures.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from ...core.errors import SettingsError
+from ..holdout import CELLS_MIN_ROWS
+from ...measures import binning, calibration as metrics, compute as compute_measures
+from ...measures.registry import BINARY, Mean, Moments, Sorted, select_names, view
+from .draws import Poisson, cell_inputs, weighted_rows
+from .result import BootstrapResult, percentile_result
+
+__all__ = ["bootstrap_cells", "bootstrap_measures"]
+
+#: The binary measures: the records each name stands for; the further measures' names.
+_RECORDS = view(BINARY)
+_FURTHER = tuple(view(BINARY, metric=False))
+
+#: Cells x resamples measured at once (memory: about 8 MB per array); at most _MAX_ROWS resamples.
+_CHUNK = 1 << 20
+_MAX_ROWS = 25
+#: What BootstrapResult.note says on the cells path.
+_MVCE_NOTE = ("MVCE's resamples are measured with the partition views of metrics.mvce ({views} views, seed 0: "
+              "the exact moments of a random partition of the resampled rows).")
+
+
+class _Sorted(NamedTuple):
+    """One method's cells sorted once for every resample: in runs of tied predictions
+    (:func:`calibdash.measures.binning.sort_runs`) and, for ``"uniform"``, where its equal-width bins start."""
+
+    runs: binning.SortedRuns
+    ties: bool                   # whether two cells tie (else each run is one cell)
+    at: np.ndarray | None        # binning.uniform_starts of the runs' values, or None for equal-count bins
+
+
+def _sort(p: np.ndarray, n_bins: int, strategy: str) -> _Sorted:
+    runs = binning.sort_runs(p)
+    at = binning.uniform_starts(runs.value, n_bins) if strategy == "uniform" else None
+    return _Sorted(runs, runs.start.size < p.size, at)
+
+
+def _prediction(p, y):
+    """The prediction itself, the term whose mean with the Brier score's gives MVCE's moments."""
+    return p
+
+
+def _term_list(names) -> list:
+    """The per-row terms the asked measures sum: their :class:`Mean` forms' (shared ones once), and the squared
+    error and the prediction for MVCE's moments."""
+    forms = [_RECORDS[n].statistics for n in names]
+    terms = [f.term for f in forms if isinstance(f, Mean)]
+    if any(isinstance(f, Moments) for f in forms):
+        terms += [metrics.squared_errors, _prediction]
+    return list(dict.fromkeys(terms))
+
+
+def _terms(p: np.ndarray, terms: list) -> np.ndarray:
+    """Per weighted row, what the linear measures sum: a weighted count times this matrix gives them all.
+
+    Rows: the cells' positive rows, the empty cell, their negative rows, the
+    empty cell (the layout of the Poisson draws). Columns: each term of
+    ``terms`` (one per method), then the label and 1.
+    """
+    ones = np.ones((p.shape[0], 1))                       # each measure's own row terms, for label 1 and for 0
+    pos, neg = (np.hstack([term(p, y) for term in terms] + [y * ones, ones]) for y in (1.0, 0.0))
+    pad = np.zeros((1, pos.shape[1]))
+    return np.vstack([pos, pad, neg, pad])
+
+
+class _Plan(NamedTuple):
+    """What every resample reuses: the merged cells, their Poisson sampler, the linear terms and the sorts."""
+
+    p: np.ndarray                # (C, k) predictions of the merged cells
+    poisson: Poisson             # means: positives, 0, negatives, 0
+    terms: np.ndarray            # (2C + 2, len(term_list) k + 2)
+    term_list: list              # the per-row terms of the columns of ``terms``
+    orders: list                 # one _Sorted per method (empty when no Sorted measure is asked for)
+    n_bins: int
+    strategy: str
+    names: tuple
+    mvce_views: int
+
+
+def _merge(p: np.ndarray, pos: np.ndarray, neg: np.ndarray):
+    """Cells with the same prediction under every method, merged, and empty cells dropped.
+
+    A cell's Poisson draw of ``a + b`` rows has the distribution of the sum of
+    the draws of ``a`` and ``b`` rows, so merging changes the work, not the
+    bootstrap (an evaluation's weighted rows merge back into its cells).
+    """
+    keep = pos + neg > 0
+    p, pos, neg = p[keep], pos[keep], neg[keep]
+    order = np.lexsort(p.T[::-1])
+    ps = p[order]
+    new = np.r_[True, np.any(ps[1:] != ps[:-1], axis=1)]
+    group = np.cumsum(new) - 1
+    total = lambda x: np.rint(np.bincount(group, weights=x[order])).astype(np.int64)  # noqa: E731
+    return ps[new], total(pos), total(neg)
+
+
+def _plan(p, pos, neg, n_bins, strategy, names, mvce_views, n_boot: int | None = None) -> _Plan:
+    p, pos, neg = _merge(p, pos, neg)
+    zero = np.zeros(1, dtype=np.int64)
+    sorted_ = any(isinstance(_RECORDS[n].statistics, Sorted) for n in names)
+    orders = [_sort(p[:, j], n_bins, strategy) for j in range(p.shape[1])] if sorted_ else []
+    terms = _term_list(names)
+    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), _terms(p, terms), terms, orders,
+                 n_bins, strategy, tuple(names), int(mvce_views))
+
+
+def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
+    """AUC, ECE and MCE of one method on every resample of a chunk: the measures' own functions
+    (:func:`calibdash.measures.binning.group_bin_sums`, :func:`calibdash.measures.calibration.group_auc`)
+    on each resample's weights of the method's tied groups."""
+    ws, ps = w.take(o.runs.order, axis=1), wp.take(o.runs.order, axis=1)
+    if o.ties:
+        ws, ps = np.add.reduceat(ws, o.runs.start, axis=1), np.add.reduceat(ps, o.runs.start, axis=1)
+    bins = binning.group_bin_sums(ws, ps, o.runs.value, plan.n_bins, True, o.at)
+    ece, mce = metrics.binned_errors(*bins, total)
+    return {"AUC": metrics.group_auc(ws, ps), "ECE": ece, "MCE": mce}
+
+
+def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int) -> np.ndarray:
+    """MVCE of every resample (rows) and method (columns) from its residuals' moments
+    (:func:`calibdash.measures.calibration.mvce_of_moments`); the caller blanks one-class rows."""
+    out = np.full(mean.shape, np.nan)
+    for r in np.flatnonzero(total >= 2):
+        out[r] = [metrics.mvce_of_moments(m, v, total[r], views) for m, v in zip(mean[r], var[r])]
+    return out
+
+
+def _measure(plan: _Plan, x: np.ndarray) -> dict:
+    """Every asked metric on resampled counts ``x`` (rows, 2C + 2: positives, 0, negatives, 0).
+
+    Returns metric -> (rows, k); NaN on a resample without both classes.
+    """
+    k = plan.p.shape[1]
+    lin = x @ plan.terms
+    pos, total = lin[:, -2], lin[:, -1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = {term: lin[:, i * k:(i + 1) * k] / total[:, None] for i, term in enumerate(plan.term_list)}
+    out = {}
+    for name in plan.names:
+        form = _RECORDS[name].statistics
+        if isinstance(form, Mean):
+            out[name] = means[form.term] if form.then is None else form.then(means[form.term])
+        elif isinstance(form, Moments):
+            sq = means[metrics.squared_errors]
+            mean = means[_prediction] - (pos / total)[:, None]   # of the residuals p - y, whose squares sum to sq
+            out[name] = _mvce_rows(mean, sq - mean ** 2, total, plan.mvce_views)
+    if plan.orders:
+        cells = plan.p.shape[0]
+        wp = x[:, :cells]
+        w = wp + x[:, cells + 1:2 * cells + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            each = [_sorted_metrics(plan, o, w, wp, total) for o in plan.orders]
+        for name in plan.names:
+            if isinstance(_RECORDS[name].statistics, Sorted):
+                out[name] = np.column_stack([e[_RECORDS[name].statistics.part] for e in each])
+    one_class = (pos <= 0) | (pos >= total)
+    result = {name: np.asarray(out[name], dtype=float) for name in plan.names}
+    for values in result.values():
+        values[one_class] = np.nan
+    return result
+
+
+def _resample(plan: _Plan, rows: int, seed: np.random.SeedSequence) -> dict:
+    """``rows`` resamples drawn from their own seed (one chunk of the bootstrap, run by a worker)."""
+    return _measure(plan, plan.poisson.draw(np.random.default_rng(seed), rows))
+
+
+def _chunks(n_boot: int, cells: int) -> list[int]:
+    """Resamples per chunk: a function of the sizes alone, so the draws do not depend on the machine."""
+    size = int(np.clip(_CHUNK // max(1, cells), 1, _MAX_ROWS))
+    return [size] * (n_boot // size) + ([n_boot % size] if n_boot % size else [])
+
+
+_BLAS_LOCK = threading.Lock()
+
+
+@contextmanager
+def _one_blas_thread():
+    """One BLAS thread while the workers run (one such bootstrap at a time).
+
+    Each worker's matrix product is small; OpenBLAS's own threads would
+    spin-wait on the cores the workers need (measured at 10^7 rows on two
+    cores: 0.83 s -> 0.51 s), and with one BLAS thread the sums do not
+    depend on the number of workers, so neither do the results. The lock
+    keeps two bootstraps from restoring each other's limits out of order.
+    """
+    with _BLAS_LOCK, threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def _check_names(names) -> tuple:
+    names = tuple(names)
+    unknown = [m for m in names if m not in _RECORDS]
+    if unknown or not names:
+        raise SettingsError(f"measures must be among {tuple(_RECORDS)}, got {list(names)}.")
+    return names
+
+
+def _groups_of(values: np.ndarray, weight: np.ndarray, max_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Group of each cell, and each group's prediction when the groups are the distinct predictions.
+
+    Up to ``max_groups`` distinct predictions, a group is one of them (and
+    its value is returned); past that, one of ``max_groups`` runs of
+    adjacent predictions holding about equal weight, a tied prediction never
+    split (value None: each resample takes the run's weighted mean).
+    """
+    uniq, inv = np.unique(values, return_inverse=True)
+    if uniq.size <= max_groups:
+        return inv, uniq
+    w = np.bincount(inv, weights=weight)
+    below = np.cumsum(w) - w                                  # weight below each distinct prediction
+    return np.minimum((below / max(w.sum(), 1e-300) * max_groups).astype(np.int64), max_groups - 1)[inv], None
+
+
+def _grouped_rows(value, group, group_value, size, w_pos, w_neg):
+    """A method's weighted rows after grouping: per group, its positives and its negatives at one prediction
+    (the group's own value, or the resample's weighted mean prediction of the run); zero weights dropped."""
+    pos = np.bincount(group, weights=w_pos, minlength=size)
+    neg = np.bincount(group, weights=w_neg, minlength=size)
+    if group_value is None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            group_value = np.clip(np.bincount(group, weights=(w_pos + w_neg) * value, minlength=size)
+                                  / (pos + neg), 0.0, 1.0)
+    keep = np.concatenate([pos, neg]) > 0
+    p = np.concatenate([group_value, group_value])[keep]
+    y = np.r_[np.ones(size), np.zeros(size)][keep]
+    return p, y, np.concatenate([pos, neg])[keep]
+
+
+#: Nodes of ICI's loess curve in each resample of :func:`bootstrap_measures` (the point value uses the default).
+_RESAMPLE_LOESS_POINTS = 100
+
+
+def _grouped(p, pos, neg, names, n_boot: int, seed: int, max_groups: int, pool):
+    """The measures without a statistics form: their point values on the cells' weighted rows and every
+    resample's values on each method's cells grouped by prediction (:func:`bootstrap_cells`)."""
+    cells = p.shape[0]
+    groups = [_groups_of(p[:, j], (pos + neg).astype(float), int(max_groups)) for j in range(p.shape[1])]
+    sizes = [int(g.max()) + 1 if g.size else 0 for g, _ in groups]
+    draws = Poisson(np.concatenate([pos, neg])).draw(np.random.default_rng(seed), int(n_boot))
+    rows_p, rows_y, rows_w = weighted_rows(p, pos, neg)
+
+    def one(r: int) -> np.ndarray:
+        w_pos, w_neg = draws[r, :cells], draws[r, cells:]
+        if w_pos.sum() <= 0 or w_neg.sum() <= 0:
+            return np.full((len(names), p.shape[1]), np.nan)
+        cols = []
+        for j in range(p.shape[1]):
+            gp, gy, gw = _grouped_rows(p[:, j], *groups[j], sizes[j], w_pos, w_neg)
+            values = compute_measures(gp, gy, gw, names, loess_points=_RESAMPLE_LOESS_POINTS)
+            cols.append([values[m] for m in names])
+        return np.array(cols).T
+
+    points = [pool.submit(compute_measures, rows_p[:, j], rows_y, rows_w, names) for j in range(p.shape[1])]
+    resampled = np.stack(list(pool.map(one, range(int(n_boot)))))       # (n_boot, measures, methods)
+    note = (f"Intervals from {int(n_boot)} paired Poisson resamples of the judged rows; each method's resamples are "
+            f"measured on at most {int(max_groups)} groups of adjacent predictions.")
+    return [f.result() for f in points], {name: resampled[:, i, :] for i, name in enumerate(names)}, note
+
+
+def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, level: float = 0.95, seed: int = 0,
+                    n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
+                    names=metrics.METRIC_NAMES, mvce_views: int = 100, mvce_max_rows: int = CELLS_MIN_ROWS,
+                    workers: int | None = None, max_groups: int = 512) -> BootstrapResult:
+    """Binary measures of score cells with paired intervals from a Poisson bootstrap of their rows.
+
+    Each resample draws, for every cell, ``Poisson(n_pos)`` positives and
+    ``Poisson(n - n_pos)`` negatives: the row-level Poisson bootstrap (each
+    row counted Poisson(1) times), aggregated per cell. The same draw serves
+    every method (a paired bootstrap, for :meth:`BootstrapResult.difference`
+    and :func:`verdict`).
+
+    Each method's cells are sorted once; a resample changes only their
+    weights. AUC (ties counted one half) and the bins of ECE and MCE (a tied
+    group straddling an equal-count edge split in proportion) are the
+    measures' own functions on each resample's weights of the tied groups,
+    Brier, RMSE, log loss and accuracy come from one matrix product for all
+    methods, so each resample's values are those of
+    :func:`calibdash.metrics.summary` with the resampled counts as
+    ``sample_weight`` (AUC, ECE and MCE exactly, the others to rounding). MVCE's views shuffle rows; its resampled
+    values are those of the partition views that :func:`calibdash.metrics.mvce`
+    uses above ``max_rows`` (exact moments of a random partition of the rows,
+    the same ``mvce_views`` views, seed 0), which depend only on the
+    residuals' weighted mean and variance: the values ``summary`` gives on
+    the resampled weights when they total more than ``mvce_max_rows``, and
+    its normal approximation below.
+
+    The measures without a statistics form (the further measures of
+    :mod:`calibdash.measures`) have their point values from
+    :func:`calibdash.measures.compute` on the cells' weighted rows, exactly;
+    their resamples (the same Poisson draw of every cell for every method, from
+    ``seed`` in one go) are measured on each method's cells grouped by
+    prediction: cells of equal prediction merge (which changes no measure), and
+    a method with more than ``max_groups`` distinct predictions is measured on
+    ``max_groups`` runs of adjacent predictions of about equal weight, each
+    run's rows at the run's mean prediction in that resample. That grouping
+    moves a prediction by less than its run's width; it serves the intervals
+    only, which are what it speeds up (the loess of ICI, the Newton fits of
+    the slope and the PAV of CORP run on at most ``2 max_groups`` weighted rows
+    per resample instead of two per cell), as does fitting each resample's
+    loess curve exactly at 100 nodes instead of 500 (it is interpolated
+    between them).
+
+    Speed: 200 resamples of 5 methods over 50,000 cells (10^7 rows in five
+    folds) take about 0.55 s on two cores, points included
+    (``bench/bench_bootstrap.py``); the work grows with cells x resamples x
+    methods, not with rows. Resamples run in threads, chunk by chunk, each
+    chunk from its own seed.
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        One row per cell, one column per method (``"uncalibrated"`` first, as
+        in :attr:`Evaluation.predictions`).
+    n, n_pos : array-like of whole numbers
+        Rows and positives per cell (:class:`calibdash.evaluation.cells.ScoreCells`).
+        An evaluation on cells (whose judged rows are weighted rows) is
+        ``bootstrap_cells(ev.predictions, ev.weights, ev.weights * ev.labels)``.
+    n_boot : int, default 200
+        Resamples; percentile intervals at ``level``.
+    seed : int
+        The draws, and so the result, depend on ``seed`` and the inputs
+        only, not on ``workers``.
+    n_bins, strategy
+        Binning of ECE and MCE (``"quantile"`` or ``"uniform"``).
+    names : sequence of str, default all of :data:`calibdash.measures.calibration.METRIC_NAMES`
+        The measures in the table (any of :data:`calibdash.measures.ALL_NAMES`): those
+        with a statistics form in this order, then the others.
+    mvce_views, mvce_max_rows
+        Passed to :func:`calibdash.metrics.summary` for the point values
+        (``mvce_views`` also to the resamples). The default
+        ``mvce_max_rows`` is that of :func:`calibdash.evaluation.holdout.evaluate_cells`,
+        so the values are those of its metrics table; below it MVCE's point
+        value shuffles rows, which is the slowest part of a small bootstrap
+        (0.2 s per method at 10^5 rows).
+    workers : int, optional
+        Threads (default: the machine's cores).
+    max_groups : int, default 512
+        Groups of each method's cells in the resamples of the measures without a statistics form.
+
+    Returns
+    -------
+    BootstrapResult
+        Its ``value`` column is ``metrics.summary`` of the cells' weighted
+        rows, exactly (positives of weight ``n_pos`` first, then negatives of
+        weight ``n - n_pos``, as :meth:`ScoreCells.weighted_predictions`).
+    """
+    p, pos, neg = cell_inputs(predictions, n, n_pos)
+    names = _check_names(names)
+    n_bins = metrics.check_binning(n_bins, strategy, weighted=True)     # refuses the order-dependent "rank"
+    if int(n_boot) < 1:
+        raise SettingsError(f"n_boot must be at least 1, got {n_boot}.")
+    if int(max_groups) < 2:
+        raise SettingsError(f"max_groups must be at least 2, got {max_groups}.")
+    fast = tuple(m for m in names if _RECORDS[m].statistics is not None)
+    slow = tuple(m for m in names if _RECORDS[m].statistics is None)
+    methods = list(predictions.columns)
+    point = {m: {} for m in methods}
+    samples, notes = {}, []
+    with _one_blas_thread(), ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
+        if fast:
+            plan = _plan(p, pos, neg, n_bins, strategy, fast, mvce_views, int(n_boot))
+            sizes = _chunks(int(n_boot), plan.p.shape[0] + 1)
+            seeds = np.random.SeedSequence(seed).spawn(len(sizes))
+            rows_p, rows_y, rows_w = weighted_rows(p, pos, neg)
+            views = mvce_views if "MVCE" in fast else 1                   # MVCE left out: spend one view on it
+            points = [pool.submit(metrics.summary, rows_p[:, j], rows_y, n_bins=n_bins, strategy=strategy,
+                                  mvce_views=views, sample_weight=rows_w, mvce_max_rows=mvce_max_rows)
+                      for j in range(p.shape[1])]
+            parts = list(pool.map(_resample, [plan] * len(sizes), sizes, seeds))
+            for j, (m, f) in enumerate(zip(methods, points)):
+                point[m].update(f.result())
+                point[m].update({name: _RECORDS[name].compute(rows_p[:, j], rows_y, rows_w) for name in fast
+                                 if _RECORDS[name].family != "summary"})     # a record outside the papers' metrics
+            samples.update({name: np.concatenate([part[name] for part in parts]) for name in fast})
+            notes.append(_MVCE_NOTE.format(views=mvce_views) if "MVCE" in fast else "")
+        if slow:
+            values, resampled, note = _grouped(p, pos, neg, slow, int(n_boot), seed, int(max_groups), pool)
+            for m, v in zip(methods, values):
+                point[m].update(v)
+            samples.update(resampled)
+            notes.append(note)
+    return percentile_result(point, samples, methods, level, int(n_boot), " ".join(n for n in notes if n))
+
+
+def bootstrap_measures(predictions: pd.DataFrame, n, n_pos, names=None, n_boot: int = 100, level: float = 0.95,
+                       seed: int = 0, max_groups: int = 512, workers: int | None = None) -> BootstrapResult:
+    """:func:`bootstrap_cells` of the further measures (default all of :data:`calibdash.measures.MEASURE_NAMES`,
+    in table order; a name among them only, else SettingsError), 100 resamples unless ``n_boot`` says."""
+    return bootstrap_cells(predictions, n, n_pos, n_boot, level, seed, names=select_names(names, _FURTHER),
+                           max_groups=max_groups, workers=workers)

@@ -1,0 +1,581 @@
+"""Score cells: the weighted sufficient statistics every calibrator, metric and interval can work from.
+
+A score cell gathers the rows that share a score (or a fine grid step of it)
+and a *part* (the fold or split a row belongs to): its row count ``n``, its
+positives ``n_pos`` and the sum of its raw scores. Rows are touched once, to
+aggregate; everything after that costs O(cells), not O(rows):
+
+* a calibrator is fitted on a cell table as the weighted rows
+  ``(score, 1)`` of weight ``n_pos`` and ``(score, 0)`` of weight
+  ``n - n_pos`` (:meth:`ScoreCells.weighted_rows`); with exact cells this is
+  *the same fit* as on the rows (tested per method in ``tests/test_weights.py``);
+* a metric is computed from the cells' predictions with those weights
+  (exact against the rows for every metric but MVCE, whose random views
+  shuffle rows; see :func:`calibdash.metrics.mvce`);
+* intervals resample cells (:func:`calibdash.evaluation.bootstrap.bootstrap_cells`).
+
+Exact cells and the grid
+------------------------
+Cells are the **distinct scores** when there are at most ``max_exact``
+(default ``2**16``) of them: then nothing is lost. Otherwise scores are
+quantized to a fixed grid of ``GRID = 2**16`` equal steps on [0, 1] (cell
+``floor(score * 2**16)``, score 1 in the last), which keeps the order of the
+scores and is computed exactly in any engine (multiplying by a power of two
+is exact in floating point). A cell then stands at the mean score of its
+rows (``score_sum / n``), so a row's score moves by less than one step,
+``2**-16 = 1.53e-5``, and:
+
+* a continuous calibrator's prediction moves by at most its slope times the
+  step; a step calibrator's cuts fall between cells instead of between rows;
+* a binned metric of the raw scores (ECE, MCE) moves by at most one step per
+  row, so by at most ``2**-16``, unless a bin boundary falls inside a cell;
+* AUC moves by at most the share of positive-negative pairs that the grid
+  puts in one cell (:meth:`ScoreCells.auc_tie_bound`, computed exactly).
+
+``tests/evaluation/test_cells.py`` checks these bounds at 10^5 rows.
+
+Parts: how rows are divided before aggregation
+----------------------------------------------
+The fold or split of a row is decided before its row is aggregated, by a rule
+any engine (numpy, DuckDB, Spark) can apply in the same way: a seeded hash of
+the row's key (its position in the source, from 0), :func:`row_hash`, built
+from 32-bit integer operations whose products stay below 2^48, or the file's
+own split column. ``fold = row_hash(key, seed) % k``; a row is held out of a
+random split when ``row_hash(key, seed) < test_size * 2**32``. Unlike the
+stratified splits used on small data, this does not balance the classes per
+fold; at the sizes where cells are used (see the dashboard's threshold) the
+difference is negligible.
+
+K-class rows: one ScoreCells per reduction
+------------------------------------------
+A K-class table has K + 1 binary reductions (Gupta & Ramdas 2022, "multiclass-to-binary"): the
+**confidence** ``(max_k P_ik, 1[argmax_k P_ik = y_i])`` and, for each class ``k``, the **class-wise**
+``(P_ik, 1[y_i = k])``. :class:`ClassCells` holds one :class:`ScoreCells` per reduction, not one table with a
+class key, so every tool that takes score cells applies to one reduction unchanged and each reduction makes
+its own exact-or-grid choice. Every measure of :data:`calibdash.measures.class_measures.MEASURES` is a sum over rows
+of a function of one reduction's ``(score, label)`` and so follows from these cells (:data:`CELL_MEASURES`):
+ECE, MCE, smECE, dCE of the confidence cells' weighted rows; Accuracy ``= sum n_pos / N`` and Overconfidence
+``= (sum score_sum - sum n_pos) / N`` of the confidence cells; cwECE the mean of the class cells' ECEs;
+**Brier** ``sum_i sum_k (P_ik - 1[y_i = k])^2 = sum_k sum_i (...)``, the inner sum over class ``k``'s cells;
+**LogLoss**: row ``i`` is a positive row of class ``y_i``'s reduction at score ``P_{i, y_i}``, so the sum is
+over the positive weighted rows of every class's cells.
+
+With exact cells each equals its value on the rows up to the order of summation. On grid cells Accuracy and
+Overconfidence stay exact (counts and score sums are kept); Brier moves by at most ``2 * 2**-16`` per class and
+row (``|(p - y)^2 - (s - y)^2| <= 2 |p - s|``); ECE, MCE and cwECE by at most ``2**-16`` unless a bin edge falls
+inside a cell; smECE and dCE by an amount of that order; LogLoss has no useful bound near ``P = 0``.
+:attr:`ClassCells.exact` says which case holds. What cells cannot give: *fitting* a K-class calibrator
+(temperature, vector, matrix, Dirichlet scaling read all K log-scores of a row together), joint calibration,
+and top-label calibration conditioned on the predicted class (it would need cells keyed by that class too).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import DataError, SettingsError
+from ..measures import binned, calibration, smooth_ece as smooth
+from ..calibrators.multiclass.base import as_scores
+from ..measures.class_measures import AVERAGES, N_BINS, check_binning, check_inputs, check_names
+from ..core.validation import check_labels, check_scores
+
+__all__ = ["ScoreCells", "CellAccumulator", "GRID", "MAX_EXACT", "row_hash", "parts_for", "aggregate",
+           "ClassCells", "ClassCellAccumulator", "class_cells", "cell_measures", "CELL_MEASURES"]
+
+#: Steps of the fallback grid on [0, 1].
+GRID = 2 ** 16
+#: At most this many distinct scores are kept exact.
+MAX_EXACT = 2 ** 16
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+#: Rows hashed at a time by :func:`parts_for`.
+_HASH_BLOCK = 1 << 18
+
+
+def _mul32(h: np.ndarray, c: int) -> np.ndarray:
+    """``(h * c) mod 2**32`` for 32-bit ``h`` and ``c``, with every product below 2**48 (as SQL can do it)."""
+    lo, hi = np.uint64(c & 0xFFFF), np.uint64(c >> 16)
+    return (h * lo + (((h * hi) & np.uint64(0xFFFF)) << np.uint64(16))) & _MASK32
+
+
+def row_hash(keys, seed: int = 0) -> np.ndarray:
+    """A seeded 32-bit hash of non-negative integer row keys (MurmurHash3's finaliser of ``key + seed``).
+
+    Every step is a 32-bit xor, shift or a multiplication split into 16-bit
+    halves, so DuckDB and Spark SQL reproduce it with their integer types.
+
+    Returns
+    -------
+    ndarray of uint64 in [0, 2**32)
+    """
+    k = np.asarray(keys, dtype=np.uint64)
+    h = (k + np.uint64(int(seed) * 0x9E3779B1 & 0xFFFFFFFF)) & _MASK32
+    h = h ^ (h >> np.uint64(16))
+    h = _mul32(h, 0x85EBCA6B)
+    h = h ^ (h >> np.uint64(13))
+    h = _mul32(h, 0xC2B2AE35)
+    return h ^ (h >> np.uint64(16))
+
+
+def parts_for(n_rows: int, kind: str, *, seed: int = 0, k: int = 5, test_size: float = 0.3,
+              split_train=None) -> np.ndarray:
+    """The part of each row, from its key (position) alone or the file's split column.
+
+    Parameters
+    ----------
+    n_rows : int
+    kind : {"kfold", "split", "column", "insample"}
+        ``"kfold"``: part = fold 0..k-1; ``"split"``: 0 = fit, 1 = held out;
+        ``"column"``: 0 where ``split_train`` (a boolean mask) is True, else 1;
+        ``"insample"``: every row 0.
+
+    Returns
+    -------
+    ndarray of int16
+    """
+    if kind == "insample":
+        return np.zeros(n_rows, dtype=np.int16)
+    if kind == "column":
+        if split_train is None or len(split_train) != n_rows:
+            raise DataError("the file's split column is needed for this scheme.")
+        return np.where(np.asarray(split_train, dtype=bool), 0, 1).astype(np.int16)
+    if kind == "kfold":
+        if int(k) < 2:
+            raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
+        k64 = np.uint64(int(k))
+
+        def part(h):
+            return h % k64
+    elif kind == "split":
+        if not 0 < float(test_size) < 1:
+            raise SettingsError(f"test_size must lie strictly between 0 and 1, got {test_size}.")
+        cut = np.uint64(int(float(test_size) * 2 ** 32))
+
+        def part(h):
+            return h < cut
+    else:
+        raise SettingsError(f"unknown scheme kind {kind!r}.")
+    out = np.empty(n_rows, dtype=np.int16)
+    # in blocks of rows: the hash's 8-byte temporaries stay a few MB, not several copies of 8 bytes a row
+    for lo in range(0, n_rows, _HASH_BLOCK):
+        hi = min(n_rows, lo + _HASH_BLOCK)
+        out[lo:hi] = part(row_hash(np.arange(lo, hi, dtype=np.uint64), seed))
+    return out
+
+
+@dataclass(frozen=True)
+class ScoreCells:
+    """Per (part, score cell): rows, positives and the sum of their scores, sorted by part then score.
+
+    Attributes
+    ----------
+    score : ndarray of float
+        The cell's score: the distinct score (exact cells) or the mean score
+        of its rows (grid cells).
+    n, n_pos : ndarray of int64
+        Rows and positives in the cell.
+    score_sum : ndarray of float
+        Sum of the rows' raw scores.
+    part : ndarray of int16
+        The cell's part (fold, or 0 = fit / 1 = held out); all 0 without a scheme.
+    exact : bool
+        Whether the cells are the distinct scores (nothing lost).
+    n_rows : int
+        Rows aggregated.
+    """
+
+    score: np.ndarray
+    n: np.ndarray
+    n_pos: np.ndarray
+    score_sum: np.ndarray
+    part: np.ndarray
+    exact: bool
+    n_rows: int
+    features: pd.DataFrame | None = field(default=None)
+
+    def __len__(self) -> int:
+        return int(self.score.size)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays (what a cache is charged for)."""
+        own = sum(a.nbytes for a in (self.score, self.n, self.n_pos, self.score_sum, self.part))
+        return int(own + (0 if self.features is None else self.features.memory_usage(deep=True).sum()))
+
+    def describe(self) -> str:
+        """``"10,000,000 rows summarised into 48,211 score cells"`` (+ how), for the pages."""
+        how = "the distinct scores" if self.exact else f"a grid of {GRID:,} steps on [0, 1]"
+        return f"{self.n_rows:,} rows summarised into {len(self):,} score cells ({how})"
+
+    def select(self, mask) -> "ScoreCells":
+        """The cells where ``mask`` holds (for example one part)."""
+        m = np.asarray(mask, dtype=bool)
+        feats = None if self.features is None else self.features.loc[m].reset_index(drop=True)
+        return ScoreCells(score=self.score[m], n=self.n[m], n_pos=self.n_pos[m], score_sum=self.score_sum[m],
+                          part=self.part[m], exact=self.exact, n_rows=int(self.n[m].sum()), features=feats)
+
+    def weighted_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(scores, labels, weights)``: each cell as a positive row of weight ``n_pos`` and a negative
+        row of weight ``n - n_pos`` (zero-weight rows dropped), what ``fit(..., sample_weight=)`` takes."""
+        s = np.concatenate([self.score, self.score])
+        y = np.concatenate([np.ones(len(self), np.int8), np.zeros(len(self), np.int8)])
+        w = np.concatenate([self.n_pos, self.n - self.n_pos]).astype(float)
+        keep = w > 0
+        return s[keep], y[keep], w[keep]
+
+    def weighted_predictions(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(predictions, labels, weights)`` of the cells' weighted rows, for the weighted metrics."""
+        p = np.asarray(p, dtype=float)
+        if p.shape != self.score.shape:
+            raise DataError(f"one prediction per cell is needed ({len(self)}), got {p.shape}.")
+        pp = np.concatenate([p, p])
+        y = np.concatenate([np.ones(len(self), np.int8), np.zeros(len(self), np.int8)])
+        w = np.concatenate([self.n_pos, self.n - self.n_pos]).astype(float)
+        keep = w > 0
+        return pp[keep], y[keep], w[keep]
+
+    def auc_tie_bound(self) -> float:
+        """Largest change in AUC the cells can cause: the share of positive-negative pairs inside one cell.
+
+        0 for exact cells (rows tied in a cell were tied already).
+        """
+        if self.exact:
+            return 0.0
+        pos, neg = float(self.n_pos.sum()), float((self.n - self.n_pos).sum())
+        if pos == 0 or neg == 0:
+            return 0.0
+        return float(np.sum(self.n_pos * (self.n - self.n_pos)) / (pos * neg))
+
+
+class CellAccumulator:
+    """Aggregates rows into score cells chunk by chunk, in bounded memory (the in-memory engine).
+
+    Each chunk is reduced to its (part, distinct score) cells at once, and the
+    running cells are merged with it. While the distinct scores seen stay at
+    most ``max_exact`` the cells are exact; the first chunk that takes them
+    over moves every cell to the grid (a cell's grid step follows from its
+    exact score) and the rest follow in grid mode. Aggregating a file in one
+    chunk or in many gives the same cells (tested).
+    """
+
+    def __init__(self, max_exact: int = MAX_EXACT):
+        self.max_exact = int(max_exact)
+        self.exact = True
+        self.n_rows = 0
+        self._part = np.empty(0, np.int64)
+        self._code = np.empty(0, np.float64)     # the exact score, or the grid step (as float) in grid mode
+        self._n = np.empty(0, np.int64)
+        self._pos = np.empty(0, np.int64)
+        self._sum = np.empty(0, np.float64)
+
+    def _merge(self, part, code, n, pos, ssum) -> None:
+        part = np.concatenate([self._part, part])
+        code = np.concatenate([self._code, code])
+        if code.size == 0:
+            return
+        order = np.lexsort((code, part))
+        part, code = part[order], code[order]
+        n = np.concatenate([self._n, n])[order]
+        pos = np.concatenate([self._pos, pos])[order]
+        ssum = np.concatenate([self._sum, ssum])[order]
+        start = np.flatnonzero(np.r_[True, (part[1:] != part[:-1]) | (code[1:] != code[:-1])])
+        self._part, self._code = part[start], code[start]
+        self._n, self._pos = np.add.reduceat(n, start), np.add.reduceat(pos, start)
+        self._sum = np.add.reduceat(ssum, start)
+
+    def _to_grid(self) -> None:
+        self.exact = False
+        steps = np.minimum(np.floor(self._code * GRID), GRID - 1)
+        self._code = np.empty(0)
+        part, n, pos, ssum = self._part, self._n, self._pos, self._sum
+        self._part, self._n, self._pos, self._sum = (np.empty(0, np.int64), np.empty(0, np.int64),
+                                                     np.empty(0, np.int64), np.empty(0))
+        self._merge(part, steps, n, pos, ssum)
+
+    def add(self, scores, labels, part=None) -> "CellAccumulator":
+        """Add one chunk of rows (scores in [0, 1], 0/1 labels, optional part per row).
+
+        Exact cells take one sort of the chunk per part; once on the grid, a
+        chunk costs one pass (``np.bincount`` over part x grid step), no sort.
+        A chunk that alone holds more than ``max_exact`` distinct scores moves
+        the accumulator to the grid before it is added.
+        """
+        s = check_scores(scores)
+        y = check_labels(labels, s.size, require_both=False)
+        g = np.zeros(s.size, dtype=np.int64) if part is None else np.asarray(part, dtype=np.int64)
+        if g.shape != s.shape:
+            raise DataError(f"part has {g.size} values but scores has {s.size}.")
+        present = np.unique(g) if part is not None else np.zeros(1, np.int64)
+        if self.exact:
+            chunk = []
+            for p in present:
+                rows = slice(None) if present.size == 1 else g == p
+                uniq, inv = np.unique(s[rows], return_inverse=True)
+                if uniq.size > self.max_exact:
+                    chunk = None
+                    break
+                chunk.append((p, uniq, inv, rows))
+            if chunk is None:
+                self._to_grid()
+            else:
+                for p, uniq, inv, rows in chunk:
+                    self._merge(np.full(uniq.size, p, np.int64), uniq,
+                                np.bincount(inv, minlength=uniq.size).astype(np.int64),
+                                np.bincount(inv, weights=y[rows], minlength=uniq.size).astype(np.int64),
+                                np.bincount(inv, weights=s[rows], minlength=uniq.size))
+        if not self.exact:
+            self._add_to_grid(s, y, g, present)
+        self.n_rows += int(s.size)
+        if self.exact and np.unique(self._code).size > self.max_exact:
+            self._to_grid()
+        return self
+
+    def _add_to_grid(self, s, y, g, present) -> None:
+        """Aggregate a chunk by (part, grid step) in one pass of ``np.bincount``."""
+        steps = np.minimum((s * GRID).astype(np.int64), GRID - 1)
+        index = steps if present.size == 1 else np.searchsorted(present, g) * GRID + steps
+        size = present.size * GRID
+        n = np.bincount(index, minlength=size)
+        cell = np.flatnonzero(n)
+        pos = np.bincount(index, weights=y, minlength=size)[cell].astype(np.int64)
+        ssum = np.bincount(index, weights=s, minlength=size)[cell]
+        part = present[cell // GRID] if present.size > 1 else np.full(cell.size, present[0], np.int64)
+        self._merge(part, (cell % GRID).astype(np.float64), n[cell].astype(np.int64), pos, ssum)
+
+    def result(self) -> ScoreCells:
+        """The cells of every row added so far, sorted by part then score."""
+        score = self._code.copy() if self.exact else self._sum / self._n
+        return ScoreCells(score=score, n=self._n.copy(), n_pos=self._pos.copy(), score_sum=self._sum.copy(),
+                          part=self._part.astype(np.int16), exact=self.exact, n_rows=self.n_rows)
+
+
+def aggregate(scores, labels, part=None, *, max_exact: int = MAX_EXACT, chunk_rows: int = 2_000_000) -> ScoreCells:
+    """Aggregate rows into score cells, ``chunk_rows`` at a time (see :class:`CellAccumulator`).
+
+    Parameters
+    ----------
+    scores, labels : array-like
+        Scores in [0, 1] and 0/1 labels.
+    part : array-like of int, optional
+        Each row's part (:func:`parts_for`); default all 0.
+    max_exact : int, default ``MAX_EXACT``
+        Keep the distinct scores as cells when there are at most this many,
+        else quantize to the grid (see the module docstring).
+
+    Returns
+    -------
+    ScoreCells
+    """
+    s = np.asarray(scores)
+    acc = CellAccumulator(max_exact)
+    for start in range(0, max(s.size, 1), int(chunk_rows)):
+        stop = start + int(chunk_rows)
+        acc.add(s[start:stop], np.asarray(labels)[start:stop], None if part is None else np.asarray(part)[start:stop])
+    return acc.result()
+
+
+# ---------------------------------------------------------------------------------------------
+# K-class rows: the K + 1 reductions' cells
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClassCells:
+    """The K + 1 binary reductions of K-class rows as score cells (see the module docstring).
+
+    Attributes
+    ----------
+    top : ScoreCells
+        Confidence cells: score ``max_k P_ik``, positive when the predicted
+        class (argmax, lowest index on ties) is the label.
+    classes : tuple of ScoreCells
+        ``classes[k]``: score ``P_ik``, positive when the label is ``k``.
+    n_rows : int
+        Rows aggregated.
+    """
+
+    top: ScoreCells
+    classes: tuple
+    n_rows: int
+
+    @property
+    def k(self) -> int:
+        """Number of classes."""
+        return len(self.classes)
+
+    @property
+    def reductions(self) -> tuple:
+        """``(top, class 0, ..., class K-1)``."""
+        return (self.top,) + tuple(self.classes)
+
+    @property
+    def exact(self) -> bool:
+        """Whether every reduction's cells are its distinct scores (then every measure equals the rows')."""
+        return all(c.exact for c in self.reductions)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(c.nbytes for c in self.reductions))
+
+    def __len__(self) -> int:
+        return int(sum(len(c) for c in self.reductions))
+
+    def describe(self) -> str:
+        """``"1,000,000 rows of 10 classes summarised into 612,211 score cells (confidence: ...)"``."""
+        how = "all exact" if self.exact else (
+            "confidence " + ("exact" if self.top.exact else "on the grid") + ", "
+            f"{sum(not c.exact for c in self.classes)} of {self.k} classes on the grid")
+        return f"{self.n_rows:,} rows of {self.k} classes summarised into {len(self):,} score cells ({how})"
+
+    def select_parts(self, parts) -> "ClassCells":
+        """The cells of the rows in the given parts (e.g. ``[1]``: the held-out rows of a split)."""
+        keep = [c.select(np.isin(c.part, np.asarray(parts))) for c in self.reductions]
+        return ClassCells(top=keep[0], classes=tuple(keep[1:]), n_rows=int(keep[0].n.sum()))
+
+
+def class_cells(P, y, part=None, *, logits: bool = False, max_exact: int = MAX_EXACT) -> ClassCells:
+    """Aggregate K-class rows into :class:`ClassCells`.
+
+    Parameters
+    ----------
+    P : array-like (n, K)
+        Probabilities, measured as given (as :mod:`calibdash.measures.class_measures`
+        does), or logits (``logits=True``: softmaxed by
+        :func:`~calibdash.calibrators.multiclass.base.as_scores`).
+    y : array-like (n,)
+        Class indices 0..K-1.
+    part : array-like of int, optional
+        Each row's part (:func:`parts_for`); default all 0.
+    max_exact : int
+        Each reduction keeps its distinct scores as cells when it has at most
+        this many, else goes to the grid (:func:`aggregate`).
+
+    Raises
+    ------
+    DataError
+        As :func:`calibdash.measures.class_measures.check_inputs`.
+    """
+    if logits:
+        P = as_scores(P, True).probabilities
+    P, y, _ = check_inputs(P, y)
+    return ClassCellAccumulator(P.shape[1], max_exact).add(P, y, part).result()
+
+
+class ClassCellAccumulator:
+    """K-class rows aggregated into :class:`ClassCells` batch by batch, in bounded memory.
+
+    One :class:`CellAccumulator` per reduction: each keeps its distinct scores while they number at most
+    ``max_exact`` and moves to the grid when a batch takes them over, so adding the rows in one batch or in
+    many gives the same cells, and the same as :func:`class_cells` of all of them.
+    """
+
+    def __init__(self, k: int, max_exact: int = MAX_EXACT):
+        self.k = int(k)
+        self._acc = [CellAccumulator(max_exact) for _ in range(self.k + 1)]
+
+    def add(self, P: np.ndarray, y: np.ndarray, part=None) -> "ClassCellAccumulator":
+        """Add a batch: ``P`` (m, K) probabilities in [0, 1] (checked by the caller, as :func:`class_cells`
+        does with :func:`~calibdash.measures.class_measures.check_inputs`), class indices ``y``, parts."""
+        P = np.asarray(P, dtype=float)
+        y = np.asarray(y, dtype=np.int64)
+        if P.ndim != 2 or P.shape[1] != self.k:
+            raise DataError(f"a batch of {self.k}-class probabilities is needed, got shape {P.shape}.")
+        pred = P.argmax(axis=1)
+        self._acc[0].add(P[np.arange(P.shape[0]), pred], (pred == y).astype(np.int8), part)
+        for k in range(self.k):
+            self._acc[k + 1].add(P[:, k], (y == k).astype(np.int8), part)
+        return self
+
+    def result(self) -> ClassCells:
+        """The cells of every row added so far."""
+        out = [a.result() for a in self._acc]
+        return ClassCells(top=out[0], classes=tuple(out[1:]), n_rows=int(out[0].n_rows))
+
+
+# the measures of :data:`calibdash.measures.class_measures.MEASURES` from cells: the binary measures of
+# :mod:`calibdash.measures` on the cells' weighted rows, each as the same-named measure on rows
+def top_label_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> float:
+    """Confidence ECE (Guo et al. 2017, Eq. 3) of the confidence cells."""
+    s, a, w = cells.top.weighted_rows()
+    return calibration.ece(s, a, check_binning(n_bins, strategy), strategy, w)
+
+
+def top_label_mce_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> float:
+    """Confidence MCE (Guo et al. 2017, Eq. 5) of the confidence cells."""
+    s, a, w = cells.top.weighted_rows()
+    return calibration.mce(s, a, check_binning(n_bins, strategy), strategy, w)
+
+
+def per_class_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> np.ndarray:
+    """Each class's ECE, shape (K,): the binary ECE of class ``k``'s cells. Every class's cells hold all N
+    rows, so ``|B_bk| / N`` is the same share as on the rows."""
+    n_bins = check_binning(n_bins, strategy)
+    rows = [c.weighted_rows() for c in cells.classes]
+    return np.array([calibration.ece(s, y, n_bins, strategy, w) for s, y, w in rows])
+
+
+def classwise_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform",
+                        average: str = "mean") -> float:
+    """Class-wise ECE (Kull et al. 2019, section 5) from the class cells (``"mean"``: Kull et al.'s;
+    ``"sum"``: K times it)."""
+    if average not in AVERAGES:
+        raise SettingsError(f"average must be one of {AVERAGES}, got {average!r}.")
+    per_class = per_class_ece_cells(cells, n_bins, strategy)
+    return float(per_class.mean() if average == "mean" else per_class.sum())
+
+
+def brier_cells(cells: ClassCells) -> float:
+    """Brier score (Brier 1950) ``(1/N) sum_k sum_i (P_ik - 1[y_i = k])^2``: each class's binary squared
+    errors (:func:`calibdash.measures.calibration.squared_errors`) summed over its cells' weighted rows."""
+    total = 0.0
+    for c in cells.classes:
+        s, y, w = c.weighted_rows()
+        total += float(np.dot(calibration.squared_errors(s, y), w))
+    return total / cells.n_rows
+
+
+def log_loss_cells(cells: ClassCells, eps: float = calibration.LOG_LOSS_EPS) -> float:
+    """Log-loss ``-(1/N) sum_i ln q_i``, ``q_i = P_{i, y_i}`` clipped to ``[eps, 1 - eps]``: the positive
+    weighted rows of every class's cells."""
+    total = 0.0
+    for c in cells.classes:
+        q, w = c.score[c.n_pos > 0], c.n_pos[c.n_pos > 0].astype(float)
+        total += float(np.dot(calibration.log_losses(q, np.ones_like(q), eps), w))
+    return total / cells.n_rows
+
+
+def accuracy_cells(cells: ClassCells) -> float:
+    """Share of rows whose predicted class is right: ``sum n_pos / N`` of the confidence cells."""
+    return float(cells.top.n_pos.sum()) / float(cells.top.n.sum())
+
+
+def overconfidence_cells(cells: ClassCells) -> float:
+    """Mean confidence minus accuracy (Guo et al. 2017, section 2): ``(sum score_sum - sum n_pos) / N``
+    of the confidence cells (the raw score sums: exact on grid cells too)."""
+    return float(cells.top.score_sum.sum() - cells.top.n_pos.sum()) / float(cells.top.n.sum())
+
+
+def smooth_ece_cells(cells: ClassCells) -> float:
+    """SmoothECE (Błasiok & Nakkiran 2023) of the confidence cells' weighted rows."""
+    return smooth.smooth_ece(*cells.top.weighted_rows())
+
+
+def debiased_l2_cells(cells: ClassCells, n_bins: int = N_BINS) -> float:
+    """Debiased l2 error of the confidence (Kumar, Liang & Ma 2019), 15 equal-mass bins, on the confidence
+    cells' weighted rows."""
+    return binned.debiased_l2_ce(*cells.top.weighted_rows(), n_bins=n_bins)
+
+
+#: Measure name (as :data:`calibdash.measures.class_measures.MEASURES`) -> its value from cells, at the table's
+#: settings.
+CELL_MEASURES: dict[str, Callable[[ClassCells], float]] = {
+    "ECE": top_label_ece_cells, "MCE": top_label_mce_cells, "cwECE": classwise_ece_cells,
+    "smECE": smooth_ece_cells, "dCE": debiased_l2_cells, "LogLoss": log_loss_cells, "Brier": brier_cells,
+    "Accuracy": accuracy_cells, "Overconfidence": overconfidence_cells,
+}
+
+
+def cell_measures(cells: ClassCells, names=None) -> dict[str, float]:
+    """The asked measures (default all of :data:`calibdash.measures.class_measures.MEASURES`) from cells."""
+    return {n: float(CELL_MEASURES[n](cells)) for n in check_names(names)}

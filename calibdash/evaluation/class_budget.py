@@ -1,0 +1,188 @@
+"""Bounds on K-class work, checked before it starts: how many classes, and how much work each method may do.
+
+A K-class fit's cost grows with the number of classes K and of rows n, and
+how it grows depends on the method's family (:func:`family`):
+
+``"scalar"`` (temperature scaling)
+    a gradient costs ``K n`` multiply-adds (the log-sum-exp of every row);
+``"diagonal"`` (vector scaling)
+    ``K n`` per gradient as well, but L-BFGS-B needs tens to hundreds of them;
+``"full"`` (matrix scaling, Dirichlet calibration)
+    ``K^2 n`` per Newton iteration (the ``n x K x K`` products), its
+    preconditioner ``K`` blocks of ``(K + 1)^2`` entries (so ``K^3`` numbers
+    in memory), and a penalty search of 31 fits;
+``"ovr"`` (one-vs-rest)
+    ``K`` binary fits of all ``n`` rows, each with the binary method's own fixed
+    cost (:data:`BINARY_FIT_ROWS`);
+``"top_label"``
+    the ``K n`` top-label reduction and up to ``K + 1`` binary fits of fewer rows.
+
+:func:`work` is that cost in one unit (multiply-adds, or rows fitted, per fit)
+and :data:`WORK_LIMITS` the most each family may do; :func:`check_work`
+refuses a method over its family's limit, or any method on more than
+:data:`MAX_CLASSES` classes or :data:`MAX_CELLS` probabilities, with a
+:class:`~calibdash.core.errors.DataError` that names the limit and the chosen
+methods that fit. The parametric maps are fitted on at most
+:data:`~calibdash.evaluation.holdout.MAX_FIT_ROWS` rows
+(:func:`~calibdash.evaluation.holdout.evaluate_classes`), so their ``n``
+is capped there.
+
+The limits were set on this project's 2-core server so that one method's
+fit at its limit takes about a minute of CPU: vector scaling of 26,000 x
+1,000 logits (2.6e7) 6 s, one-vs-rest isotonic regression of the same
+(2.6e7 rows fitted) 3 s, matrix scaling of 10,000 x 100 (K^2 n = 1e8) 18 s
+(43 s wall on the busy machine); the binary fits' fixed costs from one fit
+of 20,000 rows each (isotonic 0.005 s; SBB 0.5 s, ABB 1.0 s, ELiTE 0.8 s).
+A K = 1,999 table (the upload that kept a core busy for 20 minutes) is
+refused before anything is fitted.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..core import limits
+from ..core.errors import DataError
+from ..core.jobs import stop_if  # noqa: F401  (the K-class loops' stop, public here too)
+from ..calibrators.multiclass.linear import MAX_FULL_CLASSES
+
+__all__ = ["MAX_CLASSES", "MAX_CELLS", "FULL_MAX_K", "WORK_LIMITS", "BINARY_FIT_ROWS", "BOOTSTRAP_LIMIT",
+           "family", "work", "check_table", "check_work", "fitting", "check_bootstrap"]
+
+#: The most classes any K-class evaluation takes (ImageNet's 1,000): the one number the upload's check
+#: (:data:`calibdash.core.limits.MAX_CLASSES`) refuses a table by, so a table read is a table evaluated.
+MAX_CLASSES = limits.MAX_CLASSES
+#: The most probabilities (rows x classes) of a table any K-class evaluation takes: 400 MB per copy in float64
+#: (ImageNet's 50,000 validation rows x 1,000 classes).
+MAX_CELLS = 50_000_000
+#: The most classes of a full K x K map (matrix scaling, Dirichlet calibration): the solver's own refusal
+#: (:data:`calibdash.calibrators.multiclass.linear.MAX_FULL_CLASSES`; its preconditioner holds ``K (K + 1)^2`` numbers,
+#: 127 MB at 250 classes, 8 GB at 1,000), checked here before any work so a page leaves the method out.
+FULL_MAX_K = MAX_FULL_CLASSES
+#: The most work of one fit, per family (see the module's docstring for the unit of each).
+WORK_LIMITS = {"scalar": 50_000_000, "diagonal": 50_000_000, "full": 200_000_000, "ovr": 50_000_000,
+               "top_label": 50_000_000}
+#: What each family's work counts, for the messages.
+UNITS = {"scalar": "K x n", "diagonal": "K x n", "full": "K^2 x n", "ovr": "K x (n + a binary fit's fixed cost)",
+         "top_label": "K x n + (K + 1) binary fits' fixed cost"}
+#: The fixed cost of one binary fit, in rows (binary methods not listed: none), for the composites' work:
+#: SBB, ABB and ELiTE spend 0.5 to 1 s on any fit (at 20,000 rows isotonic regression takes 0.005 s).
+BINARY_FIT_ROWS = {"sbb": 500_000, "abb": 1_000_000, "elite": 1_000_000}
+#: The most work of the paired bootstrap (judged rows x (K + 6) statistics x methods): 300,000 judged rows x
+#: 10 classes x 5 methods (2.4e7) took 18.5 s.
+BOOTSTRAP_LIMIT = 50_000_000
+
+
+def family(method: str) -> str:
+    """The cost family of a K-class method: ``"scalar"``, ``"diagonal"``, ``"full"``, ``"ovr"`` or ``"top_label"``.
+
+    Raises
+    ------
+    SettingsError
+        An unknown method (:func:`calibdash.calibrators.multiclass.get_class`).
+    """
+    from ..calibrators.multiclass import COMPOSITES, get_class
+    cls = get_class(method)
+    prefix = method.split(":", 1)[0]
+    if prefix in COMPOSITES:
+        return prefix
+    return getattr(cls, "matrix", None) or "scalar"
+
+
+def _fit_rows(method: str, n: int) -> int:
+    """The rows one fit of ``method`` sees: the parametric maps at most ``MAX_FIT_ROWS`` of them."""
+    from ..calibrators.multiclass import get_class
+    from .holdout import MAX_FIT_ROWS
+    return min(int(n), MAX_FIT_ROWS) if getattr(get_class(method), "parametric", False) else int(n)
+
+
+def work(method: str, n: int, k: int) -> int:
+    """The work of one fit of ``method`` on ``n`` rows of ``k`` classes, in its family's unit (:data:`UNITS`)."""
+    fam = family(method)
+    rows, k = _fit_rows(method, n), int(k)
+    fixed = BINARY_FIT_ROWS.get(method.partition(":")[2].strip(), 0)
+    if fam == "full":
+        return k * k * rows
+    if fam == "ovr":
+        return k * (rows + fixed)
+    if fam == "top_label":
+        return k * rows + (k + 1) * fixed
+    return k * rows
+
+
+def check_table(n: int, k: int) -> None:
+    """Refuse a K-class table too large for any method: over :data:`MAX_CLASSES` classes or :data:`MAX_CELLS`
+    probabilities.
+
+    Raises
+    ------
+    DataError
+        Naming the limit that was passed.
+    """
+    if int(k) > MAX_CLASSES:
+        raise DataError(f"{int(k):,} classes are more than this server fits ({MAX_CLASSES:,}, the most of any "
+                        "K-class evaluation); group the rarest classes or keep fewer class columns.")
+    if int(n) * int(k) > MAX_CELLS:
+        raise DataError(f"{int(n):,} rows x {int(k):,} classes are {int(n) * int(k):,} probabilities, more than "
+                        f"this server evaluates at once ({MAX_CELLS:,}); use a sample of "
+                        f"{MAX_CELLS // max(int(k), 1):,} rows or fewer.")
+
+
+def _over(method: str, n: int, k: int) -> str | None:
+    """Why ``method`` does not fit on ``n`` x ``k`` (one clause), or None when it does."""
+    fam = family(method)
+    if fam == "full" and int(k) > FULL_MAX_K:
+        return f"a full K x K map takes at most {FULL_MAX_K} classes, here {int(k):,}"
+    w = work(method, n, k)
+    if w > WORK_LIMITS[fam]:
+        return f"its work ({UNITS[fam]}) is {w:,.0f}, over its limit of {WORK_LIMITS[fam]:,}"
+    return None
+
+
+def fitting(methods: Iterable[str], n: int, k: int) -> tuple[list[str], dict[str, str]]:
+    """``(the methods that fit, {method: why not} for the others)`` on ``n`` rows of ``k`` classes, each kept in
+    the order given. Raises as :func:`check_table` when the table itself is too large."""
+    check_table(n, k)
+    ok, refused = [], {}
+    for m in methods:
+        why = _over(m, n, k)
+        if why is None:
+            ok.append(m)
+        else:
+            refused[m] = why
+    return ok, refused
+
+
+def check_work(method: str, n: int, k: int, candidates: Iterable[str] | None = None) -> None:
+    """Refuse a fit of ``method`` on ``n`` rows of ``k`` classes that is over its bounds, before it starts.
+
+    ``candidates`` (default: every available method) are listed in the message when they fit.
+
+    Raises
+    ------
+    DataError
+        Naming the limit passed and the methods that fit (or that none does).
+    """
+    check_table(n, k)
+    why = _over(method, n, k)
+    if why is None:
+        return
+    from ..calibrators.multiclass import available
+    ok, _ = fitting(available() if candidates is None else candidates, n, k)
+    fits = ", ".join(ok) if ok else "none"
+    raise DataError(f"{method} is not fitted on {int(n):,} rows x {int(k):,} classes: {why}. Methods that fit "
+                    f"here: {fits}.")
+
+
+def check_bootstrap(n: int, k: int, methods: int) -> None:
+    """Refuse paired bootstrap intervals of ``methods`` methods on ``n`` judged rows of ``k`` classes over
+    :data:`BOOTSTRAP_LIMIT`.
+
+    Raises
+    ------
+    DataError
+    """
+    w = int(n) * (int(k) + 6) * int(methods)
+    if w > BOOTSTRAP_LIMIT:
+        raise DataError(f"bootstrap intervals of {int(methods)} methods on {int(n):,} judged rows x {int(k):,} "
+                        f"classes are {w:,} units of work (rows x (K + 6) x methods), over this server's limit of "
+                        f"{BOOTSTRAP_LIMIT:,}; fewer methods or rows get intervals.")

@@ -1,0 +1,171 @@
+"""What a model file may hold, checked on read before anything uses it (:mod:`calibdash.io.export`,
+binary and K-class models alike).
+
+A model file may come from anywhere (downloaded, hand-edited), and its text reaches SQL
+(``export-sql``), file names and messages. So on read:
+
+* the JSON itself: numbers finite (``NaN`` and ``Infinity``, which Python's reader accepts, are
+  refused), strings and keys at most :data:`MAX_TEXT` characters, nesting at most
+  :data:`MAX_DEPTH` deep;
+* the top level: only the keys of the format (:data:`TOP_KEYS`);
+* ``fitted_on``: only the keys calibdash writes, each of its type (:data:`BINARY_FITTED_ON`,
+  :data:`CLASS_FITTED_ON`); lists of names at most :data:`MAX_NAMES` long.
+
+A state's own entries are checked by its method's ``_import_state`` through
+:class:`calibdash.io.export.State` (types, lengths, order), which also refuses entries the method
+never read. Every refusal is a :class:`~calibdash.core.errors.DataError` saying where.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Callable
+
+from ..core.errors import DataError
+
+__all__ = ["MAX_TEXT", "MAX_DEPTH", "MAX_NAMES", "TOP_KEYS", "BINARY_FITTED_ON", "CLASS_FITTED_ON",
+           "parse_json", "check_top", "check_fitted_on"]
+
+#: Longest string or key a model file may hold (column names, categories, file names).
+MAX_TEXT = 4096
+#: Deepest nesting of arrays and objects (a file's deepest is a composite's per-class state, about 6).
+MAX_DEPTH = 32
+#: Most names in one ``fitted_on`` list (features, classes, class columns).
+MAX_NAMES = 100_000
+#: The keys of a model file's top level.
+TOP_KEYS = frozenset({"format", "version", "kind", "method", "params", "state", "fitted_on"})
+
+
+def parse_json(text: str, what: str) -> Any:
+    """``text`` parsed as JSON, then checked by :func:`check_value`.
+
+    Raises
+    ------
+    DataError
+        Not JSON, a non-finite number (``NaN``, ``Infinity``), too deep, or a string too long.
+    """
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"the {what} is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                        f"column {exc.colno}.") from None
+    except RecursionError:
+        raise DataError(f"the {what} nests arrays or objects more than {MAX_DEPTH} deep.") from None
+    check_value(doc, what)
+    return doc
+
+
+def check_value(value: Any, what: str) -> None:
+    """DataError unless every number under ``value`` is finite, every string and key at most
+    :data:`MAX_TEXT` characters and the nesting at most :data:`MAX_DEPTH` deep (iterative: no recursion).
+    The message names the entry (``the calibrator file: 'state', 'cuts' holds a non-finite number``),
+    never its text."""
+    stack: list = [(value, (), 0)]
+    while stack:
+        v, path, depth = stack.pop()
+        where = f"the {what}" + (": " + ", ".join(map(repr, path)) if path else "")
+        if depth > MAX_DEPTH:
+            raise DataError(f"the {what} nests arrays or objects more than {MAX_DEPTH} deep.")
+        if isinstance(v, str):
+            if len(v) > MAX_TEXT:
+                raise DataError(f"{where} holds a string of {len(v):,} characters; at most {MAX_TEXT:,} "
+                                "are allowed.")
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise DataError(f"{where} holds a non-finite number.")
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if len(k) > MAX_TEXT:
+                    raise DataError(f"{where} holds a key of {len(k):,} characters; at most {MAX_TEXT:,} "
+                                    "are allowed.")
+                stack.append((x, path + (k[:40],), depth + 1))
+        elif isinstance(v, list):
+            stack.extend((x, path, depth + 1) for x in v)
+
+
+def check_top(doc: dict, what: str) -> None:
+    """DataError if the top level holds a key the format does not have."""
+    extra = sorted(set(doc) - TOP_KEYS)
+    if extra:
+        raise DataError(f"the {what} holds top-level entries the format does not have: "
+                        f"{', '.join(map(repr, extra[:5]))}; it has {', '.join(sorted(TOP_KEYS))}.")
+
+
+# -- fitted_on ------------------------------------------------------------------------------------------
+def _text(v) -> bool:
+    return isinstance(v, str)
+
+
+def _text_or_none(v) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _names(v) -> bool:
+    return isinstance(v, list) and len(v) <= MAX_NAMES and all(isinstance(x, str) for x in v)
+
+
+def _scalars(v) -> bool:
+    return isinstance(v, list) and len(v) <= MAX_NAMES and all(
+        x is None or isinstance(x, (str, int, float)) for x in v)
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _flag(v) -> bool:
+    return isinstance(v, bool)
+
+
+def _one_of(*allowed) -> Callable[[Any], bool]:
+    def check(v) -> bool:
+        return v in allowed and (v is None or isinstance(v, str))
+    check.allowed = allowed
+    return check
+
+
+def _engine_name(v) -> bool:
+    """An engine's registry name (:func:`calibdash.engines.available`), checked by its form only: lower-case
+    letters, digits and ``_``, at most 32 (a model file records where its cells were aggregated; an engine
+    added to another install is still a name)."""
+    return isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", v) is not None
+
+
+#: What a binary model's ``fitted_on`` may hold (``fit`` writes it: :func:`calibdash.io.export.provenance`,
+#: and ``fit --engine``), and each entry's type.
+BINARY_FITTED_ON = {"file": _text, "score": _text, "score_transform": _one_of(None, "identity", "logistic"),
+                    "features": _names, "engine": _engine_name}
+#: What a K-class model's ``fitted_on`` may hold (``fit`` on a K-class table writes it).
+CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names,
+                   "prefix": _text_or_none, "logits": _flag, "rows": _count,
+                   "sha256": _text_or_none}
+
+_KINDS = {_text: "a string", _text_or_none: "a string or null", _names: "a list of strings",
+          _scalars: "a list of class values", _count: "a count (an integer, at least 0)",
+          _flag: "true or false", _engine_name: "an engine's name (lower-case letters, digits and _)"}
+
+
+def check_fitted_on(fitted_on: Any, schema: dict, what: str) -> dict:
+    """``fitted_on`` checked against ``schema`` (key -> check): an object of known keys, each of its type.
+
+    Raises
+    ------
+    DataError
+        Not an object, an unknown key, or a value of the wrong type (the message names the key, not
+        the value).
+    """
+    if not isinstance(fitted_on, dict):
+        raise DataError(f"the {what}'s 'fitted_on' must be an object, not {type(fitted_on).__name__}.")
+    extra = sorted(set(fitted_on) - set(schema))
+    if extra:
+        raise DataError(f"the {what}'s 'fitted_on' holds entries calibdash does not write: "
+                        f"{', '.join(map(repr, extra[:5]))}; it knows {', '.join(sorted(schema))}.")
+    for key, value in fitted_on.items():
+        check = schema[key]
+        if not check(value):
+            allowed = getattr(check, "allowed", None)
+            kind = (" or ".join("null" if a is None else repr(a) for a in allowed) if allowed
+                    else _KINDS.get(check, "of another type"))
+            raise DataError(f"the {what}'s 'fitted_on' entry {key!r} must be {kind}.")
+    return dict(fitted_on)

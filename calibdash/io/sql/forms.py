@@ -1,0 +1,241 @@
+"""The three SQL forms a calibrator's ``sql_map`` returns (:class:`ClosedForm`, :class:`StepMap`,
+:class:`LinearMap`) and the builders that write each as a :class:`~calibdash.io.sql.lookup.SqlMap`: one CASE,
+a binary search of nested CASEs, or a bucketed lookup table. See :mod:`calibdash.io.sql` for what each form
+computes and why the SQL equals ``predict``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ...calibrators._steps import interp
+from .lookup import SqlMap, bucketed
+from .writer import SqlUnsupported, SqlWriter, literal, quote
+
+__all__ = ["CASE_MAX_STEPS", "ClosedForm", "LinearMap", "StepMap", "closed_sql", "linear_sql", "step_sql"]
+
+#: Largest number of pieces (steps, or intervals of a linear map) written as one CASE; above, a lookup table.
+CASE_MAX_STEPS = 64
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the forms
+# ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClosedForm:
+    """A map written as one formula: ``build(writer) -> SQL`` (NULL scores are handled by the caller)."""
+
+    build: Callable[[SqlWriter], str]
+
+
+@dataclass(frozen=True)
+class StepMap:
+    """``levels[k]`` on ``cuts[k-1] <= s < cuts[k]`` (:func:`~calibdash.calibrators._steps.step_lookup`),
+    except at the scores ``point_x``, which take ``point_value`` (the first of repeated points)."""
+
+    cuts: Sequence[float]
+    levels: Sequence[float]
+    point_x: Sequence[float] = ()
+    point_value: Sequence[float] = ()
+
+    def evaluate(self, s) -> np.ndarray:
+        """The map in numpy, as ``predict`` computes it (before its clip)."""
+        cuts, levels = np.asarray(self.cuts, float), np.asarray(self.levels, float)
+        s = np.asarray(s, dtype=float)
+        p = levels[np.searchsorted(cuts, s, side="right")]
+        px = np.asarray(self.point_x, float)
+        if px.size:
+            i = np.minimum(np.searchsorted(px, s), px.size - 1)
+            hit = px[i] == s
+            p = np.where(hit, np.asarray(self.point_value, float)[i], p)
+        return p
+
+    def pieces(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, values)``: the map, clipped to [0, 1], is ``values[0]`` below ``starts[0]`` and
+        ``values[k + 1]`` on ``starts[k] <= s < starts[k + 1]``; no two neighbours have the same value.
+
+        The starts are the cuts and, for each point ``x``, ``x`` and the next double after it; each
+        piece's value is the map at its start, since the map is constant from one start to the next.
+        """
+        cuts = np.asarray(self.cuts, dtype=float)
+        levels = np.asarray(self.levels, dtype=float)
+        if levels.size != cuts.size + 1:
+            raise SqlUnsupported(f"a step map needs one level more than cuts; got {levels.size} and {cuts.size}.")
+        px = np.asarray(self.point_x, dtype=float)
+        starts = np.unique(np.concatenate([cuts, px, np.nextafter(px, np.inf)]))
+        values = np.clip(np.concatenate([levels[:1], self.evaluate(starts)]), 0.0, 1.0)
+        keep = np.r_[True, values[1:] != values[:-1]]          # merge neighbours of equal value
+        return starts[keep[1:]], values[keep]
+
+
+@dataclass(frozen=True)
+class LinearMap:
+    """``np.interp(s, x, y)``, or beyond the end knots the straight line through the two end knots
+    (``left``/``right`` ``"extend"``, as ELiTE's ``evaluate_linear``); clipped to [0, 1]."""
+
+    x: Sequence[float]
+    y: Sequence[float]
+    left: str = "hold"
+    right: str = "hold"
+
+    def evaluate(self, s) -> np.ndarray:
+        """The map in numpy (before the clip)."""
+        x, y = np.asarray(self.x, float), np.asarray(self.y, float)
+        s = np.asarray(s, dtype=float)
+        if x.size == 1:
+            return np.full(s.shape, y[0])
+        out = interp(s, x, y)
+        if self.left == "extend":
+            lo = s < x[0]
+            out[lo] = y[0] + (s[lo] - x[0]) * (y[1] - y[0]) / (x[1] - x[0])
+        if self.right == "extend":
+            hi = s > x[-1]
+            out[hi] = y[-1] + (s[hi] - x[-1]) * (y[-1] - y[-2]) / (x[-1] - x[-2])
+        return out
+
+    def intervals(self) -> dict[str, np.ndarray]:
+        """The intervals ``lo[j] <= s < lo[j + 1]`` (the last up to ``x[-1]``) as columns: ``lo``, the
+        width ``dx``, the values ``y0`` and ``y1`` at the two ends, their difference ``dy`` and the
+        bounds ``ymin``/``ymax`` that the value is kept between; all finite. Zero-width intervals
+        (repeated knots) are dropped, as the binary search skips them."""
+        x, y = np.asarray(self.x, dtype=float), np.asarray(self.y, dtype=float)
+        if x.size < 2:
+            keep = np.zeros(0, dtype=bool)
+        else:
+            keep = x[:-1] < x[1:]
+        j = np.flatnonzero(keep)
+        y0, y1 = y[j], y[j + 1]
+        return {"lo": x[j], "dx": x[j + 1] - x[j], "y0": y0, "dy": y1 - y0, "y1": y1,
+                "ymin": np.minimum(y0, y1), "ymax": np.maximum(y0, y1)}
+
+    def end(self, side: str, s: str, w: SqlWriter) -> str:
+        """SQL of the map beyond the first (``side="left"``) or last knot."""
+        x, y = np.asarray(self.x, dtype=float), np.asarray(self.y, dtype=float)
+        mode = self.left if side == "left" else self.right
+        if mode not in ("hold", "extend"):
+            raise SqlUnsupported(f"a linear map's ends are 'hold' or 'extend', got {mode!r}.")
+        k, k2 = (0, 1) if side == "left" else (-1, -2)
+        if mode == "hold" or x.size == 1:
+            return literal(y[k])
+        dx = x[1] - x[0] if side == "left" else x[-1] - x[-2]
+        dy = y[1] - y[0] if side == "left" else y[-1] - y[-2]
+        if dx == 0:
+            raise SqlUnsupported("a linear map extended beyond repeated end knots has no finite slope.")
+        # evaluate_linear: y[k] + (s - x[k]) * dy / dx, left to right
+        return f"({literal(y[k])} + ({s} - {literal(x[k])}) * {literal(dy)} / {literal(dx)})"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# rendering the forms
+# ---------------------------------------------------------------------------------------------------------
+def _pick_form(form: str, pieces: int, max_case: int = CASE_MAX_STEPS) -> str:
+    """The form for a map of ``pieces`` pieces: "auto" is CASE or lookup, "scalar" CASE or bisect."""
+    if form == "auto":
+        return "case" if pieces <= max_case else "lookup"
+    if form == "scalar":
+        return "case" if pieces <= max_case else "bisect"
+    return form
+
+
+def _null_guard(score: str, body: str) -> str:
+    return f"CASE WHEN {score} IS NULL THEN NULL ELSE {body} END"
+
+
+def step_sql(step: StepMap, w: SqlWriter, form: str, method: str, score_column: str,
+              max_case: int = CASE_MAX_STEPS) -> SqlMap:
+    starts, values = step.pieces()
+    form = _pick_form(form, values.size, max_case)
+    num = literal
+    if form == "bisect" and starts.size:
+        def part(a: int, b: int, s: str) -> str:          # values[a..b]: values[i] on starts[i-1] <= s < starts[i]
+            if a == b:
+                return num(values[a])
+            mid = (a + b + 1) // 2
+            return f"CASE WHEN {s} < {num(starts[mid - 1])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
+        return SqlMap(method, w.dialect, score_column, "bisect",
+                      lambda s: f"CASE WHEN {s} IS NULL THEN NULL ELSE {part(0, values.size - 1, s)} END")
+    if form == "case" or starts.size == 0:
+        def render(s: str) -> str:
+            if starts.size == 0:
+                return f"CASE WHEN {s} IS NULL THEN NULL ELSE {num(values[0])} END"
+            arms = " ".join(f"WHEN {s} < {num(c)} THEN {num(v)}" for c, v in zip(starts, values[:-1]))
+            return f"CASE WHEN {s} IS NULL THEN NULL {arms} ELSE {num(values[-1])} END"
+        return SqlMap(method, w.dialect, score_column, "case", render)
+    name = "cd_steps"
+    lookup, joins = bucketed(name, starts, np.r_[starts[1:], np.inf], {"cd_value": values[1:]})
+
+    def render_lookup(s: str) -> str:
+        return (f"CASE WHEN {s} IS NULL THEN NULL WHEN {s} < {num(starts[0])} THEN {num(values[0])} "
+                f"ELSE {name}.cd_value END")
+    return SqlMap(method, w.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
+
+
+def linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_column: str,
+                max_case: int = CASE_MAX_STEPS) -> SqlMap:
+    x = np.asarray(lin.x, dtype=float)
+    y = np.asarray(lin.y, dtype=float)
+    if x.size == 0 or x.size != y.size:
+        raise SqlUnsupported(f"a linear map needs as many values as knots (at least one); got {x.size}, {y.size}.")
+    num = literal
+    iv = lin.intervals()
+    los = iv["lo"]
+    form = _pick_form(form, los.size, max_case)
+    if los.size == 0 and x.size > 1 and "extend" in (lin.left, lin.right):
+        raise SqlUnsupported("a linear map extended beyond knots that all coincide has no finite slope.")
+
+    def piece(s: str, col) -> str:
+        """Interval values ``col(name)`` -> SQL of interp's formula on that interval."""
+        pos = f"(({s} - {col('lo')}) / {col('dx')})"
+        inside = w.clip(f"{col('y0')} + {pos} * {col('dy')}", col("ymin"), col("ymax"))
+        return f"CASE WHEN {pos} >= {num(1.0)} THEN {col('y1')} ELSE {inside} END"
+
+    def literals(j: int):
+        return lambda name: num(iv[name][j])
+
+    def ends(s: str) -> str:
+        return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s, w)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
+                f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s, w)}")
+
+    if form == "bisect" and los.size:
+        def part(a: int, b: int, s: str) -> str:          # intervals a..b, interval j on los[j] <= s < los[j + 1]
+            if a == b:
+                return piece(s, literals(a))
+            mid = (a + b + 1) // 2
+            return f"CASE WHEN {s} < {num(los[mid])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
+
+        def render_bisect(s: str) -> str:
+            body = f"CASE {ends(s)} ELSE {part(0, los.size - 1, s)} END"
+            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
+        return SqlMap(method, w.dialect, score_column, "bisect", render_bisect)
+
+    if form in ("case", "bisect") or los.size == 0:
+        def render(s: str) -> str:
+            if x.size == 1 or los.size == 0:
+                return _null_guard(s, num(y[-1]) if x.size == 1 else f"CASE {ends(s)} ELSE {num(y[-1])} END")
+            bounds = np.r_[los[1:], x[-1]]
+            arms = [f"WHEN {s} < {num(bounds[j])} THEN {piece(s, literals(j))}" for j in range(los.size - 1)]
+            last = piece(s, literals(los.size - 1))
+            body = f"CASE {ends(s)} {' '.join(arms)} ELSE {last} END"
+            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
+        return SqlMap(method, w.dialect, score_column, "case", render)
+
+    name = "cd_knots"
+    columns = {f"cd_{k}": v for k, v in iv.items() if k != "lo"}
+    lookup, joins = bucketed(name, los, np.r_[los[1:], x[-1]], columns)
+
+    def render_lookup(s: str) -> str:
+        body = f"CASE {ends(s)} ELSE {piece(s, lambda k: f'{name}.cd_{k}')} END"
+        return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
+    return SqlMap(method, w.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
+
+
+def closed_sql(closed: ClosedForm, w: SqlWriter, method: str, score_column: str) -> SqlMap:
+    features = dict(w.features)
+
+    def render(s: str) -> str:
+        body = closed.build(SqlWriter(w.dialect, s, features))
+        return _null_guard(s, body)
+    render(quote(score_column, w.dialect))          # fail now, not when the SQL is first asked for
+    return SqlMap(method, w.dialect, score_column, "closed", render)

@@ -1,0 +1,135 @@
+"""SQL pieces in one dialect: DOUBLE literals that read back to the same double, quoted names, and the
+:class:`SqlWriter` a :class:`calibdash.io.sql.ClosedForm` builds its expression with.
+
+Floats are written as Python's shortest ``repr`` with an exponent
+(``0.1E0``), which every dialect reads as a DOUBLE literal (a plain ``0.1``
+would be a DECIMAL in DuckDB and Spark) rounding back to the same double;
+negative literals are parenthesised (``x - (-0.5E0)``, never ``--``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ...core.errors import SettingsError
+
+__all__ = ["DIALECTS", "SqlUnsupported", "SqlWriter", "check_dialect", "literal", "quote", "string_literal"]
+
+DIALECTS = ("duckdb", "spark", "ansi")
+
+
+class SqlUnsupported(SettingsError):
+    """The calibrator's map cannot be written as SQL (apply it with ``predict``, e.g. as a UDF)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# literals and dialects
+# ---------------------------------------------------------------------------------------------------------
+def literal(x: float) -> str:
+    """``x`` as a SQL DOUBLE literal that reads back to the same double (``0.1E0``, ``(-2.5E-05)``).
+
+    Raises
+    ------
+    SqlUnsupported
+        ``x`` is NaN or infinite (no portable literal).
+    """
+    x = float(x)
+    if not math.isfinite(x):
+        raise SqlUnsupported(f"the value {x!r} has no portable SQL literal.")
+    text = repr(x).upper()
+    if "E" not in text:
+        text += "E0"
+    return f"({text})" if text.startswith("-") else text
+
+
+@dataclass(frozen=True)
+class SqlWriter:
+    """Writes SQL pieces in one dialect; what a :class:`ClosedForm` builds its expression with.
+
+    Attributes
+    ----------
+    dialect : {"duckdb", "spark", "ansi"}
+    score : str
+        SQL of the score (a quoted column name, possibly qualified).
+    features : mapping
+        Model feature name -> SQL of that column (quoted), or None for a column
+        that is absent (coded "unseen" as ``predict`` codes it).
+    """
+
+    dialect: str
+    score: str
+    features: Mapping[str, str | None] = field(default_factory=dict)
+
+    num = staticmethod(literal)
+
+    def ident(self, name: str) -> str:
+        """A column name, quoted."""
+        return quote(name, self.dialect)
+
+    def string(self, text: str) -> str:
+        """A string literal (:func:`string_literal`)."""
+        return string_literal(text, self.dialect)
+
+    def feature(self, name: str) -> str | None:
+        """SQL of feature ``name`` (None: the column is absent)."""
+        if name in self.features:
+            return self.features[name]
+        return self.ident(name)
+
+    def double(self) -> str:
+        return "DOUBLE PRECISION" if self.dialect == "ansi" else "DOUBLE"
+
+    def log1p(self, x: str) -> str:
+        """``log1p(x)``: Spark's own; elsewhere Goldberg's ``ln(u) * x / (u - 1)``, ``u = 1 + x``."""
+        if self.dialect == "spark":
+            return f"LOG1P({x})"
+        u = f"(1.0E0 + {x})"
+        return f"(CASE WHEN {u} = 1.0E0 THEN {x} ELSE LN({u}) * {x} / ({u} - 1.0E0) END)"
+
+    def logit(self, x: str) -> str:
+        """``ln(x) - log1p(-x)``, as ``calibdash.calibrators.platt.logit`` computes it (after its clip)."""
+        return f"(LN({x}) - {self.log1p('-' + x)})"
+
+    def sigmoid(self, x: str) -> str:
+        """``1 / (1 + exp(-x))``, as ``scipy.special.expit`` computes it."""
+        return f"(1.0E0 / (1.0E0 + EXP(-({x}))))"
+
+    def clip(self, x: str, lo: float | str = 0.0, hi: float | str = 1.0) -> str:
+        """``x`` clipped to [lo, hi] (``np.clip``; the caller handles NULLs); a bound is a number or SQL."""
+        lo, hi = (b if isinstance(b, str) else literal(b) for b in (lo, hi))
+        return f"LEAST(GREATEST({x}, {lo}), {hi})"
+
+    def isnan(self, x: str) -> str:
+        """Whether ``x`` is NaN (ANSI SQL has no NaN: always false there)."""
+        if self.dialect == "ansi":
+            return "FALSE"
+        return f"ISNAN(CAST({x} AS {self.double()}))"
+
+
+def string_literal(text: str, dialect: str) -> str:
+    """``text`` as a string literal of ``dialect``, whatever it holds.
+
+    DuckDB and ANSI SQL read a backslash as itself and a doubled quote as one
+    quote. Spark SQL reads a backslash as an escape (``'a\\'`` would end
+    nowhere), so there both are escaped with a backslash (``\\\\`` and ``\\'``),
+    which every Spark version reads back to the text.
+    """
+    text = str(text)
+    if dialect == "spark":
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return "'" + text.replace("'", "''") + "'"
+
+
+def quote(name: str, dialect: str) -> str:
+    """A column name quoted for ``dialect``: any text (newlines, quotes, ``--``, ``;`` included) becomes one
+    identifier, the quote character doubled (a backtick in Spark SQL, a double quote elsewhere)."""
+    if dialect == "spark":
+        return "`" + name.replace("`", "``") + "`"
+    return '"' + name.replace('"', '""') + '"'
+
+
+def check_dialect(dialect: str) -> str:
+    if dialect not in DIALECTS:
+        raise SettingsError(f"dialect must be one of {', '.join(DIALECTS)}; got {dialect!r}.")
+    return dialect

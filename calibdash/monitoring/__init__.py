@@ -1,0 +1,1 @@
+"""Calibration over groups and time: groups, periods, keyed cells, staleness, drift."""

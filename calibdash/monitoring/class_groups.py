@@ -1,0 +1,56 @@
+"""Class-wise calibration within groups of rows (a segment, a period): :func:`classwise_ece_by_group`.
+
+The Groups & time page judges a K-class table on its top-label reduction
+(:mod:`calibdash.data.top_label`), a binary view; the class-wise ECE of each
+group adds what that view cannot see: whether every class's probability,
+not only the top one, is calibrated in the group.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import DataError
+from ..measures import class_measures as metrics
+
+__all__ = ["classwise_ece_by_group"]
+
+
+def classwise_ece_by_group(P, y, groups, order=None, n_bins: int = metrics.N_BINS, strategy: str = "uniform",
+                           sample_weight=None) -> pd.Series:
+    """The class-wise ECE (Kull et al. 2019, section 5) of each group's rows.
+
+    ``classwise-ECE_g = (1/K) sum_k ECE_k(g)``: :func:`calibdash.measures.class_measures.classwise_ece` (average
+    ``"mean"``) on the rows of group ``g`` alone, each class's probability binned within the group
+    (``n_bins``, ``strategy``); a class with no row in the group still counts (its share is 0 there).
+
+    Parameters
+    ----------
+    P : array-like (n, K)
+        Probabilities, rows summing to 1.
+    y : array-like (n,)
+        Class indices 0..K-1.
+    groups : array-like (n,)
+        Each row's group (any hashable values).
+    order : sequence, optional
+        The groups to report, in this order; rows of other groups are left out. Default: every group, in
+        order of first appearance.
+    n_bins, strategy, sample_weight
+        As for :func:`calibdash.measures.class_measures.classwise_ece`.
+
+    Returns
+    -------
+    Series
+        Index: the groups (``order``); values: their class-wise ECE, NaN for a group with no row.
+    """
+    P, y, w = metrics.check_inputs(P, y, sample_weight)
+    g = pd.Series(np.asarray(groups, dtype=object).reshape(-1))
+    if g.size != y.size:
+        raise DataError(f"the group column has {g.size} values but there are {y.size} rows.")
+    order = list(pd.unique(g)) if order is None else list(order)
+    out = {}
+    for name in order:
+        m = (g == name).to_numpy()
+        out[name] = (metrics.classwise_ece(P[m], y[m], n_bins, strategy, sample_weight=None if w is None else w[m])
+                     if m.any() else np.nan)
+    return pd.Series(out, name="cwECE", dtype=float)

@@ -1,0 +1,381 @@
+"""Per-group metrics with bootstrap intervals and per-group reliability (:func:`group_stats`, :func:`by_group`).
+
+The statistics of :mod:`calibdash.monitoring.groups`: the groups are made by
+:func:`calibdash.monitoring.grouping.make_groups`, each group is measured here.
+
+Intervals
+---------
+Rows are resampled within each group by a Poisson bootstrap (each row counted
+Poisson(1) times, a row of weight ``w`` Poisson(``w``) times when ``w`` is a
+whole number, ``w`` times Poisson(1) otherwise): for whole weights ECE, Brier,
+log-loss and AUC come from :func:`calibdash.evaluation.bootstrap.bootstrap_cells` (each
+row a cell), positive rate and mean score from the same kind of draws.
+Percentile intervals at ``level``, as :mod:`calibdash.evaluation.bootstrap` gives them.
+Groups are resampled independently (each from its own seed, derived from
+``seed``), so a group's interval does not depend on the other groups. The
+binned ECE is biased upward (its bins' gaps are absolute values of noisy
+means), and more so in a resample, whose repeated rows add noise: for a
+small ECE the percentile interval can lie wholly above the value itself.
+It still covers the population ECE of a clearly miscalibrated group at
+about its level (``tests/monitoring/test_groups.py``).
+
+Large groups. A group whose distinct (score, label) pairs exceed
+:data:`BOOT_CELLS` (a group of score cells on the grid of
+:mod:`calibdash.evaluation.cells`: up to 2 x 65,536 of them; a large upload's group of
+rows) is resampled on *runs*: its scores, in order, are cut into
+:data:`BOOT_CELLS` / 2 runs of about equal weight, and each run's positives
+and negatives become two cells at the run's weighted mean score
+(:func:`coarse_cells`). The positive rate and the mean score are unchanged
+by this (each run keeps its label counts and its score sum); ECE, Brier,
+log-loss and AUC are measured on the runs in every resample, and the
+interval is the runs' percentile interval moved by the difference between
+the point value on every cell and on the runs (the bias of the coarsening,
+removed to first order; an equal-count ECE bin edge moves by at most one run,
+1/1,024 of the group). This keeps the cost of a group's intervals at
+``n_boot x BOOT_CELLS`` draws however many rows or cells it holds: 50
+segments of 10^8 rows resample in seconds, not minutes. Groups with fewer
+pairs are resampled as they are (every row or cell its own draw).
+
+A group holding one class only (all positive or all negative) has no AUC, and
+its calibration metrics are not computed either (NaN, with a note): the
+resamples of such a group are all one-class, where
+:func:`~calibdash.evaluation.bootstrap.bootstrap_cells` gives NaN, and a value without
+an interval would look more certain than it is. Its positive rate and mean
+score are given.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..evaluation import bootstrap as cboot
+from ..measures import calibration as metrics
+from ..core.errors import DataError
+from .grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES, make_groups
+from ..core.validation import check_labels, check_scores
+
+__all__ = ["STATS", "METRICS", "GroupReport", "group_stats", "by_group", "group_report", "row_weights",
+           "cell_rows"]
+
+#: The calibration and discrimination metrics of each group (names of :data:`calibdash.metrics.METRIC_NAMES`).
+METRICS = ("ECE", "Brier", "LogLoss", "AUC")
+#: Every statistic with an interval, in table order.
+STATS = ("positive_rate", "mean_score") + METRICS
+#: Most (score, label) cells a group's bootstrap resamples; a group with more is resampled on runs (module docstring).
+BOOT_CELLS = 2048
+_MIN_BOOT_CELLS = 2
+
+
+def row_weights(sample_weight, n: int, y: np.ndarray) -> np.ndarray:
+    """Validated row weights (ones when None): finite, non-negative, a positive total."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight, dtype=float).reshape(-1)
+    if w.size != n:
+        raise DataError(f"sample_weight has {w.size} values but there are {n} rows.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise DataError("sample_weight must hold finite, non-negative weights with a positive sum.")
+    return w
+
+
+def cell_rows(sample_weight):
+    """The real rows that score cells' weighted rows of total ``weight`` stand for (whole counts, as int64)."""
+    return np.rint(np.asarray(sample_weight, dtype=float)).astype(np.int64)
+
+
+def _poisson_counts(rng: np.random.Generator, w: np.ndarray, rows: int) -> np.ndarray:
+    """``rows`` Poisson-bootstrap weights of every row: Poisson(w) for whole ``w``, else w * Poisson(1)."""
+    if np.all(w == 1):
+        return rng.poisson(1.0, size=(rows, w.size)).astype(float)
+    if np.all(w == np.floor(w)):
+        return rng.poisson(w, size=(rows, w.size)).astype(float)
+    return rng.poisson(1.0, size=(rows, w.size)) * w
+
+
+def _cells(s: np.ndarray, y: np.ndarray, w: np.ndarray):
+    """Rows with the same (score, label) merged: (scores, labels, weights), sorted by score then label, so
+    the bootstrap's draws depend on the rows' content only, not on their order (nor on whether they come
+    as rows or as score cells' weighted rows); weight-0 rows dropped."""
+    keep = w > 0
+    s, y, w = s[keep], y[keep], w[keep]
+    frame = pd.DataFrame({"s": s, "y": y, "w": w}).groupby(["s", "y"], sort=True, as_index=False)["w"].sum()
+    return frame["s"].to_numpy(), frame["y"].to_numpy(dtype=np.int8), frame["w"].to_numpy()
+
+
+def coarse_cells(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, runs: int):
+    """``(scores, labels, weights)``: cells sorted by score cut into ``runs`` runs of about equal weight, each
+    run's positives and negatives merged into two cells at the run's weighted mean score (empty ones dropped).
+
+    A run is the cells whose cumulative weight before them falls in one ``1/runs`` share of the total, so a
+    cell is never split and every run holds at least one cell.
+    """
+    before = np.cumsum(sample_weight) - sample_weight
+    run = np.minimum((before / sample_weight.sum() * runs).astype(np.int64), runs - 1)
+    index = run * 2 + y.astype(np.int64)
+    cw = np.bincount(index, weights=sample_weight, minlength=2 * runs)
+    total = np.bincount(run, weights=sample_weight, minlength=runs)
+    mean = np.bincount(run, weights=sample_weight * s, minlength=runs) / np.where(total > 0, total, 1.0)
+    keep = np.flatnonzero(cw > 0)
+    return mean[keep // 2], (keep % 2).astype(np.int8), cw[keep]
+
+
+def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEFAULT_N_BINS,
+                strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, level: float = 0.95,
+                seed: int = 0) -> dict:
+    """Rows, weight, positive rate, mean score, ECE, Brier, log-loss and AUC of one group, with intervals.
+
+    Parameters
+    ----------
+    scores, labels : array-like
+        The group's scores in [0, 1] and 0/1 labels.
+    sample_weight : array-like, optional
+        A row of weight ``w`` counts as ``w`` rows.
+    n_bins, strategy
+        Binning of ECE (:func:`calibdash.metrics.ece`; default 10 equal-count bins).
+    n_boot : int, default 200
+        Poisson-bootstrap resamples of the group's rows (0: no intervals).
+    level : float, default 0.95
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``rows``, ``weight``, ``positives`` (weight of the positive rows),
+        then for every name of :data:`STATS` its value and ``<name>_low``,
+        ``<name>_high``; ``note`` (text, "" when none). Metrics of a
+        one-class group are NaN (see the module docstring).
+    """
+    s = check_scores(scores)
+    y = check_labels(labels, s.size, require_both=False)
+    w = row_weights(sample_weight, s.size, y)
+    total = float(w.sum())
+    pos = float(w[y == 1].sum())
+    out = {"rows": int(s.size), "weight": total, "positives": pos,
+           "positive_rate": pos / total, "mean_score": float(np.dot(w, s) / total)}
+    one_class = pos <= 0 or pos >= total
+    if one_class:
+        out.update({m: math.nan for m in METRICS})
+        which = "positive" if pos > 0 else "negative"
+        out["note"] = f"one class only (every row {which}): ECE, Brier, log-loss and AUC are not computed"
+    else:
+        sw = None if sample_weight is None else w
+        out["ECE"] = metrics.ece(s, y, n_bins, strategy, sample_weight=sw)
+        out["Brier"] = metrics.brier(s, y, sample_weight=sw)
+        out["LogLoss"] = metrics.log_loss(s, y, sample_weight=sw)
+        out["AUC"] = metrics.auc(s, y, sample_weight=sw)
+        out["note"] = ""
+    for name in STATS:
+        out[f"{name}_low"] = out[f"{name}_high"] = math.nan
+    if n_boot <= 0:
+        return out
+    alpha = (1 - level) / 2
+    cs, cy, cw = _cells(s, y, w)
+    shift = dict.fromkeys(METRICS, 0.0)
+    if cs.size > BOOT_CELLS and not one_class:
+        cs, cy, cw = coarse_cells(cs, cy, cw, BOOT_CELLS // 2)
+        coarse = {"ECE": metrics.ece(cs, cy, n_bins, strategy, sample_weight=cw),
+                  "Brier": metrics.brier(cs, cy, sample_weight=cw), "LogLoss": metrics.log_loss(cs, cy, sample_weight=cw),
+                  "AUC": metrics.auc(cs, cy, sample_weight=cw)}
+        shift = {name: out[name] - coarse[name] for name in METRICS}
+    rng = np.random.default_rng(seed)
+    # positive rate and mean score: weighted sums of the resampled counts, in chunks of bounded memory
+    chunk = max(1, (1 << 22) // max(1, cs.size))
+    rates, means = [], []
+    for start in range(0, int(n_boot), chunk):
+        c = _poisson_counts(rng, cw, min(chunk, int(n_boot) - start))
+        tot = c.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates.append(c @ cy / tot)
+            means.append(c @ cs / tot)
+    for name, draws in (("positive_rate", np.concatenate(rates)), ("mean_score", np.concatenate(means))):
+        out[f"{name}_low"], out[f"{name}_high"] = (float(v) for v in np.nanquantile(draws, [alpha, 1 - alpha]))
+    if one_class:
+        return out
+    if np.all(cw == np.floor(cw)):
+        boot = cboot.bootstrap_cells(pd.DataFrame({"p": cs}), cw, cw * cy, n_boot=int(n_boot), level=level,
+                                     seed=seed, n_bins=n_bins, strategy=strategy, names=METRICS, mvce_views=1,
+                                     workers=1)
+        for name in METRICS:
+            out[f"{name}_low"], out[f"{name}_high"] = (v + shift[name] for v in boot.interval("p", name))
+        return out
+    # fractional weights: each row counted w * Poisson(1) times, metrics measured with those weights
+    draws = {name: np.full(int(n_boot), np.nan) for name in METRICS}
+    for b in range(int(n_boot)):
+        wb = _poisson_counts(rng, cw, 1)[0]
+        pb = float(wb[cy == 1].sum())
+        if pb <= 0 or pb >= wb.sum():
+            continue
+        draws["ECE"][b] = metrics.ece(cs, cy, n_bins, strategy, sample_weight=wb)
+        draws["Brier"][b] = metrics.brier(cs, cy, sample_weight=wb)
+        draws["LogLoss"][b] = metrics.log_loss(cs, cy, sample_weight=wb)
+        draws["AUC"][b] = metrics.auc(cs, cy, sample_weight=wb)
+    for name in METRICS:
+        out[f"{name}_low"], out[f"{name}_high"] = (float(v) + shift[name]
+                                                   for v in np.nanquantile(draws[name], [alpha, 1 - alpha]))
+    return out
+
+
+@dataclass
+class GroupReport:
+    """Per-group calibration of one score (see :func:`by_group`).
+
+    Attributes
+    ----------
+    column : str
+        The group column's name.
+    table : DataFrame
+        One row per group (index: the group's name, in display order):
+        ``rows``, ``weight``, ``positives``, each of :data:`STATS` with
+        ``<name>_low`` and ``<name>_high``, and ``note``.
+    overall : dict
+        The same statistics on all rows together (:func:`group_stats`).
+    reliability : dict
+        Group -> its reliability table (:func:`calibdash.metrics.reliability_table`).
+    groups : ndarray
+        Each row's group (after cutting and pooling), aligned with the input rows.
+    pooled : list of str
+        The groups pooled into :data:`OTHER`.
+    notes : list of str
+        How the groups were made and what to know about them, for the user.
+    n_bins, strategy, n_boot, level
+        How ECE was binned and the intervals drawn.
+    overall_reliability : DataFrame
+        The reliability table of all rows together (a reference in each group's diagram).
+    """
+
+    column: str
+    table: pd.DataFrame
+    overall: dict
+    reliability: dict
+    groups: np.ndarray
+    pooled: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    n_bins: int = metrics.DEFAULT_N_BINS
+    strategy: str = metrics.DEFAULT_STRATEGY
+    n_boot: int = 200
+    level: float = 0.95
+    overall_reliability: pd.DataFrame | None = None
+
+    @property
+    def binning(self) -> str:
+        """How ECE was binned, for captions."""
+        return metrics.binning_label(self.n_bins, self.strategy)
+
+    def worst(self, metric: str = "ECE") -> str | None:
+        """The group with the highest ``metric`` (None when every value is NaN)."""
+        v = self.table[metric].astype(float)
+        return None if v.isna().all() else str(v.idxmax())
+
+
+def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot, level, seed):
+    """Per group (in ``order``): :func:`group_stats` (each group from its own seed) and the reliability table."""
+    seeds = np.random.SeedSequence(seed).generate_state(len(order))
+    rows, tables = {}, {}
+    # each group's rows in their order, from one pass over the labels (not one comparison of every row per group)
+    codes = pd.Categorical(groups, categories=list(order)).codes
+    sorter = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[sorter], np.arange(len(order) + 1))
+    for i, (g, sd) in enumerate(zip(order, seeds)):
+        m = sorter[bounds[i]:bounds[i + 1]]
+        sw = None if sample_weight is None else w[m]
+        rows[g] = group_stats(s[m], y[m], sw, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
+                              seed=int(sd))
+        tables[g] = metrics.reliability_table(s[m], y[m], n_bins, strategy, sample_weight=sw)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "group"
+    return table, tables
+
+
+def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.DEFAULT_N_BINS,
+             strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
+             min_rows: float = MIN_ROWS, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES,
+             level: float = 0.95, column: str | None = None) -> GroupReport:
+    """Calibration of ``scores`` in every group of ``groups``.
+
+    Parameters
+    ----------
+    scores, labels : array-like
+        Scores in [0, 1] and 0/1 labels.
+    groups : array-like or Series
+        The group column, one value per row (see :func:`make_groups` for how
+        values become groups: quantile groups of a numeric column with many
+        values, small groups pooled into :data:`OTHER`).
+    sample_weight : array-like, optional
+        A row of weight ``w`` counts as ``w`` rows everywhere (group sizes,
+        quantile groups, metrics, the bootstrap).
+    n_bins, strategy
+        Binning of ECE and of the reliability tables (default 10 equal-count bins).
+    n_boot : int, default 200
+        Poisson-bootstrap resamples per group (0: no intervals).
+    seed : int, default 0
+    min_rows : float, default 50
+        Groups under this weight are pooled.
+    max_groups, n_quantiles, level
+        See :func:`make_groups`; ``level`` of the percentile intervals.
+    column : str, optional
+        The column's name for the notes (default: ``groups.name`` or "the group column").
+
+    Returns
+    -------
+    GroupReport
+
+    Raises
+    ------
+    SettingsError
+        Too many groups (see :func:`make_groups`).
+    DataError
+        Bad scores, labels, weights, or a group column of another length.
+    """
+    s = check_scores(scores)
+    y = check_labels(labels, s.size, require_both=False)
+    w = row_weights(sample_weight, s.size, y)
+    col = column or (str(groups.name) if isinstance(groups, pd.Series) and groups.name is not None
+                     else "the group column")
+    if len(groups) != s.size:
+        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
+    labels_, order, notes, pooled = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
+                                                min_rows=min_rows, name=col)
+    return group_report(s, y, w, sample_weight is not None, labels_, order, notes, pooled, col, n_bins, strategy,
+                   n_boot, level, seed)
+
+
+def group_report(s, y, sample_weight, weighted, labels_, order, notes, pooled, col, n_bins, strategy, n_boot, level,
+                 seed, *, cells: bool = False) -> GroupReport:
+    """The :class:`GroupReport` of groups already made.
+
+    Parameters
+    ----------
+    s, y, w : ndarray
+        Scores, labels and row weights (ones when ``weighted`` is False).
+    weighted : bool
+        Whether ``w`` weighs the rows (passed to every measure) or is all ones.
+    labels_ : ndarray
+        Each row's group; ``order``: the groups in display order.
+    notes, pooled, col, n_bins, strategy, n_boot, level, seed
+        As :class:`GroupReport` holds them; ``seed`` as :func:`by_group`'s.
+    cells : bool, default False
+        The rows are score cells' weighted rows (:meth:`calibdash.evaluation.cells.ScoreCells.weighted_rows`): each
+        stands for ``w`` real rows, so the table's ``rows`` counts those (the sum of the weights), not the
+        weighted rows.
+    """
+    seen = set(labels_)
+    order = [g for g in order if g in seen]
+    table, tables = _stats_table(s, y, sample_weight, labels_, order, sample_weight if weighted else None, n_bins,
+                                 strategy, n_boot, level, seed)
+    overall = group_stats(s, y, sample_weight if weighted else None, n_bins=n_bins, strategy=strategy, n_boot=0)
+    if cells:
+        table["rows"] = cell_rows(table["weight"])
+        overall["rows"] = int(cell_rows(overall["weight"]))
+    notes = list(notes)
+    one = [g for g in order if table.loc[g, "note"]]
+    if one:
+        notes.append(f"{', '.join(map(repr, one))} hold{'s' if len(one) == 1 else ''} one class only: "
+                     f"{'its' if len(one) == 1 else 'their'} metrics are not computed (NaN).")
+    return GroupReport(column=col, table=table, overall=overall, reliability=tables, groups=labels_,
+                       pooled=list(pooled), notes=notes, n_bins=n_bins, strategy=strategy, n_boot=int(n_boot),
+                       level=level, overall_reliability=metrics.reliability_table(
+                           s, y, n_bins, strategy, sample_weight=sample_weight if weighted else None))
+

@@ -1,0 +1,323 @@
+"""How a column's values become groups (:func:`make_groups`), for :mod:`calibdash.monitoring.groups`.
+
+How groups are made (:func:`make_groups`)
+-----------------------------------------
+* text, boolean or date values, and numbers with at most ``max_groups``
+  distinct values: one group per value (missing values are a group of their
+  own, ``"(missing)"``);
+* numbers with more distinct values: cut into ``n_quantiles`` equal-weight
+  quantile groups (numpy's linear quantile rule on the weighted rows; tied
+  edges merged), labelled by their ranges ``"[a, b)"``, the last closed;
+* groups with less than ``min_rows`` rows (weight) are pooled into one group
+  ``"other"`` (:data:`OTHER`), last, and the report says which;
+* more than ``max_groups`` groups left after pooling is refused
+  (:class:`~calibdash.core.errors.SettingsError`) with a hint to bin the column.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import SettingsError
+
+__all__ = ["OTHER", "MISSING", "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "make_groups", "group_codes", "name_groups",
+           "GroupCoding", "GroupNames", "coding_for", "quantile_edges", "quantile_bin"]
+
+#: Name of the group the small groups are pooled into.
+OTHER = "other"
+#: Name of the group of rows whose value is missing.
+MISSING = "(missing)"
+#: Most groups shown side by side.
+MAX_GROUPS = 20
+#: Groups with less weight than this are pooled into :data:`OTHER`.
+MIN_ROWS = 50
+#: Quantile groups of a numeric column with more than ``max_groups`` distinct values.
+N_QUANTILES = 5
+
+
+def _is_number_column(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def _weighted_quantiles(x: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Quantiles of ``x`` with weights ``w``: numpy's linear rule on the rows, a row of weight ``v`` counting
+    as ``v`` rows (exact for whole weights, interpolated on the cumulative weight otherwise)."""
+    order = np.argsort(x, kind="stable")
+    xs, ws = x[order], w[order]
+    keep = ws > 0
+    xs, ws = xs[keep], ws[keep]
+    if np.all(ws == 1):
+        return np.quantile(xs, q)
+    # position of the k-th of N rows (0-based) under the linear rule: q * (N - 1); row i covers
+    # positions [cum_i - w_i, cum_i - 1]
+    cum = np.cumsum(ws)
+    pos = q * (cum[-1] - 1)
+    lo = np.floor(pos)
+    frac = pos - lo
+    at = lambda p: xs[np.minimum(np.searchsorted(cum - 1, p, side="left"), xs.size - 1)]  # noqa: E731
+    return at(lo) * (1 - frac) + at(lo + 1) * frac
+
+
+def quantile_edges(x: np.ndarray, n_quantiles: int, sample_weight=None) -> np.ndarray:
+    """Edges of ``n_quantiles`` equal-weight groups of the present values ``x``: the distinct quantiles at
+    ``linspace(0, 1, n_quantiles + 1)`` (numpy's linear rule; weighted as :func:`make_groups` weighs rows)."""
+    x = np.asarray(x, dtype=float)
+    w = np.ones(x.size) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    edges = np.unique(_weighted_quantiles(x, w, np.linspace(0, 1, int(n_quantiles) + 1)))
+    if edges.size < 2:
+        edges = np.array([x.min(), x.max()])
+    return edges
+
+
+def quantile_bin(x, edges) -> np.ndarray:
+    """The quantile group of each value: how many inner edges lie at or below it (``[e_k, e_{k+1})``, the
+    last group closed)."""
+    return np.searchsorted(np.asarray(edges, dtype=float)[1:-1], np.asarray(x, dtype=float), side="right")
+
+
+@dataclass(frozen=True)
+class GroupCoding:
+    """How a column's present values became raw group codes (see :func:`group_codes`).
+
+    Attributes
+    ----------
+    how : {"text", "number", "quantile"}
+        ``"text"``: the code is the value as trimmed text (booleans and any
+        non-number value); ``"number"``: the number itself; ``"quantile"``:
+        the quantile group, an index of the ranges between ``edges``.
+    n_distinct : int
+        Distinct present values of the column (for the notes and the refusal): numbers, or trimmed texts.
+    edges : ndarray
+        The quantile groups' edges (``how == "quantile"``), else empty.
+    weighted : bool
+        Whether the quantiles were of weighted rows (for the note).
+    """
+
+    how: str
+    n_distinct: int
+    edges: np.ndarray = field(default_factory=lambda: np.empty(0))
+    weighted: bool = False
+
+
+def coding_for(is_number: bool, n_distinct: int, max_groups: int = MAX_GROUPS) -> str:
+    """``"quantile"`` for a number column with more than ``max_groups`` distinct values, ``"number"`` for
+    one with fewer, ``"text"`` for any other column (the rule every engine applies)."""
+    if not is_number:
+        return "text"
+    return "quantile" if int(n_distinct) > int(max_groups) else "number"
+
+
+def group_ids(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES
+              ) -> tuple[np.ndarray, np.ndarray, GroupCoding]:
+    """Each row's raw group code as an index into the distinct codes: ``(ids, codes, coding)``.
+
+    ``codes[ids]`` are :func:`group_codes`' codes (``ids`` is -1 where the value is missing), found in one hash
+    pass over the rows: a column of 10^7 rows and 50 segments gives 10^7 small integers and 50 codes, never
+    one string per row.
+    """
+    s = pd.Series(values).reset_index(drop=True)
+    index, uniques = pd.factorize(s, use_na_sentinel=True)      # categories: read from their codes
+    missing = index < 0
+    n_distinct = len(uniques)
+    how = coding_for(_is_number_column(s), n_distinct, max_groups)
+    if how == "text":
+        shown = pd.Series(uniques).astype(str).str.strip().to_numpy(dtype=object)
+        ids_of, codes = pd.factorize(shown)                        # values equal once trimmed: one code
+        ids = np.where(missing, -1, ids_of[index])
+        return ids, np.asarray(codes, dtype=object), GroupCoding("text", len(codes))
+    if how == "quantile":
+        x = np.asarray(uniques, dtype=float)[index[~missing]]
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)[~missing]
+        edges = quantile_edges(x, n_quantiles, w)
+        ids = np.full(s.size, -1, dtype=np.int64)
+        ids[~missing], codes = pd.factorize(quantile_bin(x, edges))
+        return ids, np.asarray(codes, dtype=np.int64), GroupCoding("quantile", n_distinct, edges,
+                                                                   sample_weight is not None)
+    return index.astype(np.int64), np.asarray(uniques, dtype=float), GroupCoding("number", n_distinct)
+
+
+def group_codes(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES
+                ) -> tuple[np.ndarray, np.ndarray, GroupCoding]:
+    """Each row's raw group code, which rows are missing, and how the codes were made (rows in memory).
+
+    The codes are those every engine computes where the rows live: the value
+    as trimmed text (text, booleans, dates), the number itself (a number
+    column with at most ``max_groups`` distinct values) or the quantile group
+    :func:`quantile_bin` (a number column with more; edges by
+    :func:`quantile_edges`). :func:`name_groups` turns their weights into the
+    groups shown. :func:`group_ids` gives the same as indices into the distinct codes.
+
+    Returns
+    -------
+    (codes, missing, coding)
+        ``codes``: object array (text), float array (numbers) or int array
+        (quantile groups), meaningless where ``missing``.
+    """
+    ids, distinct, coding = group_ids(values, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles)
+    missing = ids < 0
+    filler = np.array(["" if coding.how == "text" else 0], dtype=distinct.dtype)
+    return np.concatenate([distinct, filler])[ids], missing, coding
+
+
+@dataclass(frozen=True)
+class GroupNames:
+    """The groups made of raw codes' weights (see :func:`name_groups`).
+
+    Attributes
+    ----------
+    names : list of str
+        The group of each raw code given, after pooling.
+    missing : str or None
+        The group of the missing rows (None when there are none).
+    order, notes, pooled
+        As :func:`make_groups` returns them.
+    """
+
+    names: list
+    missing: str | None
+    order: list
+    notes: list
+    pooled: list
+
+
+def _number_text(v) -> str:
+    v = float(v)
+    return str(int(v)) if v.is_integer() else _fmt(v)
+
+
+def name_groups(keys, weights, coding: GroupCoding, *, n_missing: int = 0, missing_weight: float = 0.0,
+                max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES, min_rows: float = MIN_ROWS,
+                name: str = "the column") -> GroupNames:
+    """The groups shown, from the raw codes present and their weights: names, display order, pooling, notes.
+
+    The one rule of :func:`make_groups` (see the module docstring), applied to
+    what any engine can count where the rows live: the distinct raw codes of
+    :func:`group_codes` with the weight (rows) of each.
+
+    Parameters
+    ----------
+    keys : sequence
+        The distinct raw codes of present values that have rows.
+    weights : sequence of float
+        The weight of each (rows, or the sum of row weights).
+    coding : GroupCoding
+    n_missing : int
+        Rows with no value (the group :data:`MISSING` when positive).
+    missing_weight : float
+        Their weight.
+    max_groups, n_quantiles, min_rows, name
+        As :func:`make_groups`.
+
+    Raises
+    ------
+    SettingsError
+        More than ``max_groups`` groups after pooling.
+    """
+    keys = list(keys)
+    notes: list[str] = []
+    if coding.how == "quantile":
+        edges = coding.edges
+        order = [f"[{_fmt(edges[k])}, {_fmt(edges[k + 1])}{']' if k == edges.size - 2 else ')'}"
+                 for k in range(edges.size - 1)]
+        first = [order[int(k)] for k in keys]
+        notes.append(f"{name} has {coding.n_distinct:,} distinct numbers: it is cut into {len(order)} "
+                     f"equal-count quantile groups of its values"
+                     + (" (weighted)" if coding.weighted else "")
+                     + (f" ({int(n_quantiles)} asked for; tied edges merged)" if len(order) < n_quantiles else "")
+                     + ".")
+    elif coding.how == "number":
+        first = [_number_text(k) for k in keys]
+        order = list(dict.fromkeys(_number_text(k) for k in sorted(float(k) for k in keys)))
+    else:
+        first = [str(k).strip() for k in keys]
+        order = sorted(set(first), key=lambda v: (v.lower(), v))
+    weight = pd.Series(np.asarray(weights, dtype=float), dtype=float).groupby(
+        pd.Index(first, dtype=object)).sum().to_dict() if keys else {}
+    if n_missing:
+        order.append(MISSING)
+        weight[MISSING] = weight.get(MISSING, 0.0) + float(missing_weight)
+        notes.append(f"{int(n_missing):,} rows have no value in {name}: they form the group {MISSING!r}.")
+    small = [g for g in order if weight.get(g, 0.0) < min_rows]
+    pooled_groups: list[str] = []
+    rename = {}
+    if small and len(small) < len(order):
+        pooled = OTHER if OTHER not in order else f"{OTHER} (pooled)"
+        rename = dict.fromkeys(small, pooled)
+        order = [g for g in order if g not in small] + [pooled]
+        pooled_groups = list(small)
+        listed = ", ".join(map(repr, small[:8])) + (f" and {len(small) - 8} more" if len(small) > 8 else "")
+        pooled_w = float(sum(weight.get(g, 0.0) for g in small))
+        notes.append(f"{len(small)} group{'s' if len(small) > 1 else ''} with fewer than {min_rows:g} rows "
+                     f"({listed}) {'are' if len(small) > 1 else 'is'} pooled into {pooled!r} "
+                     f"({pooled_w:,.0f} rows)"
+                     + (f"; {pooled!r} itself is still under {min_rows:g} rows" if pooled_w < min_rows else "")
+                     + ".")
+    elif small:
+        notes.append(f"Every group of {name} has fewer than {min_rows:g} rows: none is pooled, and every "
+                     "interval is wide.")
+    names = [rename.get(g, g) for g in first]
+    missing = rename.get(MISSING, MISSING) if n_missing else None
+    seen = set(names) | ({missing} if missing else set())
+    order = [g for g in order if g in seen]             # a quantile group can be empty after merged edges
+    if len(order) > max_groups:
+        raise SettingsError(
+            f"{name} has {coding.n_distinct:,} distinct values, {len(order):,} groups after pooling those under "
+            f"{min_rows:g} rows: more than the "
+            f"{max_groups} that can be compared side by side. Bin the column into fewer values (a coarser "
+            "category, or ranges of a number), or choose another column.")
+    return GroupNames(names, missing, order, notes, pooled_groups)
+
+
+def make_groups(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES,
+                min_rows: float = MIN_ROWS, name: str = "the column"
+                ) -> tuple[np.ndarray, list[str], list[str], list[str]]:
+    """Each row's group, the groups in display order, notes saying how they were made, and the pooled groups.
+
+    Parameters
+    ----------
+    values : array-like or Series
+        The group column, one value per row.
+    sample_weight : array-like, optional
+        Row weights: quantile groups hold equal weight, and a group's size is its weight.
+    max_groups : int, default 20
+        Most groups kept; a numeric column with more distinct values is cut
+        into ``n_quantiles`` quantile groups, any other column with more
+        groups (after pooling) is refused.
+    n_quantiles : int, default 5
+    min_rows : float, default 50
+        Groups lighter than this are pooled into :data:`OTHER`.
+    name : str
+        The column's name, for the notes and errors.
+
+    Returns
+    -------
+    (labels, order, notes, pooled)
+        ``labels``: object array of each row's group name (text);
+        ``order``: the groups, in the order to show them (values in their
+        natural order, :data:`OTHER` last); ``notes``: sentences for the user;
+        ``pooled``: the groups pooled into :data:`OTHER`.
+
+    Raises
+    ------
+    SettingsError
+        More than ``max_groups`` groups, or ``n_quantiles`` outside 2..``max_groups``.
+    """
+    s = pd.Series(values).reset_index(drop=True)
+    n = len(s)
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    if not 2 <= int(n_quantiles) <= max_groups:
+        raise SettingsError(f"n_quantiles must be between 2 and {max_groups}, got {n_quantiles}.")
+    codes, missing, coding = group_codes(s, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles)
+    keys, inv = pd.factorize(codes[~missing], sort=False)
+    named = name_groups(list(inv), np.bincount(keys, weights=w[~missing], minlength=len(inv)), coding,
+                        n_missing=int(missing.sum()), missing_weight=float(w[missing].sum()),
+                        max_groups=max_groups, n_quantiles=n_quantiles, min_rows=min_rows, name=name)
+    labels = np.full(n, named.missing or MISSING, dtype=object)
+    labels[~missing] = np.asarray(named.names, dtype=object)[keys] if len(inv) else labels[~missing]
+    return labels, named.order, named.notes, named.pooled

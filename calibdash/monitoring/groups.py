@@ -1,0 +1,240 @@
+"""Calibration by group: per-group metrics with intervals, per-group reliability, and a calibrator that reads the group.
+
+What monitoring users ask first: *is the model calibrated for every segment,
+or only on average?* :func:`by_group` answers with, per group of a column
+(segment, country, device, or a numeric column cut into quantile groups):
+rows, positive rate, mean score, ECE, Brier score, log-loss and AUC (the
+functions of :mod:`calibdash.metrics`), each with a bootstrap interval, and
+the group's reliability table (:func:`calibdash.metrics.reliability_table`).
+:func:`fix_groups` then fits a calibrator of the score alone and MBCT (Huang
+et al., 2022) with the group column as its one feature on the fitting part of
+an evaluation scheme, and measures every group's ECE on the held-out part:
+a score-only calibrator can only move the average, a group-aware one can
+fix each group.
+
+The groups are made in :mod:`calibdash.monitoring.grouping` (:func:`make_groups`) and
+measured in :mod:`calibdash.monitoring.group_metrics` (:func:`group_stats`,
+:func:`by_group`, :class:`GroupReport`); this module keeps the public names
+of all three, the calibrator that fixes the groups (:func:`fix_groups`) and
+the alignment of a file's column with a ScoreSet (:func:`column_for_rows`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..measures import calibration as metrics
+from ..evaluation.crossfit import cross_fit
+from ..core.errors import DataError, SettingsError
+from ..evaluation.holdout import Scheme, split_indices
+from .group_metrics import METRICS, STATS, GroupReport, by_group, group_report, group_stats, row_weights
+from .grouping import MAX_GROUPS, MIN_ROWS, MISSING, N_QUANTILES, OTHER, make_groups
+from ..evaluation.methods import RAW, resolve
+from ..core.validation import check_labels, check_scores
+
+__all__ = ["OTHER", "MISSING", "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "STATS", "METRICS", "GroupReport",
+           "GroupFix", "make_groups", "group_stats", "by_group", "fix_groups", "fix_made_groups", "column_for_rows"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The calibrator that fixes the groups
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class GroupFix:
+    """Per-group held-out calibration before and after a score-only calibrator and MBCT on the group.
+
+    Attributes
+    ----------
+    reports : dict
+        Method key (``"uncalibrated"``, the chosen method, ``"mbct"``) -> :class:`GroupReport`
+        of its held-out predictions, with the same groups.
+    table : DataFrame
+        Index: the groups, then ``"all rows"``; columns: the method keys; values: held-out ECE.
+    predictions : DataFrame
+        The held-out predictions (index: the judged rows' positions), one column per method.
+    rows : ndarray
+        Positions of the judged rows.
+    models : dict
+        Method key -> calibrator fitted on the fitting part (k-fold: on all rows).
+    scheme : Scheme
+    mbct_params : dict
+        The hyperparameters MBCT was fitted with.
+    """
+
+    reports: dict
+    table: pd.DataFrame
+    predictions: pd.DataFrame
+    rows: np.ndarray
+    models: dict
+    scheme: Scheme
+    mbct_params: dict
+
+
+#: Index label of the table row measured on every judged row.
+ALL_ROWS = "all rows"
+
+
+#: MVCE views per node of "the calibrator that fixes the groups" (MBCT with the group as its feature).
+MBCT_VIEWS = 100
+
+
+def _mbct_bin_size(groups: np.ndarray, w: np.ndarray, fit_rows: np.ndarray) -> int:
+    """MBCT's least leaf weight: at most its default 500, at most half the lightest group's fitting weight
+    (so a tree can give every group a leaf of its own), at least 20 (MBCT's lowest offered value)."""
+    fit_w = pd.Series(w[fit_rows]).groupby(groups[fit_rows]).sum()
+    return int(np.clip(fit_w.min() // 2, 20, 500))
+
+
+def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str = "isotonic",
+               sample_weight=None, *, params: dict | None = None, mbct_params: dict | None = None, split=None,
+               n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200,
+               seed: int = 0, min_rows: float = MIN_ROWS, max_groups: int = MAX_GROUPS,
+               n_quantiles: int = N_QUANTILES, column: str | None = None) -> GroupFix:
+    """Fit ``method`` (score only) and MBCT with the group as its feature; per-group ECE on held-out rows.
+
+    The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides
+    them (:func:`calibdash.evaluation.holdout.split_indices` on the same
+    ``scheme``), each method is fitted on the fitting rows (:func:`calibdash.evaluation.crossfit.cross_fit`), and
+    the held-out predictions are measured per group by :func:`by_group`. The
+    groups are made once, on all rows (:func:`make_groups`), and MBCT reads
+    them as one categorical feature column, named after the column. Unlike
+    ``evaluate``, the fits take ``sample_weight``; without weights the
+    predictions are ``evaluate``'s (``tests/monitoring/test_groups.py``).
+
+    Parameters
+    ----------
+    scores, labels, groups, sample_weight
+        As for :func:`by_group`.
+    scheme : Scheme, default ``Scheme()`` (stratified 70/30 split, seed 0)
+    method : str, default "isotonic"
+        The score-only calibrator (a registered name).
+    params : dict, optional
+        Its hyperparameters.
+    mbct_params : dict, optional
+        MBCT's hyperparameters. By default its own, except ``bin_size``
+        (the least rows of a leaf, 500 by default): at most half the lightest
+        group's fitting weight, within 20..500, so that a small group can have
+        a leaf of its own.
+    split : array-like, optional
+        The file's split column, for ``Scheme(kind="column")``.
+    n_bins, strategy, n_boot, seed, min_rows, max_groups, n_quantiles, column
+        As for :func:`by_group`.
+
+    Returns
+    -------
+    GroupFix
+    """
+    scheme = scheme or Scheme()
+    s = check_scores(scores)
+    y = check_labels(labels, s.size)
+    w = row_weights(sample_weight, s.size, y)
+    if len(groups) != s.size:
+        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
+    col = column or (str(groups.name) if isinstance(groups, pd.Series) and groups.name is not None else "group")
+    labels_, order, _, _ = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
+                                    min_rows=min_rows, name=col)
+    pairs = split_indices(y, scheme, split, scores=s)
+    return fix_made_groups(s, y, w, sample_weight is not None, labels_, order, col, pairs, scheme, method,
+                           params=params, mbct_params=mbct_params, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+                           seed=seed)
+
+
+def fix_made_groups(s: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool, labels_: np.ndarray, order,
+                    col: str, pairs, scheme: Scheme, method: str = "isotonic", *, params: dict | None = None,
+                    mbct_params: dict | None = None, n_bins: int = metrics.DEFAULT_N_BINS,
+                    strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
+                    cells: bool = False) -> GroupFix:
+    """:func:`fix_groups` on groups already made and rows already divided.
+
+    Parameters
+    ----------
+    s, y, w : ndarray
+        Checked scores, labels and row weights (ones when ``weighted`` is False).
+    weighted : bool
+        Whether ``w`` weighs the rows (passed to the fits and the measures).
+    labels_ : ndarray
+        Each row's group; ``order``: the groups in display order; ``col``: the column's name (MBCT's feature).
+    pairs : list of (fit rows, judged rows)
+        Row positions (:func:`calibdash.evaluation.holdout.split_indices`): one pair, or one per fold for ``"kfold"``.
+    scheme : Scheme
+        Its ``kind`` says whether the pairs are folds (every row judged once, the models refitted on all rows).
+    method, params, mbct_params, n_bins, strategy, n_boot, seed
+        As for :func:`fix_groups`.
+    cells : bool, default False
+        The rows are score cells' weighted rows: ``rows`` in the reports counts the real rows they stand for.
+
+    Returns
+    -------
+    GroupFix
+    """
+    kfold = scheme.kind == "kfold"
+    rows = np.sort(np.concatenate([te for _, te in pairs])) if kfold else pairs[0][1]
+    fit_rows = np.arange(s.size) if kfold else pairs[0][0]
+    # The paper's r = 100 views for each node's split choice, not MBCT's default 20: with 20, a seeded draw
+    # on the drift sample misses the one feature split that fixes the bad segment about one time in five.
+    mbct = {"bin_size": _mbct_bin_size(labels_, w, fit_rows), "views": MBCT_VIEWS}
+    mbct.update(mbct_params or {})
+    cals = resolve({method: dict(params or {})})
+    if getattr(cals[method], "uses_features", False):
+        raise SettingsError(f"choose a calibrator of the score alone to set beside MBCT, not {method!r}.")
+    cals.update(resolve({"mbct": mbct}))
+    features = pd.DataFrame({col: pd.Categorical(labels_, categories=order)})
+    fit = cross_fit(cals, s, y, w if weighted else None, pairs, features, refit=kfold)
+    preds = {RAW: s[rows], **{key: fit.column(key)[rows] for key in cals}}
+    predictions = pd.DataFrame(preds, index=rows)
+    reports = {key: group_report(predictions[key].to_numpy(), y[rows], w[rows], weighted, labels_[rows], order, [],
+                                 [], col, n_bins, strategy, n_boot, 0.95, seed, cells=cells)
+               for key in preds}
+    table = pd.DataFrame({key: r.table["ECE"] for key, r in reports.items()})
+    table = table.reindex([g for g in order if g in table.index])
+    table.loc[ALL_ROWS] = [r.overall["ECE"] for r in reports.values()]
+    table.index.name = "group"
+    return GroupFix(reports=reports, table=table, predictions=predictions, rows=rows, models=fit.models,
+                    scheme=scheme, mbct_params=mbct)
+
+
+# ---------------------------------------------------------------------------------------------
+# A column of the file, aligned with a ScoreSet's usable rows
+# ---------------------------------------------------------------------------------------------
+def column_for_rows(ss, column: str) -> pd.Series:
+    """Column ``column`` of ``ss.raw`` restricted to the ScoreSet's usable rows, in their order.
+
+    A :class:`~calibdash.data.ScoreSet` keeps the table as read (``raw``)
+    and drops the rows whose score is missing, not finite or not a number,
+    or whose label is missing (counted in ``report.dropped``), without
+    keeping which. They are found again here by the same tests, and the
+    result is checked against ``ss.scores`` (same count, same scores after
+    the same logistic mapping), so a mismatch cannot pass silently. When no
+    row was dropped (as many usable rows as rows read) the column is the
+    file's own, returned as it is: no re-reading of the scores (on 10^7 rows
+    that re-reading held 340 MB for 0.6 s).
+
+    Raises
+    ------
+    DataError
+        ``column`` is not a column of the file, or the usable rows cannot be found again.
+    """
+    from ..core.margins import to_probabilities
+    from ..core.numbers import parse_numbers
+
+    raw = ss.raw
+    if column not in raw.columns:
+        raise DataError(f"column {column!r} is not in {ss.name}; its columns are: "
+                        f"{', '.join(map(str, raw.columns[:40]))}.")
+    if ss.n_rows == len(raw):
+        return raw[column].reset_index(drop=True)      # no row was dropped: the rows are the file's, in order
+    score, _ = parse_numbers(raw[ss.score])
+    lab = raw[ss.label_column]
+    keep = np.isfinite(score) & lab.notna().to_numpy(dtype=bool)
+    if lab.dtype == object or pd.api.types.is_string_dtype(lab):
+        keep &= (lab.astype(str).str.strip() != "").to_numpy()
+    ok = int(keep.sum()) == ss.n_rows
+    if ok:
+        mapped, _ = to_probabilities(score, column=ss.score)
+        ok = np.allclose(np.asarray(mapped, dtype=float)[keep], ss.scores, rtol=0, atol=1e-12)
+    if not ok:
+        raise DataError(f"the usable rows of {ss.name} cannot be matched to the file's rows, so column "
+                        f"{column!r} cannot be aligned with the scores.")
+    return raw[column][keep].reset_index(drop=True)

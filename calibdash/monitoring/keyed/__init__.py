@@ -1,0 +1,130 @@
+"""Keyed score cells: score cells that also carry a group or a period, for monitoring at any scale.
+
+A *keyed* cell gathers the rows that share a part, a score cell (see
+:mod:`calibdash.evaluation.cells`) and a **key**: the value of a group column (a
+segment, a country, or a quantile range of a numeric column) or the period of
+a date column (day, week, month or quarter). Everything the Groups & time
+views show (per-group and per-period measures with intervals, the staleness
+view, the calibrator that fixes the groups) is computed from keyed cells as
+weighted rows, so it costs O(cells) after one pass over the rows, and the
+rows may live in memory, in DuckDB or in Spark: the three engines give the
+same keyed cells (``tests/engines/test_engine_contract.py``).
+
+:class:`Key` says which column and how its values become keys;
+:class:`KeyedCells` holds the cells with one key code per cell and the keys'
+labels in display order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...evaluation.cells import ScoreCells
+from ...core.errors import SettingsError
+
+__all__ = ["Key", "KeyedCells", "KINDS", "PERIODS"]
+
+#: What a key can be.
+KINDS = ("group", "period")
+#: Period lengths a key can have (pandas period aliases; weeks start on Monday, as :mod:`calibdash.monitoring.drift`).
+PERIODS = ("D", "W", "M", "Q")
+
+
+@dataclass(frozen=True)
+class Key:
+    """Which column keys the cells, and how its values become keys.
+
+    Parameters
+    ----------
+    column : str
+        The group or date column.
+    kind : {"group", "period"}, default "group"
+        ``"group"``: one key per value (text, boolean, or a number column with
+        at most ``max_groups`` distinct values), or ``n_quantiles``
+        equal-count ranges of a number column with more (exact quantiles,
+        numpy's linear rule, computed where the rows live); groups lighter
+        than ``min_rows`` are pooled into ``"other"``; missing values are the
+        group ``"(missing)"`` (the rules of :func:`calibdash.monitoring.grouping.make_groups`).
+        ``"period"``: the period of a date or date-time column
+        (:func:`calibdash.monitoring.drift.to_periods`'s labels; rows without a readable
+        date are left out and counted).
+    freq : {"D", "W", "M", "Q"} or "auto", default "auto"
+        Period length (``kind="period"`` only); "auto" as
+        :func:`calibdash.monitoring.drift.choose_freq`.
+    n_quantiles : int, default 5
+    max_groups : int, default 20
+    min_rows : float, default 50
+    """
+
+    column: str
+    kind: str = "group"
+    freq: str = "auto"
+    n_quantiles: int = 5
+    max_groups: int = 20
+    min_rows: float = 50
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise SettingsError(f"a key is one of {', '.join(KINDS)}, got {self.kind!r}.")
+        if self.kind == "period" and self.freq != "auto" and self.freq not in PERIODS:
+            raise SettingsError(f"a period is 'auto' or one of {', '.join(PERIODS)}, got {self.freq!r}.")
+
+
+@dataclass(frozen=True)
+class KeyedCells:
+    """Score cells with a key per cell (see the module docstring).
+
+    Attributes
+    ----------
+    cells : ScoreCells
+        One cell per (part, score cell, key) holding rows, sorted by key, then
+        part, then score. Cells are exact (the distinct scores) or on the grid
+        by the rule of :mod:`calibdash.evaluation.cells`, decided on all rows together.
+    key : ndarray of int32
+        Each cell's key, an index into ``labels``.
+    labels : tuple of str
+        The keys in display order: groups in their values' natural order
+        (``"other"`` and ``"(missing)"`` last), periods in time order, named as
+        :func:`calibdash.monitoring.drift.to_periods` names them.
+    spec : Key
+        The key asked for (``freq`` resolved when it was "auto").
+    starts : tuple
+        Periods: each period's first day (``pandas.Timestamp``); groups: empty.
+    notes : tuple of str
+        How the keys were made, for the user (as ``make_groups`` / ``to_periods`` word them).
+    pooled : tuple of str
+        Groups pooled into ``"other"``.
+    n_left_out : int
+        Rows without a key (a period column's rows with no readable date).
+    """
+
+    cells: ScoreCells
+    key: np.ndarray
+    labels: tuple
+    spec: Key
+    starts: tuple = ()
+    notes: tuple = ()
+    pooled: tuple = ()
+    n_left_out: int = 0
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held (what a cache is charged for)."""
+        return int(self.cells.nbytes + self.key.nbytes)
+
+    def of(self, k: int) -> ScoreCells:
+        """The cells of key ``k`` (an index into ``labels``)."""
+        return self.cells.select(self.key == int(k))
+
+    def weighted_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(scores, labels, weights, key)``: each cell as a positive row of weight ``n_pos`` and a negative
+        row of weight ``n - n_pos`` (zero-weight rows dropped), with its key."""
+        c = self.cells
+        k = np.concatenate([self.key, self.key])
+        w = np.concatenate([c.n_pos, c.n - c.n_pos])
+        s, y, wt = c.weighted_rows()
+        return s, y, wt, k[w > 0]

@@ -1,0 +1,136 @@
+"""From raw key codes to keyed cells: the step every engine shares after grouping its rows.
+
+An engine groups its rows by (raw key code, part, score code), where the raw
+key code is what it can compute where the rows live, row by row:
+
+* a group key: the value as trimmed text, the number itself, or the
+  quantile group (:func:`calibdash.monitoring.grouping.group_codes`);
+* a period key: the first day of the row's period, in days since
+  1970-01-01 (:func:`calibdash.monitoring.drift.period_start_days`).
+
+The keys shown are then made from the raw codes' rows alone, by the rules of
+:func:`calibdash.monitoring.grouping.make_groups` (:func:`~calibdash.monitoring.grouping.name_groups`:
+order, pooling into ``"other"``, ``"(missing)"``, the refusal of too many
+groups) and :func:`calibdash.monitoring.drift.to_periods`
+(:func:`~calibdash.monitoring.drift.name_periods`), and the grouped rows are merged into
+one cell per (key, part, score code) (:func:`reduce_keyed`). The rows in
+memory (:func:`calibdash.monitoring.keyed.from_rows.keyed_cells`) and the SQL engines go
+through these same functions, so they give the same keyed cells.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from ...evaluation.cells import ScoreCells
+from ..drift import name_periods
+from ...core.errors import SettingsError
+from ..grouping import GroupCoding, name_groups
+from . import Key, KeyedCells
+
+__all__ = ["reduce_keyed", "group_cells", "period_cells", "check_group_key"]
+
+
+def check_group_key(key: Key) -> None:
+    """Refuse ``n_quantiles`` outside 2..``max_groups`` (as :func:`calibdash.monitoring.grouping.make_groups`)."""
+    if not 2 <= int(key.n_quantiles) <= key.max_groups:
+        raise SettingsError(f"n_quantiles must be between 2 and {key.max_groups}, got {key.n_quantiles}.")
+
+
+def reduce_keyed(key, part, code, n, n_pos, score_sum, *, exact: bool) -> tuple[ScoreCells, np.ndarray]:
+    """One cell per (key, part, score code) from grouped rows (or single rows: ``n`` = 1), sorted by key,
+    then part, then score.
+
+    ``code`` is the exact score (``exact``) or the grid step; a cell's score
+    is its code (exact) or ``score_sum / n`` (grid), as
+    :meth:`calibdash.evaluation.cells.CellAccumulator.result`.
+
+    Returns
+    -------
+    (cells, key)
+        The cells and each cell's key (int32).
+    """
+    key = np.asarray(key, dtype=np.int64)
+    part = np.asarray(part, dtype=np.int64)
+    code = np.asarray(code, dtype=float)
+    if code.size:               # one int64 sort key (key, part, code rank): one argsort, not a 3-key lexsort
+        ranks, rank = np.unique(code, return_inverse=True)
+        p_lo, n_parts = part.min(), int(part.max() - part.min()) + 1
+        order = np.argsort((key * n_parts + (part - p_lo)) * ranks.size + rank.reshape(-1), kind="stable")
+    else:
+        order = np.empty(0, dtype=np.int64)
+    key, part, code = key[order], part[order], code[order]
+    change = np.ones(order.size, dtype=bool)
+    if order.size:
+        change[1:] = (key[1:] != key[:-1]) | (part[1:] != part[:-1]) | (code[1:] != code[:-1])
+    start = np.flatnonzero(change)
+    if order.size:
+        n = np.add.reduceat(np.asarray(n, dtype=np.int64)[order], start)
+        pos = np.add.reduceat(np.asarray(n_pos, dtype=np.int64)[order], start)
+        ssum = np.add.reduceat(np.asarray(score_sum, dtype=float)[order], start)
+    else:
+        n, pos, ssum = np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    score = code[start].copy() if exact else ssum / n
+    cells = ScoreCells(score=score, n=n, n_pos=pos, score_sum=ssum, part=part[start].astype(np.int16),
+                       exact=bool(exact), n_rows=int(n.sum()))
+    return cells, key[start].astype(np.int32)
+
+
+def group_cells(raw, missing, part, code, n, n_pos, score_sum, *, exact: bool, coding: GroupCoding,
+                key: Key) -> KeyedCells:
+    """Keyed cells of a group key from rows grouped by (raw code, part, score code).
+
+    Parameters
+    ----------
+    raw : array-like
+        Each grouped row's raw code (:func:`calibdash.monitoring.grouping.group_codes`'s
+        codes; anything where ``missing``).
+    missing : array-like of bool
+        Whether the group's value is missing.
+    part, code, n, n_pos, score_sum : array-like
+        As :func:`reduce_keyed`.
+    exact : bool
+    coding : GroupCoding
+        How the raw codes were made (and the column's distinct values).
+    key : Key
+    """
+    check_group_key(key)
+    missing = np.asarray(missing, dtype=bool)
+    n = np.asarray(n, dtype=np.int64)
+    present = ~missing
+    raw = np.asarray(raw, dtype=object if coding.how == "text" else float)
+    ids, uniq = pd.factorize(raw[present], sort=False)
+    weights = np.bincount(ids, weights=n[present], minlength=len(uniq))
+    n_missing = int(n[missing].sum())
+    named = name_groups(list(uniq), weights, coding, n_missing=n_missing, missing_weight=float(n_missing),
+                        max_groups=key.max_groups, n_quantiles=key.n_quantiles, min_rows=key.min_rows,
+                        name=key.column)
+    index = {g: i for i, g in enumerate(named.order)}
+    k = np.empty(raw.size, dtype=np.int64)
+    k[present] = np.asarray([index[g] for g in named.names], dtype=np.int64)[ids] if len(uniq) else 0
+    if missing.any():
+        k[missing] = index[named.missing]
+    cells, kk = reduce_keyed(k, part, code, n, n_pos, score_sum, exact=exact)
+    return KeyedCells(cells=cells, key=kk, labels=tuple(named.order), spec=key, notes=tuple(named.notes),
+                      pooled=tuple(named.pooled))
+
+
+def period_cells(start, part, code, n, n_pos, score_sum, *, exact: bool, key: Key, freq: str, first, last,
+                 n_left_out: int = 0, notes=()) -> KeyedCells:
+    """Keyed cells of a period key from rows grouped by (period's first day, part, score code).
+
+    ``start`` is each grouped row's period's first day (days since
+    1970-01-01) for the period length ``freq`` (resolved); ``first`` and
+    ``last`` the earliest and latest date-time read; ``n_left_out`` the rows
+    without a readable date (not in the cells); ``notes`` how the column was
+    read. Labels and notes are :func:`calibdash.monitoring.drift.name_periods`'s.
+    """
+    start = np.asarray(start, dtype=np.int64)
+    labels, stamps, said = name_periods(np.unique(start), freq, first=first, last=last, auto=key.freq == "auto",
+                                        n_left_out=n_left_out, name=key.column, notes=notes)
+    k = np.searchsorted(np.unique(start), start)
+    cells, kk = reduce_keyed(k, part, code, n, n_pos, score_sum, exact=exact)
+    return KeyedCells(cells=cells, key=kk, labels=tuple(labels), spec=dataclasses.replace(key, freq=freq),
+                      starts=tuple(stamps), notes=tuple(said), n_left_out=int(n_left_out))

@@ -1,0 +1,298 @@
+"""Periods of a date column, for calibration over time (:mod:`calibdash.monitoring.drift`).
+
+The column may hold dates or date-times (a date type, or text that reads as
+dates; rows whose entry is missing or not a date are left out and counted),
+whole numbers written ``YYYYMMDD``, pandas periods, or ordered codes (whole
+numbers such as a month index, at most :data:`MAX_PERIODS` of them) taken as
+the periods themselves, in numeric order. Anything else is refused with a
+:class:`~calibdash.core.errors.DataError`. With ``freq="auto"`` the period is the
+finest of day, week, month, quarter (and year) that gives at most
+:data:`MAX_AUTO_PERIODS` periods with rows; weeks start on Monday.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import DataError, SettingsError
+from ..core.validation import check_labels, check_scores
+
+__all__ = ["FREQS", "FREQ_NAMES", "MIN_PERIODS", "MAX_AUTO_PERIODS", "MAX_PERIODS", "DATE_SHARE", "YMD_RANGE", "Periods",
+           "to_periods", "choose_freq", "as_dates", "day_codes", "period_start_days", "freq_from_days", "name_periods",
+           "ymd_note", "periods_of", "check_rows"]
+
+#: Period lengths offered, finest first (pandas period aliases).
+FREQS = ("D", "W", "M", "Q", "Y")
+FREQ_NAMES = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year", "given": "as given"}
+#: The automatic choice aims at this many periods or more ...
+MIN_PERIODS = 6
+#: ... and at most this many.
+MAX_AUTO_PERIODS = 30
+#: Most periods shown (a chosen period length giving more is refused).
+MAX_PERIODS = 60
+#: A text column is read as dates when at least this share of its present entries parse as dates.
+DATE_SHARE = 0.9
+#: Whole numbers in this range may be dates written YYYYMMDD.
+YMD_RANGE = (1900_01_01, 2100_12_31)
+_YMD_LOW, _YMD_HIGH = YMD_RANGE
+
+
+@dataclass
+class Periods:
+    """Each row's period and the periods in time order (see :func:`to_periods`).
+
+    Attributes
+    ----------
+    codes : ndarray of int
+        Each row's period as an index into ``labels``; -1 for a row left out (no readable date).
+    labels : list of str
+        The periods in time order, as text: ``"2025-03-14"`` (day), ``"2025-03-10"`` (the week starting
+        that Monday), ``"2025-03"`` (month), ``"2025Q1"``, ``"2025"``; the code itself for periods as given.
+    starts : list
+        The first day of each period (Timestamps), or the code itself for periods as given.
+    freq : str
+        A key of :data:`FREQ_NAMES`.
+    notes : list of str
+        What was read and chosen, for the user.
+    left_out : int, default 0
+        Rows left out before ``codes`` were made (keyed cells hold no cell for a row without a date).
+    """
+
+    codes: np.ndarray
+    labels: list
+    starts: list
+    freq: str
+    notes: list = field(default_factory=list)
+    left_out: int = 0
+
+    @property
+    def n_left_out(self) -> int:
+        """Rows without a period: coded -1, or left out before coding."""
+        return int((self.codes < 0).sum()) + int(self.left_out)
+
+
+def ymd_note(name: str) -> str:
+    """What is said of a column of whole numbers read as dates YYYYMMDD."""
+    return f"{name} holds whole numbers written YYYYMMDD: read as dates."
+
+
+def as_dates(values: pd.Series, name: str = "the column") -> tuple[pd.Series | None, list[str]]:
+    """The column as date-times (NaT where missing or unreadable), or None when it holds no dates.
+
+    Date-times with a time zone are taken in UTC (as text with an offset is),
+    so an instant falls in the same period whatever zone it was written in.
+    Also returns the notes on how the column was read.
+    """
+    s = values
+    if isinstance(s.dtype, pd.PeriodDtype):
+        return s.dt.start_time, []
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return (s.dt.tz_convert(None) if getattr(s.dt, "tz", None) is not None else s), []
+    if pd.api.types.is_bool_dtype(s):
+        return None, []
+    if pd.api.types.is_numeric_dtype(s):
+        x = s.to_numpy(dtype=float)
+        ok = np.isfinite(x)
+        if ok.any() and np.all(x[ok] == np.floor(x[ok])) and x[ok].min() >= _YMD_LOW and x[ok].max() <= _YMD_HIGH:
+            text = pd.Series(np.where(ok, np.nan_to_num(x).astype(np.int64).astype(str), ""), index=s.index)
+            d = pd.to_datetime(text.where(ok), format="%Y%m%d", errors="coerce")
+            if d[ok].notna().mean() >= DATE_SHARE:
+                return d, [ymd_note(name)]
+        return None, []
+    # text: each distinct entry read once, the rows counted by how often they hold it (a column of 10^7
+    # rows and 90 dates parses 90 strings)
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        codes, uniq = s.cat.codes.to_numpy(), s.cat.categories
+    else:
+        codes, uniq = pd.factorize(s, use_na_sentinel=True)
+    rows = np.bincount(codes[codes >= 0], minlength=len(uniq))
+    text = pd.Series(np.asarray(uniq, dtype=object), dtype="string").str.strip()
+    present = (text.notna() & (text != "")).to_numpy(dtype=bool)
+    n_present = rows[present].sum()
+    if n_present == 0:
+        return None, []
+    numbers = text.str.fullmatch(r"[+-]?\d+(\.\d*)?").fillna(False).to_numpy(dtype=bool)
+    if rows[present & numbers].sum() > 0.5 * n_present:               # numbers in text: not dates
+        return None, []
+    d = pd.to_datetime(text.where(present), errors="coerce", format="mixed")
+    if d.dt.tz is not None:
+        d = d.dt.tz_convert(None)
+    read = d.notna().to_numpy()
+    if rows[present & read].sum() < DATE_SHARE * n_present:
+        return None, []
+    values = d.to_numpy()
+    out = values[np.maximum(codes, 0)]
+    out[codes < 0] = np.datetime64("NaT")
+    return pd.Series(out, index=s.index, name=s.name), []
+
+
+def day_codes(dates) -> np.ndarray:
+    """Days since 1970-01-01 of each date-time (its calendar day; NaT must be removed first)."""
+    return np.asarray(pd.Series(dates).to_numpy(dtype="datetime64[ns]").astype("datetime64[D]").astype(np.int64))
+
+
+def period_start_days(days, freq: str) -> np.ndarray:
+    """The first day (days since 1970-01-01) of the period of length ``freq`` holding each day.
+
+    Weeks start on Monday (1970-01-05 was one), quarters in January, April,
+    July and October; the periods of :func:`to_periods`, computed on day
+    numbers so that any engine's day or period codes can be read alike.
+    """
+    d = np.asarray(days, dtype=np.int64)
+    if freq == "D":
+        return d
+    if freq == "W":
+        return d - (d + 3) % 7
+    months = d.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    if freq == "M":
+        return months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    if freq == "Q":
+        return (months - months % 3).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    if freq == "Y":
+        return d.astype("datetime64[D]").astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64)
+    raise SettingsError(f"freq must be one of {', '.join(FREQS)}, got {freq!r}.")
+
+
+def freq_from_days(days, freqs=FREQS) -> str:
+    """The finest of ``freqs`` giving at most :data:`MAX_AUTO_PERIODS` periods with rows, from the distinct
+    days that have rows (the last of ``freqs`` when none does)."""
+    d = np.unique(np.asarray(days, dtype=np.int64))
+    if d.size == 0:
+        raise DataError("no dates to divide into periods.")
+    for freq in freqs:
+        if np.unique(period_start_days(d, freq)).size <= MAX_AUTO_PERIODS:
+            return freq
+    return freqs[-1]
+
+
+def choose_freq(dates) -> str:
+    """The finest of :data:`FREQS` giving at most :data:`MAX_AUTO_PERIODS` periods with rows in ``dates``."""
+    d = pd.Series(pd.to_datetime(pd.Series(dates))).dropna()
+    if d.empty:
+        raise DataError("no dates to divide into periods.")
+    return freq_from_days(day_codes(d))
+
+
+def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int = 0, name: str = "the column",
+                 notes=()) -> tuple[list, list, list]:
+    """The periods shown, from the first days of the periods that have rows: labels, starts and notes.
+
+    The one rule of :func:`to_periods` for any engine: ``starts`` are the
+    distinct first days (days since 1970-01-01) of the periods of length
+    ``freq`` holding rows; ``first`` and ``last`` the earliest and latest
+    date-time read; ``auto`` whether ``freq`` was chosen
+    (:func:`freq_from_days`); ``n_left_out`` the rows without a readable
+    date; ``notes`` what was said before (how the column was read).
+
+    Returns
+    -------
+    (labels, starts, notes)
+        Labels in time order (as :class:`Periods`), each period's first day
+        (Timestamp), and the notes.
+
+    Raises
+    ------
+    SettingsError
+        More than :data:`MAX_PERIODS` periods.
+    """
+    uniq = np.unique(np.asarray(starts, dtype=np.int64))
+    if uniq.size > MAX_PERIODS:
+        raise SettingsError(f"{name} spans {uniq.size:,} periods of a {FREQ_NAMES[freq]}, more than the "
+                            f"{MAX_PERIODS} that can be shown: choose a longer period.")
+    stamps = [pd.Timestamp(int(v), unit="D") for v in uniq]
+    labels = [_period_label(t.to_period(freq), freq) for t in stamps]
+    notes = list(notes)
+    span = f"{pd.Timestamp(first):%Y-%m-%d} to {pd.Timestamp(last):%Y-%m-%d}"
+    how = "chosen to give at most" if auto else "as asked; the automatic choice gives at most"
+    notes.append(f"{name} runs from {span}: rows are grouped by {FREQ_NAMES[freq]} ({len(labels)} periods; "
+                 f"{how} {MAX_AUTO_PERIODS} periods)."
+                 + (" Weeks start on Monday and are named by that day." if freq == "W" else ""))
+    if n_left_out:
+        notes.append(f"{int(n_left_out):,} rows have no readable date in {name} and are left out.")
+    return labels, stamps, notes
+
+
+def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
+    """Each row's period of the date (or period) column ``values``.
+
+    Parameters
+    ----------
+    values : array-like or Series
+    freq : {"auto", "D", "W", "M", "Q", "Y"}, default "auto"
+        Period length; "auto": :func:`choose_freq`. Ignored for a column of
+        ordered codes, which are the periods themselves.
+    name : str
+        The column's name, for notes and errors.
+
+    Raises
+    ------
+    DataError
+        The column holds no dates nor ordered codes, or no row has one.
+    SettingsError
+        An unknown ``freq``, or one giving more than :data:`MAX_PERIODS` periods.
+    """
+    if freq != "auto" and freq not in FREQS:
+        raise SettingsError(f"freq must be 'auto' or one of {', '.join(FREQS)}, got {freq!r}.")
+    s = pd.Series(values).reset_index(drop=True)
+    dates, notes = as_dates(s, name)
+    if dates is None:
+        x = pd.to_numeric(s, errors="coerce") if not pd.api.types.is_bool_dtype(s) else pd.Series(np.nan, s.index)
+        ok = x.notna().to_numpy()
+        if (ok.any() and ok.mean() >= DATE_SHARE and np.all(x[ok] == np.floor(x[ok]))
+                and x[ok].nunique() <= MAX_PERIODS):
+            uniq = np.sort(x[ok].unique())
+            codes = np.full(len(s), -1, dtype=np.int64)
+            codes[ok] = np.searchsorted(uniq, x[ok].to_numpy())
+            labels = [str(int(v)) for v in uniq]
+            notes = [f"{name} holds {len(uniq)} whole numbers: each value is taken as a period, in numeric order."]
+            if (~ok).any():
+                notes.append(f"{int((~ok).sum()):,} rows have no value in {name} and are left out.")
+            return Periods(codes, labels, [int(v) for v in uniq], "given", notes)
+        example = s.dropna().astype(str).head(3).tolist()
+        raise DataError(f"{name} does not hold dates (such as {', '.join(map(repr, example))}): choose a column "
+                        "of dates or date-times (2025-03-14, 14/03/2025 10:30, ...), of whole numbers "
+                        "YYYYMMDD, or of period codes (whole numbers in time order).")
+    ok = dates.notna().to_numpy()
+    if not ok.any():
+        raise DataError(f"no row of {name} holds a date.")
+    days = day_codes(dates[ok])
+    chosen = freq_from_days(days) if freq == "auto" else freq
+    starts = period_start_days(days, chosen)
+    uniq = np.unique(starts)
+    labels, stamps, notes = name_periods(uniq, chosen, first=dates[ok].min(), last=dates[ok].max(),
+                                         auto=freq == "auto", n_left_out=int((~ok).sum()), name=name, notes=notes)
+    codes = np.full(len(s), -1, dtype=np.int64)
+    codes[ok] = np.searchsorted(uniq, starts)
+    return Periods(codes, labels, stamps, chosen, notes)
+
+
+def _period_label(p: pd.Period, freq: str) -> str:
+    """``"2025-03"`` (month), ``"2025Q1"``, ``"2025"``, ``"2025-03-14"`` (day); a week by its Monday."""
+    return f"{p.start_time:%Y-%m-%d}" if freq == "W" else str(p)
+
+
+def check_rows(scores, labels, sample_weight=None):
+    """Scores in [0, 1], 0/1 labels and optional weights (one finite, non-negative weight per row, with a
+    positive sum) checked for a per-period analysis: ``(s, y, w)``, ``w`` None without weights."""
+    s = check_scores(scores)
+    y = check_labels(labels, s.size)
+    if sample_weight is None:
+        return s, y, None
+    w = np.asarray(sample_weight, dtype=float).reshape(-1)
+    if w.size != s.size or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise DataError("sample_weight must hold one finite, non-negative weight per row, with a positive sum.")
+    return s, y, w
+
+
+def periods_of(dates, n: int, freq: str, name: str) -> Periods:
+    """``dates`` made into :class:`Periods` (as :func:`to_periods`; a :class:`Periods` taken as it is), checked
+    to hold one entry per row of ``n``."""
+    if isinstance(dates, Periods):
+        per = dates
+    else:
+        per = to_periods(dates, freq, name)
+    if per.codes.size != n:
+        raise DataError(f"the date column has {per.codes.size} values but there are {n} rows.")
+    return per

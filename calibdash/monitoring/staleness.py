@@ -1,0 +1,183 @@
+"""When a fitted calibrator goes stale (:func:`staleness`, one of :mod:`calibdash.monitoring.drift`'s two questions).
+
+A calibrator is fitted on each period's rows and judged on every later period (rows it never saw): the
+matrix of held-out ECE by (fitted on, judged on), a table per judged period of the ECE of the raw scores,
+of the calibrator fitted on the first period (never refitted) and of the one refitted on the period just
+before, and the mean held-out ECE by the calibrator's age in periods. A period holding one class only
+cannot be fitted on: its row of the matrix is NaN, and "refitted" keeps the last calibrator that could be
+fitted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..measures import calibration as metrics
+from ..evaluation.crossfit import cross_fit
+from ..core.errors import DataError
+from ..evaluation.methods import resolve
+from .periods import Periods, check_rows, periods_of
+
+__all__ = ["RAW_COL", "STALE_COL", "FRESH_COL", "Staleness", "staleness"]
+
+#: Columns of :attr:`Staleness.table`.
+RAW_COL, STALE_COL, FRESH_COL = "uncalibrated", "fitted on the first period", "refitted on the period before"
+
+
+@dataclass
+class Staleness:
+    """Held-out ECE of calibrators fitted on one period and judged on later ones (see :func:`staleness`).
+
+    Attributes
+    ----------
+    matrix : DataFrame
+        Index: the period fitted on; columns: the period judged on; held-out
+        ECE where the judged period is later (NaN on and below the diagonal,
+        and for a period a calibrator could not be fitted on).
+    table : DataFrame
+        One row per period (from the second on): the ECE of the raw scores,
+        of the calibrator fitted on the first period (:data:`STALE_COL`), of
+        the one refitted on the period before (:data:`FRESH_COL`; the last
+        period that could be fitted, when the one before could not), and
+        ``age`` (periods since the first), ``rows``.
+    by_age : DataFrame
+        Index: age in periods (1, 2, ...); ``ECE``: the mean held-out ECE of
+        every (fitted, judged) pair that many periods apart; ``raw``: the mean
+        ECE of the raw scores on the same judged periods; ``pairs``.
+    method : str
+    fit_rows : Series
+        Rows (weight) each period's calibrator was fitted on.
+    notes : list of str
+    """
+
+    matrix: pd.DataFrame
+    table: pd.DataFrame
+    by_age: pd.DataFrame
+    method: str
+    fit_rows: pd.Series
+    notes: list
+    periods: Periods
+    n_bins: int = metrics.DEFAULT_N_BINS
+    strategy: str = metrics.DEFAULT_STRATEGY
+
+    @property
+    def binning(self) -> str:
+        return metrics.binning_label(self.n_bins, self.strategy)
+
+
+def _ece(p, y, w, n_bins, strategy) -> float:
+    """ECE, NaN for a one-class or empty period (as :func:`calibdash.monitoring.groups.group_stats`)."""
+    if y.size == 0:
+        return np.nan
+    pos = float(y.sum()) if w is None else float(w[y == 1].sum())
+    total = float(y.size) if w is None else float(w.sum())
+    if pos <= 0 or pos >= total:
+        return np.nan
+    return metrics.ece(p, y, n_bins, strategy, sample_weight=w)
+
+
+def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=None, *, params: dict | None = None,
+              freq: str = "auto", n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
+              min_rows: float = 20, column: str = "the date column") -> Staleness:
+    """Fit ``method`` on each period and measure its ECE on every later period.
+
+    Parameters
+    ----------
+    scores, labels : array-like
+    dates : array-like, Series or :class:`Periods`
+        The date (or period) column (see :func:`to_periods`).
+    method : str, default "isotonic"
+        A registered calibrator of the score (a feature-aware one is fitted
+        on the score alone).
+    sample_weight : array-like, optional
+        Passed to every fit and every ECE.
+    params : dict, optional
+        The calibrator's hyperparameters.
+    freq : str, default "auto"
+    n_bins, strategy
+        Binning of ECE.
+    min_rows : float, default 20
+        A period with less weight than this, or with one class only, is not
+        fitted on (its row of the matrix is NaN, with a note).
+    column : str
+
+    Returns
+    -------
+    Staleness
+
+    Raises
+    ------
+    DataError
+        Fewer than two periods, or no period a calibrator can be fitted on.
+    """
+    s, y, w = check_rows(scores, labels, sample_weight)
+    per = periods_of(dates, s.size, freq, column)
+    cal = resolve({method: dict(params or {})})[method]
+    present = [k for k in range(len(per.labels)) if (per.codes == k).any()]
+    if len(present) < 2:
+        raise DataError(f"{column} gives {len(present)} period with rows: staleness needs two or more.")
+    labs = [per.labels[k] for k in present]
+    masks = {k: per.codes == k for k in present}
+    fitted: dict[int, int] = {}                       # period -> its pair in the cross-fit
+    fit_rows = {}
+    skipped = []
+    for k in present:
+        m = masks[k]
+        wk = None if w is None else w[m]
+        weight = float(m.sum()) if w is None else float(wk.sum())
+        pos = float(y[m].sum()) if w is None else float(wk[y[m] == 1].sum())
+        fit_rows[per.labels[k]] = weight
+        if weight < min_rows or pos <= 0 or pos >= weight:
+            skipped.append(per.labels[k])
+            continue
+        fitted[k] = len(fitted)
+    if not fitted:
+        raise DataError(f"no period of {column} has {min_rows:g} rows of both classes to fit {method} on.")
+    # each period fitted on is judged on every later period: one pair per fitted period
+    later = {k: np.isin(per.codes, present[present.index(k) + 1:]) for k in fitted}
+    fit = cross_fit({method: cal}, s, y, w, [(masks[k], later[k]) for k in fitted])
+    matrix = pd.DataFrame(np.nan, index=pd.Index(labs, name="fitted on"), columns=pd.Index(labs, name="judged on"))
+    raw = {}
+    for j, u in enumerate(present):
+        m = masks[u]
+        wu = None if w is None else w[m]
+        raw[u] = _ece(s[m], y[m], wu, n_bins, strategy)
+        for t in present[:j]:
+            if t in fitted:
+                p = fit.column(method, fitted[t])[m]
+                matrix.iloc[present.index(t), j] = _ece(p, y[m], wu, n_bins, strategy)
+    first = present[0]
+    rows = []
+    last_fit = None
+    for j, u in enumerate(present):
+        if j > 0:
+            t_prev = present[j - 1]
+            if t_prev in fitted:
+                last_fit = t_prev
+            rows.append({"period": per.labels[u], "age": j,
+                         "rows": float(masks[u].sum()) if w is None else float(w[masks[u]].sum()),
+                         RAW_COL: raw[u],
+                         STALE_COL: matrix.iloc[0, j] if first in fitted else np.nan,
+                         FRESH_COL: matrix.iloc[present.index(last_fit), j] if last_fit is not None else np.nan})
+        elif u in fitted:
+            last_fit = u
+    table = pd.DataFrame(rows).set_index("period")
+    ages = []
+    for i, t in enumerate(present):
+        for j in range(i + 1, len(present)):
+            v = matrix.iloc[i, j]
+            if np.isfinite(v):
+                ages.append((j - i, v, raw[present[j]]))
+    by_age = (pd.DataFrame(ages, columns=["age", "ECE", "raw"]).groupby("age")
+              .agg(ECE=("ECE", "mean"), raw=("raw", "mean"), pairs=("ECE", "size")))
+    notes = list(per.notes)
+    if skipped:
+        notes.append(f"No calibrator is fitted on {', '.join(skipped[:6])}{', ...' if len(skipped) > 6 else ''}: "
+                     f"fewer than {min_rows:g} rows, or one class only.")
+    if first not in fitted:
+        notes.append(f"The first period ({per.labels[first]}) cannot be fitted on, so the never-refitted "
+                     "calibrator's column is empty.")
+    return Staleness(matrix=matrix, table=table, by_age=by_age, method=method, fit_rows=pd.Series(fit_rows),
+                     notes=notes, periods=per, n_bins=n_bins, strategy=strategy)

@@ -1,0 +1,242 @@
+"""A K-class scenario with a known true posterior: Gaussian classes with a shared covariance.
+
+The population
+--------------
+Class ``k`` (of K) has prior ``π_k`` and ``x | y = k ~ N(μ_k, I)`` in the plane,
+the means evenly spaced on a circle of radius ``r``:
+``μ_k = r (cos 2πk/K, sin 2πk/K)``. With a covariance shared by the classes,
+Bayes' rule gives a posterior that is the softmax of a linear function of ``x``
+(linear discriminant analysis; Hastie, Tibshirani & Friedman, *The Elements of
+Statistical Learning*, 2nd ed., section 4.3, the linear discriminant functions):
+
+    P(y = k | x) = softmax_k(z(x)),   z_k(x) = μ_kᵀ x − ½ ‖μ_k‖² + log π_k.
+
+The model
+---------
+The "model" reports an over-confident version of the true logits, as modern
+neural networks do (Guo et al., ICML 2017, "On calibration of modern neural
+networks"): its logits are ``T z(x) + b`` with a temperature ``T > 1`` and an
+optional class bias ``b``, its probabilities ``p̂(x) = softmax(T z(x) + b)``.
+
+What is known
+-------------
+* With ``b = 0``, temperature scaling by ``T`` recovers the truth exactly:
+  ``softmax(log p̂ / T) = softmax(z)`` (the softmax ignores a constant per
+  row). With ``b ≠ 0`` a temperature alone cannot, vector scaling
+  (a scale and a bias per class, Guo et al. section 4.2) can: ``(log p̂ − b) / T``.
+* ``p̂(x)`` determines the true logits up to a constant per row (``T z + b``
+  minus a constant, from ``log p̂``), hence the true posterior: so
+  ``P(y = k | p̂(X)) = P(y = k | X)``, and the canonical calibration error of
+  the reported probabilities (Vaicenavicius et al., AISTATS 2019,
+  "Evaluating model calibration in classification", the calibration of the
+  whole vector) is known row by row, without labels:
+  :func:`true_canonical_error`. The same holds for any one-to-one
+  recalibration of ``p̂`` (temperature, vector or matrix scaling with an
+  invertible matrix); for a map that merges rows (binning) the row-wise error
+  is an upper bound (Jensen's inequality), as the binary scenarios' error
+  "against the score" is (:mod:`calibdash.synthetic.truth`).
+* The top-label calibration error (Gupta & Ramdas, ICLR 2022) conditions on
+  the top class and its probability only, not on the whole vector, so it has
+  no row-wise formula here; no helper claims to give it.
+
+Everything is drawn from ``numpy.random.default_rng(seed)``: the same seed gives the same rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.special import softmax
+
+from ..core.errors import DataError
+from ..core.validation import format_values
+from .scenarios import MAX_N, MIN_N
+
+__all__ = ["GaussianClasses", "ClassDraw", "gaussian_classes", "true_canonical_error"]
+
+
+@dataclass(frozen=True)
+class GaussianClasses:
+    """The population and the model: Gaussian classes on a circle, an over-confident linear model.
+
+    Attributes
+    ----------
+    classes : tuple
+        The class values, in column order (``classes[k]`` is class ``k``).
+    means : ndarray of shape (K, 2)
+        ``μ_k``; the covariance is the identity.
+    priors : ndarray of shape (K,)
+        ``π_k``, summing to 1.
+    temperature : float
+        ``T``: the model's logits are ``T z(x) + bias``.
+    bias : ndarray of shape (K,)
+        ``b``.
+    """
+
+    classes: tuple
+    means: np.ndarray
+    priors: np.ndarray
+    temperature: float
+    bias: np.ndarray
+
+    @property
+    def k(self) -> int:
+        return len(self.classes)
+
+    def true_logits(self, x) -> np.ndarray:
+        """``z(x)``, shape (n, K): ``μ_kᵀ x − ½ ‖μ_k‖² + log π_k``."""
+        x = np.asarray(x, dtype=float)
+        return x @ self.means.T - 0.5 * np.sum(self.means ** 2, axis=1) + np.log(self.priors)
+
+    def true_posterior(self, x) -> np.ndarray:
+        """``P(y = k | x) = softmax(z(x))``, shape (n, K)."""
+        return softmax(self.true_logits(x), axis=1)
+
+    def reported_logits(self, x) -> np.ndarray:
+        """The model's logits ``T z(x) + b``."""
+        return self.temperature * self.true_logits(x) + self.bias
+
+    def reported(self, x) -> np.ndarray:
+        """The model's probabilities ``softmax(T z(x) + b)``."""
+        return softmax(self.reported_logits(x), axis=1)
+
+    def recalibrated(self, log_scores) -> np.ndarray:
+        """The true posterior from the model's log-probabilities or logits: ``softmax((s − b) / T)``
+        (the map a perfect vector scaling learns; temperature scaling's when ``b = 0``)."""
+        return softmax((np.asarray(log_scores, dtype=float) - self.bias) / self.temperature, axis=1)
+
+    def draw(self, n: int, seed: int, *, logits: bool = False, decimals: int | None = None) -> "ClassDraw":
+        """``n`` independent rows: ``y ~ π``, then ``x ~ N(μ_y, I)``.
+
+        Parameters
+        ----------
+        n : int
+            Between :data:`~calibdash.synthetic.MIN_N` and :data:`~calibdash.synthetic.MAX_N`.
+        seed : int
+        logits : bool, default False
+            The frame's model columns hold logits (``logit_<class>``) instead of probabilities (``p_<class>``).
+        decimals : int, optional
+            Round the frame's model and feature columns (the arrays of the draw stay exact); probabilities
+            are rounded and stay rows summing to 1 within K half-units of the last decimal.
+
+        Raises
+        ------
+        DataError
+            ``n`` out of range.
+        """
+        n = int(n)
+        if not MIN_N <= n <= MAX_N:
+            raise DataError(f"sample size must lie between {MIN_N} and {MAX_N:,}, got {n:,}.")
+        rng = np.random.default_rng(int(seed))
+        y = rng.choice(self.k, size=n, p=self.priors)
+        x = self.means[y] + rng.standard_normal((n, 2))
+        z = self.reported_logits(x)
+        p = softmax(z, axis=1)
+        true = self.true_posterior(x)
+        model, stem = (z, "logit_") if logits else (p, "p_")
+        r = (lambda a: a) if decimals is None else (lambda a: np.round(a, decimals))
+        columns = {"label": np.asarray(self.classes, dtype=object)[y]}
+        columns.update({f"{stem}{c}": r(model[:, j]) for j, c in enumerate(self.classes)})
+        columns.update({f"true_{c}": true[:, j] for j, c in enumerate(self.classes)})
+        columns.update({"x1": r(x[:, 0]), "x2": r(x[:, 1])})
+        frame = pd.DataFrame(columns)
+        if all(isinstance(c, (int, np.integer)) for c in self.classes):
+            frame["label"] = frame["label"].astype(np.int64)
+        return ClassDraw(frame=frame, x=x, labels=y.astype(np.int64), reported=p, reported_logits=z, true=true,
+                         scenario=self, seed=int(seed))
+
+
+@dataclass
+class ClassDraw:
+    """A sample of :class:`GaussianClasses`.
+
+    Attributes
+    ----------
+    frame : DataFrame
+        ``label`` (the class values), ``p_<class>`` (or ``logit_<class>``), ``true_<class>`` (the true
+        posterior), ``x1``, ``x2``.
+    x : ndarray of shape (n, 2)
+    labels : ndarray of int64
+        Class codes 0..K-1.
+    reported, reported_logits : ndarray of shape (n, K)
+        The model's probabilities and logits (unrounded).
+    true : ndarray of shape (n, K)
+        ``P(y = k | x)``.
+    scenario : GaussianClasses
+        The generator's parameters.
+    seed : int
+    """
+
+    frame: pd.DataFrame
+    x: np.ndarray
+    labels: np.ndarray
+    reported: np.ndarray
+    reported_logits: np.ndarray
+    true: np.ndarray
+    scenario: GaussianClasses
+    seed: int
+
+
+def gaussian_classes(classes: int | Sequence = 3, *, radius: float = 2.0, temperature: float = 2.0,
+                     bias=None, priors=None) -> GaussianClasses:
+    """The scenario with ``classes`` (a count K >= 3, the classes then 0..K-1, or the class values).
+
+    Parameters
+    ----------
+    classes : int or sequence
+    radius : float, default 2.0
+        Radius of the circle the class means lie on (larger: classes further apart, a more accurate model).
+    temperature : float, default 2.0
+        ``T`` > 0 (> 1: over-confident, < 1: under-confident, 1: calibrated when ``bias`` is 0).
+    bias : sequence of K floats, optional
+        ``b`` (default zeros).
+    priors : sequence of K positive floats, optional
+        ``π`` (default uniform); divided by their sum.
+
+    Raises
+    ------
+    DataError
+        Fewer than three or repeated classes; a non-positive radius or temperature; bias or priors of the
+        wrong length, non-finite, or priors not positive.
+    """
+    values = tuple(range(int(classes))) if isinstance(classes, (int, np.integer)) else tuple(classes)
+    k = len(values)
+    if k < 3 or len({str(c) for c in values}) != k:
+        raise DataError(f"a multi-class scenario needs at least three distinct classes, got {format_values(values)}.")
+    if not (np.isfinite(radius) and radius > 0 and np.isfinite(temperature) and temperature > 0):
+        raise DataError(f"radius and temperature must be positive, got {radius} and {temperature}.")
+    b = np.zeros(k) if bias is None else np.asarray(bias, dtype=float)
+    pi = np.full(k, 1.0 / k) if priors is None else np.asarray(priors, dtype=float)
+    for name, a in (("bias", b), ("priors", pi)):
+        if a.shape != (k,) or not np.all(np.isfinite(a)):
+            raise DataError(f"{name} must be {k} finite numbers, one per class.")
+    if np.any(pi <= 0):
+        raise DataError("priors must be positive.")
+    angle = 2 * np.pi * np.arange(k) / k
+    means = radius * np.column_stack([np.cos(angle), np.sin(angle)])
+    return GaussianClasses(classes=values, means=means, priors=pi / pi.sum(), temperature=float(temperature), bias=b)
+
+
+def true_canonical_error(probabilities, true, p: float = 1) -> float:
+    """Mean over rows of ``‖P(y | x) − q(x)‖_p``: the canonical calibration error of ``q`` when known.
+
+    ``true`` is the true posterior of each row (a draw's ``true``). For the reported probabilities of
+    :class:`GaussianClasses`, and any one-to-one recalibration of them, ``P(y | q(X)) = P(y | X)``
+    (see the module's docstring), so this is the canonical calibration error
+    ``E ‖P(y | q(X)) − q(X)‖_p`` (Vaicenavicius et al., 2019) of the sample's rows, computed from the truth
+    and not from labels: 0 for the truth itself. For a map that merges rows it is an upper bound.
+
+    Parameters
+    ----------
+    probabilities, true : array-like of shape (n, K)
+    p : float, default 1
+        The norm over the K classes (1: the sum of absolute differences, between 0 and 2).
+    """
+    q, t = np.asarray(probabilities, dtype=float), np.asarray(true, dtype=float)
+    if q.shape != t.shape or q.ndim != 2:
+        raise DataError(f"probabilities and true must be tables of the same shape, got {q.shape} and {t.shape}.")
+    if p <= 0:
+        raise DataError(f"p must be positive, got {p}.")
+    return float(np.mean(np.sum(np.abs(t - q) ** p, axis=1) ** (1.0 / p)))
