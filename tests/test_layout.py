@@ -536,3 +536,63 @@ def test_no_two_modules_share_a_file_name_with_different_jobs():
             continue          # a family: engines/duckdb/apply.py, engines/spark/apply.py (and engines/apply.py)
         clashes[stem] = sorted(".".join(p) for p in places)
     assert not clashes, f"file names with two jobs: {clashes}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one name for the rows' weights (issue 27 item 5)
+# ---------------------------------------------------------------------------------------------------------------
+#: Parameter names a public signature may not use: the rows' weights are ``sample_weight`` everywhere (scikit-learn's
+#: name); a parameter that holds other weights says which (``posterior``, ``rows``), a SQL writer is ``writer``.
+WEIGHT_ALIASES = {"w", "weights", "weight"}
+
+
+def _is_public_module(name: str) -> bool:
+    return not any(part.startswith("_") for part in name.split("."))
+
+
+def weight_aliases(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
+    """``(module, function, parameter)`` for every public function or method (its name not ``_``-prefixed, in a
+    module whose dotted name has no ``_``-prefixed part; a package's ``__init__`` counts as the package) with a
+    positional or keyword-only parameter named like :data:`WEIGHT_ALIASES`."""
+    found = set()
+    for name, path in modules.items():
+        if not _is_public_module(name):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                a = node.args
+                found |= {(name, node.name, p.arg) for p in a.posonlyargs + a.args + a.kwonlyargs
+                          if p.arg in WEIGHT_ALIASES}
+    return found
+
+
+def test_weight_alias_finder_finds_planted_public_parameters(tmp_path):
+    """The checker itself: ``w``/``weights``/``weight`` of a public function, a method and a keyword-only argument are
+    found; a private function's, a private module's and ``sample_weight`` are not."""
+    pkg = tmp_path / "pkgw"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def diagram(kind, weights=None):\n    pass\n")
+    (pkg / "a.py").write_text("def fit(s, y, w=None):\n    pass\n\n"
+                              "class Data:\n    def prepare(self, p, *, weight):\n        pass\n\n"
+                              "    def _cells(self, w):\n        pass\n\n"
+                              "def _total(w):\n    return w.sum()\n\n"
+                              "def good(s, sample_weight=None, weighted=True):\n    pass\n")
+    (pkg / "_rows.py").write_text("def rows(w):\n    pass\n")
+    mods = {"pkgw": pkg / "__init__.py", "pkgw.a": pkg / "a.py", "pkgw._rows": pkg / "_rows.py"}
+    assert weight_aliases(mods) == {("pkgw", "diagram", "weights"), ("pkgw.a", "fit", "w"),
+                                    ("pkgw.a", "prepare", "weight")}
+
+
+def test_public_signatures_name_the_weights_sample_weight():
+    """Issue 27: one public name for the rows' weights, ``sample_weight``, in every public signature of calibdash."""
+    modules = _modules(PACKAGE)
+    found = weight_aliases(modules)
+    assert not found, f"public parameters to rename sample_weight (or to what they hold): {sorted(found)}"
+    # the rule reads real signatures: the package's public functions do take sample_weight
+    import inspect
+
+    from calibdash.core.logistic import fit_logistic
+    from calibdash.diagrams import prepare
+
+    for fn in (fit_logistic, prepare):
+        assert "sample_weight" in inspect.signature(fn).parameters, fn.__name__

@@ -42,9 +42,9 @@ class BinningAverage:
 
 
 def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
-                     w: np.ndarray | None = None) -> BinningAverage:
+                     sample_weight: np.ndarray | None = None) -> BinningAverage:
     """ABB's model average on scores ``s`` and 0/1 labels ``y`` (checked arrays),
-    a row of weight ``w[i]`` counting as ``w[i]`` rows when weights ``w`` are given
+    a row of weight ``sample_weight[i]`` counting as that many rows when weights are given
     (:func:`~._bayes_binning.collapse`).
 
     Raises
@@ -53,7 +53,7 @@ def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: in
         If ``lam`` is not positive or ``max_positions`` is below 1.
     """
     lam = check_lam(lam)
-    pos = collapse(s, y, max_positions, w)
+    pos = collapse(s, y, max_positions, sample_weight)
     res = abb_average(pos, lam)
     return BinningAverage(positions=pos, value=res["value"], boundary=res["boundary"],
                           log_evidence=res["log_evidence"])

@@ -267,9 +267,9 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
 
 
 # -- pruning ------------------------------------------------------------------------------------
-def prune_paper(weights: np.ndarray, rho: float = RHO) -> np.ndarray:
+def prune_paper(posterior: np.ndarray, rho: float = RHO) -> np.ndarray:
     """Keep-mask of the paper's rule on the posterior weights (see the module docstring)."""
-    w = np.asarray(weights, dtype=float)
+    w = np.asarray(posterior, dtype=float)
     order = np.argsort(-w, kind="stable")
     r = w[order]
     var = r.var()
@@ -283,9 +283,9 @@ def prune_paper(weights: np.ndarray, rho: float = RHO) -> np.ndarray:
     return keep
 
 
-def elbow_authors(weights: np.ndarray, alpha: float = RHO) -> np.ndarray:
+def elbow_authors(posterior: np.ndarray, alpha: float = RHO) -> np.ndarray:
     """Keep-mask of ``elbow.m`` (the authors' pruning), read past its end guarded."""
-    w = np.asarray(weights, dtype=float)
+    w = np.asarray(posterior, dtype=float)
     order = np.argsort(-w, kind="stable")               # MATLAB's sort 'descend' is stable
     r = w[order]
     b = r.size
@@ -526,17 +526,17 @@ def check_params(ess, c, variant) -> tuple[float, float, str]:
     return ess_f, c_f, variant
 
 
-def expand_whole_weights(s: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows repeated ``w`` times each (the authors' variant's weights; see the module docstring).
+def expand_whole_weights(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows repeated ``sample_weight`` times each (the authors' variant's weights; see the module docstring).
 
     Raises
     ------
     SettingsError
         If a weight is not a whole number.
     """
-    k = np.rint(w)
-    if not np.array_equal(k, w):
-        bad = int(np.count_nonzero(k != w))
+    k = np.rint(sample_weight)
+    if not np.array_equal(k, sample_weight):
+        bad = int(np.count_nonzero(k != sample_weight))
         raise SettingsError(
             f"variant='authors' takes whole-number sample weights only ({bad:,} are fractional): it follows "
             "the MATLAB code, whose bins are blocks of floor(N / B) rows by rank, and a fractional row has no "
@@ -545,17 +545,17 @@ def expand_whole_weights(s: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[n
     return np.repeat(s, k), np.repeat(y, k)
 
 
-def model_size(n_rows: int, w: np.ndarray | None) -> int:
+def model_size(n_rows: int, sample_weight: np.ndarray | None) -> int:
     """The ``N`` of the model range: ``n_rows``, or the total weight rounded (halves up, at least 1)."""
-    return int(n_rows) if w is None else max(1, math.floor(float(w.sum()) + 0.5))
+    return int(n_rows) if sample_weight is None else max(1, math.floor(float(sample_weight.sum()) + 0.5))
 
 
 def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
-                   variant: str = "paper", w: np.ndarray | None = None) -> BinningModels:
+                   variant: str = "paper", sample_weight: np.ndarray | None = None) -> BinningModels:
     """Build, score and weigh BBQ's models on scores ``s`` and 0/1 labels ``y`` (checked arrays).
 
     The arguments from ``ess`` to ``variant`` are :class:`BBQCalibrator`'s
-    hyperparameters; ``w`` the rows' weights (None: unit weights). See the
+    hyperparameters; ``sample_weight`` the rows' weights (None: unit weights). See the
     module docstring for what each variant does, with and without weights.
 
     Raises
@@ -565,11 +565,11 @@ def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10
         the authors' variant gets fractional weights (:func:`expand_whole_weights`).
     """
     ess, c, variant = check_params(ess, c, variant)
-    if variant == "authors" and w is not None:
-        s, y = expand_whole_weights(s, y, w)
-        w = None
-    bs = model_range(model_size(s.size, w), c, variant)
-    bins = _paper_bins(s, y, w, bs, ess) if variant == "paper" else _authors_bins(s, y, bs, ess)
+    if variant == "authors" and sample_weight is not None:
+        s, y = expand_whole_weights(s, y, sample_weight)
+        sample_weight = None
+    bs = model_range(model_size(s.size, sample_weight), c, variant)
+    bins = _paper_bins(s, y, sample_weight, bs, ess) if variant == "paper" else _authors_bins(s, y, bs, ess)
     logml = np.add.reduceat(bdeu_log_marginal(bins.pos, bins.count - bins.pos, bins.p, bins.a), bins.first)
     n_models = bs.size
     same_as = np.full(n_models, -1, np.int64)

@@ -37,13 +37,14 @@ def beta_map(a: float, b: float, c: float, s: np.ndarray) -> np.ndarray:
     return expit(a * x1 + b * x2 + c)
 
 
-def log_likelihood(a: float, b: float, c: float, s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> float:
+def log_likelihood(a: float, b: float, c: float, s: np.ndarray, y: np.ndarray,
+                   sample_weight: np.ndarray | None = None) -> float:
     """Bernoulli log-likelihood of labels ``y`` under ``mu(s; a, b, c)``, each row's term times its weight in
-    ``w`` (if given)."""
+    ``sample_weight`` (if given)."""
     x1, x2 = beta_features(s)
     f = a * x1 + b * x2 + c
     loss = np.logaddexp(0.0, f) - y * f          # -[y ln mu + (1 - y) ln(1 - mu)], computed stably
-    return -float(np.sum(loss if w is None else w * loss))
+    return -float(np.sum(loss if sample_weight is None else sample_weight * loss))
 
 
 def midpoint(a: float, b: float, c: float) -> float:
@@ -112,10 +113,10 @@ class BetaFit:
     steps: tuple
 
 
-def fit_beta(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, parameters: str = "abm", max_iter: int = 100,
-             tol: float = 0.0) -> BetaFit:
+def fit_beta(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, parameters: str = "abm",
+             max_iter: int = 100, tol: float = 0.0) -> BetaFit:
     """Fit the beta calibration map with ``parameters`` (see :class:`BetaCalibrator`) on checked scores
-    ``s``, labels ``y`` and weights ``w`` (None: unit weights). Every regression starts from the
+    ``s``, labels ``y`` and weights ``sample_weight`` (None: unit weights). Every regression starts from the
     identity map (``a = b = 1``, ``c = 0``; a refit from its kept coefficient 1 and ``c = 0``) and is
     solved by :func:`~calibdash.core.logistic.fit_logistic` (the package's one logistic solver, Platt's too), to the floating-point
     limit unless ``tol > 0``."""
@@ -130,24 +131,24 @@ def fit_beta(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, parameters: str
                       "log_likelihood": -float(nll), "n_iter": int(it), "kept": False})
 
     if parameters == "abm":
-        (a, b, c), nll, it = fit_logistic(np.column_stack([x1, x2, one]), y, w, [1.0, 1.0, 0.0], **opts)
+        (a, b, c), nll, it = fit_logistic(np.column_stack([x1, x2, one]), y, sample_weight, [1.0, 1.0, 0.0], **opts)
         step("ln s, −ln(1 − s), intercept", a, b, c, nll, it)
         if a < 0:
-            (b, c), nll, it = fit_logistic(np.column_stack([x2, one]), y, w, [1.0, 0.0], **opts)
+            (b, c), nll, it = fit_logistic(np.column_stack([x2, one]), y, sample_weight, [1.0, 0.0], **opts)
             a = 0.0
             step("−ln(1 − s), intercept (a < 0: ln s dropped)", nan, b, c, nll, it)
         elif b < 0:
-            (a, c), nll, it = fit_logistic(np.column_stack([x1, one]), y, w, [1.0, 0.0], **opts)
+            (a, c), nll, it = fit_logistic(np.column_stack([x1, one]), y, sample_weight, [1.0, 0.0], **opts)
             b = 0.0
             step("ln s, intercept (b < 0: −ln(1 − s) dropped)", a, nan, c, nll, it)
         m = midpoint(a, b, c)
     elif parameters == "am":
-        (a, c), nll, it = fit_logistic(np.column_stack([x1 + x2, one]), y, w, [1.0, 0.0], **opts)
+        (a, c), nll, it = fit_logistic(np.column_stack([x1 + x2, one]), y, sample_weight, [1.0, 0.0], **opts)
         b = a
         step("logit(s) = ln s − ln(1 − s), intercept (a = b)", a, b, c, nll, it)
         m = midpoint(a, b, c)
     elif parameters == "ab":
-        (a, b), nll, it = fit_logistic(np.column_stack([x1 + _LN2, x2 - _LN2]), y, w, [1.0, 1.0], **opts)
+        (a, b), nll, it = fit_logistic(np.column_stack([x1 + _LN2, x2 - _LN2]), y, sample_weight, [1.0, 1.0], **opts)
         c, m = (a - b) * _LN2, 0.5
         step("ln(2s), −ln(2(1 − s)), no intercept (m = 1/2)", a, b, c, nll, it)
     else:
@@ -273,9 +274,9 @@ class BetaCalibrator(Calibrator):
         ``[EPS, 1 - EPS]``."""
         a, b, c = float(self.a_), float(self.b_), float(self.c_)
 
-        def build(w: SqlWriter) -> str:
-            s = w.clip(w.score, EPS, 1 - EPS)
-            return w.sigmoid(f"{literal(a)} * LN({s}) + {literal(b)} * (-{w.log1p('-' + s)}) + {literal(c)}")
+        def build(writer: SqlWriter) -> str:
+            s = writer.clip(writer.score, EPS, 1 - EPS)
+            return writer.sigmoid(f"{literal(a)} * LN({s}) + {literal(b)} * (-{writer.log1p('-' + s)}) + {literal(c)}")
         return ClosedForm(build)
 
     def _export_state(self) -> dict:

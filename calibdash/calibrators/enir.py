@@ -122,7 +122,7 @@ DECIMALS = 6
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def merge_points(s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
+def merge_points(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
     """Sorted distinct scores with their positives and weight.
 
     Returns ``x`` (distinct scores of positive weight), ``pos`` (positive rows, or
@@ -132,12 +132,13 @@ def merge_points(s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
     """
     s = np.asarray(s, dtype=float)
     y = np.asarray(y, dtype=float)
-    if w is not None:
-        keep = w > 0
-        s, y, w = s[keep], y[keep], w[keep]
+    if sample_weight is not None:
+        keep = sample_weight > 0
+        s, y, sample_weight = s[keep], y[keep], sample_weight[keep]
     x, inverse = np.unique(s, return_inverse=True)
-    wt = np.bincount(inverse, weights=w, minlength=x.size).astype(float)
-    pos = np.bincount(inverse, weights=y if w is None else w * y, minlength=x.size).astype(float)
+    wt = np.bincount(inverse, weights=sample_weight, minlength=x.size).astype(float)
+    pos = np.bincount(inverse, weights=y if sample_weight is None else sample_weight * y,
+                      minlength=x.size).astype(float)
     return x, pos, wt
 
 

@@ -33,19 +33,20 @@ def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.
 
 
 def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray,
-             w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows, positives and the sum of the scores in each bin cut by ``cuts`` (upper bin on a cut).
 
-    With weights ``w`` each is a weight sum (rows count ``w`` times): weight,
+    With weights ``sample_weight`` each is a weight sum (rows count ``sample_weight`` times): weight,
     positives' weight and the weighted sum of the scores.
     """
     ids = np.searchsorted(cuts, s, side="right")
     k = cuts.size + 1
-    if w is None:
+    if sample_weight is None:
         return (np.bincount(ids, minlength=k).astype(np.int64), np.bincount(ids, weights=y, minlength=k),
                 np.bincount(ids, weights=s, minlength=k))
-    return (np.bincount(ids, weights=w, minlength=k), np.bincount(ids, weights=w * y, minlength=k),
-            np.bincount(ids, weights=w * s, minlength=k))
+    return (np.bincount(ids, weights=sample_weight, minlength=k),
+            np.bincount(ids, weights=sample_weight * y, minlength=k),
+            np.bincount(ids, weights=sample_weight * s, minlength=k))
 
 
 class HistogramCalibrator(Calibrator):

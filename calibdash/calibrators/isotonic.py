@@ -53,14 +53,14 @@ class Blocks:
         return x[keep], v[keep]
 
 
-def pav_blocks(s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> Blocks:
+def pav_blocks(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> Blocks:
     """Isotonic regression of labels ``y`` on scores ``s`` (checked arrays), as PAV's blocks.
 
     Tied scores are merged into one point weighted by its count (with row
-    weights ``w``: by its weight sum, at its weighted mean label; scores whose
+    weights ``sample_weight``: by its weight sum, at its weighted mean label; scores whose
     rows all weigh 0 are absent); the fitted values are clipped to [0, 1].
     """
-    values, counts, positives = collapse_ties(s, y, w)
+    values, counts, positives = collapse_ties(s, y, sample_weight)
     fitted = isotonic_regression(positives / counts, sample_weight=counts.astype(float), increasing=True)
     fitted = np.clip(fitted, 0.0, 1.0)
     change = np.flatnonzero(np.diff(fitted) != 0)

@@ -21,34 +21,34 @@ def logit(s: np.ndarray) -> np.ndarray:
     return np.log(s) - np.log1p(-s)
 
 
-def logit_sql(w: SqlWriter) -> str:
+def logit_sql(writer: SqlWriter) -> str:
     """SQL of :func:`logit` of the writer's score: ``ln(c) - log1p(-c)``, ``c`` the score clipped to
     [EPS, 1 - EPS] (the closed forms of :mod:`calibdash.io.sql`)."""
-    return w.logit(w.clip(w.score, EPS, 1 - EPS))
+    return writer.logit(writer.clip(writer.score, EPS, 1 - EPS))
 
 
-def class_totals(y: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float]:
-    """``(N+, N-)``: the rows of each class, or their weight sums with weights ``w``."""
-    if w is None:
+def class_totals(y: np.ndarray, sample_weight: np.ndarray | None = None) -> tuple[float, float]:
+    """``(N+, N-)``: the rows of each class, or their weight sums with weights ``sample_weight``."""
+    if sample_weight is None:
         n_pos = int(y.sum())
         return n_pos, y.size - n_pos
-    n_pos = float(np.dot(w, y))
-    return n_pos, float(w.sum()) - n_pos
+    n_pos = float(np.dot(sample_weight, y))
+    return n_pos, float(sample_weight.sum()) - n_pos
 
 
-def targets(y: np.ndarray, smooth: bool, w: np.ndarray | None = None) -> np.ndarray:
+def targets(y: np.ndarray, smooth: bool, sample_weight: np.ndarray | None = None) -> np.ndarray:
     """The fit's targets: the labels, or Platt's smoothed ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)``
-    (``N+``, ``N-`` the weighted class totals with weights ``w``: :func:`class_totals`)."""
+    (``N+``, ``N-`` the weighted class totals with weights ``sample_weight``: :func:`class_totals`)."""
     if not smooth:
         return y.astype(float)
-    n_pos, n_neg = class_totals(y, w)
+    n_pos, n_neg = class_totals(y, sample_weight)
     return np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
-def log_likelihood(a: float, b: float, s: np.ndarray, t: np.ndarray, w: np.ndarray | None = None) -> float:
+def log_likelihood(a: float, b: float, s: np.ndarray, t: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
     """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``, each row's term
-    times its weight in ``w`` (if given)."""
-    return -_nll_grad_hess(a, b, logit(s), t, w)[0]
+    times its weight in ``sample_weight`` (if given)."""
+    return -_nll_grad_hess(a, b, logit(s), t, sample_weight)[0]
 
 
 def _nll_grad_hess(a: float, b: float, z: np.ndarray, t: np.ndarray, w: np.ndarray | None = None):

@@ -54,9 +54,9 @@ class BestBinning:
 
 
 def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
-                 w: np.ndarray | None = None) -> BestBinning:
+                 sample_weight: np.ndarray | None = None) -> BestBinning:
     """The highest scoring binning of scores ``s`` and 0/1 labels ``y`` (checked arrays),
-    a row of weight ``w[i]`` counting as ``w[i]`` rows when weights ``w`` are given
+    a row of weight ``sample_weight[i]`` counting as that many rows when weights are given
     (:func:`~._bayes_binning.collapse`).
 
     Raises
@@ -65,7 +65,7 @@ def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
         If ``lam`` is not positive or ``max_positions`` is below 1.
     """
     lam = check_lam(lam)
-    pos = collapse(s, y, max_positions, w)
+    pos = collapse(s, y, max_positions, sample_weight)
     res = sbb_best(pos, lam)
     first, last = res["first"], res["last"]
     n1 = np.add.reduceat(pos.n1, first)

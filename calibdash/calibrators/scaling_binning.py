@@ -78,15 +78,15 @@ class ScalingBinning:
     score_sum: np.ndarray
 
 
-def scaling_binning(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, n_bins: int) -> ScalingBinning:
+def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, n_bins: int) -> ScalingBinning:
     """Fit the scaling-binning calibrator's three steps on checked scores ``s``, labels ``y`` (0/1) and
-    weights ``w`` (None: unit weights) with ``n_bins`` equal-count bins."""
-    platt = PlattCalibrator().fit(s, y, sample_weight=w)
+    weights ``sample_weight`` (None: unit weights) with ``n_bins`` equal-count bins."""
+    platt = PlattCalibrator().fit(s, y, sample_weight=sample_weight)
     g = platt.predict(s)
-    values, counts, _ = collapse_ties(s, y, w)
+    values, counts, _ = collapse_ties(s, y, sample_weight)
     cuts = equal_count_cuts(values, counts, n_bins)
-    n, g_sum, _ = bin_sums(cuts, s, g, w)
-    n, k, score_sum = bin_sums(cuts, s, y, w)
+    n, g_sum, _ = bin_sums(cuts, s, g, sample_weight)
+    n, k, score_sum = bin_sums(cuts, s, y, sample_weight)
     return ScalingBinning(platt=platt, cuts=cuts, levels=g_sum / n, count=n, positives=k,
                           score_sum=score_sum)
 

@@ -21,41 +21,42 @@ def _softplus(f: np.ndarray) -> np.ndarray:
     return np.log1p(np.exp(-np.abs(f))) + np.maximum(f, 0.0)
 
 
-def nll_grad_hess(beta: float, z: np.ndarray, y: np.ndarray, w: np.ndarray | None = None):
-    """Negative log-likelihood of labels ``y`` under ``sigmoid(beta z)`` (row terms weighted by ``w``),
+def nll_grad_hess(beta: float, z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
+    """Negative log-likelihood of labels ``y`` under ``sigmoid(beta z)`` (row terms weighted by ``sample_weight``),
     with its first and second derivatives in the inverse temperature ``beta = 1 / T``."""
     f = beta * z
     loss = _softplus(f) - y * f                  # -[y ln p + (1 - y) ln(1 - p)], computed stably
     q = expit(f)
     r = (q - y) * z
     v = q * (1 - q) * z * z
-    if w is not None:
-        loss, r, v = w * loss, w * r, w * v
+    if sample_weight is not None:
+        loss, r, v = sample_weight * loss, sample_weight * r, sample_weight * v
     return float(np.sum(loss)), float(np.sum(r)), float(np.sum(v))
 
 
-def log_likelihood(temperature: float, s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> float:
+def log_likelihood(temperature: float, s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
     """Bernoulli log-likelihood of labels ``y`` under ``sigmoid(logit(s) / T)``, each row's term times its
-    weight in ``w`` (if given); ``logit`` clips like :func:`calibdash.calibrators.platt.logit`."""
+    weight in ``sample_weight`` (if given); ``logit`` clips like :func:`calibdash.calibrators.platt.logit`."""
     z = logit(s)
     f = z / temperature
     loss = _softplus(f) - y * f
-    return -float(np.sum(loss if w is None else w * loss))
+    return -float(np.sum(loss if sample_weight is None else sample_weight * loss))
 
 
-def negative_log_likelihoods(temperatures, s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+def negative_log_likelihoods(temperatures, s: np.ndarray, y: np.ndarray,
+                             sample_weight: np.ndarray | None = None) -> np.ndarray:
     """``-log_likelihood(T, s, y, w)`` at each ``T`` of ``temperatures``, sharing the logits and the label
     term ``sum(w y logit(s))`` between them (for the explainer's curve over ``T``)."""
     z = logit(s)
-    label_term = float(np.dot(y, z) if w is None else np.dot(w * y, z))
+    label_term = float(np.dot(y, z) if sample_weight is None else np.dot(sample_weight * y, z))
     out = []
     for t in np.asarray(temperatures, dtype=float):
         sp = _softplus(z / t)
-        out.append(float(np.sum(sp) if w is None else np.dot(w, sp)) - label_term / t)
+        out.append(float(np.sum(sp) if sample_weight is None else np.dot(sample_weight, sp)) - label_term / t)
     return np.array(out)
 
 
-def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, lo: float, hi: float,
+def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, lo: float, hi: float,
                             max_iter: int = 100, tol: float = 1e-12) -> tuple[float, int]:
     """The maximum-likelihood ``beta = 1/T`` in ``[lo, hi]`` for labels ``y`` and logits ``z``.
 
@@ -78,11 +79,11 @@ def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, w: np.ndarray | None, 
     start = min(max(1.0, lo), hi)
     if not np.any(z):                                  # every score 1/2: the likelihood ignores T
         return start, 0
-    if nll_grad_hess(lo, z, y, w)[1] >= 0:            # the likelihood still grows as T -> t_max
+    if nll_grad_hess(lo, z, y, sample_weight)[1] >= 0:            # the likelihood still grows as T -> t_max
         return lo, 0
-    if nll_grad_hess(hi, z, y, w)[1] <= 0:            # ... as T -> t_min (separable scores)
+    if nll_grad_hess(hi, z, y, sample_weight)[1] <= 0:            # ... as T -> t_min (separable scores)
         return hi, 0
-    (beta,), _, it = fit_logistic(z[:, None], y, w, [start], max_iter)
+    (beta,), _, it = fit_logistic(z[:, None], y, sample_weight, [start], max_iter)
     return min(max(float(beta), lo), hi), int(it)
 
 

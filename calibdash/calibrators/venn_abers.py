@@ -167,14 +167,14 @@ def _sweep(sx: list, sy: list, qx, qy, right_to_left: bool) -> list:
     return out
 
 
-def csd_tables(weight: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def csd_tables(rows: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``F0`` and ``F1`` at each distinct score from the CSD's steps (Algorithms 1 to 4 of the 2015 paper).
 
     Parameters
     ----------
-    weight, positives : ndarray of float, shape (k,)
+    rows, positives : ndarray of float, shape (k,)
         Rows and positives at each distinct calibration score, in score
-        order (``weight > 0``).
+        order (``rows > 0``; rows count with their weights).
 
     Returns
     -------
@@ -194,12 +194,12 @@ def csd_tables(weight: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, n
     ``F0`` with ``P_{k+1} = P_k + (1, 0)``, sweeping ``i = k..1``. Each
     point is pushed and popped at most once per sweep: ``O(k)``.
     """
-    W = np.concatenate([[0.0], np.cumsum(weight, dtype=float)])
+    W = np.concatenate([[0.0], np.cumsum(rows, dtype=float)])
     Y = np.concatenate([[0.0], np.cumsum(positives, dtype=float)])
     k = W.size - 1
     if k < 1:
         raise ProgrammingError("the Venn-Abers tables need at least one calibration score.")
-    w = np.asarray(weight, dtype=float)
+    w = np.asarray(rows, dtype=float)
     c = np.asarray(positives, dtype=float)
     one = np.ones(1)
     # F1. Algorithm 1: the GCM of P_{-1} = (-1, -1), P_0, ..., P_k (steps: the test row's (1, 1), then the
@@ -220,12 +220,13 @@ def csd_tables(weight: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, n
     return np.asarray(f0[::-1], dtype=float) + 0.0, np.asarray(f1, dtype=float) + 0.0
 
 
-def fit_tables(s: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> Tables:
-    """The IVAP tables of calibration scores ``s``, 0/1 labels ``y`` and optional row weights ``w`` (checked arrays).
+def fit_tables(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> Tables:
+    """The IVAP tables of calibration scores ``s``, 0/1 labels ``y`` and optional row
+    weights ``sample_weight`` (checked arrays).
 
     Tied scores become one CSD point weighted by their weight sum.
     """
-    values, counts, positives = collapse_ties(s, y, w)
+    values, counts, positives = collapse_ties(s, y, sample_weight)
     counts = counts.astype(float)
     f0, f1 = csd_tables(counts, positives)
     return Tables(scores=values, weight=counts, positives=positives, f0=f0, f1=f1)

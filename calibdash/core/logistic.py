@@ -28,8 +28,8 @@ class LogisticFit(NamedTuple):
     converged: bool              # stopped at the floating-point limit or the gradient rule, not for want of steps
 
 
-def logistic_terms(beta: np.ndarray, xt: np.ndarray, y: np.ndarray, w: np.ndarray | None, offset=None):
-    """Negative log-likelihood of targets ``y`` under ``sigmoid(beta @ xt)`` (row terms weighted by ``w``),
+def logistic_terms(beta: np.ndarray, xt: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, offset=None):
+    """Negative log-likelihood of targets ``y`` under ``sigmoid(beta @ xt)`` (row terms weighted by ``sample_weight``),
     its gradient and Hessian in ``beta``, and the size of its rounding error (see :func:`fit_logistic`).
 
     Each row's terms are computed without cancellation, to a few ulps of themselves however large
@@ -57,8 +57,8 @@ def logistic_terms(beta: np.ndarray, xt: np.ndarray, y: np.ndarray, w: np.ndarra
     r = (1.0 - y) * up - y * down
     v = up * down
     size = loss + np.abs(r * f)                          # a term's error: ulps of itself and of f
-    if w is not None:
-        loss, r, v, size = w * loss, w * r, w * v, w * size
+    if sample_weight is not None:
+        loss, r, v, size = sample_weight * loss, sample_weight * r, sample_weight * v, sample_weight * size
     g = (xt * r).sum(axis=1)
     xv = xt * v
     k = beta.size
@@ -82,7 +82,7 @@ _ULPS = 4 * np.finfo(float).eps
 _MAX_CHANGE = 16.0
 
 
-def solve_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, max_iter: int = 100,
+def solve_logistic(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, start, max_iter: int = 100,
                    tol: float = 0.0, offset=None) -> LogisticFit:
     """Unregularised weighted maximum-likelihood logistic regression ``P(y = 1) = sigmoid(x @ beta)``,
     iterated to the floating-point limit.
@@ -125,8 +125,8 @@ def solve_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, ma
         Design matrix (include a column of ones for an intercept).
     y : ndarray of shape (n,)
         Targets in [0, 1] (0/1 labels, or Platt's smoothed targets).
-    w : ndarray of shape (n,) or None
-        Row weights (a row of weight ``w`` counts as ``w`` rows); None for unit weights.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights (a row of weight ``sample_weight`` counts as ``sample_weight`` rows); None for unit weights.
     start : sequence of k floats
         Starting coefficients.
     max_iter : int
@@ -148,9 +148,9 @@ def solve_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, ma
     xt = np.ascontiguousarray(np.asarray(x, dtype=float).T)
     beta = np.asarray(start, dtype=float).copy()
     off = None if offset is None else np.asarray(offset, dtype=float)
-    nll, g, h, noise = logistic_terms(beta, xt, y, w, off)
+    nll, g, h, noise = logistic_terms(beta, xt, y, sample_weight, off)
     converged = False
-    stop = float(tol) * (y.size if w is None else float(w.sum()))
+    stop = float(tol) * (y.size if sample_weight is None else float(sample_weight.sum()))
     last = math.inf                      # size of the previous full step of the quadratic phase
     it = 0
     for it in range(1, int(max_iter) + 1):
@@ -165,7 +165,7 @@ def solve_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, ma
         size = float(np.max(np.abs(step)))
         if size <= _ULPS * float(np.max(np.abs(beta))):       # at the floating-point limit
             beta = beta - step
-            nll, g, h, noise = logistic_terms(beta, xt, y, w, off)
+            nll, g, h, noise = logistic_terms(beta, xt, y, sample_weight, off)
             converged = True
             break
         change = float(np.max(np.abs(step @ xt)))
@@ -176,7 +176,7 @@ def solve_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, ma
                 converged = True
                 break
             new = beta - step
-            nll_new, g_new, h_new, noise_new = logistic_terms(new, xt, y, w, off)
+            nll_new, g_new, h_new, noise_new = logistic_terms(new, xt, y, sample_weight, off)
             if not nll_new <= nll + noise:
                 converged = True
                 break
@@ -185,7 +185,7 @@ def solve_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, ma
             lr = 1.0
             while lr > 1e-10:
                 new = beta - lr * step
-                nll_new, g_new, h_new, noise_new = logistic_terms(new, xt, y, w, off)
+                nll_new, g_new, h_new, noise_new = logistic_terms(new, xt, y, sample_weight, off)
                 if nll_new <= nll - 1e-4 * lr * slope:
                     break
                 lr /= 2
@@ -195,10 +195,10 @@ def solve_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, ma
     return LogisticFit(beta, float(nll), it, h, converged)
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, max_iter: int = 100,
+def fit_logistic(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, start, max_iter: int = 100,
                  tol: float = 0.0, offset=None) -> tuple[np.ndarray, float, int]:
     """``(beta, nll, n_iter)`` of :func:`solve_logistic` (the calibrators' form)."""
-    fit = solve_logistic(x, y, w, start, max_iter, tol, offset)
+    fit = solve_logistic(x, y, sample_weight, start, max_iter, tol, offset)
     return fit.beta, fit.nll, fit.n_iter
 
 

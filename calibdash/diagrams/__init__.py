@@ -68,7 +68,7 @@ def check_kind(kind: str) -> str:
     return by_lower[kind.lower()]
 
 
-def prepare(kind: str, predictions: pd.DataFrame, labels, weights=None, *, band: bool = False,
+def prepare(kind: str, predictions: pd.DataFrame, labels, sample_weight=None, *, band: bool = False,
             n_bins=DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY, n_boot: int = N_BOOT) -> Diagram:
     """The data of the binary diagram ``kind`` (one of :data:`KINDS`, any case). Each kind takes the options its
     ``prepare`` names: ``n_bins`` and ``strategy`` the binned diagram's, ``band`` and ``n_boot`` the others'
@@ -76,7 +76,7 @@ def prepare(kind: str, predictions: pd.DataFrame, labels, weights=None, *, band:
     cls = registry("binary")[check_kind(kind)]
     options = dict(band=band, n_bins=n_bins, strategy=strategy, n_boot=n_boot)
     takes = inspect.signature(cls.prepare).parameters
-    return cls.prepare(predictions, labels, weights, **{k: v for k, v in options.items() if k in takes})
+    return cls.prepare(predictions, labels, sample_weight, **{k: v for k, v in options.items() if k in takes})
 
 
 def plot(data: Diagram, **kw):
@@ -84,9 +84,9 @@ def plot(data: Diagram, **kw):
     return data.figure(**kw)
 
 
-def diagram(kind: str, predictions: pd.DataFrame, labels, weights=None, *, band: bool = False,
+def diagram(kind: str, predictions: pd.DataFrame, labels, sample_weight=None, *, band: bool = False,
             n_bins=DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY, names=None, title=DEFAULT_TITLE,
             height: int = HEIGHT, n_boot: int = N_BOOT):
     """``(figure, caption)`` of the binary diagram ``kind`` (:func:`prepare`, then its ``figure``)."""
-    data = prepare(kind, predictions, labels, weights, band=band, n_bins=n_bins, strategy=strategy, n_boot=n_boot)
+    data = prepare(kind, predictions, labels, sample_weight, band=band, n_bins=n_bins, strategy=strategy, n_boot=n_boot)
     return data.figure(names=names, title=title, height=height), data.caption(names)

@@ -45,12 +45,12 @@ class BinnedData(Diagram):
         return self.text.format(bins=self.bins_text, binning=BINNINGS.get(self.strategy, "equal-width"))
 
     @classmethod
-    def prepare(cls, predictions: pd.DataFrame, labels, weights=None, *, n_bins=DEFAULT_N_BINS,
+    def prepare(cls, predictions: pd.DataFrame, labels, sample_weight=None, *, n_bins=DEFAULT_N_BINS,
                 strategy: str = DEFAULT_STRATEGY) -> "BinnedData":
         """The binned diagram's data: ``n_bins`` a count or ``"auto"`` (:func:`calibdash.diagrams.bin_count`),
         ``strategy`` ``"uniform"`` or ``"quantile"``."""
-        bins, said = bin_count(n_bins, labels, weights)
-        return cls(reliability_tables(predictions, labels, bins, strategy, sample_weight=weights), bins, strategy,
+        bins, said = bin_count(n_bins, labels, sample_weight)
+        return cls(reliability_tables(predictions, labels, bins, strategy, sample_weight=sample_weight), bins, strategy,
                    said)
 
     def figure(self, *, names: Mapping[str, str] | None = None, title=DEFAULT_TITLE, height: int = HEIGHT):

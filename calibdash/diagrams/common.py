@@ -169,11 +169,11 @@ def describe_rule(n, rule: str = "cuberoot", min_count: int = 100) -> str:
     return f"{bins} bin{'s' if bins != 1 else ''} ({what})"
 
 
-def bin_count(n_bins, labels, weights=None) -> tuple[int, str]:
+def bin_count(n_bins, labels, sample_weight=None) -> tuple[int, str]:
     """``(bin count, caption text)`` of a bins choice: a count (``"10 bins"``) or :data:`AUTO`, which is
     :data:`AUTO_RULE` on the rows (the weights' sum when weighted): ``"auto: 12 bins (cube root of ...)"``."""
     if n_bins == AUTO:
-        n = float(np.sum(weights)) if weights is not None else float(len(labels))
+        n = float(np.sum(sample_weight)) if sample_weight is not None else float(len(labels))
         return auto_bin_count(n, AUTO_RULE), "auto: " + describe_rule(n, AUTO_RULE)
     return int(n_bins), f"{int(n_bins)} bins"
 
@@ -213,10 +213,10 @@ def legend_margin(fig, n_entries: int, height: int) -> None:
         fig.update_layout(margin=dict(b=need), height=height + need - _LEGEND_MARGIN)
 
 
-def columns(predictions, labels, weights):
+def columns(predictions, labels, sample_weight):
     """``(key, p, y, w)`` of each column of ``predictions``, as float predictions, labels and float weights (or
     None)."""
     y = np.asarray(labels)
-    w = None if weights is None else np.asarray(weights, dtype=float)
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
     for col in predictions.columns:
         yield str(col), predictions[col].to_numpy(dtype=float), y, w

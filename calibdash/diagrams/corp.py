@@ -24,11 +24,11 @@ class CorpColumn(NamedTuple):
     decomposition: dict                 # calibdash.measures.corp.corp_decomposition: MCB, DSC, UNC, ...
 
 
-def corp_column(p, y, w=None, *, band: bool = False, n_boot: int = N_BOOT) -> CorpColumn:
+def corp_column(p, y, sample_weight=None, *, band: bool = False, n_boot: int = N_BOOT) -> CorpColumn:
     """One column's CORP curve and decomposition, and its 90% consistency band when asked."""
-    curve = corp.corp_curve(p, y, sample_weight=w)
-    dec = corp.corp_decomposition(p, y, sample_weight=w)
-    bnd = corp.corp_band(p, y, sample_weight=w, kind="consistency", n_boot=n_boot) if band else None
+    curve = corp.corp_curve(p, y, sample_weight=sample_weight)
+    dec = corp.corp_decomposition(p, y, sample_weight=sample_weight)
+    bnd = corp.corp_band(p, y, sample_weight=sample_weight, kind="consistency", n_boot=n_boot) if band else None
     return CorpColumn(curve, bnd, dec)
 
 
@@ -141,11 +141,12 @@ class CorpData(Diagram):
         return self.text + (self.band_text.format(n_boot=self.n_boot) if self.band else "")
 
     @classmethod
-    def prepare(cls, predictions: pd.DataFrame, labels, weights=None, *, band: bool = False, n_boot: int = N_BOOT,
+    def prepare(cls, predictions: pd.DataFrame, labels, sample_weight=None, *, band: bool = False, n_boot: int = N_BOOT,
                 column: Callable = corp_column) -> "CorpData":
         """The CORP diagram's data, ``column(p, y, w, band=, n_boot=)`` (default :func:`corp_column`) per column;
         ``band``: the 90% consistency band of ``n_boot`` resamples."""
-        parts = {k: column(p, y, w, band=band, n_boot=n_boot) for k, p, y, w in columns(predictions, labels, weights)}
+        parts = {k: column(p, y, w, band=band, n_boot=n_boot)
+                 for k, p, y, w in columns(predictions, labels, sample_weight)}
         return cls({k: c[0] for k, c in parts.items()}, {k: c[1] for k, c in parts.items() if c[1] is not None},
                    {k: c[2] for k, c in parts.items()}, band, n_boot)
 

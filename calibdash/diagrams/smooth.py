@@ -17,12 +17,12 @@ __all__ = ["SMOOTH", "SmoothData", "smooth_column", "prepare_smooth", "smoothed_
 SMOOTH = "Smooth"
 
 
-def smooth_column(p, y, w=None, *, band: bool = False, n_boot: int = N_BOOT) -> pd.DataFrame:
+def smooth_column(p, y, sample_weight=None, *, band: bool = False, n_boot: int = N_BOOT) -> pd.DataFrame:
     """One column's smoothed curve (:func:`calibdash.measures.smooth_ece.smoothed_curve`), with its band when
     asked (:func:`calibdash.measures.smooth_ece.smoothed_curve_band`, ``n_boot`` Poisson resamples)."""
     if band:
-        return smooth_ece.smoothed_curve_band(p, y, sample_weight=w, n_boot=n_boot)
-    return smooth_ece.smoothed_curve(p, y, sample_weight=w)
+        return smooth_ece.smoothed_curve_band(p, y, sample_weight=sample_weight, n_boot=n_boot)
+    return smooth_ece.smoothed_curve(p, y, sample_weight=sample_weight)
 
 
 def _name(label: str, curve: pd.DataFrame) -> str:
@@ -130,11 +130,12 @@ class SmoothData(Diagram):
         return self.text.format(bandwidths=sig) + (self.band_text.format(n_boot=self.n_boot) if self.band else "")
 
     @classmethod
-    def prepare(cls, predictions: pd.DataFrame, labels, weights=None, *, band: bool = False, n_boot: int = N_BOOT,
+    def prepare(cls, predictions: pd.DataFrame, labels, sample_weight=None, *, band: bool = False, n_boot: int = N_BOOT,
                 column: Callable = smooth_column) -> "SmoothData":
         """The smoothed diagram's data, ``column(p, y, w, band=, n_boot=)`` (default :func:`smooth_column`) per
         column; ``band``: the pointwise 95% bootstrap band of ``n_boot`` Poisson resamples."""
-        curves = {k: column(p, y, w, band=band, n_boot=n_boot) for k, p, y, w in columns(predictions, labels, weights)}
+        curves = {k: column(p, y, w, band=band, n_boot=n_boot)
+                  for k, p, y, w in columns(predictions, labels, sample_weight)}
         return cls(curves, band, n_boot)
 
     def figure(self, *, names: Mapping[str, str] | None = None, title=DEFAULT_TITLE, height: int = HEIGHT):

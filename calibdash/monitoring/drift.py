@@ -115,7 +115,7 @@ def over_time(scores, labels, dates, sample_weight=None, freq: str = "auto", n_b
     return period_report(s, y, w, per, n_bins=n_bins, strategy=strategy, n_boot=n_boot, seed=seed, level=level)
 
 
-def period_report(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, per: Periods, *,
+def period_report(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, per: Periods, *,
                   n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200,
                   seed: int = 0, level: float = 0.95, cells: bool = False) -> DriftReport:
     """The :class:`DriftReport` of rows whose periods are made (what :func:`over_time` returns).
@@ -124,14 +124,14 @@ def period_report(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, per: Perio
     ----------
     s, y : ndarray
         Checked scores and labels.
-    w : ndarray or None
+    sample_weight : ndarray or None
         Row weights (None: unweighted rows).
     per : Periods
         Each row's period (``per.codes`` aligned with ``s``).
     n_bins, strategy, n_boot, seed, level
         As for :func:`over_time`.
     cells : bool, default False
-        The rows are score cells' weighted rows (each stands for ``w`` real rows): ``rows`` then counts
+        The rows are score cells' weighted rows (each stands for ``sample_weight`` real rows): ``rows`` then counts
         the real rows, the sum of the weights (:func:`calibdash.monitoring.group_metrics.cell_rows`).
     """
     seeds = np.random.SeedSequence(seed).generate_state(len(per.labels))
@@ -142,7 +142,7 @@ def period_report(s: np.ndarray, y: np.ndarray, w: np.ndarray | None, per: Perio
         m = per.codes == k
         if not m.any():
             continue
-        wk = None if w is None else w[m]
+        wk = None if sample_weight is None else sample_weight[m]
         st = group_stats(s[m], y[m], wk, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
                          seed=int(sd))
         if cells:

@@ -191,7 +191,7 @@ def _number_text(v) -> str:
     return str(int(v)) if v.is_integer() else _fmt(v)
 
 
-def name_groups(keys, weights, coding: GroupCoding, *, n_missing: int = 0, missing_weight: float = 0.0,
+def name_groups(keys, sample_weight, coding: GroupCoding, *, n_missing: int = 0, missing_weight: float = 0.0,
                 max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES, min_rows: float = MIN_ROWS,
                 name: str = "the column") -> GroupNames:
     """The groups shown, from the raw codes present and their weights: names, display order, pooling, notes.
@@ -204,7 +204,7 @@ def name_groups(keys, weights, coding: GroupCoding, *, n_missing: int = 0, missi
     ----------
     keys : sequence
         The distinct raw codes of present values that have rows.
-    weights : sequence of float
+    sample_weight : sequence of float
         The weight of each (rows, or the sum of row weights).
     coding : GroupCoding
     n_missing : int
@@ -237,7 +237,7 @@ def name_groups(keys, weights, coding: GroupCoding, *, n_missing: int = 0, missi
     else:
         first = [str(k).strip() for k in keys]
         order = sorted(set(first), key=lambda v: (v.lower(), v))
-    weight = pd.Series(np.asarray(weights, dtype=float), dtype=float).groupby(
+    weight = pd.Series(np.asarray(sample_weight, dtype=float), dtype=float).groupby(
         pd.Index(first, dtype=object)).sum().to_dict() if keys else {}
     if n_missing:
         order.append(MISSING)

@@ -141,7 +141,7 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
                            seed=seed)
 
 
-def fix_made_groups(s: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool, labels_: np.ndarray, order,
+def fix_made_groups(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, weighted: bool, labels_: np.ndarray, order,
                     col: str, pairs, scheme: Scheme, method: str = "isotonic", *, params: dict | None = None,
                     mbct_params: dict | None = None, n_bins: int = metrics.DEFAULT_N_BINS,
                     strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
@@ -153,7 +153,7 @@ def fix_made_groups(s: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool,
     s, y, w : ndarray
         Checked scores, labels and row weights (ones when ``weighted`` is False).
     weighted : bool
-        Whether ``w`` weighs the rows (passed to the fits and the measures).
+        Whether ``sample_weight`` weighs the rows (passed to the fits and the measures).
     labels_ : ndarray
         Each row's group; ``order``: the groups in display order; ``col``: the column's name (MBCT's feature).
     pairs : list of (fit rows, judged rows)
@@ -174,18 +174,18 @@ def fix_made_groups(s: np.ndarray, y: np.ndarray, w: np.ndarray, weighted: bool,
     fit_rows = np.arange(s.size) if kfold else pairs[0][0]
     # The paper's r = 100 views for each node's split choice, not MBCT's default 20: with 20, a seeded draw
     # on the drift sample misses the one feature split that fixes the bad segment about one time in five.
-    mbct = {"bin_size": _mbct_bin_size(labels_, w, fit_rows), "views": MBCT_VIEWS}
+    mbct = {"bin_size": _mbct_bin_size(labels_, sample_weight, fit_rows), "views": MBCT_VIEWS}
     mbct.update(mbct_params or {})
     cals = resolve({method: dict(params or {})})
     if getattr(cals[method], "uses_features", False):
         raise SettingsError(f"choose a calibrator of the score alone to set beside MBCT, not {method!r}.")
     cals.update(resolve({"mbct": mbct}))
     features = pd.DataFrame({col: pd.Categorical(labels_, categories=order)})
-    fit = cross_fit(cals, s, y, w if weighted else None, pairs, features, refit=kfold)
+    fit = cross_fit(cals, s, y, sample_weight if weighted else None, pairs, features, refit=kfold)
     preds = {RAW: s[rows], **{key: fit.column(key)[rows] for key in cals}}
     predictions = pd.DataFrame(preds, index=rows)
-    reports = {key: group_report(predictions[key].to_numpy(), y[rows], w[rows], weighted, labels_[rows], order, [],
-                                 [], col, n_bins, strategy, n_boot, 0.95, seed, cells=cells)
+    reports = {key: group_report(predictions[key].to_numpy(), y[rows], sample_weight[rows], weighted, labels_[rows],
+                                 order, [], [], col, n_bins, strategy, n_boot, 0.95, seed, cells=cells)
                for key in preds}
     table = pd.DataFrame({key: r.table["ECE"] for key, r in reports.items()})
     table = table.reindex([g for g in order if g in table.index])

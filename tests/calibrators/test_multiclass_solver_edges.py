@@ -304,7 +304,7 @@ def test_folds_and_search_rows_do_not_depend_on_the_column_order():
     for seed in range(4):
         perm = np.random.default_rng(seed).permutation(7)
         inv = np.argsort(perm)
-        np.testing.assert_array_equal(fold_ids(Z[:, perm], inv[y], 5, seed=seed, w=w),
-                                      fold_ids(Z, y, 5, seed=seed, w=w))
+        np.testing.assert_array_equal(fold_ids(Z[:, perm], inv[y], 5, seed=seed, sample_weight=w),
+                                      fold_ids(Z, y, 5, seed=seed, sample_weight=w))
         np.testing.assert_array_equal(search_rows(Z[:, perm], inv[y], w, 200, seed=seed),
                                       search_rows(Z, y, w, 200, seed=seed))

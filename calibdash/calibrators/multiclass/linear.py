@@ -147,7 +147,7 @@ def check_size(form: LinearForm, k: int, what: str = "the linear calibration map
                         "of classes.")
 
 
-def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm, lam: float = 0.0,
+def fit_linear(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, form: LinearForm, lam: float = 0.0,
                mu: float = 0.0, start: np.ndarray | None = None, gtol: float = 1e-9, ftol: float = 1e-13,
                max_iter: int = 5000, what: str = "the linear calibration map",
                max_seconds: float | None = None) -> LinearFit:
@@ -161,7 +161,7 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
         Log-scores, finite.
     y : ndarray (n,)
         Class indices.
-    w : ndarray (n,) or None
+    sample_weight : ndarray (n,) or None
         Row weights (None: 1 each).
     form : LinearForm
     lam, mu : float
@@ -188,7 +188,7 @@ def fit_linear(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearF
     # n x K x K products of K <= a few hundred run at full speed on one, and after a call on two, the second
     # thread's spin-waits on a busy machine cost up to 10x the CPU
     with threadpool_limits(1):
-        return _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what,
+        return _fit_linear(X, y, sample_weight, form, lam, mu, start, gtol, ftol, max_iter, what,
                            MAX_SECONDS if max_seconds is None else float(max_seconds))
 
 

@@ -186,7 +186,7 @@ def project_on_form(R: np.ndarray, X: np.ndarray, form: LinearForm) -> np.ndarra
     return np.concatenate([gw, R.sum(axis=0)]) if form.bias else gw
 
 
-def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, form: LinearForm,
+def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, form: LinearForm,
               lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None,
               probabilities: np.ndarray | None = None, absent=None) -> tuple[float, float, np.ndarray]:
     """``(L, NLL, gradient of L)`` at ``theta``: the weighted mean negative log-likelihood of the labels
@@ -215,24 +215,24 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, w: np.ndarray | N
     if probabilities is not None:
         probabilities[...] = Z
     Z[rows, y] -= 1.0                            # R, up to the weights
-    if w is None:
+    if sample_weight is None:
         nll = float(np.mean(nll_rows))
         Z *= 1.0 / n
     else:
-        s = float(w.sum())
-        nll = float(w @ nll_rows) / s
-        Z *= (w / s)[:, None]
+        s = float(sample_weight.sum())
+        nll = float(sample_weight @ nll_rows) / s
+        Z *= (sample_weight / s)[:, None]
     pen, pen_grad = penalty_and_gradient(theta, form, k, lam, mu)
     return nll + pen, nll, project_on_form(Z, X, form) + pen_grad
 
 
-def hessian_diagonal(theta, X, w, form, lam, mu, Q=None):
+def hessian_diagonal(theta, X, sample_weight, form, lam, mu, Q=None):
     """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of the stopping rule);
     ``Q``: the map's probabilities at ``theta``, if known."""
     n, k = X.shape
     Q = predict_linear(X, theta, form) if Q is None else Q
     V = Q * (1.0 - Q)
-    V *= (1.0 / n) if w is None else (w / w.sum())[:, None]
+    V *= (1.0 / n) if sample_weight is None else (sample_weight / sample_weight.sum())[:, None]
     if form.matrix == "full":
         hw = (V.T @ (X * X)).ravel()
     elif form.matrix == "diagonal":
@@ -241,7 +241,7 @@ def hessian_diagonal(theta, X, w, form, lam, mu, Q=None):
         # d2/da2 of the NLL of softmax(a x) is the weighted mean of the variance of x under q.
         mean = np.einsum("ij,ij->i", Q, X)
         var = np.einsum("ij,ij->i", Q, X * X) - mean * mean
-        hw = np.array([float(np.mean(var) if w is None else (w @ var) / w.sum())])
+        hw = np.array([float(np.mean(var) if sample_weight is None else (sample_weight @ var) / sample_weight.sum())])
     h = np.concatenate([hw, V.sum(axis=0)]) if form.bias else hw
     h = h + penalty_curvature(theta.size, form, k, lam, mu)
     return np.maximum(h, 1e-12)

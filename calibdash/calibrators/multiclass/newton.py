@@ -84,7 +84,7 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
     return Stop(theta, int(max_iter), "max_iter", decrement, f)
 
 
-def hessian(theta, X, w, form, lam, mu, absent=None):
+def hessian(theta, X, sample_weight, form, lam, mu, absent=None):
     """The objective's Hessian at ``theta`` (forms whose parameters each act on one class's score: diagonal
     and full, with or without intercepts; and the scalar form without one), for Newton's method.
 
@@ -96,7 +96,7 @@ def hessian(theta, X, w, form, lam, mu, absent=None):
     """
     n, k = X.shape
     Q = predict_linear(X, theta, form, absent)
-    u = np.full(n, 1.0 / n) if w is None else w / w.sum()
+    u = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
     if form.matrix == "scalar":
         mean = np.einsum("ij,ij->i", Q, X)
         H = np.array([[float(u @ (np.einsum("ij,ij->i", Q, X * X) - mean * mean))]])
@@ -113,7 +113,8 @@ def hessian(theta, X, w, form, lam, mu, absent=None):
     return H + np.diag(penalty_curvature(theta.size, form, k, lam, mu))
 
 
-def damped_newton(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=None, absent=None) -> Stop:
+def damped_newton(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free=None,
+                  absent=None) -> Stop:
     """Damped Newton from ``theta`` on the formed Hessian (:func:`hessian`): the step solves ``H d = -g`` on
     the free parameters (``free``: a mask; None: all) and on the range of ``H`` (its eigenvalues above 1e-12
     of the largest; the null directions are the softmax's invariances, left as they are). Gradient rule: the
@@ -122,11 +123,11 @@ def damped_newton(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline,
     free = np.ones(theta.size, dtype=bool) if free is None else free
 
     def evaluate(t):
-        f, _, g = objective(t, X, y, w, form, lam, mu, work, absent=absent)
+        f, _, g = objective(t, X, y, sample_weight, form, lam, mu, work, absent=absent)
         return f, np.where(free, g, 0.0), None
 
     def direction(t, g, _):
-        vals, vecs = np.linalg.eigh(hessian(t, X, w, form, lam, mu, absent)[np.ix_(free, free)])
+        vals, vecs = np.linalg.eigh(hessian(t, X, sample_weight, form, lam, mu, absent)[np.ix_(free, free)])
         keep = vals > vals.max() * 1e-12
         d = np.zeros_like(t)
         d[free] = -vecs[:, keep] @ ((vecs[:, keep].T @ g[free]) / vals[keep])
@@ -159,13 +160,13 @@ def scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work:
     return f, float(u @ (m1 - xy)), float(u @ np.maximum(m2 - m1 * m1, 0.0))
 
 
-def newton_scalar(theta, X, y, w, gtol, ftol, max_iter, deadline) -> Stop:
+def newton_scalar(theta, X, y, sample_weight, gtol, ftol, max_iter, deadline) -> Stop:
     """Newton's method on the one factor ``beta`` (temperature scaling: the NLL is convex in ``beta``), each
     step from :func:`scalar_terms` (one pass over the rows for the objective, its slope and its curvature),
     clipped to :data:`SCALE_BOUNDS`. Gradient rule: ``|f'| <= gtol``, or ``beta`` at a bound with the
     slope pushing outwards. The rest: :func:`descend`."""
     lo, hi = SCALE_BOUNDS
-    u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
+    u = np.full(y.size, 1.0 / y.size) if sample_weight is None else sample_weight / sample_weight.sum()
     work, work2 = np.empty(X.shape), np.empty(X.shape)
     form = LinearForm("scalar", False)
     xmax = np.abs(X).max(axis=0)

@@ -158,7 +158,8 @@ def block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: Line
     return apply
 
 
-def newton_cg_solve(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free=None, absent=None) -> Stop:
+def newton_cg_solve(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free=None,
+                    absent=None) -> Stop:
     """Newton's method for the full and diagonal forms when their Hessian is too large to form, each step
     solved by preconditioned conjugate gradients on Hessian-vector products (:func:`hessian_product`) with
     :func:`block_preconditioner`, built once at the start of the fit for the full form (its K inverses of
@@ -190,16 +191,16 @@ def newton_cg_solve(theta, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadlin
     k = X.shape[1]
     free = np.ones(theta.size, dtype=bool) if free is None else free
     present = np.ones(k, dtype=bool) if absent is None else ~np.asarray(absent)
-    u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
+    u = np.full(y.size, 1.0 / y.size) if sample_weight is None else sample_weight / sample_weight.sum()
     curvature = penalty_curvature(theta.size, form, k, lam, mu)
     work, Q = np.empty(X.shape), np.empty(X.shape)
     X32, u32 = X.astype(np.float32), u.astype(np.float32)
-    objective(theta, X, y, w, form, lam, mu, work, Q, absent)
+    objective(theta, X, y, sample_weight, form, lam, mu, work, Q, absent)
     built = [block_preconditioner(X, Q, u, form, curvature, present)]
-    scale = 1.0 / np.sqrt(hessian_diagonal(theta, X, w, form, lam, mu, Q))
+    scale = 1.0 / np.sqrt(hessian_diagonal(theta, X, sample_weight, form, lam, mu, Q))
 
     def evaluate(t):
-        f, _, g = objective(t, X, y, w, form, lam, mu, work, Q, absent)
+        f, _, g = objective(t, X, y, sample_weight, form, lam, mu, work, Q, absent)
         return f, np.where(free, g, 0.0), Q
 
     def direction(t, g, Qt):

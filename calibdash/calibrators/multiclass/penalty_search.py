@@ -77,7 +77,8 @@ def _class_order(h: np.ndarray, y: np.ndarray, live: np.ndarray) -> tuple[np.nda
     return classes[order], [groups[i] for i in order]
 
 
-def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0, w: np.ndarray | None = None) -> np.ndarray:
+def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0,
+             sample_weight: np.ndarray | None = None) -> np.ndarray:
     """Each row's fold, 0..n_folds-1, from its values only: stratified by class, never by position.
 
     Within each class the distinct rows (by a keyed hash of their values and label: :func:`_row_hashes`)
@@ -85,12 +86,12 @@ def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0, w: np.nd
     classes in the order of :func:`_class_order`), so every fold gets its share of every class (to one row).
     Identical rows share a hash and so a fold: a row of weight 3 and three copies of it fall in the same
     fold, and the folds do not change when the rows are reordered, nor (with the labels renamed to match)
-    when the columns are. Rows of weight 0 (``w``) are left out of the deal (so that they change no other
+    when the columns are. Rows of weight 0 (``sample_weight``) are left out of the deal (so that they change no other
     row's fold, as if absent) and go to the fold their hash names.
     """
     h = _row_hashes(X, y, seed)
     out = (h % np.uint64(n_folds)).astype(np.int64)
-    live = np.ones(y.size, dtype=bool) if w is None else w > 0
+    live = np.ones(y.size, dtype=bool) if sample_weight is None else sample_weight > 0
     dealt = 0
     for c, distinct in zip(*_class_order(h, y, live)):
         rows = np.flatnonzero(live & (y == c))
@@ -99,7 +100,8 @@ def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0, w: np.nd
     return out
 
 
-def search_rows(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, max_rows: int, seed: int = 0) -> np.ndarray:
+def search_rows(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, max_rows: int,
+                seed: int = 0) -> np.ndarray:
     """Which rows the penalty search uses (a boolean mask): all when there are at most ``max_rows`` distinct
     rows of positive weight; else, within each class, the distinct rows whose keyed hash
     (:func:`_row_hashes`, the one that deals the folds) is among the smallest, each class getting its share
@@ -110,7 +112,7 @@ def search_rows(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, max_rows: in
     the same rows, and a row of weight ``w`` is taken exactly when its ``w`` copies would be (it counts as
     one distinct row either way), so the search stays row-order invariant and weights still equal repeated
     rows. Rows of weight 0 are never taken (they change no fit)."""
-    live = np.ones(y.size, dtype=bool) if w is None else w > 0
+    live = np.ones(y.size, dtype=bool) if sample_weight is None else sample_weight > 0
     h = _row_hashes(X, y, seed)
     classes, groups = _class_order(h, y, live)
     counts = np.array([g.size for g in groups])
@@ -127,7 +129,7 @@ def search_rows(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, max_rows: in
     return keep
 
 
-def cv_log_loss(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], folds: np.ndarray,
+def cv_log_loss(X, y, sample_weight, form: LinearForm, grid: Sequence[tuple[float, float]], folds: np.ndarray,
                 gtol: float = 1e-6, ftol: float = 1e-10, patience: int | None = 2,
                 n_iter: list | None = None, max_seconds: float = SEARCH_SECONDS) -> np.ndarray:
     """Held-out weighted mean log-loss of each ``(lam, mu)`` of ``grid``, pooled over the folds.
@@ -149,8 +151,9 @@ def cv_log_loss(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], 
     parts = []
     for f in range(n_folds):
         test = folds == f
-        wv = np.ones(int(test.sum())) if w is None else w[test]
-        parts.append((X[~test], y[~test], None if w is None else w[~test], X[test], y[test], wv))
+        wv = np.ones(int(test.sum())) if sample_weight is None else sample_weight[test]
+        train_weight = None if sample_weight is None else sample_weight[~test]
+        parts.append((X[~test], y[~test], train_weight, X[test], y[test], wv))
     total = sum(float(p[5].sum()) for p in parts)
     loss = np.full(len(grid), np.inf)
     starts: list = [None] * n_folds
@@ -179,7 +182,7 @@ def cv_log_loss(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], 
     return loss
 
 
-def select_penalty(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]], n_folds: int = 5,
+def select_penalty(X, y, sample_weight, form: LinearForm, grid: Sequence[tuple[float, float]], n_folds: int = 5,
                    seed: int = 0, max_rows: int | None = SEARCH_ROWS,
                    n_iter: list | None = None) -> tuple[float, float, np.ndarray]:
     """``(lam, mu, losses)``: the grid point with the lowest held-out log-loss (:func:`cv_log_loss`) over
@@ -213,14 +216,14 @@ def select_penalty(X, y, w, form: LinearForm, grid: Sequence[tuple[float, float]
         (a DataError) Fewer distinct rows than folds.
     """
     if max_rows is not None:
-        keep = search_rows(X, y, w, int(max_rows), seed)
+        keep = search_rows(X, y, sample_weight, int(max_rows), seed)
         if not keep.all():
-            X, y, w = X[keep], y[keep], None if w is None else w[keep]
-    folds = fold_ids(X, y, n_folds, seed, w)
-    if np.unique(folds if w is None else folds[w > 0]).size < n_folds:
+            X, y, sample_weight = X[keep], y[keep], None if sample_weight is None else sample_weight[keep]
+    folds = fold_ids(X, y, n_folds, seed, sample_weight)
+    if np.unique(folds if sample_weight is None else folds[sample_weight > 0]).size < n_folds:
         raise TooFewRowsError(f"choosing the regularisation by {n_folds}-fold cross-validation needs at least "
                               f"{n_folds} distinct rows; fix lambda and mu instead (select=False).")
-    losses = cv_log_loss(X, y, w, form, grid, folds, n_iter=n_iter)
+    losses = cv_log_loss(X, y, sample_weight, form, grid, folds, n_iter=n_iter)
     best = int(np.argmin(losses))
     lam, mu = grid[best]
     return float(lam), float(mu), losses

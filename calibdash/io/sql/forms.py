@@ -110,7 +110,7 @@ class LinearMap:
         return {"lo": x[j], "dx": x[j + 1] - x[j], "y0": y0, "dy": y1 - y0, "y1": y1,
                 "ymin": np.minimum(y0, y1), "ymax": np.maximum(y0, y1)}
 
-    def end(self, side: str, s: str, w: SqlWriter) -> str:
+    def end(self, side: str, s: str, writer: SqlWriter) -> str:
         """SQL of the map beyond the first (``side="left"``) or last knot."""
         x, y = np.asarray(self.x, dtype=float), np.asarray(self.y, dtype=float)
         mode = self.left if side == "left" else self.right
@@ -143,7 +143,7 @@ def _null_guard(score: str, body: str) -> str:
     return f"CASE WHEN {score} IS NULL THEN NULL ELSE {body} END"
 
 
-def step_sql(step: StepMap, w: SqlWriter, form: str, method: str, score_column: str,
+def step_sql(step: StepMap, writer: SqlWriter, form: str, method: str, score_column: str,
               max_case: int = CASE_MAX_STEPS) -> SqlMap:
     starts, values = step.pieces()
     form = _pick_form(form, values.size, max_case)
@@ -154,7 +154,7 @@ def step_sql(step: StepMap, w: SqlWriter, form: str, method: str, score_column: 
                 return num(values[a])
             mid = (a + b + 1) // 2
             return f"CASE WHEN {s} < {num(starts[mid - 1])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
-        return SqlMap(method, w.dialect, score_column, "bisect",
+        return SqlMap(method, writer.dialect, score_column, "bisect",
                       lambda s: f"CASE WHEN {s} IS NULL THEN NULL ELSE {part(0, values.size - 1, s)} END")
     if form == "case" or starts.size == 0:
         def render(s: str) -> str:
@@ -162,17 +162,17 @@ def step_sql(step: StepMap, w: SqlWriter, form: str, method: str, score_column: 
                 return f"CASE WHEN {s} IS NULL THEN NULL ELSE {num(values[0])} END"
             arms = " ".join(f"WHEN {s} < {num(c)} THEN {num(v)}" for c, v in zip(starts, values[:-1]))
             return f"CASE WHEN {s} IS NULL THEN NULL {arms} ELSE {num(values[-1])} END"
-        return SqlMap(method, w.dialect, score_column, "case", render)
+        return SqlMap(method, writer.dialect, score_column, "case", render)
     name = "cd_steps"
     lookup, joins = bucketed(name, starts, np.r_[starts[1:], np.inf], {"cd_value": values[1:]})
 
     def render_lookup(s: str) -> str:
         return (f"CASE WHEN {s} IS NULL THEN NULL WHEN {s} < {num(starts[0])} THEN {num(values[0])} "
                 f"ELSE {name}.cd_value END")
-    return SqlMap(method, w.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
+    return SqlMap(method, writer.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
 
 
-def linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_column: str,
+def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_column: str,
                 max_case: int = CASE_MAX_STEPS) -> SqlMap:
     x = np.asarray(lin.x, dtype=float)
     y = np.asarray(lin.y, dtype=float)
@@ -188,15 +188,15 @@ def linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_colum
     def piece(s: str, col) -> str:
         """Interval values ``col(name)`` -> SQL of interp's formula on that interval."""
         pos = f"(({s} - {col('lo')}) / {col('dx')})"
-        inside = w.clip(f"{col('y0')} + {pos} * {col('dy')}", col("ymin"), col("ymax"))
+        inside = writer.clip(f"{col('y0')} + {pos} * {col('dy')}", col("ymin"), col("ymax"))
         return f"CASE WHEN {pos} >= {num(1.0)} THEN {col('y1')} ELSE {inside} END"
 
     def literals(j: int):
         return lambda name: num(iv[name][j])
 
     def ends(s: str) -> str:
-        return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s, w)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
-                f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s, w)}")
+        return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s, writer)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
+                f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s, writer)}")
 
     if form == "bisect" and los.size:
         def part(a: int, b: int, s: str) -> str:          # intervals a..b, interval j on los[j] <= s < los[j + 1]
@@ -207,8 +207,8 @@ def linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_colum
 
         def render_bisect(s: str) -> str:
             body = f"CASE {ends(s)} ELSE {part(0, los.size - 1, s)} END"
-            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
-        return SqlMap(method, w.dialect, score_column, "bisect", render_bisect)
+            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {writer.clip(body)} END"
+        return SqlMap(method, writer.dialect, score_column, "bisect", render_bisect)
 
     if form in ("case", "bisect") or los.size == 0:
         def render(s: str) -> str:
@@ -218,8 +218,8 @@ def linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_colum
             arms = [f"WHEN {s} < {num(bounds[j])} THEN {piece(s, literals(j))}" for j in range(los.size - 1)]
             last = piece(s, literals(los.size - 1))
             body = f"CASE {ends(s)} {' '.join(arms)} ELSE {last} END"
-            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
-        return SqlMap(method, w.dialect, score_column, "case", render)
+            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {writer.clip(body)} END"
+        return SqlMap(method, writer.dialect, score_column, "case", render)
 
     name = "cd_knots"
     columns = {f"cd_{k}": v for k, v in iv.items() if k != "lo"}
@@ -227,15 +227,15 @@ def linear_sql(lin: LinearMap, w: SqlWriter, form: str, method: str, score_colum
 
     def render_lookup(s: str) -> str:
         body = f"CASE {ends(s)} ELSE {piece(s, lambda k: f'{name}.cd_{k}')} END"
-        return f"CASE WHEN {s} IS NULL THEN NULL ELSE {w.clip(body)} END"
-    return SqlMap(method, w.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
+        return f"CASE WHEN {s} IS NULL THEN NULL ELSE {writer.clip(body)} END"
+    return SqlMap(method, writer.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
 
 
-def closed_sql(closed: ClosedForm, w: SqlWriter, method: str, score_column: str) -> SqlMap:
-    features = dict(w.features)
+def closed_sql(closed: ClosedForm, writer: SqlWriter, method: str, score_column: str) -> SqlMap:
+    features = dict(writer.features)
 
     def render(s: str) -> str:
-        body = closed.build(SqlWriter(w.dialect, s, features))
+        body = closed.build(SqlWriter(writer.dialect, s, features))
         return _null_guard(s, body)
-    render(quote(score_column, w.dialect))          # fail now, not when the SQL is first asked for
-    return SqlMap(method, w.dialect, score_column, "closed", render)
+    render(quote(score_column, writer.dialect))          # fail now, not when the SQL is first asked for
+    return SqlMap(method, writer.dialect, score_column, "closed", render)
