@@ -415,9 +415,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     # monitoring -> engines: keyed rows code scores on the cells' grid with engines/source.py's grid_code.
     # Cut: grid_code goes to evaluation/cells.py, where the grid is defined.
     ("calibdash.monitoring.keyed.from_rows", "calibdash.engines.source"),
-    # sources -> the package's __init__: samples writes calibdash.__version__ into its manifest. Cut:
-    # __version__ in core (core/__init__.py), re-exported by calibdash/__init__.py.
-    ("calibdash.samples", "calibdash"),
 }
 
 
