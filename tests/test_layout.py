@@ -412,9 +412,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     # core/validation.py, pav_blocks/Blocks to measures (or core), both imported by the calibrators.
     ("calibdash.measures.class_measures", "calibdash.calibrators.multiclass.base"),
     ("calibdash.measures.corp", "calibdash.calibrators.isotonic"),
-    # monitoring -> engines: keyed rows code scores on the cells' grid with engines/source.py's grid_code.
-    # Cut: grid_code goes to evaluation/cells.py, where the grid is defined.
-    ("calibdash.monitoring.keyed.from_rows", "calibdash.engines.source"),
 }
 
 
