@@ -398,7 +398,7 @@ MAX_ROOT_MODULES = 10
 KNOWN_UPWARD: set[tuple[str, str]] = {
     # calibrators -> io: each calibrator builds its SQL form (StepMap, LinearMap, ClosedForm, SqlWriter, literal).
     # Cut: the forms and writers (io/sql/forms.py, lookup.py, writer.py: they import only core.errors and
-    # calibrators/_steps.interp) go down to core, to_sql/register_sql/sql_methods stay in io.
+    # core/step_maps.interp) go down to core, to_sql/register_sql/sql_methods stay in io.
     ("calibdash.calibrators", "calibdash.io.sql"),
     # K-class composites -> io: a sub-model's state (export.State, state_of, calibrator_from). Cut: that codec of
     # one calibrator's state goes to calibrators/base.py; io/export.py keeps the file format.
@@ -408,10 +408,8 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     ("calibdash.engines", "calibdash.io.export"),
     ("calibdash.engines", "calibdash.io.sql"),
     # measures -> calibrators: the K-class measures check their input with calibrators/multiclass/base.py's
-    # check_probabilities/check_classes; CORP runs isotonic's pav_blocks. Cut: the checks go to
-    # core/validation.py, pav_blocks/Blocks to measures (or core), both imported by the calibrators.
+    # check_probabilities/check_classes. Cut: the checks go to core/validation.py, imported by the calibrators.
     ("calibdash.measures.class_measures", "calibdash.calibrators.multiclass.base"),
-    ("calibdash.measures.corp", "calibdash.calibrators.isotonic"),
 }
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..io.sql import LinearMap
 from ._bayes_binning import BayesBinningBase, Positions, abb_average, check_lam, collapse
-from ._steps import interp
+from ..core.step_maps import interp
 
 __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 

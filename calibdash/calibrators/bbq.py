@@ -146,7 +146,7 @@ from scipy.special import gammaln
 
 from ..core.errors import SettingsError
 from ..io.sql import StepMap
-from ._steps import collapse_ties, step_lookup
+from ..core.step_maps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 
 __all__ = ["BBQCalibrator", "BinningModels", "Bins", "binning_models", "averaged_map", "check_params",

@@ -109,7 +109,7 @@ import numpy as np
 from ..core.errors import SettingsError
 from ..io.sql import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
-from ._steps import interp
+from ..core.step_maps import interp
 from .base import Calibrator, HyperParam
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "merge_points", "select_breakpoints", "information_criterion", "map_knots",

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..io.sql import StepMap
 from ._bayes_binning import BayesBinningBase, Positions, check_lam, collapse, sbb_best
-from ._steps import step_lookup
+from ..core.step_maps import step_lookup
 
 __all__ = ["SBB", "BestBinning", "best_binning"]
 

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..core.errors import SettingsError
 from ..io.sql import StepMap
-from ._steps import collapse_ties, step_lookup
+from ..core.step_maps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 from .histogram import bin_sums, equal_count_cuts
 from .platt import PlattCalibrator

@@ -80,7 +80,7 @@ from sklearn.isotonic import isotonic_regression
 from ..core.errors import ProgrammingError, SettingsError
 from ..io.sql import StepMap
 from ..core.validation import check_scores
-from ._steps import collapse_ties
+from ..core.step_maps import collapse_ties
 from .base import Calibrator, HyperParam
 
 __all__ = ["VennAbersCalibrator", "Tables", "fit_tables", "csd_tables", "interval_at", "merge", "MERGES"]

@@ -48,7 +48,7 @@ model file's state. The forms:
     (``MBCTCalibrator.predict``); it equals ``predict`` bit for bit.
 :class:`StepMap`
     ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly
-    :func:`calibdash.calibrators._steps.step_lookup`, i.e.
+    :func:`calibdash.core.step_maps.step_lookup`, i.e.
     ``np.searchsorted(cuts, s, side="right")``: a score on a cut takes the
     upper piece. Histogram, isotonic (step), BBQ, SBB, Venn-Abers (constant
     between calibration scores, another value at each: points; see
@@ -72,7 +72,7 @@ model file's state. The forms:
 :class:`LinearMap`
     Linear interpolation between knots (isotonic with linear interpolation, ABB, ENIR), or the
     same with linear extension beyond the end knots (ELiTE's ``evaluate_linear``), then clipped to
-    [0, 1]. Equal to :func:`calibdash.calibrators._steps.interp` (the overflow-free ``np.interp``
+    [0, 1]. Equal to :func:`calibdash.core.step_maps.interp` (the overflow-free ``np.interp``
     that ``predict`` uses) operation for operation: below ``x[0]`` the value is ``y[0]``, at or
     above ``x[-1]`` it is ``y[-1]``, otherwise, on the interval ``x_j <= s < x_{j+1}``, the
     position ``t = (s - x_j) / (x_{j+1} - x_j)`` and then ``y_{j+1}`` if ``t >= 1``, else

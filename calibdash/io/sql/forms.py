@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...calibrators._steps import interp
+from ...core.step_maps import interp
 from .lookup import SqlMap, bucketed
 from .writer import SqlUnsupported, SqlWriter, literal, quote
 
@@ -32,7 +32,7 @@ class ClosedForm:
 
 @dataclass(frozen=True)
 class StepMap:
-    """``levels[k]`` on ``cuts[k-1] <= s < cuts[k]`` (:func:`~calibdash.calibrators._steps.step_lookup`),
+    """``levels[k]`` on ``cuts[k-1] <= s < cuts[k]`` (:func:`~calibdash.core.step_maps.step_lookup`),
     except at the scores ``point_x``, which take ``point_value`` (the first of repeated points)."""
 
     cuts: Sequence[float]
