@@ -407,9 +407,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     # fitted calibrator; the command line reads the model file (io) and hands it over.
     ("calibdash.engines", "calibdash.io.export"),
     ("calibdash.engines", "calibdash.io.sql"),
-    # measures -> calibrators: the K-class measures check their input with calibrators/multiclass/base.py's
-    # check_probabilities/check_classes. Cut: the checks go to core/validation.py, imported by the calibrators.
-    ("calibdash.measures.class_measures", "calibdash.calibrators.multiclass.base"),
 }
 
 
