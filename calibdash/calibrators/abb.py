@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.sql import LinearMap
+from ..core.sql_forms import LinearMap
 from ._bayes_binning import BayesBinningBase, Positions, abb_average, check_lam, collapse
 from ..core.step_maps import interp
 

@@ -145,7 +145,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..core.errors import SettingsError
-from ..io.sql import StepMap
+from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 

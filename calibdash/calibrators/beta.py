@@ -11,7 +11,7 @@ from scipy.special import expit
 from ..core.errors import SettingsError
 from ..core.logistic import fit_logistic
 from .base import Calibrator, HyperParam
-from ..io.sql import ClosedForm, SqlWriter, literal
+from ..core.sql_forms import ClosedForm, SqlWriter, literal
 from .platt import EPS
 
 __all__ = ["BetaCalibrator", "BetaFit", "PARAMETERS", "beta_features", "beta_map", "midpoint", "log_likelihood",

@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import SettingsError
-from ..io.sql import LinearMap
+from ..core.sql_forms import LinearMap
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import Calibrator, HyperParam
 

@@ -107,7 +107,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..io.sql import LinearMap
+from ..core.sql_forms import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
 from ..core.step_maps import interp
 from .base import Calibrator, HyperParam

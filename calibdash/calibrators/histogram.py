@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..io.sql import StepMap
+from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, midpoints, step_lookup
 from .base import Calibrator, HyperParam
 

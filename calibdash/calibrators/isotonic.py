@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..io.sql import LinearMap, StepMap
+from ..core.sql_forms import LinearMap, StepMap
 from ..core.pav import pav_blocks
 from ..core.step_maps import interp, step_lookup
 from .base import Calibrator, HyperParam

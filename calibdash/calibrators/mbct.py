@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..measures import calibration as metrics
 from ..core.errors import DataError, SettingsError
-from ..io.sql import ClosedForm
+from ..core.sql_forms import ClosedForm
 from ._mbct_rows import (SAMPLE_STREAM, CanonicalRows, TreeRows, canonical_rows, feature_frame,  # noqa: F401
                          holdout_counts, sample_counts, tree_rows, weighted_rows)
 from ._mbct_sql import mbct_form

@@ -6,7 +6,7 @@ from scipy.special import expit
 
 from ..core.logistic import fit_logistic
 from .base import Calibrator, HyperParam
-from ..io.sql import ClosedForm, SqlWriter, literal
+from ..core.sql_forms import ClosedForm, SqlWriter, literal
 
 __all__ = ["PlattCalibrator", "logit", "class_totals", "targets", "log_likelihood", "fit_logistic", "EPS",
            "logit_sql"]

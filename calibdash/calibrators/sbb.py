@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.sql import StepMap
+from ..core.sql_forms import StepMap
 from ._bayes_binning import BayesBinningBase, Positions, check_lam, collapse, sbb_best
 from ..core.step_maps import step_lookup
 

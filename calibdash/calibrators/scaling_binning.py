@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..io.sql import StepMap
+from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 from .histogram import bin_sums, equal_count_cuts

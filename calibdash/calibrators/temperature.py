@@ -9,7 +9,7 @@ from scipy.special import expit
 from ..core.errors import SettingsError
 from ..core.logistic import fit_logistic
 from .base import Calibrator
-from ..io.sql import ClosedForm, literal
+from ..core.sql_forms import ClosedForm, literal
 from .platt import logit, logit_sql
 
 __all__ = ["TemperatureCalibrator", "nll_grad_hess", "log_likelihood", "negative_log_likelihoods",

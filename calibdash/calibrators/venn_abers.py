@@ -78,7 +78,7 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 
 from ..core.errors import ProgrammingError, SettingsError
-from ..io.sql import StepMap
+from ..core.sql_forms import StepMap
 from ..core.validation import check_scores
 from ..core.step_maps import collapse_ties
 from .base import Calibrator, HyperParam

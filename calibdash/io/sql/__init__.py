@@ -88,11 +88,12 @@ Floats are written as Python's shortest ``repr`` with an exponent
 would be a DECIMAL in DuckDB and Spark) rounding back to the same double;
 negative literals are parenthesised (``x - (-0.5E0)``, never ``--``).
 
-Layout: :mod:`calibdash.io.sql.writer` (literals, quoting, :class:`SqlWriter`),
-:mod:`calibdash.io.sql.forms` (the three forms and their builders),
-:mod:`calibdash.io.sql.lookup` (:class:`SqlMap`, lookup tables, bucketed
+Layout: the forms live below the calibrators that build them, in :mod:`calibdash.core.sql_forms`:
+:mod:`~calibdash.core.sql_forms.writer` (literals, quoting, :class:`SqlWriter`),
+:mod:`~calibdash.core.sql_forms.forms` (the three forms and their builders),
+:mod:`~calibdash.core.sql_forms.lookup` (:class:`SqlMap`, lookup tables, bucketed
 joins); this module holds :func:`to_sql` and the converter registry, and
-re-exports the rest.
+re-exports the forms.
 
 A method without a SQL form, or a state the forms cannot hold (MBCT
 categories of mixed types), raises :class:`SqlUnsupported`;
@@ -106,13 +107,13 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ...core.errors import DataError, SettingsError
-from .forms import CASE_MAX_STEPS, ClosedForm, LinearMap, StepMap
-from .forms import closed_sql as _closed_sql
-from .forms import linear_sql as _linear_sql
-from .forms import step_sql as _step_sql
-from .lookup import Lookup, SqlMap  # noqa: F401 - Lookup re-exported: calibdash.io.sql.Lookup
-from .writer import DIALECTS, SqlUnsupported, SqlWriter, literal, quote
-from .writer import check_dialect as _check_dialect
+from ...core.sql_forms import Lookup  # noqa: F401 - Lookup re-exported: calibdash.io.sql.Lookup
+from ...core.sql_forms import CASE_MAX_STEPS, DIALECTS, ClosedForm, LinearMap, SqlMap, SqlUnsupported, SqlWriter
+from ...core.sql_forms import StepMap, literal, quote
+from ...core.sql_forms.forms import closed_sql as _closed_sql
+from ...core.sql_forms.forms import linear_sql as _linear_sql
+from ...core.sql_forms.forms import step_sql as _step_sql
+from ...core.sql_forms.writer import check_dialect as _check_dialect
 
 __all__ = ["SqlMap", "SqlUnsupported", "StepMap", "LinearMap", "ClosedForm", "SqlWriter", "to_sql",
            "register_sql", "sql_methods", "DIALECTS", "CASE_MAX_STEPS", "literal"]

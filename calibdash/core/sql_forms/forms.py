@@ -1,5 +1,5 @@
 """The three SQL forms a calibrator's ``sql_map`` returns (:class:`ClosedForm`, :class:`StepMap`,
-:class:`LinearMap`) and the builders that write each as a :class:`~calibdash.io.sql.lookup.SqlMap`: one CASE,
+:class:`LinearMap`) and the builders that write each as a :class:`~calibdash.core.sql_forms.lookup.SqlMap`: one CASE,
 a binary search of nested CASEs, or a bucketed lookup table. See :mod:`calibdash.io.sql` for what each form
 computes and why the SQL equals ``predict``.
 """
@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...core.step_maps import interp
+from ..step_maps import interp
 from .lookup import SqlMap, bucketed
 from .writer import SqlUnsupported, SqlWriter, literal, quote
 
