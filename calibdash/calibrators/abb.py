@@ -171,7 +171,7 @@ class ABB(BayesBinningBase):
         return {**where, "value": self.knots_y_[0::2].tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         lo = state.array("score" if "score" in state else "lo", sorted=True)
         hi = lo if "score" in state else state.array("hi", size=lo.size)
         self.knots_x_, self.knots_y_ = knots(lo, hi, state.array("value", size=lo.size))

@@ -363,6 +363,6 @@ class ELiTE(Calibrator):
         return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.map_x_ = state.array("x", sorted=True)
         self.map_p_ = state.array("p", size=self.map_x_.size)

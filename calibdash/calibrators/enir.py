@@ -398,7 +398,7 @@ class ENIR(Calibrator):
         return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.knots_ = state.array("knots", sorted=True)
         self.values_ = state.array("values", size=self.knots_.size)
         if self.knots_.size == 0:

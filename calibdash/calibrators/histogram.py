@@ -134,7 +134,7 @@ class HistogramCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
 

@@ -98,7 +98,7 @@ class IsotonicCalibrator(Calibrator):
         return {"x": self.x_.tolist(), "fitted": self.fitted_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         if self.interpolation != "linear":
             self.cuts_ = state.array("cuts", sorted=True)
             self.block_value_ = state.array("values", size=self.cuts_.size + 1)

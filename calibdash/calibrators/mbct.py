@@ -523,7 +523,7 @@ class MBCTCalibrator(Calibrator):
         return {"columns": self._column_states(), "trees": trees}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         columns = []
         for c in state.records("columns"):
             kind, name = c.text("kind"), c.text("name")

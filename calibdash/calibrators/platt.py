@@ -156,5 +156,5 @@ class PlattCalibrator(Calibrator):
         return {"a": self.a_, "b": self.b_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.a_, self.b_ = state.number("a"), state.number("b")

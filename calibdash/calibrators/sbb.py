@@ -165,6 +165,6 @@ class SBB(BayesBinningBase):
         return {"cuts": self.cuts_.tolist(), "estimates": self.bin_estimate_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.bin_estimate_ = state.array("estimates", size=self.cuts_.size + 1)

@@ -145,7 +145,7 @@ class ScalingBinningCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         if np.any((self.levels_ < 0) | (self.levels_ > 1)):

@@ -182,7 +182,7 @@ class TemperatureCalibrator(Calibrator):
         return {"temperature": self.temperature_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         t = state.number("temperature")
         if not t > 0:
             raise state.error(f"'temperature' must be positive, got {t!r}")

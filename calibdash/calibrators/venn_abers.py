@@ -367,7 +367,7 @@ class VennAbersCalibrator(Calibrator):
         return {"scores": self.scores_.tolist(), "f0": self.f0_.tolist(), "f1": self.f1_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         scores = state.array("scores", sorted=True)
         if scores.size == 0:
             raise state.error("'scores' is empty")
