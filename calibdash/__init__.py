@@ -13,8 +13,8 @@ methods into calibrators, :mod:`calibdash.cli` is the command line.
 """
 from .core.errors import (CalibdashError, DataError, EnvironmentProblem, NotFittedError, ProgrammingError,
                      SettingsError)
+from .core import __version__
 from .data import load_scores, ScoreSet
 
-__version__ = "0.1.0"
 __all__ = ["CalibdashError", "DataError", "SettingsError", "EnvironmentProblem", "ProgrammingError",
            "NotFittedError", "load_scores", "ScoreSet", "__version__"]

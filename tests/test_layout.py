@@ -396,28 +396,15 @@ MAX_ROOT_MODULES = 10
 #: in it (the package ``calibdash`` itself stands for its ``__init__`` only). Each is a code change to make; remove
 #: an entry when it is cut. The test fails on any other upward import, and on an entry that no longer occurs.
 KNOWN_UPWARD: set[tuple[str, str]] = {
-    # calibrators -> io: each calibrator builds its SQL form (StepMap, LinearMap, ClosedForm, SqlWriter, literal).
-    # Cut: the forms and writers (io/sql/forms.py, lookup.py, writer.py: they import only core.errors and
-    # calibrators/_steps.interp) go down to core, to_sql/register_sql/sql_methods stay in io.
-    ("calibdash.calibrators", "calibdash.io.sql"),
-    # K-class composites -> io: a sub-model's state (export.State, state_of, calibrator_from). Cut: that codec of
-    # one calibrator's state goes to calibrators/base.py; io/export.py keeps the file format.
-    ("calibdash.calibrators.multiclass.methods", "calibdash.io.export"),
-    # engines -> io: apply reads a model file and writes its SQL. Cut: with the SQL forms in core, apply takes a
-    # fitted calibrator; the command line reads the model file (io) and hands it over.
+    # engines -> io: (1) engines/apply.py's load_model reads a model file's path or text, as apply_model's public
+    # signature promises; (2) engines/duckdb/apply.py and spark/apply.py write the calibrator with io.sql.to_sql,
+    # whose dispatch asks register_sql's converter registry (io) before the class's sql_map (the forms, quote
+    # and SqlWriter themselves are core/sql_forms). Cut: apply_model takes a fitted calibrator and its fitted_on,
+    # the CLI, pages and tests read the file (io) and hand it over; the calibrator -> SQL dispatch (the
+    # converter registry and to_sql on a fitted calibrator) moves below the engines, io.sql keeps the model-file
+    # entry of to_sql. Both change public entry points and their callers (cli/models.py, pages, README).
     ("calibdash.engines", "calibdash.io.export"),
     ("calibdash.engines", "calibdash.io.sql"),
-    # measures -> calibrators: the K-class measures check their input with calibrators/multiclass/base.py's
-    # check_probabilities/check_classes; CORP runs isotonic's pav_blocks. Cut: the checks go to
-    # core/validation.py, pav_blocks/Blocks to measures (or core), both imported by the calibrators.
-    ("calibdash.measures.class_measures", "calibdash.calibrators.multiclass.base"),
-    ("calibdash.measures.corp", "calibdash.calibrators.isotonic"),
-    # monitoring -> engines: keyed rows code scores on the cells' grid with engines/source.py's grid_code.
-    # Cut: grid_code goes to evaluation/cells.py, where the grid is defined.
-    ("calibdash.monitoring.keyed.from_rows", "calibdash.engines.source"),
-    # sources -> the package's __init__: samples writes calibdash.__version__ into its manifest. Cut:
-    # __version__ in core (core/__init__.py), re-exported by calibdash/__init__.py.
-    ("calibdash.samples", "calibdash"),
 }
 
 

@@ -79,7 +79,7 @@ import pandas as pd
 from scipy.special import gammaln
 
 from ..core.errors import SettingsError
-from ._steps import collapse_ties
+from ..core.step_maps import collapse_ties
 from .base import Calibrator, HyperParam
 
 __all__ = [

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..io.sql import ClosedForm, SqlUnsupported, SqlWriter, literal
+from ..core.sql_forms import ClosedForm, SqlUnsupported, SqlWriter, literal
 from ._mbct_tree import Tree
 
 __all__ = ["mbct_form"]

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import solveh_banded
 
-from ._steps import collapse_ties, interp
+from ..core.step_maps import collapse_ties, interp
 
 __all__ = ["merge_ties", "TrendFit", "TrendFilter", "kink_heights", "KINK_TOL"]
 
@@ -192,7 +192,7 @@ class TrendFit:
 def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Continuous piecewise-linear function through ``(xn, pn)``, extrapolated linearly.
 
-    Between the nodes :func:`._steps.interp` (``np.interp`` without its overflow between nodes
+    Between the nodes :func:`~calibdash.core.step_maps.interp` (``np.interp`` without its overflow between nodes
     closer than 1e-308); beyond them ``((s - x) * dy) / dx`` in that order, so a steep end line
     gives +-inf (clipped to 0 or 1 by the caller), never NaN."""
     s = np.asarray(s, dtype=float)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.sql import LinearMap
+from ..core.sql_forms import LinearMap
 from ._bayes_binning import BayesBinningBase, Positions, abb_average, check_lam, collapse
-from ._steps import interp
+from ..core.step_maps import interp
 
 __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 
@@ -171,7 +171,7 @@ class ABB(BayesBinningBase):
         return {**where, "value": self.knots_y_[0::2].tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         lo = state.array("score" if "score" in state else "lo", sorted=True)
         hi = lo if "score" in state else state.array("hi", size=lo.size)
         self.knots_x_, self.knots_y_ = knots(lo, hi, state.array("value", size=lo.size))

@@ -43,7 +43,7 @@ from ..core.errors import DataError, NotFittedError, ProgrammingError
 from ..core.validation import check_labels, check_scores, check_weights
 
 if TYPE_CHECKING:
-    from ..io.sql import ClosedForm, LinearMap, StepMap
+    from ..core.sql_forms import ClosedForm, LinearMap, StepMap
 
 __all__ = ["HyperParam", "Calibrator", "check_scores", "check_labels"]
 

@@ -145,8 +145,8 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..core.errors import SettingsError
-from ..io.sql import StepMap
-from ._steps import collapse_ties, step_lookup
+from ..core.sql_forms import StepMap
+from ..core.step_maps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 
 __all__ = ["BBQCalibrator", "BinningModels", "Bins", "binning_models", "averaged_map", "check_params",
@@ -712,7 +712,7 @@ class BBQCalibrator(Calibrator):
                 "point_x": self.point_x_.tolist(), "point_delta": self.point_delta_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         self.point_x_ = state.array("point_x", sorted=True)

@@ -11,7 +11,7 @@ from scipy.special import expit
 from ..core.errors import SettingsError
 from ..core.logistic import fit_logistic
 from .base import Calibrator, HyperParam
-from ..io.sql import ClosedForm, SqlWriter, literal
+from ..core.sql_forms import ClosedForm, SqlWriter, literal
 from .platt import EPS
 
 __all__ = ["BetaCalibrator", "BetaFit", "PARAMETERS", "beta_features", "beta_map", "midpoint", "log_likelihood",
@@ -284,7 +284,7 @@ class BetaCalibrator(Calibrator):
         return {"a": self.a_, "b": self.b_, "c": self.c_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`);
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`);
         ``m`` is derived again from ``a``, ``b``, ``c``."""
         self.a_, self.b_, self.c_ = state.number("a"), state.number("b"), state.number("c")
         self.m_ = 0.5 if self.parameters == "ab" else midpoint(self.a_, self.b_, self.c_)

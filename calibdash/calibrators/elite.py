@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import SettingsError
-from ..io.sql import LinearMap
+from ..core.sql_forms import LinearMap
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import Calibrator, HyperParam
 
@@ -363,6 +363,6 @@ class ELiTE(Calibrator):
         return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.map_x_ = state.array("x", sorted=True)
         self.map_p_ = state.array("p", size=self.map_x_.size)

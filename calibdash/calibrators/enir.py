@@ -107,9 +107,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..io.sql import LinearMap
+from ..core.sql_forms import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
-from ._steps import interp
+from ..core.step_maps import interp
 from .base import Calibrator, HyperParam
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "merge_points", "select_breakpoints", "information_criterion", "map_knots",
@@ -399,7 +399,7 @@ class ENIR(Calibrator):
         return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.knots_ = state.array("knots", sorted=True)
         self.values_ = state.array("values", size=self.knots_.size)
         if self.knots_.size == 0:

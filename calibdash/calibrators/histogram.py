@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..io.sql import StepMap
-from ._steps import collapse_ties, midpoints, step_lookup
+from ..core.sql_forms import StepMap
+from ..core.step_maps import collapse_ties, midpoints, step_lookup
 from .base import Calibrator, HyperParam
 
 __all__ = ["HistogramCalibrator", "equal_count_cuts", "bin_sums"]
@@ -17,7 +17,7 @@ def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.
     For each ideal boundary rank ``b N / n_bins`` the cut goes between the two
     distinct scores whose cumulative count is nearest to it (the lower on a
     tie), at their midpoint; cuts that coincide are merged, so heavy ties give
-    fewer bins. ``counts`` may be weight sums (:func:`~._steps.collapse_ties`
+    fewer bins. ``counts`` may be weight sums (:func:`~calibdash.core.step_maps.collapse_ties`
     with weights): the boundaries then lie at cumulative weight ``b W / n_bins``.
     """
     if values.size < 2 or n_bins < 2:
@@ -135,7 +135,7 @@ class HistogramCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
 

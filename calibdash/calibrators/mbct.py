@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..measures import calibration as metrics
 from ..core.errors import DataError, SettingsError
-from ..io.sql import ClosedForm
+from ..core.sql_forms import ClosedForm
 from ._mbct_rows import (SAMPLE_STREAM, CanonicalRows, TreeRows, canonical_rows, feature_frame,  # noqa: F401
                          holdout_counts, sample_counts, tree_rows, weighted_rows)
 from ._mbct_sql import mbct_form
@@ -523,7 +523,7 @@ class MBCTCalibrator(Calibrator):
         return {"columns": self._column_states(), "trees": trees}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         columns = []
         for c in state.records("columns"):
             kind, name = c.text("kind"), c.text("name")

@@ -6,7 +6,7 @@ from scipy.special import expit
 
 from ..core.logistic import fit_logistic
 from .base import Calibrator, HyperParam
-from ..io.sql import ClosedForm, SqlWriter, literal
+from ..core.sql_forms import ClosedForm, SqlWriter, literal
 
 __all__ = ["PlattCalibrator", "logit", "class_totals", "targets", "log_likelihood", "fit_logistic", "EPS",
            "logit_sql"]
@@ -156,5 +156,5 @@ class PlattCalibrator(Calibrator):
         return {"a": self.a_, "b": self.b_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.a_, self.b_ = state.number("a"), state.number("b")

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.sql import StepMap
+from ..core.sql_forms import StepMap
 from ._bayes_binning import BayesBinningBase, Positions, check_lam, collapse, sbb_best
-from ._steps import step_lookup
+from ..core.step_maps import step_lookup
 
 __all__ = ["SBB", "BestBinning", "best_binning"]
 
@@ -165,6 +165,6 @@ class SBB(BayesBinningBase):
         return {"cuts": self.cuts_.tolist(), "estimates": self.bin_estimate_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.bin_estimate_ = state.array("estimates", size=self.cuts_.size + 1)

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..io.sql import StepMap
-from ._steps import collapse_ties, step_lookup
+from ..core.sql_forms import StepMap
+from ..core.step_maps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 from .histogram import bin_sums, equal_count_cuts
 from .platt import PlattCalibrator
@@ -145,7 +145,7 @@ class ScalingBinningCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         if np.any((self.levels_ < 0) | (self.levels_ > 1)):

@@ -9,7 +9,7 @@ from scipy.special import expit
 from ..core.errors import SettingsError
 from ..core.logistic import fit_logistic
 from .base import Calibrator
-from ..io.sql import ClosedForm, literal
+from ..core.sql_forms import ClosedForm, literal
 from .platt import logit, logit_sql
 
 __all__ = ["TemperatureCalibrator", "nll_grad_hess", "log_likelihood", "negative_log_likelihoods",
@@ -183,7 +183,7 @@ class TemperatureCalibrator(Calibrator):
         return {"temperature": self.temperature_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         t = state.number("temperature")
         if not t > 0:
             raise state.error(f"'temperature' must be positive, got {t!r}")

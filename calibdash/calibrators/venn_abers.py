@@ -78,9 +78,9 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 
 from ..core.errors import ProgrammingError, SettingsError
-from ..io.sql import StepMap
+from ..core.sql_forms import StepMap
 from ..core.validation import check_scores
-from ._steps import collapse_ties
+from ..core.step_maps import collapse_ties
 from .base import Calibrator, HyperParam
 
 __all__ = ["VennAbersCalibrator", "Tables", "fit_tables", "csd_tables", "interval_at", "merge", "MERGES"]
@@ -368,7 +368,7 @@ class VennAbersCalibrator(Calibrator):
         return {"scores": self.scores_.tolist(), "f0": self.f0_.tolist(), "f1": self.f1_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`)."""
+        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         scores = state.array("scores", sorted=True)
         if scores.size == 0:
             raise state.error("'scores' is empty")

@@ -37,7 +37,7 @@ from .errors import DataError
 
 __all__ = ["check_scores", "check_labels", "check_weights", "choose_positive", "label_values",
            "format_values", "plain_value", "sorted_values", "short_text", "text_values", "POSITIVE_TOKENS",
-           "NEGATIVE_TOKENS"]
+           "NEGATIVE_TOKENS", "check_probabilities", "check_logits", "check_classes", "SUM_TOLERANCE"]
 
 #: Label values read as the positive class (their text, lower-cased and stripped).
 POSITIVE_TOKENS = frozenset({"1", "1.0", "+1", "+", "yes", "y", "true", "t", "pos", "positive"})
@@ -308,3 +308,96 @@ def check_weights(sample_weight, n: int, labels: np.ndarray | None = None) -> np
             if labels.size and w[labels == cls].sum() <= 0:
                 raise DataError(f"the rows of class {cls} all have weight 0; calibration needs both classes.")
     return w
+
+
+#: How far a row of probabilities may sum from 1 (what rounding each of 20 classes to 3 decimals,
+#: or 100 classes to 4, can leave). Rows within it are divided by their sum; rows past it are refused.
+SUM_TOLERANCE = 1e-2
+
+
+def class_matrix(P, name: str) -> np.ndarray:
+    """``P`` as a non-empty (n, K >= 2) float array of finite values, else a :class:`DataError` naming ``name``."""
+    try:
+        a = np.asarray(P, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name} must be numbers: {exc}") from None
+    if a.ndim != 2:
+        raise DataError(f"{name} must be a table of shape (rows, classes), got shape {a.shape}.")
+    if a.shape[0] == 0:
+        raise DataError(f"{name} is empty.")
+    if a.shape[1] < 2:
+        raise DataError(f"{name} has {a.shape[1]} column; a class probability table needs one per class.")
+    bad = ~np.isfinite(a)
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        raise DataError(f"{name} holds {int(bad.sum())} missing or infinite values "
+                        f"(in {rows.size:,} rows, the first at row {int(rows[0])}).")
+    return a
+
+
+def check_probabilities(P, name: str = "probabilities") -> np.ndarray:
+    """``P`` as an (n, K) float array of non-negative rows that sum to 1 (each divided by its sum).
+
+    Raises
+    ------
+    DataError
+        Not a 2-D table of numbers, empty, NaN or infinite values, negative values, or a row whose
+        sum is more than :data:`SUM_TOLERANCE` from 1 (the message gives the first such row).
+    """
+    return probability_rows(class_matrix(P, name), name)
+
+
+def probability_rows(a: np.ndarray, name: str) -> np.ndarray:
+    """The checks of :func:`check_probabilities` on a checked matrix ``a``, and its rows divided by their sums."""
+    if (a < 0).any():
+        rows = np.flatnonzero((a < 0).any(axis=1))
+        raise DataError(f"{name} holds {int((a < 0).sum())} negative values (in {rows.size:,} rows, the "
+                        f"first at row {int(rows[0])}); probabilities are non-negative. If these are logits, "
+                        "say so (logits=True, --logits PREFIX, or the Data page's menu).")
+    total = a.sum(axis=1)
+    off = np.abs(total - 1.0) > SUM_TOLERANCE
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise DataError(f"{int(off.sum()):,} rows of {name} do not sum to 1 (within {SUM_TOLERANCE:g}); "
+                        f"row {i} sums to {total[i]:.6g}. If these are logits or scores, say so "
+                        "(logits=True, --logits PREFIX, or the Data page's menu).")
+    return a / total[:, None]
+
+
+def check_logits(Z, name: str = "logits") -> np.ndarray:
+    """``Z`` as an (n, K) float array of finite reals.
+
+    Raises
+    ------
+    DataError
+        Not a 2-D table of numbers, empty, or NaN or infinite values.
+    """
+    return class_matrix(Z, name)
+
+
+def check_classes(y, n: int, k: int, name: str = "labels") -> np.ndarray:
+    """``y`` as an int64 array of ``n`` class indices in ``0..k-1``.
+
+    Raises
+    ------
+    DataError
+        Wrong length, not integers, or an index outside ``0..k-1`` (the message names it).
+    """
+    try:
+        a = np.asarray(y).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name} must be class indices: {exc}") from None
+    if a.size != n:
+        raise DataError(f"{name} has {a.size} values but the probability table has {n} rows.")
+    if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
+        raise DataError(f"{name} must be class indices 0..{k - 1} (the columns' order), got {a.dtype} values; "
+                        "map class names to indices first (calibdash.calibrators.multiclass.load does).")
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+            raise DataError(f"{name} must be whole class indices 0..{k - 1}.")
+    a = a.astype(np.int64)
+    bad = (a < 0) | (a >= k)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{name} must be class indices 0..{k - 1} (one per column); row {i} has {a[i]}.")
+    return a

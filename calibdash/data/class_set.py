@@ -19,7 +19,7 @@ is wrong refuses the table with a :class:`~calibdash.DataError` naming the
 columns and at most a few values: a label value with no class column, fewer
 than three class columns (a binary file), fewer than two classes in the
 labels, negative probabilities, probabilities above 1 or rows that do not sum
-to 1 within :data:`~calibdash.calibrators.multiclass.base.SUM_TOLERANCE` (each pointing to
+to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE` (each pointing to
 the logits reading). A class column whose class never occurs in the labels is
 kept, with a note in the report: a rare class can be absent from a test file.
 """
@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError, SettingsError
-from ..calibrators.multiclass.base import SUM_TOLERANCE, Scores, as_scores
+from ..calibrators.multiclass.base import Scores, as_scores
+from ..core.validation import SUM_TOLERANCE
 from ..core.validation import format_values, short_text, sorted_values, text_values
 from .roles import (NUMERIC_SHARE, PREFIXES, ClassRoles, Layout, guess_class_columns, guess_roles, is_multiclass,
                     label_values, name_rank, other_roles, pair, parse_numbers, prefix_groups, search)
@@ -67,7 +68,7 @@ class ClassSet(Problem):
     ----------
     given : ndarray of shape (n, K)
         Probabilities (rows divided by their sums, which were within
-        :data:`~calibdash.calibrators.multiclass.base.SUM_TOLERANCE` of 1) or logits (finite reals), as ``logits`` says.
+        :data:`~calibdash.core.validation.SUM_TOLERANCE` of 1) or logits (finite reals), as ``logits`` says.
     logits : bool
     labels : ndarray of int64
         Class codes 0..K-1: the index of the row's class among ``columns``.
@@ -406,7 +407,7 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
         (a binary file); a label value with no class column; fewer than two classes among the usable
         rows; fewer than :data:`~calibdash.data.MIN_ROWS` usable rows; a class column of booleans or
         mostly text; probabilities that are negative, above 1, or in rows that do not sum to 1 within
-        :data:`~calibdash.calibrators.multiclass.base.SUM_TOLERANCE`; more than
+        :data:`~calibdash.core.validation.SUM_TOLERANCE`; more than
         :data:`~calibdash.core.limits.MAX_CLASSES` class columns or label values (refused before any work
         per class).
     """

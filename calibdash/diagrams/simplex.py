@@ -9,7 +9,7 @@ from typing import Callable, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..core.errors import DataError, SettingsError
-from ..calibrators.multiclass.base import check_probabilities
+from ..core.validation import check_probabilities
 from .common import DEFAULT_TITLE, HEIGHT, Diagram, class_labels
 
 __all__ = ["SIMPLEX", "SimplexMapData", "simplex_grid", "prepare_simplex_map", "plot_simplex_map"]

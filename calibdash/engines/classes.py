@@ -12,7 +12,7 @@ one-vs-rest) into :class:`~calibdash.evaluation.cells.ClassCells`:
 1. **statistics** (one scan): rows, rows with a missing or non-finite class
    value, missing labels, labels that name no class column, the classes
    seen, and for probabilities the rows with a negative entry, an entry above
-   1 or a sum more than :data:`~calibdash.calibrators.multiclass.base.SUM_TOLERANCE`
+   1 or a sum more than :data:`~calibdash.core.validation.SUM_TOLERANCE`
    from 1; and an estimate of each reduction's distinct scores
    (HyperLogLog). Checked by :func:`check_class_stats` alike in every engine;
 2. **distinct scores** (only for reductions whose estimate lies between
@@ -90,7 +90,7 @@ import pandas as pd
 
 from ..evaluation.cells import MAX_EXACT, row_hash
 from ..core.errors import DataError, SettingsError
-from ..calibrators.multiclass.base import SUM_TOLERANCE
+from ..core.validation import SUM_TOLERANCE
 from ..evaluation.cells import ClassCells
 from ..evaluation.scheme import class_quotas
 from ..evaluation.scheme import Scheme

@@ -49,7 +49,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..evaluation.cells import GRID, ScoreCells
+from ..evaluation.cells import ScoreCells
 from ..core.margins import TRANSFORMS
 from ..core.validation import choose_positive, plain_value
 from ..core.errors import DataError, SettingsError
@@ -431,11 +431,6 @@ def assemble_cells(part, code, n, n_pos, score_sum, *, exact: bool, features: pd
     score = code.copy() if exact else ssum / n
     return ScoreCells(score=score, n=n, n_pos=np.asarray(n_pos, dtype=np.int64)[order], score_sum=ssum,
                       part=part[order].astype(np.int16), exact=bool(exact), n_rows=int(n.sum()), features=feats)
-
-
-def grid_code(s: np.ndarray) -> np.ndarray:
-    """The grid step of scores in [0, 1] (score 1 in the last step), as :mod:`calibdash.evaluation.cells`."""
-    return np.minimum(np.floor(np.asarray(s, dtype=float) * GRID), GRID - 1)
 
 
 def quantile_levels(bins: int) -> list[float]:

@@ -90,6 +90,12 @@ GRID = 2 ** 16
 #: At most this many distinct scores are kept exact.
 MAX_EXACT = 2 ** 16
 
+
+def grid_code(s: np.ndarray) -> np.ndarray:
+    """The grid step of scores in [0, 1] (score 1 in the last step)."""
+    return np.minimum(np.floor(np.asarray(s, dtype=float) * GRID), GRID - 1)
+
+
 _MASK32 = np.uint64(0xFFFFFFFF)
 #: Rows hashed at a time by :func:`parts_for`.
 _HASH_BLOCK = 1 << 18
@@ -288,7 +294,7 @@ class CellAccumulator:
 
     def _to_grid(self) -> None:
         self.exact = False
-        steps = np.minimum(np.floor(self._code * GRID), GRID - 1)
+        steps = grid_code(self._code)
         self._code = np.empty(0)
         part, n, pos, ssum = self._part, self._n, self._pos, self._sum
         self._part, self._n, self._pos, self._sum = (np.empty(0, np.int64), np.empty(0, np.int64),

@@ -41,7 +41,8 @@ from ..core.jobs import stop_if
 from .methods import RAW, resolve
 from ..calibrators.multiclass import get_class
 from ..measures import class_measures as class_metrics
-from ..calibrators.multiclass.base import Scores, as_scores, check_classes
+from ..calibrators.multiclass.base import Scores, as_scores
+from ..core.validation import check_classes
 from .scheme import (KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, cell_parts, content_order, content_sample,  # noqa: F401
                      part_plan, refuse_too_few, rows_text, split_plan)
 from ..core.validation import check_labels, check_scores

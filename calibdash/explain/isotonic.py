@@ -2,7 +2,7 @@
 
 A fitted :class:`~calibdash.calibrators.isotonic.IsotonicCalibrator` keeps
 only its map. :func:`explain` pools the rows it was fitted on again
-(:func:`calibdash.calibrators.isotonic.pav_blocks`, the function ``fit``
+(:func:`calibdash.core.pav.pav_blocks`, the function ``fit``
 uses, with the weights it was fitted with), checks that the blocks' values are the calibrator's, and returns an
 :class:`IsotonicExplanation` with one row per block.
 """
@@ -14,7 +14,8 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ..calibrators.isotonic import IsotonicCalibrator, pav_blocks
+from ..calibrators.isotonic import IsotonicCalibrator
+from ..core.pav import pav_blocks
 from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows

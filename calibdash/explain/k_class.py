@@ -17,7 +17,9 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..calibrators.multiclass.base import MulticlassCalibrator, Scores, as_scores, check_classes
+from ..calibrators.multiclass.base import MulticlassCalibrator, Scores, as_scores
+
+from ..core.validation import check_classes
 from ..calibrators.multiclass.methods.ovr import BinaryComposite
 from ..diagrams import SimplexMapData, class_labels, prepare_simplex_map
 from . import Explanation, explains

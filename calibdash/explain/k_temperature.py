@@ -10,7 +10,8 @@ from scipy.special import softmax
 
 from ..core.errors import ProgrammingError
 from ..measures.calibration import LOG_LOSS_EPS
-from ..calibrators.multiclass.base import MulticlassCalibrator, Scores, as_scores, check_classes
+from ..calibrators.multiclass.base import MulticlassCalibrator, Scores, as_scores
+from ..core.validation import check_classes
 from ..calibrators.multiclass.methods.temperature import TemperatureScaling
 from . import explains
 from .k_class import MAX_CLASSES, ClassExplanation, class_rows

@@ -65,18 +65,16 @@ a list of objects (a composite's per-class models, MBCT's trees) one object a li
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import calibrators
 from . import model_checks
-from ..calibrators.base import Calibrator
+from ..calibrators.state import State, calibrator_from, check_exportable, imported_state, kind_of, state_of
 from ..core.errors import DataError, ProgrammingError, SettingsError
 
-__all__ = ["FORMAT", "VERSION", "KINDS", "State", "ExportedModel", "dumps", "loads", "read_model", "plain",
-           "document", "state_of", "calibrator_from", "probe_table", "provenance", "IMPORT_ERRORS"]
+__all__ = ["FORMAT", "VERSION", "KINDS", "ExportedModel", "dumps", "loads", "read_model", "plain", "document",
+           "probe_table", "provenance"]
 
 FORMAT = "calibdash-calibrator"
 VERSION = 2
@@ -87,7 +85,6 @@ _OLD = {(FORMAT, 1): "binary", ("calibdash-multiclass", 1): "classes"}
 _WHAT = "calibrator file"
 
 #: Scores that every loaded binary calibrator must turn into probabilities without error.
-_PROBE = np.linspace(0.0, 1.0, 101)
 
 
 class ExportedModel(NamedTuple):
@@ -102,132 +99,6 @@ class ExportedModel(NamedTuple):
         return kind_of(self.calibrator)
 
 
-class State(dict):
-    """A calibrator's state as read from a file, with typed, checked access.
-
-    ``_import_state`` methods read their entries through it, so that a
-    damaged file is refused with a :class:`~calibdash.core.errors.DataError`
-    naming the entry instead of failing later inside ``predict``.
-
-    Parameters
-    ----------
-    data : dict
-        The JSON object.
-    where : str
-        Where it sits in the file, for messages (``"the histogram state"``).
-    """
-
-    def __init__(self, data: dict, where: str):
-        super().__init__(data)
-        self.where = where
-        self._read: set = set()
-        self._children: list["State"] = []
-
-    def __getitem__(self, key):
-        self._read.add(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self._read.add(key)
-        return super().get(key, default)
-
-    def unread(self) -> list[str]:
-        """Entries no reader asked for, here and in the objects read through :meth:`object` and
-        :meth:`records` (``"trees[0], depth"``): what a file holds that its method does not know."""
-        out = [str(k) for k in self if k not in self._read]
-        for child in self._children:
-            inner = child.where[len(self.where) + 2:] if child.where.startswith(self.where + ", ") else child.where
-            out += [f"{inner}, {k}" for k in child.unread()]
-        return out
-
-    def refuse_unread(self) -> None:
-        """A DataError naming the entries no reader asked for (a foreign or hand-edited file)."""
-        extra = self.unread()
-        if extra:
-            shown = ", ".join(repr(k) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
-            raise self.error(f"holds entries its method does not know: {shown}")
-
-    def error(self, message: str) -> DataError:
-        """A DataError saying ``message`` about this part of the file."""
-        return DataError(f"{self.where}: {message}.")
-
-    def __missing__(self, key):
-        raise self.error(f"{key!r} is missing")
-
-    def number(self, key: str) -> float:
-        """Entry ``key`` as a finite float."""
-        value = self[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.error(f"{key!r} must be a finite number, got {value!r}")
-        return float(value)
-
-    def integer(self, key: str) -> int:
-        """Entry ``key`` as an int."""
-        value = self[key]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(f"{key!r} must be an integer, got {value!r}")
-        return value
-
-    def text(self, key: str) -> str:
-        """Entry ``key`` as a string."""
-        value = self[key]
-        if not isinstance(value, str):
-            raise self.error(f"{key!r} must be a string, got {value!r}")
-        return value
-
-    def list(self, key: str) -> list:
-        """Entry ``key`` as a JSON array."""
-        value = self[key]
-        if not isinstance(value, list):
-            raise self.error(f"{key!r} must be a list, got {type(value).__name__}")
-        return value
-
-    def array(self, key: str, dtype=float, size: int | None = None, sorted: bool = False) -> np.ndarray:
-        """Entry ``key`` as a 1-D array of finite numbers.
-
-        Parameters
-        ----------
-        dtype : numpy dtype, default float
-            ``float`` or an integer type (then the numbers must be integers).
-        size : int, optional
-            Required length.
-        sorted : bool, default False
-            Require non-decreasing values (cut points, knots).
-        """
-        values = self.list(key)
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            raise self.error(f"{key!r} must be a list of numbers")
-        if np.dtype(dtype).kind in "iu" and not all(isinstance(v, int) for v in values):
-            raise self.error(f"{key!r} must be a list of integers")
-        arr = np.asarray(values, dtype=dtype).reshape(-1)
-        if not np.all(np.isfinite(arr)):
-            raise self.error(f"{key!r} holds a non-finite number")
-        if size is not None and arr.size != size:
-            raise self.error(f"{key!r} must hold {size} numbers, got {arr.size}")
-        if sorted and np.any(np.diff(arr) < 0):
-            raise self.error(f"{key!r} must be in increasing order")
-        return arr
-
-    def object(self, key: str) -> "State":
-        """Entry ``key`` as a JSON object, itself a :class:`State` (a nested calibrator's state)."""
-        value = self[key]
-        if not isinstance(value, dict):
-            raise self.error(f"{key!r} must be an object, got {type(value).__name__}")
-        child = State(value, f"{self.where}, {key}")
-        self._children.append(child)
-        return child
-
-    def records(self, key: str) -> list["State"]:
-        """Entry ``key`` as a list of objects, each a :class:`State`."""
-        items = self.list(key)
-        out = []
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise self.error(f"{key}[{i}] must be an object")
-            out.append(State(item, f"{self.where}, {key}[{i}]"))
-        self._children += out
-        return out
-
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -241,32 +112,6 @@ def plain(value: Any, what: str, error: type[Exception]):
     if isinstance(value, (list, tuple)):
         return [plain(v, what, error) for v in value]
     raise error(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
-
-
-def _registry(kind: str) -> dict:
-    from ..calibrators import multiclass
-    return calibrators.classes() if kind == "binary" else multiclass.classes()
-
-
-def kind_of(calibrator) -> str:
-    """``"classes"`` for a K-class calibrator (:class:`calibdash.calibrators.multiclass.base.MulticlassCalibrator`), else
-    ``"binary"``."""
-    from ..calibrators.multiclass.base import MulticlassCalibrator
-    return "classes" if isinstance(calibrator, MulticlassCalibrator) else "binary"
-
-
-def _exportable(cls: type, kind: str) -> None:
-    """ProgrammingError unless ``cls`` is a registered calibrator class of ``kind`` that says what its state is."""
-    from ..calibrators.multiclass.base import MulticlassCalibrator
-    base = Calibrator if kind == "binary" else MulticlassCalibrator
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise ProgrammingError(f"only calibdash calibrators can be exported, not {cls.__name__}.")
-    if _registry(kind).get(cls.name) is not cls:
-        raise ProgrammingError(f"{cls.__name__} is not a registered calibrator; loading it back would fail.")
-    missing = [m for m in ("_export_state", "_import_state") if not callable(getattr(cls, m, None))]
-    if missing:
-        raise ProgrammingError(f"{cls.__name__} has no {' or '.join(missing)}; a calibrator class says what "
-                               "its fitted state is with _export_state and _import_state.")
 
 
 def _compact(value) -> str:
@@ -292,27 +137,6 @@ def _layout(doc: dict) -> str:
                 inner.append(f" {c(k)}:{c(v)}")
         lines.append('"state":{\n' + ",\n".join(inner) + "\n}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def state_of(calibrator) -> dict:
-    """The ``state`` entry of a fitted calibrator's file: ``{"n_train": ..., **its _export_state()}``, with
-    ``"n_classes"`` after ``n_train`` for a K-class one.
-
-    :func:`dumps` writes it; K-class composites (:mod:`calibdash.calibrators.multiclass`) nest one per binary calibrator
-    they hold.
-
-    Raises
-    ------
-    NotFittedError
-        If ``calibrator`` is not fitted.
-    ProgrammingError
-        If it is not a registered calibrator with ``_export_state`` and ``_import_state``.
-    """
-    kind = kind_of(calibrator)
-    _exportable(type(calibrator), kind)
-    calibrator._check_fitted()
-    k = {"n_classes": int(calibrator.n_classes_)} if kind == "classes" else {}
-    return {"n_train": int(calibrator.n_train_), **k, **calibrator._export_state()}
 
 
 def _spec(cal, kind: str) -> tuple[str, dict]:
@@ -407,56 +231,6 @@ def document(text) -> tuple[State, str]:
     return state, kind
 
 
-#: Exceptions an ``_import_state`` or a first ``predict`` raises on a state that does not fit its method.
-IMPORT_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError)
-
-
-def calibrator_from(method: str, params: dict, state: State, whose: str = "the") -> Calibrator:
-    """The fitted binary calibrator ``method`` with ``params`` whose file ``state`` (with its ``n_train``) is
-    given: built, its state imported, and probed (it must give a finite probability for every score
-    of a grid on [0, 1]). ``whose`` starts the messages (``"the calibrator file's"``).
-
-    Raises
-    ------
-    DataError
-        Unknown method, params that do not fit it, or a state that is missing entries or does not
-        fit the method (each message says which).
-    ProgrammingError
-        The method is registered but its class cannot import a state.
-    """
-    if method not in calibrators.classes():
-        raise DataError(f"{whose} method {method!r} is unknown; this calibdash has: "
-                        f"{', '.join(calibrators.available())}.")
-    try:
-        cal = calibrators.get(method, **params)
-    except SettingsError as exc:
-        raise DataError(f"{whose} params do not fit {method}: {exc}") from None
-    _exportable(type(cal), "binary")
-    return _imported(cal, state, {"n_train": state.integer("n_train")}, _PROBE, cal.predict,
-                     "does not give a probability for every score")
-
-
-def _imported(cal, state: State, counts: dict, probe: np.ndarray, predict, fails: str):
-    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state``
-    imported, then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says
-    otherwise)."""
-    rest = State({k: v for k, v in state.items() if k not in counts}, state.where)
-    try:
-        for key, value in counts.items():
-            setattr(cal, f"{key}_", value)
-        cal._import_state(rest)
-        rest.refuse_unread()
-        state._read.update(state)                   # every entry checked, through the copy
-        out = predict(probe)
-    except DataError:
-        raise
-    except IMPORT_ERRORS as exc:
-        raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
-    if out.shape != probe.shape or not np.all(np.isfinite(out)):
-        raise state.error(fails)
-    return cal
-
-
 def probe_table(k: int) -> np.ndarray:
     """Rows every loaded K-class calibrator must turn into finite probabilities: the uniform row,
     each one-hot row (saturated: 1 and exact zeros), and rows with one class at 1 - 1e-12."""
@@ -476,12 +250,12 @@ def _class_calibrator(method: str, params: dict, state: State):
     except SettingsError as exc:
         raise DataError(f"the {_WHAT}'s method and params do not give a calibrator ({exc}); this calibdash has: "
                         f"{', '.join(multiclass.available())}.") from None
-    _exportable(type(cal), "classes")
+    check_exportable(type(cal), "classes")
     n_train, k = state.integer("n_train"), state.integer("n_classes")
     if n_train < 1 or k < 2:
         raise state.error(f"'n_train' must be at least 1 and 'n_classes' at least 2, got {n_train} and {k}")
     probe = probe_table(k)
-    return _imported(cal, state, {"n_train": n_train, "n_classes": k},
+    return imported_state(cal, state, {"n_train": n_train, "n_classes": k},
                      np.log(np.maximum(probe, LOG_FLOOR)) if cal.logits else probe, cal.predict_proba,
                      "does not give finite probabilities for every row of the probe table")
 

@@ -12,7 +12,7 @@ A model file may come from anywhere (downloaded, hand-edited), and its text reac
   :data:`CLASS_FITTED_ON`); lists of names at most :data:`MAX_NAMES` long.
 
 A state's own entries are checked by its method's ``_import_state`` through
-:class:`calibdash.io.export.State` (types, lengths, order), which also refuses entries the method
+:class:`calibdash.calibrators.state.State` (types, lengths, order), which also refuses entries the method
 never read. Every refusal is a :class:`~calibdash.core.errors.DataError` saying where.
 """
 from __future__ import annotations

@@ -8,8 +8,8 @@ weights each measure equals its value on the rows repeated.
 Inputs
 ------
 ``P`` is checked as the calibrators check it
-(:func:`calibdash.calibrators.multiclass.base.check_probabilities`: finite, non-negative
-rows summing to 1 within :data:`~calibdash.calibrators.multiclass.base.SUM_TOLERANCE`)
+(:func:`calibdash.core.validation.check_probabilities`: finite, non-negative
+rows summing to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE`)
 and, unlike the calibrators' input, measured **as given** (as float64, not
 divided by its row sums): a measure reports the probabilities it was handed,
 and renormalising would move values that sum to 1 only to rounding by an ulp,
@@ -68,7 +68,7 @@ from . import binned, calibration
 from .registry import CLASSES, K_BINS, Measure, select_names, view
 from .binning import STRATEGIES
 from ..core.validation import check_weights
-from ..calibrators.multiclass.base import check_classes, check_probabilities
+from ..core.validation import check_classes, check_probabilities
 
 __all__ = [
     "N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "classwise", "top_label_ece", "top_label_mce",
@@ -93,8 +93,8 @@ def check_inputs(P, y, sample_weight=None):
     Raises
     ------
     DataError
-        As :func:`~calibdash.calibrators.multiclass.base.check_probabilities`,
-        :func:`~calibdash.calibrators.multiclass.base.check_classes` and
+        As :func:`~calibdash.core.validation.check_probabilities`,
+        :func:`~calibdash.core.validation.check_classes` and
         :func:`calibdash.core.validation.check_weights` say, or for an entry above 1.
     """
     check_probabilities(P)

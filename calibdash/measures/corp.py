@@ -71,7 +71,7 @@ import pandas as pd
 from scipy.special import xlogy
 from sklearn.isotonic import isotonic_regression
 
-from ..calibrators.isotonic import Blocks, pav_blocks
+from ..core.pav import Blocks, pav_blocks
 from ..core.errors import SettingsError
 from .binning import check_inputs
 from .smooth_ece import band_quantiles, check_boot

@@ -18,7 +18,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import __version__, diagrams
+from .. import diagrams
+from ..core import __version__
 from ..evaluation import bootstrap as cboot
 from ..measures import calibration as metrics
 from ..evaluation.bootstrap import BootstrapResult

@@ -11,7 +11,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .. import __version__, measures
+from .. import measures
+from ..core import __version__
 from ..evaluation.bootstrap import BootstrapResult
 from ..evaluation.holdout import Evaluation
 

@@ -209,7 +209,7 @@ def _generator_key() -> str:
     try:
         source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drift.py"))
     except OSError:                              # installed without sources: fall back on the version
-        from .. import __version__
+        from ..core import __version__
         source = __version__.encode()
     return hashlib.sha256(source).hexdigest()[:12]
 

@@ -406,7 +406,7 @@ def test_logits_and_their_softmax_are_the_same_numbers_to_the_binary_methods(nam
     """Fitted on logits Z and on P = softmax(Z) given as probabilities, the binary fits see the same numbers
     (the softmax's; P not divided again by its rows' sums, which moved them by ulps): the same binary
     states, bit for bit, and one-vs-rest's rows equal."""
-    from calibdash.io.export import state_of
+    from calibdash.calibrators.state import state_of
     rng = np.random.default_rng(17)
     Z = rng.normal(size=(150, 4)) * 2.0
     y = (rng.random(150)[:, None] > np.cumsum(softmax(1.5 * Z, axis=1), axis=1)).sum(axis=1).clip(0, 3)

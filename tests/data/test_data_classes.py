@@ -14,7 +14,8 @@ from scipy.special import log_softmax, softmax
 from calibdash import DataError, SettingsError
 from calibdash.data import (MIN_ROWS, ClassSet, build_class_set, guess_class_columns, is_multiclass, load_classes,
                             read_table)
-from calibdash.calibrators.multiclass.base import SUM_TOLERANCE, Scores
+from calibdash.calibrators.multiclass.base import Scores
+from calibdash.core.validation import SUM_TOLERANCE
 from calibdash.samples import SAMPLES, sample_path
 from calibdash.synthetic.gaussian_classes import gaussian_classes, true_canonical_error
 

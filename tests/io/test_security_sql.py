@@ -20,7 +20,7 @@ from calibdash import calibrators
 from calibdash.io import export, sql
 from calibdash.cli import main
 from calibdash.core.errors import DataError
-from calibdash.io.sql.writer import string_literal
+from calibdash.core.sql_forms.writer import string_literal
 
 #: Names an attacker may give a column (a CSV header) or write into a model file.
 NASTY = ["score\nDROP TABLE scores; --", 'sc"ore', "sc`ore", "sc--ore", "sc/*ore", "sc;ore", "sc'ore",

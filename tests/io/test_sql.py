@@ -10,7 +10,7 @@ from tests.conftest import start_spark
 
 from calibdash import calibrators
 from calibdash.io import export, sql
-from calibdash.calibrators._steps import interp
+from calibdash.core.step_maps import interp
 from calibdash.calibrators.base import Calibrator
 from calibdash.core.errors import SettingsError
 
@@ -167,7 +167,7 @@ def test_step_boundaries_by_hand(con):
 
 def test_linear_map_matches_np_interp_on_repeated_knots(con):
     """At a repeated knot the last copy's value (as np.interp); ends held; knots closer than 1e-308 interpolate
-    instead of overflowing as np.interp's slope does (predict's ``_steps.interp``)."""
+    instead of overflowing as np.interp's slope does (predict's ``step_maps.interp``)."""
     x = [0.0, 0.5, 0.5, 1.0]
     y = [0.0, 0.2, 0.8, 1.0]
     tiny = 5e-324

@@ -17,7 +17,7 @@ from calibdash.evaluation.holdout import UNCALIBRATED
 from calibdash.measures import calibration, smooth_ece
 from calibdash.evaluation import bootstrap as mboot
 from calibdash.measures import class_measures as mm
-from calibdash.calibrators.multiclass.base import check_probabilities
+from calibdash.core.validation import check_probabilities
 
 CIFAR = Path("/work/shared/data/multiclass-cifar")
 # (file, top-label ECE with 15 equal-width bins, accuracy), README of /work/shared/data (netcal 1.4, torchmetrics 1.9)

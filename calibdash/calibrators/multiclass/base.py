@@ -14,7 +14,7 @@ conventions, like the binary calibrators (:mod:`calibdash.calibrators.base`):
 
 The input ``P`` holds either probabilities or logits, which the constructor
 argument ``logits`` says (default False: probabilities). Probabilities must be
-non-negative rows summing to 1 within :data:`SUM_TOLERANCE` (they are then
+non-negative rows summing to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE` (they are then
 divided by their sum); logits are any finite reals and are softmaxed. Every
 method sees both forms through :class:`Scores`: the probabilities, and the
 log-scores (the logits as given, or the logarithm of the probabilities clipped
@@ -44,105 +44,13 @@ from sklearn.base import BaseEstimator
 
 from ..base import HyperParam
 from ...core.errors import DataError, NotFittedError
-from ...core.validation import check_weights
+from ...core.validation import check_classes, check_logits, check_weights, class_matrix, probability_rows
 
-__all__ = ["MulticlassCalibrator", "Scores", "HyperParam", "check_probabilities", "check_logits",
-           "check_classes", "as_scores", "normalise_rows", "SUM_TOLERANCE", "LOG_FLOOR"]
-
-#: How far a row of probabilities may sum from 1 (what rounding each of 20 classes to 3 decimals,
-#: or 100 classes to 4, can leave). Rows within it are divided by their sum; rows past it are refused.
-SUM_TOLERANCE = 1e-2
+__all__ = ["MulticlassCalibrator", "Scores", "HyperParam", "as_scores", "normalise_rows", "LOG_FLOOR"]
 
 #: Probabilities below this are taken as this before their logarithm (log 1e-300 = -690.8), so a
 #: probability of exactly 0 gives a finite log-score.
 LOG_FLOOR = 1e-300
-
-
-def _matrix(P, name: str) -> np.ndarray:
-    try:
-        a = np.asarray(P, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name} must be numbers: {exc}") from None
-    if a.ndim != 2:
-        raise DataError(f"{name} must be a table of shape (rows, classes), got shape {a.shape}.")
-    if a.shape[0] == 0:
-        raise DataError(f"{name} is empty.")
-    if a.shape[1] < 2:
-        raise DataError(f"{name} has {a.shape[1]} column; a class probability table needs one per class.")
-    bad = ~np.isfinite(a)
-    if bad.any():
-        rows = np.flatnonzero(bad.any(axis=1))
-        raise DataError(f"{name} holds {int(bad.sum())} missing or infinite values "
-                        f"(in {rows.size:,} rows, the first at row {int(rows[0])}).")
-    return a
-
-
-def check_probabilities(P, name: str = "probabilities") -> np.ndarray:
-    """``P`` as an (n, K) float array of non-negative rows that sum to 1 (each divided by its sum).
-
-    Raises
-    ------
-    DataError
-        Not a 2-D table of numbers, empty, NaN or infinite values, negative values, or a row whose
-        sum is more than :data:`SUM_TOLERANCE` from 1 (the message gives the first such row).
-    """
-    return _probabilities(_matrix(P, name), name)
-
-
-def _probabilities(a: np.ndarray, name: str) -> np.ndarray:
-    """The checks of :func:`check_probabilities` on a checked matrix ``a``, and its rows divided by their sums."""
-    if (a < 0).any():
-        rows = np.flatnonzero((a < 0).any(axis=1))
-        raise DataError(f"{name} holds {int((a < 0).sum())} negative values (in {rows.size:,} rows, the "
-                        f"first at row {int(rows[0])}); probabilities are non-negative. If these are logits, "
-                        "say so (logits=True, --logits PREFIX, or the Data page's menu).")
-    total = a.sum(axis=1)
-    off = np.abs(total - 1.0) > SUM_TOLERANCE
-    if off.any():
-        i = int(np.flatnonzero(off)[0])
-        raise DataError(f"{int(off.sum()):,} rows of {name} do not sum to 1 (within {SUM_TOLERANCE:g}); "
-                        f"row {i} sums to {total[i]:.6g}. If these are logits or scores, say so "
-                        "(logits=True, --logits PREFIX, or the Data page's menu).")
-    return a / total[:, None]
-
-
-def check_logits(Z, name: str = "logits") -> np.ndarray:
-    """``Z`` as an (n, K) float array of finite reals.
-
-    Raises
-    ------
-    DataError
-        Not a 2-D table of numbers, empty, or NaN or infinite values.
-    """
-    return _matrix(Z, name)
-
-
-def check_classes(y, n: int, k: int, name: str = "labels") -> np.ndarray:
-    """``y`` as an int64 array of ``n`` class indices in ``0..k-1``.
-
-    Raises
-    ------
-    DataError
-        Wrong length, not integers, or an index outside ``0..k-1`` (the message names it).
-    """
-    try:
-        a = np.asarray(y).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name} must be class indices: {exc}") from None
-    if a.size != n:
-        raise DataError(f"{name} has {a.size} values but the probability table has {n} rows.")
-    if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
-        raise DataError(f"{name} must be class indices 0..{k - 1} (the columns' order), got {a.dtype} values; "
-                        "map class names to indices first (calibdash.calibrators.multiclass.load does).")
-    if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise DataError(f"{name} must be whole class indices 0..{k - 1}.")
-    a = a.astype(np.int64)
-    bad = (a < 0) | (a >= k)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{name} must be class indices 0..{k - 1} (one per column); row {i} has {a[i]}.")
-    return a
 
 
 def normalise_rows(Q: np.ndarray) -> np.ndarray:
@@ -216,16 +124,16 @@ class Scores:
 
 
 def as_scores(P, logits: bool, k: int | None = None) -> Scores:
-    """Check ``P`` as probabilities or logits (see :func:`check_probabilities`, :func:`check_logits`)
-    and wrap it; ``k``: the number of columns it must have."""
+    """Check ``P`` as probabilities or logits (see :func:`~calibdash.core.validation.check_probabilities`,
+    :func:`~calibdash.core.validation.check_logits`) and wrap it; ``k``: the number of columns it must have."""
     if isinstance(P, Scores):
         x = P
     else:
         if logits:
             x = Scores(check_logits(P), True)
         else:
-            a = _matrix(P, "probabilities")
-            x = Scores(_probabilities(a, "probabilities"), False, a)
+            a = class_matrix(P, "probabilities")
+            x = Scores(probability_rows(a, "probabilities"), False, a)
     if k is not None and x.k != k:
         raise DataError(f"the table has {x.k} columns but the calibrator was fitted on {k} classes.")
     return x

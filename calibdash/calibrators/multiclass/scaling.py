@@ -126,7 +126,7 @@ class ScalingCalibrator(MulticlassCalibrator):
         return state
 
     def _import_state(self, state) -> None:
-        """Restore :meth:`_export_state` (``state``: a :class:`calibdash.io.export.State`; the file's
+        """Restore :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`; the file's
         ``n_classes`` is already in ``n_classes_``, :func:`calibdash.io.export.read_model`)."""
         k = int(self.n_classes_)
         m = n_parameters(LinearForm(self.matrix, False), k)

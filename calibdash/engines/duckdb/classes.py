@@ -14,7 +14,7 @@ import numpy as np
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...data.guard import engine_error, quote_identifier
 from ...core.errors import DataError
-from ...calibrators.multiclass.base import SUM_TOLERANCE
+from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation.cells import MAX_EXACT
-from ...calibrators.multiclass.base import SUM_TOLERANCE
+from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells, class_cells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, part_count,

@@ -26,7 +26,8 @@ from ...core.margins import to_probabilities
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
-                     feature_frame, grid_code, other_labels_error, quantile_levels)
+                     feature_frame, other_labels_error, quantile_levels)
+from ...evaluation.cells import grid_code
 
 __all__ = ["aggregate", "read_rows", "prepared_rows", "parts"]
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...core.errors import DataError
-from ...calibrators.multiclass.base import SUM_TOLERANCE
+from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, exact_flags,

@@ -48,7 +48,7 @@ model file's state. The forms:
     (``MBCTCalibrator.predict``); it equals ``predict`` bit for bit.
 :class:`StepMap`
     ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly
-    :func:`calibdash.calibrators._steps.step_lookup`, i.e.
+    :func:`calibdash.core.step_maps.step_lookup`, i.e.
     ``np.searchsorted(cuts, s, side="right")``: a score on a cut takes the
     upper piece. Histogram, isotonic (step), BBQ, SBB, Venn-Abers (constant
     between calibration scores, another value at each: points; see
@@ -72,7 +72,7 @@ model file's state. The forms:
 :class:`LinearMap`
     Linear interpolation between knots (isotonic with linear interpolation, ABB, ENIR), or the
     same with linear extension beyond the end knots (ELiTE's ``evaluate_linear``), then clipped to
-    [0, 1]. Equal to :func:`calibdash.calibrators._steps.interp` (the overflow-free ``np.interp``
+    [0, 1]. Equal to :func:`calibdash.core.step_maps.interp` (the overflow-free ``np.interp``
     that ``predict`` uses) operation for operation: below ``x[0]`` the value is ``y[0]``, at or
     above ``x[-1]`` it is ``y[-1]``, otherwise, on the interval ``x_j <= s < x_{j+1}``, the
     position ``t = (s - x_j) / (x_{j+1} - x_j)`` and then ``y_{j+1}`` if ``t >= 1``, else
@@ -88,11 +88,12 @@ Floats are written as Python's shortest ``repr`` with an exponent
 would be a DECIMAL in DuckDB and Spark) rounding back to the same double;
 negative literals are parenthesised (``x - (-0.5E0)``, never ``--``).
 
-Layout: :mod:`calibdash.io.sql.writer` (literals, quoting, :class:`SqlWriter`),
-:mod:`calibdash.io.sql.forms` (the three forms and their builders),
-:mod:`calibdash.io.sql.lookup` (:class:`SqlMap`, lookup tables, bucketed
+Layout: the forms live below the calibrators that build them, in :mod:`calibdash.core.sql_forms`:
+:mod:`~calibdash.core.sql_forms.writer` (literals, quoting, :class:`SqlWriter`),
+:mod:`~calibdash.core.sql_forms.forms` (the three forms and their builders),
+:mod:`~calibdash.core.sql_forms.lookup` (:class:`SqlMap`, lookup tables, bucketed
 joins); this module holds :func:`to_sql` and the converter registry, and
-re-exports the rest.
+re-exports the forms.
 
 A method without a SQL form, or a state the forms cannot hold (MBCT
 categories of mixed types), raises :class:`SqlUnsupported`;
@@ -106,13 +107,13 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ...core.errors import DataError, SettingsError
-from .forms import CASE_MAX_STEPS, ClosedForm, LinearMap, StepMap
-from .forms import closed_sql as _closed_sql
-from .forms import linear_sql as _linear_sql
-from .forms import step_sql as _step_sql
-from .lookup import Lookup, SqlMap  # noqa: F401 - Lookup re-exported: calibdash.io.sql.Lookup
-from .writer import DIALECTS, SqlUnsupported, SqlWriter, literal, quote
-from .writer import check_dialect as _check_dialect
+from ...core.sql_forms import Lookup  # noqa: F401 - Lookup re-exported: calibdash.io.sql.Lookup
+from ...core.sql_forms import CASE_MAX_STEPS, DIALECTS, ClosedForm, LinearMap, SqlMap, SqlUnsupported, SqlWriter
+from ...core.sql_forms import StepMap, literal, quote
+from ...core.sql_forms.forms import closed_sql as _closed_sql
+from ...core.sql_forms.forms import linear_sql as _linear_sql
+from ...core.sql_forms.forms import step_sql as _step_sql
+from ...core.sql_forms.writer import check_dialect as _check_dialect
 
 __all__ = ["SqlMap", "SqlUnsupported", "StepMap", "LinearMap", "ClosedForm", "SqlWriter", "to_sql",
            "register_sql", "sql_methods", "DIALECTS", "CASE_MAX_STEPS", "literal"]

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .... import calibrators
-from ....io import export
+from ...state import State, calibrator_from, state_of
 from ...base import Calibrator, HyperParam
 from ....core.errors import SettingsError
 from ..base import MulticlassCalibrator, Scores
@@ -192,7 +192,7 @@ class BinaryComposite(MulticlassCalibrator):
     def _notes_state(self) -> dict:
         return {"notes": list(self.notes_)}
 
-    def _import_notes(self, state: export.State) -> None:
+    def _import_notes(self, state: State) -> None:
         """``notes_`` from the file (absent in files written before there were notes: none)."""
         notes = state.list("notes") if "notes" in state else []
         if not all(isinstance(n, str) for n in notes):
@@ -203,12 +203,12 @@ class BinaryComposite(MulticlassCalibrator):
     @staticmethod
     def model_state(model: SubModel) -> dict:
         """A sub-model as a file entry: ``{"state": {...}}`` (the binary calibrator's state, as
-        :func:`calibdash.io.export.state_of` writes it) or ``{"rate": r}``."""
+        :func:`calibdash.calibrators.state.state_of` writes it) or ``{"rate": r}``."""
         if isinstance(model, Calibrator):
-            return {"state": export.state_of(model)}
+            return {"state": state_of(model)}
         return {"rate": float(model)}
 
-    def class_entries(self, state: export.State, key: str) -> list[export.State]:
+    def class_entries(self, state: State, key: str) -> list[State]:
         """File entry ``key``: a list of objects, one per class (``n_classes_``, which
         :mod:`calibdash.io.export` sets before ``_import_state`` runs)."""
         entries = state.records(key)
@@ -216,14 +216,14 @@ class BinaryComposite(MulticlassCalibrator):
             raise state.error(f"{key!r} must hold one model per class ({self.n_classes_}), got {len(entries)}")
         return entries
 
-    def model_from(self, entry: export.State) -> SubModel:
+    def model_from(self, entry: State) -> SubModel:
         """The sub-model a file entry of :meth:`model_state` holds."""
         if "rate" in entry:
             rate = entry.number("rate")
             if not 0.0 <= rate <= 1.0:
                 raise entry.error(f"'rate' must lie in [0, 1], got {rate!r}")
             return rate
-        return export.calibrator_from(self.binary, dict(self.params or {}), entry.object("state"),
+        return calibrator_from(self.binary, dict(self.params or {}), entry.object("state"),
                                       f"{entry.where}:")
 
 
@@ -334,6 +334,6 @@ class OneVsRestCalibrator(BinaryComposite):
         and the fit's notes."""
         return {"models": [self.model_state(m) for m in self.models_], **self._notes_state()}
 
-    def _import_state(self, state: export.State) -> None:
+    def _import_state(self, state: State) -> None:
         self.models_ = [self.model_from(entry) for entry in self.class_entries(state, "models")]
         self._import_notes(state)

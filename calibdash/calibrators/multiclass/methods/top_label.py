@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 from scipy.special import softmax
 
-from ....io import export
+from ...state import State
 from ...base import HyperParam
 from ....core.errors import SettingsError
 from ..base import Scores, as_scores
@@ -212,7 +212,7 @@ class TopLabelCalibrator(BinaryComposite):
         return {"models": [{"pooled": True} if m is None else self.model_state(m) for m in self.models_],
                 "pooled": self.model_state(self.pooled_), **self._notes_state()}
 
-    def _import_state(self, state: export.State) -> None:
+    def _import_state(self, state: State) -> None:
         self.models_ = [None if e.get("pooled") is True else self.model_from(e)
                         for e in self.class_entries(state, "models")]
         self.pooled_ = self.model_from(state.object("pooled"))

@@ -1,5 +1,5 @@
 """The three SQL forms a calibrator's ``sql_map`` returns (:class:`ClosedForm`, :class:`StepMap`,
-:class:`LinearMap`) and the builders that write each as a :class:`~calibdash.io.sql.lookup.SqlMap`: one CASE,
+:class:`LinearMap`) and the builders that write each as a :class:`~calibdash.core.sql_forms.lookup.SqlMap`: one CASE,
 a binary search of nested CASEs, or a bucketed lookup table. See :mod:`calibdash.io.sql` for what each form
 computes and why the SQL equals ``predict``.
 """
@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...calibrators._steps import interp
+from ..step_maps import interp
 from .lookup import SqlMap, bucketed
 from .writer import SqlUnsupported, SqlWriter, literal, quote
 
@@ -32,7 +32,7 @@ class ClosedForm:
 
 @dataclass(frozen=True)
 class StepMap:
-    """``levels[k]`` on ``cuts[k-1] <= s < cuts[k]`` (:func:`~calibdash.calibrators._steps.step_lookup`),
+    """``levels[k]`` on ``cuts[k-1] <= s < cuts[k]`` (:func:`~calibdash.core.step_maps.step_lookup`),
     except at the scores ``point_x``, which take ``point_value`` (the first of repeated points)."""
 
     cuts: Sequence[float]

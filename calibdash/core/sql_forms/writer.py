@@ -1,5 +1,5 @@
 """SQL pieces in one dialect: DOUBLE literals that read back to the same double, quoted names, and the
-:class:`SqlWriter` a :class:`calibdash.io.sql.ClosedForm` builds its expression with.
+:class:`SqlWriter` a :class:`calibdash.core.sql_forms.ClosedForm` builds its expression with.
 
 Floats are written as Python's shortest ``repr`` with an exponent
 (``0.1E0``), which every dialect reads as a DOUBLE literal (a plain ``0.1``
@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ...core.errors import SettingsError
+from ..errors import SettingsError
 
 __all__ = ["DIALECTS", "SqlUnsupported", "SqlWriter", "check_dialect", "literal", "quote", "string_literal"]
 

@@ -1,4 +1,4 @@
-"""Small shared pieces for calibrators whose map is built on sorted scores."""
+"""Small shared pieces for maps built on sorted scores (calibrators fit them, the SQL forms write them)."""
 from __future__ import annotations
 
 import numpy as np

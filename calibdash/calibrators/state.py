@@ -1,0 +1,248 @@
+"""One calibrator's fitted state as a file entry, and back: the codec the model files and the K-class composites share.
+
+:func:`state_of` gives the ``state`` entry of a fitted calibrator (``n_train`` and its ``_export_state()``);
+:func:`calibrator_from` builds a binary calibrator again from one, reading it through a :class:`State` (typed,
+checked access that names the entry a damaged file gets wrong) and probing the result. The file format around
+it (format, version, kind, method, params, provenance) is :mod:`calibdash.io.export`; the K-class composites
+(:mod:`calibdash.calibrators.multiclass.methods`) nest one such state per binary calibrator they hold.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.errors import DataError, ProgrammingError, SettingsError
+from .base import Calibrator
+
+__all__ = ["State", "state_of", "calibrator_from", "kind_of", "IMPORT_ERRORS"]
+
+#: Scores that every loaded binary calibrator must turn into probabilities without error.
+PROBE = np.linspace(0.0, 1.0, 101)
+
+
+class State(dict):
+    """A calibrator's state as read from a file, with typed, checked access.
+
+    ``_import_state`` methods read their entries through it, so that a
+    damaged file is refused with a :class:`~calibdash.core.errors.DataError`
+    naming the entry instead of failing later inside ``predict``.
+
+    Parameters
+    ----------
+    data : dict
+        The JSON object.
+    where : str
+        Where it sits in the file, for messages (``"the histogram state"``).
+    """
+
+    def __init__(self, data: dict, where: str):
+        super().__init__(data)
+        self.where = where
+        self._read: set = set()
+        self._children: list["State"] = []
+
+    def __getitem__(self, key):
+        self._read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._read.add(key)
+        return super().get(key, default)
+
+    def unread(self) -> list[str]:
+        """Entries no reader asked for, here and in the objects read through :meth:`object` and
+        :meth:`records` (``"trees[0], depth"``): what a file holds that its method does not know."""
+        out = [str(k) for k in self if k not in self._read]
+        for child in self._children:
+            inner = child.where[len(self.where) + 2:] if child.where.startswith(self.where + ", ") else child.where
+            out += [f"{inner}, {k}" for k in child.unread()]
+        return out
+
+    def refuse_unread(self) -> None:
+        """A DataError naming the entries no reader asked for (a foreign or hand-edited file)."""
+        extra = self.unread()
+        if extra:
+            shown = ", ".join(repr(k) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+            raise self.error(f"holds entries its method does not know: {shown}")
+
+    def error(self, message: str) -> DataError:
+        """A DataError saying ``message`` about this part of the file."""
+        return DataError(f"{self.where}: {message}.")
+
+    def __missing__(self, key):
+        raise self.error(f"{key!r} is missing")
+
+    def number(self, key: str) -> float:
+        """Entry ``key`` as a finite float."""
+        value = self[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.error(f"{key!r} must be a finite number, got {value!r}")
+        return float(value)
+
+    def integer(self, key: str) -> int:
+        """Entry ``key`` as an int."""
+        value = self[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"{key!r} must be an integer, got {value!r}")
+        return value
+
+    def text(self, key: str) -> str:
+        """Entry ``key`` as a string."""
+        value = self[key]
+        if not isinstance(value, str):
+            raise self.error(f"{key!r} must be a string, got {value!r}")
+        return value
+
+    def list(self, key: str) -> list:
+        """Entry ``key`` as a JSON array."""
+        value = self[key]
+        if not isinstance(value, list):
+            raise self.error(f"{key!r} must be a list, got {type(value).__name__}")
+        return value
+
+    def array(self, key: str, dtype=float, size: int | None = None, sorted: bool = False) -> np.ndarray:
+        """Entry ``key`` as a 1-D array of finite numbers.
+
+        Parameters
+        ----------
+        dtype : numpy dtype, default float
+            ``float`` or an integer type (then the numbers must be integers).
+        size : int, optional
+            Required length.
+        sorted : bool, default False
+            Require non-decreasing values (cut points, knots).
+        """
+        values = self.list(key)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise self.error(f"{key!r} must be a list of numbers")
+        if np.dtype(dtype).kind in "iu" and not all(isinstance(v, int) for v in values):
+            raise self.error(f"{key!r} must be a list of integers")
+        arr = np.asarray(values, dtype=dtype).reshape(-1)
+        if not np.all(np.isfinite(arr)):
+            raise self.error(f"{key!r} holds a non-finite number")
+        if size is not None and arr.size != size:
+            raise self.error(f"{key!r} must hold {size} numbers, got {arr.size}")
+        if sorted and np.any(np.diff(arr) < 0):
+            raise self.error(f"{key!r} must be in increasing order")
+        return arr
+
+    def object(self, key: str) -> "State":
+        """Entry ``key`` as a JSON object, itself a :class:`State` (a nested calibrator's state)."""
+        value = self[key]
+        if not isinstance(value, dict):
+            raise self.error(f"{key!r} must be an object, got {type(value).__name__}")
+        child = State(value, f"{self.where}, {key}")
+        self._children.append(child)
+        return child
+
+    def records(self, key: str) -> list["State"]:
+        """Entry ``key`` as a list of objects, each a :class:`State`."""
+        items = self.list(key)
+        out = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise self.error(f"{key}[{i}] must be an object")
+            out.append(State(item, f"{self.where}, {key}[{i}]"))
+        self._children += out
+        return out
+
+
+def _registry(kind: str) -> dict:
+    """The registry of ``kind``: name -> class of the binary or the K-class calibrators."""
+    from .. import calibrators as registry
+    from . import multiclass
+    return registry.classes() if kind == "binary" else multiclass.classes()
+
+
+def kind_of(calibrator) -> str:
+    """``"classes"`` for a K-class calibrator (:class:`calibdash.calibrators.multiclass.base.MulticlassCalibrator`), else
+    ``"binary"``."""
+    from .multiclass.base import MulticlassCalibrator
+    return "classes" if isinstance(calibrator, MulticlassCalibrator) else "binary"
+
+
+def check_exportable(cls: type, kind: str) -> None:
+    """ProgrammingError unless ``cls`` is a registered calibrator class of ``kind`` that says what its state is."""
+    from .multiclass.base import MulticlassCalibrator
+    base = Calibrator if kind == "binary" else MulticlassCalibrator
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ProgrammingError(f"only calibdash calibrators can be exported, not {cls.__name__}.")
+    if _registry(kind).get(cls.name) is not cls:
+        raise ProgrammingError(f"{cls.__name__} is not a registered calibrator; loading it back would fail.")
+    missing = [m for m in ("_export_state", "_import_state") if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ProgrammingError(f"{cls.__name__} has no {' or '.join(missing)}; a calibrator class says what "
+                               "its fitted state is with _export_state and _import_state.")
+
+
+def state_of(calibrator) -> dict:
+    """The ``state`` entry of a fitted calibrator's file: ``{"n_train": ..., **its _export_state()}``, with
+    ``"n_classes"`` after ``n_train`` for a K-class one.
+
+    :func:`calibdash.io.export.dumps` writes it; K-class composites (:mod:`calibdash.calibrators.multiclass`) nest
+    one per binary calibrator they hold.
+
+    Raises
+    ------
+    NotFittedError
+        If ``calibrator`` is not fitted.
+    ProgrammingError
+        If it is not a registered calibrator with ``_export_state`` and ``_import_state``.
+    """
+    kind = kind_of(calibrator)
+    check_exportable(type(calibrator), kind)
+    calibrator._check_fitted()
+    k = {"n_classes": int(calibrator.n_classes_)} if kind == "classes" else {}
+    return {"n_train": int(calibrator.n_train_), **k, **calibrator._export_state()}
+
+
+#: Exceptions an ``_import_state`` or a first ``predict`` raises on a state that does not fit its method.
+IMPORT_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError)
+
+
+def calibrator_from(method: str, params: dict, state: State, whose: str = "the") -> Calibrator:
+    """The fitted binary calibrator ``method`` with ``params`` whose file ``state`` (with its ``n_train``) is
+    given: built, its state imported, and probed (it must give a finite probability for every score
+    of a grid on [0, 1]). ``whose`` starts the messages (``"the calibrator file's"``).
+
+    Raises
+    ------
+    DataError
+        Unknown method, params that do not fit it, or a state that is missing entries or does not
+        fit the method (each message says which).
+    ProgrammingError
+        The method is registered but its class cannot import a state.
+    """
+    from .. import calibrators as registry
+    if method not in registry.classes():
+        raise DataError(f"{whose} method {method!r} is unknown; this calibdash has: "
+                        f"{', '.join(registry.available())}.")
+    try:
+        cal = registry.get(method, **params)
+    except SettingsError as exc:
+        raise DataError(f"{whose} params do not fit {method}: {exc}") from None
+    check_exportable(type(cal), "binary")
+    return imported_state(cal, state, {"n_train": state.integer("n_train")}, PROBE, cal.predict,
+                     "does not give a probability for every score")
+
+
+def imported_state(cal, state: State, counts: dict, probe: np.ndarray, predict, fails: str):
+    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state``
+    imported, then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says
+    otherwise)."""
+    rest = State({k: v for k, v in state.items() if k not in counts}, state.where)
+    try:
+        for key, value in counts.items():
+            setattr(cal, f"{key}_", value)
+        cal._import_state(rest)
+        rest.refuse_unread()
+        state._read.update(state)                   # every entry checked, through the copy
+        out = predict(probe)
+    except DataError:
+        raise
+    except IMPORT_ERRORS as exc:
+        raise state.error(f"does not fit the method ({type(exc).__name__}: {exc})") from None
+    if out.shape != probe.shape or not np.all(np.isfinite(out)):
+        raise state.error(fails)
+    return cal
