@@ -102,9 +102,9 @@ MODULES: dict[str, str] = {
     "model_checks": "io.model_checks",
     "multiclass.export": "io.class_export",
     "sql": "io.sql",
-    "sql_forms": "io.sql.forms",
-    "sql_lookup": "io.sql.lookup",
-    "sql_writer": "io.sql.writer",
+    "sql_forms": "core.sql_forms.forms",
+    "sql_lookup": "core.sql_forms.lookup",
+    "sql_writer": "core.sql_forms.writer",
     # presentation: diagrams' data, explainers, figures, report, command line
     "diagrams": "diagrams.reliability",
     "multiclass.diagrams": "diagrams.multiclass",

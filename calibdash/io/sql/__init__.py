@@ -1,6 +1,7 @@
 """A fitted calibrator as SQL: calibrate scores where the data lives.
 
->>> from calibdash import calibrators, sql
+>>> from calibdash import calibrators
+>>> from calibdash.io import sql
 >>> cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
 >>> m = sql.to_sql(cal, score_column="score")
 >>> print(m.expression)
