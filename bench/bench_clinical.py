@@ -1,4 +1,4 @@
-"""Speed of the clinical / ML calibration statistics (calibdash.clinical) on score cells and rows.
+"""Speed of the clinical / ML calibration statistics (calibdash.measures) on score cells and rows.
 
 Three inputs: 65,536 score cells (one weighted point per distinct score, weights 1..99, so N is about
 3.3 million rows: the product's largest exact cell table), 65,536 unweighted rows, and 1,000,000 unweighted
@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_of  # noqa: E402
-from calibdash import clinical as C  # noqa: E402
+from calibdash.measures import binned, decomposition, hypothesis, recalibration, smoother  # noqa: E402
 
 TARGET = 0.5
 
@@ -39,15 +39,15 @@ def inputs():
 
 
 STEPS = {
-    "calibration_intercept_slope": lambda p, y, w: C.calibration_intercept_slope(p, y, sample_weight=w),
-    "ici (loess, 500 nodes)": lambda p, y, w: C.ici(p, y, sample_weight=w),
-    "smoothed_calibration_curve": lambda p, y, w: C.smoothed_calibration_curve(p, y, sample_weight=w),
-    "spiegelhalter_z": lambda p, y, w: C.spiegelhalter_z(p, y, sample_weight=w),
-    "hosmer_lemeshow (10 groups)": lambda p, y, w: C.hosmer_lemeshow(p, y, sample_weight=w),
-    "brier_decomposition (distinct)": lambda p, y, w: C.brier_decomposition(p, y, sample_weight=w),
-    "brier_decomposition (10 bins)": lambda p, y, w: C.brier_decomposition(p, y, sample_weight=w, n_bins=10),
-    "debiased_l2_ce (15 bins)": lambda p, y, w: C.debiased_l2_ce(p, y, sample_weight=w),
-    "adaptive_ece (15 bins)": lambda p, y, w: C.adaptive_ece(p, y, sample_weight=w),
+    "calibration_intercept_slope": lambda p, y, w: recalibration.calibration_intercept_slope(p, y, sample_weight=w),
+    "ici (loess, 500 nodes)": lambda p, y, w: smoother.ici(p, y, sample_weight=w),
+    "smoothed_calibration_curve": lambda p, y, w: smoother.smoothed_calibration_curve(p, y, sample_weight=w),
+    "spiegelhalter_z": lambda p, y, w: hypothesis.spiegelhalter_z(p, y, sample_weight=w),
+    "hosmer_lemeshow (10 groups)": lambda p, y, w: hypothesis.hosmer_lemeshow(p, y, sample_weight=w),
+    "brier_decomposition (distinct)": lambda p, y, w: decomposition.brier_decomposition(p, y, sample_weight=w),
+    "brier_decomposition (10 bins)": lambda p, y, w: decomposition.brier_decomposition(p, y, sample_weight=w, n_bins=10),
+    "debiased_l2_ce (15 bins)": lambda p, y, w: binned.debiased_l2_ce(p, y, sample_weight=w),
+    "adaptive_ece (15 bins)": lambda p, y, w: binned.adaptive_ece(p, y, sample_weight=w),
 }
 
 
@@ -55,8 +55,8 @@ def interpolation_check(n=10_000):
     rng = np.random.default_rng(1)
     p = rng.beta(0.5, 3.0, size=n)
     y = (rng.uniform(size=n) < np.sqrt(p)).astype(int)
-    t_fast, fast = best_of(lambda: C.ici(p, y), repeat=1)
-    t_exact, exact = best_of(lambda: C.ici(p, y, max_points=None), repeat=1)
+    t_fast, fast = best_of(lambda: smoother.ici(p, y), repeat=1)
+    t_exact, exact = best_of(lambda: smoother.ici(p, y, max_points=None), repeat=1)
     diff = ", ".join(f"{k} {abs(fast[k] - exact[k]):.1e}" for k in fast)
     print(f"\nICI with 500 nodes ({t_fast:.3f} s) vs loess fitted at all {n:,} distinct scores ({t_exact:.2f} s): "
           f"absolute differences {diff}")

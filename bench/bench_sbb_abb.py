@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibdash import calibrators  # noqa: E402
 from calibdash.calibrators._bayes_binning import DEFAULT_LAMBDA, MAX_POSITIONS, collapse  # noqa: E402
-from calibdash.metrics import log_loss  # noqa: E402
+from calibdash.measures.calibration import log_loss  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 SAMPLES = ROOT / "sample_data"

@@ -1,7 +1,5 @@
-"""Deprecated old name of :mod:`calibdash.measures.corp`."""
-from __future__ import annotations
+"""Deprecated old name of :mod:`calibdash.measures.corp`: import from there (names here forward, with a warning)."""
+from .core.deprecation import forwarding
+from .measures import corp as _home
 
-from .measures.corp import *  # noqa: F401,F403
-from .measures.corp import __all__ as _all
-
-__all__ = list(_all)
+__getattr__ = forwarding(__name__, _home)

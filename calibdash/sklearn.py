@@ -81,7 +81,7 @@ from . import calibrators
 from .calibrators import multiclass
 from .core.errors import SettingsError
 
-__all__ = ["CalibratedClassifier", "RESPONSE_METHODS"]
+__all__ = ["CalibratedClassifier"]
 
 #: Probabilities are kept this far from 0 and 1 in ``decision_function`` (a finite logit).
 _EPS = 1e-15

@@ -1,7 +1,5 @@
-"""Deprecated old name of :mod:`calibdash.measures.smooth_ece`."""
-from __future__ import annotations
+"""Deprecated old name of :mod:`calibdash.measures.smooth_ece`: import from there (names here forward, with a warning)."""
+from .core.deprecation import forwarding
+from .measures import smooth_ece as _home
 
-from .measures.smooth_ece import *  # noqa: F401,F403
-from .measures.smooth_ece import __all__ as _all
-
-__all__ = list(_all)
+__getattr__ = forwarding(__name__, _home)

@@ -262,13 +262,17 @@ def test_no_central_list_names_the_methods(module):
     assert not named, f"{module} names the methods {sorted(named)}"
 
 
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
 def _is_private(name: str) -> bool:
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    return name.startswith("_") and not _is_dunder(name)
 
 
-def private_imports(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
-    """``(module, other module, name)`` for every private (``_``-prefixed, not dunder) name a module takes from
-    another module of ``modules``: ``from m import _x``, or ``m._x`` on a module imported by name."""
+def taken_names(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
+    """``(module, other module, name)`` for every name a module takes from another module of ``modules``:
+    ``from m import x``, or ``m.x`` on a module imported by name (submodules taken this way are left out)."""
     found = set()
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -287,17 +291,23 @@ def private_imports(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
             else:
                 origin = node.module or ""
             if not any(origin == m or m.startswith(origin + ".") for m in modules):
-                continue                              # a third-party module: its private names are its business
+                continue                              # a third-party module: its names are its business
             for a in node.names:
                 if f"{origin}.{a.name}" in modules:
                     bound[a.asname or a.name] = f"{origin}.{a.name}"
-                elif _is_private(a.name):
+                elif origin != name:
                     found.add((name, origin, a.name))
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
-                    and _is_private(node.attr) and bound[node.value.id] != name):
+                    and bound[node.value.id] != name and f"{bound[node.value.id]}.{node.attr}" not in modules):
                 found.add((name, bound[node.value.id], node.attr))
     return found
+
+
+def private_imports(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
+    """``(module, other module, name)`` for every private (``_``-prefixed, not dunder) name a module takes from
+    another module of ``modules``."""
+    return {t for t in taken_names(modules) if _is_private(t[2])}
 
 
 def test_private_import_finder_finds_both_forms(tmp_path):
@@ -336,7 +346,8 @@ def test_measures_are_one_subpackage_over_one_solver():
     for name in inside:
         assert not graph[name] & old, f"{name} imports an old re-export module: {graph[name] & old}"
     for name in old - {"calibdash.clinical"}:                 # clinical also keeps the UI's bin-count rule
-        assert graph[name] and all(dep.startswith("calibdash.measures") for dep in graph[name]), name
+        assert graph[name] and all(dep.startswith("calibdash.measures") or dep == "calibdash.core.deprecation"
+                                   for dep in graph[name]), name
     assert graph["calibdash.core.logistic"] == set()
     for user in ("calibdash.calibrators.platt", "calibdash.calibrators.beta", "calibdash.calibrators.temperature",
                  "calibdash.measures.recalibration"):
@@ -583,3 +594,57 @@ def test_public_signatures_name_the_weights_sample_weight():
 
     for fn in (fit_logistic, prepare):
         assert "sample_weight" in inspect.signature(fn).parameters, fn.__name__
+
+
+#: At most this many names in all of calibdash's ``__all__`` lists (issue 27: the public surface a user learns).
+MAX_PUBLIC_NAMES = 700
+
+
+def _declared(path: Path) -> list[str] | None:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return None
+
+
+def _package_of(module: str) -> str:
+    """The unit whose insides are its own business: ``calibdash.X`` for the package's modules, else the top name."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "calibdash" else parts[0]
+
+
+def across_packages(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
+    """Names taken from a calibdash module by a module of another package (or by the pages) that the
+    module's ``__all__`` does not list."""
+    declared = {name: _declared(path) for name, path in modules.items() if name.startswith("calibdash")}
+    return {(who, origin, name) for who, origin, name in taken_names(modules)
+            if origin in declared and _package_of(who) != _package_of(origin) and not _is_dunder(name)
+            and name not in (declared[origin] or [])}
+
+
+def test_imports_across_packages_use_listed_names_and_the_lists_are_short():
+    """``__all__`` is the public surface: every name another package or a page takes is listed in its module's
+    ``__all__``, and all the lists together hold at most :data:`MAX_PUBLIC_NAMES` names."""
+    mods = {**_modules(PACKAGE), **_modules(REPO / "pages"), "app": REPO / "app.py"}
+    assert across_packages(mods) == set()
+    lists = {name: _declared(path) for name, path in _modules(PACKAGE).items()}
+    total = sum(len(names or []) for names in lists.values())
+    assert total <= MAX_PUBLIC_NAMES, total
+    for name, names in lists.items():
+        missing = [x for x in names or [] if not hasattr(__import__(name, fromlist=["_"]), x)]
+        assert not missing, f"{name}.__all__ lists names it lacks: {missing}"
+
+
+def test_cross_package_finder_sees_an_unlisted_name(tmp_path, monkeypatch):
+    """The checker itself: a page taking an unlisted name is found; a listed one, and one taken inside its own
+    package, are not."""
+    root = tmp_path / "calibdash" / "inner"
+    root.mkdir(parents=True)
+    (tmp_path / "calibdash" / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    (root / "a.py").write_text("__all__ = ['shown']\nshown = hidden = 1\n")
+    (root / "b.py").write_text("from .a import hidden\n")
+    (tmp_path / "page.py").write_text("from calibdash.inner.a import shown, hidden\nimport calibdash.inner.a as a\na.hidden\n")
+    mods = {"calibdash": tmp_path / "calibdash" / "__init__.py", "calibdash.inner": root / "__init__.py",
+            "calibdash.inner.a": root / "a.py", "calibdash.inner.b": root / "b.py", "page": tmp_path / "page.py"}
+    assert across_packages(mods) == {("page", "calibdash.inner.a", "hidden")}

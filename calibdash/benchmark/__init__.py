@@ -49,17 +49,16 @@ The command line ``python -m calibdash benchmark FILES...`` is in
 :mod:`calibdash.cli`.
 """
 from .datasets import class_datasets_from_table, datasets_from_table, load_benchmark_datasets, load_datasets
-from .catalogue import BINARY, CLASS_MEASURES, Catalogue
+from .catalogue import CLASS_MEASURES
 from .in_place import EngineDataset
-from .engine import (DEFAULT_CLASS_METHODS, DEFAULT_CLASS_METRIC, DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS,
-                     Unit, UnitCache, default_class_methods, plan_units, problem_of, run_benchmark, run_unit, unit_key)
-from .report import ReportTable, TableKind, report_tables
-from .outcome import BenchmarkResult, describe, to_json
+from .engine import (DEFAULT_CLASS_METRIC, DEFAULT_FOLDS, DEFAULT_METHODS, DEFAULT_REPEATS, UnitCache,
+                     default_class_methods, run_benchmark, unit_key)
+from .report import TableKind, report_tables
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
-__all__ = ["EngineDataset", "Unit", "UnitCache", "BenchmarkResult", "ReportTable", "TableKind", "plan_units", "unit_key",
-           "run_unit", "run_benchmark", "summarise", "default_reference", "report_tables", "describe", "to_json",
-           "datasets_from_table", "load_datasets", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS",
-           "DEFAULT_METRIC", "DEFAULT_ALPHA", "Catalogue", "BINARY", "CLASS_MEASURES", "DEFAULT_CLASS_METHODS",
-           "DEFAULT_CLASS_METRIC", "default_class_methods", "problem_of", "class_datasets_from_table",
-           "load_benchmark_datasets"]
+__all__ = [
+    "EngineDataset", "UnitCache", "TableKind", "run_benchmark", "default_reference", "report_tables",
+    "datasets_from_table", "DEFAULT_METHODS", "DEFAULT_FOLDS", "DEFAULT_REPEATS", "DEFAULT_METRIC",
+    "DEFAULT_ALPHA", "DEFAULT_CLASS_METRIC", "default_class_methods", "class_datasets_from_table",
+    "load_benchmark_datasets", "load_datasets", "CLASS_MEASURES", "unit_key", "summarise"
+]

@@ -17,7 +17,7 @@ from typing import Callable
 from .. import measures
 from ..measures import class_measures as mmetrics
 
-__all__ = ["Catalogue", "BINARY", "CLASS_MEASURES"]
+__all__ = []
 
 
 @dataclass(frozen=True)

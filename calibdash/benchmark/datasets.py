@@ -17,8 +17,7 @@ from ..data import ClassSet, ScoreSet, build_class_set, build_score_set, is_mult
 from ..data.roles import named_classes
 from ..core.errors import DataError, SettingsError
 
-__all__ = ["datasets_from_table", "load_datasets", "expand_paths", "unique_name", "file_datasets",
-           "class_datasets_from_table", "load_benchmark_datasets"]
+__all__ = ["unique_name"]
 
 _FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".gz", ".parquet", ".pq")
 

@@ -41,8 +41,7 @@ from .in_place import EngineDataset
 from .outcome import BenchmarkResult
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
-__all__ = ["Unit", "UnitCache", "plan_units", "unit_key", "run_unit", "run_units", "run_benchmark", "problem_of",
-           "default_class_methods", "DEFAULT_METHODS", "DEFAULT_CLASS_METHODS", "DEFAULT_CLASS_METRIC", "DEFAULT_FOLDS", "DEFAULT_REPEATS"]
+__all__ = []
 
 #: Methods a benchmark starts with: the three classic calibrators and BBQ.
 DEFAULT_METHODS = ("platt", "histogram", "isotonic", "bbq")

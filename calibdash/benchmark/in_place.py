@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from ..core.errors import SettingsError
 
-__all__ = ["EngineDataset"]
+__all__ = []
 
 
 class EngineDataset:

@@ -15,7 +15,7 @@ import pandas as pd
 from . import rank_tests
 from .catalogue import BINARY, Catalogue
 
-__all__ = ["BenchmarkResult", "describe", "to_json"]
+__all__ = []
 
 
 @dataclass

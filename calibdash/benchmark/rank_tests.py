@@ -49,8 +49,7 @@ from scipy import stats as sps
 
 from ..core.errors import DataError, SettingsError
 
-__all__ = ["FriedmanResult", "rank_table", "average_ranks", "friedman", "friedman_from_ranks",
-           "rank_standard_error", "holm"]
+__all__ = []
 
 
 @dataclass(frozen=True)

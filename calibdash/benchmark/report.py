@@ -15,9 +15,9 @@ from typing import Mapping
 
 import pandas as pd
 
-from .outcome import BenchmarkResult, describe, to_json
+from .outcome import BenchmarkResult
 
-__all__ = ["TableKind", "ReportTable", "report_tables", "describe", "to_json"]
+__all__ = []
 
 
 class TableKind(StrEnum):

@@ -21,7 +21,7 @@ from . import rank_tests
 from .catalogue import BINARY, Catalogue
 from .outcome import BenchmarkResult
 
-__all__ = ["BenchmarkResult", "summarise", "default_reference", "DEFAULT_METRIC", "DEFAULT_ALPHA"]
+__all__ = []
 
 #: The metric ranked unless another is chosen.
 DEFAULT_METRIC = "ECE"

@@ -82,10 +82,7 @@ from ..core.errors import SettingsError
 from ..core.step_maps import collapse_ties
 from .base import Calibrator, HyperParam
 
-__all__ = [
-    "MAX_POSITIONS", "DEFAULT_LAMBDA", "Positions", "check_lam", "collapse", "log_gap_priors",
-    "log_marginal_likelihood", "sbb_best", "abb_average", "BayesBinningBase",
-]
+__all__ = ["Positions", "log_gap_priors"]
 
 #: Above this many distinct training scores, scores are grouped into this many
 #: equal-count micro-bins before the O(P^2) dynamic programmes run (at this

@@ -19,8 +19,7 @@ import pandas as pd
 from ..measures import calibration as metrics
 from ..core.errors import DataError
 
-__all__ = ["SCORE", "NUMERIC", "CATEGORICAL", "ColumnCode", "column_kind", "weighted_quantiles", "learn_codes",
-           "score_code", "encode", "ordered_slots", "categorical_slots"]
+__all__ = ["CATEGORICAL"]
 
 #: Kinds of coded column. "score" and "numeric" codes are ordered (a split
 #: cuts them into ranges); "categorical" codes are not (a split groups values).

@@ -18,7 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ._mbct_tree import Tree
 
-__all__ = ["STATS", "FLAT", "node_line", "safe_ratio", "row_terms", "group_stats", "merge_stats", "node_stats"]
+__all__ = []
 
 
 #: Statistics kept per node, in this order: weight (rows), positives ``sum(w y)``, ``sum(w f)``,

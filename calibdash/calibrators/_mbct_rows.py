@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "sample_counts", "holdout_counts",
-           "weighted_rows", "feature_frame", "SAMPLE_STREAM"]
+__all__ = []
 
 #: Second entry of the seed of the growth sample's draw, ``default_rng([seed, SAMPLE_STREAM])``: a
 #: stream of its own, apart from the holdout split's (``seed``) and the views' (``[seed, t]``).

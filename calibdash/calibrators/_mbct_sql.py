@@ -13,7 +13,7 @@ import numpy as np
 from ..core.sql_forms import ClosedForm, SqlUnsupported, SqlWriter, literal
 from ._mbct_tree import Tree
 
-__all__ = ["mbct_form"]
+__all__ = []
 
 
 def mbct_form(columns: Sequence[dict], trees: Sequence[Tree]) -> ClosedForm:

@@ -38,16 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..measures.mvce import grouped_mvce, iter_views, random_views, weighted_mvce  # noqa: F401  (the tree's loss)
-from ._mbct_codes import *  # noqa: F401,F403  (re-exported)
+from ..measures.mvce import grouped_mvce
 from ._mbct_codes import ColumnCode, categorical_slots, ordered_slots
-from ._mbct_codes import __all__ as _codes_all
-from ._mbct_lines import *  # noqa: F401,F403  (re-exported)
 from ._mbct_lines import STATS, group_stats, merge_stats, node_line, row_terms, safe_ratio
-from ._mbct_lines import __all__ as _lines_all
 
-__all__ = [*_codes_all, *_lines_all, "grouped_mvce", "iter_views", "random_views", "weighted_mvce", "Tree",
-           "node_sums", "node_conditions", "grow_tree"]
+__all__ = ["node_conditions", "node_sums"]
 
 
 # ----------------------------------------------------------------------------

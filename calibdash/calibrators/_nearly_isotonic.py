@@ -42,8 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NearIsoPath", "near_isotonic_path", "breakpoints", "group_starts", "group_slopes", "fitted_values",
-           "TOL", "BREAK_TOL"]
+__all__ = []
 
 #: Relative difference below which neighbouring values count as equal (the neariso package's ``tolerance``).
 TOL = 1e-8

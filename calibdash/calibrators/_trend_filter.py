@@ -72,7 +72,7 @@ from scipy.linalg import solveh_banded
 
 from ..core.step_maps import collapse_ties, interp
 
-__all__ = ["merge_ties", "TrendFit", "TrendFilter", "kink_heights", "KINK_TOL"]
+__all__ = ["FLOOR_TOL", "evaluate_linear"]
 
 #: A kink changes the fitted values by less than this (probability units): not a knot.
 KINK_TOL = 1e-9

@@ -45,7 +45,7 @@ from ..core.validation import check_labels, check_scores, check_weights
 if TYPE_CHECKING:
     from ..core.sql_forms import ClosedForm, LinearMap, StepMap
 
-__all__ = ["HyperParam", "Calibrator", "check_scores", "check_labels"]
+__all__ = ["Calibrator"]
 
 
 @dataclass(frozen=True)

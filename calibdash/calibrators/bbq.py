@@ -149,9 +149,7 @@ from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, step_lookup
 from .base import Calibrator, HyperParam
 
-__all__ = ["BBQCalibrator", "BinningModels", "Bins", "binning_models", "averaged_map", "check_params",
-           "model_range", "model_size", "expand_whole_weights", "bdeu_log_marginal", "elbow_authors",
-           "prune_paper"]
+__all__ = ["BBQCalibrator", "BinningModels", "binning_models", "averaged_map", "model_size"]
 
 VARIANTS = ("paper", "authors")
 #: The pruning threshold rho of the paper and of ``elbow.m``.

@@ -14,8 +14,7 @@ from .base import Calibrator, HyperParam
 from ..core.sql_forms import ClosedForm, SqlWriter, literal
 from .platt import EPS
 
-__all__ = ["BetaCalibrator", "BetaFit", "PARAMETERS", "beta_features", "beta_map", "midpoint", "log_likelihood",
-           "fit_logistic", "fit_beta"]
+__all__ = ["BetaCalibrator", "beta_features", "beta_map", "log_likelihood", "fit_beta"]
 
 #: The parametrisations of the authors' ``betacal.BetaCalibration(parameters=...)`` offered here.
 PARAMETERS = ("abm", "am", "ab")

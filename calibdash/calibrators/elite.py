@@ -76,8 +76,7 @@ from ..core.sql_forms import LinearMap
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import Calibrator, HyperParam
 
-__all__ = ["ELiTE", "LambdaPath", "lambda_path", "information_criteria", "CRITERIA", "CRITERION_LABEL",
-           "MODES", "MIN_RATIO"]
+__all__ = ["ELiTE", "LambdaPath", "lambda_path", "CRITERION_LABEL"]
 
 _EPS = 1e-15
 MIN_RATIO = 1e-4            # the paper's smallest lambda / lambda_max

@@ -112,8 +112,7 @@ from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isoto
 from ..core.step_maps import interp
 from .base import Calibrator, HyperParam
 
-__all__ = ["ENIR", "ENIRPath", "enir_path", "merge_points", "select_breakpoints", "information_criterion", "map_knots",
-           "CRITERIA", "CRITERION_LABEL", "DECIMALS"]
+__all__ = ["ENIR", "ENIRPath", "enir_path", "map_knots", "CRITERION_LABEL"]
 
 CRITERIA = ("bic", "aic", "aicc")
 CRITERION_LABEL = {"bic": "BIC", "aic": "AIC", "aicc": "AICc"}

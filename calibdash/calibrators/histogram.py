@@ -8,7 +8,7 @@ from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, midpoints, step_lookup
 from .base import Calibrator, HyperParam
 
-__all__ = ["HistogramCalibrator", "equal_count_cuts", "bin_sums"]
+__all__ = ["HistogramCalibrator", "bin_sums"]
 
 
 def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:

@@ -9,7 +9,7 @@ from ..core.pav import pav_blocks
 from ..core.step_maps import interp, step_lookup
 from .base import Calibrator, HyperParam
 
-__all__ = ["IsotonicCalibrator", "INTERPOLATIONS"]
+__all__ = ["IsotonicCalibrator"]
 
 INTERPOLATIONS = ("step", "linear")
 

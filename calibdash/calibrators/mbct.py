@@ -17,15 +17,19 @@ import pandas as pd
 from ..measures import calibration as metrics
 from ..core.errors import DataError, SettingsError
 from ..core.sql_forms import ClosedForm
-from ._mbct_rows import (SAMPLE_STREAM, CanonicalRows, TreeRows, canonical_rows, feature_frame,  # noqa: F401
-                         holdout_counts, sample_counts, tree_rows, weighted_rows)
+from ._mbct_rows import (CanonicalRows, TreeRows, canonical_rows, feature_frame, holdout_counts, sample_counts,
+                         tree_rows, weighted_rows)
 from ._mbct_sql import mbct_form
-from ._mbct_tree import (CATEGORICAL, NUMERIC, SCORE, STATS, ColumnCode, Tree, encode, grouped_mvce, grow_tree,
-                         learn_codes, node_stats, random_views, score_code, weighted_mvce)
+from ..measures.mvce import grouped_mvce, random_views, weighted_mvce
+from ._mbct_codes import CATEGORICAL, NUMERIC, SCORE, ColumnCode, encode, learn_codes, score_code
+from ._mbct_lines import STATS, node_stats
+from ._mbct_tree import Tree, grow_tree
 from .base import Calibrator, HyperParam, check_scores
 
-__all__ = ["MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "sample_counts",
-           "holdout_counts", "weighted_rows", "feature_frame", "GLOBAL_VIEWS"]
+__all__ = [
+    "MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "weighted_rows",
+    "holdout_counts", "sample_counts"
+]
 
 #: Random views of the global (boosting) loss: the paper's r for evaluation.
 GLOBAL_VIEWS = 100

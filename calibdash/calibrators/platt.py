@@ -8,8 +8,7 @@ from ..core.logistic import fit_logistic
 from .base import Calibrator, HyperParam
 from ..core.sql_forms import ClosedForm, SqlWriter, literal
 
-__all__ = ["PlattCalibrator", "logit", "class_totals", "targets", "log_likelihood", "fit_logistic", "EPS",
-           "logit_sql"]
+__all__ = ["PlattCalibrator", "logit", "targets", "log_likelihood"]
 
 #: Scores are clipped to [EPS, 1 - EPS] before the logit so 0 and 1 stay finite.
 EPS = 1e-12

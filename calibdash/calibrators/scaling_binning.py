@@ -51,7 +51,7 @@ from .base import Calibrator, HyperParam
 from .histogram import bin_sums, equal_count_cuts
 from .platt import PlattCalibrator
 
-__all__ = ["ScalingBinningCalibrator", "ScalingBinning", "scaling_binning"]
+__all__ = ["ScalingBinningCalibrator", "scaling_binning"]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy as np
 from ..core.errors import DataError, ProgrammingError, SettingsError
 from .base import Calibrator
 
-__all__ = ["State", "state_of", "calibrator_from", "kind_of", "IMPORT_ERRORS"]
+__all__ = ["State", "state_of", "calibrator_from", "kind_of", "check_exportable", "imported_state"]
 
 #: Scores that every loaded binary calibrator must turn into probabilities without error.
 PROBE = np.linspace(0.0, 1.0, 101)

@@ -83,7 +83,7 @@ from ..core.validation import check_scores
 from ..core.step_maps import collapse_ties
 from .base import Calibrator, HyperParam
 
-__all__ = ["VennAbersCalibrator", "Tables", "fit_tables", "csd_tables", "interval_at", "merge", "MERGES"]
+__all__ = ["VennAbersCalibrator", "fit_tables", "interval_at", "merge"]
 
 MERGES = ("log", "brier")
 

@@ -38,14 +38,10 @@ import sys
 from typing import Sequence
 
 # calibdash's names this module held before it became a package, still reachable as calibdash.cli.NAME
-from .. import benchmark, calibrators, diagrams, engines, measures, report
+from .. import benchmark, calibrators, diagrams, engines, measures
 from ..evaluation import bootstrap as cboot
-from ..io import export  # noqa: F401
-from ..data import guess_roles, load_scores, read_table
-from ..core import margins  # noqa: F401
-from ..core.errors import CalibdashError, DataError, EnvironmentProblem, ProgrammingError, SettingsError  # noqa: F401
-from ..evaluation.holdout import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme, evaluate_score_set  # noqa: F401
-from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve, split_names  # noqa: F401
+from ..core.errors import CalibdashError, EnvironmentProblem, ProgrammingError
+from ..evaluation.holdout import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme
 from .benchmarking import cmd_benchmark
 from .notes import notes_on_stderr
 from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
@@ -60,8 +56,7 @@ from ..monitoring.grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
 CLI_MAX_GROUPS = 200
 from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES
 
-__all__ = ["main", "build_parser", "cmd_evaluate", "cmd_report", "cmd_methods", "cmd_fit", "cmd_apply",
-           "cmd_export_sql", "cmd_benchmark", "cmd_groups", "cmd_drift", "EVALUATE_METHODS"]
+__all__ = ["main", "calibrators", "EnvironmentProblem"]
 
 _SCHEME = Scheme()
 

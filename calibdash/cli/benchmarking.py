@@ -20,7 +20,7 @@ from ..evaluation.methods import parse_params
 from .engine_jobs import aggregate, default_engine, head_rows
 from .output import four_places, print_json, source_name
 
-__all__ = ["cmd_benchmark"]
+__all__ = []
 
 
 def cmd_benchmark(args) -> int:

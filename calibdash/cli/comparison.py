@@ -26,7 +26,7 @@ from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
                      print_json, report_validation, report_written, sentence, source_name, validation_json)
 
-__all__ = ["cmd_evaluate", "cmd_report", "scheme_of", "check_split", "EVALUATE_METHODS", "MEASURES_BOOT"]
+__all__ = []
 
 #: Methods ``evaluate`` and ``report`` fit unless told otherwise (:data:`calibdash.evaluation.methods.DEFAULT_METHODS`).
 EVALUATE_METHODS = DEFAULT_METHODS

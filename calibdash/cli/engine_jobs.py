@@ -6,8 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["default_engine", "engine_for", "engine_source", "ProgressLine", "in_job", "aggregate", "aggregate_keyed",
-           "head_rows", "source_labels"]
+__all__ = []
 
 
 def default_engine(path: str) -> str | None:

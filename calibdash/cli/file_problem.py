@@ -22,8 +22,7 @@ from ..evaluation.methods import parse_params, split_names
 from ..measures import class_measures as mmetrics
 from ..evaluation.holdout import default_methods
 
-__all__ = ["Opened", "open_table", "class_methods", "check_params", "refuse_binary_options", "columns_text",
-           "shared_prefix", "refuse_class_methods", "engine_class_source", "ENGINE_REFUSAL"]
+__all__ = []
 
 #: Why a K-class file or model is not run by DuckDB or Spark.
 ENGINE_REFUSAL = ("only the in-memory engine fits K-class models and applies them (the softmax over K columns is "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import calibrators
 from ..calibrators import multiclass
 
-__all__ = ["cmd_methods"]
+__all__ = []
 
 
 def _line(name: str, cls) -> str:

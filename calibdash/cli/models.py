@@ -25,7 +25,7 @@ from .engine_jobs import aggregate, default_engine, engine_for, engine_source, i
 from .output import jsonable, split_rows, write_text
 from .file_problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class_methods
 
-__all__ = ["cmd_fit", "cmd_apply", "cmd_export_sql"]
+__all__ = []
 
 
 # -- fit --------------------------------------------------------------------------------------------------

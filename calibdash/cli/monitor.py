@@ -37,7 +37,7 @@ from ..evaluation.scheme import Scheme
 from .engine_jobs import aggregate_keyed, engine_source
 from .output import finite_or_none, four_places, print_json, sentence
 
-__all__ = ["cmd_groups", "cmd_drift", "PERIOD_WORDS", "records", "parse_thresholds", "past_thresholds"]
+__all__ = ["PERIOD_WORDS"]
 
 #: ``--period`` words and the key's period (``"auto"``: chosen as the page chooses).
 PERIOD_WORDS = {"day": "D", "week": "W", "month": "M", "quarter": "Q", "auto": "auto"}

@@ -17,7 +17,7 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["notes_on_stderr", "is_own"]
+__all__ = []
 
 #: The package's folder: a warning whose place is under it is calibdash's own.
 PACKAGE = Path(__file__).resolve().parents[1]

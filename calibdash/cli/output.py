@@ -15,9 +15,7 @@ import pandas as pd
 from ..core.errors import DataError, EnvironmentProblem
 from ..core.validation import plain_value
 
-__all__ = ["four_places", "write_text", "finite_or_none", "jsonable", "sentence", "class_key", "source_name", "validation_json",
-           "report_validation", "evaluate_json", "metrics_json", "print_json", "intervals_json",
-           "print_intervals", "report_written", "split_rows"]
+__all__ = []
 
 
 def four_places(v: float) -> str:

@@ -10,8 +10,10 @@ its rows from its line breaks (counted while a gzip inflates).
 """
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_COLUMNS", "MAX_CELLS", "MAX_HEADER_BYTES", "MAX_UNPACKED_BYTES",
-           "MAX_METADATA_ITEMS", "MAX_CLASSES", "MAX_GROUP_VALUES", "MIN_ROWS", "limit_name"]
+__all__ = [
+    "DEFAULT_MAX_BYTES", "MAX_COLUMNS", "MAX_CELLS", "MAX_HEADER_BYTES", "MAX_UNPACKED_BYTES",
+    "MAX_METADATA_ITEMS", "MAX_CLASSES", "MAX_GROUP_VALUES", "MIN_ROWS", "limit_name", "megabytes"
+]
 
 #: Largest file accepted, as ``server.maxUploadSize = 200`` (MB) in .streamlit/config.toml; a gzip's
 #: decompressed content is held to it too.

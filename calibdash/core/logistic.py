@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["LogisticFit", "solve_logistic", "fit_logistic", "logistic_terms", "covariance"]
+__all__ = ["solve_logistic", "fit_logistic", "covariance"]
 
 
 class LogisticFit(NamedTuple):

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["FORMULA_START", "cell", "safe_frame", "csv_text"]
+__all__ = ["csv_text"]
 
 #: The first characters that make a spreadsheet read a cell as a formula (OWASP's list).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["collapse_ties", "interp", "midpoints", "step_lookup"]
+
 
 def collapse_ties(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
     """Distinct sorted scores with their row counts and positive counts.

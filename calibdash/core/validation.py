@@ -35,9 +35,11 @@ import pandas as pd
 
 from .errors import DataError
 
-__all__ = ["check_scores", "check_labels", "check_weights", "choose_positive", "label_values",
-           "format_values", "plain_value", "sorted_values", "short_text", "text_values", "POSITIVE_TOKENS",
-           "NEGATIVE_TOKENS", "check_probabilities", "check_logits", "check_classes", "SUM_TOLERANCE"]
+__all__ = [
+    "check_scores", "check_labels", "check_weights", "choose_positive", "label_values", "format_values",
+    "plain_value", "sorted_values", "short_text", "text_values", "POSITIVE_TOKENS", "NEGATIVE_TOKENS",
+    "check_probabilities", "check_logits", "check_classes", "SUM_TOLERANCE", "class_matrix", "probability_rows"
+]
 
 #: Label values read as the positive class (their text, lower-cased and stripped).
 POSITIVE_TOKENS = frozenset({"1", "1.0", "+1", "+", "yes", "y", "true", "t", "pos", "positive"})

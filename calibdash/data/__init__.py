@@ -43,19 +43,17 @@ function ``1 / (1 + exp(-s))``, never min-max scaled (see
 """
 from __future__ import annotations
 
-from ..core import margins
 from .large_source import LargeData
 from ..core.limits import DEFAULT_MAX_BYTES, MIN_ROWS
-from ..core.margins import to_probabilities
 from .read import FileInfo, read_table
-from .roles import ClassRoles, Roles, guess_class_columns, guess_roles, is_multiclass
+from .roles import guess_class_columns, guess_roles, is_multiclass
 from .scoreset import ScoreSet, ValidationReport, build_score_set
 from .class_set import ClassSet, build_class_set, load_classes
 
 __all__ = [
-    "DEFAULT_MAX_BYTES", "MIN_ROWS", "FileInfo", "Roles", "ValidationReport", "ScoreSet",
-    "read_table", "guess_roles", "build_score_set", "load_scores", "to_probabilities", "margins", "LargeData",
-    "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set", "load_classes",
+    "DEFAULT_MAX_BYTES", "FileInfo", "ValidationReport", "ScoreSet", "read_table", "guess_roles",
+    "build_score_set", "load_scores", "LargeData", "ClassSet", "guess_class_columns", "is_multiclass",
+    "build_class_set", "load_classes", "MIN_ROWS"
 ]
 
 

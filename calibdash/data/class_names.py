@@ -17,8 +17,7 @@ from ..core.errors import DataError
 from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, choose_positive, plain_value
 from ..core.numbers import parse_numbers
 
-__all__ = ["PREFIXES", "class_text", "as_number", "pair", "label_values", "ScoreClasses", "split_prefix", "named_classes", "score_classes",
-           "check_guessed_score", "class_notes"]
+__all__ = []
 
 #: Prefixes of class columns, each with whether its columns hold logits (else probabilities); matched
 #: case-insensitively.

@@ -36,15 +36,14 @@ from ..core.errors import DataError, SettingsError
 from ..calibrators.multiclass.base import Scores, as_scores
 from ..core.validation import SUM_TOLERANCE
 from ..core.validation import format_values, short_text, sorted_values, text_values
-from .roles import (NUMERIC_SHARE, PREFIXES, ClassRoles, Layout, guess_class_columns, guess_roles, is_multiclass,
-                    label_values, name_rank, other_roles, pair, parse_numbers, prefix_groups, search)
+from .roles import (NUMERIC_SHARE, PREFIXES, Layout, guess_roles, label_values, name_rank, other_roles, pair,
+                    parse_numbers, prefix_groups, search)
 from ..core.limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
 from .problem import ONE_VS_REST, TOP_LABEL, Problem
 from .read import FileInfo, read_table
 from .scoreset import ScoreSet, ValidationReport, note_dropped
 
-__all__ = ["PREFIXES", "ClassRoles", "ClassSet", "guess_class_columns", "is_multiclass", "build_class_set",
-           "load_classes"]
+__all__ = ["build_class_set"]
 
 #: Reasons rows are dropped, as :class:`~calibdash.data.ValidationReport` counts them.
 MISSING_VALUE = "missing or non-finite class value"

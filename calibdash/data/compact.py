@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["MAX_SHARE", "keep_as_categories", "compact_text", "parquet_to_frame", "pa_buffer"]
+__all__ = []
 
 #: Largest share of distinct values among a text column's non-missing entries for it to be held as categories.
 MAX_SHARE = 0.5

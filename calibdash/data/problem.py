@@ -18,7 +18,7 @@ import numpy as np
 from ..core.errors import SettingsError
 from ..measures.class_measures import top_label
 
-__all__ = ["Problem", "SCORE", "TOP_LABEL", "ONE_VS_REST"]
+__all__ = []
 
 #: The reductions' names.
 SCORE, TOP_LABEL, ONE_VS_REST = "score", "top_label", "ovr"

@@ -41,7 +41,7 @@ from ..core.limits import (DEFAULT_MAX_BYTES, MAX_CELLS, MAX_COLUMNS, MAX_HEADER
 from .sniff import (DELIMITER_NAMES, GZIP_MAGIC, PARQUET_MAGIC, SNIFF_BYTES, ZIP_MAGIC, fix_decimal_commas,
                     read_header, sniff_delimiter, sniff_format, unique_names)
 
-__all__ = ["FileInfo", "read_table"]
+__all__ = []
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ..core.limits import MAX_COLUMNS, MIN_ROWS
-from .class_names import (PREFIXES, ScoreClasses, as_number, check_guessed_score, class_notes,  # noqa: F401
-                          label_values, named_classes, pair, score_classes, split_prefix)
+from .class_names import (PREFIXES, as_number, check_guessed_score, label_values, named_classes, pair, score_classes,
+                          split_prefix)
 from ..core.numbers import is_numeric, is_text, parse_numbers  # noqa: F401  (public here too, as before)
 from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value  # the label words: one rule, validation's
 
-__all__ = ["Roles", "guess_roles", "NUMERIC_SHARE", "is_numeric", "parse_numbers", "reads_as_numbers",
-           "PREFIXES", "ClassRoles", "guess_class_columns", "is_multiclass", "Layout", "search", "pair",
-           "label_values", "name_rank", "prefix_groups", "other_roles", "ScoreClasses", "split_prefix", "named_classes",
-           "score_classes", "check_guessed_score", "class_notes"]
+__all__ = ["reads_as_numbers", "label_values", "split_prefix", "named_classes", "check_guessed_score"]
 
 _LABEL_NAMES = ("label", "labels", "y", "target", "outcome", "class", "truth", "actual",
                 "clicked", "click", "default", "y_true", "ytrue", "true_label", "ground_truth",

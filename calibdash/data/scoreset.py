@@ -24,10 +24,11 @@ from ..core.limits import MIN_ROWS
 from ..core.margins import to_probabilities
 from .read import FileInfo
 from .problem import Problem
-from .roles import NUMERIC_SHARE, check_guessed_score, class_notes, guess_roles, parse_numbers
+from .class_names import class_notes
+from .roles import NUMERIC_SHARE, check_guessed_score, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
 
-__all__ = ["ValidationReport", "ScoreSet", "build_score_set", "note_dropped"]
+__all__ = []
 
 _ENCODING_NAMES = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM",
                    "utf-16-le": "UTF-16 LE with BOM (Unicode text)", "utf-16-be": "UTF-16 BE with BOM",

@@ -21,8 +21,7 @@ import pandas as pd
 from ..core.errors import DataError
 from .roles import NUMERIC_SHARE
 
-__all__ = ["sniff_format", "sniff_delimiter", "fix_decimal_commas", "read_header", "unique_names", "Header",
-           "DELIMITER_NAMES"]
+__all__ = ["sniff_delimiter"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"

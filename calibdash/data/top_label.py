@@ -45,7 +45,7 @@ from .scoreset import ScoreSet, build_score_set
 if TYPE_CHECKING:                       # a ClassSet is only read here
     from .class_set import ClassSet
 
-__all__ = ["CONFIDENCE", "CORRECT", "PREDICTED", "top_label_frame", "top_label_set"]
+__all__ = []
 
 #: The columns the reduction adds: the score, the 0/1 outcome (the label) and the predicted class.
 CONFIDENCE, CORRECT, PREDICTED = "confidence", "top class right", "predicted class"

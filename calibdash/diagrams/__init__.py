@@ -28,19 +28,26 @@ import pandas as pd
 from ..core.errors import SettingsError
 from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY
 from .binned import BINNED, BinnedData, plot_binned, prepare_binned, reliability_tables
-from .classwise import (CLASSWISE, MAX_PANELS, ORDERS, ClasswiseData, class_table, classwise_bin_count,
-                        plot_classwise, prepare_classwise)
+from .classwise import MAX_PANELS, ORDERS, class_table, classwise_bin_count, plot_classwise, prepare_classwise
 from .common import (AUTO, AUTO_RULE, BIN_RULES, BINNINGS, DEFAULT_TITLE, HEIGHT, MAX_BINS, MIN_BINS, N_BOOT,
                      RULE_SENTENCE, RULE_SHORT, RULE_TEXT, Diagram, auto_bin_count, bin_count, class_labels,
                      describe_rule, display_names)
-from .confidence import CONFIDENCE, ConfidenceData, plot_confidence, prepare_confidence
+from .confidence import plot_confidence, prepare_confidence
 from .corp import CORP, CorpData, corp_column, prepare_corp
-from .simplex import SIMPLEX, SimplexMapData, plot_simplex_map, prepare_simplex_map, simplex_grid
+from .simplex import SimplexMapData, plot_simplex_map, prepare_simplex_map, simplex_grid
 from .smooth import SMOOTH, SmoothData, prepare_smooth, smooth_column
 
 # The package's own names; the names of its modules imported above (prepare_binned, plot_confidence, AUTO, ...)
 # are reachable here too, each listed once, in its module's __all__.
-__all__ = ["Diagram", "registry", "KINDS", "TITLES", "check_kind", "prepare", "plot", "diagram"]
+__all__ = [
+    "KINDS", "TITLES", "check_kind", "prepare", "plot", "BINNED", "BinnedData", "plot_binned", "prepare_binned",
+    "reliability_tables", "MAX_PANELS", "ORDERS", "class_table", "classwise_bin_count", "plot_classwise",
+    "prepare_classwise", "AUTO", "AUTO_RULE", "BIN_RULES", "BINNINGS", "MAX_BINS", "MIN_BINS", "RULE_SENTENCE",
+    "RULE_SHORT", "RULE_TEXT", "auto_bin_count", "bin_count", "class_labels", "describe_rule", "display_names",
+    "plot_confidence", "prepare_confidence", "CORP", "CorpData", "corp_column", "prepare_corp", "SimplexMapData",
+    "plot_simplex_map", "prepare_simplex_map", "simplex_grid", "SMOOTH", "SmoothData", "prepare_smooth",
+    "smooth_column", "N_BOOT"
+]
 
 
 def registry(problem: str | None = None) -> dict[str, type[Diagram]]:

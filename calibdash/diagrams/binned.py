@@ -10,7 +10,7 @@ import pandas as pd
 from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY, reliability_table
 from .common import BINNINGS, DEFAULT_TITLE, HEIGHT, Diagram, bin_count, display_names
 
-__all__ = ["BINNED", "BinnedData", "reliability_tables", "prepare_binned", "plot_binned"]
+__all__ = []
 
 BINNED = "Binned"
 

@@ -23,8 +23,7 @@ from ..measures import class_measures as metrics
 from .common import (AUTO, AUTO_RULE, BINNINGS, DEFAULT_TITLE, Diagram, auto_bin_count, bin_count, check_strategy,
                      class_labels, describe_rule, display_names)
 
-__all__ = ["CLASSWISE", "ORDERS", "MAX_PANELS", "PANEL_HEIGHT", "ClasswiseData", "classwise_bin_count",
-           "prepare_classwise", "plot_classwise", "class_table"]
+__all__ = []
 
 CLASSWISE = "Class-wise"
 #: How :func:`prepare_classwise` orders the classes: by the first method's per-class ECE (largest first),

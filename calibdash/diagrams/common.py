@@ -18,9 +18,7 @@ import numpy as np
 
 from ..core.errors import DataError, SettingsError
 
-__all__ = ["Diagram", "DEFAULT_TITLE", "HEIGHT", "N_BOOT", "AUTO", "AUTO_RULE", "BIN_RULES", "MIN_BINS", "MAX_BINS",
-           "RULE_TEXT", "RULE_SHORT", "RULE_SENTENCE", "BINNINGS", "auto_bin_count", "describe_rule", "bin_count",
-           "check_strategy", "display_names", "class_labels", "legend_margin", "columns"]
+__all__ = []
 
 #: Resamples of a band (the default of both ``smoothed_curve_band`` and ``corp_band``; ``relplot`` and
 #: ``reliabilitydiag`` also draw 100 by default).

@@ -18,7 +18,7 @@ from ..measures import class_measures as metrics
 from .binned import BinnedData
 from .common import BINNINGS, DEFAULT_TITLE, HEIGHT, bin_count, check_strategy, display_names
 
-__all__ = ["CONFIDENCE", "ConfidenceData", "prepare_confidence", "plot_confidence"]
+__all__ = []
 
 CONFIDENCE = "Confidence"
 

@@ -12,7 +12,7 @@ import pandas as pd
 from ..measures import corp
 from .common import DEFAULT_TITLE, HEIGHT, N_BOOT, Diagram, columns, display_names, legend_margin
 
-__all__ = ["CORP", "CorpColumn", "CorpData", "corp_column", "prepare_corp", "corp_diagram"]
+__all__ = []
 
 CORP = "CORP"
 

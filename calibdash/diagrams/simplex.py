@@ -12,7 +12,7 @@ from ..core.errors import DataError, SettingsError
 from ..core.validation import check_probabilities
 from .common import DEFAULT_TITLE, HEIGHT, Diagram, class_labels
 
-__all__ = ["SIMPLEX", "SimplexMapData", "simplex_grid", "prepare_simplex_map", "plot_simplex_map"]
+__all__ = []
 
 SIMPLEX = "Simplex map"
 

@@ -12,7 +12,7 @@ import pandas as pd
 from ..measures import smooth_ece
 from .common import DEFAULT_TITLE, HEIGHT, N_BOOT, Diagram, columns, display_names, legend_margin
 
-__all__ = ["SMOOTH", "SmoothData", "smooth_column", "prepare_smooth", "smoothed_diagram"]
+__all__ = []
 
 SMOOTH = "Smooth"
 

@@ -26,8 +26,9 @@ from ..core.scan import scan
 from .base import Engine
 from .source import Source
 
-__all__ = ["Engine", "Source", "aggregate", "aggregate_keyed", "available", "get", "find", "reader",
-           "default_engine", "source_for"]
+__all__ = [
+    "Source", "aggregate", "aggregate_keyed", "available", "get", "find", "reader", "default_engine", "source_for"
+]
 
 _REGISTRY: dict[str, Engine] | None = None
 

@@ -29,8 +29,7 @@ from ..evaluation.scheme import Scheme
 from .plan import (Plan, aggregate_keyed_plan, aggregate_plan, database_file, numeric_columns, plan_key,
                    read_schema, read_tables, resolve_plan, tables_key)
 
-__all__ = ["LargeSource", "ReadStep", "tables_step", "schema_step", "ROLES", "NO_SPLIT", "role_choices",
-           "chosen_roles"]
+__all__ = ["LargeSource", "tables_step", "schema_step", "ROLES", "role_choices", "chosen_roles"]
 
 #: The roles a large source's columns play, in the order they are chosen.
 ROLES = ("score", "label", "split")

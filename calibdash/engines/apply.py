@@ -46,8 +46,7 @@ from ..data import guess_roles
 from ..core.margins import TRANSFORMS
 from ..core.errors import DataError, EnvironmentProblem, SettingsError
 
-__all__ = ["apply_model", "ApplyResult", "load_model", "source_files", "score_column_of", "use_logistic",
-           "feature_names", "predict_batch", "notes", "GUESS_ROWS", "SCORE"]
+__all__ = ["apply_model"]
 
 #: Rows read to guess the score column when neither the caller nor the model names one present.
 GUESS_ROWS = 2_000

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["Engine"]
+__all__ = []
 
 
 class Engine:

@@ -67,7 +67,7 @@ from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import MAX_FIT_ROWS, UNCALIBRATED, resolve_classes
 from ..evaluation.scheme import Scheme, part_plan
 
-__all__ = ["ClassSourceResult", "evaluate_class_source", "STAGES"]
+__all__ = ["evaluate_class_source"]
 
 #: The stages :func:`evaluate_class_source` reports to its job when it fits methods, in order.
 STAGES = ("1. checking the rows (one scan)", "2. counting the rows per part and class (one scan)",

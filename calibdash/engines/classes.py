@@ -97,9 +97,7 @@ from ..evaluation.scheme import Scheme
 from ..core.validation import format_values
 from .source import Source, assemble_cells, check_scheme
 
-__all__ = ["ClassSource", "ClassStats", "ClassRows", "class_source", "check_class_stats", "aggregate_classes",
-           "open_class_rows", "content_key", "fit_samples", "part_count", "exact_flags", "split_cells",
-           "softmax_rows", "HEAD_ROWS", "BATCH_ROWS", "KEY_CLIP", "KEY_STEP", "KEY_OFFSET"]
+__all__ = ["class_source", "HEAD_ROWS"]
 
 #: Rows read from the start of a source to find its class columns and the class of each.
 HEAD_ROWS = 20_000

@@ -44,9 +44,7 @@ from ..evaluation.scheme import Scheme
 from .duckdb.rows import STAGES, is_numeric_type, literal_path
 from .source import Source
 
-__all__ = ["Plan", "resolve_plan", "database_file", "plan_key", "tables_key", "read_tables", "read_schema",
-           "aggregate_plan", "aggregate_keyed_plan", "aggregate_job", "watch", "pool_cells", "numeric_columns", "describe_columns", "NO_JOB",
-           "AGGREGATE_NOTE", "GUESS_ROWS", "SAMPLE_CHARS", "MAX_SPLIT_VALUES", "STAGE_TEXT"]
+__all__ = ["resolve_plan", "aggregate_job", "describe_columns", "AGGREGATE_NOTE", "STAGE_TEXT"]
 
 #: How many rows guess the roles.
 GUESS_ROWS = 2000

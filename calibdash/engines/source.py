@@ -55,8 +55,7 @@ from ..core.validation import choose_positive, plain_value
 from ..core.errors import DataError, SettingsError
 from ..evaluation.scheme import Scheme, column_parts
 
-__all__ = ["Source", "Stats", "check_stats", "check_scheme", "column_train_values", "assemble_cells", "split_text",
-           "TRANSFORM_ALIASES", "SAMPLE_SALT", "KEYED_STAGES", "TRUNC_UNITS"]
+__all__ = []
 
 #: ``transform`` spellings: the probability / margin names map to :data:`calibdash.core.margins.TRANSFORMS`.
 TRANSFORM_ALIASES = {None: None, "auto": None, "identity": "identity", "probability": "identity",

@@ -82,8 +82,10 @@ from ..calibrators.multiclass.base import as_scores
 from ..measures.class_measures import AVERAGES, N_BINS, check_binning, check_inputs, check_names
 from ..core.validation import check_labels, check_scores
 
-__all__ = ["ScoreCells", "CellAccumulator", "GRID", "MAX_EXACT", "row_hash", "parts_for", "aggregate",
-           "ClassCells", "ClassCellAccumulator", "class_cells", "cell_measures", "CELL_MEASURES"]
+__all__ = [
+    "ScoreCells", "GRID", "MAX_EXACT", "row_hash", "parts_for", "aggregate", "ClassCells", "ClassCellAccumulator",
+    "class_cells", "cell_measures", "grid_code"
+]
 
 #: Steps of the fallback grid on [0, 1].
 GRID = 2 ** 16

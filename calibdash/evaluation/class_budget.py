@@ -42,11 +42,9 @@ from typing import Iterable
 
 from ..core import limits
 from ..core.errors import DataError
-from ..core.jobs import stop_if  # noqa: F401  (the K-class loops' stop, public here too)
 from ..calibrators.multiclass.linear import MAX_FULL_CLASSES
 
-__all__ = ["MAX_CLASSES", "MAX_CELLS", "FULL_MAX_K", "WORK_LIMITS", "BINARY_FIT_ROWS", "BOOTSTRAP_LIMIT",
-           "family", "work", "check_table", "check_work", "fitting", "check_bootstrap"]
+__all__ = ["check_table", "fitting", "check_bootstrap"]
 
 #: The most classes any K-class evaluation takes (ImageNet's 1,000): the one number the upload's check
 #: (:data:`calibdash.core.limits.MAX_CLASSES`) refuses a table by, so a table read is a table evaluated.

@@ -36,8 +36,7 @@ from .methods import RAW, resolve, split_names
 from ..calibrators.multiclass import get
 from ..calibrators.multiclass.base import MulticlassCalibrator
 
-__all__ = ["CrossFit", "cross_fit", "resolve_classes", "Path", "choose_path", "use_cells_for", "CELLS_MIN_ROWS", "CELLS_CHOICES",
-           "REASONS"]
+__all__ = ["cross_fit", "Path", "choose_path"]
 
 #: Above this many rows the command line and the dashboard evaluate on score cells (see :mod:`calibdash.evaluation.cells`):
 #: below it the row path's cost is under a second and its stratified folds are kept.

@@ -43,15 +43,18 @@ from ..calibrators.multiclass import get_class
 from ..measures import class_measures as class_metrics
 from ..calibrators.multiclass.base import Scores, as_scores
 from ..core.validation import check_classes
-from .scheme import (KINDS, TEST_WORDS, TRAIN_WORDS, Scheme, cell_parts, content_order, content_sample,  # noqa: F401
-                     part_plan, refuse_too_few, rows_text, split_plan)
+from .scheme import (KINDS, Scheme, cell_parts, content_order, content_sample, part_plan, refuse_too_few, rows_text,
+                     split_plan)
 from ..core.validation import check_labels, check_scores
 
 #: What this module defines; it also re-exports the scheme's names (``from calibdash.evaluation.holdout import Scheme``)
 #: and the cross-fit's (``CELLS_MIN_ROWS``, ``CELLS_CHOICES``, ``use_cells_for``, ``resolve_classes``) for callers.
-__all__ = ["Evaluation", "ClassEvaluation", "evaluate", "evaluate_classes", "evaluate_problem", "evaluate_score_set",
-           "evaluate_cells", "combine", "split_indices", "model_rows", "fit_notes", "default_methods", "UNCALIBRATED",
-           "MAX_FIT_ROWS", "DEFAULT_METHODS", "FULL_MAP_MAX_K"]
+__all__ = [
+    "Evaluation", "ClassEvaluation", "evaluate", "evaluate_classes", "evaluate_score_set", "evaluate_cells",
+    "combine", "split_indices", "model_rows", "fit_notes", "default_methods", "UNCALIBRATED", "MAX_FIT_ROWS",
+    "DEFAULT_METHODS", "FULL_MAP_MAX_K", "CELLS_CHOICES", "use_cells_for", "KINDS", "CELLS_MIN_ROWS", "Scheme",
+    "cell_parts", "resolve_classes"
+]
 
 UNCALIBRATED = RAW
 #: Above this many fitting rows, the K-class parametric maps are fitted on a content-keyed sample of this many.

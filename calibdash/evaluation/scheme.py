@@ -55,8 +55,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from .cells import parts_for, row_hash
 from ..core.errors import DataError, SettingsError
 
-__all__ = ["Scheme", "KINDS", "TRAIN_WORDS", "TEST_WORDS", "column_parts", "content_keys", "content_order",
-           "content_sample", "class_quotas", "split_plan", "refuse_too_few", "rows_text", "cell_parts", "part_plan"]
+__all__ = ["Scheme", "column_parts", "class_quotas", "split_plan", "cell_parts", "part_plan"]
 
 TRAIN_WORDS = frozenset({"train", "training", "calib", "calibration", "cal", "fit", "dev"})
 TEST_WORDS = frozenset({"test", "testing", "holdout", "hold-out", "valid", "validation", "val", "eval"})

@@ -34,7 +34,7 @@ from ..core.errors import NotFittedError, ProgrammingError
 from ..core.scan import Declarations
 from ..core.validation import check_labels, check_scores
 
-__all__ = ["Explanation", "explain", "explains", "explainers", "training_rows"]
+__all__ = ["Explanation", "explain"]
 
 _DECLARED = Declarations(__name__, "explained")
 #: ``@explains(BBQCalibrator)`` over ``def explain(calibrator, scores, labels, features=None, **options)``: the

@@ -23,7 +23,7 @@ from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 from .sbb import positions_notes
 
-__all__ = ["ABBExplanation", "explain", "MAP_TOL"]
+__all__ = ["ABBExplanation"]
 
 #: Largest difference between the calibrator's map and the average found again.
 MAP_TOL = 1e-12

@@ -20,7 +20,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["BBQExplanation", "explain", "MAP_TOL"]
+__all__ = ["BBQExplanation"]
 
 #: Largest difference between the calibrator's map and the average of the models built again.
 MAP_TOL = 1e-12

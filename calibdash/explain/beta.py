@@ -29,7 +29,7 @@ from ..measures.binning import reliability_table
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["BetaExplanation", "explain", "score_grid", "N_GROUPS", "MAP_TOL"]
+__all__ = ["BetaExplanation"]
 
 #: The training rows are pooled into this many equal-weight groups (fewer when scores tie).
 N_GROUPS = 20

@@ -34,7 +34,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["ELiTEExplanation", "explain", "N_GROUPS", "MIN_SUPPORT", "MAP_TOL"]
+__all__ = ["ELiTEExplanation", "MIN_SUPPORT"]
 
 #: The training rows are pooled into at most this many equal-count groups.
 N_GROUPS = 200

@@ -27,7 +27,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["ENIRExplanation", "explain", "MAP_TOL", "N_GROUPS", "GRID_POINTS"]
+__all__ = ["ENIRExplanation"]
 
 #: Largest difference between the calibrator's map and the models built again.
 MAP_TOL = 1e-12

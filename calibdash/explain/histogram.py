@@ -20,7 +20,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["HistogramExplanation", "explain", "MAP_TOL"]
+__all__ = []
 
 #: Largest difference between a bin's estimate and its rows' frequency counted again.
 MAP_TOL = 1e-12

@@ -20,7 +20,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["IsotonicExplanation", "explain", "MAP_TOL"]
+__all__ = []
 
 #: Largest difference between the calibrator's map at a block's first score and the block's value.
 MAP_TOL = 1e-12

@@ -19,7 +19,7 @@ from ..calibrators.multiclass.methods.top_label import TopLabelCalibrator
 from . import explains
 from .k_class import MAX_CLASSES, ClassExplanation, class_rows
 
-__all__ = ["OneVsRestExplanation", "TopLabelExplanation", "explain_ovr", "explain_top_label", "N_GRID"]
+__all__ = ["OneVsRestExplanation", "TopLabelExplanation"]
 
 #: Points of the score grid the binary maps are evaluated on.
 N_GRID = 201

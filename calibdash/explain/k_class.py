@@ -24,7 +24,7 @@ from ..calibrators.multiclass.methods.ovr import BinaryComposite
 from ..diagrams import SimplexMapData, class_labels, prepare_simplex_map
 from . import Explanation, explains
 
-__all__ = ["ClassExplanation", "class_rows", "explain", "MAX_CLASSES"]
+__all__ = ["ClassExplanation"]
 
 #: Most classes whose one-vs-rest or top-label maps are drawn (the worst by class-wise ECE when there are more).
 MAX_CLASSES = 10

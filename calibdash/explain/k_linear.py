@@ -15,7 +15,7 @@ from ..calibrators.multiclass.methods.vector import VectorScaling
 from . import explains
 from .k_class import MAX_CLASSES, ClassExplanation, class_rows
 
-__all__ = ["LinearExplanation", "explain"]
+__all__ = ["LinearExplanation"]
 
 
 @dataclass

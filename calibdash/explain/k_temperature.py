@@ -16,7 +16,7 @@ from ..calibrators.multiclass.methods.temperature import TemperatureScaling
 from . import explains
 from .k_class import MAX_CLASSES, ClassExplanation, class_rows
 
-__all__ = ["ClassTemperatureExplanation", "explain", "temperature_curve", "fitted_temperature", "T_GRID"]
+__all__ = ["ClassTemperatureExplanation"]
 
 #: Temperatures of the log-loss curve: this many, evenly spaced in log T around the fitted T (and T = 1).
 T_GRID = 121

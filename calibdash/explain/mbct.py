@@ -46,13 +46,14 @@ import numpy as np
 import pandas as pd
 
 from .. import calibrators
-from ..calibrators._mbct_tree import CATEGORICAL, node_conditions, node_sums
+from ..calibrators._mbct_codes import CATEGORICAL
+from ..calibrators._mbct_tree import node_conditions, node_sums
 from ..calibrators.mbct import CanonicalRows, MBCTCalibrator, TreeRows, canonical_rows, tree_rows, weighted_rows
 from ..core.errors import ProgrammingError, SettingsError
 from ..core.validation import check_labels, check_scores, check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["MBCTExplanation", "explain", "leaf_paths", "BOOSTING_COLUMNS", "PUD_COLUMNS"]
+__all__ = ["MBCTExplanation"]
 
 #: Columns of :attr:`MBCTExplanation.boosting`.
 BOOSTING_COLUMNS = ("tree", "leaves", "fit_mvce", "check_mvce", "kept")

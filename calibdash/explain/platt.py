@@ -17,7 +17,7 @@ from ..calibrators.platt import PlattCalibrator, log_likelihood, targets
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["PlattExplanation", "explain"]
+__all__ = []
 
 
 @dataclass(kw_only=True)

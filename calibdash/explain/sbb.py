@@ -25,7 +25,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["SBBExplanation", "explain", "positions_notes", "MAP_TOL"]
+__all__ = ["SBBExplanation"]
 
 #: Largest difference between the calibrator's map and the binning found again.
 MAP_TOL = 1e-12

@@ -22,7 +22,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["ScalingBinningExplanation", "explain", "MAP_TOL"]
+__all__ = ["ScalingBinningExplanation"]
 
 #: Largest difference between a bin's value and the mean of Platt's outputs computed again.
 MAP_TOL = 1e-9

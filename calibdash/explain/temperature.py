@@ -30,7 +30,7 @@ from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 from .beta import score_grid
 
-__all__ = ["TemperatureExplanation", "explain", "N_GROUPS", "N_CURVE", "T_TOL"]
+__all__ = ["TemperatureExplanation"]
 
 #: The training rows are pooled into this many equal-weight groups (fewer when scores tie).
 N_GROUPS = 20

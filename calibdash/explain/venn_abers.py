@@ -26,7 +26,7 @@ from ..core.errors import ProgrammingError
 from ..core.validation import check_scores, check_weights
 from . import Explanation, explains, training_rows
 
-__all__ = ["VennAbersExplanation", "explain", "interval_band", "band_grid", "TABLE_TOL"]
+__all__ = ["VennAbersExplanation", "interval_band", "band_grid"]
 
 #: Largest difference between the calibrator's tables and the ones found again from the rows.
 TABLE_TOL = 1e-12

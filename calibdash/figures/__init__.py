@@ -26,11 +26,9 @@ except ImportError:  # pragma: no cover - exercised in an install without the [a
 
 from .charts.calibration_map import calibration_map, map_curves, score_grid
 from .charts.reliability import reliability_diagram
-from .layout import base_layout
 from .palette import color_of, rgba
 
-__all__ = ["calibration_map", "map_curves", "score_grid", "reliability_diagram",
-           "color_of", "rgba", "base_layout", "draws", "drawers", "inner_figures"]
+__all__ = ["calibration_map", "map_curves", "inner_figures", "score_grid", "reliability_diagram", "color_of", "rgba"]
 
 _DECLARED = Declarations(f"{__name__}.methods", "drawn")
 #: ``@draws(BBQExplanation)`` over ``def inner_figures(explanation) -> list[(title, figure)]``: the function draws

@@ -14,6 +14,8 @@ import plotly.graph_objects as go
 
 from ..core.errors import EnvironmentProblem, SettingsError
 
+__all__ = ["FORMATS", "available", "figure_bytes"]
+
 FORMATS = ("png", "svg")
 _lock = threading.Lock()
 _server_started = False

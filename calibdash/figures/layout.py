@@ -5,6 +5,8 @@ import plotly.graph_objects as go
 
 from .text import plain_figure
 
+__all__ = ["base_layout"]
+
 FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
 
 

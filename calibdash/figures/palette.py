@@ -13,6 +13,8 @@ import hashlib
 
 from .. import calibrators
 
+__all__ = ["class_color_of", "color_of", "rgba"]
+
 UNCALIBRATED = "uncalibrated"
 
 #: Colours of the names that are no method.

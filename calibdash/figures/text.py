@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-__all__ = ["KEPT_TAGS", "plain_markup", "plain_figure"]
+__all__ = ["plain_figure"]
 
 #: The tags the figures write themselves, kept when exactly so (no attributes).
 KEPT_TAGS = ("b", "i", "br", "sub", "sup", "extra")

@@ -73,8 +73,7 @@ from . import model_checks
 from ..calibrators.state import State, calibrator_from, check_exportable, imported_state, kind_of, state_of
 from ..core.errors import DataError, ProgrammingError, SettingsError
 
-__all__ = ["FORMAT", "VERSION", "KINDS", "ExportedModel", "dumps", "loads", "read_model", "plain", "document",
-           "probe_table", "provenance"]
+__all__ = ["ExportedModel", "dumps", "loads", "read_model", "provenance"]
 
 FORMAT = "calibdash-calibrator"
 VERSION = 2

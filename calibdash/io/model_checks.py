@@ -24,8 +24,7 @@ from typing import Any, Callable
 
 from ..core.errors import DataError
 
-__all__ = ["MAX_TEXT", "MAX_DEPTH", "MAX_NAMES", "TOP_KEYS", "BINARY_FITTED_ON", "CLASS_FITTED_ON",
-           "parse_json", "check_top", "check_fitted_on"]
+__all__ = []
 
 #: Longest string or key a model file may hold (column names, categories, file names).
 MAX_TEXT = 4096

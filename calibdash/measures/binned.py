@@ -14,7 +14,7 @@ import numpy as np
 from ..core.errors import SettingsError
 from .binning import Groups, check_binning, check_inputs, quantile_bins, tied_groups
 
-__all__ = ["debiased_l2_ce", "adaptive_ece"]
+__all__ = ["debiased_l2_ce"]
 
 
 # ----------------------------------------------------------------------------

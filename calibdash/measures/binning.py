@@ -73,11 +73,8 @@ from ..core.errors import SettingsError
 from ..core.validation import check_labels, check_scores, check_weights
 
 __all__ = [
-    "STRATEGIES", "ALL_STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "binning_label", "check_inputs",
-    "check_strategy", "check_binning", "Groups", "SortedRuns", "sort_runs", "tied_groups", "quantile_edges",
-    "is_whole", "Bins", "uniform_ids", "rank_ids", "quantile_ids", "row_bins", "quantile_bins", "bin_sums",
-    "uniform_bins", "group_bin_sums", "uniform_starts", "cumsum_rows", "segment_sums",
-    "bin_assignments", "reliability_table", "check_rows", "check_level",
+    "STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "SortedRuns", "sort_runs", "uniform_ids",
+    "group_bin_sums", "uniform_starts", "reliability_table"
 ]
 
 #: The binnings of ECE, MCE and the reliability table offered to users.

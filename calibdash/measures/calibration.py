@@ -50,14 +50,12 @@ import numpy as np
 
 from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, Groups, bin_assignments, bin_sums,
                       binning_label, check_binning, check_inputs, cumsum_rows, reliability_table, tied_groups)
-from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments, partition_views, row_views
+from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments
 
 __all__ = [
-    "bin_assignments", "ece", "mce", "rmse", "brier", "log_loss", "auc", "accuracy",
-    "mvce", "pud", "reliability_table", "summary", "METRIC_NAMES", "LOWER_IS_BETTER",
-    "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "MVCE_MAX_ROWS",
-    "check_binning", "partition_views", "binned_errors", "mvce_of_moments", "row_views",
-    "LOG_LOSS_EPS", "squared_errors", "log_losses", "hits", "group_auc",
+    "bin_assignments", "ece", "mce", "brier", "log_loss", "auc", "mvce", "reliability_table", "summary",
+    "METRIC_NAMES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "check_binning",
+    "binned_errors", "mvce_of_moments", "LOG_LOSS_EPS", "squared_errors", "log_losses", "group_auc"
 ]
 
 #: Column names of :func:`summary`, in table order.

@@ -71,10 +71,9 @@ from ..core.validation import check_weights
 from ..core.validation import check_classes, check_probabilities
 
 __all__ = [
-    "N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "classwise", "top_label_ece", "top_label_mce",
-    "classwise_ece", "per_class_ece", "log_loss", "brier", "accuracy", "smooth_ece_confidence",
-    "debiased_top_label_l2", "overconfidence", "MEASURES", "MEASURE_NAMES", "check_names", "compute",
-    "reductions", "check_methods", "measure_table",
+    "N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "top_label_ece", "classwise_ece",
+    "per_class_ece", "accuracy", "MEASURES", "MEASURE_NAMES", "check_names", "compute", "reductions",
+    "check_methods", "measure_table"
 ]
 
 #: Bins of the binned errors: 15, as Guo et al. (2017), netcal and torchmetrics use on CIFAR.

@@ -76,7 +76,7 @@ from ..core.errors import SettingsError
 from .binning import check_inputs
 from .smooth_ece import band_quantiles, check_boot
 
-__all__ = ["corp_decomposition", "corp_curve", "corp_band", "SCORES", "BAND_KINDS", "DEFAULT_LEVEL"]
+__all__ = ["corp_decomposition", "corp_curve", "corp_band"]
 
 #: Proper scores :func:`corp_decomposition` decomposes.
 SCORES = ("brier", "log")

@@ -10,7 +10,7 @@ from ..core.errors import SettingsError
 from .binning import (STRATEGIES, Groups, bin_sums, check_binning, check_rows, quantile_bins, row_bins, tied_groups,
                       uniform_ids)
 
-__all__ = ["brier_decomposition"]
+__all__ = []
 
 
 # ----------------------------------------------------------------------------

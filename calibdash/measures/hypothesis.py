@@ -15,7 +15,7 @@ from scipy import stats
 from ..core.errors import SettingsError
 from .binning import check_binning, check_inputs, check_level, check_rows, is_whole, quantile_bins, tied_groups
 
-__all__ = ["spiegelhalter_z", "hosmer_lemeshow"]
+__all__ = []
 
 
 def _reading(p_value: float, alpha: float, test: str, detail: str) -> str:

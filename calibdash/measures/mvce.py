@@ -28,8 +28,7 @@ import numpy as np
 from ..core.errors import DataError, SettingsError
 from .binning import check_inputs, is_whole
 
-__all__ = ["mvce", "mvce_checked", "row_views", "partition_views", "mvce_of_moments", "iter_views", "random_views",
-           "grouped_mvce", "weighted_mvce", "MVCE_MAX_ROWS"]
+__all__ = ["random_views", "grouped_mvce", "weighted_mvce"]
 
 #: Above this total weight, :func:`mvce` draws each view's bin sums from their moments (:func:`partition_views`).
 MVCE_MAX_ROWS = 1_000_000

@@ -18,7 +18,7 @@ from ..core.errors import DataError
 from ..core.logistic import covariance, solve_logistic
 from .binning import check_level, check_rows
 
-__all__ = ["calibration_intercept_slope"]
+__all__ = []
 
 
 def _need_both_classes(y, w, what: str) -> None:

@@ -34,7 +34,7 @@ from ..core.errors import SettingsError
 from . import binned, calibration, corp, decomposition, hypothesis, recalibration, smooth_ece, smoother
 from .binning import DEFAULT_N_BINS
 
-__all__ = ["Measure", "Mean", "Binned", "Sorted", "Moments", "RECORDS", "BINARY", "CLASSES", "view", "select_names"]
+__all__ = ["Mean", "Binned", "Sorted", "Moments", "BINARY", "view", "select_names"]
 
 #: The reductions a binary problem offers, and those of a K-class problem.
 BINARY = ("score",)

@@ -79,8 +79,7 @@ import pandas as pd
 from ..core.errors import SettingsError
 from .binning import check_inputs
 
-__all__ = ["smooth_ece", "smooth_ece_at", "smooth_ece_bandwidth", "smoothed_curve", "smoothed_curve_band",
-           "poisson_weights", "band_quantiles", "check_boot", "DEFAULT_GRID", "DEFAULT_LEVEL"]
+__all__ = ["smooth_ece", "smooth_ece_at", "smooth_ece_bandwidth", "smoothed_curve", "smoothed_curve_band"]
 
 #: Points at which :func:`smoothed_curve` evaluates the curve (every 0.005 on [0, 1]).
 DEFAULT_GRID = 201

@@ -17,7 +17,7 @@ from scipy.interpolate import CubicSpline
 from ..core.errors import DataError, SettingsError
 from .binning import check_rows, tied_groups
 
-__all__ = ["smoothed_calibration_curve", "ici", "LOESS_SPAN", "LOESS_DEGREE", "LOESS_MAX_POINTS"]
+__all__ = []
 
 #: R's ``loess`` defaults, used by Austin & Steyerberg (2019): span 0.75, local quadratics.
 LOESS_SPAN = 0.75

@@ -41,15 +41,14 @@ import pandas as pd
 
 from ..measures import calibration as metrics
 from .group_metrics import cell_rows, group_stats
-from .periods import (DATE_SHARE, FREQ_NAMES, FREQS, MAX_AUTO_PERIODS, MAX_PERIODS, MIN_PERIODS, YMD_RANGE,  # noqa: F401
-                      Periods, as_dates, check_rows, choose_freq, day_codes, freq_from_days, name_periods,
-                      period_start_days, periods_of, to_periods, ymd_note)
-from .staleness import FRESH_COL, RAW_COL, STALE_COL, Staleness, staleness  # noqa: F401
+from .periods import (FREQ_NAMES, MAX_AUTO_PERIODS, YMD_RANGE, Periods, as_dates, check_rows, choose_freq,
+                      freq_from_days, periods_of, to_periods)
+from .staleness import FRESH_COL, RAW_COL, STALE_COL, staleness
 
-__all__ = ["FREQS", "FREQ_NAMES", "MIN_PERIODS", "MAX_AUTO_PERIODS", "MAX_PERIODS", "DATE_SHARE", "Periods",
-           "to_periods", "choose_freq", "as_dates", "day_codes", "period_start_days", "freq_from_days", "name_periods",
-           "YMD_RANGE", "ymd_note", "DriftReport", "over_time", "period_report", "Staleness", "staleness", "RAW_COL",
-           "STALE_COL", "FRESH_COL"]
+__all__ = [
+    "FREQ_NAMES", "MAX_AUTO_PERIODS", "as_dates", "freq_from_days", "YMD_RANGE", "RAW_COL", "STALE_COL",
+    "FRESH_COL", "choose_freq", "to_periods", "staleness"
+]
 
 
 @dataclass

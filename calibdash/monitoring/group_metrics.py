@@ -57,8 +57,7 @@ from ..core.errors import DataError
 from .grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES, make_groups
 from ..core.validation import check_labels, check_scores
 
-__all__ = ["STATS", "METRICS", "GroupReport", "group_stats", "by_group", "group_report", "row_weights",
-           "cell_rows"]
+__all__ = ["STATS"]
 
 #: The calibration and discrimination metrics of each group (names of :data:`calibdash.metrics.METRIC_NAMES`).
 METRICS = ("ECE", "Brier", "LogLoss", "AUC")

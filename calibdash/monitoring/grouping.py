@@ -22,8 +22,7 @@ import pandas as pd
 
 from ..core.errors import SettingsError
 
-__all__ = ["OTHER", "MISSING", "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "make_groups", "group_codes", "name_groups",
-           "GroupCoding", "GroupNames", "coding_for", "quantile_edges", "quantile_bin"]
+__all__ = ["MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "GroupCoding", "coding_for"]
 
 #: Name of the group the small groups are pooled into.
 OTHER = "other"

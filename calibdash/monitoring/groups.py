@@ -29,13 +29,15 @@ from ..measures import calibration as metrics
 from ..evaluation.crossfit import cross_fit
 from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import Scheme, split_indices
-from .group_metrics import METRICS, STATS, GroupReport, by_group, group_report, group_stats, row_weights
+from .group_metrics import METRICS, STATS, by_group, group_report, group_stats, row_weights
 from .grouping import MAX_GROUPS, MIN_ROWS, MISSING, N_QUANTILES, OTHER, make_groups
 from ..evaluation.methods import RAW, resolve
 from ..core.validation import check_labels, check_scores
 
-__all__ = ["OTHER", "MISSING", "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "STATS", "METRICS", "GroupReport",
-           "GroupFix", "make_groups", "group_stats", "by_group", "fix_groups", "fix_made_groups", "column_for_rows"]
+__all__ = [
+    "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "STATS", "column_for_rows", "METRICS", "by_group", "group_stats",
+    "MISSING", "OTHER", "ALL_ROWS"
+]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,9 +19,7 @@ import pandas as pd
 from ..core.errors import DataError, SettingsError
 from ..core.validation import check_labels, check_scores
 
-__all__ = ["FREQS", "FREQ_NAMES", "MIN_PERIODS", "MAX_AUTO_PERIODS", "MAX_PERIODS", "DATE_SHARE", "YMD_RANGE", "Periods",
-           "to_periods", "choose_freq", "as_dates", "day_codes", "period_start_days", "freq_from_days", "name_periods",
-           "ymd_note", "periods_of", "check_rows"]
+__all__ = []
 
 #: Period lengths offered, finest first (pandas period aliases).
 FREQS = ("D", "W", "M", "Q", "Y")

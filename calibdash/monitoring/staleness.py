@@ -20,7 +20,7 @@ from ..core.errors import DataError
 from ..evaluation.methods import resolve
 from .periods import Periods, check_rows, periods_of
 
-__all__ = ["RAW_COL", "STALE_COL", "FRESH_COL", "Staleness", "staleness"]
+__all__ = []
 
 #: Columns of :attr:`Staleness.table`.
 RAW_COL, STALE_COL, FRESH_COL = "uncalibrated", "fitted on the first period", "refitted on the period before"

@@ -50,10 +50,11 @@ Every public name imports from here.
 """
 from __future__ import annotations
 
-from .build import PLOTLYJS_MODES, build_report
-from .markup import CSS  # noqa: F401  (calibdash.report.CSS, as before the split)
+from .build import build_report
 from .pipeline import report_for_class_set, report_for_file, report_for_score_set
 from .text import default_labels, describe_source, measure_table
 
-__all__ = ["build_report", "report_for_file", "report_for_score_set", "measure_table", "describe_source", "default_labels", "PLOTLYJS_MODES",
-           "report_for_class_set"]
+__all__ = [
+    "build_report", "report_for_score_set", "describe_source", "default_labels", "report_for_class_set",
+    "report_for_file", "measure_table"
+]

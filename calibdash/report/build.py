@@ -30,8 +30,7 @@ from ..measures import class_measures as mmetrics
 from .markup import escape, interval_table, methods_section, number, page
 from .text import default_labels, intervals_text, judged_text, measure_table
 
-__all__ = ["build_report", "figure_html", "check_plotlyjs", "class_heading", "class_table_html", "PLOTLYJS_MODES",
-           "FIG_HEIGHT", "PANELS"]
+__all__ = []
 
 #: What ``include_plotlyjs`` accepts: True (plotly.js written inline, the default: opens offline) or "cdn".
 PLOTLYJS_MODES = (True, "cdn")

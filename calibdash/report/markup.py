@@ -16,7 +16,7 @@ from ..core import __version__
 from ..evaluation.bootstrap import BootstrapResult
 from ..evaluation.holdout import Evaluation
 
-__all__ = ["CSS", "escape", "number", "interval_table", "binary_heading", "methods_section", "page"]
+__all__ = []
 
 #: What each metric of :data:`calibdash.metrics.METRIC_NAMES` is, for the table's header tooltips.
 _METRIC_HELP = {

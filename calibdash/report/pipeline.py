@@ -17,7 +17,7 @@ from ..evaluation.holdout import MAX_FIT_ROWS, default_methods, evaluate_classes
 from .build import build_report, check_plotlyjs
 from .text import describe_class_source, describe_source, measure_table
 
-__all__ = ["report_for_file", "report_for_score_set", "report_for_class_set", "CLASS_N_BOOT"]
+__all__ = []
 
 #: Paired resamples of a K-class report's intervals unless told otherwise.
 CLASS_N_BOOT = 200

@@ -17,8 +17,7 @@ from ..evaluation.bootstrap import BootstrapResult
 from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import UNCALIBRATED, Evaluation
 
-__all__ = ["default_labels", "measure_table", "describe_source", "describe_class_source", "judged_text",
-           "intervals_text"]
+__all__ = []
 
 
 def default_labels(keys, models: Mapping | None = None) -> dict[str, str]:

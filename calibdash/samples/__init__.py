@@ -29,8 +29,7 @@ from pathlib import Path
 from ..data import ClassSet, ScoreSet, load_classes, load_scores
 from ..core.errors import EnvironmentProblem, SettingsError
 
-__all__ = ["SampleFile", "Sample", "SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "load_sample", "cache_dir",
-           "ClassSample", "CLASS_SAMPLES", "load_class_sample"]
+__all__ = ["SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "CLASS_SAMPLES"]
 
 
 def _repo_sample_dir() -> Path | None:

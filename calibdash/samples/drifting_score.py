@@ -24,8 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["DRIFT_SEED", "DRIFT_ROWS", "DRIFT_START", "SEGMENTS", "SEGMENT_P", "MISCALIBRATED", "PARTNER_SHIFT",
-           "DRIFT_PER_MONTH", "DECIMALS", "make_drift", "true_logit_shift"]
+__all__ = []
 
 DRIFT_SEED = 0
 DRIFT_ROWS = 20_000

@@ -27,8 +27,7 @@ import pandas as pd
 from ..core.errors import SettingsError
 from .drifting_score import make_drift
 
-__all__ = ["DECIMALS", "CIRCLES_SEED", "BREAST_CANCER_SEED", "CTR_SEED", "CTR_ROWS", "GENERATORS",
-           "circles_points", "make_circles_svm", "make_breast_cancer_nb", "make_ctr", "write", "write_all"]
+__all__ = []
 
 DECIMALS = 6
 

@@ -20,14 +20,11 @@ whose true posterior is known, reported by an over-confident model).
 """
 from __future__ import annotations
 
-from .populations import IMBALANCE_BETA, IMBALANCE_PRIOR  # noqa: F401
-from .scenarios import MAX_N, MIN_N, SCENARIOS, Draw, Scenario, draw, support, true_curve
-from .study import DEFAULT_METHODS, TRUE_ERROR_COLUMNS, Trial, estimator_study, study_summary, trial
-from .svm import N_SLICES, SVM_SEED
-from .truth import N_NODES, true_calibration_error
-from .gaussian_classes import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
+from .scenarios import MAX_N, MIN_N, SCENARIOS, draw, support, true_curve
+from .study import TRUE_ERROR_COLUMNS, Trial, estimator_study, study_summary, trial
+from .truth import true_calibration_error
 
-__all__ = ["Scenario", "SCENARIOS", "Draw", "Trial", "draw", "true_curve", "support", "true_calibration_error",
-           "trial", "estimator_study", "study_summary", "DEFAULT_METHODS", "SVM_SEED", "N_NODES", "N_SLICES",
-           "MIN_N", "MAX_N", "TRUE_ERROR_COLUMNS", "GaussianClasses", "ClassDraw", "gaussian_classes",
-           "true_canonical_error"]
+__all__ = [
+    "SCENARIOS", "Trial", "true_curve", "support", "trial", "estimator_study", "study_summary",
+    "TRUE_ERROR_COLUMNS", "MAX_N", "MIN_N", "draw", "true_calibration_error"
+]

@@ -54,7 +54,7 @@ from ..core.errors import DataError
 from ..core.validation import format_values
 from .scenarios import MAX_N, MIN_N
 
-__all__ = ["GaussianClasses", "ClassDraw", "gaussian_classes", "true_canonical_error"]
+__all__ = []
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,10 @@ from ..evaluation.scheme import split_plan
 from ..evaluation.scheme import Scheme
 from .gaussian_classes import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
 
-__all__ = ["overconfident", "ClassTrial", "class_trial", "size_study", "size_summary", "SIZES",
-           "DEFAULT_STUDY_METHODS", "RADIUS", "TEMPERATURE"]
+__all__ = [
+    "overconfident", "ClassTrial", "class_trial", "size_study", "size_summary", "SIZES", "DEFAULT_STUDY_METHODS",
+    "TEMPERATURE"
+]
 
 #: The scenario's defaults: class means on a circle of radius 1.5, the model's logits multiplied by 2.5.
 RADIUS, TEMPERATURE = 1.5, 2.5

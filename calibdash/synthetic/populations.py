@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit, logit
 
-__all__ = ["Population", "logit_of", "closed_population", "IMBALANCE_BETA", "IMBALANCE_PRIOR"]
+__all__ = []
 
 IMBALANCE_BETA = 0.2            # rate at which the imbalance model's training kept negatives
 IMBALANCE_PRIOR = (0.5, 9.5)    # Beta prior of the true probability: 5% prevalence

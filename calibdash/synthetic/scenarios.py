@@ -11,7 +11,7 @@ from ..core.errors import DataError
 from .populations import Population, closed_population
 from .svm import svm_population
 
-__all__ = ["Scenario", "SCENARIOS", "Draw", "draw", "true_curve", "support", "population", "MIN_N", "MAX_N"]
+__all__ = []
 
 #: Smallest and largest sample a draw accepts.
 MIN_N, MAX_N = 40, 1_000_000

@@ -8,7 +8,6 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import calibrators  # noqa: F401
 from ..measures import calibration as metrics
 from ..core.errors import DataError
 from ..evaluation.holdout import UNCALIBRATED, Scheme, split_indices
@@ -16,7 +15,7 @@ from ..evaluation.methods import resolve
 from .scenarios import Draw, draw
 from .truth import N_NODES, true_errors, true_nodes
 
-__all__ = ["Trial", "trial", "estimator_study", "study_summary", "DEFAULT_METHODS", "TRUE_ERROR_COLUMNS"]
+__all__ = []
 
 #: Calibrators of a study when none are named.
 DEFAULT_METHODS = ("platt", "isotonic", "bbq")

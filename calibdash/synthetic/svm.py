@@ -53,7 +53,7 @@ from scipy.special import expit
 
 from .populations import Population, logit_of
 
-__all__ = ["svm_population", "SVM_SEED", "N_SLICES"]
+__all__ = []
 
 #: Seed of the SVMs' training draw (the date of the BBQ authors' data.mat, as in sample_data/).
 SVM_SEED = 20141129

@@ -19,7 +19,7 @@ import numpy as np
 from ..core.errors import DataError
 from .scenarios import population
 
-__all__ = ["true_calibration_error", "true_nodes", "true_errors", "N_NODES"]
+__all__ = []
 
 #: Quadrature nodes (quantile midpoints) of :func:`true_calibration_error`.
 N_NODES = 2 ** 16

@@ -16,7 +16,7 @@ from calibdash.io import export
 from calibdash.calibrators._bayes_binning import collapse, log_marginal_likelihood
 from calibdash.core.errors import ProgrammingError, SettingsError
 from calibdash.explain import explain
-from calibdash.metrics import ece, rmse
+from calibdash.measures.calibration import ece, rmse
 
 from tests.conftest import shared_file
 from tests.calibrators.test_calibrators import GRID, assert_weights_count_as_rows, integer_weights, tied_rows

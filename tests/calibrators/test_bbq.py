@@ -18,7 +18,8 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import betaln, gammaln
 
-from calibdash import calibrators, metrics
+from calibdash import calibrators
+from calibdash.measures import calibration as metrics
 from calibdash.io import export
 from calibdash.calibrators.bbq import (BBQCalibrator, bdeu_log_marginal, elbow_authors, model_range, model_size,
                                        prune_paper)

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy.optimize import lsq_linear
 
-from calibdash import calibrators, metrics
+from calibdash import calibrators
+from calibdash.measures import calibration as metrics
 from calibdash.io import export
 from calibdash.calibrators._trend_filter import KINK_TOL, TrendFilter, evaluate_linear, merge_ties
 from calibdash.calibrators.elite import information_criteria, lambda_path

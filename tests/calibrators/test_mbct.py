@@ -6,11 +6,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from calibdash import calibrators, metrics
+from calibdash import calibrators
+from calibdash.measures import calibration as metrics
 from calibdash.io import export
-from calibdash.calibrators._mbct_tree import (ColumnCode, Tree, categorical_slots, grouped_mvce, grow_tree,
-                                              learn_codes, ordered_slots, random_views, weighted_mvce,
-                                              weighted_quantiles)
+from calibdash.calibrators._mbct_codes import (ColumnCode, categorical_slots, learn_codes, ordered_slots,
+                                               weighted_quantiles)
+from calibdash.calibrators._mbct_tree import Tree, grow_tree
+from calibdash.measures.mvce import grouped_mvce, random_views, weighted_mvce
 from calibdash.calibrators.mbct import (GLOBAL_VIEWS, MBCTCalibrator, canonical_rows, holdout_counts,
                                         sample_counts, tree_rows)
 from calibdash.core.errors import DataError, ProgrammingError, SettingsError
@@ -977,7 +979,7 @@ def test_a_line_needs_the_rows_to_reject_the_scale():
 def training_losses(m, s, y, df=None):
     """The training loss of ``m`` and of its single-leaf linear calibrator, recomputed: MVCE (bin size
     M, p = 1) of the grow units in canonical order on the first tree's views."""
-    from calibdash.calibrators._mbct_tree import node_line, node_stats
+    from calibdash.calibrators._mbct_lines import node_line, node_stats
     data = canonical_rows(s, y, m._codes(s, df), None, inverse=True)
     rows = tree_rows(data, m.holdout, m.seed, m.growth_rows)
     g, _ = rows.members(rows.grow)

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from scipy.special import softmax
 
-from calibdash import metrics, samples
+from calibdash import samples
+from calibdash.measures import calibration as metrics
 from calibdash.data import build_class_set
 from calibdash.data.top_label import CONFIDENCE, CORRECT, PREDICTED
 from calibdash.diagrams import AUTO, MAX_BINS, MIN_BINS

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import clinical, corp, diagrams, smooth_ece
+from calibdash import diagrams
+from calibdash.measures import corp
+from calibdash.measures import smooth_ece
 from calibdash.core.errors import SettingsError
 
 
@@ -41,9 +43,7 @@ def test_auto_bins_count_the_weights_and_state_the_rule():
     assert diagrams.auto_bin_count(1728) == 12 and diagrams.auto_bin_count(10 ** 7) == diagrams.MAX_BINS
     assert diagrams.describe_rule(150, "min_count") == "2 bins (at least 100 rows per bin, n = 150 rows, raised " \
                                                        "to the minimum of 2)"
-    # clinical keeps its names as re-exports of the one rule
-    assert clinical.auto_bin_count is diagrams.auto_bin_count and clinical.describe_rule is diagrams.describe_rule
-    assert clinical.BIN_RULES == diagrams.BIN_RULES and set(diagrams.RULE_TEXT) == set(diagrams.BIN_RULES)
+    assert set(diagrams.RULE_TEXT) == set(diagrams.BIN_RULES)
 
 
 # -- CORP ----------------------------------------------------------------------------------------------

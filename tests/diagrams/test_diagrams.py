@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import calibrators, clinical, corp, smooth_ece
+from calibdash import calibrators, clinical
+from calibdash.measures import corp
+from calibdash.measures import smooth_ece
 from calibdash.evaluation import cells as ccells
 from calibdash.figures import calibration_map, color_of, map_curves, rgba
 from pages.parts import diagrams

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from calibdash.evaluation import bootstrap, cells
-from calibdash import metrics
+from calibdash.measures import calibration as metrics
 from calibdash.evaluation.bootstrap import bootstrap_cells, bootstrap_metrics, resamples_for, verdict
 from calibdash.core.errors import DataError, SettingsError
 from calibdash.evaluation.holdout import CELLS_MIN_ROWS

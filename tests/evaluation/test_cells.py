@@ -8,7 +8,8 @@ import pytest
 
 from tests.conftest import shared_file
 
-from calibdash import calibrators, metrics
+from calibdash import calibrators
+from calibdash.measures import calibration as metrics
 from calibdash.evaluation import cells
 from calibdash.evaluation.cells import CELL_MEASURES, GRID, cell_measures, class_cells, parts_for
 from calibdash.core.errors import DataError, SettingsError

@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import calibrators, metrics
+from calibdash import calibrators
+from calibdash.measures import calibration as metrics
 from calibdash.calibrators import multiclass
 from calibdash.calibrators.base import Calibrator
 from calibdash.core.errors import DataError, SettingsError

@@ -2,7 +2,8 @@
 import numpy as np
 import pandas as pd
 
-from calibdash import calibrators, diagrams, figures, metrics
+from calibdash import calibrators, diagrams, figures
+from calibdash.measures import calibration as metrics
 from calibdash.figures.charts.calibration_map import SCORE_BARS
 from calibdash.figures.palette import color_of
 

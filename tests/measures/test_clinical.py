@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 
 from calibdash import clinical as C
 from calibdash.measures import smoother
-from calibdash import metrics as M
+from calibdash.measures import calibration as M
 from calibdash.core.errors import DataError, SettingsError
 
 

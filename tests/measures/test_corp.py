@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import corp
+from calibdash.measures import corp
 from calibdash.core.errors import DataError, SettingsError
 
 EMOS = np.array([

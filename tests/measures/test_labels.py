@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import calibrators, measures, metrics
+from calibdash import calibrators, measures
+from calibdash.measures import calibration as metrics
 from calibdash.data import build_score_set, roles
 from calibdash.core.errors import DataError
 from calibdash.evaluation.holdout import Scheme, evaluate

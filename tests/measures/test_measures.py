@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from calibdash.evaluation import bootstrap, cells
-from calibdash import clinical, corp, measures, smooth_ece
+from calibdash import measures
+from calibdash.measures import corp, decomposition, hypothesis, recalibration, smooth_ece
 from calibdash.core.errors import SettingsError
 
 
@@ -21,13 +22,13 @@ def test_compute_gives_each_module_s_value(data):
     got = measures.compute(s, y)
     assert list(got) == list(measures.MEASURE_NAMES)
     assert got["smECE"] == smooth_ece.smooth_ece(s, y)
-    cox = clinical.calibration_intercept_slope(s, y)
+    cox = recalibration.calibration_intercept_slope(s, y)
     assert (got["CITL"], got["Slope"]) == (cox["intercept"], cox["slope"])
     dec = corp.corp_decomposition(s, y)
     assert (got["MCB"], got["DSC"], got["UNC"]) == (dec["MCB"], dec["DSC"], dec["UNC"])
-    murphy = clinical.brier_decomposition(s, y, n_bins=10, strategy="quantile")
+    murphy = decomposition.brier_decomposition(s, y, n_bins=10, strategy="quantile")
     assert got["REL"] == murphy["reliability"] and got["RES"] == murphy["resolution"]
-    assert got["HL"] == clinical.hosmer_lemeshow(s, y)["statistic"]
+    assert got["HL"] == hypothesis.hosmer_lemeshow(s, y)["statistic"]
 
 
 def test_only_the_asked_measures_in_table_order(data):

@@ -7,11 +7,13 @@ import pytest
 from scipy import optimize, special
 from sklearn.linear_model import LogisticRegression
 
-from calibdash import clinical, corp, measures, metrics, smooth_ece
+import calibdash
+from calibdash import measures
 from calibdash.core import logistic
 from calibdash.calibrators.platt import PlattCalibrator, logit
 from calibdash.calibrators.temperature import TemperatureCalibrator
 from calibdash.measures import binning, calibration, hypothesis, mvce, recalibration
+from calibdash.measures import calibration as metrics
 
 
 @pytest.fixture(scope="module")
@@ -135,20 +137,30 @@ def test_registry_tests_are_the_tests_and_their_statistic_is_the_measure(data):
     s, y, w = data
     got = measures.hypothesis_tests(s, y, w)
     assert set(got) == set(measures.TESTS) <= set(measures.MEASURE_NAMES)
-    z = clinical.spiegelhalter_z(s, y, w)
-    hl = clinical.hosmer_lemeshow(s, y, w)
+    z = hypothesis.spiegelhalter_z(s, y, w)
+    hl = hypothesis.hosmer_lemeshow(s, y, w)
     assert got["Spieg. z"] == {"statistic": z["z"], "p_value": z["p_value"], "reading": z["reading"]}
     assert got["HL"] == {"statistic": hl["statistic"], "p_value": hl["p_value"], "reading": hl["reading"]}
     values = measures.compute(s, y, w, names=list(measures.TESTS))
     assert values == {name: got[name]["statistic"] for name in measures.TESTS}
 
 
-def test_old_module_names_are_the_subpackage_s_functions():
-    assert metrics.summary is calibration.summary and metrics.reliability_table is binning.reliability_table
-    assert metrics.mvce is mvce.mvce and metrics.partition_views is mvce.partition_views
-    assert smooth_ece.smoothed_curve is measures.smooth_ece.smoothed_curve
-    assert corp.corp_decomposition is measures.corp.corp_decomposition
-    assert clinical.spiegelhalter_z is hypothesis.spiegelhalter_z
-    assert clinical.auto_bin_count(1728) == 12
-    for module in (metrics, smooth_ece, corp, clinical):
-        assert all(hasattr(module, name) for name in module.__all__)
+def test_old_module_names_forward_to_the_subpackage_with_a_warning():
+    import importlib
+    old = {name: importlib.import_module(f"calibdash.{name}") for name in ("metrics", "smooth_ece", "corp", "clinical")}
+    pairs = [(old["metrics"], "summary", calibration.summary), (old["metrics"], "reliability_table", binning.reliability_table),
+             (old["metrics"], "mvce", mvce.mvce), (old["smooth_ece"], "smoothed_curve", measures.smooth_ece.smoothed_curve),
+             (old["corp"], "corp_decomposition", measures.corp.corp_decomposition),
+             (old["clinical"], "spiegelhalter_z", hypothesis.spiegelhalter_z)]
+    for module, name, new in pairs:
+        with pytest.warns(DeprecationWarning, match=f"{module.__name__}.{name} moved to calibdash.measures"):
+            assert getattr(module, name) is new
+    with pytest.warns(DeprecationWarning):
+        assert old["clinical"].auto_bin_count(1728) == 12
+    with pytest.raises(AttributeError):
+        old["clinical"].mvce                                         # only the names the old module had
+    with pytest.raises(AttributeError):
+        old["metrics"].no_such_measure
+    assert not hasattr(calibdash, "metrics") or calibdash.metrics is old["metrics"]
+
+

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import brier_score_loss, log_loss as sk_log_loss, roc_auc_score
 
-from calibdash import metrics as M
+from calibdash.measures import calibration as M, mvce as MV
 from calibdash.core.errors import DataError, SettingsError
 from tests.conftest import shared_file
 
@@ -426,8 +426,8 @@ def test_mvce_of_cells_above_max_rows_is_distributed_as_the_rows_views(exponent,
     rows_p, rows_y = np.repeat(s, w), np.repeat(y, w)
     n = int(w.sum())
     m = n // 10 if bin_size is None else bin_size
-    rows = M.row_views(rows_p, rows_y, m, 60, 1.0, 3)
-    cells = M.partition_views(s - y, w, m, 400, 1.0, 4)
+    rows = MV.row_views(rows_p, rows_y, m, 60, 1.0, 3)
+    cells = MV.partition_views(s - y, w, m, 400, 1.0, 4)
     se = np.sqrt(rows.var(ddof=1) / rows.size + cells.var(ddof=1) / cells.size) + 1e-12
     assert abs(cells.mean() - rows.mean()) < 3 * se + 1e-9, (cells.mean(), rows.mean(), se)
     assert cells.std() == pytest.approx(rows.std(), rel=0.35, abs=1e-9)

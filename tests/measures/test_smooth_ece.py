@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from calibdash import smooth_ece as S
+from calibdash.measures import smooth_ece as S
 from calibdash.measures import smooth_ece as SM
 from calibdash.core.errors import DataError, SettingsError
 

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from calibdash import calibrators, metrics
+from calibdash import calibrators
+from calibdash.measures import calibration as metrics
 from calibdash.monitoring import drift as D
 from calibdash.core.errors import DataError, SettingsError
 from calibdash.figures.charts import drift as fd

@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import data as cdata, metrics
+from calibdash import data as cdata
+from calibdash.measures import calibration as metrics
 from calibdash.monitoring import group_metrics, groups as G
 from calibdash.core.errors import DataError, SettingsError
 from calibdash.evaluation.holdout import Scheme, evaluate

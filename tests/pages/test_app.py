@@ -19,7 +19,8 @@ import pytest
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from calibdash import calibrators, data as cdata, figures, metrics, samples
+from calibdash import calibrators, data as cdata, figures, samples
+from calibdash.measures import calibration as metrics
 from calibdash.evaluation import cells, holdout as evaluation
 from calibdash.core.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
 from calibdash.explain import explain

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibdash import clinical
+from calibdash.diagrams import common as clinical
 from tests.conftest import APPTEST_TIMEOUT
 from tests.pages.test_app import (COMPARE, DATA, EXPLORE, _run_entry_point_every_time, assert_clean, charts,  # noqa: F401
                       go, plotly_array, start)

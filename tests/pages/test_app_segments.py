@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibdash import cli, metrics
+from calibdash import cli
+from calibdash.measures import calibration as metrics
 from calibdash.data import load_classes
 from calibdash.monitoring.group_metrics import STATS
 from calibdash.measures import class_measures as mmetrics

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from calibdash import calibrators, metrics, synthetic
+from calibdash import calibrators, synthetic
+from calibdash.measures import calibration as metrics
 from tests.conftest import APPTEST_TIMEOUT
 
 APP = Path(__file__).resolve().parents[2] / "app.py"

@@ -19,7 +19,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash import __version__, calibrators, cli, corp, measures, metrics, report, smooth_ece
+from calibdash import __version__, calibrators, cli, measures, report
+from calibdash.measures import corp
+from calibdash.measures import calibration as metrics
+from calibdash.measures import smooth_ece
 from calibdash.evaluation import bootstrap as cboot
 from calibdash.core.errors import DataError, SettingsError
 from calibdash.data import load_scores

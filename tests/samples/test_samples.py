@@ -12,7 +12,7 @@ import pytest
 
 from calibdash import EnvironmentProblem, SettingsError, samples
 from calibdash.data import guess_roles, read_table
-from calibdash.metrics import accuracy, auc
+from calibdash.measures.calibration import accuracy, auc
 from calibdash.samples import DEFAULT_SAMPLE, SAMPLES, load_sample, sample_path
 from calibdash.samples import make as make_samples
 

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from calibdash import calibrators, metrics, synthetic
+from calibdash import calibrators, synthetic
+from calibdash.measures import calibration as metrics
 from calibdash.core.errors import DataError
 from calibdash.figures.charts import learn as flearn
 from calibdash.figures.palette import color_of

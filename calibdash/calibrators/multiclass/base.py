@@ -46,7 +46,7 @@ from ..base import HyperParam
 from ...core.errors import DataError, NotFittedError
 from ...core.validation import check_classes, check_logits, check_weights, class_matrix, probability_rows
 
-__all__ = ["MulticlassCalibrator", "Scores", "HyperParam", "as_scores", "normalise_rows", "LOG_FLOOR"]
+__all__ = ["MulticlassCalibrator", "Scores", "as_scores", "LOG_FLOOR"]
 
 #: Probabilities below this are taken as this before their logarithm (log 1e-300 = -690.8), so a
 #: probability of exactly 0 gives a finite log-score.

@@ -92,17 +92,16 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ...core.errors import DataError
-from .linear_map import (FORMS, PENALTIES, ROUNDING, SCALE_BOUNDS, LinearFit, LinearForm,  # noqa: F401
-                         free_gradient, hessian_diagonal, penalty_and_gradient, penalty_curvature, project_on_form, free_mask,
-                         identity_start, linear_scores, n_parameters, objective, predict_linear, rounding,
-                         score_bound, unpack)
-from .newton import hessian, damped_newton, newton_scalar, scalar_terms  # noqa: F401
-from .newton_cg import BLOCK_DROP, block_preconditioner, hessian_product, newton_cg_solve  # noqa: F401
+from .linear_map import (SCALE_BOUNDS, LinearFit, LinearForm, free_gradient, hessian_diagonal, penalty_curvature,
+                         free_mask, identity_start, n_parameters, objective, predict_linear,
+                         rounding, score_bound)
+from .newton import hessian, damped_newton, newton_scalar
+from .newton_cg import block_preconditioner, hessian_product, newton_cg_solve
 
-__all__ = ["LinearForm", "LinearFit", "FORMS", "PENALTIES", "n_parameters", "identity_start", "unpack",
-           "linear_scores", "predict_linear", "objective", "fit_linear", "fold_ids", "cv_log_loss",
-           "select_penalty", "search_rows", "SEARCH_ROWS", "penalty_grid", "ScalingCalibrator", "SCALE_BOUNDS",
-           "MAX_FULL_CLASSES", "MAX_SECONDS", "check_size"]
+__all__ = [
+    "MAX_FULL_CLASSES", "penalty_curvature", "predict_linear", "hessian", "block_preconditioner",
+    "hessian_product"
+]
 
 #: Newton's method on the formed Hessian is used when it costs at most this many multiply-adds (n * p^2, p
 #: parameters): every form for 10 classes at 10,000 rows; Newton-CG beyond.

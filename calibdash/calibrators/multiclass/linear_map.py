@@ -21,8 +21,7 @@ from scipy.special import softmax
 
 from ...core.errors import SettingsError
 
-__all__ = ["LinearForm", "LinearFit", "FORMS", "PENALTIES", "SCALE_BOUNDS", "n_parameters", "identity_start",
-           "unpack", "linear_scores", "predict_linear", "objective", "free_mask", "rounding", "score_bound", "ROUNDING", "free_gradient", "hessian_diagonal", "penalty_and_gradient", "penalty_curvature", "project_on_form"]
+__all__ = []
 
 #: The forms of W: a scalar times the identity, a diagonal, a full matrix.
 FORMS = ("scalar", "diagonal", "full")

@@ -32,7 +32,7 @@ import numpy as np
 from .linear_map import (SCALE_BOUNDS, LinearForm, free_gradient, penalty_curvature, objective, predict_linear,
                          rounding)
 
-__all__ = ["Stop", "descend", "hessian", "damped_newton", "newton_scalar", "scalar_terms"]
+__all__ = []
 
 #: The line search halves the step down to this (then the floating-point limit ends the loop).
 SMALLEST_STEP = 2.0 ** -40

@@ -31,7 +31,7 @@ from .linear_map import (LinearForm, hessian_diagonal, penalty_curvature, projec
                          rounding)
 from .newton import Stop, descend
 
-__all__ = ["BLOCK_DROP", "newton_cg_solve", "block_preconditioner", "hessian_product"]
+__all__ = []
 
 #: The block preconditioner (:func:`block_preconditioner`) leaves out, for each class, the rows that carry
 #: together at most this share of its block's trace (the rows the class is certain to be absent from).

@@ -22,8 +22,7 @@ from ...core.errors import DataError, SettingsError
 from .linear import fit_linear
 from .linear_map import LinearForm, linear_scores
 
-__all__ = ["fold_ids", "cv_log_loss", "select_penalty", "search_rows", "SEARCH_ROWS", "penalty_grid",
-           "TooFewRowsError", "SEARCH_SECONDS"]
+__all__ = []
 
 #: The penalty search (:func:`select_penalty`) runs on at most this many distinct rows (:func:`search_rows`).
 SEARCH_ROWS = 20_000

@@ -13,7 +13,7 @@ from .linear import check_size, fit_linear
 from .linear_map import LinearForm, n_parameters, predict_linear
 from .penalty_search import TooFewRowsError, penalty_grid, select_penalty
 
-__all__ = ["ScalingCalibrator", "PenaltyFallbackWarning"]
+__all__ = []
 
 
 class PenaltyFallbackWarning(UserWarning):

@@ -57,11 +57,12 @@ environment, or given explicitly (the dashboard reads Streamlit's secrets):
 45
 """
 from .cancel import Cancelled, stop_if
-from .runner import (ENV_JOB_LEASE, ENV_JOB_TIMEOUT, ENV_MAX_JOBS, ENV_MAX_QUEUED, REINTERRUPT_S, STOP_WAIT_S, Busy,
-                       Job, JobRegistry, Limits, TimedOut, limits_from_env, shared_registry)
-from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status, cancelled_note, hold, stopped_note
+from .runner import (ENV_JOB_LEASE, ENV_JOB_TIMEOUT, ENV_MAX_JOBS, ENV_MAX_QUEUED, Busy, JobRegistry, Limits,
+                     TimedOut, limits_from_env, shared_registry)
+from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, cancelled_note, hold, stopped_note
 
-__all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "Status", "TimedOut", "limits_from_env",
-           "shared_registry", "stop_if", "hold", "stopped_note", "cancelled_note", "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT",
-           "ENV_JOB_LEASE", "ENV_MAX_QUEUED", "REINTERRUPT_S", "STOP_WAIT_S", "QUEUED", "RUNNING", "DONE", "FAILED",
-           "CANCELLED"]
+__all__ = [
+    "JobRegistry", "limits_from_env", "shared_registry", "stop_if", "hold", "stopped_note", "cancelled_note",
+    "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT", "ENV_JOB_LEASE", "ENV_MAX_QUEUED", "DONE", "Cancelled", "Busy", "Limits",
+    "TimedOut", "CANCELLED", "FAILED", "QUEUED", "RUNNING"
+]

@@ -5,7 +5,7 @@ from typing import Callable
 
 from ..errors import CalibdashError
 
-__all__ = ["Cancelled", "stop_if"]
+__all__ = []
 
 
 class Cancelled(CalibdashError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Hashable, Iterable, Sequence, TypeVar
 
-__all__ = ["fair_order"]
+__all__ = []
 
 J = TypeVar("J")
 

@@ -18,8 +18,7 @@ from .cancel import Cancelled
 from .fair import fair_order
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
-__all__ = ["Busy", "Cancelled", "Job", "JobRegistry", "Limits", "TimedOut", "limits_from_env", "shared_registry",
-           "ENV_MAX_JOBS", "ENV_JOB_TIMEOUT", "ENV_JOB_LEASE", "ENV_MAX_QUEUED", "REINTERRUPT_S", "STOP_WAIT_S"]
+__all__ = []
 
 ENV_MAX_JOBS = "CALIBDASH_MAX_JOBS"             #: jobs running at once, server-wide
 ENV_JOB_TIMEOUT = "CALIBDASH_JOB_TIMEOUT_S"     #: longest a job may run, in seconds

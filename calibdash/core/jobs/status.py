@@ -16,7 +16,7 @@ from ..errors import CalibdashError
 if TYPE_CHECKING:
     from .runner import Job, JobRegistry
 
-__all__ = ["Status", "hold", "stopped_note", "cancelled_note", "QUEUED", "RUNNING", "DONE", "FAILED", "CANCELLED"]
+__all__ = []
 
 log = logging.getLogger("calibdash.core.jobs")
 

@@ -14,7 +14,7 @@ from ..step_maps import interp
 from .lookup import SqlMap, bucketed
 from .writer import SqlUnsupported, SqlWriter, literal, quote
 
-__all__ = ["CASE_MAX_STEPS", "ClosedForm", "LinearMap", "StepMap", "closed_sql", "linear_sql", "step_sql"]
+__all__ = ["closed_sql", "linear_sql", "step_sql"]
 
 #: Largest number of pieces (steps, or intervals of a linear map) written as one CASE; above, a lookup table.
 CASE_MAX_STEPS = 64

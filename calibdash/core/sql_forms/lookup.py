@@ -11,7 +11,7 @@ import numpy as np
 
 from .writer import literal, quote
 
-__all__ = ["Lookup", "SqlMap", "bucketed"]
+__all__ = []
 
 def _word(text: str) -> str:
     """``text`` if it is a plain word (letters, digits, ``_``, ``-``, ``:``), else ``?``: what a comment may hold."""

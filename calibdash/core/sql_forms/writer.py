@@ -14,7 +14,7 @@ from typing import Mapping
 
 from ..errors import SettingsError
 
-__all__ = ["DIALECTS", "SqlUnsupported", "SqlWriter", "check_dialect", "literal", "quote", "string_literal"]
+__all__ = ["check_dialect"]
 
 DIALECTS = ("duckdb", "spark", "ansi")
 

@@ -82,10 +82,11 @@ from __future__ import annotations
 
 # Re-exports: every public name of calibdash.data.guard keeps importing from here.
 from .connection import DataRoot, data_root_from_env
-from .refusals import AccessDenied, engine_error, log, safe_message  # noqa: F401
+from .refusals import AccessDenied, engine_error, safe_message
 from .paths import quote_identifier
-from .settings import (DEFAULT_ALIAS, DEFAULT_MEMORY_LIMIT, DEFAULT_SPILL_LIMIT,  # noqa: F401
-                       DEFAULT_THREADS, ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT, ENV_VAR)
+from .settings import ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT, ENV_VAR
 
-__all__ = ["ENV_VAR", "ENV_MEMORY_LIMIT", "ENV_SPILL_LIMIT", "AccessDenied", "DataRoot", "data_root_from_env",
-           "engine_error", "quote_identifier", "safe_message"]
+__all__ = [
+    "ENV_VAR", "ENV_MEMORY_LIMIT", "ENV_SPILL_LIMIT", "AccessDenied", "DataRoot", "data_root_from_env",
+    "engine_error", "quote_identifier", "safe_message"
+]

@@ -17,7 +17,7 @@ from .paths import RootPaths, quote_identifier, sql_string
 from .settings import (DEFAULT_ALIAS, DEFAULT_MEMORY_LIMIT, DEFAULT_SPILL_LIMIT, DEFAULT_THREADS, ENV_MEMORY_LIMIT,
                        ENV_SPILL_LIMIT, ENV_VAR, SIZE)
 
-__all__ = ["DataRoot", "data_root_from_env"]
+__all__ = []
 
 
 class DataRoot(RootPaths):

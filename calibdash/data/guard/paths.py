@@ -11,7 +11,7 @@ from ...core.errors import DataError, EnvironmentProblem, ProgrammingError
 from .refusals import AccessDenied, path_error, shown_text
 from .settings import ENV_VAR
 
-__all__ = ["RootPaths", "quote_identifier", "sql_string", "user_text"]
+__all__ = []
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
 

@@ -11,7 +11,7 @@ import re
 from ...core.errors import CalibdashError, DataError, EnvironmentProblem
 from .settings import ENV_MEMORY_LIMIT, ENV_SPILL_LIMIT
 
-__all__ = ["AccessDenied", "engine_error", "path_error", "safe_message", "shown_text"]
+__all__ = []
 
 log = logging.getLogger("calibdash.data.guard")
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DEFAULT_ALIAS", "DEFAULT_MEMORY_LIMIT", "DEFAULT_SPILL_LIMIT", "DEFAULT_THREADS", "ENV_MEMORY_LIMIT",
-           "ENV_SPILL_LIMIT", "ENV_VAR", "SIZE"]
+__all__ = []
 
 #: The environment variable that turns large sources on: the directory they are read from.
 ENV_VAR = "CALIBDASH_DATA_ROOT"

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from ..base import Engine
 from . import rows
-from .rows import label_counts, literal_path, read_head
 
-__all__ = ["DuckDB", "read_head", "label_counts", "literal_path"]
+__all__ = []
 
 
 class DuckDB(Engine):

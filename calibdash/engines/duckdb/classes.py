@@ -21,7 +21,7 @@ from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, Cl
                        check_class_stats, exact_flags, part_count, split_cells)
 from .rows import SourceRows, connection_for, part_sql, row_hash_sql
 
-__all__ = ["aggregate_classes", "checked_rows", "class_rows", "DuckRows"]
+__all__ = []
 
 _M32 = 0xFFFFFFFF
 

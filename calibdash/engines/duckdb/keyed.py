@@ -50,7 +50,7 @@ from .rows import (SourceRows, cell_code, connection_for, grouped_sql, is_numeri
                      statistics)
 from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme, other_labels_error
 
-__all__ = ["aggregate_keyed", "MAX_TEXT_KEYS"]
+__all__ = []
 
 _WHITESPACE = "' \t\n\r\x0b\x0c'"
 _STRIP = " \t\n\r\x0b\x0c"

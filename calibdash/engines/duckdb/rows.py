@@ -74,8 +74,7 @@ from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "connection_for", "statistics", "cell_code", "grouped_sql", "row_hash_sql", "connect", "SourceRows", "part_sql", "read_head", "literal_path",
-           "is_numeric_type", "label_counts", "STAGES", "MAX_TEXT"]
+__all__ = []
 
 #: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
 STAGES = ("statistics", "distinct scores", "aggregation", "sample")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..base import Engine
 
-__all__ = ["Memory", "MAX_BYTES"]
+__all__ = []
 
 #: A single file below this size is aggregated in memory by default (the dashboard's upload limit).
 MAX_BYTES = 200 * 1024 * 1024

@@ -8,7 +8,7 @@ import pandas as pd
 from ...core.margins import to_probabilities
 from ..apply import GUESS_ROWS, feature_names, predict_batch, score_column_of
 
-__all__ = ["apply"]
+__all__ = []
 
 
 def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, *, threads=None) -> tuple:

@@ -16,7 +16,7 @@ from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_cla
                        softmax_rows)
 from .rows import parts, read_rows
 
-__all__ = ["aggregate_classes", "checked_rows", "class_rows", "MemoryRows"]
+__all__ = []
 
 
 def checked_rows(csrc: ClassSource, scheme: Scheme) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

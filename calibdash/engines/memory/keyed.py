@@ -8,7 +8,7 @@ from ...evaluation.scheme import Scheme
 from ..source import Source
 from .rows import prepared_rows
 
-__all__ = ["aggregate_keyed"]
+__all__ = []
 
 
 def aggregate_keyed(source: Source, key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,

@@ -29,7 +29,7 @@ from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, 
                      feature_frame, other_labels_error, quantile_levels)
 from ...evaluation.cells import grid_code
 
-__all__ = ["aggregate", "read_rows", "prepared_rows", "parts"]
+__all__ = []
 
 
 def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..base import Engine
 
-__all__ = ["Spark"]
+__all__ = []
 
 
 class Spark(Engine):

@@ -15,7 +15,7 @@ from ...io import sql
 from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, use_logistic
 from .rows import session
 
-__all__ = ["apply"]
+__all__ = []
 
 
 def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, *, threads=None,

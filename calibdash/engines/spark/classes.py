@@ -23,7 +23,7 @@ from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_cla
                        part_count, split_cells)
 from .rows import col, keyed_rows, part_column, release, session, to_pandas
 
-__all__ = ["aggregate_classes", "checked_rows", "class_rows", "SparkRows", "HLL_RSD"]
+__all__ = []
 
 #: Spark's relative error for the distinct-score estimates: the exact-or-grid choice needs a factor of 4 only,
 #: and Spark's HyperLogLog++ at 1% costs seconds per column even on small data (measured: 40 s for 10 columns

@@ -29,7 +29,7 @@ from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme
 from .rows import cell_code, grouped, keyed_rows, part_column, release, session, statistics
 from .rows import col as spark_col
 
-__all__ = ["aggregate_keyed"]
+__all__ = []
 
 _TZ = "spark.sql.session.timeZone"
 _SPACE = r"^\s+|\s+$"

@@ -54,7 +54,7 @@ from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
                      feature_frame, other_labels_error, quantile_levels)
 
-__all__ = ["aggregate", "label_counts", "statistics", "cell_code", "grouped", "row_hash_column", "session", "keyed_rows", "to_pandas", "part_column", "release"]
+__all__ = []
 
 _M32 = 0xFFFFFFFF
 #: Up to this many Parquet files are read one by one with their offsets (no counting job), else counted by Spark.

@@ -34,8 +34,10 @@ from .cell_resamples import bootstrap_cells, bootstrap_measures
 from .result import BootstrapResult, verdict
 from .row_resamples import bootstrap_metrics, bootstrap_multiclass, resamples_for
 
-__all__ = ["BootstrapResult", "bootstrap_metrics", "bootstrap_multiclass", "bootstrap_cells", "bootstrap_measures",
-           "bootstrap_evaluation", "resamples_for", "verdict"]
+__all__ = [
+    "BootstrapResult", "bootstrap_multiclass", "bootstrap_cells", "bootstrap_measures", "bootstrap_evaluation",
+    "resamples_for", "verdict"
+]
 
 
 def bootstrap_evaluation(ev: Evaluation, n_boot: int | None = None, seed: int = 0) -> BootstrapResult:

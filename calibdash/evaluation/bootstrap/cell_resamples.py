@@ -39,7 +39,7 @@ from ...measures.registry import BINARY, Mean, Moments, Sorted, select_names, vi
 from .draws import Poisson, cell_inputs, weighted_rows
 from .result import BootstrapResult, percentile_result
 
-__all__ = ["bootstrap_cells", "bootstrap_measures"]
+__all__ = []
 
 #: The binary measures: the records each name stands for; the further measures' names.
 _RECORDS = view(BINARY)

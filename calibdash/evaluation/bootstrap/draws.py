@@ -19,7 +19,7 @@ from scipy import special
 from ...core.errors import DataError
 from ...core.validation import check_scores
 
-__all__ = ["Poisson", "cell_inputs", "weighted_rows", "row_draws", "resample_counts", "resample_blocks"]
+__all__ = []
 
 #: A Poisson table spans the mean +- _TAIL (sd + 1): the mass left outside is below 1e-25.
 _TAIL = 12.0

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..holdout import UNCALIBRATED
 
-__all__ = ["BootstrapResult", "percentile_result", "verdict"]
+__all__ = []
 
 
 @dataclass

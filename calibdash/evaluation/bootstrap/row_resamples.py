@@ -63,7 +63,7 @@ from ...measures import class_measures as kmetrics
 from .draws import resample_blocks, row_draws
 from .result import BootstrapResult, percentile_result
 
-__all__ = ["bootstrap_metrics", "bootstrap_multiclass", "resamples_for"]
+__all__ = []
 
 #: Resamples drawn and reduced at a time (their counts take ``n`` x this many doubles).
 _BOOT_BLOCK = 16

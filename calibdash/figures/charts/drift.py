@@ -14,7 +14,7 @@ from ...monitoring.drift import FRESH_COL, RAW_COL, STALE_COL
 from ..layout import base_layout
 from ..palette import UNCALIBRATED, color_of, rgba
 
-__all__ = ["drift_chart", "staleness_chart", "staleness_heatmap", "STALE_COLOR"]
+__all__ = ["drift_chart", "staleness_chart", "staleness_heatmap"]
 
 _ECE = "#0072B2"
 _LOGLOSS = "#CC79A7"

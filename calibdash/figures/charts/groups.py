@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 from ..layout import base_layout
 from ..palette import UNCALIBRATED, color_of, rgba
 
-__all__ = ["GROUP_COLOR", "group_reliability_grid", "ece_forest"]
+__all__ = ["group_reliability_grid", "ece_forest"]
 
 #: Colour of a group's own curve in its small multiple (the raw scores of that group).
 GROUP_COLOR = "#0072B2"

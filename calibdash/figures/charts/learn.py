@@ -30,8 +30,10 @@ from ..layout import base_layout
 from ..palette import class_color_of, color_of, rgba
 from .reliability import reliability_diagram
 
-__all__ = ["size_curve_figure", "TRUTH", "ScenarioData", "scenario_data", "scenario_figure", "maps_data", "maps_figure",
-           "bias_data", "bias_figure", "ESTIMATORS"]
+__all__ = [
+    "size_curve_figure", "scenario_data", "scenario_figure", "maps_data", "maps_figure", "bias_data",
+    "bias_figure"
+]
 
 #: Key (and palette name) of the true curve.
 TRUTH = "truth"

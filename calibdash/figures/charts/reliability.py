@@ -16,6 +16,8 @@ from plotly.subplots import make_subplots
 from ..layout import base_layout
 from ..palette import color_of, rgba
 
+__all__ = ["reliability_diagram"]
+
 
 #: Width of the count bar of an equal-count bin, drawn at the bin's mean prediction (its points, whose
 #: spacing plotly would otherwise take as the bar width, can be arbitrarily close).

@@ -17,7 +17,7 @@ from .. import draws
 from ..layout import base_layout, identity_trace
 from ..palette import color_of
 
-__all__ = ["abb_figure", "inner_figures"]
+__all__ = []
 
 
 def abb_figure(explanation, title: str | None = None, height: int = 560) -> go.Figure:

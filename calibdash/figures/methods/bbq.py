@@ -24,8 +24,7 @@ from .. import draws
 from ..layout import base_layout, identity_trace
 from ..palette import color_of
 
-__all__ = ["weights_data", "weights_figure", "map_data", "map_figure", "inner_figures",
-           "MAX_OPACITY", "MAX_MODELS_DRAWN"]
+__all__ = []
 
 #: Opacity of the heaviest model's map; the others scale with their weight.
 MAX_OPACITY = 0.6

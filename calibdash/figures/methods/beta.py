@@ -22,7 +22,7 @@ from .. import draws
 from ..layout import DATA_GREY, base_layout, identity_trace
 from ..palette import color_of, rgba
 
-__all__ = ["map_figure", "logodds_figure", "inner_figures"]
+__all__ = []
 
 _DATA = DATA_GREY
 

@@ -21,7 +21,7 @@ from .. import draws
 from ..layout import base_layout, data_groups_trace, identity_trace
 from ..palette import color_of, rgba
 
-__all__ = ["map_figure", "path_figure", "inner_figures", "DELTA_CAP"]
+__all__ = []
 
 #: The criterion panel shows differences up to this (a model 30 above the best weighs e^-15).
 DELTA_CAP = 30.0

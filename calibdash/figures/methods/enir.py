@@ -19,9 +19,9 @@ from plotly.subplots import make_subplots
 from ...explain.enir import ENIRExplanation
 from .. import draws
 from ..layout import base_layout, data_groups_trace, identity_trace
-from ..palette import color_of, rgba
+from ..palette import color_of
 
-__all__ = ["path_figure", "map_figure", "inner_figures", "MAX_OPACITY", "MAX_MODELS_DRAWN", "DELTA_CAP"]
+__all__ = []
 
 #: Opacity of the heaviest model's map; the others scale with their weight.
 MAX_OPACITY = 0.6

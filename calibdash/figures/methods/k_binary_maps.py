@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ...explain.k_binary_maps import OneVsRestExplanation, TopLabelExplanation
+from ...explain.k_binary_maps import OneVsRestExplanation
 from .. import draws
 from ..layout import base_layout, identity_trace
 from ..palette import CLASS_COLORS
 
-__all__ = ["class_maps_figure", "inner_figures"]
+__all__ = []
 
 
 def class_maps_figure(ex: OneVsRestExplanation, title: str | None = None, height: int = 460) -> go.Figure:

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from ...explain.k_class import ClassExplanation
 from .. import draws
 
-__all__ = ["inner_figures"]
+__all__ = []
 
 
 @draws(ClassExplanation)

@@ -10,7 +10,7 @@ from .. import draws
 from ..layout import DATA_GREY, base_layout
 from ..palette import CLASS_COLORS
 
-__all__ = ["weights_figure", "bias_figure", "path_figure", "inner_figures"]
+__all__ = []
 
 
 def weights_figure(ex: LinearExplanation, title: str | None = None, height: int = 460) -> go.Figure:

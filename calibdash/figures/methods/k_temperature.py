@@ -10,7 +10,7 @@ from .. import draws
 from ..layout import DATA_GREY, base_layout
 from ..palette import rgba
 
-__all__ = ["loss_curve_figure", "inner_figures"]
+__all__ = []
 
 _TEMPERATURE = "#CC6677"
 

@@ -29,7 +29,7 @@ from .. import draws
 from ..layout import base_layout
 from ..palette import UNCALIBRATED, color_of
 
-__all__ = ["pud_figure", "tree_figure", "boosting_figure", "inner_figures"]
+__all__ = []
 
 
 def pud_figure(data: pd.DataFrame, rows: str = "the check rows", title: str | None = None,

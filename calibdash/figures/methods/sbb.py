@@ -17,7 +17,7 @@ from .. import draws
 from ..layout import base_layout, identity_trace
 from ..palette import color_of, rgba
 
-__all__ = ["bins_figure", "inner_figures"]
+__all__ = []
 
 
 def _bands(bins: pd.DataFrame) -> tuple[list, list]:

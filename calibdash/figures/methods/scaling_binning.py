@@ -17,7 +17,7 @@ from .. import draws
 from ..layout import DATA_GREY, base_layout, identity_trace
 from ..palette import color_of, rgba
 
-__all__ = ["map_figure", "inner_figures"]
+__all__ = []
 
 
 def map_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:

@@ -21,7 +21,7 @@ from .. import draws
 from ..layout import DATA_GREY, base_layout
 from ..palette import color_of, rgba
 
-__all__ = ["nll_figure", "map_figure", "inner_figures"]
+__all__ = []
 
 _DATA = DATA_GREY
 

@@ -14,7 +14,7 @@ from .. import draws
 from ..layout import base_layout, identity_trace
 from ..palette import color_of, rgba
 
-__all__ = ["band_figure", "width_figure", "inner_figures"]
+__all__ = []
 
 
 def band_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:

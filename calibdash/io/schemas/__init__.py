@@ -13,7 +13,7 @@ import json
 from functools import cache
 from importlib.resources import files
 
-__all__ = ["COMMANDS", "load", "validator", "validate"]
+__all__ = []
 
 #: The commands whose ``--json`` output has a schema here.
 COMMANDS = ("evaluate", "groups", "drift", "benchmark")

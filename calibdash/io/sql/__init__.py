@@ -108,16 +108,14 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ...core.errors import DataError, SettingsError
-from ...core.sql_forms import Lookup  # noqa: F401 - Lookup re-exported: calibdash.io.sql.Lookup
-from ...core.sql_forms import CASE_MAX_STEPS, DIALECTS, ClosedForm, LinearMap, SqlMap, SqlUnsupported, SqlWriter
+from ...core.sql_forms import CASE_MAX_STEPS, ClosedForm, LinearMap, SqlMap, SqlUnsupported, SqlWriter
 from ...core.sql_forms import StepMap, literal, quote
 from ...core.sql_forms.forms import closed_sql as _closed_sql
 from ...core.sql_forms.forms import linear_sql as _linear_sql
 from ...core.sql_forms.forms import step_sql as _step_sql
 from ...core.sql_forms.writer import check_dialect as _check_dialect
 
-__all__ = ["SqlMap", "SqlUnsupported", "StepMap", "LinearMap", "ClosedForm", "SqlWriter", "to_sql",
-           "register_sql", "sql_methods", "DIALECTS", "CASE_MAX_STEPS", "literal"]
+__all__ = ["SqlUnsupported", "SqlWriter", "to_sql", "literal", "quote"]
 
 FORMS = ("auto", "case", "bisect", "lookup", "scalar")
 

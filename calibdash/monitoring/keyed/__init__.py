@@ -16,14 +16,14 @@ labels in display order.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...evaluation.cells import ScoreCells
 from ...core.errors import SettingsError
 
-__all__ = ["Key", "KeyedCells", "KINDS", "PERIODS"]
+__all__ = ["Key", "KeyedCells", "PERIODS"]
 
 #: What a key can be.
 KINDS = ("group", "period")

@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation.cells import ScoreCells
-from ..drift import name_periods
+from ..periods import name_periods
 from ...core.errors import SettingsError
 from ..grouping import GroupCoding, name_groups
 from . import Key, KeyedCells
 
-__all__ = ["reduce_keyed", "group_cells", "period_cells", "check_group_key"]
+__all__ = ["group_cells", "period_cells", "check_group_key"]
 
 
 def check_group_key(key: Key) -> None:

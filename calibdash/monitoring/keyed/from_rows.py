@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation.cells import GRID, MAX_EXACT, grid_code
-from ..drift import (DATE_SHARE, YMD_RANGE, as_dates, day_codes, freq_from_days, period_start_days, to_periods,
-                     ymd_note)
+from ..periods import (DATE_SHARE, YMD_RANGE, as_dates, day_codes, freq_from_days, period_start_days, to_periods,
+                       ymd_note)
 from ...core.errors import DataError
 from ..grouping import group_ids, make_groups
 from ...core.validation import check_labels, check_scores

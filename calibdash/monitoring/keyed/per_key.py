@@ -39,14 +39,16 @@ from __future__ import annotations
 import numpy as np
 
 from ...measures import calibration as metrics
-from ..drift import DriftReport, Periods, Staleness, period_report, staleness
+from ..drift import DriftReport, period_report
+from ..periods import Periods
+from ..staleness import Staleness, staleness
 from ...core.errors import DataError, SettingsError
 from ..group_metrics import GroupReport, group_report
 from ..groups import GroupFix, fix_made_groups
 from ...evaluation.scheme import Scheme
 from . import KeyedCells
 
-__all__ = ["by_key", "over_periods", "staleness_of", "fix_keys", "periods_of", "key_pairs"]
+__all__ = ["by_key", "over_periods", "staleness_of", "fix_keys"]
 
 
 def _rows_of(kc: KeyedCells, kind: str, what: str):

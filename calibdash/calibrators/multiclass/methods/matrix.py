@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..base import HyperParam
 from ..scaling import ScalingCalibrator
 
-__all__ = ["MatrixScaling", "LAMBDAS", "ODIR_HYPERPARAMS"]
+__all__ = ["MatrixScaling"]
 
 #: The default grid of lambda (and, tied, of mu) searched by cross-validation, strongest first. Kull et
 #: al. searched {1, 2.5, 5} x 10^i for lambda and 10^i for mu in their Keras units (i from -5 for 10 classes,

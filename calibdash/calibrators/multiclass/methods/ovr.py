@@ -18,7 +18,7 @@ from ...base import Calibrator, HyperParam
 from ....core.errors import SettingsError
 from ..base import MulticlassCalibrator, Scores
 
-__all__ = ["OneVsRestCalibrator", "BinaryComposite", "PerBinary", "SubModel", "shade", "ZeroProbabilityWarning"]
+__all__ = ["OneVsRestCalibrator", "BinaryComposite"]
 
 #: A fitted sub-model: a binary calibrator, or the constant rate of a problem a binary
 #: calibrator cannot fit (one class only, by weight).

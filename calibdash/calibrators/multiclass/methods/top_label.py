@@ -12,7 +12,7 @@ from ....core.errors import SettingsError
 from ..base import Scores, as_scores
 from .ovr import BinaryComposite, SubModel, class_list
 
-__all__ = ["TopLabelCalibrator", "MIN_ROWS"]
+__all__ = ["TopLabelCalibrator"]
 
 #: Default ``min_rows``: the authors' code (github.com/aigen/df-posthoc-calibration, ``HB_toplabel``)
 #: asks 50 points per histogram bin, so a class predicted in fewer than 50 rows gets no bin there.
