@@ -1,11 +1,9 @@
 """Calibrators and their registry.
 
-Every module in this package holds one calibrator: a subclass of
-:class:`~calibdash.calibrators.base.Calibrator` with a registry ``name``.
-The registry is built by scanning the package, so adding a method is adding
-its module: the class declares everything else itself, its place in the
-lists (``order``), its colour (``color``) and its SQL form (``sql_map``);
-no list here names the methods.
+Every module in this package holds one calibrator: a subclass of :class:`~calibdash.calibrators.base.Calibrator` with
+a registry ``name``. The registry is built by scanning the package, so adding a method is adding its module: the class
+declares everything else itself, its place in the lists (``order``), its colour (``color``) and its SQL form
+(``sql_map``); no list here names the methods.
 
 >>> from calibdash import calibrators
 >>> cal = calibrators.get("platt").fit(scores, labels)      # doctest: +SKIP

@@ -1,13 +1,10 @@
 """Node statistics and node lines of the MBCT calibrator's trees (``calibdash.calibrators.mbct``).
 
-Every node of a calibration tree keeps the statistics :data:`STATS` of its
-training rows (weight, positives, sums of the input, of its square and of
-input times label, least and largest input), and its linear calibrator
-follows from them (:func:`node_line`). They are computed per row
-(:func:`row_terms`), per group of rows (:func:`group_stats`), per group of
-groups (:func:`merge_stats`) and per node of a grown tree (:func:`node_stats`).
-A row of weight ``v`` counts as ``v`` rows in all of them. The tree itself
-is in :mod:`._mbct_tree`.
+Every node of a calibration tree keeps the statistics :data:`STATS` of its training rows (weight, positives, sums of
+the input, of its square and of input times label, least and largest input), and its linear calibrator follows from
+them (:func:`node_line`). They are computed per row (:func:`row_terms`), per group of rows (:func:`group_stats`), per
+group of groups (:func:`merge_stats`) and per node of a grown tree (:func:`node_stats`). A row of weight ``v`` counts
+as ``v`` rows in all of them. The tree itself is in :mod:`._mbct_tree`.
 """
 from __future__ import annotations
 
@@ -21,10 +18,9 @@ if TYPE_CHECKING:
 __all__ = []
 
 
-#: Statistics kept per node, in this order: weight (rows), positives ``sum(w y)``, ``sum(w f)``,
-#: ``sum(w f^2)``, ``sum(w f y)`` and the least and largest input ``f`` (the tree's input) of its rows;
-#: the node's line follows from them (:func:`node_line`). The first five add up over rows, the last two
-#: are a minimum and a maximum.
+#: Statistics kept per node, in this order: weight (rows), positives ``sum(w y)``, ``sum(w f)``, ``sum(w f^2)``,
+#: ``sum(w f y)`` and the least and largest input ``f`` (the tree's input) of its rows; the node's line follows from
+#: them (:func:`node_line`). The first five add up over rows, the last two are a minimum and a maximum.
 STATS = ("weight", "positives", "sum_input", "sum_input_sq", "sum_input_pos", "input_min", "input_max")
 #: A node whose inputs' variance is below this share of their mean square has one input value
 #: (up to rounding): no slope can be fitted and the node is scaled (see :func:`node_line`).
@@ -35,35 +31,26 @@ def node_line(weight, positives, sum_input, sum_input_sq, sum_input_pos, input_m
               input_max) -> tuple[np.ndarray, np.ndarray]:
     """Slope ``a`` and intercept ``b`` of each node's linear calibrator ``f' = a f + b`` (:data:`STATS`).
 
-    Every node's line passes through its mean point ``(mean f, mean y)``
-    (weighted), so its residuals sum to zero and its PUD (MBCT Eq. 6) after
-    calibration is 1. Its slope is chosen in three steps:
+    Every node's line passes through its mean point ``(mean f, mean y)`` (weighted), so its residuals sum to zero and
+    its PUD (MBCT Eq. 6) after calibration is 1. Its slope is chosen in three steps:
 
     1. The scale: the paper's per-node calibration ``a = sum(w y) / sum(w f)``
        (the line through the origin, ``b = 0``).
-    2. The least-squares slope ``cov(f, y) / var(f)``, kept non-negative (a
-       leaf does not reverse the order of its rows), replaces the scale
-       only if the rows reject the scale: when the least-squares line
-       lowers the residual sum of squares by more than ``ln(W)`` times its
-       residual variance, ``(RSS_scale - RSS_line) (W - 2) / RSS_line >
-       ln W`` (``W`` the node's weight: an F test at the BIC's price of one
-       parameter). So a node of few positives, or of a straight-through-0
-       miscalibration, keeps the scale; a node of two distinct inputs whose
-       rates rise, with enough rows, gets the line through both rates.
-    3. Either slope is lowered, if need be, so that the line stays in
-       [0, 1] on the node's own inputs ``[input_min, input_max]``
-       (``a <= mean(y) / (mean f - input_min)`` and ``a <= (1 - mean(y)) /
-       (input_max - mean f)``): no training row is clipped, and the PUD is
-       1 exactly. A row outside that range (at predict time) can leave
-       [0, 1] and is clipped.
+    2. The least-squares slope ``cov(f, y) / var(f)``, kept non-negative (a leaf does not reverse the order of its
+       rows), replaces the scale only if the rows reject the scale: when the least-squares line lowers the residual
+       sum of squares by more than ``ln(W)`` times its residual variance, ``(RSS_scale - RSS_line) (W - 2) / RSS_line
+       > ln W`` (``W`` the node's weight: an F test at the BIC's price of one parameter). So a node of few positives,
+       or of a straight-through-0 miscalibration, keeps the scale; a node of two distinct inputs whose rates rise,
+       with enough rows, gets the line through both rates.
+    3. Either slope is lowered, if need be, so that the line stays in [0, 1] on the node's own inputs ``[input_min,
+       input_max]`` (``a <= mean(y) / (mean f - input_min)`` and ``a <= (1 - mean(y)) / (input_max - mean f)``): no
+       training row is clipped, and the PUD is 1 exactly. A row outside that range (at predict time) can leave [0, 1]
+       and is clipped.
 
-    Where the inputs do not vary (variance below ``FLAT`` times their mean
-    square) the node is scaled (``a = 1`` where ``sum(w f) = 0``; ``a = 0,
-    b = mean(y)`` if the node has weight and its inputs are all 0, or so
-    small, subnormal, that the scale overflows). Without
-    the other statistics (a tree from a file written before the line:
-    ``weight`` NaN) every node is scaled, as those files were. Labels are 0
-    or 1, so ``sum(w y^2) = sum(w y)``.
+    Where the inputs do not vary (variance below ``FLAT`` times their mean square) the node is scaled (``a = 1`` where
+    ``sum(w f) = 0``; ``a = 0, b = mean(y)`` if the node has weight and its inputs are all 0, or so small, subnormal,
+    that the scale overflows). Without the other statistics (a tree from a file written before the line: ``weight``
+    NaN) every node is scaled, as those files were. Labels are 0 or 1, so ``sum(w y^2) = sum(w y)``.
     """
     W, Y, F, FF, FY, lo, hi = (np.asarray(v, dtype=float) for v in (
         weight, positives, sum_input, sum_input_sq, sum_input_pos, input_min, input_max))
@@ -136,11 +123,10 @@ def merge_stats(stats: list, group: np.ndarray, size: int) -> list:
 
 def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.ndarray,
                work: tuple | None = None) -> dict:
-    """The node statistics :data:`STATS` of every node of ``tree`` over the rows that end at it or
-    below (``end``: :meth:`Tree.route`; ``w``: each row's weight, 0 for a row that takes no part), as a
-    dict for :func:`dataclasses.replace`. One pass per statistic through two work arrays of the rows'
-    size (``work``: two float arrays to use, so that a fit on millions of rows allocates none per
-    tree)."""
+    """The node statistics :data:`STATS` of every node of ``tree`` over the rows that end at it or below (``end``:
+    :meth:`Tree.route`; ``w``: each row's weight, 0 for a row that takes no part), as a dict for
+    :func:`dataclasses.replace`. One pass per statistic through two work arrays of the rows' size (``work``: two float
+    arrays to use, so that a fit on millions of rows allocates none per tree)."""
     k = tree.n_nodes
     w = np.asarray(w, dtype=float)
     wf, work = (np.empty(w.size), np.empty(w.size)) if work is None else work

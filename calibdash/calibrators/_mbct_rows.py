@@ -1,13 +1,10 @@
 """The rows of the MBCT calibrator (``calibdash.calibrators.mbct``) and its seeded draws of them.
 
-The rows are put in a canonical form (:func:`canonical_rows`,
-:class:`CanonicalRows`: identical rows merged, sorted by content), and every
-random draw is made on that form in units (a row of whole weight ``k`` is
-``k`` units): the holdout split (:func:`holdout_counts`), the growth sample
-(:func:`sample_counts`) and the weight of each row in each use
-(:func:`tree_rows`, :class:`TreeRows`). :func:`feature_frame` and
-:func:`weighted_rows` prepare the rows given. Both the calibrator and
-:func:`calibdash.explain.mbct.explain` use these, so they agree.
+The rows are put in a canonical form (:func:`canonical_rows`, :class:`CanonicalRows`: identical rows merged, sorted by
+content), and every random draw is made on that form in units (a row of whole weight ``k`` is ``k`` units): the
+holdout split (:func:`holdout_counts`), the growth sample (:func:`sample_counts`) and the weight of each row in each
+use (:func:`tree_rows`, :class:`TreeRows`). :func:`feature_frame` and :func:`weighted_rows` prepare the rows given.
+Both the calibrator and :func:`calibdash.explain.mbct.explain` use these, so they agree.
 """
 from __future__ import annotations
 
@@ -38,11 +35,9 @@ def feature_frame(features) -> pd.DataFrame | None:
 def weighted_rows(s: np.ndarray, y: np.ndarray, features, sample_weight: np.ndarray | None):
     """The rows MBCT fits on and their weights: ``(rows, s, y, frame, w)``.
 
-    Unit weights become ``w = None``: the unweighted path, bit for bit. Rows
-    of weight 0 are absent: they are left out before anything else (feature
-    coding, holdout split), and ``rows`` holds the indices of the rows kept
-    (None when all are). Both :meth:`MBCTCalibrator.fit` and
-    :func:`calibdash.explain.mbct.explain` call this, so they agree.
+    Unit weights become ``w = None``: the unweighted path, bit for bit. Rows of weight 0 are absent: they are left out
+    before anything else (feature coding, holdout split), and ``rows`` holds the indices of the rows kept (None when
+    all are). Both :meth:`MBCTCalibrator.fit` and :func:`calibdash.explain.mbct.explain` call this, so they agree.
     """
     df = feature_frame(features)
     w = sample_weight
@@ -55,9 +50,8 @@ def weighted_rows(s: np.ndarray, y: np.ndarray, features, sample_weight: np.ndar
 
 
 def _group_ids(codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """One int64 per row, ordered as the rows' (codes..., label) lexicographically: equal for equal
-    tuples. Mixed radix of the columns (codes from -1), renumbered by ``np.unique`` whenever the
-    next column would overflow."""
+    """One int64 per row, ordered as the rows' (codes..., label) lexicographically: equal for equal tuples. Mixed
+    radix of the columns (codes from -1), renumbered by ``np.unique`` whenever the next column would overflow."""
     key = np.zeros(labels.size, dtype=np.int64)
     top = 1
     for j in range(codes.shape[1]):
@@ -79,30 +73,25 @@ def _group_ids(codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
 class CanonicalRows:
     """The rows MBCT fits on, in a canonical form: identical rows merged, sorted by content.
 
-    Rows of equal (score, codes of every feature, label) are one row whose
-    weight is the sum of theirs; the rows are sorted by score, then the
-    codes column by column, then the label. What MBCT does with its rows
-    depends only on these, so rows given in another order, or a row of
-    integer weight ``k`` given as ``k`` rows, give the same fit.
+    Rows of equal (score, codes of every feature, label) are one row whose weight is the sum of theirs; the rows are
+    sorted by score, then the codes column by column, then the label. What MBCT does with its rows depends only on
+    these, so rows given in another order, or a row of integer weight ``k`` given as ``k`` rows, give the same fit.
 
     Attributes
     ----------
     s, y, weight : ndarray
         Score, label and weight (the summed weight) of each row.
     first : ndarray
-        For each row, the first row given that it merges: its codes are
-        ``source_codes[first]`` (:attr:`codes`).
+        For each row, the first row given that it merges: its codes are ``source_codes[first]`` (:attr:`codes`).
     source_codes : ndarray
         The code matrix of the rows given (not copied: at millions of rows a
         reordered copy would cost as much memory again).
     units : bool
-        Whether the weights are whole numbers (no weights: ones), under 2**53:
-        then a row of weight ``k`` is ``k`` rows, each drawn on its own by the
-        holdout split, the growth sample and the MVCE's views. Otherwise
+        Whether the weights are whole numbers (no weights: ones), under 2**53: then a row of weight ``k`` is ``k``
+        rows, each drawn on its own by the holdout split, the growth sample and the MVCE's views. Otherwise
         (fractional weights) a row is drawn whole.
     inverse : ndarray or None
-        For each row given (of positive weight), its canonical row (None
-        unless asked for).
+        For each row given (of positive weight), its canonical row (None unless asked for).
     """
 
     s: np.ndarray
@@ -150,12 +139,10 @@ def canonical_rows(s: np.ndarray, y: np.ndarray, codes: np.ndarray, weights: np.
                    inverse: bool = False) -> CanonicalRows:
     """The :class:`CanonicalRows` of rows (score ``s``, label ``y``, code matrix ``codes``, positive weights).
 
-    A stable sort by score, feature codes and label (and, for fractional
-    weights, by weight, so that merged weights are summed in one order),
-    then equal neighbours merged. Column 0 of ``codes`` (the score's) is
-    implied by the score. ``-0.0`` scores become ``0.0``. ``inverse``: also
-    the canonical row of each row given (:attr:`CanonicalRows.inverse`;
-    else None).
+    A stable sort by score, feature codes and label (and, for fractional weights, by weight, so that merged weights
+    are summed in one order), then equal neighbours merged. Column 0 of ``codes`` (the score's) is implied by the
+    score. ``-0.0`` scores become ``0.0``. ``inverse``: also the canonical row of each row given
+    (:attr:`CanonicalRows.inverse`; else None).
     """
     s = np.ascontiguousarray(s, dtype=float)
     if np.any(np.signbit(s)):                         # -0.0 (scores are checked to be >= 0)
@@ -205,12 +192,10 @@ def _draw(counts: np.ndarray, take: int, rng) -> np.ndarray:
 def holdout_counts(labels: np.ndarray, counts: np.ndarray, holdout: float, seed: int) -> np.ndarray:
     """MBCT's stratified, seeded holdout: how many of each row's ``counts`` units are held out.
 
-    A share ``holdout`` of each class's units (rounded), drawn without
-    replacement with ``numpy.random.default_rng(seed)`` (class 0 first),
-    becomes the check units, which decide how many trees to keep. None are
-    held out (zeros) when ``holdout <= 0`` or when the split would leave
-    fewer than two units on a side or one class only among the tree units.
-    Both :meth:`MBCTCalibrator.fit` and :func:`calibdash.explain.mbct.explain`
+    A share ``holdout`` of each class's units (rounded), drawn without replacement with
+    ``numpy.random.default_rng(seed)`` (class 0 first), becomes the check units, which decide how many trees to keep.
+    None are held out (zeros) when ``holdout <= 0`` or when the split would leave fewer than two units on a side or
+    one class only among the tree units. Both :meth:`MBCTCalibrator.fit` and :func:`calibdash.explain.mbct.explain`
     call it (through :func:`tree_rows`), so they agree.
     """
     y = np.asarray(labels)
@@ -234,8 +219,7 @@ def sample_counts(labels: np.ndarray, counts: np.ndarray, size: int, seed: int) 
     """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each
     row's ``counts`` units are in it (None: all, when there are at most ``size`` units).
 
-    Each class gives its share of ``size`` (rounded; at least one unit of
-    each class), drawn without replacement by
+    Each class gives its share of ``size`` (rounded; at least one unit of each class), drawn without replacement by
     ``numpy.random.default_rng([seed, SAMPLE_STREAM])`` (class 0 first).
     """
     y = np.asarray(labels)
@@ -268,15 +252,13 @@ class TreeRows:
         Weight of each row in the growth of the trees: split choice,
         node-local MVCE views, the training loss of ``history_``.
     check : ndarray
-        Weight held out: the global MVCE on these decides how many trees to
-        keep (zeros when none are held out).
+        Weight held out: the global MVCE on these decides how many trees to keep (zeros when none are held out).
     fit : ndarray
         Weight in the node sums that set the nodes' lines: the row's weight
         but its check weight. Without a growth sample this is ``grow``.
     units : bool
-        :attr:`CanonicalRows.units`: whether the weights above count units
-        (a row of weight ``k`` being ``k`` rows, expanded for the views) or
-        whole rows of fractional weight.
+        :attr:`CanonicalRows.units`: whether the weights above count units (a row of weight ``k`` being ``k`` rows,
+        expanded for the views) or whole rows of fractional weight.
     sampled : bool
         Whether the trees were grown on a sample.
     """
@@ -297,10 +279,9 @@ class TreeRows:
         return self.check if self.held_out else self.grow
 
     def members(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """The rows of a use (``weights``: one of the arrays above) as MBCT's kernels take them:
-        with units, each row repeated by its count and no weights (in canonical order, the copies of
-        a row side by side: the views shuffle them); else the rows of positive weight and their
-        weights."""
+        """The rows of a use (``weights``: one of the arrays above) as MBCT's kernels take them: with units, each row
+        repeated by its count and no weights (in canonical order, the copies of a row side by side: the views shuffle
+        them); else the rows of positive weight and their weights."""
         rows = np.flatnonzero(weights > 0)
         if self.units:
             return np.repeat(rows, weights[rows].astype(np.int64)), None
@@ -314,12 +295,10 @@ class TreeRows:
 def tree_rows(rows: CanonicalRows, holdout: float, seed: int, growth_rows: int) -> TreeRows:
     """MBCT's use of its (canonical) rows: :func:`sample_counts`, then :func:`holdout_counts` of the sample.
 
-    With units (whole weights) a row of weight ``k`` is ``k`` units, each
-    drawn on its own; otherwise each row is one unit, drawn whole with its
-    weight. With at most ``growth_rows`` units there is no sample: the
-    holdout splits all units, the rest are the grow and fit units. Otherwise
-    the sample is split into grow units and check units, and the fit units
-    are all units but the check units. Both :meth:`MBCTCalibrator.fit` and
+    With units (whole weights) a row of weight ``k`` is ``k`` units, each drawn on its own; otherwise each row is one
+    unit, drawn whole with its weight. With at most ``growth_rows`` units there is no sample: the holdout splits all
+    units, the rest are the grow and fit units. Otherwise the sample is split into grow units and check units, and the
+    fit units are all units but the check units. Both :meth:`MBCTCalibrator.fit` and
     :func:`calibdash.explain.mbct.explain` call this, so they agree.
     """
     w = rows.weight

@@ -2,32 +2,24 @@
 
 Three pieces, each usable and testable on its own, in three modules:
 
-* feature coding (:class:`ColumnCode`, :func:`learn_codes`, :func:`encode`,
-  in :mod:`._mbct_codes`):
-  every input column becomes small integer codes: the score in equal-width
-  bins, numeric columns in quantile bins, categorical columns as they are;
-* the node-local loss (:func:`calibdash.measures.mvce.grouped_mvce`, kept
-  in MVCE's one home and imported here): the multi-view calibration error
-  for many groups of rows and many candidate predictions at once, on shared
-  random views, with or without sample weights (``weighted_mvce``: the
-  global loss with weights);
-* the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth
-  with multiway splits and one line per node (:func:`node_line`, from the
-  node statistics :data:`STATS`, in :mod:`._mbct_lines`), and routing of
-  new rows (here).
+* feature coding (:class:`ColumnCode`, :func:`learn_codes`, :func:`encode`, in :mod:`._mbct_codes`): every input
+  column becomes small integer codes: the score in equal-width bins, numeric columns in quantile bins, categorical
+  columns as they are;
+* the node-local loss (:func:`calibdash.measures.mvce.grouped_mvce`, kept in MVCE's one home and imported here): the
+  multi-view calibration error for many groups of rows and many candidate predictions at once, on shared random views,
+  with or without sample weights (``weighted_mvce``: the global loss with weights);
+* the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth with multiway splits and one line per
+  node (:func:`node_line`, from the node statistics :data:`STATS`, in :mod:`._mbct_lines`), and routing of new rows
+  (here).
 
-A fitted :class:`Tree` holds what routing and its lines need plus the
-node-local losses of its growth; what can be recomputed from it (parents,
-depths, the conditions of :func:`node_conditions`) or from the training rows
-(rows per node) is not kept.
+A fitted :class:`Tree` holds what routing and its lines need plus the node-local losses of its growth; what can be
+recomputed from it (parents, depths, the conditions of :func:`node_conditions`) or from the training rows (rows per
+node) is not kept.
 
-Sample weights: a row of weight ``v`` counts as ``v`` rows wherever rows
-are counted or summed: numeric quantile bins (:func:`weighted_quantiles`),
-the least number of rows in a child (its weight), a node's statistics and
-line, and the MVCE, whose bins hold equal shares of weight
-(:func:`grouped_mvce`). The calibrator gives whole weights to these
-functions as rows repeated (units), so only fractional weights reach the
-weighted MVCE.
+Sample weights: a row of weight ``v`` counts as ``v`` rows wherever rows are counted or summed: numeric quantile bins
+(:func:`weighted_quantiles`), the least number of rows in a child (its weight), a node's statistics and line, and the
+MVCE, whose bins hold equal shares of weight (:func:`grouped_mvce`). The calibrator gives whole weights to these
+functions as rows repeated (units), so only fractional weights reach the weighted MVCE.
 
 This module re-exports the names of the other two, so that
 ``from calibdash.calibrators._mbct_tree import ...`` finds them all.
@@ -45,8 +37,7 @@ from ._mbct_lines import STATS, group_stats, merge_stats, node_line, row_terms, 
 __all__ = ["node_conditions", "node_sums"]
 
 
-# ----------------------------------------------------------------------------
-# The tree
+# ---------------------------------------------------------------------------- The tree
 # ----------------------------------------------------------------------------
 def _floats(values, k: int) -> np.ndarray:
     return np.full(k, np.nan) if values is None else np.asarray(values, dtype=float)
@@ -56,35 +47,29 @@ def _floats(values, k: int) -> np.ndarray:
 class Tree:
     """One calibration tree: a bin per node, a linear calibrator per node.
 
-    Nodes are numbered breadth first (the root is 0, a child's number is
-    larger than its parent's). A row's output is ``slope[node] * f +
-    intercept[node]`` for the node it ends at (:meth:`route`), the line of
-    :func:`node_line` fitted on the node's sums.
+    Nodes are numbered breadth first (the root is 0, a child's number is larger than its parent's). A row's output is
+    ``slope[node] * f + intercept[node]`` for the node it ends at (:meth:`route`), the line of :func:`node_line`
+    fitted on the node's sums.
 
     Attributes
     ----------
     feature : ndarray of int32, shape (k,)
         Code column node ``k`` splits on, -1 for a leaf.
     table_len : ndarray of int32, shape (k,)
-        Length of node ``k``'s routing table (the number of codes of its
-        column; 0 for a leaf).
+        Length of node ``k``'s routing table (the number of codes of its column; 0 for a leaf).
     table : ndarray of int32
-        The routing tables of all nodes one after the other: code -> child
-        node, -1 for a value not seen in the node (the row stays at the node
-        and takes its line).
+        The routing tables of all nodes one after the other: code -> child node, -1 for a value not seen in the node
+        (the row stays at the node and takes its line).
     positives, sum_input : ndarray of float, shape (k,)
-        Sums over the node's training rows of the label and of the tree's
-        input ``f`` (weighted by the rows' weights in a weighted fit); their
-        ratio is the node's PUD before the tree (:attr:`scale`).
+        Sums over the node's training rows of the label and of the tree's input ``f`` (weighted by the rows' weights
+        in a weighted fit); their ratio is the node's PUD before the tree (:attr:`scale`).
     weight, sum_input_sq, sum_input_pos, input_min, input_max : ndarray of float, shape (k,)
-        The node's weight (rows), sums of ``w f^2`` and ``w f y``, and its
-        rows' least and largest input: with the two above, what its line
-        needs (:data:`STATS`). NaN for a tree read from a file written
-        before the line: its nodes are scaled.
+        The node's weight (rows), sums of ``w f^2`` and ``w f y``, and its rows' least and largest input: with the two
+        above, what its line needs (:data:`STATS`). NaN for a tree read from a file written before the line: its nodes
+        are scaled.
     loss_node, loss_split : ndarray of float, shape (k,)
-        Node-local MVCE of the node's own calibration / of its chosen split
-        (NaN where no split was tried / none was made; NaN everywhere for a
-        tree read from a file).
+        Node-local MVCE of the node's own calibration / of its chosen split (NaN where no split was tried / none was
+        made; NaN everywhere for a tree read from a file).
     """
 
     feature: np.ndarray
@@ -167,9 +152,8 @@ class Tree:
     def route(self, codes: np.ndarray, top_code=None) -> np.ndarray:
         """Node each row ends at (a leaf, or the node where its value was unseen).
 
-        Level by level, every row takes one step at once: ``node`` becomes
-        the entry of its step table (:meth:`step_tables`) for the row's code
-        in the node's column. Integer gathers only, a few passes over the
+        Level by level, every row takes one step at once: ``node`` becomes the entry of its step table
+        (:meth:`step_tables`) for the row's code in the node's column. Integer gathers only, a few passes over the
         rows per level, whatever the number of nodes.
 
         ``top_code`` (the largest code of each column, e.g. ``n_codes - 1``
@@ -194,12 +178,10 @@ class Tree:
     def step_tables(self, top_code: np.ndarray):
         """Routing tables that every code can index: ``(column, start, table)``.
 
-        Node ``k`` reads column ``column[k]`` (a leaf reads column 0); entry
-        ``c + 1`` of its table ``table[start[k]:]`` is the node a row with
-        code ``c`` goes to, entry 0 (code -1, unseen) is ``k`` itself. A
-        leaf's entries are all ``k``, as are the entries of a value unseen
-        in the node and of codes beyond its routing table, up to the largest
-        code of the column, ``top_code[column]``.
+        Node ``k`` reads column ``column[k]`` (a leaf reads column 0); entry ``c + 1`` of its table
+        ``table[start[k]:]`` is the node a row with code ``c`` goes to, entry 0 (code -1, unseen) is ``k`` itself. A
+        leaf's entries are all ``k``, as are the entries of a value unseen in the node and of codes beyond its routing
+        table, up to the largest code of the column, ``top_code[column]``.
         """
         column = np.maximum(self.feature, 0)
         own = self.table_len.astype(np.int64)
@@ -214,9 +196,8 @@ class Tree:
 def node_sums(tree: Tree, end: np.ndarray, *values: np.ndarray) -> np.ndarray:
     """Per node, the sum of each of ``values`` over the rows that end at it or below.
 
-    ``end`` is the node each row ends at (:meth:`Tree.route`). Rows that
-    stopped at a node (a value unseen there) count at that node and above,
-    like the rows below it. Returns an array of shape (len(values), n_nodes).
+    ``end`` is the node each row ends at (:meth:`Tree.route`). Rows that stopped at a node (a value unseen there)
+    count at that node and above, like the rows below it. Returns an array of shape (len(values), n_nodes).
     """
     k = tree.n_nodes
     sums = np.stack([np.bincount(end, weights=v, minlength=k) for v in values])
@@ -276,19 +257,15 @@ def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, 
               views: np.ndarray, p: float = 1.0, weights: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
     """Grow one calibration tree on the rows' current predictions ``f``.
 
-    Level by level, every open node (depth < ``max_depth`` and at least
-    ``2 * min_rows`` rows) tries a multiway split on every code column
-    (:func:`ordered_slots` / :func:`categorical_slots`: each child holds at
-    least ``min_rows`` rows), calibrates each child by its line
-    (:func:`node_line`, fitted on the child's rows) and scores the node's
-    rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the lowest
-    node-local loss is used if that loss is below the loss of the node's own
-    line (stopping rule 3); a column giving fewer than two children is not
-    a candidate.
+    Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows) tries a multiway split
+    on every code column (:func:`ordered_slots` / :func:`categorical_slots`: each child holds at least ``min_rows``
+    rows), calibrates each child by its line (:func:`node_line`, fitted on the child's rows) and scores the node's
+    rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the lowest node-local loss is used if that loss is
+    below the loss of the node's own line (stopping rule 3); a column giving fewer than two children is not a
+    candidate.
 
-    With ``weights`` (positive) a row counts as its weight everywhere: in
-    ``min_rows``, in the node sums of the lines and in the MVCE's bins of
-    equal weight. Unit weights give the unweighted tree bit for bit.
+    With ``weights`` (positive) a row counts as its weight everywhere: in ``min_rows``, in the node sums of the lines
+    and in the MVCE's bins of equal weight. Unit weights give the unweighted tree bit for bit.
 
     Returns
     -------

@@ -2,66 +2,49 @@
 
 Problem (ELiTE paper, Eq. 3.2 with the weights of footnote 6)
 -------------------------------------------------------------
-Given sorted distinct scores ``x_1 < ... < x_n``, targets ``z_i`` (the mean
-label of the rows tied at ``x_i``) and weights ``w_i`` (their count; with
-sample weights, the weighted mean label and the sum of the weights), find
+Given sorted distinct scores ``x_1 < ... < x_n``, targets ``z_i`` (the mean label of the rows tied at ``x_i``) and
+weights ``w_i`` (their count; with sample weights, the weighted mean label and the sum of the weights), find
 
     p_hat = argmin_p  1/2 sum_i w_i (p_i - z_i)^2  +  lam * ||Delta p||_1
 
 where ``(Delta p)_i = (p_{i+2} - p_{i+1}) / (x_{i+2} - x_{i+1})
 - (p_{i+1} - p_i) / (x_{i+1} - x_i)`` is the change of slope at ``x_{i+1}``
-(``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a
-continuous piecewise-linear function of the score whose kinks ("knots") sit
-on data points.
+(``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a continuous piecewise-linear function of
+the score whose kinks ("knots") sit on data points.
 
 Optimality (KKT) conditions
 ---------------------------
-``p`` is optimal if and only if the dual vector ``nu`` (one entry per interior
-point) defined by ``Delta^T nu = W (z - p)`` satisfies ``|nu_i| <= lam``
-everywhere and ``nu_i = lam * sign((Delta p)_i)`` wherever ``p`` has a kink.
-``Delta^T nu = r`` has a solution iff ``r`` is orthogonal to ``1`` and ``x``,
-and then it is the double cumulative sum ``nu_i = sum_{j <= i+1} r_j
-(x_{i+1} - x_j)`` (computed as two ``cumsum`` passes, no ill-conditioned
-solve). At ``lam >= lam_max = max |nu(affine fit)|`` the solution is the
-weighted least-squares line (Kim et al. 2009; paper, Section 3).
+``p`` is optimal if and only if the dual vector ``nu`` (one entry per interior point) defined by ``Delta^T nu = W (z -
+p)`` satisfies ``|nu_i| <= lam`` everywhere and ``nu_i = lam * sign((Delta p)_i)`` wherever ``p`` has a kink.
+``Delta^T nu = r`` has a solution iff ``r`` is orthogonal to ``1`` and ``x``, and then it is the double cumulative sum
+``nu_i = sum_{j <= i+1} r_j (x_{i+1} - x_j)`` (computed as two ``cumsum`` passes, no ill-conditioned solve). At ``lam
+>= lam_max = max |nu(affine fit)|`` the solution is the weighted least-squares line (Kim et al. 2009; paper, Section
+3).
 
 Algorithm
 ---------
-An exact active-set method on the primal, not the paper's ADMM (see
-``calibdash/calibrators/elite.py`` for why):
+An exact active-set method on the primal, not the paper's ADMM (see ``calibdash/calibrators/elite.py`` for why):
 
-* For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth
-  surrogate ``1/2 ||p - z||_W^2 + lam * s^T (Delta p)_K`` over continuous
-  piecewise-linear ``p`` with knots in ``K`` (a "face solution") is found in
-  the hat-function basis on the nodes ``{x_1} u x_K u {x_n}``: a tridiagonal
-  system ``G theta = b - lam * Delta_K^T s`` with ``G = B^T W B`` (solved with
-  ``scipy.linalg.solveh_banded``). The sufficient statistics of each segment
-  between two nodes are cached, and a new segment costs O(sqrt n) from
-  precomputed moments of fixed blocks of points (shifted without
-  cancellation), so a face solve costs O(#knots + sqrt n); only the KKT
-  check touches all n points.
-* Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution
-  is optimal. Otherwise each maximal run of violating points proposes its
-  most violating point: a run touching a knot of the same sign moves that
-  knot there, a free-standing run adds a knot. The proposal is accepted if
-  its sign-consistent face solution lowers the objective; otherwise a
-  feature-sign step (Lee et al. 2007; Osborne et al. 2000) adds the points
-  and walks from the current iterate towards the new face solution, dropping
-  knots whose kink changes sign (an exact line search on the piecewise
-  quadratic objective). Every accepted step lowers the objective, so the
-  method cannot cycle.
-* Along a decreasing grid of ``lam`` each problem is warm-started from the
-  previous solution.
+* For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth surrogate ``1/2 ||p - z||_W^2 + lam * s^T
+  (Delta p)_K`` over continuous piecewise-linear ``p`` with knots in ``K`` (a "face solution") is found in the
+  hat-function basis on the nodes ``{x_1} u x_K u {x_n}``: a tridiagonal system ``G theta = b - lam * Delta_K^T s``
+  with ``G = B^T W B`` (solved with ``scipy.linalg.solveh_banded``). The sufficient statistics of each segment between
+  two nodes are cached, and a new segment costs O(sqrt n) from precomputed moments of fixed blocks of points (shifted
+  without cancellation), so a face solve costs O(#knots + sqrt n); only the KKT check touches all n points.
+* Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution is optimal. Otherwise each maximal run of
+  violating points proposes its most violating point: a run touching a knot of the same sign moves that knot there, a
+  free-standing run adds a knot. The proposal is accepted if its sign-consistent face solution lowers the objective;
+  otherwise a feature-sign step (Lee et al. 2007; Osborne et al. 2000) adds the points and walks from the current
+  iterate towards the new face solution, dropping knots whose kink changes sign (an exact line search on the piecewise
+  quadratic objective). Every accepted step lowers the objective, so the method cannot cycle.
+* Along a decreasing grid of ``lam`` each problem is warm-started from the previous solution.
 
-On exit the KKT conditions hold to the relative tolerance ``tol``:
-``max_i |nu_i| <= lam (1 + tol)`` and every knot's kink has the sign of its
-``nu``; the duality gap of the scaled-feasible dual point is reported as a
-certificate (``gap``; ``||p - p*||_W <= sqrt(2 gap)``). Knots are the active
-set of the final face solution, not a thresholded output of an iterative
-method; kinks whose effect on the fitted values is below ``KINK_TOL`` are not
-counted. If for ``STALL`` iterations no step lowers the objective by more
-than 1e-13 of it (its float rounding), the solver stops; the fit counts as
-converged when its violation is below ``FLOOR_TOL`` (``at_rounding_floor``).
+On exit the KKT conditions hold to the relative tolerance ``tol``: ``max_i |nu_i| <= lam (1 + tol)`` and every knot's
+kink has the sign of its ``nu``; the duality gap of the scaled-feasible dual point is reported as a certificate
+(``gap``; ``||p - p*||_W <= sqrt(2 gap)``). Knots are the active set of the final face solution, not a thresholded
+output of an iterative method; kinks whose effect on the fitted values is below ``KINK_TOL`` are not counted. If for
+``STALL`` iterations no step lowers the objective by more than 1e-13 of it (its float rounding), the solver stops; the
+fit counts as converged when its violation is below ``FLOOR_TOL`` (``at_rounding_floor``).
 """
 from __future__ import annotations
 
@@ -88,11 +71,10 @@ def merge_ties(s: np.ndarray, y: np.ndarray,
                sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sorted distinct scores, the mean label of each and the number of rows.
 
-    Tied scores become one point whose target is their mean label, weighted
-    by their count (paper, footnote 6). With ``sample_weight`` the target is
-    the weighted mean label and the weight the sum of the rows' weights; rows
-    of weight 0 are left out (a score held only by them is no point). With
-    integer weights both are exactly the count and mean of the repeated rows.
+    Tied scores become one point whose target is their mean label, weighted by their count (paper, footnote 6). With
+    ``sample_weight`` the target is the weighted mean label and the weight the sum of the rows' weights; rows of
+    weight 0 are left out (a score held only by them is no point). With integer weights both are exactly the count and
+    mean of the repeated rows.
     """
     s = np.asarray(s, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -111,9 +93,8 @@ def merge_ties(s: np.ndarray, y: np.ndarray,
 def kink_heights(xn: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """Kinks of a piecewise-linear function at its interior nodes, as heights.
 
-    The height of a kink is how far the function at that node lies from the
-    chord between its two neighbouring nodes: the largest change of the
-    fitted values if the knot were removed. Signed like the change of slope.
+    The height of a kink is how far the function at that node lies from the chord between its two neighbouring nodes:
+    the largest change of the fitted values if the knot were removed. Signed like the change of slope.
     """
     H = np.diff(xn)
     v = np.diff(np.diff(theta) / H)
@@ -137,14 +118,12 @@ class TrendFit:
     gap : float
         Duality gap certificate (>= 0 up to rounding).
     kkt : float
-        ``max_i |nu_i| / lam - 1`` (<= tol when converged; 0 for a fit made
-        without the solver).
+        ``max_i |nu_i| / lam - 1`` (<= tol when converged; 0 for a fit made without the solver).
     converged : bool
         ``kkt <= tol``, or stopped at the rounding floor (below).
     at_rounding_floor : bool
-        No step lowered the objective by more than its rounding error any
-        more while ``tol < kkt <= FLOOR_TOL`` (seen at 10^6 points and the
-        smallest ``lam``).
+        No step lowered the objective by more than its rounding error any more while ``tol < kkt <= FLOOR_TOL`` (seen
+        at 10^6 points and the smallest ``lam``).
     iterations : int
         Number of KKT checks (each an O(n) pass) spent on this ``lam``.
     """
@@ -218,8 +197,7 @@ class TrendFilter:
     tol : float
         Relative tolerance of the KKT conditions (see module docstring).
     max_iter : int
-        Cap on KKT checks per ``lam``; past it the fit is returned with
-        ``converged=False``.
+        Cap on KKT checks per ``lam``; past it the fit is returned with ``converged=False``.
     certify : bool
         Also compute the duality gap of each solution (one more O(n) pass).
     """
@@ -265,10 +243,9 @@ class TrendFilter:
     def _build_blocks(self) -> None:
         """Moments of fixed blocks of points, so a long segment costs O(sqrt n).
 
-        Block k holds points [kB, (k+1)B). With ``l = x - x_first`` and
-        ``r = x_last - x`` (both >= 0 inside the block) it stores the sums of
-        w, w l, w l^2, w r, w r^2, w l r, w z, w z l, w z r. Shifting them to a
-        segment's ends only adds non-negative terms: no cancellation.
+        Block k holds points [kB, (k+1)B). With ``l = x - x_first`` and ``r = x_last - x`` (both >= 0 inside the
+        block) it stores the sums of w, w l, w l^2, w r, w r^2, w l r, w z, w z l, w z r. Shifting them to a segment's
+        ends only adds non-negative terms: no cancellation.
         """
         n = self.n
         B = max(256, int(np.sqrt(n)))
@@ -339,10 +316,9 @@ class TrendFilter:
     def _segment_stats(self, nodes: np.ndarray) -> np.ndarray:
         """Per segment [nodes[j], nodes[j+1]) the sums A, B, C, E, F (cached).
 
-        With ``t = (x - x_a) / (x_b - x_a)`` on the segment's points:
-        ``A = sum w (1-t)^2, B = sum w t (1-t), C = sum w t^2,
-        E = sum w z (1-t), F = sum w z t``. The cache is a sorted array of
-        segment keys ``a * n + b``, looked up with ``searchsorted``.
+        With ``t = (x - x_a) / (x_b - x_a)`` on the segment's points: ``A = sum w (1-t)^2, B = sum w t (1-t), C = sum
+        w t^2, E = sum w z (1-t), F = sum w z t``. The cache is a sorted array of segment keys ``a * n + b``, looked
+        up with ``searchsorted``.
         """
         a = nodes[:-1]
         b = nodes[1:]
@@ -431,8 +407,7 @@ class TrendFilter:
     def _feature_sign(self, knots, theta, add, add_signs, lam):
         """Feature-sign walk from a sign-consistent iterate, adding ``add`` knots.
 
-        Returns a sign-consistent face solution with an objective no larger
-        than the starting point's.
+        Returns a sign-consistent face solution with an objective no larger than the starting point's.
         """
         nodes = self._nodes(knots)
         v = self._kinks(self.x[nodes], theta)
@@ -472,10 +447,9 @@ class TrendFilter:
     def _line_search(self, ab, rhs, theta, v, th_n, v_n, lam):
         """Exact minimiser of the objective on the segment from ``theta`` to ``th_n``.
 
-        The objective along the segment is a convex piecewise quadratic in
-        the step ``alpha``; its breakpoints are where a kink changes sign.
-        Returns the new (theta, kinks) with kinks that reached zero set to
-        0, and whether the full step was taken without any sign change.
+        The objective along the segment is a convex piecewise quadratic in the step ``alpha``; its breakpoints are
+        where a kink changes sign. Returns the new (theta, kinks) with kinks that reached zero set to 0, and whether
+        the full step was taken without any sign change.
         """
         d_th = th_n - theta
         d_v = v_n - v
@@ -514,9 +488,8 @@ class TrendFilter:
     def _kkt(self, knots, theta, lam):
         """Check the KKT conditions of the face solution (one O(n) pass).
 
-        Leaves ``nu`` in ``self._nu``; returns None when ``|nu| <= lam (1 + tol)``
-        everywhere, else per run of violating points: argmax, first, last
-        (point indices) and sign.
+        Leaves ``nu`` in ``self._nu``; returns None when ``|nu| <= lam (1 + tol)`` everywhere, else per run of
+        violating points: argmax, first, last (point indices) and sign.
         """
         self.kkt_checks += 1
         x = self.x
@@ -619,11 +592,10 @@ class TrendFilter:
     def _gap(self, knots, theta, v, lam) -> float:
         """Duality gap: primal objective minus the dual objective of a feasible dual point.
 
-        The residual ``r = W (z - p)`` is projected on the complement of
-        span{1, x} (so that ``Delta^T nu = r`` holds exactly), its ``nu`` is
-        scaled into the box ``|nu| <= lam``, and the dual objective
-        ``nu^T Delta z - 1/2 ||Delta^T nu||^2_{W^-1} = c r^T z - c^2/2 r^T W^-1 r``
-        is evaluated. By strong convexity ``||p - p*||_W^2 <= 2 gap``.
+        The residual ``r = W (z - p)`` is projected on the complement of span{1, x} (so that ``Delta^T nu = r`` holds
+        exactly), its ``nu`` is scaled into the box ``|nu| <= lam``, and the dual objective ``nu^T Delta z - 1/2
+        ||Delta^T nu||^2_{W^-1} = c r^T z - c^2/2 r^T W^-1 r`` is evaluated. By strong convexity ``||p - p*||_W^2 <= 2
+        gap``.
         """
         nodes = self._nodes(knots)
         r = self.w * (self.z - np.interp(self.x, self.x[nodes], theta))

@@ -1,34 +1,27 @@
 """The contract every calibrator follows.
 
-A calibrator maps a classifier's score in [0, 1] (and, for feature-aware
-methods, the row's features) to a calibrated probability of the positive
-class. It follows scikit-learn's estimator conventions:
+A calibrator maps a classifier's score in [0, 1] (and, for feature-aware methods, the row's features) to a calibrated
+probability of the positive class. It follows scikit-learn's estimator conventions:
 
 * hyperparameters are constructor arguments with documented defaults, stored
   unchanged on ``self`` (so ``get_params``/``set_params``/``clone`` work);
-* ``fit(scores, labels, features=None, sample_weight=None)`` validates its
-  input at the edge, learns, and returns ``self``; learned state ends in
-  ``_``. A row of weight ``w`` counts as ``w`` rows: with integer weights the
-  fit equals the fit on the rows repeated (tested for every method), which is
-  how score cells (count, positives) are fitted;
-* ``predict(scores, features=None)`` returns probabilities in [0, 1];
-  ``predict_proba`` the (n, 2) array scikit-learn's classifiers return and
-  ``transform`` the calibrated scores as one column.
-* unfitted use raises :class:`calibdash.core.errors.NotFittedError`, which is
-  scikit-learn's ``NotFittedError`` too; the tags say a calibrator takes one
-  column of scores (``(n,)`` or ``(n, 1)``), never several.
+* ``fit(scores, labels, features=None, sample_weight=None)`` validates its input at the edge, learns, and returns
+  ``self``; learned state ends in ``_``. A row of weight ``w`` counts as ``w`` rows: with integer weights the fit
+  equals the fit on the rows repeated (tested for every method), which is how score cells (count, positives) are
+  fitted;
+* ``predict(scores, features=None)`` returns probabilities in [0, 1]; ``predict_proba`` the (n, 2) array
+  scikit-learn's classifiers return and ``transform`` the calibrated scores as one column.
+* unfitted use raises :class:`calibdash.core.errors.NotFittedError`, which is scikit-learn's ``NotFittedError`` too;
+  the tags say a calibrator takes one column of scores (``(n,)`` or ``(n, 1)``), never several.
 
-Each class also declares its hyperparameters as :class:`HyperParam` records
-(name, the paper's symbol, range, default, log scale, one-line help), from
-which the UI builds its sliders.
+Each class also declares its hyperparameters as :class:`HyperParam` records (name, the paper's symbol, range, default,
+log scale, one-line help), from which the UI builds its sliders.
 
-Subclasses implement ``_fit(s, y, features, w)`` (``w``: None for unit
-weights, else a float array) and ``_predict(s, features)`` on already
-validated arrays; the public methods here do the validation.
+Subclasses implement ``_fit(s, y, features, w)`` (``w``: None for unit weights, else a float array) and ``_predict(s,
+features)`` on already validated arrays; the public methods here do the validation.
 
-A method declares itself in its own class, so adding one is adding files: its
-place in every list (``order``), its colour in every chart (``color``) and,
-with :meth:`Calibrator.sql_map`, how its fitted map is written as SQL (a form
+A method declares itself in its own class, so adding one is adding files: its place in every list (``order``), its
+colour in every chart (``color``) and, with :meth:`Calibrator.sql_map`, how its fitted map is written as SQL (a form
 of :mod:`calibdash.io.sql`, or None: it has none).
 """
 from __future__ import annotations
@@ -118,12 +111,11 @@ class Calibrator(BaseEstimator):
     uses_features : bool
         Whether ``features`` are used (MBCT); others ignore them.
     monotone : bool
-        Whether every fitted map is non-decreasing in the score, by construction, for any training
-        data (isotonic regression, temperature scaling, Venn-ABERS). False where the map can
-        decrease: binning methods (histogram, BBQ, SBB, ABB: per-bin frequencies), ELiTE (trend
-        filtering), ENIR (near-isotonic: monotone only at its isotonic end), MBCT (feature trees),
-        and Platt scaling and beta calibration, whose maps are non-decreasing exactly when the
-        fitted slope ``a`` (Platt) or ``a`` and ``b`` (beta) are non-negative, which the data decide.
+        Whether every fitted map is non-decreasing in the score, by construction, for any training data (isotonic
+        regression, temperature scaling, Venn-ABERS). False where the map can decrease: binning methods (histogram,
+        BBQ, SBB, ABB: per-bin frequencies), ELiTE (trend filtering), ENIR (near-isotonic: monotone only at its
+        isotonic end), MBCT (feature trees), and Platt scaling and beta calibration, whose maps are non-decreasing
+        exactly when the fitted slope ``a`` (Platt) or ``a`` and ``b`` (beta) are non-negative, which the data decide.
     order : float or None
         Place in every list of methods (menus, tables, ``calibdash methods``): ascending ``order``,
         then the name; a class that declares none (None) follows those that do, alphabetically.
@@ -151,13 +143,11 @@ class Calibrator(BaseEstimator):
         scores : array-like of shape (n,) or (n, 1)
             Classifier scores in [0, 1].
         labels : array-like of shape (n,)
-            Outcomes: any two distinct values (0/1, -1/1, True/False, yes/no,
-            two strings); both must occur.
+            Outcomes: any two distinct values (0/1, -1/1, True/False, yes/no, two strings); both must occur.
         features : pandas.DataFrame, optional
             Per-row features; only feature-aware calibrators use them.
         sample_weight : array-like of shape (n,), optional
-            Non-negative weight of each row (default 1): a row of weight ``w``
-            counts as ``w`` rows.
+            Non-negative weight of each row (default 1): a row of weight ``w`` counts as ``w`` rows.
         pos_label : optional
             The label value of the positive class, whose probability
             ``predict`` gives; default :func:`calibdash.core.validation.choose_positive`'s

@@ -58,9 +58,8 @@ def midpoint(a: float, b: float, c: float) -> float:
     Returns
     -------
     float
-        ``m``, or NaN when the map never crosses 1/2 (it stays above or below it on (0, 1)), when it
-        is constant, or when ``a`` and ``b`` have opposite signs (then the crossing need not be
-        unique).
+        ``m``, or NaN when the map never crosses 1/2 (it stays above or below it on (0, 1)), when it is constant, or
+        when ``a`` and ``b`` have opposite signs (then the crossing need not be unique).
     """
     a, b, c = float(a), float(b), float(c)
     if a == b:
@@ -160,49 +159,42 @@ def fit_beta(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, par
 class BetaCalibrator(Calibrator):
     """Beta calibration (Kull, Silva Filho & Flach, AISTATS 2017).
 
-    The map is the paper's beta calibration family,
-    ``mu(s; a, b, c) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``, the posterior of two beta-distributed
-    class-conditional score densities. Its log-odds ``a ln s - b ln(1 - s) + c`` are linear in the
-    features ``ln s`` and ``-ln(1 - s)``, so fitting it is a logistic regression on them, with
-    coefficients ``a``, ``b`` and intercept ``c``. The paper also writes it with the midpoint ``m``
-    (``mu(m) = 1/2``) in place of ``c``: ``c = b ln(1 - m) - a ln m``. The identity map is in the
-    family (``a = b = 1``, ``m = 1/2``), so beta calibration can leave calibrated scores as they are,
-    which the logistic calibration on the raw score the paper compares with, ``sigmoid(g (s - m))``,
-    cannot. (calibdash's Platt scaling works on ``logit(s)``; its family is beta's ``"am"``.)
+    The map is the paper's beta calibration family, ``mu(s; a, b, c) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``, the
+    posterior of two beta-distributed class-conditional score densities. Its log-odds ``a ln s - b ln(1 - s) + c`` are
+    linear in the features ``ln s`` and ``-ln(1 - s)``, so fitting it is a logistic regression on them, with
+    coefficients ``a``, ``b`` and intercept ``c``. The paper also writes it with the midpoint ``m`` (``mu(m) = 1/2``)
+    in place of ``c``: ``c = b ln(1 - m) - a ln m``. The identity map is in the family (``a = b = 1``, ``m = 1/2``),
+    so beta calibration can leave calibrated scores as they are, which the logistic calibration on the raw score the
+    paper compares with, ``sigmoid(g (s - m))``, cannot. (calibdash's Platt scaling works on ``logit(s)``; its family
+    is beta's ``"am"``.)
 
-    The three parametrisations are those of the authors' package (``betacal``,
-    ``BetaCalibration(parameters=...)``):
+    The three parametrisations are those of the authors' package (``betacal``, ``BetaCalibration(parameters=...)``):
 
     ``"abm"`` (three parameters)
-        Fit on both features with an intercept. If the coefficient ``a`` of ``ln s`` comes out
-        negative, refit on ``-ln(1 - s)`` alone and set ``a = 0``; otherwise, if ``b`` comes out
-        negative, refit on ``ln s`` alone and set ``b = 0``, which keeps the map non-decreasing
-        (``a, b >= 0``) when the refitted coefficient is non-negative. This is
-        the authors' procedure as betacal codes it: ``a`` is checked first, only one feature is ever
-        dropped, and the refitted coefficient is not checked again. (On the data tested it equals
-        the maximum-likelihood fit under ``a, b >= 0``.)
+        Fit on both features with an intercept. If the coefficient ``a`` of ``ln s`` comes out negative, refit on
+        ``-ln(1 - s)`` alone and set ``a = 0``; otherwise, if ``b`` comes out negative, refit on ``ln s`` alone and
+        set ``b = 0``, which keeps the map non-decreasing (``a, b >= 0``) when the refitted coefficient is
+        non-negative. This is the authors' procedure as betacal codes it: ``a`` is checked first, only one feature is
+        ever dropped, and the refitted coefficient is not checked again. (On the data tested it equals the
+        maximum-likelihood fit under ``a, b >= 0``.)
     ``"am"`` (two parameters, ``a = b``)
         A logistic regression on ``ln s - ln(1 - s) = logit(s)`` with an intercept:
         ``mu = sigmoid(a logit(s) + c)``, ``m = 1 / (1 + e^(c / a))``. This is Platt scaling on the
         log-odds (:class:`~calibdash.calibrators.platt.PlattCalibrator` without smoothed targets).
     ``"ab"`` (two parameters, ``m = 1/2``)
-        A logistic regression without intercept on ``ln(2s)`` and ``-ln(2(1 - s))``, so that
-        ``c = (a - b) ln 2`` and ``mu(1/2) = 1/2``; the signs of ``a`` and ``b`` are not checked
-        (as in betacal).
+        A logistic regression without intercept on ``ln(2s)`` and ``-ln(2(1 - s))``, so that ``c = (a - b) ln 2`` and
+        ``mu(1/2) = 1/2``; the signs of ``a`` and ``b`` are not checked (as in betacal).
 
     Where this differs from betacal, and why:
 
-    * betacal fits with scikit-learn's ``LogisticRegression(C=99999999999)``, an L2 penalty of
-      ``||coef||^2 / (2 * 1e11)``, meant as none, solved by L-BFGS to scikit-learn's default
-      tolerance. Here the fit is the unregularised maximum-likelihood estimate (what the paper
-      describes), by Newton's method (:func:`fit_logistic`) iterated to the floating-point limit
-      (not to a gradient tolerance, so that fits of the same likelihood, on rows or on weighted
-      cells, agree to rounding). It
-      equals scikit-learn's ``LogisticRegression(C=inf)`` solved tightly to 1e-6 (tested); against
-      betacal 1.1.0 itself the maps differ by about 1e-4 inside (0, 1) on 5,000 rows, betacal's
-      having the slightly lower likelihood (its solver stops earlier). On separable data the
-      estimate does not exist: the coefficients grow until ``max_iter`` (betacal's tiny penalty
-      keeps them finite but huge).
+    * betacal fits with scikit-learn's ``LogisticRegression(C=99999999999)``, an L2 penalty of ``||coef||^2 / (2 *
+      1e11)``, meant as none, solved by L-BFGS to scikit-learn's default tolerance. Here the fit is the unregularised
+      maximum-likelihood estimate (what the paper describes), by Newton's method (:func:`fit_logistic`) iterated to
+      the floating-point limit (not to a gradient tolerance, so that fits of the same likelihood, on rows or on
+      weighted cells, agree to rounding). It equals scikit-learn's ``LogisticRegression(C=inf)`` solved tightly to
+      1e-6 (tested); against betacal 1.1.0 itself the maps differ by about 1e-4 inside (0, 1) on 5,000 rows, betacal's
+      having the slightly lower likelihood (its solver stops earlier). On separable data the estimate does not exist:
+      the coefficients grow until ``max_iter`` (betacal's tiny penalty keeps them finite but huge).
     * Scores are clipped to ``[EPS, 1 - EPS]`` with Platt's ``EPS = 1e-12``
       (:data:`calibdash.calibrators.platt.EPS`), not to float64's machine epsilon as in betacal, so
       that a score of exactly 0 or 1 gives the same features in both calibrators. The maps differ
@@ -212,10 +204,9 @@ class BetaCalibrator(Calibrator):
       when there is no crossing of 1/2 (betacal then returns an end of the interval). ``m`` is
       reported only: the map is evaluated from ``a``, ``b``, ``c``.
 
-    Sample weights (``fit(..., sample_weight=w)``): each row's term of the log-likelihood is
-    multiplied by its weight (weighted maximum likelihood, as betacal passes ``sample_weight`` to
-    scikit-learn), so integer weights give the fit on the rows repeated, and scaling every weight by
-    the same factor leaves the map unchanged.
+    Sample weights (``fit(..., sample_weight=w)``): each row's term of the log-likelihood is multiplied by its weight
+    (weighted maximum likelihood, as betacal passes ``sample_weight`` to scikit-learn), so integer weights give the
+    fit on the rows repeated, and scaling every weight by the same factor leaves the map unchanged.
 
     Parameters
     ----------
@@ -232,11 +223,9 @@ class BetaCalibrator(Calibrator):
     a_, b_, c_ : float
         The map's ``a``, ``b`` and ``c``.
     m_ : float
-        The midpoint ``m`` (:func:`midpoint`; exactly 1/2 with ``"ab"``; NaN when the map never
-        crosses 1/2).
+        The midpoint ``m`` (:func:`midpoint`; exactly 1/2 with ``"ab"``; NaN when the map never crosses 1/2).
     log_likelihood_ : float
-        Log-likelihood of the training labels at the fit (weighted: each row's term times its
-        weight).
+        Log-likelihood of the training labels at the fit (weighted: each row's term times its weight).
     n_iter_ : int
         Newton iterations taken, over both fits when ``"abm"`` refits.
     """

@@ -1,103 +1,76 @@
 """ENIR: an ensemble of near-isotonic regressions (Pakdaman Naeini & Cooper, ICDM 2016).
 
-Naeini & Cooper, *Binary Classifier Calibration using an Ensemble of Near
-Isotonic Regression Models*, IEEE ICDM 2016 (arXiv:1511.05191). Authors' code:
-github.com/pakdaman/calibration, folder ``ENIR/`` (the R package ``enir``,
-``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the
-MATLAB+R interface ``build.m`` / ``predict.m`` does the same apart from the
-rounding noted below).
+Naeini & Cooper, *Binary Classifier Calibration using an Ensemble of Near Isotonic Regression Models*, IEEE ICDM 2016
+(arXiv:1511.05191). Authors' code: github.com/pakdaman/calibration, folder ``ENIR/`` (the R package ``enir``,
+``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the MATLAB+R interface ``build.m`` /
+``predict.m`` does the same apart from the rounding noted below).
 
 The method
 ----------
-Isotonic regression forces the calibration map to be monotone. ENIR relaxes
-that with nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani
-2011): for a penalty ``lambda`` the fit to the 0/1 labels of the sorted
-scores minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i - b_(i+1))_+``, so
-``lambda = 0`` is the labels themselves and a large ``lambda`` the isotonic
-fit. The modified PAV algorithm gives the whole path, a sequence of merges of
-adjacent groups (:mod:`._nearly_isotonic`); the models are the fits at the
-path's breakpoints. Each is scored by BIC, and ENIR predicts the average of
-the models' maps weighted by their relative likelihood
-``exp((BIC_min - BIC_i) / 2)`` (Bayesian model averaging with BIC scores,
-as BBQ averages its binnings).
+Isotonic regression forces the calibration map to be monotone. ENIR relaxes that with nearly-isotonic regression
+(Tibshirani, Hoefling & Tibshirani 2011): for a penalty ``lambda`` the fit to the 0/1 labels of the sorted scores
+minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i - b_(i+1))_+``, so ``lambda = 0`` is the labels themselves and a
+large ``lambda`` the isotonic fit. The modified PAV algorithm gives the whole path, a sequence of merges of adjacent
+groups (:mod:`._nearly_isotonic`); the models are the fits at the path's breakpoints. Each is scored by BIC, and ENIR
+predicts the average of the models' maps weighted by their relative likelihood ``exp((BIC_min - BIC_i) / 2)``
+(Bayesian model averaging with BIC scores, as BBQ averages its binnings).
 
 The paper's text is not in ``shared/papers``; the details below are read
 from the authors' code, which we follow where the two could differ.
 
 What this implementation does (the authors' R package ``enir.build``)
 --------------------------------------------------------------------
-Where the paper's text and the authors' code differ, or the text leaves room,
-we follow the R package ``enir`` (the authors' final release; the MATLAB
-interface differs only where noted):
+Where the paper's text and the authors' code differ, or the text leaves room, we follow the R package ``enir`` (the
+authors' final release; the MATLAB interface differs only where noted):
 
-* points: rows sorted by score; tied scores become one point whose target is
-  their mean label, weighted by their number (``neariso2``'s merge of equal
-  ``x``);
-* path: the breakpoints are 0 and every distinct ``lambda`` where groups
-  merge (penalties within a relative 1e-9 are one breakpoint: the package,
-  which carries values along the path, can split one into two that differ
-  in the last bits and then count that model twice); when there are more
-  than ``max_models`` of them, ``max_models`` are taken evenly by index,
-  ``round((0 .. T-1) / (T-1) * (L-1))`` as the package's
-  ``nearisoGetBreakpoints(maxBreaks = 100)``. The model at
-  ``lambda = 0`` (the data) is then dropped as the code's "dummy model";
+* points: rows sorted by score; tied scores become one point whose target is their mean label, weighted by their
+  number (``neariso2``'s merge of equal ``x``);
+* path: the breakpoints are 0 and every distinct ``lambda`` where groups merge (penalties within a relative 1e-9 are
+  one breakpoint: the package, which carries values along the path, can split one into two that differ in the last
+  bits and then count that model twice); when there are more than ``max_models`` of them, ``max_models`` are taken
+  evenly by index, ``round((0 .. T-1) / (T-1) * (L-1))`` as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``.
+  The model at ``lambda = 0`` (the data) is then dropped as the code's "dummy model";
 * fitted values are rounded to 6 decimals and clipped to [0, 1] (the R
   package's ``round(beta * 10^6) / 10^6``; ``build.m`` only clips);
-* degrees of freedom: the number of distinct fitted values, counted as
-  changes between neighbouring points plus one (``getDF``; the number of
-  fused groups, which Tibshirani et al. 2011 show is an unbiased estimate of
-  the degrees of freedom of nearly-isotonic regression). The ``df`` that
-  ``neariso`` itself returns is a breakpoint counter (``n - k`` at the
-  ``k``-th breakpoint), which the authors replace ("my df which seems to be
-  more reasonable", ``build.m``);
-* score: ``BIC = -2 log L + df (log N + log 2 pi)`` with the Bernoulli
-  log-likelihood of all ``N`` training rows under the rounded fitted values
-  (the code's ``getScoreLocal``; ``build.m`` keeps the textbook
-  ``-2 log L + df log N`` commented out next to it: the extra ``log 2 pi``
-  per parameter moves the weights towards smaller models). AIC and AICc are
-  the package's other options (``criterion``). Models with an infinite score
-  (a rounded value of 0 or 1 under a row of the other class) are dropped;
-* weights: relative likelihood ``exp((S_min - S_i) / 2)``, normalised. The
-  code also computes an "elbow" pruning of the models but ``enir.predict``
-  averages all of them, as here;
-* smoothing: each run of equal fitted values is shrunk towards the mean
-  score of its rows, ``(p cnt + e (1 - |o - e|)) / (cnt + 1 - |o - e|)`` with
-  ``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate and
-  ``e`` their mean score (``smoothBeta``: "similar to what we did in BBQ");
-* prediction: each model interpolates linearly between its smoothed values
-  at consecutive distinct training scores and is constant beyond the first
-  and last (``getMA`` / ``findIdx``); ENIR is their weighted average.
+* degrees of freedom: the number of distinct fitted values, counted as changes between neighbouring points plus one
+  (``getDF``; the number of fused groups, which Tibshirani et al. 2011 show is an unbiased estimate of the degrees of
+  freedom of nearly-isotonic regression). The ``df`` that ``neariso`` itself returns is a breakpoint counter (``n -
+  k`` at the ``k``-th breakpoint), which the authors replace ("my df which seems to be more reasonable", ``build.m``);
+* score: ``BIC = -2 log L + df (log N + log 2 pi)`` with the Bernoulli log-likelihood of all ``N`` training rows under
+  the rounded fitted values (the code's ``getScoreLocal``; ``build.m`` keeps the textbook ``-2 log L + df log N``
+  commented out next to it: the extra ``log 2 pi`` per parameter moves the weights towards smaller models). AIC and
+  AICc are the package's other options (``criterion``). Models with an infinite score (a rounded value of 0 or 1 under
+  a row of the other class) are dropped;
+* weights: relative likelihood ``exp((S_min - S_i) / 2)``, normalised. The code also computes an "elbow" pruning of
+  the models but ``enir.predict`` averages all of them, as here;
+* smoothing: each run of equal fitted values is shrunk towards the mean score of its rows, ``(p cnt + e (1 - |o - e|))
+  / (cnt + 1 - |o - e|)`` with ``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate and ``e`` their
+  mean score (``smoothBeta``: "similar to what we did in BBQ");
+* prediction: each model interpolates linearly between its smoothed values at consecutive distinct training scores and
+  is constant beyond the first and last (``getMA`` / ``findIdx``); ENIR is their weighted average.
 
-Two numerical details differ from the code and do not change the result
-beyond rounding: the fit at a breakpoint ``lambda_k`` is computed with the
-groups that merge at ``lambda_k`` already merged (the code evaluates them
-unmerged; their values are equal there), and the averaged map is computed
-once on the distinct training scores (the code averages the models'
-interpolations at each new score; the two are equal because all models
-interpolate between the same scores). Where the code would stop with an
-error we carry on: if every model's score is infinite, the isotonic end of
-the path (largest ``lambda``) is used alone.
+Two numerical details differ from the code and do not change the result beyond rounding: the fit at a breakpoint
+``lambda_k`` is computed with the groups that merge at ``lambda_k`` already merged (the code evaluates them unmerged;
+their values are equal there), and the averaged map is computed once on the distinct training scores (the code
+averages the models' interpolations at each new score; the two are equal because all models interpolate between the
+same scores). Where the code would stop with an error we carry on: if every model's score is infinite, the isotonic
+end of the path (largest ``lambda``) is used alone.
 
 Sample weights
 --------------
-A row of weight ``w`` counts as ``w`` rows: a point's target is the
-weighted mean label of its rows and its weight their total weight (rows of
-weight 0 are absent); the log-likelihood, the ``N`` of the criteria, and the
-counts and means of the smoothing are weight sums. With whole-number weights
-every quantity is what the repeated rows give, so the fit equals the fit on
-the rows repeated. Scaling every weight by ``c`` scales the breakpoints by
-``c`` and leaves each near-isotonic fit unchanged, but not the ensemble: the
-log-likelihood and ``N`` grow with ``c`` against the fixed penalty per
-parameter (like ``c`` times more data), and the smoothing pulls less.
+A row of weight ``w`` counts as ``w`` rows: a point's target is the weighted mean label of its rows and its weight
+their total weight (rows of weight 0 are absent); the log-likelihood, the ``N`` of the criteria, and the counts and
+means of the smoothing are weight sums. With whole-number weights every quantity is what the repeated rows give, so
+the fit equals the fit on the rows repeated. Scaling every weight by ``c`` scales the breakpoints by ``c`` and leaves
+each near-isotonic fit unchanged, but not the ensemble: the log-likelihood and ``N`` grow with ``c`` against the fixed
+penalty per parameter (like ``c`` times more data), and the smoothing pulls less.
 
 Speed
 -----
-The path is one heap-driven pass, ``O(n log n)``, whose merges run in a
-Python loop (about 10 microseconds each); each of the (at most
-``max_models``) models is then a few vectorised passes over the groups left
-after equal neighbours fuse at ``lambda = 0``. On the project's 2-core
-machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4 rows, 0.3 s
-at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
+The path is one heap-driven pass, ``O(n log n)``, whose merges run in a Python loop (about 10 microseconds each); each
+of the (at most ``max_models``) models is then a few vectorised passes over the groups left after equal neighbours
+fuse at ``lambda = 0``. On the project's 2-core machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4
+rows, 0.3 s at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
 """
 from __future__ import annotations
 
@@ -124,9 +97,8 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def merge_points(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
     """Sorted distinct scores with their positives and weight.
 
-    Returns ``x`` (distinct scores of positive weight), ``pos`` (positive rows, or
-    their weight), ``wt`` (rows, or their total weight): whole numbers held as
-    floats without weights, so both ways give bit-identical arrays for
+    Returns ``x`` (distinct scores of positive weight), ``pos`` (positive rows, or their weight), ``wt`` (rows, or
+    their total weight): whole numbers held as floats without weights, so both ways give bit-identical arrays for
     whole-number weights.
     """
     s = np.asarray(s, dtype=float)
@@ -175,8 +147,7 @@ class ENIRPath:
     Attributes
     ----------
     x, pos, wt : ndarray
-        Merged training points: distinct scores, positives and rows (weight sums
-        with sample weights).
+        Merged training points: distinct scores, positives and rows (weight sums with sample weights).
     n_rows : float
         ``N`` of the criterion: the number of rows, or their total weight.
     path : NearIsoPath
@@ -191,8 +162,7 @@ class ENIRPath:
     weight : ndarray
         Their normalised weights (0 for the others).
     values : list of ndarray or None
-        For each model with positive weight, its smoothed value at every point
-        (``None`` for the others).
+        For each model with positive weight, its smoothed value at every point (``None`` for the others).
     map_p : ndarray
         The averaged map at every point.
     """
@@ -262,9 +232,8 @@ def _smoothed(gstart, gs, gw, gsx, v, n_units: int) -> np.ndarray:
 def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, criterion: str = "bic") -> ENIRPath:
     """Build ENIR's models on checked ``scores`` and 0/1 ``labels`` (deterministic).
 
-    :meth:`ENIR.fit` keeps the averaged map; :func:`calibdash.explain.enir.explain`
-    calls this again on the same rows to show the path and the models' maps.
-    ``sample_weight`` (checked, or None) counts each row that many times.
+    :meth:`ENIR.fit` keeps the averaged map; :func:`calibdash.explain.enir.explain` calls this again on the same rows
+    to show the path and the models' maps. ``sample_weight`` (checked, or None) counts each row that many times.
     """
     _check_params(max_models, criterion)
     x, pos, wt = merge_points(scores, labels, sample_weight)
@@ -318,9 +287,8 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
 
 
 def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The knots of the piecewise-linear map through ``(x, p)``: the first and last score of each
-    run of equal values (inner points of a run lie on its constant piece, so dropping them
-    changes no prediction)."""
+    """The knots of the piecewise-linear map through ``(x, p)``: the first and last score of each run of equal values
+    (inner points of a run lie on its constant piece, so dropping them changes no prediction)."""
     if x.size == 0:
         return x, p
     change = np.flatnonzero(np.diff(p) != 0)
@@ -336,14 +304,12 @@ class ENIR(Calibrator):
     Parameters
     ----------
     max_models : int, default 100
-        At most this many breakpoints of the lambda path are used, evenly by
-        index (the neariso package's ``maxBreaks``, 100 in the authors' code);
-        the one at lambda = 0 is then dropped, so at most ``max_models - 1``
+        At most this many breakpoints of the lambda path are used, evenly by index (the neariso package's
+        ``maxBreaks``, 100 in the authors' code); the one at lambda = 0 is then dropped, so at most ``max_models - 1``
         models are averaged.
     criterion : {"bic", "aic", "aicc"}, default "bic"
-        Score behind the weights ``exp((S_min - S) / 2)``: the paper's BIC
-        (with the code's ``log 2 pi`` per parameter), or the R package's AIC
-        and AICc options.
+        Score behind the weights ``exp((S_min - S) / 2)``: the paper's BIC (with the code's ``log 2 pi`` per
+        parameter), or the R package's AIC and AICc options.
 
     Attributes
     ----------

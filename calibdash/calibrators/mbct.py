@@ -1,11 +1,9 @@
 """MBCT: multiple boosting calibration trees (feature-aware binning).
 
-The rows are first put in a canonical form (:func:`canonical_rows`: identical
-rows merged, sorted by content) and every random draw (holdout, growth
-sample, MVCE views) is made on that form, so a fit depends on the rows, not
-on their order, and a row of whole weight ``k`` is ``k`` rows. The rows and
-their draws are in :mod:`._mbct_rows`, the trees in :mod:`._mbct_tree`; this
-module re-exports the names of the rows it always had.
+The rows are first put in a canonical form (:func:`canonical_rows`: identical rows merged, sorted by content) and
+every random draw (holdout, growth sample, MVCE views) is made on that form, so a fit depends on the rows, not on
+their order, and a row of whole weight ``k`` is ``k`` rows. The rows and their draws are in :mod:`._mbct_rows`, the
+trees in :mod:`._mbct_tree`; this module re-exports the names of the rows it always had.
 """
 from __future__ import annotations
 
@@ -42,60 +40,43 @@ FALLBACK_RTOL, FALLBACK_ATOL = 1e-9, 1e-15
 class MBCTCalibrator(Calibrator):
     """Multiple Boosting Calibration Trees (Huang et al., 2022).
 
-    Bins are the leaves of calibration trees grown on the rows' features and
-    score; inside a bin a line maps the prediction; several trees are
-    boosted, each calibrating the previous trees' output.
+    Bins are the leaves of calibration trees grown on the rows' features and score; inside a bin a line maps the
+    prediction; several trees are boosted, each calibrating the previous trees' output.
 
     Paper, authors' code, and what is followed
     -------------------------------------------
     The authors published data but no code: their repositories
-    (``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration``
-    and ``huangsg1/uncertainty-calibration``) hold a README and a reading
-    list, no implementation. So every choice below follows the paper's
-    text; where the text is silent, or where following it literally would
-    make the fit depend on the order of the rows, the choice is said. In
-    short: the paper's features, loss (Eq. 10), split rule (Eq. 12),
-    stopping rules and boosting; a "linear function" per node whose form
-    the paper does not give (here a line through the node's mean point,
-    the paper's per-node scale unless the rows reject it); random views and
-    draws made from the rows' content rather than their order; and a last
-    check against the single-leaf calibrator.
+    (``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration`` and
+    ``huangsg1/uncertainty-calibration``) hold a README and a reading list, no implementation. So every choice below
+    follows the paper's text; where the text is silent, or where following it literally would make the fit depend on
+    the order of the rows, the choice is said. In short: the paper's features, loss (Eq. 10), split rule (Eq. 12),
+    stopping rules and boosting; a "linear function" per node whose form the paper does not give (here a line through
+    the node's mean point, the paper's per-node scale unless the rows reject it); random views and draws made from the
+    rows' content rather than their order; and a last check against the single-leaf calibrator.
 
     Features (paper Sec. 5.1 and App. A.1)
-        The score is a feature of ``score_bins`` (100) equal-width bins;
-        categorical columns (category, string, object or bool dtype) are used
-        as they are; numeric columns are cut into ``n_quantiles`` quantile
-        bins learned on the training rows. The score feature is the raw
-        score in every tree (a fixed input, as the paper's feature list
-        reads), while the node calibrator acts on the previous trees'
-        output. A missing value seen at fit time
-        is a value of its own. Integer columns are numeric: give label-encoded
-        categories the ``category`` dtype. Categories are coded in sorted
-        order (values of mixed types that do not compare: by type name, then
-        text), not in order of appearance.
+        The score is a feature of ``score_bins`` (100) equal-width bins; categorical columns (category, string, object
+        or bool dtype) are used as they are; numeric columns are cut into ``n_quantiles`` quantile bins learned on the
+        training rows. The score feature is the raw score in every tree (a fixed input, as the paper's feature list
+        reads), while the node calibrator acts on the previous trees' output. A missing value seen at fit time is a
+        value of its own. Integer columns are numeric: give label-encoded categories the ``category`` dtype.
+        Categories are coded in sorted order (values of mixed types that do not compare: by type name, then text), not
+        in order of appearance.
     Rows in a canonical form (not in the paper)
-        Before anything is drawn, rows with the same score, the same code in
-        every feature column and the same label are merged into one row whose
-        weight is the sum of theirs, and the rows are sorted by score, then
-        the codes column by column, then the label
-        (:func:`canonical_rows`). Everything after depends only on those
-        rows, so the same rows in another order give the same model, bit for
-        bit, and a row of whole weight ``k`` gives the model of that row
-        repeated ``k`` times (``tests/test_weights.py``). Whole weights
-        (no weights: 1) count *units*: a row of weight ``k`` is ``k`` rows,
-        each drawn on its own by the holdout, the growth sample and the
-        views, exactly as ``k`` copies given one by one would be: the units
-        are laid out in the canonical order and every draw is a seeded draw
-        of unit positions. So the paper's views (shuffles of rows) are kept:
-        copies of a row land in random places, as in a shuffle of the
-        repeated rows. Rows of fractional weight are drawn whole (see
+        Before anything is drawn, rows with the same score, the same code in every feature column and the same label
+        are merged into one row whose weight is the sum of theirs, and the rows are sorted by score, then the codes
+        column by column, then the label (:func:`canonical_rows`). Everything after depends only on those rows, so the
+        same rows in another order give the same model, bit for bit, and a row of whole weight ``k`` gives the model
+        of that row repeated ``k`` times (``tests/test_weights.py``). Whole weights (no weights: 1) count *units*: a
+        row of weight ``k`` is ``k`` rows, each drawn on its own by the holdout, the growth sample and the views,
+        exactly as ``k`` copies given one by one would be: the units are laid out in the canonical order and every
+        draw is a seeded draw of unit positions. So the paper's views (shuffles of rows) are kept: copies of a row
+        land in random places, as in a shuffle of the repeated rows. Rows of fractional weight are drawn whole (see
         "Sample weights").
     Node calibrator (the "linear function" of Sec. 4.3)
-        ``f' = a f + b`` with ``f`` the input of the tree (the raw score for
-        the first tree), fitted on the node's rows by
-        :func:`~calibdash.calibrators._mbct_tree.node_line`. The line passes
-        through the node's mean point ``(mean f, mean y)``, so the node's
-        partition calibration error (Eq. 4) is zero, i.e. its PUD (Eq. 6) is
+        ``f' = a f + b`` with ``f`` the input of the tree (the raw score for the first tree), fitted on the node's
+        rows by :func:`~calibdash.calibrators._mbct_tree.node_line`. The line passes through the node's mean point
+        ``(mean f, mean y)``, so the node's partition calibration error (Eq. 4) is zero, i.e. its PUD (Eq. 6) is
         1. Its slope is the paper's per-node scale ``sum(y) / sum(f)``
         (``b = 0``: the previous versions' node, which keeps a score of 0 at
         0) unless the rows reject it: the least-squares slope (kept >= 0, so
@@ -114,115 +95,78 @@ class MBCTCalibrator(Calibrator):
         predicted 0); the rule and the bound keep the scale there. A node
         whose inputs are all one value is scaled.
     Split (Eq. 12)
-        A leaf is split on the feature whose multiway split, each child
-        calibrated by its own line, gives the lowest node-local MVCE (Eq. 10)
-        on the node's rows. The paper splits on every value of the feature;
-        here each child must hold at least ``bin_size`` rows (the bin size is
-        "the least number of rows in a bin"): an ordered feature (score,
-        numeric) is cut into consecutive ranges of at least ``bin_size`` rows;
-        a categorical value with fewer rows joins an "other" child (or the
-        smallest child when "other" would be too small). Without this, a
-        value seen on one row would be calibrated to its own label.
+        A leaf is split on the feature whose multiway split, each child calibrated by its own line, gives the lowest
+        node-local MVCE (Eq. 10) on the node's rows. The paper splits on every value of the feature; here each child
+        must hold at least ``bin_size`` rows (the bin size is "the least number of rows in a bin"): an ordered feature
+        (score, numeric) is cut into consecutive ranges of at least ``bin_size`` rows; a categorical value with fewer
+        rows joins an "other" child (or the smallest child when "other" would be too small). Without this, a value
+        seen on one row would be calibrated to its own label.
     Stopping (Sec. 4.3)
-        A node is not split at depth ``max_depth``, with fewer than
-        ``2 * bin_size`` rows (no two children of ``bin_size``), when no
-        feature gives two children, or when the best split's local loss is
-        not below the node's own (the local loss would rise). On the
-        training rows a calibrated split almost always lowers the loss a
+        A node is not split at depth ``max_depth``, with fewer than ``2 * bin_size`` rows (no two children of
+        ``bin_size``), when no feature gives two children, or when the best split's local loss is not below the node's
+        own (the local loss would rise). On the training rows a calibrated split almost always lowers the loss a
         little, so in practice ``bin_size`` and ``max_depth`` stop growth.
     Loss (Eq. 10)
-        The MVCE of :func:`calibdash.metrics.mvce` with bin size
-        ``M = round(mvce_ratio * bin_size)`` (default ratio 1/2, the paper's
-        choice, so that a splittable node has at least two loss bins) and
-        ``views`` random views. A view is a seeded random permutation of the
-        units in canonical order (the paper's "randomly shuffle the
-        samples"; a row's copies are units of their own). The node-local
-        loss is computed for all nodes of a level and all candidate
-        features at once on shared views (a node's view is the permutation
-        of all units restricted to the node's): the same definition, tested
-        against ``metrics.mvce``. The paper evaluates with 100 views; the
-        default here is 20 for training speed, the candidate splits of a
-        node being compared on the same views.
-    Boosting (Sec. 4.3: "whether to generate a new tree according to the
-    change of global loss")
-        Tree ``t + 1`` is grown on the output of trees ``1..t``. To keep the
-        decision from fitting noise, a stratified share ``holdout`` of the
-        calibration units (seeded by ``seed``) is kept out of the trees: tree
-        ``t + 1`` is kept only if it lowers the global MVCE
-        (``metrics.mvce``, 100 views, bin size as above) on those units. The
-        first tree is always kept. With ``holdout = 0`` the decision uses the
-        training rows, as the paper's text reads.
+        The MVCE of :func:`calibdash.metrics.mvce` with bin size ``M = round(mvce_ratio * bin_size)`` (default ratio
+        1/2, the paper's choice, so that a splittable node has at least two loss bins) and ``views`` random views. A
+        view is a seeded random permutation of the units in canonical order (the paper's "randomly shuffle the
+        samples"; a row's copies are units of their own). The node-local loss is computed for all nodes of a level and
+        all candidate features at once on shared views (a node's view is the permutation of all units restricted to
+        the node's): the same definition, tested against ``metrics.mvce``. The paper evaluates with 100 views; the
+        default here is 20 for training speed, the candidate splits of a node being compared on the same views.
+    Boosting (Sec. 4.3: "whether to generate a new tree according to the change of global loss")
+        Tree ``t + 1`` is grown on the output of trees ``1..t``. To keep the decision from fitting noise, a stratified
+        share ``holdout`` of the calibration units (seeded by ``seed``) is kept out of the trees: tree ``t + 1`` is
+        kept only if it lowers the global MVCE (``metrics.mvce``, 100 views, bin size as above) on those units. The
+        first tree is always kept. With ``holdout = 0`` the decision uses the training rows, as the paper's text
+        reads.
     Never worse than one leaf (not in the paper)
-        After boosting, the training loss of the kept trees (``history_``'s
-        ``fit_mvce``: MVCE of the rows the trees were grown on, the first
-        tree's views) is compared with that of the single-leaf linear
-        calibrator (one line fitted on all tree rows: the root of the first
-        tree). If the trees' is higher (beyond ``FALLBACK_RTOL`` = 1e-9,
-        ``FALLBACK_ATOL`` = 1e-15 of rounding), the model is that single
-        leaf (``fallback_``; ``single_leaf_mvce_`` its loss). Greedy growth
-        on node-local losses, and later trees on other views, can raise the
-        global training loss; on two distinct scores, for example, the
-        single leaf already reaches both rates.
+        After boosting, the training loss of the kept trees (``history_``'s ``fit_mvce``: MVCE of the rows the trees
+        were grown on, the first tree's views) is compared with that of the single-leaf linear calibrator (one line
+        fitted on all tree rows: the root of the first tree). If the trees' is higher (beyond ``FALLBACK_RTOL`` =
+        1e-9, ``FALLBACK_ATOL`` = 1e-15 of rounding), the model is that single leaf (``fallback_``;
+        ``single_leaf_mvce_`` its loss). Greedy growth on node-local losses, and later trees on other views, can raise
+        the global training loss; on two distinct scores, for example, the single leaf already reaches both rates.
     Data aggregation (App. A.2)
-        Identical rows are merged (see "Rows in a canonical form"), which is
-        the paper's aggregation for rows that agree on everything MBCT sees;
-        as units their copies still shuffle one by one in the views, so the
-        loss is unchanged. Rows that agree only on their codes (different
-        scores) are not merged: the line uses each row's score.
+        Identical rows are merged (see "Rows in a canonical form"), which is the paper's aggregation for rows that
+        agree on everything MBCT sees; as units their copies still shuffle one by one in the views, so the loss is
+        unchanged. Rows that agree only on their codes (different scores) are not merged: the line uses each row's
+        score.
     Sample weights (``fit(..., sample_weight=...)``; not in the paper)
-        A row of weight ``v`` counts as ``v`` rows wherever rows are counted:
-        numeric quantile bins hold equal shares of weight (numpy's linear
-        quantile rule on the rows repeated, bit for bit for whole weights);
-        a node's line is fitted on weighted sums, so each leaf's weighted
-        PUD is 1 on the tree rows; ``bin_size`` (and ``2 * bin_size`` for a
-        split) is a least *weight*. Whole weights are units (above): the fit
-        equals the fit on the repeated rows, bit for bit, and score cells
-        (rows (score, label, features) weighted by their counts) give the
-        row fit. Fractional weights (after merging) are not units: a row is
-        held out, sampled and placed in a view whole, and the MVCE's bins,
-        split and global, hold equal weight ``M``: in each view the rows lay
-        their weights end to end and the line is cut every ``M``, a row
-        across a cut putting each part in its bin
-        (:func:`~calibdash.measures.mvce.grouped_mvce`; the global
-        loss :func:`~calibdash.measures.mvce.weighted_mvce`, with
-        ``M`` at most half the check rows' weight). With fractional weights
-        MBCT is not invariant to scaling them: the bin sizes are weights, so
-        weights ``c`` act as ``bin_size / c`` (weights 0.5 with
-        ``bin_size = B / 2`` grow the trees of unit weights with
-        ``bin_size = B``; the line rule's ``ln W`` uses weight too). Rows of
-        weight 0 are left out first, and unit weights are no weights (the
-        same fit bit for bit).
+        A row of weight ``v`` counts as ``v`` rows wherever rows are counted: numeric quantile bins hold equal shares
+        of weight (numpy's linear quantile rule on the rows repeated, bit for bit for whole weights); a node's line is
+        fitted on weighted sums, so each leaf's weighted PUD is 1 on the tree rows; ``bin_size`` (and ``2 * bin_size``
+        for a split) is a least *weight*. Whole weights are units (above): the fit equals the fit on the repeated
+        rows, bit for bit, and score cells (rows (score, label, features) weighted by their counts) give the row fit.
+        Fractional weights (after merging) are not units: a row is held out, sampled and placed in a view whole, and
+        the MVCE's bins, split and global, hold equal weight ``M``: in each view the rows lay their weights end to end
+        and the line is cut every ``M``, a row across a cut putting each part in its bin
+        (:func:`~calibdash.measures.mvce.grouped_mvce`; the global loss
+        :func:`~calibdash.measures.mvce.weighted_mvce`, with ``M`` at most half the check rows' weight). With
+        fractional weights MBCT is not invariant to scaling them: the bin sizes are weights, so weights ``c`` act as
+        ``bin_size / c`` (weights 0.5 with ``bin_size = B / 2`` grow the trees of unit weights with ``bin_size = B``;
+        the line rule's ``ln W`` uses weight too). Rows of weight 0 are left out first, and unit weights are no
+        weights (the same fit bit for bit).
     At scale (``growth_rows``; not in the paper)
-        With more than ``growth_rows`` units (rows, for fractional weights;
-        after rows of weight 0 are left out) the trees are grown on a seeded
-        sample of ``growth_rows`` units (:func:`sample_counts`: stratified
-        by class, drawn from the units in canonical order, so the sample is
-        order-free too). Sampled, everything that *chooses* a tree: the
-        holdout split (a share ``holdout`` of the sample becomes the check
-        units), the split choice and its MVCE views (Eq. 10, 12), the least
-        rows (weight) ``bin_size`` of a leaf and ``2 * bin_size`` of a split,
-        the training loss of ``history_`` and the boosting decision (the
-        global MVCE on the sample's check units). Exact, on all rows: the
-        feature coding (score bins, numeric quantiles, categories), and each
-        node's line, refitted once the tree is grown from all rows but the
-        check units routed through it (O(N) per tree), ``f`` being the
-        output of trees ``1..t-1`` on those rows: the PUD (Eq. 6) of every
-        leaf is 1 on all of them, as on the tree rows of an unsampled fit,
-        and the next tree is grown on the sample's rows of that output. A
-        leaf holds at least ``bin_size`` sample units, about
-        ``N / growth_rows`` times as many rows in all. A row whose value did
-        not occur at a node in the sample stops there and takes the node's
-        line, to whose sums it counts. With at most ``growth_rows`` units
-        nothing is sampled. The canonical form costs a sort of the scores
-        and one reordering of the rows (about 3 s at 10 million rows).
+        With more than ``growth_rows`` units (rows, for fractional weights; after rows of weight 0 are left out) the
+        trees are grown on a seeded sample of ``growth_rows`` units (:func:`sample_counts`: stratified by class, drawn
+        from the units in canonical order, so the sample is order-free too). Sampled, everything that *chooses* a
+        tree: the holdout split (a share ``holdout`` of the sample becomes the check units), the split choice and its
+        MVCE views (Eq. 10, 12), the least rows (weight) ``bin_size`` of a leaf and ``2 * bin_size`` of a split, the
+        training loss of ``history_`` and the boosting decision (the global MVCE on the sample's check units). Exact,
+        on all rows: the feature coding (score bins, numeric quantiles, categories), and each node's line, refitted
+        once the tree is grown from all rows but the check units routed through it (O(N) per tree), ``f`` being the
+        output of trees ``1..t-1`` on those rows: the PUD (Eq. 6) of every leaf is 1 on all of them, as on the tree
+        rows of an unsampled fit, and the next tree is grown on the sample's rows of that output. A leaf holds at
+        least ``bin_size`` sample units, about ``N / growth_rows`` times as many rows in all. A row whose value did
+        not occur at a node in the sample stops there and takes the node's line, to whose sums it counts. With at most
+        ``growth_rows`` units nothing is sampled. The canonical form costs a sort of the scores and one reordering of
+        the rows (about 3 s at 10 million rows).
 
-    Unseen values at predict time (a category not seen at fit time, or not
-    among a node's training rows) stop the row at that node: it takes the
-    node's line, the calibration of the parent of the children it could not
-    enter. ``predict`` without features treats every feature value as unseen
-    (only score splits are followed). Outputs are clipped to [0, 1] after
-    each tree (a line can leave [0, 1] only outside its node's training
-    inputs).
+    Unseen values at predict time (a category not seen at fit time, or not among a node's training rows) stop the row
+    at that node: it takes the node's line, the calibration of the parent of the children it could not enter.
+    ``predict`` without features treats every feature value as unseen (only score splits are followed). Outputs are
+    clipped to [0, 1] after each tree (a line can leave [0, 1] only outside its node's training inputs).
 
     Parameters
     ----------
@@ -242,38 +186,31 @@ class MBCTCalibrator(Calibrator):
     n_quantiles : int, default 10
         Quantile bins of a numeric feature column.
     early_stopping : bool, default True
-        Stop adding trees when the check loss stops decreasing (False: grow
-        ``n_trees`` trees).
+        Stop adding trees when the check loss stops decreasing (False: grow ``n_trees`` trees).
     growth_rows : int, default 200_000
-        Most rows (units) the trees are grown on: with more, a seeded,
-        stratified sample of this many (see "At scale"; the node lines use
-        all rows).
+        Most rows (units) the trees are grown on: with more, a seeded, stratified sample of this many (see "At scale";
+        the node lines use all rows).
     score_bins : int, default 100
         Equal-width bins of the score as a feature.
     seed : int, default 0
         Seed of the growth sample, the holdout split and the random views.
 
-    ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows in
-    the bins, the lines and the MVCE (see "Sample weights" above): whole
-    weights are the rows repeated, bit for bit; fractional weights are
-    weights (bin sizes are weights, so scaling them by ``c`` acts as
-    ``bin_size / c``).
+    ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows in the bins, the lines and the MVCE (see
+    "Sample weights" above): whole weights are the rows repeated, bit for bit; fractional weights are weights (bin
+    sizes are weights, so scaling them by ``c`` acts as ``bin_size / c``).
 
     Attributes
     ----------
     columns_ : list of ColumnCode
         How the score and each feature column are coded.
     trees_ : list of Tree
-        The kept trees, in boosting order: routing tables, per-node
-        statistics (whose line is ``slope``, ``intercept``; ``scale`` the
-        node's PUD before the tree) and node-local losses. One tree of one
-        leaf when MBCT fell back to its single leaf.
+        The kept trees, in boosting order: routing tables, per-node statistics (whose line is ``slope``,
+        ``intercept``; ``scale`` the node's PUD before the tree) and node-local losses. One tree of one leaf when MBCT
+        fell back to its single leaf.
     history_ : dict of str -> ndarray
-        One entry per tree tried (tree 0: the raw scores): ``tree``,
-        ``leaves``, ``fit_mvce`` (the rows the trees are grown on, the first
-        tree's views),
-        ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the loss
-        that decides) and ``kept``.
+        One entry per tree tried (tree 0: the raw scores): ``tree``, ``leaves``, ``fit_mvce`` (the rows the trees are
+        grown on, the first tree's views), ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the loss that
+        decides) and ``kept``.
     loss_bin_size_ : int
         MVCE bin size M of the split loss.
     single_leaf_mvce_ : float
@@ -282,13 +219,11 @@ class MBCTCalibrator(Calibrator):
         Whether the kept trees' training loss was above it, so that the model
         is the single leaf (see "Never worse than one leaf").
 
-    A calibrator read from a file (:mod:`calibdash.io.export`) has no
-    ``history_`` and its trees' losses are NaN: the file holds what
-    ``predict`` needs.
+    A calibrator read from a file (:mod:`calibdash.io.export`) has no ``history_`` and its trees' losses are NaN: the
+    file holds what ``predict`` needs.
 
-    The rows behind the trees (which were held out, each node's rows, PUD per
-    bin beside histogram binning) are not kept: :mod:`calibdash.explain.mbct`
-    recomputes them from the training rows.
+    The rows behind the trees (which were held out, each node's rows, PUD per bin beside histogram binning) are not
+    kept: :mod:`calibdash.explain.mbct` recomputes them from the training rows.
     """
 
     name = "mbct"
@@ -408,9 +343,8 @@ class MBCTCalibrator(Calibrator):
             resid = pred_grow - y[grow]
             return float(grouped_mvce(resid, one_group, 1, grow_views, m, float(self.p), w_grow)[0, 0])
 
-        # work arrays of the rows' size, reused tree after tree (at millions of rows, fresh arrays cost
-        # more than the arithmetic): two for the outputs in turn, the free one also a work array of the
-        # statistics, with one more
+        # work arrays of the rows' size, reused tree after tree (at millions of rows, fresh arrays cost more than the
+        # arithmetic): two for the outputs in turn, the free one also a work array of the statistics, with one more
         outputs, spare = [np.empty(s.size), np.empty(s.size)], np.empty(s.size)
 
         def fitted(tree, f):           # the tree's node sums over the fit rows, its output on every row
@@ -514,12 +448,11 @@ class MBCTCalibrator(Calibrator):
         return columns
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): how each column is coded and,
-        per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
-        -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
-        entries each) and the statistics its line follows from (``_mbct_tree.STATS``); not the losses of
-        the growth. A tree read from a file written before the lines has only ``positives`` and
-        ``sum_input`` and is written back so."""
+        """What ``predict`` needs (for :mod:`calibdash.io.export`): how each column is coded and, per tree, each
+        node's split column (-1 for a leaf), its routing table (code -> child, -1 for a value unseen there; the tables
+        of all nodes one after the other, ``table_len`` entries each) and the statistics its line follows from
+        (``_mbct_tree.STATS``); not the losses of the growth. A tree read from a file written before the lines has
+        only ``positives`` and ``sum_input`` and is written back so."""
         trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table.tolist(),
                   **{name: getattr(t, name).tolist() for name in STATS
                      if name in ("positives", "sum_input") or np.all(np.isfinite(t.weight))}}

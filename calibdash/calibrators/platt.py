@@ -70,47 +70,38 @@ def _nll_grad_hess(a: float, b: float, z: np.ndarray, t: np.ndarray, w: np.ndarr
 class PlattCalibrator(Calibrator):
     """Platt scaling (Platt, 1999): ``p = sigmoid(A * logit(s) + B)``.
 
-    A and B maximise the Bernoulli likelihood of the training labels (Newton's
-    method with backtracking line search, as in Lin, Lin & Weng, 2007, "A note on
-    Platt's probabilistic outputs", iterated to the floating-point limit:
-    :func:`fit_logistic`). The input is the logit of the score: for
-    scores that are the sigmoid of an SVM margin this is the margin itself,
-    which is what Platt fitted.
+    A and B maximise the Bernoulli likelihood of the training labels (Newton's method with backtracking line search,
+    as in Lin, Lin & Weng, 2007, "A note on Platt's probabilistic outputs", iterated to the floating-point limit:
+    :func:`fit_logistic`). The input is the logit of the score: for scores that are the sigmoid of an SVM margin this
+    is the margin itself, which is what Platt fitted.
 
-    Sample weights (``fit(..., sample_weight=w)``): each row's term of the
-    log-likelihood is multiplied by its weight, so the gradient and Hessian
-    of the Newton steps are weighted sums; ``N+`` and ``N-`` (the smoothed
-    targets, the starting intercept ``log((N+ + 1) / (N- + 1))``) and the
-    ``N`` of ``tol`` are weight totals. With integer weights the fit is the
-    fit on the rows repeated up to the rounding of the sums: the solver stops
-    at the floating-point limit, not at a gradient tolerance, so both fits
-    land on the same optimum. Scaling every weight by ``c`` leaves the
-    maximiser and so the map unchanged with ``smooth_targets=False``; with
-    ``smooth_targets=True`` it does not: ``t+`` and ``t-`` are computed from
-    ``c N+`` and ``c N-``, as for ``c`` times as many rows (``c < 1`` pulls
-    the targets towards 1/2, ``c > 1`` towards 0 and 1).
+    Sample weights (``fit(..., sample_weight=w)``): each row's term of the log-likelihood is multiplied by its weight,
+    so the gradient and Hessian of the Newton steps are weighted sums; ``N+`` and ``N-`` (the smoothed targets, the
+    starting intercept ``log((N+ + 1) / (N- + 1))``) and the ``N`` of ``tol`` are weight totals. With integer weights
+    the fit is the fit on the rows repeated up to the rounding of the sums: the solver stops at the floating-point
+    limit, not at a gradient tolerance, so both fits land on the same optimum. Scaling every weight by ``c`` leaves
+    the maximiser and so the map unchanged with ``smooth_targets=False``; with ``smooth_targets=True`` it does not:
+    ``t+`` and ``t-`` are computed from ``c N+`` and ``c N-``, as for ``c`` times as many rows (``c < 1`` pulls the
+    targets towards 1/2, ``c > 1`` towards 0 and 1).
 
     Parameters
     ----------
     smooth_targets : bool, default False
-        Use Platt's smoothed targets ``t+ = (N+ + 1) / (N+ + 2)`` for positives
-        and ``t- = 1 / (N- + 2)`` for negatives instead of 1 and 0 (a prior that
-        keeps the fit finite on separable data); ``N+``, ``N-`` are the
+        Use Platt's smoothed targets ``t+ = (N+ + 1) / (N+ + 2)`` for positives and ``t- = 1 / (N- + 2)`` for
+        negatives instead of 1 and 0 (a prior that keeps the fit finite on separable data); ``N+``, ``N-`` are the
         classes' weight totals when fitted with weights.
     max_iter : int, default 100
         Newton iterations at most.
     tol : float, default 0.0
-        Stop early when the gradient's largest entry falls below ``tol * N``
-        (``N`` the total weight when fitted with weights); 0 iterates to the
-        floating-point limit (:func:`fit_logistic`).
+        Stop early when the gradient's largest entry falls below ``tol * N`` (``N`` the total weight when fitted with
+        weights); 0 iterates to the floating-point limit (:func:`fit_logistic`).
 
     Attributes
     ----------
     a_, b_ : float
         Slope A and intercept B.
     log_likelihood_ : float
-        Log-likelihood of the training targets at the fit (weighted: the sum
-        of each row's term times its weight).
+        Log-likelihood of the training targets at the fit (weighted: the sum of each row's term times its weight).
     n_iter_ : int
         Newton iterations taken.
     """

@@ -20,17 +20,15 @@ Here, as in the authors' code (``PlattBinnerCalibrator`` of ``p-lambda/verified_
 three steps use the same rows; the paper's analysis splits the data in three. calibdash's evaluation
 schemes judge on held-out rows either way.
 
-Where this differs from the authors' code (both documented choices, neither changes a bin's rows
-except as said):
+Where this differs from the authors' code (both documented choices, neither changes a bin's rows except as said):
 
-* The bins are cut on the score, not on ``g(s)``: with :func:`~calibdash.calibrators.histogram.equal_count_cuts`,
-  the cut points of histogram binning (tied scores never split, a cut halfway between neighbouring
-  distinct scores, weights counted as rows). Platt's map is monotone in the score, so equal-count
-  bins of ``g(s)`` are equal-count bins of ``s``: the same rows share a bin (except scores that
-  Platt's clip to ``[1e-12, 1 - 1e-12]`` or rounding maps to one value of ``g``, which the authors'
-  code never splits and which may be split here). A new score between the two training scores
-  around a cut goes by the midpoint of those scores rather than of their ``g`` values. So the map
-  is a step function of the score: its SQL form is a step map, equal to ``predict`` exactly.
+* The bins are cut on the score, not on ``g(s)``: with :func:`~calibdash.calibrators.histogram.equal_count_cuts`, the
+  cut points of histogram binning (tied scores never split, a cut halfway between neighbouring distinct scores,
+  weights counted as rows). Platt's map is monotone in the score, so equal-count bins of ``g(s)`` are equal-count bins
+  of ``s``: the same rows share a bin (except scores that Platt's clip to ``[1e-12, 1 - 1e-12]`` or rounding maps to
+  one value of ``g``, which the authors' code never splits and which may be split here). A new score between the two
+  training scores around a cut goes by the midpoint of those scores rather than of their ``g`` values. So the map is a
+  step function of the score: its SQL form is a step map, equal to ``predict`` exactly.
 * The authors' code gives an empty bin the midpoint of its edges; here no bin is empty (every bin
   holds a distinct training score).
 
@@ -94,11 +92,10 @@ def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
 class ScalingBinningCalibrator(Calibrator):
     """The scaling-binning calibrator (Kumar, Liang & Ma, 2019): Platt scaling averaged in equal-count bins.
 
-    The training scores are cut into ``n_bins`` bins of equal count, as histogram binning cuts them;
-    each bin's calibrated value is the mean, over its training rows, of Platt scaling fitted on the
-    same rows. A score takes its bin's value (a score on a cut goes to the upper bin; scores outside
-    the training range take the end bins). See the module docstring for the paper and how this
-    relates to the authors' code.
+    The training scores are cut into ``n_bins`` bins of equal count, as histogram binning cuts them; each bin's
+    calibrated value is the mean, over its training rows, of Platt scaling fitted on the same rows. A score takes its
+    bin's value (a score on a cut goes to the upper bin; scores outside the training range take the end bins). See the
+    module docstring for the paper and how this relates to the authors' code.
 
     Parameters
     ----------

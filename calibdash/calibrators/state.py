@@ -24,9 +24,8 @@ PROBE = np.linspace(0.0, 1.0, 101)
 class State(dict):
     """A calibrator's state as read from a file, with typed, checked access.
 
-    ``_import_state`` methods read their entries through it, so that a
-    damaged file is refused with a :class:`~calibdash.core.errors.DataError`
-    naming the entry instead of failing later inside ``predict``.
+    ``_import_state`` methods read their entries through it, so that a damaged file is refused with a
+    :class:`~calibdash.core.errors.DataError` naming the entry instead of failing later inside ``predict``.
 
     Parameters
     ----------
@@ -228,9 +227,8 @@ def calibrator_from(method: str, params: dict, state: State, whose: str = "the")
 
 
 def imported_state(cal, state: State, counts: dict, probe: np.ndarray, predict, fails: str):
-    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state``
-    imported, then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says
-    otherwise)."""
+    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state`` imported,
+    then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says otherwise)."""
     rest = State({k: v for k, v in state.items() if k not in counts}, state.where)
     try:
         for key, value in counts.items():
