@@ -209,8 +209,7 @@ def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None
     return out
 
 
-# ---------------------------------------------------------------------------- Multiway split of one node on one
-# feature ----------------------------------------------------------------------------
+# -- multiway split of one node on one feature ------------------------------------------------------------------
 def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.ndarray:
     """Child slot of each code of an ordered feature: consecutive ranges of >= ``min_rows`` rows.
 

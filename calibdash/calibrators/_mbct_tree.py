@@ -37,8 +37,7 @@ from ._mbct_lines import STATS, group_stats, merge_stats, node_line, row_terms, 
 __all__ = ["node_conditions", "node_sums"]
 
 
-# ---------------------------------------------------------------------------- The tree
-# ----------------------------------------------------------------------------
+# -- the tree ----------------------------------------------------------------------------------------------------
 def _floats(values, k: int) -> np.ndarray:
     return np.full(k, np.nan) if values is None else np.asarray(values, dtype=float)
 
