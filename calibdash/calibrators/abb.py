@@ -142,14 +142,12 @@ class ABB(BayesBinningBase):
         return LinearMap(self.knots_x_, self.knots_y_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): each position's value, and its
-        score, or its smallest and largest score when scores were grouped into micro-bins."""
+        """Each position's value at its score, or at its smallest and largest score (micro-bins)."""
         lo, hi = self.knots_x_[0::2], self.knots_x_[1::2]
         where = {"score": lo.tolist()} if np.array_equal(lo, hi) else {"lo": lo.tolist(), "hi": hi.tolist()}
         return {**where, "value": self.knots_y_[0::2].tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         lo = state.array("score" if "score" in state else "lo", sorted=True)
         hi = lo if "score" in state else state.array("hi", size=lo.size)
         self.knots_x_, self.knots_y_ = knots(lo, hi, state.array("value", size=lo.size))

@@ -650,13 +650,10 @@ class BBQCalibrator(Calibrator):
         return StepMap(self.cuts_, self.levels_, self.point_x_, at)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the averaged step map and the
-        authors' variant's point corrections (not the models and bins behind them)."""
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist(),
                 "point_x": self.point_x_.tolist(), "point_delta": self.point_delta_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         self.point_x_ = state.array("point_x", sorted=True)

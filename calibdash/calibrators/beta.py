@@ -268,11 +268,9 @@ class BetaCalibrator(Calibrator):
         return ClosedForm(build)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): ``a``, ``b`` and ``c``."""
         return {"a": self.a_, "b": self.b_, "c": self.c_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`);
-        ``m`` is derived again from ``a``, ``b``, ``c``."""
+        """``m`` is derived again from ``a``, ``b``, ``c``."""
         self.a_, self.b_, self.c_ = state.number("a"), state.number("b"), state.number("c")
         self.m_ = 0.5 if self.parameters == "ab" else midpoint(self.a_, self.b_, self.c_)

@@ -329,11 +329,8 @@ class ELiTE(Calibrator):
         return LinearMap(self.map_x_, self.map_p_, left="extend", right="extend")
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the nodes of the averaged map
-        (not the path of trend filters behind it)."""
         return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.map_x_ = state.array("x", sorted=True)
         self.map_p_ = state.array("p", size=self.map_x_.size)

@@ -359,12 +359,9 @@ class ENIR(Calibrator):
         return LinearMap(self.knots_, self.values_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the knots of the averaged map
-        (not the path and models behind it)."""
         return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.knots_ = state.array("knots", sorted=True)
         self.values_ = state.array("values", size=self.knots_.size)
         if self.knots_.size == 0:

@@ -126,11 +126,9 @@ class HistogramCalibrator(Calibrator):
         return StepMap(self.cuts_, self.estimates_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's estimate."""
         return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
 

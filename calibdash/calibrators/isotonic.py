@@ -78,18 +78,13 @@ class IsotonicCalibrator(Calibrator):
         return StepMap(self.cuts_, self.block_value_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`).
-
-        ``"step"``: the cut points and each block's value. ``"linear"``: the first and last fitted point of each block
-        only: inside a block the map is flat, and the interpolation between two points of equal value returns that
-        value exactly, so the points in between change no prediction.
-        """
+        """``"linear"`` keeps each block's first and last point only: the interpolation between two points of equal
+        value returns that value exactly, so the points in between change no prediction."""
         if self.interpolation != "linear":
             return {"cuts": self.cuts_.tolist(), "values": self.block_value_.tolist()}
         return {"x": self.x_.tolist(), "fitted": self.fitted_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         if self.interpolation != "linear":
             self.cuts_ = state.array("cuts", sorted=True)
             self.block_value_ = state.array("values", size=self.cuts_.size + 1)

@@ -448,19 +448,17 @@ class MBCTCalibrator(Calibrator):
         return columns
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): how each column is coded and, per tree, each
-        node's split column (-1 for a leaf), its routing table (code -> child, -1 for a value unseen there; the tables
-        of all nodes one after the other, ``table_len`` entries each) and the statistics its line follows from
-        (``_mbct_tree.STATS``); not the losses of the growth. A tree read from a file written before the lines has
-        only ``positives`` and ``sum_input`` and is written back so."""
+        """How each column is coded and, per tree, each node's split column (-1 for a leaf), its routing table (code ->
+        child, -1 for a value unseen there; all nodes' tables one after the other, ``table_len`` entries each) and the
+        statistics its line follows from (``STATS``). A tree read from a file written before the lines has only
+        ``positives`` and ``sum_input`` and is written back so."""
         trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table.tolist(),
                   **{name: getattr(t, name).tolist() for name in STATS
                      if name in ("positives", "sum_input") or np.all(np.isfinite(t.weight))}}
-                 for t in self.trees_]                # a tree read from an older file: its two sums only
+                 for t in self.trees_]
         return {"columns": self._column_states(), "trees": trees}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         columns = []
         for c in state.records("columns"):
             kind, name = c.text("kind"), c.text("name")

@@ -142,9 +142,7 @@ class PlattCalibrator(Calibrator):
         return ClosedForm(lambda w: w.sigmoid(f"{literal(a)} * {logit_sql(w)} + {literal(b)}"))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): slope ``a`` and intercept ``b``."""
         return {"a": self.a_, "b": self.b_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.a_, self.b_ = state.number("a"), state.number("b")

@@ -138,11 +138,9 @@ class ScalingBinningCalibrator(Calibrator):
         return StepMap(self.cuts_, self.levels_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's value."""
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         if np.any((self.levels_ < 0) | (self.levels_ > 1)):

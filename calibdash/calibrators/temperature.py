@@ -174,11 +174,9 @@ class TemperatureCalibrator(Calibrator):
         return ClosedForm(lambda w: w.sigmoid(f"{logit_sql(w)} / {literal(t)}"))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the temperature."""
         return {"temperature": self.temperature_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         t = state.number("temperature")
         if not t > 0:
             raise state.error(f"'temperature' must be positive, got {t!r}")

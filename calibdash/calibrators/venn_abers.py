@@ -326,12 +326,9 @@ class VennAbersCalibrator(Calibrator):
         return StepMap(np.nextafter(self.scores_, np.inf), below, self.scores_, merge(self.f0_, self.f1_, self.merge))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the distinct calibration scores and
-        ``F0``, ``F1`` at them."""
         return {"scores": self.scores_.tolist(), "f0": self.f0_.tolist(), "f1": self.f1_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         scores = state.array("scores", sorted=True)
         if scores.size == 0:
             raise state.error("'scores' is empty")
