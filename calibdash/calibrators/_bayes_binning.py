@@ -47,11 +47,8 @@ Dynamic programmes
 ``F[u]`` is the log of the sum (ABB) or the maximum (SBB) of the scores of the binnings of the first ``u`` positions;
 ``G[l]`` the log of the sum of the scores of the binnings of positions ``l .. P-1``. Each step is one numpy pass over
 the other boundary of the last (first) bin, in log space (max-shifted exp-sum, log factorials from a ``gammaln``
-table): O(P^2) time and O(P) memory in total.
-
-The paper's text (Sec. 2.4) calls ABB's cached forward and backward values the scores of the *highest scoring*
-binnings of the prefixes and suffixes. Eq. 7 averages over *all* binnings, which needs the sums over all binnings of
-each prefix and suffix; that is what :func:`abb_average` computes.
+table): O(P^2) time and O(P) memory in total. ABB's needs sums over all binnings where the paper's Sec. 2.4 speaks
+of the highest scoring ones (see :class:`~calibdash.calibrators.abb.ABB`).
 """
 from __future__ import annotations
 
@@ -131,13 +128,7 @@ class Positions:
 
 
 def check_lam(lam) -> float:
-    """``lam`` as a float.
-
-    Raises
-    ------
-    SettingsError
-        If it is not a positive finite number.
-    """
+    """``lam`` as a float; SettingsError unless it is a positive finite number."""
     value = float(lam)
     if not np.isfinite(value) or value <= 0:
         raise SettingsError(f"lam (λ) must be a positive number, got {lam!r}.")
@@ -148,19 +139,12 @@ def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS,
              w: np.ndarray | None = None) -> Positions:
     """Sort the rows and collapse them into positions.
 
-    Tied scores always form one position. When there are more than ``max_positions`` distinct scores, the distinct
-    scores are grouped into at most ``max_positions`` micro-bins of about ``N / max_positions`` rows each: a distinct
-    score whose first row has rank ``r`` (0-based, among all ``N`` sorted rows) goes to micro-bin ``floor(r *
-    max_positions / N)``. A run of ties is never split; a run longer than ``N / max_positions`` rows makes a larger
-    micro-bin (and fewer of them).
-
-    With row weights ``w`` the counts are weight sums, ``N`` is the total weight and ``r`` the weight of the rows
-    below the score (equal-weight micro-bins); a score whose rows all weigh 0 is absent.
-
-    Raises
-    ------
-    SettingsError
-        If ``max_positions`` is below 1.
+    Tied scores always form one position. Above ``max_positions`` distinct scores, the distinct scores are grouped
+    into at most ``max_positions`` micro-bins of about ``N / max_positions`` rows each: a distinct score whose first
+    row has rank ``r`` (0-based, among all ``N`` sorted rows) goes to micro-bin ``floor(r * max_positions / N)``, so a
+    run of ties is never split (a long run makes a larger micro-bin). With row weights ``w`` the counts are weight
+    sums, ``N`` the total weight and ``r`` the weight below the score; a score whose rows all weigh 0 is absent.
+    SettingsError if ``max_positions < 1``.
     """
     max_positions = int(max_positions)
     if max_positions < 1:
@@ -319,15 +303,9 @@ def _forward(seg: _Segments, want_max: bool):
 
 
 def sbb_best(pos: Positions, lam: float) -> dict:
-    """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP.
-
-    Returns
-    -------
-    dict with
-        ``first``, ``last`` : int arrays, the first and last position of each bin; ``log_score`` : log Score(M_opt)
-        (Eq. 6); ``log_evidence`` : log of the sum of Eq. 6 over all binnings (the forward sum comes at little extra
-        cost in the same pass).
-    """
+    """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP. Returns a dict: ``first``, ``last`` (int
+    arrays, each bin's first and last position), ``log_score`` (log Score(M_opt), Eq. 6) and ``log_evidence`` (log of
+    the sum of Eq. 6 over all binnings, from the same pass)."""
     seg = _Segments(pos, lam)
     f_sum, f_max, back = _forward(seg, want_max=True)
     first, last = [], []
@@ -350,17 +328,13 @@ def abb_average(pos: Positions, lam: float) -> dict:
 
     The posterior probability of bin ``[l, u]`` being in the binning is ``exp(F[l] + log score(l, u) + G[u + 1] - log
     Z)``; every position ``i`` in ``l .. u`` gets that weight times the bin's smoothed frequency ``(n1 + 1) / (n +
-    2)`` (the Beta(1, 1) posterior mean the paper's footnote 1 refers to). The contribution is added over ``l .. u``
-    with a difference array (``+`` at ``l``, ``-`` at ``u + 1``), so the calibrated value of *every* position costs
-    O(P^2) in total, not per position. The backward sums ``G`` and the accumulation share one pass.
+    2)`` (the Beta(1, 1) posterior mean the paper's footnote 1 refers to), added over ``l .. u`` with a difference
+    array, so the calibrated value of *every* position costs O(P^2) in total. The backward sums ``G`` and the
+    accumulation share one pass.
 
-    Returns
-    -------
-    dict with
-        ``value`` : ABB's calibrated probability at each position (Eq. 7); ``boundary`` : posterior probability of a
-        boundary in each of the ``P - 1`` gaps, ``exp(F[k+1] + G[k+1] - log Z)``; ``log_evidence`` : log Z, the log of
-        the sum of Eq. 6 over all binnings; ``log_evidence_backward`` : the same sum from the backward pass, ``G[0]``
-        (equal to ``log_evidence`` up to rounding: a check).
+    Returns a dict: ``value``, ABB's calibrated probability at each position (Eq. 7); ``boundary``, the posterior
+    probability of a boundary in each of the ``P - 1`` gaps, ``exp(F[k+1] + G[k+1] - log Z)``; ``log_evidence``, log
+    Z.
     """
     seg = _Segments(pos, lam)
     p, a, lp = seg.p, seg.a, seg.lp
@@ -389,26 +363,12 @@ def abb_average(pos: Positions, lam: float) -> dict:
             diff[l + 1:] -= t
     value = np.cumsum(diff[:p])
     boundary = np.exp(f_sum[1:p] + g[1:p] - log_z)
-    return {"value": value, "boundary": boundary, "log_evidence": float(log_z),
-            "log_evidence_backward": float(g[0])}
+    return {"value": value, "boundary": boundary, "log_evidence": float(log_z)}
 
 
 class BayesBinningBase(Calibrator):
-    """Common constructor and hyperparameters of SBB and ABB (not registered).
-
-    Parameters
-    ----------
-    lam : float
-        lambda of the boundary prior: the prior expected number of bin
-        boundaries over the range of the training scores.
-    max_positions : int
-        Above this many distinct training scores, scores are grouped into this many equal-count micro-bins first (ties
-        are never split; equal-weight with sample weights).
-
-    ``fit(..., sample_weight=w)``: a row of weight ``w`` counts as ``w`` rows in the positions' counts (see the module
-    docstring); integer weights give exactly the fit on the rows repeated; scaling all weights by ``c`` gives the fit
-    of ``c`` times as many rows, not the same map.
-    """
+    """Common constructor and hyperparameters of SBB and ABB (not registered; their docstrings describe the
+    parameters)."""
 
     paper = ("M. P. Naeini, G. F. Cooper, M. Hauskrecht. Binary Classifier Calibration: "
              "A Bayesian Non-Parametric Approach. arXiv:1401.2955, 2014 (SIAM SDM 2015).")

@@ -1,9 +1,5 @@
-"""ABB: Averaging over Bayesian Binnings (Naeini, Cooper & Hauskrecht).
-
-Bayesian model averaging of the smoothed bin frequencies over all ``2^(P-1)`` binnings of the ``P`` distinct training
-scores, each weighted by its posterior (Eq. 6-8 of the paper), computed exactly by forward and backward sums in log
-space.
-"""
+"""ABB: Averaging over Bayesian Binnings (Naeini, Cooper & Hauskrecht): the posterior-weighted average over all
+binnings of the sorted training scores (Eq. 6-8), computed exactly in log space (:mod:`._bayes_binning`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +15,8 @@ __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 
 @dataclass(frozen=True)
 class BinningAverage:
-    """ABB's average over all binnings of a set of rows: what ``fit`` keeps part of and
-    :mod:`calibdash.explain.abb` shows.
+    """ABB's average over all binnings of a set of rows: what ``fit`` keeps part of and :mod:`calibdash.explain.abb`
+    shows.
 
     Attributes
     ----------
@@ -42,14 +38,8 @@ class BinningAverage:
 
 def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
                      sample_weight: np.ndarray | None = None) -> BinningAverage:
-    """ABB's model average on scores ``s`` and 0/1 labels ``y`` (checked arrays), a row of weight ``sample_weight[i]``
-    counting as that many rows when weights are given (:func:`~._bayes_binning.collapse`).
-
-    Raises
-    ------
-    SettingsError
-        If ``lam`` is not positive or ``max_positions`` is below 1.
-    """
+    """ABB's model average on checked scores ``s``, 0/1 labels ``y`` and weights (None: unit weights; see
+    :func:`~._bayes_binning.collapse`). SettingsError for ``lam <= 0`` or ``max_positions < 1``."""
     lam = check_lam(lam)
     pos = collapse(s, y, max_positions, sample_weight)
     res = abb_average(pos, lam)
@@ -67,10 +57,10 @@ class ABB(BayesBinningBase):
     """Averaging over Bayesian Binnings (ABB), Sec. 2.2 and 2.4 of the paper.
 
     The calibrated value is Eq. 7, ``P(x) = sum_M P(M | D) P(x | M)`` over all binnings ``M`` of the sorted distinct
-    training scores, with ``P(M | D)`` proportional to Eq. 6 (Poisson boundary prior ``Prior(k) = 1 - exp(-lambda d_k
-    / D)`` after EBD, Lustgarten et al. 2011, times the marginal likelihood ``prod_b n_b0! n_b1! / (n_b + 1)!`` of Eq.
-    4; details in :mod:`calibdash.calibrators._bayes_binning`) and ``P(x | M) = (n_b1 + 1) / (n_b + 2)`` for the bin
-    ``b`` holding ``x`` (the Beta(1, 1) smoothing of the paper's footnote 1).
+    training scores, with ``P(M | D)`` proportional to Eq. 6 (Poisson boundary prior after EBD, Lustgarten et al.
+    2011, times the marginal likelihood of Eq. 4; details in :mod:`calibdash.calibrators._bayes_binning`) and ``P(x |
+    M) = (n_b1 + 1) / (n_b + 2)`` for the bin ``b`` holding ``x`` (the Beta(1, 1) smoothing of the paper's footnote
+    1). Ties, micro-bins and sample weights: as that module says.
 
     Where this follows the paper and where not:
 
@@ -86,9 +76,6 @@ class ABB(BayesBinningBase):
       prior implies to first order in ``lambda d_k / D``). Scores outside the training range get the value of the
       nearest end position; with micro-bins a score inside a micro-bin's range gets its value.
 
-    Tied scores are one position (never split by a boundary). Above ``max_positions`` distinct scores, scores are
-    first grouped into that many equal-count micro-bins (the explanation's notes say so).
-
     Default lambda, by measurement (``bench/bench_sbb_abb.py --lambda``): held-out loss for lambda in {0.1, 0.3, ...,
     300, 1000} on 22 data sets: held-out log-loss on the quadratic-SVM reference scores
     (``shared/data/svm-quadratic-scores``, train -> test), the Avazu and Porto Seguro predictions
@@ -99,13 +86,6 @@ class ABB(BayesBinningBase):
     was 43, 32, 20, 11, **9.2**, 38, 174 % for lambda = 0.1 ... 100 (mean rank 2.5 at 10, the best); SBB's was 8.7 %
     at 10 and 8.3 % at 30 (mean ranks 2.9 and 2.5), a tie within the noise, so both use 10. Large lambda (100 and up)
     overfits badly on small data; small lambda under-fits smooth curves but wins on the step function.
-
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w`` counts as ``w`` rows: positions carry the
-    weights of their negative and positive rows as ``n0``, ``n1`` (micro-bins hold equal shares of the total weight),
-    Eq. 4 takes these real counts through ``log Gamma`` and the estimates are ``(n1 + 1) / (n + 2)`` of them; the
-    structure prior and the dynamic programme are unchanged. Integer weights give exactly the fit on the rows
-    repeated. The map is not invariant to scaling every weight by ``c``: that is the fit of ``c`` times as many rows
-    (the likelihood weighs more against the prior for ``c > 1``: more bins, less smoothing).
 
     Parameters
     ----------
@@ -138,7 +118,6 @@ class ABB(BayesBinningBase):
         return interp(s, self.knots_x_, self.knots_y_)
 
     def sql_map(self) -> LinearMap:
-        """The knots of :func:`knots`, joined by lines: a linear map."""
         return LinearMap(self.knots_x_, self.knots_y_)
 
     def _export_state(self) -> dict:

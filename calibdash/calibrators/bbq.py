@@ -90,16 +90,12 @@ rows (``np.repeat``) before the code runs; any other weight is refused with a
 cells (rows compressed to ``(score, label)`` with counts) can differ from the fit on the original rows in the order
 they came, as the code's own fit on reordered rows does.
 
-Fitted on ``shared/data/svm-quadratic-scores/train_data_*.csv`` and applied to ``test_data_*.csv``, the authors'
-variant reproduces their published BBQ figures (``tests/calibrators/test_bbq.py``).
+On ``shared/data/svm-quadratic-scores`` the authors' variant reproduces their published BBQ figures
+(``tests/calibrators/test_bbq.py``).
 
-Prediction
-----------
-The averaged map is piecewise constant. ``fit`` computes it once on the union of the kept models' cut points (each
-model adds the jumps of its bin estimates, times its weight, to a difference array whose cumulative sum is the map),
-so ``predict`` is a single ``searchsorted``, whatever the number of models. The fitted calibrator keeps that map and
-the kept models' B and weights, not the models' bins: :mod:`calibdash.explain.bbq` builds the models again from the
-training rows with :func:`binning_models`, the function ``fit`` uses.
+The averaged map is piecewise constant, computed once by ``fit`` on the union of the kept models' cut points, so
+``predict`` is one ``searchsorted`` whatever the number of models. The models' bins are not kept:
+:mod:`calibdash.explain.bbq` builds them again from the training rows with :func:`binning_models`, as ``fit`` does.
 """
 from __future__ import annotations
 
@@ -156,12 +152,9 @@ def _within_group(sizes: np.ndarray) -> np.ndarray:
 # -- binnings: each returns (model index of every cut, cut position) sorted by model then position.
 # A cut at position a means a bin ends before atom a (a row of the sorted scores, or a distinct score).
 def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
-    """Equal-count cuts for every B in ``bs`` over distinct scores, ties never split.
-
-    ``cum[a]`` is the number of rows on distinct scores below ``a`` (``cum[0] = 0``, ``cum[-1] = N``), or their
-    weight. The ``k``-th boundary of model ``B`` goes to the distinct-score boundary ``a`` whose ``cum[a]`` is nearest
-    to ``k N / B`` (the lower on a tie).
-    """
+    """Equal-count cuts for every B in ``bs`` over distinct scores, ties never split: the ``k``-th boundary goes to
+    the distinct-score boundary ``a`` whose ``cum[a]`` (rows, or weight, below ``a``) is nearest to ``k N / B`` (the
+    lower on a tie)."""
     m = cum.size - 1
     if m < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -203,18 +196,15 @@ def _cuts_authors(s: np.ndarray, bs: np.ndarray):
 
 # -- scores -------------------------------------------------------------------------------------
 def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
-    """Log BDeu marginal likelihood of each bin (one factor of the product in "Eq. 2").
+    """Log BDeu marginal likelihood of each bin (one factor of "Eq. 2"), ``a = strength``, ``n1`` positives, ``n0``
+    negatives.
 
-    ``log Gamma(a) - log Gamma(N_b + a) + log Gamma(m_b + a p_b) - log Gamma(a p_b)
-    + log Gamma(n_b + a (1 - p_b)) - log Gamma(a (1 - p_b))`` with ``a = strength``,
-    ``m_b = n1`` positives and ``n_b = n0`` negatives.
-
-    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its
-    digits for ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]``
-    above a cut at ``(1 - 2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and
-    ``log Gamma(0) - log Gamma(0)`` made every prediction NaN. With the floor, a bin whose rows agree with
-    its prior scores the limit, ``log 1 = 0``, and one against it about -708 (the limit is ``-inf``):
-    finite, even when every model has such a bin. Ordinary bins are unchanged.
+    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its digits for
+    ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]`` above a cut at ``(1 -
+    2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and ``log Gamma(0) - log Gamma(0)`` made
+    every prediction NaN. With the floor, a bin whose rows agree with its prior scores the limit, ``log 1 = 0``, and
+    one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins are
+    unchanged.
     """
     n1 = np.asarray(n1, dtype=float)
     n0 = np.asarray(n0, dtype=float)
@@ -290,13 +280,9 @@ def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
 # -- every model's bins, flattened model by model ------------------------------------------------------
 @dataclass
 class Bins:
-    """The bins of all models, model after model (what :func:`binning_models` builds).
-
-    ``first[m]`` is model m's first bin and ``nb[m]`` its number of bins; ``model`` the model of each bin; ``cut_at``
-    the cut positions (all models, in order); ``lower``, ``upper`` each bin's interval on the score axis; ``count``,
-    ``pos`` its training rows and positives; ``p`` and ``a`` the prior mean and strength of its Beta prior; ``est``
-    its calibrated value.
-    """
+    """The bins of all models, model after model: model ``m``'s first bin ``first[m]``, its number ``nb[m]``; per bin
+    its ``model``, interval ``lower``/``upper``, rows ``count``, positives ``pos``, prior mean ``p`` and strength
+    ``a`` and calibrated value ``est``; ``cut_at`` the cut positions of all models."""
 
     nb: np.ndarray
     first: np.ndarray
@@ -388,11 +374,9 @@ def _same_binning(cut_at: np.ndarray, nb: np.ndarray) -> np.ndarray:
 
 
 def _average_map(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The weighted average of the models' step maps, on the union of their cuts.
-
-    ``levels[0]`` is the weighted sum of the first bins' estimates; each inner bin adds ``w (est_b - est_(b-1))`` at
-    its lower edge (a difference array), and the cumulative sum gives the map on every piece.
-    """
+    """The weighted average of the models' step maps on the union of their cuts: ``levels[0]`` is the weighted sum of
+    the first bins' estimates and each inner bin adds ``w (est_b - est_(b-1))`` at its lower edge (a difference
+    array)."""
     w_bin = weight[bins.model]
     sel = w_bin > 0
     jump = sel & bins.inner_lo
@@ -425,10 +409,8 @@ def _authors_corrections(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np
 # -- the models, fitted on some rows: what fit averages and calibdash.explain.bbq shows ---------------
 @dataclass
 class BinningModels:
-    """BBQ's binning models fitted on a set of rows, and their weights.
-
-    :meth:`BBQCalibrator.fit` averages them into its map and keeps only the map and the kept models' B and weights;
-    :mod:`calibdash.explain.bbq` builds them again from the same rows to show them.
+    """BBQ's binning models fitted on a set of rows, and their weights (what ``fit`` averages and
+    :mod:`calibdash.explain.bbq` shows).
 
     Attributes
     ----------
@@ -462,13 +444,7 @@ class BinningModels:
 
 
 def check_params(ess, c, variant) -> tuple[float, float, str]:
-    """``(ess, c, variant)`` as numbers and a known variant.
-
-    Raises
-    ------
-    SettingsError
-        If ``variant`` is unknown, ``ess`` is not positive or ``c`` is below 1.
-    """
+    """``(ess, c, variant)`` as numbers; SettingsError for an unknown variant, ``ess <= 0`` or ``c < 1``."""
     if variant not in VARIANTS:
         raise SettingsError(f"variant must be one of {VARIANTS}, got {variant!r}.")
     ess_f, c_f = float(ess), float(c)
@@ -480,13 +456,7 @@ def check_params(ess, c, variant) -> tuple[float, float, str]:
 
 
 def expand_whole_weights(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows repeated ``sample_weight`` times each (the authors' variant's weights; see the module docstring).
-
-    Raises
-    ------
-    SettingsError
-        If a weight is not a whole number.
-    """
+    """The rows repeated ``sample_weight`` times each (the authors' variant); SettingsError for a fractional weight."""
     k = np.rint(sample_weight)
     if not np.array_equal(k, sample_weight):
         bad = int(np.count_nonzero(k != sample_weight))
@@ -505,17 +475,9 @@ def model_size(n_rows: int, sample_weight: np.ndarray | None) -> int:
 
 def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
                    variant: str = "paper", sample_weight: np.ndarray | None = None) -> BinningModels:
-    """Build, score and weigh BBQ's models on scores ``s`` and 0/1 labels ``y`` (checked arrays).
-
-    The arguments from ``ess`` to ``variant`` are :class:`BBQCalibrator`'s hyperparameters; ``sample_weight`` the
-    rows' weights (None: unit weights). See the module docstring for what each variant does, with and without weights.
-
-    Raises
-    ------
-    SettingsError
-        If a hyperparameter is out of its range (:func:`check_params`), or
-        the authors' variant gets fractional weights (:func:`expand_whole_weights`).
-    """
+    """Build, score and weigh BBQ's models on checked scores ``s``, 0/1 labels ``y`` and weights (None: unit weights),
+    with :class:`BBQCalibrator`'s hyperparameters. Raises SettingsError as :func:`check_params` and
+    :func:`expand_whole_weights` do."""
     ess, c, variant = check_params(ess, c, variant)
     if variant == "authors" and sample_weight is not None:
         s, y = expand_whole_weights(s, y, sample_weight)
@@ -544,16 +506,8 @@ def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10
 
 
 def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The weighted average of the models' maps as ``predict`` reads it.
-
-    Returns
-    -------
-    cuts, levels : ndarray
-        The step map: ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``.
-    point_x, point_delta : ndarray
-        Authors' variant: scores where ``predict.m``'s lookup differs from the upper-bin rule (zero-width bins) and
-        the correction added there; empty for the paper variant.
-    """
+    """The weighted average of the models' maps as ``predict`` reads it: ``(cuts, levels, point_x, point_delta)``, the
+    attributes ``cuts_`` ... ``point_delta_`` of :class:`BBQCalibrator`."""
     cuts, levels = _average_map(models.bins, models.weight)
     if models.variant == "authors":
         point_x, point_delta = _authors_corrections(models.bins, models.weight)
@@ -566,15 +520,8 @@ def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndar
 class BBQCalibrator(Calibrator):
     """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models.
 
-    See the module docstring for the equations, the two variants and where the paper's text and the authors' code
-    differ. The models and their bins are not kept: :func:`calibdash.explain.explain` builds them again from the
-    training rows.
-
-    ``sample_weight`` (a row of weight ``w`` counts as ``w`` rows): with ``variant="paper"`` the bins are
-    equal-weight, the BDeu and smoothing counts are weight sums and ``N`` (the range of ``B``) is the total weight
-    rounded; integer weights give exactly the fit on the rows repeated, and scaling all weights by ``c`` gives the fit
-    of ``c`` times as many rows (not the same map). ``variant="authors"`` takes whole-number weights only, fitted as
-    the rows repeated; fractional weights raise ``SettingsError``. Details in the module docstring.
+    The module docstring gives the equations, the two variants, where the paper's text and the authors' code differ and
+    how sample weights count (``variant="authors"`` takes whole-number weights only).
 
     Parameters
     ----------
@@ -594,14 +541,13 @@ class BBQCalibrator(Calibrator):
     cuts_, levels_ : ndarray
         The averaged map: ``levels_[k]`` on ``cuts_[k-1] <= s < cuts_[k]``.
     point_x_, point_delta_ : ndarray
-        Scores where the authors' lookup differs from the upper-bin rule (zero-width
-        bins) and the correction added there; empty for the paper variant.
+        Scores where the authors' lookup differs from the upper-bin rule (zero-width bins) and the correction added
+        there; empty for the paper variant.
     n_models_ : int
         Number of binning models (values of B).
-    kept_b_ : ndarray of int
-        The B of each model in the average (kept by pruning), ascending.
-    kept_weight_ : ndarray of float
-        Their weights in the average (posterior weights renormalised over them; they sum to 1).
+    kept_b_, kept_weight_ : ndarray
+        The B of each model in the average (kept by pruning), ascending, and its weight (the posterior renormalised
+        over the kept models).
     """
 
     name = "bbq"
@@ -644,8 +590,8 @@ class BBQCalibrator(Calibrator):
         return p
 
     def sql_map(self) -> StepMap:
-        """The averaged step map; the authors' variant's corrected points take the step's level plus
-        their correction, as :meth:`predict` adds it."""
+        """The averaged step map; the authors' variant's corrected points take the step's level plus their
+        correction."""
         at = step_lookup(self.cuts_, self.levels_, self.point_x_) + self.point_delta_
         return StepMap(self.cuts_, self.levels_, self.point_x_, at)
 
