@@ -1,11 +1,6 @@
-"""Column coding of the MBCT calibrator (``calibdash.calibrators.mbct``).
-
-Every input column becomes small integer codes (:class:`ColumnCode`, :func:`learn_codes`, :func:`encode`): the score
-in equal-width bins (:func:`score_code`), numeric columns in quantile bins (weighted: :func:`weighted_quantiles`, a
-row of weight ``v`` counting as ``v`` rows), categorical columns as they are; and the children a split may make of a
-node's codes (:func:`ordered_slots`, :func:`categorical_slots`: each child holds at least ``min_rows`` rows). The tree
-that splits on the codes is in :mod:`._mbct_tree`.
-"""
+"""Column coding of the MBCT calibrator: every input column becomes small integer codes (:class:`ColumnCode`): the
+score in equal-width bins, numeric columns in (weighted) quantile bins, categorical columns as they are; and the
+children a split may make of a node's codes (:func:`ordered_slots`, :func:`categorical_slots`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

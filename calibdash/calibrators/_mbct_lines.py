@@ -1,11 +1,5 @@
-"""Node statistics and node lines of the MBCT calibrator's trees (``calibdash.calibrators.mbct``).
-
-Every node of a calibration tree keeps the statistics :data:`STATS` of its training rows (weight, positives, sums of
-the input, of its square and of input times label, least and largest input), and its linear calibrator follows from
-them (:func:`node_line`). They are computed per row (:func:`row_terms`), per group of rows (:func:`group_stats`), per
-group of groups (:func:`merge_stats`) and per node of a grown tree (:func:`node_stats`). A row of weight ``v`` counts
-as ``v`` rows in all of them. The tree itself is in :mod:`._mbct_tree`.
-"""
+"""Node statistics (:data:`STATS`, per row, group, group of groups and node of a grown tree) and node lines
+(:func:`node_line`) of the MBCT calibrator's trees; a row of weight ``v`` counts as ``v`` rows in all of them."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -1,8 +1,5 @@
-"""MBCT as SQL: the trees as nested ``CASE``s over the score and the feature columns.
-
-:meth:`calibdash.calibrators.mbct.MBCTCalibrator.sql_map` returns :func:`mbct_form` of its column coding and trees;
-:func:`calibdash.io.sql.to_sql` writes it. It equals ``predict`` bit for bit.
-"""
+"""MBCT as SQL: the trees as nested ``CASE``s over the score and the feature columns, equal to ``predict`` bit for
+bit."""
 from __future__ import annotations
 
 from typing import Sequence

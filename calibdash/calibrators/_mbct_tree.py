@@ -1,28 +1,11 @@
-"""Private machinery of the MBCT calibrator (``calibdash.calibrators.mbct``).
-
-Three pieces, each usable and testable on its own, in three modules:
-
-* feature coding (:class:`ColumnCode`, :func:`learn_codes`, :func:`encode`, in :mod:`._mbct_codes`): every input
-  column becomes small integer codes: the score in equal-width bins, numeric columns in quantile bins, categorical
-  columns as they are;
-* the node-local loss (:func:`calibdash.measures.mvce.grouped_mvce`, kept in MVCE's one home and imported here): the
-  multi-view calibration error for many groups of rows and many candidate predictions at once, on shared random views,
-  with or without sample weights (``weighted_mvce``: the global loss with weights);
-* the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth with multiway splits and one line per
-  node (:func:`node_line`, from the node statistics :data:`STATS`, in :mod:`._mbct_lines`), and routing of new rows
-  (here).
+"""The calibration tree of the MBCT calibrator: level-wise growth with multiway splits and one line per node
+(:func:`grow_tree`), routing of new rows (:class:`Tree`). Feature coding is in :mod:`._mbct_codes`, node statistics and
+lines in :mod:`._mbct_lines`, the node-local loss is :func:`calibdash.measures.mvce.grouped_mvce`.
 
 A fitted :class:`Tree` holds what routing and its lines need plus the node-local losses of its growth; what can be
-recomputed from it (parents, depths, the conditions of :func:`node_conditions`) or from the training rows (rows per
-node) is not kept.
-
-Sample weights: a row of weight ``v`` counts as ``v`` rows wherever rows are counted or summed: numeric quantile bins
-(:func:`weighted_quantiles`), the least number of rows in a child (its weight), a node's statistics and line, and the
-MVCE, whose bins hold equal shares of weight (:func:`grouped_mvce`). The calibrator gives whole weights to these
-functions as rows repeated (units), so only fractional weights reach the weighted MVCE.
-
-This module re-exports the names of the other two, so that
-``from calibdash.calibrators._mbct_tree import ...`` finds them all.
+recomputed from it (parents, depths, :func:`node_conditions`) or from the training rows (rows per node) is not kept.
+The calibrator gives whole weights to these functions as rows repeated (units), so only fractional weights reach the
+weighted MVCE.
 """
 from __future__ import annotations
 

@@ -69,24 +69,11 @@ FLOOR_TOL = 1e-6
 
 def merge_ties(s: np.ndarray, y: np.ndarray,
                sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted distinct scores, the mean label of each and the number of rows.
-
-    Tied scores become one point whose target is their mean label, weighted by their count (paper, footnote 6). With
-    ``sample_weight`` the target is the weighted mean label and the weight the sum of the rows' weights; rows of
-    weight 0 are left out (a score held only by them is no point). With integer weights both are exactly the count and
-    mean of the repeated rows.
-    """
-    s = np.asarray(s, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if sample_weight is None:
-        x, counts, positives = collapse_ties(s, y)
-        w = counts.astype(float)
-        return x, positives / w, w
-    sw = np.asarray(sample_weight, dtype=float)
-    present = sw > 0
-    x, inverse = np.unique(s[present], return_inverse=True)
-    w = np.bincount(inverse, weights=sw[present], minlength=x.size)
-    positives = np.bincount(inverse, weights=sw[present] * y[present], minlength=x.size)
+    """Sorted distinct scores, the mean label of each and its number of rows (paper, footnote 6): with
+    ``sample_weight`` the weighted mean label and the weight sum (a score held only by rows of weight 0 is no point),
+    exactly the count and mean of the repeated rows for integer weights."""
+    x, counts, positives = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float), sample_weight)
+    w = counts.astype(float)
     return x, positives / w, w
 
 

@@ -82,7 +82,7 @@ import numpy as np
 from ..core.errors import SettingsError
 from ..core.sql_forms import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
-from ..core.step_maps import interp
+from ..core.step_maps import collapse_ties, interp
 from .base import Calibrator, HyperParam
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "map_knots", "CRITERION_LABEL"]
@@ -95,22 +95,10 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def merge_points(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
-    """Sorted distinct scores with their positives and weight.
-
-    Returns ``x`` (distinct scores of positive weight), ``pos`` (positive rows, or their weight), ``wt`` (rows, or
-    their total weight): whole numbers held as floats without weights, so both ways give bit-identical arrays for
-    whole-number weights.
-    """
-    s = np.asarray(s, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if sample_weight is not None:
-        keep = sample_weight > 0
-        s, y, sample_weight = s[keep], y[keep], sample_weight[keep]
-    x, inverse = np.unique(s, return_inverse=True)
-    wt = np.bincount(inverse, weights=sample_weight, minlength=x.size).astype(float)
-    pos = np.bincount(inverse, weights=y if sample_weight is None else sample_weight * y,
-                      minlength=x.size).astype(float)
-    return x, pos, wt
+    """Sorted distinct scores of positive weight ``x``, their positives ``pos`` and rows ``wt`` (weight sums with
+    weights), as floats."""
+    x, wt, pos = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float), sample_weight)
+    return x, pos, wt.astype(float)
 
 
 def select_breakpoints(lams: np.ndarray, max_models: int) -> np.ndarray:

@@ -72,18 +72,9 @@ MERGES = ("log", "brier")
 
 @dataclass(frozen=True)
 class Tables:
-    """What the fast IVAP algorithm computes from a calibration set.
-
-    Attributes
-    ----------
-    scores : ndarray of float
-        The distinct calibration scores ``s'_1 < ... < s'_k`` (scores whose rows all weigh 0 are absent).
-    weight, positives : ndarray of float
-        Rows (weight sums) and positives at each distinct score: the CSD's steps ``w'_i`` and ``w'_i y'_i``.
-    f0, f1 : ndarray of float
-        ``F0[i]``, ``F1[i]``: the isotonic fit at ``s'_i`` of the calibration
-        set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``.
-    """
+    """What the fast IVAP algorithm computes from a calibration set: the distinct calibration ``scores`` (of positive
+    weight), the CSD's steps ``weight`` and ``positives`` at each, and ``f0``, ``f1``: ``F0[i]``, ``F1[i]``, the
+    isotonic fit at ``s'_i`` of the calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``."""
 
     scores: np.ndarray
     weight: np.ndarray
@@ -93,16 +84,12 @@ class Tables:
 
 
 def _gcm_vertices(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """Indices of the vertices of the GCM of the points ``Q_0 = (0, 0), Q_j = Q_{j-1} + (dx_j, dy_j)``.
+    """Indices (ascending: 0, the block ends, ``len(dx)``) of the vertices of the GCM of the points ``Q_0 = (0, 0),
+    Q_j = Q_{j-1} + (dx_j, dy_j)``.
 
     The GCM's slopes are the isotonic regression of the steps' slopes ``dy / dx`` weighted by ``dx`` (Barlow et al.,
-    1972), so its vertices are the ends of the blocks pool-adjacent-violators finds (scikit-learn's compiled
-    ``isotonic_regression``). This is what the stack scans of Algorithms 1 and 3 compute, without a Python loop over
-    the points; the vertices' coordinates are read from the exact cumulative sums, not from the fitted means.
-
-    Returns
-    -------
-    ndarray of int, ascending: 0, the block ends, ``len(dx)``.
+    1972), so its vertices are the ends of the blocks scikit-learn's compiled pool-adjacent-violators finds: the stack
+    scans of Algorithms 1 and 3 without a Python loop; the coordinates are read from the exact cumulative sums.
     """
     fitted = isotonic_regression(dy / dx, sample_weight=dx, increasing=True)
     return np.concatenate([[0], np.flatnonzero(np.diff(fitted) != 0) + 1, [dx.size]])
@@ -191,11 +178,8 @@ def csd_tables(rows: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def fit_tables(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> Tables:
-    """The IVAP tables of calibration scores ``s``, 0/1 labels ``y`` and optional row
-    weights ``sample_weight`` (checked arrays).
-
-    Tied scores become one CSD point weighted by their weight sum.
-    """
+    """The IVAP tables of checked calibration scores ``s``, 0/1 labels ``y`` and weights (tied scores: one CSD point
+    of their weight sum)."""
     values, counts, positives = collapse_ties(s, y, sample_weight)
     counts = counts.astype(float)
     f0, f1 = csd_tables(counts, positives)
@@ -217,12 +201,9 @@ def _lookup(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarray):
 
 
 def interval_at(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(p0, p1)`` at test scores ``s`` from the tables at the distinct calibration ``scores``.
-
-    Binary searches, ``O(log k)`` per test score: ``p1 = F1`` at the first calibration score ``>= s`` (1 above the
-    largest score) and ``p0 = F0`` at the last calibration score ``<= s`` (0 below the smallest). Many test scores (at
-    least :data:`SORT_FROM`) are sorted first.
-    """
+    """``(p0, p1)`` at test scores ``s`` by binary search in the tables: ``p1 = F1`` at the first calibration score
+    ``>= s`` (1 above the largest) and ``p0 = F0`` at the last ``<= s`` (0 below the smallest). At least
+    :data:`SORT_FROM` test scores are sorted first."""
     s = np.asarray(s, dtype=float)
     if s.size < SORT_FROM:
         return _lookup(scores, f0, f1, s)
@@ -235,10 +216,8 @@ def interval_at(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarra
 
 
 def merge(p0, p1, rule: str = "log") -> np.ndarray:
-    """One probability from ``(p0, p1)``: the minimax-regret merge of Section 4 of the 2015 paper.
-
-    ``"log"``: ``p1 / (1 - p0 + p1)``; ``"brier"``: ``p1 + (p0**2 - p1**2) / 2``.
-    """
+    """One probability from ``(p0, p1)``, the minimax-regret merge of Section 4 of the 2015 paper: ``"log"``: ``p1 /
+    (1 - p0 + p1)``; ``"brier"``: ``p1 + (p0**2 - p1**2) / 2``."""
     p0 = np.asarray(p0, dtype=float)
     p1 = np.asarray(p1, dtype=float)
     if rule == "log":
@@ -254,12 +233,8 @@ class VennAbersCalibrator(Calibrator):
     ``fit`` computes, for every distinct calibration score ``s'_i``, the values ``F0[i]`` and ``F1[i]`` of the
     isotonic regression of the calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``, by the fast
     algorithm of Vovk, Petej & Fedorova (2015, Algorithms 1 to 4): ``O(n log n)``. :meth:`predict_interval` returns
-    ``(p0, p1)`` for any test score by a binary search (``O(log n)`` each); :meth:`predict` merges them (see the
-    module docstring for ties, the values between calibration scores and where this differs from ptocca/VennABERS).
-
-    Sample weights: a row of weight ``w`` counts as ``w`` rows (the CSD's steps are weight sums; tied scores are one
-    point). With integer weights the fit equals the fit on the rows repeated, exactly. The test row always weighs 1,
-    so scaling every weight changes the intervals.
+    ``(p0, p1)`` for any test score by a binary search; :meth:`predict` merges them. The module docstring says how
+    ties, scores between calibration scores and weights are treated and where this differs from ptocca/VennABERS.
 
     Parameters
     ----------
@@ -302,10 +277,8 @@ class VennAbersCalibrator(Calibrator):
         self.scores_, self.f0_, self.f1_ = t.scores, t.f0, t.f1
 
     def predict_interval(self, scores) -> tuple[np.ndarray, np.ndarray]:
-        """The multiprobability prediction ``(p0, p1)`` at ``scores``: two arrays, ``p0 <= p1``.
-
-        ``p0`` (``p1``) is the isotonic fit at the score of the calibration set plus the test row labelled 0 (1).
-        """
+        """The multiprobability prediction ``(p0, p1)`` at ``scores``, ``p0 <= p1``: the isotonic fit at the score of
+        the calibration set plus the test row labelled 0 (1)."""
         self._check_fitted()
         s = check_scores(scores)
         p0, p1 = interval_at(self.scores_, self.f0_, self.f1_, s)
@@ -317,10 +290,9 @@ class VennAbersCalibrator(Calibrator):
         return merge(p0, p1, self.merge)
 
     def sql_map(self) -> StepMap:
-        """A step map (:func:`interval_at` then :func:`merge`): with ``j`` the first calibration score
-        at or above ``s``, ``p1 = F1[j]`` (1 above the last) and ``p0 = F0[j]`` at a calibration score,
-        else ``F0[j - 1]`` (0 below the first); constant between calibration scores, so the pieces start
-        just after each score (``nextafter``), with the scores themselves as points."""
+        """A step map: constant between calibration scores (``p1 = F1[j]`` at the first calibration score ``j`` at or
+        above ``s``, ``p0 = F0[j]`` at a calibration score, else ``F0[j - 1]``), so the pieces start just after each
+        score (``nextafter``), with the scores themselves as points."""
         self._check_merge()
         below = merge(np.r_[0.0, self.f0_], np.r_[self.f1_, 1.0], self.merge)    # on (scores[k-1], scores[k])
         return StepMap(np.nextafter(self.scores_, np.inf), below, self.scores_, merge(self.f0_, self.f1_, self.merge))
