@@ -132,15 +132,9 @@ class Tree:
         return depth
 
     def route(self, codes: np.ndarray, top_code=None) -> np.ndarray:
-        """Node each row ends at (a leaf, or the node where its value was unseen).
-
-        Level by level, every row takes one step at once: ``node`` becomes the entry of its step table
-        (:meth:`step_tables`) for the row's code in the node's column. Integer gathers only, a few passes over the
-        rows per level, whatever the number of nodes.
-
-        ``top_code`` (the largest code of each column, e.g. ``n_codes - 1``
-        of its :class:`ColumnCode`) saves a pass over ``codes`` to find it.
-        """
+        """Node each row ends at (a leaf, or the node where its value was unseen): level by level every row takes one
+        step at once through the node's step table (:meth:`step_tables`), integer gathers only. ``top_code`` (the
+        largest code of each column) saves a pass over ``codes`` to find it."""
         n, n_cols = codes.shape
         node = np.zeros(n, dtype=np.int32)
         levels = int(self.depth.max())
@@ -158,13 +152,10 @@ class Tree:
         return node.astype(np.int64)
 
     def step_tables(self, top_code: np.ndarray):
-        """Routing tables that every code can index: ``(column, start, table)``.
-
-        Node ``k`` reads column ``column[k]`` (a leaf reads column 0); entry ``c + 1`` of its table
-        ``table[start[k]:]`` is the node a row with code ``c`` goes to, entry 0 (code -1, unseen) is ``k`` itself. A
-        leaf's entries are all ``k``, as are the entries of a value unseen in the node and of codes beyond its routing
-        table, up to the largest code of the column, ``top_code[column]``.
-        """
+        """Routing tables that every code can index: ``(column, start, table)``. Node ``k`` reads column ``column[k]``
+        (a leaf: column 0); entry ``c + 1`` of ``table[start[k]:]`` is the node a row with code ``c`` goes to, and
+        ``k`` itself for code -1 (unseen), a value unseen in the node, codes beyond its routing table up to
+        ``top_code[column]``, and every entry of a leaf."""
         column = np.maximum(self.feature, 0)
         own = self.table_len.astype(np.int64)
         length = np.maximum(own, top_code[column] + 1) + 1
@@ -176,11 +167,8 @@ class Tree:
 
 
 def node_sums(tree: Tree, end: np.ndarray, *values: np.ndarray) -> np.ndarray:
-    """Per node, the sum of each of ``values`` over the rows that end at it or below.
-
-    ``end`` is the node each row ends at (:meth:`Tree.route`). Rows that stopped at a node (a value unseen there)
-    count at that node and above, like the rows below it. Returns an array of shape (len(values), n_nodes).
-    """
+    """Per node, the sum of each of ``values`` over the rows that end at it or below (``end``: :meth:`Tree.route`; a
+    row that stopped at a node counts there and above): shape (len(values), n_nodes)."""
     k = tree.n_nodes
     sums = np.stack([np.bincount(end, weights=v, minlength=k) for v in values])
     parent = tree.parent
@@ -237,22 +225,14 @@ class _Growth:
 def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
               *, max_depth: int, min_rows: int, loss_bin_size: int,
               views: np.ndarray, p: float = 1.0, weights: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
-    """Grow one calibration tree on the rows' current predictions ``f``.
+    """Grow one calibration tree on the rows' current predictions ``f``; returns the tree and the node each training
+    row ends at.
 
-    Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows) tries a multiway split
-    on every code column (:func:`ordered_slots` / :func:`categorical_slots`: each child holds at least ``min_rows``
-    rows), calibrates each child by its line (:func:`node_line`, fitted on the child's rows) and scores the node's
-    rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the lowest node-local loss is used if that loss is
-    below the loss of the node's own line (stopping rule 3); a column giving fewer than two children is not a
-    candidate.
-
-    With ``weights`` (positive) a row counts as its weight everywhere: in ``min_rows``, in the node sums of the lines
-    and in the MVCE's bins of equal weight. Unit weights give the unweighted tree bit for bit.
-
-    Returns
-    -------
-    tree : Tree
-    node_of_row : ndarray, the leaf each training row ends at
+    Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows, or weight) tries a
+    multiway split on every code column (:func:`ordered_slots` / :func:`categorical_slots`), calibrates each child by
+    its line (:func:`node_line`) and scores the node's rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the
+    lowest node-local loss is used if that loss is below the loss of the node's own line (stopping rule 3); a column
+    giving fewer than two children is not a candidate. Unit weights give the unweighted tree bit for bit.
     """
     n, n_cols = codes.shape
     w = weights

@@ -47,19 +47,12 @@ def log_likelihood(a: float, b: float, c: float, s: np.ndarray, y: np.ndarray,
 
 
 def midpoint(a: float, b: float, c: float) -> float:
-    """The paper's ``m``: the score where ``mu(m; a, b, c) = 1/2``, i.e. the solution of
-    ``c = b ln(1 - m) - a ln m`` in (0, 1).
+    """The paper's ``m``: the score where ``mu(m; a, b, c) = 1/2``, solving ``c = b ln(1 - m) - a ln m`` in (0, 1).
 
-    The map's log-odds ``c + a ln m - b ln(1 - m)`` is monotone in ``m`` when ``a`` and ``b`` do not
-    have strictly opposite signs (every fit of :class:`BetaCalibrator` with ``parameters`` ``"abm"``
-    or ``"am"``), so ``m`` is then unique when it exists. It is solved on ``t = logit(m)`` with
-    Brent's method to about 1e-15 (``a == b``: in closed form, ``m = 1 / (1 + e^(c / a))``).
-
-    Returns
-    -------
-    float
-        ``m``, or NaN when the map never crosses 1/2 (it stays above or below it on (0, 1)), when it is constant, or
-        when ``a`` and ``b`` have opposite signs (then the crossing need not be unique).
+    The log-odds are monotone in ``m`` unless ``a`` and ``b`` have strictly opposite signs (never with ``"abm"`` or
+    ``"am"``), so ``m`` is then unique when it exists; it is solved on ``t = logit(m)`` with Brent's method to about
+    1e-15 (``a == b``: in closed form, ``m = 1 / (1 + e^(c / a))``). NaN when the map never crosses 1/2, is constant,
+    or ``a`` and ``b`` have opposite signs (the crossing need not be unique).
     """
     a, b, c = float(a), float(b), float(c)
     if a == b:
@@ -97,9 +90,9 @@ class BetaFit:
     n_iter : int
         Newton iterations over all the logistic regressions fitted.
     steps : tuple of dict
-        One entry per logistic regression fitted, in order: ``features`` (what it regressed on),
-        ``a``, ``b``, ``c`` (NaN for a coefficient the step has not), ``log_likelihood``,
-        ``n_iter`` and ``kept`` (whether the map is this step's fit).
+        One entry per logistic regression fitted, in order: ``features`` (what it regressed on), ``a``, ``b``, ``c``
+        (NaN for a coefficient the step has not), ``log_likelihood``, ``n_iter`` and ``kept`` (whether the map is this
+        step's fit).
     """
 
     a: float
@@ -113,11 +106,10 @@ class BetaFit:
 
 def fit_beta(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, parameters: str = "abm",
              max_iter: int = 100, tol: float = 0.0) -> BetaFit:
-    """Fit the beta calibration map with ``parameters`` (see :class:`BetaCalibrator`) on checked scores
-    ``s``, labels ``y`` and weights ``sample_weight`` (None: unit weights). Every regression starts from the
-    identity map (``a = b = 1``, ``c = 0``; a refit from its kept coefficient 1 and ``c = 0``) and is
-    solved by :func:`~calibdash.core.logistic.fit_logistic` (the package's one logistic solver, Platt's too), to the floating-point
-    limit unless ``tol > 0``."""
+    """Fit the beta calibration map with ``parameters`` (see :class:`BetaCalibrator`) on checked scores ``s``, labels
+    ``y`` and weights (None: unit weights). Every regression starts from the identity map (``a = b = 1``, ``c = 0``; a
+    refit from its kept coefficient 1 and ``c = 0``) and is solved by :func:`~calibdash.core.logistic.fit_logistic`,
+    to the floating-point limit unless ``tol > 0``."""
     x1, x2 = beta_features(s)
     one = np.ones_like(x1)
     opts = dict(max_iter=max_iter, tol=tol)
@@ -258,8 +250,7 @@ class BetaCalibrator(Calibrator):
         return beta_map(self.a_, self.b_, self.c_, s)
 
     def sql_map(self) -> ClosedForm:
-        """:func:`beta_map` as a closed form: ``expit(a ln s + b (-log1p(-s)) + c)``, ``s`` clipped to
-        ``[EPS, 1 - EPS]``."""
+        """:func:`beta_map` as a closed form, ``s`` clipped to ``[EPS, 1 - EPS]``."""
         a, b, c = float(self.a_), float(self.b_), float(self.c_)
 
         def build(writer: SqlWriter) -> str:

@@ -193,8 +193,8 @@ def _loglik(pos: np.ndarray, wt: np.ndarray, p: np.ndarray) -> float:
 
 
 def _group_fit(path: NearIsoPath, base: np.ndarray, us, uw, lam: float):
-    """Groups at ``lam`` over the units starting at points ``base`` (unit sums ``us``, weights ``uw``):
-    (group starts as unit indices, positives, weights, rounded clipped values)."""
+    """Groups at ``lam`` over the units starting at points ``base`` (unit sums ``us``, weights ``uw``): their starts
+    (unit indices), positives, weights and rounded, clipped values."""
     alive = path.death[base[1:] - 1] > lam
     gstart = np.r_[0, np.flatnonzero(alive) + 1]
     gs = np.add.reduceat(us, gstart)
@@ -218,11 +218,8 @@ def _smoothed(gstart, gs, gw, gsx, v, n_units: int) -> np.ndarray:
 
 
 def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, criterion: str = "bic") -> ENIRPath:
-    """Build ENIR's models on checked ``scores`` and 0/1 ``labels`` (deterministic).
-
-    :meth:`ENIR.fit` keeps the averaged map; :func:`calibdash.explain.enir.explain` calls this again on the same rows
-    to show the path and the models' maps. ``sample_weight`` (checked, or None) counts each row that many times.
-    """
+    """Build ENIR's models on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights), deterministically:
+    :func:`calibdash.explain.enir.explain` calls it again on the same rows to show the path and the models' maps."""
     _check_params(max_models, criterion)
     x, pos, wt = merge_points(scores, labels, sample_weight)
     n_rows = float(wt.sum())
@@ -287,7 +284,8 @@ def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ENIR(Calibrator):
-    """Ensemble of near-isotonic regressions (ENIR).
+    """Ensemble of near-isotonic regressions (ENIR); the module docstring says what follows the paper and what the
+    authors' code.
 
     Parameters
     ----------
@@ -302,15 +300,12 @@ class ENIR(Calibrator):
     Attributes
     ----------
     knots_, values_ : ndarray
-        The averaged map: linear between consecutive knots, constant beyond
-        the first and last (the knots are distinct training scores).
+        The averaged map: linear between consecutive knots (distinct training scores), constant beyond the first and
+        last.
     n_models_ : int
         Number of models averaged (positive weight).
     lambda_, weight_ : ndarray
         Their penalties and weights (sum to 1), by increasing lambda.
-
-    The path and the models' maps are not kept: :mod:`calibdash.explain.enir`
-    builds them again from the training rows (:func:`enir_path`).
     """
 
     name = "enir"

@@ -85,7 +85,8 @@ class HistogramCalibrator(Calibrator):
     color = "#56B4E9"   # sky blue (Okabe-Ito)
     label = "Histogram binning"
     summary = "equal-frequency bins"
-    paper = "Zadrozny & Elkan (2001), Obtaining calibrated probability estimates from decision trees and naive Bayesian classifiers"
+    paper = ("Zadrozny & Elkan (2001), Obtaining calibrated probability estimates from decision trees and naive "
+             "Bayesian classifiers")
     hyperparams = (
         HyperParam("by", "", "choice", "bins", choices=("bins", "size"),
                    help="Fix the number of bins, or the number of rows in each bin."),
@@ -131,8 +132,3 @@ class HistogramCalibrator(Calibrator):
     def _import_state(self, state) -> None:
         self.cuts_ = state.array("cuts", sorted=True)
         self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
-
-    def bin_of(self, s) -> np.ndarray:
-        """Bin index of each score (0 .. ``len(estimates_) - 1``)."""
-        self._check_fitted()
-        return np.searchsorted(self.cuts_, np.asarray(s, dtype=float), side="right")

@@ -54,19 +54,10 @@ __all__ = ["ScalingBinningCalibrator", "scaling_binning"]
 
 @dataclass(frozen=True)
 class ScalingBinning:
-    """The three steps of a scaling-binning fit on some rows.
-
-    Attributes
-    ----------
-    platt : PlattCalibrator
-        Platt scaling fitted on the rows (step 1).
-    cuts : ndarray
-        The cut points between the equal-count bins of the scores (step 2).
-    levels : ndarray
-        Each bin's mean of Platt's outputs over its rows (step 3): the calibrated values.
-    count, positives, score_sum : ndarray
-        Each bin's rows, positive rows and sum of scores (weight sums when fitted with weights).
-    """
+    """The three steps of a scaling-binning fit on some rows: ``platt`` (step 1, Platt scaling fitted on them), the
+    ``cuts`` between the equal-count bins of the scores (step 2), each bin's ``levels`` (step 3: the mean of Platt's
+    outputs over its rows, the calibrated values) and each bin's ``count``, ``positives`` and ``score_sum`` (weight
+    sums when weighted)."""
 
     platt: PlattCalibrator
     cuts: np.ndarray
@@ -77,8 +68,8 @@ class ScalingBinning:
 
 
 def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, n_bins: int) -> ScalingBinning:
-    """Fit the scaling-binning calibrator's three steps on checked scores ``s``, labels ``y`` (0/1) and
-    weights ``sample_weight`` (None: unit weights) with ``n_bins`` equal-count bins."""
+    """Fit the scaling-binning calibrator's three steps on checked scores ``s``, 0/1 labels ``y`` and weights (None:
+    unit weights) with ``n_bins`` equal-count bins."""
     platt = PlattCalibrator().fit(s, y, sample_weight=sample_weight)
     g = platt.predict(s)
     values, counts, _ = collapse_ties(s, y, sample_weight)
@@ -92,10 +83,10 @@ def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
 class ScalingBinningCalibrator(Calibrator):
     """The scaling-binning calibrator (Kumar, Liang & Ma, 2019): Platt scaling averaged in equal-count bins.
 
-    The training scores are cut into ``n_bins`` bins of equal count, as histogram binning cuts them; each bin's
-    calibrated value is the mean, over its training rows, of Platt scaling fitted on the same rows. A score takes its
-    bin's value (a score on a cut goes to the upper bin; scores outside the training range take the end bins). See the
-    module docstring for the paper and how this relates to the authors' code.
+    The training scores are cut into ``n_bins`` bins of equal count, as histogram binning cuts them; each bin's value
+    is the mean, over its training rows, of Platt scaling fitted on the same rows; a score takes its bin's value
+    (upper bin on a cut, end bins outside the training range). The module docstring relates this to the paper and the
+    authors' code.
 
     Parameters
     ----------

@@ -58,22 +58,15 @@ def negative_log_likelihoods(temperatures, s: np.ndarray, y: np.ndarray,
 
 def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, lo: float, hi: float,
                             max_iter: int = 100, tol: float = 1e-12) -> tuple[float, int]:
-    """The maximum-likelihood ``beta = 1/T`` in ``[lo, hi]`` for labels ``y`` and logits ``z``.
+    """The maximum-likelihood ``beta = 1/T`` in ``[lo, hi]`` for labels ``y`` and logits ``z``, and the Newton steps
+    taken (0 at a bound).
 
-    The negative log-likelihood is convex in ``beta`` (a logistic regression through the origin on
-    ``z``), so its derivative is non-decreasing and the optimum in ``[lo, hi]`` is its root there, or
-    the bound where it keeps its sign. The signs at the bounds are checked first; between them the
-    root is found by the package's one logistic solver (:func:`calibdash.core.logistic.fit_logistic`,
-    Platt's and beta calibration's too) on the single column ``z`` without an intercept, starting
-    from ``beta = 1`` (``T = 1``, the scores as they are) and iterated to the floating-point limit.
-
-    ``tol`` is accepted for the settings saved with earlier fits; the solver's own stopping rule
-    (a step below 4 ulps of ``beta``) is tighter than any ``tol`` above 1e-15.
-
-    Returns
-    -------
-    (beta, n_iter)
-        The inverse temperature and the Newton steps taken (0 when it sits at a bound).
+    The negative log-likelihood is convex in ``beta`` (a logistic regression through the origin on ``z``), so the
+    optimum in ``[lo, hi]`` is the root of its derivative there, or the bound where the derivative keeps its sign
+    (checked first). The root is found by :func:`calibdash.core.logistic.fit_logistic` on the single column ``z``
+    without an intercept, from ``beta = 1`` (``T = 1``), to the floating-point limit. ``tol`` is accepted for the
+    settings saved with earlier fits; the solver's own stopping rule (a step below 4 ulps of ``beta``) is tighter than
+    any ``tol`` above 1e-15.
     """
     y = y.astype(float)
     start = min(max(1.0, lo), hi)
@@ -169,7 +162,7 @@ class TemperatureCalibrator(Calibrator):
         return expit(logit(s) / self.temperature_)
 
     def sql_map(self) -> ClosedForm:
-        """``expit(logit(s) / T)`` with Platt's clipped logit (:func:`~.platt.logit_sql`): a closed form."""
+        """``expit(logit(s) / T)`` with Platt's clipped logit: a closed form."""
         t = float(self.temperature_)
         return ClosedForm(lambda w: w.sigmoid(f"{logit_sql(w)} / {literal(t)}"))
 
