@@ -33,14 +33,12 @@ the ungrouped prior to first order.
 
 Sample weights
 --------------
-A row of weight ``w`` counts as ``w`` rows. A position's counts ``n0``, ``n1`` are then the weights of its negative
-and positive rows (a score whose rows all weigh 0 is absent), the micro-bins above ``max_positions`` hold equal shares
-of the total weight, and Eq. 4 takes the real counts through ``log Gamma`` (``n0! = Gamma(n0 + 1)``); the structure
-prior and the dynamic programmes do not change. With integer weights the fit equals the fit on the rows repeated,
-exactly (whole-number counts still use the log-factorial table). Neither method is invariant to scaling every weight
-by ``c``: the fit is that of ``c`` times as many rows, whose likelihood weighs ``c`` times as much against the
-structure prior (more bins for ``c > 1``, fewer for ``c < 1``) and against the Beta(1, 1) pseudo-counts of the
-estimates ``(n1 + 1) / (n + 2)``.
+A row of weight ``w`` counts as ``w`` rows: a position's counts ``n0``, ``n1`` are the weights of its negative and
+positive rows (a score whose rows all weigh 0 is absent), micro-bins hold equal shares of the total weight, and Eq. 4
+takes the real counts through ``log Gamma``; the structure prior and the dynamic programmes do not change. With
+integer weights the fit equals the fit on the rows repeated, exactly. Scaling every weight by ``c`` gives the fit of
+``c`` times as many rows, whose likelihood weighs more (``c > 1``) or less against the structure prior and the
+Beta(1, 1) pseudo-counts of the estimates ``(n1 + 1) / (n + 2)``.
 
 Dynamic programmes
 ------------------
@@ -231,12 +229,8 @@ class _Segments:
         log_p, _ = log_gap_priors(pos.score, lam)
         self.lp = np.append(log_p, 0.0)
         # scratch buffers, reused by every pass
-        self._i0 = np.empty(p, dtype=dtype)
-        self._i1 = np.empty(p, dtype=dtype)
-        self._i2 = np.empty(p, dtype=dtype)
-        self._f0 = np.empty(p)
-        self._f1 = np.empty(p)
-        self._f2 = np.empty(p)
+        self._i0, self._i1, self._i2 = (np.empty(p, dtype=dtype) for _ in range(3))
+        self._f0, self._f1, self._f2 = (np.empty(p) for _ in range(3))
 
     def lml_ending_at(self, u: int) -> np.ndarray:
         """``lml(l, u)`` for ``l = 0 .. u`` (a view into a scratch buffer)."""

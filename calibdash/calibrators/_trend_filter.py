@@ -145,10 +145,6 @@ class TrendFit:
         """Degrees of freedom: knots + 2 (the unbiased estimate, Tibshirani 2014)."""
         return self.n_knots + 2
 
-    def predict(self, s: np.ndarray) -> np.ndarray:
-        """The map at scores ``s``: linear between nodes, linear beyond the ends."""
-        return evaluate_linear(self.nodes_x, self.nodes_p, s)
-
 
 def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Continuous piecewise-linear function through ``(xn, pn)``, extrapolated linearly: between the nodes

@@ -145,7 +145,7 @@ class Calibrator(BaseEstimator):
         s = check_scores(scores)
         y = check_labels(labels, s.size, pos_label=pos_label)
         w = check_weights(sample_weight, s.size, y)
-        self._fit(s, y, _check_rows(features, s.size), w)
+        self._fit(s, y, check_feature_rows(features, s.size), w)
         self.n_train_ = int(s.size)
         return self
 
@@ -153,7 +153,7 @@ class Calibrator(BaseEstimator):
         """Calibrated probabilities of the positive class, in [0, 1]."""
         self._check_fitted()
         s = check_scores(scores)
-        return np.clip(np.asarray(self._predict(s, _check_rows(features, s.size)), dtype=float), 0.0, 1.0)
+        return np.clip(np.asarray(self._predict(s, check_feature_rows(features, s.size)), dtype=float), 0.0, 1.0)
 
     def predict_proba(self, scores, features=None) -> np.ndarray:
         """Calibrated probabilities as scikit-learn's classifiers give them: shape (n, 2), column 1 ``predict``'s."""
@@ -193,7 +193,7 @@ class Calibrator(BaseEstimator):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")
 
 
-def _check_rows(features, n: int):
+def check_feature_rows(features, n: int):
     """``features`` unchanged, after checking it has ``n`` rows (None passes)."""
     if features is not None and len(features) != n:
         raise DataError(f"features has {len(features)} rows but scores has {n}.")

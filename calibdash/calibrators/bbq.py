@@ -70,25 +70,19 @@ model; and ``C`` values that leave an empty range of ``B`` use the lower end alo
 
 Sample weights
 --------------
-A row of weight ``w`` counts as ``w`` rows (``fit(..., sample_weight=w)``).
+A row of weight ``w`` counts as ``w`` rows. ``variant="paper"``: the binnings are equal-frequency by weight (the
+``k``-th boundary at cumulative weight ``k W / B``, moved to the nearest change of score; scores whose rows all weigh
+0 are absent), the BDeu and smoothing counts are weight sums (``Gamma`` takes real arguments, so Eq. 2 holds as
+written), and the ``N`` of the range of ``B`` is the total weight rounded (halves up, at least 1): with integer
+weights the fit equals the fit on the rows repeated, exactly. Scaling every weight by ``c`` gives the fit of ``c``
+times as many rows, not the same map: the range of ``B`` moves with ``cbrt(c W)`` and the counts grow against the
+fixed prior strength ``N'``, so the posterior over models sharpens (``c > 1``) or flattens (``c < 1``) and the bins
+are smoothed less or more.
 
-``variant="paper"``: the binnings are equal-frequency by weight (the ``k``-th boundary at cumulative weight ``k W /
-B``, moved to the nearest change of score as above; scores whose rows all weigh 0 are absent), the BDeu counts
-``N_b``, ``m_b``, ``n_b`` are weight sums (``Gamma`` takes real arguments, so Eq. 2 holds as written), and so are the
-counts of the smoothed estimates. The number of rows ``N`` enters the model set only through the range of ``B``: with
-weights ``N`` is the total weight ``W`` rounded to the nearest integer (halves up, at least 1), which is the row count
-of the repeated rows when the weights are integers; so with integer weights the fit equals the fit on the rows
-repeated, exactly. The method is not invariant to scaling every weight by ``c``: the fit is that of ``c`` times as
-many rows: the range of ``B`` moves with ``cbrt(c W)``, and the counts grow against the fixed prior strength ``N'``
-and enter the marginal likelihood, so the posterior over models sharpens (``c > 1``) or flattens (``c < 1``) and the
-bin estimates are smoothed less or more.
-
-``variant="authors"``: the code's blocks are ranks of rows (``floor(N / B)`` rows each, ties split by row order),
-which a fractional row has no place in. Whole-number weights are supported exactly by expanding each row into ``w``
-rows (``np.repeat``) before the code runs; any other weight is refused with a
+``variant="authors"``: the code's blocks are ranks of rows, which a fractional row has no place in; whole-number
+weights are fitted exactly as the rows repeated (``np.repeat``) and any other weight is refused with a
 :class:`~calibdash.core.errors.SettingsError`. Since the blocks split runs of ties by row order, the fit on score
-cells (rows compressed to ``(score, label)`` with counts) can differ from the fit on the original rows in the order
-they came, as the code's own fit on reordered rows does.
+cells can differ from the fit on the original rows, as the code's own fit on reordered rows does.
 
 On ``shared/data/svm-quadratic-scores`` the authors' variant reproduces their published BBQ figures
 (``tests/calibrators/test_bbq.py``).

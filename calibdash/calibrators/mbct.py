@@ -15,9 +15,8 @@ from ._mbct_rows import (CanonicalRows, TreeRows, canonical_rows, feature_frame,
 from ._mbct_sql import mbct_form
 from ..measures.mvce import grouped_mvce, random_views, weighted_mvce
 from ._mbct_codes import CATEGORICAL, NUMERIC, SCORE, ColumnCode, encode, learn_codes, score_code
-from ._mbct_lines import STATS, node_stats
-from ._mbct_tree import Tree, grow_tree
-from .base import Calibrator, HyperParam, _check_rows, check_scores
+from ._mbct_tree import STATS, Tree, grow_tree, node_stats
+from .base import Calibrator, HyperParam, check_feature_rows, check_scores
 
 __all__ = [
     "MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "weighted_rows",
@@ -65,7 +64,7 @@ class MBCTCalibrator(Calibrator):
         MBCT sees; rows that agree only on their codes are not merged: the line uses each row's score.
     Node calibrator (the "linear function" of Sec. 4.3, whose form the paper does not give)
         ``f' = a f + b`` with ``f`` the input of the tree (the raw score for the first tree), fitted on the node's
-        rows by :func:`~calibdash.calibrators._mbct_lines.node_line`: a line through the node's mean point, so the
+        rows by :func:`~calibdash.calibrators._mbct_tree.node_line`: a line through the node's mean point, so the
         node's partition calibration error (Eq. 4) is zero and its PUD (Eq. 6) 1, whose slope is the paper's per-node
         scale ``sum(y) / sum(f)`` unless an F test at the BIC's price (``ln W``) prefers the non-negative
         least-squares slope, lowered if need be to stay in [0, 1] on the node's inputs. Why not the scale alone: on
@@ -451,7 +450,7 @@ class MBCTCalibrator(Calibrator):
         """Checked scores and their code matrix, for the public methods below."""
         self._check_fitted()
         s = check_scores(scores)
-        return s, self._codes(s, _check_rows(features, s.size))
+        return s, self._codes(s, check_feature_rows(features, s.size))
 
     def apply(self, scores, features=None) -> np.ndarray:
         """Node each row ends at in each tree, shape (n, n_trees) (cf. scikit-learn's ``apply``)."""

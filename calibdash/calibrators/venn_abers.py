@@ -267,12 +267,8 @@ class VennAbersCalibrator(Calibrator):
     def __init__(self, merge: str = "log"):
         self.merge = merge
 
-    def _check_merge(self) -> None:
-        if self.merge not in MERGES:
-            raise SettingsError(f"merge must be one of {', '.join(MERGES)}, got {self.merge!r}.")
-
     def _fit(self, s, y, features, w):
-        self._check_merge()
+        merge(0.5, 0.5, self.merge)                       # an unknown merge rule fails here, not at predict
         t = fit_tables(s, y, w)
         self.scores_, self.f0_, self.f1_ = t.scores, t.f0, t.f1
 
@@ -285,7 +281,6 @@ class VennAbersCalibrator(Calibrator):
         return np.clip(p0, 0.0, 1.0), np.clip(p1, 0.0, 1.0)
 
     def _predict(self, s, features):
-        self._check_merge()
         p0, p1 = interval_at(self.scores_, self.f0_, self.f1_, s)
         return merge(p0, p1, self.merge)
 
@@ -293,7 +288,6 @@ class VennAbersCalibrator(Calibrator):
         """A step map: constant between calibration scores (``p1 = F1[j]`` at the first calibration score ``j`` at or
         above ``s``, ``p0 = F0[j]`` at a calibration score, else ``F0[j - 1]``), so the pieces start just after each
         score (``nextafter``), with the scores themselves as points."""
-        self._check_merge()
         below = merge(np.r_[0.0, self.f0_], np.r_[self.f1_, 1.0], self.merge)    # on (scores[k-1], scores[k])
         return StepMap(np.nextafter(self.scores_, np.inf), below, self.scores_, merge(self.f0_, self.f1_, self.merge))
 
