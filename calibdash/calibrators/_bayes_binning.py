@@ -78,26 +78,11 @@ DEFAULT_LAMBDA = 10.0
 
 @dataclass(frozen=True)
 class Positions:
-    """Training data collapsed to sorted positions (distinct scores or micro-bins).
-
-    Attributes
-    ----------
-    score : ndarray of float, shape (P,)
-        Representative score of each position, strictly increasing: the
-        distinct score itself, or the mean score of a micro-bin's rows.
-    lo, hi : ndarray of float, shape (P,)
-        Smallest and largest training score in the position (equal to ``score`` without grouping).
-    n0, n1 : ndarray of int64, shape (P,)
-        Negative and positive training rows in the position (float weight sums when fitted with weights).
-    n_rows : int
-        Training rows (as given, whatever their weights).
-    n_distinct : int
-        Distinct training scores (of positive weight).
-    grouped : bool
-        Whether distinct scores were grouped into micro-bins.
-    weighted : bool
-        Whether the rows had sample weights.
-    """
+    """Training data collapsed to sorted positions (distinct scores or micro-bins): per position its representative
+    ``score`` (strictly increasing: the distinct score, or the mean score of a micro-bin's rows), its smallest and
+    largest training score ``lo``, ``hi``, and its negative and positive rows ``n0``, ``n1`` (weight sums when fitted
+    with weights); ``n_rows`` training rows as given, ``n_distinct`` distinct scores of positive weight, whether they
+    were ``grouped`` into micro-bins and whether the rows had weights (``weighted``)."""
 
     score: np.ndarray
     lo: np.ndarray
@@ -297,9 +282,9 @@ def _forward(seg: _Segments, want_max: bool):
 
 
 def sbb_best(pos: Positions, lam: float) -> dict:
-    """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP. Returns a dict: ``first``, ``last`` (int
-    arrays, each bin's first and last position), ``log_score`` (log Score(M_opt), Eq. 6) and ``log_evidence`` (log of
-    the sum of Eq. 6 over all binnings, from the same pass)."""
+    """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP: ``(first, last, log_score,
+    log_evidence)``, each bin's first and last position, log Score(M_opt) (Eq. 6) and the log of the sum of Eq. 6 over
+    all binnings (from the same pass)."""
     seg = _Segments(pos, lam)
     f_sum, f_max, back = _forward(seg, want_max=True)
     first, last = [], []
@@ -309,12 +294,8 @@ def sbb_best(pos: Positions, lam: float) -> dict:
         first.append(l)
         last.append(u)
         u = l - 1
-    return {
-        "first": np.array(first[::-1], dtype=np.int64),
-        "last": np.array(last[::-1], dtype=np.int64),
-        "log_score": float(f_max[seg.p]),
-        "log_evidence": float(f_sum[seg.p]),
-    }
+    return (np.array(first[::-1], dtype=np.int64), np.array(last[::-1], dtype=np.int64), float(f_max[seg.p]),
+            float(f_sum[seg.p]))
 
 
 def abb_average(pos: Positions, lam: float) -> dict:
@@ -326,9 +307,8 @@ def abb_average(pos: Positions, lam: float) -> dict:
     array, so the calibrated value of *every* position costs O(P^2) in total. The backward sums ``G`` and the
     accumulation share one pass.
 
-    Returns a dict: ``value``, ABB's calibrated probability at each position (Eq. 7); ``boundary``, the posterior
-    probability of a boundary in each of the ``P - 1`` gaps, ``exp(F[k+1] + G[k+1] - log Z)``; ``log_evidence``, log
-    Z.
+    Returns ``(value, boundary, log_evidence)``: ABB's calibrated probability at each position (Eq. 7); the posterior
+    probability of a boundary in each of the ``P - 1`` gaps, ``exp(F[k+1] + G[k+1] - log Z)``; log Z.
     """
     seg = _Segments(pos, lam)
     p, a, lp = seg.p, seg.a, seg.lp
@@ -357,7 +337,7 @@ def abb_average(pos: Positions, lam: float) -> dict:
             diff[l + 1:] -= t
     value = np.cumsum(diff[:p])
     boundary = np.exp(f_sum[1:p] + g[1:p] - log_z)
-    return {"value": value, "boundary": boundary, "log_evidence": float(log_z)}
+    return value, boundary, float(log_z)
 
 
 class BayesBinningBase(Calibrator):

@@ -20,23 +20,11 @@ SCORE, NUMERIC, CATEGORICAL = "score", "numeric", "categorical"
 
 @dataclass
 class ColumnCode:
-    """How one input column is turned into integer codes ``0 .. n_codes - 1``.
-
-    Attributes
-    ----------
-    name : str
-        Display name (the DataFrame column, or ``"score"``).
-    kind : {"score", "numeric", "categorical"}
-    n_codes : int
-        Number of codes learned at fit time.
-    edges : ndarray, optional
-        Inner bin edges of a numeric column; a value equal to an edge goes to the upper bin. The score's equal-width
-        edges follow from ``n_codes`` (:attr:`cuts`).
-    categories : pandas.Index, optional
-        The values seen at fit time, in code order (categorical columns).
-    missing_code : int
-        Code of a missing value (NaN), or -1 when none was seen at fit time: a missing value is then *unseen*.
-    """
+    """How one input column (``name``: the DataFrame column, or ``"score"``) of ``kind`` ``"score"``, ``"numeric"`` or
+    ``"categorical"`` is turned into integer codes ``0 .. n_codes - 1``: a numeric column by its inner bin ``edges``
+    (a value on an edge goes to the upper bin; the score's equal-width edges follow from ``n_codes``, :attr:`cuts`), a
+    categorical one by the values seen at fit time, ``categories`` in code order. ``missing_code`` is the code of a
+    missing value (NaN), or -1 when none was seen at fit time (a missing value is then *unseen*)."""
 
     name: str
     kind: str

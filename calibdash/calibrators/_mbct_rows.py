@@ -68,20 +68,11 @@ class CanonicalRows:
     """The rows MBCT fits on, in a canonical form: rows of equal (score, codes of every feature, label) merged into
     one whose weight is the sum of theirs, sorted by score, then the codes column by column, then the label.
 
-    Attributes
-    ----------
-    s, y, weight : ndarray
-        Score, label and weight (the summed weight) of each row.
-    first : ndarray
-        For each row, the first row given that it merges: its codes are ``source_codes[first]`` (:attr:`codes`).
-    source_codes : ndarray
-        The code matrix of the rows given (not copied: at millions of rows a reordered copy would cost as much memory
-        again).
-    units : bool
-        Whether the weights are whole numbers (no weights: ones), under 2**53: then a row of weight ``k`` is ``k``
-        rows, each drawn on its own; otherwise (fractional weights) a row is drawn whole.
-    inverse : ndarray or None
-        For each row given (of positive weight), its canonical row (None unless asked for).
+    Per row its ``s``, ``y`` and summed ``weight``, and ``first``, the first row given that it merges (its codes are
+    ``source_codes[first]``, :attr:`codes`); ``source_codes`` the code matrix of the rows given (not copied: at
+    millions of rows a reordered copy would cost as much memory again); ``units``, whether the weights are whole
+    numbers under 2**53 (no weights: ones), so that a row of weight ``k`` is ``k`` rows each drawn on its own (else a
+    row is drawn whole); ``inverse``, the canonical row of each row given of positive weight (None unless asked for).
     """
 
     s: np.ndarray
@@ -225,22 +216,11 @@ def sample_counts(labels: np.ndarray, counts: np.ndarray, size: int, seed: int) 
 
 @dataclass(frozen=True)
 class TreeRows:
-    """What each canonical row (:class:`CanonicalRows`) weighs in each use MBCT makes of its rows.
-
-    Attributes
-    ----------
-    grow : ndarray
-        Weight in the growth of the trees: split choice, node-local MVCE views, the training loss of ``history_``.
-    check : ndarray
-        Weight held out: the global MVCE on these decides how many trees to keep (zeros when none are held out).
-    fit : ndarray
-        Weight in the node sums that set the nodes' lines: the row's weight but its check weight (``grow`` without a
-        growth sample).
-    units : bool
-        :attr:`CanonicalRows.units`: whether the weights count units or whole rows of fractional weight.
-    sampled : bool
-        Whether the trees were grown on a sample.
-    """
+    """What each canonical row weighs in each use MBCT makes of its rows: ``grow`` (the growth of the trees: split
+    choice, node-local views, the training loss of ``history_``), ``check`` (held out: the global MVCE on these
+    decides how many trees to keep; zeros when none are) and ``fit`` (the node sums that set the lines: the row's
+    weight but its check weight; ``grow`` without a growth sample); ``units`` as :attr:`CanonicalRows.units`;
+    ``sampled``, whether the trees were grown on a sample."""
 
     grow: np.ndarray
     check: np.ndarray

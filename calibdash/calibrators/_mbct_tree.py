@@ -170,29 +170,15 @@ def _floats(values, k: int) -> np.ndarray:
 class Tree:
     """One calibration tree: a bin per node, a linear calibrator per node.
 
-    Nodes are numbered breadth first (the root is 0, a child's number is larger than its parent's). A row's output is
-    ``slope[node] * f + intercept[node]`` for the node it ends at (:meth:`route`), the line of :func:`node_line`
-    fitted on the node's sums.
-
-    Attributes
-    ----------
-    feature : ndarray of int32, shape (k,)
-        Code column node ``k`` splits on, -1 for a leaf.
-    table_len : ndarray of int32, shape (k,)
-        Length of node ``k``'s routing table (the number of codes of its column; 0 for a leaf).
-    table : ndarray of int32
-        The routing tables of all nodes one after the other: code -> child node, -1 for a value not seen in the node
-        (the row stays at the node and takes its line).
-    positives, sum_input : ndarray of float, shape (k,)
-        Sums over the node's training rows of the label and of the tree's input ``f`` (weighted by the rows' weights
-        in a weighted fit); their ratio is the node's PUD before the tree (:attr:`scale`).
-    weight, sum_input_sq, sum_input_pos, input_min, input_max : ndarray of float, shape (k,)
-        The node's weight (rows), sums of ``w f^2`` and ``w f y``, and its rows' least and largest input: with the two
-        above, what its line needs (:data:`STATS`). NaN for a tree read from a file written before the line: its nodes
-        are scaled.
-    loss_node, loss_split : ndarray of float, shape (k,)
-        Node-local MVCE of the node's own calibration / of its chosen split (NaN where no split was tried / none was
-        made; NaN everywhere for a tree read from a file).
+    Nodes are numbered breadth first (the root is 0, a child after its parent). A row's output is ``slope[node] * f +
+    intercept[node]`` for the node it ends at (:meth:`route`), the line of :func:`node_line` fitted on the node's
+    sums. Per node ``k``: ``feature``, the code column it splits on (-1 for a leaf); ``table_len``, the length of its
+    routing table (the number of codes of its column; 0 for a leaf), the tables of all nodes one after the other in
+    ``table`` (code -> child node, -1 for a value not seen in the node: the row stays and takes its line); the
+    statistics :data:`STATS` of its training rows (``positives`` and ``sum_input``, whose ratio is the node's PUD
+    before the tree, :attr:`scale`, and the others, NaN for a tree read from a file written before the lines, whose
+    nodes are scaled); and the node-local MVCE of its own calibration and of its chosen split, ``loss_node`` and
+    ``loss_split`` (NaN where none was tried or made, and everywhere for a tree read from a file).
     """
 
     feature: np.ndarray

@@ -1,29 +1,24 @@
 """The solution path of nearly-isotonic regression (modified PAV), for ENIR.
 
-Nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani 2011, "Nearly-isotonic regression", Technometrics 53(1),
-Eq. 2) fits, for a penalty ``lambda >= 0``, the points ``y_1 .. y_n`` (sorted by score) with weights ``w_i``::
+Nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani 2011, Technometrics 53(1), Eq. 2) fits, for a penalty
+``lambda >= 0``, the points ``y_1 .. y_n`` (sorted by score) with weights ``w_i``::
 
     beta(lambda) = argmin_b  1/2 sum_i w_i (y_i - b_i)^2 + lambda sum_i (b_i - b_(i+1))_+
 
 ``lambda = 0`` gives the data, a large ``lambda`` the isotonic fit. Their modified pool-adjacent-violators algorithm
-(Section 3) follows the whole path: adjacent coordinates that are equal stay fused for every larger ``lambda`` (their
-Lemma 1), so the path is a sequence of merges of adjacent groups. Between merges a group ``g`` (points ``i..j``,
-weight ``W_g``, sum ``S_g = sum w_i y_i``) moves linearly::
-
-    beta_g(lambda) = (S_g + lambda c_g) / W_g,   c_g = l_g - r_g
-
-where ``l_g = 1`` when its left neighbour lies above it (a violation) and ``r_g = 1`` when it lies above its right
-neighbour (summing the optimality conditions over the group; the subgradients inside it cancel). A boundary's
-violation status cannot change without the two groups meeting, so it is fixed at ``lambda = 0`` (``y_i > y_(i+1)``).
-Two neighbours whose values approach meet at the ``lambda`` that equalises them; they merge there and the new group's
-``c`` is the sum of theirs. Each merge is an event in a heap: ``O(n log n)`` for the whole path.
+(Section 3) follows the whole path: adjacent coordinates that are equal stay fused for every larger ``lambda`` (Lemma
+1), so the path is a sequence of merges of adjacent groups. Between merges a group ``g`` (weight ``W_g``, sum ``S_g =
+sum w_i y_i``) moves linearly, ``beta_g(lambda) = (S_g + lambda c_g) / W_g`` with ``c_g = l_g - r_g``, where ``l_g =
+1`` when its left neighbour lies above it (a violation, fixed at ``lambda = 0``) and ``r_g = 1`` when it lies above
+its right neighbour. Two neighbours whose values approach merge at the ``lambda`` that equalises them, and the new
+group's ``c`` is the sum of theirs; each merge is an event in a heap: ``O(n log n)`` for the whole path.
 
 This is the algorithm of the ``neariso`` R package that the ENIR authors call (``neariso2``,
 github.com/pakdaman/calibration, ``ENIR/``), with two numerical differences that do not change the path: the meeting
 ``lambda`` is computed from the groups' sums (``(S_b W_a - S_a W_b) / (c_a W_b - c_b W_a)``, exact rationals for
-whole-number weights) rather than from values carried along the path, and the ``c`` of a group is an integer (the
-package divides by the group size and rounds). As in the package, neighbours whose values are equal to a relative
-``1e-8`` merge at once (at ``lambda = 0`` this fuses equal adjacent points).
+whole-number weights) rather than from values carried along the path, and ``c`` is an integer (the package divides by
+the group size and rounds). As in the package, neighbours whose values are equal to a relative ``1e-8`` merge at once
+(at ``lambda = 0`` this fuses equal adjacent points).
 """
 from __future__ import annotations
 

@@ -88,28 +88,13 @@ def kink_heights(xn: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 @dataclass
 class TrendFit:
-    """One solved trend filter: a continuous piecewise-linear map.
-
-    Attributes
-    ----------
-    lam : float
-        The penalty ``lambda`` of Eq. 3.2.
-    knots : ndarray of int
-        Indices (into the merged points) of the knots, ascending.
-    nodes_x, nodes_p : ndarray
-        The map's nodes: first point, knots, last point, and its values there.
-    objective : float
-        Value of Eq. 3.2 (weighted) at the solution.
-    kkt : float
-        ``max_i |nu_i| / lam - 1`` (<= tol when converged; 0 for a fit made without the solver).
-    converged : bool
-        ``kkt <= tol``, or stopped at the rounding floor (below).
-    at_rounding_floor : bool
-        No step lowered the objective by more than its rounding error any more while ``tol < kkt <= FLOOR_TOL`` (seen
-        at 10^6 points and the smallest ``lam``).
-    iterations, face_solves : int
-        KKT checks (each an O(n) pass) and face solves spent on this ``lam``.
-    """
+    """One solved trend filter, a continuous piecewise-linear map: its penalty ``lam`` (Eq. 3.2), ``knots`` (indices
+    into the merged points, ascending), nodes ``nodes_x`` (first point, knots, last point) and values there
+    ``nodes_p``, the ``objective`` (Eq. 3.2, weighted), ``kkt`` (``max_i |nu_i| / lam - 1``: <= tol when converged, 0
+    for a fit made without the solver), ``converged`` (``kkt <= tol``, or stopped at the rounding floor),
+    ``at_rounding_floor`` (no step lowered the objective by more than its rounding error any more while ``tol < kkt <=
+    FLOOR_TOL``, seen at 10^6 points and the smallest ``lam``), and the ``iterations`` (KKT checks, each an O(n) pass)
+    and ``face_solves`` spent on this ``lam``."""
 
     lam: float
     knots: np.ndarray

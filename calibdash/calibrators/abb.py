@@ -15,20 +15,10 @@ __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 
 @dataclass(frozen=True)
 class BinningAverage:
-    """ABB's average over all binnings of a set of rows: what ``fit`` keeps part of and :mod:`calibdash.explain.abb`
-    shows.
-
-    Attributes
-    ----------
-    positions : Positions
-        The rows collapsed to sorted positions.
-    value : ndarray of float
-        ABB's calibrated probability at each position (Eq. 7).
-    boundary : ndarray of float
-        Posterior probability of a bin boundary in each of the ``P - 1`` gaps.
-    log_evidence : float
-        Log of the sum of Eq. 6 over all binnings.
-    """
+    """ABB's average over all binnings of a set of rows (what ``fit`` keeps part of and :mod:`calibdash.explain.abb`
+    shows): the ``positions``, ABB's calibrated probability ``value`` at each (Eq. 7), the posterior probability of a
+    bin ``boundary`` in each of the ``P - 1`` gaps, and ``log_evidence``, the log of the sum of Eq. 6 over all
+    binnings."""
 
     positions: Positions
     value: np.ndarray
@@ -42,9 +32,7 @@ def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: in
     :func:`~._bayes_binning.collapse`). SettingsError for ``lam <= 0`` or ``max_positions < 1``."""
     lam = check_lam(lam)
     pos = collapse(s, y, max_positions, sample_weight)
-    res = abb_average(pos, lam)
-    return BinningAverage(positions=pos, value=res["value"], boundary=res["boundary"],
-                          log_evidence=res["log_evidence"])
+    return BinningAverage(pos, *abb_average(pos, lam))
 
 
 def knots(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -181,7 +181,6 @@ class Calibrator(BaseEstimator):
         """
         return None
 
-    # -- for subclasses --------------------------------------------------------
     def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:  # pragma: no cover
         raise NotImplementedError
 

@@ -404,28 +404,11 @@ def _authors_corrections(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np
 @dataclass
 class BinningModels:
     """BBQ's binning models fitted on a set of rows, and their weights (what ``fit`` averages and
-    :mod:`calibdash.explain.bbq` shows).
-
-    Attributes
-    ----------
-    variant : str
-        ``"paper"`` or ``"authors"``.
-    b : ndarray of int
-        The number of bins ``B`` each model was built for.
-    bins : Bins
-        Every bin of every model.
-    log_ml : ndarray of float
-        Log marginal likelihood ``log P(D | M)`` of each model ("Eq. 2").
-    same_as : ndarray of int
-        Paper variant: the index of the first model with the same binning
-        (counted once), or -1; all -1 for the authors' variant.
-    posterior : ndarray of float
-        Each model's weight among all models, before pruning (0 for a duplicate binning).
-    kept : ndarray of bool
-        Models kept by the pruning rule (all distinct models without it).
-    weight : ndarray of float
-        Each model's weight in the average: the posterior renormalised over the kept models, 0 for the others.
-    """
+    :mod:`calibdash.explain.bbq` shows): the ``variant``; per model the number of bins ``b`` it was built for, the log
+    marginal likelihood ``log_ml`` ("Eq. 2"), ``same_as`` (paper variant: the first model with the same binning,
+    counted once, or -1), its ``posterior`` weight among all models before pruning (0 for a duplicate), whether
+    pruning ``kept`` it, and its ``weight`` in the average (the posterior renormalised over the kept models, 0 for the
+    others); and ``bins``, every bin of every model."""
 
     variant: str
     b: np.ndarray

@@ -79,21 +79,11 @@ def midpoint(a: float, b: float, c: float) -> float:
 
 @dataclass(frozen=True)
 class BetaFit:
-    """What :func:`fit_beta` finds (what ``fit`` keeps, and :mod:`calibdash.explain.beta` shows).
-
-    Attributes
-    ----------
-    a, b, c, m : float
-        The map's parameters and its midpoint (:func:`midpoint`).
-    log_likelihood : float
-        Weighted log-likelihood of the labels at the map.
-    n_iter : int
-        Newton iterations over all the logistic regressions fitted.
-    steps : tuple of dict
-        One entry per logistic regression fitted, in order: ``features`` (what it regressed on), ``a``, ``b``, ``c``
-        (NaN for a coefficient the step has not), ``log_likelihood``, ``n_iter`` and ``kept`` (whether the map is this
-        step's fit).
-    """
+    """What :func:`fit_beta` finds (what ``fit`` keeps, and :mod:`calibdash.explain.beta` shows): the map's ``a, b,
+    c`` and midpoint ``m`` (:func:`midpoint`), the weighted ``log_likelihood`` of the labels at the map, ``n_iter``
+    Newton iterations over all the logistic regressions, and ``steps``, one dict per regression in order: ``features``
+    (what it regressed on), ``a``, ``b``, ``c`` (NaN for a coefficient the step has not), ``log_likelihood``,
+    ``n_iter`` and ``kept`` (whether the map is this step's fit)."""
 
     a: float
     b: float

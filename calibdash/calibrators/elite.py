@@ -91,27 +91,13 @@ def _criterion_weights(scores: np.ndarray) -> np.ndarray:
 
 @dataclass
 class LambdaPath:
-    """Everything solved along one lambda path (what :func:`lambda_path` returns).
-
-    Attributes
-    ----------
-    x, z, w : ndarray
-        Merged training points: distinct scores, mean label, count (with
-        sample weights: weighted mean label and total weight).
-    n_rows : float
-        ``N`` of the information criteria: the number of rows, or their total weight in a weighted fit.
-    lambda_max : float
-        Smallest ``lambda`` whose solution is the least-squares line (0 when
-        the line is exact or there are fewer than 3 distinct scores).
-    fits : list of TrendFit
-        The solved trend filters, by decreasing ``lambda``.
-    table : DataFrame
-        One row per fit: lambda, lam_ratio, df, knots, loglik, aic, aicc, bic, kkt, converged, iterations, weight.
-    weights : ndarray
-        The models' weights (sum to 1).
-    map_x, map_p : ndarray
-        Nodes and values of the weighted average of the fits.
-    """
+    """Everything solved along one lambda path (what :func:`lambda_path` returns): the merged training points ``x, z,
+    w`` (distinct scores, mean label, count; with sample weights the weighted mean label and total weight), ``n_rows``
+    (the ``N`` of the information criteria: rows, or total weight), ``lambda_max`` (the smallest ``lambda`` whose
+    solution is the least-squares line; 0 when the line is exact or there are fewer than 3 distinct scores), ``fits``
+    (the solved :class:`TrendFit`, by decreasing ``lambda``), ``table`` (one row per fit: lambda, lam_ratio, df,
+    knots, loglik, aic, aicc, bic, kkt, converged, iterations, weight), the models' ``weights`` (sum to 1), and
+    ``map_x, map_p``, the nodes and values of their weighted average."""
 
     x: np.ndarray
     z: np.ndarray
@@ -292,14 +278,12 @@ class ELiTE(Calibrator):
         self.lam_ratio = lam_ratio
         self.tol = tol
 
-    # -- fitting -----------------------------------------------------------------------
     def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:
         path = lambda_path(s, y, sample_weight=w, **self.get_params())
         self.lambda_max_ = path.lambda_max
         self.weights_ = path.weights
         self.map_x_, self.map_p_ = path.map_x, path.map_p
 
-    # -- prediction ------------------------------------------------------------------
     def _predict(self, s: np.ndarray, features) -> np.ndarray:
         return np.clip(evaluate_linear(self.map_x_, self.map_p_, s), 0.0, 1.0)
 

@@ -130,30 +130,13 @@ def information_criterion(loglik: np.ndarray, df: np.ndarray, n: float, criterio
 
 @dataclass
 class ENIRPath:
-    """Everything :func:`enir_path` computes.
-
-    Attributes
-    ----------
-    x, pos, wt : ndarray
-        Merged training points: distinct scores, positives and rows (weight sums with sample weights).
-    n_rows : float
-        ``N`` of the criterion: the number of rows, or their total weight.
-    path : NearIsoPath
-        The solved nearly-isotonic path over the points.
-    n_breakpoints : int
-        Number of breakpoints of the whole path (0 included), before thinning.
-    lam, df, loglik, score : ndarray
-        Per model on the (thinned) path, by increasing lambda: penalty,
-        distinct fitted values, log-likelihood, criterion.
-    kept : ndarray of bool
-        Models in the average (not lambda = 0, finite score).
-    weight : ndarray
-        Their normalised weights (0 for the others).
-    values : list of ndarray or None
-        For each model with positive weight, its smoothed value at every point (``None`` for the others).
-    map_p : ndarray
-        The averaged map at every point.
-    """
+    """Everything :func:`enir_path` computes: the merged training points ``x, pos, wt`` (distinct scores, positives,
+    rows; weight sums with sample weights), ``n_rows`` (the ``N`` of the criterion), the solved nearly-isotonic
+    ``path`` over the points, ``n_breakpoints`` (of the whole path, 0 included, before thinning); per model on the
+    thinned path, by increasing lambda, its ``lam``, ``df`` (distinct fitted values), ``loglik`` and criterion
+    ``score``, whether it is ``kept`` in the average (not lambda = 0, finite score), its normalised ``weight`` (0 for
+    the others) and ``values``, its smoothed value at every point (None where its weight is 0); and ``map_p``, the
+    averaged map at every point."""
 
     x: np.ndarray
     pos: np.ndarray

@@ -224,7 +224,6 @@ class MBCTCalibrator(Calibrator):
         self.score_bins = score_bins
         self.seed = seed
 
-    # -- checks ------------------------------------------------------------------
     def _check_params(self) -> None:
         def holds(test, value) -> bool:
             try:
@@ -256,7 +255,6 @@ class MBCTCalibrator(Calibrator):
                 raise DataError(f"features lack the column(s) {missing} MBCT was fitted with.")
         return encode(self.columns_, s, df)
 
-    # -- fit / predict -------------------------------------------------------------
     def _fit(self, s, y, features, w):
         self._check_params()
         _, s, y, df, w = weighted_rows(s, y, features, w)

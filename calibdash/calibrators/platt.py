@@ -45,26 +45,11 @@ def targets(y: np.ndarray, smooth: bool, sample_weight: np.ndarray | None = None
 
 
 def log_likelihood(a: float, b: float, s: np.ndarray, t: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
-    """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``, each row's term
-    times its weight in ``sample_weight`` (if given)."""
-    return -_nll_grad_hess(a, b, logit(s), t, sample_weight)[0]
-
-
-def _nll_grad_hess(a: float, b: float, z: np.ndarray, t: np.ndarray, w: np.ndarray | None = None):
-    """Negative log-likelihood of ``sigmoid(a z + b)`` against targets ``t`` (row terms weighted by ``w``), its
-    gradient and Hessian."""
-    f = a * z + b
-    # -[t log q + (1-t) log(1-q)] = log(1 + e^f) - t f, computed stably
-    loss = np.logaddexp(0.0, f) - t * f
-    q = expit(f)
-    r = q - t
-    v = q * (1 - q)
-    if w is not None:
-        loss, r, v = w * loss, w * r, w * v
-    nll = float(np.sum(loss))
-    g = np.array([np.dot(r, z), r.sum()])
-    h = np.array([[np.dot(v, z * z), np.dot(v, z)], [np.dot(v, z), v.sum()]])
-    return nll, g, h
+    """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``, each row's term times its weight in
+    ``sample_weight`` (if given)."""
+    f = a * logit(s) + b
+    loss = np.logaddexp(0.0, f) - t * f          # -[t log q + (1 - t) log(1 - q)], computed stably
+    return -float(np.sum(loss if sample_weight is None else sample_weight * loss))
 
 
 class PlattCalibrator(Calibrator):

@@ -15,23 +15,11 @@ __all__ = ["SBB", "BestBinning", "best_binning"]
 
 @dataclass(frozen=True)
 class BestBinning:
-    """SBB's chosen binning of a set of rows: what ``fit`` keeps part of and :mod:`calibdash.explain.sbb` shows.
-
-    Attributes
-    ----------
-    positions : Positions
-        The rows collapsed to sorted positions.
-    first, last : ndarray of int
-        First and last position of each bin.
-    n, n1 : ndarray of int
-        Rows and positives in each bin (float weight sums when weighted).
-    estimate : ndarray of float
-        Each bin's calibrated probability, ``(n1 + 1) / (n + 2)``.
-    cuts : ndarray of float
-        The cut points between bins, half-way between the largest score of one bin and the smallest of the next.
-    log_score, log_evidence : float
-        Log Score (Eq. 6) of the chosen binning, and log of the sum of Eq. 6 over all binnings.
-    """
+    """SBB's chosen binning of a set of rows (what ``fit`` keeps part of and :mod:`calibdash.explain.sbb` shows): the
+    ``positions``, each bin's ``first`` and ``last`` position, rows ``n`` and positives ``n1`` (weight sums when
+    weighted) and calibrated probability ``estimate``, ``(n1 + 1) / (n + 2)``; the ``cuts`` half-way between the
+    largest score of one bin and the smallest of the next; ``log_score``, Eq. 6 of the chosen binning, and
+    ``log_evidence``, of the sum of Eq. 6 over all binnings."""
 
     positions: Positions
     first: np.ndarray
@@ -50,13 +38,12 @@ def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
     :func:`~._bayes_binning.collapse`). SettingsError for ``lam <= 0`` or ``max_positions < 1``."""
     lam = check_lam(lam)
     pos = collapse(s, y, max_positions, sample_weight)
-    res = sbb_best(pos, lam)
-    first, last = res["first"], res["last"]
+    first, last, log_score, log_evidence = sbb_best(pos, lam)
     n1 = np.add.reduceat(pos.n1, first)
     n = np.add.reduceat(pos.n0, first) + n1
     return BestBinning(positions=pos, first=first, last=last, n=n, n1=n1, estimate=(n1 + 1.0) / (n + 2.0),
                        cuts=0.5 * (pos.hi[last[:-1]] + pos.lo[last[:-1] + 1]),
-                       log_score=res["log_score"], log_evidence=res["log_evidence"])
+                       log_score=log_score, log_evidence=log_evidence)
 
 
 class SBB(BayesBinningBase):
