@@ -13,23 +13,16 @@ Boundary prior
 --------------
 The paper models ``Prior(k)``, the prior probability of a bin boundary in the gap between positions ``k`` and ``k +
 1``, "using a Poisson distribution with parameter lambda" after the discretization method it cites (EBD, Lustgarten et
-al. 2011), without printing the formula. We use EBD's Poisson-process form (as we read EBD; its paper is not among the
-shared papers, and we checked the form against a public implementation of EBD): boundaries fall on the score axis as a
-Poisson process with, on average, ``lambda`` events over the range of the training scores, and a gap holds a boundary
-when at least one event falls in it::
-
-    Prior(k)     = 1 - exp(-lambda * d_k / D)
-    1 - Prior(k) = exp(-lambda * d_k / D)
-
-with ``d_k = s_{k+1} - s_k`` the distance between consecutive positions and ``D = s_last - s_first`` the range. So
-``lambda`` is (for ``lambda`` small against the number of positions) the prior expected number of boundaries; wide
-gaps in the score are likelier places for a boundary than narrow ones; a bin spanning ``[s_l, s_u]`` gets the
-no-boundary factor ``exp(-lambda (s_u - s_l) / D)``. The end of the last bin is a boundary with probability one, so
-the prior is a proper distribution over the ``2^(P-1)`` binnings of ``P`` positions. We follow this form rather than a
-constant per-gap probability because it is the cited method's, and because it gives a new score falling inside a gap
-an exact meaning (linear interpolation in ABB; see :class:`~calibdash.calibrators.abb.ABB`). With micro-bins, ``d_k``
-is the distance between consecutive micro-bins' mean scores, so the prior of "a boundary somewhere near here" matches
-the ungrouped prior to first order.
+al. 2011), without printing the formula. We use EBD's Poisson-process form (as we read EBD, whose paper is not among
+the shared papers, checked against a public implementation of EBD): boundaries fall on the score axis as a Poisson
+process with ``lambda`` events on average over the range of the training scores, and a gap holds a boundary when at
+least one event falls in it: ``Prior(k) = 1 - exp(-lambda d_k / D)``, with ``d_k = s_{k+1} - s_k`` and ``D = s_last -
+s_first``. So ``lambda`` is about the prior expected number of boundaries, wide gaps are likelier places for a
+boundary than narrow ones, and the prior is a proper distribution over the ``2^(P-1)`` binnings of ``P`` positions
+(the end of the last bin is a boundary with probability one). We follow this form rather than a constant per-gap
+probability because it is the cited method's and because it gives a new score inside a gap an exact meaning (linear
+interpolation in ABB). With micro-bins ``d_k`` is the distance between their mean scores, which matches the ungrouped
+prior to first order.
 
 Sample weights
 --------------
@@ -45,8 +38,8 @@ Dynamic programmes
 ``F[u]`` is the log of the sum (ABB) or the maximum (SBB) of the scores of the binnings of the first ``u`` positions;
 ``G[l]`` the log of the sum of the scores of the binnings of positions ``l .. P-1``. Each step is one numpy pass over
 the other boundary of the last (first) bin, in log space (max-shifted exp-sum, log factorials from a ``gammaln``
-table): O(P^2) time and O(P) memory in total. ABB's needs sums over all binnings where the paper's Sec. 2.4 speaks
-of the highest scoring ones (see :class:`~calibdash.calibrators.abb.ABB`).
+table): O(P^2) time and O(P) memory in total. ABB's needs sums over all binnings where the paper's Sec. 2.4 speaks of
+the highest scoring ones (see :class:`~calibdash.calibrators.abb.ABB`).
 """
 from __future__ import annotations
 

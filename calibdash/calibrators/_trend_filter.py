@@ -7,30 +7,28 @@ weights ``w_i`` (their count; with sample weights, the weighted mean label and t
 
     p_hat = argmin_p  1/2 sum_i w_i (p_i - z_i)^2  +  lam * ||Delta p||_1
 
-where ``(Delta p)_i = (p_{i+2} - p_{i+1}) / (x_{i+2} - x_{i+1})
-- (p_{i+1} - p_i) / (x_{i+1} - x_i)`` is the change of slope at ``x_{i+1}``
-(``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a continuous piecewise-linear function of
-the score whose kinks ("knots") sit on data points.
+where ``(Delta p)_i = (p_{i+2} - p_{i+1}) / (x_{i+2} - x_{i+1}) - (p_{i+1} - p_i) / (x_{i+1} - x_i)`` is the change of
+slope at ``x_{i+1}`` (``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a continuous
+piecewise-linear function of the score whose kinks ("knots") sit on data points.
 
 Optimality (KKT) conditions
 ---------------------------
 ``p`` is optimal if and only if the dual vector ``nu`` (one entry per interior point) defined by ``Delta^T nu = W (z -
 p)`` satisfies ``|nu_i| <= lam`` everywhere and ``nu_i = lam * sign((Delta p)_i)`` wherever ``p`` has a kink.
 ``Delta^T nu = r`` has a solution iff ``r`` is orthogonal to ``1`` and ``x``, and then it is the double cumulative sum
-``nu_i = sum_{j <= i+1} r_j (x_{i+1} - x_j)`` (computed as two ``cumsum`` passes, no ill-conditioned solve). At ``lam
->= lam_max = max |nu(affine fit)|`` the solution is the weighted least-squares line (Kim et al. 2009; paper, Section
-3).
+``nu_i = sum_{j <= i+1} r_j (x_{i+1} - x_j)`` (two ``cumsum`` passes, no ill-conditioned solve). At ``lam >= lam_max =
+max |nu(affine fit)|`` the solution is the weighted least-squares line (Kim et al. 2009; paper, Section 3).
 
 Algorithm
 ---------
-An exact active-set method on the primal, not the paper's ADMM (see ``calibdash/calibrators/elite.py`` for why):
+An exact active-set method on the primal, not the paper's ADMM (:mod:`calibdash.calibrators.elite` says why):
 
 * For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth surrogate ``1/2 ||p - z||_W^2 + lam * s^T
-  (Delta p)_K`` over continuous piecewise-linear ``p`` with knots in ``K`` (a "face solution") is found in the
-  hat-function basis on the nodes ``{x_1} u x_K u {x_n}``: a tridiagonal system ``G theta = b - lam * Delta_K^T s``
-  with ``G = B^T W B`` (solved with ``scipy.linalg.solveh_banded``). The sufficient statistics of each segment between
-  two nodes are cached, and a new segment costs O(sqrt n) from precomputed moments of fixed blocks of points (shifted
-  without cancellation), so a face solve costs O(#knots + sqrt n); only the KKT check touches all n points.
+  (Delta p)_K`` over continuous piecewise-linear ``p`` with knots in ``K`` (a "face solution") solves a tridiagonal
+  system ``G theta = b - lam * Delta_K^T s`` in the hat-function basis on the nodes ``{x_1} u x_K u {x_n}``, ``G = B^T
+  W B`` (``scipy.linalg.solveh_banded``). Segment statistics are cached, and a new segment costs O(sqrt n) from
+  precomputed moments of fixed blocks of points (shifted without cancellation), so a face solve costs O(#knots + sqrt
+  n); only the KKT check touches all n points.
 * Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution is optimal. Otherwise each maximal run of
   violating points proposes its most violating point: a run touching a knot of the same sign moves that knot there, a
   free-standing run adds a knot. The proposal is accepted if its sign-consistent face solution lowers the objective;
@@ -39,8 +37,8 @@ An exact active-set method on the primal, not the paper's ADMM (see ``calibdash/
   quadratic objective). Every accepted step lowers the objective, so the method cannot cycle.
 * Along a decreasing grid of ``lam`` each problem is warm-started from the previous solution.
 
-On exit the KKT conditions hold to the relative tolerance ``tol``: ``max_i |nu_i| <= lam (1 + tol)`` and every knot's
-kink has the sign of its ``nu`` (the tests also check the duality gap). Knots are the active set of the final face
+On exit the KKT conditions hold to the relative tolerance ``tol``, ``max_i |nu_i| <= lam (1 + tol)`` with every knot's
+kink of the sign of its ``nu`` (the tests also check the duality gap). Knots are the active set of the final face
 solution, not a thresholded output of an iterative method; kinks whose effect on the fitted values is below
 ``KINK_TOL`` are not counted. If for ``STALL`` iterations no step lowers the objective by more than 1e-13 of it (its
 float rounding), the solver stops; the fit counts as converged when its violation is below ``FLOOR_TOL``

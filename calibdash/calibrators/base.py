@@ -94,11 +94,10 @@ class Calibrator(BaseEstimator):
     uses_features : bool
         Whether ``features`` are used (MBCT); others ignore them.
     monotone : bool
-        Whether every fitted map is non-decreasing in the score, by construction, for any training data (isotonic
-        regression, temperature scaling, Venn-ABERS). False where the map can decrease: binning methods (histogram,
-        BBQ, SBB, ABB: per-bin frequencies), ELiTE (trend filtering), ENIR (near-isotonic: monotone only at its
-        isotonic end), MBCT (feature trees), and Platt scaling and beta calibration, whose maps are non-decreasing
-        exactly when the fitted slope ``a`` (Platt) or ``a`` and ``b`` (beta) are non-negative, which the data decide.
+        Whether every fitted map is non-decreasing in the score by construction (isotonic regression, temperature
+        scaling, Venn-ABERS). False where the map can decrease: binning methods (per-bin frequencies), ELiTE, ENIR
+        (monotone only at its isotonic end), MBCT, and Platt scaling and beta calibration, whose maps are
+        non-decreasing exactly when the fitted slopes are non-negative, which the data decide.
     order : float or None
         Place in every list of methods (menus, tables, ``calibdash methods``): ascending ``order``, then the name; a
         class that declares none (None) follows those that do, alphabetically.

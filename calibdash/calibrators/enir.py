@@ -15,13 +15,10 @@ groups (:mod:`._nearly_isotonic`); the models are the fits at the path's breakpo
 predicts the average of the models' maps weighted by their relative likelihood ``exp((BIC_min - BIC_i) / 2)``
 (Bayesian model averaging with BIC scores, as BBQ averages its binnings).
 
-The paper's text is not in ``shared/papers``; the details below are read
-from the authors' code, which we follow where the two could differ.
-
 What this implementation does (the authors' R package ``enir.build``)
 --------------------------------------------------------------------
-Where the paper's text and the authors' code differ, or the text leaves room, we follow the R package ``enir`` (the
-authors' final release; the MATLAB interface differs only where noted):
+The paper's text is not in ``shared/papers``; the details below are read from the authors' code, the R package
+``enir`` (their final release; the MATLAB interface differs only where noted), which we follow:
 
 * points: rows sorted by score; tied scores become one point whose target is their mean label, weighted by their
   number (``neariso2``'s merge of equal ``x``);

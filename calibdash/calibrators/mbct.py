@@ -39,92 +39,84 @@ class MBCTCalibrator(Calibrator):
 
     Paper, authors' code, and what is followed
     -------------------------------------------
-    The authors published data but no code
+    The authors published no code
     (``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration`` and
     ``huangsg1/uncertainty-calibration`` hold a README and a reading list), so every choice follows the paper's text;
     where the text is silent, or where following it literally would make the fit depend on the order of the rows, the
     choice is said below.
 
     Features (paper Sec. 5.1 and App. A.1)
-        The score is a feature of ``score_bins`` (100) equal-width bins; categorical columns (category, string, object
-        or bool dtype) are used as they are; numeric columns are cut into ``n_quantiles`` quantile bins learned on the
-        training rows. The score feature is the raw score in every tree (a fixed input, as the paper's feature list
-        reads), while the node calibrator acts on the previous trees' output. A missing value seen at fit time is a
-        value of its own. Integer columns are numeric: give label-encoded categories the ``category`` dtype.
-        Categories are coded in sorted order (mixed types that do not compare: by type name, then text), not in order
-        of appearance.
+        The score in ``score_bins`` (100) equal-width bins, always the raw score (a fixed input, as the paper's
+        feature list reads) while the node lines act on the previous trees' output; categorical columns (category,
+        string, object or bool dtype) as they are, coded in sorted order (mixed types that do not compare: by type
+        name, then text); numeric columns in ``n_quantiles`` quantile bins learned on the training rows. Integer
+        columns are numeric: give label-encoded categories the ``category`` dtype. A missing value seen at fit time is
+        a value of its own.
     Rows in a canonical form (not in the paper)
-        Before anything is drawn, rows with the same score, codes and label are merged into one row whose weight is
-        the sum of theirs, sorted by score, then the codes column by column, then the label (:func:`canonical_rows`).
-        Everything after depends only on those rows, so the same rows in another order give the same model, bit for
-        bit. Whole weights (no weights: 1) count *units*: a row of weight ``k`` is ``k`` rows, each drawn on its own
-        by the holdout, the growth sample and the views, laid out in the canonical order, so copies of a row land in
-        random places of a view as in a shuffle of the repeated rows, and the fit equals that on the rows repeated
-        (``tests/test_weights.py``). This is also the paper's aggregation (App. A.2) for rows that agree on everything
-        MBCT sees; rows that agree only on their codes are not merged: the line uses each row's score.
+        Before anything is drawn, rows with the same score, codes and label are merged into one row of their summed
+        weight and sorted by content (:func:`canonical_rows`), so the same rows in another order give the same model,
+        bit for bit. Whole weights (none: 1) count *units*: a row of weight ``k`` is ``k`` rows, each drawn on its own
+        by the holdout, the growth sample and the views, so copies land in random places of a view as in a shuffle of
+        the repeated rows, and the fit equals that on the rows repeated (``tests/test_weights.py``). This is also the
+        paper's aggregation (App. A.2) for rows that agree on everything MBCT sees; rows that agree only on their
+        codes are not merged: the line uses each row's score.
     Node calibrator (the "linear function" of Sec. 4.3, whose form the paper does not give)
-        ``f' = a f + b`` with ``f`` the input of the tree (the raw score for the first tree), fitted on the node's
-        rows by :func:`~calibdash.calibrators._mbct_tree.node_line`: a line through the node's mean point, so the
-        node's partition calibration error (Eq. 4) is zero and its PUD (Eq. 6) 1, whose slope is the paper's per-node
-        scale ``sum(y) / sum(f)`` unless an F test at the BIC's price (``ln W``) prefers the non-negative
-        least-squares slope, lowered if need be to stay in [0, 1] on the node's inputs. Why not the scale alone: on
-        two distinct scores with rates 0.1 and 0.8 at 0.2 and 0.7, a scale cannot reach both rates, a line through
-        both can. Why not the least-squares line always: through a node whose rates are convex in ``f`` it goes below
-        0 at its low end (on Avazu, 79 test rows predicted 0); the test and the bound keep the scale there.
+        ``f' = a f + b`` with ``f`` the input of the tree, fitted on the node's rows by
+        :func:`~calibdash.calibrators._mbct_tree.node_line`: a line through the node's mean point, so the node's
+        partition calibration error (Eq. 4) is zero and its PUD (Eq. 6) 1, whose slope is the paper's per-node scale
+        ``sum(y) / sum(f)`` unless an F test at the BIC's price (``ln W``) prefers the non-negative least-squares
+        slope, lowered if need be to stay in [0, 1] on the node's inputs. The scale alone cannot reach rates 0.1 and
+        0.8 at two scores 0.2 and 0.7, a line can; the least-squares line always would go below 0 at the low end of a
+        node whose rates are convex in ``f`` (79 Avazu test rows predicted 0); the test and the bound keep the scale
+        there.
     Split (Eq. 12)
         A leaf is split on the feature whose multiway split, each child calibrated by its own line, gives the lowest
-        node-local MVCE (Eq. 10) on the node's rows. The paper splits on every value of the feature; here each child
-        must hold at least ``bin_size`` rows (the bin size is "the least number of rows in a bin"): an ordered feature
-        (score, numeric) is cut into consecutive ranges of at least ``bin_size`` rows; a categorical value with fewer
-        rows joins an "other" child (or the smallest child when "other" would be too small). Otherwise a value seen on
-        one row would be calibrated to its own label.
+        node-local MVCE (Eq. 10). The paper splits on every value of the feature; here each child must hold at least
+        ``bin_size`` rows (the bin size is "the least number of rows in a bin"), or a value seen on one row would be
+        calibrated to its own label: an ordered feature is cut into consecutive ranges of at least ``bin_size`` rows;
+        a categorical value with fewer rows joins an "other" child (or the smallest child when "other" would be too
+        small).
     Stopping (Sec. 4.3)
         A node is not split at depth ``max_depth``, with fewer than ``2 * bin_size`` rows, when no feature gives two
-        children, or when the best split's local loss is not below the node's own. In practice ``bin_size`` and
-        ``max_depth`` stop growth.
+        children, or when the best split's local loss is not below the node's own.
     Loss (Eq. 10)
-        The MVCE of :func:`calibdash.metrics.mvce` with bin size ``M = round(mvce_ratio * bin_size)`` (default ratio
-        1/2, the paper's, so that a splittable node has at least two loss bins) and ``views`` random views: seeded
-        random permutations of the units in canonical order (the paper's "randomly shuffle the samples"). The
-        node-local loss is computed for all nodes of a level and all candidate features at once on shared views (a
-        node's view is the permutation restricted to its units), tested against ``metrics.mvce``. The paper evaluates
-        with 100 views; the default here is 20 for training speed, the candidate splits of a node being compared on
-        the same views.
+        The MVCE of :func:`calibdash.metrics.mvce` with bin size ``M = round(mvce_ratio * bin_size)`` (the paper's
+        ratio 1/2, so that a splittable node has at least two loss bins) and ``views`` seeded random permutations of
+        the units in canonical order (the paper's "randomly shuffle the samples"), computed for all nodes of a level
+        and all candidate features at once on shared views (tested against ``metrics.mvce``). The paper evaluates with
+        100 views; the default here is 20 for training speed, the candidate splits of a node being compared on the
+        same views.
     Boosting (Sec. 4.3: "whether to generate a new tree according to the change of global loss")
         Tree ``t + 1`` is grown on the output of trees ``1..t`` and kept only if it lowers the global MVCE
-        (``metrics.mvce``, 100 views) on a stratified share ``holdout`` of the units kept out of the trees (seeded by
-        ``seed``), so that the decision does not fit noise; the first tree is always kept. With ``holdout = 0`` the
-        decision uses the training rows, as the paper's text reads.
+        (``metrics.mvce``, 100 views) on a stratified, seeded share ``holdout`` of the units kept out of the trees, so
+        that the decision does not fit noise; the first tree is always kept. With ``holdout = 0`` the decision uses
+        the training rows, as the paper's text reads.
     Never worse than one leaf (not in the paper)
-        After boosting, the training loss of the kept trees (``history_``'s ``fit_mvce``) is compared with that of the
-        single-leaf linear calibrator (the root of the first tree). If the trees' is higher (beyond ``FALLBACK_RTOL``,
-        ``FALLBACK_ATOL`` of rounding), the model is that single leaf (``fallback_``). Greedy growth on node-local
-        losses, and later trees on other views, can raise the global training loss; on two distinct scores, for
-        example, the single leaf already reaches both rates.
+        If the kept trees' training loss (``history_``'s ``fit_mvce``) is above that of the single-leaf linear
+        calibrator (the root of the first tree) beyond ``FALLBACK_RTOL``, ``FALLBACK_ATOL`` of rounding, the model is
+        that single leaf (``fallback_``): greedy growth on node-local losses, and later trees on other views, can
+        raise the global training loss (on two distinct scores the single leaf already reaches both rates).
     Sample weights (not in the paper)
-        A row of weight ``v`` counts as ``v`` rows wherever rows are counted: numeric quantile bins hold equal shares
-        of weight (numpy's linear rule on the rows repeated, bit for bit for whole weights), a node's line is fitted
-        on weighted sums, ``bin_size`` (and ``2 * bin_size``) is a least *weight*. Whole weights are units (above);
-        score cells (rows weighted by their counts) give the row fit. Fractional weights are not units: a row is held
-        out, sampled and placed in a view whole, and the MVCE's bins hold equal weight ``M``, a row across a cut
+        A row of weight ``v`` counts as ``v`` rows wherever rows are counted: quantile bins hold equal shares of
+        weight (numpy's linear rule on the rows repeated), lines are fitted on weighted sums, ``bin_size`` is a least
+        *weight*. Whole weights are units (above); score cells give the row fit. Fractional weights are not: a row is
+        held out, sampled and placed in a view whole, and the MVCE's bins hold equal weight ``M``, a row across a cut
         putting each part in its bin (:func:`~calibdash.measures.mvce.grouped_mvce`; the global loss
-        :func:`~calibdash.measures.mvce.weighted_mvce` with ``M`` at most half the check weight). So fractional
-        weights ``c`` act as ``bin_size / c`` (the line rule's ``ln W`` uses weight too). Rows of weight 0 are left
-        out first; unit weights are no weights (the same fit bit for bit).
+        :func:`~calibdash.measures.mvce.weighted_mvce`, ``M`` at most half the check weight), so weights ``c`` act as
+        ``bin_size / c``. Rows of weight 0 are left out first; unit weights are no weights (the same fit bit for bit).
     At scale (``growth_rows``; not in the paper)
-        With more than ``growth_rows`` units the trees are grown on a seeded sample of ``growth_rows`` units
-        (:func:`sample_counts`: stratified by class, drawn in canonical order, so order-free too). Sampled: everything
-        that *chooses* a tree (the holdout split of the sample, the split choice and its views, ``bin_size``, the
-        training loss of ``history_`` and the boosting decision). Exact, on all rows: the feature coding and each
-        node's line, refitted once the tree is grown from all rows but the check units routed through it (O(N) per
-        tree), so every leaf's PUD (Eq. 6) is 1 on all of them; the next tree is grown on the sample's rows of that
-        output. A row whose value did not occur at a node in the sample stops there and counts to its line. The
-        canonical form costs a sort of the scores and one reordering of the rows (about 3 s at 10 million rows).
+        With more than ``growth_rows`` units the trees are grown on a seeded sample of that many
+        (:func:`sample_counts`: stratified by class, drawn in canonical order). Sampled: everything that *chooses* a
+        tree (the holdout split, the split choice and its views, ``bin_size``, ``history_``'s training loss, the
+        boosting decision). Exact, on all rows: the feature coding and each node's line, refitted from all rows but
+        the check units routed through the grown tree (O(N) per tree), so every leaf's PUD is 1 on all of them; the
+        next tree is grown on the sample's rows of that output. A row whose value did not occur at a node in the
+        sample stops there and counts to its line. The canonical form costs a sort of the scores and one reordering of
+        the rows (about 3 s at 10 million rows).
 
     Unseen values at predict time (a category not seen at fit time, or not among a node's training rows) stop the row
-    at that node: it takes the node's line. ``predict`` without features treats every feature value as unseen (only
-    score splits are followed). Outputs are clipped to [0, 1] after each tree (a line leaves [0, 1] only outside its
-    node's training inputs).
+    at that node: it takes the node's line; ``predict`` without features follows only score splits. Outputs are
+    clipped to [0, 1] after each tree (a line leaves [0, 1] only outside its node's training inputs).
 
     Parameters
     ----------
@@ -157,9 +149,7 @@ class MBCTCalibrator(Calibrator):
     columns_ : list of ColumnCode
         How the score and each feature column are coded.
     trees_ : list of Tree
-        The kept trees, in boosting order: routing tables, per-node statistics (whose line is ``slope``,
-        ``intercept``; ``scale`` the node's PUD before the tree) and node-local losses. One tree of one leaf after a
-        fallback.
+        The kept trees, in boosting order (one tree of one leaf after a fallback).
     history_ : dict of str -> ndarray
         One entry per tree tried (tree 0: the raw scores): ``tree``, ``leaves``, ``fit_mvce`` (the rows the trees are
         grown on, the first tree's views), ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the loss that
@@ -169,11 +159,10 @@ class MBCTCalibrator(Calibrator):
     single_leaf_mvce_ : float
         Training loss (as ``fit_mvce``) of the single-leaf linear calibrator.
     fallback_ : bool
-        Whether the kept trees' training loss was above it, so that the model is the single leaf.
+        Whether the model is that single leaf.
 
     A calibrator read from a file (:mod:`calibdash.io.export`) has no ``history_`` and its trees' losses are NaN. The
-    rows behind the trees (which were held out, each node's rows) are not kept: :mod:`calibdash.explain.mbct`
-    recomputes them from the training rows.
+    rows behind the trees are not kept: :mod:`calibdash.explain.mbct` recomputes them from the training rows.
     """
 
     name = "mbct"

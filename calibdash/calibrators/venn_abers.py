@@ -1,40 +1,34 @@
 """Inductive Venn-Abers predictors (Vovk & Petej, 2014; Vovk, Petej & Fedorova, 2015).
 
 An inductive Venn-Abers predictor (IVAP) is fitted on a calibration set of scores and labels. For a test score ``s``
-it fits isotonic regression twice: on the calibration set plus the test row ``(s, 0)``, and on the calibration set
-plus ``(s, 1)``. The two fitted values at ``s`` are the multiprobability prediction ``(p0, p1)``, ``p0 <= p1``; by
-Venn prediction theory one of them (the one whose assumed label is the true one) is perfectly calibrated. The pair is
-merged into one probability (Section 4 of the 2015 paper).
-
-Refitting isotonic regression for each test score costs ``O(n)`` per test score. The 2015 paper (Section 2, Algorithms
-1 to 4) computes instead, once, the values ``F0`` and ``F1`` at every distinct calibration score from the cumulative
-sum diagram (CSD) of the calibration set and two stacks of the greatest convex minorant (GCM), in ``O(n log n)`` for
-the sort and ``O(n)`` after it. Predicting is then a binary search: ``O(log n)`` per test score. :func:`fit_tables` is
-that algorithm; :func:`interval_at` the lookup.
+it fits isotonic regression on the calibration set plus the test row ``(s, 0)``, and plus ``(s, 1)``: the two fitted
+values at ``s`` are the multiprobability prediction ``(p0, p1)``, ``p0 <= p1``, one of which (the one whose assumed
+label is the true one) is perfectly calibrated by Venn prediction theory; the pair is merged into one probability
+(Section 4 of the 2015 paper). Instead of refitting per test score (``O(n)`` each), the 2015 paper (Section 2,
+Algorithms 1 to 4) computes once the values ``F0`` and ``F1`` at every distinct calibration score from the cumulative
+sum diagram (CSD) and two stacks of its greatest convex minorant (GCM), in ``O(n log n)``; predicting is a binary
+search (:func:`fit_tables`, :func:`interval_at`).
 
 Where the paper, its authors' code and this module differ
 ----------------------------------------------------------
 * Ties. A test score equal to a calibration score is pooled with the tied calibration rows, as isotonic regression
-  pools tied scores and as the paper's CSD merges them into one point of weight ``w'_i``: ``p0`` and ``p1`` there are
-  ``F0[i]`` and ``F1[i]``. The widely used Python implementation of the paper's algorithms (ptocca/VennABERS,
-  ``getFVal``) looks such a score up as if it lay just beside the tied rows: ``p1`` as just above them (``F1`` of the
-  next score), ``p0`` as just below (``F0`` of the previous one). On calibration rows (0.2, 0), (0.5, 1), (0.8, 0),
+  pools tied scores and as the paper's CSD merges them into one point: ``p0`` and ``p1`` there are ``F0[i]`` and
+  ``F1[i]``. The widely used Python implementation (ptocca/VennABERS, ``getFVal``) looks such a score up as if it lay
+  just beside the tied rows (``p1`` just above, ``p0`` just below): on calibration rows (0.2, 0), (0.5, 1), (0.8, 0),
   (0.9, 1) it gives ``p1(0.2) = 2/3``, ``p0(0.5) = 0``, ``p1(0.8) = 1``, ``p0(0.9) = 1/3`` where refitting isotonic
   regression gives 1/2, 1/3, 2/3 and 1/2 (we ran both). This module follows the definition, checked against refitting
   (``tests/calibrators/test_venn_abers.py``).
-* Between calibration scores. The paper's algorithms give values at the distinct scores only. For ``s`` strictly
-  between ``s'_{i-1}`` and ``s'_i``: ``p1(s) = F1[i]`` and ``p0(s) = F0[i-1]``, below the smallest score ``p0 = 0``
-  and ``p1 = F1[first]``, above the largest ``p0 = F0[last]`` and ``p1 = 1``. (Moving a test row of label 1 from the
-  gap into the next tied group leaves the GCM's slope over the test row unchanged: the corner the move removes lies on
-  or above the GCM, since it sits one unit of height above a point of the diagram and the GCM's slopes are at most 1.
-  Symmetrically for label 0 and the previous group. Below the smallest score a test row of label 0 is its own block of
-  value 0; above the largest, one of label 1 is a block of value 1.)
-* Algorithms 1 and 3 (the stack scans that build the GCM of the whole diagram) are done by scikit-learn's compiled
-  pool-adjacent-violators: the GCM's slopes are the isotonic regression of the diagram's steps, so its vertices are
-  PAV's block ends (:func:`_gcm_vertices`). Same stack, no Python loop over the points; the sweeps of Algorithms 2 and
-  4, which touch each point a constant number of times, stay in Python.
+* Between calibration scores the paper's algorithms give nothing. For ``s`` strictly between ``s'_{i-1}`` and
+  ``s'_i``: ``p1(s) = F1[i]`` and ``p0(s) = F0[i-1]``; below the smallest score ``p0 = 0`` and ``p1 = F1[first]``,
+  above the largest ``p0 = F0[last]`` and ``p1 = 1``. (Moving a test row of label 1 from the gap into the next tied
+  group leaves the GCM's slope over the test row unchanged: the corner the move removes lies on or above the GCM,
+  since it sits one unit of height above a point of the diagram and the GCM's slopes are at most 1; symmetrically for
+  label 0. Below the smallest score a test row of label 0 is its own block of value 0; above the largest, one of label
+  1 is a block of value 1.)
+* Algorithms 1 and 3 (the stack scans that build the GCM) are done by scikit-learn's compiled pool-adjacent-violators
+  (:func:`_gcm_vertices`); the sweeps of Algorithms 2 and 4 stay in Python.
 * The extra point of Algorithm 3. ptocca/VennABERS notes that the paper's text sets ``P_{k'+1} = P_{k'} + (1, 1)``; a
-  test row of label 0 adds weight 1 and no positive, so the point is ``P_{k'} + (1, 0)``, as that code uses and as the
+  test row of label 0 adds weight 1 and no positive, so the point is ``P_{k'} + (1, 0)``, as that code uses and the
   check against refitting confirms.
 * Weights. The CSD uses weight sums, so a row of weight ``w`` counts as ``w`` rows (integer weights equal repeated
   rows exactly). The test row always weighs 1: scaling every calibration weight by ``c`` narrows the intervals as
@@ -43,14 +37,10 @@ Where the paper, its authors' code and this module differ
 Merging ``(p0, p1)`` into one probability
 -----------------------------------------
 The paper's Section 4 picks the ``p`` with the smallest worst-case regret against the prediction the assumed label
-would have given, ``max(L(p, 0) - L(p0, 0), L(p, 1) - L(p1, 1))``. Both regrets are equal at the minimum:
-
-* log loss (``merge="log"``, the paper's choice): ``p = p1 / (1 - p0 + p1)``;
-* Brier (squared) loss (``merge="brier"``): ``p = p1 + (p0**2 - p1**2) / 2`` (the same argument with ``L(p, y) = (y -
-  p)**2``: ``p**2 - p0**2 = (1 - p)**2 - (1 - p1)**2``).
-
-Both lie in ``[p0, p1]``; ``tests/calibrators/test_venn_abers.py`` checks that each
-equalises the regrets and that no ``p`` on a fine grid does better.
+would have given, ``max(L(p, 0) - L(p0, 0), L(p, 1) - L(p1, 1))``; both regrets are equal at the minimum: for log loss
+(``merge="log"``, the paper's choice) ``p = p1 / (1 - p0 + p1)``; for Brier loss (``merge="brier"``) ``p = p1 +
+(p0**2 - p1**2) / 2`` (from ``p**2 - p0**2 = (1 - p)**2 - (1 - p1)**2``). Both lie in ``[p0, p1]``; the tests check
+that each equalises the regrets and that no ``p`` on a fine grid does better.
 """
 from __future__ import annotations
 
