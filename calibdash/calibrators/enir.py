@@ -22,11 +22,10 @@ The paper's text is not in ``shared/papers``; the details below are read from th
 
 * points: rows sorted by score; tied scores become one point whose target is their mean label, weighted by their
   number (``neariso2``'s merge of equal ``x``);
-* path: the breakpoints are 0 and every distinct ``lambda`` where groups merge (penalties within a relative 1e-9 are
-  one breakpoint: the package, which carries values along the path, can split one into two that differ in the last
-  bits and then count that model twice); when there are more than ``max_models`` of them, ``max_models`` are taken
-  evenly by index, ``round((0 .. T-1) / (T-1) * (L-1))`` as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``.
-  The model at ``lambda = 0`` (the data) is then dropped as the code's "dummy model";
+* path: the breakpoints are 0 and every distinct ``lambda`` where groups merge (within a relative 1e-9: see
+  :func:`~._nearly_isotonic.breakpoints`); above ``max_models`` of them, ``max_models`` are taken evenly by index,
+  ``round((0 .. T-1) / (T-1) * (L-1))``, as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``. The model at
+  ``lambda = 0`` (the data) is then dropped as the code's "dummy model";
 * fitted values are rounded to 6 decimals and clipped to [0, 1] (the R
   package's ``round(beta * 10^6) / 10^6``; ``build.m`` only clips);
 * degrees of freedom: the number of distinct fitted values, counted as changes between neighbouring points plus one
