@@ -18,8 +18,8 @@ class BestBinning:
     """SBB's chosen binning of a set of rows (what ``fit`` keeps part of and :mod:`calibdash.explain.sbb` shows): the
     ``positions``, each bin's ``first`` and ``last`` position, rows ``n`` and positives ``n1`` (weight sums when
     weighted) and calibrated probability ``estimate``, ``(n1 + 1) / (n + 2)``; the ``cuts`` half-way between the
-    largest score of one bin and the smallest of the next; ``log_score``, Eq. 6 of the chosen binning, and
-    ``log_evidence``, of the sum of Eq. 6 over all binnings."""
+    largest score of one bin and the smallest of the next; ``log_score``, the log of Eq. 6 of the chosen binning, and
+    ``log_evidence``, the log of its sum over all binnings."""
 
     positions: Positions
     first: np.ndarray
