@@ -13,8 +13,7 @@ class Cancelled(CalibdashError):
 
 
 def stop_if(should_stop: Callable[[], bool] | None, what: str = "the work") -> None:
-    """Raise :class:`Cancelled` when ``should_stop()`` says so (None: never): the cooperative stop of loops
-    that run in a job's thread (the K-class evaluation between methods, folds and bootstrap blocks, and
-    :func:`calibdash.evaluation.crossfit.cross_fit` between fits), which Python cannot interrupt from outside."""
+    """Raise :class:`Cancelled` when ``should_stop()`` says so (None: never): the cooperative stop of loops in a
+    job's thread, which Python cannot interrupt from outside."""
     if should_stop is not None and should_stop():
         raise Cancelled(f"{what} was stopped.")

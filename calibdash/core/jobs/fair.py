@@ -1,9 +1,4 @@
-"""The order in which queued jobs start: round-robin over the sessions (owners) that wait.
-
-:class:`calibdash.core.jobs.JobRegistry` starts the first job of :func:`fair_order`, and a job of rank above 0
-(its session already runs one) only if a slot stays free after it, so that one session cannot hold every
-slot with long queries while others wait.
-"""
+"""The order in which queued jobs start: round-robin over the sessions (owners) that wait."""
 from __future__ import annotations
 
 from typing import Callable, Hashable, Iterable, Sequence, TypeVar
@@ -15,22 +10,10 @@ J = TypeVar("J")
 
 def fair_order(running: Iterable[J], queue: Sequence[J], owners: Callable[[J], Iterable[Hashable]]
                ) -> list[tuple[int, J]]:
-    """The queued jobs in the order they start, each with its rank.
-
-    A job's rank is how many jobs its least busy owner already has running or ahead of it in the queue
-    (0: a session's first). Jobs are sorted by rank, then by their place in the queue: every session's
-    first waiting job in the order they came, then every session's second, and so on. A job that
-    several sessions share ranks as its least busy owner's; a job without owners (being cancelled) as
-    a session of its own.
-
-    Parameters
-    ----------
-    running : iterable of jobs
-        The jobs that hold a slot.
-    queue : sequence of jobs
-        The waiting jobs, first come first.
-    owners : callable
-        ``owners(job)``: the sessions that want ``job``.
+    """The ``queue``d jobs (first come first) in the order they start, each with its rank: how many jobs its
+    least busy owner (``owners(job)``: the sessions that want it) already has ``running`` or ahead of it in the
+    queue. Sorted by rank, then place: every session's first waiting job in the order they came, then every
+    session's second, and so on. A job without owners (being cancelled) ranks as a session of its own.
 
     >>> fair_order([], ["a1", "a2", "b1"], lambda job: [job[0]])
     [(0, 'a1'), (0, 'b1'), (1, 'a2')]

@@ -1,8 +1,4 @@
-"""The job registry: work off the caller's thread, with owners and leases, a cap and a queue, a time limit, cancel.
-
-What :mod:`calibdash.core.jobs` describes, except how a watcher reads a job
-(:mod:`calibdash.core.jobs.status`).
-"""
+"""The job registry that :mod:`calibdash.core.jobs` describes: work off the caller's thread."""
 from __future__ import annotations
 
 import itertools
@@ -28,7 +24,6 @@ ENV_MAX_QUEUED = "CALIBDASH_MAX_QUEUED"         #: jobs that may wait for a free
 REINTERRUPT_S = 0.2
 #: Longest :meth:`JobRegistry.run` waits for the work of a job it cancelled (Ctrl-C) to return.
 STOP_WAIT_S = 30.0
-
 
 
 class TimedOut(EnvironmentProblem):
@@ -62,14 +57,8 @@ class Limits:
 
 
 def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None) -> Limits:
-    """The :class:`Limits` the operator set: ``given`` (e.g. from Streamlit's secrets, keyed by the variables'
-    names in lower case, ``calibdash_max_jobs``), else the environment, else the defaults.
-
-    Raises
-    ------
-    EnvironmentProblem
-        A value that is not a number in range (naming the variable).
-    """
+    """The :class:`Limits` the operator set: ``given`` (Streamlit's secrets, keyed by the variables' names in lower
+    case), else the environment, else the defaults; an :class:`EnvironmentProblem` names a value out of range."""
     env = os.environ if environ is None else environ
     given = given or {}
     out = {}
@@ -93,15 +82,9 @@ def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None
 
 
 class Job:
-    """One piece of work, its owners and its state; made by :meth:`JobRegistry.submit`.
-
-    Attributes read by whoever watches it: ``key``, ``what`` (one line for
-    people), ``state`` (queued, running, done, failed, cancelled),
-    ``stage`` (what it does now), :attr:`progress` (of the current stage,
-    0..1, or None), :attr:`elapsed` (seconds running), :attr:`place` (in
-    the queue), :attr:`owners`, ``result`` and ``error`` once
-    :attr:`finished`, and ``done`` (a ``threading.Event``).
-    """
+    """One piece of work, its owners and its state (made by :meth:`JobRegistry.submit`): ``key``, ``what`` (one line
+    for people), ``state``, ``stage`` (what it does now), ``result`` and ``error`` once :attr:`finished`, and
+    ``done`` (a ``threading.Event``)."""
 
     def __init__(self, registry: "JobRegistry", key, fn: Callable[["Job"], Any], what: str):
         self.key, self.what = key, what
@@ -122,7 +105,6 @@ class Job:
         self._interrupts: list = []
         self._last_interrupt = 0.0
 
-    # -- read by watchers -----------------------------------------------------------------------------
     @property
     def finished(self) -> bool:
         return self.done.is_set()
@@ -167,7 +149,6 @@ class Job:
                 return min(float(p), 1.0)
         return self._progress
 
-    # -- called by the work ---------------------------------------------------------------------------
     def check(self) -> None:
         """Raise :class:`Cancelled` (or :class:`TimedOut`) if the job was told to stop."""
         if self.cancel_reason == "timeout":
@@ -187,8 +168,7 @@ class Job:
 
     def interrupt_with(self, interrupt: Callable[[], Any]) -> "_Registration":
         """Call ``interrupt`` when the job is cancelled (now, if it already is), and again every
-        :data:`REINTERRUPT_S` until the work returns. A context manager that unregisters it on exit.
-        """
+        :data:`REINTERRUPT_S` until the work returns; a context manager that unregisters it on exit."""
         reg = _Registration(self, interrupt)
         with self._registry._lock:
             self._interrupts.append(interrupt)
@@ -241,17 +221,15 @@ def _call(fn) -> None:
 
 
 class JobRegistry:
-    """Jobs by key: a bounded pool of worker threads, a first-come queue, owners with leases, and a time limit.
+    """Jobs by key: a bounded pool of worker threads, a fair queue, owners with leases, and a time limit.
 
     Parameters
     ----------
     max_jobs, timeout_s, lease_s, max_queued
-        As :class:`Limits` (``lease_s=None``: owners never expire, e.g. the
-        command line, which waits in the same process); or give ``limits``.
+        As :class:`Limits` (``lease_s=None``: owners never expire, e.g. the command line); or give ``limits``.
     alive : callable, optional
-        ``alive(owner) -> bool | None``, asked when an owner's lease has
-        expired: True renews it (the owner is still there, e.g. a connected
-        browser tab whose timers are throttled), anything else drops it.
+        ``alive(owner)``, asked when an owner's lease has expired: True renews it (a connected browser tab whose
+        timers are throttled), anything else drops it.
     """
 
     def __init__(self, max_jobs: int = 2, timeout_s: float = 900.0, lease_s: float | None = 30.0,
@@ -275,18 +253,12 @@ class JobRegistry:
             self._start_queued()
             self._wake.notify_all()
 
-    # -- owners' side ---------------------------------------------------------------------------------------
     def submit(self, key, fn: Callable[[Job], Any], *, owner, what: str = "") -> Job:
         """The job behind ``key`` with ``owner`` among its owners: the one queued or running, else a new one.
 
-        A finished job is returned while ``owner`` still holds it (so that it
-        can read how it ended), or when it succeeded (its result is reused);
-        a failed or cancelled one is replaced by a new run.
-
-        Raises
-        ------
-        Busy
-            The queue is full (``max_queued`` jobs wait already).
+        A finished job is returned while ``owner`` still holds it (to read how it ended), or when it succeeded
+        (its result is reused); a failed or cancelled one is replaced by a new run. :class:`Busy` when the
+        queue is full.
         """
         with self._lock:
             job = self._jobs.get(key)
@@ -322,11 +294,8 @@ class JobRegistry:
             return True
 
     def release(self, key, owner) -> Job | None:
-        """``owner`` no longer wants the job behind ``key`` (its Cancel, or it read the outcome).
-
-        The job is cancelled when no owner remains; a finished job without
-        owners is forgotten. Returns the job (None when there is none).
-        """
+        """``owner`` no longer wants the job behind ``key``: cancelled when no owner remains, forgotten if finished.
+        Returns the job (None when there is none)."""
         with self._lock:
             job = self._jobs.get(key)
             if job is None:
@@ -384,12 +353,9 @@ class JobRegistry:
 
     def run(self, key, fn: Callable[[Job], Any], *, owner="caller", what: str = "",
             on_status: Callable[[Status], Any] | None = None, every: float = 0.5):
-        """Submit, wait and return the result (raise the job's error): for callers that block, such as the
-        command line. Ctrl-C (``KeyboardInterrupt``) releases the job, which stops it if no one else waits.
-
-        ``on_status`` is given the job's :class:`Status` at least every
-        ``every`` seconds while it waits and once when it has ended.
-        """
+        """Submit, wait and return the result (raise the job's error), for callers that block (the command line);
+        Ctrl-C releases the job. ``on_status`` gets the :class:`Status` at least every ``every`` seconds and once
+        at the end."""
         job = self.submit(key, fn, owner=owner, what=what)
         try:
             while on_status is not None:
@@ -425,7 +391,7 @@ class JobRegistry:
         with self._lock:
             return len(self._running), len(self._queue)
 
-    # -- internals (under the lock) -------------------------------------------------------------------------
+    # -- internals (under the lock)
     def _hold(self, job: Job, owner) -> None:
         lease = self.limits.lease_s
         job._owners[owner] = float("inf") if lease is None else self._clock() + lease
@@ -434,13 +400,9 @@ class JobRegistry:
         with self._lock:
             if job.state != QUEUED:
                 return None
-            for i, (_, queued) in enumerate(self._order(), 1):
-                if queued is job:
-                    return i
-            return None
+            return next((i for i, (_, queued) in enumerate(self._order(), 1) if queued is job), None)
 
     def _order(self) -> list[tuple[int, Job]]:
-        """The queue in the order jobs start, with their ranks (:func:`calibdash.core.jobs.fair.fair_order`)."""
         return fair_order(self._running, self._queue, lambda job: job._owners)
 
     def _forget(self, job: Job) -> None:
@@ -466,9 +428,8 @@ class JobRegistry:
         self._wake.notify_all()
 
     def _start_queued(self) -> None:
-        """Start queued jobs while slots are free, in :meth:`_order`. A job of a session that already runs
-        one (rank above 0: every job that waits is such a one) starts only if a slot still stays free
-        after it, for a session that comes next: one session cannot hold every slot."""
+        """Start queued jobs while slots are free, in :meth:`_order`; a job of rank above 0 only if a slot stays
+        free after it."""
         while self._queue and len(self._running) < self.limits.max_jobs:
             rank, job = self._order()[0]
             if rank > 0 and len(self._running) + 1 >= self.limits.max_jobs:
@@ -526,11 +487,8 @@ class JobRegistry:
                 self._wake.wait(max(0.01, 1.0 if wait is None else wait))
 
     def sweep(self) -> float | None:
-        """Expire owners' leases, stop jobs that no owner wants or that run over the time limit, and repeat the
-        interrupts of jobs told to stop; the watchdog thread calls it (tests may, after moving the clock).
-
-        Returns the seconds until something may be due, or None when the registry holds no job.
-        """
+        """Expire owners' leases, stop jobs no owner wants or over the time limit, repeat the interrupts of jobs
+        told to stop (the watchdog calls it). Returns the seconds until something may be due, None when no job."""
         interrupts = []
         with self._lock:
             if not self._jobs and not self._running:

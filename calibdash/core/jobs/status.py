@@ -1,10 +1,5 @@
-"""A job as its watchers read it: its state and stages as data, and the texts that show them.
-
-The dashboard's progress box and the command line's stderr line both draw a
-:class:`Status` (:meth:`calibdash.core.jobs.JobRegistry.status`);
-:func:`stopped_note` and :func:`cancelled_note` say why a job ended for one
-owner; :func:`hold` keeps which job an owner waits for in each of its slots.
-"""
+"""A job as its watchers read it (the dashboard's progress box, the command line's stderr line): its state and
+stages as data, and the texts that show them."""
 from __future__ import annotations
 
 import logging
@@ -25,13 +20,10 @@ QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed"
 
 @dataclass(frozen=True)
 class Status:
-    """A job as a watcher sees it at one moment (:meth:`JobRegistry.status`): data, with the texts that show it.
+    """A job as a watcher sees it at one moment (:meth:`JobRegistry.status`), with the texts that show it.
 
-    ``others`` counts the owners besides the watcher; ``running`` and
-    ``max_jobs`` are the registry's at that moment; ``stages`` are the
-    stages since the job started, each with the seconds it had run when the
-    stage began (:attr:`Job.stages`), so a watcher that looks now and then
-    can still show every stage.
+    ``others`` counts the owners besides the watcher; ``running`` and ``max_jobs`` are the registry's at that
+    moment; ``stages`` (:attr:`Job.stages`) let a watcher that looks now and then show every stage.
     """
 
     key: Any
@@ -84,12 +76,8 @@ class Status:
 
 
 def hold(registry: "JobRegistry", held: Mapping | None, slot, key, owner) -> dict:
-    """Which job ``owner`` waits for in each slot, after it now waits for ``key`` in ``slot`` (None: for none).
-
-    The job it held in that slot before is released (and stops when no one
-    else wants it). Returns the new ``{slot: key}`` mapping (``held`` is not
-    changed; the dashboard keeps it in the session).
-    """
+    """The new ``{slot: key}`` of the jobs ``owner`` waits for, now ``key`` in ``slot`` (None: none); the job it
+    held there before is released (``held`` is not changed; the dashboard keeps it in the session)."""
     held = dict(held or {})
     old = held.get(slot)
     if old and old != key:
