@@ -1,26 +1,19 @@
 """Damped Newton for the scaling family's small problems, and the loop every Newton solver shares.
 
-:func:`descend` is the loop of :func:`damped_newton` (the formed Hessian), :func:`newton_scalar` (temperature
-scaling's one factor) and :func:`.newton_cg.newton_cg_solve` (conjugate-gradient steps). Its stopping rule, which
-it always reaches:
+:func:`descend` ends with one of these (its ``why``):
 
-* ``"gtol"``: the gradient rule of the solver (its largest free entry, in the solver's units, at most ``gtol``);
-* ``"ftol"``: an accepted step lowered the objective by at most ``ftol`` of itself plus its rounding
-  (``f_k - f_{k+1} <= ftol max(|f_k|, |f_{k+1}|, 1) + rounding``: a decrease the objective's rounding can
-  make is no progress; on classes separable by their own score, whose parameters run to infinity, the
-  steps' decreases shrink into the rounding, which grows with the scores);
-* ``"floating-point limit"``: no step along the direction, halved down to 2^-40 (or until the decrease
-  it predicts, ``step`` times the decrement, is within the objective's rounding), lowers the objective
-  *strictly* (a step that leaves it equal is refused: where the objective is flat to rounding, on
-  log-scores of 690 nats or logits of 1e4, equal-valued steps were accepted and the iterate wandered
-  until the iteration cap);
-* ``"max_iter"``: ``max_iter`` iterations;
-* ``"time"``: the wall clock passed ``deadline`` (a safety net: never reached on the inputs measured).
+* ``"gtol"``: the solver's gradient rule;
+* ``"ftol"``: an accepted step lowered the objective by at most ``ftol max(|f_k|, |f_{k+1}|, 1)`` plus its
+  rounding (on classes separable by their own score, whose parameters run to infinity, the decreases shrink
+  into the rounding, which grows with the scores);
+* ``"floating-point limit"``: no step along the direction, halved down to 2^-40 (or until the decrease it
+  predicts is within the rounding), lowers the objective *strictly* (where it is flat to rounding, equal-valued
+  steps were accepted and the iterate wandered until the iteration cap);
+* ``"max_iter"``; ``"time"``: the wall clock passed ``deadline`` (a safety net).
 
-With the stop it returns the Newton decrement of the last direction, ``-g.d / 2`` (the decrease the
-quadratic model predicts for the full step; for a Newton direction, the distance to the optimum in
-objective): :func:`~calibdash.calibrators.multiclass.linear.fit_linear` judges "ftol" and "floating-point limit"
-ends by it.
+With the stop it returns the Newton decrement of the last direction, ``-g.d / 2`` (the decrease the quadratic
+model predicts), by which :func:`~calibdash.calibrators.multiclass.linear.fit_linear` judges "ftol" and
+"floating-point limit" ends.
 """
 from __future__ import annotations
 
@@ -51,12 +44,10 @@ class Stop(NamedTuple):
 def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: Callable, ftol: float,
             max_iter: int, deadline: float, project: Callable | None = None,
             rounding: Callable | None = None) -> Stop:
-    """The Newton loop (module docstring): ``evaluate(theta) -> (f, g, aux)``, ``direction(theta, g, aux) ->
-    d`` (a descent direction), ``small(theta, g) -> bool`` (the gradient rule), ``project(theta) -> theta``
-    (onto bounds; the sufficient decrease is then measured along the projected step), ``rounding(theta,
-    f) -> float``: the objective's rounding there (a decrease below it is noise, and ends the loop as the
-    ftol rule does; None: 0). A step is halved until the objective falls strictly and by at least 1e-4 of
-    the decrease its slope predicts (Armijo)."""
+    """The Newton loop: ``evaluate(theta) -> (f, g, aux)``, ``direction(theta, g, aux) -> d``, ``small(theta, g)``
+    (the gradient rule), ``project(theta)`` (onto bounds; the decrease is measured along the projected step),
+    ``rounding(theta, f)``: the objective's rounding (None: 0). A step is halved until the objective falls
+    strictly and by at least 1e-4 of the decrease its slope predicts (Armijo)."""
     f, g, aux = evaluate(theta)
     decrement = 0.0
     for it in range(int(max_iter)):
@@ -85,14 +76,12 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
 
 
 def hessian(theta, X, sample_weight, form, lam, mu, absent=None):
-    """The objective's Hessian at ``theta`` (forms whose parameters each act on one class's score: diagonal
-    and full, with or without intercepts; and the scalar form without one), for Newton's method.
+    """The objective's Hessian at ``theta`` (diagonal and full forms, and the scalar form without intercepts).
 
-    With ``q_i`` the fitted probabilities and ``S_i = diag(q_i) - q_i q_i^T`` the softmax's Jacobian, a
-    parameter ``p`` acting on class ``c_p`` with coefficient ``phi_ip`` (``x_il`` for ``W_{c_p l}``, 1 for
-    ``b_{c_p}``) has ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the scalar form's one entry
-    is the weighted mean of the variance of ``x_i`` under ``q_i``. The penalty adds its constant diagonal.
-    Cost: ``n p^2`` multiply-adds and ``n p`` floats for ``p`` parameters.
+    With ``S_i = diag(q_i) - q_i q_i^T`` the softmax's Jacobian, a parameter ``p`` acting on class ``c_p`` with
+    coefficient ``phi_ip`` (``x_il`` for ``W_{c_p l}``, 1 for ``b_{c_p}``) has
+    ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the scalar form's one entry is the weighted mean
+    variance of ``x_i`` under ``q_i``; the penalty adds its diagonal. Cost: ``n p^2`` for ``p`` parameters.
     """
     n, k = X.shape
     Q = predict_linear(X, theta, form, absent)
@@ -115,10 +104,9 @@ def hessian(theta, X, sample_weight, form, lam, mu, absent=None):
 
 def damped_newton(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free=None,
                   absent=None) -> Stop:
-    """Damped Newton from ``theta`` on the formed Hessian (:func:`hessian`): the step solves ``H d = -g`` on
-    the free parameters (``free``: a mask; None: all) and on the range of ``H`` (its eigenvalues above 1e-12
-    of the largest; the null directions are the softmax's invariances, left as they are). Gradient rule: the
-    largest free gradient entry at most ``gtol``. The rest of the rule: :func:`descend`."""
+    """Damped Newton on the formed Hessian: the step solves ``H d = -g`` on the ``free`` parameters (None: all) and
+    on the range of ``H`` (eigenvalues above 1e-12 of the largest; the null directions, the softmax's
+    invariances, are left as they are). Gradient rule: the largest free entry at most ``gtol``."""
     work = np.empty(X.shape)
     free = np.ones(theta.size, dtype=bool) if free is None else free
 
@@ -140,13 +128,12 @@ def damped_newton(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_ite
 
 def scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work: np.ndarray,
                   work2: np.ndarray) -> tuple[float, float, float]:
-    """The NLL of ``softmax(beta x)`` and its first and second derivatives in ``beta`` from one pass over
-    the rows (one exponential of the n x K array): with ``q_i = softmax(beta x_i)``,
+    """The NLL of ``softmax(beta x)`` and its first two derivatives in ``beta``, from one exponential of the rows:
 
     .. math::  f = \\sum_i u_i [\\operatorname{lse}(\\beta x_i) - \\beta x_{i y_i}], \\quad
                f' = \\sum_i u_i [E_{q_i} x - x_{i y_i}], \\quad f'' = \\sum_i u_i \\operatorname{Var}_{q_i} x,
 
-    ``u`` the weights divided by their sum. ``work`` and ``work2`` are (n, K) buffers, overwritten."""
+    ``u`` the weights divided by their sum; ``work`` and ``work2`` (n, K) buffers."""
     np.multiply(X, beta, out=work)
     top = work.max(axis=1)
     work -= top[:, None]
@@ -161,10 +148,8 @@ def scalar_terms(beta: float, X: np.ndarray, y: np.ndarray, u: np.ndarray, work:
 
 
 def newton_scalar(theta, X, y, sample_weight, gtol, ftol, max_iter, deadline) -> Stop:
-    """Newton's method on the one factor ``beta`` (temperature scaling: the NLL is convex in ``beta``), each
-    step from :func:`scalar_terms` (one pass over the rows for the objective, its slope and its curvature),
-    clipped to :data:`SCALE_BOUNDS`. Gradient rule: ``|f'| <= gtol``, or ``beta`` at a bound with the
-    slope pushing outwards. The rest: :func:`descend`."""
+    """Newton's method on temperature scaling's one factor ``beta`` (the NLL is convex in it), clipped to
+    :data:`SCALE_BOUNDS`. Gradient rule: ``|f'| <= gtol``, or ``beta`` at a bound with the slope pushing out."""
     lo, hi = SCALE_BOUNDS
     u = np.full(y.size, 1.0 / y.size) if sample_weight is None else sample_weight / sample_weight.sum()
     work, work2 = np.empty(X.shape), np.empty(X.shape)

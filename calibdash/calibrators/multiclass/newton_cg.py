@@ -1,27 +1,14 @@
 """Newton's method with preconditioned conjugate-gradient steps, for the scaling family's larger problems.
 
-Full maps beyond the formed Hessian's budget (matrix scaling and Dirichlet calibration of 100 classes:
-10,100 parameters) and diagonal maps (vector scaling of 100 or 1,000 classes: 200 or 2,000 parameters) are
-solved by :func:`newton_cg_solve`: Newton's method whose steps are solved by conjugate gradients on Hessian-vector
-products (:func:`hessian_product`, never forming the Hessian), preconditioned by the inverses of the
-Hessian's per-class blocks (:func:`block_preconditioner`).
+Full maps beyond the formed Hessian's budget (100 classes: 10,100 parameters) and diagonal maps of many classes
+are solved by :func:`newton_cg_solve`: conjugate gradients on Hessian-vector products (:func:`hessian_product`),
+preconditioned by the inverses of the Hessian's per-class blocks (:func:`block_preconditioner`).
 
-Cost per Hessian-vector product: two ``n x K x K`` products for the full form (as a gradient, without its
-exponential), ``n x K`` for the diagonal one. Memory: ``n x K`` floats for the rows and probabilities
-(float64 and float32 copies), and the blocks: ``K (K + 1)^2`` floats for the full form (80 MB at 200
-classes, 8 GB at 1,000: :data:`~calibdash.calibrators.multiclass.linear.MAX_FULL_CLASSES` bounds K), ``4 K`` for the
-diagonal one.
-
-Why Newton-CG for the full maps (measured on CIFAR-100, 10,000 x 100, the 5-fold penalty search of
-Dirichlet calibration with 8,000-row folds, on a shared 2-core machine): L-BFGS-B needed 70 iterations at
-lambda = 1e4 and 2,000 at lambda = 1 (each a gradient: two 8,000 x 100 x 100 products and an
-exponential, 14 ms), 250 s of CPU for the search and the final fit. The ill-conditioning that costs
-L-BFGS-B those iterations is structured: the Hessian is a K x K grid of (K + 1) x (K + 1) blocks, each
-class's own block is well described by its rows, and the softmax's "common" directions (one vector added
-to every row of ``[W | b]``) are flat except for the penalty. :func:`block_preconditioner` inverts the
-blocks and solves those directions exactly, so each Newton step needs 1 to 40 conjugate-gradient steps and a
-fit 4 to 10 Newton steps; the search and the final fit then take 14 s of CPU. Vector scaling of 1,000
-classes (5,000 rows), which L-BFGS-B did not finish in 120 s, takes a few Newton steps here.
+Why (measured on CIFAR-100, 10,000 x 100, Dirichlet calibration's 5-fold search): L-BFGS-B needed 70 to 2,000
+iterations per fit, 250 s of CPU in all. The ill-conditioning is structured: the Hessian is a K x K grid of
+(K + 1) x (K + 1) blocks, each class's own block well described by its rows, and the softmax's "common"
+directions (one vector added to every row of ``[W | b]``) flat but for the penalty. Solving the blocks and those
+directions exactly, a fit takes 4 to 10 Newton steps of 1 to 90 conjugate-gradient steps: 14 s for the search.
 """
 from __future__ import annotations
 
@@ -43,12 +30,9 @@ CG_STEPS = 500
 
 def hessian_product(v: np.ndarray, X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
                      curvature: np.ndarray) -> np.ndarray:
-    """The objective's Hessian at the map whose probabilities are ``Q`` times the direction ``v``, without
-    forming the Hessian: along ``v`` the scores move by ``D = X V_W^T + v_b`` (:func:`linear_scores` is
-    linear in its parameters), the residuals by ``S_i d_i = q_i * d_i - q_i (q_i . d_i)`` (``S_i`` the
-    softmax's Jacobian), and :func:`project_on_form` turns the weighted change into the product, the penalty
-    adding ``curvature * v`` (its constant diagonal). Two n x K x K products for the full form, as a
-    gradient, and no exponential. ``u``: the weights divided by their sum."""
+    """The Hessian at the map of probabilities ``Q`` times ``v``, never formed: along ``v`` the scores move by
+    ``D = X V_W^T + v_b``, the residuals by ``S_i d_i = q_i * d_i - q_i (q_i . d_i)``, projected on the form,
+    plus ``curvature * v`` (the penalty). ``u``: the weights divided by their sum."""
     T = linear_scores(X, v.astype(X.dtype), form)
     T *= Q
     T -= Q * T.sum(axis=1, keepdims=True)
@@ -57,8 +41,7 @@ def hessian_product(v: np.ndarray, X: np.ndarray, Q: np.ndarray, u: np.ndarray, 
 
 
 def _by_class(theta: np.ndarray, k: int, form: LinearForm) -> np.ndarray:
-    """The parameters acting on each class's score, one row per class: ``W[c, :]`` then ``b[c]`` for the
-    full form, ``(a_c, b_c)`` for the diagonal one (without ``b`` when there is none)."""
+    """The parameters acting on each class's score, a row per class: ``W[c, :]`` (or ``a_c``), then ``b[c]``."""
     m = k * k if form.matrix == "full" else k
     W = theta[:m].reshape(k, -1)
     return np.hstack([W, theta[m:, None]]) if form.bias else W.copy()
@@ -72,11 +55,9 @@ def _from_class(M: np.ndarray, form: LinearForm) -> np.ndarray:
 
 
 def _blocks(X: np.ndarray, V: np.ndarray, form: LinearForm) -> np.ndarray:
-    """The per-class blocks of the data's Hessian, ``A_c = sum_i V_ci x~_ci x~_ci^T`` with ``x~_ci`` the
-    coefficients of class ``c``'s parameters in row ``i`` (``(x_i, 1)`` for the full form, ``(x_ic, 1)`` for
-    the diagonal one) and ``V_ci = u_i q_ic (1 - q_ic)``. For the full form each block leaves out the rows
-    that carry together at most :data:`BLOCK_DROP` of its trace (six rows in seven for a confident
-    100-class network): this changes the preconditioner, never the Hessian, the gradient or the optimum."""
+    """The per-class blocks of the data's Hessian, ``A_c = sum_i V_ci x~_ci x~_ci^T`` (``x~_ci``: ``(x_i, 1)`` for the
+    full form, ``(x_ic, 1)`` for the diagonal one; ``V_ci = u_i q_ic (1 - q_ic)``). Full blocks leave out the
+    rows carrying together at most :data:`BLOCK_DROP` of their trace: a cheaper preconditioner, same optimum."""
     n, k = X.shape
     if form.matrix == "diagonal":
         xv = V * X.T
@@ -102,26 +83,18 @@ def _blocks(X: np.ndarray, V: np.ndarray, form: LinearForm) -> np.ndarray:
 
 def block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: LinearForm,
                           curvature: np.ndarray, present: np.ndarray | None = None):
-    """An approximate inverse of the Hessian of the full or diagonal form (for the conjugate gradients of
-    :func:`newton_cg_solve`), as a function of a gradient-shaped vector.
+    """An approximate inverse of the full or diagonal form's Hessian, as a function of a gradient-shaped vector.
 
-    The parameters acting on class ``c`` form a block of the Hessian, :func:`_blocks` plus the penalty's
-    diagonal: those blocks, inverted once (K inverses of (K + 1) x (K + 1), or of 2 x 2), are a
-    block-Jacobi preconditioner. They leave out the coupling between classes, ``-u_i q_ic q_id x~ x~^T``,
-    and the worst of what they miss is exact and known: adding one vector to every row of ``[W | b]`` (the
-    softmax's invariance; for the diagonal form, one number to every intercept) does not change the data's
-    part of the objective, so along those "common" directions ``C`` the Hessian is the penalty's alone
-    (``H C = diag(curvature) C``), while each block sees large curvature. The preconditioner solves that
-    coarse space exactly and the blocks on the rest (the two-level "balancing" form,
-    ``P + (I - P H) B^-1 (I - H P)`` with ``P = C (C^T H C)^-1 C^T``; Mandel 1993), every product with
-    ``H C`` being analytic. A common direction that no penalty holds (the intercepts without one: vector
-    scaling) is a null direction of the Hessian: the preconditioner projects it out (of its input and its
-    output, which keeps it symmetric), so the steps never move along it and the fit keeps the start's
-    position there, as Newton's pseudo-inverse does. ``present``: the classes whose parameters are free
-    (the others' rows are zero in and out; the common directions run over the free rows). Measured on a CIFAR-100 fold (8,000
-    rows, Dirichlet calibration at lambda = 1, warm-started from lambda = 10): the blocks alone, built
-    once at the temperature map, needed 630 conjugate-gradient steps; with the coarse space, 280; with both
-    built at each fit's start (as here), 80 to 90."""
+    The per-class blocks (:func:`_blocks` plus the penalty's diagonal), inverted once, are a block-Jacobi
+    preconditioner. What they miss is known exactly: adding one vector to every row of ``[W | b]`` (for the
+    diagonal form, one number to every intercept) leaves the data's part of the objective unchanged, so along
+    these "common" directions ``C`` the Hessian is the penalty's alone. The coarse space is solved exactly and
+    the blocks on the rest (the two-level "balancing" form ``P + (I - P H) B^-1 (I - H P)``,
+    ``P = C (C^T H C)^-1 C^T``; Mandel 1993). A common direction no penalty holds (vector scaling's intercepts)
+    is a null direction: it is projected out of input and output (keeping the operator symmetric), so the fit
+    keeps the start's position there, as Newton's pseudo-inverse does. ``present``: the classes whose parameters
+    are free. Measured on a CIFAR-100 fold: blocks alone 630 conjugate-gradient steps; with the coarse space
+    280; both built at each fit's start (as here) 80 to 90."""
     k = X.shape[1]
     present = np.ones(k, dtype=bool) if present is None else present
     V = (Q * (1.0 - Q)).T                           # (K, n)
@@ -160,34 +133,17 @@ def block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: Line
 
 def newton_cg_solve(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free=None,
                     absent=None) -> Stop:
-    """Newton's method for the full and diagonal forms when their Hessian is too large to form, each step
-    solved by preconditioned conjugate gradients on Hessian-vector products (:func:`hessian_product`) with
-    :func:`block_preconditioner`, built once at the start of the fit for the full form (its K inverses of
-    (K + 1) x (K + 1) blocks cost more than a few conjugate-gradient steps) and at every step for the
-    diagonal one (its 2 x 2 blocks cost one pass over the rows; built once, they went stale where some
-    classes' scores run to infinity, on classes separable by their own score, and the steps needed
-    hundreds of conjugate-gradient steps); ``free`` and ``absent``: the masks of
-    :func:`~calibdash.calibrators.multiclass.linear.fit_linear` (the parameters that may move; the classes left out of
-    the softmax).
+    """Newton's method for the full and diagonal forms, each step by preconditioned conjugate gradients.
 
-    The conjugate gradients stop when the preconditioned residual ``sqrt(r^T M^-1 r)`` is at most
-    ``eta = min(0.5, sqrt(delta))`` times its start ``delta = sqrt(g^T M^-1 g)`` (the inexact Newton
-    "forcing" of Eisenstat & Walker: loose far from the optimum, tighter near it, so the steps converge
-    superlinearly), or after :data:`CG_STEPS` steps.
-
-    The Hessian-vector products run in float32 (the rows, the probabilities and the direction rounded to
-    float32; the result returned in float64): they only choose the direction of each step, and their
-    rounding (about 1e-6 of the products' size, far below the forcing ``eta``) changes the path, never
-    where it stops: the objective and the gradient that the line search and the stopping rule use are
-    float64. Single precision halves the cost of the n x K x K products, most of the solver's work.
-
-    Gradient rule: the largest free entry of the gradient in the variables scaled by the inverse square root
-    of the Hessian diagonal at the start at most ``gtol`` (a Jacobi scaling: the log-scores of a confident
-    network span tens of nats; the scaling changes the path, not the optimum). The rest of the rule:
-    :func:`~calibdash.calibrators.multiclass.newton.descend`.
-
-    Measured (CIFAR-100, Dirichlet calibration's 8,000-row folds, lambda from 1e4 down to 1, warm starts):
-    4 to 10 Newton steps and 10 to 90 conjugate-gradient steps per fit."""
+    The preconditioner is built once for the full form (its K block inverses cost more than a few CG steps) and
+    at every step for the diagonal one (its 2 x 2 blocks cost one pass; built once, they went stale on classes
+    separable by their own score). ``free`` and ``absent``: the masks of
+    :func:`~calibdash.calibrators.multiclass.linear.fit_linear`. The CG stops when ``sqrt(r^T M^-1 r)`` is at most
+    ``min(0.5, sqrt(delta))`` times its start ``delta`` (Eisenstat & Walker's forcing: superlinear steps), or
+    after :data:`CG_STEPS`. The Hessian-vector products run in float32: they only choose the direction (their
+    rounding, about 1e-6, is far below the forcing), while the objective and gradient are float64; it halves
+    the cost of the n x K x K products. Gradient rule: the largest free entry in the variables scaled by the
+    Hessian diagonal at the start (a Jacobi scaling) at most ``gtol``."""
     k = X.shape[1]
     free = np.ones(theta.size, dtype=bool) if free is None else free
     present = np.ones(k, dtype=bool) if absent is None else ~np.asarray(absent)
