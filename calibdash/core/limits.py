@@ -42,7 +42,7 @@ MIN_ROWS = 20
 
 
 def limit_name(name: str) -> str:
-    """How a message names limit ``name``, so that an operator finds it: ``"(MAX_CLASSES in calibdash.core.limits)"``."""
+    """How a message names limit ``name`` for an operator: ``"(MAX_CLASSES in calibdash.core.limits)"``."""
     return f"({name} in calibdash.core.limits)"
 
 

@@ -74,8 +74,7 @@ _MAX_CHANGE = 16.0
 
 def solve_logistic(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, start, max_iter: int = 100,
                    tol: float = 0.0, offset=None) -> LogisticFit:
-    """Unregularised weighted maximum-likelihood logistic regression ``P(y = 1) = sigmoid(x @ beta)``,
-    iterated to the floating-point limit.
+    """Unregularised weighted maximum-likelihood logistic regression, iterated to the floating-point limit.
 
     Newton's method with a backtracking (Armijo) line search (Lin, Lin & Weng, 2007, for Platt's two
     parameters). The step solves the Hessian system by least squares, singular values below 1e-10 of the
@@ -93,29 +92,11 @@ def solve_logistic(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | Non
     sums through the inverse Hessian: fits of one likelihood, in any row order, as rows or cells, on any CPU,
     agree to about 1e-11 relative (against 1.5e-6 for a gradient rule ``tol = 1e-10``).
 
-    Parameters
-    ----------
-    x : ndarray of shape (n, k)
-        Design matrix (include a column of ones for an intercept).
-    y : ndarray of shape (n,)
-        Targets in [0, 1] (0/1 labels, or Platt's smoothed targets).
-    sample_weight : ndarray of shape (n,) or None
-        Row weights (a row of weight ``w`` counts as ``w`` rows); None for unit weights.
-    start : sequence of k floats
-        Starting coefficients.
-    max_iter : int
-        Newton iterations at most.
-    tol : float
-        Also stop when the gradient's largest entry falls below ``tol * N`` (``N`` the total weight); 0 (the
-        default): iterate to the floating-point limit.
-    offset : ndarray of shape (n,), optional
-        A known term of each row's log-odds (the calibration intercept's ``logit(p)``).
-
-    Returns
-    -------
-    LogisticFit
-        Coefficients, the weighted NLL and its Hessian there, the iterations, and ``converged`` (False when the
-        line search failed or ``max_iter`` ran out).
+    ``x``: the (n, k) design matrix (a column of ones for an intercept); ``y``: targets in [0, 1] (labels, or
+    Platt's smoothed targets); ``sample_weight``: row weights or None; ``start``: k starting coefficients;
+    ``tol``: also stop when the gradient's largest entry is below ``tol`` times the total weight (0: never);
+    ``offset``: a known term of each row's log-odds. Returns the coefficients, the weighted NLL and its Hessian
+    there, the iterations, and ``converged`` (False when the line search failed or ``max_iter`` ran out).
     """
     y = np.asarray(y, dtype=float)
     xt = np.ascontiguousarray(np.asarray(x, dtype=float).T)

@@ -12,6 +12,7 @@ positive class is decided by :func:`choose_positive`, the rule the loader, the c
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -49,24 +50,17 @@ def check_scores(scores, name: str = "scores") -> np.ndarray:
     if not np.all(np.isfinite(s)):
         raise DataError(f"{name} holds {int((~np.isfinite(s)).sum())} missing or infinite values.")
     if s.min() < 0.0 or s.max() > 1.0:
-        raise DataError(
-            f"{name} must lie in [0, 1] (found {s.min():.4g} to {s.max():.4g}); map margins or "
-            "logits with the logistic function first (calibdash.load_scores does this)."
-        )
+        raise DataError(f"{name} must lie in [0, 1] (found {s.min():.4g} to {s.max():.4g}); map margins or "
+                        "logits with the logistic function first (calibdash.load_scores does this).")
     return s
 
 
-# -- labels ---------------------------------------------------------------------------------------
 def plain_value(v):
     """A Python scalar from a numpy/pandas scalar, an integral float as an int (``1.0`` -> ``1``), for text."""
     if hasattr(v, "item"):
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             v = v.item()
-        except (TypeError, ValueError):
-            pass
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def format_values(values, k: int = N_SHOWN) -> str:
@@ -191,9 +185,7 @@ def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> n
         Wrong length; missing values; more than two distinct values (the message lists them); one class only
         when ``require_both``; ``pos_label`` not a label value.
     """
-    y = np.asarray(labels)
-    if y.ndim != 1:
-        y = y.reshape(-1)
+    y = np.asarray(labels).reshape(-1)
     if y.shape[0] != n:
         raise DataError(f"labels has {y.shape[0]} values but scores has {n}.")
     if y.dtype.kind in "biu" and y.size and 0 <= y.min() and y.max() <= 1:    # 0/1 or booleans: no copy as floats
@@ -241,10 +233,7 @@ def _one_class(value, n: int, require_both: bool, pos_label, says_its_class: boo
     """The 0/1 labels when all ``n`` rows have the one label ``value`` (``says_its_class``: it is 0/1 or a bool)."""
     if require_both:
         raise DataError(f"labels hold one class only ({format_values([value])}); calibration needs both.")
-    if pos_label is None and says_its_class:
-        cls = int(plain_value(value) == 1)
-    else:
-        cls = _one_value_class(value, pos_label)
+    cls = int(plain_value(value) == 1) if pos_label is None and says_its_class else _one_value_class(value, pos_label)
     return np.full(n, cls, dtype=np.int8)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from calibdash.calibrators.multiclass import linear, newton, newton_cg as ncg
+from calibdash.calibrators.multiclass import linear, newton
 from calibdash.calibrators.multiclass.linear_map import (LinearForm, identity_start, objective, penalty_curvature,
                                                          predict_linear)
 from calibdash.calibrators.multiclass.linear import fit_linear
@@ -58,9 +58,9 @@ def test_hessian_product_is_the_hessian_times_the_direction(form, weighted):
     H = newton.hessian(theta, X, w, form, 2.0, 0.7)
     for v in rng.normal(0, 1, (3, theta.size)):
         size = np.abs(H) @ np.abs(v)
-        np.testing.assert_array_less(np.abs(ncg.hessian_product(v, X, Q, u, form, curvature) - H @ v),
+        np.testing.assert_array_less(np.abs(newton.hessian_product(v, X, Q, u, form, curvature) - H @ v),
                                      1e-12 * size)
-        hv32 = ncg.hessian_product(v, X.astype(np.float32), Q.astype(np.float32), u.astype(np.float32),
+        hv32 = newton.hessian_product(v, X.astype(np.float32), Q.astype(np.float32), u.astype(np.float32),
                                        form, curvature)
         assert hv32.dtype == np.float64
         np.testing.assert_array_less(np.abs(hv32 - H @ v), 1e-4 * size)
@@ -78,7 +78,7 @@ def test_preconditioner_is_symmetric_positive_definite_and_exact_on_the_common_d
     Q = predict_linear(X, theta, form)
     u = np.full(y.size, 1.0 / y.size)
     curvature = penalty_curvature(theta.size, form, k, 2.0, 0.7)
-    apply = ncg.block_preconditioner(X, Q, u, form, curvature)
+    apply = newton.block_preconditioner(X, Q, u, form, curvature)
     M = np.column_stack([apply(e) for e in np.eye(theta.size)])
     np.testing.assert_allclose(M, M.T, atol=1e-10 * np.abs(M).max())
     assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0

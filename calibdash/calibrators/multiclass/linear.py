@@ -22,16 +22,12 @@ parameters minimise the weighted mean negative log-likelihood plus a penalty:
 The mean (not the sum) of the row terms, as the paper writes, makes ``lambda`` and ``mu`` mean the same at any n;
 a row of weight ``w`` counts as ``w`` rows, and multiplying every weight by ``c`` changes nothing.
 
-Solver (:func:`fit_linear`): temperature scaling by Newton on its one factor (kept in ``[exp(-10), exp(10)]``,
-scikit-learn's bounds); problems whose Hessian costs at most :data:`NEWTON_WORK` by damped Newton on the formed
-Hessian (:mod:`.newton`); larger vector and full forms by Newton-CG (:mod:`.newton_cg`). All start at the fitted
-temperature's map or a given warm start and end by the rule of :func:`.newton.descend`. The fit counts as
-converged when the gradient rule stopped it, or when the decrease rule or the floating-point limit did with the
-last Newton decrement at most ``10 ftol`` of the objective plus four times its rounding
-(:func:`.linear_map.rounding`), or with the largest free gradient entry at most ``gtol (1 + max |W x + b|)``
-(multiplying the log-scores by ``c`` multiplies the gradient by ``c``). Otherwise it warns
-(:class:`~sklearn.exceptions.ConvergenceWarning`) and says so in ``converged``: it never returns the start
-silently (netcal issue #61). The scalar form with intercepts (no method uses it) is left to scipy's L-BFGS-B.
+Solver (:func:`fit_linear`): Newton on temperature scaling's one factor (in scikit-learn's ``[exp(-10), exp(10)]``),
+on the formed Hessian up to :data:`NEWTON_WORK`, Newton-CG beyond (:mod:`.newton`), from the fitted
+temperature's map, ending by :func:`.newton.descend`'s rule. Converged: the gradient rule, or a decrease or
+floating-point end with the last Newton decrement at most ``10 ftol |L|`` plus four times the rounding, or the
+largest free gradient entry at most ``gtol (1 + max |W x + b|)``. Otherwise it warns (ConvergenceWarning): it
+never returns the start silently (netcal issue #61).
 
 Classes no row names: the likelihood would push their score to minus infinity (no finite optimum). Such a class
 is left out of the objective's softmax and keeps the fitted temperature's map (``W_c = e_c / T``, ``b_c = 0``):
@@ -53,15 +49,13 @@ import time
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ...core.errors import DataError
-from .linear_map import (SCALE_BOUNDS, LinearFit, LinearForm, free_gradient, free_mask, hessian_diagonal,
-                         identity_start, n_parameters, objective, rounding, score_bound)
-from .newton import damped_newton, newton_scalar
-from .newton_cg import newton_cg_solve
+from .linear_map import (LinearFit, LinearForm, free_gradient, free_mask, identity_start, n_parameters, objective,
+                         rounding, score_bound)
+from .newton import damped_newton, newton_cg_solve, newton_scalar
 
 __all__ = ["MAX_FULL_CLASSES"]
 
@@ -93,36 +87,14 @@ def fit_linear(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, f
                mu: float = 0.0, start: np.ndarray | None = None, gtol: float = 1e-9, ftol: float = 1e-13,
                max_iter: int = 5000, what: str = "the linear calibration map",
                max_seconds: float | None = None) -> LinearFit:
-    """Minimise :func:`~.linear_map.objective` from ``start`` (default the fitted temperature's map) by Newton's
-    method, on the formed Hessian or by conjugate-gradient steps (module docstring).
+    """The :class:`~.linear_map.LinearFit` of ``form`` to finite log-scores ``X`` (n, K) and class indices ``y`` by
+    Newton's method (module docstring), on one BLAS thread.
 
-    Parameters
-    ----------
-    X : ndarray (n, K)
-        Log-scores, finite.
-    y : ndarray (n,)
-        Class indices.
-    sample_weight : ndarray (n,) or None
-        Row weights (None: 1 each).
-    form : LinearForm
-    lam, mu : float
-        Penalty strengths (module docstring); ``mu`` is used by ODIR only.
-    start : ndarray, optional
-        Warm start (the fit at the neighbouring penalty of a grid); absent classes' parameters are set to the
-        temperature map's whatever the start.
-    gtol, ftol, max_iter, max_seconds
-        The stopping rule (module docstring); ``max_seconds`` None: :data:`MAX_SECONDS`.
-    what : str
-        Names the fit in the warning when it does not converge.
-
-    Returns
-    -------
-    LinearFit
-
-    Raises
-    ------
-    DataError
-        A full map of more than :data:`MAX_FULL_CLASSES` classes; no row of positive weight; non-finite values.
+    ``lam``, ``mu``: the penalty strengths (``mu``: ODIR only). ``start``: a warm start (absent classes'
+    parameters are set to the temperature map's whatever it is). ``gtol``, ``ftol``, ``max_iter``,
+    ``max_seconds`` (None: :data:`MAX_SECONDS`): the stopping rule. ``what`` names the fit in messages.
+    :class:`DataError`: a full map above :data:`MAX_FULL_CLASSES` classes, no row of positive weight, or
+    non-finite values.
     """
     with threadpool_limits(1):
         return _fit_linear(X, y, sample_weight, form, lam, mu, start, gtol, ftol, max_iter, what,
@@ -130,7 +102,6 @@ def fit_linear(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, f
 
 
 def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_seconds) -> LinearFit:
-    """:func:`fit_linear`'s work, on the threads it allows."""
     n, k = X.shape
     check_size(form, k, what)
     deadline = time.monotonic() + max_seconds
@@ -151,24 +122,18 @@ def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_s
     elif theta0 is None:
         theta0 = identity_start(form, k)
     pin = absent if absent.any() else None
-    if form.matrix == "scalar" and form.bias:
-        theta, n_iter, why, converged = _lbfgs(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline)
+    if form.matrix == "scalar":
+        stop = newton_scalar(theta0, X, y, w, gtol, ftol, max_iter, deadline)
+    elif n * int(free.sum()) ** 2 <= NEWTON_WORK:
+        stop = damped_newton(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
     else:
-        if form.matrix == "scalar":
-            stop = newton_scalar(theta0, X, y, w, gtol, ftol, max_iter, deadline)
-        elif n * int(free.sum()) ** 2 <= NEWTON_WORK:
-            stop = damped_newton(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
-        else:
-            stop = newton_cg_solve(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
-        theta, n_iter, why = stop.theta, stop.n_iter, stop.why
-        xmax = np.abs(X).max(axis=0)
-        gfree = free_gradient(theta, np.where(free, objective(theta, X, y, w, form, lam, mu, absent=pin)[2], 0.0),
-                               form)
-        converged = why == "gtol" or (why in ("ftol", "floating-point limit") and (
-            stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * rounding(theta, stop.f, form, xmax)
-            or gfree <= gtol * (1.0 + score_bound(theta, form, xmax))))
-    _, _, grad = objective(theta, X, y, w, form, lam, mu, absent=pin)
-    gmax = free_gradient(theta, np.where(free, grad, 0.0), form)
+        stop = newton_cg_solve(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
+    theta, n_iter, why = stop.theta, stop.n_iter, stop.why
+    xmax = np.abs(X).max(axis=0)
+    gmax = free_gradient(theta, np.where(free, objective(theta, X, y, w, form, lam, mu, absent=pin)[2], 0.0), form)
+    converged = why == "gtol" or (why in ("ftol", "floating-point limit") and (
+        stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * rounding(theta, stop.f, form, xmax)
+        or gmax <= gtol * (1.0 + score_bound(theta, form, xmax))))
     loss, nll, _ = objective(theta, X, y, w, form, lam, mu)
     if not np.all(np.isfinite(theta)) or not np.isfinite(loss):
         raise DataError(f"{what} could not be fitted: the solver reached non-finite values ({why}).")
@@ -180,28 +145,3 @@ def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_s
     return LinearFit(theta, float(loss), float(nll), int(n_iter), gmax, bool(converged), why,
                      tuple(int(c) for c in np.flatnonzero(absent)))
 
-
-def _lbfgs(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline):
-    """``(theta, n_iter, why, converged)`` of the scalar form with intercepts by scipy's L-BFGS-B, in variables
-    scaled by the Hessian diagonal at the start; converged: success, or "ABNORMAL" with a gradient below
-    ``100 gtol``."""
-    scale = 1.0 / np.sqrt(hessian_diagonal(theta0, X, w, form, lam, mu))
-    lo, hi = SCALE_BOUNDS
-    bounds = [(lo / scale[0], hi / scale[0])] + [(None, None)] * (theta0.size - 1)
-    work = np.empty(X.shape)
-
-    def fun(phi):
-        loss, _, grad = objective(phi * scale, X, y, w, form, lam, mu, work)
-        return loss, grad * scale
-
-    def callback(intermediate_result):  # noqa: ARG001 - scipy's name for the argument
-        if time.monotonic() > deadline:
-            raise StopIteration
-
-    res = minimize(fun, theta0 / scale, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
-                   options={"maxiter": int(max_iter), "gtol": gtol, "ftol": ftol, "maxcor": 20})
-    theta = res.x * scale
-    gmax = free_gradient(theta, objective(theta, X, y, w, form, lam, mu, work)[2], form)
-    timed_out = time.monotonic() > deadline and not res.success
-    converged = not timed_out and (bool(res.success) or ("ABNORMAL" in str(res.message) and gmax <= 100 * gtol))
-    return theta, int(res.nit), "time" if timed_out else f"L-BFGS-B: {res.message}", converged

@@ -39,6 +39,8 @@ class LinearForm:
             raise SettingsError(f"the linear map's form must be one of {FORMS}, got {self.matrix!r}.")
         if self.penalty not in PENALTIES:
             raise SettingsError(f"the penalty must be one of {PENALTIES}, got {self.penalty!r}.")
+        if self.matrix == "scalar" and self.bias:
+            raise SettingsError("the scalar form (temperature scaling) takes no intercept.")
 
 
 class LinearFit(NamedTuple):
@@ -210,20 +212,12 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sample_weight: np
 
 
 def hessian_diagonal(theta, X, sample_weight, form, lam, mu, Q=None):
-    """The objective's Hessian diagonal at ``theta`` (``Q``: the map's probabilities there, if known)."""
+    """The Hessian diagonal of the full or diagonal form at ``theta`` (``Q``: the map's probabilities, if known)."""
     n, k = X.shape
     Q = predict_linear(X, theta, form) if Q is None else Q
     V = Q * (1.0 - Q)
     V *= (1.0 / n) if sample_weight is None else (sample_weight / sample_weight.sum())[:, None]
-    if form.matrix == "full":
-        hw = (V.T @ (X * X)).ravel()
-    elif form.matrix == "diagonal":
-        hw = np.einsum("ij,ij->j", V, X * X)
-    else:
-        # d2/da2 of the NLL of softmax(a x) is the weighted mean of the variance of x under q.
-        mean = np.einsum("ij,ij->i", Q, X)
-        var = np.einsum("ij,ij->i", Q, X * X) - mean * mean
-        hw = np.array([float(np.mean(var) if sample_weight is None else (sample_weight @ var) / sample_weight.sum())])
+    hw = (V.T @ (X * X)).ravel() if form.matrix == "full" else np.einsum("ij,ij->j", V, X * X)
     h = np.concatenate([hw, V.sum(axis=0)]) if form.bias else hw
     h = h + penalty_curvature(theta.size, form, k, lam, mu)
     return np.maximum(h, 1e-12)

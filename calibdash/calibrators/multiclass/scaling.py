@@ -25,7 +25,8 @@ class ScalingCalibrator(MulticlassCalibrator):
 
     A subclass declares ``matrix`` (the form of ``W``), ``bias``, ``on_log_probabilities`` (Dirichlet) and
     ``default_penalty``; its constructor may take ``reg``, ``lam``, ``mu``, ``select`` (choose them by
-    :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`), ``lambdas``/``mus``, ``n_folds``, ``seed``.
+    :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`), ``lambdas``/``mus``, ``n_folds``,
+    ``seed``.
 
     Degenerate data. A class no row of positive weight names keeps the fitted temperature's map and a
     probability above 0. Labels of one class only are refused by the vector and full maps (they carry nothing

@@ -1,17 +1,16 @@
 """The job registry that :mod:`calibdash.core.jobs` describes: work off the caller's thread."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
-from ..errors import EnvironmentProblem
-from .cancel import Cancelled
-from .fair import fair_order
+from ..errors import CalibdashError, EnvironmentProblem
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
 __all__ = []
@@ -24,6 +23,20 @@ ENV_MAX_QUEUED = "CALIBDASH_MAX_QUEUED"         #: jobs that may wait for a free
 REINTERRUPT_S = 0.2
 #: Longest :meth:`JobRegistry.run` waits for the work of a job it cancelled (Ctrl-C) to return.
 STOP_WAIT_S = 30.0
+
+
+J = TypeVar("J")
+
+
+class Cancelled(CalibdashError):
+    """The job was cancelled: every owner cancelled it or left (raised inside the work, and the job's error)."""
+
+
+def stop_if(should_stop: Callable[[], bool] | None, what: str = "the work") -> None:
+    """Raise :class:`Cancelled` when ``should_stop()`` says so (None: never): the cooperative stop of loops in a
+    job's thread, which Python cannot interrupt from outside."""
+    if should_stop is not None and should_stop():
+        raise Cancelled(f"{what} was stopped.")
 
 
 class TimedOut(EnvironmentProblem):
@@ -97,8 +110,7 @@ class Job:
         self.submitted = registry._clock()
         self.started: float | None = None
         self.ended: float | None = None
-        self.result: Any = None
-        self.error: BaseException | None = None
+        self.result, self.error = None, None
         self.cancel_reason: str | None = None      # "cancelled" or "timeout" once stopping
         self.done = threading.Event()
         self._owners: dict[Any, float] = {}        # owner -> lease deadline (inf: no lease)
@@ -196,6 +208,8 @@ class Job:
 
 
 class _Registration:
+    """What :meth:`Job.interrupt_with` returns: unregisters the interrupt on exit."""
+
     def __init__(self, job: Job, fn):
         self._job, self._fn = job, fn
 
@@ -203,21 +217,13 @@ class _Registration:
         return self
 
     def __exit__(self, *exc):
-        self.remove()
-
-    def remove(self) -> None:
-        with self._job._registry._lock:
-            try:
-                self._job._interrupts.remove(self._fn)
-            except ValueError:
-                pass
+        with self._job._registry._lock, contextlib.suppress(ValueError):
+            self._job._interrupts.remove(self._fn)
 
 
 def _call(fn) -> None:
-    try:
+    with contextlib.suppress(Exception):   # an interrupt of a connection that is closing: the job ends anyway
         fn()
-    except Exception:  # noqa: BLE001 - an interrupt of a connection that is closing: the job ends anyway
-        pass
 
 
 class JobRegistry:
@@ -306,14 +312,6 @@ class JobRegistry:
                     self._forget(job)
                 else:
                     self._stop(job, "cancelled")
-            return job
-
-    def cancel(self, key, reason: str = "cancelled") -> Job | None:
-        """Stop the job behind ``key`` whoever owns it (the operator's or the command line's stop)."""
-        with self._lock:
-            job = self._jobs.get(key)
-            if job is not None and not job.finished:
-                self._stop(job, reason)
             return job
 
     def wait(self, key, owner, timeout: float | None = None) -> Job | None:
@@ -415,10 +413,8 @@ class JobRegistry:
             return
         job.cancel_reason = reason
         if job.state == QUEUED:
-            try:
+            with contextlib.suppress(ValueError):
                 self._queue.remove(job)
-            except ValueError:
-                pass
             self._end(job, None, None)
             return
         job._enter("stopping" if reason != "timeout" else "stopping: over the time limit")
@@ -530,6 +526,29 @@ class JobRegistry:
             return self.alive(owner) is True
         except Exception:  # noqa: BLE001 - a probe that fails says nothing: the lease expires
             return False
+
+
+def fair_order(running: Iterable[J], queue: Sequence[J], owners: Callable[[J], Iterable[Hashable]]
+               ) -> list[tuple[int, J]]:
+    """The ``queue``d jobs (first come first) in the order they start, each with its rank: how many jobs its
+    least busy owner (``owners(job)``: the sessions that want it) already has ``running`` or ahead of it in the
+    queue. Sorted by rank, then place: every session's first waiting job in the order they came, then every
+    session's second, and so on. A job without owners (being cancelled) ranks as a session of its own.
+
+    >>> fair_order([], ["a1", "a2", "b1"], lambda job: [job[0]])
+    [(0, 'a1'), (0, 'b1'), (1, 'a2')]
+    """
+    ahead: dict = {}
+    for job in running:
+        for owner in owners(job):
+            ahead[owner] = ahead.get(owner, 0) + 1
+    ranked = []
+    for i, job in enumerate(queue):
+        who = list(owners(job)) or [("job", id(job))]
+        ranked.append((min(ahead.get(o, 0) for o in who), i, job))
+        for o in who:
+            ahead[o] = ahead.get(o, 0) + 1
+    return [(rank, job) for rank, _, job in sorted(ranked, key=lambda r: r[:2])]
 
 
 _SHARED: JobRegistry | None = None

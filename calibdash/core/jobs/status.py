@@ -62,10 +62,8 @@ class Status:
 
     def others_text(self) -> str:
         """How many other owners wait for it too ('' when none)."""
-        if self.others <= 0:
-            return ""
-        return (f"{self.others} other session{'s' if self.others > 1 else ''} wait for it too: Cancel stops it for "
-                "you only.")
+        return "" if self.others <= 0 else (f"{self.others} other session{'s' if self.others > 1 else ''} wait for "
+                                            "it too: Cancel stops it for you only.")
 
     def line(self) -> str:
         """One line for a terminal: the stage (or the place in the queue), the elapsed seconds, the progress."""
@@ -90,9 +88,8 @@ def hold(registry: "JobRegistry", held: Mapping | None, slot, key, owner) -> dic
 
 
 def stopped_note(job: "Job", logger: logging.Logger | None = None) -> tuple[str, str]:
-    """``(why, level)`` of a job that did not succeed: its error's message (a warning when cancelled, else an
-    error); an error that is not calibdash's is logged (on ``logger``, default this module's) with its traceback
-    and named by its type only."""
+    """``(why, level)`` of a job that did not succeed: its error's message (a warning when cancelled); an error not
+    calibdash's is logged (on ``logger``) with its traceback and named by its type only."""
     if isinstance(job.error, CalibdashError):
         return str(job.error), "warning" if job.state == CANCELLED else "error"
     (logger or log).error("job %r failed", job.what, exc_info=job.error)

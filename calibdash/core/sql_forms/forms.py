@@ -126,19 +126,23 @@ def _null_guard(score: str, body: str) -> str:
     return f"CASE WHEN {score} IS NULL THEN NULL ELSE {body} END"
 
 
+def _bisect(s: str, a: int, b: int, bound, leaf) -> str:
+    """Nested CASEs choosing among pieces ``a..b``: piece ``i`` from ``s >= bound(i)`` on, ``leaf(i)`` its SQL."""
+    if a == b:
+        return leaf(a)
+    mid = (a + b + 1) // 2
+    return (f"CASE WHEN {s} < {literal(bound(mid))} THEN {_bisect(s, a, mid - 1, bound, leaf)} "
+            f"ELSE {_bisect(s, mid, b, bound, leaf)} END")
+
+
 def step_sql(step: StepMap, writer: SqlWriter, form: str, method: str, score_column: str,
               max_case: int = CASE_MAX_STEPS) -> SqlMap:
     starts, values = step.pieces()
     form = _pick_form(form, values.size, max_case)
     num = literal
-    if form == "bisect" and starts.size:
-        def part(a: int, b: int, s: str) -> str:          # values[a..b]: values[i] on starts[i-1] <= s < starts[i]
-            if a == b:
-                return num(values[a])
-            mid = (a + b + 1) // 2
-            return f"CASE WHEN {s} < {num(starts[mid - 1])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
-        return SqlMap(method, writer.dialect, score_column, "bisect",
-                      lambda s: _null_guard(s, part(0, values.size - 1, s)))
+    if form == "bisect" and starts.size:          # values[i] on starts[i-1] <= s < starts[i]
+        return SqlMap(method, writer.dialect, score_column, "bisect", lambda s: _null_guard(
+            s, _bisect(s, 0, values.size - 1, lambda i: starts[i - 1], lambda i: num(values[i]))))
     if form == "case" or starts.size == 0:
         def render(s: str) -> str:
             if starts.size == 0:
@@ -181,15 +185,11 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
         return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s, writer)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
                 f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s, writer)}")
 
-    if form == "bisect" and los.size:
-        def part(a: int, b: int, s: str) -> str:          # intervals a..b, interval j on los[j] <= s < los[j + 1]
-            if a == b:
-                return piece(s, literals(a))
-            mid = (a + b + 1) // 2
-            return f"CASE WHEN {s} < {num(los[mid])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
-
-        return SqlMap(method, writer.dialect, score_column, "bisect",
-                      lambda s: _null_guard(s, writer.clip(f"CASE {ends(s)} ELSE {part(0, los.size - 1, s)} END")))
+    if form == "bisect" and los.size:             # interval j on los[j] <= s < los[j + 1]
+        def render_bisect(s: str) -> str:
+            part = _bisect(s, 0, los.size - 1, lambda j: los[j], lambda j: piece(s, literals(j)))
+            return _null_guard(s, writer.clip(f"CASE {ends(s)} ELSE {part} END"))
+        return SqlMap(method, writer.dialect, score_column, "bisect", render_bisect)
 
     if form in ("case", "bisect") or los.size == 0:
         def render(s: str) -> str:

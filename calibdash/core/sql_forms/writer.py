@@ -42,22 +42,13 @@ class SqlWriter:
 
     num = staticmethod(literal)
 
-    def ident(self, name: str) -> str:
-        """A column name, quoted."""
-        return quote(name, self.dialect)
-
     def string(self, text: str) -> str:
         """A string literal (:func:`string_literal`)."""
         return string_literal(text, self.dialect)
 
     def feature(self, name: str) -> str | None:
         """SQL of feature ``name`` (None: the column is absent)."""
-        if name in self.features:
-            return self.features[name]
-        return self.ident(name)
-
-    def double(self) -> str:
-        return "DOUBLE PRECISION" if self.dialect == "ansi" else "DOUBLE"
+        return self.features[name] if name in self.features else quote(name, self.dialect)
 
     def log1p(self, x: str) -> str:
         """``log1p(x)``: Spark's own; elsewhere Goldberg's ``ln(u) * x / (u - 1)``, ``u = 1 + x``."""
@@ -81,9 +72,7 @@ class SqlWriter:
 
     def isnan(self, x: str) -> str:
         """Whether ``x`` is NaN (ANSI SQL has no NaN: always false there)."""
-        if self.dialect == "ansi":
-            return "FALSE"
-        return f"ISNAN(CAST({x} AS {self.double()}))"
+        return "FALSE" if self.dialect == "ansi" else f"ISNAN(CAST({x} AS DOUBLE))"
 
 
 def string_literal(text: str, dialect: str) -> str:
