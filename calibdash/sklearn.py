@@ -1,30 +1,15 @@
 """calibdash's calibrators inside scikit-learn: :class:`CalibratedClassifier`, modelled on ``CalibratedClassifierCV``
-(usable in a ``Pipeline``, ``cross_val_score``, ``GridSearchCV`` and ``clone``).
+(usable in a ``Pipeline``, ``cross_val_score``, ``GridSearchCV`` and ``clone``); the README's "Use it from
+scikit-learn" maps its parameters to ``CalibratedClassifierCV``'s and gives the agreement measured on the same folds.
 
->>> clf = CalibratedClassifier(LogisticRegression(), method="bbq", cv=5)      # doctest: +SKIP
->>> clf.fit(X, y).predict_proba(X_new)[:, 1]                                 # doctest: +SKIP
-
-How it corresponds to ``CalibratedClassifierCV``: ``estimator`` the same (default ``LinearSVC()``);
-``method="sigmoid"`` is ``method="platt", smooth_targets=True`` (Platt's targets); ``method="isotonic"`` is
-``method="isotonic", interpolation="linear"`` (scikit-learn interpolates and clips outside the training range);
-``method="temperature"`` the same (K classes: on ``decision_function`` when the estimator has one); ``cv`` (an
-int, a splitter or ``"prefit"``) and ``ensemble`` the same; ``n_jobs`` is not offered (folds run one by one).
-
-Two classes: any binary method (``calibdash.calibrators.available()``), its hyperparameters as keyword arguments
-(``ess=5`` for BBQ; another method's are refused at ``fit``). Scores: the estimator's ``predict_proba`` when it
-has one, else its ``decision_function`` mapped by the logistic function (never min-max scaled).
-
+Two classes: any binary method, its hyperparameters as keyword arguments (another method's are refused at
+``fit``), on the estimator's ``predict_proba``, else its ``decision_function`` mapped by the logistic function.
 K classes (or a multi-class method's name on two): a method of :mod:`calibdash.calibrators.multiclass`; a binary
-method's bare name means its one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``, as scikit-learn's), a
-name that is both (``"temperature"``) the multi-class method. The calibrator sees K columns in ``classes_`` order,
-from ``predict_proba`` or ``decision_function`` (as logits), chosen by ``response_method``: ``"auto"`` gives each
-method the form its paper calibrates (``input_form``: logits for Guo et al.'s temperature, vector and matrix
-scaling; probabilities for Dirichlet calibration and the composites), else the other. A one-vs-rest composite
-given logits calibrates their softmax, class by class, where scikit-learn calibrates each ``decision_function``
-column by itself: the two agree where the estimator has only ``predict_proba``.
-
-Features: MBCT (the only feature-aware method) takes ``features`` from ``X`` (``"all"``, or a list of column
-names, or indices for arrays). Multi-class methods use no features.
+method's bare name means its one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``, as scikit-learn's), a name
+that is both (``"temperature"``) the multi-class method. ``response_method="auto"`` gives each method the output its
+paper calibrates (``input_form``: ``decision_function`` read as logits for Guo et al.'s scalings, ``predict_proba``
+for Dirichlet calibration and the composites), else the other. A one-vs-rest composite given logits calibrates their
+softmax, where scikit-learn calibrates each ``decision_function`` column by itself.
 """
 from __future__ import annotations
 

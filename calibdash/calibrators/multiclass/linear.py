@@ -142,6 +142,6 @@ def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_s
                  f"stopped by {why} after {n_iter} iterations")
         warnings.warn(f"{what} did not converge: the solver {cause} with a gradient entry of {gmax:.2g}; the "
                       "map may be off its optimum.", ConvergenceWarning, stacklevel=3)
-    return LinearFit(theta, float(loss), float(nll), int(n_iter), gmax, bool(converged), why,
+    return LinearFit(theta, float(loss), float(nll), int(n_iter), bool(converged), why,
                      tuple(int(c) for c in np.flatnonzero(absent)))
 

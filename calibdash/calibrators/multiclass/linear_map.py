@@ -49,8 +49,7 @@ class LinearFit(NamedTuple):
     theta: np.ndarray        # the parameters: W's free entries (1, K or K*K, row-major), then b (if any)
     loss: float              # the objective at theta (weighted mean NLL + penalty), every class in the softmax
     nll: float               # the weighted mean negative log-likelihood at theta (every class in the softmax)
-    n_iter: int              # solver iterations (Newton steps, or L-BFGS-B iterations)
-    grad_max: float          # largest entry of the fitted objective's gradient in the free parameters
+    n_iter: int              # solver iterations (Newton steps)
     converged: bool          # by the stopping rule of fit_linear
     stop: str = ""           # what ended the solver: "gtol", "ftol", "floating-point limit", "max_iter", "time"
     absent: tuple = ()       # the classes no row of positive weight names (left out of the fit's softmax)
@@ -88,7 +87,7 @@ def free_mask(form: LinearForm, k: int, absent: np.ndarray) -> np.ndarray:
 def unpack(theta: np.ndarray, form: LinearForm, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``(W_part, b)``: W's entries in their shape (1-vector, K-vector, K x K) and the intercepts (zeros if none)."""
     theta = np.asarray(theta)
-    if theta.dtype not in (np.float64, np.float32):     # float32 for the Hessian's products (newton_cg)
+    if theta.dtype not in (np.float64, np.float32):     # float32 for the Hessian's products (Newton-CG)
         theta = theta.astype(float)
     m = n_parameters(LinearForm(form.matrix, False), k)
     w = theta[:m].reshape(k, k) if form.matrix == "full" else theta[:m]

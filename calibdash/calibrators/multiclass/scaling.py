@@ -105,18 +105,12 @@ class ScalingCalibrator(MulticlassCalibrator):
 
     def _export_state(self) -> dict:
         """W's entries (``weights``: 1, K or K*K numbers, row-major) and the intercepts (``bias``, if any)."""
-        k = int(self.n_classes_)
-        m = n_parameters(LinearForm(self.matrix, False), k)
+        m = n_parameters(LinearForm(self.matrix, False), int(self.n_classes_))
         state = {"weights": [float(v) for v in self.theta_[:m]]}
-        if self.bias:
-            state["bias"] = [float(v) for v in self.theta_[m:]]
-        return state
+        return {**state, "bias": [float(v) for v in self.theta_[m:]]} if self.bias else state
 
     def _import_state(self, state) -> None:
         """Restore :meth:`_export_state` (``n_classes_`` is already set from the file)."""
         k = int(self.n_classes_)
-        m = n_parameters(LinearForm(self.matrix, False), k)
-        parts = [state.array("weights", size=m)]
-        if self.bias:
-            parts.append(state.array("bias", size=k))
-        self.theta_ = np.concatenate(parts)
+        parts = [state.array("weights", size=n_parameters(LinearForm(self.matrix, False), k))]
+        self.theta_ = np.concatenate(parts + ([state.array("bias", size=k)] if self.bias else []))
