@@ -1,10 +1,5 @@
-"""Class-wise calibration within groups of rows (a segment, a period): :func:`classwise_ece_by_group`.
-
-The Groups & time page judges a K-class table on its top-label reduction
-(:mod:`calibdash.data.top_label`), a binary view; the class-wise ECE of each
-group adds what that view cannot see: whether every class's probability,
-not only the top one, is calibrated in the group.
-"""
+"""Class-wise calibration within groups of rows (a segment, a period): what the Groups & time page's top-label view
+cannot see, whether every class's probability, not only the top one, is calibrated in the group."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,22 +21,17 @@ def classwise_ece_by_group(P, y, groups, order=None, n_bins: int = metrics.N_BIN
 
     Parameters
     ----------
-    P : array-like (n, K)
-        Probabilities, rows summing to 1.
-    y : array-like (n,)
-        Class indices 0..K-1.
+    P, y, n_bins, strategy, sample_weight
+        As for :func:`calibdash.measures.class_measures.classwise_ece`.
     groups : array-like (n,)
         Each row's group (any hashable values).
     order : sequence, optional
-        The groups to report, in this order; rows of other groups are left out. Default: every group, in
-        order of first appearance.
-    n_bins, strategy, sample_weight
-        As for :func:`calibdash.measures.class_measures.classwise_ece`.
+        The groups to report, in this order (rows of others left out); default every group, in order of appearance.
 
     Returns
     -------
     Series
-        Index: the groups (``order``); values: their class-wise ECE, NaN for a group with no row.
+        Index: the groups; values: their class-wise ECE, NaN for a group with no row.
     """
     P, y, w = metrics.check_inputs(P, y, sample_weight)
     g = pd.Series(np.asarray(groups, dtype=object).reshape(-1))

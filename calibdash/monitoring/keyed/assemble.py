@@ -4,7 +4,7 @@ An engine groups its rows by (raw key code, part, score code), where the raw
 key code is what it can compute where the rows live, row by row:
 
 * a group key: the value as trimmed text, the number itself, or the
-  quantile group (:func:`calibdash.monitoring.grouping.group_codes`);
+  quantile group (:func:`calibdash.monitoring.grouping.group_ids`);
 * a period key: the first day of the row's period, in days since
   1970-01-01 (:func:`calibdash.monitoring.drift.period_start_days`).
 
@@ -85,7 +85,7 @@ def group_cells(raw, missing, part, code, n, n_pos, score_sum, *, exact: bool, c
     Parameters
     ----------
     raw : array-like
-        Each grouped row's raw code (:func:`calibdash.monitoring.grouping.group_codes`'s
+        Each grouped row's raw code (:func:`calibdash.monitoring.grouping.group_ids`'s
         codes; anything where ``missing``).
     missing : array-like of bool
         Whether the group's value is missing.

@@ -202,7 +202,7 @@ def row_keys(values, kc: KeyedCells) -> np.ndarray:
     per-group class-wise ECE reads rows by it).
 
     The rows' rule of :func:`keyed_cells`: a group by
-    :func:`calibdash.monitoring.grouping.make_groups` (:func:`~calibdash.monitoring.grouping.group_codes`
+    :func:`calibdash.monitoring.grouping.make_groups` (:func:`~calibdash.monitoring.grouping.group_ids`
     and :func:`~calibdash.monitoring.grouping.name_groups`) with the key's settings, a
     period by :func:`calibdash.monitoring.drift.to_periods` at the cells' period length.
 
