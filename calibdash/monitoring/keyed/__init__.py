@@ -1,18 +1,9 @@
 """Keyed score cells: score cells that also carry a group or a period, for monitoring at any scale.
 
-A *keyed* cell gathers the rows that share a part, a score cell (see
-:mod:`calibdash.evaluation.cells`) and a **key**: the value of a group column (a
-segment, a country, or a quantile range of a numeric column) or the period of
-a date column (day, week, month or quarter). Everything the Groups & time
-views show (per-group and per-period measures with intervals, the staleness
-view, the calibrator that fixes the groups) is computed from keyed cells as
-weighted rows, so it costs O(cells) after one pass over the rows, and the
-rows may live in memory, in DuckDB or in Spark: the three engines give the
-same keyed cells (``tests/engines/test_engine_contract.py``).
-
-:class:`Key` says which column and how its values become keys;
-:class:`KeyedCells` holds the cells with one key code per cell and the keys'
-labels in display order.
+A *keyed* cell gathers the rows that share a part, a score cell (:mod:`calibdash.evaluation.cells`) and a **key**:
+the value of a group column (or a quantile range of a numeric one) or the period of a date column. Everything the
+Groups & time views show is computed from keyed cells as weighted rows, in O(cells) after one pass over the rows,
+wherever the rows live: memory, DuckDB and Spark give the same keyed cells (``tests/engines/test_engine_contract.py``).
 """
 from __future__ import annotations
 
@@ -40,21 +31,12 @@ class Key:
     column : str
         The group or date column.
     kind : {"group", "period"}, default "group"
-        ``"group"``: one key per value (text, boolean, or a number column with
-        at most ``max_groups`` distinct values), or ``n_quantiles``
-        equal-count ranges of a number column with more (exact quantiles,
-        numpy's linear rule, computed where the rows live); groups lighter
-        than ``min_rows`` are pooled into ``"other"``; missing values are the
-        group ``"(missing)"`` (the rules of :func:`calibdash.monitoring.grouping.make_groups`).
-        ``"period"``: the period of a date or date-time column
-        (:func:`calibdash.monitoring.drift.to_periods`'s labels; rows without a readable
-        date are left out and counted).
+        ``"group"``: groups by the rules of :func:`calibdash.monitoring.grouping.make_groups` (with
+        ``n_quantiles``, ``max_groups``, ``min_rows``), quantiles computed where the rows live. ``"period"``: the
+        period of a date column (:func:`~calibdash.monitoring.periods.to_periods`; rows without a readable date are
+        left out and counted).
     freq : {"D", "W", "M", "Q"} or "auto", default "auto"
-        Period length (``kind="period"`` only); "auto" as
-        :func:`calibdash.monitoring.drift.choose_freq`.
-    n_quantiles : int, default 5
-    max_groups : int, default 20
-    min_rows : float, default 50
+        Period length (``kind="period"`` only).
     """
 
     column: str
@@ -78,25 +60,22 @@ class KeyedCells:
     Attributes
     ----------
     cells : ScoreCells
-        One cell per (part, score cell, key) holding rows, sorted by key, then
-        part, then score. Cells are exact (the distinct scores) or on the grid
-        by the rule of :mod:`calibdash.evaluation.cells`, decided on all rows together.
+        One cell per (part, score cell, key) holding rows, sorted by key, part, score; exact or on the grid, as
+        decided on all rows together.
     key : ndarray of int32
         Each cell's key, an index into ``labels``.
     labels : tuple of str
-        The keys in display order: groups in their values' natural order
-        (``"other"`` and ``"(missing)"`` last), periods in time order, named as
-        :func:`calibdash.monitoring.drift.to_periods` names them.
+        The keys in display order (as ``make_groups`` and ``to_periods`` order and name them).
     spec : Key
         The key asked for (``freq`` resolved when it was "auto").
     starts : tuple
         Periods: each period's first day (``pandas.Timestamp``); groups: empty.
     notes : tuple of str
-        How the keys were made, for the user (as ``make_groups`` / ``to_periods`` word them).
+        How the keys were made, for the user.
     pooled : tuple of str
         Groups pooled into ``"other"``.
     n_left_out : int
-        Rows without a key (a period column's rows with no readable date).
+        Rows without a key (no readable date).
     """
 
     cells: ScoreCells
