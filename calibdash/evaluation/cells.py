@@ -1,41 +1,26 @@
 """Score cells: the weighted sufficient statistics every calibrator, metric and interval can work from.
 
-A score cell gathers the rows that share a score (or a fine grid step of it) and a *part* (the fold or split a row
-belongs to): its row count ``n``, its positives ``n_pos`` and the sum of its raw scores. Rows are touched once;
-everything after costs O(cells): a calibrator is fitted on the weighted rows ``(score, 1)`` of weight ``n_pos`` and
-``(score, 0)`` of weight ``n - n_pos`` (:meth:`ScoreCells.weighted_rows`; with exact cells *the same fit* as on the
-rows, ``tests/test_weights.py``); a metric is computed from the cells' predictions with those weights (exact but for
-MVCE, whose random views shuffle rows); intervals resample cells
-(:func:`calibdash.evaluation.bootstrap.bootstrap_cells`).
+A score cell gathers the rows that share a score (or a fine grid step of it) and a *part* (fold or split): its rows
+``n``, positives ``n_pos`` and raw score sum. Rows are touched once; everything after costs O(cells): calibrators fit
+the weighted rows ``(score, 1)`` of weight ``n_pos`` and ``(score, 0)`` of weight ``n - n_pos`` (with exact cells *the
+same fit* as on the rows, ``tests/test_weights.py``), metrics weigh the cells' predictions alike (exact but for MVCE,
+whose views shuffle rows), and intervals resample cells.
 
-Exact cells and the grid: cells are the **distinct scores** when there are at most ``max_exact`` (``2**16``) of
-them. Otherwise scores go to a grid of ``GRID = 2**16`` equal steps on [0, 1] (cell ``floor(score * 2**16)``, score 1
-in the last; exact in any engine, multiplying by a power of two), and a cell stands at the mean score of its rows, so a
-row's score moves by less than ``2**-16``: a continuous calibrator's prediction by at most its slope times that; a
-binned metric of the raw scores (ECE, MCE) by at most ``2**-16`` unless a bin edge falls inside a cell; AUC by at most
-the share of positive-negative pairs the grid puts in one cell (:meth:`ScoreCells.auc_tie_bound`).
-``tests/evaluation/test_cells.py`` checks these bounds at 10^5 rows.
+Cells are the **distinct scores** when there are at most ``max_exact`` (``2**16``), else steps of a grid of ``GRID =
+2**16`` on [0, 1] (``floor(score * 2**16)``, 1 in the last; exact in any engine) standing at their rows' mean score, so
+a row's score moves by less than ``2**-16``: ECE and MCE of the raw scores by at most that unless a bin edge falls in
+a cell, AUC by at most the share of positive-negative pairs in one cell (:meth:`ScoreCells.auc_tie_bound`);
+``tests/evaluation/test_cells.py`` checks these bounds. A row's part is decided before aggregation by a rule any
+engine applies alike: a seeded 32-bit hash of its position (:func:`row_hash`; ``fold = hash % k``, held out when
+``hash < test_size * 2**32``; not stratified, negligible at these sizes) or the file's split column.
 
-Parts: a row's fold or split is decided before aggregation, by a rule any engine (numpy, DuckDB, Spark) applies alike:
-a seeded hash of the row's position, :func:`row_hash` (32-bit operations whose products stay below 2^48), or the file's
-split column. ``fold = row_hash(key, seed) % k``; a row is held out when ``row_hash(key, seed) < test_size * 2**32``.
-Unlike the stratified splits on small data this does not balance classes per fold; at the sizes where cells are used
-the difference is negligible.
-
-K-class rows: K + 1 binary reductions (Gupta & Ramdas 2022, "multiclass-to-binary"), the **confidence**
-``(max_k P_ik, 1[argmax_k P_ik = y_i])`` and, per class ``k``, the **class-wise** ``(P_ik, 1[y_i = k])``.
-:class:`ClassCells` holds one :class:`ScoreCells` per reduction, each making its own exact-or-grid choice. Every measure
-of :data:`calibdash.measures.class_measures.MEASURES` is a sum over rows of one reduction's ``(score, label)`` and so
-follows from these cells (:data:`CELL_MEASURES`): ECE, MCE, smECE, dCE of the confidence cells; Accuracy
-``= sum n_pos / N`` and Overconfidence ``= (sum score_sum - sum n_pos) / N``; cwECE the mean of the class cells' ECEs;
-**Brier** ``sum_k sum_i (P_ik - 1[y_i = k])^2`` over each class's cells; **LogLoss** over the positive weighted rows of
-every class's cells (row ``i`` is a positive of class ``y_i`` at score ``P_{i, y_i}``).
-
-Exact cells give each measure up to the order of summation. On grid cells Accuracy and Overconfidence stay exact;
-Brier moves by at most ``2 * 2**-16`` per class and row; ECE, MCE and cwECE by at most ``2**-16`` unless a bin edge
-falls inside a cell; smECE and dCE by that order; LogLoss has no useful bound near ``P = 0``
-(:attr:`ClassCells.exact` says which case holds). Cells cannot *fit* a K-class calibrator (the scaling family reads all
-K log-scores of a row), nor give joint or class-conditional top-label calibration.
+K-class rows: the K + 1 binary reductions (Gupta & Ramdas 2022), the **confidence** ``(max_k P_ik, 1[argmax = y_i])``
+and per class the **class-wise** ``(P_ik, 1[y_i = k])``, one :class:`ScoreCells` each (:class:`ClassCells`). Every
+measure of :data:`calibdash.measures.class_measures.MEASURES` is a sum over one reduction's rows and follows from them
+(:data:`CELL_MEASURES`), exactly on exact cells up to summation order. On grid cells Accuracy and Overconfidence stay
+exact; Brier moves by at most ``2 * 2**-16`` per class and row; ECE, MCE, cwECE by ``2**-16`` unless a bin edge falls
+in a cell; smECE and dCE by that order; LogLoss has no useful bound near 0. Cells cannot *fit* a K-class calibrator
+(the scaling family reads all K log-scores of a row), nor give joint or class-conditional top-label calibration.
 """
 from __future__ import annotations
 
@@ -104,27 +89,18 @@ def parts_for(n_rows: int, kind: str, *, seed: int = 0, k: int = 5, test_size: f
         if split_train is None or len(split_train) != n_rows:
             raise DataError("the file's split column is needed for this scheme.")
         return np.where(np.asarray(split_train, dtype=bool), 0, 1).astype(np.int16)
-    if kind == "kfold":
-        if int(k) < 2:
-            raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
-        k64 = np.uint64(int(k))
-
-        def part(h):
-            return h % k64
-    elif kind == "split":
-        if not 0 < float(test_size) < 1:
-            raise SettingsError(f"test_size must lie strictly between 0 and 1, got {test_size}.")
-        cut = np.uint64(int(float(test_size) * 2 ** 32))
-
-        def part(h):
-            return h < cut
-    else:
+    if kind == "kfold" and int(k) < 2:
+        raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
+    if kind == "split" and not 0 < float(test_size) < 1:
+        raise SettingsError(f"test_size must lie strictly between 0 and 1, got {test_size}.")
+    if kind not in ("kfold", "split"):
         raise SettingsError(f"unknown scheme kind {kind!r}.")
+    div = np.uint64(int(k) if kind == "kfold" else int(float(test_size) * 2 ** 32))
     out = np.empty(n_rows, dtype=np.int16)
     # in blocks of rows: the hash's 8-byte temporaries stay a few MB, not several copies of 8 bytes a row
     for lo in range(0, n_rows, _HASH_BLOCK):
-        hi = min(n_rows, lo + _HASH_BLOCK)
-        out[lo:hi] = part(row_hash(np.arange(lo, hi, dtype=np.uint64), seed))
+        h = row_hash(np.arange(lo, min(n_rows, lo + _HASH_BLOCK), dtype=np.uint64), seed)
+        out[lo:lo + h.size] = h % div if kind == "kfold" else h < div
     return out
 
 
@@ -216,11 +192,12 @@ class CellAccumulator:
         self.max_exact = int(max_exact)
         self.exact = True
         self.n_rows = 0
-        self._part = np.empty(0, np.int64)
-        self._code = np.empty(0, np.float64)     # the exact score, or the grid step (as float) in grid mode
-        self._n = np.empty(0, np.int64)
-        self._pos = np.empty(0, np.int64)
-        self._sum = np.empty(0, np.float64)
+        self._clear()
+
+    def _clear(self) -> None:
+        # _code: the exact score, or the grid step (as float) in grid mode
+        self._part, self._code, self._n, self._pos, self._sum = (
+            np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
 
     def _merge(self, part, code, n, pos, ssum) -> None:
         part = np.concatenate([self._part, part])
@@ -240,10 +217,8 @@ class CellAccumulator:
     def _to_grid(self) -> None:
         self.exact = False
         steps = grid_code(self._code)
-        self._code = np.empty(0)
         part, n, pos, ssum = self._part, self._n, self._pos, self._sum
-        self._part, self._n, self._pos, self._sum = (np.empty(0, np.int64), np.empty(0, np.int64),
-                                                     np.empty(0, np.int64), np.empty(0))
+        self._clear()
         self._merge(part, steps, n, pos, ssum)
 
     def add(self, scores, labels, part=None) -> "CellAccumulator":
@@ -326,8 +301,7 @@ class ClassCells:
     Attributes
     ----------
     top : ScoreCells
-        Confidence cells: score ``max_k P_ik``, positive when the predicted
-        class (argmax, lowest index on ties) is the label.
+        Confidence cells: score ``max_k P_ik``, positive when the predicted class (argmax, lowest on ties) is the label.
     classes : tuple of ScoreCells
         ``classes[k]``: score ``P_ik``, positive when the label is ``k``.
     n_rows : int
@@ -406,8 +380,7 @@ class ClassCellAccumulator:
         self._acc = [CellAccumulator(max_exact) for _ in range(self.k + 1)]
 
     def add(self, P: np.ndarray, y: np.ndarray, part=None) -> "ClassCellAccumulator":
-        """Add a batch: ``P`` (m, K) probabilities in [0, 1] (checked by the caller, as :func:`class_cells`
-        does with :func:`~calibdash.measures.class_measures.check_inputs`), class indices ``y``, parts."""
+        """Add a batch: ``P`` (m, K) probabilities (checked by the caller), class indices ``y``, parts."""
         P = np.asarray(P, dtype=float)
         y = np.asarray(y, dtype=np.int64)
         if P.ndim != 2 or P.shape[1] != self.k:
