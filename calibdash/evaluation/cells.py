@@ -106,22 +106,10 @@ def parts_for(n_rows: int, kind: str, *, seed: int = 0, k: int = 5, test_size: f
 
 @dataclass(frozen=True)
 class ScoreCells:
-    """Per (part, score cell): rows, positives and the sum of their scores, sorted by part then score.
-
-    Attributes
-    ----------
-    score : ndarray of float
-        The distinct score (exact cells) or the mean score of its rows (grid cells).
-    n, n_pos : ndarray of int64
-        Rows and positives in the cell.
-    score_sum : ndarray of float
-        Sum of the rows' raw scores.
-    part : ndarray of int16
-        The cell's part (fold, or 0 = fit / 1 = held out); all 0 without a scheme.
-    exact : bool
-        Whether the cells are the distinct scores (nothing lost).
-    n_rows : int
-        Rows aggregated.
+    """Per (part, score cell): rows ``n``, positives ``n_pos`` (int64) and the sum of their raw scores ``score_sum``,
+    sorted by part then score. ``score`` is the distinct score (``exact`` cells: nothing lost) or the mean score of
+    the cell's rows (grid cells); ``part`` (int16) the fold, or 0 = fit / 1 = held out (all 0 without a scheme);
+    ``n_rows`` the rows aggregated.
     """
 
     score: np.ndarray
@@ -275,16 +263,8 @@ class CellAccumulator:
 
 
 def aggregate(scores, labels, part=None, *, max_exact: int = MAX_EXACT, chunk_rows: int = 2_000_000) -> ScoreCells:
-    """Aggregate rows into score cells, ``chunk_rows`` at a time (see :class:`CellAccumulator`).
-
-    Parameters
-    ----------
-    scores, labels : array-like
-        Scores in [0, 1] and 0/1 labels.
-    part : array-like of int, optional
-        Each row's part (:func:`parts_for`); default all 0.
-    max_exact : int, default ``MAX_EXACT``
-        Keep the distinct scores as cells when there are at most this many, else quantize to the grid.
+    """Aggregate rows (scores in [0, 1], 0/1 labels) into score cells, ``chunk_rows`` at a time, each row in its
+    ``part`` (:func:`parts_for`; default all 0): the distinct scores when at most ``max_exact``, else the grid.
     """
     s = np.asarray(scores)
     acc = CellAccumulator(max_exact)
@@ -296,16 +276,9 @@ def aggregate(scores, labels, part=None, *, max_exact: int = MAX_EXACT, chunk_ro
 
 @dataclass(frozen=True)
 class ClassCells:
-    """The K + 1 binary reductions of K-class rows as score cells (see the module docstring).
-
-    Attributes
-    ----------
-    top : ScoreCells
-        Confidence cells: score ``max_k P_ik``, positive when the predicted class (argmax, lowest on ties) is the label.
-    classes : tuple of ScoreCells
-        ``classes[k]``: score ``P_ik``, positive when the label is ``k``.
-    n_rows : int
-        Rows aggregated.
+    """The K + 1 binary reductions of K-class rows as score cells: ``top``, the confidence cells (score ``max_k P_ik``,
+    positive when the predicted class, argmax with ties to the lowest, is the label); ``classes[k]`` (score ``P_ik``,
+    positive when the label is ``k``); ``n_rows``, the rows aggregated.
     """
 
     top: ScoreCells
@@ -348,22 +321,9 @@ class ClassCells:
 
 
 def class_cells(P, y, part=None, *, logits: bool = False, max_exact: int = MAX_EXACT) -> ClassCells:
-    """Aggregate K-class rows into :class:`ClassCells`.
-
-    Parameters
-    ----------
-    P : array-like (n, K)
-        Probabilities, measured as given, or logits (``logits=True``: softmaxed by
-        :func:`~calibdash.calibrators.multiclass.base.as_scores`).
-    y : array-like (n,)
-        Class indices 0..K-1.
-    part, max_exact
-        As :func:`aggregate` (each reduction makes its own exact-or-grid choice).
-
-    Raises
-    ------
-    DataError
-        As :func:`calibdash.measures.class_measures.check_inputs`.
+    """Aggregate K-class rows into :class:`ClassCells`: ``P`` (n, K) probabilities measured as given, or logits
+    (``logits=True``: softmaxed), ``y`` class indices, ``part`` and ``max_exact`` as :func:`aggregate` (each reduction
+    making its own exact-or-grid choice). DataError as :func:`calibdash.measures.class_measures.check_inputs`.
     """
     if logits:
         P = as_scores(P, True).probabilities

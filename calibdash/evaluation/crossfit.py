@@ -33,20 +33,16 @@ CELLS_CHOICES = ("auto", "always", "never")
 
 @dataclass
 class CrossFit:
-    """What :func:`cross_fit` fitted and predicted.
+    """What :func:`cross_fit` fitted and predicted, for a sample of ``n``.
 
     Attributes
     ----------
-    n : int
-        The sample's size.
     judged : list of ndarray
         Each pair's judged positions (indices into the sample), in the pairs' order.
-    predictions : dict
-        Method key -> one array per pair: the pair's model's predictions on its judged positions.
+    predictions, fold_models : dict
+        Method key -> one array of predictions on the judged positions per pair; one model per pair.
     models : dict
         Method key -> the model to keep: fitted on the whole sample with ``refit``, else on the last pair's fit part.
-    fold_models : dict
-        Method key -> the model of each pair, in the pairs' order.
     seconds : dict
         Method key -> seconds spent fitting and predicting (every pair and the refit).
     """
@@ -88,14 +84,9 @@ def _estimators(methods) -> dict:
 
 def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, logits: bool = False
                     ) -> dict[str, MulticlassCalibrator]:
-    """Key -> new unfitted K-class calibrator, from a name, a comma-separated list, a list, or a
-    mapping key -> name / {hyperparameters} / calibrator; ``logits`` is set on every one.
-
-    Raises
-    ------
-    SettingsError
-        An unknown method or hyperparameter, or the reserved key ``"uncalibrated"``.
-    """
+    """Key -> new unfitted K-class calibrator, from a name, a comma-separated list, a list, or a mapping key -> name /
+    {hyperparameters} / calibrator, ``params`` set on top and ``logits`` on every one. SettingsError for an unknown
+    method or hyperparameter, or the reserved key ``"uncalibrated"``."""
     if isinstance(methods, str):
         methods = split_names(methods)
     items = list(methods.items()) if isinstance(methods, Mapping) else [(str(m), None) for m in methods]
@@ -228,22 +219,9 @@ def choose_path(n_rows: int, methods=(), feature_columns: Sequence[str] | None =
                 large: bool = False) -> Path:
     """Rows or score cells for ``methods`` on data of ``n_rows`` rows, with the reason.
 
-    Parameters
-    ----------
-    n_rows : int
-    methods : method spec
-        The chosen methods; one that reads features (MBCT) needs the rows when the data has feature columns.
-    feature_columns : sequence of str, optional
-        The data's feature columns; None or empty when it has none.
-    cells : {"auto", "always", "never"}
-        The command line's ``--cells``.
-    large : bool
-        A large source (its rows stay where they live): always score cells.
-
-    Raises
-    ------
-    SettingsError
-        ``cells`` is not one of :data:`CELLS_CHOICES`.
+    ``methods``: the chosen ones, one reading features (MBCT) needing the rows when the data has
+    ``feature_columns``; ``cells``: the command line's ``--cells``, {"auto", "always", "never"} (else SettingsError);
+    ``large``: a large source whose rows stay where they live, always on score cells.
     """
     if cells not in CELLS_CHOICES:
         raise SettingsError(f"cells must be one of {CELLS_CHOICES}, got {cells!r}.")

@@ -34,10 +34,9 @@ from .methods import RAW, resolve
 from ..calibrators.multiclass import get_class
 from ..measures import class_measures as class_metrics
 from ..calibrators.multiclass.base import Scores, as_scores
-from ..core.validation import check_classes
 from .scheme import (KINDS, Scheme, cell_parts, content_order, content_sample, part_plan, refuse_too_few, rows_text,
                      split_plan)
-from ..core.validation import check_labels, check_scores
+from ..core.validation import check_classes, check_labels, check_scores
 
 #: With the scheme's and the cross-fit's names that callers take from here.
 __all__ = [
@@ -81,35 +80,30 @@ class Evaluation:
     Attributes
     ----------
     scheme : Scheme
-    rows : ndarray
-        Indices (into the input arrays) of the judged rows, ascending.
-    labels : ndarray
-        Their labels: 0/1, or class indices 0..K-1.
+    rows, labels : ndarray
+        Indices (into the input arrays, ascending) of the judged rows, and their 0/1 labels or class indices.
     predictions : DataFrame or dict
         ``"uncalibrated"`` first. Binary: one column per method, one row per judged row. K classes: method key
         -> (m, K) class probabilities on the judged rows.
     metrics : DataFrame
         One row per method (``"uncalibrated"`` first), a column per measure: binary
         :data:`calibdash.metrics.METRIC_NAMES`, K classes :data:`calibdash.measures.class_measures.MEASURES`.
-    models : dict
-        Method key -> calibrator fitted on the fitting part (k-fold: refitted on all rows, the deployable model).
+    models, fit_seconds : dict
+        Method key -> calibrator fitted on the fitting part (k-fold: refitted on all rows, the deployable model);
+        method key -> seconds spent fitting and predicting.
     fit_rows : ndarray
-        Indices of the rows the models were fitted on, ascending (K-class parametric maps on a sample of them
-        when ``notes`` says so: :func:`model_rows`).
-    fit_seconds : dict
-        Method key -> seconds spent fitting and predicting (all folds).
+        The rows the models were fitted on, ascending (a sample of them for K-class parametric maps when ``notes``
+        says so: :func:`model_rows`).
     binning : str
         Binary: how ECE and MCE were binned (:func:`calibdash.metrics.binning_label`); K classes: "".
     weights : ndarray or None
-        None on rows. On score cells (:func:`evaluate_cells`) the judged "rows" are the cells' weighted rows, and
-        ``weights`` their weights, to pass as ``sample_weight`` to every metric, table and figure.
+        On score cells (:func:`evaluate_cells`) the judged "rows" are the cells' weighted rows, and ``weights`` their
+        weights, to pass as ``sample_weight`` to every metric, table and figure; None on rows.
     fit_sample : tuple or None
         On score cells: ``(scores, labels, weights)`` of the weighted rows the models were fitted on.
-    note : str
-        Fragments joined by "; " without a final period (on score cells, first what the cells summarise);
-        default ``notes`` joined.
-    notes : list of str
-        How the split (and the sampling) departed from the scheme and why, one fragment each.
+    note, notes
+        How the split (and the sampling) departed from the scheme and why, one fragment each (``notes``), and joined
+        by "; " (``note``; on score cells, after what the cells summarise).
     classes : list
         K classes: the class names, in column order; binary: empty.
     """
@@ -198,10 +192,11 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     scores : array-like (n,), or (n, K), or Scores
         Binary: scores in [0, 1]. K classes: probabilities (rows summing to 1) or, with ``logits=True``, logits.
     labels : array-like (n,)
-        Binary: any two values (the Evaluation's ``labels`` are 0/1). K classes: class indices 0..K-1.
+        Binary: any two values (the Evaluation's ``labels`` are 0/1; ``pos_label`` the positive one, default
+        :func:`calibdash.core.validation.choose_positive`'s). K classes: class indices 0..K-1 (``classes`` their names).
     methods : method spec
         Binary: what :func:`calibdash.evaluation.methods.resolve` takes; K classes: what :func:`resolve_classes`
-        takes. Each calibrator is cloned per fold, so the objects passed are not fitted.
+        takes (with ``params``). Each calibrator is cloned per fold, so the objects passed are not fitted.
     scheme : Scheme, default ``Scheme()`` (stratified 70/30 split by content, seed 0)
     features : DataFrame, optional
         Passed to calibrators that use features (MBCT).
@@ -211,13 +206,6 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
         Binary: binning of ECE and MCE (default 10 equal-count bins). K classes use the measures' own settings.
     progress : callable(fraction, message), optional
         Called after each fitted fold.
-    pos_label : optional
-        Binary: the positive label; default :func:`calibdash.core.validation.choose_positive`'s.
-    logits : bool
-        K classes: ``scores`` are logits.
-    classes : sequence, optional
-        K classes: the class names in column order (default 0..K-1).
-    params : mapping key -> {hyperparameter: value}, optional
     max_fit_rows : int or None, default :data:`MAX_FIT_ROWS`
         Fit the ``parametric`` methods on a sample of this many rows of a larger fitting part (module docstring);
         None fits every method on every row.

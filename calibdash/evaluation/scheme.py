@@ -52,12 +52,10 @@ class Scheme:
     Parameters
     ----------
     kind : {"split", "column", "kfold", "insample"}, default "split"
-    test_size : float, default 0.3
-        Held-out fraction for ``"split"``.
+    test_size, n_folds : float, default 0.3; int, default 5
+        Held-out fraction for ``"split"``; K for ``"kfold"``.
     seed : int, default 0
         Seed of the split or of the fold shuffle.
-    n_folds : int, default 5
-        K for ``"kfold"``.
     train_value : str, optional
         For ``"column"``: the value marking training rows (every other value is held out).
     """
@@ -286,18 +284,9 @@ def split_plan(labels, scheme: Scheme, split=None, *, order=None, values=None
                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
     """(fit rows, judged rows) index pairs for ``scheme``, each ascending, and notes on how they were made.
 
-    Parameters
-    ----------
-    labels : ndarray (n,)
-        0/1 labels (binary), or class indices 0..K-1 with ``values``.
-    scheme : Scheme
-    split : array-like, optional
-        The file's split column, for ``Scheme(kind="column")``.
-    order : ndarray, optional
-        Binary rows: the order the split and folds are dealt in (:func:`content_order` of scores and labels);
-        without it, the positions.
-    values : ndarray (n, K), optional
-        K-class rows: the probabilities or logits the content keys are made of (``order`` is then not used).
+    ``labels``: 0/1 labels, or class indices with ``values`` (the K-class probabilities or logits the content keys are
+    made of); ``split``: the file's split column, for ``Scheme(kind="column")``; ``order``: binary rows' order to deal
+    the split and folds in (:func:`content_order` of scores and labels; without it, the positions).
 
     Raises
     ------

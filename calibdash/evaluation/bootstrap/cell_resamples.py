@@ -261,41 +261,29 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
     """Binary measures of score cells with paired intervals from a Poisson bootstrap of their rows.
 
     Each resample draws, for every cell, ``Poisson(n_pos)`` positives and ``Poisson(n - n_pos)`` negatives (the
-    row-level Poisson bootstrap aggregated per cell), the same draw for every method (paired, for
-    :meth:`BootstrapResult.difference` and :func:`verdict`). Each resample's values are those of
-    :func:`calibdash.metrics.summary` with the resampled counts as ``sample_weight``: AUC (ties one half), ECE and MCE
-    (a tied group straddling an equal-count edge split in proportion) exactly, Brier, RMSE, log loss and accuracy to
-    rounding. MVCE's resamples are its partition views above ``max_rows`` (exact moments of a random partition of the
-    rows, the same ``mvce_views`` views, seed 0): ``summary``'s values when the weights total more than
-    ``mvce_max_rows``, its normal approximation below.
-
-    The measures without a statistics form have exact point values (:func:`calibdash.measures.compute` on the cells'
-    weighted rows); their resamples are measured on each method's cells grouped by prediction: at most
-    ``max_groups`` runs of adjacent predictions of about equal weight, each at the run's mean prediction in that
-    resample (a prediction moves by less than its run's width; the intervals only), and ICI's loess at 100 nodes
-    instead of 500. Speed: 200 resamples of 5 methods over 50,000 cells (10^7 rows) take about 0.55 s on two cores
-    (``bench/bench_bootstrap.py``); work grows with cells x resamples x methods, not rows.
+    row-level Poisson bootstrap aggregated per cell), the same draw for every method. Each resample's values are
+    :func:`calibdash.metrics.summary`'s with the resampled counts as ``sample_weight``: AUC, ECE and MCE exactly,
+    Brier, RMSE, log loss and accuracy to rounding; MVCE's are its partition views (exact moments of a random
+    partition, the same ``mvce_views`` views, seed 0), ``summary``'s own above ``mvce_max_rows`` rows. The measures
+    without a statistics form have exact point values; their resamples are measured on each method's cells grouped
+    into at most ``max_groups`` runs of adjacent predictions of about equal weight, each at its mean prediction in
+    that resample (ICI's loess at 100 nodes). 200 resamples of 5 methods over 50,000 cells take about 0.55 s on two
+    cores (``bench/bench_bootstrap.py``).
 
     Parameters
     ----------
     predictions : DataFrame
         One row per cell, one column per method (``"uncalibrated"`` first).
     n, n_pos : array-like of whole numbers
-        Rows and positives per cell. An evaluation on cells is
-        ``bootstrap_cells(ev.predictions, ev.weights, ev.weights * ev.labels)``.
-    n_boot : int, default 200
-        Resamples; percentile intervals at ``level``.
-    seed : int
-        The draws, and so the result, depend on ``seed`` and the inputs only, not on ``workers``.
+        Rows and positives per cell; for an evaluation on cells ``ev.weights`` and ``ev.weights * ev.labels``.
+    n_boot, level, seed
+        Resamples, percentile level, and the seed the result depends on (with the inputs, not ``workers``).
     n_bins, strategy
         Binning of ECE and MCE (``"quantile"`` or ``"uniform"``).
     names : sequence of str, default :data:`calibdash.measures.calibration.METRIC_NAMES`
-        Measures (any of :data:`calibdash.measures.ALL_NAMES`): those with a statistics form in this order, then
-        the others.
+        Measures (any of :data:`calibdash.measures.ALL_NAMES`).
     mvce_views, mvce_max_rows
-        Passed to :func:`calibdash.metrics.summary` for the point values (``mvce_views`` to the resamples too); the
-        default ``mvce_max_rows`` is :func:`~calibdash.evaluation.holdout.evaluate_cells`'s, so the values are its
-        table's.
+        Passed to :func:`calibdash.metrics.summary` for the point values (the default as ``evaluate_cells``).
     workers : int, optional
         Threads (default: the machine's cores).
     max_groups : int, default 512

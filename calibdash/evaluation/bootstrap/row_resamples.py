@@ -52,19 +52,8 @@ _BOOT_BLOCK = 16
 def bootstrap_metrics(predictions: pd.DataFrame, labels, n_boot: int = 200, level: float = 0.95,
                       seed: int = 0, n_bins: int = calibration.DEFAULT_N_BINS,
                       strategy: str = calibration.DEFAULT_STRATEGY, mvce_views: int = 10) -> BootstrapResult:
-    """Metrics of every column of ``predictions`` with paired percentile intervals, resampling rows.
-
-    Parameters
-    ----------
-    predictions : DataFrame
-        One column per method (as :attr:`Evaluation.predictions`).
-    labels : array-like
-        The rows' 0/1 labels.
-    n_boot : int, default 200
-        Resamples.
-    mvce_views : int, default 10
-        MVCE views per resample (the point estimate uses 100; fewer keep the bootstrap fast).
-    """
+    """Metrics of every column of ``predictions`` (one per method) on rows with 0/1 ``labels``, with paired percentile
+    intervals from ``n_boot`` row resamples; ``mvce_views`` MVCE views per resample (the point value uses 100)."""
     y = np.asarray(labels).astype(np.int8)
     p = predictions.to_numpy(dtype=float)
     n, k = p.shape
@@ -163,21 +152,14 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
     sample_weight : array-like (n,), optional
     names : sequence of str, optional
         Measures (default all, in table order).
-    n_boot : int, default 200
-        Resamples (the same for every method).
-    level : float, default 0.95
-    seed : int
+    n_boot, level, seed
+        Resamples (the same for every method), percentile level, seed.
     refit_bandwidth : bool, default False
         SmoothECE's resamples at their own bandwidth instead of the full data's (module docstring).
     workers : int, optional
-        Threads for the per-resample measures (default: the machine's cores); the result does not depend on it.
+        Threads for the per-resample measures (default: the cores); the result does not depend on it.
     should_stop : callable() -> bool, optional
         Asked before each method and each block of resamples: True stops with :class:`calibdash.core.jobs.Cancelled`.
-
-    Returns
-    -------
-    BootstrapResult
-        The point values are :func:`calibdash.measures.class_measures.compute`'s.
     """
     names = kmetrics.check_names(names)
     if int(n_boot) != n_boot or n_boot < 2:
