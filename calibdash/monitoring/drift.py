@@ -29,18 +29,9 @@ __all__ = [
 
 @dataclass
 class DriftReport:
-    """Per-period calibration of one score (see :func:`over_time`).
-
-    Attributes
-    ----------
-    table : DataFrame
-        One row per period (index: its label, in time order): ``start``, then
-        :func:`~calibdash.monitoring.group_metrics.group_stats`' values.
-    reliability : dict
-        Period -> its reliability table.
-    periods : Periods
-    notes : list of str
-    n_bins, strategy, n_boot, level
+    """Per-period calibration of one score (see :func:`over_time`): ``table``, one row per period (index: its label, in
+    time order) of ``start`` and :func:`~calibdash.monitoring.group_metrics.group_stats`' values; ``reliability``,
+    period -> its reliability table; the ``periods``, ``notes``, and how ECE was binned and the intervals drawn.
     """
 
     table: pd.DataFrame
@@ -60,14 +51,10 @@ class DriftReport:
 def over_time(scores, labels, dates, sample_weight=None, freq: str = "auto", n_bins: int = metrics.DEFAULT_N_BINS,
               strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0, level: float = 0.95,
               *, column: str = "the date column") -> DriftReport:
-    """Calibration of ``scores`` in every period of ``dates``.
-
-    Parameters
-    ----------
-    dates : array-like, Series or :class:`Periods`
-        The date (or period) column (:func:`to_periods`, with ``freq``; ``column`` its name for notes).
-    scores, labels, sample_weight, n_bins, strategy, n_boot, seed, level
-        As for :func:`calibdash.monitoring.group_metrics.by_group`, each period drawing from its own seed.
+    """Calibration of ``scores`` in every period of ``dates`` (a date or period column, or :class:`Periods`; made by
+    :func:`to_periods` with ``freq``, ``column`` its name). ``labels``, ``sample_weight``, ``n_bins``, ``strategy``,
+    ``n_boot``, ``seed`` and ``level`` as :func:`calibdash.monitoring.group_metrics.by_group` takes them, each period
+    drawing from its own seed.
     """
     s, y, w = check_rows(scores, labels, sample_weight)
     per = periods_of(dates, s.size, freq, column)

@@ -179,23 +179,18 @@ class GroupReport:
     Attributes
     ----------
     column : str
-        The group column's name.
     table : DataFrame
         One row per group (index: its name, in display order) of :func:`group_stats`' values.
     overall : dict
-        The same statistics on all rows together (:func:`group_stats`).
-    reliability : dict
-        Group -> its reliability table (:func:`calibdash.metrics.reliability_table`).
+        The same statistics on all rows together.
+    reliability, overall_reliability
+        Group -> its reliability table (:func:`calibdash.metrics.reliability_table`); that of all rows together.
     groups : ndarray
         Each row's group (after cutting and pooling), aligned with the input rows.
-    pooled : list of str
-        The groups pooled into :data:`OTHER`.
-    notes : list of str
-        How the groups were made and what to know about them, for the user.
+    pooled, notes : list of str
+        The groups pooled into :data:`OTHER`; how the groups were made and what to know about them.
     n_bins, strategy, n_boot, level
         How ECE was binned and the intervals drawn.
-    overall_reliability : DataFrame
-        The reliability table of all rows together (a reference in each group's diagram).
     """
 
     column: str
@@ -245,27 +240,19 @@ def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.D
              strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
              min_rows: float = MIN_ROWS, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES,
              level: float = 0.95, column: str | None = None) -> GroupReport:
-    """Calibration of ``scores`` in every group of ``groups``.
+    """Calibration of ``scores`` (in [0, 1], 0/1 ``labels``) in every group of ``groups``, one value per row.
 
     Parameters
     ----------
-    scores, labels : array-like
-        Scores in [0, 1] and 0/1 labels.
     groups : array-like or Series
-        The group column, one value per row (:func:`make_groups` says how values become groups).
+        The group column (:func:`make_groups`, with ``max_groups``, ``n_quantiles`` and ``min_rows``, says how values
+        become groups); ``column`` its name for the notes (default ``groups.name`` or "the group column").
     sample_weight : array-like, optional
         A row of weight ``w`` counts as ``w`` rows everywhere (group sizes, quantile groups, metrics, the bootstrap).
     n_bins, strategy
         Binning of ECE and of the reliability tables (default 10 equal-count bins).
-    n_boot : int, default 200
-        Poisson-bootstrap resamples per group (0: no intervals).
-    seed : int, default 0
-    min_rows : float, default 50
-        Groups under this weight are pooled.
-    max_groups, n_quantiles, level
-        See :func:`make_groups`; ``level`` of the percentile intervals.
-    column : str, optional
-        The column's name for the notes (default: ``groups.name`` or "the group column").
+    n_boot, seed, level
+        Poisson-bootstrap resamples per group (0: no intervals), each group from its own seed; percentile level.
 
     Raises
     ------

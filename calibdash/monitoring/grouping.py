@@ -74,19 +74,9 @@ def quantile_bin(x, edges) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GroupCoding:
-    """How a column's present values became raw group codes (every engine computes them where the rows live).
-
-    Attributes
-    ----------
-    how : {"text", "number", "quantile"}
-        The code is the value as trimmed text (booleans, dates, any non-number), the number itself, or the quantile
-        group (:func:`quantile_bin` of ``edges``).
-    n_distinct : int
-        Distinct present values of the column: numbers, or trimmed texts.
-    edges : ndarray
-        The quantile groups' edges (:func:`quantile_edges`), else empty.
-    weighted : bool
-        Whether the quantiles were of weighted rows.
+    """How a column's present values became raw group codes (``how``): the value as trimmed text (booleans, dates, any
+    non-number), the number itself, or the quantile group (:func:`quantile_bin` of ``edges``, :func:`quantile_edges`,
+    of ``weighted`` rows); ``n_distinct`` the column's distinct present values.
     """
 
     how: str
@@ -216,17 +206,12 @@ def make_groups(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
     Parameters
     ----------
     values : array-like or Series
-        The group column, one value per row.
+        The group column, one value per row (``name`` its name, for the notes and errors).
     sample_weight : array-like, optional
         Row weights: quantile groups hold equal weight, and a group's size is its weight.
-    max_groups : int, default 20
-        Most groups kept; a numeric column with more distinct values is cut into ``n_quantiles`` quantile groups,
-        any other column with more groups (after pooling) is refused.
-    n_quantiles : int, default 5
-    min_rows : float, default 50
-        Groups lighter than this are pooled into :data:`OTHER`.
-    name : str
-        The column's name, for the notes and errors.
+    max_groups, n_quantiles, min_rows : int, int, float; default 20, 5, 50
+        Most groups kept (a numeric column with more distinct values is cut into ``n_quantiles`` quantile groups, any
+        other column with more groups after pooling is refused); groups lighter than ``min_rows`` are pooled.
 
     Returns
     -------

@@ -30,23 +30,11 @@ __all__ = [
 
 @dataclass
 class GroupFix:
-    """Per-group held-out calibration before and after a score-only calibrator and MBCT on the group.
-
-    Attributes
-    ----------
-    reports : dict
-        Method key (``"uncalibrated"``, the chosen method, ``"mbct"``) -> ``GroupReport`` of its held-out predictions.
-    table : DataFrame
-        Index: the groups, then ``"all rows"``; columns: the method keys; values: held-out ECE.
-    predictions : DataFrame
-        The held-out predictions (index: the judged rows' positions), one column per method.
-    rows : ndarray
-        Positions of the judged rows.
-    models : dict
-        Method key -> calibrator fitted on the fitting part (k-fold: on all rows).
-    scheme : Scheme
-    mbct_params : dict
-        The hyperparameters MBCT was fitted with.
+    """Per-group held-out calibration before and after a score-only calibrator and MBCT on the group: ``reports``,
+    method key (``"uncalibrated"``, the chosen method, ``"mbct"``) -> ``GroupReport`` of its held-out predictions;
+    ``table``, held-out ECE by group (then ``"all rows"``) and method; ``predictions`` on the judged ``rows``
+    (positions), one column per method; ``models`` fitted on the fitting part (k-fold: all rows); the ``scheme``;
+    ``mbct_params``.
     """
 
     reports: dict
@@ -80,23 +68,13 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
                n_quantiles: int = N_QUANTILES, column: str | None = None) -> GroupFix:
     """Fit ``method`` (score only) and MBCT with the group as its feature; per-group ECE on held-out rows.
 
-    The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides them (``split_indices`` on the
-    same ``scheme``), and without weights the predictions are ``evaluate``'s; the held-out predictions are measured per
-    group as :func:`by_group` does. The groups are made once, on all rows, and MBCT reads them as one categorical
-    feature named after the column.
-
-    Parameters
-    ----------
-    scores, labels, groups, sample_weight, n_bins, strategy, n_boot, seed, min_rows, max_groups, n_quantiles, column
-        As for :func:`by_group`.
-    scheme : Scheme, default ``Scheme()``
-    method : str, default "isotonic"
-        The score-only calibrator (a registered name); ``params`` its hyperparameters.
-    mbct_params : dict, optional
-        MBCT's hyperparameters; by default its own, but ``bin_size`` (:func:`_mbct_bin_size`) and
-        :data:`MBCT_VIEWS` views.
-    split : array-like, optional
-        The file's split column, for ``Scheme(kind="column")``.
+    The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides them, and without weights the
+    predictions are ``evaluate``'s; the held-out predictions are measured per group as :func:`by_group` does. The groups
+    are made once, on all rows, and MBCT reads them as one categorical feature named after the column. ``scores``,
+    ``labels``, ``groups``, ``sample_weight``, ``n_bins``, ``strategy``, ``n_boot``, ``seed``, ``min_rows``,
+    ``max_groups``, ``n_quantiles``, ``column`` as :func:`by_group` takes them; ``scheme`` (default ``Scheme()``) and
+    ``split`` as ``evaluate``; ``params`` the calibrator's hyperparameters; ``mbct_params`` MBCT's (by default its own
+    but ``bin_size`` from :func:`_mbct_bin_size` and :data:`MBCT_VIEWS` views).
     """
     scheme = scheme or Scheme()
     s = check_scores(scores)

@@ -40,11 +40,10 @@ class Periods:
     ----------
     codes : ndarray of int
         Each row's period as an index into ``labels``; -1 for a row left out (no readable date).
-    labels : list of str
+    labels, starts : list
         The periods in time order: ``"2025-03-14"`` (day), ``"2025-03-10"`` (the week starting that Monday),
-        ``"2025-03"``, ``"2025Q1"``, ``"2025"``; the code itself for periods as given.
-    starts : list
-        The first day of each period (Timestamps), or the code itself for periods as given.
+        ``"2025-03"``, ``"2025Q1"``, ``"2025"``; and each one's first day (Timestamp); the code itself for both when
+        the periods are given.
     freq : str
         A key of :data:`FREQ_NAMES`.
     notes : list of str
@@ -187,15 +186,8 @@ def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int 
 
 
 def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
-    """Each row's period of the date (or period) column ``values``.
-
-    Parameters
-    ----------
-    values : array-like or Series
-    freq : {"auto", "D", "W", "M", "Q", "Y"}, default "auto"
-        Period length; "auto": :func:`choose_freq`. Ignored for ordered codes, which are the periods themselves.
-    name : str
-        The column's name, for notes and errors.
+    """Each row's period of the date (or period) column ``values`` (``name`` for notes and errors), ``freq`` long
+    ({"auto", "D", "W", "M", "Q", "Y"}; "auto": :func:`choose_freq`; ignored for ordered codes, the periods themselves).
 
     Raises
     ------

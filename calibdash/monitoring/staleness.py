@@ -29,7 +29,7 @@ class Staleness:
     ----------
     matrix : DataFrame
         Held-out ECE by (fitted on, judged on) where the judged period is later (NaN on and below the diagonal, and
-        for a period a calibrator could not be fitted on: one class only, or under ``min_rows``).
+        for a period a calibrator could not be fitted on).
     table : DataFrame
         One row per period from the second on: ``age``, ``rows``, the ECE of the raw scores, of the calibrator
         fitted on the first period (:data:`STALE_COL`) and of the one refitted on the period before
@@ -37,10 +37,8 @@ class Staleness:
     by_age : DataFrame
         Index: age in periods; ``ECE``, the mean held-out ECE of the pairs that many periods apart; ``raw``, the raw
         scores' mean ECE on the same judged periods; ``pairs``.
-    method : str
     fit_rows : Series
         Rows (weight) each period's calibrator was fitted on.
-    notes : list of str
     """
 
     matrix: pd.DataFrame
@@ -72,17 +70,10 @@ def _ece(p, y, w, n_bins, strategy) -> float:
 def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=None, *, params: dict | None = None,
               freq: str = "auto", n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
               min_rows: float = 20, column: str = "the date column") -> Staleness:
-    """Fit ``method`` on each period and measure its ECE on every later period.
-
-    Parameters
-    ----------
-    scores, labels, dates, sample_weight, freq, n_bins, strategy, column
-        As for :func:`calibdash.monitoring.drift.over_time` (the weights passed to every fit and ECE).
-    method : str, default "isotonic"
-        A registered calibrator of the score (a feature-aware one sees the score alone); ``params`` its
-        hyperparameters.
-    min_rows : float, default 20
-        A period with less weight than this, or with one class only, is not fitted on (with a note).
+    """Fit ``method`` (a registered calibrator of the score, with ``params``) on each period and measure its ECE on
+    every later period. ``scores``, ``labels``, ``dates``, ``sample_weight`` (passed to every fit and ECE), ``freq``,
+    ``n_bins``, ``strategy`` and ``column`` as :func:`calibdash.monitoring.drift.over_time` takes them; a period with
+    less weight than ``min_rows``, or one class only, is not fitted on (with a note).
 
     Raises
     ------

@@ -31,12 +31,9 @@ class Key:
     column : str
         The group or date column.
     kind : {"group", "period"}, default "group"
-        ``"group"``: groups by the rules of :func:`calibdash.monitoring.grouping.make_groups` (with
-        ``n_quantiles``, ``max_groups``, ``min_rows``), quantiles computed where the rows live. ``"period"``: the
-        period of a date column (:func:`~calibdash.monitoring.periods.to_periods`; rows without a readable date are
-        left out and counted).
-    freq : {"D", "W", "M", "Q"} or "auto", default "auto"
-        Period length (``kind="period"`` only).
+        ``"group"``: groups by the rules of :func:`calibdash.monitoring.grouping.make_groups` (with ``n_quantiles``,
+        ``max_groups``, ``min_rows``), quantiles computed where the rows live. ``"period"``: the period of a date
+        column of length ``freq`` ({"D", "W", "M", "Q"} or "auto"; :func:`~calibdash.monitoring.periods.to_periods`).
     """
 
     column: str
@@ -62,20 +59,15 @@ class KeyedCells:
     cells : ScoreCells
         One cell per (part, score cell, key) holding rows, sorted by key, part, score; exact or on the grid, as
         decided on all rows together.
-    key : ndarray of int32
-        Each cell's key, an index into ``labels``.
-    labels : tuple of str
-        The keys in display order (as ``make_groups`` and ``to_periods`` order and name them).
+    key, labels
+        Each cell's key (int32), an index into ``labels``: the keys in display order (as ``make_groups`` and
+        ``to_periods`` order and name them).
     spec : Key
         The key asked for (``freq`` resolved when it was "auto").
     starts : tuple
         Periods: each period's first day (``pandas.Timestamp``); groups: empty.
-    notes : tuple of str
-        How the keys were made, for the user.
-    pooled : tuple of str
-        Groups pooled into ``"other"``.
-    n_left_out : int
-        Rows without a key (no readable date).
+    notes, pooled, n_left_out
+        How the keys were made; groups pooled into ``"other"``; rows without a key (no readable date).
     """
 
     cells: ScoreCells

@@ -46,29 +46,13 @@ def read_dates_check(how: str, n_read: int, counts, name: str) -> list:
 
 
 def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int = MAX_EXACT) -> KeyedCells:
-    """Score cells of rows in memory, keyed by the group or period of ``values``.
+    """Score cells of rows in memory, keyed by the group or period of ``values`` (one per row) as ``key`` says.
 
-    Parameters
-    ----------
-    scores, labels, part, max_exact
-        As :func:`calibdash.evaluation.cells.aggregate` (the exact-or-grid choice on all rows together).
-    values : Series or array-like
-        The key column, one value per row.
-    key : Key
-        Which key (its ``column`` names the column in notes and errors).
-
-    Returns
-    -------
-    KeyedCells
-        A period key leaves out the rows without a readable date (``n_left_out``); ``freq="auto"`` chooses among
-        :data:`~calibdash.monitoring.keyed.PERIODS` by the rule of ``choose_freq``.
-
-    Raises
-    ------
-    DataError
-        Lengths differ; bad scores or labels; a period column without any readable date.
-    SettingsError
-        Too many groups or periods.
+    ``scores``, ``labels``, ``part`` and ``max_exact`` as :func:`calibdash.evaluation.cells.aggregate` (the
+    exact-or-grid choice on all rows together). A period key leaves out the rows without a readable date
+    (``n_left_out``); ``freq="auto"`` chooses among :data:`~calibdash.monitoring.keyed.PERIODS` by ``choose_freq``'s
+    rule. DataError when lengths differ, for bad scores or labels, or a period column without a readable date;
+    SettingsError for too many groups or periods.
     """
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=False)
