@@ -1,19 +1,13 @@
 """Bounds on K-class work, checked before it starts: how many classes, and how much work each method may do.
 
-A fit's cost grows with the classes K and rows n as its family (:func:`family`) says: ``"scalar"`` (temperature
-scaling) ``K n`` multiply-adds a gradient; ``"diagonal"`` (vector scaling) the same per gradient, but tens to
-hundreds of them; ``"full"`` (matrix scaling, Dirichlet calibration) ``K^2 n`` per Newton iteration, a preconditioner
-of ``K^3`` numbers and a penalty search of 31 fits; ``"ovr"`` ``K`` binary fits of all ``n`` rows, each with the
-binary method's fixed cost (:data:`BINARY_FIT_ROWS`); ``"top_label"`` the ``K n`` reduction and up to ``K + 1``
-binary fits. :func:`work` is that cost in one unit and :data:`WORK_LIMITS` the most each family may do;
-:func:`check_work` refuses a method over its limit, or any method on more than :data:`MAX_CLASSES` classes or
-:data:`MAX_CELLS` probabilities, with a DataError naming the limit and the methods that fit. The parametric maps see
-at most :data:`~calibdash.evaluation.holdout.MAX_FIT_ROWS` rows.
-
-The limits were set on this project's 2-core server so that one fit at its limit takes about a minute of CPU: vector
-scaling of 26,000 x 1,000 logits 6 s, one-vs-rest isotonic regression of the same 3 s, matrix scaling of 10,000 x 100
-(K^2 n = 1e8) 18 s; the binary fits' fixed costs from one fit of 20,000 rows (isotonic 0.005 s; SBB 0.5 s, ABB 1.0 s,
-ELiTE 0.8 s). A K = 1,999 table (an upload that kept a core busy for 20 minutes) is refused before any fit.
+A fit's cost by family (:func:`family`): ``"scalar"`` (temperature) ``K n`` a gradient; ``"diagonal"`` (vector
+scaling) the same, for many more gradients; ``"full"`` (matrix, Dirichlet) ``K^2 n`` per Newton step, ``K^3``
+numbers held and a 31-fit penalty search; ``"ovr"`` ``K`` binary fits of ``n`` rows plus each one's fixed cost
+(:data:`BINARY_FIT_ROWS`); ``"top_label"`` ``K n`` and ``K + 1`` binary fits. :func:`check_work` refuses a method
+whose :func:`work` passes its :data:`WORK_LIMITS`, or any table over :data:`MAX_CLASSES` classes or :data:`MAX_CELLS`
+probabilities, naming the limit and the methods that fit. The limits give one fit about a minute of CPU on this
+project's 2-core server (vector scaling of 26,000 x 1,000 logits 6 s, one-vs-rest isotonic of the same 3 s, matrix
+scaling of 10,000 x 100 18 s; fixed costs at 20,000 rows: isotonic 0.005 s, SBB 0.5 s, ABB 1.0 s, ELiTE 0.8 s).
 """
 from __future__ import annotations
 

@@ -1,19 +1,12 @@
 """Held-out evaluation of calibrators, for any number of classes: one :func:`evaluate`.
 
-A calibrator is never judged on the rows it was fitted on unless the user asks: the
-:class:`~calibdash.evaluation.scheme.Scheme` says how rows are divided, and
-:func:`~calibdash.evaluation.scheme.split_plan` deals the parts by the rows' content (row order changes nothing).
-A binary problem (one score column, the binary calibrators) or a K-class one ((n, K) probabilities or logits, the
-K-class calibrators, the binary ones through ``ovr:`` and ``top_label:``) goes through the same steps: deal the parts,
-fit every method on each fitting part (:func:`calibdash.evaluation.crossfit.cross_fit`), judge the held-out
-predictions with every measure of the problem's kind; the table's first row is the uncalibrated values.
-:func:`evaluate_cells` judges binary score cells (large data) under the same protocol.
-
-Large K-class data: the ``parametric`` maps (temperature, vector, matrix, Dirichlet scaling: 1 to K(K+1) parameters)
-are fitted on a class-stratified, content-keyed sample (:func:`~calibdash.evaluation.scheme.content_sample`) of at
-most ``max_fit_rows`` (:data:`MAX_FIT_ROWS`) of a fitting part; the other methods on every fitting row; every method
-is judged on every held-out row, and ``notes`` say when a sample was used. 200,000 rows give about 20 rows per
-parameter at K = 100 for the full maps, over 450 for K <= 20.
+A calibrator is judged on rows it was not fitted on (unless the user asks): the
+:class:`~calibdash.evaluation.scheme.Scheme`'s parts are dealt by the rows' content, every method is fitted on each
+fitting part (:func:`~calibdash.evaluation.crossfit.cross_fit`) and judged with every measure of the problem's kind,
+the uncalibrated values first; :func:`evaluate_cells` does the same on binary score cells. Large K-class data: the
+``parametric`` maps (1 to K(K+1) parameters) are fitted on a class-stratified content sample of ``max_fit_rows``
+(:data:`MAX_FIT_ROWS`, about 20 rows per parameter at K = 100 for the full maps) of a fitting part, with a note;
+the others on every row; every method is judged on every held-out row.
 """
 from __future__ import annotations
 

@@ -1,25 +1,18 @@
 """How rows are divided between fitting and judging: :class:`Scheme`, and the one dealer of its parts.
 
-Kinds: ``"split"``, a stratified random split holding out ``test_size`` of each class (``seed`` fixes the draw);
-``"column"``, the file's split column (values naming a training part, :data:`TRAIN_WORDS`, fit; values naming a test
-part, :data:`TEST_WORDS`, are judged; or ``train_value`` marks the training rows); ``"kfold"``, K-fold cross-fitting
-(stratified, shuffled with ``seed``: every row judged once, out of fold); ``"insample"``, fit and judge on all rows
+Kinds: ``"split"``, a stratified random split holding out ``test_size`` of each class; ``"column"``, the file's split
+column (:data:`TRAIN_WORDS` fit, :data:`TEST_WORDS` are judged, or ``train_value`` marks the training rows);
+``"kfold"``, K-fold cross-fitting (every row judged once, out of fold); ``"insample"``, fit and judge on all rows
 (optimistic, offered because users ask).
 
-The parts are dealt by the rows' **content**, never their positions, so the same table in another row order gets the
-same parts (the same multisets of rows) and every result that follows is the same: each row gets a seeded 32-bit key,
-:func:`~calibdash.evaluation.cells.row_hash` chained over the two 32-bit halves of each of its values' bit patterns and
-its class (:func:`content_keys`); within each class rows are ordered by key, ties broken by the row's values, so rows
-that stay tied are identical (:func:`content_order`).
-
-:func:`split_plan` deals over that order. Binary rows are dealt by scikit-learn's stratified ``train_test_split`` and
-``StratifiedKFold`` run as if the table stood in content order (when a part is too small to hold both classes, at
-random instead, with a note). K-class rows are dealt directly: the first ``ceil(test_size * n_c)`` rows of class ``c``
-are held out (a class of one row is fitted on, never only judged); for k-fold each class's rows go to the folds in
-turn, each class starting where the last stopped. A held-out binary scheme needs at least 2 rows of each class, else
-:func:`split_plan` refuses with a :class:`~calibdash.core.errors.DataError` suggesting the in-sample scheme.
-:func:`content_sample` draws a stratified sample by the same keys. The engines plan parts from here without
-importing the evaluation.
+The parts are dealt by the rows' **content**, never their positions, so any row order gives the same parts: each row
+gets a seeded 32-bit key (:func:`content_keys`: ``row_hash`` chained over the 32-bit halves of its values' bit patterns
+and its class), and within each class rows are ordered by key, ties broken by their values (:func:`content_order`).
+:func:`split_plan` deals over that order: binary rows by scikit-learn's stratified ``train_test_split`` and
+``StratifiedKFold`` (at random, with a note, when a part is too small for both classes); K-class rows directly, the
+first ``ceil(test_size * n_c)`` rows of class ``c`` held out (a single-row class is fitted on), or each class's rows
+dealt to the folds in turn. A held-out binary scheme needs 2 rows of each class, else a DataError suggests the
+in-sample scheme. :func:`content_sample` draws a stratified sample by the same keys.
 """
 from __future__ import annotations
 

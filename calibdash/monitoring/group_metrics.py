@@ -1,21 +1,14 @@
 """Per-group metrics with bootstrap intervals and per-group reliability (:func:`group_stats`, :func:`by_group`).
 
-Intervals: rows are resampled within each group by a Poisson bootstrap (a row of weight ``w`` counted Poisson(``w``)
-times for whole ``w``, ``w`` times Poisson(1) otherwise); for whole weights ECE, Brier, log-loss and AUC come from
-:func:`~calibdash.evaluation.bootstrap.bootstrap_cells` (each row a cell), percentile intervals at ``level``. Each
-group draws from its own seed derived from ``seed``, so its interval does not depend on the others. The binned ECE
-is biased upward, more so in a resample, so for a small ECE the interval can lie wholly above the value; it still
-covers the population ECE of a clearly miscalibrated group at about its level (``tests/monitoring/test_groups.py``).
-
-Large groups: a group of more than :data:`BOOT_CELLS` distinct (score, label) pairs is resampled on *runs*
-(:func:`coarse_cells`): its scores, in order, cut into ``BOOT_CELLS / 2`` runs of about equal weight, each run's
-positives and negatives two cells at the run's mean score. Positive rate and mean score are unchanged by this; the
-other metrics' interval is the runs' moved by the difference between the point value on every cell and on the runs
-(the coarsening's bias, removed to first order). A group's intervals then cost ``n_boot x BOOT_CELLS`` draws however
-many rows it holds (50 segments of 10^8 rows in seconds).
-
-A one-class group has no AUC, and its calibration metrics are not computed either (NaN, with a note: every resample
-would be one-class, and a value without an interval looks more certain than it is).
+Intervals: a Poisson bootstrap within each group (a row of weight ``w`` drawn Poisson(``w``) times for whole ``w``,
+else ``w`` Poisson(1)), ECE, Brier, log-loss and AUC through ``bootstrap_cells`` for whole weights, each group from its
+own seed. The binned ECE is biased upward, so for a small ECE the interval can lie wholly above the value; it still
+covers a clearly miscalibrated group's population ECE at about its level (``tests/monitoring/test_groups.py``).
+A group of more than :data:`BOOT_CELLS` distinct (score, label) pairs is resampled on ``BOOT_CELLS / 2`` runs of
+about equal weight (:func:`coarse_cells`), its interval moved by the point value's difference between all cells and
+the runs (the coarsening's bias to first order): ``n_boot x BOOT_CELLS`` draws however many rows (50 segments of
+10^8 rows in seconds). A one-class group's calibration metrics are NaN with a note (no AUC, and a value without an
+interval would look more certain than it is).
 """
 from __future__ import annotations
 
@@ -236,6 +229,18 @@ def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot
     return table, tables
 
 
+def checked_groups(scores, labels, groups, sample_weight, column, default: str, require_both: bool, **how):
+    """``(s, y, w, column, make_groups(...))`` of checked rows; ``column`` by default ``groups.name`` or ``default``."""
+    s = check_scores(scores)
+    y = check_labels(labels, s.size, require_both=require_both)
+    w = row_weights(sample_weight, s.size, y)
+    if len(groups) != s.size:
+        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
+    named = isinstance(groups, pd.Series) and groups.name is not None
+    column = column or (str(groups.name) if named else default)
+    return s, y, w, column, make_groups(groups, sample_weight, name=column, **how)
+
+
 def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.DEFAULT_N_BINS,
              strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
              min_rows: float = MIN_ROWS, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES,
@@ -261,15 +266,9 @@ def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.D
     DataError
         Bad scores, labels, weights, or a group column of another length.
     """
-    s = check_scores(scores)
-    y = check_labels(labels, s.size, require_both=False)
-    w = row_weights(sample_weight, s.size, y)
-    col = column or (str(groups.name) if isinstance(groups, pd.Series) and groups.name is not None
-                     else "the group column")
-    if len(groups) != s.size:
-        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
-    labels_, order, notes, pooled = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
-                                                min_rows=min_rows, name=col)
+    s, y, w, col, (labels_, order, notes, pooled) = checked_groups(
+        scores, labels, groups, sample_weight, column, "the group column", False, max_groups=max_groups,
+        n_quantiles=n_quantiles, min_rows=min_rows)
     return group_report(s, y, w, sample_weight is not None, labels_, order, notes, pooled, col, n_bins, strategy,
                         n_boot, level, seed)
 

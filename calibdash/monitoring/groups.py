@@ -17,10 +17,9 @@ from ..measures import calibration as metrics
 from ..evaluation.crossfit import cross_fit
 from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import Scheme, split_indices
-from .group_metrics import METRICS, STATS, by_group, group_report, group_stats, row_weights
+from .group_metrics import METRICS, STATS, by_group, checked_groups, group_report, group_stats
 from .grouping import MAX_GROUPS, MIN_ROWS, MISSING, N_QUANTILES, OTHER, make_groups
 from ..evaluation.methods import RAW, resolve
-from ..core.validation import check_labels, check_scores
 
 __all__ = [
     "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "STATS", "column_for_rows", "METRICS", "by_group", "group_stats",
@@ -77,14 +76,9 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
     but ``bin_size`` from :func:`_mbct_bin_size` and :data:`MBCT_VIEWS` views).
     """
     scheme = scheme or Scheme()
-    s = check_scores(scores)
-    y = check_labels(labels, s.size)
-    w = row_weights(sample_weight, s.size, y)
-    if len(groups) != s.size:
-        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
-    col = column or (str(groups.name) if isinstance(groups, pd.Series) and groups.name is not None else "group")
-    labels_, order, _, _ = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
-                                    min_rows=min_rows, name=col)
+    s, y, w, col, (labels_, order, _, _) = checked_groups(scores, labels, groups, sample_weight, column, "group", True,
+                                                         max_groups=max_groups, n_quantiles=n_quantiles,
+                                                         min_rows=min_rows)
     pairs = split_indices(y, scheme, split, scores=s)
     return fix_made_groups(s, y, w, sample_weight is not None, labels_, order, col, pairs, scheme, method,
                            params=params, mbct_params=mbct_params, n_bins=n_bins, strategy=strategy, n_boot=n_boot,

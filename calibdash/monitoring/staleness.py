@@ -117,27 +117,16 @@ def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=Non
                 p = fit.column(method, fitted[t])[m]
                 matrix.iloc[present.index(t), j] = _ece(p, y[m], wu, n_bins, strategy)
     first = present[0]
-    rows = []
-    last_fit = None
-    for j, u in enumerate(present):
-        if j > 0:
-            t_prev = present[j - 1]
-            if t_prev in fitted:
-                last_fit = t_prev
-            rows.append({"period": per.labels[u], "age": j,
-                         "rows": fit_rows[per.labels[u]],
-                         RAW_COL: raw[u],
-                         STALE_COL: matrix.iloc[0, j] if first in fitted else np.nan,
-                         FRESH_COL: matrix.iloc[present.index(last_fit), j] if last_fit is not None else np.nan})
-        elif u in fitted:
-            last_fit = u
+    rows, last_fit = [], None
+    for j, u in enumerate(present[1:], start=1):
+        if present[j - 1] in fitted:
+            last_fit = present[j - 1]
+        rows.append({"period": per.labels[u], "age": j, "rows": fit_rows[per.labels[u]], RAW_COL: raw[u],
+                     STALE_COL: matrix.iloc[0, j] if first in fitted else np.nan,
+                     FRESH_COL: matrix.iloc[present.index(last_fit), j] if last_fit is not None else np.nan})
     table = pd.DataFrame(rows).set_index("period")
-    ages = []
-    for i, t in enumerate(present):
-        for j in range(i + 1, len(present)):
-            v = matrix.iloc[i, j]
-            if np.isfinite(v):
-                ages.append((j - i, v, raw[present[j]]))
+    ages = [(j - i, matrix.iloc[i, j], raw[present[j]]) for i in range(len(present))
+            for j in range(i + 1, len(present)) if np.isfinite(matrix.iloc[i, j])]
     by_age = (pd.DataFrame(ages, columns=["age", "ECE", "raw"]).groupby("age")
               .agg(ECE=("ECE", "mean"), raw=("raw", "mean"), pairs=("ECE", "size")))
     notes = list(per.notes)

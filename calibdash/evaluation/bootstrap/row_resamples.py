@@ -1,27 +1,18 @@
 """The row bootstrap (Efron's): rows drawn with replacement, binary or K-class, paired over methods.
 
-Resample ``b`` draws ``n`` rows with replacement (:func:`~calibdash.evaluation.bootstrap.draws.row_draws`): row ``i``
-is drawn ``m_bi`` times and weighs ``m_bi w_i``. The same draws serve every method (a *paired* bootstrap), so
-differences between methods get intervals too; percentile intervals at ``level``. A weighted row is drawn as one unit.
+Resample ``b`` draws ``n`` rows with replacement (``draws.row_draws``): row ``i`` is drawn ``m_bi`` times and weighs
+``m_bi w_i``, the same draws for every method. A binary score's resamples are measured as drawn
+(:func:`bootstrap_metrics`; on large data use ``bootstrap_cells``). For K classes (:func:`bootstrap_multiclass`) a
+measure with a statistics form (``Mean``, ``Binned``) is a function of weighted sums, so with the counts ``M``
+(resamples x rows) and a sparse ``S`` (rows x statistics) ``M @ S`` gives every resample's at once; the debiased l2
+error and SmoothECE are computed per resample on their reduction, SmoothECE at the full data's bandwidth ``sigma*``
+(as ``relplot`` holds it for its bands) unless ``refit_bandwidth``. 10,000 rows x 100 classes, 4 methods, 200
+resamples: 2 to 4 s on two shared cores, drawn :data:`_BOOT_BLOCK` resamples at a time.
 
-Binary score (:func:`bootstrap_metrics`): every resample's rows, as drawn, measured with
-:func:`calibdash.measures.calibration.summary`; on large data use ``bootstrap_cells``.
-
-K classes (:func:`bootstrap_multiclass`): every measure with a statistics form (:mod:`calibdash.measures.registry`'s
-``Mean``, ``Binned``) is a function of weighted sums over rows, so with the counts as a matrix ``M`` (resamples x
-rows) and a sparse ``S`` (rows x statistics), ``M @ S`` gives every resample's statistics at once (ECE, MCE: per
-confidence bin ``sum m w (c - a)`` and ``sum m w``; class-wise ECE: per class and bin ``sum m w (P_ik - 1[y_i = k])``;
-the means ``sum m w t_i / sum m w``). The others (the debiased l2 error, whose equal-mass bins move with the weights,
-and SmoothECE) are computed per resample on their reduction, sorted once, with weights ``m w``; SmoothECE's bandwidth
-is held at the full data's ``sigma*`` (:func:`~calibdash.measures.smooth_ece.smooth_ece_at`, as ``relplot`` holds it
-for its bands), or with ``refit_bandwidth=True`` each resample's own (about eight times longer). 10,000 rows x 100
-classes, 4 methods, 200 resamples: 2 to 4 s on two shared cores. Resamples are drawn :data:`_BOOT_BLOCK` at a time
-(300,000 rows x 10 classes, 5 methods: peak 1.9 GB -> 0.8 GB).
-
-Binned errors are biased upwards and a resample adds more noise, so where the bias dominates (class-wise ECE with
-many classes and few rows per class, nearly calibrated methods) the percentile interval may lie wholly above the point
-value (CIFAR-100 raw: class-wise ECE 0.00214, interval [0.00246, 0.00266]). Read such intervals as the spread of the
-measure, not a confidence interval of its population value; ``dCE`` corrects the bias of the squared error.
+Binned errors are biased upwards and a resample adds noise, so where the bias dominates (class-wise ECE with many
+classes and few rows per class) the interval may lie wholly above the point value (CIFAR-100 raw: class-wise ECE
+0.00214, interval [0.00246, 0.00266]): read it as the measure's spread, not a confidence interval of its population
+value (``dCE`` corrects the squared error's bias).
 """
 from __future__ import annotations
 
