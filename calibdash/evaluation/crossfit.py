@@ -33,18 +33,9 @@ CELLS_CHOICES = ("auto", "always", "never")
 
 @dataclass
 class CrossFit:
-    """What :func:`cross_fit` fitted and predicted, for a sample of ``n``.
-
-    Attributes
-    ----------
-    judged : list of ndarray
-        Each pair's judged positions (indices into the sample), in the pairs' order.
-    predictions, fold_models : dict
-        Method key -> one array of predictions on the judged positions per pair; one model per pair.
-    models : dict
-        Method key -> the model to keep: fitted on the whole sample with ``refit``, else on the last pair's fit part.
-    seconds : dict
-        Method key -> seconds spent fitting and predicting (every pair and the refit).
+    """What :func:`cross_fit` fitted and predicted for a sample of ``n``: each pair's ``judged`` positions; per method
+    key the ``predictions`` on them and the model (``fold_models``) of each pair, the model to keep (``models``: fitted
+    on the whole sample with ``refit``, else on the last pair's fit part) and the ``seconds`` spent.
     """
 
     n: int
@@ -128,23 +119,18 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
     Parameters
     ----------
     methods : method spec
-        Anything :func:`calibdash.evaluation.methods.resolve` takes, or a mapping key -> ``MulticlassCalibrator``;
-        each calibrator is cloned for every fit.
-    scores, labels : ndarray
-        Checked scores in [0, 1] and 0/1 labels; or, for multi-class calibrators, (n, K) probabilities or logits
-        and class indices (the predictions then (m, K) class probabilities).
-    sample_weight : ndarray, optional
-        Each sample row's weight, passed to every fit; None for rows of weight 1.
+        What :func:`calibdash.evaluation.methods.resolve` takes, or a mapping key -> ``MulticlassCalibrator``; each
+        calibrator is cloned for every fit.
+    scores, labels, sample_weight : ndarray
+        Checked scores in [0, 1] and 0/1 labels, or (n, K) probabilities or logits and class indices for multi-class
+        calibrators (whose predictions are (m, K)); each row's weight, passed to every fit (None: weight 1).
     pairs : sequence of (fit, judged)
         Parts of the sample, each a boolean mask or an index array.
     features : DataFrame, optional
         One row per sample row, given only to the methods that read features (``uses_features``, MBCT).
-    refit : bool, default False
-        Also fit each method on the whole sample, the model ``models`` keeps (k-fold's deployable model).
-    progress : callable(fraction, message), optional
-        Called after each fitted pair.
-    should_stop : callable() -> bool, optional
-        Asked before each fit: True stops with :class:`calibdash.core.jobs.Cancelled` (a started fit runs on).
+    refit, progress, should_stop
+        Also fit each method on the whole sample (k-fold's deployable model, what ``models`` keeps); called after
+        each fitted pair; asked before each fit, True stopping with :class:`calibdash.core.jobs.Cancelled`.
     """
     cals = _estimators(methods)
     s = np.asarray(scores)

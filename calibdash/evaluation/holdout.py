@@ -72,28 +72,21 @@ class Evaluation:
 
     Attributes
     ----------
-    scheme : Scheme
     rows, labels : ndarray
         Indices (into the input arrays, ascending) of the judged rows, and their 0/1 labels or class indices.
     predictions : DataFrame or dict
         ``"uncalibrated"`` first. Binary: one column per method, one row per judged row. K classes: method key
         -> (m, K) class probabilities on the judged rows.
     metrics : DataFrame
-        One row per method (``"uncalibrated"`` first), a column per measure: binary
-        :data:`calibdash.metrics.METRIC_NAMES`, K classes :data:`calibdash.measures.class_measures.MEASURES`.
-    models, fit_seconds : dict
-        Method key -> calibrator fitted on the fitting part (k-fold: refitted on all rows, the deployable model);
-        method key -> seconds spent fitting and predicting.
-    fit_rows : ndarray
-        The rows the models were fitted on, ascending (a sample of them for K-class parametric maps when ``notes``
-        says so: :func:`model_rows`).
+        One row per method (``"uncalibrated"`` first), a column per measure.
+    models, fit_seconds, fit_rows
+        Method key -> calibrator fitted on the fitting part (k-fold: on all rows, the deployable model), and ->
+        seconds spent; the rows they were fitted on (K-class parametric maps: maybe a sample, :func:`model_rows`).
     binning : str
-        Binary: how ECE and MCE were binned (:func:`calibdash.metrics.binning_label`); K classes: "".
-    weights : ndarray or None
+        Binary: how ECE and MCE were binned; K classes: "".
+    weights, fit_sample
         On score cells (:func:`evaluate_cells`) the judged "rows" are the cells' weighted rows, and ``weights`` their
-        weights, to pass as ``sample_weight`` to every metric, table and figure; None on rows.
-    fit_sample : tuple or None
-        On score cells: ``(scores, labels, weights)`` of the weighted rows the models were fitted on.
+        weights, to pass as ``sample_weight`` everywhere (None on rows); ``fit_sample`` the weighted rows fitted on.
     note, notes
         How the split (and the sampling) departed from the scheme and why, one fragment each (``notes``), and joined
         by "; " (``note``; on score cells, after what the cells summarise).
@@ -361,19 +354,10 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
 
 def evaluate_problem(problem, methods, scheme: Scheme | None = None, *, cells: str = "auto", params=None,
                      max_fit_rows: int | None = MAX_FIT_ROWS, progress=None, should_stop=None) -> Evaluation:
-    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.problem.Problem`, on rows or score cells.
-
-    The path of ``python -m calibdash evaluate``. A binary problem is judged on score cells (:func:`evaluate_cells`)
-    where :func:`~calibdash.evaluation.crossfit.choose_path` says so for ``cells`` ({"auto", "always", "never"});
-    a K-class problem on its rows (:func:`evaluate`). ``methods``, ``params``, ``max_fit_rows``, ``progress``,
-    ``should_stop`` as :func:`evaluate` takes them.
-
-    Raises
-    ------
-    DataError
-        ``scheme.kind == "column"`` and the file has no split column.
-    SettingsError
-        ``cells`` is not one of :data:`CELLS_CHOICES`.
+    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.problem.Problem` (``calibdash evaluate``): a
+    binary one on score cells (:func:`evaluate_cells`) where :func:`~calibdash.evaluation.crossfit.choose_path` says
+    so for ``cells`` (else SettingsError), a K-class one on its rows; the rest as :func:`evaluate` takes it. DataError
+    for the column scheme on a file without a split column.
     """
     scheme = scheme or Scheme()
     if scheme.kind == "column" and not problem.split_column:

@@ -65,19 +65,9 @@ def _one(key: str, value) -> Calibrator:
 
 
 def resolve(methods, params: Mapping[str, Mapping] | None = None) -> dict[str, Calibrator]:
-    """Key -> new unfitted calibrator, for any method spec (see the module docstring).
-
-    Parameters
-    ----------
-    methods : str, Calibrator, sequence or mapping
-    params : mapping key -> {hyperparameter: value}, optional
-        Set on top of what ``methods`` says; every key must be one of the resolved keys.
-
-    Raises
-    ------
-    SettingsError
-        An unknown method or hyperparameter, a repeated key, the reserved key ``"uncalibrated"``, or a ``params``
-        key that names no chosen method.
+    """Key -> new unfitted calibrator, for any method spec (see the module docstring), ``params`` (key ->
+    {hyperparameter: value}, every key one of the resolved keys) set on top. SettingsError for an unknown method or
+    hyperparameter, a repeated key, the reserved key ``"uncalibrated"``, or a ``params`` key naming no chosen method.
     """
     if isinstance(methods, str):
         methods = split_names(methods)

@@ -171,19 +171,16 @@ class GroupReport:
 
     Attributes
     ----------
-    column : str
-    table : DataFrame
-        One row per group (index: its name, in display order) of :func:`group_stats`' values.
-    overall : dict
-        The same statistics on all rows together.
+    table, overall : DataFrame, dict
+        One row per group (index: its name, in display order) of :func:`group_stats`' values; the same on all rows.
     reliability, overall_reliability
         Group -> its reliability table (:func:`calibdash.metrics.reliability_table`); that of all rows together.
     groups : ndarray
         Each row's group (after cutting and pooling), aligned with the input rows.
     pooled, notes : list of str
         The groups pooled into :data:`OTHER`; how the groups were made and what to know about them.
-    n_bins, strategy, n_boot, level
-        How ECE was binned and the intervals drawn.
+    column, n_bins, strategy, n_boot, level
+        The group column's name, how ECE was binned and the intervals drawn.
     """
 
     column: str
@@ -247,17 +244,11 @@ def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.D
              level: float = 0.95, column: str | None = None) -> GroupReport:
     """Calibration of ``scores`` (in [0, 1], 0/1 ``labels``) in every group of ``groups``, one value per row.
 
-    Parameters
-    ----------
-    groups : array-like or Series
-        The group column (:func:`make_groups`, with ``max_groups``, ``n_quantiles`` and ``min_rows``, says how values
-        become groups); ``column`` its name for the notes (default ``groups.name`` or "the group column").
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows everywhere (group sizes, quantile groups, metrics, the bootstrap).
-    n_bins, strategy
-        Binning of ECE and of the reliability tables (default 10 equal-count bins).
-    n_boot, seed, level
-        Poisson-bootstrap resamples per group (0: no intervals), each group from its own seed; percentile level.
+    ``groups`` become groups by :func:`make_groups` (with ``max_groups``, ``n_quantiles``, ``min_rows``; ``column``
+    their name for notes, default ``groups.name`` or "the group column"); a row of ``sample_weight`` ``w`` counts as
+    ``w`` rows everywhere; ``n_bins``, ``strategy`` bin ECE and the reliability tables (default 10 equal-count bins);
+    ``n_boot`` Poisson-bootstrap resamples per group (0: no intervals), each group from its own seed drawn from
+    ``seed``, give percentile intervals at ``level``.
 
     Raises
     ------

@@ -203,15 +203,10 @@ def make_groups(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
                 ) -> tuple[np.ndarray, list[str], list[str], list[str]]:
     """Each row's group, the groups in display order, notes saying how they were made, and the pooled groups.
 
-    Parameters
-    ----------
-    values : array-like or Series
-        The group column, one value per row (``name`` its name, for the notes and errors).
-    sample_weight : array-like, optional
-        Row weights: quantile groups hold equal weight, and a group's size is its weight.
-    max_groups, n_quantiles, min_rows : int, int, float; default 20, 5, 50
-        Most groups kept (a numeric column with more distinct values is cut into ``n_quantiles`` quantile groups, any
-        other column with more groups after pooling is refused); groups lighter than ``min_rows`` are pooled.
+    ``values``: the group column, one value per row (``name`` its name for notes and errors); ``sample_weight``: row
+    weights (quantile groups hold equal weight, a group's size is its weight); ``max_groups`` (20): most groups kept, a
+    numeric column with more distinct values cut into ``n_quantiles`` (5) quantile groups, any other refused;
+    ``min_rows`` (50): lighter groups are pooled.
 
     Returns
     -------

@@ -34,22 +34,11 @@ _YMD_LOW, _YMD_HIGH = YMD_RANGE
 
 @dataclass
 class Periods:
-    """Each row's period and the periods in time order (see :func:`to_periods`).
-
-    Attributes
-    ----------
-    codes : ndarray of int
-        Each row's period as an index into ``labels``; -1 for a row left out (no readable date).
-    labels, starts : list
-        The periods in time order: ``"2025-03-14"`` (day), ``"2025-03-10"`` (the week starting that Monday),
-        ``"2025-03"``, ``"2025Q1"``, ``"2025"``; and each one's first day (Timestamp); the code itself for both when
-        the periods are given.
-    freq : str
-        A key of :data:`FREQ_NAMES`.
-    notes : list of str
-        What was read and chosen, for the user.
-    left_out : int, default 0
-        Rows left out before ``codes`` were made (keyed cells hold no cell for a row without a date).
+    """Each row's period (``codes``, an index into ``labels``; -1 for a row left out, no readable date) and the periods
+    in time order: ``labels`` (``"2025-03-14"``, ``"2025-03-10"`` for the week starting that Monday, ``"2025-03"``,
+    ``"2025Q1"``, ``"2025"``) and ``starts`` (each one's first day), both the code itself for periods given as codes;
+    ``freq`` a key of :data:`FREQ_NAMES`; ``notes`` what was read and chosen; ``left_out`` rows left out before
+    coding (keyed cells hold no cell for a row without a date).
     """
 
     codes: np.ndarray

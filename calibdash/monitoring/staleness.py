@@ -29,16 +29,14 @@ class Staleness:
     ----------
     matrix : DataFrame
         Held-out ECE by (fitted on, judged on) where the judged period is later (NaN on and below the diagonal, and
-        for a period a calibrator could not be fitted on).
+        for a period a calibrator could not be fitted on; ``fit_rows``: the weight each was fitted on).
     table : DataFrame
         One row per period from the second on: ``age``, ``rows``, the ECE of the raw scores, of the calibrator
         fitted on the first period (:data:`STALE_COL`) and of the one refitted on the period before
         (:data:`FRESH_COL`; the last that could be fitted).
     by_age : DataFrame
-        Index: age in periods; ``ECE``, the mean held-out ECE of the pairs that many periods apart; ``raw``, the raw
-        scores' mean ECE on the same judged periods; ``pairs``.
-    fit_rows : Series
-        Rows (weight) each period's calibrator was fitted on.
+        Per age in periods, the mean held-out ``ECE`` of the pairs that many periods apart, the raw scores' mean
+        (``raw``) on the same judged periods, and ``pairs``.
     """
 
     matrix: pd.DataFrame

@@ -13,18 +13,9 @@ __all__ = []
 
 @dataclass
 class BootstrapResult:
-    """Point estimates, 95% intervals and the resampled values.
-
-    Attributes
-    ----------
-    table : DataFrame
-        Index: methods; columns: MultiIndex (metric, {"value", "low", "high"}).
-    samples : dict
-        metric -> (n_boot, n_methods) resampled values, in the table's method order (for paired differences).
-    level : float
-    n_boot : int
-    note : str
-        How the intervals were drawn, when it needs saying.
+    """Point estimates, intervals at ``level`` and the resampled values: ``table``, methods x (metric, {"value", "low",
+    "high"}); ``samples``, metric -> (n_boot, n_methods) resampled values in the table's method order (for paired
+    differences); ``note``, how the intervals were drawn when it needs saying.
     """
 
     table: pd.DataFrame

@@ -132,25 +132,13 @@ class _Reduced:
 def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, names=None,
                          n_boot: int = 200, level: float = 0.95, seed: int = 0, refit_bandwidth: bool = False,
                          workers: int | None = None, should_stop=None) -> BootstrapResult:
-    """Every K-class measure (:data:`calibdash.measures.class_measures.MEASURES`) with paired percentile intervals.
-
-    Parameters
-    ----------
-    P_by_method : mapping method -> array (n, K)
-        Each method's probabilities for the same rows (the raw ones named ``"uncalibrated"`` for :func:`verdict`).
-    y : array-like (n,)
-        Class indices.
-    sample_weight : array-like (n,), optional
-    names : sequence of str, optional
-        Measures (default all, in table order).
-    n_boot, level, seed
-        Resamples (the same for every method), percentile level, seed.
-    refit_bandwidth : bool, default False
-        SmoothECE's resamples at their own bandwidth instead of the full data's (module docstring).
-    workers : int, optional
-        Threads for the per-resample measures (default: the cores); the result does not depend on it.
-    should_stop : callable() -> bool, optional
-        Asked before each method and each block of resamples: True stops with :class:`calibdash.core.jobs.Cancelled`.
+    """Every K-class measure (``names``, default all of :data:`calibdash.measures.class_measures.MEASURES`) of each
+    method's (n, K) probabilities ``P_by_method`` for the same rows (class indices ``y``, optional ``sample_weight``;
+    the raw ones named ``"uncalibrated"`` for :func:`verdict`), with paired percentile intervals at ``level`` from
+    ``n_boot`` resamples of ``seed``. ``refit_bandwidth``: SmoothECE's resamples at their own bandwidth instead of the
+    full data's; ``workers``: threads for the per-resample measures (default the cores; the result does not depend on
+    it); ``should_stop``: asked before each method and block of resamples, True stopping with
+    :class:`calibdash.core.jobs.Cancelled`.
     """
     names = kmetrics.check_names(names)
     if int(n_boot) != n_boot or n_boot < 2:

@@ -52,22 +52,11 @@ class Key:
 
 @dataclass(frozen=True)
 class KeyedCells:
-    """Score cells with a key per cell (see the module docstring).
-
-    Attributes
-    ----------
-    cells : ScoreCells
-        One cell per (part, score cell, key) holding rows, sorted by key, part, score; exact or on the grid, as
-        decided on all rows together.
-    key, labels
-        Each cell's key (int32), an index into ``labels``: the keys in display order (as ``make_groups`` and
-        ``to_periods`` order and name them).
-    spec : Key
-        The key asked for (``freq`` resolved when it was "auto").
-    starts : tuple
-        Periods: each period's first day (``pandas.Timestamp``); groups: empty.
-    notes, pooled, n_left_out
-        How the keys were made; groups pooled into ``"other"``; rows without a key (no readable date).
+    """Score cells with a key per cell: ``cells``, one per (part, score cell, key), sorted by key, part, score (exact or
+    on the grid, decided on all rows together); ``key`` (int32), each cell's index into ``labels``, the keys in display
+    order (as ``make_groups`` and ``to_periods`` order and name them); ``spec``, the key asked for (``freq``
+    resolved); ``starts``, each period's first day (groups: empty); ``notes``, how the keys were made; ``pooled``,
+    groups pooled into ``"other"``; ``n_left_out``, rows without a key (no readable date).
     """
 
     cells: ScoreCells
