@@ -1,26 +1,24 @@
 """Score cells: the weighted sufficient statistics every calibrator, metric and interval can work from.
 
-A score cell gathers the rows that share a score (or a fine grid step of it) and a *part* (fold or split): its rows
-``n``, positives ``n_pos`` and raw score sum. Rows are touched once; everything after costs O(cells): calibrators fit
-the weighted rows ``(score, 1)`` of weight ``n_pos`` and ``(score, 0)`` of weight ``n - n_pos`` (with exact cells *the
-same fit* as on the rows, ``tests/test_weights.py``), metrics weigh the cells' predictions alike (exact but for MVCE,
-whose views shuffle rows), and intervals resample cells.
+A score cell gathers the rows sharing a score (or a grid step of it) and a *part* (fold or split): rows ``n``,
+positives ``n_pos``, raw score sum. Rows are touched once; then calibrators fit the weighted rows ``(score, 1)`` of
+weight ``n_pos`` and ``(score, 0)`` of weight ``n - n_pos`` (with exact cells *the same fit* as on the rows), metrics
+weigh the cells' predictions alike (exact but for MVCE, whose views shuffle rows) and intervals resample cells.
 
-Cells are the **distinct scores** when there are at most ``max_exact`` (``2**16``), else steps of a grid of ``GRID =
-2**16`` on [0, 1] (``floor(score * 2**16)``, 1 in the last; exact in any engine) standing at their rows' mean score, so
-a row's score moves by less than ``2**-16``: ECE and MCE of the raw scores by at most that unless a bin edge falls in
-a cell, AUC by at most the share of positive-negative pairs in one cell (:meth:`ScoreCells.auc_tie_bound`);
-``tests/evaluation/test_cells.py`` checks these bounds. A row's part is decided before aggregation by a rule any
-engine applies alike: a seeded 32-bit hash of its position (:func:`row_hash`; ``fold = hash % k``, held out when
-``hash < test_size * 2**32``; not stratified, negligible at these sizes) or the file's split column.
+Cells are the **distinct scores** when at most ``max_exact`` (``2**16``), else steps of a grid of ``GRID = 2**16`` on
+[0, 1] (``floor(score * 2**16)``, exact in any engine) at their rows' mean score: a row's score moves by less than
+``2**-16``, ECE and MCE of the raw scores by at most that unless a bin edge falls in a cell, AUC by at most
+:meth:`ScoreCells.auc_tie_bound` (``tests/evaluation/test_cells.py`` checks the bounds). A row's part comes from a
+seeded 32-bit hash of its position (:func:`row_hash`: ``fold = hash % k``, held out when ``hash < test_size *
+2**32``; not stratified, negligible at these sizes) or the split column, a rule every engine applies alike.
 
 K-class rows: the K + 1 binary reductions (Gupta & Ramdas 2022), the **confidence** ``(max_k P_ik, 1[argmax = y_i])``
-and per class the **class-wise** ``(P_ik, 1[y_i = k])``, one :class:`ScoreCells` each (:class:`ClassCells`). Every
-measure of :data:`calibdash.measures.class_measures.MEASURES` is a sum over one reduction's rows and follows from them
-(:data:`CELL_MEASURES`), exactly on exact cells up to summation order. On grid cells Accuracy and Overconfidence stay
-exact; Brier moves by at most ``2 * 2**-16`` per class and row; ECE, MCE, cwECE by ``2**-16`` unless a bin edge falls
-in a cell; smECE and dCE by that order; LogLoss has no useful bound near 0. Cells cannot *fit* a K-class calibrator
-(the scaling family reads all K log-scores of a row), nor give joint or class-conditional top-label calibration.
+and per class ``(P_ik, 1[y_i = k])``, one :class:`ScoreCells` each (:class:`ClassCells`). Every measure of
+:data:`calibdash.measures.class_measures.MEASURES` sums over one reduction's rows and follows from them
+(:data:`CELL_MEASURES`), exactly on exact cells. On grid cells Accuracy and Overconfidence stay exact; Brier moves by
+at most ``2 * 2**-16`` per class and row; ECE, MCE, cwECE by ``2**-16`` unless a bin edge falls in a cell; smECE and
+dCE by that order; LogLoss has no useful bound near 0. Cells cannot *fit* a K-class calibrator (the scaling family
+reads all K log-scores of a row), nor give joint or class-conditional top-label calibration.
 """
 from __future__ import annotations
 

@@ -179,25 +179,22 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
         Binary: scores in [0, 1]. K classes: probabilities (rows summing to 1) or, with ``logits=True``, logits.
     labels : array-like (n,)
         Binary: any two values (the Evaluation's ``labels`` are 0/1; ``pos_label`` the positive one, default
-        :func:`calibdash.core.validation.choose_positive`'s). K classes: class indices 0..K-1 (``classes`` their names).
-    methods : method spec
+        :func:`calibdash.core.validation.choose_positive`'s). K classes: indices 0..K-1 (``classes`` their names).
+    methods, params
         Binary: what :func:`calibdash.evaluation.methods.resolve` takes; K classes: what :func:`resolve_classes`
-        takes (with ``params``). Each calibrator is cloned per fold, so the objects passed are not fitted.
-    scheme : Scheme, default ``Scheme()`` (stratified 70/30 split by content, seed 0)
+        takes. Each calibrator is cloned per fold, so the objects passed are not fitted.
+    scheme, split
+        Default ``Scheme()`` (stratified 70/30 split by content, seed 0); the file's split column for ``"column"``.
     features : DataFrame, optional
         Passed to calibrators that use features (MBCT).
-    split : array-like, optional
-        The file's split column, for ``Scheme(kind="column")``.
     n_bins, strategy
         Binary: binning of ECE and MCE (default 10 equal-count bins). K classes use the measures' own settings.
-    progress : callable(fraction, message), optional
-        Called after each fitted fold.
     max_fit_rows : int or None, default :data:`MAX_FIT_ROWS`
-        Fit the ``parametric`` methods on a sample of this many rows of a larger fitting part (module docstring);
-        None fits every method on every row.
-    should_stop : callable() -> bool, optional
-        Asked before every fit and before the measures: True stops with :class:`calibdash.core.jobs.Cancelled`
-        (how the dashboard's Cancel stops a job; :mod:`calibdash.evaluation.class_budget` bounds the running fit).
+        Fit the ``parametric`` methods on a sample of this many rows of a larger fitting part (None: every row).
+    progress, should_stop
+        Called after each fitted fold; asked before every fit and the measures, True stopping with
+        :class:`calibdash.core.jobs.Cancelled` (the dashboard's Cancel; :mod:`~calibdash.evaluation.class_budget`
+        bounds the running fit).
     """
     scheme = scheme or Scheme()
     many = isinstance(scores, Scores) or np.ndim(scores) == 2
@@ -222,15 +219,12 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     preds = {UNCALIBRATED: raw[rows], **{key: columns[key][rows] for key in cals}}
     y_rows = y[rows]
     fit_rows = np.sort(np.arange(y.size) if kfold else pairs[0][0])
+    common = dict(scheme=scheme, rows=rows, labels=y_rows, models=models, fit_rows=fit_rows, fit_seconds=seconds)
     if many:
-        return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=preds,
-                          metrics=class_metrics.measure_table(preds, y_rows), models=models, fit_rows=fit_rows,
-                          fit_seconds=seconds, notes=notes + sampled,
-                          classes=list(classes) if classes is not None else list(range(x.k)))
-    return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=pd.DataFrame(preds, index=rows),
-                      metrics=_binary_table(preds, y_rows, n_bins=n_bins, strategy=strategy), models=models,
-                      fit_rows=fit_rows, fit_seconds=seconds, binning=metrics.binning_label(n_bins, strategy),
-                      notes=notes)
+        return Evaluation(predictions=preds, metrics=class_metrics.measure_table(preds, y_rows), notes=notes + sampled,
+                          classes=list(classes) if classes is not None else list(range(x.k)), **common)
+    return Evaluation(predictions=pd.DataFrame(preds, index=rows), binning=metrics.binning_label(n_bins, strategy),
+                      metrics=_binary_table(preds, y_rows, n_bins=n_bins, strategy=strategy), notes=notes, **common)
 
 
 #: The K-class spelling of :func:`evaluate` (one evaluation for any K: give it (n, K) values).

@@ -40,17 +40,9 @@ _LOW = np.uint64(0xFFFFFFFF)
 
 @dataclass(frozen=True)
 class Scheme:
-    """How rows are divided between fitting and judging (see the module docstring).
-
-    Parameters
-    ----------
-    kind : {"split", "column", "kfold", "insample"}, default "split"
-    test_size, n_folds : float, default 0.3; int, default 5
-        Held-out fraction for ``"split"``; K for ``"kfold"``.
-    seed : int, default 0
-        Seed of the split or of the fold shuffle.
-    train_value : str, optional
-        For ``"column"``: the value marking training rows (every other value is held out).
+    """How rows are divided between fitting and judging (module docstring): ``kind`` {"split", "column", "kfold",
+    "insample"}; ``test_size``, the held-out fraction of ``"split"``; ``seed`` of the split or fold shuffle;
+    ``n_folds``, K of ``"kfold"``; ``train_value``, the ``"column"`` value marking training rows (others held out).
     """
 
     kind: str = "split"
@@ -279,15 +271,9 @@ def split_plan(labels, scheme: Scheme, split=None, *, order=None, values=None
 
     ``labels``: 0/1 labels, or class indices with ``values`` (the K-class probabilities or logits the content keys are
     made of); ``split``: the file's split column, for ``Scheme(kind="column")``; ``order``: binary rows' order to deal
-    the split and folds in (:func:`content_order` of scores and labels; without it, the positions).
-
-    Raises
-    ------
-    DataError
-        A part would be empty or fit on one class only, a binary class has a single row, or the split column
-        is unusable.
-    SettingsError
-        An unknown scheme kind, fewer than 2 folds, or a test size outside (0, 1).
+    the split and folds in (:func:`content_order` of scores and labels; without it, the positions). DataError when a
+    part would be empty or fit on one class only, a binary class has a single row, or the split column is unusable;
+    SettingsError for an unknown scheme kind, fewer than 2 folds, or a test size outside (0, 1).
     """
     y = np.asarray(labels) if values is None else np.asarray(labels, dtype=np.int64)
     if values is None and order is not None and scheme.kind in ("split", "kfold"):

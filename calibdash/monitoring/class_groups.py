@@ -13,13 +13,11 @@ __all__ = ["classwise_ece_by_group"]
 
 def classwise_ece_by_group(P, y, groups, order=None, n_bins: int = metrics.N_BINS, strategy: str = "uniform",
                            sample_weight=None) -> pd.Series:
-    """The class-wise ECE (Kull et al. 2019, section 5) of each group's rows, a Series indexed by group (NaN for a group
-    without rows).
-
-    ``classwise-ECE_g = (1/K) sum_k ECE_k(g)``: :func:`calibdash.measures.class_measures.classwise_ece` (average
-    ``"mean"``, with ``P``, ``y``, ``n_bins``, ``strategy``, ``sample_weight``) on the rows of group ``g`` alone, each
-    class binned within the group; a class with no row in the group still counts. ``groups``: each row's group;
-    ``order``: the groups to report, in this order (rows of others left out), default all in order of appearance.
+    """The class-wise ECE (Kull et al. 2019, section 5) of each group's rows, a Series indexed by group (NaN without
+    rows): ``(1/K) sum_k ECE_k(g)``, :func:`calibdash.measures.class_measures.classwise_ece` (average ``"mean"``, with
+    ``P``, ``y``, ``n_bins``, ``strategy``, ``sample_weight``) on group ``g``'s rows alone (a class absent there still
+    counts). ``groups``: each row's group; ``order``: the groups to report in this order (others left out), default all
+    in order of appearance.
     """
     P, y, w = metrics.check_inputs(P, y, sample_weight)
     g = pd.Series(np.asarray(groups, dtype=object).reshape(-1))

@@ -1,12 +1,6 @@
-"""Calibration over time: per-period metrics with intervals, and when a fitted calibrator goes stale.
-
-Two questions monitoring users ask of a deployed score: *is it still calibrated?* :func:`over_time` gives, per period
-of a date column (:func:`to_periods`), the group statistics with Poisson-bootstrap intervals
-(:func:`~calibdash.monitoring.group_metrics.group_stats`) and a reliability table. *How long does a calibrator stay
-good?* :func:`staleness` (:mod:`~calibdash.monitoring.staleness`) fits a calibrator on each period and judges it on
-every later one. A calibrator here is always judged on periods after the one it was fitted on: the honest protocol
-for data that drifts (a random split mixing all periods would hide the drift). A period holding one class only has no
-calibration metrics (NaN with a note), as a group.
+"""Calibration over time: per-period metrics with intervals (:func:`over_time`), and when a fitted calibrator goes
+stale (:func:`staleness`, fitted on each period, judged on every later one: the honest protocol for data that drifts,
+which a random split mixing all periods would hide). A one-class period has no calibration metrics, as a group.
 """
 from __future__ import annotations
 

@@ -94,15 +94,10 @@ def coarse_cells(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, runs: 
 def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEFAULT_N_BINS,
                 strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, level: float = 0.95,
                 seed: int = 0) -> dict:
-    """Rows, weight, positive rate, mean score, ECE, Brier, log-loss and AUC of one group, with intervals.
-
-    Parameters as :func:`by_group`'s, for the group's rows; ``n_boot`` 0 draws no intervals.
-
-    Returns
-    -------
-    dict
-        ``rows``, ``weight``, ``positives`` (weight of the positive rows), then for every name of :data:`STATS` its
-        value, ``<name>_low`` and ``<name>_high``; ``note`` ("" when none). Metrics of a one-class group are NaN.
+    """Rows, weight, positive rate, mean score, ECE, Brier, log-loss and AUC of one group, with intervals (parameters
+    as :func:`by_group`'s; ``n_boot`` 0 draws none): a dict of ``rows``, ``weight``, ``positives`` (weight of the
+    positive rows), every name of :data:`STATS` with ``<name>_low`` and ``<name>_high``, and ``note`` ("" when none).
+    Metrics of a one-class group are NaN.
     """
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=False)

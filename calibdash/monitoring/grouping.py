@@ -1,10 +1,7 @@
-"""How a column's values become groups (:func:`make_groups`), one rule for every engine.
-
-Text, boolean or date values, and numbers with at most ``max_groups`` distinct values: one group per value (missing
-values the group ``"(missing)"``). Numbers with more: ``n_quantiles`` equal-weight quantile groups (numpy's linear rule
-on the weighted rows, tied edges merged), labelled ``"[a, b)"``, the last closed. Groups lighter than ``min_rows`` are
-pooled into ``"other"`` (:data:`OTHER`), last; more than ``max_groups`` groups after pooling is refused
-(:class:`~calibdash.core.errors.SettingsError`) with a hint to bin the column.
+"""How a column's values become groups (:func:`make_groups`), one rule for every engine: one group per value (text,
+booleans, dates, numbers with at most ``max_groups`` distinct values; missing values the group ``"(missing)"``), else
+``n_quantiles`` equal-weight quantile groups ``"[a, b)"`` of the numbers (numpy's linear rule, tied edges merged);
+groups lighter than ``min_rows`` pooled into ``"other"``, last; more than ``max_groups`` after pooling refused.
 """
 from __future__ import annotations
 

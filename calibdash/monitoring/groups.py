@@ -1,10 +1,9 @@
-"""Calibration by group: per-group metrics with intervals, per-group reliability, and a calibrator that reads the group.
+"""Calibration by group: is the model calibrated for every segment, or only on average?
 
-What monitoring users ask first: *is the model calibrated for every segment, or only on average?* :func:`by_group`
-(:mod:`~calibdash.monitoring.group_metrics`) answers per group of a column (:func:`make_groups`). :func:`fix_groups`
-fits a calibrator of the score alone and MBCT (Huang et al., 2022) with the group as its one feature, and measures
-every group's held-out ECE: a score-only calibrator can only move the average, a group-aware one can fix each group.
-This module also keeps the groups' public names and aligns a file's column with a ScoreSet (:func:`column_for_rows`).
+:func:`by_group` measures each group of a column with intervals; :func:`fix_groups` fits a calibrator of the score
+alone and MBCT (Huang et al., 2022) with the group as its one feature and measures each group's held-out ECE: a
+score-only calibrator can only move the average, a group-aware one can fix each group. :func:`column_for_rows` aligns
+a file's column with a ScoreSet.
 """
 from __future__ import annotations
 
@@ -67,13 +66,11 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
                n_quantiles: int = N_QUANTILES, column: str | None = None) -> GroupFix:
     """Fit ``method`` (score only) and MBCT with the group as its feature; per-group ECE on held-out rows.
 
-    The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides them, and without weights the
-    predictions are ``evaluate``'s; the held-out predictions are measured per group as :func:`by_group` does. The groups
-    are made once, on all rows, and MBCT reads them as one categorical feature named after the column. ``scores``,
-    ``labels``, ``groups``, ``sample_weight``, ``n_bins``, ``strategy``, ``n_boot``, ``seed``, ``min_rows``,
-    ``max_groups``, ``n_quantiles``, ``column`` as :func:`by_group` takes them; ``scheme`` (default ``Scheme()``) and
-    ``split`` as ``evaluate``; ``params`` the calibrator's hyperparameters; ``mbct_params`` MBCT's (by default its own
-    but ``bin_size`` from :func:`_mbct_bin_size` and :data:`MBCT_VIEWS` views).
+    The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides them (``scheme``, ``split``), so
+    without weights the predictions are ``evaluate``'s, and measured per group as :func:`by_group` does (with its
+    parameters); MBCT reads the groups, made once on all rows, as one categorical feature named after the column.
+    ``params``: the calibrator's hyperparameters; ``mbct_params``: MBCT's (by default its own but ``bin_size``,
+    :func:`_mbct_bin_size`, and :data:`MBCT_VIEWS` views).
     """
     scheme = scheme or Scheme()
     s, y, w, col, (labels_, order, _, _) = checked_groups(scores, labels, groups, sample_weight, column, "group", True,
@@ -121,12 +118,10 @@ def fix_made_groups(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, wei
 
 
 def column_for_rows(ss, column: str) -> pd.Series:
-    """Column ``column`` of ``ss.raw`` restricted to the ScoreSet's usable rows, in their order.
-
-    A :class:`~calibdash.data.ScoreSet` drops the rows whose score or label is missing or unreadable without keeping
-    which; they are found again by the same tests and checked against ``ss.scores`` (count and mapped scores), so a
-    mismatch cannot pass silently. When no row was dropped the file's column is returned as it is (no re-reading).
-    DataError when ``column`` is not in the file or the usable rows cannot be found again.
+    """Column ``column`` of ``ss.raw`` restricted to the ScoreSet's usable rows, in their order: the rows a ScoreSet
+    drops (score or label missing or unreadable) are found again by the same tests and checked against ``ss.scores``,
+    so a mismatch cannot pass silently (none dropped: the file's column as it is). DataError when ``column`` is not
+    in the file or the usable rows cannot be found again.
     """
     from ..core.margins import to_probabilities
     from ..core.numbers import parse_numbers

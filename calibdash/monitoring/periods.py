@@ -1,10 +1,7 @@
-"""Periods of a date column, for calibration over time (:mod:`calibdash.monitoring.drift`).
-
-The column may hold dates or date-times (a date type, or text that reads as dates; rows without a readable date are
-left out and counted), whole numbers written ``YYYYMMDD``, pandas periods, or ordered codes (at most
-:data:`MAX_PERIODS` whole numbers, such as a month index) taken as the periods themselves. Anything else is refused
-with a DataError. ``freq="auto"`` takes the finest of day, week, month, quarter, year giving at most
-:data:`MAX_AUTO_PERIODS` periods with rows; weeks start on Monday.
+"""Periods of a date column, for calibration over time: dates or date-times (typed, or text that reads as dates; rows
+without a readable date left out and counted), whole numbers ``YYYYMMDD``, pandas periods, or ordered codes (at most
+:data:`MAX_PERIODS` whole numbers) taken as the periods; anything else refused. ``freq="auto"`` takes the finest of
+day, week (from Monday), month, quarter, year giving at most :data:`MAX_AUTO_PERIODS` periods with rows.
 """
 from __future__ import annotations
 
@@ -150,12 +147,10 @@ def choose_freq(dates) -> str:
 
 def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int = 0, name: str = "the column",
                  notes=()) -> tuple[list, list, list]:
-    """``(labels, starts, notes)`` of the periods shown: :func:`to_periods`' rule for any engine.
-
-    ``starts`` are the distinct first days (days since 1970-01-01) of the periods of length ``freq`` holding rows;
-    ``first`` and ``last`` the earliest and latest date-time read; ``auto`` whether ``freq`` was chosen;
-    ``n_left_out`` the rows without a readable date; ``notes`` what was said before. Returns the labels in time order,
-    each period's first day (Timestamp) and the notes; SettingsError beyond :data:`MAX_PERIODS` periods.
+    """``(labels, starts, notes)`` of the periods shown, :func:`to_periods`' rule for any engine, from ``starts``, the
+    distinct first days (days since 1970-01-01) of the ``freq`` periods holding rows; ``first`` and ``last`` date-times
+    read; ``auto``: whether ``freq`` was chosen; ``n_left_out`` rows without a readable date; earlier ``notes``.
+    SettingsError beyond :data:`MAX_PERIODS` periods.
     """
     uniq = np.unique(np.asarray(starts, dtype=np.int64))
     if uniq.size > MAX_PERIODS:
@@ -176,14 +171,9 @@ def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int 
 
 def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
     """Each row's period of the date (or period) column ``values`` (``name`` for notes and errors), ``freq`` long
-    ({"auto", "D", "W", "M", "Q", "Y"}; "auto": :func:`choose_freq`; ignored for ordered codes, the periods themselves).
-
-    Raises
-    ------
-    DataError
-        The column holds no dates nor ordered codes, or no row has one.
-    SettingsError
-        An unknown ``freq``, or one giving more than :data:`MAX_PERIODS` periods.
+    ({"auto", "D", "W", "M", "Q", "Y"}; "auto": :func:`choose_freq`; ignored for ordered codes, the periods
+    themselves). DataError when the column holds no dates nor ordered codes, or no row has one; SettingsError for an
+    unknown ``freq`` or one giving more than :data:`MAX_PERIODS` periods.
     """
     if freq != "auto" and freq not in FREQS:
         raise SettingsError(f"freq must be 'auto' or one of {', '.join(FREQS)}, got {freq!r}.")

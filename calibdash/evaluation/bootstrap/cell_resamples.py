@@ -276,18 +276,15 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
         One row per cell, one column per method (``"uncalibrated"`` first).
     n, n_pos : array-like of whole numbers
         Rows and positives per cell; for an evaluation on cells ``ev.weights`` and ``ev.weights * ev.labels``.
-    n_boot, level, seed
-        Resamples, percentile level, and the seed the result depends on (with the inputs, not ``workers``).
+    n_boot, level, seed, workers
+        Resamples, percentile level, the seed the result depends on (with the inputs, not the ``workers`` threads,
+        default the machine's cores).
     n_bins, strategy
         Binning of ECE and MCE (``"quantile"`` or ``"uniform"``).
     names : sequence of str, default :data:`calibdash.measures.calibration.METRIC_NAMES`
         Measures (any of :data:`calibdash.measures.ALL_NAMES`).
     mvce_views, mvce_max_rows
         Passed to :func:`calibdash.metrics.summary` for the point values (the default as ``evaluate_cells``).
-    workers : int, optional
-        Threads (default: the machine's cores).
-    max_groups : int, default 512
-        Groups of each method's cells in the resamples of the measures without a statistics form.
 
     Returns
     -------

@@ -29,10 +29,9 @@ class Poisson:
 
     Per distinct mean, its CDF over the counts holding all but 1e-25 of its mass (``scipy.special.pdtr``) and a guide
     table (Devroye, *Non-Uniform Random Variate Generation*, III.2.4): slot ``floor(u * slots)`` of a uniform ``u``
-    points at the first count whose CDF can exceed ``u``, and a few steps up find the smallest that does: a Poisson
-    draw to the precision of the doubles, about three times faster than ``Generator.poisson`` for means above 10.
-    Means whose tables would pass ``budget`` entries, or (with ``draws``, the draws each mean will get) hold more
-    entries than draws, which would cost more to build than they save, are drawn with ``Generator.poisson``.
+    points at the first count whose CDF can exceed ``u``, a few steps up the smallest that does; about three times
+    faster than ``Generator.poisson`` for means above 10. Means whose tables would pass ``budget`` entries, or hold more
+    entries than their ``draws``, are drawn with ``Generator.poisson``.
     """
 
     def __init__(self, means: np.ndarray, budget: int = _TABLE_BUDGET, draws: int | None = None):

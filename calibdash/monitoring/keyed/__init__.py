@@ -24,16 +24,10 @@ PERIODS = ("D", "W", "M", "Q")
 
 @dataclass(frozen=True)
 class Key:
-    """Which column keys the cells, and how its values become keys.
-
-    Parameters
-    ----------
-    column : str
-        The group or date column.
-    kind : {"group", "period"}, default "group"
-        ``"group"``: groups by the rules of :func:`calibdash.monitoring.grouping.make_groups` (with ``n_quantiles``,
-        ``max_groups``, ``min_rows``), quantiles computed where the rows live. ``"period"``: the period of a date
-        column of length ``freq`` ({"D", "W", "M", "Q"} or "auto"; :func:`~calibdash.monitoring.periods.to_periods`).
+    """Which ``column`` keys the cells, and how its values become keys: ``kind="group"``, by the rules of
+    :func:`calibdash.monitoring.grouping.make_groups` (with ``n_quantiles``, ``max_groups``, ``min_rows``; quantiles
+    computed where the rows live); ``kind="period"``, the period of a date column of length ``freq`` ({"D", "W", "M",
+    "Q"} or "auto"; :func:`~calibdash.monitoring.periods.to_periods`).
     """
 
     column: str
@@ -84,7 +78,5 @@ class KeyedCells:
         """``(scores, labels, weights, key)``: each cell as a positive row of weight ``n_pos`` and a negative
         row of weight ``n - n_pos`` (zero-weight rows dropped), with its key."""
         c = self.cells
-        k = np.concatenate([self.key, self.key])
-        w = np.concatenate([c.n_pos, c.n - c.n_pos])
-        s, y, wt = c.weighted_rows()
-        return s, y, wt, k[w > 0]
+        keep = np.concatenate([c.n_pos, c.n - c.n_pos]) > 0
+        return (*c.weighted_rows(), np.concatenate([self.key, self.key])[keep])
