@@ -167,11 +167,9 @@ class ScoreCells:
 
 
 class CellAccumulator:
-    """Aggregates rows into score cells chunk by chunk, in bounded memory (the in-memory engine).
-
-    Each chunk's (part, distinct score) cells are merged into the running ones. While the distinct scores seen stay at
-    most ``max_exact`` the cells are exact; the first chunk that takes them over moves every cell to the grid, and the
-    rest follow in grid mode. One chunk or many give the same cells (tested).
+    """Aggregates rows into score cells chunk by chunk, in bounded memory (the in-memory engine): exact while the
+    distinct scores seen stay at most ``max_exact``, then every cell moves to the grid; one chunk or many give the same
+    cells (tested).
     """
 
     def __init__(self, max_exact: int = MAX_EXACT):

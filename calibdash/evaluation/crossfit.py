@@ -180,10 +180,8 @@ REASONS = {
 
 @dataclass(frozen=True)
 class Path:
-    """Whether a data set is evaluated on score cells or on its rows, and why.
-
-    ``reason`` is a key of :data:`REASONS`; ``note`` a sentence for people when the choice costs them something
-    (large data judged on rows because a method reads features), else "".
+    """Whether a data set is evaluated on score cells (``on_cells``) or on its rows, and why: ``reason``, a key of
+    :data:`REASONS`; ``note``, a sentence when the choice costs the user something (large data judged on rows), else "".
     """
 
     on_cells: bool
@@ -203,11 +201,9 @@ def use_cells_for(n_rows: int, needs_rows: bool = False) -> bool:
 
 def choose_path(n_rows: int, methods=(), feature_columns: Sequence[str] | None = None, *, cells: str = "auto",
                 large: bool = False) -> Path:
-    """Rows or score cells for ``methods`` on data of ``n_rows`` rows, with the reason.
-
-    ``methods``: the chosen ones, one reading features (MBCT) needing the rows when the data has
-    ``feature_columns``; ``cells``: the command line's ``--cells``, {"auto", "always", "never"} (else SettingsError);
-    ``large``: a large source whose rows stay where they live, always on score cells.
+    """Rows or score cells for ``methods`` on ``n_rows`` rows, with the reason: one reading features (MBCT) needs the
+    rows when the data has ``feature_columns``; ``cells`` is ``--cells`` ({"auto", "always", "never"}, else
+    SettingsError); a ``large`` source, whose rows stay where they live, is always on score cells.
     """
     if cells not in CELLS_CHOICES:
         raise SettingsError(f"cells must be one of {CELLS_CHOICES}, got {cells!r}.")

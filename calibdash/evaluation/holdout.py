@@ -10,7 +10,7 @@ the others on every row; every method is judged on every held-out row.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -260,10 +260,8 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
         seconds.update(part.fit_seconds)
     if isinstance(first.predictions, pd.DataFrame):
         preds = pd.DataFrame(preds, index=first.predictions.index)
-    return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels, predictions=preds,
-                      metrics=pd.concat(tables), models=models, fit_rows=first.fit_rows, fit_seconds=seconds,
-                      binning=first.binning, weights=first.weights, fit_sample=first.fit_sample, note=first.note,
-                      notes=list(first.notes), classes=list(first.classes))
+    return replace(first, predictions=preds, metrics=pd.concat(tables), models=models, fit_seconds=seconds,
+                   notes=list(first.notes), classes=list(first.classes))
 
 
 def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:

@@ -109,11 +109,9 @@ def _exact_scores(s: np.ndarray, max_exact: int) -> np.ndarray | None:
 
 
 def _reduce_rows(kid, n_keys: int, part, s, y, codes):
-    """Rows grouped by (key id, part, score code): ``(key id, part, code, n, n_pos, score_sum)`` per group.
-
-    ``kid`` is each row's key id (-1: left out); ``codes`` the sorted distinct scores or None (grid steps). Rows are
-    read :data:`_BLOCK` at a time, counted by ``np.bincount`` into dense arrays while the combinations number at most
-    :data:`_DENSE_CELLS`, else each block's found by a sort and merged into the running ones.
+    """Rows grouped by (key id, part, score code): ``(key id, part, code, n, n_pos, score_sum)`` per group; ``kid`` is
+    each row's key id (-1: left out), ``codes`` the sorted distinct scores or None (grid steps). Rows are read
+    :data:`_BLOCK` at a time, counted into dense arrays up to :data:`_DENSE_CELLS` combinations, else merged by sort.
     """
     p_lo = int(part.min()) if part.size else 0
     n_parts = int(part.max()) - p_lo + 1 if part.size else 1
