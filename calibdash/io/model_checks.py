@@ -1,19 +1,12 @@
-"""What a model file may hold, checked on read before anything uses it (:mod:`calibdash.io.export`,
-binary and K-class models alike).
+"""What a model file may hold, checked on read before anything uses it (:mod:`calibdash.io.export`).
 
-A model file may come from anywhere (downloaded, hand-edited), and its text reaches SQL
-(``export-sql``), file names and messages. So on read:
-
-* the JSON itself: numbers finite (``NaN`` and ``Infinity``, which Python's reader accepts, are
-  refused), strings and keys at most :data:`MAX_TEXT` characters, nesting at most
-  :data:`MAX_DEPTH` deep;
-* the top level: only the keys of the format (:data:`TOP_KEYS`);
-* ``fitted_on``: only the keys calibdash writes, each of its type (:data:`BINARY_FITTED_ON`,
-  :data:`CLASS_FITTED_ON`); lists of names at most :data:`MAX_NAMES` long.
-
-A state's own entries are checked by its method's ``_import_state`` through
-:class:`calibdash.calibrators.state.State` (types, lengths, order), which also refuses entries the method
-never read. Every refusal is a :class:`~calibdash.core.errors.DataError` saying where.
+A model file may come from anywhere (downloaded, hand-edited), and its text reaches SQL (``export-sql``), file names
+and messages. So on read: the JSON's numbers must be finite (``NaN`` and ``Infinity``, which Python's reader
+accepts, are refused), its strings and keys at most :data:`MAX_TEXT` characters, its nesting at most
+:data:`MAX_DEPTH` deep; the top level holds only the keys of the format (:data:`TOP_KEYS`); ``fitted_on`` only the
+keys calibdash writes, each of its type (:data:`BINARY_FITTED_ON`, :data:`CLASS_FITTED_ON`), lists of names at most
+:data:`MAX_NAMES` long. A state's own entries are checked by its method's ``_import_state`` through
+:class:`calibdash.calibrators.state.State`. Every refusal is a :class:`~calibdash.core.errors.DataError` saying where.
 """
 from __future__ import annotations
 
@@ -37,13 +30,8 @@ TOP_KEYS = frozenset({"format", "version", "kind", "method", "params", "state", 
 
 
 def parse_json(text: str, what: str) -> Any:
-    """``text`` parsed as JSON, then checked by :func:`check_value`.
-
-    Raises
-    ------
-    DataError
-        Not JSON, a non-finite number (``NaN``, ``Infinity``), too deep, or a string too long.
-    """
+    """``text`` parsed as JSON, then checked by :func:`check_value` (DataError: not JSON, a non-finite number, too
+    deep, or a string too long)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -56,10 +44,9 @@ def parse_json(text: str, what: str) -> Any:
 
 
 def check_value(value: Any, what: str) -> None:
-    """DataError unless every number under ``value`` is finite, every string and key at most
-    :data:`MAX_TEXT` characters and the nesting at most :data:`MAX_DEPTH` deep (iterative: no recursion).
-    The message names the entry (``the calibrator file: 'state', 'cuts' holds a non-finite number``),
-    never its text."""
+    """DataError unless every number under ``value`` is finite, every string and key at most :data:`MAX_TEXT`
+    characters and the nesting at most :data:`MAX_DEPTH` deep (iterative: no recursion). The message names the
+    entry (``the calibrator file: 'state', 'cuts' holds a non-finite number``), never its text."""
     stack: list = [(value, (), 0)]
     while stack:
         v, path, depth = stack.pop()
@@ -91,7 +78,6 @@ def check_top(doc: dict, what: str) -> None:
                         f"{', '.join(map(repr, extra[:5]))}; it has {', '.join(sorted(TOP_KEYS))}.")
 
 
-# -- fitted_on ------------------------------------------------------------------------------------------
 def _text(v) -> bool:
     return isinstance(v, str)
 
@@ -125,20 +111,17 @@ def _one_of(*allowed) -> Callable[[Any], bool]:
 
 
 def _engine_name(v) -> bool:
-    """An engine's registry name (:func:`calibdash.engines.available`), checked by its form only: lower-case
-    letters, digits and ``_``, at most 32 (a model file records where its cells were aggregated; an engine
-    added to another install is still a name)."""
+    """An engine's registry name, checked by its form only (an engine added to another install is still a name):
+    lower-case letters, digits and ``_``, at most 32."""
     return isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", v) is not None
 
 
-#: What a binary model's ``fitted_on`` may hold (``fit`` writes it: :func:`calibdash.io.export.provenance`,
-#: and ``fit --engine``), and each entry's type.
+#: What a binary model's ``fitted_on`` may hold (:func:`calibdash.io.export.provenance`, ``fit --engine``).
 BINARY_FITTED_ON = {"file": _text, "score": _text, "score_transform": _one_of(None, "identity", "logistic"),
                     "features": _names, "engine": _engine_name}
 #: What a K-class model's ``fitted_on`` may hold (``fit`` on a K-class table writes it).
-CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names,
-                   "prefix": _text_or_none, "logits": _flag, "rows": _count,
-                   "sha256": _text_or_none}
+CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names, "prefix": _text_or_none,
+                   "logits": _flag, "rows": _count, "sha256": _text_or_none}
 
 _KINDS = {_text: "a string", _text_or_none: "a string or null", _names: "a list of strings",
           _scalars: "a list of class values", _count: "a count (an integer, at least 0)",
@@ -146,14 +129,8 @@ _KINDS = {_text: "a string", _text_or_none: "a string or null", _names: "a list 
 
 
 def check_fitted_on(fitted_on: Any, schema: dict, what: str) -> dict:
-    """``fitted_on`` checked against ``schema`` (key -> check): an object of known keys, each of its type.
-
-    Raises
-    ------
-    DataError
-        Not an object, an unknown key, or a value of the wrong type (the message names the key, not
-        the value).
-    """
+    """``fitted_on`` checked against ``schema`` (key -> check): an object of known keys, each of its type
+    (DataError naming the key, not the value)."""
     if not isinstance(fitted_on, dict):
         raise DataError(f"the {what}'s 'fitted_on' must be an object, not {type(fitted_on).__name__}.")
     extra = sorted(set(fitted_on) - set(schema))
