@@ -1,28 +1,6 @@
 """Save a fitted calibrator, binary or K-class, to a small JSON file and load it back, without the training data.
 
->>> from calibdash import calibrators
->>> from calibdash.io import export
->>> cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
->>> text = export.dumps(cal)
->>> print(text)                                                   # doctest: +NORMALIZE_WHITESPACE
-{
-"format":"calibdash-calibrator",
-"version":2,
-"kind":"binary",
-"method":"histogram",
-"params":{"bin_size":100,"by":"bins","n_bins":2},
-"state":{
- "n_train":4,
- "cuts":[0.25],
- "estimates":[0.0,1.0]
-}
-}
->>> export.loads(text).predict([0.0, 0.25, 1.0]).tolist()
-[0.0, 1.0, 1.0]
-
-The file
---------
-One JSON object, one format for both kinds of calibrator::
+The file is one JSON object, one format for both kinds of calibrator (``python -m calibdash fit`` writes one)::
 
     {"format": "calibdash-calibrator", "version": 2, "kind": "binary" | "classes",
      "method": NAME, "params": {...}, "state": {...}, "fitted_on": {...}}
