@@ -104,28 +104,20 @@ def _spec(cal, kind: str) -> tuple[str, dict]:
 
 
 def dumps(calibrator, *, fitted_on: dict | None = None) -> str:
-    """The fitted ``calibrator``, binary or K-class, as the text of a JSON file.
+    """The fitted ``calibrator``, binary or K-class (a registered class, composites included), as the text of a JSON
+    file.
 
-    Parameters
-    ----------
-    calibrator : Calibrator or MulticlassCalibrator
-        A fitted calibrator of a registered class (a K-class composite included).
-    fitted_on : dict, optional
-        What the scores were (``python -m calibdash fit`` writes a binary model's ``score``, ``score_transform``
-        and ``features``, a K-class model's label, classes and columns).
-
-    Returns
-    -------
-    str
-        The JSON text (ends with a newline); the same calibrator always gives the same text.
+    ``fitted_on`` (optional) says what the scores were (``python -m calibdash fit`` writes a binary model's
+    ``score``, ``score_transform`` and ``features``, a K-class model's label, classes and columns). Returns the JSON
+    text (ending with a newline); the same calibrator always gives the same text.
 
     Raises
     ------
     NotFittedError
         If ``calibrator`` is not fitted.
     ProgrammingError
-        If it is not a registered calibrator with ``_export_state`` and ``_import_state``, or ``fitted_on`` or
-        the class's ``_export_state`` holds values JSON cannot hold.
+        If it is not a registered calibrator with ``_export_state`` and ``_import_state``, or ``fitted_on`` or the
+        class's ``_export_state`` holds values JSON cannot hold.
     SettingsError
         If its parameters hold values JSON cannot hold.
     DataError
@@ -207,14 +199,9 @@ def _class_calibrator(method: str, params: dict, state: State):
 
 
 def read_model(text, kind: str | None = None) -> ExportedModel:
-    """The calibrator in a file's text, and the file's ``fitted_on`` entry (``{}`` when absent).
-
-    Parameters
-    ----------
-    text : str or bytes
-        A file written by :func:`dumps` (or a version-1 file of either kind).
-    kind : {"binary", "classes"}, optional
-        The kind of model wanted; another kind is refused. Default: either.
+    """The calibrator in a file's ``text`` (str or bytes, written by :func:`dumps` or a version-1 file of either kind),
+    and the file's ``fitted_on`` entry (``{}`` when absent); ``kind`` (``"binary"`` or ``"classes"``, default
+    either) refuses a model of the other kind.
 
     Raises
     ------

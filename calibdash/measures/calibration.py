@@ -79,20 +79,11 @@ def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
         sample_weight=None, *, pos_label=None) -> float:
     """Expected calibration error: sum_b (n_b / N) |mean p_b - mean y_b|.
 
-    Parameters
-    ----------
-    probs, labels : array-like
-        Predicted probabilities and 0/1 outcomes.
-    n_bins : int, default 10
-    strategy : {"uniform", "quantile", "rank"}, default "quantile"
-        Equal-width bins on [0, 1] (SBB/ABB paper), equal-count bins with tied predictions split proportionally,
-        or the BBQ authors' order-dependent rank cut (:mod:`calibdash.measures.binning`).
-    sample_weight : array-like, optional
-        Row weights (a row of weight w counts as w rows); ``n_b`` and ``N`` become weight sums. Refused by
-        ``"rank"``.
-    pos_label : optional
-        The label value of the positive class (every function here takes it); default
-        :func:`calibdash.core.validation.choose_positive`'s rule.
+    ``strategy``: equal-width bins on [0, 1] (``"uniform"``, SBB/ABB paper), equal-count bins with tied predictions
+    split proportionally (``"quantile"``), or the BBQ authors' order-dependent ``"rank"`` cut
+    (:mod:`calibdash.measures.binning`). ``sample_weight``: a row of weight w counts as w rows (``n_b`` and ``N``
+    become weight sums; refused by ``"rank"``). ``pos_label``: the label value of the positive class (every function
+    here takes it); default :func:`calibdash.core.validation.choose_positive`'s rule.
     """
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)

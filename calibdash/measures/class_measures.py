@@ -100,20 +100,12 @@ def classwise(P, y, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def top_label_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_weight=None) -> float:
-    """Confidence ECE (Guo et al. 2017, Eq. 3; Naeini et al. 2015).
+    """Confidence ECE (Guo et al. 2017, Eq. 3; Naeini et al. 2015): ``sum_b (|B_b| / N) |acc(B_b) - conf(B_b)|``.
 
-    ``ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)|``, the bins ``B_b`` cut on the confidence ``c_i = max_k P_ik``,
-    ``acc(B_b)`` the (weighted) share of the bin's rows whose predicted class is right and ``conf(B_b)`` their mean
-    confidence: :func:`calibdash.measures.calibration.ece` of :func:`top_label` (binning: module docstring).
-
-    Parameters
-    ----------
-    P : array-like (n, K)
-    y : array-like (n,)
-    n_bins : int, default 15
-    strategy : {"uniform", "quantile"}, default "uniform"
-        Equal-width or equal-mass bins.
-    sample_weight : array-like (n,), optional
+    The bins ``B_b`` are cut on the confidence ``c_i = max_k P_ik`` (``n_bins`` equal-width or,
+    ``strategy="quantile"``, equal-mass bins), ``acc(B_b)`` is the (weighted) share of the bin's rows whose predicted
+    class is right and ``conf(B_b)`` their mean confidence: :func:`calibdash.measures.calibration.ece` of
+    :func:`top_label`.
     """
     n_bins = check_binning(n_bins, strategy)
     P, y, w = check_inputs(P, y, sample_weight)

@@ -78,21 +78,12 @@ def _fit(p, y, w):
 def corp_decomposition(probs, labels, sample_weight=None, score: str = "brier") -> dict[str, float]:
     """CORP decomposition ``S_bar = MCB - DSC + UNC`` of a proper score (module docstring).
 
-    Parameters
-    ----------
-    probs, labels : array-like
-        Forecast probabilities in [0, 1] and 0/1 labels.
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows: every mean, PAV and the base rate are weighted.
-    score : {"brier", "log"}
-        ``"brier"``: ``(x - y)^2`` (the package's default). ``"log"``: ``-log`` of the probability given to the
-        outcome. A wrong forecast of 0 or 1 has an infinite log score; then ``score`` and ``MCB`` are ``inf``
-        (``DSC`` and ``UNC`` stay finite: PAV and climatology never give 0 to what happened).
-
-    Returns
-    -------
-    dict with ``"score"`` (``S_bar``), ``"MCB"``, ``"DSC"``, ``"UNC"`` (``reliabilitydiag``'s ``mean_score``,
-    ``miscalibration``, ``discrimination`` and ``uncertainty``).
+    A row of weight ``w`` counts as ``w`` rows: every mean, PAV and the base rate are weighted. ``score``:
+    ``"brier"``, ``(x - y)^2`` (the package's default), or ``"log"``, ``-log`` of the probability given to the
+    outcome; a wrong forecast of 0 or 1 has an infinite log score, and then ``score`` and ``MCB`` are ``inf``
+    (``DSC`` and ``UNC`` stay finite: PAV and climatology never give 0 to what happened). Returns a dict of
+    ``"score"`` (``S_bar``), ``"MCB"``, ``"DSC"``, ``"UNC"`` (``reliabilitydiag``'s ``mean_score``,
+    ``miscalibration``, ``discrimination``, ``uncertainty``).
     """
     if score not in SCORES:
         raise SettingsError(f"score must be one of {SCORES}, got {score!r}.")
@@ -155,28 +146,14 @@ def corp_band(probs, labels, sample_weight=None, kind: str = "consistency", n_bo
               level: float = DEFAULT_LEVEL, seed: int = 0) -> pd.DataFrame:
     """Consistency or confidence band of the CORP curve, by resampling (module docstring).
 
-    Parameters
-    ----------
-    probs, labels, sample_weight : as :func:`corp_decomposition`
-    kind : {"consistency", "confidence"}
-        Labels redrawn from the forecasts themselves (around the diagonal) or from the recalibrated forecasts
-        (around the CORP curve).
-    n_boot : int, default 100
-        Resamples (the package's ``n.boot``).
-    level : float, default 0.9
-        Pointwise level (the package's ``region.level``).
-    seed : int
-        Seed of the resamples.
-
-    With whole weights (or none) every forecast value ``x`` of total weight ``c`` draws ``Poisson(c * x0)`` positives
-    and ``Poisson(c * (1 - x0))`` negatives (``x0 = x`` or ``PAV(x)``), which is exactly each of its ``c`` rows drawn
-    Poisson(1) times with a Bernoulli(x0) label per draw; score cells and their rows thus give the same band for the
-    same seed. With fractional weights each row is drawn that way and keeps its weight.
-
-    Returns
-    -------
-    DataFrame with one row per distinct forecast value of positive weight: ``score``, ``lower``, ``upper`` (NaN
-    where no resample reached).
+    ``kind``: labels redrawn from the forecasts themselves (``"consistency"``, around the diagonal) or from the
+    recalibrated forecasts (``"confidence"``, around the CORP curve); ``n_boot`` resamples (the package's ``n.boot``)
+    at the pointwise ``level`` (``region.level``), seeded by ``seed``. With whole weights (or none) every forecast
+    value ``x`` of total weight ``c`` draws ``Poisson(c * x0)`` positives and ``Poisson(c * (1 - x0))`` negatives
+    (``x0 = x`` or ``PAV(x)``), which is exactly each of its ``c`` rows drawn Poisson(1) times with a Bernoulli(x0)
+    label per draw: score cells and their rows give the same band for the same seed. With fractional weights each row
+    is drawn that way and keeps its weight. Returns a DataFrame with one row per distinct forecast value of positive
+    weight: ``score``, ``lower``, ``upper`` (NaN where no resample reached).
     """
     if kind not in BAND_KINDS:
         raise SettingsError(f"kind must be one of {BAND_KINDS}, got {kind!r}.")

@@ -178,20 +178,19 @@ def _spill(rows, g, start, end, b0, b1, last, bin_start, m):
 
 def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
                  bin_size: float, p: float = 1.0, sample_weight: np.ndarray | None = None) -> np.ndarray:
-    """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals.
+    """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals (the MBCT calibrator's node-local loss).
 
-    The definition is :func:`mvce`'s (a group with fewer than ``bin_size`` rows is one bin). Here a group's view is
-    the view of all rows restricted to the group (a uniformly random order of the group's rows, as a fresh shuffle
-    would be), and all columns share the views, so candidate predictions of one node are compared on the same
-    partitions. With one group and ``views = random_views(n, r, seed)`` the result equals
-    ``mvce(pred, labels, bin_size, r, p, seed)``.
+    The definition is :func:`mvce`'s (a group with fewer than ``bin_size`` rows is one bin). A group's view is the
+    view of all rows restricted to the group (a uniformly random order of its rows, as a fresh shuffle would be), and
+    all columns share the views, so candidate predictions of one node are compared on the same partitions. With one
+    group and ``views = random_views(n, r, seed)`` the result equals ``mvce(pred, labels, bin_size, r, p, seed)``.
 
     With ``sample_weight`` the bins hold equal shares of weight: the group's rows, in the view's order, lay their
     weights end to end; bin ``b`` is the stretch ``[b M, (b + 1) M)`` of that line (the last bin runs to the group's
-    total weight ``W``, so there are ``max(1, floor(W / M))`` bins) and a row whose weight straddles a boundary puts
-    each part in its bin. A bin's error is ``|sum(part * residual)| / (its weight)``. Integer weights thus act as the
-    row repeated, its copies kept next to each other in the view (a fresh shuffle of the repeated rows would scatter
-    them: the two agree on average, not exactly). Unit weights give the unweighted result bit for bit.
+    total weight ``W``: ``max(1, floor(W / M))`` bins) and a row whose weight straddles a boundary puts each part in
+    its bin. A bin's error is ``|sum(part * residual)| / (its weight)``. Integer weights thus act as the row
+    repeated, its copies kept next to each other in the view (a fresh shuffle would scatter them: the two agree on
+    average, not exactly). Unit weights give the unweighted result bit for bit.
 
     Parameters
     ----------
@@ -203,7 +202,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
     bin_size, p :
         The MVCE's bin size M (rows, or weight with ``sample_weight``) and norm p.
     sample_weight : ndarray of shape (n,), optional
-        Non-negative weight of each row (None: 1 each); every group needs a positive total weight.
+        Non-negative weight of each row; every group needs a positive total weight.
 
     Returns
     -------

@@ -76,29 +76,20 @@ class Measure:
 
     Attributes
     ----------
-    name : str
-        Column name in tables (``"smECE"``); unique within a view.
-    label : str
-        What it is, in a few words.
-    caption : str
-        Where it comes from (the paper), for help texts.
+    name, label, caption : str
+        Column name in tables (``"smECE"``, unique within a view); what it is, in a few words; where it comes from.
     reduction : str
         The reduction ``compute`` reads (module docstring).
     best : {"lower", "higher", "target", "none"}
-        ``"target"``: the value closest to ``target`` is best; ``"none"``: not a ranking (the same for every
-        method of a data set).
+        ``"target"``: the value closest to ``target`` is best; ``"none"``: not a ranking (the same for every method).
     compute : callable
-        ``compute(*reduction, sample_weight) -> float``, or, with ``family``, a dict holding every measure of the
-        family (computed once for all).
-    target : float
-    family : str
-        Records computed together by one call ("" alone).
+        ``compute(*reduction, sample_weight) -> float``, or, with ``family`` (records computed together by one call),
+        a dict holding every measure of the family.
     statistics : Mean, Binned, Sorted, Moments or None
         How the bootstrap resamples it without measuring each resample's rows (None: it does measure them).
     metric : bool
         One of the papers' metrics (:data:`calibdash.measures.calibration.METRIC_NAMES`, computed together by
-        :func:`~calibdash.measures.calibration.summary`); the others are the further measures
-        (:data:`calibdash.measures.MEASURES`).
+        :func:`~calibdash.measures.calibration.summary`); the others are the further measures.
     """
 
     name: str

@@ -212,22 +212,12 @@ def smooth_ece_bandwidth(probs, labels, sample_weight=None) -> float:
 
 
 def smooth_ece(probs, labels, sample_weight=None, bandwidth: float | None = None) -> float:
-    """SmoothECE (Blasiok & Nakkiran): the smooth ECE at its own bandwidth ``sigma*``.
+    """SmoothECE (Blasiok & Nakkiran): the smooth ECE at its own bandwidth ``sigma*``, in [0, 1].
 
-    Parameters
-    ----------
-    probs, labels : array-like
-        Predicted probabilities in [0, 1] and 0/1 labels.
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows; the value equals that of the repeated rows.
-    bandwidth : float, optional
-        ``None`` (default): the fixed point ``sigma*`` (:func:`smooth_ece_bandwidth`), which makes the measure free
-        of settings and, as the paper proves, a consistent calibration measure. A number in (0, 1]: ``smECE_sigma``
-        at that bandwidth.
-
-    Returns
-    -------
-    float in [0, 1]. ``relplot.smECE(f, y)`` gives the same value on unweighted rows (to about ``1e-4 / rows``).
+    ``sample_weight``: a row of weight ``w`` counts as ``w`` rows. ``bandwidth``: ``None`` (default) is the fixed
+    point ``sigma*`` (:func:`smooth_ece_bandwidth`), which makes the measure free of settings and, as the paper
+    proves, a consistent calibration measure; a number in (0, 1] gives ``smECE_sigma`` at that bandwidth.
+    ``relplot.smECE(f, y)`` gives the same value on unweighted rows (to about ``1e-4 / rows``).
     """
     p, y, w = check_inputs(probs, labels, sample_weight)
     rows = _Rows(p, y, w)
@@ -238,20 +228,11 @@ def smoothed_curve(probs, labels, sample_weight=None, bandwidth: float | None = 
                    grid=DEFAULT_GRID) -> pd.DataFrame:
     """The smoothed reliability diagram: ``t -> t + r(t)`` with the smoothed density (module docstring).
 
-    Parameters
-    ----------
-    probs, labels, sample_weight : as :func:`smooth_ece`
-    bandwidth : float, optional
-        Default: SmoothECE's own ``sigma*``, so the curve encodes SmoothECE.
-    grid : int or array-like, default 201
-        Number of equally spaced points on [0, 1], or the points themselves.
-
-    Returns
-    -------
-    DataFrame with columns
-        ``score`` (the point t), ``calibrated`` (``t + r(t)``, the smoothed observed frequency; NaN where the density
-        underflows to 0; it may leave [0, 1] slightly near the ends) and ``density`` (``delta(t)``, integrating to 1
-        over [0, 1]). ``attrs`` holds ``"bandwidth"`` and ``"smooth_ece"`` (at that bandwidth), for captions.
+    ``bandwidth`` defaults to SmoothECE's own ``sigma*``, so the curve encodes SmoothECE; ``grid`` is a number of
+    equally spaced points on [0, 1] or the points themselves. Returns a DataFrame of ``score`` (the point t),
+    ``calibrated`` (``t + r(t)``, the smoothed observed frequency; NaN where the density underflows to 0; it may
+    leave [0, 1] slightly near the ends) and ``density`` (``delta(t)``, integrating to 1 over [0, 1]); ``attrs``
+    holds ``"bandwidth"`` and ``"smooth_ece"`` (at that bandwidth), for captions.
     """
     return _smoothed(probs, labels, sample_weight, bandwidth, grid)[0]
 

@@ -216,16 +216,11 @@ def ici(probs, labels, sample_weight=None, span: float = LOESS_SPAN, degree: int
     """Integrated Calibration Index and its relatives E50, E90, Emax (Austin & Steyerberg 2019).
 
     With ``c(p)`` the loess calibration curve (:func:`smoothed_calibration_curve`, whose arguments these are), the
-    absolute calibration error of row ``i`` is ``e_i = |c(p_i) - p_i|`` and
-
-    * ``ICI`` = the (weighted) mean of ``e_i`` (the paper's integral of ``|c(p) - p|`` against the distribution of
-      the predictions);
-    * ``E50``, ``E90`` = the median and 90th percentile of ``e_i`` (R's type 7; with weights, those of the repeated
-      rows);
-    * ``Emax`` = the largest ``e_i`` (Harrell's Emax, over the observed predictions): of the four, the one the
-      interpolation between loess nodes can move most (by up to ~2e-4 in the tests; ICI by ~1e-7).
-
-    Returns a dict of ``ICI``, ``E50``, ``E90``, ``Emax``.
+    absolute calibration error of row ``i`` is ``e_i = |c(p_i) - p_i|``; ``ICI`` is their (weighted) mean (the
+    paper's integral of ``|c(p) - p|`` against the distribution of the predictions), ``E50`` and ``E90`` their median
+    and 90th percentile (R's type 7; with weights, those of the repeated rows), ``Emax`` the largest (Harrell's Emax,
+    over the observed predictions: of the four, the one the interpolation between loess nodes can move most, by up to
+    ~2e-4 in the tests; ICI by ~1e-7). Returns a dict of ``ICI``, ``E50``, ``E90``, ``Emax``.
     """
     d, span, degree, max_points = _checked(probs, labels, sample_weight, span, degree, max_points)
     _, _, curve = _smooth(d, span, degree, max_points)

@@ -153,25 +153,18 @@ def to_sql(calibrator_or_model, score_column: str = "score", dialect: str = "duc
     Parameters
     ----------
     calibrator_or_model : Calibrator, ExportedModel, path or str
-        A fitted calibrator, a loaded model (:func:`calibdash.io.export.read_model`),
-        or a model file's path or JSON text.
+        A fitted calibrator, a loaded model (:func:`calibdash.io.export.read_model`), or a model file's path or text.
     score_column : str, default "score"
         Column holding the scores, in [0, 1] (already mapped by the logistic function if the model was fitted on
         margins: see ``fitted_on``).
     dialect : {"duckdb", "spark", "ansi"}, default "duckdb"
     feature_columns : mapping, optional
-        Feature-aware methods (MBCT): the model's feature name -> the SQL column holding it (default: the same
-        name); None for a feature that is absent (coded unseen on every row, as ``predict`` without it).
+        Feature-aware methods (MBCT): the model's feature name -> the SQL column holding it (default: the same name);
+        None for a feature that is absent (coded unseen on every row, as ``predict`` without it).
     form : {"auto", "scalar", "case", "bisect", "lookup"}, default "auto"
-        For step and linear maps: one flat CASE up to :data:`CASE_MAX_STEPS` pieces, above it a lookup table
-        ("auto") or a binary search written as nested CASEs ("scalar"); or the form asked for. The lookup form's
+        For step and linear maps: one flat CASE up to ``max_case`` pieces (:data:`CASE_MAX_STEPS`), above it a lookup
+        table ("auto") or a binary search written as nested CASEs ("scalar"); or the form asked for. The lookup form's
         join need not keep the rows' order; the other forms do. Scores must lie in [0, 1] or be NULL.
-    max_case : int, default :data:`CASE_MAX_STEPS`
-        Most pieces written as one flat CASE by "auto" and "scalar".
-
-    Returns
-    -------
-    SqlMap
 
     Raises
     ------
