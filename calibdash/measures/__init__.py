@@ -26,10 +26,8 @@ from . import hypothesis
 from .binning import check_inputs
 from .registry import BINARY, Measure, select_names, view
 
-__all__ = [
-    "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "check_names", "describe", "best_phrase", "direction",
-    "oriented", "rankable", "hypothesis_tests"
-]
+__all__ = ["MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "check_names", "describe", "best_phrase", "direction",
+           "oriented", "rankable", "hypothesis_tests"]
 
 #: name -> record of the further measures of a binary score, in table order.
 MEASURES: dict[str, Measure] = view(BINARY, metric=False)

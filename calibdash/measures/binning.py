@@ -41,10 +41,8 @@ from scipy import stats
 from ..core.errors import SettingsError
 from ..core.validation import check_labels, check_scores, check_weights
 
-__all__ = [
-    "STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "SortedRuns", "sort_runs", "uniform_ids",
-    "group_bin_sums", "uniform_starts", "reliability_table"
-]
+__all__ = ["STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "SortedRuns", "sort_runs", "uniform_ids",
+           "group_bin_sums", "uniform_starts", "reliability_table"]
 
 #: The binnings of ECE, MCE and the reliability table offered to users.
 STRATEGIES = ("uniform", "quantile")
@@ -172,12 +170,10 @@ def uniform_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def rank_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
-    """The BBQ authors' rank cut: bin of each row of the stably sorted predictions."""
-    n = p.size
-    base, extra = divmod(n, n_bins)
-    sizes = np.full(n_bins, base, dtype=np.int64)
-    sizes[:extra] += 1
-    ids = np.empty(n, dtype=np.int64)
+    """The BBQ authors' rank cut: bin of each row of the stably sorted predictions (the sizes of the equal-count
+    bins of rows)."""
+    ids = np.empty(p.size, dtype=np.int64)
+    sizes = np.diff(quantile_edges(p.size, n_bins, True)).astype(np.int64)
     ids[np.argsort(p, kind="stable")] = np.repeat(np.arange(n_bins), sizes)
     return ids
 

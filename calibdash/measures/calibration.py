@@ -26,11 +26,9 @@ from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, bin_as
                       binning_label, check_binning, check_inputs, cumsum_rows, reliability_table, tied_groups)
 from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments
 
-__all__ = [
-    "bin_assignments", "ece", "mce", "brier", "log_loss", "auc", "mvce", "reliability_table", "summary",
-    "METRIC_NAMES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "check_binning",
-    "binned_errors", "mvce_of_moments", "LOG_LOSS_EPS", "squared_errors", "log_losses", "group_auc"
-]
+__all__ = ["bin_assignments", "ece", "mce", "brier", "log_loss", "auc", "mvce", "reliability_table", "summary",
+           "METRIC_NAMES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "check_binning",
+           "binned_errors", "mvce_of_moments", "LOG_LOSS_EPS", "squared_errors", "log_losses", "group_auc"]
 
 #: Column names of :func:`summary`, in table order.
 METRIC_NAMES = ("AUC", "ACC", "RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE")

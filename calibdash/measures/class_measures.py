@@ -1,32 +1,25 @@
 """Measures of K-class probabilities: binned calibration errors, proper scores, accuracy, and their table.
 
-Every measure takes ``P`` (n, K) class probabilities, ``y`` (n,) class indices 0..K-1 (the column order of ``P``)
-and ``sample_weight`` (n,): a row of weight ``w`` counts as ``w`` rows.
+Every measure takes ``P`` (n, K) class probabilities, ``y`` (n,) class indices (the column order of ``P``) and
+``sample_weight`` (n,). ``P`` is checked as the calibrators check it
+(:func:`~calibdash.core.validation.check_probabilities`; an entry above 1 is refused) but measured **as given**, not
+divided by its row sums: renormalising could move a probability lying on a bin edge into the next bin. netcal and
+torchmetrics also measure the values as given (``tests/measures/test_class_measures.py`` checks their published CIFAR
+figures).
 
-``P`` is checked as the calibrators check it (:func:`calibdash.core.validation.check_probabilities`: finite,
-non-negative rows summing to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE`; an entry above 1 is refused)
-and, unlike the calibrators' input, measured **as given**, not divided by its row sums: renormalising would move
-values that sum to 1 only to rounding by an ulp, enough to move a probability lying on a bin edge into the next bin.
-netcal and torchmetrics also measure the values as given (``tests/measures/test_class_measures.py`` checks their
-published CIFAR figures).
+The calibration errors are binary measures applied to a reduction of ``(P, y)`` (Gupta & Ramdas 2022,
+"multiclass-to-binary"), binned by :mod:`calibdash.measures.binning`: **confidence** (:func:`top_label`),
+``max_k P_ik`` against whether the argmax (lowest index among ties) is right, the "confidence calibration" of Guo et
+al. (2017) that netcal and torchmetrics call top-label (Gupta & Ramdas argue top-label calibration should also
+condition on the predicted class; this ECE reproduces the libraries' figures and follows their name); and
+**class-wise** (:func:`classwise`), ``P_ik`` against ``1[y_i = k]`` (Kull et al. 2019; Nixon et al. 2019's static
+calibration error).
 
-The calibration errors are binary measures of :mod:`calibdash.measures` applied to a binary reduction of ``(P, y)``
-(Gupta & Ramdas 2022, "multiclass-to-binary"), so the bins are those of :mod:`calibdash.measures.binning`:
-
-* **confidence** (:func:`top_label`): ``c_i = max_k P_ik`` against ``a_i = 1[argmax_k P_ik = y_i]``, the
-  "confidence calibration" of Guo et al. (2017), which netcal and torchmetrics call top-label. Gupta & Ramdas
-  (2022) argue that *top-label* calibration should also condition on the predicted class; the ECE here does not (it
-  reproduces the published netcal/torchmetrics figures), and its name follows those libraries. The predicted class
-  is ``numpy.argmax``'s (the lowest index among tied maxima; a tie changes ``a_i`` only, never ``c_i``).
-* **class-wise** (:func:`classwise`): for each class ``k``, ``P_ik`` against ``1[y_i = k]`` (Kull et al. 2019;
-  Nixon et al. 2019's static calibration error).
-
-Binning of the ECEs: ``strategy="uniform"`` (the default here, and of netcal, torchmetrics and Guo et al.):
-``n_bins`` equal-width bins, bin ``b`` holding ``b/B <= p < (b+1)/B`` and the last bin also ``p = 1``, numpy's
-histogram bins as netcal uses; torchmetrics' ``bucketize`` counts a confidence of exactly 1.0 in an extra, hidden bin
-of its own (torchmetrics issue #3510), and Guo et al.'s code closes the bins on the right: the three differ only for
-predictions exactly on an edge. ``strategy="quantile"``: equal-mass bins, tied predictions split proportionally
-(Nixon et al. 2019's adaptive binning). The default is 15 bins (:data:`N_BINS`), the papers' choice for CIFAR.
+Bins: ``strategy="uniform"`` (the default, as netcal, torchmetrics and Guo et al.): bin ``b`` holds
+``b/B <= p < (b+1)/B``, the last bin also ``p = 1`` (numpy's histogram bins, as netcal; torchmetrics counts a
+confidence of exactly 1.0 in a hidden extra bin, issue #3510, and Guo et al.'s code closes the bins on the right:
+they differ only on an edge). ``strategy="quantile"``: equal-mass bins (Nixon et al. 2019's adaptive binning).
+:data:`N_BINS` = 15, the papers' choice for CIFAR.
 """
 from __future__ import annotations
 
@@ -36,16 +29,14 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError, SettingsError
-from . import calibration
+from . import binning, calibration
 from .binning import STRATEGIES
 from .registry import CLASSES, K_BINS, Measure, select_names, view
 from ..core.validation import check_classes, check_probabilities, check_weights
 
-__all__ = [
-    "N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "top_label_ece", "classwise_ece",
-    "per_class_ece", "accuracy", "MEASURES", "MEASURE_NAMES", "check_names", "compute", "reductions",
-    "check_methods", "measure_table"
-]
+__all__ = ["N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "top_label_ece", "classwise_ece",
+           "per_class_ece", "accuracy", "MEASURES", "MEASURE_NAMES", "check_names", "compute", "reductions",
+           "check_methods", "measure_table"]
 
 #: Bins of the binned errors: 15, as Guo et al. (2017), netcal and torchmetrics use on CIFAR.
 N_BINS = K_BINS
@@ -74,9 +65,7 @@ def check_binning(n_bins, strategy: str) -> int:
     """``n_bins`` as an int after checking it and ``strategy`` (SettingsError naming the bad one)."""
     if strategy not in STRATEGIES:
         raise SettingsError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
-    if int(n_bins) != n_bins or n_bins < 1:
-        raise SettingsError(f"n_bins must be a whole number of at least 1, got {n_bins}.")
-    return int(n_bins)
+    return binning.check_binning(n_bins, strategy, False)
 
 
 def top_label(P, y) -> tuple[np.ndarray, np.ndarray]:

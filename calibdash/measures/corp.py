@@ -4,34 +4,26 @@ Dimitriadis, Gneiting & Jordan, "Stable reliability diagrams for probabilistic c
 e2016191118 (2021), and their R package ``reliabilitydiag`` (github aijordan/reliabilitydiag), whose published
 example this module reproduces (``tests/measures/test_corp.py``).
 
-CORP (Consistent, Optimally binned, Reproducible, PAV-based): the recalibrated probability of a forecast value ``x``
-is the isotonic regression of the labels on the forecasts, by the pool-adjacent-violators algorithm (PAV); rows
-with tied forecasts are pooled into one point first, so they share one recalibrated value (the package orders tied
-rows by decreasing label before PAV, which gives the same fit). PAV's blocks are the diagram's bins: no bin count,
-width or position to choose. The diagram draws each block's value over its range of forecasts, joined block to
-block, as the package's ``plot`` does (:func:`corp_curve`).
+CORP (Consistent, Optimally binned, Reproducible, PAV-based): the recalibrated probability of a forecast ``x`` is the
+isotonic regression of the labels on the forecasts by the pool-adjacent-violators algorithm (PAV), tied forecasts
+pooled first (the package orders tied rows by decreasing label, which gives the same fit). PAV's blocks are the
+diagram's bins: nothing to choose. The score decomposition of a proper score ``S`` (weighted means over the rows):
+``S_bar = mean S(x, y)``, ``UNC = mean S(ybar, y)`` (climatology), ``DSC = UNC - mean S(PAV(x), y)`` and ``MCB =
+S_bar - mean S(PAV(x), y)``, so that ``S_bar = MCB - DSC + UNC``; PAV's fit has the smallest mean score among the
+non-decreasing functions of the forecast, for every proper score, hence ``MCB >= 0`` and ``DSC >= 0``.
 
-Score decomposition: for a proper scoring rule ``S`` (weighted means over the rows), ``S_bar = mean S(x, y)``,
-``UNC = mean S(ybar, y)`` (climatology, the base rate ``ybar``), ``DSC = UNC - mean S(PAV(x), y)`` (discrimination)
-and ``MCB = S_bar - mean S(PAV(x), y)`` (miscalibration), so that ``S_bar = MCB - DSC + UNC``. PAV's fit has the
-smallest mean score among all non-decreasing functions of the forecast, for every proper score at once; the
-forecasts and the base rate are such functions, hence ``MCB >= 0`` and ``DSC >= 0``. Brier and log score are offered.
+Bands (the package's ``region.method = "resampling"``): the consistency band (``region.position = "diagonal"``) is
+where the curve of a calibrated forecast would fall: each resample draws the forecasts with replacement, labels
+``y* ~ Bernoulli(x)``, and refits PAV. The confidence band (``region.position = "estimate"``) is where the true
+recalibration curve may lie: as the package's code and documentation do, labels are drawn from the full data's fit,
+``y* ~ Bernoulli(PAV(x))``. The band is the pointwise ``(1 -+ level) / 2`` quantiles of the refitted curves at every
+distinct forecast, a resampled curve interpolated between the forecasts it drew, NaN beyond them; for the confidence
+band, bounds at inner forecasts whose recalibrated value is 0 or 1 are interpolated (``bound_correction``).
 
-Bands (the package's ``region.method = "resampling"``): the consistency band (``kind="consistency"``,
-``region.position = "diagonal"``) is where the curve of a *calibrated* forecast would fall: each resample draws the
-forecasts with replacement, new labels ``y* ~ Bernoulli(x)``, and refits PAV. The confidence band
-(``kind="confidence"``, ``region.position = "estimate"``) is where the true recalibration curve may lie: as the
-package's code and documentation do, new labels are drawn from the full data's fit, ``y* ~ Bernoulli(PAV(x))`` (not
-the original labels). The band is the pointwise ``(1 -+ level) / 2`` quantiles of the refitted curves at every
-distinct forecast, a resampled curve interpolated linearly between the forecasts it drew and left out beyond them.
-For the confidence band, bounds at inner forecasts whose recalibrated value is 0 or 1 are interpolated from their
-neighbours (the package's ``bound_correction``).
-
-Two deviations from the package. The rows are resampled by Poisson draws (each row drawn Poisson(1) times) rather
-than by drawing exactly ``n`` rows with replacement, so that weighted score cells resample as the rows they stand
-for (the two schemes agree as ``n`` grows). And the package's asymptotic bands, which it uses instead of resampling
-above about 1,000 to 5,000 rows, are not offered: resampling is used at every size, its cost growing with the
-number of distinct forecasts, not of rows.
+Two deviations from the package: rows are resampled by Poisson draws rather than drawing exactly ``n`` rows with
+replacement, so that weighted score cells resample as the rows they stand for (the two agree as ``n`` grows); and
+the package's asymptotic bands (used above about 1,000 to 5,000 rows) are not offered: resampling is used at every
+size, its cost growing with the number of distinct forecasts, not of rows.
 """
 from __future__ import annotations
 

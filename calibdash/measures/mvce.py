@@ -100,12 +100,11 @@ def mvce_checked(probs, y, sample_weight, bin_size, n_views, p, seed, max_rows) 
         raise SettingsError(f"n_views must be at least 1, got {n_views}.")
     if int(max_rows) < 1:
         raise SettingsError(f"max_rows must be at least 1, got {max_rows}.")
-    if sample_weight is None:
-        m = max(1, probs.size // 10) if bin_size is None else int(bin_size)
-        return float(np.mean(row_views(probs, y, m, int(n_views), p, seed)))
-    counts = _whole_counts(sample_weight)
-    n = int(counts.sum())
+    counts = None if sample_weight is None else _whole_counts(sample_weight)
+    n = probs.size if counts is None else int(counts.sum())
     m = max(1, n // 10) if bin_size is None else int(bin_size)
+    if counts is None:
+        return float(np.mean(row_views(probs, y, m, int(n_views), p, seed)))
     if n > int(max_rows):
         return float(np.mean(partition_views(probs - y, counts, m, int(n_views), p, seed)))
     return float(np.mean(row_views(np.repeat(probs, counts), np.repeat(y, counts), m, int(n_views), p, seed)))
@@ -114,9 +113,8 @@ def mvce_checked(probs, y, sample_weight, bin_size, n_views, p, seed, max_rows) 
 def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
          p: float = 1.0, seed: int = 0, sample_weight=None, max_rows: int = MVCE_MAX_ROWS, *,
          pos_label=None) -> float:
-    """Multi-view calibration error (MBCT paper, Eq. 10).
-
-    ``MVCE = 1/r sum_{views} ( 1/B sum_b |mean f_b - mean y_b|^p )^(1/p)``
+    """Multi-view calibration error (MBCT paper, Eq. 10): ``1/r sum_{views} ( 1/B sum_b |mean f_b - mean y_b|^p
+    )^(1/p)``.
 
     Parameters
     ----------
@@ -124,22 +122,17 @@ def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
     bin_size : int, optional
         Rows per bin (the paper's M). Default ``max(1, N // 10)``: ten bins per view, comparable with a 10-bin ECE.
         The last ``N mod bin_size`` rows of each shuffle join the last bin.
-    n_views : int, default 100
-        Number of random views r (the paper uses 100).
-    p : float, default 1
-        The l_p norm over bins (the paper's main results use p = 1; p = 2 is its alternative).
-    seed : int, default 0
-        Seed of the views, so the metric is reproducible.
+    n_views, p, seed :
+        Number of random views r (the paper uses 100), the l_p norm over bins (the paper's main results use 1, its
+        alternative 2), and the seed of the views, so the metric is reproducible.
     sample_weight : array-like of whole numbers, optional
-        Row counts, turned into rows since MVCE shuffles rows: with a total ``N <= max_rows`` each row is repeated
-        ``w`` times in place (``np.repeat``), so the value equals MVCE of the repeated rows exactly (same seed).
-        Score cells give a value distributed as that of their rows, not the same value (the rows come in another
-        order, so the seeded views differ). Fractional weights are refused (:class:`DataError`).
+        Row counts, turned into rows since MVCE shuffles rows: with a total ``N <= max_rows`` each row is repeated ``w``
+        times in place, so the value equals MVCE of the repeated rows exactly (same seed); score cells give a value
+        distributed as that of their rows, not the same value. Fractional weights are refused (:class:`DataError`).
     max_rows : int, default 1,000,000
-        Above this total weight the rows are not made: each view draws its bins' residual sums from the normal
-        distribution with the exact mean and covariance of a random partition of all N rows
-        (:func:`partition_views`), at a cost of O(cells + views x bins) whatever N; the bin size stays ``M``, and
-        the value is distributed as the row-level one up to that normal approximation.
+        Above this total weight each view draws its bins' residual sums from the normal distribution with the exact
+        mean and covariance of a random partition of all N rows (:func:`partition_views`), at a cost of
+        O(cells + views x bins) whatever N; the value is distributed as the row-level one up to that approximation.
     """
     probs_, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     return mvce_checked(probs_, y, w, bin_size, n_views, p, seed, max_rows)
@@ -215,7 +208,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
     group = np.asarray(group)
     rows_in = np.bincount(group[group >= 0], minlength=n_groups)
     if sample_weight is None:
-        m, sizes = int(bin_size), rows_in
+        m, sizes, wd = int(bin_size), rows_in, d
         if m < 1:
             raise DataError(f"the MVCE bin size must be at least 1, got {bin_size}.")
     else:
@@ -224,7 +217,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
         if not m > 0:
             raise DataError(f"the MVCE bin size must be positive, got {bin_size}.")
         sizes = np.bincount(group[group >= 0], weights=w[group >= 0], minlength=n_groups)
-        wd = w * d                                         # every row's whole weight in its first bin...
+        wd = w * d                                         # every row's whole weight in its first bin
     if np.any(sizes <= 0):
         raise ValueError("every group needs at least one row (of positive weight)")
     n_active = int(rows_in.sum())
@@ -251,10 +244,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
             g = lab[order].astype(np.intp)
             rows = perm[order]
         if sample_weight is None:
-            pos = rank - starts[g]
-            bin_of_row[rows] = np.minimum(pos // m, n_bins[g] - 1) + bin_start[g]
-            pce = np.stack([np.bincount(bin_of_row, weights=d[c], minlength=total + 1)[:total]
-                            for c in range(n_cols)])
+            bin_of_row[rows] = np.minimum((rank - starts[g]) // m, n_bins[g] - 1) + bin_start[g]
         else:
             wo = w[rows]
             before = np.concatenate([[0.0], np.cumsum(wo)])
@@ -264,9 +254,9 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
             b0 = np.minimum(np.floor_divide(start, m).astype(np.intp), last)
             b1 = np.maximum(np.minimum(np.ceil(end / m).astype(np.intp) - 1, last), b0)
             bin_of_row[rows] = b0 + bin_start[g]
-            pce = np.stack([np.bincount(bin_of_row, weights=wd[c], minlength=total + 1)[:total]
-                            for c in range(n_cols)])
-            cross = np.flatnonzero(b1 > b0)                # ... but these rows reach past it
+        pce = np.stack([np.bincount(bin_of_row, weights=wd[c], minlength=total + 1)[:total] for c in range(n_cols)])
+        if sample_weight is not None:
+            cross = np.flatnonzero(b1 > b0)                # rows whose weight reaches past their first bin
             if cross.size:
                 r, b, amount = _spill(rows[cross], g[cross], start[cross], end[cross], b0[cross], b1[cross],
                                       last[cross], bin_start, m)

@@ -4,48 +4,34 @@ Blasiok & Nakkiran, "Smooth ECE: Principled Reliability Diagrams via Kernel Smoo
 ICLR 2024), and their Python package ``relplot`` (github apple/ml-calibration, ``src/relplot``), whose numbers this
 module reproduces (``tests/measures/test_smooth_ece.py``).
 
-Definition (the paper's SmoothECE and smoothed reliability diagram)
--------------------------------------------------------------------
-With a kernel ``K_sigma`` on [0, 1], rows ``(f_i, y_i)`` of weight ``w_i``:
+With a kernel ``K_sigma`` on [0, 1] (the Gaussian ``N(0, sigma^2)`` reflected at 0 and 1) and rows ``(f_i, y_i)`` of
+weight ``w_i``: the smoothed residual ``r(t) = sum_i w_i K(t, f_i) (y_i - f_i) / sum_i w_i K(t, f_i)``, the smoothed
+density ``delta(t) = sum_i w_i K(t, f_i) / sum_i w_i``, and ``smECE_sigma = integral_0^1 |r(t)| delta(t) dt``. The
+smoothed reliability diagram draws ``t -> t + r(t)``, so the area between it and the diagonal, weighted by ``delta``,
+is ``smECE_sigma``. SmoothECE is ``smECE_{sigma*}`` at the fixed point ``smECE_sigma = sigma`` (unique:
+``smECE_sigma`` decreases in ``sigma``).
 
-* the smoothed residual ``r(t) = sum_i w_i K(t, f_i) (y_i - f_i) / sum_i w_i K(t, f_i)`` (Nadaraya-Watson);
-* the smoothed density ``delta(t) = sum_i w_i K(t, f_i) / sum_i w_i``;
-* ``smECE_sigma = integral_0^1 |r(t)| delta(t) dt = integral |sum_i w_i K(t, f_i) (y_i - f_i)| dt / sum_i w_i``;
-* the smoothed reliability diagram draws ``t -> t + r(t)`` (with ``delta`` as the density of the predictions), so
-  the area between it and the diagonal, weighted by ``delta``, is exactly ``smECE_sigma``;
-* SmoothECE is ``smECE_{sigma*}`` at the bandwidth ``sigma*`` where ``smECE_sigma = sigma``. ``smECE_sigma``
-  decreases in ``sigma`` (it is at most 1), so the fixed point is unique and found by bisection.
-
-The kernel is the Gaussian ``N(0, sigma^2)`` reflected at 0 and 1 (mass that would leave [0, 1] is folded back in).
-
-How it is computed (as ``relplot`` does)
-----------------------------------------
-Every row is spread linearly onto a grid of ``E = max(2000, round(20 / sigma)) // 2 + 1`` equally spaced points on
-[0, 1], the grid is extended by its mirror image at each end and convolved with the Gaussian sampled on the same
-grid, and the integral is a sum over ``max(200, round(10 / sigma))`` equally spaced points, the smoothed values
-interpolated linearly from the grid: one pass over the rows per grid. The bisection is ``relplot``'s
-``search_param``: ten halvings of [0, 1] starting from 1, a bandwidth counting as too small when ``sigma < 0.001``
-or ``sigma < smECE_sigma``, and the upper end of the last interval returned (so ``sigma* >= smECE_{sigma*}`` up to a
-step of ``2**-10``, and ``sigma*`` is at least ``2**-9``).
+As ``relplot`` does, the rows are spread linearly onto a grid of ``E = max(2000, round(20 / sigma)) // 2 + 1``
+points, the grid is mirrored at each end and convolved with the sampled Gaussian, and the integral is a sum over
+``max(200, round(10 / sigma))`` points. The fixed point is ``relplot``'s ``search_param``: ten halvings of [0, 1], a
+bandwidth too small when ``sigma < 0.001`` or ``sigma < smECE_sigma``, the upper end returned (``sigma*`` within
+``2**-10`` above the fixed point, at least ``2**-9``).
 
 Where this module and ``relplot`` differ, and why
 -------------------------------------------------
-* ``relplot`` adds ``1e-4`` to the smoothed density before dividing (and so to the denominator of smECE); it is left
-  out here. It is a guard against dividing by zero, and its effect depends on the scale of the weights (negligible
-  for counts, not for weights summing to 1). The values agree with ``relplot``'s to about ``1e-4 / rows``.
-* ``relplot`` samples the Gaussian only on ``[-1/2, 1/2]`` (the width of the grid) and reflects once at each end;
-  the paper's reflected kernel folds infinitely often. This module follows ``relplot`` (to reproduce its numbers):
-  the two agree closely while ``sigma`` is well below 1/2, which covers the fixed point of any predictor with a
-  SmoothECE below about 0.2.
-* ``relplot``'s plotting code (``prepare_rel_diagram``) draws the bootstrap mean of a kernel regression of ``y``
-  itself; :func:`smoothed_curve` draws the paper's ``t + r(t)`` on the full data (the curve whose deviation from the
-  diagonal integrates to SmoothECE) and :func:`smoothed_curve_band` adds the bootstrap band around it.
-* The band resamples rows by Poisson weights (:func:`poisson_weights`) rather than ``relplot``'s scikit-learn
-  bagging of the rows, so that weighted score cells resample as their rows would; the bandwidth is held at the full
-  data's, as in ``relplot``.
+* ``relplot`` adds ``1e-4`` to the smoothed density before dividing; it is left out here. It guards against
+  dividing by zero, and its effect depends on the scale of the weights (negligible for counts, not for weights
+  summing to 1). The values agree with ``relplot``'s to about ``1e-4 / rows``.
+* ``relplot`` samples the Gaussian only on ``[-1/2, 1/2]`` and reflects once at each end; the paper's reflected
+  kernel folds infinitely often. This module follows ``relplot`` (to reproduce its numbers): the two agree closely
+  while ``sigma`` is well below 1/2, which covers the fixed point of any predictor with a SmoothECE below about 0.2.
+* ``relplot``'s ``prepare_rel_diagram`` draws the bootstrap mean of a kernel regression of ``y`` itself;
+  :func:`smoothed_curve` draws the paper's ``t + r(t)`` on the full data and :func:`smoothed_curve_band` adds the
+  bootstrap band around it.
+* The band resamples rows by Poisson weights (:func:`poisson_weights`) rather than ``relplot``'s bagging of the
+  rows, so that weighted score cells resample as their rows would; the bandwidth is held at the full data's.
 
-Where no prediction lies within about 38 bandwidths of a point ``t``, the Gaussian underflows, the density there is
-exactly 0 and the curve is NaN.
+Where no prediction lies within about 38 bandwidths of ``t``, the density there is exactly 0 and the curve NaN.
 """
 from __future__ import annotations
 
@@ -131,18 +117,15 @@ class _Rows:
         self.f = p
         self.w = np.ones(p.size) if w is None else w
         self.wr = self.w * (y - p)
-        self._grids: dict[int, tuple[_Spread, np.ndarray, np.ndarray]] = {}
-
-    def grid(self, size: int):
-        """``(spread, residual values, weight values)`` on a grid of ``size`` points (cached)."""
-        if size not in self._grids:
-            sp = _spread(self.f, size)
-            self._grids[size] = (sp, sp.values(self.wr), sp.values(self.w))
-        return self._grids[size]
+        self._grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}          # grid size -> (residuals, weights)
 
     def smoothed(self, sigma: float):
         """The smoothed residual sum and weight on the grid for ``sigma``: ``(sum w K (y - f), sum w K)``."""
-        _, r, w = self.grid(_grid_size(sigma))
+        size = _grid_size(sigma)
+        if size not in self._grids:
+            sp = _spread(self.f, size)
+            self._grids[size] = (sp.values(self.wr), sp.values(self.w))
+        r, w = self._grids[size]
         return _reflected_smooth(r, sigma), _reflected_smooth(w, sigma)
 
     def smece(self, sigma: float) -> float:

@@ -181,30 +181,21 @@ def smoothed_calibration_curve(probs, labels, sample_weight=None, span: float = 
     """The loess calibration curve of Austin & Steyerberg (2019): outcome smoothed against prediction.
 
     Local regression (Cleveland, Grosse & Shyu 1992) of the 0/1 outcome on the predicted probability with R's
-    ``loess`` defaults, which the paper's appendix code runs (``loess(y ~ p)``): span 0.75 (each local fit uses the
-    75% of rows nearest to the point), local quadratics, tricube neighbourhood weights, no robustness iterations.
-    Row weights multiply the tricube weights, and the neighbourhood is counted in weight, so whole weights give
-    exactly the curve of the repeated rows; R instead counts weighted rows as one each when it sizes the
-    neighbourhood.
+    ``loess`` defaults, which the paper's appendix code runs (``loess(y ~ p)``): ``span`` 0.75 (each local fit uses
+    the 75% of rows nearest to the point), local quadratics (``degree``), tricube weights, no robustness iterations.
+    Row weights multiply the tricube weights and the neighbourhood is counted in weight, so whole weights give
+    exactly the curve of the repeated rows (R instead counts weighted rows as one each when it sizes the
+    neighbourhood).
 
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-    span : float in (0, 1], default 0.75
-    degree : {0, 1, 2}, default 2
-    max_points : int or None, default 500
-        With at most this many distinct predictions the curve is fitted exactly at each of them. Otherwise it is
-        fitted exactly at ``max_points`` nodes spaced in proportion to the local bandwidth and a cubic spline through
-        them gives the curve between nodes; the curve changes on the scale of its bandwidth, so the spline stays far
-        closer to the exact fit than the curve's sampling error (on 8,000 uniform or beta(0.3, 3) predictions the
-        largest difference is below 2e-4 and ICI moves by less than 1e-6: ``tests/measures/test_clinical.py``). R's
-        default (``surface = "interpolate"``) interpolates too, from a handful of k-d tree vertices. ``None`` fits
-        every distinct prediction exactly (O(distinct^2): slow beyond ~10,000).
+    ``max_points``: with at most this many distinct predictions the curve is fitted exactly at each; otherwise at
+    ``max_points`` nodes spaced in proportion to the local bandwidth, a cubic spline giving the curve between them.
+    The curve changes on the scale of its bandwidth, so the spline stays far closer to the exact fit than the curve's
+    sampling error (on 8,000 uniform or beta(0.3, 3) predictions: below 2e-4, ICI within 1e-6;
+    ``tests/measures/test_clinical.py``); R's default ``surface = "interpolate"`` interpolates too. ``None`` fits
+    every distinct prediction exactly (O(distinct^2)).
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``score`` (the nodes, ascending) and ``calibrated`` (the curve there, not clipped to [0, 1], as in R).
+    Returns a DataFrame of ``score`` (the nodes, ascending) and ``calibrated`` (the curve there, not clipped to [0,
+    1]).
     """
     d, span, degree, max_points = _checked(probs, labels, sample_weight, span, degree, max_points)
     nodes = _nodes(d, max_points, span)
