@@ -6,25 +6,21 @@ The file is one JSON object, one format for both kinds of calibrator (``python -
      "method": NAME, "params": {...}, "state": {...}, "fitted_on": {...}}
 
 ``kind`` says which registry ``method`` is a name of: ``"binary"`` (:func:`calibdash.calibrators.get_class`) or
-``"classes"`` (the names :func:`calibdash.calibrators.multiclass.get` takes: ``"temperature"``, ``"ovr:isotonic"``,
-``"top_label:bbq"``). ``params`` is what the method is built again with: ``get_params()`` (a K-class composite's
-binary method's hyperparameters and its own are one dict,
-:meth:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite.spec`). ``state`` holds what its ``predict``
-needs and never the training rows; ``state["n_train"]`` is the number of training rows and, for ``"classes"``,
-``state["n_classes"]`` is K. A loaded calibrator can still be explained (:func:`calibdash.explain.explain`) given the
-rows it was fitted on. The optional ``fitted_on`` says what the scores were (``python -m calibdash fit`` writes it,
-``apply`` reads it). Version-1 files still load: ``{"format": "calibdash-calibrator", "version": 1}`` is a binary
+``"classes"`` (:func:`calibdash.calibrators.multiclass.get`: ``"temperature"``, ``"ovr:isotonic"``, ...). ``params``
+is what the method is built again with: ``get_params()`` (a K-class composite's binary method's hyperparameters and
+its own in one dict, :meth:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite.spec`). ``state`` holds
+what ``predict`` needs, never the training rows: ``n_train`` (training rows), for ``"classes"`` ``n_classes`` (K),
+and what the class's ``_export_state(self) -> dict`` gives and its ``_import_state(self, state)`` reads back through
+a :class:`State`, which checks types and sizes. The optional ``fitted_on`` says what the scores were (``fit`` writes
+it, ``apply`` reads it). Version-1 files still load: ``{"format": "calibdash-calibrator", "version": 1}`` is a binary
 model and ``{"format": "calibdash-multiclass", "version": 1}`` a K-class one, the same entries without ``kind``.
 
-Predictions are reproduced exactly: Python writes a float as its shortest ``repr``, which reads back to the same
-float. Each calibrator class says what its state is with ``_export_state(self) -> dict`` (JSON-ready values) and
-``_import_state(self, state)`` (``state`` a :class:`State`, which checks types and sizes); a class without them
-cannot be exported. Every loaded model is probed: a binary one must give a finite probability on a grid of scores, a
-K-class one finite rows on :func:`probe_table`. A damaged or foreign file is a
-:class:`~calibdash.core.errors.DataError`; exporting something that is not a registered calibrator class with those
-two methods is a :class:`~calibdash.core.errors.ProgrammingError`. Files are written deterministically (same
-calibrator, same bytes): the top level and the state one entry a line, arrays on one line, a state entry that is a
-list of objects one object a line.
+Predictions are reproduced exactly (a float is written as its shortest ``repr``, which reads back to the same float),
+and every loaded model is probed: a binary one must give a finite probability on a grid of scores, a K-class one
+finite rows on :func:`probe_table`. A damaged or foreign file is a :class:`~calibdash.core.errors.DataError`;
+exporting what is not a registered calibrator class with those two methods a
+:class:`~calibdash.core.errors.ProgrammingError`. Files are written deterministically: the top level and the state
+one entry a line, arrays on one line, a state entry that is a list of objects one object a line.
 """
 from __future__ import annotations
 

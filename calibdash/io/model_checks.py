@@ -1,12 +1,12 @@
 """What a model file may hold, checked on read before anything uses it (:mod:`calibdash.io.export`).
 
-A model file may come from anywhere (downloaded, hand-edited), and its text reaches SQL (``export-sql``), file names
-and messages. So on read: the JSON's numbers must be finite (``NaN`` and ``Infinity``, which Python's reader
-accepts, are refused), its strings and keys at most :data:`MAX_TEXT` characters, its nesting at most
-:data:`MAX_DEPTH` deep; the top level holds only the keys of the format (:data:`TOP_KEYS`); ``fitted_on`` only the
-keys calibdash writes, each of its type (:data:`BINARY_FITTED_ON`, :data:`CLASS_FITTED_ON`), lists of names at most
+A model file may come from anywhere, and its text reaches SQL (``export-sql``), file names and messages. So its
+numbers must be finite (``NaN`` and ``Infinity``, which Python's reader accepts, are refused), its strings and keys
+at most :data:`MAX_TEXT` characters, its nesting at most :data:`MAX_DEPTH` deep; the top level holds only the
+format's keys (:data:`TOP_KEYS`), ``fitted_on`` only the keys calibdash writes, each of its type, lists at most
 :data:`MAX_NAMES` long. A state's own entries are checked by its method's ``_import_state`` through
-:class:`calibdash.calibrators.state.State`. Every refusal is a :class:`~calibdash.core.errors.DataError` saying where.
+:class:`calibdash.calibrators.state.State`. Every refusal is a :class:`~calibdash.core.errors.DataError` saying
+where.
 """
 from __future__ import annotations
 

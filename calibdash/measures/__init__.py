@@ -1,18 +1,14 @@
 """The measures: the papers' metrics and the further measures, one module per concern, and their registry.
 
-Inputs and weights
-------------------
 Every statistic takes ``probs`` (predicted probability of the positive class, in [0, 1]), ``labels`` (0/1, or any two
 values) and ``sample_weight``, validated by :func:`calibdash.measures.binning.check_inputs`. A row of weight ``w``
 counts as ``w`` rows: with whole-number weights every statistic equals, to rounding, its value on the rows repeated,
-so a table of score cells gives the value of its rows (``tests/measures/test_clinical.py`` checks this for each
-function). Weights are counts everywhere, also where a statistic depends on the sample size (standard errors, the
-tests' statistics, the debiasing term, the loess neighbourhood): weights that sum to 1 describe one row, not a
-distribution.
+so a table of score cells gives the value of its rows (``tests/measures/test_clinical.py``). Weights are counts
+everywhere, also where a statistic depends on the sample size (standard errors, the tests' statistics, the debiasing
+term, the loess neighbourhood): weights that sum to 1 describe one row, not a distribution.
 
-Every measure, binary or K-class, is one record of :mod:`calibdash.measures.registry` (its name, label, source and
-which value is best); this module is the binary view of it, so that the metric tables, Compare's intervals
-(:func:`calibdash.evaluation.bootstrap.bootstrap_measures`) and the Benchmark's ranks (:func:`oriented`) treat the
+Every measure, binary or K-class, is one record of :mod:`calibdash.measures.registry`; this module is the binary
+view of it, so that the metric tables, Compare's intervals and the Benchmark's ranks (:func:`oriented`) treat the
 papers' metrics (:data:`calibdash.measures.calibration.METRIC_NAMES`) and the further measures alike.
 """
 from __future__ import annotations
@@ -46,14 +42,10 @@ def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
 def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = None, *,
             loess_points: int | None = None, pos_label=None) -> dict[str, float]:
     """The asked measures (default all) of predictions ``probs`` against ``labels`` (any two values; ``pos_label``
-    names the positive class, default :func:`calibdash.core.validation.choose_positive`'s rule).
-
-    ``loess_points``: the nodes at which ICI's loess curve is fitted exactly (default
+    names the positive class). ``loess_points``: the nodes of ICI's loess curve (default
     :data:`calibdash.measures.smoother.LOESS_MAX_POINTS`; fewer are faster). A measure these rows do not define is
-    NaN: the slope when every prediction is the same, or ICI, E50 and E90 when most predictions are tied, where R's
-    loess stops with "span too small" (:func:`calibdash.measures.smoother.ici`). Invalid input (NaN, more than two
-    label values, scores outside [0, 1]) raises :class:`~calibdash.core.errors.DataError`.
-    """
+    NaN: the slope when every prediction is the same, or ICI, E50 and E90 when most predictions are tied (where R's
+    loess stops with "span too small"). Invalid input raises :class:`~calibdash.core.errors.DataError`."""
     want = check_names(names)
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     out: dict[str, float] = {}

@@ -1,34 +1,31 @@
 """The binning that every binned measure and the bootstrap share: bins, bin indices, reliability tables.
 
-ECE, MCE and the reliability table, the Hosmer-Lemeshow groups, Murphy's binned decomposition, the debiased l2 error,
-ACE and the bootstrap of score cells (:mod:`calibdash.evaluation.bootstrap`) all bin here, so a bin means the same
-everywhere. The module also holds the shared input check (:func:`check_inputs`) and the one sort of the predictions
-into runs of ties (:func:`sort_runs`, :func:`tied_groups`) that AUC and the bins reuse. The equal-count and
-equal-width bins are computed by :func:`group_bin_sums` over ascending tied groups and a weights array that may hold
-many rows (a measure's one row, or the bootstrap's chunk of resamples: its fast path is this function, not a copy).
+ECE, MCE, the reliability table, the Hosmer-Lemeshow groups, Murphy's binned decomposition, the debiased l2 error,
+ACE and the bootstrap of score cells all bin here, so a bin means the same everywhere. The module also holds the
+shared input check (:func:`check_inputs`) and the one sort of the predictions into runs of ties (:func:`sort_runs`,
+:func:`tied_groups`). The equal-count and equal-width bins are computed by :func:`group_bin_sums` over ascending tied
+groups and weights that may hold many rows (a measure's one row, or the bootstrap's chunk of resamples).
 
 Binning strategies
 ------------------
 ``"uniform"``
     ``n_bins`` equal-width bins on [0, 1], as in the SBB/ABB paper (Naeini & Cooper): bin ``b`` holds
-    ``b/n_bins <= p < (b+1)/n_bins``, the last bin also holds ``p == 1``. Empty bins are skipped.
+    ``b/n_bins <= p < (b+1)/n_bins``, the last bin also ``p == 1``. Empty bins are skipped.
 ``"quantile"``
-    ``n_bins`` equal-count bins over the predictions sorted ascending. With total weight ``N`` (the number of rows
-    when unweighted) each bin holds ``N // n_bins`` and the remainder ``N mod n_bins`` is spread one each over the
-    first bins, as rows would be. With fractional weights the bins hold equal shares ``N / n_bins`` instead, so the
-    value does not change when the weights are scaled. A group of tied predictions that straddles a boundary is split
-    proportionally: each bin receives its share of the group's weight and the same share of its positives and
-    prediction sum. The result depends only on the multiset of (prediction, label, weight), never on the row order,
-    and a score cell gives the value of its rows. Without ties it equals the rank cut.
+    ``n_bins`` equal-count bins over the predictions sorted ascending. With total weight ``N`` each bin holds
+    ``N // n_bins`` and the remainder is spread one each over the first bins, as rows would be; with fractional
+    weights the bins hold equal shares ``N / n_bins``, so the value does not change when the weights are scaled. A
+    group of tied predictions that straddles a boundary is split proportionally (its weight, positives and
+    prediction sum), so the result depends only on the multiset of (prediction, label, weight), never on the row
+    order, and a score cell gives the value of its rows. Without ties it equals the rank cut.
 ``"rank"``
     The BBQ authors' MATLAB code: the rows stably sorted by prediction are cut by rank into the bin sizes of
-    ``"quantile"``, so tied predictions may fall in two bins with whichever labels the row order puts there. Kept
-    only to reproduce published figures computed that way; refuses ``sample_weight``; not among the
-    :data:`STRATEGIES` offered to users.
+    ``"quantile"``, so tied predictions may fall in two bins as the row order puts them. Kept only to reproduce
+    published figures computed that way; refuses ``sample_weight``; not offered to users (:data:`STRATEGIES`).
 
-The package-wide default is :data:`DEFAULT_N_BINS` = 10 equal-count bins (:data:`DEFAULT_STRATEGY`), which every
-table names (:func:`binning_label`): they reproduce the BBQ authors' published figures on untied scores
-(``tests/measures/test_metrics.py``) and never leave a bin empty.
+The package-wide default, :data:`DEFAULT_N_BINS` = 10 equal-count bins (:data:`DEFAULT_STRATEGY`), named by every
+table (:func:`binning_label`), reproduces the BBQ authors' published figures on untied scores and leaves no bin
+empty.
 """
 from __future__ import annotations
 
@@ -245,16 +242,14 @@ def segment_sums(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
 def group_bin_sums(sample_weight, pos, value, n_bins: int, whole: bool, at=None):
     """Per row and bin: weight, prediction sum, positive weight of ascending tied groups (the one binning).
 
-    ``sample_weight`` and ``pos`` hold each group's total and positive weight, ``(rows, G)`` (or ``(G,)``, one row);
-    ``value`` is each group's prediction (``(G,)``). ``at=None`` gives the equal-count bins (``whole``: the weights
-    count rows, see :func:`quantile_edges`); ``at`` from :func:`uniform_starts` the equal-width bins. Returns three
-    ``(rows, n_bins)`` arrays.
-
-    An equal-count edge at cumulative weight ``e`` falls in the first group whose cumulative weight reaches ``e``;
-    the groups are summed in runs cut at those groups (:func:`segment_sums`), and the part of each straddling group
-    before its edge (its weight ``e`` less the weight before it, the same share of its positives and prediction sum)
-    moves back to the bin before. A row is computed alike whatever the other rows, so one row gives the values a
-    chunk of resamples gives for it, exactly.
+    ``sample_weight`` and ``pos`` hold each group's total and positive weight, ``(rows, G)`` (or ``(G,)``); ``value``
+    each group's prediction. ``at=None`` gives the equal-count bins (``whole``: the weights count rows), ``at`` from
+    :func:`uniform_starts` the equal-width bins. Returns three ``(rows, n_bins)`` arrays. An equal-count edge at
+    cumulative weight ``e`` falls in the first group whose cumulative weight reaches ``e``; the groups are summed in
+    runs cut at those groups (:func:`segment_sums`), and the part of each straddling group before its edge (weight
+    ``e`` less the weight before it, the same share of its positives and prediction sum) moves back to the bin
+    before. A row is computed alike whatever the other rows, so one row gives the values a chunk of resamples gives
+    for it, exactly.
     """
     sample_weight, pos = np.atleast_2d(sample_weight), np.atleast_2d(pos)
     sums = (sample_weight, sample_weight * value, pos)
@@ -350,8 +345,8 @@ def _interval(k: np.ndarray, n: np.ndarray, method: str, level: float = 0.95):
 
 def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
                       interval: str = "wilson", sample_weight=None, *, pos_label=None) -> pd.DataFrame:
-    """One row per bin: the data of a reliability diagram. With ``sample_weight`` counts are weight sums and the
-    intervals take the bin's weight as the number of trials.
+    """One row per bin: the data of a reliability diagram (with ``sample_weight`` counts are weight sums and the
+    intervals take the bin's weight as the number of trials).
 
     Columns
     -------

@@ -1,20 +1,16 @@
 """Calibration and discrimination metrics of binary probabilities: ECE, MCE, MVCE, RMSE, Brier, log-loss, AUC,
 accuracy, PUD, and :func:`summary` of them all.
 
-``probs`` is the predicted probability of the positive class, in [0, 1]; ``labels`` 0/1 or any two values (-1/1,
-True/False, yes/no, two strings) whose positive class ``pos_label=`` names or
-:func:`calibdash.core.validation.choose_positive` chooses, as the file loader does. Every metric takes
-``sample_weight``: a row of weight ``w`` counts as ``w`` rows (:mod:`calibdash.measures`), so a table of score cells
-(per distinct score a count ``n``, ``n_pos`` positives) is measured as the rows ``(score, 1)`` of weight ``n_pos``
-and ``(score, 0)`` of weight ``n - n_pos``. One class alone is allowed (AUC is then NaN). MVCE alone needs
-whole-number weights (:func:`mvce`).
+``labels`` are 0/1 or any two values (-1/1, True/False, yes/no, two strings) whose positive class ``pos_label=``
+names or :func:`calibdash.core.validation.choose_positive` chooses, as the file loader does. A row of weight ``w``
+counts as ``w`` rows (:mod:`calibdash.measures`), so a table of score cells (per distinct score a count ``n``,
+``n_pos`` positives) is measured as the rows ``(score, 1)`` of weight ``n_pos`` and ``(score, 0)`` of weight
+``n - n_pos``. One class alone is allowed (AUC is then NaN); MVCE alone needs whole-number weights.
 
-ECE and MCE bin as :mod:`calibdash.measures.binning` does (default: 10 equal-count bins): ECE is the bin-weight
-weighted mean of ``|mean prediction - observed frequency|``, MCE its maximum over the non-empty bins
-(:func:`binned_errors`, which the bootstrap applies to its resampled bin sums). AUC is the Mann-Whitney statistic
-(:func:`group_auc`, from one sort with tied predictions grouped; the bootstrap of score cells measures its resamples
-with it). PUD, the partition underestimated degree of the MBCT paper (Eq. 6), is ``sum(labels) / sum(probs)``: above
-1 under-estimated, below 1 over-estimated.
+ECE and MCE bin as :mod:`calibdash.measures.binning` does (default: 10 equal-count bins; :func:`binned_errors`, which
+the bootstrap applies to its resampled bin sums). AUC is the Mann-Whitney statistic (:func:`group_auc`, from one sort
+with tied predictions grouped). PUD, the partition underestimated degree of the MBCT paper (Eq. 6), is ``sum(labels)
+/ sum(probs)``: above 1 under-estimated, below 1 over-estimated.
 """
 from __future__ import annotations
 

@@ -61,12 +61,6 @@ def _block_of(blocks: Blocks, p: np.ndarray) -> np.ndarray:
     return np.minimum(np.searchsorted(blocks.last_score, p, side="left"), blocks.value.size - 1)
 
 
-def _fit(p, y, w):
-    """PAV blocks of the checked rows and the recalibrated value of each row."""
-    blocks = pav_blocks(p, y, w)
-    return blocks, blocks.value[_block_of(blocks, p)]
-
-
 def corp_decomposition(probs, labels, sample_weight=None, score: str = "brier") -> dict[str, float]:
     """CORP decomposition ``S_bar = MCB - DSC + UNC`` of a proper score (module docstring).
 
@@ -80,7 +74,8 @@ def corp_decomposition(probs, labels, sample_weight=None, score: str = "brier") 
     if score not in SCORES:
         raise SettingsError(f"score must be one of {SCORES}, got {score!r}.")
     p, y, w = check_inputs(probs, labels, sample_weight)
-    _, recal = _fit(p, y, w)
+    blocks = pav_blocks(p, y, w)
+    recal = blocks.value[_block_of(blocks, p)]
     yf = y.astype(float)
     if w is not None:                       # rows of weight 0 take no part (and 0 * inf would be NaN)
         keep = w > 0
@@ -97,15 +92,10 @@ def corp_decomposition(probs, labels, sample_weight=None, score: str = "brier") 
 
 
 def corp_curve(probs, labels, sample_weight=None) -> pd.DataFrame:
-    """The CORP reliability curve: PAV's blocks, each from its smallest to its largest forecast.
-
-    Returns
-    -------
-    DataFrame with two rows per PAV block (one when the block holds a single forecast value), in increasing order of
-    ``score``: ``score`` (the block's smallest, then largest forecast), ``calibrated`` (the block's recalibrated
-    probability), ``weight`` (the block's weight sum) and ``block`` (0, 1, ...). The rows joined by straight lines
-    are the package's CORP line: flat over each block, a slanted step between blocks.
-    """
+    """The CORP reliability curve: two rows per PAV block (one when it holds a single forecast value), in increasing
+    order of ``score``: ``score`` (the block's smallest, then largest forecast), ``calibrated`` (its recalibrated
+    probability), ``weight`` (its weight sum) and ``block`` (0, 1, ...). Joined by straight lines, the rows are the
+    package's CORP line: flat over each block, a slanted step between blocks."""
     p, y, w = check_inputs(probs, labels, sample_weight)
     b = pav_blocks(p, y, w)
     score = np.column_stack([b.first_score, b.last_score]).ravel()

@@ -53,9 +53,9 @@ def spiegelhalter_z(probs, labels, sample_weight=None, alpha: float = 0.05) -> d
 
 
 def hosmer_lemeshow(probs, labels, sample_weight=None, n_groups: int = 10, alpha: float = 0.05) -> dict:
-    """Hosmer-Lemeshow goodness-of-fit test over groups of equal size ("deciles of risk").
+    """Hosmer-Lemeshow goodness-of-fit test over ``n_groups`` groups of equal size ("deciles of risk").
 
-    The rows sorted by prediction are cut into ``n_groups`` groups of equal weight (the ``"quantile"`` bins of
+    The rows sorted by prediction are cut into groups of equal weight (the ``"quantile"`` bins of
     :mod:`calibdash.measures.binning`, as the package's ECE). With ``n_g`` the weight, ``O_g`` the observed positives
     and ``E_g = sum p`` the expected positives of group ``g``, ``C = sum_g (O_g - E_g)^2 / (n_g pbar_g (1 -
     pbar_g))``, referred to a chi-squared distribution with ``G - 2`` degrees of freedom (Hosmer & Lemeshow 1980;
@@ -65,20 +65,10 @@ def hosmer_lemeshow(probs, labels, sample_weight=None, n_groups: int = 10, alpha
     instead, which keeps ties together and can make groups of unequal size; without ties and with ``N`` a multiple of
     ``n_groups`` the groups are the same.
 
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-    n_groups : int, default 10
-    alpha : float, default 0.05
-        Level of the plain-language ``reading``.
-
-    Returns
-    -------
-    dict
-        ``statistic``, ``df``, ``p_value``, ``reading`` and ``table``, one row per group: ``group``, ``lower``,
-        ``upper`` (smallest and largest prediction), ``count``, ``observed``, ``expected``, ``observed_rate``,
-        ``mean_pred``. A group whose expected count of a class is 0 contributes 0 when the observed count is 0 too,
-        infinity otherwise.
+    Returns a dict of ``statistic``, ``df``, ``p_value``, ``reading`` (at level ``alpha``) and ``table``, one row per
+    group: ``group``, ``lower``, ``upper`` (smallest and largest prediction), ``count``, ``observed``, ``expected``,
+    ``observed_rate``, ``mean_pred``. A group whose expected count of a class is 0 contributes 0 when the observed
+    count is 0 too, infinity otherwise.
     """
     alpha = check_level(alpha)
     p, y, w_or_none = check_inputs(probs, labels, sample_weight)

@@ -2,16 +2,13 @@
 
 MVCE averages, over ``n_views`` random partitions of the rows, the l_p mean over bins of the partition calibration
 error ``PCE_b = |mean prediction - mean outcome|`` (Eq. 4). Each partition (a "view") is a seeded random shuffle of
-the rows split into equal-count bins of ``bin_size`` rows (the paper's random-shuffle uniform-mass scheme): unlike
+the rows cut into equal-count bins of ``bin_size`` rows (the paper's random-shuffle uniform-mass scheme): unlike
 ECE's bins, a view does not sort by the prediction, so it also sees miscalibration that is not a function of the
-score. Its value is a random function of the rows (their order included).
-
-Three ways to the same definition: :func:`row_views` shuffles the rows themselves (the metric, :func:`mvce`);
+score. Three ways to the definition: :func:`row_views` shuffles the rows (the metric, :func:`mvce`);
 :func:`partition_views` draws a view's bin sums from their exact moments when the rows are too many to make (and
 :func:`mvce_of_moments` from the residuals' mean and variance alone, as the bootstrap of score cells does);
-:func:`grouped_mvce` measures many groups of rows and many candidate predictions at once on shared views (the
-node-local loss of the MBCT calibrator, :mod:`calibdash.calibrators.mbct`), with bins of equal weight under sample
-weights (:func:`weighted_mvce`). Every view is a permutation drawn by :func:`iter_views`.
+:func:`grouped_mvce` measures many groups and candidate predictions at once on shared views (the MBCT calibrator's
+node-local loss), with bins of equal weight under sample weights (:func:`weighted_mvce`).
 """
 from __future__ import annotations
 
@@ -54,13 +51,13 @@ def partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: i
     """Per-view MVCE of the rows ``np.repeat(d, counts)`` (residuals ``f - y``) without making the rows.
 
     A view cuts a uniform random permutation of the N rows into bins of ``bin_size`` rows (the remainder joining the
-    last bin), so bin ``b``'s residual sum ``S_b`` is the sum of a uniform draw without replacement of ``M_b`` rows.
-    Its first two moments are exact: ``E S_b = M_b rbar``, ``Var S_b = sigma^2 M_b (N - M_b) / (N - 1)`` and
-    ``Cov(S_b, S_c) = -sigma^2 M_b M_c / (N - 1)`` (``rbar``, ``sigma^2``: the mean and population variance of the N
-    residuals). Each view draws the ``S_b`` from the normal distribution with exactly these moments:
-    ``S_b = M_b rbar + a (sqrt(M_b) z_b - (M_b / N) sum_c sqrt(M_c) z_c)`` with ``z`` standard normal and
-    ``a^2 = sigma^2 N / (N - 1)``. A bin sum of at least ``bin_size`` rows is close to normal (central limit theorem
-    for sampling without replacement); ``tests/measures/test_metrics.py`` checks it against the row-level views.
+    last bin), so bin ``b``'s residual sum ``S_b`` is the sum of a draw without replacement of ``M_b`` rows, with
+    exact moments ``E S_b = M_b rbar``, ``Var S_b = sigma^2 M_b (N - M_b) / (N - 1)``, ``Cov(S_b, S_c) = -sigma^2 M_b
+    M_c / (N - 1)`` (``rbar``, ``sigma^2``: the mean and population variance of the residuals). Each view draws the
+    ``S_b`` from the normal distribution with exactly these moments, ``S_b = M_b rbar + a (sqrt(M_b) z_b - (M_b / N)
+    sum_c sqrt(M_c) z_c)`` with ``z`` standard normal and ``a^2 = sigma^2 N / (N - 1)``: close to the row-level
+    views, a bin sum of at least ``bin_size`` rows being close to normal (``tests/measures/test_metrics.py`` checks
+    it).
     """
     w = counts.astype(float)
     n = float(w.sum())

@@ -3,21 +3,12 @@
 A :class:`Measure` says what a table, an interval, a rank and the bootstrap need of a measure: its name, how it is
 computed on weighted rows, which **reduction** of the predictions it reads, which value is best, its label and
 caption, and, where the bootstrap can resample it without measuring every resample's rows, its **statistics form**
-(:class:`Mean`, :class:`Binned`, :class:`Sorted`, :class:`Moments`).
-
-Reductions (what ``compute`` receives, always followed by ``sample_weight``):
-
-============  ==============================================================
-``score``     binary: ``(p, y)``, the positive class's score and 0/1 labels
-``top_label``  K classes: ``(c, a)``, the confidence ``max_k P_ik`` and
-              whether the argmax is right (Guo et al. 2017)
-``ovr``       K classes: ``(P, Y)``, the K one-vs-rest columns (``Y`` one-hot)
-``classes``   K classes: ``(P, y)``, the whole (n, K) matrix and class indices
-============  ==============================================================
-
-A problem offers reductions (binary: :data:`BINARY`; K classes: :data:`CLASSES`), and :func:`view` gives the
-measures that read them, in declaration order. Declaring a measure is adding one record to :data:`RECORDS`: the
-tables, the CLI, the report and the bootstrap (on rows and on cells) then show it wherever its reduction applies.
+(:class:`Mean`, :class:`Binned`, :class:`Sorted`, :class:`Moments`). Reductions (what ``compute`` receives, always
+followed by ``sample_weight``): ``score``, binary ``(p, y)``; ``top_label``, K classes ``(c, a)``, the confidence
+``max_k P_ik`` and whether the argmax is right (Guo et al. 2017); ``ovr``, ``(P, Y)``, the K one-vs-rest columns
+(``Y`` one-hot); ``classes``, ``(P, y)``, the (n, K) matrix and class indices. A problem offers reductions (binary:
+:data:`BINARY`; K classes: :data:`CLASSES`), and :func:`view` gives the measures that read them, in declaration
+order: declaring a measure is adding one record to :data:`RECORDS`.
 """
 from __future__ import annotations
 

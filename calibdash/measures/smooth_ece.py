@@ -190,8 +190,7 @@ def smooth_ece_at(probs, labels, bandwidth: float, sample_weight=None) -> float:
 def smooth_ece_bandwidth(probs, labels, sample_weight=None) -> float:
     """The bandwidth ``sigma*`` of SmoothECE: the fixed point ``smECE_sigma = sigma`` (the paper's choice), found as
     ``relplot`` finds it (ten halvings of [0, 1], the upper end: within ``2**-10`` above the fixed point)."""
-    p, y, w = check_inputs(probs, labels, sample_weight)
-    return _Rows(p, y, w).fixed_point()
+    return _Rows(*check_inputs(probs, labels, sample_weight)).fixed_point()
 
 
 def smooth_ece(probs, labels, sample_weight=None, bandwidth: float | None = None) -> float:
@@ -202,8 +201,7 @@ def smooth_ece(probs, labels, sample_weight=None, bandwidth: float | None = None
     proves, a consistent calibration measure; a number in (0, 1] gives ``smECE_sigma`` at that bandwidth.
     ``relplot.smECE(f, y)`` gives the same value on unweighted rows (to about ``1e-4 / rows``).
     """
-    p, y, w = check_inputs(probs, labels, sample_weight)
-    rows = _Rows(p, y, w)
+    rows = _Rows(*check_inputs(probs, labels, sample_weight))
     return rows.smece(_bandwidth(rows, bandwidth))
 
 
@@ -291,14 +289,11 @@ def check_boot(n_boot, level) -> tuple[int, float]:
 def smoothed_curve_band(probs, labels, sample_weight=None, bandwidth: float | None = None,
                         grid=DEFAULT_GRID, n_boot: int = 100, level: float = DEFAULT_LEVEL,
                         seed: int = 0) -> pd.DataFrame:
-    """:func:`smoothed_curve` with a pointwise bootstrap band (``lower``, ``upper``).
-
-    Each of ``n_boot`` resamples reweights the rows by Poisson draws (:func:`poisson_weights`; rows of equal
-    prediction and label are merged first, so with whole-number weights score cells and their rows give the same
-    band for the same seed) and smooths them again at the full data's bandwidth (held fixed, as ``relplot`` does);
-    ``lower`` and ``upper`` are the pointwise ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled
-    curves (NaN where every resample leaves the density 0). The curve itself is the full data's.
-    """
+    """:func:`smoothed_curve` with a pointwise bootstrap band (``lower``, ``upper``): each of ``n_boot`` resamples
+    reweights the rows by Poisson draws (:func:`poisson_weights`; rows of equal prediction and label merged first,
+    so score cells and their rows give the same band for the same seed) and smooths them again at the full data's
+    bandwidth, as ``relplot`` does; the band is the pointwise ``(1 -+ level) / 2`` quantiles of the resampled curves
+    (NaN where every resample leaves the density 0)."""
     n_boot, level = check_boot(n_boot, level)
     out, (p, y, w), t = _smoothed(probs, labels, sample_weight, bandwidth, grid)
     sigma = out.attrs["bandwidth"]

@@ -91,14 +91,13 @@ def _loess_at(d: _Distinct, at: np.ndarray, span: float, degree: int, chunk: int
 
     At each point ``x0``: ``q = floor(N span)`` (``N span`` for fractional weights), ``h`` the distance of the
     ``q``-th nearest row, tricube weights ``(1 - (|x - x0| / h)^3)^3`` for ``|x - x0| < h`` times the rows' weights,
-    and the weighted least-squares polynomial of degree ``degree`` in ``x``, evaluated at ``x0``. Rows that share a
-    prediction are merged (weights summed, outcomes averaged), which leaves the least-squares solution unchanged.
-
-    The normal equations of a chunk of neighbouring points are built with one matrix product, in the coordinate
-    ``z = (x - c) / s`` centred on the chunk and scaled by its bandwidth (the same fit, well conditioned), and solved
-    with a pseudo-inverse of the equilibrated matrix, as R's ``ehg127`` does when a neighbourhood holds too few
-    distinct points. The tricube weights are computed in single precision (on coordinates centred in double
-    precision), five times faster and moving the fit by about 1e-9; the moments are summed in double precision.
+    and the weighted least-squares polynomial of degree ``degree`` evaluated at ``x0`` (merging rows of one
+    prediction leaves it unchanged). A chunk of neighbouring points' normal equations is built with one matrix
+    product, in the coordinate ``z = (x - c) / s`` centred on the chunk and scaled by its bandwidth (the same fit,
+    well conditioned), and solved with a pseudo-inverse of the equilibrated matrix, as R's ``ehg127`` does when a
+    neighbourhood holds too few distinct points. The tricube weights are computed in single precision (on coordinates
+    centred in double precision), five times faster and moving the fit by about 1e-9; the moments are summed in
+    double precision.
     """
     h = _loess_bandwidth(d, at, _loess_q(d, span), span)
     k = degree + 1
@@ -150,12 +149,9 @@ def _checked(probs, labels, sample_weight, span, degree, max_points):
 
 
 def _nodes(d: _Distinct, max_points: int | None, span: float) -> np.ndarray:
-    """Where the loess curve is fitted exactly: every distinct prediction, or ``max_points`` nodes.
-
-    The curve at ``x0`` changes on the scale of its bandwidth ``h(x0)``, small where the rows are dense, so the
-    nodes are spread evenly in ``integral dx / h(x)`` (spacing proportional to ``h``), ``h`` computed on 2,048
-    equally spaced points and the predictions at 2,048 weighted quantiles. Both ends are always nodes.
-    """
+    """Where the loess curve is fitted exactly: every distinct prediction, or ``max_points`` nodes spread evenly in
+    ``integral dx / h(x)`` (the curve changes on the scale of its bandwidth ``h``), ``h`` computed on 2,048 equally
+    spaced points and the predictions at 2,048 weighted quantiles; both ends are always nodes."""
     if max_points is None or d.x.size <= max_points:
         return d.x
     ends = np.cumsum(d.w)

@@ -3,66 +3,53 @@
 >>> from calibdash import calibrators
 >>> from calibdash.io import sql
 >>> cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
->>> m = sql.to_sql(cal, score_column="score")
->>> print(m.expression)
+>>> print(sql.to_sql(cal, score_column="score").expression)
 CASE WHEN "score" IS NULL THEN NULL WHEN "score" < 0.25E0 THEN 0.0E0 ELSE 1.0E0 END
->>> print(m.select("my_table", keep_columns=["id"]))                  # doctest: +NORMALIZE_WHITESPACE
-SELECT src."id", CASE WHEN src."score" IS NULL THEN NULL WHEN src."score" < 0.25E0 THEN 0.0E0
-ELSE 1.0E0 END AS calibrated
-FROM my_table AS src
 
 :func:`to_sql` turns a calibrator (or a model file written by :mod:`calibdash.io.export`) into a :class:`SqlMap`: a
 scalar SQL expression over the score column that equals ``calibrator.predict`` on every score in [0, 1] (NULL where
-the score is NULL), plus, for large maps, small lookup tables written as ``VALUES`` lists. Three dialects:
-``"duckdb"``, ``"spark"`` (Spark SQL) and ``"ansi"`` (double-quoted names, ``DOUBLE PRECISION``, ``LN``/``EXP``,
-``GREATEST``/``LEAST``, which PostgreSQL, Snowflake, BigQuery, Trino, Redshift and Oracle all have).
+the score is NULL), plus, for large maps, small lookup tables written as ``VALUES`` lists. Dialects: ``"duckdb"``,
+``"spark"`` and ``"ansi"`` (double-quoted names, ``DOUBLE PRECISION``, ``LN``/``EXP``, ``GREATEST``/``LEAST``, which
+PostgreSQL, Snowflake, BigQuery, Trino, Redshift and Oracle all have).
 
 Forms
 -----
-Each calibrator class says what its map is with its ``sql_map`` method
-(:meth:`calibdash.calibrators.base.Calibrator.sql_map`): one of the three forms of :mod:`calibdash.core.sql_forms`,
-built from the fitted state its ``predict`` uses, or None (no SQL form); for a class one cannot edit,
-:func:`register_sql` registers a converter from its model file's state.
+Each calibrator class's ``sql_map`` (:meth:`calibdash.calibrators.base.Calibrator.sql_map`) returns one of the forms
+of :mod:`calibdash.core.sql_forms`, built from the fitted state its ``predict`` uses, or None (no SQL form); for a
+class one cannot edit, :func:`register_sql` registers a converter from its model file's state.
 
 :class:`ClosedForm`
-    A formula. Platt: ``1 / (1 + exp(-(a logit(s) + b)))`` with the score clipped to ``[EPS, 1 - EPS]``
-    (``calibdash.calibrators.platt.EPS``) and ``logit(s) = ln(s) - log1p(-s)`` as ``platt.py`` computes it. DuckDB
-    and ANSI SQL have no ``log1p``; there it is Goldberg's accurate form ``ln(u) * x / (u - 1)`` with ``u = 1 + x``
-    (``x`` itself when ``u = 1``), within an ulp or two of ``log1p``. So a closed form agrees with ``predict`` to
-    rounding, not bit for bit: ``exp`` and ``ln`` of the engine and of numpy may differ in the last bit (measured:
-    at most 9e-16 relative, against 4e-15 allowed by the tests). Beta calibration and temperature scaling likewise.
-    MBCT is a closed form too, without ``exp``: per tree, a nested ``CASE`` routes the row to its node (comparisons
-    that are exactly those of its codes: :func:`calibdash.calibrators._mbct_sql.mbct_form`), whose line maps the
-    previous output, clipped to [0, 1]; it equals ``predict`` bit for bit.
+    A formula. Platt: ``1 / (1 + exp(-(a logit(s) + b)))`` with the score clipped to ``[EPS, 1 - EPS]`` and
+    ``logit(s) = ln(s) - log1p(-s)`` as ``platt.py`` computes it; DuckDB and ANSI SQL have no ``log1p``, so there it
+    is Goldberg's accurate form ``ln(u) * x / (u - 1)`` with ``u = 1 + x`` (``x`` itself when ``u = 1``). A closed
+    form thus agrees with ``predict`` to rounding, not bit for bit (``exp`` and ``ln`` of the engine and of numpy may
+    differ in the last bit; measured: at most 9e-16 relative). Beta calibration and temperature scaling likewise.
+    MBCT's closed form has no ``exp``: per tree, a nested ``CASE`` routes the row to its node with exactly its
+    codes' comparisons (:func:`calibdash.calibrators._mbct_sql.mbct_form`); it equals ``predict`` bit for bit.
 :class:`StepMap`
-    ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly :func:`calibdash.core.step_maps.step_lookup`
-    (``np.searchsorted(cuts, s, side="right")``: a score on a cut takes the upper piece). Histogram, isotonic
-    (step), BBQ, SBB, Venn-Abers. A point override ``x`` (BBQ's ``point_x``) becomes the piece
-    ``[x, nextafter(x, +inf))``, which holds exactly the double ``x``, so it needs no equality test. Up to
-    :data:`CASE_MAX_STEPS` pieces the map is ``CASE WHEN s < c0 THEN l0 ... ELSE ln END``. Above, either a lookup
-    table of the pieces (``form="lookup"``, the default) or a binary search written as nested CASEs
-    (``form="bisect"``: one scalar expression, but engines evaluate a CASE of thousands of arms slowly). The lookup
-    table is joined on a bucket of the score, ``floor(s * g)`` with ``g`` a power of 2 at least twice the pieces (an
-    exact product), each piece listed once per bucket it meets, plus the range ``s >= lo AND s < hi``: a hash join
-    rather than a nested loop. Either way the comparisons are the ones ``searchsorted`` makes, so the result is the
-    same double. The levels are clipped to [0, 1] beforehand, as ``predict`` clips its output.
+    ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly :func:`calibdash.core.step_maps.step_lookup` (a score on a
+    cut takes the upper piece). Histogram, isotonic, BBQ, SBB, Venn-Abers. A point override ``x`` (BBQ's ``point_x``)
+    is the piece ``[x, nextafter(x, +inf))``, which holds exactly the double ``x``. Up to :data:`CASE_MAX_STEPS`
+    pieces the map is one ``CASE``; above, a lookup table of the pieces (``form="lookup"``) or a binary search of
+    nested CASEs (``form="bisect"``: one expression, but engines evaluate a CASE of thousands of arms slowly). The
+    table is joined on the bucket ``floor(s * g)`` (``g`` a power of 2 at least twice the pieces: an exact product),
+    each piece listed once per bucket it meets, plus the range ``s >= lo AND s < hi``: a hash join, not a nested
+    loop. Either way the comparisons are those ``searchsorted`` makes, so the result is the same double. The levels
+    are clipped to [0, 1] beforehand, as ``predict`` clips its output.
 :class:`LinearMap`
-    Linear interpolation between knots (isotonic with linear interpolation, ABB, ENIR), or the same with linear
-    extension beyond the end knots (ELiTE), then clipped to [0, 1]. Equal to :func:`calibdash.core.step_maps.interp`
-    (the overflow-free ``np.interp`` that ``predict`` uses) operation for operation: below ``x[0]`` the value is
-    ``y[0]``, at or above ``x[-1]`` it is ``y[-1]``, otherwise, on ``x_j <= s < x_{j+1}``, the position
-    ``t = (s - x_j) / (x_{j+1} - x_j)`` and then ``y_{j+1}`` if ``t >= 1``, else ``y_j + t (y_{j+1} - y_j)`` kept
-    between ``y_j`` and ``y_{j+1}``, the differences computed in Python as numpy computes them. No slope is formed,
-    so knots closer than 1e-308 interpolate as any others. A score equal to a repeated knot takes the value of its
-    last copy. Small maps are a ``CASE``; large ones join a table of intervals as step maps do.
+    Linear interpolation between knots (isotonic with linear interpolation, ABB, ENIR), or the same extended beyond
+    the end knots (ELiTE), clipped to [0, 1]: :func:`calibdash.core.step_maps.interp` (the overflow-free
+    ``np.interp`` of ``predict``) operation for operation: ``y[0]`` below ``x[0]``, ``y[-1]`` at or above ``x[-1]``,
+    otherwise on ``x_j <= s < x_{j+1}`` the position ``t = (s - x_j) / (x_{j+1} - x_j)``, then ``y_{j+1}`` if
+    ``t >= 1``, else ``y_j + t (y_{j+1} - y_j)`` kept between ``y_j`` and ``y_{j+1}``. No slope is formed, so knots
+    closer than 1e-308 interpolate as any others; a score on a repeated knot takes its last copy's value. Small maps
+    are a ``CASE``; large ones join a table of intervals as step maps do.
 
-Floats are written as Python's shortest ``repr`` with an exponent (``0.1E0``), which every dialect reads as a
-DOUBLE literal (a plain ``0.1`` would be a DECIMAL in DuckDB and Spark) rounding back to the same double; negative
-literals are parenthesised (``x - (-0.5E0)``, never ``--``).
-
-A method without a SQL form, or a state the forms cannot hold (MBCT categories of mixed types), raises
-:class:`SqlUnsupported`; :func:`calibdash.engines.apply.apply_model` then falls back to calling ``predict`` from the
-engine in vectorised batches.
+Floats are written as Python's shortest ``repr`` with an exponent (``0.1E0``), which every dialect reads as a DOUBLE
+(a plain ``0.1`` would be a DECIMAL in DuckDB and Spark) rounding back to the same double; negative literals are
+parenthesised (``x - (-0.5E0)``, never ``--``). A method without a SQL form, or a state the forms cannot hold (MBCT
+categories of mixed types), raises :class:`SqlUnsupported`; :func:`calibdash.engines.apply.apply_model` then calls
+``predict`` from the engine in batches.
 """
 from __future__ import annotations
 
@@ -88,18 +75,11 @@ _CONVERTERS: dict[str, Converter] = {}
 
 
 def register_sql(name: str, converter: Converter) -> None:
-    """Say how the calibrator registered as ``name`` is written as SQL, from outside its class (for a class one
-    cannot edit; a registered converter is asked before the class's own ``sql_map``).
-
-    Parameters
-    ----------
-    name : str
-        The calibrator's registry name (``Calibrator.name``).
-    converter : callable
-        ``converter(state, params)`` -> :class:`ClosedForm`, :class:`StepMap` or :class:`LinearMap`, where ``state``
-        is the calibrator's ``_export_state()`` (what the model file holds) and ``params`` its ``get_params()``. It
-        raises :class:`SqlUnsupported` for a state it cannot write. Registering a name again replaces it.
-    """
+    """Say how the calibrator registered as ``name`` is written as SQL, from outside its class (for a class one cannot
+    edit; a registered converter is asked before the class's own ``sql_map``, and registering a name again replaces
+    it). ``converter(state, params)`` returns a :class:`ClosedForm`, :class:`StepMap` or :class:`LinearMap` from the
+    calibrator's ``_export_state()`` and ``get_params()``, or raises :class:`SqlUnsupported` for a state it cannot
+    write."""
     if not callable(converter):
         raise SettingsError(f"the SQL converter of {name!r} must be callable.")
     _CONVERTERS[name] = converter
