@@ -47,8 +47,8 @@ class ConfidenceData(BinnedData):
                 n_bins=metrics.N_BINS, strategy: str = "uniform") -> "ConfidenceData":
         """The confidence diagram's data: per method, :func:`calibdash.measures.class_measures.top_label` binned.
 
-        ``n_bins``: a count or ``"auto"``; ``strategy``: ``"uniform"`` (equal-width, default) or ``"quantile"``.
-        The tables' counts sum to the rows (the weights' sum when weighted).
+        ``n_bins``: a count or ``"auto"``; ``strategy``: ``"uniform"`` (equal-width, default) or ``"quantile"``. The
+        tables' counts sum to the rows (the weights' sum when weighted).
         """
         Ps, y, w = metrics.check_methods(P_by_method, y, sample_weight)
         check_strategy(strategy)

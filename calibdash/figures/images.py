@@ -1,10 +1,5 @@
-"""Figures as PNG or SVG bytes, for downloads.
-
-plotly renders static images through Kaleido, which drives a Chromium it finds
-on the machine (Debian's ``chromium`` package here; Kaleido's own browser
-download is never used). One browser is kept running for the process after
-the first image, so later images take a fraction of a second.
-"""
+"""Figures as PNG or SVG bytes, for downloads: plotly renders them through Kaleido, which drives the machine's
+Chromium (Kaleido's own browser download is never used); one browser is kept running after the first image."""
 from __future__ import annotations
 
 import atexit
@@ -40,8 +35,7 @@ def figure_bytes(fig: go.Figure, fmt: str = "png", width: int = 900, height: int
     SettingsError
         If the format is not one of :data:`FORMATS`.
     EnvironmentProblem
-        If Kaleido or a Chromium browser is missing (the message says how to
-        install them).
+        If Kaleido or a Chromium browser is missing (the message says how to install them).
     """
     if fmt not in FORMATS:
         raise SettingsError(f"image format must be one of {FORMATS}, got {fmt!r}.")
