@@ -1,5 +1,5 @@
-"""What every diagram shares: the :class:`Diagram` base its data class extends, the bin-count rule
-(``n_bins="auto"``: :data:`AUTO_RULE`; :func:`auto_bin_count`, :func:`describe_rule`), the names."""
+"""What every diagram shares: the :class:`Diagram` base its data class extends, the bin-count rule (``n_bins="auto"``:
+:data:`AUTO_RULE`; :func:`auto_bin_count`, :func:`describe_rule`), the names."""
 from __future__ import annotations
 
 import math
@@ -111,10 +111,10 @@ def auto_bin_count(n, rule: str = "cuberoot", min_count: int = 100) -> int:
     Rules (``n`` the number of rows, the total weight for weighted data):
 
     ``"cuberoot"`` (default)
-        ``ceil(n^(1/3))``: 1,000 rows give 10 bins, 1,728 give 12. The number of bins of order ``n^(1/3)`` is what
-        BBQ (Naeini, Cooper & Hauskrecht 2015) centres its range of binnings on, after the minimax rate of
-        fixed-width histogram classifiers (Scott & Nowak 2003; Klemelä 2009); it also balances a bin's squared
-        bias (``~1/B^2``) against its variance (``~B/n``) for a smooth calibration curve.
+        ``ceil(n^(1/3))``: 1,000 rows give 10 bins, 1,728 give 12. The number of bins of order ``n^(1/3)`` is what BBQ
+        (Naeini, Cooper & Hauskrecht 2015) centres its range of binnings on, after the minimax rate of fixed-width
+        histogram classifiers (Scott & Nowak 2003; Klemelä 2009); it also balances a bin's squared bias (``~1/B^2``)
+        against its variance (``~B/n``) for a smooth calibration curve.
     ``"sqrt"``
         ``ceil(sqrt(n))``, the common histogram default; more and noisier bins.
     ``"min_count"``

@@ -3,8 +3,8 @@ probability simplex; and the explainers of the one-vs-rest and top-label composi
 on a grid) and of vector, matrix and Dirichlet calibration (``W`` and ``b`` of ``softmax(W s + b)``, Kull et al. 2019,
 and the regularisation path when recorded).
 
-Each method's explainer subclasses :class:`ClassExplanation`; a K-class method that declares no explainer gets the
-one here. Every K-class explainer takes ``(model, P, y, features=None, *, sample_weight=None, held_out=None,
+Each method's explainer subclasses :class:`ClassExplanation`; a K-class method that declares no explainer gets the one
+here. Every K-class explainer takes ``(model, P, y, features=None, *, sample_weight=None, held_out=None,
 class_names=None, max_classes=MAX_CLASSES, simplex_grid=10)``: ``P``, ``y`` the rows the model was fitted on
 (probabilities, or logits when ``model.logits``), ``held_out`` a pair ``(P, y)`` it was not fitted on, ``max_classes``
 the most classes whose binary maps are listed (those of largest class-wise ECE on the fitting rows), ``simplex_grid``
@@ -96,8 +96,8 @@ class OneVsRestExplanation(ClassExplanation):
 
 @dataclass
 class TopLabelExplanation(OneVsRestExplanation):
-    """A top-label composite explained: the per-class maps of :class:`OneVsRestExplanation`; ``pooled``, the
-    classes calibrated by the pooled map (too few rows predicted them); ``pooled_map`` (``score``, ``calibrated``);
+    """A top-label composite explained: the per-class maps of :class:`OneVsRestExplanation`; ``pooled``, the classes
+    calibrated by the pooled map (too few rows predicted them); ``pooled_map`` (``score``, ``calibrated``);
     ``predicted``, the fitting rows predicted as each class (by weight)."""
 
     pooled: list = field(default_factory=list)
@@ -161,8 +161,8 @@ def explain_top_label(model, P, y, features=None, *, sample_weight=None, held_ou
 
 @dataclass
 class LinearExplanation(ClassExplanation):
-    """A linear K-class map explained: ``weights`` ``W`` (K, K) and ``bias`` ``b`` (K,), row k of ``W`` giving
-    class k's new log-score (None, with a note, for a method that keeps them under other names), and ``path``, the
+    """A linear K-class map explained: ``weights`` ``W`` (K, K) and ``bias`` ``b`` (K,), row k of ``W`` giving class
+    k's new log-score (None, with a note, for a method that keeps them under other names), and ``path``, the
     regularisation path (the cross-validated choice) as the method recorded it, or None."""
 
     weights: np.ndarray | None = None

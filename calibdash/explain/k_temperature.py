@@ -24,9 +24,9 @@ T_GRID = 121
 
 @dataclass
 class ClassTemperatureExplanation(ClassExplanation):
-    """A K-class temperature scaling explained: the fitted ``temperature`` and ``loss_curve``, the method's
-    objective around its optimum: ``temperature``, ``fit`` (mean log-loss of the fitting rows) and, when held-out rows
-    were given, ``held_out``."""
+    """A K-class temperature scaling explained: the fitted ``temperature`` and ``loss_curve``, the method's objective
+    around its optimum: ``temperature``, ``fit`` (mean log-loss of the fitting rows) and, when held-out rows were
+    given, ``held_out``."""
 
     temperature: float = float("nan")
     loss_curve: pd.DataFrame | None = None

@@ -46,7 +46,8 @@ def figure_bytes(fig: go.Figure, fmt: str = "png", width: int = 900, height: int
     except ImportError:
         raise EnvironmentProblem("PNG/SVG export needs the kaleido package: pip install -r requirements.txt.") from None
     except Exception as exc:  # kaleido raises its own errors when no browser can be started
-        raise EnvironmentProblem(f"PNG/SVG export needs a Chromium browser (Debian: apt-get install chromium): {exc}") from None
+        raise EnvironmentProblem("PNG/SVG export needs a Chromium browser (Debian: apt-get install chromium): "
+                                 f"{exc}") from None
 
 
 def available() -> str | None:

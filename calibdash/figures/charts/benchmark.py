@@ -52,11 +52,6 @@ def rank_diagram_data(avg_ranks: pd.Series | Mapping[str, float], reference: str
     })
 
 
-def _axis_x(rank: float, k: int, left: float, right: float) -> float:
-    """Horizontal position (0..1) of ``rank`` on an axis from rank k at ``left`` to rank 1 at ``right``."""
-    return left + (right - left) * (k - rank) / (k - 1)
-
-
 def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[str, str] | None = None,
                  title: str | None = "Average rank (1 = best)", axis_span: tuple[float, float] = (0.27, 0.73),
                  height: int | None = None) -> go.Figure:
@@ -84,7 +79,8 @@ def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[st
     fig = go.Figure()
 
     def x_of(rank):
-        return _axis_x(rank, k, left, right)
+        """Horizontal position (0..1) of ``rank`` on the axis from rank k at ``left`` to rank 1 at ``right``."""
+        return left + (right - left) * (k - rank) / (k - 1)
 
     # the axis with a tick per rank (and a short one per half rank), drawn by hand so it stops at k and 1
     fig.add_shape(type="line", x0=left, x1=right, y0=0, y1=0, line=dict(color=_AXIS, width=1.5))

@@ -56,7 +56,8 @@ class ScenarioData:
     n_rows: int
 
 
-def scenario_data(name: str, scores, labels, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY) -> ScenarioData:
+def scenario_data(name: str, scores, labels, n_bins: int = metrics.DEFAULT_N_BINS,
+                  strategy: str = metrics.DEFAULT_STRATEGY) -> ScenarioData:
     """The true curve of scenario ``name`` and the reliability table of a sample's raw ``scores``."""
     return ScenarioData(truth=_truth_frame(name, scores),
                         table=metrics.reliability_table(scores, labels, n_bins, strategy),
@@ -78,7 +79,8 @@ def maps_data(name: str, models: Mapping[str, object], scores=None) -> pd.DataFr
     truth = _truth_frame(name, scores)
     grid = truth["score"].to_numpy()
     parts = [truth.assign(method=TRUTH)]
-    parts += [pd.DataFrame({"score": grid, "prob": model.predict(grid), "method": key}) for key, model in models.items()]
+    parts += [pd.DataFrame({"score": grid, "prob": model.predict(grid), "method": key})
+              for key, model in models.items()]
     return pd.concat(parts, ignore_index=True)[["method", "score", "prob"]]
 
 
