@@ -20,21 +20,18 @@ _SCORE = "#E69F00"
 STALE_COLOR = "#D55E00"
 
 
-def _band(fig, x, lo, hi, color, name, row, legend=False):
-    """A shaded interval between ``lo`` and ``hi`` (drawn under its line)."""
-    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=list(hi) + list(lo)[::-1], fill="toself",
-                             fillcolor=rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
-                             name=name, showlegend=legend, legendgroup=name), row=row, col=1)
-
-
-def _line(fig, x, v, lo, hi, color, name, row, fmt=".4f", legend=True):
+def _line(fig, x, v, lo, hi, color, name, row, fmt=".4f"):
+    """``v`` per period ``x``, its interval ``[lo, hi]`` shaded under it."""
     text = [f"<b>{p}</b><br>{name}: " + ("n/a (one class only)" if not np.isfinite(a) else
                                         f"{a:{fmt}}" + (f" [{b:{fmt}}, {c:{fmt}}]" if np.isfinite(b) else ""))
             for p, a, b, c in zip(x, v, lo, hi)]
-    _band(fig, x, np.where(np.isfinite(lo), lo, v), np.where(np.isfinite(hi), hi, v), color, name, row)
-    fig.add_trace(go.Scatter(x=x, y=v, mode="lines+markers", name=name, legendgroup=name, showlegend=legend,
-                             line=dict(color=color, width=2), marker=dict(size=6, color=color),
-                             connectgaps=False, text=text, hoverinfo="text"), row=row, col=1)
+    lo, hi = np.where(np.isfinite(lo), lo, v), np.where(np.isfinite(hi), hi, v)
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=list(hi) + list(lo)[::-1], fill="toself",
+                             fillcolor=rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
+                             name=name, showlegend=False, legendgroup=name), row=row, col=1)
+    fig.add_trace(go.Scatter(x=x, y=v, mode="lines+markers", name=name, legendgroup=name, showlegend=True,
+                             line=dict(color=color, width=2), marker=dict(size=6, color=color), connectgaps=False,
+                             text=text, hoverinfo="text"), row=row, col=1)
 
 
 def drift_chart(report, *, title: str | None = "Calibration over time", height: int = 780) -> go.Figure:
