@@ -24,9 +24,8 @@ def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = DEFAULT_
     cells (each weighted row standing for that many rows); bins then hold equal weight and their counts are weight
     sums, so on exact cells the tables are those of the rows the cells summarise.
     """
-    return {str(col): reliability_table(predictions[col].to_numpy(), labels, n_bins, strategy,
-                                                sample_weight=sample_weight)
-            for col in predictions.columns}
+    return {str(c): reliability_table(predictions[c].to_numpy(), labels, n_bins, strategy, sample_weight=sample_weight)
+            for c in predictions.columns}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
 #: Grey of the training rows drawn behind a calibration map.
 DATA_GREY = "#7F7F7F"
 #: The range of a probability axis, with a margin so points at 0 and 1 show whole.
-UNIT = [-0.02, 1.02]
+UNIT = (-0.02, 1.02)
 
 
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
@@ -108,6 +108,11 @@ def stems(x, height, color: str) -> go.Scatter:
     ys = np.c_[np.zeros(len(xs) // 3), height, np.full(len(xs) // 3, np.nan)].ravel()
     xs[2::3] = np.nan
     return go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=2), hoverinfo="skip", showlegend=False)
+
+
+def steps(lower, value) -> tuple[np.ndarray, np.ndarray]:
+    """A step map's points for ``line_shape="hv"``: its value on ``[lower_k, lower_(k+1))`` is ``value_k``, to 1."""
+    return np.append(lower, 1.0), np.append(value, value[-1])
 
 
 def capped_range(delta, cap: float) -> list[float]:

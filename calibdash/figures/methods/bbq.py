@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from ...explain.bbq import BBQExplanation
 from .. import draws
-from ..layout import base_layout, identity_trace, map_trace, unit_axes
+from ..layout import base_layout, identity_trace, map_trace, steps, unit_axes
 from ..palette import color_of
 
 __all__ = []
@@ -71,10 +71,6 @@ class MapData:
     n_drawn: int
 
 
-def _steps(lower: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.append(lower, 1.0), np.append(value, value[-1])
-
-
 def map_data(explanation, max_models: int = MAX_MODELS_DRAWN) -> MapData:
     """The kept models' step maps (the heaviest ``max_models``) and the averaged map."""
     models, bins = explanation.models, explanation.bins
@@ -84,9 +80,9 @@ def map_data(explanation, max_models: int = MAX_MODELS_DRAWN) -> MapData:
     parts = []
     for B, w in zip(drawn["B"], drawn["weight"]):
         b = bins[bins["B"] == B]
-        x, y = _steps(b["lower"].to_numpy(), b["estimate"].to_numpy())
+        x, y = steps(b["lower"].to_numpy(), b["estimate"].to_numpy())
         parts.append(pd.DataFrame({"B": B, "weight": w, "opacity": MAX_OPACITY * w / top, "x": x, "y": y}))
-    x, y = _steps(explanation.map["lower"].to_numpy(), explanation.map["prob"].to_numpy())
+    x, y = steps(explanation.map["lower"].to_numpy(), explanation.map["prob"].to_numpy())
     return MapData(models=pd.concat(parts, ignore_index=True), average=pd.DataFrame({"x": x, "y": y}),
                    n_kept=len(kept), n_drawn=len(drawn))
 

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from ...explain.sbb import SBBExplanation
 from .. import draws
-from ..layout import base_layout, identity_trace, map_trace, unit_axes
+from ..layout import base_layout, identity_trace, map_trace, steps, unit_axes
 from ..palette import color_of, rgba
 
 __all__ = []
@@ -32,8 +32,7 @@ def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.
     fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=rgba(colour, 0.10), mode="lines",
                              line=dict(width=0), name="bins (alternate shading)", hoverinfo="skip"))
     fig.add_trace(identity_trace())
-    fig.add_trace(map_trace(np.append(b["lower"].to_numpy(), 1.0),
-                            np.append(b["estimate"].to_numpy(), b["estimate"].iloc[-1]), "SBB map", colour, "SBB",
+    fig.add_trace(map_trace(*steps(b["lower"].to_numpy(), b["estimate"].to_numpy()), "SBB map", colour, "SBB",
                             line_shape="hv"))
     size = 6 + 14 * np.sqrt(b["n"] / b["n"].max())
     fig.add_trace(go.Scatter(

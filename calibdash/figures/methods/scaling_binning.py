@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from ...explain.scaling_binning import ScalingBinningExplanation
 from .. import draws
-from ..layout import DATA_GREY, base_layout, identity_trace, map_trace, unit_axes
+from ..layout import DATA_GREY, base_layout, identity_trace, map_trace, steps, unit_axes
 from ..palette import color_of, rgba
 
 __all__ = []
@@ -25,7 +25,7 @@ def map_figure(explanation, title: str | None = None, height: int = 460) -> go.F
     fig.add_trace(map_trace(ex.curve["score"], ex.curve["platt"], f"step 1: Platt, sigmoid({ex.A:.3g} logit(s) "
                             f"{ex.B:+.3g})", rgba(colour, 0.6), "Platt", width=1.5, dash="dot", meta="platt"))
     est = b["estimate"].to_numpy()
-    fig.add_trace(map_trace(np.append(lower, 1.0), np.append(est, est[-1]), "step 3: mean of Platt's outputs per bin "
+    fig.add_trace(map_trace(*steps(lower, est), "step 3: mean of Platt's outputs per bin "
                             "(the map)", colour, "scaling-binning", line_shape="hv", meta="map"))
     count = b["count"].to_numpy(dtype=float)
     size = 6 + 12 * np.sqrt(count / count.max()) if count.size and count.max() > 0 else 8
