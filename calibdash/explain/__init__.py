@@ -105,14 +105,6 @@ def explain(calibrator, scores, labels, features=None, **options) -> Explanation
     return fns[0](calibrator, scores, labels, features, **options)
 
 
-def map_gap(mine, again) -> float | None:
-    """Largest difference between the arrays of ``mine`` and of ``again``, pairwise (0 for empty ones); None when
-    their shapes differ."""
-    if any(a.shape != b.shape for a, b in zip(mine, again)):
-        return None
-    return max((float(np.max(np.abs(a - b))) for a, b in zip(mine, again) if a.size), default=0.0)
-
-
 def not_the_rows(method: str, why: str) -> ProgrammingError:
     """The error of rows that are not the ones ``method`` was fitted on; ``why``: what fitting them again gave."""
     return ProgrammingError(f"the rows given are not the ones {method} was fitted on: {why}; pass the rows (and weights,"
@@ -120,9 +112,10 @@ def not_the_rows(method: str, why: str) -> ProgrammingError:
 
 
 def check_map(method: str, mine, again, tol: float, why: str, shapes: str) -> None:
-    """:func:`not_the_rows` unless ``again`` (refitted) is ``mine`` to ``tol``; ``why`` says how it was refitted,
-    ``shapes`` how the two differ when their shapes do."""
-    gap = map_gap(mine, again)
-    if gap is None or gap > tol:
-        detail = shapes if gap is None else f"their maps differ by up to {gap:.2e}"
-        raise not_the_rows(method, f"{why} ({detail})")
+    """:func:`not_the_rows` unless the arrays ``again`` (refitted) are ``mine`` to ``tol``, pairwise; ``why`` says how
+    they were refitted, ``shapes`` how the two differ when their shapes do."""
+    if any(a.shape != b.shape for a, b in zip(mine, again)):
+        raise not_the_rows(method, f"{why} ({shapes})")
+    gap = max((float(np.max(np.abs(a - b))) for a, b in zip(mine, again) if a.size), default=0.0)
+    if not gap <= tol:                               # NaN too
+        raise not_the_rows(method, f"{why} (their maps differ by up to {gap:.2e})")

@@ -21,10 +21,8 @@ from ..layout import UNIT, base_layout, identity_trace
 from ..palette import class_color_of, color_of, rgba
 from .reliability import reliability_diagram
 
-__all__ = [
-    "size_curve_figure", "scenario_data", "scenario_figure", "maps_data", "maps_figure", "bias_data",
-    "bias_figure"
-]
+__all__ = ["size_curve_figure", "scenario_data", "scenario_figure", "maps_data", "maps_figure", "bias_data",
+           "bias_figure"]
 
 #: Key (and palette name) of the true curve.
 TRUTH = "truth"
