@@ -145,9 +145,8 @@ def metric_heatmap(cells: pd.DataFrame, *, metric: str = "", labels: Mapping[str
     labels = dict(labels or {})
     methods = list(dict.fromkeys(cells["method"]))
     datasets = list(dict.fromkeys(cells["dataset"]))
-    z = cells.pivot(index="dataset", columns="method", values="rank").reindex(index=datasets, columns=methods)
-    text = cells.pivot(index="dataset", columns="method", values="text").reindex(index=datasets, columns=methods)
-    value = cells.pivot(index="dataset", columns="method", values="value").reindex(index=datasets, columns=methods)
+    z, text, value = (cells.pivot(index="dataset", columns="method", values=v).reindex(index=datasets, columns=methods)
+                      for v in ("rank", "text", "value"))
     k = max(len(methods), 2)
     names = [labels.get(m, m).replace(" ", "<br>", 1) for m in methods]     # two short lines, not slanted
     fig = go.Figure(go.Heatmap(
