@@ -1,29 +1,22 @@
-"""Closed-form populations of the synthetic scenarios: a score distribution and a known truth.
-
-Closed-form scenarios
----------------------
-The score is ``s = Q(u)`` with ``u ~ U(0, 1)``; the label is
+"""Closed-form populations of the synthetic scenarios: the score is ``s = Q(u)`` with ``u ~ U(0, 1)``, the label
 ``y ~ Bernoulli(f(s))``.
 
-==================  ======================================  ==========================================
-name                score distribution                      true calibration function f(s)
-==================  ======================================  ==========================================
-``calibrated``      s ~ U(0, 1)                             s
-``overconfident``   q ~ U(0, 1), s = σ(2 logit q)           σ(logit(s) / 2)
-``underconfident``  q ~ U(0, 1), s = σ(logit(q) / 2)        σ(2 logit s)
-``nonmonotone``     s ~ U(0, 1)                             s + 0.15 sin(4πs)
+==================  ========================================  ==========================================
+name                score distribution                        true calibration function f(s)
+==================  ========================================  ==========================================
+``calibrated``      s ~ U(0, 1)                               s
+``overconfident``   q ~ U(0, 1), s = σ(2 logit q)             σ(logit(s) / 2)
+``underconfident``  q ~ U(0, 1), s = σ(logit(q) / 2)          σ(2 logit s)
+``nonmonotone``     s ~ U(0, 1)                               s + 0.15 sin(4πs)
 ``imbalance``       q ~ Beta(0.5, 9.5), s = q / (q + β(1-q))  βs / (βs + 1 - s), β = 0.2
-``small_sample``    s ~ U(0, 1)                             s²
-==================  ======================================  ==========================================
+``small_sample``    s ~ U(0, 1)                               s²
+==================  ========================================  ==========================================
 
-(σ is the logistic function.) ``imbalance`` is a model trained on data whose
-negatives were kept with probability β = 0.2 (5% prevalence in the
-population): its scores are the undersampled-data probabilities, the truth is
-the prior-shift correction (Dal Pozzolo et al., 2015). Two values used by the
-tests follow in closed form: the raw scores' true error E|f(s) - s| is
-``ln(2)/2 - 1/4`` for ``overconfident`` (substitute ``u = q - 1/2``: the
-integrand is ``u (1/2 - 2u²) / (2u² + 1/2)``) and ``1/6`` for
-``small_sample``.
+(σ is the logistic function.) ``imbalance`` is a model trained on data whose negatives were kept with probability
+β = 0.2 (5% prevalence in the population): its scores are the undersampled-data probabilities, the truth is the
+prior-shift correction (Dal Pozzolo et al., 2015). The raw scores' true error E|f(s) - s| is ``ln(2)/2 - 1/4``
+for ``overconfident`` (substitute ``u = q - 1/2``: the integrand is ``u (1/2 - 2u²) / (2u² + 1/2)``) and ``1/6``
+for ``small_sample``; the tests check both.
 """
 from __future__ import annotations
 
@@ -102,7 +95,6 @@ _CLOSED_FORMS: dict[str, tuple[Callable, Callable]] = {
     "imbalance": (_imbalance_quantile, _imbalance_truth),
     "small_sample": (lambda u: u, lambda s: s ** 2),
 }
-
 
 
 def closed_population(name: str) -> Callable[[], Population]:

@@ -19,23 +19,10 @@ MIN_N, MAX_N = 40, 1_000_000
 
 @dataclass(frozen=True)
 class Scenario:
-    """One teaching scenario.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`SCENARIOS`.
-    title : str
-        Display title.
-    description : str
-        What the population is and how its scores come about.
-    note : str
-        The lesson: what to look at, which calibrators should do well and why.
-    truth : str
-        The true calibration function, as a formula or how it is computed.
-    default_n : int
-        Sample size the page starts this scenario with.
-    """
+    """One teaching scenario: its key in :data:`SCENARIOS`, display ``title``, ``description`` (the population and
+    how its scores come about), ``note`` (the lesson: what to look at, which calibrators should do well and why),
+    ``truth`` (the true calibration function, as a formula or how it is computed) and ``default_n`` (the page's
+    starting sample size)."""
 
     name: str
     title: str
@@ -44,7 +31,6 @@ class Scenario:
     truth: str
     default_n: int = 1000
     _build: Callable[[], Population] = field(default=None, repr=False, compare=False)
-
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
@@ -136,20 +122,8 @@ def _scenario(name: str) -> Scenario:
 
 @dataclass
 class Draw:
-    """A sample from a scenario.
-
-    Attributes
-    ----------
-    scores : ndarray of float
-        Scores in [0, 1].
-    labels : ndarray of int8
-        0/1 outcomes.
-    true_prob : ndarray of float
-        f(score) for each row: the probability the label was drawn with (SVM
-        scenarios: the integrated truth at the row's score).
-    scenario : str
-    seed : int
-    """
+    """A sample from a scenario: ``scores`` in [0, 1], 0/1 ``labels`` (int8), and ``true_prob``, f(score) for each
+    row: the probability the label was drawn with (SVM scenarios: the integrated truth at the row's score)."""
 
     scores: np.ndarray
     labels: np.ndarray

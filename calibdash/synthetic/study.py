@@ -26,20 +26,12 @@ TRUE_ERROR_COLUMNS = {"score": "true_error", "prediction": "true_error_pred"}
 
 @dataclass
 class Trial:
-    """One draw, halved: calibrators fitted on one half, everything judged on the other.
+    """One draw, halved (``fit_rows``, ``judged_rows``, stratified by label): calibrators fitted on one half
+    (``models``: method key -> calibrator), everything judged on the other.
 
-    Attributes
-    ----------
-    draw : Draw
-    fit_rows, judged_rows : ndarray
-        Indices of the two halves (stratified by label).
-    models : dict
-        Method key -> calibrator fitted on ``fit_rows``.
-    errors : DataFrame
-        One row per method (``"uncalibrated"`` first): ``true_error`` (against
-        the score), ``true_error_pred`` (against the prediction), ``ece`` and
-        ``mvce`` on the judged rows, and ``ece_minus_true``,
-        ``mvce_minus_true`` (estimate minus ``true_error``).
+    ``errors`` has one row per method (``"uncalibrated"`` first): ``true_error`` (against the score),
+    ``true_error_pred`` (against the prediction), ``ece`` and ``mvce`` on the judged rows, and ``ece_minus_true``,
+    ``mvce_minus_true`` (estimate minus ``true_error``).
     """
 
     draw: Draw
@@ -94,16 +86,13 @@ def estimator_study(name: str, n: int, seeds: Sequence[int], methods=None, *,
                     progress: Callable[[float, str], None] | None = None, **kwargs) -> pd.DataFrame:
     """Repeated :func:`trial`: true error against estimated ECE and MVCE, one row per (seed, method).
 
-    The MBCT paper's simulation study (section 5.3): on each of ``seeds``
-    draws of ``n`` rows the calibrators are fitted on one half and the raw
-    scores and every calibrator are judged on the other half; the true error
-    comes from the known truth. The spread of ``ece_minus_true`` over seeds
-    is the estimator's variance, its mean the bias.
+    The MBCT paper's simulation study (section 5.3): on each of ``seeds`` draws of ``n`` rows the calibrators are
+    fitted on one half, the raw scores and every calibrator judged on the other; the true error comes from the
+    known truth. The spread of ``ece_minus_true`` over seeds is the estimator's variance, its mean the bias.
 
     Returns
     -------
-    DataFrame with columns ``seed``, ``method`` and the columns of
-    :attr:`Trial.errors`.
+    DataFrame with columns ``seed``, ``method`` and the columns of :attr:`Trial.errors`.
     """
     seeds = [int(s) for s in seeds]
     if not seeds:
@@ -121,10 +110,9 @@ def estimator_study(name: str, n: int, seeds: Sequence[int], methods=None, *,
 def study_summary(study: pd.DataFrame, against: str = "score") -> pd.DataFrame:
     """Per method and estimator: mean true error, mean estimate, bias, standard deviation and RMSE.
 
-    Bias is the mean of (estimate - true error) over the draws, SD its
-    standard deviation (ddof = 1), RMSE the root mean square of the
-    difference. ``against`` picks the true error: given the score
-    (``true_error``) or given the prediction (``true_error_pred``).
+    Bias is the mean of (estimate - true error) over the draws, SD its standard deviation (ddof = 1), RMSE the root
+    mean square of the difference. ``against`` picks the true error: given the score (``true_error``) or given the
+    prediction (``true_error_pred``).
     """
     column = TRUE_ERROR_COLUMNS.get(against)
     if column is None:

@@ -1,47 +1,32 @@
-"""SVM populations of the synthetic scenarios, with their truth by numerical integration.
+"""SVM populations of the synthetic scenarios (the BBQ / SBB papers' simulated data), their truth by numerical
+integration.
 
-SVM scenarios (the BBQ / SBB papers' simulated data)
-----------------------------------------------------
-``circles``: class 0 radius ~ U(0, 2), class 1 radius ~ U(2, 4), angle ~
-U(0, 2π); the population has both classes equally likely, i.e. radius ~
-U(0, 4). ``xor``: **uniform square quadrants**: x ~ U([-1, 1]²), class 1
-where x1·x2 > 0 (no label noise). Each is scored by a linear and a quadratic
-SVM (scikit-learn ``SVC``, C = 1; quadratic: polynomial kernel of degree 2,
-coef0 = 1, gamma = 1 / (2 Var x), which is ``gamma="scale"``), fitted once on
-a training draw of 1,000 points with the fixed seed :data:`SVM_SEED`; the
-score is the logistic function of the margin. For ``circles`` the training
-draw is the one of ``sample_data/make_samples.py`` (500 points per class),
-so these SVMs are exactly the ones that scored the shipped ``circles_svm``
-sample.
+``circles``: class 0 radius ~ U(0, 2), class 1 radius ~ U(2, 4), angle ~ U(0, 2π); both classes equally likely,
+i.e. radius ~ U(0, 4). ``xor``: x ~ U([-1, 1]²), class 1 where x1·x2 > 0 (no label noise). Each is scored by a
+linear and a quadratic SVM (scikit-learn ``SVC``, C = 1; quadratic: polynomial kernel of degree 2, coef0 = 1,
+gamma = 1 / (2 Var x), which is ``gamma="scale"``), fitted once on a training draw of 1,000 points with the fixed
+seed :data:`SVM_SEED`; the score is the logistic function of the margin. For ``circles`` the training draw is
+the one of ``sample_data/make_samples.py`` (500 points per class), so these SVMs are exactly the ones that scored
+the shipped ``circles_svm`` sample.
 
-The truth of an SVM scenario has no closed form, but the input distribution
-is known exactly, so it is computed by **numerical integration, not by
-simulation**. Both SVMs' margins are quadratic forms in x (the degree-2
-kernel expansion is written out from the support vectors), and each
-population is a product of two uniform variables: a *slice* (angle, or x1)
-and a *ray* (radius, or x2) along which the margin is a quadratic in the ray
-variable. So for every threshold t the exact length of ``{ray: margin <= t}``
-and of its class-1 part is a closed-form root computation; averaging over
-:data:`N_SLICES` midpoint slices gives the CDF ``G(t) = P(margin <= t)`` and
-``G1(t) = P(margin <= t, y = 1)``. On about 770 thresholds (256 equal steps
-in t, then 512 equal steps in G) the truth is the bin average
-``f = ΔG1 / ΔG``, interpolated linearly in the margin; no monotonicity is
-imposed (the linear SVMs' truths are far from monotone). It is computed once
-per process (``functools.lru_cache``): 0.4 to 1.3 s per scenario on the
-2-core development machine.
+The truth has no closed form, but the input distribution is known exactly, so it is computed by **numerical
+integration, not by simulation**. Both SVMs' margins are quadratic forms in x (the degree-2 kernel expansion
+written out from the support vectors), and each population is a product of two uniform variables: a *slice*
+(angle, or x1) and a *ray* (radius, or x2) along which the margin is a quadratic in the ray variable. So for every
+threshold t the exact length of ``{ray: margin <= t}`` and of its class-1 part is a closed-form root computation;
+averaging over :data:`N_SLICES` midpoint slices gives ``G(t) = P(margin <= t)`` and ``G1(t) = P(margin <= t,
+y = 1)``. On about 770 thresholds (256 equal steps in t, then 512 equal steps in G) the truth is the bin average
+``f = ΔG1 / ΔG``, interpolated linearly in the margin; no monotonicity is imposed (the linear SVMs' truths are far
+from monotone). It is computed once per process (``functools.lru_cache``): 0.4 to 1.3 s per scenario.
 
-Accuracy of the SVM truths (measured when this was written; the first and
-last are checked by ``tests/synthetic/test_synthetic.py``): for ``circles_linear`` the
-truth also has a closed form, ``f = 1 - asinh(√(4-d²)/|d|) /
-asinh(√(16-d²)/|d|)`` for |d| < 2 and 1 beyond, with d the signed distance
-of the SVM's line from the origin. The integrated truth differs from it by
-1.3e-4 on average over the population and by less than 2.3e-3 for 99% of
-it; the largest differences (up to 0.06) sit in the logarithmic cusp where
-the line passes through the origin (f -> 0 as |d| -> 0, too narrow for a bin
-average to follow). Quadrupling the slices moves the ``circles_linear``
-truth by at most 2.4e-3 (in that cusp) and the other three by at most 4e-4.
-Fresh Monte-Carlo samples (400,000 points, 40 equal-count score bins) agree
-with the truth in every bin within 3.1 binomial standard errors.
+Accuracy (measured when this was written; the first and last are checked by ``tests/synthetic/test_synthetic.py``):
+for ``circles_linear`` the truth also has a closed form, ``f = 1 - asinh(√(4-d²)/|d|) / asinh(√(16-d²)/|d|)`` for
+|d| < 2 and 1 beyond, with d the signed distance of the SVM's line from the origin. The integrated truth differs
+from it by 1.3e-4 on average over the population and by less than 2.3e-3 for 99% of it; the largest differences
+(up to 0.06) sit in the logarithmic cusp where the line passes through the origin (f -> 0 as |d| -> 0, too narrow
+for a bin average to follow). Quadrupling the slices moves the ``circles_linear`` truth by at most 2.4e-3 (in that
+cusp) and the other three by at most 4e-4. Fresh Monte-Carlo samples (400,000 points, 40 equal-count score bins)
+agree with the truth in every bin within 3.1 binomial standard errors.
 """
 from __future__ import annotations
 
@@ -51,6 +36,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import expit
 
+from ..samples.make import circles_points
 from .populations import Population, logit_of
 
 __all__ = []
@@ -93,13 +79,7 @@ class _Geometry:
 
     def training(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """The SVM's training draw: 1,000 points (circles: 500 per class, as sample_data/make_samples.py)."""
-        if self.name == "circles":
-            r = np.concatenate([rng.uniform(0, 2, 500), rng.uniform(2, 4, 500)])
-            theta = rng.uniform(0, 2 * np.pi, 1000)
-            y = np.repeat([0, 1], 500)
-            order = rng.permutation(1000)
-            return np.column_stack([r * np.cos(theta), r * np.sin(theta)])[order], y[order]
-        return self.sample(1000, rng)
+        return circles_points(500, rng) if self.name == "circles" else self.sample(1000, rng)
 
 
 _GEOMETRIES = {"circles": _Geometry("circles", (0.0, 2 * np.pi), (0.0, 4.0)),
@@ -244,7 +224,6 @@ class _SVMPopulation(Population):
         x, y = self.geometry.sample(n, rng)
         m = self.margin(x)
         return expit(m), y, self.truth_at_margin(m)
-
 
 
 def svm_population(geometry: str, kernel: str) -> Callable[[], Population]:

@@ -1,14 +1,9 @@
 """True calibration error of the raw scores or of a calibrator, from a scenario's known truth.
 
-:func:`true_calibration_error` integrates ``E |f(s) - g(s)|^p`` (then the
-p-th root) over the population's score distribution by the midpoint rule in
-the quantile domain (:data:`N_NODES` nodes), with ``g`` the identity (raw
-scores) or a fitted calibrator. ``against="score"`` (the default) compares
-``g(s)`` with the true probability given the *score*; ``against="prediction"``
-compares it with the true probability given the *prediction* g(s)
-(``E[f(s) | g(s)]``, the calibration error in the strict sense, which is what
-a binned ECE estimates). The two agree for one-to-one maps (raw scores,
-Platt); for step maps (histogram, isotonic, BBQ) the second is smaller.
+:func:`true_calibration_error` integrates ``E |f(s) - g(s)|^p`` (then the p-th root) over the population's score
+distribution by the midpoint rule in the quantile domain (:data:`N_NODES` nodes), with ``g`` the identity (raw
+scores) or a fitted calibrator. The two ``against`` readings agree for one-to-one maps (raw scores, Platt); for
+step maps (histogram, isotonic, BBQ) the one against the prediction is smaller.
 """
 from __future__ import annotations
 
@@ -60,15 +55,13 @@ def true_calibration_error(name: str, calibrated_fn=None, p: float = 1, *, again
     name : str
         Scenario.
     calibrated_fn : fitted Calibrator, callable or None
-        ``g``: a fitted calibrator (its ``predict``), any function of the
-        score array, or None for the raw scores (``g(s) = s``).
+        ``g``: a fitted calibrator (its ``predict``), any function of the score array, or None for the raw scores.
     p : float, default 1
         The norm (1: mean absolute error, comparable with ECE and MVCE).
     against : {"score", "prediction"}
-        ``"score"``: compare ``g(s)`` with the true probability given the
-        score, f(s). ``"prediction"``: with the true probability given the
-        prediction, ``E[f(s) | g(s)]`` (the strict calibration error; equal
-        to the first for one-to-one maps, smaller for step maps).
+        ``"score"``: compare ``g(s)`` with the true probability given the score, f(s). ``"prediction"``: with
+        the true probability given the prediction, ``E[f(s) | g(s)]`` (the strict calibration error, what a
+        binned ECE estimates).
     n_nodes : int
         Midpoint nodes in the quantile domain of the score distribution.
     """

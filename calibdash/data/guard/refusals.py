@@ -25,9 +25,8 @@ _PATH = re.compile(r"(?<![\w.)\]])(?:/[^\s/'\",;:()\[\]]+)+/?")
 class AccessDenied(DataError):
     """A path, pattern or query reaches outside the data root, or would write, install or reconfigure.
 
-    A :class:`calibdash.DataError`, so the dashboard shows it like any other
-    problem with the data the user asked for. The message names what the
-    user typed, never a path outside the data root.
+    A :class:`calibdash.DataError`, shown like any other problem with the data; the message names what the user
+    typed, never a path outside the data root.
     """
 
 
@@ -142,8 +141,7 @@ def safe_message(exc, root=None, limit: int = _MESSAGE) -> str:
 def engine_error(exc: BaseException, *, what: str = "the source", root=None) -> CalibdashError:
     """The calibdash error to show for an error met while reading ``what`` (DuckDB's, the file system's, ...).
 
-    Its message is ``what`` (the caller's words) and :func:`safe_message`
-    of the error: never data, a traceback, or a path outside ``root``.
+    Its message is ``what`` (the caller's words) and :func:`safe_message` of the error.
 
     ============================================  ===================================
     error                                         becomes
