@@ -1,27 +1,11 @@
-"""Multi-class tables: their validation into a :class:`ClassSet`.
+"""Multi-class tables validated into a :class:`ClassSet` (the class columns found by :mod:`~calibdash.data.roles`
+or named by the user: a prefix or a list of columns).
 
-A multi-class file has a label column holding one of K >= 3 classes per row
-and one column per class holding the model's probability (or logit) of that
-class. Which columns these are is found by :mod:`~calibdash.data.roles`
-(:func:`guess_class_columns`, :func:`is_multiclass`, :class:`ClassRoles`, the
-prefixes :data:`PREFIXES`; re-exported here) or named by the user: a prefix
-or a list of columns, matched to the label values as there.
-
-:func:`build_class_set` validates a table into a :class:`ClassSet`, and
-:func:`load_classes` reads a file and validates it. Features and the split
-are guessed as for a binary file (:func:`~calibdash.data.roles.guess_roles`).
-
-Validation mirrors the binary files' (:func:`~calibdash.data.build_score_set`):
-rows with a missing label, a missing or non-finite entry in a class column,
-or a text entry in a class column that mostly holds numbers are dropped and
-counted in a :class:`~calibdash.data.ValidationReport`; everything else that
-is wrong refuses the table with a :class:`~calibdash.DataError` naming the
-columns and at most a few values: a label value with no class column, fewer
-than three class columns (a binary file), fewer than two classes in the
-labels, negative probabilities, probabilities above 1 or rows that do not sum
-to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE` (each pointing to
-the logits reading). A class column whose class never occurs in the labels is
-kept, with a note in the report: a rare class can be absent from a test file.
+Validation mirrors the binary files': rows with a missing label, a missing or non-finite entry in a class column,
+or a text entry in a class column that mostly holds numbers are dropped and counted; everything else that is wrong
+refuses the table with a :class:`~calibdash.DataError` naming the columns and at most a few values (each
+probability refusal pointing to the logits reading). A class column whose class never occurs in the labels is
+kept, with a note: a rare class can be absent from a test file.
 """
 from __future__ import annotations
 
@@ -59,35 +43,25 @@ class ClassSet(Problem):
     """A validated multi-class table: the model's K-class output and the true classes; a
     :class:`~calibdash.data.problem.Problem` whose reductions are the top label and the K one-vs-rest columns.
 
-    ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's
-    order (rows dropped are counted in ``report``). Build one with :func:`build_class_set` or
-    :func:`load_classes`.
+    ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's order (rows
+    dropped are counted in ``report``). Build one with :func:`build_class_set` or :func:`load_classes`.
 
     Attributes
     ----------
     given : ndarray of shape (n, K)
         Probabilities (rows divided by their sums, which were within
         :data:`~calibdash.core.validation.SUM_TOLERANCE` of 1) or logits (finite reals), as ``logits`` says.
-    logits : bool
     labels : ndarray of int64
-        Class codes 0..K-1: the index of the row's class among ``columns``.
-    classes : list
-        The class values, in column order (``classes[labels[i]]`` is row i's label).
-    columns : list of str
-        The class columns, in the table's order.
+        Class codes 0..K-1: the index of the row's class among ``columns`` (``classes[labels[i]]`` is its label).
+    classes, columns : list
+        The class values and the class columns, in the table's order.
     prefix : str or None
-        Their shared prefix, None when named after the classes.
-    label_column, feature_columns, split_column
-        The other roles.
-    raw : DataFrame
-        The table as read.
-    report : ValidationReport
-        Rows read, used and dropped (by reason), class counts, and messages.
-    info : FileInfo or None
-        The file read (its SHA-256 among it), None for a table built in memory.
+        The columns' shared prefix, None when named after the classes.
+    raw, report, info
+        The table as read, the :class:`ValidationReport`, the :class:`FileInfo` (None for a table in memory).
     rows : ndarray of int64 or None
-        Position in ``raw`` of each usable row (so another column of the table can be aligned with
-        ``labels``); None only for a ClassSet built by hand without it.
+        Position in ``raw`` of each usable row (to align another column with ``labels``); None only for a
+        ClassSet built by hand without it.
     """
 
     name: str
@@ -124,9 +98,8 @@ class ClassSet(Problem):
         return len(self.columns)
 
     def top_label(self) -> "ScoreSet":
-        """The top-label (confidence) reduction as a binary :class:`~calibdash.data.ScoreSet`: the confidence
-        (the top class's probability) as the score, "the top class is right" as the 0/1 label, the other
-        columns kept (:func:`calibdash.data.top_label.top_label_set`)."""
+        """The top-label (confidence) reduction as a binary :class:`~calibdash.data.ScoreSet`
+        (:func:`calibdash.data.top_label.top_label_set`)."""
         from .top_label import top_label_set
 
         return top_label_set(self)
@@ -136,8 +109,8 @@ class ClassSet(Problem):
         return Scores(self.given, self.logits)
 
     def content_key(self) -> str:
-        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or, for a table built
-        in memory, a hash of the usable values and labels) with the class, label, feature and split columns."""
+        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or, for a table built in
+        memory, a hash of the usable values and labels) with the class, label, feature and split columns."""
         h = hashlib.sha256((self.info.sha256 if self.info is not None else "").encode())
         if self.info is None:
             h.update(np.ascontiguousarray(self.given).tobytes())
@@ -147,7 +120,6 @@ class ClassSet(Problem):
         return h.hexdigest()[:32]
 
 
-# -- naming the class columns --------------------------------------------------------------------
 def _names(columns, k: int = 6) -> str:
     shown = ", ".join(short_text(c) for c in list(columns)[:k])
     return shown + (f", ... ({len(columns)} in all)" if len(columns) > k else "")
@@ -192,8 +164,8 @@ def _common_prefix(names: list[str]) -> str:
 
 
 def _with_label(df: pd.DataFrame, layout: Layout, label, name: str) -> Layout:
-    """``layout`` with its label: ``label`` if given, else the column whose values its columns best name;
-    with the user's columns, suffixes taken as the whole names when these name more label values."""
+    """``layout`` with its label: ``label`` if given, else the column whose values its columns best name (the
+    suffixes taken as the whole names when these name more label values)."""
     variants = [layout]
     if layout.prefix is not None:
         variants.append(Layout(None, layout.columns, [str(c) for c in layout.columns], None, layout.logits))
@@ -220,8 +192,7 @@ def _too_many_classes(what: str) -> DataError:
 
 
 def _label_values(df: pd.DataFrame, label, name: str) -> tuple:
-    """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` distinct values after one
-    pass over the rows (before any of them is looked at one by one, or paired with a column)."""
+    """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` distinct values after one pass."""
     found = label_values(df[label], limit=MAX_CLASSES)
     if found is None:
         raise _too_many_classes(f"label column {short_text(label)!r} of {name} holds more than {MAX_CLASSES:,} distinct "
@@ -249,10 +220,9 @@ def _binary(what: str) -> DataError:
                      "binary mode).")
 
 
-# -- validation --------------------------------------------------------------------------------------
 def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The class columns as an (n, K) float array (NaN where missing or text), where a row holds text,
-    and up to five text entries seen; refuses boolean columns and columns mostly of text."""
+    """The class columns as an (n, K) float array (NaN where missing or text), where a row holds text, and up to
+    five text entries seen; refuses boolean columns and columns mostly of text."""
     n = len(df)
     values = np.empty((n, len(columns)))
     text = np.zeros(n, dtype=bool)
@@ -281,7 +251,7 @@ def _first_distinct(s: pd.Series, rows: np.ndarray, k: int = _SHOWN) -> list[str
 
 def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: str) -> None:
     """Refuse negative values, values above 1 and rows that do not sum to 1, pointing to the logits."""
-    arg = shlex.quote(layout.prefix) if layout.prefix else "COLUMNS"      # a shell word, whatever the name holds
+    arg = shlex.quote(layout.prefix) if layout.prefix else "COLUMNS"
     hint = (f"If the columns hold logits, read them as logits (--logits {arg}, or "
             "logits in the Data page's class-columns menu).")
     cols = _names(layout.columns)
@@ -378,37 +348,28 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
 
     Parameters
     ----------
-    df : DataFrame
-        The table as read (kept as ``ClassSet.raw``).
+    df, features, split, info, name
+        As :func:`~calibdash.data.build_score_set`.
     label : str, optional
         The label column; default: the column whose values the class columns name.
     probs, logits : str or list of str, optional
-        The class columns, holding probabilities or logits: a prefix (case-insensitive; every column
-        that starts with it and goes on is a class column, its class the rest of its name), or a list
-        of columns (their class: the rest after a prefix of :data:`PREFIXES` or the longest prefix
-        they share, or their whole names, whichever names more label values). At most one of the two;
-        default: found by :func:`guess_class_columns` (``logit_`` columns read as logits).
-    features : list of str, optional
-        Feature columns; guessed when None, none when ``[]``.
-    split : str, optional
-        Split column; guessed when None, none when ``False`` or ``""``.
-    info : FileInfo, optional
-        From :func:`~calibdash.data.read_table`.
-    name : str, optional
-        Display name (default ``info.name`` or ``"data"``).
+        The class columns, holding probabilities or logits: a prefix (case-insensitive; every column that starts
+        with it and goes on is a class column, its class the rest of its name), or a list of columns (their
+        class: the rest after a prefix of :data:`PREFIXES` or the longest prefix they share, or their whole
+        names, whichever names more label values). At most one of the two; default: found by
+        :func:`guess_class_columns` (``logit_`` columns read as logits).
 
     Raises
     ------
     SettingsError
         Both ``probs`` and ``logits`` given.
     DataError
-        A named column is missing; no class columns found or named; fewer than three class columns
-        (a binary file); a label value with no class column; fewer than two classes among the usable
-        rows; fewer than :data:`~calibdash.data.MIN_ROWS` usable rows; a class column of booleans or
-        mostly text; probabilities that are negative, above 1, or in rows that do not sum to 1 within
-        :data:`~calibdash.core.validation.SUM_TOLERANCE`; more than
-        :data:`~calibdash.core.limits.MAX_CLASSES` class columns or label values (refused before any work
-        per class).
+        A named column is missing; no class columns found or named; fewer than three class columns (a binary
+        file); a label value with no class column; fewer than two classes among the usable rows; fewer than
+        :data:`~calibdash.data.MIN_ROWS` usable rows; a class column of booleans or mostly text; probabilities
+        that are negative, above 1, or in rows that do not sum to 1 within
+        :data:`~calibdash.core.validation.SUM_TOLERANCE`; more than :data:`~calibdash.core.limits.MAX_CLASSES`
+        class columns or label values (refused before any work per class).
     """
     name = name or (info.name if info is not None else "data")
     if len(df) == 0:
@@ -444,8 +405,7 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
 
 def load_classes(source, label: str | None = None, probs=None, logits=None, *, features=None, split=None,
                  filename: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> ClassSet:
-    """Read a table and validate it as multi-class: :func:`~calibdash.data.read_table` then
-    :func:`build_class_set`.
+    """Read a table and validate it as multi-class: :func:`~calibdash.data.read_table` then :func:`build_class_set`.
 
     >>> cs = load_classes("sample_data/cifar10_lenet5.csv")        # doctest: +SKIP
     >>> cs.scores().probabilities, cs.labels                        # doctest: +SKIP

@@ -1,17 +1,12 @@
-"""Which column plays which role: guessed from names and values, for binary and K-class tables alike.
+"""Which column plays which role, guessed from names and values, for binary and K-class tables alike.
 
-A binary file (:func:`guess_roles`, :class:`Roles`) has a label of two values and one or more score columns.
-A K-class file (:func:`guess_class_columns`, :class:`ClassRoles`) has a label column holding one of K >= 3
-classes per row and one column per class holding the model's probability (or logit) of that class. The class
-columns are found by a shared prefix, case-insensitive, followed by the class (:data:`PREFIXES`: ``p_``,
-``prob_``, ``proba_`` for probabilities, ``logit_`` for logits), or are named exactly after the classes. A
-column's class is the text after the prefix matched to the label values as text (label 3 matches ``p_3``,
-``"cat"`` matches ``prob_cat``); then case-insensitively, then as numbers (``p_3`` matches a label read as
-3.0), each value matched at most once. :func:`is_multiclass` says whether a table is one (the Data page and
-the command line choose their mode with it). Features and the split of a K-class table are guessed as for a
-binary file. The search's building blocks (:class:`Layout`, :func:`search`, :func:`pair`, ...) are public for
-:mod:`~calibdash.data.class_set`, which validates the columns found or named into a
-:class:`~calibdash.data.ClassSet`.
+A binary file (:func:`guess_roles`) has a label of two values and one or more score columns. A K-class file
+(:func:`guess_class_columns`) has a label holding one of K >= 3 classes per row and one column per class holding
+the model's probability (or logit) of that class: a shared prefix, case-insensitive, followed by the class
+(:data:`PREFIXES`: ``p_``, ``prob_``, ``proba_``; ``logit_`` for logits), or named exactly after the classes. A
+column's class is the text after the prefix matched to the label values as text (label 3 matches ``p_3``), then
+case-insensitively, then as numbers (``p_3`` matches 3.0), each value matched at most once. Features and the
+split of a K-class table are guessed as for a binary file.
 """
 from __future__ import annotations
 
@@ -24,8 +19,8 @@ import pandas as pd
 from ..core.limits import MAX_COLUMNS, MIN_ROWS
 from .class_names import (PREFIXES, as_number, check_guessed_score, label_values, named_classes, pair, score_classes,
                           split_prefix)
-from ..core.numbers import is_numeric, is_text, parse_numbers  # noqa: F401  (public here too, as before)
-from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value  # the label words: one rule, validation's
+from ..core.numbers import is_numeric, is_text, parse_numbers
+from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value
 
 __all__ = ["reads_as_numbers", "label_values", "split_prefix", "named_classes", "check_guessed_score"]
 
@@ -37,12 +32,10 @@ _SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "dataset", "data_
 _ID_NAMES = ("id", "index", "idx", "row", "row_id", "rowid", "key", "uuid", "record_id")
 _SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "confidence",
                 "yhat", "y_hat", "output")
-#: A text column counts as a column of numbers when at least this share of its non-missing,
-#: non-blank entries parse as numbers (``"0.25"``, ``"1e-3"``, ``"inf"``); its other entries
-#: (``"abc"``, ``"#N/A"``) are then read as missing, and
-#: :func:`~calibdash.data.build_score_set` drops and counts the rows where the score is one.
-#: Guessing roles screens a long column first on ``_SCREEN`` entries drawn at random (fixed seed):
-#: a sample under half this share of numbers is text without parsing the whole column.
+#: A text column counts as a column of numbers when at least this share of its non-missing, non-blank entries
+#: parse as numbers; its other entries (``"abc"``, ``"#N/A"``) are then read as missing, and
+#: :func:`~calibdash.data.build_score_set` drops and counts their rows. A long column is screened first on
+#: ``_SCREEN`` entries drawn at random (fixed seed): under half this share of numbers there, it is text.
 NUMERIC_SHARE = 0.5
 _SCREEN = 2000
 
@@ -55,8 +48,7 @@ class Roles:
     scores: list[str] = field(default_factory=list)
     features: list[str] = field(default_factory=list)
     split: str | None = None
-    #: The score columns as their names tell (a two-class file's ``p_0``, ``p_1``), or None
-    #: (:func:`calibdash.data.roles.score_classes`).
+    #: The score columns as their names tell (``p_0``, ``p_1``; :func:`score_classes`), or None.
     classes: object | None = None
 
 
@@ -75,14 +67,13 @@ def _label_tier(col) -> int | None:
 
 def _is_score_hint(col) -> bool:
     n = _norm(col)
-    if n.startswith("true_"):          # e.g. true_prob: the oracle, not a model's score
+    if n.startswith("true_"):          # true_prob: the oracle, not a model's score
         return False
     return n in ("p", "s") or n.startswith("p_") or any(h in n for h in _SCORE_HINTS)
 
 
 def reads_as_numbers(s: pd.Series) -> bool:
-    """Whether ``s`` is a column of numbers: numeric dtype, or text of which at least
-    :data:`NUMERIC_SHARE` of the present, non-blank entries parse as numbers."""
+    """Whether ``s`` is a column of numbers: numeric dtype, or text mostly of numbers (:data:`NUMERIC_SHARE`)."""
     if is_numeric(s):
         return True
     return is_text(s) and not _clearly_text(s) and _enough_numbers(*parse_numbers(s))
@@ -102,10 +93,8 @@ def _enough_numbers(values: np.ndarray, not_number: np.ndarray) -> bool:
 def _clearly_text(s: pd.Series) -> bool:
     """A long text column whose random sample (fixed seed) is under ``NUMERIC_SHARE / 2`` numbers.
 
-    Parsing a million distinct strings takes seconds; a sample of names or
-    yes/no labels says "text" in a millisecond. A random sample, not every
-    k-th row, so that periodic data cannot fool it: a column at the
-    threshold (half numbers) shows under a quarter in 2,000 present entries
+    Parsing a million distinct strings takes seconds, a sample a millisecond. A random sample, not every k-th row,
+    so that periodic data cannot fool it: a column at the threshold shows under a quarter in 2,000 present entries
     with probability below exp(-2000 KL(1/4 || 1/2)) ~ 1e-114 (Chernoff).
     """
     n = len(s)
@@ -205,35 +194,26 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
     Rules
     -----
     split
-        A column named split/set/fold/partition/subset/dataset with at most 20
-        distinct values (and fewer than half the rows).
+        A column named split/set/fold/partition/subset/dataset with at most 20 distinct values (and fewer than
+        half the rows).
     label
-        By name first (label, y, target, outcome, class, truth, actual, click(ed),
-        default, ..., then is_*/has_*/*label*) with exactly two distinct values;
-        then any other column with two distinct values, those encoded like a label
-        (0/1, -1/1, True/False, yes/no, pos/neg) first. If only a named column
-        with one or more than two values exists it is returned anyway, so that
-        validation can say what is wrong with it. None if nothing fits.
+        By name first (label, y, target, outcome, class, truth, actual, click(ed), default, ..., then
+        is_*/has_*/*label*) with exactly two distinct values; then any other column with two distinct values,
+        those encoded like a label (0/1, -1/1, True/False, yes/no, pos/neg) first. If only a named column with
+        one or more than two values exists it is returned anyway, so that validation can say what is wrong with
+        it. None if nothing fits.
     scores
-        Columns of numbers (not boolean) other than label, split and ids: the
-        ones whose name hints a score (score, prob, proba, pred, p_, margin,
-        logit, pctr, svm, ...) if any; otherwise those entirely within [0, 1]
-        with many (>= 10) distinct non-integer values; otherwise every column
-        of numbers. A text column counts as numbers when at least
-        :data:`NUMERIC_SHARE` (half) of its present entries parse as numbers
-        (:func:`reads_as_numbers`), so a score column with a few ``"abc"`` is
-        still a score column. Columns named after a class of the label (``p_0``, ``p_1``;
-        ``prob_``, ``proba_``, ``logit_``; ``p_neg``, ``p_pos`` for a 0/1 label) are ordered by it
-        (:func:`~calibdash.data.roles.score_classes`): the positive class's first, the negative
-        class's last, so that the first score is never the other class's probability.
+        Columns of numbers (not boolean; text mostly of numbers counts, :func:`reads_as_numbers`) other than
+        label, split and ids: those whose name hints a score (score, prob, proba, pred, p_, margin, logit, pctr,
+        svm, ...) if any; else those within [0, 1] with >= 10 distinct non-integer values; else all. Columns
+        named after a class of the label (``p_0``, ``p_1``, ``p_neg``, ``p_pos``, ...) are ordered by it
+        (:func:`score_classes`): the positive class's first, the negative class's last.
     features
-        The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or
-        integer/text columns whose values are all distinct; a text column of
-        numbers is an id only when its numbers are distinct whole numbers).
+        The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or integer/text columns whose values
+        are all distinct; a text column of numbers is an id only when they are distinct whole numbers).
 
-    Each column is looked at once, and a text column's parsed numbers are let
-    go before the next: the work grows with the table's cells, never with the
-    square of its columns, and no copy of the table is kept.
+    Each column is looked at once and a text column's parsed numbers are let go before the next: the work grows
+    with the table's cells, and no copy of the table is kept.
     """
     n = len(df)
     cols = list(df.columns)
@@ -270,14 +250,11 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
     return Roles(label=label, scores=scores, features=features, split=split, classes=classes)
 
 
-# ---------------------------------------------------------------------------------------------
-# K-class tables: the label and one column per class
-# ---------------------------------------------------------------------------------------------
-#: Entries of a column checked before its label values are counted (a float column with a fraction among
-#: them is no label).
+# -- K-class tables: the label and one column per class -------------------------------------------
+#: Entries of a column checked before its label values are counted (a float column with a fraction is no label).
 _LABEL_SCREEN = 1000
-#: Names that say a column is (or is not) the true class, to choose between label columns whose values
-#: match the class columns equally well (a model's predicted class matches them too).
+#: Names that say a column is (or is not) the true class, to choose between label columns whose values match the
+#: class columns equally well (a model's predicted class matches them too).
 _LABEL_WORDS = ("label", "class", "target", "truth", "ground_truth", "y_true", "actual", "outcome")
 _PREDICTION_WORDS = ("pred", "argmax", "guess")
 
@@ -288,19 +265,17 @@ class ClassRoles:
 
     Attributes
     ----------
-    label : str
-        The label column.
     columns : list of str
         One column per class, in the table's order.
     classes : list
-        The class of each column: the label value it matched, or for a column whose class never
-        occurs in the labels the text after its prefix (a number when the labels are numbers).
+        The class of each column: the label value it matched, or for a class absent from the labels the text
+        after its prefix (a number when the labels are numbers).
     prefix : str or None
         The prefix the columns share (as written in the first column), None when named after the classes.
     logits : bool
         Whether the columns hold logits (the ``logit_`` prefix) rather than probabilities.
-    features : list of str
-    split : str or None
+    label, features, split
+        The other roles.
     """
 
     label: str
@@ -312,7 +287,6 @@ class ClassRoles:
     split: str | None = None
 
 
-
 def _class_of(suffix: str, values: list):
     """The class of a column no label value matched: its suffix, as a number when the labels are numbers."""
     x = as_number(suffix)
@@ -321,8 +295,8 @@ def _class_of(suffix: str, values: list):
 
 
 def _could_be_label(s: pd.Series) -> bool:
-    """Quick refusal of columns that cannot be a class label: booleans, and floats with fractions among
-    their first entries."""
+    """Quick refusal of columns that cannot be a class label: booleans, floats with fractions among their first
+    entries."""
     if pd.api.types.is_bool_dtype(s):
         return False
     if pd.api.types.is_float_dtype(s):
@@ -334,7 +308,7 @@ def _could_be_label(s: pd.Series) -> bool:
 
 def name_rank(column) -> int:
     """How much a name says "label": 2 named like one (label, class, target, ...), 0 like a prediction, else 1."""
-    n = re.sub(r"[\s\-.]+", "_", str(column).strip().lower())
+    n = _norm(column)
     if n == "y" or any(w in n for w in _LABEL_WORDS):
         return 2
     return 0 if any(w in n for w in _PREDICTION_WORDS) else 1
@@ -383,11 +357,11 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
             by_name: bool = True, k_min: int = 3) -> Layout | None:
     """The best (label, class columns) pair: the label whose values most class columns name.
 
-    ``groups`` are the candidate sets of class columns (default: the prefix groups, plus with
-    ``by_name`` the columns named after each candidate label's values); ``label`` fixes the label.
-    A pair counts when at least ``k_min`` columns and at least two label values pair up, and at least
-    half the label's values have a column. Ties go to a label named like one (label, class, target,
-    ...), then away from one named like a prediction, then to prefixed columns, then to the table's order.
+    ``groups`` are the candidate sets of class columns (default: the prefix groups, plus with ``by_name`` the
+    columns named after each candidate label's values); ``label`` fixes the label. A pair counts when at least
+    ``k_min`` columns and two label values pair up, and at least half the label's values have a column. Ties go
+    to a label named like one, then away from one named like a prediction, then to prefixed columns, then to the
+    table's order.
     """
     groups = prefix_groups(list(df.columns)) if groups is None else groups
     in_groups = {c for g in groups for c in g.columns}
@@ -416,9 +390,8 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
 
 
 def other_roles(df: pd.DataFrame, layout: Layout, split=None) -> tuple[list[str], str | None]:
-    """Features and split as :func:`~calibdash.data.roles.guess_roles` guesses them for a binary file with
-    the class columns as its scores (they are renamed ``p_...`` for the guess, so that they count as
-    scores whatever their names, and the other columns are judged as in a binary file)."""
+    """Features and split as :func:`guess_roles` guesses them for a binary file with the class columns as its
+    scores (renamed ``p_...`` for the guess, so that they count as scores whatever their names)."""
     names = {c: f"p_\x00{j}" for j, c in enumerate(layout.columns)}
     view = df.set_axis([names.get(c, c) for c in df.columns], axis=1)
     roles = guess_roles(view, label=layout.label, split=split)
@@ -432,20 +405,18 @@ def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: st
     Parameters
     ----------
     df : DataFrame
-    label : str, optional
-        The label column, when the user named it.
-    split : str, optional
-        The split column, when the user named it.
+    label, split : str, optional
+        The label and split columns, when the user named them.
 
     Returns
     -------
     ClassRoles or None
-        None unless some column (``label`` if given) has at least two distinct values, at least three
-        class columns pair with its values (by a prefix of :data:`PREFIXES`, or named exactly after
-        the values) and at least half its values have a column. Among several candidates, the label
-        whose values most columns name wins; on a tie, a column named like a label (label, class,
-        target, ...), then one not named like a prediction (pred, argmax), then prefixed columns, then
-        the table's order. Features and split: as :func:`~calibdash.data.roles.guess_roles` guesses them.
+        None unless some column (``label`` if given) has at least two distinct values, at least three class
+        columns pair with its values (by a prefix of :data:`PREFIXES`, or named exactly after the values) and at
+        least half its values have a column. Among several candidates, the label whose values most columns name
+        wins; on a tie, a column named like a label (label, class, target, ...), then one not named like a
+        prediction (pred, argmax), then prefixed columns, then the table's order. Features and split: as
+        :func:`guess_roles` guesses them.
     """
     layout = search(df, label)
     if layout is None:
@@ -456,6 +427,6 @@ def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: st
 
 
 def is_multiclass(df: pd.DataFrame, label: str | None = None) -> bool:
-    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns): one column
-    per class, at least three, named after the label's values. A binary file is never one."""
+    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns); a binary file never
+    is."""
     return search(df, label) is not None

@@ -1,13 +1,5 @@
-"""Building a :class:`ScoreSet`: roles, positive class, usable rows, and what validation found.
-
-:func:`build_score_set` turns a table (as :func:`~calibdash.data.read.read_table`
-gives it) into the label, score, feature and split columns (guessed by
-:func:`~calibdash.data.roles.guess_roles` unless given), the positive class,
-and the usable rows as numpy arrays, with a :class:`ValidationReport` saying
-what was dropped, mapped and found. Scores outside [0, 1] are mapped by
-:func:`~calibdash.core.margins.to_probabilities`. Every refusal is a
-:class:`calibdash.DataError` whose message names the column, values or limit
-involved.
+"""Building a :class:`ScoreSet`: roles, positive class, usable rows, and what validation found
+(:class:`ValidationReport`). Scores outside [0, 1] are mapped by :func:`~calibdash.core.margins.to_probabilities`.
 """
 from __future__ import annotations
 
@@ -43,14 +35,11 @@ N_EXAMPLES = 5
 class ValidationReport:
     """What validation found, for the user to read.
 
-    ``dropped`` counts are disjoint: a row with both a bad score and a missing
-    label counts under the score reason only, so
-    ``n_read == n_used + sum(dropped.values())``. The reasons are
-    ``"missing or non-finite score"``, ``"score not a number"`` (a text
-    entry such as ``"abc"`` in a column that mostly holds numbers; see
-    :data:`~calibdash.data.roles.NUMERIC_SHARE`) and ``"missing label"``.
-    ``dropped_examples`` gives, for ``"score not a number"``, up to five
-    distinct entries that were dropped, in the order they first occur.
+    ``dropped`` counts are disjoint (a row with a bad score and a missing label counts under the score reason
+    only), so ``n_read == n_used + sum(dropped.values())``. The reasons are ``"missing or non-finite score"``,
+    ``"score not a number"`` (a text entry such as ``"abc"`` in a column that mostly holds numbers) and
+    ``"missing label"``. ``dropped_examples`` gives, for ``"score not a number"``, up to five distinct entries
+    dropped, in the order they first occur.
     """
 
     n_read: int
@@ -64,15 +53,14 @@ class ValidationReport:
 
 @dataclass
 class ScoreSet(Problem):
-    """A validated table of one classifier's scores and the true labels.
-
-    ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and
-    ``split`` hold the usable rows only (rows with a missing or non-finite
-    active score, or a missing label, are dropped and counted in ``report``).
-    ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by
-    the logistic function. Build one with :func:`~calibdash.data.load_scores` or
-    :func:`build_score_set`; switch the active model with :meth:`with_score`. A :class:`~calibdash.data.problem.Problem`
+    """A validated table of one classifier's scores and the true labels: a :class:`~calibdash.data.problem.Problem`
     of 2 classes, whose one reduction is the score.
+
+    ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and ``split`` hold the usable rows only
+    (rows with a missing or non-finite active score, or a missing label, are dropped and counted in ``report``).
+    ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by the logistic function. Build one
+    with :func:`~calibdash.data.load_scores` or :func:`build_score_set`; switch the active model with
+    :meth:`with_score`.
     """
 
     name: str
@@ -115,12 +103,8 @@ class ScoreSet(Problem):
                       positive=self.positive_label, info=self.info, name=self.name)
 
     def content_key(self) -> str:
-        """Stable hex key of the data and the roles, for caches.
-
-        Built from the file's SHA-256 (or a hash of ``raw`` when the table did
-        not come from a file), the label/score/feature/split columns and the
-        positive label.
-        """
+        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or a hash of ``raw`` for a
+        table built in memory), the label/score/feature/split columns and the positive label."""
         h = hashlib.sha256()
         if self.info is not None:
             h.update(self.info.sha256.encode())
@@ -132,7 +116,6 @@ class ScoreSet(Problem):
         return h.hexdigest()[:32]
 
 
-# -- values -----------------------------------------------------------------------------------------
 def _scalar(v):
     """Python scalar from a numpy/pandas scalar, value unchanged (1.0 stays 1.0)."""
     return v.item() if hasattr(v, "item") else v
@@ -150,7 +133,6 @@ def _check_columns(df: pd.DataFrame, names, role: str) -> None:
         raise DataError(f"{role} {what} {asked} not found; the columns are: {listed}{more}.")
 
 
-# -- the label and its positive class ------------------------------------------------------------
 def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.ndarray, list]:
     """Which rows have a label, and the label's two values (sorted); DataError unless exactly two."""
     if label is None:
@@ -172,7 +154,6 @@ def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.nd
     return lab_ok, values
 
 
-# -- scores and the other columns ----------------------------------------------------------------
 def _as_numeric(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """The score column's numbers (NaN where missing or text) and where an entry is text, not a number."""
     if pd.api.types.is_bool_dtype(s):
@@ -204,15 +185,8 @@ def _dropped_phrase(reason: str) -> str:
 
 def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[str, list[str]], *, n_used: int,
                  n_read: int, name: str, phrase=_dropped_phrase) -> None:
-    """Say in ``messages`` how many rows were dropped for each reason (with the examples kept for it), and
-    refuse fewer than :data:`~calibdash.core.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a
-    reason for a message (binary: ``"whose score is not a number"``, ``"with a missing label"``).
-
-    Raises
-    ------
-    DataError
-        ``n_used < MIN_ROWS``, the message counting the rows dropped for each reason.
-    """
+    """Say in ``messages`` how many rows were dropped for each reason (with its examples), and refuse (DataError)
+    fewer than :data:`~calibdash.core.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a reason."""
     for reason, k in dropped.items():
         such = f", such as {_quoted(examples[reason])}" if reason in examples else ""
         messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} {phrase(reason)}{such}.")
@@ -247,7 +221,6 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     lab_ok, values = _label_values(df, label, name)
     pos, neg = choose_positive(values, positive, column=label)
 
-    # --- score -------------------------------------------------------------
     raw_s, not_number = _as_numeric(df[score])
     finite = np.isfinite(raw_s)
     if not finite.any():
@@ -273,7 +246,6 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
                         "read as a margin or logit and mapped by the logistic function "
                         "1/(1+exp(-s)) (not min-max scaled).")
 
-    # --- rows ----------------------------------------------------------------
     bad_score = ~finite
     bad_label = ~lab_ok & finite
     dropped = {}
@@ -339,11 +311,9 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     split : str, optional
         Split column (e.g. train/test); guessed when None, none when ``False`` or ``""``.
     positive : optional
-        The label value taken as class 1 (matched exactly, then as text,
-        then case-insensitively, then as a number); default: the rule of
-        :func:`calibdash.core.validation.choose_positive` (1, True, yes,
-        pos/positive; else the value opposite 0, -1, no, neg/negative; else
-        the second value in sorted order), the same as the API's ``pos_label``.
+        The label value taken as class 1 (matched exactly, then as text, then case-insensitively, then as a
+        number); default: :func:`calibdash.core.validation.choose_positive`'s rule (1, True, yes, pos/positive;
+        else the value opposite 0, -1, no, neg/negative; else the second value in sorted order).
     info : FileInfo, optional
         From :func:`~calibdash.data.read_table`; used in messages and in ``content_key``.
     name : str, optional
@@ -352,18 +322,10 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     Raises
     ------
     DataError
-        A named column is missing; no numeric column; the score column is
-        mostly text (under :data:`~calibdash.data.roles.NUMERIC_SHARE` of its
-        entries are numbers); the label has one or more than two values;
-        fewer than ``MIN_ROWS`` usable rows; the positive label is not a
-        label value.
-
-    Notes
-    -----
-    A score column of text that mostly holds numbers (a CSV column with a
-    few ``"abc"`` or ``"#DIV/0!"``) is read as numbers: the other entries
-    are read as missing, and their rows dropped and counted under
-    ``"score not a number"`` with up to five examples in the report.
+        A named column is missing; no numeric column; the score column is mostly text (under
+        :data:`~calibdash.data.roles.NUMERIC_SHARE` of its entries are numbers; with fewer, the text entries'
+        rows are dropped and counted under ``"score not a number"``); the label has one or more than two
+        values; fewer than ``MIN_ROWS`` usable rows; the positive label is not a label value.
     """
     name = name or (info.name if info is not None else "data")
     if len(df) == 0:

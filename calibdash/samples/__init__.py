@@ -3,20 +3,11 @@
 >>> from calibdash.samples import SAMPLES, load_sample
 >>> ss = load_sample("circles_svm", score="linear_svm")     # doctest: +SKIP
 
-Where the files come from (nothing is downloaded, ever):
-
-* in a checkout of the repository, ``sample_data/`` next to the package
-  (:data:`SAMPLE_DIR`), the files the README and the command-line examples
-  use;
-* in an installed copy (``pip install calibdash``), which ships no CSV, the
-  package's own generators (:mod:`calibdash.samples.make`) write each file
-  once, on first use, into a per-user cache folder (:func:`cache_dir`):
-  ``$XDG_CACHE_HOME/calibdash/samples/<generator hash>/``, by default
-  ``~/.cache/calibdash/samples/...`` (``%LOCALAPPDATA%`` on Windows). The
-  largest, ``ctr_120k.csv`` (3.9 MB), takes well under a second.
-
-The generators are deterministic: on the pinned library versions both
-sources hold the same values (``tests/samples/test_samples.py``).
+Nothing is downloaded, ever. In a checkout of the repository the files are ``sample_data/`` next to the package
+(:data:`SAMPLE_DIR`). An installed copy ships no CSV: the package's deterministic generators
+(:mod:`calibdash.samples.make`) write each binary sample once, on first use, into a per-user cache folder
+(:func:`cache_dir`); the largest, ``ctr_120k.csv`` (3.9 MB), takes well under a second. On the pinned library
+versions both sources hold the same values (``tests/samples/test_samples.py``).
 """
 from __future__ import annotations
 
@@ -44,21 +35,9 @@ SAMPLE_DIR: Path | None = _repo_sample_dir()
 
 @dataclass(frozen=True)
 class SampleFile:
-    """What every sample data set declares.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`SAMPLES` or :data:`CLASS_SAMPLES`.
-    filename : str
-        File name, in ``sample_data/`` (or, for a binary sample, the cache folder).
-    title : str
-        Short display title.
-    description : str
-        One or two sentences: origin and what it shows.
-    label : str
-        Label column.
-    """
+    """What every sample data set declares: its key in :data:`SAMPLES` or :data:`CLASS_SAMPLES`, its file name in
+    ``sample_data/`` (or, for a binary sample, the cache folder), a short display title, a description (origin
+    and what it shows) and the label column."""
 
     name: str
     filename: str
@@ -126,17 +105,14 @@ SAMPLES: dict[str, Sample] = {s.name: s for s in (
 )}
 
 
-
 @dataclass(frozen=True)
 class ClassSample(SampleFile):
-    """One multi-class sample data set (a label of K >= 3 classes and one column per class): a
-    :class:`SampleFile` with the shared ``prefix`` of its class columns (``"p_"``, ``"logit_"``) and whether
-    they hold ``logits`` (else probabilities).
+    """One multi-class sample data set: a :class:`SampleFile` with the shared ``prefix`` of its class columns
+    (``"p_"``, ``"logit_"``) and whether they hold ``logits`` (else probabilities).
 
-    Kept apart from the binary :data:`SAMPLES`, which the command line's and the Benchmark page's
-    binary readings iterate over. The files live in ``sample_data/multiclass/`` of the repository
-    (see its README.md) and are not generated: an installed calibdash, which ships no data, does
-    not have them (:func:`sample_path` says so).
+    Kept apart from the binary :data:`SAMPLES`, which the command line and the Benchmark page iterate over. The
+    files live in ``sample_data/multiclass/`` (see its README.md) and are not generated: an installed calibdash
+    does not have them (:func:`sample_path` says so).
     """
 
     prefix: str = "p_"
@@ -196,7 +172,7 @@ def _get(name: str) -> Sample | ClassSample:
 
 def _user_cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(xdg):                       # the XDG spec: ignore a relative value
+    if os.path.isabs(xdg):                       # the XDG spec ignores a relative value
         return Path(xdg)
     if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
         return Path(os.environ["LOCALAPPDATA"])
@@ -214,31 +190,23 @@ def _generator_key() -> str:
 
 
 def cache_dir() -> Path:
-    """Per-user folder the generated samples go to: ``$XDG_CACHE_HOME/calibdash/samples/<hash>/``.
-
-    ``XDG_CACHE_HOME`` defaults to ``~/.cache`` (``%LOCALAPPDATA%`` on
-    Windows); ``<hash>`` identifies the generators' source, so a new
-    calibdash whose generators differ never reads stale files. The folder is
-    not created here.
-    """
+    """Per-user folder the generated samples go to: ``$XDG_CACHE_HOME/calibdash/samples/<hash>/`` (not created
+    here). ``XDG_CACHE_HOME`` defaults to ``~/.cache`` (``%LOCALAPPDATA%`` on Windows); ``<hash>`` identifies the
+    generators' source, so a calibdash whose generators differ never reads stale files."""
     return _user_cache_root() / "calibdash" / "samples" / _generator_key()
 
 
 def sample_path(name: str) -> Path:
-    """Path of sample ``name``'s CSV, generating it into :func:`cache_dir` if needed.
-
-    The repository's ``sample_data/`` file when there is one; else the cached
-    file, written on first use (about a second at most).
-
-    A multi-class sample (:data:`CLASS_SAMPLES`) is never generated: its file in ``sample_data/``.
+    """Path of sample ``name``'s CSV: the repository's ``sample_data/`` file when there is one, else the file in
+    :func:`cache_dir`, generated on first use (a multi-class sample is never generated).
 
     Raises
     ------
     SettingsError
         Unknown sample.
     EnvironmentProblem
-        The file has to be generated and the cache folder cannot be written, or a multi-class
-        sample's file is not there (an installed calibdash ships none).
+        The file has to be generated and the cache folder cannot be written, or a multi-class sample's file is
+        not there (an installed calibdash ships none).
     """
     sample = _get(name)
     if SAMPLE_DIR is not None and (SAMPLE_DIR / sample.filename).is_file():
@@ -264,38 +232,16 @@ def sample_path(name: str) -> Path:
 
 
 def load_sample(name: str, score: str | None = None) -> ScoreSet:
-    """Load sample ``name`` as a :class:`~calibdash.data.ScoreSet`.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`SAMPLES`.
-    score : str, optional
-        Active score column (default: the sample's ``score``).
-
-    Raises
-    ------
-    SettingsError
-        Unknown sample.
-    EnvironmentProblem
-        The file has to be generated and the cache folder cannot be written
-        (see :func:`sample_path`).
-    """
+    """Load sample ``name`` (a key of :data:`SAMPLES`) as a :class:`~calibdash.data.ScoreSet`, with ``score`` as
+    the active score column (default: the sample's ``score``); errors as :func:`sample_path`."""
     sample = _get(name)
     return load_scores(sample_path(name), score=score or sample.score, label=sample.label)
 
 
 def load_class_sample(name: str) -> ClassSet:
     """Load multi-class sample ``name`` (a key of :data:`CLASS_SAMPLES`) as a :class:`~calibdash.data.ClassSet`,
-    with the label and class columns it declares.
-
-    Raises
-    ------
-    SettingsError
-        Not a multi-class sample.
-    EnvironmentProblem
-        Its file is not there (see :func:`sample_path`).
-    """
+    with the label and class columns it declares; SettingsError for another name, else errors as
+    :func:`sample_path`."""
     if name not in CLASS_SAMPLES:
         raise SettingsError(f"unknown multi-class sample {name!r}; available: {', '.join(CLASS_SAMPLES)}.")
     s = CLASS_SAMPLES[name]

@@ -9,8 +9,7 @@ error (TCE) from the known truth, and the difference of each estimate from it.
 from __future__ import annotations
 
 from .scenarios import MAX_N, MIN_N, SCENARIOS, draw, support, true_curve
-from .study import TRUE_ERROR_COLUMNS, Trial, estimator_study, study_summary, trial
-from .truth import true_calibration_error
+from .study import TRUE_ERROR_COLUMNS, Trial, estimator_study, study_summary, trial, true_calibration_error
 
 __all__ = [
     "SCENARIOS", "Trial", "true_curve", "support", "trial", "estimator_study", "study_summary",

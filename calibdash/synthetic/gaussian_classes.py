@@ -21,7 +21,7 @@ What is known:
   :func:`true_canonical_error`. The same holds for any one-to-one recalibration of ``p̂`` (temperature, vector or
   matrix scaling with an invertible matrix); for a map that merges rows (binning) the row-wise error is an upper
   bound (Jensen's inequality), as the binary scenarios' error "against the score" is
-  (:mod:`calibdash.synthetic.truth`).
+  (:mod:`calibdash.synthetic.study`).
 * The top-label calibration error (Gupta & Ramdas, ICLR 2022) conditions on the top class and its probability
   only, so it has no row-wise formula here; no helper claims to give it.
 

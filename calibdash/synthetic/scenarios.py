@@ -8,8 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.errors import DataError
-from .populations import Population, closed_population
-from .svm import svm_population
+from .populations import Population, closed_population, svm_population
 
 __all__ = []
 
