@@ -10,6 +10,7 @@ kept, with a note: a rare class can be absent from a test file.
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 from dataclasses import dataclass, replace
 
@@ -19,13 +20,13 @@ import pandas as pd
 from ..core.errors import DataError, SettingsError
 from ..calibrators.multiclass.base import Scores, as_scores
 from ..core.validation import SUM_TOLERANCE
-from ..core.validation import format_values, short_text, sorted_values, text_values
+from ..core.validation import format_values, short_text, sorted_values
 from .roles import (NUMERIC_SHARE, PREFIXES, Layout, guess_roles, label_values, name_rank, other_roles, pair,
-                    parse_numbers, prefix_groups, search)
+                    parse_numbers, prefix_groups, prefixed, search)
 from ..core.limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
 from .problem import ONE_VS_REST, TOP_LABEL, Problem
 from .read import FileInfo, read_table
-from .scoreset import ScoreSet, ValidationReport, note_dropped
+from .scoreset import ScoreSet, ValidationReport, note_dropped, split_rows
 
 __all__ = ["build_class_set"]
 
@@ -105,7 +106,7 @@ class ClassSet(Problem):
         return top_label_set(self)
 
     def scores(self) -> Scores:
-        """The output as :class:`calibdash.calibrators.multiclass.base.Scores` (what the multi-class calibrators take)."""
+        """The output as :class:`calibdash.calibrators.multiclass.base.Scores` (what multi-class calibrators take)."""
         return Scores(self.given, self.logits)
 
     def content_key(self) -> str:
@@ -138,11 +139,10 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
         if not given.strip():
             raise SettingsError("an empty prefix names no class columns; for columns named exactly after the "
                                 "classes give their list (probs=[...] or logits=[...]).")
-        cols = [c for c in df.columns if str(c).lower().startswith(given.lower()) and len(str(c)) > len(given)]
-        if not cols:
+        if (layout := prefixed(df.columns, given, logits)) is None:
             raise DataError(f"no column starts with {given!r} (case-insensitive) followed by a class; "
                             f"the columns are: {_names(df.columns, 20)}.")
-        return Layout(None, cols, [str(c)[len(given):] for c in cols], str(cols[0])[:len(given)], logits)
+        return layout
     cols = list(given)
     _require(df, cols, "class")
     if len(set(cols)) != len(cols):
@@ -155,10 +155,7 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
 
 def _common_prefix(names: list[str]) -> str:
     """The longest prefix shared by ``names``, leaving every name something after it."""
-    stem = names[0]
-    for n in names[1:]:
-        while not n.startswith(stem):
-            stem = stem[:-1]
+    stem = os.path.commonprefix(names)
     shortest = min(len(n) for n in names)
     return stem[:shortest - 1] if len(stem) >= shortest else stem
 
@@ -195,8 +192,8 @@ def _label_values(df: pd.DataFrame, label, name: str) -> tuple:
     """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` distinct values after one pass."""
     found = label_values(df[label], limit=MAX_CLASSES)
     if found is None:
-        raise _too_many_classes(f"label column {short_text(label)!r} of {name} holds more than {MAX_CLASSES:,} distinct "
-                                "values")
+        raise _too_many_classes(f"label column {short_text(label)!r} of {name} holds more than {MAX_CLASSES:,} "
+                                "distinct values")
     return found
 
 
@@ -206,7 +203,8 @@ def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
     if label is not None:
         found = label_values(df[label], limit=2)                 # two classes or not: one pass at most
         if found is not None and len(values := found[2]) == 2:
-            return _binary(f"label column {short_text(label)!r} holds two classes ({format_values(sorted_values(values))})")
+            return _binary(f"label column {short_text(label)!r} holds two classes "
+                           f"({format_values(sorted_values(values))})")
     return DataError(f"no multi-class columns found in {name}: a multi-class table has a label column and one "
                      "column per class, named after the label's values with a prefix "
                      f"({', '.join(p + '<class>' for p, _ in PREFIXES)}; logit_ for logits) or exactly as the "
@@ -234,9 +232,9 @@ def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np
         col, not_number = parse_numbers(s)
         n_text, n_num = int(not_number.sum()), int(np.count_nonzero(~np.isnan(col)))
         if n_text and n_num < NUMERIC_SHARE * (n_text + n_num):
-            raise DataError(f"class column {short_text(c)!r} is mostly text: {n_text:,} of its {n_text + n_num:,} entries "
-                            f"are not numbers (such as {format_values(_first_distinct(s, not_number), 3)}); a class "
-                            f"column holds {what}.")
+            raise DataError(f"class column {short_text(c)!r} is mostly text: {n_text:,} of its {n_text + n_num:,} "
+                            f"entries are not numbers (such as {format_values(_first_distinct(s, not_number), 3)}); "
+                            f"a class column holds {what}.")
         if n_text and len(shown) < _SHOWN:
             shown += [v for v in _first_distinct(s, not_number) if v not in shown][:_SHOWN - len(shown)]
         values[:, j] = col
@@ -255,17 +253,12 @@ def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: 
     hint = (f"If the columns hold logits, read them as logits (--logits {arg}, or "
             "logits in the Data page's class-columns menu).")
     cols = _names(layout.columns)
-    low, high = float(P.min()), float(P.max())
-    if low < 0:
-        bad = (P < 0).any(axis=1)
-        raise DataError(f"class columns {cols} of {name} hold negative values ({int(bad.sum()):,} rows, the "
-                        f"lowest {low:.4g}, the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities "
-                        f"are never negative. {hint}")
-    if high > 1 + SUM_TOLERANCE:
-        bad = (P > 1 + SUM_TOLERANCE).any(axis=1)
-        raise DataError(f"class columns {cols} of {name} hold values above 1 ({int(bad.sum()):,} rows, the "
-                        f"highest {high:.4g}, the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities "
-                        f"lie in [0, 1]. {hint}")
+    for bad, kind, extreme, rule in ((P < 0, "negative values", f"lowest {P.min():.4g}", "are never negative"),
+                                     (P > 1 + SUM_TOLERANCE, "values above 1", f"highest {P.max():.4g}",
+                                      "lie in [0, 1]")):
+        if (bad := bad.any(axis=1)).any():
+            raise DataError(f"class columns {cols} of {name} hold {kind} ({int(bad.sum()):,} rows, the {extreme}, "
+                            f"the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities {rule}. {hint}")
     total = P.sum(axis=1)
     off = np.abs(total - 1.0) > SUM_TOLERANCE
     if off.any():
@@ -288,15 +281,13 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     layout = replace(layout, values=values, pairs=pairs)
     unnamed = sorted_values(values[i] for i in range(len(values)) if i not in set(pairs.values()))
     if unnamed:
-        raise DataError(f"labels hold classes with no {'logit' if layout.logits else 'probability'} column: {format_values(unnamed, _SHOWN)} "
-                        f"(label column {short_text(label)!r}; the class columns are {_names(cols)}). Every class "
-                        "needs a column, named after it.")
+        raise DataError(f"labels hold classes with no {'logit' if layout.logits else 'probability'} column: "
+                        f"{format_values(unnamed, _SHOWN)} (label column {short_text(label)!r}; the class columns "
+                        f"are {_names(cols)}). Every class needs a column, named after it.")
     code_of = np.empty(len(values), dtype=np.int64)
-    for j, i in pairs.items():
-        code_of[i] = j
+    code_of[list(pairs.values())] = list(pairs)
     row_code = np.full(len(df), -1, dtype=np.int64)
     row_code[present] = code_of[codes]
-
     raw, text, examples = _numbers(df, cols, what)
     finite = np.isfinite(raw).all(axis=1)
     dropped = {}
@@ -309,19 +300,19 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     keep = finite & present
     n_used = int(keep.sum())
     messages = [f"Read {name}: {len(df):,} rows, {df.shape[1]} columns."]
-    note_dropped(messages, dropped, examples, n_used=n_used, n_read=len(df), name=name, phrase=lambda r: f"with a {r}")
+    note_dropped(messages, dropped, examples, n_used=n_used, n_read=len(df), name=name,
+                 phrase=lambda r: f"with a {r}")
     rows = np.flatnonzero(keep)
     y = row_code[keep]
     counts = np.bincount(y, minlength=k)
     classes = layout.classes()
     if np.count_nonzero(counts) < 2:
-        raise DataError(f"label column {short_text(label)!r} holds one class only ({format_values([classes[int(y[0])]])}) "
-                        "in the usable rows; calibration needs at least two.")
+        raise DataError(f"label column {short_text(label)!r} holds one class only "
+                        f"({format_values([classes[int(y[0])]])}) in the usable rows; calibration needs at least two.")
     P = raw[keep]
     if not layout.logits:
         _check_probabilities(P, rows, layout, name)
     given = as_scores(P, layout.logits).given
-
     messages.append(f"Label column {short_text(label)!r}: {k} classes, {n_used:,} rows used.")
     messages.append(f"Class columns ({what}): {_names(cols, k)}.")
     absent = [c for c, m in zip(cols, counts) if m == 0]
@@ -331,10 +322,10 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     feats = df.loc[keep, features].reset_index(drop=True) if features else None
     if features:
         messages.append(f"Feature columns: {_names(features, 20)}.")
-    split_arr = text_values(df.loc[keep, split]) if split is not None else None
-    if split_arr is not None:
-        kinds, n_kind = np.unique(split_arr.astype(str), return_counts=True)
-        messages.append(f"Split column {short_text(split)!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, n_kind)) + ".")
+    split_arr = None
+    if split is not None:
+        split_arr, note = split_rows(df, keep, split, short_text(split))
+        messages.append(note)
     report = ValidationReport(n_read=len(df), n_used=n_used, dropped=dropped, dropped_examples=examples,
                               class_counts={str(c): int(m) for c, m in zip(classes, counts)}, messages=messages)
     return ClassSet(name=name, raw=df, label_column=label, columns=cols, classes=classes, prefix=layout.prefix,

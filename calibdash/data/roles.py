@@ -24,14 +24,12 @@ from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value
 
 __all__ = ["reads_as_numbers", "label_values", "split_prefix", "named_classes", "check_guessed_score"]
 
-_LABEL_NAMES = ("label", "labels", "y", "target", "outcome", "class", "truth", "actual",
-                "clicked", "click", "default", "y_true", "ytrue", "true_label", "ground_truth",
-                "gt", "response", "converted", "conversion", "churn", "fraud", "event")
-_SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "dataset", "data_split",
-                "train_test", "sample_set")
+_LABEL_NAMES = ("label", "labels", "y", "target", "outcome", "class", "truth", "actual", "clicked", "click",
+                "default", "y_true", "ytrue", "true_label", "ground_truth", "gt", "response", "converted",
+                "conversion", "churn", "fraud", "event")
+_SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "dataset", "data_split", "train_test", "sample_set")
 _ID_NAMES = ("id", "index", "idx", "row", "row_id", "rowid", "key", "uuid", "record_id")
-_SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "confidence",
-                "yhat", "y_hat", "output")
+_SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "confidence", "yhat", "y_hat", "output")
 #: A text column counts as a column of numbers when at least this share of its non-missing, non-blank entries
 #: parse as numbers; its other entries (``"abc"``, ``"#N/A"``) are then read as missing, and
 #: :func:`~calibdash.data.build_score_set` drops and counts their rows. A long column is screened first on
@@ -119,11 +117,6 @@ def _is_id(col, s: pd.Series, n: int, numbers: np.ndarray | None = None) -> bool
     return False
 
 
-def _known_label_encoding(values) -> bool:
-    toks = {str(v).strip().lower() for v in values}
-    return len(toks) == 2 and bool(toks & (POSITIVE_TOKENS | NEGATIVE_TOKENS))
-
-
 def _guess_split(df: pd.DataFrame, label: str | None) -> str | None:
     n = len(df)
     for c in df.columns:
@@ -142,17 +135,16 @@ def _guess_label(df: pd.DataFrame, split: str | None) -> str | None:
     for _, _, c in named:
         if df[c].nunique(dropna=True) == 2:
             return c
-    two_valued = []
-    for i, c in enumerate(cols):
-        if c == split or _is_score_hint(c):
-            continue
-        s = df[c]
-        if s.nunique(dropna=True) == 2:
-            known = _known_label_encoding(s.dropna().unique())
-            two_valued.append((0 if known else 1, i, c))
+    two_valued = [(0 if _known_label_encoding(df[c].dropna().unique()) else 1, i, c) for i, c in enumerate(cols)
+                  if c != split and not _is_score_hint(c) and df[c].nunique(dropna=True) == 2]
     if two_valued:
         return min(two_valued)[2]
     return named[0][2] if named else None
+
+
+def _known_label_encoding(values) -> bool:
+    toks = {str(v).strip().lower() for v in values}
+    return len(toks) == 2 and bool(toks & (POSITIVE_TOKENS | NEGATIVE_TOKENS))
 
 
 def _looks_like_probabilities(values: np.ndarray) -> bool:
@@ -167,16 +159,9 @@ def _guess_scores(df: pd.DataFrame, numbers: dict) -> list:
     numeric column not yet looked at): hinted names first, then probability-like columns, then all."""
     numeric = list(numbers)
     hinted = [c for c in numeric if _is_score_hint(c)]
-    if hinted:
-        return hinted
-    scores = []
-    for c in numeric:
-        looks = numbers[c]
-        if looks is None:            # a numeric dtype: one column converted at a time, then let go
-            looks = _looks_like_probabilities(df[c].to_numpy(dtype=float, na_value=np.nan))
-        if looks:
-            scores.append(c)
-    return scores or numeric[:]
+    # a numeric dtype (None) is converted one column at a time, then let go
+    return hinted or [c for c in numeric if numbers[c] or numbers[c] is None and _looks_like_probabilities(
+        df[c].to_numpy(dtype=float, na_value=np.nan))] or numeric
 
 
 def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None = None,
@@ -244,9 +229,8 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
     classes = score_classes(df, label, scores, positive)
     if classes is not None:
         scores = classes.scores
-    chosen = set(scores)
-    features = [c for c in cols if c not in taken and c not in ids and c not in chosen
-                and not df[c].isna().all()]
+    chosen = taken | ids | set(scores)
+    features = [c for c in cols if c not in chosen and not df[c].isna().all()]
     return Roles(label=label, scores=scores, features=features, split=split, classes=classes)
 
 
@@ -332,15 +316,16 @@ class Layout:
                 for j, s in enumerate(self.suffixes)]
 
 
+def prefixed(columns, prefix: str, logits: bool) -> Layout | None:
+    """The columns that start with ``prefix`` (any case) and go on, as a layout; None when there are none."""
+    n = len(prefix)
+    cols = [c for c in columns if str(c).lower().startswith(prefix.lower()) and len(str(c)) > n]
+    return Layout(None, cols, [str(c)[n:] for c in cols], str(cols[0])[:n], logits) if cols else None
+
+
 def prefix_groups(columns: list) -> list[Layout]:
     """The columns of each prefix of :data:`PREFIXES` (with a class after it), one layout per prefix used."""
-    groups = []
-    for prefix, logits in PREFIXES:
-        cols = [c for c in columns if str(c).lower().startswith(prefix) and len(str(c)) > len(prefix)]
-        if cols:
-            groups.append(Layout(None, cols, [str(c)[len(prefix):] for c in cols], str(cols[0])[:len(prefix)],
-                                  logits))
-    return groups
+    return [g for prefix, logits in PREFIXES if (g := prefixed(columns, prefix, logits)) is not None]
 
 
 def _named_group(df: pd.DataFrame, label, values: list) -> Layout | None:
@@ -348,9 +333,7 @@ def _named_group(df: pd.DataFrame, label, values: list) -> Layout | None:
     others = [c for c in df.columns if c != label]
     pairs = pair(values, [str(c) for c in others])
     cols = [others[j] for j in sorted(pairs) if reads_as_numbers(df[others[j]])]
-    if not cols:
-        return None
-    return Layout(label, cols, [str(c) for c in cols], None, False)
+    return Layout(label, cols, [str(c) for c in cols], None, False) if cols else None
 
 
 def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
@@ -365,10 +348,8 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
     """
     groups = prefix_groups(list(df.columns)) if groups is None else groups
     in_groups = {c for g in groups for c in g.columns}
-    if label is not None:
-        candidates = [label]
-    else:
-        candidates = [c for c in df.columns if c not in in_groups and _could_be_label(df[c])]
+    candidates = [label] if label is not None else [c for c in df.columns
+                                                    if c not in in_groups and _could_be_label(df[c])]
     best, best_key = None, None
     for position, c in enumerate(candidates):
         found = label_values(df[c], limit=MAX_COLUMNS)
@@ -378,8 +359,7 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
         if by_name and (named := _named_group(df, c, values)) is not None:
             options.append(named)
         for kind, g in enumerate(options):
-            pairs = pair(values, g.suffixes)
-            matched = len(pairs)
+            matched = len(pairs := pair(values, g.suffixes))
             if matched < 2 or 2 * matched < len(values) or len(g.columns) < k_min:
                 continue
             key = (matched, name_rank(c), g.prefix is not None, -position, -kind)

@@ -196,6 +196,13 @@ def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[st
                         f"{'; dropped ' + why if why else ''}); at least {MIN_ROWS} are needed.")
 
 
+def split_rows(df: pd.DataFrame, keep: np.ndarray, split, shown) -> tuple[np.ndarray, str]:
+    """The split column's values (as text) at the usable rows, and the report's line counting each value."""
+    values = text_values(df.loc[keep, split])
+    kinds, counts = np.unique(values.astype(str), return_counts=True)
+    return values, f"Split column {shown!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, counts)) + "."
+
+
 def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
     """What reading the file found: format, size, delimiter, encoding, decimal commas."""
     messages = []
@@ -281,9 +288,8 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
         messages.append(f"Feature columns: {', '.join(features)}.")
     split_arr = None
     if split is not None:
-        split_arr = text_values(df.loc[keep, split])
-        messages.append(f"Split column {split!r}: " + ", ".join(
-            f"{k} ({v:,})" for k, v in zip(*np.unique(split_arr.astype(str), return_counts=True))) + ".")
+        split_arr, note = split_rows(df, keep, split, split)
+        messages.append(note)
 
     report = ValidationReport(n_read=n_read, n_used=n_used, dropped=dropped, dropped_examples=examples,
                               mapped=mapped, class_counts=class_counts, messages=messages)

@@ -55,53 +55,29 @@ class Sample(SampleFile):
 
 SAMPLES: dict[str, Sample] = {s.name: s for s in (
     Sample(
-        name="circles_svm",
-        filename="circles_svm.csv",
-        title="Circles, linear vs quadratic SVM (BBQ / SBB papers)",
-        description=(
-            "The BBQ and SBB papers' simulated circular configuration: class 0 inside radius 2, "
-            "class 1 between radius 2 and 4; 1,000 train + 1,000 test points. Scores are the "
-            "sigmoid of the margin of a linear and a quadratic SVM. The linear SVM's true "
-            "probability is not monotone in its score, so Platt scaling and isotonic regression "
-            "fail where binning helps; the quadratic SVM is accurate but miscalibrated."),
-        score="linear_svm",
-        label="label",
-    ),
+        "circles_svm", "circles_svm.csv", "Circles, linear vs quadratic SVM (BBQ / SBB papers)",
+        ("The BBQ and SBB papers' simulated circular configuration: class 0 inside radius 2, class 1 between radius 2 "
+         "and 4; 1,000 train + 1,000 test points. Scores are the sigmoid of the margin of a linear and a quadratic "
+         "SVM. The linear SVM's true probability is not monotone in its score, so Platt scaling and isotonic "
+         "regression fail where binning helps; the quadratic SVM is accurate but miscalibrated."),
+        label="label", score="linear_svm"),
     Sample(
-        name="breast_cancer_nb",
-        filename="breast_cancer_nb.csv",
-        title="Breast cancer, Gaussian naive Bayes",
-        description=(
-            "scikit-learn's Wisconsin breast cancer data (569 tumours) scored by Gaussian naive "
-            "Bayes with 5-fold out-of-fold predictions. Naive Bayes is famously over-confident: "
-            "most scores sit at 0 or 1."),
-        score="nb_score",
-        label="malignant",
-    ),
+        "breast_cancer_nb", "breast_cancer_nb.csv", "Breast cancer, Gaussian naive Bayes",
+        ("scikit-learn's Wisconsin breast cancer data (569 tumours) scored by Gaussian naive Bayes with 5-fold "
+         "out-of-fold predictions. Naive Bayes is famously over-confident: most scores sit at 0 or 1."),
+        label="malignant", score="nb_score"),
     Sample(
-        name="ctr_120k",
-        filename="ctr_120k.csv",
-        title="Click-through, 120k impressions (synthetic)",
-        description=(
-            "Synthetic ad impressions with device, site category, hour, banner position and user "
-            "age. The base model's pCTR is miscalibrated per site category and device: at the "
-            "same score some groups click more, others less than predicted, which only a "
-            "feature-aware calibrator (MBCT) can correct."),
-        score="pctr",
-        label="click",
-    ),
+        "ctr_120k", "ctr_120k.csv", "Click-through, 120k impressions (synthetic)",
+        ("Synthetic ad impressions with device, site category, hour, banner position and user age. The base model's "
+         "pCTR is miscalibrated per site category and device: at the same score some groups click more, others less "
+         "than predicted, which only a feature-aware calibrator (MBCT) can correct."),
+        label="click", score="pctr"),
     Sample(
-        name="drift",
-        filename="drift.csv",
-        title="Drifting score with one miscalibrated segment (synthetic)",
-        description=(
-            "20,000 scored rows over the twelve months of 2025 in four segments. In January the score is "
-            "calibrated except in the 'partner' segment, which it over-estimates at every date; month by month "
-            "the true log-odds fall behind the score's, so a calibrator fitted early goes stale. Made for the "
-            "Groups & time page."),
-        score="score",
-        label="label",
-    ),
+        "drift", "drift.csv", "Drifting score with one miscalibrated segment (synthetic)",
+        ("20,000 scored rows over the twelve months of 2025 in four segments. In January the score is calibrated "
+         "except in the 'partner' segment, which it over-estimates at every date; month by month the true log-odds "
+         "fall behind the score's, so a calibrator fitted early goes stale. Made for the Groups & time page."),
+        label="label", score="score"),
 )}
 
 
@@ -121,39 +97,23 @@ class ClassSample(SampleFile):
 
 CLASS_SAMPLES: dict[str, ClassSample] = {s.name: s for s in (
     ClassSample(
-        name="animals_3class",
-        filename="multiclass/animals_3class.csv",
-        title="Three animals, an over-confident model (K = 3, synthetic)",
-        description=(
-            "3,000 rows of three Gaussian classes (cat, dog, emu) whose model reports the true logits times "
-            "2.5 plus a class bias: over-confident (accuracy 0.842, confidence ECE 0.093). Temperature "
-            "scaling nearly removes it, vector scaling exactly in the limit; the simplex map shows the "
-            "calibrators' maps."),
-        label="label",
-        prefix="p_",
-    ),
+        "animals_3class", "multiclass/animals_3class.csv",
+        "Three animals, an over-confident model (K = 3, synthetic)",
+        ("3,000 rows of three Gaussian classes (cat, dog, emu) whose model reports the true logits times 2.5 plus a "
+         "class bias: over-confident (accuracy 0.842, confidence ECE 0.093). Temperature scaling nearly removes it, "
+         "vector scaling exactly in the limit; the simplex map shows the calibrators' maps."),
+        label="label", prefix="p_"),
     ClassSample(
-        name="cifar10_lenet5",
-        filename="multiclass/cifar10_lenet5.csv",
-        title="CIFAR-10, LeNet-5 (K = 10)",
-        description=(
-            "The softmax outputs of a LeNet-5 network on the 10,000 CIFAR-10 test images (netcal's record): "
-            "a weak, over-confident network, accuracy 0.5308, confidence ECE 0.10789 (15 equal-width bins)."),
-        label="label",
-        prefix="p_",
-    ),
+        "cifar10_lenet5", "multiclass/cifar10_lenet5.csv", "CIFAR-10, LeNet-5 (K = 10)",
+        ("The softmax outputs of a LeNet-5 network on the 10,000 CIFAR-10 test images (netcal's record): a weak, "
+         "over-confident network, accuracy 0.5308, confidence ECE 0.10789 (15 equal-width bins)."),
+        label="label", prefix="p_"),
     ClassSample(
-        name="logits_4class",
-        filename="multiclass/logits_4class.csv",
-        title="Four classes given as logits (K = 4, synthetic)",
-        description=(
-            "400 rows of four Gaussian classes whose model's logits (the true ones times 2 plus a class bias) "
-            "are written as they are: the class columns are softmaxed into probabilities (accuracy 0.838, "
-            "confidence ECE 0.093)."),
-        label="label",
-        prefix="logit_",
-        logits=True,
-    ),
+        "logits_4class", "multiclass/logits_4class.csv", "Four classes given as logits (K = 4, synthetic)",
+        ("400 rows of four Gaussian classes whose model's logits (the true ones times 2 plus a class bias) are "
+         "written as they are: the class columns are softmaxed into probabilities (accuracy 0.838, confidence ECE "
+         "0.093)."),
+        label="label", prefix="logit_", logits=True),
 )}
 
 #: Sample shown when the dashboard opens.

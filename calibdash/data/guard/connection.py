@@ -95,21 +95,15 @@ class DataRoot(RootPaths):
     def connect(self, database=None, *, alias: str = DEFAULT_ALIAS):
         """An in-memory DuckDB connection locked down for queries typed in a web page.
 
-        Settings, in this order: ``threads``, ``memory_limit``, ``temp_directory`` (a fresh directory of this
-        connection's own in the private spill directory, or ``''``: nothing spilled), ``max_temp_directory_size``,
-        extensions neither auto-installed, auto-loaded nor community ones, no persistent secrets,
-        ``python_enable_replacements`` false (a query cannot name the server's Python variables), the progress
-        bar on without printing (so ``query_progress()`` answers), ``TimeZone = 'UTC'``, ``allowed_directories =
-        [root]``, ``enable_external_access = false``; then ``database`` attached read-only; then
-        ``lock_configuration = true``. The allowed directories are then checked to be the root and the
-        connection's own spill directory only. Paths inside queries must be absolute (DuckDB judges a relative
-        path against the server's working directory, not the root).
+        The settings (in the code's order) end with ``lock_configuration = true``, after ``database`` is attached
+        read-only; the allowed directories are then checked to be the root and the connection's own spill
+        directory only. Paths inside queries must be absolute (DuckDB judges a relative path against the server's
+        working directory, not the root).
 
         Parameters
         ----------
         database : str or Path, optional
-            A DuckDB database file under the root (:meth:`resolve`), attached
-            ``READ_ONLY`` as ``alias``.
+            A DuckDB database file under the root (:meth:`resolve`), attached ``READ_ONLY`` as ``alias``.
         alias : str
             The attached database's name in queries (``source.main.table``).
 
@@ -139,8 +133,10 @@ class DataRoot(RootPaths):
                                 ("max_temp_directory_size", sql_string(self.spill_limit)),
                                 ("autoinstall_known_extensions", "false"), ("autoload_known_extensions", "false"),
                                 ("allow_community_extensions", "false"), ("allow_persistent_secrets", "false"),
-                                ("python_enable_replacements", "false"), ("enable_progress_bar", "true"),
-                                ("enable_progress_bar_print", "false"),
+                                # a query cannot name the server's Python variables
+                                ("python_enable_replacements", "false"),
+                                # without printing, so that query_progress() answers
+                                ("enable_progress_bar", "true"), ("enable_progress_bar_print", "false"),
                                 ("TimeZone", "'UTC'"),   # zoned timestamps fall in UTC periods (keyed cells)
                                 ("allowed_directories", f"[{sql_string(str(self._root))}]"),
                                 ("enable_external_access", "false")):
