@@ -47,22 +47,11 @@ class ClassSet(Problem):
     ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's order (rows
     dropped are counted in ``report``). Build one with :func:`build_class_set` or :func:`load_classes`.
 
-    Attributes
-    ----------
-    given : ndarray of shape (n, K)
-        Probabilities (rows divided by their sums, which were within
-        :data:`~calibdash.core.validation.SUM_TOLERANCE` of 1) or logits (finite reals), as ``logits`` says.
-    labels : ndarray of int64
-        Class codes 0..K-1: the index of the row's class among ``columns`` (``classes[labels[i]]`` is its label).
-    classes, columns : list
-        The class values and the class columns, in the table's order.
-    prefix : str or None
-        The columns' shared prefix, None when named after the classes.
-    raw, report, info
-        The table as read, the :class:`ValidationReport`, the :class:`FileInfo` (None for a table in memory).
-    rows : ndarray of int64 or None
-        Position in ``raw`` of each usable row (to align another column with ``labels``); None only for a
-        ClassSet built by hand without it.
+    ``given`` (n, K) holds probabilities (rows divided by their sums, which were within
+    :data:`~calibdash.core.validation.SUM_TOLERANCE` of 1) or logits, as ``logits`` says; ``labels`` the class
+    codes 0..K-1 (``classes[labels[i]]`` is row i's label; ``classes`` and ``columns`` in the table's order);
+    ``prefix`` the class columns' shared prefix (None when named after the classes); ``raw`` the table as read;
+    ``rows`` the position in ``raw`` of each usable row (None only for a ClassSet built by hand without it).
     """
 
     name: str

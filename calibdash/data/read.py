@@ -33,23 +33,10 @@ __all__ = []
 
 @dataclass(frozen=True)
 class FileInfo:
-    """What was read and how.
-
-    Attributes
-    ----------
-    name : str
-        File name (as uploaded, or the path's name).
-    format : {"csv", "csv.gz", "parquet"}
-    encoding : str or None
-        ``"utf-8"``, ``"utf-8-sig"`` (UTF-8 with BOM), ``"utf-16-le"`` or ``"utf-16-be"`` (UTF-16 with BOM), or
-        ``"latin-1"``; None for Parquet.
-    delimiter : str or None
-        ``","``, ``";"`` or ``"\\t"``; None for Parquet.
-    n_bytes : int
-        Size of the raw bytes (compressed size for .gz).
-    sha256 : str
-        Hex SHA-256 of the raw bytes.
-    """
+    """What was read and how: the file ``name`` (as uploaded, or the path's name), its ``format`` (``"csv"``,
+    ``"csv.gz"``, ``"parquet"``), ``encoding`` (``"utf-8"``, ``"utf-8-sig"``, ``"utf-16-le"``, ``"utf-16-be"``,
+    ``"latin-1"``) and ``delimiter`` (``","``, ``";"``, ``"\\t"``), both None for Parquet, and the raw bytes'
+    size ``n_bytes`` (compressed for .gz) and hex ``sha256``."""
 
     name: str
     format: str
@@ -110,7 +97,7 @@ def _too_big_unpacked(name: str, limit: int) -> DataError:
                      f"the upload limit ({megabytes(limit)}); {LARGE_DATA_HINT}.")
 
 
-#: Output of one step of gzip decompression: what the line counter and the size cap look at in turn.
+#: Output of one step of gzip decompression.
 _INFLATE_STEP = 8 * 1024 * 1024
 
 
@@ -240,25 +227,22 @@ def _too_many_cells(name: str, what: str, cells: str, limit: int) -> DataError:
                      f"upload a sample of the rows or fewer columns; {LARGE_DATA_HINT}.")
 
 
-class _Lines:
-    """Counts the line breaks of a gzip's output as it inflates, and refuses it once they make too many cells.
+def _line_watch(name: str, columns: int, max_cells: int):
+    """A watch that counts the line breaks of a gzip's output as it inflates, and refuses it once they make too
+    many cells. A short row is still read as a row of every column, so a CSV's cells are at most its line breaks
+    times its header's columns. The count is the larger of the ``\\n`` and ``\\r`` bytes: for UTF-8 and
+    Latin-1 a lower bound of the line breaks, so it never refuses a file that the exact count after decoding
+    accepts."""
+    columns, seen = max(columns, 1), {b"\n": 0, b"\r": 0}
 
-    A short row is still read as a row of every column, so a CSV's cells are at most its line breaks times its
-    header's columns. The count is the larger of the ``\\n`` and ``\\r`` bytes: for UTF-8 and Latin-1 a lower
-    bound of the line breaks, so it never refuses a file that the exact count after decoding accepts.
-    """
-
-    def __init__(self, name: str, columns: int, max_cells: int):
-        self.name, self.columns, self.max_cells = name, max(columns, 1), max_cells
-        self.lf = self.cr = 0
-
-    def __call__(self, piece: bytes) -> None:
-        self.lf += piece.count(b"\n")
-        self.cr += piece.count(b"\r")
-        lines = max(self.lf, self.cr)
-        if lines * self.columns > self.max_cells:
-            raise _too_many_cells(self.name, f"at least {lines:,} lines of {self.columns:,} columns (its header's)",
-                                  f"at least {lines * self.columns:,}", self.max_cells)
+    def watch(piece: bytes) -> None:
+        for byte in seen:
+            seen[byte] += piece.count(byte)
+        lines = max(seen.values())
+        if lines * columns > max_cells:
+            raise _too_many_cells(name, f"at least {lines:,} lines of {columns:,} columns (its header's)",
+                                  f"at least {lines * columns:,}", max_cells)
+    return watch
 
 
 def _line_breaks(text: str) -> int:
@@ -381,19 +365,10 @@ def _decoded_bytes(meta, schema) -> int:
     total = 8 * rows * meta.num_columns
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
-        for j in text:
-            total += group.column(j).total_uncompressed_size
+        total += sum(group.column(j).total_uncompressed_size for j in text)
         if total > MAX_UNPACKED_BYTES:
             break
     return total
-
-
-def _read_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> pd.DataFrame:
-    _check_parquet(data, name, max_cells, max_columns)
-    try:
-        return parquet_to_frame(pa_buffer(data))
-    except Exception as exc:  # pyarrow raises several types
-        raise DataError(f"{name} could not be read as Parquet: {exc}") from None
 
 
 def _gunzip_csv(data: bytes, name: str, max_bytes: int, max_cells: int, max_columns: int) -> bytes:
@@ -406,15 +381,10 @@ def _gunzip_csv(data: bytes, name: str, max_bytes: int, max_cells: int, max_colu
         raise DataError(f"{name} is a gzipped Parquet file; give the .parquet file itself.")
     if len(head) <= MAX_HEADER_BYTES:             # the whole file: checked as it is, after decoding
         return head
-    n_cols = _head_columns(head[:MAX_HEADER_BYTES], name, max_columns)
-    del head
-    return _gunzip(data, name, max_bytes, watch=_Lines(name, n_cols, max_cells))
-
-
-def _head_columns(head: bytes, name: str, max_columns: int) -> int:
-    """The columns of the header in the first bytes of a longer CSV; refuses too many, or no end to it there."""
-    text = _decode(head, name, head=True)[0]
-    return len(_header(text, sniff_delimiter(text), name, max_columns, more=True).fields)
+    text = _decode(head[:MAX_HEADER_BYTES], name, head=True)[0]
+    n_cols = len(_header(text, sniff_delimiter(text), name, max_columns, more=True).fields)
+    del head, text
+    return _gunzip(data, name, max_bytes, watch=_line_watch(name, n_cols, max_cells))
 
 
 def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int = MAX_CELLS,
@@ -475,7 +445,11 @@ def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_
     data, name = _raw_bytes(source, filename, max_bytes)
     fmt = sniff_format(data, name)
     if fmt == "parquet":
-        df, encoding, delim = _read_parquet(data, name, max_cells, max_columns), None, None
+        _check_parquet(data, name, max_cells, max_columns)
+        try:
+            df, encoding, delim = parquet_to_frame(pa_buffer(data)), None, None
+        except Exception as exc:  # pyarrow raises several types
+            raise DataError(f"{name} could not be read as Parquet: {exc}") from None
     else:
         df, encoding, delim = _read_csv(data, fmt, name, max_bytes, max_cells, max_columns)
     df.columns = unique_names([str(c).strip() for c in df.columns])

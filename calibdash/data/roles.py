@@ -245,22 +245,10 @@ _PREDICTION_WORDS = ("pred", "argmax", "guess")
 
 @dataclass
 class ClassRoles:
-    """Which columns make a multi-class table (see :func:`guess_class_columns`).
-
-    Attributes
-    ----------
-    columns : list of str
-        One column per class, in the table's order.
-    classes : list
-        The class of each column: the label value it matched, or for a class absent from the labels the text
-        after its prefix (a number when the labels are numbers).
-    prefix : str or None
-        The prefix the columns share (as written in the first column), None when named after the classes.
-    logits : bool
-        Whether the columns hold logits (the ``logit_`` prefix) rather than probabilities.
-    label, features, split
-        The other roles.
-    """
+    """Which columns make a multi-class table (see :func:`guess_class_columns`): the label, one column per class
+    (in the table's order), the class of each (the label value it matched, or for a class absent from the labels
+    the text after its prefix, a number when the labels are numbers), their shared prefix (as written in the first
+    column; None when named after the classes), whether they hold logits, the features and the split."""
 
     label: str
     columns: list[str]

@@ -355,7 +355,6 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     score_columns = list(roles.scores)
     if score is not None:
         if score not in score_columns:
-            score_columns = [c for c in score_columns if c != score]
             score_columns.insert(0, score)
     elif not score_columns:
         kinds = ", ".join(f"{c!r} ({df[c].dtype})" for c in df.columns[:20])

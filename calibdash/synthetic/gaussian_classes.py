@@ -38,7 +38,7 @@ from scipy.special import softmax
 
 from ..core.errors import DataError
 from ..core.validation import format_values
-from .scenarios import MAX_N, MIN_N
+from .scenarios import sample_size
 
 __all__ = []
 
@@ -74,10 +74,6 @@ class GaussianClasses:
         """The model's logits ``T z(x) + b``."""
         return self.temperature * self.true_logits(x) + self.bias
 
-    def reported(self, x) -> np.ndarray:
-        """The model's probabilities ``softmax(T z(x) + b)``."""
-        return softmax(self.reported_logits(x), axis=1)
-
     def recalibrated(self, log_scores) -> np.ndarray:
         """The true posterior from the model's log-probabilities or logits: ``softmax((s − b) / T)``
         (the map a perfect vector scaling learns; temperature scaling's when ``b = 0``)."""
@@ -88,23 +84,15 @@ class GaussianClasses:
 
         Parameters
         ----------
-        n : int
-            Between :data:`~calibdash.synthetic.MIN_N` and :data:`~calibdash.synthetic.MAX_N`.
-        seed : int
+        n, seed : int
+            Rows (DataError outside [:data:`~calibdash.synthetic.MIN_N`, :data:`~calibdash.synthetic.MAX_N`]), seed.
         logits : bool, default False
             The frame's model columns hold logits (``logit_<class>``) instead of probabilities (``p_<class>``).
         decimals : int, optional
             Round the frame's model and feature columns (the draw's arrays stay exact); rounded probability
             rows sum to 1 within K half-units of the last decimal.
-
-        Raises
-        ------
-        DataError
-            ``n`` out of range.
         """
-        n = int(n)
-        if not MIN_N <= n <= MAX_N:
-            raise DataError(f"sample size must lie between {MIN_N} and {MAX_N:,}, got {n:,}.")
+        n = sample_size(n)
         rng = np.random.default_rng(int(seed))
         y = rng.choice(self.k, size=n, p=self.priors)
         x = self.means[y] + rng.standard_normal((n, 2))
@@ -190,11 +178,8 @@ def true_canonical_error(probabilities, true, p: float = 1) -> float:
     2019) of the sample's rows, from the truth and not from labels: 0 for the truth itself. For a map that merges
     rows it is an upper bound.
 
-    Parameters
-    ----------
-    probabilities, true : array-like of shape (n, K)
-    p : float, default 1
-        The norm over the K classes (1: the sum of absolute differences, between 0 and 2).
+    ``probabilities`` and ``true`` are (n, K); ``p`` is the norm over the K classes (1: the sum of absolute
+    differences, between 0 and 2).
     """
     q, t = np.asarray(probabilities, dtype=float), np.asarray(true, dtype=float)
     if q.shape != t.shape or q.ndim != 2:

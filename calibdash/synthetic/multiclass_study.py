@@ -63,11 +63,6 @@ class ClassTrial:
     errors: pd.DataFrame
 
 
-def _halves(d: ClassDraw, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    pairs, _ = split_plan(d.labels, Scheme("split", test_size=0.5, seed=int(seed)), values=d.reported)
-    return pairs[0]
-
-
 def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[str] | Mapping = DEFAULT_STUDY_METHODS
                 ) -> ClassTrial:
     """Draw ``n`` rows with ``seed``, fit ``methods`` on one half, judge every method on the other.
@@ -88,7 +83,7 @@ def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[
         An unknown method.
     """
     d = scenario.draw(n, seed)
-    fit, judged = _halves(d, seed)
+    fit, judged = split_plan(d.labels, Scheme("split", test_size=0.5, seed=int(seed)), values=d.reported)[0][0]
     cals = resolve_classes(methods)
     preds = {UNCALIBRATED: d.reported[judged]}
     for key, cal in cals.items():
@@ -104,16 +99,8 @@ def size_study(scenario: GaussianClasses, sizes: Sequence[int] = SIZES, seeds: S
                methods: Sequence[str] | Mapping = DEFAULT_STUDY_METHODS) -> pd.DataFrame:
     """True error against the sample size: one :func:`class_trial` per (size, seed).
 
-    Returns
-    -------
-    DataFrame
-        One row per (n, seed, method): ``n``, ``seed``, ``method`` (``"uncalibrated"`` too), ``true_error``,
-        ``ECE``, ``cwECE``, ``LogLoss``.
-
-    Raises
-    ------
-    DataError
-        No size or no seed, or as :func:`class_trial`.
+    Returns one row per (n, seed, method): ``n``, ``seed``, ``method`` (``"uncalibrated"`` too), ``true_error``,
+    ``ECE``, ``cwECE``, ``LogLoss``. DataError for no size or no seed, or as :func:`class_trial`.
     """
     sizes, seeds = [int(n) for n in sizes], [int(s) for s in seeds]
     if not sizes or not seeds:

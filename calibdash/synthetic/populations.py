@@ -66,22 +66,10 @@ IMBALANCE_PRIOR = (0.5, 9.5)    # Beta prior of the true probability: 5% prevale
 
 
 class Population:
-    """A score distribution with a known truth (internal interface)."""
-
-    def nodes(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Scores and true probabilities at the quantile midpoints ``(i + 1/2) / n``."""
-        raise NotImplementedError
-
-    def truth(self, s: np.ndarray) -> np.ndarray:
-        """f(s); NaN outside the support."""
-        raise NotImplementedError
-
-    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(scores, labels, true probabilities) of ``n`` independent rows."""
-        raise NotImplementedError
-
-    def support(self) -> tuple[float, float]:
-        raise NotImplementedError
+    """A score distribution with a known truth. Its methods: ``nodes(n)``, the scores and true probabilities at
+    the quantile midpoints ``(i + 1/2) / n``; ``truth(s)``, f(s) (NaN outside the support); ``sample(n, rng)``,
+    (scores, labels, true probabilities) of ``n`` independent rows; ``support()``, the smallest and largest score.
+    """
 
 
 class _Closed(Population):

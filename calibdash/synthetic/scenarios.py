@@ -140,11 +140,17 @@ def draw(name: str, n: int, seed: int) -> Draw:
         Unknown scenario or ``n`` outside [:data:`MIN_N`, :data:`MAX_N`].
     """
     pop = population(name)
+    n = sample_size(n)
+    s, y, p = pop.sample(n, np.random.default_rng(int(seed)))
+    return Draw(scores=np.clip(s, 0.0, 1.0), labels=y, true_prob=p, scenario=name, seed=int(seed))
+
+
+def sample_size(n) -> int:
+    """``n`` as a whole number; DataError outside [:data:`MIN_N`, :data:`MAX_N`]."""
     n = int(n)
     if not MIN_N <= n <= MAX_N:
         raise DataError(f"sample size must lie between {MIN_N} and {MAX_N:,}, got {n:,}.")
-    s, y, p = pop.sample(n, np.random.default_rng(int(seed)))
-    return Draw(scores=np.clip(s, 0.0, 1.0), labels=y, true_prob=p, scenario=name, seed=int(seed))
+    return n
 
 
 def true_curve(name: str, grid) -> np.ndarray:

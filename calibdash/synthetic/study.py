@@ -41,8 +41,8 @@ def _predictor(calibrated_fn):
 @functools.lru_cache(maxsize=32)
 def true_nodes(name: str, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     s, f = population(name).nodes(int(n_nodes))
-    s.setflags(write=False)
-    f.setflags(write=False)
+    for a in (s, f):
+        a.setflags(write=False)
     return s, f
 
 
@@ -106,8 +106,7 @@ class Trial:
 
 
 def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = metrics.DEFAULT_N_BINS,
-          strategy: str = metrics.DEFAULT_STRATEGY,
-          mvce_views: int = 100, p: float = 1) -> Trial:
+          strategy: str = metrics.DEFAULT_STRATEGY, mvce_views: int = 100, p: float = 1) -> Trial:
     """Draw ``n`` rows with ``seed``, fit ``methods`` on a stratified half, judge on the other half.
 
     Parameters
@@ -133,13 +132,9 @@ def trial(name: str, n: int, seed: int, methods=None, *, n_bins: int = metrics.D
     for key, model in [(UNCALIBRATED, None), *models.items()]:
         pred = s_judge if model is None else model.predict(s_judge)
         true_score, true_pred = true_errors(truth, nodes if model is None else model.predict(nodes), p)
-        rows.append({
-            "method": key,
-            "true_error": true_score,
-            "true_error_pred": true_pred,
-            "ece": metrics.ece(pred, y_judge, n_bins, strategy),
-            "mvce": metrics.mvce(pred, y_judge, n_views=mvce_views, p=p, seed=int(seed)),
-        })
+        rows.append({"method": key, "true_error": true_score, "true_error_pred": true_pred,
+                     "ece": metrics.ece(pred, y_judge, n_bins, strategy),
+                     "mvce": metrics.mvce(pred, y_judge, n_views=mvce_views, p=p, seed=int(seed))})
     errors = pd.DataFrame(rows)
     errors["ece_minus_true"] = errors["ece"] - errors["true_error"]
     errors["mvce_minus_true"] = errors["mvce"] - errors["true_error"]
@@ -154,9 +149,7 @@ def estimator_study(name: str, n: int, seeds: Sequence[int], methods=None, *,
     fitted on one half, the raw scores and every calibrator judged on the other; the true error comes from the
     known truth. The spread of ``ece_minus_true`` over seeds is the estimator's variance, its mean the bias.
 
-    Returns
-    -------
-    DataFrame with columns ``seed``, ``method`` and the columns of :attr:`Trial.errors`.
+    Returns a DataFrame with columns ``seed``, ``method`` and the columns of :attr:`Trial.errors`.
     """
     seeds = [int(s) for s in seeds]
     if not seeds:
@@ -186,10 +179,8 @@ def study_summary(study: pd.DataFrame, against: str = "score") -> pd.DataFrame:
         truth = part[column].to_numpy(dtype=float)
         for est in ("ece", "mvce"):
             diff = part[est].to_numpy(dtype=float) - truth
-            rows.append({"method": method, "estimator": est.upper(),
-                         "true_error": float(truth.mean()),
-                         "estimate": float(part[est].mean()),
-                         "bias": float(diff.mean()),
+            rows.append({"method": method, "estimator": est.upper(), "true_error": float(truth.mean()),
+                         "estimate": float(part[est].mean()), "bias": float(diff.mean()),
                          "sd": float(diff.std(ddof=1)) if diff.size > 1 else float("nan"),
                          "rmse": float(math.sqrt(np.mean(diff ** 2)))})
     return pd.DataFrame(rows)

@@ -1,17 +1,13 @@
 """Large sources on the server (a path, a glob, a table of a DuckDB file, a typed SQL query), kept inside one
 directory: the data root.
 
-- The operator turns large sources on by setting ``CALIBDASH_DATA_ROOT`` to the one directory that holds them
-  (or passing it, e.g. from Streamlit's ``secrets.toml``: :func:`data_root_from_env`). Unset or empty: none.
-- :meth:`DataRoot.resolve` and :meth:`DataRoot.resolve_glob` accept a path or pattern only when, after ``..``
-  and every symbolic link are resolved, it lies under the root.
-- :meth:`DataRoot.connect` gives an in-memory DuckDB connection that reads files under the root only, cannot
-  install or load extensions, has bounded memory and threads, and whose configuration is locked.
-- :meth:`DataRoot.check_query` accepts one ``SELECT`` (or ``WITH ... SELECT``) statement only, judged by
-  DuckDB's own parser (statement types), not by regular expressions; :meth:`DataRoot.query` checks and runs it.
-
-Each refusal is an :class:`AccessDenied` (a :class:`calibdash.DataError`) naming what the user typed, never a
-path outside the root (nor a link's target).
+The operator turns large sources on by setting ``CALIBDASH_DATA_ROOT`` to the one directory that holds them
+(:func:`data_root_from_env`; unset or empty: none). :class:`DataRoot` resolves paths and globs only under the root
+(after ``..`` and every symbolic link), gives in-memory DuckDB connections that read files under the root only,
+cannot install or load extensions, have bounded memory and threads and a locked configuration, and accepts one
+``SELECT`` statement only, judged by DuckDB's own parser (statement types), not by regular expressions. Each
+refusal is an :class:`AccessDenied` (a :class:`calibdash.DataError`) naming what the user typed, never a path
+outside the root (nor a link's target).
 
 What DuckDB refuses by itself, and what is checked here (verified with DuckDB 2.0, ``tests/data/test_guard.py``):
 with ``allowed_directories = [root]``, ``enable_external_access = false`` and ``lock_configuration = true``

@@ -42,9 +42,8 @@ class DataRoot(RootPaths):
     Raises
     ------
     EnvironmentProblem
-        ``root`` does not exist, is not a directory, or is ``/``;
-        ``spill_directory`` lies under the root or is not safe to make a
-        private directory in.
+        ``root`` does not exist, is not a directory, or is ``/``; ``spill_directory`` lies under the root or is
+        not safe to make a private directory in.
     SettingsError
         ``memory_limit``, ``spill_limit`` or ``threads`` is not valid.
     """
@@ -107,16 +106,10 @@ class DataRoot(RootPaths):
         alias : str
             The attached database's name in queries (``source.main.table``).
 
-        Returns
-        -------
-        duckdb.DuckDBPyConnection
-            Close it when done. Run typed SQL through :meth:`query` (or :meth:`check_query` first): the
-            connection alone still accepts ``COPY``/``EXPORT``/``ATTACH`` under the root.
-
-        Raises
-        ------
-        AccessDenied, DataError
-            ``database`` as :meth:`resolve`, or it is not a DuckDB database.
+        Returns a ``duckdb.DuckDBPyConnection`` to close when done. Run typed SQL through :meth:`query` (or
+        :meth:`check_query` first): the connection alone still accepts ``COPY``/``EXPORT``/``ATTACH`` under the
+        root. Raises AccessDenied or DataError for ``database`` as :meth:`resolve`, or when it is not a DuckDB
+        database.
         """
         import duckdb
 
@@ -165,20 +158,11 @@ class DataRoot(RootPaths):
         string or a comment is no statement of its own and ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``,
         ``LOAD``, ``SET``, ``CREATE``, ``PRAGMA``, ``CALL``, ... are refused whatever their spelling.
 
-        Returns
-        -------
-        str
-            The statement's text as DuckDB split it (leading comments and a trailing ``;`` removed). To use it
-            inside a larger query, prefer DuckDB's relational API on :meth:`query`'s relation; if text is
-            composed, end it with a newline before the closing parenthesis (a trailing ``--`` comment) and check
-            the composed text again.
-
-        Raises
-        ------
-        AccessDenied
-            Several statements, or one that is not a ``SELECT``.
-        DataError
-            The text is empty or does not parse.
+        Returns the statement's text as DuckDB split it (leading comments and a trailing ``;`` removed). To use it
+        inside a larger query, prefer DuckDB's relational API on :meth:`query`'s relation; if text is composed,
+        end it with a newline before the closing parenthesis (a trailing ``--`` comment) and check it again.
+        Several statements, or one that is not a ``SELECT``, are refused (AccessDenied); empty text or text that
+        does not parse is a DataError.
         """
         import duckdb
 
@@ -253,16 +237,9 @@ def data_root_from_env(value=None, *, environ=None, given=None, **kwargs) -> Dat
         ``memory_limit``, ``threads``, ``spill_directory``, ``spill_limit``: passed to :class:`DataRoot` (and
         win over ``given`` and the environment).
 
-    Returns
-    -------
-    DataRoot or None
-        None when neither ``value`` nor ``CALIBDASH_DATA_ROOT`` is set (or both are empty): no server-side source.
-
-    Raises
-    ------
-    EnvironmentProblem
-        The configured directory does not exist, is not a directory, or is ``/``; a limit that is not a size
-        (naming the variable).
+    None when neither ``value`` nor ``CALIBDASH_DATA_ROOT`` is set (or both are empty): no server-side source.
+    EnvironmentProblem when the configured directory does not exist, is not a directory, or is ``/``, or a limit
+    is not a size (naming the variable).
     """
     env = os.environ if environ is None else environ
     given = given or {}

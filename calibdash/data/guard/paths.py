@@ -82,17 +82,8 @@ class RootPaths:
                             "(give a path relative to it, without '..').")
 
     def resolve(self, user_path) -> Path:
-        """The existing file or directory ``user_path`` names, if it is under the root.
-
-        Parameters
-        ----------
-        user_path : str or Path
-            Relative to the root, or absolute (then it must lie under the root).
-
-        Returns
-        -------
-        Path
-            Absolute, ``..`` and symbolic links resolved, under :attr:`root`.
+        """The existing file or directory ``user_path`` (relative to the root, or absolute under it) names, absolute,
+        ``..`` and symbolic links resolved.
 
         Raises
         ------
@@ -121,23 +112,13 @@ class RootPaths:
         return real
 
     def resolve_glob(self, pattern) -> list[Path]:
-        """The files under the root that ``pattern`` matches (``*``, ``?``, ``[...]``, ``**``).
+        """The files (not directories) under the root that ``pattern`` matches (``*``, ``?``, ``[...]``, ``**``),
+        resolved, sorted, each once.
 
         The part before the first wildcard must resolve under the root; the wildcard part may not hold ``..``;
         each match is resolved (links followed) and must lie under the root: one match that leads out refuses the
-        whole pattern, as DuckDB does. A pattern without wildcards is :meth:`resolve`.
-
-        Returns
-        -------
-        list of Path
-            The matching files (not directories), resolved, sorted, each once.
-
-        Raises
-        ------
-        AccessDenied
-            As :meth:`resolve`, or a match leads outside the root.
-        DataError
-            No file matches.
+        whole pattern (AccessDenied), as DuckDB does. No match is a DataError. A pattern without wildcards is
+        :meth:`resolve`.
         """
         text = user_text(pattern, "pattern")
         shown = shown_text(text)
