@@ -279,13 +279,8 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     row_code[present] = code_of[codes]
     raw, text, examples = _numbers(df, cols, what)
     finite = np.isfinite(raw).all(axis=1)
-    dropped = {}
-    if (missing := ~finite & ~text).any():
-        dropped[MISSING_VALUE] = int(missing.sum())
-    if text.any():
-        dropped[NOT_A_NUMBER] = int(text.sum())
-    if (no_label := finite & ~present).any():
-        dropped[MISSING_LABEL] = int(no_label.sum())
+    rows_of = {MISSING_VALUE: ~finite & ~text, NOT_A_NUMBER: text, MISSING_LABEL: finite & ~present}
+    dropped = {reason: int(m.sum()) for reason, m in rows_of.items() if m.any()}
     keep = finite & present
     n_used = int(keep.sum())
     messages = [f"Read {name}: {len(df):,} rows, {df.shape[1]} columns."]

@@ -154,13 +154,6 @@ def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.nd
     return lab_ok, values
 
 
-def _as_numeric(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """The score column's numbers (NaN where missing or text) and where an entry is text, not a number."""
-    if pd.api.types.is_bool_dtype(s):
-        raise DataError(f"score column {s.name!r} holds True/False values, not scores.")
-    return parse_numbers(s)
-
-
 def _examples(s: pd.Series, rows: np.ndarray, k: int = N_EXAMPLES) -> list[str]:
     """Up to ``k`` distinct entries of ``s`` at ``rows`` (first occurrences first), as short text."""
     shown: list[str] = []
@@ -227,8 +220,9 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     messages = _read_messages(df, info)
     lab_ok, values = _label_values(df, label, name)
     pos, neg = choose_positive(values, positive, column=label)
-
-    raw_s, not_number = _as_numeric(df[score])
+    if pd.api.types.is_bool_dtype(df[score]):
+        raise DataError(f"score column {score!r} holds True/False values, not scores.")
+    raw_s, not_number = parse_numbers(df[score])
     finite = np.isfinite(raw_s)
     if not finite.any():
         example = df[score].dropna()
@@ -252,18 +246,11 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
         messages.append(f"Score column {score!r} ranges from {lo:.4g} to {hi:.4g}, outside [0, 1]: "
                         "read as a margin or logit and mapped by the logistic function "
                         "1/(1+exp(-s)) (not min-max scaled).")
-
-    bad_score = ~finite
-    bad_label = ~lab_ok & finite
-    dropped = {}
-    examples = {}
-    if (bad_score & ~not_number).any():
-        dropped["missing or non-finite score"] = int((bad_score & ~not_number).sum())
-    if n_text:
-        dropped[NOT_A_NUMBER] = n_text
-        examples[NOT_A_NUMBER] = _examples(df[score], not_number)
-    if bad_label.any():
-        dropped["missing label"] = int(bad_label.sum())
+    # disjoint: a row with a bad score counts under the score reason only
+    counts = {"missing or non-finite score": int((~finite & ~not_number).sum()), NOT_A_NUMBER: n_text,
+              "missing label": int((~lab_ok & finite).sum())}
+    dropped = {reason: k for reason, k in counts.items() if k}
+    examples = {NOT_A_NUMBER: _examples(df[score], not_number)} if n_text else {}
     keep = finite & lab_ok
     n_used = int(keep.sum())
     note_dropped(messages, dropped, examples, n_used=n_used, n_read=n_read, name=name)

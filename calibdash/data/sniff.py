@@ -30,13 +30,8 @@ _DECIMAL_COMMA = re.compile(r"[-+]?(\d+,\d*|,\d+|\d+)([eE][-+]?\d+)?")
 
 
 def sniff_format(data: bytes, name: str) -> str:
-    """``"parquet"``, ``"csv.gz"`` or ``"csv"``: the magic bytes first, then the name.
-
-    Raises
-    ------
-    DataError
-        The name says Parquet or gzip but the bytes do not.
-    """
+    """``"parquet"``, ``"csv.gz"`` or ``"csv"``: the magic bytes first, then the name (DataError when the name says
+    Parquet or gzip but the bytes do not)."""
     if data.startswith(PARQUET_MAGIC):
         return "parquet"
     if data.startswith(GZIP_MAGIC):
@@ -105,12 +100,8 @@ def read_header(text: str, delim: str, limit: int, *, more: bool = False) -> Hea
     Quoted fields may hold delimiters and line breaks, and blank lines before the record are skipped, as pandas
     does. The work is bounded by ``limit`` whatever the text holds. A record that reaches the end of the prefix is
     complete only when the text ends there too (a quote left open at the cut could hide more of the header);
-    ``more`` says that ``text`` is itself the start of a longer text.
-
-    Raises
-    ------
-    csv.Error
-        A field longer than the csv module's field limit (131,072 characters).
+    ``more`` says that ``text`` is itself the start of a longer text. A field longer than the csv module's field
+    limit (131,072 characters) raises ``csv.Error``.
     """
     head = text[:limit]
     cut = more or len(text) > len(head)

@@ -37,13 +37,6 @@ CONFIDENCE, CORRECT, PREDICTED = "confidence", "top class right", "predicted cla
 _TAKEN = " (top label)"
 
 
-def _free(name: str, taken: set) -> str:
-    """``name``, or ``name`` with :data:`_TAKEN` added (again) until no column of the file has it."""
-    while name in taken:
-        name += _TAKEN
-    return name
-
-
 def top_label_frame(cs: "ClassSet") -> tuple[pd.DataFrame, dict]:
     """The usable rows of ``cs`` (index 0..n-1) with the class columns replaced by the reduction's three, and the
     names used (``"confidence"``, ``"correct"``, ``"predicted"`` -> column); DataError when ``cs`` does not say which
@@ -57,8 +50,10 @@ def top_label_frame(cs: "ClassSet") -> tuple[pd.DataFrame, dict]:
     taken = set(map(str, cs.raw.columns))
     names = {}
     for role, name in (("confidence", CONFIDENCE), ("correct", CORRECT), ("predicted", PREDICTED)):
-        names[role] = _free(name, taken)
-        taken.add(names[role])
+        while name in taken:
+            name += _TAKEN
+        names[role] = name
+        taken.add(name)
     frame[names["confidence"]] = c
     frame[names["correct"]] = a.astype(np.int64)
     classes = np.asarray(cs.classes, dtype=object)
@@ -73,10 +68,7 @@ def top_label_set(cs: "ClassSet") -> ScoreSet:
     features and split: those of ``cs``; ``raw``: :func:`top_label_frame`, so any other column of the file can be
     aligned with the rows (:func:`calibdash.monitoring.groups.column_for_rows`). Its cache key derives from ``cs``'s.
 
-    Raises
-    ------
-    DataError
-        Every usable row's top class is right, or every one is wrong: no binary calibration to judge.
+    DataError when every usable row's top class is right, or every one is wrong: no binary calibration to judge.
     """
     frame, names = top_label_frame(cs)
     right = int(frame[names["correct"]].sum())

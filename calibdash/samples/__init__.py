@@ -123,10 +123,8 @@ _LOCK = threading.Lock()
 
 
 def _get(name: str) -> Sample | ClassSample:
-    if name in SAMPLES:
-        return SAMPLES[name]
-    if name in CLASS_SAMPLES:
-        return CLASS_SAMPLES[name]
+    if (found := SAMPLES.get(name) or CLASS_SAMPLES.get(name)) is not None:
+        return found
     raise SettingsError(f"unknown sample {name!r}; available: {', '.join([*SAMPLES, *CLASS_SAMPLES])}.")
 
 
@@ -142,7 +140,7 @@ def _user_cache_root() -> Path:
 def _generator_key() -> str:
     """Short hash of the generators' source: editing them gives a new cache folder."""
     try:
-        source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drift.py"))
+        source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drifting_score.py"))
     except OSError:                              # installed without sources: fall back on the version
         from ..core import __version__
         source = __version__.encode()
@@ -160,13 +158,8 @@ def sample_path(name: str) -> Path:
     """Path of sample ``name``'s CSV: the repository's ``sample_data/`` file when there is one, else the file in
     :func:`cache_dir`, generated on first use (a multi-class sample is never generated).
 
-    Raises
-    ------
-    SettingsError
-        Unknown sample.
-    EnvironmentProblem
-        The file has to be generated and the cache folder cannot be written, or a multi-class sample's file is
-        not there (an installed calibdash ships none).
+    SettingsError for an unknown sample; EnvironmentProblem when the file has to be generated and the cache
+    folder cannot be written, or a multi-class sample's file is not there (an installed calibdash ships none).
     """
     sample = _get(name)
     if SAMPLE_DIR is not None and (SAMPLE_DIR / sample.filename).is_file():

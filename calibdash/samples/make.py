@@ -92,10 +92,9 @@ CTR_DEVICES = ("mobile", "desktop", "tablet")
 CTR_DEVICE_P = (0.6, 0.3, 0.1)
 CTR_SITES = ("news", "games", "shopping", "finance", "sports", "travel")
 CTR_SITE_P = (0.25, 0.20, 0.20, 0.10, 0.15, 0.10)
-#: How the true log-odds differ from the base model's at the same score, per
-#: site category: negative = the model over-estimates the group, positive = under.
-CTR_SITE_SHIFT = {"news": -0.6, "games": 0.5, "shopping": 0.3, "finance": -0.4,
-                  "sports": 0.0, "travel": 0.4}
+#: How the true log-odds differ from the base model's at the same score, per site category: negative = the model
+#: over-estimates the group, positive = under.
+CTR_SITE_SHIFT = {"news": -0.6, "games": 0.5, "shopping": 0.3, "finance": -0.4, "sports": 0.0, "travel": 0.4}
 CTR_DEVICE_SHIFT = {"mobile": 0.1, "desktop": -0.25, "tablet": 0.2}
 
 
@@ -113,28 +112,19 @@ def make_ctr(seed: int = CTR_SEED, n: int = CTR_ROWS) -> pd.DataFrame:
     hour = rng.integers(0, 24, size=n)
     banner_pos = rng.choice([0, 1, 2], size=n, p=[0.55, 0.35, 0.10])
     user_age = np.clip(np.round(rng.normal(36, 12, size=n)), 18, 75).astype(int)
-    z = (-2.5 + np.array([0.0, 0.45, -0.3])[banner_pos]
-         + 0.25 * np.sin(2 * np.pi * (hour - 6) / 24)
-         - 0.012 * (user_age - 36)
-         + rng.normal(0.0, 0.7, size=n))
-    shift = (pd.Series(site).map(CTR_SITE_SHIFT).to_numpy()
-             + pd.Series(device).map(CTR_DEVICE_SHIFT).to_numpy())
+    z = (-2.5 + np.array([0.0, 0.45, -0.3])[banner_pos] + 0.25 * np.sin(2 * np.pi * (hour - 6) / 24)
+         - 0.012 * (user_age - 36) + rng.normal(0.0, 0.7, size=n))
+    shift = pd.Series(site).map(CTR_SITE_SHIFT).to_numpy() + pd.Series(device).map(CTR_DEVICE_SHIFT).to_numpy()
     true_p = sigmoid(1.15 * (z + 2.5) - 2.5 + shift)
     click = (rng.random(n) < true_p).astype(int)
-    return pd.DataFrame({
-        "device": device, "site_category": site, "hour": hour, "banner_pos": banner_pos,
-        "user_age": user_age, "pctr": np.round(sigmoid(z), DECIMALS), "click": click,
-    })
+    return pd.DataFrame({"device": device, "site_category": site, "hour": hour, "banner_pos": banner_pos,
+                         "user_age": user_age, "pctr": np.round(sigmoid(z), DECIMALS), "click": click})
 
 
 # ----------------------------------------------------------------------------
 #: file name -> generator; the order is the order of calibdash.samples.SAMPLES
-GENERATORS = {
-    "circles_svm.csv": make_circles_svm,
-    "breast_cancer_nb.csv": make_breast_cancer_nb,
-    "ctr_120k.csv": make_ctr,
-    "drift.csv": make_drift,
-}
+GENERATORS = {"circles_svm.csv": make_circles_svm, "breast_cancer_nb.csv": make_breast_cancer_nb,
+              "ctr_120k.csv": make_ctr, "drift.csv": make_drift}
 
 
 def write(fname: str, out_dir: Path | str) -> Path:
@@ -143,22 +133,16 @@ def write(fname: str, out_dir: Path | str) -> Path:
     The file appears whole or not at all (written to a temporary name, then renamed), so a reader never sees half
     a CSV, and two processes filling the same cache at once both end with the same complete file.
 
-    Raises
-    ------
-    SettingsError
-        ``fname`` is not a sample file.
-    OSError
-        ``out_dir`` cannot be created or written.
+    SettingsError when ``fname`` is not a sample file; OSError when ``out_dir`` cannot be created or written.
     """
     if fname not in GENERATORS:
         raise SettingsError(f"not a sample file: {fname}; available: {', '.join(GENERATORS)}.")
-    make = GENERATORS[fname]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / fname
     tmp = out_dir / f".{fname}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        make().to_csv(tmp, index=False, lineterminator="\n")
+        GENERATORS[fname]().to_csv(tmp, index=False, lineterminator="\n")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -166,15 +150,8 @@ def write(fname: str, out_dir: Path | str) -> Path:
 
 
 def write_all(out_dir: Path | str, only: list[str] | None = None) -> list[Path]:
-    """Write the sample CSVs into ``out_dir`` (all, or the file names in ``only``).
-
-    Raises
-    ------
-    SettingsError
-        A name in ``only`` is not a sample file (nothing is written then).
-    OSError
-        ``out_dir`` cannot be created or written.
-    """
+    """Write the sample CSVs into ``out_dir`` (all, or the file names in ``only``); SettingsError when a name in
+    ``only`` is not a sample file (nothing is written then), OSError as :func:`write`."""
     unknown = set(only or ()) - set(GENERATORS)
     if unknown:
         raise SettingsError(f"not a sample file: {', '.join(sorted(unknown))}; available: {', '.join(GENERATORS)}.")
