@@ -57,25 +57,19 @@ def _too_big(name: str, size: int, max_bytes: int) -> DataError:
                      f"sample it or save it as Parquet or .csv.gz; {LARGE_DATA_HINT}.")
 
 
-def _path_bytes(path: Path, name: str, max_bytes: int) -> bytes:
-    """The file's bytes; EnvironmentProblem when the path cannot be read."""
-    if not path.is_file():
-        raise EnvironmentProblem(f"file not found: {path}.")
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise _too_big(name, size, max_bytes)
-        return path.read_bytes()
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}.") from None
-
-
 def _raw_bytes(source, filename: str | None, max_bytes: int) -> tuple[bytes, str]:
     """The source's bytes and a display name, refusing empty or oversized input."""
     if isinstance(source, (str, Path)):
         path = Path(source)
         name = filename or path.name
-        data = _path_bytes(path, name, max_bytes)
+        if not path.is_file():
+            raise EnvironmentProblem(f"file not found: {path}.")
+        try:
+            if (size := path.stat().st_size) > max_bytes:
+                raise _too_big(name, size, max_bytes)
+            data = path.read_bytes()
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}.") from None
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         name = filename or "data"
@@ -90,11 +84,6 @@ def _raw_bytes(source, filename: str | None, max_bytes: int) -> tuple[bytes, str
     if len(data) == 0:
         raise DataError(f"{name} is empty (0 bytes).")
     return data, name
-
-
-def _too_big_unpacked(name: str, limit: int) -> DataError:
-    return DataError(f"{name} decompresses to more than {megabytes(limit)}: its decompressed size exceeds "
-                     f"the upload limit ({megabytes(limit)}); {LARGE_DATA_HINT}.")
 
 
 #: Output of one step of gzip decompression.
@@ -133,7 +122,8 @@ def _gunzip(data: bytes, name: str, limit: int, *, head: int | None = None, watc
             if piece:
                 n_out += len(piece)
                 if n_out > limit:
-                    raise _too_big_unpacked(name, limit)
+                    raise DataError(f"{name} decompresses to more than {megabytes(limit)}: its decompressed size "
+                                    f"exceeds the upload limit ({megabytes(limit)}); {LARGE_DATA_HINT}.")
                 pieces.append(piece)
                 if watch is not None:
                     watch(piece)
@@ -158,39 +148,30 @@ _UTF16_BOMS = ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 _UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 
 
-def _decode_utf16(data: bytes, codec: str, name: str) -> tuple[str, str]:
-    """Text of UTF-16 ``data`` that starts with its BOM (the BOM dropped), and the codec name."""
-    try:
-        text = data[2:].decode(codec)
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{name} starts with a UTF-16 byte-order mark but is not valid UTF-16 "
-                        f"({exc.reason} at byte {exc.start + 2}); save it again as UTF-8 or "
-                        "Unicode text.") from None
-    if "\x00" in text:
-        raise _not_text(name)
-    return text, codec
-
-
-def _refuse_other_formats(head: bytes, name: str) -> None:
-    if head.startswith(ZIP_MAGIC):
-        raise DataError(f"{name} is a ZIP archive (an Excel .xlsx workbook?), not a CSV; "
-                        "save the sheet as a UTF-8 CSV.")
-    if head.startswith(_UTF32_BOMS):
-        raise DataError(f"{name} is UTF-32 text; save it as a UTF-8 (or UTF-16) CSV.")
-
-
 def _decode(data: bytes, name: str, *, head: bool = False) -> tuple[str, str]:
     """Text and encoding name of CSV bytes: a byte-order mark decides first (UTF-8, UTF-16 LE or BE; UTF-32 is
     refused); without one, UTF-8 if the bytes are valid UTF-8, else Latin-1. NUL bytes (binary content, UTF-16
     without a BOM) are refused. With ``head``, ``data`` are the first bytes of a longer CSV (for the header check
     before a gzip is inflated in full): a character cut at the end is left out, and a UTF-16 byte its codec
     refuses is read as U+FFFD."""
-    _refuse_other_formats(data[:SNIFF_BYTES], name)
+    if data.startswith(ZIP_MAGIC):
+        raise DataError(f"{name} is a ZIP archive (an Excel .xlsx workbook?), not a CSV; "
+                        "save the sheet as a UTF-8 CSV.")
+    if data.startswith(_UTF32_BOMS):
+        raise DataError(f"{name} is UTF-32 text; save it as a UTF-8 (or UTF-16) CSV.")
     for bom, codec in _UTF16_BOMS:
+        if data.startswith(bom) and head:
+            return codecs.getincrementaldecoder(codec)("replace").decode(data[2:], final=False), codec
         if data.startswith(bom):
-            if head:
-                return codecs.getincrementaldecoder(codec)("replace").decode(data[2:], final=False), codec
-            return _decode_utf16(data, codec, name)
+            try:
+                text = data[2:].decode(codec)
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{name} starts with a UTF-16 byte-order mark but is not valid UTF-16 "
+                                f"({exc.reason} at byte {exc.start + 2}); save it again as UTF-8 or "
+                                "Unicode text.") from None
+            if "\x00" in text:
+                raise _not_text(name)
+            return text, codec
     if b"\x00" in data[:SNIFF_BYTES]:
         raise _not_text(name)
     encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
@@ -245,13 +226,6 @@ def _line_watch(name: str, columns: int, max_cells: int):
     return watch
 
 
-def _line_breaks(text: str) -> int:
-    """Line breaks in ``text`` (``\\n``, ``\\r\\n`` or ``\\r``, as pandas reads them): at least its rows."""
-    n = text.count("\n")
-    r = text.count("\r")
-    return n + r - text.count("\r\n") if r else n
-
-
 def _header(text: str, delim: str, name: str, max_columns: int, *, more: bool = False):
     """The header record of CSV ``text``, read from its first ``MAX_HEADER_BYTES``; DataError for more than
     ``max_columns`` fields, a header not complete there, or a name over the csv module's field limit."""
@@ -285,7 +259,7 @@ def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_colum
     n_cols = max(len(header.fields), min(len(first_row), len(header.fields) + 1), 1)
     if n_cols > max_columns:
         raise _too_many_columns(name, n_cols, max_columns)
-    lines = _line_breaks(text)
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n")    # \n, \r\n or \r, as pandas reads them
     if lines * n_cols > max_cells:
         raise _too_many_cells(name, f"{lines:,} lines of {n_cols:,} columns", f"{lines * n_cols:,}", max_cells)
     names = [f if f != "" else f"Unnamed: {i}" for i, f in enumerate(header.fields)]
@@ -296,19 +270,6 @@ def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_colum
     csv.writer(line, delimiter=delim, quoting=csv.QUOTE_ALL, lineterminator="").writerow(unique_names(names, unnamed))
     line_break = header.start + len(text[header.start:header.end].rstrip("\r\n"))   # the header's own line break
     return text[:header.start] + line.getvalue() + text[line_break:]
-
-
-def _read_csv_text(text: str, delim: str, name: str) -> pd.DataFrame:
-    if not text.strip():
-        raise DataError(f"{name} is empty (no header, no rows).")
-    try:
-        df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{name} is empty (no header, no rows).") from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise DataError(f"{name} could not be read as a {DELIMITER_NAMES[delim]}-separated CSV: "
-                        f"{str(exc).strip()}") from None
-    return df
 
 
 def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> None:
@@ -396,7 +357,15 @@ def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int =
     del data
     delim = sniff_delimiter(text)
     text = _check_csv_shape(text, delim, name, max_cells, max_columns)
-    df = _read_csv_text(text, delim, name)
+    try:
+        if not text.strip():
+            raise pd.errors.EmptyDataError
+        df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{name} is empty (no header, no rows).") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise DataError(f"{name} could not be read as a {DELIMITER_NAMES[delim]}-separated CSV: "
+                        f"{str(exc).strip()}") from None
     if delim != ",":
         df.attrs["decimal_comma_columns"] = fix_decimal_commas(df)
     return compact_text(df), encoding, delim
