@@ -28,7 +28,6 @@ CTR_SEED = 2021
 CTR_ROWS = 120_000
 
 
-# ----------------------------------------------------------------------------
 def circles_points(n_per_class: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """The BBQ/SBB papers' "circular configuration", rows shuffled: class 0 radius ~ U(0, 2), class 1 radius ~
     U(2, 4), angle ~ U(0, 2 pi) (as the radii in the BBQ authors' data.mat: 0.0005-1.9993 and 2.0002-3.9875, 500
@@ -62,7 +61,6 @@ def make_circles_svm(seed: int = CIRCLES_SEED) -> pd.DataFrame:
     return out.round(DECIMALS)
 
 
-# ----------------------------------------------------------------------------
 BREAST_CANCER_FEATURES = {"mean radius": "mean_radius", "mean texture": "mean_texture",
                           "mean perimeter": "mean_perimeter", "mean area": "mean_area"}
 
@@ -87,7 +85,6 @@ def make_breast_cancer_nb(seed: int = BREAST_CANCER_SEED) -> pd.DataFrame:
     return out
 
 
-# ----------------------------------------------------------------------------
 CTR_DEVICES = ("mobile", "desktop", "tablet")
 CTR_DEVICE_P = (0.6, 0.3, 0.1)
 CTR_SITES = ("news", "games", "shopping", "finance", "sports", "travel")
@@ -121,7 +118,6 @@ def make_ctr(seed: int = CTR_SEED, n: int = CTR_ROWS) -> pd.DataFrame:
                          "user_age": user_age, "pctr": np.round(sigmoid(z), DECIMALS), "click": click})
 
 
-# ----------------------------------------------------------------------------
 #: file name -> generator; the order is the order of calibdash.samples.SAMPLES
 GENERATORS = {"circles_svm.csv": make_circles_svm, "breast_cancer_nb.csv": make_breast_cancer_nb,
               "ctr_120k.csv": make_ctr, "drift.csv": make_drift}
