@@ -93,6 +93,15 @@ def split_prefix(column) -> tuple[str, str] | None:
     return None
 
 
+def _by_prefix(columns) -> dict[str, list]:
+    """The columns named with a class prefix, by prefix (lower case): prefix -> [(column, class text), ...]."""
+    groups: dict[str, list] = {}
+    for c in columns:
+        if (parts := split_prefix(c)) is not None:
+            groups.setdefault(parts[0].lower(), []).append((c, parts[1]))
+    return groups
+
+
 def named_classes(columns, values: list) -> dict:
     """Column -> the value of a two-valued label its name is about: ``p_1`` and ``prob_1`` are about label 1,
     ``logit_cat`` about ``"cat"`` (as :func:`pair` matches, within each prefix); when the label is written like
@@ -100,10 +109,6 @@ def named_classes(columns, values: list) -> dict:
     default) and ``p_neg``, ``p_no`` about the other (one-letter words such as ``p_y`` say too little)."""
     if len(values) != 2:
         return {}
-    by_prefix: dict[str, list] = {}
-    for c in columns:
-        if (parts := split_prefix(c)) is not None:
-            by_prefix.setdefault(parts[0].lower(), []).append((c, parts[1]))
     tokens = POSITIVE_TOKENS | NEGATIVE_TOKENS
     coded = any(class_text(v).lower() in tokens for v in values)     # the label itself is written like 0/1, yes/no
     default_pos, default_neg = choose_positive(values) if coded else (None, None)
@@ -112,7 +117,7 @@ def named_classes(columns, values: list) -> dict:
     def word(tok: str) -> bool:                  # not p_y, p_t, p_n, p_f
         return len(tok) > 1 or not tok.isalpha()
 
-    for group in by_prefix.values():
+    for group in _by_prefix(columns).values():
         pairs = pair(values, [s for _, s in group])
         for j, (c, s) in enumerate(group):
             tok = s.strip().lower()
@@ -129,10 +134,8 @@ def _add_to_one(df: pd.DataFrame, a, b) -> bool:
     """Whether columns ``a`` and ``b`` hold numbers in [0, 1] adding up to 1 (to 1e-6) where both are present."""
     x, y = parse_numbers(df[a])[0], parse_numbers(df[b])[0]
     ok = np.isfinite(x) & np.isfinite(y)
-    if not ok.any():
-        return False
     x, y = x[ok], y[ok]
-    return bool(x.min() >= 0 and y.min() >= 0 and np.all(np.abs(x + y - 1.0) <= 1e-6))
+    return bool(ok.any() and x.min() >= 0 and y.min() >= 0 and np.all(np.abs(x + y - 1.0) <= 1e-6))
 
 
 def score_classes(df: pd.DataFrame, label, scores: list, positive=None) -> ScoreClasses | None:
@@ -156,11 +159,8 @@ def score_classes(df: pd.DataFrame, label, scores: list, positive=None) -> Score
     classes = named_classes(scores, values)
     unclear: list = []
     if not classes:
-        groups: dict[str, list] = {}
-        for c in scores:
-            if (parts := split_prefix(c)) is not None:
-                groups.setdefault(parts[0].lower(), []).append(c)
-        unclear = next((g for g in groups.values() if len(g) == 2 and _add_to_one(df, *g)), [])
+        groups = [[c for c, _ in g] for g in _by_prefix(scores).values()]
+        unclear = next((g for g in groups if len(g) == 2 and _add_to_one(df, *g)), [])
 
     def rank(c) -> int:
         if c in classes:

@@ -33,20 +33,9 @@ class Problem:
         return 2
 
     def reduce(self, reduction: str, cls: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores, 0/1 labels)`` of one binary reduction of the usable rows, in their order.
-
-        Parameters
-        ----------
-        reduction : {"score", "top_label", "ovr"}
-            One of :attr:`REDUCTIONS`.
-        cls : int, optional
-            For ``"ovr"``: the class index 0..K-1.
-
-        Raises
-        ------
-        SettingsError
-            A reduction the problem does not have, or ``"ovr"`` without a class index in range.
-        """
+        """``(scores, 0/1 labels)`` of one binary reduction (one of :attr:`REDUCTIONS`: ``"score"``,
+        ``"top_label"``, ``"ovr"`` with ``cls`` the class index 0..K-1) of the usable rows, in their order;
+        SettingsError for a reduction the problem does not have, or ``"ovr"`` without a class index in range."""
         if reduction not in self.REDUCTIONS:
             raise SettingsError(f"this problem's reductions are {self.REDUCTIONS}, not {reduction!r}.")
         if reduction == SCORE:

@@ -168,13 +168,8 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
                 positive=None) -> Roles:
     """Guess the label, score, feature and split columns of ``df``.
 
-    Parameters
-    ----------
-    df : DataFrame
-    label, split : str, optional
-        Columns already chosen by the user; the other roles are guessed around them.
-    positive : optional
-        The label value of the positive class, when the user chose it (for the order of the scores).
+    ``label`` and ``split`` are columns the user chose (the other roles are guessed around them), ``positive`` the
+    positive class's label value when chosen (for the order of the scores).
 
     Rules
     -----
@@ -370,21 +365,11 @@ def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: st
                         ) -> ClassRoles | None:
     """The label and the class columns of a multi-class table, or None when ``df`` is not one.
 
-    Parameters
-    ----------
-    df : DataFrame
-    label, split : str, optional
-        The label and split columns, when the user named them.
-
-    Returns
-    -------
-    ClassRoles or None
-        None unless some column (``label`` if given) has at least two distinct values, at least three class
-        columns pair with its values (by a prefix of :data:`PREFIXES`, or named exactly after the values) and at
-        least half its values have a column. Among several candidates, the label whose values most columns name
-        wins; on a tie, a column named like a label (label, class, target, ...), then one not named like a
-        prediction (pred, argmax), then prefixed columns, then the table's order. Features and split: as
-        :func:`guess_roles` guesses them.
+    ``label`` and ``split`` are the columns the user named, if any. None unless some column (``label`` if given)
+    has at least two distinct values, at least three class columns pair with its values (by a prefix of
+    :data:`PREFIXES`, or named exactly after the values) and at least half its values have a column. Among several
+    candidates the label whose values most columns name wins (ties as :func:`search` breaks them). Features and
+    split: as :func:`guess_roles` guesses them.
     """
     layout = search(df, label)
     if layout is None:

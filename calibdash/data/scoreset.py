@@ -123,8 +123,7 @@ def _scalar(v):
 
 def _check_columns(df: pd.DataFrame, names, role: str) -> None:
     present = set(df.columns)
-    missing = [c for c in names if c not in present]
-    if missing:
+    if missing := [c for c in names if c not in present]:
         listed = ", ".join(repr(short_text(c)) for c in df.columns[:40])
         more = f" (and {df.shape[1] - 40} more)" if df.shape[1] > 40 else ""
         what = "column" if len(missing) == 1 else "columns"
@@ -156,15 +155,13 @@ def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.nd
 
 def _examples(s: pd.Series, rows: np.ndarray, k: int = N_EXAMPLES) -> list[str]:
     """Up to ``k`` distinct entries of ``s`` at ``rows`` (first occurrences first), as short text."""
-    shown: list[str] = []
+    shown: dict[str, None] = {}
     for v in pd.unique(s.iloc[np.flatnonzero(rows)].astype(object)):   # in order of first appearance
         t = " ".join(str(v).split())
-        t = t if len(t) <= 40 else t[:37] + "..."
-        if t not in shown:
-            shown.append(t)
-            if len(shown) == k:
-                break
-    return shown
+        shown[t if len(t) <= 40 else t[:37] + "..."] = None
+        if len(shown) == k:
+            break
+    return list(shown)
 
 
 def _quoted(examples: list[str]) -> str:

@@ -168,9 +168,8 @@ def fix_decimal_commas(df: pd.DataFrame) -> list[str]:
         s = df[col]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
             continue
-        present = s.notna()
-        text = s.astype(str).str.strip().where(present)
-        present &= text.ne("")
+        text = s.astype(str).str.strip().where(s.notna())
+        present = s.notna() & text.ne("")
         vals = text[present]
         if vals.empty or not vals.str.contains(",", regex=False).any():
             continue

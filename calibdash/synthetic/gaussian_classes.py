@@ -135,15 +135,12 @@ def gaussian_classes(classes: int | Sequence = 3, *, radius: float = 2.0, temper
 
     Parameters
     ----------
-    classes : int or sequence
     radius : float, default 2.0
         Radius of the circle the class means lie on (larger: classes further apart, a more accurate model).
     temperature : float, default 2.0
         ``T`` > 0 (> 1: over-confident, < 1: under-confident, 1: calibrated when ``bias`` is 0).
-    bias : sequence of K floats, optional
-        ``b`` (default zeros).
-    priors : sequence of K positive floats, optional
-        ``π`` (default uniform); divided by their sum.
+    bias, priors : sequence of K floats, optional
+        ``b`` (default zeros) and ``π`` (positive; default uniform; divided by their sum).
 
     Raises
     ------

@@ -75,12 +75,7 @@ def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[
     methods : method spec
         What :func:`calibdash.evaluation.holdout.resolve_classes` takes; the methods see probabilities.
 
-    Raises
-    ------
-    DataError
-        ``n`` out of range, or a half a method cannot be fitted on.
-    SettingsError
-        An unknown method.
+    DataError for ``n`` out of range or a half a method cannot be fitted on; SettingsError for an unknown method.
     """
     d = scenario.draw(n, seed)
     fit, judged = split_plan(d.labels, Scheme("split", test_size=0.5, seed=int(seed)), values=d.reported)[0][0]

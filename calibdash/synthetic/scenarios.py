@@ -110,13 +110,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
 
 @functools.lru_cache(maxsize=None)
 def population(name: str) -> Population:
-    return _scenario(name)._build()
-
-
-def _scenario(name: str) -> Scenario:
     if name not in SCENARIOS:
         raise DataError(f"unknown scenario {name!r}; available: {', '.join(SCENARIOS)}.")
-    return SCENARIOS[name]
+    return SCENARIOS[name]._build()
 
 
 @dataclass

@@ -27,10 +27,8 @@ class DataRoot(RootPaths):
     ----------
     root : str or Path
         An existing directory (``~`` expanded, symbolic links resolved once, here). Not the file-system root.
-    memory_limit : str
-        DuckDB's ``memory_limit`` for :meth:`connect` (e.g. ``"2GB"``).
-    threads : int
-        DuckDB's ``threads`` for :meth:`connect`.
+    memory_limit, threads : str, int
+        DuckDB's ``memory_limit`` (e.g. ``"2GB"``) and ``threads`` for :meth:`connect`.
     spill_directory : str or Path, optional
         Where DuckDB may spill past ``memory_limit``: a directory outside the root (typically
         ``tempfile.gettempdir()``), owned by this user or root and, if others may write to it, with the sticky
