@@ -91,19 +91,13 @@ _INFLATE_STEP = 8 * 1024 * 1024
 
 
 def _gunzip(data: bytes, name: str, limit: int, *, head: int | None = None, watch=None) -> bytes:
-    """Decompress gzip ``data``, stopping as soon as the output passes ``limit`` bytes.
+    """Decompress gzip ``data`` in steps of at most ``_INFLATE_STEP`` bytes, refusing it (DataError) as soon as the
+    output passes ``limit`` bytes (about 0.5 s for 200 MB) or when it is not a whole gzip file.
 
-    The members are stream-decompressed in steps of at most ``_INFLATE_STEP`` bytes, the output capped at
-    ``limit + 1`` bytes, so an oversized archive costs at most ``limit`` bytes of memory and the time to make them
-    (about 0.5 s for 200 MB). ``watch`` sees each step's output and may refuse the file by raising; with ``head``,
-    only the first ``head`` bytes are made and returned. The trailer's size field (RFC 1952 ``ISIZE``) is not used:
-    it can only be trusted after the data is checked, and a damaged file would be refused as too large.
-    Concatenated members are read in turn; trailing zero padding is ignored, as ``gzip`` does.
-
-    Raises
-    ------
-    DataError
-        The output would pass ``limit``, or the bytes are not a whole gzip file.
+    ``watch`` sees each step's output and may refuse the file by raising; with ``head``, only the first ``head``
+    bytes are made and returned. The trailer's size field (RFC 1952 ``ISIZE``) is not used: it can only be trusted
+    after the data is checked. Concatenated members are read in turn; trailing zero padding is ignored, as ``gzip``
+    does.
     """
     pieces: list[bytes] = []
     n_out = 0
