@@ -154,18 +154,19 @@ def _decode(data: bytes, name: str, *, head: bool = False) -> tuple[str, str]:
     if data.startswith(_UTF32_BOMS):
         raise DataError(f"{name} is UTF-32 text; save it as a UTF-8 (or UTF-16) CSV.")
     for bom, codec in _UTF16_BOMS:
-        if data.startswith(bom) and head:
+        if not data.startswith(bom):
+            continue
+        if head:
             return codecs.getincrementaldecoder(codec)("replace").decode(data[2:], final=False), codec
-        if data.startswith(bom):
-            try:
-                text = data[2:].decode(codec)
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{name} starts with a UTF-16 byte-order mark but is not valid UTF-16 "
-                                f"({exc.reason} at byte {exc.start + 2}); save it again as UTF-8 or "
-                                "Unicode text.") from None
-            if "\x00" in text:
-                raise _not_text(name)
-            return text, codec
+        try:
+            text = data[2:].decode(codec)
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{name} starts with a UTF-16 byte-order mark but is not valid UTF-16 "
+                            f"({exc.reason} at byte {exc.start + 2}); save it again as UTF-8 or "
+                            "Unicode text.") from None
+        if "\x00" in text:
+            raise _not_text(name)
+        return text, codec
     if b"\x00" in data[:SNIFF_BYTES]:
         raise _not_text(name)
     encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
@@ -351,9 +352,9 @@ def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int =
     del data
     delim = sniff_delimiter(text)
     text = _check_csv_shape(text, delim, name, max_cells, max_columns)
+    if not text.strip():
+        raise DataError(f"{name} is empty (no header, no rows).")
     try:
-        if not text.strip():
-            raise pd.errors.EmptyDataError
         df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise DataError(f"{name} is empty (no header, no rows).") from None
