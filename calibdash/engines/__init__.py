@@ -1,21 +1,12 @@
 """Engines that turn rows where they live into cells, found by scanning this package.
 
-Each backend is one package here (:mod:`.memory`, :mod:`.duckdb`, :mod:`.spark`) whose ``__init__`` defines a
-subclass of :class:`~calibdash.engines.base.Engine` with a registry ``name``: everything that backend does
-(score cells, keyed cells, K-class cells and rows, applying a model, reading a source) lives in its package.
-What every engine shares lives beside them: :mod:`.base` (the interface), :mod:`.source` (the rows' source,
-keys and checks), :mod:`.classes` (K-class sources, checks and sampling), :mod:`.apply` (a model's steps).
-No list names the engines: :func:`available` scans the package, as :mod:`calibdash.calibrators` finds its
-methods, so adding an engine is adding its package; ``tests/engines/test_engine_contract.py`` then checks it gives the
-same cells as the others (integer counts equal, sums to rounding).
-
-Rows are put in parts by the hash of their position in the source (see :mod:`calibdash.engines.source`), so a
-fold is the same in every engine.
+Each backend is one package (:mod:`.memory`, :mod:`.duckdb`, :mod:`.spark`) whose ``__init__`` defines an
+:class:`~calibdash.engines.base.Engine` subclass; adding an engine is adding its package, and
+``tests/engines/test_engine_contract.py`` checks it gives the others' cells. Shared code lives beside them.
 
 >>> from calibdash.engines import Source, aggregate                     # doctest: +SKIP
 >>> src = Source("scores/part-*.parquet", score="p", label="clicked")   # doctest: +SKIP
->>> c = aggregate(src, Scheme("kfold", n_folds=5))                      # doctest: +SKIP
-"""
+>>> c = aggregate(src, Scheme("kfold", n_folds=5))                      # doctest: +SKIP"""
 from __future__ import annotations
 
 import pkgutil

@@ -5,30 +5,11 @@
 >>> result.via, result.n_calibrated                                                       # doctest: +SKIP
 ('sql', 10000000)
 
-What it does is what ``python -m calibdash apply`` does in memory
-(:func:`calibdash.cli.cmd_apply`), with the same choices and messages:
-
-* the score column: the one asked for, else the model's (``fitted_on["score"]``)
-  if the rows have it, else the first column :func:`calibdash.data.guess_roles`
-  takes for a score (on the first 2,000 rows);
-* the scores: the column's values as numbers (text that is not a number is
-  missing, as ``pd.to_numeric(errors="coerce")`` makes it), mapped by the
-  logistic function ``1 / (1 + exp(-x))`` as the model's training scores
-  were (``fitted_on["score_transform"]``: ``"logistic"`` always maps,
-  ``"identity"`` never and refuses values outside [0, 1], absent: maps iff a
-  finite value lies outside [0, 1]; :func:`calibdash.core.margins.to_probabilities`);
-* every row is kept, in order, with the new column ``calibrated``
-  (replacing one of that name); a row whose score is missing or not finite
-  gets NULL.
-
-Those steps are here, shared; each engine's :meth:`~calibdash.engines.base.Engine.apply` reads and writes
-the rows. An engine with a SQL dialect computes the calibrated column by the calibrator's SQL
-(:func:`calibdash.io.sql.to_sql`: a formula, a CASE, or for large maps a lookup table joined on a bucket of the
-score), and a method that has no SQL form by calling its ``predict`` from the engine on batches of rows (a
-UDF; :func:`predict_batch` is its body). The in-memory engine reads everything into pandas and calls
-``predict``, as the command line does: the reference the others are tested against. Each backend's module
-says how it writes (DuckDB: one Parquet file; Spark: a directory of part files).
-"""
+The choices and messages are ``python -m calibdash apply``'s: the score column asked for, else the model's, else
+guessed; values read as numbers (other text missing) and mapped by the logistic function as the model's training
+scores were (:func:`calibdash.core.margins.to_probabilities`); every row kept in order with a new ``calibrated``
+column (NULL where the score is not finite). An engine with a SQL dialect computes it by the calibrator's SQL
+(:func:`calibdash.io.sql.to_sql`), a method with no SQL form by ``predict`` in a UDF (:func:`predict_batch`)."""
 from __future__ import annotations
 
 import glob as _glob

@@ -1,35 +1,10 @@
-"""What an engine is: the one interface every backend package implements, and the registry finds.
+"""What an engine is: the interface every backend package implements and the registry finds.
 
-An engine's package holds four modules, each with its function (a module imported when first used, so a
-backend's own dependencies, such as pyspark, load only when it runs):
-
-========================  ======================================================================
-``rows.aggregate``        score cells of a source (and a reproducible row sample)
-``keyed.aggregate_keyed`` keyed cells: each group's or period's cells
-``classes``               ``aggregate_classes`` (K-class cells), ``class_rows`` (the K-class rows)
-``apply.apply``           a fitted model applied to the rows where they live
-========================  ======================================================================
-
-An engine turns rows where they live into the cells calibdash measures on, and
-applies a fitted model to those rows. Each backend is one package under
-:mod:`calibdash.engines` whose ``__init__`` defines one subclass of
-:class:`Engine` with a registry ``name``; :func:`calibdash.engines.available`
-finds it by scanning the package, as :mod:`calibdash.calibrators` finds its
-methods. Every engine gives the same cells on the same rows (integer counts
-equal, sums to rounding), which ``tests/engines/test_engine_contract.py`` checks for
-every registered engine.
-
-The rows' parts follow :mod:`calibdash.evaluation.cells` (the hash of a row's position,
-:mod:`calibdash.engines.source`), and the checks of the rows are the shared
-ones (:func:`calibdash.engines.source.check_stats`,
-:func:`calibdash.engines.classes.check_class_stats`), so an engine refuses
-what the others refuse with the same message.
-
-Options every engine takes are in the signatures below; an engine's own
-options (a connection, a session) are keywords only it accepts, passed
-through by the dispatchers (:func:`calibdash.engines.aggregate`, ...) when
-given.
-"""
+An engine's package holds ``rows.aggregate`` (score cells and a row sample), ``keyed.aggregate_keyed``,
+``classes.aggregate_classes`` / ``classes.class_rows`` and ``apply.apply``, imported when first used (so pyspark
+loads only when Spark runs). Every engine gives the same cells on the same rows and refuses what the others
+refuse with the same message (``tests/engines/test_engine_contract.py``). An engine's own options (a
+connection, a session) are keywords the dispatchers pass through."""
 from __future__ import annotations
 
 import importlib

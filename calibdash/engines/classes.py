@@ -1,84 +1,25 @@
-"""K-class rows where they live, shared by every engine: the source, its checks, the K-class cells' steps, and
-the rows for fitting and judging calibrators (counts, a content-keyed sample, batches).
+"""K-class rows where they live, shared by every engine: the source, its checks, and the rows for fitting.
 
-A :class:`ClassSource` names rows with a label column and K class columns
-(probabilities, or logits softmaxed in the engine). Each engine computes, per
-row, the probabilities ``p_k``, the top probability ``c = max_k p_k``, the
-predicted class (the lowest index among the maxima, ``numpy.argmax``'s rule)
-and the label's class index, and aggregates the K + 1 binary reductions of
-:mod:`calibdash.evaluation.cells` (confidence, and each class's
-one-vs-rest) into :class:`~calibdash.evaluation.cells.ClassCells`:
+A :class:`ClassSource` has a label column and K class columns (probabilities, or logits softmaxed in the engine).
+Per row an engine computes ``p_k``, the top probability, the predicted class (lowest index among the maxima,
+``numpy.argmax``'s rule) and the label's class index, then aggregates the K + 1 binary reductions (confidence,
+each class's one-vs-rest) as the binary engines do: statistics checked by :func:`check_class_stats`, exact
+distinct counts where the estimate is unsure (:func:`exact_flags`), one grouped scan of all reductions. Rows
+are not dropped (that would move later rows to other parts).
 
-1. **statistics** (one scan): rows, rows with a missing or non-finite class
-   value, missing labels, labels that name no class column, the classes
-   seen, and for probabilities the rows with a negative entry, an entry above
-   1 or a sum more than :data:`~calibdash.core.validation.SUM_TOLERANCE`
-   from 1; and an estimate of each reduction's distinct scores
-   (HyperLogLog). Checked by :func:`check_class_stats` alike in every engine;
-2. **distinct scores** (only for reductions whose estimate lies between
-   ``max_exact / 4`` and ``4 max_exact``, as the binary engines): exact counts;
-3. **the aggregation** (one scan, all K + 1 reductions at once): each row
-   unnested into K + 1 rows ``(reduction, part, score code, label)`` and
-   grouped by ``(reduction, part, score code)``; each reduction's cells are
-   then assembled as the binary engines assemble theirs
-   (:func:`calibdash.engines.source.assemble_cells`).
+Arithmetic: probabilities are measured as given (not divided by their sums), so cells are identical in every
+engine. Logits: ``p_k = e_k / (((e_0 + e_1) + e_2) + ...)``, ``e_k = exp(z_k - max z)``, summed left to right
+everywhere (in memory too, not ``scipy.special.softmax``): engines differ only in ``exp``'s last bit (~1e-15).
 
-The rows, their keys and their parts are the binary engines' own: each engine
-(:meth:`calibdash.engines.base.Engine.aggregate_classes`) reads the source as it
-reads a binary source, with the class columns as extra columns, and puts rows in
-parts by the hash of their position (:func:`calibdash.evaluation.cells.row_hash`).
-
-Arithmetic, the same in every engine. Probabilities are measured as given
-(as :mod:`calibdash.measures.class_measures` does: not divided by their sums), so
-the cells hold the file's very values and every engine gives identical
-cells. Logits: ``p_k = e_k / (((e_0 + e_1) + e_2) + ...)`` with
-``e_k = exp(z_k - max_j z_j)``, the sum taken left to right in every engine
-(in memory too, rather than ``scipy.special.softmax``), so the only
-difference between engines is their ``exp``, which may differ in the last
-bit (numpy, a database's C library, the JVM): logit cells agree to about 1e-15,
-not bit for bit.
-
-Rows are not dropped (as in the binary engines, dropping would move the rows
-after them to other parts): a missing or non-finite class value, a missing
-label or a label with no class column refuses the source with counts.
-Rows for fitting and judging
-----------------------------
-:func:`open_class_rows` opens a source's checked rows (the rows, checks and parts the K-class cells are
-aggregated from, by the engine's :meth:`~calibdash.engines.base.Engine.class_rows`) as a :class:`ClassRows`,
-which gives
-
-* :meth:`ClassRows.counts`: rows per part and class (one grouped scan);
-* :meth:`ClassRows.candidates`: the rows whose content key lies below a threshold of their part and class
-  (one filtered scan; only those rows are fetched);
-* :meth:`ClassRows.batches`: the values, classes and parts of the rows of some parts, ``batch_rows`` at a
-  time (DuckDB: Arrow record batches of a streaming result; Spark: ``toLocalIterator``, one partition at a
-  time on the driver; memory: slices), so memory stays bounded by a batch.
-
-Spark computes the content key in a pandas UDF (the numpy function itself), so its Python workers need
-numpy, pandas, pyarrow and calibdash, as ``apply``'s UDF path does (:mod:`calibdash.engines.apply`).
-
-The content key
----------------
-A row's key depends on what the row holds, never on where it lies: :func:`content_key`, a chain of
-:func:`calibdash.evaluation.cells.row_hash` (MurmurHash3's finaliser, written in SQL by
-:func:`calibdash.engines.duckdb.rows.row_hash_sql`; Spark runs the numpy function in a pandas UDF)
-over the row's class index and, for each class column, the two 32-bit halves of
-``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``. Every step is exact in every engine (a product by a power
-of two, a floor, integers below 2^53), so the three engines give each row the same key. The key is not
-:func:`calibdash.evaluation.scheme.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
-it quantizes a value to ``2^-32`` (probabilities) and clips logits beyond ``2^20``, so distinct rows may
-share a key; :func:`fit_samples` breaks ties by the values themselves, so the rows chosen depend on the
-rows' content alone.
-
-:func:`fit_samples` draws, for each fitting part, the stratified sample
-:func:`calibdash.evaluation.scheme.content_sample` would draw with these keys: class ``c`` gets its
-Hamilton quota ``q_c`` (:func:`~calibdash.evaluation.scheme.class_quotas`) and takes its ``q_c`` rows first
-in the order (key, values). Only rows whose key lies below ``t_c = 2^32 (q_c + 4 sqrt(q_c) + 16) / n_c``
-are fetched: the keys are uniform, so about ``q_c + 4 sqrt(q_c) + 16`` rows of class ``c`` pass (four
-binomial standard deviations and some above ``q_c``); if fewer than ``q_c`` pass, the margin is raised and
-the scan repeated. Every row before the ``q_c``-th passing one in that order has a smaller key, so it
-passed too: the sample is exactly the first ``q_c`` rows of the class.
-"""
+The content key (:func:`content_key`) depends on what a row holds, never where it lies: a chain of
+:func:`calibdash.evaluation.cells.row_hash` over the class index and, per class column, the two 32-bit halves of
+``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``, exact in every engine (Spark runs it in a pandas UDF, so its
+workers need numpy, pandas, pyarrow and calibdash). Unlike :func:`calibdash.evaluation.scheme.content_keys`
+(a value's 64-bit pattern, not readable in SQL) it quantizes values, so rows may share a key; ties are broken by
+the values. :func:`fit_samples` draws what :func:`calibdash.evaluation.scheme.content_sample` would: class ``c``
+takes its Hamilton quota ``q_c`` of rows first in (key, values) order; only rows with key below
+``2^32 (q_c + 4 sqrt(q_c) + 16) / n_c`` are fetched (the margin grows and the scan repeats if too few pass), and
+every row before the ``q_c``-th passing one has a smaller key, so the sample is exact."""
 from __future__ import annotations
 
 import abc

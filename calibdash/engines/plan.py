@@ -1,30 +1,10 @@
 """Large sources under a data root: what a typed spec names, and the jobs that read it on a guarded connection.
 
-The dashboard's "Large data" source (and any caller that reads sources
-typed by people it does not trust) goes through here:
-
-* :func:`resolve_plan` turns the texts typed (a path or glob, a DuckDB
-  database file and table, or a SELECT query) into a :class:`Plan`, by
-  :class:`calibdash.data.guard.DataRoot` only: validated files (read by
-  their exact names, never expanded a second time), a database file under
-  the root, a checked query;
-* :func:`read_tables`, :func:`read_schema` and :func:`aggregate_plan` are
-  the work of :mod:`calibdash.core.jobs` jobs: each opens the root's locked
-  DuckDB connection, registers its ``interrupt()`` and its query progress
-  with the job, reports its stage, and turns every error into a short typed
-  one (:func:`calibdash.data.guard.engine_error`);
-* :func:`plan_key` keys what they give (the files with their sizes and
-  modification times, or the database file, the table or the query text;
-  the roles; the scheme);
-* :func:`aggregate_job` is :func:`calibdash.engines.aggregate` as a job's
-  work for any caller (the command line on a glob, a table or a query):
-  its stages reported (:data:`STAGE_TEXT`), DuckDB's connection interrupted
-  on cancel and read for its query progress (:func:`watch`).
-
-Nothing here imports Streamlit; a job is anything with ``set_stage``,
-``interrupt_with``, ``progress_from`` (:class:`calibdash.core.jobs.Job`), and
-:data:`NO_JOB` runs the work in the caller's thread.
-"""
+:func:`resolve_plan` turns typed texts into a :class:`Plan` through :class:`calibdash.data.guard.DataRoot` only
+(validated files read by their exact names, a database under the root, a checked query). The jobs'
+work (:func:`read_tables`, :func:`read_schema`, :func:`aggregate_plan`) opens the root's locked connection, lets
+the job interrupt it and read its progress, and turns every error into a short typed one; :func:`plan_key`
+keys their results. Nothing here imports Streamlit; :data:`NO_JOB` runs work in the caller's thread."""
 from __future__ import annotations
 
 import contextlib

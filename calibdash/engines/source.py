@@ -1,43 +1,12 @@
 """Where rows live, what their columns mean, and the checks every engine applies to them alike.
 
-A :class:`Source` names rows that may not fit in memory: Parquet or CSV files
-(one path, a glob or a list), a table or a SQL query of a DuckDB database
-file, or (Spark) a table name or a query. It says which column holds the
-score, the label, the split and the features, which label value is the
-positive class, and how scores map to probabilities (margins by the logistic
-function, as :mod:`calibdash.core.margins` does).
-
-The row key
------------
-Hashed schemes (:mod:`calibdash.evaluation.cells`: ``fold = row_hash(key, seed) % k``)
-need every row's *position in the source*, from 0, so that every engine puts
-a row in the same part as :func:`calibdash.evaluation.cells.parts_for` does in memory:
-
-* **files** (Parquet or CSV): files sorted by their path (Python's ``sorted``
-  of the absolute paths), rows in file order; the key of row ``r`` of file
-  ``i`` is ``offset[i] + r``, ``offset`` the running row count of the files
-  before. Each engine documents how it obtains ``r`` (DuckDB:
-  ``file_row_number`` for Parquet, insertion order for CSV; Spark:
-  ``_metadata.row_index`` for Parquet, split positions for CSV); the key is
-  the index of the row in the concatenated in-memory table;
-* **a DuckDB table**: its ``rowid`` (the row's position when no row was ever
-  deleted), in every engine;
-* **a query**: rows have no position; give ``order_by`` (an ORDER BY list that
-  makes the order unique) and the key is the position in that order.
-  Without it, only ``"column"`` and ``"insample"`` schemes are offered.
-
-Checks
-------
-Every engine gathers the same few statistics (:class:`Stats`) and passes
-them to :func:`check_stats`, so all refuse the same data with the same
-message: a missing or non-finite score, scores outside [0, 1] when the
-transform is ``"identity"``, a missing label, a label with one value
-(:class:`~calibdash.core.errors.DataError`, naming the counts). Unlike
-:func:`calibdash.data.load_scores`, which drops such rows from a file it
-holds in memory, rows where they live are not dropped: dropping them would
-shift the positions of the rows after them, and so their parts. A query
-source can filter them (``WHERE score IS NOT NULL``) with an ``order_by``.
-"""
+A :class:`Source` names Parquet or CSV files, a DuckDB table or query (or a Spark one) and its columns' roles.
+Hashed schemes need each row's *position* (its key), so every engine puts a row in the part
+:func:`calibdash.evaluation.cells.parts_for` gives in memory: files sorted by path, rows in file order
+(``offset[i] + r``); a DuckDB table's ``rowid``; a query's position in ``order_by`` (without it only the
+``"column"`` and ``"insample"`` schemes). Every engine gathers :class:`Stats` for :func:`check_stats`, so all
+refuse the same rows with the same message. Unlike :func:`calibdash.data.load_scores`, bad rows are not dropped:
+that would shift the positions, and so the parts, of the rows after them."""
 from __future__ import annotations
 
 import glob as _glob

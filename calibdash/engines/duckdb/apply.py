@@ -1,12 +1,5 @@
-"""Apply a saved calibrator with DuckDB: the rows of Parquet or CSV files read, calibrated and written where
-they lie (:func:`calibdash.engines.apply.apply_model`'s steps).
-
-The calibrated column is the calibrator's SQL (:func:`calibdash.io.sql.to_sql`; a large map's lookup table passed as
-an Arrow table and joined on a bucket of the score, the rows then sorted back into their order in the files by
-DuckDB's ``file_index`` and ``file_row_number``), or for a method with no SQL form its ``predict`` in a DuckDB
-Python UDF on Arrow arrays (DuckDB's vectors of 2,048 rows). DuckDB writes one Parquet file
-(``COPY ... TO ... (FORMAT parquet)``).
-"""
+"""Apply a saved calibrator with DuckDB: its SQL (a large map's lookup table passed as Arrow, joined, the rows
+sorted back by ``file_index``/``file_row_number``) or ``predict`` in an Arrow UDF; one Parquet file written."""
 from __future__ import annotations
 
 import uuid

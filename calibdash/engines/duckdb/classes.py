@@ -1,9 +1,4 @@
-"""K-class rows with DuckDB: the relation of checked rows (probabilities, top label, class index), the
-K-class cells aggregated in one scan, and the rows for fitting and judging (:class:`DuckRows`).
-
-The steps and the arithmetic are :mod:`calibdash.engines.classes`'s; the rows and their parts are the binary
-engine's (:class:`~calibdash.engines.duckdb.rows.SourceRows`, :func:`~calibdash.engines.duckdb.rows.part_sql`).
-"""
+"""K-class rows with DuckDB: checked rows as a relation, cells in one scan, :class:`DuckRows` for fitting."""
 from __future__ import annotations
 
 import contextlib

@@ -1,36 +1,12 @@
-"""Keyed cells with DuckDB: the cells of :mod:`calibdash.engines.duckdb.rows` with a group or period key beside
-the part.
+"""Keyed cells with DuckDB: the steps of :mod:`calibdash.engines.duckdb.rows` with the key as one more grouping code.
 
-The steps are the engine's (:func:`~calibdash.engines.duckdb.rows.statistics`,
-:func:`~calibdash.engines.duckdb.rows.cell_code`,
-:func:`~calibdash.engines.duckdb.rows.grouped_sql`), the key computed in SQL as
-one more grouping code, its raw code (:mod:`calibdash.monitoring.keyed.assemble`):
-
-* **group**, text or boolean column: the value as trimmed text (booleans
-  ``True``/``False``, as pandas writes them); number column: the number,
-  when it has at most ``max_groups`` distinct values (HyperLogLog in the
-  statistics scan; an exact ``count(DISTINCT)`` when the estimate lies
-  between ``max_groups / 4`` and ``4 * max_groups``), else the quantile group
-  (one more scan: exact ``quantile_cont`` at ``linspace(0, 1, n_quantiles + 1)``,
-  numpy's linear rule, and the exact distinct count the note states; about 8
-  bytes per row while computed). NaN is missing, as in pandas.
-* **period**: the first day of the row's period, ``date_trunc('day' | 'week'
-  | 'month' | 'quarter', ts)`` (weeks ISO, from Monday), as days since
-  1970-01-01. ``ts`` is a DATE or TIMESTAMP column; a TIMESTAMP WITH TIME
-  ZONE in UTC (the private connection's ``TimeZone`` is set to UTC); text
-  read by ``TRY_CAST(... AS TIMESTAMPTZ)`` (**ISO-8601 only**, with or
-  without an offset: narrower than pandas, which also reads such as
-  ``14/03/2025``), and a text column is dates when at least
-  :data:`calibdash.monitoring.drift.DATE_SHARE` of its present entries read so (and
-  most do not look like numbers); whole numbers YYYYMMDD read by
-  ``try_strptime``. Rows whose date cannot be read are left out and counted.
-  ``freq="auto"``: the distinct days are listed in the statistics scan and
-  the period chosen from them (:func:`calibdash.monitoring.drift.freq_from_days`).
-
-Key values are grouped as they come (one aggregation, cells at most the
-rows); the keys shown are made from the grouped rows afterwards, so a text
-column with very many values costs cells per value before it is refused.
-"""
+* group: text or boolean as trimmed text (``True``/``False``, as pandas writes them), numbered in SQL; a number
+  as itself when it has at most ``max_groups`` distinct values (estimate, exact count when within a factor 4),
+  else its ``quantile_cont`` group at ``linspace(0, 1, n_quantiles + 1)`` (numpy's linear rule). NaN is missing.
+* period: the first day of the row's period, ``date_trunc`` (ISO weeks) as days since 1970-01-01, in UTC. Text
+  is read by ``TRY_CAST(... AS TIMESTAMPTZ)``: **ISO-8601 only**, narrower than pandas (``14/03/2025``); whole
+  numbers YYYYMMDD by ``try_strptime``. Unreadable dates are left out and counted; ``freq="auto"`` lists the
+  distinct days (:func:`calibdash.monitoring.drift.freq_from_days`)."""
 from __future__ import annotations
 
 from typing import Callable

@@ -1,61 +1,18 @@
-"""The DuckDB engine: rows aggregated into score cells where they live, out of core.
+"""The DuckDB engine: rows aggregated into score cells where they live, out of core; no row enters Python.
 
-No row enters Python: DuckDB scans the source a few times (each a parallel,
-streaming scan) and returns only the grouped cells (at most ``max_exact``
-distinct scores, or ``GRID`` grid steps, per part and feature code):
+Stages (:data:`STAGES`, each a streaming scan): 1. statistics (counts checked by
+:func:`calibdash.engines.source.check_stats`, a HyperLogLog estimate of distinct scores, the numeric features'
+``quantile_cont`` quantiles, numpy's linear rule); 2. the exact ``count(DISTINCT score)``, only when the estimate
+lies between ``max_exact / 4`` and ``4 * max_exact`` (HyperLogLog errs by a few per cent, far from a factor 4);
+3. ``GROUP BY part, score code[, feature codes]``, counting labels that are neither extreme (a third value).
 
-1. **statistics** (one scan): rows, missing / non-finite / out-of-[0, 1]
-   scores, missing labels, the label's extremes, an approximate count of
-   distinct scores (HyperLogLog), and the numeric features' quantiles;
-   checked by :func:`calibdash.engines.source.check_stats`;
-2. **distinct scores** (one scan, only when the estimate lies between
-   ``max_exact / 4`` and ``4 * max_exact``): the exact ``count(DISTINCT score)``,
-   which decides exact cells or the grid as the in-memory path does (an
-   estimate beyond those bounds is taken as it says: HyperLogLog's error is
-   a few per cent, far from a factor 4, so the choice is the in-memory one
-   but for a vanishing chance);
-3. **the aggregation** (one query): ``GROUP BY part, score code[, feature codes]``
-   with ``count(*)``, ``sum(label = positive)`` and ``sum(score)``, and a
-   count of rows whose label is neither extreme (a third label value is an
-   error, found without another scan).
-
-The part of a row is computed in SQL from its key (see
-:mod:`calibdash.engines.source`): :func:`row_hash_sql` is MurmurHash3's
-finaliser as :func:`calibdash.evaluation.cells.row_hash` computes it (the 16-bit split
-multiplications keep every product below 2^48, so BIGINT arithmetic is
-exact); ``fold = hash % k``; held out when ``hash < floor(test_size * 2^32)``;
-or the split column mapped by :func:`~calibdash.engines.source.column_train_values`.
-
-Row keys. Parquet: ``read_parquet([files], file_row_number=true)`` gives each
-row's position in its file, and the virtual column ``file_index`` the file's
-position in the (sorted) list, so ``key = offset[file_index] + file_row_number``,
-``offset`` the running row counts from the files' Parquet metadata (read by
-pyarrow, no data read). CSV: DuckDB's CSV reader has no ``file_row_number``,
-so the needed columns are first copied into a temporary table with
-``preserve_insertion_order`` on (DuckDB's documented guarantee that a
-parallel CSV scan inserts rows in file order, files in list order) and the key
-is the table's ``rowid``; this costs one copy of those columns (spilled to the
-temporary directory beyond ``memory_limit``), and CSV is parsed once. Column types are guessed from
-BIGINT, DOUBLE and VARCHAR only (as pandas does: ``yes``/``no`` stays text). A DuckDB
-table: ``rowid``. A query: ``row_number() OVER (ORDER BY order_by) - 1``.
-
-File names. Files are expanded from patterns once (:meth:`Source.files`) and
-given to DuckDB by :func:`literal_path`, so DuckDB, which expands every name
-as a glob, reads exactly those files (``a[b].parquet``, never ``ab.parquet``).
-
-Errors. Every DuckDB, pyarrow or file-system error becomes a calibdash error
-through :func:`calibdash.data.guard.engine_error`: a short message that
-never repeats the rows (quoted values removed, cut to a few hundred
-characters), never a traceback. ``on_stage`` reports each stage
-(:data:`STAGES`) and may stop the work there (a cancelled job).
-
-Memory. ``memory_limit`` and ``temp_directory`` (a fresh directory, removed
-afterwards) are set on a private in-memory connection, so hash tables and the
-CSV copy spill to disk. Exact quantiles of numeric features
-(``quantile_cont``, the linear rule numpy's ``quantile`` uses, so every engine
-finds the same edges) hold that column's values while computed: about 8 bytes
-per row per numeric feature.
-"""
+Parts: :func:`row_hash_sql` is :func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay
+below 2^48, so BIGINT is exact). Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid``
+of a temporary copy made with ``preserve_insertion_order`` (DuckDB's guarantee of file order; types guessed
+from BIGINT, DOUBLE, VARCHAR as pandas does); a table its ``rowid``; a query ``row_number() OVER (ORDER BY
+order_by) - 1``. Files are named by :func:`literal_path`, so DuckDB reads exactly those. Every error becomes a
+short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows. A private connection
+has ``memory_limit`` and a fresh spill directory."""
 from __future__ import annotations
 
 import contextlib

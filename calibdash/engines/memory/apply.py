@@ -1,5 +1,4 @@
-"""Apply a saved calibrator in memory: the rows read into pandas and ``predict`` called, as the command line
-does; the reference the other engines' :meth:`~calibdash.engines.base.Engine.apply` are tested against."""
+"""Apply a saved calibrator in memory: ``predict`` on the rows in pandas, the reference for the other engines."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,4 @@
-"""K-class rows in memory: read, checked and put in parts as :mod:`calibdash.engines.classes` says, then
-aggregated by :func:`calibdash.evaluation.cells.class_cells` (logits softmaxed by
-:func:`~calibdash.engines.classes.softmax_rows`)."""
+"""K-class rows in memory, aggregated by :func:`calibdash.evaluation.cells.class_cells`."""
 from __future__ import annotations
 
 import contextlib

@@ -1,5 +1,4 @@
-"""Keyed cells in memory: the rows read and checked as :func:`calibdash.engines.memory.rows.aggregate` reads
-them, then :func:`calibdash.monitoring.keyed.from_rows.keyed_cells` (the Groups & time page's own path)."""
+"""Keyed cells in memory: :func:`calibdash.monitoring.keyed.from_rows.keyed_cells` on the checked rows."""
 from __future__ import annotations
 
 from ...evaluation.cells import MAX_EXACT

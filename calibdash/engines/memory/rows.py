@@ -1,18 +1,9 @@
-"""The in-memory engine: rows read into numpy, then :func:`calibdash.evaluation.cells.aggregate`.
+"""The in-memory engine, the reference the others are tested against: rows read into numpy, then
+:func:`calibdash.evaluation.cells.aggregate` (with features: one sort by part, score code and feature codes).
 
-The reference the other engines are tested against, behind their signature.
-It reads only the needed columns (Parquet with pyarrow, file by file in
-sorted path order; CSV with pandas, whose parser rounds decimal text correctly, like
-DuckDB's and Spark's (the default from pandas 3, ``float_precision="round_trip"`` before); DuckDB tables and queries through DuckDB), gathers the same
-:class:`~calibdash.engines.source.Stats` as the SQL engines and refuses what
-they refuse, maps margins with :func:`calibdash.core.margins.to_probabilities`,
-and puts rows in parts with :func:`calibdash.evaluation.cells.parts_for` (keys = positions)
-or :func:`calibdash.evaluation.cells.row_hash` of a table's ``rowid``.
-
-Without feature columns the cells are :func:`calibdash.evaluation.cells.aggregate`'s;
-with them, rows are grouped by (part, score code, feature codes) in one
-sort, with the same exact-or-grid rule (the distinct scores of all rows).
-"""
+CSV is read by pandas with correct decimal rounding, as DuckDB and Spark read it (``float_precision=
+"round_trip"`` before pandas 3); DuckDB tables and queries through DuckDB. Rows are checked as the SQL engines
+check them (:class:`~calibdash.engines.source.Stats`)."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -1,9 +1,5 @@
-"""Apply a saved calibrator with Spark (:func:`calibdash.engines.apply.apply_model`'s steps as a Spark job).
-
-The calibrated column is the calibrator's Spark SQL (:func:`calibdash.io.sql.to_sql`), or for a method with no SQL
-form its ``predict`` in a ``pandas_udf`` (Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch``
-rows; the Python workers need numpy, pandas, pyarrow and calibdash). Spark writes a directory of part files.
-"""
+"""Apply a saved calibrator with Spark: its Spark SQL, or ``predict`` in a ``pandas_udf`` (the Python workers need
+numpy, pandas, pyarrow and calibdash); Spark writes a directory of part files."""
 from __future__ import annotations
 
 import uuid

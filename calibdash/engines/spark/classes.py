@@ -1,11 +1,4 @@
-"""K-class rows with Spark: the DataFrame of checked rows (probabilities, top label, class index), the K-class
-cells aggregated in one job, and the rows for fitting and judging (:class:`SparkRows`).
-
-The steps and the arithmetic are :mod:`calibdash.engines.classes`'s; the rows and their parts are the binary
-engine's (:func:`~calibdash.engines.spark.rows.keyed_rows`, :func:`~calibdash.engines.spark.rows.part_column`).
-:meth:`SparkRows.candidates` computes the content key in a pandas UDF (the numpy function itself), so the
-Python workers need numpy, pandas, pyarrow and calibdash, as the apply UDF path does.
-"""
+"""K-class rows with Spark: checked rows as a DataFrame, cells in one job, :class:`SparkRows` for fitting."""
 from __future__ import annotations
 
 import contextlib

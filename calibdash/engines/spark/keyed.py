@@ -1,17 +1,7 @@
 """Keyed cells with Spark: :mod:`calibdash.engines.duckdb.keyed`'s steps as Spark jobs.
 
-The key's raw code is computed as in DuckDB (see that module): trimmed text
-(``True``/``False`` for booleans), the number, or the quantile group (exact
-``percentile`` at ``linspace(0, 1, n_quantiles + 1)``, numpy's linear rule,
-with the exact ``countDistinct`` in the same job); a period's first day by
-``date_trunc`` (weeks from Monday) as days since 1970-01-01. The session's
-``spark.sql.session.timeZone`` is set to UTC for the call (and restored), so
-zoned timestamps and text with an offset fall in UTC periods; text dates
-are read by ``try_to_timestamp`` (Spark's cast rules: **ISO-8601 only**,
-narrower than pandas), whole numbers by ``try_to_timestamp(..., 'yyyyMMdd')``.
-CSV files are read with ``inferSchema``: a column of ISO timestamps arrives
-as timestamps, read in UTC.
-"""
+The session time zone is UTC for the call (restored after). Text dates are read by ``try_to_timestamp``
+(**ISO-8601 only**), whole numbers by ``'yyyyMMdd'``; CSV's ``inferSchema`` reads ISO timestamps in UTC."""
 from __future__ import annotations
 
 import numpy as np

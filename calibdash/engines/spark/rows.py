@@ -1,44 +1,14 @@
-"""The Spark engine: the DuckDB engine's aggregation as a Spark job.
+"""The Spark engine: :mod:`calibdash.engines.duckdb.rows`'s aggregation as Spark jobs (works under spark-submit).
 
-Works unchanged under ``spark-submit``: it takes the session given
-(``spark=``) or ``SparkSession.builder.getOrCreate()``, and only the grouped
-cells (and an optional row sample) come back to the driver. The steps are
-:mod:`calibdash.engines.duckdb.rows`'s: one aggregation job for the statistics
-(``approx_count_distinct`` for the distinct scores, exact ``percentile``
-quantiles of numeric features, the linear rule of numpy's ``quantile``), an
-exact ``countDistinct`` when the estimate lies between ``max_exact / 4`` and
-``4 * max_exact``, then
-one ``groupBy(part, score code[, feature codes])``. The hash of a row's key
-is built from ``shiftright``, ``bitwiseXOR`` and 64-bit products below 2^48,
-as :func:`calibdash.evaluation.cells.row_hash`.
+Only the grouped cells (and an optional row sample) reach the driver. Row keys (``monotonically_increasing_id``
+alone is not file order: Spark packs file splits by size):
 
-Row keys (``monotonically_increasing_id`` alone is *not* file order: Spark
-packs file splits into partitions by size, not by name):
-
-* **Parquet**: ``_metadata.row_index`` (Spark >= 3.5) is the row's position
-  in its file; a file's offset is the running row count of the files before
-  it in sorted path order. Up to 64 files, each is read on its own with its
-  offset (from the Parquet metadata, read by pyarrow) as a literal and the
-  reads are unioned: no extra job. Beyond, one ``groupBy(_metadata.file_path).count()``
-  job (which reads no column) counts the files' rows, broadcast-joined on the path.
-* **CSV**: a file is read in splits of ``spark.sql.files.maxPartitionBytes``.
-  Within a partition, ``monotonically_increasing_id`` counts rows in order and
-  a split's rows are contiguous, so a row's position in its split is
-  ``id - min(id of the split)``. One extra job groups by
-  ``(_metadata.file_path, _metadata.file_block_start)`` for each split's
-  ``min(id)`` and row count; the split's offset is the rows of the files
-  before it (sorted by path) and of the earlier splits of its file (by
-  ``file_block_start``). Cost: that job, one pass over the CSV (plus the
-  schema inference pass of ``inferSchema``).
-* **a table or a query** with ``order_by``: the rows sorted by it (Spark SQL
-  ``ORDER BY order_by`` over a temporary view) are persisted (``DISK_ONLY``,
-  unpersisted at the end) so that partitions are stable, and the key is the
-  rows of the partitions before plus ``id - (partition << 33)``
-  (``monotonically_increasing_id`` is ``partition << 33`` plus the row's
-  position in its partition). Cost: a
-  global sort and a copy on disk. Without ``order_by`` only the ``column``
-  and ``insample`` schemes are offered.
-"""
+* Parquet: ``_metadata.row_index`` (Spark >= 3.5) plus the file's offset; up to 64 files each is read with its
+  offset (from pyarrow metadata) as a literal and the reads unioned, beyond that one job counts each file's rows;
+* CSV: within a split ``monotonically_increasing_id`` counts rows in order, so one job groups by
+  ``(file_path, file_block_start)`` for each split's ``min(id)`` and row count, giving its offset;
+* a table or a query with ``order_by``: the sorted rows are persisted (``DISK_ONLY``, released at the end) so
+  partitions are stable; the key is the rows of earlier partitions plus ``id - (partition << 33)``."""
 from __future__ import annotations
 
 from functools import reduce
