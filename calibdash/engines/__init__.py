@@ -6,7 +6,8 @@ Each backend is one package (:mod:`.memory`, :mod:`.duckdb`, :mod:`.spark`) whos
 
 >>> from calibdash.engines import Source, aggregate                     # doctest: +SKIP
 >>> src = Source("scores/part-*.parquet", score="p", label="clicked")   # doctest: +SKIP
->>> c = aggregate(src, Scheme("kfold", n_folds=5))                      # doctest: +SKIP"""
+>>> c = aggregate(src, Scheme("kfold", n_folds=5))                      # doctest: +SKIP
+"""
 from __future__ import annotations
 
 import pkgutil

@@ -1,4 +1,4 @@
-"""The Spark engine: the DuckDB engine's aggregations as Spark jobs on a session (pyspark loaded when used).
+"""The Spark engine: the DuckDB engine's aggregations as Spark jobs on a session (pyspark loaded when used)."""
 from __future__ import annotations
 
 from ..base import Engine
