@@ -87,10 +87,11 @@ def reader(source: Source, engine: str | None = None) -> Engine:
     return get(find(reads_heads=True))
 
 
-def _run(method: str, engine: str | None, source: Source, *args, **options):
-    """``method`` of ``engine`` (default :func:`default_engine`), the options given as None left out."""
+def _run(method: str, engine: str | None, source: Source | None, *args, **options):
+    """``method`` of ``engine`` (default :func:`default_engine` of ``source``) on ``args``, the options given as
+    None left out."""
     eng = get(engine or default_engine(source))
-    return getattr(eng, method)(source, *args, **{k: v for k, v in options.items() if v is not None})
+    return getattr(eng, method)(*args, **{k: v for k, v in options.items() if v is not None})
 
 
 def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
@@ -106,7 +107,7 @@ def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exa
     -------
     ScoreCells, or (ScoreCells, DataFrame) when ``sample_rows > 0``
     """
-    return _run("aggregate", engine, source, scheme, max_exact=max_exact, memory_limit=memory_limit,
+    return _run("aggregate", engine, source, source, scheme, max_exact=max_exact, memory_limit=memory_limit,
                 threads=threads, features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
                 on_stage=on_stage, **engine_options)
 
@@ -137,7 +138,7 @@ def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = No
     -------
     KeyedCells
     """
-    return _run("aggregate_keyed", engine, source, key, scheme, max_exact=max_exact, memory_limit=memory_limit,
+    return _run("aggregate_keyed", engine, source, source, key, scheme, max_exact=max_exact, memory_limit=memory_limit,
                 threads=threads, on_stage=on_stage, **engine_options)
 
 

@@ -36,7 +36,7 @@ from ..evaluation.cells import ClassCells
 from ..evaluation.scheme import class_quotas
 from ..evaluation.scheme import Scheme
 from ..core.validation import format_values
-from .source import Source, assemble_cells, check_scheme
+from .source import Source, assemble_cells, checked_scheme
 
 __all__ = ["class_source", "HEAD_ROWS"]
 
@@ -235,6 +235,17 @@ def check_class_stats(st: ClassStats, csrc: ClassSource) -> None:
                         f"within {SUM_TOLERANCE:g}; a probability column is needed for every class.{hint}")
 
 
+def checked_class_stats(got, csrc: ClassSource, n_distinct: int) -> ClassStats:
+    """The :class:`ClassStats` of a SQL engine's statistics row (rows, the four counts of every source, the three
+    of probabilities, then ``n_distinct`` estimates), checked by :func:`check_class_stats`."""
+    n = 5 if csrc.logits else 8
+    probs = {} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]), n_off_sum=int(got[7]))
+    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]], **probs,
+                    distinct=[float(g or 0) for g in got[n:n + n_distinct]])
+    check_class_stats(st, csrc)
+    return st
+
+
 def exact_flags(distinct, max_exact: int, count) -> list[bool]:
     """Exact cells or the grid, per reduction, as the binary engines decide: the estimate taken as it says
     beyond a factor 4 of ``max_exact``, else ``count(indices)`` gives the exact distinct counts."""
@@ -286,14 +297,10 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     SettingsError
         An unknown engine; bad scheme settings; a hashed scheme on rows without positions.
     """
-    from . import default_engine, get
+    from . import _run
 
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    csrc.source.check_keys(scheme)
-    eng = get(engine or default_engine())
-    return eng.aggregate_classes(csrc, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
-                                 **{k: v for k, v in options.items() if v is not None})
+    return _run("aggregate_classes", engine, None, csrc, checked_scheme(csrc.source, scheme), max_exact=max_exact,
+                memory_limit=memory_limit, threads=threads, **options)
 
 
 def open_class_rows(csrc: ClassSource, scheme: Scheme, engine: str | None = None, *, memory_limit: str = "1GB",
@@ -310,13 +317,10 @@ def open_class_rows(csrc: ClassSource, scheme: Scheme, engine: str | None = None
     SettingsError
         An unknown engine; a hashed scheme on rows without positions.
     """
-    from . import default_engine, get
+    from . import _run
 
-    check_scheme(scheme)
-    csrc.source.check_keys(scheme)
-    eng = get(engine or default_engine())
-    return eng.class_rows(csrc, scheme, memory_limit=memory_limit, threads=threads,
-                          **{k: v for k, v in options.items() if v is not None})
+    return _run("class_rows", engine, None, csrc, checked_scheme(csrc.source, scheme), memory_limit=memory_limit,
+                threads=threads, **options)
 
 
 def fit_samples(rows: ClassRows, fit_parts: Sequence[Sequence[int]], size: int | None, seed: int = 0,

@@ -21,7 +21,7 @@ from ..data.guard import AccessDenied, DataRoot, engine_error, quote_identifier
 from ..core.validation import choose_positive
 from ..core.errors import CalibdashError, DataError, SettingsError
 from ..evaluation.scheme import Scheme
-from .duckdb.rows import STAGES, is_numeric_type, literal_path
+from .duckdb.rows import STAGES, ident, is_numeric_type, lit, literal_path
 from .source import Source
 
 __all__ = ["resolve_plan", "aggregate_job", "describe_columns", "AGGREGATE_NOTE", "STAGE_TEXT"]
@@ -76,14 +76,6 @@ def describe_columns(columns, types, most: int = 50) -> str:
     return shown + (f", … ({len(columns):,} in all)" if len(columns) > most else "")
 
 
-def _lit(text: str) -> str:
-    return "'" + str(text).replace("'", "''") + "'"
-
-
-def _ident(name: str) -> str:
-    return '"' + str(name).replace('"', '""') + '"'
-
-
 def _stat(path) -> list:
     s = Path(path).stat()
     return [str(path), int(s.st_size), int(s.st_mtime_ns)]
@@ -110,7 +102,7 @@ class Plan:
         """``SELECT *`` of the source, for the guarded connection (composed of validated parts only; each file
         named literally, so DuckDB does not expand its name as a pattern)."""
         if self.kind == "files":
-            listed = "[" + ", ".join(_lit(literal_path(f)) for f in self.files) + "]"
+            listed = "[" + ", ".join(lit(literal_path(f)) for f in self.files) + "]"
             return (f"SELECT * FROM read_parquet({listed})" if self.fmt == "parquet"
                     else f"SELECT * FROM read_csv({listed}, header = true)")
         if self.kind == "table":
@@ -308,8 +300,8 @@ def read_schema(job, root: DataRoot, plan: Plan, rows: int = GUESS_ROWS) -> dict
         if not columns:
             raise DataError(f"{what} has no columns.")
         job.set_stage(f"reading {rows:,} rows to guess the roles")
-        picked = ", ".join(_ident(c) if is_numeric_type(t) or str(t).upper() == "BOOLEAN"
-                           else f"left(CAST({_ident(c)} AS VARCHAR), {SAMPLE_CHARS}) AS {_ident(c)}"
+        picked = ", ".join(ident(c) if is_numeric_type(t) or str(t).upper() == "BOOLEAN"
+                           else f"left(CAST({ident(c)} AS VARCHAR), {SAMPLE_CHARS}) AS {ident(c)}"
                            for c, t in zip(columns, types))
         head = _fetch(root, con, f"SELECT {picked} FROM (\n{plan.relation_sql()}\n) AS __s LIMIT {int(rows)}", "df",
                       what)

@@ -23,6 +23,8 @@ from ..core.margins import TRANSFORMS
 from ..core.validation import choose_positive, plain_value
 from ..core.errors import DataError, SettingsError
 from ..evaluation.scheme import Scheme, column_parts
+from ..monitoring.grouping import GroupCoding
+from ..monitoring.keyed.assemble import group_cells, period_cells
 
 __all__ = []
 
@@ -45,8 +47,8 @@ class Source:
     Parameters
     ----------
     path : str, Path or sequence of them, optional
-        A Parquet or CSV file, a glob (``"data/part-*.parquet"``) or a list
-        of files and globs; files are taken in sorted path order.
+        A Parquet or CSV file, a glob (``"data/part-*.parquet"``) or a list of files and globs; files are taken
+        in sorted path order.
     format : {"parquet", "csv"}, optional
         Default: from the files' suffix (``.parquet``/``.pq`` or ``.csv``).
     database : str, optional
@@ -56,8 +58,7 @@ class Source:
     query : str, optional
         A SQL query (DuckDB, or Spark SQL for the Spark engine).
     order_by : str, optional
-        For ``query`` (and Spark tables): the ORDER BY list that defines the
-        rows' positions (see the module docstring).
+        For ``query`` (and Spark tables): the ORDER BY list that defines the rows' positions.
     score, label : str
         The score and label columns.
     split : str, optional
@@ -65,24 +66,18 @@ class Source:
     features : sequence of str
         Feature columns (coded into the cells on request, kept in a row sample).
     positive : optional
-        The label value of the positive class; default as
-        :func:`calibdash.data.load_scores`: 1, True, yes, pos, ... else the
-        second value in sorted order. 0/1 labels need nothing.
+        The label value of the positive class; default as :func:`calibdash.data.load_scores`: 1, True, yes,
+        pos, ... else the second value in sorted order. 0/1 labels need nothing.
     transform : {None, "probability", "margin"}, default None
-        None: map scores by the logistic function iff a finite score lies
-        outside [0, 1] (as loading a file does); ``"margin"`` (or
-        ``"logistic"``): always; ``"probability"`` (or ``"identity"``): never,
-        and a score outside [0, 1] is an error.
+        None: map scores by the logistic function iff a finite score lies outside [0, 1] (as loading a file
+        does); ``"margin"`` (or ``"logistic"``): always; ``"probability"`` (or ``"identity"``): never, and a
+        score outside [0, 1] is an error.
     delimiter : str, optional
-        CSV delimiter; default sniffed from the first file's first 64 KB by
-        :func:`calibdash.data.sniff.sniff_delimiter` and passed to every
-        engine, so all read the same columns.
+        CSV delimiter; default sniffed from the first file's first 64 KB
+        (:func:`calibdash.data.sniff.sniff_delimiter`) and passed to every engine, so all read the same columns.
     exact_paths : bool, default False
-        ``path`` names files exactly, never patterns: each must be an
-        existing file and is read as named, even when its name holds ``*``,
-        ``?`` or ``[`` (for files already resolved by a guard, such as
-        :meth:`calibdash.data.guard.DataRoot.resolve_glob`, which must not be
-        expanded a second time into other files).
+        ``path`` names existing files read as named, never expanded as patterns even when a name holds ``*``,
+        ``?`` or ``[`` (files already resolved by a guard, :meth:`calibdash.data.guard.DataRoot.resolve_glob`).
     """
 
     path: Any = None
@@ -276,11 +271,9 @@ def column_train_values(values: Sequence, scheme: Scheme) -> list:
 class Stats:
     """What an engine's first pass over the rows finds (the input of :func:`check_stats`).
 
-    ``n_bad`` counts missing or non-finite scores; ``lo``/``hi`` are the
-    finite scores' extremes and ``n_outside`` how many lie outside [0, 1];
-    ``label_lo``/``label_hi`` the smallest and largest label values and
-    ``n_label_null`` the missing labels; ``distinct`` an estimate (or count)
-    of distinct scores.
+    ``n_bad`` counts missing or non-finite scores; ``lo``/``hi`` are the finite scores' extremes and
+    ``n_outside`` how many lie outside [0, 1]; ``label_lo``/``label_hi`` the smallest and largest label values
+    and ``n_label_null`` the missing labels; ``distinct`` an estimate (or count) of distinct scores.
     """
 
     n_rows: int
@@ -292,6 +285,20 @@ class Stats:
     label_lo: Any
     label_hi: Any
     distinct: float = 0.0
+
+    @classmethod
+    def of(cls, got) -> "Stats":
+        """The statistics of a SQL engine's first scan, its first nine values in the order of the fields."""
+        return cls(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
+                   n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+
+
+def checked_scheme(source: Source, scheme: Scheme | None, table_positions: bool = True, engine: str = "") -> Scheme:
+    """``scheme`` (default every row in part 0) after :func:`check_scheme` and :meth:`Source.check_keys`."""
+    scheme = scheme or Scheme(kind="insample")
+    check_scheme(scheme)
+    source.check_keys(scheme, table_positions, engine)
+    return scheme
 
 
 def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
@@ -332,12 +339,54 @@ def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
     return mapped, positive
 
 
-def other_labels_error(label: str, n_other: int, lo, hi) -> DataError:
-    """The error for a label column with more than two values. Like every message about a source's rows (a
-    file, a table, a query that may compute anything from them), it names the column and counts rows but
-    shows no value: ``lo`` and ``hi`` (the smallest and largest label) are not shown."""
-    return DataError(f"label column {label!r} has more than two values: {n_other:,} rows hold values other than "
-                     "its smallest and its largest; a binary label has exactly two.")
+def check_other_labels(label: str, n_other: int) -> None:
+    """Refuse a label column with more than two values. Like every message about a source's rows (which a
+    query may compute from anything), it names the column and counts rows but shows no value."""
+    if n_other:
+        raise DataError(f"label column {label!r} has more than two values: {n_other:,} rows hold values other "
+                        "than its smallest and its largest; a binary label has exactly two.")
+
+
+def edges_of(numeric: Sequence[str], quantiles) -> dict:
+    """Each numeric feature's inner bin edges from its quantiles (None: no value), repeated ones merged."""
+    return {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
+
+
+def sample_frame(sample: pd.DataFrame, feats: Sequence[str]) -> pd.DataFrame:
+    """A row sample sorted by key, its columns ``key, score, label, part`` and the features."""
+    return sample.sort_values("key").reset_index(drop=True)[["key", "score", "label", "part"] + list(feats)]
+
+
+def group_result(res: pd.DataFrame, key, exact: bool, coding, number: bool, n_distinct: int):
+    """The keyed cells of grouped rows whose ``__k`` is a group's raw value (``coding`` None: the number or
+    text as it is, ``n_distinct`` a number's distinct values)."""
+    raw = res["__k"]
+    missing = raw.isna().to_numpy()
+    if coding is None:
+        coding = GroupCoding("number" if number else "text",
+                             n_distinct if number else int(pd.unique(raw[~missing]).size))
+    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
+    return group_cells(values, missing, *_sums(res), exact=exact, coding=coding, key=key)
+
+
+def period_result(res: pd.DataFrame, key, exact: bool, **period):
+    """The keyed cells of grouped rows whose ``__k`` is a period's first day (missing: left out);
+    ``period`` as :func:`calibdash.monitoring.keyed.assemble.period_cells` takes it."""
+    res = res[res["__k"].notna().to_numpy()]
+    return period_cells(res["__k"].to_numpy(dtype=np.int64), *_sums(res), exact=exact, key=key, **period)
+
+
+def _sums(res: pd.DataFrame) -> tuple:
+    """Grouped rows' ``part, code, n, n_pos, s_sum`` arrays."""
+    return (res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
+            res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float))
+
+
+def grouped_cells(res: pd.DataFrame, exact: bool, feats: Sequence[str] = (), kinds=None, edges=None) -> ScoreCells:
+    """The cells of a SQL engine's grouped rows (``__part``, ``__code``, ``n``, ``n_pos``, ``s_sum`` and each
+    feature's ``__c_<name>``)."""
+    fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
+    return assemble_cells(*_sums(res), exact=exact, features=fdf)
 
 
 def _code_order(col: pd.Series) -> np.ndarray:

@@ -7,6 +7,7 @@ import uuid
 import numpy as np
 
 from ...io import sql
+from .rows import lit
 from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, use_logistic
 
 __all__ = []
@@ -16,10 +17,6 @@ __all__ = []
 MAX_CASE = 512
 #: Internal columns holding each row's file and row number (to restore the order after a join).
 _FILE, _ROW = "__calibdash_file", "__calibdash_row"
-
-
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, *, threads=None,
@@ -45,7 +42,7 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
 
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    paths = "[" + ", ".join(_sql_str(f) for f in files) + "]"
+    paths = "[" + ", ".join(lit(f) for f in files) + "]"
     reader = (f"read_parquet({paths}, union_by_name = true)" if fmt == "parquet"
               else f"read_csv({paths}, union_by_name = true, header = true)")
     rel = con.sql(f"SELECT * FROM {reader} LIMIT 0")
@@ -118,7 +115,7 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
         query = f"SELECT {cols}{', ' if cols else ''}{name}({args}) AS calibrated FROM ({source}) AS src{order}"
         via, used = "udf", ""
     try:
-        con.execute(f"COPY ({query}) TO {_sql_str(str(out_path))} (FORMAT parquet)")
+        con.execute(f"COPY ({query}) TO {lit(str(out_path))} (FORMAT parquet)")
     finally:                                            # leave a caller's connection as it was
         if via == "udf":
             con.remove_function(name)

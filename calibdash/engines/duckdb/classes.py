@@ -13,7 +13,7 @@ from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
-                       check_class_stats, exact_flags, part_count, split_cells)
+                       checked_class_stats, exact_flags, part_count, split_cells)
 from .rows import SourceRows, connection_for, part_sql, row_hash_sql
 
 __all__ = []
@@ -90,13 +90,7 @@ def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> 
     if distinct:
         stats += [f"approx_count_distinct({v})" for v in reductions]
     got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [classes], fetch="one")
-    n_checks = 7 if not csrc.logits else 4
-    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                   n_off_sum=int(got[7]))),
-                    distinct=[float(g or 0) for g in got[1 + n_checks:]])
-    check_class_stats(st, csrc)
-    return rel, st
+    return rel, checked_class_stats(got, csrc, len(reductions) if distinct else 0)
 
 
 class DuckRows(ClassRows):
@@ -164,7 +158,5 @@ def class_rows(csrc: ClassSource, scheme: Scheme, *, memory_limit: str = "1GB", 
     """The checked rows as a :class:`DuckRows` on ``connection`` or a private connection (``memory_limit``,
     ``threads``, a spill directory removed on exit); ``on_connect(con)`` is called with it first, e.g. to let
     a job interrupt it."""
-    with connection_for(connection, memory_limit, threads) as (con, own):
-        if on_connect is not None:
-            on_connect(con)
+    with connection_for(connection, memory_limit, threads, on_connect) as (con, own):
         yield DuckRows(con, csrc, scheme, own=own)

@@ -18,13 +18,12 @@ from ...evaluation.cells import MAX_EXACT
 from ...monitoring.drift import YMD_RANGE, freq_from_days
 from ...monitoring.grouping import GroupCoding, coding_for
 from ...monitoring.keyed import PERIODS, Key, KeyedCells
-from ...monitoring.keyed.assemble import check_group_key, group_cells, period_cells
+from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
-from .rows import (SourceRows, cell_code, connection_for, grouped_sql, is_numeric_type,
-                     statistics)
-from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme, other_labels_error
+from .rows import SourceRows, cell_code, connection_for, grouped, ident, is_numeric_type, statistics
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
 
 __all__ = []
 
@@ -59,20 +58,17 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     SettingsError
         Too many groups or periods (:func:`calibdash.monitoring.grouping.name_groups`, :func:`calibdash.monitoring.drift.name_periods`).
     """
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme)
+    scheme = checked_scheme(source, scheme)
     if key.kind == "group":
         check_group_key(key)
     stage = on_stage or (lambda name: None)
-    with connection_for(connection, memory_limit, threads, temp_tables=("__cd_rows", "__cd_keys")) as (con, own):
+    with connection_for(connection, memory_limit, threads, on_connect,
+                        temp_tables=("__cd_rows", "__cd_keys")) as (con, own):
         if own:
             con.execute("SET TimeZone = 'UTC'")
-        if on_connect is not None:
-            on_connect(con)
         stage(KEYED_STAGES[0])
         rows = SourceRows(con, source, [key.column], source.needs_keys(scheme), tune=own)
-        col = '"' + ("__f_" + key.column).replace('"', '""') + '"'
+        col = ident("__f_" + key.column)
         duck_type = rows.types()["__f_" + key.column]
         if key.kind == "group":
             return _groups(rows, col, duck_type, key, scheme, max_exact, stage)
@@ -82,12 +78,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
 def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql):
     exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
     stage(KEYED_STAGES[3])
-    sql, params, _ = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])
-    res = rows._run(sql, params, fetch="df")
-    n_other = int(res["n_other"].sum())
-    if n_other:
-        raise other_labels_error(rows.source.label, n_other, st.label_lo, st.label_hi)
-    return exact, res
+    return exact, grouped(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])[0]
 
 
 def _text_keys(rows, raw_sql: str, estimate, key) -> np.ndarray:
@@ -141,15 +132,7 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     if not number:
         code = res["__k"].to_numpy(dtype=float, na_value=np.nan)
         res["__k"] = pd.Series(shown[np.where(np.isnan(code), shown.size - 1, code).astype(np.int64)], dtype=object)
-    raw = res["__k"]
-    missing = raw.isna().to_numpy()
-    if coding is None:
-        n_present = int(pd.unique(raw[~missing]).size)
-        coding = GroupCoding("number" if number else "text", n_distinct if number else n_present)
-    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
-    return group_cells(values, missing, res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float),
-                       res["n"].to_numpy(), res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float),
-                       exact=exact, coding=coding, key=key)
+    return group_result(res, key, exact, coding, number, n_distinct if number else 0)
 
 
 def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
@@ -179,9 +162,5 @@ def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     freq = freq_from_days(got[-1], PERIODS) if key.freq == "auto" else key.freq
     key_sql = _DAYS.format(f"date_trunc('{TRUNC_UNITS[freq]}', {ts})")
     exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
-    left = res["__k"].isna().to_numpy()
-    res = res[~left]
-    return period_cells(res["__k"].to_numpy(dtype=np.int64), res["__part"].to_numpy(),
-                        res["__code"].to_numpy(dtype=float), res["n"].to_numpy(), res["n_pos"].to_numpy(),
-                        res["s_sum"].to_numpy(dtype=float), exact=exact, key=key, freq=freq, first=first, last=last,
-                        n_left_out=st.n_rows - n_read, notes=notes)
+    return period_result(res, key, exact, freq=freq, first=first, last=last, n_left_out=st.n_rows - n_read,
+                         notes=notes)

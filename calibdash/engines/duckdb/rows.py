@@ -22,14 +22,12 @@ import shutil
 import tempfile
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...data.guard import engine_error
 from ...core.errors import DataError, SettingsError
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
-                     feature_frame, other_labels_error, quantile_levels)
+from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
+                      edges_of, grouped_cells, quantile_levels, sample_frame)
 
 __all__ = []
 
@@ -46,11 +44,13 @@ _NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYI
                   "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL")
 
 
-def _ident(name: str) -> str:
+def ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier."""
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def _lit(s: str) -> str:
+def lit(s: str) -> str:
+    """``s`` as a single-quoted SQL string."""
     return "'" + str(s).replace("'", "''") + "'"
 
 
@@ -78,8 +78,15 @@ def literal_path(path) -> str:
     return _DUCKDB_GLOB.sub(r"[\1]", text)
 
 
+def attach(run, source: Source) -> None:
+    """Attach ``source.database`` (if any) read-only and use it, each statement run by ``run``."""
+    if source.database:
+        run(f"ATTACH {lit(source.database)} AS __cd_src (READ_ONLY)")
+        run("USE __cd_src")
+
+
 def _file_list(files) -> str:
-    return "[" + ", ".join(_lit(literal_path(f)) for f in files) + "]"
+    return "[" + ", ".join(lit(literal_path(f)) for f in files) + "]"
 
 
 def _mul32(h: str, c: int) -> str:
@@ -119,15 +126,17 @@ def connect(memory_limit: str = "1GB", threads: int | None = None, temp_director
 
 
 @contextlib.contextmanager
-def connection_for(connection=None, memory_limit: str = "1GB", threads: int | None = None, *,
+def connection_for(connection=None, memory_limit: str = "1GB", threads: int | None = None, on_connect=None, *,
                    temp_tables: Sequence[str] = ("__cd_rows",)):
     """``(con, own)``: the caller's ``connection`` (left open, its temporary tables ``temp_tables`` dropped at
     the end), or a private one with ``memory_limit``, ``threads`` and a fresh spill directory (closed and the
-    directory removed at the end)."""
+    directory removed at the end); ``on_connect(con)`` is called first."""
     own = connection is None
     tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
     con = connect(memory_limit, threads, tmp) if own else connection
     try:
+        if on_connect is not None:
+            on_connect(con)
         yield con, own
     finally:
         if own:
@@ -148,11 +157,9 @@ def _read_source(source: Source, select) -> "pd.DataFrame":
         if source.kind == "files":
             listed = _file_list(source.files())
             reader = (f"read_parquet({listed})" if source.file_format() == "parquet"
-                      else f"read_csv({listed}, delim = {_lit(source.csv_delimiter())}, header = true)")
+                      else f"read_csv({listed}, delim = {lit(source.csv_delimiter())}, header = true)")
         else:
-            if source.database:
-                con.execute(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
-                con.execute("USE __cd_src")
+            attach(con.execute, source)
             reader = source.table if source.kind == "table" else f"({source.query}) AS __cd_q"
         try:
             return con.sql(select(reader)).df()
@@ -172,7 +179,7 @@ def label_counts(source: Source, limit: int) -> "pd.DataFrame":
     """Per label value of ``source`` (missing labels left out; at most ``limit`` values, the most frequent) its
     rows and its finite scores' least and largest (of ``source.score`` read as numbers), read by DuckDB in one
     scan: the columns ``label``, ``rows``, ``score_min``, ``score_max``."""
-    lab, s = _ident(source.label), f"TRY_CAST({_ident(source.score)} AS DOUBLE)"
+    lab, s = ident(source.label), f"TRY_CAST({ident(source.score)} AS DOUBLE)"
     return _read_source(source, lambda reader: (
         f"SELECT {lab} AS label, count(*) AS rows, min({s}) FILTER (WHERE isfinite({s})) AS score_min, "
         f"max({s}) FILTER (WHERE isfinite({s})) AS score_max FROM {reader} WHERE {lab} IS NOT NULL "
@@ -184,10 +191,10 @@ class SourceRows:
 
     def __init__(self, con, source: Source, features: Sequence[str], need_keys: bool, tune: bool = True):
         self.con, self.source = con, source
-        cols = [f"TRY_CAST({_ident(source.score)} AS DOUBLE) AS __raw", f"{_ident(source.label)} AS __label"]
+        cols = [f"TRY_CAST({ident(source.score)} AS DOUBLE) AS __raw", f"{ident(source.label)} AS __label"]
         if source.split:
-            cols.append(f"{_ident(source.split)} AS __split")
-        cols += [f"{_ident(f)} AS {_ident('__f_' + f)}" for f in features]
+            cols.append(f"{ident(source.split)} AS __split")
+        cols += [f"{ident(f)} AS {ident('__f_' + f)}" for f in features]
         select = ", ".join(cols)
         if source.kind == "files":
             files = source.files()
@@ -204,20 +211,16 @@ class SourceRows:
                             f"FROM read_parquet({_file_list(files)}, file_row_number = true)")
             else:
                 delim = source.csv_delimiter()
-                names = ", ".join(dict.fromkeys([_ident(c) for c in source.columns(features)]))
+                names = ", ".join(dict.fromkeys([ident(c) for c in source.columns(features)]))
                 self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM read_csv("
-                          f"{_file_list(files)}, delim = {_lit(delim)}, header = true, "
+                          f"{_file_list(files)}, delim = {lit(delim)}, header = true, "
                           "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR'])")
                 self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM __cd_rows"
-        elif source.kind == "table":
-            if source.database:
-                self._run(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
-                self._run("USE __cd_src")
-            self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM {source.table}"
         else:
-            if source.database:
-                self._run(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
-                self._run("USE __cd_src")
+            attach(self._run, source)
+            if source.kind == "table":
+                self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM {source.table}"
+        if source.kind == "query":
             key = (f"row_number() OVER (ORDER BY {source.order_by}) - 1" if source.order_by and need_keys
                    else "0")
             self.sql = f"SELECT CAST({key} AS BIGINT) AS __key, {select} FROM ({source.query}) AS __cd_q"
@@ -287,7 +290,7 @@ def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> str:
 
 
 def _feature_code_sql(name: str, kind: str, edges) -> str:
-    col = _ident("__f_" + name)
+    col = ident("__f_" + name)
     if kind == "categorical":
         return col
     x = f"CAST({col} AS DOUBLE)"
@@ -329,8 +332,7 @@ def statistics(rows: SourceRows, extra: Sequence[str] = ()) -> tuple[Stats, bool
             raise DataError(f"{name} column {getattr(source, name)!r} holds a value of {longest:,} characters; "
                             f"a {name} names a class or a part in at most {MAX_TEXT:,}: choose another column.")
     got = got[:len(got) - len(long_text)]
-    st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
-               n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+    st = Stats.of(got)
     mapped, positive = check_stats(st, source)
     return st, mapped, positive, list(got[9:])
 
@@ -351,15 +353,10 @@ def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) 
     return exact, s_sql, ("__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})")
 
 
-def grouped_sql(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: str, code_sql: str,
-                codes: Sequence[str] = ()) -> tuple[str, list, str]:
-    """The aggregation query: ``GROUP BY __part, __code`` and the codes ``codes`` (``"<expr> AS <alias>"``)
-    with ``n``, ``n_pos``, ``s_sum`` and ``n_other`` (rows whose label is neither extreme).
-
-    Returns
-    -------
-    (sql, params, part_sql)
-    """
+def grouped(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: str, code_sql: str,
+            codes: Sequence[str] = ()) -> tuple:
+    """``(res, params, part_sql)``: the rows grouped by ``__part``, ``__code`` and ``codes``
+    (``"<expr> AS <alias>"``) with ``n``, ``n_pos`` and ``s_sum``; a label with a third value is refused."""
     part_expr = part_sql(scheme, rows.source, rows)
     params = []
     if scheme.kind == "column" and "unnest(?)" in part_expr:
@@ -371,8 +368,10 @@ def grouped_sql(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: st
              f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql}))")
     params += [positive, st.label_lo, st.label_hi]
     group = ", ".join(["__part", "__code"] + [c.rsplit(" AS ", 1)[1] for c in codes])
-    return (f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
-            f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}", params, part_expr)
+    res = rows._run(f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
+                    f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}", params, fetch="df")
+    check_other_labels(rows.source.label, int(res["n_other"].sum()))
+    return res, params, part_expr
 
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
@@ -385,9 +384,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     ----------
     source : Source
     scheme : Scheme, optional
-        How rows are divided into parts (default: none, every row in part 0,
-        as ``"insample"``). ``"kfold"`` and ``"split"`` hash each row's key,
-        ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
+        How rows are divided into parts (default every row in part 0): ``"kfold"`` and ``"split"`` hash each
+        row's key, ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
     max_exact : int, default ``MAX_EXACT``
         Cells are the distinct scores when there are at most this many, else grid steps.
     memory_limit : str, default "1GB"
@@ -395,33 +393,25 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     threads : int, optional
         DuckDB's threads (default: all cores).
     features : sequence of str, optional
-        Feature columns to code into the cells (default ``source.features``;
-        ``[]`` for none). Categorical columns (text, boolean) group by value
-        (the cells' column is a ``category`` whose codes are the values' dense
-        ranks); numeric columns by ``feature_bins`` quantile bins (exact
-        ``quantile_cont`` quantiles, repeated edges merged, code = number of
-        edges at or below the value, as :mod:`calibdash.calibrators.mbct`).
+        Feature columns to code into the cells (default ``source.features``; ``[]`` for none). Categorical
+        columns (text, boolean) group by value (a ``category`` whose codes are the values' dense ranks);
+        numeric ones by ``feature_bins`` exact quantile bins (repeated edges merged, code = edges at or below
+        the value, as :mod:`calibdash.calibrators.mbct`).
     feature_bins : int, default 16
     sample_rows : int, default 0
-        Also return this many rows drawn uniformly without replacement,
-        reproducibly: the rows whose ``row_hash(key, seed + SAMPLE_SALT)``
-        is smallest (ties by key), sorted by key; the same rows in every
-        engine. For what needs rows (MVCE views, MBCT tree growth).
+        Also return this many rows drawn uniformly without replacement, reproducibly: those whose
+        ``row_hash(key, seed + SAMPLE_SALT)`` is smallest (ties by key), sorted by key; the same rows in every
+        engine (for MVCE views, MBCT tree growth).
     seed : int, default 0
         Seed of the row sample (the parts use ``scheme.seed``).
     connection : duckdb.DuckDBPyConnection, optional
-        Run on this connection instead of a private one (then ``memory_limit``
-        and ``threads`` are the connection's own, no setting is changed, and the
-        connection is left open): e.g. the locked connection of
-        :meth:`calibdash.data.guard.DataRoot.connect`, so that a typed query
-        runs where only files under the data root can be read, and another
-        thread can stop the aggregation with ``connection.interrupt()``. CSV
-        files need ``preserve_insertion_order`` on (DuckDB's default) for
-        their row keys.
+        Run on this connection, left open and its settings unchanged (``memory_limit`` and ``threads`` unused):
+        e.g. :meth:`calibdash.data.guard.DataRoot.connect`'s locked one, where only files under the data root
+        can be read and another thread may ``interrupt()``. CSV row keys need ``preserve_insertion_order`` on.
+    on_stage : callable, optional
+        Called with each stage of :data:`STAGES` as it starts (it may raise to stop there).
     on_connect : callable, optional
-        Called with the connection (the private one, or ``connection``)
-        before the first query: e.g. to let a job interrupt it and read its
-        query progress (:func:`calibdash.engines.plan.aggregate_job`).
+        Called with the connection before the first query (e.g. to let a job interrupt it and read its progress).
 
     Returns
     -------
@@ -439,52 +429,34 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     SettingsError
         A query without ``order_by`` under a hashed scheme; bad scheme settings.
     """
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme)
+    scheme = checked_scheme(source, scheme)
     feats = list(source.features if features is None else features)
     levels = quantile_levels(feature_bins) if feats else []
     stage = on_stage or (lambda name: None)
-    with connection_for(connection, memory_limit, threads) as (con, own):
-        if on_connect is not None:
-            on_connect(con)
+    with connection_for(connection, memory_limit, threads, on_connect) as (con, own):
         need_keys = source.needs_keys(scheme) or sample_rows > 0
         stage(STAGES[0])
         rows = SourceRows(con, source, feats, need_keys, tune=own)
         types = rows.types()
         kinds = {f: _kind(types["__f_" + f]) for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
-        # -- 1. statistics -----------------------------------------------------------------------------
-        quant = [f"quantile_cont(CAST({_ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
-                 f"(WHERE {_ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({_ident('__f_' + f)} AS DOUBLE)))"
+        quant = [f"quantile_cont(CAST({ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
+                 f"(WHERE {ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({ident('__f_' + f)} AS DOUBLE)))"
                  for f in numeric]
         st, mapped, positive, got = statistics(rows, quant)
-        edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, got)}
-        # -- 2. exact or grid ----------------------------------------------------------------------------
+        edges = edges_of(numeric, got)
         exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
-        # -- 3. the aggregation --------------------------------------------------------------------------
         stage(STAGES[2])
-        fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {_ident('__c_' + f)}" for f in feats]
-        agg_sql, params, part_expr = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, fcodes)
-        res = rows._run(agg_sql, params, fetch="df")
-        n_other = int(res["n_other"].sum())
-        if n_other:
-            raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
-        fdf = None
-        if feats:
-            fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges)
-        cells = assemble_cells(res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
-                               res["n_pos"].to_numpy(), res["s_sum"].to_numpy(), exact=exact, features=fdf)
+        fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {ident('__c_' + f)}" for f in feats]
+        res, params, part_expr = grouped(rows, scheme, st, positive, s_sql, code_sql, fcodes)
+        cells = grouped_cells(res, exact, feats, kinds, edges)
         if sample_rows <= 0:
             return cells
-        # -- optional: a reproducible uniform sample of rows ----------------------------------------------
         stage(STAGES[3])
         h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
-        fcols = "".join(f", {_ident('__f_' + f)} AS {_ident(f)}" for f in feats)
+        fcols = "".join(f", {ident('__f_' + f)} AS {ident(f)}" for f in feats)
         samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_expr} AS SMALLINT) AS part, "
                     f"CAST(__label = ? AS TINYINT) AS label{fcols} "
                     f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
         sp = params[:len(params) - 3] + [positive]
-        sample = rows._run(samp_sql, sp, fetch="df").sort_values("key").reset_index(drop=True)
-        sample = sample[["key", "score", "label", "part"] + feats]
-        return cells, sample
+        return cells, sample_frame(rows._run(samp_sql, sp, fetch="df"), feats)

@@ -16,8 +16,8 @@ from ...evaluation.cells import MAX_EXACT
 from ...core.margins import to_probabilities
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
-                     feature_frame, other_labels_error, quantile_levels)
+from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_other_labels, check_stats, checked_scheme,
+                      column_train_values, feature_frame, quantile_levels)
 from ...evaluation.cells import grid_code
 
 __all__ = []
@@ -41,12 +41,12 @@ def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = Tr
             return df[cols], None
         import duckdb
 
+        from ..duckdb.rows import attach, ident
+
         con = duckdb.connect()
         try:
-            if source.database:
-                con.execute(f"ATTACH '{source.database}' AS __cd_src (READ_ONLY)")
-                con.execute("USE __cd_src")
-            names = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
+            attach(con.execute, source)
+            names = ", ".join(ident(c) for c in cols)
             if source.kind == "table":
                 df = con.execute(f"SELECT rowid AS __key, {names} FROM {source.table} ORDER BY rowid").df()
                 return df[cols], df["__key"].to_numpy(dtype=np.int64)
@@ -107,17 +107,14 @@ def prepared_rows(source: Source, scheme: Scheme, columns: Sequence[str] = (), n
     rows' keys (None: positions); scores are mapped to probabilities when
     the source's scores are margins; labels are 0/1; parts follow ``scheme``.
     """
-    check_scheme(scheme)
-    source.check_keys(scheme)
+    scheme = checked_scheme(source, scheme)
     df, keys = read_rows(source, list(columns), need_keys)
     raw = pd.to_numeric(df[source.score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     label = df[source.label]
     st = _stats(raw, label)
     mapped, positive = check_stats(st, source)
     s = to_probabilities(raw, "logistic" if mapped else "identity", column=source.score)[0]
-    other = ~label.isin([st.label_lo, st.label_hi]).to_numpy()
-    if other.any():
-        raise other_labels_error(source.label, int(other.sum()), st.label_lo, st.label_hi)
+    check_other_labels(source.label, int((~label.isin([st.label_lo, st.label_hi])).sum()))
     y = (label == positive).to_numpy(dtype=bool).astype(np.int8)
     part = parts(s.size, keys, scheme, df[source.split] if source.split else None)
     return df, keys, s, y, part
@@ -184,8 +181,6 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     h = _cells.row_hash(k, int(seed) + SAMPLE_SALT)
     take = np.lexsort((k, h))[:int(sample_rows)]
     take = take[np.argsort(k[take])]
-    sample = pd.DataFrame({"key": k[take], "score": s[take], "part": part[take].astype(np.int16),
-                           "label": y[take]})
-    for f in feats:
-        sample[f] = df[f].to_numpy()[take]
+    sample = pd.DataFrame({"key": k[take], "score": s[take], "part": part[take].astype(np.int16), "label": y[take],
+                           **{f: df[f].to_numpy()[take] for f in feats}})
     return out, sample[["key", "score", "label", "part"] + feats]

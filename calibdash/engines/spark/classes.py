@@ -8,11 +8,10 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation.cells import GRID, MAX_EXACT
-from ...core.errors import DataError
 from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
-from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, exact_flags,
+from ..classes import (BATCH_ROWS, ClassRows, ClassSource, checked_class_stats, content_key, exact_flags,
                        part_count, split_cells)
 from .rows import col, keyed_rows, part_column, release, session, to_pandas
 
@@ -63,15 +62,10 @@ def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True
     :func:`calibdash.engines.spark.rows.part_column`). The caller calls
     :func:`calibdash.engines.spark.rows.release` when done."""
     from pyspark.sql import functions as F
-    from pyspark.sql.utils import AnalysisException
-
     src, K = csrc.source, csrc.k
     src.check_keys(scheme, table_positions=False, engine="Spark")
     cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
-    try:
-        df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
-    except AnalysisException as exc:
-        raise DataError(f"Spark could not read {src.describe()}: {exc}") from None
+    df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
     x = [col(c).cast("double") for c in csrc.columns]
     df = df.select("__key", *([col(src.split)] if src.split else []), col(src.label).alias("__label"),
                    *[v.alias(f"__x{k}") for k, v in enumerate(x)])
@@ -104,12 +98,7 @@ def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True
     if scheme.kind == "column" and src.split:
         aggs += [F.collect_set(col(src.split)), F.count(F.when(col(src.split).isNull(), 1))]
     got = df.agg(*aggs).collect()[0]
-    n_checks = 7 if not csrc.logits else 4
-    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                   n_off_sum=int(got[7]))),
-                    distinct=[float(g or 0) for g in got[1 + n_checks:1 + n_checks + n_distinct]])
-    check_class_stats(st, csrc)
+    st = checked_class_stats(got, csrc, n_distinct)
     split_values = None
     if scheme.kind == "column" and src.split:
         split_values = list(got[-2]) + ([None] if got[-1] else [])

@@ -9,13 +9,12 @@ import pandas as pd
 
 from ...evaluation.cells import MAX_EXACT
 from ...monitoring.drift import YMD_RANGE, freq_from_days
-from ...core.errors import DataError
 from ...monitoring.grouping import GroupCoding, coding_for
 from ...monitoring.keyed import PERIODS, Key, KeyedCells
-from ...monitoring.keyed.assemble import check_group_key, group_cells, period_cells
+from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...evaluation.scheme import Scheme
-from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
 from .rows import cell_code, grouped, keyed_rows, part_column, release, session, statistics
 from .rows import col as spark_col
 
@@ -30,11 +29,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     """Keyed cells of a source with Spark (the parameters and result of
     :func:`calibdash.engines.duckdb.keyed.aggregate_keyed`; ``spark`` is the session, default
     ``getOrCreate()``; ``memory_limit`` and ``threads`` belong to the session)."""
-    from pyspark.sql.utils import AnalysisException
-
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme, table_positions=False, engine="Spark")
+    scheme = checked_scheme(source, scheme, table_positions=False, engine="Spark")
     if key.kind == "group":
         check_group_key(key)
     spark = session(spark)
@@ -43,10 +38,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     spark.conf.set(_TZ, "UTC")
     try:
         stage(KEYED_STAGES[0])
-        try:
-            df = keyed_rows(spark, source, source.columns([key.column]), source.needs_keys(scheme))
-        except AnalysisException as exc:
-            raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
+        df = keyed_rows(spark, source, source.columns([key.column]), source.needs_keys(scheme))
         run = _groups if key.kind == "group" else _periods
         return run(spark, df, source, key, scheme, max_exact, stage)
     finally:
@@ -96,15 +88,7 @@ def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
             text = col if isinstance(dtype, StringType) else col.cast("string")
             key_col = F.regexp_replace(text, _SPACE, "")
     exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)
-    raw = res["__k"]
-    missing = raw.isna().to_numpy()
-    if coding is None:
-        coding = GroupCoding("number" if number else "text",
-                             n_distinct if number else int(pd.unique(raw[~missing]).size))
-    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
-    return group_cells(values, missing, res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float),
-                       res["n"].to_numpy(), res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float),
-                       exact=exact, coding=coding, key=key)
+    return group_result(res, key, exact, coding, number, n_distinct if number else 0)
 
 
 def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
@@ -139,9 +123,5 @@ def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
     freq = freq_from_days(list(got[-1]), PERIODS) if key.freq == "auto" else key.freq
     key_col = F.datediff(F.to_date(F.date_trunc(TRUNC_UNITS[freq], ts)), F.lit("1970-01-01").cast("date"))
     exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)
-    res = res[res["__k"].notna().to_numpy()]
-    return period_cells(res["__k"].to_numpy(dtype=np.int64), res["__part"].to_numpy(),
-                        res["__code"].to_numpy(dtype=float), res["n"].to_numpy(), res["n_pos"].to_numpy(),
-                        res["s_sum"].to_numpy(dtype=float), exact=exact, key=key, freq=freq,
-                        first=pd.Timestamp(first), last=pd.Timestamp(last), n_left_out=st.n_rows - n_read,
-                        notes=notes)
+    return period_result(res, key, exact, freq=freq, first=pd.Timestamp(first), last=pd.Timestamp(last),
+                         n_left_out=st.n_rows - n_read, notes=notes)

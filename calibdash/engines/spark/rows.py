@@ -21,8 +21,8 @@ import pandas as pd
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
-                     feature_frame, other_labels_error, quantile_levels)
+from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
+                      edges_of, grouped_cells, quantile_levels, sample_frame)
 
 __all__ = []
 
@@ -65,24 +65,11 @@ def _xorshift(h, s: int):
     return h.bitwiseXOR(F.shiftright(h, s))
 
 
-def row_hash_column(key, seed: int = 0):
-    """A Spark column equal to :func:`calibdash.evaluation.cells.row_hash` of the long column ``key``."""
-    from pyspark.sql import functions as F
-
-    h = (key.cast("long") + F.lit(int(seed) * 0x9E3779B1 & _M32)).bitwiseAND(F.lit(_M32))
-    h = _xorshift(h, 16)
-    h = _mul32(h, 0x85EBCA6B)
-    h = _xorshift(h, 13)
-    h = _mul32(h, 0xC2B2AE35)
-    return _xorshift(h, 16)
-
-
 def with_row_hash(df, key: str, seed: int, name: str):
-    """``df`` with a column ``name`` = :func:`row_hash_column` of ``key``, built one step per projection.
+    """``df`` with a column ``name`` = :func:`calibdash.evaluation.cells.row_hash` of the long column ``key``.
 
-    Each step reads the previous one's column, so Catalyst keeps the steps
-    apart instead of copying the nested expression (whose xor-shifts use
-    their input twice) into one tree 32 times deep.
+    One step per projection, each reading the previous one's column, so Catalyst does not copy the nested
+    expression (whose xor-shifts use their input twice) into one tree 32 times deep.
     """
     from pyspark.sql import functions as F
 
@@ -108,7 +95,17 @@ def _offsets_frame(spark, rows: list, cols: list, offsets: list):
 
 
 def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
-    """The source's rows with a ``__key`` column (file order; see the module docstring)."""
+    """The source's rows with a ``__key`` column (file order; see the module docstring); DataError when Spark
+    cannot read them."""
+    from pyspark.sql.utils import AnalysisException
+
+    try:
+        return _keyed_rows(spark, source, cols, need_keys)
+    except AnalysisException as exc:
+        raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
+
+
+def _keyed_rows(spark, source: Source, cols: list, need_keys: bool):
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -186,21 +183,13 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     (``memory_limit`` and ``threads`` belong to the session and are not used
     here; ``on_stage`` is told one stage); ``spark`` is the session (default: ``getOrCreate()``).
     """
-    from pyspark.sql.utils import AnalysisException
-
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme, table_positions=False, engine="Spark")
+    scheme = checked_scheme(source, scheme, table_positions=False, engine="Spark")
     spark = session(spark)
     feats = list(source.features if features is None else features)
-    cols = source.columns(feats)
     need_keys = source.needs_keys(scheme) or sample_rows > 0
     (on_stage or (lambda name: None))("aggregation")
     try:
-        try:
-            df = keyed_rows(spark, source, cols, need_keys)
-        except AnalysisException as exc:
-            raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
+        df = keyed_rows(spark, source, source.columns(feats), need_keys)
         return _aggregate(spark, df, source, scheme, max_exact=max_exact, feats=feats, feature_bins=feature_bins,
                           sample_rows=sample_rows, seed=seed)
     finally:
@@ -259,8 +248,7 @@ def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
         aggs.append(F.collect_set(col(source.split)))            # drops NULL: counted next
         aggs.append(F.count(F.when(col(source.split).isNull(), 1)))
     got = df.agg(*aggs, *extra).collect()[0]
-    st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
-               n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+    st = Stats.of(got)
     mapped, positive = check_stats(st, source)
     split_values = None
     if scheme.kind == "column" and source.split:
@@ -296,9 +284,7 @@ def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes
     res = rows.groupBy(*names).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
                                    F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
     res = to_pandas(spark, res, names + ["n", "n_pos", "s_sum", "n_other"])
-    n_other = int(res["n_other"].sum())
-    if n_other:
-        raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
+    check_other_labels(source.label, int(res["n_other"].sum()))
     return res
 
 
@@ -315,7 +301,7 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
         x = F.when(x.isNotNull() & ~F.isnan(x), x)
         extra.append(F.percentile(x, F.array(*[F.lit(q) for q in levels])))
     st, mapped, positive, split_values, quantiles = statistics(df, source, scheme, extra)
-    edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
+    edges = edges_of(numeric, quantiles)
     exact, s, code = cell_code(df, source, st, mapped, max_exact)
     df, part = part_column(df, scheme, source, split_values)
     fcodes = []
@@ -328,10 +314,8 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
         for e in edges[f]:
             binned = binned + (x >= F.lit(float(e))).cast("int")
         fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(binned).alias("__c_" + f))
-    res = grouped(spark, df, source, part, s, code, st, positive, fcodes)
-    fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
-    cells = assemble_cells(res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
-                           res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float), exact=exact, features=fdf)
+    cells = grouped_cells(grouped(spark, df, source, part, s, code, st, positive, fcodes), exact, feats, kinds,
+                          edges)
     if sample_rows <= 0:
         return cells
     df = with_row_hash(df, "__key", int(seed) + SAMPLE_SALT, "__sample_hash")
@@ -339,9 +323,8 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     picked = (df.select(F.col("__key").alias("key"), s.alias("score"), (lab == F.lit(positive)).cast("int")
                         .alias("label"), part.cast("int").alias("part"), *[col(f) for f in feats], h.alias("__h"))
               .orderBy("__h", "key").limit(int(sample_rows)).collect())
-    sample = pd.DataFrame([r.asDict() for r in picked], columns=["key", "score", "label", "part"] + feats + ["__h"])
-    sample = sample.drop(columns="__h").sort_values("key").reset_index(drop=True)
-    return cells, sample
+    return cells, sample_frame(pd.DataFrame([r.asDict() for r in picked],
+                                            columns=["key", "score", "label", "part"] + feats + ["__h"]), feats)
 
 
 def label_counts(source: Source, limit: int, spark=None) -> pd.DataFrame:
