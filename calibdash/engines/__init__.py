@@ -26,8 +26,7 @@ _REGISTRY: dict[str, Engine] | None = None
 
 
 def _engines() -> dict[str, Engine]:
-    """Registry name -> engine (one instance each), in ``order``: the subclasses of :class:`Engine` defined in
-    the ``__init__`` of this package's subpackages (its modules hold shared code, not engines)."""
+    """Registry name -> engine, in ``order``: the :class:`Engine` subclasses of the subpackages' ``__init__``."""
     global _REGISTRY
     if _REGISTRY is None:
         modules = tuple(m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
@@ -80,14 +79,14 @@ def default_engine(source: Source | None = None) -> str:
 
 
 def reader(source: Source, engine: str | None = None) -> Engine:
-    """The engine that reads ``source``'s first rows and counts its labels: ``engine`` when the source is a
-    table or query of that engine's own catalog, else the first engine that reads files and DuckDB sources."""
+    """The engine that reads ``source``'s first rows and counts its labels: ``engine`` for a table or query of
+    its own catalog, else the first that reads files and DuckDB sources."""
     if engine is not None and get(engine).catalog and source.kind != "files":
         return get(engine)
     return get(find(reads_heads=True))
 
 
-def _run(method: str, engine: str | None, source: Source | None, *args, **options):
+def dispatch(method: str, engine: str | None, source: Source | None, *args, **options):
     """``method`` of ``engine`` (default :func:`default_engine` of ``source``) on ``args``, the options given as
     None left out."""
     eng = get(engine or default_engine(source))
@@ -107,39 +106,18 @@ def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exa
     -------
     ScoreCells, or (ScoreCells, DataFrame) when ``sample_rows > 0``
     """
-    return _run("aggregate", engine, source, source, scheme, max_exact=max_exact, memory_limit=memory_limit,
-                threads=threads, features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
-                on_stage=on_stage, **engine_options)
+    return dispatch("aggregate", engine, source, source, scheme, max_exact=max_exact, memory_limit=memory_limit,
+                    threads=threads, features=features, feature_bins=feature_bins, sample_rows=sample_rows,
+                    seed=seed, on_stage=on_stage, **engine_options)
 
 
 def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
                     memory_limit: str = "1GB", threads: int | None = None, on_stage=None, **engine_options):
-    """Keyed cells of ``source`` (:class:`calibdash.monitoring.keyed.KeyedCells`) with ``engine`` (default
-    :func:`default_engine`): the same cells from every engine.
-
-    Parameters
-    ----------
-    source : Source
-    key : calibdash.monitoring.keyed.Key
-        The group or period column and how its values become keys.
-    scheme : Scheme, optional
-        How rows are divided into parts (default: none).
-    engine : str, optional
-        A name of :func:`available`.
-    max_exact, memory_limit, threads
-        As :func:`aggregate`.
-    on_stage : callable, optional
-        Called with the name of each stage as it starts.
-    engine_options
-        To the engine (DuckDB: ``connection=``, ``on_connect=``; Spark: ``spark=`` a session), those given as
-        None left out.
-
-    Returns
-    -------
-    KeyedCells
-    """
-    return _run("aggregate_keyed", engine, source, source, key, scheme, max_exact=max_exact, memory_limit=memory_limit,
-                threads=threads, on_stage=on_stage, **engine_options)
+    """Keyed cells of ``source`` (:class:`calibdash.monitoring.keyed.KeyedCells`), the cells of each group or
+    period of ``key`` (a :class:`calibdash.monitoring.keyed.Key`), the same from every engine; the other
+    parameters as :func:`aggregate`."""
+    return dispatch("aggregate_keyed", engine, source, source, key, scheme, max_exact=max_exact,
+                    memory_limit=memory_limit, threads=threads, on_stage=on_stage, **engine_options)
 
 
 def source_for(path, *, score: str | None = None, label: str | None = None, split: str | None = None,
@@ -147,13 +125,9 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
                order_by: str | None = None, sample_rows: int = 2000, positive=None) -> Source:
     """A :class:`Source` for a path, glob, DuckDB table or query, its columns' roles guessed where not given.
 
-    For files, the score, label and split columns not named are guessed by
-    :func:`calibdash.data.guess_roles` from the first ``sample_rows`` rows,
-    read by DuckDB (so a glob of any size costs one small read). A table or
-    a query needs ``score`` and ``label``. A guessed score named after a class
-    (``p_0``, ``p_1``) is the ``positive`` class's (default: as
-    :func:`calibdash.core.validation.choose_positive` chooses), never the other's
-    (:func:`calibdash.data.roles.check_guessed_score`).
+    For files, the columns not named are guessed by :func:`calibdash.data.guess_roles` from the first
+    ``sample_rows`` rows, read by DuckDB. A table or a query needs ``score`` and ``label``. A guessed score named
+    after a class (``p_0``, ``p_1``) is the ``positive`` class's (:func:`calibdash.data.roles.check_guessed_score`).
 
     Raises
     ------

@@ -117,8 +117,7 @@ class LargeSource:
         return plan_key(self.plan, self.roles, scheme, step=f"keyed {key!r}")
 
     def aggregate_keyed(self, job, key, scheme: Scheme | None = None):
-        """A keyed aggregation job's work: the :class:`calibdash.monitoring.keyed.KeyedCells` of ``key`` under ``scheme``
-        (:func:`calibdash.engines.plan.aggregate_keyed_plan`)."""
+        """A keyed aggregation job's work (:func:`calibdash.engines.plan.aggregate_keyed_plan`)."""
         return aggregate_keyed_plan(job, self.root, self.plan, self.roles, key, scheme)
 
     def kept(self, scheme: Scheme, result: dict) -> dict:

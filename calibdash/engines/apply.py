@@ -43,20 +43,14 @@ class ApplyResult:
 
     Attributes
     ----------
-    out_path : str
-        Where the rows were written.
-    engine : str
-        The engine's registry name.
-    method : str
-        The calibrator's registry name.
-    score_column : str
+    out_path, engine, method, score_column : str
+        Where the rows were written, the engine's and the calibrator's registry names, the score column.
     n_rows, n_calibrated : int
         Rows written, and rows with a finite score (given a calibrated value).
     form : str
         The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`), or "" without SQL.
     via : {"sql", "udf", "predict"}
-        How the calibrated column was computed: the calibrator's SQL, its
-        ``predict`` called from the engine in batches, or in memory.
+        The calibrator's SQL, its ``predict`` called from the engine in batches, or in memory.
     mapped : bool
         Whether the scores were mapped by the logistic function.
     notes : tuple of str
@@ -78,9 +72,6 @@ class ApplyResult:
     seconds: float
 
 
-# ---------------------------------------------------------------------------------------------------------
-# shared steps
-# ---------------------------------------------------------------------------------------------------------
 def load_model(model) -> tuple[Calibrator, dict]:
     """``(calibrator, fitted_on)`` from a fitted calibrator, an ExportedModel, or a model file's path or text."""
     if isinstance(model, Calibrator):
@@ -164,12 +155,9 @@ def use_logistic(transform, score: str, lo, hi, n_finite: int) -> bool:
 
 
 def notes(score: str, mapped: bool, replaced: bool) -> tuple:
-    notes = []
-    if mapped:
-        notes.append(f"score column {score!r} mapped by the logistic function, as the model's training scores were")
-    if replaced:
-        notes.append("its column 'calibrated' was replaced")
-    return tuple(notes)
+    said = ((f"score column {score!r} mapped by the logistic function, as the model's training scores were", mapped),
+            ("its column 'calibrated' was replaced", replaced))
+    return tuple(text for text, on in said if on)
 
 
 def feature_names(cal: Calibrator, fitted_on: dict, columns: Sequence[str], where: str) -> list[str]:
@@ -203,14 +191,11 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     Parameters
     ----------
     model_path_or_calibrator : str, Path, Calibrator or ExportedModel
-        A model file written by ``python -m calibdash fit`` (or
-        :func:`calibdash.io.export.dumps`), its text, a loaded model, or a fitted
-        calibrator (then nothing is known of its training scores: the score
-        transform is decided from the values, as for a file without
-        ``fitted_on``).
+        A model file written by ``python -m calibdash fit`` (or :func:`calibdash.io.export.dumps`), its text, a
+        loaded model, or a fitted calibrator (then the score transform is decided from the values, as for a
+        file without ``fitted_on``).
     source : str, Path or sequence of them
-        A Parquet or CSV file, a glob (``"scores/*.parquet"``) or a list of
-        them; files are read in sorted path order.
+        A Parquet or CSV file, a glob (``"scores/*.parquet"``) or a list of them, read in sorted path order.
     out_path : str or Path
         The Parquet file to write (a directory of part files with Spark).
     engine : str, optional
@@ -219,15 +204,11 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     score_column : str, optional
         Default: the model's score column if present, else guessed.
     form : str, optional
-        The SQL form of step and linear maps (:func:`calibdash.io.sql.to_sql`).
-        Default "auto": a CASE up to 64 pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`),
-        else a lookup table joined on a bucket of the score (a hash join;
-        with DuckDB the table is passed as an Arrow table, not as SQL text).
-        DuckDB output keeps the rows' order: after a join, or from several
-        Parquet files, the rows are sorted back by file and row number
-        (DuckDB's virtual columns); CSV rows have no row number, so there a
-        large map is a binary search written as nested CASEs instead
-        (correct, slower) and several CSV files are read on one thread.
+        The SQL form of step and linear maps (:func:`calibdash.io.sql.to_sql`). Default "auto": a CASE up to 64
+        pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`), else a lookup table joined on a bucket
+        of the score (DuckDB gets it as an Arrow table). DuckDB keeps the rows' order: after a join, or from
+        several Parquet files, rows are sorted back by file and row number; CSV rows have none, so there a large
+        map is a binary search of nested CASEs (correct, slower) and several CSV files are read on one thread.
     threads : int, optional
         The engine's threads where it takes them (DuckDB; default: all cores).
     options
@@ -241,8 +222,8 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     Raises
     ------
     DataError
-        No usable score column, scores outside [0, 1] for a model fitted on
-        probabilities, missing feature columns, unreadable files.
+        No usable score column, scores outside [0, 1] for a model fitted on probabilities, missing feature
+        columns, unreadable files.
     EnvironmentProblem
         No file matches ``source``; a file cannot be read or written.
     SettingsError
@@ -251,8 +232,7 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     from . import default_engine, get
 
     eng = get(engine or default_engine())
-    if form is None:
-        form = "auto"
+    form = "auto" if form is None else form
     start = time.perf_counter()
     cal, fitted_on = load_model(model_path_or_calibrator)
     files, fmt = source_files(source)

@@ -31,8 +31,8 @@ class Engine:
     table_positions : bool
         Whether a table's rows have positions (a row id) to hash for k-fold and split schemes.
     catalog : bool
-        Whether a table or query names the engine's own catalog (not a DuckDB database), so only the
-        engine itself can read it (:func:`calibdash.engines.reader`).
+        Whether a table or query names the engine's own catalog (not a DuckDB database), so only the engine
+        itself can read it (:func:`calibdash.engines.reader`).
     reads_heads : bool
         Whether it implements :meth:`read_head` and :meth:`label_counts` for files and DuckDB sources.
     dialect : str or None
@@ -54,48 +54,37 @@ class Engine:
 
     def suits(self, source) -> bool:
         """Whether :func:`calibdash.engines.default_engine` takes this engine for ``source`` (None: a source
-        not yet opened, such as a glob); only asked of engines with ``by_default``."""
+        not yet opened); only asked of engines with ``by_default``."""
         return True
 
-    # -- what every engine does: the functions of its package's modules ----------------------------------------
     def _module(self, name: str):
-        """The engine's module ``name`` (``rows``, ``keyed``, ``classes``, ``apply``) in its package."""
         return importlib.import_module(f"{type(self).__module__}.{name}")
 
     def aggregate(self, source, scheme=None, **options):
-        """Score cells (:class:`calibdash.evaluation.cells.ScoreCells`) of a :class:`~calibdash.engines.source.Source`,
-        rows in parts by ``scheme``; with ``sample_rows`` also the reproducible row sample: the package's
-        ``rows.aggregate``, whose parameters are :func:`calibdash.engines.duckdb.rows.aggregate`'s (``max_exact``,
-        ``memory_limit``, ``threads``, ``features``, ``feature_bins``, ``sample_rows``, ``seed``, ``on_stage``,
-        and the engine's own)."""
+        """Score cells of a :class:`~calibdash.engines.source.Source` (and with ``sample_rows`` a row sample):
+        ``rows.aggregate``, as :func:`calibdash.engines.duckdb.rows.aggregate`."""
         return self._module("rows").aggregate(source, scheme, **options)
 
     def aggregate_keyed(self, source, key, scheme=None, **options):
-        """Keyed cells (:class:`calibdash.monitoring.keyed.KeyedCells`), the cells of each group or period of ``key``: the
-        package's ``keyed.aggregate_keyed`` (``max_exact``, ``memory_limit``, ``threads``, ``on_stage``, and the
-        engine's own)."""
+        """Keyed cells (:class:`calibdash.monitoring.keyed.KeyedCells`): ``keyed.aggregate_keyed``."""
         return self._module("keyed").aggregate_keyed(source, key, scheme, **options)
 
     def aggregate_classes(self, csrc, scheme, **options):
-        """K-class cells (:class:`calibdash.evaluation.cells.ClassCells`) of a
-        :class:`~calibdash.engines.classes.ClassSource`, the top-label reduction and each class's one-vs-rest,
-        rows checked by :func:`~calibdash.engines.classes.check_class_stats`: the package's
-        ``classes.aggregate_classes`` (``max_exact``, ``memory_limit``, ``threads``, and the engine's own)."""
+        """K-class cells of a :class:`~calibdash.engines.classes.ClassSource`: ``classes.aggregate_classes``."""
         return self._module("classes").aggregate_classes(csrc, scheme, **options)
 
     def class_rows(self, csrc, scheme, **options):
-        """A context manager giving the checked K-class rows as a :class:`~calibdash.engines.classes.ClassRows`
-        (counts, content-keyed candidates, batches): the package's ``classes.class_rows``."""
+        """A context manager giving the checked K-class rows (:class:`~calibdash.engines.classes.ClassRows`):
+        ``classes.class_rows``."""
         return self._module("classes").class_rows(csrc, scheme, **options)
 
     def apply(self, cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, **options
               ) -> tuple:
-        """Write every row of ``files`` with a ``calibrated`` column to ``out_path`` (Parquet):
-        ``(score, n_rows, n_calibrated, form_used, via, mapped, replaced)``, as
-        :func:`calibdash.engines.apply.apply_model` reports them: the package's ``apply.apply``."""
+        """Write every row of ``files`` with a ``calibrated`` column to ``out_path``: ``apply.apply``, returning
+        ``(score, n_rows, n_calibrated, form_used, via, mapped, replaced)`` for
+        :func:`calibdash.engines.apply.apply_model`."""
         return self._module("apply").apply(cal, fitted_on, files, fmt, out_path, score_column, form, **options)
 
-    # -- reading a source ---------------------------------------------------------------------------------------
     def read_head(self, source, rows: int):
         """The first ``rows`` rows of ``source``, every column (for guessing roles)."""
         raise NotImplementedError(f"the {self.label} engine does not read a source's first rows.")

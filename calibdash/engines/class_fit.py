@@ -42,11 +42,9 @@ class ClassSourceResult:
     Attributes
     ----------
     source : ClassSource
-        The rows and their class columns.
     scheme : Scheme
     cells : ClassCells
-        The judged rows' uncalibrated cells (a split's held-out part; every row for ``"insample"`` and
-        ``"kfold"``).
+        The judged rows' uncalibrated cells (a split's held-out part; every row for ``"insample"``, ``"kfold"``).
     metrics : DataFrame
         One row per method, ``"uncalibrated"`` first, a column per measure.
     exact : bool
@@ -132,27 +130,22 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     Parameters
     ----------
     source : str, list of str or ClassSource
-        A Parquet or CSV path or glob (its class columns found by
-        :func:`calibdash.engines.classes.class_source` from ``label``, ``probs``
-        and ``logits``, as :func:`calibdash.data.build_class_set` takes them),
-        or a :class:`~calibdash.engines.classes.ClassSource`.
+        A Parquet or CSV path or glob (its class columns found by :func:`calibdash.engines.classes.class_source`
+        from ``label``, ``probs`` and ``logits``), or a :class:`~calibdash.engines.classes.ClassSource`.
     label, probs, logits, split : optional
         The columns' roles (ignored for a ``ClassSource``).
     scheme : Scheme, default every row
-        With ``"split"`` or ``"column"`` the methods are fitted on part 0 and
-        only the held-out part is measured; ``"kfold"``: each fold judged by
-        models fitted on the others; ``"insample"`` (the default): fitted and
-        judged on every row.
+        ``"split"`` or ``"column"``: fitted on part 0, only the held-out part measured; ``"kfold"``: each fold
+        judged by models fitted on the others; ``"insample"``: fitted and judged on every row.
     engine : str, optional
         A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
     methods : method spec, optional
-        What :func:`calibdash.evaluation.holdout.resolve_classes` takes
-        (``"temperature,dirichlet,ovr:isotonic"``, a list, a mapping). None:
-        the uncalibrated probabilities only, from the engine's cells.
+        What :func:`calibdash.evaluation.holdout.resolve_classes` takes (``"temperature,dirichlet,ovr:isotonic"``,
+        a list, a mapping). None: the uncalibrated probabilities only, from the engine's cells.
     params : mapping key -> {hyperparameter: value}, optional
     max_fit_rows : int or None, default :data:`~calibdash.evaluation.holdout.MAX_FIT_ROWS`
-        Every method is fitted on a content-keyed, class-stratified sample of
-        this many rows of a larger fitting part; None fetches every fitting row.
+        Every method is fitted on a content-keyed, class-stratified sample of this many rows of a larger fitting
+        part; None fetches every fitting row.
     measures : list of str, optional
         Names of :data:`calibdash.measures.class_measures.MEASURES` (default all).
     max_exact, memory_limit, threads, spark
@@ -166,9 +159,8 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     Raises
     ------
     DataError, SettingsError
-        As :func:`~calibdash.engines.classes.class_source` and
-        :func:`~calibdash.engines.classes.aggregate_classes`; an unknown measure or method; a fitting part
-        with one class only.
+        As :func:`~calibdash.engines.classes.class_source` and :func:`~calibdash.engines.classes.aggregate_classes`;
+        an unknown measure or method; a fitting part with one class only.
     """
     from ..measures.class_measures import check_names
 

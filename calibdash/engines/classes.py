@@ -80,14 +80,7 @@ def content_key(X: np.ndarray, y: np.ndarray, seed: int = 0) -> np.ndarray:
 
 
 class ClassRows(abc.ABC):
-    """A source's checked K-class rows and their parts under a scheme (see the module docstring).
-
-    Attributes
-    ----------
-    k : int
-    n_rows : int
-    n_parts : int
-    """
+    """A source's checked K-class rows (``k`` classes, ``n_rows`` rows) and their ``n_parts`` parts."""
 
     k: int
     n_rows: int
@@ -108,8 +101,6 @@ class ClassRows(abc.ABC):
         """``(X, y, part)`` of the rows in ``parts``, at most ``batch_rows`` at a time, in no order."""
 
 
-
-
 @dataclass(frozen=True)
 class ClassSource:
     """Rows of a K-class model where they live, and what their columns mean.
@@ -117,10 +108,8 @@ class ClassSource:
     Attributes
     ----------
     source : Source
-        The rows (files, a DuckDB table or a query, or a Spark table or
-        query), the label column and the split column. Its ``score`` names
-        the first class column (an engine's :class:`Source` names one score;
-        the class columns are read as extra columns).
+        The rows, the label column and the split column; its ``score`` names the first class column (the class
+        columns are read as extra columns).
     columns : tuple of str
         The K class columns, in class order.
     classes : tuple
@@ -160,11 +149,9 @@ def class_source(path=None, label: str | None = None, probs=None, logits=None, *
                  ) -> ClassSource:
     """A :class:`ClassSource` for files, a DuckDB table or a query, its class columns found or named.
 
-    The class columns and the class each stands for are found as for a file
-    in memory, by :func:`calibdash.data.build_class_set` (``label``, ``probs``,
-    ``logits`` as it takes them) applied to the first ``head_rows`` rows,
-    read by DuckDB; those rows must hold at least two classes. Labels beyond
-    them that name no class column are refused by the aggregation.
+    The class columns and their classes are found by :func:`calibdash.data.build_class_set` (``label``, ``probs``,
+    ``logits`` as it takes them) on the first ``head_rows`` rows, which must hold at least two classes; later
+    labels that name no class column are refused by the aggregation.
     """
     from ..data.class_set import build_class_set
     from . import reader
@@ -179,19 +166,14 @@ def class_source(path=None, label: str | None = None, probs=None, logits=None, *
     return ClassSource(source=src, columns=tuple(cs.columns), classes=tuple(cs.classes), logits=cs.logits)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# statistics and their checks, alike in every engine
-# ---------------------------------------------------------------------------------------------------------
 @dataclass
 class ClassStats:
     """What the first pass finds (the input of :func:`check_class_stats`).
 
-    ``n_bad``: rows with a missing or non-finite class value; ``n_label_null``:
-    missing labels; ``n_other``: labels naming no class column;
-    ``n_classes_seen``: distinct classes among the labels; for probabilities,
-    ``n_negative``, ``n_above`` (an entry above 1) and ``n_off_sum`` (a sum
-    more than ``SUM_TOLERANCE`` from 1); ``distinct``: per reduction
-    (confidence, then each class) an estimate of its distinct scores.
+    ``n_bad``: rows with a missing or non-finite class value; ``n_label_null``: missing labels; ``n_other``:
+    labels naming no class column; ``n_classes_seen``: distinct classes among the labels; for probabilities,
+    ``n_negative``, ``n_above`` (an entry above 1) and ``n_off_sum`` (a sum more than ``SUM_TOLERANCE`` from 1);
+    ``distinct``: per reduction (confidence, then each class) an estimate of its distinct scores.
     """
 
     n_rows: int
@@ -277,12 +259,10 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     ----------
     csrc : ClassSource
     scheme : Scheme, optional
-        How rows are divided into parts (default every row in part 0); the
-        binary engines' rule (:mod:`calibdash.evaluation.cells`), so a row falls in the
-        same part in every engine and for binary and K-class cells alike.
+        How rows are divided into parts (default every row in part 0), by the binary engines' rule, so a row
+        falls in the same part in every engine and for binary and K-class cells alike.
     engine : str, optional
-        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine,
-        :func:`calibdash.engines.default_engine`).
+        A name of :func:`calibdash.engines.available` (default :func:`calibdash.engines.default_engine`).
     max_exact : int
         Per reduction: its distinct scores as cells up to this many, else the grid.
     memory_limit, threads
@@ -297,18 +277,16 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     SettingsError
         An unknown engine; bad scheme settings; a hashed scheme on rows without positions.
     """
-    from . import _run
+    from . import dispatch
 
-    return _run("aggregate_classes", engine, None, csrc, checked_scheme(csrc.source, scheme), max_exact=max_exact,
-                memory_limit=memory_limit, threads=threads, **options)
+    return dispatch("aggregate_classes", engine, None, csrc, checked_scheme(csrc.source, scheme),
+                    max_exact=max_exact, memory_limit=memory_limit, threads=threads, **options)
 
 
 def open_class_rows(csrc: ClassSource, scheme: Scheme, engine: str | None = None, *, memory_limit: str = "1GB",
                     threads: int | None = None, **options):
     """The checked rows of ``csrc`` under ``scheme`` as a :class:`ClassRows`, open while inside (a context
-    manager): ``engine`` reads them (default as :func:`aggregate_classes`) with its
-    :meth:`~calibdash.engines.base.Engine.class_rows`; ``options`` are the engine's own (an ``on_connect``
-    callback, a session), those given as None left out.
+    manager), read by ``engine``; the other parameters as :func:`aggregate_classes`.
 
     Raises
     ------
@@ -317,10 +295,10 @@ def open_class_rows(csrc: ClassSource, scheme: Scheme, engine: str | None = None
     SettingsError
         An unknown engine; a hashed scheme on rows without positions.
     """
-    from . import _run
+    from . import dispatch
 
-    return _run("class_rows", engine, None, csrc, checked_scheme(csrc.source, scheme), memory_limit=memory_limit,
-                threads=threads, **options)
+    return dispatch("class_rows", engine, None, csrc, checked_scheme(csrc.source, scheme),
+                    memory_limit=memory_limit, threads=threads, **options)
 
 
 def fit_samples(rows: ClassRows, fit_parts: Sequence[Sequence[int]], size: int | None, seed: int = 0,

@@ -83,10 +83,8 @@ def _stat(path) -> list:
 
 @dataclass(frozen=True)
 class Plan:
-    """A spec resolved under the data root: validated files, database file, table or checked query.
-
-    ``identity`` (the files with sizes and modification times, or the
-    database file's, the table, the query text and ORDER BY) keys the caches.
+    """A spec resolved under the data root: validated files, database file, table or checked query;
+    ``identity`` (the files' or database's paths, sizes and modification times, the table, the query) keys caches.
     """
 
     kind: str
@@ -281,10 +279,8 @@ def read_tables(job, root: DataRoot, database: str) -> list:
 def read_schema(job, root: DataRoot, plan: Plan, rows: int = GUESS_ROWS) -> dict:
     """The source's columns and types (``LIMIT 0``) and roles guessed from its first ``rows`` rows.
 
-    The sample reads numbers and booleans as they are and every other
-    column as text cut to :data:`SAMPLE_CHARS` characters (lists, structs,
-    dates, blobs included), so no single huge value and no type pandas
-    cannot hold reaches Python; a guess that fails is no guess.
+    The sample reads numbers and booleans as they are and every other column as text cut to :data:`SAMPLE_CHARS`
+    characters, so no huge value and no type pandas cannot hold reaches Python; a guess that fails is no guess.
 
     Returns
     -------
@@ -328,9 +324,8 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
     Returns
     -------
     dict
-        ``{"cells": ScoreCells}``, and with ``need_all`` also ``"all"``:
-        ``{"cells"`` (the all-rows cells), ``"positive"``, ``"range"`` (the
-        raw scores' range when they are mapped), ``"splits"`` (at most
+        ``{"cells": ScoreCells}``, and with ``need_all`` also ``"all"``: ``{"cells"`` (the all-rows cells),
+        ``"positive"``, ``"range"`` (the raw scores' range when mapped), ``"splits"`` (at most
         :data:`MAX_SPLIT_VALUES` distinct split values)``}``.
     """
     from .duckdb.rows import aggregate
@@ -371,24 +366,9 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
 
 
 def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, scheme: Scheme | None = None):
-    """Keyed cells of ``plan`` (:func:`calibdash.engines.duckdb.keyed.aggregate_keyed`) on the guarded
-    connection, as a job's work: each stage reported (:data:`STAGE_TEXT`), no row leaves DuckDB.
-
-    Parameters
-    ----------
-    job
-        A :class:`calibdash.core.jobs.Job` (or :data:`NO_JOB`).
-    root, plan, roles
-        As :func:`aggregate_plan`.
-    key : calibdash.monitoring.keyed.Key
-        The group or period column and how its values become keys.
-    scheme : Scheme, optional
-        How the rows are divided into parts (default: all rows in one part).
-
-    Returns
-    -------
-    calibdash.monitoring.keyed.KeyedCells
-    """
+    """The :class:`calibdash.monitoring.keyed.KeyedCells` of ``key`` in ``plan``
+    (:func:`calibdash.engines.duckdb.keyed.aggregate_keyed`) on the guarded connection, as ``job``'s work: each
+    stage reported (:data:`STAGE_TEXT`), no row leaves DuckDB; the other parameters as :func:`aggregate_plan`."""
     from .duckdb.keyed import aggregate_keyed
 
     what = f"by {key.column!r}" if key.kind == "group" else f"per period of {key.column!r}"
@@ -402,10 +382,8 @@ def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, sche
 
 def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: str | None = None, **options):
     """:func:`calibdash.engines.aggregate` as the work of ``job`` (a :class:`calibdash.core.jobs.Job`, or
-    :data:`NO_JOB`): each stage the engine names is reported (:data:`STAGE_TEXT`; a cancelled job stops there),
-    and an engine that can be watched (:meth:`~calibdash.engines.base.Engine.watched`: DuckDB's connection) is
-    interrupted on cancel and read for its query progress.
-    """
+    :data:`NO_JOB`): each stage reported (:data:`STAGE_TEXT`; a cancelled job stops there), and a watched engine
+    (:meth:`~calibdash.engines.base.Engine.watched`) interrupted on cancel and read for its progress."""
     from . import aggregate, default_engine, get
 
     eng = get(engine or default_engine(source))

@@ -10,6 +10,7 @@ that would shift the positions, and so the parts, of the rows after them."""
 from __future__ import annotations
 
 import glob as _glob
+import gzip
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,7 +116,6 @@ class Source:
             raise SettingsError(f"a column plays two roles: score {self.score!r}, label {self.label!r}, "
                                 f"split {self.split!r}, features {list(self.features)}.")
 
-    # -- kinds ------------------------------------------------------------------------------------
     @property
     def kind(self) -> str:
         """``"files"``, ``"table"`` or ``"query"``."""
@@ -134,18 +134,9 @@ class Source:
         cols = [self.score, self.label] + ([self.split] if self.split else [])
         return cols + [f for f in feats if f not in cols]
 
-    # -- files --------------------------------------------------------------------------------------
     def files(self) -> list[str]:
-        """The files, absolute and sorted by path (the order of the row keys).
-
-        Patterns are expanded once, here (never with ``exact_paths``); the
-        engines read the names this returns literally.
-
-        Raises
-        ------
-        DataError
-            No file matches.
-        """
+        """The files, absolute and sorted by path (the order of the row keys): patterns expanded once, here
+        (never with ``exact_paths``); the engines read these names literally. DataError when none matches."""
         if self.kind != "files":
             return []
         items = [self.path] if isinstance(self.path, (str, Path)) else list(self.path)
@@ -179,25 +170,15 @@ class Source:
         from ..data.sniff import sniff_delimiter
 
         first = self.files()[0]
-        if first.lower().endswith(".gz"):
-            import gzip
-
-            with gzip.open(first, "rb") as fh:
-                head = fh.read(64 * 1024)
-        else:
-            with open(first, "rb") as fh:
-                head = fh.read(64 * 1024)
+        with (gzip.open if first.lower().endswith(".gz") else open)(first, "rb") as fh:
+            head = fh.read(64 * 1024)
         return sniff_delimiter(head.decode("utf-8", errors="replace"))
 
-    def parquet_row_counts(self) -> list[int]:
-        """Rows of each Parquet file, from its metadata (no data read)."""
+    def file_offsets(self) -> list[int]:
+        """Key of each Parquet file's first row: the rows of the files before it (from the files' metadata)."""
         import pyarrow.parquet as pq
 
-        return [int(pq.ParquetFile(f).metadata.num_rows) for f in self.files()]
-
-    def file_offsets(self) -> list[int]:
-        """Key of each Parquet file's first row: the rows of the files before it."""
-        counts = self.parquet_row_counts()
+        counts = [int(pq.ParquetFile(f).metadata.num_rows) for f in self.files()]
         return [0] + list(np.cumsum(counts[:-1]).astype(int).tolist()) if counts else []
 
     def size_bytes(self) -> int:
@@ -227,14 +208,18 @@ class Source:
         return "query " + " ".join(self.query.split())[:60]
 
 
-def check_scheme(scheme: Scheme) -> None:
-    """The setting checks of :func:`calibdash.evaluation.cells.parts_for`."""
+def checked_scheme(source: Source, scheme: Scheme | None, table_positions: bool = True, engine: str = "") -> Scheme:
+    """``scheme`` (default every row in part 0) after the setting checks of
+    :func:`calibdash.evaluation.cells.parts_for` and :meth:`Source.check_keys`."""
+    scheme = scheme or Scheme(kind="insample")
     if scheme.kind not in ("kfold", "split", "column", "insample"):
         raise SettingsError(f"unknown scheme kind {scheme.kind!r}.")
     if scheme.kind == "kfold" and int(scheme.n_folds) < 2:
         raise SettingsError(f"k-fold needs at least 2 folds, got {scheme.n_folds}.")
     if scheme.kind == "split" and not 0 < float(scheme.test_size) < 1:
         raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
+    source.check_keys(scheme, table_positions, engine)
+    return scheme
 
 
 def split_text(v) -> str:
@@ -245,11 +230,8 @@ def split_text(v) -> str:
 
 
 def column_train_values(values: Sequence, scheme: Scheme) -> list:
-    """Of a split column's distinct raw ``values``, those that mark training rows (part 0).
-
-    The rule of :func:`calibdash.evaluation.scheme.column_parts` (train/test words, or
-    ``scheme.train_value``), applied to the distinct values so that an engine
-    can map the rows with ``split IN (...)``.
+    """Of a split column's distinct raw ``values``, those that mark training rows (part 0): the rule of
+    :func:`calibdash.evaluation.scheme.column_parts`, applied to distinct values for ``split IN (...)``.
 
     Raises
     ------
@@ -291,14 +273,6 @@ class Stats:
         """The statistics of a SQL engine's first scan, its first nine values in the order of the fields."""
         return cls(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
                    n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
-
-
-def checked_scheme(source: Source, scheme: Scheme | None, table_positions: bool = True, engine: str = "") -> Scheme:
-    """``scheme`` (default every row in part 0) after :func:`check_scheme` and :meth:`Source.check_keys`."""
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme, table_positions, engine)
-    return scheme
 
 
 def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:

@@ -22,7 +22,8 @@ from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
-from .rows import SourceRows, cell_code, connection_for, grouped, ident, is_numeric_type, statistics
+from .rows import (SourceRows, bin_sql, cell_code, connection_for, grouped, ident, is_numeric_type, number_sql,
+                   statistics)
 from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
 
 __all__ = []
@@ -56,7 +57,8 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     DataError
         As :func:`calibdash.engines.duckdb.rows.aggregate`; a period column holding no dates, or no readable one.
     SettingsError
-        Too many groups or periods (:func:`calibdash.monitoring.grouping.name_groups`, :func:`calibdash.monitoring.drift.name_periods`).
+        Too many groups or periods (:func:`calibdash.monitoring.grouping.name_groups`,
+        :func:`calibdash.monitoring.drift.name_periods`).
     """
     scheme = checked_scheme(source, scheme)
     if key.kind == "group":
@@ -104,7 +106,7 @@ def _text_keys(rows, raw_sql: str, estimate, key) -> np.ndarray:
 def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     number = is_numeric_type(duck_type)
     if number:
-        x = f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
+        x = number_sql(col)
         st, mapped, positive, (estimate,) = statistics(rows, [f"approx_count_distinct({x})"])
         n_distinct = int(estimate or 0)
         if key.max_groups / 4 < n_distinct <= 4 * key.max_groups:
@@ -116,8 +118,7 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
             q, n_distinct = rows._run(f"SELECT quantile_cont({x}, {levels!r}), count(DISTINCT {x}) "
                                       f"FROM ({rows.sql})", fetch="one")
             edges = np.unique(np.asarray(q, dtype=float))
-            terms = " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges[1:-1]) or "0"
-            key_sql = f"CASE WHEN {x} IS NULL THEN NULL ELSE {terms} END"
+            key_sql = f"CASE WHEN {x} IS NULL THEN NULL ELSE {bin_sql(x, edges[1:-1])} END"
             coding = GroupCoding("quantile", int(n_distinct), edges)
         else:
             key_sql, coding = x, None
@@ -141,7 +142,7 @@ def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     if t.startswith("DATE") or t.startswith("TIMESTAMP"):
         ts = f"CAST({col} AS TIMESTAMP)"
     elif is_numeric_type(t):
-        x = f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
+        x = number_sql(col)
         ts = f"try_strptime(CAST(CAST({x} AS BIGINT) AS VARCHAR), '%Y%m%d')"
         checks = [f"count({x})", f"count(*) FILTER (WHERE {x} <> floor({x}))", f"min({x})", f"max({x})"]
         ts = f"CASE WHEN {x} = floor({x}) AND {x} BETWEEN {YMD_RANGE[0]} AND {YMD_RANGE[1]} THEN {ts} END"

@@ -55,11 +55,8 @@ def lit(s: str) -> str:
 
 
 def literal_path(path) -> str:
-    """``path`` as a pattern DuckDB's readers match to that one file only: ``*``, ``?`` and ``[`` in brackets.
-
-    DuckDB expands every file name given to ``read_parquet``/``read_csv`` as
-    a glob, so a file named ``a[b].parquet`` would read ``ab.parquet``
-    instead; ``a[[]b].parquet`` reads the file itself.
+    """``path`` as a pattern DuckDB's readers match to that one file only: ``*``, ``?`` and ``[`` in brackets
+    (DuckDB expands every file name as a glob, so ``a[b].parquet`` would read ``ab.parquet``).
 
     >>> literal_path("/data/a[b]*?.parquet")
     '/data/a[[]b][*][?].parquet'
@@ -98,11 +95,8 @@ def _xorshift(h: str, s: int) -> str:
 
 
 def row_hash_sql(key: str, seed: int = 0) -> str:
-    """A DuckDB SQL expression equal to :func:`calibdash.evaluation.cells.row_hash` of the BIGINT expression ``key``.
-
-    MurmurHash3's 32-bit finaliser of ``key + seed * 0x9E3779B1`` (mod 2^32),
-    each multiplication split into 16-bit halves as in :mod:`calibdash.evaluation.cells`.
-    """
+    """A DuckDB SQL expression equal to :func:`calibdash.evaluation.cells.row_hash` of the BIGINT expression ``key``
+    (MurmurHash3's 32-bit finaliser, each multiplication split into 16-bit halves)."""
     h = f"((({key}) + {int(seed) * 0x9E3779B1 & _M32}) & {_M32})"
     h = _xorshift(h, 16)
     h = _mul32(h, 0x85EBCA6B)
@@ -176,9 +170,8 @@ def read_head(source: Source, rows: int) -> "pd.DataFrame":
 
 
 def label_counts(source: Source, limit: int) -> "pd.DataFrame":
-    """Per label value of ``source`` (missing labels left out; at most ``limit`` values, the most frequent) its
-    rows and its finite scores' least and largest (of ``source.score`` read as numbers), read by DuckDB in one
-    scan: the columns ``label``, ``rows``, ``score_min``, ``score_max``."""
+    """Per label value of ``source`` (missing ones left out; at most ``limit``, the most frequent): ``label``,
+    ``rows``, ``score_min``, ``score_max`` (the finite scores' range), in one scan."""
     lab, s = ident(source.label), f"TRY_CAST({ident(source.score)} AS DOUBLE)"
     return _read_source(source, lambda reader: (
         f"SELECT {lab} AS label, count(*) AS rows, min({s}) FILTER (WHERE isfinite({s})) AS score_min, "
@@ -294,25 +287,23 @@ def _feature_code_sql(name: str, kind: str, edges) -> str:
     if kind == "categorical":
         return col
     x = f"CAST({col} AS DOUBLE)"
-    if len(edges) == 0:
-        return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE 0 END"
-    terms = " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges)
-    return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE {terms} END"
+    return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE {bin_sql(x, edges)} END"
+
+
+def bin_sql(x: str, edges) -> str:
+    """The bin code of ``x``: how many ``edges`` lie at or below it (``0`` without edges)."""
+    return " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges) or "0"
+
+
+def number_sql(col: str) -> str:
+    """``col`` as DOUBLE, NaN read as NULL (missing, as in pandas)."""
+    return f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
 
 
 def statistics(rows: SourceRows, extra: Sequence[str] = ()) -> tuple[Stats, bool, Any, list]:
-    """The statistics scan: what :func:`~calibdash.engines.source.check_stats` checks, and ``extra`` aggregate
-    expressions over ``rows`` in the same scan.
-
-    Returns
-    -------
-    (stats, mapped, positive, extra_values)
-
-    Raises
-    ------
-    DataError
-        As :func:`~calibdash.engines.source.check_stats`; a label or split value longer than :data:`MAX_TEXT`.
-    """
+    """The statistics scan, checked by :func:`~calibdash.engines.source.check_stats` (and refusing a label or
+    split value longer than :data:`MAX_TEXT`), with the ``extra`` aggregates: ``(stats, mapped, positive,
+    extra_values)``."""
     source, types = rows.source, rows.types()
     texts = [(c, n) for c, n in (("__label", "label"), ("__split", "split"))
              if c in types and not is_numeric_type(types[c])
@@ -338,12 +329,8 @@ def statistics(rows: SourceRows, extra: Sequence[str] = ()) -> tuple[Stats, bool
 
 
 def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) -> tuple[bool, str, str]:
-    """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)``.
-
-    The HyperLogLog estimate of the statistics decides unless it lies between
-    ``max_exact / 4`` and ``4 * max_exact``; then one more scan counts the
-    distinct scores exactly (reported as ``stage("distinct scores")``).
-    """
+    """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)`` (one more
+    scan, ``stage("distinct scores")``, when the estimate lies within a factor 4 of ``max_exact``)."""
     s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
     exact = st.distinct <= int(max_exact) / 4
     if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):

@@ -23,7 +23,7 @@ from ...evaluation.cells import grid_code
 __all__ = []
 
 
-def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
+def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple:
     """The needed columns of every row, and the rows' keys (None when the keys are the positions 0..n-1)."""
     cols = source.columns(features)
     try:

@@ -15,7 +15,7 @@ from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...evaluation.scheme import Scheme
 from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
-from .rows import cell_code, grouped, keyed_rows, part_column, release, session, statistics
+from .rows import bin_column, cell_code, grouped, keyed_rows, part_column, release, session, statistics
 from .rows import col as spark_col
 
 __all__ = []
@@ -73,10 +73,7 @@ def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
             q, n_distinct = df.agg(F.percentile(x, F.array(*[F.lit(v) for v in levels])),
                                    F.countDistinct(x)).collect()[0]
             edges = np.unique(np.asarray(q, dtype=float))
-            binned = F.lit(0)
-            for e in edges[1:-1]:
-                binned = binned + (x >= F.lit(float(e))).cast("int")
-            key_col = F.when(x.isNotNull(), binned)
+            key_col = F.when(x.isNotNull(), bin_column(x, edges[1:-1]))
             coding = GroupCoding("quantile", int(n_distinct), edges)
         else:
             key_col = x

@@ -81,6 +81,13 @@ def with_row_hash(df, key: str, seed: int, name: str):
     return df
 
 
+def bin_column(x, edges):
+    """The bin code of the column ``x``: how many ``edges`` lie at or below it."""
+    from pyspark.sql import functions as F
+
+    return reduce(lambda b, e: b + (x >= F.lit(float(e))).cast("int"), edges, F.lit(0))
+
+
 def _local(uri: str) -> str:
     """A file URI as Spark shows it (``file:/a/b%20c``) as a path, for sorting like :meth:`Source.files`."""
     p = urlparse(uri)
@@ -310,10 +317,7 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
             fcodes.append(col(f).alias("__c_" + f))
             continue
         x = col(f).cast("double")
-        binned = F.lit(0)
-        for e in edges[f]:
-            binned = binned + (x >= F.lit(float(e))).cast("int")
-        fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(binned).alias("__c_" + f))
+        fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(bin_column(x, edges[f])).alias("__c_" + f))
     cells = grouped_cells(grouped(spark, df, source, part, s, code, st, positive, fcodes), exact, feats, kinds,
                           edges)
     if sample_rows <= 0:
