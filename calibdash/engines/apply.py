@@ -25,6 +25,7 @@ from ..io import export
 from ..calibrators.base import Calibrator
 from ..data import guess_roles
 from ..core.margins import TRANSFORMS
+from ..core.sql_forms import quote as sql_quote
 from ..core.errors import DataError, EnvironmentProblem, SettingsError
 
 __all__ = ["apply_model"]
@@ -171,6 +172,17 @@ def feature_names(cal: Calibrator, fitted_on: dict, columns: Sequence[str], wher
     if missing:
         raise DataError(f"{where} lacks the feature column(s) {missing} the model was fitted with.")
     return names
+
+
+def where_of(files: list) -> str:
+    """The files named for people: the one file, else how many."""
+    return files[0] if len(files) == 1 else f"{len(files)} files"
+
+
+def udf_select(dialect: str, keep: Sequence[str], call: str, source: str) -> str:
+    """The columns ``keep`` of the query ``source`` and the UDF ``call`` as ``calibrated``."""
+    cols = "".join(sql_quote(c, dialect) + ", " for c in keep)
+    return f"SELECT {cols}{call} AS calibrated FROM ({source}) AS src"
 
 
 def predict_batch(cal: Calibrator, s: np.ndarray, feats: pd.DataFrame | None) -> np.ndarray:

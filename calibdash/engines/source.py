@@ -281,14 +281,13 @@ def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
     Returns
     -------
     (mapped, positive)
-        Whether scores are mapped by the logistic function, and the raw
-        label value of the positive class.
+        Whether scores are mapped by the logistic function, and the raw label value of the positive class.
 
     Raises
     ------
     DataError
-        No rows; missing or non-finite scores; scores outside [0, 1] with
-        ``transform="probability"``; missing labels; one label value.
+        No rows; missing or non-finite scores; scores outside [0, 1] with ``transform="probability"``; missing
+        labels; one label value.
     """
     name, score, label = source.describe(), source.score, source.label
     if st.n_rows == 0:
@@ -375,10 +374,9 @@ def _code_order(col: pd.Series) -> np.ndarray:
 def feature_frame(raw: dict, kinds: dict, edges: dict) -> pd.DataFrame:
     """The cells' feature columns from each cell's raw value (categorical) or bin code (numeric).
 
-    A categorical column becomes a ``category`` column whose categories are
-    its distinct values sorted (so its codes are the values' dense ranks,
-    missing = -1); a numeric column holds the quantile bin code (float, NaN
-    where missing) and ``attrs["edges"][name]`` the inner bin edges.
+    A categorical column becomes a ``category`` whose categories are its distinct values sorted (codes are the
+    values' dense ranks, missing -1); a numeric one holds the bin code (float, NaN where missing) and
+    ``attrs["edges"][name]`` the inner bin edges.
     """
     out = {}
     for name, values in raw.items():
@@ -404,10 +402,9 @@ def assemble_cells(part, code, n, n_pos, score_sum, *, exact: bool, features: pd
                    ) -> ScoreCells:
     """A :class:`~calibdash.evaluation.cells.ScoreCells` from grouped rows, in the order the in-memory path gives.
 
-    ``code`` is the exact score (``exact``) or the grid step; cells are sorted
-    by part, then code, then the features' codes (categories' dense ranks,
-    bin codes; missing last). The cell's score is the code (exact) or
-    ``score_sum / n`` (grid), as :meth:`calibdash.evaluation.cells.CellAccumulator.result`.
+    ``code`` is the exact score (``exact``) or the grid step; cells are sorted by part, code, then the features'
+    codes (missing last). The cell's score is the code (exact) or ``score_sum / n`` (grid), as
+    :meth:`calibdash.evaluation.cells.CellAccumulator.result`.
     """
     part = np.asarray(part, dtype=np.int64)
     code = np.asarray(code, dtype=float)

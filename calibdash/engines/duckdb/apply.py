@@ -8,7 +8,7 @@ import numpy as np
 
 from ...io import sql
 from .rows import lit
-from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, use_logistic
+from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, udf_select, use_logistic, where_of
 
 __all__ = []
 
@@ -47,7 +47,7 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
               else f"read_csv({paths}, union_by_name = true, header = true)")
     rel = con.sql(f"SELECT * FROM {reader} LIMIT 0")
     columns, types = rel.columns, rel.types
-    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    where = where_of(files)
     score = score_column_of(columns, score_column, fitted_on,
                             lambda: con.sql(f"SELECT * FROM {reader} LIMIT {GUESS_ROWS}").df(), where)
     q = sql.quote(score, "duckdb")
@@ -90,29 +90,19 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
         name = f"calibdash_predict_{uuid.uuid4().hex[:8]}"
         double = duckdb.sqltype("DOUBLE")
 
-        def scores_of(arr) -> np.ndarray:
-            return arr.to_numpy(zero_copy_only=False).astype(float)      # NULL -> NaN
+        def udf(s_arr, *f_arr):                         # the features travel as one STRUCT argument
+            frame = pa.Table.from_arrays(f_arr[0].flatten(), names=feats).to_pandas() if feats else None
+            p = predict_batch(cal, s_arr.to_numpy(zero_copy_only=False).astype(float), frame)     # NULL -> NaN
+            return pa.array(p, mask=np.isnan(p))
 
-        if feats:                                       # the features travel as one STRUCT argument
-            def udf(s_arr, f_arr):
-                frame = pa.Table.from_arrays(f_arr.flatten(), names=feats).to_pandas()
-                p = predict_batch(cal, scores_of(s_arr), frame)
-                return pa.array(p, mask=np.isnan(p))
-            ftype = duckdb.sqltype("STRUCT(" + ", ".join(
-                f"{sql.quote(f, 'duckdb')} {types[list(columns).index(f)]}" for f in feats) + ")")
-            con.create_function(name, udf, [double, ftype], double, type="arrow", null_handling="special",
-                                side_effects=False)
+        arg_types, args = [double], sql.quote(SCORE, "duckdb")
+        if feats:
+            arg_types.append(duckdb.sqltype("STRUCT(" + ", ".join(
+                f"{sql.quote(f, 'duckdb')} {types[list(columns).index(f)]}" for f in feats) + ")"))
             packed = ", ".join(f"{sql.quote(f, 'duckdb')} := {sql.quote(f, 'duckdb')}" for f in feats)
-            args = f"{sql.quote(SCORE, 'duckdb')}, struct_pack({packed})"
-        else:
-            def udf(s_arr):
-                p = predict_batch(cal, scores_of(s_arr), None)
-                return pa.array(p, mask=np.isnan(p))
-            con.create_function(name, udf, [double], double, type="arrow", null_handling="special",
-                                side_effects=False)
-            args = sql.quote(SCORE, "duckdb")
-        cols = ", ".join(sql.quote(c, "duckdb") for c in keep)
-        query = f"SELECT {cols}{', ' if cols else ''}{name}({args}) AS calibrated FROM ({source}) AS src{order}"
+            args += f", struct_pack({packed})"
+        con.create_function(name, udf, arg_types, double, type="arrow", null_handling="special", side_effects=False)
+        query = udf_select("duckdb", keep, f"{name}({args})", source) + order
         via, used = "udf", ""
     try:
         con.execute(f"COPY ({query}) TO {lit(str(out_path))} (FORMAT parquet)")

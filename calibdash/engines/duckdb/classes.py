@@ -42,8 +42,7 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
             f"SELECT {', '.join(f'count(DISTINCT {reductions[r]})' for r in idx)} FROM ({rel})", [classes],
             fetch="one"))
         # -- 3. the aggregation: every reduction at once --
-        part = part_sql(scheme, src, rows)
-        params = [[v for v in rows.train_values if v is not None]] if "unnest(?)" in part else []
+        part, params = part_sql(scheme, src, rows)
         codes = [v if ex else f"CAST(LEAST(floor({v} * {GRID}), {GRID - 1}) AS DOUBLE)"
                  for v, ex in zip(reductions, exact)]
         labels = ["CAST(__pred = __y AS INTEGER)"] + [f"CAST(__y = {k} AS INTEGER)" for k in range(K)]
@@ -55,11 +54,9 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
 
 
 def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> tuple[str, ClassStats]:
-    """DuckDB's checked rows: the relation over ``rows`` (a :class:`~calibdash.engines.duckdb.rows.SourceRows` read
-    with the class columns as extra columns) with ``__key``, ``__label`` (and ``__split``), the values read
-    ``__x0..``, the probabilities ``__p0..``, ``__top``, ``__y`` (the class index) and ``__pred``, whose
-    one parameter is the list of classes; and its statistics, checked by :func:`check_class_stats` (one
-    scan; ``distinct``: with the reductions' distinct-score estimates)."""
+    """The checked rows over ``rows`` (read with the class columns as features): a relation with ``__key``,
+    ``__label`` (``__split``), the values ``__x0..``, probabilities ``__p0..``, ``__top``, the class index ``__y``
+    and ``__pred``, its one parameter the classes; and its checked statistics (``distinct``: with estimates)."""
     src, K = csrc.source, csrc.k
     x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
     keep = "__key, __label" + (", __split" if src.split else "")
@@ -100,9 +97,8 @@ class DuckRows(ClassRows):
         src = csrc.source
         self.rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
         rel, st = checked_rows(csrc, self.rows, distinct=False)
-        part = part_sql(scheme, src, self.rows)
-        self.params = ([[v for v in self.rows.train_values if v is not None]] if "unnest(?)" in part else [])
-        self.params.append(list(csrc.classes))
+        part, params = part_sql(scheme, src, self.rows)
+        self.params = params + [list(csrc.classes)]
         xs = ", ".join(f"__x{k}" for k in range(csrc.k))
         self.sql = f"SELECT CAST({part} AS BIGINT) AS __part, CAST(__y AS BIGINT) AS __y, {xs} FROM ({rel})"
         self.k, self.n_rows, self.n_parts = csrc.k, st.n_rows, part_count(scheme)

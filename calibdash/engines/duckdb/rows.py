@@ -257,11 +257,11 @@ def _kind(duck_type: str) -> str:
     return "numeric" if is_numeric_type(duck_type) else "categorical"
 
 
-def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> str:
-    """Each row's part under ``scheme`` as a SQL expression over ``rows`` (the ``"column"`` scheme reads
-    the split column's distinct values first and binds them as the one parameter ``?``)."""
+def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> tuple[str, list]:
+    """Each row's part under ``scheme`` as a SQL expression over ``rows``, and its parameters (the ``"column"``
+    scheme reads the split column's distinct values first and binds the training ones)."""
     if scheme.kind == "insample":
-        return "0"
+        return "0", []
     if scheme.kind == "column":
         if not source.split:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
@@ -271,15 +271,14 @@ def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> str:
             raise DataError(f"split column {source.split!r} has more than {MAX_SPLIT_VALUES:,} distinct values; a "
                             "split column names a few parts, such as train and test.")
         train = column_train_values(values, scheme)
-        rows.train_values = train
         non_null = [v for v in train if v is not None]
-        cond = "FALSE" if not non_null else f"__split IN (SELECT unnest(?))"
-        null_train = any(v is None for v in train)
-        return f"CASE WHEN {cond}{' OR __split IS NULL' if null_train else ''} THEN 0 ELSE 1 END"
+        cond = "__split IN (SELECT unnest(?))" if non_null else "FALSE"
+        null_train = " OR __split IS NULL" if any(v is None for v in train) else ""
+        return f"CASE WHEN {cond}{null_train} THEN 0 ELSE 1 END", [non_null] if non_null else []
     h = row_hash_sql("__key", scheme.seed)
     if scheme.kind == "kfold":
-        return f"({h}) % {int(scheme.n_folds)}"
-    return f"CASE WHEN ({h}) < {int(float(scheme.test_size) * 2 ** 32)} THEN 1 ELSE 0 END"
+        return f"({h}) % {int(scheme.n_folds)}", []
+    return f"CASE WHEN ({h}) < {int(float(scheme.test_size) * 2 ** 32)} THEN 1 ELSE 0 END", []
 
 
 def _feature_code_sql(name: str, kind: str, edges) -> str:
@@ -342,23 +341,20 @@ def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) 
 
 def grouped(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: str, code_sql: str,
             codes: Sequence[str] = ()) -> tuple:
-    """``(res, params, part_sql)``: the rows grouped by ``__part``, ``__code`` and ``codes``
+    """``(res, (part_sql, part_params))``: the rows grouped by ``__part``, ``__code`` and ``codes``
     (``"<expr> AS <alias>"``) with ``n``, ``n_pos`` and ``s_sum``; a label with a third value is refused."""
-    part_expr = part_sql(scheme, rows.source, rows)
-    params = []
-    if scheme.kind == "column" and "unnest(?)" in part_expr:
-        params.append([v for v in rows.train_values if v is not None])
+    part_expr, part_params = part_sql(scheme, rows.source, rows)
     inner = (f"SELECT {part_expr} AS __part, {code_sql} AS __code, "
              + "".join(c + ", " for c in codes)
              + "CAST(__label = ? AS INTEGER) AS __y, __s, "
                "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
              f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql}))")
-    params += [positive, st.label_lo, st.label_hi]
+    params = part_params + [positive, st.label_lo, st.label_hi]
     group = ", ".join(["__part", "__code"] + [c.rsplit(" AS ", 1)[1] for c in codes])
     res = rows._run(f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
                     f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}", params, fetch="df")
     check_other_labels(rows.source.label, int(res["n_other"].sum()))
-    return res, params, part_expr
+    return res, (part_expr, part_params)
 
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
@@ -435,7 +431,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
         stage(STAGES[2])
         fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {ident('__c_' + f)}" for f in feats]
-        res, params, part_expr = grouped(rows, scheme, st, positive, s_sql, code_sql, fcodes)
+        res, (part_expr, part_params) = grouped(rows, scheme, st, positive, s_sql, code_sql, fcodes)
         cells = grouped_cells(res, exact, feats, kinds, edges)
         if sample_rows <= 0:
             return cells
@@ -445,5 +441,4 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_expr} AS SMALLINT) AS part, "
                     f"CAST(__label = ? AS TINYINT) AS label{fcols} "
                     f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
-        sp = params[:len(params) - 3] + [positive]
-        return cells, sample_frame(rows._run(samp_sql, sp, fetch="df"), feats)
+        return cells, sample_frame(rows._run(samp_sql, part_params + [positive], fetch="df"), feats)

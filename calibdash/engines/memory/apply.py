@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from ...core.margins import to_probabilities
-from ..apply import GUESS_ROWS, feature_names, predict_batch, score_column_of
+from ..apply import GUESS_ROWS, feature_names, predict_batch, score_column_of, where_of
 
 __all__ = []
 
@@ -17,7 +17,7 @@ def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, f
 
     frames = [read_table(f)[0] for f in files]
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    where = where_of(files)
     score = score_column_of(list(df.columns), score_column, fitted_on, lambda: df.head(GUESS_ROWS), where)
     values = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     s, mapped = to_probabilities(values, transform=fitted_on.get("score_transform"), column=score)

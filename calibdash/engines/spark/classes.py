@@ -13,7 +13,7 @@ from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, checked_class_stats, content_key, exact_flags,
                        part_count, split_cells)
-from .rows import col, keyed_rows, part_column, release, session, to_pandas
+from .rows import F, col, keyed_rows, part_column, release, session, to_pandas
 
 __all__ = []
 
@@ -28,8 +28,6 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
     """K-class cells with Spark: one statistics job, exact distinct counts where needed, then every reduction
     aggregated in one job (``posexplode`` of the K + 1 reductions); ``spark`` is the session (default
     ``getOrCreate()``; ``memory_limit`` and ``threads`` belong to it)."""
-    from pyspark.sql import functions as F
-
     K = csrc.k
     spark = session(spark)
     try:
@@ -55,13 +53,9 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
 
 
 def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True):
-    """Spark's checked rows: ``(df, stats, split_values)``, the DataFrame with ``__key``, ``__label`` (and the
-    split column), ``__x0..``, ``__p0..``, ``__top``, ``__y`` and ``__pred`` (as the other engines' checked rows
-    have them), its statistics checked by :func:`check_class_stats` (one job; ``distinct``: with the reductions'
-    distinct-score estimates), and for the ``"column"`` scheme the split column's values (for
-    :func:`calibdash.engines.spark.rows.part_column`). The caller calls
-    :func:`calibdash.engines.spark.rows.release` when done."""
-    from pyspark.sql import functions as F
+    """``(df, stats, split_values)``: the checked rows' columns as :func:`calibdash.engines.duckdb.classes.checked_rows`
+    has them, their statistics (``distinct``: with the distinct-score estimates) and the split column's values
+    (``"column"`` scheme). The caller calls :func:`calibdash.engines.spark.rows.release` when done."""
     src, K = csrc.source, csrc.k
     src.check_keys(scheme, table_positions=False, engine="Spark")
     cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
@@ -109,8 +103,6 @@ class SparkRows(ClassRows):
     """The checked rows as a Spark DataFrame (see :func:`class_rows`)."""
 
     def __init__(self, spark, csrc: ClassSource, scheme: Scheme):
-        from pyspark.sql import functions as F
-
         df, st, split_values = checked_rows(csrc, scheme, spark, distinct=False)
         df, part = part_column(df, scheme, csrc.source, split_values)
         self.spark = spark
@@ -125,8 +117,6 @@ class SparkRows(ClassRows):
         return out
 
     def candidates(self, limits, seed):
-        from pyspark.sql import functions as F
-
         # the key by content_key itself on the executors' Arrow batches: the hash chain written as 2K + 1
         # nested column expressions grows past what Catalyst's code generation holds (measured: out of heap
         # at K = 4), while a pandas UDF runs the very numpy function the memory engine runs
@@ -146,8 +136,6 @@ class SparkRows(ClassRows):
                 got["__ckey"].to_numpy().astype(np.uint64))
 
     def batches(self, parts, batch_rows=BATCH_ROWS):
-        from pyspark.sql import functions as F
-
         df = self.df.where(F.col("__part").isin([int(p) for p in parts]))
         buf: list = []
         for row in df.toLocalIterator(prefetchPartitions=True):

@@ -15,7 +15,7 @@ from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...evaluation.scheme import Scheme
 from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
-from .rows import bin_column, cell_code, grouped, keyed_rows, part_column, release, session, statistics
+from .rows import F, T, bin_column, cell_code, grouped, keyed_rows, part_column, release, session, statistics
 from .rows import col as spark_col
 
 __all__ = []
@@ -54,12 +54,9 @@ def _cells(spark, df, source, scheme, st, mapped, positive, split_values, max_ex
 
 
 def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType, NumericType, StringType
-
     dtype = df.schema[key.column].dataType
     col = spark_col(key.column)
-    number = isinstance(dtype, NumericType)
+    number = isinstance(dtype, T.NumericType)
     coding = None
     if number:
         x = F.when(~F.isnan(col.cast("double")), col.cast("double"))
@@ -79,30 +76,27 @@ def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
             key_col = x
     else:
         st, mapped, positive, splits, _ = statistics(df, source, scheme)
-        if isinstance(dtype, BooleanType):
+        if isinstance(dtype, T.BooleanType):
             key_col = F.when(col.isNull(), F.lit(None)).when(col, F.lit("True")).otherwise(F.lit("False"))
         else:
-            text = col if isinstance(dtype, StringType) else col.cast("string")
+            text = col if isinstance(dtype, T.StringType) else col.cast("string")
             key_col = F.regexp_replace(text, _SPACE, "")
     exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)
     return group_result(res, key, exact, coding, number, n_distinct if number else 0)
 
 
 def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DateType, NumericType, StringType, TimestampNTZType, TimestampType
-
     dtype = df.schema[key.column].dataType
     col = spark_col(key.column)
     checks = []
-    if isinstance(dtype, (DateType, TimestampType, TimestampNTZType)):
+    if isinstance(dtype, (T.DateType, T.TimestampType, T.TimestampNTZType)):
         ts = col.cast("timestamp")
-    elif isinstance(dtype, NumericType):
+    elif isinstance(dtype, T.NumericType):
         x = F.when(~F.isnan(col.cast("double")), col.cast("double"))
         ok = (x == F.floor(x)) & (x >= F.lit(YMD_RANGE[0])) & (x <= F.lit(YMD_RANGE[1]))
         ts = F.when(ok, F.try_to_timestamp(x.cast("long").cast("string"), F.lit("yyyyMMdd")))
         checks = [F.count(x), F.count(F.when(x != F.floor(x), 1)), F.min(x), F.max(x)]
-    elif isinstance(dtype, StringType):
+    elif isinstance(dtype, T.StringType):
         trimmed = F.regexp_replace(col, _SPACE, "")
         text = F.when(trimmed != "", trimmed)
         ts = F.try_to_timestamp(text)
@@ -115,7 +109,7 @@ def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
         extra.append(F.collect_set(day))
     st, mapped, positive, splits, got = statistics(df, source, scheme, extra)
     n_read, first, last = int(got[0]), got[1], got[2]
-    notes = read_dates_check("dates" if not checks else "text" if isinstance(dtype, StringType) else "ymd", n_read,
+    notes = read_dates_check("dates" if not checks else "text" if isinstance(dtype, T.StringType) else "ymd", n_read,
                              got[3:3 + len(checks)], key.column)
     freq = freq_from_days(list(got[-1]), PERIODS) if key.freq == "auto" else key.freq
     key_col = F.datediff(F.to_date(F.date_trunc(TRUNC_UNITS[freq], ts)), F.lit("1970-01-01").cast("date"))

@@ -26,6 +26,13 @@ from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stat
 
 __all__ = []
 
+try:                    # the module loads without pyspark; session() then says what to install
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F, types as T
+    from pyspark.sql.utils import AnalysisException
+except ImportError:
+    StorageLevel = F = T = AnalysisException = None
+
 _M32 = 0xFFFFFFFF
 #: Up to this many Parquet files are read one by one with their offsets (no counting job), else counted by Spark.
 _UNION_FILES = 64
@@ -48,20 +55,15 @@ def session(spark=None):
 def col(name: str):
     """The column named ``name``, whatever the name holds (dots, backticks, spaces, newlines): quoted with
     backticks, so that Spark does not read it as a path into a struct (``a.b``) or refuse it."""
-    from pyspark.sql import functions as F
     return F.col("`" + str(name).replace("`", "``") + "`")
 
 
 def _mul32(h, c: int):
-    from pyspark.sql import functions as F
-
     lo, hi = F.lit(c & 0xFFFF).cast("long"), F.lit(c >> 16).cast("long")
     return (h * lo + F.shiftleft((h * hi).bitwiseAND(F.lit(0xFFFF)), 16)).bitwiseAND(F.lit(_M32))
 
 
 def _xorshift(h, s: int):
-    from pyspark.sql import functions as F
-
     return h.bitwiseXOR(F.shiftright(h, s))
 
 
@@ -71,8 +73,6 @@ def with_row_hash(df, key: str, seed: int, name: str):
     One step per projection, each reading the previous one's column, so Catalyst does not copy the nested
     expression (whose xor-shifts use their input twice) into one tree 32 times deep.
     """
-    from pyspark.sql import functions as F
-
     h = F.col(name)
     df = df.withColumn(name, (F.col(key).cast("long") + F.lit(int(seed) * 0x9E3779B1 & _M32)).bitwiseAND(F.lit(_M32)))
     for step in (lambda c: _xorshift(c, 16), lambda c: _mul32(c, 0x85EBCA6B), lambda c: _xorshift(c, 13),
@@ -83,8 +83,6 @@ def with_row_hash(df, key: str, seed: int, name: str):
 
 def bin_column(x, edges):
     """The bin code of the column ``x``: how many ``edges`` lie at or below it."""
-    from pyspark.sql import functions as F
-
     return reduce(lambda b, e: b + (x >= F.lit(float(e))).cast("int"), edges, F.lit(0))
 
 
@@ -95,8 +93,6 @@ def _local(uri: str) -> str:
 
 
 def _offsets_frame(spark, rows: list, cols: list, offsets: list):
-    from pyspark.sql import functions as F
-
     df = spark.createDataFrame([tuple(r) + (int(o),) for r, o in zip(rows, offsets)], cols + ["__off"])
     return F.broadcast(df)
 
@@ -104,8 +100,6 @@ def _offsets_frame(spark, rows: list, cols: list, offsets: list):
 def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
     """The source's rows with a ``__key`` column (file order; see the module docstring); DataError when Spark
     cannot read them."""
-    from pyspark.sql.utils import AnalysisException
-
     try:
         return _keyed_rows(spark, source, cols, need_keys)
     except AnalysisException as exc:
@@ -113,9 +107,6 @@ def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
 
 
 def _keyed_rows(spark, source: Source, cols: list, need_keys: bool):
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     if source.kind == "files":
         files = source.files()
         if source.file_format() == "parquet":
@@ -176,20 +167,14 @@ def to_pandas(spark, df, columns: list) -> pd.DataFrame:
 
 
 def _kind(dtype) -> str:
-    from pyspark.sql.types import NumericType
-
-    return "numeric" if isinstance(dtype, NumericType) else "categorical"
+    return "numeric" if isinstance(dtype, T.NumericType) else "categorical"
 
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
               feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, on_stage=None, spark=None):
-    """Aggregate a source's rows into score cells with Spark.
-
-    The parameters and the result are :func:`calibdash.engines.duckdb.rows.aggregate`'s
-    (``memory_limit`` and ``threads`` belong to the session and are not used
-    here; ``on_stage`` is told one stage); ``spark`` is the session (default: ``getOrCreate()``).
-    """
+    """Aggregate a source's rows into score cells with Spark, as :func:`calibdash.engines.duckdb.rows.aggregate`
+    (``memory_limit`` and ``threads`` belong to the session ``spark``, default ``getOrCreate()``)."""
     scheme = checked_scheme(source, scheme, table_positions=False, engine="Spark")
     spark = session(spark)
     feats = list(source.features if features is None else features)
@@ -210,14 +195,8 @@ def release() -> None:
 
 
 def part_column(df, scheme: Scheme, source: Source, split_values=None):
-    """``(df, part)``: each row's part under ``scheme`` as a Spark column (``df`` gains the row hash when
-    the scheme hashes ``__key``), as :func:`calibdash.engines.duckdb.rows.part_sql` computes it.
-
-    ``split_values`` are the split column's distinct values (``None`` among them for missing), needed by
-    the ``"column"`` scheme.
-    """
-    from pyspark.sql import functions as F
-
+    """``(df, part)``: each row's part as a Spark column (``df`` gains the row hash when the scheme hashes keys),
+    as :func:`calibdash.engines.duckdb.rows.part_sql`; ``split_values`` (``None`` for missing) for ``"column"``."""
     if scheme.kind == "insample":
         return df, F.lit(0)
     if scheme.kind == "column":
@@ -235,15 +214,8 @@ def part_column(df, scheme: Scheme, source: Source, split_values=None):
 
 
 def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
-    """One aggregation job: what :func:`~calibdash.engines.source.check_stats` checks, the split column's
-    values (``"column"`` scheme) and the ``extra`` aggregate columns.
-
-    Returns
-    -------
-    (stats, mapped, positive, split_values, extra_values)
-    """
-    from pyspark.sql import functions as F
-
+    """One job: what :func:`~calibdash.engines.source.check_stats` checks, the split column's values (``"column"``
+    scheme) and the ``extra`` aggregates: ``(stats, mapped, positive, split_values, extra_values)``."""
     raw = col(source.score).cast("double")
     lab = col(source.label)
     finite = ~(F.isnan(raw) | raw.isin(float("inf"), float("-inf")))
@@ -266,8 +238,6 @@ def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
 def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tuple:
     """``(exact, score, code)``: exact cells or the grid as :func:`calibdash.engines.duckdb.rows.cell_code` decides,
     the score column (mapped when margins) and the cell code column."""
-    from pyspark.sql import functions as F
-
     raw = col(source.score).cast("double")
     s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
     exact = st.distinct <= int(max_exact) / 4
@@ -280,8 +250,6 @@ def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tu
 def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes=()) -> pd.DataFrame:
     """The aggregation: rows grouped by part, cell code and ``codes`` (aliased columns), on the driver with
     ``n``, ``n_pos``, ``s_sum`` and ``n_other``; a third label value is refused."""
-    from pyspark.sql import functions as F
-
     lab = col(source.label)
     rows = df.select(part.cast("int").alias("__part"), code.alias("__code"), *codes,
                      (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
@@ -296,8 +264,6 @@ def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes
 
 
 def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
-    from pyspark.sql import functions as F
-
     lab = col(source.label)
     kinds = {f: _kind(df.schema[f].dataType) for f in feats}
     numeric = [f for f in feats if kinds[f] == "numeric"]
@@ -334,8 +300,6 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
 def label_counts(source: Source, limit: int, spark=None) -> pd.DataFrame:
     """Per label value of a Spark table or query (at most ``limit``, the most frequent): ``label``, ``rows``,
     ``score_min`` and ``score_max`` (the finite scores' range), in one job."""
-    from pyspark.sql import functions as F
-
     spark = session(spark)
     df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
     s = col(source.score).cast("double")
