@@ -57,10 +57,15 @@ _ALL = 2 ** 32          # a threshold every key lies below
 def softmax_rows(Z: np.ndarray) -> np.ndarray:
     """``exp(z_k - max z) / sum_j exp(z_j - max z)`` with the sum taken left to right, as the SQL engines."""
     E = np.exp(Z - Z.max(axis=1, keepdims=True))
-    total = E[:, 0].copy()
-    for j in range(1, E.shape[1]):
-        total += E[:, j]
-    return E / total[:, None]
+    return E / row_sums(E)[:, None]
+
+
+def row_sums(X: np.ndarray) -> np.ndarray:
+    """Each row's sum taken left to right, as the SQL engines add (not numpy's pairwise sum)."""
+    total = X[:, 0].copy()
+    for j in range(1, X.shape[1]):
+        total += X[:, j]
+    return total
 
 
 def part_count(scheme: Scheme) -> int:

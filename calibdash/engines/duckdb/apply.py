@@ -90,17 +90,21 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
         name = f"calibdash_predict_{uuid.uuid4().hex[:8]}"
         double = duckdb.sqltype("DOUBLE")
 
-        def udf(s_arr, *f_arr):                         # the features travel as one STRUCT argument
-            frame = pa.Table.from_arrays(f_arr[0].flatten(), names=feats).to_pandas() if feats else None
-            p = predict_batch(cal, s_arr.to_numpy(zero_copy_only=False).astype(float), frame)     # NULL -> NaN
+        def predicted(s_arr, frame):                    # NULL scores read as NaN, NaN written as NULL
+            p = predict_batch(cal, s_arr.to_numpy(zero_copy_only=False).astype(float), frame)
             return pa.array(p, mask=np.isnan(p))
 
         arg_types, args = [double], sql.quote(SCORE, "duckdb")
-        if feats:
+        if feats:                                       # the features travel as one STRUCT argument
+            def udf(s_arr, f_arr):
+                return predicted(s_arr, pa.Table.from_arrays(f_arr.flatten(), names=feats).to_pandas())
             arg_types.append(duckdb.sqltype("STRUCT(" + ", ".join(
                 f"{sql.quote(f, 'duckdb')} {types[list(columns).index(f)]}" for f in feats) + ")"))
             packed = ", ".join(f"{sql.quote(f, 'duckdb')} := {sql.quote(f, 'duckdb')}" for f in feats)
             args += f", struct_pack({packed})"
+        else:
+            def udf(s_arr):
+                return predicted(s_arr, None)
         con.create_function(name, udf, arg_types, double, type="arrow", null_handling="special", side_effects=False)
         query = udf_select("duckdb", keep, f"{name}({args})", source) + order
         via, used = "udf", ""

@@ -46,9 +46,8 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     source : Source
     key : Key
     scheme, max_exact, memory_limit, threads, connection, on_connect
-        As :func:`calibdash.engines.duckdb.rows.aggregate` (a caller's
-        ``connection`` keeps its own ``TimeZone``: set it to UTC for zoned
-        timestamps to fall in UTC periods).
+        As :func:`calibdash.engines.duckdb.rows.aggregate` (a caller's ``connection`` keeps its own ``TimeZone``:
+        set it to UTC for zoned timestamps to fall in UTC periods).
     on_stage : callable, optional
         Called with each stage of :data:`KEYED_STAGES`.
 

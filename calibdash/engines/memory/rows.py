@@ -101,12 +101,8 @@ def parts(n_rows: int, keys: np.ndarray | None, scheme: Scheme, split: pd.Series
 
 
 def prepared_rows(source: Source, scheme: Scheme, columns: Sequence[str] = (), need_keys: bool = False):
-    """The rows read and checked as every engine checks them: ``(frame, keys, scores, labels, parts)``.
-
-    ``frame`` holds the source's columns and ``columns``; ``keys`` are the
-    rows' keys (None: positions); scores are mapped to probabilities when
-    the source's scores are margins; labels are 0/1; parts follow ``scheme``.
-    """
+    """The rows read and checked as every engine checks them: ``(frame, keys, scores, labels, parts)``: the
+    source's columns and ``columns``, the keys (None: positions), probabilities, 0/1 labels, parts."""
     scheme = checked_scheme(source, scheme)
     df, keys = read_rows(source, list(columns), need_keys)
     raw = pd.to_numeric(df[source.score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
