@@ -92,9 +92,15 @@ def _local(uri: str) -> str:
     return unquote(p.path) if p.scheme in ("file", "") else uri
 
 
-def _offsets_frame(spark, rows: list, cols: list, offsets: list):
-    df = spark.createDataFrame([tuple(r) + (int(o),) for r, o in zip(rows, offsets)], cols + ["__off"])
-    return F.broadcast(df)
+def _with_offsets(spark, df, groups: list, by: list, base: str, offsets):
+    """``df`` with ``__key = base + offset`` of its group (``groups``: the values of the columns ``by``)."""
+    table = spark.createDataFrame([tuple(g) + (int(o),) for g, o in zip(groups, offsets)], by + ["__off"])
+    return df.join(F.broadcast(table), by).withColumn("__key", (F.col(base) + F.col("__off")).cast("long"))
+
+
+def _starts(counts) -> np.ndarray:
+    """Each group's first position: the running count of the groups before it."""
+    return np.r_[0, np.cumsum(counts)[:-1]]
 
 
 def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
@@ -122,9 +128,8 @@ def _keyed_rows(spark, source: Source, cols: list, need_keys: bool):
                            F.col("_metadata.row_index").alias("__ri"))
             counts = df.groupBy("__fp").count().collect()
             counts.sort(key=lambda r: _local(r["__fp"]))
-            offs = np.r_[0, np.cumsum([r["count"] for r in counts])[:-1]].tolist()
-            table = _offsets_frame(spark, [(r["__fp"],) for r in counts], ["__fp"], offs)
-            return df.join(table, "__fp").withColumn("__key", (F.col("__off") + F.col("__ri")).cast("long"))
+            return _with_offsets(spark, df, [(r["__fp"],) for r in counts], ["__fp"], "__ri",
+                                 _starts([r["count"] for r in counts]))
         df = spark.read.csv(files, header=True, inferSchema=True, sep=source.csv_delimiter())
         if not need_keys:
             return df.select(*map(col, cols)).withColumn("__key", F.lit(0).cast("long"))
@@ -133,10 +138,8 @@ def _keyed_rows(spark, source: Source, cols: list, need_keys: bool):
                        F.monotonically_increasing_id().alias("__id"))
         splits = df.groupBy("__fp", "__bs").agg(F.min("__id").alias("m0"), F.count("*").alias("n")).collect()
         splits.sort(key=lambda r: (_local(r["__fp"]), r["__bs"]))
-        starts = np.r_[0, np.cumsum([r["n"] for r in splits])[:-1]]
-        deltas = [int(st) - int(r["m0"]) for st, r in zip(starts, splits)]
-        table = _offsets_frame(spark, [(r["__fp"], r["__bs"]) for r in splits], ["__fp", "__bs"], deltas)
-        return df.join(table, ["__fp", "__bs"]).withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
+        deltas = [int(st) - int(r["m0"]) for st, r in zip(_starts([r["n"] for r in splits]), splits)]
+        return _with_offsets(spark, df, [(r["__fp"], r["__bs"]) for r in splits], ["__fp", "__bs"], "__id", deltas)
     df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
     if not (need_keys and source.order_by):
         return df.select(*map(col, cols)).withColumn("__key", F.lit(0).cast("long"))
@@ -148,10 +151,8 @@ def _keyed_rows(spark, source: Source, cols: list, need_keys: bool):
            .persist(StorageLevel.DISK_ONLY))
     _PERSISTED.append(srt)
     counts = sorted((r["__pid"], r["count"]) for r in srt.groupBy("__pid").count().collect())
-    offs = np.r_[0, np.cumsum([c for _, c in counts])[:-1]]
-    deltas = [int(o) - (int(p) << 33) for (p, _), o in zip(counts, offs)]
-    table = _offsets_frame(spark, [(p,) for p, _ in counts], ["__pid"], deltas)
-    return srt.join(table, "__pid").withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
+    deltas = [int(o) - (int(p) << 33) for (p, _), o in zip(counts, _starts([c for _, c in counts]))]
+    return _with_offsets(spark, srt, [(p,) for p, _ in counts], ["__pid"], "__id", deltas)
 
 
 def to_pandas(spark, df, columns: list) -> pd.DataFrame:
