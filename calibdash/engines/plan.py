@@ -221,7 +221,6 @@ def plan_key(plan_or_identity, roles: dict | None = None, scheme: Scheme | None 
     return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()
 
 
-# -- the jobs' work ---------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def watch(job, con):
     """While inside: ``job`` interrupts the DuckDB connection ``con`` when cancelled and reads its query

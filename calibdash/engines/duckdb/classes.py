@@ -37,11 +37,9 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
         rel, st = checked_rows(csrc, rows)
         classes, K = list(csrc.classes), csrc.k
         reductions = ["__top"] + [f"__p{k}" for k in range(K)]
-        # -- 2. exact or grid --
         exact = exact_flags(st.distinct, max_exact, lambda idx: rows._run(
             f"SELECT {', '.join(f'count(DISTINCT {reductions[r]})' for r in idx)} FROM ({rel})", [classes],
             fetch="one"))
-        # -- 3. the aggregation: every reduction at once --
         part, params = part_sql(scheme, src, rows)
         codes = [v if ex else f"CAST(LEAST(floor({v} * {GRID}), {GRID - 1}) AS DOUBLE)"
                  for v, ex in zip(reductions, exact)]
@@ -73,7 +71,6 @@ def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> 
     rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
            f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
     classes = list(csrc.classes)
-    # -- 1. statistics --
     xs = [f"__x{k}" for k in range(K)]
     finite = " AND ".join(f"isfinite({v})" for v in xs)
     stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
