@@ -290,8 +290,8 @@ def test_benchmark_json_matches_the_api(folder, capsys):
                  "--metric", "Brier", "--reference", "isotonic", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["datasets"] == ["one.csv", "two.csv · score", "two.csv · other_score"]
-    api = benchmark.run_benchmark(benchmark.load_datasets([str(folder)]), ["platt", "isotonic"], n_folds=3,
-                                  repeats=1, metric="Brier", reference="isotonic")
+    api = benchmark.run_benchmark(benchmark.load_benchmark_datasets([str(folder)])[1], ["platt", "isotonic"],
+                                  n_folds=3, repeats=1, metric="Brier", reference="isotonic")
     assert out["average_ranks"] == pytest.approx(api.average_ranks.to_dict())
     assert out["friedman"]["ff"] == pytest.approx(api.friedman.ff)
     assert [h["method"] for h in out["holm"]] == list(api.holm.index)
@@ -304,8 +304,8 @@ def test_benchmark_prints_the_page_tables(folder, capsys):
     assert main(["benchmark", *files, "--methods", "platt,histogram", "--param", "histogram.n_bins=5",
                  "--folds", "2", "--repeats", "1"]) == 0
     text = capsys.readouterr().out
-    api = benchmark.run_benchmark(benchmark.load_datasets(files), {"platt": {}, "histogram": {"n_bins": 5}},
-                                  n_folds=2, repeats=1, metric="ECE")
+    api = benchmark.run_benchmark(benchmark.load_benchmark_datasets(files)[1],
+                                  {"platt": {}, "histogram": {"n_bins": 5}}, n_folds=2, repeats=1, metric="ECE")
     tables = benchmark.report_tables(api)
     assert len(tables) == 5
     positions = [text.index(f"\n{t.title}\n") for t in tables]
