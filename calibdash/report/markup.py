@@ -1,9 +1,5 @@
-"""The report's HTML pieces: escaped text, numbers, the metrics and measures tables, the methods table, the CSS.
-
-Part of :mod:`calibdash.report`. Every text that comes from the user is
-escaped with :func:`html.escape` (:func:`escape`); the best value of each
-column is bold, as the dashboard shows it.
-"""
+"""The report's HTML pieces: escaped text, numbers, the metrics and measures tables (the best value of each
+column in bold, as the dashboard shows it), the methods table, the page and its CSS."""
 from __future__ import annotations
 
 import html
@@ -46,8 +42,7 @@ def escape(text) -> str:
 
 
 def _best(values: np.ndarray) -> np.ndarray:
-    """True where a value is (to ``np.isclose``) the least finite one: the cells to bold (as
-    ``pages.parts.tables.best_cells``, on values already turned so that lower is better)."""
+    """True where a value is (to ``np.isclose``) the least finite one: the cells to bold."""
     out = np.zeros(values.shape, dtype=bool)
     finite = np.isfinite(values)
     if finite.any():
@@ -55,32 +50,15 @@ def _best(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _badness(name: str, values: np.ndarray) -> np.ndarray | None:
-    """``values`` turned so that lower is better (:func:`calibdash.measures.oriented`); None when the column
-    ranks nothing."""
-    return measures.oriented(name, values) if measures.rankable(name) else None
-
-
-def _direction(name: str) -> tuple[str, str]:
-    """(arrow, words) of a column's best value (:func:`calibdash.measures.best_phrase`)."""
-    words = measures.best_phrase(name)
-    m = measures.MEASURES.get(name)
-    if m is not None and m.best == "target":
-        return f"→ {m.target:g}", words
-    return {"lower is better": "↓", "higher is better": "↑"}.get(words, ""), words
-
-
-def _help(name: str) -> str:
-    """A column heading's tooltip: what it is, which value is best, where it comes from."""
-    if name in measures.MEASURES:
-        return measures.describe(name)
-    return f"{_METRIC_HELP.get(name, name)} ({_direction(name)[1]})"
-
-
 def binary_heading(name: str):
     """A binary metric's or measure's column: (arrow, tooltip, ``orient``), ``orient(values)`` turning its
     values so that lower is better (None when the column ranks nothing); :func:`interval_table`'s default."""
-    return _direction(name)[0], _help(name), lambda values: _badness(name, values)
+    words = measures.best_phrase(name)
+    m = measures.MEASURES.get(name)
+    arrow = f"→ {m.target:g}" if m is not None and m.best == "target" else {
+        "lower is better": "↓", "higher is better": "↑"}.get(words, "")
+    tip = measures.describe(name) if m is not None else f"{_METRIC_HELP.get(name, name)} ({words})"
+    return arrow, tip, lambda values: measures.oriented(name, values) if measures.rankable(name) else None
 
 
 def _grid(names, index, value, interval, heading) -> tuple[list, list]:

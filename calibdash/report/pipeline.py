@@ -1,9 +1,5 @@
-"""The report of a file, a loaded ScoreSet or a loaded ClassSet: load, fit, judge, bootstrap, measure, write.
-
-Part of :mod:`calibdash.report`: :func:`report_for_file`, :func:`report_for_score_set` (binary) and
-:func:`report_for_class_set` (K classes), the command line's path (``python -m calibdash
-report``) to the one builder, :func:`calibdash.report.build.build_report`.
-"""
+"""The report of a file, a loaded ScoreSet or a loaded ClassSet: load, fit, judge, bootstrap, measure, write
+(:func:`calibdash.report.build.build_report`); the path of ``python -m calibdash report``."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -11,11 +7,9 @@ from typing import Mapping
 
 from ..evaluation import bootstrap as cboot
 from .. import diagrams
-from ..evaluation.holdout import Scheme, evaluate_score_set
+from ..evaluation.holdout import MAX_FIT_ROWS, Scheme, default_methods, evaluate_classes, evaluate_score_set
 from ..evaluation.methods import DEFAULT_METHODS, resolve
-from ..evaluation.holdout import MAX_FIT_ROWS, default_methods, evaluate_classes
-from .build import build_report, check_plotlyjs
-from .text import describe_class_source, describe_source, measure_table
+from .build import build_report, check_plotlyjs, describe_class_source, describe_source, measure_table
 
 __all__ = []
 
@@ -25,25 +19,9 @@ CLASS_N_BOOT = 200
 
 def report_for_file(path, methods=None, score: str | None = None, label: str | None = None,
                     scheme: Scheme | None = None, **options) -> str:
-    """The report of a file: load it (:func:`calibdash.data.load_scores`), then :func:`report_for_score_set`.
-
-    Parameters
-    ----------
-    path : str or Path
-        CSV, .csv.gz or Parquet file.
-    methods : method spec, default :data:`calibdash.evaluation.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
-    score, label : str, optional
-        Column names (default: guessed).
-    scheme : Scheme, default ``Scheme()``
-    **options
-        ``params``, ``cells``, ``n_boot``, ``title``, ``include_plotlyjs``,
-        ``generated``, ``diagram``: as for :func:`report_for_score_set`.
-
-    Returns
-    -------
-    str
-        The HTML document.
-    """
+    """The HTML report of a CSV, .csv.gz or Parquet file: load it (:func:`calibdash.data.load_scores`, the
+    ``score`` and ``label`` columns guessed when not given), then :func:`report_for_score_set` with the other
+    arguments."""
     from ..data import load_scores
 
     return report_for_score_set(load_scores(path, score=score, label=label), methods, scheme, **options)
@@ -53,16 +31,13 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
                          params: Mapping[str, Mapping] | None = None, cells: str = "auto",
                          n_boot: int | None = None, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, diagram: str = "binned") -> str:
-    """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods``, bootstrap, measure, write.
-
-    The path of ``python -m calibdash evaluate`` (:func:`calibdash.evaluation.holdout.evaluate_score_set`),
-    then :func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, :func:`measure_table` and
-    :func:`build_report`.
+    """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods`` as ``python -m calibdash
+    evaluate`` does (:func:`calibdash.evaluation.holdout.evaluate_score_set`), bootstrap, measure, write.
 
     Parameters
     ----------
     ss : ScoreSet
-    methods : method spec, default :data:`calibdash.evaluation.methods.DEFAULT_METHODS` (Platt, histogram, isotonic)
+    methods : method spec, default :data:`calibdash.evaluation.methods.DEFAULT_METHODS`
     scheme : Scheme, default ``Scheme()``
     params : mapping method -> {hyperparameter: value}, optional
     cells : {"auto", "always", "never"}
@@ -73,7 +48,6 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
     include_plotlyjs, generated, diagram
         As for :func:`build_report`.
     """
-
     diagrams.check_kind(diagram)                # before the fits, not after
     scheme = scheme or Scheme()
     ev = evaluate_score_set(ss, resolve(DEFAULT_METHODS if methods is None else methods, params), scheme,
@@ -93,28 +67,15 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
 def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, params: Mapping[str, Mapping] | None = None,
                          n_boot: int = CLASS_N_BOOT, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
-    """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods``
-    (:func:`calibdash.evaluation.holdout.evaluate_classes`), bootstrap, write (:func:`build_report`).
-
-    Parameters
-    ----------
-    cs : ClassSet
-    methods : method spec, default :func:`calibdash.evaluation.holdout.default_methods` for its K
-    scheme : Scheme, default ``Scheme()``
-    params : mapping method -> {hyperparameter: value}, optional
-    n_boot : int, default :data:`CLASS_N_BOOT`
-    title : str, optional
-        Default ``"Calibration report: <file name>"``.
-    include_plotlyjs, generated
-        As for :func:`build_report`.
-    max_fit_rows : int or None
-        As for :func:`~calibdash.evaluation.holdout.evaluate_classes`.
-    """
+    """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods`` (default
+    :func:`calibdash.evaluation.holdout.default_methods` for its K; ``max_fit_rows`` as
+    :func:`~calibdash.evaluation.holdout.evaluate_classes` takes it), bootstrap (``n_boot`` paired resamples),
+    write; the other arguments as for :func:`report_for_score_set`."""
     check_plotlyjs(include_plotlyjs)              # before the fits, not after
     scheme = scheme or Scheme()
     ev = evaluate_classes(cs.scores(), cs.labels, default_methods(cs.k) if methods is None else methods, scheme,
                           split=cs.split, classes=cs.classes, params=params, max_fit_rows=max_fit_rows)
     boot = cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=n_boot, seed=scheme.seed)
     return build_report(ev, boot, title=title or f"Calibration report: {cs.name}",
-                              source_description=describe_class_source(cs), scheme_description=scheme.describe(),
-                              notes=cs.report.messages, include_plotlyjs=include_plotlyjs, generated=generated)
+                        source_description=describe_class_source(cs), scheme_description=scheme.describe(),
+                        notes=cs.report.messages, include_plotlyjs=include_plotlyjs, generated=generated)
