@@ -1,13 +1,7 @@
 """The ``benchmark`` command: calibrators compared over several data sets (:mod:`calibdash.benchmark`), in
-memory or with each FILE left where it lies and its folds aggregated by DuckDB or Spark.
-
-K-class files are found by their columns (:func:`calibdash.benchmark.load_benchmark_datasets`), with no
-option: when every file is a K-class table (a label of 3 or more classes, a probability or logit column per
-class), the benchmark is multi-class (:func:`calibdash.benchmark.run_benchmark` on K-class data sets). Then ``--methods``
-names multi-class methods (``temperature,ovr:isotonic``); left at the binary default it becomes
-:func:`calibdash.benchmark.default_class_methods`. ``--metric`` ranks the multi-class measure of that name
-(ECE: the confidence ECE; LogLoss, Brier, MCE, smECE and dCE likewise), and the average-rank table shows
-every multi-class measure, classwise ECE among them.
+memory or with each FILE left where it lies and its folds aggregated by DuckDB or Spark. When every file is a
+K-class table the benchmark is multi-class, and the binary default ``--methods`` becomes
+:func:`calibdash.benchmark.default_class_methods`.
 """
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The ``evaluate`` and ``report`` commands: the held-out comparison of calibrators on one file, printed as a
-table or JSON or written as the one-page HTML report (:mod:`calibdash.report`).
-
-One path per command for any number of classes: the data say what problem they are (:mod:`.problem`:
-binary, K = 2 with a score column; or K classes), the library evaluates it (in memory, or on the cells an
-engine aggregates) and :func:`_emit` prints it, the same heading, notes, metrics table, binning line and
-intervals for both (binary: ``--measures`` with paired intervals; K classes: ``--boot N``, every measure's
-paired interval and the verdict), or the same JSON record (``calibdash/io/schemas/evaluate.json``)."""
+"""The ``evaluate`` and ``report`` commands: the held-out comparison of calibrators on one file, binary or
+K-class, in memory or on the cells an engine aggregates, printed as a table or JSON (:func:`_emit`, one shape
+for every path) or written as the one-page HTML report (:mod:`calibdash.report`)."""
 from __future__ import annotations
 
 import warnings
@@ -13,8 +8,7 @@ import warnings
 import numpy as np
 
 from ..evaluation import bootstrap as cboot
-from .. import engines, measures, report
-from ..data import build_score_set
+from .. import benchmark, engines, measures, report
 from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import Scheme, evaluate_score_set
 from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve
@@ -38,13 +32,6 @@ CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of th
 
 
 # -- evaluate ---------------------------------------------------------------------------------------------
-def _score_set(args, opened):
-    """The binary file :func:`.problem.open_table` read, validated (:func:`calibdash.data.load_scores`'s
-    :func:`~calibdash.data.build_score_set`, on the table already read)."""
-    return build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
-                           info=opened.info, name=opened.info.name)
-
-
 def _head(args):
     """The first rows of the file or glob an engine reads (None for a DuckDB table or query)."""
     if getattr(args, "table", None) or getattr(args, "query", None):
@@ -59,13 +46,6 @@ def scheme_of(args) -> Scheme:
 def check_split(ss, args) -> None:
     if args.scheme == "column" and not ss.split_column:
         raise DataError("--scheme column needs a split column in the file.")
-
-
-def _validation_json(ss) -> dict:
-    """What loading found (:class:`calibdash.data.ValidationReport`), as :func:`.output.report_validation`:
-    rows read, used, dropped and why, the rows of each class, the mapped score columns, the messages."""
-    n_pos = int(ss.labels.sum())
-    return report_validation(ss.report, {ss.negative_label: ss.n_rows - n_pos, ss.positive_label: n_pos})
 
 
 def _engine_validation(src, engine: str) -> tuple[list, object, dict]:
@@ -112,14 +92,9 @@ def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
         return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
 
 
-def _measure_best(name: str) -> str:
-    return measures.best_phrase(name).removesuffix(" is better")
-
-
-def _class_best(name: str) -> str:
-    """Which value of a K-class measure is best, in a word or two (:data:`calibdash.measures.class_measures.MEASURES`)."""
-    low = mmetrics.MEASURES[name].lower_is_better
-    return "0 is ideal" if low is None else ("lower" if low else "higher")
+def _best_word(phrase):
+    """Which value of a measure is best, in a word or two ("lower", "0 is ideal"), from its ``phrase(name)``."""
+    return lambda name: phrase(name).removesuffix(" is better")
 
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
@@ -143,7 +118,7 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     head = (f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
             f"(aggregated by {engine})")
     return _emit(args, out, head, [cells.describe(), *ev.notes], ev.metrics, f"ECE and MCE: {ev.binning}", boot,
-                 "More measures", _measure_best)
+                 "More measures", _best_word(measures.best_phrase))
 
 
 def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "",
@@ -188,7 +163,7 @@ def cmd_evaluate(args) -> int:
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)
     names = _measure_names(args.measures)
-    ss = _score_set(args, opened)
+    ss = opened.score_set(args)
     check_split(ss, args)
     ev = evaluate_score_set(ss, cals, scheme, cells=args.cells)
     if ev.weights is not None:
@@ -197,13 +172,15 @@ def cmd_evaluate(args) -> int:
     else:
         judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
+    n_pos = int(ss.labels.sum())
     out = evaluate_json(file=ss.name, engine=engines.find(out_of_core=False), label=ss.label_column,
                         classes=[ss.negative_label, ss.positive_label], positive=ss.positive_label, score=ss.score,
                         rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes, binning=ev.binning,
-                        validation=_validation_json(ss), metrics=metrics_json(ev))
+                        validation=report_validation(ss.report, {ss.negative_label: ss.n_rows - n_pos,
+                                                                 ss.positive_label: n_pos}), metrics=metrics_json(ev))
     head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev.metrics,
-                 f"ECE and MCE: {ev.binning}", boot, "More measures", _measure_best)
+                 f"ECE and MCE: {ev.binning}", boot, "More measures", _best_word(measures.best_phrase))
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
@@ -230,7 +207,7 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
                         validation=report_validation(cs.report, cs.report.class_counts), metrics=metrics_json(ev))
     head = f"{cs.name}: {columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, [*cs.report.messages, *ev.notes], ev.metrics, CLASS_BINNING, boot, "Intervals",
-                 _class_best, verdict)
+                 _best_word(benchmark.CLASS_MEASURES.best_phrase), verdict)
 
 
 def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
@@ -286,7 +263,7 @@ def cmd_report(args) -> int:
         name = f"{cs.name} ({cs.k} classes)"
     else:
         refuse_class_methods(args.methods, opened.frame, args, opened.info.name)
-        ss = _score_set(args, opened)
+        ss = opened.score_set(args)
         check_split(ss, args)
         text = report.report_for_score_set(ss, args.methods, scheme, params=parse_params(args.param),
                                            cells=args.cells, title=args.title, diagram=args.diagram,

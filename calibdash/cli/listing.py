@@ -1,6 +1,4 @@
-"""The ``methods`` command: the registered calibrators (:func:`calibdash.calibrators.classes`) with their
-papers and hyperparameters; with ``--multiclass``, the multi-class calibrators
-(:func:`calibdash.calibrators.multiclass.classes`) instead."""
+"""The ``methods`` command: the registered calibrators with their papers and hyperparameters."""
 from __future__ import annotations
 
 from .. import calibrators
@@ -15,8 +13,7 @@ def _line(name: str, cls) -> str:
 
 
 def cmd_methods(args) -> int:
-    """List the registered calibrators with their papers and hyperparameters; with ``--multiclass``, the
-    multi-class ones, a composite as ``prefix:<binary>``."""
+    """List the calibrators; with ``--multiclass``, the multi-class ones, a composite as ``prefix:<binary>``."""
     if not getattr(args, "multiclass", False):
         for name, cls in calibrators.classes().items():
             print(_line(name, cls))

@@ -1,9 +1,6 @@
-"""The commands of a saved calibrator, binary or K-class (one model file, :mod:`calibdash.io.export`, whose
-``kind`` says which): ``fit`` saves one as JSON, in memory or, binary, on the score cells an engine
-aggregates; ``apply`` adds its calibrated scores to a file's rows (a binary model's ``calibrated`` column, a
-K-class model's ``calibrated_<class>`` columns; a binary model also with ``--engine duckdb|spark`` where the
-files lie, :mod:`calibdash.engines.apply`); ``export-sql`` prints a binary model as SQL (:mod:`calibdash.io.sql`).
-The data say which problem they are (:mod:`.problem`)."""
+"""The commands of a saved calibrator, binary or K-class (:mod:`calibdash.io.export`): ``fit`` saves one as JSON,
+``apply`` adds its calibrated scores to a file's rows (a binary model also where the files lie,
+:mod:`calibdash.engines.apply`), ``export-sql`` prints a binary model as SQL (:mod:`calibdash.io.sql`)."""
 from __future__ import annotations
 
 import sys
@@ -15,7 +12,7 @@ import pandas as pd
 from .. import engines
 from ..io import export
 from ..calibrators import multiclass
-from ..data import build_score_set, guess_roles, read_table
+from ..data import guess_roles, read_table
 from ..core import margins
 from ..core.errors import DataError, EnvironmentProblem, SettingsError
 from ..evaluation.holdout import Scheme
@@ -52,8 +49,7 @@ def cmd_fit(args) -> int:
         cal = resolve(method, params)[method]
         if engine:
             return _fit_engine(args, cal, method, engine)
-        data = build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
-                               info=opened.info, name=opened.info.name)
+        data = opened.score_set(args)
         what = f"score {data.score!r}"
     rows = split_rows(data.split, args.split_value, data.n_rows, data.name, data.split_column)
     if cs is not None:

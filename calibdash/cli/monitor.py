@@ -1,21 +1,7 @@
 """The ``groups`` and ``drift`` commands: calibration by segment and over time, where the rows live, for
-scheduled checks.
-
-Both aggregate the source into keyed score cells (:func:`calibdash.engines.aggregate_keyed`: in memory, by
-DuckDB out of core, or by Spark; the job's stages on stderr, :func:`.engine_jobs.in_job`) and measure them
-with :mod:`calibdash.monitoring.keyed.per_key`, so they give the numbers of the Groups & time page on the same rows:
-
-* ``groups SOURCE --by COL``: per group the rows, positives, positive rate, mean score, ECE, Brier, log-loss
-  and AUC with Poisson-bootstrap intervals (:func:`~calibdash.monitoring.keyed.per_key.by_key`); with ``--fix M`` also
-  the held-out ECE per group of ``M`` (the score alone) and of MBCT with the group as its feature
-  (:func:`~calibdash.monitoring.keyed.per_key.fix_keys`), the rows divided by ``--scheme``;
-* ``drift SOURCE --time COL``: the same per period (:func:`~calibdash.monitoring.keyed.per_key.over_periods`) and the
-  staleness of ``--method`` (:func:`~calibdash.monitoring.keyed.per_key.staleness_of`).
-
-A table by default; ``--json`` gives one record per group or period (its key, rows, positives and each
-measure as ``{"value", "low", "high"}``) and the notes. ``--fail-above NAME=VALUE`` (repeatable) exits with
-status 1 and names on stderr the groups or periods whose value of NAME is above VALUE (exit 0 otherwise;
-calibdash's errors exit 2, as :func:`calibdash.cli.main` reports them).
+scheduled checks. Both aggregate the source into keyed score cells (:func:`calibdash.engines.aggregate_keyed`)
+and measure them with :mod:`calibdash.monitoring.keyed.per_key`, so they give the Groups & time page's numbers;
+``--fail-above NAME=VALUE`` exits with status 1 and names on stderr the groups or periods above VALUE.
 """
 from __future__ import annotations
 

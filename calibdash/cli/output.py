@@ -1,7 +1,5 @@
-"""The command line's shared helpers: numbers as the tables and JSON show them, text written to a file or to
-stdout (:func:`write_text`, which reports a path it cannot write as an
-:class:`~calibdash.core.errors.EnvironmentProblem`), a validation report and bootstrap intervals as JSON or a
-table, the line saying where a report went, and the rows of one split value."""
+"""The command line's shared output: numbers as the tables and JSON show them, text written to a file or stdout,
+the JSON records of ``evaluate`` and bootstrap intervals, and the rows of one split value."""
 from __future__ import annotations
 
 import json

@@ -15,7 +15,7 @@ from calibdash import benchmark, calibrators, cli, load_scores, measures
 from calibdash.io import export
 from calibdash.calibrators import multiclass
 from calibdash.data import load_classes
-from calibdash.core.errors import ProgrammingError
+from calibdash.core.errors import EnvironmentProblem, ProgrammingError
 from calibdash.evaluation.holdout import Scheme, evaluate
 from calibdash.evaluation import bootstrap as mboot
 from calibdash.evaluation.holdout import DEFAULT_METHODS as CLASS_DEFAULTS, evaluate_classes
@@ -210,7 +210,7 @@ def test_a_programming_error_is_shown_as_one(monkeypatch, capsys):
     def broken():
         raise ProgrammingError("registry lookup called wrongly")
 
-    monkeypatch.setattr(cli.calibrators, "classes", broken)
+    monkeypatch.setattr(calibrators, "classes", broken)
     assert main(["methods"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("internal error (ProgrammingError): registry lookup called wrongly")
@@ -247,7 +247,7 @@ def test_an_unwritable_out_path_is_an_environment_problem(tmp_path, capsys):
     assert main(["fit", CIRCLES, "--method", "platt", "--out", str(target)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write {target}")
-    with pytest.raises(cli.EnvironmentProblem):
+    with pytest.raises(EnvironmentProblem):
         cli.cmd_fit(cli.build_parser().parse_args(["fit", CIRCLES, "--method", "platt", "--out", str(target)]))
 
 
