@@ -180,10 +180,6 @@ class UnitCache:
             self._data.move_to_end(key)
             return dict(self._data[key])
 
-    def __contains__(self, key) -> bool:
-        with self._lock:
-            return key in self._data
-
     def __setitem__(self, key, value) -> None:
         with self._lock:
             self._data[key] = dict(value)

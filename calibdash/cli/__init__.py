@@ -3,7 +3,7 @@
 This module holds the parser (:func:`build_parser`) and :func:`main`, which reports calibdash's errors as one line
 and exit status 2; the commands live in one module per group: :mod:`.comparison` (``evaluate``, ``report``),
 :mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.monitor` (``groups``, ``drift``), :mod:`.benchmarking`
-and :mod:`.listing` (``methods``). Each command has one path for any number of classes (:mod:`.file_problem`), and
+and ``methods`` here. Each command has one path for any number of classes (:mod:`.file_problem`), and
 ``--json`` prints one record whose shape is the command's JSON Schema (:mod:`calibdash.io.schemas`).
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ import argparse
 import sys
 from typing import Sequence
 
-from .. import benchmark, diagrams, engines, measures
+from .. import benchmark, calibrators, diagrams, engines, measures
+from ..calibrators import multiclass
 from ..core.errors import CalibdashError, ProgrammingError
 from ..evaluation.holdout import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme
 from ..evaluation.holdout import DEFAULT_METHODS as CLASS_METHODS
@@ -21,7 +22,6 @@ from ..monitoring.group_metrics import STATS as GROUP_STATS
 from ..monitoring.grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
 from .benchmarking import cmd_benchmark
 from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
-from .listing import cmd_methods
 from .models import cmd_apply, cmd_export_sql, cmd_fit
 from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
 from .notes import notes_on_stderr
@@ -31,6 +31,21 @@ __all__ = ["main"]
 _SCHEME = Scheme()
 #: Most groups the `groups` command takes (a nightly job may watch many segments; the page shows MAX_GROUPS).
 CLI_MAX_GROUPS = 200
+
+
+def _line(name: str, cls) -> str:
+    hps = ", ".join(f"{h.name}={h.default!r}" for h in cls.hyperparams)
+    return f"{name:<10} {cls.label} — {cls.paper}\n{'':<10} hyperparameters: {hps or 'none'}"
+
+
+def cmd_methods(args) -> int:
+    """List the calibrators; with ``--multiclass``, the multi-class ones, a composite as ``prefix:<binary>``."""
+    if args.multiclass:
+        print("Multi-class calibrators (K-class files; ovr:<binary> and top_label:<binary> wrap any binary "
+              "calibrator above that reads no features, and take its hyperparameters too):")
+    for name, cls in (multiclass.classes() if args.multiclass else calibrators.classes()).items():
+        print(_line(f"{name}:<binary>" if args.multiclass and name in multiclass.COMPOSITES else name, cls))
+    return 0
 
 
 # -- the parser -------------------------------------------------------------------------------------------

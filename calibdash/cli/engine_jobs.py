@@ -2,8 +2,15 @@
 work run as a job of :mod:`calibdash.core.jobs`, its stage and elapsed time on stderr; Ctrl-C cancels it."""
 from __future__ import annotations
 
+import contextlib
 import sys
+import uuid
 from pathlib import Path
+
+from .. import engines
+from ..core import jobs
+from ..engines.classes import HEAD_ROWS
+from ..engines.plan import STAGE_TEXT, aggregate_job
 
 __all__ = []
 
@@ -11,8 +18,6 @@ __all__ = []
 def default_engine(path: str) -> str | None:
     """None (read the file into pandas) for one file under 200 MB or a path that names no file (loading says
     why), else the engine that keeps the rows where they lie (:func:`calibdash.engines.default_engine`)."""
-    from .. import engines
-
     if any(c in path for c in "*?["):
         return engines.default_engine()
     if not Path(path).is_file():
@@ -22,9 +27,7 @@ def default_engine(path: str) -> str | None:
 
 
 def engine_for(args) -> str | None:
-    """The engine that reads ``args.file`` for evaluate and fit; None for the in-memory path (:func:`default_engine`)."""
-    from .. import engines
-
+    """The engine that reads ``args.file`` for evaluate and fit; None for the in-memory path."""
     if args.engine:
         return args.engine if engines.get(args.engine).out_of_core else None
     if getattr(args, "table", None) or getattr(args, "query", None):
@@ -33,8 +36,6 @@ def engine_for(args) -> str | None:
 
 
 def engine_source(args, split: str | None = None):
-    from .. import engines
-
     return engines.source_for(args.file, score=args.score, label=args.label, split=split,
                               database=getattr(args, "database", None), table=getattr(args, "table", None),
                               query=getattr(args, "query", None), order_by=getattr(args, "order_by", None),
@@ -76,10 +77,6 @@ class ProgressLine:
 
 def in_job(what: str, work):
     """``work(job)`` run as a job (:class:`ProgressLine` on stderr; Ctrl-C cancels it); returns its result."""
-    import uuid
-
-    from ..core import jobs
-
     reg = jobs.JobRegistry(max_jobs=1, timeout_s=float("inf"), lease_s=None)
     line = ProgressLine()
     try:
@@ -88,44 +85,37 @@ def in_job(what: str, work):
         line.close()
 
 
+def in_watched_job(what: str, engine: str, work):
+    """:func:`in_job` of ``work(job, **watch)``, ``watch`` the engine's hooks that interrupt its query on Ctrl-C."""
+    def run(job):
+        with contextlib.ExitStack() as watching:
+            return work(job, **engines.get(engine).watched(job, watching))
+
+    return in_job(what, run)
+
+
 def aggregate(source, scheme, engine: str, memory_limit: str):
     """:func:`calibdash.engines.aggregate` as a job (:func:`in_job`)."""
-    from ..engines.plan import aggregate_job
-
     return in_job(f"Aggregating {source.describe()} with {engine}",
-                   lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
+                  lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
 
 
 def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
-    """:func:`calibdash.engines.aggregate_keyed` as a job (:func:`in_job`), a watched engine's query interrupted
-    on Ctrl-C."""
-    import contextlib
-
-    from .. import engines
-    from ..engines.plan import STAGE_TEXT
-
-    def work(job):
-        with contextlib.ExitStack() as watching:
-            return engines.aggregate_keyed(source, key, scheme, engine=engine, memory_limit=memory_limit,
-                                           on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
-                                           **engines.get(engine).watched(job, watching))
-
-    return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", work)
+    """:func:`calibdash.engines.aggregate_keyed` as a watched job (:func:`in_watched_job`)."""
+    return in_watched_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", engine,
+                          lambda job, **watch: engines.aggregate_keyed(
+                              source, key, scheme, engine=engine, memory_limit=memory_limit,
+                              on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)), **watch))
 
 
 def head_rows(path: str | None, label: str | None, **where):
     """The first rows (:data:`calibdash.engines.classes.HEAD_ROWS`, every column) of the file or glob ``path`` or
     of the DuckDB table or query ``where`` names, read where they lie: what tells a K-class table."""
-    from ..engines import Source, reader
-    from ..engines.classes import HEAD_ROWS
-
-    src = Source(path=path, score="__unused__", label=label or "__unused_label__", **where)
-    return reader(src).read_head(src, HEAD_ROWS)
+    src = engines.Source(path=path, score="__unused__", label=label or "__unused_label__", **where)
+    return engines.reader(src).read_head(src, HEAD_ROWS)
 
 
 def source_labels(source, engine: str, limit: int):
     """Per label value (at most ``limit``) of the rows where they live: ``label``, ``rows``, ``score_min`` and
     ``score_max`` (the finite scores' range); one scan of two columns by the engine that reads the source."""
-    from ..engines import reader
-
-    return reader(source, engine).label_counts(source, limit)
+    return engines.reader(source, engine).label_counts(source, limit)

@@ -18,7 +18,7 @@ from ..core.errors import DataError, EnvironmentProblem, SettingsError
 from ..evaluation.holdout import Scheme
 from ..evaluation.methods import parse_params, resolve, split_names
 from ..core.safe_text import csv_text
-from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_job
+from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_watched_job
 from .output import jsonable, split_rows, write_text
 from .file_problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class_methods
 
@@ -60,10 +60,14 @@ def cmd_fit(args) -> int:
                  if cal.uses_features and data.features is not None else None)
         cal.fit(data.scores[rows], data.labels[rows], feats)
         fitted_on = export.provenance(data, cal)
+    return _save(args, cal, fitted_on, f"{method} on {rows.size:,} rows of {data.name} ({what})")
+
+
+def _save(args, cal, fitted_on: dict, what: str) -> int:
+    """Write the fitted ``cal`` as JSON to ``--out`` (or stdout) and say on stderr what was fitted on what."""
     text = export.dumps(cal, fitted_on=fitted_on)
     where = write_text(text, args.out)
-    print(f"Fitted {method} on {rows.size:,} rows of {data.name} ({what}); wrote {where} "
-          f"({len(text.encode()):,} bytes).", file=sys.stderr)
+    print(f"Fitted {what}; wrote {where} ({len(text.encode()):,} bytes).", file=sys.stderr)
     return 0
 
 
@@ -97,14 +101,16 @@ def _fit_engine(args, cal, method: str, engine: str) -> int:
     # transform None: scores are mapped iff one lies outside [0, 1], at fit and at apply alike
     fitted_on = {"file": src.describe(), "score": src.score, "score_transform": src.transform_name,
                  "features": [], "engine": engine}
-    text = export.dumps(cal, fitted_on=fitted_on)
-    where = write_text(text, args.out)
-    print(f"Fitted {method} on {int(c.n.sum()):,} rows of {src.describe()} ({c.describe()}; aggregated by "
-          f"{engine}); wrote {where} ({len(text.encode()):,} bytes).", file=sys.stderr)
-    return 0
+    return _save(args, cal, fitted_on, f"{method} on {int(c.n.sum()):,} rows of {src.describe()} ({c.describe()}; "
+                                       f"aggregated by {engine})")
 
 
 # -- apply ------------------------------------------------------------------------------------------------
+def _notes(messages) -> None:
+    for msg in messages:
+        print(f"  · {msg}", file=sys.stderr)
+
+
 def _apply_scores(df: pd.DataFrame, score: str, transform: str | None) -> tuple[np.ndarray, str | None]:
     """Scores in [0, 1] (NaN where missing) mapped as the model's scores were; and a note when mapped."""
     values = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
@@ -193,8 +199,7 @@ def cmd_apply(args) -> int:
     out = pd.DataFrame({c: df[c] for c in df.columns} | {c: calibrated[:, j] for j, c in enumerate(new)},
                        index=df.index)
     where = write_text(csv_text(out, index=False), args.out)
-    for msg in notes:
-        print(f"  · {msg}", file=sys.stderr)
+    _notes(notes)
     print(f"Applied {name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} ({what}"
           f"{'; ' + empty if not ok.all() else ''}); wrote {where}.", file=sys.stderr)
     return 0
@@ -206,17 +211,12 @@ def _apply_engine(args) -> int:
     if not args.out:
         raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
 
-    def work(job):
-        import contextlib
+    def work(job, **watch):
+        job.set_stage(f"reading the rows, calibrating and writing them with {args.engine}")
+        return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score, **watch)
 
-        with contextlib.ExitStack() as watching:
-            job.set_stage(f"reading the rows, calibrating and writing them with {args.engine}")
-            return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score,
-                               **engines.get(args.engine).watched(job, watching))
-
-    res = in_job(f"Applying {args.model} to {args.file} with {args.engine}", work)
-    for msg in res.notes:
-        print(f"  · {msg}", file=sys.stderr)
+    res = in_watched_job(f"Applying {args.model} to {args.file} with {args.engine}", args.engine, work)
+    _notes(res.notes)
     how = {"sql": f"as SQL ({res.form} form)", "udf": "by predict called from the engine",
            "predict": "in memory"}[res.via]
     print(f"Applied {res.method} {how} with {res.engine} to {res.n_calibrated:,} of {res.n_rows:,} rows of "
@@ -241,8 +241,8 @@ def cmd_export_sql(args) -> int:
         prob = f"{score}_probability"
         source = (f"SELECT *, {sql.SqlWriter(args.dialect, x).sigmoid(x)} AS {sql.quote(prob, args.dialect)} "
                   f"FROM {args.table}")
-        print(f"  · the model was fitted on {score!r} mapped by the logistic function; the SQL maps it too, "
-              f"as the column {prob!r}.", file=sys.stderr)
+        _notes([f"the model was fitted on {score!r} mapped by the logistic function; the SQL maps it too, as the "
+                f"column {prob!r}."])
         score = prob
     m = sql.to_sql(model, score_column=score, dialect=args.dialect, feature_columns=feats, form=args.form)
     where = write_text(m.standalone(source), args.out)

@@ -17,8 +17,8 @@ notes, method labels) is escaped; the figures' data is JSON written by plotly, w
 """
 from __future__ import annotations
 
-from .build import build_report, default_labels, describe_source, measure_table
-from .pipeline import report_for_class_set, report_for_file, report_for_score_set
+from .build import (build_report, default_labels, describe_source, measure_table, report_for_class_set, report_for_file,
+                    report_for_score_set)
 
 __all__ = [
     "build_report", "report_for_score_set", "describe_source", "default_labels", "report_for_class_set",
