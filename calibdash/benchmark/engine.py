@@ -61,14 +61,8 @@ def default_class_methods() -> list[str]:
 
 
 def problem_of(datasets: Mapping) -> str:
-    """``"multiclass"`` when every data set is K-class (a :class:`~calibdash.data.ClassSet`), ``"binary"`` when
-    none is.
-
-    Raises
-    ------
-    DataError
-        Binary and K-class data sets mixed (the first K-class and binary ones named).
-    """
+    """``"multiclass"`` when every data set is a :class:`~calibdash.data.ClassSet`, ``"binary"`` when none is
+    (DataError when mixed)."""
     k_class = {name: isinstance(data, ClassSet) for name, data in datasets.items()}
     if all(k_class.values()) and k_class:
         return "multiclass"

@@ -16,7 +16,7 @@ from ..measures import class_measures as mmetrics
 from ..core.validation import choose_positive
 from .file_problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
                       refuse_binary_options, refuse_class_methods, shared_prefix)
-from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source_labels
+from .engine_jobs import aggregate, engine_for, engine_source, head_rows, in_job, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
                      print_json, report_validation, report_written, sentence, source_name, validation_json)
 
@@ -31,7 +31,6 @@ CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of th
                  f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
 
 
-# -- evaluate ---------------------------------------------------------------------------------------------
 def _head(args):
     """The first rows of the file or glob an engine reads (None for a DuckDB table or query)."""
     if getattr(args, "table", None) or getattr(args, "query", None):
@@ -49,8 +48,8 @@ def check_split(ss, args) -> None:
 
 
 def _engine_validation(src, engine: str) -> tuple[list, object, dict]:
-    """What an engine checked of the rows where they live, as the in-memory validation block says it: the
-    label's (negative, positive) values, the positive one, and :func:`.output.validation_json`."""
+    """What an engine checked of the rows where they live: the label's (negative, positive) values, the positive
+    one, and the validation block."""
     labs = source_labels(src, engine, 3)                  # the engine refused any other than two values
     pos, neg = choose_positive(list(labs["label"]), src.positive, column=src.label)
     counts = {class_key(v): int(n) for v, n in zip(labs["label"], labs["rows"])}
@@ -65,9 +64,8 @@ def _engine_validation(src, engine: str) -> tuple[list, object, dict]:
     if mapped:
         messages.append(f"Score column {src.score!r} ranges from {lo:.4g} to {hi:.4g}: mapped by the logistic "
                         "function 1/(1+exp(-s)).")
-    val = validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
-                          class_counts={neg: n_neg, pos: n_pos}, mapped=mapped, messages=messages)
-    return [neg, pos], pos, val
+    return [neg, pos], pos, validation_json(rows_read=n, class_counts={neg: n_neg, pos: n_pos}, mapped=mapped,
+                                            messages=messages)
 
 
 def _measure_names(arg: str | None) -> tuple[str, ...] | None:
@@ -82,8 +80,8 @@ def _measure_names(arg: str | None) -> tuple[str, ...] | None:
 
 
 def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
-    """The further measures of ``ev``'s judged rows (or cells: weighted rows) with paired Poisson-bootstrap
-    intervals, as the Compare page's "More measures" (:func:`calibdash.evaluation.bootstrap.bootstrap_measures`)."""
+    """The further measures of ``ev``'s judged rows (or cells) with paired Poisson-bootstrap intervals, as the
+    Compare page's "More measures"."""
     if int(n_boot) < 1:
         raise SettingsError(f"--boot must be at least 1, got {n_boot}.")
     n = ev.weights if ev.weights is not None else np.ones(len(ev.labels))
@@ -123,10 +121,9 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
 
 def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "",
           best=None, verdict: str | None = None) -> int:
-    """``evaluate``'s output for any problem, on rows or on an engine's cells alike: ``out`` (with the intervals
-    of ``boot`` and the ``verdict`` when given) as JSON with ``--json``; else the heading, the messages, the
-    ``metrics`` table, the ``binning`` line, the intervals under ``heading`` (``best(name)``: which value of
-    a measure is best) and the verdict."""
+    """``evaluate``'s output for any problem and path: ``out`` (with the intervals of ``boot`` and the
+    ``verdict``) as JSON with ``--json``; else the head, the messages, the ``metrics`` table, the ``binning``
+    line, the intervals under ``heading`` (``best(name)``: which value is best) and the verdict."""
     if args.json:
         if boot is not None:
             out["intervals"] = intervals_json(boot)
@@ -147,9 +144,7 @@ def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None
 
 
 def cmd_evaluate(args) -> int:
-    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON), on a file or on the rows
-    an engine reads, binary or K-class; with ``--measures`` (binary) or ``--boot N`` (K classes) paired
-    intervals too."""
+    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON)."""
     scheme = scheme_of(args)
     engine = engine_for(args)
     opened = open_table(args, engine)
@@ -184,8 +179,7 @@ def cmd_evaluate(args) -> int:
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
-    """``evaluate`` of a K-class table in memory (:func:`calibdash.evaluation.holdout.evaluate_classes`), with
-    ``--boot N`` every measure's paired bootstrap interval and the verdict."""
+    """``evaluate`` of a K-class table in memory; with ``--boot N`` paired intervals and the verdict."""
     from ..evaluation.holdout import evaluate_classes
 
     refuse_binary_options(args)
@@ -211,11 +205,9 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
 
 
 def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
-    """``evaluate`` on K-class rows where they live (:func:`calibdash.engines.class_fit.evaluate_class_source`):
-    the methods fitted on a sample, the judged rows aggregated into cells by the engine, the job's stages on
-    stderr."""
+    """``evaluate`` on K-class rows where they live: the methods fitted on a sample, the judged rows aggregated
+    into cells by the engine (:func:`calibdash.engines.class_fit.evaluate_class_source`)."""
     from ..engines.class_fit import evaluate_class_source
-    from .engine_jobs import in_job
 
     refuse_binary_options(args)
     if getattr(args, "boot", None) is not None:
@@ -240,18 +232,15 @@ def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
     out = evaluate_json(file=name, engine=engine, label=label, classes=csrc.classes, class_columns=csrc.columns,
                         prefix=shared_prefix(csrc.columns), logits=csrc.logits, rows_judged=judged,
                         scheme=scheme_text, cells=res.cells.describe(), notes=res.notes, binning=CLASS_BINNING,
-                        validation=validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
-                                                   class_counts=counts, mapped={}, messages=messages),
+                        validation=validation_json(rows_read=n, class_counts=counts, mapped={}, messages=messages),
                         metrics=metrics_json(res))
     head = (f"{name}: {columns_text(csrc)}, label {label!r}; {scheme_text}; {judged:,} rows judged "
             f"(aggregated by {engine})")
     return _emit(args, out, head, res.notes, res.metrics, CLASS_BINNING)
 
 
-# -- report -----------------------------------------------------------------------------------------------
 def cmd_report(args) -> int:
-    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`),
-    for a binary or a K-class file."""
+    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints."""
     opened = open_table(args, None)
     scheme, cs = scheme_of(args), opened.classes
     plotlyjs = "cdn" if args.plotlyjs == "cdn" else True

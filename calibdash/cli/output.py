@@ -61,12 +61,13 @@ def source_name(source) -> str:
     return source.describe()
 
 
-def validation_json(*, rows_read: int, rows_used: int, dropped: dict, dropped_examples: dict, class_counts: dict,
-                    mapped: dict, messages) -> dict:
+def validation_json(*, rows_read: int, rows_used: int | None = None, dropped: dict | None = None,
+                    dropped_examples: dict | None = None, class_counts: dict, mapped: dict, messages) -> dict:
     """The ``validation`` block of ``evaluate --json``, one shape whatever the engine and the file; ``mapped``:
-    score column -> the raw range mapped by the logistic function."""
-    return {"rows_read": int(rows_read), "rows_used": int(rows_used), "rows_dropped": int(sum(dropped.values())),
-            "dropped": {reason: int(k) for reason, k in dropped.items()},
+    score column -> the raw range mapped by the logistic function. Rows checked where they live: none dropped."""
+    dropped, dropped_examples = dropped or {}, dropped_examples or {}
+    return {"rows_read": int(rows_read), "rows_used": int(rows_read if rows_used is None else rows_used),
+            "rows_dropped": int(sum(dropped.values())), "dropped": {reason: int(k) for reason, k in dropped.items()},
             "dropped_examples": {reason: list(ex) for reason, ex in dropped_examples.items()},
             "class_counts": {class_key(c): int(k) for c, k in class_counts.items()},
             "mapped": {col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in mapped.items()},

@@ -89,17 +89,24 @@ def measure_table(ev: Evaluation, names: Sequence[str] | None = None) -> tuple[p
 def describe_source(ss) -> str:
     """One line saying what a :class:`~calibdash.data.ScoreSet` holds: file, columns, rows, positives."""
     pos = int(np.asarray(ss.labels).sum())
-    read = ss.report.n_read
-    rows = f"{ss.n_rows:,} usable rows" + (f" of {read:,} read" if read != ss.n_rows else "")
     mapped = " (mapped to [0, 1] by the logistic function)" if ss.score in ss.report.mapped else ""
     parts = [ss.name, f"score column {ss.score!r}{mapped}",
              f"label column {ss.label_column!r} (positive class: {ss.positive_label!r})",
-             f"{rows}, {pos:,} positives ({100 * pos / max(ss.n_rows, 1):.1f}%)"]
-    if ss.split_column:
-        parts.append(f"split column {ss.split_column!r}")
+             f"{_usable(ss)}, {pos:,} positives ({100 * pos / max(ss.n_rows, 1):.1f}%)"]
     if ss.feature_columns:
         parts.append(f"feature columns {', '.join(map(repr, ss.feature_columns))}")
-    return " · ".join(parts)
+    return _joined(ss, parts)
+
+
+def _usable(data) -> str:
+    read = data.report.n_read
+    return f"{data.n_rows:,} usable rows" + (f" of {read:,} read" if read != data.n_rows else "")
+
+
+def _joined(data, parts) -> str:
+    """The Source line's parts, the split column (when there is one) after the rows."""
+    split = [f"split column {data.split_column!r}"] if data.split_column else []
+    return " · ".join(parts[:4] + split + parts[4:])
 
 
 def judged_text(ev: Evaluation) -> str:
@@ -110,26 +117,18 @@ def judged_text(ev: Evaluation) -> str:
 
 
 def intervals_text(boot: BootstrapResult, ev: Evaluation) -> str:
-    level = int(round(100 * boot.level))
-    if ev.weights is None:
-        text = f"{level}% paired bootstrap percentile intervals, {boot.n_boot} resamples of the held-out rows"
-    else:
-        text = (f"{level}% paired bootstrap percentile intervals, {boot.n_boot} Poisson resamples of the "
-                f"{ev.n_judged:,} held-out rows, drawn per score cell")
-    return text + (f". {boot.note}" if boot.note else "")
+    how = (f"{boot.n_boot} resamples of the held-out rows" if ev.weights is None else
+           f"{boot.n_boot} Poisson resamples of the {ev.n_judged:,} held-out rows, drawn per score cell")
+    return (f"{int(round(100 * boot.level))}% paired bootstrap percentile intervals, {how}"
+            + (f". {boot.note}" if boot.note else ""))
 
 
 def describe_class_source(cs) -> str:
     """One line saying what a :class:`calibdash.data.ClassSet` holds: file, class columns, label, rows."""
     what = "logits" if cs.logits else "probabilities"
-    read = cs.report.n_read
-    rows = f"{cs.n_rows:,} usable rows" + (f" of {read:,} read" if read != cs.n_rows else "")
     cols = cs.columns if len(cs.columns) <= 6 else [*cs.columns[:3], "...", cs.columns[-1]]
-    parts = [cs.name, f"{cs.k} classes, {what} in {', '.join(map(str, cols))}", f"label column {cs.label_column!r}",
-             rows]
-    if cs.split_column:
-        parts.append(f"split column {cs.split_column!r}")
-    return " · ".join(parts)
+    return _joined(cs, [cs.name, f"{cs.k} classes, {what} in {', '.join(map(str, cols))}",
+                        f"label column {cs.label_column!r}", _usable(cs)])
 
 
 def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):

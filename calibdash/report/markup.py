@@ -61,34 +61,6 @@ def binary_heading(name: str):
     return arrow, tip, lambda values: measures.oriented(name, values) if measures.rankable(name) else None
 
 
-def _grid(names, index, value, interval, heading) -> tuple[list, list]:
-    """Columns (name, arrow, tooltip) and cells (html, best) of a methods x names table."""
-    columns, grid = [], [[] for _ in index]
-    for name in names:
-        arrow, tip, orient = heading(name)
-        columns.append((name, arrow, tip))
-        bad = orient(value[name])
-        bold = np.zeros(len(index), bool) if bad is None else _best(bad)
-        for i, v in enumerate(value[name]):
-            lo_hi = (interval[name][0][i], interval[name][1][i]) if name in interval else (None, None)
-            grid[i].append((_cell(v, *lo_hi), bool(bold[i])))
-    return columns, grid
-
-
-def _table(rows: list[str], columns: list[tuple[str, str, str]], cells: list[list[tuple[str, bool]]],
-           css_class: str) -> str:
-    """An HTML table: ``columns`` (name, arrow, tooltip), ``cells[i][j]`` (text, best) for method ``rows[i]``."""
-    head = "".join(f'<th scope="col" title="{escape(tip)}">{escape(name)}'
-                   + (f'<span class="dir">{escape(arrow)}</span>' if arrow else "") + "</th>"
-                   for name, arrow, tip in columns)
-    body = []
-    for label, line in zip(rows, cells):
-        tds = "".join(f'<td class="best">{text}</td>' if best else f"<td>{text}</td>" for text, best in line)
-        body.append(f'<tr><th scope="row">{escape(label)}</th>{tds}</tr>')
-    return (f'<div class="scroll"><table class="{css_class}"><thead><tr><th scope="col">Method</th>{head}'
-            f'</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
-
-
 def _cell(value, low=None, high=None, digits: int = 4) -> str:
     """A table cell's HTML: the value, and its interval (on a second line on screen) when given."""
     if low is None:
@@ -97,25 +69,33 @@ def _cell(value, low=None, high=None, digits: int = 4) -> str:
             f'<span class="ci">[{escape(number(low, 3))}, {escape(number(high, 3))}]</span>')
 
 
-def _frame_parts(table) -> tuple[list, list, dict, dict]:
-    """(names, methods, name -> values, name -> (lows, highs)) of a BootstrapResult or a plain DataFrame."""
+def interval_table(table, labels: Mapping[str, str], css_class: str, heading=binary_heading) -> str:
+    """The metrics (or measures) table: a BootstrapResult (each cell "value [low, high]") or a DataFrame of
+    values (methods x names); the best value of each column in bold. ``heading(name)`` gives a column's
+    (arrow, tooltip, orient) as :func:`binary_heading` does for the binary names (its default)."""
     if isinstance(table, BootstrapResult):
         t = table.table
         names = list(dict.fromkeys(t.columns.get_level_values(0)))
         value = {n: t[(n, "value")].to_numpy(dtype=float) for n in names}
         interval = {n: (t[(n, "low")].to_numpy(dtype=float), t[(n, "high")].to_numpy(dtype=float)) for n in names}
-        return names, list(t.index), value, interval
-    names = [str(c) for c in table.columns]
-    return names, list(table.index), {n: table[c].to_numpy(dtype=float) for n, c in zip(names, table.columns)}, {}
-
-
-def interval_table(table, labels: Mapping[str, str], css_class: str, heading=binary_heading) -> str:
-    """The metrics (or measures) table: a BootstrapResult (each cell "value [low, high]") or a DataFrame of
-    values (methods x names); the best value of each column in bold. ``heading(name)`` gives a column's
-    (arrow, tooltip, orient) as :func:`binary_heading` does for the binary names (its default)."""
-    names, index, value, interval = _frame_parts(table)
-    columns, grid = _grid(names, index, value, interval, heading)
-    return _table([labels.get(k, k) for k in index], columns, grid, css_class)
+        index = list(t.index)
+    else:
+        names, index, interval = [str(c) for c in table.columns], list(table.index), {}
+        value = {n: table[c].to_numpy(dtype=float) for n, c in zip(names, table.columns)}
+    head, grid = [], [[] for _ in index]
+    for name in names:
+        arrow, tip, orient = heading(name)
+        head.append(f'<th scope="col" title="{escape(tip)}">{escape(name)}'
+                    + (f'<span class="dir">{escape(arrow)}</span>' if arrow else "") + "</th>")
+        bad = orient(value[name])
+        bold = np.zeros(len(index), bool) if bad is None else _best(bad)
+        for i, v in enumerate(value[name]):
+            text = _cell(v, interval[name][0][i], interval[name][1][i]) if name in interval else _cell(v)
+            grid[i].append(f'<td class="best">{text}</td>' if bold[i] else f"<td>{text}</td>")
+    body = "".join(f'<tr><th scope="row">{escape(labels.get(k, k))}</th>{"".join(line)}</tr>'
+                   for k, line in zip(index, grid))
+    return (f'<div class="scroll"><table class="{css_class}"><thead><tr><th scope="col">Method</th>{"".join(head)}'
+            f'</tr></thead><tbody>{body}</tbody></table></div>')
 
 
 def methods_section(ev: Evaluation, labels: Mapping[str, str]) -> str:
