@@ -240,15 +240,14 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     t0 = time.perf_counter()
     if isinstance(data, ClassSet):
         ev = evaluate_classes(data.scores(), data.labels, methods, scheme, split=data.split, progress=progress)
-        names = mmetrics.MEASURE_NAMES
     elif isinstance(data, EngineDataset):             # rows where they live: this repeat's cells, one scan
         data.check_method(calibrator)
-        ev, names = evaluate_cells(data.cells(scheme), methods, scheme), METRIC_NAMES
+        ev = evaluate_cells(data.cells(scheme), methods, scheme)
     else:
         feats = data.features if calibrator is not None and calibrator.uses_features else None
         ev = evaluate(data.scores, data.labels, methods, scheme, features=feats, progress=progress)
-        names = METRIC_NAMES
     row = ev.metrics.loc[key]
+    names = mmetrics.MEASURE_NAMES if isinstance(data, ClassSet) else METRIC_NAMES
     out = {name: float(row[name]) for name in names}
     if extra:
         out.update(measures.compute(ev.predictions[key].to_numpy(), ev.labels, ev.weights, names=extra))
@@ -268,16 +267,6 @@ def _check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BIN
     if metric not in names:
         names.append(metric)
     return [m for m in catalogue.names if m in names]
-
-
-def _check_plan(methods: Mapping, n_folds: int, repeats: int) -> None:
-    """Refuse a benchmark without methods, with fewer than 2 folds or 1 repeat (SettingsError)."""
-    if not methods:
-        raise SettingsError("choose at least one calibrator.")
-    if int(repeats) < 1:
-        raise SettingsError(f"repeats must be at least 1, got {repeats}.")
-    if int(n_folds) < 2:
-        raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
 
 
 def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: int, *,
@@ -307,11 +296,9 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
         found = cache.get(k) if cache is not None else None
         if found is not None and any(m not in found for m in needed):
             found = None                                  # cached before these measures were asked for
+        cached = found is not None
         where = f"{unit.dataset} · {unit.method} · repeat {unit.repeat + 1} of {repeats}"
-        if found is None and not compute:
-            done_steps += n
-            continue
-        if found is None:
+        if not cached and compute:
             def fold_progress(frac, _msg, _base=done_steps, _n=n, _where=where):
                 report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
 
@@ -321,12 +308,11 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
                 raise DataError(f"data set {unit.dataset!r}: {exc}") from None
             if cache is not None:
                 cache[k] = found
-            done_steps += n
-            if cal is None:
-                report(done_steps, f"{where} · scored")
-        else:
-            done_steps += n
-            report(done_steps, f"{where} · from cache")
+        done_steps += n
+        if found is None:                                 # not cached, and compute=False
+            continue
+        if cached or cal is None:
+            report(done_steps, f"{where} · {'from cache' if cached else 'scored'}")
         rows.append({"dataset": unit.dataset, "repeat": unit.repeat, "seed": unit.seed,
                      "method": unit.method, **{m: found[m] for m in metric_names},
                      "seconds": found.get("seconds", float("nan"))})
@@ -396,7 +382,12 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         raise SettingsError("choose at least one data set.")
     k_class = problem_of(datasets) == "multiclass"
     cals = resolve_classes(methods, params) if k_class else resolve(methods, params)
-    _check_plan(cals, n_folds, repeats)
+    if not cals:
+        raise SettingsError("choose at least one calibrator.")
+    if int(repeats) < 1:
+        raise SettingsError(f"repeats must be at least 1, got {repeats}.")
+    if int(n_folds) < 2:
+        raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
     catalogue = CLASS_MEASURES if k_class else BINARY
     metric = metric or (DEFAULT_CLASS_METRIC if k_class else DEFAULT_METRIC)
     default = mmetrics.MEASURE_NAMES if k_class else METRIC_NAMES

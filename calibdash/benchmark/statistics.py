@@ -108,8 +108,7 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
     ref = reference or default_reference(methods)
     if ref not in methods:
         raise SettingsError(f"reference method {ref!r} is not in the benchmark ({', '.join(methods)}).")
-    fried = None
-    holm = None
+    fried = holm = None
     by_metric = pd.DataFrame(columns=["chi2_F", "F_F", "df1", "df2", "p", "critical", "reject"], dtype=float)
     if len(done) >= 2 and len(methods) >= 2:
         fried = rank_tests.friedman_from_ranks(avg.to_numpy(), len(done), alpha)
@@ -128,5 +127,4 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
         friedman_by_metric=by_metric, reference=ref, holm=holm, alpha=float(alpha), n_folds=int(n_folds),
         repeats=int(repeats if repeats is not None else (units["repeat"].nunique() if len(units) else 0)),
         seed=int(seed), methods=methods, datasets=done,
-        planned=int(planned if planned is not None else len(units)), notes=notes, catalogue=catalogue,
-    )
+        planned=int(planned if planned is not None else len(units)), notes=notes, catalogue=catalogue)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from .. import benchmark
+from .. import benchmark, engines
+from ..data import is_multiclass
 from ..benchmark.datasets import unique_name
 from ..core.errors import SettingsError
 from ..evaluation.methods import parse_params
@@ -19,8 +20,6 @@ __all__ = []
 
 def cmd_benchmark(args) -> int:
     """Run a benchmark over the files' data sets; print the report tables and the verdict (or JSON)."""
-    from .. import engines
-
     if args.engine is None:                          # a glob or a file over 200 MB stays where it is
         args.engine = next(filter(None, map(default_engine, args.files)), engines.find(out_of_core=False))
     if engines.get(args.engine).out_of_core:         # each FILE (a file or a glob) stays where it is
@@ -42,7 +41,8 @@ def cmd_benchmark(args) -> int:
         if not quiet:
             print(f"\r{100 * frac:5.1f}%  {msg[:90]:<90}", end="", file=sys.stderr, flush=True)
 
-    methods = _class_methods(args.methods) if kind == "multiclass" else args.methods
+    binary_default = args.methods == ",".join(benchmark.DEFAULT_METHODS)      # no --methods given
+    methods = benchmark.default_class_methods() if kind == "multiclass" and binary_default else args.methods
     result = benchmark.run_benchmark(datasets, methods, n_folds=args.folds, repeats=args.repeats, seed=args.seed,
                                      metric=args.metric, reference=args.reference, alpha=args.alpha,
                                      include_uncalibrated=not args.no_uncalibrated, progress=progress,
@@ -67,18 +67,8 @@ def cmd_benchmark(args) -> int:
 
 def _refuse_class_table(path: str, args) -> None:
     """A K-class table (found in its first rows) is benchmarked in memory only: refuse it with an engine."""
-    from ..data import is_multiclass
-
     if args.score:                                   # a named score column: a binary data set
         return
     if is_multiclass(head_rows(path, args.label), args.label):
         raise SettingsError(f"{path} is a K-class table: a K-class benchmark runs in memory (--engine memory, or "
                             f"no --engine for files under 200 MB); --engine {args.engine} benchmarks binary scores.")
-
-
-def _class_methods(methods: str) -> list[str] | str:
-    """The multi-class methods to run: ``methods`` as given, or, when it is the binary default (no
-    ``--methods`` given), the multi-class defaults."""
-    if methods == ",".join(benchmark.DEFAULT_METHODS):
-        return benchmark.default_class_methods()
-    return methods

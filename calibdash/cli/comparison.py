@@ -10,7 +10,7 @@ import numpy as np
 from ..evaluation import bootstrap as cboot
 from .. import benchmark, engines, measures, report
 from ..core.errors import DataError, SettingsError
-from ..evaluation.holdout import Scheme, evaluate_score_set
+from ..evaluation.holdout import Scheme, evaluate_cells, evaluate_classes, evaluate_score_set
 from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve
 from ..measures import class_measures as mmetrics
 from ..core.validation import choose_positive
@@ -97,8 +97,6 @@ def _best_word(phrase):
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
-    from ..evaluation.holdout import evaluate_cells
-
     if any(c.uses_features for c in cals.values()):
         raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
     names = _measure_names(args.measures)
@@ -180,8 +178,6 @@ def cmd_evaluate(args) -> int:
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
     """``evaluate`` of a K-class table in memory; with ``--boot N`` paired intervals and the verdict."""
-    from ..evaluation.holdout import evaluate_classes
-
     refuse_binary_options(args)
     n_boot = getattr(args, "boot", None)
     if n_boot is not None and int(n_boot) < 2:

@@ -11,12 +11,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .. import calibrators
 from ..calibrators import multiclass
-from ..data import FileInfo, build_class_set, build_score_set, is_multiclass, read_table
 from ..core.errors import SettingsError
+from ..core.validation import format_values, sorted_values
+from ..data import FileInfo, build_class_set, build_score_set, guess_roles, is_multiclass, read_table
+from ..data.roles import label_values, split_prefix
+from ..engines.classes import class_source
 from ..evaluation.methods import parse_params, split_names
 from ..measures import class_measures as mmetrics
 from ..evaluation.holdout import default_methods
+from .engine_jobs import head_rows
 
 __all__ = []
 
@@ -106,8 +111,6 @@ def columns_text(cs) -> str:
 
 def shared_prefix(columns) -> str | None:
     """The class prefix (p_, prob_, proba_, logit_, as written) every column starts with, else None."""
-    from ..data.roles import split_prefix
-
     first = split_prefix(columns[0])
     return first[0] if first and all(str(c).startswith(first[0]) for c in columns) else None
 
@@ -115,8 +118,6 @@ def shared_prefix(columns) -> str | None:
 def _class_only(names) -> list[str]:
     """The names among ``names`` that only a K-class file runs: composites (``ovr:isotonic``) and K-class
     calibrators with no binary namesake (vector, matrix, dirichlet)."""
-    from .. import calibrators
-
     binary = calibrators.classes()
     return [n for n in names if n.split(":")[0].strip().lower() in multiclass.COMPOSITES
             or (n in multiclass.classes() and n not in binary)]
@@ -129,10 +130,6 @@ def refuse_class_methods(methods: str, frame, args, name: str) -> None:
     asked = _class_only(split_names(methods))
     if not asked:
         return
-    from ..data import guess_roles
-    from ..data.roles import label_values
-    from ..core.validation import format_values, sorted_values
-
     what = (f"{', '.join(asked)} {'is a multi-class calibrator' if len(asked) == 1 else 'are multi-class calibrators'}"
             ", for K-class files (a label of 3 or more classes and one probability or logit column per class, "
             "such as p_<class>)")
@@ -157,9 +154,6 @@ def refuse_class_methods(methods: str, frame, args, name: str) -> None:
 def engine_class_source(args):
     """The K-class source ``args`` names for an engine (a glob, a large file, a DuckDB table or query), or None
     for binary rows (the module's rule, on the first rows)."""
-    from ..engines.classes import class_source
-    from .engine_jobs import head_rows
-
     where = dict(database=getattr(args, "database", None), table=getattr(args, "table", None),
                  query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
     path = args.file if not (where["table"] or where["query"]) else None
