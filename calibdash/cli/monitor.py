@@ -151,13 +151,16 @@ def _finish(args, out: dict, text: list[str], table: pd.DataFrame, what: str) ->
     return 1 if alerts else 0
 
 
-def _text(src, kc, engine: str, how: str, rep, notes, what: str) -> list[str]:
-    """The text output's lines up to the measures table and its intervals line."""
+def _outputs(src, kc, engine: str, rep, notes, what: str, how: str, **where) -> tuple[dict, list[str]]:
+    """The JSON record's head (the source, ``where`` its key column, the cells and intervals) and the text
+    output's lines up to the measures table and its intervals line."""
+    out = {"source": src.describe(), "score": src.score, "label": src.label, **where, "engine": engine,
+           "cells": kc.cells.describe(), "binning": rep.binning, "level": rep.level, "resamples": rep.n_boot}
     intervals = ("no intervals (--boot 0)" if rep.n_boot <= 0 else f"[low, high]: {round(100 * rep.level)}% "
                  f"Poisson-bootstrap intervals ({rep.n_boot} resamples of each {what}'s rows)")
-    return [f"{src.describe()}: score {src.score!r}, label {src.label!r}; {how}; {kc.cells.describe()} (aggregated "
-            f"by {engine})", *[f"  · {sentence(n)}" for n in notes], _table_text(rep.table, what),
-            f"ECE: {rep.binning}; {intervals}."]
+    return out, [f"{src.describe()}: score {src.score!r}, label {src.label!r}; {how}; {kc.cells.describe()} "
+                 f"(aggregated by {engine})", *[f"  · {sentence(n)}" for n in notes], _table_text(rep.table, what),
+                 f"ECE: {rep.binning}; {intervals}."]
 
 
 def cmd_groups(args) -> int:
@@ -170,13 +173,10 @@ def cmd_groups(args) -> int:
     kc, src, engine = _keyed(args, key, scheme)
     rep = by_key(kc, n_bins=args.n_bins, strategy=args.strategy, n_boot=args.boot, seed=args.seed)
     notes = list(rep.notes)
-    out = {"source": src.describe(), "score": src.score, "label": src.label, "by": args.by, "engine": engine,
-           "cells": kc.cells.describe(), "binning": rep.binning, "level": rep.level, "resamples": rep.n_boot,
-           "groups": records(rep.table),
-           "overall": {"rows": int(rep.overall["rows"]), "positives": int(round(rep.overall["positives"])),
-                       **{name: finite_or_none(rep.overall[name]) for name in STATS}},
-           "notes": notes}
-    text = _text(src, kc, engine, f"by {args.by!r}", rep, notes, "group")
+    out, text = _outputs(src, kc, engine, rep, notes, "group", f"by {args.by!r}", by=args.by)
+    out |= {"groups": records(rep.table),
+            "overall": {"rows": int(rep.overall["rows"]), "positives": int(round(rep.overall["positives"])),
+                        **{name: finite_or_none(rep.overall[name]) for name in STATS}}, "notes": notes}
     if args.fix:
         params = parse_params(args.param)
         fix = fix_keys(kc, args.fix, scheme, params=params.get(args.fix), mbct_params=params.get("mbct"),
@@ -217,12 +217,10 @@ def cmd_drift(args) -> int:
                                  strategy=args.strategy)
         except DataError as exc:          # fewer than two periods, or none to fit on: the per-period check stands
             notes.append(f"No staleness: {exc}")
-    out = {"source": src.describe(), "score": src.score, "label": src.label, "time": args.time,
-           "period": kc.spec.freq, "engine": engine, "cells": kc.cells.describe(), "binning": rep.binning,
-           "level": rep.level, "resamples": rep.n_boot, "rows_left_out": rep.periods.n_left_out,
-           "periods": records(rep.table), "staleness": None if stale is None else _staleness_json(stale),
-           "notes": notes}
-    text = _text(src, kc, engine, f"over {args.time!r}", rep, notes, "period")
+    out, text = _outputs(src, kc, engine, rep, notes, "period", f"over {args.time!r}", time=args.time,
+                         period=kc.spec.freq)
+    out |= {"rows_left_out": rep.periods.n_left_out, "periods": records(rep.table),
+            "staleness": None if stale is None else _staleness_json(stale), "notes": notes}
     if stale is not None:
         t = stale.table[[RAW_COL, STALE_COL, FRESH_COL]]
         text += ["", f"Staleness of {stale.method}: held-out ECE of each later period (age: periods since the "
