@@ -346,5 +346,4 @@ class BayesBinningBase(Calibrator):
     )
 
     def __init__(self, lam: float = DEFAULT_LAMBDA, max_positions: int = MAX_POSITIONS):
-        self.lam = lam
-        self.max_positions = max_positions
+        self._keep(locals())

@@ -116,7 +116,10 @@ class Calibrator(BaseEstimator):
     order: ClassVar[float | None] = None
     color: ClassVar[str | None] = None
 
-    # -- public API ----------------------------------------------------------
+    def _keep(self, args: dict) -> None:
+        """Store the constructor's arguments (its ``locals()``) unchanged, where ``get_params`` reads them."""
+        vars(self).update((k, v) for k, v in args.items() if k != "self")
+
     def fit(self, scores, labels, features=None, sample_weight=None, *, pos_label=None) -> "Calibrator":
         """Learn the calibration map from ``scores`` and ``labels``.
 

@@ -220,9 +220,7 @@ class BetaCalibrator(Calibrator):
     )
 
     def __init__(self, parameters: str = "abm", max_iter: int = 100, tol: float = 0.0):
-        self.parameters = parameters
-        self.max_iter = max_iter
-        self.tol = tol
+        self._keep(locals())
 
     def _fit(self, s, y, features, w):
         fit = fit_beta(s, y, w, self.parameters, self.max_iter, self.tol)

@@ -272,11 +272,7 @@ class ELiTE(Calibrator):
 
     def __init__(self, mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc",
                  lam_ratio: float = 0.01, tol: float = 1e-9):
-        self.mode = mode
-        self.n_lambdas = n_lambdas
-        self.criterion = criterion
-        self.lam_ratio = lam_ratio
-        self.tol = tol
+        self._keep(locals())
 
     def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:
         path = lambda_path(s, y, sample_weight=w, **self.get_params())
@@ -295,5 +291,4 @@ class ELiTE(Calibrator):
         return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.map_x_ = state.array("x", sorted=True)
-        self.map_p_ = state.array("p", size=self.map_x_.size)
+        self.map_x_, self.map_p_ = state.curve("x", "p")

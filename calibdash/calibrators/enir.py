@@ -1,72 +1,58 @@
-"""ENIR: an ensemble of near-isotonic regressions (Pakdaman Naeini & Cooper, ICDM 2016).
+"""ENIR: an ensemble of near-isotonic regressions. Naeini & Cooper, *Binary Classifier Calibration using an Ensemble
+of Near Isotonic Regression Models*, IEEE ICDM 2016 (arXiv:1511.05191). Authors' code: github.com/pakdaman/calibration,
+``ENIR/`` (the R package ``enir``, ``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the
+MATLAB+R interface ``build.m`` / ``predict.m`` does the same but for the rounding noted below).
 
-Naeini & Cooper, *Binary Classifier Calibration using an Ensemble of Near Isotonic Regression Models*, IEEE ICDM 2016
-(arXiv:1511.05191). Authors' code: github.com/pakdaman/calibration, folder ``ENIR/`` (the R package ``enir``,
-``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the MATLAB+R interface ``build.m`` /
-``predict.m`` does the same apart from the rounding noted below).
+Nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani 2011) relaxes isotonic regression: for a penalty
+``lambda`` the fit to the 0/1 labels of the sorted scores minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i -
+b_(i+1))_+`` (``lambda = 0``: the labels; large ``lambda``: the isotonic fit). The modified PAV algorithm gives the
+whole path as merges of adjacent groups (:mod:`._nearly_isotonic`); the models are the fits at its breakpoints, each
+scored by BIC, and ENIR averages their maps weighted by ``exp((BIC_min - BIC_i) / 2)`` (Bayesian model averaging with
+BIC scores, as BBQ averages binnings).
 
-The method
-----------
-Isotonic regression forces the calibration map to be monotone. ENIR relaxes that with nearly-isotonic regression
-(Tibshirani, Hoefling & Tibshirani 2011): for a penalty ``lambda`` the fit to the 0/1 labels of the sorted scores
-minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i - b_(i+1))_+``, so ``lambda = 0`` is the labels themselves and a
-large ``lambda`` the isotonic fit. The modified PAV algorithm gives the whole path, a sequence of merges of adjacent
-groups (:mod:`._nearly_isotonic`); the models are the fits at the path's breakpoints. Each is scored by BIC, and ENIR
-predicts the average of the models' maps weighted by their relative likelihood ``exp((BIC_min - BIC_i) / 2)``
-(Bayesian model averaging with BIC scores, as BBQ averages its binnings).
+The paper's text is not in ``shared/papers``; we follow the authors' R package ``enir`` (their final release; the
+MATLAB interface differs only where noted):
 
-What this implementation does (the authors' R package ``enir.build``)
---------------------------------------------------------------------
-The paper's text is not in ``shared/papers``; the details below are read from the authors' code, the R package
-``enir`` (their final release; the MATLAB interface differs only where noted), which we follow:
-
-* points: rows sorted by score; tied scores become one point whose target is their mean label, weighted by their
-  number (``neariso2``'s merge of equal ``x``);
-* path: the breakpoints are 0 and every distinct ``lambda`` where groups merge (within a relative 1e-9: see
-  :func:`~._nearly_isotonic.breakpoints`); above ``max_models`` of them, ``max_models`` are taken evenly by index,
-  ``round((0 .. T-1) / (T-1) * (L-1))``, as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``. The model at
+* points: rows sorted by score; tied scores become one point, target their mean label, weight their number
+  (``neariso2``'s merge of equal ``x``);
+* path: breakpoints 0 and every distinct ``lambda`` where groups merge (within a relative 1e-9:
+  :func:`~._nearly_isotonic.breakpoints`); above ``max_models`` of them, ``max_models`` evenly by index,
+  ``round((0 .. T-1) / (T-1) * (L-1))``, as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``; the model at
   ``lambda = 0`` (the data) is then dropped as the code's "dummy model";
-* fitted values are rounded to 6 decimals and clipped to [0, 1] (the R
-  package's ``round(beta * 10^6) / 10^6``; ``build.m`` only clips);
-* degrees of freedom: the number of distinct fitted values, counted as changes between neighbouring points plus one
-  (``getDF``; the number of fused groups, which Tibshirani et al. 2011 show is an unbiased estimate of the degrees of
-  freedom of nearly-isotonic regression). The ``df`` that ``neariso`` itself returns is a breakpoint counter (``n -
-  k`` at the ``k``-th breakpoint), which the authors replace ("my df which seems to be more reasonable", ``build.m``);
-* score: ``BIC = -2 log L + df (log N + log 2 pi)`` with the Bernoulli log-likelihood of all ``N`` training rows under
-  the rounded fitted values (the code's ``getScoreLocal``; ``build.m`` keeps the textbook ``-2 log L + df log N``
-  commented out next to it: the extra ``log 2 pi`` per parameter moves the weights towards smaller models). AIC and
-  AICc are the package's other options (``criterion``). Models with an infinite score (a rounded value of 0 or 1 under
-  a row of the other class) are dropped;
-* weights: relative likelihood ``exp((S_min - S_i) / 2)``, normalised. The code also computes an "elbow" pruning of
-  the models but ``enir.predict`` averages all of them, as here;
-* smoothing: each run of equal fitted values is shrunk towards the mean score of its rows, ``(p cnt + e (1 - |o - e|))
-  / (cnt + 1 - |o - e|)`` with ``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate and ``e`` their
-  mean score (``smoothBeta``: "similar to what we did in BBQ");
-* prediction: each model interpolates linearly between its smoothed values at consecutive distinct training scores and
-  is constant beyond the first and last (``getMA`` / ``findIdx``); ENIR is their weighted average.
+* fitted values are rounded to 6 decimals and clipped to [0, 1] (the R package's ``round(beta * 10^6) / 10^6``;
+  ``build.m`` only clips);
+* degrees of freedom: the number of distinct fitted values, changes between neighbouring points plus one (``getDF``;
+  the number of fused groups, an unbiased estimate of nearly-isotonic regression's degrees of freedom by Tibshirani et
+  al. 2011), replacing ``neariso``'s own ``df``, a breakpoint counter (``n - k`` at the ``k``-th breakpoint): "my df
+  which seems to be more reasonable" (``build.m``);
+* score: ``BIC = -2 log L + df (log N + log 2 pi)``, the Bernoulli log-likelihood of all ``N`` training rows under the
+  rounded fitted values (``getScoreLocal``; ``build.m`` keeps the textbook ``-2 log L + df log N`` commented out: the
+  extra ``log 2 pi`` per parameter moves the weights towards smaller models); AIC and AICc are the package's other
+  options (``criterion``). Models with an infinite score (a rounded 0 or 1 under a row of the other class) are dropped;
+* weights: ``exp((S_min - S_i) / 2)``, normalised; the code also computes an "elbow" pruning but ``enir.predict``
+  averages all models, as here;
+* smoothing: each run of equal fitted values is shrunk towards its rows' mean score, ``(p cnt + e (1 - |o - e|)) / (cnt
+  + 1 - |o - e|)`` (``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate, ``e`` their mean score;
+  ``smoothBeta``: "similar to what we did in BBQ");
+* prediction: each model interpolates linearly between its smoothed values at consecutive distinct training scores,
+  constant beyond the ends (``getMA`` / ``findIdx``); ENIR is their weighted average.
 
-Two numerical details differ from the code and do not change the result beyond rounding: the fit at a breakpoint
-``lambda_k`` is computed with the groups that merge at ``lambda_k`` already merged (the code evaluates them unmerged;
-their values are equal there), and the averaged map is computed once on the distinct training scores (the code
-averages the models' interpolations at each new score; the two are equal because all models interpolate between the
-same scores). Where the code would stop with an error we carry on: if every model's score is infinite, the isotonic
-end of the path (largest ``lambda``) is used alone.
+Two numerical departures change nothing beyond rounding: the fit at breakpoint ``lambda_k`` has the groups merging
+there already merged (the code evaluates them unmerged; their values are equal there), and the averaged map is
+computed once on the distinct training scores (the code averages the models' interpolations per new score; equal, as
+all models interpolate between the same scores). Where the code would stop with an error we carry on: if every model's
+score is infinite, the isotonic end of the path (largest ``lambda``) is used alone.
 
-Sample weights
---------------
-A row of weight ``w`` counts as ``w`` rows: a point's target is the weighted mean label of its rows and its weight
-their total weight (rows of weight 0 are absent); the log-likelihood, the ``N`` of the criteria, and the counts and
-means of the smoothing are weight sums. With whole-number weights every quantity is what the repeated rows give, so
-the fit equals the fit on the rows repeated. Scaling every weight by ``c`` scales the breakpoints by ``c`` and leaves
-each near-isotonic fit unchanged, but not the ensemble: the log-likelihood and ``N`` grow with ``c`` against the fixed
-penalty per parameter (like ``c`` times more data), and the smoothing pulls less.
+Sample weights: a row of weight ``w`` counts as ``w`` rows: a point's target is its rows' weighted mean label, its
+weight their total (rows of weight 0 are absent); the log-likelihood, the criteria's ``N`` and the smoothing's counts
+and means are weight sums, so whole weights fit as the rows repeated. Scaling weights by ``c`` scales the breakpoints
+by ``c`` and leaves each near-isotonic fit unchanged, but not the ensemble: log-likelihood and ``N`` grow with ``c``
+against the fixed penalty per parameter (like ``c`` times more data), and the smoothing pulls less.
 
-Speed
------
-The path is one heap-driven pass, ``O(n log n)``, whose merges run in a Python loop (about 10 microseconds each); each
-of the (at most ``max_models``) models is then a few vectorised passes over the groups left after equal neighbours
-fuse at ``lambda = 0``. On the project's 2-core machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4
-rows, 0.3 s at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
+Speed: the path is one heap-driven pass, ``O(n log n)``, its merges in a Python loop (about 10 microseconds each); each
+of the (at most ``max_models``) models is a few vectorised passes over the groups left after equal neighbours fuse at
+``lambda = 0``. On the project's 2-core machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4 rows, 0.3 s
+at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
 """
 from __future__ import annotations
 
@@ -263,8 +249,7 @@ def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ENIR(Calibrator):
-    """Ensemble of near-isotonic regressions (ENIR); the module docstring says what follows the paper and what the
-    authors' code.
+    """Ensemble of near-isotonic regressions (ENIR), as the module docstring says.
 
     Parameters
     ----------
@@ -302,8 +287,7 @@ class ENIR(Calibrator):
     )
 
     def __init__(self, max_models: int = 100, criterion: str = "bic"):
-        self.max_models = max_models
-        self.criterion = criterion
+        self._keep(locals())
 
     def _fit(self, s, y, features, w):
         res = enir_path(s, y, sample_weight=w, max_models=self.max_models, criterion=self.criterion)
@@ -324,7 +308,6 @@ class ENIR(Calibrator):
         return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.knots_ = state.array("knots", sorted=True)
-        self.values_ = state.array("values", size=self.knots_.size)
+        self.knots_, self.values_ = state.curve("knots", "values")
         if self.knots_.size == 0:
             raise state.error("'knots' is empty")

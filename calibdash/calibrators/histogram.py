@@ -97,9 +97,7 @@ class HistogramCalibrator(Calibrator):
     )
 
     def __init__(self, n_bins: int = 10, bin_size: int = 100, by: str = "bins"):
-        self.n_bins = n_bins
-        self.bin_size = bin_size
-        self.by = by
+        self._keep(locals())
 
     def _n_bins_for(self, n) -> int:
         """B for ``n`` training rows (or a total weight ``n``)."""
@@ -130,5 +128,4 @@ class HistogramCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.cuts_ = state.array("cuts", sorted=True)
-        self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
+        self.cuts_, self.estimates_ = state.curve("cuts", "estimates", steps=True)

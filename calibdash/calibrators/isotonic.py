@@ -86,8 +86,6 @@ class IsotonicCalibrator(Calibrator):
 
     def _import_state(self, state) -> None:
         if self.interpolation != "linear":
-            self.cuts_ = state.array("cuts", sorted=True)
-            self.block_value_ = state.array("values", size=self.cuts_.size + 1)
+            self.cuts_, self.block_value_ = state.curve("cuts", "values", steps=True)
         else:
-            self.x_ = state.array("x", sorted=True)
-            self.fitted_ = state.array("fitted", size=self.x_.size)
+            self.x_, self.fitted_ = state.curve("x", "fitted")

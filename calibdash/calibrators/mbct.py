@@ -200,18 +200,7 @@ class MBCTCalibrator(Calibrator):
     def __init__(self, max_depth: int = 5, bin_size: int = 500, n_trees: int = 8, holdout: float = 0.2,
                  views: int = 20, mvce_ratio: float = 0.5, p: float = 1, n_quantiles: int = 10,
                  early_stopping: bool = True, growth_rows: int = 200_000, score_bins: int = 100, seed: int = 0):
-        self.max_depth = max_depth
-        self.bin_size = bin_size
-        self.n_trees = n_trees
-        self.holdout = holdout
-        self.views = views
-        self.mvce_ratio = mvce_ratio
-        self.p = p
-        self.n_quantiles = n_quantiles
-        self.early_stopping = early_stopping
-        self.growth_rows = growth_rows
-        self.score_bins = score_bins
-        self.seed = seed
+        self._keep(locals())
 
     def _check_params(self) -> None:
         def holds(test, value) -> bool:

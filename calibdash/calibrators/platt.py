@@ -99,9 +99,7 @@ class PlattCalibrator(Calibrator):
     )
 
     def __init__(self, smooth_targets: bool = False, max_iter: int = 100, tol: float = 0.0):
-        self.smooth_targets = smooth_targets
-        self.max_iter = max_iter
-        self.tol = tol
+        self._keep(locals())
 
     def _fit(self, s, y, features, w):
         z = logit(s)

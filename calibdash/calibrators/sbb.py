@@ -105,5 +105,4 @@ class SBB(BayesBinningBase):
         return {"cuts": self.cuts_.tolist(), "estimates": self.bin_estimate_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.cuts_ = state.array("cuts", sorted=True)
-        self.bin_estimate_ = state.array("estimates", size=self.cuts_.size + 1)
+        self.cuts_, self.bin_estimate_ = state.curve("cuts", "estimates", steps=True)

@@ -119,7 +119,6 @@ class ScalingBinningCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.cuts_ = state.array("cuts", sorted=True)
-        self.levels_ = state.array("levels", size=self.cuts_.size + 1)
+        self.cuts_, self.levels_ = state.curve("cuts", "levels", steps=True)
         if np.any((self.levels_ < 0) | (self.levels_ > 1)):
             raise state.error("'levels' must lie in [0, 1]")

@@ -104,6 +104,11 @@ class State(dict):
             raise self.error(f"{key!r} must be in increasing order")
         return arr
 
+    def curve(self, x_key: str, y_key: str, steps: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Entries ``x_key`` (non-decreasing) and ``y_key``, as many numbers, or one more with ``steps``."""
+        x = self.array(x_key, sorted=True)
+        return x, self.array(y_key, size=x.size + steps)
+
     def object(self, key: str) -> "State":
         """Entry ``key`` as a JSON object, itself a :class:`State` (a nested calibrator's state)."""
         value = self[key]

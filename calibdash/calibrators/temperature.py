@@ -129,10 +129,7 @@ class TemperatureCalibrator(Calibrator):
     hyperparams = ()
 
     def __init__(self, t_min: float = 1e-3, t_max: float = 1e3, max_iter: int = 100, tol: float = 1e-12):
-        self.t_min = t_min
-        self.t_max = t_max
-        self.max_iter = max_iter
-        self.tol = tol
+        self._keep(locals())
 
     def _check_settings(self) -> tuple[float, float]:
         try:
