@@ -113,15 +113,10 @@ def group_stats(keys: np.ndarray, size: int, terms: list) -> list:
 
 
 def merge_stats(stats: list, group: np.ndarray, size: int) -> list:
-    """Statistics of groups of keys (``group``: the group of each key, -1 for none) from those of
-    the keys (:func:`group_stats`)."""
+    """Statistics of groups of keys (``group``: the group of each key, -1 for none) from those of the keys
+    (:func:`group_stats`; a key of weight 0 already has least ``inf`` and largest ``-inf``)."""
     used = group >= 0
-    g = group[used]
-    sums = [np.bincount(g, weights=v[used], minlength=size) for v in stats[:5]]
-    lo, hi = np.full(size, np.inf), np.full(size, -np.inf)
-    np.minimum.at(lo, g, stats[5][used])
-    np.maximum.at(hi, g, stats[6][used])
-    return sums + [lo, hi]
+    return group_stats(group[used], size, [v[used] for v in stats])
 
 
 def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.ndarray,
@@ -198,14 +193,8 @@ class Tree:
         self.feature = np.asarray(self.feature, dtype=np.int32)
         self.table_len = np.asarray(self.table_len, dtype=np.int32)
         self.table = np.asarray(self.table, dtype=np.int32)
-        k = self.feature.size
-        self.positives = np.asarray(self.positives, dtype=float)
-        self.sum_input = np.asarray(self.sum_input, dtype=float)
-        self.loss_node = _floats(self.loss_node, k)
-        self.loss_split = _floats(self.loss_split, k)
-        for name in STATS[2:]:
-            setattr(self, name, _floats(getattr(self, name), k))
-        self.weight = _floats(self.weight, k)
+        for name in ("loss_node", "loss_split") + STATS:
+            setattr(self, name, _floats(getattr(self, name), self.feature.size))
         self.slope, self.intercept = node_line(*self.stats())
 
     def stats(self) -> tuple[np.ndarray, ...]:
@@ -322,8 +311,8 @@ class _Growth:
     into a :class:`Tree`."""
 
     def __init__(self, sums):
-        self.feature, self.sums = [-1], [[float(v) for v in sums]]
-        self.loss_node, self.loss_split, self.tables = [np.nan], [np.nan], [None]
+        self.feature, self.sums, self.loss_node, self.loss_split, self.tables = [], [], [], [], []
+        self.add_node(sums)
 
     @property
     def rows(self) -> list:

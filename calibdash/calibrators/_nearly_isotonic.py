@@ -74,10 +74,7 @@ def near_isotonic_path(s, w) -> NearIsoPath:
     m = starts.size
     if m < 2:
         return NearIsoPath(s=s, w=w, viol=viol, death=death)
-    bv = viol[ends[:-1]]                                       # violation status of the units' boundaries
-    c = np.zeros(m, dtype=np.int64)
-    c[1:] += bv
-    c[:-1] -= bv
+    c = group_slopes(viol, starts)
     # first events, vectorised: the lambda at which each pair of neighbouring units meets
     va, vb = us[:-1] / uw[:-1], us[1:] / uw[1:]
     ca, cb = c[:-1].astype(float), c[1:].astype(float)
@@ -157,9 +154,9 @@ def breakpoints(path: NearIsoPath) -> np.ndarray:
     return d[last]
 
 
-def group_slopes(path: NearIsoPath, starts: np.ndarray) -> np.ndarray:
-    """``c_g = l_g - r_g`` of the groups starting at ``starts``."""
-    bv = path.viol[starts[1:] - 1].astype(np.int64)
+def group_slopes(viol: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``c_g = l_g - r_g`` of the groups starting at ``starts`` (``viol``: :attr:`NearIsoPath.viol`)."""
+    bv = viol[starts[1:] - 1].astype(np.int64)
     c = np.zeros(starts.size, dtype=np.int64)
     c[1:] += bv
     c[:-1] -= bv

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..core.errors import DataError, NotFittedError, ProgrammingError
+from ..core.errors import DataError, NotFittedError, ProgrammingError, SettingsError
 from ..core.validation import check_labels, check_scores, check_weights
 
 if TYPE_CHECKING:
@@ -192,6 +192,16 @@ class Calibrator(BaseEstimator):
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_train_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")
+
+
+def check_setting(ok, value, message: str) -> None:
+    """SettingsError ``"{message}, got {value!r}."`` unless ``ok(value)`` is true (a TypeError or ValueError: false)."""
+    try:
+        fine = bool(ok(value))
+    except (TypeError, ValueError):
+        fine = False
+    if not fine:
+        raise SettingsError(f"{message}, got {value!r}.")
 
 
 def check_feature_rows(features, n: int):

@@ -253,7 +253,8 @@ def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
 class Bins:
     """The bins of all models, model after model: model ``m``'s first bin ``first[m]``, its number ``nb[m]``; per bin
     its ``model``, interval ``lower``/``upper``, rows ``count``, positives ``pos``, prior mean ``p`` and strength
-    ``a`` and calibrated value ``est``; ``cut_at`` the cut positions of all models."""
+    ``a`` and calibrated value ``est``, whether its lower edge is a cut (``inner_lo``); ``cut_at`` the cut positions of
+    all models."""
 
     nb: np.ndarray
     first: np.ndarray
@@ -268,14 +269,8 @@ class Bins:
     end: np.ndarray
     p: np.ndarray | None = None
     a: np.ndarray | None = None
+    inner_lo: np.ndarray | None = None
     est: np.ndarray | None = None
-
-    @property
-    def inner_lo(self) -> np.ndarray:
-        """Bins whose lower edge is a cut (every bin but each model's first)."""
-        mask = np.ones(self.model.size, bool)
-        mask[self.first] = False
-        return mask
 
 
 def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -> Bins:
@@ -296,7 +291,8 @@ def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -
     upper[inner_hi] = cut_val
     return Bins(nb=nb, first=first, model=np.repeat(np.arange(n_models), nb), cut_at=cut_at,
                 lower=lower, upper=upper, count=(cum[end] - cum[start]).astype(float),
-                pos=cum_pos[end] - cum_pos[start], mid=(lower + upper) / 2.0, start=start, end=end)
+                pos=cum_pos[end] - cum_pos[start], mid=(lower + upper) / 2.0, start=start, end=end,
+                inner_lo=inner_lo)
 
 
 def _paper_bins(s, y, w, bs, ess) -> Bins:

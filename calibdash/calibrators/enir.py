@@ -65,7 +65,7 @@ from ..core.errors import SettingsError
 from ..core.sql_forms import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
 from ..core.step_maps import collapse_ties, interp
-from .base import Calibrator, HyperParam
+from .base import Calibrator, HyperParam, check_setting
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "map_knots", "CRITERION_LABEL"]
 
@@ -74,13 +74,6 @@ CRITERION_LABEL = {"bic": "BIC", "aic": "AIC", "aicc": "AICc"}
 #: The R package rounds the fitted values to this many decimals before scoring.
 DECIMALS = 6
 _LOG_2PI = math.log(2.0 * math.pi)
-
-
-def merge_points(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
-    """Sorted distinct scores of positive weight ``x``, their positives ``pos`` and rows ``wt`` (weight sums with
-    weights), as floats."""
-    x, wt, pos = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float), sample_weight)
-    return x, pos, wt.astype(float)
 
 
 def select_breakpoints(lams: np.ndarray, max_models: int) -> np.ndarray:
@@ -139,12 +132,8 @@ class ENIRPath:
 def _check_params(max_models, criterion) -> None:
     if criterion not in CRITERIA:
         raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
-    try:
-        whole = not isinstance(max_models, bool) and float(max_models).is_integer() and max_models >= 1
-    except (TypeError, ValueError):
-        whole = False
-    if not whole:
-        raise SettingsError(f"max_models must be an integer of at least 1, got {max_models!r}.")
+    check_setting(lambda v: not isinstance(v, bool) and float(v).is_integer() and v >= 1, max_models,
+                  "max_models must be an integer of at least 1")
 
 
 def _loglik(pos: np.ndarray, wt: np.ndarray, p: np.ndarray) -> float:
@@ -164,7 +153,7 @@ def _group_fit(path: NearIsoPath, base: np.ndarray, us, uw, lam: float):
     gstart = np.r_[0, np.flatnonzero(alive) + 1]
     gs = np.add.reduceat(us, gstart)
     gw = np.add.reduceat(uw, gstart)
-    c = group_slopes(path, base[gstart])
+    c = group_slopes(path.viol, base[gstart])
     v = (gs + lam * c) / gw
     v = np.clip(np.round(v * 10.0 ** DECIMALS) / 10.0 ** DECIMALS, 0.0, 1.0)
     return gstart, gs, gw, v
@@ -186,7 +175,8 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
     """Build ENIR's models on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights), deterministically:
     :func:`calibdash.explain.enir.explain` calls it again on the same rows to show the path and the models' maps."""
     _check_params(max_models, criterion)
-    x, pos, wt = merge_points(scores, labels, sample_weight)
+    x, wt, pos = collapse_ties(np.asarray(scores, dtype=float), np.asarray(labels, dtype=float), sample_weight)
+    wt = wt.astype(float)
     n_rows = float(wt.sum())
     path = near_isotonic_path(pos, wt)
     n = x.size

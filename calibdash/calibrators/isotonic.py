@@ -1,8 +1,6 @@
 """Isotonic regression by the pool-adjacent-violators algorithm."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..core.errors import SettingsError
 from ..core.sql_forms import LinearMap, StepMap
 from ..core.pav import pav_blocks

@@ -198,10 +198,8 @@ def interval_at(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarra
     if s.size < SORT_FROM:
         return _lookup(scores, f0, f1, s)
     order = np.argsort(s)
-    q0, q1 = _lookup(scores, f0, f1, s[order])
     p0, p1 = np.empty(s.size), np.empty(s.size)
-    p0[order] = q0
-    p1[order] = q1
+    p0[order], p1[order] = _lookup(scores, f0, f1, s[order])
     return p0, p1
 
 
@@ -220,11 +218,9 @@ def merge(p0, p1, rule: str = "log") -> np.ndarray:
 class VennAbersCalibrator(Calibrator):
     """Inductive Venn-Abers predictor (IVAP): isotonic regression with the test row labelled 0 and 1.
 
-    ``fit`` computes, for every distinct calibration score ``s'_i``, the values ``F0[i]`` and ``F1[i]`` of the
-    isotonic regression of the calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``, by the fast
-    algorithm of Vovk, Petej & Fedorova (2015, Algorithms 1 to 4): ``O(n log n)``. :meth:`predict_interval` returns
-    ``(p0, p1)`` for any test score by a binary search; :meth:`predict` merges them. The module docstring says how
-    ties, scores between calibration scores and weights are treated and where this differs from ptocca/VennABERS.
+    ``fit`` computes the tables ``F0``, ``F1`` (module docstring: the algorithm, ties, scores between calibration
+    scores, weights, and where this differs from ptocca/VennABERS); :meth:`predict_interval` returns ``(p0, p1)`` for
+    any test score by a binary search; :meth:`predict` merges them.
 
     Parameters
     ----------
