@@ -157,10 +157,6 @@ def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.
 
 
 # -- the tree ----------------------------------------------------------------------------------------------------
-def _floats(values, k: int) -> np.ndarray:
-    return np.full(k, np.nan) if values is None else np.asarray(values, dtype=float)
-
-
 @dataclass(eq=False)
 class Tree:
     """One calibration tree: a bin per node, a linear calibrator per node.
@@ -194,7 +190,8 @@ class Tree:
         self.table_len = np.asarray(self.table_len, dtype=np.int32)
         self.table = np.asarray(self.table, dtype=np.int32)
         for name in ("loss_node", "loss_split") + STATS:
-            setattr(self, name, _floats(getattr(self, name), self.feature.size))
+            values = getattr(self, name)
+            setattr(self, name, np.full(self.feature.size, np.nan) if values is None else np.asarray(values, float))
         self.slope, self.intercept = node_line(*self.stats())
 
     def stats(self) -> tuple[np.ndarray, ...]:

@@ -167,13 +167,10 @@ class TrendFilter:
         slope = np.dot(self.w * dx, self.z - zm) / np.dot(self.w * dx, dx)
         self.affine_ = (zm - slope * xm, slope)
         p_aff = zm + slope * dx
-        self.lambda_max = float(np.max(np.abs(self._dual(self.w * (self.z - p_aff)))))
+        s0 = np.cumsum(self.w * (self.z - p_aff))        # nu of the affine fit, by two cumsums
+        self.lambda_max = float(np.max(np.abs(np.cumsum(s0[:-2] * self.h[:-1]))))
 
     # -- building blocks -------------------------------------------------------
-    def _dual(self, r: np.ndarray) -> np.ndarray:
-        """``nu`` with ``Delta^T nu = r`` (entry i belongs to point i+1), by two cumsums."""
-        s0 = np.cumsum(r)
-        return np.cumsum(s0[:-2] * self.h[:-1])
 
     def _build_blocks(self) -> None:
         """Moments of fixed blocks of points ``[kB, (k+1)B)``, so a long segment costs O(sqrt n): with ``l = x -

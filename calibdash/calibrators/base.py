@@ -2,16 +2,15 @@
 
 A calibrator maps a classifier's score in [0, 1] (and, for feature-aware methods, the row's features) to a calibrated
 probability of the positive class. Hyperparameters are constructor arguments stored unchanged (so ``get_params``,
-``set_params`` and ``clone`` work) and declared as :class:`HyperParam` records, from which the UI builds its sliders.
-``fit`` validates at the edge and calls the subclass's ``_fit(s, y, features, w)`` (``w``: None for unit weights, else
-a float array); ``predict`` calls ``_predict(s, features)``; learned state ends in ``_``. A row of weight ``w`` counts
-as ``w`` rows: with integer weights the fit equals the fit on the rows repeated (tested for every method), which is how
-score cells (count, positives) are fitted.
+``set_params`` and ``clone`` work), declared as :class:`HyperParam` records for the UI's sliders. ``fit`` validates at
+the edge and calls the subclass's ``_fit(s, y, features, w)`` (``w``: None for unit weights, else floats); ``predict``
+calls ``_predict(s, features)``; learned state ends in ``_``. A row of weight ``w`` counts as ``w`` rows: integer
+weights fit as the rows repeated (tested for every method), which is how score cells (count, positives) are fitted.
 
-A method declares itself in its own class, so adding one is adding files: its place in every list (``order``), its
-colour (``color``), its SQL form (:meth:`Calibrator.sql_map`) and its model-file state: ``_export_state()`` returns
-the JSON-able dict ``predict`` needs (not the learning's by-products, which :mod:`calibdash.explain` recomputes) and
-``_import_state(state)`` restores it from a :class:`calibdash.calibrators.state.State`.
+A method declares itself in its own class (adding one is adding files): its class attributes, its SQL form
+(:meth:`Calibrator.sql_map`) and its model-file state: ``_export_state()`` returns the JSON-able dict ``predict``
+needs (not the learning's by-products, which :mod:`calibdash.explain` recomputes), ``_import_state(state)`` restores
+it from a :class:`calibdash.calibrators.state.State`.
 """
 from __future__ import annotations
 

@@ -474,13 +474,13 @@ class BBQCalibrator(Calibrator):
     Parameters
     ----------
     ess : float, default 2
-        The paper's equivalent sample size N' of the BDeu prior: in total over the bins with ``variant="paper"``, per
-        bin with ``variant="authors"`` (both 2 in the authors' experiments).
+        The paper's equivalent sample size N' of the BDeu prior: in total over the bins (``"paper"``), per bin
+        (``"authors"``); 2 in the authors' experiments.
     c : float, default 10
         The paper's C: models have from ``N^(1/3)/C`` to ``C N^(1/3)`` bins.
     prune : bool, default True
-        Average only the models kept by the rho = 0.001 rule (the paper's optional refinement, used in its experiments
-        and always by the authors' code); ``False`` averages every model.
+        Average only the models the rho = 0.001 rule keeps (the paper's optional refinement, used in its experiments and
+        always by the authors' code); ``False`` averages every model.
     variant : {"paper", "authors"}, default "paper"
         Follow the paper's text or the authors' MATLAB code.
 

@@ -66,26 +66,6 @@ def information_criteria(loglik: float, df: int, n: float) -> dict[str, float]:
     return {"aic": float(aic), "aicc": float(aicc), "bic": float(bic)}
 
 
-def _bernoulli_loglik(p: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
-    """Log-likelihood of ``w z`` positives and ``w (1 - z)`` negatives at each merged point
-    (``w``: the points' row counts or total weights)."""
-    q = np.clip(p, _EPS, 1.0 - _EPS)          # finite logs, so 0 * log(q) = 0 where a count is 0
-    pos = w * z
-    return float(np.dot(pos, np.log(q)) + np.dot(w - pos, np.log1p(-q)))
-
-
-def _criterion_weights(scores: np.ndarray) -> np.ndarray:
-    """Weights proportional to ``exp(-score / 2)`` (0 for infinite scores)."""
-    finite = np.isfinite(scores)
-    out = np.zeros(scores.size)
-    if not finite.any():
-        out[0] = 1.0
-        return out
-    rel = np.exp(-(scores[finite] - scores[finite].min()) / 2.0)
-    out[finite] = rel / rel.sum()
-    return out
-
-
 @dataclass
 class LambdaPath:
     """Everything solved along one lambda path (what :func:`lambda_path` returns): the merged training points ``x, z,
@@ -123,16 +103,6 @@ def _check_params(mode, n_lambdas, criterion, lam_ratio, tol) -> None:
     check_setting(lambda v: int(v) == v and v >= 1, n_lambdas, "n_lambdas must be an integer of at least 1")
     check_setting(lambda v: float(v) == v and 0.0 < v <= 1.0, lam_ratio, "lam_ratio must lie in (0, 1]")
     check_setting(lambda v: float(v) == v and v > 0, tol, "tol must be a positive number")
-
-
-def _lambdas(lam_max: float, mode: str, n_lambdas: int, lam_ratio: float) -> np.ndarray:
-    n_lambdas = int(n_lambdas)
-    grid = lam_max * np.geomspace(1.0, MIN_RATIO, n_lambdas) if n_lambdas > 1 else np.array([lam_max])
-    if mode == "ensemble":
-        return grid
-    target = lam_max * float(lam_ratio)
-    # warm start down the grid, then the target itself
-    return np.append(grid[grid > target * (1 + 1e-12)], target)
 
 
 def _affine_exact(x, z, w) -> bool:
@@ -179,22 +149,32 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
     else:
         solver = TrendFilter(x, z, w, tol=float(tol))
         lam_max = solver.lambda_max
-        fits = solver.path(_lambdas(lam_max, mode, n_lambdas, lam_ratio))
+        n = int(n_lambdas)
+        grid = lam_max * np.geomspace(1.0, MIN_RATIO, n) if n > 1 else np.array([lam_max])
+        if mode == "single":                           # warm start down the grid, then the target itself
+            target = lam_max * float(lam_ratio)
+            grid = np.append(grid[grid > target * (1 + 1e-12)], target)
+        fits = solver.path(grid)
     rows = []
+    pos = w * z                                        # positives (weight) at each point
     for f in fits:
-        fitted = np.clip(evaluate_linear(f.nodes_x, f.nodes_p, x), 0.0, 1.0)
-        ll = _bernoulli_loglik(fitted, z, w)
+        # the fitted values clipped to [0, 1], and to [_EPS, 1 - _EPS] for finite logs (0 * log(q) = 0 at no rows)
+        q = np.clip(evaluate_linear(f.nodes_x, f.nodes_p, x), _EPS, 1.0 - _EPS)
+        ll = float(np.dot(pos, np.log(q)) + np.dot(w - pos, np.log1p(-q)))
         df = f.df if x.size >= 3 else x.size
         rows.append({"lambda": f.lam, "lam_ratio": f.lam / lam_max if lam_max > 0 else 1.0,
                      "df": df, "knots": df - 2 if x.size >= 3 else 0, "loglik": ll,
                      **information_criteria(ll, df, n_rows),
                      "kkt": f.kkt, "converged": f.converged, "iterations": f.iterations})
     table = pd.DataFrame(rows)
-    if mode == "ensemble":
-        weights = _criterion_weights(table[criterion].to_numpy())
-    else:
-        weights = np.zeros(len(fits))
-        weights[-1] = 1.0
+    scores = table[criterion].to_numpy()
+    finite = np.isfinite(scores)
+    weights = np.zeros(len(fits))
+    if mode == "single" or not finite.any():          # the single model, or the first if every score is infinite
+        weights[-1 if mode == "single" else 0] = 1.0
+    else:                                              # proportional to exp(-score / 2)
+        rel = np.exp(-(scores[finite] - scores[finite].min()) / 2.0)
+        weights[finite] = rel / rel.sum()
     table["weight"] = weights
     map_x, map_p = _average(fits, weights)
     return LambdaPath(x=x, z=z, w=w, n_rows=n_rows, lambda_max=float(lam_max), fits=fits, table=table,

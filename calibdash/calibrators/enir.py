@@ -136,16 +136,6 @@ def _check_params(max_models, criterion) -> None:
                   "max_models must be an integer of at least 1")
 
 
-def _loglik(pos: np.ndarray, wt: np.ndarray, p: np.ndarray) -> float:
-    """Bernoulli log-likelihood of ``pos`` positives and ``wt - pos`` negatives at values ``p``
-    (``-inf`` when a value is 0 or 1 under a row of the other class)."""
-    neg = wt - pos
-    with np.errstate(divide="ignore"):
-        a = np.where(pos > 0, pos * np.log(np.where(pos > 0, p, 1.0)), 0.0)
-        b = np.where(neg > 0, neg * np.log1p(-np.where(neg > 0, p, 0.0)), 0.0)
-    return float(a.sum() + b.sum())
-
-
 def _group_fit(path: NearIsoPath, base: np.ndarray, us, uw, lam: float):
     """Groups at ``lam`` over the units starting at points ``base`` (unit sums ``us``, weights ``uw``): their starts
     (unit indices), positives, weights and rounded, clipped values."""
@@ -195,7 +185,11 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
     for i, lam in enumerate(lams):
         gstart, gs, gw, v = _group_fit(path, base, us, uw, float(lam))
         df[i] = 1 + int(np.count_nonzero(np.diff(v)))
-        loglik[i] = _loglik(gs, gw, v)
+        neg = gw - gs                                      # log-likelihood: -inf at 0 or 1 under the other class
+        with np.errstate(divide="ignore"):
+            a = np.where(gs > 0, gs * np.log(np.where(gs > 0, v, 1.0)), 0.0)
+            b = np.where(neg > 0, neg * np.log1p(-np.where(neg > 0, v, 0.0)), 0.0)
+        loglik[i] = float(a.sum() + b.sum())
         fits.append((gstart, gs, gw, v))
     score = information_criterion(loglik, df, n_rows, criterion)
     kept = np.isfinite(score)

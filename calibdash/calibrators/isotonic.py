@@ -15,14 +15,11 @@ INTERPOLATIONS = ("step", "linear")
 class IsotonicCalibrator(Calibrator):
     """Isotonic regression (Zadrozny & Elkan, 2002): the best non-decreasing map.
 
-    Tied scores are merged into one point weighted by its count; PAV (scikit-learn's compiled ``isotonic_regression``)
-    then finds the non-decreasing fit minimising the weighted squared error, which pools adjacent points into blocks
-    of constant value.
-
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w`` counts as ``w`` rows. Tied scores merge into
-    one point at their weighted mean label with their weight sum (a score whose rows all weigh 0 is absent), and PAV
-    minimises the weighted squared error. With integer weights the fit equals the fit on the rows repeated, exactly;
-    scaling every weight by the same constant changes nothing (up to rounding).
+    Tied scores merge into one point at their (weighted) mean label, weighted by their count or weight sum (a score
+    whose rows all weigh 0 is absent); PAV (scikit-learn's compiled ``isotonic_regression``) finds the non-decreasing
+    fit of least weighted squared error, pooling adjacent points into blocks of constant value. A row of weight ``w``
+    counts as ``w`` rows: integer weights fit as the rows repeated, exactly; scaling every weight by one constant
+    changes nothing (up to rounding).
 
     Parameters
     ----------

@@ -56,13 +56,11 @@ class MBCTCalibrator(Calibrator):
         the fit equals that on the rows repeated (``tests/test_weights.py``). This is the paper's aggregation (App.
         A.2) for rows agreeing on all MBCT sees; rows agreeing only on codes are not merged: the line uses each score.
     Node calibrator (Sec. 4.3's "linear function", whose form the paper does not give)
-        ``f' = a f + b``, ``f`` the tree's input, fitted on the node's rows by
-        :func:`~calibdash.calibrators._mbct_tree.node_line`: through the node's mean point (partition calibration error,
-        Eq. 4, zero; PUD, Eq. 6, 1), with the paper's per-node scale ``sum(y) / sum(f)`` as slope unless an F test at
-        the BIC's price (``ln W``) prefers the non-negative least-squares slope, lowered if need be to stay in [0, 1]
-        on the node's inputs. The scale alone cannot reach rates 0.1 and 0.8 at scores 0.2 and 0.7, a line can; the
-        least-squares line alone would go below 0 at the low end of a node whose rates are convex in ``f`` (79 Avazu
-        test rows predicted 0); the test and the bound keep the scale there.
+        ``f' = a f + b``, ``f`` the tree's input, by :func:`~calibdash.calibrators._mbct_tree.node_line`: through the
+        node's mean point (partition calibration error, Eq. 4, zero; PUD, Eq. 6, 1), the paper's per-node scale ``sum(y)
+        / sum(f)`` as slope unless an F test prefers the least-squares slope, bounded to stay in [0, 1]. The scale alone
+        cannot reach rates 0.1 and 0.8 at scores 0.2 and 0.7, a line can; the least-squares line alone would go below 0
+        at the low end of a node whose rates are convex in ``f`` (79 Avazu test rows predicted 0).
     Split (Eq. 12)
         A leaf splits on the feature whose multiway split, each child with its own line, gives the lowest node-local
         MVCE (Eq. 10). The paper splits on every value; here each child holds at least ``bin_size`` rows ("the least
