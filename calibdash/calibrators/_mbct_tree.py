@@ -1,13 +1,8 @@
 """The calibration tree of the MBCT calibrator: level-wise growth with multiway splits and one line per node
-(:func:`grow_tree`), routing of new rows (:class:`Tree`), and the node statistics (:data:`STATS`, per row, group, group
-of groups and node) from which each node's line follows (:func:`node_line`); a row of weight ``v`` counts as ``v`` rows
-in all of them. Feature coding is in :mod:`._mbct_codes`; the node-local loss is
-:func:`calibdash.measures.mvce.grouped_mvce`.
-
-A fitted :class:`Tree` holds what routing and its lines need plus the node-local losses of its growth; what can be
-recomputed from it (parents, depths, :func:`node_conditions`) or from the training rows (rows per node) is not kept.
-The calibrator gives whole weights to these functions as rows repeated (units), so only fractional weights reach the
-weighted MVCE.
+(:func:`grow_tree`), routing (:class:`Tree`: what routing and the lines need, and its growth's node-local losses; not
+what can be recomputed from it or the training rows), and the node statistics (:data:`STATS`, per row, group, group of
+groups and node) from which each node's line follows (:func:`node_line`). A row of weight ``v`` counts as ``v`` rows;
+the calibrator passes whole weights as rows repeated (units), so only fractional weights reach the weighted MVCE.
 """
 from __future__ import annotations
 

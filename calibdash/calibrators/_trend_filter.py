@@ -125,12 +125,9 @@ def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray
     if xn.size == 1:
         return np.full(s.shape, float(pn[0]))
     out = interp(s, xn, pn)
-    lo = s < xn[0]
-    if lo.any():
-        out[lo] = pn[0] + (s[lo] - xn[0]) * (pn[1] - pn[0]) / (xn[1] - xn[0])
-    hi = s > xn[-1]
-    if hi.any():
-        out[hi] = pn[-1] + (s[hi] - xn[-1]) * (pn[-1] - pn[-2]) / (xn[-1] - xn[-2])
+    lo, hi = s < xn[0], s > xn[-1]
+    out[lo] = pn[0] + (s[lo] - xn[0]) * (pn[1] - pn[0]) / (xn[1] - xn[0])
+    out[hi] = pn[-1] + (s[hi] - xn[-1]) * (pn[-1] - pn[-2]) / (xn[-1] - xn[-2])
     return out
 
 
@@ -220,23 +217,16 @@ class TrendFilter:
         lft = (xi - xa[own]) / H[own]
         rgt = (xb[own] - xi) / H[own]
         wi, wzi = self.w[idx], self.wz[idx]
-        acc = np.empty((k, 5))
-        acc[:, 0] = np.bincount(own, wi * rgt * rgt, k)
-        acc[:, 1] = np.bincount(own, wi * lft * rgt, k)
-        acc[:, 2] = np.bincount(own, wi * lft * lft, k)
-        acc[:, 3] = np.bincount(own, wzi * rgt, k)
-        acc[:, 4] = np.bincount(own, wzi * lft, k)
+        acc = np.column_stack([np.bincount(own, v, k) for v in
+                               (wi * rgt * rgt, wi * lft * rgt, wi * lft * lft, wzi * rgt, wzi * lft)])
         if full.any():
             bi, bo = self._ranges(kb0, kb1 - kb0)
             M = self._block_mom[bi]
             d = self._block_first[bi] - xa[bo]        # >= 0
             e = xb[bo] - self._block_last[bi]         # >= 0
-            blk = np.empty((k, 5))
-            blk[:, 0] = np.bincount(bo, M[:, 4] + 2 * e * M[:, 3] + e * e * M[:, 0], k)
-            blk[:, 1] = np.bincount(bo, M[:, 5] + e * M[:, 1] + d * M[:, 3] + d * e * M[:, 0], k)
-            blk[:, 2] = np.bincount(bo, M[:, 2] + 2 * d * M[:, 1] + d * d * M[:, 0], k)
-            blk[:, 3] = np.bincount(bo, M[:, 8] + e * M[:, 6], k)
-            blk[:, 4] = np.bincount(bo, M[:, 7] + d * M[:, 6], k)
+            blk = np.column_stack([np.bincount(bo, v, k) for v in (
+                M[:, 4] + 2 * e * M[:, 3] + e * e * M[:, 0], M[:, 5] + e * M[:, 1] + d * M[:, 3] + d * e * M[:, 0],
+                M[:, 2] + 2 * d * M[:, 1] + d * d * M[:, 0], M[:, 8] + e * M[:, 6], M[:, 7] + d * M[:, 6])])
             blk[:, :3] /= H[:, None]
             blk[:, :] /= H[:, None]
             acc += blk

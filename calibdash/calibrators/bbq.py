@@ -177,10 +177,7 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins are
     unchanged.
     """
-    n1 = np.asarray(n1, dtype=float)
-    n0 = np.asarray(n0, dtype=float)
-    a = np.asarray(strength, dtype=float)
-    p = np.asarray(p, dtype=float)
+    n1, n0, a, p = (np.asarray(v, dtype=float) for v in (n1, n0, strength, p))
     al = np.maximum(a * p, PRIOR_FLOOR)
     be = np.maximum(a * (1.0 - p), PRIOR_FLOOR)
     return (gammaln(a) - gammaln(n1 + n0 + a) + gammaln(n1 + al) - gammaln(al)

@@ -18,10 +18,8 @@ from ._mbct_codes import CATEGORICAL, NUMERIC, SCORE, ColumnCode, encode, learn_
 from ._mbct_tree import STATS, Tree, grow_tree, node_stats
 from .base import Calibrator, HyperParam, check_feature_rows, check_scores, check_setting
 
-__all__ = [
-    "MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "weighted_rows",
-    "holdout_counts", "sample_counts"
-]
+__all__ = ["MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "weighted_rows",
+           "holdout_counts", "sample_counts"]
 
 #: Random views of the global (boosting) loss: the paper's r for evaluation.
 GLOBAL_VIEWS = 100
