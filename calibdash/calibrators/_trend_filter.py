@@ -217,8 +217,8 @@ class TrendFilter:
         lft = (xi - xa[own]) / H[own]
         rgt = (xb[own] - xi) / H[own]
         wi, wzi = self.w[idx], self.wz[idx]
-        acc = np.column_stack([np.bincount(own, v, k) for v in
-                               (wi * rgt * rgt, wi * lft * rgt, wi * lft * lft, wzi * rgt, wzi * lft)])
+        acc = np.column_stack([np.bincount(own, v, k) for v in      # (int64 when no point lies inside)
+                               (wi * rgt * rgt, wi * lft * rgt, wi * lft * lft, wzi * rgt, wzi * lft)]).astype(float)
         if full.any():
             bi, bo = self._ranges(kb0, kb1 - kb0)
             M = self._block_mom[bi]
