@@ -103,14 +103,9 @@ def near_isotonic_path(s, w) -> NearIsoPath:
         ALIVE[a] = ALIVE[b] = False
         g = len(S)
         sg, wg, cg = S[a] + S[b], W[a] + W[b], C[a] + C[b]
-        S.append(sg)
-        W.append(wg)
-        C.append(cg)
-        END.append(END[b])
         left, right = LEFT[a], RIGHT[b]
-        LEFT.append(left)
-        RIGHT.append(right)
-        ALIVE.append(True)
+        for column, value in zip((S, W, C, END, LEFT, RIGHT, ALIVE), (sg, wg, cg, END[b], left, right, True)):
+            column.append(value)
         vg = (sg + lam * cg) / wg
         # the new group against each neighbour: when do they meet (as for the first events)?
         for p, q in ((left, g), (g, right)):

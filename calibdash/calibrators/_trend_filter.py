@@ -137,9 +137,7 @@ class TrendFilter:
     cap on KKT checks per ``lam`` (past it the fit has ``converged=False``)."""
 
     def __init__(self, x, z, w, tol: float = 1e-9, max_iter: int = 200):
-        self.x = np.ascontiguousarray(x, dtype=float)
-        self.z = np.ascontiguousarray(z, dtype=float)
-        self.w = np.ascontiguousarray(w, dtype=float)
+        self.x, self.z, self.w = (np.ascontiguousarray(v, dtype=float) for v in (x, z, w))
         n = self.x.size
         if n < 3:
             raise ValueError("trend filtering needs at least 3 distinct scores")

@@ -113,11 +113,11 @@ def model_range(n: int, c: float, variant: str = "paper") -> np.ndarray:
     return np.arange(lo, max(lo, hi) + 1, dtype=np.int64)
 
 
-def _within_group(sizes: np.ndarray) -> np.ndarray:
-    """0, 1, .., sizes[0]-1, 0, 1, .., sizes[1]-1, ... (position inside each group)."""
-    total = int(sizes.sum())
-    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    return np.arange(total, dtype=np.int64) - starts
+def _boundaries(bs: np.ndarray):
+    """Per inner boundary of every model (``B - 1`` each): its model, that model's ``B`` and its number ``1 .. B-1``."""
+    per = bs - 1
+    within = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    return np.repeat(np.arange(bs.size), per), np.repeat(bs, per), within + 1
 
 
 # -- binnings: each returns (model index of every cut, cut position) sorted by model then position.
@@ -130,10 +130,7 @@ def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
     if m < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     n = cum[-1]
-    per = bs - 1
-    model = np.repeat(np.arange(bs.size), per)
-    b = np.repeat(bs, per)
-    k = _within_group(per) + 1
+    model, b, k = _boundaries(bs)
     inner = cum[1:m]                                   # rows below boundaries a = 1 .. m-1
     j = np.clip(np.searchsorted(inner, k * n / b), 0, m - 2)
     j_lo = np.maximum(j - 1, 0)
@@ -154,10 +151,7 @@ def _cuts_authors(s: np.ndarray, bs: np.ndarray):
     block's first, so the test is per block.)
     """
     n = s.size
-    per = bs - 1
-    model = np.repeat(np.arange(bs.size), per)
-    b = np.repeat(bs, per)
-    q = _within_group(per) + 1                         # blocks 1 .. B-1 (0-based)
+    model, b, q = _boundaries(bs)                      # q: blocks 1 .. B-1 (0-based)
     c = n // b
     start = q * c
     end = np.where(q == b - 1, n - 1, (q + 1) * c - 1)
@@ -329,12 +323,8 @@ def _same_binning(cut_at: np.ndarray, nb: np.ndarray) -> np.ndarray:
     """For each model the index of the first model with the same cuts, or -1 if it is the first."""
     seen: dict[bytes, int] = {}
     bounds = np.concatenate([[0], np.cumsum(nb - 1)])
-    out = np.full(nb.size, -1, np.int64)
-    for i in range(nb.size):
-        j = seen.setdefault(cut_at[bounds[i]:bounds[i + 1]].tobytes(), i)
-        if j != i:
-            out[i] = j
-    return out
+    first = np.array([seen.setdefault(cut_at[bounds[i]:bounds[i + 1]].tobytes(), i) for i in range(nb.size)])
+    return np.where(first == np.arange(nb.size), -1, first).astype(np.int64)
 
 
 def _average_map(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -96,14 +96,12 @@ def _sweep(sx: list, sy: list, qx, qy, right_to_left: bool) -> list:
         out.append(slope)
         if y >= ty + slope * (x - tx):      # not below the line: the GCM over the test row is unchanged
             continue
-        sx.pop()
-        sy.pop()
+        del sx[-1], sy[-1]
         while len(sx) > 1:
             tx, ty, nx, ny = sx[-1], sy[-1], sx[-2], sy[-2]
             cross = (tx - x) * (ny - ty) - (ty - y) * (nx - tx)
             if (cross >= 0) if right_to_left else (cross <= 0):
-                sx.pop()
-                sy.pop()
+                del sx[-1], sy[-1]
             else:
                 break
         sx.append(x)
@@ -131,8 +129,7 @@ def csd_tables(rows: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.
     k = W.size - 1
     if k < 1:
         raise ProgrammingError("the Venn-Abers tables need at least one calibration score.")
-    w = np.asarray(rows, dtype=float)
-    c = np.asarray(positives, dtype=float)
+    w, c = np.asarray(rows, dtype=float), np.asarray(positives, dtype=float)
     one = np.ones(1)
     # F1: steps the test row's (1, 1), then the CSD's; the stack's top is P_{-1}
     v = _gcm_vertices(np.concatenate([one, w]), np.concatenate([one, c]))
