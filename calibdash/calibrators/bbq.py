@@ -79,7 +79,7 @@ from scipy.special import gammaln
 from ..core.errors import SettingsError
 from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, step_lookup
-from .base import Calibrator, HyperParam
+from .base import Calibrator, HyperParam, check_setting
 
 __all__ = ["BBQCalibrator", "BinningModels", "binning_models", "averaged_map", "model_size"]
 
@@ -384,12 +384,9 @@ def check_params(ess, c, variant) -> tuple[float, float, str]:
     """``(ess, c, variant)`` as numbers; SettingsError for an unknown variant, ``ess <= 0`` or ``c < 1``."""
     if variant not in VARIANTS:
         raise SettingsError(f"variant must be one of {VARIANTS}, got {variant!r}.")
-    ess_f, c_f = float(ess), float(c)
-    if not (math.isfinite(ess_f) and ess_f > 0):
-        raise SettingsError(f"ess (N') must be a positive number, got {ess!r}.")
-    if not (math.isfinite(c_f) and c_f >= 1):
-        raise SettingsError(f"c (C) must be at least 1, got {c!r}.")
-    return ess_f, c_f, variant
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) > 0, ess, "ess (N') must be a positive number")
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) >= 1, c, "c (C) must be at least 1")
+    return float(ess), float(c), variant
 
 
 def expand_whole_weights(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

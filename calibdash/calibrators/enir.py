@@ -226,10 +226,8 @@ def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if x.size == 0:
         return x, p
     change = np.flatnonzero(np.diff(p) != 0)
-    first = np.r_[0, change + 1]
-    last = np.r_[change, x.size - 1]
-    idx = np.unique(np.r_[first, last])
-    return x[idx].copy(), p[idx].copy()
+    idx = np.unique(np.r_[0, change + 1, change, x.size - 1])    # each run's first and last point
+    return x[idx], p[idx]
 
 
 class ENIR(Calibrator):
