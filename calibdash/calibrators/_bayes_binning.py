@@ -1,45 +1,36 @@
-"""Shared machinery of SBB and ABB (Naeini, Cooper & Hauskrecht, arXiv:1401.2955).
-
-Both methods score every binning of the sorted training scores by Eq. 6 of the paper,
+"""Shared machinery of SBB and ABB (Naeini, Cooper & Hauskrecht, arXiv:1401.2955). Both score every binning of the
+sorted training scores by Eq. 6,
 
     Score(M) = prod_b [ Prior(u_b) prod_{k=l_b}^{u_b - 1} (1 - Prior(k)) ]
                       * n_b0! n_b1! / (n_b + 1)!,
 
-the structure prior of Eq. 5 times the Beta(1, 1) marginal likelihood of Eq. 4. Everything here works on *positions*:
-the sorted distinct training scores (a run of tied scores is one position, so ties are never split), or, above
-``max_positions`` distinct scores, equal-count micro-bins of them.
+the structure prior of Eq. 5 times the Beta(1, 1) marginal likelihood of Eq. 4, on *positions*: the sorted distinct
+training scores (tied scores are one position, never split), or above ``max_positions`` equal-count micro-bins of them.
 
-Boundary prior
---------------
-The paper models ``Prior(k)``, the prior probability of a bin boundary in the gap between positions ``k`` and ``k +
-1``, "using a Poisson distribution with parameter lambda" after the discretization method it cites (EBD, Lustgarten et
-al. 2011), without printing the formula. We use EBD's Poisson-process form (as we read EBD, whose paper is not among
-the shared papers, checked against a public implementation of EBD): boundaries fall on the score axis as a Poisson
-process with ``lambda`` events on average over the range of the training scores, and a gap holds a boundary when at
-least one event falls in it: ``Prior(k) = 1 - exp(-lambda d_k / D)``, with ``d_k = s_{k+1} - s_k`` and ``D = s_last -
-s_first``. So ``lambda`` is about the prior expected number of boundaries, wide gaps are likelier places for a
-boundary than narrow ones, and the prior is a proper distribution over the ``2^(P-1)`` binnings of ``P`` positions
-(the end of the last bin is a boundary with probability one). We follow this form rather than a constant per-gap
-probability because it is the cited method's and because it gives a new score inside a gap an exact meaning (linear
-interpolation in ABB). With micro-bins ``d_k`` is the distance between their mean scores, which matches the ungrouped
-prior to first order.
+Boundary prior: the paper models ``Prior(k)``, the probability of a boundary between positions ``k`` and ``k + 1``,
+"using a Poisson distribution with parameter lambda" after the discretization method it cites (EBD, Lustgarten et al.
+2011), without the formula. We use EBD's Poisson-process form (as we read EBD, not among the shared papers, checked
+against a public implementation): boundaries fall on the score axis as a Poisson process with ``lambda`` events on
+average over the training scores' range, and a gap holds a boundary when an event falls in it: ``Prior(k) = 1 -
+exp(-lambda d_k / D)``, ``d_k = s_{k+1} - s_k``, ``D = s_last - s_first``. So ``lambda`` is about the prior expected
+number of boundaries, wide gaps are likelier boundaries than narrow ones, and the prior is a proper distribution over
+the ``2^(P-1)`` binnings of ``P`` positions (the last bin's end is a boundary with probability one). We follow this
+form rather than a constant per-gap probability because it is the cited method's and it gives a score inside a gap an
+exact meaning (linear interpolation in ABB). With micro-bins ``d_k`` is the distance between their mean scores, which
+matches the ungrouped prior to first order.
 
-Sample weights
---------------
-A row of weight ``w`` counts as ``w`` rows: a position's counts ``n0``, ``n1`` are the weights of its negative and
-positive rows (a score whose rows all weigh 0 is absent), micro-bins hold equal shares of the total weight, and Eq. 4
-takes the real counts through ``log Gamma``; the structure prior and the dynamic programmes do not change. With
-integer weights the fit equals the fit on the rows repeated, exactly. Scaling every weight by ``c`` gives the fit of
-``c`` times as many rows, whose likelihood weighs more (``c > 1``) or less against the structure prior and the
-Beta(1, 1) pseudo-counts of the estimates ``(n1 + 1) / (n + 2)``.
+Sample weights: a row of weight ``w`` counts as ``w`` rows: a position's ``n0``, ``n1`` are its negative and positive
+rows' weights (a score whose rows all weigh 0 is absent), micro-bins hold equal shares of the total weight, and Eq. 4
+takes real counts through ``log Gamma``; the structure prior and the dynamic programmes do not change. Integer weights
+fit as the rows repeated, exactly. Scaling weights by ``c`` fits ``c`` times as many rows, whose likelihood weighs more
+(``c > 1``) or less against the structure prior and the Beta(1, 1) pseudo-counts of the estimates ``(n1 + 1) / (n +
+2)``.
 
-Dynamic programmes
-------------------
-``F[u]`` is the log of the sum (ABB) or the maximum (SBB) of the scores of the binnings of the first ``u`` positions;
-``G[l]`` the log of the sum of the scores of the binnings of positions ``l .. P-1``. Each step is one numpy pass over
-the other boundary of the last (first) bin, in log space (max-shifted exp-sum, log factorials from a ``gammaln``
-table): O(P^2) time and O(P) memory in total. ABB's needs sums over all binnings where the paper's Sec. 2.4 speaks of
-the highest scoring ones (see :class:`~calibdash.calibrators.abb.ABB`).
+Dynamic programmes: ``F[u]`` is the log of the sum (ABB) or maximum (SBB) of the scores of the binnings of the first
+``u`` positions, ``G[l]`` the log of the sum over the binnings of positions ``l .. P-1``. Each step is one numpy pass
+over the other boundary of the last (first) bin, in log space (max-shifted exp-sum, log factorials from a ``gammaln``
+table): O(P^2) time, O(P) memory. ABB needs sums over all binnings where Sec. 2.4 speaks of the highest scoring ones
+(:class:`~calibdash.calibrators.abb.ABB`).
 """
 from __future__ import annotations
 
@@ -158,17 +149,6 @@ def log_gap_priors(score: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarra
     x = lam * np.diff(score) / (score[-1] - score[0])
     with np.errstate(divide="ignore"):      # a gap below float resolution: Prior(k) = 0
         return np.log(-np.expm1(-x)), -x
-
-
-def log_marginal_likelihood(n0, n1):
-    """Log of Eq. 4 for one bin: ``log( n0! n1! / (n0 + n1 + 1)! )``.
-
-    The marginal likelihood of ``n1`` positives among ``n0 + n1`` rows under a Beta(1, 1) (uniform) prior on the bin's
-    positive rate; real (weighted) counts through ``x! = Gamma(x + 1)``.
-    """
-    n0 = np.asarray(n0, dtype=float)
-    n1 = np.asarray(n1, dtype=float)
-    return gammaln(n0 + 1) + gammaln(n1 + 1) - gammaln(n0 + n1 + 2)
 
 
 _sum = np.add.reduce
@@ -346,5 +326,4 @@ class BayesBinningBase(Calibrator):
     )
 
     def __init__(self, lam: float = DEFAULT_LAMBDA, max_positions: int = MAX_POSITIONS):
-        self.lam = lam
-        self.max_positions = max_positions
+        self._keep(locals())

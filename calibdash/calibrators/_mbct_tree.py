@@ -1,13 +1,8 @@
 """The calibration tree of the MBCT calibrator: level-wise growth with multiway splits and one line per node
-(:func:`grow_tree`), routing of new rows (:class:`Tree`), and the node statistics (:data:`STATS`, per row, group, group
-of groups and node) from which each node's line follows (:func:`node_line`); a row of weight ``v`` counts as ``v`` rows
-in all of them. Feature coding is in :mod:`._mbct_codes`; the node-local loss is
-:func:`calibdash.measures.mvce.grouped_mvce`.
-
-A fitted :class:`Tree` holds what routing and its lines need plus the node-local losses of its growth; what can be
-recomputed from it (parents, depths, :func:`node_conditions`) or from the training rows (rows per node) is not kept.
-The calibrator gives whole weights to these functions as rows repeated (units), so only fractional weights reach the
-weighted MVCE.
+(:func:`grow_tree`), routing (:class:`Tree`: what routing and the lines need, and its growth's node-local losses; not
+what can be recomputed from it or the training rows), and the node statistics (:data:`STATS`, per row, group, group of
+groups and node) from which each node's line follows (:func:`node_line`). A row of weight ``v`` counts as ``v`` rows;
+the calibrator passes whole weights as rows repeated (units), so only fractional weights reach the weighted MVCE.
 """
 from __future__ import annotations
 
@@ -113,15 +108,10 @@ def group_stats(keys: np.ndarray, size: int, terms: list) -> list:
 
 
 def merge_stats(stats: list, group: np.ndarray, size: int) -> list:
-    """Statistics of groups of keys (``group``: the group of each key, -1 for none) from those of
-    the keys (:func:`group_stats`)."""
+    """Statistics of groups of keys (``group``: the group of each key, -1 for none) from those of the keys
+    (:func:`group_stats`; a key of weight 0 already has least ``inf`` and largest ``-inf``)."""
     used = group >= 0
-    g = group[used]
-    sums = [np.bincount(g, weights=v[used], minlength=size) for v in stats[:5]]
-    lo, hi = np.full(size, np.inf), np.full(size, -np.inf)
-    np.minimum.at(lo, g, stats[5][used])
-    np.maximum.at(hi, g, stats[6][used])
-    return sums + [lo, hi]
+    return group_stats(group[used], size, [v[used] for v in stats])
 
 
 def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.ndarray,
@@ -162,10 +152,6 @@ def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.
 
 
 # -- the tree ----------------------------------------------------------------------------------------------------
-def _floats(values, k: int) -> np.ndarray:
-    return np.full(k, np.nan) if values is None else np.asarray(values, dtype=float)
-
-
 @dataclass(eq=False)
 class Tree:
     """One calibration tree: a bin per node, a linear calibrator per node.
@@ -198,14 +184,9 @@ class Tree:
         self.feature = np.asarray(self.feature, dtype=np.int32)
         self.table_len = np.asarray(self.table_len, dtype=np.int32)
         self.table = np.asarray(self.table, dtype=np.int32)
-        k = self.feature.size
-        self.positives = np.asarray(self.positives, dtype=float)
-        self.sum_input = np.asarray(self.sum_input, dtype=float)
-        self.loss_node = _floats(self.loss_node, k)
-        self.loss_split = _floats(self.loss_split, k)
-        for name in STATS[2:]:
-            setattr(self, name, _floats(getattr(self, name), k))
-        self.weight = _floats(self.weight, k)
+        for name in ("loss_node", "loss_split") + STATS:
+            values = getattr(self, name)
+            setattr(self, name, np.full(self.feature.size, np.nan) if values is None else np.asarray(values, float))
         self.slope, self.intercept = node_line(*self.stats())
 
     def stats(self) -> tuple[np.ndarray, ...]:
@@ -322,8 +303,8 @@ class _Growth:
     into a :class:`Tree`."""
 
     def __init__(self, sums):
-        self.feature, self.sums = [-1], [[float(v) for v in sums]]
-        self.loss_node, self.loss_split, self.tables = [np.nan], [np.nan], [None]
+        self.feature, self.sums, self.loss_node, self.loss_split, self.tables = [], [], [], [], []
+        self.add_node(sums)
 
     @property
     def rows(self) -> list:

@@ -5,20 +5,19 @@ Nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani 2011, Technometric
 
     beta(lambda) = argmin_b  1/2 sum_i w_i (y_i - b_i)^2 + lambda sum_i (b_i - b_(i+1))_+
 
-``lambda = 0`` gives the data, a large ``lambda`` the isotonic fit. Their modified pool-adjacent-violators algorithm
-(Section 3) follows the whole path: adjacent coordinates that are equal stay fused for every larger ``lambda`` (Lemma
-1), so the path is a sequence of merges of adjacent groups. Between merges a group ``g`` (weight ``W_g``, sum ``S_g =
-sum w_i y_i``) moves linearly, ``beta_g(lambda) = (S_g + lambda c_g) / W_g`` with ``c_g = l_g - r_g``, where ``l_g =
-1`` when its left neighbour lies above it (a violation, fixed at ``lambda = 0``) and ``r_g = 1`` when it lies above
-its right neighbour. Two neighbours whose values approach merge at the ``lambda`` that equalises them, and the new
-group's ``c`` is the sum of theirs; each merge is an event in a heap: ``O(n log n)`` for the whole path.
+(``lambda = 0``: the data; large ``lambda``: the isotonic fit). Their modified pool-adjacent-violators algorithm
+(Section 3) follows the whole path: equal adjacent coordinates stay fused for every larger ``lambda`` (Lemma 1), so the
+path is a sequence of merges of adjacent groups. Between merges a group ``g`` (weight ``W_g``, sum ``S_g = sum w_i
+y_i``) moves linearly, ``beta_g(lambda) = (S_g + lambda c_g) / W_g``, ``c_g = l_g - r_g``, where ``l_g = 1`` when its
+left neighbour lies above it (a violation, fixed at ``lambda = 0``) and ``r_g = 1`` when it lies above its right
+neighbour. Neighbours whose values approach merge at the ``lambda`` equalising them, the new group's ``c`` the sum of
+theirs; each merge is a heap event: ``O(n log n)`` for the whole path.
 
-This is the algorithm of the ``neariso`` R package that the ENIR authors call (``neariso2``,
-github.com/pakdaman/calibration, ``ENIR/``), with two numerical differences that do not change the path: the meeting
-``lambda`` is computed from the groups' sums (``(S_b W_a - S_a W_b) / (c_a W_b - c_b W_a)``, exact rationals for
-whole-number weights) rather than from values carried along the path, and ``c`` is an integer (the package divides by
-the group size and rounds). As in the package, neighbours whose values are equal to a relative ``1e-8`` merge at once
-(at ``lambda = 0`` this fuses equal adjacent points).
+This is the algorithm of the ``neariso`` R package the ENIR authors call (``neariso2``, github.com/pakdaman/calibration,
+``ENIR/``), with two numerical differences that do not change the path: the meeting ``lambda`` comes from the groups'
+sums (``(S_b W_a - S_a W_b) / (c_a W_b - c_b W_a)``, exact rationals for whole-number weights), not from values carried
+along the path, and ``c`` is an integer (the package divides by the group size and rounds). As in the package,
+neighbours equal to a relative ``1e-8`` merge at once (at ``lambda = 0`` this fuses equal adjacent points).
 """
 from __future__ import annotations
 
@@ -74,10 +73,7 @@ def near_isotonic_path(s, w) -> NearIsoPath:
     m = starts.size
     if m < 2:
         return NearIsoPath(s=s, w=w, viol=viol, death=death)
-    bv = viol[ends[:-1]]                                       # violation status of the units' boundaries
-    c = np.zeros(m, dtype=np.int64)
-    c[1:] += bv
-    c[:-1] -= bv
+    c = group_slopes(viol, starts)
     # first events, vectorised: the lambda at which each pair of neighbouring units meets
     va, vb = us[:-1] / uw[:-1], us[1:] / uw[1:]
     ca, cb = c[:-1].astype(float), c[1:].astype(float)
@@ -107,14 +103,9 @@ def near_isotonic_path(s, w) -> NearIsoPath:
         ALIVE[a] = ALIVE[b] = False
         g = len(S)
         sg, wg, cg = S[a] + S[b], W[a] + W[b], C[a] + C[b]
-        S.append(sg)
-        W.append(wg)
-        C.append(cg)
-        END.append(END[b])
         left, right = LEFT[a], RIGHT[b]
-        LEFT.append(left)
-        RIGHT.append(right)
-        ALIVE.append(True)
+        for column, value in zip((S, W, C, END, LEFT, RIGHT, ALIVE), (sg, wg, cg, END[b], left, right, True)):
+            column.append(value)
         vg = (sg + lam * cg) / wg
         # the new group against each neighbour: when do they meet (as for the first events)?
         for p, q in ((left, g), (g, right)):
@@ -157,9 +148,9 @@ def breakpoints(path: NearIsoPath) -> np.ndarray:
     return d[last]
 
 
-def group_slopes(path: NearIsoPath, starts: np.ndarray) -> np.ndarray:
-    """``c_g = l_g - r_g`` of the groups starting at ``starts``."""
-    bv = path.viol[starts[1:] - 1].astype(np.int64)
+def group_slopes(viol: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``c_g = l_g - r_g`` of the groups starting at ``starts`` (``viol``: :attr:`NearIsoPath.viol`)."""
+    bv = viol[starts[1:] - 1].astype(np.int64)
     c = np.zeros(starts.size, dtype=np.int64)
     c[1:] += bv
     c[:-1] -= bv

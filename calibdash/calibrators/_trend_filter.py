@@ -1,48 +1,43 @@
 """Weighted l1 linear trend filtering on unevenly spaced points (ELiTE's solver).
 
-Problem (ELiTE paper, Eq. 3.2 with the weights of footnote 6)
--------------------------------------------------------------
-Given sorted distinct scores ``x_1 < ... < x_n``, targets ``z_i`` (the mean label of the rows tied at ``x_i``) and
-weights ``w_i`` (their count; with sample weights, the weighted mean label and the sum of the weights), find
+The problem (ELiTE paper, Eq. 3.2, with the weights of footnote 6): for sorted distinct scores ``x_1 < ... < x_n``,
+targets ``z_i`` (the mean label of the rows tied at ``x_i``; with sample weights the weighted mean) and weights ``w_i``
+(their count, or weight sum),
 
     p_hat = argmin_p  1/2 sum_i w_i (p_i - z_i)^2  +  lam * ||Delta p||_1
 
 where ``(Delta p)_i = (p_{i+2} - p_{i+1}) / (x_{i+2} - x_{i+1}) - (p_{i+1} - p_i) / (x_{i+1} - x_i)`` is the change of
-slope at ``x_{i+1}`` (``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a continuous
-piecewise-linear function of the score whose kinks ("knots") sit on data points.
+slope at ``x_{i+1}`` (``Delta = D_{n-1} A``, ``A`` of Eq. 3.3). The solution is continuous and piecewise linear in the
+score, its kinks ("knots") on data points.
 
-Optimality (KKT) conditions
----------------------------
-``p`` is optimal if and only if the dual vector ``nu`` (one entry per interior point) defined by ``Delta^T nu = W (z -
-p)`` satisfies ``|nu_i| <= lam`` everywhere and ``nu_i = lam * sign((Delta p)_i)`` wherever ``p`` has a kink.
-``Delta^T nu = r`` has a solution iff ``r`` is orthogonal to ``1`` and ``x``, and then it is the double cumulative sum
-``nu_i = sum_{j <= i+1} r_j (x_{i+1} - x_j)`` (two ``cumsum`` passes, no ill-conditioned solve). At ``lam >= lam_max =
-max |nu(affine fit)|`` the solution is the weighted least-squares line (Kim et al. 2009; paper, Section 3).
+Optimality (KKT): ``p`` is optimal iff the dual ``nu`` (one entry per interior point) with ``Delta^T nu = W (z - p)``
+has ``|nu_i| <= lam`` everywhere and ``nu_i = lam * sign((Delta p)_i)`` at every kink. ``Delta^T nu = r`` is solvable
+iff ``r`` is orthogonal to ``1`` and ``x``, and then ``nu_i = sum_{j <= i+1} r_j (x_{i+1} - x_j)`` (two ``cumsum``
+passes, no ill-conditioned solve). At ``lam >= lam_max = max |nu(affine fit)|`` the solution is the weighted
+least-squares line (Kim et al. 2009; paper, Section 3).
 
-Algorithm
----------
-An exact active-set method on the primal, not the paper's ADMM (:mod:`calibdash.calibrators.elite` says why):
+Algorithm: an exact active-set method on the primal, not the paper's ADMM (:mod:`calibdash.calibrators.elite` says
+why):
 
 * For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth surrogate ``1/2 ||p - z||_W^2 + lam * s^T
   (Delta p)_K`` over continuous piecewise-linear ``p`` with knots in ``K`` (a "face solution") solves a tridiagonal
   system ``G theta = b - lam * Delta_K^T s`` in the hat-function basis on the nodes ``{x_1} u x_K u {x_n}``, ``G = B^T
-  W B`` (``scipy.linalg.solveh_banded``). Segment statistics are cached, and a new segment costs O(sqrt n) from
-  precomputed moments of fixed blocks of points (shifted without cancellation), so a face solve costs O(#knots + sqrt
-  n); only the KKT check touches all n points.
-* Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution is optimal. Otherwise each maximal run of
-  violating points proposes its most violating point: a run touching a knot of the same sign moves that knot there, a
-  free-standing run adds a knot. The proposal is accepted if its sign-consistent face solution lowers the objective;
-  otherwise a feature-sign step (Lee et al. 2007; Osborne et al. 2000) adds the points and walks from the current
-  iterate towards the new face solution, dropping knots whose kink changes sign (an exact line search on the piecewise
-  quadratic objective). Every accepted step lowers the objective, so the method cannot cycle.
+  W B`` (``scipy.linalg.solveh_banded``). Segment statistics are cached; a new segment costs O(sqrt n) from moments of
+  fixed blocks of points (shifted without cancellation), so a face solve costs O(#knots + sqrt n) and only the KKT
+  check touches all n points.
+* Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution is optimal. Else each maximal run of
+  violating points proposes its most violating point: a run touching a knot of the same sign moves that knot there,
+  another run adds a knot. The proposal is accepted if its sign-consistent face solution lowers the objective; else a
+  feature-sign step (Lee et al. 2007; Osborne et al. 2000) adds the points and walks from the current iterate towards
+  the new face solution, dropping knots whose kink changes sign (an exact line search on the piecewise quadratic
+  objective). Every accepted step lowers the objective, so the method cannot cycle.
 * Along a decreasing grid of ``lam`` each problem is warm-started from the previous solution.
 
-On exit the KKT conditions hold to the relative tolerance ``tol``, ``max_i |nu_i| <= lam (1 + tol)`` with every knot's
-kink of the sign of its ``nu`` (the tests also check the duality gap). Knots are the active set of the final face
-solution, not a thresholded output of an iterative method; kinks whose effect on the fitted values is below
-``KINK_TOL`` are not counted. If for ``STALL`` iterations no step lowers the objective by more than 1e-13 of it (its
-float rounding), the solver stops; the fit counts as converged when its violation is below ``FLOOR_TOL``
-(``at_rounding_floor``).
+On exit the KKT conditions hold to the relative ``tol`` (``max_i |nu_i| <= lam (1 + tol)``, every knot's kink of its
+``nu``'s sign; the tests also check the duality gap). Knots are the final face solution's active set, not a thresholded
+output of an iterative method; kinks changing the fitted values by less than ``KINK_TOL`` are not counted. If for
+``STALL`` iterations no step lowers the objective by more than 1e-13 of it (its float rounding), the solver stops; the
+fit counts as converged when its violation is below ``FLOOR_TOL`` (``at_rounding_floor``).
 """
 from __future__ import annotations
 
@@ -75,15 +70,6 @@ def merge_ties(s: np.ndarray, y: np.ndarray,
     return x, positives / w, w
 
 
-def kink_heights(xn: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """Kinks of a piecewise-linear function at its interior nodes as heights, signed like the change of slope: how far
-    the function at a node lies from the chord between its neighbours (the largest change of the fitted values if the
-    knot were removed)."""
-    H = np.diff(xn)
-    v = np.diff(np.diff(theta) / H)
-    return v * H[:-1] * H[1:] / (H[:-1] + H[1:])
-
-
 @dataclass
 class TrendFit:
     """One solved trend filter, a continuous piecewise-linear map: its penalty ``lam`` (Eq. 3.2), ``knots`` (indices
@@ -108,9 +94,11 @@ class TrendFit:
 
     @property
     def heights(self) -> np.ndarray:
-        """Kink heights at the knots (see :func:`kink_heights`)."""
+        """Kinks at the interior nodes as heights, signed like the change of slope: how far the map at a node lies
+        from the chord between its neighbours (the largest change of the fitted values if the knot were removed)."""
         if self._heights is None:
-            self._heights = kink_heights(self.nodes_x, self.nodes_p)
+            H = np.diff(self.nodes_x)
+            self._heights = np.diff(np.diff(self.nodes_p) / H) * H[:-1] * H[1:] / (H[:-1] + H[1:])
         return self._heights
 
     @property
@@ -137,12 +125,9 @@ def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray
     if xn.size == 1:
         return np.full(s.shape, float(pn[0]))
     out = interp(s, xn, pn)
-    lo = s < xn[0]
-    if lo.any():
-        out[lo] = pn[0] + (s[lo] - xn[0]) * (pn[1] - pn[0]) / (xn[1] - xn[0])
-    hi = s > xn[-1]
-    if hi.any():
-        out[hi] = pn[-1] + (s[hi] - xn[-1]) * (pn[-1] - pn[-2]) / (xn[-1] - xn[-2])
+    lo, hi = s < xn[0], s > xn[-1]
+    out[lo] = pn[0] + (s[lo] - xn[0]) * (pn[1] - pn[0]) / (xn[1] - xn[0])
+    out[hi] = pn[-1] + (s[hi] - xn[-1]) * (pn[-1] - pn[-2]) / (xn[-1] - xn[-2])
     return out
 
 
@@ -152,9 +137,7 @@ class TrendFilter:
     cap on KKT checks per ``lam`` (past it the fit has ``converged=False``)."""
 
     def __init__(self, x, z, w, tol: float = 1e-9, max_iter: int = 200):
-        self.x = np.ascontiguousarray(x, dtype=float)
-        self.z = np.ascontiguousarray(z, dtype=float)
-        self.w = np.ascontiguousarray(w, dtype=float)
+        self.x, self.z, self.w = (np.ascontiguousarray(v, dtype=float) for v in (x, z, w))
         n = self.x.size
         if n < 3:
             raise ValueError("trend filtering needs at least 3 distinct scores")
@@ -169,7 +152,6 @@ class TrendFilter:
         self._cache_keys = np.zeros(0, dtype=np.int64)
         self._cache_vals = np.zeros((0, 5))
         self.face_solves = 0
-        self.kkt_checks = 0
         self._build_blocks()
         self._nu = np.empty(n - 2)
         # weighted least-squares line and lambda_max
@@ -180,13 +162,10 @@ class TrendFilter:
         slope = np.dot(self.w * dx, self.z - zm) / np.dot(self.w * dx, dx)
         self.affine_ = (zm - slope * xm, slope)
         p_aff = zm + slope * dx
-        self.lambda_max = float(np.max(np.abs(self._dual(self.w * (self.z - p_aff)))))
+        s0 = np.cumsum(self.w * (self.z - p_aff))        # nu of the affine fit, by two cumsums
+        self.lambda_max = float(np.max(np.abs(np.cumsum(s0[:-2] * self.h[:-1]))))
 
     # -- building blocks -------------------------------------------------------
-    def _dual(self, r: np.ndarray) -> np.ndarray:
-        """``nu`` with ``Delta^T nu = r`` (entry i belongs to point i+1), by two cumsums."""
-        s0 = np.cumsum(r)
-        return np.cumsum(s0[:-2] * self.h[:-1])
 
     def _build_blocks(self) -> None:
         """Moments of fixed blocks of points ``[kB, (k+1)B)``, so a long segment costs O(sqrt n): with ``l = x -
@@ -236,23 +215,16 @@ class TrendFilter:
         lft = (xi - xa[own]) / H[own]
         rgt = (xb[own] - xi) / H[own]
         wi, wzi = self.w[idx], self.wz[idx]
-        acc = np.empty((k, 5))
-        acc[:, 0] = np.bincount(own, wi * rgt * rgt, k)
-        acc[:, 1] = np.bincount(own, wi * lft * rgt, k)
-        acc[:, 2] = np.bincount(own, wi * lft * lft, k)
-        acc[:, 3] = np.bincount(own, wzi * rgt, k)
-        acc[:, 4] = np.bincount(own, wzi * lft, k)
+        acc = np.column_stack([np.bincount(own, v, k) for v in      # (int64 when no point lies inside)
+                               (wi * rgt * rgt, wi * lft * rgt, wi * lft * lft, wzi * rgt, wzi * lft)]).astype(float)
         if full.any():
             bi, bo = self._ranges(kb0, kb1 - kb0)
             M = self._block_mom[bi]
             d = self._block_first[bi] - xa[bo]        # >= 0
             e = xb[bo] - self._block_last[bi]         # >= 0
-            blk = np.empty((k, 5))
-            blk[:, 0] = np.bincount(bo, M[:, 4] + 2 * e * M[:, 3] + e * e * M[:, 0], k)
-            blk[:, 1] = np.bincount(bo, M[:, 5] + e * M[:, 1] + d * M[:, 3] + d * e * M[:, 0], k)
-            blk[:, 2] = np.bincount(bo, M[:, 2] + 2 * d * M[:, 1] + d * d * M[:, 0], k)
-            blk[:, 3] = np.bincount(bo, M[:, 8] + e * M[:, 6], k)
-            blk[:, 4] = np.bincount(bo, M[:, 7] + d * M[:, 6], k)
+            blk = np.column_stack([np.bincount(bo, v, k) for v in (
+                M[:, 4] + 2 * e * M[:, 3] + e * e * M[:, 0], M[:, 5] + e * M[:, 1] + d * M[:, 3] + d * e * M[:, 0],
+                M[:, 2] + 2 * d * M[:, 1] + d * d * M[:, 0], M[:, 8] + e * M[:, 6], M[:, 7] + d * M[:, 6])])
             blk[:, :3] /= H[:, None]
             blk[:, :] /= H[:, None]
             acc += blk
@@ -426,7 +398,6 @@ class TrendFilter:
         """Check the KKT conditions of the face solution (one O(n) pass), leaving ``nu`` in ``self._nu``: None when
         ``|nu| <= lam (1 + tol)`` everywhere, else per run of violating points its argmax, first, last (point indices)
         and sign."""
-        self.kkt_checks += 1
         x = self.x
         nodes = self._nodes(knots)
         buf = np.interp(x, x[nodes], theta)

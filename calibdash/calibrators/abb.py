@@ -45,35 +45,29 @@ class ABB(BayesBinningBase):
     """Averaging over Bayesian Binnings (ABB), Sec. 2.2 and 2.4 of the paper.
 
     The calibrated value is Eq. 7, ``P(x) = sum_M P(M | D) P(x | M)`` over all binnings ``M`` of the sorted distinct
-    training scores, with ``P(M | D)`` proportional to Eq. 6 (Poisson boundary prior after EBD, Lustgarten et al.
-    2011, times the marginal likelihood of Eq. 4; details in :mod:`calibdash.calibrators._bayes_binning`) and ``P(x |
-    M) = (n_b1 + 1) / (n_b + 2)`` for the bin ``b`` holding ``x`` (the Beta(1, 1) smoothing of the paper's footnote
-    1). Ties, micro-bins and sample weights: as that module says.
+    training scores, ``P(M | D)`` proportional to Eq. 6 (:mod:`calibdash.calibrators._bayes_binning`: EBD's Poisson
+    boundary prior, Lustgarten et al. 2011, times Eq. 4; ties, micro-bins, sample weights) and ``P(x | M) = (n_b1 + 1)
+    / (n_b + 2)`` for the bin ``b`` holding ``x`` (the Beta(1, 1) smoothing of footnote 1). Departures:
 
-    Where this follows the paper and where not:
-
-    * Eq. 8 decomposes the average into forward values ``V^f``, bin scores and backward values ``V^b``; Sec. 2.4 calls
-      ``V^f``/``V^b`` the scores of the *highest scoring* prefix/suffix binnings. The average of Eq. 7 needs the
-      *sums* over all prefix/suffix binnings, which is what we compute (sum-product, log space). ``log_evidence_`` is
-      the log of the total sum.
+    * Eq. 8 splits the average into forward values ``V^f``, bin scores and backward values ``V^b``, which Sec. 2.4 calls
+      the scores of the *highest scoring* prefix/suffix binnings; Eq. 7 needs the *sums* over all of them, which we
+      compute (sum-product, log space). ``log_evidence_`` is the log of the total sum.
     * The paper evaluates Eq. 8 per test instance (O(N^2) each) or caches it on R equally spaced score bins (O(R N^2)
-      training). We compute the exact Eq. 7 value at *every* training position in O(P^2) in total: the posterior
-      probability of each candidate bin ``[l, u]`` times its estimate is added over ``l .. u`` with a difference
-      array. A new score inside a gap between two positions gets the linear interpolation of their values; this is the
-      exact model average when, given a boundary in the gap, its location is uniform within the gap (what the Poisson
-      prior implies to first order in ``lambda d_k / D``). Scores outside the training range get the value of the
-      nearest end position; with micro-bins a score inside a micro-bin's range gets its value.
+      training). We compute the exact Eq. 7 value at *every* training position in O(P^2) in total (each candidate bin
+      ``[l, u]``'s posterior probability times its estimate added over ``l .. u`` with a difference array). A score in
+      a gap between positions gets the linear interpolation of their values: the exact model average when a boundary
+      in the gap is uniform within it (what the Poisson prior implies to first order in ``lambda d_k / D``). Scores
+      outside the training range get the nearest end position's value; inside a micro-bin's range, its value.
 
     Default lambda, by measurement (``bench/bench_sbb_abb.py --lambda``): held-out loss for lambda in {0.1, 0.3, ...,
-    300, 1000} on 22 data sets: held-out log-loss on the quadratic-SVM reference scores
-    (``shared/data/svm-quadratic-scores``, train -> test), the Avazu and Porto Seguro predictions
-    (``shared/data/mbct-benchmarks``, train -> test), the shipped samples (circles linear and quadratic SVM train ->
-    test, breast-cancer naive Bayes 5-fold, ctr_120k 2-fold), and the excess cross-entropy against the known truth on
-    simulated scores (five true curves: over-, under-confident, shifted, a sine, a step; 300, 1,000 and 3,000 rows; 10
-    seeds each). Per data set, a lambda's regret is its loss above the best lambda's, in percent. ABB's mean regret
-    was 43, 32, 20, 11, **9.2**, 38, 174 % for lambda = 0.1 ... 100 (mean rank 2.5 at 10, the best); SBB's was 8.7 %
-    at 10 and 8.3 % at 30 (mean ranks 2.9 and 2.5), a tie within the noise, so both use 10. Large lambda (100 and up)
-    overfits badly on small data; small lambda under-fits smooth curves but wins on the step function.
+    300, 1000} on 22 data sets: log-loss on the quadratic-SVM reference scores (``shared/data/svm-quadratic-scores``,
+    train -> test), the Avazu and Porto Seguro predictions (``shared/data/mbct-benchmarks``, train -> test), the
+    shipped samples (circles linear and quadratic SVM train -> test, breast-cancer naive Bayes 5-fold, ctr_120k
+    2-fold), and the excess cross-entropy against the known truth on simulated scores (five true curves: over-,
+    under-confident, shifted, a sine, a step; 300, 1,000 and 3,000 rows; 10 seeds each). A lambda's regret on a data
+    set is its loss above the best lambda's, in percent. ABB's mean regret was 43, 32, 20, 11, **9.2**, 38, 174 % for
+    lambda = 0.1 ... 100 (mean rank 2.5 at 10, the best); SBB's see :class:`~calibdash.calibrators.sbb.SBB`. Large
+    lambda (100 and up) overfits badly on small data; small lambda under-fits smooth curves but wins on the step.
 
     Parameters
     ----------

@@ -2,16 +2,15 @@
 
 A calibrator maps a classifier's score in [0, 1] (and, for feature-aware methods, the row's features) to a calibrated
 probability of the positive class. Hyperparameters are constructor arguments stored unchanged (so ``get_params``,
-``set_params`` and ``clone`` work) and declared as :class:`HyperParam` records, from which the UI builds its sliders.
-``fit`` validates at the edge and calls the subclass's ``_fit(s, y, features, w)`` (``w``: None for unit weights, else
-a float array); ``predict`` calls ``_predict(s, features)``; learned state ends in ``_``. A row of weight ``w`` counts
-as ``w`` rows: with integer weights the fit equals the fit on the rows repeated (tested for every method), which is how
-score cells (count, positives) are fitted.
+``set_params`` and ``clone`` work), declared as :class:`HyperParam` records for the UI's sliders. ``fit`` validates at
+the edge and calls the subclass's ``_fit(s, y, features, w)`` (``w``: None for unit weights, else floats); ``predict``
+calls ``_predict(s, features)``; learned state ends in ``_``. A row of weight ``w`` counts as ``w`` rows: integer
+weights fit as the rows repeated (tested for every method), which is how score cells (count, positives) are fitted.
 
-A method declares itself in its own class, so adding one is adding files: its place in every list (``order``), its
-colour (``color``), its SQL form (:meth:`Calibrator.sql_map`) and its model-file state: ``_export_state()`` returns
-the JSON-able dict ``predict`` needs (not the learning's by-products, which :mod:`calibdash.explain` recomputes) and
-``_import_state(state)`` restores it from a :class:`calibdash.calibrators.state.State`.
+A method declares itself in its own class (adding one is adding files): its class attributes, its SQL form
+(:meth:`Calibrator.sql_map`) and its model-file state: ``_export_state()`` returns the JSON-able dict ``predict``
+needs (not the learning's by-products, which :mod:`calibdash.explain` recomputes), ``_import_state(state)`` restores
+it from a :class:`calibdash.calibrators.state.State`.
 """
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..core.errors import DataError, NotFittedError, ProgrammingError
+from ..core.errors import DataError, NotFittedError, ProgrammingError, SettingsError
 from ..core.validation import check_labels, check_scores, check_weights
 
 if TYPE_CHECKING:
@@ -116,7 +115,10 @@ class Calibrator(BaseEstimator):
     order: ClassVar[float | None] = None
     color: ClassVar[str | None] = None
 
-    # -- public API ----------------------------------------------------------
+    def _keep(self, args: dict) -> None:
+        """Store the constructor's arguments (its ``locals()``) unchanged, where ``get_params`` reads them."""
+        vars(self).update((k, v) for k, v in args.items() if k != "self")
+
     def fit(self, scores, labels, features=None, sample_weight=None, *, pos_label=None) -> "Calibrator":
         """Learn the calibration map from ``scores`` and ``labels``.
 
@@ -189,6 +191,16 @@ class Calibrator(BaseEstimator):
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_train_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")
+
+
+def check_setting(ok, value, message: str) -> None:
+    """SettingsError ``"{message}, got {value!r}."`` unless ``ok(value)`` is true (a TypeError or ValueError: false)."""
+    try:
+        fine = bool(ok(value))
+    except (TypeError, ValueError):
+        fine = False
+    if not fine:
+        raise SettingsError(f"{message}, got {value!r}.")
 
 
 def check_feature_rows(features, n: int):

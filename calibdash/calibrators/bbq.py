@@ -1,15 +1,11 @@
-"""Bayesian Binning into Quantiles (BBQ).
+"""Bayesian Binning into Quantiles (BBQ): Naeini, Cooper & Hauskrecht (2015), *Obtaining Well Calibrated
+Probabilities Using Bayesian Binning*, AAAI (``shared/papers/bbq-bayesian-binning-into-quantiles.txt``); the authors'
+MATLAB code: github.com/pakdaman/calibration (``BBQ/build.m``, ``predict.m``, ``elbow.m``).
 
-Naeini, Cooper & Hauskrecht (2015), *Obtaining Well Calibrated Probabilities Using Bayesian Binning*, AAAI; the
-paper's text is ``shared/papers/bbq-bayesian-binning-into-quantiles.txt`` and the authors' MATLAB code is
-github.com/pakdaman/calibration (``BBQ/build.m``, ``predict.m``, ``elbow.m``).
-
-The method
-----------
-BBQ builds one equal-frequency histogram model per number of bins ``B`` in a range around ``N^(1/3)``, scores each by
-the BDeu marginal likelihood (the equation below the paper's Eq. 1, ``Score(M) = P(M) P(D|M)`` with a uniform model
-prior; only Eq. 1 is numbered in the paper, so we call the marginal likelihood "Eq. 2" and the averaging formula after
-it "Eq. 3") and predicts the posterior-weighted average of the models' smoothed bin frequencies::
+One equal-frequency histogram model per number of bins ``B`` in a range around ``N^(1/3)``, each scored by the BDeu
+marginal likelihood (the unnumbered equation below Eq. 1, ``Score(M) = P(M) P(D|M)``, uniform model prior; we call it
+"Eq. 2" and the averaging formula after it "Eq. 3"); the prediction is the posterior-weighted average of the models'
+smoothed bin frequencies::
 
     P(D | M) = prod_b  Gamma(a) / Gamma(N_b + a)
                        * Gamma(m_b + a p_b) / Gamma(a p_b)
@@ -17,79 +13,60 @@ it "Eq. 3") and predicts the posterior-weighted average of the models' smoothed 
 
     P(z = 1 | y) = sum_i  P(D | M_i) / sum_j P(D | M_j) * P(z = 1 | y, M_i)
 
-with ``N_b`` rows in bin ``b``, ``m_b`` of them positive and ``n_b`` negative, ``p_b`` the midpoint of the bin's
-interval, and ``a`` the prior strength of a bin. Bin edges are the midpoints between neighbouring bins' extreme
-training scores; the outer edges are 0 and 1.
+with ``N_b`` rows in bin ``b`` (``m_b`` positive, ``n_b`` negative), ``p_b`` the midpoint of its interval, ``a`` a
+bin's prior strength. Bin edges are midpoints between neighbouring bins' extreme training scores; outer edges 0 and 1.
 
-Two variants
-------------
-``variant="paper"`` (default) follows the paper's text:
+``variant="paper"`` (default) follows the text:
 
-* models: every integer ``B`` in ``[N^(1/3) / C, C N^(1/3)]`` (the cube root
-  by ``np.cbrt``, so perfect cubes are exact), at most ``N``;
-* bins: equal count, ``k N / B`` rows below the ``k``-th boundary, each boundary moved to the nearest change of score
-  so that identical scores are never split (cuts that coincide merge, so heavy ties give fewer bins). A ``B`` whose
-  binning equals that of a smaller ``B`` is the same model and is counted once (``same_as`` in
-  :class:`BinningModels`); otherwise the uniform prior would favour whatever binning ties force;
-* score: BDeu with equivalent sample size ``N'`` in total, ``a = N' / B`` (``alpha_b = N'/B p_b``, ``beta_b = N'/B
-  (1 - p_b)``), ``B`` the number of bins of the model;
-* prediction in a bin: the posterior mean ``(m_b + alpha_b) / (N_b + N'/B)``, the paper's footnote 3 ("smoothing of
-  the counts ... consistent with the Bayesian priors in the scoring function");
+* models: every integer ``B`` in ``[N^(1/3) / C, C N^(1/3)]`` (``np.cbrt``: perfect cubes exact), at most ``N``;
+* bins: ``k N / B`` rows below the ``k``-th boundary, moved to the nearest change of score so ties are never split
+  (coinciding cuts merge). A ``B`` whose binning equals a smaller ``B``'s is one model, counted once (``same_as`` in
+  :class:`BinningModels`), else the uniform prior would favour whatever binning ties force;
+* score: BDeu with total equivalent sample size ``N'``, ``a = N' / B`` (``alpha_b = N'/B p_b``, ``beta_b = N'/B (1 -
+  p_b)``);
+* bin value: the posterior mean ``(m_b + alpha_b) / (N_b + N'/B)`` (footnote 3, "smoothing of the counts ...
+  consistent with the Bayesian priors in the scoring function");
 * weights: the posterior ``P(D|M_i) / sum_j P(D|M_j)``;
-* pruning (``prune=True``, as in the paper's experiments, rho = 0.001): sort the posterior weights ``S_1 >= S_2 >=
-  ...``, take ``k = min{k : (S_k - S_(k+1)) / sigma^2 <= rho}`` (``sigma^2`` the population variance of the weights;
-  ``k = T`` if no drop is that small) and average the first ``k`` models, renormalised. The rule is not scale-free;
-  the paper does not say how its "Bayesian scores" are scaled, and we use the posterior probabilities (they sum to
-  one) because those are the numbers Eq. 3 averages with.
+* pruning (``prune=True``, the paper's experiments, rho = 0.001): with posterior weights sorted ``S_1 >= S_2 >= ...``
+  and ``sigma^2`` their population variance, average the first ``k = min{k : (S_k - S_(k+1)) / sigma^2 <= rho}``
+  (``T`` if none), renormalised. The rule is not scale-free and the paper does not say how its "Bayesian scores" are
+  scaled; we use the posterior probabilities, the numbers Eq. 3 averages with.
 
-``variant="authors"`` follows the authors' MATLAB code where it differs from
-the text (``shared/data/README.md`` lists the differences):
+``variant="authors"`` follows the MATLAB code where it differs (``shared/data/README.md`` lists the differences):
 
-* models: every integer ``B`` from ``max(1, floor(N^(1/3) / C))`` to ``min(ceil(N / 5), ceil(C N^(1/3)))``, the cube
-  root as ``N ** (1/3)`` like MATLAB's ``N^(1/3)`` (1000 ** (1/3) is 9.999..., so N = 1000 gives B = 1 .. 100);
-* bins: ``floor(N / B)`` rows per block by rank (after a stable sort, as MATLAB's ``sort``), the remainder in the last
-  block; a block is merged into the previous bin only when its last score equals the previous block's first score (so
-  a run of ties is kept whole only when the entire next block equals it; otherwise ties may be split);
-* score: BDeu with prior strength ``a = N'`` *per bin* (the code's ``'BDeu2'``: ``alpha_b = 2 p_b``, ``beta_b = 2 (1 -
-  p_b)``), ``p_b`` the bin midpoint clipped to ``[0.005, 0.995]``; the code ignores its ``N0`` option there, and here
-  ``ess`` sets this per-bin strength (the default 2 is the code's);
-* prediction in a bin: ``(m_b + p0) / (N_b + 1)`` with
-  ``p0 = (sum of the positives' scores in the bin + midpoint) / (m_b + 1)``;
-* weights: relative likelihood ``exp((min S - S) / 2)`` with ``S = -2 log P(D|M)``; with ``prune=True`` (what
-  ``predict.m`` always uses) the "elbow" rule of ``elbow.m``: sort the relative likelihoods descending, ``sigma^2``
-  their population variance, skip ties at the top, advance ``k`` while ``(R_k - R_(k+1)) / sigma^2 > 0.001``, keep the
-  top ``k - 1`` models (at least one);
-* lookup: a score exactly on a cut point goes to the upper bin; where a model has a zero-width bin (a run of ties
-  ending exactly a block), a score equal to that cut gets the bin the code's binary search lands in, averaged over
-  neighbouring bins with the same edges, as ``predict.m`` does.
+* models: ``B`` from ``max(1, floor(N^(1/3) / C))`` to ``min(ceil(N / 5), ceil(C N^(1/3)))``, the root as ``N **
+  (1/3)`` like MATLAB (1000 ** (1/3) is 9.999..., so N = 1000 gives B = 1 .. 100);
+* bins: blocks of ``floor(N / B)`` rows by rank (stable sort, as MATLAB's ``sort``), the rest in the last; a block
+  joins the previous bin only when its last score equals the previous block's first (ties may be split otherwise);
+* score: BDeu with strength ``a = N'`` *per bin* (the code's ``'BDeu2'``: ``alpha_b = 2 p_b``, ``beta_b = 2 (1 -
+  p_b)``), ``p_b`` clipped to ``[0.005, 0.995]``; the code ignores its ``N0`` option there, here ``ess`` sets it
+  (default 2, the code's);
+* bin value: ``(m_b + p0) / (N_b + 1)``, ``p0 = (sum of the positives' scores in the bin + midpoint) / (m_b + 1)``;
+* weights: ``exp((min S - S) / 2)``, ``S = -2 log P(D|M)``; ``prune=True`` (what ``predict.m`` always uses) applies
+  ``elbow.m``: relative likelihoods sorted descending, ``sigma^2`` their population variance, skip ties at the top,
+  advance ``k`` while ``(R_k - R_(k+1)) / sigma^2 > 0.001``, keep the top ``k - 1`` (at least one);
+* lookup: a score on a cut goes to the upper bin; at a model's zero-width bin (a run of ties ending a block) a score
+  equal to that cut gets the bin the code's binary search lands in, averaged over neighbouring bins with the same
+  edges, as ``predict.m`` does.
 
-Where the code would stop with an error we carry on and say so here: a column of identical scores (all blocks merge
-into one bin; the code indexes a second bin that does not exist) becomes the one-bin model with edges 0 and 1, which
-is what the code builds for ``B = 1``; ``elbow.m`` reads past its array when every model ties, we stop at the last
-model; and ``C`` values that leave an empty range of ``B`` use the lower end alone.
+Where the code stops with an error we carry on: identical scores (the code indexes a second bin that does not exist)
+give the one-bin model with edges 0 and 1, as the code builds for ``B = 1``; when every model ties (``elbow.m`` reads
+past its array) we stop at the last model; a ``C`` leaving an empty range of ``B`` uses the lower end alone.
 
-Sample weights
---------------
-A row of weight ``w`` counts as ``w`` rows. ``variant="paper"``: the binnings are equal-frequency by weight (the
-``k``-th boundary at cumulative weight ``k W / B``, moved to the nearest change of score; scores whose rows all weigh
-0 are absent), the BDeu and smoothing counts are weight sums (``Gamma`` takes real arguments, so Eq. 2 holds as
-written), and the ``N`` of the range of ``B`` is the total weight rounded (halves up, at least 1): with integer
-weights the fit equals the fit on the rows repeated, exactly. Scaling every weight by ``c`` gives the fit of ``c``
-times as many rows, not the same map: the range of ``B`` moves with ``cbrt(c W)`` and the counts grow against the
-fixed prior strength ``N'``, so the posterior over models sharpens (``c > 1``) or flattens (``c < 1``) and the bins
-are smoothed less or more.
+Sample weights: a row of weight ``w`` counts as ``w`` rows. ``"paper"``: equal-weight bins (the ``k``-th boundary at
+cumulative weight ``k W / B``, moved as above; scores whose rows all weigh 0 are absent), BDeu and smoothing counts are
+weight sums (``Gamma`` takes reals, so Eq. 2 holds as written), and the ``N`` of the range of ``B`` is the total weight
+rounded (halves up, at least 1): integer weights fit as the rows repeated, exactly. Scaling weights by ``c`` fits ``c``
+times as many rows: the range of ``B`` moves with ``cbrt(c W)`` and the counts grow against the fixed ``N'``, so the
+posterior sharpens (``c > 1``) or flattens and the bins are smoothed less or more. ``"authors"``: blocks are ranks of
+rows, where a fractional row has no place; whole weights fit as the rows repeated (``np.repeat``), others raise
+:class:`~calibdash.core.errors.SettingsError`. As blocks split runs of ties by row order, score cells can fit
+differently from the original rows, as the code itself does on reordered rows. On ``shared/data/svm-quadratic-scores``
+this variant reproduces the published BBQ figures (``tests/calibrators/test_bbq.py``).
 
-``variant="authors"``: the code's blocks are ranks of rows, which a fractional row has no place in; whole-number
-weights are fitted exactly as the rows repeated (``np.repeat``) and any other weight is refused with a
-:class:`~calibdash.core.errors.SettingsError`. Since the blocks split runs of ties by row order, the fit on score
-cells can differ from the fit on the original rows, as the code's own fit on reordered rows does.
-
-On ``shared/data/svm-quadratic-scores`` the authors' variant reproduces their published BBQ figures
-(``tests/calibrators/test_bbq.py``).
-
-The averaged map is piecewise constant, computed once by ``fit`` on the union of the kept models' cut points, so
-``predict`` is one ``searchsorted`` whatever the number of models. The models' bins are not kept:
-:mod:`calibdash.explain.bbq` builds them again from the training rows with :func:`binning_models`, as ``fit`` does.
+``fit`` computes the averaged step map once on the union of the kept models' cuts, so ``predict`` is one
+``searchsorted``; the models' bins are not kept (:mod:`calibdash.explain.bbq` rebuilds them with
+:func:`binning_models`).
 """
 from __future__ import annotations
 
@@ -102,7 +79,7 @@ from scipy.special import gammaln
 from ..core.errors import SettingsError
 from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, step_lookup
-from .base import Calibrator, HyperParam
+from .base import Calibrator, HyperParam, check_setting
 
 __all__ = ["BBQCalibrator", "BinningModels", "binning_models", "averaged_map", "model_size"]
 
@@ -136,11 +113,11 @@ def model_range(n: int, c: float, variant: str = "paper") -> np.ndarray:
     return np.arange(lo, max(lo, hi) + 1, dtype=np.int64)
 
 
-def _within_group(sizes: np.ndarray) -> np.ndarray:
-    """0, 1, .., sizes[0]-1, 0, 1, .., sizes[1]-1, ... (position inside each group)."""
-    total = int(sizes.sum())
-    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    return np.arange(total, dtype=np.int64) - starts
+def _boundaries(bs: np.ndarray):
+    """Per inner boundary of every model (``B - 1`` each): its model, that model's ``B`` and its number ``1 .. B-1``."""
+    per = bs - 1
+    within = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    return np.repeat(np.arange(bs.size), per), np.repeat(bs, per), within + 1
 
 
 # -- binnings: each returns (model index of every cut, cut position) sorted by model then position.
@@ -153,10 +130,7 @@ def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
     if m < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     n = cum[-1]
-    per = bs - 1
-    model = np.repeat(np.arange(bs.size), per)
-    b = np.repeat(bs, per)
-    k = _within_group(per) + 1
+    model, b, k = _boundaries(bs)
     inner = cum[1:m]                                   # rows below boundaries a = 1 .. m-1
     j = np.clip(np.searchsorted(inner, k * n / b), 0, m - 2)
     j_lo = np.maximum(j - 1, 0)
@@ -177,10 +151,7 @@ def _cuts_authors(s: np.ndarray, bs: np.ndarray):
     block's first, so the test is per block.)
     """
     n = s.size
-    per = bs - 1
-    model = np.repeat(np.arange(bs.size), per)
-    b = np.repeat(bs, per)
-    q = _within_group(per) + 1                         # blocks 1 .. B-1 (0-based)
+    model, b, q = _boundaries(bs)                      # q: blocks 1 .. B-1 (0-based)
     c = n // b
     start = q * c
     end = np.where(q == b - 1, n - 1, (q + 1) * c - 1)
@@ -200,10 +171,7 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins are
     unchanged.
     """
-    n1 = np.asarray(n1, dtype=float)
-    n0 = np.asarray(n0, dtype=float)
-    a = np.asarray(strength, dtype=float)
-    p = np.asarray(p, dtype=float)
+    n1, n0, a, p = (np.asarray(v, dtype=float) for v in (n1, n0, strength, p))
     al = np.maximum(a * p, PRIOR_FLOOR)
     be = np.maximum(a * (1.0 - p), PRIOR_FLOOR)
     return (gammaln(a) - gammaln(n1 + n0 + a) + gammaln(n1 + al) - gammaln(al)
@@ -276,7 +244,8 @@ def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
 class Bins:
     """The bins of all models, model after model: model ``m``'s first bin ``first[m]``, its number ``nb[m]``; per bin
     its ``model``, interval ``lower``/``upper``, rows ``count``, positives ``pos``, prior mean ``p`` and strength
-    ``a`` and calibrated value ``est``; ``cut_at`` the cut positions of all models."""
+    ``a`` and calibrated value ``est``, whether its lower edge is a cut (``inner_lo``); ``cut_at`` the cut positions of
+    all models."""
 
     nb: np.ndarray
     first: np.ndarray
@@ -291,14 +260,8 @@ class Bins:
     end: np.ndarray
     p: np.ndarray | None = None
     a: np.ndarray | None = None
+    inner_lo: np.ndarray | None = None
     est: np.ndarray | None = None
-
-    @property
-    def inner_lo(self) -> np.ndarray:
-        """Bins whose lower edge is a cut (every bin but each model's first)."""
-        mask = np.ones(self.model.size, bool)
-        mask[self.first] = False
-        return mask
 
 
 def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -> Bins:
@@ -319,7 +282,8 @@ def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -
     upper[inner_hi] = cut_val
     return Bins(nb=nb, first=first, model=np.repeat(np.arange(n_models), nb), cut_at=cut_at,
                 lower=lower, upper=upper, count=(cum[end] - cum[start]).astype(float),
-                pos=cum_pos[end] - cum_pos[start], mid=(lower + upper) / 2.0, start=start, end=end)
+                pos=cum_pos[end] - cum_pos[start], mid=(lower + upper) / 2.0, start=start, end=end,
+                inner_lo=inner_lo)
 
 
 def _paper_bins(s, y, w, bs, ess) -> Bins:
@@ -359,12 +323,8 @@ def _same_binning(cut_at: np.ndarray, nb: np.ndarray) -> np.ndarray:
     """For each model the index of the first model with the same cuts, or -1 if it is the first."""
     seen: dict[bytes, int] = {}
     bounds = np.concatenate([[0], np.cumsum(nb - 1)])
-    out = np.full(nb.size, -1, np.int64)
-    for i in range(nb.size):
-        j = seen.setdefault(cut_at[bounds[i]:bounds[i + 1]].tobytes(), i)
-        if j != i:
-            out[i] = j
-    return out
+    first = np.array([seen.setdefault(cut_at[bounds[i]:bounds[i + 1]].tobytes(), i) for i in range(nb.size)])
+    return np.where(first == np.arange(nb.size), -1, first).astype(np.int64)
 
 
 def _average_map(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -424,12 +384,9 @@ def check_params(ess, c, variant) -> tuple[float, float, str]:
     """``(ess, c, variant)`` as numbers; SettingsError for an unknown variant, ``ess <= 0`` or ``c < 1``."""
     if variant not in VARIANTS:
         raise SettingsError(f"variant must be one of {VARIANTS}, got {variant!r}.")
-    ess_f, c_f = float(ess), float(c)
-    if not (math.isfinite(ess_f) and ess_f > 0):
-        raise SettingsError(f"ess (N') must be a positive number, got {ess!r}.")
-    if not (math.isfinite(c_f) and c_f >= 1):
-        raise SettingsError(f"c (C) must be at least 1, got {c!r}.")
-    return ess_f, c_f, variant
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) > 0, ess, "ess (N') must be a positive number")
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) >= 1, c, "c (C) must be at least 1")
+    return float(ess), float(c), variant
 
 
 def expand_whole_weights(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -495,21 +452,19 @@ def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 # -- the calibrator -----------------------------------------------------------------------------
 class BBQCalibrator(Calibrator):
-    """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models.
-
-    The module docstring gives the equations, the two variants, where the paper's text and the authors' code differ and
-    how sample weights count (``variant="authors"`` takes whole-number weights only).
+    """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models (equations, variants and
+    weights in the module docstring).
 
     Parameters
     ----------
     ess : float, default 2
-        The paper's equivalent sample size N' of the BDeu prior: in total over the bins with ``variant="paper"``, per
-        bin with ``variant="authors"`` (both 2 in the authors' experiments).
+        The paper's equivalent sample size N' of the BDeu prior: in total over the bins (``"paper"``), per bin
+        (``"authors"``); 2 in the authors' experiments.
     c : float, default 10
         The paper's C: models have from ``N^(1/3)/C`` to ``C N^(1/3)`` bins.
     prune : bool, default True
-        Average only the models kept by the rho = 0.001 rule (the paper's optional refinement, used in its experiments
-        and always by the authors' code); ``False`` averages every model.
+        Average only the models the rho = 0.001 rule keeps (the paper's optional refinement, used in its experiments and
+        always by the authors' code); ``False`` averages every model.
     variant : {"paper", "authors"}, default "paper"
         Follow the paper's text or the authors' MATLAB code.
 
@@ -546,10 +501,7 @@ class BBQCalibrator(Calibrator):
     )
 
     def __init__(self, ess: float = 2.0, c: float = 10, prune: bool = True, variant: str = "paper"):
-        self.ess = ess
-        self.c = c
-        self.prune = prune
-        self.variant = variant
+        self._keep(locals())
 
     def _fit(self, s, y, features, w):
         models = binning_models(s, y, self.ess, self.c, self.prune, self.variant, w)
@@ -577,7 +529,5 @@ class BBQCalibrator(Calibrator):
                 "point_x": self.point_x_.tolist(), "point_delta": self.point_delta_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.cuts_ = state.array("cuts", sorted=True)
-        self.levels_ = state.array("levels", size=self.cuts_.size + 1)
-        self.point_x_ = state.array("point_x", sorted=True)
-        self.point_delta_ = state.array("point_delta", size=self.point_x_.size)
+        self.cuts_, self.levels_ = state.curve("cuts", "levels", steps=True)
+        self.point_x_, self.point_delta_ = state.curve("point_x", "point_delta")

@@ -141,48 +141,42 @@ def fit_beta(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, par
 class BetaCalibrator(Calibrator):
     """Beta calibration (Kull, Silva Filho & Flach, AISTATS 2017).
 
-    The map is the paper's beta calibration family, ``mu(s; a, b, c) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``, the
-    posterior of two beta-distributed class-conditional score densities. Its log-odds ``a ln s - b ln(1 - s) + c`` are
-    linear in ``ln s`` and ``-ln(1 - s)``, so fitting it is a logistic regression on them; the paper also writes ``c``
-    through the midpoint ``m`` (``mu(m) = 1/2``): ``c = b ln(1 - m) - a ln m``. The identity map is in the family (``a
-    = b = 1``, ``m = 1/2``), which the logistic calibration on the raw score the paper compares with, ``sigmoid(g (s -
-    m))``, cannot reach. (calibdash's Platt scaling works on ``logit(s)``; its family is beta's ``"am"``.)
+    The paper's family ``mu(s; a, b, c) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``, the posterior of two beta-distributed
+    class-conditional score densities, has log-odds ``a ln s - b ln(1 - s) + c``, linear in ``ln s`` and ``-ln(1 -
+    s)``: a logistic regression on them; the midpoint ``m`` (``mu(m) = 1/2``) gives ``c = b ln(1 - m) - a ln m``. The
+    identity (``a = b = 1``, ``m = 1/2``) is in the family, unlike the logistic calibration on the raw score the paper
+    compares with, ``sigmoid(g (s - m))``. (calibdash's Platt scaling works on ``logit(s)``: beta's ``"am"`` family.)
 
-    The three parametrisations are those of the authors' package (``betacal``, ``BetaCalibration(parameters=...)``):
+    The parametrisations of the authors' package (``betacal``, ``BetaCalibration(parameters=...)``):
 
     ``"abm"`` (three parameters)
-        Fit on both features with an intercept. If the coefficient ``a`` of ``ln s`` comes out negative, refit on
-        ``-ln(1 - s)`` alone and set ``a = 0``; otherwise, if ``b`` comes out negative, refit on ``ln s`` alone and
-        set ``b = 0`` (a non-decreasing map when the refitted coefficient is non-negative). This is the authors'
-        procedure as betacal codes it: ``a`` is checked first, only one feature is ever dropped, and the refitted
-        coefficient is not checked again. (On the data tested it equals the maximum-likelihood fit under ``a, b >= 0``.)
-    ``"am"`` (two parameters, ``a = b``)
-        A logistic regression on ``logit(s)`` with an intercept: ``mu = sigmoid(a logit(s) + c)``, ``m = 1 / (1 + e^(c
-        / a))`` (Platt scaling without smoothed targets).
-    ``"ab"`` (two parameters, ``m = 1/2``)
-        A logistic regression without intercept on ``ln(2s)`` and ``-ln(2(1 - s))``, so ``c = (a - b) ln 2``; the
-        signs of ``a`` and ``b`` are not checked (as in betacal).
+        Both features and an intercept. If ``a`` (of ``ln s``) comes out negative, refit on ``-ln(1 - s)`` alone with
+        ``a = 0``; else if ``b`` does, refit on ``ln s`` alone with ``b = 0`` (non-decreasing when the refitted
+        coefficient is non-negative). As betacal codes it: ``a`` checked first, at most one feature dropped, the refit
+        not checked again (on the data tested: the maximum-likelihood fit under ``a, b >= 0``).
+    ``"am"`` (``a = b``)
+        ``mu = sigmoid(a logit(s) + c)``, ``m = 1 / (1 + e^(c / a))`` (Platt scaling without smoothed targets).
+    ``"ab"`` (``m = 1/2``)
+        No intercept, on ``ln(2s)`` and ``-ln(2(1 - s))``, so ``c = (a - b) ln 2``; signs unchecked (as in betacal).
 
     Where this differs from betacal, and why:
 
-    * betacal fits with scikit-learn's ``LogisticRegression(C=99999999999)``, an L2 penalty meant as none, solved by
-      L-BFGS to scikit-learn's default tolerance. Here the fit is the unregularised maximum-likelihood estimate (what
-      the paper describes) by Newton's method (:func:`fit_logistic`) to the floating-point limit, so that fits of the
-      same likelihood, on rows or on weighted cells, agree to rounding. It equals scikit-learn's
-      ``LogisticRegression(C=inf)`` solved tightly to 1e-6 (tested); betacal 1.1.0's maps differ by about 1e-4 inside
-      (0, 1) on 5,000 rows, with the slightly lower likelihood (its solver stops earlier). On separable data the
-      estimate does not exist: the coefficients grow until ``max_iter`` (betacal's tiny penalty keeps them finite but
+    * betacal fits scikit-learn's ``LogisticRegression(C=99999999999)`` (an L2 penalty meant as none) by L-BFGS to its
+      default tolerance. Here: the unregularised maximum-likelihood estimate (the paper's) by Newton's method
+      (:func:`fit_logistic`) to the floating-point limit, so fits of one likelihood, on rows or weighted cells, agree
+      to rounding. It equals ``LogisticRegression(C=inf)`` solved to 1e-6 (tested); betacal 1.1.0's maps differ by
+      about 1e-4 inside (0, 1) on 5,000 rows, at a slightly lower likelihood (its solver stops earlier). On separable
+      data no estimate exists: the coefficients grow until ``max_iter`` (betacal's tiny penalty keeps them finite but
       huge).
-    * Scores are clipped to ``[EPS, 1 - EPS]`` with Platt's ``EPS = 1e-12``, not to float64's machine epsilon as in
-      betacal, so that a score of exactly 0 or 1 gives the same features in both calibrators; the maps differ only
-      within 1e-12 of 0 or 1 (there by up to 0.1 when a coefficient is negative).
-    * betacal finds ``m`` by a bounded scalar search on ``|b ln(1 - m) - a ln m - c|`` (to about 1e-5);
-      :func:`midpoint` solves it to about 1e-15 and gives NaN when there is no crossing of 1/2 (betacal: an end of the
-      interval). ``m`` is reported only: the map is evaluated from ``a``, ``b``, ``c``.
+    * Scores are clipped to ``[EPS, 1 - EPS]`` with Platt's ``EPS = 1e-12``, not float64's machine epsilon, so a score
+      of exactly 0 or 1 gives the same features in both calibrators; the maps differ only within 1e-12 of 0 or 1
+      (there by up to 0.1 when a coefficient is negative).
+    * betacal finds ``m`` by a bounded scalar search on ``|b ln(1 - m) - a ln m - c|`` (about 1e-5); :func:`midpoint`
+      solves it to about 1e-15, NaN without a crossing of 1/2 (betacal: an end of the interval). ``m`` is reported
+      only: the map uses ``a``, ``b``, ``c``.
 
-    Sample weights: each row's term of the log-likelihood is multiplied by its weight (as betacal passes
-    ``sample_weight`` to scikit-learn), so integer weights give the fit on the rows repeated, and scaling every weight
-    leaves the map unchanged.
+    Sample weights multiply each row's log-likelihood term (betacal passes ``sample_weight`` to scikit-learn): integer
+    weights fit as the rows repeated, and scaling every weight leaves the map unchanged.
 
     Parameters
     ----------
@@ -220,9 +214,7 @@ class BetaCalibrator(Calibrator):
     )
 
     def __init__(self, parameters: str = "abm", max_iter: int = 100, tol: float = 0.0):
-        self.parameters = parameters
-        self.max_iter = max_iter
-        self.tol = tol
+        self._keep(locals())
 
     def _fit(self, s, y, features, w):
         fit = fit_beta(s, y, w, self.parameters, self.max_iter, self.tol)

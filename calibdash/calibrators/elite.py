@@ -1,43 +1,40 @@
 """ELiTE: an ensemble of l1 linear trend filters (Pakdaman Naeini & Cooper, SDM 2016).
 
-The calibration map is a continuous piecewise-linear function of the score whose kinks the data choose: the l1 trend
-filter of order 1 (paper, Eq. 3.2) fitted to the 0/1 labels of the sorted training scores, with second differences
-scaled by the uneven spacing of the scores (the matrix ``A`` of Eq. 3.3). A path of ``T`` penalties ``lambda`` is
-solved, log-spaced from ``lambda_max`` (below which the fit stops being the least-squares line) down to ``1e-4
-lambda_max``; the models are averaged with weights proportional to ``exp(-AICc / 2)`` (paper, Section 3, the averaging
-formula after Eq. 3.3).
+The map is continuous and piecewise linear in the score, with kinks the data choose: the order-1 l1 trend filter
+(Eq. 3.2) fitted to the 0/1 labels of the sorted training scores, second differences scaled by their uneven spacing
+(``A`` of Eq. 3.3). A path of ``T`` penalties ``lambda`` is solved, log-spaced from ``lambda_max`` (below which the fit
+stops being the least-squares line) down to ``1e-4 lambda_max``, and the models are averaged with weights proportional
+to ``exp(-AICc / 2)`` (Section 3, the averaging formula after Eq. 3.3).
 
-Choices where the paper leaves room
------------------------------------
-* Ties: rows sharing a score become one point whose target is their mean label, weighted by their count (footnote 6),
-  so the objective is ``1/2 sum_i w_i (p_i - z_i)^2 + lambda ||D A p||_1``.
-* Sample weights: a row of weight ``v`` counts as ``v`` rows. The point of a score gets the weighted mean label as
-  target and the total weight of its rows as ``w_i``; the log-likelihood counts ``sum v y`` positives and ``sum v (1 -
-  y)`` negatives at each point, and the ``N`` of AICc and BIC is the total weight. With integer weights the fit equals
-  the fit on the rows repeated (rows of weight 0 are absent). Scaling all weights by ``c`` leaves each trend filter
-  unchanged (``lambda_max`` and the grid scale by ``c``), so single mode does not move; the ensemble does: the
-  log-likelihood and ``N`` scale by ``c`` while the penalty ``2 df`` does not, so ``c > 1`` acts like ``c`` times more
-  data and shifts the weights towards models with more knots (``c < 1`` towards the line).
-* Degrees of freedom: number of knots + 2, the unbiased estimate for linear trend filtering (Tibshirani 2014, cited by
-  the paper).
-* Likelihood in AICc/AIC/BIC: Bernoulli log-likelihood of all training rows under the model's fitted values clipped to
-  [0, 1] (and to [1e-15, 1 - 1e-15] inside the logarithms, as ``metrics.log_loss``). ``AICc = -2 logL + 2 df + 2 df
-  (df + 1) / (N - df - 1)``; a model with ``df >= N - 1`` gets an infinite score (weight 0).
-* The authors' R package (README) defaults to BIC while the paper reports AICc; the default here is the paper's AICc
-  (``criterion``). The grid's lower end is the paper's ``1e-4 lambda_max`` (glmgen's own default is 1e-5); the
-  authors' R code is only published as a tarball, not read here.
+Choices where the paper leaves room:
+
+* Ties: rows sharing a score are one point, target their mean label, weight their count (footnote 6): the objective
+  is ``1/2 sum_i w_i (p_i - z_i)^2 + lambda ||D A p||_1``.
+* Sample weights: a row of weight ``v`` counts as ``v`` rows: a point's target is its rows' weighted mean label and
+  ``w_i`` their total weight; the log-likelihood counts ``sum v y`` positives and ``sum v (1 - y)`` negatives per
+  point, and the ``N`` of AICc and BIC is the total weight, so integer weights fit as the rows repeated (rows of weight
+  0 are absent). Scaling weights by ``c`` leaves each trend filter unchanged (``lambda_max`` and the grid scale by
+  ``c``), so single mode does not move; the ensemble does: log-likelihood and ``N`` scale by ``c`` but the penalty
+  ``2 df`` does not, so ``c > 1`` acts like ``c`` times more data, shifting weight towards models with more knots
+  (``c < 1`` towards the line).
+* Degrees of freedom: knots + 2, the unbiased estimate for linear trend filtering (Tibshirani 2014, cited by the
+  paper).
+* Likelihood in AICc/AIC/BIC: Bernoulli, of all training rows under the model's fitted values clipped to [0, 1] (and to
+  [1e-15, 1 - 1e-15] inside the logarithms, as ``metrics.log_loss``). ``AICc = -2 logL + 2 df + 2 df (df + 1) / (N -
+  df - 1)``; a model with ``df >= N - 1`` scores infinite (weight 0).
+* The authors' R package (README) defaults to BIC, the paper reports AICc: the default here is AICc (``criterion``).
+  The grid ends at the paper's ``1e-4 lambda_max`` (glmgen's default is 1e-5); the authors' R code is published only
+  as a tarball, not read here.
 * Prediction: each model interpolates linearly between its nodes and extrapolates linearly beyond the first and last
   training score; the weighted average (piecewise linear, on the union of the knots) is clipped to [0, 1].
 
-Solver: paper versus this implementation
-----------------------------------------
-The paper solves each problem with the specialised ADMM of Ramdas & Tibshirani (glmgen), whose approximate solutions
-need a threshold to read off the knots and whose fused-lasso step needs a compiled loop. Here an exact active-set
-method (:mod:`._trend_filter`, pure numpy and scipy) solves the same convex problem, warm-started down the path: every
-fit satisfies the KKT conditions to a relative ``tol`` (1e-9), its knots are the active set, and a fit stopped at the
-rounding floor (seen only at 10^6 points and the smallest lambdas) is kept if its violation is below 1e-6, which the
-path table's ``kkt`` column and the explanation's notes show. 50 lambdas take about 0.5-1.5 s at 10^5 rows and 6-11 s
-at 10^6 rows on the project's 2-core machine (``bench/bench_elite.py``).
+Solver: the paper uses the specialised ADMM of Ramdas & Tibshirani (glmgen), whose approximate solutions need a
+threshold to read off the knots and whose fused-lasso step needs a compiled loop. Here an exact active-set method
+(:mod:`._trend_filter`, numpy and scipy) solves the same convex problem, warm-started down the path: every fit meets
+the KKT conditions to a relative ``tol`` (1e-9), its knots are the active set, and a fit stopped at the rounding floor
+(seen only at 10^6 points and the smallest lambdas) is kept if its violation is below 1e-6, as the path table's ``kkt``
+column and the explanation's notes show. 50 lambdas take about 0.5-1.5 s at 10^5 rows and 6-11 s at 10^6 rows on the
+project's 2-core machine (``bench/bench_elite.py``).
 """
 from __future__ import annotations
 
@@ -49,7 +46,7 @@ import pandas as pd
 from ..core.errors import SettingsError
 from ..core.sql_forms import LinearMap
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
-from .base import Calibrator, HyperParam
+from .base import Calibrator, HyperParam, check_setting
 
 __all__ = ["ELiTE", "LambdaPath", "lambda_path", "CRITERION_LABEL"]
 
@@ -69,30 +66,10 @@ def information_criteria(loglik: float, df: int, n: float) -> dict[str, float]:
     return {"aic": float(aic), "aicc": float(aicc), "bic": float(bic)}
 
 
-def _bernoulli_loglik(p: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
-    """Log-likelihood of ``w z`` positives and ``w (1 - z)`` negatives at each merged point
-    (``w``: the points' row counts or total weights)."""
-    q = np.clip(p, _EPS, 1.0 - _EPS)          # finite logs, so 0 * log(q) = 0 where a count is 0
-    pos = w * z
-    return float(np.dot(pos, np.log(q)) + np.dot(w - pos, np.log1p(-q)))
-
-
-def _criterion_weights(scores: np.ndarray) -> np.ndarray:
-    """Weights proportional to ``exp(-score / 2)`` (0 for infinite scores)."""
-    finite = np.isfinite(scores)
-    out = np.zeros(scores.size)
-    if not finite.any():
-        out[0] = 1.0
-        return out
-    rel = np.exp(-(scores[finite] - scores[finite].min()) / 2.0)
-    out[finite] = rel / rel.sum()
-    return out
-
-
 @dataclass
 class LambdaPath:
     """Everything solved along one lambda path (what :func:`lambda_path` returns): the merged training points ``x, z,
-    w`` (distinct scores, mean label, count; with sample weights the weighted mean label and total weight), ``n_rows``
+    w`` (distinct scores, mean label, count or total weight), ``n_rows``
     (the ``N`` of the information criteria: rows, or total weight), ``lambda_max`` (the smallest ``lambda`` whose
     solution is the least-squares line; 0 when the line is exact or there are fewer than 3 distinct scores), ``fits``
     (the solved :class:`TrendFit`, by decreasing ``lambda``), ``table`` (one row per fit: lambda, lam_ratio, df,
@@ -117,40 +94,15 @@ class LambdaPath:
         return self.lambda_max == 0.0
 
 
-def _number(value, kind=float):
-    """``kind(value)``, or None when it is not a number of that kind."""
-    try:
-        out = kind(value)
-    except (TypeError, ValueError):
-        return None
-    return out if out == value else None
-
-
 def _check_params(mode, n_lambdas, criterion, lam_ratio, tol) -> None:
     """Raise SettingsError for a hyperparameter value ELiTE does not offer."""
     if mode not in MODES:
         raise SettingsError(f"mode must be one of {MODES}, got {mode!r}.")
     if criterion not in CRITERIA:
         raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
-    n = _number(n_lambdas, int)
-    if n is None or n < 1:
-        raise SettingsError(f"n_lambdas must be an integer of at least 1, got {n_lambdas!r}.")
-    ratio = _number(lam_ratio)
-    if ratio is None or not 0.0 < ratio <= 1.0:
-        raise SettingsError(f"lam_ratio must lie in (0, 1], got {lam_ratio!r}.")
-    tol_ = _number(tol)
-    if tol_ is None or not tol_ > 0:
-        raise SettingsError(f"tol must be a positive number, got {tol!r}.")
-
-
-def _lambdas(lam_max: float, mode: str, n_lambdas: int, lam_ratio: float) -> np.ndarray:
-    n_lambdas = int(n_lambdas)
-    grid = lam_max * np.geomspace(1.0, MIN_RATIO, n_lambdas) if n_lambdas > 1 else np.array([lam_max])
-    if mode == "ensemble":
-        return grid
-    target = lam_max * float(lam_ratio)
-    # warm start down the grid, then the target itself
-    return np.append(grid[grid > target * (1 + 1e-12)], target)
+    check_setting(lambda v: int(v) == v and v >= 1, n_lambdas, "n_lambdas must be an integer of at least 1")
+    check_setting(lambda v: float(v) == v and 0.0 < v <= 1.0, lam_ratio, "lam_ratio must lie in (0, 1]")
+    check_setting(lambda v: float(v) == v and v > 0, tol, "tol must be a positive number")
 
 
 def _affine_exact(x, z, w) -> bool:
@@ -197,22 +149,32 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
     else:
         solver = TrendFilter(x, z, w, tol=float(tol))
         lam_max = solver.lambda_max
-        fits = solver.path(_lambdas(lam_max, mode, n_lambdas, lam_ratio))
+        n = int(n_lambdas)
+        grid = lam_max * np.geomspace(1.0, MIN_RATIO, n) if n > 1 else np.array([lam_max])
+        if mode == "single":                           # warm start down the grid, then the target itself
+            target = lam_max * float(lam_ratio)
+            grid = np.append(grid[grid > target * (1 + 1e-12)], target)
+        fits = solver.path(grid)
     rows = []
+    pos = w * z                                        # positives (weight) at each point
     for f in fits:
-        fitted = np.clip(evaluate_linear(f.nodes_x, f.nodes_p, x), 0.0, 1.0)
-        ll = _bernoulli_loglik(fitted, z, w)
+        # the fitted values clipped to [0, 1], and to [_EPS, 1 - _EPS] for finite logs (0 * log(q) = 0 at no rows)
+        q = np.clip(evaluate_linear(f.nodes_x, f.nodes_p, x), _EPS, 1.0 - _EPS)
+        ll = float(np.dot(pos, np.log(q)) + np.dot(w - pos, np.log1p(-q)))
         df = f.df if x.size >= 3 else x.size
         rows.append({"lambda": f.lam, "lam_ratio": f.lam / lam_max if lam_max > 0 else 1.0,
                      "df": df, "knots": df - 2 if x.size >= 3 else 0, "loglik": ll,
                      **information_criteria(ll, df, n_rows),
                      "kkt": f.kkt, "converged": f.converged, "iterations": f.iterations})
     table = pd.DataFrame(rows)
-    if mode == "ensemble":
-        weights = _criterion_weights(table[criterion].to_numpy())
-    else:
-        weights = np.zeros(len(fits))
-        weights[-1] = 1.0
+    scores = table[criterion].to_numpy()
+    finite = np.isfinite(scores)
+    weights = np.zeros(len(fits))
+    if mode == "single" or not finite.any():          # the single model, or the first if every score is infinite
+        weights[-1 if mode == "single" else 0] = 1.0
+    else:                                              # proportional to exp(-score / 2)
+        rel = np.exp(-(scores[finite] - scores[finite].min()) / 2.0)
+        weights[finite] = rel / rel.sum()
     table["weight"] = weights
     map_x, map_p = _average(fits, weights)
     return LambdaPath(x=x, z=z, w=w, n_rows=n_rows, lambda_max=float(lam_max), fits=fits, table=table,
@@ -272,11 +234,7 @@ class ELiTE(Calibrator):
 
     def __init__(self, mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc",
                  lam_ratio: float = 0.01, tol: float = 1e-9):
-        self.mode = mode
-        self.n_lambdas = n_lambdas
-        self.criterion = criterion
-        self.lam_ratio = lam_ratio
-        self.tol = tol
+        self._keep(locals())
 
     def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:
         path = lambda_path(s, y, sample_weight=w, **self.get_params())
@@ -295,5 +253,4 @@ class ELiTE(Calibrator):
         return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.map_x_ = state.array("x", sorted=True)
-        self.map_p_ = state.array("p", size=self.map_x_.size)
+        self.map_x_, self.map_p_ = state.curve("x", "p")

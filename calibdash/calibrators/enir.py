@@ -1,72 +1,58 @@
-"""ENIR: an ensemble of near-isotonic regressions (Pakdaman Naeini & Cooper, ICDM 2016).
+"""ENIR: an ensemble of near-isotonic regressions. Naeini & Cooper, *Binary Classifier Calibration using an Ensemble
+of Near Isotonic Regression Models*, IEEE ICDM 2016 (arXiv:1511.05191). Authors' code: github.com/pakdaman/calibration,
+``ENIR/`` (the R package ``enir``, ``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the
+MATLAB+R interface ``build.m`` / ``predict.m`` does the same but for the rounding noted below).
 
-Naeini & Cooper, *Binary Classifier Calibration using an Ensemble of Near Isotonic Regression Models*, IEEE ICDM 2016
-(arXiv:1511.05191). Authors' code: github.com/pakdaman/calibration, folder ``ENIR/`` (the R package ``enir``,
-``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the MATLAB+R interface ``build.m`` /
-``predict.m`` does the same apart from the rounding noted below).
+Nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani 2011) relaxes isotonic regression: for a penalty
+``lambda`` the fit to the 0/1 labels of the sorted scores minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i -
+b_(i+1))_+`` (``lambda = 0``: the labels; large ``lambda``: the isotonic fit). The modified PAV algorithm gives the
+whole path as merges of adjacent groups (:mod:`._nearly_isotonic`); the models are the fits at its breakpoints, each
+scored by BIC, and ENIR averages their maps weighted by ``exp((BIC_min - BIC_i) / 2)`` (Bayesian model averaging with
+BIC scores, as BBQ averages binnings).
 
-The method
-----------
-Isotonic regression forces the calibration map to be monotone. ENIR relaxes that with nearly-isotonic regression
-(Tibshirani, Hoefling & Tibshirani 2011): for a penalty ``lambda`` the fit to the 0/1 labels of the sorted scores
-minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i - b_(i+1))_+``, so ``lambda = 0`` is the labels themselves and a
-large ``lambda`` the isotonic fit. The modified PAV algorithm gives the whole path, a sequence of merges of adjacent
-groups (:mod:`._nearly_isotonic`); the models are the fits at the path's breakpoints. Each is scored by BIC, and ENIR
-predicts the average of the models' maps weighted by their relative likelihood ``exp((BIC_min - BIC_i) / 2)``
-(Bayesian model averaging with BIC scores, as BBQ averages its binnings).
+The paper's text is not in ``shared/papers``; we follow the authors' R package ``enir`` (their final release; the
+MATLAB interface differs only where noted):
 
-What this implementation does (the authors' R package ``enir.build``)
---------------------------------------------------------------------
-The paper's text is not in ``shared/papers``; the details below are read from the authors' code, the R package
-``enir`` (their final release; the MATLAB interface differs only where noted), which we follow:
-
-* points: rows sorted by score; tied scores become one point whose target is their mean label, weighted by their
-  number (``neariso2``'s merge of equal ``x``);
-* path: the breakpoints are 0 and every distinct ``lambda`` where groups merge (within a relative 1e-9: see
-  :func:`~._nearly_isotonic.breakpoints`); above ``max_models`` of them, ``max_models`` are taken evenly by index,
-  ``round((0 .. T-1) / (T-1) * (L-1))``, as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``. The model at
+* points: rows sorted by score; tied scores become one point, target their mean label, weight their number
+  (``neariso2``'s merge of equal ``x``);
+* path: breakpoints 0 and every distinct ``lambda`` where groups merge (within a relative 1e-9:
+  :func:`~._nearly_isotonic.breakpoints`); above ``max_models`` of them, ``max_models`` evenly by index,
+  ``round((0 .. T-1) / (T-1) * (L-1))``, as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``; the model at
   ``lambda = 0`` (the data) is then dropped as the code's "dummy model";
-* fitted values are rounded to 6 decimals and clipped to [0, 1] (the R
-  package's ``round(beta * 10^6) / 10^6``; ``build.m`` only clips);
-* degrees of freedom: the number of distinct fitted values, counted as changes between neighbouring points plus one
-  (``getDF``; the number of fused groups, which Tibshirani et al. 2011 show is an unbiased estimate of the degrees of
-  freedom of nearly-isotonic regression). The ``df`` that ``neariso`` itself returns is a breakpoint counter (``n -
-  k`` at the ``k``-th breakpoint), which the authors replace ("my df which seems to be more reasonable", ``build.m``);
-* score: ``BIC = -2 log L + df (log N + log 2 pi)`` with the Bernoulli log-likelihood of all ``N`` training rows under
-  the rounded fitted values (the code's ``getScoreLocal``; ``build.m`` keeps the textbook ``-2 log L + df log N``
-  commented out next to it: the extra ``log 2 pi`` per parameter moves the weights towards smaller models). AIC and
-  AICc are the package's other options (``criterion``). Models with an infinite score (a rounded value of 0 or 1 under
-  a row of the other class) are dropped;
-* weights: relative likelihood ``exp((S_min - S_i) / 2)``, normalised. The code also computes an "elbow" pruning of
-  the models but ``enir.predict`` averages all of them, as here;
-* smoothing: each run of equal fitted values is shrunk towards the mean score of its rows, ``(p cnt + e (1 - |o - e|))
-  / (cnt + 1 - |o - e|)`` with ``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate and ``e`` their
-  mean score (``smoothBeta``: "similar to what we did in BBQ");
-* prediction: each model interpolates linearly between its smoothed values at consecutive distinct training scores and
-  is constant beyond the first and last (``getMA`` / ``findIdx``); ENIR is their weighted average.
+* fitted values are rounded to 6 decimals and clipped to [0, 1] (the R package's ``round(beta * 10^6) / 10^6``;
+  ``build.m`` only clips);
+* degrees of freedom: the number of distinct fitted values, changes between neighbouring points plus one (``getDF``;
+  the number of fused groups, an unbiased estimate of nearly-isotonic regression's degrees of freedom by Tibshirani et
+  al. 2011), replacing ``neariso``'s own ``df``, a breakpoint counter (``n - k`` at the ``k``-th breakpoint): "my df
+  which seems to be more reasonable" (``build.m``);
+* score: ``BIC = -2 log L + df (log N + log 2 pi)``, the Bernoulli log-likelihood of all ``N`` training rows under the
+  rounded fitted values (``getScoreLocal``; ``build.m`` keeps the textbook ``-2 log L + df log N`` commented out: the
+  extra ``log 2 pi`` per parameter moves the weights towards smaller models); AIC and AICc are the package's other
+  options (``criterion``). Models with an infinite score (a rounded 0 or 1 under a row of the other class) are dropped;
+* weights: ``exp((S_min - S_i) / 2)``, normalised; the code also computes an "elbow" pruning but ``enir.predict``
+  averages all models, as here;
+* smoothing: each run of equal fitted values is shrunk towards its rows' mean score, ``(p cnt + e (1 - |o - e|)) / (cnt
+  + 1 - |o - e|)`` (``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate, ``e`` their mean score;
+  ``smoothBeta``: "similar to what we did in BBQ");
+* prediction: each model interpolates linearly between its smoothed values at consecutive distinct training scores,
+  constant beyond the ends (``getMA`` / ``findIdx``); ENIR is their weighted average.
 
-Two numerical details differ from the code and do not change the result beyond rounding: the fit at a breakpoint
-``lambda_k`` is computed with the groups that merge at ``lambda_k`` already merged (the code evaluates them unmerged;
-their values are equal there), and the averaged map is computed once on the distinct training scores (the code
-averages the models' interpolations at each new score; the two are equal because all models interpolate between the
-same scores). Where the code would stop with an error we carry on: if every model's score is infinite, the isotonic
-end of the path (largest ``lambda``) is used alone.
+Two numerical departures change nothing beyond rounding: the fit at breakpoint ``lambda_k`` has the groups merging
+there already merged (the code evaluates them unmerged; their values are equal there), and the averaged map is
+computed once on the distinct training scores (the code averages the models' interpolations per new score; equal, as
+all models interpolate between the same scores). Where the code would stop with an error we carry on: if every model's
+score is infinite, the isotonic end of the path (largest ``lambda``) is used alone.
 
-Sample weights
---------------
-A row of weight ``w`` counts as ``w`` rows: a point's target is the weighted mean label of its rows and its weight
-their total weight (rows of weight 0 are absent); the log-likelihood, the ``N`` of the criteria, and the counts and
-means of the smoothing are weight sums. With whole-number weights every quantity is what the repeated rows give, so
-the fit equals the fit on the rows repeated. Scaling every weight by ``c`` scales the breakpoints by ``c`` and leaves
-each near-isotonic fit unchanged, but not the ensemble: the log-likelihood and ``N`` grow with ``c`` against the fixed
-penalty per parameter (like ``c`` times more data), and the smoothing pulls less.
+Sample weights: a row of weight ``w`` counts as ``w`` rows: a point's target is its rows' weighted mean label, its
+weight their total (rows of weight 0 are absent); the log-likelihood, the criteria's ``N`` and the smoothing's counts
+and means are weight sums, so whole weights fit as the rows repeated. Scaling weights by ``c`` scales the breakpoints
+by ``c`` and leaves each near-isotonic fit unchanged, but not the ensemble: log-likelihood and ``N`` grow with ``c``
+against the fixed penalty per parameter (like ``c`` times more data), and the smoothing pulls less.
 
-Speed
------
-The path is one heap-driven pass, ``O(n log n)``, whose merges run in a Python loop (about 10 microseconds each); each
-of the (at most ``max_models``) models is then a few vectorised passes over the groups left after equal neighbours
-fuse at ``lambda = 0``. On the project's 2-core machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4
-rows, 0.3 s at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
+Speed: the path is one heap-driven pass, ``O(n log n)``, its merges in a Python loop (about 10 microseconds each); each
+of the (at most ``max_models``) models is a few vectorised passes over the groups left after equal neighbours fuse at
+``lambda = 0``. On the project's 2-core machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4 rows, 0.3 s
+at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
 """
 from __future__ import annotations
 
@@ -79,7 +65,7 @@ from ..core.errors import SettingsError
 from ..core.sql_forms import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
 from ..core.step_maps import collapse_ties, interp
-from .base import Calibrator, HyperParam
+from .base import Calibrator, HyperParam, check_setting
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "map_knots", "CRITERION_LABEL"]
 
@@ -88,13 +74,6 @@ CRITERION_LABEL = {"bic": "BIC", "aic": "AIC", "aicc": "AICc"}
 #: The R package rounds the fitted values to this many decimals before scoring.
 DECIMALS = 6
 _LOG_2PI = math.log(2.0 * math.pi)
-
-
-def merge_points(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
-    """Sorted distinct scores of positive weight ``x``, their positives ``pos`` and rows ``wt`` (weight sums with
-    weights), as floats."""
-    x, wt, pos = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float), sample_weight)
-    return x, pos, wt.astype(float)
 
 
 def select_breakpoints(lams: np.ndarray, max_models: int) -> np.ndarray:
@@ -153,22 +132,8 @@ class ENIRPath:
 def _check_params(max_models, criterion) -> None:
     if criterion not in CRITERIA:
         raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
-    try:
-        whole = not isinstance(max_models, bool) and float(max_models).is_integer() and max_models >= 1
-    except (TypeError, ValueError):
-        whole = False
-    if not whole:
-        raise SettingsError(f"max_models must be an integer of at least 1, got {max_models!r}.")
-
-
-def _loglik(pos: np.ndarray, wt: np.ndarray, p: np.ndarray) -> float:
-    """Bernoulli log-likelihood of ``pos`` positives and ``wt - pos`` negatives at values ``p``
-    (``-inf`` when a value is 0 or 1 under a row of the other class)."""
-    neg = wt - pos
-    with np.errstate(divide="ignore"):
-        a = np.where(pos > 0, pos * np.log(np.where(pos > 0, p, 1.0)), 0.0)
-        b = np.where(neg > 0, neg * np.log1p(-np.where(neg > 0, p, 0.0)), 0.0)
-    return float(a.sum() + b.sum())
+    check_setting(lambda v: not isinstance(v, bool) and float(v).is_integer() and v >= 1, max_models,
+                  "max_models must be an integer of at least 1")
 
 
 def _group_fit(path: NearIsoPath, base: np.ndarray, us, uw, lam: float):
@@ -178,7 +143,7 @@ def _group_fit(path: NearIsoPath, base: np.ndarray, us, uw, lam: float):
     gstart = np.r_[0, np.flatnonzero(alive) + 1]
     gs = np.add.reduceat(us, gstart)
     gw = np.add.reduceat(uw, gstart)
-    c = group_slopes(path, base[gstart])
+    c = group_slopes(path.viol, base[gstart])
     v = (gs + lam * c) / gw
     v = np.clip(np.round(v * 10.0 ** DECIMALS) / 10.0 ** DECIMALS, 0.0, 1.0)
     return gstart, gs, gw, v
@@ -200,7 +165,8 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
     """Build ENIR's models on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights), deterministically:
     :func:`calibdash.explain.enir.explain` calls it again on the same rows to show the path and the models' maps."""
     _check_params(max_models, criterion)
-    x, pos, wt = merge_points(scores, labels, sample_weight)
+    x, wt, pos = collapse_ties(np.asarray(scores, dtype=float), np.asarray(labels, dtype=float), sample_weight)
+    wt = wt.astype(float)
     n_rows = float(wt.sum())
     path = near_isotonic_path(pos, wt)
     n = x.size
@@ -219,7 +185,11 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
     for i, lam in enumerate(lams):
         gstart, gs, gw, v = _group_fit(path, base, us, uw, float(lam))
         df[i] = 1 + int(np.count_nonzero(np.diff(v)))
-        loglik[i] = _loglik(gs, gw, v)
+        neg = gw - gs                                      # log-likelihood: -inf at 0 or 1 under the other class
+        with np.errstate(divide="ignore"):
+            a = np.where(gs > 0, gs * np.log(np.where(gs > 0, v, 1.0)), 0.0)
+            b = np.where(neg > 0, neg * np.log1p(-np.where(neg > 0, v, 0.0)), 0.0)
+        loglik[i] = float(a.sum() + b.sum())
         fits.append((gstart, gs, gw, v))
     score = information_criterion(loglik, df, n_rows, criterion)
     kept = np.isfinite(score)
@@ -256,15 +226,12 @@ def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if x.size == 0:
         return x, p
     change = np.flatnonzero(np.diff(p) != 0)
-    first = np.r_[0, change + 1]
-    last = np.r_[change, x.size - 1]
-    idx = np.unique(np.r_[first, last])
-    return x[idx].copy(), p[idx].copy()
+    idx = np.unique(np.r_[0, change + 1, change, x.size - 1])    # each run's first and last point
+    return x[idx], p[idx]
 
 
 class ENIR(Calibrator):
-    """Ensemble of near-isotonic regressions (ENIR); the module docstring says what follows the paper and what the
-    authors' code.
+    """Ensemble of near-isotonic regressions (ENIR), as the module docstring says.
 
     Parameters
     ----------
@@ -302,8 +269,7 @@ class ENIR(Calibrator):
     )
 
     def __init__(self, max_models: int = 100, criterion: str = "bic"):
-        self.max_models = max_models
-        self.criterion = criterion
+        self._keep(locals())
 
     def _fit(self, s, y, features, w):
         res = enir_path(s, y, sample_weight=w, max_models=self.max_models, criterion=self.criterion)
@@ -324,7 +290,6 @@ class ENIR(Calibrator):
         return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.knots_ = state.array("knots", sorted=True)
-        self.values_ = state.array("values", size=self.knots_.size)
+        self.knots_, self.values_ = state.curve("knots", "values")
         if self.knots_.size == 0:
             raise state.error("'knots' is empty")

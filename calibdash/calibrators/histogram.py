@@ -51,24 +51,22 @@ def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray,
 class HistogramCalibrator(Calibrator):
     """Histogram binning: the calibrated value is the bin's observed frequency.
 
-    The training scores are split into equal-frequency bins (Zadrozny & Elkan, 2001, as the BBQ paper's baseline);
-    tied scores always share a bin, cut points lie halfway between neighbouring scores, and a score on a cut goes to
-    the upper bin. Test scores outside the training range take the end bins.
+    Equal-frequency bins of the training scores (Zadrozny & Elkan, 2001, the BBQ paper's baseline): tied scores share
+    a bin, cuts lie halfway between neighbouring scores, a score on a cut goes to the upper bin, one outside the
+    training range to an end bin.
 
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w`` counts as ``w`` rows. The bins hold equal
-    shares of the total weight ``W`` (boundaries at cumulative weight ``b W / B``, moved to the nearest change of
-    score as without weights; scores whose rows all weigh 0 are absent), and a bin's estimate is its positives' weight
-    over its weight. With integer weights the fit equals the fit on the rows repeated, exactly. Scaling every weight
-    by ``c`` changes nothing with ``by="bins"`` (up to rounding when a boundary lies exactly half-way); with
-    ``by="size"`` ``B = max(1, floor(c W / bin_size))`` grows with ``c``.
+    Sample weights: a row of weight ``w`` counts as ``w`` rows: bins hold equal shares of the total weight ``W``
+    (boundaries at cumulative weight ``b W / B``, moved to the nearest change of score; scores whose rows all weigh 0
+    are absent), a bin's estimate is its positives' weight over its weight, and integer weights fit as the rows
+    repeated, exactly. Scaling weights by ``c`` changes nothing with ``by="bins"`` (up to rounding when a boundary
+    lies exactly half-way); with ``by="size"`` ``B = max(1, floor(c W / bin_size))`` grows with ``c``.
 
     Parameters
     ----------
     n_bins : int, default 10
         Number of bins B (used when ``by="bins"``).
     bin_size : int, default 100
-        Rows per bin (used when ``by="size"``); B = max(1, N // bin_size),
-        ``N`` the total weight when fitted with weights.
+        Rows per bin (used when ``by="size"``); B = max(1, N // bin_size), ``N`` the total weight when weighted.
     by : {"bins", "size"}, default "bins"
         Whether the number of bins or the rows per bin is fixed.
 
@@ -97,25 +95,19 @@ class HistogramCalibrator(Calibrator):
     )
 
     def __init__(self, n_bins: int = 10, bin_size: int = 100, by: str = "bins"):
-        self.n_bins = n_bins
-        self.bin_size = bin_size
-        self.by = by
+        self._keep(locals())
 
-    def _n_bins_for(self, n) -> int:
-        """B for ``n`` training rows (or a total weight ``n``)."""
+    def _fit(self, s, y, features, w):
         if self.by == "bins":
             b = int(self.n_bins)
         elif self.by == "size":
-            b = max(1, int(n // max(1, int(self.bin_size))))
+            b = max(1, int((s.size if w is None else w.sum()) // max(1, int(self.bin_size))))
         else:
             raise SettingsError(f"by must be 'bins' or 'size', got {self.by!r}.")
         if b < 1:
             raise SettingsError(f"n_bins must be at least 1, got {b}.")
-        return b
-
-    def _fit(self, s, y, features, w):
         values, counts, _ = collapse_ties(s, y, w)
-        self.cuts_ = equal_count_cuts(values, counts, self._n_bins_for(s.size if w is None else w.sum()))
+        self.cuts_ = equal_count_cuts(values, counts, b)
         n, k, _ = bin_sums(self.cuts_, s, y, w)
         self.estimates_ = k / n
 
@@ -130,5 +122,4 @@ class HistogramCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.cuts_ = state.array("cuts", sorted=True)
-        self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
+        self.cuts_, self.estimates_ = state.curve("cuts", "estimates", steps=True)

@@ -1,8 +1,6 @@
 """Isotonic regression by the pool-adjacent-violators algorithm."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..core.errors import SettingsError
 from ..core.sql_forms import LinearMap, StepMap
 from ..core.pav import pav_blocks
@@ -17,14 +15,11 @@ INTERPOLATIONS = ("step", "linear")
 class IsotonicCalibrator(Calibrator):
     """Isotonic regression (Zadrozny & Elkan, 2002): the best non-decreasing map.
 
-    Tied scores are merged into one point weighted by its count; PAV (scikit-learn's compiled ``isotonic_regression``)
-    then finds the non-decreasing fit minimising the weighted squared error, which pools adjacent points into blocks
-    of constant value.
-
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w`` counts as ``w`` rows. Tied scores merge into
-    one point at their weighted mean label with their weight sum (a score whose rows all weigh 0 is absent), and PAV
-    minimises the weighted squared error. With integer weights the fit equals the fit on the rows repeated, exactly;
-    scaling every weight by the same constant changes nothing (up to rounding).
+    Tied scores merge into one point at their (weighted) mean label, weighted by their count or weight sum (a score
+    whose rows all weigh 0 is absent); PAV (scikit-learn's compiled ``isotonic_regression``) finds the non-decreasing
+    fit of least weighted squared error, pooling adjacent points into blocks of constant value. A row of weight ``w``
+    counts as ``w`` rows: integer weights fit as the rows repeated, exactly; scaling every weight by one constant
+    changes nothing (up to rounding).
 
     Parameters
     ----------
@@ -86,8 +81,6 @@ class IsotonicCalibrator(Calibrator):
 
     def _import_state(self, state) -> None:
         if self.interpolation != "linear":
-            self.cuts_ = state.array("cuts", sorted=True)
-            self.block_value_ = state.array("values", size=self.cuts_.size + 1)
+            self.cuts_, self.block_value_ = state.curve("cuts", "values", steps=True)
         else:
-            self.x_ = state.array("x", sorted=True)
-            self.fitted_ = state.array("fitted", size=self.x_.size)
+            self.x_, self.fitted_ = state.curve("x", "fitted")

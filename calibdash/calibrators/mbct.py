@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..measures import calibration as metrics
-from ..core.errors import DataError, SettingsError
+from ..core.errors import DataError
 from ..core.sql_forms import ClosedForm
 from ._mbct_rows import (CanonicalRows, TreeRows, canonical_rows, feature_frame, holdout_counts, sample_counts,
                          tree_rows, weighted_rows)
@@ -16,12 +16,10 @@ from ._mbct_sql import mbct_form
 from ..measures.mvce import grouped_mvce, random_views, weighted_mvce
 from ._mbct_codes import CATEGORICAL, NUMERIC, SCORE, ColumnCode, encode, learn_codes, score_code
 from ._mbct_tree import STATS, Tree, grow_tree, node_stats
-from .base import Calibrator, HyperParam, check_feature_rows, check_scores
+from .base import Calibrator, HyperParam, check_feature_rows, check_scores, check_setting
 
-__all__ = [
-    "MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "weighted_rows",
-    "holdout_counts", "sample_counts"
-]
+__all__ = ["MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "weighted_rows",
+           "holdout_counts", "sample_counts"]
 
 #: Random views of the global (boosting) loss: the paper's r for evaluation.
 GLOBAL_VIEWS = 100
@@ -37,85 +35,74 @@ class MBCTCalibrator(Calibrator):
     Bins are the leaves of calibration trees grown on the rows' features and score; inside a bin a line maps the
     prediction; several trees are boosted, each calibrating the previous trees' output.
 
-    Paper, authors' code, and what is followed
-    -------------------------------------------
-    The authors published no code
-    (``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration`` and
+    The authors published no code (their repositories
+    ``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration`` and
     ``huangsg1/uncertainty-calibration`` hold a README and a reading list), so every choice follows the paper's text;
-    where the text is silent, or where following it literally would make the fit depend on the order of the rows, the
-    choice is said below.
+    where it is silent, or where reading it literally would make the fit depend on row order, the choice is said below.
 
-    Features (paper Sec. 5.1 and App. A.1)
-        The score in ``score_bins`` (100) equal-width bins, always the raw score (a fixed input, as the paper's
-        feature list reads) while the node lines act on the previous trees' output; categorical columns (category,
-        string, object or bool dtype) as they are, coded in sorted order (mixed types that do not compare: by type
-        name, then text); numeric columns in ``n_quantiles`` quantile bins learned on the training rows. Integer
-        columns are numeric: give label-encoded categories the ``category`` dtype. A missing value seen at fit time is
-        a value of its own.
-    Rows in a canonical form (not in the paper)
-        Before anything is drawn, rows with the same score, codes and label are merged into one row of their summed
-        weight and sorted by content (:func:`canonical_rows`), so the same rows in another order give the same model,
-        bit for bit. Whole weights (none: 1) count *units*: a row of weight ``k`` is ``k`` rows, each drawn on its own
-        by the holdout, the growth sample and the views, so copies land in random places of a view as in a shuffle of
-        the repeated rows, and the fit equals that on the rows repeated (``tests/test_weights.py``). This is also the
-        paper's aggregation (App. A.2) for rows that agree on everything MBCT sees; rows that agree only on their
-        codes are not merged: the line uses each row's score.
-    Node calibrator (the "linear function" of Sec. 4.3, whose form the paper does not give)
-        ``f' = a f + b`` with ``f`` the input of the tree, fitted on the node's rows by
-        :func:`~calibdash.calibrators._mbct_tree.node_line`: a line through the node's mean point, so the node's
-        partition calibration error (Eq. 4) is zero and its PUD (Eq. 6) 1, whose slope is the paper's per-node scale
-        ``sum(y) / sum(f)`` unless an F test at the BIC's price (``ln W``) prefers the non-negative least-squares
-        slope, lowered if need be to stay in [0, 1] on the node's inputs. The scale alone cannot reach rates 0.1 and
-        0.8 at two scores 0.2 and 0.7, a line can; the least-squares line always would go below 0 at the low end of a
-        node whose rates are convex in ``f`` (79 Avazu test rows predicted 0); the test and the bound keep the scale
-        there.
+    Features (Sec. 5.1, App. A.1)
+        The raw score (a fixed input, as the feature list reads, while node lines act on the previous trees' output) in
+        ``score_bins`` (100) equal-width bins; categorical columns (category, string, object or bool dtype) as they
+        are, coded in sorted order (types that do not compare: by type name, then text); numeric columns in
+        ``n_quantiles`` training quantile bins. Integer columns are numeric: give label-encoded categories the
+        ``category`` dtype. A missing value seen at fit time is a value of its own.
+    Canonical rows (not in the paper)
+        Before any draw, rows with the same score, codes and label merge into one row of their summed weight, sorted by
+        content (:func:`canonical_rows`): the same rows in another order give the same model, bit for bit. Whole
+        weights (none: 1) count *units*: a row of weight ``k`` is ``k`` rows, each drawn on its own by the holdout, the
+        growth sample and the views (copies land in random places of a view, as in a shuffle of the repeated rows), so
+        the fit equals that on the rows repeated (``tests/test_weights.py``). This is the paper's aggregation (App.
+        A.2) for rows agreeing on all MBCT sees; rows agreeing only on codes are not merged: the line uses each score.
+    Node calibrator (Sec. 4.3's "linear function", whose form the paper does not give)
+        ``f' = a f + b``, ``f`` the tree's input, by :func:`~calibdash.calibrators._mbct_tree.node_line`: through the
+        node's mean point (partition calibration error, Eq. 4, zero; PUD, Eq. 6, 1), the paper's per-node scale ``sum(y)
+        / sum(f)`` as slope unless an F test prefers the least-squares slope, bounded to stay in [0, 1]. The scale alone
+        cannot reach rates 0.1 and 0.8 at scores 0.2 and 0.7, a line can; the least-squares line alone would go below 0
+        at the low end of a node whose rates are convex in ``f`` (79 Avazu test rows predicted 0).
     Split (Eq. 12)
-        A leaf is split on the feature whose multiway split, each child calibrated by its own line, gives the lowest
-        node-local MVCE (Eq. 10). The paper splits on every value of the feature; here each child must hold at least
-        ``bin_size`` rows (the bin size is "the least number of rows in a bin"), or a value seen on one row would be
-        calibrated to its own label: an ordered feature is cut into consecutive ranges of at least ``bin_size`` rows;
-        a categorical value with fewer rows joins an "other" child (or the smallest child when "other" would be too
-        small).
+        A leaf splits on the feature whose multiway split, each child with its own line, gives the lowest node-local
+        MVCE (Eq. 10). The paper splits on every value; here each child holds at least ``bin_size`` rows ("the least
+        number of rows in a bin"), or a value seen on one row would be calibrated to its own label: an ordered feature
+        is cut into consecutive ranges of at least ``bin_size`` rows; a smaller categorical value joins an "other"
+        child (or the smallest child when "other" would be too small).
     Stopping (Sec. 4.3)
-        A node is not split at depth ``max_depth``, with fewer than ``2 * bin_size`` rows, when no feature gives two
-        children, or when the best split's local loss is not below the node's own.
+        No split at depth ``max_depth``, below ``2 * bin_size`` rows, when no feature gives two children, or when the
+        best split's local loss is not below the node's own.
     Loss (Eq. 10)
-        The MVCE of :func:`calibdash.metrics.mvce` with bin size ``M = round(mvce_ratio * bin_size)`` (the paper's
-        ratio 1/2, so that a splittable node has at least two loss bins) and ``views`` seeded random permutations of
-        the units in canonical order (the paper's "randomly shuffle the samples"), computed for all nodes of a level
-        and all candidate features at once on shared views (tested against ``metrics.mvce``). The paper evaluates with
-        100 views; the default here is 20 for training speed, the candidate splits of a node being compared on the
-        same views.
+        :func:`calibdash.metrics.mvce` with bin size ``M = round(mvce_ratio * bin_size)`` (the paper's ratio 1/2, so a
+        splittable node has at least two loss bins) on ``views`` seeded permutations of the units in canonical order
+        (the paper's "randomly shuffle the samples"), for all nodes of a level and all candidate features at once on
+        shared views (tested against ``metrics.mvce``). The paper evaluates with 100 views; the default 20 is for
+        training speed, a node's candidate splits being compared on the same views.
     Boosting (Sec. 4.3: "whether to generate a new tree according to the change of global loss")
         Tree ``t + 1`` is grown on the output of trees ``1..t`` and kept only if it lowers the global MVCE
         (``metrics.mvce``, 100 views) on a stratified, seeded share ``holdout`` of the units kept out of the trees, so
-        that the decision does not fit noise; the first tree is always kept. With ``holdout = 0`` the decision uses
-        the training rows, as the paper's text reads.
+        the decision does not fit noise; the first tree is always kept. ``holdout = 0`` decides on the training rows,
+        as the text reads.
     Never worse than one leaf (not in the paper)
-        If the kept trees' training loss (``history_``'s ``fit_mvce``) is above that of the single-leaf linear
-        calibrator (the root of the first tree) beyond ``FALLBACK_RTOL``, ``FALLBACK_ATOL`` of rounding, the model is
-        that single leaf (``fallback_``): greedy growth on node-local losses, and later trees on other views, can
-        raise the global training loss (on two distinct scores the single leaf already reaches both rates).
+        If the kept trees' training loss (``history_``'s ``fit_mvce``) exceeds the single-leaf linear calibrator's (the
+        first tree's root) beyond ``FALLBACK_RTOL``, ``FALLBACK_ATOL`` of rounding, the model is that leaf
+        (``fallback_``): greedy growth on node-local losses, and later trees on other views, can raise the global
+        training loss (on two distinct scores the single leaf already reaches both rates).
     Sample weights (not in the paper)
-        A row of weight ``v`` counts as ``v`` rows wherever rows are counted: quantile bins hold equal shares of
-        weight (numpy's linear rule on the rows repeated), lines are fitted on weighted sums, ``bin_size`` is a least
-        *weight*. Whole weights are units (above); score cells give the row fit. Fractional weights are not: a row is
-        held out, sampled and placed in a view whole, and the MVCE's bins hold equal weight ``M``, a row across a cut
-        putting each part in its bin (:func:`~calibdash.measures.mvce.grouped_mvce`; the global loss
-        :func:`~calibdash.measures.mvce.weighted_mvce`, ``M`` at most half the check weight), so weights ``c`` act as
-        ``bin_size / c``. Rows of weight 0 are left out first; unit weights are no weights (the same fit bit for bit).
+        A row of weight ``v`` counts as ``v`` rows wherever rows are counted: quantile bins hold equal weight (numpy's
+        linear rule on the rows repeated), lines use weighted sums, ``bin_size`` is a least *weight*. Whole weights are
+        units (above); score cells give the row fit. Fractional weights are not: a row is held out, sampled and placed
+        in a view whole, and the MVCE's bins hold equal weight ``M``, a row across a cut putting each part in its bin
+        (:func:`~calibdash.measures.mvce.grouped_mvce`; the global loss :func:`~calibdash.measures.mvce.weighted_mvce`,
+        ``M`` at most half the check weight), so weights ``c`` act as ``bin_size / c``. Rows of weight 0 are left out
+        first; unit weights are no weights (the same fit bit for bit).
     At scale (``growth_rows``; not in the paper)
-        With more than ``growth_rows`` units the trees are grown on a seeded sample of that many
-        (:func:`sample_counts`: stratified by class, drawn in canonical order). Sampled: everything that *chooses* a
-        tree (the holdout split, the split choice and its views, ``bin_size``, ``history_``'s training loss, the
-        boosting decision). Exact, on all rows: the feature coding and each node's line, refitted from all rows but
-        the check units routed through the grown tree (O(N) per tree), so every leaf's PUD is 1 on all of them; the
-        next tree is grown on the sample's rows of that output. A row whose value did not occur at a node in the
-        sample stops there and counts to its line. The canonical form costs a sort of the scores and one reordering of
-        the rows (about 3 s at 10 million rows).
+        Beyond ``growth_rows`` units the trees grow on a seeded sample of that many (:func:`sample_counts`: stratified
+        by class, drawn in canonical order). Sampled: all that *chooses* a tree (holdout split, split choice and its
+        views, ``bin_size``, ``history_``'s training loss, the boosting decision). Exact, on all rows: the feature
+        coding and each node's line, refitted from all rows but the check units routed through the grown tree (O(N)
+        per tree), so every leaf's PUD is 1 on them; the next tree grows on the sample's rows of that output. A row
+        whose value did not occur at a node in the sample stops there and takes its line. The canonical form costs a
+        sort of the scores and one reordering of the rows (about 3 s at 10 million rows).
 
-    Unseen values at predict time (a category not seen at fit time, or not among a node's training rows) stop the row
-    at that node: it takes the node's line; ``predict`` without features follows only score splits. Outputs are
+    A value unseen at predict time (a category unseen at fit time, or absent from a node's training rows) stops the row
+    at that node, which takes the node's line; ``predict`` without features follows only score splits. Outputs are
     clipped to [0, 1] after each tree (a line leaves [0, 1] only outside its node's training inputs).
 
     Parameters
@@ -200,37 +187,16 @@ class MBCTCalibrator(Calibrator):
     def __init__(self, max_depth: int = 5, bin_size: int = 500, n_trees: int = 8, holdout: float = 0.2,
                  views: int = 20, mvce_ratio: float = 0.5, p: float = 1, n_quantiles: int = 10,
                  early_stopping: bool = True, growth_rows: int = 200_000, score_bins: int = 100, seed: int = 0):
-        self.max_depth = max_depth
-        self.bin_size = bin_size
-        self.n_trees = n_trees
-        self.holdout = holdout
-        self.views = views
-        self.mvce_ratio = mvce_ratio
-        self.p = p
-        self.n_quantiles = n_quantiles
-        self.early_stopping = early_stopping
-        self.growth_rows = growth_rows
-        self.score_bins = score_bins
-        self.seed = seed
+        self._keep(locals())
 
     def _check_params(self) -> None:
-        def holds(test, value) -> bool:
-            try:
-                return bool(test(value))
-            except (TypeError, ValueError):
-                return False
-
         for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
                           ("n_quantiles", 2), ("score_bins", 1), ("growth_rows", 2)):
-            value = getattr(self, name)
-            if not holds(lambda v: int(v) == v and v >= low, value):
-                raise SettingsError(f"MBCT's {name} must be an integer of at least {low}, got {value!r}.")
-        if not holds(lambda v: 0.0 <= float(v) < 1.0, self.holdout):
-            raise SettingsError(f"MBCT's holdout must be in [0, 1), got {self.holdout!r}.")
-        if not holds(lambda v: 0.0 < float(v) <= 1.0, self.mvce_ratio):
-            raise SettingsError(f"MBCT's mvce_ratio must be in (0, 1], got {self.mvce_ratio!r}.")
-        if not holds(lambda v: float(v) >= 1, self.p):
-            raise SettingsError(f"MBCT's p must be at least 1, got {self.p!r}.")
+            check_setting(lambda v: int(v) == v and v >= low, getattr(self, name),
+                          f"MBCT's {name} must be an integer of at least {low}")
+        check_setting(lambda v: 0.0 <= float(v) < 1.0, self.holdout, "MBCT's holdout must be in [0, 1)")
+        check_setting(lambda v: 0.0 < float(v) <= 1.0, self.mvce_ratio, "MBCT's mvce_ratio must be in (0, 1]")
+        check_setting(lambda v: float(v) >= 1, self.p, "MBCT's p must be at least 1")
 
     def _loss_bin_size(self) -> int:
         """MVCE bin size M of the split loss: ``round(mvce_ratio * bin_size)``, at least 1."""

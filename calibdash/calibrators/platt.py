@@ -56,16 +56,15 @@ class PlattCalibrator(Calibrator):
     """Platt scaling (Platt, 1999): ``p = sigmoid(A * logit(s) + B)``.
 
     A and B maximise the Bernoulli likelihood of the training labels (Newton's method with backtracking line search,
-    as in Lin, Lin & Weng, 2007, "A note on Platt's probabilistic outputs", iterated to the floating-point limit:
-    :func:`fit_logistic`). The input is the logit of the score: for scores that are the sigmoid of an SVM margin this
-    is the margin itself, which is what Platt fitted.
+    as Lin, Lin & Weng, 2007, "A note on Platt's probabilistic outputs", to the floating-point limit:
+    :func:`fit_logistic`). The input is the score's logit: for the sigmoid of an SVM margin, the margin itself, which
+    is what Platt fitted.
 
-    Sample weights: each row's term of the log-likelihood is multiplied by its weight; ``N+`` and ``N-`` (the smoothed
-    targets, the starting intercept ``log((N+ + 1) / (N- + 1))``) and the ``N`` of ``tol`` are weight totals. With
-    integer weights the fit is the fit on the rows repeated up to the rounding of the sums (the solver stops at the
-    floating-point limit, so both land on the same optimum). Scaling every weight by ``c`` leaves the map unchanged
-    with ``smooth_targets=False``; with ``smooth_targets=True`` the targets are those of ``c`` times as many rows (``c
-    < 1`` pulls them towards 1/2, ``c > 1`` towards 0 and 1).
+    Sample weights multiply each row's log-likelihood term; ``N+``, ``N-`` (the smoothed targets, the starting
+    intercept ``log((N+ + 1) / (N- + 1))``) and the ``N`` of ``tol`` are weight totals. Integer weights fit as the rows
+    repeated up to the rounding of the sums (the solver stops at the floating-point limit: the same optimum). Scaling
+    weights by ``c`` leaves the map unchanged with ``smooth_targets=False``; with ``True`` the targets are those of
+    ``c`` times as many rows (``c < 1`` pulls them towards 1/2, ``c > 1`` towards 0 and 1).
 
     Parameters
     ----------
@@ -99,9 +98,7 @@ class PlattCalibrator(Calibrator):
     )
 
     def __init__(self, smooth_targets: bool = False, max_iter: int = 100, tol: float = 0.0):
-        self.smooth_targets = smooth_targets
-        self.max_iter = max_iter
-        self.tol = tol
+        self._keep(locals())
 
     def _fit(self, s, y, features, w):
         z = logit(s)

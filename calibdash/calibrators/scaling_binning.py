@@ -1,27 +1,26 @@
 """The scaling-binning calibrator (Kumar, Liang & Ma, 2019, "Verified Uncertainty Calibration", NeurIPS, Section 4).
 
-A scaling method (Platt's) has low variance but its calibration error cannot be measured; a binning method's can, but
-a bin's frequency of positives is noisy. The scaling-binning calibrator takes the best of both: (1) *function
-fitting*: fit Platt scaling ``g(s) = sigmoid(A logit(s) + B)``; (2) *binning scheme*: cut into ``B`` bins of equal
-count; (3) *discretisation*: each bin's value is the mean of ``g`` over its rows, not of their labels. The output
-takes at most ``B`` values, so its calibration error can be estimated like any binned model's, while the bin values
-average ``g`` rather than noisy 0/1 labels.
+A scaling method (Platt's) has low variance but an unmeasurable calibration error; a binning method's error can be
+measured, but a bin's frequency of positives is noisy. Scaling-binning takes both: (1) *function fitting*: Platt
+scaling ``g(s) = sigmoid(A logit(s) + B)``; (2) *binning scheme*: ``B`` bins of equal count; (3) *discretisation*: a
+bin's value is the mean of ``g`` over its rows, not of their labels. The output takes at most ``B`` values, so its
+calibration error can be estimated like any binned model's, while the values average ``g``, not noisy 0/1 labels.
 
 As in the authors' code (``PlattBinnerCalibrator`` of ``p-lambda/verified_calibration``) the three steps use the same
 rows; the paper's analysis splits the data in three (calibdash's evaluation schemes judge on held-out rows either
 way). Where this differs from the authors' code:
 
-* The bins are cut on the score, not on ``g(s)``, with histogram binning's
+* Bins are cut on the score, not on ``g(s)``, by histogram binning's
   :func:`~calibdash.calibrators.histogram.equal_count_cuts` (ties never split, cuts halfway between neighbouring
-  distinct scores, weights counted as rows). Platt's map is monotone, so these are the same bins (except scores that
-  Platt's clip to ``[1e-12, 1 - 1e-12]`` or rounding maps to one value of ``g``, which the authors' code never splits
-  and which may be split here), and a new score near a cut goes by the midpoint of the scores rather than of their
-  ``g`` values: the map is a step function of the score, whose SQL form equals ``predict`` exactly.
-* The authors' code gives an empty bin the midpoint of its edges; here no bin is empty (every bin holds a distinct
-  training score).
+  distinct scores, weights counted as rows). Platt's map is monotone, so the bins are the same (but for scores that
+  Platt's clip to ``[1e-12, 1 - 1e-12]`` or rounding maps to one value of ``g``, which the authors never split and
+  which may be split here), and a new score near a cut goes by the midpoint of the scores, not of their ``g``: the
+  map is a step function of the score, whose SQL form equals ``predict`` exactly. A score on a cut takes the upper
+  bin, one outside the training range an end bin.
+* The authors give an empty bin the midpoint of its edges; here no bin is empty (each holds a distinct training score).
 
-Sample weights: a row of weight ``w`` counts as ``w`` rows in all three steps; with integer weights the fit equals the
-fit on the rows repeated, up to the rounding of the sums.
+Sample weights: a row of weight ``w`` counts as ``w`` rows in all three steps; integer weights fit as the rows
+repeated, up to the rounding of the sums.
 """
 from __future__ import annotations
 
@@ -68,12 +67,8 @@ def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
 
 
 class ScalingBinningCalibrator(Calibrator):
-    """The scaling-binning calibrator (Kumar, Liang & Ma, 2019): Platt scaling averaged in equal-count bins.
-
-    The training scores are cut into ``n_bins`` bins of equal count, as histogram binning cuts them; each bin's value
-    is the mean, over its training rows, of Platt scaling fitted on the same rows; a score takes its bin's value
-    (upper bin on a cut, end bins outside the training range). The module docstring relates this to the paper and the
-    authors' code.
+    """The scaling-binning calibrator (Kumar, Liang & Ma, 2019): Platt scaling averaged in equal-count bins of the
+    score, as the module docstring says.
 
     Parameters
     ----------
@@ -119,7 +114,6 @@ class ScalingBinningCalibrator(Calibrator):
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
 
     def _import_state(self, state) -> None:
-        self.cuts_ = state.array("cuts", sorted=True)
-        self.levels_ = state.array("levels", size=self.cuts_.size + 1)
+        self.cuts_, self.levels_ = state.curve("cuts", "levels", steps=True)
         if np.any((self.levels_ < 0) | (self.levels_ > 1)):
             raise state.error("'levels' must lie in [0, 1]")

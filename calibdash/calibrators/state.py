@@ -59,33 +59,29 @@ class State(dict):
     def __missing__(self, key):
         raise self.error(f"{key!r} is missing")
 
+    def _entry(self, key: str, ok, what: str, shown=repr):
+        """Entry ``key``, or a DataError saying it must be ``what`` unless ``ok`` (the value shown by ``shown``)."""
+        value = self[key]
+        if not ok(value):
+            raise self.error(f"{key!r} must be {what}, got {shown(value)}")
+        return value
+
     def number(self, key: str) -> float:
         """Entry ``key`` as a finite float."""
-        value = self[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.error(f"{key!r} must be a finite number, got {value!r}")
-        return float(value)
+        return float(self._entry(key, lambda v: not isinstance(v, bool) and isinstance(v, (int, float))
+                                 and math.isfinite(v), "a finite number"))
 
     def integer(self, key: str) -> int:
         """Entry ``key`` as an int."""
-        value = self[key]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(f"{key!r} must be an integer, got {value!r}")
-        return value
+        return self._entry(key, lambda v: not isinstance(v, bool) and isinstance(v, int), "an integer")
 
     def text(self, key: str) -> str:
         """Entry ``key`` as a string."""
-        value = self[key]
-        if not isinstance(value, str):
-            raise self.error(f"{key!r} must be a string, got {value!r}")
-        return value
+        return self._entry(key, lambda v: isinstance(v, str), "a string")
 
     def list(self, key: str) -> list:
         """Entry ``key`` as a JSON array."""
-        value = self[key]
-        if not isinstance(value, list):
-            raise self.error(f"{key!r} must be a list, got {type(value).__name__}")
-        return value
+        return self._entry(key, lambda v: isinstance(v, list), "a list", lambda v: type(v).__name__)
 
     def array(self, key: str, dtype=float, size: int | None = None, sorted: bool = False) -> np.ndarray:
         """Entry ``key`` as a 1-D array of finite numbers of ``dtype`` (an integer type: integers only), of length
@@ -104,11 +100,14 @@ class State(dict):
             raise self.error(f"{key!r} must be in increasing order")
         return arr
 
+    def curve(self, x_key: str, y_key: str, steps: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Entries ``x_key`` (non-decreasing) and ``y_key``, as many numbers, or one more with ``steps``."""
+        x = self.array(x_key, sorted=True)
+        return x, self.array(y_key, size=x.size + steps)
+
     def object(self, key: str) -> "State":
         """Entry ``key`` as a JSON object, itself a :class:`State` (a nested calibrator's state)."""
-        value = self[key]
-        if not isinstance(value, dict):
-            raise self.error(f"{key!r} must be an object, got {type(value).__name__}")
+        value = self._entry(key, lambda v: isinstance(v, dict), "an object", lambda v: type(v).__name__)
         child = State(value, f"{self.where}, {key}")
         self._children.append(child)
         return child

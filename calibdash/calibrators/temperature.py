@@ -83,22 +83,19 @@ def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, sample_weight: np.ndar
 class TemperatureCalibrator(Calibrator):
     """Temperature scaling (Guo, Pleiss, Sun & Weinberger, ICML 2017): ``p = sigmoid(logit(s) / T)``.
 
-    Guo et al. divide a network's logits by one scalar ``T > 0`` before the softmax, fitted by minimising the negative
-    log-likelihood on a validation set (their Section 4.2); it changes confidence, never the ranking. For two classes
-    the softmax of the logits is the sigmoid of their difference, so on scores in [0, 1] the method is
-    ``sigmoid(logit(s) / T)``: Platt scaling with the intercept fixed at 0 and slope ``A = 1/T``, the logit clipped
-    like Platt's (:func:`calibdash.calibrators.platt.logit`). ``T > 1`` softens over-confident scores, ``T < 1``
-    sharpens under-confident ones.
+    Guo et al. divide a network's logits by one scalar ``T > 0`` before the softmax, minimising the negative
+    log-likelihood on a validation set (their Section 4.2): confidence changes, never the ranking. For two classes the
+    softmax is the sigmoid of the logits' difference, so on scores in [0, 1] the method is ``sigmoid(logit(s) / T)``:
+    Platt scaling with intercept 0 and slope ``A = 1/T``, the logit clipped like Platt's
+    (:func:`calibdash.calibrators.platt.logit`). ``T > 1`` softens over-confident scores, ``T < 1`` sharpens.
 
-    Fitting: the paper minimises the NLL over ``T`` with a general optimiser. Here it is minimised over ``beta =
-    1/T``, in which it is convex, by the package's logistic solver (:func:`fit_inverse_temperature`): one optimum, to
-    about machine precision. ``T`` is kept in ``[t_min, t_max]``: ``T -> infinity`` (the constant map 1/2) when
-    ``sum(w (y - 1/2) logit(s)) <= 0``, that is when the scores rank the labels no better than chance or the wrong way
-    round; ``T -> 0`` when they separate the classes at score 1/2. The method has no hyperparameters (no slider); the
-    constructor arguments are solver settings.
-
-    Sample weights: each row's term of the log-likelihood is multiplied by its weight, so integer weights give the fit
-    on the rows repeated and scaling every weight leaves ``T`` unchanged.
+    The paper minimises the NLL over ``T`` with a general optimiser; here it is minimised over ``beta = 1/T``, where it
+    is convex, by the package's logistic solver (:func:`fit_inverse_temperature`): one optimum, to about machine
+    precision. ``T`` stays in ``[t_min, t_max]``: ``T -> infinity`` (the constant 1/2) when ``sum(w (y - 1/2)
+    logit(s)) <= 0`` (the scores rank the labels no better than chance, or the wrong way round); ``T -> 0`` when they
+    separate the classes at score 1/2. No hyperparameters (no slider): the constructor arguments are solver settings.
+    Sample weights multiply each row's log-likelihood term: integer weights fit as the rows repeated, and scaling every
+    weight leaves ``T`` unchanged.
 
     Parameters
     ----------
@@ -129,10 +126,7 @@ class TemperatureCalibrator(Calibrator):
     hyperparams = ()
 
     def __init__(self, t_min: float = 1e-3, t_max: float = 1e3, max_iter: int = 100, tol: float = 1e-12):
-        self.t_min = t_min
-        self.t_max = t_max
-        self.max_iter = max_iter
-        self.tol = tol
+        self._keep(locals())
 
     def _check_settings(self) -> tuple[float, float]:
         try:

@@ -1,46 +1,41 @@
 """Inductive Venn-Abers predictors (Vovk & Petej, 2014; Vovk, Petej & Fedorova, 2015).
 
-An inductive Venn-Abers predictor (IVAP) is fitted on a calibration set of scores and labels. For a test score ``s``
-it fits isotonic regression on the calibration set plus the test row ``(s, 0)``, and plus ``(s, 1)``: the two fitted
-values at ``s`` are the multiprobability prediction ``(p0, p1)``, ``p0 <= p1``, one of which (the one whose assumed
-label is the true one) is perfectly calibrated by Venn prediction theory; the pair is merged into one probability
-(Section 4 of the 2015 paper). Instead of refitting per test score (``O(n)`` each), the 2015 paper (Section 2,
-Algorithms 1 to 4) computes once the values ``F0`` and ``F1`` at every distinct calibration score from the cumulative
-sum diagram (CSD) and two stacks of its greatest convex minorant (GCM), in ``O(n log n)``; predicting is a binary
-search (:func:`fit_tables`, :func:`interval_at`).
+An inductive Venn-Abers predictor (IVAP) is fitted on a calibration set. For a test score ``s`` it fits isotonic
+regression on the calibration set plus the test row ``(s, 0)``, and plus ``(s, 1)``: the two values at ``s`` are the
+multiprobability prediction ``(p0, p1)``, ``p0 <= p1``, one of which (the one whose assumed label is true) is perfectly
+calibrated by Venn prediction theory; the pair is merged into one probability (Section 4 of the 2015 paper). Instead of
+a refit per test score (``O(n)`` each), the 2015 paper (Section 2, Algorithms 1 to 4) computes once ``F0`` and ``F1`` at
+every distinct calibration score from the cumulative sum diagram (CSD) and two stacks of its greatest convex minorant
+(GCM), in ``O(n log n)``; predicting is a binary search (:func:`fit_tables`, :func:`interval_at`).
 
-Where the paper, its authors' code and this module differ
-----------------------------------------------------------
-* Ties. A test score equal to a calibration score is pooled with the tied calibration rows, as isotonic regression
-  pools tied scores and as the paper's CSD merges them into one point: ``p0`` and ``p1`` there are ``F0[i]`` and
-  ``F1[i]``. The widely used Python implementation (ptocca/VennABERS, ``getFVal``) looks such a score up as if it lay
-  just beside the tied rows (``p1`` just above, ``p0`` just below): on calibration rows (0.2, 0), (0.5, 1), (0.8, 0),
-  (0.9, 1) it gives ``p1(0.2) = 2/3``, ``p0(0.5) = 0``, ``p1(0.8) = 1``, ``p0(0.9) = 1/3`` where refitting isotonic
-  regression gives 1/2, 1/3, 2/3 and 1/2 (we ran both). This module follows the definition, checked against refitting
+Where the paper, its authors' code and this module differ:
+
+* Ties. A test score equal to a calibration score is pooled with the tied rows, as isotonic regression pools tied
+  scores and the CSD merges them: ``p0``, ``p1`` there are ``F0[i]``, ``F1[i]``. The widely used ptocca/VennABERS
+  (``getFVal``) looks such a score up as if just beside the tied rows (``p1`` above, ``p0`` below): on calibration rows
+  (0.2, 0), (0.5, 1), (0.8, 0), (0.9, 1) it gives ``p1(0.2) = 2/3``, ``p0(0.5) = 0``, ``p1(0.8) = 1``, ``p0(0.9) =
+  1/3`` where refitting gives 1/2, 1/3, 2/3 and 1/2 (we ran both). We follow the definition, checked against refitting
   (``tests/calibrators/test_venn_abers.py``).
-* Between calibration scores the paper's algorithms give nothing. For ``s`` strictly between ``s'_{i-1}`` and
-  ``s'_i``: ``p1(s) = F1[i]`` and ``p0(s) = F0[i-1]``; below the smallest score ``p0 = 0`` and ``p1 = F1[first]``,
-  above the largest ``p0 = F0[last]`` and ``p1 = 1``. (Moving a test row of label 1 from the gap into the next tied
-  group leaves the GCM's slope over the test row unchanged: the corner the move removes lies on or above the GCM,
-  since it sits one unit of height above a point of the diagram and the GCM's slopes are at most 1; symmetrically for
-  label 0. Below the smallest score a test row of label 0 is its own block of value 0; above the largest, one of label
-  1 is a block of value 1.)
-* Algorithms 1 and 3 (the stack scans that build the GCM) are done by scikit-learn's compiled pool-adjacent-violators
+* Between calibration scores the paper gives nothing. For ``s`` strictly between ``s'_{i-1}`` and ``s'_i``: ``p1(s) =
+  F1[i]``, ``p0(s) = F0[i-1]``; below the smallest score ``p0 = 0``, ``p1 = F1[first]``; above the largest ``p0 =
+  F0[last]``, ``p1 = 1``. (Moving a test row of label 1 from the gap into the next tied group leaves the GCM's slope
+  over it unchanged: the corner removed lies on or above the GCM, one unit of height above a point of the diagram,
+  the GCM's slopes being at most 1; symmetrically for label 0. Below the smallest score a test row of label 0 is its
+  own block of value 0; above the largest, one of label 1 a block of value 1.)
+* Algorithms 1 and 3 (the stack scans building the GCM) are scikit-learn's compiled pool-adjacent-violators
   (:func:`_gcm_vertices`); the sweeps of Algorithms 2 and 4 stay in Python.
-* The extra point of Algorithm 3. ptocca/VennABERS notes that the paper's text sets ``P_{k'+1} = P_{k'} + (1, 1)``; a
-  test row of label 0 adds weight 1 and no positive, so the point is ``P_{k'} + (1, 0)``, as that code uses and the
-  check against refitting confirms.
-* Weights. The CSD uses weight sums, so a row of weight ``w`` counts as ``w`` rows (integer weights equal repeated
+* The extra point of Algorithm 3: the text sets ``P_{k'+1} = P_{k'} + (1, 1)``, but (as ptocca/VennABERS notes) a test
+  row of label 0 adds weight 1 and no positive, so the point is ``P_{k'} + (1, 0)``, as that code uses and refitting
+  confirms.
+* Weights: the CSD uses weight sums, so a row of weight ``w`` counts as ``w`` rows (integer weights equal repeated
   rows exactly). The test row always weighs 1: scaling every calibration weight by ``c`` narrows the intervals as
   ``c`` times as many rows would.
 
-Merging ``(p0, p1)`` into one probability
------------------------------------------
-The paper's Section 4 picks the ``p`` with the smallest worst-case regret against the prediction the assumed label
-would have given, ``max(L(p, 0) - L(p0, 0), L(p, 1) - L(p1, 1))``; both regrets are equal at the minimum: for log loss
-(``merge="log"``, the paper's choice) ``p = p1 / (1 - p0 + p1)``; for Brier loss (``merge="brier"``) ``p = p1 +
-(p0**2 - p1**2) / 2`` (from ``p**2 - p0**2 = (1 - p)**2 - (1 - p1)**2``). Both lie in ``[p0, p1]``; the tests check
-that each equalises the regrets and that no ``p`` on a fine grid does better.
+Merging ``(p0, p1)`` (Section 4): the ``p`` of smallest worst-case regret against the prediction the assumed label
+would have given, ``max(L(p, 0) - L(p0, 0), L(p, 1) - L(p1, 1))``, where both regrets are equal: for log loss
+(``merge="log"``, the paper's) ``p = p1 / (1 - p0 + p1)``; for Brier loss (``merge="brier"``) ``p = p1 + (p0**2 -
+p1**2) / 2`` (from ``p**2 - p0**2 = (1 - p)**2 - (1 - p1)**2``). Both lie in ``[p0, p1]``; the tests check that each
+equalises the regrets and that no ``p`` on a fine grid does better.
 """
 from __future__ import annotations
 
@@ -101,14 +96,12 @@ def _sweep(sx: list, sy: list, qx, qy, right_to_left: bool) -> list:
         out.append(slope)
         if y >= ty + slope * (x - tx):      # not below the line: the GCM over the test row is unchanged
             continue
-        sx.pop()
-        sy.pop()
+        del sx[-1], sy[-1]
         while len(sx) > 1:
             tx, ty, nx, ny = sx[-1], sy[-1], sx[-2], sy[-2]
             cross = (tx - x) * (ny - ty) - (ty - y) * (nx - tx)
             if (cross >= 0) if right_to_left else (cross <= 0):
-                sx.pop()
-                sy.pop()
+                del sx[-1], sy[-1]
             else:
                 break
         sx.append(x)
@@ -119,20 +112,10 @@ def _sweep(sx: list, sy: list, qx, qy, right_to_left: bool) -> list:
 
 
 def csd_tables(rows: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``F0`` and ``F1`` at each distinct score from the CSD's steps (Algorithms 1 to 4 of the 2015 paper).
+    """``F0`` and ``F1`` (each of shape (k,)) at each distinct score from the CSD's steps, ``rows`` (> 0; rows count
+    with their weights) and ``positives`` at each distinct calibration score in score order (Algorithms 1 to 4 of the
+    2015 paper).
 
-    Parameters
-    ----------
-    rows, positives : ndarray of float, shape (k,)
-        Rows and positives at each distinct calibration score, in score
-        order (``rows > 0``; rows count with their weights).
-
-    Returns
-    -------
-    f0, f1 : ndarray of float, shape (k,)
-
-    Notes
-    -----
     The CSD is ``P_0 = (0, 0)``, ``P_i = (W_i, Y_i)`` with ``W_i``, ``Y_i`` the cumulative weights and positives. A
     test row of label 1 pooled with ``s'_i`` moves the points from ``P_i`` on by ``(1, 1)``; translated by ``(-1,
     -1)`` the diagram is ``P_t - (1, 1)`` for ``t < i`` and ``P_v`` for ``v >= i``, and ``F1[i]`` is its GCM's slope
@@ -146,18 +129,15 @@ def csd_tables(rows: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.
     k = W.size - 1
     if k < 1:
         raise ProgrammingError("the Venn-Abers tables need at least one calibration score.")
-    w = np.asarray(rows, dtype=float)
-    c = np.asarray(positives, dtype=float)
+    w, c = np.asarray(rows, dtype=float), np.asarray(positives, dtype=float)
     one = np.ones(1)
-    # F1. Algorithm 1: the GCM of P_{-1} = (-1, -1), P_0, ..., P_k (steps: the test row's (1, 1), then the
-    # CSD's); the stack's top is P_{-1}. Algorithm 2: sweep i = 1..k, P_i - (1, 1) entering.
+    # F1: steps the test row's (1, 1), then the CSD's; the stack's top is P_{-1}
     v = _gcm_vertices(np.concatenate([one, w]), np.concatenate([one, c]))
     hx = np.concatenate([[-1.0], W])[v]
     hy = np.concatenate([[-1.0], Y])[v]
     f1 = _sweep(hx[::-1].tolist(), hy[::-1].tolist(), (W[1:] - 1.0).tolist(), (Y[1:] - 1.0).tolist(),
                 right_to_left=False)
-    # F0. Algorithm 3: the GCM of P_0, ..., P_k, P_{k+1} = P_k + (1, 0); the stack's top is P_{k+1}.
-    # Algorithm 4: sweep i = k..1, P_{i-1} + (1, 0) entering.
+    # F0: the stack's top is P_{k+1}
     v = _gcm_vertices(np.concatenate([w, one]), np.concatenate([c, [0.0]]))
     hx = np.concatenate([W, [W[-1] + 1.0]])[v]
     hy = np.concatenate([Y, [Y[-1]]])[v]
@@ -198,10 +178,8 @@ def interval_at(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarra
     if s.size < SORT_FROM:
         return _lookup(scores, f0, f1, s)
     order = np.argsort(s)
-    q0, q1 = _lookup(scores, f0, f1, s[order])
     p0, p1 = np.empty(s.size), np.empty(s.size)
-    p0[order] = q0
-    p1[order] = q1
+    p0[order], p1[order] = _lookup(scores, f0, f1, s[order])
     return p0, p1
 
 
@@ -220,11 +198,9 @@ def merge(p0, p1, rule: str = "log") -> np.ndarray:
 class VennAbersCalibrator(Calibrator):
     """Inductive Venn-Abers predictor (IVAP): isotonic regression with the test row labelled 0 and 1.
 
-    ``fit`` computes, for every distinct calibration score ``s'_i``, the values ``F0[i]`` and ``F1[i]`` of the
-    isotonic regression of the calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``, by the fast
-    algorithm of Vovk, Petej & Fedorova (2015, Algorithms 1 to 4): ``O(n log n)``. :meth:`predict_interval` returns
-    ``(p0, p1)`` for any test score by a binary search; :meth:`predict` merges them. The module docstring says how
-    ties, scores between calibration scores and weights are treated and where this differs from ptocca/VennABERS.
+    ``fit`` computes the tables ``F0``, ``F1`` (module docstring: the algorithm, ties, scores between calibration
+    scores, weights, and where this differs from ptocca/VennABERS); :meth:`predict_interval` returns ``(p0, p1)`` for
+    any test score by a binary search; :meth:`predict` merges them.
 
     Parameters
     ----------

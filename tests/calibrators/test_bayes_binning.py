@@ -13,7 +13,7 @@ import pytest
 
 from calibdash import calibrators
 from calibdash.io import export
-from calibdash.calibrators._bayes_binning import collapse, log_marginal_likelihood
+from calibdash.calibrators._bayes_binning import collapse
 from calibdash.core.errors import ProgrammingError, SettingsError
 from calibdash.explain import explain
 from calibdash.measures.calibration import ece, rmse
@@ -93,15 +93,6 @@ CASES = _cases()
 # ---------------------------------------------------------------------------
 # hand-computed
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("n0,n1,expected", [
-    (0, 0, Fraction(1, 1)), (1, 0, Fraction(1, 2)), (2, 1, Fraction(1, 12)),
-    (1, 1, Fraction(1, 6)), (3, 0, Fraction(1, 4)), (2, 2, Fraction(1, 30)),
-])
-def test_marginal_likelihood_hand_computed(n0, n1, expected):
-    """Eq. 4: n0! n1! / (n + 1)!, e.g. 2! 1! / 4! = 1/12."""
-    assert log_marginal_likelihood(n0, n1) == pytest.approx(math.log(expected), abs=1e-12)
-
-
 def test_three_points_hand_computed():
     """Scores 0, .5, 1 with labels 0, 1, 1 and lambda = 2 ln 2, so Prior(k) = 1/2 at both gaps.
 

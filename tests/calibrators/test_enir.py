@@ -40,7 +40,7 @@ def fitted_values(path, lam: float) -> np.ndarray:
     if path.n == 0:
         return np.empty(0)
     starts = np.r_[0, np.flatnonzero(path.death > lam) + 1].astype(np.int64)
-    v = (np.add.reduceat(path.s, starts) + lam * group_slopes(path, starts)) / np.add.reduceat(path.w, starts)
+    v = (np.add.reduceat(path.s, starts) + lam * group_slopes(path.viol, starts)) / np.add.reduceat(path.w, starts)
     return np.repeat(v, np.diff(np.r_[starts, path.n]))
 
 
