@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 
 from ..base import HyperParam
 from ...core.errors import DataError, NotFittedError
-from ...core.validation import check_classes, check_logits, check_weights, class_matrix, probability_rows
+from ...core.validation import check_classes, check_weights, class_matrix, probability_rows
 
 __all__ = ["MulticlassCalibrator", "Scores", "as_scores", "LOG_FLOOR"]
 
@@ -98,12 +98,11 @@ def as_scores(P, logits: bool, k: int | None = None) -> Scores:
     """``P`` checked as probabilities or logits and wrapped; ``k``: the number of columns it must have."""
     if isinstance(P, Scores):
         x = P
+    elif logits:
+        x = Scores(class_matrix(P, "logits"), True)
     else:
-        if logits:
-            x = Scores(check_logits(P), True)
-        else:
-            a = class_matrix(P, "probabilities")
-            x = Scores(probability_rows(a, "probabilities"), False, a)
+        a = class_matrix(P, "probabilities")
+        x = Scores(probability_rows(a, "probabilities"), False, a)
     if k is not None and x.k != k:
         raise DataError(f"the table has {x.k} columns but the calibrator was fitted on {k} classes.")
     return x
