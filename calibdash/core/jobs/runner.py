@@ -254,9 +254,8 @@ class JobRegistry:
     def submit(self, key, fn: Callable[[Job], Any], *, owner, what: str = "") -> Job:
         """The job behind ``key`` with ``owner`` among its owners: the one queued or running, else a new one.
 
-        A finished job is returned while ``owner`` still holds it (to read how it ended), or when it succeeded
-        (its result is reused); a failed or cancelled one is replaced by a new run. :class:`Busy` when the
-        queue is full.
+        A finished job is returned while ``owner`` still holds it (to read how it ended), or when it succeeded (its
+        result is reused); a failed or cancelled one is replaced by a new run. :class:`Busy` when the queue is full.
         """
         with self._lock:
             job = self._jobs.get(key)
