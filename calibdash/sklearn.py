@@ -13,8 +13,6 @@ scikit-learn calibrates each ``decision_function`` column by itself.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
@@ -350,9 +348,3 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         tags.classifier_tags.multi_class = True
         tags.input_tags.allow_nan = False
         return tags
-
-    @property
-    def calibrators_(self) -> Sequence:
-        """The fitted calibrators, one per pair."""
-        check_is_fitted(self, "calibrated_pairs_")
-        return [cal for _, cal in self.calibrated_pairs_]

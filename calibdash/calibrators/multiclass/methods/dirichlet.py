@@ -14,10 +14,10 @@ class DirichletCalibration(MatrixScaling):
     multinomial logistic regression of the class on the log-probabilities (Sec. 3: the posterior of one Dirichlet
     distribution per class, in the linear parametrisation); ``ln q`` is the log of the probabilities given (floored
     at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the logits, the same map
-    either way. Penalties ("Dir-ODIR", "Dir-L2") and their normalisation: :mod:`~calibdash.calibrators.multiclass.linear`
-    (the L2 one normalised as the authors' ``dirichletcal`` package, ``reg_norm=True``; their Keras code adds the sum
-    unnormalised). Everything else (the cross-validated strengths, the temperature start where the authors start
-    from the identity, weights, degenerate data, cost): as
+    either way. The penalties ("Dir-ODIR", "Dir-L2"): :mod:`~calibdash.calibrators.multiclass.linear` (the L2 one
+    normalised as the authors' ``dirichletcal`` package, ``reg_norm=True``; their Keras code adds the sum unnormalised).
+    Everything else (the cross-validated strengths, the temperature start where the authors start from the
+    identity, weights, degenerate data, cost): as
     :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
 
     Parameters

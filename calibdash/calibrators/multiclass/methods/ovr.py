@@ -11,7 +11,7 @@ from .... import calibrators
 from ...state import State, calibrator_from, state_of
 from ...base import Calibrator, HyperParam
 from ....core.errors import SettingsError
-from ..base import MulticlassCalibrator, Scores
+from ..base import MulticlassCalibrator, Scores, check_params
 
 __all__ = ["OneVsRestCalibrator", "BinaryComposite"]
 
@@ -109,11 +109,7 @@ class BinaryComposite(MulticlassCalibrator):
         :func:`calibdash.calibrators.multiclass.get` calls); :class:`SettingsError` names an unknown one."""
         bcls = cls.binary_class(binary)
         own = set(cls.own_params())
-        theirs = {h.name for h in bcls.hyperparams} | set(bcls().get_params())
-        unknown = set(params) - own - theirs
-        if unknown:
-            raise SettingsError(f"{cls.name}:{binary} has no hyperparameter {sorted(unknown)}; it takes "
-                                f"{sorted(own | theirs)}.")
+        check_params(f"{cls.name}:{binary}", params, bcls, own)
         inner = {k: v for k, v in params.items() if k not in own}
         return cls(binary=binary, params=inner or None, **{k: v for k, v in params.items() if k in own})
 
