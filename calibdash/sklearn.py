@@ -174,8 +174,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         (a binary margin ``d`` as ``(0, d)``, whose softmax is ``(1 - expit(d), expit(d))``)."""
         seen = np.asarray(estimator.classes_)
         where = np.searchsorted(self.classes_, seen)
-        if np.any(where >= self.classes_.size) or np.any(self.classes_[np.minimum(where, self.classes_.size - 1)]
-                                                         != seen):
+        if not np.isin(seen, self.classes_).all():
             raise ValueError(f"the estimator's classes {seen.tolist()[:10]} are not among the classes of y "
                              f"{self.classes_.tolist()[:10]}.")
         k = self.classes_.size
