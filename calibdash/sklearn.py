@@ -347,3 +347,9 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         tags.classifier_tags.multi_class = True
         tags.input_tags.allow_nan = False
         return tags
+
+    @property
+    def calibrators_(self) -> list:
+        """The fitted calibrators, one per pair."""
+        check_is_fitted(self, "calibrated_pairs_")
+        return [cal for _, cal in self.calibrated_pairs_]
