@@ -1,19 +1,17 @@
-"""calibdash's calibrators inside scikit-learn: :class:`CalibratedClassifier`, modelled on ``CalibratedClassifierCV``
-(usable in a ``Pipeline``, ``cross_val_score``, ``GridSearchCV`` and ``clone``); the README's "Use it from
-scikit-learn" maps its parameters to ``CalibratedClassifierCV``'s and gives the agreement measured on the same folds.
+"""calibdash's calibrators inside scikit-learn (``Pipeline``, ``cross_val_score``, ``GridSearchCV``, ``clone``):
+:class:`CalibratedClassifier`, modelled on ``CalibratedClassifierCV`` (the README's "Use it from scikit-learn" maps
+the parameters and gives the agreement measured on the same folds).
 
-Two classes: any binary method, its hyperparameters as keyword arguments (another method's are refused at
-``fit``), on the estimator's ``predict_proba``, else its ``decision_function`` mapped by the logistic function.
-K classes (or a multi-class method's name on two): a method of :mod:`calibdash.calibrators.multiclass`; a binary
-method's bare name means its one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``, as scikit-learn's), a name
-that is both (``"temperature"``) the multi-class method. ``response_method="auto"`` gives each method the output its
-paper calibrates (``input_form``: ``decision_function`` read as logits for Guo et al.'s scalings, ``predict_proba``
-for Dirichlet calibration and the composites), else the other. A one-vs-rest composite given logits calibrates their
-softmax, where scikit-learn calibrates each ``decision_function`` column by itself.
+Two classes: any binary method (another method's hyperparameters are refused at ``fit``) on the estimator's
+``predict_proba``, else its ``decision_function`` through the logistic function. K classes (or a multi-class
+method's name on two): a method of :mod:`calibdash.calibrators.multiclass`; a binary method's bare name means its
+one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``, as scikit-learn's), a name that is both
+(``"temperature"``) the multi-class method. ``response_method="auto"`` gives each method the output its paper
+calibrates (``input_form``: ``decision_function`` as logits for Guo et al.'s scalings, ``predict_proba`` for
+Dirichlet calibration and the composites), else the other. One-vs-rest given logits calibrates their softmax, where
+scikit-learn calibrates each ``decision_function`` column by itself.
 """
 from __future__ import annotations
-
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -97,12 +95,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             setattr(self, name, value)
         self._method_param_names = tuple(sorted(method_params))
 
-    # the method's hyperparameters are parameters too
+    def _method_params(self) -> dict:
+        return {name: getattr(self, name) for name in getattr(self, "_method_param_names", ())}
+
     def get_params(self, deep: bool = True) -> dict:
-        out = super().get_params(deep=deep)
-        for name in getattr(self, "_method_param_names", ()):
-            out[name] = getattr(self, name)
-        return out
+        """The parameters, the method's hyperparameters included."""
+        return {**super().get_params(deep=deep), **self._method_params()}
 
     def set_params(self, **params):
         known = set(super().get_params(deep=False))
@@ -112,9 +110,6 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self._method_param_names = tuple(sorted(set(getattr(self, "_method_param_names", ())) | set(extra)))
         rest = {k: v for k, v in params.items() if k not in extra}
         return super().set_params(**rest) if rest else self
-
-    def _method_params(self) -> dict:
-        return {name: getattr(self, name) for name in getattr(self, "_method_param_names", ())}
 
     def _multiclass_name(self, n_classes: int) -> str | None:
         """The multi-class method to fit (module docstring), or None for a binary calibrator."""
@@ -172,16 +167,14 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             proba = np.asarray(estimator.predict_proba(X), dtype=float)
             column = int(np.flatnonzero(np.asarray(estimator.classes_) == self.classes_[1])[0])
             return np.clip(proba[:, column], 0.0, 1.0)
-        values = np.asarray(estimator.decision_function(X), dtype=float).reshape(-1)
-        return expit(values)
+        return expit(np.asarray(estimator.decision_function(X), dtype=float).reshape(-1))
 
     def _table(self, estimator, X) -> np.ndarray:
         """The estimator's K columns in ``classes_`` order: probabilities (0 for a class it never saw) or logits
         (a binary margin ``d`` as ``(0, d)``, whose softmax is ``(1 - expit(d), expit(d))``)."""
         seen = np.asarray(estimator.classes_)
         where = np.searchsorted(self.classes_, seen)
-        if np.any(where >= self.classes_.size) or np.any(self.classes_[np.minimum(where, self.classes_.size - 1)]
-                                                         != seen):
+        if not np.isin(seen, self.classes_).all():
             raise ValueError(f"the estimator's classes {seen.tolist()[:10]} are not among the classes of y "
                              f"{self.classes_.tolist()[:10]}.")
         k = self.classes_.size
@@ -207,9 +200,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _feature_frame(self, X) -> pd.DataFrame | None:
         if self.features is None:
             return None
-        frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
-        if not isinstance(X, pd.DataFrame):
-            frame.columns = [f"x{j}" for j in range(frame.shape[1])]
+        frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X)).add_prefix("x")
         if isinstance(self.features, str):
             if self.features != "all":
                 raise SettingsError(f"features must be 'all', a list of columns or None, got {self.features!r}.")
@@ -340,9 +331,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """The class with the largest calibrated probability (ties: the first in ``classes_``)."""
         p = self.predict_proba(X)
-        if p.shape[1] == 2:
-            return self.classes_[(p[:, 1] > 0.5).astype(int)]
-        return self.classes_[np.argmax(p, axis=1)]
+        return self.classes_[(p[:, 1] > 0.5).astype(int) if p.shape[1] == 2 else np.argmax(p, axis=1)]
 
     @available_if(_has_decision_function)
     def decision_function(self, X) -> np.ndarray:
@@ -360,7 +349,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return tags
 
     @property
-    def calibrators_(self) -> Sequence:
+    def calibrators_(self) -> list:
         """The fitted calibrators, one per pair."""
         check_is_fitted(self, "calibrated_pairs_")
         return [cal for _, cal in self.calibrated_pairs_]

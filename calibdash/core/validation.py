@@ -23,7 +23,7 @@ from .errors import DataError
 __all__ = [
     "check_scores", "check_labels", "check_weights", "choose_positive", "label_values", "format_values",
     "plain_value", "sorted_values", "short_text", "text_values", "POSITIVE_TOKENS", "NEGATIVE_TOKENS",
-    "check_probabilities", "check_logits", "check_classes", "SUM_TOLERANCE", "class_matrix", "probability_rows"
+    "check_probabilities", "check_classes", "SUM_TOLERANCE", "class_matrix", "probability_rows"
 ]
 
 #: Label values read as the positive class (their text, lower-cased and stripped).
@@ -37,10 +37,7 @@ N_SHOWN = 5
 def check_scores(scores, name: str = "scores") -> np.ndarray:
     """Return ``scores`` as a 1-D float array of finite values in [0, 1], else a :class:`DataError` (empty, not
     1-D, NaN/inf, or outside [0, 1])."""
-    try:
-        s = np.asarray(scores, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name} must be numbers: {exc}") from None
+    s = _floats(scores, name)
     if s.ndim != 1:
         s = s.reshape(-1) if s.size == max(s.shape, default=0) else s
         if s.ndim != 1:
@@ -53,6 +50,13 @@ def check_scores(scores, name: str = "scores") -> np.ndarray:
         raise DataError(f"{name} must lie in [0, 1] (found {s.min():.4g} to {s.max():.4g}); map margins or "
                         "logits with the logistic function first (calibdash.load_scores does this).")
     return s
+
+
+def _floats(values, name: str) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{name} must be numbers: {exc}") from None
 
 
 def plain_value(v):
@@ -248,10 +252,7 @@ def check_weights(sample_weight, n: int, labels: np.ndarray | None = None) -> np
     """
     if sample_weight is None:
         return None
-    try:
-        w = np.asarray(sample_weight, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"sample_weight must be numbers: {exc}") from None
+    w = _floats(sample_weight, "sample_weight").reshape(-1)
     if w.size != n:
         raise DataError(f"sample_weight has {w.size} values but scores has {n}.")
     if not np.all(np.isfinite(w)):
@@ -273,11 +274,9 @@ SUM_TOLERANCE = 1e-2
 
 
 def class_matrix(P, name: str) -> np.ndarray:
-    """``P`` as a non-empty (n, K >= 2) float array of finite values, else a :class:`DataError` naming ``name``."""
-    try:
-        a = np.asarray(P, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{name} must be numbers: {exc}") from None
+    """``P`` as a non-empty (n, K >= 2) float array of finite values (probabilities or logits), else a
+    :class:`DataError` naming ``name``."""
+    a = _floats(P, name)
     if a.ndim != 2:
         raise DataError(f"{name} must be a table of shape (rows, classes), got shape {a.shape}.")
     if a.shape[0] == 0:
@@ -321,11 +320,6 @@ def probability_rows(a: np.ndarray, name: str) -> np.ndarray:
     return a / total[:, None]
 
 
-def check_logits(Z, name: str = "logits") -> np.ndarray:
-    """``Z`` as an (n, K) float array of finite reals (:func:`class_matrix`'s checks and messages)."""
-    return class_matrix(Z, name)
-
-
 def check_classes(y, n: int, k: int, name: str = "labels") -> np.ndarray:
     """``y`` as an int64 array of ``n`` class indices in ``0..k-1``, else a :class:`DataError` (wrong length, not
     integers, or an index outside ``0..k-1``: the message names it)."""
@@ -338,9 +332,8 @@ def check_classes(y, n: int, k: int, name: str = "labels") -> np.ndarray:
     if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
         raise DataError(f"{name} must be class indices 0..{k - 1} (the columns' order), got {a.dtype} values; "
                         "map class names to indices first (calibdash.calibrators.multiclass.load does).")
-    if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise DataError(f"{name} must be whole class indices 0..{k - 1}.")
+    if a.dtype.kind == "f" and (not np.all(np.isfinite(a)) or np.any(a != np.round(a))):
+        raise DataError(f"{name} must be whole class indices 0..{k - 1}.")
     a = a.astype(np.int64)
     bad = (a < 0) | (a >= k)
     if bad.any():

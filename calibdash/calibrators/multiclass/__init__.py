@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...core.errors import SettingsError
 from ...core.scan import scan
-from .base import MulticlassCalibrator, Scores
+from .base import MulticlassCalibrator, Scores, check_params
 
 __all__ = ["MulticlassCalibrator", "Scores", "get", "get_class", "available", "classes", "COMPOSITES"]
 
@@ -65,8 +65,5 @@ def get(name: str, **params) -> MulticlassCalibrator:
         return cls.make(binary.strip(), **params)
     if binary:
         raise SettingsError(f"{prefix} takes no binary method; ovr and top_label do.")
-    known = {h.name for h in cls.hyperparams} | set(cls().get_params())
-    unknown = set(params) - known
-    if unknown:
-        raise SettingsError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
+    check_params(name, params, cls)
     return cls(**params)

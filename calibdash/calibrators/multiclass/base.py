@@ -1,15 +1,12 @@
 """The contract every multi-class calibrator follows, and the checks at its edge.
 
-A multi-class calibrator maps a classifier's K-class output to calibrated class probabilities, with scikit-learn's
+A multi-class calibrator maps a classifier's K-class output to calibrated class probabilities with scikit-learn's
 conventions (as :mod:`calibdash.calibrators.base`): hyperparameters are constructor arguments stored unchanged;
-``fit(P, y, sample_weight=None)`` validates, learns (state ends in ``_``; a row of weight ``w`` counts as ``w``
-rows) and returns ``self``; ``predict_proba(P)`` gives rows that sum to 1, ``predict(P)`` their argmax.
-
-``P`` holds probabilities (rows summing to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE`, then divided
-by their sum) or, with ``logits=True``, logits (softmaxed). Every method sees both through :class:`Scores`. A row's
-logits and its log-probabilities differ by a constant, which the softmax ignores: temperature scaling gives the
-same map on either; vector, matrix and Dirichlet scaling do not, and use what was given. Labels are class indices
-0..K-1 (the column order); a class may be absent from them (each method says what it predicts for it).
+``fit`` validates, learns (state ends in ``_``) and returns ``self``. ``P`` holds probabilities (rows summing to 1
+within :data:`~calibdash.core.validation.SUM_TOLERANCE`, then divided by their sum) or, with ``logits=True``, logits;
+every method sees both through :class:`Scores`. A row's logits and log-probabilities differ by a constant, which the
+softmax ignores: temperature scaling gives the same map on either; vector, matrix and Dirichlet scaling do not, and
+use what was given. A class may be absent from the labels (each method says what it predicts for it).
 
 Subclasses implement ``_fit(x, y, w)`` and ``_predict(x)`` on a validated :class:`Scores` (``w``: None or a float
 array), and ``_export_state()`` / ``_import_state(state)`` for the JSON file (:mod:`calibdash.io.export`).
@@ -25,8 +22,8 @@ from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 
 from ..base import HyperParam
-from ...core.errors import DataError, NotFittedError
-from ...core.validation import check_classes, check_logits, check_weights, class_matrix, probability_rows
+from ...core.errors import DataError, NotFittedError, SettingsError
+from ...core.validation import check_classes, check_weights, class_matrix, probability_rows
 
 __all__ = ["MulticlassCalibrator", "Scores", "as_scores", "LOG_FLOOR"]
 
@@ -98,15 +95,22 @@ def as_scores(P, logits: bool, k: int | None = None) -> Scores:
     """``P`` checked as probabilities or logits and wrapped; ``k``: the number of columns it must have."""
     if isinstance(P, Scores):
         x = P
+    elif logits:
+        x = Scores(class_matrix(P, "logits"), True)
     else:
-        if logits:
-            x = Scores(check_logits(P), True)
-        else:
-            a = class_matrix(P, "probabilities")
-            x = Scores(probability_rows(a, "probabilities"), False, a)
+        a = class_matrix(P, "probabilities")
+        x = Scores(probability_rows(a, "probabilities"), False, a)
     if k is not None and x.k != k:
         raise DataError(f"the table has {x.k} columns but the calibrator was fitted on {k} classes.")
     return x
+
+
+def check_params(name: str, params, cls: type, more=()) -> None:
+    """:class:`SettingsError` naming the ``params`` that are neither ``cls``'s hyperparameters nor in ``more``."""
+    known = {h.name for h in cls.hyperparams} | set(cls().get_params()) | set(more)
+    unknown = set(params) - known
+    if unknown:
+        raise SettingsError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
 
 
 class MulticlassCalibrator(BaseEstimator):
@@ -143,7 +147,7 @@ class MulticlassCalibrator(BaseEstimator):
         P : array-like of shape (n, K)
             Probabilities (rows summing to 1) or, with ``logits=True``, logits.
         y : array-like of shape (n,)
-            Class indices 0..K-1.
+            Class indices 0..K-1 (in the columns' order).
         sample_weight : array-like of shape (n,), optional
             Non-negative weight of each row (default 1): a row of weight ``w`` counts as ``w`` rows.
 

@@ -1,47 +1,39 @@
 """The one solver of the scaling family: a weighted multinomial logistic regression on a linear map of the log-scores.
 
-Every method of the family predicts
-
-.. math::  \\hat q(x) = \\operatorname{softmax}(W x + b)
-
-for a row ``x`` of K log-scores (logits, or log-probabilities), and differs only in the form of ``W``
-(:class:`~.linear_map.LinearForm`): a scalar times the identity (temperature scaling, Guo et al. 2017, Eq. 9, with
-``W = I / T``), a diagonal (vector scaling, Guo et al. Sec. 4.2), or a full K x K matrix (matrix scaling;
-Dirichlet calibration, Kull et al. 2019, Eq. 4, on log-probabilities), with or without the intercept ``b``. The
-parameters minimise the weighted mean negative log-likelihood plus a penalty:
+Every method of the family predicts :math:`\\hat q(x) = \\operatorname{softmax}(W x + b)` for a row ``x`` of K
+log-scores (logits, or log-probabilities) and differs only in the form of ``W`` (:class:`~.linear_map.LinearForm`):
+a scalar times the identity (temperature scaling, Guo et al. 2017, Eq. 9, ``W = I / T``), a diagonal (vector
+scaling, Guo et al. Sec. 4.2) or a full K x K matrix (matrix scaling; Dirichlet calibration, Kull et al. 2019, Eq. 4,
+on log-probabilities), with or without the intercept ``b``. The parameters minimise
 
 .. math::  L(W, b) = \\frac{1}{\\sum_i w_i} \\sum_i w_i \\bigl[-\\log \\hat q_{y_i}(x_i)\\bigr] + R(W, b)
 
-* ``penalty=None``: ``R = 0``;
-* ``"l2"``: ``R = lambda * mean of the squares of every parameter``; for the full form
-  ``lambda / (K (K + 1)) * (||W||^2 + ||b||^2)``, Kull et al.'s "Dir-L2" normalised as their ``dirichletcal``
-  package does (``reg_norm=True``);
-* ``"odir"``: Kull et al.'s Off-Diagonal and Intercept Regularisation (Sec. 3.2):
-  ``R = lambda / (K (K - 1)) * sum_{j != k} W_jk^2 + mu / K * sum_j b_j^2``; the diagonal is free.
-
-The mean (not the sum) of the row terms, as the paper writes, makes ``lambda`` and ``mu`` mean the same at any n;
-a row of weight ``w`` counts as ``w`` rows, and multiplying every weight by ``c`` changes nothing.
+with ``R = 0`` (``penalty=None``); ``"l2"``: ``lambda`` times the mean square of every parameter, for the full form
+``lambda / (K (K + 1)) * (||W||^2 + ||b||^2)``, Kull et al.'s "Dir-L2" normalised as their ``dirichletcal``
+package (``reg_norm=True``); ``"odir"``: Kull et al.'s Off-Diagonal and Intercept Regularisation (Sec. 3.2),
+``lambda / (K (K - 1)) * sum_{j != k} W_jk^2 + mu / K * sum_j b_j^2``, the diagonal free. The mean (not the sum)
+of the row terms, as the paper writes, makes ``lambda`` and ``mu`` mean the same at any n; a row of weight ``w``
+counts as ``w`` rows, and multiplying every weight by ``c`` changes nothing.
 
 Solver (:func:`fit_linear`): Newton on temperature scaling's one factor (in scikit-learn's ``[exp(-10), exp(10)]``),
-on the formed Hessian up to :data:`NEWTON_WORK`, Newton-CG beyond (:mod:`.newton`), from the fitted
-temperature's map, ending by :func:`.newton.descend`'s rule. Converged: the gradient rule, or a decrease or
-floating-point end with the last Newton decrement at most ``10 ftol |L|`` plus four times the rounding, or the
-largest free gradient entry at most ``gtol (1 + max |W x + b|)``. Otherwise it warns (ConvergenceWarning): it
-never returns the start silently (netcal issue #61).
+on the formed Hessian up to :data:`NEWTON_WORK`, Newton-CG beyond (:mod:`.newton`), from the fitted temperature's
+map, ending by :func:`.newton.descend`'s rule. Converged: the gradient rule, or a decrease or floating-point end with
+the last Newton decrement at most ``10 ftol |L|`` plus four times the rounding, or the largest free gradient entry
+at most ``gtol (1 + max |W x + b|)``; otherwise a ConvergenceWarning (never the start returned silently, netcal
+issue #61).
 
-Classes no row names: the likelihood would push their score to minus infinity (no finite optimum). Such a class
-is left out of the objective's softmax and keeps the fitted temperature's map (``W_c = e_c / T``, ``b_c = 0``):
-it keeps a probability above 0 at prediction.
+A class no row names would have its score pushed to minus infinity (no finite optimum): it is left out of the
+objective's softmax and keeps the fitted temperature's map (``W_c = e_c / T``, ``b_c = 0``), so a probability above 0.
 
 Where we depart from the authors: log-scores of probabilities 0 are floored at
-:data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR` (1e-300, log -690.8). Kull et al.'s package clips at
-``np.finfo(dtype).tiny`` (log -708.4), their Keras experiments at ``eps`` (2.2e-16); scikit-learn's temperature
-scaling takes ``log(p + 1e-12)``. The floor is the package's float64 choice to within 18 nats and leaves every
-probability from 1e-300 up unchanged (a floor of 1e-12 would flatten the many below it a confident network gives).
+:data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR` (1e-300, log -690.8), where Kull et al.'s package clips at
+``np.finfo(dtype).tiny`` (log -708.4), their Keras experiments at ``eps`` (2.2e-16) and scikit-learn's temperature
+scaling takes ``log(p + 1e-12)``: the package's float64 choice to within 18 nats, leaving every probability from
+1e-300 up unchanged (a floor of 1e-12 would flatten the many below it a confident network gives).
 
-Threads: a fit and the penalty search run their n x K x K products on one BLAS thread (threadpoolctl): for K up
-to a few hundred one thread is at full speed, and on a shared machine a second thread's spin-waits multiplied the
-CPU time of a 100-class fit by about 15.
+Threads: a fit and the penalty search run their n x K x K products on one BLAS thread (threadpoolctl): for K up to a
+few hundred one thread is at full speed, and on a shared machine a second thread's spin-waits multiplied the CPU
+time of a 100-class fit by about 15.
 """
 from __future__ import annotations
 
@@ -73,8 +65,7 @@ MAX_SECONDS = 600.0
 
 
 def check_size(form: LinearForm, k: int, what: str = "the linear calibration map") -> None:
-    """Refuse (:class:`DataError`) a full map of more than :data:`MAX_FULL_CLASSES` classes, before anything is
-    allocated."""
+    """Refuse (:class:`DataError`) a full map of over :data:`MAX_FULL_CLASSES` classes, before any allocation."""
     if form.matrix == "full" and k > MAX_FULL_CLASSES:
         gib = k * (k + 1) ** 2 * 8 / 2 ** 30
         raise DataError(f"{what}: a full K x K map of {k:,} classes is beyond the limit of {MAX_FULL_CLASSES} "
@@ -90,11 +81,12 @@ def fit_linear(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, f
     """The :class:`~.linear_map.LinearFit` of ``form`` to finite log-scores ``X`` (n, K) and class indices ``y`` by
     Newton's method (module docstring), on one BLAS thread.
 
-    ``lam``, ``mu``: the penalty strengths (``mu``: ODIR only). ``start``: a warm start (absent classes'
-    parameters are set to the temperature map's whatever it is). ``gtol``, ``ftol``, ``max_iter``,
-    ``max_seconds`` (None: :data:`MAX_SECONDS`): the stopping rule. ``what`` names the fit in messages.
-    :class:`DataError`: a full map above :data:`MAX_FULL_CLASSES` classes, no row of positive weight, or
-    non-finite values.
+    ``lam``, ``mu``: the penalty strengths (``mu``: ODIR only). ``start``: a warm start (absent classes' parameters
+    set to the temperature map's whatever it is); None: the fitted temperature's map, not the identity Kull et al.
+    start from: the same optimum (convex), but on saturated scores the identity sits where the softmax is flat to
+    e^-690 and Newton's steps have no curvature to use. ``gtol``, ``ftol``, ``max_iter``, ``max_seconds`` (None:
+    :data:`MAX_SECONDS`): the stopping rule. ``what`` names the fit in messages. :class:`DataError`: a full map
+    above :data:`MAX_FULL_CLASSES` classes, no row of positive weight, or non-finite values.
     """
     with threadpool_limits(1):
         return _fit_linear(X, y, sample_weight, form, lam, mu, start, gtol, ftol, max_iter, what,
@@ -112,8 +104,6 @@ def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_s
     free = free_mask(form, k, absent)
     theta0 = None if start is None else np.array(start, dtype=float)
     if form.matrix != "scalar" and (theta0 is None or absent.any()):
-        # the fitted temperature's map, not the identity: the same optimum (convex), but on saturated scores the
-        # identity sits where the softmax is flat to e^-690 and Newton's steps have no curvature to use
         beta = fit_linear(X, y, w, LinearForm("scalar", False), gtol=gtol, ftol=ftol, what=what,
                           max_seconds=max_seconds).theta[0]
         base = identity_start(form, k)

@@ -1,22 +1,18 @@
 """The scaling family's Newton solvers: damped Newton on the formed Hessian for small problems, Newton with
 preconditioned conjugate-gradient steps (:func:`newton_cg_solve`) for larger ones, and the loop both share.
 
-:func:`descend` ends with one of these (its ``why``):
-
-* ``"gtol"``: the solver's gradient rule;
-* ``"ftol"``: an accepted step lowered the objective by at most ``ftol max(|f_k|, |f_{k+1}|, 1)`` plus its
-  rounding (on classes separable by their own score the decreases shrink into the rounding);
-* ``"floating-point limit"``: no step, halved down to 2^-40 (or until its predicted decrease is within the
-  rounding), lowers the objective *strictly* (equal-valued steps let the iterate wander where it is flat);
-* ``"max_iter"``; ``"time"``: the wall clock passed ``deadline`` (a safety net).
-
-It also returns the last Newton decrement ``-g.d / 2``, by which ``fit_linear`` judges the last two ends.
+:func:`descend` ends (its ``why``) by ``"gtol"``, the solver's gradient rule; ``"ftol"``, an accepted step lowered
+the objective by at most ``ftol max(|f_k|, |f_{k+1}|, 1)`` plus its rounding (on classes separable by their own
+score the decreases shrink into the rounding); ``"floating-point limit"``, no step, halved down to 2^-40 or until
+its predicted decrease is within the rounding, lowers the objective *strictly* (equal-valued steps let the iterate
+wander where it is flat); ``"max_iter"``; or ``"time"``, the wall clock passed ``deadline`` (a safety net). It also
+returns the last Newton decrement ``-g.d / 2``, by which ``fit_linear`` judges the last two ends.
 
 Why Newton-CG (CIFAR-100, 10,000 x 100, Dirichlet calibration's 5-fold search): L-BFGS-B needed 70 to 2,000
-iterations per fit, 250 s of CPU in all. The ill-conditioning is structured: the Hessian is a K x K grid of
-(K + 1) x (K + 1) blocks, each class's own block well described by its rows, and the softmax's "common"
-directions flat but for the penalty. Solving the blocks and those directions exactly (:func:`block_preconditioner`),
-a fit takes 4 to 10 Newton steps of 1 to 90 conjugate-gradient steps: 14 s for the search.
+iterations per fit, 250 s of CPU in all. The Hessian is a K x K grid of (K + 1) x (K + 1) blocks, each class's own
+block well described by its rows, and the softmax's "common" directions flat but for the penalty. Solving the blocks
+and those directions exactly (:func:`block_preconditioner`), a fit takes 4 to 10 Newton steps of 1 to 90
+conjugate-gradient steps: 14 s for the search.
 """
 from __future__ import annotations
 
@@ -44,9 +40,9 @@ class Stop(NamedTuple):
 
     theta: np.ndarray
     n_iter: int              # accepted steps
-    why: str                 # one of the rules of the module docstring
-    decrement: float         # -g.d / 2 of the last direction computed (0 when none was: the gradient rule)
-    f: float                 # the objective at theta
+    why: str                 # one of the ends of the module docstring
+    decrement: float         # -g.d / 2 of the last direction computed (0 after the gradient rule)
+    f: float
 
 
 def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: Callable, ftol: float,

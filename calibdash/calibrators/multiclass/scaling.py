@@ -40,22 +40,17 @@ class ScalingCalibrator(MulticlassCalibrator):
         W's free entries (1, K or K*K, row-major) then b (if any).
     lambda_, mu_ : float
         The penalty strengths used (chosen or fixed; 0 without a penalty).
-    cv_grid_, cv_losses_ : list of (lambda, mu), ndarray, or None
-        The grid searched and each point's held-out log-loss (None when nothing was searched).
-    cv_n_iter_ : list of int or None
-        The solver iterations of each fit of the search, in order.
+    cv_grid_, cv_losses_, cv_n_iter_ : list of (lambda, mu), ndarray, list of int; or None
+        The grid searched, each point's held-out log-loss, the solver iterations of each fit of the search in order
+        (None when nothing was searched).
     penalty_note_ : str or None
         Why the penalty was not chosen by cross-validation when it was asked to be (None otherwise).
     absent_classes_ : tuple of int
         The classes no fitting row names (their parameters kept at the temperature map's).
-    nll_ : float
-        The weighted mean negative log-likelihood of the fitted map on the training rows.
-    n_iter_ : int
-        Solver iterations of the final fit (Newton steps).
-    converged_ : bool
-        Whether the final fit met the stopping rule (a warning says when not).
-    stop_ : str
-        What ended the final fit's solver (``"gtol"``, ``"ftol"``, ``"floating-point limit"``, ...).
+    nll_, n_iter_, converged_, stop_ : float, int, bool, str
+        The final fit's weighted mean negative log-likelihood on the training rows, its Newton steps, whether it met
+        the stopping rule (a warning says when not), what ended it (``"gtol"``, ``"ftol"``, ``"floating-point
+        limit"``, ...).
     """
 
     matrix: ClassVar[str] = "full"
@@ -103,14 +98,16 @@ class ScalingCalibrator(MulticlassCalibrator):
     def _predict(self, x: Scores) -> np.ndarray:
         return predict_linear(self._inputs(x), self.theta_, self._form())
 
+    def _n_weights(self) -> int:
+        return n_parameters(LinearForm(self.matrix, False), int(self.n_classes_))
+
     def _export_state(self) -> dict:
         """W's entries (``weights``: 1, K or K*K numbers, row-major) and the intercepts (``bias``, if any)."""
-        m = n_parameters(LinearForm(self.matrix, False), int(self.n_classes_))
+        m = self._n_weights()
         state = {"weights": [float(v) for v in self.theta_[:m]]}
         return {**state, "bias": [float(v) for v in self.theta_[m:]]} if self.bias else state
 
     def _import_state(self, state) -> None:
         """Restore :meth:`_export_state` (``n_classes_`` is already set from the file)."""
-        k = int(self.n_classes_)
-        parts = [state.array("weights", size=n_parameters(LinearForm(self.matrix, False), k))]
-        self.theta_ = np.concatenate(parts + ([state.array("bias", size=k)] if self.bias else []))
+        parts = [state.array("weights", size=self._n_weights())]
+        self.theta_ = np.concatenate(parts + ([state.array("bias", size=int(self.n_classes_))] if self.bias else []))

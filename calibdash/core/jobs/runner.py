@@ -163,10 +163,8 @@ class Job:
 
     def check(self) -> None:
         """Raise :class:`Cancelled` (or :class:`TimedOut`) if the job was told to stop."""
-        if self.cancel_reason == "timeout":
-            raise TimedOut(self._timeout_message())
         if self.cancel_reason is not None:
-            raise Cancelled(f"{self.what} was cancelled.")
+            raise self._stop_error()
 
     def set_stage(self, stage: str, progress: float | None = None) -> None:
         """Say what the work does now (and how far it is, 0..1); stops here if the job was cancelled."""
@@ -178,16 +176,21 @@ class Job:
         """Read :attr:`progress` from ``probe`` (a fraction, or None/negative when unknown) while running."""
         self._probe = probe
 
-    def interrupt_with(self, interrupt: Callable[[], Any]) -> "_Registration":
+    def interrupt_with(self, interrupt: Callable[[], Any]) -> contextlib.ExitStack:
         """Call ``interrupt`` when the job is cancelled (now, if it already is), and again every
         :data:`REINTERRUPT_S` until the work returns; a context manager that unregisters it on exit."""
-        reg = _Registration(self, interrupt)
         with self._registry._lock:
             self._interrupts.append(interrupt)
             stopping = self.cancelled
         if stopping:
             _call(interrupt)
+        reg = contextlib.ExitStack()
+        reg.callback(self._unregister, interrupt)
         return reg
+
+    def _unregister(self, interrupt) -> None:
+        with self._registry._lock, contextlib.suppress(ValueError):
+            self._interrupts.remove(interrupt)
 
     @property
     def stages(self) -> tuple:
@@ -199,26 +202,15 @@ class Job:
         if self.started is not None:
             self._stages.append((stage, self.elapsed))
 
-    def _timeout_message(self) -> str:
-        return (f"{self.what} was stopped after {self._registry.limits.timeout_s:g} s, the longest a job may run "
-                f"on this server ({ENV_JOB_TIMEOUT}); narrow the source or ask the operator to raise the limit.")
+    def _stop_error(self) -> CalibdashError:
+        if self.cancel_reason != "timeout":
+            return Cancelled(f"{self.what} was cancelled.")
+        return TimedOut(f"{self.what} was stopped after {self._registry.limits.timeout_s:g} s, the longest a job may "
+                        f"run on this server ({ENV_JOB_TIMEOUT}); narrow the source or ask the operator to raise the "
+                        "limit.")
 
     def __repr__(self) -> str:
         return f"Job({self.key!r}, state={self.state!r}, stage={self.stage!r})"
-
-
-class _Registration:
-    """What :meth:`Job.interrupt_with` returns: unregisters the interrupt on exit."""
-
-    def __init__(self, job: Job, fn):
-        self._job, self._fn = job, fn
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        with self._job._registry._lock, contextlib.suppress(ValueError):
-            self._job._interrupts.remove(self._fn)
 
 
 def _call(fn) -> None:
@@ -262,9 +254,8 @@ class JobRegistry:
     def submit(self, key, fn: Callable[[Job], Any], *, owner, what: str = "") -> Job:
         """The job behind ``key`` with ``owner`` among its owners: the one queued or running, else a new one.
 
-        A finished job is returned while ``owner`` still holds it (to read how it ended), or when it succeeded
-        (its result is reused); a failed or cancelled one is replaced by a new run. :class:`Busy` when the
-        queue is full.
+        A finished job is returned while ``owner`` still holds it (to read how it ended), or when it succeeded (its
+        result is reused); a failed or cancelled one is replaced by a new run. :class:`Busy` when the queue is full.
         """
         with self._lock:
             job = self._jobs.get(key)
@@ -453,10 +444,9 @@ class JobRegistry:
 
     def _end(self, job: Job, result, error) -> None:
         job.ended = self._clock()
-        if job.cancel_reason == "timeout":
-            job.state, job.error, job.result = FAILED, TimedOut(job._timeout_message()), None
-        elif job.cancel_reason is not None:
-            job.state, job.error, job.result = CANCELLED, Cancelled(f"{job.what} was cancelled."), None
+        if job.cancel_reason is not None:
+            job.state = FAILED if job.cancel_reason == "timeout" else CANCELLED
+            job.error, job.result = job._stop_error(), None
         elif error is not None:
             job.state, job.error = FAILED, error
         else:

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..step_maps import interp
+from ..step_maps import interp, step_lookup
 from .lookup import SqlMap, bucketed
 from .writer import SqlUnsupported, SqlWriter, literal, quote
 
@@ -36,9 +36,8 @@ class StepMap:
 
     def evaluate(self, s) -> np.ndarray:
         """The map in numpy, as ``predict`` computes it (before its clip)."""
-        cuts, levels = np.asarray(self.cuts, float), np.asarray(self.levels, float)
         s = np.asarray(s, dtype=float)
-        p = levels[np.searchsorted(cuts, s, side="right")]
+        p = step_lookup(np.asarray(self.cuts, float), np.asarray(self.levels, float), s)
         px = np.asarray(self.point_x, float)
         if px.size:
             i = np.minimum(np.searchsorted(px, s), px.size - 1)
@@ -105,8 +104,7 @@ class LinearMap:
         k, k2 = (0, 1) if side == "left" else (-1, -2)
         if mode == "hold" or x.size == 1:
             return literal(y[k])
-        dx = x[1] - x[0] if side == "left" else x[-1] - x[-2]
-        dy = y[1] - y[0] if side == "left" else y[-1] - y[-2]
+        dx, dy = (x[k2] - x[k], y[k2] - y[k]) if side == "left" else (x[k] - x[k2], y[k] - y[k2])
         if dx == 0:
             raise SqlUnsupported("a linear map extended beyond repeated end knots has no finite slope.")
         # evaluate_linear: y[k] + (s - x[k]) * dy / dx, left to right

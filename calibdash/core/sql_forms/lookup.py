@@ -85,14 +85,11 @@ class SqlMap:
             src = f"(\n{src}\n)"
         score = "src." + quote(self.score_column, self.dialect)
         cols = "src.*" if keep_columns is None else ", ".join("src." + quote(c, self.dialect) for c in keep_columns)
-        lines = []
-        if self.lookups and inline_lookups:
-            lines.append("WITH " + ",\n".join(lk.cte(self.dialect) for lk in self.lookups.values()))
+        head = ["WITH " + ",\n".join(lk.cte(self.dialect) for lk in self.lookups.values())] if (
+            self.lookups and inline_lookups) else []
         sep = ", " if cols else ""
-        lines.append(f"SELECT {cols}{sep}{self._render(score)} AS calibrated")
-        lines.append(f"FROM {src} AS src")
-        lines += [j.format(score=score) for j in self._joins]
-        return "\n".join(lines)
+        body = [f"SELECT {cols}{sep}{self._render(score)} AS calibrated", f"FROM {src} AS src"]
+        return "\n".join(head + body + [j.format(score=score) for j in self._joins])
 
     def standalone(self, source: str = "scores") -> str:
         """One self-contained statement (lookups inlined) adding ``calibrated`` to every row of ``source`` (the

@@ -10,25 +10,14 @@ __all__ = ["DirichletCalibration"]
 class DirichletCalibration(MatrixScaling):
     """Dirichlet calibration (Kull, Perello-Nieto, Kängsepp, Silva Filho, Song & Flach, NeurIPS 2019).
 
-    The calibration map of the paper's Eq. (4),
-
-    .. math::  \\hat\\mu_{DirLin}(q; W, b) = \\operatorname{softmax}(W \\ln q + b),
-
-    is the multinomial logistic regression of the class on the log-probabilities ``ln q`` (Sec. 3: the posterior
-    of one Dirichlet distribution per class, fitted in the linear parametrisation). ``ln q`` is the log of the
-    probabilities given (floored at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the
-    logits: the same map either way. ``W`` and ``b`` minimise the weighted mean NLL plus, with ``reg="odir"``
-    ("Dir-ODIR", Sec. 3.2),
-
-    .. math::  \\frac{\\lambda}{K(K-1)} \\sum_{j \\ne k} W_{jk}^2 + \\frac{\\mu}{K} \\sum_j b_j^2 ,
-
-    or, with ``reg="l2"`` ("Dir-L2"), ``lambda / (K (K + 1)) * (sum W_jk^2 + sum b_j^2)``, normalised as the
-    authors' ``dirichletcal`` package (``reg_norm=True``; their Keras code adds the sum unnormalised). The
-    strengths are chosen by the paper's 5-fold cross-validation
-    (:func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`, which states how it differs from the
-    authors' code), or fixed with ``select=False``. The fit starts from the fitted temperature's map
-    ``W = I / T`` rather than the authors' identity: the same optimum (convex), but on saturated scores the
-    identity sits where the softmax is flat and the solver stalled. Weights, degenerate data and cost: as
+    The map of the paper's Eq. (4), :math:`\\hat\\mu_{DirLin}(q; W, b) = \\operatorname{softmax}(W \\ln q + b)`: the
+    multinomial logistic regression of the class on the log-probabilities (Sec. 3: the posterior of one Dirichlet
+    distribution per class, in the linear parametrisation); ``ln q`` is the log of the probabilities given (floored
+    at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the logits, the same map
+    either way. The penalties ("Dir-ODIR", "Dir-L2"): :mod:`~calibdash.calibrators.multiclass.linear` (the L2 one
+    normalised as the authors' ``dirichletcal`` package, ``reg_norm=True``; their Keras code adds the sum unnormalised).
+    Everything else (the cross-validated strengths, the temperature start where the authors start from the
+    identity, weights, degenerate data, cost): as
     :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
 
     Parameters

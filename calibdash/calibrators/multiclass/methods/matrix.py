@@ -6,9 +6,9 @@ from ..scaling import ScalingCalibrator
 
 __all__ = ["MatrixScaling"]
 
-#: The default grid of lambda (and, tied, of mu), strongest first. Kull et al. searched {1, 2.5, 5} x 10^i for
-#: lambda and 10^i for mu in their Keras units (lambda K (K - 1) and mu K here; i from -5 or -2 to 6); this grid
-#: spans in decades the values their tuning chose for the CIFAR networks (about 1 to 1e4 here).
+#: The default grid of lambda (and, tied, of mu), strongest first: in decades, the values Kull et al.'s tuning chose
+#: for the CIFAR networks (about 1 to 1e4 here); they searched {1, 2.5, 5} x 10^i for lambda, 10^i for mu (i from -5
+#: or -2 to 6) in their Keras units (lambda K (K - 1) and mu K here).
 LAMBDAS = (1e4, 1e3, 1e2, 1e1, 1e0, 1e-1)
 
 #: The hyperparameters the dashboard shows for the ODIR-regularised maps.
@@ -35,15 +35,14 @@ class MatrixScaling(ScalingCalibrator):
                + \\frac{\\lambda}{K(K-1)} \\sum_{j \\ne k} W_{jk}^2 + \\frac{\\mu}{K} \\sum_j b_j^2 .
 
     Guo et al. found unregularised matrix scaling to overfit with many classes; ODIR leaves the diagonal free
-    and shrinks the rest. ``lambda`` and ``mu`` are chosen by Kull et al.'s 5-fold cross-validation
-    (:func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`, warm starts along the grid), or fixed
-    with ``select=False``. The fit starts from the fitted temperature's map ``W = I / T`` (the same optimum,
-    reached from where the softmax is not flat on saturated scores).
+    and shrinks the rest. ``lambda`` and ``mu``: Kull et al.'s 5-fold cross-validation
+    (:func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`, which states how it departs from the
+    authors' code), or fixed with ``select=False``. The fit starts from the fitted temperature's map ``W = I / T``,
+    not the authors' identity (:func:`~calibdash.calibrators.multiclass.linear.fit_linear` says why).
 
-    Integer weights equal repeated rows, for the fit and the cross-validation (identical rows share a fold);
-    the order of rows and class columns changes nothing. Degenerate data: as
-    :class:`~calibdash.calibrators.multiclass.scaling.ScalingCalibrator`. Cost: ``O(n K^2)`` per Newton step and
-    ``O(n K + K^3)`` memory, times the folds and grid points searched; refused (DataError) above
+    Integer weights equal repeated rows (identical rows share a fold); row and class-column order change nothing.
+    Degenerate data: :class:`~calibdash.calibrators.multiclass.scaling.ScalingCalibrator`. Cost: ``O(n K^2)`` per
+    Newton step, ``O(n K + K^3)`` memory, times the folds and grid points; refused (DataError) above
     :data:`~calibdash.calibrators.multiclass.linear.MAX_FULL_CLASSES` classes. 10,000 rows x 100 classes: 15 s.
 
     Parameters
@@ -57,8 +56,7 @@ class MatrixScaling(ScalingCalibrator):
     lambdas : tuple of float, default :data:`LAMBDAS`
         The lambda grid.
     mus : tuple of float or None, default None
-        The mu grid; None ties mu to lambda (the authors' ``--no_mus``; a grid tunes mu too, at one fit per pair
-        and fold).
+        The mu grid (one fit per pair and fold); None ties mu to lambda (the authors' ``--no_mus``).
     n_folds : int, default 5
     seed : int, default 0
         Keys the rows' hash that deals the folds.

@@ -11,7 +11,7 @@ from .... import calibrators
 from ...state import State, calibrator_from, state_of
 from ...base import Calibrator, HyperParam
 from ....core.errors import SettingsError
-from ..base import MulticlassCalibrator, Scores
+from ..base import MulticlassCalibrator, Scores, check_params
 
 __all__ = ["OneVsRestCalibrator", "BinaryComposite"]
 
@@ -65,13 +65,12 @@ def _order(cls, binary: type[Calibrator]) -> float:
 class BinaryComposite(MulticlassCalibrator):
     """Base of the composite methods: a multi-class calibrator built from a binary one.
 
-    Subclasses set ``name`` (the prefix of ``"<name>:<binary>"``), ``prefix`` (the words before the binary
-    method's label), ``base_order`` and ``darken`` (how the binary colour is shaded), take ``binary`` and
-    ``params`` first and fit their sub-models with :meth:`_fit_binary`. Per instance, ``label``,
-    ``hyperparams`` (the binary method's, then ``own_hyperparams``), ``color`` and ``order`` (``base_order``
-    plus the binary order / 1000: after the scaling family, in the binary methods' order) derive from the
-    binary method (:class:`PerBinary`). Binary methods that use features (MBCT) are refused: a multi-class
-    table has no feature columns to give them.
+    Subclasses set ``name`` (the prefix of ``"<name>:<binary>"``), ``prefix`` (the words before the binary method's
+    label), ``base_order`` and ``darken`` (how the binary colour is shaded), take ``binary`` and ``params`` first and
+    fit their sub-models with :meth:`_fit_binary`. Per instance, ``label``, ``hyperparams`` (the binary method's, then
+    ``own_hyperparams``), ``color`` and ``order`` (``base_order`` plus the binary order / 1000: after the scaling
+    family, in the binary methods' order) derive from the binary method (:class:`PerBinary`). Binary methods that use
+    features (MBCT) are refused: a multi-class table has no feature columns to give them.
     """
 
     prefix = ""
@@ -110,11 +109,7 @@ class BinaryComposite(MulticlassCalibrator):
         :func:`calibdash.calibrators.multiclass.get` calls); :class:`SettingsError` names an unknown one."""
         bcls = cls.binary_class(binary)
         own = set(cls.own_params())
-        theirs = {h.name for h in bcls.hyperparams} | set(bcls().get_params())
-        unknown = set(params) - own - theirs
-        if unknown:
-            raise SettingsError(f"{cls.name}:{binary} has no hyperparameter {sorted(unknown)}; it takes "
-                                f"{sorted(own | theirs)}.")
+        check_params(f"{cls.name}:{binary}", params, bcls, own)
         inner = {k: v for k, v in params.items() if k not in own}
         return cls(binary=binary, params=inner or None, **{k: v for k, v in params.items() if k in own})
 
@@ -151,9 +146,6 @@ class BinaryComposite(MulticlassCalibrator):
         for note in notes:
             warnings.warn(f"{self.name}:{self.binary}: {note}", ZeroProbabilityWarning, stacklevel=4)
 
-    def _notes_state(self) -> dict:
-        return {"notes": list(self.notes_)}
-
     def _import_notes(self, state: State) -> None:
         """``notes_`` from the file (none in older files)."""
         notes = state.list("notes") if "notes" in state else []
@@ -189,22 +181,20 @@ class BinaryComposite(MulticlassCalibrator):
 class OneVsRestCalibrator(BinaryComposite):
     """One-vs-rest calibration (Zadrozny & Elkan, 2002): a binary calibrator per class, rows renormalised.
 
-    For each class ``k`` the binary method is fitted on ``(P[:, k], y == k)`` with the rows' weights; a row's
-    calibrated probabilities are the K binary predictions divided by their sum (Zadrozny & Elkan's
-    normalisation, as scikit-learn's ``CalibratedClassifierCV``); a row of all zeros becomes uniform
-    (scikit-learn's choice since its PR #19421). ``P[:, k]`` is the column as given, not divided by its row's
-    sum (:attr:`~calibdash.calibrators.multiclass.base.Scores.columns`), so equal scores stay equal; with logits,
-    the softmax's (a logit-based binary method such as Platt's takes their logit, clipped at 1e-12). Permuting
-    the columns permutes the output (to the rounding of the row's sum).
+    Class ``k``'s binary method is fitted on ``(P[:, k], y == k)`` with the rows' weights; a row's calibrated
+    probabilities are the K binary predictions divided by their sum (Zadrozny & Elkan's normalisation, as
+    scikit-learn's ``CalibratedClassifierCV``; a row of all zeros becomes uniform, as :func:`.base.normalise_rows`).
+    ``P[:, k]`` is the column as given (:attr:`~calibdash.calibrators.multiclass.base.Scores.columns`), so equal
+    scores stay equal; with logits, the softmax's (a logit-based binary method such as Platt's takes their logit,
+    clipped at 1e-12). Permuting the columns permutes the output (to the rounding of the row's sum).
 
-    Zeros: no floor. A class whose binary map is 0 at a score (isotonic regression or histogram binning below
-    the class's lowest positive rows) gets probability 0 there, and a held-out row of it an infinite log-loss.
-    A class absent from the labels (by weight) gets its rate, 0, everywhere; one in every row gets 1, so every
-    row normalises to it (as scikit-learn's isotonic one-vs-rest). A fit where any of this happens says so: a
-    :class:`ZeroProbabilityWarning` and a sentence in ``notes_``, kept in the model file. The map is not
-    changed: it is scikit-learn's, and a floor would be a smoothing the binary method does not have (Platt,
-    beta and BBQ have no such zeros). A row of whole weight ``w`` counts as ``w`` rows exactly when the binary
-    method's fit does.
+    Zeros: no floor. A class whose binary map is 0 at a score (isotonic regression or histogram binning below the
+    class's lowest positive rows) gets probability 0 there, and a held-out row of it an infinite log-loss. A class
+    absent from the labels (by weight) gets its rate, 0, everywhere; one in every row gets 1, so every row
+    normalises to it (as scikit-learn's isotonic one-vs-rest). A fit where any of this happens says so
+    (:class:`ZeroProbabilityWarning`, a sentence in ``notes_``, kept in the model file); the map, scikit-learn's,
+    is not changed: a floor would be a smoothing the binary method does not have (Platt, beta and BBQ have no such
+    zeros). A row of whole weight ``w`` counts as ``w`` rows exactly when the binary method's fit does.
 
     Parameters
     ----------
@@ -226,8 +216,6 @@ class OneVsRestCalibrator(BinaryComposite):
 
     name = "ovr"
     prefix = "One-vs-rest"
-    base_order = 1000.0
-    darken = 0.0
     summary = "a binary calibrator per class, rows renormalised"
     paper = ("Zadrozny & Elkan (2002), Transforming classifier scores into accurate multiclass "
              "probability estimates")
@@ -268,7 +256,7 @@ class OneVsRestCalibrator(BinaryComposite):
 
     def _export_state(self) -> dict:
         """Per class, its binary calibrator's state or its rate, and the fit's notes."""
-        return {"models": [self.model_state(m) for m in self.models_], **self._notes_state()}
+        return {"models": [self.model_state(m) for m in self.models_], "notes": list(self.notes_)}
 
     def _import_state(self, state: State) -> None:
         self.models_ = [self.model_from(entry) for entry in self.class_entries(state, "models")]

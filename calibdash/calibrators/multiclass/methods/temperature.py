@@ -17,11 +17,10 @@ class TemperatureScaling(ScalingCalibrator):
     row, so both give the same map. ``T > 1`` softens, ``T < 1`` sharpens; the classes' ranking never changes.
 
     Fitting: Newton's method on ``beta = 1 / T`` (the NLL is convex in it) from ``T = 1``, ``beta`` kept in
-    ``[exp(-10), exp(10)]`` as scikit-learn's ``CalibratedClassifierCV(method="temperature")``, which minimises
-    the same NLL over ``log beta`` with ``minimize_scalar`` (the two agree to the solvers' tolerances). A fit
-    that stops elsewhere than at the optimum warns (ConvergenceWarning; netcal issue #61 silently returned
-    ``T = 1``). Cost ``O(n K)`` per step, any number of classes. A class absent from the labels is scaled like
-    the others.
+    ``[exp(-10), exp(10)]`` as scikit-learn's ``CalibratedClassifierCV(method="temperature")``, which minimises the
+    same NLL over ``log beta`` with ``minimize_scalar`` (the two agree to the solvers' tolerances). A fit that stops
+    elsewhere than at the optimum warns (ConvergenceWarning; netcal issue #61 silently returned ``T = 1``). Cost
+    ``O(n K)`` per step, any number of classes. A class absent from the labels is scaled like the others.
 
     Parameters
     ----------

@@ -14,8 +14,8 @@ from .ovr import BinaryComposite, SubModel, class_list
 
 __all__ = ["TopLabelCalibrator"]
 
-#: Default ``min_rows``: the authors' code (github.com/aigen/df-posthoc-calibration, ``HB_toplabel``)
-#: asks 50 points per histogram bin, so a class predicted in fewer than 50 rows gets no bin there.
+#: Default ``min_rows``: the authors' code (github.com/aigen/df-posthoc-calibration, ``HB_toplabel``) asks 50 points
+#: per histogram bin, so a class predicted in fewer than 50 rows gets no bin there.
 MIN_ROWS = 50
 
 
@@ -27,29 +27,26 @@ class TopLabelCalibrator(BinaryComposite):
     predicted class ``l``: the paper's Algorithm 2 with a binary routine ``A`` fits
     ``h_l = A({(g(X_i), 1{Y_i = l}) : c(X_i) = l})`` and reports ``(c(x), h_c(x)(g(x)))``.
 
-    Small classes. A class predicted in fewer than ``min_rows`` training rows (by weight) uses one model
-    pooled over every row's (top score, correct) pair: the paper's *confidence* reduction. The authors' code
-    (``HB_toplabel``) leaves such a class uncalibrated (0 bins, the identity map); we follow the paper, since
-    the identity would report uncalibrated scores for exactly the classes rarely predicted. The default 50 is
-    the authors' points per bin. A set of one outcome gets its observed rate (1 or 0).
+    Small classes. A class predicted in fewer than ``min_rows`` training rows (by weight; default 50, the authors'
+    points per bin) uses one model pooled over every row's (top score, correct) pair: the paper's *confidence*
+    reduction. The authors' code (``HB_toplabel``) leaves such a class uncalibrated (0 bins, the identity map); we
+    follow the paper, since the identity would report uncalibrated scores for exactly the classes rarely predicted.
+    A set of one outcome gets its observed rate (1 or 0).
 
-    The row. The predicted class gets ``h``; the others share ``1 - h`` in proportion to their probabilities
-    (the softmax of their log-probabilities: exact with logits where probabilities underflow), equally when
-    they are all exactly 0. The paper says nothing of the other entries; proportional sharing keeps their
-    ranking. :meth:`predict_top` returns the paper's pair ``(c, h)``; in :meth:`predict_proba`'s row ``h`` can
-    fall below another share (only when ``h < 1/2``), and the row's argmax (:meth:`predict`) moves with it.
+    The row. The predicted class gets ``h``; the others share ``1 - h`` in proportion to their probabilities (the
+    softmax of their log-probabilities: exact with logits where probabilities underflow), equally when all are 0.
+    The paper says nothing of the other entries; proportional sharing keeps their ranking. :meth:`predict_top`
+    returns the paper's pair ``(c, h)``; in :meth:`predict_proba`'s row ``h`` can fall below another share (only
+    when ``h < 1/2``), and the row's argmax (:meth:`predict`) moves with it.
 
-    Ties at the top. ``P_k`` is the score as given (:attr:`~calibdash.calibrators.multiclass.base.Scores.columns`). A
-    row whose top is held by ``m > 1`` classes counts as the ``m`` rows each tie-break gives, each of weight
-    ``1/m`` (in the fit and in the prediction: the expectation of a random tie-break, whatever the column
-    order; BBQ's authors' variant refuses such fractional weights).
+    Ties at the top. ``P_k`` is the score as given (:attr:`~calibdash.calibrators.multiclass.base.Scores.columns`).
+    A row whose top is held by ``m > 1`` classes counts as the ``m`` rows each tie-break gives, each of weight
+    ``1/m``, in the fit and the prediction: the expectation of a random tie-break, whatever the column order
+    (BBQ's authors' variant refuses such fractional weights).
 
-    Zeros: no floor. ``h = 0`` gives the predicted class 0, ``h = 1`` every other class (isotonic regression
-    and histogram binning give both); a fit where this happens at a training score says so: a
-    :class:`~calibdash.calibrators.multiclass.methods.ovr.ZeroProbabilityWarning` and a sentence in ``notes_``.
-    The map is not changed: a floor would be a smoothing the binary method does not have. Weights: the fits
-    get the rows' weights and ``min_rows`` compares weight sums, so a row of whole weight ``w`` counts as ``w``
-    rows exactly when the binary method's fit does.
+    Zeros and weights: as :class:`~calibdash.calibrators.multiclass.methods.ovr.OneVsRestCalibrator` (no floor; ``h =
+    0`` gives the predicted class 0, ``h = 1`` every other class, as isotonic regression and histogram binning can; a
+    fit where this happens at a training score warns and says so in ``notes_``); ``min_rows`` compares weight sums.
 
     Parameters
     ----------
@@ -168,7 +165,7 @@ class TopLabelCalibrator(BinaryComposite):
     def _export_state(self) -> dict:
         """Per class its model's state, its rate, or ``{"pooled": true}``; the pooled model; the notes."""
         return {"models": [{"pooled": True} if m is None else self.model_state(m) for m in self.models_],
-                "pooled": self.model_state(self.pooled_), **self._notes_state()}
+                "pooled": self.model_state(self.pooled_), "notes": list(self.notes_)}
 
     def _import_state(self, state: State) -> None:
         self.models_ = [None if e.get("pooled") is True else self.model_from(e)
