@@ -22,27 +22,14 @@ MAP_TOL = 1e-12
 
 @dataclass(kw_only=True)
 class ABBExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted ABB.
-
-    Attributes
-    ----------
-    lam : float
-        The calibrator's lambda.
-    positions : DataFrame
-        One row per training position: ``score``, ``lo``, ``hi``, ``n``, ``n1`` (weights when fitted with weights) and
-        ``value`` (ABB's calibrated probability there).
-    boundaries : DataFrame
-        One row per gap between consecutive positions: ``gap`` (k: between positions k and k+1), ``left``, ``right``
-        (the training scores either side), ``score`` (its midpoint), ``prior`` (Prior(k)), ``posterior`` (posterior
-        probability of a bin boundary in the gap).
-    curve : DataFrame
-        The map over [0, 1] (``x``, ``y``), exact between its points (linear between positions, flat inside a
-        micro-bin and beyond the ends).
-    expected_bins : float
-        Posterior mean number of bins, 1 + the sum of the boundary probabilities.
-    log_evidence : float
-        Log of the sum of Eq. 6 over all binnings.
-    """
+    """What :func:`explain` finds behind a fitted ABB: ``lam`` (its lambda); ``positions``, one row per training
+    position: ``score``, ``lo``, ``hi``, ``n``, ``n1`` (weights when fitted with weights), ``value`` (ABB's
+    probability there); ``boundaries``, one row per gap between consecutive positions: ``gap`` (k: between positions
+    k and k+1), ``left``, ``right`` (the training scores either side), ``score`` (its midpoint), ``prior``
+    (Prior(k)), ``posterior`` (probability of a bin boundary in the gap); ``curve``, the map over [0, 1] (``x``,
+    ``y``), exact between its points (linear between positions, flat inside a micro-bin and beyond the ends);
+    ``expected_bins``, the posterior mean number of bins (1 + the boundary probabilities); ``log_evidence``, the log
+    of the sum of Eq. 6 over all binnings."""
 
     lam: float
     positions: pd.DataFrame

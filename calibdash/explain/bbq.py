@@ -20,22 +20,13 @@ MAP_TOL = 1e-12
 
 @dataclass(kw_only=True)
 class BBQExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted BBQ.
-
-    Attributes
-    ----------
-    models : DataFrame
-        One row per B: ``B``, ``n_bins`` (fewer than B when ties merge cuts), ``log_marginal_likelihood`` (log P(D|M),
-        Eq. 2), ``posterior`` (weight among all models, before pruning), ``kept``, ``weight`` (used in the average:
-        renormalised over the kept models), ``same_as`` (paper variant: the smaller B with the same binning, else -1).
-    bins : DataFrame
-        One row per bin of every model: ``B``, ``bin``, ``lower``, ``upper``, ``count``, ``positives`` (whole numbers;
-        weight sums, as floats, with the paper variant fitted with weights), ``estimate``.
-    map : DataFrame
-        The averaged map's pieces: ``lower``, ``upper``, ``prob``.
-    log_evidence : float
-        Log of the mean marginal likelihood over the distinct models (uniform prior).
-    """
+    """What :func:`explain` finds behind a fitted BBQ: ``models``, one row per B: ``B``, ``n_bins`` (fewer than B
+    when ties merge cuts), ``log_marginal_likelihood`` (log P(D|M), Eq. 2), ``posterior`` (weight among all models,
+    before pruning), ``kept``, ``weight`` (in the average: renormalised over the kept models), ``same_as`` (paper
+    variant: the smaller B with the same binning, else -1); ``bins``, one row per bin of every model: ``B``, ``bin``,
+    ``lower``, ``upper``, ``count``, ``positives`` (whole numbers; weight sums, as floats, with the paper variant
+    fitted with weights), ``estimate``; ``map``, the averaged map's pieces (``lower``, ``upper``, ``prob``);
+    ``log_evidence``, the log of the mean marginal likelihood over the distinct models (uniform prior)."""
 
     models: pd.DataFrame
     bins: pd.DataFrame

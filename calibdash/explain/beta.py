@@ -44,31 +44,16 @@ def equal_weight_groups(s, y, sample_weight, n_groups: int) -> pd.DataFrame:
 
 @dataclass(kw_only=True)
 class BetaExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted beta calibration, ``mu(s) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``.
-
-    Attributes
-    ----------
-    parameters : str
-        The parametrisation (``"abm"``, ``"am"`` or ``"ab"``).
-    a, b, c : float
-        The map's parameters.
-    m : float
-        The midpoint, ``mu(m) = 1/2`` (``c = b ln(1 - m) - a ln m``); NaN when the map never crosses 1/2.
-    log_likelihood : float
-        Log-likelihood of the training labels under the map (each row's term times its weight when weighted).
-    dropped : str
-        ``"a"`` or ``"b"`` when the ``"abm"`` fit dropped that coefficient (set it to 0 and refitted), else ``""``.
-    platt_a, platt_b, platt_log_likelihood : float
-        Platt scaling ``sigmoid(A logit(s) + B)`` fitted on the same rows and weights, and its log-likelihood.
-    curve : DataFrame
-        ``score`` (:func:`score_grid`), ``beta`` (the map) and ``platt`` (the Platt map), and on the log-odds scale
-        ``logit`` (of the score, clipped as the calibrators clip it), ``beta_logodds`` (``a ln s - b ln(1 - s) + c``)
-        and ``platt_logodds`` (``A logit(s) + B``).
-    groups : DataFrame
-        The training rows in about ``N_GROUPS`` groups (:func:`equal_weight_groups`).
-    score_range : tuple of float
-        The smallest and largest training score with positive weight.
-    """
+    """What :func:`explain` finds behind a fitted beta calibration, ``mu(s) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``:
+    ``parameters`` (``"abm"``, ``"am"`` or ``"ab"``), ``a``, ``b``, ``c``, the midpoint ``m`` (``mu(m) = 1/2``,
+    ``c = b ln(1 - m) - a ln m``; NaN when the map never crosses 1/2), ``log_likelihood`` of the training labels
+    (each row's term times its weight when weighted), ``dropped`` (``"a"`` or ``"b"`` when the ``"abm"`` fit set that
+    coefficient to 0 and refitted, else ``""``), ``platt_a``, ``platt_b``, ``platt_log_likelihood`` (Platt scaling
+    ``sigmoid(A logit(s) + B)`` on the same rows and weights), ``curve`` (``score`` on :func:`score_grid`, ``beta``,
+    ``platt``, and on the log-odds scale ``logit`` of the score clipped as the calibrators clip it, ``beta_logodds``
+    ``a ln s - b ln(1 - s) + c`` and ``platt_logodds`` ``A logit(s) + B``), ``groups`` (the training rows in about
+    ``N_GROUPS`` groups, :func:`equal_weight_groups`) and ``score_range`` (smallest and largest training score of
+    positive weight)."""
 
     parameters: str
     a: float

@@ -25,28 +25,14 @@ GRID_POINTS = 501
 
 @dataclass(kw_only=True)
 class ENIRExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted ENIR.
-
-    Attributes
-    ----------
-    criterion, criterion_label : str
-        The model score (``"bic"``) and its display name (``"BIC"``).
-    n_breakpoints : int
-        Breakpoints of the whole path (lambda = 0 included), before thinning to ``max_models``.
-    path : DataFrame
-        One row per breakpoint used, by increasing lambda: ``model`` (its index), ``lambda``, ``df`` (distinct fitted
-        values), ``loglik``, ``score`` (the criterion), ``delta`` (score minus the smallest finite score of the
-        averaged models), ``kept`` (averaged: not lambda = 0, finite score) and ``weight``.
-    models : DataFrame
-        Long table of the averaged models' maps on the grid: ``model``, ``lambda``, ``weight``, ``score``, ``prob``.
-    curve : DataFrame
-        The ENIR map (``score``, ``prob``) on the same grid, from ``predict``.
-    points : DataFrame
-        Merged training points: ``score``, ``target`` (mean label), ``count`` (rows; total weight in a weighted fit),
-        ``fitted`` (the map).
-    groups : DataFrame
-        The rows in about ``N_GROUPS`` equal-count groups (:func:`pooled_groups`).
-    """
+    """What :func:`explain` finds behind a fitted ENIR: ``criterion`` (``"bic"``) and ``criterion_label`` (``"BIC"``);
+    ``n_breakpoints`` of the whole path (lambda = 0 included) before thinning to ``max_models``; ``path``, one row per
+    breakpoint used by increasing lambda: ``model`` (index), ``lambda``, ``df`` (distinct fitted values),
+    ``loglik``, ``score`` (the criterion), ``delta`` (score minus the smallest finite score of the averaged models),
+    ``kept`` (averaged: not lambda = 0, finite score), ``weight``; ``models``, the averaged models' maps on the grid
+    (``model``, ``lambda``, ``weight``, ``score``, ``prob``); ``curve``, the ENIR map (``score``, ``prob``) on it;
+    ``points``, the merged training points (``score``, ``target`` the mean label, ``count`` rows or total weight,
+    ``fitted``); ``groups``, the rows in about ``N_GROUPS`` equal-count groups (:func:`pooled_groups`)."""
 
     criterion: str
     criterion_label: str

@@ -40,39 +40,25 @@ PUD_COLUMNS = ("method", "bin", "path", "rows", "pud_before", "pud_after")
 class MBCTExplanation(Explanation):
     """What :func:`explain` finds inside a fitted MBCT.
 
-    Attributes
-    ----------
-    fit_rows, check_rows : ndarray of int
-        Indices (into the rows given to :func:`explain`) of the tree rows, whose sums are the nodes' (every row but
-        the check rows), and of the held-out rows that decided how many trees to keep (empty when none were held out).
-        Rows of weight 0 are in neither; a row of whole weight above 1, or repeated, can be in both.
-    grow_rows : ndarray of int
-        Indices of the rows the trees were grown on: ``fit_rows``, or the growth sample's rows among them.
-    fit_weight, check_weight : ndarray of float
-        Per row given, the weight (rows) it has among the tree rows and the check rows (0 for a row of weight 0): the
-        units MBCT drew from identical rows are shared out over those rows in the order given.
-    held_out : bool
-        Whether rows were held out; if not, the check columns are over the rows the trees were grown on.
-    trees : list of DataFrame
-        One table per kept tree, one row per node: ``node``, ``parent``, ``depth``, ``condition`` (how rows reach the
-        node), ``split_on`` ("" for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on all the tree
-        rows = the node's PUD before this tree), ``slope`` and ``intercept`` (the node's line ``f' = slope f +
-        intercept``), ``pud_score`` (PUD of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE before /
-        after the chosen split, on the rows the tree was grown on), ``check_rows``, ``check_pud_before`` /
-        ``check_pud_after`` (PUD of the tree's input / output on the check rows, or without them on the rows the trees
-        were grown on; rows stopped at an internal node count there and above).
-    boosting : DataFrame
-        One row per tree tried (tree 0: the raw scores): ``tree``, ``leaves``, ``fit_mvce``, ``check_mvce``, ``kept``;
-        empty for a calibrator read from a file.
-    features : DataFrame
-        Each coded column: ``feature``, ``kind``, ``codes``.
-    pud : DataFrame
-        One row per bin: ``method`` ("mbct" / "histogram"), ``bin`` (short name), ``path`` (the bin's conditions),
-        ``rows``, ``pud_before``, ``pud_after``.
-    pud_rows : str
-        Which rows the PUD was judged on ("held-out rows", "training rows" or "given rows").
-    pud_tree : int
-        Whose leaves (0-based tree index) are MBCT's bins in :attr:`pud`.
+    ``fit_rows``, ``check_rows``: indices (into the rows given) of the tree rows, whose sums are the nodes' (all but
+    the check rows), and of the held-out rows that decided how many trees to keep (empty when none were held out);
+    rows of weight 0 are in neither, a row of whole weight above 1, or repeated, can be in both. ``grow_rows``: the
+    rows the trees were grown on (``fit_rows``, or the growth sample's among them). ``fit_weight``,
+    ``check_weight``: per row given, its weight among the tree and the check rows (0 for weight 0): the units MBCT
+    drew from identical rows are shared out over them in the order given. ``held_out``: whether rows were held out
+    (if not, the check columns are over the rows the trees were grown on).
+
+    ``trees``: a table per kept tree, a row per node: ``node``, ``parent``, ``depth``, ``condition`` (how rows reach
+    it), ``split_on`` ("" for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on all the tree rows =
+    its PUD before this tree), ``slope``, ``intercept`` (its line ``f' = slope f + intercept``), ``pud_score`` (PUD
+    of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE before / after the chosen split, on the rows
+    the tree was grown on), ``check_rows``, ``check_pud_before`` / ``check_pud_after`` (PUD of the tree's input /
+    output on the check rows, or without them on the rows the trees were grown on; rows stopped at an internal node
+    count there and above). ``boosting``: a row per tree tried (tree 0: the raw scores), :data:`BOOSTING_COLUMNS`;
+    empty for a calibrator read from a file. ``features``: each coded column (``feature``, ``kind``, ``codes``).
+    ``pud``: a row per bin, :data:`PUD_COLUMNS` (``method`` "mbct" / "histogram", ``bin`` short name, ``path`` its
+    conditions); ``pud_rows``: the rows it was judged on ("held-out rows", "training rows" or "given rows");
+    ``pud_tree``: whose leaves (0-based tree index) are MBCT's bins there.
     """
 
     fit_rows: np.ndarray

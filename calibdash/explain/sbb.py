@@ -22,24 +22,12 @@ MAP_TOL = 1e-12
 
 @dataclass(kw_only=True)
 class SBBExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted SBB.
-
-    Attributes
-    ----------
-    lam : float
-        The calibrator's lambda.
-    bins : DataFrame
-        One row per chosen bin: ``bin``; ``lower``, ``upper`` (its interval on the score axis: 0, the cuts, 1);
-        ``score_min``, ``score_max`` (its smallest and largest training score); ``n``, ``n1`` (training rows,
-        positives; their weights when fitted with weights); ``estimate`` (the calibrated probability, ``(n1 + 1) / (n
-        + 2)``); ``first``, ``last`` (its positions).
-    positions : DataFrame
-        The collapsed training data: ``score``, ``lo``, ``hi``, ``n``, ``n1`` (weights when fitted with weights).
-    log_score : float
-        Log Score (Eq. 6) of the chosen binning.
-    log_evidence : float
-        Log of the sum of Eq. 6 over all binnings.
-    """
+    """What :func:`explain` finds behind a fitted SBB: ``lam`` (its lambda); ``bins``, one row per chosen bin:
+    ``bin``, ``lower``, ``upper`` (its interval: 0, the cuts, 1), ``score_min``, ``score_max`` (its smallest and
+    largest training score), ``n``, ``n1`` (rows, positives; weights when fitted with weights), ``estimate`` (``(n1 +
+    1) / (n + 2)``), ``first``, ``last`` (its positions); ``positions``, the collapsed training data (``score``,
+    ``lo``, ``hi``, ``n``, ``n1``); ``log_score`` (Eq. 6) of the chosen binning; ``log_evidence``, the log of the sum
+    of Eq. 6 over all binnings."""
 
     lam: float
     bins: pd.DataFrame

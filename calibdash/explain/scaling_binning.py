@@ -21,19 +21,11 @@ MAP_TOL = 1e-9
 
 @dataclass(kw_only=True)
 class ScalingBinningExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted scaling-binning calibrator.
-
-    Attributes
-    ----------
-    A, B : float
-        Slope and intercept of Platt scaling fitted on the rows (step 1).
-    bins : DataFrame
-        One row per bin: ``lower``, ``upper`` (its edges: 0, the cuts, 1), ``count``, ``positives`` (weight sums when
-        fitted with weights), ``mean_score``, ``frequency`` (``positives / count``, histogram binning's value on these
-        bins) and ``estimate`` (the mean of Platt's outputs, the calibrated value).
-    curve : DataFrame
-        Platt's map on a grid: ``score``, ``platt``.
-    """
+    """What :func:`explain` finds behind a fitted scaling-binning calibrator: ``A``, ``B``, Platt's slope and
+    intercept on the rows (step 1); ``bins``, one row per bin: ``lower``, ``upper`` (0, the cuts, 1), ``count``,
+    ``positives`` (weight sums when weighted), ``mean_score``, ``frequency`` (``positives / count``, histogram
+    binning's value on these bins), ``estimate`` (the mean of Platt's outputs, the calibrated value); ``curve``,
+    Platt's map on a grid (``score``, ``platt``)."""
 
     A: float
     B: float

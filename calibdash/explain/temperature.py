@@ -30,30 +30,14 @@ T_TOL = 1e-8
 
 @dataclass(kw_only=True)
 class TemperatureExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted temperature scaling, ``p = sigmoid(logit(s) / T)``.
-
-    Attributes
-    ----------
-    temperature : float
-        ``T``.
-    log_likelihood, log_likelihood_at_1 : float
-        Log-likelihood of the training labels at ``T`` and at ``T = 1`` (the scores as they are); each row's term
-        times its weight when weighted.
-    se_log_t : float
-        Approximate standard error of ``log T`` from the observed information of ``1/T`` (weights counted as rows; NaN
-        at a bound of the range).
-    at_bound : str
-        ``"t_min"`` or ``"t_max"`` when ``T`` stopped at that end of the calibrator's range, else ``""``.
-    total_weight : float
-        The number of rows, or their total weight.
-    nll_curve : DataFrame
-        ``temperature`` (log-spaced, covering ``T``, 1 and a factor of 4 either side), ``nll`` (the negative
-        log-likelihood there) and ``mean_nll`` (per row, or per unit weight).
-    curve : DataFrame
-        ``score`` and ``prob``: the map on a score grid.
-    groups : DataFrame
-        The training rows in about ``N_GROUPS`` groups (:func:`calibdash.explain.beta.equal_weight_groups`).
-    """
+    """What :func:`explain` finds behind a fitted temperature scaling, ``p = sigmoid(logit(s) / T)``: ``temperature``
+    ``T``; ``log_likelihood`` and ``log_likelihood_at_1`` of the training labels at ``T`` and at ``T = 1`` (each
+    row's term times its weight when weighted); ``se_log_t``, the approximate standard error of ``log T`` from the
+    observed information of ``1/T`` (weights counted as rows; NaN at a bound); ``at_bound``, ``"t_min"`` or
+    ``"t_max"`` when ``T`` stopped at that end of the calibrator's range, else ``""``; ``total_weight`` (rows, or
+    their weight); ``nll_curve``: ``temperature`` (log-spaced, covering ``T``, 1 and a factor of 4 either side),
+    ``nll`` and ``mean_nll`` (per row, or unit weight); ``curve`` (``score``, ``prob``: the map on a score grid);
+    ``groups``, the training rows in about ``N_GROUPS`` groups (:func:`calibdash.explain.beta.equal_weight_groups`)."""
 
     temperature: float
     log_likelihood: float

@@ -27,23 +27,12 @@ MAX_GRID_SCORES = 2000
 
 @dataclass(kw_only=True)
 class VennAbersExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted Venn-Abers predictor.
-
-    Attributes
-    ----------
-    merge : str
-        The calibrator's merge rule (``"log"`` or ``"brier"``).
-    band : DataFrame
-        The interval on a score grid (:func:`band_grid`): ``score``, ``p0``, ``p1``, ``p`` (the merged prediction),
-        ``width`` (``p1 - p0``).
-    at_scores : DataFrame
-        One row per distinct calibration score: ``score``, ``count`` (rows; weight sum when fitted with weights),
-        ``positives``, ``p0``, ``p1``, ``p``, ``width`` and ``isotonic`` (the isotonic regression of the calibration
-        set alone at that score, between ``p0`` and ``p1``).
-    width : DataFrame
-        One row: statistics of ``p1 - p0`` over the calibration rows (weighted): ``mean``, ``median``, ``p90``,
-        ``max``, and ``mean_over_grid`` (the mean over the evenly spaced grid).
-    """
+    """What :func:`explain` finds behind a fitted Venn-Abers predictor: ``merge`` (its rule, ``"log"`` or
+    ``"brier"``); ``band``, the interval on :func:`band_grid`: ``score``, ``p0``, ``p1``, ``p`` (merged), ``width``
+    (``p1 - p0``); ``at_scores``, one row per distinct calibration score: ``score``, ``count`` (rows; weight sum when
+    weighted), ``positives``, ``p0``, ``p1``, ``p``, ``width``, ``isotonic`` (the isotonic fit of the calibration set
+    alone there, between ``p0`` and ``p1``); ``width``, one row of statistics of ``p1 - p0`` over the calibration rows
+    (weighted): ``mean``, ``median``, ``p90``, ``max``, ``mean_over_grid`` (over the evenly spaced grid)."""
 
     merge: str
     band: pd.DataFrame

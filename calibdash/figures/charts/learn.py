@@ -115,10 +115,8 @@ def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
     pad = 0.02 * max(hi - lo, 1e-9)
     fig.update_xaxes(range=[lo - pad, hi + pad])
     fig.update_yaxes(range=UNIT)
-    for c in range(1, cols + 1):
-        fig.update_xaxes(title_text="score", row=rows, col=c)
-    for r in range(1, rows + 1):
-        fig.update_yaxes(title_text="probability", row=r, col=1)
+    fig.update_xaxes(title_text="score", row=rows)
+    fig.update_yaxes(title_text="probability", col=1)
     fig.update_annotations(font_size=13)
     fig = base_layout(fig, title, panel_height * rows + 190)
     fig.update_layout(margin=dict(t=120 if title else 70))      # room for the panels' two- or three-line titles
