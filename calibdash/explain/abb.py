@@ -10,7 +10,6 @@ import pandas as pd
 
 from ..calibrators._bayes_binning import log_gap_priors
 from ..calibrators.abb import ABB, average_binnings, knots
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 from .sbb import positions_notes
 
@@ -52,8 +51,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> AB
     """Explain a fitted ABB by averaging over the binnings of the rows it was fitted on again (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     avg = average_binnings(s, y, cal.lam, cal.max_positions, w)
     check_map("ABB", (cal.knots_x_, cal.knots_y_), knots(avg.positions.lo, avg.positions.hi, avg.value), MAP_TOL,
               "averaging over their binnings does not give the calibrator's map",

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.bbq import BBQCalibrator, BinningModels, averaged_map, binning_models, model_size
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["BBQExplanation"]
@@ -80,8 +79,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> BB
     """Explain a fitted BBQ by building its models again from the rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     m = binning_models(s, y, cal.ess, cal.c, cal.prune, cal.variant, w)
     check_map("BBQ", (cal.cuts_, cal.levels_, cal.point_x_, cal.point_delta_), averaged_map(m), MAP_TOL,
               "building its models again from them does not give its map", "their maps have different pieces")

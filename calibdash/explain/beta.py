@@ -15,7 +15,6 @@ from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta
 from ..calibrators.platt import PlattCalibrator
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
 from ..measures.binning import reliability_table
-from ..core.validation import check_weights
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["BetaExplanation"]
@@ -104,18 +103,14 @@ def _notes(ex: BetaExplanation, n_rows: int, weighted: bool) -> list[str]:
 @explains(BetaCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
             n_groups: int = N_GROUPS) -> BetaExplanation:
-    """Explain a fitted beta calibration on the rows it was fitted on (the arguments:
-    :func:`calibdash.explain.explain`; ``n_groups``: how many equal-weight groups of training rows ``groups`` holds at
-    most).
-
-    Its tables: ``fit`` (one row: ``parameters``, ``a``, ``b``, ``c``, ``m``, ``log_likelihood``, ``rows`` and, when
-    fitted with weights, ``weight``), ``steps`` (each logistic regression fitted: ``features``, ``a``, ``b``, ``c``
-    (NaN for a coefficient it has not), ``log_likelihood``, ``n_iter``, ``kept``) and ``comparison`` (beta and Platt:
-    ``method``, ``parameters``, ``log_likelihood``).
+    """Explain a fitted beta calibration on the rows it was fitted on (the arguments: :func:`calibdash.explain.explain`;
+    ``n_groups``: the most equal-weight groups of training rows in ``groups``). Its tables: ``fit`` (``parameters``,
+    ``a``, ``b``, ``c``, ``m``, ``log_likelihood``, ``rows``, and ``weight`` when weighted), ``steps`` (each logistic
+    regression fitted: ``features``, ``a``, ``b``, ``c`` (NaN for a coefficient it has not), ``log_likelihood``,
+    ``n_iter``, ``kept``) and ``comparison`` (beta and Platt: ``method``, ``parameters``, ``log_likelihood``).
     """
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     again = fit_beta(s, y, w, cal.parameters, cal.max_iter, cal.tol)
     if not all(_same(u, v) for u, v in ((again.a, cal.a_), (again.b, cal.b_), (again.c, cal.c_))):
         raise not_the_rows("beta calibration", f"fitting them again gives a, b, c = {again.a:.6g}, {again.b:.6g}, "

@@ -12,7 +12,6 @@ import pandas as pd
 
 from ..calibrators._trend_filter import FLOOR_TOL, evaluate_linear
 from ..calibrators.elite import CRITERION_LABEL, ELiTE, LambdaPath, lambda_path
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 from .enir import pooled_groups
 
@@ -122,8 +121,7 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, n_
     :func:`calibdash.explain.explain`; ``n_groups``: how many equal-count groups of training rows ``groups`` holds at
     most; ``min_support``: the least total weight of the models holding a knot for ``knot_support``)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     path = lambda_path(s, y, sample_weight=w, **cal.get_params())
     check_map("ELiTE", (cal.map_x_, cal.map_p_), (path.map_x, path.map_p), MAP_TOL,
               "solving its path again from them does not give its map",

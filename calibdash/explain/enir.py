@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.enir import CRITERION_LABEL, ENIR, ENIRPath, enir_path, map_knots
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["ENIRExplanation"]
@@ -110,8 +109,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None,
     :func:`calibdash.explain.explain`; ``n_groups``: how many equal-count groups of rows ``groups`` holds at most).
     """
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     res = enir_path(s, y, sample_weight=w, max_models=cal.max_models, criterion=cal.criterion)
     kx, kp = map_knots(res.x, res.map_p)
     check_map("ENIR", (cal.knots_, cal.values_), (kx, kp), MAP_TOL,

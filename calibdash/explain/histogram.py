@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.histogram import HistogramCalibrator, bin_sums
-from ..core.validation import check_weights
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = []
@@ -33,8 +32,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Hi
     """Explain a fitted histogram binning on the rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     n, k, score_sum = bin_sums(cal.cuts_, s, y, w)
     with np.errstate(invalid="ignore", divide="ignore"):
         freq, mean_score = k / n, score_sum / n

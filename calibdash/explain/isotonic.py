@@ -10,7 +10,6 @@ import pandas as pd
 
 from ..calibrators.isotonic import IsotonicCalibrator
 from ..core.pav import pav_blocks
-from ..core.validation import check_weights
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = []
@@ -34,8 +33,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Is
     """Explain a fitted isotonic regression on the rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     b = pav_blocks(s, y, w)
     if not np.allclose(cal.predict(b.first_score), b.value, rtol=0.0, atol=MAP_TOL):
         raise not_the_rows("the isotonic regression", "its map differs from the blocks they pool into")

@@ -8,7 +8,6 @@ from typing import ClassVar
 import pandas as pd
 
 from ..calibrators.platt import PlattCalibrator, log_likelihood, targets
-from ..core.validation import check_weights
 from . import Explanation, explains, training_rows
 
 __all__ = []
@@ -32,8 +31,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Pl
     ``log_likelihood``, ``rows`` and, when fitted with weights, ``weight`` (their total) (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     ll = log_likelihood(cal.a_, cal.b_, s, targets(y, cal.smooth_targets, w), w)
     fit = pd.DataFrame({"A": [cal.a_], "B": [cal.b_], "log_likelihood": [ll], "rows": [s.size]})
     if w is not None:

@@ -11,7 +11,6 @@ import pandas as pd
 
 from ..calibrators._bayes_binning import Positions
 from ..calibrators.sbb import BestBinning, SBB, best_binning
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["SBBExplanation"]
@@ -73,8 +72,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> SB
     """Explain a fitted SBB by finding its best binning again from the rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     best = best_binning(s, y, cal.lam, cal.max_positions, w)
     check_map("SBB", (cal.cuts_, cal.bin_estimate_), (best.cuts, best.estimate), MAP_TOL,
               "the best binning of them is not the calibrator's",

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.scaling_binning import ScalingBinningCalibrator, scaling_binning
-from ..core.validation import check_weights
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["ScalingBinningExplanation"]
@@ -38,8 +37,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Sc
     """Explain a fitted scaling-binning calibrator on the rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     fit = scaling_binning(s, y, w, int(cal.n_bins))
     if not (np.array_equal(fit.cuts, cal.cuts_) and np.allclose(fit.levels, cal.levels_, rtol=0.0, atol=MAP_TOL)):
         raise not_the_rows("the scaling-binning calibrator", "its steps redone on them give other bins or values")

@@ -14,7 +14,6 @@ from scipy.special import expit
 from ..calibrators.platt import logit
 from ..calibrators.temperature import (TemperatureCalibrator, fit_inverse_temperature, log_likelihood,
                                       negative_log_likelihoods, nll_grad_hess)
-from ..core.validation import check_weights
 from . import Explanation, explains, not_the_rows, training_rows
 from .beta import equal_weight_groups, score_grid
 
@@ -82,8 +81,7 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
     ``log_likelihood_at_1``, ``se_log_t``, ``rows`` and, when fitted with weights, ``weight``) and ``nll_curve``.
     """
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     lo, hi = cal._check_settings()
     z = logit(s)
     beta, _ = fit_inverse_temperature(z, y, w, 1.0 / hi, 1.0 / lo, cal.max_iter, cal.tol)

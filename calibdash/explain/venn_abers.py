@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn.isotonic import isotonic_regression
 
 from ..calibrators.venn_abers import VennAbersCalibrator, fit_tables, interval_at, merge
-from ..core.validation import check_scores, check_weights
+from ..core.validation import check_scores
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["VennAbersExplanation", "interval_band", "band_grid"]
@@ -69,8 +69,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Ve
     """Explain a fitted Venn-Abers predictor on the calibration rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     t = fit_tables(s, y, w)
     same = (t.scores.size == cal.scores_.size and np.array_equal(t.scores, cal.scores_)
             and np.allclose(t.f0, cal.f0_, rtol=0.0, atol=TABLE_TOL)
