@@ -1,7 +1,5 @@
-"""Class-wise reliability of K-class predictions as small multiples (each shown class k: each method's share of rows
-labelled k against its mean probability of k per bin), and the per-class table (:func:`class_table`). The bins are the
-measures' (15 equal-width unless told); ``n_bins="auto"``: :func:`classwise_bin_count`.
-"""
+"""Class-wise reliability of K-class predictions as small multiples (per shown class k: each method's share of rows
+labelled k against its mean probability of k per bin), and the per-class table (:func:`class_table`)."""
 from __future__ import annotations
 
 import math

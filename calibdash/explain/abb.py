@@ -1,6 +1,5 @@
-"""Explaining a fitted ABB (which keeps only its map's knots and its log evidence): averaging over the binnings of the
-rows it was fitted on again (:func:`calibdash.calibrators.abb.average_binnings`, as ``fit``), its value at each
-training position and the prior and posterior probability of a bin boundary in each gap."""
+"""Explaining a fitted ABB (which keeps only its map's knots and log evidence) by averaging over the binnings of its
+training rows again (:func:`calibdash.calibrators.abb.average_binnings`, as ``fit``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

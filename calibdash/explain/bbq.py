@@ -1,6 +1,5 @@
-"""Explaining a fitted BBQ (which keeps only its averaged map and the kept models' B and weights): building its
-binning models again from the rows it was fitted on (:func:`calibdash.calibrators.bbq.binning_models`, as ``fit``),
-every model's weight and bins, and the averaged map's pieces."""
+"""Explaining a fitted BBQ (which keeps only its averaged map and the kept models' B and weights) by building its
+binning models again (:func:`calibdash.calibrators.bbq.binning_models`, as ``fit``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,8 +1,5 @@
-"""Explaining a fitted beta calibration: the map fitted again from the rows it was fitted on
-(:func:`calibdash.calibrators.beta.fit_beta`, as ``fit``), its a, b, c and m, the log-likelihood, each logistic
-regression the fit ran (the ``"abm"`` fit refits without a feature whose coefficient came out negative), and for
-comparison the logistic family the paper improves on, Platt scaling (unsmoothed targets), fitted here on the same rows
-and weights."""
+"""Explaining a fitted beta calibration by fitting it again (:func:`calibdash.calibrators.beta.fit_beta`, as ``fit``),
+beside the logistic family the paper improves on, Platt scaling (unsmoothed targets), fitted on the same rows."""
 from __future__ import annotations
 
 import math

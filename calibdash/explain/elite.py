@@ -1,8 +1,5 @@
-"""Explaining a fitted ELiTE (which keeps only its averaged map and the models' weights): its lambda path solved again
-from the rows it was fitted on (:func:`calibdash.calibrators.elite.lambda_path`, deterministic, with the same
-``sample_weight``), one row per lambda, each model's nodes and knots, the averaged map's knots with their support (the
-total weight of the models that put a knot there), the merged training points and the rows pooled into equal-count
-groups."""
+"""Explaining a fitted ELiTE (which keeps only its averaged map and the models' weights) by solving its lambda path
+again (:func:`calibdash.calibrators.elite.lambda_path`, deterministic, with the same ``sample_weight``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,7 +1,5 @@
-"""Explaining a fitted ENIR (which keeps only its averaged map and the models' penalties and weights): its
-near-isotonic path built again from the rows it was fitted on (:func:`calibdash.calibrators.enir.enir_path`, as
-``fit``), one row per breakpoint used, every averaged model's map and the ENIR map on a grid, the merged training
-points and the rows pooled into equal-count groups."""
+"""Explaining a fitted ENIR (which keeps only its averaged map and the models' penalties and weights) by building its
+near-isotonic path again (:func:`calibdash.calibrators.enir.enir_path`, as ``fit``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,7 +1,5 @@
-"""Explaining a fitted SBB (which keeps only its cut points, its bins' estimates and two log scores): finding its best
-binning again from the rows it was fitted on (:func:`calibdash.calibrators.sbb.best_binning`, as ``fit``), its bins
-with their counts, the collapsed training positions and the binning's posterior probability. :func:`positions_notes`
-serves ABB's explainer too."""
+"""Explaining a fitted SBB (which keeps only its cuts, its bins' estimates and two log scores) by finding its best
+binning again (:func:`calibdash.calibrators.sbb.best_binning`, as ``fit``); :func:`positions_notes` serves ABB too."""
 from __future__ import annotations
 
 from dataclasses import dataclass

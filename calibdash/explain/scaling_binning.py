@@ -1,7 +1,5 @@
-"""Explaining a fitted scaling-binning calibrator (which keeps only its cut points and bin values): its three steps
-redone on the rows it was fitted on (:func:`calibdash.calibrators.scaling_binning.scaling_binning`, as ``fit``),
-Platt's fit and curve, and per bin both the mean of Platt's outputs (the calibrated value) and the frequency of
-positives (what histogram binning would give on the same bins)."""
+"""Explaining a fitted scaling-binning calibrator (which keeps only its cuts and bin values) by redoing its three
+steps (:func:`calibdash.calibrators.scaling_binning.scaling_binning`, as ``fit``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

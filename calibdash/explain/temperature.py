@@ -1,7 +1,5 @@
-"""Explaining a fitted temperature scaling: ``T`` fitted again from the rows it was fitted on
-(:func:`calibdash.calibrators.temperature.fit_inverse_temperature`, as ``fit``), the log-likelihood at ``T`` and at
-``T = 1``, an approximate standard error of ``log T``, the negative log-likelihood on a grid of temperatures, and the
-map beside the training rows pooled into equal-weight groups."""
+"""Explaining a fitted temperature scaling by fitting ``T`` again
+(:func:`calibdash.calibrators.temperature.fit_inverse_temperature`, as ``fit``): its likelihood around ``T``."""
 from __future__ import annotations
 
 import math

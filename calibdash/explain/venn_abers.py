@@ -1,8 +1,6 @@
-"""Explaining a fitted Venn-Abers predictor (which keeps the distinct calibration scores and ``F0``, ``F1`` there):
-its tables computed again from the rows it was fitted on (:func:`calibdash.calibrators.venn_abers.fit_tables`, as
-``fit``), the interval ``[p0, p1]`` on a score grid and at each calibration score beside the plain isotonic fit (which
-always lies inside it), and statistics of its width. :func:`interval_band` gives the band on any grid, for the
-dashboard's calibration map."""
+"""Explaining a fitted Venn-Abers predictor (which keeps the distinct calibration scores and ``F0``, ``F1`` there) by
+computing its tables again (:func:`calibdash.calibrators.venn_abers.fit_tables`, as ``fit``); :func:`interval_band`
+gives the band ``[p0, p1]`` on any grid, for the dashboard's calibration map."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,7 +1,5 @@
-"""BBQ's inner workings: how much each binning model counts, and what the models say.
-
-Drawn from a :class:`calibdash.explain.bbq.BBQExplanation` alone; nothing here fits.
-"""
+"""BBQ's inner workings, drawn from a :class:`calibdash.explain.bbq.BBQExplanation`: how much each binning model
+counts, and what the models say."""
 from __future__ import annotations
 
 from dataclasses import dataclass

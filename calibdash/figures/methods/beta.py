@@ -1,6 +1,5 @@
-"""Drawing beta calibration from a :class:`calibdash.explain.beta.BetaExplanation`: its map against the logistic
-(Platt) map fitted on the same rows, on the probability scale and on the log-odds scale, where Platt's map is a line
-and the beta map ``a ln s - b ln(1 - s) + c`` bends away from it at the ends."""
+"""Beta calibration drawn from a :class:`calibdash.explain.beta.BetaExplanation`: its map against Platt's on the
+probability and the log-odds scales (where Platt's is a line and ``a ln s - b ln(1 - s) + c`` bends at the ends)."""
 from __future__ import annotations
 
 import math

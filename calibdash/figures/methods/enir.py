@@ -1,6 +1,5 @@
-"""Drawing ENIR's inner workings from an :class:`calibdash.explain.enir.ENIRExplanation`: each model's distinct fitted
-values, criterion and weight along the lambda path, and the averaged models' maps faintly under the ENIR map (as
-:mod:`calibdash.figures.methods.bbq` draws BBQ's models)."""
+"""ENIR drawn from an :class:`calibdash.explain.enir.ENIRExplanation`: each model's distinct values, criterion and
+weight along the lambda path, and the averaged models' maps faintly under the ENIR map."""
 from __future__ import annotations
 
 import numpy as np

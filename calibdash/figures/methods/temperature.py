@@ -1,6 +1,5 @@
-"""Drawing temperature scaling from a :class:`calibdash.explain.temperature.TemperatureExplanation`: the mean negative
-log-likelihood against ``T`` with the fitted ``T`` and ``T = 1`` marked, and the map ``sigmoid(logit(s) / T)`` over
-the training rows as equal-weight groups."""
+"""Temperature scaling drawn from a :class:`calibdash.explain.temperature.TemperatureExplanation`: the mean NLL
+against ``T`` (fitted ``T`` and ``T = 1`` marked) and the map ``sigmoid(logit(s) / T)`` over the training rows."""
 from __future__ import annotations
 
 import math
