@@ -22,16 +22,16 @@ DELTA_CAP = 30.0
 _DROPPED = "#BBBBBB"
 
 
-def path_panels(fig, x, data, crit: str, colour: str, customdata, hover: str, delta_cap: float, weights: bool = True,
-                **delta) -> None:
-    """A model path's criterion minus its best (row 2, the axis stopping at ``delta_cap``) and, with ``weights``, the
-    models' weights as stems and points (row 3); ``delta`` goes to the criterion's trace."""
+def path_panels(fig, x, data, crit: str, colour: str, customdata, hover: str, delta_cap: float,
+                weight_panel: bool = True, **delta) -> None:
+    """A model path's criterion minus its best (row 2, the axis stopping at ``delta_cap``) and, with ``weight_panel``,
+    the models' weights as stems and points (row 3); ``delta`` goes to the criterion's trace."""
     d = data["delta"].where(np.isfinite(data["delta"]))
     fig.add_trace(go.Scatter(x=x, y=d, mode="lines+markers", name=f"{crit} − best", marker=dict(size=5),
                              line=dict(color="#000000", width=1.5), customdata=customdata, hovertemplate=hover,
                              **delta), row=2, col=1)
     fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=capped_range(d, delta_cap))
-    if weights:
+    if weight_panel:
         fig.add_trace(stems(x, data["weight"], colour), row=3, col=1)
         fig.add_trace(go.Scatter(x=x, y=data["weight"], mode="markers", name="weight", customdata=customdata,
                                  marker=dict(color=colour, size=6), hovertemplate=hover), row=3, col=1)
