@@ -85,8 +85,8 @@ def explain(calibrator, scores, labels, features=None, **options) -> Explanation
 
 def not_the_rows(method: str, why: str) -> ProgrammingError:
     """The error of rows that are not the ones ``method`` was fitted on; ``why``: what fitting them again gave."""
-    return ProgrammingError(f"the rows given are not the ones {method} was fitted on: {why}; pass the rows (and weights,"
-                            " the sample_weight) it was fitted on.")
+    return ProgrammingError(f"the rows given are not the ones {method} was fitted on: {why}; pass the rows (and "
+                            "weights, the sample_weight) it was fitted on.")
 
 
 def check_map(method: str, mine, again, tol: float, why: str, shapes: str) -> None:
