@@ -1,15 +1,18 @@
-"""Explaining a fitted beta calibration by fitting it again (:func:`calibdash.calibrators.beta.fit_beta`, as ``fit``),
-beside the logistic family the paper improves on, Platt scaling (unsmoothed targets), fitted on the same rows."""
+"""Explaining the logistic family: a fitted Platt scaling (its slope, intercept and log-likelihood on its training
+rows against the targets and weights ``fit`` used), and a fitted beta calibration by fitting it again
+(:func:`calibdash.calibrators.beta.fit_beta`, as ``fit``), beside Platt scaling (unsmoothed targets) on the same rows.
+"""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta, log_likelihood
-from ..calibrators.platt import PlattCalibrator
+from ..calibrators.platt import PlattCalibrator, targets
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
 from ..measures.binning import reliability_table
 from . import Explanation, explains, not_the_rows, training_rows
@@ -143,3 +146,29 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
         score_range=(float(used.min()), float(used.max())))
     ex.notes = _notes(ex, s.size, w is not None)
     return ex
+
+
+@dataclass(kw_only=True)
+class PlattExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted Platt scaling, ``p = sigmoid(A logit(s) + B)``: ``A``, ``B``, and
+    ``log_likelihood``, of the training targets (the labels, or Platt's smoothed targets) at ``A``, ``B``, each row's
+    term times its weight when fitted with weights."""
+
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
+    A: float
+    B: float
+    log_likelihood: float
+
+
+@explains(PlattCalibrator)
+def explain_platt(calibrator, scores, labels, features=None, sample_weight=None) -> PlattExplanation:
+    """Explain a fitted Platt scaling on the rows it was fitted on: its ``fit`` table has ``A``, ``B``,
+    ``log_likelihood``, ``rows`` and, when fitted with weights, ``weight`` (their total) (the arguments:
+    :func:`calibdash.explain.explain`)."""
+    cal = calibrator
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
+    ll = platt_log_likelihood(cal.a_, cal.b_, s, targets(y, cal.smooth_targets, w), w)
+    fit = pd.DataFrame({"A": [cal.a_], "B": [cal.b_], "log_likelihood": [ll], "rows": [s.size]})
+    if w is not None:
+        fit["weight"] = float(w.sum())
+    return PlattExplanation(method=cal.name, tables={"fit": fit}, A=cal.a_, B=cal.b_, log_likelihood=ll)

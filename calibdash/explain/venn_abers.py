@@ -1,21 +1,27 @@
-"""Explaining a fitted Venn-Abers predictor (which keeps the distinct calibration scores and ``F0``, ``F1`` there) by
-computing its tables again (:func:`calibdash.calibrators.venn_abers.fit_tables`, as ``fit``); :func:`interval_band`
-gives the band ``[p0, p1]`` on any grid, for the dashboard's calibration map."""
+"""Explaining the isotonic family: a fitted isotonic regression by pooling its training rows into PAV blocks again
+(:func:`calibdash.core.pav.pav_blocks`, as ``fit``), a fitted Venn-Abers predictor (which keeps the distinct
+calibration scores and ``F0``, ``F1`` there) by computing its tables again
+(:func:`calibdash.calibrators.venn_abers.fit_tables`); :func:`interval_band` gives the band ``[p0, p1]`` on any grid,
+for the dashboard's calibration map."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from sklearn.isotonic import isotonic_regression
 
+from ..calibrators.isotonic import IsotonicCalibrator
 from ..calibrators.venn_abers import VennAbersCalibrator, fit_tables, interval_at, merge
+from ..core.pav import pav_blocks
 from ..core.validation import check_scores
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["VennAbersExplanation", "interval_band", "band_grid"]
 
-#: Largest difference between the calibrator's tables and the ones found again from the rows.
+#: Largest difference between the calibrator's tables (isotonic: its map at a block's first score) and the ones
+#: found again from the rows.
 TABLE_TOL = 1e-12
 #: Evenly spaced points of the band's grid (the distinct calibration scores are added, see :func:`band_grid`).
 GRID_POINTS = 501
@@ -111,3 +117,27 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Ve
     return VennAbersExplanation(method=cal.name, notes=notes,
                                 tables={"interval at the calibration scores": at, "interval width": width},
                                 merge=rule, band=band, at_scores=at, width=width)
+
+
+@dataclass(kw_only=True)
+class IsotonicExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted isotonic regression: ``blocks``, one row per PAV block,
+    ``first_score``, ``last_score`` (its smallest and largest training score), ``count`` (training rows; their weight
+    when fitted with weights), ``value`` (its fitted value, non-decreasing from block to block)."""
+
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
+    blocks: pd.DataFrame
+
+
+@explains(IsotonicCalibrator)
+def explain_isotonic(calibrator, scores, labels, features=None, sample_weight=None) -> IsotonicExplanation:
+    """Explain a fitted isotonic regression on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
+    cal = calibrator
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
+    b = pav_blocks(s, y, w)
+    if not np.allclose(cal.predict(b.first_score), b.value, rtol=0.0, atol=TABLE_TOL):
+        raise not_the_rows("the isotonic regression", "its map differs from the blocks they pool into")
+    blocks = pd.DataFrame({"first_score": b.first_score, "last_score": b.last_score, "count": b.count,
+                           "value": b.value})
+    return IsotonicExplanation(method=cal.name, tables={"blocks": blocks}, blocks=blocks)
