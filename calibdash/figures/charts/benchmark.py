@@ -98,9 +98,8 @@ def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[st
             hovertemplate=f"not significantly different from {who}<extra></extra>"))
     fig.update_xaxes(visible=False, range=[0, 1], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-(rows + 0.6) * _ROW, 0.8], fixedrange=True)
-    base_layout(fig, title, height or int(110 + 40 * rows))
-    fig.update_layout(showlegend=False, margin=dict(l=10, r=10, t=50 if title else 10, b=10))
-    return fig
+    return base_layout(fig, title, height or int(110 + 40 * rows)).update_layout(
+        showlegend=False, margin=dict(l=10, r=10, t=50 if title else 10, b=10))
 
 
 def heatmap_data(table: pd.DataFrame, ranks: pd.DataFrame, fmt: str = ".4f") -> pd.DataFrame:

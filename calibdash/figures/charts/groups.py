@@ -60,9 +60,8 @@ def group_reliability_grid(report, *, cols: int = 4, title: str | None = "Reliab
     fig.update_xaxes(title_text="mean score", row=rows)
     fig.update_yaxes(title_text="observed", col=1)
     fig.update_annotations(font_size=12)
-    base_layout(fig, title, 110 + 120 + panel_height * rows)
-    fig.update_layout(margin=dict(b=110, t=90 if title else 60))
-    return fig
+    return base_layout(fig, title, 110 + 120 + panel_height * rows).update_layout(
+        margin=dict(b=110, t=90 if title else 60))
 
 
 def ece_forest(reports, *, metric: str = "ECE", labels: Mapping[str, str] | None = None,
@@ -107,8 +106,6 @@ def ece_forest(reports, *, metric: str = "ECE", labels: Mapping[str, str] | None
     fig.update_yaxes(tickvals=[ypos[g] for g in groups], ticktext=[str(g) for g in groups],
                      range=[-0.6, len(groups) - 0.4], showgrid=False, zeroline=False)
     fig.update_xaxes(title_text=f"{metric}, {int(round(first.level * 100))}% interval", rangemode="tozero")
-    if title is None:
-        title = f"{metric} by group"
-    base_layout(fig, title, max(300, 140 + 48 * len(groups) * (1 if n == 1 else 1.4)))
-    fig.update_layout(margin=dict(l=120, b=110 if not single else 70))
-    return fig
+    height = max(300, 140 + 48 * len(groups) * (1 if n == 1 else 1.4))
+    return base_layout(fig, f"{metric} by group" if title is None else title, height).update_layout(
+        margin=dict(l=120, b=110 if not single else 70))

@@ -116,9 +116,8 @@ def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
     fig.update_xaxes(title_text="score", row=rows)
     fig.update_yaxes(title_text="probability", col=1)
     fig.update_annotations(font_size=13)
-    fig = base_layout(fig, title, panel_height * rows + 190)
-    fig.update_layout(margin=dict(t=120 if title else 70))      # room for the panels' two- or three-line titles
-    return fig
+    # room at the top for the panels' two- or three-line titles
+    return base_layout(fig, title, panel_height * rows + 190).update_layout(margin=dict(t=120 if title else 70))
 
 
 def bias_data(study: pd.DataFrame, against: str = "score") -> pd.DataFrame:
