@@ -15,7 +15,7 @@ __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 
 @dataclass(frozen=True)
 class BinningAverage:
-    """ABB's average over all binnings of a set of rows (what ``fit`` keeps part of and :mod:`calibdash.explain.abb`
+    """ABB's average over all binnings of a set of rows (what ``fit`` keeps part of and :mod:`calibdash.explain.sbb`
     shows): the ``positions``, ABB's calibrated probability ``value`` at each (Eq. 7), the posterior probability of a
     bin ``boundary`` in each of the ``P - 1`` gaps, and ``log_evidence``, the log of the sum of Eq. 6 over all
     binnings."""

@@ -1,16 +1,10 @@
-"""Diagrams: one module per kind, holding its data (computed without plotly) and its figure.
-
-Each module holds a frozen dataclass extending :class:`~calibdash.diagrams.common.Diagram` that declares its ``kind``,
-``title``, ``problem`` and ``position``, computes its data (the classmethod ``prepare``, as relplot's
-``prepare_rel_diagram``), says its caption and draws itself (``figure``, importing plotly only there). This package
-finds them by scanning its modules, so adding a diagram is adding its module. Binary (one column of scores per
-method): :mod:`.binned`, :mod:`.smooth` (SmoothECE, Błasiok & Nakkiran 2024), :mod:`.corp` (Dimitriadis, Gneiting &
-Jordan 2021); K-class (each method's (n, K) probabilities): :mod:`.confidence`, :mod:`.classwise` (small multiples,
-and the per-class table), :mod:`.simplex` (K = 3).
-
-Weights (binary ``weights``, K-class ``sample_weight``), such as
-:attr:`calibdash.evaluation.holdout.Evaluation.weights` on score cells: a row of weight ``w`` counts as ``w`` rows
-(the auto rule counts the weights' sum, the bins hold equal weight, the bands resample the rows the cells stand for),
+"""Diagrams: one module per kind, found by scanning the package, holding a frozen dataclass extending
+:class:`~calibdash.diagrams.common.Diagram` that declares its ``kind``, ``title``, ``problem`` and ``position``,
+computes its data without plotly (``prepare``, as relplot's ``prepare_rel_diagram``), says its caption and draws
+itself (``figure``). Binary: :mod:`.binned`, :mod:`.smooth` (SmoothECE, Błasiok & Nakkiran 2024), :mod:`.corp`
+(Dimitriadis, Gneiting & Jordan 2021); K-class: :mod:`.confidence`, :mod:`.classwise`, :mod:`.simplex` (K = 3).
+A row of weight ``w`` (such as score cells' :attr:`calibdash.evaluation.holdout.Evaluation.weights`) counts as ``w``
+rows (the auto rule counts the weights' sum, bins hold equal weight, bands resample the rows the cells stand for),
 so on exact score cells every diagram is the rows' diagram.
 
 >>> from calibdash import diagrams
@@ -36,8 +30,6 @@ from .corp import CORP, CorpData, corp_column, prepare_corp
 from .simplex import SimplexMapData, plot_simplex_map, prepare_simplex_map, simplex_grid
 from .smooth import SMOOTH, SmoothData, prepare_smooth, smooth_column
 
-# The package's own names; the names of its modules imported above (prepare_binned, plot_confidence, AUTO, ...)
-# are reachable here too, each listed once, in its module's __all__.
 __all__ = [
     "KINDS", "TITLES", "check_kind", "prepare", "plot", "BINNED", "BinnedData", "plot_binned", "prepare_binned",
     "reliability_tables", "MAX_PANELS", "ORDERS", "class_table", "classwise_bin_count", "plot_classwise",

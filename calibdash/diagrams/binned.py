@@ -18,12 +18,9 @@ BINNED = "Binned"
 
 def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = DEFAULT_N_BINS,
                        strategy: str = DEFAULT_STRATEGY, sample_weight=None) -> dict[str, pd.DataFrame]:
-    """Reliability table of every column of ``predictions`` (method -> table).
-
-    ``sample_weight``: the rows' weights, such as :attr:`calibdash.evaluation.holdout.Evaluation.weights` on score
-    cells (each weighted row standing for that many rows); bins then hold equal weight and their counts are weight
-    sums, so on exact cells the tables are those of the rows the cells summarise.
-    """
+    """Reliability table of every column of ``predictions`` (method -> table); ``sample_weight``: rows' weights, such
+    as score cells' :attr:`calibdash.evaluation.holdout.Evaluation.weights` (bins then hold equal weight and count
+    weight sums, so on exact cells the tables are the rows')."""
     return {str(c): reliability_table(predictions[c].to_numpy(), labels, n_bins, strategy, sample_weight=sample_weight)
             for c in predictions.columns}
 

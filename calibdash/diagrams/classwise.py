@@ -1,7 +1,5 @@
-"""Class-wise reliability of K-class predictions as small multiples (each shown class k: each method's share of rows
-labelled k against its mean probability of k per bin), and the per-class table (:func:`class_table`). The bins are the
-measures' (15 equal-width unless told); ``n_bins="auto"``: :func:`classwise_bin_count`.
-"""
+"""Class-wise reliability of K-class predictions as small multiples (per shown class k: each method's share of rows
+labelled k against its mean probability of k per bin), and the per-class table (:func:`class_table`)."""
 from __future__ import annotations
 
 import math
@@ -64,23 +62,10 @@ def classwise_bin_count(n_bins, y, k: int, sample_weight=None) -> tuple[int, str
 
 @dataclass(frozen=True)
 class ClasswiseData(Diagram):
-    """Class-wise reliability as small multiples.
-
-    Attributes
-    ----------
-    tables : dict
-        Shown class index -> method key -> reliability table of ``(P[:, k], y == k)``, in panel order.
-    classes : list of int
-        The shown classes, in panel order.
-    order : list of int
-        Every class in the picker's order (``order_by``), for a class picker.
-    names : list of str
-        Every class's name (index -> name).
-    ece : DataFrame
-        Per-class ECE at these bins: index the class indices, one column per method.
-    n_bins, strategy, bins_text, order_by :
-        How the classes were binned and ordered (``order_by``: one of :data:`ORDERS`, or ``"picked"``).
-    """
+    """Class-wise reliability as small multiples: ``tables`` (shown class -> method key -> reliability table of
+    ``(P[:, k], y == k)``) and ``classes`` in panel order, ``order`` (every class in the picker's order), ``names``
+    (class index -> name), ``ece`` (per-class ECE at these bins: index the classes, a column per method), and how
+    the classes were binned and ordered (``order_by``: one of :data:`ORDERS`, or ``"picked"``)."""
     tables: dict
     classes: list
     order: list
@@ -103,7 +88,7 @@ class ClasswiseData(Diagram):
         first = str(self.ece.columns[0])
         first = dict(names or {}).get(first, first)
         return self.text.format(bins=self.bins_text, binning=BINNINGS[self.strategy],
-                                          order=_ORDER_TEXT[self.order_by].format(first=first))
+                                order=_ORDER_TEXT[self.order_by].format(first=first))
 
 
 def _per_class_ece(Ps: dict, y, w, bins: int, strategy: str) -> pd.DataFrame:
@@ -142,24 +127,11 @@ def prepare_classwise(P_by_method: Mapping[str, np.ndarray], y, classes=None, n_
                       strategy: str = "uniform", max_panels: int = MAX_PANELS) -> ClasswiseData:
     """The class-wise diagram's data: which classes to show, and each one's reliability table per method.
 
-    Parameters
-    ----------
-    P_by_method : mapping key -> (n, K) probabilities
-        The first method (the raw scores, usually) orders the classes for ``order="worst"``.
-    y : array-like (n,)
-    classes : sequence of class indices or names, optional
-        The classes to show, in this order (a picker's choice); default: the first ``max_panels`` classes of
-        ``order``.
-    n_bins : int or "auto", default 15
-        ``"auto"``: :func:`classwise_bin_count`, the binary diagrams' rule on the rows per class.
-    order : {"worst", "index", "frequency"}, default "worst"
-        The picker's order: largest per-class ECE of the first method first, index order, or most rows first (ties by
-        index).
-    sample_weight : array-like (n,), optional
-    class_names : sequence of K str, optional
-        Default ``"class 0"``, ``"class 1"``, ...
-    strategy : {"uniform", "quantile"}, default "uniform"
-    max_panels : int, default 12
+    ``P_by_method``: key -> (n, K) probabilities; the first method (the raw scores, usually) orders the classes for
+    ``order="worst"`` (largest per-class ECE first; ``"index"``; ``"frequency"``: most rows first; ties by index).
+    ``classes``: indices or names to show, in this order (a picker's choice); default the first ``max_panels`` of
+    ``order``. ``n_bins``: a count or ``"auto"`` (:func:`classwise_bin_count`). ``class_names`` default to
+    ``"class 0"``, ``"class 1"``, ...; ``strategy``: ``"uniform"`` or ``"quantile"``.
     """
     Ps, y, w = metrics.check_methods(P_by_method, y, sample_weight)
     k = next(iter(Ps.values())).shape[1]
@@ -201,9 +173,8 @@ def class_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, *,
 
 def plot_classwise(data: ClasswiseData, *, names: Mapping[str, str] | None = None, cols: int = 4,
                    title=DEFAULT_TITLE, panel_height: int = PANEL_HEIGHT):
-    """One panel per shown class (``data.classes``, in order): each method's share of rows labelled k against its mean
-    probability of k per bin, over the diagonal. Panel title: the class and its ECE (first method). Traces: per panel
-    the diagonal, then one per method (the legend shows each method once)."""
+    """One panel per shown class: each method's share of rows labelled k against its mean probability of k per bin,
+    over the diagonal (traces: per panel the diagonal, then one per method); panel title: the class and its ECE."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 

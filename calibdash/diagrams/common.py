@@ -23,9 +23,8 @@ HEIGHT = 520
 
 @dataclass(frozen=True)
 class Diagram:
-    """Base of every diagram's data: a frozen dataclass extending it, in a module of :mod:`calibdash.diagrams`,
-    implements ``caption(names=None) -> str`` and ``figure(*, names=None, title=DEFAULT_TITLE, ...)`` (plotly is
-    imported there, so computing a diagram's data never needs it) and declares the class attributes below."""
+    """Base of every diagram's data: a frozen dataclass extending it implements ``caption(names=None) -> str`` and
+    ``figure(*, names=None, title=DEFAULT_TITLE, ...)`` (importing plotly there only) and sets the attributes below."""
 
     #: Its name (the registry key; the CLI's ``--diagram`` takes it in lower case).
     kind: ClassVar[str] = ""
@@ -177,17 +176,15 @@ _LEGEND_MARGIN = 120
 
 
 def legend_margin(fig, n_entries: int, height: int) -> None:
-    """Room under the plot for a legend of long entries (smECE, or MCB/DSC/UNC), one a line: the house legend grows
-    upward from the figure's bottom, so the margin and the figure grow by the same amount and the plot keeps its
-    size."""
+    """Room under the plot for a legend of long entries, one a line: the house legend grows upward from the figure's
+    bottom, so margin and figure grow alike and the plot keeps its size."""
     need = 70 + 24 * n_entries
     if n_entries > 1 and need > _LEGEND_MARGIN:
         fig.update_layout(margin=dict(b=need), height=height + need - _LEGEND_MARGIN)
 
 
 def columns(predictions, labels, sample_weight):
-    """``(key, p, y, w)`` of each column of ``predictions``, as float predictions, labels and float weights (or
-    None)."""
+    """``(key, p, y, w)`` of each column of ``predictions``: float predictions, labels, float weights or None."""
     y = np.asarray(labels)
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
     for col in predictions.columns:

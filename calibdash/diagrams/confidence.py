@@ -40,11 +40,9 @@ class ConfidenceData(BinnedData):
     @classmethod
     def prepare(cls, P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, *,
                 n_bins=metrics.N_BINS, strategy: str = "uniform") -> "ConfidenceData":
-        """The confidence diagram's data: per method, :func:`calibdash.measures.class_measures.top_label` binned.
-
-        ``n_bins``: a count or ``"auto"``; ``strategy``: ``"uniform"`` (equal-width, default) or ``"quantile"``. The
-        tables' counts sum to the rows (the weights' sum when weighted).
-        """
+        """The confidence diagram's data: per method, :func:`calibdash.measures.class_measures.top_label` binned
+        (``n_bins`` a count or ``"auto"``, ``strategy`` ``"uniform"`` or ``"quantile"``); counts sum to the rows'
+        weight."""
         Ps, y, w = metrics.check_methods(P_by_method, y, sample_weight)
         check_strategy(strategy)
         bins, said = bin_count(n_bins, y, w)

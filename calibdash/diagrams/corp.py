@@ -17,10 +17,10 @@ CORP = "CORP"
 
 
 class CorpColumn(NamedTuple):
-    """One column's CORP data."""
-    curve: pd.DataFrame                 # calibdash.measures.corp.corp_curve
-    band: pd.DataFrame | None           # calibdash.measures.corp.corp_band (consistency), or None
-    decomposition: dict                 # calibdash.measures.corp.corp_decomposition: MCB, DSC, UNC, ...
+    """One column's CORP data: ``corp_curve``, ``corp_band`` (consistency) or None, ``corp_decomposition``."""
+    curve: pd.DataFrame
+    band: pd.DataFrame | None
+    decomposition: dict
 
 
 def corp_column(p, y, sample_weight=None, *, band: bool = False, n_boot: int = N_BOOT) -> CorpColumn:
@@ -49,20 +49,12 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
                  decompositions: Mapping[str, Mapping[str, float]] | None = None, *,
                  labels: Mapping[str, str] | None = None, title: str | None = "CORP reliability diagram",
                  height: int = HEIGHT, visible: Mapping[str, bool] | None = None):
-    """Draw one or several methods' CORP curves, with their bands and score decompositions.
-
-    Parameters
-    ----------
-    curves : mapping method key -> DataFrame
-        From :func:`calibdash.measures.corp.corp_curve` (``score``, ``calibrated``, ``weight``, ``block``), drawn as
-        the package draws it: the rows joined by straight lines, flat over each PAV block (drawn thick).
-    bands : mapping key -> DataFrame, optional
-        From :func:`calibdash.measures.corp.corp_band` (``score``, ``lower``, ``upper``), shaded in the method's
-        colour.
-    decompositions : mapping key -> dict, optional
-        From :func:`calibdash.measures.corp.corp_decomposition`: its MCB, DSC and UNC in the legend.
-    labels, visible :
-        As :func:`calibdash.diagrams.smooth.smoothed_diagram`'s.
+    """Draw one or several methods' CORP curves (:func:`calibdash.measures.corp.corp_curve`: ``score``,
+    ``calibrated``, ``weight``, ``block``) as the package draws them: the rows joined by straight lines, flat over
+    each PAV block (drawn thick); ``bands`` (:func:`calibdash.measures.corp.corp_band`: ``score``, ``lower``,
+    ``upper``) shaded in the method's colour; ``decompositions``
+    (:func:`calibdash.measures.corp.corp_decomposition`): MCB, DSC and UNC in the legend. ``labels``, ``visible``: as
+    :func:`calibdash.diagrams.smooth.smoothed_diagram`'s.
     """
     import plotly.graph_objects as go
 
@@ -82,9 +74,7 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
         if band is not None:
             fig.add_traces(band_traces(band["score"].to_numpy(dtype=float), band["upper"].to_numpy(dtype=float),
                                        band["lower"].to_numpy(dtype=float), color, key, vis, connectgaps=True))
-        name = label
-        if key in decompositions:
-            name = f"{label} · {_decomposition_text(decompositions[key])}"
+        name = f"{label} · {_decomposition_text(decompositions[key])}" if key in decompositions else label
         x = c["score"].to_numpy(dtype=float)
         y = c["calibrated"].to_numpy(dtype=float)
         fig.add_trace(go.Scatter(

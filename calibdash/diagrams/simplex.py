@@ -44,11 +44,9 @@ class SimplexMapData(Diagram):
 
 
 def simplex_grid(n_grid: int = 10, interior: bool = True) -> np.ndarray:
-    """The points ``(i, j, l) / n_grid`` with ``i + j + l = n_grid``: (m, 3) rows of probabilities.
-
-    ``interior``: only the points with every coordinate at least ``1/n_grid`` (``(n_grid - 1)(n_grid - 2) / 2``
-    points), so no class has probability 0 (where log-based maps such as Dirichlet calibration are extreme).
-    """
+    """The points ``(i, j, l) / n_grid`` with ``i + j + l = n_grid``, as (m, 3) rows of probabilities; ``interior``:
+    only those with every coordinate at least ``1/n_grid`` (``(n_grid - 1)(n_grid - 2) / 2`` points), so no class has
+    probability 0 (where log-based maps such as Dirichlet calibration are extreme)."""
     low = 1 if interior else 0
     if int(n_grid) != n_grid or n_grid < 3 * low or n_grid < 1:
         raise SettingsError(f"n_grid must be a whole number of at least {max(1, 3 * low)}, got {n_grid!r}.")
@@ -59,14 +57,8 @@ def simplex_grid(n_grid: int = 10, interior: bool = True) -> np.ndarray:
 
 def prepare_simplex_map(predict_proba: Callable[[np.ndarray], np.ndarray], n_grid: int = 10,
                         interior: bool = True) -> SimplexMapData:
-    """Evaluate a 3-class calibration map on :func:`simplex_grid` (``predict_proba``: any callable taking (m, 3) rows
-    of probabilities to (m, 3) calibrated rows, such as a fitted calibrator's ``predict_proba``).
-
-    Raises
-    ------
-    DataError
-        If the callable's output is not (m, 3) rows of probabilities summing to 1.
-    """
+    """Evaluate a 3-class calibration map on :func:`simplex_grid`; ``predict_proba``: any callable taking (m, 3) rows
+    of probabilities to (m, 3) calibrated rows (a fitted calibrator's ``predict_proba``); DataError unless it does."""
     grid = simplex_grid(n_grid, interior)
     out = np.asarray(predict_proba(grid.copy()), dtype=float)
     if out.shape != grid.shape:

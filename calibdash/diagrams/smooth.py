@@ -38,17 +38,11 @@ def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str,
                      height: int = HEIGHT, visible: Mapping[str, bool] | None = None):
     """Draw one or several methods' smoothed reliability curves in one figure.
 
-    Parameters
-    ----------
-    curves : mapping method key -> DataFrame
-        Columns ``score``, ``calibrated``, ``density`` and, when present, ``lower`` and ``upper`` (a band, drawn
-        shaded). ``attrs["smooth_ece"]`` and ``attrs["bandwidth"]``, when present, are shown in the legend.
-    labels : mapping key -> display name, optional
-    show_density : bool
-        The smoothed density of the predictions in a panel under the diagram (shared x axis): the curve means little
-        where the density is low.
-    visible : mapping key -> bool, optional
-        Methods drawn but hidden ("legendonly"), so the legend toggles them.
+    ``curves``: key -> DataFrame with ``score``, ``calibrated``, ``density`` and, when present, ``lower`` and
+    ``upper`` (a band, drawn shaded); ``attrs["smooth_ece"]`` and ``attrs["bandwidth"]``, when present, go in the
+    legend. ``labels``: key -> display name. ``show_density``: the smoothed density of the predictions in a panel
+    below (shared x axis): the curve means little where it is low. ``visible``: key -> bool, methods drawn hidden
+    ("legendonly") for the legend to toggle.
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -85,10 +79,9 @@ def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str,
                 showlegend=False, visible=vis, line=dict(color=color, width=1.5), fill="tozeroy",
                 fillcolor=rgba(color, 0.12), hovertemplate=f"{label}<br>density %{{y:.2f}}<extra></extra>",
             ), row=2, col=1)
-    ys = [np.nanmin(c["calibrated"]) for c in curves.values() if np.isfinite(c["calibrated"]).any()]
-    ye = [np.nanmax(c["calibrated"]) for c in curves.values() if np.isfinite(c["calibrated"]).any()]
-    low = min([-0.02] + [v - 0.02 for v in ys])
-    high = max([1.02] + [v + 0.02 for v in ye])
+    shown = [c["calibrated"] for c in curves.values() if np.isfinite(c["calibrated"]).any()]
+    low = min([-0.02] + [np.nanmin(v) - 0.02 for v in shown])
+    high = max([1.02] + [np.nanmax(v) + 0.02 for v in shown])
     fig.update_xaxes(range=UNIT, row=rows, col=1, title_text="predicted probability")
     fig.update_yaxes(range=[low, high], row=1, col=1, title_text="smoothed observed frequency")
     if show_density:

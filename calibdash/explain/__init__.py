@@ -1,10 +1,8 @@
-"""Explaining fitted calibrators: the plain data behind the dashboard's "inside the calibrator".
-
-A fitted calibrator (binary, or K-class) holds what ``predict`` needs, never its training rows. An explainer, one
-function per method in a module of this package, takes the fitted calibrator and the rows it was fitted on and returns
-an :class:`Explanation` (tables, arrays, notes; no figures). It **declares** the calibrator classes it explains with
-:func:`explains`; :func:`explain` finds it by the calibrator's class (its nearest declared base). The figures
-(:mod:`calibdash.figures.methods`) draw explanations and fit nothing.
+"""Explaining fitted calibrators: the plain data behind the dashboard's "inside the calibrator". A fitted calibrator
+holds what ``predict`` needs, never its training rows: an explainer (one per method, declared with :func:`explains`
+for the calibrator classes it explains; :func:`explain` finds it by the nearest declared base) takes the calibrator
+and the rows it was fitted on and returns an :class:`Explanation` (tables, arrays, notes; no figures), which
+:mod:`calibdash.figures.methods` draws.
 
 >>> ex = explain(calibrators.get("bbq").fit(s, y), s, y)       # doctest: +SKIP
 >>> ex.notes, ex.tables, figures.inner_figures(ex)              # doctest: +SKIP
@@ -20,7 +18,7 @@ import pandas as pd
 from ..calibrators.base import Calibrator
 from ..core.errors import NotFittedError, ProgrammingError
 from ..core.scan import Declarations
-from ..core.validation import check_labels, check_scores
+from ..core.validation import check_labels, check_scores, check_weights
 
 __all__ = ["Explanation", "explain"]
 
@@ -34,19 +32,10 @@ explainers = _DECLARED.found
 
 @dataclass
 class Explanation:
-    """What explaining a fitted calibrator gives; method modules subclass it with their own fields.
-
-    Attributes
-    ----------
-    method : str
-        Registry name of the calibrator explained.
-    notes : list of str
-        Plain sentences on what was fitted and how (shown under the charts).
-    tables : dict of str -> DataFrame
-        Named tables of fitted values, shown as they are.
-    drawn : bool (class attribute)
-        Whether a module of :mod:`calibdash.figures.methods` draws it (False: shown as its notes and tables).
-    """
+    """What explaining a fitted calibrator gives (method modules subclass it with their own fields): ``method``, the
+    registry name of the calibrator; ``notes``, plain sentences on what was fitted and how (shown under the charts);
+    ``tables``, named tables of fitted values, shown as they are; ``drawn`` (class attribute), whether a module of
+    :mod:`calibdash.figures.methods` draws it (False: shown as its notes and tables)."""
 
     method: str
     notes: list[str] = field(default_factory=list)
@@ -54,10 +43,10 @@ class Explanation:
     drawn: ClassVar[bool] = True
 
 
-def training_rows(calibrator, scores, labels):
-    """``(s, y)``: ``scores`` and ``labels`` checked (DataError), and checked against the fitted ``calibrator``
-    (NotFittedError; ProgrammingError unless their number is its ``n_train_``, which a model loaded from a file keeps
-    too)."""
+def training_rows(calibrator, scores, labels, sample_weight=None):
+    """``(s, y, w)``: ``scores``, ``labels`` and ``sample_weight`` checked (DataError; ``w`` None for unit weights),
+    and checked against the fitted ``calibrator`` (NotFittedError; ProgrammingError unless their number is its
+    ``n_train_``, which a model loaded from a file keeps too)."""
     if not hasattr(calibrator, "n_train_"):
         raise NotFittedError(f"{type(calibrator).__name__} is not fitted yet: call fit() before explaining it.")
     s = check_scores(scores)
@@ -66,7 +55,7 @@ def training_rows(calibrator, scores, labels):
     if n_train != s.size:
         raise ProgrammingError(f"{type(calibrator).__name__} was fitted on {n_train:,} rows but is explained on "
                                f"{s.size:,}; pass the rows it was fitted on.")
-    return s, y
+    return s, y, check_weights(sample_weight, s.size, y)
 
 
 @explains(Calibrator)
@@ -79,25 +68,14 @@ def _nothing_inside(calibrator, scores, labels, features=None, **options) -> Exp
 
 
 def explain(calibrator, scores, labels, features=None, **options) -> Explanation:
-    """Explain a fitted calibrator, binary or K-class, on the rows it was fitted on.
+    """Explain a fitted calibrator (Calibrator or MulticlassCalibrator) on the rows it was fitted on.
 
-    Parameters
-    ----------
-    calibrator : fitted Calibrator or MulticlassCalibrator
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on (explainers fit again from them and check that they find the
-        calibrator's map: ProgrammingError otherwise); for a K-class method the (n, K) probabilities (or logits) and
-        the class indices.
-    features : DataFrame, optional
-        Their features (MBCT; the other methods ignore them).
-    **options
-        Passed to the method's explainer: ``sample_weight`` (the weights it was fitted with; None: unit weights),
-        MBCT's ``judge_scores``, a K-class method's ``held_out`` and ``class_names``, ...
-
-    Returns
-    -------
-    Explanation
-        The explainer's own subclass, or a bare :class:`Explanation` for a binary method that declares none.
+    ``scores``, ``labels``: those rows (explainers fit again from them and check that they find the calibrator's
+    map: ProgrammingError otherwise); for a K-class method the (n, K) probabilities (or logits) and the class
+    indices. ``features``: their features (MBCT; the others ignore them). ``options`` go to the method's explainer:
+    ``sample_weight`` (the weights it was fitted with; None: unit weights), MBCT's ``judge_scores``, a K-class
+    method's ``held_out`` and ``class_names``, ... Returns the explainer's own :class:`Explanation` subclass, or a
+    bare one for a binary method that declares none.
     """
     fns = _DECLARED.along(type(calibrator))
     if not fns or not getattr(calibrator, "name", ""):
@@ -107,8 +85,8 @@ def explain(calibrator, scores, labels, features=None, **options) -> Explanation
 
 def not_the_rows(method: str, why: str) -> ProgrammingError:
     """The error of rows that are not the ones ``method`` was fitted on; ``why``: what fitting them again gave."""
-    return ProgrammingError(f"the rows given are not the ones {method} was fitted on: {why}; pass the rows (and weights,"
-                            " the sample_weight) it was fitted on.")
+    return ProgrammingError(f"the rows given are not the ones {method} was fitted on: {why}; pass the rows (and "
+                            "weights, the sample_weight) it was fitted on.")
 
 
 def check_map(method: str, mine, again, tol: float, why: str, shapes: str) -> None:

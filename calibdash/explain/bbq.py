@@ -1,6 +1,5 @@
-"""Explaining a fitted BBQ (which keeps only its averaged map and the kept models' B and weights): building its
-binning models again from the rows it was fitted on (:func:`calibdash.calibrators.bbq.binning_models`, as ``fit``),
-every model's weight and bins, and the averaged map's pieces."""
+"""Explaining a fitted BBQ (which keeps only its averaged map and the kept models' B and weights) by building its
+binning models again (:func:`calibdash.calibrators.bbq.binning_models`, as ``fit``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.bbq import BBQCalibrator, BinningModels, averaged_map, binning_models, model_size
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["BBQExplanation"]
@@ -20,22 +18,13 @@ MAP_TOL = 1e-12
 
 @dataclass(kw_only=True)
 class BBQExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted BBQ.
-
-    Attributes
-    ----------
-    models : DataFrame
-        One row per B: ``B``, ``n_bins`` (fewer than B when ties merge cuts), ``log_marginal_likelihood`` (log P(D|M),
-        Eq. 2), ``posterior`` (weight among all models, before pruning), ``kept``, ``weight`` (used in the average:
-        renormalised over the kept models), ``same_as`` (paper variant: the smaller B with the same binning, else -1).
-    bins : DataFrame
-        One row per bin of every model: ``B``, ``bin``, ``lower``, ``upper``, ``count``, ``positives`` (whole numbers;
-        weight sums, as floats, with the paper variant fitted with weights), ``estimate``.
-    map : DataFrame
-        The averaged map's pieces: ``lower``, ``upper``, ``prob``.
-    log_evidence : float
-        Log of the mean marginal likelihood over the distinct models (uniform prior).
-    """
+    """What :func:`explain` finds behind a fitted BBQ: ``models``, one row per B: ``B``, ``n_bins`` (fewer than B
+    when ties merge cuts), ``log_marginal_likelihood`` (log P(D|M), Eq. 2), ``posterior`` (weight among all models,
+    before pruning), ``kept``, ``weight`` (in the average: renormalised over the kept models), ``same_as`` (paper
+    variant: the smaller B with the same binning, else -1); ``bins``, one row per bin of every model: ``B``, ``bin``,
+    ``lower``, ``upper``, ``count``, ``positives`` (whole numbers; weight sums, as floats, with the paper variant
+    fitted with weights), ``estimate``; ``map``, the averaged map's pieces (``lower``, ``upper``, ``prob``);
+    ``log_evidence``, the log of the mean marginal likelihood over the distinct models (uniform prior)."""
 
     models: pd.DataFrame
     bins: pd.DataFrame
@@ -89,8 +78,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> BB
     """Explain a fitted BBQ by building its models again from the rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     m = binning_models(s, y, cal.ess, cal.c, cal.prune, cal.variant, w)
     check_map("BBQ", (cal.cuts_, cal.levels_, cal.point_x_, cal.point_delta_), averaged_map(m), MAP_TOL,
               "building its models again from them does not give its map", "their maps have different pieces")

@@ -1,26 +1,31 @@
-"""Explaining a fitted beta calibration: the map fitted again from the rows it was fitted on
-(:func:`calibdash.calibrators.beta.fit_beta`, as ``fit``), its a, b, c and m, the log-likelihood, each logistic
-regression the fit ran (the ``"abm"`` fit refits without a feature whose coefficient came out negative), and for
-comparison the logistic family the paper improves on, Platt scaling (unsmoothed targets), fitted here on the same rows
-and weights."""
+"""Explaining the logistic family: a fitted Platt scaling (its slope, intercept and log-likelihood on its training
+rows against the targets and weights ``fit`` used); a fitted beta calibration by fitting it again
+(:func:`calibdash.calibrators.beta.fit_beta`, as ``fit``), beside Platt scaling (unsmoothed targets) on the same rows;
+a fitted temperature scaling by fitting ``T`` again
+(:func:`calibdash.calibrators.temperature.fit_inverse_temperature`), with its likelihood around ``T``.
+"""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta, log_likelihood
-from ..calibrators.platt import PlattCalibrator
+from ..calibrators.platt import PlattCalibrator, logit, targets
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
+from ..calibrators.temperature import (TemperatureCalibrator, fit_inverse_temperature, negative_log_likelihoods,
+                                      nll_grad_hess)
+from ..calibrators.temperature import log_likelihood as temperature_log_likelihood
 from ..measures.binning import reliability_table
-from ..core.validation import check_weights
 from . import Explanation, explains, not_the_rows, training_rows
 
-__all__ = ["BetaExplanation"]
+__all__ = ["BetaExplanation", "TemperatureExplanation"]
 
-#: The training rows are pooled into this many equal-weight groups (fewer when scores tie).
+#: The training rows are pooled into this many equal-weight groups (fewer when scores tie), for beta and temperature.
 N_GROUPS = 20
 #: Largest relative difference between the calibrator's a, b, c and those fitted again from the rows.
 MAP_TOL = 1e-7
@@ -44,31 +49,16 @@ def equal_weight_groups(s, y, sample_weight, n_groups: int) -> pd.DataFrame:
 
 @dataclass(kw_only=True)
 class BetaExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted beta calibration, ``mu(s) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``.
-
-    Attributes
-    ----------
-    parameters : str
-        The parametrisation (``"abm"``, ``"am"`` or ``"ab"``).
-    a, b, c : float
-        The map's parameters.
-    m : float
-        The midpoint, ``mu(m) = 1/2`` (``c = b ln(1 - m) - a ln m``); NaN when the map never crosses 1/2.
-    log_likelihood : float
-        Log-likelihood of the training labels under the map (each row's term times its weight when weighted).
-    dropped : str
-        ``"a"`` or ``"b"`` when the ``"abm"`` fit dropped that coefficient (set it to 0 and refitted), else ``""``.
-    platt_a, platt_b, platt_log_likelihood : float
-        Platt scaling ``sigmoid(A logit(s) + B)`` fitted on the same rows and weights, and its log-likelihood.
-    curve : DataFrame
-        ``score`` (:func:`score_grid`), ``beta`` (the map) and ``platt`` (the Platt map), and on the log-odds scale
-        ``logit`` (of the score, clipped as the calibrators clip it), ``beta_logodds`` (``a ln s - b ln(1 - s) + c``)
-        and ``platt_logodds`` (``A logit(s) + B``).
-    groups : DataFrame
-        The training rows in about ``N_GROUPS`` groups (:func:`equal_weight_groups`).
-    score_range : tuple of float
-        The smallest and largest training score with positive weight.
-    """
+    """What :func:`explain` finds behind a fitted beta calibration, ``mu(s) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``:
+    ``parameters`` (``"abm"``, ``"am"`` or ``"ab"``), ``a``, ``b``, ``c``, the midpoint ``m`` (``mu(m) = 1/2``,
+    ``c = b ln(1 - m) - a ln m``; NaN when the map never crosses 1/2), ``log_likelihood`` of the training labels
+    (each row's term times its weight when weighted), ``dropped`` (``"a"`` or ``"b"`` when the ``"abm"`` fit set that
+    coefficient to 0 and refitted, else ``""``), ``platt_a``, ``platt_b``, ``platt_log_likelihood`` (Platt scaling
+    ``sigmoid(A logit(s) + B)`` on the same rows and weights), ``curve`` (``score`` on :func:`score_grid`, ``beta``,
+    ``platt``, and on the log-odds scale ``logit`` of the score clipped as the calibrators clip it, ``beta_logodds``
+    ``a ln s - b ln(1 - s) + c`` and ``platt_logodds`` ``A logit(s) + B``), ``groups`` (the training rows in about
+    ``N_GROUPS`` groups, :func:`equal_weight_groups`) and ``score_range`` (smallest and largest training score of
+    positive weight)."""
 
     parameters: str
     a: float
@@ -119,18 +109,14 @@ def _notes(ex: BetaExplanation, n_rows: int, weighted: bool) -> list[str]:
 @explains(BetaCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
             n_groups: int = N_GROUPS) -> BetaExplanation:
-    """Explain a fitted beta calibration on the rows it was fitted on (the arguments:
-    :func:`calibdash.explain.explain`; ``n_groups``: how many equal-weight groups of training rows ``groups`` holds at
-    most).
-
-    Its tables: ``fit`` (one row: ``parameters``, ``a``, ``b``, ``c``, ``m``, ``log_likelihood``, ``rows`` and, when
-    fitted with weights, ``weight``), ``steps`` (each logistic regression fitted: ``features``, ``a``, ``b``, ``c``
-    (NaN for a coefficient it has not), ``log_likelihood``, ``n_iter``, ``kept``) and ``comparison`` (beta and Platt:
-    ``method``, ``parameters``, ``log_likelihood``).
+    """Explain a fitted beta calibration on the rows it was fitted on (the arguments: :func:`calibdash.explain.explain`;
+    ``n_groups``: the most equal-weight groups of training rows in ``groups``). Its tables: ``fit`` (``parameters``,
+    ``a``, ``b``, ``c``, ``m``, ``log_likelihood``, ``rows``, and ``weight`` when weighted), ``steps`` (each logistic
+    regression fitted: ``features``, ``a``, ``b``, ``c`` (NaN for a coefficient it has not), ``log_likelihood``,
+    ``n_iter``, ``kept``) and ``comparison`` (beta and Platt: ``method``, ``parameters``, ``log_likelihood``).
     """
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     again = fit_beta(s, y, w, cal.parameters, cal.max_iter, cal.tol)
     if not all(_same(u, v) for u, v in ((again.a, cal.a_), (again.b, cal.b_), (again.c, cal.c_))):
         raise not_the_rows("beta calibration", f"fitting them again gives a, b, c = {again.a:.6g}, {again.b:.6g}, "
@@ -165,4 +151,127 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
         platt_a=platt.a_, platt_b=platt.b_, platt_log_likelihood=platt_ll, curve=curve, groups=groups,
         score_range=(float(used.min()), float(used.max())))
     ex.notes = _notes(ex, s.size, w is not None)
+    return ex
+
+
+@dataclass(kw_only=True)
+class PlattExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted Platt scaling, ``p = sigmoid(A logit(s) + B)``: ``A``, ``B``, and
+    ``log_likelihood``, of the training targets (the labels, or Platt's smoothed targets) at ``A``, ``B``, each row's
+    term times its weight when fitted with weights."""
+
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
+    A: float
+    B: float
+    log_likelihood: float
+
+
+@explains(PlattCalibrator)
+def explain_platt(calibrator, scores, labels, features=None, sample_weight=None) -> PlattExplanation:
+    """Explain a fitted Platt scaling on the rows it was fitted on: its ``fit`` table has ``A``, ``B``,
+    ``log_likelihood``, ``rows`` and, when fitted with weights, ``weight`` (their total) (the arguments:
+    :func:`calibdash.explain.explain`)."""
+    cal = calibrator
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
+    ll = platt_log_likelihood(cal.a_, cal.b_, s, targets(y, cal.smooth_targets, w), w)
+    fit = pd.DataFrame({"A": [cal.a_], "B": [cal.b_], "log_likelihood": [ll], "rows": [s.size]})
+    if w is not None:
+        fit["weight"] = float(w.sum())
+    return PlattExplanation(method=cal.name, tables={"fit": fit}, A=cal.a_, B=cal.b_, log_likelihood=ll)
+
+
+#: Temperatures at which the negative log-likelihood is tabled.
+N_CURVE = 81
+#: Largest relative difference between the calibrator's T and the T fitted again from the rows.
+T_TOL = 1e-8
+
+
+@dataclass(kw_only=True)
+class TemperatureExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted temperature scaling, ``p = sigmoid(logit(s) / T)``: ``temperature``
+    ``T``; ``log_likelihood`` and ``log_likelihood_at_1`` of the training labels at ``T`` and at ``T = 1`` (each
+    row's term times its weight when weighted); ``se_log_t``, the approximate standard error of ``log T`` from the
+    observed information of ``1/T`` (weights counted as rows; NaN at a bound); ``at_bound``, ``"t_min"`` or
+    ``"t_max"`` when ``T`` stopped at that end of the calibrator's range, else ``""``; ``total_weight`` (rows, or
+    their weight); ``nll_curve``: ``temperature`` (log-spaced, covering ``T``, 1 and a factor of 4 either side),
+    ``nll`` and ``mean_nll`` (per row, or unit weight); ``curve`` (``score``, ``prob``: the map on a score grid);
+    ``groups``, the training rows in about ``N_GROUPS`` groups (:func:`equal_weight_groups`)."""
+
+    temperature: float
+    log_likelihood: float
+    log_likelihood_at_1: float
+    se_log_t: float
+    at_bound: str
+    total_weight: float
+    nll_curve: pd.DataFrame
+    curve: pd.DataFrame
+    groups: pd.DataFrame
+
+
+def _temperature_notes(ex: TemperatureExplanation, n_rows: int, weighted: bool) -> list[str]:
+    t = ex.temperature
+    rows = f"{n_rows:,} rows" + (" (weighted)" if weighted else "")
+    kind = ("softens over-confident scores" if t > 1 else "sharpens under-confident scores" if t < 1
+            else "leaves the scores as they are")
+    notes = [f"Temperature scaling on {rows}: p = sigmoid(logit(s) / T) with T = {t:.4g}, which {kind} "
+             "(the order of the scores never changes)."]
+    if ex.at_bound:
+        why = ("the scores rank the labels no better than chance, or the wrong way round, so the flattest map, "
+               "1/2 everywhere, fits best"
+               if ex.at_bound == "t_max" else "the scores separate the classes at 1/2, so the steepest map fits best")
+        notes.append(f"T stopped at {ex.at_bound} = {t:.4g}: the likelihood still grows beyond it ({why}).")
+    elif math.isfinite(ex.se_log_t):
+        lo, hi = t * math.exp(-1.96 * ex.se_log_t), t * math.exp(1.96 * ex.se_log_t)
+        notes.append(f"Approximate 95% interval for T: {lo:.4g} to {hi:.4g} (from the curvature of the likelihood, "
+                     "weights counted as rows).")
+    gain = ex.log_likelihood - ex.log_likelihood_at_1
+    notes.append(f"Log-likelihood {ex.log_likelihood:,.2f} against {ex.log_likelihood_at_1:,.2f} for the scores as "
+                 f"they are (T = 1): {gain:+,.2f}, a mean log-loss of {-ex.log_likelihood / ex.total_weight:.4f} "
+                 f"instead of {-ex.log_likelihood_at_1 / ex.total_weight:.4f}.")
+    return notes
+
+
+@explains(TemperatureCalibrator)
+def explain_temperature(calibrator, scores, labels, features=None, *, sample_weight=None,
+                        n_groups: int = N_GROUPS) -> TemperatureExplanation:
+    """Explain a fitted temperature scaling on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`; ``n_groups``: how many equal-weight groups of training rows ``groups`` holds at
+    most). Its tables: ``fit`` (one row: ``temperature``, ``inverse_temperature``, ``log_likelihood``,
+    ``log_likelihood_at_1``, ``se_log_t``, ``rows`` and, when fitted with weights, ``weight``) and ``nll_curve``.
+    """
+    cal = calibrator
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
+    lo, hi = cal._check_settings()
+    z = logit(s)
+    beta, _ = fit_inverse_temperature(z, y, w, 1.0 / hi, 1.0 / lo, cal.max_iter, cal.tol)
+    t_again = hi if beta <= 1.0 / hi else lo if beta >= 1.0 / lo else 1.0 / beta
+    t = cal.temperature_
+    if abs(t_again - t) > T_TOL * t:
+        raise not_the_rows("temperature scaling", f"fitting them again gives T = {t_again:.8g}, not {t:.8g}")
+    ll = temperature_log_likelihood(t, s, y, w)
+    ll1 = temperature_log_likelihood(1.0, s, y, w)
+    total = float(s.size if w is None else w.sum())
+    at_bound = "t_max" if t >= hi else "t_min" if t <= lo else ""
+    h = nll_grad_hess(1.0 / t, z, y.astype(float), w)[2]
+    # var(1/T) ~ 1/h; log T = -log(1/T), so se(log T) = se(1/T) * T
+    se = math.sqrt(1.0 / h) * t if (h > 0 and not at_bound) else math.nan
+
+    span = np.geomspace(min(t, 1.0) / 4, max(t, 1.0) * 4, N_CURVE)
+    temps = np.unique(np.concatenate([span[(span >= lo) & (span <= hi)], [t, 1.0]]))
+    nll = negative_log_likelihoods(temps, s, y, w)
+    nll_curve = pd.DataFrame({"temperature": temps, "nll": nll, "mean_nll": nll / total})
+
+    grid = score_grid()
+    curve = pd.DataFrame({"score": grid, "prob": expit(logit(grid) / t)})
+    groups = equal_weight_groups(s, y, w, n_groups)
+
+    fit = pd.DataFrame({"temperature": [t], "inverse_temperature": [1.0 / t], "log_likelihood": [ll],
+                        "log_likelihood_at_1": [ll1], "se_log_t": [se], "rows": [s.size]})
+    if w is not None:
+        fit["weight"] = total
+    ex = TemperatureExplanation(
+        method=cal.name, tables={"fit": fit, "nll_curve": nll_curve}, temperature=t, log_likelihood=ll,
+        log_likelihood_at_1=ll1, se_log_t=se, at_bound=at_bound, total_weight=total, nll_curve=nll_curve,
+        curve=curve, groups=groups)
+    ex.notes = _temperature_notes(ex, s.size, w is not None)
     return ex

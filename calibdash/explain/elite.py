@@ -1,8 +1,5 @@
-"""Explaining a fitted ELiTE (which keeps only its averaged map and the models' weights): its lambda path solved again
-from the rows it was fitted on (:func:`calibdash.calibrators.elite.lambda_path`, deterministic, with the same
-``sample_weight``), one row per lambda, each model's nodes and knots, the averaged map's knots with their support (the
-total weight of the models that put a knot there), the merged training points and the rows pooled into equal-count
-groups."""
+"""Explaining a fitted ELiTE (which keeps only its averaged map and the models' weights) by solving its lambda path
+again (:func:`calibdash.calibrators.elite.lambda_path`, deterministic, with the same ``sample_weight``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,7 +9,6 @@ import pandas as pd
 
 from ..calibrators._trend_filter import FLOOR_TOL, evaluate_linear
 from ..calibrators.elite import CRITERION_LABEL, ELiTE, LambdaPath, lambda_path
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 from .enir import pooled_groups
 
@@ -28,37 +24,18 @@ MAP_TOL = 1e-9
 
 @dataclass(kw_only=True)
 class ELiTEExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted ELiTE.
-
-    Attributes
-    ----------
-    mode, criterion : str
-        The calibrator's hyperparameters; ``criterion_label`` the criterion's display name ("AICc").
-    lambda_max : float
-        Smallest lambda whose solution is the least-squares line (0 when the map is that line without a solve).
-    path : DataFrame
-        One row per lambda, by decreasing lambda: ``lambda``, ``lam_ratio``, ``df`` (knots + 2), ``knots``,
-        ``loglik``, ``aic``, ``aicc``, ``bic``, ``kkt`` (largest relative violation of the optimality conditions),
-        ``converged``, ``iterations``, ``weight``, and ``delta`` (the criterion minus its smallest finite value).
-    knots : list of ndarray
-        The knot scores of each model of the path.
-    models : list of DataFrame
-        The nodes (``score``, ``value``) of each model of the path.
-    best : int
-        Index of the heaviest model (the single model in single mode).
-    map : DataFrame
-        Nodes (``score``, ``value``) of the averaged map.
-    curve : DataFrame
-        The calibrated map (``score``, ``prob``) on 501 points of [0, 1] and the map's nodes inside it.
-    knot_support : DataFrame
-        Knots held by models of total weight at least ``MIN_SUPPORT``: ``score``, ``prob`` (the map there),
-        ``support`` (that weight), ``n_models``.
-    points : DataFrame
-        Merged training points: ``score``, ``target`` (mean label; weighted mean in a weighted fit), ``count`` (rows,
-        or total weight as a float), ``fitted`` (the calibrated map there).
-    groups : DataFrame
-        The training rows in about ``N_GROUPS`` equal-count groups (:func:`calibdash.explain.enir.pooled_groups`).
-    """
+    """What :func:`explain` finds behind a fitted ELiTE: ``mode``, ``criterion`` (the hyperparameters) and
+    ``criterion_label`` ("AICc"); ``lambda_max``, the smallest lambda whose solution is the least-squares line (0
+    when the map is that line without a solve); ``path``, one row per lambda, decreasing: ``lambda``, ``lam_ratio``,
+    ``df`` (knots + 2), ``knots``, ``loglik``, ``aic``, ``aicc``, ``bic``, ``kkt`` (largest relative violation of the
+    optimality conditions), ``converged``, ``iterations``, ``weight``, ``delta`` (the criterion minus its smallest
+    finite value); ``knots`` (knot scores) and ``models`` (nodes ``score``, ``value``) of each model of the path;
+    ``best``, the heaviest model (the single one in single mode); ``map``, the averaged map's nodes; ``curve``, the
+    map (``score``, ``prob``) on 501 points of [0, 1] and its nodes; ``knot_support``, knots held by models of total
+    weight at least ``MIN_SUPPORT``: ``score``, ``prob``, ``support`` (that weight), ``n_models``; ``points``, the
+    merged training points: ``score``, ``target`` (mean label, weighted in a weighted fit), ``count`` (rows, or total
+    weight as a float), ``fitted``; ``groups``, the rows in about ``N_GROUPS`` equal-count groups
+    (:func:`calibdash.explain.enir.pooled_groups`)."""
 
     mode: str
     criterion: str
@@ -141,8 +118,7 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, n_
     :func:`calibdash.explain.explain`; ``n_groups``: how many equal-count groups of training rows ``groups`` holds at
     most; ``min_support``: the least total weight of the models holding a knot for ``knot_support``)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     path = lambda_path(s, y, sample_weight=w, **cal.get_params())
     check_map("ELiTE", (cal.map_x_, cal.map_p_), (path.map_x, path.map_p), MAP_TOL,
               "solving its path again from them does not give its map",

@@ -1,7 +1,5 @@
-"""Explaining a fitted ENIR (which keeps only its averaged map and the models' penalties and weights): its
-near-isotonic path built again from the rows it was fitted on (:func:`calibdash.calibrators.enir.enir_path`, as
-``fit``), one row per breakpoint used, every averaged model's map and the ENIR map on a grid, the merged training
-points and the rows pooled into equal-count groups."""
+"""Explaining a fitted ENIR (which keeps only its averaged map and the models' penalties and weights) by building its
+near-isotonic path again (:func:`calibdash.calibrators.enir.enir_path`, as ``fit``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.enir import CRITERION_LABEL, ENIR, ENIRPath, enir_path, map_knots
-from ..core.validation import check_weights
 from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["ENIRExplanation"]
@@ -25,28 +22,14 @@ GRID_POINTS = 501
 
 @dataclass(kw_only=True)
 class ENIRExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted ENIR.
-
-    Attributes
-    ----------
-    criterion, criterion_label : str
-        The model score (``"bic"``) and its display name (``"BIC"``).
-    n_breakpoints : int
-        Breakpoints of the whole path (lambda = 0 included), before thinning to ``max_models``.
-    path : DataFrame
-        One row per breakpoint used, by increasing lambda: ``model`` (its index), ``lambda``, ``df`` (distinct fitted
-        values), ``loglik``, ``score`` (the criterion), ``delta`` (score minus the smallest finite score of the
-        averaged models), ``kept`` (averaged: not lambda = 0, finite score) and ``weight``.
-    models : DataFrame
-        Long table of the averaged models' maps on the grid: ``model``, ``lambda``, ``weight``, ``score``, ``prob``.
-    curve : DataFrame
-        The ENIR map (``score``, ``prob``) on the same grid, from ``predict``.
-    points : DataFrame
-        Merged training points: ``score``, ``target`` (mean label), ``count`` (rows; total weight in a weighted fit),
-        ``fitted`` (the map).
-    groups : DataFrame
-        The rows in about ``N_GROUPS`` equal-count groups (:func:`pooled_groups`).
-    """
+    """What :func:`explain` finds behind a fitted ENIR: ``criterion`` (``"bic"``) and ``criterion_label`` (``"BIC"``);
+    ``n_breakpoints`` of the whole path (lambda = 0 included) before thinning to ``max_models``; ``path``, one row per
+    breakpoint used by increasing lambda: ``model`` (index), ``lambda``, ``df`` (distinct fitted values),
+    ``loglik``, ``score`` (the criterion), ``delta`` (score minus the smallest finite score of the averaged models),
+    ``kept`` (averaged: not lambda = 0, finite score), ``weight``; ``models``, the averaged models' maps on the grid
+    (``model``, ``lambda``, ``weight``, ``score``, ``prob``); ``curve``, the ENIR map (``score``, ``prob``) on it;
+    ``points``, the merged training points (``score``, ``target`` the mean label, ``count`` rows or total weight,
+    ``fitted``); ``groups``, the rows in about ``N_GROUPS`` equal-count groups (:func:`pooled_groups`)."""
 
     criterion: str
     criterion_label: str
@@ -124,8 +107,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None,
     :func:`calibdash.explain.explain`; ``n_groups``: how many equal-count groups of rows ``groups`` holds at most).
     """
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     res = enir_path(s, y, sample_weight=w, max_models=cal.max_models, criterion=cal.criterion)
     kx, kp = map_knots(res.x, res.map_p)
     check_map("ENIR", (cal.knots_, cal.values_), (kx, kp), MAP_TOL,

@@ -1,14 +1,11 @@
-"""What explaining a fitted K-class calibrator holds: its class names, notes and, for K = 3, its map on a grid of the
-probability simplex; and the explainers of the one-vs-rest and top-label composites (their binary maps, one per class,
-on a grid) and of vector, matrix and Dirichlet calibration (``W`` and ``b`` of ``softmax(W s + b)``, Kull et al. 2019,
-and the regularisation path when recorded).
-
-Each method's explainer subclasses :class:`ClassExplanation`; a K-class method that declares no explainer gets the one
-here. Every K-class explainer takes ``(model, P, y, features=None, *, sample_weight=None, held_out=None,
-class_names=None, max_classes=MAX_CLASSES, simplex_grid=10)``: ``P``, ``y`` the rows the model was fitted on
-(probabilities, or logits when ``model.logits``), ``held_out`` a pair ``(P, y)`` it was not fitted on, ``max_classes``
-the most classes whose binary maps are listed (those of largest class-wise ECE on the fitting rows), ``simplex_grid``
-the spacing 1/``simplex_grid`` of the simplex grid; each raises NotFittedError on a model not fitted.
+"""K-class explanations: class names, notes and, for K = 3, the map on a grid of the probability simplex (every
+method; the explainer of a method that declares none); the one-vs-rest and top-label composites' binary maps per
+class; vector, matrix and Dirichlet calibration's ``W`` and ``b`` of ``softmax(W s + b)`` (Kull et al. 2019) and the
+regularisation path when recorded. Every K-class explainer takes ``(model, P, y, features=None, *,
+sample_weight=None, held_out=None, class_names=None, max_classes=MAX_CLASSES, simplex_grid=10)``: ``P``, ``y`` the
+fitting rows (probabilities, or logits when ``model.logits``), ``held_out`` a pair ``(P, y)`` not fitted on,
+``max_classes`` the most classes whose binary maps are listed (largest class-wise ECE on the fitting rows first),
+``simplex_grid`` the simplex grid's spacing 1/``simplex_grid``; NotFittedError on a model not fitted.
 """
 from __future__ import annotations
 

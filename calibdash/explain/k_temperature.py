@@ -34,11 +34,9 @@ class ClassTemperatureExplanation(ClassExplanation):
 
 
 def temperature_curve(x: Scores, y, temperatures, sample_weight=None) -> np.ndarray:
-    """Mean log-loss of ``softmax(s / T)`` at each temperature, ``s`` the log-scores of ``x``.
-
-    The objective temperature scaling minimises (Guo et al. 2017, section 4.2: ``T`` is "optimized with respect to NLL
-    on the validation set"), computed as :func:`calibdash.measures.class_measures.log_loss` does.
-    """
+    """Mean log-loss of ``softmax(s / T)`` at each temperature, ``s`` the log-scores of ``x``: the objective of
+    temperature scaling (Guo et al. 2017, section 4.2: ``T`` is "optimized with respect to NLL on the validation
+    set"), computed as :func:`calibdash.measures.class_measures.log_loss` does."""
     y = check_classes(y, x.n, x.k)
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
     s = x.log_scores
@@ -64,12 +62,9 @@ def _temperature_grid(t: float, n: int = T_GRID) -> np.ndarray:
 
 
 def fitted_temperature(model: MulticlassCalibrator) -> float:
-    """The ``T`` of a fitted temperature scaling, read back from its map.
-
-    Temperature scaling maps log-scores ``s`` to ``softmax(s / T)``, so on a row whose log-scores are ``(0, 1, 0,
-    ...)`` the log-ratio of its second and first outputs is ``1 / T``. Reading ``T`` from the map rather than from an
-    attribute explains exactly what the calibrator does.
-    """
+    """The ``T`` of a fitted temperature scaling, read back from its map (so the explanation is of what the
+    calibrator does, not of an attribute): on the log-scores ``(0, 1, 0, ...)``, the second and first outputs of
+    ``softmax(s / T)`` have log-ratio ``1 / T``."""
     k = model.n_classes_
     s = np.zeros((1, k))
     s[0, 1] = 1.0

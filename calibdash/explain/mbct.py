@@ -1,17 +1,12 @@
-"""Explaining a fitted MBCT: its trees, its boosting, and its bins' PUD beside histogram binning's.
-
-:func:`explain` reproduces the fit's use of the rows it was fitted on (their canonical form, the growth sample and the
-split into tree rows and check rows: :func:`calibdash.calibrators.mbct.canonical_rows` and
-:func:`calibdash.calibrators.mbct.tree_rows`, as ``fit``) and checks that the trees' sums are those of the tree rows.
-It tables each tree node by node, the boosting history, the coded features, and the partition underestimated degree
-``sum(labels) / sum(probs)`` (MBCT Eq. 6) of each bin before and after calibration, for MBCT's leaves and for
-histogram binning with as many bins (fitted here on the tree rows), judged on the check rows or on rows the caller
-gives.
-
+"""Explaining a fitted MBCT: its trees node by node, its boosting, its coded features, and the partition
+underestimated degree ``sum(labels) / sum(probs)`` (MBCT Eq. 6) of each bin before and after calibration, for MBCT's
+leaves and for histogram binning with as many bins (fitted here on the tree rows), judged on the check rows or on
+rows the caller gives. The fit's use of the rows is reproduced (:func:`calibdash.calibrators.mbct.canonical_rows`,
+:func:`calibdash.calibrators.mbct.tree_rows`, as ``fit``) and the trees' sums checked against the tree rows'.
 Identical rows (score, feature codes, label) are one row to MBCT, and a row of whole weight ``k`` is ``k`` rows, each
-held out or sampled on its own. Rows of weight 0 are left out as ``fit`` leaves them out, and rows, positives and PUD
-are sums of weights. A calibrator whose trees were grown on a sample is explained from all its rows: its node sums are
-those of all the tree rows; the node-local losses are the sample's.
+held out or sampled on its own; rows of weight 0 are left out as ``fit`` leaves them out, and rows, positives and
+PUD are sums of weights. Trees grown on a sample are explained from all their rows: node sums are those of all the
+tree rows, the node-local losses the sample's.
 """
 from __future__ import annotations
 
@@ -40,39 +35,25 @@ PUD_COLUMNS = ("method", "bin", "path", "rows", "pud_before", "pud_after")
 class MBCTExplanation(Explanation):
     """What :func:`explain` finds inside a fitted MBCT.
 
-    Attributes
-    ----------
-    fit_rows, check_rows : ndarray of int
-        Indices (into the rows given to :func:`explain`) of the tree rows, whose sums are the nodes' (every row but
-        the check rows), and of the held-out rows that decided how many trees to keep (empty when none were held out).
-        Rows of weight 0 are in neither; a row of whole weight above 1, or repeated, can be in both.
-    grow_rows : ndarray of int
-        Indices of the rows the trees were grown on: ``fit_rows``, or the growth sample's rows among them.
-    fit_weight, check_weight : ndarray of float
-        Per row given, the weight (rows) it has among the tree rows and the check rows (0 for a row of weight 0): the
-        units MBCT drew from identical rows are shared out over those rows in the order given.
-    held_out : bool
-        Whether rows were held out; if not, the check columns are over the rows the trees were grown on.
-    trees : list of DataFrame
-        One table per kept tree, one row per node: ``node``, ``parent``, ``depth``, ``condition`` (how rows reach the
-        node), ``split_on`` ("" for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on all the tree
-        rows = the node's PUD before this tree), ``slope`` and ``intercept`` (the node's line ``f' = slope f +
-        intercept``), ``pud_score`` (PUD of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE before /
-        after the chosen split, on the rows the tree was grown on), ``check_rows``, ``check_pud_before`` /
-        ``check_pud_after`` (PUD of the tree's input / output on the check rows, or without them on the rows the trees
-        were grown on; rows stopped at an internal node count there and above).
-    boosting : DataFrame
-        One row per tree tried (tree 0: the raw scores): ``tree``, ``leaves``, ``fit_mvce``, ``check_mvce``, ``kept``;
-        empty for a calibrator read from a file.
-    features : DataFrame
-        Each coded column: ``feature``, ``kind``, ``codes``.
-    pud : DataFrame
-        One row per bin: ``method`` ("mbct" / "histogram"), ``bin`` (short name), ``path`` (the bin's conditions),
-        ``rows``, ``pud_before``, ``pud_after``.
-    pud_rows : str
-        Which rows the PUD was judged on ("held-out rows", "training rows" or "given rows").
-    pud_tree : int
-        Whose leaves (0-based tree index) are MBCT's bins in :attr:`pud`.
+    ``fit_rows``, ``check_rows``: indices (into the rows given) of the tree rows, whose sums are the nodes' (all but
+    the check rows), and of the held-out rows that decided how many trees to keep (empty when none were held out);
+    rows of weight 0 are in neither, a row of whole weight above 1, or repeated, can be in both. ``grow_rows``: the
+    rows the trees were grown on (``fit_rows``, or the growth sample's among them). ``fit_weight``,
+    ``check_weight``: per row given, its weight among the tree and the check rows (0 for weight 0): the units MBCT
+    drew from identical rows are shared out over them in the order given. ``held_out``: whether rows were held out
+    (if not, the check columns are over the rows the trees were grown on).
+
+    ``trees``: a table per kept tree, a row per node: ``node``, ``parent``, ``depth``, ``condition`` (how rows reach
+    it), ``split_on`` ("" for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on all the tree rows =
+    its PUD before this tree), ``slope``, ``intercept`` (its line ``f' = slope f + intercept``), ``pud_score`` (PUD
+    of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE before / after the chosen split, on the rows
+    the tree was grown on), ``check_rows``, ``check_pud_before`` / ``check_pud_after`` (PUD of the tree's input /
+    output on the check rows, or without them on the rows the trees were grown on; rows stopped at an internal node
+    count there and above). ``boosting``: a row per tree tried (tree 0: the raw scores), :data:`BOOSTING_COLUMNS`;
+    empty for a calibrator read from a file. ``features``: each coded column (``feature``, ``kind``, ``codes``).
+    ``pud``: a row per bin, :data:`PUD_COLUMNS` (``method`` "mbct" / "histogram", ``bin`` short name, ``path`` its
+    conditions); ``pud_rows``: the rows it was judged on ("held-out rows", "training rows" or "given rows");
+    ``pud_tree``: whose leaves (0-based tree index) are MBCT's bins there.
     """
 
     fit_rows: np.ndarray
@@ -260,22 +241,18 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pu
     """Explain a fitted MBCT from the rows it was fitted on (``scores``, ``labels``, ``features`` and
     ``sample_weight`` as given to ``fit``; ProgrammingError when the trees' per-node sums differ).
 
-    Parameters
-    ----------
-    pud_tree : int, default 0
-        Whose leaves are MBCT's bins in the PUD table (the first tree: later trees refine its output). "After" is
-        always the full model's output. SettingsError unless the index of a kept tree.
-    judge_scores, judge_labels, judge_features, judge_weight : optional
-        Rows (and their weights) to judge the PUD on, for example held-out test rows; by default the check rows of the
-        fit (held out from the trees unless ``holdout = 0``).
+    ``pud_tree``: whose leaves are MBCT's bins in the PUD table (default the first tree: later trees refine its
+    output; "after" is always the full model's output); SettingsError unless the index of a kept tree.
+    ``judge_scores``, ``judge_labels``, ``judge_features``, ``judge_weight``: rows to judge the PUD on, such as
+    held-out test rows; by default the check rows of the fit (held out from the trees unless ``holdout = 0``).
     """
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     if not 0 <= int(pud_tree) < len(cal.trees_):
         raise SettingsError(f"pud_tree must be the index of a kept tree (0 to {len(cal.trees_) - 1}), "
                             f"got {pud_tree!r}.")
     n_rows = s.size
-    kept, s, y, df, w = weighted_rows(s, y, features, check_weights(sample_weight, s.size, y))
+    kept, s, y, df, w = weighted_rows(s, y, features, w)
     weighted = w is not None                         # unit weights: no weights, as fit takes them
     index = np.arange(n_rows) if kept is None else kept
     data = canonical_rows(s, y, cal._codes(s, df), w, inverse=True)

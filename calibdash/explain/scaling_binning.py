@@ -1,39 +1,34 @@
-"""Explaining a fitted scaling-binning calibrator (which keeps only its cut points and bin values): its three steps
-redone on the rows it was fitted on (:func:`calibdash.calibrators.scaling_binning.scaling_binning`, as ``fit``),
-Platt's fit and curve, and per bin both the mean of Platt's outputs (the calibrated value) and the frequency of
-positives (what histogram binning would give on the same bins)."""
+"""Explaining the binning family: a fitted histogram binning by counting its training rows in its bins again
+(:func:`calibdash.calibrators.histogram.bin_sums`, as ``fit``), a fitted scaling-binning calibrator (which keeps only
+its cuts and bin values) by redoing its three steps (:func:`calibdash.calibrators.scaling_binning.scaling_binning`).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from ..calibrators.histogram import HistogramCalibrator, bin_sums
 from ..calibrators.scaling_binning import ScalingBinningCalibrator, scaling_binning
-from ..core.validation import check_weights
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["ScalingBinningExplanation"]
 
 #: Largest difference between a bin's value and the mean of Platt's outputs computed again.
 MAP_TOL = 1e-9
+#: Largest difference between a histogram bin's estimate and its rows' frequency counted again.
+HISTOGRAM_TOL = 1e-12
 
 
 @dataclass(kw_only=True)
 class ScalingBinningExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted scaling-binning calibrator.
-
-    Attributes
-    ----------
-    A, B : float
-        Slope and intercept of Platt scaling fitted on the rows (step 1).
-    bins : DataFrame
-        One row per bin: ``lower``, ``upper`` (its edges: 0, the cuts, 1), ``count``, ``positives`` (weight sums when
-        fitted with weights), ``mean_score``, ``frequency`` (``positives / count``, histogram binning's value on these
-        bins) and ``estimate`` (the mean of Platt's outputs, the calibrated value).
-    curve : DataFrame
-        Platt's map on a grid: ``score``, ``platt``.
-    """
+    """What :func:`explain` finds behind a fitted scaling-binning calibrator: ``A``, ``B``, Platt's slope and
+    intercept on the rows (step 1); ``bins``, one row per bin: ``lower``, ``upper`` (0, the cuts, 1), ``count``,
+    ``positives`` (weight sums when weighted), ``mean_score``, ``frequency`` (``positives / count``, histogram
+    binning's value on these bins), ``estimate`` (the mean of Platt's outputs, the calibrated value); ``curve``,
+    Platt's map on a grid (``score``, ``platt``)."""
 
     A: float
     B: float
@@ -46,8 +41,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Sc
     """Explain a fitted scaling-binning calibrator on the rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     fit = scaling_binning(s, y, w, int(cal.n_bins))
     if not (np.array_equal(fit.cuts, cal.cuts_) and np.allclose(fit.levels, cal.levels_, rtol=0.0, atol=MAP_TOL)):
         raise not_the_rows("the scaling-binning calibrator", "its steps redone on them give other bins or values")
@@ -66,3 +60,30 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Sc
              "positives: the map takes at most as many values as there are bins, each averaging a smooth fit."]
     return ScalingBinningExplanation(method=cal.name, notes=notes, tables={"bins": bins, "platt": fitted},
                                      A=a, B=b, bins=bins, curve=curve)
+
+
+@dataclass(kw_only=True)
+class HistogramExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted histogram binning: ``bins``, one row per bin, ``lower``, ``upper``
+    (its edges: 0, the cuts, 1), ``count``, ``positives`` (training rows, positive ones; their weights when fitted
+    with weights), ``mean_score`` (their mean score), ``estimate`` (``positives / count``)."""
+
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
+    bins: pd.DataFrame
+
+
+@explains(HistogramCalibrator)
+def explain_histogram(calibrator, scores, labels, features=None, sample_weight=None) -> HistogramExplanation:
+    """Explain a fitted histogram binning on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
+    cal = calibrator
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
+    n, k, score_sum = bin_sums(cal.cuts_, s, y, w)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        freq, mean_score = k / n, score_sum / n
+    if not np.allclose(freq, cal.estimates_, rtol=0.0, atol=HISTOGRAM_TOL):
+        raise not_the_rows("the histogram binning", "their frequencies in its bins are not its estimates")
+    edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
+    bins = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "count": n, "positives": k,
+                         "mean_score": mean_score, "estimate": cal.estimates_})
+    return HistogramExplanation(method=cal.name, tables={"bins": bins}, bins=bins)

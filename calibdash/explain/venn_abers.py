@@ -1,23 +1,27 @@
-"""Explaining a fitted Venn-Abers predictor (which keeps the distinct calibration scores and ``F0``, ``F1`` there):
-its tables computed again from the rows it was fitted on (:func:`calibdash.calibrators.venn_abers.fit_tables`, as
-``fit``), the interval ``[p0, p1]`` on a score grid and at each calibration score beside the plain isotonic fit (which
-always lies inside it), and statistics of its width. :func:`interval_band` gives the band on any grid, for the
-dashboard's calibration map."""
+"""Explaining the isotonic family: a fitted isotonic regression by pooling its training rows into PAV blocks again
+(:func:`calibdash.core.pav.pav_blocks`, as ``fit``), a fitted Venn-Abers predictor (which keeps the distinct
+calibration scores and ``F0``, ``F1`` there) by computing its tables again
+(:func:`calibdash.calibrators.venn_abers.fit_tables`); :func:`interval_band` gives the band ``[p0, p1]`` on any grid,
+for the dashboard's calibration map."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from sklearn.isotonic import isotonic_regression
 
+from ..calibrators.isotonic import IsotonicCalibrator
 from ..calibrators.venn_abers import VennAbersCalibrator, fit_tables, interval_at, merge
-from ..core.validation import check_scores, check_weights
+from ..core.pav import pav_blocks
+from ..core.validation import check_scores
 from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["VennAbersExplanation", "interval_band", "band_grid"]
 
-#: Largest difference between the calibrator's tables and the ones found again from the rows.
+#: Largest difference between the calibrator's tables (isotonic: its map at a block's first score) and the ones
+#: found again from the rows.
 TABLE_TOL = 1e-12
 #: Evenly spaced points of the band's grid (the distinct calibration scores are added, see :func:`band_grid`).
 GRID_POINTS = 501
@@ -27,23 +31,12 @@ MAX_GRID_SCORES = 2000
 
 @dataclass(kw_only=True)
 class VennAbersExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted Venn-Abers predictor.
-
-    Attributes
-    ----------
-    merge : str
-        The calibrator's merge rule (``"log"`` or ``"brier"``).
-    band : DataFrame
-        The interval on a score grid (:func:`band_grid`): ``score``, ``p0``, ``p1``, ``p`` (the merged prediction),
-        ``width`` (``p1 - p0``).
-    at_scores : DataFrame
-        One row per distinct calibration score: ``score``, ``count`` (rows; weight sum when fitted with weights),
-        ``positives``, ``p0``, ``p1``, ``p``, ``width`` and ``isotonic`` (the isotonic regression of the calibration
-        set alone at that score, between ``p0`` and ``p1``).
-    width : DataFrame
-        One row: statistics of ``p1 - p0`` over the calibration rows (weighted): ``mean``, ``median``, ``p90``,
-        ``max``, and ``mean_over_grid`` (the mean over the evenly spaced grid).
-    """
+    """What :func:`explain` finds behind a fitted Venn-Abers predictor: ``merge`` (its rule, ``"log"`` or
+    ``"brier"``); ``band``, the interval on :func:`band_grid`: ``score``, ``p0``, ``p1``, ``p`` (merged), ``width``
+    (``p1 - p0``); ``at_scores``, one row per distinct calibration score: ``score``, ``count`` (rows; weight sum when
+    weighted), ``positives``, ``p0``, ``p1``, ``p``, ``width``, ``isotonic`` (the isotonic fit of the calibration set
+    alone there, between ``p0`` and ``p1``); ``width``, one row of statistics of ``p1 - p0`` over the calibration rows
+    (weighted): ``mean``, ``median``, ``p90``, ``max``, ``mean_over_grid`` (over the evenly spaced grid)."""
 
     merge: str
     band: pd.DataFrame
@@ -80,8 +73,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Ve
     """Explain a fitted Venn-Abers predictor on the calibration rows it was fitted on (the arguments:
     :func:`calibdash.explain.explain`)."""
     cal = calibrator
-    s, y = training_rows(cal, scores, labels)
-    w = check_weights(sample_weight, s.size, y)
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
     t = fit_tables(s, y, w)
     same = (t.scores.size == cal.scores_.size and np.array_equal(t.scores, cal.scores_)
             and np.allclose(t.f0, cal.f0_, rtol=0.0, atol=TABLE_TOL)
@@ -125,3 +117,27 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Ve
     return VennAbersExplanation(method=cal.name, notes=notes,
                                 tables={"interval at the calibration scores": at, "interval width": width},
                                 merge=rule, band=band, at_scores=at, width=width)
+
+
+@dataclass(kw_only=True)
+class IsotonicExplanation(Explanation):
+    """What :func:`explain` finds behind a fitted isotonic regression: ``blocks``, one row per PAV block,
+    ``first_score``, ``last_score`` (its smallest and largest training score), ``count`` (training rows; their weight
+    when fitted with weights), ``value`` (its fitted value, non-decreasing from block to block)."""
+
+    drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
+    blocks: pd.DataFrame
+
+
+@explains(IsotonicCalibrator)
+def explain_isotonic(calibrator, scores, labels, features=None, sample_weight=None) -> IsotonicExplanation:
+    """Explain a fitted isotonic regression on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
+    cal = calibrator
+    s, y, w = training_rows(cal, scores, labels, sample_weight)
+    b = pav_blocks(s, y, w)
+    if not np.allclose(cal.predict(b.first_score), b.value, rtol=0.0, atol=TABLE_TOL):
+        raise not_the_rows("the isotonic regression", "its map differs from the blocks they pool into")
+    blocks = pd.DataFrame({"first_score": b.first_score, "last_score": b.last_score, "count": b.count,
+                           "value": b.value})
+    return IsotonicExplanation(method=cal.name, tables={"blocks": blocks}, blocks=blocks)

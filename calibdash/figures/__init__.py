@@ -1,9 +1,6 @@
-"""Plotly figure builders (no streamlit): :mod:`.charts` holds one module per chart the pages draw, :mod:`.methods`
-one module per method drawing a fitted calibrator's :class:`calibdash.explain.Explanation` (each declares the
-explanation classes it draws with :func:`draws`); ``layout``, ``palette``, ``text``, ``images``: the house style, the
-colours, plain text, image export. Figures fit nothing; computing a chart's data (DataFrames) is apart from drawing
-it.
-"""
+"""Plotly figure builders (no streamlit): :mod:`.charts`, one module per chart the pages draw; :mod:`.methods`, one
+module per method drawing its :class:`calibdash.explain.Explanation` (declared with :func:`draws`); ``layout``,
+``palette``, ``text``, ``images``: house style, colours, plain text, image export. Figures fit nothing."""
 from __future__ import annotations
 
 from ..core.errors import EnvironmentProblem

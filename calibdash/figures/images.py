@@ -28,15 +28,8 @@ def _ensure_server() -> None:
 
 
 def figure_bytes(fig: go.Figure, fmt: str = "png", width: int = 900, height: int = 600, scale: float = 2.0) -> bytes:
-    """Render ``fig`` as PNG or SVG.
-
-    Raises
-    ------
-    SettingsError
-        If the format is not one of :data:`FORMATS`.
-    EnvironmentProblem
-        If Kaleido or a Chromium browser is missing (the message says how to install them).
-    """
+    """Render ``fig`` as PNG or SVG: SettingsError for a format not in :data:`FORMATS`, EnvironmentProblem when
+    Kaleido or a Chromium browser is missing (the message says how to install them)."""
     if fmt not in FORMATS:
         raise SettingsError(f"image format must be one of {FORMATS}, got {fmt!r}.")
     try:

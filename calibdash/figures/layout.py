@@ -17,11 +17,8 @@ UNIT = (-0.02, 1.02)
 
 
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
-    """Apply the house style (white template, compact margins, legend on top) in place; return ``fig``.
-
-    The figure's strings so far (names from the data among them) are made plain text for plotly
-    (:func:`calibdash.figures.text.plain_figure`); the pages and the report do it again on the finished figure, for
-    what is added after this call."""
+    """Apply the house style (white template, compact margins, legend on top) in place; return ``fig``, its strings so
+    far made plain text (:func:`calibdash.figures.text.plain_figure`; the pages and the report redo it at the end)."""
     fig.update_layout(
         template="plotly_white",
         font=dict(family=FONT, size=13),

@@ -1,7 +1,6 @@
 """One colour per method, the same in every chart: each calibrator class declares its own (``Calibrator.color``: Okabe
-& Ito's colour-blind-safe palette, then Paul Tol's schemes). Here are only the colours of what is no method: grey for
-the uncalibrated scores, black for a known true curve, and colours handed out stably to any other name.
-"""
+& Ito's colour-blind-safe palette, then Paul Tol's schemes). Here only grey for the uncalibrated scores, black for a
+known true curve, and stable colours for any other name."""
 from __future__ import annotations
 
 import hashlib

@@ -1,10 +1,7 @@
-"""Names from the data shown as text in figures: plotly reads ``<...>`` tags and ``&...;`` entities in them.
-
-A column, class or group name such as ``<a href="http://host/">x</a>`` would become a link in the dashboard and the
-HTML report. :func:`plain_markup` escapes every ``<``, ``>`` and ``&`` of a string except the few tags the figures
-write themselves (``<b>``, ``<i>``, ``<br>``, ``<sub>``, ``<sup>``, ``<extra>``, exactly so, without attributes), and
-:func:`plain_figure` applies it to every string of a figure in place. Both are idempotent (an entity already escaped
-is left as it is), so a figure can pass through :func:`plain_figure` more than once.
+"""Names from the data shown as text in figures: plotly reads ``<...>`` tags and ``&...;`` entities in them, so a name
+such as ``<a href="http://host/">x</a>`` would become a link in the dashboard and the report. :func:`plain_markup`
+escapes every ``<``, ``>`` and ``&`` except the tags the figures write (:data:`KEPT_TAGS`, without attributes);
+:func:`plain_figure` applies it to a whole figure. Both are idempotent (an escaped entity is left as it is).
 """
 from __future__ import annotations
 

@@ -21,22 +21,12 @@ _BAR = "#222222"
 
 def rank_diagram_data(avg_ranks: pd.Series | Mapping[str, float], reference: str | None = None,
                       joined: Iterable[str] | None = None) -> pd.DataFrame:
-    """Where each method of the rank diagram goes.
+    """Where each method of the rank diagram goes: ``avg_ranks`` (method -> average rank), ``reference`` (the
+    method the others were compared with) and ``joined`` (it and the methods not significantly different from it,
+    :meth:`BenchmarkResult.joined`, which share the bar).
 
-    Parameters
-    ----------
-    avg_ranks : Series or mapping method -> average rank
-    reference : str, optional
-        The method the others were compared with.
-    joined : iterable of str, optional
-        The reference and the methods not significantly different from it (:meth:`BenchmarkResult.joined`); they share
-        the bar.
-
-    Returns
-    -------
-    DataFrame
-        One row per method, worst first: ``method``, ``avg_rank``, ``side`` ("left": the worse half, label at the left
-        end; "right"), ``row`` (1, 2, ... from the axis down, per side), ``reference`` and ``joined`` (bool).
+    Returns one row per method, worst first: ``method``, ``avg_rank``, ``side`` ("left": the worse half, label at the
+    left end; "right"), ``row`` (1, 2, ... from the axis down, per side), ``reference`` and ``joined`` (bool).
     """
     r = pd.Series(avg_ranks, dtype=float).sort_values(ascending=False, kind="stable")
     joined = set(joined or ())
@@ -55,22 +45,9 @@ def rank_diagram_data(avg_ranks: pd.Series | Mapping[str, float], reference: str
 def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[str, str] | None = None,
                  title: str | None = "Average rank (1 = best)", axis_span: tuple[float, float] = (0.27, 0.73),
                  height: int | None = None) -> go.Figure:
-    """Draw :func:`rank_diagram_data`: rank axis, leader lines, names and the significance bar.
-
-    Parameters
-    ----------
-    data : DataFrame
-        From :func:`rank_diagram_data`.
-    k : int, optional
-        Number of ranks on the axis (default: the number of methods).
-    labels : mapping method -> display name, optional
-    title : str, optional
-    axis_span : (float, float)
-        Where the axis starts (rank k) and ends (rank 1), as fractions of the width; the names use the room on either
-        side.
-    height : int, optional
-        Default grows with the number of label rows.
-    """
+    """Draw :func:`rank_diagram_data`: rank axis, leader lines, names and the significance bar. ``k``: ranks on the
+    axis (default the methods); ``axis_span``: where the axis starts (rank k) and ends (rank 1), as fractions of the
+    width, the names using the room on either side; ``height`` grows with the label rows by default."""
     labels = dict(labels or {})
     k = int(k or max(len(data), 2))
     left, right = axis_span
@@ -78,8 +55,7 @@ def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[st
     gap = 0.02                                     # between the axis ends and the names
     fig = go.Figure()
 
-    def x_of(rank):
-        """Horizontal position (0..1) of ``rank`` on the axis from rank k at ``left`` to rank 1 at ``right``."""
+    def x_of(rank):                                # rank k at ``left``, rank 1 at ``right``
         return left + (right - left) * (k - rank) / (k - 1)
 
     # the axis with a tick per rank (and a short one per half rank), drawn by hand so it stops at k and 1
@@ -122,19 +98,15 @@ def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[st
             hovertemplate=f"not significantly different from {who}<extra></extra>"))
     fig.update_xaxes(visible=False, range=[0, 1], fixedrange=True)
     fig.update_yaxes(visible=False, range=[-(rows + 0.6) * _ROW, 0.8], fixedrange=True)
-    base_layout(fig, title, height or int(110 + 40 * rows))
-    fig.update_layout(showlegend=False, margin=dict(l=10, r=10, t=50 if title else 10, b=10))
-    return fig
+    return base_layout(fig, title, height or int(110 + 40 * rows)).update_layout(
+        showlegend=False, margin=dict(l=10, r=10, t=50 if title else 10, b=10))
 
 
 def heatmap_data(table: pd.DataFrame, ranks: pd.DataFrame, fmt: str = ".4f") -> pd.DataFrame:
     """Long table of the heatmap cells: dataset, method, value, rank, text."""
-    rows = []
-    for d in table.index:
-        for m in table.columns:
-            v, r = float(table.loc[d, m]), float(ranks.loc[d, m])
-            rows.append({"dataset": str(d), "method": str(m), "value": v, "rank": r,
-                         "text": f"{v:{fmt}}<br>({r:g})" if r.is_integer() else f"{v:{fmt}}<br>({r:.1f})"})
+    cells = [(str(d), str(m), float(table.loc[d, m]), float(ranks.loc[d, m]))
+             for d in table.index for m in table.columns]
+    rows = [(d, m, v, r, f"{v:{fmt}}<br>({r:{'g' if r.is_integer() else '.1f'}})") for d, m, v, r in cells]
     return pd.DataFrame(rows, columns=["dataset", "method", "value", "rank", "text"])
 
 

@@ -26,10 +26,8 @@ def _weighted_quantiles(x: np.ndarray, q: np.ndarray, w: np.ndarray) -> np.ndarr
 
 
 def score_grid(scores=None, n: int = 301, sample_weight=None) -> np.ndarray:
-    """Evaluation grid on [0, 1]: evenly spaced, refined at the scores' quantiles.
-
-    ``sample_weight``: how many rows each score stands for (score cells), so the quantiles are those of the rows.
-    """
+    """Evaluation grid on [0, 1]: evenly spaced, refined at the scores' quantiles (``sample_weight``: how many rows
+    each score stands for, so the quantiles are those of the rows)."""
     grid = np.linspace(0.0, 1.0, n)
     if scores is not None and len(scores):
         x, q = np.asarray(scores, dtype=float), np.linspace(0, 1, 201)
@@ -41,23 +39,13 @@ def score_grid(scores=None, n: int = 301, sample_weight=None) -> np.ndarray:
 
 def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame | None = None,
                seed: int = 0, sample_weight=None) -> pd.DataFrame:
-    """Calibrated probability against score, for each fitted model.
+    """Calibrated probability against score, for each fitted model (key -> fitted calibrator).
 
-    Parameters
-    ----------
-    models : mapping key -> fitted calibrator
-    scores : array-like, optional
-        Scores of the rows being looked at: they refine the grid and, for feature-aware models, are the points drawn.
-    features : DataFrame, optional
-        Features of those rows (feature-aware models).
-    sample_weight : array-like, optional
-        How many rows each score stands for (score cells, which carry no features): the grid is refined at the rows'
-        quantiles.
-
-    Returns
-    -------
-    DataFrame with columns ``method``, ``score``, ``prob``, ``kind`` (``"line"`` for a function of the score,
-    ``"points"`` for a feature-aware model drawn as one point per row, at most :data:`MAX_POINTS` rows sampled).
+    ``scores`` (optional) of the rows looked at refine the grid and, for feature-aware models, are the points drawn
+    (with their ``features``); ``sample_weight``: how many rows each score stands for (score cells, which carry no
+    features), so the grid is refined at the rows' quantiles. Returns a DataFrame ``method``, ``score``, ``prob``,
+    ``kind`` (``"line"`` for a function of the score, ``"points"`` for a feature-aware model drawn as one point per
+    row, at most :data:`MAX_POINTS` rows sampled).
     """
     grid = score_grid(scores, sample_weight=sample_weight)
     parts = []
@@ -81,11 +69,8 @@ SCORE_BARS = 60
 
 
 def score_bars(scores, sample_weight=None, n_bars: int = SCORE_BARS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(centres, rows, widths)`` of ``n_bars`` equal-width bars from the smallest score to the largest.
-
-    The figure carries the bars, never one value per row or cell. With ``sample_weight`` (rows per score, as on score
-    cells) a bar counts the rows its scores stand for, so cells give the bars of their rows.
-    """
+    """``(centres, rows, widths)`` of ``n_bars`` equal-width bars from the smallest score to the largest (the figure
+    carries the bars, never one value per row); with ``sample_weight`` (rows per score cell) a bar counts rows."""
     s = np.asarray(scores, dtype=float)
     lo, hi = float(np.min(s)), float(np.max(s))
     if hi <= lo:                                  # one score: one bar around it
@@ -101,24 +86,12 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
                     bands: Mapping[str, pd.DataFrame] | None = None) -> go.Figure:
     """Draw :func:`map_curves` output: one curve (or point cloud) per method.
 
-    Parameters
-    ----------
-    curves : DataFrame from :func:`map_curves`
-    scores : array-like, optional
-        Drawn as a histogram under the map (:func:`score_bars`: its bars, not the scores), so a user sees where the
-        data is.
-    log_x : bool
-        Log-scaled score axis, for scores crowded near 0 (click rates).
-    visible : mapping key -> bool, optional
-        Methods drawn hidden ("legendonly"), toggled from the legend.
-    sample_weight : array-like, optional
-        How many rows each score stands for (:attr:`calibdash.evaluation.holdout.Evaluation.weights` on score cells):
-        the histogram's bars are then sums of weights, so it counts the rows, not the cells.
-    bands : mapping key -> DataFrame, optional
-        An interval of calibrated probabilities per score, drawn as a shaded area in the method's colour under its
-        curve (the same legend group, so the legend hides both): columns ``score``, ``p0`` (lower) and ``p1`` (upper),
-        such as the Venn-Abers multiprobability prediction ``[p0, p1]`` of
-        :func:`calibdash.explain.venn_abers.interval_band` (Vovk & Petej 2014).
+    ``scores``: drawn as a histogram under the map (:func:`score_bars`), so a user sees where the data is, its bars
+    sums of ``sample_weight`` when given (rows per score cell). ``log_x``: log score axis, for scores crowded near 0
+    (click rates). ``visible``: methods drawn hidden ("legendonly"). ``bands``: key -> interval of calibrated
+    probabilities per score (``score``, ``p0`` lower, ``p1`` upper), shaded in the method's colour under its curve
+    in its legend group, such as the Venn-Abers ``[p0, p1]`` of :func:`calibdash.explain.venn_abers.interval_band`
+    (Vovk & Petej 2014).
     """
     labels = dict(labels or {})
     has_hist = scores is not None and len(scores) > 0
@@ -156,11 +129,7 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
                              hovertemplate="score %{x:.4f}<br>rows: %{y:,}<extra></extra>"),
                       row=2, col=1)
         fig.update_yaxes(title_text="rows", row=2, col=1)
-    last = 2 if has_hist else 1
-    if log_x:
-        fig.update_xaxes(type="log")
-    else:
-        fig.update_xaxes(range=UNIT)
-    fig.update_xaxes(title_text="score", row=last, col=1)
+    fig.update_xaxes(**(dict(type="log") if log_x else dict(range=UNIT)))
+    fig.update_xaxes(title_text="score", row=2 if has_hist else 1, col=1)
     fig.update_yaxes(range=UNIT, title_text="calibrated probability", row=1, col=1)
     return base_layout(fig, title, height)

@@ -104,6 +104,4 @@ def staleness_heatmap(st, *, title: str | None = "Held-out ECE by period fitted 
         hovertemplate="fitted on %{y}<br>judged on %{x}<br>ECE %{z:.4f}<extra></extra>", hoverongaps=False))
     fig.update_yaxes(autorange="reversed", type="category", title_text="calibrator fitted on")
     fig.update_xaxes(type="category", title_text="judged on (later period)")
-    base_layout(fig, title, height or max(360, 160 + 26 * m.shape[0]))
-    fig.update_layout(margin=dict(b=70))
-    return fig
+    return base_layout(fig, title, height or max(360, 160 + 26 * m.shape[0])).update_layout(margin=dict(b=70))

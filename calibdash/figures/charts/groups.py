@@ -29,19 +29,9 @@ def _panel_title(name: str, row: dict) -> str:
 
 def group_reliability_grid(report, *, cols: int = 4, title: str | None = "Reliability by group",
                            panel_height: int = 260, show_overall: bool = True) -> go.Figure:
-    """One small reliability diagram per group, ``cols`` per row, on shared [0, 1] axes: the group's bins (with their
-    95% intervals) over the diagonal and, in light grey, all rows' curve, so a group off the common curve stands out.
-    The panel's title gives the group's ECE and rows.
-
-    Parameters
-    ----------
-    report : GroupReport
-    cols : int, default 4
-    panel_height : int
-        Height of one row of panels, in pixels.
-    show_overall : bool
-        Draw the curve of all rows in every panel.
-    """
+    """One small reliability diagram per ``report`` group, ``cols`` per row (each ``panel_height`` pixels high), on
+    shared [0, 1] axes: the group's bins (95% intervals) over the diagonal and, with ``show_overall``, all rows' curve
+    in light grey, so a group off the common curve stands out. The panel's title gives the group's ECE and rows."""
     groups = list(report.table.index)
     cols = max(1, min(int(cols), len(groups)))
     rows = max(1, math.ceil(len(groups) / cols))
@@ -67,34 +57,22 @@ def group_reliability_grid(report, *, cols: int = 4, title: str | None = "Reliab
                                  text=bin_hover(t, g, gap=False), hoverinfo="text"), row=r, col=c)
     fig.update_xaxes(range=UNIT, tickvals=[0, 0.5, 1], showgrid=True)
     fig.update_yaxes(range=UNIT, tickvals=[0, 0.5, 1], showgrid=True)
-    for c in range(1, cols + 1):
-        fig.update_xaxes(title_text="mean score", row=rows, col=c)
-    for r in range(1, rows + 1):
-        fig.update_yaxes(title_text="observed", row=r, col=1)
+    fig.update_xaxes(title_text="mean score", row=rows)
+    fig.update_yaxes(title_text="observed", col=1)
     fig.update_annotations(font_size=12)
-    base_layout(fig, title, 110 + 120 + panel_height * rows)
-    fig.update_layout(margin=dict(b=110, t=90 if title else 60))
-    return fig
+    return base_layout(fig, title, 110 + 120 + panel_height * rows).update_layout(
+        margin=dict(b=110, t=90 if title else 60))
 
 
 def ece_forest(reports, *, metric: str = "ECE", labels: Mapping[str, str] | None = None,
                title: str | None = None, show_overall: bool = True) -> go.Figure:
-    """A forest chart of ``metric`` per group with its interval; several reports side by side.
+    """A forest chart of ``metric`` (a name of :data:`calibdash.monitoring.groups.STATS`) per group with its interval.
 
-    Parameters
-    ----------
-    reports : GroupReport or mapping key -> GroupReport
-        One report (the raw scores), or several with the same groups (such as
-        :attr:`calibdash.monitoring.groups.GroupFix.reports`: the raw scores and each calibrator on the held-out
-        rows), drawn as dodged points per group.
-    metric : str, default "ECE"
-        A name of :data:`calibdash.monitoring.groups.STATS`.
-    labels : mapping key -> display name, optional
-    show_overall : bool
-        For a single report: a vertical line at the value on all rows.
-
-    Groups run top to bottom in the report's order; a group whose value is NaN (one class only) is listed with no
-    point and "n/a" in its hover text.
+    ``reports``: one GroupReport (the raw scores), or key -> GroupReport with the same groups (such as
+    :attr:`calibdash.monitoring.groups.GroupFix.reports`: the raw scores and each calibrator on the held-out rows),
+    drawn as dodged points per group. ``show_overall``: for a single report, a vertical line at the value on all
+    rows. Groups run top to bottom in the report's order; a group whose value is NaN (one class only) has no point
+    and "n/a" in its hover text.
     """
     single = not isinstance(reports, Mapping)
     items = {UNCALIBRATED: reports} if single else dict(reports)
@@ -128,8 +106,6 @@ def ece_forest(reports, *, metric: str = "ECE", labels: Mapping[str, str] | None
     fig.update_yaxes(tickvals=[ypos[g] for g in groups], ticktext=[str(g) for g in groups],
                      range=[-0.6, len(groups) - 0.4], showgrid=False, zeroline=False)
     fig.update_xaxes(title_text=f"{metric}, {int(round(first.level * 100))}% interval", rangemode="tozero")
-    if title is None:
-        title = f"{metric} by group"
-    base_layout(fig, title, max(300, 140 + 48 * len(groups) * (1 if n == 1 else 1.4)))
-    fig.update_layout(margin=dict(l=120, b=110 if not single else 70))
-    return fig
+    height = max(300, 140 + 48 * len(groups) * (1 if n == 1 else 1.4))
+    return base_layout(fig, f"{metric} by group" if title is None else title, height).update_layout(
+        margin=dict(l=120, b=110 if not single else 70))

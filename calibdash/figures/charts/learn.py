@@ -1,6 +1,5 @@
-"""Teaching figures for the synthetic scenarios (:mod:`calibdash.synthetic`): the known truth (black) beside the
-estimates: one sample's reliability diagram, the calibrators' maps, and each estimator's bias and variance over
-repeated draws."""
+"""Teaching figures for the synthetic scenarios (:mod:`calibdash.synthetic`): the known truth (black) beside one
+sample's reliability diagram, the calibrators' maps, and each estimator's bias and variance over repeated draws."""
 from __future__ import annotations
 
 import math
@@ -85,9 +84,8 @@ def maps_data(name: str, models: Mapping[str, object], scores=None) -> pd.DataFr
 def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
                 errors: Mapping[str, float] | None = None, cols: int = 3, title: str | None = None,
                 panel_height: int = 300) -> go.Figure:
-    """Small multiples of :func:`maps_data`: per calibrator, its map (method colour) and the true curve (black) on one
-    panel, ``cols`` per row; ``labels``: key -> display name, ``errors``: key -> true calibration error, shown in the
-    panel's title."""
+    """Small multiples of :func:`maps_data`, ``cols`` per row: per calibrator its map (method colour) and the true
+    curve (black); ``labels``: key -> display name, ``errors``: key -> true calibration error, in the panel title."""
     labels = dict(labels or {})
     errors = dict(errors or {})
     truth = data[data["method"] == TRUTH]
@@ -115,20 +113,17 @@ def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
     pad = 0.02 * max(hi - lo, 1e-9)
     fig.update_xaxes(range=[lo - pad, hi + pad])
     fig.update_yaxes(range=UNIT)
-    for c in range(1, cols + 1):
-        fig.update_xaxes(title_text="score", row=rows, col=c)
-    for r in range(1, rows + 1):
-        fig.update_yaxes(title_text="probability", row=r, col=1)
+    fig.update_xaxes(title_text="score", row=rows)
+    fig.update_yaxes(title_text="probability", col=1)
     fig.update_annotations(font_size=13)
-    fig = base_layout(fig, title, panel_height * rows + 190)
-    fig.update_layout(margin=dict(t=120 if title else 70))      # room for the panels' two- or three-line titles
-    return fig
+    # room at the top for the panels' two- or three-line titles
+    return base_layout(fig, title, panel_height * rows + 190).update_layout(margin=dict(t=120 if title else 70))
 
 
 def bias_data(study: pd.DataFrame, against: str = "score") -> pd.DataFrame:
-    """Long DataFrame of a :func:`calibdash.synthetic.estimator_study`: one row per (seed, method, estimator) with
-    ``estimate``, ``true`` and ``difference`` (estimate - true); ``against``: the true error against the ``"score"``
-    (``true_error``) or the ``"prediction"`` (``true_error_pred``)."""
+    """Long DataFrame of a :func:`calibdash.synthetic.estimator_study`: a row per (seed, method, estimator) with
+    ``estimate``, ``true``, ``difference``; ``against``: the true error against the ``"score"`` (``true_error``) or
+    the ``"prediction"`` (``true_error_pred``)."""
     column = synthetic.TRUE_ERROR_COLUMNS.get(against)
     if column is None:
         raise DataError(f"against must be 'score' or 'prediction', got {against!r}.")

@@ -34,24 +34,11 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
                         show_intervals: bool = True, height: int = 520,
                         visible: Mapping[str, bool] | None = None,
                         colors: Mapping[str, str] | None = None) -> go.Figure:
-    """Draw one or several methods' reliability tables in one figure.
-
-    Parameters
-    ----------
-    tables : mapping method key -> reliability table
-        From :func:`calibdash.diagrams.reliability_tables` or :func:`calibdash.metrics.reliability_table`.
-    labels : mapping key -> display name, optional
-    show_counts : bool
-        A histogram of rows per bin under the diagram (shared x axis).
-    show_intervals : bool
-        Error bars with each bin's 95% interval of the observed frequency.
-    visible : mapping key -> bool, optional
-        Methods drawn but hidden ("legendonly"), so the legend toggles them.
-    colors : mapping key -> "#RRGGBB", optional
-        Colours in place of :func:`~calibdash.figures.palette.color_of`'s (a multi-class chart's).
-
-    Empty bins are left as gaps in the curve; hovering a point shows the bin's range, rows, mean prediction, observed
-    frequency with its interval, gap and PUD.
+    """Draw one or several methods' reliability tables (:func:`calibdash.diagrams.reliability_tables`) in one
+    figure: ``show_counts``, a histogram of rows per bin below (shared x axis); ``show_intervals``, error bars of
+    each bin's 95% interval; ``visible``, methods drawn hidden ("legendonly"); ``colors``, key -> "#RRGGBB" in place
+    of :func:`~calibdash.figures.palette.color_of`'s. Empty bins are gaps in the curve; a point's hover shows the
+    bin's range, rows, mean prediction, observed frequency with its interval, gap and PUD.
     """
     labels = dict(labels or {})
     rows = 2 if show_counts else 1

@@ -8,8 +8,9 @@ from plotly.subplots import make_subplots
 
 from ...explain.elite import ELiTEExplanation, MIN_SUPPORT
 from .. import draws
-from ..layout import base_layout, capped_range, data_groups_trace, identity_trace, map_trace, stems, unit_axes
+from ..layout import base_layout, data_groups_trace, identity_trace, map_trace, unit_axes
 from ..palette import color_of, rgba
+from .enir import path_panels
 
 __all__ = []
 
@@ -63,17 +64,8 @@ def path_figure(explanation, title: str | None = None, height: int | None = None
     fig.add_trace(go.Scatter(x=x, y=data["df"], mode="lines+markers", name="df = knots + 2",
                              line=dict(color=colour, width=1.5), marker=dict(size=5),
                              customdata=common, hovertemplate=hover), row=1, col=1)
-    delta = data["delta"].where(np.isfinite(data["delta"]))
-    fig.add_trace(go.Scatter(x=x, y=delta, mode="lines+markers", name=f"{crit} − best",
-                             line=dict(color="#000000", width=1.5), marker=dict(size=5),
-                             customdata=common, hovertemplate=hover, cliponaxis=True), row=2, col=1)
-    if ensemble:
-        fig.add_trace(stems(x, data["weight"], colour), row=3, col=1)
-        fig.add_trace(go.Scatter(x=x, y=data["weight"], mode="markers", name="weight",
-                                 marker=dict(color=colour, size=6), customdata=common,
-                                 hovertemplate=hover), row=3, col=1)
-        fig.update_yaxes(title_text="weight", row=3, col=1, rangemode="tozero")
-    else:
+    path_panels(fig, x, data, crit, colour, common, hover, delta_cap, ensemble, cliponaxis=True)
+    if not ensemble:
         fig.add_vline(x=float(x.iloc[-1]), line=dict(color=rgba(colour, 0.6), dash="dash", width=1.5))
     lo = min(float(x.min()), 1e-4)
     ticks = [10.0 ** -k for k in range(0, int(np.ceil(-np.log10(lo))) + 1)]
@@ -81,7 +73,6 @@ def path_figure(explanation, title: str | None = None, height: int | None = None
                      ticktext=["1" if t == 1 else f"10<sup>{int(round(np.log10(t)))}</sup>" for t in ticks])
     fig.update_xaxes(title_text="λ / λ_max (log; to the right: less penalty, more knots)", row=rows, col=1)
     fig.update_yaxes(title_text="df", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=capped_range(delta, delta_cap))
     fig.update_layout(showlegend=False)
     return base_layout(fig, title, height or (540 if ensemble else 400))
 

@@ -1,6 +1,5 @@
-"""Drawing ENIR's inner workings from an :class:`calibdash.explain.enir.ENIRExplanation`: each model's distinct fitted
-values, criterion and weight along the lambda path, and the averaged models' maps faintly under the ENIR map (as
-:mod:`calibdash.figures.methods.bbq` draws BBQ's models)."""
+"""ENIR drawn from an :class:`calibdash.explain.enir.ENIRExplanation`: each model's distinct values, criterion and
+weight along the lambda path, and the averaged models' maps faintly under the ENIR map."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,6 +20,22 @@ MAX_MODELS_DRAWN = 60
 #: The criterion panel shows differences up to this (a model 30 above the best weighs e^-15).
 DELTA_CAP = 30.0
 _DROPPED = "#BBBBBB"
+
+
+def path_panels(fig, x, data, crit: str, colour: str, customdata, hover: str, delta_cap: float,
+                weight_panel: bool = True, **delta) -> None:
+    """A model path's criterion minus its best (row 2, the axis stopping at ``delta_cap``) and, with ``weight_panel``,
+    the models' weights as stems and points (row 3); ``delta`` goes to the criterion's trace."""
+    d = data["delta"].where(np.isfinite(data["delta"]))
+    fig.add_trace(go.Scatter(x=x, y=d, mode="lines+markers", name=f"{crit} − best", marker=dict(size=5),
+                             line=dict(color="#000000", width=1.5), customdata=customdata, hovertemplate=hover,
+                             **delta), row=2, col=1)
+    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=capped_range(d, delta_cap))
+    if weight_panel:
+        fig.add_trace(stems(x, data["weight"], colour), row=3, col=1)
+        fig.add_trace(go.Scatter(x=x, y=data["weight"], mode="markers", name="weight", customdata=customdata,
+                                 marker=dict(color=colour, size=6), hovertemplate=hover), row=3, col=1)
+        fig.update_yaxes(title_text="weight", row=3, col=1, rangemode="tozero")
 
 
 def path_figure(explanation, title: str | None = None, height: int = 540, delta_cap: float = DELTA_CAP) -> go.Figure:
@@ -44,19 +59,10 @@ def path_figure(explanation, title: str | None = None, height: int = 540, delta_
         fig.add_trace(go.Scatter(x=part["lambda"], y=part["df"], mode="markers", name=name,
                                  marker=dict(color=col, size=6), customdata=common[(data["kept"] == kept).to_numpy()],
                                  hovertemplate=hover), row=1, col=1)
-    delta = data["delta"].where(np.isfinite(data["delta"]))
-    fig.add_trace(go.Scatter(x=data["lambda"], y=delta, mode="lines+markers", name=f"{crit} − best",
-                             line=dict(color="#000000", width=1.5), marker=dict(size=5),
-                             customdata=common, hovertemplate=hover), row=2, col=1)
-    fig.add_trace(stems(data["lambda"], data["weight"], colour), row=3, col=1)
-    fig.add_trace(go.Scatter(x=data["lambda"], y=data["weight"], mode="markers", name="weight",
-                             marker=dict(color=colour, size=6), customdata=common, hovertemplate=hover),
-                  row=3, col=1)
+    path_panels(fig, data["lambda"], data, crit, colour, common, hover, delta_cap)
     fig.update_xaxes(type="log" if positive.any() else "linear")
     fig.update_xaxes(title_text="λ (log; to the right: more penalty, closer to isotonic)", row=3, col=1)
     fig.update_yaxes(title_text="distinct values", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=capped_range(delta, delta_cap))
-    fig.update_yaxes(title_text="weight", row=3, col=1, rangemode="tozero")
     fig.update_layout(showlegend=False)
     return base_layout(fig, title, height)
 

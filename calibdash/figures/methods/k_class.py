@@ -1,6 +1,5 @@
-"""Drawing K-class explanations: a one-vs-rest or top-label composite's binary maps, a vector, matrix or Dirichlet
-calibration's ``W`` and ``b`` (and its regularisation path), a temperature scaling's log-loss against ``T``, and, for
-every K-class explanation with K = 3, the map on the probability simplex (after the method's own figures)."""
+"""K-class explanations drawn: composites' binary maps, a linear map's ``W``, ``b`` and regularisation path, a
+temperature's log-loss against ``T``, and for K = 3 the map on the simplex (after the method's own figures)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,5 @@
-"""Drawing MBCT's inner workings from an :class:`calibdash.explain.mbct.MBCTExplanation`: the partition underestimated
-degree ``sum(labels) / sum(probs)`` (MBCT Eq. 6) per bin beside histogram binning's, the trees as icicles and the
-boosting curve. Everything drawn is in the explanation; nothing here fits."""
+"""MBCT drawn from an :class:`calibdash.explain.mbct.MBCTExplanation`: the PUD ``sum(labels) / sum(probs)`` (MBCT
+Eq. 6) per bin beside histogram binning's, the trees as icicles and the boosting curve."""
 from __future__ import annotations
 
 import numpy as np

@@ -18,12 +18,10 @@ def band_figure(explanation, title: str | None = None, height: int = 460) -> go.
     b = explanation.band
     fig = go.Figure()
     fig.add_trace(identity_trace())
-    fig.add_trace(go.Scatter(x=b["score"], y=b["p0"], mode="lines", name="p0 (test label 0)",
-                             line=dict(color=colour, width=1),
-                             hovertemplate="score %{x:.4f}<br>p0 %{y:.4f}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=b["score"], y=b["p1"], mode="lines", name="p1 (test label 1)",
-                             line=dict(color=colour, width=1), fill="tonexty", fillcolor=rgba(colour, 0.18),
-                             hovertemplate="score %{x:.4f}<br>p1 %{y:.4f}<extra></extra>"))
+    for p, fill in (("p0", {}), ("p1", dict(fill="tonexty", fillcolor=rgba(colour, 0.18)))):
+        fig.add_trace(go.Scatter(x=b["score"], y=b[p], mode="lines", name=f"{p} (test label {p[1]})", **fill,
+                                 line=dict(color=colour, width=1),
+                                 hovertemplate=f"score %{{x:.4f}}<br>{p} %{{y:.4f}}<extra></extra>"))
     rule = "p1 / (1 - p0 + p1)" if explanation.merge == "log" else "p1 + (p0² - p1²) / 2"
     fig.add_trace(map_trace(b["score"], b["p"], f"prediction {rule}", colour, ""))
     at = explanation.at_scores
