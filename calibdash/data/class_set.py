@@ -24,9 +24,8 @@ from ..core.validation import format_values, short_text, sorted_values
 from .roles import (NUMERIC_SHARE, PREFIXES, Layout, guess_roles, label_values, name_rank, other_roles, pair,
                     parse_numbers, prefix_groups, prefixed, search)
 from ..core.limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
-from .problem import ONE_VS_REST, TOP_LABEL, Problem
 from .read import FileInfo, read_table
-from .scoreset import ScoreSet, ValidationReport, note_dropped, split_rows
+from .scoreset import ONE_VS_REST, TOP_LABEL, Problem, ScoreSet, ValidationReport, note_dropped, split_rows
 
 __all__ = ["build_class_set"]
 
@@ -42,7 +41,7 @@ _SHOWN = 5
 @dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
 class ClassSet(Problem):
     """A validated multi-class table: the model's K-class output and the true classes; a
-    :class:`~calibdash.data.problem.Problem` whose reductions are the top label and the K one-vs-rest columns.
+    :class:`~calibdash.data.scoreset.Problem` whose reductions are the top label and the K one-vs-rest columns.
 
     ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's order (rows
     dropped are counted in ``report``). Build one with :func:`build_class_set` or :func:`load_classes`.
@@ -76,11 +75,6 @@ class ClassSet(Problem):
         what = "logits" if self.logits else "probabilities"
         return (f"ClassSet({self.name!r}, label={self.label_column!r}, K={self.k} ({what} in "
                 f"{self.columns[0]!r}...), n_rows={self.n_rows})")
-
-    @property
-    def n_rows(self) -> int:
-        """Number of usable rows."""
-        return int(self.labels.size)
 
     @property
     def k(self) -> int:

@@ -1,21 +1,28 @@
-"""Building a :class:`ScoreSet`: roles, positive class, usable rows, and what validation found
-(:class:`ValidationReport`). Scores outside [0, 1] are mapped by :func:`~calibdash.core.margins.to_probabilities`.
+"""A data set is a calibration problem with K classes; :class:`Problem` says which binary reductions it has.
+
+Binary data (K = 2, :class:`ScoreSet`, built here: roles, positive class, usable rows, and what validation found in
+a :class:`ValidationReport`) has one reduction, the **score**: the positive class's score against the 0/1 label;
+scores outside [0, 1] are mapped by :func:`~calibdash.core.margins.to_probabilities`. K-class data
+(:class:`~calibdash.data.ClassSet`) has the reductions of Gupta & Ramdas (2022, "Top-label calibration and
+multiclass-to-binary reductions"): the **top label**, the confidence ``max_k P_k`` against ``1[argmax_k P_k = y]``,
+and the K **one-vs-rest** columns ``P_k`` against ``1[y = k]``. Every binary tool reads a K-class problem through
+one of them.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from ..core.errors import DataError
+from ..core.errors import DataError, SettingsError
 from ..core.validation import choose_positive, format_values, plain_value, short_text, sorted_values, text_values
 from ..core.limits import MIN_ROWS
 from ..core.margins import to_probabilities
 from .read import FileInfo
-from .problem import Problem
+from ..measures.class_measures import top_label
 from .class_names import class_notes
 from .roles import NUMERIC_SHARE, check_guessed_score, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
@@ -29,6 +36,43 @@ _ENCODING_NAMES = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8 with BOM",
 NOT_A_NUMBER = "score not a number"
 #: How many distinct dropped entries a report shows.
 N_EXAMPLES = 5
+
+
+#: The reductions' names.
+SCORE, TOP_LABEL, ONE_VS_REST = "score", "top_label", "ovr"
+
+
+class Problem:
+    """What :class:`ScoreSet` and :class:`~calibdash.data.ClassSet` share: K, the usable rows and the
+    ``REDUCTIONS`` (the binary reductions the problem has)."""
+
+    REDUCTIONS: ClassVar[tuple[str, ...]] = (SCORE,)
+
+    @property
+    def k(self) -> int:
+        """Number of classes (2 for a score column)."""
+        return 2
+
+    @property
+    def n_rows(self) -> int:
+        """Number of usable rows."""
+        return int(self.labels.size)
+
+    def reduce(self, reduction: str, cls: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, 0/1 labels)`` of one binary reduction (one of :attr:`REDUCTIONS`: ``"score"``,
+        ``"top_label"``, ``"ovr"`` with ``cls`` the class index 0..K-1) of the usable rows, in their order;
+        SettingsError for a reduction the problem does not have, or ``"ovr"`` without a class index in range."""
+        if reduction not in self.REDUCTIONS:
+            raise SettingsError(f"this problem's reductions are {self.REDUCTIONS}, not {reduction!r}.")
+        if reduction == SCORE:
+            return self.scores, self.labels
+        P = self.scores().probabilities
+        if reduction == TOP_LABEL:
+            confidence, correct = top_label(P, self.labels)
+            return confidence, correct.astype(np.int8)
+        if cls is None or not 0 <= int(cls) < self.k:
+            raise SettingsError(f"a one-vs-rest reduction needs a class index 0..{self.k - 1}, got {cls!r}.")
+        return P[:, int(cls)], (self.labels == int(cls)).astype(np.int8)
 
 
 @dataclass
@@ -51,9 +95,9 @@ class ValidationReport:
     messages: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
 class ScoreSet(Problem):
-    """A validated table of one classifier's scores and the true labels: a :class:`~calibdash.data.problem.Problem`
+    """A validated table of one classifier's scores and the true labels: a :class:`Problem`
     of 2 classes, whose one reduction is the score.
 
     ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and ``split`` hold the usable rows only
@@ -79,18 +123,10 @@ class ScoreSet(Problem):
     features: pd.DataFrame | None
     split: np.ndarray | None
 
-    __eq__ = object.__eq__          # arrays/DataFrames have no single truth value
-    __hash__ = object.__hash__
-
     def __repr__(self) -> str:
         return (f"ScoreSet({self.name!r}, score={self.score!r}, label={self.label_column!r} "
                 f"(positive={self.positive_label!r}), n_rows={self.n_rows}, "
                 f"features={self.feature_columns!r}, split={self.split_column!r})")
-
-    @property
-    def n_rows(self) -> int:
-        """Number of usable rows."""
-        return int(self.scores.size)
 
     def with_score(self, column: str) -> "ScoreSet":
         """The same file with ``column`` as the active score (re-validated)."""

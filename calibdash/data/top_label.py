@@ -24,8 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError
-from .problem import TOP_LABEL
-from .scoreset import ScoreSet, build_score_set
+from .scoreset import TOP_LABEL, ScoreSet, build_score_set
 
 if TYPE_CHECKING:
     from .class_set import ClassSet
