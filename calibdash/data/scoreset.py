@@ -77,14 +77,10 @@ class Problem:
 
 @dataclass
 class ValidationReport:
-    """What validation found, for the user to read.
-
-    ``dropped`` counts are disjoint (a row with a bad score and a missing label counts under the score reason
-    only), so ``n_read == n_used + sum(dropped.values())``. The reasons are ``"missing or non-finite score"``,
-    ``"score not a number"`` (a text entry such as ``"abc"`` in a column that mostly holds numbers) and
-    ``"missing label"``. ``dropped_examples`` gives, for ``"score not a number"``, up to five distinct entries
-    dropped, in the order they first occur.
-    """
+    """What validation found, for the user to read. ``dropped`` counts are disjoint (a bad score counts under the
+    score reason only), so ``n_read == n_used + sum(dropped.values())``; the reasons are ``"missing or non-finite
+    score"``, ``"score not a number"`` (text such as ``"abc"`` in a column mostly of numbers) and ``"missing label"``.
+    ``dropped_examples`` gives, for ``"score not a number"``, up to five distinct entries, first occurrences first."""
 
     n_read: int
     n_used: int
@@ -97,14 +93,12 @@ class ValidationReport:
 
 @dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
 class ScoreSet(Problem):
-    """A validated table of one classifier's scores and the true labels: a :class:`Problem`
-    of 2 classes, whose one reduction is the score.
+    """A validated table of one classifier's scores and the true labels: a :class:`Problem` of 2 classes.
 
-    ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and ``split`` hold the usable rows only
-    (rows with a missing or non-finite active score, or a missing label, are dropped and counted in ``report``).
-    ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by the logistic function. Build one
-    with :func:`~calibdash.data.load_scores` or :func:`build_score_set`; switch the active model with
-    :meth:`with_score`.
+    ``raw`` keeps the table as read; ``scores`` (in [0, 1]: a column leaving it is mapped by the logistic function),
+    ``labels``, ``features`` and ``split`` hold the usable rows only (rows with a missing or non-finite active score,
+    or a missing label, are dropped and counted in ``report``). Build one with :func:`~calibdash.data.load_scores`
+    or :func:`build_score_set`; switch the active model with :meth:`with_score`.
     """
 
     name: str
@@ -139,8 +133,7 @@ class ScoreSet(Problem):
                       positive=self.positive_label, info=self.info, name=self.name)
 
     def content_key(self) -> str:
-        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or a hash of ``raw`` for a
-        table built in memory), the label/score/feature/split columns and the positive label."""
+        """Stable hex key for caches: the file's SHA-256 (or a hash of ``raw``) and the roles."""
         h = hashlib.sha256()
         if self.info is not None:
             h.update(self.info.sha256.encode())
@@ -153,8 +146,7 @@ class ScoreSet(Problem):
 
 
 def _scalar(v):
-    """Python scalar from a numpy/pandas scalar, value unchanged (1.0 stays 1.0)."""
-    return v.item() if hasattr(v, "item") else v
+    return v.item() if hasattr(v, "item") else v      # a Python scalar, value unchanged (1.0 stays 1.0)
 
 
 def _check_columns(df: pd.DataFrame, names, role: str) -> None:
@@ -205,14 +197,13 @@ def _quoted(examples: list[str]) -> str:
 
 
 def _dropped_phrase(reason: str) -> str:
-    """``"whose score is not a number"`` / ``"with a missing label"``, for messages."""
     return "whose score is not a number" if reason == NOT_A_NUMBER else f"with a {reason}"
 
 
 def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[str, list[str]], *, n_used: int,
                  n_read: int, name: str, phrase=_dropped_phrase) -> None:
-    """Say in ``messages`` how many rows were dropped for each reason (with its examples), and refuse (DataError)
-    fewer than :data:`~calibdash.core.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a reason."""
+    """Note the rows dropped for each reason (``phrase(reason)`` words it) in ``messages``; DataError for fewer
+    than :data:`~calibdash.core.limits.MIN_ROWS` usable rows."""
     for reason, k in dropped.items():
         such = f", such as {_quoted(examples[reason])}" if reason in examples else ""
         messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} {phrase(reason)}{such}.")
@@ -230,7 +221,6 @@ def split_rows(df: pd.DataFrame, keep: np.ndarray, split, shown) -> tuple[np.nda
 
 
 def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
-    """What reading the file found: format, size, delimiter, encoding, decimal commas."""
     messages = []
     n_read = len(df)
     if info is not None:
@@ -241,8 +231,7 @@ def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
             gz = " (gzip-compressed)" if info.format == "csv.gz" else ""
             messages.append(f"Read {info.name}{gz}: {n_read:,} rows, {df.shape[1]} columns, "
                             f"{DELIMITER_NAMES.get(info.delimiter, info.delimiter)}-separated, {enc}.")
-    fixed = df.attrs.get("decimal_comma_columns") or []
-    if fixed:
+    if fixed := df.attrs.get("decimal_comma_columns"):
         messages.append("Decimal commas read as decimal points in: " + ", ".join(fixed) + ".")
     return messages
 
