@@ -20,7 +20,8 @@ from .roles import (NUMERIC_SHARE, PREFIXES, Layout, guess_roles, label_values, 
                     parse_numbers, prefix_groups, prefixed, search)
 from ..core.limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
 from .read import FileInfo, read_table
-from .scoreset import ONE_VS_REST, TOP_LABEL, Problem, ScoreSet, ValidationReport, note_dropped, split_rows
+from .scoreset import (ONE_VS_REST, TOP_LABEL, Problem, ScoreSet, ValidationReport, check_columns, note_dropped,
+                       split_rows)
 
 __all__ = ["build_class_set"]
 
@@ -100,13 +101,6 @@ def _names(columns, k: int = 6) -> str:
     return shown + (f", ... ({len(columns)} in all)" if len(columns) > k else "")
 
 
-def _require(df: pd.DataFrame, columns, role: str) -> None:
-    missing = [c for c in columns if c not in set(df.columns)]
-    if missing:
-        raise DataError(f"{role} column{'s' if len(missing) > 1 else ''} {format_values(missing)} not found; "
-                        f"the columns are: {_names(df.columns, 20)}.")
-
-
 def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
     """The class columns the user named: a prefix (case-insensitive) or a list of columns."""
     if isinstance(given, str):
@@ -118,7 +112,7 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
                             f"the columns are: {_names(df.columns, 20)}.")
         return layout
     cols = list(given)
-    _require(df, cols, "class")
+    check_columns(df, cols, "class")
     if len(set(cols)) != len(cols):
         raise DataError(f"the class columns are named more than once: {_names(cols)}.")
     names = [str(c) for c in cols]
@@ -339,9 +333,9 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
     no_split = split is False or split == ""
     for col, role in ((label, "label"), (None if no_split else split, "split")):
         if col is not None:
-            _require(df, [col], role)
+            check_columns(df, [col], role)
     if features:
-        _require(df, list(features), "feature")
+        check_columns(df, list(features), "feature")
     given = probs if probs is not None else logits
     if given is None:
         layout = search(df, label)

@@ -126,7 +126,7 @@ class ScoreSet(Problem):
         """The same file with ``column`` as the active score (re-validated)."""
         cols = list(self.score_columns)
         if column not in cols:
-            _check_columns(self.raw, [column], "score")
+            check_columns(self.raw, [column], "score")
             cols.append(column)
         return _build(self.raw, label=self.label_column, score=column, score_columns=cols,
                       features=list(self.feature_columns), split=self.split_column,
@@ -149,7 +149,7 @@ def _scalar(v):
     return v.item() if hasattr(v, "item") else v      # a Python scalar, value unchanged (1.0 stays 1.0)
 
 
-def _check_columns(df: pd.DataFrame, names, role: str) -> None:
+def check_columns(df: pd.DataFrame, names, role: str) -> None:
     present = set(df.columns)
     if missing := [c for c in names if c not in present]:
         listed = ", ".join(repr(short_text(c)) for c in df.columns[:40])
@@ -349,9 +349,9 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
         features = [features]
     for col, role in ((score, "score"), (label, "label"), (split or None, "split")):
         if col is not None:
-            _check_columns(df, [col], role)
+            check_columns(df, [col], role)
     if features:
-        _check_columns(df, list(features), "feature")
+        check_columns(df, list(features), "feature")
     no_split = split is False or split == ""
     # a named score column is never guessed as the label (nor as the split)
     roles = guess_roles(df.drop(columns=[score]) if score is not None and label is None else df,
