@@ -1,4 +1,4 @@
-"""A data set is a problem with K classes and the binary reductions it declares (calibdash.data.problem), and
+"""A data set is a problem with K classes and the binary reductions it declares (calibdash.data.scoreset), and
 one evaluation takes either kind (calibdash.evaluation.holdout.evaluate_problem, evaluate for any K)."""
 import numpy as np
 import pandas as pd

@@ -1,10 +1,6 @@
-"""Reading user tables and turning them into validated score sets.
-
-:func:`read_table` reads bytes (a path, raw bytes or an upload) into a ``pandas.DataFrame`` and a :class:`FileInfo`;
-:func:`build_score_set` validates a binary table into a :class:`ScoreSet` (roles guessed by :func:`guess_roles`
-unless given) with a :class:`ValidationReport`; :func:`load_scores` does both. Multi-class tables (a label of
-K >= 3 classes, one probability or logit column per class) have their pair: :func:`is_multiclass`,
-:func:`guess_class_columns`, :func:`build_class_set` into a :class:`ClassSet`, and :func:`load_classes`.
+"""Reading user tables (:func:`read_table`) and validating them into a binary :class:`ScoreSet`
+(:func:`build_score_set`, :func:`load_scores`) or a K-class :class:`ClassSet` (:func:`build_class_set`,
+:func:`load_classes`), roles guessed unless given.
 
 Every refusal of the data is a :class:`calibdash.DataError` whose message names the column, values or limit
 involved; a path that cannot be read is an :class:`calibdash.EnvironmentProblem`. Scores outside [0, 1] (SVM

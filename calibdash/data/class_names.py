@@ -54,9 +54,8 @@ def pair(values: list, suffixes: list[str]) -> dict[int, int]:
 
 
 def label_values(s: pd.Series, limit: int | None = None) -> tuple[np.ndarray, np.ndarray, list] | None:
-    """Where a label is present (not missing, not blank), each present row's index into the values, and the
-    distinct present values in order of first appearance; None when there are more than ``limit`` (a column of
-    ids is let go after one pass)."""
+    """Where a label is present (not missing or blank), each present row's index into the values, and the distinct
+    present values in order of first appearance; None when there are more than ``limit``."""
     codes, uniques = pd.factorize(s, use_na_sentinel=True)
     if limit is not None and len(uniques) > limit + 1:         # + 1: a blank value does not count
         return None
@@ -69,12 +68,9 @@ def label_values(s: pd.Series, limit: int | None = None) -> tuple[np.ndarray, np
 
 @dataclass
 class ScoreClasses:
-    """A binary file's score columns as their names tell (see :func:`score_classes`).
-
-    ``scores`` are the candidates in the order to choose from: the positive class's columns, then those named
-    after no class, then the two ``unclear`` ones (of one prefix, adding up to 1 on every row, their names saying
-    no class), then the negative class's. ``classes`` maps a column to the label value its name says it is about.
-    """
+    """A binary file's score columns as their names tell (:func:`score_classes`): ``scores`` in the order to choose
+    from (the positive class's, those named after no class, the two ``unclear`` ones of one prefix adding up to 1 on
+    every row, the negative class's); ``classes`` maps a column to the label value its name is about."""
 
     scores: list
     classes: dict
@@ -94,7 +90,7 @@ def split_prefix(column) -> tuple[str, str] | None:
 
 
 def _by_prefix(columns) -> dict[str, list]:
-    """The columns named with a class prefix, by prefix (lower case): prefix -> [(column, class text), ...]."""
+    """Lower-case prefix -> [(column, class text), ...] of the columns named with a class prefix."""
     groups: dict[str, list] = {}
     for c in columns:
         if (parts := split_prefix(c)) is not None:
@@ -139,13 +135,9 @@ def _add_to_one(df: pd.DataFrame, a, b) -> bool:
 
 
 def score_classes(df: pd.DataFrame, label, scores: list, positive=None) -> ScoreClasses | None:
-    """The candidate ``scores`` of a binary file ordered by the class their names are about, so that a file holding
-    ``p_0`` and ``p_1`` is read through the positive class's column; ``positive`` as the user chose it, default
-    as :func:`calibdash.core.validation.choose_positive` chooses.
-
-    None when no candidate is named with a class prefix, or the label has not exactly two values, or ``positive``
-    is not one of them (validation says so later).
-    """
+    """The candidate ``scores`` ordered by the class their names are about, so that a file holding ``p_0`` and
+    ``p_1`` is read through the positive class's (``positive``, default as ``choose_positive`` chooses). None when no
+    candidate has a class prefix, the label has not two values, or ``positive`` is not one (validation says so)."""
     if label is None or label not in df.columns or not any(split_prefix(c) for c in scores):
         return None
     found = label_values(df[label], limit=2)
@@ -199,9 +191,8 @@ def check_guessed_score(sc: ScoreClasses | None, score, name: str) -> None:
 
 
 def class_notes(df: pd.DataFrame, score, others, values: list, pos, neg) -> list[str]:
-    """What the validation report says of a score column named after a class: which class, and for
-    ``logit_<class>`` columns that the logistic function of one class's logit is its probability only when the
-    other's is 0."""
+    """The report's notes on a score column named after a class: which, and for ``logit_<class>`` that the logistic
+    function of one class's logit is its probability only when the other's is 0."""
     classes = named_classes([score, *[c for c in others if c != score]], values)
     if score not in classes:
         return []

@@ -1,11 +1,7 @@
-"""Multi-class tables validated into a :class:`ClassSet` (the class columns found by :mod:`~calibdash.data.roles`
-or named by the user: a prefix or a list of columns).
-
-Validation mirrors the binary files': rows with a missing label, a missing or non-finite entry in a class column,
-or a text entry in a class column that mostly holds numbers are dropped and counted; everything else that is wrong
-refuses the table with a :class:`~calibdash.DataError` naming the columns and at most a few values (each
-probability refusal pointing to the logits reading). A class column whose class never occurs in the labels is
-kept, with a note: a rare class can be absent from a test file.
+"""Multi-class tables validated into a :class:`ClassSet`, as binary files are: rows with a missing label, a missing
+or non-finite class value, or text in a class column mostly of numbers are dropped and counted; anything else wrong
+refuses the table (DataError naming the columns and a few values; a probability refusal points to the logits). A
+class absent from the labels is kept, with a note: a rare class can be absent from a test file.
 """
 from __future__ import annotations
 
@@ -19,14 +15,13 @@ import pandas as pd
 
 from ..core.errors import DataError, SettingsError
 from ..calibrators.multiclass.base import Scores, as_scores
-from ..core.validation import SUM_TOLERANCE
-from ..core.validation import format_values, short_text, sorted_values
+from ..core.validation import SUM_TOLERANCE, format_values, short_text, sorted_values
 from .roles import (NUMERIC_SHARE, PREFIXES, Layout, guess_roles, label_values, name_rank, other_roles, pair,
                     parse_numbers, prefix_groups, prefixed, search)
 from ..core.limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
-from .problem import ONE_VS_REST, TOP_LABEL, Problem
 from .read import FileInfo, read_table
-from .scoreset import ScoreSet, ValidationReport, note_dropped, split_rows
+from .scoreset import (ONE_VS_REST, TOP_LABEL, Problem, ScoreSet, ValidationReport, check_columns, note_dropped,
+                       split_rows)
 
 __all__ = ["build_class_set"]
 
@@ -41,13 +36,11 @@ _SHOWN = 5
 
 @dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
 class ClassSet(Problem):
-    """A validated multi-class table: the model's K-class output and the true classes; a
-    :class:`~calibdash.data.problem.Problem` whose reductions are the top label and the K one-vs-rest columns.
+    """A validated multi-class table: a :class:`~calibdash.data.scoreset.Problem` whose reductions are the top
+    label and the K one-vs-rest columns. Build one with :func:`build_class_set` or :func:`load_classes`.
 
-    ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's order (rows
-    dropped are counted in ``report``). Build one with :func:`build_class_set` or :func:`load_classes`.
-
-    ``given`` (n, K) holds probabilities (rows divided by their sums, which were within
+    ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's order (rows dropped
+    are counted in ``report``). ``given`` (n, K) holds probabilities (rows divided by their sums, which were within
     :data:`~calibdash.core.validation.SUM_TOLERANCE` of 1) or logits, as ``logits`` says; ``labels`` the class
     codes 0..K-1 (``classes[labels[i]]`` is row i's label; ``classes`` and ``columns`` in the table's order);
     ``prefix`` the class columns' shared prefix (None when named after the classes); ``raw`` the table as read;
@@ -78,29 +71,22 @@ class ClassSet(Problem):
                 f"{self.columns[0]!r}...), n_rows={self.n_rows})")
 
     @property
-    def n_rows(self) -> int:
-        """Number of usable rows."""
-        return int(self.labels.size)
-
-    @property
     def k(self) -> int:
         """Number of classes (class columns)."""
         return len(self.columns)
 
     def top_label(self) -> "ScoreSet":
-        """The top-label (confidence) reduction as a binary :class:`~calibdash.data.ScoreSet`
-        (:func:`calibdash.data.top_label.top_label_set`)."""
+        """The top-label reduction as a :class:`~calibdash.data.ScoreSet` (:func:`~.top_label.top_label_set`)."""
         from .top_label import top_label_set
 
         return top_label_set(self)
 
     def scores(self) -> Scores:
-        """The output as :class:`calibdash.calibrators.multiclass.base.Scores` (what multi-class calibrators take)."""
+        """The output as multi-class calibrators take it."""
         return Scores(self.given, self.logits)
 
     def content_key(self) -> str:
-        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or, for a table built in
-        memory, a hash of the usable values and labels) with the class, label, feature and split columns."""
+        """Stable hex key for caches: the file's SHA-256 (or a hash of ``given`` and ``labels``) and the roles."""
         h = hashlib.sha256((self.info.sha256 if self.info is not None else "").encode())
         if self.info is None:
             h.update(np.ascontiguousarray(self.given).tobytes())
@@ -115,13 +101,6 @@ def _names(columns, k: int = 6) -> str:
     return shown + (f", ... ({len(columns)} in all)" if len(columns) > k else "")
 
 
-def _require(df: pd.DataFrame, columns, role: str) -> None:
-    missing = [c for c in columns if c not in set(df.columns)]
-    if missing:
-        raise DataError(f"{role} column{'s' if len(missing) > 1 else ''} {format_values(missing)} not found; "
-                        f"the columns are: {_names(df.columns, 20)}.")
-
-
 def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
     """The class columns the user named: a prefix (case-insensitive) or a list of columns."""
     if isinstance(given, str):
@@ -133,7 +112,7 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
                             f"the columns are: {_names(df.columns, 20)}.")
         return layout
     cols = list(given)
-    _require(df, cols, "class")
+    check_columns(df, cols, "class")
     if len(set(cols)) != len(cols):
         raise DataError(f"the class columns are named more than once: {_names(cols)}.")
     names = [str(c) for c in cols]
@@ -150,8 +129,7 @@ def _common_prefix(names: list[str]) -> str:
 
 
 def _with_label(df: pd.DataFrame, layout: Layout, label, name: str) -> Layout:
-    """``layout`` with its label: ``label`` if given, else the column whose values its columns best name (the
-    suffixes taken as the whole names when these name more label values)."""
+    """``layout`` with its label: ``label``, else the column whose values its columns (or whole names) best name."""
     variants = [layout]
     if layout.prefix is not None:
         variants.append(Layout(None, layout.columns, [str(c) for c in layout.columns], None, layout.logits))
@@ -178,7 +156,7 @@ def _too_many_classes(what: str) -> DataError:
 
 
 def _label_values(df: pd.DataFrame, label, name: str) -> tuple:
-    """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` distinct values after one pass."""
+    """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` values."""
     found = label_values(df[label], limit=MAX_CLASSES)
     if found is None:
         raise _too_many_classes(f"label column {short_text(label)!r} of {name} holds more than {MAX_CLASSES:,} "
@@ -187,7 +165,7 @@ def _label_values(df: pd.DataFrame, label, name: str) -> tuple:
 
 
 def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
-    """Why ``df`` is not a multi-class table, for a table where no class columns were named or found."""
+    """Why ``df``, where no class columns were named or found, is not a multi-class table."""
     label = label if label is not None else guess_roles(df).label
     if label is not None:
         found = label_values(df[label], limit=2)                 # two classes or not: one pass at most
@@ -208,8 +186,8 @@ def _binary(what: str) -> DataError:
 
 
 def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The class columns as an (n, K) float array (NaN where missing or text), where a row holds text, and up to
-    five text entries seen; refuses boolean columns and columns mostly of text."""
+    """The class columns as (n, K) floats (NaN where missing or text), where a row holds text, and up to five text
+    entries; refuses boolean columns and columns mostly of text."""
     n = len(df)
     values = np.empty((n, len(columns)))
     text = np.zeros(n, dtype=bool)
@@ -232,12 +210,10 @@ def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np
 
 
 def _first_distinct(s: pd.Series, rows: np.ndarray, k: int = _SHOWN) -> list[str]:
-    """Up to ``k`` distinct entries of ``s`` at ``rows``, in order of first appearance, each cut short."""
     return [short_text(v) for v in pd.unique(s[rows].astype(str))[:k]]
 
 
 def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: str) -> None:
-    """Refuse negative values, values above 1 and rows that do not sum to 1, pointing to the logits."""
     arg = shlex.quote(layout.prefix) if layout.prefix else "COLUMNS"
     hint = (f"If the columns hold logits, read them as logits (--logits {arg}, or "
             "logits in the Data page's class-columns menu).")
@@ -357,9 +333,9 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
     no_split = split is False or split == ""
     for col, role in ((label, "label"), (None if no_split else split, "split")):
         if col is not None:
-            _require(df, [col], role)
+            check_columns(df, [col], role)
     if features:
-        _require(df, list(features), "feature")
+        check_columns(df, list(features), "feature")
     given = probs if probs is not None else logits
     if given is None:
         layout = search(df, label)

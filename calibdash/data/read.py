@@ -1,13 +1,10 @@
 """Reading a table: bytes from a path, raw bytes or an upload, decompressed, decoded and parsed (:func:`read_table`).
 
-Sizes are bounded (:mod:`calibdash.core.limits`) before and after decompression: a gzip is decompressed only while
-its output stays under the limit, so an oversized one is refused in about a second, pointing to the large-data
-source (:mod:`calibdash.data.guard`). The shape is bounded before the rows are read: a Parquet file's rows,
-columns and decoded size come from its metadata; a CSV's columns from its header (read from its first
-:data:`~calibdash.core.limits.MAX_HEADER_BYTES`, a gzip inflated only that far first) and its rows from its line
-breaks (counted while a gzip inflates, which stops as soon as the cells pass the limit). Repeated column names are
-numbered in linear time before pandas sees them. So a small file that would unpack into gigabytes is refused in
-well under a second with little memory, and its contents never appear in the message.
+Sizes are bounded (:mod:`calibdash.core.limits`) before and after decompression, and the shape before the rows are
+read: a Parquet file's from its metadata, a CSV's columns from its header (a gzip inflated only that far first) and
+its rows from its line breaks (counted while a gzip inflates). So a small file that would unpack into gigabytes is
+refused in well under a second with little memory, pointing to the large-data source (:mod:`calibdash.data.guard`),
+and its contents never appear in the message. Repeated column names are numbered in linear time.
 """
 from __future__ import annotations
 
@@ -19,10 +16,10 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError, EnvironmentProblem, ProgrammingError
-from .compact import compact_text, pa_buffer, parquet_to_frame
 from ..core.limits import (DEFAULT_MAX_BYTES, MAX_CELLS, MAX_COLUMNS, MAX_HEADER_BYTES, MAX_METADATA_ITEMS,
                      MAX_UNPACKED_BYTES, limit_name, megabytes)
 from .sniff import (DELIMITER_NAMES, GZIP_MAGIC, PARQUET_MAGIC, SNIFF_BYTES, ZIP_MAGIC, fix_decimal_commas,
@@ -91,14 +88,10 @@ _INFLATE_STEP = 8 * 1024 * 1024
 
 
 def _gunzip(data: bytes, name: str, limit: int, *, head: int | None = None, watch=None) -> bytes:
-    """Decompress gzip ``data`` in steps of at most ``_INFLATE_STEP`` bytes, refusing it (DataError) as soon as the
-    output passes ``limit`` bytes (about 0.5 s for 200 MB) or when it is not a whole gzip file.
-
-    ``watch`` sees each step's output and may refuse the file by raising; with ``head``, only the first ``head``
-    bytes are made and returned. The trailer's size field (RFC 1952 ``ISIZE``) is not used: it can only be trusted
-    after the data is checked. Concatenated members are read in turn; trailing zero padding is ignored, as ``gzip``
-    does.
-    """
+    """Decompress gzip ``data`` in steps of ``_INFLATE_STEP`` bytes, refusing it (DataError) as soon as the output
+    passes ``limit`` bytes or when it is not a whole gzip file; ``watch`` sees each step's output and may raise;
+    with ``head``, only the first ``head`` bytes are made. The trailer's ``ISIZE`` (RFC 1952) is not trusted.
+    Concatenated members are read in turn; trailing zero padding is ignored, as ``gzip`` does."""
     pieces: list[bytes] = []
     n_out = 0
     want = limit + 1 if head is None else min(head, limit + 1)
@@ -143,11 +136,9 @@ _UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 
 
 def _decode(data: bytes, name: str, *, head: bool = False) -> tuple[str, str]:
-    """Text and encoding name of CSV bytes: a byte-order mark decides first (UTF-8, UTF-16 LE or BE; UTF-32 is
-    refused); without one, UTF-8 if the bytes are valid UTF-8, else Latin-1. NUL bytes (binary content, UTF-16
-    without a BOM) are refused. With ``head``, ``data`` are the first bytes of a longer CSV (for the header check
-    before a gzip is inflated in full): a character cut at the end is left out, and a UTF-16 byte its codec
-    refuses is read as U+FFFD."""
+    """Text and encoding of CSV bytes: a byte-order mark decides (UTF-8, UTF-16 LE/BE; UTF-32 refused), else UTF-8
+    if valid, else Latin-1; NUL bytes are refused. With ``head``, ``data`` begin a longer CSV: a character cut at the
+    end is left out, a bad UTF-16 byte read as U+FFFD."""
     if data.startswith(ZIP_MAGIC):
         raise DataError(f"{name} is a ZIP archive (an Excel .xlsx workbook?), not a CSV; "
                         "save the sheet as a UTF-8 CSV.")
@@ -204,11 +195,9 @@ def _too_many_cells(name: str, what: str, cells: str, limit: int) -> DataError:
 
 
 def _line_watch(name: str, columns: int, max_cells: int):
-    """A watch that counts the line breaks of a gzip's output as it inflates, and refuses it once they make too
-    many cells. A short row is still read as a row of every column, so a CSV's cells are at most its line breaks
-    times its header's columns. The count is the larger of the ``\\n`` and ``\\r`` bytes: for UTF-8 and
-    Latin-1 a lower bound of the line breaks, so it never refuses a file that the exact count after decoding
-    accepts."""
+    """A :func:`_gunzip` watch refusing the file once its line breaks times its header's ``columns`` pass
+    ``max_cells``. It counts the larger of the ``\\n`` and ``\\r`` bytes, a lower bound of the line breaks (UTF-8,
+    Latin-1): it never refuses a file the exact count after decoding accepts."""
     columns, seen = max(columns, 1), {b"\n": 0, b"\r": 0}
 
     def watch(piece: bytes) -> None:
@@ -240,12 +229,8 @@ def _header(text: str, delim: str, name: str, max_columns: int, *, more: bool = 
 
 
 def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_columns: int) -> str:
-    """The CSV ``text`` ready for pandas, once its columns and cells are within the limits.
-
-    Its columns (the header's, or one more when the first row has one more field: pandas then reads it as the
-    index) and its line breaks bound the table pandas would make. Repeated header names are made unique here
-    (:func:`unique_names`, pandas' numbering in linear time), the rest of the text unchanged.
-    """
+    """The CSV ``text`` ready for pandas once its columns (the header's, or one more when the first row has one
+    more: pandas' index) and line breaks are within the limits; repeated header names made unique."""
     header = _header(text, delim, name, max_columns)
     try:
         first_row = read_header(text[header.end:header.end + MAX_HEADER_BYTES], delim, MAX_HEADER_BYTES).fields
@@ -268,11 +253,8 @@ def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_colum
 
 
 def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> None:
-    """Refuse a Parquet file whose metadata says it unpacks into too much: columns, cells, decompressed bytes.
-
-    Only the footer is read, its lists only up to ``MAX_METADATA_ITEMS`` entries. Nested columns (lists, structs,
-    maps) are refused too: they hold many values a cell, and no role reads them.
-    """
+    """Refuse a Parquet file whose footer (read up to ``MAX_METADATA_ITEMS`` entries a list) says it unpacks into
+    too many columns, cells or bytes, or that has nested columns (many values a cell, no role reads them)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -310,9 +292,8 @@ def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> 
 
 
 def _decoded_bytes(meta, schema) -> int:
-    """The bytes a Parquet file's columns take once decoded, from its metadata: 8 a row a column, whatever its
-    encoding (a dictionary of a few values is kilobytes on disk), plus for text or bytes the column chunks'
-    uncompressed size. Stops adding once past :data:`MAX_UNPACKED_BYTES`."""
+    """Bytes a Parquet file's columns take once decoded: 8 a row a column whatever the encoding, plus for text or
+    bytes the chunks' uncompressed size; stops adding once past :data:`MAX_UNPACKED_BYTES`."""
     import pyarrow as pa
 
     rows = meta.num_rows
@@ -328,8 +309,7 @@ def _decoded_bytes(meta, schema) -> int:
 
 
 def _gunzip_csv(data: bytes, name: str, max_bytes: int, max_cells: int, max_columns: int) -> bytes:
-    """A gzipped CSV's bytes, its header checked (from the first :data:`MAX_HEADER_BYTES` inflated) before it is
-    inflated in full, and its cells while it is (its line breaks counted)."""
+    """A gzipped CSV's bytes: its header checked before it is inflated in full, its cells while it is."""
     head = _gunzip(data, name, max_bytes, head=MAX_HEADER_BYTES + 1)
     if not head:
         raise DataError(f"{name} is empty (gzip archive of 0 bytes).")
@@ -341,6 +321,71 @@ def _gunzip_csv(data: bytes, name: str, max_bytes: int, max_cells: int, max_colu
     n_cols = len(_header(text, sniff_delimiter(text), name, max_columns, more=True).fields)
     del head, text
     return _gunzip(data, name, max_bytes, watch=_line_watch(name, n_cols, max_cells))
+
+
+# -- text columns of few values held as sorted categories (10^7 ten-character dates: 180 MB as strings, 10 MB so);
+# sorted, so grouping lists the values as for strings and the same rows in another order give the same column.
+#: Largest share of distinct values among a text column's non-missing entries for it to be held as categories.
+MAX_SHARE = 0.5
+
+
+def keep_as_categories(n_distinct: int, n_present: int) -> bool:
+    """Whether a text column of ``n_present`` entries, ``n_distinct`` distinct, is held as categories."""
+    return n_present > 1 and n_distinct <= MAX_SHARE * n_present
+
+
+def _sorted_categories(s: pd.Series) -> pd.Series:
+    """``s`` (categorical) with its categories sorted, codes renumbered by one lookup (``reorder_categories``/2)."""
+    cats = s.cat.categories
+    if cats.is_monotonic_increasing:
+        return s
+    order = np.argsort(cats.to_numpy(), kind="stable")
+    new_code = np.empty(len(cats) + 1, dtype=s.cat.codes.dtype)
+    new_code[order] = np.arange(len(cats), dtype=new_code.dtype)
+    new_code[-1] = -1                                # a missing entry (code -1) stays missing
+    codes = new_code[s.cat.codes.to_numpy()]
+    cat = pd.Categorical.from_codes(codes, categories=cats[order], validate=False)
+    return pd.Series(cat, index=s.index, name=s.name)
+
+
+def compact_text(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (changed in place) with each text column of few distinct values as sorted categories."""
+    for c in df.columns:
+        s = df[c]
+        if isinstance(s.dtype, pd.CategoricalDtype) or not pd.api.types.is_string_dtype(s.dtype):
+            continue
+        if s.dtype == object and not s.map(type, na_action="ignore").eq(str).all():
+            continue                               # mixed objects (not plain text): left alone
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        if keep_as_categories(len(uniques), int((codes >= 0).sum())):
+            cat = pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=str), validate=False)
+            df[c] = _sorted_categories(pd.Series(cat, index=df.index, name=c))
+    return df
+
+
+def parquet_to_frame(source, columns=None) -> pd.DataFrame:
+    """A Parquet file (path or file-like) as a DataFrame: text columns read as dictionaries, kept as sorted
+    categories where :func:`keep_as_categories` says so (else strings); DATE columns as datetime64, not ``date``s."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.ParquetFile(source).schema_arrow
+    text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    if hasattr(source, "seek"):
+        source.seek(0)
+    table = pq.ParquetFile(source, read_dictionary=text or None).read(columns=columns, use_pandas_metadata=True)
+    # one block per column, each Arrow column freed once converted: the reading never holds the table twice
+    df = table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
+    del table
+    for c in df.columns:
+        s = df[c]
+        if not isinstance(s.dtype, pd.CategoricalDtype) or c not in text:
+            continue
+        if keep_as_categories(len(s.cat.categories), int(s.notna().sum())):
+            df[c] = _sorted_categories(s)
+        else:
+            df[c] = s.astype(s.cat.categories.dtype)
+    return df
 
 
 def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int = MAX_CELLS,
@@ -409,9 +454,12 @@ def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_
     data, name = _raw_bytes(source, filename, max_bytes)
     fmt = sniff_format(data, name)
     if fmt == "parquet":
+        import pyarrow as pa
+
         _check_parquet(data, name, max_cells, max_columns)
         try:
-            df, encoding, delim = parquet_to_frame(pa_buffer(data)), None, None
+            # pa.BufferReader reads the bytes in place (io.BytesIO made pyarrow copy them)
+            df, encoding, delim = parquet_to_frame(pa.BufferReader(data)), None, None
         except Exception as exc:  # pyarrow raises several types
             raise DataError(f"{name} could not be read as Parquet: {exc}") from None
     else:

@@ -1,12 +1,9 @@
-"""Which column plays which role, guessed from names and values, for binary and K-class tables alike.
+"""Which column plays which role, guessed from names and values.
 
-A binary file (:func:`guess_roles`) has a label of two values and one or more score columns. A K-class file
-(:func:`guess_class_columns`) has a label holding one of K >= 3 classes per row and one column per class holding
-the model's probability (or logit) of that class: a shared prefix, case-insensitive, followed by the class
-(:data:`PREFIXES`: ``p_``, ``prob_``, ``proba_``; ``logit_`` for logits), or named exactly after the classes. A
-column's class is the text after the prefix matched to the label values as text (label 3 matches ``p_3``), then
-case-insensitively, then as numbers (``p_3`` matches 3.0), each value matched at most once. Features and the
-split of a K-class table are guessed as for a binary file.
+A binary file (:func:`guess_roles`) has a label of two values and score columns. A K-class file
+(:func:`guess_class_columns`) has a label of K >= 3 classes and one probability (or logit) column per class: a
+shared prefix (:data:`PREFIXES`, any case) followed by the class, or named exactly after the classes; a column's
+class is matched to the label values as text, then case-insensitively, then as numbers (``p_3`` matches 3.0).
 """
 from __future__ import annotations
 
@@ -30,10 +27,9 @@ _LABEL_NAMES = ("label", "labels", "y", "target", "outcome", "class", "truth", "
 _SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "dataset", "data_split", "train_test", "sample_set")
 _ID_NAMES = ("id", "index", "idx", "row", "row_id", "rowid", "key", "uuid", "record_id")
 _SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "confidence", "yhat", "y_hat", "output")
-#: A text column counts as a column of numbers when at least this share of its non-missing, non-blank entries
-#: parse as numbers; its other entries (``"abc"``, ``"#N/A"``) are then read as missing, and
-#: :func:`~calibdash.data.build_score_set` drops and counts their rows. A long column is screened first on
-#: ``_SCREEN`` entries drawn at random (fixed seed): under half this share of numbers there, it is text.
+#: A text column counts as numbers when at least this share of its present, non-blank entries parse as numbers;
+#: its other entries (``"abc"``, ``"#N/A"``) are then missing, their rows dropped and counted. A long column is
+#: screened first on ``_SCREEN`` random entries (fixed seed): under half this share of numbers there, it is text.
 NUMERIC_SHARE = 0.5
 _SCREEN = 2000
 
@@ -78,7 +74,6 @@ def reads_as_numbers(s: pd.Series) -> bool:
 
 
 def _number_share(values: np.ndarray, not_number: np.ndarray) -> tuple[int, int]:
-    """(entries that are numbers, entries present and not blank)."""
     n_numbers = int(np.count_nonzero(~np.isnan(values)))
     return n_numbers, n_numbers + int(np.count_nonzero(not_number))
 
@@ -89,12 +84,9 @@ def _enough_numbers(values: np.ndarray, not_number: np.ndarray) -> bool:
 
 
 def _clearly_text(s: pd.Series) -> bool:
-    """A long text column whose random sample (fixed seed) is under ``NUMERIC_SHARE / 2`` numbers.
-
-    Parsing a million distinct strings takes seconds, a sample a millisecond. A random sample, not every k-th row,
-    so that periodic data cannot fool it: a column at the threshold shows under a quarter in 2,000 present entries
-    with probability below exp(-2000 KL(1/4 || 1/2)) ~ 1e-114 (Chernoff).
-    """
+    """A long text column whose random sample (fixed seed) is under ``NUMERIC_SHARE / 2`` numbers: a millisecond
+    where parsing it all takes seconds. Random rows, so periodic data cannot fool it: a column at the threshold shows
+    under a quarter in 2,000 entries with probability below exp(-2000 KL(1/4 || 1/2)) ~ 1e-114 (Chernoff)."""
     n = len(s)
     if n <= 2 * _SCREEN:
         return False
@@ -155,8 +147,8 @@ def _looks_like_probabilities(values: np.ndarray) -> bool:
 
 
 def _guess_scores(df: pd.DataFrame, numbers: dict) -> list:
-    """The score columns among ``numbers`` (column -> whether it looks like probabilities, or None for a
-    numeric column not yet looked at): hinted names first, then probability-like columns, then all."""
+    """The score columns among ``numbers`` (column -> probability-like?, None: numeric dtype not looked at yet):
+    hinted names, else probability-like columns, else all."""
     numeric = list(numbers)
     hinted = [c for c in numeric if _is_score_hint(c)]
     # a numeric dtype (None) is converted one column at a time, then let go
@@ -192,8 +184,7 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
         The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or integer/text columns whose values
         are all distinct; a text column of numbers is an id only when they are distinct whole numbers).
 
-    Each column is looked at once and a text column's parsed numbers are let go before the next: the work grows
-    with the table's cells, and no copy of the table is kept.
+    Each column is looked at once, no copy of the table kept: the work grows with the table's cells.
     """
     n = len(df)
     cols = list(df.columns)
@@ -240,10 +231,9 @@ _PREDICTION_WORDS = ("pred", "argmax", "guess")
 
 @dataclass
 class ClassRoles:
-    """Which columns make a multi-class table (see :func:`guess_class_columns`): the label, one column per class
-    (in the table's order), the class of each (the label value it matched, or for a class absent from the labels
-    the text after its prefix, a number when the labels are numbers), their shared prefix (as written in the first
-    column; None when named after the classes), whether they hold logits, the features and the split."""
+    """Which columns make a multi-class table (:func:`guess_class_columns`): the label, one column per class (table
+    order), each one's class (the label value it matched, else its suffix: a number when the labels are), their
+    prefix as written (None when named after the classes), whether they hold logits, the features and the split."""
 
     label: str
     columns: list[str]
@@ -262,8 +252,7 @@ def _class_of(suffix: str, values: list):
 
 
 def _could_be_label(s: pd.Series) -> bool:
-    """Quick refusal of columns that cannot be a class label: booleans, floats with fractions among their first
-    entries."""
+    """False for booleans and floats with fractions among their first entries: no class label."""
     if pd.api.types.is_bool_dtype(s):
         return False
     if pd.api.types.is_float_dtype(s):
@@ -300,14 +289,14 @@ class Layout:
 
 
 def prefixed(columns, prefix: str, logits: bool) -> Layout | None:
-    """The columns that start with ``prefix`` (any case) and go on, as a layout; None when there are none."""
+    """The columns that start with ``prefix`` (any case) and go on, as a layout; None for none."""
     n = len(prefix)
     cols = [c for c in columns if str(c).lower().startswith(prefix.lower()) and len(str(c)) > n]
     return Layout(None, cols, [str(c)[n:] for c in cols], str(cols[0])[:n], logits) if cols else None
 
 
 def prefix_groups(columns: list) -> list[Layout]:
-    """The columns of each prefix of :data:`PREFIXES` (with a class after it), one layout per prefix used."""
+    """One layout per prefix of :data:`PREFIXES` some columns use."""
     return [g for prefix, logits in PREFIXES if (g := prefixed(columns, prefix, logits)) is not None]
 
 
@@ -353,8 +342,7 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
 
 
 def other_roles(df: pd.DataFrame, layout: Layout, split=None) -> tuple[list[str], str | None]:
-    """Features and split as :func:`guess_roles` guesses them for a binary file with the class columns as its
-    scores (renamed ``p_...`` for the guess, so that they count as scores whatever their names)."""
+    """Features and split as :func:`guess_roles` guesses them with the class columns as scores (renamed ``p_...``)."""
     names = {c: f"p_\x00{j}" for j, c in enumerate(layout.columns)}
     view = df.set_axis([names.get(c, c) for c in df.columns], axis=1)
     roles = guess_roles(view, label=layout.label, split=split)
@@ -380,6 +368,5 @@ def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: st
 
 
 def is_multiclass(df: pd.DataFrame, label: str | None = None) -> bool:
-    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns); a binary file never
-    is."""
+    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns; never a binary file)."""
     return search(df, label) is not None

@@ -1,21 +1,28 @@
-"""Building a :class:`ScoreSet`: roles, positive class, usable rows, and what validation found
-(:class:`ValidationReport`). Scores outside [0, 1] are mapped by :func:`~calibdash.core.margins.to_probabilities`.
+"""A data set is a calibration problem with K classes; :class:`Problem` says which binary reductions it has.
+
+Binary data (K = 2, :class:`ScoreSet`, built here: roles, positive class, usable rows, and what validation found in
+a :class:`ValidationReport`) has one reduction, the **score**: the positive class's score against the 0/1 label;
+scores outside [0, 1] are mapped by :func:`~calibdash.core.margins.to_probabilities`. K-class data
+(:class:`~calibdash.data.ClassSet`) has the reductions of Gupta & Ramdas (2022, "Top-label calibration and
+multiclass-to-binary reductions"): the **top label**, the confidence ``max_k P_k`` against ``1[argmax_k P_k = y]``,
+and the K **one-vs-rest** columns ``P_k`` against ``1[y = k]``. Every binary tool reads a K-class problem through
+one of them.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from ..core.errors import DataError
+from ..core.errors import DataError, SettingsError
 from ..core.validation import choose_positive, format_values, plain_value, short_text, sorted_values, text_values
 from ..core.limits import MIN_ROWS
 from ..core.margins import to_probabilities
 from .read import FileInfo
-from .problem import Problem
+from ..measures.class_measures import top_label
 from .class_names import class_notes
 from .roles import NUMERIC_SHARE, check_guessed_score, guess_roles, parse_numbers
 from .sniff import DELIMITER_NAMES
@@ -31,16 +38,49 @@ NOT_A_NUMBER = "score not a number"
 N_EXAMPLES = 5
 
 
+#: The reductions' names.
+SCORE, TOP_LABEL, ONE_VS_REST = "score", "top_label", "ovr"
+
+
+class Problem:
+    """What :class:`ScoreSet` and :class:`~calibdash.data.ClassSet` share: K, the usable rows and the
+    ``REDUCTIONS`` (the binary reductions the problem has)."""
+
+    REDUCTIONS: ClassVar[tuple[str, ...]] = (SCORE,)
+
+    @property
+    def k(self) -> int:
+        """Number of classes (2 for a score column)."""
+        return 2
+
+    @property
+    def n_rows(self) -> int:
+        """Number of usable rows."""
+        return int(self.labels.size)
+
+    def reduce(self, reduction: str, cls: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, 0/1 labels)`` of one binary reduction (one of :attr:`REDUCTIONS`: ``"score"``,
+        ``"top_label"``, ``"ovr"`` with ``cls`` the class index 0..K-1) of the usable rows, in their order;
+        SettingsError for a reduction the problem does not have, or ``"ovr"`` without a class index in range."""
+        if reduction not in self.REDUCTIONS:
+            raise SettingsError(f"this problem's reductions are {self.REDUCTIONS}, not {reduction!r}.")
+        if reduction == SCORE:
+            return self.scores, self.labels
+        P = self.scores().probabilities
+        if reduction == TOP_LABEL:
+            confidence, correct = top_label(P, self.labels)
+            return confidence, correct.astype(np.int8)
+        if cls is None or not 0 <= int(cls) < self.k:
+            raise SettingsError(f"a one-vs-rest reduction needs a class index 0..{self.k - 1}, got {cls!r}.")
+        return P[:, int(cls)], (self.labels == int(cls)).astype(np.int8)
+
+
 @dataclass
 class ValidationReport:
-    """What validation found, for the user to read.
-
-    ``dropped`` counts are disjoint (a row with a bad score and a missing label counts under the score reason
-    only), so ``n_read == n_used + sum(dropped.values())``. The reasons are ``"missing or non-finite score"``,
-    ``"score not a number"`` (a text entry such as ``"abc"`` in a column that mostly holds numbers) and
-    ``"missing label"``. ``dropped_examples`` gives, for ``"score not a number"``, up to five distinct entries
-    dropped, in the order they first occur.
-    """
+    """What validation found, for the user to read. ``dropped`` counts are disjoint (a bad score counts under the
+    score reason only), so ``n_read == n_used + sum(dropped.values())``; the reasons are ``"missing or non-finite
+    score"``, ``"score not a number"`` (text such as ``"abc"`` in a column mostly of numbers) and ``"missing label"``.
+    ``dropped_examples`` gives, for ``"score not a number"``, up to five distinct entries, first occurrences first."""
 
     n_read: int
     n_used: int
@@ -51,16 +91,14 @@ class ValidationReport:
     messages: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(eq=False)            # arrays/DataFrames have no single truth value: equal when the same object
 class ScoreSet(Problem):
-    """A validated table of one classifier's scores and the true labels: a :class:`~calibdash.data.problem.Problem`
-    of 2 classes, whose one reduction is the score.
+    """A validated table of one classifier's scores and the true labels: a :class:`Problem` of 2 classes.
 
-    ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and ``split`` hold the usable rows only
-    (rows with a missing or non-finite active score, or a missing label, are dropped and counted in ``report``).
-    ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by the logistic function. Build one
-    with :func:`~calibdash.data.load_scores` or :func:`build_score_set`; switch the active model with
-    :meth:`with_score`.
+    ``raw`` keeps the table as read; ``scores`` (in [0, 1]: a column leaving it is mapped by the logistic function),
+    ``labels``, ``features`` and ``split`` hold the usable rows only (rows with a missing or non-finite active score,
+    or a missing label, are dropped and counted in ``report``). Build one with :func:`~calibdash.data.load_scores`
+    or :func:`build_score_set`; switch the active model with :meth:`with_score`.
     """
 
     name: str
@@ -79,32 +117,23 @@ class ScoreSet(Problem):
     features: pd.DataFrame | None
     split: np.ndarray | None
 
-    __eq__ = object.__eq__          # arrays/DataFrames have no single truth value
-    __hash__ = object.__hash__
-
     def __repr__(self) -> str:
         return (f"ScoreSet({self.name!r}, score={self.score!r}, label={self.label_column!r} "
                 f"(positive={self.positive_label!r}), n_rows={self.n_rows}, "
                 f"features={self.feature_columns!r}, split={self.split_column!r})")
 
-    @property
-    def n_rows(self) -> int:
-        """Number of usable rows."""
-        return int(self.scores.size)
-
     def with_score(self, column: str) -> "ScoreSet":
         """The same file with ``column`` as the active score (re-validated)."""
         cols = list(self.score_columns)
         if column not in cols:
-            _check_columns(self.raw, [column], "score")
+            check_columns(self.raw, [column], "score")
             cols.append(column)
         return _build(self.raw, label=self.label_column, score=column, score_columns=cols,
                       features=list(self.feature_columns), split=self.split_column,
                       positive=self.positive_label, info=self.info, name=self.name)
 
     def content_key(self) -> str:
-        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or a hash of ``raw`` for a
-        table built in memory), the label/score/feature/split columns and the positive label."""
+        """Stable hex key for caches: the file's SHA-256 (or a hash of ``raw``) and the roles."""
         h = hashlib.sha256()
         if self.info is not None:
             h.update(self.info.sha256.encode())
@@ -117,11 +146,10 @@ class ScoreSet(Problem):
 
 
 def _scalar(v):
-    """Python scalar from a numpy/pandas scalar, value unchanged (1.0 stays 1.0)."""
-    return v.item() if hasattr(v, "item") else v
+    return v.item() if hasattr(v, "item") else v      # a Python scalar, value unchanged (1.0 stays 1.0)
 
 
-def _check_columns(df: pd.DataFrame, names, role: str) -> None:
+def check_columns(df: pd.DataFrame, names, role: str) -> None:
     present = set(df.columns)
     if missing := [c for c in names if c not in present]:
         listed = ", ".join(repr(short_text(c)) for c in df.columns[:40])
@@ -169,14 +197,13 @@ def _quoted(examples: list[str]) -> str:
 
 
 def _dropped_phrase(reason: str) -> str:
-    """``"whose score is not a number"`` / ``"with a missing label"``, for messages."""
     return "whose score is not a number" if reason == NOT_A_NUMBER else f"with a {reason}"
 
 
 def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[str, list[str]], *, n_used: int,
                  n_read: int, name: str, phrase=_dropped_phrase) -> None:
-    """Say in ``messages`` how many rows were dropped for each reason (with its examples), and refuse (DataError)
-    fewer than :data:`~calibdash.core.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a reason."""
+    """Note the rows dropped for each reason (``phrase(reason)`` words it) in ``messages``; DataError for fewer
+    than :data:`~calibdash.core.limits.MIN_ROWS` usable rows."""
     for reason, k in dropped.items():
         such = f", such as {_quoted(examples[reason])}" if reason in examples else ""
         messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} {phrase(reason)}{such}.")
@@ -194,7 +221,6 @@ def split_rows(df: pd.DataFrame, keep: np.ndarray, split, shown) -> tuple[np.nda
 
 
 def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
-    """What reading the file found: format, size, delimiter, encoding, decimal commas."""
     messages = []
     n_read = len(df)
     if info is not None:
@@ -205,8 +231,7 @@ def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
             gz = " (gzip-compressed)" if info.format == "csv.gz" else ""
             messages.append(f"Read {info.name}{gz}: {n_read:,} rows, {df.shape[1]} columns, "
                             f"{DELIMITER_NAMES.get(info.delimiter, info.delimiter)}-separated, {enc}.")
-    fixed = df.attrs.get("decimal_comma_columns") or []
-    if fixed:
+    if fixed := df.attrs.get("decimal_comma_columns"):
         messages.append("Decimal commas read as decimal points in: " + ", ".join(fixed) + ".")
     return messages
 
@@ -324,9 +349,9 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
         features = [features]
     for col, role in ((score, "score"), (label, "label"), (split or None, "split")):
         if col is not None:
-            _check_columns(df, [col], role)
+            check_columns(df, [col], role)
     if features:
-        _check_columns(df, list(features), "feature")
+        check_columns(df, list(features), "feature")
     no_split = split is False or split == ""
     # a named score column is never guessed as the label (nor as the split)
     roles = guess_roles(df.drop(columns=[score]) if score is not None and label is None else df,

@@ -84,9 +84,8 @@ def sniff_delimiter(text: str) -> str:
 
 @dataclass(frozen=True)
 class Header:
-    """The first record of a CSV text: its ``fields`` (leading spaces skipped, quotes removed; when not
-    ``complete``, those read before the prefix ended), its ``start`` (after blank lines) and ``end`` (after its
-    line break) in the text, and whether it is ``complete`` within the prefix looked at (or the text ends there)."""
+    """A CSV text's first record: ``fields`` (unquoted; when not ``complete``, those read before the prefix ended),
+    ``start`` (after blank lines) and ``end`` (after its line break), and whether it ended within the prefix."""
 
     fields: list[str]
     start: int
@@ -95,14 +94,10 @@ class Header:
 
 
 def read_header(text: str, delim: str, limit: int, *, more: bool = False) -> Header:
-    """The first non-blank record of CSV ``text``, reading at most its first ``limit`` characters.
-
-    Quoted fields may hold delimiters and line breaks, and blank lines before the record are skipped, as pandas
-    does. The work is bounded by ``limit`` whatever the text holds. A record that reaches the end of the prefix is
-    complete only when the text ends there too (a quote left open at the cut could hide more of the header);
-    ``more`` says that ``text`` is itself the start of a longer text. A field longer than the csv module's field
-    limit (131,072 characters) raises ``csv.Error``.
-    """
+    """The first non-blank record of CSV ``text`` (quoted fields may hold delimiters and line breaks, as for
+    pandas), reading at most its first ``limit`` characters. A record reaching the cut is complete only when the text
+    ends there too (an open quote could hide more); ``more`` says ``text`` starts a longer text. A field over the
+    csv module's limit (131,072 characters) raises ``csv.Error``."""
     head = text[:limit]
     cut = more or len(text) > len(head)
     consumed = 0
@@ -125,13 +120,9 @@ def read_header(text: str, delim: str, limit: int, *, more: bool = False) -> Hea
 
 
 def unique_names(names, unnamed=()) -> list:
-    """Column names made unique as pandas' CSV reader makes them, in linear time (pandas' own renaming costs
-    ``n**2`` comparisons for ``n`` equal names: minutes for 80,000).
-
-    A repeated name gets ``.1``, ``.2``, ... in order (``x, x, x`` -> ``x, x.1, x.2``), skipping a numbered name
-    already taken (``x, x, x.1`` -> ``x, x.2, x.1``); the positions in ``unnamed`` (empty header fields, named
-    ``Unnamed: i``) are numbered after the others.
-    """
+    """Column names made unique as pandas' CSV reader makes them, in linear time (pandas' takes ``n**2`` steps for
+    ``n`` equal names): ``x, x, x`` -> ``x, x.1, x.2``, skipping names taken (``x, x, x.1`` -> ``x, x.2, x.1``); the
+    positions in ``unnamed`` (empty header fields, ``Unnamed: i``) are numbered after the others."""
     names = list(names)
     if len(set(names)) == len(names):
         return names
@@ -157,12 +148,9 @@ def unique_names(names, unnamed=()) -> list:
 
 
 def fix_decimal_commas(df: pd.DataFrame) -> list[str]:
-    """Convert text columns holding decimal-comma numbers (``0,25``) to floats, in place; return their names.
-
-    A column is converted when some entry has a comma and every present, non-blank entry is such a number. When
-    only most are (at least :data:`~calibdash.data.roles.NUMERIC_SHARE`), the numbers are converted and the other
-    entries kept, so that :func:`~calibdash.data.build_score_set` shows them among the dropped rows.
-    """
+    """Convert text columns of decimal-comma numbers (``0,25``: some entry has a comma, every present one is such a
+    number) to floats, in place; return their names. When only most are (:data:`~calibdash.data.roles.NUMERIC_SHARE`),
+    the numbers are converted and the rest kept, for validation to show among the dropped rows."""
     fixed = []
     for col in df.columns:
         s = df[col]

@@ -24,8 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError
-from .problem import TOP_LABEL
-from .scoreset import ScoreSet, build_score_set
+from .scoreset import TOP_LABEL, ScoreSet, build_score_set
 
 if TYPE_CHECKING:
     from .class_set import ClassSet
@@ -38,9 +37,8 @@ _TAKEN = " (top label)"
 
 
 def top_label_frame(cs: "ClassSet") -> tuple[pd.DataFrame, dict]:
-    """The usable rows of ``cs`` (index 0..n-1) with the class columns replaced by the reduction's three, and the
-    names used (``"confidence"``, ``"correct"``, ``"predicted"`` -> column); DataError when ``cs`` does not say which
-    rows of its table it kept (a ClassSet built by hand without ``rows``)."""
+    """The usable rows of ``cs`` with the class columns replaced by the reduction's three, and their names (role ->
+    column); DataError when ``cs`` does not know its rows' positions (built by hand without ``rows``)."""
     if cs.rows is None or len(cs.rows) != cs.n_rows:
         raise DataError(f"{cs.name}: the usable rows' positions in the table are not known, so its other "
                         "columns cannot be aligned with the top-label reduction; build it with build_class_set.")

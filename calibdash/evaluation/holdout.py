@@ -346,7 +346,7 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
 
 def evaluate_problem(problem, methods, scheme: Scheme | None = None, *, cells: str = "auto", params=None,
                      max_fit_rows: int | None = MAX_FIT_ROWS, progress=None, should_stop=None) -> Evaluation:
-    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.problem.Problem` (``calibdash evaluate``): a
+    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.scoreset.Problem` (``calibdash evaluate``): a
     binary one on score cells (:func:`evaluate_cells`) where :func:`~calibdash.evaluation.crossfit.choose_path` says
     so for ``cells`` (else SettingsError), a K-class one on its rows; the rest as :func:`evaluate` takes it. DataError
     for the column scheme on a file without a split column.

@@ -83,13 +83,9 @@ SAMPLES: dict[str, Sample] = {s.name: s for s in (
 
 @dataclass(frozen=True)
 class ClassSample(SampleFile):
-    """One multi-class sample data set: a :class:`SampleFile` with the shared ``prefix`` of its class columns
-    (``"p_"``, ``"logit_"``) and whether they hold ``logits`` (else probabilities).
-
-    Kept apart from the binary :data:`SAMPLES`, which the command line and the Benchmark page iterate over. The
-    files live in ``sample_data/multiclass/`` (see its README.md) and are not generated: an installed calibdash
-    does not have them (:func:`sample_path` says so).
-    """
+    """One multi-class sample data set: a :class:`SampleFile` with its class columns' ``prefix`` and whether they
+    hold ``logits``. Kept apart from :data:`SAMPLES` (which the command line and the Benchmark page iterate over);
+    the files, in ``sample_data/multiclass/``, are not generated: an installed calibdash has none."""
 
     prefix: str = "p_"
     logits: bool = False
@@ -138,7 +134,6 @@ def _user_cache_root() -> Path:
 
 
 def _generator_key() -> str:
-    """Short hash of the generators' source: editing them gives a new cache folder."""
     try:
         source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drifting_score.py"))
     except OSError:                              # installed without sources: fall back on the version
@@ -148,9 +143,9 @@ def _generator_key() -> str:
 
 
 def cache_dir() -> Path:
-    """Per-user folder the generated samples go to: ``$XDG_CACHE_HOME/calibdash/samples/<hash>/`` (not created
-    here). ``XDG_CACHE_HOME`` defaults to ``~/.cache`` (``%LOCALAPPDATA%`` on Windows); ``<hash>`` identifies the
-    generators' source, so a calibdash whose generators differ never reads stale files."""
+    """Per-user folder of the generated samples (not created here): ``$XDG_CACHE_HOME/calibdash/samples/<hash>/``,
+    ``XDG_CACHE_HOME`` defaulting to ``~/.cache`` (``%LOCALAPPDATA%`` on Windows), ``<hash>`` of the generators'
+    source, so a calibdash whose generators differ never reads stale files."""
     return _user_cache_root() / "calibdash" / "samples" / _generator_key()
 
 

@@ -4,9 +4,8 @@
 >>> make.write_all("some/folder", only=["circles_svm.csv"])   # doctest: +SKIP
 
 An installed calibdash calls :func:`write` on first use of a sample, into the per-user cache;
-``sample_data/make_samples.py`` is the command line that writes into ``sample_data/``. Everything is deterministic
-(fixed seeds, no download: the breast cancer data is bundled with scikit-learn); on the pinned library versions of
-``requirements.txt`` the output equals the repository's ``sample_data/*.csv`` (``tests/samples/test_samples.py``).
+``sample_data/make_samples.py`` writes into ``sample_data/``. Everything is deterministic (fixed seeds, no download:
+the breast cancer data comes with scikit-learn); on the pinned versions the output equals ``sample_data/*.csv``.
 """
 from __future__ import annotations
 
@@ -124,13 +123,9 @@ GENERATORS = {"circles_svm.csv": make_circles_svm, "breast_cancer_nb.csv": make_
 
 
 def write(fname: str, out_dir: Path | str) -> Path:
-    """Generate the sample file ``fname`` (a key of :data:`GENERATORS`) into ``out_dir``.
-
-    The file appears whole or not at all (written to a temporary name, then renamed), so a reader never sees half
-    a CSV, and two processes filling the same cache at once both end with the same complete file.
-
-    SettingsError when ``fname`` is not a sample file; OSError when ``out_dir`` cannot be created or written.
-    """
+    """Generate the sample file ``fname`` (a key of :data:`GENERATORS`) into ``out_dir``, whole or not at all
+    (written to a temporary name, then renamed: two processes filling one cache both end with the complete file).
+    SettingsError when ``fname`` is not a sample file; OSError when ``out_dir`` cannot be created or written."""
     if fname not in GENERATORS:
         raise SettingsError(f"not a sample file: {fname}; available: {', '.join(GENERATORS)}.")
     out_dir = Path(out_dir)

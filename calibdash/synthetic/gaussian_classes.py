@@ -15,13 +15,10 @@ What is known:
 
 * With ``b = 0``, temperature scaling by ``T`` recovers the truth exactly: ``softmax(log p̂ / T) = softmax(z)``.
   With ``b ≠ 0`` a temperature alone cannot; vector scaling (Guo et al. section 4.2) can: ``(log p̂ − b) / T``.
-* ``p̂(x)`` determines the true logits up to a constant per row, hence the true posterior: so
-  ``P(y = k | p̂(X)) = P(y = k | X)``, and the canonical calibration error of the reported probabilities
-  (Vaicenavicius et al., AISTATS 2019, the calibration of the whole vector) is known row by row, without labels:
-  :func:`true_canonical_error`. The same holds for any one-to-one recalibration of ``p̂`` (temperature, vector or
-  matrix scaling with an invertible matrix); for a map that merges rows (binning) the row-wise error is an upper
-  bound (Jensen's inequality), as the binary scenarios' error "against the score" is
-  (:mod:`calibdash.synthetic.study`).
+* ``p̂(x)`` determines the true logits up to a constant per row, hence ``P(y = k | p̂(X)) = P(y = k | X)``: the
+  canonical calibration error of ``p̂`` and of any one-to-one recalibration of it (Vaicenavicius et al., AISTATS
+  2019) is known row by row, without labels (:func:`true_canonical_error`); for a map that merges rows (binning)
+  the row-wise error is an upper bound (Jensen's inequality), as the binary error "against the score" is.
 * The top-label calibration error (Gupta & Ramdas, ICLR 2022) conditions on the top class and its probability
   only, so it has no row-wise formula here; no helper claims to give it.
 
@@ -45,11 +42,8 @@ __all__ = []
 
 @dataclass(frozen=True)
 class GaussianClasses:
-    """The population and the model: Gaussian classes on a circle, an over-confident linear model.
-
-    ``classes`` are the class values in column order; ``means`` the (K, 2) ``μ_k`` (identity covariance);
-    ``priors`` the ``π_k`` (summing to 1); the model's logits are ``temperature * z(x) + bias``.
-    """
+    """Gaussian classes on a circle and an over-confident linear model: ``classes`` (column order), ``means`` the
+    (K, 2) ``μ_k``, ``priors`` the ``π_k`` (summing to 1); the model's logits are ``temperature * z(x) + bias``."""
 
     classes: tuple
     means: np.ndarray
@@ -114,10 +108,9 @@ class GaussianClasses:
 
 @dataclass
 class ClassDraw:
-    """A sample of :class:`GaussianClasses`: ``frame`` holds ``label`` (the class values), ``p_<class>`` (or
-    ``logit_<class>``), ``true_<class>`` (the true posterior), ``x1``, ``x2``; ``labels`` the class codes 0..K-1;
-    ``reported``, ``reported_logits`` the model's unrounded (n, K) probabilities and logits; ``true`` the (n, K)
-    ``P(y = k | x)``."""
+    """A sample of :class:`GaussianClasses`: ``frame`` holds ``label``, ``p_<class>`` (or ``logit_<class>``),
+    ``true_<class>`` (the true posterior), ``x1``, ``x2``; ``labels`` the codes 0..K-1; ``reported``,
+    ``reported_logits`` and ``true`` the unrounded (n, K) probabilities, logits and ``P(y = k | x)``."""
 
     frame: pd.DataFrame
     x: np.ndarray
@@ -167,16 +160,12 @@ def gaussian_classes(classes: int | Sequence = 3, *, radius: float = 2.0, temper
 
 
 def true_canonical_error(probabilities, true, p: float = 1) -> float:
-    """Mean over rows of ``‖P(y | x) − q(x)‖_p``: the canonical calibration error of ``q`` when known.
+    """Mean over rows of ``‖P(y | x) − q(x)‖_p``: for :class:`GaussianClasses`' reported probabilities ``q`` or a
+    one-to-one recalibration of them, the canonical calibration error ``E ‖P(y | q(X)) − q(X)‖_p`` (Vaicenavicius
+    et al., 2019; module docstring) of the rows, from the truth, not labels; an upper bound for a map merging rows.
 
-    ``true`` is each row's true posterior (a draw's ``true``). For the reported probabilities of
-    :class:`GaussianClasses`, and any one-to-one recalibration of them, ``P(y | q(X)) = P(y | X)`` (module
-    docstring), so this is the canonical calibration error ``E ‖P(y | q(X)) − q(X)‖_p`` (Vaicenavicius et al.,
-    2019) of the sample's rows, from the truth and not from labels: 0 for the truth itself. For a map that merges
-    rows it is an upper bound.
-
-    ``probabilities`` and ``true`` are (n, K); ``p`` is the norm over the K classes (1: the sum of absolute
-    differences, between 0 and 2).
+    ``probabilities`` and ``true`` (each row's true posterior, a draw's ``true``) are (n, K); ``p`` is the norm
+    over the K classes (1: the sum of absolute differences, between 0 and 2).
     """
     q, t = np.asarray(probabilities, dtype=float), np.asarray(true, dtype=float)
     if q.shape != t.shape or q.ndim != 2:

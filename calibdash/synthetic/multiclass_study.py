@@ -1,17 +1,15 @@
 """Teaching multi-class calibration with a known truth: an over-confident K-class model, fixed by a temperature,
 and one-vs-rest binning that needs more data.
 
-The scenario is :func:`calibdash.synthetic.gaussian_classes.gaussian_classes` with no class bias: the model reports
-``softmax(T z(x))``, the truth is ``softmax(z(x))``, so temperature scaling with the model's own ``T`` recovers it
-exactly (Guo et al. 2017, section 4.2) and a fitted temperature comes close with few rows. One-vs-rest histogram
-binning (Zadrozny & Elkan 2002) fits K step maps of many bins each, so its error falls only slowly with ``n``.
+The scenario is :func:`~calibdash.synthetic.gaussian_classes.gaussian_classes` with no class bias: the model
+reports ``softmax(T z(x))``, the truth is ``softmax(z(x))``, so temperature scaling with the model's own ``T``
+recovers it exactly (Guo et al. 2017, section 4.2) and a fitted temperature comes close with few rows. One-vs-rest
+histogram binning (Zadrozny & Elkan 2002) fits K step maps of many bins each: its error falls only slowly with ``n``.
 
-Each draw is split in two halves by the rows' content (:func:`calibdash.evaluation.scheme.split_plan`, stratified
-by class): methods are fitted on one half, judged on the other. The **true error** of a method is
-:func:`~calibdash.synthetic.gaussian_classes.true_canonical_error` on the judged half, from the known posterior:
-the canonical calibration error (Vaicenavicius et al. 2019) for one-to-one maps, an upper bound of it for maps that
-merge rows (binning), and in both cases the distance of the calibrated probabilities from the truth. The
-estimates from labels (confidence ECE, classwise ECE) are given beside it.
+Each draw is halved by the rows' content (:func:`calibdash.evaluation.scheme.split_plan`, stratified by class):
+methods are fitted on one half, judged on the other, by the **true error**
+(:func:`~calibdash.synthetic.gaussian_classes.true_canonical_error`, from the known posterior) and beside it the
+estimates from labels (confidence ECE, classwise ECE).
 """
 from __future__ import annotations
 
@@ -69,7 +67,6 @@ def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[
 
     Parameters
     ----------
-    scenario : GaussianClasses
     n, seed : int
         Rows drawn (half fit, half judged); the draw's seed (and the split's).
     methods : method spec

@@ -29,15 +29,13 @@ seed :data:`SVM_SEED`; the score is the logistic function of the margin. For ``c
 the one of ``sample_data/make_samples.py`` (500 points per class), so these SVMs are exactly the ones that scored
 the shipped ``circles_svm`` sample.
 
-The truth has no closed form, but the input distribution is known exactly, so it is computed by **numerical
-integration, not by simulation**. Both SVMs' margins are quadratic forms in x (the degree-2 kernel expansion
-written out from the support vectors), and each population is a product of two uniform variables: a *slice*
-(angle, or x1) and a *ray* (radius, or x2) along which the margin is a quadratic in the ray variable. So for every
-threshold t the exact length of ``{ray: margin <= t}`` and of its class-1 part is a closed-form root computation;
+The input distribution is known exactly, so the truth is computed by **numerical integration, not simulation**.
+Both SVMs' margins are quadratic forms in x (the degree-2 kernel expansion written out), and each population is a
+product of two uniforms: a *slice* (angle, or x1) and a *ray* (radius, or x2) along which the margin is a quadratic.
+So for every threshold t the length of ``{ray: margin <= t}`` and of its class-1 part are closed-form roots;
 averaging over :data:`N_SLICES` midpoint slices gives ``G(t) = P(margin <= t)`` and ``G1(t) = P(margin <= t,
-y = 1)``. On about 770 thresholds (256 equal steps in t, then 512 equal steps in G) the truth is the bin average
-``f = ΔG1 / ΔG``, interpolated linearly in the margin; no monotonicity is imposed (the linear SVMs' truths are far
-from monotone). It is computed once per process (``functools.lru_cache``): 0.4 to 1.3 s per scenario.
+y = 1)``. On about 770 thresholds (256 equal steps in t, then 512 in G) the truth is the bin average ``ΔG1 / ΔG``,
+interpolated linearly in the margin, not made monotone; computed once per process (0.4 to 1.3 s a scenario).
 
 Accuracy (measured when this was written; the first and last are checked by ``tests/synthetic/test_synthetic.py``):
 for ``circles_linear`` the truth also has a closed form, ``f = 1 - asinh(√(4-d²)/|d|) / asinh(√(16-d²)/|d|)`` for
@@ -66,10 +64,9 @@ IMBALANCE_PRIOR = (0.5, 9.5)    # Beta prior of the true probability: 5% prevale
 
 
 class Population:
-    """A score distribution with a known truth. Its methods: ``nodes(n)``, the scores and true probabilities at
-    the quantile midpoints ``(i + 1/2) / n``; ``truth(s)``, f(s) (NaN outside the support); ``sample(n, rng)``,
-    (scores, labels, true probabilities) of ``n`` independent rows; ``support()``, the smallest and largest score.
-    """
+    """A score distribution with a known truth: ``nodes(n)``, the scores and truths at the quantile midpoints
+    ``(i + 1/2) / n``; ``truth(s)``, f(s) (NaN outside the support); ``sample(n, rng)``, (scores, labels, truths) of
+    ``n`` independent rows; ``support()``, the smallest and largest score."""
 
 
 class _Closed(Population):
@@ -130,10 +127,8 @@ N_SLICES = 8192
 
 @dataclass(frozen=True)
 class _Geometry:
-    """A 2-D population as two independent uniforms: a slice ``a`` and a ray ``b``.
-
-    ``x = origin(a) + b * direction(a)``; class 1 is ``b`` in ``positive(a)``.
-    """
+    """A 2-D population as two independent uniforms, a slice ``a`` and a ray ``b``: ``x = origin(a) + b *
+    direction(a)``; class 1 is ``b`` in ``positive(a)``."""
 
     name: str
     slice_range: tuple[float, float]

@@ -18,10 +18,9 @@ MIN_N, MAX_N = 40, 1_000_000
 
 @dataclass(frozen=True)
 class Scenario:
-    """One teaching scenario: its key in :data:`SCENARIOS`, display ``title``, ``description`` (the population and
-    how its scores come about), ``note`` (the lesson: what to look at, which calibrators should do well and why),
-    ``truth`` (the true calibration function, as a formula or how it is computed) and ``default_n`` (the page's
-    starting sample size)."""
+    """One teaching scenario: key, ``title``, ``description`` (the population and its scores), ``note`` (the lesson:
+    what to look at, which calibrators should do well and why), ``truth`` (the true calibration function, or how it
+    is computed) and ``default_n`` (the page's starting sample size)."""
 
     name: str
     title: str
@@ -128,13 +127,8 @@ class Draw:
 
 
 def draw(name: str, n: int, seed: int) -> Draw:
-    """``n`` independent rows of scenario ``name``; the same ``seed`` gives the same rows.
-
-    Raises
-    ------
-    DataError
-        Unknown scenario or ``n`` outside [:data:`MIN_N`, :data:`MAX_N`].
-    """
+    """``n`` independent rows of scenario ``name``, the same for the same ``seed``; DataError for an unknown
+    scenario or ``n`` outside [:data:`MIN_N`, :data:`MAX_N`]."""
     pop = population(name)
     n = sample_size(n)
     s, y, p = pop.sample(n, np.random.default_rng(int(seed)))

@@ -90,13 +90,10 @@ TRUE_ERROR_COLUMNS = {"score": "true_error", "prediction": "true_error_pred"}
 
 @dataclass
 class Trial:
-    """One draw, halved (``fit_rows``, ``judged_rows``, stratified by label): calibrators fitted on one half
-    (``models``: method key -> calibrator), everything judged on the other.
-
-    ``errors`` has one row per method (``"uncalibrated"`` first): ``true_error`` (against the score),
-    ``true_error_pred`` (against the prediction), ``ece`` and ``mvce`` on the judged rows, and ``ece_minus_true``,
-    ``mvce_minus_true`` (estimate minus ``true_error``).
-    """
+    """One draw halved (``fit_rows``, ``judged_rows``, stratified by label): ``models`` (method key -> calibrator)
+    fitted on one half, all judged on the other. ``errors`` has a row per method (``"uncalibrated"`` first):
+    ``true_error`` (against the score), ``true_error_pred`` (against the prediction), ``ece`` and ``mvce`` on the
+    judged rows, ``ece_minus_true`` and ``mvce_minus_true`` (estimate minus ``true_error``)."""
 
     draw: Draw
     fit_rows: np.ndarray

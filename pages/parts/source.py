@@ -39,7 +39,7 @@ ROLES = ("label", "score", "positive", "split")
 
 #: Bytes of parsed tables kept (the tables themselves, shared by every session: :func:`bounded_cache.live_cache`).
 #: A 10^6-row upload with a score, a label and two text columns of few values parses into about 11 MB (the text
-#: held as categories, :mod:`calibdash.data.compact`); 10^7 such rows (a 96 MB Parquet) into 110 MB; a table of
+#: held as categories, :mod:`calibdash.data.read`); 10^7 such rows (a 96 MB Parquet) into 110 MB; a table of
 #: free text (every value distinct) stays as strings and can be four times that. Its share of the caches' one
 #: budget (:mod:`pages.parts.cache_budget`: 273 MB of the default 1.5 GB).
 TABLES_MAX = cache_budget.size("source.tables")

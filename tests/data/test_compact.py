@@ -1,4 +1,4 @@
-"""Text columns held as categories (calibdash.data.compact): same values, less memory, the same results.
+"""Text columns held as categories (calibdash.data.read): same values, less memory, the same results.
 
 The reading keeps a text column of few distinct values as sorted categories (CSV and Parquet alike), leaves
 columns of mostly distinct values as strings, and nothing downstream can tell: roles, score sets, groups and
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from calibdash.data import build_score_set, guess_roles, read_table
-from calibdash.data.compact import MAX_SHARE, compact_text, keep_as_categories
+from calibdash.data.read import MAX_SHARE, compact_text, keep_as_categories
 from calibdash.monitoring.group_metrics import by_group
 from calibdash.samples import sample_path
 

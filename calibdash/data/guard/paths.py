@@ -73,13 +73,19 @@ class RootPaths:
     def _relative(self, real: Path) -> str:
         return real.relative_to(self._root).as_posix() or "."
 
-    def _refuse_outside(self, shown: str, lexical: Path) -> AccessDenied:
-        """The refusal of a path resolved outside the root (the target is not named)."""
+    def _under_root(self, shown: str, lexical: Path) -> Path:
+        """``lexical`` resolved (links followed), refused (AccessDenied, the target not named) outside the root."""
+        try:
+            real = lexical.resolve(strict=False)
+        except (OSError, RuntimeError, ValueError):
+            raise AccessDenied(f"{shown} cannot be resolved (a loop of symbolic links?).") from None
+        if self._inside(real):
+            return real
         if self._inside(Path(os.path.normpath(lexical))):
-            return AccessDenied(f"{shown} goes through a symbolic link that leads outside the data root; "
-                                "only files under the data root can be read.")
-        return AccessDenied(f"{shown} is outside the data root; only files under the data root can be read "
-                            "(give a path relative to it, without '..').")
+            raise AccessDenied(f"{shown} goes through a symbolic link that leads outside the data root; "
+                               "only files under the data root can be read.")
+        raise AccessDenied(f"{shown} is outside the data root; only files under the data root can be read "
+                           "(give a path relative to it, without '..').")
 
     def resolve(self, user_path) -> Path:
         """The existing file or directory ``user_path`` (relative to the root, or absolute under it) names, absolute,
@@ -96,13 +102,7 @@ class RootPaths:
         """
         text = user_text(user_path, "path")
         shown = shown_text(text)
-        lexical = self._root / Path(text)          # an absolute path replaces the root
-        try:
-            real = lexical.resolve(strict=False)
-        except (OSError, RuntimeError, ValueError):
-            raise AccessDenied(f"{shown} cannot be resolved (a loop of symbolic links?).") from None
-        if not self._inside(real):
-            raise self._refuse_outside(shown, lexical)
+        real = self._under_root(shown, self._root / Path(text))   # an absolute path replaces the root
         try:
             exists = real.exists()
         except OSError as exc:
@@ -112,13 +112,11 @@ class RootPaths:
         return real
 
     def resolve_glob(self, pattern) -> list[Path]:
-        """The files (not directories) under the root that ``pattern`` matches (``*``, ``?``, ``[...]``, ``**``),
-        resolved, sorted, each once.
+        """The files under the root that ``pattern`` matches (``*``, ``?``, ``[...]``, ``**``), resolved, sorted, once.
 
-        The part before the first wildcard must resolve under the root; the wildcard part may not hold ``..``;
-        each match is resolved (links followed) and must lie under the root: one match that leads out refuses the
-        whole pattern (AccessDenied), as DuckDB does. No match is a DataError. A pattern without wildcards is
-        :meth:`resolve`.
+        The part before the first wildcard must resolve under the root; the wildcard part may not hold ``..``; each
+        match is resolved (links followed) and must lie under the root: one match that leads out refuses the whole
+        pattern (AccessDenied), as DuckDB does. No match is a DataError. A pattern without wildcards is :meth:`resolve`.
         """
         text = user_text(pattern, "pattern")
         shown = shown_text(text)
@@ -132,13 +130,7 @@ class RootPaths:
         rest = parts[first:]
         if ".." in rest:
             raise AccessDenied(f"{shown} has '..' after a wildcard; only files under the data root can be read.")
-        lexical = self._root.joinpath(*parts[:first])  # an absolute pattern replaces the root
-        try:
-            base = lexical.resolve(strict=False)
-        except (OSError, RuntimeError, ValueError):
-            raise AccessDenied(f"{shown} cannot be resolved (a loop of symbolic links?).") from None
-        if not self._inside(base):
-            raise self._refuse_outside(shown, lexical)
+        base = self._under_root(shown, self._root.joinpath(*parts[:first]))   # an absolute pattern replaces the root
         try:
             matches = [m for m in base.glob(str(Path(*rest))) if m.is_file()]
             reals = [m.resolve(strict=True) for m in matches]
