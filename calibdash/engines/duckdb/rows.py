@@ -1,18 +1,13 @@
 """The DuckDB engine: rows aggregated into score cells where they live, out of core; no row enters Python.
 
-Stages (:data:`STAGES`, each a streaming scan): 1. statistics (counts checked by
-:func:`calibdash.engines.source.check_stats`, a HyperLogLog estimate of distinct scores, the numeric features'
-``quantile_cont`` quantiles, numpy's linear rule); 2. the exact ``count(DISTINCT score)``, only when the estimate
-lies between ``max_exact / 4`` and ``4 * max_exact`` (HyperLogLog errs by a few per cent, far from a factor 4);
-3. ``GROUP BY part, score code[, feature codes]``, counting labels that are neither extreme (a third value).
-
-Parts: :func:`row_hash_sql` is :func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay
-below 2^48, so BIGINT is exact). Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid``
-of a temporary copy made with ``preserve_insertion_order`` (DuckDB's guarantee of file order; types guessed
-from BIGINT, DOUBLE, VARCHAR as pandas does); a table its ``rowid``; a query ``row_number() OVER (ORDER BY
-order_by) - 1``. Files are named by :func:`literal_path`, so DuckDB reads exactly those. Every error becomes a
-short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows. A private connection
-has ``memory_limit`` and a fresh spill directory."""
+Stages (:data:`STAGES`, each a streaming scan): statistics (checked by :func:`calibdash.engines.source.check_stats`,
+a HyperLogLog estimate of distinct scores, the features' ``quantile_cont`` quantiles, numpy's linear rule); the
+exact ``count(DISTINCT score)`` only when the estimate lies within a factor 4 of ``max_exact``; ``GROUP BY part,
+score code[, feature codes]``. Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid`` of a
+temporary copy made with ``preserve_insertion_order`` (types guessed from BIGINT, DOUBLE, VARCHAR as pandas does);
+a table its ``rowid``; a query ``row_number() OVER (ORDER BY order_by) - 1``. :func:`row_hash_sql` is
+:func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay below 2^48, so BIGINT is exact).
+Every error becomes a short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows."""
 from __future__ import annotations
 
 import contextlib
@@ -367,34 +362,26 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     ----------
     source : Source
     scheme : Scheme, optional
-        How rows are divided into parts (default every row in part 0): ``"kfold"`` and ``"split"`` hash each
-        row's key, ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
+        How rows are divided into parts (default every row in part 0): ``"kfold"`` and ``"split"`` hash each row's
+        key, ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
     max_exact : int, default ``MAX_EXACT``
         Cells are the distinct scores when there are at most this many, else grid steps.
-    memory_limit : str, default "1GB"
-        DuckDB's ``memory_limit``; beyond it DuckDB spills to a temporary directory.
-    threads : int, optional
-        DuckDB's threads (default: all cores).
-    features : sequence of str, optional
-        Feature columns to code into the cells (default ``source.features``; ``[]`` for none). Categorical
-        columns (text, boolean) group by value (a ``category`` whose codes are the values' dense ranks);
-        numeric ones by ``feature_bins`` exact quantile bins (repeated edges merged, code = edges at or below
-        the value, as :mod:`calibdash.calibrators.mbct`).
-    feature_bins : int, default 16
-    sample_rows : int, default 0
-        Also return this many rows drawn uniformly without replacement, reproducibly: those whose
-        ``row_hash(key, seed + SAMPLE_SALT)`` is smallest (ties by key), sorted by key; the same rows in every
-        engine (for MVCE views, MBCT tree growth).
-    seed : int, default 0
-        Seed of the row sample (the parts use ``scheme.seed``).
+    memory_limit, threads : str, int
+        DuckDB's ``memory_limit`` (beyond it DuckDB spills to a temporary directory) and threads (default all).
+    features, feature_bins : sequence of str, int
+        Feature columns coded into the cells (default ``source.features``; ``[]`` for none): categorical ones
+        (text, boolean) by value (a ``category`` coded by the values' dense ranks), numeric ones by
+        ``feature_bins`` exact quantile bins (repeated edges merged, code = edges at or below, as
+        :mod:`calibdash.calibrators.mbct`).
+    sample_rows, seed : int, default 0
+        Also return this many rows, uniformly without replacement: those whose ``row_hash(key, seed +
+        SAMPLE_SALT)`` is smallest (ties by key), sorted by key; the same rows in every engine.
     connection : duckdb.DuckDBPyConnection, optional
-        Run on this connection, left open and its settings unchanged (``memory_limit`` and ``threads`` unused):
-        e.g. :meth:`calibdash.data.guard.DataRoot.connect`'s locked one, where only files under the data root
-        can be read and another thread may ``interrupt()``. CSV row keys need ``preserve_insertion_order`` on.
-    on_stage : callable, optional
-        Called with each stage of :data:`STAGES` as it starts (it may raise to stop there).
-    on_connect : callable, optional
-        Called with the connection before the first query (e.g. to let a job interrupt it and read its progress).
+        Run on it, left open, its settings unchanged (``memory_limit``, ``threads`` unused): e.g. the locked one
+        of :meth:`calibdash.data.guard.DataRoot.connect`. CSV row keys need ``preserve_insertion_order`` on.
+    on_stage, on_connect : callable, optional
+        Called with each stage of :data:`STAGES` as it starts (it may raise to stop there), and with the
+        connection before the first query (e.g. to let a job interrupt it).
 
     Returns
     -------
@@ -404,9 +391,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     Raises
     ------
     DataError
-        As :func:`calibdash.engines.source.check_stats`; a label with more than two values; a label or
-        split value longer than :data:`MAX_TEXT` characters; DuckDB's errors about the data
-        (:func:`calibdash.data.guard.engine_error`: short messages that never carry the rows).
+        As :func:`calibdash.engines.source.check_stats`; a label with more than two values; a label or split value
+        longer than :data:`MAX_TEXT`; DuckDB's errors about the data (short, never carrying the rows).
     EnvironmentProblem
         DuckDB could not read a file, or ran out of memory or spill space.
     SettingsError
