@@ -264,16 +264,14 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     ----------
     csrc : ClassSource
     scheme : Scheme, optional
-        How rows are divided into parts (default every row in part 0), by the binary engines' rule, so a row
-        falls in the same part in every engine and for binary and K-class cells alike.
+        How rows are divided into parts (default every row in part 0), by the binary engines' rule.
     engine : str, optional
         A name of :func:`calibdash.engines.available` (default :func:`calibdash.engines.default_engine`).
     max_exact : int
         Per reduction: its distinct scores as cells up to this many, else the grid.
-    memory_limit, threads
-        As :func:`calibdash.engines.aggregate` takes them.
-    options
-        The engine's own (a ``connection``, a session); those given as None are left out.
+    memory_limit, threads, options
+        As :func:`calibdash.engines.aggregate` takes them; ``options`` the engine's own (a ``connection``, a
+        session), None left out.
 
     Raises
     ------
