@@ -48,16 +48,13 @@ class ApplyResult:
         Where the rows were written, the engine's and the calibrator's registry names, the score column.
     n_rows, n_calibrated : int
         Rows written, and rows with a finite score (given a calibrated value).
-    form : str
-        The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`), or "" without SQL.
-    via : {"sql", "udf", "predict"}
-        The calibrator's SQL, its ``predict`` called from the engine in batches, or in memory.
+    form, via : str
+        The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`, "" without SQL); ``"sql"``, ``"udf"`` or
+        ``"predict"``: the calibrator's SQL, its ``predict`` called from the engine in batches, or in memory.
     mapped : bool
         Whether the scores were mapped by the logistic function.
-    notes : tuple of str
-        Messages for the user (as ``apply`` prints them).
-    seconds : float
-        Wall time.
+    notes, seconds : tuple of str, float
+        Messages for the user (as ``apply`` prints them); wall time.
     """
 
     out_path: str

@@ -310,6 +310,12 @@ def check_other_labels(label: str, n_other: int) -> None:
                         "than its smallest and its largest; a binary label has exactly two.")
 
 
+def unsure(estimate, limit: int) -> bool:
+    """Whether a distinct-value ``estimate`` lies within a factor 4 of ``limit``, so that an exact count decides
+    (HyperLogLog errs by a few per cent, far from a factor 4)."""
+    return limit / 4 < estimate <= 4 * limit
+
+
 def edges_of(numeric: Sequence[str], quantiles) -> dict:
     """Each numeric feature's inner bin edges from its quantiles (None: no value), repeated ones merged."""
     return {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}

@@ -22,7 +22,7 @@ from ...data.guard import engine_error
 from ...core.errors import DataError, SettingsError
 from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
-                      edges_of, grouped_cells, quantile_levels, sample_frame)
+                      edges_of, grouped_cells, quantile_levels, sample_frame, unsure)
 
 __all__ = []
 
@@ -326,11 +326,10 @@ def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) 
     """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)`` (one more
     scan, ``stage("distinct scores")``, when the estimate lies within a factor 4 of ``max_exact``)."""
     s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
-    exact = st.distinct <= int(max_exact) / 4
-    if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
+    exact = st.distinct <= int(max_exact)
+    if unsure(st.distinct, int(max_exact)):
         stage(STAGES[1])
-        n_distinct = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0])
-        exact = n_distinct <= int(max_exact)
+        exact = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0]) <= int(max_exact)
     return exact, s_sql, ("__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})")
 
 

@@ -22,7 +22,7 @@ from ...evaluation.cells import GRID, MAX_EXACT
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
-                      edges_of, grouped_cells, quantile_levels, sample_frame)
+                      edges_of, grouped_cells, quantile_levels, sample_frame, unsure)
 
 __all__ = []
 
@@ -241,8 +241,8 @@ def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tu
     the score column (mapped when margins) and the cell code column."""
     raw = col(source.score).cast("double")
     s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
-    exact = st.distinct <= int(max_exact) / 4
-    if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
+    exact = st.distinct <= int(max_exact)
+    if unsure(st.distinct, int(max_exact)):
         exact = int(df.select(F.countDistinct(s)).collect()[0][0]) <= int(max_exact)
     code = s if exact else F.least(F.floor(s * GRID).cast("long"), F.lit(GRID - 1).cast("long"))
     return exact, s, code
