@@ -77,8 +77,14 @@ def attach(run, source: Source) -> None:
         run("USE __cd_src")
 
 
-def _file_list(files) -> str:
-    return "[" + ", ".join(lit(literal_path(f)) for f in files) + "]"
+def file_reader(source: Source, *options: str) -> str:
+    """DuckDB's reader of ``source``'s files, each named literally: ``read_parquet``, or ``read_csv`` with a header
+    row and the source's delimiter; ``options`` (``"name = value"``) added."""
+    fmt = source.file_format()
+    if fmt == "csv":
+        options = (f"delim = {lit(source.csv_delimiter())}", "header = true", *options)
+    listed = "[" + ", ".join(lit(literal_path(f)) for f in source.files()) + "]"
+    return f"read_{fmt}({', '.join([listed, *options])})"
 
 
 def _mul32(h: str, c: int) -> str:
@@ -144,9 +150,7 @@ def _read_source(source: Source, select) -> "pd.DataFrame":
     con = connect(memory_limit="256MB", threads=1)
     try:
         if source.kind == "files":
-            listed = _file_list(source.files())
-            reader = (f"read_parquet({listed})" if source.file_format() == "parquet"
-                      else f"read_csv({listed}, delim = {lit(source.csv_delimiter())}, header = true)")
+            reader = file_reader(source)
         else:
             attach(con.execute, source)
             reader = source.table if source.kind == "table" else f"({source.query}) AS __cd_q"
@@ -185,10 +189,9 @@ class SourceRows:
         cols += [f"{ident(f)} AS {ident('__f_' + f)}" for f in features]
         select = ", ".join(cols)
         if source.kind == "files":
-            files = source.files()
             fmt = source.file_format()
             if fmt == "parquet" and not need_keys:     # no key asked: no row numbers (they slow every scan)
-                self.sql = f"SELECT CAST(0 AS BIGINT) AS __key, {select} FROM read_parquet({_file_list(files)})"
+                self.sql = f"SELECT CAST(0 AS BIGINT) AS __key, {select} FROM {file_reader(source)}"
             elif fmt == "parquet":
                 try:
                     offsets = source.file_offsets()
@@ -196,13 +199,11 @@ class SourceRows:
                     raise engine_error(exc, what=self.what) from None
                 key = f"([{', '.join(map(str, offsets))}]::BIGINT[])[CAST(file_index AS BIGINT) + 1] + file_row_number"
                 self.sql = (f"SELECT CAST({key} AS BIGINT) AS __key, {select} "
-                            f"FROM read_parquet({_file_list(files)}, file_row_number = true)")
+                            f"FROM {file_reader(source, 'file_row_number = true')}")
             else:
-                delim = source.csv_delimiter()
                 names = ", ".join(dict.fromkeys([ident(c) for c in source.columns(features)]))
-                self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM read_csv("
-                          f"{_file_list(files)}, delim = {lit(delim)}, header = true, "
-                          "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR'])")
+                self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM "
+                          + file_reader(source, "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR']"))
                 self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM __cd_rows"
         else:
             attach(self._run, source)
