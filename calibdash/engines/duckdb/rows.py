@@ -249,10 +249,6 @@ def is_numeric_type(duck_type) -> bool:
     return "[" not in t and t.split("(")[0].strip() in _NUMERIC_TYPES
 
 
-def _kind(duck_type: str) -> str:
-    return "numeric" if is_numeric_type(duck_type) else "categorical"
-
-
 def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> tuple[str, list]:
     """Each row's part under ``scheme`` as a SQL expression over ``rows``, and its parameters (the ``"column"``
     scheme reads the split column's distinct values first and binds the training ones)."""
@@ -407,7 +403,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         stage(STAGES[0])
         rows = SourceRows(con, source, feats, need_keys, tune=own)
         types = rows.types()
-        kinds = {f: _kind(types["__f_" + f]) for f in feats}
+        kinds = {f: "numeric" if is_numeric_type(types["__f_" + f]) else "categorical" for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
         quant = [f"quantile_cont(CAST({ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
                  f"(WHERE {ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({ident('__f_' + f)} AS DOUBLE)))"

@@ -167,10 +167,6 @@ def to_pandas(spark, df, columns: list) -> pd.DataFrame:
     return out[columns] if len(out.columns) else pd.DataFrame(columns=columns)
 
 
-def _kind(dtype) -> str:
-    return "numeric" if isinstance(dtype, T.NumericType) else "categorical"
-
-
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
               feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, on_stage=None, spark=None):
@@ -266,7 +262,7 @@ def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes
 
 def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
     lab = col(source.label)
-    kinds = {f: _kind(df.schema[f].dataType) for f in feats}
+    kinds = {f: "numeric" if isinstance(df.schema[f].dataType, T.NumericType) else "categorical" for f in feats}
     numeric = [f for f in feats if kinds[f] == "numeric"]
     levels = quantile_levels(feature_bins) if feats else []
     extra = []
