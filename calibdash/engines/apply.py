@@ -8,8 +8,8 @@
 The choices and messages are ``python -m calibdash apply``'s: the score column asked for, else the model's, else
 guessed; values read as numbers (other text missing) and mapped by the logistic function as the model's training
 scores were (:func:`calibdash.core.margins.to_probabilities`); every row kept in order with a new ``calibrated``
-column (NULL where the score is not finite). An engine with a SQL dialect computes it by the calibrator's SQL
-(:func:`calibdash.io.sql.to_sql`), a method with no SQL form by ``predict`` in a UDF (:func:`predict_batch`)."""
+column (NULL where the score is not finite), computed by the calibrator's SQL (:func:`calibdash.io.sql.to_sql`) in
+an engine with a SQL dialect, else by ``predict`` in a UDF (:func:`predict_batch`)."""
 from __future__ import annotations
 
 import glob as _glob

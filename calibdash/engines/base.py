@@ -1,10 +1,9 @@
 """What an engine is: the interface every backend package implements and the registry finds.
 
 An engine's package holds ``rows.aggregate`` (score cells and a row sample), ``keyed.aggregate_keyed``,
-``classes.aggregate_classes`` / ``classes.class_rows`` and ``apply.apply``, imported when first used (so pyspark
-loads only when Spark runs). Every engine gives the same cells on the same rows and refuses what the others
-refuse with the same message (``tests/engines/test_engine_contract.py``). An engine's own options (a
-connection, a session) are keywords the dispatchers pass through."""
+``classes.aggregate_classes`` / ``classes.class_rows`` and ``apply.apply``, imported when first used (so pyspark loads
+only when Spark runs). Every engine gives the same cells on the same rows and refuses what the others refuse with the
+same message. An engine's own options (a connection, a session) are keywords the dispatchers pass through."""
 from __future__ import annotations
 
 import importlib
