@@ -89,7 +89,7 @@ MODULES: dict[str, str] = {
     "data.large": "data.large_source",
     # engines/classes.py and engines/<backend>/classes.py keep their names: engines/base.py finds the backend's
     # module by the string "classes" (a family's one name; renaming it is a change of engines/base.py too)
-    "engines.large": "engines.active_source",
+    "engines.large": "engines.plan",
     "multiclass.large": "engines.class_fit",
     "benchmark.classes": "benchmark.class_benchmark",
     "benchmark.large": "benchmark.in_place",

@@ -8,8 +8,8 @@
 The choices and messages are ``python -m calibdash apply``'s: the score column asked for, else the model's, else
 guessed; values read as numbers (other text missing) and mapped by the logistic function as the model's training
 scores were (:func:`calibdash.core.margins.to_probabilities`); every row kept in order with a new ``calibrated``
-column (NULL where the score is not finite). An engine with a SQL dialect computes it by the calibrator's SQL
-(:func:`calibdash.io.sql.to_sql`), a method with no SQL form by ``predict`` in a UDF (:func:`predict_batch`)."""
+column (NULL where the score is not finite), computed by the calibrator's SQL (:func:`calibdash.io.sql.to_sql`) in
+an engine with a SQL dialect, else by ``predict`` in a UDF (:func:`predict_batch`)."""
 from __future__ import annotations
 
 import glob as _glob
@@ -48,16 +48,13 @@ class ApplyResult:
         Where the rows were written, the engine's and the calibrator's registry names, the score column.
     n_rows, n_calibrated : int
         Rows written, and rows with a finite score (given a calibrated value).
-    form : str
-        The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`), or "" without SQL.
-    via : {"sql", "udf", "predict"}
-        The calibrator's SQL, its ``predict`` called from the engine in batches, or in memory.
+    form, via : str
+        The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`, "" without SQL); ``"sql"``, ``"udf"`` or
+        ``"predict"``: the calibrator's SQL, its ``predict`` called from the engine in batches, or in memory.
     mapped : bool
         Whether the scores were mapped by the logistic function.
-    notes : tuple of str
-        Messages for the user (as ``apply`` prints them).
-    seconds : float
-        Wall time.
+    notes, seconds : tuple of str, float
+        Messages for the user (as ``apply`` prints them); wall time.
     """
 
     out_path: str
@@ -204,28 +201,26 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     ----------
     model_path_or_calibrator : str, Path, Calibrator or ExportedModel
         A model file written by ``python -m calibdash fit`` (or :func:`calibdash.io.export.dumps`), its text, a
-        loaded model, or a fitted calibrator (then the score transform is decided from the values, as for a
-        file without ``fitted_on``).
+        loaded model, or a fitted calibrator (its score transform decided from the values, as for a file without
+        ``fitted_on``).
     source : str, Path or sequence of them
-        A Parquet or CSV file, a glob (``"scores/*.parquet"``) or a list of them, read in sorted path order.
+        A Parquet or CSV file, a glob or a list of them, read in sorted path order.
     out_path : str or Path
         The Parquet file to write (a directory of part files with Spark).
-    engine : str, optional
-        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine,
-        :func:`calibdash.engines.default_engine`).
-    score_column : str, optional
-        Default: the model's score column if present, else guessed.
+    engine, score_column : str, optional
+        A name of :func:`calibdash.engines.available` (default :func:`calibdash.engines.default_engine`); the
+        score column (default the model's if present, else guessed).
     form : str, optional
         The SQL form of step and linear maps (:func:`calibdash.io.sql.to_sql`). Default "auto": a CASE up to 64
         pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`), else a lookup table joined on a bucket
-        of the score (DuckDB gets it as an Arrow table). DuckDB keeps the rows' order: after a join, or from
-        several Parquet files, rows are sorted back by file and row number; CSV rows have none, so there a large
-        map is a binary search of nested CASEs (correct, slower) and several CSV files are read on one thread.
+        of the score. DuckDB keeps the rows' order: after a join, or from several Parquet files, rows are sorted
+        back by file and row number; CSV rows have none, so there a large map is a binary search of nested CASEs
+        and several CSV files are read on one thread.
     threads : int, optional
-        The engine's threads where it takes them (DuckDB; default: all cores).
+        The engine's threads where it takes them (DuckDB; default all cores).
     options
-        The engine's own, those given as None left out: DuckDB's ``connection`` (default: a new in-memory
-        one, closed at the end) and ``on_connect``, Spark's ``spark`` (default ``getOrCreate()``).
+        The engine's own, None left out: DuckDB's ``connection`` (default a new one, closed at the end) and
+        ``on_connect``, Spark's ``spark`` (default ``getOrCreate()``).
 
     Returns
     -------

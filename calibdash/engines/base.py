@@ -1,10 +1,9 @@
 """What an engine is: the interface every backend package implements and the registry finds.
 
 An engine's package holds ``rows.aggregate`` (score cells and a row sample), ``keyed.aggregate_keyed``,
-``classes.aggregate_classes`` / ``classes.class_rows`` and ``apply.apply``, imported when first used (so pyspark
-loads only when Spark runs). Every engine gives the same cells on the same rows and refuses what the others
-refuse with the same message (``tests/engines/test_engine_contract.py``). An engine's own options (a
-connection, a session) are keywords the dispatchers pass through."""
+``classes.aggregate_classes`` / ``classes.class_rows`` and ``apply.apply``, imported when first used (so pyspark loads
+only when Spark runs). Every engine gives the same cells on the same rows and refuses what the others refuse with the
+same message. An engine's own options (a connection, a session) are keywords the dispatchers pass through."""
 from __future__ import annotations
 
 import importlib
@@ -18,27 +17,21 @@ class Engine:
 
     Attributes
     ----------
-    name : str
-        The registry name (``--engine NAME``); empty in abstract bases.
-    label : str
-        The name shown to people.
+    name, label : str
+        The registry name (``--engine NAME``; empty in abstract bases) and the name shown to people.
     order : float
         Place in :func:`calibdash.engines.available` (and so in the CLI's choices).
-    out_of_core : bool
-        Whether rows stay where they live (False: they are read into memory).
-    by_default : bool
-        Whether :func:`calibdash.engines.default_engine` may choose it (else only when asked).
-    table_positions : bool
-        Whether a table's rows have positions (a row id) to hash for k-fold and split schemes.
-    catalog : bool
-        Whether a table or query names the engine's own catalog (not a DuckDB database), so only the engine
-        itself can read it (:func:`calibdash.engines.reader`).
-    reads_heads : bool
-        Whether it implements :meth:`read_head` and :meth:`label_counts` for files and DuckDB sources.
-    dialect : str or None
-        The SQL dialect of :mod:`calibdash.io.sql` it runs a model's SQL in (None: it runs ``predict``).
-    session : str or None
-        The keyword of its session option, when it needs one (the contract tests pass a session there).
+    out_of_core, by_default, table_positions : bool
+        Whether rows stay where they live (False: read into memory); whether
+        :func:`calibdash.engines.default_engine` may choose it (else only when asked); whether a table's rows have
+        positions (a row id) to hash for k-fold and split schemes.
+    catalog, reads_heads : bool
+        Whether a table or query names the engine's own catalog (not a DuckDB database), so only the engine can
+        read it (:func:`calibdash.engines.reader`); whether it implements :meth:`read_head` and
+        :meth:`label_counts` for files and DuckDB sources.
+    dialect, session : str or None
+        The SQL dialect of :mod:`calibdash.io.sql` it runs a model's SQL in (None: it runs ``predict``); the
+        keyword of its session option, when it needs one (the contract tests pass a session there).
     """
 
     name: str = ""

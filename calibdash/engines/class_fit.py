@@ -41,8 +41,7 @@ class ClassSourceResult:
 
     Attributes
     ----------
-    source : ClassSource
-    scheme : Scheme
+    source, scheme : ClassSource, Scheme
     cells : ClassCells
         The judged rows' uncalibrated cells (a split's held-out part; every row for ``"insample"``, ``"kfold"``).
     metrics : DataFrame
@@ -51,14 +50,11 @@ class ClassSourceResult:
         Whether every method's every reduction's cells were exact (then the measures equal the rows').
     notes : list of str
         What was sampled, fitted and judged, and on what cells.
-    method_cells : dict
-        Method key -> the judged rows' cells of its calibrated probabilities.
-    models : dict
-        Method key -> the calibrator fitted on the fitting part's sample (k-fold: method key -> one per fold).
+    method_cells, models, fit_seconds : dict
+        Method key -> the judged rows' cells of its calibrated probabilities; the calibrator fitted on the
+        fitting part's sample (k-fold: one per fold); the seconds spent fitting it (every fold).
     fit_rows : list of int
         The rows each fit was made on (one per fitting part; k-fold: per fold), after sampling.
-    fit_seconds : dict
-        Method key -> seconds spent fitting it (every fold).
     n_rows : int
         Rows in the source (checked; the judged ones are ``cells.n_rows``).
     """
@@ -131,30 +127,25 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     ----------
     source : str, list of str or ClassSource
         A Parquet or CSV path or glob (its class columns found by :func:`calibdash.engines.classes.class_source`
-        from ``label``, ``probs`` and ``logits``), or a :class:`~calibdash.engines.classes.ClassSource`.
-    label, probs, logits, split : optional
-        The columns' roles (ignored for a ``ClassSource``).
+        from ``label``, ``probs`` and ``logits``, ignored for a ``ClassSource``), or a ``ClassSource``.
     scheme : Scheme, default every row
         ``"split"`` or ``"column"``: fitted on part 0, only the held-out part measured; ``"kfold"``: each fold
         judged by models fitted on the others; ``"insample"``: fitted and judged on every row.
-    engine : str, optional
-        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
-    methods : method spec, optional
+    methods, params : optional
         What :func:`calibdash.evaluation.holdout.resolve_classes` takes (``"temperature,dirichlet,ovr:isotonic"``,
-        a list, a mapping). None: the uncalibrated probabilities only, from the engine's cells.
-    params : mapping key -> {hyperparameter: value}, optional
+        a list, a mapping; key -> hyperparameters). No methods: the uncalibrated probabilities only.
     max_fit_rows : int or None, default :data:`~calibdash.evaluation.holdout.MAX_FIT_ROWS`
         Every method is fitted on a content-keyed, class-stratified sample of this many rows of a larger fitting
         part; None fetches every fitting row.
     measures : list of str, optional
         Names of :data:`calibdash.measures.class_measures.MEASURES` (default all).
-    max_exact, memory_limit, threads, spark
+    engine, max_exact, memory_limit, threads, spark
         As :func:`calibdash.engines.classes.aggregate_classes` takes them.
     batch_rows : int
         Judged rows per batch (memory holds about ``batch_rows * K`` values per method at once).
     job : calibdash.core.jobs.Job, optional
         Told each stage (:data:`STAGES`) and the share of judged rows done; its cancel interrupts DuckDB
-        (default :data:`calibdash.engines.plan.NO_JOB`: run in the caller's thread, nothing shown).
+        (default :data:`calibdash.engines.plan.NO_JOB`: run in the caller's thread).
 
     Raises
     ------

@@ -36,7 +36,7 @@ from ..evaluation.cells import ClassCells
 from ..evaluation.scheme import class_quotas
 from ..evaluation.scheme import Scheme
 from ..core.validation import format_values
-from .source import Source, assemble_cells, checked_scheme
+from .source import Source, assemble_cells, checked_scheme, unsure
 
 __all__ = ["class_source", "HEAD_ROWS"]
 
@@ -113,12 +113,9 @@ class ClassSource:
     Attributes
     ----------
     source : Source
-        The rows, the label column and the split column; its ``score`` names the first class column (the class
-        columns are read as extra columns).
-    columns : tuple of str
-        The K class columns, in class order.
-    classes : tuple
-        The label value of each class column.
+        The rows, the label column and the split column; its ``score`` names the first class column.
+    columns, classes : tuple
+        The K class columns, in class order, and the label value of each.
     logits : bool
         Whether the class columns hold logits (softmaxed in the engine) rather than probabilities.
     """
@@ -237,10 +234,10 @@ def exact_flags(distinct, max_exact: int, count) -> list[bool]:
     """Exact cells or the grid, per reduction, as the binary engines decide: the estimate taken as it says
     beyond a factor 4 of ``max_exact``, else ``count(indices)`` gives the exact distinct counts."""
     m = int(max_exact)
-    flags = [d <= m / 4 for d in distinct]
-    unsure = [r for r, d in enumerate(distinct) if m / 4 < d <= 4 * m]
-    if unsure:
-        for r, n in zip(unsure, count(unsure)):
+    flags = [d <= m for d in distinct]
+    check = [r for r, d in enumerate(distinct) if unsure(d, m)]
+    if check:
+        for r, n in zip(check, count(check)):
             flags[r] = int(n) <= m
     return flags
 
@@ -264,16 +261,14 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     ----------
     csrc : ClassSource
     scheme : Scheme, optional
-        How rows are divided into parts (default every row in part 0), by the binary engines' rule, so a row
-        falls in the same part in every engine and for binary and K-class cells alike.
+        How rows are divided into parts (default every row in part 0), by the binary engines' rule.
     engine : str, optional
         A name of :func:`calibdash.engines.available` (default :func:`calibdash.engines.default_engine`).
     max_exact : int
         Per reduction: its distinct scores as cells up to this many, else the grid.
-    memory_limit, threads
-        As :func:`calibdash.engines.aggregate` takes them.
-    options
-        The engine's own (a ``connection``, a session); those given as None are left out.
+    memory_limit, threads, options
+        As :func:`calibdash.engines.aggregate` takes them; ``options`` the engine's own (a ``connection``, a
+        session), None left out.
 
     Raises
     ------
@@ -316,10 +311,8 @@ def fit_samples(rows: ClassRows, fit_parts: Sequence[Sequence[int]], size: int |
     rows : ClassRows
     fit_parts : sequence of sequences of int
         The parts each fit is made on (k-fold: every fold but one).
-    size : int or None
-        The sample's rows; None (or at least the part's rows) takes every row.
-    seed : int
-        The content key's seed.
+    size, seed : int or None, int
+        The sample's rows (None, or at least the part's rows, takes every row); the content key's seed.
     on_scan : callable, optional
         Called before each scan for the sample (one, unless too few rows passed the thresholds).
 

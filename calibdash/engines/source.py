@@ -48,37 +48,27 @@ class Source:
     Parameters
     ----------
     path : str, Path or sequence of them, optional
-        A Parquet or CSV file, a glob (``"data/part-*.parquet"``) or a list of files and globs; files are taken
-        in sorted path order.
+        A Parquet or CSV file, a glob or a list of files and globs; files are taken in sorted path order.
     format : {"parquet", "csv"}, optional
         Default: from the files' suffix (``.parquet``/``.pq`` or ``.csv``).
-    database : str, optional
-        A DuckDB database file holding ``table`` (or queried by ``query``).
-    table : str, optional
-        A DuckDB table (with ``database``) or a Spark catalog table.
-    query : str, optional
-        A SQL query (DuckDB, or Spark SQL for the Spark engine).
-    order_by : str, optional
-        For ``query`` (and Spark tables): the ORDER BY list that defines the rows' positions.
-    score, label : str
-        The score and label columns.
-    split : str, optional
-        The split column, for ``Scheme(kind="column")``.
+    database, table, query, order_by : str, optional
+        A DuckDB database file holding ``table`` (or queried by ``query``); a DuckDB or Spark catalog table; a SQL
+        query (DuckDB, or Spark SQL); for ``query`` (and Spark tables) the ORDER BY list that defines positions.
+    score, label, split : str
+        The score and label columns; the split column, for ``Scheme(kind="column")`` (optional).
     features : sequence of str
         Feature columns (coded into the cells on request, kept in a row sample).
     positive : optional
-        The label value of the positive class; default as :func:`calibdash.data.load_scores`: 1, True, yes,
-        pos, ... else the second value in sorted order. 0/1 labels need nothing.
+        The positive class's label value; default as :func:`calibdash.data.load_scores` (1, True, yes, pos, ...
+        else the second value in sorted order).
     transform : {None, "probability", "margin"}, default None
-        None: map scores by the logistic function iff a finite score lies outside [0, 1] (as loading a file
-        does); ``"margin"`` (or ``"logistic"``): always; ``"probability"`` (or ``"identity"``): never, and a
-        score outside [0, 1] is an error.
+        None: map scores by the logistic function iff a finite score lies outside [0, 1]; ``"margin"`` (or
+        ``"logistic"``): always; ``"probability"`` (or ``"identity"``): never, a score outside [0, 1] is an error.
     delimiter : str, optional
-        CSV delimiter; default sniffed from the first file's first 64 KB
-        (:func:`calibdash.data.sniff.sniff_delimiter`) and passed to every engine, so all read the same columns.
+        CSV delimiter; default sniffed from the first file's first 64 KB and passed to every engine.
     exact_paths : bool, default False
-        ``path`` names existing files read as named, never expanded as patterns even when a name holds ``*``,
-        ``?`` or ``[`` (files already resolved by a guard, :meth:`calibdash.data.guard.DataRoot.resolve_glob`).
+        ``path`` names existing files read as named, never expanded as patterns (files already resolved by
+        :meth:`calibdash.data.guard.DataRoot.resolve_glob`).
     """
 
     path: Any = None
@@ -318,6 +308,12 @@ def check_other_labels(label: str, n_other: int) -> None:
     if n_other:
         raise DataError(f"label column {label!r} has more than two values: {n_other:,} rows hold values other "
                         "than its smallest and its largest; a binary label has exactly two.")
+
+
+def unsure(estimate, limit: int) -> bool:
+    """Whether a distinct-value ``estimate`` lies within a factor 4 of ``limit``, so that an exact count decides
+    (HyperLogLog errs by a few per cent, far from a factor 4)."""
+    return limit / 4 < estimate <= 4 * limit
 
 
 def edges_of(numeric: Sequence[str], quantiles) -> dict:

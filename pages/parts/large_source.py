@@ -3,7 +3,7 @@
 Off unless the operator names a data root (:mod:`pages.parts.server_settings`). Then the Data page offers a third
 source: files (a path or glob), a DuckDB table, or a SELECT query under the root. What they name, how they are read,
 keyed and aggregated, the roles offered and the pages' :class:`calibdash.data.LargeData` live in the library
-(:mod:`calibdash.engines.active_source`, :mod:`calibdash.engines.plan`, :mod:`calibdash.data.guard`); each step runs as a
+(:mod:`calibdash.engines.plan`, :mod:`calibdash.data.guard`); each step runs as a
 job (:mod:`calibdash.core.jobs`) shown by :mod:`pages.parts.job_panel`. What a job gives (columns and guessed roles; score
 cells, never rows) is kept in stores bounded by bytes (:class:`pages.parts.bounded_cache.Store`);
 ``st.session_state`` holds the source's spec (:data:`SPEC`).
@@ -20,8 +20,8 @@ from pages.parts.text import md
 
 from calibdash.data import LargeData
 from calibdash.data.guard import data_root_from_env
-from calibdash.engines import active_source as large, plan as cplan
-from calibdash.engines.active_source import LargeSource
+from calibdash.engines import plan as cplan
+from calibdash.engines.plan import LargeSource
 from calibdash.engines.plan import resolve_plan
 from calibdash.core.errors import CalibdashError, EnvironmentProblem, SettingsError
 
@@ -42,7 +42,7 @@ NOT_ON_LARGE = ("{page} needs the rows themselves, which a large source keeps on
 KINDS = {"files": "Files (path or glob)", "table": "DuckDB table", "query": "SQL query"}
 K_KIND, K_PATH, K_DB, K_TABLE, K_QUERY, K_ORDER = ("large.kind", "large.path", "large.database", "large.table",
                                                    "large.query", "large.order_by")
-ROLE_LABELS = ("Score", "Label (true outcome)", "Split column (optional)")     # the choices of engines.large.ROLES
+ROLE_LABELS = ("Score", "Label (true outcome)", "Split column (optional)")     # the choices of engines.plan.ROLES
 
 
 # -- what the jobs gave, kept by bytes ------------------------------------------------------------------
@@ -123,7 +123,7 @@ def schema_or_stop() -> dict:
     and kept), or its progress / why not, and a stop."""
     try:
         src = _active()
-        return _read_step(*large.schema_step(src.root, src.plan))
+        return _read_step(*cplan.schema_step(src.root, src.plan))
     except CalibdashError as exc:
         st.error(f"**The large source cannot be read:** {md(exc)}")
     except job_panel.Pending:
@@ -195,7 +195,7 @@ def source_inputs() -> None:
         return
     try:
         if kind == "table":
-            tables = _read_step(*large.tables_step(root, spec["database"]))
+            tables = _read_step(*cplan.tables_step(root, spec["database"]))
             if not tables:
                 st.error("**This database holds no table.**")
                 return
@@ -203,7 +203,7 @@ def source_inputs() -> None:
                                   format_func=lambda t: f"{t[0]}.{t[1]}")
             spec["table"] = list(chosen)
         plan = resolve_plan(root, spec)
-        schema = _read_step(*large.schema_step(root, plan))
+        schema = _read_step(*cplan.schema_step(root, plan))
     except CalibdashError as exc:
         st.error(f"**This source cannot be read:** {md(exc)}")
         return
@@ -212,10 +212,10 @@ def source_inputs() -> None:
     st.caption(md(plan.describe(root)) + " · columns: "
                + md(cplan.describe_columns(schema["columns"], schema["types"])))
     roles = {}
-    for column, role, label in zip(st.columns(3), large.ROLES, ROLE_LABELS):
-        options, index = large.role_choices(schema, role, roles)
+    for column, role, label in zip(st.columns(3), cplan.ROLES, ROLE_LABELS):
+        options, index = cplan.role_choices(schema, role, roles)
         roles[role] = column.selectbox(label, options, key=f"large.{role}", persist_state="session", index=index)
-    spec["roles"] = large.chosen_roles(roles)
+    spec["roles"] = cplan.chosen_roles(roles)
     st.button("Aggregate", key="large.aggregate", type="primary", icon=":material/play_arrow:", on_click=_activate,
               args=(spec,), help="Summarise the rows into score cells with DuckDB; this source then feeds Compare, "
                                  "Explore and Groups & time.")

@@ -372,7 +372,7 @@ def test_keyed_cells_of_a_large_source_are_the_engines_on_the_locked_connection(
     exactly (same engine, same SQL: only the connection differs), parts included; and the data root's locked
     connection reads zoned timestamps in UTC: 23:30 at -05:00 on 31 January is 1 February."""
     from calibdash.data.guard import DataRoot
-    from calibdash.engines.active_source import LargeSource
+    from calibdash.engines.plan import LargeSource
     from calibdash.engines.plan import NO_JOB
     from calibdash.monitoring.keyed import Key
 

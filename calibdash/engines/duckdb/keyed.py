@@ -24,7 +24,7 @@ from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
 from .rows import (SourceRows, bin_sql, cell_code, connection_for, grouped, ident, is_numeric_type, number_sql,
                    statistics)
-from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result, unsure
 
 __all__ = []
 
@@ -108,7 +108,7 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
         x = number_sql(col)
         st, mapped, positive, (estimate,) = statistics(rows, [f"approx_count_distinct({x})"])
         n_distinct = int(estimate or 0)
-        if key.max_groups / 4 < n_distinct <= 4 * key.max_groups:
+        if unsure(n_distinct, key.max_groups):
             n_distinct = int(rows._run(f"SELECT count(DISTINCT {x}) FROM ({rows.sql})", fetch="one")[0])
         how = coding_for(True, n_distinct, key.max_groups)
         if how == "quantile":

@@ -1,18 +1,13 @@
 """The DuckDB engine: rows aggregated into score cells where they live, out of core; no row enters Python.
 
-Stages (:data:`STAGES`, each a streaming scan): 1. statistics (counts checked by
-:func:`calibdash.engines.source.check_stats`, a HyperLogLog estimate of distinct scores, the numeric features'
-``quantile_cont`` quantiles, numpy's linear rule); 2. the exact ``count(DISTINCT score)``, only when the estimate
-lies between ``max_exact / 4`` and ``4 * max_exact`` (HyperLogLog errs by a few per cent, far from a factor 4);
-3. ``GROUP BY part, score code[, feature codes]``, counting labels that are neither extreme (a third value).
-
-Parts: :func:`row_hash_sql` is :func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay
-below 2^48, so BIGINT is exact). Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid``
-of a temporary copy made with ``preserve_insertion_order`` (DuckDB's guarantee of file order; types guessed
-from BIGINT, DOUBLE, VARCHAR as pandas does); a table its ``rowid``; a query ``row_number() OVER (ORDER BY
-order_by) - 1``. Files are named by :func:`literal_path`, so DuckDB reads exactly those. Every error becomes a
-short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows. A private connection
-has ``memory_limit`` and a fresh spill directory."""
+Stages (:data:`STAGES`, each a streaming scan): statistics (checked by :func:`calibdash.engines.source.check_stats`,
+a HyperLogLog estimate of distinct scores, the features' ``quantile_cont`` quantiles, numpy's linear rule); the
+exact ``count(DISTINCT score)`` only when the estimate lies within a factor 4 of ``max_exact``; ``GROUP BY part,
+score code[, feature codes]``. Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid`` of a
+temporary copy made with ``preserve_insertion_order`` (types guessed from BIGINT, DOUBLE, VARCHAR as pandas does);
+a table its ``rowid``; a query ``row_number() OVER (ORDER BY order_by) - 1``. :func:`row_hash_sql` is
+:func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay below 2^48, so BIGINT is exact).
+Every error becomes a short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows."""
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +22,7 @@ from ...data.guard import engine_error
 from ...core.errors import DataError, SettingsError
 from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
-                      edges_of, grouped_cells, quantile_levels, sample_frame)
+                      edges_of, grouped_cells, quantile_levels, sample_frame, unsure)
 
 __all__ = []
 
@@ -82,8 +77,14 @@ def attach(run, source: Source) -> None:
         run("USE __cd_src")
 
 
-def _file_list(files) -> str:
-    return "[" + ", ".join(lit(literal_path(f)) for f in files) + "]"
+def file_reader(source: Source, *options: str) -> str:
+    """DuckDB's reader of ``source``'s files, each named literally: ``read_parquet``, or ``read_csv`` with a header
+    row and the source's delimiter; ``options`` (``"name = value"``) added."""
+    fmt = source.file_format()
+    if fmt == "csv":
+        options = (f"delim = {lit(source.csv_delimiter())}", "header = true", *options)
+    listed = "[" + ", ".join(lit(literal_path(f)) for f in source.files()) + "]"
+    return f"read_{fmt}({', '.join([listed, *options])})"
 
 
 def _mul32(h: str, c: int) -> str:
@@ -149,9 +150,7 @@ def _read_source(source: Source, select) -> "pd.DataFrame":
     con = connect(memory_limit="256MB", threads=1)
     try:
         if source.kind == "files":
-            listed = _file_list(source.files())
-            reader = (f"read_parquet({listed})" if source.file_format() == "parquet"
-                      else f"read_csv({listed}, delim = {lit(source.csv_delimiter())}, header = true)")
+            reader = file_reader(source)
         else:
             attach(con.execute, source)
             reader = source.table if source.kind == "table" else f"({source.query}) AS __cd_q"
@@ -190,10 +189,9 @@ class SourceRows:
         cols += [f"{ident(f)} AS {ident('__f_' + f)}" for f in features]
         select = ", ".join(cols)
         if source.kind == "files":
-            files = source.files()
             fmt = source.file_format()
             if fmt == "parquet" and not need_keys:     # no key asked: no row numbers (they slow every scan)
-                self.sql = f"SELECT CAST(0 AS BIGINT) AS __key, {select} FROM read_parquet({_file_list(files)})"
+                self.sql = f"SELECT CAST(0 AS BIGINT) AS __key, {select} FROM {file_reader(source)}"
             elif fmt == "parquet":
                 try:
                     offsets = source.file_offsets()
@@ -201,13 +199,11 @@ class SourceRows:
                     raise engine_error(exc, what=self.what) from None
                 key = f"([{', '.join(map(str, offsets))}]::BIGINT[])[CAST(file_index AS BIGINT) + 1] + file_row_number"
                 self.sql = (f"SELECT CAST({key} AS BIGINT) AS __key, {select} "
-                            f"FROM read_parquet({_file_list(files)}, file_row_number = true)")
+                            f"FROM {file_reader(source, 'file_row_number = true')}")
             else:
-                delim = source.csv_delimiter()
                 names = ", ".join(dict.fromkeys([ident(c) for c in source.columns(features)]))
-                self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM read_csv("
-                          f"{_file_list(files)}, delim = {lit(delim)}, header = true, "
-                          "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR'])")
+                self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM "
+                          + file_reader(source, "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR']"))
                 self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM __cd_rows"
         else:
             attach(self._run, source)
@@ -251,10 +247,6 @@ def is_numeric_type(duck_type) -> bool:
     """Whether a DuckDB type is a plain number (``DECIMAL(18,3)`` is; ``INTEGER[]``, ``STRUCT(...)`` are not)."""
     t = str(duck_type).upper().strip()
     return "[" not in t and t.split("(")[0].strip() in _NUMERIC_TYPES
-
-
-def _kind(duck_type: str) -> str:
-    return "numeric" if is_numeric_type(duck_type) else "categorical"
 
 
 def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> tuple[str, list]:
@@ -331,11 +323,10 @@ def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) 
     """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)`` (one more
     scan, ``stage("distinct scores")``, when the estimate lies within a factor 4 of ``max_exact``)."""
     s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
-    exact = st.distinct <= int(max_exact) / 4
-    if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
+    exact = st.distinct <= int(max_exact)
+    if unsure(st.distinct, int(max_exact)):
         stage(STAGES[1])
-        n_distinct = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0])
-        exact = n_distinct <= int(max_exact)
+        exact = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0]) <= int(max_exact)
     return exact, s_sql, ("__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})")
 
 
@@ -367,34 +358,26 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     ----------
     source : Source
     scheme : Scheme, optional
-        How rows are divided into parts (default every row in part 0): ``"kfold"`` and ``"split"`` hash each
-        row's key, ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
+        How rows are divided into parts (default every row in part 0): ``"kfold"`` and ``"split"`` hash each row's
+        key, ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
     max_exact : int, default ``MAX_EXACT``
         Cells are the distinct scores when there are at most this many, else grid steps.
-    memory_limit : str, default "1GB"
-        DuckDB's ``memory_limit``; beyond it DuckDB spills to a temporary directory.
-    threads : int, optional
-        DuckDB's threads (default: all cores).
-    features : sequence of str, optional
-        Feature columns to code into the cells (default ``source.features``; ``[]`` for none). Categorical
-        columns (text, boolean) group by value (a ``category`` whose codes are the values' dense ranks);
-        numeric ones by ``feature_bins`` exact quantile bins (repeated edges merged, code = edges at or below
-        the value, as :mod:`calibdash.calibrators.mbct`).
-    feature_bins : int, default 16
-    sample_rows : int, default 0
-        Also return this many rows drawn uniformly without replacement, reproducibly: those whose
-        ``row_hash(key, seed + SAMPLE_SALT)`` is smallest (ties by key), sorted by key; the same rows in every
-        engine (for MVCE views, MBCT tree growth).
-    seed : int, default 0
-        Seed of the row sample (the parts use ``scheme.seed``).
+    memory_limit, threads : str, int
+        DuckDB's ``memory_limit`` (beyond it DuckDB spills to a temporary directory) and threads (default all).
+    features, feature_bins : sequence of str, int
+        Feature columns coded into the cells (default ``source.features``; ``[]`` for none): categorical ones
+        (text, boolean) by value (a ``category`` coded by the values' dense ranks), numeric ones by
+        ``feature_bins`` exact quantile bins (repeated edges merged, code = edges at or below, as
+        :mod:`calibdash.calibrators.mbct`).
+    sample_rows, seed : int, default 0
+        Also return this many rows, uniformly without replacement: those whose ``row_hash(key, seed +
+        SAMPLE_SALT)`` is smallest (ties by key), sorted by key; the same rows in every engine.
     connection : duckdb.DuckDBPyConnection, optional
-        Run on this connection, left open and its settings unchanged (``memory_limit`` and ``threads`` unused):
-        e.g. :meth:`calibdash.data.guard.DataRoot.connect`'s locked one, where only files under the data root
-        can be read and another thread may ``interrupt()``. CSV row keys need ``preserve_insertion_order`` on.
-    on_stage : callable, optional
-        Called with each stage of :data:`STAGES` as it starts (it may raise to stop there).
-    on_connect : callable, optional
-        Called with the connection before the first query (e.g. to let a job interrupt it and read its progress).
+        Run on it, left open, its settings unchanged (``memory_limit``, ``threads`` unused): e.g. the locked one
+        of :meth:`calibdash.data.guard.DataRoot.connect`. CSV row keys need ``preserve_insertion_order`` on.
+    on_stage, on_connect : callable, optional
+        Called with each stage of :data:`STAGES` as it starts (it may raise to stop there), and with the
+        connection before the first query (e.g. to let a job interrupt it).
 
     Returns
     -------
@@ -404,9 +387,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     Raises
     ------
     DataError
-        As :func:`calibdash.engines.source.check_stats`; a label with more than two values; a label or
-        split value longer than :data:`MAX_TEXT` characters; DuckDB's errors about the data
-        (:func:`calibdash.data.guard.engine_error`: short messages that never carry the rows).
+        As :func:`calibdash.engines.source.check_stats`; a label with more than two values; a label or split value
+        longer than :data:`MAX_TEXT`; DuckDB's errors about the data (short, never carrying the rows).
     EnvironmentProblem
         DuckDB could not read a file, or ran out of memory or spill space.
     SettingsError
@@ -421,7 +403,7 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         stage(STAGES[0])
         rows = SourceRows(con, source, feats, need_keys, tune=own)
         types = rows.types()
-        kinds = {f: _kind(types["__f_" + f]) for f in feats}
+        kinds = {f: "numeric" if is_numeric_type(types["__f_" + f]) else "categorical" for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
         quant = [f"quantile_cont(CAST({ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
                  f"(WHERE {ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({ident('__f_' + f)} AS DOUBLE)))"

@@ -14,7 +14,7 @@ from ...monitoring.keyed import PERIODS, Key, KeyedCells
 from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...evaluation.scheme import Scheme
-from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result, unsure
 from .rows import F, T, bin_column, cell_code, grouped, keyed_rows, part_column, release, session, statistics
 from .rows import col as spark_col
 
@@ -62,7 +62,7 @@ def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
         x = F.when(~F.isnan(col.cast("double")), col.cast("double"))
         st, mapped, positive, splits, (estimate,) = statistics(df, source, scheme, [F.approx_count_distinct(x, 0.01)])
         n_distinct = int(estimate or 0)
-        if key.max_groups / 4 < n_distinct <= 4 * key.max_groups:
+        if unsure(n_distinct, key.max_groups):
             n_distinct = int(df.select(F.countDistinct(x)).collect()[0][0])
         if coding_for(True, n_distinct, key.max_groups) == "quantile":
             stage(KEYED_STAGES[2])

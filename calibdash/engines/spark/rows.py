@@ -22,7 +22,7 @@ from ...evaluation.cells import GRID, MAX_EXACT
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
-                      edges_of, grouped_cells, quantile_levels, sample_frame)
+                      edges_of, grouped_cells, quantile_levels, sample_frame, unsure)
 
 __all__ = []
 
@@ -167,10 +167,6 @@ def to_pandas(spark, df, columns: list) -> pd.DataFrame:
     return out[columns] if len(out.columns) else pd.DataFrame(columns=columns)
 
 
-def _kind(dtype) -> str:
-    return "numeric" if isinstance(dtype, T.NumericType) else "categorical"
-
-
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
               feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, on_stage=None, spark=None):
@@ -241,8 +237,8 @@ def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tu
     the score column (mapped when margins) and the cell code column."""
     raw = col(source.score).cast("double")
     s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
-    exact = st.distinct <= int(max_exact) / 4
-    if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
+    exact = st.distinct <= int(max_exact)
+    if unsure(st.distinct, int(max_exact)):
         exact = int(df.select(F.countDistinct(s)).collect()[0][0]) <= int(max_exact)
     code = s if exact else F.least(F.floor(s * GRID).cast("long"), F.lit(GRID - 1).cast("long"))
     return exact, s, code
@@ -266,7 +262,7 @@ def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes
 
 def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
     lab = col(source.label)
-    kinds = {f: _kind(df.schema[f].dataType) for f in feats}
+    kinds = {f: "numeric" if isinstance(df.schema[f].dataType, T.NumericType) else "categorical" for f in feats}
     numeric = [f for f in feats if kinds[f] == "numeric"]
     levels = quantile_levels(feature_bins) if feats else []
     extra = []
