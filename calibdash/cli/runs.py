@@ -1,0 +1,148 @@
+"""``python -m calibdash runs list|show|export|delete|share`` and the ``--save NAME [--tag K=V]`` option of
+``evaluate``, ``groups`` and ``drift``: the command line's side of the saved runs (:mod:`calibdash.io.runs`).
+
+The command line reaches the workspace's folder and catalog directly, so it acts as the operator: without
+``--user`` it sees and manages every run. A run saved here belongs to ``--owner`` (default ``CALIBDASH_USER``);
+with no owner it is the server's own run, which every signed-in user sees (a nightly job's history).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..core.errors import EnvironmentProblem, SettingsError
+from ..io.runs import Workspace
+
+__all__ = ["add_runs_command", "add_save_options", "save_run"]
+
+
+def _workspace(args) -> Workspace:
+    return Workspace(args.workspace or None, catalog=args.catalog or None)
+
+
+def _add_where(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", help="the workspace folder (default: CALIBDASH_WORKSPACE or the user's data "
+                                       "directory)")
+    p.add_argument("--catalog", help="the catalog URL (default: CALIBDASH_CATALOG or the folder's SQLite file)")
+
+
+def add_save_options(p: argparse.ArgumentParser) -> None:
+    """``--save NAME``, ``--tag K=V`` and where and for whom the run is kept."""
+    g = p.add_argument_group("saving", "keep the result as a run the Runs page lists (a series by its name)")
+    g.add_argument("--save", metavar="NAME", help="save the result as a run named NAME")
+    g.add_argument("--tag", action="append", metavar="KEY=VALUE", help="a tag of the saved run (repeatable)")
+    g.add_argument("--owner", default=os.environ.get("CALIBDASH_USER"),
+                   help="the saved run's owner (default: CALIBDASH_USER; none: every signed-in user sees it)")
+    _add_where(g)
+
+
+def tags_of(items) -> dict:
+    tags = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SettingsError(f"--tag takes KEY=VALUE, not {item!r}.")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def save_run(args, kind: str, results: dict, dataset: str, *, models: dict | None = None,
+             source: dict | None = None) -> None:
+    """Save ``results`` (the command's JSON document) when ``--save`` was given; say where on stderr."""
+    if not getattr(args, "save", None):
+        return
+    view = {"command": kind, "argv": sys.argv[1:]}
+    record = _workspace(args).save(name=args.save, kind=kind, dataset=dataset, results=results, view=view,
+                                   models=models, source=source, tags=tags_of(args.tag), owner=args.owner,
+                                   visibility="private" if args.owner else "all")
+    print(f"saved run {record.id} ({record.name!r}, {record.bytes:,} bytes)", file=sys.stderr)
+
+
+def add_runs_command(sub) -> None:
+    p = sub.add_parser("runs", help="list, show, export, delete or share saved runs")
+    rsub = p.add_subparsers(dest="action", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _add_where(common)
+    common.add_argument("--user", default=None, help="act as this user (default: as the operator, on every run)")
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    ls = rsub.add_parser("list", parents=[common], help="the runs, newest first")
+    ls.add_argument("--dataset")
+    ls.add_argument("--name", help="one saved series")
+    ls.add_argument("--tag", metavar="KEY=VALUE")
+    ls.add_argument("--owner")
+    ls.add_argument("--kind", choices=["evaluate", "groups", "drift"])
+    for action, text in (("show", "a run's record and results"), ("delete", "delete a run (its owner)")):
+        rsub.add_parser(action, parents=[common], help=text).add_argument("id")
+    ex = rsub.add_parser("export", parents=[common], help="copy a run's files (run.json, rows.parquet) to a folder")
+    ex.add_argument("id")
+    ex.add_argument("--out", required=True, help="the folder to write (created)")
+    sh = rsub.add_parser("share", parents=[common], help="set who sees a run (its owner)")
+    sh.add_argument("id")
+    who = sh.add_mutually_exclusive_group(required=True)
+    who.add_argument("--with", dest="users", metavar="USER,USER", help="private, shared with these users")
+    who.add_argument("--all", action="store_true", help="every signed-in user")
+    who.add_argument("--private", action="store_true", help="the owner only")
+    p.set_defaults(func=cmd_runs)
+
+
+def _record_json(r) -> dict:
+    return {"id": r.id, "name": r.name, "kind": r.kind, "dataset": r.dataset, "owner": r.owner or None,
+            "visibility": r.visibility, "shared_with": list(r.shared_with), "saved_at": _when(r.saved_at),
+            "bytes": r.bytes, "tags": r.tags, "headline": r.headline}
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cmd_runs(args) -> int:
+    ws = _workspace(args)
+    if args.action == "list":
+        tag = tuple(tags_of([args.tag]).items())[0] if args.tag else None
+        records = ws.list(args.user, dataset=args.dataset, name=args.name, tag=tag, owner=args.owner, kind=args.kind)
+        if args.json:
+            print(json.dumps({"workspace": str(ws.folder), "runs": [_record_json(r) for r in records]}, indent=2))
+        else:
+            print(f"{len(records)} run(s) in {ws.folder}")
+            for r in records:
+                tags = " ".join(f"{k}={v}" for k, v in r.tags.items())
+                print(f"{r.id}  {_when(r.saved_at)}  {r.kind:<8}  {r.name}  [{r.dataset}]  "
+                      f"{r.owner or '(server)'}  {tags}".rstrip())
+        return 0
+    if args.action == "show":
+        run = ws.open(args.id, args.user)
+        if args.json:
+            print(json.dumps({"run": _record_json(run.record), "view": run.view, "results": run.results,
+                              "models": run.models, "source": run.source}, indent=2))
+        else:
+            print(json.dumps(_record_json(run.record), indent=2))
+        return 0
+    if args.action == "export":
+        run = ws.open(args.id, args.user)
+        out = Path(args.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            written = [shutil.copy2(f, out / f.name) for f in sorted(run.folder.iterdir())]
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot write {out}: {exc.strerror or exc}.") from None
+        _done(args, {"id": run.record.id, "files": [str(p) for p in written]}, f"wrote {len(written)} file(s) to {out}")
+        return 0
+    if args.action == "delete":
+        ws.delete(args.id, args.user)
+        _done(args, {"id": args.id, "deleted": True}, f"deleted run {args.id}")
+        return 0
+    visibility = "all" if args.all else "private"
+    users = [u for u in (args.users or "").split(",") if u.strip()]
+    r = ws.share(args.id, args.user, visibility, users)
+    _done(args, _record_json(r), f"run {r.id}: {visibility}" + (f", shared with {', '.join(r.shared_with)}"
+                                                                    if r.shared_with else ""))
+    return 0
+
+
+def _done(args, document: dict, line: str) -> None:
+    print(json.dumps(document, indent=2) if args.json else line)
