@@ -97,3 +97,17 @@ def spark_with_workers(app: str, master: str = "local[2]", **conf):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _workspace_folder(tmp_path_factory):
+    """Saved runs of the tests (pages, command line, servers they start) go to a temporary workspace, never the
+    user's own data directory; a test wanting its own sets CALIBDASH_WORKSPACE itself."""
+    folder = tmp_path_factory.mktemp("workspace")
+    saved = os.environ.get("CALIBDASH_WORKSPACE")
+    os.environ["CALIBDASH_WORKSPACE"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("CALIBDASH_WORKSPACE", None)
+    else:
+        os.environ["CALIBDASH_WORKSPACE"] = saved
