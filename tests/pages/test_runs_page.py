@@ -7,7 +7,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from calibdash.io.runs import Workspace
-from pages.parts.runs import view_state  # noqa: F401  (the state a page saves; used through the app below)
 from tests.conftest import APPTEST_TIMEOUT
 from tests.pages.test_app import (APP, COMPARE, _run_entry_point_every_time, assert_clean, errors,  # noqa: F401
                                   go, metrics_table, scores_csv, sidebar_text, start, upload)
@@ -34,7 +33,7 @@ def _open_link(run_id: str) -> AppTest:
 
 def _saved_compare(workspace) -> tuple[str, pd.DataFrame]:
     """A Compare view on an upload, chosen in the pages (methods, a hyperparameter, the scheme's seed), saved
-    with the page's own state; returns its id and the metrics table the page showed."""
+    with the page's Save button; returns its id and the metrics table the page showed."""
     at = start("pages/data.py")
     upload(at, "team_scores.csv", scores_csv(400, seed=11))
     at.number_input(key="scheme.seed").set_value(5).run()
@@ -43,16 +42,19 @@ def _saved_compare(workspace) -> tuple[str, pd.DataFrame]:
     at.select_slider(key="hp.histogram.n_bins").set_value(7).run()
     assert_clean(at)
     shown = metrics_table(at)
-    from pages.parts import runs
-    state = {k: at.session_state[k] for k in at.session_state._state._state.filtered_state}
-    rows = pd.read_csv(pd.io.common.BytesIO(scores_csv(400, seed=11)))
-    view = {"page": "compare", "state": {("role." + k.split(".")[1] if k.startswith("role.") else k): v
-                                         for k, v in state.items()
-                                         if not runs._NOT_STATE.search(k) and isinstance(v, (str, int, float, bool,
-                                                                                             list))}}
-    rec = workspace.save(name="scores v1", kind="evaluate", dataset="team_scores.csv", results={"metrics": {}},
-                         view=view, rows=rows)
-    return rec.id, shown
+    at.text_input(key="runs.compare.name").set_value("scores v1")
+    at.text_input(key="runs.compare.tags").set_value("model=churn, version=1")
+    at.button(key="runs.compare.save").click().run()
+    assert_clean(at)
+    run_id = at.session_state["runs.last_saved"]
+    assert any(run_id in s.value for s in at.success)
+    run = workspace.open(run_id)
+    assert run.record.tags == {"model": "churn", "version": "1"} and run.record.name == "scores v1"
+    assert set(run.models) == {"platt", "isotonic", "histogram"} and run.results["file"] == "team_scores.csv"
+    assert run.results["metrics"]["histogram"]["ECE"] == pytest.approx(shown.loc["Histogram binning", "ECE"],
+                                                                        abs=5e-4)     # the table shows 3 places
+    assert len(run.rows()) == 400
+    return run_id, shown
 
 
 def test_a_run_link_opens_the_saved_view_with_the_same_numbers(workspace):
