@@ -13,6 +13,7 @@ sees every run.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timezone
 import io
 import logging
 import re
@@ -31,6 +32,7 @@ log = logging.getLogger("calibdash.app")
 #: Query parameter of a saved run's link.
 RUN = "run"
 _OPENED = "_run_opened"                 # the run id this session last opened from a link
+_SHOWING = "_run_showing"               # the sidebar's line on it
 _NOT_STATE = re.compile(r"(^_)|(\.dl\.)|(^upload$)|(^runs\.)|(^FormSubmitter)")
 _ROLE = re.compile(r"^role\.(\w+)\.[0-9a-f]{12}$")
 
@@ -67,6 +69,8 @@ def gate() -> None:
 
 def sidebar_note() -> None:
     with st.sidebar:
+        if st.session_state.get(_SHOWING):
+            st.caption(st.session_state[_SHOWING])
         if sign_in_on():
             st.caption(f"Signed in as **{md(user())}**")
             st.button("Sign out", on_click=st.logout, key="runs.sign_out")
@@ -159,6 +163,7 @@ def open_from_link() -> None:
         st.session_state.pop(UPLOAD, None)
         st.session_state[SOURCE] = "Sample"
         st.error(f"**This run cannot be opened.** {md(exc)}", icon=":material/link_off:")
+        st.page_link("pages/runs.py", label="See the runs you can open", icon=":material/bookmarks:")
         st.stop()
     rows = run.rows()
     sha = None
@@ -180,6 +185,9 @@ def open_from_link() -> None:
     if rows is not None:
         st.session_state[SOURCE] = "Upload"
     st.session_state[_OPENED] = run_id
+    when = datetime.fromtimestamp(run.record.saved_at, timezone.utc)
+    who = md(run.record.owner or "server")
+    st.session_state[_SHOWING] = f"Opened the saved run **{md(run.record.name)}** ({who}, {when:%Y-%m-%d %H:%M} UTC)"
     page = _PAGES.get(run.view.get("page"))
     if page:
         st.switch_page(page)
