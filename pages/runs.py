@@ -4,7 +4,7 @@ from datetime import datetime, time, timezone
 
 import streamlit as st
 
-from calibdash.figures.charts.history import history_chart
+from calibdash.figures.charts.history import history_chart, reliability_pair
 from calibdash.io.runs import (RUN_ERRORS, history_frame, history_measures, measures_side_by_side, runs_table)
 from pages.parts import runs
 from pages.parts.routing import route_guard
@@ -55,7 +55,11 @@ with tab_compare:
         c1, c2 = st.columns(2)
         a = c1.selectbox("Run A", evaluations, format_func=label.get, key="runs.a", index=1)
         b = c2.selectbox("Run B", evaluations, format_func=label.get, key="runs.b", index=0)
-        diff = measures_side_by_side(ws.open(a, me).results, ws.open(b, me).results)
+        run_a, run_b = ws.open(a, me), ws.open(b, me)
+        if run_a.diagrams and run_b.diagrams:
+            chart(st, reliability_pair(run_a.diagrams, run_b.diagrams, names=(run_a.record.name, run_b.record.name)),
+                  key="runs.pair")
+        diff = measures_side_by_side(run_a.results, run_b.results)
         if diff.empty:
             st.caption("These two runs have no method in common.")
         else:

@@ -2,13 +2,16 @@
 what a page saves with a run (:mod:`calibdash.io.runs`), one shape (``calibdash/io/schemas/evaluate.json``)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import engines
 from ..data import ClassSet
 from ..evaluation.scheme import Scheme
 from ..measures import class_measures as mmetrics
-from .output import evaluate_json, metrics_json, report_validation
+from ..measures.binning import reliability_table
+from .output import evaluate_json, finite_or_none, metrics_json, report_validation
 
-__all__ = ["evaluation_document", "CLASS_BINNING"]
+__all__ = ["evaluation_document", "reliability_document", "CLASS_BINNING"]
 
 CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
                  "class's probability)")
@@ -39,3 +42,20 @@ def evaluation_document(data, ev, scheme: Scheme) -> dict:
                          classes=[data.negative_label, data.positive_label], positive=data.positive_label,
                          score=data.score, rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes,
                          binning=ev.binning, validation=validation, metrics=metrics_json(ev))
+
+
+def reliability_document(ev, n_bins: int = 10, strategy: str = "quantile") -> dict:
+    """Each method's binned reliability on the judged rows (binary: the score; K classes: the top label's
+    confidence and correctness), as a saved run keeps it for the Runs page: ``bins`` of ``mean_pred``,
+    ``obs_freq`` and ``count``."""
+    out = {}
+    weights = getattr(ev, "weights", None)
+    for method, pred in ev.predictions.items():
+        p = np.asarray(pred, dtype=float)
+        if p.ndim == 2:
+            p, y = mmetrics.top_label(p, ev.labels)
+        else:
+            y = ev.labels
+        t = reliability_table(p, y, n_bins, strategy, sample_weight=weights)
+        out[method] = {k: [finite_or_none(v) for v in t[k]] for k in ("mean_pred", "obs_freq", "count")}
+    return {"binning": f"{n_bins} {'equal-count' if strategy == 'quantile' else 'equal-width'} bins", "methods": out}

@@ -106,9 +106,9 @@ def _rows_and_name():
     return None, st.session_state.get(SAMPLE)
 
 
-def save_panel(page: str, kind: str, results, models=None) -> None:
-    """The "Save run" popover: a name, tags and who sees it; ``results()`` and ``models()`` build the JSON only
-    when the user saves."""
+def save_panel(page: str, kind: str, results, models=None, diagrams=None) -> None:
+    """The "Save run" popover: a name, tags and who sees it; ``results()``, ``models()`` and ``diagrams()`` build
+    the JSON only when the user saves."""
     with st.popover("Save run", icon=":material/bookmark_add:"):
         name = st.text_input("Name", key=f"runs.{page}.name", placeholder="e.g. model v2, November")
         tags = st.text_input("Tags", key=f"runs.{page}.tags", placeholder="model=churn, version=2",
@@ -129,6 +129,7 @@ def save_panel(page: str, kind: str, results, models=None) -> None:
             record = workspace().save(name=name or f"{page} of {dataset}", kind=kind, dataset=str(dataset),
                                       results=results(), view=view_state(page),
                                       models=models() if models else None, rows=rows, tags=tag_pairs,
+                                      diagrams=diagrams() if diagrams else None,
                                       owner=user(), visibility=visibility, shared_with=shared)
         except RUN_ERRORS as exc:
             st.error(md(exc))

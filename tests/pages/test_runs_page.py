@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from calibdash.io.runs import Workspace
 from tests.conftest import APPTEST_TIMEOUT
-from tests.pages.test_app import (APP, COMPARE, _run_entry_point_every_time, assert_clean, errors,  # noqa: F401
+from tests.pages.test_app import (APP, COMPARE, _run_entry_point_every_time, assert_clean, charts, errors,  # noqa: F401
                                   go, metrics_table, scores_csv, sidebar_text, start, upload)
 
 RUNS = "pages/runs.py"
@@ -92,10 +92,13 @@ def test_the_runs_page_lists_compares_and_draws_a_series_history(workspace):
     go(at, RUNS)
     assert_clean(at)
     assert "No saved runs yet" in " ".join(i.value for i in at.info)
+    bins = {"mean_pred": [0.2, 0.6], "obs_freq": [0.25, 0.5], "count": [10, 12]}
     a = workspace.save(name="v1", kind="evaluate", dataset="d.csv", tags={"model": "v1"},
-                       results={"metrics": {"platt": {"ECE": 0.05, "Brier": 0.2}, "isotonic": {"ECE": 0.04}}})
+                       results={"metrics": {"platt": {"ECE": 0.05, "Brier": 0.2}, "isotonic": {"ECE": 0.04}}},
+                       diagrams={"methods": {"platt": bins, "isotonic": bins}})
     b = workspace.save(name="v2", kind="evaluate", dataset="d.csv", tags={"model": "v2"},
-                       results={"metrics": {"platt": {"ECE": 0.03, "Brier": 0.19}}})
+                       results={"metrics": {"platt": {"ECE": 0.03, "Brier": 0.19}}},
+                       diagrams={"methods": {"platt": {**bins, "obs_freq": [0.2, 0.62]}}})
     for i, ece in enumerate((0.02, 0.04, 0.07)):
         workspace.save(name="nightly", kind="groups", dataset="lake", view={"thresholds": {"ECE": 0.05}},
                        results={"overall": {"ECE": {"value": ece}}, "groups": [{"key": "app", "ECE": {"value": ece
@@ -112,9 +115,11 @@ def test_the_runs_page_lists_compares_and_draws_a_series_history(workspace):
     diff = at.main.dataframe[1].value
     assert diff[["method", "measure"]].values.tolist() == [["platt", "ECE"], ["platt", "Brier"]]
     assert diff["B - A"].tolist() == pytest.approx([0.03 - 0.05, 0.19 - 0.2], abs=1e-15)
-    fig = at.get("plotly_chart")[0]
-    import json
-    spec = json.loads(fig.proto.spec)
+    pair = charts(at)["runs.pair"]                   # the methods both runs hold, A solid and B dashed
+    assert [(t["name"], t["line"].get("dash")) for t in pair["data"][1:]] == [("platt · v1", "solid"),
+                                                                             ("platt · v2", "dash")]
+    assert pair["data"][2]["y"] == [0.2, 0.62]
+    spec = charts(at)["runs.history"]
     lines = {t["name"]: t["y"] for t in spec["data"]}
     assert set(lines) == {"(all rows)", "app"}
     assert any(s.get("y0") == 0.05 for s in spec["layout"]["shapes"])         # the alert threshold

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from ..layout import base_layout
 from ..palette import color_of
 
-__all__ = ["history_chart"]
+__all__ = ["history_chart", "reliability_pair"]
 
 
 def history_chart(frame: pd.DataFrame, measure: str, threshold: float | None = None) -> go.Figure:
@@ -25,3 +25,23 @@ def history_chart(frame: pd.DataFrame, measure: str, threshold: float | None = N
                       annotation_text=f"alert above {threshold:g}", annotation_position="top left")
     fig.update_layout(xaxis_title="saved", yaxis_title=measure)
     return base_layout(fig, f"{measure} of each saved run")
+
+
+def reliability_pair(a: dict, b: dict, labels: dict | None = None, names=("A", "B")) -> go.Figure:
+    """Two saved runs' reliability diagrams overlaid (``a``, ``b``: their ``diagrams`` documents): each method
+    in both, run A solid and run B dashed, in the method's colour, over the diagonal."""
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                               line=dict(color="#BBBBBB", dash="dot"), hoverinfo="skip"))
+    shared = [m for m in a.get("methods", {}) if m in b.get("methods", {})]
+    for method in shared:
+        for doc, name, dash in ((a, names[0], "solid"), (b, names[1], "dash")):
+            bins = doc["methods"][method]
+            label = (labels or {}).get(method, method)
+            fig.add_trace(go.Scatter(x=bins["mean_pred"], y=bins["obs_freq"], mode="lines+markers",
+                                     name=f"{label} · {name}", line=dict(color=color_of(method), dash=dash),
+                                     customdata=bins["count"],
+                                     hovertemplate=f"<b>{label}</b> · {name}<br>mean prediction %{{x:.3f}}<br>"
+                                                   "observed %{y:.3f}<br>rows %{customdata:,}<extra></extra>"))
+    fig.update_layout(xaxis_title="mean predicted probability", yaxis_title="observed frequency",
+                      xaxis_range=[0, 1], yaxis_range=[0, 1])
+    return base_layout(fig, f"Reliability: {names[0]} (solid) and {names[1]} (dashed)")

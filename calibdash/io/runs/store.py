@@ -71,7 +71,7 @@ def default_folder() -> Path:
 @dataclass(frozen=True)
 class Run:
     """An opened run: its catalog record and the contents of ``run.json`` (``view``, ``results``, ``models``,
-    ``source``); :meth:`rows` reads the saved rows, if any."""
+    ``source``, ``diagrams``); :meth:`rows` reads the saved rows, if any."""
 
     record: RunRecord
     view: dict
@@ -79,6 +79,7 @@ class Run:
     models: dict
     source: dict
     folder: Path
+    diagrams: dict
 
     def rows(self) -> pd.DataFrame | None:
         path = self.folder / "rows.parquet"
@@ -113,12 +114,13 @@ class Workspace:
     def save(self, *, name: str, kind: str, dataset: str, results: dict, view: dict | None = None,
              models: dict | None = None, source: dict | None = None, rows: pd.DataFrame | None = None,
              tags: dict | None = None, owner: str | None = None, visibility: str = "private",
-             shared_with=(), headline: dict | None = None) -> RunRecord:
+             shared_with=(), headline: dict | None = None, diagrams: dict | None = None) -> RunRecord:
         """Store a run and return its record (its ``id`` opens it).
 
         ``results`` is the JSON document the command line prints with ``--json``; ``view`` the page's state;
         ``models`` the fitted models' export JSON by method; ``source`` where large data lives (path or query and
-        engine); ``rows`` the upload itself. Raises :class:`QuotaReached` when the owner's runs would exceed
+        engine); ``rows`` the upload itself; ``diagrams`` each method's reliability bins
+        (:func:`calibdash.cli.documents.reliability_document`), drawn when two runs are compared. Raises :class:`QuotaReached` when the owner's runs would exceed
         the quota (nothing is kept).
         """
         if kind not in KINDS:
@@ -131,7 +133,8 @@ class Workspace:
         partial = self.runs_folder / f".partial-{run_id}"
         partial.mkdir()
         try:
-            document = {"view": view or {}, "results": results, "models": models or {}, "source": source or {}}
+            document = {"view": view or {}, "results": results, "models": models or {}, "source": source or {},
+                        "diagrams": diagrams or {}}
             _write(partial / "run.json", json.dumps(document, allow_nan=True).encode("utf-8"))
             if rows is not None:
                 rows.to_parquet(partial / "rows.parquet", index=False)
@@ -168,7 +171,8 @@ class Workspace:
         record = self.record(run_id, user)
         folder = self.runs_folder / record.id
         document = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-        return Run(record, document["view"], document["results"], document["models"], document["source"], folder)
+        return Run(record, document["view"], document["results"], document["models"], document["source"], folder,
+                   document.get("diagrams", {}))
 
     def list(self, user: str | None = None, *, dataset: str | None = None, tag: tuple | None = None,
              owner: str | None = None, name: str | None = None, since: float | None = None,
