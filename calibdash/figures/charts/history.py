@@ -10,14 +10,20 @@ from ..palette import color_of
 
 __all__ = ["history_chart", "reliability_pair"]
 
+#: One colour per group or period line (Okabe-Ito, told apart with colour-vision deficiencies); the whole data grey.
+PART_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+ALL_ROWS_COLOR = "#888888"
+
 
 def history_chart(frame: pd.DataFrame, measure: str, threshold: float | None = None) -> go.Figure:
     """``measure`` of each part (``frame``: saved, part, value) over the runs' save times; ``threshold`` as a
     dashed red line."""
     fig = go.Figure()
+    parts = [p for p in dict.fromkeys(frame["part"]) if p != "(all rows)"]
+    colors = {p: PART_COLORS[i % len(PART_COLORS)] for i, p in enumerate(parts)} | {"(all rows)": ALL_ROWS_COLOR}
     for part, rows in frame.groupby("part", sort=False):
         fig.add_trace(go.Scatter(x=rows["saved"], y=rows["value"], mode="lines+markers", name=str(part),
-                                 line=dict(color=color_of(str(part))),
+                                 line=dict(color=colors[part], width=3 if part == "(all rows)" else 2),
                                  hovertemplate=f"<b>{part}</b><br>%{{x|%Y-%m-%d %H:%M}}<br>{measure} %{{y:.4f}}"
                                                "<extra></extra>"))
     if threshold is not None:
