@@ -5,7 +5,8 @@ from datetime import datetime, time, timezone
 import streamlit as st
 
 from calibdash.figures.charts.history import history_chart, reliability_pair
-from calibdash.io.runs import (RUN_ERRORS, history_frame, history_measures, measures_side_by_side, runs_table)
+from calibdash.io.runs import (RUN_ERRORS, history_frame, history_measures, measures_side_by_side, results_table,
+                               runs_table)
 from pages.parts import runs
 from pages.parts.routing import route_guard
 from pages.parts.text import chart, md
@@ -14,6 +15,22 @@ route_guard("pages/runs.py")
 
 st.title("Saved runs")
 ws, me = runs.workspace(), runs.user()
+shown_run = runs.run_to_show()
+if shown_run is not None:                 # a link to a run saved by the command line: its numbers as saved
+    r = shown_run.record
+    st.subheader(f"{r.name}")
+    st.caption(f"{r.kind} · {md(r.dataset)} · saved by {md(r.owner or 'the server')} on "
+               f"{datetime.fromtimestamp(r.saved_at, timezone.utc):%Y-%m-%d %H:%M} UTC"
+               + (" · " + ", ".join(f"{k}={v}" for k, v in r.tags.items()) if r.tags else "")
+               + (f" · `{' '.join(shown_run.view['argv'])}`" if shown_run.view.get("argv") else ""))
+    if shown_run.diagrams:
+        chart(st, reliability_pair(shown_run.diagrams, None, names=(r.name, "")), key="runs.shown.reliability")
+    st.dataframe(results_table(r.kind, shown_run.results), width="stretch", key="runs.shown.table")
+    alerts = shown_run.results.get("alerts") or []
+    if alerts:
+        st.warning(f"{len(alerts)} alert(s) when it was saved: " + md("; ".join(
+            f"{a.get('key')} {a.get('measure')} {a.get('value')}" for a in alerts)), icon=":material/warning:")
+    st.divider()
 everything = ws.list(me)
 if not everything:
     st.info("No saved runs yet. Save one with **Save run** on Compare, Explore or Groups & time, or from the "

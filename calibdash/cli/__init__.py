@@ -49,6 +49,7 @@ from ..evaluation.holdout import DEFAULT_METHODS as CLASS_METHODS
 from .listing import cmd_methods
 from .models import cmd_apply, cmd_export_sql, cmd_fit
 from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
+from .runs import add_runs_command, add_save_options
 from ..monitoring.group_metrics import STATS as GROUP_STATS
 from ..monitoring.grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
 
@@ -178,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"paired resamples of the --measures intervals (default: {MEASURES_BOOT}); on a K-class "
                         "file: paired bootstrap intervals of every measure and the verdict (default: none)")
     _add_engine(e)
+    add_save_options(e)
     e.set_defaults(func=cmd_evaluate)
 
     r = sub.add_parser("report", help="fit calibrators and write a one-page HTML report",
@@ -291,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--test-size", type=float, default=_SCHEME.test_size,
                    help="held-out fraction for --scheme split (default: %(default)s)")
     g.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
+    add_save_options(g)
     g.set_defaults(func=cmd_groups)
 
     d = sub.add_parser(
@@ -303,7 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="period length; auto: the finest giving at most 30 periods (default: %(default)s)")
     d.add_argument("--method", default="isotonic",
                    help="the calibrator whose staleness is shown; none: skip it (default: %(default)s)")
+    add_save_options(d)
     d.set_defaults(func=cmd_drift)
+    add_runs_command(sub)
     return p
 
 

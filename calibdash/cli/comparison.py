@@ -22,6 +22,7 @@ from ..measures import class_measures as mmetrics
 from ..core.validation import choose_positive
 from .file_problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
                       refuse_binary_options, refuse_class_methods, shared_prefix)
+from .runs import save_run
 from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
                      print_json, report_validation, report_written, sentence, source_name, validation_json)
@@ -147,16 +148,18 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
 
 
 def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "",
-          best=None, verdict: str | None = None) -> int:
+          best=None, verdict: str | None = None, evaluation=None) -> int:
     """``evaluate``'s output for any problem, on rows or on an engine's cells alike: ``out`` (with the intervals
     of ``boot`` and the ``verdict`` when given) as JSON with ``--json``; else the heading, the messages, the
     ``metrics`` table, the ``binning`` line, the intervals under ``heading`` (``best(name)``: which value of
-    a measure is best) and the verdict."""
+    a measure is best) and the verdict. With ``--save`` the JSON is kept as a run, with the in-memory
+    ``evaluation``'s models (:func:`.runs.save_run`)."""
+    if boot is not None:
+        out["intervals"] = intervals_json(boot)
+    if verdict is not None:
+        out["verdict"] = verdict
+    save_run(args, "evaluate", out, out["file"], evaluation)
     if args.json:
-        if boot is not None:
-            out["intervals"] = intervals_json(boot)
-        if verdict is not None:
-            out["verdict"] = verdict
         print_json(out)
         return 0
     print(head)
@@ -203,7 +206,7 @@ def cmd_evaluate(args) -> int:
                         validation=_validation_json(ss), metrics=metrics_json(ev))
     head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev.metrics,
-                 f"ECE and MCE: {ev.binning}", boot, "More measures", _measure_best)
+                 f"ECE and MCE: {ev.binning}", boot, "More measures", _measure_best, evaluation=ev)
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
@@ -230,7 +233,7 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
                         validation=report_validation(cs.report, cs.report.class_counts), metrics=metrics_json(ev))
     head = f"{cs.name}: {columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, [*cs.report.messages, *ev.notes], ev.metrics, CLASS_BINNING, boot, "Intervals",
-                 _class_best, verdict)
+                 _class_best, verdict, evaluation=ev)
 
 
 def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:

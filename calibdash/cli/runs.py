@@ -16,7 +16,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..core.errors import EnvironmentProblem, SettingsError
+from ..io import export
 from ..io.runs import Workspace
+from .documents import reliability_document
 
 __all__ = ["add_runs_command", "add_save_options", "save_run"]
 
@@ -51,15 +53,24 @@ def tags_of(items) -> dict:
     return tags
 
 
-def save_run(args, kind: str, results: dict, dataset: str, *, models: dict | None = None,
-             source: dict | None = None) -> None:
-    """Save ``results`` (the command's JSON document) when ``--save`` was given; say where on stderr."""
+def save_run(args, kind: str, results: dict, dataset: str, evaluation=None) -> None:
+    """Save ``results`` (the command's JSON document) when ``--save`` was given, with an in-memory
+    ``evaluation``'s fitted models and reliability bins, the ``--fail-above`` thresholds, and where a large
+    source lives (its path or query and engine, never its rows); say where on stderr."""
     if not getattr(args, "save", None):
         return
-    view = {"command": kind, "argv": sys.argv[1:]}
+    view = {"command": kind, "argv": sys.argv[1:],
+            "thresholds": {name: value for name, value in getattr(args, "thresholds", None) or []}}
+    engine = getattr(args, "engine", None)
+    source = ({"engine": engine, **{k: getattr(args, k, None) for k in ("file", "database", "table", "query")}}
+              if engine and engine != "memory" else None)
+    models = diagrams = None
+    if evaluation is not None:
+        models = {m: json.loads(export.dumps(model)) for m, model in evaluation.models.items()}
+        diagrams = reliability_document(evaluation)
     record = _workspace(args).save(name=args.save, kind=kind, dataset=dataset, results=results, view=view,
-                                   models=models, source=source, tags=tags_of(args.tag), owner=args.owner,
-                                   visibility="private" if args.owner else "all")
+                                   models=models, source=source, diagrams=diagrams, tags=tags_of(args.tag),
+                                   owner=args.owner, visibility="private" if args.owner else "all")
     print(f"saved run {record.id} ({record.name!r}, {record.bytes:,} bytes)", file=sys.stderr)
 
 

@@ -25,7 +25,8 @@ from calibdash.io.runs import RUN_ERRORS, Workspace
 from pages.parts.source import SAMPLE, SOURCE, UPLOAD, source_table, using_upload
 from pages.parts.text import md
 
-__all__ = ["workspace", "sign_in_on", "user", "gate", "sidebar_note", "save_panel", "open_from_link", "RUN"]
+__all__ = ["workspace", "sign_in_on", "user", "gate", "sidebar_note", "save_panel", "open_from_link", "run_to_show",
+           "RUN"]
 
 log = logging.getLogger("calibdash.app")
 
@@ -33,6 +34,7 @@ log = logging.getLogger("calibdash.app")
 RUN = "run"
 _OPENED = "_run_opened"                 # the run id this session last opened from a link
 _SHOWING = "_run_showing"               # the sidebar's line on it
+_SHOW = "_run_show"                     # a run without a page (saved by the command line), shown on the Runs page
 _NOT_STATE = re.compile(r"(^_)|(\.dl\.)|(^upload$)|(^runs\.)|(^FormSubmitter)")
 _ROLE = re.compile(r"^role\.(\w+)\.[0-9a-f]{12}$")
 
@@ -192,3 +194,17 @@ def open_from_link() -> None:
     page = _PAGES.get(run.view.get("page"))
     if page:
         st.switch_page(page)
+    st.session_state[_SHOW] = run.record.id
+    st.switch_page("pages/runs.py")
+
+
+def run_to_show():
+    """The run a link to a command-line run asked the Runs page to show (until another link), or None."""
+    run_id = st.session_state.get(_SHOW)
+    if run_id is None:
+        return None
+    try:
+        return workspace().open(run_id, user())
+    except RUN_ERRORS as exc:
+        st.error(md(exc))
+        return None

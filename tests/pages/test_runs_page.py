@@ -127,3 +127,21 @@ def test_the_runs_page_lists_compares_and_draws_a_series_history(workspace):
     at.button(key="runs.delete").click().run()
     assert_clean(at)
     assert a.id not in set(at.main.dataframe[0].value["id"]) and len(workspace.list(None)) == 4
+
+
+def test_a_command_line_run_s_link_shows_its_saved_numbers(workspace, capsys):
+    from calibdash import cli
+    from tests.conftest import REPO
+    assert cli.main(["evaluate", str(REPO / "sample_data" / "circles_svm.csv"), "--methods", "platt,bbq",
+                     "--save", "from cron", "--tag", "model=svm"]) == 0
+    run_id = capsys.readouterr().err.split("saved run ")[1].split()[0]
+    saved = workspace.open(run_id).results["metrics"]
+    at = _open_link(run_id)
+    assert_clean(at)
+    assert at.title[0].value == "Saved runs" and at.subheader[0].value == "from cron"
+    table = at.main.dataframe[0].value
+    assert list(table.index) == ["uncalibrated", "platt", "bbq"]
+    for method, values in saved.items():
+        for name, value in values.items():
+            assert table.loc[method, name] == value                   # every number as the JSON holds it
+    assert "runs.shown.reliability" in charts(at)

@@ -33,14 +33,16 @@ def history_chart(frame: pd.DataFrame, measure: str, threshold: float | None = N
     return base_layout(fig, f"{measure} of each saved run")
 
 
-def reliability_pair(a: dict, b: dict, labels: dict | None = None, names=("A", "B")) -> go.Figure:
+def reliability_pair(a: dict, b: dict | None, labels: dict | None = None, names=("A", "B")) -> go.Figure:
     """Two saved runs' reliability diagrams overlaid (``a``, ``b``: their ``diagrams`` documents): each method
-    in both, run A solid and run B dashed, in the method's colour, over the diagonal."""
+    in both, run A solid and run B dashed, in the method's colour, over the diagonal; ``b=None``: run A's
+    methods alone."""
     fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                                line=dict(color="#BBBBBB", dash="dot"), hoverinfo="skip"))
-    shared = [m for m in a.get("methods", {}) if m in b.get("methods", {})]
+    shared = [m for m in a.get("methods", {}) if b is None or m in b.get("methods", {})]
+    runs = ((a, names[0], "solid"),) + (((b, names[1], "dash"),) if b is not None else ())
     for method in shared:
-        for doc, name, dash in ((a, names[0], "solid"), (b, names[1], "dash")):
+        for doc, name, dash in runs:
             bins = doc["methods"][method]
             label = (labels or {}).get(method, method)
             fig.add_trace(go.Scatter(x=bins["mean_pred"], y=bins["obs_freq"], mode="lines+markers",
@@ -50,4 +52,5 @@ def reliability_pair(a: dict, b: dict, labels: dict | None = None, names=("A", "
                                                    "observed %{y:.3f}<br>rows %{customdata:,}<extra></extra>"))
     fig.update_layout(xaxis_title="mean predicted probability", yaxis_title="observed frequency",
                       xaxis_range=[0, 1], yaxis_range=[0, 1])
-    return base_layout(fig, f"Reliability: {names[0]} (solid) and {names[1]} (dashed)")
+    title = f"Reliability: {names[0]} (solid) and {names[1]} (dashed)" if b is not None else f"Reliability: {names[0]}"
+    return base_layout(fig, title)

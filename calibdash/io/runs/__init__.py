@@ -3,9 +3,9 @@ with owners, sharing and a per-user quota. Pages save and open runs by id (``?ru
 with ``--save NAME`` and manages them with ``python -m calibdash runs``."""
 from .catalog import RunRecord
 from .errors import RUN_ERRORS, NotTheOwner, QuotaReached, RunNotFound, RunNotShared
-from .history import history_frame, history_measures, measures_side_by_side, runs_table
+from .history import history_frame, history_measures, measures_side_by_side, results_table, runs_table
 from .store import KINDS, VISIBILITIES, Run, Workspace, check_run_id, default_folder, headline_of, may_see
 
 __all__ = ["Workspace", "Run", "RunRecord", "RunNotFound", "RunNotShared", "NotTheOwner", "QuotaReached",
            "RUN_ERRORS", "KINDS", "VISIBILITIES", "check_run_id", "default_folder", "headline_of", "may_see",
-           "runs_table", "history_frame", "history_measures", "measures_side_by_side"]
+           "runs_table", "history_frame", "history_measures", "measures_side_by_side", "results_table"]

@@ -8,7 +8,7 @@ import pandas as pd
 
 from .catalog import RunRecord
 
-__all__ = ["runs_table", "history_frame", "history_measures", "measures_side_by_side"]
+__all__ = ["runs_table", "history_frame", "history_measures", "measures_side_by_side", "results_table"]
 
 
 def _when(t: float) -> pd.Timestamp:
@@ -65,3 +65,21 @@ def measures_side_by_side(a: dict, b: dict) -> pd.DataFrame:
             if isinstance(va, (int, float)) and isinstance(vb, (int, float)):
                 rows.append((method, name, float(va), float(vb), float(vb) - float(va)))
     return pd.DataFrame(rows, columns=["method", "measure", "A", "B", "B - A"])
+
+
+def results_table(kind: str, results: dict) -> pd.DataFrame:
+    """A run's numbers as its command printed them: for ``evaluate`` one row per method and a column per measure;
+    for ``groups`` and ``drift`` one row per group or period (the whole data first) with rows, positives and each
+    measure's value, low and high."""
+    if kind == "evaluate":
+        return pd.DataFrame.from_dict(results.get("metrics") or {}, orient="index").rename_axis("method")
+    parts = [("(all rows)", results["overall"])] if isinstance(results.get("overall"), dict) else []
+    parts += [(str(p.get("key")), p) for p in results.get("groups") or results.get("periods") or []]
+    rows = {}
+    for key, part in parts:
+        row = {k: v for k, v in part.items() if k in ("rows", "positives")}
+        for name, v in part.items():
+            if isinstance(v, dict) and "value" in v:
+                row.update({name: v["value"], f"{name} low": v.get("low"), f"{name} high": v.get("high")})
+        rows[key] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("group" if kind == "groups" else "period")
