@@ -55,8 +55,10 @@ def provider(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def signed_server(provider, tmp_path_factory, results_dir):
-    """The dashboard with sign-in on (an [auth] section naming the provider) and a workspace of its own."""
+def signed_server(provider, postgres_server, tmp_path_factory, results_dir):
+    """The dashboard with sign-in on (an [auth] section naming the provider), a workspace of its own and its
+    catalog on the test PostgreSQL server (a team server's set-up; the AppTest link tests use SQLite)."""
+    from tests.conftest import new_database
     from tests.e2e.conftest import free_port, start_streamlit, stop_process
     port = free_port()
     folder = tmp_path_factory.mktemp("signed")
@@ -68,7 +70,8 @@ def signed_server(provider, tmp_path_factory, results_dir):
         'client_id = "calibdash"\nclient_secret = "calibdash-secret"\n'
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n')
     proc, url = start_streamlit(results_dir / "streamlit-signed.log", port=port,
-                                env={"CALIBDASH_WORKSPACE": str(folder / "workspace")},
+                                env={"CALIBDASH_WORKSPACE": str(folder / "workspace"),
+                                     "CALIBDASH_CATALOG": new_database(postgres_server)},
                                 args=("--secrets.files", str(secrets_file)))
     try:
         yield url
