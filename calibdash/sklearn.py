@@ -1,67 +1,15 @@
-"""calibdash's calibrators inside scikit-learn: :class:`CalibratedClassifier`.
+"""calibdash's calibrators inside scikit-learn: :class:`CalibratedClassifier`, modelled on ``CalibratedClassifierCV``
+(usable in a ``Pipeline``, ``cross_val_score``, ``GridSearchCV`` and ``clone``); the README's "Use it from
+scikit-learn" maps its parameters to ``CalibratedClassifierCV``'s and gives the agreement measured on the same folds.
 
-Modelled on scikit-learn's ``CalibratedClassifierCV``: a classifier whose
-scores are calibrated by any calibdash method, binary or multi-class, usable in
-a ``Pipeline``, ``cross_val_score``, ``GridSearchCV`` and ``clone``.
-
->>> from sklearn.linear_model import LogisticRegression
->>> from calibdash.sklearn import CalibratedClassifier
->>> clf = CalibratedClassifier(LogisticRegression(), method="bbq", cv=5)   # doctest: +SKIP
->>> clf.fit(X, y).predict_proba(X_new)[:, 1]                                 # doctest: +SKIP
->>> CalibratedClassifier(LogisticRegression(), method="temperature").fit(X3, y3)  # doctest: +SKIP
-
-How it corresponds to ``CalibratedClassifierCV``
-------------------------------------------------
-==========================  ===========================================================
-``CalibratedClassifierCV``  ``CalibratedClassifier``
-==========================  ===========================================================
-``estimator``               ``estimator`` (default ``LinearSVC()``, as scikit-learn)
-``method="sigmoid"``        ``method="platt", smooth_targets=True`` (Platt's targets, as
-                            scikit-learn's sigmoid)
-``method="isotonic"``       ``method="isotonic", interpolation="linear"`` (scikit-learn
-                            interpolates linearly and clips outside the training range)
-``method="temperature"``    ``method="temperature"`` (K classes: on ``decision_function``
-                            when the estimator has one, as scikit-learn)
-``cv`` (int, splitter,      ``cv``, the same; ``"prefit"`` calibrates an already fitted
-``"prefit"``)               ``estimator`` on the rows given to ``fit``
-``ensemble``                ``ensemble``, the same: True keeps one (estimator, calibrator)
-                            pair per fold and averages their probabilities; False fits
-                            one calibrator on the out-of-fold scores and refits the
-                            estimator on all rows
-``n_jobs``                  not offered (calibrators are fast; folds run one by one)
-==========================  ===========================================================
-
-Two classes: any binary calibdash method can be chosen
-(``calibdash.calibrators.available()``), with its hyperparameters as keyword
-arguments (``ess=5`` for BBQ); ``GridSearchCV`` can search ``method`` and each
-of them. Keyword arguments that belong to another method than the chosen one
-are refused at ``fit``. Scores: the estimator's ``predict_proba`` (positive
-column) when it has one, else its ``decision_function`` mapped by the logistic
-function, as :func:`calibdash.load_scores` maps margins (never min-max scaled).
-
-K classes (three or more, or a multi-class method's name on two): ``method``
-names a multi-class method of :mod:`calibdash.calibrators.multiclass`
-(``multiclass.available()``: ``"temperature"``, ``"dirichlet"``,
-``"ovr:isotonic"``, ``"top_label:bbq"``, ...). A binary method's bare name means
-its one-vs-rest composite, as scikit-learn's ``method="isotonic"`` is one-vs-rest
-on K classes: ``"isotonic"`` is ``"ovr:isotonic"``; a name that is both a binary
-and a multi-class method's (``"temperature"``) means the multi-class method, as
-scikit-learn's ``method="temperature"`` does. The calibrator sees a table
-of K columns in ``classes_`` order, from the estimator's ``predict_proba`` or
-its ``decision_function`` (read as logits), chosen by ``response_method``:
-``"auto"`` gives each method the form its paper calibrates (the method's
-``input_form``: logits for temperature, vector and matrix scaling (Guo et al.
-2017), when the estimator has a ``decision_function``; probabilities for
-Dirichlet calibration (Kull et al. 2019, on log-probabilities) and for the
-one-vs-rest and top-label composites, whose binary calibrators take
-probabilities), falling back to the other response when the estimator lacks it.
-A one-vs-rest composite given logits calibrates their softmax, class by class:
-scikit-learn's one-vs-rest calibrates each ``decision_function`` column by
-itself instead, so the two agree where the estimator has only ``predict_proba``.
-
-Features: MBCT (the only feature-aware method) takes its features from ``X``:
-``features="all"`` (default) passes every column, a list of column names (or
-indices, for arrays) passes those. Multi-class methods use no features.
+Two classes: any binary method, its hyperparameters as keyword arguments (another method's are refused at
+``fit``), on the estimator's ``predict_proba``, else its ``decision_function`` mapped by the logistic function.
+K classes (or a multi-class method's name on two): a method of :mod:`calibdash.calibrators.multiclass`; a binary
+method's bare name means its one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``, as scikit-learn's), a name
+that is both (``"temperature"``) the multi-class method. ``response_method="auto"`` gives each method the output its
+paper calibrates (``input_form``: ``decision_function`` read as logits for Guo et al.'s scalings, ``predict_proba``
+for Dirichlet calibration and the composites), else the other. A one-vs-rest composite given logits calibrates their
+softmax, where scikit-learn calibrates each ``decision_function`` column by itself.
 """
 from __future__ import annotations
 
@@ -107,41 +55,32 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : classifier, default None
-        The classifier whose scores are calibrated (``LinearSVC()`` when None).
-        With ``cv="prefit"`` it must already be fitted.
+        The classifier whose scores are calibrated (``LinearSVC()`` when None); fitted already with ``"prefit"``.
     method : str, default "isotonic"
-        A calibdash method: a binary one (``calibdash.calibrators.available()``) or, for K
-        classes, a multi-class one (``calibdash.calibrators.multiclass.available()``); a binary name on K
-        classes means its one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``).
+        A binary calibdash method or, for K classes, a multi-class one (module docstring).
     cv : int, cross-validation splitter, iterable or "prefit", default 5
-        How rows are divided between the estimator and the calibrator, as in
-        ``CalibratedClassifierCV`` (stratified K-fold for an int).
+        How rows are divided between estimator and calibrator, as ``CalibratedClassifierCV``.
     ensemble : bool, default True
-        One (estimator, calibrator) pair per fold, probabilities averaged
-        (True), or one calibrator on the out-of-fold scores (False).
+        One (estimator, calibrator) pair per fold, probabilities averaged (True), or one calibrator on the
+        out-of-fold scores and the estimator refitted on all rows (False).
     features : "all", list of str or int, or None, default "all"
         Columns of ``X`` passed to a feature-aware method (MBCT); None passes none.
     response_method : {"auto", "predict_proba", "decision_function"}, default "auto"
-        Which output of the estimator a multi-class method calibrates (``"decision_function"``:
-        read as logits). ``"auto"``: the form the method's paper calibrates (its
-        ``input_form``) when the estimator has it, else the other. Binary methods always take
-        ``predict_proba`` when the estimator has one (else the logistic of its decision values)
-        unless ``"decision_function"`` is named.
+        Which output of the estimator is calibrated (module docstring); binary methods take ``predict_proba``
+        when there is one unless ``"decision_function"`` is named.
     **method_params
         Hyperparameters of ``method`` (for example ``ess=5`` for BBQ).
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        The class labels, sorted as scikit-learn's classifiers sort them (with ``cv="prefit"``:
-        the estimator's ``classes_``); with two, ``classes_[1]`` is the positive class.
+        The class labels, sorted (with ``"prefit"``: the estimator's); with two, ``classes_[1]`` is positive.
     calibrated_pairs_ : list of (estimator, calibrator)
         The fitted pairs whose probabilities are averaged.
     calibration_method_ : str
         The method fitted (``"ovr:isotonic"`` for ``method="isotonic"`` on K classes).
     score_source_ : {"predict_proba", "decision_function"}
-        Where the scores came from (binary decision values are mapped by the logistic function,
-        K-class ones given to the calibrator as logits).
+        Where the scores came from.
     n_features_in_, feature_names_in_
         As scikit-learn sets them.
     """
@@ -158,7 +97,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             setattr(self, name, value)
         self._method_param_names = tuple(sorted(method_params))
 
-    # -- parameters: the method's hyperparameters are parameters too -----------------------------
+    # the method's hyperparameters are parameters too
     def get_params(self, deep: bool = True) -> dict:
         out = super().get_params(deep=deep)
         for name in getattr(self, "_method_param_names", ()):
@@ -178,11 +117,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return {name: getattr(self, name) for name in getattr(self, "_method_param_names", ())}
 
     def _multiclass_name(self, n_classes: int) -> str | None:
-        """The multi-class method to fit, or None for a binary calibrator: on two classes a binary name
-        stays binary; on more, a multi-class method's name is that method (``"temperature"`` is
-        multi-class temperature scaling, not one-vs-rest binary temperature scaling) and any other
-        binary name becomes its one-vs-rest composite; other names are multi-class methods', on any
-        number of classes (checked by the registry)."""
+        """The multi-class method to fit (module docstring), or None for a binary calibrator."""
         if not isinstance(self.method, str):
             raise SettingsError(f"method must be a calibdash method name, got {type(self.method).__name__}.")
         binary = self.method in calibrators.classes()
@@ -212,7 +147,6 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """Whether the fitted method is a multi-class one (all but a binary name on two classes)."""
         return self.classes_.size > 2 or self.calibration_method_ not in calibrators.classes()
 
-    # -- scores and features ---------------------------------------------------------------------
     def _response(self, estimator, name: str | None) -> str:
         """``"predict_proba"`` or ``"decision_function"``: what ``response_method`` asks of ``estimator``."""
         if self.response_method not in RESPONSE_METHODS:
@@ -242,9 +176,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return expit(values)
 
     def _table(self, estimator, X) -> np.ndarray:
-        """The estimator's K columns in ``classes_`` order: probabilities (a class the estimator never
-        saw gets 0) or logits (a binary margin ``d`` as the pair ``(0, d)``, whose softmax is
-        ``(1 - expit(d), expit(d))``)."""
+        """The estimator's K columns in ``classes_`` order: probabilities (0 for a class it never saw) or logits
+        (a binary margin ``d`` as ``(0, d)``, whose softmax is ``(1 - expit(d), expit(d))``)."""
         seen = np.asarray(estimator.classes_)
         where = np.searchsorted(self.classes_, seen)
         if np.any(where >= self.classes_.size) or np.any(self.classes_[np.minimum(where, self.classes_.size - 1)]
@@ -302,8 +235,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return cal.predict(scores, self._feature_frame(X) if cal.uses_features else None)
 
     def _check_X(self, X, reset: bool):
-        """A DataFrame stays one (MBCT's columns, scikit-learn's feature names); anything else becomes a
-        dense 2-D array (sparse input is refused: calibdash's feature-aware method reads columns)."""
+        """A DataFrame stays one (MBCT's columns, feature names); anything else becomes a dense 2-D array."""
         if isinstance(X, pd.DataFrame):
             validate_data(self, X, reset=reset, skip_check_array=True)
             return X
@@ -313,7 +245,6 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _rows(X, idx):
         return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
 
-    # -- fit / predict ------------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None, **fit_params):
         """Fit the estimator(s) and calibrator(s).
 
@@ -415,13 +346,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_has_decision_function)
     def decision_function(self, X) -> np.ndarray:
-        """Two classes: the calibrated log-odds ``logit(P(classes_[1]))``, positive where ``predict``
-        says ``classes_[1]``; K classes: the (n, K) calibrated log-probabilities (floored at
-        ``log 1e-15``), whose row argmax is ``predict``'s class.
-
-        Offered where the estimator has a ``decision_function``, as scikit-learn's
-        tools that look for one (ROC curves, ``roc_auc`` scoring) expect.
-        """
+        """Two classes: the calibrated log-odds ``logit(P(classes_[1]))``; K classes: the calibrated
+        log-probabilities (floored at ``log 1e-15``). Offered where the estimator has one (ROC curves, scoring)."""
         p = self.predict_proba(X)
         if p.shape[1] == 2:
             return logit(np.clip(p[:, 1], _EPS, 1.0 - _EPS))

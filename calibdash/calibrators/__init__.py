@@ -1,16 +1,7 @@
-"""Calibrators and their registry.
+"""The binary calibrators and their registry, built by scanning the package: adding a method is adding its module
+(a :class:`~calibdash.calibrators.base.Calibrator` subclass with a registry ``name``); no list here names the methods.
 
-Every module in this package holds one calibrator: a subclass of
-:class:`~calibdash.calibrators.base.Calibrator` with a registry ``name``.
-The registry is built by scanning the package, so adding a method is adding
-its module: the class declares everything else itself, its place in the
-lists (``order``), its colour (``color``) and its SQL form (``sql_map``);
-no list here names the methods.
-
->>> from calibdash import calibrators
->>> cal = calibrators.get("platt").fit(scores, labels)      # doctest: +SKIP
->>> calibrators.available()                                  # doctest: +SKIP
-['platt', 'histogram', 'isotonic', ...]
+>>> calibrators.get("platt").fit(scores, labels).predict(scores)     # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -23,15 +14,11 @@ __all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class
 _REGISTRY: dict[str, type[Calibrator]] | None = None
 
 
-def _scan() -> dict[str, type[Calibrator]]:
-    return scan(__path__, __name__, Calibrator, skip=("base", "multiclass"))   # multiclass: the K-class family after the relayout
-
-
 def classes() -> dict[str, type[Calibrator]]:
-    """Registry name -> calibrator class, in display order."""
+    """Registry name -> calibrator class, in display order (the K-class family, ``multiclass``, has its own)."""
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = _scan()
+        _REGISTRY = scan(__path__, __name__, Calibrator, skip=("base", "multiclass"))
     return dict(_REGISTRY)
 
 

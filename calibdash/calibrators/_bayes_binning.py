@@ -1,74 +1,45 @@
 """Shared machinery of SBB and ABB (Naeini, Cooper & Hauskrecht, arXiv:1401.2955).
 
-Both methods score every binning of the sorted training scores by Eq. 6 of
-the paper,
+Both methods score every binning of the sorted training scores by Eq. 6 of the paper,
 
     Score(M) = prod_b [ Prior(u_b) prod_{k=l_b}^{u_b - 1} (1 - Prior(k)) ]
                       * n_b0! n_b1! / (n_b + 1)!,
 
-the structure prior of Eq. 5 times the Beta(1, 1) marginal likelihood of
-Eq. 4. Everything here works on *positions*: the sorted distinct training
-scores (a run of tied scores is one position, so ties are never split), or,
-above ``max_positions`` distinct scores, equal-count micro-bins of them.
+the structure prior of Eq. 5 times the Beta(1, 1) marginal likelihood of Eq. 4. Everything here works on *positions*:
+the sorted distinct training scores (a run of tied scores is one position, so ties are never split), or, above
+``max_positions`` distinct scores, equal-count micro-bins of them.
 
 Boundary prior
 --------------
-The paper models ``Prior(k)``, the prior probability of a bin boundary in the
-gap between positions ``k`` and ``k + 1``, "using a Poisson distribution with
-parameter lambda" after the discretization method it cites (EBD, Lustgarten
-et al. 2011), without printing the formula. We use EBD's Poisson-process
-form (as we read EBD; its paper is not among the shared papers, and we
-checked the form against a public implementation of EBD): boundaries fall on
-the score axis as a Poisson process with, on average, ``lambda`` events over
-the range of the training scores, and a gap holds a boundary when at least
-one event falls in it::
-
-    Prior(k)     = 1 - exp(-lambda * d_k / D)
-    1 - Prior(k) = exp(-lambda * d_k / D)
-
-with ``d_k = s_{k+1} - s_k`` the distance between consecutive positions and
-``D = s_last - s_first`` the range. So ``lambda`` is (for ``lambda`` small
-against the number of positions) the prior expected number of boundaries;
-wide gaps in the score are likelier places for a boundary than narrow ones;
-a bin spanning ``[s_l, s_u]`` gets the no-boundary factor
-``exp(-lambda (s_u - s_l) / D)``. The end of the last bin is a boundary with
-probability one, so the prior is a proper distribution over the
-``2^(P-1)`` binnings of ``P`` positions. We follow this form rather than a
-constant per-gap probability because it is the cited method's, and because
-it gives a new score falling inside a gap an exact meaning (linear
-interpolation in ABB; see :class:`~calibdash.calibrators.abb.ABB`). With
-micro-bins, ``d_k`` is the distance between consecutive micro-bins' mean
-scores, so the prior of "a boundary somewhere near here" matches the
-ungrouped prior to first order.
+The paper models ``Prior(k)``, the prior probability of a bin boundary in the gap between positions ``k`` and ``k +
+1``, "using a Poisson distribution with parameter lambda" after the discretization method it cites (EBD, Lustgarten et
+al. 2011), without printing the formula. We use EBD's Poisson-process form (as we read EBD, whose paper is not among
+the shared papers, checked against a public implementation of EBD): boundaries fall on the score axis as a Poisson
+process with ``lambda`` events on average over the range of the training scores, and a gap holds a boundary when at
+least one event falls in it: ``Prior(k) = 1 - exp(-lambda d_k / D)``, with ``d_k = s_{k+1} - s_k`` and ``D = s_last -
+s_first``. So ``lambda`` is about the prior expected number of boundaries, wide gaps are likelier places for a
+boundary than narrow ones, and the prior is a proper distribution over the ``2^(P-1)`` binnings of ``P`` positions
+(the end of the last bin is a boundary with probability one). We follow this form rather than a constant per-gap
+probability because it is the cited method's and because it gives a new score inside a gap an exact meaning (linear
+interpolation in ABB). With micro-bins ``d_k`` is the distance between their mean scores, which matches the ungrouped
+prior to first order.
 
 Sample weights
 --------------
-A row of weight ``w`` counts as ``w`` rows. A position's counts ``n0``,
-``n1`` are then the weights of its negative and positive rows (a score whose
-rows all weigh 0 is absent), the micro-bins above ``max_positions`` hold
-equal shares of the total weight, and Eq. 4 takes the real counts through
-``log Gamma`` (``n0! = Gamma(n0 + 1)``); the structure prior and the dynamic
-programmes do not change. With integer weights the fit equals the fit on the
-rows repeated, exactly (whole-number counts still use the log-factorial
-table). Neither method is invariant to scaling every weight by ``c``: the
-fit is that of ``c`` times as many rows, whose likelihood weighs ``c`` times
-as much against the structure prior (more bins for ``c > 1``, fewer for
-``c < 1``) and against the Beta(1, 1) pseudo-counts of the estimates
-``(n1 + 1) / (n + 2)``.
+A row of weight ``w`` counts as ``w`` rows: a position's counts ``n0``, ``n1`` are the weights of its negative and
+positive rows (a score whose rows all weigh 0 is absent), micro-bins hold equal shares of the total weight, and Eq. 4
+takes the real counts through ``log Gamma``; the structure prior and the dynamic programmes do not change. With
+integer weights the fit equals the fit on the rows repeated, exactly. Scaling every weight by ``c`` gives the fit of
+``c`` times as many rows, whose likelihood weighs more (``c > 1``) or less against the structure prior and the
+Beta(1, 1) pseudo-counts of the estimates ``(n1 + 1) / (n + 2)``.
 
 Dynamic programmes
 ------------------
-``F[u]`` is the log of the sum (ABB) or the maximum (SBB) of the scores of
-the binnings of the first ``u`` positions; ``G[l]`` the log of the sum of
-the scores of the binnings of positions ``l .. P-1``. Each step is one numpy
-pass over the other boundary of the last (first) bin, in log space
-(max-shifted exp-sum, log factorials from a ``gammaln`` table): O(P^2) time
-and O(P) memory in total.
-
-The paper's text (Sec. 2.4) calls ABB's cached forward and backward values
-the scores of the *highest scoring* binnings of the prefixes and suffixes.
-Eq. 7 averages over *all* binnings, which needs the sums over all binnings
-of each prefix and suffix; that is what :func:`abb_average` computes.
+``F[u]`` is the log of the sum (ABB) or the maximum (SBB) of the scores of the binnings of the first ``u`` positions;
+``G[l]`` the log of the sum of the scores of the binnings of positions ``l .. P-1``. Each step is one numpy pass over
+the other boundary of the last (first) bin, in log space (max-shifted exp-sum, log factorials from a ``gammaln``
+table): O(P^2) time and O(P) memory in total. ABB's needs sums over all binnings where the paper's Sec. 2.4 speaks of
+the highest scoring ones (see :class:`~calibdash.calibrators.abb.ABB`).
 """
 from __future__ import annotations
 
@@ -84,47 +55,27 @@ from .base import Calibrator, HyperParam
 
 __all__ = ["Positions", "log_gap_priors"]
 
-#: Above this many distinct training scores, scores are grouped into this many
-#: equal-count micro-bins before the O(P^2) dynamic programmes run (at this
-#: size about 0.6 s of CPU for SBB and 1.2 s for ABB; bench/bench_sbb_abb.py).
+#: Above this many distinct training scores, scores are grouped into this many equal-count micro-bins before the
+#: O(P^2) dynamic programmes run (at this size about 0.6 s of CPU for SBB and 1.2 s for ABB; bench/bench_sbb_abb.py).
 MAX_POSITIONS = 10_000
 
-#: Log-factorials come from a precomputed ``gammaln`` table of ``N + 3`` floats
-#: up to this many training rows (32 MB); above it ``gammaln`` is called in
-#: every pass (about 2x slower, no table), and so it is for fractional sample
+#: Log-factorials come from a precomputed ``gammaln`` table of ``N + 3`` floats up to this many training rows (32 MB);
+#: above it ``gammaln`` is called in every pass (about 2x slower, no table), and so it is for fractional sample
 #: weights, whose counts are real (about 3x slower at 10,000 positions).
 LGAMMA_TABLE_MAX = 4_000_000
 
-#: Default lambda (prior expected number of bin boundaries over the score
-#: range), chosen by held-out loss on real and simulated data; see
-#: ``bench/bench_sbb_abb.py --lambda`` and the ABB class docstring.
+#: Default lambda (prior expected number of bin boundaries over the score range), chosen by held-out loss on real and
+#: simulated data; see ``bench/bench_sbb_abb.py --lambda`` and the ABB class docstring.
 DEFAULT_LAMBDA = 10.0
 
 
 @dataclass(frozen=True)
 class Positions:
-    """Training data collapsed to sorted positions (distinct scores or micro-bins).
-
-    Attributes
-    ----------
-    score : ndarray of float, shape (P,)
-        Representative score of each position, strictly increasing: the
-        distinct score itself, or the mean score of a micro-bin's rows.
-    lo, hi : ndarray of float, shape (P,)
-        Smallest and largest training score in the position (equal to
-        ``score`` without grouping).
-    n0, n1 : ndarray of int64, shape (P,)
-        Negative and positive training rows in the position (float weight
-        sums when fitted with weights).
-    n_rows : int
-        Training rows (as given, whatever their weights).
-    n_distinct : int
-        Distinct training scores (of positive weight).
-    grouped : bool
-        Whether distinct scores were grouped into micro-bins.
-    weighted : bool
-        Whether the rows had sample weights.
-    """
+    """Training data collapsed to sorted positions (distinct scores or micro-bins): per position its representative
+    ``score`` (strictly increasing: the distinct score, or the mean score of a micro-bin's rows), its smallest and
+    largest training score ``lo``, ``hi``, and its negative and positive rows ``n0``, ``n1`` (weight sums when fitted
+    with weights); ``n_rows`` training rows as given, ``n_distinct`` distinct scores of positive weight, whether they
+    were ``grouped`` into micro-bins and whether the rows had weights (``weighted``)."""
 
     score: np.ndarray
     lo: np.ndarray
@@ -153,13 +104,7 @@ class Positions:
 
 
 def check_lam(lam) -> float:
-    """``lam`` as a float.
-
-    Raises
-    ------
-    SettingsError
-        If it is not a positive finite number.
-    """
+    """``lam`` as a float; SettingsError unless it is a positive finite number."""
     value = float(lam)
     if not np.isfinite(value) or value <= 0:
         raise SettingsError(f"lam (λ) must be a positive number, got {lam!r}.")
@@ -170,22 +115,12 @@ def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS,
              w: np.ndarray | None = None) -> Positions:
     """Sort the rows and collapse them into positions.
 
-    Tied scores always form one position. When there are more than
-    ``max_positions`` distinct scores, the distinct scores are grouped into
-    at most ``max_positions`` micro-bins of about ``N / max_positions`` rows
-    each: a distinct score whose first row has rank ``r`` (0-based, among all
-    ``N`` sorted rows) goes to micro-bin ``floor(r * max_positions / N)``. A
-    run of ties is never split; a run longer than ``N / max_positions`` rows
-    makes a larger micro-bin (and fewer of them).
-
-    With row weights ``w`` the counts are weight sums, ``N`` is the total
-    weight and ``r`` the weight of the rows below the score (equal-weight
-    micro-bins); a score whose rows all weigh 0 is absent.
-
-    Raises
-    ------
-    SettingsError
-        If ``max_positions`` is below 1.
+    Tied scores always form one position. Above ``max_positions`` distinct scores, the distinct scores are grouped
+    into at most ``max_positions`` micro-bins of about ``N / max_positions`` rows each: a distinct score whose first
+    row has rank ``r`` (0-based, among all ``N`` sorted rows) goes to micro-bin ``floor(r * max_positions / N)``, so a
+    run of ties is never split (a long run makes a larger micro-bin). With row weights ``w`` the counts are weight
+    sums, ``N`` the total weight and ``r`` the weight below the score; a score whose rows all weigh 0 is absent.
+    SettingsError if ``max_positions < 1``.
     """
     max_positions = int(max_positions)
     if max_positions < 1:
@@ -228,9 +163,8 @@ def log_gap_priors(score: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarra
 def log_marginal_likelihood(n0, n1):
     """Log of Eq. 4 for one bin: ``log( n0! n1! / (n0 + n1 + 1)! )``.
 
-    The marginal likelihood of ``n1`` positives among ``n0 + n1`` rows under
-    a Beta(1, 1) (uniform) prior on the bin's positive rate; real (weighted)
-    counts through ``x! = Gamma(x + 1)``.
+    The marginal likelihood of ``n1`` positives among ``n0 + n1`` rows under a Beta(1, 1) (uniform) prior on the bin's
+    positive rate; real (weighted) counts through ``x! = Gamma(x + 1)``.
     """
     n0 = np.asarray(n0, dtype=float)
     n1 = np.asarray(n1, dtype=float)
@@ -244,10 +178,9 @@ _max = np.maximum.reduce
 class _Segments:
     """The terms of Eq. 6 for every candidate bin ``[l, u]`` of positions.
 
-    ``log score(l, u) = lml(l, u) + A[u] - A[l] + lp[u]`` where ``lml`` is the
-    log of Eq. 4 for the bin's counts, ``A[u] - A[l]`` the log of the
-    no-boundary product over the bin's inner gaps and ``lp[u]`` the log prior
-    of the boundary closing the bin (0 for the last position).
+    ``log score(l, u) = lml(l, u) + A[u] - A[l] + lp[u]`` where ``lml`` is the log of Eq. 4 for the bin's counts,
+    ``A[u] - A[l]`` the log of the no-boundary product over the bin's inner gaps and ``lp[u]`` the log prior of the
+    boundary closing the bin (0 for the last position).
     """
 
     def __init__(self, pos: Positions, lam: float):
@@ -274,12 +207,8 @@ class _Segments:
         log_p, _ = log_gap_priors(pos.score, lam)
         self.lp = np.append(log_p, 0.0)
         # scratch buffers, reused by every pass
-        self._i0 = np.empty(p, dtype=dtype)
-        self._i1 = np.empty(p, dtype=dtype)
-        self._i2 = np.empty(p, dtype=dtype)
-        self._f0 = np.empty(p)
-        self._f1 = np.empty(p)
-        self._f2 = np.empty(p)
+        self._i0, self._i1, self._i2 = (np.empty(p, dtype=dtype) for _ in range(3))
+        self._f0, self._f1, self._f2 = (np.empty(p) for _ in range(3))
 
     def lml_ending_at(self, u: int) -> np.ndarray:
         """``lml(l, u)`` for ``l = 0 .. u`` (a view into a scratch buffer)."""
@@ -313,11 +242,9 @@ class _Segments:
 def _forward(seg: _Segments, want_max: bool):
     """Forward pass: log-sum (and log-max with back-pointers) over prefix binnings.
 
-    Returns ``(f_sum, f_max, back)`` where ``f_sum[u]`` (``f_max[u]``) is the
-    log of the sum (maximum) of the scores of the binnings of positions
-    ``0 .. u-1`` whose last bin closes at ``u - 1``, and ``back[u]`` the first
-    position of that last bin in the best binning. ``f_max``/``back`` are None
-    unless ``want_max``.
+    Returns ``(f_sum, f_max, back)`` where ``f_sum[u]`` (``f_max[u]``) is the log of the sum (maximum) of the scores
+    of the binnings of positions ``0 .. u-1`` whose last bin closes at ``u - 1``, and ``back[u]`` the first position
+    of that last bin in the best binning. ``f_max``/``back`` are None unless ``want_max``.
     """
     p, a, lp = seg.p, seg.a, seg.lp
     f_sum = np.zeros(p + 1)
@@ -348,16 +275,9 @@ def _forward(seg: _Segments, want_max: bool):
 
 
 def sbb_best(pos: Positions, lam: float) -> dict:
-    """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP.
-
-    Returns
-    -------
-    dict with
-        ``first``, ``last`` : int arrays, the first and last position of each bin;
-        ``log_score`` : log Score(M_opt) (Eq. 6);
-        ``log_evidence`` : log of the sum of Eq. 6 over all binnings (the
-        forward sum comes at little extra cost in the same pass).
-    """
+    """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP: ``(first, last, log_score,
+    log_evidence)``, each bin's first and last position, log Score(M_opt) (Eq. 6) and the log of the sum of Eq. 6 over
+    all binnings (from the same pass)."""
     seg = _Segments(pos, lam)
     f_sum, f_max, back = _forward(seg, want_max=True)
     first, last = [], []
@@ -367,35 +287,21 @@ def sbb_best(pos: Positions, lam: float) -> dict:
         first.append(l)
         last.append(u)
         u = l - 1
-    return {
-        "first": np.array(first[::-1], dtype=np.int64),
-        "last": np.array(last[::-1], dtype=np.int64),
-        "log_score": float(f_max[seg.p]),
-        "log_evidence": float(f_sum[seg.p]),
-    }
+    return (np.array(first[::-1], dtype=np.int64), np.array(last[::-1], dtype=np.int64), float(f_max[seg.p]),
+            float(f_sum[seg.p]))
 
 
 def abb_average(pos: Positions, lam: float) -> dict:
     """ABB: Bayesian model averaging over all binnings (Eq. 7-8), by sum-product DP.
 
-    The posterior probability of bin ``[l, u]`` being in the binning is
-    ``exp(F[l] + log score(l, u) + G[u + 1] - log Z)``; every position
-    ``i`` in ``l .. u`` gets that weight times the bin's smoothed frequency
-    ``(n1 + 1) / (n + 2)`` (the Beta(1, 1) posterior mean the paper's
-    footnote 1 refers to). The contribution is added over ``l .. u`` with a
-    difference array (``+`` at ``l``, ``-`` at ``u + 1``), so the calibrated
-    value of *every* position costs O(P^2) in total, not per position. The
-    backward sums ``G`` and the accumulation share one pass.
+    The posterior probability of bin ``[l, u]`` being in the binning is ``exp(F[l] + log score(l, u) + G[u + 1] - log
+    Z)``; every position ``i`` in ``l .. u`` gets that weight times the bin's smoothed frequency ``(n1 + 1) / (n +
+    2)`` (the Beta(1, 1) posterior mean the paper's footnote 1 refers to), added over ``l .. u`` with a difference
+    array, so the calibrated value of *every* position costs O(P^2) in total. The backward sums ``G`` and the
+    accumulation share one pass.
 
-    Returns
-    -------
-    dict with
-        ``value`` : ABB's calibrated probability at each position (Eq. 7);
-        ``boundary`` : posterior probability of a boundary in each of the
-        ``P - 1`` gaps, ``exp(F[k+1] + G[k+1] - log Z)``;
-        ``log_evidence`` : log Z, the log of the sum of Eq. 6 over all binnings;
-        ``log_evidence_backward`` : the same sum from the backward pass,
-        ``G[0]`` (equal to ``log_evidence`` up to rounding: a check).
+    Returns ``(value, boundary, log_evidence)``: ABB's calibrated probability at each position (Eq. 7); the posterior
+    probability of a boundary in each of the ``P - 1`` gaps, ``exp(F[k+1] + G[k+1] - log Z)``; log Z.
     """
     seg = _Segments(pos, lam)
     p, a, lp = seg.p, seg.a, seg.lp
@@ -424,28 +330,12 @@ def abb_average(pos: Positions, lam: float) -> dict:
             diff[l + 1:] -= t
     value = np.cumsum(diff[:p])
     boundary = np.exp(f_sum[1:p] + g[1:p] - log_z)
-    return {"value": value, "boundary": boundary, "log_evidence": float(log_z),
-            "log_evidence_backward": float(g[0])}
+    return value, boundary, float(log_z)
 
 
 class BayesBinningBase(Calibrator):
-    """Common constructor and hyperparameters of SBB and ABB (not registered).
-
-    Parameters
-    ----------
-    lam : float
-        lambda of the boundary prior: the prior expected number of bin
-        boundaries over the range of the training scores.
-    max_positions : int
-        Above this many distinct training scores, scores are grouped into
-        this many equal-count micro-bins first (ties are never split;
-        equal-weight with sample weights).
-
-    ``fit(..., sample_weight=w)``: a row of weight ``w`` counts as ``w`` rows
-    in the positions' counts (see the module docstring); integer weights give
-    exactly the fit on the rows repeated; scaling all weights by ``c`` gives
-    the fit of ``c`` times as many rows, not the same map.
-    """
+    """Common constructor and hyperparameters of SBB and ABB (not registered; their docstrings describe the
+    parameters)."""
 
     paper = ("M. P. Naeini, G. F. Cooper, M. Hauskrecht. Binary Classifier Calibration: "
              "A Bayesian Non-Parametric Approach. arXiv:1401.2955, 2014 (SIAM SDM 2015).")

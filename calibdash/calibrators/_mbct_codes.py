@@ -1,14 +1,6 @@
-"""Column coding of the MBCT calibrator (``calibdash.calibrators.mbct``).
-
-Every input column becomes small integer codes (:class:`ColumnCode`,
-:func:`learn_codes`, :func:`encode`): the score in equal-width bins
-(:func:`score_code`), numeric columns in quantile bins (weighted:
-:func:`weighted_quantiles`, a row of weight ``v`` counting as ``v`` rows),
-categorical columns as they are; and the children a split may make of a
-node's codes (:func:`ordered_slots`, :func:`categorical_slots`: each child
-holds at least ``min_rows`` rows). The tree that splits on the codes is in
-:mod:`._mbct_tree`.
-"""
+"""Column coding of the MBCT calibrator: every input column becomes small integer codes (:class:`ColumnCode`): the
+score in equal-width bins, numeric columns in (weighted) quantile bins, categorical columns as they are; and the
+children a split may make of a node's codes (:func:`ordered_slots`, :func:`categorical_slots`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,25 +20,11 @@ SCORE, NUMERIC, CATEGORICAL = "score", "numeric", "categorical"
 
 @dataclass
 class ColumnCode:
-    """How one input column is turned into integer codes ``0 .. n_codes - 1``.
-
-    Attributes
-    ----------
-    name : str
-        Display name (the DataFrame column, or ``"score"``).
-    kind : {"score", "numeric", "categorical"}
-    n_codes : int
-        Number of codes learned at fit time.
-    edges : ndarray, optional
-        Inner bin edges of a numeric column; a value equal to an edge goes to
-        the upper bin. The score's equal-width edges follow from ``n_codes``
-        (:attr:`cuts`).
-    categories : pandas.Index, optional
-        The values seen at fit time, in code order (categorical columns).
-    missing_code : int
-        Code of a missing value (NaN), or -1 when none was seen at fit time:
-        a missing value is then *unseen*.
-    """
+    """How one input column (``name``: the DataFrame column, or ``"score"``) of ``kind`` ``"score"``, ``"numeric"`` or
+    ``"categorical"`` is turned into integer codes ``0 .. n_codes - 1``: a numeric column by its inner bin ``edges``
+    (a value on an edge goes to the upper bin; the score's equal-width edges follow from ``n_codes``, :attr:`cuts`), a
+    categorical one by the values seen at fit time, ``categories`` in code order. ``missing_code`` is the code of a
+    missing value (NaN), or -1 when none was seen at fit time (a missing value is then *unseen*)."""
 
     name: str
     kind: str
@@ -68,13 +46,9 @@ class ColumnCode:
         return self.kind != CATEGORICAL
 
     def encode(self, values) -> np.ndarray:
-        """Codes of ``values`` (an array or a Series; int32); -1 marks a value unseen at fit time.
-
-        A categorical column is factorized first (a ``category`` column
-        already is: its codes are used as they are), so that only its
-        distinct values are looked up among :attr:`categories`: integer
-        work per row, no Python object per row.
-        """
+        """Codes of ``values`` (an array or a Series; int32); -1 marks a value unseen at fit time. A categorical
+        column is factorized first (a ``category`` column already is), so that only its distinct values are looked up:
+        integer work per row."""
         if self.kind == SCORE:
             return metrics.bin_assignments(values, self.n_codes, "uniform").astype(np.int32)
         if self.kind == NUMERIC:
@@ -132,17 +106,13 @@ def column_kind(col: pd.Series) -> str:
 def weighted_quantiles(x: np.ndarray, weights: np.ndarray, qs: np.ndarray) -> np.ndarray:
     """Quantiles ``qs`` of ``x`` whose values count ``weights`` times each.
 
-    ``numpy.quantile``'s default (linear) rule on the values repeated by
-    their weights, computed as numpy computes it: with ``N = sum(weights)``
-    and ``h = (N - 1) q``, the values at positions ``floor(h)`` and
-    ``floor(h) + 1`` of the sorted repeated values (the last one when
-    ``h >= N - 1``) mixed by ``numpy.lib``'s ``_lerp`` with ``t = h - floor(h)``
-    (``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when ``t >= 1/2``); the
-    value at position ``j`` is the first whose cumulative weight exceeds
-    ``j``. Integer weights thus give ``np.quantile(np.repeat(x, weights))``
-    bit for bit; other weights use the same cumulative-weight positions.
-    Values are sorted by value, then weight, so the result does not depend
-    on the order of the rows.
+    ``numpy.quantile``'s default (linear) rule on the values repeated by their weights, computed as numpy computes it:
+    with ``N = sum(weights)`` and ``h = (N - 1) q``, the values at positions ``floor(h)`` and ``floor(h) + 1`` of the
+    sorted repeated values (the last one when ``h >= N - 1``) mixed by ``numpy.lib``'s ``_lerp`` with ``t = h -
+    floor(h)`` (``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when ``t >= 1/2``); the value at position ``j`` is the
+    first whose cumulative weight exceeds ``j``. Integer weights thus give ``np.quantile(np.repeat(x, weights))`` bit
+    for bit; other weights use the same cumulative-weight positions. Values are sorted by value, then weight, so the
+    result does not depend on the order of the rows.
     """
     x = np.asarray(x, dtype=float)
     w = np.asarray(weights, dtype=float)
@@ -170,14 +140,10 @@ def _value_order(values: pd.Index) -> pd.Index:
 
 
 def learn_codes(col: pd.Series, n_quantiles: int, weights: np.ndarray | None = None) -> ColumnCode:
-    """Learn the coding of one feature column from its training values.
-
-    Numeric columns are cut at their ``n_quantiles``-quantiles (repeated
-    quantiles merge, so a column with few distinct values gets fewer bins;
-    with ``weights``, the :func:`weighted_quantiles`, so that each bin holds
-    an equal share of the weight); categorical columns keep each value seen.
-    A missing value seen at fit time gets a code of its own (the last one).
-    """
+    """Learn the coding of one feature column from its training values: numeric columns are cut at their
+    ``n_quantiles``-quantiles (:func:`weighted_quantiles` with ``weights``; repeated quantiles merge, so few distinct
+    values give fewer bins); categorical columns keep each value seen. A missing value seen at fit time gets a code of
+    its own (the last)."""
     name = str(col.name)
     has_nan = bool(col.isna().any())
     if column_kind(col) == NUMERIC:
@@ -209,11 +175,8 @@ def score_code(n_bins: int) -> ColumnCode:
 
 
 def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None) -> np.ndarray:
-    """Code matrix (n, len(codes)), int32: column 0 the score, then the features.
-
-    A feature column absent from ``features`` (or ``features=None``) is coded
-    -1 (unseen) on every row.
-    """
+    """Code matrix (n, len(codes)), int32: column 0 the score, then the features; a feature column absent from
+    ``features`` (or ``features=None``) is coded -1 (unseen) on every row."""
     out = np.empty((s.size, len(codes)), dtype=np.int32)
     out[:, 0] = codes[0].encode(s)
     for j, c in enumerate(codes[1:], start=1):
@@ -221,21 +184,12 @@ def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None
     return out
 
 
-# ----------------------------------------------------------------------------
-# Multiway split of one node on one feature
-# ----------------------------------------------------------------------------
+# -- multiway split of one node on one feature ------------------------------------------------------------------
 def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.ndarray:
-    """Child slot of each code of an ordered feature: consecutive ranges of >= ``min_rows`` rows.
-
-    Codes are taken in order and a range is closed as soon as it holds
-    ``min_rows`` rows and the codes left hold ``min_rows`` more, so every
-    range holds at least ``min_rows`` rows (the last one takes the rest).
-    ``counts`` may be weights (a weighted fit): rows are then counted by
-    weight.
-    Codes without rows in the node join the range around them, so a
-    value of the feature's range never falls through. ``tail_code`` (the
-    missing-value code) is placed last, and is -1 (unseen) when absent.
-    """
+    """Child slot of each code of an ordered feature: consecutive ranges of at least ``min_rows`` rows (``counts`` may
+    be weights). A range closes as soon as it holds ``min_rows`` and the codes left hold ``min_rows`` more (the last
+    takes the rest); codes without rows join the range around them. ``tail_code`` (the missing-value code) is placed
+    last, and is -1 (unseen) when absent."""
     k = counts.size
     order = np.arange(k)
     if tail_code >= 0:
@@ -256,14 +210,9 @@ def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.
 
 
 def categorical_slots(counts: np.ndarray, min_rows: int) -> np.ndarray:
-    """Child slot of each code of a categorical feature.
-
-    Each value with at least ``min_rows`` rows in the node is a child; the
-    smaller values are pooled into one "other" child, or, when the pool holds
-    fewer than ``min_rows`` rows, join the smallest large child. Values
-    without rows in the node get -1 (unseen here). ``counts`` may be
-    weights, as in :func:`ordered_slots`.
-    """
+    """Child slot of each code of a categorical feature: each value with at least ``min_rows`` rows (or weight) is a
+    child; smaller values are pooled into one "other" child or, when the pool holds fewer than ``min_rows``, join the
+    smallest large child; values without rows in the node get -1 (unseen here)."""
     slots = np.full(counts.size, -1, dtype=np.int32)
     big = np.flatnonzero(counts >= min_rows)
     slots[big] = np.arange(big.size)

@@ -1,13 +1,7 @@
-"""The rows of the MBCT calibrator (``calibdash.calibrators.mbct``) and its seeded draws of them.
-
-The rows are put in a canonical form (:func:`canonical_rows`,
-:class:`CanonicalRows`: identical rows merged, sorted by content), and every
-random draw is made on that form in units (a row of whole weight ``k`` is
-``k`` units): the holdout split (:func:`holdout_counts`), the growth sample
-(:func:`sample_counts`) and the weight of each row in each use
-(:func:`tree_rows`, :class:`TreeRows`). :func:`feature_frame` and
-:func:`weighted_rows` prepare the rows given. Both the calibrator and
-:func:`calibdash.explain.mbct.explain` use these, so they agree.
+"""The rows of the MBCT calibrator in a canonical form (:func:`canonical_rows`: identical rows merged, sorted by
+content) and its seeded draws of them in units (a row of whole weight ``k`` is ``k`` units): the holdout split, the
+growth sample and each row's weight in each use (:func:`tree_rows`). The calibrator and
+:func:`calibdash.explain.mbct.explain` both use these, so they agree.
 """
 from __future__ import annotations
 
@@ -36,14 +30,9 @@ def feature_frame(features) -> pd.DataFrame | None:
 
 
 def weighted_rows(s: np.ndarray, y: np.ndarray, features, sample_weight: np.ndarray | None):
-    """The rows MBCT fits on and their weights: ``(rows, s, y, frame, w)``.
-
-    Unit weights become ``w = None``: the unweighted path, bit for bit. Rows
-    of weight 0 are absent: they are left out before anything else (feature
-    coding, holdout split), and ``rows`` holds the indices of the rows kept
-    (None when all are). Both :meth:`MBCTCalibrator.fit` and
-    :func:`calibdash.explain.mbct.explain` call this, so they agree.
-    """
+    """The rows MBCT fits on and their weights: ``(rows, s, y, frame, w)``. Unit weights become ``w = None`` (the
+    unweighted path, bit for bit); rows of weight 0 are left out before anything else and ``rows`` holds the indices
+    of the rows kept (None when all are)."""
     df = feature_frame(features)
     w = sample_weight
     if w is None or np.all(w == 1.0):
@@ -55,9 +44,8 @@ def weighted_rows(s: np.ndarray, y: np.ndarray, features, sample_weight: np.ndar
 
 
 def _group_ids(codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """One int64 per row, ordered as the rows' (codes..., label) lexicographically: equal for equal
-    tuples. Mixed radix of the columns (codes from -1), renumbered by ``np.unique`` whenever the
-    next column would overflow."""
+    """One int64 per row, ordered as the rows' (codes..., label) lexicographically: equal for equal tuples. Mixed
+    radix of the columns (codes from -1), renumbered by ``np.unique`` whenever the next column would overflow."""
     key = np.zeros(labels.size, dtype=np.int64)
     top = 1
     for j in range(codes.shape[1]):
@@ -77,32 +65,14 @@ def _group_ids(codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CanonicalRows:
-    """The rows MBCT fits on, in a canonical form: identical rows merged, sorted by content.
+    """The rows MBCT fits on, in a canonical form: rows of equal (score, codes of every feature, label) merged into
+    one whose weight is the sum of theirs, sorted by score, then the codes column by column, then the label.
 
-    Rows of equal (score, codes of every feature, label) are one row whose
-    weight is the sum of theirs; the rows are sorted by score, then the
-    codes column by column, then the label. What MBCT does with its rows
-    depends only on these, so rows given in another order, or a row of
-    integer weight ``k`` given as ``k`` rows, give the same fit.
-
-    Attributes
-    ----------
-    s, y, weight : ndarray
-        Score, label and weight (the summed weight) of each row.
-    first : ndarray
-        For each row, the first row given that it merges: its codes are
-        ``source_codes[first]`` (:attr:`codes`).
-    source_codes : ndarray
-        The code matrix of the rows given (not copied: at millions of rows a
-        reordered copy would cost as much memory again).
-    units : bool
-        Whether the weights are whole numbers (no weights: ones), under 2**53:
-        then a row of weight ``k`` is ``k`` rows, each drawn on its own by the
-        holdout split, the growth sample and the MVCE's views. Otherwise
-        (fractional weights) a row is drawn whole.
-    inverse : ndarray or None
-        For each row given (of positive weight), its canonical row (None
-        unless asked for).
+    Per row its ``s``, ``y`` and summed ``weight``, and ``first``, the first row given that it merges (its codes are
+    ``source_codes[first]``, :attr:`codes`); ``source_codes`` the code matrix of the rows given (not copied: at
+    millions of rows a reordered copy would cost as much memory again); ``units``, whether the weights are whole
+    numbers under 2**53 (no weights: ones), so that a row of weight ``k`` is ``k`` rows each drawn on its own (else a
+    row is drawn whole); ``inverse``, the canonical row of each row given of positive weight (None unless asked for).
     """
 
     s: np.ndarray
@@ -148,15 +118,10 @@ def _content_order(s: np.ndarray, gid: np.ndarray, w: np.ndarray | None = None):
 
 def canonical_rows(s: np.ndarray, y: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, *,
                    inverse: bool = False) -> CanonicalRows:
-    """The :class:`CanonicalRows` of rows (score ``s``, label ``y``, code matrix ``codes``, positive weights).
-
-    A stable sort by score, feature codes and label (and, for fractional
-    weights, by weight, so that merged weights are summed in one order),
-    then equal neighbours merged. Column 0 of ``codes`` (the score's) is
-    implied by the score. ``-0.0`` scores become ``0.0``. ``inverse``: also
-    the canonical row of each row given (:attr:`CanonicalRows.inverse`;
-    else None).
-    """
+    """The :class:`CanonicalRows` of rows (score ``s``, label ``y``, code matrix ``codes``, positive weights): a
+    stable sort by score, feature codes and label (and, for fractional weights, by weight, so that merged weights are
+    summed in one order), then equal neighbours merged. Column 0 of ``codes`` (the score's) is implied by the score;
+    ``-0.0`` scores become ``0.0``. ``inverse``: also the canonical row of each row given."""
     s = np.ascontiguousarray(s, dtype=float)
     if np.any(np.signbit(s)):                         # -0.0 (scores are checked to be >= 0)
         s = s + 0.0
@@ -203,16 +168,10 @@ def _draw(counts: np.ndarray, take: int, rng) -> np.ndarray:
 
 
 def holdout_counts(labels: np.ndarray, counts: np.ndarray, holdout: float, seed: int) -> np.ndarray:
-    """MBCT's stratified, seeded holdout: how many of each row's ``counts`` units are held out.
-
-    A share ``holdout`` of each class's units (rounded), drawn without
-    replacement with ``numpy.random.default_rng(seed)`` (class 0 first),
-    becomes the check units, which decide how many trees to keep. None are
-    held out (zeros) when ``holdout <= 0`` or when the split would leave
-    fewer than two units on a side or one class only among the tree units.
-    Both :meth:`MBCTCalibrator.fit` and :func:`calibdash.explain.mbct.explain`
-    call it (through :func:`tree_rows`), so they agree.
-    """
+    """MBCT's stratified, seeded holdout: how many of each row's ``counts`` units are held out (the check units, which
+    decide how many trees to keep): a share ``holdout`` of each class's units (rounded), drawn without replacement
+    with ``numpy.random.default_rng(seed)`` (class 0 first). None (zeros) when ``holdout <= 0`` or when the split
+    would leave fewer than two units on a side or one class only among the tree units."""
     y = np.asarray(labels)
     counts = np.asarray(counts)
     none = np.zeros(counts.size, dtype=np.int64)
@@ -231,13 +190,10 @@ def holdout_counts(labels: np.ndarray, counts: np.ndarray, holdout: float, seed:
 
 
 def sample_counts(labels: np.ndarray, counts: np.ndarray, size: int, seed: int) -> np.ndarray | None:
-    """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each
-    row's ``counts`` units are in it (None: all, when there are at most ``size`` units).
-
-    Each class gives its share of ``size`` (rounded; at least one unit of
-    each class), drawn without replacement by
-    ``numpy.random.default_rng([seed, SAMPLE_STREAM])`` (class 0 first).
-    """
+    """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each row's ``counts``
+    units are in it (None: all, when there are at most ``size``). Each class gives its share of ``size`` (rounded; at
+    least one unit of each class), drawn without replacement by ``default_rng([seed, SAMPLE_STREAM])`` (class 0
+    first)."""
     y = np.asarray(labels)
     counts = np.asarray(counts)
     n = int(counts.sum())
@@ -260,26 +216,11 @@ def sample_counts(labels: np.ndarray, counts: np.ndarray, size: int, seed: int) 
 
 @dataclass(frozen=True)
 class TreeRows:
-    """What each canonical row (:class:`CanonicalRows`) weighs in each use MBCT makes of its rows.
-
-    Attributes
-    ----------
-    grow : ndarray
-        Weight of each row in the growth of the trees: split choice,
-        node-local MVCE views, the training loss of ``history_``.
-    check : ndarray
-        Weight held out: the global MVCE on these decides how many trees to
-        keep (zeros when none are held out).
-    fit : ndarray
-        Weight in the node sums that set the nodes' lines: the row's weight
-        but its check weight. Without a growth sample this is ``grow``.
-    units : bool
-        :attr:`CanonicalRows.units`: whether the weights above count units
-        (a row of weight ``k`` being ``k`` rows, expanded for the views) or
-        whole rows of fractional weight.
-    sampled : bool
-        Whether the trees were grown on a sample.
-    """
+    """What each canonical row weighs in each use MBCT makes of its rows: ``grow`` (the growth of the trees: split
+    choice, node-local views, the training loss of ``history_``), ``check`` (held out: the global MVCE on these
+    decides how many trees to keep; zeros when none are) and ``fit`` (the node sums that set the lines: the row's
+    weight but its check weight; ``grow`` without a growth sample); ``units`` as :attr:`CanonicalRows.units`;
+    ``sampled``, whether the trees were grown on a sample."""
 
     grow: np.ndarray
     check: np.ndarray
@@ -297,10 +238,9 @@ class TreeRows:
         return self.check if self.held_out else self.grow
 
     def members(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """The rows of a use (``weights``: one of the arrays above) as MBCT's kernels take them:
-        with units, each row repeated by its count and no weights (in canonical order, the copies of
-        a row side by side: the views shuffle them); else the rows of positive weight and their
-        weights."""
+        """The rows of a use (``weights``: one of the arrays above) as MBCT's kernels take them: with units, each row
+        repeated by its count and no weights (a row's copies side by side: the views shuffle them); else the rows of
+        positive weight and their weights."""
         rows = np.flatnonzero(weights > 0)
         if self.units:
             return np.repeat(rows, weights[rows].astype(np.int64)), None
@@ -312,16 +252,9 @@ class TreeRows:
 
 
 def tree_rows(rows: CanonicalRows, holdout: float, seed: int, growth_rows: int) -> TreeRows:
-    """MBCT's use of its (canonical) rows: :func:`sample_counts`, then :func:`holdout_counts` of the sample.
-
-    With units (whole weights) a row of weight ``k`` is ``k`` units, each
-    drawn on its own; otherwise each row is one unit, drawn whole with its
-    weight. With at most ``growth_rows`` units there is no sample: the
-    holdout splits all units, the rest are the grow and fit units. Otherwise
-    the sample is split into grow units and check units, and the fit units
-    are all units but the check units. Both :meth:`MBCTCalibrator.fit` and
-    :func:`calibdash.explain.mbct.explain` call this, so they agree.
-    """
+    """MBCT's use of its canonical rows: :func:`sample_counts`, then :func:`holdout_counts` of the sample. Without a
+    sample the holdout splits all units and the rest are the grow and fit units; with one, the sample is split into
+    grow and check units and the fit units are all units but the check units."""
     w = rows.weight
     units = rows.units
     counts = w if units else np.ones(w.size)          # whole numbers, as floats

@@ -1,9 +1,5 @@
-"""MBCT as SQL: the trees as nested ``CASE``s over the score and the feature columns.
-
-:meth:`calibdash.calibrators.mbct.MBCTCalibrator.sql_map` returns :func:`mbct_form`
-of its column coding and trees; :func:`calibdash.io.sql.to_sql` writes it. It
-equals ``predict`` bit for bit.
-"""
+"""MBCT as SQL: the trees as nested ``CASE``s over the score and the feature columns, equal to ``predict`` bit for
+bit."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,22 +13,16 @@ __all__ = []
 
 
 def mbct_form(columns: Sequence[dict], trees: Sequence[Tree]) -> ClosedForm:
-    """MBCT's map as a SQL formula, from how its columns are coded (``columns``: as its model file
-    holds them, ``MBCTCalibrator._export_state()["columns"]``) and its ``trees``.
+    """MBCT's map as a SQL formula, from how its columns are coded (``columns``: as its model file holds them) and its
+    ``trees``: as ``predict``, per tree the row's node maps the previous output by its line, ``slope * f + intercept``
+    (the intercept written only where a node of the tree has one), clipped to [0, 1].
 
-    As ``MBCTCalibrator.predict`` (``Tree.output``): per tree, route the row to its node and map the
-    previous output by the node's line, ``slope * f + intercept`` (the intercept written only where a node
-    of the tree has one), clipped to [0, 1].
-
-    ``Tree.route`` reads, at each split node, the row's code in the node's column and follows the
-    routing table: a child, or "stay" (the row ends at this node and takes its scale) for a value unseen
-    at fit time (code -1), unseen in the node (entry -1) or beyond the table. The SQL compares the raw
-    values instead of computing codes: codes of ordered columns are ranges (the score's code is
-    ``min(floor(s n), n - 1)``, so codes ``<= c`` are ``s * n < c + 1``, the same double product; a
-    numeric column's code is ``searchsorted(edges, x, side="right")``, so codes ``<= c`` are
-    ``x < edges[c]``), and runs of consecutive codes going the same way become one ``WHEN``;
-    categorical codes are the values seen at fit time (``x IN (...)``). A missing value (NULL; NaN
-    outside ANSI SQL) takes the column's missing code.
+    Routing compares the raw values instead of computing codes: codes of ordered columns are ranges (the score's code
+    is ``min(floor(s n), n - 1)``, so codes ``<= c`` are ``s * n < c + 1``, the same double product; a numeric
+    column's code is ``searchsorted(edges, x, side="right")``, so codes ``<= c`` are ``x < edges[c]``), and runs of
+    consecutive codes going the same way become one ``WHEN``; categorical codes are the values seen at fit time (``x
+    IN (...)``). A value unseen at fit time, unseen in the node or beyond the routing table stays at the node; a
+    missing value (NULL; NaN outside ANSI SQL) takes the column's missing code.
     """
     for col in columns:
         if col["kind"] == "categorical":

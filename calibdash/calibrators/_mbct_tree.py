@@ -1,36 +1,13 @@
-"""Private machinery of the MBCT calibrator (``calibdash.calibrators.mbct``).
+"""The calibration tree of the MBCT calibrator: level-wise growth with multiway splits and one line per node
+(:func:`grow_tree`), routing of new rows (:class:`Tree`), and the node statistics (:data:`STATS`, per row, group, group
+of groups and node) from which each node's line follows (:func:`node_line`); a row of weight ``v`` counts as ``v`` rows
+in all of them. Feature coding is in :mod:`._mbct_codes`; the node-local loss is
+:func:`calibdash.measures.mvce.grouped_mvce`.
 
-Three pieces, each usable and testable on its own, in three modules:
-
-* feature coding (:class:`ColumnCode`, :func:`learn_codes`, :func:`encode`,
-  in :mod:`._mbct_codes`):
-  every input column becomes small integer codes: the score in equal-width
-  bins, numeric columns in quantile bins, categorical columns as they are;
-* the node-local loss (:func:`calibdash.measures.mvce.grouped_mvce`, kept
-  in MVCE's one home and imported here): the multi-view calibration error
-  for many groups of rows and many candidate predictions at once, on shared
-  random views, with or without sample weights (``weighted_mvce``: the
-  global loss with weights);
-* the calibration tree (:func:`grow_tree`, :class:`Tree`): level-wise growth
-  with multiway splits and one line per node (:func:`node_line`, from the
-  node statistics :data:`STATS`, in :mod:`._mbct_lines`), and routing of
-  new rows (here).
-
-A fitted :class:`Tree` holds what routing and its lines need plus the
-node-local losses of its growth; what can be recomputed from it (parents,
-depths, the conditions of :func:`node_conditions`) or from the training rows
-(rows per node) is not kept.
-
-Sample weights: a row of weight ``v`` counts as ``v`` rows wherever rows
-are counted or summed: numeric quantile bins (:func:`weighted_quantiles`),
-the least number of rows in a child (its weight), a node's statistics and
-line, and the MVCE, whose bins hold equal shares of weight
-(:func:`grouped_mvce`). The calibrator gives whole weights to these
-functions as rows repeated (units), so only fractional weights reach the
+A fitted :class:`Tree` holds what routing and its lines need plus the node-local losses of its growth; what can be
+recomputed from it (parents, depths, :func:`node_conditions`) or from the training rows (rows per node) is not kept.
+The calibrator gives whole weights to these functions as rows repeated (units), so only fractional weights reach the
 weighted MVCE.
-
-This module re-exports the names of the other two, so that
-``from calibdash.calibrators._mbct_tree import ...`` finds them all.
 """
 from __future__ import annotations
 
@@ -40,14 +17,151 @@ import numpy as np
 
 from ..measures.mvce import grouped_mvce
 from ._mbct_codes import ColumnCode, categorical_slots, ordered_slots
-from ._mbct_lines import STATS, group_stats, merge_stats, node_line, row_terms, safe_ratio
 
 __all__ = ["node_conditions", "node_sums"]
 
 
-# ----------------------------------------------------------------------------
-# The tree
-# ----------------------------------------------------------------------------
+#: Statistics kept per node, in this order: weight (rows), positives ``sum(w y)``, ``sum(w f)``, ``sum(w f^2)``,
+#: ``sum(w f y)`` and the least and largest input ``f`` (the tree's input) of its rows; the node's line follows from
+#: them (:func:`node_line`). The first five add up over rows, the last two are a minimum and a maximum.
+STATS = ("weight", "positives", "sum_input", "sum_input_sq", "sum_input_pos", "input_min", "input_max")
+#: A node whose inputs' variance is below this share of their mean square has one input value
+#: (up to rounding): no slope can be fitted and the node is scaled (see :func:`node_line`).
+FLAT = 1e-12
+
+
+def node_line(weight, positives, sum_input, sum_input_sq, sum_input_pos, input_min,
+              input_max) -> tuple[np.ndarray, np.ndarray]:
+    """Slope ``a`` and intercept ``b`` of each node's linear calibrator ``f' = a f + b`` (:data:`STATS`).
+
+    Every node's line passes through its mean point ``(mean f, mean y)`` (weighted), so its residuals sum to zero and
+    its PUD (MBCT Eq. 6) after calibration is 1. Its slope is chosen in three steps:
+
+    1. The scale: the paper's per-node calibration ``a = sum(w y) / sum(w f)``
+       (the line through the origin, ``b = 0``).
+    2. The least-squares slope ``cov(f, y) / var(f)``, kept non-negative (a leaf does not reverse the order of its
+       rows), replaces the scale only if the rows reject the scale: when the least-squares line lowers the residual
+       sum of squares by more than ``ln(W)`` times its residual variance, ``(RSS_scale - RSS_line) (W - 2) / RSS_line
+       > ln W`` (``W`` the node's weight: an F test at the BIC's price of one parameter). So a node of few positives,
+       or of a straight-through-0 miscalibration, keeps the scale; a node of two distinct inputs whose rates rise,
+       with enough rows, gets the line through both rates.
+    3. Either slope is lowered, if need be, so that the line stays in [0, 1] on the node's own inputs ``[input_min,
+       input_max]`` (``a <= mean(y) / (mean f - input_min)`` and ``a <= (1 - mean(y)) / (input_max - mean f)``): no
+       training row is clipped, and the PUD is 1 exactly. A row outside that range (at predict time) can leave [0, 1]
+       and is clipped.
+
+    Where the inputs do not vary (variance below ``FLAT`` times their mean square) the node is scaled (``a = 1`` where
+    ``sum(w f) = 0``; ``a = 0, b = mean(y)`` if the node has weight and its inputs are all 0, or so small, subnormal,
+    that the scale overflows). Without the other statistics (a tree from a file written before the line: ``weight``
+    NaN) every node is scaled, as those files were. Labels are 0 or 1, so ``sum(w y^2) = sum(w y)``.
+    """
+    W, Y, F, FF, FY, lo, hi = (np.asarray(v, dtype=float) for v in (
+        weight, positives, sum_input, sum_input_sq, sum_input_pos, input_min, input_max))
+    scale = safe_ratio(Y, F)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        mf, my, mff = F / W, Y / W, FF / W
+        var = mff - mf * mf
+        cov = FY / W - mf * my
+        var_y = my - my * my
+        spread = var > FLAT * mff                     # False where W is NaN or 0
+        top = np.minimum(np.where(mf > lo, my / (mf - lo), np.inf), np.where(hi > mf, (1 - my) / (hi - mf), np.inf))
+        top = np.maximum(top, 0.0)
+        fitted = np.minimum(np.maximum(cov / var, 0.0), top)
+        scaled = np.minimum(scale, top)
+
+        def rss(a):                                   # of the line of slope a through the mean point
+            return W * np.maximum(a * a * var - 2 * a * cov + var_y, 0.0)
+
+        gain = (rss(scaled) - rss(fitted)) * (W - 2) / rss(fitted)
+        line = spread & (W > 2) & (gain > np.log(np.maximum(W, 1.0)))
+        bounded = spread & ~line & (scaled < scale)
+        # all inputs 0, or one input so small (subnormal) that the scale sum(w y) / sum(w f) overflows: the
+        # node's mean, which is what the scale gives that input when it does not overflow
+        zero = ~spread & (W > 0) & ((F == 0) | ~np.isfinite(scale))
+        slope = np.where(line, fitted, np.where(bounded, scaled, scale))
+        slope = np.where(zero, 0.0, slope)
+        intercept = np.where(line | bounded | zero, my - slope * mf, 0.0)
+    return slope, intercept
+
+
+def safe_ratio(num, den):
+    """``num / den`` where ``den > 0``, else 1 (a node's scale: its PUD before the tree); inf where a
+    subnormal ``den`` makes it overflow (:func:`node_line` then takes the node's mean)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return np.where(den > 0, num / den, 1.0)
+
+
+def row_terms(f: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> list:
+    """Each row's terms of the node statistics :data:`STATS`: ``w``, ``w y``, ``w f``, ``w f^2``,
+    ``w f y`` (summed) and ``f`` twice (least and largest). ``w`` None: 1 each (the first term then
+    None, a count); rows of weight 0 take no part in the least and largest."""
+    wf = f if w is None else w * f
+    return [w, y.astype(float) if w is None else w * y, wf, wf * f, wf * y, f, f]
+
+
+def group_stats(keys: np.ndarray, size: int, terms: list) -> list:
+    """The node statistics :data:`STATS` of each key (0 .. size - 1), from :func:`row_terms`; a key
+    without rows has sums 0, least ``inf`` and largest ``-inf``."""
+    sums = [np.bincount(keys, weights=v, minlength=size).astype(float) for v in terms[:5]]
+    lo, hi = np.full(size, np.inf), np.full(size, -np.inf)
+    low, high = terms[5], terms[6]
+    if terms[0] is not None and not np.all(terms[0] > 0):
+        low, high = np.where(terms[0] > 0, low, np.inf), np.where(terms[0] > 0, high, -np.inf)
+    np.minimum.at(lo, keys, low)
+    np.maximum.at(hi, keys, high)
+    return sums + [lo, hi]
+
+
+def merge_stats(stats: list, group: np.ndarray, size: int) -> list:
+    """Statistics of groups of keys (``group``: the group of each key, -1 for none) from those of
+    the keys (:func:`group_stats`)."""
+    used = group >= 0
+    g = group[used]
+    sums = [np.bincount(g, weights=v[used], minlength=size) for v in stats[:5]]
+    lo, hi = np.full(size, np.inf), np.full(size, -np.inf)
+    np.minimum.at(lo, g, stats[5][used])
+    np.maximum.at(hi, g, stats[6][used])
+    return sums + [lo, hi]
+
+
+def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.ndarray,
+               work: tuple | None = None) -> dict:
+    """The node statistics :data:`STATS` of every node of ``tree`` over the rows that end at it or below (``end``:
+    :meth:`Tree.route`; ``w``: each row's weight, 0 for a row that takes no part), as a dict for
+    :func:`dataclasses.replace`. One pass per statistic through two work arrays of the rows' size (``work``: two float
+    arrays to use, so that a fit on millions of rows allocates none per tree)."""
+    k = tree.n_nodes
+    w = np.asarray(w, dtype=float)
+    wf, work = (np.empty(w.size), np.empty(w.size)) if work is None else work
+    np.multiply(w, f, out=wf)
+    np.multiply(w, y, out=work)
+    stats = [np.bincount(end, weights=w, minlength=k), np.bincount(end, weights=work, minlength=k),
+             np.bincount(end, weights=wf, minlength=k)]
+    np.multiply(wf, f, out=work)
+    stats.append(np.bincount(end, weights=work, minlength=k))
+    np.multiply(wf, y, out=work)
+    stats.append(np.bincount(end, weights=work, minlength=k))
+    lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
+    present = w > 0
+    for out, fill, ufunc in ((lo, np.inf, np.minimum), (hi, -np.inf, np.maximum)):
+        if present.all():
+            ufunc.at(out, end, f)
+        else:
+            work.fill(fill)
+            np.copyto(work, f, where=present)
+            ufunc.at(out, end, work)
+    stats += [lo, hi]
+    parent = tree.parent
+    for node in range(k - 1, 0, -1):              # children are numbered after their parents
+        up = parent[node]
+        for v in stats[:5]:
+            v[up] += v[node]
+        stats[5][up] = min(stats[5][up], stats[5][node])
+        stats[6][up] = max(stats[6][up], stats[6][node])
+    return dict(zip(STATS, stats))
+
+
+# -- the tree ----------------------------------------------------------------------------------------------------
 def _floats(values, k: int) -> np.ndarray:
     return np.full(k, np.nan) if values is None else np.asarray(values, dtype=float)
 
@@ -56,35 +170,15 @@ def _floats(values, k: int) -> np.ndarray:
 class Tree:
     """One calibration tree: a bin per node, a linear calibrator per node.
 
-    Nodes are numbered breadth first (the root is 0, a child's number is
-    larger than its parent's). A row's output is ``slope[node] * f +
-    intercept[node]`` for the node it ends at (:meth:`route`), the line of
-    :func:`node_line` fitted on the node's sums.
-
-    Attributes
-    ----------
-    feature : ndarray of int32, shape (k,)
-        Code column node ``k`` splits on, -1 for a leaf.
-    table_len : ndarray of int32, shape (k,)
-        Length of node ``k``'s routing table (the number of codes of its
-        column; 0 for a leaf).
-    table : ndarray of int32
-        The routing tables of all nodes one after the other: code -> child
-        node, -1 for a value not seen in the node (the row stays at the node
-        and takes its line).
-    positives, sum_input : ndarray of float, shape (k,)
-        Sums over the node's training rows of the label and of the tree's
-        input ``f`` (weighted by the rows' weights in a weighted fit); their
-        ratio is the node's PUD before the tree (:attr:`scale`).
-    weight, sum_input_sq, sum_input_pos, input_min, input_max : ndarray of float, shape (k,)
-        The node's weight (rows), sums of ``w f^2`` and ``w f y``, and its
-        rows' least and largest input: with the two above, what its line
-        needs (:data:`STATS`). NaN for a tree read from a file written
-        before the line: its nodes are scaled.
-    loss_node, loss_split : ndarray of float, shape (k,)
-        Node-local MVCE of the node's own calibration / of its chosen split
-        (NaN where no split was tried / none was made; NaN everywhere for a
-        tree read from a file).
+    Nodes are numbered breadth first (the root is 0, a child after its parent). A row's output is ``slope[node] * f +
+    intercept[node]`` for the node it ends at (:meth:`route`), the line of :func:`node_line` fitted on the node's
+    sums. Per node ``k``: ``feature``, the code column it splits on (-1 for a leaf); ``table_len``, the length of its
+    routing table (the number of codes of its column; 0 for a leaf), the tables of all nodes one after the other in
+    ``table`` (code -> child node, -1 for a value not seen in the node: the row stays and takes its line); the
+    statistics :data:`STATS` of its training rows (``positives`` and ``sum_input``, whose ratio is the node's PUD
+    before the tree, :attr:`scale`, and the others, NaN for a tree read from a file written before the lines, whose
+    nodes are scaled); and the node-local MVCE of its own calibration and of its chosen split, ``loss_node`` and
+    ``loss_split`` (NaN where none was tried or made, and everywhere for a tree read from a file).
     """
 
     feature: np.ndarray
@@ -165,16 +259,9 @@ class Tree:
         return depth
 
     def route(self, codes: np.ndarray, top_code=None) -> np.ndarray:
-        """Node each row ends at (a leaf, or the node where its value was unseen).
-
-        Level by level, every row takes one step at once: ``node`` becomes
-        the entry of its step table (:meth:`step_tables`) for the row's code
-        in the node's column. Integer gathers only, a few passes over the
-        rows per level, whatever the number of nodes.
-
-        ``top_code`` (the largest code of each column, e.g. ``n_codes - 1``
-        of its :class:`ColumnCode`) saves a pass over ``codes`` to find it.
-        """
+        """Node each row ends at (a leaf, or the node where its value was unseen): level by level every row takes one
+        step at once through the node's step table (:meth:`step_tables`), integer gathers only. ``top_code`` (the
+        largest code of each column) saves a pass over ``codes`` to find it."""
         n, n_cols = codes.shape
         node = np.zeros(n, dtype=np.int32)
         levels = int(self.depth.max())
@@ -192,15 +279,10 @@ class Tree:
         return node.astype(np.int64)
 
     def step_tables(self, top_code: np.ndarray):
-        """Routing tables that every code can index: ``(column, start, table)``.
-
-        Node ``k`` reads column ``column[k]`` (a leaf reads column 0); entry
-        ``c + 1`` of its table ``table[start[k]:]`` is the node a row with
-        code ``c`` goes to, entry 0 (code -1, unseen) is ``k`` itself. A
-        leaf's entries are all ``k``, as are the entries of a value unseen
-        in the node and of codes beyond its routing table, up to the largest
-        code of the column, ``top_code[column]``.
-        """
+        """Routing tables that every code can index: ``(column, start, table)``. Node ``k`` reads column ``column[k]``
+        (a leaf: column 0); entry ``c + 1`` of ``table[start[k]:]`` is the node a row with code ``c`` goes to, and
+        ``k`` itself for code -1 (unseen), a value unseen in the node, codes beyond its routing table up to
+        ``top_code[column]``, and every entry of a leaf."""
         column = np.maximum(self.feature, 0)
         own = self.table_len.astype(np.int64)
         length = np.maximum(own, top_code[column] + 1) + 1
@@ -212,12 +294,8 @@ class Tree:
 
 
 def node_sums(tree: Tree, end: np.ndarray, *values: np.ndarray) -> np.ndarray:
-    """Per node, the sum of each of ``values`` over the rows that end at it or below.
-
-    ``end`` is the node each row ends at (:meth:`Tree.route`). Rows that
-    stopped at a node (a value unseen there) count at that node and above,
-    like the rows below it. Returns an array of shape (len(values), n_nodes).
-    """
+    """Per node, the sum of each of ``values`` over the rows that end at it or below (``end``: :meth:`Tree.route`; a
+    row that stopped at a node counts there and above): shape (len(values), n_nodes)."""
     k = tree.n_nodes
     sums = np.stack([np.bincount(end, weights=v, minlength=k) for v in values])
     parent = tree.parent
@@ -274,26 +352,14 @@ class _Growth:
 def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
               *, max_depth: int, min_rows: int, loss_bin_size: int,
               views: np.ndarray, p: float = 1.0, weights: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
-    """Grow one calibration tree on the rows' current predictions ``f``.
+    """Grow one calibration tree on the rows' current predictions ``f``; returns the tree and the node each training
+    row ends at.
 
-    Level by level, every open node (depth < ``max_depth`` and at least
-    ``2 * min_rows`` rows) tries a multiway split on every code column
-    (:func:`ordered_slots` / :func:`categorical_slots`: each child holds at
-    least ``min_rows`` rows), calibrates each child by its line
-    (:func:`node_line`, fitted on the child's rows) and scores the node's
-    rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the lowest
-    node-local loss is used if that loss is below the loss of the node's own
-    line (stopping rule 3); a column giving fewer than two children is not
-    a candidate.
-
-    With ``weights`` (positive) a row counts as its weight everywhere: in
-    ``min_rows``, in the node sums of the lines and in the MVCE's bins of
-    equal weight. Unit weights give the unweighted tree bit for bit.
-
-    Returns
-    -------
-    tree : Tree
-    node_of_row : ndarray, the leaf each training row ends at
+    Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows, or weight) tries a
+    multiway split on every code column (:func:`ordered_slots` / :func:`categorical_slots`), calibrates each child by
+    its line (:func:`node_line`) and scores the node's rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the
+    lowest node-local loss is used if that loss is below the loss of the node's own line (stopping rule 3); a column
+    giving fewer than two children is not a candidate. Unit weights give the unweighted tree bit for bit.
     """
     n, n_cols = codes.shape
     w = weights

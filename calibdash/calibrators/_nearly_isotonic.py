@@ -1,39 +1,24 @@
 """The solution path of nearly-isotonic regression (modified PAV), for ENIR.
 
-Nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani 2011,
-"Nearly-isotonic regression", Technometrics 53(1), Eq. 2) fits, for a
-penalty ``lambda >= 0``, the points ``y_1 .. y_n`` (sorted by score) with
-weights ``w_i``::
+Nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani 2011, Technometrics 53(1), Eq. 2) fits, for a penalty
+``lambda >= 0``, the points ``y_1 .. y_n`` (sorted by score) with weights ``w_i``::
 
     beta(lambda) = argmin_b  1/2 sum_i w_i (y_i - b_i)^2 + lambda sum_i (b_i - b_(i+1))_+
 
-``lambda = 0`` gives the data, a large ``lambda`` the isotonic fit. Their
-modified pool-adjacent-violators algorithm (Section 3) follows the whole
-path: adjacent coordinates that are equal stay fused for every larger
-``lambda`` (their Lemma 1), so the path is a sequence of merges of adjacent
-groups. Between merges a group ``g`` (points ``i..j``, weight ``W_g``, sum
-``S_g = sum w_i y_i``) moves linearly::
+``lambda = 0`` gives the data, a large ``lambda`` the isotonic fit. Their modified pool-adjacent-violators algorithm
+(Section 3) follows the whole path: adjacent coordinates that are equal stay fused for every larger ``lambda`` (Lemma
+1), so the path is a sequence of merges of adjacent groups. Between merges a group ``g`` (weight ``W_g``, sum ``S_g =
+sum w_i y_i``) moves linearly, ``beta_g(lambda) = (S_g + lambda c_g) / W_g`` with ``c_g = l_g - r_g``, where ``l_g =
+1`` when its left neighbour lies above it (a violation, fixed at ``lambda = 0``) and ``r_g = 1`` when it lies above
+its right neighbour. Two neighbours whose values approach merge at the ``lambda`` that equalises them, and the new
+group's ``c`` is the sum of theirs; each merge is an event in a heap: ``O(n log n)`` for the whole path.
 
-    beta_g(lambda) = (S_g + lambda c_g) / W_g,   c_g = l_g - r_g
-
-where ``l_g = 1`` when its left neighbour lies above it (a violation) and
-``r_g = 1`` when it lies above its right neighbour (summing the
-optimality conditions over the group; the subgradients inside it cancel).
-A boundary's violation status cannot change without the two groups meeting,
-so it is fixed at ``lambda = 0`` (``y_i > y_(i+1)``). Two neighbours whose
-values approach meet at the ``lambda`` that equalises them; they merge there
-and the new group's ``c`` is the sum of theirs. Each merge is an event in a
-heap: ``O(n log n)`` for the whole path.
-
-This is the algorithm of the ``neariso`` R package that the ENIR authors
-call (``neariso2``, github.com/pakdaman/calibration, ``ENIR/``), with two
-numerical differences that do not change the path: the meeting ``lambda`` is
-computed from the groups' sums (``(S_b W_a - S_a W_b) / (c_a W_b - c_b W_a)``,
-exact rationals for whole-number weights) rather than from values carried
-along the path, and the ``c`` of a group is an integer (the package divides
-by the group size and rounds). As in the package, neighbours whose values
-are equal to a relative ``1e-8`` merge at once (at ``lambda = 0`` this fuses
-equal adjacent points).
+This is the algorithm of the ``neariso`` R package that the ENIR authors call (``neariso2``,
+github.com/pakdaman/calibration, ``ENIR/``), with two numerical differences that do not change the path: the meeting
+``lambda`` is computed from the groups' sums (``(S_b W_a - S_a W_b) / (c_a W_b - c_b W_a)``, exact rationals for
+whole-number weights) rather than from values carried along the path, and ``c`` is an integer (the package divides by
+the group size and rounds). As in the package, neighbours whose values are equal to a relative ``1e-8`` merge at once
+(at ``lambda = 0`` this fuses equal adjacent points).
 """
 from __future__ import annotations
 
@@ -52,19 +37,9 @@ BREAK_TOL = 1e-9
 
 @dataclass
 class NearIsoPath:
-    """The solved path over ``n`` sorted points.
-
-    Attributes
-    ----------
-    s, w : ndarray, shape (n,)
-        Sum of the targets times weights (``w_i y_i``) and weight of each point.
-    viol : ndarray of bool, shape (n - 1,)
-        Whether boundary ``i`` (between points ``i`` and ``i + 1``) starts as a
-        violation, ``y_i > y_(i+1)``.
-    death : ndarray, shape (n - 1,)
-        The ``lambda`` at which the groups either side of boundary ``i`` merge
-        (``inf`` for boundaries the isotonic fit keeps).
-    """
+    """The solved path over ``n`` sorted points: per point ``s`` (``w_i y_i``) and weight ``w``; per boundary ``i``
+    (between points ``i`` and ``i + 1``) ``viol``, whether it starts as a violation (``y_i > y_(i+1)``), and
+    ``death``, the ``lambda`` at which the groups either side merge (``inf`` where the isotonic fit keeps it)."""
 
     s: np.ndarray
     w: np.ndarray
@@ -77,11 +52,8 @@ class NearIsoPath:
 
 
 def near_isotonic_path(s, w) -> NearIsoPath:
-    """Solve the nearly-isotonic path of the points with sums ``s`` (``w_i y_i``) and weights ``w > 0``.
-
-    Returns the ``lambda`` at which each boundary between neighbouring points
-    disappears (see the module docstring).
-    """
+    """Solve the nearly-isotonic path of the points with sums ``s`` (``w_i y_i``) and weights ``w > 0`` (see the
+    module docstring)."""
     s = np.asarray(s, dtype=float)
     w = np.asarray(w, dtype=float)
     n = w.size
@@ -172,40 +144,17 @@ def near_isotonic_path(s, w) -> NearIsoPath:
 
 
 def breakpoints(path: NearIsoPath) -> np.ndarray:
-    """0 and every distinct ``lambda`` where groups merge, ascending (the neariso package's
-    ``nearisoGetBreakpoints`` before thinning).
-
-    Merge penalties within a relative ``BREAK_TOL`` of each other are one
-    breakpoint, at the largest of them (so the fit there has all of those
-    merges done). The neariso package carries values along the path, so one
-    breakpoint where several merges happen can come out as two that differ in
-    the last bits, and the same model is then counted twice; the penalties
-    here are computed from the groups' sums (for whole-number weights equal
-    penalties are bit-identical), and this tolerance covers fractional weights.
-    """
+    """0 and every distinct ``lambda`` where groups merge, ascending (the neariso package's ``nearisoGetBreakpoints``
+    before thinning). Merge penalties within a relative ``BREAK_TOL`` are one breakpoint, at the largest of them: the
+    package carries values along the path, so one breakpoint can come out as two that differ in the last bits and the
+    same model is counted twice; here penalties come from the groups' sums (bit-identical for whole-number weights)
+    and the tolerance covers fractional weights."""
     d = np.union1d([0.0], path.death[np.isfinite(path.death)])
     if d.size < 2:
         return d
     new = d[1:] > d[:-1] * (1.0 + BREAK_TOL)           # starts a new cluster
     last = np.r_[new, True]                              # last member of each cluster
     return d[last]
-
-
-def group_starts(path: NearIsoPath, lam: float) -> np.ndarray:
-    """First point of each group at ``lambda = lam`` (merges at ``lam`` itself done)."""
-    return np.r_[0, np.flatnonzero(path.death > lam) + 1].astype(np.int64)
-
-
-def fitted_values(path: NearIsoPath, lam: float) -> np.ndarray:
-    """The nearly-isotonic fit ``beta(lam)`` at every point (not rounded or clipped)."""
-    if path.n == 0:
-        return np.empty(0)
-    starts = group_starts(path, lam)
-    gs = np.add.reduceat(path.s, starts)
-    gw = np.add.reduceat(path.w, starts)
-    c = group_slopes(path, starts)
-    v = (gs + lam * c) / gw
-    return np.repeat(v, np.diff(np.r_[starts, path.n]))
 
 
 def group_slopes(path: NearIsoPath, starts: np.ndarray) -> np.ndarray:

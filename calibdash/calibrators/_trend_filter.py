@@ -2,66 +2,47 @@
 
 Problem (ELiTE paper, Eq. 3.2 with the weights of footnote 6)
 -------------------------------------------------------------
-Given sorted distinct scores ``x_1 < ... < x_n``, targets ``z_i`` (the mean
-label of the rows tied at ``x_i``) and weights ``w_i`` (their count; with
-sample weights, the weighted mean label and the sum of the weights), find
+Given sorted distinct scores ``x_1 < ... < x_n``, targets ``z_i`` (the mean label of the rows tied at ``x_i``) and
+weights ``w_i`` (their count; with sample weights, the weighted mean label and the sum of the weights), find
 
     p_hat = argmin_p  1/2 sum_i w_i (p_i - z_i)^2  +  lam * ||Delta p||_1
 
-where ``(Delta p)_i = (p_{i+2} - p_{i+1}) / (x_{i+2} - x_{i+1})
-- (p_{i+1} - p_i) / (x_{i+1} - x_i)`` is the change of slope at ``x_{i+1}``
-(``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a
-continuous piecewise-linear function of the score whose kinks ("knots") sit
-on data points.
+where ``(Delta p)_i = (p_{i+2} - p_{i+1}) / (x_{i+2} - x_{i+1}) - (p_{i+1} - p_i) / (x_{i+1} - x_i)`` is the change of
+slope at ``x_{i+1}`` (``Delta = D_{n-1} A`` with the matrix ``A`` of Eq. 3.3). The solution is a continuous
+piecewise-linear function of the score whose kinks ("knots") sit on data points.
 
 Optimality (KKT) conditions
 ---------------------------
-``p`` is optimal if and only if the dual vector ``nu`` (one entry per interior
-point) defined by ``Delta^T nu = W (z - p)`` satisfies ``|nu_i| <= lam``
-everywhere and ``nu_i = lam * sign((Delta p)_i)`` wherever ``p`` has a kink.
-``Delta^T nu = r`` has a solution iff ``r`` is orthogonal to ``1`` and ``x``,
-and then it is the double cumulative sum ``nu_i = sum_{j <= i+1} r_j
-(x_{i+1} - x_j)`` (computed as two ``cumsum`` passes, no ill-conditioned
-solve). At ``lam >= lam_max = max |nu(affine fit)|`` the solution is the
-weighted least-squares line (Kim et al. 2009; paper, Section 3).
+``p`` is optimal if and only if the dual vector ``nu`` (one entry per interior point) defined by ``Delta^T nu = W (z -
+p)`` satisfies ``|nu_i| <= lam`` everywhere and ``nu_i = lam * sign((Delta p)_i)`` wherever ``p`` has a kink.
+``Delta^T nu = r`` has a solution iff ``r`` is orthogonal to ``1`` and ``x``, and then it is the double cumulative sum
+``nu_i = sum_{j <= i+1} r_j (x_{i+1} - x_j)`` (two ``cumsum`` passes, no ill-conditioned solve). At ``lam >= lam_max =
+max |nu(affine fit)|`` the solution is the weighted least-squares line (Kim et al. 2009; paper, Section 3).
 
 Algorithm
 ---------
-An exact active-set method on the primal, not the paper's ADMM (see
-``calibdash/calibrators/elite.py`` for why):
+An exact active-set method on the primal, not the paper's ADMM (:mod:`calibdash.calibrators.elite` says why):
 
-* For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth
-  surrogate ``1/2 ||p - z||_W^2 + lam * s^T (Delta p)_K`` over continuous
-  piecewise-linear ``p`` with knots in ``K`` (a "face solution") is found in
-  the hat-function basis on the nodes ``{x_1} u x_K u {x_n}``: a tridiagonal
-  system ``G theta = b - lam * Delta_K^T s`` with ``G = B^T W B`` (solved with
-  ``scipy.linalg.solveh_banded``). The sufficient statistics of each segment
-  between two nodes are cached, and a new segment costs O(sqrt n) from
-  precomputed moments of fixed blocks of points (shifted without
-  cancellation), so a face solve costs O(#knots + sqrt n); only the KKT
-  check touches all n points.
-* Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution
-  is optimal. Otherwise each maximal run of violating points proposes its
-  most violating point: a run touching a knot of the same sign moves that
-  knot there, a free-standing run adds a knot. The proposal is accepted if
-  its sign-consistent face solution lowers the objective; otherwise a
-  feature-sign step (Lee et al. 2007; Osborne et al. 2000) adds the points
-  and walks from the current iterate towards the new face solution, dropping
-  knots whose kink changes sign (an exact line search on the piecewise
-  quadratic objective). Every accepted step lowers the objective, so the
-  method cannot cycle.
-* Along a decreasing grid of ``lam`` each problem is warm-started from the
-  previous solution.
+* For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth surrogate ``1/2 ||p - z||_W^2 + lam * s^T
+  (Delta p)_K`` over continuous piecewise-linear ``p`` with knots in ``K`` (a "face solution") solves a tridiagonal
+  system ``G theta = b - lam * Delta_K^T s`` in the hat-function basis on the nodes ``{x_1} u x_K u {x_n}``, ``G = B^T
+  W B`` (``scipy.linalg.solveh_banded``). Segment statistics are cached, and a new segment costs O(sqrt n) from
+  precomputed moments of fixed blocks of points (shifted without cancellation), so a face solve costs O(#knots + sqrt
+  n); only the KKT check touches all n points.
+* Outer loop: compute ``nu``; if ``|nu| <= lam (1 + tol)`` the face solution is optimal. Otherwise each maximal run of
+  violating points proposes its most violating point: a run touching a knot of the same sign moves that knot there, a
+  free-standing run adds a knot. The proposal is accepted if its sign-consistent face solution lowers the objective;
+  otherwise a feature-sign step (Lee et al. 2007; Osborne et al. 2000) adds the points and walks from the current
+  iterate towards the new face solution, dropping knots whose kink changes sign (an exact line search on the piecewise
+  quadratic objective). Every accepted step lowers the objective, so the method cannot cycle.
+* Along a decreasing grid of ``lam`` each problem is warm-started from the previous solution.
 
-On exit the KKT conditions hold to the relative tolerance ``tol``:
-``max_i |nu_i| <= lam (1 + tol)`` and every knot's kink has the sign of its
-``nu``; the duality gap of the scaled-feasible dual point is reported as a
-certificate (``gap``; ``||p - p*||_W <= sqrt(2 gap)``). Knots are the active
-set of the final face solution, not a thresholded output of an iterative
-method; kinks whose effect on the fitted values is below ``KINK_TOL`` are not
-counted. If for ``STALL`` iterations no step lowers the objective by more
-than 1e-13 of it (its float rounding), the solver stops; the fit counts as
-converged when its violation is below ``FLOOR_TOL`` (``at_rounding_floor``).
+On exit the KKT conditions hold to the relative tolerance ``tol``, ``max_i |nu_i| <= lam (1 + tol)`` with every knot's
+kink of the sign of its ``nu`` (the tests also check the duality gap). Knots are the active set of the final face
+solution, not a thresholded output of an iterative method; kinks whose effect on the fitted values is below
+``KINK_TOL`` are not counted. If for ``STALL`` iterations no step lowers the objective by more than 1e-13 of it (its
+float rounding), the solver stops; the fit counts as converged when its violation is below ``FLOOR_TOL``
+(``at_rounding_floor``).
 """
 from __future__ import annotations
 
@@ -86,35 +67,18 @@ FLOOR_TOL = 1e-6
 
 def merge_ties(s: np.ndarray, y: np.ndarray,
                sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted distinct scores, the mean label of each and the number of rows.
-
-    Tied scores become one point whose target is their mean label, weighted
-    by their count (paper, footnote 6). With ``sample_weight`` the target is
-    the weighted mean label and the weight the sum of the rows' weights; rows
-    of weight 0 are left out (a score held only by them is no point). With
-    integer weights both are exactly the count and mean of the repeated rows.
-    """
-    s = np.asarray(s, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if sample_weight is None:
-        x, counts, positives = collapse_ties(s, y)
-        w = counts.astype(float)
-        return x, positives / w, w
-    sw = np.asarray(sample_weight, dtype=float)
-    present = sw > 0
-    x, inverse = np.unique(s[present], return_inverse=True)
-    w = np.bincount(inverse, weights=sw[present], minlength=x.size)
-    positives = np.bincount(inverse, weights=sw[present] * y[present], minlength=x.size)
+    """Sorted distinct scores, the mean label of each and its number of rows (paper, footnote 6): with
+    ``sample_weight`` the weighted mean label and the weight sum (a score held only by rows of weight 0 is no point),
+    exactly the count and mean of the repeated rows for integer weights."""
+    x, counts, positives = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float), sample_weight)
+    w = counts.astype(float)
     return x, positives / w, w
 
 
 def kink_heights(xn: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """Kinks of a piecewise-linear function at its interior nodes, as heights.
-
-    The height of a kink is how far the function at that node lies from the
-    chord between its two neighbouring nodes: the largest change of the
-    fitted values if the knot were removed. Signed like the change of slope.
-    """
+    """Kinks of a piecewise-linear function at its interior nodes as heights, signed like the change of slope: how far
+    the function at a node lies from the chord between its neighbours (the largest change of the fitted values if the
+    knot were removed)."""
     H = np.diff(xn)
     v = np.diff(np.diff(theta) / H)
     return v * H[:-1] * H[1:] / (H[:-1] + H[1:])
@@ -122,39 +86,19 @@ def kink_heights(xn: np.ndarray, theta: np.ndarray) -> np.ndarray:
 
 @dataclass
 class TrendFit:
-    """One solved trend filter: a continuous piecewise-linear map.
-
-    Attributes
-    ----------
-    lam : float
-        The penalty ``lambda`` of Eq. 3.2.
-    knots : ndarray of int
-        Indices (into the merged points) of the knots, ascending.
-    nodes_x, nodes_p : ndarray
-        The map's nodes: first point, knots, last point, and its values there.
-    objective : float
-        Value of Eq. 3.2 (weighted) at the solution.
-    gap : float
-        Duality gap certificate (>= 0 up to rounding).
-    kkt : float
-        ``max_i |nu_i| / lam - 1`` (<= tol when converged; 0 for a fit made
-        without the solver).
-    converged : bool
-        ``kkt <= tol``, or stopped at the rounding floor (below).
-    at_rounding_floor : bool
-        No step lowered the objective by more than its rounding error any
-        more while ``tol < kkt <= FLOOR_TOL`` (seen at 10^6 points and the
-        smallest ``lam``).
-    iterations : int
-        Number of KKT checks (each an O(n) pass) spent on this ``lam``.
-    """
+    """One solved trend filter, a continuous piecewise-linear map: its penalty ``lam`` (Eq. 3.2), ``knots`` (indices
+    into the merged points, ascending), nodes ``nodes_x`` (first point, knots, last point) and values there
+    ``nodes_p``, the ``objective`` (Eq. 3.2, weighted), ``kkt`` (``max_i |nu_i| / lam - 1``: <= tol when converged, 0
+    for a fit made without the solver), ``converged`` (``kkt <= tol``, or stopped at the rounding floor),
+    ``at_rounding_floor`` (no step lowered the objective by more than its rounding error any more while ``tol < kkt <=
+    FLOOR_TOL``, seen at 10^6 points and the smallest ``lam``), and the ``iterations`` (KKT checks, each an O(n) pass)
+    and ``face_solves`` spent on this ``lam``."""
 
     lam: float
     knots: np.ndarray
     nodes_x: np.ndarray
     nodes_p: np.ndarray
     objective: float = float("nan")
-    gap: float = float("nan")
     kkt: float = float("nan")
     converged: bool = True
     at_rounding_floor: bool = False
@@ -184,17 +128,11 @@ class TrendFit:
         """Degrees of freedom: knots + 2 (the unbiased estimate, Tibshirani 2014)."""
         return self.n_knots + 2
 
-    def predict(self, s: np.ndarray) -> np.ndarray:
-        """The map at scores ``s``: linear between nodes, linear beyond the ends."""
-        return evaluate_linear(self.nodes_x, self.nodes_p, s)
-
 
 def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Continuous piecewise-linear function through ``(xn, pn)``, extrapolated linearly.
-
-    Between the nodes :func:`~calibdash.core.step_maps.interp` (``np.interp`` without its overflow between nodes
-    closer than 1e-308); beyond them ``((s - x) * dy) / dx`` in that order, so a steep end line
-    gives +-inf (clipped to 0 or 1 by the caller), never NaN."""
+    """Continuous piecewise-linear function through ``(xn, pn)``, extrapolated linearly: between the nodes
+    :func:`~calibdash.core.step_maps.interp` (no overflow between nodes closer than 1e-308); beyond them ``((s - x) *
+    dy) / dx`` in that order, so a steep end line gives +-inf (clipped by the caller), never NaN."""
     s = np.asarray(s, dtype=float)
     if xn.size == 1:
         return np.full(s.shape, float(pn[0]))
@@ -209,22 +147,11 @@ def evaluate_linear(xn: np.ndarray, pn: np.ndarray, s: np.ndarray) -> np.ndarray
 
 
 class TrendFilter:
-    """Solver for Eq. 3.2 on fixed merged points, reusable along a lambda path.
+    """Solver for Eq. 3.2 on fixed merged points ``x, z, w`` (distinct sorted scores, at least 3; targets; positive
+    weights), reusable along a lambda path: ``tol`` is the relative tolerance of the KKT conditions, ``max_iter`` the
+    cap on KKT checks per ``lam`` (past it the fit has ``converged=False``)."""
 
-    Parameters
-    ----------
-    x, z, w : ndarray
-        Distinct sorted scores (at least 3), targets, positive weights.
-    tol : float
-        Relative tolerance of the KKT conditions (see module docstring).
-    max_iter : int
-        Cap on KKT checks per ``lam``; past it the fit is returned with
-        ``converged=False``.
-    certify : bool
-        Also compute the duality gap of each solution (one more O(n) pass).
-    """
-
-    def __init__(self, x, z, w, tol: float = 1e-9, max_iter: int = 200, certify: bool = False):
+    def __init__(self, x, z, w, tol: float = 1e-9, max_iter: int = 200):
         self.x = np.ascontiguousarray(x, dtype=float)
         self.z = np.ascontiguousarray(z, dtype=float)
         self.w = np.ascontiguousarray(w, dtype=float)
@@ -245,7 +172,6 @@ class TrendFilter:
         self.kkt_checks = 0
         self._build_blocks()
         self._nu = np.empty(n - 2)
-        self.certify = bool(certify)
         # weighted least-squares line and lambda_max
         W = self.w.sum()
         xm = np.dot(self.w, self.x) / W
@@ -263,13 +189,9 @@ class TrendFilter:
         return np.cumsum(s0[:-2] * self.h[:-1])
 
     def _build_blocks(self) -> None:
-        """Moments of fixed blocks of points, so a long segment costs O(sqrt n).
-
-        Block k holds points [kB, (k+1)B). With ``l = x - x_first`` and
-        ``r = x_last - x`` (both >= 0 inside the block) it stores the sums of
-        w, w l, w l^2, w r, w r^2, w l r, w z, w z l, w z r. Shifting them to a
-        segment's ends only adds non-negative terms: no cancellation.
-        """
+        """Moments of fixed blocks of points ``[kB, (k+1)B)``, so a long segment costs O(sqrt n): with ``l = x -
+        x_first``, ``r = x_last - x`` (both >= 0 in the block) the sums of w, w l, w l^2, w r, w r^2, w l r, w z, w z
+        l, w z r. Shifting them to a segment's ends only adds non-negative terms: no cancellation."""
         n = self.n
         B = max(256, int(np.sqrt(n)))
         starts = np.arange(0, n, B)
@@ -337,13 +259,9 @@ class TrendFilter:
         return acc
 
     def _segment_stats(self, nodes: np.ndarray) -> np.ndarray:
-        """Per segment [nodes[j], nodes[j+1]) the sums A, B, C, E, F (cached).
-
-        With ``t = (x - x_a) / (x_b - x_a)`` on the segment's points:
-        ``A = sum w (1-t)^2, B = sum w t (1-t), C = sum w t^2,
-        E = sum w z (1-t), F = sum w z t``. The cache is a sorted array of
-        segment keys ``a * n + b``, looked up with ``searchsorted``.
-        """
+        """Per segment [nodes[j], nodes[j+1]) the sums ``A = sum w (1-t)^2, B = sum w t (1-t), C = sum w t^2, E = sum
+        w z (1-t), F = sum w z t`` with ``t = (x - x_a) / (x_b - x_a)``, cached in a sorted array of keys ``a * n +
+        b``."""
         a = nodes[:-1]
         b = nodes[1:]
         keys = a * self.n + b
@@ -429,11 +347,8 @@ class TrendFilter:
             knots, signs = knots[~bad], signs[~bad]
 
     def _feature_sign(self, knots, theta, add, add_signs, lam):
-        """Feature-sign walk from a sign-consistent iterate, adding ``add`` knots.
-
-        Returns a sign-consistent face solution with an objective no larger
-        than the starting point's.
-        """
+        """Feature-sign walk from a sign-consistent iterate, adding ``add`` knots: a sign-consistent face solution
+        with an objective no larger than the start's."""
         nodes = self._nodes(knots)
         v = self._kinks(self.x[nodes], theta)
         signs = np.sign(v)
@@ -470,13 +385,9 @@ class TrendFilter:
         return knots, theta, v, self._objective(*self._system(nodes), theta, v, lam)
 
     def _line_search(self, ab, rhs, theta, v, th_n, v_n, lam):
-        """Exact minimiser of the objective on the segment from ``theta`` to ``th_n``.
-
-        The objective along the segment is a convex piecewise quadratic in
-        the step ``alpha``; its breakpoints are where a kink changes sign.
-        Returns the new (theta, kinks) with kinks that reached zero set to
-        0, and whether the full step was taken without any sign change.
-        """
+        """Exact minimiser of the objective (a convex piecewise quadratic in the step, with breakpoints where a kink
+        changes sign) on the segment from ``theta`` to ``th_n``: the new (theta, kinks), kinks that reached zero set
+        to 0, and whether the full step was taken without any sign change."""
         d_th = th_n - theta
         d_v = v_n - v
         a2 = float(np.dot(d_th, self._gram_dot(ab, d_th)))
@@ -512,12 +423,9 @@ class TrendFilter:
 
     # -- one lambda ----------------------------------------------------------------
     def _kkt(self, knots, theta, lam):
-        """Check the KKT conditions of the face solution (one O(n) pass).
-
-        Leaves ``nu`` in ``self._nu``; returns None when ``|nu| <= lam (1 + tol)``
-        everywhere, else per run of violating points: argmax, first, last
-        (point indices) and sign.
-        """
+        """Check the KKT conditions of the face solution (one O(n) pass), leaving ``nu`` in ``self._nu``: None when
+        ``|nu| <= lam (1 + tol)`` everywhere, else per run of violating points its argmax, first, last (point indices)
+        and sign."""
         self.kkt_checks += 1
         x = self.x
         nodes = self._nodes(knots)
@@ -610,30 +518,10 @@ class TrendFilter:
         # stalled: no step lowers the objective by more than its rounding error
         # (1e-13 relative), so the remaining violations are at rounding level
         rounding = not converged and stalled >= STALL and kkt <= FLOOR_TOL
-        gap = self._gap(knots, theta, v, lam) if self.certify else float("nan")
         return TrendFit(lam=lam, knots=knots, nodes_x=x[nodes].copy(), nodes_p=theta.copy(),
-                        objective=obj, gap=gap, kkt=kkt, converged=converged or rounding,
+                        objective=obj, kkt=kkt, converged=converged or rounding,
                         at_rounding_floor=rounding, iterations=it,
                         face_solves=self.face_solves - solves0)
-
-    def _gap(self, knots, theta, v, lam) -> float:
-        """Duality gap: primal objective minus the dual objective of a feasible dual point.
-
-        The residual ``r = W (z - p)`` is projected on the complement of
-        span{1, x} (so that ``Delta^T nu = r`` holds exactly), its ``nu`` is
-        scaled into the box ``|nu| <= lam``, and the dual objective
-        ``nu^T Delta z - 1/2 ||Delta^T nu||^2_{W^-1} = c r^T z - c^2/2 r^T W^-1 r``
-        is evaluated. By strong convexity ``||p - p*||_W^2 <= 2 gap``.
-        """
-        nodes = self._nodes(knots)
-        r = self.w * (self.z - np.interp(self.x, self.x[nodes], theta))
-        primal = 0.5 * float(np.dot(r, r / self.w)) + lam * float(np.abs(v).sum())
-        xc = self.x - self.x.mean()
-        rp = r - r.mean() - xc * (np.dot(xc, r) / np.dot(xc, xc))
-        nup = self._dual(rp)
-        c = min(1.0, lam / float(np.max(np.abs(nup))))
-        dual = c * float(np.dot(rp, self.z)) - 0.5 * c * c * float(np.dot(rp, rp / self.w))
-        return primal - dual
 
     def path(self, lams) -> list[TrendFit]:
         """Solutions along ``lams`` (any order; solved in decreasing order with warm starts)."""
@@ -645,7 +533,3 @@ class TrendFilter:
             prev = self.solve(lams[i], prev)
             fits[i] = prev
         return fits
-
-    def fitted(self, fit: TrendFit) -> np.ndarray:
-        """Fitted values of ``fit`` at the merged points."""
-        return np.interp(self.x, fit.nodes_x, fit.nodes_p)

@@ -1,10 +1,5 @@
-"""ABB: Averaging over Bayesian Binnings (Naeini, Cooper & Hauskrecht).
-
-Bayesian model averaging of the smoothed bin frequencies over all
-``2^(P-1)`` binnings of the ``P`` distinct training scores, each weighted by
-its posterior (Eq. 6-8 of the paper), computed exactly by forward and
-backward sums in log space.
-"""
+"""ABB: Averaging over Bayesian Binnings (Naeini, Cooper & Hauskrecht): the posterior-weighted average over all
+binnings of the sorted training scores (Eq. 6-8), computed exactly in log space (:mod:`._bayes_binning`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,20 +15,10 @@ __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 
 @dataclass(frozen=True)
 class BinningAverage:
-    """ABB's average over all binnings of a set of rows: what ``fit`` keeps part of and
-    :mod:`calibdash.explain.abb` shows.
-
-    Attributes
-    ----------
-    positions : Positions
-        The rows collapsed to sorted positions.
-    value : ndarray of float
-        ABB's calibrated probability at each position (Eq. 7).
-    boundary : ndarray of float
-        Posterior probability of a bin boundary in each of the ``P - 1`` gaps.
-    log_evidence : float
-        Log of the sum of Eq. 6 over all binnings.
-    """
+    """ABB's average over all binnings of a set of rows (what ``fit`` keeps part of and :mod:`calibdash.explain.abb`
+    shows): the ``positions``, ABB's calibrated probability ``value`` at each (Eq. 7), the posterior probability of a
+    bin ``boundary`` in each of the ``P - 1`` gaps, and ``log_evidence``, the log of the sum of Eq. 6 over all
+    binnings."""
 
     positions: Positions
     value: np.ndarray
@@ -43,20 +28,11 @@ class BinningAverage:
 
 def average_binnings(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
                      sample_weight: np.ndarray | None = None) -> BinningAverage:
-    """ABB's model average on scores ``s`` and 0/1 labels ``y`` (checked arrays),
-    a row of weight ``sample_weight[i]`` counting as that many rows when weights are given
-    (:func:`~._bayes_binning.collapse`).
-
-    Raises
-    ------
-    SettingsError
-        If ``lam`` is not positive or ``max_positions`` is below 1.
-    """
+    """ABB's model average on checked scores ``s``, 0/1 labels ``y`` and weights (None: unit weights; see
+    :func:`~._bayes_binning.collapse`). SettingsError for ``lam <= 0`` or ``max_positions < 1``."""
     lam = check_lam(lam)
     pos = collapse(s, y, max_positions, sample_weight)
-    res = abb_average(pos, lam)
-    return BinningAverage(positions=pos, value=res["value"], boundary=res["boundary"],
-                          log_evidence=res["log_evidence"])
+    return BinningAverage(pos, *abb_average(pos, lam))
 
 
 def knots(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,65 +44,36 @@ def knots(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray
 class ABB(BayesBinningBase):
     """Averaging over Bayesian Binnings (ABB), Sec. 2.2 and 2.4 of the paper.
 
-    The calibrated value is Eq. 7, ``P(x) = sum_M P(M | D) P(x | M)`` over all
-    binnings ``M`` of the sorted distinct training scores, with
-    ``P(M | D)`` proportional to Eq. 6 (Poisson boundary prior
-    ``Prior(k) = 1 - exp(-lambda d_k / D)`` after EBD, Lustgarten et al.
-    2011, times the marginal likelihood ``prod_b n_b0! n_b1! / (n_b + 1)!``
-    of Eq. 4; details in :mod:`calibdash.calibrators._bayes_binning`) and
-    ``P(x | M) = (n_b1 + 1) / (n_b + 2)`` for the bin ``b`` holding ``x``
-    (the Beta(1, 1) smoothing of the paper's footnote 1).
+    The calibrated value is Eq. 7, ``P(x) = sum_M P(M | D) P(x | M)`` over all binnings ``M`` of the sorted distinct
+    training scores, with ``P(M | D)`` proportional to Eq. 6 (Poisson boundary prior after EBD, Lustgarten et al.
+    2011, times the marginal likelihood of Eq. 4; details in :mod:`calibdash.calibrators._bayes_binning`) and ``P(x |
+    M) = (n_b1 + 1) / (n_b + 2)`` for the bin ``b`` holding ``x`` (the Beta(1, 1) smoothing of the paper's footnote
+    1). Ties, micro-bins and sample weights: as that module says.
 
     Where this follows the paper and where not:
 
-    * Eq. 8 decomposes the average into forward values ``V^f``, bin scores
-      and backward values ``V^b``; Sec. 2.4 calls ``V^f``/``V^b`` the scores
-      of the *highest scoring* prefix/suffix binnings. The average of Eq. 7
-      needs the *sums* over all prefix/suffix binnings, which is what we
-      compute (sum-product, log space). ``log_evidence_`` is the log of the
-      total sum.
-    * The paper evaluates Eq. 8 per test instance (O(N^2) each) or caches it
-      on R equally spaced score bins (O(R N^2) training). We compute the
-      exact Eq. 7 value at *every* training position in O(P^2) in total: the
-      posterior probability of each candidate bin ``[l, u]`` times its
-      estimate is added over ``l .. u`` with a difference array. A new score
-      inside a gap between two positions gets the linear interpolation of
-      their values; this is the exact model average when, given a boundary
-      in the gap, its location is uniform within the gap (what the Poisson
-      prior implies to first order in ``lambda d_k / D``). Scores outside the
-      training range get the value of the nearest end position; with
-      micro-bins a score inside a micro-bin's range gets its value.
+    * Eq. 8 decomposes the average into forward values ``V^f``, bin scores and backward values ``V^b``; Sec. 2.4 calls
+      ``V^f``/``V^b`` the scores of the *highest scoring* prefix/suffix binnings. The average of Eq. 7 needs the
+      *sums* over all prefix/suffix binnings, which is what we compute (sum-product, log space). ``log_evidence_`` is
+      the log of the total sum.
+    * The paper evaluates Eq. 8 per test instance (O(N^2) each) or caches it on R equally spaced score bins (O(R N^2)
+      training). We compute the exact Eq. 7 value at *every* training position in O(P^2) in total: the posterior
+      probability of each candidate bin ``[l, u]`` times its estimate is added over ``l .. u`` with a difference
+      array. A new score inside a gap between two positions gets the linear interpolation of their values; this is the
+      exact model average when, given a boundary in the gap, its location is uniform within the gap (what the Poisson
+      prior implies to first order in ``lambda d_k / D``). Scores outside the training range get the value of the
+      nearest end position; with micro-bins a score inside a micro-bin's range gets its value.
 
-    Tied scores are one position (never split by a boundary). Above
-    ``max_positions`` distinct scores, scores are first grouped into that
-    many equal-count micro-bins (the explanation's notes say so).
-
-    Default lambda, by measurement (``bench/bench_sbb_abb.py --lambda``):
-    held-out loss for lambda in {0.1, 0.3, ..., 300, 1000} on 22 data sets:
-    held-out log-loss on the quadratic-SVM reference scores
-    (``shared/data/svm-quadratic-scores``, train -> test), the Avazu and
-    Porto Seguro predictions (``shared/data/mbct-benchmarks``, train -> test),
-    the shipped samples (circles linear and quadratic SVM train -> test,
-    breast-cancer naive Bayes 5-fold, ctr_120k 2-fold), and the excess
-    cross-entropy against the known truth on simulated scores (five true
-    curves: over-, under-confident, shifted, a sine, a step; 300, 1,000 and
-    3,000 rows; 10 seeds each). Per data set, a lambda's regret is its loss
-    above the best lambda's, in percent. ABB's mean regret was 43, 32, 20,
-    11, **9.2**, 38, 174 % for lambda = 0.1 ... 100 (mean rank 2.5 at 10, the
-    best); SBB's was 8.7 % at 10 and 8.3 % at 30 (mean ranks 2.9 and 2.5),
-    a tie within the noise, so both use 10. Large lambda (100 and up)
-    overfits badly on small data; small lambda under-fits smooth curves but
-    wins on the step function.
-
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
-    counts as ``w`` rows: positions carry the weights of their negative and
-    positive rows as ``n0``, ``n1`` (micro-bins hold equal shares of the
-    total weight), Eq. 4 takes these real counts through ``log Gamma`` and
-    the estimates are ``(n1 + 1) / (n + 2)`` of them; the structure prior and
-    the dynamic programme are unchanged. Integer weights give exactly the fit
-    on the rows repeated. The map is not invariant to scaling every weight by
-    ``c``: that is the fit of ``c`` times as many rows (the likelihood weighs
-    more against the prior for ``c > 1``: more bins, less smoothing).
+    Default lambda, by measurement (``bench/bench_sbb_abb.py --lambda``): held-out loss for lambda in {0.1, 0.3, ...,
+    300, 1000} on 22 data sets: held-out log-loss on the quadratic-SVM reference scores
+    (``shared/data/svm-quadratic-scores``, train -> test), the Avazu and Porto Seguro predictions
+    (``shared/data/mbct-benchmarks``, train -> test), the shipped samples (circles linear and quadratic SVM train ->
+    test, breast-cancer naive Bayes 5-fold, ctr_120k 2-fold), and the excess cross-entropy against the known truth on
+    simulated scores (five true curves: over-, under-confident, shifted, a sine, a step; 300, 1,000 and 3,000 rows; 10
+    seeds each). Per data set, a lambda's regret is its loss above the best lambda's, in percent. ABB's mean regret
+    was 43, 32, 20, 11, **9.2**, 38, 174 % for lambda = 0.1 ... 100 (mean rank 2.5 at 10, the best); SBB's was 8.7 %
+    at 10 and 8.3 % at 30 (mean ranks 2.9 and 2.5), a tie within the noise, so both use 10. Large lambda (100 and up)
+    overfits badly on small data; small lambda under-fits smooth curves but wins on the step function.
 
     Parameters
     ----------
@@ -138,9 +85,8 @@ class ABB(BayesBinningBase):
     Attributes
     ----------
     knots_x_, knots_y_ : ndarray of float
-        The map's knots: each position's smallest and largest training
-        score, and its value there (twice); ``predict`` interpolates
-        linearly between them and holds the end values outside.
+        The map's knots: each position's smallest and largest training score, and its value there (twice); ``predict``
+        interpolates linearly between them and holds the end values outside.
     log_evidence_ : float
         Log of the sum of Eq. 6 over all binnings.
     """
@@ -160,18 +106,15 @@ class ABB(BayesBinningBase):
         return interp(s, self.knots_x_, self.knots_y_)
 
     def sql_map(self) -> LinearMap:
-        """The knots of :func:`knots`, joined by lines: a linear map."""
         return LinearMap(self.knots_x_, self.knots_y_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): each position's value, and its
-        score, or its smallest and largest score when scores were grouped into micro-bins."""
+        """Each position's value at its score, or at its smallest and largest score (micro-bins)."""
         lo, hi = self.knots_x_[0::2], self.knots_x_[1::2]
         where = {"score": lo.tolist()} if np.array_equal(lo, hi) else {"lo": lo.tolist(), "hi": hi.tolist()}
         return {**where, "value": self.knots_y_[0::2].tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         lo = state.array("score" if "score" in state else "lo", sorted=True)
         hi = lo if "score" in state else state.array("hi", size=lo.size)
         self.knots_x_, self.knots_y_ = knots(lo, hi, state.array("value", size=lo.size))

@@ -1,35 +1,17 @@
-"""The contract every calibrator follows.
+"""The contract every calibrator follows (scikit-learn's estimator conventions).
 
-A calibrator maps a classifier's score in [0, 1] (and, for feature-aware
-methods, the row's features) to a calibrated probability of the positive
-class. It follows scikit-learn's estimator conventions:
+A calibrator maps a classifier's score in [0, 1] (and, for feature-aware methods, the row's features) to a calibrated
+probability of the positive class. Hyperparameters are constructor arguments stored unchanged (so ``get_params``,
+``set_params`` and ``clone`` work) and declared as :class:`HyperParam` records, from which the UI builds its sliders.
+``fit`` validates at the edge and calls the subclass's ``_fit(s, y, features, w)`` (``w``: None for unit weights, else
+a float array); ``predict`` calls ``_predict(s, features)``; learned state ends in ``_``. A row of weight ``w`` counts
+as ``w`` rows: with integer weights the fit equals the fit on the rows repeated (tested for every method), which is how
+score cells (count, positives) are fitted.
 
-* hyperparameters are constructor arguments with documented defaults, stored
-  unchanged on ``self`` (so ``get_params``/``set_params``/``clone`` work);
-* ``fit(scores, labels, features=None, sample_weight=None)`` validates its
-  input at the edge, learns, and returns ``self``; learned state ends in
-  ``_``. A row of weight ``w`` counts as ``w`` rows: with integer weights the
-  fit equals the fit on the rows repeated (tested for every method), which is
-  how score cells (count, positives) are fitted;
-* ``predict(scores, features=None)`` returns probabilities in [0, 1];
-  ``predict_proba`` the (n, 2) array scikit-learn's classifiers return and
-  ``transform`` the calibrated scores as one column.
-* unfitted use raises :class:`calibdash.core.errors.NotFittedError`, which is
-  scikit-learn's ``NotFittedError`` too; the tags say a calibrator takes one
-  column of scores (``(n,)`` or ``(n, 1)``), never several.
-
-Each class also declares its hyperparameters as :class:`HyperParam` records
-(name, the paper's symbol, range, default, log scale, one-line help), from
-which the UI builds its sliders.
-
-Subclasses implement ``_fit(s, y, features, w)`` (``w``: None for unit
-weights, else a float array) and ``_predict(s, features)`` on already
-validated arrays; the public methods here do the validation.
-
-A method declares itself in its own class, so adding one is adding files: its
-place in every list (``order``), its colour in every chart (``color``) and,
-with :meth:`Calibrator.sql_map`, how its fitted map is written as SQL (a form
-of :mod:`calibdash.io.sql`, or None: it has none).
+A method declares itself in its own class, so adding one is adding files: its place in every list (``order``), its
+colour (``color``), its SQL form (:meth:`Calibrator.sql_map`) and its model-file state: ``_export_state()`` returns
+the JSON-able dict ``predict`` needs (not the learning's by-products, which :mod:`calibdash.explain` recomputes) and
+``_import_state(state)`` restores it from a :class:`calibdash.calibrators.state.State`.
 """
 from __future__ import annotations
 
@@ -88,16 +70,10 @@ class HyperParam:
             return [False, True]
         if self.kind == "choice":
             return list(self.choices or ())
-        lo, hi = float(self.low), float(self.high)
-        if self.log:
-            vals = np.geomspace(lo, hi, n)
-        else:
-            vals = np.linspace(lo, hi, n)
+        vals = (np.geomspace if self.log else np.linspace)(float(self.low), float(self.high), n)
         if self.kind == "int":
-            out = sorted({int(round(v)) for v in vals} | {int(self.default)})
-            return out
-        out = sorted({float(f"{v:.4g}") for v in vals} | {float(self.default)})
-        return out
+            return sorted({int(round(v)) for v in vals} | {int(self.default)})
+        return sorted({float(f"{v:.4g}") for v in vals} | {float(self.default)})
 
 
 class Calibrator(BaseEstimator):
@@ -118,18 +94,16 @@ class Calibrator(BaseEstimator):
     uses_features : bool
         Whether ``features`` are used (MBCT); others ignore them.
     monotone : bool
-        Whether every fitted map is non-decreasing in the score, by construction, for any training
-        data (isotonic regression, temperature scaling, Venn-ABERS). False where the map can
-        decrease: binning methods (histogram, BBQ, SBB, ABB: per-bin frequencies), ELiTE (trend
-        filtering), ENIR (near-isotonic: monotone only at its isotonic end), MBCT (feature trees),
-        and Platt scaling and beta calibration, whose maps are non-decreasing exactly when the
-        fitted slope ``a`` (Platt) or ``a`` and ``b`` (beta) are non-negative, which the data decide.
+        Whether every fitted map is non-decreasing in the score by construction (isotonic regression, temperature
+        scaling, Venn-ABERS). False where the map can decrease: binning methods (per-bin frequencies), ELiTE, ENIR
+        (monotone only at its isotonic end), MBCT, and Platt scaling and beta calibration, whose maps are
+        non-decreasing exactly when the fitted slopes are non-negative, which the data decide.
     order : float or None
-        Place in every list of methods (menus, tables, ``calibdash methods``): ascending ``order``,
-        then the name; a class that declares none (None) follows those that do, alphabetically.
+        Place in every list of methods (menus, tables, ``calibdash methods``): ascending ``order``, then the name; a
+        class that declares none (None) follows those that do, alphabetically.
     color : str or None
-        ``"#RRGGBB"``, the method's colour in every chart
-        (:func:`calibdash.figures.palette.color_of`); None: one picked stably from its name.
+        ``"#RRGGBB"``, the method's colour in every chart (:func:`calibdash.figures.palette.color_of`); None: one
+        picked stably from its name.
     """
 
     name: ClassVar[str] = ""
@@ -151,17 +125,14 @@ class Calibrator(BaseEstimator):
         scores : array-like of shape (n,) or (n, 1)
             Classifier scores in [0, 1].
         labels : array-like of shape (n,)
-            Outcomes: any two distinct values (0/1, -1/1, True/False, yes/no,
-            two strings); both must occur.
+            Outcomes: any two distinct values (0/1, -1/1, True/False, yes/no, two strings); both must occur.
         features : pandas.DataFrame, optional
             Per-row features; only feature-aware calibrators use them.
         sample_weight : array-like of shape (n,), optional
-            Non-negative weight of each row (default 1): a row of weight ``w``
-            counts as ``w`` rows.
+            Non-negative weight of each row (default 1): a row of weight ``w`` counts as ``w`` rows.
         pos_label : optional
-            The label value of the positive class, whose probability
-            ``predict`` gives; default :func:`calibdash.core.validation.choose_positive`'s
-            rule, the file loader's (1, True, yes, ...; else the second value sorted).
+            The label value of the positive class, whose probability ``predict`` gives; default
+            :func:`calibdash.core.validation.choose_positive`'s rule (1, True, yes, ...; else the second value sorted).
 
         Returns
         -------
@@ -173,9 +144,7 @@ class Calibrator(BaseEstimator):
         s = check_scores(scores)
         y = check_labels(labels, s.size, pos_label=pos_label)
         w = check_weights(sample_weight, s.size, y)
-        if features is not None and len(features) != s.size:
-            raise DataError(f"features has {len(features)} rows but scores has {s.size}.")
-        self._fit(s, y, features, w)
+        self._fit(s, y, check_feature_rows(features, s.size), w)
         self.n_train_ = int(s.size)
         return self
 
@@ -183,24 +152,16 @@ class Calibrator(BaseEstimator):
         """Calibrated probabilities of the positive class, in [0, 1]."""
         self._check_fitted()
         s = check_scores(scores)
-        if features is not None and len(features) != s.size:
-            raise DataError(f"features has {len(features)} rows but scores has {s.size}.")
-        p = np.asarray(self._predict(s, features), dtype=float)
-        return np.clip(p, 0.0, 1.0)
+        return np.clip(np.asarray(self._predict(s, check_feature_rows(features, s.size)), dtype=float), 0.0, 1.0)
 
     def predict_proba(self, scores, features=None) -> np.ndarray:
-        """Calibrated probabilities as scikit-learn's classifiers give them: shape (n, 2),
-        column 0 for label 0 and column 1 for label 1."""
+        """Calibrated probabilities as scikit-learn's classifiers give them: shape (n, 2), column 1 ``predict``'s."""
         p = self.predict(scores, features)
         return np.column_stack([1.0 - p, p])
 
     def transform(self, scores, features=None) -> np.ndarray:
         """The calibrated scores as one column, shape (n, 1), for use inside a ``Pipeline``."""
         return self.predict(scores, features).reshape(-1, 1)
-
-    def fit_predict(self, scores, labels, features=None, sample_weight=None) -> np.ndarray:
-        """``fit`` then ``predict`` on the same rows (in-sample: optimistic)."""
-        return self.fit(scores, labels, features, sample_weight).predict(scores, features)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -212,18 +173,13 @@ class Calibrator(BaseEstimator):
         return tags
 
     def sql_map(self) -> "ClosedForm | StepMap | LinearMap | None":
-        """The fitted map as a form of :mod:`calibdash.io.sql` (what :func:`calibdash.io.sql.to_sql` writes),
-        or None: this method has no SQL form (apply it with ``predict``).
-
-        Each method's class says which: a step map (``StepMap``), a piecewise-linear map
-        (``LinearMap``) or a formula (``ClosedForm``), built from the fitted state ``predict`` uses,
-        so that the SQL equals ``predict``. A class without a SQL form overrides this to return None,
-        saying so; this default (None too) is what a class that has not said inherits. It raises
+        """The fitted map as a form of :mod:`calibdash.io.sql` (what :func:`calibdash.io.sql.to_sql` writes): a step map
+        (``StepMap``), a piecewise-linear map (``LinearMap``) or a formula (``ClosedForm``), built from the state
+        ``predict`` uses so that the SQL equals ``predict``; or None (this default): no SQL form. Raises
         :class:`calibdash.io.sql.SqlUnsupported` for a fitted state the forms cannot hold.
         """
         return None
 
-    # -- for subclasses --------------------------------------------------------
     def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:  # pragma: no cover
         raise NotImplementedError
 
@@ -234,7 +190,9 @@ class Calibrator(BaseEstimator):
         if not hasattr(self, "n_train_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")
 
-    @classmethod
-    def defaults(cls) -> dict:
-        """Hyperparameter defaults as a dict (name -> default)."""
-        return {h.name: h.default for h in cls.hyperparams}
+
+def check_feature_rows(features, n: int):
+    """``features`` unchanged, after checking it has ``n`` rows (None passes)."""
+    if features is not None and len(features) != n:
+        raise DataError(f"features has {len(features)} rows but scores has {n}.")
+    return features

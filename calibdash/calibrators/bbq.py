@@ -1,20 +1,15 @@
 """Bayesian Binning into Quantiles (BBQ).
 
-Naeini, Cooper & Hauskrecht (2015), *Obtaining Well Calibrated Probabilities
-Using Bayesian Binning*, AAAI; the paper's text is
-``shared/papers/bbq-bayesian-binning-into-quantiles.txt`` and the authors'
-MATLAB code is github.com/pakdaman/calibration (``BBQ/build.m``,
-``predict.m``, ``elbow.m``).
+Naeini, Cooper & Hauskrecht (2015), *Obtaining Well Calibrated Probabilities Using Bayesian Binning*, AAAI; the
+paper's text is ``shared/papers/bbq-bayesian-binning-into-quantiles.txt`` and the authors' MATLAB code is
+github.com/pakdaman/calibration (``BBQ/build.m``, ``predict.m``, ``elbow.m``).
 
 The method
 ----------
-BBQ builds one equal-frequency histogram model per number of bins ``B`` in a
-range around ``N^(1/3)``, scores each by the BDeu marginal likelihood
-(the equation below the paper's Eq. 1, ``Score(M) = P(M) P(D|M)`` with a
-uniform model prior; only Eq. 1 is numbered in the paper, so we call the
-marginal likelihood "Eq. 2" and the averaging formula after it "Eq. 3") and
-predicts the posterior-weighted average of the models' smoothed bin
-frequencies::
+BBQ builds one equal-frequency histogram model per number of bins ``B`` in a range around ``N^(1/3)``, scores each by
+the BDeu marginal likelihood (the equation below the paper's Eq. 1, ``Score(M) = P(M) P(D|M)`` with a uniform model
+prior; only Eq. 1 is numbered in the paper, so we call the marginal likelihood "Eq. 2" and the averaging formula after
+it "Eq. 3") and predicts the posterior-weighted average of the models' smoothed bin frequencies::
 
     P(D | M) = prod_b  Gamma(a) / Gamma(N_b + a)
                        * Gamma(m_b + a p_b) / Gamma(a p_b)
@@ -22,10 +17,9 @@ frequencies::
 
     P(z = 1 | y) = sum_i  P(D | M_i) / sum_j P(D | M_j) * P(z = 1 | y, M_i)
 
-with ``N_b`` rows in bin ``b``, ``m_b`` of them positive and ``n_b``
-negative, ``p_b`` the midpoint of the bin's interval, and ``a`` the prior
-strength of a bin. Bin edges are the midpoints between neighbouring bins'
-extreme training scores; the outer edges are 0 and 1.
+with ``N_b`` rows in bin ``b``, ``m_b`` of them positive and ``n_b`` negative, ``p_b`` the midpoint of the bin's
+interval, and ``a`` the prior strength of a bin. Bin edges are the midpoints between neighbouring bins' extreme
+training scores; the outer edges are 0 and 1.
 
 Two variants
 ------------
@@ -33,108 +27,69 @@ Two variants
 
 * models: every integer ``B`` in ``[N^(1/3) / C, C N^(1/3)]`` (the cube root
   by ``np.cbrt``, so perfect cubes are exact), at most ``N``;
-* bins: equal count, ``k N / B`` rows below the ``k``-th boundary, each
-  boundary moved to the nearest change of score so that identical scores are
-  never split (cuts that coincide merge, so heavy ties give fewer bins). A
-  ``B`` whose binning equals that of a smaller ``B`` is the same model and is
-  counted once (``same_as`` in :class:`BinningModels`); otherwise
-  the uniform prior would favour whatever binning ties force;
-* score: BDeu with equivalent sample size ``N'`` in total, ``a = N' / B``
-  (``alpha_b = N'/B p_b``, ``beta_b = N'/B (1 - p_b)``), ``B`` the number of
-  bins of the model;
-* prediction in a bin: the posterior mean ``(m_b + alpha_b) / (N_b + N'/B)``,
-  the paper's footnote 3 ("smoothing of the counts ... consistent with the
-  Bayesian priors in the scoring function");
+* bins: equal count, ``k N / B`` rows below the ``k``-th boundary, each boundary moved to the nearest change of score
+  so that identical scores are never split (cuts that coincide merge, so heavy ties give fewer bins). A ``B`` whose
+  binning equals that of a smaller ``B`` is the same model and is counted once (``same_as`` in
+  :class:`BinningModels`); otherwise the uniform prior would favour whatever binning ties force;
+* score: BDeu with equivalent sample size ``N'`` in total, ``a = N' / B`` (``alpha_b = N'/B p_b``, ``beta_b = N'/B
+  (1 - p_b)``), ``B`` the number of bins of the model;
+* prediction in a bin: the posterior mean ``(m_b + alpha_b) / (N_b + N'/B)``, the paper's footnote 3 ("smoothing of
+  the counts ... consistent with the Bayesian priors in the scoring function");
 * weights: the posterior ``P(D|M_i) / sum_j P(D|M_j)``;
-* pruning (``prune=True``, as in the paper's experiments, rho = 0.001): sort
-  the posterior weights ``S_1 >= S_2 >= ...``, take
-  ``k = min{k : (S_k - S_(k+1)) / sigma^2 <= rho}`` (``sigma^2`` the
-  population variance of the weights; ``k = T`` if no drop is that small)
-  and average the first ``k`` models, renormalised. The rule is not
-  scale-free; the paper does not say how its "Bayesian scores" are scaled,
-  and we use the posterior probabilities (they sum to one) because those are
-  the numbers Eq. 3 averages with.
+* pruning (``prune=True``, as in the paper's experiments, rho = 0.001): sort the posterior weights ``S_1 >= S_2 >=
+  ...``, take ``k = min{k : (S_k - S_(k+1)) / sigma^2 <= rho}`` (``sigma^2`` the population variance of the weights;
+  ``k = T`` if no drop is that small) and average the first ``k`` models, renormalised. The rule is not scale-free;
+  the paper does not say how its "Bayesian scores" are scaled, and we use the posterior probabilities (they sum to
+  one) because those are the numbers Eq. 3 averages with.
 
 ``variant="authors"`` follows the authors' MATLAB code where it differs from
 the text (``shared/data/README.md`` lists the differences):
 
-* models: every integer ``B`` from ``max(1, floor(N^(1/3) / C))`` to
-  ``min(ceil(N / 5), ceil(C N^(1/3)))``, the cube root as ``N ** (1/3)``
-  like MATLAB's ``N^(1/3)`` (1000 ** (1/3) is 9.999..., so N = 1000 gives
-  B = 1 .. 100);
-* bins: ``floor(N / B)`` rows per block by rank (after a stable sort, as
-  MATLAB's ``sort``), the remainder in the last block; a block is merged
-  into the previous bin only when its last score equals the previous
-  block's first score (so a run of ties is kept whole only when the entire
-  next block equals it; otherwise ties may be split);
-* score: BDeu with prior strength ``a = N'`` *per bin* (the code's
-  ``'BDeu2'``: ``alpha_b = 2 p_b``, ``beta_b = 2 (1 - p_b)``), ``p_b`` the
-  bin midpoint clipped to ``[0.005, 0.995]``; the code ignores its ``N0``
-  option there, and here ``ess`` sets this per-bin strength (the default 2 is
-  the code's);
+* models: every integer ``B`` from ``max(1, floor(N^(1/3) / C))`` to ``min(ceil(N / 5), ceil(C N^(1/3)))``, the cube
+  root as ``N ** (1/3)`` like MATLAB's ``N^(1/3)`` (1000 ** (1/3) is 9.999..., so N = 1000 gives B = 1 .. 100);
+* bins: ``floor(N / B)`` rows per block by rank (after a stable sort, as MATLAB's ``sort``), the remainder in the last
+  block; a block is merged into the previous bin only when its last score equals the previous block's first score (so
+  a run of ties is kept whole only when the entire next block equals it; otherwise ties may be split);
+* score: BDeu with prior strength ``a = N'`` *per bin* (the code's ``'BDeu2'``: ``alpha_b = 2 p_b``, ``beta_b = 2 (1 -
+  p_b)``), ``p_b`` the bin midpoint clipped to ``[0.005, 0.995]``; the code ignores its ``N0`` option there, and here
+  ``ess`` sets this per-bin strength (the default 2 is the code's);
 * prediction in a bin: ``(m_b + p0) / (N_b + 1)`` with
   ``p0 = (sum of the positives' scores in the bin + midpoint) / (m_b + 1)``;
-* weights: relative likelihood ``exp((min S - S) / 2)`` with
-  ``S = -2 log P(D|M)``; with ``prune=True`` (what ``predict.m`` always
-  uses) the "elbow" rule of ``elbow.m``: sort the relative likelihoods
-  descending, ``sigma^2`` their population variance, skip ties at the top,
-  advance ``k`` while ``(R_k - R_(k+1)) / sigma^2 > 0.001``, keep the top
-  ``k - 1`` models (at least one);
-* lookup: a score exactly on a cut point goes to the upper bin; where a model
-  has a zero-width bin (a run of ties ending exactly a block), a score equal
-  to that cut gets the bin the code's binary search lands in, averaged over
+* weights: relative likelihood ``exp((min S - S) / 2)`` with ``S = -2 log P(D|M)``; with ``prune=True`` (what
+  ``predict.m`` always uses) the "elbow" rule of ``elbow.m``: sort the relative likelihoods descending, ``sigma^2``
+  their population variance, skip ties at the top, advance ``k`` while ``(R_k - R_(k+1)) / sigma^2 > 0.001``, keep the
+  top ``k - 1`` models (at least one);
+* lookup: a score exactly on a cut point goes to the upper bin; where a model has a zero-width bin (a run of ties
+  ending exactly a block), a score equal to that cut gets the bin the code's binary search lands in, averaged over
   neighbouring bins with the same edges, as ``predict.m`` does.
 
-Where the code would stop with an error we carry on and say so here: a
-column of identical scores (all blocks merge into one bin; the code indexes
-a second bin that does not exist) becomes the one-bin model with edges 0
-and 1, which is what the code builds for ``B = 1``; ``elbow.m`` reads past
-its array when every model ties, we stop at the last model; and ``C`` values
-that leave an empty range of ``B`` use the lower end alone.
+Where the code would stop with an error we carry on and say so here: a column of identical scores (all blocks merge
+into one bin; the code indexes a second bin that does not exist) becomes the one-bin model with edges 0 and 1, which
+is what the code builds for ``B = 1``; ``elbow.m`` reads past its array when every model ties, we stop at the last
+model; and ``C`` values that leave an empty range of ``B`` use the lower end alone.
 
 Sample weights
 --------------
-A row of weight ``w`` counts as ``w`` rows (``fit(..., sample_weight=w)``).
+A row of weight ``w`` counts as ``w`` rows. ``variant="paper"``: the binnings are equal-frequency by weight (the
+``k``-th boundary at cumulative weight ``k W / B``, moved to the nearest change of score; scores whose rows all weigh
+0 are absent), the BDeu and smoothing counts are weight sums (``Gamma`` takes real arguments, so Eq. 2 holds as
+written), and the ``N`` of the range of ``B`` is the total weight rounded (halves up, at least 1): with integer
+weights the fit equals the fit on the rows repeated, exactly. Scaling every weight by ``c`` gives the fit of ``c``
+times as many rows, not the same map: the range of ``B`` moves with ``cbrt(c W)`` and the counts grow against the
+fixed prior strength ``N'``, so the posterior over models sharpens (``c > 1``) or flattens (``c < 1``) and the bins
+are smoothed less or more.
 
-``variant="paper"``: the binnings are equal-frequency by weight (the
-``k``-th boundary at cumulative weight ``k W / B``, moved to the nearest
-change of score as above; scores whose rows all weigh 0 are absent), the
-BDeu counts ``N_b``, ``m_b``, ``n_b`` are weight sums (``Gamma`` takes real
-arguments, so Eq. 2 holds as written), and so are the counts of the
-smoothed estimates. The number of rows ``N`` enters the model set only
-through the range of ``B``: with weights ``N`` is the total weight ``W``
-rounded to the nearest integer (halves up, at least 1), which is the row
-count of the repeated rows when the weights are integers; so with integer
-weights the fit equals the fit on the rows repeated, exactly. The method is
-not invariant to scaling every weight by ``c``: the fit is that of ``c``
-times as many rows: the range of ``B`` moves with ``cbrt(c W)``, and the
-counts grow against the fixed prior strength ``N'`` and enter the marginal
-likelihood, so the posterior over models sharpens (``c > 1``) or flattens
-(``c < 1``) and the bin estimates are smoothed less or more.
+``variant="authors"``: the code's blocks are ranks of rows, which a fractional row has no place in; whole-number
+weights are fitted exactly as the rows repeated (``np.repeat``) and any other weight is refused with a
+:class:`~calibdash.core.errors.SettingsError`. Since the blocks split runs of ties by row order, the fit on score
+cells can differ from the fit on the original rows, as the code's own fit on reordered rows does.
 
-``variant="authors"``: the code's blocks are ranks of rows (``floor(N / B)``
-rows each, ties split by row order), which a fractional row has no place
-in. Whole-number weights are supported exactly by expanding each row into
-``w`` rows (``np.repeat``) before the code runs; any other weight is refused
-with a :class:`~calibdash.core.errors.SettingsError`. Since the blocks split
-runs of ties by row order, the fit on score cells (rows compressed to
-``(score, label)`` with counts) can differ from the fit on the original
-rows in the order they came, as the code's own fit on reordered rows does.
+On ``shared/data/svm-quadratic-scores`` the authors' variant reproduces their published BBQ figures
+(``tests/calibrators/test_bbq.py``).
 
-Fitted on ``shared/data/svm-quadratic-scores/train_data_*.csv`` and applied to
-``test_data_*.csv``, the authors' variant reproduces their published BBQ
-figures (``tests/calibrators/test_bbq.py``).
-
-Prediction
-----------
-The averaged map is piecewise constant. ``fit`` computes it once on the
-union of the kept models' cut points (each model adds the jumps of its bin
-estimates, times its weight, to a difference array whose cumulative sum is
-the map), so ``predict`` is a single ``searchsorted``, whatever the number
-of models. The fitted calibrator keeps that map and the kept models' B and
-weights, not the models' bins: :mod:`calibdash.explain.bbq` builds the models
-again from the training rows with :func:`binning_models`, the function
-``fit`` uses.
+The averaged map is piecewise constant, computed once by ``fit`` on the union of the kept models' cut points, so
+``predict`` is one ``searchsorted`` whatever the number of models. The models' bins are not kept:
+:mod:`calibdash.explain.bbq` builds them again from the training rows with :func:`binning_models`, as ``fit`` does.
 """
 from __future__ import annotations
 
@@ -164,10 +119,9 @@ PRIOR_FLOOR = float(np.finfo(float).tiny)
 def model_range(n: int, c: float, variant: str = "paper") -> np.ndarray:
     """The numbers of bins ``B`` of the models BBQ averages over ``n`` training rows.
 
-    ``"paper"``: integers in ``[cbrt(n) / c, c cbrt(n)]``, at most ``n``.
-    ``"authors"``: ``max(1, floor(n**(1/3) / c))`` to
-    ``min(ceil(n / 5), ceil(c n**(1/3)))`` as in ``build.m``.
-    Either way at least one model (the lower end) when the range is empty.
+    ``"paper"``: integers in ``[cbrt(n) / c, c cbrt(n)]``, at most ``n``. ``"authors"``: ``max(1, floor(n**(1/3) /
+    c))`` to ``min(ceil(n / 5), ceil(c n**(1/3)))`` as in ``build.m``. Either way at least one model (the lower end)
+    when the range is empty.
     """
     n = int(n)
     if variant == "paper":
@@ -192,13 +146,9 @@ def _within_group(sizes: np.ndarray) -> np.ndarray:
 # -- binnings: each returns (model index of every cut, cut position) sorted by model then position.
 # A cut at position a means a bin ends before atom a (a row of the sorted scores, or a distinct score).
 def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
-    """Equal-count cuts for every B in ``bs`` over distinct scores, ties never split.
-
-    ``cum[a]`` is the number of rows on distinct scores below ``a`` (``cum[0] = 0``,
-    ``cum[-1] = N``), or their weight. The ``k``-th boundary of model ``B`` goes to the
-    distinct-score boundary ``a`` whose ``cum[a]`` is nearest to ``k N / B`` (the lower on
-    a tie).
-    """
+    """Equal-count cuts for every B in ``bs`` over distinct scores, ties never split: the ``k``-th boundary goes to
+    the distinct-score boundary ``a`` whose ``cum[a]`` (rows, or weight, below ``a``) is nearest to ``k N / B`` (the
+    lower on a tie)."""
     m = cum.size - 1
     if m < 2:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -221,11 +171,10 @@ def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
 def _cuts_authors(s: np.ndarray, bs: np.ndarray):
     """The cuts of ``build.m``'s ``HistCalibrationFreq_local`` for every B in ``bs``.
 
-    ``s`` is sorted. Blocks hold ``c = N // B`` rows (the last block the rest);
-    block ``q`` (0-based) joins the previous bin when its last score equals block
-    ``q - 1``'s first score. (The code's loop extends a bin while the next block
-    ends on the bin's first score; inside a run of merged blocks that first score
-    is also the previous block's first, so the test is per block.)
+    ``s`` is sorted. Blocks hold ``c = N // B`` rows (the last block the rest); block ``q`` (0-based) joins the
+    previous bin when its last score equals block ``q - 1``'s first score. (The code's loop extends a bin while the
+    next block ends on the bin's first score; inside a run of merged blocks that first score is also the previous
+    block's first, so the test is per block.)
     """
     n = s.size
     per = bs - 1
@@ -241,18 +190,15 @@ def _cuts_authors(s: np.ndarray, bs: np.ndarray):
 
 # -- scores -------------------------------------------------------------------------------------
 def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
-    """Log BDeu marginal likelihood of each bin (one factor of the product in "Eq. 2").
+    """Log BDeu marginal likelihood of each bin (one factor of "Eq. 2"), ``a = strength``, ``n1`` positives, ``n0``
+    negatives.
 
-    ``log Gamma(a) - log Gamma(N_b + a) + log Gamma(m_b + a p_b) - log Gamma(a p_b)
-    + log Gamma(n_b + a (1 - p_b)) - log Gamma(a (1 - p_b))`` with ``a = strength``,
-    ``m_b = n1`` positives and ``n_b = n0`` negatives.
-
-    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its
-    digits for ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]``
-    above a cut at ``(1 - 2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and
-    ``log Gamma(0) - log Gamma(0)`` made every prediction NaN. With the floor, a bin whose rows agree with
-    its prior scores the limit, ``log 1 = 0``, and one against it about -708 (the limit is ``-inf``):
-    finite, even when every model has such a bin. Ordinary bins are unchanged.
+    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its digits for
+    ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]`` above a cut at ``(1 -
+    2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and ``log Gamma(0) - log Gamma(0)`` made
+    every prediction NaN. With the floor, a bin whose rows agree with its prior scores the limit, ``log 1 = 0``, and
+    one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins are
+    unchanged.
     """
     n1 = np.asarray(n1, dtype=float)
     n0 = np.asarray(n0, dtype=float)
@@ -300,9 +246,8 @@ def elbow_authors(posterior: np.ndarray, alpha: float = RHO) -> np.ndarray:
 
 
 def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
-    """``predict.m``'s ``getHistPr_local`` for one score: its binary search over
-    ``[0, cuts, 1]`` (a score equal to a probed cut stops there) and its average over
-    neighbouring bins with the same edges."""
+    """``predict.m``'s ``getHistPr_local`` for one score: its binary search over ``[0, cuts, 1]`` (a score equal to a
+    probed cut stops there) and its average over neighbouring bins with the same edges."""
     nb = est.size
     lo, hi = 0, nb
     while hi - lo > 1:
@@ -329,14 +274,9 @@ def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
 # -- every model's bins, flattened model by model ------------------------------------------------------
 @dataclass
 class Bins:
-    """The bins of all models, model after model (what :func:`binning_models` builds).
-
-    ``first[m]`` is model m's first bin and ``nb[m]`` its number of bins;
-    ``model`` the model of each bin; ``cut_at`` the cut positions (all models,
-    in order); ``lower``, ``upper`` each bin's interval on the score axis;
-    ``count``, ``pos`` its training rows and positives; ``p`` and ``a`` the
-    prior mean and strength of its Beta prior; ``est`` its calibrated value.
-    """
+    """The bins of all models, model after model: model ``m``'s first bin ``first[m]``, its number ``nb[m]``; per bin
+    its ``model``, interval ``lower``/``upper``, rows ``count``, positives ``pos``, prior mean ``p`` and strength
+    ``a`` and calibrated value ``est``; ``cut_at`` the cut positions of all models."""
 
     nb: np.ndarray
     first: np.ndarray
@@ -383,8 +323,7 @@ def _flat_bins(model_of_cut, cut_at, cut_val, n_models, n_atoms, cum, cum_pos) -
 
 
 def _paper_bins(s, y, w, bs, ess) -> Bins:
-    """Tie-respecting equal-count (equal-weight) bins; prior ``a = N'/B`` around the midpoint;
-    posterior means."""
+    """Tie-respecting equal-count (equal-weight) bins; prior ``a = N'/B`` around the midpoint; posterior means."""
     values, counts, positives = collapse_ties(s, y, w)
     cum = np.concatenate([[0], np.cumsum(counts)])
     model_of_cut, cut_at = _cuts_paper(cum, bs)
@@ -429,12 +368,9 @@ def _same_binning(cut_at: np.ndarray, nb: np.ndarray) -> np.ndarray:
 
 
 def _average_map(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The weighted average of the models' step maps, on the union of their cuts.
-
-    ``levels[0]`` is the weighted sum of the first bins' estimates; each inner bin adds
-    ``w (est_b - est_(b-1))`` at its lower edge (a difference array), and the cumulative sum
-    gives the map on every piece.
-    """
+    """The weighted average of the models' step maps on the union of their cuts: ``levels[0]`` is the weighted sum of
+    the first bins' estimates and each inner bin adds ``w (est_b - est_(b-1))`` at its lower edge (a difference
+    array)."""
     w_bin = weight[bins.model]
     sel = w_bin > 0
     jump = sel & bins.inner_lo
@@ -467,34 +403,12 @@ def _authors_corrections(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np
 # -- the models, fitted on some rows: what fit averages and calibdash.explain.bbq shows ---------------
 @dataclass
 class BinningModels:
-    """BBQ's binning models fitted on a set of rows, and their weights.
-
-    :meth:`BBQCalibrator.fit` averages them into its map and keeps only the
-    map and the kept models' B and weights; :mod:`calibdash.explain.bbq`
-    builds them again from the same rows to show them.
-
-    Attributes
-    ----------
-    variant : str
-        ``"paper"`` or ``"authors"``.
-    b : ndarray of int
-        The number of bins ``B`` each model was built for.
-    bins : Bins
-        Every bin of every model.
-    log_ml : ndarray of float
-        Log marginal likelihood ``log P(D | M)`` of each model ("Eq. 2").
-    same_as : ndarray of int
-        Paper variant: the index of the first model with the same binning
-        (counted once), or -1; all -1 for the authors' variant.
-    posterior : ndarray of float
-        Each model's weight among all models, before pruning (0 for a
-        duplicate binning).
-    kept : ndarray of bool
-        Models kept by the pruning rule (all distinct models without it).
-    weight : ndarray of float
-        Each model's weight in the average: the posterior renormalised over
-        the kept models, 0 for the others.
-    """
+    """BBQ's binning models fitted on a set of rows, and their weights (what ``fit`` averages and
+    :mod:`calibdash.explain.bbq` shows): the ``variant``; per model the number of bins ``b`` it was built for, the log
+    marginal likelihood ``log_ml`` ("Eq. 2"), ``same_as`` (paper variant: the first model with the same binning,
+    counted once, or -1), its ``posterior`` weight among all models before pruning (0 for a duplicate), whether
+    pruning ``kept`` it, and its ``weight`` in the average (the posterior renormalised over the kept models, 0 for the
+    others); and ``bins``, every bin of every model."""
 
     variant: str
     b: np.ndarray
@@ -507,13 +421,7 @@ class BinningModels:
 
 
 def check_params(ess, c, variant) -> tuple[float, float, str]:
-    """``(ess, c, variant)`` as numbers and a known variant.
-
-    Raises
-    ------
-    SettingsError
-        If ``variant`` is unknown, ``ess`` is not positive or ``c`` is below 1.
-    """
+    """``(ess, c, variant)`` as numbers; SettingsError for an unknown variant, ``ess <= 0`` or ``c < 1``."""
     if variant not in VARIANTS:
         raise SettingsError(f"variant must be one of {VARIANTS}, got {variant!r}.")
     ess_f, c_f = float(ess), float(c)
@@ -525,13 +433,7 @@ def check_params(ess, c, variant) -> tuple[float, float, str]:
 
 
 def expand_whole_weights(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows repeated ``sample_weight`` times each (the authors' variant's weights; see the module docstring).
-
-    Raises
-    ------
-    SettingsError
-        If a weight is not a whole number.
-    """
+    """The rows repeated ``sample_weight`` times each (the authors' variant); SettingsError for a fractional weight."""
     k = np.rint(sample_weight)
     if not np.array_equal(k, sample_weight):
         bad = int(np.count_nonzero(k != sample_weight))
@@ -550,18 +452,9 @@ def model_size(n_rows: int, sample_weight: np.ndarray | None) -> int:
 
 def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
                    variant: str = "paper", sample_weight: np.ndarray | None = None) -> BinningModels:
-    """Build, score and weigh BBQ's models on scores ``s`` and 0/1 labels ``y`` (checked arrays).
-
-    The arguments from ``ess`` to ``variant`` are :class:`BBQCalibrator`'s
-    hyperparameters; ``sample_weight`` the rows' weights (None: unit weights). See the
-    module docstring for what each variant does, with and without weights.
-
-    Raises
-    ------
-    SettingsError
-        If a hyperparameter is out of its range (:func:`check_params`), or
-        the authors' variant gets fractional weights (:func:`expand_whole_weights`).
-    """
+    """Build, score and weigh BBQ's models on checked scores ``s``, 0/1 labels ``y`` and weights (None: unit weights),
+    with :class:`BBQCalibrator`'s hyperparameters. Raises SettingsError as :func:`check_params` and
+    :func:`expand_whole_weights` do."""
     ess, c, variant = check_params(ess, c, variant)
     if variant == "authors" and sample_weight is not None:
         s, y = expand_whole_weights(s, y, sample_weight)
@@ -590,17 +483,8 @@ def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10
 
 
 def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The weighted average of the models' maps as ``predict`` reads it.
-
-    Returns
-    -------
-    cuts, levels : ndarray
-        The step map: ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``.
-    point_x, point_delta : ndarray
-        Authors' variant: scores where ``predict.m``'s lookup differs from
-        the upper-bin rule (zero-width bins) and the correction added
-        there; empty for the paper variant.
-    """
+    """The weighted average of the models' maps as ``predict`` reads it: ``(cuts, levels, point_x, point_delta)``, the
+    attributes ``cuts_`` ... ``point_delta_`` of :class:`BBQCalibrator`."""
     cuts, levels = _average_map(models.bins, models.weight)
     if models.variant == "authors":
         point_x, point_delta = _authors_corrections(models.bins, models.weight)
@@ -613,32 +497,19 @@ def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndar
 class BBQCalibrator(Calibrator):
     """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models.
 
-    See the module docstring for the equations, the two variants and where the
-    paper's text and the authors' code differ. The models and their bins are
-    not kept: :func:`calibdash.explain.explain` builds them again from the
-    training rows.
-
-    ``sample_weight`` (a row of weight ``w`` counts as ``w`` rows): with
-    ``variant="paper"`` the bins are equal-weight, the BDeu and smoothing
-    counts are weight sums and ``N`` (the range of ``B``) is the total weight
-    rounded; integer weights give exactly the fit on the rows repeated, and
-    scaling all weights by ``c`` gives the fit of ``c`` times as many rows (not
-    the same map). ``variant="authors"`` takes whole-number weights only,
-    fitted as the rows repeated; fractional weights raise ``SettingsError``.
-    Details in the module docstring.
+    The module docstring gives the equations, the two variants, where the paper's text and the authors' code differ and
+    how sample weights count (``variant="authors"`` takes whole-number weights only).
 
     Parameters
     ----------
     ess : float, default 2
-        The paper's equivalent sample size N' of the BDeu prior: in total over
-        the bins with ``variant="paper"``, per bin with ``variant="authors"``
-        (both 2 in the authors' experiments).
+        The paper's equivalent sample size N' of the BDeu prior: in total over the bins with ``variant="paper"``, per
+        bin with ``variant="authors"`` (both 2 in the authors' experiments).
     c : float, default 10
         The paper's C: models have from ``N^(1/3)/C`` to ``C N^(1/3)`` bins.
     prune : bool, default True
-        Average only the models kept by the rho = 0.001 rule (the paper's
-        optional refinement, used in its experiments and always by the
-        authors' code); ``False`` averages every model.
+        Average only the models kept by the rho = 0.001 rule (the paper's optional refinement, used in its experiments
+        and always by the authors' code); ``False`` averages every model.
     variant : {"paper", "authors"}, default "paper"
         Follow the paper's text or the authors' MATLAB code.
 
@@ -647,15 +518,13 @@ class BBQCalibrator(Calibrator):
     cuts_, levels_ : ndarray
         The averaged map: ``levels_[k]`` on ``cuts_[k-1] <= s < cuts_[k]``.
     point_x_, point_delta_ : ndarray
-        Scores where the authors' lookup differs from the upper-bin rule (zero-width
-        bins) and the correction added there; empty for the paper variant.
+        Scores where the authors' lookup differs from the upper-bin rule (zero-width bins) and the correction added
+        there; empty for the paper variant.
     n_models_ : int
         Number of binning models (values of B).
-    kept_b_ : ndarray of int
-        The B of each model in the average (kept by pruning), ascending.
-    kept_weight_ : ndarray of float
-        Their weights in the average (posterior weights renormalised over
-        them; they sum to 1).
+    kept_b_, kept_weight_ : ndarray
+        The B of each model in the average (kept by pruning), ascending, and its weight (the posterior renormalised
+        over the kept models).
     """
 
     name = "bbq"
@@ -698,19 +567,16 @@ class BBQCalibrator(Calibrator):
         return p
 
     def sql_map(self) -> StepMap:
-        """The averaged step map; the authors' variant's corrected points take the step's level plus
-        their correction, as :meth:`predict` adds it."""
+        """The averaged step map; the authors' variant's corrected points take the step's level plus their
+        correction."""
         at = step_lookup(self.cuts_, self.levels_, self.point_x_) + self.point_delta_
         return StepMap(self.cuts_, self.levels_, self.point_x_, at)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the averaged step map and the
-        authors' variant's point corrections (not the models and bins behind them)."""
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist(),
                 "point_x": self.point_x_.tolist(), "point_delta": self.point_delta_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         self.point_x_ = state.array("point_x", sorted=True)

@@ -47,20 +47,12 @@ def log_likelihood(a: float, b: float, c: float, s: np.ndarray, y: np.ndarray,
 
 
 def midpoint(a: float, b: float, c: float) -> float:
-    """The paper's ``m``: the score where ``mu(m; a, b, c) = 1/2``, i.e. the solution of
-    ``c = b ln(1 - m) - a ln m`` in (0, 1).
+    """The paper's ``m``: the score where ``mu(m; a, b, c) = 1/2``, solving ``c = b ln(1 - m) - a ln m`` in (0, 1).
 
-    The map's log-odds ``c + a ln m - b ln(1 - m)`` is monotone in ``m`` when ``a`` and ``b`` do not
-    have strictly opposite signs (every fit of :class:`BetaCalibrator` with ``parameters`` ``"abm"``
-    or ``"am"``), so ``m`` is then unique when it exists. It is solved on ``t = logit(m)`` with
-    Brent's method to about 1e-15 (``a == b``: in closed form, ``m = 1 / (1 + e^(c / a))``).
-
-    Returns
-    -------
-    float
-        ``m``, or NaN when the map never crosses 1/2 (it stays above or below it on (0, 1)), when it
-        is constant, or when ``a`` and ``b`` have opposite signs (then the crossing need not be
-        unique).
+    The log-odds are monotone in ``m`` unless ``a`` and ``b`` have strictly opposite signs (never with ``"abm"`` or
+    ``"am"``), so ``m`` is then unique when it exists; it is solved on ``t = logit(m)`` with Brent's method to about
+    1e-15 (``a == b``: in closed form, ``m = 1 / (1 + e^(c / a))``). NaN when the map never crosses 1/2, is constant,
+    or ``a`` and ``b`` have opposite signs (the crossing need not be unique).
     """
     a, b, c = float(a), float(b), float(c)
     if a == b:
@@ -87,21 +79,11 @@ def midpoint(a: float, b: float, c: float) -> float:
 
 @dataclass(frozen=True)
 class BetaFit:
-    """What :func:`fit_beta` finds (what ``fit`` keeps, and :mod:`calibdash.explain.beta` shows).
-
-    Attributes
-    ----------
-    a, b, c, m : float
-        The map's parameters and its midpoint (:func:`midpoint`).
-    log_likelihood : float
-        Weighted log-likelihood of the labels at the map.
-    n_iter : int
-        Newton iterations over all the logistic regressions fitted.
-    steps : tuple of dict
-        One entry per logistic regression fitted, in order: ``features`` (what it regressed on),
-        ``a``, ``b``, ``c`` (NaN for a coefficient the step has not), ``log_likelihood``,
-        ``n_iter`` and ``kept`` (whether the map is this step's fit).
-    """
+    """What :func:`fit_beta` finds (what ``fit`` keeps, and :mod:`calibdash.explain.beta` shows): the map's ``a, b,
+    c`` and midpoint ``m`` (:func:`midpoint`), the weighted ``log_likelihood`` of the labels at the map, ``n_iter``
+    Newton iterations over all the logistic regressions, and ``steps``, one dict per regression in order: ``features``
+    (what it regressed on), ``a``, ``b``, ``c`` (NaN for a coefficient the step has not), ``log_likelihood``,
+    ``n_iter`` and ``kept`` (whether the map is this step's fit)."""
 
     a: float
     b: float
@@ -114,11 +96,10 @@ class BetaFit:
 
 def fit_beta(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, parameters: str = "abm",
              max_iter: int = 100, tol: float = 0.0) -> BetaFit:
-    """Fit the beta calibration map with ``parameters`` (see :class:`BetaCalibrator`) on checked scores
-    ``s``, labels ``y`` and weights ``sample_weight`` (None: unit weights). Every regression starts from the
-    identity map (``a = b = 1``, ``c = 0``; a refit from its kept coefficient 1 and ``c = 0``) and is
-    solved by :func:`~calibdash.core.logistic.fit_logistic` (the package's one logistic solver, Platt's too), to the floating-point
-    limit unless ``tol > 0``."""
+    """Fit the beta calibration map with ``parameters`` (see :class:`BetaCalibrator`) on checked scores ``s``, labels
+    ``y`` and weights (None: unit weights). Every regression starts from the identity map (``a = b = 1``, ``c = 0``; a
+    refit from its kept coefficient 1 and ``c = 0``) and is solved by :func:`~calibdash.core.logistic.fit_logistic`,
+    to the floating-point limit unless ``tol > 0``."""
     x1, x2 = beta_features(s)
     one = np.ones_like(x1)
     opts = dict(max_iter=max_iter, tol=tol)
@@ -160,62 +141,48 @@ def fit_beta(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, par
 class BetaCalibrator(Calibrator):
     """Beta calibration (Kull, Silva Filho & Flach, AISTATS 2017).
 
-    The map is the paper's beta calibration family,
-    ``mu(s; a, b, c) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``, the posterior of two beta-distributed
-    class-conditional score densities. Its log-odds ``a ln s - b ln(1 - s) + c`` are linear in the
-    features ``ln s`` and ``-ln(1 - s)``, so fitting it is a logistic regression on them, with
-    coefficients ``a``, ``b`` and intercept ``c``. The paper also writes it with the midpoint ``m``
-    (``mu(m) = 1/2``) in place of ``c``: ``c = b ln(1 - m) - a ln m``. The identity map is in the
-    family (``a = b = 1``, ``m = 1/2``), so beta calibration can leave calibrated scores as they are,
-    which the logistic calibration on the raw score the paper compares with, ``sigmoid(g (s - m))``,
-    cannot. (calibdash's Platt scaling works on ``logit(s)``; its family is beta's ``"am"``.)
+    The map is the paper's beta calibration family, ``mu(s; a, b, c) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``, the
+    posterior of two beta-distributed class-conditional score densities. Its log-odds ``a ln s - b ln(1 - s) + c`` are
+    linear in ``ln s`` and ``-ln(1 - s)``, so fitting it is a logistic regression on them; the paper also writes ``c``
+    through the midpoint ``m`` (``mu(m) = 1/2``): ``c = b ln(1 - m) - a ln m``. The identity map is in the family (``a
+    = b = 1``, ``m = 1/2``), which the logistic calibration on the raw score the paper compares with, ``sigmoid(g (s -
+    m))``, cannot reach. (calibdash's Platt scaling works on ``logit(s)``; its family is beta's ``"am"``.)
 
-    The three parametrisations are those of the authors' package (``betacal``,
-    ``BetaCalibration(parameters=...)``):
+    The three parametrisations are those of the authors' package (``betacal``, ``BetaCalibration(parameters=...)``):
 
     ``"abm"`` (three parameters)
-        Fit on both features with an intercept. If the coefficient ``a`` of ``ln s`` comes out
-        negative, refit on ``-ln(1 - s)`` alone and set ``a = 0``; otherwise, if ``b`` comes out
-        negative, refit on ``ln s`` alone and set ``b = 0``, which keeps the map non-decreasing
-        (``a, b >= 0``) when the refitted coefficient is non-negative. This is
-        the authors' procedure as betacal codes it: ``a`` is checked first, only one feature is ever
-        dropped, and the refitted coefficient is not checked again. (On the data tested it equals
-        the maximum-likelihood fit under ``a, b >= 0``.)
+        Fit on both features with an intercept. If the coefficient ``a`` of ``ln s`` comes out negative, refit on
+        ``-ln(1 - s)`` alone and set ``a = 0``; otherwise, if ``b`` comes out negative, refit on ``ln s`` alone and
+        set ``b = 0`` (a non-decreasing map when the refitted coefficient is non-negative). This is the authors'
+        procedure as betacal codes it: ``a`` is checked first, only one feature is ever dropped, and the refitted
+        coefficient is not checked again. (On the data tested it equals the maximum-likelihood fit under ``a, b >= 0``.)
     ``"am"`` (two parameters, ``a = b``)
-        A logistic regression on ``ln s - ln(1 - s) = logit(s)`` with an intercept:
-        ``mu = sigmoid(a logit(s) + c)``, ``m = 1 / (1 + e^(c / a))``. This is Platt scaling on the
-        log-odds (:class:`~calibdash.calibrators.platt.PlattCalibrator` without smoothed targets).
+        A logistic regression on ``logit(s)`` with an intercept: ``mu = sigmoid(a logit(s) + c)``, ``m = 1 / (1 + e^(c
+        / a))`` (Platt scaling without smoothed targets).
     ``"ab"`` (two parameters, ``m = 1/2``)
-        A logistic regression without intercept on ``ln(2s)`` and ``-ln(2(1 - s))``, so that
-        ``c = (a - b) ln 2`` and ``mu(1/2) = 1/2``; the signs of ``a`` and ``b`` are not checked
-        (as in betacal).
+        A logistic regression without intercept on ``ln(2s)`` and ``-ln(2(1 - s))``, so ``c = (a - b) ln 2``; the
+        signs of ``a`` and ``b`` are not checked (as in betacal).
 
     Where this differs from betacal, and why:
 
-    * betacal fits with scikit-learn's ``LogisticRegression(C=99999999999)``, an L2 penalty of
-      ``||coef||^2 / (2 * 1e11)``, meant as none, solved by L-BFGS to scikit-learn's default
-      tolerance. Here the fit is the unregularised maximum-likelihood estimate (what the paper
-      describes), by Newton's method (:func:`fit_logistic`) iterated to the floating-point limit
-      (not to a gradient tolerance, so that fits of the same likelihood, on rows or on weighted
-      cells, agree to rounding). It
-      equals scikit-learn's ``LogisticRegression(C=inf)`` solved tightly to 1e-6 (tested); against
-      betacal 1.1.0 itself the maps differ by about 1e-4 inside (0, 1) on 5,000 rows, betacal's
-      having the slightly lower likelihood (its solver stops earlier). On separable data the
-      estimate does not exist: the coefficients grow until ``max_iter`` (betacal's tiny penalty
-      keeps them finite but huge).
-    * Scores are clipped to ``[EPS, 1 - EPS]`` with Platt's ``EPS = 1e-12``
-      (:data:`calibdash.calibrators.platt.EPS`), not to float64's machine epsilon as in betacal, so
-      that a score of exactly 0 or 1 gives the same features in both calibrators. The maps differ
-      only at scores within 1e-12 of 0 or 1 (there by up to 0.1 when a coefficient is negative).
-    * betacal finds ``m`` by minimising ``|b ln(1 - m) - a ln m - c|`` over [0, 1] with a bounded
-      scalar search (to about 1e-5); here :func:`midpoint` solves it to about 1e-15, and gives NaN
-      when there is no crossing of 1/2 (betacal then returns an end of the interval). ``m`` is
-      reported only: the map is evaluated from ``a``, ``b``, ``c``.
+    * betacal fits with scikit-learn's ``LogisticRegression(C=99999999999)``, an L2 penalty meant as none, solved by
+      L-BFGS to scikit-learn's default tolerance. Here the fit is the unregularised maximum-likelihood estimate (what
+      the paper describes) by Newton's method (:func:`fit_logistic`) to the floating-point limit, so that fits of the
+      same likelihood, on rows or on weighted cells, agree to rounding. It equals scikit-learn's
+      ``LogisticRegression(C=inf)`` solved tightly to 1e-6 (tested); betacal 1.1.0's maps differ by about 1e-4 inside
+      (0, 1) on 5,000 rows, with the slightly lower likelihood (its solver stops earlier). On separable data the
+      estimate does not exist: the coefficients grow until ``max_iter`` (betacal's tiny penalty keeps them finite but
+      huge).
+    * Scores are clipped to ``[EPS, 1 - EPS]`` with Platt's ``EPS = 1e-12``, not to float64's machine epsilon as in
+      betacal, so that a score of exactly 0 or 1 gives the same features in both calibrators; the maps differ only
+      within 1e-12 of 0 or 1 (there by up to 0.1 when a coefficient is negative).
+    * betacal finds ``m`` by a bounded scalar search on ``|b ln(1 - m) - a ln m - c|`` (to about 1e-5);
+      :func:`midpoint` solves it to about 1e-15 and gives NaN when there is no crossing of 1/2 (betacal: an end of the
+      interval). ``m`` is reported only: the map is evaluated from ``a``, ``b``, ``c``.
 
-    Sample weights (``fit(..., sample_weight=w)``): each row's term of the log-likelihood is
-    multiplied by its weight (weighted maximum likelihood, as betacal passes ``sample_weight`` to
-    scikit-learn), so integer weights give the fit on the rows repeated, and scaling every weight by
-    the same factor leaves the map unchanged.
+    Sample weights: each row's term of the log-likelihood is multiplied by its weight (as betacal passes
+    ``sample_weight`` to scikit-learn), so integer weights give the fit on the rows repeated, and scaling every weight
+    leaves the map unchanged.
 
     Parameters
     ----------
@@ -224,19 +191,17 @@ class BetaCalibrator(Calibrator):
     max_iter : int, default 100
         Newton iterations at most (per logistic regression).
     tol : float, default 0.0
-        Stop early when the gradient's largest entry falls below ``tol * N`` (``N`` the number of rows,
-        or their total weight); 0 iterates to the floating-point limit (:func:`fit_logistic`).
+        Stop early when the gradient's largest entry falls below ``tol * N`` (``N`` the rows, or their total weight);
+        0 iterates to the floating-point limit.
 
     Attributes
     ----------
     a_, b_, c_ : float
         The map's ``a``, ``b`` and ``c``.
     m_ : float
-        The midpoint ``m`` (:func:`midpoint`; exactly 1/2 with ``"ab"``; NaN when the map never
-        crosses 1/2).
+        The midpoint ``m`` (:func:`midpoint`; exactly 1/2 with ``"ab"``; NaN when the map never crosses 1/2).
     log_likelihood_ : float
-        Log-likelihood of the training labels at the fit (weighted: each row's term times its
-        weight).
+        Log-likelihood of the training labels at the fit (weighted: each row's term times its weight).
     n_iter_ : int
         Newton iterations taken, over both fits when ``"abm"`` refits.
     """
@@ -269,8 +234,7 @@ class BetaCalibrator(Calibrator):
         return beta_map(self.a_, self.b_, self.c_, s)
 
     def sql_map(self) -> ClosedForm:
-        """:func:`beta_map` as a closed form: ``expit(a ln s + b (-log1p(-s)) + c)``, ``s`` clipped to
-        ``[EPS, 1 - EPS]``."""
+        """:func:`beta_map` as a closed form, ``s`` clipped to ``[EPS, 1 - EPS]``."""
         a, b, c = float(self.a_), float(self.b_), float(self.c_)
 
         def build(writer: SqlWriter) -> str:
@@ -279,11 +243,9 @@ class BetaCalibrator(Calibrator):
         return ClosedForm(build)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): ``a``, ``b`` and ``c``."""
         return {"a": self.a_, "b": self.b_, "c": self.c_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`);
-        ``m`` is derived again from ``a``, ``b``, ``c``."""
+        """``m`` is derived again from ``a``, ``b``, ``c``."""
         self.a_, self.b_, self.c_ = state.number("a"), state.number("b"), state.number("c")
         self.m_ = 0.5 if self.parameters == "ab" else midpoint(self.a_, self.b_, self.c_)

@@ -1,68 +1,43 @@
 """ELiTE: an ensemble of l1 linear trend filters (Pakdaman Naeini & Cooper, SDM 2016).
 
-The calibration map is a continuous piecewise-linear function of the score
-whose kinks the data choose: the l1 trend filter of order 1 (paper, Eq. 3.2)
-fitted to the 0/1 labels of the sorted training scores, with second
-differences scaled by the uneven spacing of the scores (the matrix ``A`` of
-Eq. 3.3). A path of ``T`` penalties ``lambda`` is solved, log-spaced from
-``lambda_max`` (below which the fit stops being the least-squares line) down
-to ``1e-4 lambda_max``; the models are averaged with weights proportional
-to ``exp(-AICc / 2)`` (paper, Section 3, the averaging formula after Eq. 3.3).
+The calibration map is a continuous piecewise-linear function of the score whose kinks the data choose: the l1 trend
+filter of order 1 (paper, Eq. 3.2) fitted to the 0/1 labels of the sorted training scores, with second differences
+scaled by the uneven spacing of the scores (the matrix ``A`` of Eq. 3.3). A path of ``T`` penalties ``lambda`` is
+solved, log-spaced from ``lambda_max`` (below which the fit stops being the least-squares line) down to ``1e-4
+lambda_max``; the models are averaged with weights proportional to ``exp(-AICc / 2)`` (paper, Section 3, the averaging
+formula after Eq. 3.3).
 
 Choices where the paper leaves room
 -----------------------------------
-* Ties: rows sharing a score become one point whose target is their mean
-  label, weighted by their count (footnote 6), so the objective is
-  ``1/2 sum_i w_i (p_i - z_i)^2 + lambda ||D A p||_1``.
-* Sample weights (``fit(..., sample_weight=...)``): a row of weight ``v``
-  counts as ``v`` rows. The point of a score gets the weighted mean label as
-  target and the total weight of its rows as ``w_i``; the log-likelihood
-  counts ``sum v y`` positives and ``sum v (1 - y)`` negatives at each point,
-  and the ``N`` of AICc and BIC is the total weight. With integer weights
-  every one of these is exactly what the repeated rows give, so the fit
-  equals the fit on the rows repeated (rows of weight 0 are absent). Scaling
-  all weights by ``c`` leaves each trend filter unchanged (``lambda_max``
-  and the whole grid scale by ``c``), so single mode does not move; the
-  ensemble does: the log-likelihood and ``N`` scale by ``c`` while the
-  penalty ``2 df`` does not, so ``c > 1`` acts like ``c`` times more data and
-  shifts the weights towards models with more knots (``c < 1`` towards the
-  line). That is the one documented exception to scale invariance.
-* Degrees of freedom: number of knots + 2, the unbiased estimate for linear
-  trend filtering (Tibshirani 2014, cited by the paper).
-* Likelihood in AICc/AIC/BIC: Bernoulli log-likelihood of all training rows
-  under the model's fitted values clipped to [0, 1] (and to
-  [1e-15, 1 - 1e-15] inside the logarithms, as ``metrics.log_loss``).
-  ``AICc = -2 logL + 2 df + 2 df (df + 1) / (N - df - 1)`` with ``N`` rows
-  (the total weight with sample weights); a model with ``df >= N - 1`` gets
-  an infinite score (weight 0).
-* The authors' R package (README) defaults to BIC while the paper reports
-  AICc; the default here is the paper's AICc (``criterion``). The grid's
-  lower end is the paper's ``1e-4 lambda_max`` (glmgen's own default is
-  1e-5); the authors' R code is only published as a tarball, not read here.
-* Prediction: each model interpolates linearly between its nodes and
-  extrapolates linearly beyond the first and last training score; the
-  weighted average (itself piecewise linear, on the union of the knots) is
-  clipped to [0, 1].
+* Ties: rows sharing a score become one point whose target is their mean label, weighted by their count (footnote 6),
+  so the objective is ``1/2 sum_i w_i (p_i - z_i)^2 + lambda ||D A p||_1``.
+* Sample weights: a row of weight ``v`` counts as ``v`` rows. The point of a score gets the weighted mean label as
+  target and the total weight of its rows as ``w_i``; the log-likelihood counts ``sum v y`` positives and ``sum v (1 -
+  y)`` negatives at each point, and the ``N`` of AICc and BIC is the total weight. With integer weights the fit equals
+  the fit on the rows repeated (rows of weight 0 are absent). Scaling all weights by ``c`` leaves each trend filter
+  unchanged (``lambda_max`` and the grid scale by ``c``), so single mode does not move; the ensemble does: the
+  log-likelihood and ``N`` scale by ``c`` while the penalty ``2 df`` does not, so ``c > 1`` acts like ``c`` times more
+  data and shifts the weights towards models with more knots (``c < 1`` towards the line).
+* Degrees of freedom: number of knots + 2, the unbiased estimate for linear trend filtering (Tibshirani 2014, cited by
+  the paper).
+* Likelihood in AICc/AIC/BIC: Bernoulli log-likelihood of all training rows under the model's fitted values clipped to
+  [0, 1] (and to [1e-15, 1 - 1e-15] inside the logarithms, as ``metrics.log_loss``). ``AICc = -2 logL + 2 df + 2 df
+  (df + 1) / (N - df - 1)``; a model with ``df >= N - 1`` gets an infinite score (weight 0).
+* The authors' R package (README) defaults to BIC while the paper reports AICc; the default here is the paper's AICc
+  (``criterion``). The grid's lower end is the paper's ``1e-4 lambda_max`` (glmgen's own default is 1e-5); the
+  authors' R code is only published as a tarball, not read here.
+* Prediction: each model interpolates linearly between its nodes and extrapolates linearly beyond the first and last
+  training score; the weighted average (piecewise linear, on the union of the knots) is clipped to [0, 1].
 
 Solver: paper versus this implementation
 ----------------------------------------
-The paper solves each problem with the specialised ADMM of Ramdas &
-Tibshirani (glmgen). ADMM gives approximate solutions whose knots must be
-read off with a threshold, and its fused-lasso step needs a compiled loop.
-This implementation solves the same convex problem exactly with an
-active-set method (``_trend_filter``), warm-started down the path. Every
-returned fit satisfies the KKT conditions to a relative tolerance ``tol``
-(1e-9): with ``nu`` solving ``(D A)^T nu = W (z - p)``, ``|nu_i| <= lambda (1 +
-tol)`` everywhere and ``nu_i = lambda * sign(kink)`` at every knot. When no
-step can lower the objective by more than its float rounding any more (seen
-only at 10^6 points and the smallest lambdas, at violations near 2e-9) the
-fit is kept if its violation is below 1e-6 and the explanation's notes say
-so; the violation of every fit is in the path table's ``kkt`` column
-(:func:`lambda_path`, :mod:`calibdash.explain.elite`). Knots are the active set of
-that exact solution; kinks that move the fitted values by less than 1e-9 are
-not counted. Pure numpy and scipy, no compiled helper: 50 lambdas take about
-0.5-1.5 s at 10^5 rows and 6-11 s at 10^6 rows on the project's 2-core
-machine (``bench/bench_elite.py``).
+The paper solves each problem with the specialised ADMM of Ramdas & Tibshirani (glmgen), whose approximate solutions
+need a threshold to read off the knots and whose fused-lasso step needs a compiled loop. Here an exact active-set
+method (:mod:`._trend_filter`, pure numpy and scipy) solves the same convex problem, warm-started down the path: every
+fit satisfies the KKT conditions to a relative ``tol`` (1e-9), its knots are the active set, and a fit stopped at the
+rounding floor (seen only at 10^6 points and the smallest lambdas) is kept if its violation is below 1e-6, which the
+path table's ``kkt`` column and the explanation's notes show. 50 lambdas take about 0.5-1.5 s at 10^5 rows and 6-11 s
+at 10^6 rows on the project's 2-core machine (``bench/bench_elite.py``).
 """
 from __future__ import annotations
 
@@ -86,11 +61,8 @@ MODES = ("ensemble", "single")
 
 
 def information_criteria(loglik: float, df: int, n: float) -> dict[str, float]:
-    """AIC, AICc and BIC of a model with log-likelihood ``loglik``, ``df`` parameters, ``n`` rows.
-
-    ``n`` is the number of rows, or their total weight in a weighted fit.
-    AICc is infinite when ``n - df - 1 <= 0`` (the correction is undefined).
-    """
+    """AIC, AICc and BIC of a model with log-likelihood ``loglik``, ``df`` parameters and ``n`` rows (or total
+    weight); AICc is infinite when ``n - df - 1 <= 0``."""
     aic = -2.0 * loglik + 2.0 * df
     aicc = aic + 2.0 * df * (df + 1) / (n - df - 1) if n - df - 1 > 0 else np.inf
     bic = -2.0 * loglik + df * np.log(n)
@@ -119,29 +91,13 @@ def _criterion_weights(scores: np.ndarray) -> np.ndarray:
 
 @dataclass
 class LambdaPath:
-    """Everything solved along one lambda path (what :func:`lambda_path` returns).
-
-    Attributes
-    ----------
-    x, z, w : ndarray
-        Merged training points: distinct scores, mean label, count (with
-        sample weights: weighted mean label and total weight).
-    n_rows : float
-        ``N`` of the information criteria: the number of rows, or their
-        total weight in a weighted fit.
-    lambda_max : float
-        Smallest ``lambda`` whose solution is the least-squares line (0 when
-        the line is exact or there are fewer than 3 distinct scores).
-    fits : list of TrendFit
-        The solved trend filters, by decreasing ``lambda``.
-    table : DataFrame
-        One row per fit: lambda, lam_ratio, df, knots, loglik, aic, aicc,
-        bic, kkt, converged, iterations, weight.
-    weights : ndarray
-        The models' weights (sum to 1).
-    map_x, map_p : ndarray
-        Nodes and values of the weighted average of the fits.
-    """
+    """Everything solved along one lambda path (what :func:`lambda_path` returns): the merged training points ``x, z,
+    w`` (distinct scores, mean label, count; with sample weights the weighted mean label and total weight), ``n_rows``
+    (the ``N`` of the information criteria: rows, or total weight), ``lambda_max`` (the smallest ``lambda`` whose
+    solution is the least-squares line; 0 when the line is exact or there are fewer than 3 distinct scores), ``fits``
+    (the solved :class:`TrendFit`, by decreasing ``lambda``), ``table`` (one row per fit: lambda, lam_ratio, df,
+    knots, loglik, aic, aicc, bic, kkt, converged, iterations, weight), the models' ``weights`` (sum to 1), and
+    ``map_x, map_p``, the nodes and values of their weighted average."""
 
     x: np.ndarray
     z: np.ndarray
@@ -230,14 +186,8 @@ def _average(fits, weights) -> tuple[np.ndarray, np.ndarray]:
 def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.ndarray | None = None,
                 mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc", lam_ratio: float = 0.01,
                 tol: float = 1e-9) -> LambdaPath:
-    """Solve ELiTE's lambda path on checked ``scores`` and 0/1 ``labels`` (deterministic).
-
-    :meth:`ELiTE.fit` keeps the averaged map and the weights of the result;
-    :func:`calibdash.explain.elite.explain` solves it again from the same
-    rows to show the path. ``sample_weight`` (checked, or None for unit
-    weights) counts each row that many times; the other parameters are
-    ELiTE's hyperparameters.
-    """
+    """Solve ELiTE's lambda path on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights) with ELiTE's
+    hyperparameters (deterministic: :func:`calibdash.explain.elite.explain` solves it again to show it)."""
     _check_params(mode, n_lambdas, criterion, lam_ratio, tol)
     s = np.asarray(scores, dtype=float)
     x, z, w = merge_ties(s, labels, sample_weight)
@@ -270,34 +220,24 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
 
 
 class ELiTE(Calibrator):
-    """Ensemble of linear trend estimation (ELiTE).
+    """Ensemble of linear trend estimation (ELiTE); the module docstring says where it departs from the paper.
 
     Parameters
     ----------
     mode : {"ensemble", "single"}, default "ensemble"
-        ``"ensemble"``: the paper's method, the criterion-weighted average of
-        ``n_lambdas`` trend filters. ``"single"``: one trend filter at
-        ``lambda = lam_ratio * lambda_max`` (to watch the fit go from a
-        straight line, ratio 1, to the raw points, ratio -> 0).
+        ``"ensemble"``: the paper's method, the criterion-weighted average of ``n_lambdas`` trend filters.
+        ``"single"``: one trend filter at ``lambda = lam_ratio * lambda_max`` (to watch the fit go from a straight
+        line, ratio 1, to the raw points, ratio -> 0).
     n_lambdas : int, default 50
-        Number of models ``T`` on the path (paper: 50), log-spaced from
-        ``lambda_max`` to ``1e-4 lambda_max``.
+        Number of models ``T`` on the path (paper: 50), log-spaced from ``lambda_max`` to ``1e-4 lambda_max``.
     criterion : {"aicc", "aic", "bic"}, default "aicc"
-        Model score for the weights ``exp(-score / 2)`` (paper: AICc; AIC
-        and BIC are the alternatives its footnote 9 mentions).
+        Model score for the weights ``exp(-score / 2)`` (paper: AICc; AIC and BIC are the alternatives its footnote 9
+        mentions).
     lam_ratio : float, default 0.01
-        ``lambda / lambda_max`` of the single model (single mode only). The
-        path is solved down to it from ``lambda_max``; far below ``1e-4`` the
-        fit nears interpolation and, on large data, the solve gets slow.
+        ``lambda / lambda_max`` of the single model (single mode only). The path is solved down to it from
+        ``lambda_max``; far below ``1e-4`` the fit nears interpolation and, on large data, the solve gets slow.
     tol : float, default 1e-9
         Relative tolerance of the optimality conditions of each fit.
-
-    ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows:
-    tied scores merge into their weighted mean label with their total
-    weight, and the ``N`` of the criteria is the total weight. Integer
-    weights give exactly the fit on the repeated rows; scaling all weights
-    by ``c`` leaves single mode unchanged but moves the ensemble's weights
-    (``c`` multiplies the log-likelihood and ``N``; see the module notes).
 
     Attributes
     ----------
@@ -308,10 +248,8 @@ class ELiTE(Calibrator):
     map_x_, map_p_ : ndarray
         Nodes and values of the averaged (piecewise-linear) map.
 
-    The path itself (each trend filter, its knots, criteria and optimality)
-    is not kept: :mod:`calibdash.explain.elite` solves it again from the
-    training rows (:func:`lambda_path`, deterministic) and checks that it
-    gives the same map.
+    The path itself is not kept: :mod:`calibdash.explain.elite` solves it again from the training rows
+    (:func:`lambda_path`, deterministic) and checks that it gives the same map.
     """
 
     name = "elite"
@@ -340,28 +278,22 @@ class ELiTE(Calibrator):
         self.lam_ratio = lam_ratio
         self.tol = tol
 
-    # -- fitting -----------------------------------------------------------------------
     def _fit(self, s: np.ndarray, y: np.ndarray, features, w: np.ndarray | None) -> None:
         path = lambda_path(s, y, sample_weight=w, **self.get_params())
         self.lambda_max_ = path.lambda_max
         self.weights_ = path.weights
         self.map_x_, self.map_p_ = path.map_x, path.map_p
 
-    # -- prediction ------------------------------------------------------------------
     def _predict(self, s: np.ndarray, features) -> np.ndarray:
         return np.clip(evaluate_linear(self.map_x_, self.map_p_, s), 0.0, 1.0)
 
     def sql_map(self) -> LinearMap:
-        """The averaged map's nodes joined by lines and extended beyond the end nodes
-        (``evaluate_linear``): a linear map."""
+        """The averaged map's nodes joined by lines and extended beyond the end nodes: a linear map."""
         return LinearMap(self.map_x_, self.map_p_, left="extend", right="extend")
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the nodes of the averaged map
-        (not the path of trend filters behind it)."""
         return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.map_x_ = state.array("x", sorted=True)
         self.map_p_ = state.array("p", size=self.map_x_.size)

@@ -1,103 +1,72 @@
 """ENIR: an ensemble of near-isotonic regressions (Pakdaman Naeini & Cooper, ICDM 2016).
 
-Naeini & Cooper, *Binary Classifier Calibration using an Ensemble of Near
-Isotonic Regression Models*, IEEE ICDM 2016 (arXiv:1511.05191). Authors' code:
-github.com/pakdaman/calibration, folder ``ENIR/`` (the R package ``enir``,
-``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the
-MATLAB+R interface ``build.m`` / ``predict.m`` does the same apart from the
-rounding noted below).
+Naeini & Cooper, *Binary Classifier Calibration using an Ensemble of Near Isotonic Regression Models*, IEEE ICDM 2016
+(arXiv:1511.05191). Authors' code: github.com/pakdaman/calibration, folder ``ENIR/`` (the R package ``enir``,
+``enir.build`` / ``enir.predict``, and the ``neariso`` package it calls; the MATLAB+R interface ``build.m`` /
+``predict.m`` does the same apart from the rounding noted below).
 
 The method
 ----------
-Isotonic regression forces the calibration map to be monotone. ENIR relaxes
-that with nearly-isotonic regression (Tibshirani, Hoefling & Tibshirani
-2011): for a penalty ``lambda`` the fit to the 0/1 labels of the sorted
-scores minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i - b_(i+1))_+``, so
-``lambda = 0`` is the labels themselves and a large ``lambda`` the isotonic
-fit. The modified PAV algorithm gives the whole path, a sequence of merges of
-adjacent groups (:mod:`._nearly_isotonic`); the models are the fits at the
-path's breakpoints. Each is scored by BIC, and ENIR predicts the average of
-the models' maps weighted by their relative likelihood
-``exp((BIC_min - BIC_i) / 2)`` (Bayesian model averaging with BIC scores,
-as BBQ averages its binnings).
-
-The paper's text is not in ``shared/papers``; the details below are read
-from the authors' code, which we follow where the two could differ.
+Isotonic regression forces the calibration map to be monotone. ENIR relaxes that with nearly-isotonic regression
+(Tibshirani, Hoefling & Tibshirani 2011): for a penalty ``lambda`` the fit to the 0/1 labels of the sorted scores
+minimises ``1/2 sum (z_i - b_i)^2 + lambda sum (b_i - b_(i+1))_+``, so ``lambda = 0`` is the labels themselves and a
+large ``lambda`` the isotonic fit. The modified PAV algorithm gives the whole path, a sequence of merges of adjacent
+groups (:mod:`._nearly_isotonic`); the models are the fits at the path's breakpoints. Each is scored by BIC, and ENIR
+predicts the average of the models' maps weighted by their relative likelihood ``exp((BIC_min - BIC_i) / 2)``
+(Bayesian model averaging with BIC scores, as BBQ averages its binnings).
 
 What this implementation does (the authors' R package ``enir.build``)
 --------------------------------------------------------------------
-Where the paper's text and the authors' code differ, or the text leaves room,
-we follow the R package ``enir`` (the authors' final release; the MATLAB
-interface differs only where noted):
+The paper's text is not in ``shared/papers``; the details below are read from the authors' code, the R package
+``enir`` (their final release; the MATLAB interface differs only where noted), which we follow:
 
-* points: rows sorted by score; tied scores become one point whose target is
-  their mean label, weighted by their number (``neariso2``'s merge of equal
-  ``x``);
-* path: the breakpoints are 0 and every distinct ``lambda`` where groups
-  merge (penalties within a relative 1e-9 are one breakpoint: the package,
-  which carries values along the path, can split one into two that differ
-  in the last bits and then count that model twice); when there are more
-  than ``max_models`` of them, ``max_models`` are taken evenly by index,
-  ``round((0 .. T-1) / (T-1) * (L-1))`` as the package's
-  ``nearisoGetBreakpoints(maxBreaks = 100)``. The model at
+* points: rows sorted by score; tied scores become one point whose target is their mean label, weighted by their
+  number (``neariso2``'s merge of equal ``x``);
+* path: the breakpoints are 0 and every distinct ``lambda`` where groups merge (within a relative 1e-9: see
+  :func:`~._nearly_isotonic.breakpoints`); above ``max_models`` of them, ``max_models`` are taken evenly by index,
+  ``round((0 .. T-1) / (T-1) * (L-1))``, as the package's ``nearisoGetBreakpoints(maxBreaks = 100)``. The model at
   ``lambda = 0`` (the data) is then dropped as the code's "dummy model";
 * fitted values are rounded to 6 decimals and clipped to [0, 1] (the R
   package's ``round(beta * 10^6) / 10^6``; ``build.m`` only clips);
-* degrees of freedom: the number of distinct fitted values, counted as
-  changes between neighbouring points plus one (``getDF``; the number of
-  fused groups, which Tibshirani et al. 2011 show is an unbiased estimate of
-  the degrees of freedom of nearly-isotonic regression). The ``df`` that
-  ``neariso`` itself returns is a breakpoint counter (``n - k`` at the
-  ``k``-th breakpoint), which the authors replace ("my df which seems to be
-  more reasonable", ``build.m``);
-* score: ``BIC = -2 log L + df (log N + log 2 pi)`` with the Bernoulli
-  log-likelihood of all ``N`` training rows under the rounded fitted values
-  (the code's ``getScoreLocal``; ``build.m`` keeps the textbook
-  ``-2 log L + df log N`` commented out next to it: the extra ``log 2 pi``
-  per parameter moves the weights towards smaller models). AIC and AICc are
-  the package's other options (``criterion``). Models with an infinite score
-  (a rounded value of 0 or 1 under a row of the other class) are dropped;
-* weights: relative likelihood ``exp((S_min - S_i) / 2)``, normalised. The
-  code also computes an "elbow" pruning of the models but ``enir.predict``
-  averages all of them, as here;
-* smoothing: each run of equal fitted values is shrunk towards the mean
-  score of its rows, ``(p cnt + e (1 - |o - e|)) / (cnt + 1 - |o - e|)`` with
-  ``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate and
-  ``e`` their mean score (``smoothBeta``: "similar to what we did in BBQ");
-* prediction: each model interpolates linearly between its smoothed values
-  at consecutive distinct training scores and is constant beyond the first
-  and last (``getMA`` / ``findIdx``); ENIR is their weighted average.
+* degrees of freedom: the number of distinct fitted values, counted as changes between neighbouring points plus one
+  (``getDF``; the number of fused groups, which Tibshirani et al. 2011 show is an unbiased estimate of the degrees of
+  freedom of nearly-isotonic regression). The ``df`` that ``neariso`` itself returns is a breakpoint counter (``n -
+  k`` at the ``k``-th breakpoint), which the authors replace ("my df which seems to be more reasonable", ``build.m``);
+* score: ``BIC = -2 log L + df (log N + log 2 pi)`` with the Bernoulli log-likelihood of all ``N`` training rows under
+  the rounded fitted values (the code's ``getScoreLocal``; ``build.m`` keeps the textbook ``-2 log L + df log N``
+  commented out next to it: the extra ``log 2 pi`` per parameter moves the weights towards smaller models). AIC and
+  AICc are the package's other options (``criterion``). Models with an infinite score (a rounded value of 0 or 1 under
+  a row of the other class) are dropped;
+* weights: relative likelihood ``exp((S_min - S_i) / 2)``, normalised. The code also computes an "elbow" pruning of
+  the models but ``enir.predict`` averages all of them, as here;
+* smoothing: each run of equal fitted values is shrunk towards the mean score of its rows, ``(p cnt + e (1 - |o - e|))
+  / (cnt + 1 - |o - e|)`` with ``p`` the fitted value, ``cnt`` the rows, ``o`` their positive rate and ``e`` their
+  mean score (``smoothBeta``: "similar to what we did in BBQ");
+* prediction: each model interpolates linearly between its smoothed values at consecutive distinct training scores and
+  is constant beyond the first and last (``getMA`` / ``findIdx``); ENIR is their weighted average.
 
-Two numerical details differ from the code and do not change the result
-beyond rounding: the fit at a breakpoint ``lambda_k`` is computed with the
-groups that merge at ``lambda_k`` already merged (the code evaluates them
-unmerged; their values are equal there), and the averaged map is computed
-once on the distinct training scores (the code averages the models'
-interpolations at each new score; the two are equal because all models
-interpolate between the same scores). Where the code would stop with an
-error we carry on: if every model's score is infinite, the isotonic end of
-the path (largest ``lambda``) is used alone.
+Two numerical details differ from the code and do not change the result beyond rounding: the fit at a breakpoint
+``lambda_k`` is computed with the groups that merge at ``lambda_k`` already merged (the code evaluates them unmerged;
+their values are equal there), and the averaged map is computed once on the distinct training scores (the code
+averages the models' interpolations at each new score; the two are equal because all models interpolate between the
+same scores). Where the code would stop with an error we carry on: if every model's score is infinite, the isotonic
+end of the path (largest ``lambda``) is used alone.
 
 Sample weights
 --------------
-A row of weight ``w`` counts as ``w`` rows: a point's target is the
-weighted mean label of its rows and its weight their total weight (rows of
-weight 0 are absent); the log-likelihood, the ``N`` of the criteria, and the
-counts and means of the smoothing are weight sums. With whole-number weights
-every quantity is what the repeated rows give, so the fit equals the fit on
-the rows repeated. Scaling every weight by ``c`` scales the breakpoints by
-``c`` and leaves each near-isotonic fit unchanged, but not the ensemble: the
-log-likelihood and ``N`` grow with ``c`` against the fixed penalty per
-parameter (like ``c`` times more data), and the smoothing pulls less.
+A row of weight ``w`` counts as ``w`` rows: a point's target is the weighted mean label of its rows and its weight
+their total weight (rows of weight 0 are absent); the log-likelihood, the ``N`` of the criteria, and the counts and
+means of the smoothing are weight sums. With whole-number weights every quantity is what the repeated rows give, so
+the fit equals the fit on the rows repeated. Scaling every weight by ``c`` scales the breakpoints by ``c`` and leaves
+each near-isotonic fit unchanged, but not the ensemble: the log-likelihood and ``N`` grow with ``c`` against the fixed
+penalty per parameter (like ``c`` times more data), and the smoothing pulls less.
 
 Speed
 -----
-The path is one heap-driven pass, ``O(n log n)``, whose merges run in a
-Python loop (about 10 microseconds each); each of the (at most
-``max_models``) models is then a few vectorised passes over the groups left
-after equal neighbours fuse at ``lambda = 0``. On the project's 2-core
-machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4 rows, 0.3 s
-at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
+The path is one heap-driven pass, ``O(n log n)``, whose merges run in a Python loop (about 10 microseconds each); each
+of the (at most ``max_models``) models is then a few vectorised passes over the groups left after equal neighbours
+fuse at ``lambda = 0``. On the project's 2-core machine (``bench/bench_enir.py``, CPU time): about 0.02 s at 10^4
+rows, 0.3 s at 10^5 (netcal's ENIR: 222 s) and 4.5 s at 10^6.
 """
 from __future__ import annotations
 
@@ -109,7 +78,7 @@ import numpy as np
 from ..core.errors import SettingsError
 from ..core.sql_forms import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
-from ..core.step_maps import interp
+from ..core.step_maps import collapse_ties, interp
 from .base import Calibrator, HyperParam
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "map_knots", "CRITERION_LABEL"]
@@ -122,23 +91,10 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def merge_points(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
-    """Sorted distinct scores with their positives and weight.
-
-    Returns ``x`` (distinct scores of positive weight), ``pos`` (positive rows, or
-    their weight), ``wt`` (rows, or their total weight): whole numbers held as
-    floats without weights, so both ways give bit-identical arrays for
-    whole-number weights.
-    """
-    s = np.asarray(s, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if sample_weight is not None:
-        keep = sample_weight > 0
-        s, y, sample_weight = s[keep], y[keep], sample_weight[keep]
-    x, inverse = np.unique(s, return_inverse=True)
-    wt = np.bincount(inverse, weights=sample_weight, minlength=x.size).astype(float)
-    pos = np.bincount(inverse, weights=y if sample_weight is None else sample_weight * y,
-                      minlength=x.size).astype(float)
-    return x, pos, wt
+    """Sorted distinct scores of positive weight ``x``, their positives ``pos`` and rows ``wt`` (weight sums with
+    weights), as floats."""
+    x, wt, pos = collapse_ties(np.asarray(s, dtype=float), np.asarray(y, dtype=float), sample_weight)
+    return x, pos, wt.astype(float)
 
 
 def select_breakpoints(lams: np.ndarray, max_models: int) -> np.ndarray:
@@ -170,32 +126,13 @@ def information_criterion(loglik: np.ndarray, df: np.ndarray, n: float, criterio
 
 @dataclass
 class ENIRPath:
-    """Everything :func:`enir_path` computes.
-
-    Attributes
-    ----------
-    x, pos, wt : ndarray
-        Merged training points: distinct scores, positives and rows (weight sums
-        with sample weights).
-    n_rows : float
-        ``N`` of the criterion: the number of rows, or their total weight.
-    path : NearIsoPath
-        The solved nearly-isotonic path over the points.
-    n_breakpoints : int
-        Number of breakpoints of the whole path (0 included), before thinning.
-    lam, df, loglik, score : ndarray
-        Per model on the (thinned) path, by increasing lambda: penalty,
-        distinct fitted values, log-likelihood, criterion.
-    kept : ndarray of bool
-        Models in the average (not lambda = 0, finite score).
-    weight : ndarray
-        Their normalised weights (0 for the others).
-    values : list of ndarray or None
-        For each model with positive weight, its smoothed value at every point
-        (``None`` for the others).
-    map_p : ndarray
-        The averaged map at every point.
-    """
+    """Everything :func:`enir_path` computes: the merged training points ``x, pos, wt`` (distinct scores, positives,
+    rows; weight sums with sample weights), ``n_rows`` (the ``N`` of the criterion), the solved nearly-isotonic
+    ``path`` over the points, ``n_breakpoints`` (of the whole path, 0 included, before thinning); per model on the
+    thinned path, by increasing lambda, its ``lam``, ``df`` (distinct fitted values), ``loglik`` and criterion
+    ``score``, whether it is ``kept`` in the average (not lambda = 0, finite score), its normalised ``weight`` (0 for
+    the others) and ``values``, its smoothed value at every point (None where its weight is 0); and ``map_p``, the
+    averaged map at every point."""
 
     x: np.ndarray
     pos: np.ndarray
@@ -235,8 +172,8 @@ def _loglik(pos: np.ndarray, wt: np.ndarray, p: np.ndarray) -> float:
 
 
 def _group_fit(path: NearIsoPath, base: np.ndarray, us, uw, lam: float):
-    """Groups at ``lam`` over the units starting at points ``base`` (unit sums ``us``, weights ``uw``):
-    (group starts as unit indices, positives, weights, rounded clipped values)."""
+    """Groups at ``lam`` over the units starting at points ``base`` (unit sums ``us``, weights ``uw``): their starts
+    (unit indices), positives, weights and rounded, clipped values."""
     alive = path.death[base[1:] - 1] > lam
     gstart = np.r_[0, np.flatnonzero(alive) + 1]
     gs = np.add.reduceat(us, gstart)
@@ -260,12 +197,8 @@ def _smoothed(gstart, gs, gw, gsx, v, n_units: int) -> np.ndarray:
 
 
 def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, criterion: str = "bic") -> ENIRPath:
-    """Build ENIR's models on checked ``scores`` and 0/1 ``labels`` (deterministic).
-
-    :meth:`ENIR.fit` keeps the averaged map; :func:`calibdash.explain.enir.explain`
-    calls this again on the same rows to show the path and the models' maps.
-    ``sample_weight`` (checked, or None) counts each row that many times.
-    """
+    """Build ENIR's models on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights), deterministically:
+    :func:`calibdash.explain.enir.explain` calls it again on the same rows to show the path and the models' maps."""
     _check_params(max_models, criterion)
     x, pos, wt = merge_points(scores, labels, sample_weight)
     n_rows = float(wt.sum())
@@ -318,9 +251,8 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
 
 
 def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The knots of the piecewise-linear map through ``(x, p)``: the first and last score of each
-    run of equal values (inner points of a run lie on its constant piece, so dropping them
-    changes no prediction)."""
+    """The knots of the piecewise-linear map through ``(x, p)``: the first and last score of each run of equal values
+    (inner points of a run lie on its constant piece, so dropping them changes no prediction)."""
     if x.size == 0:
         return x, p
     change = np.flatnonzero(np.diff(p) != 0)
@@ -331,32 +263,28 @@ def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ENIR(Calibrator):
-    """Ensemble of near-isotonic regressions (ENIR).
+    """Ensemble of near-isotonic regressions (ENIR); the module docstring says what follows the paper and what the
+    authors' code.
 
     Parameters
     ----------
     max_models : int, default 100
-        At most this many breakpoints of the lambda path are used, evenly by
-        index (the neariso package's ``maxBreaks``, 100 in the authors' code);
-        the one at lambda = 0 is then dropped, so at most ``max_models - 1``
+        At most this many breakpoints of the lambda path are used, evenly by index (the neariso package's
+        ``maxBreaks``, 100 in the authors' code); the one at lambda = 0 is then dropped, so at most ``max_models - 1``
         models are averaged.
     criterion : {"bic", "aic", "aicc"}, default "bic"
-        Score behind the weights ``exp((S_min - S) / 2)``: the paper's BIC
-        (with the code's ``log 2 pi`` per parameter), or the R package's AIC
-        and AICc options.
+        Score behind the weights ``exp((S_min - S) / 2)``: the paper's BIC (with the code's ``log 2 pi`` per
+        parameter), or the R package's AIC and AICc options.
 
     Attributes
     ----------
     knots_, values_ : ndarray
-        The averaged map: linear between consecutive knots, constant beyond
-        the first and last (the knots are distinct training scores).
+        The averaged map: linear between consecutive knots (distinct training scores), constant beyond the first and
+        last.
     n_models_ : int
         Number of models averaged (positive weight).
     lambda_, weight_ : ndarray
         Their penalties and weights (sum to 1), by increasing lambda.
-
-    The path and the models' maps are not kept: :mod:`calibdash.explain.enir`
-    builds them again from the training rows (:func:`enir_path`).
     """
 
     name = "enir"
@@ -393,12 +321,9 @@ class ENIR(Calibrator):
         return LinearMap(self.knots_, self.values_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the knots of the averaged map
-        (not the path and models behind it)."""
         return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.knots_ = state.array("knots", sorted=True)
         self.values_ = state.array("values", size=self.knots_.size)
         if self.knots_.size == 0:

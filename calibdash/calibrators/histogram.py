@@ -14,11 +14,10 @@ __all__ = ["HistogramCalibrator", "bin_sums"]
 def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
     """Cut points giving about equal counts per bin, never splitting tied scores.
 
-    For each ideal boundary rank ``b N / n_bins`` the cut goes between the two
-    distinct scores whose cumulative count is nearest to it (the lower on a
-    tie), at their midpoint; cuts that coincide are merged, so heavy ties give
-    fewer bins. ``counts`` may be weight sums (:func:`~calibdash.core.step_maps.collapse_ties`
-    with weights): the boundaries then lie at cumulative weight ``b W / n_bins``.
+    For each ideal boundary rank ``b N / n_bins`` the cut goes between the two distinct scores whose cumulative count
+    is nearest to it (the lower on a tie), at their midpoint; cuts that coincide are merged, so heavy ties give fewer
+    bins. ``counts`` may be weight sums (:func:`~calibdash.core.step_maps.collapse_ties` with weights): the boundaries
+    then lie at cumulative weight ``b W / n_bins``.
     """
     if values.size < 2 or n_bins < 2:
         return np.empty(0)
@@ -52,20 +51,16 @@ def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray,
 class HistogramCalibrator(Calibrator):
     """Histogram binning: the calibrated value is the bin's observed frequency.
 
-    The training scores are split into equal-frequency bins (Zadrozny & Elkan,
-    2001, as the BBQ paper's baseline); tied scores always share a bin, cut
-    points lie halfway between neighbouring scores, and a score on a cut goes
-    to the upper bin. Test scores outside the training range take the end bins.
+    The training scores are split into equal-frequency bins (Zadrozny & Elkan, 2001, as the BBQ paper's baseline);
+    tied scores always share a bin, cut points lie halfway between neighbouring scores, and a score on a cut goes to
+    the upper bin. Test scores outside the training range take the end bins.
 
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
-    counts as ``w`` rows. The bins hold equal shares of the total weight ``W``
-    (boundaries at cumulative weight ``b W / B``, moved to the nearest change
-    of score as without weights; scores whose rows all weigh 0 are absent),
-    and a bin's estimate is its positives' weight over its weight. With
-    integer weights the fit equals the fit on the rows repeated, exactly.
-    Scaling every weight by ``c`` changes nothing with ``by="bins"`` (up to
-    rounding when a boundary lies exactly half-way); with ``by="size"``
-    ``B = max(1, floor(c W / bin_size))`` grows with ``c``.
+    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w`` counts as ``w`` rows. The bins hold equal
+    shares of the total weight ``W`` (boundaries at cumulative weight ``b W / B``, moved to the nearest change of
+    score as without weights; scores whose rows all weigh 0 are absent), and a bin's estimate is its positives' weight
+    over its weight. With integer weights the fit equals the fit on the rows repeated, exactly. Scaling every weight
+    by ``c`` changes nothing with ``by="bins"`` (up to rounding when a boundary lies exactly half-way); with
+    ``by="size"`` ``B = max(1, floor(c W / bin_size))`` grows with ``c``.
 
     Parameters
     ----------
@@ -90,7 +85,8 @@ class HistogramCalibrator(Calibrator):
     color = "#56B4E9"   # sky blue (Okabe-Ito)
     label = "Histogram binning"
     summary = "equal-frequency bins"
-    paper = "Zadrozny & Elkan (2001), Obtaining calibrated probability estimates from decision trees and naive Bayesian classifiers"
+    paper = ("Zadrozny & Elkan (2001), Obtaining calibrated probability estimates from decision trees and naive "
+             "Bayesian classifiers")
     hyperparams = (
         HyperParam("by", "", "choice", "bins", choices=("bins", "size"),
                    help="Fix the number of bins, or the number of rows in each bin."),
@@ -131,15 +127,8 @@ class HistogramCalibrator(Calibrator):
         return StepMap(self.cuts_, self.estimates_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's estimate."""
         return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.estimates_ = state.array("estimates", size=self.cuts_.size + 1)
-
-    def bin_of(self, s) -> np.ndarray:
-        """Bin index of each score (0 .. ``len(estimates_) - 1``)."""
-        self._check_fitted()
-        return np.searchsorted(self.cuts_, np.asarray(s, dtype=float), side="right")

@@ -17,37 +17,30 @@ INTERPOLATIONS = ("step", "linear")
 class IsotonicCalibrator(Calibrator):
     """Isotonic regression (Zadrozny & Elkan, 2002): the best non-decreasing map.
 
-    Tied scores are merged into one point weighted by its count; PAV
-    (scikit-learn's compiled ``isotonic_regression``) then finds the
-    non-decreasing fit minimising the weighted squared error, which pools
-    adjacent points into blocks of constant value.
+    Tied scores are merged into one point weighted by its count; PAV (scikit-learn's compiled ``isotonic_regression``)
+    then finds the non-decreasing fit minimising the weighted squared error, which pools adjacent points into blocks
+    of constant value.
 
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
-    counts as ``w`` rows. Tied scores merge into one point at their weighted
-    mean label with their weight sum (a score whose rows all weigh 0 is
-    absent), and PAV minimises the weighted squared error. With integer
-    weights the fit equals the fit on the rows repeated, exactly; scaling
-    every weight by the same constant changes nothing (up to rounding).
+    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w`` counts as ``w`` rows. Tied scores merge into
+    one point at their weighted mean label with their weight sum (a score whose rows all weigh 0 is absent), and PAV
+    minimises the weighted squared error. With integer weights the fit equals the fit on the rows repeated, exactly;
+    scaling every weight by the same constant changes nothing (up to rounding).
 
     Parameters
     ----------
     interpolation : {"step", "linear"}, default "step"
-        ``"step"``: the classic piecewise-constant map, a block's value holding
-        up to halfway to the next block's first score. ``"linear"``:
-        interpolate linearly between the fitted points (as scikit-learn's
-        ``IsotonicRegression`` does), which breaks fewer ties in the ranking;
-        computed without ``np.interp``'s overflow between knots closer than
-        1e-308 (:func:`~calibdash.core.step_maps.interp`), so the map stays non-decreasing and
-        in [0, 1] at subnormal scores. Beyond the training range both hold
-        the end values.
+        ``"step"``: the classic piecewise-constant map, a block's value holding up to halfway to the next block's
+        first score. ``"linear"``: interpolate linearly between the fitted points (as scikit-learn's
+        ``IsotonicRegression`` does), which breaks fewer ties in the ranking; computed without ``np.interp``'s
+        overflow between knots closer than 1e-308 (:func:`~calibdash.core.step_maps.interp`), so the map stays
+        non-decreasing and in [0, 1] at subnormal scores. Beyond the training range both hold the end values.
 
     Attributes
     ----------
     cuts_, block_value_ : ndarray of float
         The step map: ``block_value_[k]`` on ``cuts_[k-1] <= s < cuts_[k]``.
     x_, fitted_ : ndarray of float
-        The linear map's knots: the first and last score of each block and
-        its value there.
+        The linear map's knots: the first and last score of each block and its value there.
     """
 
     name = "isotonic"
@@ -85,20 +78,13 @@ class IsotonicCalibrator(Calibrator):
         return StepMap(self.cuts_, self.block_value_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`).
-
-        ``"step"``: the cut points and each block's value. ``"linear"``: the
-        first and last fitted point of each block only: inside a block the map
-        is flat, and the interpolation between two points of equal value
-        returns that value exactly, so the points in between change no
-        prediction.
-        """
+        """``"linear"`` keeps each block's first and last point only: the interpolation between two points of equal
+        value returns that value exactly, so the points in between change no prediction."""
         if self.interpolation != "linear":
             return {"cuts": self.cuts_.tolist(), "values": self.block_value_.tolist()}
         return {"x": self.x_.tolist(), "fitted": self.fitted_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         if self.interpolation != "linear":
             self.cuts_ = state.array("cuts", sorted=True)
             self.block_value_ = state.array("values", size=self.cuts_.size + 1)

@@ -1,12 +1,5 @@
-"""MBCT: multiple boosting calibration trees (feature-aware binning).
-
-The rows are first put in a canonical form (:func:`canonical_rows`: identical
-rows merged, sorted by content) and every random draw (holdout, growth
-sample, MVCE views) is made on that form, so a fit depends on the rows, not
-on their order, and a row of whole weight ``k`` is ``k`` rows. The rows and
-their draws are in :mod:`._mbct_rows`, the trees in :mod:`._mbct_tree`; this
-module re-exports the names of the rows it always had.
-"""
+"""MBCT: multiple boosting calibration trees (feature-aware binning). The rows and their seeded draws are in
+:mod:`._mbct_rows` (re-exported here), the column coding in :mod:`._mbct_codes`, the trees in :mod:`._mbct_tree`."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,9 +15,8 @@ from ._mbct_rows import (CanonicalRows, TreeRows, canonical_rows, feature_frame,
 from ._mbct_sql import mbct_form
 from ..measures.mvce import grouped_mvce, random_views, weighted_mvce
 from ._mbct_codes import CATEGORICAL, NUMERIC, SCORE, ColumnCode, encode, learn_codes, score_code
-from ._mbct_lines import STATS, node_stats
-from ._mbct_tree import Tree, grow_tree
-from .base import Calibrator, HyperParam, check_scores
+from ._mbct_tree import STATS, Tree, grow_tree, node_stats
+from .base import Calibrator, HyperParam, check_feature_rows, check_scores
 
 __all__ = [
     "MBCTCalibrator", "CanonicalRows", "canonical_rows", "TreeRows", "tree_rows", "weighted_rows",
@@ -42,193 +34,95 @@ FALLBACK_RTOL, FALLBACK_ATOL = 1e-9, 1e-15
 class MBCTCalibrator(Calibrator):
     """Multiple Boosting Calibration Trees (Huang et al., 2022).
 
-    Bins are the leaves of calibration trees grown on the rows' features and
-    score; inside a bin a line maps the prediction; several trees are
-    boosted, each calibrating the previous trees' output.
+    Bins are the leaves of calibration trees grown on the rows' features and score; inside a bin a line maps the
+    prediction; several trees are boosted, each calibrating the previous trees' output.
 
     Paper, authors' code, and what is followed
     -------------------------------------------
-    The authors published data but no code: their repositories
-    (``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration``
-    and ``huangsg1/uncertainty-calibration``) hold a README and a reading
-    list, no implementation. So every choice below follows the paper's
-    text; where the text is silent, or where following it literally would
-    make the fit depend on the order of the rows, the choice is said. In
-    short: the paper's features, loss (Eq. 10), split rule (Eq. 12),
-    stopping rules and boosting; a "linear function" per node whose form
-    the paper does not give (here a line through the node's mean point,
-    the paper's per-node scale unless the rows reject it); random views and
-    draws made from the rows' content rather than their order; and a last
-    check against the single-leaf calibrator.
+    The authors published no code
+    (``huangsg1/Tree-Based-Feature-Aware-Binning-for-Individual-Uncertainty-Calibration`` and
+    ``huangsg1/uncertainty-calibration`` hold a README and a reading list), so every choice follows the paper's text;
+    where the text is silent, or where following it literally would make the fit depend on the order of the rows, the
+    choice is said below.
 
     Features (paper Sec. 5.1 and App. A.1)
-        The score is a feature of ``score_bins`` (100) equal-width bins;
-        categorical columns (category, string, object or bool dtype) are used
-        as they are; numeric columns are cut into ``n_quantiles`` quantile
-        bins learned on the training rows. The score feature is the raw
-        score in every tree (a fixed input, as the paper's feature list
-        reads), while the node calibrator acts on the previous trees'
-        output. A missing value seen at fit time
-        is a value of its own. Integer columns are numeric: give label-encoded
-        categories the ``category`` dtype. Categories are coded in sorted
-        order (values of mixed types that do not compare: by type name, then
-        text), not in order of appearance.
+        The score in ``score_bins`` (100) equal-width bins, always the raw score (a fixed input, as the paper's
+        feature list reads) while the node lines act on the previous trees' output; categorical columns (category,
+        string, object or bool dtype) as they are, coded in sorted order (mixed types that do not compare: by type
+        name, then text); numeric columns in ``n_quantiles`` quantile bins learned on the training rows. Integer
+        columns are numeric: give label-encoded categories the ``category`` dtype. A missing value seen at fit time is
+        a value of its own.
     Rows in a canonical form (not in the paper)
-        Before anything is drawn, rows with the same score, the same code in
-        every feature column and the same label are merged into one row whose
-        weight is the sum of theirs, and the rows are sorted by score, then
-        the codes column by column, then the label
-        (:func:`canonical_rows`). Everything after depends only on those
-        rows, so the same rows in another order give the same model, bit for
-        bit, and a row of whole weight ``k`` gives the model of that row
-        repeated ``k`` times (``tests/test_weights.py``). Whole weights
-        (no weights: 1) count *units*: a row of weight ``k`` is ``k`` rows,
-        each drawn on its own by the holdout, the growth sample and the
-        views, exactly as ``k`` copies given one by one would be: the units
-        are laid out in the canonical order and every draw is a seeded draw
-        of unit positions. So the paper's views (shuffles of rows) are kept:
-        copies of a row land in random places, as in a shuffle of the
-        repeated rows. Rows of fractional weight are drawn whole (see
-        "Sample weights").
-    Node calibrator (the "linear function" of Sec. 4.3)
-        ``f' = a f + b`` with ``f`` the input of the tree (the raw score for
-        the first tree), fitted on the node's rows by
-        :func:`~calibdash.calibrators._mbct_tree.node_line`. The line passes
-        through the node's mean point ``(mean f, mean y)``, so the node's
-        partition calibration error (Eq. 4) is zero, i.e. its PUD (Eq. 6) is
-        1. Its slope is the paper's per-node scale ``sum(y) / sum(f)``
-        (``b = 0``: the previous versions' node, which keeps a score of 0 at
-        0) unless the rows reject it: the least-squares slope (kept >= 0, so
-        a leaf keeps the order of its rows: individual calibration) replaces
-        it when it lowers the residual sum of squares by more than ``ln W``
-        times the residual variance (an F test at the BIC's price of a
-        parameter; ``W`` the node's weight). Either slope is lowered if need
-        be so that the line stays in [0, 1] on the node's own inputs: no
-        tree row is clipped. Why not the scale alone: on two distinct scores
-        with rates 0.1 and 0.8 at 0.2 and 0.7, a scale gives ``0.2 a`` and
-        ``0.7 a`` and cannot reach both rates (one leaf predicted 0.2 and 0.7,
-        issue 17); a line through both rates can (with enough rows to
-        reject the scale: from 52 rows at exactly those rates). Why not the least-squares line
-        always: a straight line through a node whose rates are convex in
-        ``f`` goes below 0 at its low end, and did on Avazu (79 test rows
-        predicted 0); the rule and the bound keep the scale there. A node
-        whose inputs are all one value is scaled.
+        Before anything is drawn, rows with the same score, codes and label are merged into one row of their summed
+        weight and sorted by content (:func:`canonical_rows`), so the same rows in another order give the same model,
+        bit for bit. Whole weights (none: 1) count *units*: a row of weight ``k`` is ``k`` rows, each drawn on its own
+        by the holdout, the growth sample and the views, so copies land in random places of a view as in a shuffle of
+        the repeated rows, and the fit equals that on the rows repeated (``tests/test_weights.py``). This is also the
+        paper's aggregation (App. A.2) for rows that agree on everything MBCT sees; rows that agree only on their
+        codes are not merged: the line uses each row's score.
+    Node calibrator (the "linear function" of Sec. 4.3, whose form the paper does not give)
+        ``f' = a f + b`` with ``f`` the input of the tree, fitted on the node's rows by
+        :func:`~calibdash.calibrators._mbct_tree.node_line`: a line through the node's mean point, so the node's
+        partition calibration error (Eq. 4) is zero and its PUD (Eq. 6) 1, whose slope is the paper's per-node scale
+        ``sum(y) / sum(f)`` unless an F test at the BIC's price (``ln W``) prefers the non-negative least-squares
+        slope, lowered if need be to stay in [0, 1] on the node's inputs. The scale alone cannot reach rates 0.1 and
+        0.8 at two scores 0.2 and 0.7, a line can; the least-squares line always would go below 0 at the low end of a
+        node whose rates are convex in ``f`` (79 Avazu test rows predicted 0); the test and the bound keep the scale
+        there.
     Split (Eq. 12)
-        A leaf is split on the feature whose multiway split, each child
-        calibrated by its own line, gives the lowest node-local MVCE (Eq. 10)
-        on the node's rows. The paper splits on every value of the feature;
-        here each child must hold at least ``bin_size`` rows (the bin size is
-        "the least number of rows in a bin"): an ordered feature (score,
-        numeric) is cut into consecutive ranges of at least ``bin_size`` rows;
-        a categorical value with fewer rows joins an "other" child (or the
-        smallest child when "other" would be too small). Without this, a
-        value seen on one row would be calibrated to its own label.
+        A leaf is split on the feature whose multiway split, each child calibrated by its own line, gives the lowest
+        node-local MVCE (Eq. 10). The paper splits on every value of the feature; here each child must hold at least
+        ``bin_size`` rows (the bin size is "the least number of rows in a bin"), or a value seen on one row would be
+        calibrated to its own label: an ordered feature is cut into consecutive ranges of at least ``bin_size`` rows;
+        a categorical value with fewer rows joins an "other" child (or the smallest child when "other" would be too
+        small).
     Stopping (Sec. 4.3)
-        A node is not split at depth ``max_depth``, with fewer than
-        ``2 * bin_size`` rows (no two children of ``bin_size``), when no
-        feature gives two children, or when the best split's local loss is
-        not below the node's own (the local loss would rise). On the
-        training rows a calibrated split almost always lowers the loss a
-        little, so in practice ``bin_size`` and ``max_depth`` stop growth.
+        A node is not split at depth ``max_depth``, with fewer than ``2 * bin_size`` rows, when no feature gives two
+        children, or when the best split's local loss is not below the node's own.
     Loss (Eq. 10)
-        The MVCE of :func:`calibdash.metrics.mvce` with bin size
-        ``M = round(mvce_ratio * bin_size)`` (default ratio 1/2, the paper's
-        choice, so that a splittable node has at least two loss bins) and
-        ``views`` random views. A view is a seeded random permutation of the
-        units in canonical order (the paper's "randomly shuffle the
-        samples"; a row's copies are units of their own). The node-local
-        loss is computed for all nodes of a level and all candidate
-        features at once on shared views (a node's view is the permutation
-        of all units restricted to the node's): the same definition, tested
-        against ``metrics.mvce``. The paper evaluates with 100 views; the
-        default here is 20 for training speed, the candidate splits of a
-        node being compared on the same views.
-    Boosting (Sec. 4.3: "whether to generate a new tree according to the
-    change of global loss")
-        Tree ``t + 1`` is grown on the output of trees ``1..t``. To keep the
-        decision from fitting noise, a stratified share ``holdout`` of the
-        calibration units (seeded by ``seed``) is kept out of the trees: tree
-        ``t + 1`` is kept only if it lowers the global MVCE
-        (``metrics.mvce``, 100 views, bin size as above) on those units. The
-        first tree is always kept. With ``holdout = 0`` the decision uses the
-        training rows, as the paper's text reads.
+        The MVCE of :func:`calibdash.metrics.mvce` with bin size ``M = round(mvce_ratio * bin_size)`` (the paper's
+        ratio 1/2, so that a splittable node has at least two loss bins) and ``views`` seeded random permutations of
+        the units in canonical order (the paper's "randomly shuffle the samples"), computed for all nodes of a level
+        and all candidate features at once on shared views (tested against ``metrics.mvce``). The paper evaluates with
+        100 views; the default here is 20 for training speed, the candidate splits of a node being compared on the
+        same views.
+    Boosting (Sec. 4.3: "whether to generate a new tree according to the change of global loss")
+        Tree ``t + 1`` is grown on the output of trees ``1..t`` and kept only if it lowers the global MVCE
+        (``metrics.mvce``, 100 views) on a stratified, seeded share ``holdout`` of the units kept out of the trees, so
+        that the decision does not fit noise; the first tree is always kept. With ``holdout = 0`` the decision uses
+        the training rows, as the paper's text reads.
     Never worse than one leaf (not in the paper)
-        After boosting, the training loss of the kept trees (``history_``'s
-        ``fit_mvce``: MVCE of the rows the trees were grown on, the first
-        tree's views) is compared with that of the single-leaf linear
-        calibrator (one line fitted on all tree rows: the root of the first
-        tree). If the trees' is higher (beyond ``FALLBACK_RTOL`` = 1e-9,
-        ``FALLBACK_ATOL`` = 1e-15 of rounding), the model is that single
-        leaf (``fallback_``; ``single_leaf_mvce_`` its loss). Greedy growth
-        on node-local losses, and later trees on other views, can raise the
-        global training loss; on two distinct scores, for example, the
-        single leaf already reaches both rates.
-    Data aggregation (App. A.2)
-        Identical rows are merged (see "Rows in a canonical form"), which is
-        the paper's aggregation for rows that agree on everything MBCT sees;
-        as units their copies still shuffle one by one in the views, so the
-        loss is unchanged. Rows that agree only on their codes (different
-        scores) are not merged: the line uses each row's score.
-    Sample weights (``fit(..., sample_weight=...)``; not in the paper)
-        A row of weight ``v`` counts as ``v`` rows wherever rows are counted:
-        numeric quantile bins hold equal shares of weight (numpy's linear
-        quantile rule on the rows repeated, bit for bit for whole weights);
-        a node's line is fitted on weighted sums, so each leaf's weighted
-        PUD is 1 on the tree rows; ``bin_size`` (and ``2 * bin_size`` for a
-        split) is a least *weight*. Whole weights are units (above): the fit
-        equals the fit on the repeated rows, bit for bit, and score cells
-        (rows (score, label, features) weighted by their counts) give the
-        row fit. Fractional weights (after merging) are not units: a row is
-        held out, sampled and placed in a view whole, and the MVCE's bins,
-        split and global, hold equal weight ``M``: in each view the rows lay
-        their weights end to end and the line is cut every ``M``, a row
-        across a cut putting each part in its bin
-        (:func:`~calibdash.measures.mvce.grouped_mvce`; the global
-        loss :func:`~calibdash.measures.mvce.weighted_mvce`, with
-        ``M`` at most half the check rows' weight). With fractional weights
-        MBCT is not invariant to scaling them: the bin sizes are weights, so
-        weights ``c`` act as ``bin_size / c`` (weights 0.5 with
-        ``bin_size = B / 2`` grow the trees of unit weights with
-        ``bin_size = B``; the line rule's ``ln W`` uses weight too). Rows of
-        weight 0 are left out first, and unit weights are no weights (the
-        same fit bit for bit).
+        If the kept trees' training loss (``history_``'s ``fit_mvce``) is above that of the single-leaf linear
+        calibrator (the root of the first tree) beyond ``FALLBACK_RTOL``, ``FALLBACK_ATOL`` of rounding, the model is
+        that single leaf (``fallback_``): greedy growth on node-local losses, and later trees on other views, can
+        raise the global training loss (on two distinct scores the single leaf already reaches both rates).
+    Sample weights (not in the paper)
+        A row of weight ``v`` counts as ``v`` rows wherever rows are counted: quantile bins hold equal shares of
+        weight (numpy's linear rule on the rows repeated), lines are fitted on weighted sums, ``bin_size`` is a least
+        *weight*. Whole weights are units (above); score cells give the row fit. Fractional weights are not: a row is
+        held out, sampled and placed in a view whole, and the MVCE's bins hold equal weight ``M``, a row across a cut
+        putting each part in its bin (:func:`~calibdash.measures.mvce.grouped_mvce`; the global loss
+        :func:`~calibdash.measures.mvce.weighted_mvce`, ``M`` at most half the check weight), so weights ``c`` act as
+        ``bin_size / c``. Rows of weight 0 are left out first; unit weights are no weights (the same fit bit for bit).
     At scale (``growth_rows``; not in the paper)
-        With more than ``growth_rows`` units (rows, for fractional weights;
-        after rows of weight 0 are left out) the trees are grown on a seeded
-        sample of ``growth_rows`` units (:func:`sample_counts`: stratified
-        by class, drawn from the units in canonical order, so the sample is
-        order-free too). Sampled, everything that *chooses* a tree: the
-        holdout split (a share ``holdout`` of the sample becomes the check
-        units), the split choice and its MVCE views (Eq. 10, 12), the least
-        rows (weight) ``bin_size`` of a leaf and ``2 * bin_size`` of a split,
-        the training loss of ``history_`` and the boosting decision (the
-        global MVCE on the sample's check units). Exact, on all rows: the
-        feature coding (score bins, numeric quantiles, categories), and each
-        node's line, refitted once the tree is grown from all rows but the
-        check units routed through it (O(N) per tree), ``f`` being the
-        output of trees ``1..t-1`` on those rows: the PUD (Eq. 6) of every
-        leaf is 1 on all of them, as on the tree rows of an unsampled fit,
-        and the next tree is grown on the sample's rows of that output. A
-        leaf holds at least ``bin_size`` sample units, about
-        ``N / growth_rows`` times as many rows in all. A row whose value did
-        not occur at a node in the sample stops there and takes the node's
-        line, to whose sums it counts. With at most ``growth_rows`` units
-        nothing is sampled. The canonical form costs a sort of the scores
-        and one reordering of the rows (about 3 s at 10 million rows).
+        With more than ``growth_rows`` units the trees are grown on a seeded sample of that many
+        (:func:`sample_counts`: stratified by class, drawn in canonical order). Sampled: everything that *chooses* a
+        tree (the holdout split, the split choice and its views, ``bin_size``, ``history_``'s training loss, the
+        boosting decision). Exact, on all rows: the feature coding and each node's line, refitted from all rows but
+        the check units routed through the grown tree (O(N) per tree), so every leaf's PUD is 1 on all of them; the
+        next tree is grown on the sample's rows of that output. A row whose value did not occur at a node in the
+        sample stops there and counts to its line. The canonical form costs a sort of the scores and one reordering of
+        the rows (about 3 s at 10 million rows).
 
-    Unseen values at predict time (a category not seen at fit time, or not
-    among a node's training rows) stop the row at that node: it takes the
-    node's line, the calibration of the parent of the children it could not
-    enter. ``predict`` without features treats every feature value as unseen
-    (only score splits are followed). Outputs are clipped to [0, 1] after
-    each tree (a line can leave [0, 1] only outside its node's training
-    inputs).
+    Unseen values at predict time (a category not seen at fit time, or not among a node's training rows) stop the row
+    at that node: it takes the node's line; ``predict`` without features follows only score splits. Outputs are
+    clipped to [0, 1] after each tree (a line leaves [0, 1] only outside its node's training inputs).
 
     Parameters
     ----------
     max_depth : int, default 5
     bin_size : int, default 500
-        Least number of rows in a bin (leaf), the paper's N_min.
+        Least number of rows (weight) in a bin (leaf), the paper's N_min.
     n_trees : int, default 8
         Most trees grown.
     holdout : float, default 0.2
@@ -242,53 +136,33 @@ class MBCTCalibrator(Calibrator):
     n_quantiles : int, default 10
         Quantile bins of a numeric feature column.
     early_stopping : bool, default True
-        Stop adding trees when the check loss stops decreasing (False: grow
-        ``n_trees`` trees).
+        Stop adding trees when the check loss stops decreasing (False: grow ``n_trees`` trees).
     growth_rows : int, default 200_000
-        Most rows (units) the trees are grown on: with more, a seeded,
-        stratified sample of this many (see "At scale"; the node lines use
-        all rows).
+        Most rows (units) the trees are grown on: with more, a seeded, stratified sample (see "At scale").
     score_bins : int, default 100
         Equal-width bins of the score as a feature.
     seed : int, default 0
         Seed of the growth sample, the holdout split and the random views.
-
-    ``fit``'s ``sample_weight`` counts a row of weight ``v`` as ``v`` rows in
-    the bins, the lines and the MVCE (see "Sample weights" above): whole
-    weights are the rows repeated, bit for bit; fractional weights are
-    weights (bin sizes are weights, so scaling them by ``c`` acts as
-    ``bin_size / c``).
 
     Attributes
     ----------
     columns_ : list of ColumnCode
         How the score and each feature column are coded.
     trees_ : list of Tree
-        The kept trees, in boosting order: routing tables, per-node
-        statistics (whose line is ``slope``, ``intercept``; ``scale`` the
-        node's PUD before the tree) and node-local losses. One tree of one
-        leaf when MBCT fell back to its single leaf.
+        The kept trees, in boosting order (one tree of one leaf after a fallback).
     history_ : dict of str -> ndarray
-        One entry per tree tried (tree 0: the raw scores): ``tree``,
-        ``leaves``, ``fit_mvce`` (the rows the trees are grown on, the first
-        tree's views),
-        ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the loss
-        that decides) and ``kept``.
+        One entry per tree tried (tree 0: the raw scores): ``tree``, ``leaves``, ``fit_mvce`` (the rows the trees are
+        grown on, the first tree's views), ``check_mvce`` (check rows, ``metrics.mvce`` with 100 views: the loss that
+        decides) and ``kept``.
     loss_bin_size_ : int
         MVCE bin size M of the split loss.
     single_leaf_mvce_ : float
         Training loss (as ``fit_mvce``) of the single-leaf linear calibrator.
     fallback_ : bool
-        Whether the kept trees' training loss was above it, so that the model
-        is the single leaf (see "Never worse than one leaf").
+        Whether the model is that single leaf.
 
-    A calibrator read from a file (:mod:`calibdash.io.export`) has no
-    ``history_`` and its trees' losses are NaN: the file holds what
-    ``predict`` needs.
-
-    The rows behind the trees (which were held out, each node's rows, PUD per
-    bin beside histogram binning) are not kept: :mod:`calibdash.explain.mbct`
-    recomputes them from the training rows.
+    A calibrator read from a file (:mod:`calibdash.io.export`) has no ``history_`` and its trees' losses are NaN. The
+    rows behind the trees are not kept: :mod:`calibdash.explain.mbct` recomputes them from the training rows.
     """
 
     name = "mbct"
@@ -339,7 +213,6 @@ class MBCTCalibrator(Calibrator):
         self.score_bins = score_bins
         self.seed = seed
 
-    # -- checks ------------------------------------------------------------------
     def _check_params(self) -> None:
         def holds(test, value) -> bool:
             try:
@@ -371,7 +244,6 @@ class MBCTCalibrator(Calibrator):
                 raise DataError(f"features lack the column(s) {missing} MBCT was fitted with.")
         return encode(self.columns_, s, df)
 
-    # -- fit / predict -------------------------------------------------------------
     def _fit(self, s, y, features, w):
         self._check_params()
         _, s, y, df, w = weighted_rows(s, y, features, w)
@@ -408,9 +280,8 @@ class MBCTCalibrator(Calibrator):
             resid = pred_grow - y[grow]
             return float(grouped_mvce(resid, one_group, 1, grow_views, m, float(self.p), w_grow)[0, 0])
 
-        # work arrays of the rows' size, reused tree after tree (at millions of rows, fresh arrays cost
-        # more than the arithmetic): two for the outputs in turn, the free one also a work array of the
-        # statistics, with one more
+        # work arrays of the rows' size, reused tree after tree (at millions of rows, fresh arrays cost more than the
+        # arithmetic): two for the outputs in turn, the free one also a work array of the statistics, with one more
         outputs, spare = [np.empty(s.size), np.empty(s.size)], np.empty(s.size)
 
         def fitted(tree, f):           # the tree's node sums over the fit rows, its output on every row
@@ -443,13 +314,8 @@ class MBCTCalibrator(Calibrator):
         self.fallback_ = bool(trained > self.single_leaf_mvce_ * (1 + FALLBACK_RTOL) + FALLBACK_ATOL)
         self.trees_ = [leaf] if self.fallback_ else trees
         self.loss_bin_size_ = m
-        self.history_ = {
-            "tree": np.array([h["tree"] for h in history], dtype=np.int64),
-            "leaves": np.array([h["leaves"] for h in history], dtype=np.int64),
-            "fit_mvce": np.array([h["fit_mvce"] for h in history], dtype=float),
-            "check_mvce": np.array([h["check_mvce"] for h in history], dtype=float),
-            "kept": np.array([h["kept"] for h in history], dtype=bool),
-        }
+        types = {"tree": np.int64, "leaves": np.int64, "fit_mvce": float, "check_mvce": float, "kept": bool}
+        self.history_ = {key: np.array([h[key] for h in history], dtype=dtype) for key, dtype in types.items()}
 
     def _global_mvce(self, pred, labels, weights, m: int) -> float:
         """The global loss that decides how many trees to keep: MVCE with 100 views and bin size
@@ -514,20 +380,17 @@ class MBCTCalibrator(Calibrator):
         return columns
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): how each column is coded and,
-        per tree, each node's split column (-1 for a leaf), its routing table (code -> child,
-        -1 for a value unseen there; the tables of all nodes one after the other, ``table_len``
-        entries each) and the statistics its line follows from (``_mbct_tree.STATS``); not the losses of
-        the growth. A tree read from a file written before the lines has only ``positives`` and
-        ``sum_input`` and is written back so."""
+        """How each column is coded and, per tree, each node's split column (-1 for a leaf), its routing table (code ->
+        child, -1 for a value unseen there; all nodes' tables one after the other, ``table_len`` entries each) and the
+        statistics its line follows from (``STATS``). A tree read from a file written before the lines has only
+        ``positives`` and ``sum_input`` and is written back so."""
         trees = [{"feature": t.feature.tolist(), "table_len": t.table_len.tolist(), "table": t.table.tolist(),
                   **{name: getattr(t, name).tolist() for name in STATS
                      if name in ("positives", "sum_input") or np.all(np.isfinite(t.weight))}}
-                 for t in self.trees_]                # a tree read from an older file: its two sums only
+                 for t in self.trees_]
         return {"columns": self._column_states(), "trees": trees}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         columns = []
         for c in state.records("columns"):
             kind, name = c.text("kind"), c.text("name")
@@ -574,9 +437,7 @@ class MBCTCalibrator(Calibrator):
         """Checked scores and their code matrix, for the public methods below."""
         self._check_fitted()
         s = check_scores(scores)
-        if features is not None and len(features) != s.size:
-            raise DataError(f"features has {len(features)} rows but scores has {s.size}.")
-        return s, self._codes(s, features)
+        return s, self._codes(s, check_feature_rows(features, s.size))
 
     def apply(self, scores, features=None) -> np.ndarray:
         """Node each row ends at in each tree, shape (n, n_trees) (cf. scikit-learn's ``apply``)."""

@@ -36,8 +36,8 @@ def class_totals(y: np.ndarray, sample_weight: np.ndarray | None = None) -> tupl
 
 
 def targets(y: np.ndarray, smooth: bool, sample_weight: np.ndarray | None = None) -> np.ndarray:
-    """The fit's targets: the labels, or Platt's smoothed ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)``
-    (``N+``, ``N-`` the weighted class totals with weights ``sample_weight``: :func:`class_totals`)."""
+    """The fit's targets: the labels, or Platt's smoothed ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)`` (``N+``,
+    ``N-``: :func:`class_totals`)."""
     if not smooth:
         return y.astype(float)
     n_pos, n_neg = class_totals(y, sample_weight)
@@ -45,72 +45,44 @@ def targets(y: np.ndarray, smooth: bool, sample_weight: np.ndarray | None = None
 
 
 def log_likelihood(a: float, b: float, s: np.ndarray, t: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
-    """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``, each row's term
-    times its weight in ``sample_weight`` (if given)."""
-    return -_nll_grad_hess(a, b, logit(s), t, sample_weight)[0]
-
-
-def _nll_grad_hess(a: float, b: float, z: np.ndarray, t: np.ndarray, w: np.ndarray | None = None):
-    """Negative log-likelihood of sigmoid(a z + b) against targets t (row terms weighted by w),
-    with gradient and Hessian."""
-    f = a * z + b
-    # -[t log q + (1-t) log(1-q)] = log(1 + e^f) - t f, computed stably
-    loss = np.logaddexp(0.0, f) - t * f
-    q = expit(f)
-    r = q - t
-    v = q * (1 - q)
-    if w is not None:
-        loss, r, v = w * loss, w * r, w * v
-    nll = float(np.sum(loss))
-    g = np.array([np.dot(r, z), r.sum()])
-    h = np.array([[np.dot(v, z * z), np.dot(v, z)], [np.dot(v, z), v.sum()]])
-    return nll, g, h
+    """Bernoulli log-likelihood of targets ``t`` under ``sigmoid(a logit(s) + b)``, each row's term times its weight in
+    ``sample_weight`` (if given)."""
+    f = a * logit(s) + b
+    loss = np.logaddexp(0.0, f) - t * f          # -[t log q + (1 - t) log(1 - q)], computed stably
+    return -float(np.sum(loss if sample_weight is None else sample_weight * loss))
 
 
 class PlattCalibrator(Calibrator):
     """Platt scaling (Platt, 1999): ``p = sigmoid(A * logit(s) + B)``.
 
-    A and B maximise the Bernoulli likelihood of the training labels (Newton's
-    method with backtracking line search, as in Lin, Lin & Weng, 2007, "A note on
-    Platt's probabilistic outputs", iterated to the floating-point limit:
-    :func:`fit_logistic`). The input is the logit of the score: for
-    scores that are the sigmoid of an SVM margin this is the margin itself,
-    which is what Platt fitted.
+    A and B maximise the Bernoulli likelihood of the training labels (Newton's method with backtracking line search,
+    as in Lin, Lin & Weng, 2007, "A note on Platt's probabilistic outputs", iterated to the floating-point limit:
+    :func:`fit_logistic`). The input is the logit of the score: for scores that are the sigmoid of an SVM margin this
+    is the margin itself, which is what Platt fitted.
 
-    Sample weights (``fit(..., sample_weight=w)``): each row's term of the
-    log-likelihood is multiplied by its weight, so the gradient and Hessian
-    of the Newton steps are weighted sums; ``N+`` and ``N-`` (the smoothed
-    targets, the starting intercept ``log((N+ + 1) / (N- + 1))``) and the
-    ``N`` of ``tol`` are weight totals. With integer weights the fit is the
-    fit on the rows repeated up to the rounding of the sums: the solver stops
-    at the floating-point limit, not at a gradient tolerance, so both fits
-    land on the same optimum. Scaling every weight by ``c`` leaves the
-    maximiser and so the map unchanged with ``smooth_targets=False``; with
-    ``smooth_targets=True`` it does not: ``t+`` and ``t-`` are computed from
-    ``c N+`` and ``c N-``, as for ``c`` times as many rows (``c < 1`` pulls
-    the targets towards 1/2, ``c > 1`` towards 0 and 1).
+    Sample weights: each row's term of the log-likelihood is multiplied by its weight; ``N+`` and ``N-`` (the smoothed
+    targets, the starting intercept ``log((N+ + 1) / (N- + 1))``) and the ``N`` of ``tol`` are weight totals. With
+    integer weights the fit is the fit on the rows repeated up to the rounding of the sums (the solver stops at the
+    floating-point limit, so both land on the same optimum). Scaling every weight by ``c`` leaves the map unchanged
+    with ``smooth_targets=False``; with ``smooth_targets=True`` the targets are those of ``c`` times as many rows (``c
+    < 1`` pulls them towards 1/2, ``c > 1`` towards 0 and 1).
 
     Parameters
     ----------
     smooth_targets : bool, default False
-        Use Platt's smoothed targets ``t+ = (N+ + 1) / (N+ + 2)`` for positives
-        and ``t- = 1 / (N- + 2)`` for negatives instead of 1 and 0 (a prior that
-        keeps the fit finite on separable data); ``N+``, ``N-`` are the
-        classes' weight totals when fitted with weights.
+        Use Platt's smoothed targets ``t+ = (N+ + 1) / (N+ + 2)`` for positives and ``t- = 1 / (N- + 2)`` for
+        negatives instead of 1 and 0 (a prior that keeps the fit finite on separable data).
     max_iter : int, default 100
         Newton iterations at most.
     tol : float, default 0.0
-        Stop early when the gradient's largest entry falls below ``tol * N``
-        (``N`` the total weight when fitted with weights); 0 iterates to the
-        floating-point limit (:func:`fit_logistic`).
+        Stop early when the gradient's largest entry falls below ``tol * N``; 0 iterates to the floating-point limit.
 
     Attributes
     ----------
     a_, b_ : float
         Slope A and intercept B.
     log_likelihood_ : float
-        Log-likelihood of the training targets at the fit (weighted: the sum
-        of each row's term times its weight).
+        Log-likelihood of the training targets at the fit (weighted: each row's term times its weight).
     n_iter_ : int
         Newton iterations taken.
     """
@@ -151,9 +123,7 @@ class PlattCalibrator(Calibrator):
         return ClosedForm(lambda w: w.sigmoid(f"{literal(a)} * {logit_sql(w)} + {literal(b)}"))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): slope ``a`` and intercept ``b``."""
         return {"a": self.a_, "b": self.b_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.a_, self.b_ = state.number("a"), state.number("b")

@@ -1,10 +1,5 @@
-"""SBB: Selection over Bayesian Binnings (Naeini, Cooper & Hauskrecht).
-
-The single binning of the sorted training scores with the highest Bayesian
-score (Eq. 6 of the paper), found by max-product dynamic programming over all
-``2^(P-1)`` binnings of the ``P`` distinct scores; each bin predicts its
-smoothed positive frequency.
-"""
+"""SBB: Selection over Bayesian Binnings (Naeini, Cooper & Hauskrecht): the single binning of the sorted training
+scores with the highest Bayesian score (Eq. 6), found by dynamic programming (:mod:`._bayes_binning`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,27 +15,11 @@ __all__ = ["SBB", "BestBinning", "best_binning"]
 
 @dataclass(frozen=True)
 class BestBinning:
-    """SBB's chosen binning of a set of rows: what ``fit`` keeps part of and
-    :mod:`calibdash.explain.sbb` shows.
-
-    Attributes
-    ----------
-    positions : Positions
-        The rows collapsed to sorted positions.
-    first, last : ndarray of int
-        First and last position of each bin.
-    n, n1 : ndarray of int
-        Rows and positives in each bin (float weight sums when weighted).
-    estimate : ndarray of float
-        Each bin's calibrated probability, ``(n1 + 1) / (n + 2)``.
-    cuts : ndarray of float
-        The cut points between bins, half-way between the largest score of
-        one bin and the smallest of the next.
-    log_score : float
-        Log Score (Eq. 6) of the chosen binning.
-    log_evidence : float
-        Log of the sum of Eq. 6 over all binnings.
-    """
+    """SBB's chosen binning of a set of rows (what ``fit`` keeps part of and :mod:`calibdash.explain.sbb` shows): the
+    ``positions``, each bin's ``first`` and ``last`` position, rows ``n`` and positives ``n1`` (weight sums when
+    weighted) and calibrated probability ``estimate``, ``(n1 + 1) / (n + 2)``; the ``cuts`` half-way between the
+    largest score of one bin and the smallest of the next; ``log_score``, the log of Eq. 6 of the chosen binning, and
+    ``log_evidence``, the log of its sum over all binnings."""
 
     positions: Positions
     first: np.ndarray
@@ -55,71 +34,36 @@ class BestBinning:
 
 def best_binning(s: np.ndarray, y: np.ndarray, lam: float, max_positions: int,
                  sample_weight: np.ndarray | None = None) -> BestBinning:
-    """The highest scoring binning of scores ``s`` and 0/1 labels ``y`` (checked arrays),
-    a row of weight ``sample_weight[i]`` counting as that many rows when weights are given
-    (:func:`~._bayes_binning.collapse`).
-
-    Raises
-    ------
-    SettingsError
-        If ``lam`` is not positive or ``max_positions`` is below 1.
-    """
+    """The highest scoring binning of checked scores ``s``, 0/1 labels ``y`` and weights (None: unit weights; see
+    :func:`~._bayes_binning.collapse`). SettingsError for ``lam <= 0`` or ``max_positions < 1``."""
     lam = check_lam(lam)
     pos = collapse(s, y, max_positions, sample_weight)
-    res = sbb_best(pos, lam)
-    first, last = res["first"], res["last"]
+    first, last, log_score, log_evidence = sbb_best(pos, lam)
     n1 = np.add.reduceat(pos.n1, first)
     n = np.add.reduceat(pos.n0, first) + n1
     return BestBinning(positions=pos, first=first, last=last, n=n, n1=n1, estimate=(n1 + 1.0) / (n + 2.0),
                        cuts=0.5 * (pos.hi[last[:-1]] + pos.lo[last[:-1] + 1]),
-                       log_score=res["log_score"], log_evidence=res["log_evidence"])
+                       log_score=log_score, log_evidence=log_evidence)
 
 
 class SBB(BayesBinningBase):
     """Selection over Bayesian Binnings (SBB), Sec. 2.3 of the paper.
 
-    Every binning ``M`` of the sorted distinct training scores is scored by
-    Eq. 6, ``Score(M) = P(M) P(D|M)``: the structure prior of Eq. 5 with the
-    Poisson boundary prior ``Prior(k) = 1 - exp(-lambda d_k / D)`` (EBD,
-    Lustgarten et al. 2011: ``d_k`` the gap between consecutive distinct
-    scores, ``D`` their range; the formula and the reason for it are in
-    :mod:`calibdash.calibrators._bayes_binning`) times the marginal
-    likelihood of Eq. 4, ``prod_b n_b0! n_b1! / (n_b + 1)!``. A forward
-    max-product dynamic programme (``V_u = max_l V_{l-1} Score_{l,u}``, in
-    log space, one numpy pass per position) finds the best binning in
-    O(P^2).
+    Every binning ``M`` of the sorted distinct training scores is scored by Eq. 6, ``Score(M) = P(M) P(D|M)``: the
+    structure prior of Eq. 5 with the Poisson boundary prior (EBD, Lustgarten et al. 2011; the formula and why in
+    :mod:`calibdash.calibrators._bayes_binning`) times the marginal likelihood of Eq. 4. A forward max-product dynamic
+    programme (``V_u = max_l V_{l-1} Score_{l,u}``, in log space) finds the best binning in O(P^2).
 
-    Prediction: bin ``b`` predicts ``(n_b1 + 1) / (n_b + 2)``, the posterior
-    mean of its positive rate under the Beta(1, 1) prior of Eq. 4 (the
-    paper's footnote 1: "we actually use smoothing of these counts"). Bins are
-    cut half-way between the largest training score of one bin and the
-    smallest of the next; a score exactly on a cut goes to the upper bin,
-    scores outside the training range to the end bins.
+    Prediction: bin ``b`` predicts ``(n_b1 + 1) / (n_b + 2)``, the posterior mean of its positive rate under the
+    Beta(1, 1) prior of Eq. 4 (the paper's footnote 1: "we actually use smoothing of these counts"). Bins are cut
+    half-way between the largest training score of one bin and the smallest of the next; a score on a cut goes to the
+    upper bin, scores outside the training range to the end bins. Ties, micro-bins and sample weights: as the module
+    :mod:`._bayes_binning` says.
 
-    Tied scores are one position (a run of ties is never split). Above
-    ``max_positions`` distinct scores, scores are first grouped into that
-    many equal-count micro-bins (the explanation's notes say so).
-
-    Default lambda: 10, chosen by held-out loss on 22 real and simulated data
-    sets (``bench/bench_sbb_abb.py --lambda``; the study is described in
-    ``ABB``'s docstring): SBB's mean regret against the best lambda per data
-    set was 8.7 % at 10 and 8.3 % at 30 (15.7 % at 3, 61 % at 100), a tie
-    within the noise; 10 is ABB's clear best, and one default keeps the two
-    methods comparable.
-
-    The fitted calibrator keeps the cut points and the bins' estimates; the
-    bins' positions and counts are found again from the training rows by
-    :func:`calibdash.explain.explain`.
-
-    Sample weights (``fit(..., sample_weight=w)``): a row of weight ``w``
-    counts as ``w`` rows: positions carry the weights of their negative and
-    positive rows as ``n0``, ``n1`` (micro-bins hold equal shares of the
-    total weight), Eq. 4 takes these real counts through ``log Gamma`` and
-    the estimates are ``(n1 + 1) / (n + 2)`` of them; the structure prior and
-    the dynamic programme are unchanged. Integer weights give exactly the fit
-    on the rows repeated. The map is not invariant to scaling every weight by
-    ``c``: that is the fit of ``c`` times as many rows (the likelihood weighs
-    more against the prior for ``c > 1``: more bins, less smoothing).
+    Default lambda: 10, chosen by held-out loss on 22 data sets (the study is in
+    :class:`~calibdash.calibrators.abb.ABB`'s docstring): SBB's mean regret against the best lambda per data set was
+    8.7 % at 10 and 8.3 % at 30 (15.7 % at 3, 61 % at 100), a tie within the noise; 10 is ABB's clear best, and one
+    default keeps the two methods comparable.
 
     Parameters
     ----------
@@ -134,10 +78,8 @@ class SBB(BayesBinningBase):
         The ``B - 1`` cut points between bins on the score axis.
     bin_estimate_ : ndarray of float
         Calibrated probability of each bin, ``(n1 + 1) / (n + 2)``.
-    log_score_ : float
-        Log Score (Eq. 6) of the chosen binning.
-    log_evidence_ : float
-        Log of the sum of Eq. 6 over all binnings.
+    log_score_, log_evidence_ : float
+        Log Score (Eq. 6) of the chosen binning, and log of the sum of Eq. 6 over all binnings.
     """
 
     name = "sbb"
@@ -157,14 +99,11 @@ class SBB(BayesBinningBase):
         return step_lookup(self.cuts_, self.bin_estimate_, s)
 
     def sql_map(self) -> StepMap:
-        """The best binning's estimates between its cuts: a step map."""
         return StepMap(self.cuts_, self.bin_estimate_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's estimate."""
         return {"cuts": self.cuts_.tolist(), "estimates": self.bin_estimate_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.bin_estimate_ = state.array("estimates", size=self.cuts_.size + 1)

@@ -1,42 +1,27 @@
-"""The scaling-binning calibrator (Kumar, Liang & Ma, 2019): Platt scaling, then bins of equal count
-whose value is the mean of Platt's outputs in them.
+"""The scaling-binning calibrator (Kumar, Liang & Ma, 2019, "Verified Uncertainty Calibration", NeurIPS, Section 4).
 
-Kumar, A., Liang, P. & Ma, T. (2019), "Verified Uncertainty Calibration", NeurIPS 2019, Section 4,
-"The scaling-binning calibrator". A scaling method (Platt's) has low variance but its calibration
-error cannot be measured; a binning method's can, but a bin's frequency of positives is noisy. The
-scaling-binning calibrator takes the best of both:
+A scaling method (Platt's) has low variance but its calibration error cannot be measured; a binning method's can, but
+a bin's frequency of positives is noisy. The scaling-binning calibrator takes the best of both: (1) *function
+fitting*: fit Platt scaling ``g(s) = sigmoid(A logit(s) + B)``; (2) *binning scheme*: cut into ``B`` bins of equal
+count; (3) *discretisation*: each bin's value is the mean of ``g`` over its rows, not of their labels. The output
+takes at most ``B`` values, so its calibration error can be estimated like any binned model's, while the bin values
+average ``g`` rather than noisy 0/1 labels.
 
-1. *function fitting*: fit a scaling function ``g`` (here Platt scaling, ``g(s) = sigmoid(A logit(s) + B)``,
-   :class:`~calibdash.calibrators.platt.PlattCalibrator`);
-2. *binning scheme*: cut into ``B`` bins holding equal numbers of rows (uniform-mass bins);
-3. *discretisation*: each bin's value is the mean of ``g`` over its rows, not of their labels;
-   a new score ``s`` takes the value of the bin it falls in.
+As in the authors' code (``PlattBinnerCalibrator`` of ``p-lambda/verified_calibration``) the three steps use the same
+rows; the paper's analysis splits the data in three (calibdash's evaluation schemes judge on held-out rows either
+way). Where this differs from the authors' code:
 
-The output then takes at most ``B`` values, so its calibration error can be estimated like any
-binned model's (the paper's point), while the bin values average ``g`` rather than 0/1 labels,
-whose noise is what makes histogram binning need many rows per bin.
+* The bins are cut on the score, not on ``g(s)``, with histogram binning's
+  :func:`~calibdash.calibrators.histogram.equal_count_cuts` (ties never split, cuts halfway between neighbouring
+  distinct scores, weights counted as rows). Platt's map is monotone, so these are the same bins (except scores that
+  Platt's clip to ``[1e-12, 1 - 1e-12]`` or rounding maps to one value of ``g``, which the authors' code never splits
+  and which may be split here), and a new score near a cut goes by the midpoint of the scores rather than of their
+  ``g`` values: the map is a step function of the score, whose SQL form equals ``predict`` exactly.
+* The authors' code gives an empty bin the midpoint of its edges; here no bin is empty (every bin holds a distinct
+  training score).
 
-Here, as in the authors' code (``PlattBinnerCalibrator`` of ``p-lambda/verified_calibration``), the
-three steps use the same rows; the paper's analysis splits the data in three. calibdash's evaluation
-schemes judge on held-out rows either way.
-
-Where this differs from the authors' code (both documented choices, neither changes a bin's rows
-except as said):
-
-* The bins are cut on the score, not on ``g(s)``: with :func:`~calibdash.calibrators.histogram.equal_count_cuts`,
-  the cut points of histogram binning (tied scores never split, a cut halfway between neighbouring
-  distinct scores, weights counted as rows). Platt's map is monotone in the score, so equal-count
-  bins of ``g(s)`` are equal-count bins of ``s``: the same rows share a bin (except scores that
-  Platt's clip to ``[1e-12, 1 - 1e-12]`` or rounding maps to one value of ``g``, which the authors'
-  code never splits and which may be split here). A new score between the two training scores
-  around a cut goes by the midpoint of those scores rather than of their ``g`` values. So the map
-  is a step function of the score: its SQL form is a step map, equal to ``predict`` exactly.
-* The authors' code gives an empty bin the midpoint of its edges; here no bin is empty (every bin
-  holds a distinct training score).
-
-Sample weights: a row of weight ``w`` counts as ``w`` rows in all three steps (Platt's weighted fit,
-bins of equal weight, weighted means of ``g``); with integer weights the fit equals the fit on the
-rows repeated, up to the rounding of the sums.
+Sample weights: a row of weight ``w`` counts as ``w`` rows in all three steps; with integer weights the fit equals the
+fit on the rows repeated, up to the rounding of the sums.
 """
 from __future__ import annotations
 
@@ -56,19 +41,10 @@ __all__ = ["ScalingBinningCalibrator", "scaling_binning"]
 
 @dataclass(frozen=True)
 class ScalingBinning:
-    """The three steps of a scaling-binning fit on some rows.
-
-    Attributes
-    ----------
-    platt : PlattCalibrator
-        Platt scaling fitted on the rows (step 1).
-    cuts : ndarray
-        The cut points between the equal-count bins of the scores (step 2).
-    levels : ndarray
-        Each bin's mean of Platt's outputs over its rows (step 3): the calibrated values.
-    count, positives, score_sum : ndarray
-        Each bin's rows, positive rows and sum of scores (weight sums when fitted with weights).
-    """
+    """The three steps of a scaling-binning fit on some rows: ``platt`` (step 1, Platt scaling fitted on them), the
+    ``cuts`` between the equal-count bins of the scores (step 2), each bin's ``levels`` (step 3: the mean of Platt's
+    outputs over its rows, the calibrated values) and each bin's ``count``, ``positives`` and ``score_sum`` (weight
+    sums when weighted)."""
 
     platt: PlattCalibrator
     cuts: np.ndarray
@@ -79,8 +55,8 @@ class ScalingBinning:
 
 
 def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, n_bins: int) -> ScalingBinning:
-    """Fit the scaling-binning calibrator's three steps on checked scores ``s``, labels ``y`` (0/1) and
-    weights ``sample_weight`` (None: unit weights) with ``n_bins`` equal-count bins."""
+    """Fit the scaling-binning calibrator's three steps on checked scores ``s``, 0/1 labels ``y`` and weights (None:
+    unit weights) with ``n_bins`` equal-count bins."""
     platt = PlattCalibrator().fit(s, y, sample_weight=sample_weight)
     g = platt.predict(s)
     values, counts, _ = collapse_ties(s, y, sample_weight)
@@ -94,11 +70,10 @@ def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
 class ScalingBinningCalibrator(Calibrator):
     """The scaling-binning calibrator (Kumar, Liang & Ma, 2019): Platt scaling averaged in equal-count bins.
 
-    The training scores are cut into ``n_bins`` bins of equal count, as histogram binning cuts them;
-    each bin's calibrated value is the mean, over its training rows, of Platt scaling fitted on the
-    same rows. A score takes its bin's value (a score on a cut goes to the upper bin; scores outside
-    the training range take the end bins). See the module docstring for the paper and how this
-    relates to the authors' code.
+    The training scores are cut into ``n_bins`` bins of equal count, as histogram binning cuts them; each bin's value
+    is the mean, over its training rows, of Platt scaling fitted on the same rows; a score takes its bin's value
+    (upper bin on a cut, end bins outside the training range). The module docstring relates this to the paper and the
+    authors' code.
 
     Parameters
     ----------
@@ -141,11 +116,9 @@ class ScalingBinningCalibrator(Calibrator):
         return StepMap(self.cuts_, self.levels_)
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the cut points and each bin's value."""
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         self.cuts_ = state.array("cuts", sorted=True)
         self.levels_ = state.array("levels", size=self.cuts_.size + 1)
         if np.any((self.levels_ < 0) | (self.levels_ > 1)):

@@ -1,11 +1,6 @@
-"""One calibrator's fitted state as a file entry, and back: the codec the model files and the K-class composites share.
-
-:func:`state_of` gives the ``state`` entry of a fitted calibrator (``n_train`` and its ``_export_state()``);
-:func:`calibrator_from` builds a binary calibrator again from one, reading it through a :class:`State` (typed,
-checked access that names the entry a damaged file gets wrong) and probing the result. The file format around
-it (format, version, kind, method, params, provenance) is :mod:`calibdash.io.export`; the K-class composites
-(:mod:`calibdash.calibrators.multiclass.methods`) nest one such state per binary calibrator they hold.
-"""
+"""One calibrator's fitted state as a model-file entry, and back: the codec the model files
+(:mod:`calibdash.io.export`, which writes the format around it) and the K-class composites (one nested state per
+binary calibrator they hold) share."""
 from __future__ import annotations
 
 import math
@@ -22,19 +17,10 @@ PROBE = np.linspace(0.0, 1.0, 101)
 
 
 class State(dict):
-    """A calibrator's state as read from a file, with typed, checked access.
-
-    ``_import_state`` methods read their entries through it, so that a
-    damaged file is refused with a :class:`~calibdash.core.errors.DataError`
-    naming the entry instead of failing later inside ``predict``.
-
-    Parameters
-    ----------
-    data : dict
-        The JSON object.
-    where : str
-        Where it sits in the file, for messages (``"the histogram state"``).
-    """
+    """A calibrator's state as read from a file, with typed, checked access: ``_import_state`` methods read their
+    entries through it, so that a damaged file is refused with a :class:`~calibdash.core.errors.DataError` naming the
+    entry (``where`` says where it sits in the file, ``"the histogram state"``) instead of failing later inside
+    ``predict``."""
 
     def __init__(self, data: dict, where: str):
         super().__init__(data)
@@ -51,8 +37,8 @@ class State(dict):
         return super().get(key, default)
 
     def unread(self) -> list[str]:
-        """Entries no reader asked for, here and in the objects read through :meth:`object` and
-        :meth:`records` (``"trees[0], depth"``): what a file holds that its method does not know."""
+        """Entries no reader asked for, here and in the objects read through :meth:`object` and :meth:`records`
+        (``"trees[0], depth"``): what a file holds that its method does not know."""
         out = [str(k) for k in self if k not in self._read]
         for child in self._children:
             inner = child.where[len(self.where) + 2:] if child.where.startswith(self.where + ", ") else child.where
@@ -102,17 +88,8 @@ class State(dict):
         return value
 
     def array(self, key: str, dtype=float, size: int | None = None, sorted: bool = False) -> np.ndarray:
-        """Entry ``key`` as a 1-D array of finite numbers.
-
-        Parameters
-        ----------
-        dtype : numpy dtype, default float
-            ``float`` or an integer type (then the numbers must be integers).
-        size : int, optional
-            Required length.
-        sorted : bool, default False
-            Require non-decreasing values (cut points, knots).
-        """
+        """Entry ``key`` as a 1-D array of finite numbers of ``dtype`` (an integer type: integers only), of length
+        ``size`` if given, non-decreasing if ``sorted``."""
         values = self.list(key)
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             raise self.error(f"{key!r} must be a list of numbers")
@@ -156,8 +133,7 @@ def _registry(kind: str) -> dict:
 
 
 def kind_of(calibrator) -> str:
-    """``"classes"`` for a K-class calibrator (:class:`calibdash.calibrators.multiclass.base.MulticlassCalibrator`), else
-    ``"binary"``."""
+    """``"classes"`` for a K-class calibrator (a ``MulticlassCalibrator``), else ``"binary"``."""
     from .multiclass.base import MulticlassCalibrator
     return "classes" if isinstance(calibrator, MulticlassCalibrator) else "binary"
 
@@ -178,18 +154,8 @@ def check_exportable(cls: type, kind: str) -> None:
 
 def state_of(calibrator) -> dict:
     """The ``state`` entry of a fitted calibrator's file: ``{"n_train": ..., **its _export_state()}``, with
-    ``"n_classes"`` after ``n_train`` for a K-class one.
-
-    :func:`calibdash.io.export.dumps` writes it; K-class composites (:mod:`calibdash.calibrators.multiclass`) nest
-    one per binary calibrator they hold.
-
-    Raises
-    ------
-    NotFittedError
-        If ``calibrator`` is not fitted.
-    ProgrammingError
-        If it is not a registered calibrator with ``_export_state`` and ``_import_state``.
-    """
+    ``"n_classes"`` after ``n_train`` for a K-class one. NotFittedError if it is not fitted, ProgrammingError if it is
+    not a registered calibrator with ``_export_state`` and ``_import_state``."""
     kind = kind_of(calibrator)
     check_exportable(type(calibrator), kind)
     calibrator._check_fitted()
@@ -202,17 +168,13 @@ IMPORT_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, Ov
 
 
 def calibrator_from(method: str, params: dict, state: State, whose: str = "the") -> Calibrator:
-    """The fitted binary calibrator ``method`` with ``params`` whose file ``state`` (with its ``n_train``) is
-    given: built, its state imported, and probed (it must give a finite probability for every score
-    of a grid on [0, 1]). ``whose`` starts the messages (``"the calibrator file's"``).
+    """The fitted binary calibrator ``method`` with ``params`` whose file ``state`` (with its ``n_train``) is given:
+    built, its state imported, and probed (it must give a finite probability for every score of a grid on [0, 1]).
+    ``whose`` starts the messages (``"the calibrator file's"``).
 
-    Raises
-    ------
-    DataError
-        Unknown method, params that do not fit it, or a state that is missing entries or does not
-        fit the method (each message says which).
-    ProgrammingError
-        The method is registered but its class cannot import a state.
+    Raises DataError for an unknown method, params that do not fit it, or a state that is missing entries or does not
+    fit the method (each message says which); ProgrammingError when the method is registered but its class cannot
+    import a state.
     """
     from .. import calibrators as registry
     if method not in registry.classes():
@@ -228,9 +190,8 @@ def calibrator_from(method: str, params: dict, state: State, whose: str = "the")
 
 
 def imported_state(cal, state: State, counts: dict, probe: np.ndarray, predict, fails: str):
-    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state``
-    imported, then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says
-    otherwise)."""
+    """``cal`` with the file's ``counts`` set (``n_train`` as ``n_train_``, ...) and the rest of ``state`` imported,
+    then probed: ``predict(probe)`` must give finite values of ``probe``'s shape (``fails`` says otherwise)."""
     rest = State({k: v for k, v in state.items() if k not in counts}, state.where)
     try:
         for key, value in counts.items():

@@ -45,8 +45,8 @@ def log_likelihood(temperature: float, s: np.ndarray, y: np.ndarray, sample_weig
 
 def negative_log_likelihoods(temperatures, s: np.ndarray, y: np.ndarray,
                              sample_weight: np.ndarray | None = None) -> np.ndarray:
-    """``-log_likelihood(T, s, y, w)`` at each ``T`` of ``temperatures``, sharing the logits and the label
-    term ``sum(w y logit(s))`` between them (for the explainer's curve over ``T``)."""
+    """``-log_likelihood(T, s, y, w)`` at each ``T`` of ``temperatures``, sharing the logits and the label term (the
+    explainer's curve over ``T``)."""
     z = logit(s)
     label_term = float(np.dot(y, z) if sample_weight is None else np.dot(sample_weight * y, z))
     out = []
@@ -58,22 +58,15 @@ def negative_log_likelihoods(temperatures, s: np.ndarray, y: np.ndarray,
 
 def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, lo: float, hi: float,
                             max_iter: int = 100, tol: float = 1e-12) -> tuple[float, int]:
-    """The maximum-likelihood ``beta = 1/T`` in ``[lo, hi]`` for labels ``y`` and logits ``z``.
+    """The maximum-likelihood ``beta = 1/T`` in ``[lo, hi]`` for labels ``y`` and logits ``z``, and the Newton steps
+    taken (0 at a bound).
 
-    The negative log-likelihood is convex in ``beta`` (a logistic regression through the origin on
-    ``z``), so its derivative is non-decreasing and the optimum in ``[lo, hi]`` is its root there, or
-    the bound where it keeps its sign. The signs at the bounds are checked first; between them the
-    root is found by the package's one logistic solver (:func:`calibdash.core.logistic.fit_logistic`,
-    Platt's and beta calibration's too) on the single column ``z`` without an intercept, starting
-    from ``beta = 1`` (``T = 1``, the scores as they are) and iterated to the floating-point limit.
-
-    ``tol`` is accepted for the settings saved with earlier fits; the solver's own stopping rule
-    (a step below 4 ulps of ``beta``) is tighter than any ``tol`` above 1e-15.
-
-    Returns
-    -------
-    (beta, n_iter)
-        The inverse temperature and the Newton steps taken (0 when it sits at a bound).
+    The negative log-likelihood is convex in ``beta`` (a logistic regression through the origin on ``z``), so the
+    optimum in ``[lo, hi]`` is the root of its derivative there, or the bound where the derivative keeps its sign
+    (checked first). The root is found by :func:`calibdash.core.logistic.fit_logistic` on the single column ``z``
+    without an intercept, from ``beta = 1`` (``T = 1``), to the floating-point limit. ``tol`` is accepted for the
+    settings saved with earlier fits; the solver's own stopping rule (a step below 4 ulps of ``beta``) is tighter than
+    any ``tol`` above 1e-15.
     """
     y = y.astype(float)
     start = min(max(1.0, lo), hi)
@@ -90,32 +83,22 @@ def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, sample_weight: np.ndar
 class TemperatureCalibrator(Calibrator):
     """Temperature scaling (Guo, Pleiss, Sun & Weinberger, ICML 2017): ``p = sigmoid(logit(s) / T)``.
 
-    Guo et al.'s temperature scaling divides a network's logits by one scalar ``T > 0`` before the
-    softmax, fitted by minimising the negative log-likelihood on a validation set (their Section 4.2,
-    "Extension to multiclass models"); it changes confidence, never the ranking of the scores. For
-    two classes the softmax of the logits is the sigmoid of their difference, so on scores in [0, 1]
-    the method is ``sigmoid(logit(s) / T)``: Platt scaling
-    (:class:`~calibdash.calibrators.platt.PlattCalibrator`) with the intercept fixed at 0 and slope
-    ``A = 1/T``. The logit clips the
-    scores to [EPS, 1 - EPS] like Platt's (:func:`calibdash.calibrators.platt.logit`). ``T > 1``
-    softens over-confident scores, ``T < 1`` sharpens under-confident ones, ``T = 1`` leaves them
-    unchanged.
+    Guo et al. divide a network's logits by one scalar ``T > 0`` before the softmax, fitted by minimising the negative
+    log-likelihood on a validation set (their Section 4.2); it changes confidence, never the ranking. For two classes
+    the softmax of the logits is the sigmoid of their difference, so on scores in [0, 1] the method is
+    ``sigmoid(logit(s) / T)``: Platt scaling with the intercept fixed at 0 and slope ``A = 1/T``, the logit clipped
+    like Platt's (:func:`calibdash.calibrators.platt.logit`). ``T > 1`` softens over-confident scores, ``T < 1``
+    sharpens under-confident ones.
 
-    Fitting: the paper minimises the NLL over ``T`` with a general optimiser. Here the NLL is
-    minimised over the inverse temperature ``beta = 1/T``, in which it is convex, by the package's
-    one logistic solver (:func:`fit_inverse_temperature`): one optimum, found to
-    about machine precision. ``T`` is kept in ``[t_min, t_max]``: when the likelihood keeps growing
-    beyond a bound, the fit stops at that bound: ``T -> infinity`` (the constant map 1/2 fits best)
-    when ``sum(w (y - 1/2) logit(s)) <= 0``, that is when the scores rank the labels no
-    better than chance or the wrong way round; ``T -> 0`` when they separate the classes at score
-    1/2.
+    Fitting: the paper minimises the NLL over ``T`` with a general optimiser. Here it is minimised over ``beta =
+    1/T``, in which it is convex, by the package's logistic solver (:func:`fit_inverse_temperature`): one optimum, to
+    about machine precision. ``T`` is kept in ``[t_min, t_max]``: ``T -> infinity`` (the constant map 1/2) when
+    ``sum(w (y - 1/2) logit(s)) <= 0``, that is when the scores rank the labels no better than chance or the wrong way
+    round; ``T -> 0`` when they separate the classes at score 1/2. The method has no hyperparameters (no slider); the
+    constructor arguments are solver settings.
 
-    The method has no hyperparameters (so the dashboard shows no slider for it); the constructor
-    arguments are solver settings.
-
-    Sample weights (``fit(..., sample_weight=w)``): each row's term of the log-likelihood is
-    multiplied by its weight, so integer weights give the fit on the rows repeated, and scaling
-    every weight by the same factor leaves ``T`` unchanged.
+    Sample weights: each row's term of the log-likelihood is multiplied by its weight, so integer weights give the fit
+    on the rows repeated and scaling every weight leaves ``T`` unchanged.
 
     Parameters
     ----------
@@ -174,16 +157,14 @@ class TemperatureCalibrator(Calibrator):
         return expit(logit(s) / self.temperature_)
 
     def sql_map(self) -> ClosedForm:
-        """``expit(logit(s) / T)`` with Platt's clipped logit (:func:`~.platt.logit_sql`): a closed form."""
+        """``expit(logit(s) / T)`` with Platt's clipped logit: a closed form."""
         t = float(self.temperature_)
         return ClosedForm(lambda w: w.sigmoid(f"{logit_sql(w)} / {literal(t)}"))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the temperature."""
         return {"temperature": self.temperature_}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         t = state.number("temperature")
         if not t > 0:
             raise state.error(f"'temperature' must be positive, got {t!r}")

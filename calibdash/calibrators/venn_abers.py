@@ -1,74 +1,46 @@
 """Inductive Venn-Abers predictors (Vovk & Petej, 2014; Vovk, Petej & Fedorova, 2015).
 
-An inductive Venn-Abers predictor (IVAP) is fitted on a calibration set of
-scores and labels. For a test score ``s`` it fits isotonic regression twice:
-on the calibration set plus the test row ``(s, 0)``, and on the calibration
-set plus ``(s, 1)``. The two fitted values at ``s`` are the multiprobability
-prediction ``(p0, p1)``, ``p0 <= p1``; by Venn prediction theory one of them
-(the one whose assumed label is the true one) is perfectly calibrated. The
-pair is merged into one probability (Section 4 of the 2015 paper).
-
-Refitting isotonic regression for each test score costs ``O(n)`` per test
-score. The 2015 paper (Section 2, Algorithms 1 to 4) computes instead, once,
-the values ``F0`` and ``F1`` at every distinct calibration score from the
-cumulative sum diagram (CSD) of the calibration set and two stacks of the
-greatest convex minorant (GCM), in ``O(n log n)`` for the sort and ``O(n)``
-after it. Predicting is then a binary search: ``O(log n)`` per test score.
-:func:`fit_tables` is that algorithm; :func:`interval_at` the lookup.
+An inductive Venn-Abers predictor (IVAP) is fitted on a calibration set of scores and labels. For a test score ``s``
+it fits isotonic regression on the calibration set plus the test row ``(s, 0)``, and plus ``(s, 1)``: the two fitted
+values at ``s`` are the multiprobability prediction ``(p0, p1)``, ``p0 <= p1``, one of which (the one whose assumed
+label is the true one) is perfectly calibrated by Venn prediction theory; the pair is merged into one probability
+(Section 4 of the 2015 paper). Instead of refitting per test score (``O(n)`` each), the 2015 paper (Section 2,
+Algorithms 1 to 4) computes once the values ``F0`` and ``F1`` at every distinct calibration score from the cumulative
+sum diagram (CSD) and two stacks of its greatest convex minorant (GCM), in ``O(n log n)``; predicting is a binary
+search (:func:`fit_tables`, :func:`interval_at`).
 
 Where the paper, its authors' code and this module differ
 ----------------------------------------------------------
-* Ties. A test score equal to a calibration score is pooled with the tied
-  calibration rows, as isotonic regression pools tied scores and as the
-  paper's CSD merges them into one point of weight ``w'_i``: ``p0`` and
-  ``p1`` there are ``F0[i]`` and ``F1[i]``. The widely used Python
-  implementation of the paper's algorithms (ptocca/VennABERS, ``getFVal``)
-  looks such a score up as if it lay just beside the tied rows: ``p1`` as
-  just above them (``F1`` of the next score), ``p0`` as just below (``F0``
-  of the previous one). On calibration rows (0.2, 0), (0.5, 1), (0.8, 0),
-  (0.9, 1) it gives ``p1(0.2) = 2/3``, ``p0(0.5) = 0``, ``p1(0.8) = 1``,
-  ``p0(0.9) = 1/3`` where refitting isotonic regression gives 1/2, 1/3,
-  2/3 and 1/2 (we ran both). This module follows the definition, checked
-  against refitting (``tests/calibrators/test_venn_abers.py``).
-* Between calibration scores. The paper's algorithms give values at the
-  distinct scores only. For ``s`` strictly between ``s'_{i-1}`` and
-  ``s'_i``: ``p1(s) = F1[i]`` and ``p0(s) = F0[i-1]``, below the smallest
-  score ``p0 = 0`` and ``p1 = F1[first]``, above the largest ``p0 =
-  F0[last]`` and ``p1 = 1``. (Moving a test row of label 1 from the gap
-  into the next tied group leaves the GCM's slope over the test row
-  unchanged: the corner the move removes lies on or above the GCM, since it
-  sits one unit of height above a point of the diagram and the GCM's slopes
-  are at most 1. Symmetrically for label 0 and the previous group. Below
-  the smallest score a test row of label 0 is its own block of value 0;
-  above the largest, one of label 1 is a block of value 1.)
-* Algorithms 1 and 3 (the stack scans that build the GCM of the whole
-  diagram) are done by scikit-learn's compiled pool-adjacent-violators:
-  the GCM's slopes are the isotonic regression of the diagram's steps, so
-  its vertices are PAV's block ends (:func:`_gcm_vertices`). Same stack,
-  no Python loop over the points; the sweeps of Algorithms 2 and 4, which
-  touch each point a constant number of times, stay in Python.
-* The extra point of Algorithm 3. ptocca/VennABERS notes that the paper's
-  text sets ``P_{k'+1} = P_{k'} + (1, 1)``; a test row of label 0 adds
-  weight 1 and no positive, so the point is ``P_{k'} + (1, 0)``, as that
-  code uses and as the check against refitting confirms.
-* Weights. The CSD uses weight sums, so a row of weight ``w`` counts as
-  ``w`` rows (integer weights equal repeated rows exactly). The test row
-  always weighs 1: scaling every calibration weight by ``c`` narrows the
-  intervals as ``c`` times as many rows would.
+* Ties. A test score equal to a calibration score is pooled with the tied calibration rows, as isotonic regression
+  pools tied scores and as the paper's CSD merges them into one point: ``p0`` and ``p1`` there are ``F0[i]`` and
+  ``F1[i]``. The widely used Python implementation (ptocca/VennABERS, ``getFVal``) looks such a score up as if it lay
+  just beside the tied rows (``p1`` just above, ``p0`` just below): on calibration rows (0.2, 0), (0.5, 1), (0.8, 0),
+  (0.9, 1) it gives ``p1(0.2) = 2/3``, ``p0(0.5) = 0``, ``p1(0.8) = 1``, ``p0(0.9) = 1/3`` where refitting isotonic
+  regression gives 1/2, 1/3, 2/3 and 1/2 (we ran both). This module follows the definition, checked against refitting
+  (``tests/calibrators/test_venn_abers.py``).
+* Between calibration scores the paper's algorithms give nothing. For ``s`` strictly between ``s'_{i-1}`` and
+  ``s'_i``: ``p1(s) = F1[i]`` and ``p0(s) = F0[i-1]``; below the smallest score ``p0 = 0`` and ``p1 = F1[first]``,
+  above the largest ``p0 = F0[last]`` and ``p1 = 1``. (Moving a test row of label 1 from the gap into the next tied
+  group leaves the GCM's slope over the test row unchanged: the corner the move removes lies on or above the GCM,
+  since it sits one unit of height above a point of the diagram and the GCM's slopes are at most 1; symmetrically for
+  label 0. Below the smallest score a test row of label 0 is its own block of value 0; above the largest, one of label
+  1 is a block of value 1.)
+* Algorithms 1 and 3 (the stack scans that build the GCM) are done by scikit-learn's compiled pool-adjacent-violators
+  (:func:`_gcm_vertices`); the sweeps of Algorithms 2 and 4 stay in Python.
+* The extra point of Algorithm 3. ptocca/VennABERS notes that the paper's text sets ``P_{k'+1} = P_{k'} + (1, 1)``; a
+  test row of label 0 adds weight 1 and no positive, so the point is ``P_{k'} + (1, 0)``, as that code uses and the
+  check against refitting confirms.
+* Weights. The CSD uses weight sums, so a row of weight ``w`` counts as ``w`` rows (integer weights equal repeated
+  rows exactly). The test row always weighs 1: scaling every calibration weight by ``c`` narrows the intervals as
+  ``c`` times as many rows would.
 
 Merging ``(p0, p1)`` into one probability
 -----------------------------------------
-The paper's Section 4 picks the ``p`` with the smallest worst-case regret
-against the prediction the assumed label would have given, ``max(L(p, 0) -
-L(p0, 0), L(p, 1) - L(p1, 1))``. Both regrets are equal at the minimum:
-
-* log loss (``merge="log"``, the paper's choice): ``p = p1 / (1 - p0 + p1)``;
-* Brier (squared) loss (``merge="brier"``): ``p = p1 + (p0**2 - p1**2) / 2``
-  (the same argument with ``L(p, y) = (y - p)**2``: ``p**2 - p0**2 =
-  (1 - p)**2 - (1 - p1)**2``).
-
-Both lie in ``[p0, p1]``; ``tests/calibrators/test_venn_abers.py`` checks that each
-equalises the regrets and that no ``p`` on a fine grid does better.
+The paper's Section 4 picks the ``p`` with the smallest worst-case regret against the prediction the assumed label
+would have given, ``max(L(p, 0) - L(p0, 0), L(p, 1) - L(p1, 1))``; both regrets are equal at the minimum: for log loss
+(``merge="log"``, the paper's choice) ``p = p1 / (1 - p0 + p1)``; for Brier loss (``merge="brier"``) ``p = p1 +
+(p0**2 - p1**2) / 2`` (from ``p**2 - p0**2 = (1 - p)**2 - (1 - p1)**2``). Both lie in ``[p0, p1]``; the tests check
+that each equalises the regrets and that no ``p`` on a fine grid does better.
 """
 from __future__ import annotations
 
@@ -90,20 +62,9 @@ MERGES = ("log", "brier")
 
 @dataclass(frozen=True)
 class Tables:
-    """What the fast IVAP algorithm computes from a calibration set.
-
-    Attributes
-    ----------
-    scores : ndarray of float
-        The distinct calibration scores ``s'_1 < ... < s'_k`` (scores whose
-        rows all weigh 0 are absent).
-    weight, positives : ndarray of float
-        Rows (weight sums) and positives at each distinct score: the CSD's
-        steps ``w'_i`` and ``w'_i y'_i``.
-    f0, f1 : ndarray of float
-        ``F0[i]``, ``F1[i]``: the isotonic fit at ``s'_i`` of the calibration
-        set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``.
-    """
+    """What the fast IVAP algorithm computes from a calibration set: the distinct calibration ``scores`` (of positive
+    weight), the CSD's steps ``weight`` and ``positives`` at each, and ``f0``, ``f1``: ``F0[i]``, ``F1[i]``, the
+    isotonic fit at ``s'_i`` of the calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``."""
 
     scores: np.ndarray
     weight: np.ndarray
@@ -113,19 +74,12 @@ class Tables:
 
 
 def _gcm_vertices(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """Indices of the vertices of the GCM of the points ``Q_0 = (0, 0), Q_j = Q_{j-1} + (dx_j, dy_j)``.
+    """Indices (ascending: 0, the block ends, ``len(dx)``) of the vertices of the GCM of the points ``Q_0 = (0, 0),
+    Q_j = Q_{j-1} + (dx_j, dy_j)``.
 
-    The GCM's slopes are the isotonic regression of the steps' slopes
-    ``dy / dx`` weighted by ``dx`` (Barlow et al., 1972), so its vertices
-    are the ends of the blocks pool-adjacent-violators finds
-    (scikit-learn's compiled ``isotonic_regression``). This is what the
-    stack scans of Algorithms 1 and 3 compute, without a Python loop over
-    the points; the vertices' coordinates are read from the exact
-    cumulative sums, not from the fitted means.
-
-    Returns
-    -------
-    ndarray of int, ascending: 0, the block ends, ``len(dx)``.
+    The GCM's slopes are the isotonic regression of the steps' slopes ``dy / dx`` weighted by ``dx`` (Barlow et al.,
+    1972), so its vertices are the ends of the blocks scikit-learn's compiled pool-adjacent-violators finds: the stack
+    scans of Algorithms 1 and 3 without a Python loop; the coordinates are read from the exact cumulative sums.
     """
     fitted = isotonic_regression(dy / dx, sample_weight=dx, increasing=True)
     return np.concatenate([[0], np.flatnonzero(np.diff(fitted) != 0) + 1, [dx.size]])
@@ -134,14 +88,11 @@ def _gcm_vertices(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
 def _sweep(sx: list, sy: list, qx, qy, right_to_left: bool) -> list:
     """Algorithms 2 and 4: the slope of the GCM over the test row, as the test row moves.
 
-    ``sx, sy``: the GCM's vertices as the stack Algorithm 1 (3) leaves, its
-    top (last element) the first point scanned: the leftmost for F1, the
-    rightmost for F0. ``qx, qy``:
-    the points that enter the diagram one per step (``P_i - (1, 1)`` for
-    F1, left to right; ``P_{i-1} + (1, 0)`` for F0, right to left). At each
-    step the slope between the top two points of the stack is the value,
-    then the new point enters: if it lies below the line through the top
-    two points, the points it hides are popped and it is pushed.
+    ``sx, sy``: the GCM's vertices as the stack Algorithm 1 (3) leaves, its top (last element) the first point
+    scanned: the leftmost for F1, the rightmost for F0. ``qx, qy``: the points that enter the diagram one per step
+    (``P_i - (1, 1)`` for F1, left to right; ``P_{i-1} + (1, 0)`` for F0, right to left). At each step the slope
+    between the top two points of the stack is the value, then the new point enters: if it lies below the line through
+    the top two points, the points it hides are popped and it is pushed.
     """
     out = []
     tx, ty, nx, ny = sx[-1], sy[-1], sx[-2], sy[-2]
@@ -182,17 +133,13 @@ def csd_tables(rows: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.
 
     Notes
     -----
-    The CSD is ``P_0 = (0, 0)``, ``P_i = (W_i, Y_i)`` with ``W_i``, ``Y_i``
-    the cumulative weights and positives. A test row of label 1 pooled with
-    ``s'_i`` moves the points from ``P_i`` on by ``(1, 1)``; translated by
-    ``(-1, -1)`` the diagram is ``P_t - (1, 1)`` for ``t < i`` and ``P_v``
-    for ``v >= i``, and ``F1[i]`` is its GCM's slope over the test row.
-    Algorithm 1 builds the GCM of ``P_{-1} = (-1, -1), P_0, ..., P_k``
-    (here by PAV, :func:`_gcm_vertices`);
-    Algorithm 2 sweeps ``i = 1..k``, replacing ``P_{i}`` by ``P_i - (1, 1)``
-    after reading ``F1[i]``. Algorithms 3 and 4 do the mirror image for
-    ``F0`` with ``P_{k+1} = P_k + (1, 0)``, sweeping ``i = k..1``. Each
-    point is pushed and popped at most once per sweep: ``O(k)``.
+    The CSD is ``P_0 = (0, 0)``, ``P_i = (W_i, Y_i)`` with ``W_i``, ``Y_i`` the cumulative weights and positives. A
+    test row of label 1 pooled with ``s'_i`` moves the points from ``P_i`` on by ``(1, 1)``; translated by ``(-1,
+    -1)`` the diagram is ``P_t - (1, 1)`` for ``t < i`` and ``P_v`` for ``v >= i``, and ``F1[i]`` is its GCM's slope
+    over the test row. Algorithm 1 builds the GCM of ``P_{-1} = (-1, -1), P_0, ..., P_k`` (here by PAV,
+    :func:`_gcm_vertices`); Algorithm 2 sweeps ``i = 1..k``, replacing ``P_{i}`` by ``P_i - (1, 1)`` after reading
+    ``F1[i]``. Algorithms 3 and 4 do the mirror image for ``F0`` with ``P_{k+1} = P_k + (1, 0)``, sweeping ``i =
+    k..1``. Each point is pushed and popped at most once per sweep: ``O(k)``.
     """
     W = np.concatenate([[0.0], np.cumsum(rows, dtype=float)])
     Y = np.concatenate([[0.0], np.cumsum(positives, dtype=float)])
@@ -221,11 +168,8 @@ def csd_tables(rows: np.ndarray, positives: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def fit_tables(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> Tables:
-    """The IVAP tables of calibration scores ``s``, 0/1 labels ``y`` and optional row
-    weights ``sample_weight`` (checked arrays).
-
-    Tied scores become one CSD point weighted by their weight sum.
-    """
+    """The IVAP tables of checked calibration scores ``s``, 0/1 labels ``y`` and weights (tied scores: one CSD point
+    of their weight sum)."""
     values, counts, positives = collapse_ties(s, y, sample_weight)
     counts = counts.astype(float)
     f0, f1 = csd_tables(counts, positives)
@@ -247,13 +191,9 @@ def _lookup(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarray):
 
 
 def interval_at(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(p0, p1)`` at test scores ``s`` from the tables at the distinct calibration ``scores``.
-
-    Binary searches, ``O(log k)`` per test score: ``p1 = F1`` at the first
-    calibration score ``>= s`` (1 above the largest score) and ``p0 = F0``
-    at the last calibration score ``<= s`` (0 below the smallest). Many
-    test scores (at least :data:`SORT_FROM`) are sorted first.
-    """
+    """``(p0, p1)`` at test scores ``s`` by binary search in the tables: ``p1 = F1`` at the first calibration score
+    ``>= s`` (1 above the largest) and ``p0 = F0`` at the last ``<= s`` (0 below the smallest). At least
+    :data:`SORT_FROM` test scores are sorted first."""
     s = np.asarray(s, dtype=float)
     if s.size < SORT_FROM:
         return _lookup(scores, f0, f1, s)
@@ -266,10 +206,8 @@ def interval_at(scores: np.ndarray, f0: np.ndarray, f1: np.ndarray, s: np.ndarra
 
 
 def merge(p0, p1, rule: str = "log") -> np.ndarray:
-    """One probability from ``(p0, p1)``: the minimax-regret merge of Section 4 of the 2015 paper.
-
-    ``"log"``: ``p1 / (1 - p0 + p1)``; ``"brier"``: ``p1 + (p0**2 - p1**2) / 2``.
-    """
+    """One probability from ``(p0, p1)``, the minimax-regret merge of Section 4 of the 2015 paper: ``"log"``: ``p1 /
+    (1 - p0 + p1)``; ``"brier"``: ``p1 + (p0**2 - p1**2) / 2``."""
     p0 = np.asarray(p0, dtype=float)
     p1 = np.asarray(p1, dtype=float)
     if rule == "log":
@@ -282,26 +220,17 @@ def merge(p0, p1, rule: str = "log") -> np.ndarray:
 class VennAbersCalibrator(Calibrator):
     """Inductive Venn-Abers predictor (IVAP): isotonic regression with the test row labelled 0 and 1.
 
-    ``fit`` computes, for every distinct calibration score ``s'_i``, the
-    values ``F0[i]`` and ``F1[i]`` of the isotonic regression of the
-    calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``,
-    by the fast algorithm of Vovk, Petej & Fedorova (2015, Algorithms 1 to
-    4): ``O(n log n)``. :meth:`predict_interval` returns ``(p0, p1)`` for
-    any test score by a binary search (``O(log n)`` each); :meth:`predict`
-    merges them (see the module docstring for ties, the values between
-    calibration scores and where this differs from ptocca/VennABERS).
-
-    Sample weights: a row of weight ``w`` counts as ``w`` rows (the CSD's
-    steps are weight sums; tied scores are one point). With integer weights
-    the fit equals the fit on the rows repeated, exactly. The test row
-    always weighs 1, so scaling every weight changes the intervals.
+    ``fit`` computes, for every distinct calibration score ``s'_i``, the values ``F0[i]`` and ``F1[i]`` of the
+    isotonic regression of the calibration set plus the test row ``(s'_i, 0)``, resp. ``(s'_i, 1)``, by the fast
+    algorithm of Vovk, Petej & Fedorova (2015, Algorithms 1 to 4): ``O(n log n)``. :meth:`predict_interval` returns
+    ``(p0, p1)`` for any test score by a binary search; :meth:`predict` merges them. The module docstring says how
+    ties, scores between calibration scores and weights are treated and where this differs from ptocca/VennABERS.
 
     Parameters
     ----------
     merge : {"log", "brier"}, default "log"
-        How :meth:`predict` merges ``(p0, p1)`` into one probability: the
-        minimax-regret choice for log loss, ``p1 / (1 - p0 + p1)`` (the
-        paper's), or for Brier loss, ``p1 + (p0**2 - p1**2) / 2``.
+        How :meth:`predict` merges ``(p0, p1)`` into one probability: the minimax-regret choice for log loss, ``p1 /
+        (1 - p0 + p1)`` (the paper's), or for Brier loss, ``p1 + (p0**2 - p1**2) / 2``.
 
     Attributes
     ----------
@@ -328,47 +257,34 @@ class VennAbersCalibrator(Calibrator):
     def __init__(self, merge: str = "log"):
         self.merge = merge
 
-    def _check_merge(self) -> None:
-        if self.merge not in MERGES:
-            raise SettingsError(f"merge must be one of {', '.join(MERGES)}, got {self.merge!r}.")
-
     def _fit(self, s, y, features, w):
-        self._check_merge()
+        merge(0.5, 0.5, self.merge)                       # an unknown merge rule fails here, not at predict
         t = fit_tables(s, y, w)
         self.scores_, self.f0_, self.f1_ = t.scores, t.f0, t.f1
 
     def predict_interval(self, scores) -> tuple[np.ndarray, np.ndarray]:
-        """The multiprobability prediction ``(p0, p1)`` at ``scores``: two arrays, ``p0 <= p1``.
-
-        ``p0`` (``p1``) is the isotonic fit at the score of the calibration
-        set plus the test row labelled 0 (1).
-        """
+        """The multiprobability prediction ``(p0, p1)`` at ``scores``, ``p0 <= p1``: the isotonic fit at the score of
+        the calibration set plus the test row labelled 0 (1)."""
         self._check_fitted()
         s = check_scores(scores)
         p0, p1 = interval_at(self.scores_, self.f0_, self.f1_, s)
         return np.clip(p0, 0.0, 1.0), np.clip(p1, 0.0, 1.0)
 
     def _predict(self, s, features):
-        self._check_merge()
         p0, p1 = interval_at(self.scores_, self.f0_, self.f1_, s)
         return merge(p0, p1, self.merge)
 
     def sql_map(self) -> StepMap:
-        """A step map (:func:`interval_at` then :func:`merge`): with ``j`` the first calibration score
-        at or above ``s``, ``p1 = F1[j]`` (1 above the last) and ``p0 = F0[j]`` at a calibration score,
-        else ``F0[j - 1]`` (0 below the first); constant between calibration scores, so the pieces start
-        just after each score (``nextafter``), with the scores themselves as points."""
-        self._check_merge()
+        """A step map: constant between calibration scores (``p1 = F1[j]`` at the first calibration score ``j`` at or
+        above ``s``, ``p0 = F0[j]`` at a calibration score, else ``F0[j - 1]``), so the pieces start just after each
+        score (``nextafter``), with the scores themselves as points."""
         below = merge(np.r_[0.0, self.f0_], np.r_[self.f1_, 1.0], self.merge)    # on (scores[k-1], scores[k])
         return StepMap(np.nextafter(self.scores_, np.inf), below, self.scores_, merge(self.f0_, self.f1_, self.merge))
 
     def _export_state(self) -> dict:
-        """What ``predict`` needs (for :mod:`calibdash.io.export`): the distinct calibration scores and
-        ``F0``, ``F1`` at them."""
         return {"scores": self.scores_.tolist(), "f0": self.f0_.tolist(), "f1": self.f1_.tolist()}
 
     def _import_state(self, state) -> None:
-        """Restore the state of :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`)."""
         scores = state.array("scores", sorted=True)
         if scores.size == 0:
             raise state.error("'scores' is empty")

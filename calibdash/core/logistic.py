@@ -1,12 +1,9 @@
 """The one weighted logistic-regression solver: Platt, beta and temperature scaling and the calibration slope.
 
-``P(y = 1) = sigmoid(offset + x @ beta)`` by maximum weighted likelihood, Newton's method with a
-backtracking line search, iterated to the floating-point limit (:func:`solve_logistic`). Platt
-scaling fits ``x = [logit(s), 1]``, beta calibration ``x = [ln s, -ln(1 - s), 1]`` (and its
-reduced forms), temperature scaling ``x = logit(s)`` without an intercept (``beta = 1/T``), and the
-calibration intercept and slope (:mod:`calibdash.measures.recalibration`) ``x = [1, logit(p)]`` and
-``x = 1`` with ``offset = logit(p)``. It sits at the root of the package, below both
-:mod:`calibdash.calibrators` and :mod:`calibdash.measures`, and imports neither.
+``P(y = 1) = sigmoid(offset + x @ beta)`` by maximum weighted likelihood (:func:`solve_logistic`). Platt scaling
+fits ``x = [logit(s), 1]``, beta calibration ``x = [ln s, -ln(1 - s), 1]`` (and its reduced forms), temperature
+scaling ``x = logit(s)`` (``beta = 1/T``), the calibration intercept and slope ``x = [1, logit(p)]`` and ``x = 1``
+with ``offset = logit(p)``.
 """
 from __future__ import annotations
 
@@ -29,18 +26,14 @@ class LogisticFit(NamedTuple):
 
 
 def logistic_terms(beta: np.ndarray, xt: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, offset=None):
-    """Negative log-likelihood of targets ``y`` under ``sigmoid(beta @ xt)`` (row terms weighted by ``sample_weight``),
-    its gradient and Hessian in ``beta``, and the size of its rounding error (see :func:`fit_logistic`).
+    """Weighted negative log-likelihood of ``y`` under ``sigmoid(beta @ xt + offset)``, its gradient and Hessian in
+    ``beta``, and the size of its rounding error.
 
-    Each row's terms are computed without cancellation, to a few ulps of themselves however large
-    the log-odds ``f``: the loss ``-[y ln q + (1 - y) ln(1 - q)]`` as
-    ``y softplus(-f) + (1 - y) softplus(f)`` (not ``softplus(f) - y f``, which loses
-    ``eps |f|``), the residual ``q - y`` as ``(1 - y) sigmoid(f) - y sigmoid(-f)`` (not
-    ``sigmoid(f) - y``, which is 0 once ``sigmoid(f)`` rounds to 1) and ``q (1 - q)`` as
-    ``sigmoid(f) sigmoid(-f)``. ``xt`` is the design matrix transposed, shape (k, n), C-contiguous,
-    so that every sum over the rows is numpy's pairwise summation (error about log2(n) ulps of the
-    summed magnitudes) rather than a BLAS product, whose summation order changes with the library
-    and its threads. ``offset``: a known term added to every row's log-odds (None: none).
+    Each row's terms are computed without cancellation however large the log-odds ``f``: the loss as
+    ``y softplus(-f) + (1 - y) softplus(f)`` (not ``softplus(f) - y f``, which loses ``eps |f|``), ``q - y`` as
+    ``(1 - y) sigmoid(f) - y sigmoid(-f)`` (not 0 once ``sigmoid(f)`` rounds to 1), ``q (1 - q)`` as
+    ``sigmoid(f) sigmoid(-f)``. ``xt`` is the design matrix transposed, (k, n), C-contiguous, so every sum over
+    the rows is numpy's pairwise summation rather than a BLAS product, whose order changes with the library.
     """
     f = beta[0] * xt[0]
     for j in range(1, beta.size):
@@ -69,80 +62,41 @@ def logistic_terms(beta: np.ndarray, xt: np.ndarray, y: np.ndarray, sample_weigh
     return float(np.sum(loss)), g, h, _NOISE * float(np.sum(size))
 
 
-#: The rounding error of the log-likelihood is taken as this many times the machine epsilon times
-#: the sum of its terms' sizes (generous: a term is off by a few ulps of itself and, through its
-#: log-odds, of ``|q - y| |f|``; a pairwise sum of n terms by about log2(n) ulps of their total).
+#: The log-likelihood's rounding error, in eps times the sum of its terms' sizes (generous: a term is off by a
+#: few ulps of itself and of ``|q - y| |f|``, a pairwise sum of n terms by about log2(n) ulps).
 _NOISE = 1024 * np.finfo(float).eps
 #: A Newton step below this many ulps of the coefficients is at the floating-point limit.
 _ULPS = 4 * np.finfo(float).eps
-#: Largest change of any row's log-odds in one step. Where the fit is saturated (every row's
-#: sigmoid within 1e-12 of 0 or 1) the Hessian is nearly 0 and the Newton step enormous (1e12
-#: in the log-odds for scores all 0, clipped to logit 1e-12), beyond what the line search's
-#: halvings can bring back: the step is shortened to this first.
+#: Largest change of any row's log-odds in one step: where the fit is saturated the Hessian is nearly 0 and
+#: the Newton step enormous (1e12), beyond what the line search's halvings bring back.
 _MAX_CHANGE = 16.0
 
 
 def solve_logistic(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, start, max_iter: int = 100,
                    tol: float = 0.0, offset=None) -> LogisticFit:
-    """Unregularised weighted maximum-likelihood logistic regression ``P(y = 1) = sigmoid(x @ beta)``,
-    iterated to the floating-point limit.
+    """Unregularised weighted maximum-likelihood logistic regression, iterated to the floating-point limit.
 
-    Newton's method with a backtracking (Armijo) line search (Lin, Lin & Weng, 2007, for Platt's
-    two parameters). The step solves the Hessian system by least squares with singular values below
-    1e-10 of the largest dropped, so that collinear columns (a single distinct score, two distinct
-    scores with three parameters) take the minimum-norm step instead of an unbounded one.
+    Newton's method with a backtracking (Armijo) line search (Lin, Lin & Weng, 2007, for Platt's two
+    parameters). The step solves the Hessian system by least squares, singular values below 1e-10 of the
+    largest dropped, so collinear columns (one distinct score) take the minimum-norm step.
 
-    Stopping rule. The iteration does not stop on a gradient tolerance: a gradient below
-    ``tol * N`` leaves the coefficients off the optimum by up to ``tol * N`` times the inverse
-    Hessian's norm, and two fits of the same likelihood (rows, or the same rows as weighted cells)
-    stop at different points (with ``tol = 1e-10``, beta calibration's maps on 4,000 rows and on
-    their cells differed by 1.5e-8 relative). Instead:
+    Stopping rule. Not a gradient tolerance, which leaves two fits of the same likelihood (rows, or the same
+    rows as weighted cells) at different points (1.5e-8 relative apart for beta calibration on 4,000 rows).
+    Instead: while Newton's predicted decrease ``g' H^-1 g / 2`` is above the loss's rounding error
+    (:data:`_NOISE`), steps are damped by the line search (after shortening one that would move a row's
+    log-odds by more than :data:`_MAX_CHANGE`); below it the loss is flat to rounding and full Newton steps
+    are taken (refused if the loss rises by more than its rounding) while each is smaller than the one before.
+    It ends when a step is below 4 ulps of the coefficients (that step taken), when a quadratic-phase step is
+    not smaller than the previous (the previous iterate kept), when the line search fails, or after
+    ``max_iter``. The coefficients are then off the optimum by about the rounding of the gradient's pairwise
+    sums through the inverse Hessian: fits of one likelihood, in any row order, as rows or cells, on any CPU,
+    agree to about 1e-11 relative (against 1.5e-6 for a gradient rule ``tol = 1e-10``).
 
-    * while Newton's predicted decrease of the loss, ``g' H^-1 g / 2``, is above the loss's own
-      rounding error (:data:`_NOISE` times the sum of the terms' sizes), steps are damped by the
-      line search as usual (after shortening a step that would move some row's log-odds by more
-      than :data:`_MAX_CHANGE`, which only happens far from the optimum);
-    * below it the line search can no longer tell better from worse (the loss is flat to rounding),
-      the iterate is in Newton's region of quadratic convergence, and full Newton steps are taken
-      (refused only if the loss rises by more than its rounding error) for as long as each step is
-      smaller than the one before;
-    * the iteration ends when a step is below 4 ulps of the coefficients (``max |step| <=
-      4 eps max |beta|``; that step is taken), when a step in the quadratic phase is not smaller than
-      the previous one (the steps are then rounding noise of the gradient: the previous iterate is
-      kept), when the line search fails, or after ``max_iter`` iterations.
-
-    At exit the coefficients are off the optimum by about the rounding error of the gradient sums
-    carried through the inverse Hessian, ``|H^-1| (log2(N) eps sum_i w_i |x_i| |q_i - y_i|)`` (the
-    sums over the rows are numpy's pairwise sums, not BLAS products whose order changes with the
-    library and its threads). Two fits of the same likelihood, in any row order, as rows or as
-    cells, on any CPU, therefore agree to that bound (about 1e-11 relative in the map for 4,000
-    rows of beta calibration; 1e-13 seen), against ``|H^-1| tol N`` (1.5e-6 there) for a gradient
-    rule.
-
-    Parameters
-    ----------
-    x : ndarray of shape (n, k)
-        Design matrix (include a column of ones for an intercept).
-    y : ndarray of shape (n,)
-        Targets in [0, 1] (0/1 labels, or Platt's smoothed targets).
-    sample_weight : ndarray of shape (n,) or None
-        Row weights (a row of weight ``sample_weight`` counts as ``sample_weight`` rows); None for unit weights.
-    start : sequence of k floats
-        Starting coefficients.
-    max_iter : int
-        Newton iterations at most.
-    tol : float
-        Also stop, early, when the gradient's largest entry falls below ``tol * N`` (``N`` the total
-        weight). 0 (the default): iterate to the floating-point limit.
-
-    offset : ndarray of shape (n,), optional
-        A known term of each row's log-odds (the calibration intercept's ``logit(p)``).
-
-    Returns
-    -------
-    LogisticFit
-        Coefficients, the weighted negative log-likelihood and its Hessian at them, the iterations
-        taken, and ``converged``: False when the line search failed or ``max_iter`` ran out.
+    ``x``: the (n, k) design matrix (a column of ones for an intercept); ``y``: targets in [0, 1] (labels, or
+    Platt's smoothed targets); ``sample_weight``: row weights or None; ``start``: k starting coefficients;
+    ``tol``: also stop when the gradient's largest entry is below ``tol`` times the total weight (0: never);
+    ``offset``: a known term of each row's log-odds. Returns the coefficients, the weighted NLL and its Hessian
+    there, the iterations, and ``converged`` (False when the line search failed or ``max_iter`` ran out).
     """
     y = np.asarray(y, dtype=float)
     xt = np.ascontiguousarray(np.asarray(x, dtype=float).T)
@@ -203,12 +157,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None,
 
 
 def covariance(hessian: np.ndarray) -> np.ndarray:
-    """The inverse of the observed information (the Hessian of the negative log-likelihood): the
-    coefficients' covariance, NaN where the Hessian is singular (separated classes, one distinct value)."""
+    """The coefficients' covariance, the inverse of the observed information (the NLL's Hessian); NaN where it is
+    singular (separated classes, one distinct value)."""
     try:
-        cov = np.linalg.inv(hessian)
+        return np.linalg.inv(hessian)
     except np.linalg.LinAlgError:
-        cov = np.full_like(hessian, np.nan)
-    return cov
+        return np.full_like(hessian, np.nan)
 
 

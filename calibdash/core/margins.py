@@ -1,15 +1,6 @@
-"""Scores to probabilities: margins and logits mapped by the logistic function.
-
-Scores outside [0, 1] (SVM margins, logits) are mapped by the logistic
-function ``1 / (1 + exp(-s))``, never min-max scaled: min-max scaling would
-change the calibration the dashboard is there to measure, while the logistic
-map is what Platt's and the BBQ authors' code apply to SVM margins.
-
->>> import numpy as np
->>> p, mapped = to_probabilities(np.array([-2.0, 0.0, np.nan, 3.0]))
->>> mapped, p.round(3).tolist()
-(True, [0.119, 0.5, nan, 0.953])
-"""
+"""Scores to probabilities: margins and logits mapped by the logistic function ``1 / (1 + exp(-s))``, never
+min-max scaled (which would change the calibration the dashboard measures); the logistic map is what Platt's and
+the BBQ authors' code apply to SVM margins."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,25 +22,20 @@ def to_probabilities(values, transform: str | None = None, column: str = "score"
     values : array-like of float
         The scores, NaN where missing.
     transform : {None, "logistic", "identity"}
-        None maps by the logistic function iff a finite value lies outside
-        [0, 1] (what loading a file does); ``"logistic"`` always maps (a
-        model fitted on margins gets new margins mapped even when they happen
-        to lie in [0, 1]); ``"identity"`` never maps.
+        None maps iff a finite value lies outside [0, 1] (what loading a file does); ``"logistic"`` always maps
+        (a model fitted on margins, given margins that happen to lie in [0, 1]); ``"identity"`` never maps.
     column : str
         The scores' column, named in messages.
 
     Returns
     -------
     (ndarray, bool)
-        The probabilities, a new float array of the same length with NaN
-        where a value was missing or not finite; and whether the values were
-        mapped.
+        The probabilities (a new array, NaN where a value was missing or not finite); whether they were mapped.
 
     Raises
     ------
     DataError
-        No value is a finite number; ``transform`` is not one of the above;
-        ``"identity"`` with a finite value outside [0, 1].
+        No finite value; an unknown ``transform``; ``"identity"`` with a finite value outside [0, 1].
     """
     x = np.array(values, dtype=float).reshape(-1)
     ok = np.isfinite(x)

@@ -1,8 +1,4 @@
-"""Numbers in a column: whether it has a numeric dtype or is text, and the numbers its entries read as.
-
-The lowest layer of :mod:`calibdash.data`'s guessing: :mod:`~calibdash.data.class_names` and
-:mod:`~calibdash.data.roles` read columns through it.
-"""
+"""Numbers in a column: whether it has a numeric dtype or is text, and the numbers its entries read as."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +8,7 @@ __all__ = ["is_numeric", "is_text", "parse_numbers"]
 
 
 def is_numeric(s: pd.Series) -> bool:
-    """Whether ``s`` has a numeric dtype (booleans are not numbers here); see also :func:`reads_as_numbers`."""
+    """Whether ``s`` has a numeric dtype (booleans are not numbers here)."""
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
@@ -23,17 +19,15 @@ def is_text(s: pd.Series) -> bool:
 def parse_numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """The numbers in ``s`` and where an entry is present but not a number.
 
-    Numeric columns are taken as they are. Text (and mixed object) columns
-    are parsed entry by entry (``pandas.to_numeric`` on the distinct values,
-    spaces stripped); booleans, blanks and missing entries are not numbers.
+    Numeric columns are taken as they are. Text (and mixed object) columns are parsed (``pandas.to_numeric`` on
+    the distinct values, spaces stripped); booleans, blanks and missing entries are not numbers.
 
     Returns
     -------
     values : ndarray of float
         NaN where the entry is missing or not a number.
     not_number : ndarray of bool
-        The entry is present and not blank, yet not a number (``"abc"``);
-        all False for a numeric column.
+        The entry is present and not blank, yet not a number (``"abc"``); all False for a numeric column.
     """
     n = len(s)
     if is_numeric(s):

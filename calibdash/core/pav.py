@@ -1,8 +1,4 @@
-"""Pool-adjacent-violators: isotonic regression of labels on scores as blocks of pooled rows.
-
-Used by the isotonic calibrator (:mod:`calibdash.calibrators.isotonic`), its explainer and the CORP
-reliability measures (:mod:`calibdash.measures.corp`).
-"""
+"""Pool-adjacent-violators: isotonic regression of labels on scores as blocks of pooled rows."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +13,7 @@ __all__ = ["Blocks", "pav_blocks"]
 
 @dataclass(frozen=True)
 class Blocks:
-    """The blocks PAV pools a set of rows into (what ``fit`` keeps the map of and
-    :mod:`calibdash.explain.isotonic` shows).
+    """The blocks PAV pools a set of rows into.
 
     Attributes
     ----------
@@ -27,8 +22,7 @@ class Blocks:
     count : ndarray of int
         Training rows in each block (float weight sums when fitted with weights).
     value : ndarray of float
-        The block's fitted value (its rows' mean label, weighted when fitted
-        with weights), non-decreasing.
+        The block's fitted value (its rows' mean label, weighted when fitted with weights), non-decreasing.
     """
 
     first_score: np.ndarray
@@ -55,9 +49,8 @@ class Blocks:
 def pav_blocks(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> Blocks:
     """Isotonic regression of labels ``y`` on scores ``s`` (checked arrays), as PAV's blocks.
 
-    Tied scores are merged into one point weighted by its count (with row
-    weights ``sample_weight``: by its weight sum, at its weighted mean label; scores whose
-    rows all weigh 0 are absent); the fitted values are clipped to [0, 1].
+    Tied scores are merged into one point weighted by its count (with ``sample_weight``: its weight sum, at its
+    weighted mean label; scores whose rows all weigh 0 are absent); the fitted values are clipped to [0, 1].
     """
     values, counts, positives = collapse_ties(s, y, sample_weight)
     fitted = isotonic_regression(positives / counts, sample_weight=counts.astype(float), increasing=True)

@@ -1,24 +1,10 @@
 """CSV that a spreadsheet opens as data: text cells that would start a formula are written as text.
 
-A spreadsheet reads a cell that starts with ``=``, ``+``, ``-`` or ``@`` (and, in some, a tab or a
-carriage return before one) as a formula: a class name ``=HYPERLINK("http://x", "click")`` or a
-label ``@SUM(A1:A9)`` taken from an uploaded file would run when the downloaded CSV is opened. Every
-CSV that calibdash writes (the CLI's ``apply``, the dashboard's downloads) goes through
-:func:`csv_text`, which prefixes such a text cell with a single quote, as OWASP recommends ("CSV
-Injection"): the spreadsheet then shows the text as it was.
-
-Numbers stay numbers: numeric columns are written as pandas writes them, and a text cell that is a
-plain decimal number (``-1``, ``+0.5``, ``-2e-3``) is left alone, since a spreadsheet reads it as
-that number, not as a formula.
-
->>> import pandas as pd
->>> frame = pd.DataFrame({"class": ["=1+2", "@SUM(A1)", "-1", "cat"], "p": [-0.5, 0.25, 1, 0]})
->>> print(csv_text(frame, index=False), end="")
-class,p
-'=1+2,-0.5
-'@SUM(A1),0.25
--1,1.0
-cat,0.0
+A spreadsheet reads a cell starting with ``=``, ``+``, ``-`` or ``@`` (in some, a tab or carriage return) as a
+formula: a class name ``=HYPERLINK(...)`` from an uploaded file would run when the downloaded CSV is opened. Every
+CSV calibdash writes goes through :func:`csv_text`, which prefixes such a text cell with a single quote, as OWASP
+recommends ("CSV Injection"). Numeric columns, and text cells that are a plain decimal number (``-1``, ``+0.5``),
+are left alone: a spreadsheet reads them as numbers.
 """
 from __future__ import annotations
 

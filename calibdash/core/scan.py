@@ -1,8 +1,5 @@
-"""One scan for the registries of methods: the classes a package's modules define, found by walking the package.
-
-:mod:`calibdash.calibrators` and :mod:`calibdash.calibrators.multiclass` both build their registries this way, so a method is
-registered by adding its module; no list names the methods.
-"""
+"""The registries' scan: the classes a package's modules define, so that a method is registered by adding its
+module (no list names the methods)."""
 from __future__ import annotations
 
 import importlib
@@ -31,9 +28,7 @@ def scan(path, package: str, base: type, skip: tuple = ()) -> dict[str, type]:
 
 class Declarations:
     """Class -> function, as the modules of one package declare them with :meth:`declare` (a decorator); read by
-    importing every module of the package once. :mod:`calibdash.explain` (which explainer explains a calibrator
-    class) and :mod:`calibdash.figures` (which figures draw an explanation class) find their modules this way,
-    never by a module named for the method."""
+    importing every module of the package once."""
 
     def __init__(self, package: str, verb: str):
         self.package, self.verb, self._found, self._read = package, verb, {}, False

@@ -7,17 +7,10 @@ __all__ = ["collapse_ties", "interp", "midpoints", "step_lookup"]
 
 
 def collapse_ties(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None):
-    """Distinct sorted scores with their row counts and positive counts.
+    """``(values, counts, positives)``: the distinct scores ascending, their rows (int64) and positive labels.
 
-    With weights ``sample_weight`` a row of weight ``w`` counts as ``w`` rows: the counts
-    are weight sums, and a distinct score whose rows all weigh 0 is dropped
-    (it is absent, as it would be from the rows repeated ``w`` times).
-
-    Returns
-    -------
-    values : ndarray, shape (m,)   distinct scores, ascending
-    counts : ndarray, shape (m,)   rows per distinct score (int64; float weight sums with weights)
-    positives : ndarray, shape (m,) positive labels per distinct score (weight sums with weights)
+    With ``sample_weight`` a row of weight ``w`` counts as ``w`` rows: the counts are float weight sums, and a
+    score whose rows all weigh 0 is dropped (as it would be absent from the rows repeated ``w`` times).
     """
     if sample_weight is None:
         values, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
@@ -45,19 +38,13 @@ def midpoints(values: np.ndarray) -> np.ndarray:
 
 
 def interp(x, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
-    """``np.interp(x, xp, fp)`` (linear between the knots, the end values beyond them) without its
-    overflow between close knots.
+    """``np.interp(x, xp, fp)`` (linear between the knots, the end values beyond them) without its overflow.
 
-    ``np.interp`` forms the slope ``(fp[j+1] - fp[j]) / (xp[j+1] - xp[j])``, which overflows to
-    infinity when the knots are closer than about 1e-308 (subnormal scores such as 4e-314): the map
-    then gives +-inf or NaN between them (scikit-learn issue #10903 is this failure). Here the
-    position inside the segment, ``t = (x - xp[j]) / (xp[j+1] - xp[j])``, is computed first
-    (always in [0, 1]) and the value is ``fp[j] + t (fp[j+1] - fp[j])``, kept between the segment's
-    two values; at ``t = 1`` it is ``fp[j+1]`` exactly. So the result lies between the values of
-    the two knots around ``x``, and is non-decreasing in ``x`` when ``fp`` is.
-
-    ``xp`` must be non-decreasing; equal neighbouring knots must have equal values (as np.interp,
-    it is then the same function).
+    ``np.interp``'s slope ``(fp[j+1] - fp[j]) / (xp[j+1] - xp[j])`` overflows when the knots are closer than
+    about 1e-308 (subnormal scores), giving +-inf or NaN (scikit-learn issue #10903). Here the position
+    ``t = (x - xp[j]) / (xp[j+1] - xp[j])`` (in [0, 1]) comes first and the value ``fp[j] + t (fp[j+1] - fp[j])``
+    is kept between the segment's two values (``fp[j+1]`` exactly at ``t = 1``): non-decreasing when ``fp`` is.
+    ``xp`` must be non-decreasing; equal neighbouring knots must have equal values.
     """
     x = np.asarray(x, dtype=float)
     xp = np.asarray(xp, dtype=float)
@@ -74,9 +61,5 @@ def interp(x, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
 
 
 def step_lookup(cuts: np.ndarray, levels: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Piecewise-constant map: ``levels[k]`` for ``cuts[k-1] <= s < cuts[k]``.
-
-    ``len(levels) == len(cuts) + 1``; a score exactly on a cut goes to the upper
-    piece; scores beyond the outer cuts take the end levels.
-    """
+    """``levels[k]`` for ``cuts[k-1] <= s < cuts[k]`` (``len(cuts) + 1`` levels; a score on a cut goes up)."""
     return levels[np.searchsorted(cuts, s, side="right")]

@@ -1,33 +1,18 @@
 """Input checks shared by metrics, calibrators and evaluation, and the one label convention.
 
-This module sits below every other calibdash module that takes scores and
-labels (it imports only :mod:`calibdash.core.errors`), so metrics and calibrators
-can both use it without importing each other.
+A binary label is any two distinct values (0/1, -1/1, True/False, yes/no, two strings or numbers). Which is the
+positive class is decided by :func:`choose_positive`, the rule the loader, the command line, the pages and the API
+(``pos_label=``) share:
 
-Labels
-------
-A label is any two distinct values: 0/1, -1/1, True/False, yes/no, or any
-two strings or numbers. Which one is the positive class (class 1) is decided
-by :func:`choose_positive`, the rule the file loader
-(:func:`calibdash.load_scores`), the command line, the pages and the API
-(``pos_label=`` of a calibrator's ``fit``, of every metric and measure, and
-of :func:`calibdash.evaluation.holdout.evaluate`) share:
-
-1. ``pos_label`` when given, matched exactly, then as text, then as text
-   ignoring case and surrounding spaces, then as a number (``"1"`` or
-   ``1.0`` find ``1``);
-2. else the value written like a positive (:data:`POSITIVE_TOKENS`: 1,
-   +1, yes, y, true, t, pos, positive) when the other is not;
-3. else the value opposite the one written like a negative
-   (:data:`NEGATIVE_TOKENS`: 0, -1, no, n, false, f, neg, negative);
-4. else the second of the two values in sorted order (``"spam"`` over
-   ``"ham"``, ``5`` over ``3``).
-
-:func:`check_labels` applies it to an array and returns 0/1; a refusal
-echoes what it found (``found 3 distinct labels: 'a', 'b', 'c'``).
+1. ``pos_label`` when given, matched exactly, then as text, then as text ignoring case and surrounding spaces,
+   then as a number (``"1"`` or ``1.0`` find ``1``);
+2. else the value written like a positive (:data:`POSITIVE_TOKENS`) when the other is not;
+3. else the value opposite the one written like a negative (:data:`NEGATIVE_TOKENS`);
+4. else the second of the two values in sorted order (``"spam"`` over ``"ham"``, ``5`` over ``3``).
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -50,13 +35,8 @@ N_SHOWN = 5
 
 
 def check_scores(scores, name: str = "scores") -> np.ndarray:
-    """Return ``scores`` as a 1-D float array of finite values in [0, 1].
-
-    Raises
-    ------
-    DataError
-        If the array is empty, not 1-D, holds NaN/inf, or leaves [0, 1].
-    """
+    """Return ``scores`` as a 1-D float array of finite values in [0, 1], else a :class:`DataError` (empty, not
+    1-D, NaN/inf, or outside [0, 1])."""
     try:
         s = np.asarray(scores, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -70,24 +50,17 @@ def check_scores(scores, name: str = "scores") -> np.ndarray:
     if not np.all(np.isfinite(s)):
         raise DataError(f"{name} holds {int((~np.isfinite(s)).sum())} missing or infinite values.")
     if s.min() < 0.0 or s.max() > 1.0:
-        raise DataError(
-            f"{name} must lie in [0, 1] (found {s.min():.4g} to {s.max():.4g}); map margins or "
-            "logits with the logistic function first (calibdash.load_scores does this)."
-        )
+        raise DataError(f"{name} must lie in [0, 1] (found {s.min():.4g} to {s.max():.4g}); map margins or "
+                        "logits with the logistic function first (calibdash.load_scores does this).")
     return s
 
 
-# -- labels ---------------------------------------------------------------------------------------
 def plain_value(v):
     """A Python scalar from a numpy/pandas scalar, an integral float as an int (``1.0`` -> ``1``), for text."""
     if hasattr(v, "item"):
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             v = v.item()
-        except (TypeError, ValueError):
-            pass
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def format_values(values, k: int = N_SHOWN) -> str:
@@ -128,18 +101,17 @@ def _token(v) -> str:
     return str(plain_value(v)).strip().lower()
 
 
-def choose_positive(values, pos_label=None, *, column: str | None = None) -> tuple[Any, Any]:
-    """``(positive, negative)``: which of a label's two values is class 1 (see the module docstring).
+def _matches(pos_label) -> tuple:
+    """The tests of rule 1, in order: exactly, as text, as text ignoring case and spaces, as a number."""
+    return (lambda v: v == pos_label,
+            lambda v: str(plain_value(v)) == str(plain_value(pos_label)),
+            lambda v: _token(v) == _token(pos_label),
+            lambda v: float(v) == float(pos_label))
 
-    Parameters
-    ----------
-    values : sequence of two values
-        The label's two distinct values, as found (any order: they are sorted here).
-    pos_label : optional
-        The value to take as positive; matched exactly, then as text, then as
-        text ignoring case and spaces, then as a number.
-    column : str, optional
-        The label column's name, for messages (the file loader's).
+
+def choose_positive(values, pos_label=None, *, column: str | None = None) -> tuple[Any, Any]:
+    """``(positive, negative)``: which of a label's two distinct ``values`` (any order) is class 1, by the
+    module docstring's rule (``pos_label``: rule 1; ``column``: the label column's name, for messages).
 
     Raises
     ------
@@ -151,10 +123,7 @@ def choose_positive(values, pos_label=None, *, column: str | None = None) -> tup
         raise DataError(f"a binary label has two values; found {len(values)}"
                         + (f": {format_values(values)}." if values else "."))
     if pos_label is not None:
-        for test in (lambda v: v == pos_label,
-                     lambda v: str(plain_value(v)) == str(plain_value(pos_label)),
-                     lambda v: _token(v) == _token(pos_label),
-                     lambda v: float(v) == float(pos_label)):
+        for test in _matches(pos_label):
             hits = [i for i, v in enumerate(values) if _safe(test, v)]
             if len(hits) == 1:
                 return values[hits[0]], values[1 - hits[0]]
@@ -174,9 +143,7 @@ def choose_positive(values, pos_label=None, *, column: str | None = None) -> tup
 def _one_value_class(value, pos_label) -> int:
     """Class (0/1) of rows whose label is one value only (a subset of the rows, for metrics)."""
     if pos_label is not None:
-        return int(any(_safe(t, value) for t in (lambda v: v == pos_label,
-                                                lambda v: _token(v) == _token(pos_label),
-                                                lambda v: float(v) == float(pos_label))))
+        return int(any(_safe(t, value) for t in _matches(pos_label)))
     tok = _token(value)
     if tok in POSITIVE_TOKENS:
         return 1
@@ -207,24 +174,18 @@ def label_values(labels) -> list:
 
 
 def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> np.ndarray:
-    """Return ``labels`` as a 1-D int8 array of 0/1 (1 = the positive class) of length ``n``.
+    """Return ``labels`` as a 1-D int8 array of 0/1 (1 = the positive class, :func:`choose_positive`) of length ``n``.
 
-    Any two distinct values are accepted (0/1, -1/1, True/False, yes/no,
-    two strings); :func:`choose_positive` decides which is class 1, or
-    ``pos_label`` says it. With ``require_both=False`` (metrics on a subset
-    of rows) one value alone is accepted when it says its class (0, 1, yes,
-    no, ... or ``pos_label``).
+    With ``require_both=False`` (metrics on a subset of rows) one value alone is accepted when it says its class
+    (0, 1, yes, no, ... or ``pos_label``).
 
     Raises
     ------
     DataError
-        Wrong length; missing values; more than two distinct values (the
-        message lists them); one class only when ``require_both``;
-        ``pos_label`` not a label value.
+        Wrong length; missing values; more than two distinct values (the message lists them); one class only
+        when ``require_both``; ``pos_label`` not a label value.
     """
-    y = np.asarray(labels)
-    if y.ndim != 1:
-        y = y.reshape(-1)
+    y = np.asarray(labels).reshape(-1)
     if y.shape[0] != n:
         raise DataError(f"labels has {y.shape[0]} values but scores has {n}.")
     if y.dtype.kind in "biu" and y.size and 0 <= y.min() and y.max() <= 1:    # 0/1 or booleans: no copy as floats
@@ -272,24 +233,18 @@ def _one_class(value, n: int, require_both: bool, pos_label, says_its_class: boo
     """The 0/1 labels when all ``n`` rows have the one label ``value`` (``says_its_class``: it is 0/1 or a bool)."""
     if require_both:
         raise DataError(f"labels hold one class only ({format_values([value])}); calibration needs both.")
-    if pos_label is None and says_its_class:
-        cls = int(plain_value(value) == 1)
-    else:
-        cls = _one_value_class(value, pos_label)
+    cls = int(plain_value(value) == 1) if pos_label is None and says_its_class else _one_value_class(value, pos_label)
     return np.full(n, cls, dtype=np.int8)
 
 
 def check_weights(sample_weight, n: int, labels: np.ndarray | None = None) -> np.ndarray | None:
-    """Return ``sample_weight`` as a 1-D float array of ``n`` finite, non-negative weights, or None.
-
-    ``None`` stays None (every row weighs 1). With ``labels``, both classes
-    must keep a positive total weight.
+    """Return ``sample_weight`` as a 1-D float array of ``n`` finite, non-negative weights, or None (every row
+    weighs 1). With ``labels``, both classes must keep a positive total weight.
 
     Raises
     ------
     DataError
-        If the weights are not numbers, have the wrong length, hold NaN, inf
-        or negative values, sum to zero, or leave one class without weight.
+        Not numbers, the wrong length, NaN, inf or negative values, a zero sum, or a class without weight.
     """
     if sample_weight is None:
         return None
@@ -343,8 +298,8 @@ def check_probabilities(P, name: str = "probabilities") -> np.ndarray:
     Raises
     ------
     DataError
-        Not a 2-D table of numbers, empty, NaN or infinite values, negative values, or a row whose
-        sum is more than :data:`SUM_TOLERANCE` from 1 (the message gives the first such row).
+        Not a 2-D table of numbers, empty, NaN, infinite or negative values, or a row whose sum is more than
+        :data:`SUM_TOLERANCE` from 1 (the message gives the first such row).
     """
     return probability_rows(class_matrix(P, name), name)
 
@@ -367,24 +322,13 @@ def probability_rows(a: np.ndarray, name: str) -> np.ndarray:
 
 
 def check_logits(Z, name: str = "logits") -> np.ndarray:
-    """``Z`` as an (n, K) float array of finite reals.
-
-    Raises
-    ------
-    DataError
-        Not a 2-D table of numbers, empty, or NaN or infinite values.
-    """
+    """``Z`` as an (n, K) float array of finite reals (:func:`class_matrix`'s checks and messages)."""
     return class_matrix(Z, name)
 
 
 def check_classes(y, n: int, k: int, name: str = "labels") -> np.ndarray:
-    """``y`` as an int64 array of ``n`` class indices in ``0..k-1``.
-
-    Raises
-    ------
-    DataError
-        Wrong length, not integers, or an index outside ``0..k-1`` (the message names it).
-    """
+    """``y`` as an int64 array of ``n`` class indices in ``0..k-1``, else a :class:`DataError` (wrong length, not
+    integers, or an index outside ``0..k-1``: the message names it)."""
     try:
         a = np.asarray(y).reshape(-1)
     except (TypeError, ValueError) as exc:

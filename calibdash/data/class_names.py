@@ -1,9 +1,6 @@
 """Which class a column is named after: the class-column prefixes, matching a column's suffix to the label's
 values, and a binary file's score columns named after a class (``p_0``/``p_1``: the positive class's column is
 the score, never the negative class's).
-
-This module sits below :mod:`~calibdash.data.roles`, whose binary guess orders its score candidates by
-:func:`score_classes` and whose K-class search pairs its columns with :func:`pair`.
 """
 from __future__ import annotations
 
@@ -19,12 +16,10 @@ from ..core.numbers import parse_numbers
 
 __all__ = []
 
-#: Prefixes of class columns, each with whether its columns hold logits (else probabilities); matched
-#: case-insensitively.
+#: Prefixes of class columns (case-insensitive), each with whether its columns hold logits (else probabilities).
 PREFIXES: tuple[tuple[str, bool], ...] = (("p_", False), ("prob_", False), ("proba_", False), ("logit_", True))
 
 
-# -- matching class columns to label values ------------------------------------------------------
 def class_text(v) -> str:
     """A label value or a column's class as text: ``3.0`` -> ``"3"``, spaces stripped."""
     return str(plain_value(v)).strip()
@@ -39,8 +34,8 @@ def as_number(t: str) -> float | None:
 
 
 def pair(values: list, suffixes: list[str]) -> dict[int, int]:
-    """Column index -> index of the label value it names: by exact text, then case-insensitively, then
-    as numbers; each value and each column paired at most once, an ambiguous match left unpaired."""
+    """Column index -> index of the label value it names: by exact text, then case-insensitively, then as
+    numbers; each value and each column paired at most once, an ambiguous match left unpaired."""
     texts = [class_text(v) for v in values]
     pairs: dict[int, int] = {}
     for key in (lambda t: t, str.casefold, as_number):
@@ -59,9 +54,9 @@ def pair(values: list, suffixes: list[str]) -> dict[int, int]:
 
 
 def label_values(s: pd.Series, limit: int | None = None) -> tuple[np.ndarray, np.ndarray, list] | None:
-    """Where a label is present (not missing, not blank), each present row's index into the values,
-    and the distinct present values in order of first appearance; None when there are more than ``limit``
-    (a column of ids is let go after one pass, before its values are looked at one by one)."""
+    """Where a label is present (not missing, not blank), each present row's index into the values, and the
+    distinct present values in order of first appearance; None when there are more than ``limit`` (a column of
+    ids is let go after one pass)."""
     codes, uniques = pd.factorize(s, use_na_sentinel=True)
     if limit is not None and len(uniques) > limit + 1:         # + 1: a blank value does not count
         return None
@@ -72,23 +67,13 @@ def label_values(s: pd.Series, limit: int | None = None) -> tuple[np.ndarray, np
     return present, index[codes[present]], [plain_value(u) for u, k in zip(uniques, keep) if k]
 
 
-# -- binary files: score columns named after a class ---------------------------------------------
 @dataclass
 class ScoreClasses:
     """A binary file's score columns as their names tell (see :func:`score_classes`).
 
-    Attributes
-    ----------
-    scores : list of str
-        The candidate score columns in the order to choose from: the positive class's columns, then
-        the columns named after no class, then the two unclear columns, then the negative class's.
-    classes : dict
-        Column -> the label value whose probability (or logit) its name says it holds.
-    positive, negative
-        The label's positive and negative values.
-    unclear : list of str
-        Two columns of one prefix that add up to 1 on every row (one model's probabilities of the two
-        classes) whose names say no class; empty otherwise.
+    ``scores`` are the candidates in the order to choose from: the positive class's columns, then those named
+    after no class, then the two ``unclear`` ones (of one prefix, adding up to 1 on every row, their names saying
+    no class), then the negative class's. ``classes`` maps a column to the label value its name says it is about.
     """
 
     scores: list
@@ -108,27 +93,31 @@ def split_prefix(column) -> tuple[str, str] | None:
     return None
 
 
-def named_classes(columns, values: list) -> dict:
-    """Column -> the value of a two-valued label its name is about: ``p_1`` and ``prob_1`` are about
-    label 1, ``logit_cat`` about ``"cat"`` (matched as :func:`pair` matches, within each prefix); and
-    when the label is written like 0/1, yes/no or pos/neg, ``p_pos``, ``p_yes``, ``p_true`` are about
-    its positive value (:func:`calibdash.core.validation.choose_positive`'s default) and ``p_neg``, ``p_no``
-    about the other (one-letter words such as ``p_y`` or ``p_n`` say too little, and are left out, as
-    columns with no such name are)."""
-    if len(values) != 2:
-        return {}
-    by_prefix: dict[str, list] = {}
+def _by_prefix(columns) -> dict[str, list]:
+    """The columns named with a class prefix, by prefix (lower case): prefix -> [(column, class text), ...]."""
+    groups: dict[str, list] = {}
     for c in columns:
         if (parts := split_prefix(c)) is not None:
-            by_prefix.setdefault(parts[0].lower(), []).append((c, parts[1]))
+            groups.setdefault(parts[0].lower(), []).append((c, parts[1]))
+    return groups
+
+
+def named_classes(columns, values: list) -> dict:
+    """Column -> the value of a two-valued label its name is about: ``p_1`` and ``prob_1`` are about label 1,
+    ``logit_cat`` about ``"cat"`` (as :func:`pair` matches, within each prefix); when the label is written like
+    0/1, yes/no or pos/neg, ``p_pos``, ``p_yes``, ``p_true`` are about its positive value (``choose_positive``'s
+    default) and ``p_neg``, ``p_no`` about the other (one-letter words such as ``p_y`` say too little)."""
+    if len(values) != 2:
+        return {}
     tokens = POSITIVE_TOKENS | NEGATIVE_TOKENS
     coded = any(class_text(v).lower() in tokens for v in values)     # the label itself is written like 0/1, yes/no
     default_pos, default_neg = choose_positive(values) if coded else (None, None)
     out = {}
-    def word(tok: str) -> bool:                  # not p_y, p_t, p_n, p_f: one letter says too little
+
+    def word(tok: str) -> bool:                  # not p_y, p_t, p_n, p_f
         return len(tok) > 1 or not tok.isalpha()
 
-    for group in by_prefix.values():
+    for group in _by_prefix(columns).values():
         pairs = pair(values, [s for _, s in group])
         for j, (c, s) in enumerate(group):
             tok = s.strip().lower()
@@ -142,37 +131,20 @@ def named_classes(columns, values: list) -> dict:
 
 
 def _add_to_one(df: pd.DataFrame, a, b) -> bool:
-    """Whether columns ``a`` and ``b`` hold numbers in [0, 1] adding up to 1 (to 1e-6) on every row where
-    both are present (at least one row)."""
+    """Whether columns ``a`` and ``b`` hold numbers in [0, 1] adding up to 1 (to 1e-6) where both are present."""
     x, y = parse_numbers(df[a])[0], parse_numbers(df[b])[0]
     ok = np.isfinite(x) & np.isfinite(y)
-    if not ok.any():
-        return False
     x, y = x[ok], y[ok]
-    return bool(x.min() >= 0 and y.min() >= 0 and np.all(np.abs(x + y - 1.0) <= 1e-6))
+    return bool(ok.any() and x.min() >= 0 and y.min() >= 0 and np.all(np.abs(x + y - 1.0) <= 1e-6))
 
 
 def score_classes(df: pd.DataFrame, label, scores: list, positive=None) -> ScoreClasses | None:
-    """The candidate score columns of a binary file ordered by the class their names are about, so that a
-    file holding ``p_0`` and ``p_1`` is read through the positive class's column, never the other one.
+    """The candidate ``scores`` of a binary file ordered by the class their names are about, so that a file holding
+    ``p_0`` and ``p_1`` is read through the positive class's column; ``positive`` as the user chose it, default
+    as :func:`calibdash.core.validation.choose_positive` chooses.
 
-    Parameters
-    ----------
-    df : DataFrame
-    label : str or None
-        The label column.
-    scores : list of str
-        The candidate score columns (:func:`~calibdash.data.roles.guess_roles`' order).
-    positive : optional
-        The positive label value when the user chose it; default as
-        :func:`calibdash.core.validation.choose_positive` chooses.
-
-    Returns
-    -------
-    ScoreClasses or None
-        None when no candidate is named with a class prefix (``p_``, ``prob_``, ``proba_``,
-        ``logit_``), or the label has not exactly two values, or ``positive`` is not one of them
-        (validation says so later).
+    None when no candidate is named with a class prefix, or the label has not exactly two values, or ``positive``
+    is not one of them (validation says so later).
     """
     if label is None or label not in df.columns or not any(split_prefix(c) for c in scores):
         return None
@@ -187,11 +159,8 @@ def score_classes(df: pd.DataFrame, label, scores: list, positive=None) -> Score
     classes = named_classes(scores, values)
     unclear: list = []
     if not classes:
-        groups: dict[str, list] = {}
-        for c in scores:
-            if (parts := split_prefix(c)) is not None:
-                groups.setdefault(parts[0].lower(), []).append(c)
-        unclear = next((g for g in groups.values() if len(g) == 2 and _add_to_one(df, *g)), [])
+        groups = [[c for c, _ in g] for g in _by_prefix(scores).values()]
+        unclear = next((g for g in groups if len(g) == 2 and _add_to_one(df, *g)), [])
 
     def rank(c) -> int:
         if c in classes:
@@ -207,10 +176,8 @@ def check_guessed_score(sc: ScoreClasses | None, score, name: str) -> None:
     Raises
     ------
     DataError
-        ``score`` is one of two columns adding up to 1 whose names say no class (which is the positive
-        class's cannot be told), or it is named after the negative class (no candidate is named after
-        the positive one, nor after no class). The message names the columns and the classes, and
-        what to do.
+        ``score`` is one of two unclear columns (which is the positive class's cannot be told), or it is named
+        after the negative class (no candidate is named after the positive one, nor after no class).
     """
     if sc is None:
         return
@@ -232,9 +199,9 @@ def check_guessed_score(sc: ScoreClasses | None, score, name: str) -> None:
 
 
 def class_notes(df: pd.DataFrame, score, others, values: list, pos, neg) -> list[str]:
-    """What the validation report says of a score column named after a class: which class (the positive
-    one, or, when the user chose it so, the negative one), and for ``logit_<class>`` columns that the
-    logistic function of one class's logit is that class's probability only when the other's is 0."""
+    """What the validation report says of a score column named after a class: which class, and for
+    ``logit_<class>`` columns that the logistic function of one class's logit is its probability only when the
+    other's is 0."""
     classes = named_classes([score, *[c for c in others if c != score]], values)
     if score not in classes:
         return []

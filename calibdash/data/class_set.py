@@ -1,31 +1,16 @@
-"""Multi-class tables: their validation into a :class:`ClassSet`.
+"""Multi-class tables validated into a :class:`ClassSet` (the class columns found by :mod:`~calibdash.data.roles`
+or named by the user: a prefix or a list of columns).
 
-A multi-class file has a label column holding one of K >= 3 classes per row
-and one column per class holding the model's probability (or logit) of that
-class. Which columns these are is found by :mod:`~calibdash.data.roles`
-(:func:`guess_class_columns`, :func:`is_multiclass`, :class:`ClassRoles`, the
-prefixes :data:`PREFIXES`; re-exported here) or named by the user: a prefix
-or a list of columns, matched to the label values as there.
-
-:func:`build_class_set` validates a table into a :class:`ClassSet`, and
-:func:`load_classes` reads a file and validates it. Features and the split
-are guessed as for a binary file (:func:`~calibdash.data.roles.guess_roles`).
-
-Validation mirrors the binary files' (:func:`~calibdash.data.build_score_set`):
-rows with a missing label, a missing or non-finite entry in a class column,
-or a text entry in a class column that mostly holds numbers are dropped and
-counted in a :class:`~calibdash.data.ValidationReport`; everything else that
-is wrong refuses the table with a :class:`~calibdash.DataError` naming the
-columns and at most a few values: a label value with no class column, fewer
-than three class columns (a binary file), fewer than two classes in the
-labels, negative probabilities, probabilities above 1 or rows that do not sum
-to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE` (each pointing to
-the logits reading). A class column whose class never occurs in the labels is
-kept, with a note in the report: a rare class can be absent from a test file.
+Validation mirrors the binary files': rows with a missing label, a missing or non-finite entry in a class column,
+or a text entry in a class column that mostly holds numbers are dropped and counted; everything else that is wrong
+refuses the table with a :class:`~calibdash.DataError` naming the columns and at most a few values (each
+probability refusal pointing to the logits reading). A class column whose class never occurs in the labels is
+kept, with a note: a rare class can be absent from a test file.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 from dataclasses import dataclass, replace
 
@@ -35,13 +20,13 @@ import pandas as pd
 from ..core.errors import DataError, SettingsError
 from ..calibrators.multiclass.base import Scores, as_scores
 from ..core.validation import SUM_TOLERANCE
-from ..core.validation import format_values, short_text, sorted_values, text_values
+from ..core.validation import format_values, short_text, sorted_values
 from .roles import (NUMERIC_SHARE, PREFIXES, Layout, guess_roles, label_values, name_rank, other_roles, pair,
-                    parse_numbers, prefix_groups, search)
+                    parse_numbers, prefix_groups, prefixed, search)
 from ..core.limits import DEFAULT_MAX_BYTES, MAX_CLASSES, limit_name
 from .problem import ONE_VS_REST, TOP_LABEL, Problem
 from .read import FileInfo, read_table
-from .scoreset import ScoreSet, ValidationReport, note_dropped
+from .scoreset import ScoreSet, ValidationReport, note_dropped, split_rows
 
 __all__ = ["build_class_set"]
 
@@ -59,35 +44,14 @@ class ClassSet(Problem):
     """A validated multi-class table: the model's K-class output and the true classes; a
     :class:`~calibdash.data.problem.Problem` whose reductions are the top label and the K one-vs-rest columns.
 
-    ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's
-    order (rows dropped are counted in ``report``). Build one with :func:`build_class_set` or
-    :func:`load_classes`.
+    ``given``, ``labels``, ``features`` and ``split`` hold the usable rows only, in the table's order (rows
+    dropped are counted in ``report``). Build one with :func:`build_class_set` or :func:`load_classes`.
 
-    Attributes
-    ----------
-    given : ndarray of shape (n, K)
-        Probabilities (rows divided by their sums, which were within
-        :data:`~calibdash.core.validation.SUM_TOLERANCE` of 1) or logits (finite reals), as ``logits`` says.
-    logits : bool
-    labels : ndarray of int64
-        Class codes 0..K-1: the index of the row's class among ``columns``.
-    classes : list
-        The class values, in column order (``classes[labels[i]]`` is row i's label).
-    columns : list of str
-        The class columns, in the table's order.
-    prefix : str or None
-        Their shared prefix, None when named after the classes.
-    label_column, feature_columns, split_column
-        The other roles.
-    raw : DataFrame
-        The table as read.
-    report : ValidationReport
-        Rows read, used and dropped (by reason), class counts, and messages.
-    info : FileInfo or None
-        The file read (its SHA-256 among it), None for a table built in memory.
-    rows : ndarray of int64 or None
-        Position in ``raw`` of each usable row (so another column of the table can be aligned with
-        ``labels``); None only for a ClassSet built by hand without it.
+    ``given`` (n, K) holds probabilities (rows divided by their sums, which were within
+    :data:`~calibdash.core.validation.SUM_TOLERANCE` of 1) or logits, as ``logits`` says; ``labels`` the class
+    codes 0..K-1 (``classes[labels[i]]`` is row i's label; ``classes`` and ``columns`` in the table's order);
+    ``prefix`` the class columns' shared prefix (None when named after the classes); ``raw`` the table as read;
+    ``rows`` the position in ``raw`` of each usable row (None only for a ClassSet built by hand without it).
     """
 
     name: str
@@ -124,20 +88,19 @@ class ClassSet(Problem):
         return len(self.columns)
 
     def top_label(self) -> "ScoreSet":
-        """The top-label (confidence) reduction as a binary :class:`~calibdash.data.ScoreSet`: the confidence
-        (the top class's probability) as the score, "the top class is right" as the 0/1 label, the other
-        columns kept (:func:`calibdash.data.top_label.top_label_set`)."""
+        """The top-label (confidence) reduction as a binary :class:`~calibdash.data.ScoreSet`
+        (:func:`calibdash.data.top_label.top_label_set`)."""
         from .top_label import top_label_set
 
         return top_label_set(self)
 
     def scores(self) -> Scores:
-        """The output as :class:`calibdash.calibrators.multiclass.base.Scores` (what the multi-class calibrators take)."""
+        """The output as :class:`calibdash.calibrators.multiclass.base.Scores` (what multi-class calibrators take)."""
         return Scores(self.given, self.logits)
 
     def content_key(self) -> str:
-        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or, for a table built
-        in memory, a hash of the usable values and labels) with the class, label, feature and split columns."""
+        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or, for a table built in
+        memory, a hash of the usable values and labels) with the class, label, feature and split columns."""
         h = hashlib.sha256((self.info.sha256 if self.info is not None else "").encode())
         if self.info is None:
             h.update(np.ascontiguousarray(self.given).tobytes())
@@ -147,7 +110,6 @@ class ClassSet(Problem):
         return h.hexdigest()[:32]
 
 
-# -- naming the class columns --------------------------------------------------------------------
 def _names(columns, k: int = 6) -> str:
     shown = ", ".join(short_text(c) for c in list(columns)[:k])
     return shown + (f", ... ({len(columns)} in all)" if len(columns) > k else "")
@@ -166,11 +128,10 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
         if not given.strip():
             raise SettingsError("an empty prefix names no class columns; for columns named exactly after the "
                                 "classes give their list (probs=[...] or logits=[...]).")
-        cols = [c for c in df.columns if str(c).lower().startswith(given.lower()) and len(str(c)) > len(given)]
-        if not cols:
+        if (layout := prefixed(df.columns, given, logits)) is None:
             raise DataError(f"no column starts with {given!r} (case-insensitive) followed by a class; "
                             f"the columns are: {_names(df.columns, 20)}.")
-        return Layout(None, cols, [str(c)[len(given):] for c in cols], str(cols[0])[:len(given)], logits)
+        return layout
     cols = list(given)
     _require(df, cols, "class")
     if len(set(cols)) != len(cols):
@@ -183,17 +144,14 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
 
 def _common_prefix(names: list[str]) -> str:
     """The longest prefix shared by ``names``, leaving every name something after it."""
-    stem = names[0]
-    for n in names[1:]:
-        while not n.startswith(stem):
-            stem = stem[:-1]
+    stem = os.path.commonprefix(names)
     shortest = min(len(n) for n in names)
     return stem[:shortest - 1] if len(stem) >= shortest else stem
 
 
 def _with_label(df: pd.DataFrame, layout: Layout, label, name: str) -> Layout:
-    """``layout`` with its label: ``label`` if given, else the column whose values its columns best name;
-    with the user's columns, suffixes taken as the whole names when these name more label values."""
+    """``layout`` with its label: ``label`` if given, else the column whose values its columns best name (the
+    suffixes taken as the whole names when these name more label values)."""
     variants = [layout]
     if layout.prefix is not None:
         variants.append(Layout(None, layout.columns, [str(c) for c in layout.columns], None, layout.logits))
@@ -220,12 +178,11 @@ def _too_many_classes(what: str) -> DataError:
 
 
 def _label_values(df: pd.DataFrame, label, name: str) -> tuple:
-    """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` distinct values after one
-    pass over the rows (before any of them is looked at one by one, or paired with a column)."""
+    """:func:`label_values` of the label column, refused past :data:`MAX_CLASSES` distinct values after one pass."""
     found = label_values(df[label], limit=MAX_CLASSES)
     if found is None:
-        raise _too_many_classes(f"label column {short_text(label)!r} of {name} holds more than {MAX_CLASSES:,} distinct "
-                                "values")
+        raise _too_many_classes(f"label column {short_text(label)!r} of {name} holds more than {MAX_CLASSES:,} "
+                                "distinct values")
     return found
 
 
@@ -235,7 +192,8 @@ def _not_multiclass(df: pd.DataFrame, label, name: str) -> DataError:
     if label is not None:
         found = label_values(df[label], limit=2)                 # two classes or not: one pass at most
         if found is not None and len(values := found[2]) == 2:
-            return _binary(f"label column {short_text(label)!r} holds two classes ({format_values(sorted_values(values))})")
+            return _binary(f"label column {short_text(label)!r} holds two classes "
+                           f"({format_values(sorted_values(values))})")
     return DataError(f"no multi-class columns found in {name}: a multi-class table has a label column and one "
                      "column per class, named after the label's values with a prefix "
                      f"({', '.join(p + '<class>' for p, _ in PREFIXES)}; logit_ for logits) or exactly as the "
@@ -249,10 +207,9 @@ def _binary(what: str) -> DataError:
                      "binary mode).")
 
 
-# -- validation --------------------------------------------------------------------------------------
 def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np.ndarray, dict]:
-    """The class columns as an (n, K) float array (NaN where missing or text), where a row holds text,
-    and up to five text entries seen; refuses boolean columns and columns mostly of text."""
+    """The class columns as an (n, K) float array (NaN where missing or text), where a row holds text, and up to
+    five text entries seen; refuses boolean columns and columns mostly of text."""
     n = len(df)
     values = np.empty((n, len(columns)))
     text = np.zeros(n, dtype=bool)
@@ -264,9 +221,9 @@ def _numbers(df: pd.DataFrame, columns: list, what: str) -> tuple[np.ndarray, np
         col, not_number = parse_numbers(s)
         n_text, n_num = int(not_number.sum()), int(np.count_nonzero(~np.isnan(col)))
         if n_text and n_num < NUMERIC_SHARE * (n_text + n_num):
-            raise DataError(f"class column {short_text(c)!r} is mostly text: {n_text:,} of its {n_text + n_num:,} entries "
-                            f"are not numbers (such as {format_values(_first_distinct(s, not_number), 3)}); a class "
-                            f"column holds {what}.")
+            raise DataError(f"class column {short_text(c)!r} is mostly text: {n_text:,} of its {n_text + n_num:,} "
+                            f"entries are not numbers (such as {format_values(_first_distinct(s, not_number), 3)}); "
+                            f"a class column holds {what}.")
         if n_text and len(shown) < _SHOWN:
             shown += [v for v in _first_distinct(s, not_number) if v not in shown][:_SHOWN - len(shown)]
         values[:, j] = col
@@ -281,21 +238,16 @@ def _first_distinct(s: pd.Series, rows: np.ndarray, k: int = _SHOWN) -> list[str
 
 def _check_probabilities(P: np.ndarray, rows: np.ndarray, layout: Layout, name: str) -> None:
     """Refuse negative values, values above 1 and rows that do not sum to 1, pointing to the logits."""
-    arg = shlex.quote(layout.prefix) if layout.prefix else "COLUMNS"      # a shell word, whatever the name holds
+    arg = shlex.quote(layout.prefix) if layout.prefix else "COLUMNS"
     hint = (f"If the columns hold logits, read them as logits (--logits {arg}, or "
             "logits in the Data page's class-columns menu).")
     cols = _names(layout.columns)
-    low, high = float(P.min()), float(P.max())
-    if low < 0:
-        bad = (P < 0).any(axis=1)
-        raise DataError(f"class columns {cols} of {name} hold negative values ({int(bad.sum()):,} rows, the "
-                        f"lowest {low:.4g}, the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities "
-                        f"are never negative. {hint}")
-    if high > 1 + SUM_TOLERANCE:
-        bad = (P > 1 + SUM_TOLERANCE).any(axis=1)
-        raise DataError(f"class columns {cols} of {name} hold values above 1 ({int(bad.sum()):,} rows, the "
-                        f"highest {high:.4g}, the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities "
-                        f"lie in [0, 1]. {hint}")
+    for bad, kind, extreme, rule in ((P < 0, "negative values", f"lowest {P.min():.4g}", "are never negative"),
+                                     (P > 1 + SUM_TOLERANCE, "values above 1", f"highest {P.max():.4g}",
+                                      "lie in [0, 1]")):
+        if (bad := bad.any(axis=1)).any():
+            raise DataError(f"class columns {cols} of {name} hold {kind} ({int(bad.sum()):,} rows, the {extreme}, "
+                            f"the first in data row {int(rows[np.argmax(bad)]) + 1}); probabilities {rule}. {hint}")
     total = P.sum(axis=1)
     off = np.abs(total - 1.0) > SUM_TOLERANCE
     if off.any():
@@ -318,40 +270,33 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     layout = replace(layout, values=values, pairs=pairs)
     unnamed = sorted_values(values[i] for i in range(len(values)) if i not in set(pairs.values()))
     if unnamed:
-        raise DataError(f"labels hold classes with no {'logit' if layout.logits else 'probability'} column: {format_values(unnamed, _SHOWN)} "
-                        f"(label column {short_text(label)!r}; the class columns are {_names(cols)}). Every class "
-                        "needs a column, named after it.")
+        raise DataError(f"labels hold classes with no {'logit' if layout.logits else 'probability'} column: "
+                        f"{format_values(unnamed, _SHOWN)} (label column {short_text(label)!r}; the class columns "
+                        f"are {_names(cols)}). Every class needs a column, named after it.")
     code_of = np.empty(len(values), dtype=np.int64)
-    for j, i in pairs.items():
-        code_of[i] = j
+    code_of[list(pairs.values())] = list(pairs)
     row_code = np.full(len(df), -1, dtype=np.int64)
     row_code[present] = code_of[codes]
-
     raw, text, examples = _numbers(df, cols, what)
     finite = np.isfinite(raw).all(axis=1)
-    dropped = {}
-    if (missing := ~finite & ~text).any():
-        dropped[MISSING_VALUE] = int(missing.sum())
-    if text.any():
-        dropped[NOT_A_NUMBER] = int(text.sum())
-    if (no_label := finite & ~present).any():
-        dropped[MISSING_LABEL] = int(no_label.sum())
+    rows_of = {MISSING_VALUE: ~finite & ~text, NOT_A_NUMBER: text, MISSING_LABEL: finite & ~present}
+    dropped = {reason: int(m.sum()) for reason, m in rows_of.items() if m.any()}
     keep = finite & present
     n_used = int(keep.sum())
     messages = [f"Read {name}: {len(df):,} rows, {df.shape[1]} columns."]
-    note_dropped(messages, dropped, examples, n_used=n_used, n_read=len(df), name=name, phrase=lambda r: f"with a {r}")
+    note_dropped(messages, dropped, examples, n_used=n_used, n_read=len(df), name=name,
+                 phrase=lambda r: f"with a {r}")
     rows = np.flatnonzero(keep)
     y = row_code[keep]
     counts = np.bincount(y, minlength=k)
     classes = layout.classes()
     if np.count_nonzero(counts) < 2:
-        raise DataError(f"label column {short_text(label)!r} holds one class only ({format_values([classes[int(y[0])]])}) "
-                        "in the usable rows; calibration needs at least two.")
+        raise DataError(f"label column {short_text(label)!r} holds one class only "
+                        f"({format_values([classes[int(y[0])]])}) in the usable rows; calibration needs at least two.")
     P = raw[keep]
     if not layout.logits:
         _check_probabilities(P, rows, layout, name)
     given = as_scores(P, layout.logits).given
-
     messages.append(f"Label column {short_text(label)!r}: {k} classes, {n_used:,} rows used.")
     messages.append(f"Class columns ({what}): {_names(cols, k)}.")
     absent = [c for c, m in zip(cols, counts) if m == 0]
@@ -361,10 +306,10 @@ def _validate(df: pd.DataFrame, layout: Layout, *, features: list, split, info, 
     feats = df.loc[keep, features].reset_index(drop=True) if features else None
     if features:
         messages.append(f"Feature columns: {_names(features, 20)}.")
-    split_arr = text_values(df.loc[keep, split]) if split is not None else None
-    if split_arr is not None:
-        kinds, n_kind = np.unique(split_arr.astype(str), return_counts=True)
-        messages.append(f"Split column {short_text(split)!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, n_kind)) + ".")
+    split_arr = None
+    if split is not None:
+        split_arr, note = split_rows(df, keep, split, short_text(split))
+        messages.append(note)
     report = ValidationReport(n_read=len(df), n_used=n_used, dropped=dropped, dropped_examples=examples,
                               class_counts={str(c): int(m) for c, m in zip(classes, counts)}, messages=messages)
     return ClassSet(name=name, raw=df, label_column=label, columns=cols, classes=classes, prefix=layout.prefix,
@@ -378,37 +323,28 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
 
     Parameters
     ----------
-    df : DataFrame
-        The table as read (kept as ``ClassSet.raw``).
+    df, features, split, info, name
+        As :func:`~calibdash.data.build_score_set`.
     label : str, optional
         The label column; default: the column whose values the class columns name.
     probs, logits : str or list of str, optional
-        The class columns, holding probabilities or logits: a prefix (case-insensitive; every column
-        that starts with it and goes on is a class column, its class the rest of its name), or a list
-        of columns (their class: the rest after a prefix of :data:`PREFIXES` or the longest prefix
-        they share, or their whole names, whichever names more label values). At most one of the two;
-        default: found by :func:`guess_class_columns` (``logit_`` columns read as logits).
-    features : list of str, optional
-        Feature columns; guessed when None, none when ``[]``.
-    split : str, optional
-        Split column; guessed when None, none when ``False`` or ``""``.
-    info : FileInfo, optional
-        From :func:`~calibdash.data.read_table`.
-    name : str, optional
-        Display name (default ``info.name`` or ``"data"``).
+        The class columns, holding probabilities or logits: a prefix (case-insensitive; every column that starts
+        with it and goes on is a class column, its class the rest of its name), or a list of columns (their
+        class: the rest after a prefix of :data:`PREFIXES` or the longest prefix they share, or their whole
+        names, whichever names more label values). At most one of the two; default: found by
+        :func:`guess_class_columns` (``logit_`` columns read as logits).
 
     Raises
     ------
     SettingsError
         Both ``probs`` and ``logits`` given.
     DataError
-        A named column is missing; no class columns found or named; fewer than three class columns
-        (a binary file); a label value with no class column; fewer than two classes among the usable
-        rows; fewer than :data:`~calibdash.data.MIN_ROWS` usable rows; a class column of booleans or
-        mostly text; probabilities that are negative, above 1, or in rows that do not sum to 1 within
-        :data:`~calibdash.core.validation.SUM_TOLERANCE`; more than
-        :data:`~calibdash.core.limits.MAX_CLASSES` class columns or label values (refused before any work
-        per class).
+        A named column is missing; no class columns found or named; fewer than three class columns (a binary
+        file); a label value with no class column; fewer than two classes among the usable rows; fewer than
+        :data:`~calibdash.data.MIN_ROWS` usable rows; a class column of booleans or mostly text; probabilities
+        that are negative, above 1, or in rows that do not sum to 1 within
+        :data:`~calibdash.core.validation.SUM_TOLERANCE`; more than :data:`~calibdash.core.limits.MAX_CLASSES`
+        class columns or label values (refused before any work per class).
     """
     name = name or (info.name if info is not None else "data")
     if len(df) == 0:
@@ -444,8 +380,7 @@ def build_class_set(df: pd.DataFrame, label: str | None = None, probs=None, logi
 
 def load_classes(source, label: str | None = None, probs=None, logits=None, *, features=None, split=None,
                  filename: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> ClassSet:
-    """Read a table and validate it as multi-class: :func:`~calibdash.data.read_table` then
-    :func:`build_class_set`.
+    """Read a table and validate it as multi-class: :func:`~calibdash.data.read_table` then :func:`build_class_set`.
 
     >>> cs = load_classes("sample_data/cifar10_lenet5.csv")        # doctest: +SKIP
     >>> cs.scores().probabilities, cs.labels                        # doctest: +SKIP

@@ -1,17 +1,10 @@
 """Text columns held as categories: one small code per row instead of one string per row.
 
-A text column of an upload usually repeats a few values (a segment, a country, a date written as text):
-held as strings, a 10^7-row column of ten-character dates takes about 180 MB (an 8-byte offset and the
-characters per row); held as a ``pandas.Categorical`` it takes 10 MB (a 1-byte code per row and the 90
-distinct values once). :func:`read_table <calibdash.data.read_table>` keeps every text column whose distinct
-values are at most :data:`MAX_SHARE` of its rows as categories; a column of mostly distinct values (ids,
-free text) stays as strings, where categories would save little and slow every operation on it.
-
-What a column holds is unchanged: the same values and missing entries, read as text by every role
-(``pandas.api.types.is_string_dtype`` is true of categories of text). The categories are sorted, so
-grouping by the column lists its values in the same order as grouping the strings would, and the same rows in
-another order give the same column type and categories. A Parquet column is read straight into categories
-(``read_dictionary``: its pages are already dictionary-encoded), never into one string per row first.
+A 10^7-row column of ten-character dates takes about 180 MB as strings, 10 MB as a ``pandas.Categorical``. Text
+columns whose distinct values are at most :data:`MAX_SHARE` of their rows are kept as categories; mostly distinct
+ones (ids, free text) stay strings. The values and missing entries are unchanged (``is_string_dtype`` is true of
+categories of text); the categories are sorted, so grouping lists the values in the same order as for strings, and
+the same rows in another order give the same column.
 """
 from __future__ import annotations
 
@@ -26,13 +19,13 @@ MAX_SHARE = 0.5
 
 def keep_as_categories(n_distinct: int, n_present: int) -> bool:
     """Whether a text column of ``n_present`` non-missing entries, ``n_distinct`` of them distinct, is held as
-    categories (at most :data:`MAX_SHARE` of its entries distinct, and more than one entry)."""
+    categories."""
     return n_present > 1 and n_distinct <= MAX_SHARE * n_present
 
 
 def _sorted_categories(s: pd.Series) -> pd.Series:
-    """``s`` (categorical) with its categories sorted: its codes renumbered by one lookup (pandas'
-    ``reorder_categories`` took twice as long on 10^7 rows)."""
+    """``s`` (categorical) with its categories sorted, its codes renumbered by one lookup (twice as fast as
+    ``reorder_categories``)."""
     cats = s.cat.categories
     if cats.is_monotonic_increasing:
         return s
@@ -46,8 +39,7 @@ def _sorted_categories(s: pd.Series) -> pd.Series:
 
 
 def compact_text(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with each text column of few distinct values (:func:`keep_as_categories`) as sorted categories;
-    other columns as they are (the frame is changed in place and returned)."""
+    """``df`` (changed in place) with each text column of few distinct values as sorted categories."""
     for c in df.columns:
         s = df[c]
         if isinstance(s.dtype, pd.CategoricalDtype) or not pd.api.types.is_string_dtype(s.dtype):
@@ -69,9 +61,9 @@ def pa_buffer(data: bytes):
 
 
 def parquet_to_frame(source, columns=None) -> pd.DataFrame:
-    """A Parquet file (path, file-like or :func:`pa_buffer`) as a DataFrame, its text columns read as
-    dictionaries and kept as sorted categories where :func:`keep_as_categories` says so (else decoded to
-    strings); DATE columns as datetime64 (8 bytes a row), not one Python ``date`` object per row (about 56)."""
+    """A Parquet file (path, file-like or :func:`pa_buffer`) as a DataFrame: text columns read straight into
+    dictionaries, kept as sorted categories where :func:`keep_as_categories` says so (else strings); DATE columns
+    as datetime64 (8 bytes a row), not one Python ``date`` object per row (about 56)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -80,9 +72,7 @@ def parquet_to_frame(source, columns=None) -> pd.DataFrame:
     if hasattr(source, "seek"):
         source.seek(0)
     table = pq.ParquetFile(source, read_dictionary=text or None).read(columns=columns, use_pandas_metadata=True)
-    # one block per column and each Arrow column freed once converted: numbers without missing values are
-    # taken over without a copy, so the reading never holds the table twice; the row groups' dictionaries
-    # are unified by the conversion
+    # one block per column, each Arrow column freed once converted: the reading never holds the table twice
     df = table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
     del table
     for c in df.columns:
@@ -91,6 +81,6 @@ def parquet_to_frame(source, columns=None) -> pd.DataFrame:
             continue
         if keep_as_categories(len(s.cat.categories), int(s.notna().sum())):
             df[c] = _sorted_categories(s)
-        else:                                      # mostly distinct values: strings, as pandas reads them
+        else:
             df[c] = s.astype(s.cat.categories.dtype)
     return df

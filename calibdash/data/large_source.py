@@ -1,14 +1,9 @@
 """A large source as the pages and the report read it: a ScoreSet's questions, answered from score cells.
 
-An aggregated large source (the dashboard's "Large data", rows that stay
-where they live, :mod:`calibdash.engines.plan`) has no rows in Python, only
-its all-rows score cells and, per evaluation scheme, the cells of that
-scheme's parts. :class:`LargeData` answers what Compare and Explore ask of
-a :class:`calibdash.data.ScoreSet` (name, score and label columns, rows,
-positives, split values, the validation notes) from them, and gives the
-cells of a scheme through the ``aggregate`` callable its maker passes (the
-dashboard runs it as a job and caches the cells; a script may pass
-``lambda scheme: engines.aggregate(src, scheme)``).
+An aggregated large source (rows that stay where they live, :mod:`calibdash.engines.plan`) has no rows in Python,
+only its all-rows score cells and, per evaluation scheme, the cells of that scheme's parts, which the
+``aggregate`` callable its maker passes gives (the dashboard runs it as a job and caches the cells; a script may
+pass ``lambda scheme: engines.aggregate(src, scheme)``).
 
 >>> from calibdash.evaluation.cells import aggregate
 >>> import numpy as np
@@ -38,11 +33,9 @@ __all__ = ["LargeData"]
 class LargeData:
     """An aggregated large source: what Compare and Explore read of a ScoreSet, with cells instead of rows.
 
-    ``all_cells`` are the all-rows cells (one part); :meth:`cells` the cells
-    of a scheme, from ``aggregate(scheme)`` (None: only the all-rows cells
-    are known). ``splits`` holds the split column's distinct values only (for
-    the choice of the training value), never one per row; ``key`` identifies
-    the source, its roles and its rows (e.g. :func:`calibdash.engines.plan.plan_key`).
+    ``all_cells`` are the all-rows cells; :meth:`cells` the cells of a scheme, from ``aggregate(scheme)`` (None:
+    only the all-rows cells are known). ``splits`` holds the split column's distinct values only, never one per
+    row; ``key`` identifies the source, its roles and its rows (e.g. :func:`calibdash.engines.plan.plan_key`).
     """
 
     name: str
@@ -64,8 +57,7 @@ class LargeData:
     def from_aggregate(cls, name: str, roles: dict, got: dict, key: str,
                        aggregate: Callable[[Any], "ScoreCells"] | None = None) -> "LargeData":
         """From the roles (``score``, ``label``, ``split``) and what the all-rows aggregation gave
-        (:func:`calibdash.engines.plan.aggregate_plan`'s ``"all"``: ``cells``, ``positive``, ``range``,
-        ``splits``)."""
+        (:func:`calibdash.engines.plan.aggregate_plan`'s ``"all"``: ``cells``, ``positive``, ``range``, ``splits``)."""
         return cls(name=name, score=roles["score"], label_column=roles["label"],
                    split_column=roles.get("split") or None, positive_label=got["positive"],
                    all_cells=got["cells"], key=key, mapped_range=got["range"], splits=tuple(got["splits"]),

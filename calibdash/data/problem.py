@@ -3,11 +3,8 @@
 Binary data (K = 2, :class:`~calibdash.data.ScoreSet`) has one reduction, the **score**: the positive class's
 score against the 0/1 label. K-class data (:class:`~calibdash.data.ClassSet`) has the reductions of Gupta &
 Ramdas (2022, "Top-label calibration and multiclass-to-binary reductions"): the **top label**, the confidence
-``max_k P_k`` against ``1[argmax_k P_k = y]`` (:func:`calibdash.measures.class_measures.top_label`), and the K
-**one-vs-rest** columns ``P_k`` against ``1[y = k]``. Every binary tool reads a K-class problem through one of
-them (the ``top_label:`` and ``ovr:`` calibrators, the class-wise measures, the top-label
-:class:`~calibdash.data.ScoreSet` of :mod:`calibdash.data.top_label`); :func:`calibdash.evaluation.holdout.evaluate_problem`
-evaluates either kind of problem.
+``max_k P_k`` against ``1[argmax_k P_k = y]``, and the K **one-vs-rest** columns ``P_k`` against ``1[y = k]``.
+Every binary tool reads a K-class problem through one of them.
 """
 from __future__ import annotations
 
@@ -25,13 +22,8 @@ SCORE, TOP_LABEL, ONE_VS_REST = "score", "top_label", "ovr"
 
 
 class Problem:
-    """What :class:`~calibdash.data.ScoreSet` and :class:`~calibdash.data.ClassSet` share: K and the reductions.
-
-    Attributes
-    ----------
-    REDUCTIONS : tuple of str
-        The binary reductions the problem has (see the module docstring).
-    """
+    """What :class:`~calibdash.data.ScoreSet` and :class:`~calibdash.data.ClassSet` share: K and the
+    ``REDUCTIONS`` (the binary reductions the problem has)."""
 
     REDUCTIONS: ClassVar[tuple[str, ...]] = (SCORE,)
 
@@ -41,20 +33,9 @@ class Problem:
         return 2
 
     def reduce(self, reduction: str, cls: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores, 0/1 labels)`` of one binary reduction of the usable rows, in their order.
-
-        Parameters
-        ----------
-        reduction : {"score", "top_label", "ovr"}
-            One of :attr:`REDUCTIONS`.
-        cls : int, optional
-            For ``"ovr"``: the class index 0..K-1.
-
-        Raises
-        ------
-        SettingsError
-            A reduction the problem does not have, or ``"ovr"`` without a class index in range.
-        """
+        """``(scores, 0/1 labels)`` of one binary reduction (one of :attr:`REDUCTIONS`: ``"score"``,
+        ``"top_label"``, ``"ovr"`` with ``cls`` the class index 0..K-1) of the usable rows, in their order;
+        SettingsError for a reduction the problem does not have, or ``"ovr"`` without a class index in range."""
         if reduction not in self.REDUCTIONS:
             raise SettingsError(f"this problem's reductions are {self.REDUCTIONS}, not {reduction!r}.")
         if reduction == SCORE:

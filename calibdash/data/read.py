@@ -1,26 +1,13 @@
-"""Reading a table: bytes from a path, raw bytes or an upload, decompressed, decoded and parsed.
+"""Reading a table: bytes from a path, raw bytes or an upload, decompressed, decoded and parsed (:func:`read_table`).
 
-:func:`read_table` gives a ``pandas.DataFrame`` and a :class:`FileInfo`
-(format, encoding, delimiter, size, SHA-256). CSV (comma, semicolon or tab;
-UTF-8 with or without BOM, UTF-16 LE or BE with BOM as Excel's "Unicode
-text" export writes it, else Latin-1), gzipped CSV and Parquet are
-accepted; what the bytes are is :mod:`calibdash.data.sniff`'s job. Sizes are
-bounded (:data:`~calibdash.core.limits.DEFAULT_MAX_BYTES`), before and after
-decompression: a gzip is decompressed only while its output stays under the
-limit, so an oversized one is refused in about a second, pointing to the
-large-data source (:mod:`calibdash.data.guard`) that reads large files.
-
-The shape is bounded too, before the rows are read (:mod:`calibdash.core.limits`):
-at most :data:`~calibdash.core.limits.MAX_COLUMNS` columns and
-:data:`~calibdash.core.limits.MAX_CELLS` cells. A Parquet file's rows, columns
-and decompressed size come from its metadata; a CSV's columns from its header
-(read from its first :data:`~calibdash.core.limits.MAX_HEADER_BYTES`, a gzip
-inflated only that far first) and its rows from its line breaks (counted while
-a gzip inflates, which stops as soon as the cells pass the limit). Repeated
-column names are numbered in linear time (:func:`~calibdash.data.sniff.unique_names`)
-before pandas sees them. So a small file that would unpack into gigabytes is
-refused in well under a second with little memory, and its contents never
-appear in the message.
+Sizes are bounded (:mod:`calibdash.core.limits`) before and after decompression: a gzip is decompressed only while
+its output stays under the limit, so an oversized one is refused in about a second, pointing to the large-data
+source (:mod:`calibdash.data.guard`). The shape is bounded before the rows are read: a Parquet file's rows,
+columns and decoded size come from its metadata; a CSV's columns from its header (read from its first
+:data:`~calibdash.core.limits.MAX_HEADER_BYTES`, a gzip inflated only that far first) and its rows from its line
+breaks (counted while a gzip inflates, which stops as soon as the cells pass the limit). Repeated column names are
+numbered in linear time before pandas sees them. So a small file that would unpack into gigabytes is refused in
+well under a second with little memory, and its contents never appear in the message.
 """
 from __future__ import annotations
 
@@ -46,23 +33,10 @@ __all__ = []
 
 @dataclass(frozen=True)
 class FileInfo:
-    """What was read and how.
-
-    Attributes
-    ----------
-    name : str
-        File name (as uploaded, or the path's name).
-    format : {"csv", "csv.gz", "parquet"}
-    encoding : str or None
-        ``"utf-8"``, ``"utf-8-sig"`` (UTF-8 with BOM), ``"utf-16-le"`` or
-        ``"utf-16-be"`` (UTF-16 with BOM), or ``"latin-1"``; None for Parquet.
-    delimiter : str or None
-        ``","``, ``";"`` or ``"\\t"``; None for Parquet.
-    n_bytes : int
-        Size of the raw bytes (compressed size for .gz).
-    sha256 : str
-        Hex SHA-256 of the raw bytes.
-    """
+    """What was read and how: the file ``name`` (as uploaded, or the path's name), its ``format`` (``"csv"``,
+    ``"csv.gz"``, ``"parquet"``), ``encoding`` (``"utf-8"``, ``"utf-8-sig"``, ``"utf-16-le"``, ``"utf-16-be"``,
+    ``"latin-1"``) and ``delimiter`` (``","``, ``";"``, ``"\\t"``), both None for Parquet, and the raw bytes'
+    size ``n_bytes`` (compressed for .gz) and hex ``sha256``."""
 
     name: str
     format: str
@@ -83,37 +57,26 @@ def _too_big(name: str, size: int, max_bytes: int) -> DataError:
                      f"sample it or save it as Parquet or .csv.gz; {LARGE_DATA_HINT}.")
 
 
-def _path_bytes(path: Path, name: str, max_bytes: int) -> bytes:
-    """The file's bytes; EnvironmentProblem when the path cannot be read."""
-    if not path.is_file():
-        raise EnvironmentProblem(f"file not found: {path}.")
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise _too_big(name, size, max_bytes)
-        return path.read_bytes()
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}.") from None
-
-
 def _raw_bytes(source, filename: str | None, max_bytes: int) -> tuple[bytes, str]:
     """The source's bytes and a display name, refusing empty or oversized input."""
     if isinstance(source, (str, Path)):
         path = Path(source)
         name = filename or path.name
-        data = _path_bytes(path, name, max_bytes)
+        if not path.is_file():
+            raise EnvironmentProblem(f"file not found: {path}.")
+        try:
+            if (size := path.stat().st_size) > max_bytes:
+                raise _too_big(name, size, max_bytes)
+            data = path.read_bytes()
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot read {path}: {exc.strerror or exc}.") from None
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         name = filename or "data"
     elif hasattr(source, "getvalue") or hasattr(source, "read"):
         name = filename or Path(str(getattr(source, "name", "") or "uploaded file")).name
-        if hasattr(source, "getvalue"):
-            data = source.getvalue()
-        else:
-            data = source.read(max_bytes + 1)
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        data = bytes(data)
+        data = source.getvalue() if hasattr(source, "getvalue") else source.read(max_bytes + 1)
+        data = bytes(data.encode("utf-8") if isinstance(data, str) else data)
     else:
         raise ProgrammingError(f"cannot read a {type(source).__name__}: give a path, bytes or an open file.")
     if len(data) > max_bytes:
@@ -123,36 +86,18 @@ def _raw_bytes(source, filename: str | None, max_bytes: int) -> tuple[bytes, str
     return data, name
 
 
-def _too_big_unpacked(name: str, limit: int) -> DataError:
-    return DataError(f"{name} decompresses to more than {megabytes(limit)}: its decompressed size exceeds "
-                     f"the upload limit ({megabytes(limit)}); {LARGE_DATA_HINT}.")
-
-
-#: Output of one step of gzip decompression: what the line counter and the size cap look at in turn.
+#: Output of one step of gzip decompression.
 _INFLATE_STEP = 8 * 1024 * 1024
 
 
 def _gunzip(data: bytes, name: str, limit: int, *, head: int | None = None, watch=None) -> bytes:
-    """Decompress gzip ``data``, stopping as soon as the output passes ``limit`` bytes.
+    """Decompress gzip ``data`` in steps of at most ``_INFLATE_STEP`` bytes, refusing it (DataError) as soon as the
+    output passes ``limit`` bytes (about 0.5 s for 200 MB) or when it is not a whole gzip file.
 
-    The members are stream-decompressed by ``zlib`` in steps of at most
-    ``_INFLATE_STEP`` bytes, the output capped at ``limit + 1`` bytes, so an
-    oversized archive costs at most ``limit`` bytes of memory and the time
-    to produce them (about 0.5 s for the default 200 MB), never its full
-    decompressed size. ``watch``, when given, sees each step's output and
-    may refuse the file by raising (the line counter of a CSV's cells);
-    with ``head``, only the first ``head`` bytes of output are made and
-    returned (a shorter file is returned whole). The trailer's size field
-    (RFC 1952 ``ISIZE``) is not used: it can only be trusted after the data
-    is checked, and a damaged file would be refused as too large.
-    Concatenated members (``cat a.gz b.gz``) are read in turn; trailing zero
-    padding is ignored, as ``gzip`` does.
-
-    Raises
-    ------
-    DataError
-        The output would pass ``limit`` (pointing to the large-data source),
-        or the bytes are not a whole gzip file.
+    ``watch`` sees each step's output and may refuse the file by raising; with ``head``, only the first ``head``
+    bytes are made and returned. The trailer's size field (RFC 1952 ``ISIZE``) is not used: it can only be trusted
+    after the data is checked. Concatenated members are read in turn; trailing zero padding is ignored, as ``gzip``
+    does.
     """
     pieces: list[bytes] = []
     n_out = 0
@@ -171,17 +116,18 @@ def _gunzip(data: bytes, name: str, limit: int, *, head: int | None = None, watc
             if piece:
                 n_out += len(piece)
                 if n_out > limit:
-                    raise _too_big_unpacked(name, limit)
+                    raise DataError(f"{name} decompresses to more than {megabytes(limit)}: its decompressed size "
+                                    f"exceeds the upload limit ({megabytes(limit)}); {LARGE_DATA_HINT}.")
                 pieces.append(piece)
                 if watch is not None:
                     watch(piece)
                 if n_out >= want:                     # head: the first bytes are made
-                    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                    return b"".join(pieces)
             elif not buf or not progress:             # all input consumed, yet the member is not over
                 raise DataError(f"{name} is a truncated gzip file (it ends before its last member does).")
         rest = d.unused_data
         if not rest.strip(b"\x00"):
-            return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            return b"".join(pieces)
         if not rest.startswith(GZIP_MAGIC):
             raise DataError(f"{name} is not a valid gzip file (unexpected bytes after its end).")
 
@@ -196,68 +142,41 @@ _UTF16_BOMS = ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 _UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
 
 
-def _decode_utf16(data: bytes, codec: str, name: str) -> tuple[str, str]:
-    """Text of UTF-16 ``data`` that starts with its BOM (the BOM dropped), and the codec name."""
-    try:
-        text = data[2:].decode(codec)
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{name} starts with a UTF-16 byte-order mark but is not valid UTF-16 "
-                        f"({exc.reason} at byte {exc.start + 2}); save it again as UTF-8 or "
-                        "Unicode text.") from None
-    if "\x00" in text:
-        raise _not_text(name)
-    return text, codec
-
-
-def _refuse_other_formats(head: bytes, name: str) -> None:
-    if head.startswith(ZIP_MAGIC):
+def _decode(data: bytes, name: str, *, head: bool = False) -> tuple[str, str]:
+    """Text and encoding name of CSV bytes: a byte-order mark decides first (UTF-8, UTF-16 LE or BE; UTF-32 is
+    refused); without one, UTF-8 if the bytes are valid UTF-8, else Latin-1. NUL bytes (binary content, UTF-16
+    without a BOM) are refused. With ``head``, ``data`` are the first bytes of a longer CSV (for the header check
+    before a gzip is inflated in full): a character cut at the end is left out, and a UTF-16 byte its codec
+    refuses is read as U+FFFD."""
+    if data.startswith(ZIP_MAGIC):
         raise DataError(f"{name} is a ZIP archive (an Excel .xlsx workbook?), not a CSV; "
                         "save the sheet as a UTF-8 CSV.")
-    if head.startswith(_UTF32_BOMS):
+    if data.startswith(_UTF32_BOMS):
         raise DataError(f"{name} is UTF-32 text; save it as a UTF-8 (or UTF-16) CSV.")
-
-
-def _peek_text(head: bytes, name: str) -> str:
-    """The text of the first bytes of a CSV, decoded as :func:`_decode` would decode the whole.
-
-    For the header check before a gzip is inflated in full: a character cut
-    at the end of ``head`` is left out, and bytes a codec refuses are read
-    as U+FFFD (what matters here are the delimiters, quotes and line breaks).
-    """
-    _refuse_other_formats(head[:SNIFF_BYTES], name)
     for bom, codec in _UTF16_BOMS:
-        if head.startswith(bom):
-            return codecs.getincrementaldecoder(codec)("replace").decode(head[2:], final=False)
-    if b"\x00" in head[:SNIFF_BYTES]:
-        raise _not_text(name)
-    encoding = "utf-8-sig" if head.startswith(b"\xef\xbb\xbf") else "utf-8"
-    try:
-        return codecs.getincrementaldecoder(encoding)().decode(head, final=False)
-    except UnicodeDecodeError:
-        return head.decode("latin-1")
-
-
-def _decode(data: bytes, name: str) -> tuple[str, str]:
-    """Text and encoding name of CSV bytes; refuses binary content and UTF-16 without a BOM.
-
-    A byte-order mark decides first: UTF-8 (``"utf-8-sig"``), UTF-16 LE or
-    BE (``"utf-16-le"``, ``"utf-16-be"``; UTF-32 is refused). Without one,
-    UTF-8 if the bytes are valid UTF-8, else Latin-1 (which decodes any
-    bytes); NUL bytes, as UTF-16 without a BOM has, are refused.
-    """
-    head = data[:SNIFF_BYTES]
-    _refuse_other_formats(head, name)
-    for bom, codec in _UTF16_BOMS:
-        if head.startswith(bom):
-            return _decode_utf16(data, codec, name)
-    if b"\x00" in head:
+        if not data.startswith(bom):
+            continue
+        if head:
+            return codecs.getincrementaldecoder(codec)("replace").decode(data[2:], final=False), codec
+        try:
+            text = data[2:].decode(codec)
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{name} starts with a UTF-16 byte-order mark but is not valid UTF-16 "
+                            f"({exc.reason} at byte {exc.start + 2}); save it again as UTF-8 or "
+                            "Unicode text.") from None
+        if "\x00" in text:
+            raise _not_text(name)
+        return text, codec
+    if b"\x00" in data[:SNIFF_BYTES]:
         raise _not_text(name)
     encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
     try:
+        if head:
+            return codecs.getincrementaldecoder(encoding)().decode(data, final=False), encoding
         return data.decode(encoding), encoding
     except UnicodeDecodeError:
         pass
-    if b"\x00" in data:
+    if not head and b"\x00" in data:
         raise _not_text(name)
     return data.decode("latin-1"), "latin-1"
 
@@ -274,9 +193,8 @@ _FEWER_COLUMNS = ("keep the label, the score columns and the features you need, 
 
 
 def _too_many_columns(name: str, n: int, limit: int, *, at_least: bool = False) -> DataError:
-    if at_least:
-        return DataError(f"{name} has more than {limit:,} columns, the most a table may have; {_FEWER_COLUMNS}.")
-    return DataError(f"{name} has {n:,} columns, over the limit of {limit:,} a table may have; {_FEWER_COLUMNS}.")
+    has = f"more than {limit:,} columns, the most" if at_least else f"{n:,} columns, over the limit of {limit:,}"
+    return DataError(f"{name} has {has} a table may have; {_FEWER_COLUMNS}.")
 
 
 def _too_many_cells(name: str, what: str, cells: str, limit: int) -> DataError:
@@ -285,48 +203,27 @@ def _too_many_cells(name: str, what: str, cells: str, limit: int) -> DataError:
                      f"upload a sample of the rows or fewer columns; {LARGE_DATA_HINT}.")
 
 
-class _Lines:
-    """Counts the line breaks of a gzip's output as it inflates, and refuses it once they make too many cells.
+def _line_watch(name: str, columns: int, max_cells: int):
+    """A watch that counts the line breaks of a gzip's output as it inflates, and refuses it once they make too
+    many cells. A short row is still read as a row of every column, so a CSV's cells are at most its line breaks
+    times its header's columns. The count is the larger of the ``\\n`` and ``\\r`` bytes: for UTF-8 and
+    Latin-1 a lower bound of the line breaks, so it never refuses a file that the exact count after decoding
+    accepts."""
+    columns, seen = max(columns, 1), {b"\n": 0, b"\r": 0}
 
-    A row with fewer fields than the header is still read as a row of every
-    column, so a CSV's cells are at most its line breaks times its header's
-    columns. The count here is the larger of the ``\\n`` and ``\\r`` bytes
-    (``\\r\\n`` counts once): for UTF-8 and Latin-1 text a lower bound of
-    the line breaks, so it never refuses a file that the exact count after
-    decoding accepts (in UTF-16, a byte 0x0A or 0x0D inside another
-    character counts too).
-    """
-
-    def __init__(self, name: str, columns: int, max_cells: int):
-        self.name, self.columns, self.max_cells = name, max(columns, 1), max_cells
-        self.lf = self.cr = 0
-
-    def __call__(self, piece: bytes) -> None:
-        self.lf += piece.count(b"\n")
-        self.cr += piece.count(b"\r")
-        lines = max(self.lf, self.cr)
-        if lines * self.columns > self.max_cells:
-            raise _too_many_cells(self.name, f"at least {lines:,} lines of {self.columns:,} columns (its header's)",
-                                  f"at least {lines * self.columns:,}", self.max_cells)
-
-
-def _line_breaks(text: str) -> int:
-    """Line breaks in ``text`` (``\\n``, ``\\r\\n`` or ``\\r``, as pandas reads them): at least its rows."""
-    n = text.count("\n")
-    r = text.count("\r")
-    return n + r - text.count("\r\n") if r else n
+    def watch(piece: bytes) -> None:
+        for byte in seen:
+            seen[byte] += piece.count(byte)
+        lines = max(seen.values())
+        if lines * columns > max_cells:
+            raise _too_many_cells(name, f"at least {lines:,} lines of {columns:,} columns (its header's)",
+                                  f"at least {lines * columns:,}", max_cells)
+    return watch
 
 
 def _header(text: str, delim: str, name: str, max_columns: int, *, more: bool = False):
-    """The header record of CSV ``text``, read from its first ``MAX_HEADER_BYTES``; refuses too many columns.
-
-    Raises
-    ------
-    DataError
-        More than ``max_columns`` fields; a header not complete within
-        ``MAX_HEADER_BYTES`` characters; a column name over the csv module's
-        field limit.
-    """
+    """The header record of CSV ``text``, read from its first ``MAX_HEADER_BYTES``; DataError for more than
+    ``max_columns`` fields, a header not complete there, or a name over the csv module's field limit."""
     try:
         header = read_header(text, delim, MAX_HEADER_BYTES, more=more)
     except csv.Error:
@@ -345,12 +242,9 @@ def _header(text: str, delim: str, name: str, max_columns: int, *, more: bool = 
 def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_columns: int) -> str:
     """The CSV ``text`` ready for pandas, once its columns and cells are within the limits.
 
-    Its columns (the header's, or one more when the first row has one
-    more field: pandas then reads that first field as the index) and its
-    line breaks bound the table pandas would make; when header names
-    repeat, the header is given to pandas with the names already made
-    unique (:func:`unique_names`, pandas' own numbering in linear time), the
-    rest of the text unchanged.
+    Its columns (the header's, or one more when the first row has one more field: pandas then reads it as the
+    index) and its line breaks bound the table pandas would make. Repeated header names are made unique here
+    (:func:`unique_names`, pandas' numbering in linear time), the rest of the text unchanged.
     """
     header = _header(text, delim, name, max_columns)
     try:
@@ -360,7 +254,7 @@ def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_colum
     n_cols = max(len(header.fields), min(len(first_row), len(header.fields) + 1), 1)
     if n_cols > max_columns:
         raise _too_many_columns(name, n_cols, max_columns)
-    lines = _line_breaks(text)
+    lines = text.count("\n") + text.count("\r") - text.count("\r\n")    # \n, \r\n or \r, as pandas reads them
     if lines * n_cols > max_cells:
         raise _too_many_cells(name, f"{lines:,} lines of {n_cols:,} columns", f"{lines * n_cols:,}", max_cells)
     names = [f if f != "" else f"Unnamed: {i}" for i, f in enumerate(header.fields)]
@@ -373,25 +267,11 @@ def _check_csv_shape(text: str, delim: str, name: str, max_cells: int, max_colum
     return text[:header.start] + line.getvalue() + text[line_break:]
 
 
-def _read_csv_text(text: str, delim: str, name: str) -> pd.DataFrame:
-    if not text.strip():
-        raise DataError(f"{name} is empty (no header, no rows).")
-    try:
-        df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{name} is empty (no header, no rows).") from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise DataError(f"{name} could not be read as a {DELIMITER_NAMES[delim]}-separated CSV: "
-                        f"{str(exc).strip()}") from None
-    return df
-
-
 def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> None:
     """Refuse a Parquet file whose metadata says it unpacks into too much: columns, cells, decompressed bytes.
 
-    Only the footer is read, and its lists only up to ``MAX_METADATA_ITEMS``
-    entries. Nested columns (lists, structs, maps) are refused too: they
-    hold many values a cell, and no role reads them.
+    Only the footer is read, its lists only up to ``MAX_METADATA_ITEMS`` entries. Nested columns (lists, structs,
+    maps) are refused too: they hold many values a cell, and no role reads them.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -430,10 +310,9 @@ def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> 
 
 
 def _decoded_bytes(meta, schema) -> int:
-    """The bytes a Parquet file's columns take once decoded, from its metadata: 8 a row for each column of
-    numbers, dates or booleans, whatever its encoding (a dictionary of a few values is kilobytes on disk),
-    and for text or bytes 8 a row plus the column chunks' uncompressed size (its characters). Stops adding
-    once past :data:`MAX_UNPACKED_BYTES`."""
+    """The bytes a Parquet file's columns take once decoded, from its metadata: 8 a row a column, whatever its
+    encoding (a dictionary of a few values is kilobytes on disk), plus for text or bytes the column chunks'
+    uncompressed size. Stops adding once past :data:`MAX_UNPACKED_BYTES`."""
     import pyarrow as pa
 
     rows = meta.num_rows
@@ -442,31 +321,15 @@ def _decoded_bytes(meta, schema) -> int:
     total = 8 * rows * meta.num_columns
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
-        for j in text:
-            total += group.column(j).total_uncompressed_size
+        total += sum(group.column(j).total_uncompressed_size for j in text)
         if total > MAX_UNPACKED_BYTES:
             break
     return total
 
 
-def _read_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> pd.DataFrame:
-    _check_parquet(data, name, max_cells, max_columns)
-    try:
-        # text as categories, DATE as datetime64: a 10^7-row file with a segment and a date as text read into
-        # 110 MB instead of 396 MB (calibdash.data.compact)
-        return parquet_to_frame(pa_buffer(data))
-    except Exception as exc:  # pyarrow raises several types
-        raise DataError(f"{name} could not be read as Parquet: {exc}") from None
-
-
 def _gunzip_csv(data: bytes, name: str, max_bytes: int, max_cells: int, max_columns: int) -> bytes:
-    """A gzipped CSV's bytes, its header checked before it is inflated in full and its cells while it is.
-
-    The first :data:`MAX_HEADER_BYTES` are inflated, decoded and their header
-    record read: too many columns, or no end to it there, refuse the file
-    at once. The rest is inflated with its line breaks counted, so a file of
-    too many rows is refused as soon as its cells pass ``max_cells``.
-    """
+    """A gzipped CSV's bytes, its header checked (from the first :data:`MAX_HEADER_BYTES` inflated) before it is
+    inflated in full, and its cells while it is (its line breaks counted)."""
     head = _gunzip(data, name, max_bytes, head=MAX_HEADER_BYTES + 1)
     if not head:
         raise DataError(f"{name} is empty (gzip archive of 0 bytes).")
@@ -474,15 +337,10 @@ def _gunzip_csv(data: bytes, name: str, max_bytes: int, max_cells: int, max_colu
         raise DataError(f"{name} is a gzipped Parquet file; give the .parquet file itself.")
     if len(head) <= MAX_HEADER_BYTES:             # the whole file: checked as it is, after decoding
         return head
-    n_cols = _head_columns(head[:MAX_HEADER_BYTES], name, max_columns)
-    del head
-    return _gunzip(data, name, max_bytes, watch=_Lines(name, n_cols, max_cells))
-
-
-def _head_columns(head: bytes, name: str, max_columns: int) -> int:
-    """The columns of the header in the first bytes of a longer CSV; refuses too many, or no end to it there."""
-    text = _peek_text(head, name)
-    return len(_header(text, sniff_delimiter(text), name, max_columns, more=True).fields)
+    text = _decode(head[:MAX_HEADER_BYTES], name, head=True)[0]
+    n_cols = len(_header(text, sniff_delimiter(text), name, max_columns, more=True).fields)
+    del head, text
+    return _gunzip(data, name, max_bytes, watch=_line_watch(name, n_cols, max_cells))
 
 
 def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int = MAX_CELLS,
@@ -494,7 +352,15 @@ def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int =
     del data
     delim = sniff_delimiter(text)
     text = _check_csv_shape(text, delim, name, max_cells, max_columns)
-    df = _read_csv_text(text, delim, name)
+    if not text.strip():
+        raise DataError(f"{name} is empty (no header, no rows).")
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{name} is empty (no header, no rows).") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise DataError(f"{name} could not be read as a {DELIMITER_NAMES[delim]}-separated CSV: "
+                        f"{str(exc).strip()}") from None
     if delim != ",":
         df.attrs["decimal_comma_columns"] = fix_decimal_commas(df)
     return compact_text(df), encoding, delim
@@ -504,42 +370,37 @@ def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_
                max_cells: int = MAX_CELLS, max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, FileInfo]:
     """Read a CSV, gzipped CSV or Parquet table.
 
+    CSV (comma, semicolon or tab; UTF-8 with or without BOM, UTF-16 LE or BE with BOM as Excel's "Unicode text"
+    export writes it, else Latin-1), gzipped CSV and Parquet; what the bytes are is :mod:`calibdash.data.sniff`'s job.
+
     Parameters
     ----------
     source : str, Path, bytes or file-like
-        A path, the raw bytes, or an object with ``getvalue()`` or ``read()``
-        (Streamlit's ``UploadedFile`` also gives ``.name``).
+        A path, the raw bytes, or an object with ``getvalue()`` or ``read()`` (Streamlit's ``UploadedFile``
+        also gives ``.name``).
     filename : str, optional
-        Name used for the format guess and in messages (default: the path's
-        or upload's name).
+        Name used for the format guess and in messages (default: the path's or upload's name).
     max_bytes : int
-        Largest accepted size of the raw bytes, and of a .gz's decompressed
-        content (decompression stops as soon as it passes ``max_bytes``).
+        Largest accepted size of the raw bytes, and of a .gz's decompressed content.
     max_cells, max_columns : int
-        Most cells (rows x columns) and columns the table may have
-        (:data:`~calibdash.core.limits.MAX_CELLS`,
-        :data:`~calibdash.core.limits.MAX_COLUMNS`), checked before the rows
-        are read: a Parquet file's from its metadata, a CSV's from its
-        header's columns times its line breaks.
+        Most cells (rows x columns) and columns the table may have (:data:`~calibdash.core.limits.MAX_CELLS`,
+        :data:`~calibdash.core.limits.MAX_COLUMNS`), checked before the rows are read.
 
     Returns
     -------
     (DataFrame, FileInfo)
-        All rows and columns as read (column names stripped of spaces, and
-        numbered ``name.1``, ``name.2``, ... where they repeat, as pandas
-        numbers them). When decimal commas were read as decimal points,
-        ``df.attrs["decimal_comma_columns"]`` lists the columns.
+        All rows and columns as read (names stripped of spaces, and numbered ``name.1``, ``name.2``, ... where
+        they repeat, as pandas numbers them). ``df.attrs["decimal_comma_columns"]`` lists the columns whose
+        decimal commas were read as decimal points.
 
     Raises
     ------
     DataError
-        Empty or oversized file (compressed or decompressed), binary content
-        or UTF-16 without a byte-order mark, unreadable CSV or Parquet; more
-        columns or cells than the limits, a CSV header longer than
-        :data:`~calibdash.core.limits.MAX_HEADER_BYTES`, a Parquet file whose
-        column data decompresses past :data:`~calibdash.core.limits.MAX_UNPACKED_BYTES`
-        or that has nested columns. These messages name the limit and never
-        quote the file's contents.
+        Empty or oversized file (compressed or decompressed), binary content or UTF-16 without a byte-order mark,
+        unreadable CSV or Parquet; more columns or cells than the limits, a CSV header longer than
+        :data:`~calibdash.core.limits.MAX_HEADER_BYTES`, a Parquet file whose column data decompresses past
+        :data:`~calibdash.core.limits.MAX_UNPACKED_BYTES` or that has nested columns. These messages name the
+        limit and never quote the file's contents.
     EnvironmentProblem
         A path that does not exist or cannot be read.
     ProgrammingError
@@ -548,7 +409,11 @@ def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_
     data, name = _raw_bytes(source, filename, max_bytes)
     fmt = sniff_format(data, name)
     if fmt == "parquet":
-        df, encoding, delim = _read_parquet(data, name, max_cells, max_columns), None, None
+        _check_parquet(data, name, max_cells, max_columns)
+        try:
+            df, encoding, delim = parquet_to_frame(pa_buffer(data)), None, None
+        except Exception as exc:  # pyarrow raises several types
+            raise DataError(f"{name} could not be read as Parquet: {exc}") from None
     else:
         df, encoding, delim = _read_csv(data, fmt, name, max_bytes, max_cells, max_columns)
     df.columns = unique_names([str(c).strip() for c in df.columns])

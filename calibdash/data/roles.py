@@ -1,17 +1,12 @@
-"""Which column plays which role: guessed from names and values, for binary and K-class tables alike.
+"""Which column plays which role, guessed from names and values, for binary and K-class tables alike.
 
-A binary file (:func:`guess_roles`, :class:`Roles`) has a label of two values and one or more score columns.
-A K-class file (:func:`guess_class_columns`, :class:`ClassRoles`) has a label column holding one of K >= 3
-classes per row and one column per class holding the model's probability (or logit) of that class. The class
-columns are found by a shared prefix, case-insensitive, followed by the class (:data:`PREFIXES`: ``p_``,
-``prob_``, ``proba_`` for probabilities, ``logit_`` for logits), or are named exactly after the classes. A
-column's class is the text after the prefix matched to the label values as text (label 3 matches ``p_3``,
-``"cat"`` matches ``prob_cat``); then case-insensitively, then as numbers (``p_3`` matches a label read as
-3.0), each value matched at most once. :func:`is_multiclass` says whether a table is one (the Data page and
-the command line choose their mode with it). Features and the split of a K-class table are guessed as for a
-binary file. The search's building blocks (:class:`Layout`, :func:`search`, :func:`pair`, ...) are public for
-:mod:`~calibdash.data.class_set`, which validates the columns found or named into a
-:class:`~calibdash.data.ClassSet`.
+A binary file (:func:`guess_roles`) has a label of two values and one or more score columns. A K-class file
+(:func:`guess_class_columns`) has a label holding one of K >= 3 classes per row and one column per class holding
+the model's probability (or logit) of that class: a shared prefix, case-insensitive, followed by the class
+(:data:`PREFIXES`: ``p_``, ``prob_``, ``proba_``; ``logit_`` for logits), or named exactly after the classes. A
+column's class is the text after the prefix matched to the label values as text (label 3 matches ``p_3``), then
+case-insensitively, then as numbers (``p_3`` matches 3.0), each value matched at most once. Features and the
+split of a K-class table are guessed as for a binary file.
 """
 from __future__ import annotations
 
@@ -24,25 +19,21 @@ import pandas as pd
 from ..core.limits import MAX_COLUMNS, MIN_ROWS
 from .class_names import (PREFIXES, as_number, check_guessed_score, label_values, named_classes, pair, score_classes,
                           split_prefix)
-from ..core.numbers import is_numeric, is_text, parse_numbers  # noqa: F401  (public here too, as before)
-from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value  # the label words: one rule, validation's
+from ..core.numbers import is_numeric, is_text, parse_numbers
+from ..core.validation import NEGATIVE_TOKENS, POSITIVE_TOKENS, plain_value
 
 __all__ = ["reads_as_numbers", "label_values", "split_prefix", "named_classes", "check_guessed_score"]
 
-_LABEL_NAMES = ("label", "labels", "y", "target", "outcome", "class", "truth", "actual",
-                "clicked", "click", "default", "y_true", "ytrue", "true_label", "ground_truth",
-                "gt", "response", "converted", "conversion", "churn", "fraud", "event")
-_SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "dataset", "data_split",
-                "train_test", "sample_set")
+_LABEL_NAMES = ("label", "labels", "y", "target", "outcome", "class", "truth", "actual", "clicked", "click",
+                "default", "y_true", "ytrue", "true_label", "ground_truth", "gt", "response", "converted",
+                "conversion", "churn", "fraud", "event")
+_SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "dataset", "data_split", "train_test", "sample_set")
 _ID_NAMES = ("id", "index", "idx", "row", "row_id", "rowid", "key", "uuid", "record_id")
-_SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "confidence",
-                "yhat", "y_hat", "output")
-#: A text column counts as a column of numbers when at least this share of its non-missing,
-#: non-blank entries parse as numbers (``"0.25"``, ``"1e-3"``, ``"inf"``); its other entries
-#: (``"abc"``, ``"#N/A"``) are then read as missing, and
-#: :func:`~calibdash.data.build_score_set` drops and counts the rows where the score is one.
-#: Guessing roles screens a long column first on ``_SCREEN`` entries drawn at random (fixed seed):
-#: a sample under half this share of numbers is text without parsing the whole column.
+_SCORE_HINTS = ("score", "prob", "pred", "margin", "logit", "pctr", "svm", "confidence", "yhat", "y_hat", "output")
+#: A text column counts as a column of numbers when at least this share of its non-missing, non-blank entries
+#: parse as numbers; its other entries (``"abc"``, ``"#N/A"``) are then read as missing, and
+#: :func:`~calibdash.data.build_score_set` drops and counts their rows. A long column is screened first on
+#: ``_SCREEN`` entries drawn at random (fixed seed): under half this share of numbers there, it is text.
 NUMERIC_SHARE = 0.5
 _SCREEN = 2000
 
@@ -55,8 +46,7 @@ class Roles:
     scores: list[str] = field(default_factory=list)
     features: list[str] = field(default_factory=list)
     split: str | None = None
-    #: The score columns as their names tell (a two-class file's ``p_0``, ``p_1``), or None
-    #: (:func:`calibdash.data.roles.score_classes`).
+    #: The score columns as their names tell (``p_0``, ``p_1``; :func:`score_classes`), or None.
     classes: object | None = None
 
 
@@ -75,14 +65,13 @@ def _label_tier(col) -> int | None:
 
 def _is_score_hint(col) -> bool:
     n = _norm(col)
-    if n.startswith("true_"):          # e.g. true_prob: the oracle, not a model's score
+    if n.startswith("true_"):          # true_prob: the oracle, not a model's score
         return False
     return n in ("p", "s") or n.startswith("p_") or any(h in n for h in _SCORE_HINTS)
 
 
 def reads_as_numbers(s: pd.Series) -> bool:
-    """Whether ``s`` is a column of numbers: numeric dtype, or text of which at least
-    :data:`NUMERIC_SHARE` of the present, non-blank entries parse as numbers."""
+    """Whether ``s`` is a column of numbers: numeric dtype, or text mostly of numbers (:data:`NUMERIC_SHARE`)."""
     if is_numeric(s):
         return True
     return is_text(s) and not _clearly_text(s) and _enough_numbers(*parse_numbers(s))
@@ -102,10 +91,8 @@ def _enough_numbers(values: np.ndarray, not_number: np.ndarray) -> bool:
 def _clearly_text(s: pd.Series) -> bool:
     """A long text column whose random sample (fixed seed) is under ``NUMERIC_SHARE / 2`` numbers.
 
-    Parsing a million distinct strings takes seconds; a sample of names or
-    yes/no labels says "text" in a millisecond. A random sample, not every
-    k-th row, so that periodic data cannot fool it: a column at the
-    threshold (half numbers) shows under a quarter in 2,000 present entries
+    Parsing a million distinct strings takes seconds, a sample a millisecond. A random sample, not every k-th row,
+    so that periodic data cannot fool it: a column at the threshold shows under a quarter in 2,000 present entries
     with probability below exp(-2000 KL(1/4 || 1/2)) ~ 1e-114 (Chernoff).
     """
     n = len(s)
@@ -130,11 +117,6 @@ def _is_id(col, s: pd.Series, n: int, numbers: np.ndarray | None = None) -> bool
     return False
 
 
-def _known_label_encoding(values) -> bool:
-    toks = {str(v).strip().lower() for v in values}
-    return len(toks) == 2 and bool(toks & (POSITIVE_TOKENS | NEGATIVE_TOKENS))
-
-
 def _guess_split(df: pd.DataFrame, label: str | None) -> str | None:
     n = len(df)
     for c in df.columns:
@@ -153,17 +135,16 @@ def _guess_label(df: pd.DataFrame, split: str | None) -> str | None:
     for _, _, c in named:
         if df[c].nunique(dropna=True) == 2:
             return c
-    two_valued = []
-    for i, c in enumerate(cols):
-        if c == split or _is_score_hint(c):
-            continue
-        s = df[c]
-        if s.nunique(dropna=True) == 2:
-            known = _known_label_encoding(s.dropna().unique())
-            two_valued.append((0 if known else 1, i, c))
+    two_valued = [(0 if _known_label_encoding(df[c].dropna().unique()) else 1, i, c) for i, c in enumerate(cols)
+                  if c != split and not _is_score_hint(c) and df[c].nunique(dropna=True) == 2]
     if two_valued:
         return min(two_valued)[2]
     return named[0][2] if named else None
+
+
+def _known_label_encoding(values) -> bool:
+    toks = {str(v).strip().lower() for v in values}
+    return len(toks) == 2 and bool(toks & (POSITIVE_TOKENS | NEGATIVE_TOKENS))
 
 
 def _looks_like_probabilities(values: np.ndarray) -> bool:
@@ -178,62 +159,41 @@ def _guess_scores(df: pd.DataFrame, numbers: dict) -> list:
     numeric column not yet looked at): hinted names first, then probability-like columns, then all."""
     numeric = list(numbers)
     hinted = [c for c in numeric if _is_score_hint(c)]
-    if hinted:
-        return hinted
-    scores = []
-    for c in numeric:
-        looks = numbers[c]
-        if looks is None:            # a numeric dtype: one column converted at a time, then let go
-            looks = _looks_like_probabilities(df[c].to_numpy(dtype=float, na_value=np.nan))
-        if looks:
-            scores.append(c)
-    return scores or numeric[:]
+    # a numeric dtype (None) is converted one column at a time, then let go
+    return hinted or [c for c in numeric if numbers[c] or numbers[c] is None and _looks_like_probabilities(
+        df[c].to_numpy(dtype=float, na_value=np.nan))] or numeric
 
 
 def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None = None,
                 positive=None) -> Roles:
     """Guess the label, score, feature and split columns of ``df``.
 
-    Parameters
-    ----------
-    df : DataFrame
-    label, split : str, optional
-        Columns already chosen by the user; the other roles are guessed around them.
-    positive : optional
-        The label value of the positive class, when the user chose it (for the order of the scores).
+    ``label`` and ``split`` are columns the user chose (the other roles are guessed around them), ``positive`` the
+    positive class's label value when chosen (for the order of the scores).
 
     Rules
     -----
     split
-        A column named split/set/fold/partition/subset/dataset with at most 20
-        distinct values (and fewer than half the rows).
+        A column named split/set/fold/partition/subset/dataset with at most 20 distinct values (and fewer than
+        half the rows).
     label
-        By name first (label, y, target, outcome, class, truth, actual, click(ed),
-        default, ..., then is_*/has_*/*label*) with exactly two distinct values;
-        then any other column with two distinct values, those encoded like a label
-        (0/1, -1/1, True/False, yes/no, pos/neg) first. If only a named column
-        with one or more than two values exists it is returned anyway, so that
-        validation can say what is wrong with it. None if nothing fits.
+        By name first (label, y, target, outcome, class, truth, actual, click(ed), default, ..., then
+        is_*/has_*/*label*) with exactly two distinct values; then any other column with two distinct values,
+        those encoded like a label (0/1, -1/1, True/False, yes/no, pos/neg) first. If only a named column with
+        one or more than two values exists it is returned anyway, so that validation can say what is wrong with
+        it. None if nothing fits.
     scores
-        Columns of numbers (not boolean) other than label, split and ids: the
-        ones whose name hints a score (score, prob, proba, pred, p_, margin,
-        logit, pctr, svm, ...) if any; otherwise those entirely within [0, 1]
-        with many (>= 10) distinct non-integer values; otherwise every column
-        of numbers. A text column counts as numbers when at least
-        :data:`NUMERIC_SHARE` (half) of its present entries parse as numbers
-        (:func:`reads_as_numbers`), so a score column with a few ``"abc"`` is
-        still a score column. Columns named after a class of the label (``p_0``, ``p_1``;
-        ``prob_``, ``proba_``, ``logit_``; ``p_neg``, ``p_pos`` for a 0/1 label) are ordered by it
-        (:func:`~calibdash.data.roles.score_classes`): the positive class's first, the negative
-        class's last, so that the first score is never the other class's probability.
+        Columns of numbers (not boolean; text mostly of numbers counts, :func:`reads_as_numbers`) other than
+        label, split and ids: those whose name hints a score (score, prob, proba, pred, p_, margin, logit, pctr,
+        svm, ...) if any; else those within [0, 1] with >= 10 distinct non-integer values; else all. Columns
+        named after a class of the label (``p_0``, ``p_1``, ``p_neg``, ``p_pos``, ...) are ordered by it
+        (:func:`score_classes`): the positive class's first, the negative class's last.
     features
-        The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or
-        integer/text columns whose values are all distinct; a text column of
-        numbers is an id only when its numbers are distinct whole numbers).
+        The remaining columns, without ids (named id/index/*_id/Unnamed: 0, or integer/text columns whose values
+        are all distinct; a text column of numbers is an id only when they are distinct whole numbers).
 
-    Each column is looked at once, and a text column's parsed numbers are let
-    go before the next: the work grows with the table's cells, never with the
-    square of its columns, and no copy of the table is kept.
+    Each column is looked at once and a text column's parsed numbers are let go before the next: the work grows
+    with the table's cells, and no copy of the table is kept.
     """
     n = len(df)
     cols = list(df.columns)
@@ -264,44 +224,26 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
     classes = score_classes(df, label, scores, positive)
     if classes is not None:
         scores = classes.scores
-    chosen = set(scores)
-    features = [c for c in cols if c not in taken and c not in ids and c not in chosen
-                and not df[c].isna().all()]
+    chosen = taken | ids | set(scores)
+    features = [c for c in cols if c not in chosen and not df[c].isna().all()]
     return Roles(label=label, scores=scores, features=features, split=split, classes=classes)
 
 
-# ---------------------------------------------------------------------------------------------
-# K-class tables: the label and one column per class
-# ---------------------------------------------------------------------------------------------
-#: Entries of a column checked before its label values are counted (a float column with a fraction among
-#: them is no label).
+# -- K-class tables: the label and one column per class -------------------------------------------
+#: Entries of a column checked before its label values are counted (a float column with a fraction is no label).
 _LABEL_SCREEN = 1000
-#: Names that say a column is (or is not) the true class, to choose between label columns whose values
-#: match the class columns equally well (a model's predicted class matches them too).
+#: Names that say a column is (or is not) the true class, to choose between label columns whose values match the
+#: class columns equally well (a model's predicted class matches them too).
 _LABEL_WORDS = ("label", "class", "target", "truth", "ground_truth", "y_true", "actual", "outcome")
 _PREDICTION_WORDS = ("pred", "argmax", "guess")
 
 
 @dataclass
 class ClassRoles:
-    """Which columns make a multi-class table (see :func:`guess_class_columns`).
-
-    Attributes
-    ----------
-    label : str
-        The label column.
-    columns : list of str
-        One column per class, in the table's order.
-    classes : list
-        The class of each column: the label value it matched, or for a column whose class never
-        occurs in the labels the text after its prefix (a number when the labels are numbers).
-    prefix : str or None
-        The prefix the columns share (as written in the first column), None when named after the classes.
-    logits : bool
-        Whether the columns hold logits (the ``logit_`` prefix) rather than probabilities.
-    features : list of str
-    split : str or None
-    """
+    """Which columns make a multi-class table (see :func:`guess_class_columns`): the label, one column per class
+    (in the table's order), the class of each (the label value it matched, or for a class absent from the labels
+    the text after its prefix, a number when the labels are numbers), their shared prefix (as written in the first
+    column; None when named after the classes), whether they hold logits, the features and the split."""
 
     label: str
     columns: list[str]
@@ -312,7 +254,6 @@ class ClassRoles:
     split: str | None = None
 
 
-
 def _class_of(suffix: str, values: list):
     """The class of a column no label value matched: its suffix, as a number when the labels are numbers."""
     x = as_number(suffix)
@@ -321,8 +262,8 @@ def _class_of(suffix: str, values: list):
 
 
 def _could_be_label(s: pd.Series) -> bool:
-    """Quick refusal of columns that cannot be a class label: booleans, and floats with fractions among
-    their first entries."""
+    """Quick refusal of columns that cannot be a class label: booleans, floats with fractions among their first
+    entries."""
     if pd.api.types.is_bool_dtype(s):
         return False
     if pd.api.types.is_float_dtype(s):
@@ -334,7 +275,7 @@ def _could_be_label(s: pd.Series) -> bool:
 
 def name_rank(column) -> int:
     """How much a name says "label": 2 named like one (label, class, target, ...), 0 like a prediction, else 1."""
-    n = re.sub(r"[\s\-.]+", "_", str(column).strip().lower())
+    n = _norm(column)
     if n == "y" or any(w in n for w in _LABEL_WORDS):
         return 2
     return 0 if any(w in n for w in _PREDICTION_WORDS) else 1
@@ -358,15 +299,16 @@ class Layout:
                 for j, s in enumerate(self.suffixes)]
 
 
+def prefixed(columns, prefix: str, logits: bool) -> Layout | None:
+    """The columns that start with ``prefix`` (any case) and go on, as a layout; None when there are none."""
+    n = len(prefix)
+    cols = [c for c in columns if str(c).lower().startswith(prefix.lower()) and len(str(c)) > n]
+    return Layout(None, cols, [str(c)[n:] for c in cols], str(cols[0])[:n], logits) if cols else None
+
+
 def prefix_groups(columns: list) -> list[Layout]:
     """The columns of each prefix of :data:`PREFIXES` (with a class after it), one layout per prefix used."""
-    groups = []
-    for prefix, logits in PREFIXES:
-        cols = [c for c in columns if str(c).lower().startswith(prefix) and len(str(c)) > len(prefix)]
-        if cols:
-            groups.append(Layout(None, cols, [str(c)[len(prefix):] for c in cols], str(cols[0])[:len(prefix)],
-                                  logits))
-    return groups
+    return [g for prefix, logits in PREFIXES if (g := prefixed(columns, prefix, logits)) is not None]
 
 
 def _named_group(df: pd.DataFrame, label, values: list) -> Layout | None:
@@ -374,27 +316,23 @@ def _named_group(df: pd.DataFrame, label, values: list) -> Layout | None:
     others = [c for c in df.columns if c != label]
     pairs = pair(values, [str(c) for c in others])
     cols = [others[j] for j in sorted(pairs) if reads_as_numbers(df[others[j]])]
-    if not cols:
-        return None
-    return Layout(label, cols, [str(c) for c in cols], None, False)
+    return Layout(label, cols, [str(c) for c in cols], None, False) if cols else None
 
 
 def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
             by_name: bool = True, k_min: int = 3) -> Layout | None:
     """The best (label, class columns) pair: the label whose values most class columns name.
 
-    ``groups`` are the candidate sets of class columns (default: the prefix groups, plus with
-    ``by_name`` the columns named after each candidate label's values); ``label`` fixes the label.
-    A pair counts when at least ``k_min`` columns and at least two label values pair up, and at least
-    half the label's values have a column. Ties go to a label named like one (label, class, target,
-    ...), then away from one named like a prediction, then to prefixed columns, then to the table's order.
+    ``groups`` are the candidate sets of class columns (default: the prefix groups, plus with ``by_name`` the
+    columns named after each candidate label's values); ``label`` fixes the label. A pair counts when at least
+    ``k_min`` columns and two label values pair up, and at least half the label's values have a column. Ties go
+    to a label named like one, then away from one named like a prediction, then to prefixed columns, then to the
+    table's order.
     """
     groups = prefix_groups(list(df.columns)) if groups is None else groups
     in_groups = {c for g in groups for c in g.columns}
-    if label is not None:
-        candidates = [label]
-    else:
-        candidates = [c for c in df.columns if c not in in_groups and _could_be_label(df[c])]
+    candidates = [label] if label is not None else [c for c in df.columns
+                                                    if c not in in_groups and _could_be_label(df[c])]
     best, best_key = None, None
     for position, c in enumerate(candidates):
         found = label_values(df[c], limit=MAX_COLUMNS)
@@ -404,8 +342,7 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
         if by_name and (named := _named_group(df, c, values)) is not None:
             options.append(named)
         for kind, g in enumerate(options):
-            pairs = pair(values, g.suffixes)
-            matched = len(pairs)
+            matched = len(pairs := pair(values, g.suffixes))
             if matched < 2 or 2 * matched < len(values) or len(g.columns) < k_min:
                 continue
             key = (matched, name_rank(c), g.prefix is not None, -position, -kind)
@@ -416,9 +353,8 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
 
 
 def other_roles(df: pd.DataFrame, layout: Layout, split=None) -> tuple[list[str], str | None]:
-    """Features and split as :func:`~calibdash.data.roles.guess_roles` guesses them for a binary file with
-    the class columns as its scores (they are renamed ``p_...`` for the guess, so that they count as
-    scores whatever their names, and the other columns are judged as in a binary file)."""
+    """Features and split as :func:`guess_roles` guesses them for a binary file with the class columns as its
+    scores (renamed ``p_...`` for the guess, so that they count as scores whatever their names)."""
     names = {c: f"p_\x00{j}" for j, c in enumerate(layout.columns)}
     view = df.set_axis([names.get(c, c) for c in df.columns], axis=1)
     roles = guess_roles(view, label=layout.label, split=split)
@@ -429,23 +365,11 @@ def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: st
                         ) -> ClassRoles | None:
     """The label and the class columns of a multi-class table, or None when ``df`` is not one.
 
-    Parameters
-    ----------
-    df : DataFrame
-    label : str, optional
-        The label column, when the user named it.
-    split : str, optional
-        The split column, when the user named it.
-
-    Returns
-    -------
-    ClassRoles or None
-        None unless some column (``label`` if given) has at least two distinct values, at least three
-        class columns pair with its values (by a prefix of :data:`PREFIXES`, or named exactly after
-        the values) and at least half its values have a column. Among several candidates, the label
-        whose values most columns name wins; on a tie, a column named like a label (label, class,
-        target, ...), then one not named like a prediction (pred, argmax), then prefixed columns, then
-        the table's order. Features and split: as :func:`~calibdash.data.roles.guess_roles` guesses them.
+    ``label`` and ``split`` are the columns the user named, if any. None unless some column (``label`` if given)
+    has at least two distinct values, at least three class columns pair with its values (by a prefix of
+    :data:`PREFIXES`, or named exactly after the values) and at least half its values have a column. Among several
+    candidates the label whose values most columns name wins (ties as :func:`search` breaks them). Features and
+    split: as :func:`guess_roles` guesses them.
     """
     layout = search(df, label)
     if layout is None:
@@ -456,6 +380,6 @@ def guess_class_columns(df: pd.DataFrame, label: str | None = None, *, split: st
 
 
 def is_multiclass(df: pd.DataFrame, label: str | None = None) -> bool:
-    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns): one column
-    per class, at least three, named after the label's values. A binary file is never one."""
+    """Whether ``df`` is a multi-class table (:func:`guess_class_columns` finds its columns); a binary file never
+    is."""
     return search(df, label) is not None

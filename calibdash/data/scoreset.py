@@ -1,13 +1,5 @@
-"""Building a :class:`ScoreSet`: roles, positive class, usable rows, and what validation found.
-
-:func:`build_score_set` turns a table (as :func:`~calibdash.data.read.read_table`
-gives it) into the label, score, feature and split columns (guessed by
-:func:`~calibdash.data.roles.guess_roles` unless given), the positive class,
-and the usable rows as numpy arrays, with a :class:`ValidationReport` saying
-what was dropped, mapped and found. Scores outside [0, 1] are mapped by
-:func:`~calibdash.core.margins.to_probabilities`. Every refusal is a
-:class:`calibdash.DataError` whose message names the column, values or limit
-involved.
+"""Building a :class:`ScoreSet`: roles, positive class, usable rows, and what validation found
+(:class:`ValidationReport`). Scores outside [0, 1] are mapped by :func:`~calibdash.core.margins.to_probabilities`.
 """
 from __future__ import annotations
 
@@ -43,14 +35,11 @@ N_EXAMPLES = 5
 class ValidationReport:
     """What validation found, for the user to read.
 
-    ``dropped`` counts are disjoint: a row with both a bad score and a missing
-    label counts under the score reason only, so
-    ``n_read == n_used + sum(dropped.values())``. The reasons are
-    ``"missing or non-finite score"``, ``"score not a number"`` (a text
-    entry such as ``"abc"`` in a column that mostly holds numbers; see
-    :data:`~calibdash.data.roles.NUMERIC_SHARE`) and ``"missing label"``.
-    ``dropped_examples`` gives, for ``"score not a number"``, up to five
-    distinct entries that were dropped, in the order they first occur.
+    ``dropped`` counts are disjoint (a row with a bad score and a missing label counts under the score reason
+    only), so ``n_read == n_used + sum(dropped.values())``. The reasons are ``"missing or non-finite score"``,
+    ``"score not a number"`` (a text entry such as ``"abc"`` in a column that mostly holds numbers) and
+    ``"missing label"``. ``dropped_examples`` gives, for ``"score not a number"``, up to five distinct entries
+    dropped, in the order they first occur.
     """
 
     n_read: int
@@ -64,15 +53,14 @@ class ValidationReport:
 
 @dataclass
 class ScoreSet(Problem):
-    """A validated table of one classifier's scores and the true labels.
-
-    ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and
-    ``split`` hold the usable rows only (rows with a missing or non-finite
-    active score, or a missing label, are dropped and counted in ``report``).
-    ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by
-    the logistic function. Build one with :func:`~calibdash.data.load_scores` or
-    :func:`build_score_set`; switch the active model with :meth:`with_score`. A :class:`~calibdash.data.problem.Problem`
+    """A validated table of one classifier's scores and the true labels: a :class:`~calibdash.data.problem.Problem`
     of 2 classes, whose one reduction is the score.
+
+    ``raw`` keeps the table as read; ``scores``, ``labels``, ``features`` and ``split`` hold the usable rows only
+    (rows with a missing or non-finite active score, or a missing label, are dropped and counted in ``report``).
+    ``scores`` are in [0, 1]: an active column that leaves [0, 1] is mapped by the logistic function. Build one
+    with :func:`~calibdash.data.load_scores` or :func:`build_score_set`; switch the active model with
+    :meth:`with_score`.
     """
 
     name: str
@@ -115,12 +103,8 @@ class ScoreSet(Problem):
                       positive=self.positive_label, info=self.info, name=self.name)
 
     def content_key(self) -> str:
-        """Stable hex key of the data and the roles, for caches.
-
-        Built from the file's SHA-256 (or a hash of ``raw`` when the table did
-        not come from a file), the label/score/feature/split columns and the
-        positive label.
-        """
+        """Stable hex key of the data and the roles, for caches: the file's SHA-256 (or a hash of ``raw`` for a
+        table built in memory), the label/score/feature/split columns and the positive label."""
         h = hashlib.sha256()
         if self.info is not None:
             h.update(self.info.sha256.encode())
@@ -132,7 +116,6 @@ class ScoreSet(Problem):
         return h.hexdigest()[:32]
 
 
-# -- values -----------------------------------------------------------------------------------------
 def _scalar(v):
     """Python scalar from a numpy/pandas scalar, value unchanged (1.0 stays 1.0)."""
     return v.item() if hasattr(v, "item") else v
@@ -140,8 +123,7 @@ def _scalar(v):
 
 def _check_columns(df: pd.DataFrame, names, role: str) -> None:
     present = set(df.columns)
-    missing = [c for c in names if c not in present]
-    if missing:
+    if missing := [c for c in names if c not in present]:
         listed = ", ".join(repr(short_text(c)) for c in df.columns[:40])
         more = f" (and {df.shape[1] - 40} more)" if df.shape[1] > 40 else ""
         what = "column" if len(missing) == 1 else "columns"
@@ -150,7 +132,6 @@ def _check_columns(df: pd.DataFrame, names, role: str) -> None:
         raise DataError(f"{role} {what} {asked} not found; the columns are: {listed}{more}.")
 
 
-# -- the label and its positive class ------------------------------------------------------------
 def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.ndarray, list]:
     """Which rows have a label, and the label's two values (sorted); DataError unless exactly two."""
     if label is None:
@@ -172,25 +153,15 @@ def _label_values(df: pd.DataFrame, label: str | None, name: str) -> tuple[np.nd
     return lab_ok, values
 
 
-# -- scores and the other columns ----------------------------------------------------------------
-def _as_numeric(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """The score column's numbers (NaN where missing or text) and where an entry is text, not a number."""
-    if pd.api.types.is_bool_dtype(s):
-        raise DataError(f"score column {s.name!r} holds True/False values, not scores.")
-    return parse_numbers(s)
-
-
 def _examples(s: pd.Series, rows: np.ndarray, k: int = N_EXAMPLES) -> list[str]:
     """Up to ``k`` distinct entries of ``s`` at ``rows`` (first occurrences first), as short text."""
-    shown: list[str] = []
+    shown: dict[str, None] = {}
     for v in pd.unique(s.iloc[np.flatnonzero(rows)].astype(object)):   # in order of first appearance
         t = " ".join(str(v).split())
-        t = t if len(t) <= 40 else t[:37] + "..."
-        if t not in shown:
-            shown.append(t)
-            if len(shown) == k:
-                break
-    return shown
+        shown[t if len(t) <= 40 else t[:37] + "..."] = None
+        if len(shown) == k:
+            break
+    return list(shown)
 
 
 def _quoted(examples: list[str]) -> str:
@@ -204,15 +175,8 @@ def _dropped_phrase(reason: str) -> str:
 
 def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[str, list[str]], *, n_used: int,
                  n_read: int, name: str, phrase=_dropped_phrase) -> None:
-    """Say in ``messages`` how many rows were dropped for each reason (with the examples kept for it), and
-    refuse fewer than :data:`~calibdash.core.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a
-    reason for a message (binary: ``"whose score is not a number"``, ``"with a missing label"``).
-
-    Raises
-    ------
-    DataError
-        ``n_used < MIN_ROWS``, the message counting the rows dropped for each reason.
-    """
+    """Say in ``messages`` how many rows were dropped for each reason (with its examples), and refuse (DataError)
+    fewer than :data:`~calibdash.core.limits.MIN_ROWS` usable rows; ``phrase(reason)`` words a reason."""
     for reason, k in dropped.items():
         such = f", such as {_quoted(examples[reason])}" if reason in examples else ""
         messages.append(f"Dropped {k:,} row{'s' if k != 1 else ''} {phrase(reason)}{such}.")
@@ -220,6 +184,13 @@ def note_dropped(messages: list[str], dropped: dict[str, int], examples: dict[st
         why = "; ".join(f"{k} {phrase(r)}" for r, k in dropped.items())
         raise DataError(f"only {n_used} usable rows in {name} (of {n_read} read"
                         f"{'; dropped ' + why if why else ''}); at least {MIN_ROWS} are needed.")
+
+
+def split_rows(df: pd.DataFrame, keep: np.ndarray, split, shown) -> tuple[np.ndarray, str]:
+    """The split column's values (as text) at the usable rows, and the report's line counting each value."""
+    values = text_values(df.loc[keep, split])
+    kinds, counts = np.unique(values.astype(str), return_counts=True)
+    return values, f"Split column {shown!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, counts)) + "."
 
 
 def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
@@ -246,9 +217,9 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
     messages = _read_messages(df, info)
     lab_ok, values = _label_values(df, label, name)
     pos, neg = choose_positive(values, positive, column=label)
-
-    # --- score -------------------------------------------------------------
-    raw_s, not_number = _as_numeric(df[score])
+    if pd.api.types.is_bool_dtype(df[score]):
+        raise DataError(f"score column {score!r} holds True/False values, not scores.")
+    raw_s, not_number = parse_numbers(df[score])
     finite = np.isfinite(raw_s)
     if not finite.any():
         example = df[score].dropna()
@@ -272,19 +243,11 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
         messages.append(f"Score column {score!r} ranges from {lo:.4g} to {hi:.4g}, outside [0, 1]: "
                         "read as a margin or logit and mapped by the logistic function "
                         "1/(1+exp(-s)) (not min-max scaled).")
-
-    # --- rows ----------------------------------------------------------------
-    bad_score = ~finite
-    bad_label = ~lab_ok & finite
-    dropped = {}
-    examples = {}
-    if (bad_score & ~not_number).any():
-        dropped["missing or non-finite score"] = int((bad_score & ~not_number).sum())
-    if n_text:
-        dropped[NOT_A_NUMBER] = n_text
-        examples[NOT_A_NUMBER] = _examples(df[score], not_number)
-    if bad_label.any():
-        dropped["missing label"] = int(bad_label.sum())
+    # disjoint: a row with a bad score counts under the score reason only
+    counts = {"missing or non-finite score": int((~finite & ~not_number).sum()), NOT_A_NUMBER: n_text,
+              "missing label": int((~lab_ok & finite).sum())}
+    dropped = {reason: k for reason, k in counts.items() if k}
+    examples = {NOT_A_NUMBER: _examples(df[score], not_number)} if n_text else {}
     keep = finite & lab_ok
     n_used = int(keep.sum())
     note_dropped(messages, dropped, examples, n_used=n_used, n_read=n_read, name=name)
@@ -309,9 +272,8 @@ def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, po
         messages.append(f"Feature columns: {', '.join(features)}.")
     split_arr = None
     if split is not None:
-        split_arr = text_values(df.loc[keep, split])
-        messages.append(f"Split column {split!r}: " + ", ".join(
-            f"{k} ({v:,})" for k, v in zip(*np.unique(split_arr.astype(str), return_counts=True))) + ".")
+        split_arr, note = split_rows(df, keep, split, split)
+        messages.append(note)
 
     report = ValidationReport(n_read=n_read, n_used=n_used, dropped=dropped, dropped_examples=examples,
                               mapped=mapped, class_counts=class_counts, messages=messages)
@@ -339,11 +301,9 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     split : str, optional
         Split column (e.g. train/test); guessed when None, none when ``False`` or ``""``.
     positive : optional
-        The label value taken as class 1 (matched exactly, then as text,
-        then case-insensitively, then as a number); default: the rule of
-        :func:`calibdash.core.validation.choose_positive` (1, True, yes,
-        pos/positive; else the value opposite 0, -1, no, neg/negative; else
-        the second value in sorted order), the same as the API's ``pos_label``.
+        The label value taken as class 1 (matched exactly, then as text, then case-insensitively, then as a
+        number); default: :func:`calibdash.core.validation.choose_positive`'s rule (1, True, yes, pos/positive;
+        else the value opposite 0, -1, no, neg/negative; else the second value in sorted order).
     info : FileInfo, optional
         From :func:`~calibdash.data.read_table`; used in messages and in ``content_key``.
     name : str, optional
@@ -352,18 +312,10 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     Raises
     ------
     DataError
-        A named column is missing; no numeric column; the score column is
-        mostly text (under :data:`~calibdash.data.roles.NUMERIC_SHARE` of its
-        entries are numbers); the label has one or more than two values;
-        fewer than ``MIN_ROWS`` usable rows; the positive label is not a
-        label value.
-
-    Notes
-    -----
-    A score column of text that mostly holds numbers (a CSV column with a
-    few ``"abc"`` or ``"#DIV/0!"``) is read as numbers: the other entries
-    are read as missing, and their rows dropped and counted under
-    ``"score not a number"`` with up to five examples in the report.
+        A named column is missing; no numeric column; the score column is mostly text (under
+        :data:`~calibdash.data.roles.NUMERIC_SHARE` of its entries are numbers; with fewer, the text entries'
+        rows are dropped and counted under ``"score not a number"``); the label has one or more than two
+        values; fewer than ``MIN_ROWS`` usable rows; the positive label is not a label value.
     """
     name = name or (info.name if info is not None else "data")
     if len(df) == 0:
@@ -387,7 +339,6 @@ def build_score_set(df: pd.DataFrame, *, score: str | None = None, label: str | 
     score_columns = list(roles.scores)
     if score is not None:
         if score not in score_columns:
-            score_columns = [c for c in score_columns if c != score]
             score_columns.insert(0, score)
     elif not score_columns:
         kinds = ", ".join(f"{c!r} ({df[c].dtype})" for c in df.columns[:20])

@@ -1,14 +1,5 @@
-"""What a file is, from its first bytes: Parquet, gzip or CSV; the CSV's delimiter and header; decimal commas.
-
-The format is taken from the magic bytes when they say gzip (``1f 8b``) or
-Parquet (``PAR1``), else from the file name. A CSV's delimiter (comma,
-semicolon or tab) is sniffed from its first 64 KB; its header (the first
-record) is read from a bounded prefix by :func:`read_header`, so that its
-columns are counted before any row is parsed, and repeated column names are
-numbered by :func:`unique_names` in linear time; text columns of a
-semicolon or tab file that hold decimal-comma numbers (``0,25``) are read
-as numbers. The text encoding (UTF-8, UTF-16 with its byte-order mark,
-Latin-1) is decided in :mod:`calibdash.data.read`.
+"""What a file is, from its first bytes: Parquet, gzip or CSV (magic bytes, then the name); a CSV's delimiter,
+its header (read from a bounded prefix, so that columns are counted before any row is parsed) and decimal commas.
 """
 from __future__ import annotations
 
@@ -28,9 +19,8 @@ PARQUET_MAGIC = b"PAR1"
 ZIP_MAGIC = b"PK\x03\x04"
 #: How many leading bytes (or characters) are looked at.
 SNIFF_BYTES = 64 * 1024
-#: How many characters of that sample csv.Sniffer reads. Its regular expressions that guess the quote
-#: character take time quadratic in their input on text of many quotes (64 KB of ``+"a`` took 19 s);
-#: on 8 KB they take at most about 0.3 s. The field counts that check its answer read the whole sample.
+#: How many characters of that sample csv.Sniffer reads: its quote-guessing regular expressions take time quadratic
+#: in their input on text of many quotes (64 KB of ``+"a`` took 19 s; 8 KB at most 0.3 s).
 SNIFFER_CHARS = 8 * 1024
 _DELIMITERS = (",", ";", "\t")
 #: Each delimiter's name, for messages.
@@ -40,13 +30,8 @@ _DECIMAL_COMMA = re.compile(r"[-+]?(\d+,\d*|,\d+|\d+)([eE][-+]?\d+)?")
 
 
 def sniff_format(data: bytes, name: str) -> str:
-    """``"parquet"``, ``"csv.gz"`` or ``"csv"``: the magic bytes first, then the name.
-
-    Raises
-    ------
-    DataError
-        The name says Parquet or gzip but the bytes do not.
-    """
+    """``"parquet"``, ``"csv.gz"`` or ``"csv"``: the magic bytes first, then the name (DataError when the name says
+    Parquet or gzip but the bytes do not)."""
     if data.startswith(PARQUET_MAGIC):
         return "parquet"
     if data.startswith(GZIP_MAGIC):
@@ -72,14 +57,9 @@ def _consistent(counts: list[int]) -> bool:
 
 
 def sniff_delimiter(text: str) -> str:
-    """Comma, semicolon or tab: csv.Sniffer, checked by a field-count heuristic.
-
-    The sniffer (on the sample's first :data:`SNIFFER_CHARS` characters) is
-    kept when every sample line splits into the same number (>1) of fields
-    with it. Otherwise the delimiter that gives a
-    constant field count with the most fields wins (this resolves e.g.
-    semicolon files with decimal commas); a one-column file gets ``","``.
-    """
+    """Comma, semicolon or tab: csv.Sniffer (on the first :data:`SNIFFER_CHARS` characters), kept when every
+    sample line splits into the same number (>1) of fields with it; else the delimiter giving a constant field
+    count with the most fields (semicolon files with decimal commas), else the most fields in the header."""
     sample = text[:SNIFF_BYTES]
     lines = sample.splitlines()
     if len(sample) == SNIFF_BYTES and len(lines) > 1:
@@ -104,18 +84,9 @@ def sniff_delimiter(text: str) -> str:
 
 @dataclass(frozen=True)
 class Header:
-    """The first record of a CSV text, as :func:`read_header` found it.
-
-    Attributes
-    ----------
-    fields : list of str
-        Its fields as the CSV reader gives them (leading spaces skipped, quotes removed); when
-        ``complete`` is False, the fields read before the prefix ended.
-    start, end : int
-        Where the record starts (after any blank lines) and ends (after its line break) in the text.
-    complete : bool
-        Whether the record ends within the prefix looked at (or the text ends there).
-    """
+    """The first record of a CSV text: its ``fields`` (leading spaces skipped, quotes removed; when not
+    ``complete``, those read before the prefix ended), its ``start`` (after blank lines) and ``end`` (after its
+    line break) in the text, and whether it is ``complete`` within the prefix looked at (or the text ends there)."""
 
     fields: list[str]
     start: int
@@ -126,17 +97,11 @@ class Header:
 def read_header(text: str, delim: str, limit: int, *, more: bool = False) -> Header:
     """The first non-blank record of CSV ``text``, reading at most its first ``limit`` characters.
 
-    Quoted fields may hold delimiters and line breaks, as pandas reads them; blank lines (empty or
-    spaces only) before the record are skipped, as pandas does. The work is bounded by ``limit``
-    whatever the text holds: a header line of a hundred million commas is looked at up to ``limit``
-    characters, and its record is then not ``complete``. A record that reaches the end of the prefix
-    counts as complete only when the text ends there too (a quote left open at the cut could hide
-    more of the header); ``more`` says that ``text`` is itself the start of a longer text.
-
-    Raises
-    ------
-    csv.Error
-        A field longer than the csv module's field limit (131,072 characters).
+    Quoted fields may hold delimiters and line breaks, and blank lines before the record are skipped, as pandas
+    does. The work is bounded by ``limit`` whatever the text holds. A record that reaches the end of the prefix is
+    complete only when the text ends there too (a quote left open at the cut could hide more of the header);
+    ``more`` says that ``text`` is itself the start of a longer text. A field longer than the csv module's field
+    limit (131,072 characters) raises ``csv.Error``.
     """
     head = text[:limit]
     cut = more or len(text) > len(head)
@@ -160,14 +125,12 @@ def read_header(text: str, delim: str, limit: int, *, more: bool = False) -> Hea
 
 
 def unique_names(names, unnamed=()) -> list:
-    """Column names made unique as pandas' CSV reader makes them, in linear time.
+    """Column names made unique as pandas' CSV reader makes them, in linear time (pandas' own renaming costs
+    ``n**2`` comparisons for ``n`` equal names: minutes for 80,000).
 
-    A repeated name gets ``.1``, ``.2``, ... in order (``x, x, x`` -> ``x, x.1, x.2``), skipping a
-    numbered name already taken (``x, x, x.1`` -> ``x, x.2, x.1``); the positions in ``unnamed``
-    (empty header fields, named ``Unnamed: i``) are numbered after the others. pandas'
-    own renaming looks each candidate up in the list of names, so a header of ``n`` equal names
-    costs it ``n**2`` comparisons (80,000 names: minutes); here a count of each name present makes
-    it linear. Names already unique are returned unchanged.
+    A repeated name gets ``.1``, ``.2``, ... in order (``x, x, x`` -> ``x, x.1, x.2``), skipping a numbered name
+    already taken (``x, x, x.1`` -> ``x, x.2, x.1``); the positions in ``unnamed`` (empty header fields, named
+    ``Unnamed: i``) are numbered after the others.
     """
     names = list(names)
     if len(set(names)) == len(names):
@@ -194,28 +157,19 @@ def unique_names(names, unnamed=()) -> list:
 
 
 def fix_decimal_commas(df: pd.DataFrame) -> list[str]:
-    """Convert text columns holding decimal-comma numbers (``0,25``) to floats, in place.
+    """Convert text columns holding decimal-comma numbers (``0,25``) to floats, in place; return their names.
 
-    A column is converted when some entry has a comma and every present,
-    non-blank entry is such a number. When only most of them are (at least
-    :data:`~calibdash.data.roles.NUMERIC_SHARE`), the numbers are converted
-    and the other entries (``"abc"``) are kept as they are, so that
-    :func:`~calibdash.data.build_score_set` can read them as missing and
-    show them among the dropped rows.
-
-    Returns
-    -------
-    list of str
-        The converted columns.
+    A column is converted when some entry has a comma and every present, non-blank entry is such a number. When
+    only most are (at least :data:`~calibdash.data.roles.NUMERIC_SHARE`), the numbers are converted and the other
+    entries kept, so that :func:`~calibdash.data.build_score_set` shows them among the dropped rows.
     """
     fixed = []
     for col in df.columns:
         s = df[col]
         if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
             continue
-        present = s.notna()
-        text = s.astype(str).str.strip().where(present)
-        present &= text.ne("")
+        text = s.astype(str).str.strip().where(s.notna())
+        present = s.notna() & text.ne("")
         vals = text[present]
         if vals.empty or not vals.str.contains(",", regex=False).any():
             continue

@@ -1,33 +1,18 @@
 """A K-class table read as a binary one: the top-label (confidence) reduction of a :class:`ClassSet`.
 
-Gupta & Ramdas (2022, "Top-label calibration and multiclass-to-binary
-reductions", ICLR) write a K-class predictor as the pair of its predicted
-class ``c(X) = argmax_k P_k(X)`` and its confidence ``h(X) = max_k P_k(X)``.
-The predictor is **confidence calibrated** when
+Gupta & Ramdas (2022, "Top-label calibration and multiclass-to-binary reductions", ICLR) write a K-class predictor
+as its predicted class ``c(X) = argmax_k P_k(X)`` and its confidence ``h(X) = max_k P_k(X)``. It is **confidence
+calibrated** when ``P(Y = c(X) | h(X)) = h(X)`` (their eq. 1) and **top-label calibrated** when
+``P(Y = c(X) | c(X), h(X)) = h(X)`` (their eq. 2). Both are about one binary pair, the score ``h(X)`` and the
+outcome ``1[Y = c(X)]``: :func:`top_label_set` builds it as a binary :class:`~calibdash.data.ScoreSet`, so every
+binary tool reads a K-class table through it. Its ECE on all rows is the confidence ECE (Guo et al. 2017) of
+:func:`calibdash.measures.class_measures.top_label_ece` at the same bins; within the groups of the
+predicted-class column (:data:`PREDICTED`) it checks eq. 2 one class at a time.
 
-    P(Y = c(X) | h(X)) = h(X)                                     (their eq. 1)
-
-and **top-label calibrated** when
-
-    P(Y = c(X) | c(X), h(X)) = h(X)                               (their eq. 2).
-
-Both are statements about one binary pair, the score ``h(X)`` and the 0/1
-outcome ``1[Y = c(X)]``: :func:`top_label_set` builds that pair as a binary
-:class:`~calibdash.data.ScoreSet`, so every binary tool (per-group and
-per-period measures, the binary calibrators, MBCT) reads a K-class table
-through it. Its ECE on all rows is the confidence ECE (Guo et al. 2017) of
-:func:`calibdash.measures.class_measures.top_label_ece` at the same bins; taken
-within the groups of the predicted-class column it adds (:data:`PREDICTED`) it
-checks eq. 2 one class at a time.
-
-The table the ScoreSet holds (``raw``) is the ClassSet's usable rows, in their
-order, with every column but the class columns, and three more:
-:data:`CONFIDENCE` (``h``), :data:`CORRECT` (1 when the top class is the label,
-else 0; the ScoreSet's label, positive value 1) and :data:`PREDICTED` (the
-class ``c``, as the label column writes it). A name already taken in the file
-gets ``" (top label)"`` added. Tied maxima: the predicted class is the first
-of them (:func:`calibdash.measures.class_measures.top_label`); the confidence is the
-same whichever wins.
+The ScoreSet's ``raw`` is the ClassSet's usable rows, in order, with every column but the class columns, and
+:data:`CONFIDENCE` (``h``), :data:`CORRECT` (1 when the top class is the label; the ScoreSet's label, positive 1)
+and :data:`PREDICTED` (``c``, as the label column writes it); a name already taken gets ``" (top label)"`` added.
+Tied maxima: the predicted class is the first of them; the confidence is the same whichever wins.
 """
 from __future__ import annotations
 
@@ -42,7 +27,7 @@ from ..core.errors import DataError
 from .problem import TOP_LABEL
 from .scoreset import ScoreSet, build_score_set
 
-if TYPE_CHECKING:                       # a ClassSet is only read here
+if TYPE_CHECKING:
     from .class_set import ClassSet
 
 __all__ = []
@@ -52,28 +37,10 @@ CONFIDENCE, CORRECT, PREDICTED = "confidence", "top class right", "predicted cla
 _TAKEN = " (top label)"
 
 
-def _free(name: str, taken: set) -> str:
-    """``name``, or ``name`` with :data:`_TAKEN` added (again) until no column of the file has it."""
-    while name in taken:
-        name += _TAKEN
-    return name
-
-
 def top_label_frame(cs: "ClassSet") -> tuple[pd.DataFrame, dict]:
-    """The usable rows of ``cs`` with the class columns replaced by the reduction's three columns.
-
-    Returns
-    -------
-    frame : DataFrame
-        One line per usable row of ``cs``, in its order (index 0..n-1).
-    names : dict
-        ``"confidence"``, ``"correct"``, ``"predicted"`` -> the column names used (see the module docstring).
-
-    Raises
-    ------
-    DataError
-        ``cs`` does not say which rows of its table it kept (a ClassSet built by hand without ``rows``).
-    """
+    """The usable rows of ``cs`` (index 0..n-1) with the class columns replaced by the reduction's three, and the
+    names used (``"confidence"``, ``"correct"``, ``"predicted"`` -> column); DataError when ``cs`` does not say which
+    rows of its table it kept (a ClassSet built by hand without ``rows``)."""
     if cs.rows is None or len(cs.rows) != cs.n_rows:
         raise DataError(f"{cs.name}: the usable rows' positions in the table are not known, so its other "
                         "columns cannot be aligned with the top-label reduction; build it with build_class_set.")
@@ -83,8 +50,10 @@ def top_label_frame(cs: "ClassSet") -> tuple[pd.DataFrame, dict]:
     taken = set(map(str, cs.raw.columns))
     names = {}
     for role, name in (("confidence", CONFIDENCE), ("correct", CORRECT), ("predicted", PREDICTED)):
-        names[role] = _free(name, taken)
-        taken.add(names[role])
+        while name in taken:
+            name += _TAKEN
+        names[role] = name
+        taken.add(name)
     frame[names["confidence"]] = c
     frame[names["correct"]] = a.astype(np.int64)
     classes = np.asarray(cs.classes, dtype=object)
@@ -95,19 +64,11 @@ def top_label_frame(cs: "ClassSet") -> tuple[pd.DataFrame, dict]:
 def top_label_set(cs: "ClassSet") -> ScoreSet:
     """The top-label reduction of ``cs`` as a binary :class:`~calibdash.data.ScoreSet`.
 
-    Score: the confidence ``h(X) = max_k P_k(X)`` (the softmax of the logits
-    when ``cs`` holds logits); label: ``1[Y = c(X)]`` with 1 the positive
-    value; features and split: those of ``cs`` (same columns, same rows); the
-    table (``raw``): :func:`top_label_frame`, so any other column of the file
-    (a segment, a date, the true and the predicted class) can be aligned
-    with the rows by :func:`calibdash.monitoring.groups.column_for_rows`. Its cache key
-    (:meth:`~calibdash.data.ScoreSet.content_key`) derives from ``cs``'s.
+    Score: the confidence ``h(X) = max_k P_k(X)`` (of the softmax when ``cs`` holds logits); label: ``1[Y = c(X)]``;
+    features and split: those of ``cs``; ``raw``: :func:`top_label_frame`, so any other column of the file can be
+    aligned with the rows (:func:`calibdash.monitoring.groups.column_for_rows`). Its cache key derives from ``cs``'s.
 
-    Raises
-    ------
-    DataError
-        Every usable row's top class is right, or every one is wrong: the
-        outcome has one value, so there is no binary calibration to judge.
+    DataError when every usable row's top class is right, or every one is wrong: no binary calibration to judge.
     """
     frame, names = top_label_frame(cs)
     right = int(frame[names["correct"]].sum())

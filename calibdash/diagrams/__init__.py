@@ -1,17 +1,17 @@
 """Diagrams: one module per kind, holding its data (computed without plotly) and its figure.
 
-Each module holds a frozen dataclass extending :class:`~calibdash.diagrams.common.Diagram` that declares its
-``kind``, ``title``, ``problem`` and ``position``, computes its data (the classmethod ``prepare``, as relplot's
+Each module holds a frozen dataclass extending :class:`~calibdash.diagrams.common.Diagram` that declares its ``kind``,
+``title``, ``problem`` and ``position``, computes its data (the classmethod ``prepare``, as relplot's
 ``prepare_rel_diagram``), says its caption and draws itself (``figure``, importing plotly only there). This package
 finds them by scanning its modules, so adding a diagram is adding its module. Binary (one column of scores per
-method): :mod:`.binned`, :mod:`.smooth` (SmoothECE, Błasiok & Nakkiran 2024), :mod:`.corp` (Dimitriadis,
-Gneiting & Jordan 2021); K-class (each method's (n, K) probabilities): :mod:`.confidence`, :mod:`.classwise`
-(small multiples, and the per-class table), :mod:`.simplex` (K = 3).
+method): :mod:`.binned`, :mod:`.smooth` (SmoothECE, Błasiok & Nakkiran 2024), :mod:`.corp` (Dimitriadis, Gneiting &
+Jordan 2021); K-class (each method's (n, K) probabilities): :mod:`.confidence`, :mod:`.classwise` (small multiples,
+and the per-class table), :mod:`.simplex` (K = 3).
 
-Weights (binary ``weights``, K-class ``sample_weight``), such as :attr:`calibdash.evaluation.holdout.Evaluation.weights`
-on score cells: a row of weight ``w`` counts as ``w`` rows (the auto rule counts the weights' sum, the bins hold
-equal weight, the bands resample the rows the cells stand for), so on exact score cells every diagram is the
-rows' diagram.
+Weights (binary ``weights``, K-class ``sample_weight``), such as
+:attr:`calibdash.evaluation.holdout.Evaluation.weights` on score cells: a row of weight ``w`` counts as ``w`` rows
+(the auto rule counts the weights' sum, the bins hold equal weight, the bands resample the rows the cells stand for),
+so on exact score cells every diagram is the rows' diagram.
 
 >>> from calibdash import diagrams
 >>> data = diagrams.prepare("corp", predictions, labels)          # doctest: +SKIP
@@ -29,9 +29,8 @@ from ..core.errors import SettingsError
 from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY
 from .binned import BINNED, BinnedData, plot_binned, prepare_binned, reliability_tables
 from .classwise import MAX_PANELS, ORDERS, class_table, classwise_bin_count, plot_classwise, prepare_classwise
-from .common import (AUTO, AUTO_RULE, BIN_RULES, BINNINGS, DEFAULT_TITLE, HEIGHT, MAX_BINS, MIN_BINS, N_BOOT,
-                     RULE_SENTENCE, RULE_SHORT, RULE_TEXT, Diagram, auto_bin_count, bin_count, class_labels,
-                     describe_rule, display_names)
+from .common import (AUTO, AUTO_RULE, BIN_RULES, BINNINGS, MAX_BINS, MIN_BINS, N_BOOT, RULE_SENTENCE, RULE_SHORT,
+                     RULE_TEXT, Diagram, auto_bin_count, bin_count, class_labels, describe_rule, display_names)
 from .confidence import plot_confidence, prepare_confidence
 from .corp import CORP, CorpData, corp_column, prepare_corp
 from .simplex import SimplexMapData, plot_simplex_map, prepare_simplex_map, simplex_grid
@@ -78,8 +77,8 @@ def check_kind(kind: str) -> str:
 def prepare(kind: str, predictions: pd.DataFrame, labels, sample_weight=None, *, band: bool = False,
             n_bins=DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY, n_boot: int = N_BOOT) -> Diagram:
     """The data of the binary diagram ``kind`` (one of :data:`KINDS`, any case). Each kind takes the options its
-    ``prepare`` names: ``n_bins`` and ``strategy`` the binned diagram's, ``band`` and ``n_boot`` the others'
-    (the binned one draws each bin's 95% interval)."""
+    ``prepare`` names: ``n_bins`` and ``strategy`` the binned diagram's, ``band`` and ``n_boot`` the others' (the
+    binned one draws each bin's 95% interval)."""
     cls = registry("binary")[check_kind(kind)]
     options = dict(band=band, n_bins=n_bins, strategy=strategy, n_boot=n_boot)
     takes = inspect.signature(cls.prepare).parameters
@@ -89,11 +88,3 @@ def prepare(kind: str, predictions: pd.DataFrame, labels, sample_weight=None, *,
 def plot(data: Diagram, **kw):
     """The figure of any diagram's data (``names``, ``title``, ``height``, ... as its ``figure``)."""
     return data.figure(**kw)
-
-
-def diagram(kind: str, predictions: pd.DataFrame, labels, sample_weight=None, *, band: bool = False,
-            n_bins=DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY, names=None, title=DEFAULT_TITLE,
-            height: int = HEIGHT, n_boot: int = N_BOOT):
-    """``(figure, caption)`` of the binary diagram ``kind`` (:func:`prepare`, then its ``figure``)."""
-    data = prepare(kind, predictions, labels, sample_weight, band=band, n_bins=n_bins, strategy=strategy, n_boot=n_boot)
-    return data.figure(names=names, title=title, height=height), data.caption(names)

@@ -1,5 +1,6 @@
-"""The binned reliability diagram: a reliability table per method (:func:`calibdash.measures.binning.reliability_table`),
-each bin's observed frequency against its mean prediction with its 95% interval, the rows per bin underneath."""
+"""The binned reliability diagram: a reliability table per method
+(:func:`calibdash.measures.binning.reliability_table`), each bin's observed frequency against its mean prediction with
+its 95% interval, the rows per bin underneath."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,12 +21,11 @@ def reliability_tables(predictions: pd.DataFrame, labels, n_bins: int = DEFAULT_
     """Reliability table of every column of ``predictions`` (method -> table).
 
     ``sample_weight``: the rows' weights, such as :attr:`calibdash.evaluation.holdout.Evaluation.weights` on score
-    cells (each weighted row standing for that many rows); bins then hold equal weight and their counts are
-    weight sums, so on exact cells the tables are those of the rows the cells summarise.
+    cells (each weighted row standing for that many rows); bins then hold equal weight and their counts are weight
+    sums, so on exact cells the tables are those of the rows the cells summarise.
     """
-    return {str(col): reliability_table(predictions[col].to_numpy(), labels, n_bins, strategy,
-                                                sample_weight=sample_weight)
-            for col in predictions.columns}
+    return {str(c): reliability_table(predictions[c].to_numpy(), labels, n_bins, strategy, sample_weight=sample_weight)
+            for c in predictions.columns}
 
 
 @dataclass(frozen=True)

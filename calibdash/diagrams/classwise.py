@@ -1,12 +1,6 @@
-"""Class-wise reliability of K-class predictions as small multiples, and the per-class table.
-
-For each shown class k, each method's share of rows labelled k against its mean probability of k per bin (the
-class-wise reduction ``(P[:, k], y == k)``), one panel per class; the classes in the picker's order (worst first
-by the first method's per-class ECE, by default). :func:`class_table`: one row per class (rows, frequency, and
-per method the mean predicted probability and the per-class ECE).
-
-The bins are those of the measures (:mod:`calibdash.measures.class_measures`: 15 equal-width bins unless told);
-``n_bins="auto"`` takes the binary diagrams' rule on the rows per class (:func:`classwise_bin_count`).
+"""Class-wise reliability of K-class predictions as small multiples (each shown class k: each method's share of rows
+labelled k against its mean probability of k per bin), and the per-class table (:func:`class_table`). The bins are the
+measures' (15 equal-width unless told); ``n_bins="auto"``: :func:`classwise_bin_count`.
 """
 from __future__ import annotations
 
@@ -39,14 +33,10 @@ _ORDER_TEXT = {"worst": "shown worst first (largest per-class ECE of {first})", 
 
 def classwise_bin_count(n_bins, y, k: int, sample_weight=None) -> tuple[int, str]:
     """``(bin count, caption text)`` of the class-wise panels: a count as given, or for :data:`AUTO` the binary
-    diagrams' rule (:data:`calibdash.diagrams.AUTO_RULE`, the cube root rounded up, within 2..100) applied to
-    the rows per class, ``n / K`` (the weights' sum over K when weighted).
-
-    Why per class: class k's panel bins ``P[:, k]`` over every row, but what it estimates, the share of rows
-    labelled k near each probability, rests on the rows of class k, about ``n / K`` of them; so the rule the
-    binary diagram applies to its n rows is applied to those. With K = 100 and 3,000 held-out rows that is
-    ``ceil(30^(1/3)) = 4`` bins, where 15 (the measures' bins) leave most bins of a panel with no row of
-    its class and the line jagged.
+    diagrams' rule (:data:`calibdash.diagrams.AUTO_RULE`) applied to the rows per class, ``n / K`` (the weights' sum
+    over K when weighted): class k's panel estimates the share of rows labelled k near each probability, which rests
+    on the rows of class k. With K = 100 and 3,000 held-out rows that is ``ceil(30^(1/3)) = 4`` bins, where 15 (the
+    measures' bins) leave most bins of a panel with no row of its class.
 
     >>> classwise_bin_count("auto", np.zeros(3000, int), 100)[0]
     4
@@ -158,13 +148,13 @@ def prepare_classwise(P_by_method: Mapping[str, np.ndarray], y, classes=None, n_
         The first method (the raw scores, usually) orders the classes for ``order="worst"``.
     y : array-like (n,)
     classes : sequence of class indices or names, optional
-        The classes to show, in this order (a picker's choice); default: the
-        first ``max_panels`` classes of ``order``.
+        The classes to show, in this order (a picker's choice); default: the first ``max_panels`` classes of
+        ``order``.
     n_bins : int or "auto", default 15
         ``"auto"``: :func:`classwise_bin_count`, the binary diagrams' rule on the rows per class.
     order : {"worst", "index", "frequency"}, default "worst"
-        The picker's order: largest per-class ECE of the first method first,
-        index order, or most rows first (ties by index).
+        The picker's order: largest per-class ECE of the first method first, index order, or most rows first (ties by
+        index).
     sample_weight : array-like (n,), optional
     class_names : sequence of K str, optional
         Default ``"class 0"``, ``"class 1"``, ...
@@ -192,8 +182,8 @@ def class_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, *,
                 class_names: Sequence[str] | None = None, n_bins: int = metrics.N_BINS,
                 strategy: str = "uniform") -> pd.DataFrame:
     """One row per class (index: class index): ``class`` (name), ``rows`` (labelled k; weight when weighted),
-    ``frequency`` (their share), then per method ``mean p (key)``, the mean predicted probability of k over
-    all rows (equal to ``frequency`` for a method calibrated in the large), and ``ECE (key)``, the class's ECE
+    ``frequency`` (their share), then per method ``mean p (key)``, the mean predicted probability of k over all rows
+    (equal to ``frequency`` for a method calibrated in the large), and ``ECE (key)``, the class's ECE
     (:func:`calibdash.measures.class_measures.per_class_ece` at ``n_bins``, ``strategy``)."""
     Ps, y, w = metrics.check_methods(P_by_method, y, sample_weight)
     k = next(iter(Ps.values())).shape[1]
@@ -211,14 +201,14 @@ def class_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, *,
 
 def plot_classwise(data: ClasswiseData, *, names: Mapping[str, str] | None = None, cols: int = 4,
                    title=DEFAULT_TITLE, panel_height: int = PANEL_HEIGHT):
-    """One panel per shown class (``data.classes``, in order): each method's share of rows labelled k against
-    its mean probability of k per bin, over the diagonal. Panel title: the class and its ECE (first method).
-    Traces: per panel the diagonal, then one per method (the legend shows each method once)."""
+    """One panel per shown class (``data.classes``, in order): each method's share of rows labelled k against its mean
+    probability of k per bin, over the diagonal. Panel title: the class and its ECE (first method). Traces: per panel
+    the diagonal, then one per method (the legend shows each method once)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from ..figures.layout import base_layout
-    from ..figures.palette import class_color_of, rgba
+    from ..figures.layout import UNIT, base_layout, error_bars, identity_trace
+    from ..figures.palette import class_color_of
 
     shown = display_names(names, data.ece.columns)
     cols = max(1, min(int(cols), len(data.classes)))
@@ -229,22 +219,20 @@ def plot_classwise(data: ClasswiseData, *, names: Mapping[str, str] | None = Non
                         vertical_spacing=min(0.12, 0.5 / rows))
     for i, c in enumerate(data.classes):
         r, col = divmod(i, cols)
-        fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#BBBBBB", dash="dash", width=1),
-                                 hoverinfo="skip", showlegend=False), row=r + 1, col=col + 1)
+        fig.add_trace(identity_trace(None, showlegend=False), row=r + 1, col=col + 1)
         for key, t in data.tables[c].items():
             color = class_color_of(key)
             fig.add_trace(go.Scatter(
                 x=t["mean_pred"], y=t["obs_freq"], mode="lines+markers", name=shown[key], legendgroup=key,
                 showlegend=i == 0, line=dict(color=color, width=1.5), marker=dict(size=5, color=color),
-                error_y=dict(type="data", symmetric=False, array=t["ci_high"] - t["obs_freq"],
-                             arrayminus=t["obs_freq"] - t["ci_low"], color=rgba(color, 0.5), thickness=1, width=2),
+                error_y=error_bars(t, color, thickness=1, width=2),
                 customdata=np.column_stack([t["count"], t["lower"], t["upper"]]),
                 hovertemplate=(f"<b>{shown[key]}</b> · {data.names[c]}<br>bin %{{customdata[1]:.3f}} – "
                                "%{customdata[2]:.3f}<br>rows: %{customdata[0]:,}<br>mean p: %{x:.3f}<br>"
                                "observed: %{y:.3f}<extra></extra>")), row=r + 1, col=col + 1)
     fig.update_annotations(font_size=12)                # the panel titles
-    fig.update_xaxes(range=[-0.02, 1.02])
-    fig.update_yaxes(range=[-0.02, 1.02])
+    fig.update_xaxes(range=UNIT)
+    fig.update_yaxes(range=UNIT)
     fig.update_xaxes(title_text="mean predicted probability", row=rows, col=1)
     fig.update_yaxes(title_text="observed frequency", row=1, col=1)
     return base_layout(fig, data._title(title), 120 + int(panel_height) * rows)

@@ -1,13 +1,5 @@
-"""What every diagram shares: the :class:`Diagram` base its data class extends, the bin-count rule, the names.
-
-The bin-count rule
-------------------
-``n_bins="auto"`` asks for :data:`AUTO_RULE` (the cube root of the number of
-rows, rounded up, clipped to [:data:`MIN_BINS`, :data:`MAX_BINS`]);
-:func:`auto_bin_count` gives the count of any rule of :data:`BIN_RULES` and
-:func:`describe_rule` the caption's line saying which rule gave it. Each
-rule's phrase is :data:`RULE_TEXT`, its one-sentence summary :data:`RULE_SENTENCE`.
-"""
+"""What every diagram shares: the :class:`Diagram` base its data class extends, the bin-count rule (``n_bins="auto"``:
+:data:`AUTO_RULE`; :func:`auto_bin_count`, :func:`describe_rule`), the names."""
 from __future__ import annotations
 
 import math
@@ -31,27 +23,19 @@ HEIGHT = 520
 
 @dataclass(frozen=True)
 class Diagram:
-    """Base of every diagram's data. A diagram is one module of :mod:`calibdash.diagrams` holding a frozen
-    dataclass that extends this one and declares:
+    """Base of every diagram's data: a frozen dataclass extending it, in a module of :mod:`calibdash.diagrams`,
+    implements ``caption(names=None) -> str`` and ``figure(*, names=None, title=DEFAULT_TITLE, ...)`` (plotly is
+    imported there, so computing a diagram's data never needs it) and declares the class attributes below."""
 
-    ``kind``
-        Its name (the registry key; the CLI's ``--diagram`` takes it in lower case).
-    ``title``
-        Its figure's default title.
-    ``problem``
-        ``"binary"``: its classmethod ``prepare(predictions, labels, weights=None, **options)`` takes a DataFrame
-        with one column of scores per method (it is then one of :data:`calibdash.diagrams.KINDS`, offered by the
-        report and the CLI); ``"classes"``: its ``prepare`` takes each method's (n, K) probabilities.
-    ``position``
-        Its place among the diagrams of its problem.
-
-    and implements ``caption(names=None) -> str`` and ``figure(*, names=None, title=DEFAULT_TITLE, ...)``
-    (plotly is imported there, so computing a diagram's data never needs it).
-    """
-
+    #: Its name (the registry key; the CLI's ``--diagram`` takes it in lower case).
     kind: ClassVar[str] = ""
+    #: Its figure's default title.
     title: ClassVar[str] = ""
+    #: ``"binary"``: its classmethod ``prepare(predictions, labels, weights=None, **options)`` takes a DataFrame with
+    #: one column of scores per method (one of :data:`calibdash.diagrams.KINDS`, offered by the report and the CLI);
+    #: ``"classes"``: its ``prepare`` takes each method's (n, K) probabilities.
     problem: ClassVar[str] = "binary"
+    #: Its place among the diagrams of its problem.
     position: ClassVar[float] = 0.0
 
     def caption(self, names: Mapping[str, str] | None = None) -> str:  # pragma: no cover - every kind has its own
@@ -64,7 +48,6 @@ class Diagram:
         return self.title if title is DEFAULT_TITLE else title
 
 
-# -- the bin-count rule ----------------------------------------------------------------------------------
 #: The bins choice that asks for the stated rule's count.
 AUTO = "auto"
 #: The rule behind ``auto``.
@@ -123,32 +106,23 @@ def _raw_bin_count(n: int, rule: str, min_count: int) -> int:
 
 
 def auto_bin_count(n, rule: str = "cuberoot", min_count: int = 100) -> int:
-    """A stated number of bins for a binned reliability diagram, clipped to [2, 100].
+    """A stated number of bins for a binned reliability diagram, clipped to [:data:`MIN_BINS`, :data:`MAX_BINS`].
 
     Rules (``n`` the number of rows, the total weight for weighted data):
 
     ``"cuberoot"`` (default)
-        ``ceil(n^(1/3))``: 1,000 rows give 10 bins, 1,728 give 12. The number
-        of bins of order ``n^(1/3)`` is what BBQ (Naeini, Cooper & Hauskrecht
-        2015) centres its range of binnings on, after the minimax rate of
-        fixed-width histogram classifiers (Scott & Nowak 2003; Klemelä 2009);
-        it also balances a bin's squared bias (its width, ``~1/B``, squared)
+        ``ceil(n^(1/3))``: 1,000 rows give 10 bins, 1,728 give 12. The number of bins of order ``n^(1/3)`` is what BBQ
+        (Naeini, Cooper & Hauskrecht 2015) centres its range of binnings on, after the minimax rate of fixed-width
+        histogram classifiers (Scott & Nowak 2003; Klemelä 2009); it also balances a bin's squared bias (``~1/B^2``)
         against its variance (``~B/n``) for a smooth calibration curve.
     ``"sqrt"``
         ``ceil(sqrt(n))``, the common histogram default; more and noisier bins.
     ``"min_count"``
-        ``floor(n / min_count)``: as many equal-count bins as keep at least
-        ``min_count`` rows in each (so each bin's observed frequency has a
-        standard error of at most ``0.5 / sqrt(min_count)``).
+        ``floor(n / min_count)``: as many equal-count bins as keep at least ``min_count`` rows in each (each bin's
+        observed frequency then has a standard error of at most ``0.5 / sqrt(min_count)``).
 
-    Rules made for densities of unbounded data (Freedman-Diaconis, Scott)
-    are not offered: they size bins by the spread of the scores, which for
-    probabilities piled up near 0 or 1 gives bins with almost no rows.
-
-    The result is clipped to [:data:`MIN_BINS`, :data:`MAX_BINS`]: one bin
-    shows nothing, and more than 100 cannot be told apart in a chart.
-    :func:`describe_rule` says which rule gave the number, for the chart's
-    caption.
+    Rules made for densities of unbounded data (Freedman-Diaconis, Scott) are not offered: they size bins by the
+    spread of the scores, which for probabilities piled up near 0 or 1 gives bins with almost no rows.
     """
     n_rows, min_count = _check_rule(n, rule, min_count)
     return int(min(MAX_BINS, max(MIN_BINS, _raw_bin_count(n_rows, rule, min_count))))
@@ -203,9 +177,9 @@ _LEGEND_MARGIN = 120
 
 
 def legend_margin(fig, n_entries: int, height: int) -> None:
-    """Room under the plot for a legend of long entries (smECE, or MCB/DSC/UNC), one a line: the house legend
-    grows upward from the figure's bottom, so the margin and the figure grow by the same amount and the plot
-    keeps its size."""
+    """Room under the plot for a legend of long entries (smECE, or MCB/DSC/UNC), one a line: the house legend grows
+    upward from the figure's bottom, so the margin and the figure grow by the same amount and the plot keeps its
+    size."""
     need = 70 + 24 * n_entries
     if n_entries > 1 and need > _LEGEND_MARGIN:
         fig.update_layout(margin=dict(b=need), height=height + need - _LEGEND_MARGIN)

@@ -1,11 +1,6 @@
-"""The confidence reliability diagram of K-class predictions: per method the reliability table of the confidence
-reduction (top probability against correctness, :func:`calibdash.measures.class_measures.top_label`) and its
-confidence ECE, drawn as the binned diagram (accuracy against confidence, the rows per bin underneath).
-
-The bins are those of the measures (:mod:`calibdash.measures.class_measures`: 15 equal-width bins unless told, a
-probability of exactly 1 in the last bin); ``n_bins="auto"`` takes the binary diagrams' rule
-(:func:`calibdash.diagrams.bin_count`) on all rows.
-"""
+"""The confidence reliability diagram of K-class predictions, drawn as the binned diagram: per method, accuracy
+against confidence (:func:`calibdash.measures.class_measures.top_label`) and the confidence ECE, at the measures' bins
+(15 equal-width unless told, a probability of exactly 1 in the last; ``n_bins="auto"``: the binary diagrams' rule)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -47,8 +42,8 @@ class ConfidenceData(BinnedData):
                 n_bins=metrics.N_BINS, strategy: str = "uniform") -> "ConfidenceData":
         """The confidence diagram's data: per method, :func:`calibdash.measures.class_measures.top_label` binned.
 
-        ``n_bins``: a count or ``"auto"``; ``strategy``: ``"uniform"`` (equal-width, default) or ``"quantile"``.
-        The tables' counts sum to the rows (the weights' sum when weighted).
+        ``n_bins``: a count or ``"auto"``; ``strategy``: ``"uniform"`` (equal-width, default) or ``"quantile"``. The
+        tables' counts sum to the rows (the weights' sum when weighted).
         """
         Ps, y, w = metrics.check_methods(P_by_method, y, sample_weight)
         check_strategy(strategy)

@@ -1,6 +1,5 @@
 """The CORP reliability diagram: the PAV fit of the labels on the scores per method (Dimitriadis, Gneiting & Jordan,
-PNAS 2021; :func:`calibdash.measures.corp.corp_curve`), the Brier score's MCB/DSC/UNC decomposition in the legend,
-optionally the 90% consistency band."""
+PNAS 2021), the Brier score's MCB/DSC/UNC decomposition in the legend, optionally the 90% consistency band."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,48 +54,34 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
     Parameters
     ----------
     curves : mapping method key -> DataFrame
-        From :func:`calibdash.measures.corp.corp_curve` (``score``, ``calibrated``,
-        ``weight``, ``block``). Each curve is drawn as the package draws it:
-        its rows joined by straight lines, flat over each PAV block (drawn
-        thick) and a slanted step between blocks.
+        From :func:`calibdash.measures.corp.corp_curve` (``score``, ``calibrated``, ``weight``, ``block``), drawn as
+        the package draws it: the rows joined by straight lines, flat over each PAV block (drawn thick).
     bands : mapping key -> DataFrame, optional
-        From :func:`calibdash.measures.corp.corp_band` (``score``, ``lower``,
-        ``upper``), drawn as a shaded region in the method's colour.
+        From :func:`calibdash.measures.corp.corp_band` (``score``, ``lower``, ``upper``), shaded in the method's
+        colour.
     decompositions : mapping key -> dict, optional
-        From :func:`calibdash.measures.corp.corp_decomposition`; its MCB, DSC and UNC
-        are shown in the method's legend entry.
-    labels : mapping key -> display name, optional
-    visible : mapping key -> bool, optional
-        Methods drawn but hidden ("legendonly"), so the legend toggles them.
-
-    Returns
-    -------
-    plotly Figure
+        From :func:`calibdash.measures.corp.corp_decomposition`: its MCB, DSC and UNC in the legend.
+    labels, visible :
+        As :func:`calibdash.diagrams.smooth.smoothed_diagram`'s.
     """
     import plotly.graph_objects as go
 
-    from ..figures.layout import base_layout
-    from ..figures.palette import color_of, rgba
+    from ..figures.layout import UNIT, band_traces, base_layout, identity_trace, visibility
+    from ..figures.palette import color_of
 
     labels = dict(labels or {})
     bands = dict(bands or {})
     decompositions = dict(decompositions or {})
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"))
+    fig.add_trace(identity_trace("perfect calibration"))
     for key, c in curves.items():
         label = labels.get(key, key)
         color = color_of(key)
-        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        vis = visibility(visible, key)
         band = bands.get(key)
         if band is not None:
-            x = band["score"].to_numpy(dtype=float)
-            fig.add_trace(go.Scatter(x=x, y=band["upper"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
-                                     legendgroup=key, showlegend=False, visible=vis, hoverinfo="skip",
-                                     connectgaps=True))
-            fig.add_trace(go.Scatter(x=x, y=band["lower"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
-                                     fill="tonexty", fillcolor=rgba(color, 0.18), legendgroup=key, showlegend=False,
-                                     visible=vis, hoverinfo="skip", connectgaps=True))
+            fig.add_traces(band_traces(band["score"].to_numpy(dtype=float), band["upper"].to_numpy(dtype=float),
+                                       band["lower"].to_numpy(dtype=float), color, key, vis, connectgaps=True))
         name = label
         if key in decompositions:
             name = f"{label} · {_decomposition_text(decompositions[key])}"
@@ -113,8 +98,8 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
         fig.add_trace(go.Scatter(x=seg_x, y=seg_y, mode="lines+markers", legendgroup=key, showlegend=False,
                                  visible=vis, line=dict(color=color, width=4), marker=dict(size=4, color=color),
                                  hoverinfo="skip"))
-    fig.update_xaxes(range=[-0.02, 1.02], title_text="forecast probability")
-    fig.update_yaxes(range=[-0.02, 1.02], title_text="recalibrated probability (PAV)")
+    fig.update_xaxes(range=UNIT, title_text="forecast probability")
+    fig.update_yaxes(range=UNIT, title_text="recalibrated probability (PAV)")
     return base_layout(fig, title, height)
 
 

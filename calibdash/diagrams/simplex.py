@@ -1,6 +1,6 @@
 """A 3-class calibration map on the probability simplex: the map evaluated on a grid of the triangle
-(:func:`prepare_simplex_map`), drawn as arrows on a ternary plot (``go.Scatterternary``) from each grid point to
-its image, coloured by the distance moved."""
+(:func:`prepare_simplex_map`), drawn as arrows on a ternary plot (``go.Scatterternary``) from each grid point to its
+image, coloured by the distance moved."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,9 +46,8 @@ class SimplexMapData(Diagram):
 def simplex_grid(n_grid: int = 10, interior: bool = True) -> np.ndarray:
     """The points ``(i, j, l) / n_grid`` with ``i + j + l = n_grid``: (m, 3) rows of probabilities.
 
-    ``interior``: only the points with every coordinate at least ``1/n_grid``
-    (``(n_grid - 1)(n_grid - 2) / 2`` points), so no class has probability 0
-    (where log-based maps such as Dirichlet calibration are extreme).
+    ``interior``: only the points with every coordinate at least ``1/n_grid`` (``(n_grid - 1)(n_grid - 2) / 2``
+    points), so no class has probability 0 (where log-based maps such as Dirichlet calibration are extreme).
     """
     low = 1 if interior else 0
     if int(n_grid) != n_grid or n_grid < 3 * low or n_grid < 1:
@@ -60,8 +59,8 @@ def simplex_grid(n_grid: int = 10, interior: bool = True) -> np.ndarray:
 
 def prepare_simplex_map(predict_proba: Callable[[np.ndarray], np.ndarray], n_grid: int = 10,
                         interior: bool = True) -> SimplexMapData:
-    """Evaluate a 3-class calibration map on :func:`simplex_grid` (``predict_proba``: any callable taking
-    (m, 3) rows of probabilities to (m, 3) calibrated rows, such as a fitted calibrator's ``predict_proba``).
+    """Evaluate a 3-class calibration map on :func:`simplex_grid` (``predict_proba``: any callable taking (m, 3) rows
+    of probabilities to (m, 3) calibrated rows, such as a fitted calibrator's ``predict_proba``).
 
     Raises
     ------
@@ -78,8 +77,8 @@ def prepare_simplex_map(predict_proba: Callable[[np.ndarray], np.ndarray], n_gri
 
 def plot_simplex_map(data: SimplexMapData, *, class_names: Sequence[str] | None = None,
                      title=DEFAULT_TITLE, height: int = HEIGHT, colorscale: str = "Viridis"):
-    """The map as arrows on the probability triangle: three ternary traces, the segments from each grid point
-    to its image (grey), the grid points (small, grey) and the images (coloured by the distance moved)."""
+    """The map as arrows on the probability triangle: three ternary traces, the segments from each grid point to its
+    image (grey), the grid points (small, grey) and the images (coloured by the distance moved)."""
     import plotly.graph_objects as go
 
     from ..figures.layout import base_layout

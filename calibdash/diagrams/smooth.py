@@ -1,6 +1,5 @@
-"""The smoothed reliability diagram: SmoothECE's kernel-smoothed curve per method (Błasiok & Nakkiran, ICLR 2024;
-:func:`calibdash.measures.smooth_ece.smoothed_curve`), optionally with its pointwise 95% Poisson-bootstrap band,
-smECE and its bandwidth in the legend, the density underneath."""
+"""The smoothed reliability diagram: SmoothECE's kernel-smoothed curve per method (Błasiok & Nakkiran, ICLR 2024),
+optionally with its pointwise 95% Poisson-bootstrap band, smECE and its bandwidth in the legend, the density below."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +17,8 @@ SMOOTH = "Smooth"
 
 
 def smooth_column(p, y, sample_weight=None, *, band: bool = False, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """One column's smoothed curve (:func:`calibdash.measures.smooth_ece.smoothed_curve`), with its band when
-    asked (:func:`calibdash.measures.smooth_ece.smoothed_curve_band`, ``n_boot`` Poisson resamples)."""
+    """One column's smoothed curve (:func:`calibdash.measures.smooth_ece.smoothed_curve`), with its band when asked
+    (:func:`calibdash.measures.smooth_ece.smoothed_curve_band`, ``n_boot`` Poisson resamples)."""
     if band:
         return smooth_ece.smoothed_curve_band(p, y, sample_weight=sample_weight, n_boot=n_boot)
     return smooth_ece.smoothed_curve(p, y, sample_weight=sample_weight)
@@ -42,46 +41,37 @@ def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str,
     Parameters
     ----------
     curves : mapping method key -> DataFrame
-        Columns ``score``, ``calibrated``, ``density`` and, when present,
-        ``lower`` and ``upper`` (a band, drawn shaded). ``attrs["smooth_ece"]``
-        and ``attrs["bandwidth"]``, when present, are shown in the legend.
+        Columns ``score``, ``calibrated``, ``density`` and, when present, ``lower`` and ``upper`` (a band, drawn
+        shaded). ``attrs["smooth_ece"]`` and ``attrs["bandwidth"]``, when present, are shown in the legend.
     labels : mapping key -> display name, optional
     show_density : bool
-        The smoothed density of the predictions in a panel under the diagram
-        (shared x axis): the curve means little where the density is low.
+        The smoothed density of the predictions in a panel under the diagram (shared x axis): the curve means little
+        where the density is low.
     visible : mapping key -> bool, optional
         Methods drawn but hidden ("legendonly"), so the legend toggles them.
-
-    Returns
-    -------
-    plotly Figure
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from ..figures.layout import base_layout
+    from ..figures.layout import UNIT, band_traces, base_layout, identity_trace, visibility
     from ..figures.palette import color_of, rgba
 
     labels = dict(labels or {})
     rows = 2 if show_density else 1
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.04,
                         row_heights=[0.75, 0.25] if show_density else [1.0])
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"), row=1, col=1)
+    fig.add_trace(identity_trace("perfect calibration"), row=1, col=1)
     for key, c in curves.items():
         label = labels.get(key, key)
         color = color_of(key)
-        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        vis = visibility(visible, key)
         x = c["score"].to_numpy(dtype=float)
         if {"lower", "upper"} <= set(c.columns):
             level = c.attrs.get("level")
             band = f"{label}: {level:.0%} bootstrap band" if level else f"{label}: bootstrap band"
-            fig.add_trace(go.Scatter(x=x, y=c["upper"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
-                                     legendgroup=key, showlegend=False, visible=vis, hoverinfo="skip"),
-                          row=1, col=1)
-            fig.add_trace(go.Scatter(x=x, y=c["lower"].to_numpy(dtype=float), mode="lines", line=dict(width=0),
-                                     fill="tonexty", fillcolor=rgba(color, 0.18), name=band, legendgroup=key,
-                                     showlegend=False, visible=vis, hoverinfo="skip"), row=1, col=1)
+            for trace in band_traces(x, c["upper"].to_numpy(dtype=float), c["lower"].to_numpy(dtype=float), color,
+                                     key, vis, band):
+                fig.add_trace(trace, row=1, col=1)
         fig.add_trace(go.Scatter(
             x=x, y=c["calibrated"].to_numpy(dtype=float), mode="lines", name=_name(label, c), legendgroup=key,
             visible=vis, line=dict(color=color, width=2.5), connectgaps=False,
@@ -99,7 +89,7 @@ def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str,
     ye = [np.nanmax(c["calibrated"]) for c in curves.values() if np.isfinite(c["calibrated"]).any()]
     low = min([-0.02] + [v - 0.02 for v in ys])
     high = max([1.02] + [v + 0.02 for v in ye])
-    fig.update_xaxes(range=[-0.02, 1.02], row=rows, col=1, title_text="predicted probability")
+    fig.update_xaxes(range=UNIT, row=rows, col=1, title_text="predicted probability")
     fig.update_yaxes(range=[low, high], row=1, col=1, title_text="smoothed observed frequency")
     if show_density:
         fig.update_yaxes(title_text="density", row=2, col=1, rangemode="tozero")
@@ -108,8 +98,8 @@ def smoothed_diagram(curves: Mapping[str, pd.DataFrame], *, labels: Mapping[str,
 
 @dataclass(frozen=True)
 class SmoothData(Diagram):
-    """A smoothed reliability diagram: each method's curve (``score``, ``calibrated``, ``density``, with
-    ``lower`` and ``upper`` when banded; ``attrs``: ``smooth_ece``, ``bandwidth``)."""
+    """A smoothed reliability diagram: each method's curve (``score``, ``calibrated``, ``density``, with ``lower`` and
+    ``upper`` when banded; ``attrs``: ``smooth_ece``, ``bandwidth``)."""
     curves: dict[str, pd.DataFrame]
     band: bool = False
     n_boot: int = N_BOOT

@@ -1,72 +1,24 @@
 """Score cells: the weighted sufficient statistics every calibrator, metric and interval can work from.
 
-A score cell gathers the rows that share a score (or a fine grid step of it)
-and a *part* (the fold or split a row belongs to): its row count ``n``, its
-positives ``n_pos`` and the sum of its raw scores. Rows are touched once, to
-aggregate; everything after that costs O(cells), not O(rows):
+A score cell gathers the rows sharing a score (or a grid step of it) and a *part* (fold or split): rows ``n``,
+positives ``n_pos``, raw score sum. Rows are touched once; then calibrators fit the weighted rows ``(score, 1)`` of
+weight ``n_pos`` and ``(score, 0)`` of weight ``n - n_pos`` (with exact cells *the same fit* as on the rows), metrics
+weigh the cells' predictions alike (exact but for MVCE, whose views shuffle rows) and intervals resample cells.
 
-* a calibrator is fitted on a cell table as the weighted rows
-  ``(score, 1)`` of weight ``n_pos`` and ``(score, 0)`` of weight
-  ``n - n_pos`` (:meth:`ScoreCells.weighted_rows`); with exact cells this is
-  *the same fit* as on the rows (tested per method in ``tests/test_weights.py``);
-* a metric is computed from the cells' predictions with those weights
-  (exact against the rows for every metric but MVCE, whose random views
-  shuffle rows; see :func:`calibdash.metrics.mvce`);
-* intervals resample cells (:func:`calibdash.evaluation.bootstrap.bootstrap_cells`).
+Cells are the **distinct scores** when at most ``max_exact`` (``2**16``), else steps of a grid of ``GRID = 2**16`` on
+[0, 1] (``floor(score * 2**16)``, exact in any engine) at their rows' mean score: a row's score moves by less than
+``2**-16``, ECE and MCE of the raw scores by at most that unless a bin edge falls in a cell, AUC by at most
+:meth:`ScoreCells.auc_tie_bound` (``tests/evaluation/test_cells.py`` checks the bounds). A row's part comes from a
+seeded 32-bit hash of its position (:func:`row_hash`: ``fold = hash % k``, held out when ``hash < test_size *
+2**32``; not stratified, negligible at these sizes) or the split column, a rule every engine applies alike.
 
-Exact cells and the grid
-------------------------
-Cells are the **distinct scores** when there are at most ``max_exact``
-(default ``2**16``) of them: then nothing is lost. Otherwise scores are
-quantized to a fixed grid of ``GRID = 2**16`` equal steps on [0, 1] (cell
-``floor(score * 2**16)``, score 1 in the last), which keeps the order of the
-scores and is computed exactly in any engine (multiplying by a power of two
-is exact in floating point). A cell then stands at the mean score of its
-rows (``score_sum / n``), so a row's score moves by less than one step,
-``2**-16 = 1.53e-5``, and:
-
-* a continuous calibrator's prediction moves by at most its slope times the
-  step; a step calibrator's cuts fall between cells instead of between rows;
-* a binned metric of the raw scores (ECE, MCE) moves by at most one step per
-  row, so by at most ``2**-16``, unless a bin boundary falls inside a cell;
-* AUC moves by at most the share of positive-negative pairs that the grid
-  puts in one cell (:meth:`ScoreCells.auc_tie_bound`, computed exactly).
-
-``tests/evaluation/test_cells.py`` checks these bounds at 10^5 rows.
-
-Parts: how rows are divided before aggregation
-----------------------------------------------
-The fold or split of a row is decided before its row is aggregated, by a rule
-any engine (numpy, DuckDB, Spark) can apply in the same way: a seeded hash of
-the row's key (its position in the source, from 0), :func:`row_hash`, built
-from 32-bit integer operations whose products stay below 2^48, or the file's
-own split column. ``fold = row_hash(key, seed) % k``; a row is held out of a
-random split when ``row_hash(key, seed) < test_size * 2**32``. Unlike the
-stratified splits used on small data, this does not balance the classes per
-fold; at the sizes where cells are used (see the dashboard's threshold) the
-difference is negligible.
-
-K-class rows: one ScoreCells per reduction
-------------------------------------------
-A K-class table has K + 1 binary reductions (Gupta & Ramdas 2022, "multiclass-to-binary"): the
-**confidence** ``(max_k P_ik, 1[argmax_k P_ik = y_i])`` and, for each class ``k``, the **class-wise**
-``(P_ik, 1[y_i = k])``. :class:`ClassCells` holds one :class:`ScoreCells` per reduction, not one table with a
-class key, so every tool that takes score cells applies to one reduction unchanged and each reduction makes
-its own exact-or-grid choice. Every measure of :data:`calibdash.measures.class_measures.MEASURES` is a sum over rows
-of a function of one reduction's ``(score, label)`` and so follows from these cells (:data:`CELL_MEASURES`):
-ECE, MCE, smECE, dCE of the confidence cells' weighted rows; Accuracy ``= sum n_pos / N`` and Overconfidence
-``= (sum score_sum - sum n_pos) / N`` of the confidence cells; cwECE the mean of the class cells' ECEs;
-**Brier** ``sum_i sum_k (P_ik - 1[y_i = k])^2 = sum_k sum_i (...)``, the inner sum over class ``k``'s cells;
-**LogLoss**: row ``i`` is a positive row of class ``y_i``'s reduction at score ``P_{i, y_i}``, so the sum is
-over the positive weighted rows of every class's cells.
-
-With exact cells each equals its value on the rows up to the order of summation. On grid cells Accuracy and
-Overconfidence stay exact (counts and score sums are kept); Brier moves by at most ``2 * 2**-16`` per class and
-row (``|(p - y)^2 - (s - y)^2| <= 2 |p - s|``); ECE, MCE and cwECE by at most ``2**-16`` unless a bin edge falls
-inside a cell; smECE and dCE by an amount of that order; LogLoss has no useful bound near ``P = 0``.
-:attr:`ClassCells.exact` says which case holds. What cells cannot give: *fitting* a K-class calibrator
-(temperature, vector, matrix, Dirichlet scaling read all K log-scores of a row together), joint calibration,
-and top-label calibration conditioned on the predicted class (it would need cells keyed by that class too).
+K-class rows: the K + 1 binary reductions (Gupta & Ramdas 2022), the **confidence** ``(max_k P_ik, 1[argmax = y_i])``
+and per class ``(P_ik, 1[y_i = k])``, one :class:`ScoreCells` each (:class:`ClassCells`). Every measure of
+:data:`calibdash.measures.class_measures.MEASURES` sums over one reduction's rows and follows from them
+(:data:`CELL_MEASURES`), exactly on exact cells. On grid cells Accuracy and Overconfidence stay exact; Brier moves by
+at most ``2 * 2**-16`` per class and row; ECE, MCE, cwECE by ``2**-16`` unless a bin edge falls in a cell; smECE and
+dCE by that order; LogLoss has no useful bound near 0. Cells cannot *fit* a K-class calibrator (the scaling family
+reads all K log-scores of a row), nor give joint or class-conditional top-label calibration.
 """
 from __future__ import annotations
 
@@ -79,7 +31,7 @@ import pandas as pd
 from ..core.errors import DataError, SettingsError
 from ..measures import binned, calibration, smooth_ece as smooth
 from ..calibrators.multiclass.base import as_scores
-from ..measures.class_measures import AVERAGES, N_BINS, check_binning, check_inputs, check_names
+from ..measures.class_measures import N_BINS, check_inputs, check_names
 from ..core.validation import check_labels, check_scores
 
 __all__ = [
@@ -110,15 +62,9 @@ def _mul32(h: np.ndarray, c: int) -> np.ndarray:
 
 
 def row_hash(keys, seed: int = 0) -> np.ndarray:
-    """A seeded 32-bit hash of non-negative integer row keys (MurmurHash3's finaliser of ``key + seed``).
-
-    Every step is a 32-bit xor, shift or a multiplication split into 16-bit
-    halves, so DuckDB and Spark SQL reproduce it with their integer types.
-
-    Returns
-    -------
-    ndarray of uint64 in [0, 2**32)
-    """
+    """A seeded 32-bit hash (uint64 in [0, 2**32)) of non-negative integer row keys: MurmurHash3's finaliser of
+    ``key + seed``, every step a 32-bit xor, shift or a multiplication split into 16-bit halves, so DuckDB and Spark
+    SQL reproduce it with their integer types."""
     k = np.asarray(keys, dtype=np.uint64)
     h = (k + np.uint64(int(seed) * 0x9E3779B1 & 0xFFFFFFFF)) & _MASK32
     h = h ^ (h >> np.uint64(16))
@@ -132,17 +78,8 @@ def parts_for(n_rows: int, kind: str, *, seed: int = 0, k: int = 5, test_size: f
               split_train=None) -> np.ndarray:
     """The part of each row, from its key (position) alone or the file's split column.
 
-    Parameters
-    ----------
-    n_rows : int
-    kind : {"kfold", "split", "column", "insample"}
-        ``"kfold"``: part = fold 0..k-1; ``"split"``: 0 = fit, 1 = held out;
-        ``"column"``: 0 where ``split_train`` (a boolean mask) is True, else 1;
-        ``"insample"``: every row 0.
-
-    Returns
-    -------
-    ndarray of int16
+    ``kind``: ``"kfold"``: part = fold 0..k-1; ``"split"``: 0 = fit, 1 = held out; ``"column"``: 0 where
+    ``split_train`` (a boolean mask) is True, else 1; ``"insample"``: every row 0. Returns int16.
     """
     if kind == "insample":
         return np.zeros(n_rows, dtype=np.int16)
@@ -150,49 +87,27 @@ def parts_for(n_rows: int, kind: str, *, seed: int = 0, k: int = 5, test_size: f
         if split_train is None or len(split_train) != n_rows:
             raise DataError("the file's split column is needed for this scheme.")
         return np.where(np.asarray(split_train, dtype=bool), 0, 1).astype(np.int16)
-    if kind == "kfold":
-        if int(k) < 2:
-            raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
-        k64 = np.uint64(int(k))
-
-        def part(h):
-            return h % k64
-    elif kind == "split":
-        if not 0 < float(test_size) < 1:
-            raise SettingsError(f"test_size must lie strictly between 0 and 1, got {test_size}.")
-        cut = np.uint64(int(float(test_size) * 2 ** 32))
-
-        def part(h):
-            return h < cut
-    else:
+    if kind == "kfold" and int(k) < 2:
+        raise SettingsError(f"k-fold needs at least 2 folds, got {k}.")
+    if kind == "split" and not 0 < float(test_size) < 1:
+        raise SettingsError(f"test_size must lie strictly between 0 and 1, got {test_size}.")
+    if kind not in ("kfold", "split"):
         raise SettingsError(f"unknown scheme kind {kind!r}.")
+    div = np.uint64(int(k) if kind == "kfold" else int(float(test_size) * 2 ** 32))
     out = np.empty(n_rows, dtype=np.int16)
     # in blocks of rows: the hash's 8-byte temporaries stay a few MB, not several copies of 8 bytes a row
     for lo in range(0, n_rows, _HASH_BLOCK):
-        hi = min(n_rows, lo + _HASH_BLOCK)
-        out[lo:hi] = part(row_hash(np.arange(lo, hi, dtype=np.uint64), seed))
+        h = row_hash(np.arange(lo, min(n_rows, lo + _HASH_BLOCK), dtype=np.uint64), seed)
+        out[lo:lo + h.size] = h % div if kind == "kfold" else h < div
     return out
 
 
 @dataclass(frozen=True)
 class ScoreCells:
-    """Per (part, score cell): rows, positives and the sum of their scores, sorted by part then score.
-
-    Attributes
-    ----------
-    score : ndarray of float
-        The cell's score: the distinct score (exact cells) or the mean score
-        of its rows (grid cells).
-    n, n_pos : ndarray of int64
-        Rows and positives in the cell.
-    score_sum : ndarray of float
-        Sum of the rows' raw scores.
-    part : ndarray of int16
-        The cell's part (fold, or 0 = fit / 1 = held out); all 0 without a scheme.
-    exact : bool
-        Whether the cells are the distinct scores (nothing lost).
-    n_rows : int
-        Rows aggregated.
+    """Per (part, score cell): rows ``n``, positives ``n_pos`` (int64) and the sum of their raw scores ``score_sum``,
+    sorted by part then score. ``score`` is the distinct score (``exact`` cells: nothing lost) or the mean score of
+    the cell's rows (grid cells); ``part`` (int16) the fold, or 0 = fit / 1 = held out (all 0 without a scheme);
+    ``n_rows`` the rows aggregated.
     """
 
     score: np.ndarray
@@ -228,28 +143,21 @@ class ScoreCells:
     def weighted_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(scores, labels, weights)``: each cell as a positive row of weight ``n_pos`` and a negative
         row of weight ``n - n_pos`` (zero-weight rows dropped), what ``fit(..., sample_weight=)`` takes."""
-        s = np.concatenate([self.score, self.score])
-        y = np.concatenate([np.ones(len(self), np.int8), np.zeros(len(self), np.int8)])
-        w = np.concatenate([self.n_pos, self.n - self.n_pos]).astype(float)
-        keep = w > 0
-        return s[keep], y[keep], w[keep]
+        return self.weighted_predictions(self.score)
 
     def weighted_predictions(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(predictions, labels, weights)`` of the cells' weighted rows, for the weighted metrics."""
         p = np.asarray(p, dtype=float)
         if p.shape != self.score.shape:
             raise DataError(f"one prediction per cell is needed ({len(self)}), got {p.shape}.")
-        pp = np.concatenate([p, p])
         y = np.concatenate([np.ones(len(self), np.int8), np.zeros(len(self), np.int8)])
         w = np.concatenate([self.n_pos, self.n - self.n_pos]).astype(float)
         keep = w > 0
-        return pp[keep], y[keep], w[keep]
+        return np.concatenate([p, p])[keep], y[keep], w[keep]
 
     def auc_tie_bound(self) -> float:
-        """Largest change in AUC the cells can cause: the share of positive-negative pairs inside one cell.
-
-        0 for exact cells (rows tied in a cell were tied already).
-        """
+        """Largest change in AUC the cells can cause: the share of positive-negative pairs inside one cell
+        (0 for exact cells)."""
         if self.exact:
             return 0.0
         pos, neg = float(self.n_pos.sum()), float((self.n - self.n_pos).sum())
@@ -259,25 +167,21 @@ class ScoreCells:
 
 
 class CellAccumulator:
-    """Aggregates rows into score cells chunk by chunk, in bounded memory (the in-memory engine).
-
-    Each chunk is reduced to its (part, distinct score) cells at once, and the
-    running cells are merged with it. While the distinct scores seen stay at
-    most ``max_exact`` the cells are exact; the first chunk that takes them
-    over moves every cell to the grid (a cell's grid step follows from its
-    exact score) and the rest follow in grid mode. Aggregating a file in one
-    chunk or in many gives the same cells (tested).
+    """Aggregates rows into score cells chunk by chunk, in bounded memory (the in-memory engine): exact while the
+    distinct scores seen stay at most ``max_exact``, then every cell moves to the grid; one chunk or many give the same
+    cells (tested).
     """
 
     def __init__(self, max_exact: int = MAX_EXACT):
         self.max_exact = int(max_exact)
         self.exact = True
         self.n_rows = 0
-        self._part = np.empty(0, np.int64)
-        self._code = np.empty(0, np.float64)     # the exact score, or the grid step (as float) in grid mode
-        self._n = np.empty(0, np.int64)
-        self._pos = np.empty(0, np.int64)
-        self._sum = np.empty(0, np.float64)
+        self._clear()
+
+    def _clear(self) -> None:
+        # _code: the exact score, or the grid step (as float) in grid mode
+        self._part, self._code, self._n, self._pos, self._sum = (
+            np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
 
     def _merge(self, part, code, n, pos, ssum) -> None:
         part = np.concatenate([self._part, part])
@@ -297,20 +201,14 @@ class CellAccumulator:
     def _to_grid(self) -> None:
         self.exact = False
         steps = grid_code(self._code)
-        self._code = np.empty(0)
         part, n, pos, ssum = self._part, self._n, self._pos, self._sum
-        self._part, self._n, self._pos, self._sum = (np.empty(0, np.int64), np.empty(0, np.int64),
-                                                     np.empty(0, np.int64), np.empty(0))
+        self._clear()
         self._merge(part, steps, n, pos, ssum)
 
     def add(self, scores, labels, part=None) -> "CellAccumulator":
-        """Add one chunk of rows (scores in [0, 1], 0/1 labels, optional part per row).
-
-        Exact cells take one sort of the chunk per part; once on the grid, a
-        chunk costs one pass (``np.bincount`` over part x grid step), no sort.
-        A chunk that alone holds more than ``max_exact`` distinct scores moves
-        the accumulator to the grid before it is added.
-        """
+        """Add one chunk of rows (scores in [0, 1], 0/1 labels, optional part per row): one sort per part while
+        exact, one ``np.bincount`` pass on the grid (a chunk of more than ``max_exact`` distinct scores moves the
+        accumulator to the grid first)."""
         s = check_scores(scores)
         y = check_labels(labels, s.size, require_both=False)
         g = np.zeros(s.size, dtype=np.int64) if part is None else np.asarray(part, dtype=np.int64)
@@ -361,21 +259,8 @@ class CellAccumulator:
 
 
 def aggregate(scores, labels, part=None, *, max_exact: int = MAX_EXACT, chunk_rows: int = 2_000_000) -> ScoreCells:
-    """Aggregate rows into score cells, ``chunk_rows`` at a time (see :class:`CellAccumulator`).
-
-    Parameters
-    ----------
-    scores, labels : array-like
-        Scores in [0, 1] and 0/1 labels.
-    part : array-like of int, optional
-        Each row's part (:func:`parts_for`); default all 0.
-    max_exact : int, default ``MAX_EXACT``
-        Keep the distinct scores as cells when there are at most this many,
-        else quantize to the grid (see the module docstring).
-
-    Returns
-    -------
-    ScoreCells
+    """Aggregate rows (scores in [0, 1], 0/1 labels) into score cells, ``chunk_rows`` at a time, each row in its
+    ``part`` (:func:`parts_for`; default all 0): the distinct scores when at most ``max_exact``, else the grid.
     """
     s = np.asarray(scores)
     acc = CellAccumulator(max_exact)
@@ -385,22 +270,11 @@ def aggregate(scores, labels, part=None, *, max_exact: int = MAX_EXACT, chunk_ro
     return acc.result()
 
 
-# ---------------------------------------------------------------------------------------------
-# K-class rows: the K + 1 reductions' cells
-# ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ClassCells:
-    """The K + 1 binary reductions of K-class rows as score cells (see the module docstring).
-
-    Attributes
-    ----------
-    top : ScoreCells
-        Confidence cells: score ``max_k P_ik``, positive when the predicted
-        class (argmax, lowest index on ties) is the label.
-    classes : tuple of ScoreCells
-        ``classes[k]``: score ``P_ik``, positive when the label is ``k``.
-    n_rows : int
-        Rows aggregated.
+    """The K + 1 binary reductions of K-class rows as score cells: ``top``, the confidence cells (score ``max_k P_ik``,
+    positive when the predicted class, argmax with ties to the lowest, is the label); ``classes[k]`` (score ``P_ik``,
+    positive when the label is ``k``); ``n_rows``, the rows aggregated.
     """
 
     top: ScoreCells
@@ -443,26 +317,9 @@ class ClassCells:
 
 
 def class_cells(P, y, part=None, *, logits: bool = False, max_exact: int = MAX_EXACT) -> ClassCells:
-    """Aggregate K-class rows into :class:`ClassCells`.
-
-    Parameters
-    ----------
-    P : array-like (n, K)
-        Probabilities, measured as given (as :mod:`calibdash.measures.class_measures`
-        does), or logits (``logits=True``: softmaxed by
-        :func:`~calibdash.calibrators.multiclass.base.as_scores`).
-    y : array-like (n,)
-        Class indices 0..K-1.
-    part : array-like of int, optional
-        Each row's part (:func:`parts_for`); default all 0.
-    max_exact : int
-        Each reduction keeps its distinct scores as cells when it has at most
-        this many, else goes to the grid (:func:`aggregate`).
-
-    Raises
-    ------
-    DataError
-        As :func:`calibdash.measures.class_measures.check_inputs`.
+    """Aggregate K-class rows into :class:`ClassCells`: ``P`` (n, K) probabilities measured as given, or logits
+    (``logits=True``: softmaxed), ``y`` class indices, ``part`` and ``max_exact`` as :func:`aggregate` (each reduction
+    making its own exact-or-grid choice). DataError as :func:`calibdash.measures.class_measures.check_inputs`.
     """
     if logits:
         P = as_scores(P, True).probabilities
@@ -471,20 +328,15 @@ def class_cells(P, y, part=None, *, logits: bool = False, max_exact: int = MAX_E
 
 
 class ClassCellAccumulator:
-    """K-class rows aggregated into :class:`ClassCells` batch by batch, in bounded memory.
-
-    One :class:`CellAccumulator` per reduction: each keeps its distinct scores while they number at most
-    ``max_exact`` and moves to the grid when a batch takes them over, so adding the rows in one batch or in
-    many gives the same cells, and the same as :func:`class_cells` of all of them.
-    """
+    """K-class rows aggregated into :class:`ClassCells` batch by batch, in bounded memory: one
+    :class:`CellAccumulator` per reduction, so one batch or many give the same cells as :func:`class_cells`."""
 
     def __init__(self, k: int, max_exact: int = MAX_EXACT):
         self.k = int(k)
         self._acc = [CellAccumulator(max_exact) for _ in range(self.k + 1)]
 
     def add(self, P: np.ndarray, y: np.ndarray, part=None) -> "ClassCellAccumulator":
-        """Add a batch: ``P`` (m, K) probabilities in [0, 1] (checked by the caller, as :func:`class_cells`
-        does with :func:`~calibdash.measures.class_measures.check_inputs`), class indices ``y``, parts."""
+        """Add a batch: ``P`` (m, K) probabilities (checked by the caller), class indices ``y``, parts."""
         P = np.asarray(P, dtype=float)
         y = np.asarray(y, dtype=np.int64)
         if P.ndim != 2 or P.shape[1] != self.k:
@@ -501,41 +353,16 @@ class ClassCellAccumulator:
         return ClassCells(top=out[0], classes=tuple(out[1:]), n_rows=int(out[0].n_rows))
 
 
-# the measures of :data:`calibdash.measures.class_measures.MEASURES` from cells: the binary measures of
-# :mod:`calibdash.measures` on the cells' weighted rows, each as the same-named measure on rows
-def top_label_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> float:
-    """Confidence ECE (Guo et al. 2017, Eq. 3) of the confidence cells."""
-    s, a, w = cells.top.weighted_rows()
-    return calibration.ece(s, a, check_binning(n_bins, strategy), strategy, w)
-
-
-def top_label_mce_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> float:
-    """Confidence MCE (Guo et al. 2017, Eq. 5) of the confidence cells."""
-    s, a, w = cells.top.weighted_rows()
-    return calibration.mce(s, a, check_binning(n_bins, strategy), strategy, w)
-
-
-def per_class_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform") -> np.ndarray:
-    """Each class's ECE, shape (K,): the binary ECE of class ``k``'s cells. Every class's cells hold all N
-    rows, so ``|B_bk| / N`` is the same share as on the rows."""
-    n_bins = check_binning(n_bins, strategy)
+# the measures of :data:`calibdash.measures.class_measures.MEASURES` from cells, at the table's settings (15 equal-width
+# bins): the binary measures of :mod:`calibdash.measures` on the cells' weighted rows
+def per_class_ece_cells(cells: ClassCells) -> np.ndarray:
+    """Each class's ECE, shape (K,); every class's cells hold all N rows, so ``|B_bk| / N`` is the rows' share."""
     rows = [c.weighted_rows() for c in cells.classes]
-    return np.array([calibration.ece(s, y, n_bins, strategy, w) for s, y, w in rows])
-
-
-def classwise_ece_cells(cells: ClassCells, n_bins: int = N_BINS, strategy: str = "uniform",
-                        average: str = "mean") -> float:
-    """Class-wise ECE (Kull et al. 2019, section 5) from the class cells (``"mean"``: Kull et al.'s;
-    ``"sum"``: K times it)."""
-    if average not in AVERAGES:
-        raise SettingsError(f"average must be one of {AVERAGES}, got {average!r}.")
-    per_class = per_class_ece_cells(cells, n_bins, strategy)
-    return float(per_class.mean() if average == "mean" else per_class.sum())
+    return np.array([calibration.ece(s, y, N_BINS, "uniform", w) for s, y, w in rows])
 
 
 def brier_cells(cells: ClassCells) -> float:
-    """Brier score (Brier 1950) ``(1/N) sum_k sum_i (P_ik - 1[y_i = k])^2``: each class's binary squared
-    errors (:func:`calibdash.measures.calibration.squared_errors`) summed over its cells' weighted rows."""
+    """Brier score (Brier 1950) ``(1/N) sum_k sum_i (P_ik - 1[y_i = k])^2``, summed over each class's cells."""
     total = 0.0
     for c in cells.classes:
         s, y, w = c.weighted_rows()
@@ -543,44 +370,35 @@ def brier_cells(cells: ClassCells) -> float:
     return total / cells.n_rows
 
 
-def log_loss_cells(cells: ClassCells, eps: float = calibration.LOG_LOSS_EPS) -> float:
-    """Log-loss ``-(1/N) sum_i ln q_i``, ``q_i = P_{i, y_i}`` clipped to ``[eps, 1 - eps]``: the positive
-    weighted rows of every class's cells."""
+def log_loss_cells(cells: ClassCells) -> float:
+    """Log-loss ``-(1/N) sum_i ln q_i``, ``q_i = P_{i, y_i}`` clipped: the positive weighted rows of every class."""
     total = 0.0
     for c in cells.classes:
         q, w = c.score[c.n_pos > 0], c.n_pos[c.n_pos > 0].astype(float)
-        total += float(np.dot(calibration.log_losses(q, np.ones_like(q), eps), w))
+        total += float(np.dot(calibration.log_losses(q, np.ones_like(q), calibration.LOG_LOSS_EPS), w))
     return total / cells.n_rows
 
 
-def accuracy_cells(cells: ClassCells) -> float:
-    """Share of rows whose predicted class is right: ``sum n_pos / N`` of the confidence cells."""
-    return float(cells.top.n_pos.sum()) / float(cells.top.n.sum())
+def _binned_top(measure, cells: ClassCells) -> float:
+    s, a, w = cells.top.weighted_rows()
+    return measure(s, a, N_BINS, "uniform", w)
 
 
-def overconfidence_cells(cells: ClassCells) -> float:
-    """Mean confidence minus accuracy (Guo et al. 2017, section 2): ``(sum score_sum - sum n_pos) / N``
-    of the confidence cells (the raw score sums: exact on grid cells too)."""
-    return float(cells.top.score_sum.sum() - cells.top.n_pos.sum()) / float(cells.top.n.sum())
-
-
-def smooth_ece_cells(cells: ClassCells) -> float:
-    """SmoothECE (Błasiok & Nakkiran 2023) of the confidence cells' weighted rows."""
-    return smooth.smooth_ece(*cells.top.weighted_rows())
-
-
-def debiased_l2_cells(cells: ClassCells, n_bins: int = N_BINS) -> float:
-    """Debiased l2 error of the confidence (Kumar, Liang & Ma 2019), 15 equal-mass bins, on the confidence
-    cells' weighted rows."""
-    return binned.debiased_l2_ce(*cells.top.weighted_rows(), n_bins=n_bins)
-
-
-#: Measure name (as :data:`calibdash.measures.class_measures.MEASURES`) -> its value from cells, at the table's
-#: settings.
+#: Measure name (as :data:`calibdash.measures.class_measures.MEASURES`) -> its value from cells: ECE and MCE (Guo et
+#: al. 2017, Eqs. 3, 5), SmoothECE (Błasiok & Nakkiran 2023) and the debiased l2 error (Kumar, Liang & Ma 2019) of the
+#: confidence cells; class-wise ECE (Kull et al. 2019, section 5) the mean of the class cells' ECEs; Accuracy and
+#: Overconfidence (mean confidence minus accuracy, Guo et al. section 2) from the confidence cells' sums (exact on grid
+#: cells too).
 CELL_MEASURES: dict[str, Callable[[ClassCells], float]] = {
-    "ECE": top_label_ece_cells, "MCE": top_label_mce_cells, "cwECE": classwise_ece_cells,
-    "smECE": smooth_ece_cells, "dCE": debiased_l2_cells, "LogLoss": log_loss_cells, "Brier": brier_cells,
-    "Accuracy": accuracy_cells, "Overconfidence": overconfidence_cells,
+    "ECE": lambda c: _binned_top(calibration.ece, c),
+    "MCE": lambda c: _binned_top(calibration.mce, c),
+    "cwECE": lambda c: float(per_class_ece_cells(c).mean()),
+    "smECE": lambda c: smooth.smooth_ece(*c.top.weighted_rows()),
+    "dCE": lambda c: binned.debiased_l2_ce(*c.top.weighted_rows(), n_bins=N_BINS),
+    "LogLoss": log_loss_cells,
+    "Brier": brier_cells,
+    "Accuracy": lambda c: float(c.top.n_pos.sum()) / float(c.top.n.sum()),
+    "Overconfidence": lambda c: float(c.top.score_sum.sum() - c.top.n_pos.sum()) / float(c.top.n.sum()),
 }
 
 

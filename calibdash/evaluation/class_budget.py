@@ -1,40 +1,13 @@
 """Bounds on K-class work, checked before it starts: how many classes, and how much work each method may do.
 
-A K-class fit's cost grows with the number of classes K and of rows n, and
-how it grows depends on the method's family (:func:`family`):
-
-``"scalar"`` (temperature scaling)
-    a gradient costs ``K n`` multiply-adds (the log-sum-exp of every row);
-``"diagonal"`` (vector scaling)
-    ``K n`` per gradient as well, but L-BFGS-B needs tens to hundreds of them;
-``"full"`` (matrix scaling, Dirichlet calibration)
-    ``K^2 n`` per Newton iteration (the ``n x K x K`` products), its
-    preconditioner ``K`` blocks of ``(K + 1)^2`` entries (so ``K^3`` numbers
-    in memory), and a penalty search of 31 fits;
-``"ovr"`` (one-vs-rest)
-    ``K`` binary fits of all ``n`` rows, each with the binary method's own fixed
-    cost (:data:`BINARY_FIT_ROWS`);
-``"top_label"``
-    the ``K n`` top-label reduction and up to ``K + 1`` binary fits of fewer rows.
-
-:func:`work` is that cost in one unit (multiply-adds, or rows fitted, per fit)
-and :data:`WORK_LIMITS` the most each family may do; :func:`check_work`
-refuses a method over its family's limit, or any method on more than
-:data:`MAX_CLASSES` classes or :data:`MAX_CELLS` probabilities, with a
-:class:`~calibdash.core.errors.DataError` that names the limit and the chosen
-methods that fit. The parametric maps are fitted on at most
-:data:`~calibdash.evaluation.holdout.MAX_FIT_ROWS` rows
-(:func:`~calibdash.evaluation.holdout.evaluate_classes`), so their ``n``
-is capped there.
-
-The limits were set on this project's 2-core server so that one method's
-fit at its limit takes about a minute of CPU: vector scaling of 26,000 x
-1,000 logits (2.6e7) 6 s, one-vs-rest isotonic regression of the same
-(2.6e7 rows fitted) 3 s, matrix scaling of 10,000 x 100 (K^2 n = 1e8) 18 s
-(43 s wall on the busy machine); the binary fits' fixed costs from one fit
-of 20,000 rows each (isotonic 0.005 s; SBB 0.5 s, ABB 1.0 s, ELiTE 0.8 s).
-A K = 1,999 table (the upload that kept a core busy for 20 minutes) is
-refused before anything is fitted.
+A fit's cost by family (:func:`family`): ``"scalar"`` (temperature) ``K n`` a gradient; ``"diagonal"`` (vector
+scaling) the same, for many more gradients; ``"full"`` (matrix, Dirichlet) ``K^2 n`` per Newton step, ``K^3``
+numbers held and a 31-fit penalty search; ``"ovr"`` ``K`` binary fits of ``n`` rows plus each one's fixed cost
+(:data:`BINARY_FIT_ROWS`); ``"top_label"`` ``K n`` and ``K + 1`` binary fits. :func:`check_work` refuses a method
+whose :func:`work` passes its :data:`WORK_LIMITS`, or any table over :data:`MAX_CLASSES` classes or :data:`MAX_CELLS`
+probabilities, naming the limit and the methods that fit. The limits give one fit about a minute of CPU on this
+project's 2-core server (vector scaling of 26,000 x 1,000 logits 6 s, one-vs-rest isotonic of the same 3 s, matrix
+scaling of 10,000 x 100 18 s; fixed costs at 20,000 rows: isotonic 0.005 s, SBB 0.5 s, ABB 1.0 s, ELiTE 0.8 s).
 """
 from __future__ import annotations
 
@@ -71,13 +44,8 @@ BOOTSTRAP_LIMIT = 50_000_000
 
 
 def family(method: str) -> str:
-    """The cost family of a K-class method: ``"scalar"``, ``"diagonal"``, ``"full"``, ``"ovr"`` or ``"top_label"``.
-
-    Raises
-    ------
-    SettingsError
-        An unknown method (:func:`calibdash.calibrators.multiclass.get_class`).
-    """
+    """The cost family of a K-class method: ``"scalar"``, ``"diagonal"``, ``"full"``, ``"ovr"`` or ``"top_label"``
+    (SettingsError for an unknown method)."""
     from ..calibrators.multiclass import COMPOSITES, get_class
     cls = get_class(method)
     prefix = method.split(":", 1)[0]
@@ -108,14 +76,8 @@ def work(method: str, n: int, k: int) -> int:
 
 
 def check_table(n: int, k: int) -> None:
-    """Refuse a K-class table too large for any method: over :data:`MAX_CLASSES` classes or :data:`MAX_CELLS`
-    probabilities.
-
-    Raises
-    ------
-    DataError
-        Naming the limit that was passed.
-    """
+    """Refuse (DataError naming the limit) a K-class table too large for any method: over :data:`MAX_CLASSES`
+    classes or :data:`MAX_CELLS` probabilities."""
     if int(k) > MAX_CLASSES:
         raise DataError(f"{int(k):,} classes are more than this server fits ({MAX_CLASSES:,}, the most of any "
                         "K-class evaluation); group the rarest classes or keep fewer class columns.")
@@ -140,26 +102,13 @@ def fitting(methods: Iterable[str], n: int, k: int) -> tuple[list[str], dict[str
     """``(the methods that fit, {method: why not} for the others)`` on ``n`` rows of ``k`` classes, each kept in
     the order given. Raises as :func:`check_table` when the table itself is too large."""
     check_table(n, k)
-    ok, refused = [], {}
-    for m in methods:
-        why = _over(m, n, k)
-        if why is None:
-            ok.append(m)
-        else:
-            refused[m] = why
-    return ok, refused
+    why = [(m, _over(m, n, k)) for m in methods]
+    return [m for m, w in why if w is None], {m: w for m, w in why if w is not None}
 
 
 def check_work(method: str, n: int, k: int, candidates: Iterable[str] | None = None) -> None:
-    """Refuse a fit of ``method`` on ``n`` rows of ``k`` classes that is over its bounds, before it starts.
-
-    ``candidates`` (default: every available method) are listed in the message when they fit.
-
-    Raises
-    ------
-    DataError
-        Naming the limit passed and the methods that fit (or that none does).
-    """
+    """Refuse (DataError) a fit of ``method`` on ``n`` rows of ``k`` classes over its bounds, naming the limit and
+    which ``candidates`` (default every available method) fit."""
     check_table(n, k)
     why = _over(method, n, k)
     if why is None:
@@ -172,13 +121,8 @@ def check_work(method: str, n: int, k: int, candidates: Iterable[str] | None = N
 
 
 def check_bootstrap(n: int, k: int, methods: int) -> None:
-    """Refuse paired bootstrap intervals of ``methods`` methods on ``n`` judged rows of ``k`` classes over
-    :data:`BOOTSTRAP_LIMIT`.
-
-    Raises
-    ------
-    DataError
-    """
+    """Refuse (DataError) paired bootstrap intervals of ``methods`` methods on ``n`` judged rows of ``k`` classes
+    over :data:`BOOTSTRAP_LIMIT`."""
     w = int(n) * (int(k) + 6) * int(methods)
     if w > BOOTSTRAP_LIMIT:
         raise DataError(f"bootstrap intervals of {int(methods)} methods on {int(n):,} judged rows x {int(k):,} "

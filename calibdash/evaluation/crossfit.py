@@ -1,24 +1,9 @@
 """One cross-fit: fit a set of methods on one part of a weighted sample and judge them on another.
 
-:func:`cross_fit` is the one fit-and-judge loop of the package. Every caller
-divides its sample into (fit, judged) pairs and hands them over:
-
-* :func:`calibdash.evaluation.holdout.evaluate`: rows (weight 1) of a binary or a
-  K-class problem, the pairs of a :class:`~calibdash.evaluation.scheme.Scheme` (one
-  split, K folds, or all rows twice);
-* :func:`calibdash.evaluation.holdout.evaluate_cells`: score cells as weighted rows
-  (each cell a positive row weighing its positives and a negative row
-  weighing its negatives), the pairs of the cells' parts;
-* :func:`calibdash.monitoring.groups.fix_groups`: weighted rows, the scheme's pairs,
-  MBCT reading the group as its feature;
-* :func:`calibdash.monitoring.drift.staleness`: weighted rows, one pair per period
-  (fitted on the period, judged on every later one);
-* the benchmark (:mod:`calibdash.benchmark.engine`), through ``evaluate``
-  and ``evaluate_cells``.
-
-Whether a data set is evaluated on its rows or on score cells is decided
-here too (:func:`choose_path`), with its reason as data (:class:`Path`), so
-the command line and the pages decide it alike and a page only caches it.
+:func:`cross_fit` is the package's one fit-and-judge loop: every caller (the held-out evaluation on rows or score
+cells, the group fix, the staleness view, the benchmark) divides its sample into (fit, judged) pairs and hands them
+over. Whether a data set is evaluated on rows or score cells is decided here too (:func:`choose_path`), with its
+reason as data (:class:`Path`), so the command line and the pages decide alike.
 """
 from __future__ import annotations
 
@@ -38,8 +23,8 @@ from ..calibrators.multiclass.base import MulticlassCalibrator
 
 __all__ = ["cross_fit", "Path", "choose_path"]
 
-#: Above this many rows the command line and the dashboard evaluate on score cells (see :mod:`calibdash.evaluation.cells`):
-#: below it the row path's cost is under a second and its stratified folds are kept.
+#: Above this many rows the command line and the dashboard evaluate on score cells (:mod:`~calibdash.evaluation.cells`);
+#: below it the row path costs under a second and keeps its stratified folds.
 CELLS_MIN_ROWS = 200_000
 
 #: Ways to choose between rows and score cells (the command line's ``--cells``).
@@ -48,25 +33,9 @@ CELLS_CHOICES = ("auto", "always", "never")
 
 @dataclass
 class CrossFit:
-    """What :func:`cross_fit` fitted and predicted.
-
-    Attributes
-    ----------
-    n : int
-        The sample's size.
-    judged : list of ndarray
-        Each pair's judged positions (indices into the sample), in the pairs' order.
-    predictions : dict
-        Method key -> one array per pair: the predictions of the model fitted
-        on the pair's fit part, on its judged positions.
-    models : dict
-        Method key -> the model to keep: fitted on the whole sample when
-        ``refit`` was asked for (what k-fold deploys), else on the last pair's
-        fit part.
-    fold_models : dict
-        Method key -> the model of each pair, in the pairs' order.
-    seconds : dict
-        Method key -> seconds spent fitting and predicting (every pair and the refit).
+    """What :func:`cross_fit` fitted and predicted for a sample of ``n``: each pair's ``judged`` positions; per method
+    key the ``predictions`` on them and the model (``fold_models``) of each pair, the model to keep (``models``: fitted
+    on the whole sample with ``refit``, else on the last pair's fit part) and the ``seconds`` spent.
     """
 
     n: int
@@ -77,12 +46,8 @@ class CrossFit:
     seconds: dict = field(default_factory=dict)
 
     def column(self, key: str, pair: int | None = None) -> np.ndarray:
-        """Method ``key``'s predictions as one value per sample position, NaN where not judged.
-
-        ``pair``: that pair's predictions alone; by default every pair's, a
-        later pair's where two judge the same position (none do under a
-        scheme: each row is judged once).
-        """
+        """Method ``key``'s predictions as one value per sample position, NaN where not judged: ``pair``'s alone,
+        or by default every pair's (a later pair's where two judge the same position)."""
         first = self.predictions[key][0] if self.predictions[key] else np.empty(0)
         out = np.full((self.n,) + np.shape(first)[1:], np.nan)
         for i in (range(len(self.judged)) if pair is None else [pair]):
@@ -101,8 +66,8 @@ def _positions(part, n: int) -> np.ndarray:
 
 
 def _estimators(methods) -> dict:
-    """Key -> unfitted estimator: binary method specs through :func:`calibdash.evaluation.methods.resolve`; a mapping
-    of multi-class calibrators (``multiclass = True``, :mod:`calibdash.calibrators.multiclass`) as given (cloned per fit)."""
+    """Key -> unfitted estimator: binary method specs through :func:`~.methods.resolve`; a mapping of multi-class
+    calibrators (``multiclass = True``) as given (cloned per fit)."""
     if isinstance(methods, dict) and methods and all(getattr(m, "multiclass", False) for m in methods.values()):
         return dict(methods)
     return resolve(methods)
@@ -110,14 +75,9 @@ def _estimators(methods) -> dict:
 
 def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, logits: bool = False
                     ) -> dict[str, MulticlassCalibrator]:
-    """Key -> new unfitted K-class calibrator, from a name, a comma-separated list, a list, or a
-    mapping key -> name / {hyperparameters} / calibrator; ``logits`` is set on every one.
-
-    Raises
-    ------
-    SettingsError
-        An unknown method or hyperparameter, or the reserved key ``"uncalibrated"``.
-    """
+    """Key -> new unfitted K-class calibrator, from a name, a comma-separated list, a list, or a mapping key -> name /
+    {hyperparameters} / calibrator, ``params`` set on top and ``logits`` on every one. SettingsError for an unknown
+    method or hyperparameter, or the reserved key ``"uncalibrated"``."""
     if isinstance(methods, str):
         methods = split_names(methods)
     items = list(methods.items()) if isinstance(methods, Mapping) else [(str(m), None) for m in methods]
@@ -139,15 +99,12 @@ def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, log
 
 
 def _fit(model, s, y, features, sample_weight):
-    """``model`` fitted on one part: features only for a method that reads them."""
     if features is None:
         return model.fit(s, y, sample_weight=sample_weight)
     return model.fit(s, y, features, sample_weight=sample_weight)
 
 
 def _judge(model, s, features) -> np.ndarray:
-    """A fitted model's predictions: the positive class's probability (binary), or the (n, K) class
-    probabilities of a multi-class calibrator."""
     if getattr(model, "multiclass", False):
         return model.predict_proba(s)
     return model.predict(s, features)
@@ -162,35 +119,18 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
     Parameters
     ----------
     methods : method spec
-        Anything :func:`calibdash.evaluation.methods.resolve` takes; each calibrator is
-        cloned for every fit, so the objects passed stay unfitted.
-    scores, labels : ndarray
-        The sample: checked scores in [0, 1] and 0/1 labels; or, for
-        multi-class calibrators (a mapping key -> ``MulticlassCalibrator``),
-        an (n, K) table of probabilities or logits and class indices, the
-        predictions then (m, K) class probabilities.
-    sample_weight : ndarray, optional
-        Each sample row's weight, passed to every fit as ``sample_weight``;
-        None for rows of weight 1 (score cells: the cells' weighted rows,
-        :meth:`calibdash.evaluation.cells.ScoreCells.weighted_rows`).
+        What :func:`calibdash.evaluation.methods.resolve` takes, or a mapping key -> ``MulticlassCalibrator``; each
+        calibrator is cloned for every fit.
+    scores, labels, sample_weight : ndarray
+        Checked scores in [0, 1] and 0/1 labels, or (n, K) probabilities or logits and class indices for multi-class
+        calibrators (whose predictions are (m, K)); each row's weight, passed to every fit (None: weight 1).
     pairs : sequence of (fit, judged)
-        Parts of the sample, each a boolean mask or an index array: a model
-        is fitted on ``fit`` and predicts ``judged``.
+        Parts of the sample, each a boolean mask or an index array.
     features : DataFrame, optional
-        One row per sample row, given only to the methods that read
-        features (``uses_features``, MBCT); the others see the score alone.
-    refit : bool, default False
-        Also fit each method on the whole sample, the model ``models`` keeps
-        (k-fold's deployable model; its predictions are not the judged ones).
-    progress : callable(fraction, message), optional
-        Called after each fitted pair.
-    should_stop : callable() -> bool, optional
-        Asked before each fit: True stops the loop with :class:`calibdash.core.jobs.Cancelled` (a cooperative
-        stop: a fit that has started runs to its end).
-
-    Returns
-    -------
-    CrossFit
+        One row per sample row, given only to the methods that read features (``uses_features``, MBCT).
+    refit, progress, should_stop
+        Also fit each method on the whole sample (k-fold's deployable model, what ``models`` keeps); called after
+        each fitted pair; asked before each fit, True stopping with :class:`calibdash.core.jobs.Cancelled`.
     """
     cals = _estimators(methods)
     s = np.asarray(scores)
@@ -227,9 +167,6 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Rows or score cells
-# ---------------------------------------------------------------------------------------------
 #: The reasons a :class:`Path` gives, each with what it means.
 REASONS = {
     "small": f"up to {CELLS_MIN_ROWS:,} rows: judged on the rows",
@@ -243,16 +180,8 @@ REASONS = {
 
 @dataclass(frozen=True)
 class Path:
-    """Whether a data set is evaluated on score cells or on its rows, and why.
-
-    Attributes
-    ----------
-    on_cells : bool
-    reason : str
-        A key of :data:`REASONS`.
-    note : str
-        A sentence for people when the choice costs them something (large
-        data judged on rows because a method reads features), else "".
+    """Whether a data set is evaluated on score cells (``on_cells``) or on its rows, and why: ``reason``, a key of
+    :data:`REASONS`; ``note``, a sentence when the choice costs the user something (large data judged on rows), else "".
     """
 
     on_cells: bool
@@ -265,36 +194,16 @@ class Path:
 
 
 def use_cells_for(n_rows: int, needs_rows: bool = False) -> bool:
-    """Whether data of ``n_rows`` rows is evaluated on score cells by default.
-
-    ``needs_rows``: a chosen method reads the rows' features (MBCT with feature
-    columns); then every method is judged on rows, so all are judged alike.
-    """
+    """Whether data of ``n_rows`` rows is evaluated on score cells by default (not when ``needs_rows``: a chosen
+    method reads the rows' features, so every method is judged on rows)."""
     return int(n_rows) > CELLS_MIN_ROWS and not needs_rows
 
 
 def choose_path(n_rows: int, methods=(), feature_columns: Sequence[str] | None = None, *, cells: str = "auto",
                 large: bool = False) -> Path:
-    """Rows or score cells for ``methods`` on data of ``n_rows`` rows, with the reason.
-
-    Parameters
-    ----------
-    n_rows : int
-    methods : method spec
-        The chosen methods (:func:`calibdash.evaluation.methods.resolve`'s specs); one
-        that reads features (``uses_features``, MBCT) needs the rows when
-        the data has feature columns.
-    feature_columns : sequence of str, optional
-        The data's feature columns; None or empty when it has none.
-    cells : {"auto", "always", "never"}
-        The command line's ``--cells``.
-    large : bool
-        A large source (its rows stay where they live): always score cells.
-
-    Raises
-    ------
-    SettingsError
-        ``cells`` is not one of :data:`CELLS_CHOICES`.
+    """Rows or score cells for ``methods`` on ``n_rows`` rows, with the reason: one reading features (MBCT) needs the
+    rows when the data has ``feature_columns``; ``cells`` is ``--cells`` ({"auto", "always", "never"}, else
+    SettingsError); a ``large`` source, whose rows stay where they live, is always on score cells.
     """
     if cells not in CELLS_CHOICES:
         raise SettingsError(f"cells must be one of {CELLS_CHOICES}, got {cells!r}.")

@@ -1,31 +1,16 @@
 """Held-out evaluation of calibrators, for any number of classes: one :func:`evaluate`.
 
-A calibrator is never judged on the rows it was fitted on unless the user asks for it: the
-:class:`~calibdash.evaluation.scheme.Scheme` says how rows are divided, and :func:`~calibdash.evaluation.scheme.split_plan` deals the
-parts by the rows' content (the same table in another row order gives the same result; see
-:mod:`calibdash.evaluation.scheme` for each kind and how binary and K-class rows are dealt).
-
-:func:`evaluate` takes a binary problem (one score column, 0/1 labels, the binary calibrators of
-:mod:`calibdash.calibrators`) or a K-class one ((n, K) probabilities or logits, class indices, the K-class
-calibrators of :mod:`calibdash.calibrators.multiclass`, the binary ones through their ``ovr:`` and ``top_label:``
-reductions). Both go through the same steps: deal the parts, fit every method on each fitting part through
-:func:`calibdash.evaluation.crossfit.cross_fit`, and judge the held-out predictions with every measure of the problem's
-kind (:mod:`calibdash.metrics` for scores, :mod:`calibdash.measures.class_measures` for class probabilities); the
-table's first row is the uncalibrated values on the same rows. :func:`evaluate_cells` judges binary score
-cells (large data) under the same protocol.
-
-Large K-class data: the parametric maps (methods whose class says ``parametric``: the scaling family,
-temperature, vector, matrix and Dirichlet scaling, each a few to K(K+1) parameters) are fitted on a sample of
-at most ``max_fit_rows`` (default :data:`MAX_FIT_ROWS`) of a fitting part's rows, stratified by class and
-chosen by the rows' content (:func:`calibdash.evaluation.scheme.content_sample`, so the row order still changes nothing);
-the other methods (whose maps grow with the data) are fitted on every fitting row, and every method is judged
-on every held-out row. The evaluation's ``notes`` say when a sample was used. A map of at most K(K+1)
-parameters fitted on 200,000 rows has about 20 rows per parameter at K = 100 (matrix and Dirichlet scaling's
-10,100) and over 450 for K <= 20; temperature and vector scaling have 1 and 2K.
+A calibrator is judged on rows it was not fitted on (unless the user asks): the
+:class:`~calibdash.evaluation.scheme.Scheme`'s parts are dealt by the rows' content, every method is fitted on each
+fitting part (:func:`~calibdash.evaluation.crossfit.cross_fit`) and judged with every measure of the problem's kind,
+the uncalibrated values first; :func:`evaluate_cells` does the same on binary score cells. Large K-class data: the
+``parametric`` maps (1 to K(K+1) parameters) are fitted on a class-stratified content sample of ``max_fit_rows``
+(:data:`MAX_FIT_ROWS`, about 20 rows per parameter at K = 100 for the full maps) of a fitting part, with a note;
+the others on every row; every method is judged on every held-out row.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -42,13 +27,11 @@ from .methods import RAW, resolve
 from ..calibrators.multiclass import get_class
 from ..measures import class_measures as class_metrics
 from ..calibrators.multiclass.base import Scores, as_scores
-from ..core.validation import check_classes
 from .scheme import (KINDS, Scheme, cell_parts, content_order, content_sample, part_plan, refuse_too_few, rows_text,
                      split_plan)
-from ..core.validation import check_labels, check_scores
+from ..core.validation import check_classes, check_labels, check_scores
 
-#: What this module defines; it also re-exports the scheme's names (``from calibdash.evaluation.holdout import Scheme``)
-#: and the cross-fit's (``CELLS_MIN_ROWS``, ``CELLS_CHOICES``, ``use_cells_for``, ``resolve_classes``) for callers.
+#: With the scheme's and the cross-fit's names that callers take from here.
 __all__ = [
     "Evaluation", "ClassEvaluation", "evaluate", "evaluate_classes", "evaluate_score_set", "evaluate_cells",
     "combine", "split_indices", "model_rows", "fit_notes", "default_methods", "UNCALIBRATED", "MAX_FIT_ROWS",
@@ -77,15 +60,8 @@ def default_methods(k: int) -> list[str]:
 
 
 def split_indices(labels, scheme: Scheme, split=None, *, scores=None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fit rows, judged rows) index pairs of binary rows for ``scheme``: one pair, or K for k-fold
-    (:func:`~calibdash.evaluation.scheme.split_plan`'s); with ``scores``, dealt over the rows' content order, as
-    :func:`evaluate` deals them.
-
-    Raises
-    ------
-    DataError
-        If a part would be empty or lack a class, or the split column is unusable.
-    """
+    """(fit rows, judged rows) index pairs of binary rows for ``scheme`` (:func:`~.scheme.split_plan`; with ``scores``,
+    dealt over the rows' content order as :func:`evaluate` deals them). DataError as ``split_plan``."""
     order = None if scores is None else content_order(scores, labels)
     return split_plan(labels, scheme, split, order=order)[0]
 
@@ -96,41 +72,24 @@ class Evaluation:
 
     Attributes
     ----------
-    scheme : Scheme
-    rows : ndarray
-        Indices (into the input arrays) of the judged rows, ascending.
-    labels : ndarray
-        Their labels: 0/1, or class indices 0..K-1.
+    rows, labels : ndarray
+        Indices (into the input arrays, ascending) of the judged rows, and their 0/1 labels or class indices.
     predictions : DataFrame or dict
-        Binary: one column per method, ``"uncalibrated"`` first; one row per judged row. K classes: method key
-        -> (m, K) class probabilities on the judged rows, ``"uncalibrated"`` first.
+        ``"uncalibrated"`` first. Binary: one column per method, one row per judged row. K classes: method key
+        -> (m, K) class probabilities on the judged rows.
     metrics : DataFrame
-        One row per method (``"uncalibrated"`` first), a column per measure: binary
-        :data:`calibdash.metrics.METRIC_NAMES`, K classes :data:`calibdash.measures.class_measures.MEASURES`.
-    models : dict
-        Method key -> calibrator fitted on the fitting part (for ``"kfold"``: refitted on all rows, the model
-        a user would deploy; its predictions are not the judged ones).
-    fit_rows : ndarray
-        Indices of the rows every model in ``models`` was fitted on (what :func:`calibdash.explain.explain`
-        needs), ascending; K-class parametric maps on a sample of them when ``notes`` says so
-        (:func:`model_rows`).
-    fit_seconds : dict
-        Method key -> seconds spent fitting and predicting (all folds).
+        One row per method (``"uncalibrated"`` first), a column per measure.
+    models, fit_seconds, fit_rows
+        Method key -> calibrator fitted on the fitting part (k-fold: on all rows, the deployable model), and ->
+        seconds spent; the rows they were fitted on (K-class parametric maps: maybe a sample, :func:`model_rows`).
     binning : str
-        Binary: how ECE and MCE were binned (:func:`calibdash.metrics.binning_label`); K classes: "".
-    weights : ndarray or None
-        None when the judged rows are rows. On score cells (:func:`evaluate_cells`) the judged "rows" are the
-        cells' weighted rows (a positive row weighing the cell's positives, a negative row its negatives):
-        ``weights`` holds their weights, to pass as ``sample_weight`` to every metric, table and figure.
-    fit_sample : tuple or None
-        On score cells: ``(scores, labels, weights)`` of the weighted rows the models were fitted on (what
-        :func:`calibdash.explain.explain` needs there instead of ``fit_rows``).
-    note : str
-        On score cells: how many rows were summarised into how many cells; then how the split departed from
-        the scheme and why (:func:`~calibdash.evaluation.scheme.split_plan`). Fragments joined by "; ", without a final
-        period; "" when there is nothing to say. Default: ``notes`` joined.
-    notes : list of str
-        The split's (and the sampling's) notes alone, one fragment each.
+        Binary: how ECE and MCE were binned; K classes: "".
+    weights, fit_sample
+        On score cells (:func:`evaluate_cells`) the judged "rows" are the cells' weighted rows, and ``weights`` their
+        weights, to pass as ``sample_weight`` everywhere (None on rows); ``fit_sample`` the weighted rows fitted on.
+    note, notes
+        How the split (and the sampling) departed from the scheme and why, one fragment each (``notes``), and joined
+        by "; " (``note``; on score cells, after what the cells summarise).
     classes : list
         K classes: the class names, in column order; binary: empty.
     """
@@ -166,9 +125,8 @@ ClassEvaluation = Evaluation
 
 def _fits(cals: dict, given: np.ndarray, y: np.ndarray, pairs: list, kfold: bool, max_fit_rows: int | None,
           seed: int, features, progress, should_stop) -> tuple[dict, dict, dict, list[str]]:
-    """Each method's predictions (one value per row, NaN where not judged), model and seconds, through
-    :func:`cross_fit`; the ``parametric`` methods on a content sample of each fitting part above
-    ``max_fit_rows`` (k-fold: the deployed model too, on a sample of all rows), with a note."""
+    """Each method's predictions (NaN where not judged), model and seconds through :func:`cross_fit`; the
+    ``parametric`` methods on a content sample above ``max_fit_rows`` (k-fold's deployed model too), with a note."""
     if max_fit_rows is not None and (int(max_fit_rows) != max_fit_rows or max_fit_rows < 1):
         raise SettingsError(f"max_fit_rows must be a whole number of at least 1 (or None), got {max_fit_rows!r}.")
     sampled = [k for k, c in cals.items() if getattr(c, "parametric", False)]
@@ -218,47 +176,25 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     Parameters
     ----------
     scores : array-like (n,), or (n, K), or Scores
-        Binary: scores in [0, 1]. K classes: probabilities (rows summing to 1) or, with ``logits=True``,
-        logits.
+        Binary: scores in [0, 1]. K classes: probabilities (rows summing to 1) or, with ``logits=True``, logits.
     labels : array-like (n,)
-        Binary: any two values (0/1, -1/1, True/False, yes/no, two strings); the Evaluation's ``labels`` are
-        0/1. K classes: class indices 0..K-1 (:func:`calibdash.data.build_class_set` maps names to them).
-    methods : method spec
-        Binary: anything :func:`calibdash.evaluation.methods.resolve` takes (``"platt,bbq"``, a list,
-        ``{"bbq": {"n_prime": 2}}``, ``{key: calibrator}``); K classes: what :func:`resolve_classes` takes
-        (``"temperature,dirichlet,ovr:isotonic"``). Each calibrator is cloned per fold, so the objects passed
-        are not fitted.
-    scheme : Scheme, default ``Scheme()`` (stratified 70/30 split by content, seed 0)
+        Binary: any two values (the Evaluation's ``labels`` are 0/1; ``pos_label`` the positive one, default
+        :func:`calibdash.core.validation.choose_positive`'s). K classes: indices 0..K-1 (``classes`` their names).
+    methods, params
+        Binary: what :func:`calibdash.evaluation.methods.resolve` takes; K classes: what :func:`resolve_classes`
+        takes. Each calibrator is cloned per fold, so the objects passed are not fitted.
+    scheme, split
+        Default ``Scheme()`` (stratified 70/30 split by content, seed 0); the file's split column for ``"column"``.
     features : DataFrame, optional
         Passed to calibrators that use features (MBCT).
-    split : array-like, optional
-        The file's split column, for ``Scheme(kind="column")``.
     n_bins, strategy
-        Binary: binning of ECE and MCE in the metrics table (default: the package's, 10 equal-count bins;
-        see :mod:`calibdash.metrics`). K classes measure at :mod:`calibdash.measures.class_measures`' settings.
-    progress : callable(fraction, message), optional
-        Called after each fitted fold.
-    pos_label : optional
-        Binary: the label value of the positive class; default the shared rule
-        (:func:`calibdash.core.validation.choose_positive`), as the file loader.
-    logits : bool
-        K classes: ``scores`` are logits.
-    classes : sequence, optional
-        K classes: the class names in column order (default 0..K-1).
-    params : mapping key -> {hyperparameter: value}, optional
+        Binary: binning of ECE and MCE (default 10 equal-count bins). K classes use the measures' own settings.
     max_fit_rows : int or None, default :data:`MAX_FIT_ROWS`
-        Fit the ``parametric`` methods (the K-class scaling family) on a content-keyed, class-stratified
-        sample of this many rows of a larger fitting part, with a note; None fits every method on every row.
-    should_stop : callable() -> bool, optional
-        Asked before every fit (each method, fold and refit) and before the measures: True stops the
-        evaluation with :class:`calibdash.core.jobs.Cancelled`. Python cannot stop a thread from outside, so this
-        is how the dashboard's Cancel and a closed tab stop a fit running in a job
-        (:mod:`calibdash.evaluation.class_budget` bounds the work of the one fit that runs on until its end).
-
-    Returns
-    -------
-    Evaluation
-        Its ``notes`` say when the split departed from the scheme, and why.
+        Fit the ``parametric`` methods on a sample of this many rows of a larger fitting part (None: every row).
+    progress, should_stop
+        Called after each fitted fold; asked before every fit and the measures, True stopping with
+        :class:`calibdash.core.jobs.Cancelled` (the dashboard's Cancel; :mod:`~calibdash.evaluation.class_budget`
+        bounds the running fit).
     """
     scheme = scheme or Scheme()
     many = isinstance(scores, Scores) or np.ndim(scores) == 2
@@ -283,15 +219,12 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
     preds = {UNCALIBRATED: raw[rows], **{key: columns[key][rows] for key in cals}}
     y_rows = y[rows]
     fit_rows = np.sort(np.arange(y.size) if kfold else pairs[0][0])
+    common = dict(scheme=scheme, rows=rows, labels=y_rows, models=models, fit_rows=fit_rows, fit_seconds=seconds)
     if many:
-        return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=preds,
-                          metrics=class_metrics.measure_table(preds, y_rows), models=models, fit_rows=fit_rows,
-                          fit_seconds=seconds, notes=notes + sampled,
-                          classes=list(classes) if classes is not None else list(range(x.k)))
-    return Evaluation(scheme=scheme, rows=rows, labels=y_rows, predictions=pd.DataFrame(preds, index=rows),
-                      metrics=_binary_table(preds, y_rows, n_bins=n_bins, strategy=strategy), models=models,
-                      fit_rows=fit_rows, fit_seconds=seconds, binning=metrics.binning_label(n_bins, strategy),
-                      notes=notes)
+        return Evaluation(predictions=preds, metrics=class_metrics.measure_table(preds, y_rows), notes=notes + sampled,
+                          classes=list(classes) if classes is not None else list(range(x.k)), **common)
+    return Evaluation(predictions=pd.DataFrame(preds, index=rows), binning=metrics.binning_label(n_bins, strategy),
+                      metrics=_binary_table(preds, y_rows, n_bins=n_bins, strategy=strategy), notes=notes, **common)
 
 
 #: The K-class spelling of :func:`evaluate` (one evaluation for any K: give it (n, K) values).
@@ -306,16 +239,8 @@ def _binary_table(preds: Mapping[str, np.ndarray], y: np.ndarray, **how) -> pd.D
 
 
 def combine(parts: Sequence[Evaluation]) -> Evaluation:
-    """Merge evaluations of different methods made under the same scheme on the same rows.
-
-    Lets a caller fit (and cache) each method on its own and still get one
-    table: the uncalibrated row is kept once, first.
-
-    Raises
-    ------
-    DataError
-        If the parts were judged on different rows or schemes.
-    """
+    """Merge evaluations of different methods made under the same scheme on the same rows (each fitted and
+    cached on its own), the uncalibrated row once, first. DataError if they differ in rows, scheme or binning."""
     if not parts:
         raise DataError("nothing to combine.")
     first = parts[0]
@@ -335,15 +260,10 @@ def combine(parts: Sequence[Evaluation]) -> Evaluation:
         seconds.update(part.fit_seconds)
     if isinstance(first.predictions, pd.DataFrame):
         preds = pd.DataFrame(preds, index=first.predictions.index)
-    return Evaluation(scheme=first.scheme, rows=first.rows, labels=first.labels, predictions=preds,
-                      metrics=pd.concat(tables), models=models, fit_rows=first.fit_rows, fit_seconds=seconds,
-                      binning=first.binning, weights=first.weights, fit_sample=first.fit_sample, note=first.note,
-                      notes=list(first.notes), classes=list(first.classes))
+    return replace(first, predictions=preds, metrics=pd.concat(tables), models=models, fit_seconds=seconds,
+                   notes=list(first.notes), classes=list(first.classes))
 
 
-# ---------------------------------------------------------------------------------------------
-# The same schemes on score cells (large data)
-# ---------------------------------------------------------------------------------------------
 def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
     """Refuse folds of score cells that cannot fit (a class missing) as :func:`split_plan` refuses rows, saying
     why; return notes on judged parts that hold one class."""
@@ -357,9 +277,9 @@ def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
             scheme.kind, "a held-out split"))
     how = ("the split column marks none of them for fitting" if scheme.kind == "column" else
            "the rows' parts, drawn from a hash of their position (not stratified by class), put none of them there")
-    fix = ("" if scheme.kind == "column" else " Choose another seed" + (", fewer folds" if scheme.kind == "kfold" else "")
-           + " or the in-sample scheme.")
-    notes, blind = [], 0
+    fewer = ", fewer folds" if scheme.kind == "kfold" else ""
+    fix = "" if scheme.kind == "column" else f" Choose another seed{fewer} or the in-sample scheme."
+    blind = 0
     for i, (fit, test) in enumerate(folds):
         if not test.any():
             raise DataError("the held-out part is empty.")
@@ -368,45 +288,29 @@ def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
         if fit_pos == 0 or fit_pos == fit_n:
             where = f" of fold {i + 1} of {len(folds)}" if scheme.kind == "kfold" else ""
             raise DataError(f"the fitting part{where} ({rows_text(fit_n)}) holds one class only; calibrators need "
-                            "both: "
-                            f"the {which} class has {rows_text(small)} among {n_all:,}, and {how}.{fix}")
+                            f"both: the {which} class has {rows_text(small)} among {n_all:,}, and {how}.{fix}")
         judged = all_cells.select(test)
         j_pos, j_n = int(judged.n_pos.sum()), int(judged.n.sum())
         blind += int(j_pos == 0 or j_pos == j_n)
     if blind and scheme.kind == "kfold":
-        notes.append(f"{rows_text(blind, 'fold')} of {len(folds)} judge rows of one class only (the {which} class has "
-                     f"{rows_text(small)} among {n_all:,}), and every row is still judged once")
-    elif blind and scheme.kind in ("split", "column"):
-        notes.append("the held-out rows hold one class only: AUC is undefined (NaN) there, and calibration is judged "
-                     "on one class")
-    return notes
+        return [f"{rows_text(blind, 'fold')} of {len(folds)} judge rows of one class only (the {which} class has "
+                f"{rows_text(small)} among {n_all:,}), and every row is still judged once"]
+    if blind and scheme.kind in ("split", "column"):
+        return ["the held-out rows hold one class only: AUC is undefined (NaN) there, and calibration is judged "
+                "on one class"]
+    return []
 
 
 def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: int = metrics.DEFAULT_N_BINS,
                    strategy: str = metrics.DEFAULT_STRATEGY, mvce_views: int = 100,
                    progress: Callable[[float, str], None] | None = None) -> Evaluation:
-    """Fit each method on the fitting cells and judge it on the held-out cells.
+    """Fit each method on the fitting cells and judge it on the held-out cells: :func:`evaluate`'s protocol on
+    :class:`~calibdash.evaluation.cells.ScoreCells` whose ``part`` :func:`cell_parts` set for ``scheme``.
 
-    The same protocol as :func:`evaluate`, on a :class:`calibdash.evaluation.cells.ScoreCells` whose
-    ``part`` was set by :func:`cell_parts` for ``scheme``: a calibrator is fitted on cells
-    as weighted rows (the same fit as on their rows when the cells are exact), and the
-    metrics are the weighted metrics of the judged cells (exact against the rows except
-    MVCE, whose views shuffle rows: above ``CELLS_MIN_ROWS`` judged rows its views are
-    drawn with the exact moments of a random partition, see :func:`calibdash.metrics.mvce`).
-
-    Parameters
-    ----------
-    all_cells : ScoreCells
-    methods : method spec (:func:`calibdash.evaluation.methods.resolve`)
-        Feature-aware methods (MBCT) are fitted on the score alone here.
-    scheme : Scheme, default ``Scheme()``
-
-    Returns
-    -------
-    Evaluation
-        Whose judged "rows" are the judged cells' weighted rows, with their
-        ``weights``; ``fit_sample`` holds the weighted rows the models were
-        fitted on and ``note`` what the cells summarise.
+    Calibrators are fitted on the cells' weighted rows (the rows' fit when cells are exact; MBCT on the score
+    alone); the metrics are weighted metrics of the judged cells, exact but for MVCE (above ``CELLS_MIN_ROWS``
+    judged rows its views are drawn with the moments of a random partition, :func:`calibdash.metrics.mvce`).
+    The Evaluation's judged "rows" are the judged cells' weighted rows, with their ``weights``.
     """
     scheme = scheme or Scheme()
     cals = resolve(methods)
@@ -416,8 +320,7 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
     judged = np.logical_or.reduce([j for _, j in folds])
     notes = _check_cell_folds(all_cells, folds, scheme)
     seen = all_cells.select(judged)
-    # the cells as weighted rows (all_cells.weighted_rows(): each cell's positive row, then its negative row,
-    # empty ones dropped); a set of cells is the set of its weighted rows
+    # a set of cells is the set of its weighted rows (each cell's positive row, then its negative row, empty dropped)
     cell_s, cell_y, cell_w = all_cells.weighted_rows()
     kept = np.concatenate([all_cells.n_pos, all_cells.n - all_cells.n_pos]) > 0
 
@@ -443,36 +346,10 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
 
 def evaluate_problem(problem, methods, scheme: Scheme | None = None, *, cells: str = "auto", params=None,
                      max_fit_rows: int | None = MAX_FIT_ROWS, progress=None, should_stop=None) -> Evaluation:
-    """Held-out evaluation of ``methods`` on a data set of any number of classes, on rows or on score cells.
-
-    The path of ``python -m calibdash evaluate``. A binary problem (a :class:`~calibdash.data.ScoreSet`)
-    above :data:`CELLS_MIN_ROWS` rows (``cells="auto"``) is summarised into score cells and judged there
-    (:func:`evaluate_cells`), unless a chosen method reads the feature columns (MBCT with features), which
-    needs the rows. A K-class problem (a :class:`~calibdash.data.ClassSet`) is judged on its rows
-    (:func:`evaluate`, its parametric maps fitted on a sample above ``max_fit_rows``).
-
-    Parameters
-    ----------
-    problem : ScoreSet or ClassSet (a :class:`~calibdash.data.problem.Problem`)
-    methods : method spec or mapping key -> calibrator (:func:`calibdash.evaluation.methods.resolve`, :func:`resolve_classes`)
-    scheme : Scheme, default ``Scheme()``
-    cells : {"auto", "always", "never"}
-        Binary problems only.
-    params : mapping key -> {hyperparameter: value}, optional
-    max_fit_rows, progress, should_stop
-        As :func:`evaluate` takes them.
-
-    Returns
-    -------
-    Evaluation
-        On score cells its ``weights`` are not None.
-
-    Raises
-    ------
-    DataError
-        ``scheme.kind == "column"`` and the file has no split column.
-    SettingsError
-        ``cells`` is not one of :data:`CELLS_CHOICES`.
+    """Held-out evaluation of ``methods`` on a :class:`~calibdash.data.problem.Problem` (``calibdash evaluate``): a
+    binary one on score cells (:func:`evaluate_cells`) where :func:`~calibdash.evaluation.crossfit.choose_path` says
+    so for ``cells`` (else SettingsError), a K-class one on its rows; the rest as :func:`evaluate` takes it. DataError
+    for the column scheme on a file without a split column.
     """
     scheme = scheme or Scheme()
     if scheme.kind == "column" and not problem.split_column:
@@ -496,13 +373,8 @@ evaluate_score_set = evaluate_problem
 
 
 def model_rows(ev: Evaluation, method: str, P, labels, max_fit_rows: int | None = MAX_FIT_ROWS) -> np.ndarray:
-    """The rows ``method``'s deployed model in ``ev`` was fitted on (indices into ``P``, ascending).
-
-    ``ev.fit_rows``, or, for a parametric method whose fitting part was larger than ``max_fit_rows`` (the
-    value given to :func:`evaluate`), the content-keyed sample :func:`evaluate` fitted it on (k-fold: the
-    sample of all rows its deployed model was fitted on). Looking inside the model on these rows
-    (:func:`calibdash.explain.explain`) shows the objective it minimised.
-    """
+    """The rows ``method``'s deployed model in ``ev`` was fitted on (indices into ``P``, ascending): ``ev.fit_rows``,
+    or for a parametric method above ``max_fit_rows`` (as given to :func:`evaluate`) the sample it was fitted on."""
     rows = ev.fit_rows
     if max_fit_rows is None or not getattr(ev.models[method], "parametric", False) or rows.size <= int(max_fit_rows):
         return rows
@@ -511,11 +383,8 @@ def model_rows(ev: Evaluation, method: str, P, labels, max_fit_rows: int | None 
 
 
 def fit_notes(models: dict) -> list[str]:
-    """What each fitted method says of its own fit, for a user, each sentence prefixed by the method's key:
-    the composites' ``notes_`` (a class given probability 0, a class absent from the labels), the scaling
-    family's ``penalty_note_`` (the search fell back to the given strengths) and a fit that ended on a cap
-    (``converged_`` False). The same things the fits warn about, for pages that run fits where no warning
-    reaches the user."""
+    """What each fitted method says of its own fit (``notes_``, ``penalty_note_``, a fit stopped on its cap), each
+    prefixed by the method's key: what the fits warn about, for pages where no warning reaches the user."""
     out = []
     for key, model in models.items():
         out += [f"{key}: {note}" for note in getattr(model, "notes_", None) or []]

@@ -1,22 +1,9 @@
-"""One parser for method specs: what the API, the command line and the pages call "methods".
+"""One parser for method specs, so "methods" means the same in the API, the command line and the pages.
 
-Every caller that turns a user's choice of calibrators into calibrator
-objects goes through :func:`resolve`, so a spec means the same everywhere:
-
-* a registry name: ``"bbq"``;
-* a comma-separated list: ``"platt, bbq"``;
-* a list of names and/or calibrator objects: ``["platt", BBQCalibrator(c=5)]``;
-* a mapping key -> what the key stands for:
-
-  - ``{"bbq": {"n_prime": 2}}``: the method named by the key, with hyperparameters;
-  - ``{"bbq fine": {"method": "bbq", "c": 5}}``: another key for a method;
-  - ``{"mine": "platt"}``: a key for a registry name;
-  - ``{"mine": PlattCalibrator()}``: a key for an unfitted calibrator (cloned).
-
-The result maps each key to a new unfitted calibrator; the objects passed in
-are never fitted or changed. Hyperparameters given as ``params`` (key ->
-{name: value}, what ``--param KEY.NAME=VALUE`` on the command line parses
-to) are set on top.
+A spec is a registry name (``"bbq"``), a comma-separated list (``"platt, bbq"``), a list of names and/or calibrators,
+or a mapping key -> ``{hyperparameters}`` (the method the key names), ``{"method": name, ...}``, a registry name or an
+unfitted calibrator. :func:`resolve` maps each key to a new unfitted calibrator (the objects passed are never fitted);
+``params`` (key -> {name: value}, what ``--param KEY.NAME=VALUE`` parses to) are set on top.
 """
 from __future__ import annotations
 
@@ -43,16 +30,8 @@ def split_names(text: str) -> list[str]:
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, dict]:
-    """``["bbq.c=5", "histogram.n_bins=20"]`` -> ``{"bbq": {"c": 5}, "histogram": {"n_bins": 20}}``.
-
-    Values are read as JSON where they can be (numbers, true/false, quoted
-    strings), else kept as text.
-
-    Raises
-    ------
-    SettingsError
-        If an item is not of the form ``KEY.NAME=VALUE``.
-    """
+    """``["bbq.c=5", "histogram.n_bins=20"]`` -> ``{"bbq": {"c": 5}, "histogram": {"n_bins": 20}}``; values read as
+    JSON where they can be, else kept as text. SettingsError when an item is not ``KEY.NAME=VALUE``."""
     out: dict[str, dict] = {}
     for item in items or []:
         try:
@@ -86,20 +65,9 @@ def _one(key: str, value) -> Calibrator:
 
 
 def resolve(methods, params: Mapping[str, Mapping] | None = None) -> dict[str, Calibrator]:
-    """Key -> new unfitted calibrator, for any method spec (see the module docstring).
-
-    Parameters
-    ----------
-    methods : str, Calibrator, sequence or mapping
-    params : mapping key -> {hyperparameter: value}, optional
-        Set on top of what ``methods`` says; every key must be one of the
-        resolved keys.
-
-    Raises
-    ------
-    SettingsError
-        An unknown method or hyperparameter, a repeated key, the reserved key
-        ``"uncalibrated"``, or a ``params`` key that names no chosen method.
+    """Key -> new unfitted calibrator, for any method spec (see the module docstring), ``params`` (key ->
+    {hyperparameter: value}, every key one of the resolved keys) set on top. SettingsError for an unknown method or
+    hyperparameter, a repeated key, the reserved key ``"uncalibrated"``, or a ``params`` key naming no chosen method.
     """
     if isinstance(methods, str):
         methods = split_names(methods)

@@ -1,47 +1,18 @@
 """How rows are divided between fitting and judging: :class:`Scheme`, and the one dealer of its parts.
 
-``kind="split"``
-    A stratified random split: ``test_size`` of the rows (each class in the
-    same proportion) are held out, the rest fit the calibrators; ``seed``
-    fixes the draw.
-``kind="column"``
-    The file's own split column: rows whose value names a training part
-    (train, training, calib, calibration, fit, dev) fit; rows naming a test
-    part (test, testing, holdout, valid, validation, eval) are judged. Set
-    ``train_value`` when the file uses other words.
-``kind="kfold"``
-    K-fold cross-fitting: every row's calibrated value comes from a model
-    fitted on the other K - 1 folds (stratified, shuffled with ``seed``), so
-    every row is judged once, out of fold.
-``kind="insample"``
-    Fit and judge on all rows: optimistic, offered only because users ask.
+Kinds: ``"split"``, a stratified random split holding out ``test_size`` of each class; ``"column"``, the file's split
+column (:data:`TRAIN_WORDS` fit, :data:`TEST_WORDS` are judged, or ``train_value`` marks the training rows);
+``"kfold"``, K-fold cross-fitting (every row judged once, out of fold); ``"insample"``, fit and judge on all rows
+(optimistic, offered because users ask).
 
-The parts are dealt by the rows' **content**, never their positions, so the same table in another row order
-is divided into the same parts (the same multisets of rows) and every result that follows is the same:
-
-* each row gets a seeded 32-bit key, :func:`calibdash.evaluation.cells.row_hash` chained over the two 32-bit halves of
-  each of its values' bit patterns and its class (:func:`content_keys`);
-* within each class, rows are ordered by key, ties (identical rows have equal keys, and so may rare distinct
-  ones) broken by the row's values, so rows that stay tied are identical and interchangeable
-  (:func:`content_order`).
-
-:func:`split_plan` deals over that order. Binary rows (K = 2, one score column) are dealt by scikit-learn's
-stratified ``train_test_split`` and ``StratifiedKFold`` run on the rows as if the table stood in content
-order (when a part is too small to hold both classes the rows are split at random instead, and a note says
-why; with fewer rows of a class than folds, some folds judge no row of it). K-class rows (``values`` of K
-columns) are dealt directly: the first ``ceil(test_size * n_c)`` rows of class ``c`` are held out (a class of
-one row is fitted on, never only judged); for k-fold the rows of each class are dealt to the folds in turn,
-each class starting where the last stopped. The two dealers give the answers each path gave before they
-shared this module (issue 27 keeps answers identical).
-
-Every held-out binary scheme needs at least 2 rows of each class (one to fit on, one to judge); with a
-single row of a class (one positive among 1,000 rows) :func:`split_plan` refuses with a
-:class:`~calibdash.core.errors.DataError` that says so and suggests the in-sample scheme.
-
-:func:`content_sample` draws a stratified sample of some rows by the same keys, so a sample of a large
-fitting part (what :func:`calibdash.evaluation.holdout.evaluate` fits the K-class parametric maps on) does not depend
-on the row order either. This module sits below :mod:`calibdash.evaluation.holdout` and the engines
-(:mod:`calibdash.engines`), so that an engine can plan a scheme's parts without importing the evaluation.
+The parts are dealt by the rows' **content**, never their positions, so any row order gives the same parts: each row
+gets a seeded 32-bit key (:func:`content_keys`: ``row_hash`` chained over the 32-bit halves of its values' bit patterns
+and its class), and within each class rows are ordered by key, ties broken by their values (:func:`content_order`).
+:func:`split_plan` deals over that order: binary rows by scikit-learn's stratified ``train_test_split`` and
+``StratifiedKFold`` (at random, with a note, when a part is too small for both classes); K-class rows directly, the
+first ``ceil(test_size * n_c)`` rows of class ``c`` held out (a single-row class is fitted on), or each class's rows
+dealt to the folds in turn. A held-out binary scheme needs 2 rows of each class, else a DataError suggests the
+in-sample scheme. :func:`content_sample` draws a stratified sample by the same keys.
 """
 from __future__ import annotations
 
@@ -69,20 +40,9 @@ _LOW = np.uint64(0xFFFFFFFF)
 
 @dataclass(frozen=True)
 class Scheme:
-    """How rows are divided between fitting and judging (see the module docstring).
-
-    Parameters
-    ----------
-    kind : {"split", "column", "kfold", "insample"}, default "split"
-    test_size : float, default 0.3
-        Held-out fraction for ``"split"``.
-    seed : int, default 0
-        Seed of the split or of the fold shuffle.
-    n_folds : int, default 5
-        K for ``"kfold"``.
-    train_value : str, optional
-        For ``"column"``: the split column's value marking training rows
-        (every other value is then held out).
+    """How rows are divided between fitting and judging (module docstring): ``kind`` {"split", "column", "kfold",
+    "insample"}; ``test_size``, the held-out fraction of ``"split"``; ``seed`` of the split or fold shuffle;
+    ``n_folds``, K of ``"kfold"``; ``train_value``, the ``"column"`` value marking training rows (others held out).
     """
 
     kind: str = "split"
@@ -108,15 +68,9 @@ class Scheme:
 
 
 def column_parts(split: np.ndarray, train_value: str | None) -> np.ndarray:
-    """Boolean mask of training rows from a split column: the value ``train_value`` marks them, or else the
-    words of :data:`TRAIN_WORDS` (every value must then name a part: one of :data:`TRAIN_WORDS` or
-    :data:`TEST_WORDS`, case and surrounding spaces aside).
-
-    Raises
-    ------
-    DataError
-        No row has ``train_value``, or a value names neither part.
-    """
+    """Boolean mask of training rows from a split column: the value ``train_value`` marks them, or else the words
+    of :data:`TRAIN_WORDS` (every value must then be one of :data:`TRAIN_WORDS` or :data:`TEST_WORDS`, case and
+    surrounding spaces aside). DataError when no row has ``train_value`` or a value names neither part."""
     vals = pd.Series(split).astype(str).str.strip()
     if train_value is not None:
         mask = (vals == str(train_value)).to_numpy()
@@ -137,9 +91,6 @@ def column_parts(split: np.ndarray, train_value: str | None) -> np.ndarray:
     return is_train
 
 
-# ---------------------------------------------------------------------------------------------
-# Rows ordered by what they hold
-# ---------------------------------------------------------------------------------------------
 def content_keys(values: np.ndarray, labels: np.ndarray, seed: int = 0) -> np.ndarray:
     """A seeded 32-bit key per row from its class and the bit patterns of its values (uint64 array);
     ``values`` (n, K), or (n,) for one score column."""
@@ -156,10 +107,8 @@ def content_order(values, labels, seed: int = 0) -> np.ndarray:
     """Row indices ordered by class, then key, then the row's values: the same rows in the same order (up to
     identical rows) whatever order the table came in; ``values`` (n, K), or (n,) for one score column.
 
-    Every calibrator is then fitted, and every measure judged, on the same rows whatever the order. For a
-    binary calibrator that reads feature columns (MBCT), which of rows with the same label and score lands in
-    which part still follows their positions: the order does not read the features, so that every method of
-    one evaluation, with or without features, gets the same parts.
+    The order does not read feature columns, so every method of one evaluation gets the same parts; for MBCT, which
+    of rows with the same label and score lands in which part still follows their positions.
     """
     labels = np.asarray(labels, dtype=np.int64)
     values = np.asarray(values, dtype=float).reshape(labels.size, -1)
@@ -189,12 +138,9 @@ def _within_class(sorted_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def class_quotas(counts, size: int) -> np.ndarray:
-    """Each class's places in a stratified sample of ``size`` of rows whose class counts are ``counts``.
-
-    Hamilton's largest-remainder rule: class ``c`` gets ``floor(size n_c / n)`` places and the places left
-    over go one each to the classes with the largest remainders (ties to the lower class index), so the
-    places sum to ``size`` exactly. Every count when ``size >= n``.
-    """
+    """Each class's places in a stratified sample of ``size`` of rows whose class counts are ``counts``: Hamilton's
+    largest-remainder rule (``floor(size n_c / n)`` each, the places left over one each to the largest remainders,
+    ties to the lower class), summing to ``size`` exactly. Every count when ``size >= n``."""
     counts = np.asarray(counts, dtype=np.int64)
     n = int(counts.sum())
     if int(size) >= n:
@@ -207,17 +153,9 @@ def class_quotas(counts, size: int) -> np.ndarray:
 
 
 def content_sample(values, labels, rows, size: int, seed: int = 0) -> np.ndarray:
-    """``size`` of ``rows`` (indices into ``values``), stratified by class and chosen by content: ascending.
-
-    Each class gets its :func:`class_quotas` places (its share to within one row, exactly ``size`` in all);
-    within a class the rows taken are the first in :func:`content_order` with ``seed``: the same rows (up to
-    identical ones) whatever the row order. All of ``rows`` when ``size >= len(rows)``.
-
-    Raises
-    ------
-    SettingsError
-        ``size`` below 1.
-    """
+    """``size`` of ``rows`` (indices into ``values``), ascending: each class its :func:`class_quotas` places, taken
+    first in :func:`content_order` with ``seed``. All of ``rows`` when ``size >= len(rows)``; SettingsError when
+    ``size`` is below 1."""
     rows = np.sort(np.asarray(rows, dtype=np.int64))
     if int(size) != size or size < 1:
         raise SettingsError(f"a sample needs a whole number of rows of at least 1, got {size!r}.")
@@ -231,9 +169,6 @@ def content_sample(values, labels, rows, size: int, seed: int = 0) -> np.ndarray
     return np.sort(rows[order[rank < quota[y[order]]]])
 
 
-# ---------------------------------------------------------------------------------------------
-# The dealer
-# ---------------------------------------------------------------------------------------------
 def rows_text(k: int, what: str = "row") -> str:
     """``"1 row"``, ``"1,200 rows"``: a count for people."""
     return f"{k:,} {what}{'s' if k != 1 else ''}"
@@ -277,9 +212,8 @@ def _binary_split(y: np.ndarray, scheme: Scheme, notes: list[str]) -> tuple[np.n
 
 
 def _binary_folds(y: np.ndarray, k: int, seed: int, notes: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """K stratified folds of 0/1 labels: scikit-learn's ``StratifiedKFold``, or, when every class has fewer
-    than K rows (which it refuses), each class's rows shuffled with ``seed`` and dealt to the folds in turn,
-    the next class continuing where the last stopped, so each fold gets at most one row of a class."""
+    """K stratified folds of 0/1 labels: scikit-learn's ``StratifiedKFold``, or, when every class has fewer than K
+    rows (which it refuses), each class's rows shuffled with ``seed`` and dealt to the folds in turn."""
     n = y.size
     idx = np.arange(n)
     which, small = _smaller_class(y)
@@ -335,27 +269,11 @@ def split_plan(labels, scheme: Scheme, split=None, *, order=None, values=None
                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[str]]:
     """(fit rows, judged rows) index pairs for ``scheme``, each ascending, and notes on how they were made.
 
-    Parameters
-    ----------
-    labels : ndarray (n,)
-        0/1 labels (binary), or class indices 0..K-1 with ``values``.
-    scheme : Scheme
-    split : array-like, optional
-        The file's split column, for ``Scheme(kind="column")``.
-    order : ndarray, optional
-        Binary rows: the order the random split and the folds are dealt in (:func:`content_order` of the
-        scores and labels): the rows are drawn as if the table stood in that order, so the parts depend on
-        the rows' content and the seed, not on their positions. Without it, on the positions.
-    values : ndarray (n, K), optional
-        K-class rows: the probabilities or logits the content keys are made of (then ``order`` is not used).
-
-    Raises
-    ------
-    DataError
-        A part would be empty or fit on one class only, a binary class has a single row, or the split column
-        is unusable.
-    SettingsError
-        An unknown scheme kind, fewer than 2 folds, or a test size outside (0, 1).
+    ``labels``: 0/1 labels, or class indices with ``values`` (the K-class probabilities or logits the content keys are
+    made of); ``split``: the file's split column, for ``Scheme(kind="column")``; ``order``: binary rows' order to deal
+    the split and folds in (:func:`content_order` of scores and labels; without it, the positions). DataError when a
+    part would be empty or fit on one class only, a binary class has a single row, or the split column is unusable;
+    SettingsError for an unknown scheme kind, fewer than 2 folds, or a test size outside (0, 1).
     """
     y = np.asarray(labels) if values is None else np.asarray(labels, dtype=np.int64)
     if values is None and order is not None and scheme.kind in ("split", "kfold"):
@@ -378,9 +296,7 @@ def split_plan(labels, scheme: Scheme, split=None, *, order=None, values=None
     if scheme.kind == "insample":
         pairs = [(idx, idx)]
     elif scheme.kind == "column":
-        if split is None:
-            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        mask = column_parts(np.asarray(split), scheme.train_value)
+        mask = _train_mask(split, scheme)
         pairs = [(idx[mask], idx[~mask])]
     elif values is not None:
         pairs = _class_deal(values, y, scheme, notes)
@@ -412,20 +328,22 @@ def _check_parts(y: np.ndarray, pairs: list, binary: bool) -> None:
             raise DataError(f"the fitting part ({rows_text(tr.size)}) holds one class only; {why}.")
 
 
+def _train_mask(split, scheme: Scheme) -> np.ndarray:
+    if split is None:
+        raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+    return column_parts(np.asarray(split), scheme.train_value)
+
+
 def cell_parts(n_rows: int, scheme: Scheme, split=None) -> np.ndarray:
-    """Each row's part under ``scheme``, decided from its position alone (or the split column), as
-    every engine can decide it: see :mod:`calibdash.evaluation.cells`. 0 = fit, 1 = held out; k-fold: the fold."""
+    """Each row's part under ``scheme`` from its position alone or the split column, as every engine decides it
+    (:mod:`calibdash.evaluation.cells`): 0 = fit, 1 = held out; k-fold: the fold."""
     if scheme.kind == "column":
-        if split is None:
-            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        return parts_for(n_rows, "column", split_train=column_parts(np.asarray(split), scheme.train_value))
+        return parts_for(n_rows, "column", split_train=_train_mask(split, scheme))
     return parts_for(n_rows, scheme.kind, seed=scheme.seed, k=scheme.n_folds, test_size=scheme.test_size)
 
 
 def part_plan(scheme: Scheme) -> tuple[list[list[int]], list[list[int]]]:
-    """The parts (of :func:`cell_parts`) each fit is made on and the parts its model judges, one entry per fit:
-    a split or the split column fits on part 0 and judges part 1, ``"insample"`` fits and judges part 0,
-    k-fold fits on every fold but ``f`` and judges fold ``f``."""
+    """The parts (of :func:`cell_parts`) each fit is made on, and those its model judges, one entry per fit."""
     if scheme.kind == "kfold":
         k = int(scheme.n_folds)
         return [[p for p in range(k) if p != f] for f in range(k)], [[f] for f in range(k)]

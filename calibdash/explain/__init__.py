@@ -1,32 +1,20 @@
 """Explaining fitted calibrators: the plain data behind the dashboard's "inside the calibrator".
 
-Fitting and explaining are apart, as relplot keeps ``prepare_`` apart from
-``plot_`` and scikit-learn keeps ``calibration_curve`` apart from
-``CalibrationDisplay``:
+A fitted calibrator (binary, or K-class) holds what ``predict`` needs, never its training rows. An explainer, one
+function per method in a module of this package, takes the fitted calibrator and the rows it was fitted on and returns
+an :class:`Explanation` (tables, arrays, notes; no figures). It **declares** the calibrator classes it explains with
+:func:`explains`; :func:`explain` finds it by the calibrator's class (its nearest declared base). The figures
+(:mod:`calibdash.figures.methods`) draw explanations and fit nothing.
 
-* a fitted calibrator (binary, :mod:`calibdash.calibrators`, or K-class,
-  :mod:`calibdash.calibrators.multiclass`) holds what ``predict`` needs plus small learned
-  summaries (weights, knots, trees), never its training rows;
-* an explainer, one function per method in a module of this package, takes the
-  fitted calibrator and the rows it was fitted on, explicitly, and returns an
-  :class:`Explanation`: tables, arrays and notes, no figures. A comparison
-  model an explanation needs (MBCT's histogram binning) is fitted there. The
-  explainer **declares** the calibrator classes it explains with
-  :func:`explains`; :func:`explain` finds it by the calibrator's class (its
-  nearest declared base class), never by the method's name;
-* the figures (:mod:`calibdash.figures.methods`) declare the explanation classes
-  they draw, and fit nothing.
-
->>> cal = calibrators.get("bbq").fit(s, y)                     # doctest: +SKIP
->>> ex = explain(cal, s, y)                                     # doctest: +SKIP
->>> ex.notes, ex.tables                                         # doctest: +SKIP
->>> figures.inner_figures(ex)                                   # doctest: +SKIP
+>>> ex = explain(calibrators.get("bbq").fit(s, y), s, y)       # doctest: +SKIP
+>>> ex.notes, ex.tables, figures.inner_figures(ex)              # doctest: +SKIP
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 
 from ..calibrators.base import Calibrator
@@ -57,8 +45,7 @@ class Explanation:
     tables : dict of str -> DataFrame
         Named tables of fitted values, shown as they are.
     drawn : bool (class attribute)
-        Whether a module of :mod:`calibdash.figures.methods` draws it; False for an explanation shown as its
-        notes and tables alone (the method's map is the pages' calibration map).
+        Whether a module of :mod:`calibdash.figures.methods` draws it (False: shown as its notes and tables).
     """
 
     method: str
@@ -68,22 +55,9 @@ class Explanation:
 
 
 def training_rows(calibrator, scores, labels):
-    """``scores`` and ``labels`` checked, and checked against what ``calibrator`` was fitted on.
-
-    Returns
-    -------
-    (s, y) : float array in [0, 1], int8 array of 0/1
-
-    Raises
-    ------
-    NotFittedError
-        If ``calibrator`` is not fitted.
-    DataError
-        If the rows are not valid scores and labels.
-    ProgrammingError
-        If their number is not the number of rows the calibrator was fitted
-        on (``n_train_``, which a model loaded from a file keeps too).
-    """
+    """``(s, y)``: ``scores`` and ``labels`` checked (DataError), and checked against the fitted ``calibrator``
+    (NotFittedError; ProgrammingError unless their number is its ``n_train_``, which a model loaded from a file keeps
+    too)."""
     if not hasattr(calibrator, "n_train_"):
         raise NotFittedError(f"{type(calibrator).__name__} is not fitted yet: call fit() before explaining it.")
     s = check_scores(scores)
@@ -111,23 +85,37 @@ def explain(calibrator, scores, labels, features=None, **options) -> Explanation
     ----------
     calibrator : fitted Calibrator or MulticlassCalibrator
     scores, labels : array-like
-        The rows ``calibrator`` was fitted on (explanations that refit a
-        path, such as ELiTE's, reproduce the fit from them); for a K-class
-        method the (n, K) probabilities (or logits) and the class indices.
+        The rows ``calibrator`` was fitted on (explainers fit again from them and check that they find the
+        calibrator's map: ProgrammingError otherwise); for a K-class method the (n, K) probabilities (or logits) and
+        the class indices.
     features : DataFrame, optional
-        Their features (MBCT).
+        Their features (MBCT; the other methods ignore them).
     **options
-        Passed to the method's explainer (for example ``sample_weight``,
-        MBCT's ``judge_scores``, a K-class method's ``held_out`` and
-        ``class_names``).
+        Passed to the method's explainer: ``sample_weight`` (the weights it was fitted with; None: unit weights),
+        MBCT's ``judge_scores``, a K-class method's ``held_out`` and ``class_names``, ...
 
     Returns
     -------
     Explanation
-        The explainer's own subclass, or a bare :class:`Explanation` for a
-        binary method that declares none.
+        The explainer's own subclass, or a bare :class:`Explanation` for a binary method that declares none.
     """
     fns = _DECLARED.along(type(calibrator))
     if not fns or not getattr(calibrator, "name", ""):
         raise ProgrammingError(f"{type(calibrator).__name__} is not a calibdash calibrator.")
     return fns[0](calibrator, scores, labels, features, **options)
+
+
+def not_the_rows(method: str, why: str) -> ProgrammingError:
+    """The error of rows that are not the ones ``method`` was fitted on; ``why``: what fitting them again gave."""
+    return ProgrammingError(f"the rows given are not the ones {method} was fitted on: {why}; pass the rows (and weights,"
+                            " the sample_weight) it was fitted on.")
+
+
+def check_map(method: str, mine, again, tol: float, why: str, shapes: str) -> None:
+    """:func:`not_the_rows` unless the arrays ``again`` (refitted) are ``mine`` to ``tol``, pairwise; ``why`` says how
+    they were refitted, ``shapes`` how the two differ when their shapes do."""
+    if any(a.shape != b.shape for a, b in zip(mine, again)):
+        raise not_the_rows(method, f"{why} ({shapes})")
+    gap = max((float(np.max(np.abs(a - b))) for a, b in zip(mine, again) if a.size), default=0.0)
+    if not gap <= tol:                               # NaN too
+        raise not_the_rows(method, f"{why} (their maps differ by up to {gap:.2e})")

@@ -1,14 +1,6 @@
-"""Explaining a fitted ABB: its averaged map, and where it believes the bin boundaries are.
-
-A fitted :class:`~calibdash.calibrators.abb.ABB` keeps only the knots of its
-map and its log evidence. :func:`explain` averages over the binnings again
-from the rows it was fitted on and their weights
-(:func:`calibdash.calibrators.abb.average_binnings`, the function ``fit``
-uses), checks that the map comes out the same, and returns an
-:class:`ABBExplanation`: the training positions with ABB's value at each,
-the prior and posterior probability of a boundary in each gap, the map as a
-curve over [0, 1], the posterior mean number of bins and plain notes.
-"""
+"""Explaining a fitted ABB (which keeps only its map's knots and its log evidence): averaging over the binnings of the
+rows it was fitted on again (:func:`calibdash.calibrators.abb.average_binnings`, as ``fit``), its value at each
+training position and the prior and posterior probability of a bin boundary in each gap."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,10 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators._bayes_binning import log_gap_priors
-from ..calibrators.abb import ABB, BinningAverage, average_binnings, knots
-from ..core.errors import ProgrammingError
+from ..calibrators.abb import ABB, average_binnings, knots
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, check_map, explains, training_rows
 from .sbb import positions_notes
 
 __all__ = ["ABBExplanation"]
@@ -38,20 +29,17 @@ class ABBExplanation(Explanation):
     lam : float
         The calibrator's lambda.
     positions : DataFrame
-        One row per training position: ``score``, ``lo``, ``hi``, ``n``,
-        ``n1`` (weights when fitted with weights) and ``value`` (ABB's calibrated probability there).
+        One row per training position: ``score``, ``lo``, ``hi``, ``n``, ``n1`` (weights when fitted with weights) and
+        ``value`` (ABB's calibrated probability there).
     boundaries : DataFrame
-        One row per gap between consecutive positions: ``gap`` (index k:
-        between positions k and k+1), ``left``, ``right`` (the training
-        scores either side), ``score`` (the gap's midpoint), ``prior``
-        (Prior(k)), ``posterior`` (posterior probability of a bin boundary
-        in the gap).
+        One row per gap between consecutive positions: ``gap`` (k: between positions k and k+1), ``left``, ``right``
+        (the training scores either side), ``score`` (its midpoint), ``prior`` (Prior(k)), ``posterior`` (posterior
+        probability of a bin boundary in the gap).
     curve : DataFrame
-        The map over [0, 1] (``x``, ``y``), exact between its points (linear
-        between positions, flat inside a micro-bin and beyond the ends).
+        The map over [0, 1] (``x``, ``y``), exact between its points (linear between positions, flat inside a
+        micro-bin and beyond the ends).
     expected_bins : float
-        Posterior mean number of bins, 1 + the sum of the boundary
-        probabilities.
+        Posterior mean number of bins, 1 + the sum of the boundary probabilities.
     log_evidence : float
         Log of the sum of Eq. 6 over all binnings.
     """
@@ -64,22 +52,6 @@ class ABBExplanation(Explanation):
     log_evidence: float
 
 
-def _check_same_map(cal, avg: BinningAverage) -> None:
-    """ProgrammingError unless the average found again has the calibrator's knots."""
-    mine = (cal.knots_x_, cal.knots_y_)
-    again = knots(avg.positions.lo, avg.positions.hi, avg.value)
-    same = all(a.shape == b.shape for a, b in zip(mine, again))
-    detail = f"it has {avg.positions.size:,} positions, the calibrator {cal.knots_x_.size // 2:,}"
-    if same:
-        gap = max(float(np.max(np.abs(a - b))) for a, b in zip(mine, again))
-        same = gap <= MAP_TOL
-        detail = f"their maps differ by up to {gap:.2e}"
-    if not same:
-        raise ProgrammingError(f"the rows given are not the ones ABB was fitted on: averaging over their "
-                               f"binnings does not give the calibrator's map ({detail}); pass the rows (and "
-                               "weights) it was fitted on.")
-
-
 def _curve(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> pd.DataFrame:
     """The map through every position, from 0 to 1, without repeated knots."""
     x = np.concatenate([[0.0], np.column_stack([lo, hi]).ravel(), [1.0]])
@@ -90,30 +62,15 @@ def _curve(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> pd.DataFrame:
 
 @explains(ABB)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> ABBExplanation:
-    """Explain a fitted ABB by averaging over the binnings of the rows it was fitted on again.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted ABB, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-
-    Returns
-    -------
-    ABBExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or the average over their binnings is not the
-        calibrator's map.
-    """
+    """Explain a fitted ABB by averaging over the binnings of the rows it was fitted on again (the arguments:
+    :func:`calibdash.explain.explain`)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
     avg = average_binnings(s, y, cal.lam, cal.max_positions, w)
-    _check_same_map(cal, avg)
+    check_map("ABB", (cal.knots_x_, cal.knots_y_), knots(avg.positions.lo, avg.positions.hi, avg.value), MAP_TOL,
+              "averaging over their binnings does not give the calibrator's map",
+              f"it has {avg.positions.size:,} positions, the calibrator {cal.knots_x_.size // 2:,}")
     pos = avg.positions
     positions = pos.frame()
     positions["value"] = avg.value

@@ -1,13 +1,6 @@
-"""Explaining a fitted BBQ: its binning models, their weights and bins, and the averaged map.
-
-A fitted :class:`~calibdash.calibrators.bbq.BBQCalibrator` keeps only its
-averaged map and the kept models' B and weights. :func:`explain` builds the
-models again from the rows it was fitted on with its hyperparameters and
-sample weights (:func:`calibdash.calibrators.bbq.binning_models`, the
-function ``fit`` uses), checks that their average is the calibrator's map,
-and returns a :class:`BBQExplanation`: the models table, every model's bins,
-the map's pieces, the log evidence and plain notes.
-"""
+"""Explaining a fitted BBQ (which keeps only its averaged map and the kept models' B and weights): building its
+binning models again from the rows it was fitted on (:func:`calibdash.calibrators.bbq.binning_models`, as ``fit``),
+every model's weight and bins, and the averaged map's pieces."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,9 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.bbq import BBQCalibrator, BinningModels, averaged_map, binning_models, model_size
-from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["BBQExplanation"]
 
@@ -32,31 +24,19 @@ class BBQExplanation(Explanation):
 
     Attributes
     ----------
-    variant : str
-        ``"paper"`` or ``"authors"``.
-    prune : bool
-        Whether the models were pruned.
     models : DataFrame
-        One row per B: ``B``, ``n_bins`` (fewer than B when ties merge
-        cuts), ``log_marginal_likelihood`` (log P(D|M), Eq. 2),
-        ``posterior`` (weight among all models, before pruning), ``kept``,
-        ``weight`` (used in the average: renormalised over the kept
-        models), ``same_as`` (paper variant: the smaller B with the same
-        binning, else -1).
+        One row per B: ``B``, ``n_bins`` (fewer than B when ties merge cuts), ``log_marginal_likelihood`` (log P(D|M),
+        Eq. 2), ``posterior`` (weight among all models, before pruning), ``kept``, ``weight`` (used in the average:
+        renormalised over the kept models), ``same_as`` (paper variant: the smaller B with the same binning, else -1).
     bins : DataFrame
-        One row per bin of every model: ``B``, ``bin``, ``lower``,
-        ``upper``, ``count``, ``positives`` (whole numbers; weight sums,
-        as floats, with the paper variant fitted with weights),
-        ``estimate``.
+        One row per bin of every model: ``B``, ``bin``, ``lower``, ``upper``, ``count``, ``positives`` (whole numbers;
+        weight sums, as floats, with the paper variant fitted with weights), ``estimate``.
     map : DataFrame
         The averaged map's pieces: ``lower``, ``upper``, ``prob``.
     log_evidence : float
-        Log of the mean marginal likelihood over the distinct models
-        (uniform prior).
+        Log of the mean marginal likelihood over the distinct models (uniform prior).
     """
 
-    variant: str
-    prune: bool
     models: pd.DataFrame
     bins: pd.DataFrame
     map: pd.DataFrame
@@ -85,22 +65,6 @@ def _log_evidence(m: BinningModels) -> float:
     return float(top + np.log(np.mean(np.exp(lml - top))))
 
 
-def _check_same_map(cal, m: BinningModels) -> None:
-    """ProgrammingError unless the models built again average to the calibrator's map."""
-    mine = (cal.cuts_, cal.levels_, cal.point_x_, cal.point_delta_)
-    again = averaged_map(m)
-    same = all(a.shape == b.shape for a, b in zip(mine, again))
-    detail = "their maps have different pieces"
-    if same:
-        gap = max((float(np.max(np.abs(a - b))) for a, b in zip(mine, again) if a.size), default=0.0)
-        same = gap <= MAP_TOL
-        detail = f"their maps differ by up to {gap:.2e}"
-    if not same:
-        raise ProgrammingError(f"the rows given are not the ones BBQ was fitted on: building its models again "
-                               f"from them does not give its map ({detail}); pass the rows (and weights) it was "
-                               "fitted on.")
-
-
 def _notes(m: BinningModels, prune: bool, w) -> list[str]:
     b, kept = m.b, m.kept
     notes = [f"Averaging {int(kept.sum()):,} of {b.size:,} binning models (B = {b[0]:,} to {b[-1]:,})"
@@ -122,35 +86,19 @@ def _notes(m: BinningModels, prune: bool, w) -> list[str]:
 
 @explains(BBQCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> BBQExplanation:
-    """Explain a fitted BBQ by building its models again from the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted BBQCalibrator, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-
-    Returns
-    -------
-    BBQExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or the models built from them do not average to the
-        calibrator's map (to ``MAP_TOL``).
-    """
+    """Explain a fitted BBQ by building its models again from the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
     m = binning_models(s, y, cal.ess, cal.c, cal.prune, cal.variant, w)
-    _check_same_map(cal, m)
+    check_map("BBQ", (cal.cuts_, cal.levels_, cal.point_x_, cal.point_delta_), averaged_map(m), MAP_TOL,
+              "building its models again from them does not give its map", "their maps have different pieces")
     models, bins = _models_table(m), _bins_table(m, real_counts=w is not None and m.variant == "paper")
     edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
     pieces = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "prob": np.clip(cal.levels_, 0.0, 1.0)})
     return BBQExplanation(
         method=cal.name, notes=_notes(m, bool(cal.prune), w),
         tables={"models": models, "bins": bins, "map": pieces},
-        variant=m.variant, prune=bool(cal.prune), models=models, bins=bins, map=pieces,
+        models=models, bins=bins, map=pieces,
         log_evidence=_log_evidence(m))

@@ -1,18 +1,8 @@
-"""Explaining a fitted beta calibration: its a, b, c and m, how they were fitted, and Platt on the same rows.
-
-:func:`explain` fits the beta map again from the rows it was fitted on
-(:func:`calibdash.calibrators.beta.fit_beta`, the function ``fit`` uses, with
-its parametrisation, solver settings and sample weights), checks that it is
-the calibrator's map, and returns a :class:`BetaExplanation`: the fitted
-parameters, the log-likelihood of the rows (computed again from them with
-:func:`calibdash.calibrators.beta.log_likelihood`, weighted as ``fit``
-weighted them), each logistic regression the fit ran (the ``"abm"`` fit
-refits without a feature whose coefficient came out negative), and for
-comparison the logistic family the paper improves on: Platt scaling
-(:class:`~calibdash.calibrators.platt.PlattCalibrator`, unsmoothed targets)
-fitted here on the same rows and weights. The map is tabled on a score grid
-for drawing, beside the training rows pooled into equal-weight groups.
-"""
+"""Explaining a fitted beta calibration: the map fitted again from the rows it was fitted on
+(:func:`calibdash.calibrators.beta.fit_beta`, as ``fit``), its a, b, c and m, the log-likelihood, each logistic
+regression the fit ran (the ``"abm"`` fit refits without a feature whose coefficient came out negative), and for
+comparison the logistic family the paper improves on, Platt scaling (unsmoothed targets), fitted here on the same rows
+and weights."""
 from __future__ import annotations
 
 import math
@@ -24,10 +14,9 @@ import pandas as pd
 from ..calibrators.beta import BetaCalibrator, beta_features, beta_map, fit_beta, log_likelihood
 from ..calibrators.platt import PlattCalibrator
 from ..calibrators.platt import log_likelihood as platt_log_likelihood
-from ..core.errors import ProgrammingError
 from ..measures.binning import reliability_table
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["BetaExplanation"]
 
@@ -38,16 +27,24 @@ MAP_TOL = 1e-7
 
 
 def score_grid() -> np.ndarray:
-    """Scores the maps are tabled at: 0.001 steps, refined log-evenly towards 0 and 1 (down to 1e-12 and
-    1 - 1e-12, where the calibrators clip) where beta maps bend sharply; 0 and 1 included."""
+    """Scores the maps are tabled at: 0.001 steps, refined log-evenly towards 0 and 1 (down to 1e-12 and 1 - 1e-12,
+    where the calibrators clip) where beta maps bend sharply; 0 and 1 included."""
     tail = np.geomspace(1e-12, 1e-3, 91)
     return np.unique(np.concatenate([np.linspace(0.0, 1.0, 1001), tail, 1.0 - tail]))
 
 
+def equal_weight_groups(s, y, sample_weight, n_groups: int) -> pd.DataFrame:
+    """The rows in about ``n_groups`` equal-weight groups (fewer when scores tie): ``score`` (mean score), ``rate``
+    (positive rate), ``weight`` (rows, or weight sum)."""
+    table = reliability_table(s, y, n_bins=max(1, int(n_groups)), strategy="quantile", sample_weight=sample_weight)
+    table = table[table["count"] > 0]
+    return pd.DataFrame({"score": table["mean_pred"].to_numpy(), "rate": table["obs_freq"].to_numpy(),
+                         "weight": table["count"].to_numpy()})
+
+
 @dataclass(kw_only=True)
 class BetaExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted beta calibration,
-    ``mu(s) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``.
+    """What :func:`explain` finds behind a fitted beta calibration, ``mu(s) = 1 / (1 + 1 / (e^c s^a / (1 - s)^b))``.
 
     Attributes
     ----------
@@ -56,24 +53,19 @@ class BetaExplanation(Explanation):
     a, b, c : float
         The map's parameters.
     m : float
-        The midpoint, ``mu(m) = 1/2`` (``c = b ln(1 - m) - a ln m``); NaN when the map never
-        crosses 1/2.
+        The midpoint, ``mu(m) = 1/2`` (``c = b ln(1 - m) - a ln m``); NaN when the map never crosses 1/2.
     log_likelihood : float
-        Log-likelihood of the training labels under the map (each row's term times its weight
-        when fitted with weights).
+        Log-likelihood of the training labels under the map (each row's term times its weight when weighted).
     dropped : str
-        ``"a"`` or ``"b"`` when the ``"abm"`` fit dropped that coefficient (set it to 0 and
-        refitted), else ``""``.
+        ``"a"`` or ``"b"`` when the ``"abm"`` fit dropped that coefficient (set it to 0 and refitted), else ``""``.
     platt_a, platt_b, platt_log_likelihood : float
-        Platt scaling ``sigmoid(A logit(s) + B)`` fitted on the same rows and weights, and its
-        log-likelihood.
+        Platt scaling ``sigmoid(A logit(s) + B)`` fitted on the same rows and weights, and its log-likelihood.
     curve : DataFrame
-        ``score`` (:func:`score_grid`), ``beta`` (the map) and ``platt`` (the Platt map), and on
-        the log-odds scale ``logit`` (of the score, clipped as the calibrators clip it),
-        ``beta_logodds`` (``a ln s - b ln(1 - s) + c``) and ``platt_logodds`` (``A logit(s) + B``).
+        ``score`` (:func:`score_grid`), ``beta`` (the map) and ``platt`` (the Platt map), and on the log-odds scale
+        ``logit`` (of the score, clipped as the calibrators clip it), ``beta_logodds`` (``a ln s - b ln(1 - s) + c``)
+        and ``platt_logodds`` (``A logit(s) + B``).
     groups : DataFrame
-        The training rows in about ``N_GROUPS`` equal-weight groups: ``score`` (mean score),
-        ``rate`` (positive rate), ``weight`` (rows, or weight sum).
+        The training rows in about ``N_GROUPS`` groups (:func:`equal_weight_groups`).
     score_range : tuple of float
         The smallest and largest training score with positive weight.
     """
@@ -127,39 +119,22 @@ def _notes(ex: BetaExplanation, n_rows: int, weighted: bool) -> list[str]:
 @explains(BetaCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
             n_groups: int = N_GROUPS) -> BetaExplanation:
-    """Explain a fitted beta calibration on the rows it was fitted on.
+    """Explain a fitted beta calibration on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`; ``n_groups``: how many equal-weight groups of training rows ``groups`` holds at
+    most).
 
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted BetaCalibrator, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-    n_groups : int
-        How many equal-weight groups of training rows ``groups`` holds at most.
-
-    Returns
-    -------
-    BetaExplanation
-        Its tables: ``fit`` (one row: ``parameters``, ``a``, ``b``, ``c``, ``m``,
-        ``log_likelihood``, ``rows`` and, when fitted with weights, ``weight``), ``steps`` (each
-        logistic regression fitted: ``features``, ``a``, ``b``, ``c`` (NaN for a coefficient it
-        has not), ``log_likelihood``, ``n_iter``, ``kept``) and ``comparison`` (beta and Platt:
-        ``method``, ``parameters``, ``log_likelihood``).
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their number differs, or
-        fitting the map again from them (with the weights given) does not give its a, b, c.
+    Its tables: ``fit`` (one row: ``parameters``, ``a``, ``b``, ``c``, ``m``, ``log_likelihood``, ``rows`` and, when
+    fitted with weights, ``weight``), ``steps`` (each logistic regression fitted: ``features``, ``a``, ``b``, ``c``
+    (NaN for a coefficient it has not), ``log_likelihood``, ``n_iter``, ``kept``) and ``comparison`` (beta and Platt:
+    ``method``, ``parameters``, ``log_likelihood``).
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
     again = fit_beta(s, y, w, cal.parameters, cal.max_iter, cal.tol)
     if not all(_same(u, v) for u, v in ((again.a, cal.a_), (again.b, cal.b_), (again.c, cal.c_))):
-        raise ProgrammingError(f"the rows given are not the ones beta calibration was fitted on: fitting them again "
-                               f"gives a, b, c = {again.a:.6g}, {again.b:.6g}, {again.c:.6g}, not {cal.a_:.6g}, "
-                               f"{cal.b_:.6g}, {cal.c_:.6g}; pass the rows (and weights) it was fitted on.")
+        raise not_the_rows("beta calibration", f"fitting them again gives a, b, c = {again.a:.6g}, {again.b:.6g}, "
+                           f"{again.c:.6g}, not {cal.a_:.6g}, {cal.b_:.6g}, {cal.c_:.6g}")
     ll = log_likelihood(cal.a_, cal.b_, cal.c_, s, y, w)
     platt = PlattCalibrator().fit(s, y, sample_weight=w)
     platt_ll = platt_log_likelihood(platt.a_, platt.b_, s, y.astype(float), w)
@@ -172,10 +147,7 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
     curve = pd.DataFrame({"score": grid, "beta": beta_map(cal.a_, cal.b_, cal.c_, grid), "platt": platt.predict(grid),
                           "logit": x1 + x2, "beta_logodds": cal.a_ * x1 + cal.b_ * x2 + cal.c_,
                           "platt_logodds": platt.a_ * (x1 + x2) + platt.b_})
-    table = reliability_table(s, y, n_bins=max(1, int(n_groups)), strategy="quantile", sample_weight=w)
-    table = table[table["count"] > 0]
-    groups = pd.DataFrame({"score": table["mean_pred"].to_numpy(), "rate": table["obs_freq"].to_numpy(),
-                           "weight": table["count"].to_numpy()})
+    groups = equal_weight_groups(s, y, w, n_groups)
     used = s if w is None else s[w > 0]
 
     fit = pd.DataFrame({"parameters": [cal.parameters], "a": [cal.a_], "b": [cal.b_], "c": [cal.c_], "m": [cal.m_],

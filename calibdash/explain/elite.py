@@ -1,26 +1,8 @@
-"""Explaining a fitted ELiTE: the lambda path behind its map, and the map's knots.
-
-A fitted :class:`~calibdash.calibrators.elite.ELiTE` keeps only its averaged
-map and the models' weights. :func:`explain` solves the path again from the
-rows it was fitted on with its hyperparameters
-(:func:`calibdash.calibrators.elite.lambda_path`, deterministic), checks
-that the averaged map comes out the same, and returns an
-:class:`ELiTEExplanation`:
-
-* the path table (one row per lambda: degrees of freedom, knots,
-  log-likelihood, AIC, AICc, BIC, optimality, weight);
-* each model's nodes and knots, and the knots of the averaged map with their
-  support (the total weight of the models that put a knot there);
-* the averaged map on a grid of [0, 1] (from ``predict``), the merged
-  training points with the fitted map there, and the training rows pooled
-  into equal-count groups;
-* plain notes on the data, the solver and the weights.
-
-A calibrator fitted with ``sample_weight`` is explained with the same
-weights (``explain(cal, s, y, sample_weight=w)``): the points then carry the
-weighted mean label and total weight of their rows, and the groups hold
-equal shares of the total weight.
-"""
+"""Explaining a fitted ELiTE (which keeps only its averaged map and the models' weights): its lambda path solved again
+from the rows it was fitted on (:func:`calibdash.calibrators.elite.lambda_path`, deterministic, with the same
+``sample_weight``), one row per lambda, each model's nodes and knots, the averaged map's knots with their support (the
+total weight of the models that put a knot there), the merged training points and the rows pooled into equal-count
+groups."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,9 +12,9 @@ import pandas as pd
 
 from ..calibrators._trend_filter import FLOOR_TOL, evaluate_linear
 from ..calibrators.elite import CRITERION_LABEL, ELiTE, LambdaPath, lambda_path
-from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, check_map, explains, training_rows
+from .enir import pooled_groups
 
 __all__ = ["ELiTEExplanation", "MIN_SUPPORT"]
 
@@ -51,17 +33,13 @@ class ELiTEExplanation(Explanation):
     Attributes
     ----------
     mode, criterion : str
-        The calibrator's hyperparameters; ``criterion_label`` the criterion's
-        display name ("AICc").
+        The calibrator's hyperparameters; ``criterion_label`` the criterion's display name ("AICc").
     lambda_max : float
-        Smallest lambda whose solution is the least-squares line (0 when the
-        map is that line without a solve).
+        Smallest lambda whose solution is the least-squares line (0 when the map is that line without a solve).
     path : DataFrame
-        One row per lambda, by decreasing lambda: ``lambda``, ``lam_ratio``,
-        ``df`` (knots + 2), ``knots``, ``loglik``, ``aic``, ``aicc``,
-        ``bic``, ``kkt`` (largest relative violation of the optimality
-        conditions), ``converged``, ``iterations``, ``weight``, and
-        ``delta`` (the criterion minus its smallest finite value).
+        One row per lambda, by decreasing lambda: ``lambda``, ``lam_ratio``, ``df`` (knots + 2), ``knots``,
+        ``loglik``, ``aic``, ``aicc``, ``bic``, ``kkt`` (largest relative violation of the optimality conditions),
+        ``converged``, ``iterations``, ``weight``, and ``delta`` (the criterion minus its smallest finite value).
     knots : list of ndarray
         The knot scores of each model of the path.
     models : list of DataFrame
@@ -71,21 +49,15 @@ class ELiTEExplanation(Explanation):
     map : DataFrame
         Nodes (``score``, ``value``) of the averaged map.
     curve : DataFrame
-        The calibrated map (``score``, ``prob``) on 501 points of [0, 1] and
-        the map's nodes inside it.
+        The calibrated map (``score``, ``prob``) on 501 points of [0, 1] and the map's nodes inside it.
     knot_support : DataFrame
-        Knots held by models of total weight at least ``MIN_SUPPORT``:
-        ``score``, ``prob`` (the map there), ``support`` (that weight),
-        ``n_models``.
+        Knots held by models of total weight at least ``MIN_SUPPORT``: ``score``, ``prob`` (the map there),
+        ``support`` (that weight), ``n_models``.
     points : DataFrame
-        Merged training points: ``score``, ``target`` (mean label),
-        ``count``, ``fitted`` (the calibrated map there). In a weighted fit
-        ``target`` is the weighted mean label and ``count`` the total weight
-        (a float).
+        Merged training points: ``score``, ``target`` (mean label; weighted mean in a weighted fit), ``count`` (rows,
+        or total weight as a float), ``fitted`` (the calibrated map there).
     groups : DataFrame
-        The training rows in about ``N_GROUPS`` equal-count groups:
-        ``score`` and ``rate`` (their means), ``rows`` (their number, or
-        total weight in a weighted fit).
+        The training rows in about ``N_GROUPS`` equal-count groups (:func:`calibdash.explain.enir.pooled_groups`).
     """
 
     mode: str
@@ -108,22 +80,6 @@ class ELiTEExplanation(Explanation):
         return float(self.path["weight"].iloc[self.best])
 
 
-def _groups(points: pd.DataFrame, n_groups: int) -> pd.DataFrame:
-    """Merged training points pooled into about ``n_groups`` groups of equal row count (equal
-    total weight in a weighted fit: a group starts where the cumulative weight crosses a share)."""
-    count = points["count"].to_numpy(dtype=float)
-    dtype = points["count"].dtype                    # int64 counts, or float total weights
-    if len(points) <= n_groups:
-        return pd.DataFrame({"score": points["score"], "rate": points["target"], "rows": count.astype(dtype)})
-    before = np.cumsum(count) - count
-    gid = np.minimum((before * n_groups / count.sum()).astype(np.int64), n_groups - 1)
-    rows = np.bincount(gid, count)
-    keep = rows > 0
-    score = np.bincount(gid, count * points["score"].to_numpy())[keep] / rows[keep]
-    rate = np.bincount(gid, count * points["target"].to_numpy())[keep] / rows[keep]
-    return pd.DataFrame({"score": score, "rate": rate, "rows": rows[keep].astype(dtype)})
-
-
 def _knot_support(cal, knots: list, weights: np.ndarray, min_support: float) -> pd.DataFrame:
     """Each knot's support: the total weight (and number) of the models with a knot there."""
     support: dict[float, list] = {}
@@ -138,21 +94,6 @@ def _knot_support(cal, knots: list, weights: np.ndarray, min_support: float) -> 
     return pd.DataFrame({"score": ks, "prob": cal.predict(ks) if ks.size else ks,
                          "support": [support[k][0] for k in ks.tolist()],
                          "n_models": np.array([support[k][1] for k in ks.tolist()], dtype=np.int64)})
-
-
-def _check_same_map(cal, path: LambdaPath) -> None:
-    """ProgrammingError unless the path solved again gives the calibrator's map."""
-    same = path.map_x.shape == cal.map_x_.shape
-    if same:
-        gap = max(float(np.max(np.abs(path.map_x - cal.map_x_))), float(np.max(np.abs(path.map_p - cal.map_p_))))
-        same = gap <= MAP_TOL
-        detail = f"the maps differ by up to {gap:.2e}"
-    else:
-        detail = f"the maps have {path.map_x.size:,} and {cal.map_x_.size:,} nodes"
-    if not same:
-        raise ProgrammingError(f"the rows given are not the ones ELiTE was fitted on: solving its path again "
-                               f"from them does not give its map ({detail}); pass the rows (and the "
-                               "sample_weight) it was fitted on.")
 
 
 def _notes(cal, path: LambdaPath, n_rows: int, weighted: bool) -> list[str]:
@@ -196,43 +137,16 @@ def _notes(cal, path: LambdaPath, n_rows: int, weighted: bool) -> list[str]:
 @explains(ELiTE)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None, n_groups: int = N_GROUPS,
             min_support: float = MIN_SUPPORT) -> ELiTEExplanation:
-    """Explain a fitted ELiTE by solving its lambda path again from the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator : fitted ELiTE
-    scores, labels : array-like
-        The rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights ``calibrator`` was fitted with (None: unit weights).
-    n_groups : int
-        How many equal-count groups of training rows ``groups`` holds at most.
-    min_support : float
-        Least total weight of the models holding a knot for ``knot_support``.
-
-    Returns
-    -------
-    ELiTEExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or the path solved from them (with
-        ``sample_weight``) does not give the calibrator's map (to
-        ``MAP_TOL``).
-    DataError
-        If ``sample_weight`` is not valid (as in ``fit``).
-    """
+    """Explain a fitted ELiTE by solving its lambda path again from the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`; ``n_groups``: how many equal-count groups of training rows ``groups`` holds at
+    most; ``min_support``: the least total weight of the models holding a knot for ``knot_support``)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    if s.size != cal.n_train_:
-        raise ProgrammingError(f"ELiTE was fitted on {cal.n_train_:,} rows but {s.size:,} were given to "
-                               "explain it; pass the rows it was fitted on.")
     w = check_weights(sample_weight, s.size, y)
     path = lambda_path(s, y, sample_weight=w, **cal.get_params())
-    _check_same_map(cal, path)
+    check_map("ELiTE", (cal.map_x_, cal.map_p_), (path.map_x, path.map_p), MAP_TOL,
+              "solving its path again from them does not give its map",
+              f"the maps have {path.map_x.size:,} and {cal.map_x_.size:,} nodes")
 
     table = path.table.copy()
     crit = table[cal.criterion].to_numpy(dtype=float)
@@ -252,4 +166,4 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, n_
         mode=cal.mode, criterion=cal.criterion, criterion_label=CRITERION_LABEL[cal.criterion],
         lambda_max=path.lambda_max, path=table, knots=knots, models=models, best=int(np.argmax(path.weights)),
         map=nodes, curve=curve, knot_support=_knot_support(cal, knots, path.weights, min_support),
-        points=points, groups=_groups(points, n_groups))
+        points=points, groups=pooled_groups(path.x, path.z, count, n_groups))

@@ -1,20 +1,7 @@
-"""Explaining a fitted ENIR: the lambda path behind its map, and each model's map.
-
-A fitted :class:`~calibdash.calibrators.enir.ENIR` keeps only its averaged
-map and the averaged models' penalties and weights. :func:`explain` builds
-the path again from the rows it was fitted on with its hyperparameters and
-sample weights (:func:`calibdash.calibrators.enir.enir_path`, the function
-``fit`` uses), checks that the models average to the calibrator's map, and
-returns an :class:`ENIRExplanation`:
-
-* the path table: one row per breakpoint used (lambda, distinct fitted
-  values, log-likelihood, criterion, whether the model is averaged, weight);
-* every averaged model's map and the ENIR map on a grid of [0, 1] (with the
-  training scores' range refined);
-* the merged training points with the map there, and the rows pooled into
-  equal-count groups;
-* plain notes.
-"""
+"""Explaining a fitted ENIR (which keeps only its averaged map and the models' penalties and weights): its
+near-isotonic path built again from the rows it was fitted on (:func:`calibdash.calibrators.enir.enir_path`, as
+``fit``), one row per breakpoint used, every averaged model's map and the ENIR map on a grid, the merged training
+points and the rows pooled into equal-count groups."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,9 +10,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.enir import CRITERION_LABEL, ENIR, ENIRPath, enir_path, map_knots
-from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["ENIRExplanation"]
 
@@ -46,25 +32,20 @@ class ENIRExplanation(Explanation):
     criterion, criterion_label : str
         The model score (``"bic"``) and its display name (``"BIC"``).
     n_breakpoints : int
-        Breakpoints of the whole path (lambda = 0 included), before thinning
-        to ``max_models``.
+        Breakpoints of the whole path (lambda = 0 included), before thinning to ``max_models``.
     path : DataFrame
-        One row per breakpoint used, by increasing lambda: ``model`` (its
-        index), ``lambda``, ``df`` (distinct fitted values), ``loglik``,
-        ``score`` (the criterion), ``delta`` (score minus the smallest finite
-        score of the averaged models), ``kept`` (averaged: not lambda = 0,
-        finite score) and ``weight``.
+        One row per breakpoint used, by increasing lambda: ``model`` (its index), ``lambda``, ``df`` (distinct fitted
+        values), ``loglik``, ``score`` (the criterion), ``delta`` (score minus the smallest finite score of the
+        averaged models), ``kept`` (averaged: not lambda = 0, finite score) and ``weight``.
     models : DataFrame
-        Long table of the averaged models' maps on the grid: ``model``,
-        ``lambda``, ``weight``, ``score`` (the grid point), ``prob``.
+        Long table of the averaged models' maps on the grid: ``model``, ``lambda``, ``weight``, ``score``, ``prob``.
     curve : DataFrame
         The ENIR map (``score``, ``prob``) on the same grid, from ``predict``.
     points : DataFrame
-        Merged training points: ``score``, ``target`` (mean label),
-        ``count`` (rows; total weight in a weighted fit), ``fitted`` (the map).
+        Merged training points: ``score``, ``target`` (mean label), ``count`` (rows; total weight in a weighted fit),
+        ``fitted`` (the map).
     groups : DataFrame
-        The rows in about ``N_GROUPS`` equal-count groups: ``score`` and
-        ``rate`` (their means), ``rows``.
+        The rows in about ``N_GROUPS`` equal-count groups (:func:`pooled_groups`).
     """
 
     criterion: str
@@ -88,8 +69,10 @@ def _grid(x: np.ndarray) -> np.ndarray:
     return np.union1d(np.linspace(0.0, 1.0, GRID_POINTS), np.linspace(lo, hi, GRID_POINTS))
 
 
-def _groups(x, target, count, n_groups: int) -> pd.DataFrame:
-    """Points pooled into about ``n_groups`` groups of equal row count (equal weight)."""
+def pooled_groups(x, target, count, n_groups: int) -> pd.DataFrame:
+    """Merged points (``x``, mean label ``target``, ``count`` rows or weight) pooled into about ``n_groups`` groups of
+    equal count (a group starts where the cumulative count crosses a share): ``score`` and ``rate`` (their means),
+    ``rows``."""
     if x.size <= n_groups:
         return pd.DataFrame({"score": x, "rate": target, "rows": count})
     before = np.cumsum(count) - count
@@ -99,21 +82,6 @@ def _groups(x, target, count, n_groups: int) -> pd.DataFrame:
     return pd.DataFrame({"score": np.bincount(gid, count * x)[keep] / rows[keep],
                          "rate": np.bincount(gid, count * target)[keep] / rows[keep],
                          "rows": rows[keep].astype(count.dtype)})
-
-
-def _check_same_map(cal, res: ENIRPath) -> None:
-    """ProgrammingError unless the models built again average to the calibrator's map."""
-    kx, kp = map_knots(res.x, res.map_p)
-    same = kx.shape == cal.knots_.shape
-    detail = f"the maps have {kx.size:,} and {cal.knots_.size:,} knots"
-    if same:
-        gap = max(float(np.max(np.abs(kx - cal.knots_))), float(np.max(np.abs(kp - cal.values_))))
-        same = gap <= MAP_TOL
-        detail = f"the maps differ by up to {gap:.2e}"
-    if not same:
-        raise ProgrammingError(f"the rows given are not the ones ENIR was fitted on: building its path again from "
-                               f"them does not give its map ({detail}); pass the rows (and the sample_weight) it "
-                               "was fitted on.")
 
 
 def _notes(cal, res: ENIRPath, n_rows: int, weighted: bool) -> list[str]:
@@ -152,34 +120,17 @@ def _notes(cal, res: ENIRPath, n_rows: int, weighted: bool) -> list[str]:
 @explains(ENIR)
 def explain(calibrator, scores, labels, features=None, sample_weight=None,
             n_groups: int = N_GROUPS) -> ENIRExplanation:
-    """Explain a fitted ENIR by building its path again from the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted ENIR, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-    n_groups : int
-        How many equal-count groups of rows ``groups`` holds at most.
-
-    Returns
-    -------
-    ENIRExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or the path built from them does not average to the
-        calibrator's map (to ``MAP_TOL``).
-    DataError
-        If ``sample_weight`` is not valid (as in ``fit``).
+    """Explain a fitted ENIR by building its path again from the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`; ``n_groups``: how many equal-count groups of rows ``groups`` holds at most).
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
     res = enir_path(s, y, sample_weight=w, max_models=cal.max_models, criterion=cal.criterion)
-    _check_same_map(cal, res)
+    kx, kp = map_knots(res.x, res.map_p)
+    check_map("ENIR", (cal.knots_, cal.values_), (kx, kp), MAP_TOL,
+              "building its path again from them does not give its map",
+              f"the maps have {kx.size:,} and {cal.knots_.size:,} knots")
 
     score = res.score
     ref = score[res.kept & np.isfinite(score)]
@@ -187,11 +138,9 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None,
                          "score": score, "delta": score - (ref.min() if ref.size else 0.0), "kept": res.kept,
                          "weight": res.weight})
     grid = _grid(res.x)
-    parts = []
-    for i in np.flatnonzero(res.weight > 0):
-        parts.append(pd.DataFrame({"model": int(i), "lambda": res.lam[i], "weight": res.weight[i], "score": grid,
-                                   "prob": np.interp(grid, res.x, res.values[i])}))
-    models = pd.concat(parts, ignore_index=True)
+    models = pd.concat([pd.DataFrame({"model": int(i), "lambda": res.lam[i], "weight": res.weight[i], "score": grid,
+                                      "prob": np.interp(grid, res.x, res.values[i])})
+                        for i in np.flatnonzero(res.weight > 0)], ignore_index=True)
     curve = pd.DataFrame({"score": grid, "prob": cal.predict(grid)})
     count = res.wt if w is not None else res.wt.astype(np.int64)
     target = res.pos / res.wt
@@ -201,4 +150,4 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None,
         tables={"path": path, "points": points},
         criterion=cal.criterion, criterion_label=CRITERION_LABEL[cal.criterion], n_breakpoints=res.n_breakpoints,
         path=path, models=models, curve=curve, points=points,
-        groups=_groups(res.x, target, count, n_groups))
+        groups=pooled_groups(res.x, target, count, n_groups))

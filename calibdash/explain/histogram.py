@@ -1,12 +1,5 @@
-"""Explaining a fitted histogram binning: its bins and what fell in them.
-
-A fitted :class:`~calibdash.calibrators.histogram.HistogramCalibrator` keeps
-its cut points and each bin's estimate. :func:`explain` counts the rows it
-was fitted on in those bins again (:func:`calibdash.calibrators.histogram.bin_sums`,
-the function ``fit`` uses, with the weights it was fitted with), checks that
-their frequencies are the estimates, and returns a :class:`HistogramExplanation`
-with one row per bin.
-"""
+"""Explaining a fitted histogram binning (which keeps its cut points and estimates): the rows it was fitted on counted
+in its bins again (:func:`calibdash.calibrators.histogram.bin_sums`, as ``fit``), checked against its estimates."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,9 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.histogram import HistogramCalibrator, bin_sums
-from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = []
 
@@ -28,16 +20,9 @@ MAP_TOL = 1e-12
 
 @dataclass(kw_only=True)
 class HistogramExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted histogram binning.
-
-    Attributes
-    ----------
-    bins : DataFrame
-        One row per bin: ``lower``, ``upper`` (its edges: 0, the cuts, 1),
-        ``count``, ``positives`` (training rows, positive ones; their weights
-        when fitted with weights), ``mean_score`` (their (weighted) mean
-        score), ``estimate`` (the calibrated value, ``positives / count``).
-    """
+    """What :func:`explain` finds behind a fitted histogram binning: ``bins``, one row per bin, ``lower``, ``upper``
+    (its edges: 0, the cuts, 1), ``count``, ``positives`` (training rows, positive ones; their weights when fitted
+    with weights), ``mean_score`` (their mean score), ``estimate`` (``positives / count``)."""
 
     drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
     bins: pd.DataFrame
@@ -45,25 +30,8 @@ class HistogramExplanation(Explanation):
 
 @explains(HistogramCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> HistogramExplanation:
-    """Explain a fitted histogram binning on the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted HistogramCalibrator, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-
-    Returns
-    -------
-    HistogramExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or their frequencies in its bins are not its
-        estimates.
-    """
+    """Explain a fitted histogram binning on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
@@ -71,9 +39,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Hi
     with np.errstate(invalid="ignore", divide="ignore"):
         freq, mean_score = k / n, score_sum / n
     if not np.allclose(freq, cal.estimates_, rtol=0.0, atol=MAP_TOL):
-        raise ProgrammingError("the rows given are not the ones the histogram binning was fitted on: their "
-                               "frequencies in its bins are not its estimates; pass the rows (and weights) it was "
-                               "fitted on.")
+        raise not_the_rows("the histogram binning", "their frequencies in its bins are not its estimates")
     edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
     bins = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "count": n, "positives": k,
                          "mean_score": mean_score, "estimate": cal.estimates_})

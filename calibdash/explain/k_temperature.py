@@ -24,16 +24,9 @@ T_GRID = 121
 
 @dataclass
 class ClassTemperatureExplanation(ClassExplanation):
-    """A K-class temperature scaling explained.
-
-    Attributes
-    ----------
-    temperature : float
-        The fitted ``T``.
-    loss_curve : DataFrame
-        ``temperature``, ``fit`` (mean log-loss of the fitting rows) and, when held-out rows were given,
-        ``held_out``: the temperature method's objective around its optimum.
-    """
+    """A K-class temperature scaling explained: the fitted ``temperature`` and ``loss_curve``, the method's objective
+    around its optimum: ``temperature``, ``fit`` (mean log-loss of the fitting rows) and, when held-out rows were
+    given, ``held_out``."""
 
     temperature: float = float("nan")
     loss_curve: pd.DataFrame | None = None
@@ -43,8 +36,8 @@ class ClassTemperatureExplanation(ClassExplanation):
 def temperature_curve(x: Scores, y, temperatures, sample_weight=None) -> np.ndarray:
     """Mean log-loss of ``softmax(s / T)`` at each temperature, ``s`` the log-scores of ``x``.
 
-    The objective temperature scaling minimises (Guo et al. 2017, section 4.2: ``T`` is "optimized with
-    respect to NLL on the validation set"), computed as :func:`calibdash.measures.class_measures.log_loss` does.
+    The objective temperature scaling minimises (Guo et al. 2017, section 4.2: ``T`` is "optimized with respect to NLL
+    on the validation set"), computed as :func:`calibdash.measures.class_measures.log_loss` does.
     """
     y = check_classes(y, x.n, x.k)
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
@@ -73,9 +66,9 @@ def _temperature_grid(t: float, n: int = T_GRID) -> np.ndarray:
 def fitted_temperature(model: MulticlassCalibrator) -> float:
     """The ``T`` of a fitted temperature scaling, read back from its map.
 
-    Temperature scaling maps log-scores ``s`` to ``softmax(s / T)``, so on a row whose log-scores are
-    ``(0, 1, 0, ...)`` the log-ratio of its second and first outputs is ``1 / T``. Reading ``T`` from the
-    map rather than from an attribute explains exactly what the calibrator does.
+    Temperature scaling maps log-scores ``s`` to ``softmax(s / T)``, so on a row whose log-scores are ``(0, 1, 0,
+    ...)`` the log-ratio of its second and first outputs is ``1 / T``. Reading ``T`` from the map rather than from an
+    attribute explains exactly what the calibrator does.
     """
     k = model.n_classes_
     s = np.zeros((1, k))
@@ -91,8 +84,8 @@ def fitted_temperature(model: MulticlassCalibrator) -> float:
 def explain(model, P, y, features=None, *, sample_weight=None, held_out=None,
             class_names: Sequence[str] | None = None, max_classes: int = MAX_CLASSES,
             simplex_grid: int = 10) -> ClassTemperatureExplanation:
-    """``T`` read from the fitted map and the log-loss on a grid of temperatures around it, on the fitting rows
-    and on ``held_out`` (the arguments: :mod:`calibdash.explain.k_class`)."""
+    """``T`` read from the fitted map and the log-loss on a grid of temperatures around it, on the fitting rows and on
+    ``held_out`` (the arguments: :mod:`calibdash.explain.k_class`)."""
     x, y, fields = class_rows(model, P, y, class_names, simplex_grid)
     t = fitted_temperature(model)
     grid = _temperature_grid(t)

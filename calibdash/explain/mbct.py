@@ -1,42 +1,17 @@
 """Explaining a fitted MBCT: its trees, its boosting, and its bins' PUD beside histogram binning's.
 
-:func:`explain` takes the fitted :class:`~calibdash.calibrators.mbct.MBCTCalibrator`
-and the rows it was fitted on, reproduces its use of those rows (their
-canonical form, the growth sample, if any, and the split into tree rows and
-check rows: :func:`calibdash.calibrators.mbct.canonical_rows` and
-:func:`calibdash.calibrators.mbct.tree_rows`, the functions ``fit`` calls),
-checks that the trees' sums are those of the tree rows, and returns an
-:class:`MBCTExplanation`:
+:func:`explain` reproduces the fit's use of the rows it was fitted on (their canonical form, the growth sample and the
+split into tree rows and check rows: :func:`calibdash.calibrators.mbct.canonical_rows` and
+:func:`calibdash.calibrators.mbct.tree_rows`, as ``fit``) and checks that the trees' sums are those of the tree rows.
+It tables each tree node by node, the boosting history, the coded features, and the partition underestimated degree
+``sum(labels) / sum(probs)`` (MBCT Eq. 6) of each bin before and after calibration, for MBCT's leaves and for
+histogram binning with as many bins (fitted here on the tree rows), judged on the check rows or on rows the caller
+gives.
 
-* each tree as a table (one row per node: how rows reach it, the feature it
-  splits on, rows, positives, scale (PUD before the tree), the node's line,
-  PUD of the raw scores, node-local losses, and PUD on the check rows before
-  and after the tree);
-* the boosting history (the global MVCE after each tree tried);
-* the coded feature columns;
-* the partition underestimated degree ``sum(labels) / sum(probs)`` (MBCT
-  Eq. 6) of each bin, before and after calibration, for MBCT's leaves and for
-  histogram binning with as many bins, fitted here on the tree rows; judged
-  on the check rows, or on rows the caller gives;
-* plain notes on what was fitted.
-
-Identical rows (score, feature codes, label) are one row to MBCT, and a row
-of whole weight ``k`` is ``k`` rows, each held out or sampled on its own: a
-row given once can then be partly a tree row and partly a check row
-(:attr:`MBCTExplanation.fit_weight`, ``check_weight``). With distinct rows
-of unit weight each row is one or the other, as before.
-
-A calibrator fitted with ``sample_weight`` is explained with the same
-weights (``explain(cal, s, y, df, sample_weight=w)``): rows of weight 0 are
-left out as ``fit`` leaves them out, and rows, positives and PUD are sums
-of weights (``rows`` columns then hold total weights, as floats).
-
-A calibrator whose trees were grown on a sample (more rows than its
-``growth_rows``) is explained from all the rows it was given: its node sums,
-and so the tables' rows, positives and scales, are those of all the tree
-rows; the node-local losses are the sample's; the notes say so. Each row is
-coded and routed once (:meth:`MBCTCalibrator.trace`) and every sum is a
-``bincount``, so explaining costs a few passes over the rows per tree.
+Identical rows (score, feature codes, label) are one row to MBCT, and a row of whole weight ``k`` is ``k`` rows, each
+held out or sampled on its own. Rows of weight 0 are left out as ``fit`` leaves them out, and rows, positives and PUD
+are sums of weights. A calibrator whose trees were grown on a sample is explained from all its rows: its node sums are
+those of all the tree rows; the node-local losses are the sample's.
 """
 from __future__ import annotations
 
@@ -68,52 +43,36 @@ class MBCTExplanation(Explanation):
     Attributes
     ----------
     fit_rows, check_rows : ndarray of int
-        Indices (into the rows given to :func:`explain`) of the tree rows,
-        whose sums are the nodes' (every row but the check rows), and of the
-        held-out rows that decided how many trees to keep (empty when none
-        were held out). Rows of weight 0 are in neither. A row of whole
-        weight above 1, or repeated, can be in both (see ``fit_weight``).
+        Indices (into the rows given to :func:`explain`) of the tree rows, whose sums are the nodes' (every row but
+        the check rows), and of the held-out rows that decided how many trees to keep (empty when none were held out).
+        Rows of weight 0 are in neither; a row of whole weight above 1, or repeated, can be in both.
     grow_rows : ndarray of int
-        Indices of the rows the trees were grown on: ``fit_rows``, or the
-        growth sample's rows among them when the fit had more rows than
-        ``growth_rows``.
-    fit_weight, check_weight, grow_weight : ndarray of float
-        Per row given, the weight (rows) it has among the tree rows, the
-        check rows and the rows the trees were grown on (0 for a row of
-        weight 0). The units MBCT drew from identical rows are shared out
-        over those rows in the order given; the sums of the tables are
-        those of these weights.
+        Indices of the rows the trees were grown on: ``fit_rows``, or the growth sample's rows among them.
+    fit_weight, check_weight : ndarray of float
+        Per row given, the weight (rows) it has among the tree rows and the check rows (0 for a row of weight 0): the
+        units MBCT drew from identical rows are shared out over those rows in the order given.
     held_out : bool
         Whether rows were held out; if not, the check columns are over the rows the trees were grown on.
     trees : list of DataFrame
-        One table per kept tree, one row per node: ``node``, ``parent``,
-        ``depth``, ``condition`` (how rows reach the node), ``split_on`` (""
-        for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on
-        all the tree rows = the node's PUD before this tree), ``slope`` and
-        ``intercept`` (the node's line ``f' = slope f + intercept``), ``pud_score`` (PUD
-        of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE
-        before / after the chosen split, on the rows the tree was grown on),
-        ``check_rows``, ``check_pud_before`` / ``check_pud_after`` (PUD of
-        the tree's input / output on the check rows, or without them on the
-        rows the trees were grown on; rows stopped at an internal node count
-        there and above).
+        One table per kept tree, one row per node: ``node``, ``parent``, ``depth``, ``condition`` (how rows reach the
+        node), ``split_on`` ("" for a leaf), ``rows``, ``positives``, ``scale`` (``sum y / sum f`` on all the tree
+        rows = the node's PUD before this tree), ``slope`` and ``intercept`` (the node's line ``f' = slope f +
+        intercept``), ``pud_score`` (PUD of the raw scores), ``loss_node`` / ``loss_split`` (node-local MVCE before /
+        after the chosen split, on the rows the tree was grown on), ``check_rows``, ``check_pud_before`` /
+        ``check_pud_after`` (PUD of the tree's input / output on the check rows, or without them on the rows the trees
+        were grown on; rows stopped at an internal node count there and above).
     boosting : DataFrame
-        One row per tree tried (tree 0: the raw scores): ``tree``,
-        ``leaves``, ``fit_mvce``, ``check_mvce``, ``kept``; empty for a
-        calibrator read from a file.
+        One row per tree tried (tree 0: the raw scores): ``tree``, ``leaves``, ``fit_mvce``, ``check_mvce``, ``kept``;
+        empty for a calibrator read from a file.
     features : DataFrame
         Each coded column: ``feature``, ``kind``, ``codes``.
     pud : DataFrame
-        One row per bin: ``method`` ("mbct" / "histogram"), ``bin`` (short
-        name), ``path`` (the bin's conditions), ``rows``, ``pud_before``,
-        ``pud_after``.
+        One row per bin: ``method`` ("mbct" / "histogram"), ``bin`` (short name), ``path`` (the bin's conditions),
+        ``rows``, ``pud_before``, ``pud_after``.
     pud_rows : str
-        Which rows the PUD was judged on ("held-out rows", "training rows"
-        or "given rows").
+        Which rows the PUD was judged on ("held-out rows", "training rows" or "given rows").
     pud_tree : int
         Whose leaves (0-based tree index) are MBCT's bins in :attr:`pud`.
-    loss_bin_size : int
-        MVCE bin size M of the split loss.
     """
 
     fit_rows: np.ndarray
@@ -121,7 +80,6 @@ class MBCTExplanation(Explanation):
     grow_rows: np.ndarray
     fit_weight: np.ndarray
     check_weight: np.ndarray
-    grow_weight: np.ndarray
     held_out: bool
     trees: list = field(default_factory=list)
     boosting: pd.DataFrame
@@ -129,7 +87,6 @@ class MBCTExplanation(Explanation):
     pud: pd.DataFrame
     pud_rows: str
     pud_tree: int = 0
-    loss_bin_size: int
 
 
 def leaf_paths(table: pd.DataFrame) -> list[str]:
@@ -187,8 +144,8 @@ def _tree_table(cal, t: int, rows: TreeRows, data: CanonicalRows, nodes: np.ndar
 
 
 def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after, w, weighted: bool) -> list[dict]:
-    """One row per group present: its rows (weight), PUD (MBCT Eq. 6: ``sum(w y) / sum(w probs)``,
-    NaN when that is 0) of ``scores`` and of ``after``, all groups summed at once."""
+    """One row per group present: its rows (weight), PUD (MBCT Eq. 6: ``sum(w y) / sum(w probs)``, NaN when that is 0)
+    of ``scores`` and of ``after``, all groups summed at once."""
     present, local = np.unique(group, return_inverse=True)
     wt = np.ones(group.size) if w is None else w
     rows, pos, before, later = (np.bincount(local, weights=v, minlength=present.size)
@@ -201,8 +158,8 @@ def _pud_rows(method: str, group: np.ndarray, names: dict, scores, labels, after
 
 
 def _spread(amount: np.ndarray, inverse: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Each canonical row's ``amount`` shared out over the rows given that make it (``inverse``), in
-    the order given, each taking up to its ``capacity`` (whole numbers: exact)."""
+    """Each canonical row's ``amount`` shared out over the rows given that make it (``inverse``), in the order given,
+    each taking up to its ``capacity`` (whole numbers: exact)."""
     order = np.argsort(inverse, kind="stable")
     cap = capacity[order]
     group = inverse[order]
@@ -300,45 +257,20 @@ def _notes(cal, rows: TreeRows, boosting: pd.DataFrame, w: np.ndarray | None, n_
 @explains(MBCTCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pud_tree: int = 0,
             judge_scores=None, judge_labels=None, judge_features=None, judge_weight=None) -> MBCTExplanation:
-    """Explain a fitted MBCT from the rows it was fitted on.
+    """Explain a fitted MBCT from the rows it was fitted on (``scores``, ``labels``, ``features`` and
+    ``sample_weight`` as given to ``fit``; ProgrammingError when the trees' per-node sums differ).
 
     Parameters
     ----------
-    calibrator : fitted MBCTCalibrator
-    scores, labels, features :
-        The rows ``calibrator`` was fitted on (``features`` as given to
-        ``fit``).
-    sample_weight : array-like, optional
-        The weights ``calibrator`` was fitted with (None: unit weights).
     pud_tree : int, default 0
-        Whose leaves are MBCT's bins in the PUD table (the first tree: later
-        trees refine its output). "After" is always the full model's output.
-    judge_scores, judge_labels, judge_features : optional
-        Rows to judge the PUD on (for example held-out test rows); by
-        default the check rows of the fit (held out from the trees unless
-        ``holdout = 0``).
-    judge_weight : array-like, optional
-        Weights of the given judge rows (None: unit weights).
-
-    Returns
-    -------
-    MBCTExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on (their
-        number, or the trees' per-node sums, differ; the weights count).
-    DataError
-        If ``sample_weight`` or ``judge_weight`` is not valid.
-    SettingsError
-        If ``pud_tree`` is not the index of a kept tree.
+        Whose leaves are MBCT's bins in the PUD table (the first tree: later trees refine its output). "After" is
+        always the full model's output. SettingsError unless the index of a kept tree.
+    judge_scores, judge_labels, judge_features, judge_weight : optional
+        Rows (and their weights) to judge the PUD on, for example held-out test rows; by default the check rows of the
+        fit (held out from the trees unless ``holdout = 0``).
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
-    if s.size != cal.n_train_:
-        raise ProgrammingError(f"MBCT was fitted on {cal.n_train_:,} rows but {s.size:,} were given to "
-                               "explain it; pass the rows it was fitted on.")
     if not 0 <= int(pud_tree) < len(cal.trees_):
         raise SettingsError(f"pud_tree must be the index of a kept tree (0 to {len(cal.trees_) - 1}), "
                             f"got {pud_tree!r}.")
@@ -386,7 +318,5 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None, pu
     return MBCTExplanation(
         method=cal.name, notes=_notes(cal, rows, boosting, w, n_rows - s.size, s.size - data.size), tables=tables,
         fit_rows=np.flatnonzero(fit_w > 0), check_rows=np.flatnonzero(check_w > 0),
-        grow_rows=np.flatnonzero(grow_w > 0), fit_weight=fit_w, check_weight=check_w, grow_weight=grow_w,
-        held_out=rows.held_out,
-        trees=trees, boosting=boosting,
-        features=feats, pud=pud, pud_rows=which, pud_tree=int(pud_tree), loss_bin_size=int(cal.loss_bin_size_))
+        grow_rows=np.flatnonzero(grow_w > 0), fit_weight=fit_w, check_weight=check_w, held_out=rows.held_out,
+        trees=trees, boosting=boosting, features=feats, pud=pud, pud_rows=which, pud_tree=int(pud_tree))

@@ -1,11 +1,5 @@
-"""Explaining a fitted Platt scaling: its slope, intercept and training log-likelihood.
-
-:func:`explain` returns a :class:`PlattExplanation` with the calibrator's
-``A`` and ``B`` and the log-likelihood of the rows it was fitted on
-(computed again from them with :func:`calibdash.calibrators.platt.log_likelihood`,
-against the targets ``fit`` used, weighted as ``fit`` weighted them), also as a
-one-row table.
-"""
+"""Explaining a fitted Platt scaling: its slope, intercept and the log-likelihood of the rows it was fitted on
+(:func:`calibdash.calibrators.platt.log_likelihood`, against the targets and weights ``fit`` used)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,17 +16,9 @@ __all__ = []
 
 @dataclass(kw_only=True)
 class PlattExplanation(Explanation):
-    """What :func:`explain` finds behind a fitted Platt scaling, ``p = sigmoid(A logit(s) + B)``.
-
-    Attributes
-    ----------
-    A, B : float
-        Slope and intercept.
-    log_likelihood : float
-        Log-likelihood of the training targets (the labels, or Platt's
-        smoothed targets) at ``A``, ``B``; each row's term times its weight
-        when fitted with weights.
-    """
+    """What :func:`explain` finds behind a fitted Platt scaling, ``p = sigmoid(A logit(s) + B)``: ``A``, ``B``, and
+    ``log_likelihood``, of the training targets (the labels, or Platt's smoothed targets) at ``A``, ``B``, each row's
+    term times its weight when fitted with weights."""
 
     drawn: ClassVar[bool] = False               # its notes and tables; its map is the calibration map
     A: float
@@ -42,20 +28,9 @@ class PlattExplanation(Explanation):
 
 @explains(PlattCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> PlattExplanation:
-    """Explain a fitted Platt scaling on the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted PlattCalibrator, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-
-    Returns
-    -------
-    PlattExplanation
-        Its ``fit`` table has ``A``, ``B``, ``log_likelihood``, ``rows`` and,
-        when fitted with weights, ``weight`` (their total).
-    """
+    """Explain a fitted Platt scaling on the rows it was fitted on: its ``fit`` table has ``A``, ``B``,
+    ``log_likelihood``, ``rows`` and, when fitted with weights, ``weight`` (their total) (the arguments:
+    :func:`calibdash.explain.explain`)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)

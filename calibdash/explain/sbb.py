@@ -1,17 +1,7 @@
-"""Explaining a fitted SBB: the single binning it chose, and how sure the posterior is of it.
-
-A fitted :class:`~calibdash.calibrators.sbb.SBB` keeps only its cut points,
-its bins' estimates and two log scores. :func:`explain` finds the best
-binning again from the rows it was fitted on and their weights
-(:func:`calibdash.calibrators.sbb.best_binning`, the function ``fit`` uses),
-checks that it is the calibrator's, and returns an :class:`SBBExplanation`:
-the chosen bins with their counts, the collapsed training positions, the
-boundary prior of each gap, the chosen binning's posterior probability and
-plain notes.
-
-:func:`positions_notes` (what collapsing ties or grouping into micro-bins
-did) serves ABB's explainer too.
-"""
+"""Explaining a fitted SBB (which keeps only its cut points, its bins' estimates and two log scores): finding its best
+binning again from the rows it was fitted on (:func:`calibdash.calibrators.sbb.best_binning`, as ``fit``), its bins
+with their counts, the collapsed training positions and the binning's posterior probability. :func:`positions_notes`
+serves ABB's explainer too."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,11 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibrators._bayes_binning import Positions, log_gap_priors
+from ..calibrators._bayes_binning import Positions
 from ..calibrators.sbb import BestBinning, SBB, best_binning
-from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, check_map, explains, training_rows
 
 __all__ = ["SBBExplanation"]
 
@@ -40,17 +29,12 @@ class SBBExplanation(Explanation):
     lam : float
         The calibrator's lambda.
     bins : DataFrame
-        One row per chosen bin: ``bin``; ``lower``, ``upper`` (its interval
-        on the score axis: 0, the cuts, 1); ``score_min``, ``score_max``
-        (its smallest and largest training score); ``n``, ``n1`` (training
-        rows, positives; their weights when fitted with weights);
-        ``estimate`` (the calibrated probability, ``(n1 + 1) / (n + 2)``);
-        ``first``, ``last`` (its positions).
+        One row per chosen bin: ``bin``; ``lower``, ``upper`` (its interval on the score axis: 0, the cuts, 1);
+        ``score_min``, ``score_max`` (its smallest and largest training score); ``n``, ``n1`` (training rows,
+        positives; their weights when fitted with weights); ``estimate`` (the calibrated probability, ``(n1 + 1) / (n
+        + 2)``); ``first``, ``last`` (its positions).
     positions : DataFrame
-        The collapsed training data: ``score``, ``lo``, ``hi``, ``n``, ``n1``
-        (weights when fitted with weights).
-    boundary_prior : ndarray of float
-        Prior(k) of a boundary in each gap between positions.
+        The collapsed training data: ``score``, ``lo``, ``hi``, ``n``, ``n1`` (weights when fitted with weights).
     log_score : float
         Log Score (Eq. 6) of the chosen binning.
     log_evidence : float
@@ -60,7 +44,6 @@ class SBBExplanation(Explanation):
     lam: float
     bins: pd.DataFrame
     positions: pd.DataFrame
-    boundary_prior: np.ndarray
     log_score: float
     log_evidence: float
 
@@ -97,54 +80,24 @@ def _bins_table(best: BestBinning) -> pd.DataFrame:
     })
 
 
-def _check_same_bins(cal, best: BestBinning) -> None:
-    """ProgrammingError unless the binning found again is the calibrator's."""
-    mine, again = (cal.cuts_, cal.bin_estimate_), (best.cuts, best.estimate)
-    same = all(a.shape == b.shape for a, b in zip(mine, again))
-    detail = f"it has {best.estimate.size:,} bins, the calibrator {cal.bin_estimate_.size:,}"
-    if same:
-        gap = max((float(np.max(np.abs(a - b))) for a, b in zip(mine, again) if a.size), default=0.0)
-        same = gap <= MAP_TOL
-        detail = f"their maps differ by up to {gap:.2e}"
-    if not same:
-        raise ProgrammingError(f"the rows given are not the ones SBB was fitted on: the best binning of them "
-                               f"is not the calibrator's ({detail}); pass the rows (and weights) it was "
-                               "fitted on.")
-
-
 @explains(SBB)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> SBBExplanation:
-    """Explain a fitted SBB by finding its best binning again from the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted SBB, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-
-    Returns
-    -------
-    SBBExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or their best binning is not the calibrator's.
-    """
+    """Explain a fitted SBB by finding its best binning again from the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
     best = best_binning(s, y, cal.lam, cal.max_positions, w)
-    _check_same_bins(cal, best)
+    check_map("SBB", (cal.cuts_, cal.bin_estimate_), (best.cuts, best.estimate), MAP_TOL,
+              "the best binning of them is not the calibrator's",
+              f"it has {best.estimate.size:,} bins, the calibrator {cal.bin_estimate_.size:,}")
     pos = best.positions
     bins, positions = _bins_table(best), pos.frame()
-    log_p, _ = log_gap_priors(pos.score, float(cal.lam))
     posterior = float(np.exp(best.log_score - best.log_evidence))
     notes = positions_notes(pos, cal.max_positions) + [
         f"SBB chose {best.first.size} bins; that binning has posterior probability {posterior:.3g} among all "
         f"2^{pos.size - 1} binnings."]
     return SBBExplanation(
         method=cal.name, notes=notes, tables={"bins": bins, "positions": positions},
-        lam=float(cal.lam), bins=bins, positions=positions, boundary_prior=np.exp(log_p),
+        lam=float(cal.lam), bins=bins, positions=positions,
         log_score=best.log_score, log_evidence=best.log_evidence)

@@ -1,15 +1,7 @@
-"""Explaining a fitted scaling-binning calibrator: Platt's curve, the equal-count bins and their means.
-
-A fitted :class:`~calibdash.calibrators.scaling_binning.ScalingBinningCalibrator`
-keeps only its cut points and bin values (what ``predict`` needs). :func:`explain`
-redoes its three steps on the rows it was fitted on
-(:func:`calibdash.calibrators.scaling_binning.scaling_binning`, the function
-``fit`` uses, with the weights it was fitted with), checks that they give its
-bins and values, and returns a :class:`ScalingBinningExplanation`: Platt's
-slope and intercept and curve, and one row per bin with both the mean of Platt's
-outputs (the calibrated value) and the bin's frequency of positives (what
-histogram binning would have given on the same bins).
-"""
+"""Explaining a fitted scaling-binning calibrator (which keeps only its cut points and bin values): its three steps
+redone on the rows it was fitted on (:func:`calibdash.calibrators.scaling_binning.scaling_binning`, as ``fit``),
+Platt's fit and curve, and per bin both the mean of Platt's outputs (the calibrated value) and the frequency of
+positives (what histogram binning would give on the same bins)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,9 +10,8 @@ import numpy as np
 import pandas as pd
 
 from ..calibrators.scaling_binning import ScalingBinningCalibrator, scaling_binning
-from ..core.errors import ProgrammingError
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["ScalingBinningExplanation"]
 
@@ -37,10 +28,9 @@ class ScalingBinningExplanation(Explanation):
     A, B : float
         Slope and intercept of Platt scaling fitted on the rows (step 1).
     bins : DataFrame
-        One row per bin: ``lower``, ``upper`` (its edges: 0, the cuts, 1), ``count``, ``positives``
-        (training rows, positive ones; weight sums when fitted with weights), ``mean_score``,
-        ``frequency`` (``positives / count``, histogram binning's value on these bins) and
-        ``estimate`` (the mean of Platt's outputs, the calibrated value).
+        One row per bin: ``lower``, ``upper`` (its edges: 0, the cuts, 1), ``count``, ``positives`` (weight sums when
+        fitted with weights), ``mean_score``, ``frequency`` (``positives / count``, histogram binning's value on these
+        bins) and ``estimate`` (the mean of Platt's outputs, the calibrated value).
     curve : DataFrame
         Platt's map on a grid: ``score``, ``platt``.
     """
@@ -53,32 +43,14 @@ class ScalingBinningExplanation(Explanation):
 
 @explains(ScalingBinningCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> ScalingBinningExplanation:
-    """Explain a fitted scaling-binning calibrator on the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted ScalingBinningCalibrator, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-
-    Returns
-    -------
-    ScalingBinningExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their number differs, or the
-        steps redone on them do not give its bins and values.
-    """
+    """Explain a fitted scaling-binning calibrator on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
     fit = scaling_binning(s, y, w, int(cal.n_bins))
     if not (np.array_equal(fit.cuts, cal.cuts_) and np.allclose(fit.levels, cal.levels_, rtol=0.0, atol=MAP_TOL)):
-        raise ProgrammingError("the rows given are not the ones the scaling-binning calibrator was fitted on: its "
-                               "steps redone on them give other bins or values; pass the rows (and weights) it was "
-                               "fitted on.")
+        raise not_the_rows("the scaling-binning calibrator", "its steps redone on them give other bins or values")
     with np.errstate(invalid="ignore", divide="ignore"):
         frequency, mean_score = fit.positives / fit.count, fit.score_sum / fit.count
     edges = np.concatenate([[0.0], cal.cuts_, [1.0]])

@@ -1,17 +1,7 @@
-"""Explaining a fitted temperature scaling: its T, the likelihood around it, and the map.
-
-:func:`explain` fits ``T`` again from the rows it was fitted on
-(:func:`calibdash.calibrators.temperature.fit_inverse_temperature`, the
-function ``fit`` uses, with its solver settings and sample weights), checks
-that it is the calibrator's ``T``, and returns a
-:class:`TemperatureExplanation`: ``T``, the log-likelihood of the rows at
-``T`` and at ``T = 1`` (the scores as they are), both computed again from
-the rows with :func:`calibdash.calibrators.temperature.log_likelihood` and
-weighted as ``fit`` weighted them, an approximate standard error of ``log T``,
-the negative log-likelihood on a grid of temperatures around the optimum, and
-the map on a score grid beside the training rows pooled into equal-weight
-groups.
-"""
+"""Explaining a fitted temperature scaling: ``T`` fitted again from the rows it was fitted on
+(:func:`calibdash.calibrators.temperature.fit_inverse_temperature`, as ``fit``), the log-likelihood at ``T`` and at
+``T = 1``, an approximate standard error of ``log T``, the negative log-likelihood on a grid of temperatures, and the
+map beside the training rows pooled into equal-weight groups."""
 from __future__ import annotations
 
 import math
@@ -24,11 +14,9 @@ from scipy.special import expit
 from ..calibrators.platt import logit
 from ..calibrators.temperature import (TemperatureCalibrator, fit_inverse_temperature, log_likelihood,
                                       negative_log_likelihoods, nll_grad_hess)
-from ..core.errors import ProgrammingError
-from ..measures.binning import reliability_table
 from ..core.validation import check_weights
-from . import Explanation, explains, training_rows
-from .beta import score_grid
+from . import Explanation, explains, not_the_rows, training_rows
+from .beta import equal_weight_groups, score_grid
 
 __all__ = ["TemperatureExplanation"]
 
@@ -48,27 +36,23 @@ class TemperatureExplanation(Explanation):
     ----------
     temperature : float
         ``T``.
-    log_likelihood : float
-        Log-likelihood of the training labels at ``T`` (each row's term times its weight when
-        fitted with weights).
-    log_likelihood_at_1 : float
-        The same at ``T = 1``: the scores as they are.
+    log_likelihood, log_likelihood_at_1 : float
+        Log-likelihood of the training labels at ``T`` and at ``T = 1`` (the scores as they are); each row's term
+        times its weight when weighted.
     se_log_t : float
-        Approximate standard error of ``log T`` from the observed information of ``1/T``
-        (weights counted as rows; NaN at a bound of the range).
+        Approximate standard error of ``log T`` from the observed information of ``1/T`` (weights counted as rows; NaN
+        at a bound of the range).
     at_bound : str
-        ``"t_min"`` or ``"t_max"`` when ``T`` stopped at that end of the calibrator's range (the
-        likelihood still grows beyond it), else ``""``.
+        ``"t_min"`` or ``"t_max"`` when ``T`` stopped at that end of the calibrator's range, else ``""``.
     total_weight : float
         The number of rows, or their total weight.
     nll_curve : DataFrame
-        ``temperature`` (log-spaced, covering ``T``, 1 and a factor of 4 either side) and
-        ``nll`` (the negative log-likelihood there) and ``mean_nll`` (per row, or per unit weight).
+        ``temperature`` (log-spaced, covering ``T``, 1 and a factor of 4 either side), ``nll`` (the negative
+        log-likelihood there) and ``mean_nll`` (per row, or per unit weight).
     curve : DataFrame
         ``score`` and ``prob``: the map on a score grid.
     groups : DataFrame
-        The training rows in about ``N_GROUPS`` equal-weight groups: ``score`` (mean score),
-        ``rate`` (positive rate), ``weight`` (rows, or weight sum).
+        The training rows in about ``N_GROUPS`` groups (:func:`calibdash.explain.beta.equal_weight_groups`).
     """
 
     temperature: float
@@ -108,28 +92,10 @@ def _notes(ex: TemperatureExplanation, n_rows: int, weighted: bool) -> list[str]
 @explains(TemperatureCalibrator)
 def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
             n_groups: int = N_GROUPS) -> TemperatureExplanation:
-    """Explain a fitted temperature scaling on the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator, scores, labels, features, sample_weight
-        A fitted TemperatureCalibrator, the rows it was fitted on and their weights (None: unit
-        weights), as :func:`calibdash.explain.explain` passes them (``features`` ignored).
-    n_groups : int
-        How many equal-weight groups of training rows ``groups`` holds at most.
-
-    Returns
-    -------
-    TemperatureExplanation
-        Its tables: ``fit`` (one row: ``temperature``, ``inverse_temperature``,
-        ``log_likelihood``, ``log_likelihood_at_1``, ``se_log_t``, ``rows`` and, when fitted with
-        weights, ``weight``) and ``nll_curve``.
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their number differs, or
-        fitting ``T`` again from them (with the weights given) does not give its ``T``.
+    """Explain a fitted temperature scaling on the rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`; ``n_groups``: how many equal-weight groups of training rows ``groups`` holds at
+    most). Its tables: ``fit`` (one row: ``temperature``, ``inverse_temperature``, ``log_likelihood``,
+    ``log_likelihood_at_1``, ``se_log_t``, ``rows`` and, when fitted with weights, ``weight``) and ``nll_curve``.
     """
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
@@ -140,9 +106,7 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
     t_again = hi if beta <= 1.0 / hi else lo if beta >= 1.0 / lo else 1.0 / beta
     t = cal.temperature_
     if abs(t_again - t) > T_TOL * t:
-        raise ProgrammingError(f"the rows given are not the ones temperature scaling was fitted on: fitting them "
-                               f"again gives T = {t_again:.8g}, not {t:.8g}; pass the rows (and weights) it was "
-                               "fitted on.")
+        raise not_the_rows("temperature scaling", f"fitting them again gives T = {t_again:.8g}, not {t:.8g}")
     ll = log_likelihood(t, s, y, w)
     ll1 = log_likelihood(1.0, s, y, w)
     total = float(s.size if w is None else w.sum())
@@ -158,10 +122,7 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
 
     grid = score_grid()
     curve = pd.DataFrame({"score": grid, "prob": expit(logit(grid) / t)})
-    table = reliability_table(s, y, n_bins=max(1, int(n_groups)), strategy="quantile", sample_weight=w)
-    table = table[table["count"] > 0]
-    groups = pd.DataFrame({"score": table["mean_pred"].to_numpy(), "rate": table["obs_freq"].to_numpy(),
-                           "weight": table["count"].to_numpy()})
+    groups = equal_weight_groups(s, y, w, n_groups)
 
     fit = pd.DataFrame({"temperature": [t], "inverse_temperature": [1.0 / t], "log_likelihood": [ll],
                         "log_likelihood_at_1": [ll1], "se_log_t": [se], "rows": [s.size]})

@@ -1,18 +1,8 @@
-"""Explaining a fitted Venn-Abers predictor: the interval ``[p0, p1]`` over the score axis and how wide it is.
-
-A fitted :class:`~calibdash.calibrators.venn_abers.VennAbersCalibrator`
-keeps the distinct calibration scores and ``F0``, ``F1`` at them.
-:func:`explain` computes the tables again from the rows it was fitted on
-and their weights (:func:`calibdash.calibrators.venn_abers.fit_tables`, the
-function ``fit`` uses), checks that they are the calibrator's, and returns a
-:class:`VennAbersExplanation`: the interval on a score grid, the interval
-at each distinct calibration score beside the plain isotonic fit there
-(which always lies inside it), statistics of the width ``p1 - p0`` over
-the calibration rows, and notes.
-
-:func:`interval_band` gives the band ``(score, p0, p1, p)`` on any grid, for
-the dashboard's calibration map.
-"""
+"""Explaining a fitted Venn-Abers predictor (which keeps the distinct calibration scores and ``F0``, ``F1`` there):
+its tables computed again from the rows it was fitted on (:func:`calibdash.calibrators.venn_abers.fit_tables`, as
+``fit``), the interval ``[p0, p1]`` on a score grid and at each calibration score beside the plain isotonic fit (which
+always lies inside it), and statistics of its width. :func:`interval_band` gives the band on any grid, for the
+dashboard's calibration map."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,9 +12,8 @@ import pandas as pd
 from sklearn.isotonic import isotonic_regression
 
 from ..calibrators.venn_abers import VennAbersCalibrator, fit_tables, interval_at, merge
-from ..core.errors import ProgrammingError
 from ..core.validation import check_scores, check_weights
-from . import Explanation, explains, training_rows
+from . import Explanation, explains, not_the_rows, training_rows
 
 __all__ = ["VennAbersExplanation", "interval_band", "band_grid"]
 
@@ -45,17 +34,15 @@ class VennAbersExplanation(Explanation):
     merge : str
         The calibrator's merge rule (``"log"`` or ``"brier"``).
     band : DataFrame
-        The interval on a score grid (:func:`band_grid`): ``score``, ``p0``,
-        ``p1``, ``p`` (the merged prediction), ``width`` (``p1 - p0``).
+        The interval on a score grid (:func:`band_grid`): ``score``, ``p0``, ``p1``, ``p`` (the merged prediction),
+        ``width`` (``p1 - p0``).
     at_scores : DataFrame
-        One row per distinct calibration score: ``score``, ``count`` (rows;
-        weight sum when fitted with weights), ``positives``, ``p0``, ``p1``,
-        ``p``, ``width`` and ``isotonic`` (the isotonic regression of the
-        calibration set alone at that score, between ``p0`` and ``p1``).
+        One row per distinct calibration score: ``score``, ``count`` (rows; weight sum when fitted with weights),
+        ``positives``, ``p0``, ``p1``, ``p``, ``width`` and ``isotonic`` (the isotonic regression of the calibration
+        set alone at that score, between ``p0`` and ``p1``).
     width : DataFrame
-        One row: statistics of ``p1 - p0`` over the calibration rows
-        (weighted by their weights): ``mean``, ``median``, ``p90``, ``max``,
-        and ``mean_over_grid`` (the mean over the evenly spaced grid).
+        One row: statistics of ``p1 - p0`` over the calibration rows (weighted): ``mean``, ``median``, ``p90``,
+        ``max``, and ``mean_over_grid`` (the mean over the evenly spaced grid).
     """
 
     merge: str
@@ -71,8 +58,8 @@ def _weighted_quantile(x: np.ndarray, w: np.ndarray, q: float) -> float:
 
 
 def band_grid(calibrator, n: int = GRID_POINTS) -> np.ndarray:
-    """Scores to draw the band at: ``n`` evenly spaced on [0, 1] and the distinct calibration scores
-    (at most :data:`MAX_GRID_SCORES` of them, evenly spaced in rank), where ``[p0, p1]`` changes."""
+    """Scores to draw the band at: ``n`` evenly spaced on [0, 1] and the distinct calibration scores (at most
+    :data:`MAX_GRID_SCORES` of them, evenly spaced in rank), where ``[p0, p1]`` changes."""
     u = np.asarray(calibrator.scores_, dtype=float)
     if u.size > MAX_GRID_SCORES:
         u = u[np.unique(np.linspace(0, u.size - 1, MAX_GRID_SCORES).round().astype(int))]
@@ -80,17 +67,9 @@ def band_grid(calibrator, n: int = GRID_POINTS) -> np.ndarray:
 
 
 def interval_band(calibrator, grid) -> pd.DataFrame:
-    """The band ``[p0, p1]`` and the merged prediction at the scores ``grid``, for a calibration map.
-
-    Parameters
-    ----------
-    calibrator : fitted VennAbersCalibrator
-    grid : array-like of float in [0, 1]
-
-    Returns
-    -------
-    DataFrame with columns ``score``, ``p0``, ``p1``, ``p`` (what ``predict`` gives), in the grid's order.
-    """
+    """The band ``[p0, p1]`` and the merged prediction ``p`` (what ``predict`` gives) of a fitted VennAbersCalibrator
+    at the scores ``grid`` (in [0, 1]), for a calibration map: columns ``score``, ``p0``, ``p1``, ``p``, in the grid's
+    order."""
     g = check_scores(grid, "grid")
     p0, p1 = calibrator.predict_interval(g)
     return pd.DataFrame({"score": g, "p0": p0, "p1": p1, "p": calibrator.predict(g)})
@@ -98,27 +77,8 @@ def interval_band(calibrator, grid) -> pd.DataFrame:
 
 @explains(VennAbersCalibrator)
 def explain(calibrator, scores, labels, features=None, sample_weight=None) -> VennAbersExplanation:
-    """Explain a fitted Venn-Abers predictor on the rows it was fitted on.
-
-    Parameters
-    ----------
-    calibrator : fitted VennAbersCalibrator
-    scores, labels : array-like
-        The calibration rows ``calibrator`` was fitted on.
-    features : ignored
-    sample_weight : array-like, optional
-        The weights it was fitted with (None: unit weights).
-
-    Returns
-    -------
-    VennAbersExplanation
-
-    Raises
-    ------
-    ProgrammingError
-        If the rows are not the ones ``calibrator`` was fitted on: their
-        number differs, or their tables differ from the calibrator's.
-    """
+    """Explain a fitted Venn-Abers predictor on the calibration rows it was fitted on (the arguments:
+    :func:`calibdash.explain.explain`)."""
     cal = calibrator
     s, y = training_rows(cal, scores, labels)
     w = check_weights(sample_weight, s.size, y)
@@ -127,8 +87,7 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Ve
             and np.allclose(t.f0, cal.f0_, rtol=0.0, atol=TABLE_TOL)
             and np.allclose(t.f1, cal.f1_, rtol=0.0, atol=TABLE_TOL))
     if not same:
-        raise ProgrammingError("the rows given are not the ones the Venn-Abers predictor was fitted on: their "
-                               "F0/F1 tables differ from its own; pass the rows (and weights) it was fitted on.")
+        raise not_the_rows("the Venn-Abers predictor", "their F0/F1 tables differ from its own")
     rule = cal.merge
     iso = np.clip(isotonic_regression(t.positives / t.weight, sample_weight=t.weight, increasing=True), 0.0, 1.0)
     at = pd.DataFrame({"score": t.scores, "count": t.weight, "positives": t.positives, "p0": t.f0, "p1": t.f1,

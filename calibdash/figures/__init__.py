@@ -1,17 +1,8 @@
-"""Plotly figure builders (no streamlit), in two homes and a few shared helpers.
-
-* :mod:`calibdash.figures.charts`: one module per chart that any page draws (the reliability diagram, the
-  calibration map, the CORP and smoothed diagrams, groups, drift, benchmark, the Learn page's charts).
-* :mod:`calibdash.figures.methods`: one module per method (or family of methods) drawing the inner workings of a
-  fitted calibrator from its :class:`calibdash.explain.Explanation`. Each **declares** the explanation classes it
-  draws with :func:`draws` over its ``inner_figures(explanation) -> list[(title, figure)]``; :func:`inner_figures`
-  finds them by the explanation's class, never by the method's name. Figures fit nothing: everything they draw is
-  in the explanation.
-* ``layout``, ``palette``, ``text``, ``images``: the house layout, the colours, plain text, image export.
-
-Computing a diagram's data is separate from drawing it: the data functions
-(:func:`calibdash.diagrams.reliability_tables`, ``map_curves``) return DataFrames, the drawing
-functions (``reliability_diagram``, ``calibration_map``) return figures.
+"""Plotly figure builders (no streamlit): :mod:`.charts` holds one module per chart the pages draw, :mod:`.methods`
+one module per method drawing a fitted calibrator's :class:`calibdash.explain.Explanation` (each declares the
+explanation classes it draws with :func:`draws`); ``layout``, ``palette``, ``text``, ``images``: the house style, the
+colours, plain text, image export. Figures fit nothing; computing a chart's data (DataFrames) is apart from drawing
+it.
 """
 from __future__ import annotations
 
@@ -40,7 +31,7 @@ drawers = _DECLARED.found
 
 def inner_figures(explanation) -> list:
     """(title, figure) pairs drawing an :class:`calibdash.explain.Explanation`: the figures of each class of
-    ``explanation`` that a module declares it draws, its own class first, then its bases' (a K-class method's
-    own figures, then the simplex map every K-class explanation has); [] if none is drawn."""
+    ``explanation`` that a module declares it draws, its own class first, then its bases' (a K-class method's own
+    figures, then the simplex map every K-class explanation has); [] if none is drawn."""
     return [pair for fn in _DECLARED.along(type(explanation)) for pair in fn(explanation)]
 

@@ -1,10 +1,5 @@
-"""Figures as PNG or SVG bytes, for downloads.
-
-plotly renders static images through Kaleido, which drives a Chromium it finds
-on the machine (Debian's ``chromium`` package here; Kaleido's own browser
-download is never used). One browser is kept running for the process after
-the first image, so later images take a fraction of a second.
-"""
+"""Figures as PNG or SVG bytes, for downloads: plotly renders them through Kaleido, which drives the machine's
+Chromium (Kaleido's own browser download is never used); one browser is kept running after the first image."""
 from __future__ import annotations
 
 import atexit
@@ -40,8 +35,7 @@ def figure_bytes(fig: go.Figure, fmt: str = "png", width: int = 900, height: int
     SettingsError
         If the format is not one of :data:`FORMATS`.
     EnvironmentProblem
-        If Kaleido or a Chromium browser is missing (the message says how to
-        install them).
+        If Kaleido or a Chromium browser is missing (the message says how to install them).
     """
     if fmt not in FORMATS:
         raise SettingsError(f"image format must be one of {FORMATS}, got {fmt!r}.")
@@ -52,7 +46,8 @@ def figure_bytes(fig: go.Figure, fmt: str = "png", width: int = 900, height: int
     except ImportError:
         raise EnvironmentProblem("PNG/SVG export needs the kaleido package: pip install -r requirements.txt.") from None
     except Exception as exc:  # kaleido raises its own errors when no browser can be started
-        raise EnvironmentProblem(f"PNG/SVG export needs a Chromium browser (Debian: apt-get install chromium): {exc}") from None
+        raise EnvironmentProblem("PNG/SVG export needs a Chromium browser (Debian: apt-get install chromium): "
+                                 f"{exc}") from None
 
 
 def available() -> str | None:

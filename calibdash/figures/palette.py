@@ -1,11 +1,6 @@
-"""One colour per method, the same in every chart.
-
-Each calibrator class declares its own colour (``Calibrator.color``): Okabe &
-Ito's colour-blind-safe palette (Color Universal Design, 2008) for the first
-methods, then colours from Paul Tol's schemes where Okabe-Ito runs out (yellow
-is avoided on white). Here are only the colours of what is no method: grey
-for the uncalibrated scores, black for a known true curve, and the colours
-handed out stably to any other name (other score columns, models).
+"""One colour per method, the same in every chart: each calibrator class declares its own (``Calibrator.color``: Okabe
+& Ito's colour-blind-safe palette, then Paul Tol's schemes). Here are only the colours of what is no method: grey for
+the uncalibrated scores, black for a known true curve, and colours handed out stably to any other name.
 """
 from __future__ import annotations
 
@@ -27,8 +22,8 @@ _EXTRA = ("#44AA99", "#88CCEE", "#DDCC77", "#661100", "#6699CC", "#E6AB02", "#A6
 
 
 def _multiclass_color(key: str) -> str | None:
-    """The colour a multi-class method declares: its class's, or for a composite (``ovr:isotonic``) its
-    instance's, derived from its binary method; None when ``key`` names no multi-class method."""
+    """The colour a multi-class method declares: its class's, or for a composite (``ovr:isotonic``) its instance's,
+    derived from its binary method; None when ``key`` names no multi-class method."""
     from ..calibrators import multiclass
     from ..core.errors import SettingsError
     prefix, colon, _ = key.partition(":")
@@ -44,8 +39,8 @@ def _multiclass_color(key: str) -> str | None:
 
 
 def color_of(name: str) -> str:
-    """Hex colour of a method (registry name: the colour its class declares, binary or multi-class) or,
-    stably, of any other name."""
+    """Hex colour of a method (registry name: the colour its class declares, binary or multi-class) or, stably, of any
+    other name."""
     key = str(name).lower()
     if key in _FIXED:
         return _FIXED[key]
@@ -60,8 +55,8 @@ def color_of(name: str) -> str:
 
 
 def class_color_of(name: str) -> str:
-    """Hex colour of a name in a multi-class chart: the multi-class method's declared colour first (the
-    multi-class ``temperature`` is not the binary one), else :func:`color_of`."""
+    """Hex colour of a name in a multi-class chart: the multi-class method's declared colour first (the multi-class
+    ``temperature`` is not the binary one), else :func:`color_of`."""
     key = str(name).lower()
     return (None if key in _FIXED else _multiclass_color(key)) or color_of(key)
 

@@ -1,18 +1,10 @@
 """Names from the data shown as text in figures: plotly reads ``<...>`` tags and ``&...;`` entities in them.
 
-Plotly draws titles, legend entries, axis and tick labels, annotations and hover labels through its
-pseudo-HTML: ``<a href=...>`` becomes a link, ``<span style=...>`` styles, ``<br>`` breaks the line, and
-entities are decoded. A column, class or group name such as ``<a href="http://host/">x</a>`` would
-become a link in the dashboard and in the HTML report. :func:`plain_markup` escapes every ``<``, ``>``
-and ``&`` of a string except the few tags the figures write themselves (``<b>``, ``<i>``, ``<br>``,
-``<sub>``, ``<sup>`` and hover's ``<extra>``, exactly so, without attributes), and :func:`plain_figure`
-applies it to every string of a figure (its traces, data included, and its layout) in place. A name
-that holds one of those bare tags is drawn bold or on two lines, nothing more: no tag with an
-attribute, no link, no image survives.
-
-Both are idempotent: an entity already escaped (``&lt;``, ``&amp;``, ``&#60;``) is left as it is, so a
-figure can pass through :func:`plain_figure` more than once (the house style applies it, and so do
-the pages and the report before they show a figure).
+A column, class or group name such as ``<a href="http://host/">x</a>`` would become a link in the dashboard and the
+HTML report. :func:`plain_markup` escapes every ``<``, ``>`` and ``&`` of a string except the few tags the figures
+write themselves (``<b>``, ``<i>``, ``<br>``, ``<sub>``, ``<sup>``, ``<extra>``, exactly so, without attributes), and
+:func:`plain_figure` applies it to every string of a figure in place. Both are idempotent (an entity already escaped
+is left as it is), so a figure can pass through :func:`plain_figure` more than once.
 """
 from __future__ import annotations
 
@@ -59,9 +51,9 @@ def _clean(value):
 
 
 def plain_figure(fig):
-    """Every string of plotly figure ``fig`` (trace names, text, hover text and templates, custom data,
-    category values, titles, annotations, tick labels) passed through :func:`plain_markup`, in place;
-    returns ``fig``. The layout's template (plotly's own) is left alone."""
+    """Every string of plotly figure ``fig`` (trace names, text, hover text and templates, custom data, category
+    values, titles, annotations, tick labels) passed through :func:`plain_markup`, in place; returns ``fig``. The
+    layout's template (plotly's own) is left alone."""
     for trace in fig.data:
         cleaned, changed = _clean(trace.to_plotly_json())
         if changed:

@@ -1,66 +1,26 @@
 """Save a fitted calibrator, binary or K-class, to a small JSON file and load it back, without the training data.
 
->>> from calibdash import calibrators, export
->>> cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
->>> text = export.dumps(cal)
->>> print(text)                                                   # doctest: +NORMALIZE_WHITESPACE
-{
-"format":"calibdash-calibrator",
-"version":2,
-"kind":"binary",
-"method":"histogram",
-"params":{"bin_size":100,"by":"bins","n_bins":2},
-"state":{
- "n_train":4,
- "cuts":[0.25],
- "estimates":[0.0,1.0]
-}
-}
->>> export.loads(text).predict([0.0, 0.25, 1.0]).tolist()
-[0.0, 1.0, 1.0]
-
-The file
---------
-One JSON object, one format for both kinds of calibrator::
+The file is one JSON object, one format for both kinds of calibrator (``python -m calibdash fit`` writes one)::
 
     {"format": "calibdash-calibrator", "version": 2, "kind": "binary" | "classes",
      "method": NAME, "params": {...}, "state": {...}, "fitted_on": {...}}
 
-``kind`` says which registry ``method`` is a name of: ``"binary"``, a binary calibrator
-(:func:`calibdash.calibrators.get_class`), or ``"classes"``, a K-class one (the name
-:func:`calibdash.calibrators.multiclass.get` takes: ``"temperature"``, ``"ovr:isotonic"``, ``"top_label:bbq"``). ``params``
-is what the method is built again with: the calibrator's ``get_params()`` (a K-class composite's binary
-method's hyperparameters and its own are one dict,
-:meth:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite.spec`). ``state`` holds what its ``predict`` needs
-and nothing more: a lookup table (histogram, isotonic, BBQ, SBB), the knots of a piecewise-linear map
-(isotonic with linear interpolation, ABB, ELiTE), the slope and intercept (Platt), the columns' coding and the
-trees' routing tables (MBCT), a K-class model's matrices or one binary state per class; never the training
-rows. ``state["n_train"]`` is the number of training rows and, for ``kind`` ``"classes"``,
-``state["n_classes"]`` is K (the columns a table must have). A loaded calibrator can still be explained
-(:func:`calibdash.explain.explain`) given the rows it was fitted on. The optional ``fitted_on`` says what the
-scores were: for a binary model the score column and how it was mapped to [0, 1], for a K-class model the
-label, the classes and their columns (``python -m calibdash fit`` writes it, ``apply`` reads it).
+``kind`` says which registry ``method`` is a name of: ``"binary"`` (:func:`calibdash.calibrators.get_class`) or
+``"classes"`` (:func:`calibdash.calibrators.multiclass.get`: ``"temperature"``, ``"ovr:isotonic"``, ...). ``params``
+is what the method is built again with: ``get_params()`` (a K-class composite's binary method's hyperparameters and
+its own in one dict, :meth:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite.spec`). ``state`` holds
+what ``predict`` needs, never the training rows: ``n_train`` (training rows), for ``"classes"`` ``n_classes`` (K),
+and what the class's ``_export_state(self) -> dict`` gives and its ``_import_state(self, state)`` reads back through
+a :class:`State`, which checks types and sizes. The optional ``fitted_on`` says what the scores were (``fit`` writes
+it, ``apply`` reads it). Version-1 files still load: ``{"format": "calibdash-calibrator", "version": 1}`` is a binary
+model and ``{"format": "calibdash-multiclass", "version": 1}`` a K-class one, the same entries without ``kind``.
 
-Files written before version 2 still load: ``{"format": "calibdash-calibrator", "version": 1}`` is a binary
-model and ``{"format": "calibdash-multiclass", "version": 1}`` a K-class one, the same entries without
-``kind``.
-
-Predictions are reproduced exactly: arrays are written as JSON lists of
-numbers and Python writes a float as its shortest ``repr``, which reads back
-to the same float. Each calibrator class says what its state is with two
-methods, ``_export_state(self) -> dict`` (JSON-ready values) and
-``_import_state(self, state)`` (``state`` a :class:`State`, which checks
-types and sizes); a class without them cannot be exported. Every loaded model
-is probed: a binary one must give a finite probability on a grid of scores, a
-K-class one finite rows on :func:`probe_table`.
-
-Errors: a damaged or foreign file is a :class:`~calibdash.core.errors.DataError`;
-exporting something that is not a registered calibrator class with those two
-methods is a :class:`~calibdash.core.errors.ProgrammingError`.
-
-Files are written deterministically (same calibrator, same bytes): the top
-level and the state one entry a line, arrays on one line, a state entry that is
-a list of objects (a composite's per-class models, MBCT's trees) one object a line.
+Predictions are reproduced exactly (a float is written as its shortest ``repr``, which reads back to the same float),
+and every loaded model is probed: a binary one must give a finite probability on a grid of scores, a K-class one
+finite rows on :func:`probe_table`. A damaged or foreign file is a :class:`~calibdash.core.errors.DataError`;
+exporting what is not a registered calibrator class with those two methods a
+:class:`~calibdash.core.errors.ProgrammingError`. Files are written deterministically: the top level and the state
+one entry a line, arrays on one line, a state entry that is a list of objects one object a line.
 """
 from __future__ import annotations
 
@@ -83,8 +43,6 @@ KINDS = ("binary", "classes")
 _OLD = {(FORMAT, 1): "binary", ("calibdash-multiclass", 1): "classes"}
 _WHAT = "calibrator file"
 
-#: Scores that every loaded binary calibrator must turn into probabilities without error.
-
 
 class ExportedModel(NamedTuple):
     """A loaded file: the calibrator and what it says about the data it was fitted on."""
@@ -98,12 +56,9 @@ class ExportedModel(NamedTuple):
         return kind_of(self.calibrator)
 
 
-
-
-# -- writing --------------------------------------------------------------------------------------
 def plain(value: Any, what: str, error: type[Exception]):
-    """``value`` with numpy scalars as Python scalars (lists and tuples as lists of them); raises
-    ``error`` naming ``what`` when a JSON file cannot hold it."""
+    """``value`` with numpy scalars as Python scalars (lists and tuples as lists of them); raises ``error`` naming
+    ``what`` when a JSON file cannot hold it."""
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -114,13 +69,11 @@ def plain(value: Any, what: str, error: type[Exception]):
 
 
 def _compact(value) -> str:
-    """``value`` as JSON text without spaces: how a file writes each entry."""
     return json.dumps(value, separators=(",", ":"))
 
 
 def _layout(doc: dict) -> str:
-    """Top-level and state entries one a line (diff- and eye-friendly); a state entry that is a list of objects
-    one object a line; the rest compact."""
+    """Top-level and state entries one a line; a state entry that is a list of objects one object a line."""
     c = _compact
     lines = []
     for key, value in doc.items():
@@ -147,36 +100,24 @@ def _spec(cal, kind: str) -> tuple[str, dict]:
 
 
 def dumps(calibrator, *, fitted_on: dict | None = None) -> str:
-    """The fitted ``calibrator``, binary or K-class, as the text of a JSON file.
+    """The fitted ``calibrator``, binary or K-class (a registered class, composites included), as the text of a JSON
+    file.
 
-    Parameters
-    ----------
-    calibrator : Calibrator or MulticlassCalibrator
-        A fitted calibrator of a registered class (a K-class composite included).
-    fitted_on : dict, optional
-        What the scores were (``python -m calibdash fit`` writes a binary model's ``score``,
-        ``score_transform`` and ``features``, a K-class model's label, classes and columns); written as the
-        ``fitted_on`` entry.
-
-    Returns
-    -------
-    str
-        The JSON text (ends with a newline). The same calibrator always gives
-        the same text.
+    ``fitted_on`` (optional) says what the scores were (``python -m calibdash fit`` writes a binary model's
+    ``score``, ``score_transform`` and ``features``, a K-class model's label, classes and columns). Returns the JSON
+    text (ending with a newline); the same calibrator always gives the same text.
 
     Raises
     ------
     NotFittedError
         If ``calibrator`` is not fitted.
     ProgrammingError
-        If it is not a registered calibrator with ``_export_state`` and
-        ``_import_state``, ``fitted_on`` holds values JSON cannot hold, or the
-        class's ``_export_state`` returns such values.
+        If it is not a registered calibrator with ``_export_state`` and ``_import_state``, or ``fitted_on`` or the
+        class's ``_export_state`` holds values JSON cannot hold.
     SettingsError
         If its parameters hold values JSON cannot hold.
     DataError
-        If its state cannot be written for a reason in the data (for example
-        MBCT features of a type the file cannot describe).
+        If its state cannot be written for a reason in the data (MBCT features of a type the file cannot describe).
     """
     kind = kind_of(calibrator)
     state = state_of(calibrator)
@@ -192,16 +133,10 @@ def dumps(calibrator, *, fitted_on: dict | None = None) -> str:
                                f"as JSON: {exc}") from None
 
 
-# -- reading --------------------------------------------------------------------------------------
 def document(text) -> tuple[State, str]:
-    """The top-level object of a file's ``text`` (str or UTF-8 bytes), checked to be JSON of this format
-    (version 2, or a version-1 file of either kind), and the kind it holds.
-
-    Raises
-    ------
-    DataError
-        Not UTF-8, not JSON, not an object, another format or version, or an unknown ``kind``.
-    """
+    """The top-level object of a file's ``text`` (str or UTF-8 bytes), checked to be JSON of this format (version
+    2, or a version-1 file of either kind), and the kind it holds. DataError: not UTF-8, not JSON, not an object,
+    another format or version, or an unknown ``kind``."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -231,16 +166,16 @@ def document(text) -> tuple[State, str]:
 
 
 def probe_table(k: int) -> np.ndarray:
-    """Rows every loaded K-class calibrator must turn into finite probabilities: the uniform row,
-    each one-hot row (saturated: 1 and exact zeros), and rows with one class at 1 - 1e-12."""
+    """Rows every loaded K-class calibrator must turn into finite probabilities: the uniform row, each one-hot row
+    (1 and exact zeros), and rows with one class at 1 - 1e-12."""
     near = np.full((k, k), 1e-12 / (k - 1))
     np.fill_diagonal(near, 1.0 - 1e-12)
     return np.vstack([np.full((1, k), 1.0 / k), np.eye(k), near])
 
 
 def _class_calibrator(method: str, params: dict, state: State):
-    """The fitted K-class calibrator of a file's ``method``, ``params`` and ``state`` (with ``n_train`` and
-    ``n_classes``), probed on :func:`probe_table`."""
+    """The fitted K-class calibrator of a file's ``method``, ``params`` and ``state``, probed on
+    :func:`probe_table`."""
     from ..calibrators import multiclass
     from ..calibrators.multiclass.base import LOG_FLOOR
 
@@ -260,23 +195,16 @@ def _class_calibrator(method: str, params: dict, state: State):
 
 
 def read_model(text, kind: str | None = None) -> ExportedModel:
-    """The calibrator in a file's text, and the file's ``fitted_on`` entry (``{}`` when absent).
-
-    Parameters
-    ----------
-    text : str or bytes
-        A file written by :func:`dumps` (or a version-1 file of either kind).
-    kind : {"binary", "classes"}, optional
-        The kind of model wanted; another kind is refused. Default: either.
+    """The calibrator in a file's ``text`` (str or bytes, written by :func:`dumps` or a version-1 file of either kind),
+    and the file's ``fitted_on`` entry (``{}`` when absent); ``kind`` (``"binary"`` or ``"classes"``, default
+    either) refuses a model of the other kind.
 
     Raises
     ------
     DataError
-        Malformed JSON, an unknown format, version, kind or method, unknown
-        parameters, a state that is missing entries, holds entries its method
-        does not know or does not fit the method, a ``fitted_on`` with
-        unknown entries or values of the wrong type (each message says which),
-        or a model of the other kind than ``kind``.
+        Malformed JSON, an unknown format, version, kind or method, unknown parameters, a state that is missing
+        entries, holds entries its method does not know or does not fit the method, a ``fitted_on`` with unknown
+        entries or values of the wrong type (each message says which), or a model of the other kind than ``kind``.
     ProgrammingError
         The file's method is registered but its class cannot import a state.
     """
@@ -301,19 +229,14 @@ def read_model(text, kind: str | None = None) -> ExportedModel:
 
 
 def loads(text, kind: str | None = None):
-    """The fitted calibrator saved by :func:`dumps` (predictions identical to the saved one's).
-
-    Raises
-    ------
-    DataError
-        See :func:`read_model`.
-    """
+    """The fitted calibrator saved by :func:`dumps` (predictions identical to the saved one's); DataError: see
+    :func:`read_model`."""
     return read_model(text, kind).calibrator
 
 
 def provenance(score_set, calibrator) -> dict:
-    """The ``fitted_on`` entry for a calibrator fitted on ``score_set`` (a :class:`calibdash.data.ScoreSet`):
-    the file, the score column, whether the scores were logistic-mapped, and the features used."""
+    """The ``fitted_on`` entry for a calibrator fitted on ``score_set`` (a :class:`calibdash.data.ScoreSet`): the
+    file, the score column, whether the scores were logistic-mapped, and the features used."""
     feats = list(score_set.feature_columns) if calibrator.uses_features and score_set.features is not None else []
     return {"file": score_set.name, "score": score_set.score,
             "score_transform": "logistic" if score_set.score in score_set.report.mapped else "identity",

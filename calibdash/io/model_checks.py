@@ -1,19 +1,12 @@
-"""What a model file may hold, checked on read before anything uses it (:mod:`calibdash.io.export`,
-binary and K-class models alike).
+"""What a model file may hold, checked on read before anything uses it (:mod:`calibdash.io.export`).
 
-A model file may come from anywhere (downloaded, hand-edited), and its text reaches SQL
-(``export-sql``), file names and messages. So on read:
-
-* the JSON itself: numbers finite (``NaN`` and ``Infinity``, which Python's reader accepts, are
-  refused), strings and keys at most :data:`MAX_TEXT` characters, nesting at most
-  :data:`MAX_DEPTH` deep;
-* the top level: only the keys of the format (:data:`TOP_KEYS`);
-* ``fitted_on``: only the keys calibdash writes, each of its type (:data:`BINARY_FITTED_ON`,
-  :data:`CLASS_FITTED_ON`); lists of names at most :data:`MAX_NAMES` long.
-
-A state's own entries are checked by its method's ``_import_state`` through
-:class:`calibdash.calibrators.state.State` (types, lengths, order), which also refuses entries the method
-never read. Every refusal is a :class:`~calibdash.core.errors.DataError` saying where.
+A model file may come from anywhere, and its text reaches SQL (``export-sql``), file names and messages. So its
+numbers must be finite (``NaN`` and ``Infinity``, which Python's reader accepts, are refused), its strings and keys
+at most :data:`MAX_TEXT` characters, its nesting at most :data:`MAX_DEPTH` deep; the top level holds only the
+format's keys (:data:`TOP_KEYS`), ``fitted_on`` only the keys calibdash writes, each of its type, lists at most
+:data:`MAX_NAMES` long. A state's own entries are checked by its method's ``_import_state`` through
+:class:`calibdash.calibrators.state.State`. Every refusal is a :class:`~calibdash.core.errors.DataError` saying
+where.
 """
 from __future__ import annotations
 
@@ -37,13 +30,8 @@ TOP_KEYS = frozenset({"format", "version", "kind", "method", "params", "state", 
 
 
 def parse_json(text: str, what: str) -> Any:
-    """``text`` parsed as JSON, then checked by :func:`check_value`.
-
-    Raises
-    ------
-    DataError
-        Not JSON, a non-finite number (``NaN``, ``Infinity``), too deep, or a string too long.
-    """
+    """``text`` parsed as JSON, then checked by :func:`check_value` (DataError: not JSON, a non-finite number, too
+    deep, or a string too long)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -56,10 +44,9 @@ def parse_json(text: str, what: str) -> Any:
 
 
 def check_value(value: Any, what: str) -> None:
-    """DataError unless every number under ``value`` is finite, every string and key at most
-    :data:`MAX_TEXT` characters and the nesting at most :data:`MAX_DEPTH` deep (iterative: no recursion).
-    The message names the entry (``the calibrator file: 'state', 'cuts' holds a non-finite number``),
-    never its text."""
+    """DataError unless every number under ``value`` is finite, every string and key at most :data:`MAX_TEXT`
+    characters and the nesting at most :data:`MAX_DEPTH` deep (iterative: no recursion). The message names the
+    entry (``the calibrator file: 'state', 'cuts' holds a non-finite number``), never its text."""
     stack: list = [(value, (), 0)]
     while stack:
         v, path, depth = stack.pop()
@@ -91,69 +78,42 @@ def check_top(doc: dict, what: str) -> None:
                         f"{', '.join(map(repr, extra[:5]))}; it has {', '.join(sorted(TOP_KEYS))}.")
 
 
-# -- fitted_on ------------------------------------------------------------------------------------------
-def _text(v) -> bool:
-    return isinstance(v, str)
+def _check(kind: str, test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """``test`` of a ``fitted_on`` entry, with what it accepts in words (``kind``) for the message."""
+    test.kind = kind
+    return test
 
 
-def _text_or_none(v) -> bool:
-    return v is None or isinstance(v, str)
-
-
-def _names(v) -> bool:
-    return isinstance(v, list) and len(v) <= MAX_NAMES and all(isinstance(x, str) for x in v)
-
-
-def _scalars(v) -> bool:
-    return isinstance(v, list) and len(v) <= MAX_NAMES and all(
-        x is None or isinstance(x, (str, int, float)) for x in v)
-
-
-def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _flag(v) -> bool:
-    return isinstance(v, bool)
+def _list_of(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list) and len(v) <= MAX_NAMES and all(test(x) for x in v)
 
 
 def _one_of(*allowed) -> Callable[[Any], bool]:
-    def check(v) -> bool:
-        return v in allowed and (v is None or isinstance(v, str))
-    check.allowed = allowed
-    return check
+    return _check(" or ".join("null" if a is None else repr(a) for a in allowed),
+                  lambda v: v in allowed and (v is None or isinstance(v, str)))
 
 
-def _engine_name(v) -> bool:
-    """An engine's registry name (:func:`calibdash.engines.available`), checked by its form only: lower-case
-    letters, digits and ``_``, at most 32 (a model file records where its cells were aggregated; an engine
-    added to another install is still a name)."""
-    return isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", v) is not None
+_text = _check("a string", lambda v: isinstance(v, str))
+_text_or_none = _check("a string or null", lambda v: v is None or isinstance(v, str))
+_names = _check("a list of strings", _list_of(lambda x: isinstance(x, str)))
+_scalars = _check("a list of class values", _list_of(lambda x: x is None or isinstance(x, (str, int, float))))
+_count = _check("a count (an integer, at least 0)", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+_flag = _check("true or false", lambda v: isinstance(v, bool))
+#: An engine's registry name, checked by its form only (an engine added to another install is still a name).
+_engine_name = _check("an engine's name (lower-case letters, digits and _)",
+                      lambda v: isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", v) is not None)
 
-
-#: What a binary model's ``fitted_on`` may hold (``fit`` writes it: :func:`calibdash.io.export.provenance`,
-#: and ``fit --engine``), and each entry's type.
+#: What a binary model's ``fitted_on`` may hold (:func:`calibdash.io.export.provenance`, ``fit --engine``).
 BINARY_FITTED_ON = {"file": _text, "score": _text, "score_transform": _one_of(None, "identity", "logistic"),
                     "features": _names, "engine": _engine_name}
 #: What a K-class model's ``fitted_on`` may hold (``fit`` on a K-class table writes it).
-CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names,
-                   "prefix": _text_or_none, "logits": _flag, "rows": _count,
-                   "sha256": _text_or_none}
-
-_KINDS = {_text: "a string", _text_or_none: "a string or null", _names: "a list of strings",
-          _scalars: "a list of class values", _count: "a count (an integer, at least 0)",
-          _flag: "true or false", _engine_name: "an engine's name (lower-case letters, digits and _)"}
+CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names, "prefix": _text_or_none,
+                   "logits": _flag, "rows": _count, "sha256": _text_or_none}
 
 
 def check_fitted_on(fitted_on: Any, schema: dict, what: str) -> dict:
-    """``fitted_on`` checked against ``schema`` (key -> check): an object of known keys, each of its type.
-
-    Raises
-    ------
-    DataError
-        Not an object, an unknown key, or a value of the wrong type (the message names the key, not
-        the value).
-    """
+    """``fitted_on`` checked against ``schema`` (key -> check): an object of known keys, each of its type
+    (DataError naming the key, not the value)."""
     if not isinstance(fitted_on, dict):
         raise DataError(f"the {what}'s 'fitted_on' must be an object, not {type(fitted_on).__name__}.")
     extra = sorted(set(fitted_on) - set(schema))
@@ -161,10 +121,6 @@ def check_fitted_on(fitted_on: Any, schema: dict, what: str) -> dict:
         raise DataError(f"the {what}'s 'fitted_on' holds entries calibdash does not write: "
                         f"{', '.join(map(repr, extra[:5]))}; it knows {', '.join(sorted(schema))}.")
     for key, value in fitted_on.items():
-        check = schema[key]
-        if not check(value):
-            allowed = getattr(check, "allowed", None)
-            kind = (" or ".join("null" if a is None else repr(a) for a in allowed) if allowed
-                    else _KINDS.get(check, "of another type"))
-            raise DataError(f"the {what}'s 'fitted_on' entry {key!r} must be {kind}.")
+        if not schema[key](value):
+            raise DataError(f"the {what}'s 'fitted_on' entry {key!r} must be {schema[key].kind}.")
     return dict(fitted_on)

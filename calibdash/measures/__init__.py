@@ -1,79 +1,29 @@
 """The measures: the papers' metrics and the further measures, one module per concern, and their registry.
 
-The subpackage:
+Every statistic takes ``probs`` (predicted probability of the positive class, in [0, 1]), ``labels`` (0/1, or any two
+values) and ``sample_weight``, validated by :func:`calibdash.measures.binning.check_inputs`. A row of weight ``w``
+counts as ``w`` rows: with whole-number weights every statistic equals, to rounding, its value on the rows repeated,
+so a table of score cells gives the value of its rows (``tests/measures/test_clinical.py``). Weights are counts
+everywhere, also where a statistic depends on the sample size (standard errors, the tests' statistics, the debiasing
+term, the loess neighbourhood): weights that sum to 1 describe one row, not a distribution.
 
-==========================  ===================================================================
-``binning``                 the bins every binned measure and the bootstrap share (equal-count,
-                            equal-width, rank), bin indices, reliability tables, input checks
-``calibration``             the papers' metrics: ECE, MCE, MVCE, RMSE, Brier, log-loss, AUC,
-                            accuracy, PUD, ``summary`` (also as :mod:`calibdash.metrics`, deprecated)
-``recalibration``           calibration intercept and slope (the one logistic solver,
-                            :mod:`calibdash.core.logistic`)
-``smoother``                the loess calibration curve, ICI, E50, E90, Emax
-``hypothesis``              Spiegelhalter's z, the Hosmer-Lemeshow test
-``decomposition``           Murphy's Brier decomposition
-``binned``                  debiased l2 calibration error, adaptive ECE
-``smooth_ece``, ``corp``    smooth ECE; CORP (also as :mod:`calibdash.smooth_ece`,
-                            :mod:`calibdash.corp`)
-==========================  ===================================================================
-
-Inputs and weights
-------------------
-Every statistic takes ``probs`` (predicted probability of the positive
-class, in [0, 1]), ``labels`` (0/1) and ``sample_weight``, validated by
-:func:`calibdash.measures.binning.check_inputs`. A row of weight ``w`` counts
-as ``w`` rows: with whole-number weights every statistic equals, to rounding,
-its value on the rows repeated, so a table of score cells gives the value of
-its rows (``tests/measures/test_clinical.py`` checks this for each function). Weights
-are counts everywhere, also where a statistic depends on the sample size
-(standard errors, the tests' statistics, the debiasing term, the loess
-neighbourhood): weights that sum to 1 describe one row, not a distribution.
-
-Every measure, binary or K-class, is one record of :mod:`calibdash.measures.registry`;
-this module is the binary view of it: the papers' metrics
-(:data:`calibdash.measures.calibration.METRIC_NAMES`) and the further measures
-that the peers and the clinical literature add, each computed by its own
-module, with which value is best, so that the metric tables, Compare's
-intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_measures`) and the
-Benchmark's ranks (:func:`oriented`) treat them alike:
-
-========  =========================================================  ===========
-name      what                                                       best
-========  =========================================================  ===========
-smECE     smooth ECE at its own bandwidth (Błasiok & Nakkiran 2023)  lower
-ACE       adaptive ECE, 15 equal-mass bins (Nixon et al. 2019)        lower
-dCE       debiased l2 calibration error (Kumar, Liang & Ma 2019)      lower
-ICI       integrated calibration index (Austin & Steyerberg 2019)     lower
-E50, E90  median and 90th percentile of the loess curve's error       lower
-CITL      calibration-in-the-large, the intercept (Cox 1958)          0
-Slope     calibration slope (Cox 1958)                                1
-MCB       CORP miscalibration of the Brier score (Dimitriadis et al.)  lower
-DSC       CORP discrimination                                         higher
-UNC       CORP uncertainty (the same for every method of a data set)   -
-REL, RES  Murphy's (1973) reliability and resolution, 10 bins        lower, higher
-Spieg. z  Spiegelhalter's (1986) z statistic                          0
-HL        Hosmer-Lemeshow statistic over deciles of risk              lower
-========  =========================================================  ===========
-
-Every function takes ``(probs, labels, sample_weight)``; a row of weight ``w``
-counts as ``w`` rows, so the values of score cells are those of their rows.
+Every measure, binary or K-class, is one record of :mod:`calibdash.measures.registry`; this module is the binary
+view of it, so that the metric tables, Compare's intervals and the Benchmark's ranks (:func:`oriented`) treat the
+papers' metrics (:data:`calibdash.measures.calibration.METRIC_NAMES`) and the further measures alike.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..core.errors import DataError
 from . import hypothesis
 from .binning import check_inputs
 from .registry import BINARY, Measure, select_names, view
 
-__all__ = [
-    "MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "check_names", "describe", "best_phrase", "direction",
-    "oriented", "rankable", "hypothesis_tests"
-]
+__all__ = ["MEASURES", "MEASURE_NAMES", "ALL_NAMES", "compute", "check_names", "describe", "best_phrase", "direction",
+           "oriented", "rankable", "hypothesis_tests"]
 
 #: name -> record of the further measures of a binary score, in table order.
 MEASURES: dict[str, Measure] = view(BINARY, metric=False)
@@ -91,22 +41,11 @@ def check_names(names: Sequence[str] | None) -> tuple[str, ...]:
 
 def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = None, *,
             loess_points: int | None = None, pos_label=None) -> dict[str, float]:
-    """The asked measures (default all) of predictions ``probs`` against 0/1 ``labels``.
-
-    ``loess_points``: the nodes at which ICI's loess curve is fitted exactly
-    (default :data:`calibdash.measures.smoother.LOESS_MAX_POINTS`; fewer are faster,
-    see :func:`calibdash.measures.smoother.smoothed_calibration_curve`).
-
-    A measure these rows do not define is NaN: the slope when every
-    prediction is the same, or ICI, E50 and E90 when most predictions are
-    tied (a step calibrator's), where R's loess stops with "span too small"
-    (:func:`calibdash.measures.smoother.ici`). Invalid input (NaN, more than two
-    label values, scores outside [0, 1]) raises :class:`~calibdash.core.errors.DataError`.
-
-    ``labels`` are any two values, as for :mod:`calibdash.measures.calibration`;
-    ``pos_label`` names the positive class (default: the shared rule,
-    :func:`calibdash.core.validation.choose_positive`).
-    """
+    """The asked measures (default all) of predictions ``probs`` against ``labels`` (any two values; ``pos_label``
+    names the positive class). ``loess_points``: the nodes of ICI's loess curve (default
+    :data:`calibdash.measures.smoother.LOESS_MAX_POINTS`; fewer are faster). A measure these rows do not define is
+    NaN: the slope when every prediction is the same, or ICI, E50 and E90 when most predictions are tied (where R's
+    loess stops with "span too small"). Invalid input raises :class:`~calibdash.core.errors.DataError`."""
     want = check_names(names)
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     out: dict[str, float] = {}
@@ -126,30 +65,19 @@ def compute(probs, labels, sample_weight=None, names: Sequence[str] | None = Non
     return {n: out[n] for n in want}
 
 
-def _test(fn: Callable[..., dict], key: str) -> Callable[..., dict]:
-    def run(p, y, sample_weight) -> dict:
-        out = fn(p, y, sample_weight)
-        return {"statistic": out[key], "p_value": out["p_value"], "reading": out["reading"]}
-    return run
-
-
-#: The measures that are test statistics, each with the test that also gives its p-value and reading.
-TESTS: dict[str, Callable[..., dict]] = {"Spieg. z": _test(hypothesis.spiegelhalter_z, "z"),
-                                         "HL": _test(hypothesis.hosmer_lemeshow, "statistic")}
+#: The measures that are test statistics: name -> (the test, the entry of its result that is the measure).
+TESTS = {"Spieg. z": (hypothesis.spiegelhalter_z, "z"), "HL": (hypothesis.hosmer_lemeshow, "statistic")}
 
 
 def hypothesis_tests(probs, labels, sample_weight=None, *, pos_label=None) -> dict[str, dict]:
     """The tests among the measures (:data:`TESTS`): measure name -> ``statistic`` (the measure's value in
     :func:`compute`), ``p_value`` and ``reading`` (one plain sentence at the 5% level)."""
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
-    return {name: fn(p, y, w) for name, fn in TESTS.items()}
-
-
-def table(predictions: pd.DataFrame, labels, sample_weight=None, names: Sequence[str] | None = None, *,
-          pos_label=None) -> pd.DataFrame:
-    """One row per method (a column of ``predictions``), one column per measure."""
-    return pd.DataFrame({m: compute(predictions[m].to_numpy(), labels, sample_weight, names, pos_label=pos_label)
-                         for m in predictions.columns}).T.reindex(columns=list(check_names(names)))
+    out = {}
+    for name, (test, key) in TESTS.items():
+        result = test(p, y, w)
+        out[name] = {"statistic": result[key], "p_value": result["p_value"], "reading": result["reading"]}
+    return out
 
 
 def best_phrase(name: str) -> str:

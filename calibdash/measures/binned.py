@@ -1,10 +1,6 @@
-"""Two binned errors of the machine-learning literature: the debiased l2 error and adaptive ECE.
-
-Both bin with :mod:`calibdash.measures.binning`' equal-count bins (tied
-predictions split proportionally), as the package's ECE does.
-
-Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
-"""
+"""Two binned errors of the machine-learning literature: the debiased l2 error and adaptive ECE, both with the
+equal-count bins of :mod:`calibdash.measures.binning` (tied predictions split proportionally), as the package's ECE.
+A row of weight ``w`` counts as ``w`` rows (:mod:`calibdash.measures`)."""
 from __future__ import annotations
 
 import math
@@ -17,50 +13,26 @@ from .binning import Groups, check_binning, check_inputs, quantile_bins, tied_gr
 __all__ = ["debiased_l2_ce"]
 
 
-# ----------------------------------------------------------------------------
-# 6. debiased l2 calibration error
-# ----------------------------------------------------------------------------
 def debiased_l2_ce(probs, labels, sample_weight=None, n_bins: int | None = 15, squared: bool = False) -> float:
     """Debiased estimator of the l2 calibration error (Kumar, Liang & Ma 2019).
 
-    With equal-mass bins ``b`` of weight ``n_b`` (``N`` in all), mean
-    prediction ``pbar_b`` and observed frequency ``ybar_b``, the plug-in
-    estimate of the squared l2 calibration error ``sum_b (n_b/N) (pbar_b -
-    ybar_b)^2`` is biased upwards by the sampling variance of ``ybar_b``; the
-    debiased estimate subtracts it,
+    With equal-mass bins ``b`` of weight ``n_b`` (``N`` in all), mean prediction ``pbar_b`` and observed frequency
+    ``ybar_b``, the plug-in estimate ``sum_b (n_b/N) (pbar_b - ybar_b)^2`` of the squared l2 calibration error is
+    biased upwards by the sampling variance of ``ybar_b``; the debiased estimate subtracts it, ``CE^2 = sum_b (n_b /
+    N) [ (pbar_b - ybar_b)^2 - ybar_b (1 - ybar_b) / (n_b - 1) ]``, a bin of fewer than 2 rows contributing 0
+    ("Verified uncertainty calibration", NeurIPS 2019, section 5). This is their ``calibration`` package's
+    ``get_calibration_error(probs, labels, p=2, debias=True)`` on continuous predictions (15 equal-mass bins), which
+    returns ``sqrt(max(CE^2, 0))``, as this function does; ``tests/measures/test_clinical.py`` reproduces it.
 
-    ``CE^2 = sum_b (n_b / N) [ (pbar_b - ybar_b)^2 - ybar_b (1 - ybar_b) / (n_b - 1) ]``,
+    Two differences from the authors' code, both only where predictions are tied: (1) their bins are cut at midpoints
+    between the sorted predictions, so a group of tied predictions falls whole in the lower bin; here it is split
+    proportionally (as the package's ECE), so the value depends only on the multiset of rows. (2) Their code switches
+    to one bin per distinct prediction when there are fewer than ``N / 4`` distinct values; here that is asked for
+    with ``n_bins=None`` (their ``get_binning_ce``).
 
-    a bin of fewer than 2 rows contributing 0 ("Verified uncertainty
-    calibration", NeurIPS 2019, section 5). This is their
-    ``calibration`` package's ``unbiased_l2_ce`` as called by
-    ``get_calibration_error(probs, labels, p=2, debias=True)`` on continuous
-    predictions (``lower_bound_scaling_ce`` with 15 equal-mass bins): it
-    returns ``sqrt(max(CE^2, 0))``, the l2 error itself, and so does this
-    function; ``tests/measures/test_clinical.py`` reproduces its numbers.
-
-    Two differences from the authors' code, both only where predictions are
-    tied: (1) their bins are cut at midpoints between the sorted
-    predictions, so a group of tied predictions falls whole in the lower
-    bin; here the bins are :mod:`calibdash.measures.binning`' equal-count bins, which
-    split such a group proportionally (as the package's ECE does), so the
-    bins stay of equal mass and the value depends only on the multiset of
-    rows. (2) ``get_calibration_error`` switches to one bin per distinct
-    prediction when there are fewer than ``N / 4`` distinct values; here
-    that is asked for explicitly with ``n_bins=None`` (their
-    ``get_binning_ce``).
-
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-        Weights count rows, also in the ``n_b - 1`` of the variance term.
-    n_bins : int or None, default 15
-        Number of equal-mass bins (the authors' default); None bins by
-        distinct prediction.
-    squared : bool, default False
-        Return the debiased estimate of the *squared* error, ``CE^2``,
-        unclipped (it is unbiased, so it can be negative when the
-        calibration error is small).
+    Weights count rows, also in the ``n_b - 1`` of the variance term. ``n_bins``: equal-mass bins (the authors'
+    default 15; None bins by distinct prediction). ``squared=True`` returns the debiased estimate of the squared
+    error, ``CE^2``, unclipped (unbiased, so it can be negative when the calibration error is small).
     """
     p, y, w_or_none = check_inputs(probs, labels, sample_weight)
     g = tied_groups(p, y, w_or_none)
@@ -79,42 +51,18 @@ def debiased_l2_ce(probs, labels, sample_weight=None, n_bins: int | None = 15, s
     return ce2 if squared else math.sqrt(max(ce2, 0.0))
 
 
-# ----------------------------------------------------------------------------
-# 7. adaptive calibration error
-# ----------------------------------------------------------------------------
 def adaptive_ece(probs, labels, sample_weight=None, n_bins: int = 15, classes: str = "both") -> float:
     """Adaptive calibration error, ACE (Nixon et al., "Measuring calibration in deep learning", CVPR-W 2019).
 
-    ``ACE = 1/(K R) sum_k sum_r |acc(r, k) - conf(r, k)|``: for each class
-    ``k`` the predictions of that class's probability are cut into ``R``
-    equal-mass ranges; ``conf`` is the range's mean predicted probability of
-    ``k`` and ``acc`` the share of its rows whose label is ``k``. Unlike ECE,
-    every range counts equally (a plain mean over ranges, not weighted by
-    their size; with equal-mass ranges the two nearly agree).
+    ``ACE = 1/(K R) sum_k sum_r |acc(r, k) - conf(r, k)|``: for each class ``k`` its probabilities are cut into
+    ``n_bins`` = ``R`` equal-mass ranges; ``conf`` is the range's mean predicted probability of ``k`` and ``acc`` the
+    share of its rows labelled ``k``. Unlike ECE, every range counts equally; empty ranges (``N < R``) are skipped.
 
-    Which classes: the paper's definition runs over all ``K`` classes, and a
-    binary classifier is a ``K = 2`` softmax, so by default
-    (``classes="both"``) the positive class's probabilities ``p`` and the
-    negative class's ``1 - p`` both enter. Per range the two classes have the
-    same gap (``|mean(1 - y) - mean(1 - p)| = |mean y - mean p|``), so the
-    value differs from the positive class alone only through the ranges:
-    the negative class's ranges are cut from the other end, so when ``N`` is
-    not a multiple of ``R`` the leftover rows land in other ranges. Both
-    classes are kept because then ACE does not change when the classes are
-    swapped (relabelling which class is "positive"), a property the
-    positive-class-only value lacks; ``classes="positive"`` gives that value
-    (equal to an unweighted-mean equal-mass ECE), which some libraries report
-    for binary problems.
-
-    The ranges are :mod:`calibdash.measures.binning`' equal-count bins (tied
-    predictions split proportionally). Empty ranges (``N < R``) are skipped.
-
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-    n_bins : int, default 15
-        R, the number of ranges per class.
-    classes : {"both", "positive"}, default "both"
+    The paper's definition runs over all ``K`` classes, and a binary classifier is a ``K = 2`` softmax, so by default
+    (``classes="both"``) ``p`` and ``1 - p`` both enter. Per range the two classes have the same gap; the value
+    differs from the positive class alone only through the ranges (the negative class's are cut from the other end),
+    and unlike it does not change when the classes are swapped. ``classes="positive"`` gives the positive class's
+    value (an unweighted-mean equal-mass ECE), which some libraries report.
     """
     if classes not in ("both", "positive"):
         raise SettingsError(f"classes must be 'both' or 'positive', got {classes!r}.")

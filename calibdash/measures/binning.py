@@ -1,65 +1,31 @@
 """The binning that every binned measure and the bootstrap share: bins, bin indices, reliability tables.
 
-ECE, MCE and the reliability table (:mod:`calibdash.measures.calibration`),
-the Hosmer-Lemeshow groups (:mod:`calibdash.measures.hypothesis`), Murphy's
-binned decomposition (:mod:`calibdash.measures.decomposition`), the debiased
-l2 error and ACE (:mod:`calibdash.measures.binned`) and the bootstrap of
-score cells (:mod:`calibdash.evaluation.bootstrap`) all bin through this module, so a
-bin means the same everywhere. It also holds the shared input check
-(:func:`check_inputs`) and the one sort of the predictions into runs of ties
-(:func:`sort_runs`, :func:`tied_groups`) that AUC and the bins reuse.
+ECE, MCE, the reliability table, the Hosmer-Lemeshow groups, Murphy's binned decomposition, the debiased l2 error,
+ACE and the bootstrap of score cells all bin here, so a bin means the same everywhere. The module also holds the
+shared input check (:func:`check_inputs`) and the one sort of the predictions into runs of ties (:func:`sort_runs`,
+:func:`tied_groups`). The equal-count and equal-width bins are computed by :func:`group_bin_sums` over ascending tied
+groups and weights that may hold many rows (a measure's one row, or the bootstrap's chunk of resamples).
 
-The equal-count and equal-width bins are computed once, by
-:func:`group_bin_sums`, over ascending tied groups and a weights array that
-may hold many rows: a measure passes its rows' groups as one row, the
-bootstrap of score cells the same groups under a chunk of resampled weights
-(its fast path, vectorised over resamples, is this function, not a copy of
-it). It stays fast for both by working row-wise on whole arrays: one
-cumulative sum of the weights finds the edges, one ``np.add.reduceat``
-pass per sum (:func:`segment_sums`) adds up the runs of groups between
-them, and only the groups that straddle an edge are split.
+Binning strategies
+------------------
+``"uniform"``
+    ``n_bins`` equal-width bins on [0, 1], as in the SBB/ABB paper (Naeini & Cooper): bin ``b`` holds
+    ``b/n_bins <= p < (b+1)/n_bins``, the last bin also ``p == 1``. Empty bins are skipped.
+``"quantile"``
+    ``n_bins`` equal-count bins over the predictions sorted ascending. With total weight ``N`` each bin holds
+    ``N // n_bins`` and the remainder is spread one each over the first bins, as rows would be; with fractional
+    weights the bins hold equal shares ``N / n_bins``, so the value does not change when the weights are scaled. A
+    group of tied predictions that straddles a boundary is split proportionally (its weight, positives and
+    prediction sum), so the result depends only on the multiset of (prediction, label, weight), never on the row
+    order, and a score cell gives the value of its rows. Without ties it equals the rank cut.
+``"rank"``
+    The BBQ authors' MATLAB code: the rows stably sorted by prediction are cut by rank into the bin sizes of
+    ``"quantile"``, so tied predictions may fall in two bins as the row order puts them. Kept only to reproduce
+    published figures computed that way; refuses ``sample_weight``; not offered to users (:data:`STRATEGIES`).
 
-Binning strategies (``ece``, ``mce``, ``reliability_table``)
--------------------------------------------------------------
-``strategy="uniform"``
-    ``n_bins`` equal-width bins on [0, 1], as in the SBB/ABB paper (Naeini &
-    Cooper): bin ``b`` holds ``b/n_bins <= p < (b+1)/n_bins``, the last bin
-    also holds ``p == 1``. Empty bins are skipped.
-``strategy="quantile"``
-    ``n_bins`` equal-count bins over the predictions sorted ascending. With
-    total weight ``N`` (the number of rows when unweighted) each bin holds
-    ``N // n_bins`` and the remainder ``N mod n_bins`` is spread one each
-    over the first bins, as rows would be. With fractional weights (any
-    weight not a whole number) the bins hold equal shares ``N / n_bins``
-    instead, so the value does not change when the weights are scaled (the
-    rule for counts would put everything in one bin when the weights sum
-    to 1). A group of tied predictions
-    that straddles a boundary is split proportionally: each bin receives
-    its share of the group's weight and the same share of the group's
-    positives and prediction sum. The result depends only on the multiset
-    of (prediction, label, weight), never on the row order, and a score
-    cell gives the value of its rows. Without ties it equals the rank cut
-    below.
-``strategy="rank"``
-    The BBQ authors' MATLAB code: the rows sorted by prediction (a stable
-    sort, so the original row order breaks ties) are cut by rank into the
-    same bin sizes as ``"quantile"``. Tied predictions may fall in two bins
-    with whichever labels the row order puts there, so the value depends on
-    the row order; it is kept only to reproduce published figures computed
-    that way (BBQ-calibrated outputs are heavily tied) and refuses
-    ``sample_weight``. It is not among the :data:`STRATEGIES` offered to
-    users.
-
-The package-wide default is :data:`DEFAULT_N_BINS` = 10 equal-count bins
-(:data:`DEFAULT_STRATEGY` = ``"quantile"``): every function here, the
-evaluation tables, the command line and the dashboard use it unless told
-otherwise, and every table says which binning it used
-(:func:`binning_label`). Equal-count bins are chosen because they reproduce
-the BBQ authors' published figures on untied scores
-(``tests/measures/test_metrics.py``) and never leave a bin empty.
-
-ECE is the bin-weight weighted mean of ``|mean prediction - observed
-frequency|`` over the bins, MCE its maximum over the non-empty bins.
+The package-wide default, :data:`DEFAULT_N_BINS` = 10 equal-count bins (:data:`DEFAULT_STRATEGY`), named by every
+table (:func:`binning_label`), reproduces the BBQ authors' published figures on untied scores and leaves no bin
+empty.
 """
 from __future__ import annotations
 
@@ -72,16 +38,14 @@ from scipy import stats
 from ..core.errors import SettingsError
 from ..core.validation import check_labels, check_scores, check_weights
 
-__all__ = [
-    "STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "SortedRuns", "sort_runs", "uniform_ids",
-    "group_bin_sums", "uniform_starts", "reliability_table"
-]
+__all__ = ["STRATEGIES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "SortedRuns", "sort_runs", "uniform_ids",
+           "group_bin_sums", "uniform_starts", "reliability_table"]
 
 #: The binnings of ECE, MCE and the reliability table offered to users.
 STRATEGIES = ("uniform", "quantile")
 #: Every binning accepted: the offered ones and ``"rank"``, the BBQ authors' order-dependent cut.
 ALL_STRATEGIES = STRATEGIES + ("rank",)
-#: The package-wide default binning of ECE, MCE and the reliability table (see the module docstring).
+#: The package-wide default binning of ECE, MCE and the reliability table.
 DEFAULT_N_BINS = 10
 DEFAULT_STRATEGY = "quantile"
 _STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-count", "rank": "rank-cut equal-count"}
@@ -93,9 +57,6 @@ def binning_label(n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY
     return f"{int(n_bins)} {_STRATEGY_WORDS[strategy]} bins"
 
 
-# ----------------------------------------------------------------------------
-# input checks
-# ----------------------------------------------------------------------------
 def check_inputs(probs, labels, sample_weight=None, pos_label=None):
     """Validated ``(p, y, w)``; ``w`` is None when every row weighs 1; ``y`` is 0/1 with 1 the positive class
     (:func:`calibdash.core.validation.check_labels`: any two label values, ``pos_label`` or the shared rule)."""
@@ -105,7 +66,7 @@ def check_inputs(probs, labels, sample_weight=None, pos_label=None):
 
 
 def check_rows(probs, labels, sample_weight):
-    """Validated ``(p, y, w, w_or_none)`` for the clinical statistics: ``y`` as floats, ``w`` always an array (ones when unweighted)."""
+    """Validated ``(p, y, w, w_or_none)``: ``y`` as floats, ``w`` always an array (ones when unweighted)."""
     p, y, w = check_inputs(probs, labels, sample_weight)
     return p, y.astype(float), (np.ones(p.size) if w is None else w), w
 
@@ -132,11 +93,6 @@ def check_binning(n_bins, strategy: str, weighted: bool) -> int:
     return int(n_bins)
 
 
-
-
-# ----------------------------------------------------------------------------
-# tied groups: one sort serves AUC and the equal-count bins
-# ----------------------------------------------------------------------------
 class Groups(NamedTuple):
     """The distinct predictions ascending, their total and positive weight, and whether weights count rows."""
     value: np.ndarray
@@ -176,24 +132,18 @@ def tied_groups(p: np.ndarray, y: np.ndarray, sample_weight) -> Groups:
 def quantile_edges(total, n_bins: int, whole: bool) -> np.ndarray:
     """Cumulative weight at the ``n_bins + 1`` edges of the equal-count bins.
 
-    Row counts (``whole``): bin ``k`` holds ``total // n_bins`` plus one of
-    the remainder while it lasts, ``edges[k] = k * base + min(k, remainder)``.
-    Fractional weights: equal shares ``total / n_bins``. ``total`` may be a
-    1-D array of totals (rows of weights: a measure's one row, the
-    bootstrap's resamples); the edges are then along a new last axis.
+    Row counts (``whole``): bin ``k`` holds ``total // n_bins`` plus one of the remainder while it lasts,
+    ``edges[k] = k * base + min(k, remainder)``. Fractional weights: equal shares ``total / n_bins``. ``total`` may
+    be a 1-D array of totals (rows of weights); the edges are then along a new last axis.
     """
-    if np.ndim(total):
-        if not whole:
-            return np.stack([quantile_edges(float(t), n_bins, whole) for t in total])
+    if not np.ndim(total):
+        return quantile_edges(np.array([float(total)]), n_bins, whole)[0]
+    if whole:
         base, rest = np.divmod(np.rint(total).astype(np.int64), n_bins)
         k = np.arange(n_bins + 1)
         edges = (k * base[..., None] + np.minimum(k, rest[..., None])).astype(float)
-    elif not whole:
-        edges = np.linspace(0.0, total, n_bins + 1)
     else:
-        base, rest = divmod(int(round(total)), n_bins)
-        k = np.arange(n_bins + 1)
-        edges = (k * base + np.minimum(k, rest)).astype(float)
+        edges = np.stack([np.linspace(0.0, float(t), n_bins + 1) for t in total])
     edges[..., -1] = total
     return edges
 
@@ -203,9 +153,6 @@ def is_whole(sample_weight) -> bool:
     return sample_weight is None or bool(np.all(sample_weight == np.floor(sample_weight)))
 
 
-# ----------------------------------------------------------------------------
-# binning
-# ----------------------------------------------------------------------------
 class Bins(NamedTuple):
     """Per bin: weight, prediction sum, positive weight, smallest and largest prediction."""
     count: np.ndarray
@@ -220,12 +167,10 @@ def uniform_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def rank_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
-    """The BBQ authors' rank cut: bin of each row of the stably sorted predictions."""
-    n = p.size
-    base, extra = divmod(n, n_bins)
-    sizes = np.full(n_bins, base, dtype=np.int64)
-    sizes[:extra] += 1
-    ids = np.empty(n, dtype=np.int64)
+    """The BBQ authors' rank cut: bin of each row of the stably sorted predictions (the sizes of the equal-count
+    bins of rows)."""
+    ids = np.empty(p.size, dtype=np.int64)
+    sizes = np.diff(quantile_edges(p.size, n_bins, True)).astype(np.int64)
     ids[np.argsort(p, kind="stable")] = np.repeat(np.arange(n_bins), sizes)
     return ids
 
@@ -264,7 +209,7 @@ def _row_extremes(p, ids, n_bins):
 
 def cumsum_rows(a: np.ndarray) -> np.ndarray:
     """Cumulative sums along each row of a 2-D array, row by row (numpy's 2-D cumsum holds the GIL, which the
-    bootstrap's worker threads need; a row's sums are those of ``np.cumsum`` on that row alone)."""
+    bootstrap's worker threads need)."""
     out = np.empty(a.shape)
     for r in range(a.shape[0]):
         np.cumsum(a[r], out=out[r])
@@ -272,8 +217,8 @@ def cumsum_rows(a: np.ndarray) -> np.ndarray:
 
 
 def uniform_starts(value: np.ndarray, n_bins: int) -> np.ndarray:
-    """Where equal-width bins 1 .. n_bins - 1 start among ascending tied groups of these values (positions, a
-    bin being a run of groups): the ``at`` of :func:`group_bin_sums` for ``"uniform"``."""
+    """Where equal-width bins 1 .. n_bins - 1 start among ascending tied groups of these values: the ``at`` of
+    :func:`group_bin_sums` for ``"uniform"``."""
     return np.searchsorted(uniform_ids(value, n_bins), np.arange(1, n_bins))
 
 
@@ -284,11 +229,8 @@ def _at(cum: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 def segment_sums(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """Per row of ``a`` (rows, L), the sums of the runs its positions cut: ``a[r, 0:pos[r, 0]]``,
-    ``a[r, pos[r, 0]:pos[r, 1]]``, ... up to the row's end; ``pos`` (rows, k) non-decreasing in ``[0, L)``.
-
-    One pass over ``a`` (``np.add.reduceat`` on the flattened rows); each run is summed on its own, so a
-    bin's sum is as precise as the bin.
-    """
+    ``a[r, pos[r, 0]:pos[r, 1]]``, ... up to the row's end; ``pos`` (rows, k) non-decreasing in ``[0, L)``. One
+    ``np.add.reduceat`` pass; each run is summed on its own, so a bin's sum is as precise as the bin."""
     rows, length = a.shape
     idx = np.concatenate([np.zeros((rows, 1), np.int64), pos], axis=1) + length * np.arange(rows)[:, None]
     flat = idx.reshape(-1)
@@ -300,22 +242,14 @@ def segment_sums(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
 def group_bin_sums(sample_weight, pos, value, n_bins: int, whole: bool, at=None):
     """Per row and bin: weight, prediction sum, positive weight of ascending tied groups (the one binning).
 
-    ``sample_weight`` and ``pos`` hold each group's total and positive weight, one
-    row per set of weights, ``(rows, G)`` (or ``(G,)``, one row): a measure
-    passes its rows' tied groups as one row, the bootstrap of score cells
-    passes a chunk of resamples of the same groups. ``value`` is each
-    group's prediction (``(G,)``). ``at=None`` gives the equal-count bins
-    (``whole``: the weights count rows, see :func:`quantile_edges`); ``at``
-    from :func:`uniform_starts` the equal-width bins, runs of groups.
-    Returns three ``(rows, n_bins)`` arrays.
-
-    An equal-count edge at cumulative weight ``e`` falls in the first group
-    whose cumulative weight reaches ``e``; the groups are summed in runs cut
-    at those groups (:func:`segment_sums`), and the part of each straddling
-    group before its edge (its weight ``e`` less the weight before it, the
-    same share of its positives and prediction sum) moves back to the bin
-    before. A row is computed alike whatever the other rows, so one row
-    gives the values a chunk of resamples gives for it, exactly.
+    ``sample_weight`` and ``pos`` hold each group's total and positive weight, ``(rows, G)`` (or ``(G,)``); ``value``
+    each group's prediction. ``at=None`` gives the equal-count bins (``whole``: the weights count rows), ``at`` from
+    :func:`uniform_starts` the equal-width bins. Returns three ``(rows, n_bins)`` arrays. An equal-count edge at
+    cumulative weight ``e`` falls in the first group whose cumulative weight reaches ``e``; the groups are summed in
+    runs cut at those groups (:func:`segment_sums`), and the part of each straddling group before its edge (weight
+    ``e`` less the weight before it, the same share of its positives and prediction sum) moves back to the bin
+    before. A row is computed alike whatever the other rows, so one row gives the values a chunk of resamples gives
+    for it, exactly.
     """
     sample_weight, pos = np.atleast_2d(sample_weight), np.atleast_2d(pos)
     sums = (sample_weight, sample_weight * value, pos)
@@ -339,8 +273,8 @@ def group_bin_sums(sample_weight, pos, value, n_bins: int, whole: bool, at=None)
 
 
 def quantile_bins(g: Groups, n_bins: int) -> Bins:
-    """Equal-count bins over tied groups, a straddling group split in proportion to weight
-    (:func:`group_bin_sums` on one row), with each bin's smallest and largest prediction."""
+    """Equal-count bins over tied groups (:func:`group_bin_sums` on one row), with each bin's smallest and largest
+    prediction."""
     count, sum_p, sum_y = (s[0] for s in group_bin_sums(g.weight, g.pos, g.value, n_bins, g.whole))
     ends = np.cumsum(g.weight)
     edges = quantile_edges(float(ends[-1]), n_bins, g.whole)
@@ -360,12 +294,9 @@ def uniform_bins(g: Groups, n_bins: int) -> Bins:
 
 
 def bin_sums(p, y, sample_weight, n_bins: int, strategy: str, groups: Groups | None = None) -> Bins:
-    """Bin sums under ``strategy`` (arguments already checked).
-
-    Equal-width bins of rows not yet grouped are summed by bin index (one ``bincount`` pass, no sort: a
-    tied group never straddles a fixed edge, so the groups are not needed); given ``groups`` (sorted once
-    for several measures, or the bootstrap's resamples), over the groups, which gives the same sums up to
-    the order of their additions."""
+    """Bin sums under ``strategy`` (arguments already checked). Equal-width bins of rows not yet grouped are summed
+    by bin index (one ``bincount`` pass: a tied group never straddles a fixed edge); given ``groups``, over the
+    groups, which gives the same sums up to the order of their additions."""
     if strategy == "uniform" and groups is None:
         edges = np.arange(n_bins + 1) / n_bins
         return row_bins(p, y, sample_weight, uniform_ids(p, n_bins), n_bins, edges[:-1], edges[1:])
@@ -378,14 +309,11 @@ def bin_sums(p, y, sample_weight, n_bins: int, strategy: str, groups: Groups | N
 
 def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
                     sample_weight=None) -> np.ndarray:
-    """Bin index (0 .. n_bins-1) of each prediction under ``strategy``.
+    """Bin index (0 .. n_bins-1) of each prediction under ``strategy`` (module docstring).
 
-    See the module docstring for the strategies. Under ``"quantile"`` the
-    metrics split a tied group that straddles a bin edge between the bins;
-    here each row is named by the bin that holds the middle of its group's
-    weight (without ties: the row's own bin). ``sample_weight`` moves the
-    equal-count edges; it does not change equal-width bins and is refused
-    by ``"rank"``.
+    Under ``"quantile"`` the metrics split a tied group that straddles a bin edge between the bins; here each row
+    is named by the bin that holds the middle of its group's weight. ``sample_weight`` moves the equal-count edges;
+    it does not change equal-width bins and is refused by ``"rank"``.
     """
     p = np.asarray(probs, dtype=float).reshape(-1)
     w = check_weights(sample_weight, p.size)
@@ -397,10 +325,6 @@ def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
     return quantile_ids(p, n_bins, w)
 
 
-
-# ----------------------------------------------------------------------------
-# reliability table and summary
-# ----------------------------------------------------------------------------
 def _interval(k: np.ndarray, n: np.ndarray, method: str, level: float = 0.95):
     """Two-sided binomial confidence interval for k successes in n trials."""
     alpha = 1 - level
@@ -421,20 +345,15 @@ def _interval(k: np.ndarray, n: np.ndarray, method: str, level: float = 0.95):
 
 def reliability_table(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
                       interval: str = "wilson", sample_weight=None, *, pos_label=None) -> pd.DataFrame:
-    """One row per bin: the data of a reliability diagram.
-
-    With ``sample_weight`` counts are weight sums and the intervals take the
-    bin's weight as the number of trials.
+    """One row per bin: the data of a reliability diagram (with ``sample_weight`` counts are weight sums and the
+    intervals take the bin's weight as the number of trials).
 
     Columns
     -------
     bin : bin index
-    lower, upper : the bin's edges (uniform: the fixed edges; quantile and
-        rank: the smallest and largest prediction in the bin)
-    count : rows (weight) in the bin, 0 for an empty bin; int64 unless
-        fractional weights make it fractional
-    mean_pred : mean prediction (NaN when empty)
-    obs_freq : observed frequency of the positive class (NaN when empty)
+    lower, upper : the bin's edges (uniform: the fixed edges; quantile and rank: the smallest and largest prediction)
+    count : rows (weight) in the bin, 0 for an empty bin; int64 unless fractional weights make it fractional
+    mean_pred, obs_freq : mean prediction and observed frequency of the positive class (NaN when empty)
     ci_low, ci_high : 95% interval of ``obs_freq`` (Wilson or Clopper-Pearson)
     gap : ``obs_freq - mean_pred`` (positive: under-estimated)
     pud : ``sum(labels) / sum(probs)`` in the bin (MBCT Eq. 6)

@@ -1,46 +1,16 @@
-"""Calibration and discrimination metrics for binary probabilities.
+"""Calibration and discrimination metrics of binary probabilities: ECE, MCE, MVCE, RMSE, Brier, log-loss, AUC,
+accuracy, PUD, and :func:`summary` of them all.
 
-All functions take ``probs`` (predicted probability of the positive class, in
-[0, 1]) and ``labels`` of the same length: 0/1, or any two values (-1/1,
-True/False, yes/no, two strings) whose positive class ``pos_label=`` names or
-:func:`calibdash.core.validation.choose_positive` chooses, as the file loader does.
+``labels`` are 0/1 or any two values (-1/1, True/False, yes/no, two strings) whose positive class ``pos_label=``
+names or :func:`calibdash.core.validation.choose_positive` chooses, as the file loader does. A row of weight ``w``
+counts as ``w`` rows (:mod:`calibdash.measures`), so a table of score cells (per distinct score a count ``n``,
+``n_pos`` positives) is measured as the rows ``(score, 1)`` of weight ``n_pos`` and ``(score, 0)`` of weight
+``n - n_pos``. One class alone is allowed (AUC is then NaN); MVCE alone needs whole-number weights.
 
-Weights and score cells
------------------------
-Every metric takes ``sample_weight`` (default None: every row weighs 1). A
-row of weight ``w`` counts as ``w`` rows: with whole-number weights each
-metric equals, to rounding, its value on the rows repeated
-(``np.repeat(probs, w)``), so a table of score cells (per distinct score a
-count ``n``, ``n_pos`` positives) is measured as the rows ``(score, 1)`` of
-weight ``n_pos`` and ``(score, 0)`` of weight ``n - n_pos``. Weights must be
-finite and non-negative with a positive sum; one class alone is allowed
-(AUC is then NaN). MVCE alone needs whole-number weights (it shuffles rows;
-see below).
-
-Binning (``ece``, ``mce``, ``reliability_table``)
--------------------------------------------------
-The bins are those of :mod:`calibdash.measures.binning` (equal-width
-``"uniform"``, equal-count ``"quantile"`` with tied predictions split
-proportionally, the BBQ authors' ``"rank"`` cut), shared with the clinical
-measures and the bootstrap; the package-wide default is
-:data:`~calibdash.measures.binning.DEFAULT_N_BINS` = 10 equal-count bins.
-ECE is the bin-weight weighted mean of ``|mean prediction - observed
-frequency|`` over the bins, MCE its maximum over the non-empty bins
-(:func:`binned_errors`, which the bootstrap applies to its resampled bin sums).
-
-AUC
----
-The Mann-Whitney statistic: the weighted share of (positive, negative) pairs
-ranked correctly, a tie counting one half. Computed from one sort, with tied
-predictions grouped, by :func:`group_auc`, which takes many rows of group
-weights at once: the bootstrap of score cells measures its resamples with
-it (one implementation, vectorised over resamples, not a copy).
-
-PUD (MBCT paper, Eq. 6)
------------------------
-The partition underestimated degree of a bin is ``sum(labels) / sum(probs)``
-over the bin's rows: above 1 the bin is under-estimated, below 1
-over-estimated, 1 is calibrated on that bin.
+ECE and MCE bin as :mod:`calibdash.measures.binning` does (default: 10 equal-count bins; :func:`binned_errors`, which
+the bootstrap applies to its resampled bin sums). AUC is the Mann-Whitney statistic (:func:`group_auc`, from one sort
+with tied predictions grouped). PUD, the partition underestimated degree of the MBCT paper (Eq. 6), is ``sum(labels)
+/ sum(probs)``: above 1 under-estimated, below 1 over-estimated.
 """
 from __future__ import annotations
 
@@ -48,15 +18,13 @@ import math
 
 import numpy as np
 
-from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, Groups, bin_assignments, bin_sums,
+from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, bin_assignments, bin_sums,
                       binning_label, check_binning, check_inputs, cumsum_rows, reliability_table, tied_groups)
 from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments
 
-__all__ = [
-    "bin_assignments", "ece", "mce", "brier", "log_loss", "auc", "mvce", "reliability_table", "summary",
-    "METRIC_NAMES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "check_binning",
-    "binned_errors", "mvce_of_moments", "LOG_LOSS_EPS", "squared_errors", "log_losses", "group_auc"
-]
+__all__ = ["bin_assignments", "ece", "mce", "brier", "log_loss", "auc", "mvce", "reliability_table", "summary",
+           "METRIC_NAMES", "DEFAULT_N_BINS", "DEFAULT_STRATEGY", "STRATEGIES", "binning_label", "check_binning",
+           "binned_errors", "mvce_of_moments", "LOG_LOSS_EPS", "squared_errors", "log_losses", "group_auc"]
 
 #: Column names of :func:`summary`, in table order.
 METRIC_NAMES = ("AUC", "ACC", "RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE")
@@ -65,30 +33,23 @@ LOWER_IS_BETTER = frozenset({"RMSE", "Brier", "LogLoss", "ECE", "MCE", "MVCE"})
 
 
 def _total(p: np.ndarray, w) -> float:
-    """Total weight: the number of rows when unweighted."""
     return float(p.size) if w is None else float(w.sum())
 
 
 def _sum(x: np.ndarray, w) -> float:
-    """Weighted sum of ``x``."""
     return float(np.sum(x)) if w is None else float(np.dot(x, w))
 
 
 def _mean(x: np.ndarray, w) -> float:
-    """Weighted mean of ``x``."""
     return float(np.mean(x)) if w is None else _sum(x, w) / float(w.sum())
 
 
-# ----------------------------------------------------------------------------
-# the metrics
-# ----------------------------------------------------------------------------
 def binned_errors(count, sum_p, sum_y, total):
     """ECE and MCE from bin sums: weight, prediction sum and positive weight per bin (last axis).
 
-    ``ECE = sum_b |sum_p_b - sum_y_b| / total`` and ``MCE = max_b |sum_p_b - sum_y_b| / count_b``, both
-    over the non-empty bins. One set of bins (1-D arrays, ``total`` a number) gives two floats; rows
-    of bins (2-D, ``total`` one per row, as the bootstrap's resamples) give two arrays, each row's
-    values those of its bins alone.
+    ``ECE = sum_b |sum_p_b - sum_y_b| / total`` and ``MCE = max_b |sum_p_b - sum_y_b| / count_b``, both over the
+    non-empty bins. One set of bins (1-D arrays, ``total`` a number) gives two floats; rows of bins (2-D, ``total``
+    one per row, as the bootstrap's resamples) give two arrays, each row's values those of its bins alone.
     """
     count, sum_p, sum_y = np.asarray(count), np.asarray(sum_p), np.asarray(sum_y)
     one = count.ndim == 1
@@ -112,22 +73,11 @@ def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
         sample_weight=None, *, pos_label=None) -> float:
     """Expected calibration error: sum_b (n_b / N) |mean p_b - mean y_b|.
 
-    Parameters
-    ----------
-    probs, labels : array-like
-        Predicted probabilities and 0/1 outcomes.
-    n_bins : int, default 10
-    strategy : {"uniform", "quantile", "rank"}, default "quantile"
-        Equal-width bins on [0, 1] (SBB/ABB paper), equal-count bins with
-        tied predictions split proportionally, or the BBQ authors'
-        order-dependent rank cut; see the module docstring.
-    sample_weight : array-like, optional
-        Row weights (a row of weight w counts as w rows); ``n_b`` and ``N``
-        become weight sums. Refused by ``"rank"``.
-    pos_label : optional
-        The label value of the positive class (every function here takes
-        it); default :func:`calibdash.core.validation.choose_positive`'s rule, as
-        the file loader (1, True, yes, ...; see the module docstring there).
+    ``strategy``: equal-width bins on [0, 1] (``"uniform"``, SBB/ABB paper), equal-count bins with tied predictions
+    split proportionally (``"quantile"``), or the BBQ authors' order-dependent ``"rank"`` cut
+    (:mod:`calibdash.measures.binning`). ``sample_weight``: a row of weight w counts as w rows (``n_b`` and ``N``
+    become weight sums; refused by ``"rank"``). ``pos_label``: the label value of the positive class (every function
+    here takes it); default :func:`calibdash.core.validation.choose_positive`'s rule.
     """
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
@@ -149,8 +99,7 @@ def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
 LOG_LOSS_EPS = 1e-15
 
 
-# Each row's term of the Brier score, the log-loss and the accuracy: the metrics are their weighted means, and
-# the bootstrap of score cells sums them over resampled counts (a cell's positive and negative rows).
+# Each row's term of the Brier score, the log-loss and the accuracy: the bootstrap of score cells sums them too.
 def squared_errors(p, y):
     """``(p - y)^2`` per row: the Brier score's terms."""
     return (p - y) ** 2
@@ -167,13 +116,10 @@ def hits(p, y, threshold: float = 0.5):
     return ((p >= threshold) == (y == 1)).astype(float)
 
 
-def _brier(p, y, w) -> float:
-    return _mean(squared_errors(p, y), w)
-
-
 def brier(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     """Brier score: (weighted) mean squared difference between probability and outcome."""
-    return _brier(*check_inputs(probs, labels, sample_weight, pos_label))
+    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
+    return _mean(squared_errors(p, y), w)
 
 
 def rmse(probs, labels, sample_weight=None, *, pos_label=None) -> float:
@@ -181,22 +127,16 @@ def rmse(probs, labels, sample_weight=None, *, pos_label=None) -> float:
     return math.sqrt(brier(probs, labels, sample_weight, pos_label=pos_label))
 
 
-def _log_loss(p, y, w, eps: float = LOG_LOSS_EPS) -> float:
-    return _mean(log_losses(p, y, eps), w)
-
-
 def log_loss(probs, labels, eps: float = LOG_LOSS_EPS, sample_weight=None, *, pos_label=None) -> float:
     """Mean negative Bernoulli log-likelihood, probabilities clipped to [eps, 1-eps]."""
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
-    return _log_loss(p, y, w, eps)
+    return _mean(log_losses(p, y, eps), w)
 
 
 def group_auc(sample_weight, pos):
-    """Mann-Whitney AUC of ascending tied groups, from each group's total and positive weight: each positive
-    earns the negatives below it and half the tied ones (NaN without both classes).
-
-    ``sample_weight`` and ``pos`` are ``(G,)`` (one set of weights: a float) or
-    ``(rows, G)`` (the bootstrap's resamples of the same groups: one value
+    """Mann-Whitney AUC of ascending tied groups, from each group's total and positive weight: each positive earns
+    the negatives below it and half the tied ones (NaN without both classes). ``sample_weight`` and ``pos`` are
+    ``(G,)`` (one set of weights: a float) or ``(rows, G)`` (the bootstrap's resamples of the same groups: one value
     per row, each that of its row alone).
     """
     one = np.ndim(sample_weight) == 1
@@ -210,36 +150,22 @@ def group_auc(sample_weight, pos):
     return float(out[0]) if one else out
 
 
-def _auc(g: Groups) -> float:
-    return group_auc(g.weight, g.pos)
-
-
 def auc(probs, labels, sample_weight=None, *, pos_label=None) -> float:
-    """Area under the ROC curve: the Mann-Whitney statistic, ties counted one half.
-
-    Returns NaN when only one class has weight. The BBQ authors' code reports
-    ``max(AUC, 1 - AUC)``; this function returns the plain AUC.
-    """
-    p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
-    return _auc(tied_groups(p, y, w))
-
-
-def _accuracy(p, y, w, threshold: float = 0.5) -> float:
-    return _mean(hits(p, y, threshold), w)
+    """Area under the ROC curve: the Mann-Whitney statistic, ties counted one half; NaN when only one class has
+    weight. The BBQ authors' code reports ``max(AUC, 1 - AUC)``; this function returns the plain AUC."""
+    g = tied_groups(*check_inputs(probs, labels, sample_weight, pos_label))
+    return group_auc(g.weight, g.pos)
 
 
 def accuracy(probs, labels, threshold: float = 0.5, sample_weight=None, *, pos_label=None) -> float:
     """(Weighted) share of rows where ``probs >= threshold`` agrees with the label."""
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
-    return _accuracy(p, y, w, threshold)
+    return _mean(hits(p, y, threshold), w)
 
 
 def pud(probs, labels, sample_weight=None, *, pos_label=None) -> float:
-    """Partition underestimated degree (MBCT Eq. 6): sum(labels) / sum(probs).
-
-    Above 1: the rows are under-estimated; below 1: over-estimated. NaN when
-    every prediction (of positive weight) is 0. Sums are weighted.
-    """
+    """Partition underestimated degree (MBCT Eq. 6): sum(labels) / sum(probs), weighted; above 1 the rows are
+    under-estimated, below 1 over-estimated; NaN when every prediction (of positive weight) is 0."""
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     total = _sum(p, w)
     return _sum(y.astype(float), w) / total if total > 0 else float("nan")
@@ -248,25 +174,20 @@ def pud(probs, labels, sample_weight=None, *, pos_label=None) -> float:
 def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
             mvce_bin_size: int | None = None, mvce_views: int = 100, sample_weight=None,
             mvce_max_rows: int = MVCE_MAX_ROWS, *, pos_label=None) -> dict[str, float]:
-    """All metrics at once, keyed as in :data:`METRIC_NAMES`.
-
-    ECE and MCE use ``n_bins`` and ``strategy`` (default: 10 equal-count
-    bins); MVCE uses ``mvce_bin_size``, ``mvce_views`` and ``mvce_max_rows``
-    (and needs whole weights, see :func:`mvce`). The inputs are checked, and the predictions
-    sorted, once. ``pos_label``: the label value of the positive class (default: the shared rule,
-    :func:`calibdash.core.validation.choose_positive`).
-    """
+    """All metrics at once, keyed as in :data:`METRIC_NAMES`; the inputs are checked, and the predictions sorted,
+    once. ECE and MCE use ``n_bins`` and ``strategy`` (as :func:`ece`); MVCE uses ``mvce_bin_size``,
+    ``mvce_views`` and ``mvce_max_rows`` (and needs whole weights, see :func:`mvce`)."""
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
     groups = tied_groups(p, y, w)
     bins = bin_sums(p, y, w, n_bins, strategy, groups)
-    b = _brier(p, y, w)
+    b = _mean(squared_errors(p, y), w)
     return {
-        "AUC": _auc(groups),
-        "ACC": _accuracy(p, y, w),
+        "AUC": group_auc(groups.weight, groups.pos),
+        "ACC": _mean(hits(p, y), w),
         "RMSE": math.sqrt(b),
         "Brier": b,
-        "LogLoss": _log_loss(p, y, w),
+        "LogLoss": _mean(log_losses(p, y), w),
         "ECE": _ece(bins, _total(p, w)),
         "MCE": _mce(bins),
         "MVCE": mvce_checked(p, y, w, mvce_bin_size, mvce_views, 1.0, 0, mvce_max_rows),

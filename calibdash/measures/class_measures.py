@@ -1,60 +1,25 @@
 """Measures of K-class probabilities: binned calibration errors, proper scores, accuracy, and their table.
 
-Every measure takes ``P`` (n, K) class probabilities, ``y`` (n,) class
-indices 0..K-1 (the column order of ``P``) and ``sample_weight`` (n,), and is
-weighted: a row of weight ``w`` counts as ``w`` rows, so with whole-number
-weights each measure equals its value on the rows repeated.
+Every measure takes ``P`` (n, K) class probabilities, ``y`` (n,) class indices (the column order of ``P``) and
+``sample_weight`` (n,). ``P`` is checked as the calibrators check it
+(:func:`~calibdash.core.validation.check_probabilities`; an entry above 1 is refused) but measured **as given**, not
+divided by its row sums: renormalising could move a probability lying on a bin edge into the next bin. netcal and
+torchmetrics also measure the values as given (``tests/measures/test_class_measures.py`` checks their published CIFAR
+figures).
 
-Inputs
-------
-``P`` is checked as the calibrators check it
-(:func:`calibdash.core.validation.check_probabilities`: finite, non-negative
-rows summing to 1 within :data:`~calibdash.core.validation.SUM_TOLERANCE`)
-and, unlike the calibrators' input, measured **as given** (as float64, not
-divided by its row sums): a measure reports the probabilities it was handed,
-and renormalising would move values that sum to 1 only to rounding by an ulp,
-enough to move a probability lying on a bin edge into the next bin. netcal and
-torchmetrics also measure the values as given; on their float32 CIFAR files
-(rows summing to 1 within 3e-7) the top-label ECE with or without
-renormalising differs by less than 1e-8 (``tests/measures/test_class_measures.py``
-checks the published figures). An entry above 1 is refused.
+The calibration errors are binary measures applied to a reduction of ``(P, y)`` (Gupta & Ramdas 2022,
+"multiclass-to-binary"), binned by :mod:`calibdash.measures.binning`: **confidence** (:func:`top_label`),
+``max_k P_ik`` against whether the argmax (lowest index among ties) is right, the "confidence calibration" of Guo et
+al. (2017) that netcal and torchmetrics call top-label (Gupta & Ramdas argue top-label calibration should also
+condition on the predicted class; this ECE reproduces the libraries' figures and follows their name); and
+**class-wise** (:func:`classwise`), ``P_ik`` against ``1[y_i = k]`` (Kull et al. 2019; Nixon et al. 2019's static
+calibration error).
 
-Binary reductions (Gupta & Ramdas 2022, "multiclass-to-binary")
-----------------------------------------------------------------
-The calibration errors are binary measures of :mod:`calibdash.measures`
-applied to a binary reduction of ``(P, y)``, so the bins are those of
-:mod:`calibdash.measures.binning` everywhere:
-
-* **confidence** (:func:`top_label`): ``c_i = max_k P_ik`` against
-  ``a_i = 1[argmax_k P_ik = y_i]``. This is the "confidence calibration" of
-  Guo et al. (2017), which netcal and torchmetrics call top-label. Gupta &
-  Ramdas (2022, "Top-label calibration and multiclass-to-binary
-  reductions") argue that *top-label* calibration should also condition on
-  the predicted class; the ECE here does not (it reproduces the published
-  netcal/torchmetrics figures), and its name follows those libraries.
-* **class-wise** (:func:`classwise`): for each class ``k``, ``P_ik``
-  against ``1[y_i = k]`` (Kull et al. 2019; Nixon et al. 2019's static
-  calibration error).
-
-Binning of the ECEs
--------------------
-``strategy="uniform"`` (the default here, and of netcal, torchmetrics and
-Guo et al.): ``n_bins`` equal-width bins; bin ``b`` holds
-``b/B <= p < (b+1)/B`` and the last bin also holds ``p = 1``
-(:func:`calibdash.measures.binning.uniform_ids`, ``min(floor(p B), B - 1)``).
-These are numpy's histogram bins, as netcal uses; torchmetrics' ``bucketize``
-gives the same left-closed bins but counts a confidence of exactly 1.0 in an
-extra, hidden bin of its own (torchmetrics issue #3510), and Guo et al.'s
-code closes the bins on the right, ``(b/B, (b+1)/B]``: the three differ only
-for predictions exactly on an edge. ``strategy="quantile"``: equal-mass bins,
-tied predictions split proportionally (Nixon et al. 2019's adaptive binning,
-as :mod:`calibdash.measures.binning` defines it). The default is 15 bins
-(:data:`N_BINS`), the papers' and the libraries' choice for CIFAR.
-
-Argmax ties
------------
-The predicted class of a row is ``numpy.argmax``'s: the lowest index among
-tied maxima. A tie changes ``a_i`` only, never ``c_i``.
+Bins: ``strategy="uniform"`` (the default, as netcal, torchmetrics and Guo et al.): bin ``b`` holds
+``b/B <= p < (b+1)/B``, the last bin also ``p = 1`` (numpy's histogram bins, as netcal; torchmetrics counts a
+confidence of exactly 1.0 in a hidden extra bin, issue #3510, and Guo et al.'s code closes the bins on the right:
+they differ only on an edge). ``strategy="quantile"``: equal-mass bins (Nixon et al. 2019's adaptive binning).
+:data:`N_BINS` = 15, the papers' choice for CIFAR.
 """
 from __future__ import annotations
 
@@ -64,17 +29,14 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError, SettingsError
-from . import binned, calibration
-from .registry import CLASSES, K_BINS, Measure, select_names, view
+from . import binning, calibration
 from .binning import STRATEGIES
-from ..core.validation import check_weights
-from ..core.validation import check_classes, check_probabilities
+from .registry import CLASSES, K_BINS, Measure, select_names, view
+from ..core.validation import check_classes, check_probabilities, check_weights
 
-__all__ = [
-    "N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "top_label_ece", "classwise_ece",
-    "per_class_ece", "accuracy", "MEASURES", "MEASURE_NAMES", "check_names", "compute", "reductions",
-    "check_methods", "measure_table"
-]
+__all__ = ["N_BINS", "AVERAGES", "check_inputs", "check_binning", "top_label", "top_label_ece", "classwise_ece",
+           "per_class_ece", "accuracy", "MEASURES", "MEASURE_NAMES", "check_names", "compute", "reductions",
+           "check_methods", "measure_table"]
 
 #: Bins of the binned errors: 15, as Guo et al. (2017), netcal and torchmetrics use on CIFAR.
 N_BINS = K_BINS
@@ -82,19 +44,11 @@ N_BINS = K_BINS
 AVERAGES = ("mean", "sum")
 
 
-# ----------------------------------------------------------------------------
-# inputs and reductions
-# ----------------------------------------------------------------------------
 def check_inputs(P, y, sample_weight=None):
-    """Validated ``(P, y, w)``: ``P`` (n, K) float64 as given, ``y`` int64 class indices, ``w`` None (every
-    row weighs 1) or n finite non-negative weights with a positive sum.
-
-    Raises
-    ------
-    DataError
-        As :func:`~calibdash.core.validation.check_probabilities`,
-        :func:`~calibdash.core.validation.check_classes` and
-        :func:`calibdash.core.validation.check_weights` say, or for an entry above 1.
+    """Validated ``(P, y, w)``: ``P`` (n, K) float64 as given, ``y`` int64 class indices, ``w`` None (every row
+    weighs 1) or n finite non-negative weights with a positive sum. DataError as
+    :func:`~calibdash.core.validation.check_probabilities`, :func:`~calibdash.core.validation.check_classes` and
+    :func:`~calibdash.core.validation.check_weights` say, or for an entry above 1.
     """
     check_probabilities(P)
     P = np.asarray(P, dtype=float)
@@ -111,17 +65,12 @@ def check_binning(n_bins, strategy: str) -> int:
     """``n_bins`` as an int after checking it and ``strategy`` (SettingsError naming the bad one)."""
     if strategy not in STRATEGIES:
         raise SettingsError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
-    if int(n_bins) != n_bins or n_bins < 1:
-        raise SettingsError(f"n_bins must be a whole number of at least 1, got {n_bins}.")
-    return int(n_bins)
+    return binning.check_binning(n_bins, strategy, False)
 
 
 def top_label(P, y) -> tuple[np.ndarray, np.ndarray]:
-    """The confidence reduction: ``(c, a)`` with ``c_i = max_k P_ik`` and ``a_i = 1[argmax_k P_ik = y_i]``.
-
-    ``a`` is 0/1 as ``int8``. Tied maxima: the predicted class is the lowest
-    index among them (``numpy.argmax``); ``c_i`` is the same whichever wins.
-    """
+    """The confidence reduction: ``(c, a)`` with ``c_i = max_k P_ik`` and ``a_i = 1[argmax_k P_ik = y_i]`` (0/1 as
+    ``int8``; tied maxima: the lowest index)."""
     P, y, _ = check_inputs(P, y)
     return _confidence(P, y)
 
@@ -139,27 +88,13 @@ def classwise(P, y, k: int) -> tuple[np.ndarray, np.ndarray]:
     return P[:, int(k)], (y == int(k)).astype(np.int8)
 
 
-# ----------------------------------------------------------------------------
-# binned calibration errors
-# ----------------------------------------------------------------------------
 def top_label_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_weight=None) -> float:
-    """Confidence ECE (Guo et al. 2017, Eq. 3; Naeini et al. 2015).
+    """Confidence ECE (Guo et al. 2017, Eq. 3; Naeini et al. 2015): ``sum_b (|B_b| / N) |acc(B_b) - conf(B_b)|``.
 
-    ``ECE = sum_b (|B_b| / N) |acc(B_b) - conf(B_b)|``, the bins ``B_b`` cut
-    on the confidence ``c_i = max_k P_ik``, ``acc(B_b)`` the (weighted) share
-    of the bin's rows whose predicted class is right and ``conf(B_b)`` their
-    mean confidence. It is :func:`calibdash.measures.calibration.ece` of the
-    reduction :func:`top_label`; binning: see the module docstring (a
-    confidence of exactly 1 falls in the last bin).
-
-    Parameters
-    ----------
-    P : array-like (n, K)
-    y : array-like (n,)
-    n_bins : int, default 15
-    strategy : {"uniform", "quantile"}, default "uniform"
-        Equal-width or equal-mass bins.
-    sample_weight : array-like (n,), optional
+    The bins ``B_b`` are cut on the confidence ``c_i = max_k P_ik`` (``n_bins`` equal-width or,
+    ``strategy="quantile"``, equal-mass bins), ``acc(B_b)`` is the (weighted) share of the bin's rows whose predicted
+    class is right and ``conf(B_b)`` their mean confidence: :func:`calibdash.measures.calibration.ece` of
+    :func:`top_label`.
     """
     n_bins = check_binning(n_bins, strategy)
     P, y, w = check_inputs(P, y, sample_weight)
@@ -167,25 +102,12 @@ def top_label_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_
     return calibration.ece(c, a, n_bins, strategy, w)
 
 
-def top_label_mce(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_weight=None) -> float:
-    """Confidence MCE (Guo et al. 2017, Eq. 5): ``max_b |acc(B_b) - conf(B_b)|`` over the non-empty bins.
-
-    Bins and arguments as :func:`top_label_ece`.
-    """
-    n_bins = check_binning(n_bins, strategy)
-    P, y, w = check_inputs(P, y, sample_weight)
-    c, a = _confidence(P, y)
-    return calibration.mce(c, a, n_bins, strategy, w)
-
-
 def per_class_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_weight=None) -> np.ndarray:
     """Each class's ECE, shape (K,): ``ECE_k = sum_b (|B_bk| / N) |freq_k(B_bk) - mean P_k(B_bk)|``.
 
-    ``B_bk`` are the bins of the class-``k`` probabilities ``P_ik``,
-    ``freq_k`` the (weighted) share of their rows labelled ``k``; it is
-    :func:`calibdash.measures.calibration.ece` of :func:`classwise` ``(P, y, k)``.
-    A class no row is labelled with still has an ECE (its mean predicted
-    probability per bin against 0).
+    ``B_bk`` are the bins of the class-``k`` probabilities ``P_ik``, ``freq_k`` the (weighted) share of their rows
+    labelled ``k``: :func:`calibdash.measures.calibration.ece` of :func:`classwise` ``(P, y, k)``. A class no row is
+    labelled with still has an ECE (its mean predicted probability per bin against 0).
     """
     n_bins = check_binning(n_bins, strategy)
     P, y, w = check_inputs(P, y, sample_weight)
@@ -197,10 +119,8 @@ def classwise_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", average
                   sample_weight=None) -> float:
     """Class-wise ECE (Kull et al. 2019, section 5): the per-class ECEs (:func:`per_class_ece`) combined.
 
-    ``average="mean"``: ``classwise-ECE = (1/K) sum_k ECE_k``, Kull et al.'s
-    definition and Nixon et al.'s (2019) static calibration error (SCE);
-    ``average="sum"``: ``sum_k ECE_k``, ``K`` times larger, as some code
-    reports it. Say which when quoting a value.
+    ``average="mean"``: ``(1/K) sum_k ECE_k``, Kull et al.'s definition and Nixon et al.'s (2019) static calibration
+    error (SCE); ``average="sum"``: ``sum_k ECE_k``, ``K`` times larger, as some code reports it.
     """
     if average not in AVERAGES:
         raise SettingsError(f"average must be one of {AVERAGES}, got {average!r}.")
@@ -208,75 +128,20 @@ def classwise_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", average
     return float(per_class.mean() if average == "mean" else per_class.sum())
 
 
-# ----------------------------------------------------------------------------
-# proper scores, accuracy, and the confidence gap
-# ----------------------------------------------------------------------------
-def _average(x: np.ndarray, w) -> float:
-    return float(np.average(x, weights=w))
-
-
 def log_loss(P, y, sample_weight=None, eps: float = calibration.LOG_LOSS_EPS) -> float:
-    """Mean negative log-likelihood of the true class: ``-(1/N) sum_i w_i ln q_i``, ``q_i = P_{i, y_i}``.
-
-    ``q_i`` is clipped to ``[eps, 1 - eps]`` as the binary log-loss clips
-    (:func:`calibdash.measures.calibration.log_losses` with label 1, the same
-    ``eps`` = :data:`~calibdash.measures.calibration.LOG_LOSS_EPS`), so a true
-    class of probability 0 costs ``-ln eps`` (34.5), not infinity.
-    """
+    """Mean negative log-likelihood of the true class: ``-(1/N) sum_i w_i ln q_i``, ``q_i = P_{i, y_i}`` clipped to
+    ``[eps, 1 - eps]`` as the binary log-loss clips, so a true class of probability 0 costs ``-ln eps`` (34.5)."""
     P, y, w = check_inputs(P, y, sample_weight)
     q = P[np.arange(P.shape[0]), y]
-    return _average(calibration.log_losses(q, np.ones_like(q), eps), w)
-
-
-def brier(P, y, sample_weight=None) -> float:
-    """Brier score (Brier 1950): ``(1/N) sum_i w_i sum_k (P_ik - 1[y_i = k])^2``, in [0, 2].
-
-    The sum over classes of the binary Brier terms
-    (:func:`calibdash.measures.calibration.squared_errors`), averaged over rows.
-    """
-    return _record("Brier", P, y, sample_weight)
+    return float(np.average(calibration.log_losses(q, np.ones_like(q), eps), weights=w))
 
 
 def accuracy(P, y, sample_weight=None) -> float:
     """(Weighted) share of rows whose predicted class (argmax, lowest index on ties) is ``y``."""
-    return _record("Accuracy", P, y, sample_weight)
+    return _measured(*check_inputs(P, y, sample_weight), ("Accuracy",))["Accuracy"]
 
 
-def overconfidence(P, y, sample_weight=None) -> float:
-    """Mean confidence minus accuracy: ``(1/N) sum_i w_i (c_i - a_i)``; positive: overconfident.
-
-    The signed gap of the whole set (Guo et al. 2017, section 2): 0 when the
-    confidences average to the accuracy, which confidence calibration implies
-    (the converse fails: errors of both signs cancel, as the ECE's bins do not).
-    """
-    return _record("Overconfidence", P, y, sample_weight)
-
-
-def smooth_ece_confidence(P, y, sample_weight=None) -> float:
-    """SmoothECE (Błasiok & Nakkiran 2023) of the confidence reduction :func:`top_label`.
-
-    :func:`calibdash.measures.smooth_ece.smooth_ece` of ``(c, a)`` at its own
-    bandwidth, as the authors apply it to multi-class models (their
-    ``relplot`` on ``max P`` and correctness).
-    """
-    return _record("smECE", P, y, sample_weight)
-
-
-def debiased_top_label_l2(P, y, sample_weight=None, n_bins: int = N_BINS) -> float:
-    """Debiased l2 calibration error of the confidence (Kumar, Liang & Ma 2019) with 15 equal-mass bins.
-
-    :func:`calibdash.measures.binned.debiased_l2_ce` of :func:`top_label`'s
-    ``(c, a)``: ``sqrt(max(0, sum_b (n_b/N) [(cbar_b - abar_b)^2 - abar_b (1 - abar_b) / (n_b - 1)]))``,
-    the estimator their ``calibration`` package computes for the top label.
-    """
-    P, y, w = check_inputs(P, y, sample_weight)
-    c, a = _confidence(P, y)
-    return binned.debiased_l2_ce(c, a, w, n_bins=n_bins)
-
-
-# ----------------------------------------------------------------------------
 # the table of measures: the K-class view of the one registry
-# ----------------------------------------------------------------------------
 #: name -> record (:class:`calibdash.measures.registry.Measure`) of the measures of K classes, in table order.
 MEASURES: dict[str, Measure] = view(CLASSES)
 MEASURE_NAMES = tuple(MEASURES)
@@ -299,11 +164,6 @@ def reductions(P: np.ndarray, y: np.ndarray) -> dict[str, tuple]:
     return {"top_label": _confidence(P, y), "ovr": (P, onehot), "classes": (P, y)}
 
 
-def _record(name: str, P, y, sample_weight) -> float:
-    """The record ``name`` of :data:`MEASURES` on ``(P, y, sample_weight)``, checked."""
-    return _measured(*check_inputs(P, y, sample_weight), (name,))[name]
-
-
 def _measured(P: np.ndarray, y: np.ndarray, w, want: tuple[str, ...]) -> dict[str, float]:
     """The measures ``want`` of checked ``(P, y, w)``: each record on its reduction, made once."""
     reduced = reductions(P, y)
@@ -311,13 +171,8 @@ def _measured(P: np.ndarray, y: np.ndarray, w, want: tuple[str, ...]) -> dict[st
 
 
 def check_methods(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None):
-    """``({key: P}, y, w)``: every method's probabilities checked (:func:`check_inputs`) for the same rows.
-
-    Raises
-    ------
-    DataError
-        If the mapping is empty, a method's input is invalid, or the methods' shapes differ.
-    """
+    """``({key: P}, y, w)``: every method's probabilities checked (:func:`check_inputs`) for the same rows; DataError
+    if the mapping is empty, a method's input is invalid, or the methods' shapes differ."""
     if not P_by_method:
         raise DataError("no predictions: the mapping of methods to probabilities is empty.")
     out = {}
@@ -330,10 +185,8 @@ def check_methods(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None):
 
 
 def measure_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, names=None) -> pd.DataFrame:
-    """One row per method (the mapping's keys, in its order), one column per measure of :data:`MEASURES`.
-
-    Every method's ``P`` must have the rows of ``y`` (and ``w``) and the same number of classes.
-    """
+    """One row per method (the mapping's keys, in its order), one column per measure of :data:`MEASURES`; every
+    method's ``P`` must have the rows of ``y`` (and ``w``) and the same number of classes."""
     Ps, y, sample_weight = check_methods(P_by_method, y, sample_weight)
     want = check_names(names)
     rows = {m: _measured(P, y, sample_weight, want) for m, P in Ps.items()}

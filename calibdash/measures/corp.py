@@ -1,68 +1,29 @@
 """CORP reliability diagrams and score decomposition (Dimitriadis, Gneiting & Jordan, PNAS 2021).
 
-Dimitriadis, Gneiting & Jordan, "Stable reliability diagrams for
-probabilistic classifiers", PNAS 118(8) e2016191118 (2021), and their R
-package ``reliabilitydiag`` (github aijordan/reliabilitydiag), whose
-published example this module reproduces (``tests/measures/test_corp.py``).
+Dimitriadis, Gneiting & Jordan, "Stable reliability diagrams for probabilistic classifiers", PNAS 118(8)
+e2016191118 (2021), and their R package ``reliabilitydiag`` (github aijordan/reliabilitydiag), whose published
+example this module reproduces (``tests/measures/test_corp.py``).
 
-CORP: Consistent, Optimally binned, Reproducible, PAV-based
------------------------------------------------------------
-The recalibrated probability of a forecast value ``x`` is the isotonic
-(non-decreasing) regression of the labels on the forecasts, computed by the
-pool-adjacent-violators algorithm (PAV): rows with tied forecasts are pooled
-into one point first, so every row sharing a forecast gets the same
-recalibrated value (the package orders tied rows by decreasing label before
-PAV, which gives the same fit). The blocks PAV pools the forecasts into are
-the diagram's bins: no bin count, width or position to choose. The diagram
-draws each block's recalibrated value over its range of forecasts,
-``(x_min, CEP)`` to ``(x_max, CEP)``, joined block to block, as the package's
-``plot`` does (:func:`corp_curve`).
+CORP (Consistent, Optimally binned, Reproducible, PAV-based): the recalibrated probability of a forecast ``x`` is the
+isotonic regression of the labels on the forecasts by the pool-adjacent-violators algorithm (PAV), tied forecasts
+pooled first (the package orders tied rows by decreasing label, which gives the same fit). PAV's blocks are the
+diagram's bins: nothing to choose. The score decomposition of a proper score ``S`` (weighted means over the rows):
+``S_bar = mean S(x, y)``, ``UNC = mean S(ybar, y)`` (climatology), ``DSC = UNC - mean S(PAV(x), y)`` and ``MCB =
+S_bar - mean S(PAV(x), y)``, so that ``S_bar = MCB - DSC + UNC``; PAV's fit has the smallest mean score among the
+non-decreasing functions of the forecast, for every proper score, hence ``MCB >= 0`` and ``DSC >= 0``.
 
-Score decomposition (the paper's CORP decomposition)
-----------------------------------------------------
-For a proper scoring rule ``S`` (mean over the rows, weighted):
+Bands (the package's ``region.method = "resampling"``): the consistency band (``region.position = "diagonal"``) is
+where the curve of a calibrated forecast would fall: each resample draws the forecasts with replacement, labels
+``y* ~ Bernoulli(x)``, and refits PAV. The confidence band (``region.position = "estimate"``) is where the true
+recalibration curve may lie: as the package's code and documentation do, labels are drawn from the full data's fit,
+``y* ~ Bernoulli(PAV(x))``. The band is the pointwise ``(1 -+ level) / 2`` quantiles of the refitted curves at every
+distinct forecast, a resampled curve interpolated between the forecasts it drew, NaN beyond them; for the confidence
+band, bounds at inner forecasts whose recalibrated value is 0 or 1 are interpolated (``bound_correction``).
 
-* ``S_bar = mean S(x, y)``, the forecasts' score;
-* ``UNC = mean S(ybar, y)``, the score of climatology (the base rate ``ybar``);
-* ``DSC = UNC - mean S(PAV(x), y)``, discrimination (resolution);
-* ``MCB = S_bar - mean S(PAV(x), y)``, miscalibration (reliability);
-
-so that ``S_bar = MCB - DSC + UNC``. PAV's fit has the smallest mean score
-among all non-decreasing functions of the forecast, for every proper score
-of binary events at once; the forecasts themselves and the constant base
-rate are such functions, hence ``MCB >= 0`` and ``DSC >= 0`` for each score
-(the paper's point: the decomposition needs no binning and its terms have
-the right signs). Brier score (default) and log score are offered.
-
-Bands (the paper's uncertainty quantification; package ``region.method = "resampling"``)
----------------------------------------------------------------------------------------
-* consistency band (``kind="consistency"``, the package's ``region.position =
-  "diagonal"``): where the curve of a *calibrated* forecast would fall. Each
-  resample draws the forecasts with replacement, new labels
-  ``y* ~ Bernoulli(x)``, and refits PAV;
-* confidence band (``kind="confidence"``, ``region.position = "estimate"``):
-  where the true recalibration curve may lie. As the package does it, each
-  resample draws the forecasts with replacement and new labels from the
-  full data's fit, ``y* ~ Bernoulli(PAV(x))`` (not the original labels: the
-  package's code and documentation draw from the recalibrated forecasts,
-  which this module follows);
-
-and the band is the pointwise ``(1 -+ level) / 2`` quantiles of the refitted
-curves at every distinct forecast value, a resampled curve being
-interpolated linearly between the forecasts it drew and left out beyond
-them. For the confidence band, bounds at inner forecasts whose recalibrated
-value is 0 or 1 are replaced by interpolation from their neighbours
-(the package's ``bound_correction``).
-
-Two deviations from the package. The rows are resampled by Poisson draws
-(each row drawn Poisson(1) times, so a score cell of ``n`` rows Poisson(n)
-times) rather than by drawing exactly ``n`` rows with replacement, so that
-weighted score cells resample as the rows they stand for (the two schemes
-agree as ``n`` grows). And the package's asymptotic bands, which it uses
-instead of resampling above about 1,000 to 5,000 rows, are not offered:
-resampling is used at every size, its cost growing with the number of
-distinct forecasts, not of rows (about 1 s for 100 resamples of 65,536
-score cells).
+Two deviations from the package: rows are resampled by Poisson draws rather than drawing exactly ``n`` rows with
+replacement, so that weighted score cells resample as the rows they stand for (the two agree as ``n`` grows); and
+the package's asymptotic bands (used above about 1,000 to 5,000 rows) are not offered: resampling is used at every
+size, its cost growing with the number of distinct forecasts, not of rows.
 """
 from __future__ import annotations
 
@@ -73,7 +34,7 @@ from sklearn.isotonic import isotonic_regression
 
 from ..core.pav import Blocks, pav_blocks
 from ..core.errors import SettingsError
-from .binning import check_inputs
+from .binning import check_inputs, is_whole
 from .smooth_ece import band_quantiles, check_boot
 
 __all__ = ["corp_decomposition", "corp_curve", "corp_band"]
@@ -100,40 +61,21 @@ def _block_of(blocks: Blocks, p: np.ndarray) -> np.ndarray:
     return np.minimum(np.searchsorted(blocks.last_score, p, side="left"), blocks.value.size - 1)
 
 
-def _fit(p, y, w):
-    """PAV blocks of the checked rows and the recalibrated value of each row."""
-    blocks = pav_blocks(p, y, w)
-    return blocks, blocks.value[_block_of(blocks, p)]
-
-
 def corp_decomposition(probs, labels, sample_weight=None, score: str = "brier") -> dict[str, float]:
     """CORP decomposition ``S_bar = MCB - DSC + UNC`` of a proper score (module docstring).
 
-    Parameters
-    ----------
-    probs, labels : array-like
-        Forecast probabilities in [0, 1] and 0/1 labels.
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows: every mean is weighted,
-        PAV is weighted, and the base rate is the weighted one; with whole
-        weights the result equals that of the repeated rows.
-    score : {"brier", "log"}
-        ``"brier"``: ``(x - y)^2`` (the package's default). ``"log"``:
-        ``-log`` of the probability given to the outcome (natural log). A
-        forecast of 0 or 1 that is wrong has an infinite log score; then
-        ``score`` and ``MCB`` are ``inf`` (``DSC`` and ``UNC`` stay finite:
-        PAV and climatology never give 0 to what happened).
-
-    Returns
-    -------
-    dict with ``"score"`` (``S_bar``), ``"MCB"``, ``"DSC"``, ``"UNC"``.
-    ``reliabilitydiag``'s ``summary`` calls them ``mean_score``,
-    ``miscalibration``, ``discrimination`` and ``uncertainty``.
+    A row of weight ``w`` counts as ``w`` rows: every mean, PAV and the base rate are weighted. ``score``:
+    ``"brier"``, ``(x - y)^2`` (the package's default), or ``"log"``, ``-log`` of the probability given to the
+    outcome; a wrong forecast of 0 or 1 has an infinite log score, and then ``score`` and ``MCB`` are ``inf``
+    (``DSC`` and ``UNC`` stay finite: PAV and climatology never give 0 to what happened). Returns a dict of
+    ``"score"`` (``S_bar``), ``"MCB"``, ``"DSC"``, ``"UNC"`` (``reliabilitydiag``'s ``mean_score``,
+    ``miscalibration``, ``discrimination``, ``uncertainty``).
     """
     if score not in SCORES:
         raise SettingsError(f"score must be one of {SCORES}, got {score!r}.")
     p, y, w = check_inputs(probs, labels, sample_weight)
-    _, recal = _fit(p, y, w)
+    blocks = pav_blocks(p, y, w)
+    recal = blocks.value[_block_of(blocks, p)]
     yf = y.astype(float)
     if w is not None:                       # rows of weight 0 take no part (and 0 * inf would be NaN)
         keep = w > 0
@@ -150,19 +92,10 @@ def corp_decomposition(probs, labels, sample_weight=None, score: str = "brier") 
 
 
 def corp_curve(probs, labels, sample_weight=None) -> pd.DataFrame:
-    """The CORP reliability curve: PAV's blocks, each from its smallest to its largest forecast.
-
-    Returns
-    -------
-    DataFrame with two rows per PAV block (one when the block holds a single
-    forecast value), in increasing order of ``score``:
-        ``score`` (the block's smallest, then largest forecast),
-        ``calibrated`` (the block's recalibrated probability, the weighted
-        share of positives among its rows), ``weight`` (the block's rows:
-        its weight sum, on each of its rows) and ``block`` (0, 1, ...).
-    Drawing the rows joined by straight lines gives the package's CORP line:
-    flat over each block, a slanted step between blocks.
-    """
+    """The CORP reliability curve: two rows per PAV block (one when it holds a single forecast value), in increasing
+    order of ``score``: ``score`` (the block's smallest, then largest forecast), ``calibrated`` (its recalibrated
+    probability), ``weight`` (its weight sum) and ``block`` (0, 1, ...). Joined by straight lines, the rows are the
+    package's CORP line: flat over each block, a slanted step between blocks."""
     p, y, w = check_inputs(probs, labels, sample_weight)
     b = pav_blocks(p, y, w)
     score = np.column_stack([b.first_score, b.last_score]).ravel()
@@ -177,12 +110,8 @@ def corp_curve(probs, labels, sample_weight=None) -> pd.DataFrame:
 
 
 def _bound_correction(bound: np.ndarray, x: np.ndarray, cep: np.ndarray) -> np.ndarray:
-    """The package's ``bound_correction`` for confidence bands.
-
-    Bounds at inner forecasts whose recalibrated value is 0 or 1, and bounds
-    no resample reached, are replaced by linear interpolation from the
-    remaining ones (R's ``approx``, NaN outside their range).
-    """
+    """The package's ``bound_correction``: bounds at inner forecasts whose recalibrated value is 0 or 1, and bounds
+    no resample reached, are interpolated linearly from the others (R's ``approx``, NaN outside their range)."""
     if x.size == 1:
         return bound
     out = bound.copy()
@@ -199,33 +128,14 @@ def corp_band(probs, labels, sample_weight=None, kind: str = "consistency", n_bo
               level: float = DEFAULT_LEVEL, seed: int = 0) -> pd.DataFrame:
     """Consistency or confidence band of the CORP curve, by resampling (module docstring).
 
-    Parameters
-    ----------
-    probs, labels, sample_weight : as :func:`corp_decomposition`
-    kind : {"consistency", "confidence"}
-        ``"consistency"``: labels redrawn from the forecasts themselves (the
-        band a calibrated forecast's curve stays in; around the diagonal).
-        ``"confidence"``: labels redrawn from the recalibrated forecasts (a
-        band for the true recalibration curve; around the CORP curve).
-    n_boot : int, default 100
-        Resamples (the package's ``n.boot``).
-    level : float, default 0.9
-        Pointwise level (the package's ``region.level``).
-    seed : int
-        Seed of the resamples.
-
-    Resampling (Poisson bootstrap, so weighted cells work): with whole
-    weights (or none) every forecast value ``x`` of total weight ``c`` draws
-    ``Poisson(c * x0)`` positives and ``Poisson(c * (1 - x0))`` negatives
-    (``x0 = x`` or ``PAV(x)``), which is exactly each of its ``c`` rows drawn
-    Poisson(1) times with a Bernoulli(x0) label per draw; score cells and
-    the rows they stand for thus give the same band for the same seed. With
-    fractional weights each row is drawn that way and keeps its weight.
-
-    Returns
-    -------
-    DataFrame with one row per distinct forecast value of positive weight:
-    ``score``, ``lower``, ``upper`` (NaN where no resample reached).
+    ``kind``: labels redrawn from the forecasts themselves (``"consistency"``, around the diagonal) or from the
+    recalibrated forecasts (``"confidence"``, around the CORP curve); ``n_boot`` resamples (the package's ``n.boot``)
+    at the pointwise ``level`` (``region.level``), seeded by ``seed``. With whole weights (or none) every forecast
+    value ``x`` of total weight ``c`` draws ``Poisson(c * x0)`` positives and ``Poisson(c * (1 - x0))`` negatives
+    (``x0 = x`` or ``PAV(x)``), which is exactly each of its ``c`` rows drawn Poisson(1) times with a Bernoulli(x0)
+    label per draw: score cells and their rows give the same band for the same seed. With fractional weights each row
+    is drawn that way and keeps its weight. Returns a DataFrame with one row per distinct forecast value of positive
+    weight: ``score``, ``lower``, ``upper`` (NaN where no resample reached).
     """
     if kind not in BAND_KINDS:
         raise SettingsError(f"kind must be one of {BAND_KINDS}, got {kind!r}.")
@@ -242,7 +152,7 @@ def corp_band(probs, labels, sample_weight=None, kind: str = "consistency", n_bo
         cep = blocks.value[_block_of(blocks, values)]
     x0 = values if cep is None else cep
     rng = np.random.default_rng(seed)
-    whole = w is None or bool(np.all(w == np.floor(w)))
+    whole = is_whole(w)
     if whole:
         c = np.bincount(inverse, weights=w, minlength=values.size).astype(float)
         lam_pos, lam_neg = c * x0, c * (1.0 - x0)

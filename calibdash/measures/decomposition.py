@@ -1,7 +1,5 @@
-"""Murphy's (1973) decomposition of the Brier score, by distinct forecast or binned.
-
-Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
-"""
+"""Murphy's (1973) decomposition of the Brier score, by distinct forecast or binned (a row of weight ``w`` counts
+as ``w`` rows, :mod:`calibdash.measures`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,49 +11,23 @@ from .binning import (STRATEGIES, Groups, bin_sums, check_binning, check_rows, q
 __all__ = []
 
 
-# ----------------------------------------------------------------------------
-# 5. Brier score decomposition
-# ----------------------------------------------------------------------------
 def brier_decomposition(probs, labels, sample_weight=None, n_bins: int | None = None,
                         strategy: str = "quantile") -> dict:
     """Murphy's (1973) decomposition of the Brier score: reliability - resolution + uncertainty.
 
-    With the forecasts grouped into ``K`` groups of weight ``n_k``, mean
-    forecast ``f_k`` and observed frequency ``o_k`` (``N`` rows in all,
-    overall frequency ``o``),
+    With the forecasts grouped into ``K`` groups of weight ``n_k``, mean forecast ``f_k`` and observed frequency
+    ``o_k`` (``N`` rows in all, overall frequency ``o``): reliability ``REL = 1/N sum_k n_k (f_k - o_k)^2`` (0 is
+    perfect), resolution ``RES = 1/N sum_k n_k (o_k - o)^2`` (larger is better), uncertainty ``UNC = o (1 - o)``
+    (Murphy, "A new vector partition of the probability score", J. Appl. Meteor. 1973). With the default
+    ``n_bins=None`` each group is one distinct forecast value and ``Brier = REL - RES + UNC`` exactly. With
+    ``n_bins`` the forecasts are binned (``strategy`` ``"quantile"`` or ``"uniform"``) and two within-bin terms
+    complete the identity (Stephenson, Coelho & Jolliffe, "Two extra components in the Brier score decomposition",
+    Weather and Forecasting 2008): ``Brier = REL - RES + UNC + WBV - WBC`` with the within-bin variance ``WBV = 1/N
+    sum_k sum_{i in k} (f_i - f_k)^2`` and covariance ``WBC = 2/N sum_k sum_{i in k} (f_i - f_k)(y_i - o_k)`` (both 0
+    without binning).
 
-    * reliability ``REL = 1/N sum_k n_k (f_k - o_k)^2`` (0 is perfect),
-    * resolution ``RES = 1/N sum_k n_k (o_k - o)^2`` (larger is better),
-    * uncertainty ``UNC = o (1 - o)`` (of the outcomes alone),
-
-    (Murphy, "A new vector partition of the probability score", J. Appl.
-    Meteor. 1973). With the default ``n_bins=None`` each group is one
-    distinct forecast value and ``Brier = REL - RES + UNC`` holds exactly.
-    With ``n_bins`` the forecasts are binned (``strategy`` ``"quantile"``:
-    equal-count bins as the package's ECE; ``"uniform"``: equal-width) and
-    two within-bin terms complete the identity (Stephenson, Coelho &
-    Jolliffe, "Two extra components in the Brier score decomposition",
-    Weather and Forecasting 2008):
-
-    ``Brier = REL - RES + UNC + WBV - WBC`` with the within-bin variance
-    ``WBV = 1/N sum_k sum_{i in k} (f_i - f_k)^2`` and the within-bin
-    covariance ``WBC = 2/N sum_k sum_{i in k} (f_i - f_k)(y_i - o_k)``.
-    Both are 0 without binning.
-
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-    n_bins : int, optional
-        None (default): group by distinct forecast.
-    strategy : {"quantile", "uniform"}, default "quantile"
-        Binning when ``n_bins`` is given.
-
-    Returns
-    -------
-    dict
-        ``reliability``, ``resolution``, ``uncertainty``, ``brier`` (computed
-        directly from the rows), ``within_bin_variance``,
-        ``within_bin_covariance``, ``groups`` (number of non-empty groups).
+    Returns a dict of ``reliability``, ``resolution``, ``uncertainty``, ``brier`` (computed directly from the rows),
+    ``within_bin_variance``, ``within_bin_covariance`` and ``groups`` (number of non-empty groups).
     """
     p, y, w, w_or_none = check_rows(probs, labels, sample_weight)
     total = float(w.sum())

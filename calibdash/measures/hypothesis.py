@@ -1,9 +1,5 @@
-"""Tests of calibration: Spiegelhalter's (1986) z and the Hosmer-Lemeshow C-hat test.
-
-Each returns its statistic, its p-value and a plain sentence reading it.
-
-Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
-"""
+"""Tests of calibration: Spiegelhalter's (1986) z and the Hosmer-Lemeshow C-hat test, each with its statistic, its
+p-value and a plain sentence reading it. A row of weight ``w`` counts as ``w`` rows (:mod:`calibdash.measures`)."""
 from __future__ import annotations
 
 import math
@@ -32,31 +28,14 @@ def _fmt_p(p_value: float) -> str:
     return "p < 0.0001" if p_value < 1e-4 else f"p = {p_value:.4f}".rstrip("0").rstrip(".")
 
 
-# ----------------------------------------------------------------------------
-# 3. Spiegelhalter's z
-# ----------------------------------------------------------------------------
 def spiegelhalter_z(probs, labels, sample_weight=None, alpha: float = 0.05) -> dict:
-    """Spiegelhalter's (1986) z test of calibration.
+    """Spiegelhalter's (1986) z test of calibration, with its two-sided p-value and a ``reading`` at level ``alpha``.
 
-    ``z = sum (y - p)(1 - 2p) / sqrt( sum (1 - 2p)^2 p (1 - p) )``: the Brier
-    score minus its expectation under perfect calibration, divided by its
-    standard deviation under perfect calibration (Spiegelhalter, "Probabilistic
-    prediction in patient management and clinical trials", Stat Med 1986).
-    Under the null hypothesis that every ``p`` is the true probability, ``z``
-    is approximately standard normal; the p-value is two-sided.
-
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-        Sums are weighted (a row of weight w counts as w rows).
-    alpha : float, default 0.05
-        Level of the plain-language ``reading``.
-
-    Returns
-    -------
-    dict
-        ``z``, ``p_value``, ``reading`` (one sentence). ``z`` is NaN when
-        every prediction is 0, 0.5 or 1 (zero variance).
+    ``z = sum (y - p)(1 - 2p) / sqrt( sum (1 - 2p)^2 p (1 - p) )`` (weighted sums): the Brier score minus its
+    expectation under perfect calibration, divided by its standard deviation under perfect calibration
+    (Spiegelhalter, "Probabilistic prediction in patient management and clinical trials", Stat Med 1986),
+    approximately standard normal when every ``p`` is the true probability. Returns a dict of ``z`` (NaN when every
+    prediction is 0, 0.5 or 1), ``p_value`` and ``reading`` (one sentence).
     """
     alpha = check_level(alpha)
     p, y, w, _ = check_rows(probs, labels, sample_weight)
@@ -73,49 +52,23 @@ def spiegelhalter_z(probs, labels, sample_weight=None, alpha: float = 0.05) -> d
     return {"z": z, "p_value": pv, "reading": _reading(pv, alpha, "Spiegelhalter's z test", detail)}
 
 
-# ----------------------------------------------------------------------------
-# 4. Hosmer-Lemeshow
-# ----------------------------------------------------------------------------
 def hosmer_lemeshow(probs, labels, sample_weight=None, n_groups: int = 10, alpha: float = 0.05) -> dict:
-    """Hosmer-Lemeshow goodness-of-fit test over groups of equal size ("deciles of risk").
+    """Hosmer-Lemeshow goodness-of-fit test over ``n_groups`` groups of equal size ("deciles of risk").
 
-    The rows sorted by prediction are cut into ``n_groups`` groups of equal
-    weight (:mod:`calibdash.measures.binning`' ``"quantile"`` bins, so tied
-    predictions that straddle a cut are split proportionally, exactly as the
-    package's ECE bins them). With ``n_g`` the weight, ``O_g`` the observed
-    positives and ``E_g = sum p`` the expected positives of group ``g``,
+    The rows sorted by prediction are cut into groups of equal weight (the ``"quantile"`` bins of
+    :mod:`calibdash.measures.binning`, as the package's ECE). With ``n_g`` the weight, ``O_g`` the observed positives
+    and ``E_g = sum p`` the expected positives of group ``g``, ``C = sum_g (O_g - E_g)^2 / (n_g pbar_g (1 -
+    pbar_g))``, referred to a chi-squared distribution with ``G - 2`` degrees of freedom (Hosmer & Lemeshow 1980;
+    Lemeshow & Hosmer 1982, the C-hat statistic), ``G`` the number of non-empty groups: the test for the data a model
+    was fitted on (on new data ``G`` degrees of freedom are sometimes used; Hosmer & Lemeshow, Applied Logistic
+    Regression, 2013, 5.2.2). R's ``ResourceSelection::hoslem.test`` cuts at the values of the sample quantiles
+    instead, which keeps ties together and can make groups of unequal size; without ties and with ``N`` a multiple of
+    ``n_groups`` the groups are the same.
 
-    ``C = sum_g (O_g - E_g)^2 / E_g + ((n_g - O_g) - (n_g - E_g))^2 / (n_g - E_g)
-        = sum_g (O_g - E_g)^2 / (n_g pbar_g (1 - pbar_g))``,
-
-    referred to a chi-squared distribution with ``G - 2`` degrees of freedom
-    (Hosmer & Lemeshow 1980; Lemeshow & Hosmer 1982, the C-hat statistic),
-    ``G`` the number of non-empty groups. This is the test for the data a
-    model was fitted on; on new data ``G`` degrees of freedom are sometimes
-    used instead (Hosmer & Lemeshow, Applied Logistic Regression, 2013,
-    section 5.2.2): the ``df`` returned is ``G - 2`` as in the original.
-
-    R's ``ResourceSelection::hoslem.test`` cuts at the values of the sample
-    quantiles instead, which keeps ties together and can make groups of
-    unequal size; without ties and with ``N`` a multiple of ``n_groups`` the
-    groups are the same.
-
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-    n_groups : int, default 10
-    alpha : float, default 0.05
-        Level of the plain-language ``reading``.
-
-    Returns
-    -------
-    dict
-        ``statistic``, ``df``, ``p_value``, ``reading`` and ``table``, a
-        DataFrame with one row per group: ``group``, ``lower``, ``upper``
-        (smallest and largest prediction), ``count``, ``observed``,
-        ``expected``, ``observed_rate``, ``mean_pred``. A group whose
-        expected count of a class is 0 contributes 0 when the observed count
-        is 0 too, infinity otherwise.
+    Returns a dict of ``statistic``, ``df``, ``p_value``, ``reading`` (at level ``alpha``) and ``table``, one row per
+    group: ``group``, ``lower``, ``upper`` (smallest and largest prediction), ``count``, ``observed``, ``expected``,
+    ``observed_rate``, ``mean_pred``. A group whose expected count of a class is 0 contributes 0 when the observed
+    count is 0 too, infinity otherwise.
     """
     alpha = check_level(alpha)
     p, y, w_or_none = check_inputs(probs, labels, sample_weight)

@@ -1,25 +1,14 @@
-"""MVCE, the multi-view calibration error (MBCT paper, Eq. 10): its one home.
+"""MVCE, the multi-view calibration error (MBCT paper, Eq. 10).
 
-MVCE (MBCT paper, Eq. 10)
--------------------------
-The multi-view calibration error averages, over ``n_views`` random partitions
-of the rows, the l_p mean over bins of the partition calibration error
-``PCE_b = |mean prediction - mean outcome|`` (Eq. 4). Each partition (a
-"view") is a seeded random shuffle of the rows split into equal-count bins of
-``bin_size`` rows (the paper's random-shuffle uniform-mass scheme): unlike
-ECE's bins, a view does not sort by the prediction, so it also sees
-miscalibration that is not a function of the score. Its value is a random
-function of the rows (their order included); see :func:`mvce` for weights.
-
-Three ways to the same definition, all here: :func:`row_views` shuffles the
-rows themselves (the metric, :func:`mvce`); :func:`partition_views` draws a
-view's bin sums from their exact moments when the rows are too many to make
-(and :func:`mvce_of_moments` from the residuals' mean and variance alone, as
-the bootstrap of score cells does); :func:`grouped_mvce` measures many
-groups of rows and many candidate predictions at once on shared views (the
-node-local loss of the MBCT calibrator, :mod:`calibdash.calibrators.mbct`),
-with bins of equal weight under sample weights (:func:`weighted_mvce`).
-Every view is a permutation drawn by :func:`iter_views`.
+MVCE averages, over ``n_views`` random partitions of the rows, the l_p mean over bins of the partition calibration
+error ``PCE_b = |mean prediction - mean outcome|`` (Eq. 4). Each partition (a "view") is a seeded random shuffle of
+the rows cut into equal-count bins of ``bin_size`` rows (the paper's random-shuffle uniform-mass scheme): unlike
+ECE's bins, a view does not sort by the prediction, so it also sees miscalibration that is not a function of the
+score. Three ways to the definition: :func:`row_views` shuffles the rows (the metric, :func:`mvce`);
+:func:`partition_views` draws a view's bin sums from their exact moments when the rows are too many to make (and
+:func:`mvce_of_moments` from the residuals' mean and variance alone, as the bootstrap of score cells does);
+:func:`grouped_mvce` measures many groups and candidate predictions at once on shared views (the MBCT calibrator's
+node-local loss), with bins of equal weight under sample weights (:func:`weighted_mvce`).
 """
 from __future__ import annotations
 
@@ -61,20 +50,14 @@ def _whole_counts(w: np.ndarray) -> np.ndarray:
 def partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: int, p: float, seed) -> np.ndarray:
     """Per-view MVCE of the rows ``np.repeat(d, counts)`` (residuals ``f - y``) without making the rows.
 
-    A view cuts a uniform random permutation of the N rows into bins of
-    ``bin_size`` rows (the remainder joining the last bin), so bin ``b``'s
-    residual sum ``S_b`` is the sum of a uniform draw without replacement of
-    ``M_b`` rows, jointly over the bins a random partition. Its first two
-    moments are exact and known: ``E S_b = M_b rbar``,
-    ``Var S_b = sigma^2 M_b (N - M_b) / (N - 1)`` and
-    ``Cov(S_b, S_c) = -sigma^2 M_b M_c / (N - 1)`` (``rbar``, ``sigma^2``: the
-    mean and population variance of the N residuals). Each view draws the
-    ``S_b`` from the normal distribution with exactly these moments:
-    ``S_b = M_b rbar + a (sqrt(M_b) z_b - (M_b / N) sum_c sqrt(M_c) z_c)`` with
-    ``z`` standard normal and ``a^2 = sigma^2 N / (N - 1)``. A bin sum of at
-    least ``bin_size`` rows is close to normal (central limit theorem for
-    sampling without replacement); ``tests/measures/test_metrics.py`` checks the values
-    against the row-level views.
+    A view cuts a uniform random permutation of the N rows into bins of ``bin_size`` rows (the remainder joining the
+    last bin), so bin ``b``'s residual sum ``S_b`` is the sum of a draw without replacement of ``M_b`` rows, with
+    exact moments ``E S_b = M_b rbar``, ``Var S_b = sigma^2 M_b (N - M_b) / (N - 1)``, ``Cov(S_b, S_c) = -sigma^2 M_b
+    M_c / (N - 1)`` (``rbar``, ``sigma^2``: the mean and population variance of the residuals). Each view draws the
+    ``S_b`` from the normal distribution with exactly these moments, ``S_b = M_b rbar + a (sqrt(M_b) z_b - (M_b / N)
+    sum_c sqrt(M_c) z_c)`` with ``z`` standard normal and ``a^2 = sigma^2 N / (N - 1)``: close to the row-level
+    views, a bin sum of at least ``bin_size`` rows being close to normal (``tests/measures/test_metrics.py`` checks
+    it).
     """
     w = counts.astype(float)
     n = float(w.sum())
@@ -95,10 +78,8 @@ def mvce_of_moments(mean: float, var: float, n: float, n_views: int, bin_size: i
                     p: float = 1.0, seed=0) -> float:
     """MVCE (:func:`partition_views`) of ``n`` rows known only by the mean and variance of their residuals.
 
-    The partition views depend on the rows only through these two moments and their number, so two
-    values carrying them (half the rows each) give the value of the rows themselves: the bootstrap of
-    score cells measures each resample this way from sums it already has. ``bin_size`` defaults to
-    :func:`mvce`'s ``max(1, n // 10)``.
+    The partition views depend on the rows only through these two moments and their number, so two values carrying
+    them (half the rows each) give the value of the rows themselves. ``bin_size`` defaults to ``max(1, n // 10)``.
     """
     a = n // 2
     gap = n * np.sqrt(max(var, 0.0) / (a * (n - a)))
@@ -109,19 +90,18 @@ def mvce_of_moments(mean: float, var: float, n: float, n_views: int, bin_size: i
 
 
 def mvce_checked(probs, y, sample_weight, bin_size, n_views, p, seed, max_rows) -> float:
-    """:func:`mvce` of inputs already checked (``sample_weight`` None for unit weights), as ``summary`` calls it."""
+    """:func:`mvce` of inputs already checked (``sample_weight`` None for unit weights)."""
     if bin_size is not None and int(bin_size) < 1:
         raise SettingsError(f"bin_size must be at least 1, got {bin_size}.")
     if int(n_views) < 1:
         raise SettingsError(f"n_views must be at least 1, got {n_views}.")
     if int(max_rows) < 1:
         raise SettingsError(f"max_rows must be at least 1, got {max_rows}.")
-    if sample_weight is None:
-        m = max(1, probs.size // 10) if bin_size is None else int(bin_size)
-        return float(np.mean(row_views(probs, y, m, int(n_views), p, seed)))
-    counts = _whole_counts(sample_weight)
-    n = int(counts.sum())
+    counts = None if sample_weight is None else _whole_counts(sample_weight)
+    n = probs.size if counts is None else int(counts.sum())
     m = max(1, n // 10) if bin_size is None else int(bin_size)
+    if counts is None:
+        return float(np.mean(row_views(probs, y, m, int(n_views), p, seed)))
     if n > int(max_rows):
         return float(np.mean(partition_views(probs - y, counts, m, int(n_views), p, seed)))
     return float(np.mean(row_views(np.repeat(probs, counts), np.repeat(y, counts), m, int(n_views), p, seed)))
@@ -130,51 +110,32 @@ def mvce_checked(probs, y, sample_weight, bin_size, n_views, p, seed, max_rows) 
 def mvce(probs, labels, bin_size: int | None = None, n_views: int = 100,
          p: float = 1.0, seed: int = 0, sample_weight=None, max_rows: int = MVCE_MAX_ROWS, *,
          pos_label=None) -> float:
-    """Multi-view calibration error (MBCT paper, Eq. 10).
-
-    ``MVCE = 1/r sum_{views} ( 1/B sum_b |mean f_b - mean y_b|^p )^(1/p)``
+    """Multi-view calibration error (MBCT paper, Eq. 10): ``1/r sum_{views} ( 1/B sum_b |mean f_b - mean y_b|^p
+    )^(1/p)``.
 
     Parameters
     ----------
     probs, labels : array-like
     bin_size : int, optional
-        Rows per bin (the paper's M). Default ``max(1, N // 10)``: ten bins per
-        view, comparable with a 10-bin ECE. The last ``N mod bin_size`` rows of
-        each shuffle form no bin of their own: they join the last bin.
-    n_views : int, default 100
-        Number of random views r (the paper uses 100).
-    p : float, default 1
-        The l_p norm over bins (the paper's main results use p = 1; p = 2 is
-        its alternative).
-    seed : int, default 0
-        Seed of the views, so the metric is reproducible.
+        Rows per bin (the paper's M). Default ``max(1, N // 10)``: ten bins per view, comparable with a 10-bin ECE.
+        The last ``N mod bin_size`` rows of each shuffle join the last bin.
+    n_views, p, seed :
+        Number of random views r (the paper uses 100), the l_p norm over bins (the paper's main results use 1, its
+        alternative 2), and the seed of the views, so the metric is reproducible.
     sample_weight : array-like of whole numbers, optional
-        Row counts. MVCE shuffles rows, so its value is a random function of
-        the rows and their order; weights are therefore turned into rows.
-        With a total ``N <= max_rows`` each row is repeated ``w`` times in
-        place (``np.repeat``) and MVCE is computed on those rows, so it
-        equals MVCE of the repeated rows exactly (same seed). Score cells
-        give a value distributed as that of their rows, not the same value:
-        the rows come in another order, so the seeded views differ. Fractional weights are
-        refused (:class:`DataError`): they define no rows to shuffle.
+        Row counts, turned into rows since MVCE shuffles rows: with a total ``N <= max_rows`` each row is repeated ``w``
+        times in place, so the value equals MVCE of the repeated rows exactly (same seed); score cells give a value
+        distributed as that of their rows, not the same value. Fractional weights are refused (:class:`DataError`).
     max_rows : int, default 1,000,000
-        Above this total weight the rows are not made: each view draws its
-        bins' residual sums from the normal distribution with the exact mean
-        and covariance of a random partition of all N rows
-        (:func:`partition_views`). The cost is then O(cells + views x bins)
-        whatever N, the bin size stays ``M`` (no subsample, so no extra
-        noise), and the value is distributed as the row-level one up to the
-        normal approximation of a sum of at least ``M`` rows drawn without
-        replacement; ``tests/measures/test_metrics.py`` compares it with the views of
-        the rows themselves.
+        Above this total weight each view draws its bins' residual sums from the normal distribution with the exact
+        mean and covariance of a random partition of all N rows (:func:`partition_views`), at a cost of
+        O(cells + views x bins) whatever N; the value is distributed as the row-level one up to that approximation.
     """
     probs_, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     return mvce_checked(probs_, y, w, bin_size, n_views, p, seed, max_rows)
 
 
-# ----------------------------------------------------------------------------
 # many groups at once: the MBCT calibrator's node-local loss
-# ----------------------------------------------------------------------------
 def iter_views(n: int, n_views: int, seed):
     """Yield ``n_views`` random permutations of ``range(n)``, drawn as :func:`mvce` draws them."""
     rng = np.random.default_rng(seed)
@@ -191,14 +152,9 @@ def random_views(n: int, n_views: int, seed) -> np.ndarray:
 
 
 def _spill(rows, g, start, end, b0, b1, last, bin_start, m):
-    """How rows whose weight reaches past their first bin correct the sums that put all of it there.
-
-    Returns (row, bin, weight) triples: per such row, minus the weight it
-    has beyond its first bin, taken from that bin, and the weight it puts in
-    each later bin it reaches (a full ``m``, or what is left of it in the
-    last one; the group's last bin has no upper end). Bins are global
-    numbers.
-    """
+    """How rows whose weight reaches past their first bin correct the sums that put all of it there: (row, bin,
+    weight) triples, per such row minus its weight beyond its first bin, taken from that bin, and the weight it puts
+    in each later bin it reaches (the group's last bin has no upper end). Bins are global numbers."""
     extra = b1 - b0
     owner = np.repeat(np.arange(rows.size), extra)
     step = np.arange(int(extra.sum())) - np.repeat(np.cumsum(extra) - extra, extra) + 1
@@ -212,29 +168,19 @@ def _spill(rows, g, start, end, b0, b1, last, bin_start, m):
 
 def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
                  bin_size: float, p: float = 1.0, sample_weight: np.ndarray | None = None) -> np.ndarray:
-    """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals.
+    """MVCE (MBCT Eq. 10) of each group of rows, for each column of residuals (the MBCT calibrator's node-local loss).
 
-    The definition is :func:`mvce`'s: in each view the
-    rows are taken in a random order and cut into bins of ``bin_size`` rows
-    (the last ``N mod bin_size`` rows join the last bin, a group with fewer
-    than ``bin_size`` rows is one bin); the loss is the mean over views of
-    the l_p mean over bins of ``|mean(prediction - label)|``. Here a group's
-    view is the view of all rows restricted to the group (a uniformly random
-    order of the group's rows, as a fresh shuffle would be), and all columns
-    share the views, so candidate predictions of one node are compared on the
-    same partitions. With one group and ``views = random_views(n, r, seed)``
-    the result equals ``metrics.mvce(pred, labels, bin_size, r, p, seed)``.
+    The definition is :func:`mvce`'s (a group with fewer than ``bin_size`` rows is one bin). A group's view is the
+    view of all rows restricted to the group (a uniformly random order of its rows, as a fresh shuffle would be), and
+    all columns share the views, so candidate predictions of one node are compared on the same partitions. With one
+    group and ``views = random_views(n, r, seed)`` the result equals ``mvce(pred, labels, bin_size, r, p, seed)``.
 
-    With ``weights`` the bins hold equal shares of weight: the group's rows,
-    in the view's order, lay their weights end to end; bin ``b`` is the
-    stretch ``[b M, (b + 1) M)`` of that line (the last bin runs to the
-    group's total weight ``W``, so there are ``max(1, floor(W / M))`` bins)
-    and a row whose weight straddles a boundary puts each part in its bin. A
-    bin's error is ``|sum(part * residual)| / (its weight)``. Integer weights
-    thus act as the row repeated, its copies kept next to each other in the
-    view (a fresh shuffle of the repeated rows would scatter them: the two
-    agree on average, not exactly). Unit weights give the unweighted result
-    bit for bit.
+    With ``sample_weight`` the bins hold equal shares of weight: the group's rows, in the view's order, lay their
+    weights end to end; bin ``b`` is the stretch ``[b M, (b + 1) M)`` of that line (the last bin runs to the group's
+    total weight ``W``: ``max(1, floor(W / M))`` bins) and a row whose weight straddles a boundary puts each part in
+    its bin. A bin's error is ``|sum(part * residual)| / (its weight)``. Integer weights thus act as the row
+    repeated, its copies kept next to each other in the view (a fresh shuffle would scatter them: the two agree on
+    average, not exactly). Unit weights give the unweighted result bit for bit.
 
     Parameters
     ----------
@@ -242,13 +188,11 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
         Prediction minus label of every row, one row per candidate prediction.
     group : ndarray of int, shape (n,)
         Group of each row, 0 .. n_groups - 1, or -1 for a row that takes no part.
-    views : ndarray of shape (r, n), or an iterable of permutations
-        Each one a permutation of ``range(n)``.
+    views : ndarray of shape (r, n), or an iterable of permutations of ``range(n)``
     bin_size, p :
-        The MVCE's bin size M (rows, or weight with ``weights``) and norm p.
-    weights : ndarray of shape (n,), optional
-        Non-negative weight of each row (None: 1 each); every group needs a
-        positive total weight.
+        The MVCE's bin size M (rows, or weight with ``sample_weight``) and norm p.
+    sample_weight : ndarray of shape (n,), optional
+        Non-negative weight of each row; every group needs a positive total weight.
 
     Returns
     -------
@@ -261,7 +205,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
     group = np.asarray(group)
     rows_in = np.bincount(group[group >= 0], minlength=n_groups)
     if sample_weight is None:
-        m, sizes = int(bin_size), rows_in
+        m, sizes, wd = int(bin_size), rows_in, d
         if m < 1:
             raise DataError(f"the MVCE bin size must be at least 1, got {bin_size}.")
     else:
@@ -270,7 +214,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
         if not m > 0:
             raise DataError(f"the MVCE bin size must be positive, got {bin_size}.")
         sizes = np.bincount(group[group >= 0], weights=w[group >= 0], minlength=n_groups)
-        wd = w * d                                         # every row's whole weight in its first bin...
+        wd = w * d                                         # every row's whole weight in its first bin
     if np.any(sizes <= 0):
         raise ValueError("every group needs at least one row (of positive weight)")
     n_active = int(rows_in.sum())
@@ -297,10 +241,7 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
             g = lab[order].astype(np.intp)
             rows = perm[order]
         if sample_weight is None:
-            pos = rank - starts[g]
-            bin_of_row[rows] = np.minimum(pos // m, n_bins[g] - 1) + bin_start[g]
-            pce = np.stack([np.bincount(bin_of_row, weights=d[c], minlength=total + 1)[:total]
-                            for c in range(n_cols)])
+            bin_of_row[rows] = np.minimum((rank - starts[g]) // m, n_bins[g] - 1) + bin_start[g]
         else:
             wo = w[rows]
             before = np.concatenate([[0.0], np.cumsum(wo)])
@@ -310,9 +251,9 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
             b0 = np.minimum(np.floor_divide(start, m).astype(np.intp), last)
             b1 = np.maximum(np.minimum(np.ceil(end / m).astype(np.intp) - 1, last), b0)
             bin_of_row[rows] = b0 + bin_start[g]
-            pce = np.stack([np.bincount(bin_of_row, weights=wd[c], minlength=total + 1)[:total]
-                            for c in range(n_cols)])
-            cross = np.flatnonzero(b1 > b0)                # ... but these rows reach past it
+        pce = np.stack([np.bincount(bin_of_row, weights=wd[c], minlength=total + 1)[:total] for c in range(n_cols)])
+        if sample_weight is not None:
+            cross = np.flatnonzero(b1 > b0)                # rows whose weight reaches past their first bin
             if cross.size:
                 r, b, amount = _spill(rows[cross], g[cross], start[cross], end[cross], b0[cross], b1[cross],
                                       last[cross], bin_start, m)
@@ -329,13 +270,9 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
 
 def weighted_mvce(probs: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray, bin_size: float,
                   n_views: int = 100, p: float = 1.0, seed: int = 0) -> float:
-    """:func:`mvce` with sample weights: bins of equal weight ``bin_size``.
-
-    The same random views as ``metrics.mvce(probs, labels, ..., seed=seed)``
-    (permutations of the rows), each cut into stretches of equal weight as
-    :func:`grouped_mvce` describes. With unit weights it equals
-    ``metrics.mvce`` up to the order of summation (1e-12 relative).
-    """
+    """:func:`mvce` with sample weights: the same random views, each cut into stretches of equal weight
+    ``bin_size`` as :func:`grouped_mvce` describes. With unit weights it equals :func:`mvce` up to the order of
+    summation (1e-12 relative)."""
     d = np.asarray(probs, dtype=float) - np.asarray(labels, dtype=float)
     one = np.zeros(d.size, dtype=np.int64)
     return float(grouped_mvce(d[None], one, 1, iter_views(d.size, n_views, seed), bin_size, p, sample_weight)[0, 0])

@@ -1,12 +1,5 @@
-"""Logistic recalibration: calibration-in-the-large and the calibration slope (Cox 1958).
-
-Both are weighted logistic regressions of the outcome on the logit of the
-prediction, solved by the package's one logistic solver
-(:func:`calibdash.core.logistic.solve_logistic`, the one Platt, beta and
-temperature scaling use).
-
-Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
-"""
+"""Logistic recalibration: calibration-in-the-large and the calibration slope (Cox 1958), weighted logistic
+regressions of the outcome on the logit of the prediction (a row of weight ``w`` counts as ``w`` rows)."""
 from __future__ import annotations
 
 import math
@@ -28,13 +21,9 @@ def _need_both_classes(y, w, what: str) -> None:
 
 
 def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, offset=None):
-    """``(beta, covariance, converged)`` of ``logit P(y=1) = offset + x beta`` (:func:`solve_logistic`).
-
-    The covariance is the inverse of the observed information at the estimate (for the canonical
-    logit link it equals the expected information). Not converged when the solver ran out of steps,
-    a coefficient is infinite or beyond 1e6, or the information is singular (the logits separate the
-    classes, so the slope is infinite).
-    """
+    """``(beta, covariance, converged)`` of ``logit P(y=1) = offset + x beta`` (:func:`solve_logistic`), the
+    covariance the inverse observed information. Not converged when the solver ran out of steps, a coefficient is
+    infinite or beyond 1e6, or the information is singular (the logits separate the classes)."""
     fit = solve_logistic(x, y, w, start, offset=offset)
     cov = covariance(fit.hessian)
     ok = bool(fit.converged and np.all(np.isfinite(fit.beta)) and np.max(np.abs(fit.beta)) < 1e6
@@ -43,66 +32,31 @@ def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, offset=None)
 
 
 def calibration_intercept_slope(probs, labels, sample_weight=None, level: float = 0.95) -> dict:
-    """Calibration-in-the-large (intercept) and calibration slope, with Wald intervals.
+    """Calibration-in-the-large (intercept) and calibration slope, with Wald intervals at ``level``.
 
-    Both come from logistic regressions of the outcome on the logit of the
-    prediction, ``x = log(p / (1 - p))`` (Cox, "Two further applications of a
-    model for binary regression", Biometrika 1958; the "weak calibration"
-    level of Van Calster et al. 2016):
+    Both come from logistic regressions of the outcome on the logit of the prediction, ``x = log(p / (1 - p))`` (Cox,
+    "Two further applications of a model for binary regression", Biometrika 1958; the "weak calibration" level of Van
+    Calster et al. 2016):
 
-    * **slope** ``b`` of ``logit P(y = 1) = a + b x`` (Cox's recalibration
-      model): 1 is ideal, below 1 the predictions are too extreme (typical of
-      overfitting), above 1 too moderate;
-    * **intercept** (calibration-in-the-large) ``a`` of
-      ``logit P(y = 1) = a + offset(x)``, the slope fixed at 1: 0 is ideal,
-      above 0 the predictions are too low on average, below 0 too high.
-      This is the intercept Van Calster et al. (2019, "Calibration: the
-      Achilles heel of predictive analytics", BMC Medicine) and the R tools
-      (``rms::val.prob``, ``CalibrationCurves::val.prob.ci.2``) report, not
-      the intercept ``a`` of the slope model, which is returned separately as
-      ``slope_model_intercept``.
+    * **slope** ``b`` of ``logit P(y = 1) = a + b x`` (Cox's recalibration model): 1 is ideal, below 1 the predictions
+      are too extreme (typical of overfitting), above 1 too moderate;
+    * **intercept** (calibration-in-the-large) ``a`` of ``logit P(y = 1) = a + offset(x)``, the slope fixed at 1: 0 is
+      ideal, above 0 the predictions are too low on average. This is the intercept Van Calster et al. (2019,
+      "Calibration: the Achilles heel of predictive analytics", BMC Medicine) and the R tools (``rms::val.prob``,
+      ``CalibrationCurves::val.prob.ci.2``) report, not the intercept of the slope model (``slope_model_intercept``).
 
-    Both maximise the weighted Bernoulli likelihood with the package's one
-    logistic solver (:func:`calibdash.core.logistic.solve_logistic`: Newton's method
-    with a line search to the floating-point limit), started at ``a = 0, b = 1``
-    (perfect calibration).
-    Standard errors are the square roots of the diagonal of the inverse
-    observed information at the estimate; the intervals are Wald intervals
-    ``estimate +- z_{(1+level)/2} SE``.
+    Both maximise the weighted Bernoulli likelihood (a row of weight w counts as w rows, also in the standard errors)
+    with :func:`calibdash.core.logistic.solve_logistic`, started at ``a = 0, b = 1``. Standard errors are the square
+    roots of the diagonal of the inverse observed information; the intervals ``estimate +- z_{(1+level)/2} SE``.
 
-    Parameters
-    ----------
-    probs, labels : array-like
-        Predicted probabilities and 0/1 outcomes.
-    sample_weight : array-like, optional
-        Row weights (a row of weight w counts as w rows, also in the standard errors).
-    level : float, default 0.95
-        Coverage of the Wald intervals.
+    A prediction of exactly 0 or 1 has an infinite logit: such rows are left out of both regressions, as
+    ``rms::val.prob`` and ``CalibrationCurves::val.prob.ci.2`` do (clipping them would make the slope depend on the
+    clipping constant), and their weight is returned as ``excluded``.
 
-    Returns
-    -------
-    dict
-        ``intercept``, ``intercept_se``, ``intercept_low``, ``intercept_high``,
-        ``slope``, ``slope_se``, ``slope_low``, ``slope_high``,
-        ``slope_model_intercept``, ``converged`` (False when a fit did not
-        converge, for instance when the logits separate the classes
-        perfectly and the slope is infinite: its numbers are then NaN),
-        ``n`` (weight used) and ``excluded`` (weight of rows with ``p`` exactly
-        0 or 1).
-
-    Notes
-    -----
-    A prediction of exactly 0 or 1 has an infinite logit. Such rows are left
-    out of both regressions, as ``rms::val.prob`` and
-    ``CalibrationCurves::val.prob.ci.2`` do ("observations deleted from
-    logistic calibration due to probs. of 0 or 1"); their weight is returned
-    as ``excluded`` so a caller can say so. Clipping them instead would make
-    the slope depend on the arbitrary clipping constant.
-
-    Raises
-    ------
-    DataError
-        If, without those rows, one class has no weight.
+    Returns a dict of ``intercept``, ``intercept_se``, ``intercept_low``, ``intercept_high``, ``slope``,
+    ``slope_se``, ``slope_low``, ``slope_high``, ``slope_model_intercept``, ``converged`` (False when a fit did not
+    converge, for instance when the logits separate the classes and the slope is infinite: its numbers are then NaN),
+    ``n`` (weight used) and ``excluded``. Raises DataError if, without the excluded rows, one class has no weight.
     """
     level = check_level(level)
     p, y, w, given = check_rows(probs, labels, sample_weight)

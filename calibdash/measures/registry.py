@@ -1,27 +1,14 @@
 """The one registry of measures: a record per measure, binary and K-class tables as views of it.
 
-A :class:`Measure` says what a table, an interval, a rank and the bootstrap
-need of a measure: its name, how it is computed on weighted rows, which
-**reduction** of the predictions it reads, which value is best, its label
-and caption, and, where the bootstrap can resample it without measuring
-every resample's rows, its **statistics form** (:class:`Mean`,
-:class:`Binned`, :class:`Sorted`, :class:`Moments`).
-
-Reductions (what ``compute`` receives, always followed by ``sample_weight``):
-
-============  ==============================================================
-``score``     binary: ``(p, y)``, the positive class's score and 0/1 labels
-``top_label``  K classes: ``(c, a)``, the confidence ``max_k P_ik`` and
-              whether the argmax is right (Guo et al. 2017)
-``ovr``       K classes: ``(P, Y)``, the K one-vs-rest columns (``Y`` one-hot)
-``classes``   K classes: ``(P, y)``, the whole (n, K) matrix and class indices
-============  ==============================================================
-
-A problem offers reductions (binary: :data:`BINARY`; K classes:
-:data:`CLASSES`), and :func:`view` gives the measures that read them, in
-declaration order. Declaring a measure is adding one record to
-:data:`RECORDS`: the tables, the CLI, the report and the bootstrap (on rows
-and on cells) then show it wherever its reduction applies.
+A :class:`Measure` says what a table, an interval, a rank and the bootstrap need of a measure: its name, how it is
+computed on weighted rows, which **reduction** of the predictions it reads, which value is best, its label and
+caption, and, where the bootstrap can resample it without measuring every resample's rows, its **statistics form**
+(:class:`Mean`, :class:`Binned`, :class:`Sorted`, :class:`Moments`). Reductions (what ``compute`` receives, always
+followed by ``sample_weight``): ``score``, binary ``(p, y)``; ``top_label``, K classes ``(c, a)``, the confidence
+``max_k P_ik`` and whether the argmax is right (Guo et al. 2017); ``ovr``, ``(P, Y)``, the K one-vs-rest columns
+(``Y`` one-hot); ``classes``, ``(P, y)``, the (n, K) matrix and class indices. A problem offers reductions (binary:
+:data:`BINARY`; K classes: :data:`CLASSES`), and :func:`view` gives the measures that read them, in declaration
+order: declaring a measure is adding one record to :data:`RECORDS`.
 """
 from __future__ import annotations
 
@@ -45,9 +32,8 @@ K_BINS = 15
 
 @dataclass(frozen=True)
 class Mean:
-    """Statistics form: the weighted mean of a per-row ``term`` of the reduction, then ``then`` (e.g. a root).
-
-    Records sharing a ``term`` share its sum in the bootstrap (Brier and RMSE)."""
+    """Statistics form: the weighted mean of a per-row ``term`` of the reduction, then ``then`` (e.g. a root);
+    records sharing a ``term`` share its sum in the bootstrap (Brier and RMSE)."""
 
     term: Callable[..., np.ndarray]
     then: Callable[[np.ndarray], np.ndarray] | None = None
@@ -72,8 +58,7 @@ class Sorted:
 
 @dataclass(frozen=True)
 class Moments:
-    """Statistics form: MVCE from the residuals' weighted mean and variance
-    (:func:`calibdash.measures.mvce.mvce_of_moments`)."""
+    """Statistics form: MVCE from the residuals' weighted mean and variance (:func:`.mvce.mvce_of_moments`)."""
 
 
 @dataclass(frozen=True)
@@ -82,31 +67,20 @@ class Measure:
 
     Attributes
     ----------
-    name : str
-        Column name in tables (``"smECE"``); unique within a view.
-    label : str
-        What it is, in a few words.
-    caption : str
-        Where it comes from (the paper), for help texts.
+    name, label, caption : str
+        Column name in tables (``"smECE"``, unique within a view); what it is, in a few words; where it comes from.
     reduction : str
         The reduction ``compute`` reads (module docstring).
     best : {"lower", "higher", "target", "none"}
-        ``"target"``: the value closest to ``target`` is best; ``"none"``: not a
-        ranking (the same for every method of a data set).
+        ``"target"``: the value closest to ``target`` is best; ``"none"``: not a ranking (the same for every method).
     compute : callable
-        ``compute(*reduction, sample_weight) -> float``, or, with ``family``,
-        a dict holding every measure of the family (computed once for all).
-    target : float
-    family : str
-        Records computed together by one call ("" alone).
+        ``compute(*reduction, sample_weight) -> float``, or, with ``family`` (records computed together by one call),
+        a dict holding every measure of the family.
     statistics : Mean, Binned, Sorted, Moments or None
-        How the bootstrap resamples it without measuring each resample's rows
-        (None: it does measure them).
+        How the bootstrap resamples it without measuring each resample's rows (None: it does measure them).
     metric : bool
-        One of the papers' metrics (:data:`calibdash.measures.calibration.METRIC_NAMES`,
-        computed together by :func:`~calibdash.measures.calibration.summary`), the
-        binary metrics table's columns; the others, and any measure declared
-        anew, are the further measures (:data:`calibdash.measures.MEASURES`).
+        One of the papers' metrics (:data:`calibdash.measures.calibration.METRIC_NAMES`, computed together by
+        :func:`~calibdash.measures.calibration.summary`); the others are the further measures.
     """
 
     name: str
@@ -132,12 +106,7 @@ class Measure:
 
     def oriented(self, values):
         """``values`` turned so that lower is better (negated, or their distance to the target); keeps the type.
-
-        Raises
-        ------
-        SettingsError
-            For a measure that ranks nothing (``best == "none"``).
-        """
+        SettingsError for a measure that ranks nothing (``best == "none"``)."""
         if self.best == "none":
             raise SettingsError(f"{self.name} is the same for every method of a data set: it ranks nothing.")
         if self.best == "lower":
@@ -147,15 +116,9 @@ class Measure:
         return abs(values - self.target)
 
 
-# ----------------------------------------------------------------------------
 # per-row terms of the averaged measures
-# ----------------------------------------------------------------------------
-def _true_class(P, y):
-    return P[np.arange(P.shape[0]), y]
-
-
 def _class_log_loss(P, y):
-    q = _true_class(P, y)
+    q = P[np.arange(P.shape[0]), y]
     return calibration.log_losses(q, np.ones_like(q))
 
 
@@ -178,13 +141,7 @@ def _mean_of(term):
     return lambda *rows: float(np.average(term(*rows[:-1]), weights=rows[-1]))
 
 
-# ----------------------------------------------------------------------------
 # the measures computed together (one call gives the family's values)
-# ----------------------------------------------------------------------------
-def _summary(p, y, w) -> dict:
-    return calibration.summary(p, y, sample_weight=w)
-
-
 def _ici(p, y, w, loess_points=None) -> dict:
     out = smoother.ici(p, y, w, **({} if loess_points is None else {"max_points": int(loess_points)}))
     return {"ICI": out["ICI"], "E50": out["E50"], "E90": out["E90"]}
@@ -209,7 +166,8 @@ def _per_class_ece(P, Y, w) -> float:
     return float(np.mean([calibration.ece(P[:, k], Y[:, k], K_BINS, "uniform", w) for k in range(P.shape[1])]))
 
 
-_M = dict(reduction="score", family="summary", compute=_summary, metric=True)
+_M = dict(reduction="score", family="summary", metric=True,
+          compute=lambda p, y, w: calibration.summary(p, y, sample_weight=w))
 _DGJ = "Dimitriadis, Gneiting & Jordan (2021), PNAS"
 _AS = "Austin & Steyerberg (2019)"
 
@@ -295,13 +253,8 @@ def view(reductions: Sequence[str], metric: bool | None = None) -> dict[str, Mea
 
 
 def select_names(names: Sequence[str] | None, known: Sequence[str], what: str = "measure") -> tuple[str, ...]:
-    """The asked names of ``known`` in ``known``'s order (all when ``names`` is None).
-
-    Raises
-    ------
-    SettingsError
-        For a name not in ``known`` (``"unknown {what} 'x'; choose from ..."``).
-    """
+    """The asked names of ``known`` in ``known``'s order (all when ``names`` is None); SettingsError for a name not
+    in ``known`` (``"unknown {what} 'x'; choose from ..."``)."""
     if names is None:
         return tuple(known)
     unknown = [n for n in names if n not in known]

@@ -1,72 +1,37 @@
 """Smooth ECE and the smoothed reliability diagram (Blasiok & Nakkiran, ICLR 2024).
 
-Blasiok & Nakkiran, "Smooth ECE: Principled Reliability Diagrams via Kernel
-Smoothing" (arXiv:2309.12236, 2023; ICLR 2024), and their Python package
-``relplot`` (github apple/ml-calibration, ``src/relplot``), whose numbers this
+Blasiok & Nakkiran, "Smooth ECE: Principled Reliability Diagrams via Kernel Smoothing" (arXiv:2309.12236, 2023;
+ICLR 2024), and their Python package ``relplot`` (github apple/ml-calibration, ``src/relplot``), whose numbers this
 module reproduces (``tests/measures/test_smooth_ece.py``).
 
-Definition (the paper's SmoothECE and smoothed reliability diagram)
--------------------------------------------------------------------
-With a kernel ``K_sigma`` on [0, 1], rows ``(f_i, y_i)`` of weight ``w_i``:
+With a kernel ``K_sigma`` on [0, 1] (the Gaussian ``N(0, sigma^2)`` reflected at 0 and 1) and rows ``(f_i, y_i)`` of
+weight ``w_i``: the smoothed residual ``r(t) = sum_i w_i K(t, f_i) (y_i - f_i) / sum_i w_i K(t, f_i)``, the smoothed
+density ``delta(t) = sum_i w_i K(t, f_i) / sum_i w_i``, and ``smECE_sigma = integral_0^1 |r(t)| delta(t) dt``. The
+smoothed reliability diagram draws ``t -> t + r(t)``, so the area between it and the diagonal, weighted by ``delta``,
+is ``smECE_sigma``. SmoothECE is ``smECE_{sigma*}`` at the fixed point ``smECE_sigma = sigma`` (unique:
+``smECE_sigma`` decreases in ``sigma``).
 
-* the smoothed residual ``r(t) = sum_i w_i K(t, f_i) (y_i - f_i) / sum_i w_i K(t, f_i)``
-  (Nadaraya-Watson regression of ``y - f`` on ``f``);
-* the smoothed density ``delta(t) = sum_i w_i K(t, f_i) / sum_i w_i``;
-* ``smECE_sigma = integral_0^1 |r(t)| delta(t) dt``
-  ``= integral |sum_i w_i K(t, f_i) (y_i - f_i)| dt / sum_i w_i``;
-* the smoothed reliability diagram draws ``t -> t + r(t)`` (with ``delta`` as
-  the density of the predictions), so the area between it and the diagonal,
-  weighted by ``delta``, is exactly ``smECE_sigma``;
-* SmoothECE is ``smECE_{sigma*}`` at the bandwidth ``sigma*`` where
-  ``smECE_sigma = sigma``. ``smECE_sigma`` decreases in ``sigma`` (it is at most
-  1), so the fixed point is unique and found by bisection.
-
-The kernel is the Gaussian ``N(0, sigma^2)`` reflected at 0 and 1 (mass that
-would leave [0, 1] is folded back in), as in ``relplot``.
-
-How it is computed (as ``relplot`` does)
-----------------------------------------
-Every row is spread onto a grid of ``E`` equally spaced points on [0, 1]
-(linearly: a row between two grid points gives each the share of its weight
-given by its nearness), the grid is extended by its mirror image at each end
-and convolved with the Gaussian sampled on the same grid, and the integral is
-a sum over ``max(200, round(10 / sigma))`` equally spaced points, the smoothed
-values being interpolated linearly from the grid. ``E = max(2000, round(20 /
-sigma)) // 2 + 1`` (1001 points for ``sigma >= 0.01``). The cost is one pass
-over the rows per grid (O(rows + E x kernel length)), so SmoothECE of 65,536
-weighted score cells, bandwidth search included, takes about 10 ms.
-
-The bisection is ``relplot``'s ``search_param``: ten halvings of [0, 1]
-starting from 1, a bandwidth counting as too small when ``sigma < 0.001`` or
-``sigma < smECE_sigma``, and the upper end of the last interval returned (so
-``sigma* >= smECE_{sigma*}`` up to a step of ``2**-10``, and ``sigma*`` is at
-least ``2**-9``).
+As ``relplot`` does, the rows are spread linearly onto a grid of ``E = max(2000, round(20 / sigma)) // 2 + 1``
+points, the grid is mirrored at each end and convolved with the sampled Gaussian, and the integral is a sum over
+``max(200, round(10 / sigma))`` points. The fixed point is ``relplot``'s ``search_param``: ten halvings of [0, 1], a
+bandwidth too small when ``sigma < 0.001`` or ``sigma < smECE_sigma``, the upper end returned (``sigma*`` within
+``2**-10`` above the fixed point, at least ``2**-9``).
 
 Where this module and ``relplot`` differ, and why
 -------------------------------------------------
-* ``relplot`` adds ``1e-4`` to the smoothed density before dividing (and so to
-  the denominator of smECE); it is left out here. It is a guard against
-  dividing by zero, and its effect depends on the scale of the weights (it is
-  negligible for counts, but would not be for weights summing to 1). The
-  values agree with ``relplot``'s to about ``1e-4 / rows`` relatively.
-* ``relplot`` samples the Gaussian only on ``[-1/2, 1/2]`` (the width of the
-  grid) and reflects once at each end; the paper's reflected kernel folds
-  infinitely often. This module follows ``relplot`` (to reproduce its numbers):
-  the two agree closely while ``sigma`` is well below 1/2, which covers the
-  fixed point of any predictor with a SmoothECE below about 0.2.
-* ``relplot``'s plotting code (``prepare_rel_diagram``) draws the bootstrap
-  mean of a kernel regression of ``y`` itself; :func:`smoothed_curve` draws the
-  paper's ``t + r(t)`` on the full data (the curve whose deviation from the
-  diagonal integrates to SmoothECE) and :func:`smoothed_curve_band` adds the
+* ``relplot`` adds ``1e-4`` to the smoothed density before dividing; it is left out here. It guards against
+  dividing by zero, and its effect depends on the scale of the weights (negligible for counts, not for weights
+  summing to 1). The values agree with ``relplot``'s to about ``1e-4 / rows``.
+* ``relplot`` samples the Gaussian only on ``[-1/2, 1/2]`` and reflects once at each end; the paper's reflected
+  kernel folds infinitely often. This module follows ``relplot`` (to reproduce its numbers): the two agree closely
+  while ``sigma`` is well below 1/2, which covers the fixed point of any predictor with a SmoothECE below about 0.2.
+* ``relplot``'s ``prepare_rel_diagram`` draws the bootstrap mean of a kernel regression of ``y`` itself;
+  :func:`smoothed_curve` draws the paper's ``t + r(t)`` on the full data and :func:`smoothed_curve_band` adds the
   bootstrap band around it.
-* The band resamples rows by Poisson weights (each of the rows a weight stands
-  for is drawn Poisson(1) times, see :func:`smoothed_curve_band`) rather than
-  ``relplot``'s scikit-learn bagging of the rows, so that weighted score cells
-  resample as their rows would; the bandwidth is held at the full data's, as
-  in ``relplot``.
+* The band resamples rows by Poisson weights (:func:`poisson_weights`) rather than ``relplot``'s bagging of the
+  rows, so that weighted score cells resample as their rows would; the bandwidth is held at the full data's.
 
-Where no prediction lies within about 38 bandwidths of a point ``t``, the
-Gaussian underflows, the density there is exactly 0 and the curve is NaN.
+Where no prediction lies within about 38 bandwidths of ``t``, the density there is exactly 0 and the curve NaN.
 """
 from __future__ import annotations
 
@@ -77,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import SettingsError
-from .binning import check_inputs
+from .binning import check_inputs, check_level, is_whole
 
 __all__ = ["smooth_ece", "smooth_ece_at", "smooth_ece_bandwidth", "smoothed_curve", "smoothed_curve_band"]
 
@@ -90,9 +55,7 @@ _HALVINGS = 10
 _MIN_BANDWIDTH = 0.001
 
 
-# ----------------------------------------------------------------------------
 # the grid and the reflected Gaussian (relplot's ReflectedGaussianKernel)
-# ----------------------------------------------------------------------------
 def _grid_size(sigma: float) -> int:
     """Points ``E`` of the grid the rows are spread onto (``relplot``: ``max(2000, round(20/sigma)) // 2 + 1``)."""
     return max(2000, round(20 / sigma)) // 2 + 1
@@ -104,10 +67,7 @@ def _integration_points(sigma: float) -> int:
 
 
 def _interpolate(t: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Linear interpolation of ``values`` given at ``i / (E - 1)``, at points ``t`` of [0, 1].
-
-    Works along the last axis, so ``values`` may hold one series per row.
-    """
+    """Linear interpolation of ``values`` given at ``i / (E - 1)`` (along the last axis), at points ``t``."""
     e = values.shape[-1]
     i = np.clip((t * (e - 1)).astype(np.int64), 0, e - 2)
     frac = t * (e - 1) - i
@@ -135,12 +95,9 @@ def _spread(f: np.ndarray, size: int) -> _Spread:
 def _reflected_smooth(values: np.ndarray, sigma: float) -> np.ndarray:
     """Convolve grid values with the Gaussian, reflected at both ends (``relplot``'s ``convolve``).
 
-    The grid ``values`` (``E`` points) is extended by its mirror images about
-    its first and last point, and convolved with the Gaussian density of
-    standard deviation ``sigma`` sampled at ``linspace(0, 1, E) - 1/2``; the
-    ``E`` central values are kept. Kernel samples that underflow to 0 are
-    dropped before convolving, which changes nothing and keeps small
-    bandwidths on fine grids fast.
+    The grid ``values`` (``E`` points) is extended by its mirror images about its first and last point, and
+    convolved with the Gaussian density of standard deviation ``sigma`` sampled at ``linspace(0, 1, E) - 1/2``; the
+    ``E`` central values are kept. Kernel samples that underflow to 0 are dropped first (which changes nothing).
     """
     e = values.size
     t = np.linspace(0, 1, e)
@@ -153,9 +110,6 @@ def _reflected_smooth(values: np.ndarray, sigma: float) -> np.ndarray:
     return np.convolve(ext[start + a:start + b + e], ker[nz[0]:nz[-1] + 1], "valid")
 
 
-# ----------------------------------------------------------------------------
-# the core, on checked arrays
-# ----------------------------------------------------------------------------
 class _Rows:
     """Checked rows ``(f, y - f, w)`` and their spread onto the grids used so far."""
 
@@ -163,18 +117,15 @@ class _Rows:
         self.f = p
         self.w = np.ones(p.size) if w is None else w
         self.wr = self.w * (y - p)
-        self._grids: dict[int, tuple[_Spread, np.ndarray, np.ndarray]] = {}
-
-    def grid(self, size: int):
-        """``(spread, residual values, weight values)`` on a grid of ``size`` points (cached)."""
-        if size not in self._grids:
-            sp = _spread(self.f, size)
-            self._grids[size] = (sp, sp.values(self.wr), sp.values(self.w))
-        return self._grids[size]
+        self._grids: dict[int, tuple[np.ndarray, np.ndarray]] = {}          # grid size -> (residuals, weights)
 
     def smoothed(self, sigma: float):
         """The smoothed residual sum and weight on the grid for ``sigma``: ``(sum w K (y - f), sum w K)``."""
-        _, r, w = self.grid(_grid_size(sigma))
+        size = _grid_size(sigma)
+        if size not in self._grids:
+            sp = _spread(self.f, size)
+            self._grids[size] = (sp.values(self.wr), sp.values(self.w))
+        r, w = self._grids[size]
         return _reflected_smooth(r, sigma), _reflected_smooth(w, sigma)
 
     def smece(self, sigma: float) -> float:
@@ -230,55 +181,27 @@ def _curve(num: np.ndarray, den: np.ndarray, t: np.ndarray):
     return calibrated, d_t / np.trapezoid(den, np.linspace(0, 1, den.size))
 
 
-# ----------------------------------------------------------------------------
-# public API
-# ----------------------------------------------------------------------------
 def smooth_ece_at(probs, labels, bandwidth: float, sample_weight=None) -> float:
-    """``smECE_sigma``: the smooth ECE at a fixed bandwidth (``relplot.smECE_sigma``).
-
-    ``integral |r(t)| delta(t) dt`` for the reflected Gaussian of standard
-    deviation ``bandwidth`` (module docstring). Decreases as the bandwidth
-    grows (up to the grid's discretisation, about 1e-4); 0 when every
-    smoothed residual vanishes.
-    """
-    p, y, w = check_inputs(probs, labels, sample_weight)
-    rows = _Rows(p, y, w)
-    return rows.smece(_bandwidth(rows, bandwidth))
+    """``smECE_sigma``: the smooth ECE at a fixed bandwidth (``relplot.smECE_sigma``; module docstring). Decreases
+    as the bandwidth grows (up to the grid's discretisation, about 1e-4); 0 when every smoothed residual vanishes."""
+    return smooth_ece(probs, labels, sample_weight, bandwidth)
 
 
 def smooth_ece_bandwidth(probs, labels, sample_weight=None) -> float:
-    """The bandwidth ``sigma*`` of SmoothECE: the fixed point ``smECE_sigma = sigma`` (the paper's choice).
-
-    Found as ``relplot`` finds it: ten halvings of [0, 1], returning the upper
-    end, so ``sigma*`` is within ``2**-10`` above the fixed point.
-    """
-    p, y, w = check_inputs(probs, labels, sample_weight)
-    return _Rows(p, y, w).fixed_point()
+    """The bandwidth ``sigma*`` of SmoothECE: the fixed point ``smECE_sigma = sigma`` (the paper's choice), found as
+    ``relplot`` finds it (ten halvings of [0, 1], the upper end: within ``2**-10`` above the fixed point)."""
+    return _Rows(*check_inputs(probs, labels, sample_weight)).fixed_point()
 
 
 def smooth_ece(probs, labels, sample_weight=None, bandwidth: float | None = None) -> float:
-    """SmoothECE (Blasiok & Nakkiran): the smooth ECE at its own bandwidth ``sigma*``.
+    """SmoothECE (Blasiok & Nakkiran): the smooth ECE at its own bandwidth ``sigma*``, in [0, 1].
 
-    Parameters
-    ----------
-    probs, labels : array-like
-        Predicted probabilities in [0, 1] and 0/1 labels.
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows (score cells: see
-        :mod:`calibdash.metrics`); the value equals that of the repeated rows.
-    bandwidth : float, optional
-        ``None`` (default): the fixed point ``sigma*`` (:func:`smooth_ece_bandwidth`),
-        which makes the measure free of settings and, as the paper proves, a
-        consistent calibration measure. A number in (0, 1]: ``smECE_sigma``
-        at that bandwidth.
-
-    Returns
-    -------
-    float in [0, 1]. ``relplot.smECE(f, y)`` gives the same value on unweighted
-    rows (to about ``1e-4 / rows``, its density guard).
+    ``sample_weight``: a row of weight ``w`` counts as ``w`` rows. ``bandwidth``: ``None`` (default) is the fixed
+    point ``sigma*`` (:func:`smooth_ece_bandwidth`), which makes the measure free of settings and, as the paper
+    proves, a consistent calibration measure; a number in (0, 1] gives ``smECE_sigma`` at that bandwidth.
+    ``relplot.smECE(f, y)`` gives the same value on unweighted rows (to about ``1e-4 / rows``).
     """
-    p, y, w = check_inputs(probs, labels, sample_weight)
-    rows = _Rows(p, y, w)
+    rows = _Rows(*check_inputs(probs, labels, sample_weight))
     return rows.smece(_bandwidth(rows, bandwidth))
 
 
@@ -286,50 +209,37 @@ def smoothed_curve(probs, labels, sample_weight=None, bandwidth: float | None = 
                    grid=DEFAULT_GRID) -> pd.DataFrame:
     """The smoothed reliability diagram: ``t -> t + r(t)`` with the smoothed density (module docstring).
 
-    Parameters
-    ----------
-    probs, labels, sample_weight : as :func:`smooth_ece`
-    bandwidth : float, optional
-        Default: SmoothECE's own ``sigma*``, so the curve encodes SmoothECE.
-    grid : int or array-like, default 201
-        Number of equally spaced points on [0, 1], or the points themselves.
-
-    Returns
-    -------
-    DataFrame with columns
-        ``score`` (the point t), ``calibrated`` (``t + r(t)``, the smoothed
-        observed frequency; NaN where the density underflows to 0; it may
-        leave [0, 1] slightly near the ends) and ``density`` (``delta(t)``,
-        integrating to 1 over [0, 1]). ``attrs`` holds ``"bandwidth"`` and
-        ``"smooth_ece"`` (the smooth ECE at that bandwidth), for captions.
+    ``bandwidth`` defaults to SmoothECE's own ``sigma*``, so the curve encodes SmoothECE; ``grid`` is a number of
+    equally spaced points on [0, 1] or the points themselves. Returns a DataFrame of ``score`` (the point t),
+    ``calibrated`` (``t + r(t)``, the smoothed observed frequency; NaN where the density underflows to 0; it may
+    leave [0, 1] slightly near the ends) and ``density`` (``delta(t)``, integrating to 1 over [0, 1]); ``attrs``
+    holds ``"bandwidth"`` and ``"smooth_ece"`` (at that bandwidth), for captions.
     """
+    return _smoothed(probs, labels, sample_weight, bandwidth, grid)[0]
+
+
+def _smoothed(probs, labels, sample_weight, bandwidth, grid):
+    """:func:`smoothed_curve`'s frame, the checked ``(p, y, w)`` and the grid ``t``."""
     p, y, w = check_inputs(probs, labels, sample_weight)
     rows = _Rows(p, y, w)
     sigma = _bandwidth(rows, bandwidth)
     t = _eval_grid(grid)
-    num, den = rows.smoothed(sigma)
-    calibrated, density = _curve(num, den, t)
+    calibrated, density = _curve(*rows.smoothed(sigma), t)
     out = pd.DataFrame({"score": t, "calibrated": calibrated, "density": density})
     out.attrs.update(bandwidth=sigma, smooth_ece=rows.smece(sigma))
-    return out
+    return out, (p, y, w), t
 
 
 def poisson_weights(sample_weight, n: int, n_boot: int, seed):
-    """Poisson-bootstrap weights of ``n`` rows, one array per resample.
+    """Yield Poisson-bootstrap weights of ``n`` rows (float, shape (n,)), one array per resample.
 
-    Whole-number weights (or none: every row weighs 1) count rows: a row of
-    weight ``w`` stands for ``w`` rows, each drawn Poisson(1) times, so it is
-    drawn ``Poisson(w)`` times in all. This is the Poisson bootstrap of the
-    rows themselves (asymptotically the ordinary bootstrap), whatever cells
-    they were gathered into. Fractional weights do not count rows: each row
-    is then drawn Poisson(1) times and keeps its weight.
-
-    Yields
-    ------
-    ndarray of float, shape (n,): the resampled weight of each row.
+    Whole-number weights (or none) count rows: a row of weight ``w`` stands for ``w`` rows, each drawn Poisson(1)
+    times, so it is drawn ``Poisson(w)`` times in all: the Poisson bootstrap of the rows themselves (asymptotically
+    the ordinary bootstrap), whatever cells they were gathered into. With fractional weights each row is drawn
+    Poisson(1) times and keeps its weight.
     """
     rng = np.random.default_rng(seed)
-    whole = sample_weight is None or bool(np.all(sample_weight == np.floor(sample_weight)))
+    whole = is_whole(sample_weight)
     for _ in range(n_boot):
         if sample_weight is None:
             yield rng.poisson(1.0, size=n).astype(float)
@@ -340,14 +250,10 @@ def poisson_weights(sample_weight, n: int, n_boot: int, seed):
 
 
 def _distinct_rows(p: np.ndarray, y: np.ndarray, w):
-    """Rows of equal (prediction, label) merged, their weights summed, when the weights count rows.
-
-    A Poisson(1) draw for each of ``c`` identical rows sums to one Poisson(c)
-    draw, so merging changes no resample's distribution; it makes the
-    resamples of score cells and of the rows they stand for the same draws.
-    Fractional weights are returned as they are (their rows are drawn one by one).
-    """
-    if w is not None and not np.all(w == np.floor(w)):
+    """Rows of equal (prediction, label) merged, their weights summed, when the weights count rows: a Poisson(1)
+    draw for each of ``c`` identical rows sums to one Poisson(c) draw, so merging changes no resample's distribution
+    and makes the resamples of score cells and of their rows the same draws."""
+    if not is_whole(w):
         return p, y, w
     order = np.lexsort((y, p))
     ps, ys = p[order], y[order]
@@ -357,13 +263,9 @@ def _distinct_rows(p: np.ndarray, y: np.ndarray, w):
 
 
 def band_quantiles(curves: np.ndarray, level: float):
-    """Pointwise ``(1 -+ level) / 2`` quantiles of resampled curves (one per row), ignoring NaN.
-
-    Quantiles are numpy's default (and R's type 7): linear between order
-    statistics, over the resamples that reach each point; NaN where none
-    does. Equal to ``np.nanquantile(curves, q, axis=0)`` but a sort per point
-    instead of numpy's loop, which matters with tens of thousands of points.
-    """
+    """Pointwise ``(1 -+ level) / 2`` quantiles of resampled curves (one per row), ignoring NaN: numpy's default
+    (R's type 7) over the resamples that reach each point, NaN where none does. Equal to
+    ``np.nanquantile(curves, q, axis=0)`` but a sort per point instead of numpy's loop."""
     srt = np.sort(np.ascontiguousarray(np.asarray(curves, dtype=float).T), axis=1)   # NaN sort last
     k = np.sum(np.isfinite(srt), axis=1)
     out = []
@@ -381,37 +283,20 @@ def band_quantiles(curves: np.ndarray, level: float):
 def check_boot(n_boot, level) -> tuple[int, float]:
     if int(n_boot) != n_boot or n_boot < 2:
         raise SettingsError(f"n_boot must be a whole number of at least 2, got {n_boot!r}.")
-    if not (0.0 < float(level) < 1.0):
-        raise SettingsError(f"level must lie strictly between 0 and 1, got {level!r}.")
-    return int(n_boot), float(level)
+    return int(n_boot), check_level(level)
 
 
 def smoothed_curve_band(probs, labels, sample_weight=None, bandwidth: float | None = None,
                         grid=DEFAULT_GRID, n_boot: int = 100, level: float = DEFAULT_LEVEL,
                         seed: int = 0) -> pd.DataFrame:
-    """:func:`smoothed_curve` with a pointwise bootstrap band (``lower``, ``upper``).
-
-    Each of ``n_boot`` resamples reweights the rows by Poisson draws
-    (:func:`poisson_weights`: on score cells, exactly the Poisson bootstrap of
-    the rows they stand for; rows of equal prediction and label are merged
-    first, so with whole-number weights the cells and their rows give the
-    same band for the same seed) and smooths them again at the full data's
-    bandwidth (held fixed, as ``relplot`` does); ``lower`` and ``upper`` are
-    the pointwise ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the
-    resampled curves (NaN where every resample leaves the density 0). The
-    curve itself is the full data's, as in :func:`smoothed_curve`.
-
-    About 7 ms per resample on 65,536 score cells (131,072 weighted rows),
-    most of it the Poisson draws; the full data's bandwidth search adds
-    about 10 ms.
-    """
+    """:func:`smoothed_curve` with a pointwise bootstrap band (``lower``, ``upper``): each of ``n_boot`` resamples
+    reweights the rows by Poisson draws (:func:`poisson_weights`; rows of equal prediction and label merged first,
+    so score cells and their rows give the same band for the same seed) and smooths them again at the full data's
+    bandwidth, as ``relplot`` does; the band is the pointwise ``(1 -+ level) / 2`` quantiles of the resampled curves
+    (NaN where every resample leaves the density 0)."""
     n_boot, level = check_boot(n_boot, level)
-    p, y, w = check_inputs(probs, labels, sample_weight)
-    rows = _Rows(p, y, w)
-    sigma = _bandwidth(rows, bandwidth)
-    t = _eval_grid(grid)
-    num, den = rows.smoothed(sigma)
-    calibrated, density = _curve(num, den, t)
+    out, (p, y, w), t = _smoothed(probs, labels, sample_weight, bandwidth, grid)
+    sigma = out.attrs["bandwidth"]
     pb, yb, wb0 = _distinct_rows(p, y, w)
     sp = _spread(pb, _grid_size(sigma))
     resid = yb - pb
@@ -420,7 +305,6 @@ def smoothed_curve_band(probs, labels, sample_weight=None, bandwidth: float | No
         nb = _reflected_smooth(sp.values(wb * resid), sigma)
         db = _reflected_smooth(sp.values(wb), sigma)
         curves[b], _ = _curve(nb, db, t)
-    lower, upper = band_quantiles(curves, level)
-    out = pd.DataFrame({"score": t, "calibrated": calibrated, "density": density, "lower": lower, "upper": upper})
-    out.attrs.update(bandwidth=sigma, smooth_ece=rows.smece(sigma), level=level, n_boot=n_boot)
+    out["lower"], out["upper"] = band_quantiles(curves, level)
+    out.attrs.update(level=level, n_boot=n_boot)
     return out

@@ -1,10 +1,7 @@
 """The loess calibration curve and ICI, E50, E90, Emax (Austin & Steyerberg 2019).
 
-Inputs and weights: see :mod:`calibdash.measures` (a row of weight ``w`` counts as ``w`` rows).
-
-Cost: the loess curve is fitted exactly at no more than ``max_points``
-(default 500) nodes and interpolated between them
-(:func:`smoothed_calibration_curve`); ``bench/bench_clinical.py`` measures it.
+A row of weight ``w`` counts as ``w`` rows (:mod:`calibdash.measures`). The loess curve is fitted exactly at no more
+than ``max_points`` (default 500) nodes and interpolated between them (:func:`smoothed_calibration_curve`).
 """
 from __future__ import annotations
 
@@ -27,14 +24,9 @@ LOESS_MAX_POINTS = 500
 
 
 def _weighted_quantile7(values: np.ndarray, weights: np.ndarray, prob: float) -> float:
-    """R's default quantile (type 7) of the rows ``np.repeat(values, weights)``.
-
-    Position ``h = (N - 1) prob`` (from 0) in the sorted rows, linear
-    interpolation between the rows at ``floor(h)`` and ``floor(h) + 1``; the row
-    at position ``j`` is the first value whose cumulative weight exceeds ``j``.
-    With whole weights this is exactly ``np.quantile`` of the repeated rows;
-    fractional weights are read as (fractional) row counts.
-    """
+    """R's default quantile (type 7) of the rows ``np.repeat(values, weights)``: position ``h = (N - 1) prob`` in
+    the sorted rows, linear between the rows at ``floor(h)`` and ``floor(h) + 1`` (the row at position ``j`` is the
+    first value whose cumulative weight exceeds ``j``). Fractional weights are read as fractional row counts."""
     keep = weights > 0
     v, wt = values[keep], weights[keep]
     order = np.argsort(v, kind="stable")
@@ -46,9 +38,6 @@ def _weighted_quantile7(values: np.ndarray, weights: np.ndarray, prob: float) ->
     return float(v[i_lo] + (h - lo) * (v[i_hi] - v[i_lo]))
 
 
-# ----------------------------------------------------------------------------
-# 2. loess calibration curve and ICI
-# ----------------------------------------------------------------------------
 class _Distinct:
     """The distinct predictions of positive weight: value ``x``, weight ``w``, mean outcome ``y``."""
 
@@ -72,12 +61,9 @@ def _loess_q(d: _Distinct, span: float) -> float:
 
 
 def _loess_bandwidth(d: _Distinct, at: np.ndarray, q: float, span: float) -> np.ndarray:
-    """Distance from each point of ``at`` to its ``q``-th nearest row (rows counted by weight).
-
-    The smallest ``h`` with weight at least ``q`` within ``[x0 - h, x0 + h]``:
-    bisection on ``h``, then snapped to the distance of the farthest point
-    inside, so it is exactly a point's distance (R's ``rho``).
-    """
+    """Distance from each point of ``at`` to its ``q``-th nearest row (rows counted by weight): the smallest ``h``
+    with weight at least ``q`` within ``[x0 - h, x0 + h]``, by bisection, then snapped to the distance of the
+    farthest point inside, so it is exactly a point's distance (R's ``rho``)."""
     cum = np.r_[0.0, np.cumsum(d.w)]
     tol = 0.0 if d.whole else 1e-12 * d.total
     lo = np.zeros(at.size)
@@ -103,23 +89,15 @@ def _loess_bandwidth(d: _Distinct, at: np.ndarray, q: float, span: float) -> np.
 def _loess_at(d: _Distinct, at: np.ndarray, span: float, degree: int, chunk: int = 64) -> np.ndarray:
     """The loess fit (Cleveland, Grosse & Shyu 1992; R's ``loess``, ``surface = "direct"``) at ``at``.
 
-    At each point ``x0``: ``q = floor(N span)`` (``N span`` for fractional
-    weights), ``h`` the distance of the ``q``-th nearest row, tricube weights
-    ``(1 - (|x - x0| / h)^3)^3`` for ``|x - x0| < h`` times the rows' weights,
-    and the weighted least-squares polynomial of degree ``degree`` in ``x``,
-    evaluated at ``x0``. Rows that share a prediction are merged (their
-    weights summed, their outcomes averaged), which leaves the least-squares
-    solution unchanged.
-
-    The normal equations of a chunk of neighbouring points are built with
-    one matrix product, in the coordinate ``z = (x - c) / s`` centred on the
-    chunk and scaled by its bandwidth (a polynomial of degree ``degree`` in
-    ``x`` is one in ``z``, so the fit is the same and well conditioned), and
-    solved with a pseudo-inverse of the equilibrated matrix, as R's
-    ``ehg127`` does when a neighbourhood holds too few distinct points. The
-    tricube weights are computed in single precision (on coordinates centred
-    in double precision), which is five times faster and moves the fit by
-    about 1e-9; the moments are summed in double precision.
+    At each point ``x0``: ``q = floor(N span)`` (``N span`` for fractional weights), ``h`` the distance of the
+    ``q``-th nearest row, tricube weights ``(1 - (|x - x0| / h)^3)^3`` for ``|x - x0| < h`` times the rows' weights,
+    and the weighted least-squares polynomial of degree ``degree`` evaluated at ``x0`` (merging rows of one
+    prediction leaves it unchanged). A chunk of neighbouring points' normal equations is built with one matrix
+    product, in the coordinate ``z = (x - c) / s`` centred on the chunk and scaled by its bandwidth (the same fit,
+    well conditioned), and solved with a pseudo-inverse of the equilibrated matrix, as R's ``ehg127`` does when a
+    neighbourhood holds too few distinct points. The tricube weights are computed in single precision (on coordinates
+    centred in double precision), five times faster and moving the fit by about 1e-9; the moments are summed in
+    double precision.
     """
     h = _loess_bandwidth(d, at, _loess_q(d, span), span)
     k = degree + 1
@@ -136,8 +114,6 @@ def _loess_at(d: _Distinct, at: np.ndarray, span: float, degree: int, chunk: int
         powers = np.vander(z, 2 * k - 1, increasing=True)           # z^0 .. z^(2 degree)
         wz = powers * d.w[lo:hi, None]
         design = np.column_stack([wz, wz[:, :k] * d.y[lo:hi, None]])
-        # tricube weights in single precision, on coordinates already centred on the chunk in double
-        # precision (so a narrow bandwidth loses nothing); the moments are summed in double precision
         zc = z.astype(np.float32)
         u = np.abs(zc[None, :] - ((a - c) / s).astype(np.float32)[:, None])
         u *= (s / hh).astype(np.float32)[:, None]
@@ -160,27 +136,22 @@ def _loess_at(d: _Distinct, at: np.ndarray, span: float, degree: int, chunk: int
     return fit
 
 
-def _check_loess(span, degree, max_points) -> tuple[float, int, int | None]:
+def _checked(probs, labels, sample_weight, span, degree, max_points):
+    """``(distinct predictions, span, degree, max_points)`` of checked inputs and settings."""
     if not 0.0 < float(span) <= 1.0:
         raise SettingsError(f"span must lie in (0, 1], got {span}.")
     if degree not in (0, 1, 2):
         raise SettingsError(f"degree must be 0, 1 or 2, got {degree}.")
     if max_points is not None and (int(max_points) != max_points or max_points < 10):
         raise SettingsError(f"max_points must be a whole number of at least 10 (or None), got {max_points}.")
-    return float(span), int(degree), None if max_points is None else int(max_points)
+    p, y, w, _ = check_rows(probs, labels, sample_weight)
+    return _Distinct(p, y, w), float(span), int(degree), None if max_points is None else int(max_points)
 
 
 def _nodes(d: _Distinct, max_points: int | None, span: float) -> np.ndarray:
-    """Where the loess curve is fitted exactly: every distinct prediction, or ``max_points`` nodes.
-
-    The curve at ``x0`` changes on the scale of its bandwidth ``h(x0)`` (the
-    tricube window's half-width), which is small where the rows are dense.
-    So the nodes are spread evenly in ``integral dx / h(x)``, the number of
-    bandwidths crossed: spacing proportional to ``h``. ``h`` is computed
-    (cheaply: it needs only the cumulative weights) on a fine grid of 2,048
-    equally spaced points and the predictions at 2,048 weighted quantiles.
-    Both ends are always nodes.
-    """
+    """Where the loess curve is fitted exactly: every distinct prediction, or ``max_points`` nodes spread evenly in
+    ``integral dx / h(x)`` (the curve changes on the scale of its bandwidth ``h``), ``h`` computed on 2,048 equally
+    spaced points and the predictions at 2,048 weighted quantiles; both ends are always nodes."""
     if max_points is None or d.x.size <= max_points:
         return d.x
     ends = np.cumsum(d.w)
@@ -205,44 +176,24 @@ def smoothed_calibration_curve(probs, labels, sample_weight=None, span: float = 
                                degree: int = LOESS_DEGREE, max_points: int | None = LOESS_MAX_POINTS) -> pd.DataFrame:
     """The loess calibration curve of Austin & Steyerberg (2019): outcome smoothed against prediction.
 
-    Local regression (Cleveland, Grosse & Shyu 1992) of the 0/1 outcome on
-    the predicted probability with R's ``loess`` defaults, which is what the
-    paper's appendix code runs (``loess(y ~ p)``): span 0.75 (each local fit
-    uses the 75% of rows nearest to the point), local quadratics (degree 2),
-    tricube neighbourhood weights, no robustness iterations (``family =
-    "gaussian"``). Row weights multiply the tricube weights, and the
-    neighbourhood is counted in weight (a row of weight w is w rows), so
-    whole weights give exactly the curve of the repeated rows; R instead
-    counts weighted rows as one each when it sizes the neighbourhood.
+    Local regression (Cleveland, Grosse & Shyu 1992) of the 0/1 outcome on the predicted probability with R's
+    ``loess`` defaults, which the paper's appendix code runs (``loess(y ~ p)``): ``span`` 0.75 (each local fit uses
+    the 75% of rows nearest to the point), local quadratics (``degree``), tricube weights, no robustness iterations.
+    Row weights multiply the tricube weights and the neighbourhood is counted in weight, so whole weights give
+    exactly the curve of the repeated rows (R instead counts weighted rows as one each when it sizes the
+    neighbourhood).
 
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-    span : float in (0, 1], default 0.75
-    degree : {0, 1, 2}, default 2
-    max_points : int or None, default 500
-        With at most this many distinct predictions the curve is fitted
-        exactly at each of them. Otherwise it is fitted exactly at
-        ``max_points`` nodes spaced in proportion to the local bandwidth
-        (dense where the rows are dense) and a cubic spline through them
-        gives the curve between nodes. The curve changes on the scale of its
-        bandwidth, which holds 75% of the rows, so the spline stays far
-        closer to the exact fit than the curve's sampling error: on 8,000
-        uniform or beta(0.3, 3) predictions the largest difference is below
-        2e-4 and ICI moves by less than 1e-6 (``tests/measures/test_clinical.py``).
-        R's default (``surface = "interpolate"``) interpolates too, from a
-        handful of k-d tree vertices. ``None`` fits every distinct prediction
-        exactly (O(distinct^2): slow beyond ~10,000).
+    ``max_points``: with at most this many distinct predictions the curve is fitted exactly at each; otherwise at
+    ``max_points`` nodes spaced in proportion to the local bandwidth, a cubic spline giving the curve between them.
+    The curve changes on the scale of its bandwidth, so the spline stays far closer to the exact fit than the curve's
+    sampling error (on 8,000 uniform or beta(0.3, 3) predictions: below 2e-4, ICI within 1e-6;
+    ``tests/measures/test_clinical.py``); R's default ``surface = "interpolate"`` interpolates too. ``None`` fits
+    every distinct prediction exactly (O(distinct^2)).
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``score`` (the nodes, ascending) and ``calibrated`` (the curve there).
-        The curve is not clipped to [0, 1] (as in R).
+    Returns a DataFrame of ``score`` (the nodes, ascending) and ``calibrated`` (the curve there, not clipped to [0,
+    1]).
     """
-    span, degree, max_points = _check_loess(span, degree, max_points)
-    p, y, w, _ = check_rows(probs, labels, sample_weight)
-    d = _Distinct(p, y, w)
+    d, span, degree, max_points = _checked(probs, labels, sample_weight, span, degree, max_points)
     nodes = _nodes(d, max_points, span)
     return pd.DataFrame({"score": nodes, "calibrated": _loess_at(d, nodes, span, degree)})
 
@@ -251,34 +202,14 @@ def ici(probs, labels, sample_weight=None, span: float = LOESS_SPAN, degree: int
         max_points: int | None = LOESS_MAX_POINTS) -> dict:
     """Integrated Calibration Index and its relatives E50, E90, Emax (Austin & Steyerberg 2019).
 
-    With ``c(p)`` the loess calibration curve
-    (:func:`smoothed_calibration_curve`, R's ``loess(y ~ p)`` defaults as in
-    the paper's appendix), the absolute calibration error of row ``i`` is
-    ``e_i = |c(p_i) - p_i|`` and
-
-    * ``ICI`` = the (weighted) mean of ``e_i`` over the rows (the paper's
-      integral of ``|c(p) - p|`` against the distribution of the predictions);
-    * ``E50``, ``E90`` = the median and 90th percentile of ``e_i`` over the
-      rows (R's ``median`` and ``quantile(..., 0.9)``, type 7; with weights,
-      those of the repeated rows);
-    * ``Emax`` = the largest ``e_i`` (Harrell's Emax, over the observed
-      predictions). Of the four it is the one the interpolation between
-      loess nodes can move most (by up to ~2e-4 in the tests; ICI by ~1e-7).
-
-    Parameters
-    ----------
-    probs, labels, sample_weight : array-like
-    span, degree, max_points
-        As for :func:`smoothed_calibration_curve`.
-
-    Returns
-    -------
-    dict
-        ``ICI``, ``E50``, ``E90``, ``Emax``.
+    With ``c(p)`` the loess calibration curve (:func:`smoothed_calibration_curve`, whose arguments these are), the
+    absolute calibration error of row ``i`` is ``e_i = |c(p_i) - p_i|``; ``ICI`` is their (weighted) mean (the
+    paper's integral of ``|c(p) - p|`` against the distribution of the predictions), ``E50`` and ``E90`` their median
+    and 90th percentile (R's type 7; with weights, those of the repeated rows), ``Emax`` the largest (Harrell's Emax,
+    over the observed predictions: of the four, the one the interpolation between loess nodes can move most, by up to
+    ~2e-4 in the tests; ICI by ~1e-7). Returns a dict of ``ICI``, ``E50``, ``E90``, ``Emax``.
     """
-    span, degree, max_points = _check_loess(span, degree, max_points)
-    p, y, w, _ = check_rows(probs, labels, sample_weight)
-    d = _Distinct(p, y, w)
+    d, span, degree, max_points = _checked(probs, labels, sample_weight, span, degree, max_points)
     _, _, curve = _smooth(d, span, degree, max_points)
     err = np.abs(curve - d.x)
     return {

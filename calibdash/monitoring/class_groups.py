@@ -1,10 +1,5 @@
-"""Class-wise calibration within groups of rows (a segment, a period): :func:`classwise_ece_by_group`.
-
-The Groups & time page judges a K-class table on its top-label reduction
-(:mod:`calibdash.data.top_label`), a binary view; the class-wise ECE of each
-group adds what that view cannot see: whether every class's probability,
-not only the top one, is calibrated in the group.
-"""
+"""Class-wise calibration within groups of rows (a segment, a period): what the Groups & time page's top-label view
+cannot see, whether every class's probability, not only the top one, is calibrated in the group."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,30 +13,11 @@ __all__ = ["classwise_ece_by_group"]
 
 def classwise_ece_by_group(P, y, groups, order=None, n_bins: int = metrics.N_BINS, strategy: str = "uniform",
                            sample_weight=None) -> pd.Series:
-    """The class-wise ECE (Kull et al. 2019, section 5) of each group's rows.
-
-    ``classwise-ECE_g = (1/K) sum_k ECE_k(g)``: :func:`calibdash.measures.class_measures.classwise_ece` (average
-    ``"mean"``) on the rows of group ``g`` alone, each class's probability binned within the group
-    (``n_bins``, ``strategy``); a class with no row in the group still counts (its share is 0 there).
-
-    Parameters
-    ----------
-    P : array-like (n, K)
-        Probabilities, rows summing to 1.
-    y : array-like (n,)
-        Class indices 0..K-1.
-    groups : array-like (n,)
-        Each row's group (any hashable values).
-    order : sequence, optional
-        The groups to report, in this order; rows of other groups are left out. Default: every group, in
-        order of first appearance.
-    n_bins, strategy, sample_weight
-        As for :func:`calibdash.measures.class_measures.classwise_ece`.
-
-    Returns
-    -------
-    Series
-        Index: the groups (``order``); values: their class-wise ECE, NaN for a group with no row.
+    """The class-wise ECE (Kull et al. 2019, section 5) of each group's rows, a Series indexed by group (NaN without
+    rows): ``(1/K) sum_k ECE_k(g)``, :func:`calibdash.measures.class_measures.classwise_ece` (average ``"mean"``, with
+    ``P``, ``y``, ``n_bins``, ``strategy``, ``sample_weight``) on group ``g``'s rows alone (a class absent there still
+    counts). ``groups``: each row's group; ``order``: the groups to report in this order (others left out), default all
+    in order of appearance.
     """
     P, y, w = metrics.check_inputs(P, y, sample_weight)
     g = pd.Series(np.asarray(groups, dtype=object).reshape(-1))

@@ -1,36 +1,6 @@
-"""Calibration over time: per-period metrics with intervals, and when a fitted calibrator goes stale.
-
-Two questions monitoring users ask of a deployed score:
-
-* *is it still calibrated?* :func:`over_time` groups the rows by period of a
-  date column (day, week, month or quarter, chosen to give about
-  :data:`MIN_PERIODS`-:data:`MAX_AUTO_PERIODS` periods, or given) and gives,
-  per period, rows, positive rate, mean score, ECE, Brier score, log-loss and
-  AUC with bootstrap intervals (:func:`calibdash.monitoring.groups.group_stats`: a
-  Poisson bootstrap of the period's rows), and each period's reliability
-  table;
-* *how long does a calibrator stay good?* :func:`staleness` fits a
-  calibrator on each period's rows and judges it on every later period: the
-  matrix of held-out ECE by (fitted on, judged on), a table per judged period
-  of the ECE of the raw scores, of the calibrator fitted on the first period
-  (never refitted) and of the one refitted on the period just before, and the
-  mean held-out ECE by the calibrator's age in periods. A calibrator whose
-  ECE rises with age while the refitted one stays low has gone stale.
-
-A calibrator here is always judged on periods after the one it was fitted on
-(rows it never saw): the honest deployment protocol for data that drifts. A
-random split mixing all periods, as :mod:`calibdash.evaluation.holdout` uses, would
-hide the drift.
-
-The periods are made by :mod:`calibdash.monitoring.periods` (:func:`~calibdash.monitoring.periods.to_periods`: dates, date-times,
-whole numbers written ``YYYYMMDD``, pandas periods or ordered codes; day, week, month, quarter or year,
-chosen by ``freq="auto"``); the staleness is :mod:`calibdash.monitoring.staleness`'s. Their names are importable from
-here too.
-
-A period holding one class only has no calibration metrics (NaN with a
-note), as a group in :mod:`calibdash.monitoring.groups`; in :func:`staleness` a
-calibrator cannot be fitted on such a period (its row of the matrix is NaN,
-and "refitted" keeps the last calibrator that could be fitted).
+"""Calibration over time: per-period metrics with intervals (:func:`over_time`), and when a fitted calibrator goes
+stale (:func:`staleness`, fitted on each period, judged on every later one: the honest protocol for data that drifts,
+which a random split mixing all periods would hide). A one-class period has no calibration metrics, as a group.
 """
 from __future__ import annotations
 
@@ -53,20 +23,9 @@ __all__ = [
 
 @dataclass
 class DriftReport:
-    """Per-period calibration of one score (see :func:`over_time`).
-
-    Attributes
-    ----------
-    table : DataFrame
-        One row per period (index: its label, in time order): ``start``,
-        ``rows``, ``weight``, ``positives``, every name of
-        :data:`calibdash.monitoring.groups.STATS` with ``<name>_low`` and ``<name>_high``,
-        and ``note``.
-    reliability : dict
-        Period -> its reliability table.
-    periods : Periods
-    notes : list of str
-    n_bins, strategy, n_boot, level
+    """Per-period calibration of one score (see :func:`over_time`): ``table``, one row per period (index: its label, in
+    time order) of ``start`` and :func:`~calibdash.monitoring.group_metrics.group_stats`' values; ``reliability``,
+    period -> its reliability table; the ``periods``, ``notes``, and how ECE was binned and the intervals drawn.
     """
 
     table: pd.DataFrame
@@ -86,28 +45,10 @@ class DriftReport:
 def over_time(scores, labels, dates, sample_weight=None, freq: str = "auto", n_bins: int = metrics.DEFAULT_N_BINS,
               strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0, level: float = 0.95,
               *, column: str = "the date column") -> DriftReport:
-    """Calibration of ``scores`` in every period of ``dates``.
-
-    Parameters
-    ----------
-    scores, labels : array-like
-        Scores in [0, 1] and 0/1 labels.
-    dates : array-like, Series or :class:`Periods`
-        The date (or period) column (see :func:`to_periods`).
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows.
-    freq : str, default "auto"
-    n_bins, strategy
-        Binning of ECE and the reliability tables.
-    n_boot, seed, level
-        Poisson-bootstrap resamples of each period's rows (each period from
-        its own seed, derived from ``seed``); percentile intervals.
-    column : str
-        The column's name, for notes.
-
-    Returns
-    -------
-    DriftReport
+    """Calibration of ``scores`` in every period of ``dates`` (a date or period column, or :class:`Periods`; made by
+    :func:`to_periods` with ``freq``, ``column`` its name). ``labels``, ``sample_weight``, ``n_bins``, ``strategy``,
+    ``n_boot``, ``seed`` and ``level`` as :func:`calibdash.monitoring.group_metrics.by_group` takes them, each period
+    drawing from its own seed.
     """
     s, y, w = check_rows(scores, labels, sample_weight)
     per = periods_of(dates, s.size, freq, column)
@@ -117,22 +58,8 @@ def over_time(scores, labels, dates, sample_weight=None, freq: str = "auto", n_b
 def period_report(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, per: Periods, *,
                   n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200,
                   seed: int = 0, level: float = 0.95, cells: bool = False) -> DriftReport:
-    """The :class:`DriftReport` of rows whose periods are made (what :func:`over_time` returns).
-
-    Parameters
-    ----------
-    s, y : ndarray
-        Checked scores and labels.
-    sample_weight : ndarray or None
-        Row weights (None: unweighted rows).
-    per : Periods
-        Each row's period (``per.codes`` aligned with ``s``).
-    n_bins, strategy, n_boot, seed, level
-        As for :func:`over_time`.
-    cells : bool, default False
-        The rows are score cells' weighted rows (each stands for ``sample_weight`` real rows): ``rows`` then counts
-        the real rows, the sum of the weights (:func:`calibdash.monitoring.group_metrics.cell_rows`).
-    """
+    """:func:`over_time` of checked rows whose periods ``per`` are made; ``cells``: the rows are score cells'
+    weighted rows, and ``rows`` counts the real rows (the weights' sum)."""
     seeds = np.random.SeedSequence(seed).generate_state(len(per.labels))
     rows, tables = {}, {}
     notes = list(per.notes)

@@ -1,47 +1,14 @@
 """Per-group metrics with bootstrap intervals and per-group reliability (:func:`group_stats`, :func:`by_group`).
 
-The statistics of :mod:`calibdash.monitoring.groups`: the groups are made by
-:func:`calibdash.monitoring.grouping.make_groups`, each group is measured here.
-
-Intervals
----------
-Rows are resampled within each group by a Poisson bootstrap (each row counted
-Poisson(1) times, a row of weight ``w`` Poisson(``w``) times when ``w`` is a
-whole number, ``w`` times Poisson(1) otherwise): for whole weights ECE, Brier,
-log-loss and AUC come from :func:`calibdash.evaluation.bootstrap.bootstrap_cells` (each
-row a cell), positive rate and mean score from the same kind of draws.
-Percentile intervals at ``level``, as :mod:`calibdash.evaluation.bootstrap` gives them.
-Groups are resampled independently (each from its own seed, derived from
-``seed``), so a group's interval does not depend on the other groups. The
-binned ECE is biased upward (its bins' gaps are absolute values of noisy
-means), and more so in a resample, whose repeated rows add noise: for a
-small ECE the percentile interval can lie wholly above the value itself.
-It still covers the population ECE of a clearly miscalibrated group at
-about its level (``tests/monitoring/test_groups.py``).
-
-Large groups. A group whose distinct (score, label) pairs exceed
-:data:`BOOT_CELLS` (a group of score cells on the grid of
-:mod:`calibdash.evaluation.cells`: up to 2 x 65,536 of them; a large upload's group of
-rows) is resampled on *runs*: its scores, in order, are cut into
-:data:`BOOT_CELLS` / 2 runs of about equal weight, and each run's positives
-and negatives become two cells at the run's weighted mean score
-(:func:`coarse_cells`). The positive rate and the mean score are unchanged
-by this (each run keeps its label counts and its score sum); ECE, Brier,
-log-loss and AUC are measured on the runs in every resample, and the
-interval is the runs' percentile interval moved by the difference between
-the point value on every cell and on the runs (the bias of the coarsening,
-removed to first order; an equal-count ECE bin edge moves by at most one run,
-1/1,024 of the group). This keeps the cost of a group's intervals at
-``n_boot x BOOT_CELLS`` draws however many rows or cells it holds: 50
-segments of 10^8 rows resample in seconds, not minutes. Groups with fewer
-pairs are resampled as they are (every row or cell its own draw).
-
-A group holding one class only (all positive or all negative) has no AUC, and
-its calibration metrics are not computed either (NaN, with a note): the
-resamples of such a group are all one-class, where
-:func:`~calibdash.evaluation.bootstrap.bootstrap_cells` gives NaN, and a value without
-an interval would look more certain than it is. Its positive rate and mean
-score are given.
+Intervals: a Poisson bootstrap within each group (a row of weight ``w`` drawn Poisson(``w``) times for whole ``w``,
+else ``w`` Poisson(1)), ECE, Brier, log-loss and AUC through ``bootstrap_cells`` for whole weights, each group from its
+own seed. The binned ECE is biased upward, so for a small ECE the interval can lie wholly above the value; it still
+covers a clearly miscalibrated group's population ECE at about its level (``tests/monitoring/test_groups.py``).
+A group of more than :data:`BOOT_CELLS` distinct (score, label) pairs is resampled on ``BOOT_CELLS / 2`` runs of
+about equal weight (:func:`coarse_cells`), its interval moved by the point value's difference between all cells and
+the runs (the coarsening's bias to first order): ``n_boot x BOOT_CELLS`` draws however many rows (50 segments of
+10^8 rows in seconds). A one-class group's calibration metrics are NaN with a note (no AUC, and a value without an
+interval would look more certain than it is).
 """
 from __future__ import annotations
 
@@ -94,10 +61,16 @@ def _poisson_counts(rng: np.random.Generator, w: np.ndarray, rows: int) -> np.nd
     return rng.poisson(1.0, size=(rows, w.size)) * w
 
 
+def _metrics(s, y, n_bins, strategy, sample_weight) -> dict:
+    return {"ECE": metrics.ece(s, y, n_bins, strategy, sample_weight=sample_weight),
+            "Brier": metrics.brier(s, y, sample_weight=sample_weight),
+            "LogLoss": metrics.log_loss(s, y, sample_weight=sample_weight),
+            "AUC": metrics.auc(s, y, sample_weight=sample_weight)}
+
+
 def _cells(s: np.ndarray, y: np.ndarray, w: np.ndarray):
-    """Rows with the same (score, label) merged: (scores, labels, weights), sorted by score then label, so
-    the bootstrap's draws depend on the rows' content only, not on their order (nor on whether they come
-    as rows or as score cells' weighted rows); weight-0 rows dropped."""
+    """Rows with the same (score, label) merged, sorted, weight-0 rows dropped: the draws depend on the rows' content
+    only (not their order, nor whether they come as rows or as score cells' weighted rows)."""
     keep = w > 0
     s, y, w = s[keep], y[keep], w[keep]
     frame = pd.DataFrame({"s": s, "y": y, "w": w}).groupby(["s", "y"], sort=True, as_index=False)["w"].sum()
@@ -105,12 +78,9 @@ def _cells(s: np.ndarray, y: np.ndarray, w: np.ndarray):
 
 
 def coarse_cells(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, runs: int):
-    """``(scores, labels, weights)``: cells sorted by score cut into ``runs`` runs of about equal weight, each
-    run's positives and negatives merged into two cells at the run's weighted mean score (empty ones dropped).
-
-    A run is the cells whose cumulative weight before them falls in one ``1/runs`` share of the total, so a
-    cell is never split and every run holds at least one cell.
-    """
+    """``(scores, labels, weights)``: cells sorted by score cut into ``runs`` runs of about equal weight (by the
+    weight before each cell, so a cell is never split), each run's positives and negatives merged into two cells at
+    the run's weighted mean score (empty ones dropped)."""
     before = np.cumsum(sample_weight) - sample_weight
     run = np.minimum((before / sample_weight.sum() * runs).astype(np.int64), runs - 1)
     index = run * 2 + y.astype(np.int64)
@@ -124,28 +94,10 @@ def coarse_cells(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, runs: 
 def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEFAULT_N_BINS,
                 strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, level: float = 0.95,
                 seed: int = 0) -> dict:
-    """Rows, weight, positive rate, mean score, ECE, Brier, log-loss and AUC of one group, with intervals.
-
-    Parameters
-    ----------
-    scores, labels : array-like
-        The group's scores in [0, 1] and 0/1 labels.
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows.
-    n_bins, strategy
-        Binning of ECE (:func:`calibdash.metrics.ece`; default 10 equal-count bins).
-    n_boot : int, default 200
-        Poisson-bootstrap resamples of the group's rows (0: no intervals).
-    level : float, default 0.95
-    seed : int
-
-    Returns
-    -------
-    dict
-        ``rows``, ``weight``, ``positives`` (weight of the positive rows),
-        then for every name of :data:`STATS` its value and ``<name>_low``,
-        ``<name>_high``; ``note`` (text, "" when none). Metrics of a
-        one-class group are NaN (see the module docstring).
+    """Rows, weight, positive rate, mean score, ECE, Brier, log-loss and AUC of one group, with intervals (parameters
+    as :func:`by_group`'s; ``n_boot`` 0 draws none): a dict of ``rows``, ``weight``, ``positives`` (weight of the
+    positive rows), every name of :data:`STATS` with ``<name>_low`` and ``<name>_high``, and ``note`` ("" when none).
+    Metrics of a one-class group are NaN.
     """
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=False)
@@ -160,12 +112,7 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
         which = "positive" if pos > 0 else "negative"
         out["note"] = f"one class only (every row {which}): ECE, Brier, log-loss and AUC are not computed"
     else:
-        sw = None if sample_weight is None else w
-        out["ECE"] = metrics.ece(s, y, n_bins, strategy, sample_weight=sw)
-        out["Brier"] = metrics.brier(s, y, sample_weight=sw)
-        out["LogLoss"] = metrics.log_loss(s, y, sample_weight=sw)
-        out["AUC"] = metrics.auc(s, y, sample_weight=sw)
-        out["note"] = ""
+        out.update(_metrics(s, y, n_bins, strategy, None if sample_weight is None else w), note="")
     for name in STATS:
         out[f"{name}_low"] = out[f"{name}_high"] = math.nan
     if n_boot <= 0:
@@ -175,9 +122,7 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
     shift = dict.fromkeys(METRICS, 0.0)
     if cs.size > BOOT_CELLS and not one_class:
         cs, cy, cw = coarse_cells(cs, cy, cw, BOOT_CELLS // 2)
-        coarse = {"ECE": metrics.ece(cs, cy, n_bins, strategy, sample_weight=cw),
-                  "Brier": metrics.brier(cs, cy, sample_weight=cw), "LogLoss": metrics.log_loss(cs, cy, sample_weight=cw),
-                  "AUC": metrics.auc(cs, cy, sample_weight=cw)}
+        coarse = _metrics(cs, cy, n_bins, strategy, cw)
         shift = {name: out[name] - coarse[name] for name in METRICS}
     rng = np.random.default_rng(seed)
     # positive rate and mean score: weighted sums of the resampled counts, in chunks of bounded memory
@@ -207,10 +152,8 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
         pb = float(wb[cy == 1].sum())
         if pb <= 0 or pb >= wb.sum():
             continue
-        draws["ECE"][b] = metrics.ece(cs, cy, n_bins, strategy, sample_weight=wb)
-        draws["Brier"][b] = metrics.brier(cs, cy, sample_weight=wb)
-        draws["LogLoss"][b] = metrics.log_loss(cs, cy, sample_weight=wb)
-        draws["AUC"][b] = metrics.auc(cs, cy, sample_weight=wb)
+        for name, v in _metrics(cs, cy, n_bins, strategy, wb).items():
+            draws[name][b] = v
     for name in METRICS:
         out[f"{name}_low"], out[f"{name}_high"] = (float(v) + shift[name]
                                                    for v in np.nanquantile(draws[name], [alpha, 1 - alpha]))
@@ -223,26 +166,16 @@ class GroupReport:
 
     Attributes
     ----------
-    column : str
-        The group column's name.
-    table : DataFrame
-        One row per group (index: the group's name, in display order):
-        ``rows``, ``weight``, ``positives``, each of :data:`STATS` with
-        ``<name>_low`` and ``<name>_high``, and ``note``.
-    overall : dict
-        The same statistics on all rows together (:func:`group_stats`).
-    reliability : dict
-        Group -> its reliability table (:func:`calibdash.metrics.reliability_table`).
+    table, overall : DataFrame, dict
+        One row per group (index: its name, in display order) of :func:`group_stats`' values; the same on all rows.
+    reliability, overall_reliability
+        Group -> its reliability table (:func:`calibdash.metrics.reliability_table`); that of all rows together.
     groups : ndarray
         Each row's group (after cutting and pooling), aligned with the input rows.
-    pooled : list of str
-        The groups pooled into :data:`OTHER`.
-    notes : list of str
-        How the groups were made and what to know about them, for the user.
-    n_bins, strategy, n_boot, level
-        How ECE was binned and the intervals drawn.
-    overall_reliability : DataFrame
-        The reliability table of all rows together (a reference in each group's diagram).
+    pooled, notes : list of str
+        The groups pooled into :data:`OTHER`; how the groups were made and what to know about them.
+    column, n_bins, strategy, n_boot, level
+        The group column's name, how ECE was binned and the intervals drawn.
     """
 
     column: str
@@ -288,38 +221,29 @@ def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot
     return table, tables
 
 
+def checked_groups(scores, labels, groups, sample_weight, column, default: str, require_both: bool, **how):
+    """``(s, y, w, column, make_groups(...))`` of checked rows; ``column`` by default ``groups.name`` or ``default``."""
+    s = check_scores(scores)
+    y = check_labels(labels, s.size, require_both=require_both)
+    w = row_weights(sample_weight, s.size, y)
+    if len(groups) != s.size:
+        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
+    named = isinstance(groups, pd.Series) and groups.name is not None
+    column = column or (str(groups.name) if named else default)
+    return s, y, w, column, make_groups(groups, sample_weight, name=column, **how)
+
+
 def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.DEFAULT_N_BINS,
              strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
              min_rows: float = MIN_ROWS, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES,
              level: float = 0.95, column: str | None = None) -> GroupReport:
-    """Calibration of ``scores`` in every group of ``groups``.
+    """Calibration of ``scores`` (in [0, 1], 0/1 ``labels``) in every group of ``groups``, one value per row.
 
-    Parameters
-    ----------
-    scores, labels : array-like
-        Scores in [0, 1] and 0/1 labels.
-    groups : array-like or Series
-        The group column, one value per row (see :func:`make_groups` for how
-        values become groups: quantile groups of a numeric column with many
-        values, small groups pooled into :data:`OTHER`).
-    sample_weight : array-like, optional
-        A row of weight ``w`` counts as ``w`` rows everywhere (group sizes,
-        quantile groups, metrics, the bootstrap).
-    n_bins, strategy
-        Binning of ECE and of the reliability tables (default 10 equal-count bins).
-    n_boot : int, default 200
-        Poisson-bootstrap resamples per group (0: no intervals).
-    seed : int, default 0
-    min_rows : float, default 50
-        Groups under this weight are pooled.
-    max_groups, n_quantiles, level
-        See :func:`make_groups`; ``level`` of the percentile intervals.
-    column : str, optional
-        The column's name for the notes (default: ``groups.name`` or "the group column").
-
-    Returns
-    -------
-    GroupReport
+    ``groups`` become groups by :func:`make_groups` (with ``max_groups``, ``n_quantiles``, ``min_rows``; ``column``
+    their name for notes, default ``groups.name`` or "the group column"); a row of ``sample_weight`` ``w`` counts as
+    ``w`` rows everywhere; ``n_bins``, ``strategy`` bin ECE and the reliability tables (default 10 equal-count bins);
+    ``n_boot`` Poisson-bootstrap resamples per group (0: no intervals), each group from its own seed drawn from
+    ``seed``, give percentile intervals at ``level``.
 
     Raises
     ------
@@ -328,38 +252,18 @@ def by_group(scores, labels, groups, sample_weight=None, n_bins: int = metrics.D
     DataError
         Bad scores, labels, weights, or a group column of another length.
     """
-    s = check_scores(scores)
-    y = check_labels(labels, s.size, require_both=False)
-    w = row_weights(sample_weight, s.size, y)
-    col = column or (str(groups.name) if isinstance(groups, pd.Series) and groups.name is not None
-                     else "the group column")
-    if len(groups) != s.size:
-        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
-    labels_, order, notes, pooled = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
-                                                min_rows=min_rows, name=col)
+    s, y, w, col, (labels_, order, notes, pooled) = checked_groups(
+        scores, labels, groups, sample_weight, column, "the group column", False, max_groups=max_groups,
+        n_quantiles=n_quantiles, min_rows=min_rows)
     return group_report(s, y, w, sample_weight is not None, labels_, order, notes, pooled, col, n_bins, strategy,
-                   n_boot, level, seed)
+                        n_boot, level, seed)
 
 
 def group_report(s, y, sample_weight, weighted, labels_, order, notes, pooled, col, n_bins, strategy, n_boot, level,
                  seed, *, cells: bool = False) -> GroupReport:
-    """The :class:`GroupReport` of groups already made.
-
-    Parameters
-    ----------
-    s, y, w : ndarray
-        Scores, labels and row weights (ones when ``weighted`` is False).
-    weighted : bool
-        Whether ``w`` weighs the rows (passed to every measure) or is all ones.
-    labels_ : ndarray
-        Each row's group; ``order``: the groups in display order.
-    notes, pooled, col, n_bins, strategy, n_boot, level, seed
-        As :class:`GroupReport` holds them; ``seed`` as :func:`by_group`'s.
-    cells : bool, default False
-        The rows are score cells' weighted rows (:meth:`calibdash.evaluation.cells.ScoreCells.weighted_rows`): each
-        stands for ``w`` real rows, so the table's ``rows`` counts those (the sum of the weights), not the
-        weighted rows.
-    """
+    """The :class:`GroupReport` of groups already made (each row's ``labels_``, their display ``order``) on checked
+    scores, labels and row weights (ones unless ``weighted``); the rest as :class:`GroupReport` holds it. ``cells``:
+    the rows are score cells' weighted rows, so the table's ``rows`` counts the real rows (the weights' sum)."""
     seen = set(labels_)
     order = [g for g in order if g in seen]
     table, tables = _stats_table(s, y, sample_weight, labels_, order, sample_weight if weighted else None, n_bins,

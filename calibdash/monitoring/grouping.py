@@ -1,17 +1,7 @@
-"""How a column's values become groups (:func:`make_groups`), for :mod:`calibdash.monitoring.groups`.
-
-How groups are made (:func:`make_groups`)
------------------------------------------
-* text, boolean or date values, and numbers with at most ``max_groups``
-  distinct values: one group per value (missing values are a group of their
-  own, ``"(missing)"``);
-* numbers with more distinct values: cut into ``n_quantiles`` equal-weight
-  quantile groups (numpy's linear quantile rule on the weighted rows; tied
-  edges merged), labelled by their ranges ``"[a, b)"``, the last closed;
-* groups with less than ``min_rows`` rows (weight) are pooled into one group
-  ``"other"`` (:data:`OTHER`), last, and the report says which;
-* more than ``max_groups`` groups left after pooling is refused
-  (:class:`~calibdash.core.errors.SettingsError`) with a hint to bin the column.
+"""How a column's values become groups (:func:`make_groups`), one rule for every engine: one group per value (text,
+booleans, dates, numbers with at most ``max_groups`` distinct values; missing values the group ``"(missing)"``), else
+``n_quantiles`` equal-weight quantile groups ``"[a, b)"`` of the numbers (numpy's linear rule, tied edges merged);
+groups lighter than ``min_rows`` pooled into ``"other"``, last; more than ``max_groups`` after pooling refused.
 """
 from __future__ import annotations
 
@@ -45,8 +35,7 @@ def _fmt(v: float) -> str:
 
 
 def _weighted_quantiles(x: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Quantiles of ``x`` with weights ``w``: numpy's linear rule on the rows, a row of weight ``v`` counting
-    as ``v`` rows (exact for whole weights, interpolated on the cumulative weight otherwise)."""
+    """Quantiles of ``x`` with weights ``w``: numpy's linear rule, a row of weight ``v`` counting as ``v`` rows."""
     order = np.argsort(x, kind="stable")
     xs, ws = x[order], w[order]
     keep = ws > 0
@@ -82,20 +71,9 @@ def quantile_bin(x, edges) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GroupCoding:
-    """How a column's present values became raw group codes (see :func:`group_codes`).
-
-    Attributes
-    ----------
-    how : {"text", "number", "quantile"}
-        ``"text"``: the code is the value as trimmed text (booleans and any
-        non-number value); ``"number"``: the number itself; ``"quantile"``:
-        the quantile group, an index of the ranges between ``edges``.
-    n_distinct : int
-        Distinct present values of the column (for the notes and the refusal): numbers, or trimmed texts.
-    edges : ndarray
-        The quantile groups' edges (``how == "quantile"``), else empty.
-    weighted : bool
-        Whether the quantiles were of weighted rows (for the note).
+    """How a column's present values became raw group codes (``how``): the value as trimmed text (booleans, dates, any
+    non-number), the number itself, or the quantile group (:func:`quantile_bin` of ``edges``, :func:`quantile_edges`,
+    of ``weighted`` rows); ``n_distinct`` the column's distinct present values.
     """
 
     how: str
@@ -114,12 +92,8 @@ def coding_for(is_number: bool, n_distinct: int, max_groups: int = MAX_GROUPS) -
 
 def group_ids(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES
               ) -> tuple[np.ndarray, np.ndarray, GroupCoding]:
-    """Each row's raw group code as an index into the distinct codes: ``(ids, codes, coding)``.
-
-    ``codes[ids]`` are :func:`group_codes`' codes (``ids`` is -1 where the value is missing), found in one hash
-    pass over the rows: a column of 10^7 rows and 50 segments gives 10^7 small integers and 50 codes, never
-    one string per row.
-    """
+    """Each row's raw group code as an index into the distinct codes (-1 where missing): ``(ids, codes, coding)``,
+    in one hash pass over the rows (10^7 rows of 50 segments: small integers and 50 codes, never a string per row)."""
     s = pd.Series(values).reset_index(drop=True)
     index, uniques = pd.factorize(s, use_na_sentinel=True)      # categories: read from their codes
     missing = index < 0
@@ -141,42 +115,11 @@ def group_ids(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_qua
     return index.astype(np.int64), np.asarray(uniques, dtype=float), GroupCoding("number", n_distinct)
 
 
-def group_codes(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES
-                ) -> tuple[np.ndarray, np.ndarray, GroupCoding]:
-    """Each row's raw group code, which rows are missing, and how the codes were made (rows in memory).
-
-    The codes are those every engine computes where the rows live: the value
-    as trimmed text (text, booleans, dates), the number itself (a number
-    column with at most ``max_groups`` distinct values) or the quantile group
-    :func:`quantile_bin` (a number column with more; edges by
-    :func:`quantile_edges`). :func:`name_groups` turns their weights into the
-    groups shown. :func:`group_ids` gives the same as indices into the distinct codes.
-
-    Returns
-    -------
-    (codes, missing, coding)
-        ``codes``: object array (text), float array (numbers) or int array
-        (quantile groups), meaningless where ``missing``.
-    """
-    ids, distinct, coding = group_ids(values, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles)
-    missing = ids < 0
-    filler = np.array(["" if coding.how == "text" else 0], dtype=distinct.dtype)
-    return np.concatenate([distinct, filler])[ids], missing, coding
-
-
 @dataclass(frozen=True)
 class GroupNames:
-    """The groups made of raw codes' weights (see :func:`name_groups`).
-
-    Attributes
-    ----------
-    names : list of str
-        The group of each raw code given, after pooling.
-    missing : str or None
-        The group of the missing rows (None when there are none).
-    order, notes, pooled
-        As :func:`make_groups` returns them.
-    """
+    """The groups made of raw codes' weights: ``names``, the group of each raw code given, after pooling;
+    ``missing``, the group of the missing rows (None when none); ``order``, ``notes``, ``pooled`` as
+    :func:`make_groups` returns them."""
 
     names: list
     missing: str | None
@@ -193,31 +136,10 @@ def _number_text(v) -> str:
 def name_groups(keys, sample_weight, coding: GroupCoding, *, n_missing: int = 0, missing_weight: float = 0.0,
                 max_groups: int = MAX_GROUPS, n_quantiles: int = N_QUANTILES, min_rows: float = MIN_ROWS,
                 name: str = "the column") -> GroupNames:
-    """The groups shown, from the raw codes present and their weights: names, display order, pooling, notes.
-
-    The one rule of :func:`make_groups` (see the module docstring), applied to
-    what any engine can count where the rows live: the distinct raw codes of
-    :func:`group_codes` with the weight (rows) of each.
-
-    Parameters
-    ----------
-    keys : sequence
-        The distinct raw codes of present values that have rows.
-    sample_weight : sequence of float
-        The weight of each (rows, or the sum of row weights).
-    coding : GroupCoding
-    n_missing : int
-        Rows with no value (the group :data:`MISSING` when positive).
-    missing_weight : float
-        Their weight.
-    max_groups, n_quantiles, min_rows, name
-        As :func:`make_groups`.
-
-    Raises
-    ------
-    SettingsError
-        More than ``max_groups`` groups after pooling.
-    """
+    """The groups shown (names, display order, pooling, notes) from what any engine can count where the rows live:
+    the distinct raw codes ``keys`` of present values, the weight of each, and ``n_missing`` rows of
+    ``missing_weight`` with no value. ``max_groups``, ``n_quantiles``, ``min_rows``, ``name`` and the SettingsError
+    as :func:`make_groups`."""
     keys = list(keys)
     notes: list[str] = []
     if coding.how == "quantile":
@@ -278,29 +200,16 @@ def make_groups(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
                 ) -> tuple[np.ndarray, list[str], list[str], list[str]]:
     """Each row's group, the groups in display order, notes saying how they were made, and the pooled groups.
 
-    Parameters
-    ----------
-    values : array-like or Series
-        The group column, one value per row.
-    sample_weight : array-like, optional
-        Row weights: quantile groups hold equal weight, and a group's size is its weight.
-    max_groups : int, default 20
-        Most groups kept; a numeric column with more distinct values is cut
-        into ``n_quantiles`` quantile groups, any other column with more
-        groups (after pooling) is refused.
-    n_quantiles : int, default 5
-    min_rows : float, default 50
-        Groups lighter than this are pooled into :data:`OTHER`.
-    name : str
-        The column's name, for the notes and errors.
+    ``values``: the group column, one value per row (``name`` its name for notes and errors); ``sample_weight``: row
+    weights (quantile groups hold equal weight, a group's size is its weight); ``max_groups`` (20): most groups kept, a
+    numeric column with more distinct values cut into ``n_quantiles`` (5) quantile groups, any other refused;
+    ``min_rows`` (50): lighter groups are pooled.
 
     Returns
     -------
     (labels, order, notes, pooled)
-        ``labels``: object array of each row's group name (text);
-        ``order``: the groups, in the order to show them (values in their
-        natural order, :data:`OTHER` last); ``notes``: sentences for the user;
-        ``pooled``: the groups pooled into :data:`OTHER`.
+        Each row's group name (object array); the groups in display order (values in their natural order,
+        :data:`OTHER` last); sentences for the user; the groups pooled into :data:`OTHER`.
 
     Raises
     ------
@@ -312,8 +221,9 @@ def make_groups(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_q
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     if not 2 <= int(n_quantiles) <= max_groups:
         raise SettingsError(f"n_quantiles must be between 2 and {max_groups}, got {n_quantiles}.")
-    codes, missing, coding = group_codes(s, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles)
-    keys, inv = pd.factorize(codes[~missing], sort=False)
+    ids, distinct, coding = group_ids(s, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles)
+    missing = ids < 0
+    keys, inv = pd.factorize(distinct[ids[~missing]], sort=False)
     named = name_groups(list(inv), np.bincount(keys, weights=w[~missing], minlength=len(inv)), coding,
                         n_missing=int(missing.sum()), missing_weight=float(w[missing].sum()),
                         max_groups=max_groups, n_quantiles=n_quantiles, min_rows=min_rows, name=name)

@@ -1,22 +1,9 @@
-"""Calibration by group: per-group metrics with intervals, per-group reliability, and a calibrator that reads the group.
+"""Calibration by group: is the model calibrated for every segment, or only on average?
 
-What monitoring users ask first: *is the model calibrated for every segment,
-or only on average?* :func:`by_group` answers with, per group of a column
-(segment, country, device, or a numeric column cut into quantile groups):
-rows, positive rate, mean score, ECE, Brier score, log-loss and AUC (the
-functions of :mod:`calibdash.metrics`), each with a bootstrap interval, and
-the group's reliability table (:func:`calibdash.metrics.reliability_table`).
-:func:`fix_groups` then fits a calibrator of the score alone and MBCT (Huang
-et al., 2022) with the group column as its one feature on the fitting part of
-an evaluation scheme, and measures every group's ECE on the held-out part:
-a score-only calibrator can only move the average, a group-aware one can
-fix each group.
-
-The groups are made in :mod:`calibdash.monitoring.grouping` (:func:`make_groups`) and
-measured in :mod:`calibdash.monitoring.group_metrics` (:func:`group_stats`,
-:func:`by_group`, :class:`GroupReport`); this module keeps the public names
-of all three, the calibrator that fixes the groups (:func:`fix_groups`) and
-the alignment of a file's column with a ScoreSet (:func:`column_for_rows`).
+:func:`by_group` measures each group of a column with intervals; :func:`fix_groups` fits a calibrator of the score
+alone and MBCT (Huang et al., 2022) with the group as its one feature and measures each group's held-out ECE: a
+score-only calibrator can only move the average, a group-aware one can fix each group. :func:`column_for_rows` aligns
+a file's column with a ScoreSet.
 """
 from __future__ import annotations
 
@@ -29,10 +16,9 @@ from ..measures import calibration as metrics
 from ..evaluation.crossfit import cross_fit
 from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import Scheme, split_indices
-from .group_metrics import METRICS, STATS, by_group, group_report, group_stats, row_weights
+from .group_metrics import METRICS, STATS, by_group, checked_groups, group_report, group_stats
 from .grouping import MAX_GROUPS, MIN_ROWS, MISSING, N_QUANTILES, OTHER, make_groups
 from ..evaluation.methods import RAW, resolve
-from ..core.validation import check_labels, check_scores
 
 __all__ = [
     "MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "STATS", "column_for_rows", "METRICS", "by_group", "group_stats",
@@ -40,29 +26,13 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------
-# The calibrator that fixes the groups
-# ---------------------------------------------------------------------------------------------
 @dataclass
 class GroupFix:
-    """Per-group held-out calibration before and after a score-only calibrator and MBCT on the group.
-
-    Attributes
-    ----------
-    reports : dict
-        Method key (``"uncalibrated"``, the chosen method, ``"mbct"``) -> :class:`GroupReport`
-        of its held-out predictions, with the same groups.
-    table : DataFrame
-        Index: the groups, then ``"all rows"``; columns: the method keys; values: held-out ECE.
-    predictions : DataFrame
-        The held-out predictions (index: the judged rows' positions), one column per method.
-    rows : ndarray
-        Positions of the judged rows.
-    models : dict
-        Method key -> calibrator fitted on the fitting part (k-fold: on all rows).
-    scheme : Scheme
-    mbct_params : dict
-        The hyperparameters MBCT was fitted with.
+    """Per-group held-out calibration before and after a score-only calibrator and MBCT on the group: ``reports``,
+    method key (``"uncalibrated"``, the chosen method, ``"mbct"``) -> ``GroupReport`` of its held-out predictions;
+    ``table``, held-out ECE by group (then ``"all rows"``) and method; ``predictions`` on the judged ``rows``
+    (positions), one column per method; ``models`` fitted on the fitting part (k-fold: all rows); the ``scheme``;
+    ``mbct_params``.
     """
 
     reports: dict
@@ -83,8 +53,8 @@ MBCT_VIEWS = 100
 
 
 def _mbct_bin_size(groups: np.ndarray, w: np.ndarray, fit_rows: np.ndarray) -> int:
-    """MBCT's least leaf weight: at most its default 500, at most half the lightest group's fitting weight
-    (so a tree can give every group a leaf of its own), at least 20 (MBCT's lowest offered value)."""
+    """MBCT's least leaf weight: half the lightest group's fitting weight (so every group can have a leaf of its
+    own), within 20 (MBCT's lowest offered value) to 500 (its default)."""
     fit_w = pd.Series(w[fit_rows]).groupby(groups[fit_rows]).sum()
     return int(np.clip(fit_w.min() // 2, 20, 500))
 
@@ -96,47 +66,16 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
                n_quantiles: int = N_QUANTILES, column: str | None = None) -> GroupFix:
     """Fit ``method`` (score only) and MBCT with the group as its feature; per-group ECE on held-out rows.
 
-    The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides
-    them (:func:`calibdash.evaluation.holdout.split_indices` on the same
-    ``scheme``), each method is fitted on the fitting rows (:func:`calibdash.evaluation.crossfit.cross_fit`), and
-    the held-out predictions are measured per group by :func:`by_group`. The
-    groups are made once, on all rows (:func:`make_groups`), and MBCT reads
-    them as one categorical feature column, named after the column. Unlike
-    ``evaluate``, the fits take ``sample_weight``; without weights the
-    predictions are ``evaluate``'s (``tests/monitoring/test_groups.py``).
-
-    Parameters
-    ----------
-    scores, labels, groups, sample_weight
-        As for :func:`by_group`.
-    scheme : Scheme, default ``Scheme()`` (stratified 70/30 split, seed 0)
-    method : str, default "isotonic"
-        The score-only calibrator (a registered name).
-    params : dict, optional
-        Its hyperparameters.
-    mbct_params : dict, optional
-        MBCT's hyperparameters. By default its own, except ``bin_size``
-        (the least rows of a leaf, 500 by default): at most half the lightest
-        group's fitting weight, within 20..500, so that a small group can have
-        a leaf of its own.
-    split : array-like, optional
-        The file's split column, for ``Scheme(kind="column")``.
-    n_bins, strategy, n_boot, seed, min_rows, max_groups, n_quantiles, column
-        As for :func:`by_group`.
-
-    Returns
-    -------
-    GroupFix
+    The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides them (``scheme``, ``split``), so
+    without weights the predictions are ``evaluate``'s, and measured per group as :func:`by_group` does (with its
+    parameters); MBCT reads the groups, made once on all rows, as one categorical feature named after the column.
+    ``params``: the calibrator's hyperparameters; ``mbct_params``: MBCT's (by default its own but ``bin_size``,
+    :func:`_mbct_bin_size`, and :data:`MBCT_VIEWS` views).
     """
     scheme = scheme or Scheme()
-    s = check_scores(scores)
-    y = check_labels(labels, s.size)
-    w = row_weights(sample_weight, s.size, y)
-    if len(groups) != s.size:
-        raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
-    col = column or (str(groups.name) if isinstance(groups, pd.Series) and groups.name is not None else "group")
-    labels_, order, _, _ = make_groups(groups, sample_weight, max_groups=max_groups, n_quantiles=n_quantiles,
-                                    min_rows=min_rows, name=col)
+    s, y, w, col, (labels_, order, _, _) = checked_groups(scores, labels, groups, sample_weight, column, "group", True,
+                                                         max_groups=max_groups, n_quantiles=n_quantiles,
+                                                         min_rows=min_rows)
     pairs = split_indices(y, scheme, split, scores=s)
     return fix_made_groups(s, y, w, sample_weight is not None, labels_, order, col, pairs, scheme, method,
                            params=params, mbct_params=mbct_params, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
@@ -148,29 +87,10 @@ def fix_made_groups(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, wei
                     mbct_params: dict | None = None, n_bins: int = metrics.DEFAULT_N_BINS,
                     strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0,
                     cells: bool = False) -> GroupFix:
-    """:func:`fix_groups` on groups already made and rows already divided.
-
-    Parameters
-    ----------
-    s, y, w : ndarray
-        Checked scores, labels and row weights (ones when ``weighted`` is False).
-    weighted : bool
-        Whether ``sample_weight`` weighs the rows (passed to the fits and the measures).
-    labels_ : ndarray
-        Each row's group; ``order``: the groups in display order; ``col``: the column's name (MBCT's feature).
-    pairs : list of (fit rows, judged rows)
-        Row positions (:func:`calibdash.evaluation.holdout.split_indices`): one pair, or one per fold for ``"kfold"``.
-    scheme : Scheme
-        Its ``kind`` says whether the pairs are folds (every row judged once, the models refitted on all rows).
-    method, params, mbct_params, n_bins, strategy, n_boot, seed
-        As for :func:`fix_groups`.
-    cells : bool, default False
-        The rows are score cells' weighted rows: ``rows`` in the reports counts the real rows they stand for.
-
-    Returns
-    -------
-    GroupFix
-    """
+    """:func:`fix_groups` on checked scores, labels and row weights (ones unless ``weighted``), groups already made
+    (each row's ``labels_``, their display ``order``, the column name ``col``) and rows already divided (``pairs``;
+    k-fold ``scheme``: one per fold, the models refitted on all rows). ``cells``: the rows are score cells' weighted
+    rows, and the reports count the real rows they stand for."""
     kfold = scheme.kind == "kfold"
     rows = np.sort(np.concatenate([te for _, te in pairs])) if kfold else pairs[0][1]
     fit_rows = np.arange(s.size) if kfold else pairs[0][0]
@@ -197,26 +117,11 @@ def fix_made_groups(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, wei
                     scheme=scheme, mbct_params=mbct)
 
 
-# ---------------------------------------------------------------------------------------------
-# A column of the file, aligned with a ScoreSet's usable rows
-# ---------------------------------------------------------------------------------------------
 def column_for_rows(ss, column: str) -> pd.Series:
-    """Column ``column`` of ``ss.raw`` restricted to the ScoreSet's usable rows, in their order.
-
-    A :class:`~calibdash.data.ScoreSet` keeps the table as read (``raw``)
-    and drops the rows whose score is missing, not finite or not a number,
-    or whose label is missing (counted in ``report.dropped``), without
-    keeping which. They are found again here by the same tests, and the
-    result is checked against ``ss.scores`` (same count, same scores after
-    the same logistic mapping), so a mismatch cannot pass silently. When no
-    row was dropped (as many usable rows as rows read) the column is the
-    file's own, returned as it is: no re-reading of the scores (on 10^7 rows
-    that re-reading held 340 MB for 0.6 s).
-
-    Raises
-    ------
-    DataError
-        ``column`` is not a column of the file, or the usable rows cannot be found again.
+    """Column ``column`` of ``ss.raw`` restricted to the ScoreSet's usable rows, in their order: the rows a ScoreSet
+    drops (score or label missing or unreadable) are found again by the same tests and checked against ``ss.scores``,
+    so a mismatch cannot pass silently (none dropped: the file's column as it is). DataError when ``column`` is not
+    in the file or the usable rows cannot be found again.
     """
     from ..core.margins import to_probabilities
     from ..core.numbers import parse_numbers

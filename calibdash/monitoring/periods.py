@@ -1,13 +1,7 @@
-"""Periods of a date column, for calibration over time (:mod:`calibdash.monitoring.drift`).
-
-The column may hold dates or date-times (a date type, or text that reads as
-dates; rows whose entry is missing or not a date are left out and counted),
-whole numbers written ``YYYYMMDD``, pandas periods, or ordered codes (whole
-numbers such as a month index, at most :data:`MAX_PERIODS` of them) taken as
-the periods themselves, in numeric order. Anything else is refused with a
-:class:`~calibdash.core.errors.DataError`. With ``freq="auto"`` the period is the
-finest of day, week, month, quarter (and year) that gives at most
-:data:`MAX_AUTO_PERIODS` periods with rows; weeks start on Monday.
+"""Periods of a date column, for calibration over time: dates or date-times (typed, or text that reads as dates; rows
+without a readable date left out and counted), whole numbers ``YYYYMMDD``, pandas periods, or ordered codes (at most
+:data:`MAX_PERIODS` whole numbers) taken as the periods; anything else refused. ``freq="auto"`` takes the finest of
+day, week (from Monday), month, quarter, year giving at most :data:`MAX_AUTO_PERIODS` periods with rows.
 """
 from __future__ import annotations
 
@@ -24,9 +18,7 @@ __all__ = []
 #: Period lengths offered, finest first (pandas period aliases).
 FREQS = ("D", "W", "M", "Q", "Y")
 FREQ_NAMES = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year", "given": "as given"}
-#: The automatic choice aims at this many periods or more ...
-MIN_PERIODS = 6
-#: ... and at most this many.
+#: The automatic choice gives at most this many periods.
 MAX_AUTO_PERIODS = 30
 #: Most periods shown (a chosen period length giving more is refused).
 MAX_PERIODS = 60
@@ -39,23 +31,11 @@ _YMD_LOW, _YMD_HIGH = YMD_RANGE
 
 @dataclass
 class Periods:
-    """Each row's period and the periods in time order (see :func:`to_periods`).
-
-    Attributes
-    ----------
-    codes : ndarray of int
-        Each row's period as an index into ``labels``; -1 for a row left out (no readable date).
-    labels : list of str
-        The periods in time order, as text: ``"2025-03-14"`` (day), ``"2025-03-10"`` (the week starting
-        that Monday), ``"2025-03"`` (month), ``"2025Q1"``, ``"2025"``; the code itself for periods as given.
-    starts : list
-        The first day of each period (Timestamps), or the code itself for periods as given.
-    freq : str
-        A key of :data:`FREQ_NAMES`.
-    notes : list of str
-        What was read and chosen, for the user.
-    left_out : int, default 0
-        Rows left out before ``codes`` were made (keyed cells hold no cell for a row without a date).
+    """Each row's period (``codes``, an index into ``labels``; -1 for a row left out, no readable date) and the periods
+    in time order: ``labels`` (``"2025-03-14"``, ``"2025-03-10"`` for the week starting that Monday, ``"2025-03"``,
+    ``"2025Q1"``, ``"2025"``) and ``starts`` (each one's first day), both the code itself for periods given as codes;
+    ``freq`` a key of :data:`FREQ_NAMES`; ``notes`` what was read and chosen; ``left_out`` rows left out before
+    coding (keyed cells hold no cell for a row without a date).
     """
 
     codes: np.ndarray
@@ -77,12 +57,8 @@ def ymd_note(name: str) -> str:
 
 
 def as_dates(values: pd.Series, name: str = "the column") -> tuple[pd.Series | None, list[str]]:
-    """The column as date-times (NaT where missing or unreadable), or None when it holds no dates.
-
-    Date-times with a time zone are taken in UTC (as text with an offset is),
-    so an instant falls in the same period whatever zone it was written in.
-    Also returns the notes on how the column was read.
-    """
+    """The column as date-times (NaT where missing or unreadable), or None when it holds no dates, and notes on how
+    it was read. Date-times with a time zone are taken in UTC, so an instant falls in the same period in any zone."""
     s = values
     if isinstance(s.dtype, pd.PeriodDtype):
         return s.dt.start_time, []
@@ -132,12 +108,8 @@ def day_codes(dates) -> np.ndarray:
 
 
 def period_start_days(days, freq: str) -> np.ndarray:
-    """The first day (days since 1970-01-01) of the period of length ``freq`` holding each day.
-
-    Weeks start on Monday (1970-01-05 was one), quarters in January, April,
-    July and October; the periods of :func:`to_periods`, computed on day
-    numbers so that any engine's day or period codes can be read alike.
-    """
+    """The first day (days since 1970-01-01) of the period of length ``freq`` holding each day: weeks start on Monday
+    (1970-01-05 was one), quarters in January, April, July, October; on day numbers, so any engine's read alike."""
     d = np.asarray(days, dtype=np.int64)
     if freq == "D":
         return d
@@ -175,25 +147,10 @@ def choose_freq(dates) -> str:
 
 def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int = 0, name: str = "the column",
                  notes=()) -> tuple[list, list, list]:
-    """The periods shown, from the first days of the periods that have rows: labels, starts and notes.
-
-    The one rule of :func:`to_periods` for any engine: ``starts`` are the
-    distinct first days (days since 1970-01-01) of the periods of length
-    ``freq`` holding rows; ``first`` and ``last`` the earliest and latest
-    date-time read; ``auto`` whether ``freq`` was chosen
-    (:func:`freq_from_days`); ``n_left_out`` the rows without a readable
-    date; ``notes`` what was said before (how the column was read).
-
-    Returns
-    -------
-    (labels, starts, notes)
-        Labels in time order (as :class:`Periods`), each period's first day
-        (Timestamp), and the notes.
-
-    Raises
-    ------
-    SettingsError
-        More than :data:`MAX_PERIODS` periods.
+    """``(labels, starts, notes)`` of the periods shown, :func:`to_periods`' rule for any engine, from ``starts``, the
+    distinct first days (days since 1970-01-01) of the ``freq`` periods holding rows; ``first`` and ``last`` date-times
+    read; ``auto``: whether ``freq`` was chosen; ``n_left_out`` rows without a readable date; earlier ``notes``.
+    SettingsError beyond :data:`MAX_PERIODS` periods.
     """
     uniq = np.unique(np.asarray(starts, dtype=np.int64))
     if uniq.size > MAX_PERIODS:
@@ -213,23 +170,10 @@ def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int 
 
 
 def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
-    """Each row's period of the date (or period) column ``values``.
-
-    Parameters
-    ----------
-    values : array-like or Series
-    freq : {"auto", "D", "W", "M", "Q", "Y"}, default "auto"
-        Period length; "auto": :func:`choose_freq`. Ignored for a column of
-        ordered codes, which are the periods themselves.
-    name : str
-        The column's name, for notes and errors.
-
-    Raises
-    ------
-    DataError
-        The column holds no dates nor ordered codes, or no row has one.
-    SettingsError
-        An unknown ``freq``, or one giving more than :data:`MAX_PERIODS` periods.
+    """Each row's period of the date (or period) column ``values`` (``name`` for notes and errors), ``freq`` long
+    ({"auto", "D", "W", "M", "Q", "Y"}; "auto": :func:`choose_freq`; ignored for ordered codes, the periods
+    themselves). DataError when the column holds no dates nor ordered codes, or no row has one; SettingsError for an
+    unknown ``freq`` or one giving more than :data:`MAX_PERIODS` periods.
     """
     if freq != "auto" and freq not in FREQS:
         raise SettingsError(f"freq must be 'auto' or one of {', '.join(FREQS)}, got {freq!r}.")
@@ -272,8 +216,7 @@ def _period_label(p: pd.Period, freq: str) -> str:
 
 
 def check_rows(scores, labels, sample_weight=None):
-    """Scores in [0, 1], 0/1 labels and optional weights (one finite, non-negative weight per row, with a
-    positive sum) checked for a per-period analysis: ``(s, y, w)``, ``w`` None without weights."""
+    """``(s, y, w)`` checked for a per-period analysis (``w`` None without weights)."""
     s = check_scores(scores)
     y = check_labels(labels, s.size)
     if sample_weight is None:
@@ -285,12 +228,8 @@ def check_rows(scores, labels, sample_weight=None):
 
 
 def periods_of(dates, n: int, freq: str, name: str) -> Periods:
-    """``dates`` made into :class:`Periods` (as :func:`to_periods`; a :class:`Periods` taken as it is), checked
-    to hold one entry per row of ``n``."""
-    if isinstance(dates, Periods):
-        per = dates
-    else:
-        per = to_periods(dates, freq, name)
+    """``dates`` made into :class:`Periods` (a :class:`Periods` taken as it is), checked to hold ``n`` entries."""
+    per = dates if isinstance(dates, Periods) else to_periods(dates, freq, name)
     if per.codes.size != n:
         raise DataError(f"the date column has {per.codes.size} values but there are {n} rows.")
     return per

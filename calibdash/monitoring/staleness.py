@@ -1,11 +1,6 @@
-"""When a fitted calibrator goes stale (:func:`staleness`, one of :mod:`calibdash.monitoring.drift`'s two questions).
+"""When a fitted calibrator goes stale: fitted on each period, judged on every later one (:func:`staleness`).
 
-A calibrator is fitted on each period's rows and judged on every later period (rows it never saw): the
-matrix of held-out ECE by (fitted on, judged on), a table per judged period of the ECE of the raw scores,
-of the calibrator fitted on the first period (never refitted) and of the one refitted on the period just
-before, and the mean held-out ECE by the calibrator's age in periods. A period holding one class only
-cannot be fitted on: its row of the matrix is NaN, and "refitted" keeps the last calibrator that could be
-fitted.
+A calibrator whose ECE rises with age while the one refitted on the period before stays low has gone stale.
 """
 from __future__ import annotations
 
@@ -33,23 +28,15 @@ class Staleness:
     Attributes
     ----------
     matrix : DataFrame
-        Index: the period fitted on; columns: the period judged on; held-out
-        ECE where the judged period is later (NaN on and below the diagonal,
-        and for a period a calibrator could not be fitted on).
+        Held-out ECE by (fitted on, judged on) where the judged period is later (NaN on and below the diagonal, and
+        for a period a calibrator could not be fitted on; ``fit_rows``: the weight each was fitted on).
     table : DataFrame
-        One row per period (from the second on): the ECE of the raw scores,
-        of the calibrator fitted on the first period (:data:`STALE_COL`), of
-        the one refitted on the period before (:data:`FRESH_COL`; the last
-        period that could be fitted, when the one before could not), and
-        ``age`` (periods since the first), ``rows``.
+        One row per period from the second on: ``age``, ``rows``, the ECE of the raw scores, of the calibrator
+        fitted on the first period (:data:`STALE_COL`) and of the one refitted on the period before
+        (:data:`FRESH_COL`; the last that could be fitted).
     by_age : DataFrame
-        Index: age in periods (1, 2, ...); ``ECE``: the mean held-out ECE of
-        every (fitted, judged) pair that many periods apart; ``raw``: the mean
-        ECE of the raw scores on the same judged periods; ``pairs``.
-    method : str
-    fit_rows : Series
-        Rows (weight) each period's calibrator was fitted on.
-    notes : list of str
+        Per age in periods, the mean held-out ``ECE`` of the pairs that many periods apart, the raw scores' mean
+        (``raw``) on the same judged periods, and ``pairs``.
     """
 
     matrix: pd.DataFrame
@@ -68,7 +55,7 @@ class Staleness:
 
 
 def _ece(p, y, w, n_bins, strategy) -> float:
-    """ECE, NaN for a one-class or empty period (as :func:`calibdash.monitoring.groups.group_stats`)."""
+    """ECE, NaN for a one-class or empty period."""
     if y.size == 0:
         return np.nan
     pos = float(y.sum()) if w is None else float(w[y == 1].sum())
@@ -81,31 +68,10 @@ def _ece(p, y, w, n_bins, strategy) -> float:
 def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=None, *, params: dict | None = None,
               freq: str = "auto", n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
               min_rows: float = 20, column: str = "the date column") -> Staleness:
-    """Fit ``method`` on each period and measure its ECE on every later period.
-
-    Parameters
-    ----------
-    scores, labels : array-like
-    dates : array-like, Series or :class:`Periods`
-        The date (or period) column (see :func:`to_periods`).
-    method : str, default "isotonic"
-        A registered calibrator of the score (a feature-aware one is fitted
-        on the score alone).
-    sample_weight : array-like, optional
-        Passed to every fit and every ECE.
-    params : dict, optional
-        The calibrator's hyperparameters.
-    freq : str, default "auto"
-    n_bins, strategy
-        Binning of ECE.
-    min_rows : float, default 20
-        A period with less weight than this, or with one class only, is not
-        fitted on (its row of the matrix is NaN, with a note).
-    column : str
-
-    Returns
-    -------
-    Staleness
+    """Fit ``method`` (a registered calibrator of the score, with ``params``) on each period and measure its ECE on
+    every later period. ``scores``, ``labels``, ``dates``, ``sample_weight`` (passed to every fit and ECE), ``freq``,
+    ``n_bins``, ``strategy`` and ``column`` as :func:`calibdash.monitoring.drift.over_time` takes them; a period with
+    less weight than ``min_rows``, or one class only, is not fitted on (with a note).
 
     Raises
     ------
@@ -149,27 +115,16 @@ def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=Non
                 p = fit.column(method, fitted[t])[m]
                 matrix.iloc[present.index(t), j] = _ece(p, y[m], wu, n_bins, strategy)
     first = present[0]
-    rows = []
-    last_fit = None
-    for j, u in enumerate(present):
-        if j > 0:
-            t_prev = present[j - 1]
-            if t_prev in fitted:
-                last_fit = t_prev
-            rows.append({"period": per.labels[u], "age": j,
-                         "rows": float(masks[u].sum()) if w is None else float(w[masks[u]].sum()),
-                         RAW_COL: raw[u],
-                         STALE_COL: matrix.iloc[0, j] if first in fitted else np.nan,
-                         FRESH_COL: matrix.iloc[present.index(last_fit), j] if last_fit is not None else np.nan})
-        elif u in fitted:
-            last_fit = u
+    rows, last_fit = [], None
+    for j, u in enumerate(present[1:], start=1):
+        if present[j - 1] in fitted:
+            last_fit = present[j - 1]
+        rows.append({"period": per.labels[u], "age": j, "rows": fit_rows[per.labels[u]], RAW_COL: raw[u],
+                     STALE_COL: matrix.iloc[0, j] if first in fitted else np.nan,
+                     FRESH_COL: matrix.iloc[present.index(last_fit), j] if last_fit is not None else np.nan})
     table = pd.DataFrame(rows).set_index("period")
-    ages = []
-    for i, t in enumerate(present):
-        for j in range(i + 1, len(present)):
-            v = matrix.iloc[i, j]
-            if np.isfinite(v):
-                ages.append((j - i, v, raw[present[j]]))
+    ages = [(j - i, matrix.iloc[i, j], raw[present[j]]) for i in range(len(present))
+            for j in range(i + 1, len(present)) if np.isfinite(matrix.iloc[i, j])]
     by_age = (pd.DataFrame(ages, columns=["age", "ECE", "raw"]).groupby("age")
               .agg(ECE=("ECE", "mean"), raw=("raw", "mean"), pairs=("ECE", "size")))
     notes = list(per.notes)

@@ -3,20 +3,11 @@
 >>> from calibdash.samples import SAMPLES, load_sample
 >>> ss = load_sample("circles_svm", score="linear_svm")     # doctest: +SKIP
 
-Where the files come from (nothing is downloaded, ever):
-
-* in a checkout of the repository, ``sample_data/`` next to the package
-  (:data:`SAMPLE_DIR`), the files the README and the command-line examples
-  use;
-* in an installed copy (``pip install calibdash``), which ships no CSV, the
-  package's own generators (:mod:`calibdash.samples.make`) write each file
-  once, on first use, into a per-user cache folder (:func:`cache_dir`):
-  ``$XDG_CACHE_HOME/calibdash/samples/<generator hash>/``, by default
-  ``~/.cache/calibdash/samples/...`` (``%LOCALAPPDATA%`` on Windows). The
-  largest, ``ctr_120k.csv`` (3.9 MB), takes well under a second.
-
-The generators are deterministic: on the pinned library versions both
-sources hold the same values (``tests/samples/test_samples.py``).
+Nothing is downloaded, ever. In a checkout of the repository the files are ``sample_data/`` next to the package
+(:data:`SAMPLE_DIR`). An installed copy ships no CSV: the package's deterministic generators
+(:mod:`calibdash.samples.make`) write each binary sample once, on first use, into a per-user cache folder
+(:func:`cache_dir`); the largest, ``ctr_120k.csv`` (3.9 MB), takes well under a second. On the pinned library
+versions both sources hold the same values (``tests/samples/test_samples.py``).
 """
 from __future__ import annotations
 
@@ -44,21 +35,9 @@ SAMPLE_DIR: Path | None = _repo_sample_dir()
 
 @dataclass(frozen=True)
 class SampleFile:
-    """What every sample data set declares.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`SAMPLES` or :data:`CLASS_SAMPLES`.
-    filename : str
-        File name, in ``sample_data/`` (or, for a binary sample, the cache folder).
-    title : str
-        Short display title.
-    description : str
-        One or two sentences: origin and what it shows.
-    label : str
-        Label column.
-    """
+    """What every sample data set declares: its key in :data:`SAMPLES` or :data:`CLASS_SAMPLES`, its file name in
+    ``sample_data/`` (or, for a binary sample, the cache folder), a short display title, a description (origin
+    and what it shows) and the label column."""
 
     name: str
     filename: str
@@ -76,67 +55,40 @@ class Sample(SampleFile):
 
 SAMPLES: dict[str, Sample] = {s.name: s for s in (
     Sample(
-        name="circles_svm",
-        filename="circles_svm.csv",
-        title="Circles, linear vs quadratic SVM (BBQ / SBB papers)",
-        description=(
-            "The BBQ and SBB papers' simulated circular configuration: class 0 inside radius 2, "
-            "class 1 between radius 2 and 4; 1,000 train + 1,000 test points. Scores are the "
-            "sigmoid of the margin of a linear and a quadratic SVM. The linear SVM's true "
-            "probability is not monotone in its score, so Platt scaling and isotonic regression "
-            "fail where binning helps; the quadratic SVM is accurate but miscalibrated."),
-        score="linear_svm",
-        label="label",
-    ),
+        "circles_svm", "circles_svm.csv", "Circles, linear vs quadratic SVM (BBQ / SBB papers)",
+        ("The BBQ and SBB papers' simulated circular configuration: class 0 inside radius 2, class 1 between radius 2 "
+         "and 4; 1,000 train + 1,000 test points. Scores are the sigmoid of the margin of a linear and a quadratic "
+         "SVM. The linear SVM's true probability is not monotone in its score, so Platt scaling and isotonic "
+         "regression fail where binning helps; the quadratic SVM is accurate but miscalibrated."),
+        label="label", score="linear_svm"),
     Sample(
-        name="breast_cancer_nb",
-        filename="breast_cancer_nb.csv",
-        title="Breast cancer, Gaussian naive Bayes",
-        description=(
-            "scikit-learn's Wisconsin breast cancer data (569 tumours) scored by Gaussian naive "
-            "Bayes with 5-fold out-of-fold predictions. Naive Bayes is famously over-confident: "
-            "most scores sit at 0 or 1."),
-        score="nb_score",
-        label="malignant",
-    ),
+        "breast_cancer_nb", "breast_cancer_nb.csv", "Breast cancer, Gaussian naive Bayes",
+        ("scikit-learn's Wisconsin breast cancer data (569 tumours) scored by Gaussian naive Bayes with 5-fold "
+         "out-of-fold predictions. Naive Bayes is famously over-confident: most scores sit at 0 or 1."),
+        label="malignant", score="nb_score"),
     Sample(
-        name="ctr_120k",
-        filename="ctr_120k.csv",
-        title="Click-through, 120k impressions (synthetic)",
-        description=(
-            "Synthetic ad impressions with device, site category, hour, banner position and user "
-            "age. The base model's pCTR is miscalibrated per site category and device: at the "
-            "same score some groups click more, others less than predicted, which only a "
-            "feature-aware calibrator (MBCT) can correct."),
-        score="pctr",
-        label="click",
-    ),
+        "ctr_120k", "ctr_120k.csv", "Click-through, 120k impressions (synthetic)",
+        ("Synthetic ad impressions with device, site category, hour, banner position and user age. The base model's "
+         "pCTR is miscalibrated per site category and device: at the same score some groups click more, others less "
+         "than predicted, which only a feature-aware calibrator (MBCT) can correct."),
+        label="click", score="pctr"),
     Sample(
-        name="drift",
-        filename="drift.csv",
-        title="Drifting score with one miscalibrated segment (synthetic)",
-        description=(
-            "20,000 scored rows over the twelve months of 2025 in four segments. In January the score is "
-            "calibrated except in the 'partner' segment, which it over-estimates at every date; month by month "
-            "the true log-odds fall behind the score's, so a calibrator fitted early goes stale. Made for the "
-            "Groups & time page."),
-        score="score",
-        label="label",
-    ),
+        "drift", "drift.csv", "Drifting score with one miscalibrated segment (synthetic)",
+        ("20,000 scored rows over the twelve months of 2025 in four segments. In January the score is calibrated "
+         "except in the 'partner' segment, which it over-estimates at every date; month by month the true log-odds "
+         "fall behind the score's, so a calibrator fitted early goes stale. Made for the Groups & time page."),
+        label="label", score="score"),
 )}
-
 
 
 @dataclass(frozen=True)
 class ClassSample(SampleFile):
-    """One multi-class sample data set (a label of K >= 3 classes and one column per class): a
-    :class:`SampleFile` with the shared ``prefix`` of its class columns (``"p_"``, ``"logit_"``) and whether
-    they hold ``logits`` (else probabilities).
+    """One multi-class sample data set: a :class:`SampleFile` with the shared ``prefix`` of its class columns
+    (``"p_"``, ``"logit_"``) and whether they hold ``logits`` (else probabilities).
 
-    Kept apart from the binary :data:`SAMPLES`, which the command line's and the Benchmark page's
-    binary readings iterate over. The files live in ``sample_data/multiclass/`` of the repository
-    (see its README.md) and are not generated: an installed calibdash, which ships no data, does
-    not have them (:func:`sample_path` says so).
+    Kept apart from the binary :data:`SAMPLES`, which the command line and the Benchmark page iterate over. The
+    files live in ``sample_data/multiclass/`` (see its README.md) and are not generated: an installed calibdash
+    does not have them (:func:`sample_path` says so).
     """
 
     prefix: str = "p_"
@@ -145,39 +97,23 @@ class ClassSample(SampleFile):
 
 CLASS_SAMPLES: dict[str, ClassSample] = {s.name: s for s in (
     ClassSample(
-        name="animals_3class",
-        filename="multiclass/animals_3class.csv",
-        title="Three animals, an over-confident model (K = 3, synthetic)",
-        description=(
-            "3,000 rows of three Gaussian classes (cat, dog, emu) whose model reports the true logits times "
-            "2.5 plus a class bias: over-confident (accuracy 0.842, confidence ECE 0.093). Temperature "
-            "scaling nearly removes it, vector scaling exactly in the limit; the simplex map shows the "
-            "calibrators' maps."),
-        label="label",
-        prefix="p_",
-    ),
+        "animals_3class", "multiclass/animals_3class.csv",
+        "Three animals, an over-confident model (K = 3, synthetic)",
+        ("3,000 rows of three Gaussian classes (cat, dog, emu) whose model reports the true logits times 2.5 plus a "
+         "class bias: over-confident (accuracy 0.842, confidence ECE 0.093). Temperature scaling nearly removes it, "
+         "vector scaling exactly in the limit; the simplex map shows the calibrators' maps."),
+        label="label", prefix="p_"),
     ClassSample(
-        name="cifar10_lenet5",
-        filename="multiclass/cifar10_lenet5.csv",
-        title="CIFAR-10, LeNet-5 (K = 10)",
-        description=(
-            "The softmax outputs of a LeNet-5 network on the 10,000 CIFAR-10 test images (netcal's record): "
-            "a weak, over-confident network, accuracy 0.5308, confidence ECE 0.10789 (15 equal-width bins)."),
-        label="label",
-        prefix="p_",
-    ),
+        "cifar10_lenet5", "multiclass/cifar10_lenet5.csv", "CIFAR-10, LeNet-5 (K = 10)",
+        ("The softmax outputs of a LeNet-5 network on the 10,000 CIFAR-10 test images (netcal's record): a weak, "
+         "over-confident network, accuracy 0.5308, confidence ECE 0.10789 (15 equal-width bins)."),
+        label="label", prefix="p_"),
     ClassSample(
-        name="logits_4class",
-        filename="multiclass/logits_4class.csv",
-        title="Four classes given as logits (K = 4, synthetic)",
-        description=(
-            "400 rows of four Gaussian classes whose model's logits (the true ones times 2 plus a class bias) "
-            "are written as they are: the class columns are softmaxed into probabilities (accuracy 0.838, "
-            "confidence ECE 0.093)."),
-        label="label",
-        prefix="logit_",
-        logits=True,
-    ),
+        "logits_4class", "multiclass/logits_4class.csv", "Four classes given as logits (K = 4, synthetic)",
+        ("400 rows of four Gaussian classes whose model's logits (the true ones times 2 plus a class bias) are "
+         "written as they are: the class columns are softmaxed into probabilities (accuracy 0.838, confidence ECE "
+         "0.093)."),
+        label="label", prefix="logit_", logits=True),
 )}
 
 #: Sample shown when the dashboard opens.
@@ -187,16 +123,14 @@ _LOCK = threading.Lock()
 
 
 def _get(name: str) -> Sample | ClassSample:
-    if name in SAMPLES:
-        return SAMPLES[name]
-    if name in CLASS_SAMPLES:
-        return CLASS_SAMPLES[name]
+    if (found := SAMPLES.get(name) or CLASS_SAMPLES.get(name)) is not None:
+        return found
     raise SettingsError(f"unknown sample {name!r}; available: {', '.join([*SAMPLES, *CLASS_SAMPLES])}.")
 
 
 def _user_cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(xdg):                       # the XDG spec: ignore a relative value
+    if os.path.isabs(xdg):                       # the XDG spec ignores a relative value
         return Path(xdg)
     if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
         return Path(os.environ["LOCALAPPDATA"])
@@ -206,7 +140,7 @@ def _user_cache_root() -> Path:
 def _generator_key() -> str:
     """Short hash of the generators' source: editing them gives a new cache folder."""
     try:
-        source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drift.py"))
+        source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drifting_score.py"))
     except OSError:                              # installed without sources: fall back on the version
         from ..core import __version__
         source = __version__.encode()
@@ -214,31 +148,18 @@ def _generator_key() -> str:
 
 
 def cache_dir() -> Path:
-    """Per-user folder the generated samples go to: ``$XDG_CACHE_HOME/calibdash/samples/<hash>/``.
-
-    ``XDG_CACHE_HOME`` defaults to ``~/.cache`` (``%LOCALAPPDATA%`` on
-    Windows); ``<hash>`` identifies the generators' source, so a new
-    calibdash whose generators differ never reads stale files. The folder is
-    not created here.
-    """
+    """Per-user folder the generated samples go to: ``$XDG_CACHE_HOME/calibdash/samples/<hash>/`` (not created
+    here). ``XDG_CACHE_HOME`` defaults to ``~/.cache`` (``%LOCALAPPDATA%`` on Windows); ``<hash>`` identifies the
+    generators' source, so a calibdash whose generators differ never reads stale files."""
     return _user_cache_root() / "calibdash" / "samples" / _generator_key()
 
 
 def sample_path(name: str) -> Path:
-    """Path of sample ``name``'s CSV, generating it into :func:`cache_dir` if needed.
+    """Path of sample ``name``'s CSV: the repository's ``sample_data/`` file when there is one, else the file in
+    :func:`cache_dir`, generated on first use (a multi-class sample is never generated).
 
-    The repository's ``sample_data/`` file when there is one; else the cached
-    file, written on first use (about a second at most).
-
-    A multi-class sample (:data:`CLASS_SAMPLES`) is never generated: its file in ``sample_data/``.
-
-    Raises
-    ------
-    SettingsError
-        Unknown sample.
-    EnvironmentProblem
-        The file has to be generated and the cache folder cannot be written, or a multi-class
-        sample's file is not there (an installed calibdash ships none).
+    SettingsError for an unknown sample; EnvironmentProblem when the file has to be generated and the cache
+    folder cannot be written, or a multi-class sample's file is not there (an installed calibdash ships none).
     """
     sample = _get(name)
     if SAMPLE_DIR is not None and (SAMPLE_DIR / sample.filename).is_file():
@@ -264,38 +185,16 @@ def sample_path(name: str) -> Path:
 
 
 def load_sample(name: str, score: str | None = None) -> ScoreSet:
-    """Load sample ``name`` as a :class:`~calibdash.data.ScoreSet`.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`SAMPLES`.
-    score : str, optional
-        Active score column (default: the sample's ``score``).
-
-    Raises
-    ------
-    SettingsError
-        Unknown sample.
-    EnvironmentProblem
-        The file has to be generated and the cache folder cannot be written
-        (see :func:`sample_path`).
-    """
+    """Load sample ``name`` (a key of :data:`SAMPLES`) as a :class:`~calibdash.data.ScoreSet`, with ``score`` as
+    the active score column (default: the sample's ``score``); errors as :func:`sample_path`."""
     sample = _get(name)
     return load_scores(sample_path(name), score=score or sample.score, label=sample.label)
 
 
 def load_class_sample(name: str) -> ClassSet:
     """Load multi-class sample ``name`` (a key of :data:`CLASS_SAMPLES`) as a :class:`~calibdash.data.ClassSet`,
-    with the label and class columns it declares.
-
-    Raises
-    ------
-    SettingsError
-        Not a multi-class sample.
-    EnvironmentProblem
-        Its file is not there (see :func:`sample_path`).
-    """
+    with the label and class columns it declares; SettingsError for another name, else errors as
+    :func:`sample_path`."""
     if name not in CLASS_SAMPLES:
         raise SettingsError(f"unknown multi-class sample {name!r}; available: {', '.join(CLASS_SAMPLES)}.")
     s = CLASS_SAMPLES[name]

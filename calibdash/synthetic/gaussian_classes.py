@@ -1,43 +1,29 @@
 """A K-class scenario with a known true posterior: Gaussian classes with a shared covariance.
 
-The population
---------------
-Class ``k`` (of K) has prior ``π_k`` and ``x | y = k ~ N(μ_k, I)`` in the plane,
-the means evenly spaced on a circle of radius ``r``:
-``μ_k = r (cos 2πk/K, sin 2πk/K)``. With a covariance shared by the classes,
-Bayes' rule gives a posterior that is the softmax of a linear function of ``x``
-(linear discriminant analysis; Hastie, Tibshirani & Friedman, *The Elements of
-Statistical Learning*, 2nd ed., section 4.3, the linear discriminant functions):
+The population: class ``k`` (of K) has prior ``π_k`` and ``x | y = k ~ N(μ_k, I)`` in the plane, the means evenly
+spaced on a circle of radius ``r``: ``μ_k = r (cos 2πk/K, sin 2πk/K)``. With a shared covariance, Bayes' rule
+gives a softmax of a linear function of ``x`` (linear discriminant analysis; Hastie, Tibshirani & Friedman, *The
+Elements of Statistical Learning*, 2nd ed., section 4.3):
 
     P(y = k | x) = softmax_k(z(x)),   z_k(x) = μ_kᵀ x − ½ ‖μ_k‖² + log π_k.
 
-The model
----------
-The "model" reports an over-confident version of the true logits, as modern
-neural networks do (Guo et al., ICML 2017, "On calibration of modern neural
-networks"): its logits are ``T z(x) + b`` with a temperature ``T > 1`` and an
-optional class bias ``b``, its probabilities ``p̂(x) = softmax(T z(x) + b)``.
+The model reports an over-confident version of the true logits, as modern neural networks do (Guo et al., ICML
+2017): logits ``T z(x) + b`` with a temperature ``T > 1`` and an optional class bias ``b``, probabilities
+``p̂(x) = softmax(T z(x) + b)``.
 
-What is known
--------------
-* With ``b = 0``, temperature scaling by ``T`` recovers the truth exactly:
-  ``softmax(log p̂ / T) = softmax(z)`` (the softmax ignores a constant per
-  row). With ``b ≠ 0`` a temperature alone cannot, vector scaling
-  (a scale and a bias per class, Guo et al. section 4.2) can: ``(log p̂ − b) / T``.
-* ``p̂(x)`` determines the true logits up to a constant per row (``T z + b``
-  minus a constant, from ``log p̂``), hence the true posterior: so
-  ``P(y = k | p̂(X)) = P(y = k | X)``, and the canonical calibration error of
-  the reported probabilities (Vaicenavicius et al., AISTATS 2019,
-  "Evaluating model calibration in classification", the calibration of the
-  whole vector) is known row by row, without labels:
-  :func:`true_canonical_error`. The same holds for any one-to-one
-  recalibration of ``p̂`` (temperature, vector or matrix scaling with an
-  invertible matrix); for a map that merges rows (binning) the row-wise error
-  is an upper bound (Jensen's inequality), as the binary scenarios' error
-  "against the score" is (:mod:`calibdash.synthetic.truth`).
-* The top-label calibration error (Gupta & Ramdas, ICLR 2022) conditions on
-  the top class and its probability only, not on the whole vector, so it has
-  no row-wise formula here; no helper claims to give it.
+What is known:
+
+* With ``b = 0``, temperature scaling by ``T`` recovers the truth exactly: ``softmax(log p̂ / T) = softmax(z)``.
+  With ``b ≠ 0`` a temperature alone cannot; vector scaling (Guo et al. section 4.2) can: ``(log p̂ − b) / T``.
+* ``p̂(x)`` determines the true logits up to a constant per row, hence the true posterior: so
+  ``P(y = k | p̂(X)) = P(y = k | X)``, and the canonical calibration error of the reported probabilities
+  (Vaicenavicius et al., AISTATS 2019, the calibration of the whole vector) is known row by row, without labels:
+  :func:`true_canonical_error`. The same holds for any one-to-one recalibration of ``p̂`` (temperature, vector or
+  matrix scaling with an invertible matrix); for a map that merges rows (binning) the row-wise error is an upper
+  bound (Jensen's inequality), as the binary scenarios' error "against the score" is
+  (:mod:`calibdash.synthetic.study`).
+* The top-label calibration error (Gupta & Ramdas, ICLR 2022) conditions on the top class and its probability
+  only, so it has no row-wise formula here; no helper claims to give it.
 
 Everything is drawn from ``numpy.random.default_rng(seed)``: the same seed gives the same rows.
 """
@@ -52,7 +38,7 @@ from scipy.special import softmax
 
 from ..core.errors import DataError
 from ..core.validation import format_values
-from .scenarios import MAX_N, MIN_N
+from .scenarios import sample_size
 
 __all__ = []
 
@@ -61,18 +47,8 @@ __all__ = []
 class GaussianClasses:
     """The population and the model: Gaussian classes on a circle, an over-confident linear model.
 
-    Attributes
-    ----------
-    classes : tuple
-        The class values, in column order (``classes[k]`` is class ``k``).
-    means : ndarray of shape (K, 2)
-        ``μ_k``; the covariance is the identity.
-    priors : ndarray of shape (K,)
-        ``π_k``, summing to 1.
-    temperature : float
-        ``T``: the model's logits are ``T z(x) + bias``.
-    bias : ndarray of shape (K,)
-        ``b``.
+    ``classes`` are the class values in column order; ``means`` the (K, 2) ``μ_k`` (identity covariance);
+    ``priors`` the ``π_k`` (summing to 1); the model's logits are ``temperature * z(x) + bias``.
     """
 
     classes: tuple
@@ -98,10 +74,6 @@ class GaussianClasses:
         """The model's logits ``T z(x) + b``."""
         return self.temperature * self.true_logits(x) + self.bias
 
-    def reported(self, x) -> np.ndarray:
-        """The model's probabilities ``softmax(T z(x) + b)``."""
-        return softmax(self.reported_logits(x), axis=1)
-
     def recalibrated(self, log_scores) -> np.ndarray:
         """The true posterior from the model's log-probabilities or logits: ``softmax((s − b) / T)``
         (the map a perfect vector scaling learns; temperature scaling's when ``b = 0``)."""
@@ -112,23 +84,15 @@ class GaussianClasses:
 
         Parameters
         ----------
-        n : int
-            Between :data:`~calibdash.synthetic.MIN_N` and :data:`~calibdash.synthetic.MAX_N`.
-        seed : int
+        n, seed : int
+            Rows (DataError outside [:data:`~calibdash.synthetic.MIN_N`, :data:`~calibdash.synthetic.MAX_N`]), seed.
         logits : bool, default False
             The frame's model columns hold logits (``logit_<class>``) instead of probabilities (``p_<class>``).
         decimals : int, optional
-            Round the frame's model and feature columns (the arrays of the draw stay exact); probabilities
-            are rounded and stay rows summing to 1 within K half-units of the last decimal.
-
-        Raises
-        ------
-        DataError
-            ``n`` out of range.
+            Round the frame's model and feature columns (the draw's arrays stay exact); rounded probability
+            rows sum to 1 within K half-units of the last decimal.
         """
-        n = int(n)
-        if not MIN_N <= n <= MAX_N:
-            raise DataError(f"sample size must lie between {MIN_N} and {MAX_N:,}, got {n:,}.")
+        n = sample_size(n)
         rng = np.random.default_rng(int(seed))
         y = rng.choice(self.k, size=n, p=self.priors)
         x = self.means[y] + rng.standard_normal((n, 2))
@@ -150,24 +114,10 @@ class GaussianClasses:
 
 @dataclass
 class ClassDraw:
-    """A sample of :class:`GaussianClasses`.
-
-    Attributes
-    ----------
-    frame : DataFrame
-        ``label`` (the class values), ``p_<class>`` (or ``logit_<class>``), ``true_<class>`` (the true
-        posterior), ``x1``, ``x2``.
-    x : ndarray of shape (n, 2)
-    labels : ndarray of int64
-        Class codes 0..K-1.
-    reported, reported_logits : ndarray of shape (n, K)
-        The model's probabilities and logits (unrounded).
-    true : ndarray of shape (n, K)
-        ``P(y = k | x)``.
-    scenario : GaussianClasses
-        The generator's parameters.
-    seed : int
-    """
+    """A sample of :class:`GaussianClasses`: ``frame`` holds ``label`` (the class values), ``p_<class>`` (or
+    ``logit_<class>``), ``true_<class>`` (the true posterior), ``x1``, ``x2``; ``labels`` the class codes 0..K-1;
+    ``reported``, ``reported_logits`` the model's unrounded (n, K) probabilities and logits; ``true`` the (n, K)
+    ``P(y = k | x)``."""
 
     frame: pd.DataFrame
     x: np.ndarray
@@ -185,15 +135,12 @@ def gaussian_classes(classes: int | Sequence = 3, *, radius: float = 2.0, temper
 
     Parameters
     ----------
-    classes : int or sequence
     radius : float, default 2.0
         Radius of the circle the class means lie on (larger: classes further apart, a more accurate model).
     temperature : float, default 2.0
         ``T`` > 0 (> 1: over-confident, < 1: under-confident, 1: calibrated when ``bias`` is 0).
-    bias : sequence of K floats, optional
-        ``b`` (default zeros).
-    priors : sequence of K positive floats, optional
-        ``π`` (default uniform); divided by their sum.
+    bias, priors : sequence of K floats, optional
+        ``b`` (default zeros) and ``π`` (positive; default uniform; divided by their sum).
 
     Raises
     ------
@@ -222,17 +169,14 @@ def gaussian_classes(classes: int | Sequence = 3, *, radius: float = 2.0, temper
 def true_canonical_error(probabilities, true, p: float = 1) -> float:
     """Mean over rows of ``‖P(y | x) − q(x)‖_p``: the canonical calibration error of ``q`` when known.
 
-    ``true`` is the true posterior of each row (a draw's ``true``). For the reported probabilities of
-    :class:`GaussianClasses`, and any one-to-one recalibration of them, ``P(y | q(X)) = P(y | X)``
-    (see the module's docstring), so this is the canonical calibration error
-    ``E ‖P(y | q(X)) − q(X)‖_p`` (Vaicenavicius et al., 2019) of the sample's rows, computed from the truth
-    and not from labels: 0 for the truth itself. For a map that merges rows it is an upper bound.
+    ``true`` is each row's true posterior (a draw's ``true``). For the reported probabilities of
+    :class:`GaussianClasses`, and any one-to-one recalibration of them, ``P(y | q(X)) = P(y | X)`` (module
+    docstring), so this is the canonical calibration error ``E ‖P(y | q(X)) − q(X)‖_p`` (Vaicenavicius et al.,
+    2019) of the sample's rows, from the truth and not from labels: 0 for the truth itself. For a map that merges
+    rows it is an upper bound.
 
-    Parameters
-    ----------
-    probabilities, true : array-like of shape (n, K)
-    p : float, default 1
-        The norm over the K classes (1: the sum of absolute differences, between 0 and 2).
+    ``probabilities`` and ``true`` are (n, K); ``p`` is the norm over the K classes (1: the sum of absolute
+    differences, between 0 and 2).
     """
     q, t = np.asarray(probabilities, dtype=float), np.asarray(true, dtype=float)
     if q.shape != t.shape or q.ndim != 2:

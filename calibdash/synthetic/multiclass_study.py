@@ -2,20 +2,16 @@
 and one-vs-rest binning that needs more data.
 
 The scenario is :func:`calibdash.synthetic.gaussian_classes.gaussian_classes` with no class bias: the model reports
-``softmax(T z(x))``, the true posterior is ``softmax(z(x))``, so temperature scaling with the model's own ``T``
-recovers the truth exactly (Guo et al. 2017, section 4.2) and a fitted temperature comes close with few rows
-(one parameter). One-vs-rest histogram binning (Zadrozny & Elkan 2002) fits K step maps of many bins each, so
-its error falls only slowly with the sample size.
+``softmax(T z(x))``, the truth is ``softmax(z(x))``, so temperature scaling with the model's own ``T`` recovers it
+exactly (Guo et al. 2017, section 4.2) and a fitted temperature comes close with few rows. One-vs-rest histogram
+binning (Zadrozny & Elkan 2002) fits K step maps of many bins each, so its error falls only slowly with ``n``.
 
-Each draw of ``n`` rows is split in two halves by the rows' content
-(:func:`calibdash.evaluation.scheme.split_plan`, stratified by class): methods are fitted on one half and
-judged on the other. The **true error** of a method is
-:func:`calibdash.synthetic.gaussian_classes.true_canonical_error` on the judged half: the mean over its rows of
-``‖P(y | x) − q(x)‖_1``, computed from the known posterior, not from labels. For the raw probabilities and any
-one-to-one map (temperature) it is the canonical calibration error of Vaicenavicius et al. (2019); for a map that
-merges rows (binning) it is an upper bound of it, and still the distance of the calibrated probabilities from
-the truth, which is what a user of them pays. The estimates from labels (confidence ECE, classwise ECE) are
-given beside it.
+Each draw is split in two halves by the rows' content (:func:`calibdash.evaluation.scheme.split_plan`, stratified
+by class): methods are fitted on one half, judged on the other. The **true error** of a method is
+:func:`~calibdash.synthetic.gaussian_classes.true_canonical_error` on the judged half, from the known posterior:
+the canonical calibration error (Vaicenavicius et al. 2019) for one-to-one maps, an upper bound of it for maps that
+merge rows (binning), and in both cases the distance of the calibrated probabilities from the truth. The
+estimates from labels (confidence ECE, classwise ECE) are given beside it.
 """
 from __future__ import annotations
 
@@ -28,8 +24,7 @@ import pandas as pd
 from ..core.errors import DataError
 from ..measures import class_measures as mmetrics
 from ..evaluation.holdout import UNCALIBRATED, resolve_classes
-from ..evaluation.scheme import split_plan
-from ..evaluation.scheme import Scheme
+from ..evaluation.scheme import Scheme, split_plan
 from .gaussian_classes import ClassDraw, GaussianClasses, gaussian_classes, true_canonical_error
 
 __all__ = [
@@ -46,32 +41,18 @@ DEFAULT_STUDY_METHODS = ("temperature", "ovr:histogram")
 
 
 def overconfident(k: int = 3, temperature: float = TEMPERATURE, radius: float = RADIUS) -> GaussianClasses:
-    """The lesson's scenario: K Gaussian classes, equal priors, a model over-confident by ``temperature``, no bias.
-
-    Raises
-    ------
-    DataError
-        As :func:`calibdash.synthetic.gaussian_classes.gaussian_classes`.
-    """
+    """The lesson's scenario: K Gaussian classes, equal priors, a model over-confident by ``temperature``, no bias
+    (DataError as :func:`~calibdash.synthetic.gaussian_classes.gaussian_classes`)."""
     return gaussian_classes(int(k), radius=radius, temperature=temperature)
 
 
 @dataclass
 class ClassTrial:
-    """One draw, its halves, the fitted methods and their errors.
+    """One draw, its halves (``fit_rows``, ``judged_rows``), the fitted methods and their errors.
 
-    Attributes
-    ----------
-    draw : ClassDraw
-    fit_rows, judged_rows : ndarray
-        The halves (row indices of the draw).
-    predictions : dict
-        Method key -> (m, K) probabilities on the judged rows, ``"uncalibrated"`` first.
-    models : dict
-        Method key -> the calibrator fitted on ``fit_rows``.
-    errors : DataFrame
-        One row per method: ``method``, ``true_error`` (from the known posterior), ``ECE`` (confidence),
-        ``cwECE`` (classwise), ``LogLoss`` (from the judged labels).
+    ``predictions`` maps a method key to its (m, K) probabilities on the judged rows (``"uncalibrated"`` first),
+    ``models`` to the calibrator fitted on ``fit_rows``; ``errors`` has one row per method: ``method``,
+    ``true_error`` (from the known posterior), ``ECE`` (confidence), ``cwECE`` (classwise), ``LogLoss``.
     """
 
     draw: ClassDraw
@@ -82,11 +63,6 @@ class ClassTrial:
     errors: pd.DataFrame
 
 
-def _halves(d: ClassDraw, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    pairs, _ = split_plan(d.labels, Scheme("split", test_size=0.5, seed=int(seed)), values=d.reported)
-    return pairs[0]
-
-
 def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[str] | Mapping = DEFAULT_STUDY_METHODS
                 ) -> ClassTrial:
     """Draw ``n`` rows with ``seed``, fit ``methods`` on one half, judge every method on the other.
@@ -94,22 +70,15 @@ def class_trial(scenario: GaussianClasses, n: int, seed: int, methods: Sequence[
     Parameters
     ----------
     scenario : GaussianClasses
-    n : int
-        Rows drawn (half fit, half judged).
-    seed : int
-        The draw's seed (and the split's).
+    n, seed : int
+        Rows drawn (half fit, half judged); the draw's seed (and the split's).
     methods : method spec
         What :func:`calibdash.evaluation.holdout.resolve_classes` takes; the methods see probabilities.
 
-    Raises
-    ------
-    DataError
-        ``n`` out of range, or a half a method cannot be fitted on.
-    SettingsError
-        An unknown method.
+    DataError for ``n`` out of range or a half a method cannot be fitted on; SettingsError for an unknown method.
     """
     d = scenario.draw(n, seed)
-    fit, judged = _halves(d, seed)
+    fit, judged = split_plan(d.labels, Scheme("split", test_size=0.5, seed=int(seed)), values=d.reported)[0][0]
     cals = resolve_classes(methods)
     preds = {UNCALIBRATED: d.reported[judged]}
     for key, cal in cals.items():
@@ -125,26 +94,14 @@ def size_study(scenario: GaussianClasses, sizes: Sequence[int] = SIZES, seeds: S
                methods: Sequence[str] | Mapping = DEFAULT_STUDY_METHODS) -> pd.DataFrame:
     """True error against the sample size: one :func:`class_trial` per (size, seed).
 
-    Returns
-    -------
-    DataFrame
-        One row per (n, seed, method): ``n``, ``seed``, ``method`` (``"uncalibrated"`` too), ``true_error``,
-        ``ECE``, ``cwECE``, ``LogLoss``.
-
-    Raises
-    ------
-    DataError
-        No size or no seed, or as :func:`class_trial`.
+    Returns one row per (n, seed, method): ``n``, ``seed``, ``method`` (``"uncalibrated"`` too), ``true_error``,
+    ``ECE``, ``cwECE``, ``LogLoss``. DataError for no size or no seed, or as :func:`class_trial`.
     """
     sizes, seeds = [int(n) for n in sizes], [int(s) for s in seeds]
     if not sizes or not seeds:
         raise DataError("the study needs at least one sample size and one seed.")
-    parts = []
-    for n in sizes:
-        for s in seeds:
-            e = class_trial(scenario, n, s, methods).errors
-            parts.append(e.assign(n=n, seed=s))
-    out = pd.concat(parts, ignore_index=True)
+    out = pd.concat([class_trial(scenario, n, s, methods).errors.assign(n=n, seed=s) for n in sizes for s in seeds],
+                    ignore_index=True)
     return out[["n", "seed", "method", "true_error", "ECE", "cwECE", "LogLoss"]]
 
 

@@ -8,8 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.errors import DataError
-from .populations import Population, closed_population
-from .svm import svm_population
+from .populations import Population, closed_population, svm_population
 
 __all__ = []
 
@@ -19,23 +18,10 @@ MIN_N, MAX_N = 40, 1_000_000
 
 @dataclass(frozen=True)
 class Scenario:
-    """One teaching scenario.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`SCENARIOS`.
-    title : str
-        Display title.
-    description : str
-        What the population is and how its scores come about.
-    note : str
-        The lesson: what to look at, which calibrators should do well and why.
-    truth : str
-        The true calibration function, as a formula or how it is computed.
-    default_n : int
-        Sample size the page starts this scenario with.
-    """
+    """One teaching scenario: its key in :data:`SCENARIOS`, display ``title``, ``description`` (the population and
+    how its scores come about), ``note`` (the lesson: what to look at, which calibrators should do well and why),
+    ``truth`` (the true calibration function, as a formula or how it is computed) and ``default_n`` (the page's
+    starting sample size)."""
 
     name: str
     title: str
@@ -44,7 +30,6 @@ class Scenario:
     truth: str
     default_n: int = 1000
     _build: Callable[[], Population] = field(default=None, repr=False, compare=False)
-
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
@@ -125,31 +110,15 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
 
 @functools.lru_cache(maxsize=None)
 def population(name: str) -> Population:
-    return _scenario(name)._build()
-
-
-def _scenario(name: str) -> Scenario:
     if name not in SCENARIOS:
         raise DataError(f"unknown scenario {name!r}; available: {', '.join(SCENARIOS)}.")
-    return SCENARIOS[name]
+    return SCENARIOS[name]._build()
 
 
 @dataclass
 class Draw:
-    """A sample from a scenario.
-
-    Attributes
-    ----------
-    scores : ndarray of float
-        Scores in [0, 1].
-    labels : ndarray of int8
-        0/1 outcomes.
-    true_prob : ndarray of float
-        f(score) for each row: the probability the label was drawn with (SVM
-        scenarios: the integrated truth at the row's score).
-    scenario : str
-    seed : int
-    """
+    """A sample from a scenario: ``scores`` in [0, 1], 0/1 ``labels`` (int8), and ``true_prob``, f(score) for each
+    row: the probability the label was drawn with (SVM scenarios: the integrated truth at the row's score)."""
 
     scores: np.ndarray
     labels: np.ndarray
@@ -167,11 +136,17 @@ def draw(name: str, n: int, seed: int) -> Draw:
         Unknown scenario or ``n`` outside [:data:`MIN_N`, :data:`MAX_N`].
     """
     pop = population(name)
+    n = sample_size(n)
+    s, y, p = pop.sample(n, np.random.default_rng(int(seed)))
+    return Draw(scores=np.clip(s, 0.0, 1.0), labels=y, true_prob=p, scenario=name, seed=int(seed))
+
+
+def sample_size(n) -> int:
+    """``n`` as a whole number; DataError outside [:data:`MIN_N`, :data:`MAX_N`]."""
     n = int(n)
     if not MIN_N <= n <= MAX_N:
         raise DataError(f"sample size must lie between {MIN_N} and {MAX_N:,}, got {n:,}.")
-    s, y, p = pop.sample(n, np.random.default_rng(int(seed)))
-    return Draw(scores=np.clip(s, 0.0, 1.0), labels=y, true_prob=p, scenario=name, seed=int(seed))
+    return n
 
 
 def true_curve(name: str, grid) -> np.ndarray:

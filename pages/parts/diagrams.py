@@ -151,9 +151,9 @@ def build(predictions: pd.DataFrame, labels, weights=None, *, kind: str = BINNED
           n_boot: int = N_BOOT) -> tuple[go.Figure, str]:
     """The reliability chart of every column of ``predictions`` and its caption: ``(figure, caption)``.
 
-    The arguments are those of :func:`calibdash.diagrams.diagram`: ``kind`` one of :data:`KINDS`;
-    ``band`` the smooth diagram's 95% bootstrap band or CORP's 90% consistency band (ignored for Binned, which
-    draws each bin's interval); ``n_bins`` (a count or ``"auto"``) and ``strategy`` the binned diagram's;
+    The arguments are those of :func:`calibdash.diagrams.prepare` and the data's ``figure``: ``kind`` one of
+    :data:`KINDS`; ``band`` the smooth diagram's 95% bootstrap band or CORP's 90% consistency band (ignored for
+    Binned, which draws each bin's interval); ``n_bins`` (a count or ``"auto"``) and ``strategy`` the binned diagram's;
     ``weights`` ``Evaluation.weights`` on score cells; ``title`` default the type's. The smooth and CORP data
     come from this module's caches, under a spinner while a band is resampled. The caption is Markdown, the
     columns' names in it escaped (:func:`pages.parts.text.md`).

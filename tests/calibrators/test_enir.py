@@ -25,7 +25,7 @@ import pytest
 
 from calibdash import calibrators
 from calibdash.io import export
-from calibdash.calibrators._nearly_isotonic import breakpoints, fitted_values, near_isotonic_path
+from calibdash.calibrators._nearly_isotonic import breakpoints, group_slopes, near_isotonic_path
 from calibdash.calibrators.enir import ENIR, enir_path, information_criterion, select_breakpoints
 from calibdash.core.errors import ProgrammingError, SettingsError
 from calibdash.explain import explain
@@ -33,6 +33,15 @@ from calibdash.figures import inner_figures
 
 from tests.conftest import shared_file
 from tests.calibrators.test_calibrators import assert_weights_count_as_rows, integer_weights
+
+
+def fitted_values(path, lam: float) -> np.ndarray:
+    """The nearly-isotonic fit ``beta(lam)`` at every point (not rounded or clipped), from the path's merges."""
+    if path.n == 0:
+        return np.empty(0)
+    starts = np.r_[0, np.flatnonzero(path.death > lam) + 1].astype(np.int64)
+    v = (np.add.reduceat(path.s, starts) + lam * group_slopes(path, starts)) / np.add.reduceat(path.w, starts)
+    return np.repeat(v, np.diff(np.r_[starts, path.n]))
 
 
 def _sample(n=400, seed=0, decimals=None):

@@ -979,7 +979,7 @@ def test_a_line_needs_the_rows_to_reject_the_scale():
 def training_losses(m, s, y, df=None):
     """The training loss of ``m`` and of its single-leaf linear calibrator, recomputed: MVCE (bin size
     M, p = 1) of the grow units in canonical order on the first tree's views."""
-    from calibdash.calibrators._mbct_lines import node_line, node_stats
+    from calibdash.calibrators._mbct_tree import node_line, node_stats
     data = canonical_rows(s, y, m._codes(s, df), None, inverse=True)
     rows = tree_rows(data, m.holdout, m.seed, m.growth_rows)
     g, _ = rows.members(rows.grow)

@@ -24,8 +24,8 @@ from sklearn.frozen import FrozenEstimator
 
 from calibdash.calibrators import multiclass
 from calibdash.io import export as mexport
-from calibdash.calibrators.multiclass.linear import (LinearForm, fit_linear, fold_ids, identity_start, objective,
-                                         penalty_grid, select_penalty)
+from calibdash.calibrators.multiclass.linear import LinearForm, fit_linear, identity_start, objective
+from calibdash.calibrators.multiclass.penalty_search import fold_ids, penalty_grid, select_penalty
 
 DATA = "/work/shared/data/multiclass-cifar/{}.npz"
 FIT_TOL = 1e-6                                     # the solver's tolerance on probabilities (module docstring)
@@ -296,7 +296,7 @@ def test_select_penalty_refuses_fewer_distinct_rows_than_folds():
 def test_search_rows_are_chosen_by_value_stratified_and_count_a_weighted_row_once(small):
     """The cap counts distinct rows: a row of weight 3 and its three copies are taken or left together;
     another order takes the same rows; each class gets its share of the cap to one row (Hamilton)."""
-    from calibdash.calibrators.multiclass.linear import search_rows
+    from calibdash.calibrators.multiclass.penalty_search import search_rows
     Z, y = small
     w = np.random.default_rng(7).integers(0, 4, y.size)
     keep = search_rows(Z, y, w, 100, seed=0)
@@ -315,7 +315,7 @@ def test_capped_search_is_the_search_on_the_chosen_rows_and_keeps_the_invariants
     """select_penalty with max_rows is the uncapped search on search_rows' rows (the same folds, the same
     fits: equal losses to rounding); weights equal repeated rows under the cap as without it (the
     losses to the solver's tolerance, rtol 1e-6 as in the weighted test above)."""
-    from calibdash.calibrators.multiclass.linear import search_rows
+    from calibdash.calibrators.multiclass.penalty_search import search_rows
     Z, y = small
     form, grid = LinearForm("full", True, "odir"), [(100.0, 100.0), (1.0, 1.0)]
     keep = search_rows(Z, y, None, 120, seed=0)

@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from calibdash.calibrators.multiclass import linear
-from calibdash.calibrators.multiclass.linear import (LinearForm, cv_log_loss, fit_linear, fold_ids, identity_start, objective,
-                                         penalty_grid, predict_linear)
+from calibdash.calibrators.multiclass import linear, newton
+from calibdash.calibrators.multiclass.linear_map import (LinearForm, identity_start, objective, penalty_curvature,
+                                                         predict_linear)
+from calibdash.calibrators.multiclass.linear import fit_linear
+from calibdash.calibrators.multiclass.penalty_search import cv_log_loss, fold_ids, penalty_grid
 
 FULL_FORMS = [LinearForm("full", True, "odir"), LinearForm("full", True, "l2"), LinearForm("full", False, "odir")]
 
@@ -35,7 +37,7 @@ def _gap(theta, X, y, w, form, lam, mu) -> float:
     (exact up to third-order terms, negligible this close to the optimum; the penalties here make H positive
     definite)."""
     _, _, g = objective(theta, X, y, w, form, lam, mu)
-    H = linear.hessian(theta, X, w, form, lam, mu)
+    H = newton.hessian(theta, X, w, form, lam, mu)
     return 0.5 * float(g @ np.linalg.solve(H, g))
 
 
@@ -52,13 +54,13 @@ def test_hessian_product_is_the_hessian_times_the_direction(form, weighted):
     rng = np.random.default_rng(3)
     theta = identity_start(form, 5) + rng.normal(0, 0.3, identity_start(form, 5).size)
     Q = predict_linear(X, theta, form)
-    curvature = linear.penalty_curvature(theta.size, form, 5, 2.0, 0.7)
-    H = linear.hessian(theta, X, w, form, 2.0, 0.7)
+    curvature = penalty_curvature(theta.size, form, 5, 2.0, 0.7)
+    H = newton.hessian(theta, X, w, form, 2.0, 0.7)
     for v in rng.normal(0, 1, (3, theta.size)):
         size = np.abs(H) @ np.abs(v)
-        np.testing.assert_array_less(np.abs(linear.hessian_product(v, X, Q, u, form, curvature) - H @ v),
+        np.testing.assert_array_less(np.abs(newton.hessian_product(v, X, Q, u, form, curvature) - H @ v),
                                      1e-12 * size)
-        hv32 = linear.hessian_product(v, X.astype(np.float32), Q.astype(np.float32), u.astype(np.float32),
+        hv32 = newton.hessian_product(v, X.astype(np.float32), Q.astype(np.float32), u.astype(np.float32),
                                        form, curvature)
         assert hv32.dtype == np.float64
         np.testing.assert_array_less(np.abs(hv32 - H @ v), 1e-4 * size)
@@ -75,12 +77,12 @@ def test_preconditioner_is_symmetric_positive_definite_and_exact_on_the_common_d
     theta = identity_start(form, k) + np.random.default_rng(5).normal(0, 0.3, identity_start(form, k).size)
     Q = predict_linear(X, theta, form)
     u = np.full(y.size, 1.0 / y.size)
-    curvature = linear.penalty_curvature(theta.size, form, k, 2.0, 0.7)
-    apply = linear.block_preconditioner(X, Q, u, form, curvature)
+    curvature = penalty_curvature(theta.size, form, k, 2.0, 0.7)
+    apply = newton.block_preconditioner(X, Q, u, form, curvature)
     M = np.column_stack([apply(e) for e in np.eye(theta.size)])
     np.testing.assert_allclose(M, M.T, atol=1e-10 * np.abs(M).max())
     assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
-    H = linear.hessian(theta, X, None, form, 2.0, 0.7)
+    H = newton.hessian(theta, X, None, form, 2.0, 0.7)
     vec = np.random.default_rng(6).normal(0, 1, k + 1 if form.bias else k)
     common = np.concatenate([np.tile(vec[:k], k), np.full(k, vec[k])]) if form.bias else np.tile(vec, k)
     np.testing.assert_allclose(apply(H @ common), common, rtol=0, atol=1e-8 * np.abs(common).max())

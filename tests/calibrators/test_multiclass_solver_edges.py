@@ -24,7 +24,8 @@ from sklearn.exceptions import ConvergenceWarning
 from calibdash.calibrators import multiclass
 from calibdash.core.errors import DataError
 from calibdash.calibrators.multiclass import linear
-from calibdash.calibrators.multiclass.linear import LinearForm, fit_linear, fold_ids, search_rows
+from calibdash.calibrators.multiclass.linear import LinearForm, fit_linear
+from calibdash.calibrators.multiclass.penalty_search import fold_ids, search_rows
 from calibdash.calibrators.multiclass.newton import descend
 from calibdash.calibrators.multiclass.scaling import PenaltyFallbackWarning
 

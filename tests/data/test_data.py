@@ -129,15 +129,14 @@ def test_public_names_are_importable_from_calibdash_data_and_live_in_their_job_m
     from calibdash.data import class_set as classes, large_source as large, read, roles, scoreset, sniff
     from calibdash.core import limits
     home = {"DEFAULT_MAX_BYTES": limits, "MIN_ROWS": limits, "FileInfo": read, "read_table": read,
-            "Roles": roles, "guess_roles": roles, "ScoreSet": scoreset, "ValidationReport": scoreset,
-            "build_score_set": scoreset, "to_probabilities": calibdash.core.margins, "LargeData": large}
-    home.update(dict.fromkeys(["ClassRoles", "guess_class_columns", "is_multiclass"], roles))
+            "guess_roles": roles, "ScoreSet": scoreset, "ValidationReport": scoreset,
+            "build_score_set": scoreset, "LargeData": large}
+    home.update(dict.fromkeys(["guess_class_columns", "is_multiclass"], roles))
     home.update(dict.fromkeys(["ClassSet", "build_class_set", "load_classes"], classes))
     for name, module in home.items():
         assert getattr(calibdash.data, name) is getattr(module, name), name
-    assert set(home) | {"load_scores", "margins"} == set(calibdash.data.__all__)
-    for name in ("ClassRoles", "guess_class_columns", "is_multiclass", "PREFIXES"):     # still importable from classes
-        assert getattr(classes, name) is getattr(roles, name), name
+    assert set(home) | {"load_scores"} == set(calibdash.data.__all__)
+    assert classes.PREFIXES is roles.PREFIXES
     assert sniff.sniff_delimiter("a;b\n1;2\n") == ";"
 
 

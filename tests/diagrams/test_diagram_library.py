@@ -99,7 +99,8 @@ def test_prepare_and_diagram_pick_the_kind_in_any_letter_case():
     assert isinstance(diagrams.prepare("corp", frame, y), diagrams.CorpData)
     assert isinstance(diagrams.prepare("Smooth", frame, y), diagrams.SmoothData)
     assert isinstance(diagrams.prepare("BINNED", frame, y, n_bins=2), diagrams.BinnedData)
-    fig, caption = diagrams.diagram("corp", frame, y, title=None)
+    data = diagrams.prepare("corp", frame, y)
+    fig, caption = data.figure(title=None), data.caption()
     assert caption == diagrams.CorpData.text and fig.layout.title.text is None
     with pytest.raises(SettingsError, match="kind must be one of"):
         diagrams.prepare("pie", frame, y)

@@ -14,7 +14,7 @@ from scipy.special import softmax
 
 from calibdash.core.errors import DataError, SettingsError
 from calibdash.evaluation.holdout import UNCALIBRATED
-from calibdash.measures import calibration, smooth_ece
+from calibdash.measures import binned, calibration, smooth_ece
 from calibdash.evaluation import bootstrap as mboot
 from calibdash.measures import class_measures as mm
 from calibdash.core.validation import check_probabilities
@@ -50,8 +50,8 @@ def test_hand_worked_confidence_ece_mce_and_overconfidence():
     # 4 bins: [0.75, 1] holds row 0 (gap |0.8 - 1| = 0.2); [0.5, 0.75) rows 1-3 (mean 0.6, accuracy 2/3).
     # ECE = (1 * 0.2 + 3 * (2/3 - 0.6)) / 4 = 0.1; MCE = 0.2.
     assert mm.top_label_ece(P4, Y4, n_bins=4) == pytest.approx(0.1, abs=1e-12)
-    assert mm.top_label_mce(P4, Y4, n_bins=4) == pytest.approx(0.2, abs=1e-12)
-    assert mm.overconfidence(P4, Y4) == pytest.approx(0.65 - 0.75, abs=1e-12)
+    assert calibration.mce(*mm.top_label(P4, Y4), 4, "uniform") == pytest.approx(0.2, abs=1e-12)
+    assert _measure("Overconfidence", P4, Y4) == pytest.approx(0.65 - 0.75, abs=1e-12)
     assert mm.accuracy(P4, Y4) == 0.75
     c, a = mm.top_label(P4, Y4)
     np.testing.assert_array_equal(c, [0.8, 0.6, 0.6, 0.6])
@@ -73,11 +73,11 @@ def test_hand_worked_classwise_ece():
 
 def test_hand_worked_brier_and_log_loss():
     # squared distances to the one-hot rows: 0.06, 0.86, 0.24, 0.26
-    assert mm.brier(P4, Y4) == pytest.approx(1.42 / 4, abs=1e-12)
+    assert _measure("Brier", P4, Y4) == pytest.approx(1.42 / 4, abs=1e-12)
     assert mm.log_loss(P4, Y4) == pytest.approx(-(math.log(0.8) + math.log(0.3) + 2 * math.log(0.6)) / 4, abs=1e-12)
     # a true class of probability 0 costs -ln(eps), as the binary log-loss clips
     assert mm.log_loss([[1.0, 0.0]], [1]) == pytest.approx(-math.log(calibration.LOG_LOSS_EPS), rel=1e-12)
-    assert mm.brier([[1.0, 0.0]], [1]) == 2.0
+    assert _measure("Brier", [[1.0, 0.0]], [1]) == 2.0
 
 
 def test_a_confidence_of_exactly_one_falls_in_the_last_bin():
@@ -86,12 +86,16 @@ def test_a_confidence_of_exactly_one_falls_in_the_last_bin():
     # all three in [14/15, 1]: |mean conf 0.98333 - accuracy 2/3|; a hidden 16th bin for the two 1.0s
     # (torchmetrics #3510) would give 1/3 * 0.05 + 2/3 * 0.5 = 0.35 instead
     assert mm.top_label_ece(P, y) == pytest.approx((1 + 1 + 0.95) / 3 - 2 / 3, abs=1e-12)
-    assert mm.top_label_mce(P, y) == pytest.approx((1 + 1 + 0.95) / 3 - 2 / 3, abs=1e-12)
+    assert _measure("MCE", P, y) == pytest.approx((1 + 1 + 0.95) / 3 - 2 / 3, abs=1e-12)
 
 
 def test_argmax_ties_go_to_the_lowest_index():
     assert mm.accuracy([[0.5, 0.5]], [0]) == 1.0
     assert mm.accuracy([[0.5, 0.5]], [1]) == 0.0
+
+
+def _measure(name, P, y):
+    return mm.compute(P, y, names=[name])[name]
 
 
 def _random(n=300, k=4, seed=0):
@@ -138,9 +142,9 @@ def test_bad_input_is_refused_with_a_specific_message():
     with pytest.raises(DataError, match="do not sum to 1"):
         mm.top_label_ece([[0.5, 0.2]], [0])
     with pytest.raises(DataError, match="above 1"):
-        mm.brier([[1.004, 0.0]], [0])                  # sums to 1 within the tolerance, but is no probability
+        mm.log_loss([[1.004, 0.0]], [0])                  # sums to 1 within the tolerance, but is no probability
     with pytest.raises(DataError, match="class indices"):
-        mm.brier(P4, [0, 1, 2, 3])
+        mm.log_loss(P4, [0, 1, 2, 3])
     with pytest.raises(SettingsError, match="strategy"):
         mm.top_label_ece(P4, Y4, strategy="rank")
     with pytest.raises(SettingsError, match="average"):
@@ -167,16 +171,18 @@ def test_a_table_checks_each_method_once_and_measures_as_the_functions_do(monkey
     Q = softmax(2 * np.log(P), axis=1)
     table = mm.measure_table({"a": P, "b": Q}, y)
     assert len(seen) == 2
-    public = {"ECE": mm.top_label_ece, "MCE": mm.top_label_mce, "cwECE": mm.classwise_ece,
-              "smECE": mm.smooth_ece_confidence, "dCE": mm.debiased_top_label_l2, "LogLoss": mm.log_loss,
-              "Brier": mm.brier, "Accuracy": mm.accuracy, "Overconfidence": mm.overconfidence}
+    public = {"ECE": mm.top_label_ece, "MCE": lambda P, y: calibration.mce(*mm.top_label(P, y), 15, "uniform"),
+              "cwECE": mm.classwise_ece, "smECE": lambda P, y: smooth_ece.smooth_ece(*mm.top_label(P, y)),
+              "dCE": lambda P, y: binned.debiased_l2_ce(*mm.top_label(P, y), n_bins=15), "LogLoss": mm.log_loss,
+              "Brier": lambda P, y: float(np.mean(((P - np.eye(P.shape[1])[y]) ** 2).sum(axis=1))),
+              "Accuracy": mm.accuracy, "Overconfidence": lambda P, y: float(np.mean(np.subtract(*mm.top_label(P, y))))}
     assert set(public) == set(mm.MEASURES)
     for key, probs in (("a", P), ("b", Q)):
         for name, function in public.items():
             assert table.loc[key, name] == function(probs, y)
     P[0, 0] = np.nan
     with pytest.raises(DataError):
-        mm.brier(P, y)
+        mm.compute(P, y, names=["Brier"])
 
 
 # ------------------------------------------------------------------------------------------------------------

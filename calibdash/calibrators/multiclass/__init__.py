@@ -1,16 +1,8 @@
-"""Multi-class calibration: calibrators of K-class probabilities or logits, and their measures.
+"""Multi-class calibration: calibrators of K-class probabilities or logits.
 
->>> from calibdash import multiclass
->>> cal = multiclass.get("temperature").fit(P, y)            # doctest: +SKIP
->>> cal.predict_proba(P_new)                                  # doctest: +SKIP
->>> multiclass.available()                                    # doctest: +SKIP
-['temperature', 'vector', 'matrix', 'dirichlet', ...]
-
-Methods are found by scanning :mod:`calibdash.calibrators.multiclass.methods` (one
-module per method, each declaring its ``name``, ``order`` and ``color``), so
-adding one is adding its module. Two names are composite and reuse every
-binary calibrator of :mod:`calibdash.calibrators`: ``"ovr:<binary>"``
-(one-vs-rest) and ``"top_label:<binary>"`` (top-label calibration).
+Methods are found by scanning :mod:`calibdash.calibrators.multiclass.methods` (one module per method), so adding
+one is adding its module. Two names are composite and reuse every binary calibrator: ``"ovr:<binary>"``
+(one-vs-rest) and ``"top_label:<binary>"``.
 """
 from __future__ import annotations
 
@@ -20,23 +12,18 @@ from .base import MulticlassCalibrator, Scores
 
 __all__ = ["MulticlassCalibrator", "Scores", "get", "get_class", "available", "classes", "COMPOSITES"]
 
-#: Composite prefixes: ``prefix:<binary method>``, each a class in :mod:`calibdash.calibrators.multiclass.methods`
-#: whose ``name`` is the prefix and whose constructor takes ``binary`` (the binary method's name).
+#: Composite prefixes: ``prefix:<binary method>``, each a class named for the prefix, taking ``binary``.
 COMPOSITES = ("ovr", "top_label")
 
 _REGISTRY: dict[str, type[MulticlassCalibrator]] | None = None
-
-
-def _scan() -> dict[str, type[MulticlassCalibrator]]:
-    from . import methods
-    return scan(methods.__path__, methods.__name__, MulticlassCalibrator)
 
 
 def classes() -> dict[str, type[MulticlassCalibrator]]:
     """Registry name -> class, in display order (the composites under their prefix)."""
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = _scan()
+        from . import methods
+        _REGISTRY = scan(methods.__path__, methods.__name__, MulticlassCalibrator)
     return dict(_REGISTRY)
 
 
@@ -67,16 +54,9 @@ def get_class(name: str) -> type[MulticlassCalibrator]:
 
 
 def get(name: str, **params) -> MulticlassCalibrator:
-    """A new, unfitted multi-class calibrator ``name`` with hyperparameters ``params``.
-
-    ``"ovr:<binary>"`` and ``"top_label:<binary>"`` wrap the binary calibrator of that name;
-    their ``params`` are the binary method's hyperparameters plus the composite's own.
-
-    Raises
-    ------
-    SettingsError
-        If ``name`` is unknown, a composite lacks its binary method, or a parameter is unknown.
-    """
+    """A new, unfitted multi-class calibrator ``name`` with hyperparameters ``params`` (for a composite, the
+    binary method's and its own); :class:`SettingsError` for an unknown name or parameter, or a composite
+    without its binary method."""
     cls = get_class(name)
     prefix, _, binary = name.partition(":")
     if prefix in COMPOSITES:

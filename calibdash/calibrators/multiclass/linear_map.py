@@ -1,15 +1,6 @@
-"""The map every scaling method fits, ``softmax(W x + b)``, and its objective (see :mod:`.linear`).
-
-This module holds what the solvers share: the forms of ``W`` (:class:`LinearForm`), the parameters'
-layout (:func:`unpack`), the scores and probabilities of the map, the penalised negative log-likelihood
-with its analytic gradient (:func:`objective`) and the Hessian's diagonal. The solvers are in
-:mod:`.newton` (dense Newton) and :mod:`.newton_cg` (Newton with conjugate-gradient steps), the driver in
-:mod:`.linear` (:func:`~calibdash.calibrators.multiclass.linear.fit_linear`).
-
-Classes left out of the softmax (``absent``): a fit whose labels never name a class excludes that class
-from the softmax of its objective (its score taken as minus infinity: its probability 0, its residual 0),
-so that the likelihood keeps a finite optimum (with the class in, it would push the class's score to minus
-infinity); the solver keeps that class's parameters where they start (:mod:`.linear` says where).
+"""The map every scaling method fits, ``softmax(W x + b)``, and its objective (:mod:`.linear`'s docstring): the forms
+of ``W``, the parameters' layout, the penalised negative log-likelihood with its analytic gradient and the Hessian's
+diagonal. Classes left out of the softmax (``absent``) get score minus infinity: probability 0, residual 0.
 """
 from __future__ import annotations
 
@@ -36,8 +27,8 @@ ROUNDING = 4.0
 
 @dataclass(frozen=True)
 class LinearForm:
-    """What is fitted: the form of ``W`` (one of :data:`FORMS`), whether there is an intercept ``b``, and the
-    penalty (one of :data:`PENALTIES`)."""
+    """What is fitted: the form of ``W`` (:data:`FORMS`), whether there is an intercept ``b``, the penalty
+    (:data:`PENALTIES`)."""
 
     matrix: str
     bias: bool
@@ -48,6 +39,8 @@ class LinearForm:
             raise SettingsError(f"the linear map's form must be one of {FORMS}, got {self.matrix!r}.")
         if self.penalty not in PENALTIES:
             raise SettingsError(f"the penalty must be one of {PENALTIES}, got {self.penalty!r}.")
+        if self.matrix == "scalar" and self.bias:
+            raise SettingsError("the scalar form (temperature scaling) takes no intercept.")
 
 
 class LinearFit(NamedTuple):
@@ -56,8 +49,7 @@ class LinearFit(NamedTuple):
     theta: np.ndarray        # the parameters: W's free entries (1, K or K*K, row-major), then b (if any)
     loss: float              # the objective at theta (weighted mean NLL + penalty), every class in the softmax
     nll: float               # the weighted mean negative log-likelihood at theta (every class in the softmax)
-    n_iter: int              # solver iterations (Newton steps, or L-BFGS-B iterations)
-    grad_max: float          # largest entry of the fitted objective's gradient in the free parameters
+    n_iter: int              # solver iterations (Newton steps)
     converged: bool          # by the stopping rule of fit_linear
     stop: str = ""           # what ended the solver: "gtol", "ftol", "floating-point limit", "max_iter", "time"
     absent: tuple = ()       # the classes no row of positive weight names (left out of the fit's softmax)
@@ -76,8 +68,8 @@ def identity_start(form: LinearForm, k: int) -> np.ndarray:
 
 
 def free_mask(form: LinearForm, k: int, absent: np.ndarray) -> np.ndarray:
-    """Which parameters a fit may move: all but those acting on an ``absent`` class's score (its row of
-    ``W``, or its diagonal entry, and its intercept). The scalar form has none of its own per class."""
+    """Which parameters a fit may move: all but those acting on an ``absent`` class's score (its row of ``W`` or
+    diagonal entry, and its intercept)."""
     free = np.ones(n_parameters(form, k), dtype=bool)
     if form.matrix == "scalar" or not np.any(absent):
         return free
@@ -93,10 +85,9 @@ def free_mask(form: LinearForm, k: int, absent: np.ndarray) -> np.ndarray:
 
 
 def unpack(theta: np.ndarray, form: LinearForm, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(W_part, b)``: W's free entries in their shape (a 1-vector, a K-vector, or a K x K matrix) and the
-    intercepts (zeros without one)."""
+    """``(W_part, b)``: W's entries in their shape (1-vector, K-vector, K x K) and the intercepts (zeros if none)."""
     theta = np.asarray(theta)
-    if theta.dtype not in (np.float64, np.float32):     # float32 for the Hessian's products (newton_cg)
+    if theta.dtype not in (np.float64, np.float32):     # float32 for the Hessian's products (Newton-CG)
         theta = theta.astype(float)
     m = n_parameters(LinearForm(form.matrix, False), k)
     w = theta[:m].reshape(k, k) if form.matrix == "full" else theta[:m]
@@ -118,8 +109,7 @@ def linear_scores(X: np.ndarray, theta: np.ndarray, form: LinearForm, out: np.nd
 
 
 def predict_linear(X: np.ndarray, theta: np.ndarray, form: LinearForm, absent=None) -> np.ndarray:
-    """``softmax(W x + b)`` of each row of ``X``: rows summing to 1 (``absent``: classes left out, given
-    probability 0, as the fit's objective does; None: every class)."""
+    """``softmax(W x + b)`` of each row of ``X`` (``absent``: classes given probability 0, as in the objective)."""
     Z = linear_scores(X, theta, form)
     if absent is not None and np.any(absent):
         Z[:, absent] = -np.inf
@@ -127,8 +117,8 @@ def predict_linear(X: np.ndarray, theta: np.ndarray, form: LinearForm, absent=No
 
 
 def score_bound(theta: np.ndarray, form: LinearForm, xmax: np.ndarray) -> float:
-    """A bound on the largest score ``|W x + b|`` from ``xmax``, the largest ``|x_l|`` of each column (a
-    bound, not the scores themselves, to cost no pass over the rows)."""
+    """A bound on the largest score ``|W x + b|`` from ``xmax``, the largest ``|x_l|`` of each column (no pass
+    over the rows)."""
     w, b = unpack(theta, form, xmax.size)
     w = np.abs(w)
     s = w @ xmax if form.matrix == "full" else w * (xmax.max() if form.matrix == "scalar" else xmax)
@@ -136,9 +126,8 @@ def score_bound(theta: np.ndarray, form: LinearForm, xmax: np.ndarray) -> float:
 
 
 def rounding(theta: np.ndarray, f: float, form: LinearForm, xmax: np.ndarray) -> float:
-    """How far the computed objective ``f`` at ``theta`` may be off by rounding: :data:`ROUNDING` times
-    ``eps (1 + |f| + s)``, ``s`` the :func:`score_bound` (each row's negative log-likelihood subtracts
-    scores of that size, so carries their rounding, ``eps s``)."""
+    """How far the objective ``f`` at ``theta`` may be off by rounding: :data:`ROUNDING` times ``eps (1 + |f| + s)``,
+    ``s`` the :func:`score_bound` (each row's NLL subtracts scores of that size, so carries their rounding)."""
     return ROUNDING * float(np.finfo(float).eps) * (1.0 + abs(f) + score_bound(theta, form, xmax))
 
 
@@ -172,10 +161,9 @@ def penalty_curvature(size, form, k, lam, mu) -> np.ndarray:
 
 
 def project_on_form(R: np.ndarray, X: np.ndarray, form: LinearForm) -> np.ndarray:
-    """``sum_i R_i x_i^T`` projected on W's form (the full matrix, its diagonal, or its trace), then
-    ``sum_i R_i`` for the intercepts: the derivative of ``sum_i R_i . (W x_i + b)`` in the parameters. With
-    ``R`` the weighted residuals it is the gradient (:func:`objective`); with the weighted change of the
-    residuals along a direction, the Hessian's product with it (:func:`.newton_cg.hessian_product`)."""
+    """``sum_i R_i x_i^T`` projected on W's form, then ``sum_i R_i`` for the intercepts: the derivative of
+    ``sum_i R_i . (W x_i + b)``. With ``R`` the weighted residuals, the gradient; with their change along a
+    direction, the Hessian's product with it."""
     if form.matrix == "full":
         gw = (R.T @ X).ravel()
     elif form.matrix == "diagonal":
@@ -188,16 +176,13 @@ def project_on_form(R: np.ndarray, X: np.ndarray, form: LinearForm) -> np.ndarra
 def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, form: LinearForm,
               lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None,
               probabilities: np.ndarray | None = None, absent=None) -> tuple[float, float, np.ndarray]:
-    """``(L, NLL, gradient of L)`` at ``theta``: the weighted mean negative log-likelihood of the labels
-    ``y`` under ``softmax(W x + b)`` plus the penalty (:mod:`.linear`'s docstring), and its analytic gradient
-    ``dL/dW = R^T X`` (projected on W's form) and ``dL/db = sum_i R_i``, where ``R_i = w_i (q_i - e_{y_i}) /
-    sum(w)``.
+    """``(L, NLL, gradient of L)`` at ``theta``: the weighted mean NLL of ``y`` under ``softmax(W x + b)`` plus the
+    penalty, and its gradient ``dL/dW = R^T X`` (projected on W's form), ``dL/db = sum_i R_i``, with
+    ``R_i = w_i (q_i - e_{y_i}) / sum(w)``.
 
-    ``work``: an (n, K) float array to compute in (a solver calls this hundreds of times; reusing one
-    buffer avoids allocating, and page-faulting, fresh n x K arrays at each call). Its content is
-    overwritten. ``probabilities``: an (n, K) float array that receives ``softmax(W x + b)`` (what the
-    Hessian's products need, :mod:`.newton_cg`), if given. ``absent``: a boolean mask of classes left out
-    of the softmax (module docstring); no label may name one.
+    ``work``: an (n, K) buffer to compute in (overwritten; spares allocating one at each of hundreds of calls).
+    ``probabilities``: an (n, K) array that receives ``softmax(W x + b)``, if given. ``absent``: a mask of
+    classes left out of the softmax; no label may name one.
     """
     n, k = X.shape
     rows = np.arange(n)
@@ -226,21 +211,12 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sample_weight: np
 
 
 def hessian_diagonal(theta, X, sample_weight, form, lam, mu, Q=None):
-    """The objective's Hessian diagonal at ``theta`` (for the Jacobi scaling of the stopping rule);
-    ``Q``: the map's probabilities at ``theta``, if known."""
+    """The Hessian diagonal of the full or diagonal form at ``theta`` (``Q``: the map's probabilities, if known)."""
     n, k = X.shape
     Q = predict_linear(X, theta, form) if Q is None else Q
     V = Q * (1.0 - Q)
     V *= (1.0 / n) if sample_weight is None else (sample_weight / sample_weight.sum())[:, None]
-    if form.matrix == "full":
-        hw = (V.T @ (X * X)).ravel()
-    elif form.matrix == "diagonal":
-        hw = np.einsum("ij,ij->j", V, X * X)
-    else:
-        # d2/da2 of the NLL of softmax(a x) is the weighted mean of the variance of x under q.
-        mean = np.einsum("ij,ij->i", Q, X)
-        var = np.einsum("ij,ij->i", Q, X * X) - mean * mean
-        hw = np.array([float(np.mean(var) if sample_weight is None else (sample_weight @ var) / sample_weight.sum())])
+    hw = (V.T @ (X * X)).ravel() if form.matrix == "full" else np.einsum("ij,ij->j", V, X * X)
     h = np.concatenate([hw, V.sum(axis=0)]) if form.bias else hw
     h = h + penalty_curvature(theta.size, form, k, lam, mu)
     return np.maximum(h, 1e-12)

@@ -1,10 +1,7 @@
 """The choice of the scaling family's penalty strengths (lambda, mu) by cross-validation (Kull et al. 2019).
 
-:func:`select_penalty` runs the search: folds dealt from the rows' values (:func:`fold_ids`), on at most
-:data:`SEARCH_ROWS` distinct rows (:func:`search_rows`), the held-out log-loss of each grid point
-(:func:`cv_log_loss`). Its results never depend on the order of the rows, nor on the order of the class
-columns: a row's hash (:func:`_row_hashes`) is a sum over its values (one key for every column) plus a mix
-of its true class's value, and the classes are dealt in the order of a key computed from their rows'
+Results never depend on the order of the rows or of the class columns: a row's hash (:func:`_row_hashes`) is a
+sum over its values plus a mix of its true class's value, and the classes are dealt in the order of their rows'
 hashes, not of their indices.
 """
 from __future__ import annotations
@@ -27,8 +24,7 @@ __all__ = []
 #: The penalty search (:func:`select_penalty`) runs on at most this many distinct rows (:func:`search_rows`).
 SEARCH_ROWS = 20_000
 
-#: The walk along the grid (:func:`cv_log_loss`) starts no new grid point after this many seconds (a safety
-#: net: the CIFAR-100 search takes 15 s); the points not reached count as not chosen, and a warning says so.
+#: The walk along the grid starts no new point after this many seconds (a safety net: CIFAR-100 takes 15 s).
 SEARCH_SECONDS = 900.0
 
 _MIX = (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53)
@@ -49,13 +45,10 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 
 def _row_hashes(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
-    """A 64-bit hash of each row's values and label, the same wherever the row sits and whatever the order of
-    the columns: each value's bit pattern is mixed with one key (the same for every column) and the mixes
-    are summed (a sum does not depend on the order of its terms), then the mix of the true class's value,
-    under a second key, is added (the label enters by its value, not its index). The keys come from
-    ``seed``. The values are rounded to float32 first (about 7 significant digits), so that the same rows
-    given as probabilities or as their logarithms (logits), whose log-probabilities differ in the last
-    float64 bits after the softmax, are dealt to the same folds."""
+    """A 64-bit hash of each row's values and label, whatever the row's place and the columns' order: each value's
+    bits mixed under one key and summed, plus the true class's value mixed under a second (keys from ``seed``).
+    Values are rounded to float32 first, so rows given as probabilities or as logits (log-probabilities equal
+    but for the last float64 bits) fall in the same folds."""
     key = np.random.SeedSequence(seed).generate_state(2, dtype=np.uint64) | np.uint64(1)
     rounded = np.asarray(X, dtype=np.float32) + np.float32(0.0)                  # + 0.0: -0.0 as 0.0
     bits = np.ascontiguousarray(rounded, dtype=np.float64).view(np.uint64)
@@ -66,10 +59,8 @@ def _row_hashes(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
 
 
 def _class_order(h: np.ndarray, y: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, list]:
-    """The classes with live rows and their distinct hashes, the classes in the order of their smallest
-    hash (then their number of distinct rows, then their index: the last only for classes whose rows are
-    identical in every value, which the deal does not tell apart). Hashes do not depend on the column
-    order, so neither does this order."""
+    """The classes with live rows and their distinct hashes, ordered by smallest hash, then number of distinct
+    rows, then index (only for classes whose rows are identical, which the deal cannot tell apart)."""
     classes = np.unique(y[live])
     groups = [np.unique(h[live & (y == c)]) for c in classes]
     order = np.lexsort((classes, [g.size for g in groups], [g[0] for g in groups]))
@@ -80,13 +71,10 @@ def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0,
              sample_weight: np.ndarray | None = None) -> np.ndarray:
     """Each row's fold, 0..n_folds-1, from its values only: stratified by class, never by position.
 
-    Within each class the distinct rows (by a keyed hash of their values and label: :func:`_row_hashes`)
-    are sorted by hash and dealt to the folds in turn, the deal continuing from one class to the next (the
-    classes in the order of :func:`_class_order`), so every fold gets its share of every class (to one row).
-    Identical rows share a hash and so a fold: a row of weight 3 and three copies of it fall in the same
-    fold, and the folds do not change when the rows are reordered, nor (with the labels renamed to match)
-    when the columns are. Rows of weight 0 (``sample_weight``) are left out of the deal (so that they change no other
-    row's fold, as if absent) and go to the fold their hash names.
+    Within each class the distinct rows are sorted by :func:`_row_hashes` and dealt to the folds in turn, the
+    deal continuing from class to class (:func:`_class_order`): every fold gets its share of every class.
+    Identical rows share a fold (a row of weight 3 and three copies of it alike). Rows of weight 0 are left out
+    of the deal (they change no other row's fold) and go to the fold their hash names.
     """
     h = _row_hashes(X, y, seed)
     out = (h % np.uint64(n_folds)).astype(np.int64)
@@ -101,16 +89,11 @@ def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0,
 
 def search_rows(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, max_rows: int,
                 seed: int = 0) -> np.ndarray:
-    """Which rows the penalty search uses (a boolean mask): all when there are at most ``max_rows`` distinct
-    rows of positive weight; else, within each class, the distinct rows whose keyed hash
-    (:func:`_row_hashes`, the one that deals the folds) is among the smallest, each class getting its share
-    of ``max_rows`` by Hamilton's largest-remainder rule on the classes' numbers of distinct rows (ties to the
-    class first in :func:`_class_order`), every copy of a row taken with it.
-
-    The rows are counted and chosen by value, never by position: another row order, or column order, gives
-    the same rows, and a row of weight ``w`` is taken exactly when its ``w`` copies would be (it counts as
-    one distinct row either way), so the search stays row-order invariant and weights still equal repeated
-    rows. Rows of weight 0 are never taken (they change no fit)."""
+    """Which rows the penalty search uses (a mask): all when at most ``max_rows`` distinct rows have positive
+    weight; else, per class, the distinct rows of smallest :func:`_row_hashes`, each class getting its share of
+    ``max_rows`` by Hamilton's largest-remainder rule (ties to the class first in :func:`_class_order`), every
+    copy of a row with it. Chosen by value, so row and column order do not matter and a row of weight ``w`` is
+    taken exactly when its ``w`` copies would be; rows of weight 0 never are."""
     live = np.ones(y.size, dtype=bool) if sample_weight is None else sample_weight > 0
     h = _row_hashes(X, y, seed)
     classes, groups = _class_order(h, y, live)
@@ -131,20 +114,14 @@ def search_rows(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, 
 def cv_log_loss(X, y, sample_weight, form: LinearForm, grid: Sequence[tuple[float, float]], folds: np.ndarray,
                 gtol: float = 1e-6, ftol: float = 1e-10, patience: int | None = 2,
                 n_iter: list | None = None, max_seconds: float = SEARCH_SECONDS) -> np.ndarray:
-    """Held-out weighted mean log-loss of each ``(lam, mu)`` of ``grid``, pooled over the folds.
+    """Held-out weighted mean log-loss of each ``(lam, mu)`` of ``grid``, pooled over every held-out row.
 
-    The grid is walked in the order given (strongest penalty first). At each point the map is fitted on
-    all folds but one, for each fold, warm-started from that fold's fit at the previous point (at the first
-    point, from the previous fold's fit there: the folds share most of their rows), and scored on the fold
-    left out; the losses of all held-out rows are pooled (the weighted mean over every row,
-    each scored by the fit that did not see it). With ``patience``, the walk stops once the pooled loss
-    has risen at ``patience`` consecutive points (the points not reached get ``inf``): the held-out loss
-    of a penalty path is in practice unimodal, and the weak end of the grid is where fits are slowest.
-    The fits stop at the looser ``gtol``/``ftol`` given here: the held-out loss is compared, not the
-    parameters, and it changes by about the square of the parameter error. ``n_iter``: a list that
-    receives each fit's solver iterations, in order (its length is the number of fits). After
-    ``max_seconds`` no new grid point is started (a :class:`~sklearn.exceptions.ConvergenceWarning` says
-    which were not reached; they get ``inf``).
+    The grid is walked in order (strongest penalty first); at each point each fold's fit is warm-started from
+    that fold's fit at the previous point (at the first, from the previous fold's). With ``patience`` the walk
+    stops once the loss has risen at that many consecutive points (the held-out loss of a penalty path is in
+    practice unimodal, and the weak end is slowest); points not reached get ``inf``. The fits stop at the looser
+    ``gtol``/``ftol`` given: the loss changes by about the square of the parameter error. ``n_iter`` receives
+    each fit's iterations. After ``max_seconds`` no new point starts (a ConvergenceWarning says so).
     """
     n_folds = int(folds.max()) + 1
     parts = []
@@ -184,30 +161,20 @@ def cv_log_loss(X, y, sample_weight, form: LinearForm, grid: Sequence[tuple[floa
 def select_penalty(X, y, sample_weight, form: LinearForm, grid: Sequence[tuple[float, float]], n_folds: int = 5,
                    seed: int = 0, max_rows: int | None = SEARCH_ROWS,
                    n_iter: list | None = None) -> tuple[float, float, np.ndarray]:
-    """``(lam, mu, losses)``: the grid point with the lowest held-out log-loss (:func:`cv_log_loss`) over
-    ``n_folds`` folds of :func:`fold_ids` (seeded by ``seed``), and the loss of every grid point.
-    ``n_iter``: as :func:`cv_log_loss`'s.
+    """``(lam, mu, losses)``: the grid point of lowest held-out log-loss (:func:`cv_log_loss`) over ``n_folds``
+    folds of :func:`fold_ids`, and every point's loss; ties to the point listed first (the strongest penalty).
 
-    With more than ``max_rows`` distinct rows (default :data:`SEARCH_ROWS`, 20,000), the search runs on
-    ``max_rows`` of them, chosen by value and stratified by class (:func:`search_rows`); the caller fits the
-    chosen map on every row. A search on 20,000 rows has at least 180 rows per parameter for K <= 10 and
-    about 2 for K = 100 (as many as the 10,000-row CIFAR-100 calibration set it is measured on,
-    where the cap does not act): enough to rank penalties a decade apart, and the held-out loss of each
-    point is a mean over 20,000 rows. ``None``: every row.
+    With more than ``max_rows`` distinct rows (default :data:`SEARCH_ROWS`; None: no cap) the search runs on
+    ``max_rows`` of them (:func:`search_rows`); the caller fits the chosen map on every row. 20,000 rows give at
+    least 180 rows per parameter for K <= 10 and about 2 for K = 100 (as the CIFAR-100 calibration set).
 
-    This is Kull et al.'s procedure (their experiments' code, dirichletcal/experiments_dnn
-    ``tune_cal_odir.py``: 5-fold cross-validation on the calibration set over a grid of lambda and mu,
-    the pair with the lowest mean held-out log-loss chosen; selection in their notebook
-    ``get_best_validation``), with these stated differences: the folds are dealt from the rows' values
-    (not by scikit-learn's ``KFold(shuffle=True, random_state=15)`` on row positions); the held-out losses
-    are pooled over the rows rather than averaged over the folds (the same when the folds are of equal
-    weight); the grid is smaller (each method's documented default) and its walk stops early when the
-    held-out loss keeps rising (``patience`` of :func:`cv_log_loss`); the penalty is Kull et al.'s
-    normalised one (:mod:`.linear`'s docstring), while their Keras code adds ``lambda * sum`` unnormalised
-    (so their grid values are ours divided by ``K (K - 1)`` for lambda, by ``K`` for mu); and the chosen
-    map is refitted on the whole calibration set, where they averaged the scores of the five fold models.
-    Ties go to the grid point listed first (the strongest penalty, by the order of the grid). A fold
-    needs rows to fit on: with fewer than ``n_folds`` distinct rows the procedure is refused.
+    This is Kull et al.'s procedure (dirichletcal/experiments_dnn ``tune_cal_odir.py``: 5-fold cross-validation
+    on the calibration set over a grid of lambda and mu, the lowest mean held-out log-loss chosen), with these
+    differences: folds dealt from the rows' values (not ``KFold(shuffle=True, random_state=15)`` on positions);
+    held-out losses pooled over the rows, not averaged over folds (the same for folds of equal weight); a smaller
+    grid, whose walk stops early when the loss keeps rising; the normalised penalty (their Keras code adds
+    ``lambda * sum``, so their grid values are ours divided by ``K (K - 1)`` for lambda, by ``K`` for mu); and the
+    chosen map refitted on the whole calibration set, where they averaged the five fold models' scores.
 
     Raises
     ------
@@ -229,15 +196,9 @@ def select_penalty(X, y, sample_weight, form: LinearForm, grid: Sequence[tuple[f
 
 
 def penalty_grid(penalty: str | None, lambdas: Sequence[float], mus: Sequence[float] | None) -> list:
-    """The ``(lam, mu)`` pairs a search tries, strongest penalty first (the order of the warm starts):
-    every lambda with every mu for ODIR (``mus=None``: mu = lambda, the authors' ``--no_mus`` setting),
-    every lambda with mu = 0 for L2 (which has no mu).
-
-    Raises
-    ------
-    SettingsError
-        An empty grid, or a negative or non-finite value in it.
-    """
+    """The ``(lam, mu)`` pairs a search tries, strongest first: every lambda with every mu for ODIR (``mus=None``:
+    mu = lambda, the authors' ``--no_mus``), with mu = 0 for L2; :class:`SettingsError` for an empty grid or a
+    negative or non-finite value."""
     lams = [float(v) for v in lambdas]
     mus_ = None if mus is None or penalty != "odir" else [float(v) for v in mus]
     values = lams + (mus_ or [])

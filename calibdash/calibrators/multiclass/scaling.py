@@ -1,5 +1,4 @@
-"""The calibrator class the scaling family shares (:class:`ScalingCalibrator`): fit
-:func:`~calibdash.calibrators.multiclass.linear.fit_linear` on the log-scores, predict ``softmax(W x + b)``."""
+"""The calibrator class the scaling family shares: fit on the log-scores, predict ``softmax(W x + b)``."""
 from __future__ import annotations
 
 import warnings
@@ -21,23 +20,19 @@ class PenaltyFallbackWarning(UserWarning):
 
 
 class ScalingCalibrator(MulticlassCalibrator):
-    """What the scaling family shares: fit :func:`~calibdash.calibrators.multiclass.linear.fit_linear` on the log-scores
-    (or the log-probabilities), predict ``softmax(W x + b)``, export ``W`` and ``b``.
+    """What the scaling family shares: fit :func:`~calibdash.calibrators.multiclass.linear.fit_linear` on the
+    log-scores (or log-probabilities), predict ``softmax(W x + b)``, export ``W`` and ``b``.
 
-    A subclass declares ``matrix`` (one of :data:`~calibdash.calibrators.multiclass.linear.FORMS`), ``bias``,
-    ``on_log_probabilities`` (Dirichlet: the log of the probabilities; the others: the log-scores as given,
-    logits or log-probabilities) and ``default_penalty``; its constructor may take ``reg`` (the penalty),
-    ``lam`` and ``mu`` (fixed strengths), ``select`` (choose them by
-    :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty` instead), ``lambdas``/``mus`` (the grid),
-    ``n_folds`` and ``seed``.
+    A subclass declares ``matrix`` (the form of ``W``), ``bias``, ``on_log_probabilities`` (Dirichlet) and
+    ``default_penalty``; its constructor may take ``reg``, ``lam``, ``mu``, ``select`` (choose them by
+    :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`), ``lambdas``/``mus``, ``n_folds``,
+    ``seed``.
 
-    Degenerate data. A class that no row of positive weight names is left out of the fit's softmax and its
-    parameters keep the fitted temperature's map (:func:`~calibdash.calibrators.multiclass.linear.fit_linear`): it keeps
-    a probability above 0, that of its temperature-scaled score beside the fitted others. Labels of one
-    class only are refused by the vector and full maps (they carry nothing about one class against
-    another); temperature scaling fits them (its factor then runs to a bound). With fewer distinct rows than
-    folds the penalty cannot be chosen by cross-validation: the constructor's ``lam`` and ``mu`` are used, a
-    :class:`PenaltyFallbackWarning` says so, and so does ``penalty_note_``.
+    Degenerate data. A class no row of positive weight names keeps the fitted temperature's map and a
+    probability above 0. Labels of one class only are refused by the vector and full maps (they carry nothing
+    about one class against another); temperature scaling fits them (its factor runs to a bound). With fewer
+    distinct rows than folds the constructor's ``lam`` and ``mu`` are used, and a
+    :class:`PenaltyFallbackWarning` and ``penalty_note_`` say so.
 
     Attributes (fitted)
     -------------------
@@ -48,7 +43,7 @@ class ScalingCalibrator(MulticlassCalibrator):
     cv_grid_, cv_losses_ : list of (lambda, mu), ndarray, or None
         The grid searched and each point's held-out log-loss (None when nothing was searched).
     cv_n_iter_ : list of int or None
-        The solver iterations of each fit of the search, in order (its length: the number of fits).
+        The solver iterations of each fit of the search, in order.
     penalty_note_ : str or None
         Why the penalty was not chosen by cross-validation when it was asked to be (None otherwise).
     absent_classes_ : tuple of int
@@ -58,8 +53,7 @@ class ScalingCalibrator(MulticlassCalibrator):
     n_iter_ : int
         Solver iterations of the final fit (Newton steps).
     converged_ : bool
-        Whether the final fit met the stopping rule (:func:`~calibdash.calibrators.multiclass.linear.fit_linear`; a
-        warning says when not).
+        Whether the final fit met the stopping rule (a warning says when not).
     stop_ : str
         What ended the final fit's solver (``"gtol"``, ``"ftol"``, ``"floating-point limit"``, ...).
     """
@@ -103,34 +97,20 @@ class ScalingCalibrator(MulticlassCalibrator):
         if form.penalty is None:
             lam = mu = 0.0
         fit = fit_linear(X, y, w, form, lam, mu, what=f"{self.label}'s map")
-        self.theta_ = fit.theta
-        self.lambda_, self.mu_ = lam, mu
-        self.absent_classes_ = fit.absent
-        self.nll_ = fit.nll
-        self.n_iter_ = fit.n_iter
-        self.converged_ = fit.converged
-        self.stop_ = fit.stop
+        self.theta_, self.lambda_, self.mu_, self.absent_classes_ = fit.theta, lam, mu, fit.absent
+        self.nll_, self.n_iter_, self.converged_, self.stop_ = fit.nll, fit.n_iter, fit.converged, fit.stop
 
     def _predict(self, x: Scores) -> np.ndarray:
         return predict_linear(self._inputs(x), self.theta_, self._form())
 
     def _export_state(self) -> dict:
-        """What ``predict_proba`` needs (for the JSON file) besides the number of classes, which
-        :mod:`calibdash.io.export` writes for every method: W's free entries (``weights``: 1, K or
-        K*K numbers, row-major) and the intercepts (``bias``, when there are any)."""
-        k = int(self.n_classes_)
-        m = n_parameters(LinearForm(self.matrix, False), k)
+        """W's entries (``weights``: 1, K or K*K numbers, row-major) and the intercepts (``bias``, if any)."""
+        m = n_parameters(LinearForm(self.matrix, False), int(self.n_classes_))
         state = {"weights": [float(v) for v in self.theta_[:m]]}
-        if self.bias:
-            state["bias"] = [float(v) for v in self.theta_[m:]]
-        return state
+        return {**state, "bias": [float(v) for v in self.theta_[m:]]} if self.bias else state
 
     def _import_state(self, state) -> None:
-        """Restore :meth:`_export_state` (``state``: a :class:`calibdash.calibrators.state.State`; the file's
-        ``n_classes`` is already in ``n_classes_``, :func:`calibdash.io.export.read_model`)."""
+        """Restore :meth:`_export_state` (``n_classes_`` is already set from the file)."""
         k = int(self.n_classes_)
-        m = n_parameters(LinearForm(self.matrix, False), k)
-        parts = [state.array("weights", size=m)]
-        if self.bias:
-            parts.append(state.array("bias", size=k))
-        self.theta_ = np.concatenate(parts)
+        parts = [state.array("weights", size=n_parameters(LinearForm(self.matrix, False), k))]
+        self.theta_ = np.concatenate(parts + ([state.array("bias", size=k)] if self.bias else []))

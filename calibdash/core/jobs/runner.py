@@ -1,21 +1,16 @@
-"""The job registry: work off the caller's thread, with owners and leases, a cap and a queue, a time limit, cancel.
-
-What :mod:`calibdash.core.jobs` describes, except how a watcher reads a job
-(:mod:`calibdash.core.jobs.status`).
-"""
+"""The job registry that :mod:`calibdash.core.jobs` describes: work off the caller's thread."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
-from ..errors import EnvironmentProblem
-from .cancel import Cancelled
-from .fair import fair_order
+from ..errors import CalibdashError, EnvironmentProblem
 from .status import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Status
 
 __all__ = []
@@ -29,6 +24,19 @@ REINTERRUPT_S = 0.2
 #: Longest :meth:`JobRegistry.run` waits for the work of a job it cancelled (Ctrl-C) to return.
 STOP_WAIT_S = 30.0
 
+
+J = TypeVar("J")
+
+
+class Cancelled(CalibdashError):
+    """The job was cancelled: every owner cancelled it or left (raised inside the work, and the job's error)."""
+
+
+def stop_if(should_stop: Callable[[], bool] | None, what: str = "the work") -> None:
+    """Raise :class:`Cancelled` when ``should_stop()`` says so (None: never): the cooperative stop of loops in a
+    job's thread, which Python cannot interrupt from outside."""
+    if should_stop is not None and should_stop():
+        raise Cancelled(f"{what} was stopped.")
 
 
 class TimedOut(EnvironmentProblem):
@@ -62,14 +70,8 @@ class Limits:
 
 
 def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None) -> Limits:
-    """The :class:`Limits` the operator set: ``given`` (e.g. from Streamlit's secrets, keyed by the variables'
-    names in lower case, ``calibdash_max_jobs``), else the environment, else the defaults.
-
-    Raises
-    ------
-    EnvironmentProblem
-        A value that is not a number in range (naming the variable).
-    """
+    """The :class:`Limits` the operator set: ``given`` (Streamlit's secrets, keyed by the variables' names in lower
+    case), else the environment, else the defaults; an :class:`EnvironmentProblem` names a value out of range."""
     env = os.environ if environ is None else environ
     given = given or {}
     out = {}
@@ -93,15 +95,9 @@ def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None
 
 
 class Job:
-    """One piece of work, its owners and its state; made by :meth:`JobRegistry.submit`.
-
-    Attributes read by whoever watches it: ``key``, ``what`` (one line for
-    people), ``state`` (queued, running, done, failed, cancelled),
-    ``stage`` (what it does now), :attr:`progress` (of the current stage,
-    0..1, or None), :attr:`elapsed` (seconds running), :attr:`place` (in
-    the queue), :attr:`owners`, ``result`` and ``error`` once
-    :attr:`finished`, and ``done`` (a ``threading.Event``).
-    """
+    """One piece of work, its owners and its state (made by :meth:`JobRegistry.submit`): ``key``, ``what`` (one line
+    for people), ``state``, ``stage`` (what it does now), ``result`` and ``error`` once :attr:`finished`, and
+    ``done`` (a ``threading.Event``)."""
 
     def __init__(self, registry: "JobRegistry", key, fn: Callable[["Job"], Any], what: str):
         self.key, self.what = key, what
@@ -114,15 +110,13 @@ class Job:
         self.submitted = registry._clock()
         self.started: float | None = None
         self.ended: float | None = None
-        self.result: Any = None
-        self.error: BaseException | None = None
+        self.result, self.error = None, None
         self.cancel_reason: str | None = None      # "cancelled" or "timeout" once stopping
         self.done = threading.Event()
         self._owners: dict[Any, float] = {}        # owner -> lease deadline (inf: no lease)
         self._interrupts: list = []
         self._last_interrupt = 0.0
 
-    # -- read by watchers -----------------------------------------------------------------------------
     @property
     def finished(self) -> bool:
         return self.done.is_set()
@@ -167,7 +161,6 @@ class Job:
                 return min(float(p), 1.0)
         return self._progress
 
-    # -- called by the work ---------------------------------------------------------------------------
     def check(self) -> None:
         """Raise :class:`Cancelled` (or :class:`TimedOut`) if the job was told to stop."""
         if self.cancel_reason == "timeout":
@@ -187,8 +180,7 @@ class Job:
 
     def interrupt_with(self, interrupt: Callable[[], Any]) -> "_Registration":
         """Call ``interrupt`` when the job is cancelled (now, if it already is), and again every
-        :data:`REINTERRUPT_S` until the work returns. A context manager that unregisters it on exit.
-        """
+        :data:`REINTERRUPT_S` until the work returns; a context manager that unregisters it on exit."""
         reg = _Registration(self, interrupt)
         with self._registry._lock:
             self._interrupts.append(interrupt)
@@ -216,6 +208,8 @@ class Job:
 
 
 class _Registration:
+    """What :meth:`Job.interrupt_with` returns: unregisters the interrupt on exit."""
+
     def __init__(self, job: Job, fn):
         self._job, self._fn = job, fn
 
@@ -223,35 +217,25 @@ class _Registration:
         return self
 
     def __exit__(self, *exc):
-        self.remove()
-
-    def remove(self) -> None:
-        with self._job._registry._lock:
-            try:
-                self._job._interrupts.remove(self._fn)
-            except ValueError:
-                pass
+        with self._job._registry._lock, contextlib.suppress(ValueError):
+            self._job._interrupts.remove(self._fn)
 
 
 def _call(fn) -> None:
-    try:
+    with contextlib.suppress(Exception):   # an interrupt of a connection that is closing: the job ends anyway
         fn()
-    except Exception:  # noqa: BLE001 - an interrupt of a connection that is closing: the job ends anyway
-        pass
 
 
 class JobRegistry:
-    """Jobs by key: a bounded pool of worker threads, a first-come queue, owners with leases, and a time limit.
+    """Jobs by key: a bounded pool of worker threads, a fair queue, owners with leases, and a time limit.
 
     Parameters
     ----------
     max_jobs, timeout_s, lease_s, max_queued
-        As :class:`Limits` (``lease_s=None``: owners never expire, e.g. the
-        command line, which waits in the same process); or give ``limits``.
+        As :class:`Limits` (``lease_s=None``: owners never expire, e.g. the command line); or give ``limits``.
     alive : callable, optional
-        ``alive(owner) -> bool | None``, asked when an owner's lease has
-        expired: True renews it (the owner is still there, e.g. a connected
-        browser tab whose timers are throttled), anything else drops it.
+        ``alive(owner)``, asked when an owner's lease has expired: True renews it (a connected browser tab whose
+        timers are throttled), anything else drops it.
     """
 
     def __init__(self, max_jobs: int = 2, timeout_s: float = 900.0, lease_s: float | None = 30.0,
@@ -275,18 +259,12 @@ class JobRegistry:
             self._start_queued()
             self._wake.notify_all()
 
-    # -- owners' side ---------------------------------------------------------------------------------------
     def submit(self, key, fn: Callable[[Job], Any], *, owner, what: str = "") -> Job:
         """The job behind ``key`` with ``owner`` among its owners: the one queued or running, else a new one.
 
-        A finished job is returned while ``owner`` still holds it (so that it
-        can read how it ended), or when it succeeded (its result is reused);
-        a failed or cancelled one is replaced by a new run.
-
-        Raises
-        ------
-        Busy
-            The queue is full (``max_queued`` jobs wait already).
+        A finished job is returned while ``owner`` still holds it (to read how it ended), or when it succeeded
+        (its result is reused); a failed or cancelled one is replaced by a new run. :class:`Busy` when the
+        queue is full.
         """
         with self._lock:
             job = self._jobs.get(key)
@@ -322,11 +300,8 @@ class JobRegistry:
             return True
 
     def release(self, key, owner) -> Job | None:
-        """``owner`` no longer wants the job behind ``key`` (its Cancel, or it read the outcome).
-
-        The job is cancelled when no owner remains; a finished job without
-        owners is forgotten. Returns the job (None when there is none).
-        """
+        """``owner`` no longer wants the job behind ``key``: cancelled when no owner remains, forgotten if finished.
+        Returns the job (None when there is none)."""
         with self._lock:
             job = self._jobs.get(key)
             if job is None:
@@ -337,14 +312,6 @@ class JobRegistry:
                     self._forget(job)
                 else:
                     self._stop(job, "cancelled")
-            return job
-
-    def cancel(self, key, reason: str = "cancelled") -> Job | None:
-        """Stop the job behind ``key`` whoever owns it (the operator's or the command line's stop)."""
-        with self._lock:
-            job = self._jobs.get(key)
-            if job is not None and not job.finished:
-                self._stop(job, reason)
             return job
 
     def wait(self, key, owner, timeout: float | None = None) -> Job | None:
@@ -384,12 +351,9 @@ class JobRegistry:
 
     def run(self, key, fn: Callable[[Job], Any], *, owner="caller", what: str = "",
             on_status: Callable[[Status], Any] | None = None, every: float = 0.5):
-        """Submit, wait and return the result (raise the job's error): for callers that block, such as the
-        command line. Ctrl-C (``KeyboardInterrupt``) releases the job, which stops it if no one else waits.
-
-        ``on_status`` is given the job's :class:`Status` at least every
-        ``every`` seconds while it waits and once when it has ended.
-        """
+        """Submit, wait and return the result (raise the job's error), for callers that block (the command line);
+        Ctrl-C releases the job. ``on_status`` gets the :class:`Status` at least every ``every`` seconds and once
+        at the end."""
         job = self.submit(key, fn, owner=owner, what=what)
         try:
             while on_status is not None:
@@ -425,7 +389,7 @@ class JobRegistry:
         with self._lock:
             return len(self._running), len(self._queue)
 
-    # -- internals (under the lock) -------------------------------------------------------------------------
+    # -- internals (under the lock)
     def _hold(self, job: Job, owner) -> None:
         lease = self.limits.lease_s
         job._owners[owner] = float("inf") if lease is None else self._clock() + lease
@@ -434,13 +398,9 @@ class JobRegistry:
         with self._lock:
             if job.state != QUEUED:
                 return None
-            for i, (_, queued) in enumerate(self._order(), 1):
-                if queued is job:
-                    return i
-            return None
+            return next((i for i, (_, queued) in enumerate(self._order(), 1) if queued is job), None)
 
     def _order(self) -> list[tuple[int, Job]]:
-        """The queue in the order jobs start, with their ranks (:func:`calibdash.core.jobs.fair.fair_order`)."""
         return fair_order(self._running, self._queue, lambda job: job._owners)
 
     def _forget(self, job: Job) -> None:
@@ -453,10 +413,8 @@ class JobRegistry:
             return
         job.cancel_reason = reason
         if job.state == QUEUED:
-            try:
+            with contextlib.suppress(ValueError):
                 self._queue.remove(job)
-            except ValueError:
-                pass
             self._end(job, None, None)
             return
         job._enter("stopping" if reason != "timeout" else "stopping: over the time limit")
@@ -466,9 +424,8 @@ class JobRegistry:
         self._wake.notify_all()
 
     def _start_queued(self) -> None:
-        """Start queued jobs while slots are free, in :meth:`_order`. A job of a session that already runs
-        one (rank above 0: every job that waits is such a one) starts only if a slot still stays free
-        after it, for a session that comes next: one session cannot hold every slot."""
+        """Start queued jobs while slots are free, in :meth:`_order`; a job of rank above 0 only if a slot stays
+        free after it."""
         while self._queue and len(self._running) < self.limits.max_jobs:
             rank, job = self._order()[0]
             if rank > 0 and len(self._running) + 1 >= self.limits.max_jobs:
@@ -526,11 +483,8 @@ class JobRegistry:
                 self._wake.wait(max(0.01, 1.0 if wait is None else wait))
 
     def sweep(self) -> float | None:
-        """Expire owners' leases, stop jobs that no owner wants or that run over the time limit, and repeat the
-        interrupts of jobs told to stop; the watchdog thread calls it (tests may, after moving the clock).
-
-        Returns the seconds until something may be due, or None when the registry holds no job.
-        """
+        """Expire owners' leases, stop jobs no owner wants or over the time limit, repeat the interrupts of jobs
+        told to stop (the watchdog calls it). Returns the seconds until something may be due, None when no job."""
         interrupts = []
         with self._lock:
             if not self._jobs and not self._running:
@@ -572,6 +526,29 @@ class JobRegistry:
             return self.alive(owner) is True
         except Exception:  # noqa: BLE001 - a probe that fails says nothing: the lease expires
             return False
+
+
+def fair_order(running: Iterable[J], queue: Sequence[J], owners: Callable[[J], Iterable[Hashable]]
+               ) -> list[tuple[int, J]]:
+    """The ``queue``d jobs (first come first) in the order they start, each with its rank: how many jobs its
+    least busy owner (``owners(job)``: the sessions that want it) already has ``running`` or ahead of it in the
+    queue. Sorted by rank, then place: every session's first waiting job in the order they came, then every
+    session's second, and so on. A job without owners (being cancelled) ranks as a session of its own.
+
+    >>> fair_order([], ["a1", "a2", "b1"], lambda job: [job[0]])
+    [(0, 'a1'), (0, 'b1'), (1, 'a2')]
+    """
+    ahead: dict = {}
+    for job in running:
+        for owner in owners(job):
+            ahead[owner] = ahead.get(owner, 0) + 1
+    ranked = []
+    for i, job in enumerate(queue):
+        who = list(owners(job)) or [("job", id(job))]
+        ranked.append((min(ahead.get(o, 0) for o in who), i, job))
+        for o in who:
+            ahead[o] = ahead.get(o, 0) + 1
+    return [(rank, job) for rank, _, job in sorted(ranked, key=lambda r: r[:2])]
 
 
 _SHARED: JobRegistry | None = None

@@ -1,10 +1,5 @@
-"""A job as its watchers read it: its state and stages as data, and the texts that show them.
-
-The dashboard's progress box and the command line's stderr line both draw a
-:class:`Status` (:meth:`calibdash.core.jobs.JobRegistry.status`);
-:func:`stopped_note` and :func:`cancelled_note` say why a job ended for one
-owner; :func:`hold` keeps which job an owner waits for in each of its slots.
-"""
+"""A job as its watchers read it (the dashboard's progress box, the command line's stderr line): its state and
+stages as data, and the texts that show them."""
 from __future__ import annotations
 
 import logging
@@ -25,13 +20,10 @@ QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed"
 
 @dataclass(frozen=True)
 class Status:
-    """A job as a watcher sees it at one moment (:meth:`JobRegistry.status`): data, with the texts that show it.
+    """A job as a watcher sees it at one moment (:meth:`JobRegistry.status`), with the texts that show it.
 
-    ``others`` counts the owners besides the watcher; ``running`` and
-    ``max_jobs`` are the registry's at that moment; ``stages`` are the
-    stages since the job started, each with the seconds it had run when the
-    stage began (:attr:`Job.stages`), so a watcher that looks now and then
-    can still show every stage.
+    ``others`` counts the owners besides the watcher; ``running`` and ``max_jobs`` are the registry's at that
+    moment; ``stages`` (:attr:`Job.stages`) let a watcher that looks now and then show every stage.
     """
 
     key: Any
@@ -70,10 +62,8 @@ class Status:
 
     def others_text(self) -> str:
         """How many other owners wait for it too ('' when none)."""
-        if self.others <= 0:
-            return ""
-        return (f"{self.others} other session{'s' if self.others > 1 else ''} wait for it too: Cancel stops it for "
-                "you only.")
+        return "" if self.others <= 0 else (f"{self.others} other session{'s' if self.others > 1 else ''} wait for "
+                                            "it too: Cancel stops it for you only.")
 
     def line(self) -> str:
         """One line for a terminal: the stage (or the place in the queue), the elapsed seconds, the progress."""
@@ -84,12 +74,8 @@ class Status:
 
 
 def hold(registry: "JobRegistry", held: Mapping | None, slot, key, owner) -> dict:
-    """Which job ``owner`` waits for in each slot, after it now waits for ``key`` in ``slot`` (None: for none).
-
-    The job it held in that slot before is released (and stops when no one
-    else wants it). Returns the new ``{slot: key}`` mapping (``held`` is not
-    changed; the dashboard keeps it in the session).
-    """
+    """The new ``{slot: key}`` of the jobs ``owner`` waits for, now ``key`` in ``slot`` (None: none); the job it
+    held there before is released (``held`` is not changed; the dashboard keeps it in the session)."""
     held = dict(held or {})
     old = held.get(slot)
     if old and old != key:
@@ -102,9 +88,8 @@ def hold(registry: "JobRegistry", held: Mapping | None, slot, key, owner) -> dic
 
 
 def stopped_note(job: "Job", logger: logging.Logger | None = None) -> tuple[str, str]:
-    """``(why, level)`` of a job that did not succeed: its error's message (a warning when cancelled, else an
-    error); an error that is not calibdash's is logged (on ``logger``, default this module's) with its traceback
-    and named by its type only."""
+    """``(why, level)`` of a job that did not succeed: its error's message (a warning when cancelled); an error not
+    calibdash's is logged (on ``logger``) with its traceback and named by its type only."""
     if isinstance(job.error, CalibdashError):
         return str(job.error), "warning" if job.state == CANCELLED else "error"
     (logger or log).error("job %r failed", job.what, exc_info=job.error)

@@ -1,11 +1,6 @@
-"""The SQL forms of a fitted map and their writers, below the calibrators that build them.
-
-A calibrator's ``sql_map`` returns a :class:`ClosedForm`, :class:`StepMap` or :class:`LinearMap`
-(:mod:`.forms`), built with the dialect's literals and quoted names (:mod:`.writer`); written out, a form
-becomes a :class:`SqlMap` with its :class:`Lookup` tables (:mod:`.lookup`). Turning a calibrator or a model
-file into SQL (``to_sql``, ``register_sql``, ``sql_methods``) is :mod:`calibdash.io.sql`, which also
-says what each form computes and why its SQL equals ``predict``.
-"""
+"""The SQL forms a calibrator's ``sql_map`` returns (:mod:`.forms`), the dialect's literals and names they are
+written with (:mod:`.writer`), and the :class:`SqlMap` they become (:mod:`.lookup`); :mod:`calibdash.io.sql` turns
+calibrators and model files into SQL and says why each form's SQL equals ``predict``."""
 from .forms import CASE_MAX_STEPS, ClosedForm, LinearMap, StepMap
 from .lookup import Lookup, SqlMap
 from .writer import DIALECTS, SqlUnsupported, SqlWriter, literal, quote

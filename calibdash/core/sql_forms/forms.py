@@ -1,8 +1,5 @@
-"""The three SQL forms a calibrator's ``sql_map`` returns (:class:`ClosedForm`, :class:`StepMap`,
-:class:`LinearMap`) and the builders that write each as a :class:`~calibdash.core.sql_forms.lookup.SqlMap`: one CASE,
-a binary search of nested CASEs, or a bucketed lookup table. See :mod:`calibdash.io.sql` for what each form
-computes and why the SQL equals ``predict``.
-"""
+"""The three SQL forms a calibrator's ``sql_map`` returns and the builders that write each as a
+:class:`~calibdash.core.sql_forms.lookup.SqlMap`: one CASE, a binary search of nested CASEs, or a lookup table."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,9 +17,6 @@ __all__ = ["closed_sql", "linear_sql", "step_sql"]
 CASE_MAX_STEPS = 64
 
 
-# ---------------------------------------------------------------------------------------------------------
-# the forms
-# ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ClosedForm:
     """A map written as one formula: ``build(writer) -> SQL`` (NULL scores are handled by the caller)."""
@@ -54,11 +48,8 @@ class StepMap:
 
     def pieces(self) -> tuple[np.ndarray, np.ndarray]:
         """``(starts, values)``: the map, clipped to [0, 1], is ``values[0]`` below ``starts[0]`` and
-        ``values[k + 1]`` on ``starts[k] <= s < starts[k + 1]``; no two neighbours have the same value.
-
-        The starts are the cuts and, for each point ``x``, ``x`` and the next double after it; each
-        piece's value is the map at its start, since the map is constant from one start to the next.
-        """
+        ``values[k + 1]`` on ``starts[k] <= s < starts[k + 1]``, no two neighbours equal. The starts are the cuts
+        and each point ``x`` and the double after it; a piece's value is the map at its start."""
         cuts = np.asarray(self.cuts, dtype=float)
         levels = np.asarray(self.levels, dtype=float)
         if levels.size != cuts.size + 1:
@@ -96,16 +87,11 @@ class LinearMap:
         return out
 
     def intervals(self) -> dict[str, np.ndarray]:
-        """The intervals ``lo[j] <= s < lo[j + 1]`` (the last up to ``x[-1]``) as columns: ``lo``, the
-        width ``dx``, the values ``y0`` and ``y1`` at the two ends, their difference ``dy`` and the
-        bounds ``ymin``/``ymax`` that the value is kept between; all finite. Zero-width intervals
-        (repeated knots) are dropped, as the binary search skips them."""
+        """The intervals ``lo[j] <= s < lo[j + 1]`` (the last up to ``x[-1]``) as columns: ``lo``, the width ``dx``,
+        the end values ``y0``, ``y1``, their difference ``dy`` and the bounds ``ymin``/``ymax`` the value is kept
+        between. Zero-width intervals (repeated knots) are dropped, as the binary search skips them."""
         x, y = np.asarray(self.x, dtype=float), np.asarray(self.y, dtype=float)
-        if x.size < 2:
-            keep = np.zeros(0, dtype=bool)
-        else:
-            keep = x[:-1] < x[1:]
-        j = np.flatnonzero(keep)
+        j = np.flatnonzero(x[:-1] < x[1:])
         y0, y1 = y[j], y[j + 1]
         return {"lo": x[j], "dx": x[j + 1] - x[j], "y0": y0, "dy": y1 - y0, "y1": y1,
                 "ymin": np.minimum(y0, y1), "ymax": np.maximum(y0, y1)}
@@ -127,9 +113,6 @@ class LinearMap:
         return f"({literal(y[k])} + ({s} - {literal(x[k])}) * {literal(dy)} / {literal(dx)})"
 
 
-# ---------------------------------------------------------------------------------------------------------
-# rendering the forms
-# ---------------------------------------------------------------------------------------------------------
 def _pick_form(form: str, pieces: int, max_case: int = CASE_MAX_STEPS) -> str:
     """The form for a map of ``pieces`` pieces: "auto" is CASE or lookup, "scalar" CASE or bisect."""
     if form == "auto":
@@ -143,23 +126,27 @@ def _null_guard(score: str, body: str) -> str:
     return f"CASE WHEN {score} IS NULL THEN NULL ELSE {body} END"
 
 
+def _bisect(s: str, a: int, b: int, bound, leaf) -> str:
+    """Nested CASEs choosing among pieces ``a..b``: piece ``i`` from ``s >= bound(i)`` on, ``leaf(i)`` its SQL."""
+    if a == b:
+        return leaf(a)
+    mid = (a + b + 1) // 2
+    return (f"CASE WHEN {s} < {literal(bound(mid))} THEN {_bisect(s, a, mid - 1, bound, leaf)} "
+            f"ELSE {_bisect(s, mid, b, bound, leaf)} END")
+
+
 def step_sql(step: StepMap, writer: SqlWriter, form: str, method: str, score_column: str,
               max_case: int = CASE_MAX_STEPS) -> SqlMap:
     starts, values = step.pieces()
     form = _pick_form(form, values.size, max_case)
     num = literal
-    if form == "bisect" and starts.size:
-        def part(a: int, b: int, s: str) -> str:          # values[a..b]: values[i] on starts[i-1] <= s < starts[i]
-            if a == b:
-                return num(values[a])
-            mid = (a + b + 1) // 2
-            return f"CASE WHEN {s} < {num(starts[mid - 1])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
-        return SqlMap(method, writer.dialect, score_column, "bisect",
-                      lambda s: f"CASE WHEN {s} IS NULL THEN NULL ELSE {part(0, values.size - 1, s)} END")
+    if form == "bisect" and starts.size:          # values[i] on starts[i-1] <= s < starts[i]
+        return SqlMap(method, writer.dialect, score_column, "bisect", lambda s: _null_guard(
+            s, _bisect(s, 0, values.size - 1, lambda i: starts[i - 1], lambda i: num(values[i]))))
     if form == "case" or starts.size == 0:
         def render(s: str) -> str:
             if starts.size == 0:
-                return f"CASE WHEN {s} IS NULL THEN NULL ELSE {num(values[0])} END"
+                return _null_guard(s, num(values[0]))
             arms = " ".join(f"WHEN {s} < {num(c)} THEN {num(v)}" for c, v in zip(starts, values[:-1]))
             return f"CASE WHEN {s} IS NULL THEN NULL {arms} ELSE {num(values[-1])} END"
         return SqlMap(method, writer.dialect, score_column, "case", render)
@@ -198,16 +185,10 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
         return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s, writer)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
                 f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s, writer)}")
 
-    if form == "bisect" and los.size:
-        def part(a: int, b: int, s: str) -> str:          # intervals a..b, interval j on los[j] <= s < los[j + 1]
-            if a == b:
-                return piece(s, literals(a))
-            mid = (a + b + 1) // 2
-            return f"CASE WHEN {s} < {num(los[mid])} THEN {part(a, mid - 1, s)} ELSE {part(mid, b, s)} END"
-
+    if form == "bisect" and los.size:             # interval j on los[j] <= s < los[j + 1]
         def render_bisect(s: str) -> str:
-            body = f"CASE {ends(s)} ELSE {part(0, los.size - 1, s)} END"
-            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {writer.clip(body)} END"
+            part = _bisect(s, 0, los.size - 1, lambda j: los[j], lambda j: piece(s, literals(j)))
+            return _null_guard(s, writer.clip(f"CASE {ends(s)} ELSE {part} END"))
         return SqlMap(method, writer.dialect, score_column, "bisect", render_bisect)
 
     if form in ("case", "bisect") or los.size == 0:
@@ -217,8 +198,7 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
             bounds = np.r_[los[1:], x[-1]]
             arms = [f"WHEN {s} < {num(bounds[j])} THEN {piece(s, literals(j))}" for j in range(los.size - 1)]
             last = piece(s, literals(los.size - 1))
-            body = f"CASE {ends(s)} {' '.join(arms)} ELSE {last} END"
-            return f"CASE WHEN {s} IS NULL THEN NULL ELSE {writer.clip(body)} END"
+            return _null_guard(s, writer.clip(f"CASE {ends(s)} {' '.join(arms)} ELSE {last} END"))
         return SqlMap(method, writer.dialect, score_column, "case", render)
 
     name = "cd_knots"
@@ -226,8 +206,7 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
     lookup, joins = bucketed(name, los, np.r_[los[1:], x[-1]], columns)
 
     def render_lookup(s: str) -> str:
-        body = f"CASE {ends(s)} ELSE {piece(s, lambda k: f'{name}.cd_{k}')} END"
-        return f"CASE WHEN {s} IS NULL THEN NULL ELSE {writer.clip(body)} END"
+        return _null_guard(s, writer.clip(f"CASE {ends(s)} ELSE {piece(s, lambda k: f'{name}.cd_{k}')} END"))
     return SqlMap(method, writer.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
 
 
@@ -235,7 +214,6 @@ def closed_sql(closed: ClosedForm, writer: SqlWriter, method: str, score_column:
     features = dict(writer.features)
 
     def render(s: str) -> str:
-        body = closed.build(SqlWriter(writer.dialect, s, features))
-        return _null_guard(s, body)
+        return _null_guard(s, closed.build(SqlWriter(writer.dialect, s, features)))
     render(quote(score_column, writer.dialect))          # fail now, not when the SQL is first asked for
     return SqlMap(method, writer.dialect, score_column, "closed", render)

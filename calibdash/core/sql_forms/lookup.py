@@ -1,6 +1,5 @@
-"""The result of :func:`calibdash.io.sql.to_sql`: a :class:`SqlMap` and its :class:`Lookup` tables, with the
-bucketed join that finds a score's piece in a lookup table by a hash join rather than a range join.
-"""
+"""The result of :func:`calibdash.io.sql.to_sql`: a :class:`SqlMap` and its :class:`Lookup` tables, joined by
+bucket (a hash join) rather than by range."""
 from __future__ import annotations
 
 import re
@@ -13,6 +12,7 @@ from .writer import literal, quote
 
 __all__ = []
 
+
 def _word(text: str) -> str:
     """``text`` if it is a plain word (letters, digits, ``_``, ``-``, ``:``), else ``?``: what a comment may hold."""
     return text if re.fullmatch(r"[A-Za-z0-9_:\-]{1,64}", str(text)) else "?"
@@ -22,9 +22,6 @@ def _word(text: str) -> str:
 _MAX_DOUBLE = float(np.finfo(float).max)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# the result
-# ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Lookup:
     """A small table written as a ``VALUES`` list: its name, column names and rows (ints and floats)."""
@@ -50,21 +47,10 @@ class Lookup:
 
 @dataclass(frozen=True)
 class SqlMap:
-    """A calibrator as SQL.
-
-    Attributes
-    ----------
-    expression : str
-        Scalar SQL of the calibrated probability over the score column (and,
-        with :attr:`lookups`, over the lookup tables' columns, which
-        :meth:`select` joins); NULL where the score is NULL.
-    lookups : dict
-        Lookup table name -> :class:`Lookup` (empty for CASE and closed forms).
-    method, dialect, score_column : str
-        The calibrator's registry name, the dialect, the score column.
-    form : {"closed", "case", "bisect", "lookup"}
-        How the map is written.
-    """
+    """A calibrator as SQL: ``method`` (its registry name), ``dialect``, ``score_column``, ``form`` ("closed",
+    "case", "bisect" or "lookup"), and ``lookups`` (table name -> :class:`Lookup`; empty but for the lookup form).
+    :attr:`expression` is the calibrated probability's scalar SQL (over the lookups' columns too, which
+    :meth:`select` joins), NULL where the score is NULL."""
 
     method: str
     dialect: str
@@ -85,17 +71,14 @@ class SqlMap:
         Parameters
         ----------
         source_sql : str
-            A query (``SELECT ...``, ``WITH ...``; DuckDB's ``FROM ...``) or a
-            table reference (``my_table``, ``read_parquet('x/*.parquet')``).
+            A query (``SELECT ...``, ``WITH ...``; DuckDB's ``FROM ...``) or a table reference (``my_table``,
+            ``read_parquet('x/*.parquet')``).
         keep_columns : sequence of str, optional
-            Source columns to keep, in order (default: all, ``src.*``; then
-            a source column named ``calibrated`` would appear twice: pass
-            the columns without it).
+            Source columns to keep, in order (default: all, ``src.*``; a source column named ``calibrated``
+            would then appear twice: pass the columns without it).
         inline_lookups : bool, default True
-            Write the lookup tables into the statement (``WITH name AS
-            (VALUES ...)``); False leaves them out, for a caller that has
-            made tables of those names (e.g. from :meth:`Lookup.arrow`:
-            large maps then cost no SQL parsing).
+            Write the lookup tables into the statement (``WITH name AS (VALUES ...)``); False leaves them out,
+            for a caller that made tables of those names (from :meth:`Lookup.arrow`: no SQL parsing).
         """
         src = source_sql.strip().rstrip(";")
         if src.split(None, 1)[0].upper() in ("SELECT", "WITH", "FROM", "VALUES"):
@@ -112,14 +95,10 @@ class SqlMap:
         return "\n".join(lines)
 
     def standalone(self, source: str = "scores") -> str:
-        """One self-contained SQL statement (lookups as ``WITH ... VALUES``) that adds ``calibrated`` to
-        every row of the table ``source`` (rename it to yours), with a comment saying what it is.
-
-        The comment holds no text that came from the data or a model file: only the method's registry
-        name, the dialect and the form (plain words) and, when ``source`` is a plain identifier, its
-        name. Names from a model file (the score column) appear only quoted, in the statement itself.
-        ``source`` is the caller's own SQL (a table or a query), written as given.
-        """
+        """One self-contained statement (lookups inlined) adding ``calibrated`` to every row of ``source`` (the
+        caller's table or query, written as given), with a comment saying what it is. The comment holds no text
+        from the data or a model file (only plain words, and ``source`` when it is a plain identifier): names
+        from a model file appear only quoted, in the statement."""
         src = source.strip()
         rows = src if src.isidentifier() and src.isascii() else "the source query"
         head = (f"-- calibdash: {_word(self.method)} calibrator as {_word(self.dialect)} SQL "
@@ -129,9 +108,6 @@ class SqlMap:
         return head + self.select(src) + ";\n"
 
 
-# ---------------------------------------------------------------------------------------------------------
-# rendering the forms
-# ---------------------------------------------------------------------------------------------------------
 def _bucket_sql(s: str, g: int) -> str:
     """The bucket of score ``s``: ``floor(s * g)`` clipped to [0, g] (``g`` a power of 2: the product is exact)."""
     return f"LEAST(GREATEST(CAST(FLOOR({s} * {literal(float(g))}) AS BIGINT), 0), {g})"
@@ -140,13 +116,10 @@ def _bucket_sql(s: str, g: int) -> str:
 def bucketed(name: str, lo: np.ndarray, hi: np.ndarray, columns: dict) -> tuple["Lookup", tuple]:
     """A lookup table of the pieces ``[lo[k], hi[k])`` and the join that finds a score's piece.
 
-    A plain range join (``s >= lo AND s < hi``) is a nested loop in most engines. Instead the
-    scores' range is cut into ``g`` buckets ``floor(s * g)`` (``g`` a power of 2, at least twice the
-    pieces, so the product is exact and the bucket of a double is computed alike in Python and SQL),
-    and each piece is listed once per bucket it meets: the join is an equi-join on the bucket (a hash
-    join) whose range condition then keeps the one piece that holds the score. Since ``floor(s * g)``
-    is non-decreasing in ``s``, the buckets a piece meets are those from the bucket of ``lo`` to the
-    bucket of the largest double below ``hi``.
+    A range join (``s >= lo AND s < hi``) is a nested loop in most engines. Instead the scores are cut into
+    ``g`` buckets ``floor(s * g)`` (``g`` a power of 2, at least twice the pieces: the product is exact, alike
+    in Python and SQL) and each piece is listed once per bucket it meets (from the bucket of ``lo`` to that of
+    the largest double below ``hi``): an equi-join on the bucket (a hash join), then the range condition.
     """
     g = 1 << max(4, int(np.ceil(np.log2(2 * max(lo.size, 1)))))
 

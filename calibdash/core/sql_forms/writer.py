@@ -1,11 +1,5 @@
 """SQL pieces in one dialect: DOUBLE literals that read back to the same double, quoted names, and the
-:class:`SqlWriter` a :class:`calibdash.core.sql_forms.ClosedForm` builds its expression with.
-
-Floats are written as Python's shortest ``repr`` with an exponent
-(``0.1E0``), which every dialect reads as a DOUBLE literal (a plain ``0.1``
-would be a DECIMAL in DuckDB and Spark) rounding back to the same double;
-negative literals are parenthesised (``x - (-0.5E0)``, never ``--``).
-"""
+:class:`SqlWriter` a :class:`~calibdash.core.sql_forms.ClosedForm` builds its expression with."""
 from __future__ import annotations
 
 import math
@@ -23,17 +17,10 @@ class SqlUnsupported(SettingsError):
     """The calibrator's map cannot be written as SQL (apply it with ``predict``, e.g. as a UDF)."""
 
 
-# ---------------------------------------------------------------------------------------------------------
-# literals and dialects
-# ---------------------------------------------------------------------------------------------------------
 def literal(x: float) -> str:
-    """``x`` as a SQL DOUBLE literal that reads back to the same double (``0.1E0``, ``(-2.5E-05)``).
-
-    Raises
-    ------
-    SqlUnsupported
-        ``x`` is NaN or infinite (no portable literal).
-    """
+    """``x`` as a SQL DOUBLE literal that reads back to the same double: Python's shortest ``repr`` with an
+    exponent (``0.1E0``; a plain ``0.1`` is a DECIMAL in DuckDB and Spark), parenthesised when negative
+    (``(-2.5E-05)``, never ``--``). :class:`SqlUnsupported` for NaN or infinity (no portable literal)."""
     x = float(x)
     if not math.isfinite(x):
         raise SqlUnsupported(f"the value {x!r} has no portable SQL literal.")
@@ -45,17 +32,9 @@ def literal(x: float) -> str:
 
 @dataclass(frozen=True)
 class SqlWriter:
-    """Writes SQL pieces in one dialect; what a :class:`ClosedForm` builds its expression with.
-
-    Attributes
-    ----------
-    dialect : {"duckdb", "spark", "ansi"}
-    score : str
-        SQL of the score (a quoted column name, possibly qualified).
-    features : mapping
-        Model feature name -> SQL of that column (quoted), or None for a column
-        that is absent (coded "unseen" as ``predict`` codes it).
-    """
+    """Writes SQL pieces in ``dialect`` ("duckdb", "spark", "ansi"): ``score`` is the score's SQL (a quoted column,
+    possibly qualified), ``features`` maps a model feature's name to its column's SQL (None: the column is absent,
+    coded "unseen" as ``predict`` codes it)."""
 
     dialect: str
     score: str
@@ -63,22 +42,13 @@ class SqlWriter:
 
     num = staticmethod(literal)
 
-    def ident(self, name: str) -> str:
-        """A column name, quoted."""
-        return quote(name, self.dialect)
-
     def string(self, text: str) -> str:
         """A string literal (:func:`string_literal`)."""
         return string_literal(text, self.dialect)
 
     def feature(self, name: str) -> str | None:
         """SQL of feature ``name`` (None: the column is absent)."""
-        if name in self.features:
-            return self.features[name]
-        return self.ident(name)
-
-    def double(self) -> str:
-        return "DOUBLE PRECISION" if self.dialect == "ansi" else "DOUBLE"
+        return self.features[name] if name in self.features else quote(name, self.dialect)
 
     def log1p(self, x: str) -> str:
         """``log1p(x)``: Spark's own; elsewhere Goldberg's ``ln(u) * x / (u - 1)``, ``u = 1 + x``."""
@@ -102,19 +72,12 @@ class SqlWriter:
 
     def isnan(self, x: str) -> str:
         """Whether ``x`` is NaN (ANSI SQL has no NaN: always false there)."""
-        if self.dialect == "ansi":
-            return "FALSE"
-        return f"ISNAN(CAST({x} AS {self.double()}))"
+        return "FALSE" if self.dialect == "ansi" else f"ISNAN(CAST({x} AS DOUBLE))"
 
 
 def string_literal(text: str, dialect: str) -> str:
-    """``text`` as a string literal of ``dialect``, whatever it holds.
-
-    DuckDB and ANSI SQL read a backslash as itself and a doubled quote as one
-    quote. Spark SQL reads a backslash as an escape (``'a\\'`` would end
-    nowhere), so there both are escaped with a backslash (``\\\\`` and ``\\'``),
-    which every Spark version reads back to the text.
-    """
+    """``text`` as a string literal of ``dialect``, whatever it holds: a doubled quote in DuckDB and ANSI SQL;
+    in Spark SQL, which reads a backslash as an escape, the backslash and the quote escaped with a backslash."""
     text = str(text)
     if dialect == "spark":
         return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -26,31 +26,22 @@ class DataRoot(RootPaths):
     Parameters
     ----------
     root : str or Path
-        An existing directory (``~`` is expanded; symbolic links in it are
-        resolved once, here). Not the file-system root.
-    memory_limit : str
-        DuckDB's ``memory_limit`` for :meth:`connect` (e.g. ``"2GB"``).
-    threads : int
-        DuckDB's ``threads`` for :meth:`connect`.
+        An existing directory (``~`` expanded, symbolic links resolved once, here). Not the file-system root.
+    memory_limit, threads : str, int
+        DuckDB's ``memory_limit`` (e.g. ``"2GB"``) and ``threads`` for :meth:`connect`.
     spill_directory : str or Path, optional
-        Where DuckDB may spill past ``memory_limit``, so large aggregations
-        run out of core: a directory outside the root (typically
-        ``tempfile.gettempdir()``) in which a private directory is made
-        fresh, on the first :meth:`connect`, by ``tempfile.mkdtemp`` (mode
-        0700, its owner and mode checked), and removed with this object.
-        The directory itself must be owned by this user or root and, if
-        others may write to it, have the sticky bit (as ``/tmp`` has).
-        Default None: no spilling.
+        Where DuckDB may spill past ``memory_limit``: a directory outside the root (typically
+        ``tempfile.gettempdir()``), owned by this user or root and, if others may write to it, with the sticky
+        bit (as ``/tmp``). A private directory is made in it on the first :meth:`connect` by
+        ``tempfile.mkdtemp`` (mode 0700, owner and mode checked) and removed with this object. None: no spilling.
     spill_limit : str
-        Most temporary disk one connection may spill to (DuckDB's
-        ``max_temp_directory_size``, e.g. ``"10GB"``).
+        Most temporary disk one connection may spill to (``max_temp_directory_size``, e.g. ``"10GB"``).
 
     Raises
     ------
     EnvironmentProblem
-        ``root`` does not exist, is not a directory, or is ``/``;
-        ``spill_directory`` lies under the root or is not safe to make a
-        private directory in.
+        ``root`` does not exist, is not a directory, or is ``/``; ``spill_directory`` lies under the root or is
+        not safe to make a private directory in.
     SettingsError
         ``memory_limit``, ``spill_limit`` or ``threads`` is not valid.
     """
@@ -67,7 +58,7 @@ class DataRoot(RootPaths):
         self.memory_limit = memory_limit.strip()
         self.spill_limit = spill_limit.strip()
         self.threads = threads
-        self.spill_directory = None          # where the private directory is made
+        self.spill_directory = None
         self._private = None                 # the private directory (made on first connect)
         self._private_lock = threading.Lock()
         if spill_directory is not None:
@@ -98,51 +89,27 @@ class DataRoot(RootPaths):
                 self._private = private
         return self._private / f"c-{secrets.token_hex(8)}"   # DuckDB makes it when it spills, removes it on close
 
-    # -- DuckDB -------------------------------------------------------------------------------------
     def connect(self, database=None, *, alias: str = DEFAULT_ALIAS):
         """An in-memory DuckDB connection locked down for queries typed in a web page.
 
-        Settings, in this order: ``threads``, ``memory_limit``,
-        ``temp_directory``: a fresh directory of this connection's own inside
-        the private spill directory (see the module docstring), or ``''``
-        (nothing spilled to disk: a query over the memory limit fails),
-        ``max_temp_directory_size`` (``spill_limit``),
-        ``autoinstall_known_extensions`` and ``autoload_known_extensions``
-        false, ``allow_community_extensions`` and ``allow_persistent_secrets``
-        false, ``python_enable_replacements`` false (a query cannot name the
-        Python variables of the server), ``enable_progress_bar`` on without
-        printing (so ``query_progress()`` answers), ``TimeZone = 'UTC'`` (a
-        zoned timestamp falls in its UTC day, as the engines' keyed cells
-        read it), ``allowed_directories =
-        [root]``, ``enable_external_access = false``; then ``database`` is
-        attached read-only; then ``lock_configuration = true``, after which no
-        setting can change. The allowed directories are then checked to be
-        the root and the connection's own spill directory, and nothing else.
-        See the module docstring for what DuckDB then refuses by itself.
-        Paths inside queries must be absolute (DuckDB judges a relative path
-        against the server's working directory, not the root).
+        The settings (in the code's order) end with ``lock_configuration = true``, after ``database`` is attached
+        read-only; the allowed directories are then checked to be the root and the connection's own spill
+        directory only. Paths inside queries must be absolute (DuckDB judges a relative path against the server's
+        working directory, not the root).
 
         Parameters
         ----------
         database : str or Path, optional
-            A DuckDB database file under the root (:meth:`resolve`), attached
-            ``READ_ONLY`` as ``alias``.
+            A DuckDB database file under the root (:meth:`resolve`), attached ``READ_ONLY`` as ``alias``.
         alias : str
             The attached database's name in queries (``source.main.table``).
 
-        Returns
-        -------
-        duckdb.DuckDBPyConnection
-            Close it when done. Run typed SQL through :meth:`query` (or
-            :meth:`check_query` first): the connection alone still accepts
-            ``COPY``/``EXPORT``/``ATTACH`` under the root.
-
-        Raises
-        ------
-        AccessDenied, DataError
-            ``database`` as :meth:`resolve`, or it is not a DuckDB database.
+        Returns a ``duckdb.DuckDBPyConnection`` to close when done. Run typed SQL through :meth:`query` (or
+        :meth:`check_query` first): the connection alone still accepts ``COPY``/``EXPORT``/``ATTACH`` under the
+        root. Raises AccessDenied or DataError for ``database`` as :meth:`resolve`, or when it is not a DuckDB
+        database.
         """
-        import duckdb                     # optional at import time: calibdash imports without DuckDB
+        import duckdb
 
         db_path = None
         if database is not None:
@@ -152,17 +119,15 @@ class DataRoot(RootPaths):
         spill = self._spill_path()
         con = duckdb.connect(":memory:")
         try:
-            for name, value in (("threads", str(self.threads)),
-                                ("memory_limit", sql_string(self.memory_limit)),
+            for name, value in (("threads", str(self.threads)), ("memory_limit", sql_string(self.memory_limit)),
                                 ("temp_directory", sql_string(str(spill or ""))),
                                 ("max_temp_directory_size", sql_string(self.spill_limit)),
-                                ("autoinstall_known_extensions", "false"),
-                                ("autoload_known_extensions", "false"),
-                                ("allow_community_extensions", "false"),
-                                ("allow_persistent_secrets", "false"),
+                                ("autoinstall_known_extensions", "false"), ("autoload_known_extensions", "false"),
+                                ("allow_community_extensions", "false"), ("allow_persistent_secrets", "false"),
+                                # a query cannot name the server's Python variables
                                 ("python_enable_replacements", "false"),
-                                ("enable_progress_bar", "true"),
-                                ("enable_progress_bar_print", "false"),
+                                # without printing, so that query_progress() answers
+                                ("enable_progress_bar", "true"), ("enable_progress_bar_print", "false"),
                                 ("TimeZone", "'UTC'"),   # zoned timestamps fall in UTC periods (keyed cells)
                                 ("allowed_directories", f"[{sql_string(str(self._root))}]"),
                                 ("enable_external_access", "false")):
@@ -187,27 +152,15 @@ class DataRoot(RootPaths):
     def check_query(self, sql: str) -> str:
         """``sql`` if it is exactly one ``SELECT`` statement (``WITH ... SELECT``, ``FROM ...``, ``VALUES``).
 
-        Judged by DuckDB's parser (``duckdb.extract_statements`` and the
-        statement type), so a ``;`` inside a string or a comment is no
-        statement of its own and ``COPY``, ``EXPORT``, ``ATTACH``,
-        ``INSTALL``, ``LOAD``, ``SET``, ``CREATE``, ``PRAGMA``, ``CALL``, ...
-        are refused whatever their spelling.
+        Judged by DuckDB's parser (``duckdb.extract_statements`` and the statement type), so a ``;`` inside a
+        string or a comment is no statement of its own and ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``,
+        ``LOAD``, ``SET``, ``CREATE``, ``PRAGMA``, ``CALL``, ... are refused whatever their spelling.
 
-        Returns
-        -------
-        str
-            The statement's text as DuckDB split it (leading comments and a
-            trailing ``;`` removed). To use it inside a larger query, prefer
-            DuckDB's relational API on :meth:`query`'s relation; if text is
-            composed, end it with a newline before the closing parenthesis (a
-            trailing ``--`` comment) and check the composed text again.
-
-        Raises
-        ------
-        AccessDenied
-            Several statements, or one that is not a ``SELECT``.
-        DataError
-            The text is empty or does not parse.
+        Returns the statement's text as DuckDB split it (leading comments and a trailing ``;`` removed). To use it
+        inside a larger query, prefer DuckDB's relational API on :meth:`query`'s relation; if text is composed,
+        end it with a newline before the closing parenthesis (a trailing ``--`` comment) and check it again.
+        Several statements, or one that is not a ``SELECT``, are refused (AccessDenied); empty text or text that
+        does not parse is a DataError.
         """
         import duckdb
 
@@ -235,11 +188,9 @@ class DataRoot(RootPaths):
     def query(self, con, sql: str):
         """Check ``sql`` (:meth:`check_query`) and run it on ``con``: a lazy ``duckdb.DuckDBPyRelation``.
 
-        DuckDB's refusals are turned into :class:`AccessDenied` (a file
-        outside the root, a setting after the lock) without repeating the
-        path DuckDB names; other errors as :func:`engine_error` says.
-        Errors found only while rows are fetched are DuckDB's own exceptions:
-        fetch inside ``try`` and pass them to :func:`engine_error` too.
+        DuckDB's refusals become :class:`AccessDenied` without repeating the path DuckDB names; other errors as
+        :func:`engine_error` says. Errors found only while rows are fetched are DuckDB's own exceptions: fetch
+        inside ``try`` and pass them to :func:`engine_error` too.
         """
         checked = self.check_query(sql)
         try:
@@ -273,29 +224,20 @@ def data_root_from_env(value=None, *, environ=None, given=None, **kwargs) -> Dat
     Parameters
     ----------
     value : str or Path, optional
-        The root given explicitly (the dashboard reads it from Streamlit's
-        ``secrets.toml`` / config); wins over the environment when not empty.
+        The root given explicitly (e.g. from Streamlit's ``secrets.toml``); wins over the environment when not empty.
     environ : mapping, optional
-        Where to read ``CALIBDASH_DATA_ROOT``, ``CALIBDASH_MEMORY_LIMIT`` and
-        ``CALIBDASH_SPILL_LIMIT`` (default ``os.environ``).
+        Where to read ``CALIBDASH_DATA_ROOT``, ``CALIBDASH_MEMORY_LIMIT`` and ``CALIBDASH_SPILL_LIMIT``
+        (default ``os.environ``).
     given : mapping, optional
-        Values that win over the environment, keyed by the variables' names
-        in lower case (``calibdash_spill_limit``), e.g. from Streamlit's secrets.
+        Values that win over the environment, keyed by the variables' names in lower case
+        (``calibdash_spill_limit``), e.g. from Streamlit's secrets.
     **kwargs
-        ``memory_limit``, ``threads``, ``spill_directory``, ``spill_limit``:
-        passed to :class:`DataRoot` (and win over ``given`` and the environment).
+        ``memory_limit``, ``threads``, ``spill_directory``, ``spill_limit``: passed to :class:`DataRoot` (and
+        win over ``given`` and the environment).
 
-    Returns
-    -------
-    DataRoot or None
-        None when neither ``value`` nor ``CALIBDASH_DATA_ROOT`` is set (or
-        both are empty): then no server-side source may be read.
-
-    Raises
-    ------
-    EnvironmentProblem
-        The configured directory does not exist, is not a directory, or is
-        ``/``; a limit that is not a size (naming the variable).
+    None when neither ``value`` nor ``CALIBDASH_DATA_ROOT`` is set (or both are empty): no server-side source.
+    EnvironmentProblem when the configured directory does not exist, is not a directory, or is ``/``, or a limit
+    is not a size (naming the variable).
     """
     env = os.environ if environ is None else environ
     given = given or {}

@@ -1,5 +1,4 @@
-"""Paths under the data root: the user's text checked, and :class:`RootPaths`, the half of
-:class:`~calibdash.data.guard.DataRoot` that resolves a path or a glob only when, after ``..`` and every
+"""Paths under the data root: :class:`RootPaths` resolves a path or a glob only when, after ``..`` and every
 symbolic link are resolved, it lies under the root."""
 from __future__ import annotations
 
@@ -46,19 +45,8 @@ def quote_identifier(name: str) -> str:
 
 
 class RootPaths:
-    """The data root and the paths under it (the path half of :class:`~calibdash.data.guard.DataRoot`).
-
-    Parameters
-    ----------
-    root : str or Path
-        An existing directory (``~`` is expanded; symbolic links in it are
-        resolved once, here). Not the file-system root.
-
-    Raises
-    ------
-    EnvironmentProblem
-        ``root`` does not exist, is not a directory, or is ``/``.
-    """
+    """The data root and the paths under it: the path half of :class:`~calibdash.data.guard.DataRoot`
+    (``root`` and its refusals as there)."""
 
     def __init__(self, root):
         given = user_text(root, "data root")
@@ -79,7 +67,6 @@ class RootPaths:
         """The data root, absolute, symbolic links resolved."""
         return self._root
 
-    # -- paths --------------------------------------------------------------------------------------
     def _inside(self, real: Path) -> bool:
         return real == self._root or real.is_relative_to(self._root)
 
@@ -87,7 +74,7 @@ class RootPaths:
         return real.relative_to(self._root).as_posix() or "."
 
     def _refuse_outside(self, shown: str, lexical: Path) -> AccessDenied:
-        """The refusal of a path whose resolved form is outside the root (the target is not named)."""
+        """The refusal of a path resolved outside the root (the target is not named)."""
         if self._inside(Path(os.path.normpath(lexical))):
             return AccessDenied(f"{shown} goes through a symbolic link that leads outside the data root; "
                                 "only files under the data root can be read.")
@@ -95,28 +82,17 @@ class RootPaths:
                             "(give a path relative to it, without '..').")
 
     def resolve(self, user_path) -> Path:
-        """The existing file or directory ``user_path`` names, if it is under the root.
-
-        Parameters
-        ----------
-        user_path : str or Path
-            Relative to the root, or absolute (then it must lie under the root).
-
-        Returns
-        -------
-        Path
-            Absolute, ``..`` and symbolic links resolved, under :attr:`root`.
+        """The existing file or directory ``user_path`` (relative to the root, or absolute under it) names, absolute,
+        ``..`` and symbolic links resolved.
 
         Raises
         ------
         AccessDenied
-            The path leads outside the root (by ``..``, by being absolute
-            elsewhere, or through a symbolic link), holds a NUL, or cannot be
-            resolved (a link loop).
+            The path leads outside the root (by ``..``, by being absolute elsewhere, or through a symbolic
+            link), holds a NUL, or cannot be resolved (a link loop).
         DataError
-            Nothing exists at that path under the root (said only for paths
-            under the root, so the message is no probe of the rest of the
-            file system).
+            Nothing exists at that path under the root (said only for paths under the root, so the message is
+            no probe of the rest of the file system).
         """
         text = user_text(user_path, "path")
         shown = shown_text(text)
@@ -136,26 +112,13 @@ class RootPaths:
         return real
 
     def resolve_glob(self, pattern) -> list[Path]:
-        """The files under the root that ``pattern`` matches (``*``, ``?``, ``[...]``, ``**``).
+        """The files (not directories) under the root that ``pattern`` matches (``*``, ``?``, ``[...]``, ``**``),
+        resolved, sorted, each once.
 
-        The part before the first wildcard must resolve under the root; the
-        wildcard part may not hold ``..``; each match is resolved (symbolic
-        links followed) and must lie under the root: one match that leads out
-        refuses the whole pattern, as DuckDB does. A pattern without wildcards
-        is :meth:`resolve`.
-
-        Returns
-        -------
-        list of Path
-            The matching files (not directories), resolved, in sorted order,
-            each once.
-
-        Raises
-        ------
-        AccessDenied
-            As :meth:`resolve`, or a match leads outside the root.
-        DataError
-            No file matches.
+        The part before the first wildcard must resolve under the root; the wildcard part may not hold ``..``;
+        each match is resolved (links followed) and must lie under the root: one match that leads out refuses the
+        whole pattern (AccessDenied), as DuckDB does. No match is a DataError. A pattern without wildcards is
+        :meth:`resolve`.
         """
         text = user_text(pattern, "pattern")
         shown = shown_text(text)

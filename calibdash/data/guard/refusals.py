@@ -25,9 +25,8 @@ _PATH = re.compile(r"(?<![\w.)\]])(?:/[^\s/'\",;:()\[\]]+)+/?")
 class AccessDenied(DataError):
     """A path, pattern or query reaches outside the data root, or would write, install or reconfigure.
 
-    A :class:`calibdash.DataError`, so the dashboard shows it like any other
-    problem with the data the user asked for. The message names what the
-    user typed, never a path outside the data root.
+    A :class:`calibdash.DataError`, shown like any other problem with the data; the message names what the user
+    typed, never a path outside the data root.
     """
 
 
@@ -72,22 +71,14 @@ _DUCKDB_KINDS = {"InvalidInputException": "Invalid Input Error", "ConversionExce
 def safe_message(exc, root=None, limit: int = _MESSAGE) -> str:
     """An engine's error text made fit for a web page: it never carries the data nor a path outside the root.
 
-    The first line only (DuckDB's context lines and Python tracebacks go). What else stays depends on the
-    kind of error, which DuckDB puts first (``Conversion Error: ...``; for a DuckDB exception, its class):
-
-    * errors met while binding a query (Binder, Parser, Catalog, Permission, IO) and texts of no kind:
-      every single-quoted text (a value) becomes ``'…'``; a double-quoted one (an identifier) stays when
-      short and not a path, else ``"…"``;
-    * ``Invalid Input Error``, which DuckDB's ``error(text)`` raises with any text a query made (a file's
-      rows through ``string_agg``, a setting through ``current_setting``): only the kind, or for one of
-      DuckDB's own templates (:data:`_INPUT_TEMPLATES`) a fixed sentence with its slots left out;
-    * any other kind (Conversion, Out of Range, ...), raised while rows are read: everything from the
-      first quote to the last, whatever quote and however many (a value holding quotes cannot step
-      out), becomes ``'…'``, and every number ``…``; what stays is DuckDB's sentence and the column
-      (``when casting from source column segment``).
-
-    Then an absolute path is shown relative to ``root`` when under it, else as ``<path>``; at most
-    ``limit`` characters, ending "(message cut)" when cut.
+    The first line only (no context lines, no traceback). What else stays depends on the kind DuckDB puts first
+    (for a DuckDB exception, its class): for errors met while binding a query (Binder, Parser, Catalog,
+    Permission, IO) and texts of no kind, single-quoted values become ``'…'`` and double-quoted identifiers stay
+    when short and not a path; ``Invalid Input Error`` (DuckDB's ``error(text)``, which can carry any text a query
+    made: a file's rows through ``string_agg``) shows only the kind, or one of DuckDB's own templates with its
+    slots left out; any other kind, raised while rows are read, loses everything from the first quote to the last
+    (a value holding quotes cannot step out) and every number. Then an absolute path is shown relative to ``root``
+    when under it, else as ``<path>``; at most ``limit`` characters, ending "(message cut)" when cut.
 
     >>> print(safe_message("Conversion Error: Could not convert string 'hunter2,1' to DOUBLE"))
     Conversion Error: Could not convert string '…' to DOUBLE
@@ -142,22 +133,10 @@ def safe_message(exc, root=None, limit: int = _MESSAGE) -> str:
 def engine_error(exc: BaseException, *, what: str = "the source", root=None) -> CalibdashError:
     """The calibdash error to show for an error met while reading ``what`` (DuckDB's, the file system's, ...).
 
-    Its message is ``what`` (the caller's words) and :func:`safe_message`
-    of the error: never data, a traceback, or a path outside ``root``.
-
-    ============================================  ===================================
-    error                                         becomes
-    ============================================  ===================================
-    a calibdash error                             itself
-    ``duckdb.PermissionException``                :class:`AccessDenied` (names no path)
-    ``duckdb.OutOfMemoryException``               :class:`~calibdash.EnvironmentProblem`
-                                                  (memory or spill limit, named)
-    ``duckdb.IOException``, ``OSError``           :class:`~calibdash.EnvironmentProblem`, or
-                                                  :class:`~calibdash.DataError` (a name too long)
-    ``duckdb.InterruptException``                 :class:`~calibdash.EnvironmentProblem` ("interrupted")
-    any other ``duckdb.Error`` or error           :class:`~calibdash.DataError` (an unexpected
-                                                  kind is logged with its traceback)
-    ============================================  ===================================
+    Its message is ``what`` (the caller's words) and :func:`safe_message` of the error. A calibdash error stays
+    itself; a DuckDB permission error becomes :class:`AccessDenied` (naming no path); running out of memory or
+    spill, an interruption or an I/O error an :class:`~calibdash.EnvironmentProblem`; anything else a
+    :class:`~calibdash.DataError` (an unexpected kind is logged with its traceback).
     """
     import sys
 

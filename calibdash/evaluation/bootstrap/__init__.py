@@ -1,31 +1,12 @@
 """Bootstrap intervals of any measure of the registry, binary or K-class, and a plain verdict on them.
 
-Two ways to resample, one result (:class:`BootstrapResult`), and the measures
-read from their records (:mod:`calibdash.measures.registry`): a measure with a
-statistics form is resampled vectorised, one without is measured on each
-resample's rows.
-
-* **rows** (:mod:`~calibdash.evaluation.bootstrap.row_resamples`) drawn with replacement, one
-  stream for a binary score (:func:`bootstrap_metrics`, every resample's rows
-  measured as drawn) and for K classes (:func:`bootstrap_multiclass`, sparse sums
-  of the statistics forms);
-* **score cells** (:mod:`~calibdash.evaluation.bootstrap.cell_resamples`, :func:`bootstrap_cells`,
-  :func:`bootstrap_measures` for the further measures), a Poisson bootstrap of
-  their rows: each resample draws, for every cell, its positives
-  Poisson(``n_pos``) and its negatives Poisson(``n - n_pos``), which is the
-  row-level Poisson bootstrap (every row counted Poisson(1) times) summed over
-  the cell's rows (large data: 200 resamples of ten million rows in about half
-  a second on two cores, ``bench/bench_bootstrap.py``).
-
-All are *paired*: the same resample for every method, so differences between
-methods get intervals too. Two methods whose own intervals overlap may still
-differ clearly, and the verdict (:func:`verdict`, one for a binary score and K
-classes) uses the interval of the difference.
-
-The package: :mod:`~calibdash.evaluation.bootstrap.draws` (the two draws),
-:mod:`~calibdash.evaluation.bootstrap.row_resamples`, :mod:`~calibdash.evaluation.bootstrap.cell_resamples`,
-:mod:`~calibdash.evaluation.bootstrap.result` (the result type and the verdict), and here
-:func:`bootstrap_evaluation`, as the Compare page draws them.
+Two ways to resample, one result (:class:`BootstrapResult`): **rows** drawn with replacement
+(:mod:`~calibdash.evaluation.bootstrap.row_resamples`: :func:`bootstrap_metrics` for a binary score,
+:func:`bootstrap_multiclass` for K classes), and **score cells** (:mod:`~calibdash.evaluation.bootstrap.cell_resamples`:
+:func:`bootstrap_cells`, :func:`bootstrap_measures` for the further measures), a Poisson bootstrap of their rows
+(200 resamples of ten million rows in about half a second on two cores). All are *paired*: the same resample for
+every method, so differences between methods get intervals too, and :func:`verdict` uses the interval of the
+difference (two methods whose own intervals overlap may still differ clearly).
 """
 from __future__ import annotations
 
@@ -41,14 +22,9 @@ __all__ = [
 
 
 def bootstrap_evaluation(ev: Evaluation, n_boot: int | None = None, seed: int = 0) -> BootstrapResult:
-    """Paired bootstrap intervals of ``ev``'s metrics, as the Compare page draws them.
-
-    Rows (``ev.weights is None``): :func:`~calibdash.evaluation.bootstrap.bootstrap_metrics`
-    with :func:`~calibdash.evaluation.bootstrap.resamples_for` resamples unless ``n_boot``
-    is given; score cells: :func:`~calibdash.evaluation.bootstrap.bootstrap_cells` (200
-    Poisson resamples unless ``n_boot`` is given), each weighted row being a
-    cell's positives or its negatives.
-    """
+    """Paired bootstrap intervals of ``ev``'s metrics, as the Compare page draws them: on rows
+    :func:`bootstrap_metrics` (:func:`resamples_for` resamples unless ``n_boot`` says), on score cells
+    :func:`bootstrap_cells` (200 unless ``n_boot`` says)."""
     if ev.weights is not None:
         return bootstrap_cells(ev.predictions, ev.weights, ev.weights * ev.labels, seed=seed,
                                      **({} if n_boot is None else {"n_boot": int(n_boot)}))

@@ -1,24 +1,12 @@
 """The cells bootstrap (large data): a paired Poisson bootstrap of score cells, for every binary measure.
 
-A measure with a statistics form (:mod:`calibdash.measures.registry`) is
-resampled vectorised: each method's predictions are sorted once; a resample
-only changes weights, so each such measure is a weighted sum (:class:`Mean`)
-or a cumulative sum over the sorted cells (:class:`Sorted`), vectorised over
-resamples, and MVCE comes from the moments of its partition views
-(:class:`Moments`; ``bench/bench_bootstrap.py`` times it). A measure without
-one (the further measures: loess, Newton fits, PAV) is measured on each
-resample's cells grouped by prediction (:func:`bootstrap_cells`).
-
-Fast without a second copy of the measures: the binned and ranked measures
-are written once, over the tied groups of a sort and a weights array of any
-number of rows (:func:`calibdash.measures.binning.group_bin_sums`,
-:func:`calibdash.measures.calibration.group_auc`); a measure calls them with its
-rows' groups as one row, this module with a chunk of resamples as many rows,
-so each resample's AUC, ECE and MCE are those of the measures on its weights
-exactly (``tests/evaluation/test_bootstrap.py``). What stays here is what only the
-bootstrap needs: each method's cells sorted once (:func:`_sort`), each
-resample's counts summed over their tied groups (one ``np.add.reduceat``), and
-the matrix product that gives the :class:`Mean` measures.
+A measure with a statistics form (:mod:`calibdash.measures.registry`) is resampled vectorised: each method's
+predictions are sorted once and a resample only changes weights, so each such measure is a weighted sum (``Mean``, one
+matrix product), a cumulative sum over the sorted cells (``Sorted``) or, for MVCE, the moments of its partition views
+(``Moments``). The binned and ranked measures are written once, over the tied groups of a sort and a weights array
+of any number of rows (``group_bin_sums``, ``group_auc``): a measure calls them with one row, this module with a chunk
+of resamples, so each resample's AUC, ECE and MCE are the measures' own on its weights. A measure without a form
+(the further measures: loess, Newton fits, PAV) is measured on each resample's cells grouped by prediction.
 """
 from __future__ import annotations
 
@@ -74,8 +62,7 @@ def _prediction(p, y):
 
 
 def _term_list(names) -> list:
-    """The per-row terms the asked measures sum: their :class:`Mean` forms' (shared ones once), and the squared
-    error and the prediction for MVCE's moments."""
+    """The per-row terms the asked measures sum (shared ones once), with MVCE's squared error and prediction."""
     forms = [_RECORDS[n].statistics for n in names]
     terms = [f.term for f in forms if isinstance(f, Mean)]
     if any(isinstance(f, Moments) for f in forms):
@@ -84,12 +71,8 @@ def _term_list(names) -> list:
 
 
 def _terms(p: np.ndarray, terms: list) -> np.ndarray:
-    """Per weighted row, what the linear measures sum: a weighted count times this matrix gives them all.
-
-    Rows: the cells' positive rows, the empty cell, their negative rows, the
-    empty cell (the layout of the Poisson draws). Columns: each term of
-    ``terms`` (one per method), then the label and 1.
-    """
+    """Per weighted row (positive rows, an empty cell, negative rows, an empty cell: the Poisson draws' layout),
+    each term of ``terms`` per method, then the label and 1: a weighted count times this gives every linear measure."""
     ones = np.ones((p.shape[0], 1))                       # each measure's own row terms, for label 1 and for 0
     pos, neg = (np.hstack([term(p, y) for term in terms] + [y * ones, ones]) for y in (1.0, 0.0))
     pad = np.zeros((1, pos.shape[1]))
@@ -111,12 +94,8 @@ class _Plan(NamedTuple):
 
 
 def _merge(p: np.ndarray, pos: np.ndarray, neg: np.ndarray):
-    """Cells with the same prediction under every method, merged, and empty cells dropped.
-
-    A cell's Poisson draw of ``a + b`` rows has the distribution of the sum of
-    the draws of ``a`` and ``b`` rows, so merging changes the work, not the
-    bootstrap (an evaluation's weighted rows merge back into its cells).
-    """
+    """Cells with the same prediction under every method merged, empty cells dropped: a Poisson draw of ``a + b``
+    rows is distributed as the sum of draws of ``a`` and ``b``, so merging changes the work, not the bootstrap."""
     keep = pos + neg > 0
     p, pos, neg = p[keep], pos[keep], neg[keep]
     order = np.lexsort(p.T[::-1])
@@ -138,9 +117,7 @@ def _plan(p, pos, neg, n_bins, strategy, names, mvce_views, n_boot: int | None =
 
 
 def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
-    """AUC, ECE and MCE of one method on every resample of a chunk: the measures' own functions
-    (:func:`calibdash.measures.binning.group_bin_sums`, :func:`calibdash.measures.calibration.group_auc`)
-    on each resample's weights of the method's tied groups."""
+    """AUC, ECE and MCE of one method on every resample of a chunk, from each resample's weights of its tied groups."""
     ws, ps = w.take(o.runs.order, axis=1), wp.take(o.runs.order, axis=1)
     if o.ties:
         ws, ps = np.add.reduceat(ws, o.runs.start, axis=1), np.add.reduceat(ps, o.runs.start, axis=1)
@@ -150,8 +127,7 @@ def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
 
 
 def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int) -> np.ndarray:
-    """MVCE of every resample (rows) and method (columns) from its residuals' moments
-    (:func:`calibdash.measures.calibration.mvce_of_moments`); the caller blanks one-class rows."""
+    """MVCE of every resample (rows) and method (columns) from its residuals' moments."""
     out = np.full(mean.shape, np.nan)
     for r in np.flatnonzero(total >= 2):
         out[r] = [metrics.mvce_of_moments(m, v, total[r], views) for m, v in zip(mean[r], var[r])]
@@ -159,10 +135,7 @@ def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int)
 
 
 def _measure(plan: _Plan, x: np.ndarray) -> dict:
-    """Every asked metric on resampled counts ``x`` (rows, 2C + 2: positives, 0, negatives, 0).
-
-    Returns metric -> (rows, k); NaN on a resample without both classes.
-    """
+    """Every asked metric -> (rows, k) on resampled counts ``x`` (rows, 2C + 2); NaN where a class is missing."""
     k = plan.p.shape[1]
     lin = x @ plan.terms
     pos, total = lin[:, -2], lin[:, -1]
@@ -209,14 +182,9 @@ _BLAS_LOCK = threading.Lock()
 
 @contextmanager
 def _one_blas_thread():
-    """One BLAS thread while the workers run (one such bootstrap at a time).
-
-    Each worker's matrix product is small; OpenBLAS's own threads would
-    spin-wait on the cores the workers need (measured at 10^7 rows on two
-    cores: 0.83 s -> 0.51 s), and with one BLAS thread the sums do not
-    depend on the number of workers, so neither do the results. The lock
-    keeps two bootstraps from restoring each other's limits out of order.
-    """
+    """One BLAS thread while the workers run, one such bootstrap at a time: OpenBLAS's threads would spin-wait on
+    the workers' cores (10^7 rows, two cores: 0.83 s -> 0.51 s), and the sums then do not depend on the number of
+    workers. The lock keeps two bootstraps from restoring each other's limits out of order."""
     with _BLAS_LOCK, threadpool_limits(limits=1, user_api="blas"):
         yield
 
@@ -230,13 +198,8 @@ def _check_names(names) -> tuple:
 
 
 def _groups_of(values: np.ndarray, weight: np.ndarray, max_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Group of each cell, and each group's prediction when the groups are the distinct predictions.
-
-    Up to ``max_groups`` distinct predictions, a group is one of them (and
-    its value is returned); past that, one of ``max_groups`` runs of
-    adjacent predictions holding about equal weight, a tied prediction never
-    split (value None: each resample takes the run's weighted mean).
-    """
+    """Group of each cell: a distinct prediction (whose values are returned) up to ``max_groups`` of them, else one
+    of ``max_groups`` runs of adjacent predictions of about equal weight, ties never split (values None)."""
     uniq, inv = np.unique(values, return_inverse=True)
     if uniq.size <= max_groups:
         return inv, uniq
@@ -246,8 +209,8 @@ def _groups_of(values: np.ndarray, weight: np.ndarray, max_groups: int) -> tuple
 
 
 def _grouped_rows(value, group, group_value, size, w_pos, w_neg):
-    """A method's weighted rows after grouping: per group, its positives and its negatives at one prediction
-    (the group's own value, or the resample's weighted mean prediction of the run); zero weights dropped."""
+    """A method's weighted rows after grouping: per group its positives and negatives at the group's value (or the
+    run's weighted mean prediction in this resample); zero weights dropped."""
     pos = np.bincount(group, weights=w_pos, minlength=size)
     neg = np.bincount(group, weights=w_neg, minlength=size)
     if group_value is None:
@@ -265,8 +228,8 @@ _RESAMPLE_LOESS_POINTS = 100
 
 
 def _grouped(p, pos, neg, names, n_boot: int, seed: int, max_groups: int, pool):
-    """The measures without a statistics form: their point values on the cells' weighted rows and every
-    resample's values on each method's cells grouped by prediction (:func:`bootstrap_cells`)."""
+    """The measures without a statistics form: point values on the cells' weighted rows, resamples on each
+    method's grouped cells."""
     cells = p.shape[0]
     groups = [_groups_of(p[:, j], (pos + neg).astype(float), int(max_groups)) for j in range(p.shape[1])]
     sizes = [int(g.max()) + 1 if g.size else 0 for g, _ in groups]
@@ -297,86 +260,36 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
                     workers: int | None = None, max_groups: int = 512) -> BootstrapResult:
     """Binary measures of score cells with paired intervals from a Poisson bootstrap of their rows.
 
-    Each resample draws, for every cell, ``Poisson(n_pos)`` positives and
-    ``Poisson(n - n_pos)`` negatives: the row-level Poisson bootstrap (each
-    row counted Poisson(1) times), aggregated per cell. The same draw serves
-    every method (a paired bootstrap, for :meth:`BootstrapResult.difference`
-    and :func:`verdict`).
-
-    Each method's cells are sorted once; a resample changes only their
-    weights. AUC (ties counted one half) and the bins of ECE and MCE (a tied
-    group straddling an equal-count edge split in proportion) are the
-    measures' own functions on each resample's weights of the tied groups,
-    Brier, RMSE, log loss and accuracy come from one matrix product for all
-    methods, so each resample's values are those of
-    :func:`calibdash.metrics.summary` with the resampled counts as
-    ``sample_weight`` (AUC, ECE and MCE exactly, the others to rounding). MVCE's views shuffle rows; its resampled
-    values are those of the partition views that :func:`calibdash.metrics.mvce`
-    uses above ``max_rows`` (exact moments of a random partition of the rows,
-    the same ``mvce_views`` views, seed 0), which depend only on the
-    residuals' weighted mean and variance: the values ``summary`` gives on
-    the resampled weights when they total more than ``mvce_max_rows``, and
-    its normal approximation below.
-
-    The measures without a statistics form (the further measures of
-    :mod:`calibdash.measures`) have their point values from
-    :func:`calibdash.measures.compute` on the cells' weighted rows, exactly;
-    their resamples (the same Poisson draw of every cell for every method, from
-    ``seed`` in one go) are measured on each method's cells grouped by
-    prediction: cells of equal prediction merge (which changes no measure), and
-    a method with more than ``max_groups`` distinct predictions is measured on
-    ``max_groups`` runs of adjacent predictions of about equal weight, each
-    run's rows at the run's mean prediction in that resample. That grouping
-    moves a prediction by less than its run's width; it serves the intervals
-    only, which are what it speeds up (the loess of ICI, the Newton fits of
-    the slope and the PAV of CORP run on at most ``2 max_groups`` weighted rows
-    per resample instead of two per cell), as does fitting each resample's
-    loess curve exactly at 100 nodes instead of 500 (it is interpolated
-    between them).
-
-    Speed: 200 resamples of 5 methods over 50,000 cells (10^7 rows in five
-    folds) take about 0.55 s on two cores, points included
-    (``bench/bench_bootstrap.py``); the work grows with cells x resamples x
-    methods, not with rows. Resamples run in threads, chunk by chunk, each
-    chunk from its own seed.
+    Each resample draws, for every cell, ``Poisson(n_pos)`` positives and ``Poisson(n - n_pos)`` negatives (the
+    row-level Poisson bootstrap aggregated per cell), the same draw for every method. Each resample's values are
+    :func:`calibdash.metrics.summary`'s with the resampled counts as ``sample_weight``: AUC, ECE and MCE exactly,
+    Brier, RMSE, log loss and accuracy to rounding; MVCE's are its partition views (exact moments of a random
+    partition, the same ``mvce_views`` views, seed 0), ``summary``'s own above ``mvce_max_rows`` rows. The measures
+    without a statistics form have exact point values; their resamples are measured on each method's cells grouped
+    into at most ``max_groups`` runs of adjacent predictions of about equal weight, each at its mean prediction in
+    that resample (ICI's loess at 100 nodes). 200 resamples of 5 methods over 50,000 cells take about 0.55 s on two
+    cores (``bench/bench_bootstrap.py``).
 
     Parameters
     ----------
     predictions : DataFrame
-        One row per cell, one column per method (``"uncalibrated"`` first, as
-        in :attr:`Evaluation.predictions`).
+        One row per cell, one column per method (``"uncalibrated"`` first).
     n, n_pos : array-like of whole numbers
-        Rows and positives per cell (:class:`calibdash.evaluation.cells.ScoreCells`).
-        An evaluation on cells (whose judged rows are weighted rows) is
-        ``bootstrap_cells(ev.predictions, ev.weights, ev.weights * ev.labels)``.
-    n_boot : int, default 200
-        Resamples; percentile intervals at ``level``.
-    seed : int
-        The draws, and so the result, depend on ``seed`` and the inputs
-        only, not on ``workers``.
+        Rows and positives per cell; for an evaluation on cells ``ev.weights`` and ``ev.weights * ev.labels``.
+    n_boot, level, seed, workers
+        Resamples, percentile level, the seed the result depends on (with the inputs, not the ``workers`` threads,
+        default the machine's cores).
     n_bins, strategy
         Binning of ECE and MCE (``"quantile"`` or ``"uniform"``).
-    names : sequence of str, default all of :data:`calibdash.measures.calibration.METRIC_NAMES`
-        The measures in the table (any of :data:`calibdash.measures.ALL_NAMES`): those
-        with a statistics form in this order, then the others.
+    names : sequence of str, default :data:`calibdash.measures.calibration.METRIC_NAMES`
+        Measures (any of :data:`calibdash.measures.ALL_NAMES`).
     mvce_views, mvce_max_rows
-        Passed to :func:`calibdash.metrics.summary` for the point values
-        (``mvce_views`` also to the resamples). The default
-        ``mvce_max_rows`` is that of :func:`calibdash.evaluation.holdout.evaluate_cells`,
-        so the values are those of its metrics table; below it MVCE's point
-        value shuffles rows, which is the slowest part of a small bootstrap
-        (0.2 s per method at 10^5 rows).
-    workers : int, optional
-        Threads (default: the machine's cores).
-    max_groups : int, default 512
-        Groups of each method's cells in the resamples of the measures without a statistics form.
+        Passed to :func:`calibdash.metrics.summary` for the point values (the default as ``evaluate_cells``).
 
     Returns
     -------
     BootstrapResult
-        Its ``value`` column is ``metrics.summary`` of the cells' weighted
-        rows, exactly (positives of weight ``n_pos`` first, then negatives of
-        weight ``n - n_pos``, as :meth:`ScoreCells.weighted_predictions`).
+        Its ``value`` column is ``metrics.summary`` of the cells' weighted rows, exactly.
     """
     p, pos, neg = cell_inputs(predictions, n, n_pos)
     names = _check_names(names)

@@ -1,14 +1,9 @@
 """The bootstrap's two draws: rows drawn with replacement, and the Poisson counts of score cells.
 
-Rows (:func:`row_draws`, :func:`resample_blocks`): resample ``b`` draws ``n``
-row indices uniformly with replacement, so row ``i`` is drawn ``m_bi`` times,
-``(m_b1, ..., m_bn) ~ Multinomial(n; 1/n, ..., 1/n)`` (Efron's bootstrap); the
-binary and the K-class row bootstraps read the same stream.
-
-Cells (:class:`Poisson`): a resample draws, for every cell, its positives
-Poisson(``n_pos``) and its negatives Poisson(``n - n_pos``): the row-level
-Poisson bootstrap (every row counted Poisson(1) times) summed over the cell's
-rows.
+Rows (:func:`row_draws`): resample ``b`` draws ``n`` row indices uniformly with replacement, so the counts are
+``Multinomial(n; 1/n, ..., 1/n)`` (Efron's bootstrap); the binary and the K-class row bootstraps read the same stream.
+Cells (:class:`Poisson`): a resample draws, for every cell, its positives Poisson(``n_pos``) and its negatives
+Poisson(``n - n_pos``): the row-level Poisson bootstrap summed over the cell's rows.
 """
 from __future__ import annotations
 
@@ -32,20 +27,11 @@ _TABLE_BUDGET = 1 << 21
 class Poisson:
     """Poisson counts of fixed whole means, drawn by inversion of tabulated CDFs.
 
-    Per distinct mean, a table of its CDF over the counts that hold all but
-    1e-25 of its mass (``scipy.special.pdtr``) and a guide table (Devroye,
-    *Non-Uniform Random Variate Generation*, III.2.4): the slot
-    ``floor(u * slots)`` of a uniform ``u`` points at the first count whose
-    CDF can exceed ``u``, and a few steps up find the smallest count whose
-    CDF does, which is a Poisson draw to the precision of the doubles.
-    About three times faster than ``Generator.poisson`` for means above 10.
-    The largest means, whose tables would pass ``_TABLE_BUDGET`` entries,
-    are drawn with ``Generator.poisson``; so are, when ``draws`` (the draws
-    each mean will get) is given, the means whose table holds more entries
-    than that: a table entry (one ``pdtr``) costs more than a draw, so such a
-    table would cost more to build than it saves (a group of 2,048 large,
-    distinct cell counts resampled 200 times, as :mod:`calibdash.monitoring.group_metrics`
-    does, built 1.6 million entries for 400,000 draws).
+    Per distinct mean, its CDF over the counts holding all but 1e-25 of its mass (``scipy.special.pdtr``) and a guide
+    table (Devroye, *Non-Uniform Random Variate Generation*, III.2.4): slot ``floor(u * slots)`` of a uniform ``u``
+    points at the first count whose CDF can exceed ``u``, a few steps up the smallest that does; about three times
+    faster than ``Generator.poisson`` for means above 10. Means whose tables would pass ``budget`` entries, or hold more
+    entries than their ``draws``, are drawn with ``Generator.poisson``.
     """
 
     def __init__(self, means: np.ndarray, budget: int = _TABLE_BUDGET, draws: int | None = None):
@@ -65,7 +51,6 @@ class Poisson:
         self._tables(uniq[fits], lo[fits], size[fits], table_of)
 
     def _tables(self, mean, lo, size, table_of):
-        """The CDF tables (flattened), the guide tables, and each tabled column's place in them."""
         start = np.r_[0, np.cumsum(size)[:-1]].astype(np.int64)
         table = np.repeat(np.arange(mean.size), size)
         self.cdf = special.pdtr(np.arange(size.sum()) - start[table] + lo[table], mean[table].astype(float))
@@ -105,7 +90,6 @@ class Poisson:
 
 
 def cell_inputs(predictions: pd.DataFrame, n, n_pos):
-    """Checked ``(p (C, k), n_pos, n_neg)`` as float and int64 arrays."""
     if not isinstance(predictions, pd.DataFrame) or predictions.shape[1] == 0:
         raise DataError("predictions must be a DataFrame with one column per method.")
     p = np.column_stack([check_scores(predictions[c], f"predictions[{c!r}]") for c in predictions.columns])
@@ -124,8 +108,8 @@ def cell_inputs(predictions: pd.DataFrame, n, n_pos):
 
 
 def weighted_rows(p: np.ndarray, pos: np.ndarray, neg: np.ndarray):
-    """``(predictions (R, k), labels, weights)``: each cell's positive row, then each cell's negative row,
-    zero weights dropped (the rows of :meth:`calibdash.evaluation.cells.ScoreCells.weighted_predictions`)."""
+    """``(predictions (R, k), labels, weights)`` of the cells' weighted rows, as
+    :meth:`~calibdash.evaluation.cells.ScoreCells.weighted_predictions` orders them."""
     keep = np.concatenate([pos, neg]) > 0
     labels = np.r_[np.ones(len(p)), np.zeros(len(p))]
     return np.vstack([p, p])[keep], labels[keep], np.concatenate([pos, neg])[keep].astype(float)
@@ -140,16 +124,14 @@ def row_draws(n: int, n_boot: int, seed=0):
 
 
 def resample_counts(n: int, n_boot: int, seed=0) -> np.ndarray:
-    """How often each of ``n`` rows is drawn in each of ``n_boot`` resamples (:func:`row_draws`): int array
-    (n_boot, n), each row Multinomial(n; 1/n, ...)."""
+    """How often each of ``n`` rows is drawn in each of ``n_boot`` resamples (:func:`row_draws`), (n_boot, n)."""
     blocks = [block.T for _, block in resample_blocks(n, n_boot, seed, max(int(n_boot), 1))]
     return np.concatenate(blocks).astype(np.int64) if blocks else np.empty((0, n), dtype=np.int64)
 
 
 def resample_blocks(n: int, n_boot: int, seed=0, size: int = 16):
-    """:func:`resample_counts` ``size`` resamples at a time: yields ``(first resample, counts)`` with the
-    counts as floats ``(n, resamples of the block)`` (rows x resamples, as the sparse products take them); the
-    same draws in the same order, so the blocks stacked are :func:`resample_counts`."""
+    """:func:`resample_counts` ``size`` resamples at a time (the same draws): yields ``(first resample, counts)``,
+    the counts as floats (rows x resamples of the block, as the sparse products take them)."""
     draws = row_draws(n, n_boot, seed)
     for lo in range(0, int(n_boot), int(size)):
         block = np.empty((n, min(int(n_boot), lo + int(size)) - lo))

@@ -1,10 +1,4 @@
-"""The bootstrap's result: point values, percentile intervals, the resampled values, and a plain verdict on them.
-
-Every bootstrap of the package (rows, score cells, the further measures)
-returns a :class:`BootstrapResult`; the resamples are *paired* (the same
-resample for every method), so :meth:`BootstrapResult.difference` gives
-differences between methods intervals too, and :func:`verdict` uses them.
-"""
+"""The bootstrap's result (point values, percentile intervals, the paired resamples) and a plain verdict on it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,20 +13,9 @@ __all__ = []
 
 @dataclass
 class BootstrapResult:
-    """Point estimates, 95% intervals and the resampled values.
-
-    Attributes
-    ----------
-    table : DataFrame
-        Index: methods; columns: MultiIndex (metric, {"value", "low", "high"}).
-    samples : dict
-        metric -> array of shape (n_boot, n_methods): the resampled values, in
-        the table's method order (for paired differences).
-    level : float
-    n_boot : int
-    note : str
-        How the intervals were drawn, when it needs saying (the cells path
-        says how MVCE was resampled).
+    """Point estimates, intervals at ``level`` and the resampled values: ``table``, methods x (metric, {"value", "low",
+    "high"}); ``samples``, metric -> (n_boot, n_methods) resampled values in the table's method order (for paired
+    differences); ``note``, how the intervals were drawn when it needs saying.
     """
 
     table: pd.DataFrame
@@ -54,7 +37,8 @@ class BootstrapResult:
         return point, float(lo), float(hi)
 
 
-def percentile_result(point: dict, samples: dict, methods: list, level: float, n_boot: int, note: str = "") -> BootstrapResult:
+def percentile_result(point: dict, samples: dict, methods: list, level: float, n_boot: int,
+                      note: str = "") -> BootstrapResult:
     """Percentile intervals of ``samples`` (metric -> (n_boot, methods)) beside ``point`` (method -> metric ->
     value)."""
     alpha = (1 - level) / 2
@@ -72,13 +56,10 @@ def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict
             discrimination_metric: str | None = None) -> str:
     """One plain sentence: which method calibrates best without losing discrimination.
 
-    A method "keeps discrimination" when the paired interval of its
-    ``discrimination_metric`` (higher is better; default: AUC when the bootstrap
-    has it, a binary score's, else the K-class accuracy) minus the uncalibrated
-    one reaches 0 or above. Among those, the one with the
-    lowest ``calibration_metric`` wins; the sentence then says whether its lead
-    over the runner-up is larger than the paired interval allows (the interval
-    of the difference excludes 0) or not.
+    A method "keeps discrimination" when the paired interval of its ``discrimination_metric`` (higher is better;
+    default AUC when the bootstrap has it, else accuracy) minus the uncalibrated one reaches 0 or above. Among those
+    the lowest ``calibration_metric`` wins; the sentence says whether its lead over the runner-up is larger than the
+    paired interval allows (the interval of the difference excludes 0).
     """
     labels = labels or {}
     if discrimination_metric is None:
@@ -90,11 +71,8 @@ def verdict(boot: BootstrapResult, calibration_metric: str = "ECE", labels: dict
         return "Choose at least one calibrator to compare."
     keeps, lost = [], []
     for m in methods:
-        if UNCALIBRATED in t.index:
-            _, lo, hi = boot.difference(discrimination_metric, m, UNCALIBRATED)
-            (keeps if hi >= 0 else lost).append(m)
-        else:
-            keeps.append(m)
+        kept = UNCALIBRATED not in t.index or boot.difference(discrimination_metric, m, UNCALIBRATED)[2] >= 0
+        (keeps if kept else lost).append(m)
     pool = keeps or methods
     ranked = sorted(pool, key=lambda m: t.loc[m, (calibration_metric, "value")])
     best = ranked[0]

@@ -1,47 +1,18 @@
 """The row bootstrap (Efron's): rows drawn with replacement, binary or K-class, paired over methods.
 
-Resample ``b`` draws ``n`` rows with replacement (:func:`calibdash.evaluation.bootstrap.draws.row_draws`,
-the same stream for a binary score and for K classes): row ``i`` is drawn
-``m_bi`` times and keeps its weight, so it weighs ``m_bi w_i``. The same draws
-serve every method (a *paired* bootstrap), so differences between methods get
-intervals too (:meth:`BootstrapResult.difference`). Percentile intervals at
-``level``.
+Resample ``b`` draws ``n`` rows with replacement (``draws.row_draws``): row ``i`` is drawn ``m_bi`` times and weighs
+``m_bi w_i``, the same draws for every method. A binary score's resamples are measured as drawn
+(:func:`bootstrap_metrics`; on large data use ``bootstrap_cells``). For K classes (:func:`bootstrap_multiclass`) a
+measure with a statistics form (``Mean``, ``Binned``) is a function of weighted sums, so with the counts ``M``
+(resamples x rows) and a sparse ``S`` (rows x statistics) ``M @ S`` gives every resample's at once; the debiased l2
+error and SmoothECE are computed per resample on their reduction, SmoothECE at the full data's bandwidth ``sigma*``
+(as ``relplot`` holds it for its bands) unless ``refit_bandwidth``. 10,000 rows x 100 classes, 4 methods, 200
+resamples: 2 to 4 s on two shared cores, drawn :data:`_BOOT_BLOCK` resamples at a time.
 
-Binary score (:func:`bootstrap_metrics`): every resample's rows, as drawn,
-measured with :func:`calibdash.measures.calibration.summary` (MVCE shuffles the
-rows, so it reads them in the order drawn); on large data use
-:func:`calibdash.evaluation.bootstrap.bootstrap_cells`.
-
-K classes (:func:`bootstrap_multiclass`): every measure with a statistics form
-(:mod:`calibdash.measures.registry`: :class:`~calibdash.measures.registry.Mean`,
-:class:`~calibdash.measures.registry.Binned`) is a function of weighted sums over
-rows, and a resample only changes the weights: with the counts as a matrix
-``M`` (resamples x rows) and a sparse matrix ``S`` (rows x statistics), ``M @ S``
-gives every resample's statistics at once (ECE and MCE: per confidence bin,
-``sum m w (c - a)`` and ``sum m w``, :func:`calibdash.measures.calibration.binned_errors`
-of them; class-wise ECE: per class and bin, ``sum m w (P_ik - 1[y_i = k])``;
-the means: ``sum m w t_i / sum m w`` of each row's term). The measures without
-one (the debiased l2 error, whose equal-mass bins move with the weights, and
-SmoothECE) are computed per resample on their reduction, sorted once, with
-weights ``m w``; SmoothECE's bandwidth is held at the full data's ``sigma*``
-(:func:`calibdash.measures.smooth_ece.smooth_ece_at`), as ``relplot`` and
-:func:`calibdash.measures.smooth_ece.smoothed_curve_band` hold it for their bands:
-the interval is that of ``smECE_{sigma*}``; ``refit_bandwidth=True`` searches each
-resample's own fixed point instead (about eight times longer). 10,000 rows x 100
-classes, 4 methods, 200 resamples: 2 to 4 s on two shared cores. The resamples
-are drawn and reduced :data:`_BOOT_BLOCK` at a time, so their counts take
-``16 n`` doubles, not ``3 n_boot n`` (300,000 judged rows x 10 classes, 5
-methods: peak 1.9 GB -> 0.8 GB).
-
-Binned errors are biased upwards (sampling noise in a bin's accuracy adds to
-its gap), and a resample adds more noise, so their bootstrap distribution sits
-above the point estimate: where the bias dominates (class-wise ECE with many
-classes and few rows per class, nearly calibrated methods) the percentile
-interval may lie wholly above the point value (on CIFAR-100 raw, class-wise
-ECE 0.00214 with interval [0.00246, 0.00266]). Read such intervals as the
-spread of the measure, not as a confidence interval of its population value;
-the debiased ``dCE`` corrects the bias of the squared error. A weighted row is
-drawn as one unit (its weight is not split into the rows it may stand for).
+Binned errors are biased upwards and a resample adds noise, so where the bias dominates (class-wise ECE with many
+classes and few rows per class) the interval may lie wholly above the point value (CIFAR-100 raw: class-wise ECE
+0.00214, interval [0.00246, 0.00266]): read it as the measure's spread, not a confidence interval of its population
+value (``dCE`` corrects the squared error's bias).
 """
 from __future__ import annotations
 
@@ -72,21 +43,8 @@ _BOOT_BLOCK = 16
 def bootstrap_metrics(predictions: pd.DataFrame, labels, n_boot: int = 200, level: float = 0.95,
                       seed: int = 0, n_bins: int = calibration.DEFAULT_N_BINS,
                       strategy: str = calibration.DEFAULT_STRATEGY, mvce_views: int = 10) -> BootstrapResult:
-    """Metrics of every column of ``predictions`` with paired percentile intervals, resampling rows.
-
-    Parameters
-    ----------
-    predictions : DataFrame
-        One column per method (as :attr:`Evaluation.predictions`).
-    labels : array-like
-        The rows' 0/1 labels.
-    n_boot : int, default 200
-        Resamples. Percentile intervals at ``level``.
-    mvce_views : int, default 10
-        MVCE views per resample (the point estimate uses the metrics module's
-        default of 100; fewer views inside the bootstrap keep it fast and add
-        only a little variance to each resample).
-    """
+    """Metrics of every column of ``predictions`` (one per method) on rows with 0/1 ``labels``, with paired percentile
+    intervals from ``n_boot`` row resamples; ``mvce_views`` MVCE views per resample (the point value uses 100)."""
     y = np.asarray(labels).astype(np.int8)
     p = predictions.to_numpy(dtype=float)
     n, k = p.shape
@@ -106,12 +64,8 @@ def bootstrap_metrics(predictions: pd.DataFrame, labels, n_boot: int = 200, leve
 
 
 def resamples_for(n_rows: int, n_methods: int, budget: float = 4e6, most: int = 200, least: int = 50) -> int:
-    """How many resamples keep the work near ``budget`` row-metric evaluations (between ``least`` and ``most``).
-
-    About 200 resamples are enough for stable 95% percentile intervals; on large
-    held-out sets fewer are used so the page stays responsive, and the page
-    says how many.
-    """
+    """How many resamples keep the work near ``budget`` row-metric evaluations (between ``least`` and ``most``):
+    about 200 give stable 95% intervals; large held-out sets get fewer so the page stays responsive."""
     return int(np.clip(budget / max(1, n_rows * max(1, n_methods)), least, most))
 
 
@@ -129,7 +83,6 @@ class _Reduced:
         cols, values = [], []
 
         def add(key, width, col, value):
-            """``width`` statistics ``key`` from the next free one: each row's offsets ``col`` (n, m), values (n, m)."""
             if key not in self.at:
                 self.at[key] = size[0]
                 size[0] += width
@@ -146,8 +99,8 @@ class _Reduced:
                     np.column_stack([c - a, np.ones(n)]))
             elif isinstance(form, Binned):
                 Pk, onehot = self.reduced[m.reduction]
-                add(("ovr", form.n_bins), self.k * form.n_bins, np.arange(self.k) * form.n_bins + uniform_ids(Pk, form.n_bins),
-                    Pk - onehot)
+                bins = np.arange(self.k) * form.n_bins + uniform_ids(Pk, form.n_bins)
+                add(("ovr", form.n_bins), self.k * form.n_bins, bins, Pk - onehot)
         self.records = [m for m in records if m.statistics is not None]
         col = np.concatenate(cols, axis=1) if cols else np.empty((n, 0), dtype=np.int64)
         val = np.concatenate(values, axis=1) if values else np.empty((n, 0))
@@ -179,35 +132,13 @@ class _Reduced:
 def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, names=None,
                          n_boot: int = 200, level: float = 0.95, seed: int = 0, refit_bandwidth: bool = False,
                          workers: int | None = None, should_stop=None) -> BootstrapResult:
-    """Every K-class measure (:data:`calibdash.measures.class_measures.MEASURES`) with paired percentile intervals.
-
-    Parameters
-    ----------
-    P_by_method : mapping method -> array (n, K)
-        Each method's probabilities for the same rows (name the raw ones
-        :data:`calibdash.evaluation.holdout.UNCALIBRATED` for :func:`verdict`).
-    y : array-like (n,)
-        Class indices.
-    sample_weight : array-like (n,), optional
-    names : sequence of str, optional
-        Measures (default all, in table order).
-    n_boot : int, default 200
-        Resamples (:func:`calibdash.evaluation.bootstrap.draws.resample_counts`, the same for every method).
-    level : float, default 0.95
-    seed : int
-    refit_bandwidth : bool, default False
-        SmoothECE's resamples at their own bandwidth instead of the full data's (module docstring).
-    workers : int, optional
-        Threads for the per-resample measures (default: the machine's cores); the result does not depend on it.
-    should_stop : callable() -> bool, optional
-        Asked before each method's reduction and each block of :data:`_BOOT_BLOCK` resamples: True stops with
-        :class:`calibdash.core.jobs.Cancelled` (the dashboard's Cancel; a cooperative stop).
-
-    Returns
-    -------
-    BootstrapResult
-        ``table`` (methods x (measure, value/low/high)), ``samples`` (measure -> (n_boot, methods)).
-        The point values are :func:`calibdash.measures.class_measures.compute`'s.
+    """Every K-class measure (``names``, default all of :data:`calibdash.measures.class_measures.MEASURES`) of each
+    method's (n, K) probabilities ``P_by_method`` for the same rows (class indices ``y``, optional ``sample_weight``;
+    the raw ones named ``"uncalibrated"`` for :func:`verdict`), with paired percentile intervals at ``level`` from
+    ``n_boot`` resamples of ``seed``. ``refit_bandwidth``: SmoothECE's resamples at their own bandwidth instead of the
+    full data's; ``workers``: threads for the per-resample measures (default the cores; the result does not depend on
+    it); ``should_stop``: asked before each method and block of resamples, True stopping with
+    :class:`calibdash.core.jobs.Cancelled`.
     """
     names = kmetrics.check_names(names)
     if int(n_boot) != n_boot or n_boot < 2:
@@ -233,7 +164,6 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
         reduced.append((red, sigma))
 
     def one(job):
-        """The per-resample measures of method ``j`` on resample ``r``, column ``i`` of the block's counts."""
         j, r, i, mt = job
         red, sigma = reduced[j]
         wr = (mt[:, i] * w)[red.order]
@@ -245,9 +175,8 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
             out[m.name] = smooth.smooth_ece_at(c, a, sigma, wr) if at_sigma else m.compute(c, a, wr)
         return j, r, out
 
-    # the resamples a block at a time (the same draws, in the same order, as resample_counts(n, n_boot, seed)):
     # each method's sparse products and each per-resample measure run in the pool (scipy's products and numpy's
-    # large operations release the GIL), so two cores share them.
+    # large operations release the GIL), so two cores share them
     with ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
         for lo, mt in resample_blocks(n, n_boot, seed, _BOOT_BLOCK):       # counts, rows x resamples
             stop_if(should_stop, "the bootstrap")

@@ -1,20 +1,6 @@
-"""Benchmark figures: the average-rank diagram and the per-data-set metric heatmap.
-
-* :func:`rank_diagram_data` / :func:`rank_diagram`: a critical-difference
-  style diagram after Demšar (2006, Figure 1): the methods on an average-rank
-  axis with the best rank on the right, each method's name hung below on a
-  leader line (the worse half on the left, the better half on the right),
-  and the reference method joined by a thick bar to the methods that are not
-  significantly different from it (the BBQ and ELiTE papers' Figures 3-7).
-* :func:`heatmap_data` / :func:`metric_heatmap`: data sets x methods, each
-  cell coloured by the method's rank on that data set and labelled with the
-  metric value and the rank.
-
-The data functions take the numbers of a
-:class:`calibdash.benchmark.BenchmarkResult` (average ranks, the joined
-methods, the metric table and its ranks) and return DataFrames; the drawing
-functions only draw.
-"""
+"""Benchmark figures from a :class:`calibdash.benchmark.BenchmarkResult`'s numbers: the average-rank diagram, a
+critical-difference style diagram after Demšar (2006, Figure 1) with the reference joined by a bar to the methods not
+significantly different from it (the BBQ and ELiTE papers' Figures 3-7), and the per-data-set metric heatmap."""
 from __future__ import annotations
 
 import math
@@ -43,16 +29,14 @@ def rank_diagram_data(avg_ranks: pd.Series | Mapping[str, float], reference: str
     reference : str, optional
         The method the others were compared with.
     joined : iterable of str, optional
-        The reference and the methods not significantly different from it
-        (:meth:`BenchmarkResult.joined`); they share the bar.
+        The reference and the methods not significantly different from it (:meth:`BenchmarkResult.joined`); they share
+        the bar.
 
     Returns
     -------
     DataFrame
-        One row per method, worst first, columns ``method``, ``avg_rank``,
-        ``side`` ("left": the worse half, label at the left end; "right"),
-        ``row`` (1, 2, ... from the axis down, per side), ``reference`` and
-        ``joined`` (bool).
+        One row per method, worst first: ``method``, ``avg_rank``, ``side`` ("left": the worse half, label at the left
+        end; "right"), ``row`` (1, 2, ... from the axis down, per side), ``reference`` and ``joined`` (bool).
     """
     r = pd.Series(avg_ranks, dtype=float).sort_values(ascending=False, kind="stable")
     joined = set(joined or ())
@@ -66,11 +50,6 @@ def rank_diagram_data(avg_ranks: pd.Series | Mapping[str, float], reference: str
         "reference": [m == reference for m in r.index],
         "joined": [m in joined for m in r.index],
     })
-
-
-def _axis_x(rank: float, k: int, left: float, right: float) -> float:
-    """Horizontal position (0..1) of ``rank`` on an axis from rank k at ``left`` to rank 1 at ``right``."""
-    return left + (right - left) * (k - rank) / (k - 1)
 
 
 def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[str, str] | None = None,
@@ -87,8 +66,8 @@ def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[st
     labels : mapping method -> display name, optional
     title : str, optional
     axis_span : (float, float)
-        Where the axis starts (rank k) and ends (rank 1), as fractions of the
-        width; the names use the room on either side.
+        Where the axis starts (rank k) and ends (rank 1), as fractions of the width; the names use the room on either
+        side.
     height : int, optional
         Default grows with the number of label rows.
     """
@@ -100,7 +79,8 @@ def rank_diagram(data: pd.DataFrame, *, k: int | None = None, labels: Mapping[st
     fig = go.Figure()
 
     def x_of(rank):
-        return _axis_x(rank, k, left, right)
+        """Horizontal position (0..1) of ``rank`` on the axis from rank k at ``left`` to rank 1 at ``right``."""
+        return left + (right - left) * (k - rank) / (k - 1)
 
     # the axis with a tick per rank (and a short one per half rank), drawn by hand so it stops at k and 1
     fig.add_shape(type="line", x0=left, x1=right, y0=0, y1=0, line=dict(color=_AXIS, width=1.5))
@@ -153,25 +133,20 @@ def heatmap_data(table: pd.DataFrame, ranks: pd.DataFrame, fmt: str = ".4f") -> 
     for d in table.index:
         for m in table.columns:
             v, r = float(table.loc[d, m]), float(ranks.loc[d, m])
-            rank_txt = f"{r:g}" if float(r).is_integer() else f"{r:.1f}"
             rows.append({"dataset": str(d), "method": str(m), "value": v, "rank": r,
-                         "text": f"{v:{fmt}}<br>({rank_txt})"})
+                         "text": f"{v:{fmt}}<br>({r:g})" if r.is_integer() else f"{v:{fmt}}<br>({r:.1f})"})
     return pd.DataFrame(rows, columns=["dataset", "method", "value", "rank", "text"])
 
 
 def metric_heatmap(cells: pd.DataFrame, *, metric: str = "", labels: Mapping[str, str] | None = None,
                    title: str | None = None, height: int | None = None) -> go.Figure:
-    """Draw :func:`heatmap_data`: data sets down, methods across, colour = rank (dark = best).
-
-    Colouring by rank keeps data sets with different metric scales comparable;
-    each cell prints the value and, in brackets, the rank.
-    """
+    """Draw :func:`heatmap_data`: data sets down, methods across, colour = rank (dark = best: it keeps data sets with
+    different metric scales comparable), each cell printing the value and, in brackets, the rank."""
     labels = dict(labels or {})
     methods = list(dict.fromkeys(cells["method"]))
     datasets = list(dict.fromkeys(cells["dataset"]))
-    z = cells.pivot(index="dataset", columns="method", values="rank").reindex(index=datasets, columns=methods)
-    text = cells.pivot(index="dataset", columns="method", values="text").reindex(index=datasets, columns=methods)
-    value = cells.pivot(index="dataset", columns="method", values="value").reindex(index=datasets, columns=methods)
+    z, text, value = (cells.pivot(index="dataset", columns="method", values=v).reindex(index=datasets, columns=methods)
+                      for v in ("rank", "text", "value"))
     k = max(len(methods), 2)
     names = [labels.get(m, m).replace(" ", "<br>", 1) for m in methods]     # two short lines, not slanted
     fig = go.Figure(go.Heatmap(

@@ -1,8 +1,5 @@
-"""Calibration maps: score in, calibrated probability out.
-
-:func:`map_curves` computes the data (a long DataFrame), :func:`calibration_map`
-draws it, with the distribution of scores underneath.
-"""
+"""Calibration maps: score in, calibrated probability out. :func:`map_curves` computes them (a long DataFrame),
+:func:`calibration_map` draws them over the distribution of the scores."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -12,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..layout import base_layout
+from ..layout import UNIT, base_layout, identity_trace, visibility
 from ..palette import color_of, rgba
 
 #: Most rows drawn as points for a feature-aware method (whose map is not a curve).
@@ -31,8 +28,7 @@ def _weighted_quantiles(x: np.ndarray, q: np.ndarray, w: np.ndarray) -> np.ndarr
 def score_grid(scores=None, n: int = 301, sample_weight=None) -> np.ndarray:
     """Evaluation grid on [0, 1]: evenly spaced, refined at the scores' quantiles.
 
-    ``sample_weight``: how many rows each score stands for (score cells), so the
-    quantiles are those of the rows.
+    ``sample_weight``: how many rows each score stands for (score cells), so the quantiles are those of the rows.
     """
     grid = np.linspace(0.0, 1.0, n)
     if scores is not None and len(scores):
@@ -51,19 +47,17 @@ def map_curves(models: Mapping[str, object], scores=None, features: pd.DataFrame
     ----------
     models : mapping key -> fitted calibrator
     scores : array-like, optional
-        Scores of the rows being looked at: they refine the grid and, for
-        feature-aware models, are the points drawn.
+        Scores of the rows being looked at: they refine the grid and, for feature-aware models, are the points drawn.
     features : DataFrame, optional
         Features of those rows (feature-aware models).
     sample_weight : array-like, optional
-        How many rows each score stands for (score cells, which carry no
-        features): the grid is refined at the rows' quantiles.
+        How many rows each score stands for (score cells, which carry no features): the grid is refined at the rows'
+        quantiles.
 
     Returns
     -------
-    DataFrame with columns ``method``, ``score``, ``prob``, ``kind`` (``"line"``
-    for a function of the score, ``"points"`` for a feature-aware model drawn
-    as one point per row, at most :data:`MAX_POINTS` rows sampled).
+    DataFrame with columns ``method``, ``score``, ``prob``, ``kind`` (``"line"`` for a function of the score,
+    ``"points"`` for a feature-aware model drawn as one point per row, at most :data:`MAX_POINTS` rows sampled).
     """
     grid = score_grid(scores, sample_weight=sample_weight)
     parts = []
@@ -89,8 +83,8 @@ SCORE_BARS = 60
 def score_bars(scores, sample_weight=None, n_bars: int = SCORE_BARS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(centres, rows, widths)`` of ``n_bars`` equal-width bars from the smallest score to the largest.
 
-    The figure carries the bars, never one value per row or cell. With ``sample_weight`` (rows per score, as on
-    score cells) a bar counts the rows its scores stand for, so cells give the bars of their rows.
+    The figure carries the bars, never one value per row or cell. With ``sample_weight`` (rows per score, as on score
+    cells) a bar counts the rows its scores stand for, so cells give the bars of their rows.
     """
     s = np.asarray(scores, dtype=float)
     lo, hi = float(np.min(s)), float(np.max(s))
@@ -111,34 +105,30 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
     ----------
     curves : DataFrame from :func:`map_curves`
     scores : array-like, optional
-        Drawn as a histogram under the map (:func:`score_bars`: its bars, not the scores), so a user sees
-        where the data is.
+        Drawn as a histogram under the map (:func:`score_bars`: its bars, not the scores), so a user sees where the
+        data is.
     log_x : bool
         Log-scaled score axis, for scores crowded near 0 (click rates).
     visible : mapping key -> bool, optional
         Methods drawn hidden ("legendonly"), toggled from the legend.
     sample_weight : array-like, optional
-        How many rows each score stands for (:attr:`calibdash.evaluation.holdout.Evaluation.weights`
-        on score cells): the histogram's bars are then sums of weights, so it
-        counts the rows, not the cells.
+        How many rows each score stands for (:attr:`calibdash.evaluation.holdout.Evaluation.weights` on score cells):
+        the histogram's bars are then sums of weights, so it counts the rows, not the cells.
     bands : mapping key -> DataFrame, optional
-        An interval of calibrated probabilities per score, drawn as a shaded
-        area in the method's colour under its curve (the same legend group,
-        so the legend hides both): columns ``score``, ``p0`` (lower) and
-        ``p1`` (upper), such as the Venn-Abers multiprobability prediction
-        ``[p0, p1]`` of :func:`calibdash.explain.venn_abers.interval_band`
-        (Vovk & Petej 2014).
+        An interval of calibrated probabilities per score, drawn as a shaded area in the method's colour under its
+        curve (the same legend group, so the legend hides both): columns ``score``, ``p0`` (lower) and ``p1`` (upper),
+        such as the Venn-Abers multiprobability prediction ``[p0, p1]`` of
+        :func:`calibdash.explain.venn_abers.interval_band` (Vovk & Petej 2014).
     """
     labels = dict(labels or {})
     has_hist = scores is not None and len(scores) > 0
     fig = make_subplots(rows=2 if has_hist else 1, cols=1, shared_xaxes=True, vertical_spacing=0.04,
                         row_heights=[0.78, 0.22] if has_hist else [1.0])
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity",
-                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"), row=1, col=1)
+    fig.add_trace(identity_trace(), row=1, col=1)
     for key, band in (bands or {}).items():
         name = labels.get(key, key)
         color = color_of(key)
-        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        vis = visibility(visible, key)
         x = band["score"].to_numpy(dtype=float)
         fig.add_trace(go.Scatter(x=x, y=band["p1"].to_numpy(dtype=float), mode="lines", legendgroup=key,
                                  line=dict(width=0.5, color=rgba(color, 0.5)), showlegend=False, visible=vis,
@@ -152,17 +142,13 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
     for key, part in curves.groupby("method", sort=False):
         name = labels.get(key, key)
         color = color_of(key)
-        vis = True if visible is None or visible.get(key, True) else "legendonly"
+        common = dict(x=part["score"], y=part["prob"], name=name, legendgroup=key, visible=visibility(visible, key),
+                      hovertemplate=f"{name}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>")
         if (part["kind"] == "points").all():
-            fig.add_trace(go.Scattergl(
-                x=part["score"], y=part["prob"], mode="markers", name=name, legendgroup=key, visible=vis,
-                marker=dict(color=color, size=4, opacity=0.45),
-                hovertemplate=f"{name}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"), row=1, col=1)
+            trace = go.Scattergl(mode="markers", marker=dict(color=color, size=4, opacity=0.45), **common)
         else:
-            fig.add_trace(go.Scatter(
-                x=part["score"], y=part["prob"], mode="lines", name=name, legendgroup=key, visible=vis,
-                line=dict(color=color, width=2.5),
-                hovertemplate=f"{name}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"), row=1, col=1)
+            trace = go.Scatter(mode="lines", line=dict(color=color, width=2.5), **common)
+        fig.add_trace(trace, row=1, col=1)
     if has_hist:
         centers, counts, widths = score_bars(scores, sample_weight)
         fig.add_trace(go.Bar(x=centers, y=counts, width=widths, name="scores", showlegend=False,
@@ -174,7 +160,7 @@ def calibration_map(curves: pd.DataFrame, scores=None, *, labels: Mapping[str, s
     if log_x:
         fig.update_xaxes(type="log")
     else:
-        fig.update_xaxes(range=[-0.02, 1.02])
+        fig.update_xaxes(range=UNIT)
     fig.update_xaxes(title_text="score", row=last, col=1)
-    fig.update_yaxes(range=[-0.02, 1.02], title_text="calibrated probability", row=1, col=1)
+    fig.update_yaxes(range=UNIT, title_text="calibrated probability", row=1, col=1)
     return base_layout(fig, title, height)

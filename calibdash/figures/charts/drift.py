@@ -1,9 +1,5 @@
-"""Drawing calibration over time: per-period metrics with intervals, and how a calibrator goes stale.
-
-The data is :func:`calibdash.monitoring.drift.over_time` (a :class:`~calibdash.monitoring.drift.DriftReport`)
-and :func:`calibdash.monitoring.drift.staleness` (a :class:`~calibdash.monitoring.drift.Staleness`);
-these functions only draw it.
-"""
+"""Drawing calibration over time: per-period metrics with intervals (:func:`calibdash.monitoring.drift.over_time`),
+and how a calibrator goes stale (:func:`calibdash.monitoring.drift.staleness`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,30 +20,24 @@ _SCORE = "#E69F00"
 STALE_COLOR = "#D55E00"
 
 
-def _band(fig, x, lo, hi, color, name, row, legend=False):
-    """A shaded interval between ``lo`` and ``hi`` (drawn under its line)."""
-    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=list(hi) + list(lo)[::-1], fill="toself",
-                             fillcolor=rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
-                             name=name, showlegend=legend, legendgroup=name), row=row, col=1)
-
-
-def _line(fig, x, v, lo, hi, color, name, row, fmt=".4f", legend=True):
+def _line(fig, x, v, lo, hi, color, name, row, fmt=".4f"):
+    """``v`` per period ``x``, its interval ``[lo, hi]`` shaded under it."""
     text = [f"<b>{p}</b><br>{name}: " + ("n/a (one class only)" if not np.isfinite(a) else
                                         f"{a:{fmt}}" + (f" [{b:{fmt}}, {c:{fmt}}]" if np.isfinite(b) else ""))
             for p, a, b, c in zip(x, v, lo, hi)]
-    _band(fig, x, np.where(np.isfinite(lo), lo, v), np.where(np.isfinite(hi), hi, v), color, name, row)
-    fig.add_trace(go.Scatter(x=x, y=v, mode="lines+markers", name=name, legendgroup=name, showlegend=legend,
-                             line=dict(color=color, width=2), marker=dict(size=6, color=color),
-                             connectgaps=False, text=text, hoverinfo="text"), row=row, col=1)
+    lo, hi = np.where(np.isfinite(lo), lo, v), np.where(np.isfinite(hi), hi, v)
+    fig.add_trace(go.Scatter(x=list(x) + list(x)[::-1], y=list(hi) + list(lo)[::-1], fill="toself",
+                             fillcolor=rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
+                             name=name, showlegend=False, legendgroup=name), row=row, col=1)
+    fig.add_trace(go.Scatter(x=x, y=v, mode="lines+markers", name=name, legendgroup=name, showlegend=True,
+                             line=dict(color=color, width=2), marker=dict(size=6, color=color), connectgaps=False,
+                             text=text, hoverinfo="text"), row=row, col=1)
 
 
 def drift_chart(report, *, title: str | None = "Calibration over time", height: int = 780) -> go.Figure:
-    """ECE, log-loss, positive rate against mean score, and rows, per period, stacked on one time axis.
-
-    Each value is drawn with its bootstrap interval as a shaded band (the
-    report's ``level``, 95% by default). A period of one class only has no
-    ECE nor log-loss: a gap in those lines.
-    """
+    """ECE, log-loss, positive rate against mean score, and rows, per period, stacked on one time axis, each value
+    with its bootstrap interval shaded (the report's ``level``); a period of one class only has no ECE nor log-loss: a
+    gap in those lines."""
     t = report.table
     x = list(t.index)
     fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.045,
@@ -65,9 +55,8 @@ def drift_chart(report, *, title: str | None = "Calibration over time", height: 
     _line(fig, x, *col("mean_score"), _SCORE, "mean score", 3, ".3f")
     fig.add_trace(go.Bar(x=x, y=t["weight"], name="rows", marker=dict(color=rgba("#7F7F7F", 0.6)),
                          showlegend=False, hovertemplate="%{x}<br>rows: %{y:,.0f}<extra></extra>"), row=4, col=1)
-    fig.update_yaxes(rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(rangemode="tozero", row=3, col=1)
-    fig.update_yaxes(rangemode="tozero", row=4, col=1)
+    for row in (1, 3, 4):
+        fig.update_yaxes(rangemode="tozero", row=row, col=1)
     fig.update_xaxes(type="category", title_text="period", row=4, col=1)
     fig.update_xaxes(type="category")
     fig.update_annotations(font_size=12, x=0.0, xanchor="left")
@@ -75,8 +64,8 @@ def drift_chart(report, *, title: str | None = "Calibration over time", height: 
 
 
 def staleness_chart(st, *, title: str | None = None, labels: dict | None = None, height: int = 440) -> go.Figure:
-    """Held-out ECE per period: raw scores, the calibrator fitted on the first period, and the one refitted
-    on the period before. The first gap that keeps growing is where the calibrator went stale."""
+    """Held-out ECE per period: raw scores, the calibrator fitted on the first period, and the one refitted on the
+    period before. The first gap that keeps growing is where the calibrator went stale."""
     labels = dict(labels or {})
     t = st.table
     x = list(t.index)
@@ -100,13 +89,9 @@ def staleness_chart(st, *, title: str | None = None, labels: dict | None = None,
 
 def staleness_heatmap(st, *, title: str | None = "Held-out ECE by period fitted on and period judged on",
                       height: int | None = None) -> go.Figure:
-    """The matrix of :attr:`Staleness.matrix`: fitted on (rows, top to bottom) by judged on (columns).
-
-    Cells on and below the diagonal (a calibrator judged on its own or earlier
-    rows) are blank; along a row, the colour darkening to the right is the
-    calibrator ageing. Values are written in the cells up to 8 judged periods
-    (beyond, they would not fit) and always shown on hover.
-    """
+    """:attr:`Staleness.matrix`: fitted on (rows, top to bottom) by judged on (columns); cells on and below the
+    diagonal are blank, and along a row the colour darkening to the right is the calibrator ageing. Values are written
+    in the cells up to 8 judged periods and always shown on hover."""
     m = st.matrix
     m = m.loc[m.notna().any(axis=1), m.notna().any(axis=0)]          # the last period fits nothing later, ...
     z = m.to_numpy(dtype=float)

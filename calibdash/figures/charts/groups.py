@@ -1,9 +1,6 @@
-"""Drawing calibration by group: small multiples of reliability diagrams and a forest chart of ECE.
-
-The data is :func:`calibdash.monitoring.groups.by_group` (a :class:`~calibdash.monitoring.groups.GroupReport`)
-and :func:`calibdash.monitoring.groups.fix_groups` (a :class:`~calibdash.monitoring.groups.GroupFix`);
-these functions only draw it.
-"""
+"""Drawing calibration by group (:func:`calibdash.monitoring.groups.by_group`'s
+:class:`~calibdash.monitoring.groups.GroupReport`): small multiples of reliability diagrams and a forest chart of
+ECE."""
 from __future__ import annotations
 
 import math
@@ -13,8 +10,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..layout import base_layout
+from ..layout import UNIT, base_layout, error_bars
 from ..palette import UNCALIBRATED, color_of, rgba
+from .reliability import bin_hover
 
 __all__ = ["group_reliability_grid", "ece_forest"]
 
@@ -29,26 +27,11 @@ def _panel_title(name: str, row: dict) -> str:
     return f"<b>{name}</b><br>{ece_text} · {row['weight']:,.0f} rows"
 
 
-def _hover(t, name: str) -> list[str]:
-    out = []
-    for r in t.itertuples():
-        if r.count == 0:
-            out.append("")
-            continue
-        out.append(f"<b>{name}</b><br>bin {r.lower:.3f} – {r.upper:.3f}<br>rows: {r.count:,}<br>"
-                   f"mean prediction: {r.mean_pred:.3f}<br>observed: {r.obs_freq:.3f} "
-                   f"[{r.ci_low:.3f}, {r.ci_high:.3f}]")
-    return out
-
-
 def group_reliability_grid(report, *, cols: int = 4, title: str | None = "Reliability by group",
                            panel_height: int = 260, show_overall: bool = True) -> go.Figure:
-    """One small reliability diagram per group, side by side (``cols`` per row), on shared [0, 1] axes.
-
-    Each panel draws the group's bins (observed frequency against mean score,
-    with each bin's 95% interval) over the diagonal, and, in light grey, the
-    reliability of all rows together, so a group off the common curve stands
-    out. The panel's title gives the group's ECE and rows.
+    """One small reliability diagram per group, ``cols`` per row, on shared [0, 1] axes: the group's bins (with their
+    95% intervals) over the diagonal and, in light grey, all rows' curve, so a group off the common curve stands out.
+    The panel's title gives the group's ECE and rows.
 
     Parameters
     ----------
@@ -77,15 +60,13 @@ def group_reliability_grid(report, *, cols: int = 4, title: str | None = "Reliab
                                      line=dict(color=_OVERALL, width=1.5), name="all rows", legendgroup="all",
                                      showlegend=first, hoverinfo="skip"), row=r, col=c)
         t = report.reliability[g]
-        y = t["obs_freq"].to_numpy(dtype=float)
-        err = dict(type="data", symmetric=False, array=t["ci_high"].to_numpy() - y,
-                   arrayminus=y - t["ci_low"].to_numpy(), color=rgba(GROUP_COLOR, 0.45), thickness=1, width=2)
-        fig.add_trace(go.Scatter(x=t["mean_pred"], y=y, mode="lines+markers", name="this group",
-                                 legendgroup="group", showlegend=first, line=dict(color=GROUP_COLOR, width=2),
-                                 marker=dict(size=5, color=GROUP_COLOR), error_y=err, connectgaps=False,
-                                 text=_hover(t, g), hoverinfo="text"), row=r, col=c)
-    fig.update_xaxes(range=[-0.02, 1.02], tickvals=[0, 0.5, 1], showgrid=True)
-    fig.update_yaxes(range=[-0.02, 1.02], tickvals=[0, 0.5, 1], showgrid=True)
+        fig.add_trace(go.Scatter(x=t["mean_pred"], y=t["obs_freq"].to_numpy(dtype=float), mode="lines+markers",
+                                 name="this group", legendgroup="group", showlegend=first,
+                                 line=dict(color=GROUP_COLOR, width=2), marker=dict(size=5, color=GROUP_COLOR),
+                                 error_y=error_bars(t, GROUP_COLOR, 0.45, 1, 2), connectgaps=False,
+                                 text=bin_hover(t, g, gap=False), hoverinfo="text"), row=r, col=c)
+    fig.update_xaxes(range=UNIT, tickvals=[0, 0.5, 1], showgrid=True)
+    fig.update_yaxes(range=UNIT, tickvals=[0, 0.5, 1], showgrid=True)
     for c in range(1, cols + 1):
         fig.update_xaxes(title_text="mean score", row=rows, col=c)
     for r in range(1, rows + 1):
@@ -104,16 +85,16 @@ def ece_forest(reports, *, metric: str = "ECE", labels: Mapping[str, str] | None
     ----------
     reports : GroupReport or mapping key -> GroupReport
         One report (the raw scores), or several with the same groups (such as
-        :attr:`calibdash.monitoring.groups.GroupFix.reports`: the raw scores and each
-        calibrator on the held-out rows), drawn as dodged points per group.
+        :attr:`calibdash.monitoring.groups.GroupFix.reports`: the raw scores and each calibrator on the held-out
+        rows), drawn as dodged points per group.
     metric : str, default "ECE"
         A name of :data:`calibdash.monitoring.groups.STATS`.
     labels : mapping key -> display name, optional
     show_overall : bool
         For a single report: a vertical line at the value on all rows.
 
-    Groups run top to bottom in the report's order; a group whose value is
-    NaN (one class only) is listed with no point and "n/a" in its hover text.
+    Groups run top to bottom in the report's order; a group whose value is NaN (one class only) is listed with no
+    point and "n/a" in its hover text.
     """
     single = not isinstance(reports, Mapping)
     items = {UNCALIBRATED: reports} if single else dict(reports)

@@ -1,15 +1,6 @@
-"""Teaching figures for the synthetic scenarios (:mod:`calibdash.synthetic`): the known truth beside the estimates.
-
-* :func:`scenario_data` / :func:`scenario_figure`: the true calibration curve
-  (black, palette colour ``"truth"``) over the reliability diagram of one
-  sample's raw scores, so a student sees what the sample shows of the truth.
-* :func:`maps_data` / :func:`maps_figure`: one small panel per calibrator,
-  its fitted map in the method's colour beside the true curve in black.
-* :func:`bias_data` / :func:`bias_figure`: over repeated draws, each
-  estimate (ECE, MVCE) minus the true calibration error, one box with its
-  points per method: the box's offset from 0 is the estimator's bias, its
-  spread the variance.
-"""
+"""Teaching figures for the synthetic scenarios (:mod:`calibdash.synthetic`): the known truth (black) beside the
+estimates: one sample's reliability diagram, the calibrators' maps, and each estimator's bias and variance over
+repeated draws."""
 from __future__ import annotations
 
 import math
@@ -26,20 +17,17 @@ from ... import synthetic
 from ...measures import calibration as metrics
 from ...core.errors import DataError
 from .calibration_map import score_grid
-from ..layout import base_layout
+from ..layout import UNIT, base_layout, identity_trace
 from ..palette import class_color_of, color_of, rgba
 from .reliability import reliability_diagram
 
-__all__ = [
-    "size_curve_figure", "scenario_data", "scenario_figure", "maps_data", "maps_figure", "bias_data",
-    "bias_figure"
-]
+__all__ = ["size_curve_figure", "scenario_data", "scenario_figure", "maps_data", "maps_figure", "bias_data",
+           "bias_figure"]
 
 #: Key (and palette name) of the true curve.
 TRUTH = "truth"
 #: Estimates drawn by :func:`bias_figure`: column of the study -> display name.
 ESTIMATORS = {"ece": "ECE", "mvce": "MVCE"}
-_IDENTITY = dict(color="#BBBBBB", dash="dash", width=1)
 _SAMPLE = "uncalibrated"
 
 
@@ -57,7 +45,6 @@ def _truth_trace(truth: pd.DataFrame, showlegend: bool = True) -> go.Scatter:
                       hovertemplate="truth<br>score %{x:.4f} → P(y=1) %{y:.4f}<extra></extra>")
 
 
-# -- the scenario: truth over one sample ---------------------------------------------------------------
 @dataclass
 class ScenarioData:
     """``truth`` (score, prob): the true curve; ``table``: the sample's reliability table (raw scores)."""
@@ -67,7 +54,8 @@ class ScenarioData:
     n_rows: int
 
 
-def scenario_data(name: str, scores, labels, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY) -> ScenarioData:
+def scenario_data(name: str, scores, labels, n_bins: int = metrics.DEFAULT_N_BINS,
+                  strategy: str = metrics.DEFAULT_STRATEGY) -> ScenarioData:
     """The true curve of scenario ``name`` and the reliability table of a sample's raw ``scores``."""
     return ScenarioData(truth=_truth_frame(name, scores),
                         table=metrics.reliability_table(scores, labels, n_bins, strategy),
@@ -83,30 +71,23 @@ def scenario_figure(data: ScenarioData, title: str | None = None, height: int = 
     return fig
 
 
-# -- calibrators' maps beside the truth ---------------------------------------------------------------------
 def maps_data(name: str, models: Mapping[str, object], scores=None) -> pd.DataFrame:
-    """Long DataFrame (``method``, ``score``, ``prob``): the true curve (method :data:`TRUTH`) and each
-    fitted model's map, on a grid over the scenario's support refined at ``scores``."""
+    """Long DataFrame (``method``, ``score``, ``prob``): the true curve (method :data:`TRUTH`) and each fitted model's
+    map, on a grid over the scenario's support refined at ``scores``."""
     truth = _truth_frame(name, scores)
     grid = truth["score"].to_numpy()
     parts = [truth.assign(method=TRUTH)]
-    parts += [pd.DataFrame({"score": grid, "prob": model.predict(grid), "method": key}) for key, model in models.items()]
+    parts += [pd.DataFrame({"score": grid, "prob": model.predict(grid), "method": key})
+              for key, model in models.items()]
     return pd.concat(parts, ignore_index=True)[["method", "score", "prob"]]
 
 
 def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
                 errors: Mapping[str, float] | None = None, cols: int = 3, title: str | None = None,
                 panel_height: int = 300) -> go.Figure:
-    """Small multiples: per calibrator, its map (method colour) and the true curve (black) on one panel.
-
-    Parameters
-    ----------
-    data : DataFrame from :func:`maps_data`
-    labels : mapping key -> display name
-    errors : mapping key -> true calibration error, shown in the panel's title
-    cols : int
-        Panels per row.
-    """
+    """Small multiples of :func:`maps_data`: per calibrator, its map (method colour) and the true curve (black) on one
+    panel, ``cols`` per row; ``labels``: key -> display name, ``errors``: key -> true calibration error, shown in the
+    panel's title."""
     labels = dict(labels or {})
     errors = dict(errors or {})
     truth = data[data["method"] == TRUTH]
@@ -120,8 +101,7 @@ def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
     lo, hi = float(truth["score"].min()), float(truth["score"].max())
     for i, m in enumerate(methods or [None]):
         r, c = i // cols + 1, i % cols + 1
-        fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="identity (raw scores)",
-                                 legendgroup="identity", showlegend=i == 0, line=_IDENTITY, hoverinfo="skip"),
+        fig.add_trace(identity_trace("identity (raw scores)", lo, hi, legendgroup="identity", showlegend=i == 0),
                       row=r, col=c)
         fig.add_trace(_truth_trace(truth, showlegend=i == 0), row=r, col=c)
         if m is None:
@@ -134,7 +114,7 @@ def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
                       row=r, col=c)
     pad = 0.02 * max(hi - lo, 1e-9)
     fig.update_xaxes(range=[lo - pad, hi + pad])
-    fig.update_yaxes(range=[-0.02, 1.02])
+    fig.update_yaxes(range=UNIT)
     for c in range(1, cols + 1):
         fig.update_xaxes(title_text="score", row=rows, col=c)
     for r in range(1, rows + 1):
@@ -145,31 +125,23 @@ def maps_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
     return fig
 
 
-# -- bias and variance of the estimators --------------------------------------------------------------------
 def bias_data(study: pd.DataFrame, against: str = "score") -> pd.DataFrame:
-    """Long DataFrame of a :func:`calibdash.synthetic.estimator_study`: one row per (seed, method, estimator)
-    with ``estimate``, ``true`` and ``difference`` (estimate - true).
-
-    ``against="score"`` takes the true error against the score (``true_error``),
-    ``"prediction"`` the one against the prediction (``true_error_pred``).
-    """
+    """Long DataFrame of a :func:`calibdash.synthetic.estimator_study`: one row per (seed, method, estimator) with
+    ``estimate``, ``true`` and ``difference`` (estimate - true); ``against``: the true error against the ``"score"``
+    (``true_error``) or the ``"prediction"`` (``true_error_pred``)."""
     column = synthetic.TRUE_ERROR_COLUMNS.get(against)
     if column is None:
         raise DataError(f"against must be 'score' or 'prediction', got {against!r}.")
-    parts = []
-    for col, est in ESTIMATORS.items():
-        parts.append(pd.DataFrame({"seed": study["seed"], "method": study["method"], "estimator": est,
-                                   "estimate": study[col], "true": study[column],
-                                   "difference": study[col] - study[column]}))
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat([pd.DataFrame({"seed": study["seed"], "method": study["method"], "estimator": est,
+                                    "estimate": study[col], "true": study[column],
+                                    "difference": study[col] - study[column]}) for col, est in ESTIMATORS.items()],
+                     ignore_index=True)
 
 
 def bias_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None, seed: int | None = None,
                 title: str | None = None, height: int = 440) -> go.Figure:
-    """Estimate - true error: per estimator a group of boxes, one per method (its colour), every draw a point.
-
-    ``seed`` marks that draw's points (the draw shown elsewhere on the page) with a black diamond.
-    """
+    """Estimate - true error: per estimator a group of boxes, one per method (its colour), every draw a point;
+    ``seed`` marks that draw's points (the draw shown elsewhere on the page) with a black diamond."""
     labels = dict(labels or {})
     estimators = list(dict.fromkeys(data["estimator"]))
     methods = list(dict.fromkeys(data["method"]))
@@ -205,7 +177,6 @@ def bias_figure(data: pd.DataFrame, *, labels: Mapping[str, str] | None = None, 
     return base_layout(fig, title, height)
 
 
-# -- the K-class lesson (calibdash.synthetic.multiclass_study) ------------------------------------------------
 def size_curve_figure(summary: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
                       title: str | None = "True calibration error against the sample size",
                       height: int = 440) -> go.Figure:

@@ -1,9 +1,5 @@
-"""Reliability diagrams: observed frequency against mean prediction per bin.
-
-The data is :func:`calibdash.metrics.reliability_table` (one DataFrame per
-method; :func:`calibdash.diagrams.reliability_tables` of a DataFrame of
-predictions); :func:`reliability_diagram` only draws it.
-"""
+"""Reliability diagrams: observed frequency against mean prediction per bin, drawn from
+:func:`calibdash.measures.binning.reliability_table`'s tables (:func:`calibdash.diagrams.reliability_tables`)."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -13,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..layout import base_layout
+from ..layout import UNIT, base_layout, error_bars, identity_trace, visibility
 from ..palette import color_of, rgba
 
 __all__ = ["reliability_diagram"]
@@ -24,18 +20,13 @@ __all__ = ["reliability_diagram"]
 BAR_WIDTH = 0.012
 
 
-def _hover(t: pd.DataFrame, label: str) -> list[str]:
-    out = []
-    for r in t.itertuples():
-        if r.count == 0:
-            out.append("")
-            continue
-        out.append(
+def bin_hover(t: pd.DataFrame, label: str, gap: bool = True) -> list[str]:
+    """Each bin's hover text ("" for an empty bin): its range, rows, mean prediction, observed frequency with its
+    interval and, with ``gap``, its gap and PUD."""
+    return ["" if r.count == 0 else
             f"<b>{label}</b><br>bin {r.lower:.3f} – {r.upper:.3f}<br>rows: {r.count:,}<br>"
-            f"mean prediction: {r.mean_pred:.3f}<br>observed: {r.obs_freq:.3f} "
-            f"[{r.ci_low:.3f}, {r.ci_high:.3f}]<br>gap: {r.gap:+.3f} · PUD {r.pud:.2f}"
-        )
-    return out
+            f"mean prediction: {r.mean_pred:.3f}<br>observed: {r.obs_freq:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+            + (f"<br>gap: {r.gap:+.3f} · PUD {r.pud:.2f}" if gap else "") for r in t.itertuples()]
 
 
 def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[str, str] | None = None,
@@ -59,32 +50,24 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
     colors : mapping key -> "#RRGGBB", optional
         Colours in place of :func:`~calibdash.figures.palette.color_of`'s (a multi-class chart's).
 
-    Empty bins are left as gaps in the curve; hovering a point shows the bin's
-    range, rows, mean prediction, observed frequency with its interval, gap and PUD.
+    Empty bins are left as gaps in the curve; hovering a point shows the bin's range, rows, mean prediction, observed
+    frequency with its interval, gap and PUD.
     """
     labels = dict(labels or {})
     rows = 2 if show_counts else 1
     fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.04,
                         row_heights=[0.75, 0.25] if show_counts else [1.0])
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
-                             line=dict(color="#BBBBBB", dash="dash", width=1), hoverinfo="skip"),
-                  row=1, col=1)
+    fig.add_trace(identity_trace("perfect calibration"), row=1, col=1)
     overlay = False
     for i, (key, t) in enumerate(tables.items()):
         name = labels.get(key, key)
         color = (colors or {}).get(key) or color_of(key)
-        vis = True if visible is None or visible.get(key, True) else "legendonly"
-        y = t["obs_freq"].to_numpy(dtype=float)
-        x = t["mean_pred"].to_numpy(dtype=float)
-        err = None
-        if show_intervals:
-            err = dict(type="data", symmetric=False, array=t["ci_high"].to_numpy() - y,
-                       arrayminus=y - t["ci_low"].to_numpy(), color=rgba(color, 0.5), thickness=1.2, width=3)
+        vis = visibility(visible, key)
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines+markers", name=name, legendgroup=key, visible=vis,
-            line=dict(color=color, width=2), marker=dict(size=7, color=color),
-            error_y=err, connectgaps=False, text=_hover(t, name), hoverinfo="text",
-        ), row=1, col=1)
+            x=t["mean_pred"].to_numpy(dtype=float), y=t["obs_freq"].to_numpy(dtype=float), mode="lines+markers",
+            name=name, legendgroup=key, visible=vis, line=dict(color=color, width=2), marker=dict(size=7, color=color),
+            error_y=error_bars(t, color) if show_intervals else None, connectgaps=False, text=bin_hover(t, name),
+            hoverinfo="text"), row=1, col=1)
         if show_counts:
             uniform_edges = np.isfinite(t["lower"]).all() and np.allclose(
                 t["upper"] - t["lower"], (t["upper"] - t["lower"]).iloc[0])
@@ -98,8 +81,8 @@ def reliability_diagram(tables: Mapping[str, pd.DataFrame], *, labels: Mapping[s
                 visible=vis, marker=dict(color=rgba(color, 0.6)),
                 hovertemplate=f"{name}<br>rows: %{{y:,}}<extra></extra>", **bar,
             ), row=2, col=1)
-    fig.update_xaxes(range=[-0.02, 1.02], row=rows, col=1, title_text="mean predicted probability")
-    fig.update_yaxes(range=[-0.02, 1.02], row=1, col=1, title_text="observed frequency")
+    fig.update_xaxes(range=UNIT, row=rows, col=1, title_text="mean predicted probability")
+    fig.update_yaxes(range=UNIT, row=1, col=1, title_text="observed frequency")
     if show_counts:
         fig.update_yaxes(title_text="rows", row=2, col=1, rangemode="tozero")
         fig.update_layout(barmode="overlay" if overlay else "group", bargap=0.15)

@@ -1,14 +1,6 @@
-"""BBQ's inner workings: how much each binning model counts, and what they say.
+"""BBQ's inner workings: how much each binning model counts, and what the models say.
 
-* :func:`weights_data` / :func:`weights_figure`: posterior weight of each
-  model (bars, by number of bins B; pruned models in grey) with its log
-  marginal likelihood as a line on a second axis.
-* :func:`map_data` / :func:`map_figure`: the calibration map of every kept
-  model drawn faintly, opacity proportional to its weight, and their
-  weighted average in bold.
-
-Everything is drawn from a :class:`calibdash.explain.bbq.BBQExplanation`
-alone; nothing here fits.
+Drawn from a :class:`calibdash.explain.bbq.BBQExplanation` alone; nothing here fits.
 """
 from __future__ import annotations
 
@@ -21,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from ...explain.bbq import BBQExplanation
 from .. import draws
-from ..layout import base_layout, identity_trace
+from ..layout import base_layout, identity_trace, map_trace, steps, unit_axes
 from ..palette import color_of
 
 __all__ = []
@@ -35,17 +27,9 @@ LML_SPAN = 40.0
 _PRUNED = "#BBBBBB"
 
 
-# -- posterior weights -------------------------------------------------------------------------------
-def weights_data(explanation) -> pd.DataFrame:
-    """One row per model: ``B``, ``n_bins``, ``posterior``, ``log_marginal_likelihood``, ``kept``,
-    ``same_as`` (from a :class:`~calibdash.explain.bbq.BBQExplanation`)."""
-    m = explanation.models
-    return m[["B", "n_bins", "posterior", "log_marginal_likelihood", "kept", "same_as"]].copy()
-
-
 def weights_figure(data: pd.DataFrame, title: str | None = None, height: int = 380) -> go.Figure:
-    """Bars of posterior weight by B (kept in the method's colour, pruned in grey) and the
-    log marginal likelihood as a line on the right axis."""
+    """Bars of posterior weight by B (kept in the method's colour, pruned in grey) and the log marginal likelihood as
+    a line on the right axis."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for kept, name, colour in ((True, "posterior weight (kept)", color_of("bbq")),
                                (False, "posterior weight (pruned)", _PRUNED)):
@@ -64,13 +48,11 @@ def weights_figure(data: pd.DataFrame, title: str | None = None, height: int = 3
     near = data[lml >= lml.max() - LML_SPAN]
     fig.add_trace(go.Scatter(
         x=near["B"], y=near["log_marginal_likelihood"], mode="lines+markers", name="log marginal likelihood",
-        marker=dict(size=4), opacity=0.8,
-        line=dict(color="#000000", width=1.5),
+        marker=dict(size=4), opacity=0.8, line=dict(color="#000000", width=1.5),
         hovertemplate="B = %{x}<br>log P(D|M) = %{y:.2f}<extra></extra>"), secondary_y=True)
     fig.update_layout(bargap=0.1)
-    fig.update_xaxes(title_text="number of bins B")
+    fig.update_xaxes(title_text="number of bins B", range=[float(near["B"].min()) - 1.5, float(near["B"].max()) + 1.5])
     fig.update_yaxes(title_text="posterior weight", secondary_y=False, rangemode="tozero")
-    fig.update_xaxes(range=[float(near["B"].min()) - 1.5, float(near["B"].max()) + 1.5])
     top, low = float(lml.max()), float(max(lml.min(), lml.max() - LML_SPAN))
     pad = 0.05 * max(top - low, 1.0)
     fig.update_yaxes(title_text="log marginal likelihood", secondary_y=True, showgrid=False,
@@ -78,11 +60,10 @@ def weights_figure(data: pd.DataFrame, title: str | None = None, height: int = 3
     return base_layout(fig, title, height)
 
 
-# -- the models' maps ------------------------------------------------------------------------------
 @dataclass
 class MapData:
-    """Step curves to draw: ``models`` (long: ``B``, ``weight``, ``opacity``, ``x``, ``y``) and
-    ``average`` (``x``, ``y``); a curve's value on ``[x_k, x_(k+1))`` is ``y_k``, its last point at 1."""
+    """Step curves to draw: ``models`` (long: ``B``, ``weight``, ``opacity``, ``x``, ``y``) and ``average`` (``x``,
+    ``y``); a curve's value on ``[x_k, x_(k+1))`` is ``y_k``, its last point at 1."""
 
     models: pd.DataFrame
     average: pd.DataFrame
@@ -90,13 +71,8 @@ class MapData:
     n_drawn: int
 
 
-def _steps(lower: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.append(lower, 1.0), np.append(value, value[-1])
-
-
 def map_data(explanation, max_models: int = MAX_MODELS_DRAWN) -> MapData:
-    """The kept models' step maps (the heaviest ``max_models``) and the averaged map, from a
-    :class:`~calibdash.explain.bbq.BBQExplanation`."""
+    """The kept models' step maps (the heaviest ``max_models``) and the averaged map."""
     models, bins = explanation.models, explanation.bins
     kept = models[models["weight"] > 0].sort_values("weight", ascending=False)
     drawn = kept.head(max_models)
@@ -104,9 +80,9 @@ def map_data(explanation, max_models: int = MAX_MODELS_DRAWN) -> MapData:
     parts = []
     for B, w in zip(drawn["B"], drawn["weight"]):
         b = bins[bins["B"] == B]
-        x, y = _steps(b["lower"].to_numpy(), b["estimate"].to_numpy())
+        x, y = steps(b["lower"].to_numpy(), b["estimate"].to_numpy())
         parts.append(pd.DataFrame({"B": B, "weight": w, "opacity": MAX_OPACITY * w / top, "x": x, "y": y}))
-    x, y = _steps(explanation.map["lower"].to_numpy(), explanation.map["prob"].to_numpy())
+    x, y = steps(explanation.map["lower"].to_numpy(), explanation.map["prob"].to_numpy())
     return MapData(models=pd.concat(parts, ignore_index=True), average=pd.DataFrame({"x": x, "y": y}),
                    n_kept=len(kept), n_drawn=len(drawn))
 
@@ -121,25 +97,19 @@ def map_figure(data: MapData, title: str | None = None, height: int = 460) -> go
         label = f"{data.n_drawn} heaviest of {data.n_kept} kept models (opacity ∝ weight)"
     for i, (B, part) in enumerate(data.models.groupby("B", sort=False)):
         w = float(part["weight"].iloc[0])
-        fig.add_trace(go.Scatter(
-            x=part["x"], y=part["y"], mode="lines", line_shape="hv", meta="model",
-            opacity=float(part["opacity"].iloc[0]), line=dict(color=colour, width=1.2),
-            name=label, legendgroup="models", showlegend=i == 0,
-            hovertemplate=f"B = {B}, weight {w:.3f}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"))
-    fig.add_trace(go.Scatter(
-        x=data.average["x"], y=data.average["y"], mode="lines", line_shape="hv", meta="average",
-        name="BBQ average", line=dict(color=colour, width=3.5),
-        hovertemplate="BBQ<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
-    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+        fig.add_trace(map_trace(part["x"], part["y"], label, colour, f"B = {B}, weight {w:.3f}", width=1.2,
+                                line_shape="hv", meta="model", opacity=float(part["opacity"].iloc[0]),
+                                legendgroup="models", showlegend=i == 0))
+    fig.add_trace(map_trace(data.average["x"], data.average["y"], "BBQ average", colour, "BBQ", width=3.5,
+                            line_shape="hv", meta="average"))
+    unit_axes(fig)
     return base_layout(fig, title, height)
 
 
 @draws(BBQExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
-    """(title, figure) drawing a :class:`~calibdash.explain.bbq.BBQExplanation`: the posterior over
-    models, and the models' maps with their average."""
+    """(title, figure): the posterior over models, and the models' maps with their average."""
     return [
-        ("Posterior weight of each binning model", weights_figure(weights_data(explanation))),
+        ("Posterior weight of each binning model", weights_figure(explanation.models)),
         ("Kept models (faint, by weight) and their average", map_figure(map_data(explanation))),
     ]

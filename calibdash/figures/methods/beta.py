@@ -1,15 +1,6 @@
-"""Drawing beta calibration from a :class:`calibdash.explain.beta.BetaExplanation`.
-
-* :func:`map_figure`: the beta map in bold against the logistic (Platt)
-  map fitted on the same rows, the identity, the training rows as
-  equal-weight groups and the midpoint ``m`` (where the map crosses 1/2).
-* :func:`logodds_figure`: the same on the log-odds scale, over the range of
-  the training scores: Platt's map is a straight line there, and the beta
-  map ``a ln s - b ln(1 - s) + c`` bends away from it at the ends, which is
-  where the two families differ.
-
-Everything drawn is in the explanation; nothing here fits or predicts.
-"""
+"""Drawing beta calibration from a :class:`calibdash.explain.beta.BetaExplanation`: its map against the logistic
+(Platt) map fitted on the same rows, on the probability scale and on the log-odds scale, where Platt's map is a line
+and the beta map ``a ln s - b ln(1 - s) + c`` bends away from it at the ends."""
 from __future__ import annotations
 
 import math
@@ -19,54 +10,38 @@ import plotly.graph_objects as go
 
 from ...explain.beta import BetaExplanation
 from .. import draws
-from ..layout import DATA_GREY, base_layout, identity_trace
+from ..layout import (DATA_GREY, base_layout, group_sizes, identity_trace, map_trace, unit_axes,
+                      weighted_groups_trace)
 from ..palette import color_of, rgba
 
 __all__ = []
 
-_DATA = DATA_GREY
-
-
-def _group_sizes(weight) -> np.ndarray:
-    w = np.asarray(weight, dtype=float)
-    return 5 + 9 * np.sqrt(w / w.max()) if w.size and w.max() > 0 else np.full(w.size, 6.0)
-
 
 def map_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
-    """The beta map (bold), Platt's map (dotted), the identity (dashed), data groups (grey) and ``m``."""
+    """The beta map (bold), Platt's map (dotted), the identity (dashed), data groups (grey) and the midpoint ``m``
+    (where the map crosses 1/2)."""
     ex = explanation
     colour, platt = color_of("beta"), color_of("platt")
     fig = go.Figure()
     fig.add_trace(identity_trace())
-    g = ex.groups
-    fig.add_trace(go.Scatter(
-        x=g["score"], y=g["rate"], mode="markers", name="training rows (equal-weight groups)", meta="groups",
-        marker=dict(color=rgba(_DATA, 0.5), size=_group_sizes(g["weight"])), customdata=g["weight"],
-        hovertemplate="mean score %{x:.4f}<br>positive rate %{y:.4f}<br>weight %{customdata:,.4g}<extra></extra>"))
+    fig.add_trace(weighted_groups_trace(ex.groups))
     c = ex.curve
-    fig.add_trace(go.Scatter(
-        x=c["score"], y=c["platt"], mode="lines", meta="platt",
-        name=f"Platt (logistic) on the same rows: A = {ex.platt_a:.3g}, B = {ex.platt_b:.3g}",
-        line=dict(color=platt, width=2, dash="dot"),
-        hovertemplate="Platt<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
-    fig.add_trace(go.Scatter(
-        x=c["score"], y=c["beta"], mode="lines", meta="map",
-        name=f"beta ({ex.parameters}): a = {ex.a:.3g}, b = {ex.b:.3g}, c = {ex.c:.3g}",
-        line=dict(color=colour, width=3),
-        hovertemplate="beta<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
+    fig.add_trace(map_trace(c["score"], c["platt"], f"Platt (logistic) on the same rows: A = {ex.platt_a:.3g}, "
+                            f"B = {ex.platt_b:.3g}", platt, "Platt", width=2, dash="dot", meta="platt"))
+    fig.add_trace(map_trace(c["score"], c["beta"], f"beta ({ex.parameters}): a = {ex.a:.3g}, b = {ex.b:.3g}, "
+                            f"c = {ex.c:.3g}", colour, "beta", meta="map"))
     if math.isfinite(ex.m):
         fig.add_trace(go.Scatter(
             x=[ex.m], y=[0.5], mode="markers", meta="midpoint", name=f"midpoint m = {ex.m:.4g} (map = 1/2)",
             marker=dict(symbol="diamond", size=11, color=colour, line=dict(color="#FFFFFF", width=1)),
             hovertemplate="midpoint m = %{x:.4f}<extra></extra>"))
-    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
-    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+    unit_axes(fig)
     return base_layout(fig, title, height)
 
 
 def logodds_figure(explanation, title: str | None = None, height: int = 420) -> go.Figure:
-    """Both maps on the log-odds scale (x: logit of the score, y: logit of the calibrated probability),
-    over the training scores' range; data groups whose rate is strictly between 0 and 1 as grey markers."""
+    """Both maps on the log-odds scale over the training scores' range; data groups whose rate is strictly between 0
+    and 1 as grey markers."""
     ex = explanation
     colour, platt = color_of("beta"), color_of("platt")
     c = ex.curve
@@ -76,17 +51,14 @@ def logodds_figure(explanation, title: str | None = None, height: int = 420) -> 
         c = ex.curve[(ex.curve["score"] > 0) & (ex.curve["score"] < 1)]
     fig = go.Figure()
     x = c["logit"]
-    fig.add_trace(go.Scatter(x=[x.min(), x.max()], y=[x.min(), x.max()], mode="lines", name="identity",
-                             hoverinfo="skip", line=dict(color="#BBBBBB", dash="dash", width=1)))
+    fig.add_trace(identity_trace(lo=x.min(), hi=x.max()))
     g = ex.groups
-    inside = (g["rate"] > 0) & (g["rate"] < 1) & (g["score"] > 0) & (g["score"] < 1)
-    gi = g[inside]
+    gi = g[(g["rate"] > 0) & (g["rate"] < 1) & (g["score"] > 0) & (g["score"] < 1)]
     if len(gi):
-        gx = np.log(gi["score"]) - np.log1p(-gi["score"])
-        gy = np.log(gi["rate"]) - np.log1p(-gi["rate"])
         fig.add_trace(go.Scatter(
-            x=gx, y=gy, mode="markers", name="training rows (groups, log-odds of the rate)", meta="groups",
-            marker=dict(color=rgba(_DATA, 0.5), size=_group_sizes(gi["weight"])),
+            x=np.log(gi["score"]) - np.log1p(-gi["score"]), y=np.log(gi["rate"]) - np.log1p(-gi["rate"]),
+            mode="markers", name="training rows (groups, log-odds of the rate)", meta="groups",
+            marker=dict(color=rgba(DATA_GREY, 0.5), size=group_sizes(gi["weight"])),
             hovertemplate="logit(mean score) %{x:.3f}<br>logit(rate) %{y:.3f}<extra></extra>"))
     fig.add_trace(go.Scatter(x=x, y=c["platt_logodds"], mode="lines", name="Platt: A logit(s) + B (a line)",
                              meta="platt", line=dict(color=platt, width=2, dash="dot"),

@@ -1,15 +1,5 @@
-"""Drawing ELiTE's inner workings from an :class:`calibdash.explain.elite.ELiTEExplanation`.
-
-* :func:`map_figure`: the averaged calibration map (or the single trend
-  filter) in bold, its knots as markers sized by their support (the total
-  weight of the models that put a knot there), the heaviest model faintly,
-  and the training rows as equal-count groups.
-* :func:`path_figure`: along the lambda path (log x axis, lambda /
-  lambda_max), each model's degrees of freedom (knots + 2), its criterion
-  (AICc by default) relative to the best, and its weight.
-
-Everything drawn is in the explanation; nothing here fits or predicts.
-"""
+"""Drawing ELiTE's inner workings from an :class:`calibdash.explain.elite.ELiTEExplanation`: the map with its knots,
+and each model's degrees of freedom, criterion and weight along the lambda path."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from ...explain.elite import ELiTEExplanation, MIN_SUPPORT
 from .. import draws
-from ..layout import base_layout, data_groups_trace, identity_trace
+from ..layout import base_layout, capped_range, data_groups_trace, identity_trace, map_trace, stems, unit_axes
 from ..palette import color_of, rgba
 
 __all__ = []
@@ -28,25 +18,19 @@ DELTA_CAP = 30.0
 
 
 def map_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
-    """The map in bold, knots as diamonds sized by support, data groups in grey."""
+    """The map (or the single trend filter) in bold, its knots as diamonds sized by their support (the total weight of
+    the models with a knot there), the heaviest model faintly, the training rows as grey groups."""
     ex = explanation
     colour = color_of("elite")
     fig = go.Figure()
     fig.add_trace(identity_trace())
-    g = ex.groups
-    fig.add_trace(data_groups_trace(g))
+    fig.add_trace(data_groups_trace(ex.groups))
     if ex.mode == "ensemble" and ex.best_weight < 0.999:
         best = ex.models[ex.best]
-        fig.add_trace(go.Scatter(
-            x=best["score"], y=best["value"], mode="lines", meta="best",
-            name=f"heaviest single model (weight {ex.best_weight:.2f})",
-            line=dict(color=rgba(colour, 0.45), width=1.5, dash="dot"),
-            hovertemplate="heaviest model<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
+        fig.add_trace(map_trace(best["score"], best["value"], f"heaviest single model (weight {ex.best_weight:.2f})",
+                                rgba(colour, 0.45), "heaviest model", width=1.5, dash="dot", meta="best"))
     label = "ELiTE map" if ex.mode == "ensemble" else "single trend filter"
-    fig.add_trace(go.Scatter(
-        x=ex.curve["score"], y=ex.curve["prob"], mode="lines", name=label, meta="map",
-        line=dict(color=colour, width=3),
-        hovertemplate=label + "<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
+    fig.add_trace(map_trace(ex.curve["score"], ex.curve["prob"], label, colour, label, meta="map"))
     k = ex.knot_support
     if len(k):
         size = 7 + 9 * np.sqrt(k["support"].to_numpy())
@@ -57,16 +41,15 @@ def map_figure(explanation, title: str | None = None, height: int = 460) -> go.F
             customdata=np.c_[k["support"], k["n_models"]],
             hovertemplate=("knot at score %{x:.4f}<br>map %{y:.4f}<br>"
                            "in %{customdata[1]} model(s), total weight %{customdata[0]:.3f}<extra></extra>")))
-    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
-    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+    unit_axes(fig)
     return base_layout(fig, title, height)
 
 
 def path_figure(explanation, title: str | None = None, height: int | None = None,
                 delta_cap: float = DELTA_CAP) -> go.Figure:
-    """Panels over lambda / lambda_max (log, 1 to 10^-4): df, criterion minus its best and, for
-    the ensemble, the weights; in single mode a dashed line marks the chosen lambda (the last).
-    The criterion axis stops at ``delta_cap`` (weight < e^-cap/2)."""
+    """Panels over lambda / lambda_max (log, 1 to 10^-4): df (knots + 2), criterion minus its best and, for the
+    ensemble, the weights; in single mode a dashed line marks the chosen lambda (the last). The criterion axis stops
+    at ``delta_cap`` (weight < e^-cap/2)."""
     data = explanation.path
     colour = color_of("elite")
     crit = explanation.criterion_label
@@ -85,17 +68,12 @@ def path_figure(explanation, title: str | None = None, height: int | None = None
                              line=dict(color="#000000", width=1.5), marker=dict(size=5),
                              customdata=common, hovertemplate=hover, cliponaxis=True), row=2, col=1)
     if ensemble:
-        # weights as stems (bars have no sensible width on a log axis)
-        xs = np.repeat(np.asarray(x, dtype=float), 3)
-        ys = np.c_[np.zeros(len(x)), data["weight"], np.full(len(x), np.nan)].ravel()
-        xs[2::3] = np.nan
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=2),
-                                 hoverinfo="skip", showlegend=False), row=3, col=1)
+        fig.add_trace(stems(x, data["weight"], colour), row=3, col=1)
         fig.add_trace(go.Scatter(x=x, y=data["weight"], mode="markers", name="weight",
                                  marker=dict(color=colour, size=6), customdata=common,
                                  hovertemplate=hover), row=3, col=1)
         fig.update_yaxes(title_text="weight", row=3, col=1, rangemode="tozero")
-    if not ensemble:
+    else:
         fig.add_vline(x=float(x.iloc[-1]), line=dict(color=rgba(colour, 0.6), dash="dash", width=1.5))
     lo = min(float(x.min()), 1e-4)
     ticks = [10.0 ** -k for k in range(0, int(np.ceil(-np.log10(lo))) + 1)]
@@ -103,9 +81,7 @@ def path_figure(explanation, title: str | None = None, height: int | None = None
                      ticktext=["1" if t == 1 else f"10<sup>{int(round(np.log10(t)))}</sup>" for t in ticks])
     fig.update_xaxes(title_text="λ / λ_max (log; to the right: less penalty, more knots)", row=rows, col=1)
     fig.update_yaxes(title_text="df", row=1, col=1, rangemode="tozero")
-    finite = delta.dropna()
-    top = min(float(finite.max()) if len(finite) else 1.0, delta_cap)
-    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=[-0.04 * top - 0.5, top * 1.05 + 0.5])
+    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=capped_range(delta, delta_cap))
     fig.update_layout(showlegend=False)
     return base_layout(fig, title, height or (540 if ensemble else 400))
 

@@ -1,15 +1,6 @@
-"""Drawing ENIR's inner workings from an :class:`calibdash.explain.enir.ENIRExplanation`.
-
-* :func:`path_figure`: along the lambda path (log x axis), each model's
-  number of distinct fitted values, its criterion (BIC by default) relative
-  to the best, and its weight as stems.
-* :func:`map_figure`: every averaged model's map drawn faintly (opacity
-  proportional to its weight, the heaviest ``MAX_MODELS_DRAWN``), the ENIR
-  map in bold and the training rows as equal-count groups, as
-  :mod:`calibdash.figures.methods.bbq` draws BBQ's models.
-
-Everything drawn is in the explanation; nothing here fits or predicts.
-"""
+"""Drawing ENIR's inner workings from an :class:`calibdash.explain.enir.ENIRExplanation`: each model's distinct fitted
+values, criterion and weight along the lambda path, and the averaged models' maps faintly under the ENIR map (as
+:mod:`calibdash.figures.methods.bbq` draws BBQ's models)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +9,7 @@ from plotly.subplots import make_subplots
 
 from ...explain.enir import ENIRExplanation
 from .. import draws
-from ..layout import base_layout, data_groups_trace, identity_trace
+from ..layout import base_layout, capped_range, data_groups_trace, identity_trace, map_trace, stems, unit_axes
 from ..palette import color_of
 
 __all__ = []
@@ -33,8 +24,8 @@ _DROPPED = "#BBBBBB"
 
 
 def path_figure(explanation, title: str | None = None, height: int = 540, delta_cap: float = DELTA_CAP) -> go.Figure:
-    """Three panels over lambda (log): distinct fitted values, criterion minus the best, and weight.
-    Models left out of the average (lambda = 0, infinite score) are grey in the first panel."""
+    """Three panels over lambda (log): distinct fitted values, criterion minus the best, and weight. Models left out
+    of the average (lambda = 0, infinite score) are grey in the first panel."""
     ex = explanation
     colour = color_of("enir")
     positive = ex.path["lambda"] > 0
@@ -57,20 +48,14 @@ def path_figure(explanation, title: str | None = None, height: int = 540, delta_
     fig.add_trace(go.Scatter(x=data["lambda"], y=delta, mode="lines+markers", name=f"{crit} − best",
                              line=dict(color="#000000", width=1.5), marker=dict(size=5),
                              customdata=common, hovertemplate=hover), row=2, col=1)
-    xs = np.repeat(data["lambda"].to_numpy(dtype=float), 3)
-    ys = np.c_[np.zeros(len(data)), data["weight"], np.full(len(data), np.nan)].ravel()
-    xs[2::3] = np.nan
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=colour, width=2), hoverinfo="skip",
-                             showlegend=False), row=3, col=1)
+    fig.add_trace(stems(data["lambda"], data["weight"], colour), row=3, col=1)
     fig.add_trace(go.Scatter(x=data["lambda"], y=data["weight"], mode="markers", name="weight",
                              marker=dict(color=colour, size=6), customdata=common, hovertemplate=hover),
                   row=3, col=1)
     fig.update_xaxes(type="log" if positive.any() else "linear")
     fig.update_xaxes(title_text="λ (log; to the right: more penalty, closer to isotonic)", row=3, col=1)
     fig.update_yaxes(title_text="distinct values", row=1, col=1, rangemode="tozero")
-    finite = delta.dropna()
-    top = min(float(finite.max()) if len(finite) else 1.0, delta_cap)
-    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=[-0.04 * top - 0.5, top * 1.05 + 0.5])
+    fig.update_yaxes(title_text=f"{crit} − best", row=2, col=1, range=capped_range(delta, delta_cap))
     fig.update_yaxes(title_text="weight", row=3, col=1, rangemode="tozero")
     fig.update_layout(showlegend=False)
     return base_layout(fig, title, height)
@@ -78,14 +63,13 @@ def path_figure(explanation, title: str | None = None, height: int = 540, delta_
 
 def map_figure(explanation, title: str | None = None, height: int = 460,
                max_models: int = MAX_MODELS_DRAWN) -> go.Figure:
-    """Each averaged model faintly (opacity proportional to weight), the ENIR map in bold, the
-    training rows as grey equal-count groups."""
+    """Each averaged model faintly (opacity proportional to weight), the ENIR map in bold, the training rows as grey
+    equal-count groups."""
     ex = explanation
     colour = color_of("enir")
     fig = go.Figure()
     fig.add_trace(identity_trace())
-    g = ex.groups
-    fig.add_trace(data_groups_trace(g))
+    fig.add_trace(data_groups_trace(ex.groups))
     weights = ex.models.groupby("model", sort=False)["weight"].first().sort_values(ascending=False)
     drawn = weights.head(max_models)
     top = float(drawn.max())
@@ -95,15 +79,12 @@ def map_figure(explanation, title: str | None = None, height: int = 460,
     for i, (model, wt) in enumerate(drawn.items()):
         part = ex.models[ex.models["model"] == model]
         lam = float(part["lambda"].iloc[0])
-        fig.add_trace(go.Scatter(
-            x=part["score"], y=part["prob"], mode="lines", meta="model", opacity=MAX_OPACITY * float(wt) / top,
-            line=dict(color=colour, width=1.2), name=label, legendgroup="models", showlegend=i == 0,
-            hovertemplate=f"λ = {lam:.4g}, weight {float(wt):.3f}<br>score %{{x:.4f}} → %{{y:.4f}}<extra></extra>"))
-    fig.add_trace(go.Scatter(
-        x=ex.curve["score"], y=ex.curve["prob"], mode="lines", meta="average", name="ENIR average",
-        line=dict(color=colour, width=3.5), hovertemplate="ENIR<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
-    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+        fig.add_trace(map_trace(part["score"], part["prob"], label, colour, f"λ = {lam:.4g}, weight {float(wt):.3f}",
+                                width=1.2, meta="model", opacity=MAX_OPACITY * float(wt) / top, legendgroup="models",
+                                showlegend=i == 0))
+    fig.add_trace(map_trace(ex.curve["score"], ex.curve["prob"], "ENIR average", colour, "ENIR", width=3.5,
+                            meta="average"))
+    unit_axes(fig)
     return base_layout(fig, title, height)
 
 

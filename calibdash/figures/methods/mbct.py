@@ -1,22 +1,6 @@
-"""Drawing MBCT's inner workings from an :class:`calibdash.explain.mbct.MBCTExplanation`.
-
-* :func:`pud_figure`: one bar per bin (a leaf of an MBCT tree; a
-  histogram-binning bin) of the partition underestimated degree
-  ``sum(labels) / sum(probs)`` (MBCT Eq. 6) of the raw scores ("before") and
-  of the method's output ("after"), with 1.0 as the reference line. Above 1
-  the bin is under-estimated, below 1 over-estimated.
-* :func:`tree_figure`: each tree as an icicle chart (area = rows, colour =
-  its PUD before the tree, hover = rows, that PUD, the node's line, local loss).
-* :func:`boosting_figure`: the global MVCE after each tree, on the training
-  and on the check rows.
-
-A fit whose trees were grown on a sample (``growth_rows``) says so in the
-trees' title and the boosting legend: areas are all the tree rows, the
-training MVCE is the sample's.
-
-Everything drawn is in the explanation (the comparison with histogram
-binning is fitted by the explainer); nothing here fits or predicts.
-"""
+"""Drawing MBCT's inner workings from an :class:`calibdash.explain.mbct.MBCTExplanation`: the partition underestimated
+degree ``sum(labels) / sum(probs)`` (MBCT Eq. 6) per bin beside histogram binning's, the trees as icicles and the
+boosting curve. Everything drawn is in the explanation; nothing here fits."""
 from __future__ import annotations
 
 import numpy as np
@@ -34,9 +18,8 @@ __all__ = []
 
 def pud_figure(data: pd.DataFrame, rows: str = "the check rows", title: str | None = None,
                height: int = 420) -> go.Figure:
-    """Two panels (MBCT's leaves | histogram binning's bins): PUD before and after, 1.0 dashed.
-
-    ``data``: :attr:`MBCTExplanation.pud`; ``rows``: which rows it was judged on."""
+    """Two panels (MBCT's leaves | histogram binning's bins) of :attr:`MBCTExplanation.pud`: PUD before and after, 1.0
+    dashed (above: the bin is under-estimated); ``rows``: which rows it was judged on."""
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.1,
                         subplot_titles=("MBCT leaves", "histogram bins"))
     for col, method in enumerate(("mbct", "histogram"), start=1):
@@ -58,7 +41,6 @@ def pud_figure(data: pd.DataFrame, rows: str = "the check rows", title: str | No
     return base_layout(fig, title, height)
 
 
-# -- the trees as icicles -----------------------------------------------------------------------------
 def _node_hover(table: pd.DataFrame) -> list[str]:
     out = []
     for r in table.itertuples():
@@ -76,9 +58,9 @@ def _node_hover(table: pd.DataFrame) -> list[str]:
 
 
 def tree_figure(tables: list[pd.DataFrame], title: str | None = None, height: int = 520) -> go.Figure:
-    """Icicle chart of each tree table (:attr:`MBCTExplanation.trees`; a menu picks the tree):
-    area = training rows of the node, colour = log2 of its PUD before the tree, sum of labels over sum
-    of inputs (red: the inputs were too high, blue: too low; the node's line moves them to PUD 1)."""
+    """Icicle chart of each tree table (:attr:`MBCTExplanation.trees`; a menu picks the tree): area = training rows of
+    the node, colour = log2 of its PUD before the tree, sum of labels over sum of inputs (red: the inputs were too
+    high, blue: too low; the node's line moves them to PUD 1)."""
     fig = go.Figure()
     for t, table in enumerate(tables):
         ids = [f"{t}-{k}" for k in table["node"]]
@@ -98,12 +80,10 @@ def tree_figure(tables: list[pd.DataFrame], title: str | None = None, height: in
     return base_layout(fig, title, height)
 
 
-# -- boosting -------------------------------------------------------------------------------------------
 def boosting_figure(data: pd.DataFrame, held_out: bool = True, title: str | None = None,
                     height: int = 340, sampled: bool = False) -> go.Figure:
-    """Global MVCE after each tree (:attr:`MBCTExplanation.boosting`); a dropped tree is drawn
-    as a hollow marker. ``sampled``: the trees were grown on a sample, on which the training
-    MVCE is."""
+    """Global MVCE after each tree (:attr:`MBCTExplanation.boosting`), training and check rows; a dropped tree is
+    hollow. ``sampled``: the trees were grown on a sample, on which the training MVCE is."""
     fig = go.Figure()
     training = "training rows (growth sample)" if sampled else "training rows"
     for col, name, colour in (("fit_mvce", training, color_of(UNCALIBRATED)),
@@ -121,8 +101,8 @@ def boosting_figure(data: pd.DataFrame, held_out: bool = True, title: str | None
 
 @draws(MBCTExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
-    """(title, figure): PUD bars beside histogram binning's, the trees, the boosting curve (not for
-    a calibrator read from a file, which has no boosting history)."""
+    """(title, figure): PUD bars beside histogram binning's, the trees, the boosting curve (not for a calibrator read
+    from a file, which has no boosting history)."""
     ex = explanation
     tree = "first tree" if ex.pud_tree == 0 else f"tree {ex.pud_tree + 1}"
     sampled = ex.grow_rows.size < ex.fit_rows.size

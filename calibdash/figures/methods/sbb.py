@@ -1,11 +1,4 @@
-"""SBB's inner workings: the single best binning it chose, drawn on the calibration map.
-
-:func:`bins_figure` draws the chosen bins of a
-:class:`calibdash.explain.sbb.SBBExplanation`: each bin a shaded band on
-the score axis (alternating shades), the step map in bold, and a marker per
-bin at the middle of its training scores, sized by its number of rows, with
-its counts on hover. Nothing here fits.
-"""
+"""SBB's inner workings: the single best binning it chose, drawn on the calibration map."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +7,7 @@ import plotly.graph_objects as go
 
 from ...explain.sbb import SBBExplanation
 from .. import draws
-from ..layout import base_layout, identity_trace
+from ..layout import base_layout, identity_trace, map_trace, steps, unit_axes
 from ..palette import color_of, rgba
 
 __all__ = []
@@ -30,8 +23,8 @@ def _bands(bins: pd.DataFrame) -> tuple[list, list]:
 
 
 def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
-    """The calibration map with the bins of an :class:`~calibdash.explain.sbb.SBBExplanation` as
-    shaded bands."""
+    """The step map over the chosen bins as alternately shaded bands, and a marker per bin at the middle of its
+    training scores, sized by its rows, its counts on hover."""
     colour = color_of("sbb")
     b = explanation.bins
     fig = go.Figure()
@@ -39,10 +32,8 @@ def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.
     fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=rgba(colour, 0.10), mode="lines",
                              line=dict(width=0), name="bins (alternate shading)", hoverinfo="skip"))
     fig.add_trace(identity_trace())
-    fig.add_trace(go.Scatter(
-        x=np.append(b["lower"].to_numpy(), 1.0), y=np.append(b["estimate"].to_numpy(), b["estimate"].iloc[-1]),
-        mode="lines", line_shape="hv", name="SBB map", line=dict(color=colour, width=3),
-        hovertemplate="SBB<br>score %{x:.4f} → %{y:.4f}<extra></extra>"))
+    fig.add_trace(map_trace(*steps(b["lower"].to_numpy(), b["estimate"].to_numpy()), "SBB map", colour, "SBB",
+                            line_shape="hv"))
     size = 6 + 14 * np.sqrt(b["n"] / b["n"].max())
     fig.add_trace(go.Scatter(
         x=(b["score_min"] + b["score_max"]) / 2, y=b["estimate"], mode="markers", name="bin (size ∝ √rows)",
@@ -52,15 +43,13 @@ def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.
                        "training scores %{customdata[4]:.4f} to %{customdata[5]:.4f}<br>"
                        "%{customdata[3]:,} positives of %{customdata[2]:,} rows<br>"
                        "estimate (n1+1)/(n+2) = %{y:.4f}<extra></extra>")))
-    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
-    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+    unit_axes(fig)
     return base_layout(fig, title, height)
 
 
 @draws(SBBExplanation)
 def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
-    """(title, figure) drawing an :class:`~calibdash.explain.sbb.SBBExplanation`: SBB's chosen bins
-    on the calibration map."""
+    """(title, figure): SBB's chosen bins on the calibration map."""
     title = (f"SBB's best binning: {len(explanation.bins)} bins "
              f"(posterior probability {explanation.posterior_of_best:.3g})")
     return [(title, bins_figure(explanation))]

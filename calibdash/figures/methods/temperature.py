@@ -1,33 +1,23 @@
-"""Drawing temperature scaling from a :class:`calibdash.explain.temperature.TemperatureExplanation`.
-
-* :func:`nll_figure`: the mean negative log-likelihood (log-loss) as a
-  function of the temperature ``T`` (log axis), the fitted ``T`` marked at
-  the minimum with its approximate 95% interval shaded, and ``T = 1`` (the
-  scores as they are) marked for comparison.
-* :func:`map_figure`: the map ``sigmoid(logit(s) / T)`` against the identity
-  and the training rows as equal-weight groups.
-
-Everything drawn is in the explanation; nothing here fits or predicts.
-"""
+"""Drawing temperature scaling from a :class:`calibdash.explain.temperature.TemperatureExplanation`: the mean negative
+log-likelihood against ``T`` with the fitted ``T`` and ``T = 1`` marked, and the map ``sigmoid(logit(s) / T)`` over
+the training rows as equal-weight groups."""
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import plotly.graph_objects as go
 
 from ...explain.temperature import TemperatureExplanation
 from .. import draws
-from ..layout import DATA_GREY, base_layout
+from ..layout import DATA_GREY, base_layout, identity_trace, map_trace, unit_axes, weighted_groups_trace
 from ..palette import color_of, rgba
 
 __all__ = []
 
-_DATA = DATA_GREY
-
 
 def nll_figure(explanation, title: str | None = None, height: int = 420) -> go.Figure:
-    """Mean NLL against T (log x axis): the curve, the optimum (star), T = 1 (grey) and the 95% band."""
+    """Mean NLL against T (log x axis): the curve, the optimum (star), T = 1 (the scores as they are, grey) and the
+    approximate 95% interval of T shaded."""
     ex = explanation
     colour = color_of("temperature")
     c = ex.nll_curve
@@ -44,7 +34,7 @@ def nll_figure(explanation, title: str | None = None, height: int = 420) -> go.F
     at_one = -ex.log_likelihood_at_1 / ex.total_weight
     fig.add_trace(go.Scatter(
         x=[1.0], y=[at_one], mode="markers", name=f"T = 1, the scores as they are ({at_one:.4f})", meta="identity",
-        marker=dict(symbol="circle", size=10, color=_DATA, line=dict(color="#FFFFFF", width=1)),
+        marker=dict(symbol="circle", size=10, color=DATA_GREY, line=dict(color="#FFFFFF", width=1)),
         hovertemplate="T = 1<br>mean NLL %{y:.5f}<extra></extra>"))
     label = f"fitted T = {t:.4g} ({best:.4f})" + (f", at {ex.at_bound}" if ex.at_bound else "")
     fig.add_trace(go.Scatter(
@@ -62,21 +52,11 @@ def map_figure(explanation, title: str | None = None, height: int = 440) -> go.F
     ex = explanation
     colour = color_of("temperature")
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="identity (T = 1)", hoverinfo="skip",
-                             line=dict(color="#BBBBBB", dash="dash", width=1)))
-    g = ex.groups
-    w = np.asarray(g["weight"], dtype=float)
-    size = 5 + 9 * np.sqrt(w / w.max()) if w.size and w.max() > 0 else 6
-    fig.add_trace(go.Scatter(
-        x=g["score"], y=g["rate"], mode="markers", name="training rows (equal-weight groups)", meta="groups",
-        marker=dict(color=rgba(_DATA, 0.5), size=size), customdata=g["weight"],
-        hovertemplate="mean score %{x:.4f}<br>positive rate %{y:.4f}<br>weight %{customdata:,.4g}<extra></extra>"))
-    fig.add_trace(go.Scatter(
-        x=ex.curve["score"], y=ex.curve["prob"], mode="lines", name=f"sigmoid(logit(s) / {ex.temperature:.4g})",
-        meta="map", line=dict(color=colour, width=3),
-        hovertemplate="score %{x:.4f} → %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(title_text="score", range=[-0.02, 1.02])
-    fig.update_yaxes(title_text="calibrated probability", range=[-0.02, 1.02])
+    fig.add_trace(identity_trace("identity (T = 1)"))
+    fig.add_trace(weighted_groups_trace(ex.groups))
+    fig.add_trace(map_trace(ex.curve["score"], ex.curve["prob"], f"sigmoid(logit(s) / {ex.temperature:.4g})", colour,
+                            "", meta="map"))
+    unit_axes(fig)
     return base_layout(fig, title, height)
 
 

@@ -1,11 +1,9 @@
 """The JSON Schemas (draft 2020-12) of the command line's ``--json`` output: one per command.
 
-``evaluate``, ``groups``, ``drift`` and ``benchmark`` each print one record whose shape does not depend on
-the engine that read the rows (memory, DuckDB, Spark) nor on the file being binary or K-class (``evaluate``'s
-``problem``, ``benchmark``'s ``kind`` say which). The schemas are files of this package,
-``calibdash/io/schemas/<command>.json``, with the definitions they share in ``common.json`` (referred to as
-``urn:calibdash:schema:common#/$defs/...``), so that a script can check what it reads with any JSON Schema
-validator. :func:`validate` does it with the ``jsonschema`` package (not a dependency of calibdash).
+``evaluate``, ``groups``, ``drift`` and ``benchmark`` each print one record whose shape does not depend on the
+engine nor on the file being binary or K-class. The schemas are files of this package, ``<command>.json``, with the
+definitions they share in ``common.json`` (``urn:calibdash:schema:common#/$defs/...``), so that a script can check
+what it reads with any JSON Schema validator; :func:`validate` does it with ``jsonschema`` (not a dependency).
 """
 from __future__ import annotations
 
@@ -43,11 +41,6 @@ def validator(command: str):
 
 
 def validate(doc: dict, command: str) -> None:
-    """Check ``doc`` (the parsed ``--json`` output of ``command``) against its schema.
-
-    Raises
-    ------
-    jsonschema.ValidationError
-        The first place ``doc`` departs from the schema.
-    """
+    """Check ``doc`` (the parsed ``--json`` output of ``command``) against its schema; raises
+    ``jsonschema.ValidationError`` at the first place ``doc`` departs from it."""
     validator(command).validate(doc)

@@ -3,103 +3,53 @@
 >>> from calibdash import calibrators
 >>> from calibdash.io import sql
 >>> cal = calibrators.get("histogram", n_bins=2).fit([0.1, 0.2, 0.3, 0.4], [0, 0, 1, 1])
->>> m = sql.to_sql(cal, score_column="score")
->>> print(m.expression)
+>>> print(sql.to_sql(cal, score_column="score").expression)
 CASE WHEN "score" IS NULL THEN NULL WHEN "score" < 0.25E0 THEN 0.0E0 ELSE 1.0E0 END
->>> print(m.select("my_table", keep_columns=["id"]))                  # doctest: +NORMALIZE_WHITESPACE
-SELECT src."id", CASE WHEN src."score" IS NULL THEN NULL WHEN src."score" < 0.25E0 THEN 0.0E0
-ELSE 1.0E0 END AS calibrated
-FROM my_table AS src
 
-:func:`to_sql` turns a calibrator (or a model file written by
-:mod:`calibdash.io.export`) into a :class:`SqlMap`: a scalar SQL expression over
-the score column that equals ``calibrator.predict`` on every score in
-[0, 1], plus, for large maps, small lookup tables written as ``VALUES``
-lists. The expression is NULL where the score is NULL. Three dialects:
-``"duckdb"``, ``"spark"`` (Spark SQL) and ``"ansi"`` (double-quoted names,
-``DOUBLE PRECISION``, ``LN``/``EXP``, ``GREATEST``/``LEAST``, which
+:func:`to_sql` turns a calibrator (or a model file written by :mod:`calibdash.io.export`) into a :class:`SqlMap`: a
+scalar SQL expression over the score column that equals ``calibrator.predict`` on every score in [0, 1] (NULL where
+the score is NULL), plus, for large maps, small lookup tables written as ``VALUES`` lists. Dialects: ``"duckdb"``,
+``"spark"`` and ``"ansi"`` (double-quoted names, ``DOUBLE PRECISION``, ``LN``/``EXP``, ``GREATEST``/``LEAST``, which
 PostgreSQL, Snowflake, BigQuery, Trino, Redshift and Oracle all have).
 
 Forms
 -----
-What a method's map is, each calibrator class says itself: its ``sql_map``
-method (:meth:`calibdash.calibrators.base.Calibrator.sql_map`) returns one of
-the three forms below, built from the fitted state its ``predict`` uses, or
-None (no SQL form). This module holds only the forms and their writers; for a
-class one cannot edit, :func:`register_sql` registers a converter from its
-model file's state. The forms:
+Each calibrator class's ``sql_map`` (:meth:`calibdash.calibrators.base.Calibrator.sql_map`) returns one of the forms
+of :mod:`calibdash.core.sql_forms`, built from the fitted state its ``predict`` uses, or None (no SQL form); for a
+class one cannot edit, :func:`register_sql` registers a converter from its model file's state.
 
 :class:`ClosedForm`
-    A formula. Platt: ``1 / (1 + exp(-(a logit(s) + b)))`` with the score
-    clipped to ``[EPS, 1 - EPS]`` (``calibdash.calibrators.platt.EPS``) and
-    ``logit(s) = ln(s) - log1p(-s)`` as ``platt.py`` computes it. DuckDB and
-    ANSI SQL have no ``log1p``; there it is Goldberg's accurate form
-    ``ln(u) * x / (u - 1)`` with ``u = 1 + x`` (``x`` itself when
-    ``u = 1``), within an ulp or two of ``log1p``. So a closed form agrees
-    with ``predict`` to rounding (about 1e-15 relative), not bit for bit:
-    ``exp`` and ``ln`` of the engine and of numpy may differ in the last bit
-    (measured: at most 9e-16 relative, against 4e-15 allowed by the tests).
-    Beta calibration (``expit(a ln s + b (-log1p(-s)) + c)``, the same clip)
-    and temperature scaling (``expit(logit(s) / T)``) likewise. MBCT is a
-    closed form too, without ``exp``: per tree, a nested ``CASE`` routes the
-    row to its node (comparisons of the raw score and features that are
-    exactly those of its codes: see
-    :func:`calibdash.calibrators._mbct_sql.mbct_form`), whose line maps the
-    previous output (``slope * f + intercept``), clipped to [0, 1]
-    (``MBCTCalibrator.predict``); it equals ``predict`` bit for bit.
+    A formula. Platt: ``1 / (1 + exp(-(a logit(s) + b)))`` with the score clipped to ``[EPS, 1 - EPS]`` and
+    ``logit(s) = ln(s) - log1p(-s)`` as ``platt.py`` computes it; DuckDB and ANSI SQL have no ``log1p``, so there it
+    is Goldberg's accurate form ``ln(u) * x / (u - 1)`` with ``u = 1 + x`` (``x`` itself when ``u = 1``). A closed
+    form thus agrees with ``predict`` to rounding, not bit for bit (``exp`` and ``ln`` of the engine and of numpy may
+    differ in the last bit; measured: at most 9e-16 relative). Beta calibration and temperature scaling likewise.
+    MBCT's closed form has no ``exp``: per tree, a nested ``CASE`` routes the row to its node with exactly its
+    codes' comparisons (:func:`calibdash.calibrators._mbct_sql.mbct_form`); it equals ``predict`` bit for bit.
 :class:`StepMap`
-    ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly
-    :func:`calibdash.core.step_maps.step_lookup`, i.e.
-    ``np.searchsorted(cuts, s, side="right")``: a score on a cut takes the
-    upper piece. Histogram, isotonic (step), BBQ, SBB, Venn-Abers (constant
-    between calibration scores, another value at each: points; see
-    ``VennAbersCalibrator.sql_map``). BBQ's authors' variant
-    also overrides single points (``point_x``); a point ``x`` becomes the
-    piece ``[x, nextafter(x, +inf))``, which holds exactly the double ``x``,
-    so the override costs nothing and needs no equality test. Up to
-    :data:`CASE_MAX_STEPS` pieces the map is ``CASE WHEN s < c0 THEN l0 WHEN
-    s < c1 THEN l1 ... ELSE ln END``. Above, either a lookup table of the
-    pieces (``form="lookup"``, the default) or a binary search written as
-    nested CASEs (``form="bisect"``: one scalar expression, but engines
-    evaluate a CASE of thousands of arms slowly: DuckDB takes seconds per
-    million rows at 1,000 pieces). The lookup table is joined on a bucket of
-    the score, ``floor(s * g)`` with ``g`` a power of 2 at least twice the
-    pieces (an exact product), each piece listed once per bucket it meets,
-    plus the range ``s >= lo AND s < hi``: a hash join in any engine rather
-    than a nested loop over a range. Either way the comparisons are the ones
-    ``searchsorted`` makes, so the result is the same double, not merely
-    close. The levels
+    ``levels[k]`` on ``cuts[k-1] <= s < cuts[k]``: exactly :func:`calibdash.core.step_maps.step_lookup` (a score on a
+    cut takes the upper piece). Histogram, isotonic, BBQ, SBB, Venn-Abers. A point override ``x`` (BBQ's ``point_x``)
+    is the piece ``[x, nextafter(x, +inf))``, which holds exactly the double ``x``. Up to :data:`CASE_MAX_STEPS`
+    pieces the map is one ``CASE``; above, a lookup table of the pieces (``form="lookup"``) or a binary search of
+    nested CASEs (``form="bisect"``: one expression, but engines evaluate a CASE of thousands of arms slowly). The
+    table is joined on the bucket ``floor(s * g)`` (``g`` a power of 2 at least twice the pieces: an exact product),
+    each piece listed once per bucket it meets, plus the range ``s >= lo AND s < hi``: a hash join, not a nested
+    loop. Either way the comparisons are those ``searchsorted`` makes, so the result is the same double. The levels
     are clipped to [0, 1] beforehand, as ``predict`` clips its output.
 :class:`LinearMap`
-    Linear interpolation between knots (isotonic with linear interpolation, ABB, ENIR), or the
-    same with linear extension beyond the end knots (ELiTE's ``evaluate_linear``), then clipped to
-    [0, 1]. Equal to :func:`calibdash.core.step_maps.interp` (the overflow-free ``np.interp``
-    that ``predict`` uses) operation for operation: below ``x[0]`` the value is ``y[0]``, at or
-    above ``x[-1]`` it is ``y[-1]``, otherwise, on the interval ``x_j <= s < x_{j+1}``, the
-    position ``t = (s - x_j) / (x_{j+1} - x_j)`` and then ``y_{j+1}`` if ``t >= 1``, else
-    ``y_j + t (y_{j+1} - y_j)`` kept between ``y_j`` and ``y_{j+1}``, with the differences computed
-    in Python as numpy computes them (same IEEE operations). No slope is ever formed, so knots
-    closer than 1e-308 (subnormal scores) interpolate as any others instead of overflowing. Among
-    knots with equal ``x`` the binary search lands on the last one, so zero-width intervals are
-    dropped: a score equal to a repeated knot takes the value of its last copy. Small maps are a
-    ``CASE``; large ones join a table of intervals as step maps do.
+    Linear interpolation between knots (isotonic with linear interpolation, ABB, ENIR), or the same extended beyond
+    the end knots (ELiTE), clipped to [0, 1]: :func:`calibdash.core.step_maps.interp` (the overflow-free
+    ``np.interp`` of ``predict``) operation for operation: ``y[0]`` below ``x[0]``, ``y[-1]`` at or above ``x[-1]``,
+    otherwise on ``x_j <= s < x_{j+1}`` the position ``t = (s - x_j) / (x_{j+1} - x_j)``, then ``y_{j+1}`` if
+    ``t >= 1``, else ``y_j + t (y_{j+1} - y_j)`` kept between ``y_j`` and ``y_{j+1}``. No slope is formed, so knots
+    closer than 1e-308 interpolate as any others; a score on a repeated knot takes its last copy's value. Small maps
+    are a ``CASE``; large ones join a table of intervals as step maps do.
 
-Floats are written as Python's shortest ``repr`` with an exponent
-(``0.1E0``), which every dialect reads as a DOUBLE literal (a plain ``0.1``
-would be a DECIMAL in DuckDB and Spark) rounding back to the same double;
-negative literals are parenthesised (``x - (-0.5E0)``, never ``--``).
-
-Layout: the forms live below the calibrators that build them, in :mod:`calibdash.core.sql_forms`:
-:mod:`~calibdash.core.sql_forms.writer` (literals, quoting, :class:`SqlWriter`),
-:mod:`~calibdash.core.sql_forms.forms` (the three forms and their builders),
-:mod:`~calibdash.core.sql_forms.lookup` (:class:`SqlMap`, lookup tables, bucketed
-joins); this module holds :func:`to_sql` and the converter registry, and
-re-exports the forms.
-
-A method without a SQL form, or a state the forms cannot hold (MBCT
-categories of mixed types), raises :class:`SqlUnsupported`;
-:func:`calibdash.engines.apply.apply_model` then falls back to calling
-``predict`` from the engine in vectorised batches.
+Floats are written as Python's shortest ``repr`` with an exponent (``0.1E0``), which every dialect reads as a DOUBLE
+(a plain ``0.1`` would be a DECIMAL in DuckDB and Spark) rounding back to the same double; negative literals are
+parenthesised (``x - (-0.5E0)``, never ``--``). A method without a SQL form, or a state the forms cannot hold (MBCT
+categories of mixed types), raises :class:`SqlUnsupported`; :func:`calibdash.engines.apply.apply_model` then calls
+``predict`` from the engine in batches.
 """
 from __future__ import annotations
 
@@ -120,41 +70,24 @@ __all__ = ["SqlUnsupported", "SqlWriter", "to_sql", "literal", "quote"]
 FORMS = ("auto", "case", "bisect", "lookup", "scalar")
 
 
-# ---------------------------------------------------------------------------------------------------------
-# a method's form: its own sql_map, or a converter registered for a class that has none
-# ---------------------------------------------------------------------------------------------------------
 Converter = Callable[[dict, dict], "ClosedForm | StepMap | LinearMap"]
 _CONVERTERS: dict[str, Converter] = {}
 
 
 def register_sql(name: str, converter: Converter) -> None:
-    """Say how the calibrator registered as ``name`` is written as SQL, from outside its class.
-
-    A calibrator says this itself with its ``sql_map`` method
-    (:meth:`calibdash.calibrators.base.Calibrator.sql_map`); this hook is for a
-    class one cannot edit. A registered converter is asked before the class.
-
-    Parameters
-    ----------
-    name : str
-        The calibrator's registry name (``Calibrator.name``).
-    converter : callable
-        ``converter(state, params)`` -> :class:`ClosedForm`, :class:`StepMap`
-        or :class:`LinearMap`, where ``state`` is the calibrator's
-        ``_export_state()`` (what the model file holds) and ``params`` its
-        ``get_params()``. It raises :class:`SqlUnsupported` for a state it
-        cannot write. Registering a name again replaces its converter.
-    """
+    """Say how the calibrator registered as ``name`` is written as SQL, from outside its class (for a class one cannot
+    edit; a registered converter is asked before the class's own ``sql_map``, and registering a name again replaces
+    it). ``converter(state, params)`` returns a :class:`ClosedForm`, :class:`StepMap` or :class:`LinearMap` from the
+    calibrator's ``_export_state()`` and ``get_params()``, or raises :class:`SqlUnsupported` for a state it cannot
+    write."""
     if not callable(converter):
         raise SettingsError(f"the SQL converter of {name!r} must be callable.")
     _CONVERTERS[name] = converter
 
 
 def sql_methods() -> list[str]:
-    """Registry names whose class declares its SQL form (defines its own ``sql_map``), then names with a
-    registered converter. :func:`to_sql` still raises :class:`SqlUnsupported` where a fitted state has
-    no form: ``sql_map`` returned None (a class that has no SQL form says so that way) or the state
-    cannot be held (MBCT categories of mixed types)."""
+    """Registry names whose class defines its own ``sql_map``, then names with a registered converter
+    (:func:`to_sql` still raises :class:`SqlUnsupported` where a fitted state has no form)."""
     from ... import calibrators
     from ...calibrators.base import Calibrator
     names = [n for n, cls in calibrators.classes().items() if cls.sql_map is not Calibrator.sql_map]
@@ -170,9 +103,6 @@ def _form(cal) -> "ClosedForm | StepMap | LinearMap | None":
     return cal.sql_map()
 
 
-# ---------------------------------------------------------------------------------------------------------
-# the entry point
-# ---------------------------------------------------------------------------------------------------------
 def _calibrator(model):
     """The fitted calibrator in ``model``: a Calibrator, an ExportedModel, a model file's path or text."""
     from .. import export
@@ -203,28 +133,18 @@ def to_sql(calibrator_or_model, score_column: str = "score", dialect: str = "duc
     Parameters
     ----------
     calibrator_or_model : Calibrator, ExportedModel, path or str
-        A fitted calibrator, a loaded model (:func:`calibdash.io.export.read_model`),
-        or a model file's path or JSON text.
+        A fitted calibrator, a loaded model (:func:`calibdash.io.export.read_model`), or a model file's path or text.
     score_column : str, default "score"
-        Column holding the scores, in [0, 1] (already mapped by the logistic
-        function if the model was fitted on margins: see ``fitted_on``).
+        Column holding the scores, in [0, 1] (already mapped by the logistic function if the model was fitted on
+        margins: see ``fitted_on``).
     dialect : {"duckdb", "spark", "ansi"}, default "duckdb"
     feature_columns : mapping, optional
-        Feature-aware methods (MBCT): the model's feature name -> the SQL
-        column holding it (default: the same name); None for a feature that
-        is absent (coded unseen on every row, as ``predict`` without it).
+        Feature-aware methods (MBCT): the model's feature name -> the SQL column holding it (default: the same name);
+        None for a feature that is absent (coded unseen on every row, as ``predict`` without it).
     form : {"auto", "scalar", "case", "bisect", "lookup"}, default "auto"
-        For step and linear maps: one flat CASE up to :data:`CASE_MAX_STEPS`
-        pieces, above it a lookup table ("auto") or a binary search written
-        as nested CASEs ("scalar"); or the form asked for. The lookup form's
-        join need not keep the rows' order; the other forms do. Scores must
-        lie in [0, 1] or be NULL (a NaN cannot be bucketed).
-    max_case : int, default :data:`CASE_MAX_STEPS`
-        Most pieces written as one flat CASE by "auto" and "scalar".
-
-    Returns
-    -------
-    SqlMap
+        For step and linear maps: one flat CASE up to ``max_case`` pieces (:data:`CASE_MAX_STEPS`), above it a lookup
+        table ("auto") or a binary search written as nested CASEs ("scalar"); or the form asked for. The lookup form's
+        join need not keep the rows' order; the other forms do. Scores must lie in [0, 1] or be NULL.
 
     Raises
     ------

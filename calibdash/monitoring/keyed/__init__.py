@@ -1,18 +1,9 @@
 """Keyed score cells: score cells that also carry a group or a period, for monitoring at any scale.
 
-A *keyed* cell gathers the rows that share a part, a score cell (see
-:mod:`calibdash.evaluation.cells`) and a **key**: the value of a group column (a
-segment, a country, or a quantile range of a numeric column) or the period of
-a date column (day, week, month or quarter). Everything the Groups & time
-views show (per-group and per-period measures with intervals, the staleness
-view, the calibrator that fixes the groups) is computed from keyed cells as
-weighted rows, so it costs O(cells) after one pass over the rows, and the
-rows may live in memory, in DuckDB or in Spark: the three engines give the
-same keyed cells (``tests/engines/test_engine_contract.py``).
-
-:class:`Key` says which column and how its values become keys;
-:class:`KeyedCells` holds the cells with one key code per cell and the keys'
-labels in display order.
+A *keyed* cell gathers the rows that share a part, a score cell (:mod:`calibdash.evaluation.cells`) and a **key**:
+the value of a group column (or a quantile range of a numeric one) or the period of a date column. Everything the
+Groups & time views show is computed from keyed cells as weighted rows, in O(cells) after one pass over the rows,
+wherever the rows live: memory, DuckDB and Spark give the same keyed cells (``tests/engines/test_engine_contract.py``).
 """
 from __future__ import annotations
 
@@ -33,28 +24,10 @@ PERIODS = ("D", "W", "M", "Q")
 
 @dataclass(frozen=True)
 class Key:
-    """Which column keys the cells, and how its values become keys.
-
-    Parameters
-    ----------
-    column : str
-        The group or date column.
-    kind : {"group", "period"}, default "group"
-        ``"group"``: one key per value (text, boolean, or a number column with
-        at most ``max_groups`` distinct values), or ``n_quantiles``
-        equal-count ranges of a number column with more (exact quantiles,
-        numpy's linear rule, computed where the rows live); groups lighter
-        than ``min_rows`` are pooled into ``"other"``; missing values are the
-        group ``"(missing)"`` (the rules of :func:`calibdash.monitoring.grouping.make_groups`).
-        ``"period"``: the period of a date or date-time column
-        (:func:`calibdash.monitoring.drift.to_periods`'s labels; rows without a readable
-        date are left out and counted).
-    freq : {"D", "W", "M", "Q"} or "auto", default "auto"
-        Period length (``kind="period"`` only); "auto" as
-        :func:`calibdash.monitoring.drift.choose_freq`.
-    n_quantiles : int, default 5
-    max_groups : int, default 20
-    min_rows : float, default 50
+    """Which ``column`` keys the cells, and how its values become keys: ``kind="group"``, by the rules of
+    :func:`calibdash.monitoring.grouping.make_groups` (with ``n_quantiles``, ``max_groups``, ``min_rows``; quantiles
+    computed where the rows live); ``kind="period"``, the period of a date column of length ``freq`` ({"D", "W", "M",
+    "Q"} or "auto"; :func:`~calibdash.monitoring.periods.to_periods`).
     """
 
     column: str
@@ -73,30 +46,11 @@ class Key:
 
 @dataclass(frozen=True)
 class KeyedCells:
-    """Score cells with a key per cell (see the module docstring).
-
-    Attributes
-    ----------
-    cells : ScoreCells
-        One cell per (part, score cell, key) holding rows, sorted by key, then
-        part, then score. Cells are exact (the distinct scores) or on the grid
-        by the rule of :mod:`calibdash.evaluation.cells`, decided on all rows together.
-    key : ndarray of int32
-        Each cell's key, an index into ``labels``.
-    labels : tuple of str
-        The keys in display order: groups in their values' natural order
-        (``"other"`` and ``"(missing)"`` last), periods in time order, named as
-        :func:`calibdash.monitoring.drift.to_periods` names them.
-    spec : Key
-        The key asked for (``freq`` resolved when it was "auto").
-    starts : tuple
-        Periods: each period's first day (``pandas.Timestamp``); groups: empty.
-    notes : tuple of str
-        How the keys were made, for the user (as ``make_groups`` / ``to_periods`` word them).
-    pooled : tuple of str
-        Groups pooled into ``"other"``.
-    n_left_out : int
-        Rows without a key (a period column's rows with no readable date).
+    """Score cells with a key per cell: ``cells``, one per (part, score cell, key), sorted by key, part, score (exact or
+    on the grid, decided on all rows together); ``key`` (int32), each cell's index into ``labels``, the keys in display
+    order (as ``make_groups`` and ``to_periods`` order and name them); ``spec``, the key asked for (``freq``
+    resolved); ``starts``, each period's first day (groups: empty); ``notes``, how the keys were made; ``pooled``,
+    groups pooled into ``"other"``; ``n_left_out``, rows without a key (no readable date).
     """
 
     cells: ScoreCells
@@ -124,7 +78,5 @@ class KeyedCells:
         """``(scores, labels, weights, key)``: each cell as a positive row of weight ``n_pos`` and a negative
         row of weight ``n - n_pos`` (zero-weight rows dropped), with its key."""
         c = self.cells
-        k = np.concatenate([self.key, self.key])
-        w = np.concatenate([c.n_pos, c.n - c.n_pos])
-        s, y, wt = c.weighted_rows()
-        return s, y, wt, k[w > 0]
+        keep = np.concatenate([c.n_pos, c.n - c.n_pos]) > 0
+        return (*c.weighted_rows(), np.concatenate([self.key, self.key])[keep])

@@ -1,21 +1,11 @@
 """From raw key codes to keyed cells: the step every engine shares after grouping its rows.
 
-An engine groups its rows by (raw key code, part, score code), where the raw
-key code is what it can compute where the rows live, row by row:
-
-* a group key: the value as trimmed text, the number itself, or the
-  quantile group (:func:`calibdash.monitoring.grouping.group_codes`);
-* a period key: the first day of the row's period, in days since
-  1970-01-01 (:func:`calibdash.monitoring.drift.period_start_days`).
-
-The keys shown are then made from the raw codes' rows alone, by the rules of
-:func:`calibdash.monitoring.grouping.make_groups` (:func:`~calibdash.monitoring.grouping.name_groups`:
-order, pooling into ``"other"``, ``"(missing)"``, the refusal of too many
-groups) and :func:`calibdash.monitoring.drift.to_periods`
-(:func:`~calibdash.monitoring.drift.name_periods`), and the grouped rows are merged into
-one cell per (key, part, score code) (:func:`reduce_keyed`). The rows in
-memory (:func:`calibdash.monitoring.keyed.from_rows.keyed_cells`) and the SQL engines go
-through these same functions, so they give the same keyed cells.
+An engine groups its rows by (raw key code, part, score code), the raw key code being what it computes row by row
+where the rows live: for a group, the value as trimmed text, the number itself or the quantile group
+(:func:`~calibdash.monitoring.grouping.group_ids`); for a period, its first day in days since 1970-01-01
+(:func:`~calibdash.monitoring.periods.period_start_days`). The keys shown are then made from the raw codes' rows
+alone (:func:`~calibdash.monitoring.grouping.name_groups`, :func:`~calibdash.monitoring.periods.name_periods`) and the
+rows merged into one cell per (key, part, score code) (:func:`reduce_keyed`), so every engine gives the same cells.
 """
 from __future__ import annotations
 
@@ -40,18 +30,9 @@ def check_group_key(key: Key) -> None:
 
 
 def reduce_keyed(key, part, code, n, n_pos, score_sum, *, exact: bool) -> tuple[ScoreCells, np.ndarray]:
-    """One cell per (key, part, score code) from grouped rows (or single rows: ``n`` = 1), sorted by key,
-    then part, then score.
-
-    ``code`` is the exact score (``exact``) or the grid step; a cell's score
-    is its code (exact) or ``score_sum / n`` (grid), as
-    :meth:`calibdash.evaluation.cells.CellAccumulator.result`.
-
-    Returns
-    -------
-    (cells, key)
-        The cells and each cell's key (int32).
-    """
+    """``(cells, key)``: one cell per (key, part, score code) from grouped rows (or single rows: ``n`` = 1), sorted
+    by key, part, score, and each cell's key (int32). ``code`` is the exact score (``exact``) or the grid step; a
+    cell's score its code or ``score_sum / n``, as in :mod:`calibdash.evaluation.cells`."""
     key = np.asarray(key, dtype=np.int64)
     part = np.asarray(part, dtype=np.int64)
     code = np.asarray(code, dtype=float)
@@ -80,22 +61,8 @@ def reduce_keyed(key, part, code, n, n_pos, score_sum, *, exact: bool) -> tuple[
 
 def group_cells(raw, missing, part, code, n, n_pos, score_sum, *, exact: bool, coding: GroupCoding,
                 key: Key) -> KeyedCells:
-    """Keyed cells of a group key from rows grouped by (raw code, part, score code).
-
-    Parameters
-    ----------
-    raw : array-like
-        Each grouped row's raw code (:func:`calibdash.monitoring.grouping.group_codes`'s
-        codes; anything where ``missing``).
-    missing : array-like of bool
-        Whether the group's value is missing.
-    part, code, n, n_pos, score_sum : array-like
-        As :func:`reduce_keyed`.
-    exact : bool
-    coding : GroupCoding
-        How the raw codes were made (and the column's distinct values).
-    key : Key
-    """
+    """Keyed cells of a group key from rows grouped by (raw code, part, score code): ``raw`` each grouped row's raw
+    code (anything where ``missing``), ``coding`` how the codes were made; the rest as :func:`reduce_keyed`."""
     check_group_key(key)
     missing = np.asarray(missing, dtype=bool)
     n = np.asarray(n, dtype=np.int64)
@@ -119,14 +86,9 @@ def group_cells(raw, missing, part, code, n, n_pos, score_sum, *, exact: bool, c
 
 def period_cells(start, part, code, n, n_pos, score_sum, *, exact: bool, key: Key, freq: str, first, last,
                  n_left_out: int = 0, notes=()) -> KeyedCells:
-    """Keyed cells of a period key from rows grouped by (period's first day, part, score code).
-
-    ``start`` is each grouped row's period's first day (days since
-    1970-01-01) for the period length ``freq`` (resolved); ``first`` and
-    ``last`` the earliest and latest date-time read; ``n_left_out`` the rows
-    without a readable date (not in the cells); ``notes`` how the column was
-    read. Labels and notes are :func:`calibdash.monitoring.drift.name_periods`'s.
-    """
+    """Keyed cells of a period key from rows grouped by (period's first day ``start``, part, score code); ``freq``
+    (resolved), ``first``, ``last``, ``n_left_out`` and ``notes`` as :func:`~calibdash.monitoring.periods.name_periods`
+    takes them."""
     start = np.asarray(start, dtype=np.int64)
     labels, stamps, said = name_periods(np.unique(start), freq, first=first, last=last, auto=key.freq == "auto",
                                         n_left_out=n_left_out, name=key.column, notes=notes)

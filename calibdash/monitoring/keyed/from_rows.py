@@ -1,11 +1,6 @@
-"""Keyed cells of rows in memory: the Groups & time page's rows and the in-memory engine.
-
-:func:`keyed_cells` reads the key column with the rules of the rows' own
-functions (:func:`calibdash.monitoring.grouping.group_ids` for a group,
-:func:`calibdash.monitoring.drift.as_dates` for a period: pandas reads text dates in
-many formats, where the SQL engines read ISO-8601 text only), and makes the
-keys and cells with :mod:`calibdash.monitoring.keyed.assemble`, as every engine does.
-"""
+"""Keyed cells of rows in memory (the Groups & time page's rows and the in-memory engine): the key column read by
+the rows' own rules (``group_ids``; ``as_dates``, which reads text dates in many formats where the SQL engines read
+ISO-8601 only), the keys and cells made by :mod:`~calibdash.monitoring.keyed.assemble`, as every engine makes them."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,13 +26,10 @@ def not_dates_error(name: str, example=()) -> DataError:
 
 
 def read_dates_check(how: str, n_read: int, counts, name: str) -> list:
-    """Refuse a period column that holds no dates, by what an engine counted in its statistics scan, as
-    :func:`calibdash.monitoring.drift.as_dates` decides on rows; returns the notes on how the column was read.
-
-    ``how``: ``"dates"`` (a date or timestamp type: nothing to check), ``"text"`` (``counts`` = present
-    entries, entries that look like numbers) or ``"ymd"`` (``counts`` = present numbers, non-whole ones,
-    their min and max); ``n_read`` the rows whose date was read.
-    """
+    """Refuse a period column that holds no dates, from an engine's statistics scan, as ``as_dates`` decides on rows;
+    returns the notes on how the column was read. ``how``: ``"dates"`` (a date type: nothing to check), ``"text"``
+    (``counts``: present entries, entries like numbers) or ``"ymd"`` (``counts``: present numbers, non-whole ones,
+    their min and max); ``n_read`` the rows whose date was read."""
     notes = []
     if how == "text":
         n_text, n_numeric = int(counts[0]), int(counts[1])
@@ -54,39 +46,10 @@ def read_dates_check(how: str, n_read: int, counts, name: str) -> list:
 
 
 def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int = MAX_EXACT) -> KeyedCells:
-    """Score cells of rows in memory, keyed by the group or period of ``values``.
-
-    Parameters
-    ----------
-    scores : array-like
-        Scores in [0, 1].
-    labels : array-like
-        0/1 labels (or two values, as :func:`calibdash.core.validation.check_labels`).
-    values : Series or array-like
-        The key column, one value per row.
-    key : Key
-        Which key (its ``column`` names the column in notes and errors).
-    part : array-like of int, optional
-        Each row's part (:func:`calibdash.evaluation.cells.parts_for`); default all 0.
-    max_exact : int, default ``MAX_EXACT``
-        Cells are the distinct scores when all rows together have at most
-        this many, else grid steps (:mod:`calibdash.evaluation.cells`).
-
-    Returns
-    -------
-    KeyedCells
-        Cells sorted by key, then part, then score. A period key leaves out
-        the rows without a readable date (``n_left_out``); ``freq="auto"``
-        chooses among day, week, month and quarter (:data:`calibdash.monitoring.keyed.PERIODS`)
-        by the rule of :func:`calibdash.monitoring.drift.choose_freq`.
-
-    Raises
-    ------
-    DataError
-        Lengths differ; bad scores or labels; a period column without dates,
-        or without any readable date.
-    SettingsError
-        Too many groups or periods (as ``make_groups`` / ``to_periods``).
+    """Score cells of rows in memory, keyed by the group or period of ``values`` (one per row) as ``key`` says; the rest
+    as :func:`calibdash.evaluation.cells.aggregate` takes it. A period key leaves out the rows without a readable date
+    (``n_left_out``), ``freq="auto"`` choosing among :data:`~calibdash.monitoring.keyed.PERIODS` by ``choose_freq``'s
+    rule. DataError for other lengths, bad scores or labels, or no readable date; SettingsError for too many keys.
     """
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=False)
@@ -136,8 +99,7 @@ _DENSE_CELLS = 1 << 21
 
 
 def _exact_scores(s: np.ndarray, max_exact: int) -> np.ndarray | None:
-    """The sorted distinct scores when there are at most ``max_exact``, else None (the grid): found a block
-    at a time by hashing, stopping at the first block that takes them past ``max_exact``."""
+    """The sorted distinct scores when there are at most ``max_exact``, else None (the grid), block by block."""
     seen = np.empty(0, dtype=float)
     for lo in range(0, s.size, _BLOCK):
         seen = np.union1d(seen, pd.unique(s[lo:lo + _BLOCK]))
@@ -147,13 +109,9 @@ def _exact_scores(s: np.ndarray, max_exact: int) -> np.ndarray | None:
 
 
 def _reduce_rows(kid, n_keys: int, part, s, y, codes):
-    """Rows grouped by (key id, part, score code): ``(key id, part, code, n, n_pos, score_sum)`` per group.
-
-    ``kid`` is each row's key id in ``0..n_keys-1`` (-1: the row is left out); ``codes`` the sorted
-    distinct scores (a row's code is its score) or None (its grid step). The rows are read
-    :data:`_BLOCK` at a time, so the temporaries stay a few MB whatever the rows: while the combinations
-    number at most :data:`_DENSE_CELLS` each block is counted by ``np.bincount`` into dense arrays (no
-    sort); beyond, each block's combinations are found by a sort and merged into the running ones.
+    """Rows grouped by (key id, part, score code): ``(key id, part, code, n, n_pos, score_sum)`` per group; ``kid`` is
+    each row's key id (-1: left out), ``codes`` the sorted distinct scores or None (grid steps). Rows are read
+    :data:`_BLOCK` at a time, counted into dense arrays up to :data:`_DENSE_CELLS` combinations, else merged by sort.
     """
     p_lo = int(part.min()) if part.size else 0
     n_parts = int(part.max()) - p_lo + 1 if part.size else 1
@@ -198,31 +156,9 @@ def _merge_counts(a: list, b: list) -> list:
 
 
 def row_keys(values, kc: KeyedCells) -> np.ndarray:
-    """Each row's key among ``kc.labels``, for rows the cells ``kc`` were made of (the K-class view's
-    per-group class-wise ECE reads rows by it).
-
-    The rows' rule of :func:`keyed_cells`: a group by
-    :func:`calibdash.monitoring.grouping.make_groups` (:func:`~calibdash.monitoring.grouping.group_codes`
-    and :func:`~calibdash.monitoring.grouping.name_groups`) with the key's settings, a
-    period by :func:`calibdash.monitoring.drift.to_periods` at the cells' period length.
-
-    Parameters
-    ----------
-    values : Series or array-like
-        The key column, one value per row (the rows of ``kc``, in any order).
-    kc : KeyedCells
-        Cells keyed by this column.
-
-    Returns
-    -------
-    ndarray of object
-        Each row's label (one of ``kc.labels``), None for a row without a key (no readable date).
-
-    Raises
-    ------
-    DataError
-        The rows do not give the cells' keys (other rows than the cells').
-    """
+    """Each row's key among ``kc.labels`` (None without a readable date), for ``values``, the key column of the rows
+    ``kc`` was made of, in any order: ``make_groups`` with the key's settings, or ``to_periods`` at the cells' period
+    length. DataError when the rows give keys the cells do not have."""
     spec = kc.spec
     if spec.kind == "group":
         out, *_ = make_groups(values, max_groups=spec.max_groups, n_quantiles=spec.n_quantiles,

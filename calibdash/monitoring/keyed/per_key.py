@@ -1,38 +1,13 @@
-"""The Groups & time measures of keyed cells: per group, per period, staleness and the calibrator that fixes the groups.
+"""The Groups & time measures of keyed cells: per group, per period, staleness and the calibrator that fixes groups.
 
-Each function takes a :class:`~calibdash.monitoring.keyed.KeyedCells` and returns the
-report the row functions return, so the pages, the figures and the command
-line draw them unchanged:
-
-======================  ==========================================  ===================
-keyed cells             rows                                        report
-======================  ==========================================  ===================
-:func:`by_key`          :func:`calibdash.monitoring.groups.by_group`           ``GroupReport``
-:func:`over_periods`    :func:`calibdash.monitoring.drift.over_time`           ``DriftReport``
-:func:`staleness_of`    :func:`calibdash.monitoring.drift.staleness`           ``Staleness``
-:func:`fix_keys`        :func:`calibdash.monitoring.groups.fix_groups`         ``GroupFix``
-======================  ==========================================  ===================
-
-The cells are measured as weighted rows (each cell a positive row of weight
-``n_pos`` and a negative row of weight ``n - n_pos``), with the groups or
-periods the cells' keys already hold, by the row functions' own code
-(:func:`calibdash.monitoring.group_metrics.group_report`,
-:func:`calibdash.monitoring.drift.period_report`, :func:`calibdash.monitoring.drift.staleness`,
-:func:`calibdash.monitoring.groups.fix_made_groups`). So:
-
-* point values equal the row functions' on the same rows (to the weighted
-  metrics' rounding) when the cells are exact; on grid cells they move by
-  the bounds of :mod:`calibdash.evaluation.cells`;
-* intervals are the same Poisson bootstrap: a cell of ``n`` rows counted
-  Poisson(``n``) times is the sum of its rows' Poisson(1) counts, and a group's
-  cells are merged and sorted by (score, label) before they are drawn, as its
-  rows are, so the intervals of exact cells are *the same draws* as the rows';
-* calibrators are fitted on the cells as weighted rows, which is the fit on
-  their rows (``tests/test_weights.py``), MBCT with the key as its one
-  categorical feature included;
-* ``rows`` in every table is the number of real rows (the cells' counts), not
-  of weighted rows. The reports' per-row arrays (``GroupReport.groups``,
-  ``GroupFix.predictions``, ``Periods.codes``) are per weighted row.
+Each function takes :class:`~calibdash.monitoring.keyed.KeyedCells` and returns the report of its row function
+(:func:`by_key`: ``by_group``'s ``GroupReport``; :func:`over_periods`: ``over_time``'s ``DriftReport``;
+:func:`staleness_of`: ``staleness``'s; :func:`fix_keys`: ``fix_groups``' ``GroupFix``), measuring the cells as
+weighted rows by the row functions' own code. So point values equal the rows' (to rounding) on exact cells, and move
+by the bounds of :mod:`calibdash.evaluation.cells` on grid cells; intervals are the same Poisson bootstrap (a cell of
+``n`` rows drawn Poisson(``n``) is the sum of its rows' Poisson(1) counts, and cells are merged and sorted as rows
+are, so exact cells get *the same draws*); calibrators are fitted on the cells as weighted rows, which is the fit on
+their rows. ``rows`` in every table counts real rows; the reports' per-row arrays are per weighted row.
 """
 from __future__ import annotations
 
@@ -54,7 +29,8 @@ __all__ = ["by_key", "over_periods", "staleness_of", "fix_keys"]
 def _rows_of(kc: KeyedCells, kind: str, what: str):
     """``(scores, labels, weights, key)`` of the cells' weighted rows, after checking the key's kind."""
     if not isinstance(kc, KeyedCells):
-        raise SettingsError(f"{what} takes keyed cells (calibdash.monitoring.keyed.KeyedCells), got {type(kc).__name__}.")
+        raise SettingsError(f"{what} takes keyed cells (calibdash.monitoring.keyed.KeyedCells), "
+                            f"got {type(kc).__name__}.")
     if kc.spec.kind != kind:
         other = {"group": "by_key / fix_keys", "period": "over_periods / staleness_of"}[kc.spec.kind]
         raise SettingsError(f"{what} needs cells keyed by a {kind}; these are keyed by the {kc.spec.kind} column "
@@ -74,26 +50,8 @@ def periods_of(kc: KeyedCells) -> Periods:
 
 def by_key(kc: KeyedCells, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
            n_boot: int = 200, seed: int = 0, level: float = 0.95) -> GroupReport:
-    """Per group of group-keyed cells: rows, positives, positive rate, mean score, ECE, Brier, log-loss and AUC
-    with Poisson-bootstrap intervals, and each group's reliability table (as :func:`calibdash.monitoring.groups.by_group`).
-
-    Parameters
-    ----------
-    kc : KeyedCells
-        Cells keyed by a group column (``kc.spec.kind == "group"``).
-    n_bins, strategy
-        Binning of ECE and of the reliability tables.
-    n_boot : int, default 200
-        Poisson-bootstrap resamples per group (0: no intervals).
-    seed : int, default 0
-        Each group draws from its own seed, derived from ``seed`` as :func:`~calibdash.monitoring.groups.by_group` does.
-    level : float, default 0.95
-
-    Returns
-    -------
-    GroupReport
-        ``rows`` counts real rows; ``groups`` holds each weighted row's group.
-    """
+    """:func:`~calibdash.monitoring.group_metrics.by_group`'s report of cells keyed by a group column, with its
+    ``n_bins``, ``strategy``, ``n_boot``, ``seed`` and ``level``."""
     s, y, w, k = _rows_of(kc, "group", "by_key")
     names = np.asarray(kc.labels, dtype=object)
     return group_report(s, y, w, True, names[k], list(kc.labels), list(kc.notes), list(kc.pooled), kc.spec.column,
@@ -102,20 +60,8 @@ def by_key(kc: KeyedCells, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str =
 
 def over_periods(kc: KeyedCells, n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
                  n_boot: int = 200, seed: int = 0, level: float = 0.95) -> DriftReport:
-    """Per period of period-keyed cells: the measures of :func:`by_key` (as :func:`calibdash.monitoring.drift.over_time`).
-
-    Parameters
-    ----------
-    kc : KeyedCells
-        Cells keyed by a date column (``kc.spec.kind == "period"``).
-    n_bins, strategy, n_boot, seed, level
-        As for :func:`by_key`.
-
-    Returns
-    -------
-    DriftReport
-        ``rows`` counts real rows; ``periods.n_left_out`` the rows without a readable date.
-    """
+    """:func:`~calibdash.monitoring.drift.over_time`'s report of cells keyed by a date column (its
+    ``periods.n_left_out`` the rows without a readable date)."""
     s, y, w, _ = _rows_of(kc, "period", "over_periods")
     return period_report(s, y, w, periods_of(kc), n_bins=n_bins, strategy=strategy, n_boot=n_boot, seed=seed,
                          level=level, cells=True)
@@ -124,25 +70,7 @@ def over_periods(kc: KeyedCells, n_bins: int = metrics.DEFAULT_N_BINS, strategy:
 def staleness_of(kc: KeyedCells, method: str = "isotonic", params: dict | None = None, *,
                  n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
                  min_rows: float = 20) -> Staleness:
-    """Fit ``method`` on each period's cells and judge it on every later period (:func:`calibdash.monitoring.drift.staleness`).
-
-    Parameters
-    ----------
-    kc : KeyedCells
-        Cells keyed by a date column.
-    method : str, default "isotonic"
-        A registered calibrator of the score.
-    params : dict, optional
-        Its hyperparameters.
-    n_bins, strategy
-        Binning of ECE.
-    min_rows : float, default 20
-        A period with fewer rows, or with one class only, is not fitted on.
-
-    Returns
-    -------
-    Staleness
-    """
+    """:func:`~calibdash.monitoring.staleness.staleness` of cells keyed by a date column, with its parameters."""
     s, y, w, _ = _rows_of(kc, "period", "staleness_of")
     return staleness(s, y, periods_of(kc), method, sample_weight=w, params=params, n_bins=n_bins, strategy=strategy,
                      min_rows=min_rows, column=kc.spec.column)
@@ -150,17 +78,8 @@ def staleness_of(kc: KeyedCells, method: str = "isotonic", params: dict | None =
 
 def key_pairs(part: np.ndarray, y: np.ndarray, sample_weight: np.ndarray,
               scheme: Scheme) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fit rows, judged rows) positions of weighted rows from their cells' parts under ``scheme``.
-
-    ``"split"`` and ``"column"``: part 0 fits, part 1 is judged; ``"kfold"``: fold ``f`` is judged by the fit on
-    the others; ``"insample"``: every row both.
-
-    Raises
-    ------
-    DataError
-        The parts do not come from ``scheme`` (no held-out part, or a part beyond its folds), or a fitting part
-        holds one class only.
-    """
+    """(fit rows, judged rows) positions of weighted rows from their cells' parts under ``scheme``; DataError when
+    the parts do not come from ``scheme`` or a fitting part holds one class only."""
     part = np.asarray(part, dtype=np.int64)
     present = np.unique(part)
     if scheme.kind == "insample":
@@ -189,31 +108,8 @@ def key_pairs(part: np.ndarray, y: np.ndarray, sample_weight: np.ndarray,
 def fix_keys(kc: KeyedCells, method: str = "isotonic", scheme: Scheme | None = None, *, params: dict | None = None,
              mbct_params: dict | None = None, n_bins: int = metrics.DEFAULT_N_BINS,
              strategy: str = metrics.DEFAULT_STRATEGY, n_boot: int = 200, seed: int = 0) -> GroupFix:
-    """The calibrator that fixes the groups, on group-keyed cells whose parts come from ``scheme``.
-
-    ``method`` (the score alone) and MBCT with the group as its one categorical feature are fitted on the
-    fitting cells as weighted rows and judged per group on the held-out cells, as
-    :func:`calibdash.monitoring.groups.fix_groups` does on rows (its MBCT settings: ``MBCT_VIEWS`` views, the bin size
-    from the lightest group's fitting rows).
-
-    Parameters
-    ----------
-    kc : KeyedCells
-        Cells keyed by a group column, whose ``part`` was set for ``scheme``
-        (:func:`calibdash.evaluation.holdout.cell_parts`: 0 = fit, 1 = held out; k-fold: the fold).
-    method : str, default "isotonic"
-        The score-only calibrator.
-    scheme : Scheme, default ``Scheme()``
-        How the parts divide the rows: ``"split"``/``"column"`` (part 0 fits, part 1 is judged),
-        ``"kfold"`` (each fold judged by the fit on the others) or ``"insample"``.
-    params, mbct_params, n_bins, strategy, n_boot, seed
-        As for :func:`calibdash.monitoring.groups.fix_groups`.
-
-    Returns
-    -------
-    GroupFix
-        Its ``predictions`` and ``rows`` are per judged weighted row; the reports' ``rows`` count real rows.
-    """
+    """:func:`~calibdash.monitoring.groups.fix_groups` on cells keyed by a group column whose ``part`` was set for
+    ``scheme`` (:func:`~calibdash.evaluation.scheme.cell_parts`), with its other parameters."""
     scheme = scheme or Scheme()
     s, y, w, k = _rows_of(kc, "group", "fix_keys")
     part, _, _ = kc.cells.weighted_predictions(kc.cells.part.astype(float))   # each weighted row's part

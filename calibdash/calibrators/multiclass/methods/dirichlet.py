@@ -14,29 +14,21 @@ class DirichletCalibration(MatrixScaling):
 
     .. math::  \\hat\\mu_{DirLin}(q; W, b) = \\operatorname{softmax}(W \\ln q + b),
 
-    is the multinomial logistic regression of the class on the log-probabilities ``ln q`` (the paper's
-    Sec. 3: it is the posterior of a generative model with one Dirichlet distribution per class; the
-    linear parametrisation is the one fitted). ``ln q`` is the log-softmax of the log-scores: the log of
-    the probabilities given (floored at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`), or of the softmax of
-    the logits given, so the map is the same whichever form the scores come in. ``W`` and ``b`` minimise
-    the weighted mean negative log-likelihood plus, with ``reg="odir"`` (the paper's "Dir-ODIR", Sec. 3.2),
+    is the multinomial logistic regression of the class on the log-probabilities ``ln q`` (Sec. 3: the posterior
+    of one Dirichlet distribution per class, fitted in the linear parametrisation). ``ln q`` is the log of the
+    probabilities given (floored at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the
+    logits: the same map either way. ``W`` and ``b`` minimise the weighted mean NLL plus, with ``reg="odir"``
+    ("Dir-ODIR", Sec. 3.2),
 
     .. math::  \\frac{\\lambda}{K(K-1)} \\sum_{j \\ne k} W_{jk}^2 + \\frac{\\mu}{K} \\sum_j b_j^2 ,
 
-    or, with ``reg="l2"`` ("Dir-L2"), ``lambda / (K (K + 1)) * (sum W_jk^2 + sum b_j^2)``: every parameter
-    shrunk towards 0, normalised as the authors' ``dirichletcal`` package does (``reg_norm=True``; their
-    experiments' Keras code adds the sum unnormalised). The strengths are chosen by the paper's procedure,
-    5-fold cross-validation on the calibration set over a grid
-    (:func:`calibdash.calibrators.multiclass.penalty_search.select_penalty`, which states how it differs from the authors'
-    code), or fixed with ``select=False``. Fitting: :func:`calibdash.calibrators.multiclass.linear.fit_linear`, started
-    from the fitted temperature's map ``W = I / T`` rather than the authors' identity ``W = I, b = 0``: the
-    problem is convex, so the optimum is the same, and on saturated scores the identity sits where the softmax
-    is flat and the solver stalled.
-
-    Sample weights: each row's term times its weight; integer weights equal repeated rows, for the fit and
-    for the cross-validation (identical rows fall in the same fold). Degenerate data (absent classes, one
-    class, too few distinct rows for the search) and the cost in K and n (``O(n K^2)`` per Newton step,
-    ``K^3`` floats; refused above :data:`~calibdash.calibrators.multiclass.linear.MAX_FULL_CLASSES` classes): as
+    or, with ``reg="l2"`` ("Dir-L2"), ``lambda / (K (K + 1)) * (sum W_jk^2 + sum b_j^2)``, normalised as the
+    authors' ``dirichletcal`` package (``reg_norm=True``; their Keras code adds the sum unnormalised). The
+    strengths are chosen by the paper's 5-fold cross-validation
+    (:func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`, which states how it differs from the
+    authors' code), or fixed with ``select=False``. The fit starts from the fitted temperature's map
+    ``W = I / T`` rather than the authors' identity: the same optimum (convex), but on saturated scores the
+    identity sits where the softmax is flat and the solver stalled. Weights, degenerate data and cost: as
     :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
 
     Parameters

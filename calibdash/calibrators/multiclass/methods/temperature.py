@@ -11,25 +11,17 @@ class TemperatureScaling(ScalingCalibrator):
 
     .. math::  \\hat q(x) = \\operatorname{softmax}(x / T), \\qquad T > 0,
 
-    with ``T`` minimising the (weighted mean) negative log-likelihood of the calibration labels
-    (Guo et al.'s Eq. 9 with ``W = I / T``, no intercept). ``x`` is the row's logits, or, given
-    probabilities, their logarithm (floored at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`); the two
-    differ by a constant per row, which the softmax ignores, so both give the same map. ``T > 1``
-    softens over-confident scores, ``T < 1`` sharpens; the ranking of the classes never changes.
+    with ``T`` minimising the weighted mean negative log-likelihood of the calibration labels (Guo et al.'s
+    Eq. 9 with ``W = I / T``, no intercept). ``x`` is the row's logits or, given probabilities, their
+    logarithm (floored at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`): they differ by a constant per
+    row, so both give the same map. ``T > 1`` softens, ``T < 1`` sharpens; the classes' ranking never changes.
 
-    Fitting: :func:`calibdash.calibrators.multiclass.linear.fit_linear` on ``beta = 1 / T`` (the NLL is convex in
-    ``beta``), from ``T = 1``, with ``beta`` kept in ``[exp(-10), exp(10)]`` as scikit-learn does
-    (its ``CalibratedClassifierCV(method="temperature")`` minimises the same NLL over ``log beta``
-    with ``minimize_scalar`` in those bounds; the two agree to the solvers' tolerances). A fit that
-    stops at ``T = 1`` stops there because ``T = 1`` is the optimum (the gradient there is below
-    the stopping rule's ``gtol``); a solver that stops elsewhere for another reason warns
-    (:class:`sklearn.exceptions.ConvergenceWarning`; netcal issue #61 was a fit that silently
-    returned ``T = 1``).
-
-    Cost: each Newton step one pass over the n x K scores (``O(n K)`` time and memory); any number of
-    classes. No hyperparameters. Sample weights: each row's NLL term times its weight (a row of weight
-    ``w`` counts as ``w`` rows); scaling all weights by ``c`` leaves ``T`` unchanged. A class absent from
-    the fitted labels is scaled like the others (the map has no per-class part).
+    Fitting: Newton's method on ``beta = 1 / T`` (the NLL is convex in it) from ``T = 1``, ``beta`` kept in
+    ``[exp(-10), exp(10)]`` as scikit-learn's ``CalibratedClassifierCV(method="temperature")``, which minimises
+    the same NLL over ``log beta`` with ``minimize_scalar`` (the two agree to the solvers' tolerances). A fit
+    that stops elsewhere than at the optimum warns (ConvergenceWarning; netcal issue #61 silently returned
+    ``T = 1``). Cost ``O(n K)`` per step, any number of classes. A class absent from the labels is scaled like
+    the others.
 
     Parameters
     ----------
@@ -39,7 +31,7 @@ class TemperatureScaling(ScalingCalibrator):
     Attributes
     ----------
     temperature_ : float
-        The fitted ``T``. (And those of :class:`~calibdash.calibrators.multiclass.linear.ScalingCalibrator`.)
+        The fitted ``T`` (and those of :class:`~calibdash.calibrators.multiclass.scaling.ScalingCalibrator`).
     """
 
     name = "temperature"

@@ -1,4 +1,4 @@
-"""Top-label calibration (Gupta & Ramdas, ICLR 2022): the predicted class's probability, calibrated per predicted class."""
+"""Top-label calibration (Gupta & Ramdas, ICLR 2022): the predicted class's probability, calibrated per class."""
 from __future__ import annotations
 
 import numbers
@@ -23,61 +23,33 @@ class TopLabelCalibrator(BinaryComposite):
     """Top-label calibration (Gupta & Ramdas, 2022, "Top-label calibration and multiclass-to-binary
     reductions", ICLR): the multiclass-to-binary (M2B) top-label reduction with any binary calibrator.
 
-    The predicted class ``c(x) = argmax_k P_k(x)`` is kept. Its probability,
-    the top score ``g(x) = P_c(x)``, is calibrated separately for each predicted class ``l``: the
-    paper's top-label calibrator (its Algorithm 2 with a binary routine ``A``) fits
-    ``h_l = A({(g(X_i), 1{Y_i = l}) : c(X_i) = l})`` on the training rows predicted ``l`` and
-    reports the pair ``(c(x), h_c(x)(g(x)))``; the calibrator is top-label calibrated when
-    ``P(Y = c(X) | c(X), h(X)) = h(X)``.
+    The predicted class ``c(x) = argmax_k P_k(x)`` is kept; its top score ``g(x) = P_c(x)`` is calibrated per
+    predicted class ``l``: the paper's Algorithm 2 with a binary routine ``A`` fits
+    ``h_l = A({(g(X_i), 1{Y_i = l}) : c(X_i) = l})`` and reports ``(c(x), h_c(x)(g(x)))``.
 
-    Small classes. A class predicted in fewer than ``min_rows`` training rows (by weight) is
-    calibrated by one model pooled over every row's (top score, correct) pair: the paper's
-    *confidence* reduction (the same Algorithm with every row in one set). The authors' code
-    leaves such a class uncalibrated instead (``HB_toplabel`` gives it ``floor(n / 50) = 0``
-    bins and the identity map); we follow the paper's framework rather than the code because
-    the identity would report the uncalibrated score for exactly the classes the model rarely
-    predicts, and the pooled map is the reduction the paper gives when per-class data are short.
-    The default 50 is the authors' points per bin: below it their histogram binning has no bin.
-    A set whose rows are all correct or all wrong cannot be fitted by a binary calibrator; it
-    gets its observed rate (1 or 0), what binning and isotonic fits give there.
+    Small classes. A class predicted in fewer than ``min_rows`` training rows (by weight) uses one model
+    pooled over every row's (top score, correct) pair: the paper's *confidence* reduction. The authors' code
+    (``HB_toplabel``) leaves such a class uncalibrated (0 bins, the identity map); we follow the paper, since
+    the identity would report uncalibrated scores for exactly the classes rarely predicted. The default 50 is
+    the authors' points per bin. A set of one outcome gets its observed rate (1 or 0).
 
-    The row. The predicted class gets ``h = h_c(g)``; the other classes share ``1 - h`` in
-    proportion to their probabilities (computed as the softmax of their log-probabilities, so
-    with logits the shares stay exact where the probabilities underflow). When the top
-    probability is exactly 1 (the others exactly 0, as probabilities given), the others share
-    ``1 - h`` equally. The paper calibrates only the pair ``(c, h)`` and says nothing of the
-    other entries; proportional sharing keeps their ranking.
+    The row. The predicted class gets ``h``; the others share ``1 - h`` in proportion to their probabilities
+    (the softmax of their log-probabilities: exact with logits where probabilities underflow), equally when
+    they are all exactly 0. The paper says nothing of the other entries; proportional sharing keeps their
+    ranking. :meth:`predict_top` returns the paper's pair ``(c, h)``; in :meth:`predict_proba`'s row ``h`` can
+    fall below another share (only when ``h < 1/2``), and the row's argmax (:meth:`predict`) moves with it.
 
-    The predicted class. We keep the paper's pair: :meth:`predict_top` returns ``(c, h)``, the
-    predicted class unchanged, and top-label measures should be computed from it. In the row of
-    :meth:`predict_proba`, though, ``h`` can fall below another class's share (only when
-    ``h < 1/2``: a predicted class whose rows at that score are mostly wrong); the row's argmax,
-    and so :meth:`predict`, then moves to that class, as for every multi-class method, whose
-    ``predict`` is the argmax of its rows.
+    Ties at the top. ``P_k`` is the score as given (:attr:`~calibdash.calibrators.multiclass.base.Scores.columns`). A
+    row whose top is held by ``m > 1`` classes counts as the ``m`` rows each tie-break gives, each of weight
+    ``1/m`` (in the fit and in the prediction: the expectation of a random tie-break, whatever the column
+    order; BBQ's authors' variant refuses such fractional weights).
 
-    Ties at the top. ``P_k`` is the class's score as given (:attr:`~calibdash.calibrators.multiclass.base.Scores.columns`:
-    not divided by the row's sum, so that the binary method sees the numbers given, and equal scores
-    stay equal). A row whose top score is held by ``m > 1`` classes (rows rounded to 2 decimals,
-    ``[0.4, 0.4, 0.2]``; uniform rows) has no one predicted class; taking the first would make the fit
-    depend on the order of the columns. It counts as the ``m`` rows each tie-break gives, each of weight
-    ``1/m`` of the row's: in the fit, the row ``(g, 1{y = l})`` in class ``l``'s set for every tied ``l``;
-    in the prediction, the mean of the ``m`` rows (each tied class in turn predicted): the expectation of a
-    uniformly random tie-break, the same for any order of the columns. A row with no tie is as before.
-    (Tied rows give the binary method fractional weights; BBQ's authors' variant, which takes whole
-    weights only, refuses them with a SettingsError.) :meth:`predict_top` reports a tied row's first
-    tied class, with ``h`` the mean of the tied classes' ``h``.
-
-    Zeros: no floor. ``h = 0`` gives the predicted class probability 0, and ``h = 1`` every other class;
-    isotonic regression and histogram binning give both (the set of rows at the highest scores all
-    correct; a set of one outcome, the rate rule above). A held-out row whose class gets 0 has an
-    infinite log-loss. A fit whose map gives 0 or 1 at a training score says so: a
-    :class:`~calibdash.calibrators.multiclass.methods.ovr.ZeroProbabilityWarning` and a sentence in ``notes_``
-    (kept in the model file). The map is not changed: a floor would be a smoothing the binary
-    method does not have.
-
-    Sample weights: the per-class and pooled fits get the rows' weights, and ``min_rows``
-    compares the total weight of the rows predicted ``l``, so a row of whole weight ``w``
-    counts as ``w`` rows exactly when the binary method's fit does.
+    Zeros: no floor. ``h = 0`` gives the predicted class 0, ``h = 1`` every other class (isotonic regression
+    and histogram binning give both); a fit where this happens at a training score says so: a
+    :class:`~calibdash.calibrators.multiclass.methods.ovr.ZeroProbabilityWarning` and a sentence in ``notes_``.
+    The map is not changed: a floor would be a smoothing the binary method does not have. Weights: the fits
+    get the rows' weights and ``min_rows`` compares weight sums, so a row of whole weight ``w`` counts as ``w``
+    rows exactly when the binary method's fit does.
 
     Parameters
     ----------
@@ -87,16 +59,14 @@ class TopLabelCalibrator(BinaryComposite):
     params : dict, optional
         The binary calibrator's hyperparameters (default: its defaults).
     min_rows : float, default 50
-        Training rows (total weight) a predicted class needs for its own model; fewer: the
-        pooled model.
+        Training rows (total weight) a predicted class needs for its own model; fewer: the pooled model.
     logits : bool, default False
         Whether ``P`` holds logits (softmaxed first) rather than probabilities.
 
     Attributes
     ----------
     models_ : list
-        Per class, its fitted binary calibrator, its constant rate (a float), or None: the
-        class uses the pooled model.
+        Per class, its fitted binary calibrator, its rate (a float), or None (the pooled model).
     pooled_ : Calibrator or float
         The model fitted on every row's (top score, correct) pair, or its rate.
     notes_ : list of str
@@ -122,18 +92,9 @@ class TopLabelCalibrator(BinaryComposite):
         self.logits = logits
 
     @staticmethod
-    def top(x: Scores) -> tuple[np.ndarray, np.ndarray]:
-        """``(c, g)``: each row's predicted class (the first of its top scores on a tie: see
-        :meth:`tops` for the rule the fit and the prediction use) and its top score."""
-        cols = x.columns
-        c = np.argmax(cols, axis=1)
-        return c, cols[np.arange(x.n), c]
-
-    @staticmethod
     def tops(x: Scores) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(r, c, g, share)``: one entry per row and class holding the row's top score (one per row
-        without ties), rows in order: the row ``r``, the class ``c``, the top score ``g`` and ``1 / m``
-        for a top held by ``m`` classes."""
+        """``(r, c, g, share)``: an entry per row and class holding its top score, rows in order: the row, the
+        class, the top score and ``1 / m`` for a top held by ``m`` classes."""
         cols = x.columns
         top = cols.max(axis=1)
         r, c = np.nonzero(cols == top[:, None])
@@ -146,10 +107,7 @@ class TopLabelCalibrator(BinaryComposite):
             raise SettingsError(f"min_rows must be a number of rows >= 0, got {self.min_rows!r}.")
         r, c, g, share = self.tops(x)
         correct = (y[r] == c).astype(np.int8)
-        if r.size == x.n:                         # no tie: every row once, its own weight
-            we = w
-        else:
-            we = share if w is None else w[r] * share
+        we = w if r.size == x.n else (share if w is None else w[r] * share)     # no tie: every row once
         weight = np.ones(r.size) if we is None else we
         models: list[SubModel | None] = []
         for label in range(x.k):
@@ -198,14 +156,14 @@ class TopLabelCalibrator(BinaryComposite):
         return np.add.reduceat(out * share[:, None], first, axis=0)
 
     def predict_top(self, P) -> tuple[np.ndarray, np.ndarray]:
-        """The paper's top-label prediction: ``(c, h)``, each row's predicted class (unchanged by
-        calibration; the first tied class on a tie) and its calibrated probability (on a tie, the mean
-        of the tied classes' ``h``)."""
+        """The paper's top-label prediction ``(c, h)``: each row's predicted class (unchanged; the first on a tie)
+        and its calibrated probability (on a tie, the mean of the tied classes' ``h``)."""
         self._check_fitted()
         x = as_scores(P, self.logits, self.n_classes_)
         r, c, g, share = self.tops(x)
         h = np.bincount(r, weights=share * self._calibrated(c, g), minlength=x.n)
-        return self.top(x)[0], np.clip(h, 0.0, 1.0)
+        first = np.r_[True, r[1:] != r[:-1]]              # rows are in order, a row's classes ascending
+        return c[first], np.clip(h, 0.0, 1.0)
 
     def _export_state(self) -> dict:
         """Per class its model's state, its rate, or ``{"pooled": true}``; the pooled model; the notes."""

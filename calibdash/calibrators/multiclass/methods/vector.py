@@ -11,26 +11,16 @@ class VectorScaling(ScalingCalibrator):
 
     .. math::  \\hat q(x) = \\operatorname{softmax}(\\operatorname{diag}(a)\\, x + b),
 
-    ``a`` and ``b`` in R^K minimising the weighted mean negative log-likelihood of the calibration
-    labels, without a penalty (Guo et al. regularise none; Kull et al. 2019 use it unregularised as
-    their "VecS" baseline). ``x`` is the row's logits as given, or, given probabilities, their logarithm
-    (floored at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`): unlike temperature scaling the two give
-    different maps (a per-class scale does not commute with a per-row shift); with probabilities this
-    is the diagonal form of Dirichlet calibration (Kull et al.'s "Dir-Diag" up to their intercept
-    parametrisation).
+    ``a`` and ``b`` minimising the weighted mean negative log-likelihood, without a penalty (Guo et al.
+    regularise none; Kull et al. 2019 use it unregularised as "VecS"). ``x`` is the logits as given or the log
+    of the probabilities given: unlike temperature scaling the two give different maps; on probabilities this
+    is Kull et al.'s "Dir-Diag" (up to their intercept parametrisation).
 
-    Fitting: :func:`calibdash.calibrators.multiclass.linear.fit_linear`, Newton's method from the fitted temperature's
-    map (``a = 1 / T``, ``b = 0``; conjugate-gradient steps beyond a few tens of classes). The intercepts
-    are identified up to a constant added to all (the softmax ignores it); the fit keeps their sum at 0,
-    where it starts. A class absent from the fitted labels (``absent_classes_``) is left out of the fit's
-    softmax and keeps the temperature map's ``a_c = 1 / T``, ``b_c = 0`` (the likelihood would push its
-    intercept to minus infinity): it keeps a probability above 0. Labels of one class only are refused
-    (:class:`~calibdash.core.errors.DataError`). A class separable by its own score has no finite optimum (its
-    scale runs to infinity); the fit ends when the objective's decrease falls into its rounding.
-
-    Cost: each Newton step ``O(n K)`` time (a few passes over the n x K scores, each conjugate-gradient
-    step one more) and ``O(n K)`` memory; any number of classes (1,000 classes and 5,000 rows: about 25
-    steps).
+    Fitting: Newton's method from the fitted temperature's map (``a = 1 / T``, ``b = 0``), the intercepts' sum
+    kept at 0 (the softmax ignores a constant). A class absent from the labels (``absent_classes_``) keeps
+    ``a_c = 1 / T``, ``b_c = 0`` and a probability above 0; labels of one class are refused. A class separable
+    by its own score has no finite optimum: the fit ends when the decrease falls into the rounding. Cost
+    ``O(n K)`` per step, any number of classes (1,000 classes, 5,000 rows: about 25 steps).
 
     Parameters
     ----------
