@@ -1,5 +1,6 @@
-"""The runs' catalog: one table of runs with their tags and shares, in SQLite (the default, a file in the
-workspace) or PostgreSQL (``CALIBDASH_CATALOG=postgresql://...``, for a team running several app replicas).
+"""The runs' catalog, one table of runs with their tags and shares, in SQLite (the default, a file in the
+workspace) or PostgreSQL (``CALIBDASH_CATALOG=postgresql://...``, for a team running several app replicas); and
+the errors a refused run request raises.
 
 Only portable SQL is used; the two databases differ in the parameter marker (``?`` / ``%s``) and in how a writer
 takes the catalog for itself (SQLite's ``BEGIN IMMEDIATE``; a PostgreSQL table lock), which keeps each save's quota
@@ -13,9 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...core.errors import EnvironmentProblem, SettingsError
+from ...core.errors import CalibdashError, DataError, EnvironmentProblem, SettingsError
 
-__all__ = ["Catalog", "RunRecord"]
+__all__ = ["Catalog", "RunRecord", "RunNotFound", "RunNotShared", "NotTheOwner", "QuotaReached", "RUN_ERRORS"]
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS runs (
@@ -29,6 +30,42 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS runs_owner ON runs (owner)",
 )
 _COLUMNS = "id, name, kind, dataset, owner, visibility, saved_at, bytes, headline"
+
+
+class RunNotFound(CalibdashError, LookupError):
+    """No run has this id: it was never saved, it was deleted, or the link was mistyped."""
+
+    def __init__(self, run_id: str):
+        shown = run_id if len(run_id) <= 40 and run_id.isprintable() else repr(run_id[:40]) + "..."
+        super().__init__(f"No saved run has the id {shown}: it was deleted, or the link is not complete.")
+
+
+class RunNotShared(CalibdashError, PermissionError):
+    """The run exists but its owner has not shared it with this user (nothing of it is shown)."""
+
+    def __init__(self, run_id: str):
+        super().__init__(f"Run {run_id} is not shared with you. Ask its owner to share it.")
+
+
+class NotTheOwner(CalibdashError, PermissionError):
+    """Only a run's owner deletes it or changes who sees it."""
+
+    def __init__(self, run_id: str, owner: str, action: str):
+        super().__init__(f"Only the owner of run {run_id} ({owner}) can {action} it.")
+
+
+class QuotaReached(EnvironmentProblem):
+    """Saving would take the user's runs over their storage quota (``CALIBDASH_QUOTA_MB``)."""
+
+    def __init__(self, used: int, adding: int, quota: int):
+        mb = 1 << 20
+        super().__init__(f"Your saved runs hold {used / mb:,.1f} MB and this run needs {adding / mb:,.1f} MB more, "
+                         f"over your quota of {quota / mb:,.0f} MB. Delete runs you no longer need on the Runs page "
+                         "(or `python -m calibdash runs delete ID`), or ask the operator to raise CALIBDASH_QUOTA_MB.")
+
+
+#: Errors of a bad run request a person should see as one message (the pages and the CLI catch these).
+RUN_ERRORS = (RunNotFound, RunNotShared, NotTheOwner, QuotaReached, DataError)
 
 
 @dataclass(frozen=True)
@@ -110,7 +147,6 @@ class Catalog:
     def insert(self, record: RunRecord, quota: int | None = None) -> None:
         """Add ``record`` in one transaction; with ``quota`` (bytes), refuse with :class:`QuotaReached` when the
         owner's runs would then hold more."""
-        from .errors import QuotaReached
         with self._transaction(exclusive=True) as cur:
             if quota is not None:
                 used = cur.one("SELECT COALESCE(SUM(bytes), 0) FROM runs WHERE owner = ?", record.owner)[0]

@@ -29,8 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.errors import DataError, SettingsError
-from .catalog import Catalog, RunRecord
-from .errors import NotTheOwner, RunNotFound, RunNotShared
+from .catalog import Catalog, NotTheOwner, RunNotFound, RunNotShared, RunRecord
 
 __all__ = ["Workspace", "Run", "default_folder", "new_run_id", "check_run_id", "headline_of", "may_see", "KINDS",
            "VISIBILITIES"]
@@ -120,8 +119,8 @@ class Workspace:
         ``results`` is the JSON document the command line prints with ``--json``; ``view`` the page's state;
         ``models`` the fitted models' export JSON by method; ``source`` where large data lives (path or query and
         engine); ``rows`` the upload itself; ``diagrams`` each method's reliability bins
-        (:func:`calibdash.cli.documents.reliability_document`), drawn when two runs are compared. Raises :class:`QuotaReached` when the owner's runs would exceed
-        the quota (nothing is kept).
+        (:func:`calibdash.cli.documents.reliability_document`), drawn when two runs are compared.
+        Raises :class:`QuotaReached` when the owner's runs would exceed the quota (nothing is kept).
         """
         if kind not in KINDS:
             raise SettingsError(f"A run's kind is one of {', '.join(KINDS)}, not {kind!r}.")
