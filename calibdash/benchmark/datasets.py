@@ -1,11 +1,6 @@
-"""A benchmark's data sets from tables and files: one data set per score column of a binary table, one per
-K-class table (:func:`load_benchmark_datasets` tells them apart).
-
-Several models scored in one file are several data sets; a folder stands
-for its .csv, .csv.gz and .parquet files. Reading and building each table
-is :mod:`calibdash.data`'s job; this module only decides what a data set
-is for a benchmark.
-"""
+"""A benchmark's data sets from tables and files: one per score column of a binary table (several models scored
+in one file are several data sets), one per K-class table; a folder stands for its .csv, .csv.gz and .parquet
+files."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,8 +27,8 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
         A table as :func:`calibdash.data.read_table` returns it.
     info : FileInfo, optional
     name : str, optional
-        Base name (default: the file's name); with several score columns the
-        data sets are named ``"<name> · <column>"``.
+        Base name (default: the file's name); with several score columns the data sets are named
+        ``"<name> · <column>"``.
     label : str, optional
         Label column (default: guessed).
     scores : sequence of str, optional
@@ -61,13 +56,8 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
-    """The files ``paths`` name: each file as is, each folder's .csv/.tsv/.txt/.csv.gz/.parquet files (sorted).
-
-    Raises
-    ------
-    DataError
-        A folder without such a file.
-    """
+    """The files ``paths`` name: each file as is, each folder's table files, sorted (DataError: a folder without
+    one)."""
     files: list[Path] = []
     for p in paths:
         path = Path(p)
@@ -79,40 +69,6 @@ def expand_paths(paths: Sequence[str]) -> list[Path]:
         else:
             files.append(path)
     return files
-
-
-def load_datasets(paths: Sequence[str], label: str | None = None,
-                  scores: Sequence[str] | None = None) -> dict[str, ScoreSet]:
-    """Data sets from files and folders (each folder's .csv/.csv.gz/.parquet files), one per score column.
-
-    Parameters
-    ----------
-    paths : sequence of str
-        Files and folders.
-    label : str, optional
-        Label column of every file (default: guessed per file).
-    scores : sequence of str, optional
-        Score columns to use where a file has them (default: every guessed
-        score column).
-
-    Returns
-    -------
-    dict
-        Data set name -> ScoreSet; a name met twice gets " (2)", " (3)", ...
-
-    Raises
-    ------
-    DataError
-        A folder without tables, a file without any of ``scores``, or a file
-        :func:`calibdash.data.read_table` or
-        :func:`calibdash.data.build_score_set` refuses.
-    """
-    out: dict[str, ScoreSet] = {}
-    for path in expand_paths(paths):
-        df, info = read_table(path)
-        for key, ss in file_datasets(df, info, label, scores).items():
-            out[unique_name(key, out)] = ss
-    return out
 
 
 def file_datasets(df: pd.DataFrame, info, label: str | None = None,
@@ -136,26 +92,19 @@ def unique_name(key: str, taken) -> str:
 
 def class_datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
                               label: str | None = None) -> dict[str, ClassSet]:
-    """The K-class data set of a table, as ``{name: ClassSet}`` (one per file; its columns found by
-    :func:`calibdash.data.build_class_set`).
-
-    Raises
-    ------
-    DataError
-        As :func:`calibdash.data.build_class_set`.
-    """
+    """The K-class data set of a table, as ``{name: ClassSet}`` (:func:`calibdash.data.build_class_set`, whose
+    DataError it raises)."""
     base = name or (info.name if info is not None else "data")
     return {base: build_class_set(df, label=label, info=info, name=base)}
 
 
 def load_benchmark_datasets(paths: Sequence[str], label: str | None = None,
                             scores: Sequence[str] | None = None) -> tuple[str, dict]:
-    """Data sets from files and folders, binary or K-class, told apart by their columns.
+    """Data sets from files and folders (each folder's .csv/.csv.gz/.parquet files), binary or K-class.
 
-    Each table is read once; :func:`calibdash.data.is_multiclass` says whether it is a K-class table
-    (a label of 3 or more classes and one probability or logit column per class). K-class tables give one
-    :class:`~calibdash.data.ClassSet` each, binary ones one ScoreSet per score column
-    (:func:`calibdash.benchmark.datasets_from_table`).
+    Each table is read once; :func:`calibdash.data.is_multiclass` says whether it is a K-class table. K-class
+    tables give one :class:`~calibdash.data.ClassSet` each, binary ones one ScoreSet per score column (of
+    ``scores`` where given, else every guessed one; :func:`datasets_from_table`).
 
     Returns
     -------

@@ -1,24 +1,22 @@
 """The benchmark engine: plan (data set, method, repeat) units, run each as one K-fold evaluation, cache them.
 
-A unit is one call of :func:`calibdash.evaluation.holdout.evaluate` (binary data sets) or
-:func:`calibdash.evaluation.holdout.evaluate_classes` (K-class data sets, :class:`calibdash.data.ClassSet`)
-with ``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its
-data, calibrator, K and seed (:func:`unit_key`), so callers can cache units
-(``run_benchmark(cache=...)``) and an interrupted run resumes where it
-stopped. :func:`run_benchmark` asks the data sets what problem they are, runs the units and hands the unit
-table to :func:`calibdash.benchmark.statistics.summarise` with that problem's measures
-(:mod:`calibdash.benchmark.catalogue`).
+A unit is one call of :func:`calibdash.evaluation.holdout.evaluate` (binary data sets; on score cells for an
+:class:`EngineDataset`) or :func:`calibdash.evaluation.holdout.evaluate_classes` (K-class data sets) with
+``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its data, calibrator, K and seed
+(:func:`unit_key`), so units can be cached and an interrupted run resumes where it stopped.
 
 K-class benchmarks follow Kull et al. (NeurIPS 2019, "Beyond temperature scaling: obtaining well-calibrated
 multiclass probabilities with Dirichlet calibration", section 5), who report average ranks of the calibrators
 over their data sets on log-loss and on classwise-ECE, with Friedman tests: the default ranked measure is the
 log-loss (:data:`DEFAULT_CLASS_METRIC`) and the average-rank table holds classwise ECE (``cwECE``) and every
 other measure beside it. Their protocol is 5 x 5-fold cross-validation of the calibrators (on held-out model
-outputs); ``repeats`` and ``n_folds`` set it. The K-class folds are cut by the rows' content
-(:mod:`calibdash.evaluation.scheme`), so the order of the rows never changes a result.
+outputs); ``repeats`` and ``n_folds`` set it. The K-class folds are cut by the rows' content, so the order of the
+rows never changes a result.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -29,16 +27,13 @@ import pandas as pd
 
 from ..data import ClassSet
 from ..core.errors import DataError, SettingsError
-from ..evaluation.holdout import UNCALIBRATED, Scheme, evaluate, evaluate_cells
+from ..evaluation.holdout import UNCALIBRATED, Scheme, evaluate, evaluate_cells, evaluate_classes, resolve_classes
 from ..evaluation.methods import resolve
 from .. import measures
 from ..calibrators import multiclass
 from ..measures.calibration import METRIC_NAMES
 from ..measures import class_measures as mmetrics
-from ..evaluation.holdout import evaluate_classes, resolve_classes
-from .catalogue import BINARY, CLASS_MEASURES, Catalogue
-from .in_place import EngineDataset
-from .outcome import BenchmarkResult
+from .outcome import BINARY, CLASS_MEASURES, BenchmarkResult, Catalogue
 from .statistics import DEFAULT_ALPHA, DEFAULT_METRIC, default_reference, summarise
 
 __all__ = []
@@ -66,14 +61,8 @@ def default_class_methods() -> list[str]:
 
 
 def problem_of(datasets: Mapping) -> str:
-    """``"multiclass"`` when every data set is K-class (a :class:`~calibdash.data.ClassSet`), ``"binary"`` when
-    none is.
-
-    Raises
-    ------
-    DataError
-        Binary and K-class data sets mixed (the first K-class and binary ones named).
-    """
+    """``"multiclass"`` when every data set is a :class:`~calibdash.data.ClassSet`, ``"binary"`` when none is
+    (DataError when mixed)."""
     k_class = {name: isinstance(data, ClassSet) for name, data in datasets.items()}
     if all(k_class.values()) and k_class:
         return "multiclass"
@@ -83,6 +72,80 @@ def problem_of(datasets: Mapping) -> str:
         raise DataError(f"data set {binary!r} is not a K-class table, but {multi!r} is: a benchmark takes "
                         "data sets of one kind, binary or K-class.")
     return "binary"
+
+
+class EngineDataset:
+    """A data set that stays where it lives: a source (:class:`calibdash.engines.Source`) read by ``engine``.
+
+    Each repeat's K-fold parts come from the hash of a row's position (:mod:`calibdash.evaluation.cells`), so one
+    scan of the source per repeat gives the cells of every fold (kept per scheme), and every method of that
+    repeat is fitted and judged on them. Feature-aware methods (MBCT) need rows and are refused.
+
+    Parameters
+    ----------
+    source : calibdash.engines.Source
+    engine : str, optional
+        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
+    name : str, optional
+        The data set's name in the tables (default: the source's description).
+    memory_limit : str, default "1GB"
+        DuckDB's memory limit.
+    keep : int, default 4
+        Cell tables kept (one per repeat's scheme): each is O(cells), never rows.
+    aggregate : callable, optional
+        ``aggregate(source, scheme, engine, memory_limit) -> ScoreCells`` (default: :func:`calibdash.engines.aggregate`
+        without features), such as the command line's, which shows its progress.
+    """
+
+    def __init__(self, source, engine: str | None = None, name: str | None = None, memory_limit: str = "1GB",
+                 keep: int = 4, aggregate=None):
+        from .. import engines
+
+        self.source = source
+        self._aggregate = aggregate
+        self.engine = engine or engines.default_engine()
+        self.name = name or source.describe()
+        self.memory_limit = memory_limit
+        self._keep = int(keep)
+        self._cells: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.n_rows = None
+
+    def content_key(self) -> str:
+        """The source (files with their sizes and modification times, or the table or query) and its roles."""
+        src = self.source
+        parts = [repr((src.table, src.query, src.order_by, src.database, src.score, src.label, src.split,
+                       src.positive, src.transform))]
+        for f in src.files():
+            st = os.stat(f)
+            parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    def cells(self, scheme):
+        """The score cells of ``scheme``'s parts (aggregated once per scheme, the last ``keep`` kept)."""
+        from .. import engines
+
+        key = (scheme.kind, scheme.n_folds, scheme.seed, scheme.test_size, scheme.train_value)
+        with self._lock:
+            if key in self._cells:
+                self._cells.move_to_end(key)
+                return self._cells[key]
+            if self._aggregate is not None:
+                c = self._aggregate(self.source, scheme, self.engine, self.memory_limit)
+            else:
+                c = engines.aggregate(self.source, scheme, engine=self.engine, features=[],
+                                      memory_limit=self.memory_limit)
+            self.n_rows = int(c.n.sum())
+            self._cells[key] = c
+            while len(self._cells) > self._keep:
+                self._cells.popitem(last=False)
+            return c
+
+    def check_method(self, calibrator) -> None:
+        """Refuse a method that reads feature columns: cells hold scores only."""
+        if calibrator is not None and calibrator.uses_features:
+            raise SettingsError(f"{calibrator.name} reads feature columns, which score cells of {self.name} do not "
+                                "hold: benchmark it on a file read in memory.")
 
 
 @dataclass(frozen=True)
@@ -96,11 +159,8 @@ class Unit:
 
 
 class UnitCache:
-    """A bounded, thread-safe mapping of unit key -> unit metrics (least recently used dropped first).
-
-    Any ``MutableMapping`` works as ``run_benchmark(cache=...)``; this one is
-    what the dashboard keeps for all sessions.
-    """
+    """A bounded, thread-safe mapping of unit key -> unit metrics (least recently used dropped first), what the
+    dashboard keeps for all sessions (any ``MutableMapping`` works as ``run_benchmark(cache=...)``)."""
 
     def __init__(self, max_entries: int = 20_000):
         self.max_entries = int(max_entries)
@@ -113,10 +173,6 @@ class UnitCache:
                 return default
             self._data.move_to_end(key)
             return dict(self._data[key])
-
-    def __contains__(self, key) -> bool:
-        with self._lock:
-            return key in self._data
 
     def __setitem__(self, key, value) -> None:
         with self._lock:
@@ -132,10 +188,7 @@ class UnitCache:
 
 def plan_units(datasets: Sequence[str], methods: Sequence[str], repeats: int = DEFAULT_REPEATS, seed: int = 0,
                include_uncalibrated: bool = True) -> list[Unit]:
-    """Units in run order: data set, then repeat, then the uncalibrated scores and each method.
-
-    Repeat ``r`` uses fold seed ``seed + r``.
-    """
+    """Units in run order: data set, then repeat (fold seed ``seed + r``), then the raw scores and each method."""
     keys = ([UNCALIBRATED] if include_uncalibrated else []) + [m for m in methods if m != UNCALIBRATED]
     return [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
 
@@ -164,10 +217,7 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     Parameters
     ----------
     data : ScoreSet, EngineDataset or ClassSet
-        An :class:`~calibdash.benchmark.in_place.EngineDataset` is cross-fitted on
-        the cells its engine aggregates for this repeat's folds; a K-class
-        :class:`~calibdash.data.ClassSet` by
-        :func:`~calibdash.evaluation.holdout.evaluate_classes`.
+        An :class:`EngineDataset` is cross-fitted on the cells its engine aggregates for this repeat's folds.
     calibrator : Calibrator, MulticlassCalibrator or None
         Unfitted (cloned per fold); None for the uncalibrated scores.
     n_folds, seed : int
@@ -175,15 +225,14 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     progress : callable(fraction, message), optional
         Called after each fold.
     extra : sequence of str
-        Binary: measures of :mod:`calibdash.measures` to compute too (on the same
-        out-of-fold predictions).
+        Binary: measures of :mod:`calibdash.measures` to compute too (on the same out-of-fold predictions).
 
     Returns
     -------
     dict
         :data:`calibdash.metrics.METRIC_NAMES` and ``extra`` (K classes:
-        :data:`calibdash.measures.class_measures.MEASURE_NAMES`) -> value on all
-        out-of-fold predictions, plus ``"seconds"``.
+        :data:`calibdash.measures.class_measures.MEASURE_NAMES`) -> value on all out-of-fold predictions, plus
+        ``"seconds"``.
     """
     scheme = Scheme("kfold", n_folds=int(n_folds), seed=int(seed))
     methods = {} if calibrator is None else {"m": calibrator}
@@ -191,15 +240,14 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     t0 = time.perf_counter()
     if isinstance(data, ClassSet):
         ev = evaluate_classes(data.scores(), data.labels, methods, scheme, split=data.split, progress=progress)
-        names = mmetrics.MEASURE_NAMES
     elif isinstance(data, EngineDataset):             # rows where they live: this repeat's cells, one scan
         data.check_method(calibrator)
-        ev, names = evaluate_cells(data.cells(scheme), methods, scheme), METRIC_NAMES
+        ev = evaluate_cells(data.cells(scheme), methods, scheme)
     else:
         feats = data.features if calibrator is not None and calibrator.uses_features else None
         ev = evaluate(data.scores, data.labels, methods, scheme, features=feats, progress=progress)
-        names = METRIC_NAMES
     row = ev.metrics.loc[key]
+    names = mmetrics.MEASURE_NAMES if isinstance(data, ClassSet) else METRIC_NAMES
     out = {name: float(row[name]) for name in names}
     if extra:
         out.update(measures.compute(ev.predictions[key].to_numpy(), ev.labels, ev.weights, names=extra))
@@ -208,13 +256,8 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
 
 
 def _check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BINARY) -> list[str]:
-    """The kept metric names in ``catalogue.names`` order, the ranked one included.
-
-    Raises
-    ------
-    SettingsError
-        An unknown name, or a ranked metric no method can be ranked on.
-    """
+    """The kept metric names in ``catalogue.names`` order, the ranked one included (SettingsError: an unknown
+    name, or a ranked metric no method can be ranked on)."""
     names = list(dict.fromkeys(names))
     unknown = [m for m in names + [metric] if m not in catalogue.names]
     if unknown:
@@ -226,50 +269,14 @@ def _check_metrics(names: Sequence[str], metric: str, catalogue: Catalogue = BIN
     return [m for m in catalogue.names if m in names]
 
 
-def _check_plan(datasets: Mapping, methods: Mapping, n_folds: int, repeats: int) -> None:
-    """Refuse a benchmark without data sets or methods, with fewer than 2 folds or 1 repeat (SettingsError)."""
-    if not datasets:
-        raise SettingsError("choose at least one data set.")
-    if not methods:
-        raise SettingsError("choose at least one calibrator.")
-    if int(repeats) < 1:
-        raise SettingsError(f"repeats must be at least 1, got {repeats}.")
-    if int(n_folds) < 2:
-        raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
-
-
-def _units_frame(rows: list[dict], metric_names: Sequence[str]) -> pd.DataFrame:
-    """The unit table :func:`calibdash.benchmark.statistics.summarise` takes, from :func:`run_units`' rows."""
-    return pd.DataFrame(rows, columns=["dataset", "repeat", "seed", "method", *metric_names, "seconds"])
-
-
 def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: int, *,
               metric_names: Sequence[str], extra: Sequence[str] = (), needed: Sequence[str] = (),
               progress: Callable[[float, str], None] | None = None, cache: MutableMapping | None = None,
               compute: bool = True) -> list[dict]:
     """Run (or take from ``cache``) every unit (:func:`run_unit`, keyed by :func:`unit_key`); one row per
-    finished unit, in ``units``' order: the order, the cache, the progress and the resumption.
-
-    Parameters
-    ----------
-    datasets : mapping name -> data set
-    cals : mapping key -> unfitted calibrator
-    units : sequence of Unit
-        As :func:`plan_units` gives them.
-    n_folds : int
-    metric_names : sequence of str
-        The measures a row keeps.
-    extra : sequence of str
-        Binary measures :func:`run_unit` computes beside the metrics.
-    needed : sequence of str
-        Measures a cached entry must hold to be used (one cached before they were asked for is run again).
-    progress, cache, compute
-        As :func:`run_benchmark` takes them.
-
-    Raises
-    ------
-    DataError
-        From :func:`run_unit`, the data set's name put in front.
+    finished unit, in ``units``' order, keeping ``metric_names``. ``extra``: binary measures :func:`run_unit`
+    computes beside the metrics; ``needed``: measures a cached entry must hold to be used; ``progress``,
+    ``cache`` and ``compute`` as :func:`run_benchmark` takes them. A DataError gets the data set's name in front.
     """
     steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
     total_steps = sum(steps.values()) or 1
@@ -289,11 +296,9 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
         found = cache.get(k) if cache is not None else None
         if found is not None and any(m not in found for m in needed):
             found = None                                  # cached before these measures were asked for
+        cached = found is not None
         where = f"{unit.dataset} · {unit.method} · repeat {unit.repeat + 1} of {repeats}"
-        if found is None and not compute:
-            done_steps += n
-            continue
-        if found is None:
+        if not cached and compute:
             def fold_progress(frac, _msg, _base=done_steps, _n=n, _where=where):
                 report(_base + frac * _n, f"{_where} · fold {int(round(frac * _n))} of {_n}")
 
@@ -303,12 +308,11 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
                 raise DataError(f"data set {unit.dataset!r}: {exc}") from None
             if cache is not None:
                 cache[k] = found
-            done_steps += n
-            if cal is None:
-                report(done_steps, f"{where} · scored")
-        else:
-            done_steps += n
-            report(done_steps, f"{where} · from cache")
+        done_steps += n
+        if found is None:                                 # not cached, and compute=False
+            continue
+        if cached or cal is None:
+            report(done_steps, f"{where} · {'from cache' if cached else 'scored'}")
         rows.append({"dataset": unit.dataset, "repeat": unit.repeat, "seed": unit.seed,
                      "method": unit.method, **{m: found[m] for m in metric_names},
                      "seconds": found.get("seconds", float("nan"))})
@@ -328,10 +332,10 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         At least two for the Friedman test (one still gives the tables). All binary, or all K-class
         (:func:`problem_of`; their numbers of classes may differ).
     methods : method spec
-        Anything :func:`calibdash.evaluation.methods.resolve` takes (``"platt,bbq"``, a
-        list of names, key -> hyperparameters, key -> unfitted calibrator);
-        K classes: what :func:`calibdash.evaluation.holdout.resolve_classes` takes
-        (``"temperature,ovr:isotonic"``). The key ``"uncalibrated"`` is reserved for the raw scores.
+        Anything :func:`calibdash.evaluation.methods.resolve` takes (``"platt,bbq"``, a list of names, key ->
+        hyperparameters, key -> unfitted calibrator); K classes: what
+        :func:`calibdash.evaluation.holdout.resolve_classes` takes (``"temperature,ovr:isotonic"``). The key
+        ``"uncalibrated"`` is reserved for the raw scores.
     n_folds : int, default ``Scheme().n_folds``
         K of the cross-fitting.
     repeats : int, default 2
@@ -344,45 +348,46 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         The metric ranked for the Friedman test and Holm's procedure (default "ECE"; K classes
         :data:`DEFAULT_CLASS_METRIC`, the log-loss).
     reference : str, optional
-        Method the others are compared with (default
-        :func:`~calibdash.benchmark.statistics.default_reference`).
+        Method the others are compared with (default :func:`~calibdash.benchmark.statistics.default_reference`).
     alpha : float, default 0.05
     include_uncalibrated : bool, default True
         Rank the raw scores as a method, as the papers rank the base classifier.
     progress : callable(fraction, message), optional
-        Called after every fold of every (data set, method, repeat), and once
-        per unit taken from ``cache``; ``fraction`` rises to 1.
+        Called after every fold of every (data set, method, repeat), and once per unit taken from ``cache``;
+        ``fraction`` rises to 1.
     cache : mutable mapping, optional
-        Unit results by :func:`unit_key` (e.g. a :class:`UnitCache`): units
-        found are not refitted, computed ones are stored as soon as they
-        finish, so a run interrupted from outside (the dashboard's Stop)
-        keeps its finished units and the same call later resumes.
+        Unit results by :func:`unit_key` (e.g. a :class:`UnitCache`): units found are not refitted, computed ones
+        are stored as soon as they finish, so a run interrupted from outside (the dashboard's Stop) keeps its
+        finished units and the same call later resumes.
     compute : bool, default True
-        False: use only the units found in ``cache`` (nothing is fitted); the
-        result then covers the complete (data set, repeat) blocks found.
+        False: use only the units found in ``cache`` (nothing is fitted); the result then covers the complete
+        (data set, repeat) blocks found.
     params : mapping method -> {hyperparameter: value}, optional
         Hyperparameters of the methods named in ``methods``.
 
     Returns
     -------
     BenchmarkResult
-        Its ``catalogue`` is the problem's (:data:`~calibdash.benchmark.catalogue.BINARY` or
-        :data:`~calibdash.benchmark.catalogue.CLASS_MEASURES`).
+        Its ``catalogue`` is the problem's (binary or K-class measures).
 
     Raises
     ------
     SettingsError
-        Unknown method, hyperparameter or metric, no data set or method,
-        fewer than 2 folds or 1 repeat.
+        Unknown method, hyperparameter or metric, no data set or method, fewer than 2 folds or 1 repeat.
     DataError
-        A data set that K-fold cross-fitting cannot use (the message names it), or binary and K-class
-        data sets mixed.
+        A data set that K-fold cross-fitting cannot use (the message names it), or binary and K-class data sets
+        mixed.
     """
     if not datasets:
         raise SettingsError("choose at least one data set.")
     k_class = problem_of(datasets) == "multiclass"
     cals = resolve_classes(methods, params) if k_class else resolve(methods, params)
-    _check_plan(datasets, cals, n_folds, repeats)
+    if not cals:
+        raise SettingsError("choose at least one calibrator.")
+    if int(repeats) < 1:
+        raise SettingsError(f"repeats must be at least 1, got {repeats}.")
+    if int(n_folds) < 2:
+        raise SettingsError(f"K-fold cross-fitting needs at least 2 folds, got {n_folds}.")
     catalogue = CLASS_MEASURES if k_class else BINARY
     metric = metric or (DEFAULT_CLASS_METRIC if k_class else DEFAULT_METRIC)
     default = mmetrics.MEASURE_NAMES if k_class else METRIC_NAMES
@@ -392,7 +397,8 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
     rows = run_units(datasets, cals, units, n_folds, metric_names=metric_names, extra=extra,
                      needed=metric_names if k_class else extra, progress=progress, cache=cache, compute=compute)
     planned = list(dict.fromkeys(u.method for u in units))
-    return summarise(_units_frame(rows, metric_names), metric=metric,
+    units_frame = pd.DataFrame(rows, columns=["dataset", "repeat", "seed", "method", *metric_names, "seconds"])
+    return summarise(units_frame, metric=metric,
                      reference=reference or default_reference(planned), alpha=alpha, n_folds=n_folds,
                      repeats=repeats, seed=seed, planned=len(units), methods=planned, datasets=list(datasets),
                      catalogue=catalogue)

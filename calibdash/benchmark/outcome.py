@@ -1,21 +1,66 @@
-"""The result of a benchmark: :class:`BenchmarkResult`, with its result in sentences and its JSON.
-
-A module of its own so that :mod:`calibdash.benchmark.statistics` (which
-builds the result) and :mod:`calibdash.benchmark.report` (which makes its
-tables) both import it and not each other.
-"""
+"""The result of a benchmark (:class:`BenchmarkResult`, its sentences and JSON) and the measures it ranks
+(:class:`Catalogue`): a module of its own so that the statistics (which build the result) and the report (which
+makes its tables) import it and not each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from .. import measures
+from ..measures import class_measures as mmetrics
 from . import rank_tests
-from .catalogue import BINARY, Catalogue
 
 __all__ = []
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The measures of one kind of data as a benchmark ranks, tests and reports them: binary ones from
+    :mod:`calibdash.measures` (:data:`BINARY`), K-class ones from :data:`calibdash.measures.class_measures.MEASURES`
+    (:data:`CLASS_MEASURES`).
+
+    Attributes
+    ----------
+    kind : str
+        ``"binary"`` or ``"multiclass"``: what the data sets are.
+    names : tuple of str
+        Every measure a unit can hold, in table order.
+    rankable : callable(name) -> bool
+        Whether methods can be ranked on ``name``.
+    direction : callable(name) -> bool or None
+        True: lower is better; False: higher is better; None: closest to a target.
+    oriented : callable(name, values) -> values
+        ``values`` turned so that lower is better (keeps the type: array or DataFrame).
+    best_phrase : callable(name) -> str
+        ``"lower is better"``, ``"0 is ideal"``, ...
+    """
+
+    kind: str
+    names: tuple
+    rankable: Callable[[str], bool]
+    direction: Callable[[str], bool | None]
+    oriented: Callable
+    best_phrase: Callable[[str], str]
+
+
+#: The binary measures: :data:`calibdash.measures.ALL_NAMES` and their directions.
+BINARY = Catalogue("binary", tuple(measures.ALL_NAMES), measures.rankable, measures.direction, measures.oriented,
+                   measures.best_phrase)
+
+
+def _class_phrase(name: str) -> str:
+    lower = mmetrics.MEASURES[name].lower_is_better
+    return {True: "lower is better", False: "higher is better", None: "0 is ideal"}[lower]
+
+
+#: The K-class measures as a benchmark ranks them (every one has a best value).
+CLASS_MEASURES = Catalogue(
+    "multiclass", tuple(mmetrics.MEASURE_NAMES), lambda name: name in mmetrics.MEASURES,
+    lambda name: mmetrics.MEASURES[name].lower_is_better,
+    lambda name, values: mmetrics.MEASURES[name].oriented(values), _class_phrase)
 
 
 @dataclass
@@ -27,17 +72,15 @@ class BenchmarkResult:
     units : DataFrame
         One row per finished unit: dataset, repeat, seed, method, the metrics, seconds.
     means : DataFrame
-        Mean over repeats, indexed by (dataset, method), one column per metric;
-        only complete (data set, repeat) blocks count.
+        Mean over repeats, indexed by (dataset, method), one column per metric; only complete (data set,
+        repeat) blocks count.
     metric : str
         The ranked metric.
     lower_is_better : bool or None
-        Its direction; None for a measure whose best value is a target
-        (the calibration slope's 1), ranked by the distance to it.
-    table : DataFrame
-        Data sets x methods: ``means`` of ``metric``.
-    ranks : DataFrame
-        Data sets x methods: ranks of ``table`` (1 = best, mid-ranks for ties).
+        Its direction; None for a measure whose best value is a target (the calibration slope's 1), ranked by
+        the distance to it.
+    table, ranks : DataFrame
+        Data sets x methods: ``means`` of ``metric``, and their ranks (1 = best, mid-ranks for ties).
     average_ranks : Series
         Method -> average rank on ``metric``.
     rank_summary : DataFrame
@@ -48,21 +91,18 @@ class BenchmarkResult:
         Metric -> chi2_F, F_F, degrees of freedom, p, critical value, reject.
     reference : str
     holm : DataFrame or None
-        :func:`~calibdash.benchmark.rank_tests.holm` against ``reference``
-        plus a ``significant`` column: Holm rejects *and* the Friedman test
-        rejected.
+        :func:`~calibdash.benchmark.rank_tests.holm` against ``reference`` plus a ``significant`` column: Holm
+        rejects *and* the Friedman test rejected.
     alpha : float
     n_folds, repeats, seed : int
     methods, datasets : list of str
-        In display order (the uncalibrated scores first); ``datasets`` lists
-        those with complete results.
+        In display order (the uncalibrated scores first); ``datasets`` lists those with complete results.
     planned : int
         Units planned (``len(units) < planned`` for a partial result).
     notes : list of str
         What was left out and why.
     catalogue : Catalogue
-        The measures' kind and directions (binary, or multi-class:
-        :mod:`calibdash.benchmark.catalogue`).
+        The measures' kind and directions.
     """
 
     units: pd.DataFrame
@@ -100,78 +140,62 @@ class BenchmarkResult:
         return [m for m in self.average_ranks.index if m == self.reference or m in same]
 
     def describe(self, labels: Mapping[str, str] | None = None) -> str:
-        """The result in plain sentences (see :func:`describe`)."""
-        return describe(self, labels)
+        """The result in plain sentences (method names from ``labels`` when given), as the Benchmark page and
+        the ``benchmark`` command write it."""
+        name = (lambda k: (labels or {}).get(k, k))
+        if self.table.empty:
+            return "No complete results yet: run the benchmark."
+        n, k = self.table.shape
+        ar = self.average_ranks.sort_values(kind="stable")
+        best = ar.index[ar == ar.iloc[0]]
+        lead = (f"On {self.metric} ({self.catalogue.best_phrase(self.metric)}) over {n} "
+                f"data set{'s' if n != 1 else ''} ({self.repeats} x {self.n_folds}-fold cross-fitting), "
+                f"{_join([name(b) for b in best])} rank{'s' if len(best) == 1 else ''} best "
+                f"(average rank {ar.iloc[0]:.2f} of {k}).")
+        if self.friedman is None:
+            why = "one data set" if n < 2 else "one method"
+            return lead + f" With {why} there is no test across data sets: add data sets and methods."
+        f = self.friedman
+        if not f.reject:
+            return (lead + f" The Friedman test (Iman-Davenport F_F = {f.ff:.2f}, critical value "
+                    f"{f.critical:.2f}, p = {f.ff_p:.3g}) finds no significant difference at alpha = "
+                    f"{self.alpha:g}, so no method is significantly different from {name(self.reference)}.")
+        h = self.holm
+        sig = h[h["significant"]]
+        worse = [name(m) for m in sig.index if sig.loc[m, "diff"] > 0]
+        better = [name(m) for m in sig.index if sig.loc[m, "diff"] < 0]
+        same = [name(m) for m in h.index if not h.loc[m, "significant"]]
+        text = (lead + f" The Friedman test rejects equal performance (Iman-Davenport F_F = {f.ff:.2f} > "
+                f"critical {f.critical:.2f}, p = {f.ff_p:.3g}). Holm's procedure against "
+                f"{name(self.reference)} (average rank {self.average_ranks[self.reference]:.2f}) at alpha = "
+                f"{self.alpha:g}: ")
+        parts = [f"{_join(ms)} {'is' if len(ms) == 1 else 'are'} {how}" for ms, how in (
+            (worse, "significantly worse"), (better, "significantly better"), (same, "not significantly different"))
+            if ms]
+        return text + "; ".join(parts) + "."
 
     def to_json(self) -> dict:
-        """Plain JSON-ready content (see :func:`to_json`)."""
-        return to_json(self)
-
-
-def describe(result: BenchmarkResult, labels: Mapping[str, str] | None = None) -> str:
-    """The result in plain sentences (method names from ``labels`` when given).
-
-    What the Benchmark page writes above its figures and the ``benchmark``
-    command prints after its tables.
-    """
-    name = (lambda k: (labels or {}).get(k, k))
-    if result.table.empty:
-        return "No complete results yet: run the benchmark."
-    n, k = result.table.shape
-    ar = result.average_ranks.sort_values(kind="stable")
-    best = ar.index[ar == ar.iloc[0]]
-    lead = (f"On {result.metric} ({result.catalogue.best_phrase(result.metric)}) over {n} "
-            f"data set{'s' if n != 1 else ''} ({result.repeats} x {result.n_folds}-fold cross-fitting), "
-            f"{_join([name(b) for b in best])} rank{'s' if len(best) == 1 else ''} best "
-            f"(average rank {ar.iloc[0]:.2f} of {k}).")
-    if result.friedman is None:
-        why = "one data set" if n < 2 else "one method"
-        return lead + f" With {why} there is no test across data sets: add data sets and methods."
-    f = result.friedman
-    if not f.reject:
-        return (lead + f" The Friedman test (Iman-Davenport F_F = {f.ff:.2f}, critical value "
-                f"{f.critical:.2f}, p = {f.ff_p:.3g}) finds no significant difference at alpha = "
-                f"{result.alpha:g}, so no method is significantly different from {name(result.reference)}.")
-    h = result.holm
-    sig = h[h["significant"]]
-    worse = [name(m) for m in sig.index if sig.loc[m, "diff"] > 0]
-    better = [name(m) for m in sig.index if sig.loc[m, "diff"] < 0]
-    same = [name(m) for m in h.index if not h.loc[m, "significant"]]
-    text = (lead + f" The Friedman test rejects equal performance (Iman-Davenport F_F = {f.ff:.2f} > "
-            f"critical {f.critical:.2f}, p = {f.ff_p:.3g}). Holm's procedure against "
-            f"{name(result.reference)} (average rank {result.average_ranks[result.reference]:.2f}) at alpha = "
-            f"{result.alpha:g}: ")
-    parts = []
-    if worse:
-        parts.append(f"{_join(worse)} {'is' if len(worse) == 1 else 'are'} significantly worse")
-    if better:
-        parts.append(f"{_join(better)} {'is' if len(better) == 1 else 'are'} significantly better")
-    if same:
-        parts.append(f"{_join(same)} {'is' if len(same) == 1 else 'are'} not significantly different")
-    return text + "; ".join(parts) + "."
-
-
-def to_json(result: BenchmarkResult) -> dict:
-    """Plain JSON-ready content (what ``benchmark --json`` prints)."""
-    def frame(df):
-        return {str(i): {str(c): _num(v) for c, v in row.items()} for i, row in df.iterrows()}
-    return {
-        "kind": result.catalogue.kind, "metric": result.metric, "lower_is_better": result.lower_is_better, "reference": result.reference,
-        "alpha": result.alpha, "n_folds": result.n_folds, "repeats": result.repeats, "seed": result.seed,
-        "datasets": list(result.datasets), "methods": list(result.methods), "complete": result.complete,
-        "values": frame(result.table), "ranks": frame(result.ranks),
-        "average_ranks": {str(m): _num(v) for m, v in result.average_ranks.items()},
-        "average_ranks_by_metric": frame(result.rank_summary.T),
-        "friedman": result.friedman.as_dict() if result.friedman else None,
-        "friedman_by_metric": frame(result.friedman_by_metric),
-        "holm": None if result.holm is None else [
-            {"method": str(m), **{c: _num(v) for c, v in row.items()}} for m, row in result.holm.iterrows()],
-        "not_significantly_different": result.joined(),
-        "means": {str(d): {str(m): {c: _num(v) for c, v in row.items()} for (dd, m), row in result.means.iterrows()
-                           if dd == d} for d in result.datasets},
-        "summary": describe(result),
-        "notes": list(result.notes),
-    }
+        """Plain JSON-ready content (what ``benchmark --json`` prints)."""
+        def frame(df):
+            return {str(i): {str(c): _num(v) for c, v in row.items()} for i, row in df.iterrows()}
+        return {
+            "kind": self.catalogue.kind, "metric": self.metric, "lower_is_better": self.lower_is_better,
+            "reference": self.reference, "alpha": self.alpha, "n_folds": self.n_folds, "repeats": self.repeats,
+            "seed": self.seed,
+            "datasets": list(self.datasets), "methods": list(self.methods), "complete": self.complete,
+            "values": frame(self.table), "ranks": frame(self.ranks),
+            "average_ranks": {str(m): _num(v) for m, v in self.average_ranks.items()},
+            "average_ranks_by_metric": frame(self.rank_summary.T),
+            "friedman": self.friedman.as_dict() if self.friedman else None,
+            "friedman_by_metric": frame(self.friedman_by_metric),
+            "holm": None if self.holm is None else [
+                {"method": str(m), **{c: _num(v) for c, v in row.items()}} for m, row in self.holm.iterrows()],
+            "not_significantly_different": self.joined(),
+            "means": {str(d): {str(m): {c: _num(v) for c, v in row.items()} for (dd, m), row in self.means.iterrows()
+                               if dd == d} for d in self.datasets},
+            "summary": self.describe(),
+            "notes": list(self.notes),
+        }
 
 
 def _num(v):

@@ -1,41 +1,20 @@
 """Ranks of methods over data sets and the tests on them: Friedman (Iman-Davenport) and Holm.
 
-This is the procedure Demšar (2006), "Statistical comparisons of classifiers
-over multiple data sets" (JMLR 7:1-30, section 3.2.2) recommends and the BBQ
-and ELiTE papers use (``shared/papers/bbq-...``, "Friedman test with Holm's
-post-hoc procedure"; ``shared/papers/elite-...``):
+The procedure Demšar (2006), "Statistical comparisons of classifiers over multiple data sets" (JMLR 7:1-30,
+section 3.2.2) recommends and the BBQ and ELiTE papers use ("Friedman test with Holm's post-hoc procedure"):
 
-1. On each of the N data sets the k methods are ranked, 1 for the best; tied
-   methods get the mean of the ranks they span (mid-ranks). :func:`rank_table`,
-   :func:`average_ranks` give ``R_j``, the mean rank of method j over the data
-   sets.
-2. Friedman's statistic, under the null hypothesis that all methods are
-   equivalent (every ``R_j`` equal to ``(k+1)/2``), is
+1. On each of the N data sets the k methods are ranked, 1 for the best, ties getting mid-ranks
+   (:func:`rank_table`); ``R_j`` is the mean rank of method j over the data sets (:func:`average_ranks`).
+2. Under the null hypothesis that all methods are equivalent, Friedman's statistic is
+   ``chi2_F = 12N / (k(k+1)) * [sum_j R_j^2 - k(k+1)^2 / 4]`` with k - 1 degrees of freedom; Iman and
+   Davenport's (1980) less conservative version is ``F_F = (N-1) chi2_F / (N(k-1) - chi2_F)`` with
+   (k - 1, (k - 1)(N - 1)) degrees of freedom (:func:`friedman`). Like the papers, ``chi2_F`` is computed from
+   the average ranks without :func:`scipy.stats.friedmanchisquare`'s correction for ties.
+3. Each method i is compared with a reference by ``z = (R_i - R_ref) / sqrt(k(k+1) / (6N))`` and a two-sided
+   normal p value; Holm's (1979) step-down procedure compares the i-th smallest p value with ``alpha / (k - i)``
+   and rejects until the first p value above its threshold (:func:`holm`).
 
-   ``chi2_F = 12N / (k(k+1)) * [sum_j R_j^2 - k(k+1)^2 / 4]``
-
-   with k - 1 degrees of freedom; Iman and Davenport's (1980) less
-   conservative version is
-
-   ``F_F = (N-1) chi2_F / (N(k-1) - chi2_F)``
-
-   with (k - 1, (k - 1)(N - 1)) degrees of freedom (:func:`friedman`). Like
-   the papers, ``chi2_F`` is computed from the average ranks without
-   :func:`scipy.stats.friedmanchisquare`'s correction for ties, so with ties
-   the two differ slightly.
-3. Each method i is compared with a reference method by
-   ``z = (R_i - R_ref) / sqrt(k(k+1) / (6N))`` and a two-sided normal p
-   value. Holm's (1979) step-down procedure sorts the k - 1 p values
-   ascending and compares the i-th with ``alpha / (k - i)``; it rejects until
-   the first p value above its threshold, and retains that hypothesis and
-   all after it (:func:`holm`).
-
-Demšar's worked example (his Table 6: AUC of four C4.5 variants on 14 data
-sets; average ranks 3.143, 2.000, 2.893, 1.964; ``chi2_F = 9.28``,
-``F_F = 3.69`` against ``F(3, 39) = 2.85`` at alpha = .05; Holm rejects
-C4.5+m+cf and C4.5+m against C4.5, retains C4.5+cf) is reproduced in
-``tests/benchmark/test_stats.py``. :mod:`calibdash.benchmark.statistics` applies
-these functions to a benchmark's results.
+Demšar's worked example (his Table 6) is reproduced in ``tests/benchmark/test_stats.py``.
 """
 from __future__ import annotations
 
@@ -58,30 +37,20 @@ class FriedmanResult:
 
     Attributes
     ----------
-    k : int
-        Number of methods.
-    n : int
-        Number of data sets (the blocks).
-    chi2 : float
-        Friedman's ``chi2_F``.
-    chi2_df : int
-        Its degrees of freedom, ``k - 1``.
-    chi2_p : float
-        Its p value (chi-squared upper tail).
+    k, n : int
+        Number of methods and of data sets (the blocks).
+    chi2, chi2_df, chi2_p : float, int, float
+        Friedman's ``chi2_F``, its degrees of freedom ``k - 1`` and its p value (chi-squared upper tail).
     ff : float
-        Iman and Davenport's ``F_F`` (``inf`` when every data set ranks the
-        methods in the same order without ties).
+        Iman and Davenport's ``F_F`` (``inf`` when every data set ranks the methods in the same order, no ties).
     ff_df1, ff_df2 : int
         Its degrees of freedom, ``k - 1`` and ``(k - 1)(N - 1)``.
     ff_p : float
         Its p value (F upper tail).
-    alpha : float
-        Significance level of ``critical`` and ``reject``.
-    critical : float
-        Critical value of ``F(ff_df1, ff_df2)`` at ``alpha``.
+    alpha, critical : float
+        The significance level and the critical value of ``F(ff_df1, ff_df2)`` at it.
     reject : bool
-        Whether ``F_F`` rejects the null hypothesis (``ff_p < alpha``) — the
-        test the papers use.
+        Whether ``F_F`` rejects the null hypothesis (``ff_p < alpha``), the test the papers use.
     """
 
     k: int
@@ -100,14 +69,6 @@ class FriedmanResult:
     def as_dict(self) -> dict:
         """Plain JSON-ready values."""
         return {k: (bool(v) if isinstance(v, (bool, np.bool_)) else v) for k, v in asdict(self).items()}
-
-    def describe(self) -> str:
-        """One sentence with the statistics and the verdict."""
-        verdict = ("the methods differ significantly" if self.reject
-                   else "no significant difference between the methods")
-        return (f"Friedman: chi2_F = {self.chi2:.2f} (df {self.chi2_df}, p = {self.chi2_p:.3g}); "
-                f"Iman-Davenport F_F = {self.ff:.2f} vs F({self.ff_df1}, {self.ff_df2}) critical "
-                f"{self.critical:.2f} at alpha = {self.alpha:g} (p = {self.ff_p:.3g}): {verdict}.")
 
 
 def _numeric_table(table) -> pd.DataFrame:
@@ -131,15 +92,13 @@ def rank_table(table, lower_is_better: bool = True, decimals: int | None = 12) -
     Parameters
     ----------
     table : DataFrame or array-like of shape (N, k)
-        One row per data set, one column per method: metric values, or ranks
-        already (ranking ranks with ``lower_is_better=True`` returns them
-        unchanged, mid-ranks included).
+        One row per data set, one column per method: metric values, or ranks already (ranking ranks with
+        ``lower_is_better=True`` returns them unchanged, mid-ranks included).
     lower_is_better : bool, default True
         True for losses (ECE, Brier, ...), False for AUC and accuracy.
     decimals : int or None, default 12
-        Values are rounded to this many decimals before ranking, so that two
-        methods whose values differ only by floating-point noise (Platt's
-        AUC and the raw scores' AUC) tie. None ranks the raw values.
+        Values are rounded to this many decimals before ranking, so that two methods whose values differ only
+        by floating-point noise (Platt's AUC and the raw scores' AUC) tie. None ranks the raw values.
 
     Returns
     -------
@@ -152,20 +111,14 @@ def rank_table(table, lower_is_better: bool = True, decimals: int | None = 12) -
         An empty table, or a missing or non-numeric value.
     """
     t = _numeric_table(table)
-    vals = t.to_numpy()
-    if decimals is not None:
-        vals = np.round(vals, decimals)
-    if not lower_is_better:
-        vals = -vals
-    ranks = sps.rankdata(vals, method="average", axis=1)
+    vals = t.to_numpy() if decimals is None else np.round(t.to_numpy(), decimals)
+    ranks = sps.rankdata(vals if lower_is_better else -vals, method="average", axis=1)
     return pd.DataFrame(ranks, index=t.index, columns=t.columns)
 
 
 def average_ranks(table, lower_is_better: bool = True, decimals: int | None = 12) -> pd.Series:
     """Mean rank of each method over the data sets (Demšar's ``R_j``); arguments as :func:`rank_table`."""
-    out = rank_table(table, lower_is_better, decimals).mean(axis=0)
-    out.name = "average rank"
-    return out
+    return rank_table(table, lower_is_better, decimals).mean(axis=0).rename("average rank")
 
 
 def rank_standard_error(k: int, n: int) -> float:
@@ -208,32 +161,14 @@ def friedman_from_ranks(avg_ranks, n_datasets: int, alpha: float = 0.05) -> Frie
     denom = n * (k - 1) - chi2
     ff = (n - 1) * chi2 / denom if denom > 1e-12 else math.inf
     ff_p = float(sps.f.sf(ff, df1, df2)) if math.isfinite(ff) else 0.0
-    return FriedmanResult(
-        k=k, n=n, chi2=chi2, chi2_df=df1, chi2_p=float(sps.chi2.sf(chi2, df1)),
-        ff=float(ff), ff_df1=df1, ff_df2=df2, ff_p=ff_p, alpha=float(alpha),
-        critical=float(sps.f.ppf(1 - alpha, df1, df2)), reject=bool(ff_p < alpha),
-    )
+    return FriedmanResult(k=k, n=n, chi2=chi2, chi2_df=df1, chi2_p=float(sps.chi2.sf(chi2, df1)), ff=float(ff),
+                          ff_df1=df1, ff_df2=df2, ff_p=ff_p, alpha=float(alpha),
+                          critical=float(sps.f.ppf(1 - alpha, df1, df2)), reject=bool(ff_p < alpha))
 
 
 def friedman(table, lower_is_better: bool = True, alpha: float = 0.05,
              decimals: int | None = 12) -> FriedmanResult:
-    """Friedman test with the Iman-Davenport correction on a data sets x methods table.
-
-    Parameters
-    ----------
-    table : DataFrame or array-like of shape (N, k)
-        Metric values (or ranks) per data set (row) and method (column); see
-        :func:`rank_table`.
-    lower_is_better : bool, default True
-        Direction of the metric (a table of ranks: True).
-    alpha : float, default 0.05
-    decimals : int or None, default 12
-        Rounding before ranking (see :func:`rank_table`).
-
-    Returns
-    -------
-    FriedmanResult
-    """
+    """:func:`friedman_from_ranks` of a data sets x methods table ranked by :func:`rank_table` (same arguments)."""
     ranks = rank_table(table, lower_is_better, decimals)
     return friedman_from_ranks(ranks.mean(axis=0).to_numpy(), ranks.shape[0], alpha)
 
@@ -256,18 +191,10 @@ def holm(avg_ranks: Mapping[str, float] | pd.Series, n_datasets: int, reference:
     Returns
     -------
     DataFrame
-        One row per method other than the reference, in Holm's order (most
-        significant first), indexed by method, with columns
-
-        ``avg_rank``  the method's average rank;
-        ``diff``      ``R_i - R_ref`` (positive: the method ranks worse);
-        ``z``         ``diff / sqrt(k(k+1)/(6N))``;
-        ``p``         two-sided normal p value of ``z``;
-        ``step``      i = 1 .. k-1, the position in Holm's order;
-        ``threshold`` ``alpha / (k - i)``;
-        ``reject``    whether the hypothesis "same rank as the reference"
-        is rejected: True until the first p value above its threshold,
-        False from there on.
+        One row per method other than the reference, in Holm's order (most significant first), indexed by
+        method: ``avg_rank``; ``diff`` = ``R_i - R_ref`` (positive: ranks worse); ``z`` = ``diff / sqrt(k(k+1)/
+        (6N))``; ``p``, its two-sided normal p value; ``step`` i = 1 .. k-1; ``threshold`` = ``alpha / (k - i)``;
+        ``reject``: True until the first p value above its threshold, False from there on.
 
     Raises
     ------
@@ -287,21 +214,15 @@ def holm(avg_ranks: Mapping[str, float] | pd.Series, n_datasets: int, reference:
         raise DataError(f"n_datasets must be at least 1, got {n_datasets}.")
     if not 0 < alpha < 1:
         raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
-    se = rank_standard_error(k, n)
     others = r.drop(reference)
-    diff = others - r[reference]
-    z = diff / se
-    p = pd.Series(2.0 * sps.norm.sf(np.abs(z.to_numpy())), index=others.index)
-    order = np.argsort(p.to_numpy(), kind="stable")
-    out = pd.DataFrame({
-        "avg_rank": others.to_numpy()[order],
-        "diff": diff.to_numpy()[order],
-        "z": z.to_numpy()[order],
-        "p": p.to_numpy()[order],
-    }, index=pd.Index(others.index[order], name="method"))
+    diff = (others - r[reference]).to_numpy()
+    z = diff / rank_standard_error(k, n)
+    p = 2.0 * sps.norm.sf(np.abs(z))
+    order = np.argsort(p, kind="stable")
     steps = np.arange(1, k)
-    out["step"] = steps
-    out["threshold"] = alpha / (k - steps)
+    out = pd.DataFrame({"avg_rank": others.to_numpy()[order], "diff": diff[order], "z": z[order], "p": p[order],
+                        "step": steps, "threshold": alpha / (k - steps)},
+                       index=pd.Index(others.index[order], name="method"))
     below = out["p"].to_numpy() < out["threshold"].to_numpy()
     out["reject"] = np.logical_and.accumulate(below)     # stop at the first non-rejection
     return out

@@ -1,12 +1,5 @@
-"""What a benchmark shows people: its tables, each with its kind (its result in sentences and its JSON,
-:func:`describe` and :func:`to_json`, are the result's own, in :mod:`calibdash.benchmark.outcome`, and are
-re-exported here).
-
-:func:`report_tables` gives the tables the dashboard's Benchmark page and
-the ``benchmark`` command show, as :class:`ReportTable` records. A table's
-:class:`TableKind` says what it holds, so a page chooses its formatting from
-the kind; the title is for people and may be reworded freely.
-"""
+"""The tables a benchmark shows people (:func:`report_tables`), each with its :class:`TableKind`, which a page
+formats by; the title is for people and may be reworded freely."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,8 +41,7 @@ class ReportTable:
     frame : DataFrame
         The numbers, methods named by the labels given to :func:`report_tables`.
     lower_is_better : bool or None
-        Direction of the values where one of them is the best (the means and
-        the ranks); None for the test tables, where no value is "best".
+        Direction of the values where one of them is the best (the means and the ranks); None for the tests.
     """
 
     kind: TableKind
@@ -59,13 +51,9 @@ class ReportTable:
 
 
 def report_tables(result: BenchmarkResult, labels: Mapping[str, str] | None = None) -> list[ReportTable]:
-    """The tables the Benchmark page and the ``benchmark`` command show, in order.
-
-    Always the per-data-set means, the per-data-set ranks and the average
-    ranks per metric; the Friedman and Holm tables when the result has the
-    tests (two data sets or more). Methods are renamed by ``labels`` when
-    given.
-    """
+    """The tables the Benchmark page and the ``benchmark`` command show, in order: the per-data-set means and
+    ranks and the average ranks per metric; the Friedman and Holm tables when the result has the tests (two data
+    sets or more). Methods are renamed by ``labels`` when given."""
     name = (lambda k: (labels or {}).get(k, k))
     m = result.metric
     out = [

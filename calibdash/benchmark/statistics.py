@@ -1,13 +1,5 @@
-"""A benchmark's statistics: means over repeats, ranks per data set, the Friedman test and Holm's procedure.
-
-:func:`summarise` turns a unit table (one row per data set, method and
-repeat, as :func:`calibdash.benchmark.engine.run_benchmark` builds it) into
-a :class:`BenchmarkResult`, so another ranking metric, reference or alpha
-needs no refitting. The tests themselves are in
-:mod:`calibdash.benchmark.rank_tests`; the tables and sentences shown to
-people are in :mod:`calibdash.benchmark.report`; the result type and its sentences are in
-:mod:`calibdash.benchmark.outcome`.
-"""
+"""A benchmark's statistics: means over repeats, ranks per data set, the Friedman test and Holm's procedure,
+from a unit table (:func:`summarise`), so another ranking metric, reference or alpha needs no refitting."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -18,8 +10,7 @@ import pandas as pd
 from ..core.errors import SettingsError
 from ..evaluation.holdout import UNCALIBRATED, Scheme
 from . import rank_tests
-from .catalogue import BINARY, Catalogue
-from .outcome import BenchmarkResult
+from .outcome import BINARY, BenchmarkResult, Catalogue
 
 __all__ = []
 
@@ -44,8 +35,8 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
               datasets: Sequence[str] | None = None, catalogue: Catalogue = BINARY) -> BenchmarkResult:
     """Means, ranks, Friedman and Holm from a unit table (as :attr:`BenchmarkResult.units`).
 
-    Only complete (data set, repeat) blocks — every method present — count; a
-    data set with no complete block is left out and named in ``notes``.
+    Only complete (data set, repeat) blocks (every method present) count; a data set with no complete block is
+    left out and named in ``notes``.
 
     Parameters
     ----------
@@ -57,17 +48,14 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
         Default :func:`default_reference`.
     alpha : float
     n_folds, repeats, seed, planned, methods, datasets
-        Recorded in the result; ``methods``/``datasets`` fix the display
-        order (default: order of appearance).
+        Recorded in the result; ``methods``/``datasets`` fix the display order (default: order of appearance).
     catalogue : Catalogue, default the binary measures
-        The measures the units hold and their directions
-        (:mod:`calibdash.benchmark.catalogue`).
+        The measures the units hold and their directions.
 
     Raises
     ------
     SettingsError
-        ``metric`` was not computed, or ``reference`` is not a method of the
-        benchmark.
+        ``metric`` was not computed, or ``reference`` is not a method of the benchmark.
     """
     metric_names = [m for m in catalogue.names if m in units.columns]
     if metric not in metric_names:
@@ -106,8 +94,8 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
         ranks = rank_tests.rank_table(catalogue.oriented(metric, table), True)
         undefined = [m for m in ranked_names if m != metric and not np.isfinite(pivot(m).to_numpy(float)).all()]
         if undefined:
-            notes.append(f"Not ranked, as some method has no value on some data set (a measure these "
-                         f"predictions do not define, such as ICI on a step calibrator's ties): {', '.join(undefined)}.")
+            notes.append("Not ranked, as some method has no value on some data set (a measure these predictions "
+                         f"do not define, such as ICI on a step calibrator's ties): {', '.join(undefined)}.")
         ranked_names = [m for m in ranked_names if m not in undefined]
         rank_summary = pd.DataFrame({m: rank_tests.average_ranks(catalogue.oriented(m, pivot(m)), True)
                                      for m in ranked_names})
@@ -120,8 +108,7 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
     ref = reference or default_reference(methods)
     if ref not in methods:
         raise SettingsError(f"reference method {ref!r} is not in the benchmark ({', '.join(methods)}).")
-    fried = None
-    holm = None
+    fried = holm = None
     by_metric = pd.DataFrame(columns=["chi2_F", "F_F", "df1", "df2", "p", "critical", "reject"], dtype=float)
     if len(done) >= 2 and len(methods) >= 2:
         fried = rank_tests.friedman_from_ranks(avg.to_numpy(), len(done), alpha)
@@ -140,5 +127,4 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
         friedman_by_metric=by_metric, reference=ref, holm=holm, alpha=float(alpha), n_folds=int(n_folds),
         repeats=int(repeats if repeats is not None else (units["repeat"].nunique() if len(units) else 0)),
         seed=int(seed), methods=methods, datasets=done,
-        planned=int(planned if planned is not None else len(units)), notes=notes, catalogue=catalogue,
-    )
+        planned=int(planned if planned is not None else len(units)), notes=notes, catalogue=catalogue)

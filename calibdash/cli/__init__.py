@@ -1,35 +1,10 @@
 """Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,export-sql,benchmark,groups,drift} ...``.
 
-``evaluate`` prints the same metrics table as the dashboard's Compare page:
-each method is fitted on the fitting rows and judged on held-out rows.
-``report`` writes the same comparison as a one-page HTML report
-(:mod:`calibdash.report`: verdict, metrics with intervals, interactive
-figures, more measures, the methods' papers), which opens offline.
-``groups`` and ``drift`` measure calibration per group
-or period where the rows live (:mod:`.monitor`), for scheduled checks (``--json``, ``--fail-above``).
-The ``--json`` output of ``evaluate``, ``groups``, ``drift`` and ``benchmark`` has one shape per command,
-whatever the engine and for binary and K-class files alike, written down as JSON Schemas in
-:mod:`calibdash.io.schemas`.
-Each command has one path for any number of classes: the data say what problem they are (:mod:`.problem`:
-binary, K = 2 with a score column; or a label of K >= 3 classes and one probability or logit column per
-class, found or named with ``--probs``/``--logits``), and a K-class file runs the K-class calibrators
-(:mod:`calibdash.calibrators.multiclass`) through the same printing and JSON. ``methods`` lists the calibrators. ``fit`` saves one fitted calibrator as
-JSON (:mod:`calibdash.io.export`); ``apply`` adds its calibrated scores to a
-file's rows (in memory, or with ``--engine duckdb|spark`` where the files lie,
-:mod:`calibdash.engines.apply`); ``export-sql`` prints it as SQL
-(:mod:`calibdash.io.sql`). ``benchmark`` compares calibrators over several data sets, as
-the dashboard's Benchmark page does (:mod:`calibdash.benchmark`).
-
-This package's ``__init__`` is the only module that parses arguments:
-:func:`build_parser` holds every option, each ``cmd_*`` function turns
-parsed arguments into calls of the library, and :func:`main` reports
-calibdash's errors as messages with exit status 2. The commands live in
-one module per group: :mod:`.comparison` (``evaluate``, ``report``),
+This module holds the parser (:func:`build_parser`) and :func:`main`, which reports calibdash's errors as one line
+and exit status 2; the commands live in one module per group: :mod:`.comparison` (``evaluate``, ``report``),
 :mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.monitor` (``groups``, ``drift``), :mod:`.benchmarking`
-and :mod:`.listing` (``methods``), over the shared :mod:`.problem`, :mod:`.output` and
-:mod:`.engine_jobs` helpers. Method lists and ``--param`` go through
-:mod:`calibdash.evaluation.methods`; the scheme's defaults are
-:class:`calibdash.evaluation.holdout.Scheme`'s.
+and ``methods`` here. Each command has one path for any number of classes (:mod:`.file_problem`), and
+``--json`` prints one record whose shape is the command's JSON Schema (:mod:`calibdash.io.schemas`).
 """
 from __future__ import annotations
 
@@ -37,29 +12,41 @@ import argparse
 import sys
 from typing import Sequence
 
-# calibdash's names this module held before it became a package, still reachable as calibdash.cli.NAME
 from .. import benchmark, calibrators, diagrams, engines, measures
-from ..evaluation import bootstrap as cboot
-from ..core.errors import CalibdashError, EnvironmentProblem, ProgrammingError
+from ..calibrators import multiclass
+from ..core.errors import CalibdashError, ProgrammingError
 from ..evaluation.holdout import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme
-from .benchmarking import cmd_benchmark
-from .notes import notes_on_stderr
-from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
 from ..evaluation.holdout import DEFAULT_METHODS as CLASS_METHODS
-from .listing import cmd_methods
-from .models import cmd_apply, cmd_export_sql, cmd_fit
-from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
-from .runs import add_runs_command, add_save_options
+from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES
 from ..monitoring.group_metrics import STATS as GROUP_STATS
 from ..monitoring.grouping import MAX_GROUPS, MIN_ROWS, N_QUANTILES
+from .benchmarking import cmd_benchmark
+from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_report
+from .models import cmd_apply, cmd_export_sql, cmd_fit
+from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
+from .notes import notes_on_stderr
+from .runs import add_runs_command, add_save_options
 
-#: Most groups the `groups` command takes (a nightly job may watch many segments; the page shows MAX_GROUPS).
-CLI_MAX_GROUPS = 200
-from ..measures.binning import DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES
-
-__all__ = ["main", "calibrators", "EnvironmentProblem"]
+__all__ = ["main"]
 
 _SCHEME = Scheme()
+#: Most groups the `groups` command takes (a nightly job may watch many segments; the page shows MAX_GROUPS).
+CLI_MAX_GROUPS = 200
+
+
+def _line(name: str, cls) -> str:
+    hps = ", ".join(f"{h.name}={h.default!r}" for h in cls.hyperparams)
+    return f"{name:<10} {cls.label} — {cls.paper}\n{'':<10} hyperparameters: {hps or 'none'}"
+
+
+def cmd_methods(args) -> int:
+    """List the calibrators; with ``--multiclass``, the multi-class ones, a composite as ``prefix:<binary>``."""
+    if args.multiclass:
+        print("Multi-class calibrators (K-class files; ovr:<binary> and top_label:<binary> wrap any binary "
+              "calibrator above that reads no features, and take its hyperparameters too):")
+    for name, cls in (multiclass.classes() if args.multiclass else calibrators.classes()).items():
+        print(_line(f"{name}:<binary>" if args.multiclass and name in multiclass.COMPOSITES else name, cls))
+    return 0
 
 
 # -- the parser -------------------------------------------------------------------------------------------
@@ -78,12 +65,25 @@ def _add_methods(p: argparse.ArgumentParser, default: Sequence[str], classes: bo
     _add_param(p)
 
 
-def _add_classes(p: argparse.ArgumentParser) -> None:
-    """The class columns of a K-class file (default: found when neither --score nor --positive is given)."""
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--probs", metavar="PREFIX", help="K-class file: the class columns are the columns whose "
-                   "names start with PREFIX (p_, prob_, proba_ and logit_ columns are found by themselves)")
-    g.add_argument("--logits", metavar="PREFIX", help="K-class file: as --probs, the columns holding logits")
+def _add_columns(p: argparse.ArgumentParser, classes: bool = False) -> None:
+    """The score, label and positive class (and with ``classes``, a K-class file's class columns)."""
+    p.add_argument("--score", help="score column (default: guessed)")
+    p.add_argument("--label", help="label column (default: guessed)")
+    p.add_argument("--positive", "--pos-label", dest="positive", metavar="VALUE",
+                   help="the label value of the positive class (class 1); default: 1, true, yes, pos, ...; else the "
+                        "value opposite 0, -1, no, neg, ...; else the second value in sorted order "
+                        "(calibdash.core.validation.choose_positive, the rule of the API and the pages)")
+    if classes:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--probs", metavar="PREFIX", help="K-class file: the class columns are the columns whose "
+                       "names start with PREFIX (p_, prob_, proba_ and logit_ columns are found by themselves)")
+        g.add_argument("--logits", metavar="PREFIX", help="K-class file: as --probs, the columns holding logits")
+
+
+def _add_folds(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--test-size", type=float, default=_SCHEME.test_size,
+                   help="held-out fraction for --scheme split (default: %(default)s)")
+    p.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
 
 
 def _add_param(p: argparse.ArgumentParser) -> None:
@@ -94,25 +94,13 @@ def _add_evaluation(p: argparse.ArgumentParser, table_help: str) -> None:
     """The file, methods, columns, scheme and score-cell options ``evaluate`` and ``report`` share."""
     p.add_argument("file", help=table_help)
     _add_methods(p, EVALUATE_METHODS, classes=True)
-    p.add_argument("--score", help="score column (default: guessed)")
-    p.add_argument("--label", help="label column (default: guessed)")
-    _add_positive(p)
-    _add_classes(p)
+    _add_columns(p, classes=True)
     p.add_argument("--scheme", default=_SCHEME.kind, choices=list(KINDS), help="default: %(default)s")
-    p.add_argument("--test-size", type=float, default=_SCHEME.test_size,
-                   help="held-out fraction for --scheme split (default: %(default)s)")
-    p.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
+    _add_folds(p)
     p.add_argument("--seed", type=int, default=_SCHEME.seed, help="default: %(default)s")
     p.add_argument("--cells", choices=list(CELLS_CHOICES), default="auto",
                    help=f"work on score cells (per distinct score: rows, positives) instead of rows; auto: above "
                         f"{CELLS_MIN_ROWS:,} rows unless a feature-aware method needs the rows (default auto)")
-
-
-def _add_positive(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--positive", "--pos-label", dest="positive", metavar="VALUE",
-                   help="the label value of the positive class (class 1); default: 1, true, yes, pos, ...; else the "
-                        "value opposite 0, -1, no, neg, ...; else the second value in sorted order "
-                        "(calibdash.core.validation.choose_positive, the rule of the API and the pages)")
 
 
 def _add_engine(p: argparse.ArgumentParser) -> None:
@@ -135,9 +123,7 @@ def _add_monitor(p: argparse.ArgumentParser, what: str) -> None:
     """The source, columns, engine and measure options ``groups`` and ``drift`` share."""
     p.add_argument("file", metavar="SOURCE", help="CSV, .csv.gz or Parquet file, or a glob of them (or give "
                                                   "--database/--table or --query)")
-    p.add_argument("--score", help="score column (default: guessed)")
-    p.add_argument("--label", help="label column (default: guessed)")
-    _add_positive(p)
+    _add_columns(p)
     p.add_argument("--n-bins", type=int, default=DEFAULT_N_BINS, help="ECE's bins (default: %(default)s)")
     p.add_argument("--strategy", choices=list(STRATEGIES), default=DEFAULT_STRATEGY,
                    help="ECE's bins: equal-count (quantile) or equal-width (uniform) (default: %(default)s)")
@@ -209,10 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--method", required=True, help="the calibrator (see `methods`; a multi-class one on a "
                                                     "K-class file)")
     _add_param(f)
-    f.add_argument("--score", help="score column (default: guessed)")
-    f.add_argument("--label", help="label column (default: guessed)")
-    _add_positive(f)
-    _add_classes(f)
+    _add_columns(f, classes=True)
     f.add_argument("--split-value", metavar="VALUE", help="fit only on the rows whose split column holds VALUE")
     f.add_argument("--out", metavar="MODEL.json", help="where to write the model (default: stdout)")
     _add_engine(f)
@@ -290,9 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "rows, and print each group's held-out ECE")
     g.add_argument("--scheme", choices=["split", "kfold"], default="split",
                    help="how --fix divides the rows, by a hash of their position (default: %(default)s)")
-    g.add_argument("--test-size", type=float, default=_SCHEME.test_size,
-                   help="held-out fraction for --scheme split (default: %(default)s)")
-    g.add_argument("--folds", type=int, default=_SCHEME.n_folds, help="K for --scheme kfold (default: %(default)s)")
+    _add_folds(g)
     add_save_options(g)
     g.set_defaults(func=cmd_groups)
 
@@ -315,10 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return its exit status.
 
-    calibdash's own errors are printed as one line on stderr with exit
-    status 2: ``error: ...`` for a problem with the data, a setting or the
-    machine, ``internal error: ...`` for a :class:`ProgrammingError` (a bug,
-    shown for what it is). Bad arguments exit through ``argparse`` (status 2).
+    calibdash's own errors are printed as one line on stderr with exit status 2: ``error: ...`` for a problem with
+    the data, a setting or the machine, ``internal error: ...`` for a :class:`ProgrammingError` (a bug, shown for
+    what it is). Bad arguments exit through ``argparse`` (status 2).
     """
     args = build_parser().parse_args(argv)
     try:

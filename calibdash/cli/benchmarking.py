@@ -1,19 +1,14 @@
 """The ``benchmark`` command: calibrators compared over several data sets (:mod:`calibdash.benchmark`), in
-memory or with each FILE left where it lies and its folds aggregated by DuckDB or Spark.
-
-K-class files are found by their columns (:func:`calibdash.benchmark.load_benchmark_datasets`), with no
-option: when every file is a K-class table (a label of 3 or more classes, a probability or logit column per
-class), the benchmark is multi-class (:func:`calibdash.benchmark.run_benchmark` on K-class data sets). Then ``--methods``
-names multi-class methods (``temperature,ovr:isotonic``); left at the binary default it becomes
-:func:`calibdash.benchmark.default_class_methods`. ``--metric`` ranks the multi-class measure of that name
-(ECE: the confidence ECE; LogLoss, Brier, MCE, smECE and dCE likewise), and the average-rank table shows
-every multi-class measure, classwise ECE among them.
+memory or with each FILE left where it lies and its folds aggregated by DuckDB or Spark. When every file is a
+K-class table the benchmark is multi-class, and the binary default ``--methods`` becomes
+:func:`calibdash.benchmark.default_class_methods`.
 """
 from __future__ import annotations
 
 import sys
 
-from .. import benchmark
+from .. import benchmark, engines
+from ..data import is_multiclass
 from ..benchmark.datasets import unique_name
 from ..core.errors import SettingsError
 from ..evaluation.methods import parse_params
@@ -25,8 +20,6 @@ __all__ = []
 
 def cmd_benchmark(args) -> int:
     """Run a benchmark over the files' data sets; print the report tables and the verdict (or JSON)."""
-    from .. import engines
-
     if args.engine is None:                          # a glob or a file over 200 MB stays where it is
         args.engine = next(filter(None, map(default_engine, args.files)), engines.find(out_of_core=False))
     if engines.get(args.engine).out_of_core:         # each FILE (a file or a glob) stays where it is
@@ -48,7 +41,8 @@ def cmd_benchmark(args) -> int:
         if not quiet:
             print(f"\r{100 * frac:5.1f}%  {msg[:90]:<90}", end="", file=sys.stderr, flush=True)
 
-    methods = _class_methods(args.methods) if kind == "multiclass" else args.methods
+    binary_default = args.methods == ",".join(benchmark.DEFAULT_METHODS)      # no --methods given
+    methods = benchmark.default_class_methods() if kind == "multiclass" and binary_default else args.methods
     result = benchmark.run_benchmark(datasets, methods, n_folds=args.folds, repeats=args.repeats, seed=args.seed,
                                      metric=args.metric, reference=args.reference, alpha=args.alpha,
                                      include_uncalibrated=not args.no_uncalibrated, progress=progress,
@@ -73,18 +67,8 @@ def cmd_benchmark(args) -> int:
 
 def _refuse_class_table(path: str, args) -> None:
     """A K-class table (found in its first rows) is benchmarked in memory only: refuse it with an engine."""
-    from ..data import is_multiclass
-
     if args.score:                                   # a named score column: a binary data set
         return
     if is_multiclass(head_rows(path, args.label), args.label):
         raise SettingsError(f"{path} is a K-class table: a K-class benchmark runs in memory (--engine memory, or "
                             f"no --engine for files under 200 MB); --engine {args.engine} benchmarks binary scores.")
-
-
-def _class_methods(methods: str) -> list[str] | str:
-    """The multi-class methods to run: ``methods`` as given, or, when it is the binary default (no
-    ``--methods`` given), the multi-class defaults."""
-    if methods == ",".join(benchmark.DEFAULT_METHODS):
-        return benchmark.default_class_methods()
-    return methods

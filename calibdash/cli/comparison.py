@@ -1,11 +1,6 @@
-"""The ``evaluate`` and ``report`` commands: the held-out comparison of calibrators on one file, printed as a
-table or JSON or written as the one-page HTML report (:mod:`calibdash.report`).
-
-One path per command for any number of classes: the data say what problem they are (:mod:`.problem`:
-binary, K = 2 with a score column; or K classes), the library evaluates it (in memory, or on the cells an
-engine aggregates) and :func:`_emit` prints it, the same heading, notes, metrics table, binning line and
-intervals for both (binary: ``--measures`` with paired intervals; K classes: ``--boot N``, every measure's
-paired interval and the verdict), or the same JSON record (``calibdash/io/schemas/evaluate.json``)."""
+"""The ``evaluate`` and ``report`` commands: the held-out comparison of calibrators on one file, binary or
+K-class, in memory or on the cells an engine aggregates, printed as a table or JSON (:func:`_emit`, one shape
+for every path) or written as the one-page HTML report (:mod:`calibdash.report`)."""
 from __future__ import annotations
 
 import warnings
@@ -13,19 +8,18 @@ import warnings
 import numpy as np
 
 from ..evaluation import bootstrap as cboot
-from .. import engines, measures, report
-from ..data import build_score_set
+from .. import benchmark, measures, report
 from ..core.errors import DataError, SettingsError
-from ..evaluation.holdout import Scheme, evaluate_score_set
+from ..evaluation.holdout import Scheme, evaluate_cells, evaluate_classes, evaluate_score_set
 from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve
-from ..measures import class_measures as mmetrics
 from ..core.validation import choose_positive
 from .file_problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
                       refuse_binary_options, refuse_class_methods, shared_prefix)
+from .engine_jobs import aggregate, engine_for, engine_source, head_rows, in_job, source_labels
+from .documents import CLASS_BINNING, evaluation_document, judged_text
 from .runs import save_run
-from .engine_jobs import aggregate, engine_for, engine_source, head_rows, source_labels
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
-                     print_json, report_validation, report_written, sentence, source_name, validation_json)
+                     print_json, report_written, sentence, source_name, validation_json)
 
 __all__ = []
 
@@ -33,18 +27,6 @@ __all__ = []
 EVALUATE_METHODS = DEFAULT_METHODS
 #: Paired resamples of ``evaluate --measures``' intervals unless ``--boot`` says otherwise (the Compare page's).
 MEASURES_BOOT = 100
-#: How the K-class measures bin, as the table's last line and the JSON's ``binning`` say it.
-CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
-                 f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
-
-
-# -- evaluate ---------------------------------------------------------------------------------------------
-def _score_set(args, opened):
-    """The binary file :func:`.problem.open_table` read, validated (:func:`calibdash.data.load_scores`'s
-    :func:`~calibdash.data.build_score_set`, on the table already read)."""
-    return build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
-                           info=opened.info, name=opened.info.name)
-
 
 def _head(args):
     """The first rows of the file or glob an engine reads (None for a DuckDB table or query)."""
@@ -62,16 +44,9 @@ def check_split(ss, args) -> None:
         raise DataError("--scheme column needs a split column in the file.")
 
 
-def _validation_json(ss) -> dict:
-    """What loading found (:class:`calibdash.data.ValidationReport`), as :func:`.output.report_validation`:
-    rows read, used, dropped and why, the rows of each class, the mapped score columns, the messages."""
-    n_pos = int(ss.labels.sum())
-    return report_validation(ss.report, {ss.negative_label: ss.n_rows - n_pos, ss.positive_label: n_pos})
-
-
 def _engine_validation(src, engine: str) -> tuple[list, object, dict]:
-    """What an engine checked of the rows where they live, as the in-memory validation block says it: the
-    label's (negative, positive) values, the positive one, and :func:`.output.validation_json`."""
+    """What an engine checked of the rows where they live: the label's (negative, positive) values, the positive
+    one, and the validation block."""
     labs = source_labels(src, engine, 3)                  # the engine refused any other than two values
     pos, neg = choose_positive(list(labs["label"]), src.positive, column=src.label)
     counts = {class_key(v): int(n) for v, n in zip(labs["label"], labs["rows"])}
@@ -86,9 +61,8 @@ def _engine_validation(src, engine: str) -> tuple[list, object, dict]:
     if mapped:
         messages.append(f"Score column {src.score!r} ranges from {lo:.4g} to {hi:.4g}: mapped by the logistic "
                         "function 1/(1+exp(-s)).")
-    val = validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
-                          class_counts={neg: n_neg, pos: n_pos}, mapped=mapped, messages=messages)
-    return [neg, pos], pos, val
+    return [neg, pos], pos, validation_json(rows_read=n, class_counts={neg: n_neg, pos: n_pos}, mapped=mapped,
+                                            messages=messages)
 
 
 def _measure_names(arg: str | None) -> tuple[str, ...] | None:
@@ -103,8 +77,8 @@ def _measure_names(arg: str | None) -> tuple[str, ...] | None:
 
 
 def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
-    """The further measures of ``ev``'s judged rows (or cells: weighted rows) with paired Poisson-bootstrap
-    intervals, as the Compare page's "More measures" (:func:`calibdash.evaluation.bootstrap.bootstrap_measures`)."""
+    """The further measures of ``ev``'s judged rows (or cells) with paired Poisson-bootstrap intervals, as the
+    Compare page's "More measures"."""
     if int(n_boot) < 1:
         raise SettingsError(f"--boot must be at least 1, got {n_boot}.")
     n = ev.weights if ev.weights is not None else np.ones(len(ev.labels))
@@ -113,20 +87,13 @@ def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
         return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
 
 
-def _measure_best(name: str) -> str:
-    return measures.best_phrase(name).removesuffix(" is better")
-
-
-def _class_best(name: str) -> str:
-    """Which value of a K-class measure is best, in a word or two (:data:`calibdash.measures.class_measures.MEASURES`)."""
-    low = mmetrics.MEASURES[name].lower_is_better
-    return "0 is ideal" if low is None else ("lower" if low else "higher")
+def _best_word(phrase):
+    """Which value of a measure is best, in a word or two ("lower", "0 is ideal"), from its ``phrase(name)``."""
+    return lambda name: phrase(name).removesuffix(" is better")
 
 
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
-    from ..evaluation.holdout import evaluate_cells
-
     if any(c.uses_features for c in cals.values()):
         raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
     names = _measure_names(args.measures)
@@ -144,16 +111,15 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     head = (f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
             f"(aggregated by {engine})")
     return _emit(args, out, head, [cells.describe(), *ev.notes], ev.metrics, f"ECE and MCE: {ev.binning}", boot,
-                 "More measures", _measure_best)
+                 "More measures", _best_word(measures.best_phrase))
 
 
 def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "",
           best=None, verdict: str | None = None, evaluation=None) -> int:
-    """``evaluate``'s output for any problem, on rows or on an engine's cells alike: ``out`` (with the intervals
-    of ``boot`` and the ``verdict`` when given) as JSON with ``--json``; else the heading, the messages, the
-    ``metrics`` table, the ``binning`` line, the intervals under ``heading`` (``best(name)``: which value of
-    a measure is best) and the verdict. With ``--save`` the JSON is kept as a run, with the in-memory
-    ``evaluation``'s models (:func:`.runs.save_run`)."""
+    """``evaluate``'s output for any problem and path: ``out`` (with the intervals of ``boot`` and the
+    ``verdict``) as JSON with ``--json``; else the head, the messages, the ``metrics`` table, the ``binning``
+    line, the intervals under ``heading`` (``best(name)``: which value is best) and the verdict. With ``--save``
+    the JSON is kept as a run, with the in-memory ``evaluation``'s models (:func:`.runs.save_run`)."""
     if boot is not None:
         out["intervals"] = intervals_json(boot)
     if verdict is not None:
@@ -175,9 +141,7 @@ def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None
 
 
 def cmd_evaluate(args) -> int:
-    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON), on a file or on the rows
-    an engine reads, binary or K-class; with ``--measures`` (binary) or ``--boot N`` (K classes) paired
-    intervals too."""
+    """Fit the chosen calibrators and print their held-out metrics (a table, or JSON)."""
     scheme = scheme_of(args)
     engine = engine_for(args)
     opened = open_table(args, engine)
@@ -191,29 +155,19 @@ def cmd_evaluate(args) -> int:
     if engine:
         return _evaluate_engine(args, cals, scheme, engine)
     names = _measure_names(args.measures)
-    ss = _score_set(args, opened)
+    ss = opened.score_set(args)
     check_split(ss, args)
     ev = evaluate_score_set(ss, cals, scheme, cells=args.cells)
-    if ev.weights is not None:
-        judged, scheme_text = ev.n_judged, scheme.describe(on_cells=True)
-        how = ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note
-    else:
-        judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
-    out = evaluate_json(file=ss.name, engine=engines.find(out_of_core=False), label=ss.label_column,
-                        classes=[ss.negative_label, ss.positive_label], positive=ss.positive_label, score=ss.score,
-                        rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes, binning=ev.binning,
-                        validation=_validation_json(ss), metrics=metrics_json(ev))
+    out = evaluation_document(ss, ev, scheme)
+    judged, scheme_text, how = judged_text(ev, scheme)
     head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev.metrics,
-                 f"ECE and MCE: {ev.binning}", boot, "More measures", _measure_best, evaluation=ev)
+                 f"ECE and MCE: {ev.binning}", boot, "More measures", _best_word(measures.best_phrase), evaluation=ev)
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
-    """``evaluate`` of a K-class table in memory (:func:`calibdash.evaluation.holdout.evaluate_classes`), with
-    ``--boot N`` every measure's paired bootstrap interval and the verdict."""
-    from ..evaluation.holdout import evaluate_classes
-
+    """``evaluate`` of a K-class table in memory; with ``--boot N`` paired intervals and the verdict."""
     refuse_binary_options(args)
     n_boot = getattr(args, "boot", None)
     if n_boot is not None and int(n_boot) < 2:
@@ -221,27 +175,21 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
     methods = class_methods(args, cs.k)
     ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
                           params=check_params(args, methods))
-    judged, scheme_text = int(ev.rows.size), scheme.describe()
     boot = (cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
             if n_boot is not None else None)
     verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
                if boot is not None else None)
-    out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column,
-                        classes=cs.classes, class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits,
-                        rows_judged=judged,
-                        scheme=scheme_text, cells=None, notes=ev.notes, binning=CLASS_BINNING,
-                        validation=report_validation(cs.report, cs.report.class_counts), metrics=metrics_json(ev))
+    out = evaluation_document(cs, ev, scheme)
+    judged, scheme_text = out["rows_judged"], out["scheme"]
     head = f"{cs.name}: {columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, [*cs.report.messages, *ev.notes], ev.metrics, CLASS_BINNING, boot, "Intervals",
-                 _class_best, verdict, evaluation=ev)
+                 _best_word(benchmark.CLASS_MEASURES.best_phrase), verdict, evaluation=ev)
 
 
 def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
-    """``evaluate`` on K-class rows where they live (:func:`calibdash.engines.class_fit.evaluate_class_source`):
-    the methods fitted on a sample, the judged rows aggregated into cells by the engine, the job's stages on
-    stderr."""
+    """``evaluate`` on K-class rows where they live: the methods fitted on a sample, the judged rows aggregated
+    into cells by the engine (:func:`calibdash.engines.class_fit.evaluate_class_source`)."""
     from ..engines.class_fit import evaluate_class_source
-    from .engine_jobs import in_job
 
     refuse_binary_options(args)
     if getattr(args, "boot", None) is not None:
@@ -266,18 +214,15 @@ def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
     out = evaluate_json(file=name, engine=engine, label=label, classes=csrc.classes, class_columns=csrc.columns,
                         prefix=shared_prefix(csrc.columns), logits=csrc.logits, rows_judged=judged,
                         scheme=scheme_text, cells=res.cells.describe(), notes=res.notes, binning=CLASS_BINNING,
-                        validation=validation_json(rows_read=n, rows_used=n, dropped={}, dropped_examples={},
-                                                   class_counts=counts, mapped={}, messages=messages),
+                        validation=validation_json(rows_read=n, class_counts=counts, mapped={}, messages=messages),
                         metrics=metrics_json(res))
     head = (f"{name}: {columns_text(csrc)}, label {label!r}; {scheme_text}; {judged:,} rows judged "
             f"(aggregated by {engine})")
     return _emit(args, out, head, res.notes, res.metrics, CLASS_BINNING)
 
 
-# -- report -----------------------------------------------------------------------------------------------
 def cmd_report(args) -> int:
-    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints (:mod:`calibdash.report`),
-    for a binary or a K-class file."""
+    """Write the one-page HTML report of the held-out comparison ``evaluate`` prints."""
     opened = open_table(args, None)
     scheme, cs = scheme_of(args), opened.classes
     plotlyjs = "cdn" if args.plotlyjs == "cdn" else True
@@ -289,7 +234,7 @@ def cmd_report(args) -> int:
         name = f"{cs.name} ({cs.k} classes)"
     else:
         refuse_class_methods(args.methods, opened.frame, args, opened.info.name)
-        ss = _score_set(args, opened)
+        ss = opened.score_set(args)
         check_split(ss, args)
         text = report.report_for_score_set(ss, args.methods, scheme, params=parse_params(args.param),
                                            cells=args.cells, title=args.title, diagram=args.diagram,

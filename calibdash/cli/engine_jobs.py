@@ -1,20 +1,23 @@
-"""The command line's engine and job helpers: which engine reads a FILE (pandas in memory, DuckDB or Spark,
-:mod:`calibdash.engines`), the engine's source for the parsed arguments, and long work run as a job of
-:mod:`calibdash.core.jobs` with its stage and elapsed time on stderr (:class:`ProgressLine`); Ctrl-C cancels it."""
+"""Which engine reads a command's rows (pandas in memory, DuckDB or Spark, :mod:`calibdash.engines`), and long
+work run as a job of :mod:`calibdash.core.jobs`, its stage and elapsed time on stderr; Ctrl-C cancels it."""
 from __future__ import annotations
 
+import contextlib
 import sys
+import uuid
 from pathlib import Path
+
+from .. import engines
+from ..core import jobs
+from ..engines.classes import HEAD_ROWS
+from ..engines.plan import STAGE_TEXT, aggregate_job
 
 __all__ = []
 
 
 def default_engine(path: str) -> str | None:
-    """None (read the file into pandas) for one file under 200 MB, else the engine that keeps the rows where
-    they lie (:func:`calibdash.engines.default_engine`: a larger file or a glob); None for a path that names
-    no file, so loading says why."""
-    from .. import engines
-
+    """None (read the file into pandas) for one file under 200 MB or a path that names no file (loading says
+    why), else the engine that keeps the rows where they lie (:func:`calibdash.engines.default_engine`)."""
     if any(c in path for c in "*?["):
         return engines.default_engine()
     if not Path(path).is_file():
@@ -24,10 +27,7 @@ def default_engine(path: str) -> str | None:
 
 
 def engine_for(args) -> str | None:
-    """The engine that reads ``args.file`` for evaluate and fit: None for the in-memory path that reads one
-    file into pandas (an in-memory ``--engine``, or by default a single file under 200 MB), else the engine."""
-    from .. import engines
-
+    """The engine that reads ``args.file`` for evaluate and fit; None for the in-memory path."""
     if args.engine:
         return args.engine if engines.get(args.engine).out_of_core else None
     if getattr(args, "table", None) or getattr(args, "query", None):
@@ -36,18 +36,14 @@ def engine_for(args) -> str | None:
 
 
 def engine_source(args, split: str | None = None):
-    from .. import engines
-
-    src = engines.source_for(args.file, score=args.score, label=args.label, split=split,
-                             database=getattr(args, "database", None), table=getattr(args, "table", None),
-                             query=getattr(args, "query", None), order_by=getattr(args, "order_by", None),
-                             positive=getattr(args, "positive", None))
-    return src
+    return engines.source_for(args.file, score=args.score, label=args.label, split=split,
+                              database=getattr(args, "database", None), table=getattr(args, "table", None),
+                              query=getattr(args, "query", None), order_by=getattr(args, "order_by", None),
+                              positive=getattr(args, "positive", None))
 
 
 class ProgressLine:
-    """A job's stage and elapsed seconds on stderr: rewritten in place with ``\\r`` on a terminal
-    (:meth:`calibdash.core.jobs.Status.line`), else one line per stage; nothing goes to stdout."""
+    """A job's stage and elapsed seconds on stderr: rewritten in place on a terminal, else one line per stage."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
@@ -80,12 +76,7 @@ class ProgressLine:
 
 
 def in_job(what: str, work):
-    """``work(job)`` run as a job of :mod:`calibdash.core.jobs`: its stage and elapsed time on stderr while it runs,
-    and Ctrl-C cancels it (interrupting the DuckDB connection it watches); returns its result."""
-    import uuid
-
-    from ..core import jobs
-
+    """``work(job)`` run as a job (:class:`ProgressLine` on stderr; Ctrl-C cancels it); returns its result."""
     reg = jobs.JobRegistry(max_jobs=1, timeout_s=float("inf"), lease_s=None)
     line = ProgressLine()
     try:
@@ -94,48 +85,37 @@ def in_job(what: str, work):
         line.close()
 
 
-def aggregate(source, scheme, engine: str, memory_limit: str):
-    """:func:`calibdash.engines.aggregate` as a job (:func:`in_job`; :func:`calibdash.engines.plan.aggregate_job`)."""
-    from ..engines.plan import aggregate_job
+def in_watched_job(what: str, engine: str, work):
+    """:func:`in_job` of ``work(job, **watch)``, ``watch`` the engine's hooks that interrupt its query on Ctrl-C."""
+    def run(job):
+        with contextlib.ExitStack() as watching:
+            return work(job, **engines.get(engine).watched(job, watching))
 
+    return in_job(what, run)
+
+
+def aggregate(source, scheme, engine: str, memory_limit: str):
+    """:func:`calibdash.engines.aggregate` as a job (:func:`in_job`)."""
     return in_job(f"Aggregating {source.describe()} with {engine}",
-                   lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
+                  lambda job: aggregate_job(job, source, scheme, engine=engine, features=[], memory_limit=memory_limit))
 
 
 def aggregate_keyed(source, key, scheme, engine: str, memory_limit: str):
-    """:func:`calibdash.engines.aggregate_keyed` as a job (:func:`in_job`): its stages on stderr (named by
-    :data:`calibdash.engines.plan.STAGE_TEXT`), and a watched engine's query interrupted on Ctrl-C
-    (:meth:`calibdash.engines.base.Engine.watched`)."""
-    import contextlib
-
-    from .. import engines
-    from ..engines.plan import STAGE_TEXT
-
-    def work(job):
-        with contextlib.ExitStack() as watching:
-            return engines.aggregate_keyed(source, key, scheme, engine=engine, memory_limit=memory_limit,
-                                           on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)),
-                                           **engines.get(engine).watched(job, watching))
-
-    return in_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", work)
+    """:func:`calibdash.engines.aggregate_keyed` as a watched job (:func:`in_watched_job`)."""
+    return in_watched_job(f"Aggregating {source.describe()} by {key.column!r} with {engine}", engine,
+                          lambda job, **watch: engines.aggregate_keyed(
+                              source, key, scheme, engine=engine, memory_limit=memory_limit,
+                              on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name)), **watch))
 
 
-def head_rows(path: str, label: str | None):
-    """The first rows of the file or glob ``path`` (:data:`calibdash.engines.classes.HEAD_ROWS`), every column,
-    read where they lie (:func:`calibdash.engines.reader`): what is looked at to tell a K-class table before the
-    rows are read where they lie."""
-    from ..engines import Source, reader
-    from ..engines.classes import HEAD_ROWS
-
-    src = Source(path=path, score="__unused__", label=label or "__unused_label__")
-    return reader(src).read_head(src, HEAD_ROWS)
+def head_rows(path: str | None, label: str | None, **where):
+    """The first rows (:data:`calibdash.engines.classes.HEAD_ROWS`, every column) of the file or glob ``path`` or
+    of the DuckDB table or query ``where`` names, read where they lie: what tells a K-class table."""
+    src = engines.Source(path=path, score="__unused__", label=label or "__unused_label__", **where)
+    return engines.reader(src).read_head(src, HEAD_ROWS)
 
 
 def source_labels(source, engine: str, limit: int):
-    """Per label value of the rows where they live: ``label``, ``rows``, ``score_min`` and ``score_max`` (the
-    finite scores' range), at most ``limit`` values; one scan of two columns, by the engine that reads the
-    source (:func:`calibdash.engines.reader`: DuckDB for files and DuckDB sources, Spark for a table or query of
-    its catalog). What ``evaluate --json``'s validation block says of rows it did not read into memory."""
-    from ..engines import reader
-
-    return reader(source, engine).label_counts(source, limit)
+    """Per label value (at most ``limit``) of the rows where they live: ``label``, ``rows``, ``score_min`` and
+    ``score_max`` (the finite scores' range); one scan of two columns by the engine that reads the source."""
+    return engines.reader(source, engine).label_counts(source, limit)

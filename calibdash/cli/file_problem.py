@@ -1,13 +1,9 @@
-"""What problem a command's data is, asked once for every command: binary (a score column and a label of two
-values, K = 2) or K classes (a label of K >= 3 classes and one probability or logit column per class,
-:mod:`calibdash.data.class_set`).
+"""What problem a command's data is: binary (a score column and a label of two values) or K classes (a label of
+K >= 3 classes and one probability or logit column per class, :mod:`calibdash.data.class_set`).
 
-:func:`open_table` reads the file once and says which it is: K classes when the user names the class
-columns (``--probs PREFIX`` or ``--logits PREFIX``), or when neither ``--score`` nor ``--positive`` is given
-and :func:`calibdash.data.is_multiclass` finds the columns; else binary. Rows an engine reads where they live
-(``--engine duckdb|spark``, a glob, a file over 200 MB) are asked the same in their first rows
-(:func:`engine_class_source`). Only ``evaluate`` runs K-class rows on an engine; ``fit`` and ``apply`` of a
-K-class model run in memory (:data:`ENGINE_REFUSAL`), and ``export-sql`` writes binary models only.
+K classes when the user names the class columns (``--probs``/``--logits``), or when neither ``--score`` nor
+``--positive`` is given and :func:`calibdash.data.is_multiclass` finds them (for rows an engine reads, in their
+first rows); else binary. Only ``evaluate`` runs K-class rows on an engine.
 """
 from __future__ import annotations
 
@@ -15,12 +11,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .. import calibrators
 from ..calibrators import multiclass
-from ..data import FileInfo, build_class_set, is_multiclass, read_table
 from ..core.errors import SettingsError
+from ..core.validation import format_values, sorted_values
+from ..data import FileInfo, build_class_set, build_score_set, guess_roles, is_multiclass, read_table
+from ..data.roles import label_values, split_prefix
+from ..engines.classes import class_source
 from ..evaluation.methods import parse_params, split_names
 from ..measures import class_measures as mmetrics
 from ..evaluation.holdout import default_methods
+from .engine_jobs import head_rows
 
 __all__ = []
 
@@ -38,6 +39,11 @@ class Opened:
     info: FileInfo
     classes: object | None = None
 
+    def score_set(self, args):
+        """The binary table validated (:func:`calibdash.data.build_score_set`)."""
+        return build_score_set(self.frame, score=args.score, label=args.label, positive=args.positive,
+                               info=self.info, name=self.info.name)
+
 
 def _named(args) -> bool:
     return bool(getattr(args, "probs", None) or getattr(args, "logits", None))
@@ -45,16 +51,8 @@ def _named(args) -> bool:
 
 def open_table(args, engine: str | None) -> Opened | None:
     """``args.file`` read, and validated as a K-class table when it is one; None when ``engine`` (DuckDB or
-    Spark) reads the rows where they lie.
-
-    Raises
-    ------
-    SettingsError
-        Class columns named (``--probs``/``--logits``) with ``--score``, or with an engine for a command other
-        than ``evaluate``.
-    DataError
-        As :func:`calibdash.data.build_class_set` for a K-class table.
-    """
+    Spark) reads the rows where they lie. SettingsError: class columns named with ``--score``, or with an engine
+    for a command other than ``evaluate``; DataError as :func:`calibdash.data.build_class_set`."""
     if _named(args) and getattr(args, "score", None):
         raise SettingsError("--score names a binary file's score column; --probs and --logits name a K-class "
                             "file's class columns. Give one or the other.")
@@ -73,8 +71,7 @@ def open_table(args, engine: str | None) -> Opened | None:
 
 
 def class_methods(args, k: int) -> list[str]:
-    """The K-class methods asked for: ``--methods`` when given, else
-    :func:`calibdash.evaluation.holdout.default_methods` for ``k`` classes."""
+    """The K-class methods asked for: ``--methods`` when given, else the defaults for ``k`` classes."""
     if getattr(args, "methods_given", False):
         names = split_names(args.methods)
         if not names:
@@ -114,39 +111,25 @@ def columns_text(cs) -> str:
 
 def shared_prefix(columns) -> str | None:
     """The class prefix (p_, prob_, proba_, logit_, as written) every column starts with, else None."""
-    from ..data.roles import split_prefix
-
     first = split_prefix(columns[0])
     return first[0] if first and all(str(c).startswith(first[0]) for c in columns) else None
 
 
 def _class_only(names) -> list[str]:
-    """The names among ``names`` that only a K-class file runs: composites (``ovr:isotonic``) and
-    K-class calibrators with no binary namesake (vector, matrix, dirichlet)."""
-    from .. import calibrators
-
+    """The names among ``names`` that only a K-class file runs: composites (``ovr:isotonic``) and K-class
+    calibrators with no binary namesake (vector, matrix, dirichlet)."""
     binary = calibrators.classes()
     return [n for n in names if n.split(":")[0].strip().lower() in multiclass.COMPOSITES
             or (n in multiclass.classes() and n not in binary)]
 
 
 def refuse_class_methods(methods: str, frame, args, name: str) -> None:
-    """Refuse K-class methods asked of a file read as binary, saying what the file holds (its label's
-    classes, read from ``frame``: the table, its first rows, None, or a function giving one of them, called
-    only when such a method is asked) and what they need.
-
-    Raises
-    ------
-    SettingsError
-        Some of ``methods`` are K-class only (:func:`_class_only`).
-    """
+    """SettingsError for K-class methods asked of a file read as binary, saying what the file holds (its label's
+    classes, read from ``frame``: the table, its first rows, None, or a function giving one of them, called only
+    when such a method is asked) and what they need."""
     asked = _class_only(split_names(methods))
     if not asked:
         return
-    from ..data import guess_roles
-    from ..data.roles import label_values
-    from ..core.validation import format_values, sorted_values
-
     what = (f"{', '.join(asked)} {'is a multi-class calibrator' if len(asked) == 1 else 'are multi-class calibrators'}"
             ", for K-class files (a label of 3 or more classes and one probability or logit column per class, "
             "such as p_<class>)")
@@ -170,11 +153,7 @@ def refuse_class_methods(methods: str, frame, args, name: str) -> None:
 
 def engine_class_source(args):
     """The K-class source ``args`` names for an engine (a glob, a large file, a DuckDB table or query), or None
-    for binary rows: K-class when ``--probs``/``--logits`` name the class columns, or when neither ``--score``
-    nor ``--positive`` is given and :func:`calibdash.data.is_multiclass` finds them in the first rows."""
-    from ..engines import Source, reader
-    from ..engines.classes import HEAD_ROWS, class_source
-
+    for binary rows (the module's rule, on the first rows)."""
     where = dict(database=getattr(args, "database", None), table=getattr(args, "table", None),
                  query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
     path = args.file if not (where["table"] or where["query"]) else None
@@ -183,9 +162,7 @@ def engine_class_source(args):
             return None
         if where["table"] is None and where["query"] is None and not args.file:
             return None
-        src = Source(path=path, score="__unused__", label=args.label or "__unused_label__", **where)
-        head = reader(src).read_head(src, HEAD_ROWS)
-        if not is_multiclass(head, args.label):
+        if not is_multiclass(head_rows(path, args.label, **where), args.label):
             return None
     return class_source(path, args.label, getattr(args, "probs", None), getattr(args, "logits", None),
                         split=args.split, **where)

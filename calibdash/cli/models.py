@@ -1,9 +1,6 @@
-"""The commands of a saved calibrator, binary or K-class (one model file, :mod:`calibdash.io.export`, whose
-``kind`` says which): ``fit`` saves one as JSON, in memory or, binary, on the score cells an engine
-aggregates; ``apply`` adds its calibrated scores to a file's rows (a binary model's ``calibrated`` column, a
-K-class model's ``calibrated_<class>`` columns; a binary model also with ``--engine duckdb|spark`` where the
-files lie, :mod:`calibdash.engines.apply`); ``export-sql`` prints a binary model as SQL (:mod:`calibdash.io.sql`).
-The data say which problem they are (:mod:`.problem`)."""
+"""The commands of a saved calibrator, binary or K-class (:mod:`calibdash.io.export`): ``fit`` saves one as JSON,
+``apply`` adds its calibrated scores to a file's rows (a binary model also where the files lie,
+:mod:`calibdash.engines.apply`), ``export-sql`` prints a binary model as SQL (:mod:`calibdash.io.sql`)."""
 from __future__ import annotations
 
 import sys
@@ -15,13 +12,13 @@ import pandas as pd
 from .. import engines
 from ..io import export
 from ..calibrators import multiclass
-from ..data import build_score_set, guess_roles, read_table
+from ..data import guess_roles, read_table
 from ..core import margins
 from ..core.errors import DataError, EnvironmentProblem, SettingsError
 from ..evaluation.holdout import Scheme
 from ..evaluation.methods import parse_params, resolve, split_names
 from ..core.safe_text import csv_text
-from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_job
+from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_watched_job
 from .output import jsonable, split_rows, write_text
 from .file_problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class_methods
 
@@ -52,8 +49,7 @@ def cmd_fit(args) -> int:
         cal = resolve(method, params)[method]
         if engine:
             return _fit_engine(args, cal, method, engine)
-        data = build_score_set(opened.frame, score=args.score, label=args.label, positive=args.positive,
-                               info=opened.info, name=opened.info.name)
+        data = opened.score_set(args)
         what = f"score {data.score!r}"
     rows = split_rows(data.split, args.split_value, data.n_rows, data.name, data.split_column)
     if cs is not None:
@@ -64,10 +60,14 @@ def cmd_fit(args) -> int:
                  if cal.uses_features and data.features is not None else None)
         cal.fit(data.scores[rows], data.labels[rows], feats)
         fitted_on = export.provenance(data, cal)
+    return _save(args, cal, fitted_on, f"{method} on {rows.size:,} rows of {data.name} ({what})")
+
+
+def _save(args, cal, fitted_on: dict, what: str) -> int:
+    """Write the fitted ``cal`` as JSON to ``--out`` (or stdout) and say on stderr what was fitted on what."""
     text = export.dumps(cal, fitted_on=fitted_on)
     where = write_text(text, args.out)
-    print(f"Fitted {method} on {rows.size:,} rows of {data.name} ({what}); wrote {where} "
-          f"({len(text.encode()):,} bytes).", file=sys.stderr)
+    print(f"Fitted {what}; wrote {where} ({len(text.encode()):,} bytes).", file=sys.stderr)
     return 0
 
 
@@ -101,14 +101,16 @@ def _fit_engine(args, cal, method: str, engine: str) -> int:
     # transform None: scores are mapped iff one lies outside [0, 1], at fit and at apply alike
     fitted_on = {"file": src.describe(), "score": src.score, "score_transform": src.transform_name,
                  "features": [], "engine": engine}
-    text = export.dumps(cal, fitted_on=fitted_on)
-    where = write_text(text, args.out)
-    print(f"Fitted {method} on {int(c.n.sum()):,} rows of {src.describe()} ({c.describe()}; aggregated by "
-          f"{engine}); wrote {where} ({len(text.encode()):,} bytes).", file=sys.stderr)
-    return 0
+    return _save(args, cal, fitted_on, f"{method} on {int(c.n.sum()):,} rows of {src.describe()} ({c.describe()}; "
+                                       f"aggregated by {engine})")
 
 
 # -- apply ------------------------------------------------------------------------------------------------
+def _notes(messages) -> None:
+    for msg in messages:
+        print(f"  · {msg}", file=sys.stderr)
+
+
 def _apply_scores(df: pd.DataFrame, score: str, transform: str | None) -> tuple[np.ndarray, str | None]:
     """Scores in [0, 1] (NaN where missing) mapped as the model's scores were; and a note when mapped."""
     values = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
@@ -197,8 +199,7 @@ def cmd_apply(args) -> int:
     out = pd.DataFrame({c: df[c] for c in df.columns} | {c: calibrated[:, j] for j, c in enumerate(new)},
                        index=df.index)
     where = write_text(csv_text(out, index=False), args.out)
-    for msg in notes:
-        print(f"  · {msg}", file=sys.stderr)
+    _notes(notes)
     print(f"Applied {name} to {int(ok.sum()):,} of {len(df):,} rows of {info.name} ({what}"
           f"{'; ' + empty if not ok.all() else ''}); wrote {where}.", file=sys.stderr)
     return 0
@@ -210,17 +211,12 @@ def _apply_engine(args) -> int:
     if not args.out:
         raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
 
-    def work(job):
-        import contextlib
+    def work(job, **watch):
+        job.set_stage(f"reading the rows, calibrating and writing them with {args.engine}")
+        return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score, **watch)
 
-        with contextlib.ExitStack() as watching:
-            job.set_stage(f"reading the rows, calibrating and writing them with {args.engine}")
-            return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score,
-                               **engines.get(args.engine).watched(job, watching))
-
-    res = in_job(f"Applying {args.model} to {args.file} with {args.engine}", work)
-    for msg in res.notes:
-        print(f"  · {msg}", file=sys.stderr)
+    res = in_watched_job(f"Applying {args.model} to {args.file} with {args.engine}", args.engine, work)
+    _notes(res.notes)
     how = {"sql": f"as SQL ({res.form} form)", "udf": "by predict called from the engine",
            "predict": "in memory"}[res.via]
     print(f"Applied {res.method} {how} with {res.engine} to {res.n_calibrated:,} of {res.n_rows:,} rows of "
@@ -245,8 +241,8 @@ def cmd_export_sql(args) -> int:
         prob = f"{score}_probability"
         source = (f"SELECT *, {sql.SqlWriter(args.dialect, x).sigmoid(x)} AS {sql.quote(prob, args.dialect)} "
                   f"FROM {args.table}")
-        print(f"  · the model was fitted on {score!r} mapped by the logistic function; the SQL maps it too, "
-              f"as the column {prob!r}.", file=sys.stderr)
+        _notes([f"the model was fitted on {score!r} mapped by the logistic function; the SQL maps it too, as the "
+                f"column {prob!r}."])
         score = prob
     m = sql.to_sql(model, score_column=score, dialect=args.dialect, feature_columns=feats, form=args.form)
     where = write_text(m.standalone(source), args.out)

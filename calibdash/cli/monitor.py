@@ -1,21 +1,7 @@
 """The ``groups`` and ``drift`` commands: calibration by segment and over time, where the rows live, for
-scheduled checks.
-
-Both aggregate the source into keyed score cells (:func:`calibdash.engines.aggregate_keyed`: in memory, by
-DuckDB out of core, or by Spark; the job's stages on stderr, :func:`.engine_jobs.in_job`) and measure them
-with :mod:`calibdash.monitoring.keyed.per_key`, so they give the numbers of the Groups & time page on the same rows:
-
-* ``groups SOURCE --by COL``: per group the rows, positives, positive rate, mean score, ECE, Brier, log-loss
-  and AUC with Poisson-bootstrap intervals (:func:`~calibdash.monitoring.keyed.per_key.by_key`); with ``--fix M`` also
-  the held-out ECE per group of ``M`` (the score alone) and of MBCT with the group as its feature
-  (:func:`~calibdash.monitoring.keyed.per_key.fix_keys`), the rows divided by ``--scheme``;
-* ``drift SOURCE --time COL``: the same per period (:func:`~calibdash.monitoring.keyed.per_key.over_periods`) and the
-  staleness of ``--method`` (:func:`~calibdash.monitoring.keyed.per_key.staleness_of`).
-
-A table by default; ``--json`` gives one record per group or period (its key, rows, positives and each
-measure as ``{"value", "low", "high"}``) and the notes. ``--fail-above NAME=VALUE`` (repeatable) exits with
-status 1 and names on stderr the groups or periods whose value of NAME is above VALUE (exit 0 otherwise;
-calibdash's errors exit 2, as :func:`calibdash.cli.main` reports them).
+scheduled checks. Both aggregate the source into keyed score cells (:func:`calibdash.engines.aggregate_keyed`)
+and measure them with :mod:`calibdash.monitoring.keyed.per_key`, so they give the Groups & time page's numbers;
+``--fail-above NAME=VALUE`` exits with status 1 and names on stderr the groups or periods above VALUE.
 """
 from __future__ import annotations
 
@@ -46,7 +32,6 @@ PERIOD_WORDS = {"day": "D", "week": "W", "month": "M", "quarter": "Q", "auto": "
 _STALE_JSON = {RAW_COL: "uncalibrated", STALE_COL: "fitted_on_first", FRESH_COL: "refitted_before"}
 
 
-# -- shared ---------------------------------------------------------------------------------------------------------
 def _engine(args, src) -> str:
     """``--engine``, else DuckDB for a table or query, else memory for one file under 200 MB, else DuckDB."""
     if args.engine:
@@ -85,29 +70,16 @@ def _value(row, name: str) -> dict:
 
 
 def records(table: pd.DataFrame) -> list[dict]:
-    """One JSON record per row of a :class:`~calibdash.monitoring.groups.GroupReport` or
-    :class:`~calibdash.monitoring.drift.DriftReport` table: ``key``, (``start``), ``rows``, ``positives``, each of
-    :data:`calibdash.monitoring.group_metrics.STATS` as ``{"value", "low", "high"}`` (null where not defined), ``note``."""
-    out = []
-    for key, row in table.iterrows():
-        rec = {"key": str(key)}
-        if "start" in row.index:
-            rec["start"] = f"{pd.Timestamp(row['start']):%Y-%m-%d}"
-        rec.update({"rows": int(row["rows"]), "positives": int(round(float(row["positives"])))})
-        rec.update({name: _value(row, name) for name in STATS})
-        rec["note"] = row["note"]
-        out.append(rec)
-    return out
+    """One JSON record per row of a group or period table: ``key``, (``start``), ``rows``, ``positives``, each of
+    :data:`STATS` as ``{"value", "low", "high"}`` (null where not defined), ``note``."""
+    return [{"key": str(key), **({"start": f"{pd.Timestamp(row['start']):%Y-%m-%d}"} if "start" in row.index else {}),
+             "rows": int(row["rows"]), "positives": int(round(float(row["positives"]))),
+             **{name: _value(row, name) for name in STATS}, "note": row["note"]} for key, row in table.iterrows()]
 
 
 def parse_thresholds(items) -> list[tuple[str, float]]:
-    """``--fail-above NAME=VALUE`` items as (measure, value), the measure a name of :data:`STATS` in any case.
-
-    Raises
-    ------
-    SettingsError
-        An item without ``=``, an unknown measure, or a value that is not a number.
-    """
+    """``--fail-above NAME=VALUE`` items as (measure, value), the measure a name of :data:`STATS` in any case
+    (SettingsError: an item without ``=``, an unknown measure, or a value that is not a number)."""
     by_lower = {name.lower(): name for name in STATS}
     out = []
     for item in items or ():
@@ -181,14 +153,18 @@ def _finish(args, out: dict, text: list[str], table: pd.DataFrame, what: str) ->
     return 1 if alerts else 0
 
 
-def _intervals_line(rep, what: str) -> str:
-    if rep.n_boot <= 0:
-        return f"ECE: {rep.binning}; no intervals (--boot 0)."
-    return (f"ECE: {rep.binning}; [low, high]: {round(100 * rep.level)}% Poisson-bootstrap intervals "
-            f"({rep.n_boot} resamples of each {what}'s rows).")
+def _outputs(src, kc, engine: str, rep, notes, what: str, how: str, **where) -> tuple[dict, list[str]]:
+    """The JSON record's head (the source, ``where`` its key column, the cells and intervals) and the text
+    output's lines up to the measures table and its intervals line."""
+    out = {"source": src.describe(), "score": src.score, "label": src.label, **where, "engine": engine,
+           "cells": kc.cells.describe(), "binning": rep.binning, "level": rep.level, "resamples": rep.n_boot}
+    intervals = ("no intervals (--boot 0)" if rep.n_boot <= 0 else f"[low, high]: {round(100 * rep.level)}% "
+                 f"Poisson-bootstrap intervals ({rep.n_boot} resamples of each {what}'s rows)")
+    return out, [f"{src.describe()}: score {src.score!r}, label {src.label!r}; {how}; {kc.cells.describe()} "
+                 f"(aggregated by {engine})", *[f"  · {sentence(n)}" for n in notes], _table_text(rep.table, what),
+                 f"ECE: {rep.binning}; {intervals}."]
 
 
-# -- groups ---------------------------------------------------------------------------------------------------------
 def cmd_groups(args) -> int:
     """Per-group calibration of a source (and, with ``--fix``, the calibrator that fixes the groups)."""
     args.thresholds = parse_thresholds(args.fail_above)
@@ -199,16 +175,10 @@ def cmd_groups(args) -> int:
     kc, src, engine = _keyed(args, key, scheme)
     rep = by_key(kc, n_bins=args.n_bins, strategy=args.strategy, n_boot=args.boot, seed=args.seed)
     notes = list(rep.notes)
-    out = {"source": src.describe(), "score": src.score, "label": src.label, "by": args.by, "engine": engine,
-           "cells": kc.cells.describe(), "binning": rep.binning, "level": rep.level, "resamples": rep.n_boot,
-           "groups": records(rep.table),
-           "overall": {"rows": int(rep.overall["rows"]), "positives": int(round(rep.overall["positives"])),
-                       **{name: finite_or_none(rep.overall[name]) for name in STATS}},
-           "notes": notes}
-    text = [f"{src.describe()}: score {src.score!r}, label {src.label!r}; by {args.by!r}; "
-            f"{kc.cells.describe()} (aggregated by {engine})"]
-    text += [f"  · {sentence(n)}" for n in notes]
-    text += [_table_text(rep.table, "group"), _intervals_line(rep, "group")]
+    out, text = _outputs(src, kc, engine, rep, notes, "group", f"by {args.by!r}", by=args.by)
+    out |= {"groups": records(rep.table),
+            "overall": {"rows": int(rep.overall["rows"]), "positives": int(round(rep.overall["positives"])),
+                        **{name: finite_or_none(rep.overall[name]) for name in STATS}}, "notes": notes}
     if args.fix:
         params = parse_params(args.param)
         fix = fix_keys(kc, args.fix, scheme, params=params.get(args.fix), mbct_params=params.get("mbct"),
@@ -223,7 +193,6 @@ def cmd_groups(args) -> int:
     return _finish(args, out, text, rep.table, "groups")
 
 
-# -- drift ----------------------------------------------------------------------------------------------------------
 def _staleness_json(st) -> dict:
     t = st.table
     return {"method": st.method,
@@ -250,15 +219,10 @@ def cmd_drift(args) -> int:
                                  strategy=args.strategy)
         except DataError as exc:          # fewer than two periods, or none to fit on: the per-period check stands
             notes.append(f"No staleness: {exc}")
-    out = {"source": src.describe(), "score": src.score, "label": src.label, "time": args.time,
-           "period": kc.spec.freq, "engine": engine, "cells": kc.cells.describe(), "binning": rep.binning,
-           "level": rep.level, "resamples": rep.n_boot, "rows_left_out": rep.periods.n_left_out,
-           "periods": records(rep.table), "staleness": None if stale is None else _staleness_json(stale),
-           "notes": notes}
-    text = [f"{src.describe()}: score {src.score!r}, label {src.label!r}; over {args.time!r}; "
-            f"{kc.cells.describe()} (aggregated by {engine})"]
-    text += [f"  · {sentence(n)}" for n in notes]
-    text += [_table_text(rep.table, "period"), _intervals_line(rep, "period")]
+    out, text = _outputs(src, kc, engine, rep, notes, "period", f"over {args.time!r}", time=args.time,
+                         period=kc.spec.freq)
+    out |= {"rows_left_out": rep.periods.n_left_out, "periods": records(rep.table),
+            "staleness": None if stale is None else _staleness_json(stale), "notes": notes}
     if stale is not None:
         t = stale.table[[RAW_COL, STALE_COL, FRESH_COL]]
         text += ["", f"Staleness of {stale.method}: held-out ECE of each later period (age: periods since the "

@@ -1,7 +1,5 @@
-"""The command line's shared helpers: numbers as the tables and JSON show them, text written to a file or to
-stdout (:func:`write_text`, which reports a path it cannot write as an
-:class:`~calibdash.core.errors.EnvironmentProblem`), a validation report and bootstrap intervals as JSON or a
-table, the line saying where a report went, and the rows of one split value."""
+"""The command line's shared output: numbers as the tables and JSON show them, text written to a file or stdout,
+the JSON records of ``evaluate`` and bootstrap intervals, and the rows of one split value."""
 from __future__ import annotations
 
 import json
@@ -23,13 +21,7 @@ def four_places(v: float) -> str:
 
 
 def write_text(text: str, out: str | None) -> str:
-    """Write ``text`` to the file ``out``, or to stdout; returns where it went.
-
-    Raises
-    ------
-    EnvironmentProblem
-        ``out`` cannot be written.
-    """
+    """Write ``text`` to the file ``out``, or to stdout; returns where it went (EnvironmentProblem: unwritable)."""
     if not out:
         sys.stdout.write(text)
         return "stdout"
@@ -62,20 +54,20 @@ def class_key(value) -> str:
 
 
 def source_name(source) -> str:
-    """How the JSON names rows an engine reads: one file by its name, as the in-memory path names the file it
-    reads (:class:`calibdash.data.FileInfo`), else :meth:`calibdash.engines.Source.describe`."""
+    """How the JSON names rows an engine reads: one file by its name, as the in-memory path does, else the
+    source's description."""
     if source.kind == "files" and len(files := source.files()) == 1:
         return Path(files[0]).name
     return source.describe()
 
 
-def validation_json(*, rows_read: int, rows_used: int, dropped: dict, dropped_examples: dict, class_counts: dict,
-                    mapped: dict, messages) -> dict:
-    """The ``validation`` block of ``evaluate --json``, one shape whatever the engine and the file: rows read,
-    used, dropped (and why, with examples), ``class_counts`` (label value as text -> rows used),
-    ``mapped`` (score column -> the raw range mapped by the logistic function) and the messages."""
-    return {"rows_read": int(rows_read), "rows_used": int(rows_used), "rows_dropped": int(sum(dropped.values())),
-            "dropped": {reason: int(k) for reason, k in dropped.items()},
+def validation_json(*, rows_read: int, rows_used: int | None = None, dropped: dict | None = None,
+                    dropped_examples: dict | None = None, class_counts: dict, mapped: dict, messages) -> dict:
+    """The ``validation`` block of ``evaluate --json``, one shape whatever the engine and the file; ``mapped``:
+    score column -> the raw range mapped by the logistic function. Rows checked where they live: none dropped."""
+    dropped, dropped_examples = dropped or {}, dropped_examples or {}
+    return {"rows_read": int(rows_read), "rows_used": int(rows_read if rows_used is None else rows_used),
+            "rows_dropped": int(sum(dropped.values())), "dropped": {reason: int(k) for reason, k in dropped.items()},
             "dropped_examples": {reason: list(ex) for reason, ex in dropped_examples.items()},
             "class_counts": {class_key(c): int(k) for c, k in class_counts.items()},
             "mapped": {col: {"from": float(lo), "to": float(hi)} for col, (lo, hi) in mapped.items()},
@@ -83,8 +75,7 @@ def validation_json(*, rows_read: int, rows_used: int, dropped: dict, dropped_ex
 
 
 def report_validation(rep, class_counts: dict) -> dict:
-    """:func:`validation_json` of what loading found (a :class:`calibdash.data.ValidationReport` ``rep``),
-    with ``class_counts`` (label value -> rows used)."""
+    """:func:`validation_json` of what loading found (a :class:`calibdash.data.ValidationReport`)."""
     return validation_json(rows_read=rep.n_read, rows_used=rep.n_used, dropped=rep.dropped,
                            dropped_examples=rep.dropped_examples, class_counts=class_counts, mapped=rep.mapped,
                            messages=rep.messages)
@@ -94,9 +85,7 @@ def evaluate_json(*, file: str, engine: str, label: str, classes, positive=None,
                   class_columns=None, prefix: str | None = None, logits: bool | None = None, rows_judged: int,
                   scheme: str, cells: str | None, notes, binning: str, validation: dict, metrics: dict) -> dict:
     """``evaluate --json``: one record whatever the engine, binary or K-class (``calibdash/io/schemas/
-    evaluate.json``). ``problem`` says which; a binary file has its ``score`` column and ``positive`` class
-    (``classes``: negative, positive), a K-class file its ``class_columns`` (their ``prefix``, ``logits``),
-    the keys of the other kind null."""
+    evaluate.json``); the keys of the other kind of file are null."""
     k_class = class_columns is not None
     return {"file": file, "engine": engine, "problem": "multiclass" if k_class else "binary",
             "n_classes": len(classes), "label": label, "classes": [jsonable(c) for c in classes],
@@ -123,8 +112,7 @@ def _finite(v):
 
 
 def print_json(out: dict) -> None:
-    """Print a command's ``--json`` record on stdout: strict JSON (a value that is not finite, such as an
-    infinite Friedman statistic, as null), indented, one record."""
+    """Print a command's ``--json`` record on stdout: strict JSON (a value that is not finite as null), indented."""
     json.dump(_finite(out), sys.stdout, indent=2, allow_nan=False)
     print()
 
@@ -139,8 +127,8 @@ def intervals_json(boot) -> dict:
 
 
 def print_intervals(boot, heading: str, best) -> None:
-    """A bootstrap result as a table on stdout: one row per measure (``best(name)``: which value is best),
-    one column per method, each cell ``value [low, high]``; then the result's note."""
+    """A bootstrap result as a table on stdout: one row per measure (``best(name)``: which value is best), one
+    column per method, each cell ``value [low, high]``; then the result's note."""
     t = boot.table
     names = list(dict.fromkeys(t.columns.get_level_values(0)))
 
@@ -157,8 +145,7 @@ def print_intervals(boot, heading: str, best) -> None:
 
 
 def report_written(text: str, args, name: str) -> None:
-    """Write a report's HTML to ``args.out`` (``-``: stdout) and say on stderr where it went, how large it is
-    and whether it opens offline."""
+    """Write a report's HTML to ``args.out`` (``-``: stdout) and say on stderr where it went and how large it is."""
     where = write_text(text, None if args.out == "-" else args.out)
     if where != "stdout":
         print(f"Wrote the report of {name} to {where} ({len(text.encode()) / 1e6:.1f} MB"
@@ -168,13 +155,7 @@ def report_written(text: str, args, name: str) -> None:
 
 def split_rows(split, value: str | None, n: int, name: str, column: str | None) -> np.ndarray:
     """The rows ``fit --split-value`` fits on: all ``n`` when ``value`` is None, else those whose split column
-    (``split``, text per row, or None when the file has none) holds ``value``.
-
-    Raises
-    ------
-    DataError
-        No split column, or no row holds ``value`` (the message lists the values).
-    """
+    (``split``, text per row, or None) holds ``value`` (DataError: no split column, or no such row)."""
     if value is None:
         return np.arange(n)
     if split is None:

@@ -1,16 +1,8 @@
 """Engines that turn rows where they live into cells, found by scanning this package.
 
-Each backend is one package here (:mod:`.memory`, :mod:`.duckdb`, :mod:`.spark`) whose ``__init__`` defines a
-subclass of :class:`~calibdash.engines.base.Engine` with a registry ``name``: everything that backend does
-(score cells, keyed cells, K-class cells and rows, applying a model, reading a source) lives in its package.
-What every engine shares lives beside them: :mod:`.base` (the interface), :mod:`.source` (the rows' source,
-keys and checks), :mod:`.classes` (K-class sources, checks and sampling), :mod:`.apply` (a model's steps).
-No list names the engines: :func:`available` scans the package, as :mod:`calibdash.calibrators` finds its
-methods, so adding an engine is adding its package; ``tests/engines/test_engine_contract.py`` then checks it gives the
-same cells as the others (integer counts equal, sums to rounding).
-
-Rows are put in parts by the hash of their position in the source (see :mod:`calibdash.engines.source`), so a
-fold is the same in every engine.
+Each backend is one package (:mod:`.memory`, :mod:`.duckdb`, :mod:`.spark`) whose ``__init__`` defines an
+:class:`~calibdash.engines.base.Engine` subclass; adding an engine is adding its package, and
+``tests/engines/test_engine_contract.py`` checks it gives the others' cells. Shared code lives beside them.
 
 >>> from calibdash.engines import Source, aggregate                     # doctest: +SKIP
 >>> src = Source("scores/part-*.parquet", score="p", label="clicked")   # doctest: +SKIP
@@ -34,8 +26,7 @@ _REGISTRY: dict[str, Engine] | None = None
 
 
 def _engines() -> dict[str, Engine]:
-    """Registry name -> engine (one instance each), in ``order``: the subclasses of :class:`Engine` defined in
-    the ``__init__`` of this package's subpackages (its modules hold shared code, not engines)."""
+    """Registry name -> engine, in ``order``: the :class:`Engine` subclasses of the subpackages' ``__init__``."""
     global _REGISTRY
     if _REGISTRY is None:
         modules = tuple(m.name for m in pkgutil.iter_modules(__path__) if not m.ispkg)
@@ -88,17 +79,18 @@ def default_engine(source: Source | None = None) -> str:
 
 
 def reader(source: Source, engine: str | None = None) -> Engine:
-    """The engine that reads ``source``'s first rows and counts its labels: ``engine`` when the source is a
-    table or query of that engine's own catalog, else the first engine that reads files and DuckDB sources."""
+    """The engine that reads ``source``'s first rows and counts its labels: ``engine`` for a table or query of
+    its own catalog, else the first that reads files and DuckDB sources."""
     if engine is not None and get(engine).catalog and source.kind != "files":
         return get(engine)
     return get(find(reads_heads=True))
 
 
-def _run(method: str, engine: str | None, source: Source, *args, **options):
-    """``method`` of ``engine`` (default :func:`default_engine`), the options given as None left out."""
+def dispatch(method: str, engine: str | None, source: Source | None, *args, **options):
+    """``method`` of ``engine`` (default :func:`default_engine` of ``source``) on ``args``, the options given as
+    None left out."""
     eng = get(engine or default_engine(source))
-    return getattr(eng, method)(source, *args, **{k: v for k, v in options.items() if v is not None})
+    return getattr(eng, method)(*args, **{k: v for k, v in options.items() if v is not None})
 
 
 def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
@@ -114,39 +106,18 @@ def aggregate(source: Source, scheme=None, *, engine: str | None = None, max_exa
     -------
     ScoreCells, or (ScoreCells, DataFrame) when ``sample_rows > 0``
     """
-    return _run("aggregate", engine, source, scheme, max_exact=max_exact, memory_limit=memory_limit,
-                threads=threads, features=features, feature_bins=feature_bins, sample_rows=sample_rows, seed=seed,
-                on_stage=on_stage, **engine_options)
+    return dispatch("aggregate", engine, source, source, scheme, max_exact=max_exact, memory_limit=memory_limit,
+                    threads=threads, features=features, feature_bins=feature_bins, sample_rows=sample_rows,
+                    seed=seed, on_stage=on_stage, **engine_options)
 
 
 def aggregate_keyed(source: Source, key, scheme=None, *, engine: str | None = None, max_exact: int = MAX_EXACT,
                     memory_limit: str = "1GB", threads: int | None = None, on_stage=None, **engine_options):
-    """Keyed cells of ``source`` (:class:`calibdash.monitoring.keyed.KeyedCells`) with ``engine`` (default
-    :func:`default_engine`): the same cells from every engine.
-
-    Parameters
-    ----------
-    source : Source
-    key : calibdash.monitoring.keyed.Key
-        The group or period column and how its values become keys.
-    scheme : Scheme, optional
-        How rows are divided into parts (default: none).
-    engine : str, optional
-        A name of :func:`available`.
-    max_exact, memory_limit, threads
-        As :func:`aggregate`.
-    on_stage : callable, optional
-        Called with the name of each stage as it starts.
-    engine_options
-        To the engine (DuckDB: ``connection=``, ``on_connect=``; Spark: ``spark=`` a session), those given as
-        None left out.
-
-    Returns
-    -------
-    KeyedCells
-    """
-    return _run("aggregate_keyed", engine, source, key, scheme, max_exact=max_exact, memory_limit=memory_limit,
-                threads=threads, on_stage=on_stage, **engine_options)
+    """Keyed cells of ``source`` (:class:`calibdash.monitoring.keyed.KeyedCells`), the cells of each group or
+    period of ``key`` (a :class:`calibdash.monitoring.keyed.Key`), the same from every engine; the other
+    parameters as :func:`aggregate`."""
+    return dispatch("aggregate_keyed", engine, source, source, key, scheme, max_exact=max_exact,
+                    memory_limit=memory_limit, threads=threads, on_stage=on_stage, **engine_options)
 
 
 def source_for(path, *, score: str | None = None, label: str | None = None, split: str | None = None,
@@ -154,13 +125,9 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
                order_by: str | None = None, sample_rows: int = 2000, positive=None) -> Source:
     """A :class:`Source` for a path, glob, DuckDB table or query, its columns' roles guessed where not given.
 
-    For files, the score, label and split columns not named are guessed by
-    :func:`calibdash.data.guess_roles` from the first ``sample_rows`` rows,
-    read by DuckDB (so a glob of any size costs one small read). A table or
-    a query needs ``score`` and ``label``. A guessed score named after a class
-    (``p_0``, ``p_1``) is the ``positive`` class's (default: as
-    :func:`calibdash.core.validation.choose_positive` chooses), never the other's
-    (:func:`calibdash.data.roles.check_guessed_score`).
+    For files, the columns not named are guessed by :func:`calibdash.data.guess_roles` from the first
+    ``sample_rows`` rows, read by DuckDB. A table or a query needs ``score`` and ``label``. A guessed score named
+    after a class (``p_0``, ``p_1``) is the ``positive`` class's (:func:`calibdash.data.roles.check_guessed_score`).
 
     Raises
     ------

@@ -1,21 +1,7 @@
-"""The dashboard's active large source, without its widgets: the spec resolved, the keys of its cells, its LargeData.
+"""The dashboard's active large source without its widgets: the spec resolved, the keys of its cells, its LargeData.
 
-The Data page's "Large data" source keeps a spec (the texts typed and the
-roles) and the score cells its aggregation jobs give, under keys. What lies
-between those widgets and the jobs is here, free of Streamlit: the reading
-steps before a source is aggregated (:func:`tables_step`, :func:`schema_step`)
-and the choice of its columns' roles (:func:`role_choices`);
-:meth:`LargeSource.resolve` turns a spec into a plan (or says why not),
-:meth:`LargeSource.key` keys the cells of a scheme (the all-rows cells
-without one) and :meth:`LargeSource.keyed_key` the keyed cells of a group or
-period column (:meth:`LargeSource.aggregate_keyed`, the Groups & time page's
-aggregation), :meth:`LargeSource.first_scheme` chooses the scheme of the
-first aggregation, :meth:`LargeSource.kept` says what an aggregation's
-result gives to keep, and :meth:`LargeSource.large_data` builds the pages'
-:class:`calibdash.data.LargeData`, whose cells of a scheme are looked up,
-else aggregated, through the two callables the caller gives (the dashboard's
-bounded cache and its job panel).
-"""
+The Data page's "Large data" source keeps a spec and the cells its jobs give, under keys; what lies between
+the widgets and the jobs is here, free of Streamlit."""
 from __future__ import annotations
 
 import functools
@@ -131,8 +117,7 @@ class LargeSource:
         return plan_key(self.plan, self.roles, scheme, step=f"keyed {key!r}")
 
     def aggregate_keyed(self, job, key, scheme: Scheme | None = None):
-        """A keyed aggregation job's work: the :class:`calibdash.monitoring.keyed.KeyedCells` of ``key`` under ``scheme``
-        (:func:`calibdash.engines.plan.aggregate_keyed_plan`)."""
+        """A keyed aggregation job's work (:func:`calibdash.engines.plan.aggregate_keyed_plan`)."""
         return aggregate_keyed_plan(job, self.root, self.plan, self.roles, key, scheme)
 
     def kept(self, scheme: Scheme, result: dict) -> dict:

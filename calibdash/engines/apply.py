@@ -5,30 +5,11 @@
 >>> result.via, result.n_calibrated                                                       # doctest: +SKIP
 ('sql', 10000000)
 
-What it does is what ``python -m calibdash apply`` does in memory
-(:func:`calibdash.cli.cmd_apply`), with the same choices and messages:
-
-* the score column: the one asked for, else the model's (``fitted_on["score"]``)
-  if the rows have it, else the first column :func:`calibdash.data.guess_roles`
-  takes for a score (on the first 2,000 rows);
-* the scores: the column's values as numbers (text that is not a number is
-  missing, as ``pd.to_numeric(errors="coerce")`` makes it), mapped by the
-  logistic function ``1 / (1 + exp(-x))`` as the model's training scores
-  were (``fitted_on["score_transform"]``: ``"logistic"`` always maps,
-  ``"identity"`` never and refuses values outside [0, 1], absent: maps iff a
-  finite value lies outside [0, 1]; :func:`calibdash.core.margins.to_probabilities`);
-* every row is kept, in order, with the new column ``calibrated``
-  (replacing one of that name); a row whose score is missing or not finite
-  gets NULL.
-
-Those steps are here, shared; each engine's :meth:`~calibdash.engines.base.Engine.apply` reads and writes
-the rows. An engine with a SQL dialect computes the calibrated column by the calibrator's SQL
-(:func:`calibdash.io.sql.to_sql`: a formula, a CASE, or for large maps a lookup table joined on a bucket of the
-score), and a method that has no SQL form by calling its ``predict`` from the engine on batches of rows (a
-UDF; :func:`predict_batch` is its body). The in-memory engine reads everything into pandas and calls
-``predict``, as the command line does: the reference the others are tested against. Each backend's module
-says how it writes (DuckDB: one Parquet file; Spark: a directory of part files).
-"""
+The choices and messages are ``python -m calibdash apply``'s: the score column asked for, else the model's, else
+guessed; values read as numbers (other text missing) and mapped by the logistic function as the model's training
+scores were (:func:`calibdash.core.margins.to_probabilities`); every row kept in order with a new ``calibrated``
+column (NULL where the score is not finite). An engine with a SQL dialect computes it by the calibrator's SQL
+(:func:`calibdash.io.sql.to_sql`), a method with no SQL form by ``predict`` in a UDF (:func:`predict_batch`)."""
 from __future__ import annotations
 
 import glob as _glob
@@ -44,6 +25,7 @@ from ..io import export
 from ..calibrators.base import Calibrator
 from ..data import guess_roles
 from ..core.margins import TRANSFORMS
+from ..core.sql_forms import quote as sql_quote
 from ..core.errors import DataError, EnvironmentProblem, SettingsError
 
 __all__ = ["apply_model"]
@@ -62,20 +44,14 @@ class ApplyResult:
 
     Attributes
     ----------
-    out_path : str
-        Where the rows were written.
-    engine : str
-        The engine's registry name.
-    method : str
-        The calibrator's registry name.
-    score_column : str
+    out_path, engine, method, score_column : str
+        Where the rows were written, the engine's and the calibrator's registry names, the score column.
     n_rows, n_calibrated : int
         Rows written, and rows with a finite score (given a calibrated value).
     form : str
         The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`), or "" without SQL.
     via : {"sql", "udf", "predict"}
-        How the calibrated column was computed: the calibrator's SQL, its
-        ``predict`` called from the engine in batches, or in memory.
+        The calibrator's SQL, its ``predict`` called from the engine in batches, or in memory.
     mapped : bool
         Whether the scores were mapped by the logistic function.
     notes : tuple of str
@@ -97,9 +73,6 @@ class ApplyResult:
     seconds: float
 
 
-# ---------------------------------------------------------------------------------------------------------
-# shared steps
-# ---------------------------------------------------------------------------------------------------------
 def load_model(model) -> tuple[Calibrator, dict]:
     """``(calibrator, fitted_on)`` from a fitted calibrator, an ExportedModel, or a model file's path or text."""
     if isinstance(model, Calibrator):
@@ -183,12 +156,9 @@ def use_logistic(transform, score: str, lo, hi, n_finite: int) -> bool:
 
 
 def notes(score: str, mapped: bool, replaced: bool) -> tuple:
-    notes = []
-    if mapped:
-        notes.append(f"score column {score!r} mapped by the logistic function, as the model's training scores were")
-    if replaced:
-        notes.append("its column 'calibrated' was replaced")
-    return tuple(notes)
+    said = ((f"score column {score!r} mapped by the logistic function, as the model's training scores were", mapped),
+            ("its column 'calibrated' was replaced", replaced))
+    return tuple(text for text, on in said if on)
 
 
 def feature_names(cal: Calibrator, fitted_on: dict, columns: Sequence[str], where: str) -> list[str]:
@@ -202,6 +172,17 @@ def feature_names(cal: Calibrator, fitted_on: dict, columns: Sequence[str], wher
     if missing:
         raise DataError(f"{where} lacks the feature column(s) {missing} the model was fitted with.")
     return names
+
+
+def where_of(files: list) -> str:
+    """The files named for people: the one file, else how many."""
+    return files[0] if len(files) == 1 else f"{len(files)} files"
+
+
+def udf_select(dialect: str, keep: Sequence[str], call: str, source: str) -> str:
+    """The columns ``keep`` of the query ``source`` and the UDF ``call`` as ``calibrated``."""
+    cols = "".join(sql_quote(c, dialect) + ", " for c in keep)
+    return f"SELECT {cols}{call} AS calibrated FROM ({source}) AS src"
 
 
 def predict_batch(cal: Calibrator, s: np.ndarray, feats: pd.DataFrame | None) -> np.ndarray:
@@ -222,14 +203,11 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     Parameters
     ----------
     model_path_or_calibrator : str, Path, Calibrator or ExportedModel
-        A model file written by ``python -m calibdash fit`` (or
-        :func:`calibdash.io.export.dumps`), its text, a loaded model, or a fitted
-        calibrator (then nothing is known of its training scores: the score
-        transform is decided from the values, as for a file without
-        ``fitted_on``).
+        A model file written by ``python -m calibdash fit`` (or :func:`calibdash.io.export.dumps`), its text, a
+        loaded model, or a fitted calibrator (then the score transform is decided from the values, as for a
+        file without ``fitted_on``).
     source : str, Path or sequence of them
-        A Parquet or CSV file, a glob (``"scores/*.parquet"``) or a list of
-        them; files are read in sorted path order.
+        A Parquet or CSV file, a glob (``"scores/*.parquet"``) or a list of them, read in sorted path order.
     out_path : str or Path
         The Parquet file to write (a directory of part files with Spark).
     engine : str, optional
@@ -238,15 +216,11 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     score_column : str, optional
         Default: the model's score column if present, else guessed.
     form : str, optional
-        The SQL form of step and linear maps (:func:`calibdash.io.sql.to_sql`).
-        Default "auto": a CASE up to 64 pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`),
-        else a lookup table joined on a bucket of the score (a hash join;
-        with DuckDB the table is passed as an Arrow table, not as SQL text).
-        DuckDB output keeps the rows' order: after a join, or from several
-        Parquet files, the rows are sorted back by file and row number
-        (DuckDB's virtual columns); CSV rows have no row number, so there a
-        large map is a binary search written as nested CASEs instead
-        (correct, slower) and several CSV files are read on one thread.
+        The SQL form of step and linear maps (:func:`calibdash.io.sql.to_sql`). Default "auto": a CASE up to 64
+        pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`), else a lookup table joined on a bucket
+        of the score (DuckDB gets it as an Arrow table). DuckDB keeps the rows' order: after a join, or from
+        several Parquet files, rows are sorted back by file and row number; CSV rows have none, so there a large
+        map is a binary search of nested CASEs (correct, slower) and several CSV files are read on one thread.
     threads : int, optional
         The engine's threads where it takes them (DuckDB; default: all cores).
     options
@@ -260,8 +234,8 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     Raises
     ------
     DataError
-        No usable score column, scores outside [0, 1] for a model fitted on
-        probabilities, missing feature columns, unreadable files.
+        No usable score column, scores outside [0, 1] for a model fitted on probabilities, missing feature
+        columns, unreadable files.
     EnvironmentProblem
         No file matches ``source``; a file cannot be read or written.
     SettingsError
@@ -270,8 +244,7 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     from . import default_engine, get
 
     eng = get(engine or default_engine())
-    if form is None:
-        form = "auto"
+    form = "auto" if form is None else form
     start = time.perf_counter()
     cal, fitted_on = load_model(model_path_or_calibrator)
     files, fmt = source_files(source)

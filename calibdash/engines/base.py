@@ -1,35 +1,10 @@
-"""What an engine is: the one interface every backend package implements, and the registry finds.
+"""What an engine is: the interface every backend package implements and the registry finds.
 
-An engine's package holds four modules, each with its function (a module imported when first used, so a
-backend's own dependencies, such as pyspark, load only when it runs):
-
-========================  ======================================================================
-``rows.aggregate``        score cells of a source (and a reproducible row sample)
-``keyed.aggregate_keyed`` keyed cells: each group's or period's cells
-``classes``               ``aggregate_classes`` (K-class cells), ``class_rows`` (the K-class rows)
-``apply.apply``           a fitted model applied to the rows where they live
-========================  ======================================================================
-
-An engine turns rows where they live into the cells calibdash measures on, and
-applies a fitted model to those rows. Each backend is one package under
-:mod:`calibdash.engines` whose ``__init__`` defines one subclass of
-:class:`Engine` with a registry ``name``; :func:`calibdash.engines.available`
-finds it by scanning the package, as :mod:`calibdash.calibrators` finds its
-methods. Every engine gives the same cells on the same rows (integer counts
-equal, sums to rounding), which ``tests/engines/test_engine_contract.py`` checks for
-every registered engine.
-
-The rows' parts follow :mod:`calibdash.evaluation.cells` (the hash of a row's position,
-:mod:`calibdash.engines.source`), and the checks of the rows are the shared
-ones (:func:`calibdash.engines.source.check_stats`,
-:func:`calibdash.engines.classes.check_class_stats`), so an engine refuses
-what the others refuse with the same message.
-
-Options every engine takes are in the signatures below; an engine's own
-options (a connection, a session) are keywords only it accepts, passed
-through by the dispatchers (:func:`calibdash.engines.aggregate`, ...) when
-given.
-"""
+An engine's package holds ``rows.aggregate`` (score cells and a row sample), ``keyed.aggregate_keyed``,
+``classes.aggregate_classes`` / ``classes.class_rows`` and ``apply.apply``, imported when first used (so pyspark
+loads only when Spark runs). Every engine gives the same cells on the same rows and refuses what the others
+refuse with the same message (``tests/engines/test_engine_contract.py``). An engine's own options (a
+connection, a session) are keywords the dispatchers pass through."""
 from __future__ import annotations
 
 import importlib
@@ -56,8 +31,8 @@ class Engine:
     table_positions : bool
         Whether a table's rows have positions (a row id) to hash for k-fold and split schemes.
     catalog : bool
-        Whether a table or query names the engine's own catalog (not a DuckDB database), so only the
-        engine itself can read it (:func:`calibdash.engines.reader`).
+        Whether a table or query names the engine's own catalog (not a DuckDB database), so only the engine
+        itself can read it (:func:`calibdash.engines.reader`).
     reads_heads : bool
         Whether it implements :meth:`read_head` and :meth:`label_counts` for files and DuckDB sources.
     dialect : str or None
@@ -79,48 +54,37 @@ class Engine:
 
     def suits(self, source) -> bool:
         """Whether :func:`calibdash.engines.default_engine` takes this engine for ``source`` (None: a source
-        not yet opened, such as a glob); only asked of engines with ``by_default``."""
+        not yet opened); only asked of engines with ``by_default``."""
         return True
 
-    # -- what every engine does: the functions of its package's modules ----------------------------------------
     def _module(self, name: str):
-        """The engine's module ``name`` (``rows``, ``keyed``, ``classes``, ``apply``) in its package."""
         return importlib.import_module(f"{type(self).__module__}.{name}")
 
     def aggregate(self, source, scheme=None, **options):
-        """Score cells (:class:`calibdash.evaluation.cells.ScoreCells`) of a :class:`~calibdash.engines.source.Source`,
-        rows in parts by ``scheme``; with ``sample_rows`` also the reproducible row sample: the package's
-        ``rows.aggregate``, whose parameters are :func:`calibdash.engines.duckdb.rows.aggregate`'s (``max_exact``,
-        ``memory_limit``, ``threads``, ``features``, ``feature_bins``, ``sample_rows``, ``seed``, ``on_stage``,
-        and the engine's own)."""
+        """Score cells of a :class:`~calibdash.engines.source.Source` (and with ``sample_rows`` a row sample):
+        ``rows.aggregate``, as :func:`calibdash.engines.duckdb.rows.aggregate`."""
         return self._module("rows").aggregate(source, scheme, **options)
 
     def aggregate_keyed(self, source, key, scheme=None, **options):
-        """Keyed cells (:class:`calibdash.monitoring.keyed.KeyedCells`), the cells of each group or period of ``key``: the
-        package's ``keyed.aggregate_keyed`` (``max_exact``, ``memory_limit``, ``threads``, ``on_stage``, and the
-        engine's own)."""
+        """Keyed cells (:class:`calibdash.monitoring.keyed.KeyedCells`): ``keyed.aggregate_keyed``."""
         return self._module("keyed").aggregate_keyed(source, key, scheme, **options)
 
     def aggregate_classes(self, csrc, scheme, **options):
-        """K-class cells (:class:`calibdash.evaluation.cells.ClassCells`) of a
-        :class:`~calibdash.engines.classes.ClassSource`, the top-label reduction and each class's one-vs-rest,
-        rows checked by :func:`~calibdash.engines.classes.check_class_stats`: the package's
-        ``classes.aggregate_classes`` (``max_exact``, ``memory_limit``, ``threads``, and the engine's own)."""
+        """K-class cells of a :class:`~calibdash.engines.classes.ClassSource`: ``classes.aggregate_classes``."""
         return self._module("classes").aggregate_classes(csrc, scheme, **options)
 
     def class_rows(self, csrc, scheme, **options):
-        """A context manager giving the checked K-class rows as a :class:`~calibdash.engines.classes.ClassRows`
-        (counts, content-keyed candidates, batches): the package's ``classes.class_rows``."""
+        """A context manager giving the checked K-class rows (:class:`~calibdash.engines.classes.ClassRows`):
+        ``classes.class_rows``."""
         return self._module("classes").class_rows(csrc, scheme, **options)
 
     def apply(self, cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, **options
               ) -> tuple:
-        """Write every row of ``files`` with a ``calibrated`` column to ``out_path`` (Parquet):
-        ``(score, n_rows, n_calibrated, form_used, via, mapped, replaced)``, as
-        :func:`calibdash.engines.apply.apply_model` reports them: the package's ``apply.apply``."""
+        """Write every row of ``files`` with a ``calibrated`` column to ``out_path``: ``apply.apply``, returning
+        ``(score, n_rows, n_calibrated, form_used, via, mapped, replaced)`` for
+        :func:`calibdash.engines.apply.apply_model`."""
         return self._module("apply").apply(cal, fitted_on, files, fmt, out_path, score_column, form, **options)
 
-    # -- reading a source ---------------------------------------------------------------------------------------
     def read_head(self, source, rows: int):
         """The first ``rows`` rows of ``source``, every column (for guessing roles)."""
         raise NotImplementedError(f"the {self.label} engine does not read a source's first rows.")

@@ -1,53 +1,13 @@
 """Multi-class calibrators fitted and judged on a large source, from score cells aggregated where the rows live.
 
-:func:`evaluate_class_source` finds the class columns of a Parquet or CSV
-glob (or takes a :class:`calibdash.engines.classes.ClassSource`, which also
-names DuckDB tables and queries) and reads its rows with the memory, DuckDB or
-Spark engine. Rows are divided into parts by the engines' own rule (the hash
-of a row's position, or the file's split column: :mod:`calibdash.evaluation.cells`), the
-same parts the K-class cells use (:func:`calibdash.engines.classes.aggregate_classes`).
-
-Without ``methods`` only the uncalibrated probabilities are measured: the
-engine aggregates the judged rows into
-:class:`~calibdash.evaluation.cells.ClassCells` and every measure of
-:data:`calibdash.measures.class_measures.MEASURES` is computed from the cells
-(:func:`calibdash.evaluation.cells.cell_measures`); no row enters Python.
-
-With ``methods`` (fitting a multi-class map needs each row's whole vector,
-which cells do not keep):
-
-1. **sample**: each fitting part (a split's part 0; k-fold: every fold but
-   one) is sampled where it lives down to ``max_fit_rows`` rows (default
-   :data:`calibdash.evaluation.holdout.MAX_FIT_ROWS`), stratified by
-   class and chosen by the rows' *content* (a hash of their values and class
-   computed in the engine, :func:`calibdash.engines.classes.fit_samples`),
-   so the sample of a given part does not depend on the rows' order; only
-   the sample is fetched;
-2. **fit**: every method is fitted on the sample in memory, ordered by
-   class, key and values (so the fit is the same whichever engine fetched
-   it). Unlike :func:`~calibdash.evaluation.holdout.evaluate_classes`,
-   which fits the one-vs-rest and top-label composites on every fitting row,
-   here *every* method is fitted on the sample: at this scale the rows of a
-   fitting part are not brought into memory. The result's notes say so;
-3. **judge**: the judged rows are streamed from the engine in batches
-   (:meth:`calibdash.engines.classes.ClassRows.batches`: DuckDB's Arrow
-   batches, Spark's ``toLocalIterator``), each batch calibrated by every
-   fitted method's ``predict_proba`` and added to that method's
-   :class:`~calibdash.evaluation.cells.ClassCellAccumulator` (top-label and
-   class-wise reductions), the uncalibrated probabilities to their own; the
-   table's rows are :func:`~calibdash.evaluation.cells.cell_measures` of
-   those cells. Memory is bounded by a batch, the sample and the cells.
-
-The parts depend on the rows' positions, as in the binary engines (a hashed
-split of rows where they live has only their position to go by without
-reading every row's content into one place; the file's split column, or
-``"insample"``, avoids it). Given the parts, nothing depends on the row
-order: the sample is content-keyed, the fit's input is sorted, and cells
-are sums. With exact cells (each reduction's distinct scores at most
-``max_exact``) the measures equal those of the judged rows' calibrated
-probabilities; on the grid they move within the bounds of
-:mod:`calibdash.evaluation.cells`.
-"""
+Without ``methods`` the engine's :class:`~calibdash.evaluation.cells.ClassCells` give every measure; no row
+enters Python. With them: 1. each fitting part is sampled where it lives to ``max_fit_rows`` rows, stratified by
+class and chosen by content (:func:`calibdash.engines.classes.fit_samples`); 2. every method is fitted on the
+sample sorted by class, key and values. Unlike :func:`~calibdash.evaluation.holdout.evaluate_classes`, which fits
+the one-vs-rest and top-label composites on every fitting row, *every* method is fitted on the sample here (the
+notes say so); 3. the judged rows stream in batches, calibrated and added to each method's
+:class:`~calibdash.evaluation.cells.ClassCellAccumulator`. Memory is bounded by a batch, the sample and the cells.
+Parts depend on row positions as in the binary engines; given the parts nothing depends on row order."""
 from __future__ import annotations
 
 import contextlib
@@ -82,11 +42,9 @@ class ClassSourceResult:
     Attributes
     ----------
     source : ClassSource
-        The rows and their class columns.
     scheme : Scheme
     cells : ClassCells
-        The judged rows' uncalibrated cells (a split's held-out part; every row for ``"insample"`` and
-        ``"kfold"``).
+        The judged rows' uncalibrated cells (a split's held-out part; every row for ``"insample"``, ``"kfold"``).
     metrics : DataFrame
         One row per method, ``"uncalibrated"`` first, a column per measure.
     exact : bool
@@ -172,27 +130,22 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     Parameters
     ----------
     source : str, list of str or ClassSource
-        A Parquet or CSV path or glob (its class columns found by
-        :func:`calibdash.engines.classes.class_source` from ``label``, ``probs``
-        and ``logits``, as :func:`calibdash.data.build_class_set` takes them),
-        or a :class:`~calibdash.engines.classes.ClassSource`.
+        A Parquet or CSV path or glob (its class columns found by :func:`calibdash.engines.classes.class_source`
+        from ``label``, ``probs`` and ``logits``), or a :class:`~calibdash.engines.classes.ClassSource`.
     label, probs, logits, split : optional
         The columns' roles (ignored for a ``ClassSource``).
     scheme : Scheme, default every row
-        With ``"split"`` or ``"column"`` the methods are fitted on part 0 and
-        only the held-out part is measured; ``"kfold"``: each fold judged by
-        models fitted on the others; ``"insample"`` (the default): fitted and
-        judged on every row.
+        ``"split"`` or ``"column"``: fitted on part 0, only the held-out part measured; ``"kfold"``: each fold
+        judged by models fitted on the others; ``"insample"``: fitted and judged on every row.
     engine : str, optional
         A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
     methods : method spec, optional
-        What :func:`calibdash.evaluation.holdout.resolve_classes` takes
-        (``"temperature,dirichlet,ovr:isotonic"``, a list, a mapping). None:
-        the uncalibrated probabilities only, from the engine's cells.
+        What :func:`calibdash.evaluation.holdout.resolve_classes` takes (``"temperature,dirichlet,ovr:isotonic"``,
+        a list, a mapping). None: the uncalibrated probabilities only, from the engine's cells.
     params : mapping key -> {hyperparameter: value}, optional
     max_fit_rows : int or None, default :data:`~calibdash.evaluation.holdout.MAX_FIT_ROWS`
-        Every method is fitted on a content-keyed, class-stratified sample of
-        this many rows of a larger fitting part; None fetches every fitting row.
+        Every method is fitted on a content-keyed, class-stratified sample of this many rows of a larger fitting
+        part; None fetches every fitting row.
     measures : list of str, optional
         Names of :data:`calibdash.measures.class_measures.MEASURES` (default all).
     max_exact, memory_limit, threads, spark
@@ -206,9 +159,8 @@ def evaluate_class_source(source, label: str | None = None, probs=None, logits=N
     Raises
     ------
     DataError, SettingsError
-        As :func:`~calibdash.engines.classes.class_source` and
-        :func:`~calibdash.engines.classes.aggregate_classes`; an unknown measure or method; a fitting part
-        with one class only.
+        As :func:`~calibdash.engines.classes.class_source` and :func:`~calibdash.engines.classes.aggregate_classes`;
+        an unknown measure or method; a fitting part with one class only.
     """
     from ..measures.class_measures import check_names
 

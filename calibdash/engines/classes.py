@@ -1,84 +1,25 @@
-"""K-class rows where they live, shared by every engine: the source, its checks, the K-class cells' steps, and
-the rows for fitting and judging calibrators (counts, a content-keyed sample, batches).
+"""K-class rows where they live, shared by every engine: the source, its checks, and the rows for fitting.
 
-A :class:`ClassSource` names rows with a label column and K class columns
-(probabilities, or logits softmaxed in the engine). Each engine computes, per
-row, the probabilities ``p_k``, the top probability ``c = max_k p_k``, the
-predicted class (the lowest index among the maxima, ``numpy.argmax``'s rule)
-and the label's class index, and aggregates the K + 1 binary reductions of
-:mod:`calibdash.evaluation.cells` (confidence, and each class's
-one-vs-rest) into :class:`~calibdash.evaluation.cells.ClassCells`:
+A :class:`ClassSource` has a label column and K class columns (probabilities, or logits softmaxed in the engine).
+Per row an engine computes ``p_k``, the top probability, the predicted class (lowest index among the maxima,
+``numpy.argmax``'s rule) and the label's class index, then aggregates the K + 1 binary reductions (confidence,
+each class's one-vs-rest) as the binary engines do: statistics checked by :func:`check_class_stats`, exact
+distinct counts where the estimate is unsure (:func:`exact_flags`), one grouped scan of all reductions. Rows
+are not dropped (that would move later rows to other parts).
 
-1. **statistics** (one scan): rows, rows with a missing or non-finite class
-   value, missing labels, labels that name no class column, the classes
-   seen, and for probabilities the rows with a negative entry, an entry above
-   1 or a sum more than :data:`~calibdash.core.validation.SUM_TOLERANCE`
-   from 1; and an estimate of each reduction's distinct scores
-   (HyperLogLog). Checked by :func:`check_class_stats` alike in every engine;
-2. **distinct scores** (only for reductions whose estimate lies between
-   ``max_exact / 4`` and ``4 max_exact``, as the binary engines): exact counts;
-3. **the aggregation** (one scan, all K + 1 reductions at once): each row
-   unnested into K + 1 rows ``(reduction, part, score code, label)`` and
-   grouped by ``(reduction, part, score code)``; each reduction's cells are
-   then assembled as the binary engines assemble theirs
-   (:func:`calibdash.engines.source.assemble_cells`).
+Arithmetic: probabilities are measured as given (not divided by their sums), so cells are identical in every
+engine. Logits: ``p_k = e_k / (((e_0 + e_1) + e_2) + ...)``, ``e_k = exp(z_k - max z)``, summed left to right
+everywhere (in memory too, not ``scipy.special.softmax``): engines differ only in ``exp``'s last bit (~1e-15).
 
-The rows, their keys and their parts are the binary engines' own: each engine
-(:meth:`calibdash.engines.base.Engine.aggregate_classes`) reads the source as it
-reads a binary source, with the class columns as extra columns, and puts rows in
-parts by the hash of their position (:func:`calibdash.evaluation.cells.row_hash`).
-
-Arithmetic, the same in every engine. Probabilities are measured as given
-(as :mod:`calibdash.measures.class_measures` does: not divided by their sums), so
-the cells hold the file's very values and every engine gives identical
-cells. Logits: ``p_k = e_k / (((e_0 + e_1) + e_2) + ...)`` with
-``e_k = exp(z_k - max_j z_j)``, the sum taken left to right in every engine
-(in memory too, rather than ``scipy.special.softmax``), so the only
-difference between engines is their ``exp``, which may differ in the last
-bit (numpy, a database's C library, the JVM): logit cells agree to about 1e-15,
-not bit for bit.
-
-Rows are not dropped (as in the binary engines, dropping would move the rows
-after them to other parts): a missing or non-finite class value, a missing
-label or a label with no class column refuses the source with counts.
-Rows for fitting and judging
-----------------------------
-:func:`open_class_rows` opens a source's checked rows (the rows, checks and parts the K-class cells are
-aggregated from, by the engine's :meth:`~calibdash.engines.base.Engine.class_rows`) as a :class:`ClassRows`,
-which gives
-
-* :meth:`ClassRows.counts`: rows per part and class (one grouped scan);
-* :meth:`ClassRows.candidates`: the rows whose content key lies below a threshold of their part and class
-  (one filtered scan; only those rows are fetched);
-* :meth:`ClassRows.batches`: the values, classes and parts of the rows of some parts, ``batch_rows`` at a
-  time (DuckDB: Arrow record batches of a streaming result; Spark: ``toLocalIterator``, one partition at a
-  time on the driver; memory: slices), so memory stays bounded by a batch.
-
-Spark computes the content key in a pandas UDF (the numpy function itself), so its Python workers need
-numpy, pandas, pyarrow and calibdash, as ``apply``'s UDF path does (:mod:`calibdash.engines.apply`).
-
-The content key
----------------
-A row's key depends on what the row holds, never on where it lies: :func:`content_key`, a chain of
-:func:`calibdash.evaluation.cells.row_hash` (MurmurHash3's finaliser, written in SQL by
-:func:`calibdash.engines.duckdb.rows.row_hash_sql`; Spark runs the numpy function in a pandas UDF)
-over the row's class index and, for each class column, the two 32-bit halves of
-``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``. Every step is exact in every engine (a product by a power
-of two, a floor, integers below 2^53), so the three engines give each row the same key. The key is not
-:func:`calibdash.evaluation.scheme.content_keys` (which hashes a value's 64 bit pattern, not readable in SQL):
-it quantizes a value to ``2^-32`` (probabilities) and clips logits beyond ``2^20``, so distinct rows may
-share a key; :func:`fit_samples` breaks ties by the values themselves, so the rows chosen depend on the
-rows' content alone.
-
-:func:`fit_samples` draws, for each fitting part, the stratified sample
-:func:`calibdash.evaluation.scheme.content_sample` would draw with these keys: class ``c`` gets its
-Hamilton quota ``q_c`` (:func:`~calibdash.evaluation.scheme.class_quotas`) and takes its ``q_c`` rows first
-in the order (key, values). Only rows whose key lies below ``t_c = 2^32 (q_c + 4 sqrt(q_c) + 16) / n_c``
-are fetched: the keys are uniform, so about ``q_c + 4 sqrt(q_c) + 16`` rows of class ``c`` pass (four
-binomial standard deviations and some above ``q_c``); if fewer than ``q_c`` pass, the margin is raised and
-the scan repeated. Every row before the ``q_c``-th passing one in that order has a smaller key, so it
-passed too: the sample is exactly the first ``q_c`` rows of the class.
-"""
+The content key (:func:`content_key`) depends on what a row holds, never where it lies: a chain of
+:func:`calibdash.evaluation.cells.row_hash` over the class index and, per class column, the two 32-bit halves of
+``u = floor(clip(x, -2^20, 2^20) * 2^32) + 2^52``, exact in every engine (Spark runs it in a pandas UDF, so its
+workers need numpy, pandas, pyarrow and calibdash). Unlike :func:`calibdash.evaluation.scheme.content_keys`
+(a value's 64-bit pattern, not readable in SQL) it quantizes values, so rows may share a key; ties are broken by
+the values. :func:`fit_samples` draws what :func:`calibdash.evaluation.scheme.content_sample` would: class ``c``
+takes its Hamilton quota ``q_c`` of rows first in (key, values) order; only rows with key below
+``2^32 (q_c + 4 sqrt(q_c) + 16) / n_c`` are fetched (the margin grows and the scan repeats if too few pass), and
+every row before the ``q_c``-th passing one has a smaller key, so the sample is exact."""
 from __future__ import annotations
 
 import abc
@@ -95,7 +36,7 @@ from ..evaluation.cells import ClassCells
 from ..evaluation.scheme import class_quotas
 from ..evaluation.scheme import Scheme
 from ..core.validation import format_values
-from .source import Source, assemble_cells, check_scheme
+from .source import Source, assemble_cells, checked_scheme
 
 __all__ = ["class_source", "HEAD_ROWS"]
 
@@ -116,10 +57,15 @@ _ALL = 2 ** 32          # a threshold every key lies below
 def softmax_rows(Z: np.ndarray) -> np.ndarray:
     """``exp(z_k - max z) / sum_j exp(z_j - max z)`` with the sum taken left to right, as the SQL engines."""
     E = np.exp(Z - Z.max(axis=1, keepdims=True))
-    total = E[:, 0].copy()
-    for j in range(1, E.shape[1]):
-        total += E[:, j]
-    return E / total[:, None]
+    return E / row_sums(E)[:, None]
+
+
+def row_sums(X: np.ndarray) -> np.ndarray:
+    """Each row's sum taken left to right, as the SQL engines add (not numpy's pairwise sum)."""
+    total = X[:, 0].copy()
+    for j in range(1, X.shape[1]):
+        total += X[:, j]
+    return total
 
 
 def part_count(scheme: Scheme) -> int:
@@ -139,14 +85,7 @@ def content_key(X: np.ndarray, y: np.ndarray, seed: int = 0) -> np.ndarray:
 
 
 class ClassRows(abc.ABC):
-    """A source's checked K-class rows and their parts under a scheme (see the module docstring).
-
-    Attributes
-    ----------
-    k : int
-    n_rows : int
-    n_parts : int
-    """
+    """A source's checked K-class rows (``k`` classes, ``n_rows`` rows) and their ``n_parts`` parts."""
 
     k: int
     n_rows: int
@@ -167,8 +106,6 @@ class ClassRows(abc.ABC):
         """``(X, y, part)`` of the rows in ``parts``, at most ``batch_rows`` at a time, in no order."""
 
 
-
-
 @dataclass(frozen=True)
 class ClassSource:
     """Rows of a K-class model where they live, and what their columns mean.
@@ -176,10 +113,8 @@ class ClassSource:
     Attributes
     ----------
     source : Source
-        The rows (files, a DuckDB table or a query, or a Spark table or
-        query), the label column and the split column. Its ``score`` names
-        the first class column (an engine's :class:`Source` names one score;
-        the class columns are read as extra columns).
+        The rows, the label column and the split column; its ``score`` names the first class column (the class
+        columns are read as extra columns).
     columns : tuple of str
         The K class columns, in class order.
     classes : tuple
@@ -219,11 +154,9 @@ def class_source(path=None, label: str | None = None, probs=None, logits=None, *
                  ) -> ClassSource:
     """A :class:`ClassSource` for files, a DuckDB table or a query, its class columns found or named.
 
-    The class columns and the class each stands for are found as for a file
-    in memory, by :func:`calibdash.data.build_class_set` (``label``, ``probs``,
-    ``logits`` as it takes them) applied to the first ``head_rows`` rows,
-    read by DuckDB; those rows must hold at least two classes. Labels beyond
-    them that name no class column are refused by the aggregation.
+    The class columns and their classes are found by :func:`calibdash.data.build_class_set` (``label``, ``probs``,
+    ``logits`` as it takes them) on the first ``head_rows`` rows, which must hold at least two classes; later
+    labels that name no class column are refused by the aggregation.
     """
     from ..data.class_set import build_class_set
     from . import reader
@@ -238,19 +171,14 @@ def class_source(path=None, label: str | None = None, probs=None, logits=None, *
     return ClassSource(source=src, columns=tuple(cs.columns), classes=tuple(cs.classes), logits=cs.logits)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# statistics and their checks, alike in every engine
-# ---------------------------------------------------------------------------------------------------------
 @dataclass
 class ClassStats:
     """What the first pass finds (the input of :func:`check_class_stats`).
 
-    ``n_bad``: rows with a missing or non-finite class value; ``n_label_null``:
-    missing labels; ``n_other``: labels naming no class column;
-    ``n_classes_seen``: distinct classes among the labels; for probabilities,
-    ``n_negative``, ``n_above`` (an entry above 1) and ``n_off_sum`` (a sum
-    more than ``SUM_TOLERANCE`` from 1); ``distinct``: per reduction
-    (confidence, then each class) an estimate of its distinct scores.
+    ``n_bad``: rows with a missing or non-finite class value; ``n_label_null``: missing labels; ``n_other``:
+    labels naming no class column; ``n_classes_seen``: distinct classes among the labels; for probabilities,
+    ``n_negative``, ``n_above`` (an entry above 1) and ``n_off_sum`` (a sum more than ``SUM_TOLERANCE`` from 1);
+    ``distinct``: per reduction (confidence, then each class) an estimate of its distinct scores.
     """
 
     n_rows: int
@@ -294,6 +222,17 @@ def check_class_stats(st: ClassStats, csrc: ClassSource) -> None:
                         f"within {SUM_TOLERANCE:g}; a probability column is needed for every class.{hint}")
 
 
+def checked_class_stats(got, csrc: ClassSource, n_distinct: int) -> ClassStats:
+    """The :class:`ClassStats` of a SQL engine's statistics row (rows, the four counts of every source, the three
+    of probabilities, then ``n_distinct`` estimates), checked by :func:`check_class_stats`."""
+    n = 5 if csrc.logits else 8
+    probs = {} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]), n_off_sum=int(got[7]))
+    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]], **probs,
+                    distinct=[float(g or 0) for g in got[n:n + n_distinct]])
+    check_class_stats(st, csrc)
+    return st
+
+
 def exact_flags(distinct, max_exact: int, count) -> list[bool]:
     """Exact cells or the grid, per reduction, as the binary engines decide: the estimate taken as it says
     beyond a factor 4 of ``max_exact``, else ``count(indices)`` gives the exact distinct counts."""
@@ -325,12 +264,10 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     ----------
     csrc : ClassSource
     scheme : Scheme, optional
-        How rows are divided into parts (default every row in part 0); the
-        binary engines' rule (:mod:`calibdash.evaluation.cells`), so a row falls in the
-        same part in every engine and for binary and K-class cells alike.
+        How rows are divided into parts (default every row in part 0), by the binary engines' rule, so a row
+        falls in the same part in every engine and for binary and K-class cells alike.
     engine : str, optional
-        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine,
-        :func:`calibdash.engines.default_engine`).
+        A name of :func:`calibdash.engines.available` (default :func:`calibdash.engines.default_engine`).
     max_exact : int
         Per reduction: its distinct scores as cells up to this many, else the grid.
     memory_limit, threads
@@ -345,22 +282,16 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme | None = None, *, engine
     SettingsError
         An unknown engine; bad scheme settings; a hashed scheme on rows without positions.
     """
-    from . import default_engine, get
+    from . import dispatch
 
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    csrc.source.check_keys(scheme)
-    eng = get(engine or default_engine())
-    return eng.aggregate_classes(csrc, scheme, max_exact=max_exact, memory_limit=memory_limit, threads=threads,
-                                 **{k: v for k, v in options.items() if v is not None})
+    return dispatch("aggregate_classes", engine, None, csrc, checked_scheme(csrc.source, scheme),
+                    max_exact=max_exact, memory_limit=memory_limit, threads=threads, **options)
 
 
 def open_class_rows(csrc: ClassSource, scheme: Scheme, engine: str | None = None, *, memory_limit: str = "1GB",
                     threads: int | None = None, **options):
     """The checked rows of ``csrc`` under ``scheme`` as a :class:`ClassRows`, open while inside (a context
-    manager): ``engine`` reads them (default as :func:`aggregate_classes`) with its
-    :meth:`~calibdash.engines.base.Engine.class_rows`; ``options`` are the engine's own (an ``on_connect``
-    callback, a session), those given as None left out.
+    manager), read by ``engine``; the other parameters as :func:`aggregate_classes`.
 
     Raises
     ------
@@ -369,13 +300,10 @@ def open_class_rows(csrc: ClassSource, scheme: Scheme, engine: str | None = None
     SettingsError
         An unknown engine; a hashed scheme on rows without positions.
     """
-    from . import default_engine, get
+    from . import dispatch
 
-    check_scheme(scheme)
-    csrc.source.check_keys(scheme)
-    eng = get(engine or default_engine())
-    return eng.class_rows(csrc, scheme, memory_limit=memory_limit, threads=threads,
-                          **{k: v for k, v in options.items() if v is not None})
+    return dispatch("class_rows", engine, None, csrc, checked_scheme(csrc.source, scheme),
+                    memory_limit=memory_limit, threads=threads, **options)
 
 
 def fit_samples(rows: ClassRows, fit_parts: Sequence[Sequence[int]], size: int | None, seed: int = 0,

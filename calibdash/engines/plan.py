@@ -1,30 +1,10 @@
 """Large sources under a data root: what a typed spec names, and the jobs that read it on a guarded connection.
 
-The dashboard's "Large data" source (and any caller that reads sources
-typed by people it does not trust) goes through here:
-
-* :func:`resolve_plan` turns the texts typed (a path or glob, a DuckDB
-  database file and table, or a SELECT query) into a :class:`Plan`, by
-  :class:`calibdash.data.guard.DataRoot` only: validated files (read by
-  their exact names, never expanded a second time), a database file under
-  the root, a checked query;
-* :func:`read_tables`, :func:`read_schema` and :func:`aggregate_plan` are
-  the work of :mod:`calibdash.core.jobs` jobs: each opens the root's locked
-  DuckDB connection, registers its ``interrupt()`` and its query progress
-  with the job, reports its stage, and turns every error into a short typed
-  one (:func:`calibdash.data.guard.engine_error`);
-* :func:`plan_key` keys what they give (the files with their sizes and
-  modification times, or the database file, the table or the query text;
-  the roles; the scheme);
-* :func:`aggregate_job` is :func:`calibdash.engines.aggregate` as a job's
-  work for any caller (the command line on a glob, a table or a query):
-  its stages reported (:data:`STAGE_TEXT`), DuckDB's connection interrupted
-  on cancel and read for its query progress (:func:`watch`).
-
-Nothing here imports Streamlit; a job is anything with ``set_stage``,
-``interrupt_with``, ``progress_from`` (:class:`calibdash.core.jobs.Job`), and
-:data:`NO_JOB` runs the work in the caller's thread.
-"""
+:func:`resolve_plan` turns typed texts into a :class:`Plan` through :class:`calibdash.data.guard.DataRoot` only
+(validated files read by their exact names, a database under the root, a checked query). The jobs'
+work (:func:`read_tables`, :func:`read_schema`, :func:`aggregate_plan`) opens the root's locked connection, lets
+the job interrupt it and read its progress, and turns every error into a short typed one; :func:`plan_key`
+keys their results. Nothing here imports Streamlit; :data:`NO_JOB` runs work in the caller's thread."""
 from __future__ import annotations
 
 import contextlib
@@ -41,7 +21,7 @@ from ..data.guard import AccessDenied, DataRoot, engine_error, quote_identifier
 from ..core.validation import choose_positive
 from ..core.errors import CalibdashError, DataError, SettingsError
 from ..evaluation.scheme import Scheme
-from .duckdb.rows import STAGES, is_numeric_type, literal_path
+from .duckdb.rows import STAGES, ident, is_numeric_type, lit, literal_path
 from .source import Source
 
 __all__ = ["resolve_plan", "aggregate_job", "describe_columns", "AGGREGATE_NOTE", "STAGE_TEXT"]
@@ -96,14 +76,6 @@ def describe_columns(columns, types, most: int = 50) -> str:
     return shown + (f", … ({len(columns):,} in all)" if len(columns) > most else "")
 
 
-def _lit(text: str) -> str:
-    return "'" + str(text).replace("'", "''") + "'"
-
-
-def _ident(name: str) -> str:
-    return '"' + str(name).replace('"', '""') + '"'
-
-
 def _stat(path) -> list:
     s = Path(path).stat()
     return [str(path), int(s.st_size), int(s.st_mtime_ns)]
@@ -111,10 +83,8 @@ def _stat(path) -> list:
 
 @dataclass(frozen=True)
 class Plan:
-    """A spec resolved under the data root: validated files, database file, table or checked query.
-
-    ``identity`` (the files with sizes and modification times, or the
-    database file's, the table, the query text and ORDER BY) keys the caches.
+    """A spec resolved under the data root: validated files, database file, table or checked query;
+    ``identity`` (the files' or database's paths, sizes and modification times, the table, the query) keys caches.
     """
 
     kind: str
@@ -130,7 +100,7 @@ class Plan:
         """``SELECT *`` of the source, for the guarded connection (composed of validated parts only; each file
         named literally, so DuckDB does not expand its name as a pattern)."""
         if self.kind == "files":
-            listed = "[" + ", ".join(_lit(literal_path(f)) for f in self.files) + "]"
+            listed = "[" + ", ".join(lit(literal_path(f)) for f in self.files) + "]"
             return (f"SELECT * FROM read_parquet({listed})" if self.fmt == "parquet"
                     else f"SELECT * FROM read_csv({listed}, header = true)")
         if self.kind == "table":
@@ -251,7 +221,6 @@ def plan_key(plan_or_identity, roles: dict | None = None, scheme: Scheme | None 
     return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()
 
 
-# -- the jobs' work ---------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def watch(job, con):
     """While inside: ``job`` interrupts the DuckDB connection ``con`` when cancelled and reads its query
@@ -309,10 +278,8 @@ def read_tables(job, root: DataRoot, database: str) -> list:
 def read_schema(job, root: DataRoot, plan: Plan, rows: int = GUESS_ROWS) -> dict:
     """The source's columns and types (``LIMIT 0``) and roles guessed from its first ``rows`` rows.
 
-    The sample reads numbers and booleans as they are and every other
-    column as text cut to :data:`SAMPLE_CHARS` characters (lists, structs,
-    dates, blobs included), so no single huge value and no type pandas
-    cannot hold reaches Python; a guess that fails is no guess.
+    The sample reads numbers and booleans as they are and every other column as text cut to :data:`SAMPLE_CHARS`
+    characters, so no huge value and no type pandas cannot hold reaches Python; a guess that fails is no guess.
 
     Returns
     -------
@@ -328,8 +295,8 @@ def read_schema(job, root: DataRoot, plan: Plan, rows: int = GUESS_ROWS) -> dict
         if not columns:
             raise DataError(f"{what} has no columns.")
         job.set_stage(f"reading {rows:,} rows to guess the roles")
-        picked = ", ".join(_ident(c) if is_numeric_type(t) or str(t).upper() == "BOOLEAN"
-                           else f"left(CAST({_ident(c)} AS VARCHAR), {SAMPLE_CHARS}) AS {_ident(c)}"
+        picked = ", ".join(ident(c) if is_numeric_type(t) or str(t).upper() == "BOOLEAN"
+                           else f"left(CAST({ident(c)} AS VARCHAR), {SAMPLE_CHARS}) AS {ident(c)}"
                            for c, t in zip(columns, types))
         head = _fetch(root, con, f"SELECT {picked} FROM (\n{plan.relation_sql()}\n) AS __s LIMIT {int(rows)}", "df",
                       what)
@@ -356,9 +323,8 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
     Returns
     -------
     dict
-        ``{"cells": ScoreCells}``, and with ``need_all`` also ``"all"``:
-        ``{"cells"`` (the all-rows cells), ``"positive"``, ``"range"`` (the
-        raw scores' range when they are mapped), ``"splits"`` (at most
+        ``{"cells": ScoreCells}``, and with ``need_all`` also ``"all"``: ``{"cells"`` (the all-rows cells),
+        ``"positive"``, ``"range"`` (the raw scores' range when mapped), ``"splits"`` (at most
         :data:`MAX_SPLIT_VALUES` distinct split values)``}``.
     """
     from .duckdb.rows import aggregate
@@ -399,24 +365,9 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
 
 
 def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, scheme: Scheme | None = None):
-    """Keyed cells of ``plan`` (:func:`calibdash.engines.duckdb.keyed.aggregate_keyed`) on the guarded
-    connection, as a job's work: each stage reported (:data:`STAGE_TEXT`), no row leaves DuckDB.
-
-    Parameters
-    ----------
-    job
-        A :class:`calibdash.core.jobs.Job` (or :data:`NO_JOB`).
-    root, plan, roles
-        As :func:`aggregate_plan`.
-    key : calibdash.monitoring.keyed.Key
-        The group or period column and how its values become keys.
-    scheme : Scheme, optional
-        How the rows are divided into parts (default: all rows in one part).
-
-    Returns
-    -------
-    calibdash.monitoring.keyed.KeyedCells
-    """
+    """The :class:`calibdash.monitoring.keyed.KeyedCells` of ``key`` in ``plan``
+    (:func:`calibdash.engines.duckdb.keyed.aggregate_keyed`) on the guarded connection, as ``job``'s work: each
+    stage reported (:data:`STAGE_TEXT`), no row leaves DuckDB; the other parameters as :func:`aggregate_plan`."""
     from .duckdb.keyed import aggregate_keyed
 
     what = f"by {key.column!r}" if key.kind == "group" else f"per period of {key.column!r}"
@@ -430,10 +381,8 @@ def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, sche
 
 def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: str | None = None, **options):
     """:func:`calibdash.engines.aggregate` as the work of ``job`` (a :class:`calibdash.core.jobs.Job`, or
-    :data:`NO_JOB`): each stage the engine names is reported (:data:`STAGE_TEXT`; a cancelled job stops there),
-    and an engine that can be watched (:meth:`~calibdash.engines.base.Engine.watched`: DuckDB's connection) is
-    interrupted on cancel and read for its query progress.
-    """
+    :data:`NO_JOB`): each stage reported (:data:`STAGE_TEXT`; a cancelled job stops there), and a watched engine
+    (:meth:`~calibdash.engines.base.Engine.watched`) interrupted on cancel and read for its progress."""
     from . import aggregate, default_engine, get
 
     eng = get(engine or default_engine(source))

@@ -1,46 +1,16 @@
 """Where rows live, what their columns mean, and the checks every engine applies to them alike.
 
-A :class:`Source` names rows that may not fit in memory: Parquet or CSV files
-(one path, a glob or a list), a table or a SQL query of a DuckDB database
-file, or (Spark) a table name or a query. It says which column holds the
-score, the label, the split and the features, which label value is the
-positive class, and how scores map to probabilities (margins by the logistic
-function, as :mod:`calibdash.core.margins` does).
-
-The row key
------------
-Hashed schemes (:mod:`calibdash.evaluation.cells`: ``fold = row_hash(key, seed) % k``)
-need every row's *position in the source*, from 0, so that every engine puts
-a row in the same part as :func:`calibdash.evaluation.cells.parts_for` does in memory:
-
-* **files** (Parquet or CSV): files sorted by their path (Python's ``sorted``
-  of the absolute paths), rows in file order; the key of row ``r`` of file
-  ``i`` is ``offset[i] + r``, ``offset`` the running row count of the files
-  before. Each engine documents how it obtains ``r`` (DuckDB:
-  ``file_row_number`` for Parquet, insertion order for CSV; Spark:
-  ``_metadata.row_index`` for Parquet, split positions for CSV); the key is
-  the index of the row in the concatenated in-memory table;
-* **a DuckDB table**: its ``rowid`` (the row's position when no row was ever
-  deleted), in every engine;
-* **a query**: rows have no position; give ``order_by`` (an ORDER BY list that
-  makes the order unique) and the key is the position in that order.
-  Without it, only ``"column"`` and ``"insample"`` schemes are offered.
-
-Checks
-------
-Every engine gathers the same few statistics (:class:`Stats`) and passes
-them to :func:`check_stats`, so all refuse the same data with the same
-message: a missing or non-finite score, scores outside [0, 1] when the
-transform is ``"identity"``, a missing label, a label with one value
-(:class:`~calibdash.core.errors.DataError`, naming the counts). Unlike
-:func:`calibdash.data.load_scores`, which drops such rows from a file it
-holds in memory, rows where they live are not dropped: dropping them would
-shift the positions of the rows after them, and so their parts. A query
-source can filter them (``WHERE score IS NOT NULL``) with an ``order_by``.
-"""
+A :class:`Source` names Parquet or CSV files, a DuckDB table or query (or a Spark one) and its columns' roles.
+Hashed schemes need each row's *position* (its key), so every engine puts a row in the part
+:func:`calibdash.evaluation.cells.parts_for` gives in memory: files sorted by path, rows in file order
+(``offset[i] + r``); a DuckDB table's ``rowid``; a query's position in ``order_by`` (without it only the
+``"column"`` and ``"insample"`` schemes). Every engine gathers :class:`Stats` for :func:`check_stats`, so all
+refuse the same rows with the same message. Unlike :func:`calibdash.data.load_scores`, bad rows are not dropped:
+that would shift the positions, and so the parts, of the rows after them."""
 from __future__ import annotations
 
 import glob as _glob
+import gzip
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +24,8 @@ from ..core.margins import TRANSFORMS
 from ..core.validation import choose_positive, plain_value
 from ..core.errors import DataError, SettingsError
 from ..evaluation.scheme import Scheme, column_parts
+from ..monitoring.grouping import GroupCoding
+from ..monitoring.keyed.assemble import group_cells, period_cells
 
 __all__ = []
 
@@ -76,8 +48,8 @@ class Source:
     Parameters
     ----------
     path : str, Path or sequence of them, optional
-        A Parquet or CSV file, a glob (``"data/part-*.parquet"``) or a list
-        of files and globs; files are taken in sorted path order.
+        A Parquet or CSV file, a glob (``"data/part-*.parquet"``) or a list of files and globs; files are taken
+        in sorted path order.
     format : {"parquet", "csv"}, optional
         Default: from the files' suffix (``.parquet``/``.pq`` or ``.csv``).
     database : str, optional
@@ -87,8 +59,7 @@ class Source:
     query : str, optional
         A SQL query (DuckDB, or Spark SQL for the Spark engine).
     order_by : str, optional
-        For ``query`` (and Spark tables): the ORDER BY list that defines the
-        rows' positions (see the module docstring).
+        For ``query`` (and Spark tables): the ORDER BY list that defines the rows' positions.
     score, label : str
         The score and label columns.
     split : str, optional
@@ -96,24 +67,18 @@ class Source:
     features : sequence of str
         Feature columns (coded into the cells on request, kept in a row sample).
     positive : optional
-        The label value of the positive class; default as
-        :func:`calibdash.data.load_scores`: 1, True, yes, pos, ... else the
-        second value in sorted order. 0/1 labels need nothing.
+        The label value of the positive class; default as :func:`calibdash.data.load_scores`: 1, True, yes,
+        pos, ... else the second value in sorted order. 0/1 labels need nothing.
     transform : {None, "probability", "margin"}, default None
-        None: map scores by the logistic function iff a finite score lies
-        outside [0, 1] (as loading a file does); ``"margin"`` (or
-        ``"logistic"``): always; ``"probability"`` (or ``"identity"``): never,
-        and a score outside [0, 1] is an error.
+        None: map scores by the logistic function iff a finite score lies outside [0, 1] (as loading a file
+        does); ``"margin"`` (or ``"logistic"``): always; ``"probability"`` (or ``"identity"``): never, and a
+        score outside [0, 1] is an error.
     delimiter : str, optional
-        CSV delimiter; default sniffed from the first file's first 64 KB by
-        :func:`calibdash.data.sniff.sniff_delimiter` and passed to every
-        engine, so all read the same columns.
+        CSV delimiter; default sniffed from the first file's first 64 KB
+        (:func:`calibdash.data.sniff.sniff_delimiter`) and passed to every engine, so all read the same columns.
     exact_paths : bool, default False
-        ``path`` names files exactly, never patterns: each must be an
-        existing file and is read as named, even when its name holds ``*``,
-        ``?`` or ``[`` (for files already resolved by a guard, such as
-        :meth:`calibdash.data.guard.DataRoot.resolve_glob`, which must not be
-        expanded a second time into other files).
+        ``path`` names existing files read as named, never expanded as patterns even when a name holds ``*``,
+        ``?`` or ``[`` (files already resolved by a guard, :meth:`calibdash.data.guard.DataRoot.resolve_glob`).
     """
 
     path: Any = None
@@ -151,7 +116,6 @@ class Source:
             raise SettingsError(f"a column plays two roles: score {self.score!r}, label {self.label!r}, "
                                 f"split {self.split!r}, features {list(self.features)}.")
 
-    # -- kinds ------------------------------------------------------------------------------------
     @property
     def kind(self) -> str:
         """``"files"``, ``"table"`` or ``"query"``."""
@@ -170,18 +134,9 @@ class Source:
         cols = [self.score, self.label] + ([self.split] if self.split else [])
         return cols + [f for f in feats if f not in cols]
 
-    # -- files --------------------------------------------------------------------------------------
     def files(self) -> list[str]:
-        """The files, absolute and sorted by path (the order of the row keys).
-
-        Patterns are expanded once, here (never with ``exact_paths``); the
-        engines read the names this returns literally.
-
-        Raises
-        ------
-        DataError
-            No file matches.
-        """
+        """The files, absolute and sorted by path (the order of the row keys): patterns expanded once, here
+        (never with ``exact_paths``); the engines read these names literally. DataError when none matches."""
         if self.kind != "files":
             return []
         items = [self.path] if isinstance(self.path, (str, Path)) else list(self.path)
@@ -215,25 +170,15 @@ class Source:
         from ..data.sniff import sniff_delimiter
 
         first = self.files()[0]
-        if first.lower().endswith(".gz"):
-            import gzip
-
-            with gzip.open(first, "rb") as fh:
-                head = fh.read(64 * 1024)
-        else:
-            with open(first, "rb") as fh:
-                head = fh.read(64 * 1024)
+        with (gzip.open if first.lower().endswith(".gz") else open)(first, "rb") as fh:
+            head = fh.read(64 * 1024)
         return sniff_delimiter(head.decode("utf-8", errors="replace"))
 
-    def parquet_row_counts(self) -> list[int]:
-        """Rows of each Parquet file, from its metadata (no data read)."""
+    def file_offsets(self) -> list[int]:
+        """Key of each Parquet file's first row: the rows of the files before it (from the files' metadata)."""
         import pyarrow.parquet as pq
 
-        return [int(pq.ParquetFile(f).metadata.num_rows) for f in self.files()]
-
-    def file_offsets(self) -> list[int]:
-        """Key of each Parquet file's first row: the rows of the files before it."""
-        counts = self.parquet_row_counts()
+        counts = [int(pq.ParquetFile(f).metadata.num_rows) for f in self.files()]
         return [0] + list(np.cumsum(counts[:-1]).astype(int).tolist()) if counts else []
 
     def size_bytes(self) -> int:
@@ -263,14 +208,18 @@ class Source:
         return "query " + " ".join(self.query.split())[:60]
 
 
-def check_scheme(scheme: Scheme) -> None:
-    """The setting checks of :func:`calibdash.evaluation.cells.parts_for`."""
+def checked_scheme(source: Source, scheme: Scheme | None, table_positions: bool = True, engine: str = "") -> Scheme:
+    """``scheme`` (default every row in part 0) after the setting checks of
+    :func:`calibdash.evaluation.cells.parts_for` and :meth:`Source.check_keys`."""
+    scheme = scheme or Scheme(kind="insample")
     if scheme.kind not in ("kfold", "split", "column", "insample"):
         raise SettingsError(f"unknown scheme kind {scheme.kind!r}.")
     if scheme.kind == "kfold" and int(scheme.n_folds) < 2:
         raise SettingsError(f"k-fold needs at least 2 folds, got {scheme.n_folds}.")
     if scheme.kind == "split" and not 0 < float(scheme.test_size) < 1:
         raise SettingsError(f"test_size must lie strictly between 0 and 1, got {scheme.test_size}.")
+    source.check_keys(scheme, table_positions, engine)
+    return scheme
 
 
 def split_text(v) -> str:
@@ -281,11 +230,8 @@ def split_text(v) -> str:
 
 
 def column_train_values(values: Sequence, scheme: Scheme) -> list:
-    """Of a split column's distinct raw ``values``, those that mark training rows (part 0).
-
-    The rule of :func:`calibdash.evaluation.scheme.column_parts` (train/test words, or
-    ``scheme.train_value``), applied to the distinct values so that an engine
-    can map the rows with ``split IN (...)``.
+    """Of a split column's distinct raw ``values``, those that mark training rows (part 0): the rule of
+    :func:`calibdash.evaluation.scheme.column_parts`, applied to distinct values for ``split IN (...)``.
 
     Raises
     ------
@@ -307,11 +253,9 @@ def column_train_values(values: Sequence, scheme: Scheme) -> list:
 class Stats:
     """What an engine's first pass over the rows finds (the input of :func:`check_stats`).
 
-    ``n_bad`` counts missing or non-finite scores; ``lo``/``hi`` are the
-    finite scores' extremes and ``n_outside`` how many lie outside [0, 1];
-    ``label_lo``/``label_hi`` the smallest and largest label values and
-    ``n_label_null`` the missing labels; ``distinct`` an estimate (or count)
-    of distinct scores.
+    ``n_bad`` counts missing or non-finite scores; ``lo``/``hi`` are the finite scores' extremes and
+    ``n_outside`` how many lie outside [0, 1]; ``label_lo``/``label_hi`` the smallest and largest label values
+    and ``n_label_null`` the missing labels; ``distinct`` an estimate (or count) of distinct scores.
     """
 
     n_rows: int
@@ -324,6 +268,12 @@ class Stats:
     label_hi: Any
     distinct: float = 0.0
 
+    @classmethod
+    def of(cls, got) -> "Stats":
+        """The statistics of a SQL engine's first scan, its first nine values in the order of the fields."""
+        return cls(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
+                   n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+
 
 def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
     """Refuse the rows as the in-memory path would, and decide the transform and the positive label.
@@ -331,14 +281,13 @@ def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
     Returns
     -------
     (mapped, positive)
-        Whether scores are mapped by the logistic function, and the raw
-        label value of the positive class.
+        Whether scores are mapped by the logistic function, and the raw label value of the positive class.
 
     Raises
     ------
     DataError
-        No rows; missing or non-finite scores; scores outside [0, 1] with
-        ``transform="probability"``; missing labels; one label value.
+        No rows; missing or non-finite scores; scores outside [0, 1] with ``transform="probability"``; missing
+        labels; one label value.
     """
     name, score, label = source.describe(), source.score, source.label
     if st.n_rows == 0:
@@ -363,12 +312,54 @@ def check_stats(st: Stats, source: Source) -> tuple[bool, Any]:
     return mapped, positive
 
 
-def other_labels_error(label: str, n_other: int, lo, hi) -> DataError:
-    """The error for a label column with more than two values. Like every message about a source's rows (a
-    file, a table, a query that may compute anything from them), it names the column and counts rows but
-    shows no value: ``lo`` and ``hi`` (the smallest and largest label) are not shown."""
-    return DataError(f"label column {label!r} has more than two values: {n_other:,} rows hold values other than "
-                     "its smallest and its largest; a binary label has exactly two.")
+def check_other_labels(label: str, n_other: int) -> None:
+    """Refuse a label column with more than two values. Like every message about a source's rows (which a
+    query may compute from anything), it names the column and counts rows but shows no value."""
+    if n_other:
+        raise DataError(f"label column {label!r} has more than two values: {n_other:,} rows hold values other "
+                        "than its smallest and its largest; a binary label has exactly two.")
+
+
+def edges_of(numeric: Sequence[str], quantiles) -> dict:
+    """Each numeric feature's inner bin edges from its quantiles (None: no value), repeated ones merged."""
+    return {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
+
+
+def sample_frame(sample: pd.DataFrame, feats: Sequence[str]) -> pd.DataFrame:
+    """A row sample sorted by key, its columns ``key, score, label, part`` and the features."""
+    return sample.sort_values("key").reset_index(drop=True)[["key", "score", "label", "part"] + list(feats)]
+
+
+def group_result(res: pd.DataFrame, key, exact: bool, coding, number: bool, n_distinct: int):
+    """The keyed cells of grouped rows whose ``__k`` is a group's raw value (``coding`` None: the number or
+    text as it is, ``n_distinct`` a number's distinct values)."""
+    raw = res["__k"]
+    missing = raw.isna().to_numpy()
+    if coding is None:
+        coding = GroupCoding("number" if number else "text",
+                             n_distinct if number else int(pd.unique(raw[~missing]).size))
+    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
+    return group_cells(values, missing, *_sums(res), exact=exact, coding=coding, key=key)
+
+
+def period_result(res: pd.DataFrame, key, exact: bool, **period):
+    """The keyed cells of grouped rows whose ``__k`` is a period's first day (missing: left out);
+    ``period`` as :func:`calibdash.monitoring.keyed.assemble.period_cells` takes it."""
+    res = res[res["__k"].notna().to_numpy()]
+    return period_cells(res["__k"].to_numpy(dtype=np.int64), *_sums(res), exact=exact, key=key, **period)
+
+
+def _sums(res: pd.DataFrame) -> tuple:
+    """Grouped rows' ``part, code, n, n_pos, s_sum`` arrays."""
+    return (res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
+            res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float))
+
+
+def grouped_cells(res: pd.DataFrame, exact: bool, feats: Sequence[str] = (), kinds=None, edges=None) -> ScoreCells:
+    """The cells of a SQL engine's grouped rows (``__part``, ``__code``, ``n``, ``n_pos``, ``s_sum`` and each
+    feature's ``__c_<name>``)."""
+    fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
+    return assemble_cells(*_sums(res), exact=exact, features=fdf)
 
 
 def _code_order(col: pd.Series) -> np.ndarray:
@@ -383,10 +374,9 @@ def _code_order(col: pd.Series) -> np.ndarray:
 def feature_frame(raw: dict, kinds: dict, edges: dict) -> pd.DataFrame:
     """The cells' feature columns from each cell's raw value (categorical) or bin code (numeric).
 
-    A categorical column becomes a ``category`` column whose categories are
-    its distinct values sorted (so its codes are the values' dense ranks,
-    missing = -1); a numeric column holds the quantile bin code (float, NaN
-    where missing) and ``attrs["edges"][name]`` the inner bin edges.
+    A categorical column becomes a ``category`` whose categories are its distinct values sorted (codes are the
+    values' dense ranks, missing -1); a numeric one holds the bin code (float, NaN where missing) and
+    ``attrs["edges"][name]`` the inner bin edges.
     """
     out = {}
     for name, values in raw.items():
@@ -412,10 +402,9 @@ def assemble_cells(part, code, n, n_pos, score_sum, *, exact: bool, features: pd
                    ) -> ScoreCells:
     """A :class:`~calibdash.evaluation.cells.ScoreCells` from grouped rows, in the order the in-memory path gives.
 
-    ``code`` is the exact score (``exact``) or the grid step; cells are sorted
-    by part, then code, then the features' codes (categories' dense ranks,
-    bin codes; missing last). The cell's score is the code (exact) or
-    ``score_sum / n`` (grid), as :meth:`calibdash.evaluation.cells.CellAccumulator.result`.
+    ``code`` is the exact score (``exact``) or the grid step; cells are sorted by part, code, then the features'
+    codes (missing last). The cell's score is the code (exact) or ``score_sum / n`` (grid), as
+    :meth:`calibdash.evaluation.cells.CellAccumulator.result`.
     """
     part = np.asarray(part, dtype=np.int64)
     code = np.asarray(code, dtype=float)

@@ -1,15 +1,9 @@
-"""The HTML document (:func:`build_report`): the verdict, the data, the tables and figures, assembled into one page,
-for a binary evaluation or a K-class one.
-
-Part of :mod:`calibdash.report` (whose docstring gives the page's order and
-how plotly.js is written). The figures are drawn by :mod:`calibdash.figures`
-(the [app] extra), the tables and CSS come from :mod:`calibdash.report.markup`
-and the texts from :mod:`calibdash.report.text`. The page's frame (verdict, data, the measures with their
-intervals, figures, methods, notes, footer) is one; what a problem adds are its parts: binary, the
-reliability diagram, the calibration map and the further measures (:func:`_binary_parts`); K classes, the
-confidence reliability diagram, the class-wise small multiples of the worst classes and the per-class table
-(:func:`_class_parts`).
-"""
+"""The HTML document (:func:`build_report`), its texts (method names, the measures table, the Data section's
+lines) and the pipelines from a file, a ScoreSet or a ClassSet to it (load, fit, judge, bootstrap, measure, write:
+the path of ``python -m calibdash report``). The page's frame (verdict, data, measures with intervals, figures,
+methods, notes, footer) is one; a binary evaluation adds the reliability diagram, the calibration map and the
+further measures (:func:`_binary_parts`), a K-class one the confidence and class-wise diagrams and the per-class
+table (:func:`_class_parts`)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -18,26 +12,123 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import diagrams
+from .. import calibrators, diagrams, measures
 from ..core import __version__
 from ..evaluation import bootstrap as cboot
 from ..measures import calibration as metrics
 from ..evaluation.bootstrap import BootstrapResult
-from ..core.errors import SettingsError
-from ..evaluation.holdout import UNCALIBRATED, Evaluation
-from .. import diagrams as mdiagrams
+from ..core.errors import DataError, SettingsError
+from ..evaluation.holdout import (MAX_FIT_ROWS, UNCALIBRATED, Evaluation, Scheme, default_methods, evaluate_classes,
+                                  evaluate_score_set)
+from ..evaluation.methods import DEFAULT_METHODS, resolve
 from ..measures import class_measures as mmetrics
 from .markup import escape, interval_table, methods_section, number, page
-from .text import default_labels, intervals_text, judged_text, measure_table
 
 __all__ = []
 
-#: What ``include_plotlyjs`` accepts: True (plotly.js written inline, the default: opens offline) or "cdn".
-PLOTLYJS_MODES = (True, "cdn")
 #: Figure height in pixels (the dashboard's default).
 FIG_HEIGHT = 520
 #: Class-wise panels a K-class report draws (the worst classes), two rows of four.
 PANELS = 8
+
+
+def default_labels(keys, models: Mapping | None = None) -> dict[str, str]:
+    """Key -> display name: "Uncalibrated" for the raw scores, the calibrator's label, else the key."""
+    models = models or {}
+    out = {}
+    for key in keys:
+        if key == UNCALIBRATED:
+            out[key] = "Uncalibrated"
+            continue
+        label = getattr(models.get(key), "label", "")
+        if not label:
+            try:
+                label = calibrators.get_class(key).label
+            except SettingsError:
+                label = ""
+        out[key] = label or str(key)
+    return out
+
+
+def measure_table(ev: Evaluation, names: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`calibdash.measures.table` of ``ev``'s judged rows, a failing measure left NaN.
+
+    A measure that cannot be computed on one method's predictions (ICI's loess has no width where most
+    predictions tie, as after histogram binning on few rows) raises :class:`~calibdash.core.errors.DataError`;
+    that method's measures are then computed one by one and the failing ones are NaN, so the rest of the table
+    is still shown.
+
+    Returns
+    -------
+    (DataFrame, list of str)
+        One row per method, one column per measure; and one note per method whose measures failed, saying which
+        and why.
+    """
+    names = measures.check_names(names)
+    labels = default_labels(ev.predictions.columns, ev.models)
+    rows, notes = {}, []
+    for key in ev.predictions.columns:
+        p = ev.predictions[key].to_numpy()
+        try:
+            rows[key] = measures.compute(p, ev.labels, ev.weights, names)
+            continue
+        except DataError:
+            pass
+        values, failed, why = {}, [], ""
+        for name in names:
+            try:
+                values[name] = measures.compute(p, ev.labels, ev.weights, [name])[name]
+            except DataError as exc:
+                values[name], why = np.nan, why or str(exc)
+                failed.append(name)
+        rows[key] = values
+        notes.append(f"{', '.join(failed)} of {labels[key]} could not be computed: {why}")
+    return pd.DataFrame(rows).T.reindex(columns=list(names)), notes
+
+
+def describe_source(ss) -> str:
+    """One line saying what a :class:`~calibdash.data.ScoreSet` holds: file, columns, rows, positives."""
+    pos = int(np.asarray(ss.labels).sum())
+    mapped = " (mapped to [0, 1] by the logistic function)" if ss.score in ss.report.mapped else ""
+    parts = [ss.name, f"score column {ss.score!r}{mapped}",
+             f"label column {ss.label_column!r} (positive class: {ss.positive_label!r})",
+             f"{_usable(ss)}, {pos:,} positives ({100 * pos / max(ss.n_rows, 1):.1f}%)"]
+    if ss.feature_columns:
+        parts.append(f"feature columns {', '.join(map(repr, ss.feature_columns))}")
+    return _joined(ss, parts)
+
+
+def _usable(data) -> str:
+    read = data.report.n_read
+    return f"{data.n_rows:,} usable rows" + (f" of {read:,} read" if read != data.n_rows else "")
+
+
+def _joined(data, parts) -> str:
+    """The Source line's parts, the split column (when there is one) after the rows."""
+    split = [f"split column {data.split_column!r}"] if data.split_column else []
+    return " · ".join(parts[:4] + split + parts[4:])
+
+
+def judged_text(ev: Evaluation) -> str:
+    w = np.ones(ev.labels.size) if ev.weights is None else ev.weights
+    pos = float(np.sum(w * ev.labels))
+    n = ev.n_judged
+    return f"{n:,} held-out rows, {int(round(pos)):,} positives ({100 * pos / max(float(w.sum()), 1e-300):.1f}%)"
+
+
+def intervals_text(boot: BootstrapResult, ev: Evaluation) -> str:
+    how = (f"{boot.n_boot} resamples of the held-out rows" if ev.weights is None else
+           f"{boot.n_boot} Poisson resamples of the {ev.n_judged:,} held-out rows, drawn per score cell")
+    return (f"{int(round(100 * boot.level))}% paired bootstrap percentile intervals, {how}"
+            + (f". {boot.note}" if boot.note else ""))
+
+
+def describe_class_source(cs) -> str:
+    """One line saying what a :class:`calibdash.data.ClassSet` holds: file, class columns, label, rows."""
+    what = "logits" if cs.logits else "probabilities"
+    cols = cs.columns if len(cs.columns) <= 6 else [*cs.columns[:3], "...", cs.columns[-1]]
+    return _joined(cs, [cs.name, f"{cs.k} classes, {what} in {', '.join(map(str, cols))}",
+                        f"label column {cs.label_column!r}", _usable(cs)])
 
 
 def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, features):
@@ -53,7 +144,7 @@ def _figures(ev: Evaluation, labels: Mapping[str, str], rel_data, log_x: bool, f
 
 
 def check_plotlyjs(include_plotlyjs) -> None:
-    """SettingsError unless ``include_plotlyjs`` is one of :data:`PLOTLYJS_MODES`."""
+    """SettingsError unless ``include_plotlyjs`` is True (plotly.js inline) or "cdn"."""
     if not (include_plotlyjs is True or include_plotlyjs == "cdn"):
         raise SettingsError(f"include_plotlyjs must be True (inline, opens offline) or 'cdn', "
                             f"got {include_plotlyjs!r}.")
@@ -85,44 +176,39 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
     Parameters
     ----------
     evaluation : Evaluation
-        Its predictions draw the figures and give the judged rows; its models
-        the calibration map and the methods' papers.
+        Its predictions draw the figures and give the judged rows; its models the calibration map and the
+        methods' papers.
     boot : BootstrapResult
-        The metrics table with intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, or
-        what the Compare page computed); the verdict is drawn from it.
+        The metrics table with intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, or what the
+        Compare page computed); the verdict is drawn from it.
     title : str
         The page's heading and ``<title>``.
     source_description : str
         Where the rows came from (:func:`describe_source` of a ScoreSet).
     scheme_description : str
-        How the rows were split and judged (:meth:`Scheme.describe`, with
-        ``on_cells`` on score cells).
+        How the rows were split and judged (:meth:`Scheme.describe`, with ``on_cells`` on score cells).
     labels : mapping key -> display name, optional
         Default :func:`default_labels`.
     measures_table : DataFrame or BootstrapResult, optional
         Binary: methods x measures (:func:`measure_table`), or the result of
-        :func:`calibdash.evaluation.bootstrap.bootstrap_measures` to show intervals too.
-        Default: :func:`measure_table` of ``evaluation``; an empty DataFrame
-        leaves the section out.
+        :func:`calibdash.evaluation.bootstrap.bootstrap_measures` to show intervals too. Default:
+        :func:`measure_table` of ``evaluation``; an empty DataFrame leaves the section out.
     notes : sequence of str
-        Shown as a list (the data's validation messages, for example; a K-class evaluation's notes are
-        added).
+        Shown as a list (the data's validation messages, for example; a K-class evaluation's notes are added).
     include_plotlyjs : True or "cdn"
-        True (default): plotly.js is written inline once, so the file opens
-        offline (about 4.8 MB). ``"cdn"``: a ``<script src>`` to plotly's CDN
-        instead (a small file whose charts need the network).
+        True (default): plotly.js is written inline once, so the file opens offline (about 4.8 MB). ``"cdn"``: a
+        ``<script src>`` to plotly's CDN instead (a small file whose charts need the network).
     n_bins, strategy
         Bins of the binned reliability diagram (default: the metrics table's); ``n_bins`` may be ``"auto"``
         (:func:`calibdash.diagrams.auto_bin_count`'s cube-root rule).
     log_x : bool
         Log-scaled score axis of the calibration map.
     features : DataFrame, optional
-        The judged rows' feature columns, for a feature-aware model's map (row
-        path only; score cells carry no features).
+        The judged rows' feature columns, for a feature-aware model's map (row path only).
     calibration_metric : str, default "ECE"
-        The metric the binary verdict ranks by (K classes:
-        :func:`calibdash.evaluation.bootstrap.verdict`'s confidence ECE among the methods whose accuracy
-        the paired interval does not show below the raw probabilities').
+        The metric the binary verdict ranks by (K classes: :func:`calibdash.evaluation.bootstrap.verdict`'s
+        confidence ECE among the methods whose accuracy the paired interval does not show below the raw
+        probabilities').
     generated : datetime, optional
         The date printed (default: now, UTC).
     diagram : {"binned", "smooth", "corp"}
@@ -141,7 +227,7 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
     Raises
     ------
     SettingsError
-        ``include_plotlyjs`` is not one of :data:`PLOTLYJS_MODES`, or ``diagram`` not a diagram type.
+        ``include_plotlyjs`` is neither True nor "cdn", or ``diagram`` not a diagram type.
     """
     check_plotlyjs(include_plotlyjs)
     ev = evaluation
@@ -267,17 +353,17 @@ def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mappin
 def _class_parts(ev, boot, labels, level: int, notes: list, panels: int, include_plotlyjs):
     """A K-class report's verdict, Data entries, sections up to the methods' heading, notes and footer phrase."""
     keys = list(ev.predictions)
-    names = mdiagrams.class_labels(len(ev.classes), [str(c) for c in ev.classes])
+    names = diagrams.class_labels(len(ev.classes), [str(c) for c in ev.classes])
     data = [("Judged", f"{ev.rows.size:,} held-out rows of {len(names)} classes"),
             ("Bins", f"ECE, MCE and class-wise ECE: {mmetrics.N_BINS} equal-width bins; dCE: {mmetrics.N_BINS} "
                      "equal-mass bins"),
             ("Intervals", f"{level}% paired bootstrap percentile intervals, {boot.n_boot} resamples of the "
                           f"held-out rows. {boot.note}")]
-    conf = mdiagrams.prepare_confidence(ev.predictions, ev.labels)
-    cw = mdiagrams.prepare_classwise(ev.predictions, ev.labels, class_names=names, max_panels=panels)
-    divs = figure_html([("confidence", mdiagrams.plot_confidence(conf, names=labels)),
-                        ("classwise", mdiagrams.plot_classwise(cw, names=labels))], include_plotlyjs)
-    table = mdiagrams.class_table(ev.predictions, ev.labels, class_names=names)
+    conf = diagrams.prepare_confidence(ev.predictions, ev.labels)
+    cw = diagrams.prepare_classwise(ev.predictions, ev.labels, class_names=names, max_panels=panels)
+    divs = figure_html([("confidence", diagrams.plot_confidence(conf, names=labels)),
+                        ("classwise", diagrams.plot_classwise(cw, names=labels))], include_plotlyjs)
+    table = diagrams.class_table(ev.predictions, ev.labels, class_names=names)
     sections = f"""<section id="measures"><h2>Measures on the held-out rows</h2>
 {interval_table(boot, labels, "metrics", heading=class_heading)}
 <p class="caption">Each cell: value [{level}% paired bootstrap interval]; the best value of each measure in bold
@@ -300,3 +386,71 @@ class's ECE (one-vs-rest, {mmetrics.N_BINS} equal-width bins), the lowest of eac
 <section id="methods"><h2>Methods</h2>"""
     return (cboot.verdict(boot, labels=labels), data, sections, [*notes, *ev.notes],
             "calibration of a K-class classifier's probabilities, each method fitted and judged")
+
+
+#: Paired resamples of a K-class report's intervals unless told otherwise.
+CLASS_N_BOOT = 200
+
+
+def report_for_file(path, methods=None, score: str | None = None, label: str | None = None,
+                    scheme: Scheme | None = None, **options) -> str:
+    """The HTML report of a CSV, .csv.gz or Parquet file: load it (:func:`calibdash.data.load_scores`, the
+    ``score`` and ``label`` columns guessed when not given), then :func:`report_for_score_set` with the other
+    arguments."""
+    from ..data import load_scores
+
+    return report_for_score_set(load_scores(path, score=score, label=label), methods, scheme, **options)
+
+
+def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
+                         params: Mapping[str, Mapping] | None = None, cells: str = "auto",
+                         n_boot: int | None = None, title: str | None = None, include_plotlyjs=True,
+                         generated: datetime | None = None, diagram: str = "binned") -> str:
+    """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods`` as ``python -m calibdash
+    evaluate`` does (:func:`calibdash.evaluation.holdout.evaluate_score_set`), bootstrap, measure, write.
+
+    Parameters
+    ----------
+    ss : ScoreSet
+    methods : method spec, default :data:`calibdash.evaluation.methods.DEFAULT_METHODS`
+    scheme : Scheme, default ``Scheme()``
+    params : mapping method -> {hyperparameter: value}, optional
+    cells : {"auto", "always", "never"}
+    n_boot : int, optional
+        Resamples of the intervals (default: as the Compare page).
+    title : str, optional
+        Default ``"Calibration report: <file name>"``.
+    include_plotlyjs, generated, diagram
+        As for :func:`build_report`.
+    """
+    diagrams.check_kind(diagram)                # before the fits, not after
+    scheme = scheme or Scheme()
+    ev = evaluate_score_set(ss, resolve(DEFAULT_METHODS if methods is None else methods, params), scheme,
+                            cells=cells)
+    boot = cboot.bootstrap_evaluation(ev, n_boot)
+    table, failed = measure_table(ev)
+    feats = (ss.features.iloc[ev.rows].reset_index(drop=True)
+             if ss.features is not None and ev.weights is None and any(
+                 getattr(m, "uses_features", False) for m in ev.models.values()) else None)
+    return build_report(ev, boot, title=title or f"Calibration report: {ss.name}",
+                        source_description=describe_source(ss),
+                        scheme_description=scheme.describe(on_cells=ev.weights is not None),
+                        measures_table=table, notes=[*ss.report.messages, *failed],
+                        features=feats, include_plotlyjs=include_plotlyjs, generated=generated, diagram=diagram)
+
+
+def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, params: Mapping[str, Mapping] | None = None,
+                         n_boot: int = CLASS_N_BOOT, title: str | None = None, include_plotlyjs=True,
+                         generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
+    """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods`` (default
+    :func:`calibdash.evaluation.holdout.default_methods` for its K; ``max_fit_rows`` as
+    :func:`~calibdash.evaluation.holdout.evaluate_classes` takes it), bootstrap (``n_boot`` paired resamples),
+    write; the other arguments as for :func:`report_for_score_set`."""
+    check_plotlyjs(include_plotlyjs)              # before the fits, not after
+    scheme = scheme or Scheme()
+    ev = evaluate_classes(cs.scores(), cs.labels, default_methods(cs.k) if methods is None else methods, scheme,
+                          split=cs.split, classes=cs.classes, params=params, max_fit_rows=max_fit_rows)
+    boot = cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=n_boot, seed=scheme.seed)
+    return build_report(ev, boot, title=title or f"Calibration report: {cs.name}",
+                        source_description=describe_class_source(cs), scheme_description=scheme.describe(),
+                        notes=cs.report.messages, include_plotlyjs=include_plotlyjs, generated=generated)

@@ -1,9 +1,5 @@
-"""The report's HTML pieces: escaped text, numbers, the metrics and measures tables, the methods table, the CSS.
-
-Part of :mod:`calibdash.report`. Every text that comes from the user is
-escaped with :func:`html.escape` (:func:`escape`); the best value of each
-column is bold, as the dashboard shows it.
-"""
+"""The report's HTML pieces: escaped text, numbers, the metrics and measures tables (the best value of each
+column in bold, as the dashboard shows it), the methods table, the page and its CSS."""
 from __future__ import annotations
 
 import html
@@ -46,8 +42,7 @@ def escape(text) -> str:
 
 
 def _best(values: np.ndarray) -> np.ndarray:
-    """True where a value is (to ``np.isclose``) the least finite one: the cells to bold (as
-    ``pages.parts.tables.best_cells``, on values already turned so that lower is better)."""
+    """True where a value is (to ``np.isclose``) the least finite one: the cells to bold."""
     out = np.zeros(values.shape, dtype=bool)
     finite = np.isfinite(values)
     if finite.any():
@@ -55,60 +50,15 @@ def _best(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _badness(name: str, values: np.ndarray) -> np.ndarray | None:
-    """``values`` turned so that lower is better (:func:`calibdash.measures.oriented`); None when the column
-    ranks nothing."""
-    return measures.oriented(name, values) if measures.rankable(name) else None
-
-
-def _direction(name: str) -> tuple[str, str]:
-    """(arrow, words) of a column's best value (:func:`calibdash.measures.best_phrase`)."""
-    words = measures.best_phrase(name)
-    m = measures.MEASURES.get(name)
-    if m is not None and m.best == "target":
-        return f"→ {m.target:g}", words
-    return {"lower is better": "↓", "higher is better": "↑"}.get(words, ""), words
-
-
-def _help(name: str) -> str:
-    """A column heading's tooltip: what it is, which value is best, where it comes from."""
-    if name in measures.MEASURES:
-        return measures.describe(name)
-    return f"{_METRIC_HELP.get(name, name)} ({_direction(name)[1]})"
-
-
 def binary_heading(name: str):
     """A binary metric's or measure's column: (arrow, tooltip, ``orient``), ``orient(values)`` turning its
     values so that lower is better (None when the column ranks nothing); :func:`interval_table`'s default."""
-    return _direction(name)[0], _help(name), lambda values: _badness(name, values)
-
-
-def _grid(names, index, value, interval, heading) -> tuple[list, list]:
-    """Columns (name, arrow, tooltip) and cells (html, best) of a methods x names table."""
-    columns, grid = [], [[] for _ in index]
-    for name in names:
-        arrow, tip, orient = heading(name)
-        columns.append((name, arrow, tip))
-        bad = orient(value[name])
-        bold = np.zeros(len(index), bool) if bad is None else _best(bad)
-        for i, v in enumerate(value[name]):
-            lo_hi = (interval[name][0][i], interval[name][1][i]) if name in interval else (None, None)
-            grid[i].append((_cell(v, *lo_hi), bool(bold[i])))
-    return columns, grid
-
-
-def _table(rows: list[str], columns: list[tuple[str, str, str]], cells: list[list[tuple[str, bool]]],
-           css_class: str) -> str:
-    """An HTML table: ``columns`` (name, arrow, tooltip), ``cells[i][j]`` (text, best) for method ``rows[i]``."""
-    head = "".join(f'<th scope="col" title="{escape(tip)}">{escape(name)}'
-                   + (f'<span class="dir">{escape(arrow)}</span>' if arrow else "") + "</th>"
-                   for name, arrow, tip in columns)
-    body = []
-    for label, line in zip(rows, cells):
-        tds = "".join(f'<td class="best">{text}</td>' if best else f"<td>{text}</td>" for text, best in line)
-        body.append(f'<tr><th scope="row">{escape(label)}</th>{tds}</tr>')
-    return (f'<div class="scroll"><table class="{css_class}"><thead><tr><th scope="col">Method</th>{head}'
-            f'</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+    words = measures.best_phrase(name)
+    m = measures.MEASURES.get(name)
+    arrow = f"→ {m.target:g}" if m is not None and m.best == "target" else {
+        "lower is better": "↓", "higher is better": "↑"}.get(words, "")
+    tip = measures.describe(name) if m is not None else f"{_METRIC_HELP.get(name, name)} ({words})"
+    return arrow, tip, lambda values: measures.oriented(name, values) if measures.rankable(name) else None
 
 
 def _cell(value, low=None, high=None, digits: int = 4) -> str:
@@ -119,25 +69,33 @@ def _cell(value, low=None, high=None, digits: int = 4) -> str:
             f'<span class="ci">[{escape(number(low, 3))}, {escape(number(high, 3))}]</span>')
 
 
-def _frame_parts(table) -> tuple[list, list, dict, dict]:
-    """(names, methods, name -> values, name -> (lows, highs)) of a BootstrapResult or a plain DataFrame."""
+def interval_table(table, labels: Mapping[str, str], css_class: str, heading=binary_heading) -> str:
+    """The metrics (or measures) table: a BootstrapResult (each cell "value [low, high]") or a DataFrame of
+    values (methods x names); the best value of each column in bold. ``heading(name)`` gives a column's
+    (arrow, tooltip, orient) as :func:`binary_heading` does for the binary names (its default)."""
     if isinstance(table, BootstrapResult):
         t = table.table
         names = list(dict.fromkeys(t.columns.get_level_values(0)))
         value = {n: t[(n, "value")].to_numpy(dtype=float) for n in names}
         interval = {n: (t[(n, "low")].to_numpy(dtype=float), t[(n, "high")].to_numpy(dtype=float)) for n in names}
-        return names, list(t.index), value, interval
-    names = [str(c) for c in table.columns]
-    return names, list(table.index), {n: table[c].to_numpy(dtype=float) for n, c in zip(names, table.columns)}, {}
-
-
-def interval_table(table, labels: Mapping[str, str], css_class: str, heading=binary_heading) -> str:
-    """The metrics (or measures) table: a BootstrapResult (each cell "value [low, high]") or a DataFrame of
-    values (methods x names); the best value of each column in bold. ``heading(name)`` gives a column's
-    (arrow, tooltip, orient) as :func:`binary_heading` does for the binary names (its default)."""
-    names, index, value, interval = _frame_parts(table)
-    columns, grid = _grid(names, index, value, interval, heading)
-    return _table([labels.get(k, k) for k in index], columns, grid, css_class)
+        index = list(t.index)
+    else:
+        names, index, interval = [str(c) for c in table.columns], list(table.index), {}
+        value = {n: table[c].to_numpy(dtype=float) for n, c in zip(names, table.columns)}
+    head, grid = [], [[] for _ in index]
+    for name in names:
+        arrow, tip, orient = heading(name)
+        head.append(f'<th scope="col" title="{escape(tip)}">{escape(name)}'
+                    + (f'<span class="dir">{escape(arrow)}</span>' if arrow else "") + "</th>")
+        bad = orient(value[name])
+        bold = np.zeros(len(index), bool) if bad is None else _best(bad)
+        for i, v in enumerate(value[name]):
+            text = _cell(v, interval[name][0][i], interval[name][1][i]) if name in interval else _cell(v)
+            grid[i].append(f'<td class="best">{text}</td>' if bold[i] else f"<td>{text}</td>")
+    body = "".join(f'<tr><th scope="row">{escape(labels.get(k, k))}</th>{"".join(line)}</tr>'
+                   for k, line in zip(index, grid))
+    return (f'<div class="scroll"><table class="{css_class}"><thead><tr><th scope="col">Method</th>{"".join(head)}'
+            f'</tr></thead><tbody>{body}</tbody></table></div>')
 
 
 def methods_section(ev: Evaluation, labels: Mapping[str, str]) -> str:

@@ -216,7 +216,7 @@ def test_report_of_a_higher_is_better_metric_and_of_one_data_set(six, result):
                                                               TableKind.PER_DATASET_RANK, TableKind.AVERAGE_RANK]
 
 
-def test_load_datasets_makes_one_data_set_per_score_column(tmp_path):
+def test_load_benchmark_datasets_makes_one_data_set_per_score_column(tmp_path):
     for i, name in enumerate(("one.csv", "two.csv")):
         rng = np.random.default_rng(i)
         s = rng.uniform(0.01, 0.99, 300)
@@ -224,14 +224,14 @@ def test_load_datasets_makes_one_data_set_per_score_column(tmp_path):
         if i:
             df["other_score"] = np.clip(s + rng.normal(0, 0.1, 300), 0.01, 0.99)
         df.to_csv(tmp_path / name, index=False)
-    sets = benchmark.load_datasets([str(tmp_path)])
+    sets = benchmark.load_benchmark_datasets([str(tmp_path)])[1]
     assert list(sets) == ["one.csv", "two.csv · score", "two.csv · other_score"]
     assert sets["two.csv · other_score"].score == "other_score" and sets["one.csv"].n_rows == 300
-    only = benchmark.load_datasets([str(tmp_path / "two.csv")], scores=["other_score"])
+    only = benchmark.load_benchmark_datasets([str(tmp_path / "two.csv")], scores=["other_score"])[1]
     assert list(only) == ["two.csv"] and only["two.csv"].score == "other_score"
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="holds no .csv"):
-        benchmark.load_datasets([str(tmp_path / "empty")])
+        benchmark.load_benchmark_datasets([str(tmp_path / "empty")])
 
 
 # -- figures ---------------------------------------------------------------------------------------------

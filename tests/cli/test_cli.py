@@ -15,7 +15,7 @@ from calibdash import benchmark, calibrators, cli, load_scores, measures
 from calibdash.io import export
 from calibdash.calibrators import multiclass
 from calibdash.data import load_classes
-from calibdash.core.errors import ProgrammingError
+from calibdash.core.errors import EnvironmentProblem, ProgrammingError
 from calibdash.evaluation.holdout import Scheme, evaluate
 from calibdash.evaluation import bootstrap as mboot
 from calibdash.evaluation.holdout import DEFAULT_METHODS as CLASS_DEFAULTS, evaluate_classes
@@ -210,7 +210,7 @@ def test_a_programming_error_is_shown_as_one(monkeypatch, capsys):
     def broken():
         raise ProgrammingError("registry lookup called wrongly")
 
-    monkeypatch.setattr(cli.calibrators, "classes", broken)
+    monkeypatch.setattr(calibrators, "classes", broken)
     assert main(["methods"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("internal error (ProgrammingError): registry lookup called wrongly")
@@ -247,7 +247,7 @@ def test_an_unwritable_out_path_is_an_environment_problem(tmp_path, capsys):
     assert main(["fit", CIRCLES, "--method", "platt", "--out", str(target)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot write {target}")
-    with pytest.raises(cli.EnvironmentProblem):
+    with pytest.raises(EnvironmentProblem):
         cli.cmd_fit(cli.build_parser().parse_args(["fit", CIRCLES, "--method", "platt", "--out", str(target)]))
 
 
@@ -290,8 +290,8 @@ def test_benchmark_json_matches_the_api(folder, capsys):
                  "--metric", "Brier", "--reference", "isotonic", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["datasets"] == ["one.csv", "two.csv · score", "two.csv · other_score"]
-    api = benchmark.run_benchmark(benchmark.load_datasets([str(folder)]), ["platt", "isotonic"], n_folds=3,
-                                  repeats=1, metric="Brier", reference="isotonic")
+    api = benchmark.run_benchmark(benchmark.load_benchmark_datasets([str(folder)])[1], ["platt", "isotonic"],
+                                  n_folds=3, repeats=1, metric="Brier", reference="isotonic")
     assert out["average_ranks"] == pytest.approx(api.average_ranks.to_dict())
     assert out["friedman"]["ff"] == pytest.approx(api.friedman.ff)
     assert [h["method"] for h in out["holm"]] == list(api.holm.index)
@@ -304,8 +304,8 @@ def test_benchmark_prints_the_page_tables(folder, capsys):
     assert main(["benchmark", *files, "--methods", "platt,histogram", "--param", "histogram.n_bins=5",
                  "--folds", "2", "--repeats", "1"]) == 0
     text = capsys.readouterr().out
-    api = benchmark.run_benchmark(benchmark.load_datasets(files), {"platt": {}, "histogram": {"n_bins": 5}},
-                                  n_folds=2, repeats=1, metric="ECE")
+    api = benchmark.run_benchmark(benchmark.load_benchmark_datasets(files)[1],
+                                  {"platt": {}, "histogram": {"n_bins": 5}}, n_folds=2, repeats=1, metric="ECE")
     tables = benchmark.report_tables(api)
     assert len(tables) == 5
     positions = [text.index(f"\n{t.title}\n") for t in tables]

@@ -131,11 +131,10 @@ def spark():
 
 
 def test_spark_row_hash_equals_cells_row_hash(spark):
-    from calibdash.engines.spark.rows import to_pandas, row_hash_column, with_row_hash
-    from pyspark.sql import functions as F
+    from calibdash.engines.spark.rows import to_pandas, with_row_hash
 
     df = spark.range(0, 50_000).union(spark.range(2 ** 32 - 25_000, 2 ** 32 + 25_000))     # 1e5 keys across 2^32
-    df = with_row_hash(df, "id", 2 ** 31 + 7, "h").withColumn("h1", row_hash_column(F.col("id"), 1))
+    df = with_row_hash(with_row_hash(df, "id", 2 ** 31 + 7, "h"), "id", 1, "h1")
     got = to_pandas(spark, df, ["id", "h", "h1"]).sort_values("id")
     keys = got["id"].to_numpy().astype(np.uint64)
     assert keys.size == 100_000

@@ -1,8 +1,4 @@
-"""The DuckDB engine: rows aggregated where they live, out of core, and models applied there.
-
-:mod:`.rows` (score cells; the source as a SQL relation, the row hash in SQL, reading a source's head),
-:mod:`.keyed` (keyed cells), :mod:`.classes` (K-class cells and rows), :mod:`.apply` (a model's SQL or a UDF).
-"""
+"""The DuckDB engine: rows aggregated where they live, out of core, and models applied there."""
 from __future__ import annotations
 
 from ..base import Engine

@@ -1,12 +1,5 @@
-"""Apply a saved calibrator with DuckDB: the rows of Parquet or CSV files read, calibrated and written where
-they lie (:func:`calibdash.engines.apply.apply_model`'s steps).
-
-The calibrated column is the calibrator's SQL (:func:`calibdash.io.sql.to_sql`; a large map's lookup table passed as
-an Arrow table and joined on a bucket of the score, the rows then sorted back into their order in the files by
-DuckDB's ``file_index`` and ``file_row_number``), or for a method with no SQL form its ``predict`` in a DuckDB
-Python UDF on Arrow arrays (DuckDB's vectors of 2,048 rows). DuckDB writes one Parquet file
-(``COPY ... TO ... (FORMAT parquet)``).
-"""
+"""Apply a saved calibrator with DuckDB: its SQL (a large map's lookup table passed as Arrow, joined, the rows
+sorted back by ``file_index``/``file_row_number``) or ``predict`` in an Arrow UDF; one Parquet file written."""
 from __future__ import annotations
 
 import uuid
@@ -14,7 +7,8 @@ import uuid
 import numpy as np
 
 from ...io import sql
-from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, use_logistic
+from .rows import lit
+from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, udf_select, use_logistic, where_of
 
 __all__ = []
 
@@ -23,10 +17,6 @@ __all__ = []
 MAX_CASE = 512
 #: Internal columns holding each row's file and row number (to restore the order after a join).
 _FILE, _ROW = "__calibdash_file", "__calibdash_row"
-
-
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, form: str, *, threads=None,
@@ -52,12 +42,12 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
 
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    paths = "[" + ", ".join(_sql_str(f) for f in files) + "]"
+    paths = "[" + ", ".join(lit(f) for f in files) + "]"
     reader = (f"read_parquet({paths}, union_by_name = true)" if fmt == "parquet"
               else f"read_csv({paths}, union_by_name = true, header = true)")
     rel = con.sql(f"SELECT * FROM {reader} LIMIT 0")
     columns, types = rel.columns, rel.types
-    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    where = where_of(files)
     score = score_column_of(columns, score_column, fitted_on,
                             lambda: con.sql(f"SELECT * FROM {reader} LIMIT {GUESS_ROWS}").df(), where)
     q = sql.quote(score, "duckdb")
@@ -100,32 +90,26 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
         name = f"calibdash_predict_{uuid.uuid4().hex[:8]}"
         double = duckdb.sqltype("DOUBLE")
 
-        def scores_of(arr) -> np.ndarray:
-            return arr.to_numpy(zero_copy_only=False).astype(float)      # NULL -> NaN
+        def predicted(s_arr, frame):                    # NULL scores read as NaN, NaN written as NULL
+            p = predict_batch(cal, s_arr.to_numpy(zero_copy_only=False).astype(float), frame)
+            return pa.array(p, mask=np.isnan(p))
 
+        arg_types, args = [double], sql.quote(SCORE, "duckdb")
         if feats:                                       # the features travel as one STRUCT argument
             def udf(s_arr, f_arr):
-                frame = pa.Table.from_arrays(f_arr.flatten(), names=feats).to_pandas()
-                p = predict_batch(cal, scores_of(s_arr), frame)
-                return pa.array(p, mask=np.isnan(p))
-            ftype = duckdb.sqltype("STRUCT(" + ", ".join(
-                f"{sql.quote(f, 'duckdb')} {types[list(columns).index(f)]}" for f in feats) + ")")
-            con.create_function(name, udf, [double, ftype], double, type="arrow", null_handling="special",
-                                side_effects=False)
+                return predicted(s_arr, pa.Table.from_arrays(f_arr.flatten(), names=feats).to_pandas())
+            arg_types.append(duckdb.sqltype("STRUCT(" + ", ".join(
+                f"{sql.quote(f, 'duckdb')} {types[list(columns).index(f)]}" for f in feats) + ")"))
             packed = ", ".join(f"{sql.quote(f, 'duckdb')} := {sql.quote(f, 'duckdb')}" for f in feats)
-            args = f"{sql.quote(SCORE, 'duckdb')}, struct_pack({packed})"
+            args += f", struct_pack({packed})"
         else:
             def udf(s_arr):
-                p = predict_batch(cal, scores_of(s_arr), None)
-                return pa.array(p, mask=np.isnan(p))
-            con.create_function(name, udf, [double], double, type="arrow", null_handling="special",
-                                side_effects=False)
-            args = sql.quote(SCORE, "duckdb")
-        cols = ", ".join(sql.quote(c, "duckdb") for c in keep)
-        query = f"SELECT {cols}{', ' if cols else ''}{name}({args}) AS calibrated FROM ({source}) AS src{order}"
+                return predicted(s_arr, None)
+        con.create_function(name, udf, arg_types, double, type="arrow", null_handling="special", side_effects=False)
+        query = udf_select("duckdb", keep, f"{name}({args})", source) + order
         via, used = "udf", ""
     try:
-        con.execute(f"COPY ({query}) TO {_sql_str(str(out_path))} (FORMAT parquet)")
+        con.execute(f"COPY ({query}) TO {lit(str(out_path))} (FORMAT parquet)")
     finally:                                            # leave a caller's connection as it was
         if via == "udf":
             con.remove_function(name)

@@ -1,9 +1,4 @@
-"""K-class rows with DuckDB: the relation of checked rows (probabilities, top label, class index), the
-K-class cells aggregated in one scan, and the rows for fitting and judging (:class:`DuckRows`).
-
-The steps and the arithmetic are :mod:`calibdash.engines.classes`'s; the rows and their parts are the binary
-engine's (:class:`~calibdash.engines.duckdb.rows.SourceRows`, :func:`~calibdash.engines.duckdb.rows.part_sql`).
-"""
+"""K-class rows with DuckDB: checked rows as a relation, cells in one scan, :class:`DuckRows` for fitting."""
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +13,7 @@ from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
-                       check_class_stats, exact_flags, part_count, split_cells)
+                       checked_class_stats, exact_flags, part_count, split_cells)
 from .rows import SourceRows, connection_for, part_sql, row_hash_sql
 
 __all__ = []
@@ -42,13 +37,10 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
         rel, st = checked_rows(csrc, rows)
         classes, K = list(csrc.classes), csrc.k
         reductions = ["__top"] + [f"__p{k}" for k in range(K)]
-        # -- 2. exact or grid --
         exact = exact_flags(st.distinct, max_exact, lambda idx: rows._run(
             f"SELECT {', '.join(f'count(DISTINCT {reductions[r]})' for r in idx)} FROM ({rel})", [classes],
             fetch="one"))
-        # -- 3. the aggregation: every reduction at once --
-        part = part_sql(scheme, src, rows)
-        params = [[v for v in rows.train_values if v is not None]] if "unnest(?)" in part else []
+        part, params = part_sql(scheme, src, rows)
         codes = [v if ex else f"CAST(LEAST(floor({v} * {GRID}), {GRID - 1}) AS DOUBLE)"
                  for v, ex in zip(reductions, exact)]
         labels = ["CAST(__pred = __y AS INTEGER)"] + [f"CAST(__y = {k} AS INTEGER)" for k in range(K)]
@@ -60,11 +52,9 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
 
 
 def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> tuple[str, ClassStats]:
-    """DuckDB's checked rows: the relation over ``rows`` (a :class:`~calibdash.engines.duckdb.rows.SourceRows` read
-    with the class columns as extra columns) with ``__key``, ``__label`` (and ``__split``), the values read
-    ``__x0..``, the probabilities ``__p0..``, ``__top``, ``__y`` (the class index) and ``__pred``, whose
-    one parameter is the list of classes; and its statistics, checked by :func:`check_class_stats` (one
-    scan; ``distinct``: with the reductions' distinct-score estimates)."""
+    """The checked rows over ``rows`` (read with the class columns as features): a relation with ``__key``,
+    ``__label`` (``__split``), the values ``__x0..``, probabilities ``__p0..``, ``__top``, the class index ``__y``
+    and ``__pred``, its one parameter the classes; and its checked statistics (``distinct``: with estimates)."""
     src, K = csrc.source, csrc.k
     x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
     keep = "__key, __label" + (", __split" if src.split else "")
@@ -81,7 +71,6 @@ def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> 
     rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
            f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
     classes = list(csrc.classes)
-    # -- 1. statistics --
     xs = [f"__x{k}" for k in range(K)]
     finite = " AND ".join(f"isfinite({v})" for v in xs)
     stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
@@ -95,13 +84,7 @@ def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> 
     if distinct:
         stats += [f"approx_count_distinct({v})" for v in reductions]
     got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [classes], fetch="one")
-    n_checks = 7 if not csrc.logits else 4
-    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                   n_off_sum=int(got[7]))),
-                    distinct=[float(g or 0) for g in got[1 + n_checks:]])
-    check_class_stats(st, csrc)
-    return rel, st
+    return rel, checked_class_stats(got, csrc, len(reductions) if distinct else 0)
 
 
 class DuckRows(ClassRows):
@@ -111,9 +94,8 @@ class DuckRows(ClassRows):
         src = csrc.source
         self.rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
         rel, st = checked_rows(csrc, self.rows, distinct=False)
-        part = part_sql(scheme, src, self.rows)
-        self.params = ([[v for v in self.rows.train_values if v is not None]] if "unnest(?)" in part else [])
-        self.params.append(list(csrc.classes))
+        part, params = part_sql(scheme, src, self.rows)
+        self.params = params + [list(csrc.classes)]
         xs = ", ".join(f"__x{k}" for k in range(csrc.k))
         self.sql = f"SELECT CAST({part} AS BIGINT) AS __part, CAST(__y AS BIGINT) AS __y, {xs} FROM ({rel})"
         self.k, self.n_rows, self.n_parts = csrc.k, st.n_rows, part_count(scheme)
@@ -169,7 +151,5 @@ def class_rows(csrc: ClassSource, scheme: Scheme, *, memory_limit: str = "1GB", 
     """The checked rows as a :class:`DuckRows` on ``connection`` or a private connection (``memory_limit``,
     ``threads``, a spill directory removed on exit); ``on_connect(con)`` is called with it first, e.g. to let
     a job interrupt it."""
-    with connection_for(connection, memory_limit, threads) as (con, own):
-        if on_connect is not None:
-            on_connect(con)
+    with connection_for(connection, memory_limit, threads, on_connect) as (con, own):
         yield DuckRows(con, csrc, scheme, own=own)

@@ -1,36 +1,12 @@
-"""Keyed cells with DuckDB: the cells of :mod:`calibdash.engines.duckdb.rows` with a group or period key beside
-the part.
+"""Keyed cells with DuckDB: the steps of :mod:`calibdash.engines.duckdb.rows` with the key as one more grouping code.
 
-The steps are the engine's (:func:`~calibdash.engines.duckdb.rows.statistics`,
-:func:`~calibdash.engines.duckdb.rows.cell_code`,
-:func:`~calibdash.engines.duckdb.rows.grouped_sql`), the key computed in SQL as
-one more grouping code, its raw code (:mod:`calibdash.monitoring.keyed.assemble`):
-
-* **group**, text or boolean column: the value as trimmed text (booleans
-  ``True``/``False``, as pandas writes them); number column: the number,
-  when it has at most ``max_groups`` distinct values (HyperLogLog in the
-  statistics scan; an exact ``count(DISTINCT)`` when the estimate lies
-  between ``max_groups / 4`` and ``4 * max_groups``), else the quantile group
-  (one more scan: exact ``quantile_cont`` at ``linspace(0, 1, n_quantiles + 1)``,
-  numpy's linear rule, and the exact distinct count the note states; about 8
-  bytes per row while computed). NaN is missing, as in pandas.
-* **period**: the first day of the row's period, ``date_trunc('day' | 'week'
-  | 'month' | 'quarter', ts)`` (weeks ISO, from Monday), as days since
-  1970-01-01. ``ts`` is a DATE or TIMESTAMP column; a TIMESTAMP WITH TIME
-  ZONE in UTC (the private connection's ``TimeZone`` is set to UTC); text
-  read by ``TRY_CAST(... AS TIMESTAMPTZ)`` (**ISO-8601 only**, with or
-  without an offset: narrower than pandas, which also reads such as
-  ``14/03/2025``), and a text column is dates when at least
-  :data:`calibdash.monitoring.drift.DATE_SHARE` of its present entries read so (and
-  most do not look like numbers); whole numbers YYYYMMDD read by
-  ``try_strptime``. Rows whose date cannot be read are left out and counted.
-  ``freq="auto"``: the distinct days are listed in the statistics scan and
-  the period chosen from them (:func:`calibdash.monitoring.drift.freq_from_days`).
-
-Key values are grouped as they come (one aggregation, cells at most the
-rows); the keys shown are made from the grouped rows afterwards, so a text
-column with very many values costs cells per value before it is refused.
-"""
+* group: text or boolean as trimmed text (``True``/``False``, as pandas writes them), numbered in SQL; a number
+  as itself when it has at most ``max_groups`` distinct values (estimate, exact count when within a factor 4),
+  else its ``quantile_cont`` group at ``linspace(0, 1, n_quantiles + 1)`` (numpy's linear rule). NaN is missing.
+* period: the first day of the row's period, ``date_trunc`` (ISO weeks) as days since 1970-01-01, in UTC. Text
+  is read by ``TRY_CAST(... AS TIMESTAMPTZ)``: **ISO-8601 only**, narrower than pandas (``14/03/2025``); whole
+  numbers YYYYMMDD by ``try_strptime``. Unreadable dates are left out and counted; ``freq="auto"`` lists the
+  distinct days (:func:`calibdash.monitoring.drift.freq_from_days`)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -42,13 +18,13 @@ from ...evaluation.cells import MAX_EXACT
 from ...monitoring.drift import YMD_RANGE, freq_from_days
 from ...monitoring.grouping import GroupCoding, coding_for
 from ...monitoring.keyed import PERIODS, Key, KeyedCells
-from ...monitoring.keyed.assemble import check_group_key, group_cells, period_cells
+from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
-from .rows import (SourceRows, cell_code, connection_for, grouped_sql, is_numeric_type,
-                     statistics)
-from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme, other_labels_error
+from .rows import (SourceRows, bin_sql, cell_code, connection_for, grouped, ident, is_numeric_type, number_sql,
+                   statistics)
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
 
 __all__ = []
 
@@ -70,9 +46,8 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     source : Source
     key : Key
     scheme, max_exact, memory_limit, threads, connection, on_connect
-        As :func:`calibdash.engines.duckdb.rows.aggregate` (a caller's
-        ``connection`` keeps its own ``TimeZone``: set it to UTC for zoned
-        timestamps to fall in UTC periods).
+        As :func:`calibdash.engines.duckdb.rows.aggregate` (a caller's ``connection`` keeps its own ``TimeZone``:
+        set it to UTC for zoned timestamps to fall in UTC periods).
     on_stage : callable, optional
         Called with each stage of :data:`KEYED_STAGES`.
 
@@ -81,22 +56,20 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     DataError
         As :func:`calibdash.engines.duckdb.rows.aggregate`; a period column holding no dates, or no readable one.
     SettingsError
-        Too many groups or periods (:func:`calibdash.monitoring.grouping.name_groups`, :func:`calibdash.monitoring.drift.name_periods`).
+        Too many groups or periods (:func:`calibdash.monitoring.grouping.name_groups`,
+        :func:`calibdash.monitoring.drift.name_periods`).
     """
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme)
+    scheme = checked_scheme(source, scheme)
     if key.kind == "group":
         check_group_key(key)
     stage = on_stage or (lambda name: None)
-    with connection_for(connection, memory_limit, threads, temp_tables=("__cd_rows", "__cd_keys")) as (con, own):
+    with connection_for(connection, memory_limit, threads, on_connect,
+                        temp_tables=("__cd_rows", "__cd_keys")) as (con, own):
         if own:
             con.execute("SET TimeZone = 'UTC'")
-        if on_connect is not None:
-            on_connect(con)
         stage(KEYED_STAGES[0])
         rows = SourceRows(con, source, [key.column], source.needs_keys(scheme), tune=own)
-        col = '"' + ("__f_" + key.column).replace('"', '""') + '"'
+        col = ident("__f_" + key.column)
         duck_type = rows.types()["__f_" + key.column]
         if key.kind == "group":
             return _groups(rows, col, duck_type, key, scheme, max_exact, stage)
@@ -106,12 +79,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
 def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql):
     exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
     stage(KEYED_STAGES[3])
-    sql, params, _ = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])
-    res = rows._run(sql, params, fetch="df")
-    n_other = int(res["n_other"].sum())
-    if n_other:
-        raise other_labels_error(rows.source.label, n_other, st.label_lo, st.label_hi)
-    return exact, res
+    return exact, grouped(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])[0]
 
 
 def _text_keys(rows, raw_sql: str, estimate, key) -> np.ndarray:
@@ -137,7 +105,7 @@ def _text_keys(rows, raw_sql: str, estimate, key) -> np.ndarray:
 def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     number = is_numeric_type(duck_type)
     if number:
-        x = f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
+        x = number_sql(col)
         st, mapped, positive, (estimate,) = statistics(rows, [f"approx_count_distinct({x})"])
         n_distinct = int(estimate or 0)
         if key.max_groups / 4 < n_distinct <= 4 * key.max_groups:
@@ -149,8 +117,7 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
             q, n_distinct = rows._run(f"SELECT quantile_cont({x}, {levels!r}), count(DISTINCT {x}) "
                                       f"FROM ({rows.sql})", fetch="one")
             edges = np.unique(np.asarray(q, dtype=float))
-            terms = " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges[1:-1]) or "0"
-            key_sql = f"CASE WHEN {x} IS NULL THEN NULL ELSE {terms} END"
+            key_sql = f"CASE WHEN {x} IS NULL THEN NULL ELSE {bin_sql(x, edges[1:-1])} END"
             coding = GroupCoding("quantile", int(n_distinct), edges)
         else:
             key_sql, coding = x, None
@@ -165,15 +132,7 @@ def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     if not number:
         code = res["__k"].to_numpy(dtype=float, na_value=np.nan)
         res["__k"] = pd.Series(shown[np.where(np.isnan(code), shown.size - 1, code).astype(np.int64)], dtype=object)
-    raw = res["__k"]
-    missing = raw.isna().to_numpy()
-    if coding is None:
-        n_present = int(pd.unique(raw[~missing]).size)
-        coding = GroupCoding("number" if number else "text", n_distinct if number else n_present)
-    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
-    return group_cells(values, missing, res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float),
-                       res["n"].to_numpy(), res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float),
-                       exact=exact, coding=coding, key=key)
+    return group_result(res, key, exact, coding, number, n_distinct if number else 0)
 
 
 def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
@@ -182,7 +141,7 @@ def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     if t.startswith("DATE") or t.startswith("TIMESTAMP"):
         ts = f"CAST({col} AS TIMESTAMP)"
     elif is_numeric_type(t):
-        x = f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
+        x = number_sql(col)
         ts = f"try_strptime(CAST(CAST({x} AS BIGINT) AS VARCHAR), '%Y%m%d')"
         checks = [f"count({x})", f"count(*) FILTER (WHERE {x} <> floor({x}))", f"min({x})", f"max({x})"]
         ts = f"CASE WHEN {x} = floor({x}) AND {x} BETWEEN {YMD_RANGE[0]} AND {YMD_RANGE[1]} THEN {ts} END"
@@ -203,9 +162,5 @@ def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
     freq = freq_from_days(got[-1], PERIODS) if key.freq == "auto" else key.freq
     key_sql = _DAYS.format(f"date_trunc('{TRUNC_UNITS[freq]}', {ts})")
     exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
-    left = res["__k"].isna().to_numpy()
-    res = res[~left]
-    return period_cells(res["__k"].to_numpy(dtype=np.int64), res["__part"].to_numpy(),
-                        res["__code"].to_numpy(dtype=float), res["n"].to_numpy(), res["n_pos"].to_numpy(),
-                        res["s_sum"].to_numpy(dtype=float), exact=exact, key=key, freq=freq, first=first, last=last,
-                        n_left_out=st.n_rows - n_read, notes=notes)
+    return period_result(res, key, exact, freq=freq, first=first, last=last, n_left_out=st.n_rows - n_read,
+                         notes=notes)

@@ -1,61 +1,18 @@
-"""The DuckDB engine: rows aggregated into score cells where they live, out of core.
+"""The DuckDB engine: rows aggregated into score cells where they live, out of core; no row enters Python.
 
-No row enters Python: DuckDB scans the source a few times (each a parallel,
-streaming scan) and returns only the grouped cells (at most ``max_exact``
-distinct scores, or ``GRID`` grid steps, per part and feature code):
+Stages (:data:`STAGES`, each a streaming scan): 1. statistics (counts checked by
+:func:`calibdash.engines.source.check_stats`, a HyperLogLog estimate of distinct scores, the numeric features'
+``quantile_cont`` quantiles, numpy's linear rule); 2. the exact ``count(DISTINCT score)``, only when the estimate
+lies between ``max_exact / 4`` and ``4 * max_exact`` (HyperLogLog errs by a few per cent, far from a factor 4);
+3. ``GROUP BY part, score code[, feature codes]``, counting labels that are neither extreme (a third value).
 
-1. **statistics** (one scan): rows, missing / non-finite / out-of-[0, 1]
-   scores, missing labels, the label's extremes, an approximate count of
-   distinct scores (HyperLogLog), and the numeric features' quantiles;
-   checked by :func:`calibdash.engines.source.check_stats`;
-2. **distinct scores** (one scan, only when the estimate lies between
-   ``max_exact / 4`` and ``4 * max_exact``): the exact ``count(DISTINCT score)``,
-   which decides exact cells or the grid as the in-memory path does (an
-   estimate beyond those bounds is taken as it says: HyperLogLog's error is
-   a few per cent, far from a factor 4, so the choice is the in-memory one
-   but for a vanishing chance);
-3. **the aggregation** (one query): ``GROUP BY part, score code[, feature codes]``
-   with ``count(*)``, ``sum(label = positive)`` and ``sum(score)``, and a
-   count of rows whose label is neither extreme (a third label value is an
-   error, found without another scan).
-
-The part of a row is computed in SQL from its key (see
-:mod:`calibdash.engines.source`): :func:`row_hash_sql` is MurmurHash3's
-finaliser as :func:`calibdash.evaluation.cells.row_hash` computes it (the 16-bit split
-multiplications keep every product below 2^48, so BIGINT arithmetic is
-exact); ``fold = hash % k``; held out when ``hash < floor(test_size * 2^32)``;
-or the split column mapped by :func:`~calibdash.engines.source.column_train_values`.
-
-Row keys. Parquet: ``read_parquet([files], file_row_number=true)`` gives each
-row's position in its file, and the virtual column ``file_index`` the file's
-position in the (sorted) list, so ``key = offset[file_index] + file_row_number``,
-``offset`` the running row counts from the files' Parquet metadata (read by
-pyarrow, no data read). CSV: DuckDB's CSV reader has no ``file_row_number``,
-so the needed columns are first copied into a temporary table with
-``preserve_insertion_order`` on (DuckDB's documented guarantee that a
-parallel CSV scan inserts rows in file order, files in list order) and the key
-is the table's ``rowid``; this costs one copy of those columns (spilled to the
-temporary directory beyond ``memory_limit``), and CSV is parsed once. Column types are guessed from
-BIGINT, DOUBLE and VARCHAR only (as pandas does: ``yes``/``no`` stays text). A DuckDB
-table: ``rowid``. A query: ``row_number() OVER (ORDER BY order_by) - 1``.
-
-File names. Files are expanded from patterns once (:meth:`Source.files`) and
-given to DuckDB by :func:`literal_path`, so DuckDB, which expands every name
-as a glob, reads exactly those files (``a[b].parquet``, never ``ab.parquet``).
-
-Errors. Every DuckDB, pyarrow or file-system error becomes a calibdash error
-through :func:`calibdash.data.guard.engine_error`: a short message that
-never repeats the rows (quoted values removed, cut to a few hundred
-characters), never a traceback. ``on_stage`` reports each stage
-(:data:`STAGES`) and may stop the work there (a cancelled job).
-
-Memory. ``memory_limit`` and ``temp_directory`` (a fresh directory, removed
-afterwards) are set on a private in-memory connection, so hash tables and the
-CSV copy spill to disk. Exact quantiles of numeric features
-(``quantile_cont``, the linear rule numpy's ``quantile`` uses, so every engine
-finds the same edges) hold that column's values while computed: about 8 bytes
-per row per numeric feature.
-"""
+Parts: :func:`row_hash_sql` is :func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay
+below 2^48, so BIGINT is exact). Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid``
+of a temporary copy made with ``preserve_insertion_order`` (DuckDB's guarantee of file order; types guessed
+from BIGINT, DOUBLE, VARCHAR as pandas does); a table its ``rowid``; a query ``row_number() OVER (ORDER BY
+order_by) - 1``. Files are named by :func:`literal_path`, so DuckDB reads exactly those. Every error becomes a
+short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows. A private connection
+has ``memory_limit`` and a fresh spill directory."""
 from __future__ import annotations
 
 import contextlib
@@ -65,14 +22,12 @@ import shutil
 import tempfile
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...data.guard import engine_error
 from ...core.errors import DataError, SettingsError
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
-                     feature_frame, other_labels_error, quantile_levels)
+from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
+                      edges_of, grouped_cells, quantile_levels, sample_frame)
 
 __all__ = []
 
@@ -89,20 +44,19 @@ _NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYI
                   "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL")
 
 
-def _ident(name: str) -> str:
+def ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier."""
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def _lit(s: str) -> str:
+def lit(s: str) -> str:
+    """``s`` as a single-quoted SQL string."""
     return "'" + str(s).replace("'", "''") + "'"
 
 
 def literal_path(path) -> str:
-    """``path`` as a pattern DuckDB's readers match to that one file only: ``*``, ``?`` and ``[`` in brackets.
-
-    DuckDB expands every file name given to ``read_parquet``/``read_csv`` as
-    a glob, so a file named ``a[b].parquet`` would read ``ab.parquet``
-    instead; ``a[[]b].parquet`` reads the file itself.
+    """``path`` as a pattern DuckDB's readers match to that one file only: ``*``, ``?`` and ``[`` in brackets
+    (DuckDB expands every file name as a glob, so ``a[b].parquet`` would read ``ab.parquet``).
 
     >>> literal_path("/data/a[b]*?.parquet")
     '/data/a[[]b][*][?].parquet'
@@ -121,8 +75,15 @@ def literal_path(path) -> str:
     return _DUCKDB_GLOB.sub(r"[\1]", text)
 
 
+def attach(run, source: Source) -> None:
+    """Attach ``source.database`` (if any) read-only and use it, each statement run by ``run``."""
+    if source.database:
+        run(f"ATTACH {lit(source.database)} AS __cd_src (READ_ONLY)")
+        run("USE __cd_src")
+
+
 def _file_list(files) -> str:
-    return "[" + ", ".join(_lit(literal_path(f)) for f in files) + "]"
+    return "[" + ", ".join(lit(literal_path(f)) for f in files) + "]"
 
 
 def _mul32(h: str, c: int) -> str:
@@ -134,11 +95,8 @@ def _xorshift(h: str, s: int) -> str:
 
 
 def row_hash_sql(key: str, seed: int = 0) -> str:
-    """A DuckDB SQL expression equal to :func:`calibdash.evaluation.cells.row_hash` of the BIGINT expression ``key``.
-
-    MurmurHash3's 32-bit finaliser of ``key + seed * 0x9E3779B1`` (mod 2^32),
-    each multiplication split into 16-bit halves as in :mod:`calibdash.evaluation.cells`.
-    """
+    """A DuckDB SQL expression equal to :func:`calibdash.evaluation.cells.row_hash` of the BIGINT expression ``key``
+    (MurmurHash3's 32-bit finaliser, each multiplication split into 16-bit halves)."""
     h = f"((({key}) + {int(seed) * 0x9E3779B1 & _M32}) & {_M32})"
     h = _xorshift(h, 16)
     h = _mul32(h, 0x85EBCA6B)
@@ -162,15 +120,17 @@ def connect(memory_limit: str = "1GB", threads: int | None = None, temp_director
 
 
 @contextlib.contextmanager
-def connection_for(connection=None, memory_limit: str = "1GB", threads: int | None = None, *,
+def connection_for(connection=None, memory_limit: str = "1GB", threads: int | None = None, on_connect=None, *,
                    temp_tables: Sequence[str] = ("__cd_rows",)):
     """``(con, own)``: the caller's ``connection`` (left open, its temporary tables ``temp_tables`` dropped at
     the end), or a private one with ``memory_limit``, ``threads`` and a fresh spill directory (closed and the
-    directory removed at the end)."""
+    directory removed at the end); ``on_connect(con)`` is called first."""
     own = connection is None
     tmp = tempfile.mkdtemp(prefix="calibdash-duckdb-") if own else None
     con = connect(memory_limit, threads, tmp) if own else connection
     try:
+        if on_connect is not None:
+            on_connect(con)
         yield con, own
     finally:
         if own:
@@ -191,11 +151,9 @@ def _read_source(source: Source, select) -> "pd.DataFrame":
         if source.kind == "files":
             listed = _file_list(source.files())
             reader = (f"read_parquet({listed})" if source.file_format() == "parquet"
-                      else f"read_csv({listed}, delim = {_lit(source.csv_delimiter())}, header = true)")
+                      else f"read_csv({listed}, delim = {lit(source.csv_delimiter())}, header = true)")
         else:
-            if source.database:
-                con.execute(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
-                con.execute("USE __cd_src")
+            attach(con.execute, source)
             reader = source.table if source.kind == "table" else f"({source.query}) AS __cd_q"
         try:
             return con.sql(select(reader)).df()
@@ -212,10 +170,9 @@ def read_head(source: Source, rows: int) -> "pd.DataFrame":
 
 
 def label_counts(source: Source, limit: int) -> "pd.DataFrame":
-    """Per label value of ``source`` (missing labels left out; at most ``limit`` values, the most frequent) its
-    rows and its finite scores' least and largest (of ``source.score`` read as numbers), read by DuckDB in one
-    scan: the columns ``label``, ``rows``, ``score_min``, ``score_max``."""
-    lab, s = _ident(source.label), f"TRY_CAST({_ident(source.score)} AS DOUBLE)"
+    """Per label value of ``source`` (missing ones left out; at most ``limit``, the most frequent): ``label``,
+    ``rows``, ``score_min``, ``score_max`` (the finite scores' range), in one scan."""
+    lab, s = ident(source.label), f"TRY_CAST({ident(source.score)} AS DOUBLE)"
     return _read_source(source, lambda reader: (
         f"SELECT {lab} AS label, count(*) AS rows, min({s}) FILTER (WHERE isfinite({s})) AS score_min, "
         f"max({s}) FILTER (WHERE isfinite({s})) AS score_max FROM {reader} WHERE {lab} IS NOT NULL "
@@ -227,10 +184,10 @@ class SourceRows:
 
     def __init__(self, con, source: Source, features: Sequence[str], need_keys: bool, tune: bool = True):
         self.con, self.source = con, source
-        cols = [f"TRY_CAST({_ident(source.score)} AS DOUBLE) AS __raw", f"{_ident(source.label)} AS __label"]
+        cols = [f"TRY_CAST({ident(source.score)} AS DOUBLE) AS __raw", f"{ident(source.label)} AS __label"]
         if source.split:
-            cols.append(f"{_ident(source.split)} AS __split")
-        cols += [f"{_ident(f)} AS {_ident('__f_' + f)}" for f in features]
+            cols.append(f"{ident(source.split)} AS __split")
+        cols += [f"{ident(f)} AS {ident('__f_' + f)}" for f in features]
         select = ", ".join(cols)
         if source.kind == "files":
             files = source.files()
@@ -247,20 +204,16 @@ class SourceRows:
                             f"FROM read_parquet({_file_list(files)}, file_row_number = true)")
             else:
                 delim = source.csv_delimiter()
-                names = ", ".join(dict.fromkeys([_ident(c) for c in source.columns(features)]))
+                names = ", ".join(dict.fromkeys([ident(c) for c in source.columns(features)]))
                 self._run(f"CREATE TEMP TABLE __cd_rows AS SELECT {names} FROM read_csv("
-                          f"{_file_list(files)}, delim = {_lit(delim)}, header = true, "
+                          f"{_file_list(files)}, delim = {lit(delim)}, header = true, "
                           "auto_type_candidates = ['BIGINT', 'DOUBLE', 'VARCHAR'])")
                 self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM __cd_rows"
-        elif source.kind == "table":
-            if source.database:
-                self._run(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
-                self._run("USE __cd_src")
-            self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM {source.table}"
         else:
-            if source.database:
-                self._run(f"ATTACH {_lit(source.database)} AS __cd_src (READ_ONLY)")
-                self._run("USE __cd_src")
+            attach(self._run, source)
+            if source.kind == "table":
+                self.sql = f"SELECT CAST(rowid AS BIGINT) AS __key, {select} FROM {source.table}"
+        if source.kind == "query":
             key = (f"row_number() OVER (ORDER BY {source.order_by}) - 1" if source.order_by and need_keys
                    else "0")
             self.sql = f"SELECT CAST({key} AS BIGINT) AS __key, {select} FROM ({source.query}) AS __cd_q"
@@ -304,11 +257,11 @@ def _kind(duck_type: str) -> str:
     return "numeric" if is_numeric_type(duck_type) else "categorical"
 
 
-def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> str:
-    """Each row's part under ``scheme`` as a SQL expression over ``rows`` (the ``"column"`` scheme reads
-    the split column's distinct values first and binds them as the one parameter ``?``)."""
+def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> tuple[str, list]:
+    """Each row's part under ``scheme`` as a SQL expression over ``rows``, and its parameters (the ``"column"``
+    scheme reads the split column's distinct values first and binds the training ones)."""
     if scheme.kind == "insample":
-        return "0"
+        return "0", []
     if scheme.kind == "column":
         if not source.split:
             raise DataError("this data set has no split column; choose a random split or k-fold instead.")
@@ -318,41 +271,38 @@ def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> str:
             raise DataError(f"split column {source.split!r} has more than {MAX_SPLIT_VALUES:,} distinct values; a "
                             "split column names a few parts, such as train and test.")
         train = column_train_values(values, scheme)
-        rows.train_values = train
         non_null = [v for v in train if v is not None]
-        cond = "FALSE" if not non_null else f"__split IN (SELECT unnest(?))"
-        null_train = any(v is None for v in train)
-        return f"CASE WHEN {cond}{' OR __split IS NULL' if null_train else ''} THEN 0 ELSE 1 END"
+        cond = "__split IN (SELECT unnest(?))" if non_null else "FALSE"
+        null_train = " OR __split IS NULL" if any(v is None for v in train) else ""
+        return f"CASE WHEN {cond}{null_train} THEN 0 ELSE 1 END", [non_null] if non_null else []
     h = row_hash_sql("__key", scheme.seed)
     if scheme.kind == "kfold":
-        return f"({h}) % {int(scheme.n_folds)}"
-    return f"CASE WHEN ({h}) < {int(float(scheme.test_size) * 2 ** 32)} THEN 1 ELSE 0 END"
+        return f"({h}) % {int(scheme.n_folds)}", []
+    return f"CASE WHEN ({h}) < {int(float(scheme.test_size) * 2 ** 32)} THEN 1 ELSE 0 END", []
 
 
 def _feature_code_sql(name: str, kind: str, edges) -> str:
-    col = _ident("__f_" + name)
+    col = ident("__f_" + name)
     if kind == "categorical":
         return col
     x = f"CAST({col} AS DOUBLE)"
-    if len(edges) == 0:
-        return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE 0 END"
-    terms = " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges)
-    return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE {terms} END"
+    return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE {bin_sql(x, edges)} END"
+
+
+def bin_sql(x: str, edges) -> str:
+    """The bin code of ``x``: how many ``edges`` lie at or below it (``0`` without edges)."""
+    return " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges) or "0"
+
+
+def number_sql(col: str) -> str:
+    """``col`` as DOUBLE, NaN read as NULL (missing, as in pandas)."""
+    return f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
 
 
 def statistics(rows: SourceRows, extra: Sequence[str] = ()) -> tuple[Stats, bool, Any, list]:
-    """The statistics scan: what :func:`~calibdash.engines.source.check_stats` checks, and ``extra`` aggregate
-    expressions over ``rows`` in the same scan.
-
-    Returns
-    -------
-    (stats, mapped, positive, extra_values)
-
-    Raises
-    ------
-    DataError
-        As :func:`~calibdash.engines.source.check_stats`; a label or split value longer than :data:`MAX_TEXT`.
-    """
+    """The statistics scan, checked by :func:`~calibdash.engines.source.check_stats` (and refusing a label or
+    split value longer than :data:`MAX_TEXT`), with the ``extra`` aggregates: ``(stats, mapped, positive,
+    extra_values)``."""
     source, types = rows.source, rows.types()
     texts = [(c, n) for c, n in (("__label", "label"), ("__split", "split"))
              if c in types and not is_numeric_type(types[c])
@@ -372,19 +322,14 @@ def statistics(rows: SourceRows, extra: Sequence[str] = ()) -> tuple[Stats, bool
             raise DataError(f"{name} column {getattr(source, name)!r} holds a value of {longest:,} characters; "
                             f"a {name} names a class or a part in at most {MAX_TEXT:,}: choose another column.")
     got = got[:len(got) - len(long_text)]
-    st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
-               n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+    st = Stats.of(got)
     mapped, positive = check_stats(st, source)
     return st, mapped, positive, list(got[9:])
 
 
 def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) -> tuple[bool, str, str]:
-    """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)``.
-
-    The HyperLogLog estimate of the statistics decides unless it lies between
-    ``max_exact / 4`` and ``4 * max_exact``; then one more scan counts the
-    distinct scores exactly (reported as ``stage("distinct scores")``).
-    """
+    """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)`` (one more
+    scan, ``stage("distinct scores")``, when the estimate lies within a factor 4 of ``max_exact``)."""
     s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
     exact = st.distinct <= int(max_exact) / 4
     if int(max_exact) / 4 < st.distinct <= 4 * int(max_exact):
@@ -394,28 +339,22 @@ def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) 
     return exact, s_sql, ("__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})")
 
 
-def grouped_sql(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: str, code_sql: str,
-                codes: Sequence[str] = ()) -> tuple[str, list, str]:
-    """The aggregation query: ``GROUP BY __part, __code`` and the codes ``codes`` (``"<expr> AS <alias>"``)
-    with ``n``, ``n_pos``, ``s_sum`` and ``n_other`` (rows whose label is neither extreme).
-
-    Returns
-    -------
-    (sql, params, part_sql)
-    """
-    part_expr = part_sql(scheme, rows.source, rows)
-    params = []
-    if scheme.kind == "column" and "unnest(?)" in part_expr:
-        params.append([v for v in rows.train_values if v is not None])
+def grouped(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: str, code_sql: str,
+            codes: Sequence[str] = ()) -> tuple:
+    """``(res, (part_sql, part_params))``: the rows grouped by ``__part``, ``__code`` and ``codes``
+    (``"<expr> AS <alias>"``) with ``n``, ``n_pos`` and ``s_sum``; a label with a third value is refused."""
+    part_expr, part_params = part_sql(scheme, rows.source, rows)
     inner = (f"SELECT {part_expr} AS __part, {code_sql} AS __code, "
              + "".join(c + ", " for c in codes)
              + "CAST(__label = ? AS INTEGER) AS __y, __s, "
                "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
              f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql}))")
-    params += [positive, st.label_lo, st.label_hi]
+    params = part_params + [positive, st.label_lo, st.label_hi]
     group = ", ".join(["__part", "__code"] + [c.rsplit(" AS ", 1)[1] for c in codes])
-    return (f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
-            f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}", params, part_expr)
+    res = rows._run(f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
+                    f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}", params, fetch="df")
+    check_other_labels(rows.source.label, int(res["n_other"].sum()))
+    return res, (part_expr, part_params)
 
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
@@ -428,9 +367,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     ----------
     source : Source
     scheme : Scheme, optional
-        How rows are divided into parts (default: none, every row in part 0,
-        as ``"insample"``). ``"kfold"`` and ``"split"`` hash each row's key,
-        ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
+        How rows are divided into parts (default every row in part 0): ``"kfold"`` and ``"split"`` hash each
+        row's key, ``"column"`` maps the split column (:mod:`calibdash.evaluation.cells`).
     max_exact : int, default ``MAX_EXACT``
         Cells are the distinct scores when there are at most this many, else grid steps.
     memory_limit : str, default "1GB"
@@ -438,33 +376,25 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     threads : int, optional
         DuckDB's threads (default: all cores).
     features : sequence of str, optional
-        Feature columns to code into the cells (default ``source.features``;
-        ``[]`` for none). Categorical columns (text, boolean) group by value
-        (the cells' column is a ``category`` whose codes are the values' dense
-        ranks); numeric columns by ``feature_bins`` quantile bins (exact
-        ``quantile_cont`` quantiles, repeated edges merged, code = number of
-        edges at or below the value, as :mod:`calibdash.calibrators.mbct`).
+        Feature columns to code into the cells (default ``source.features``; ``[]`` for none). Categorical
+        columns (text, boolean) group by value (a ``category`` whose codes are the values' dense ranks);
+        numeric ones by ``feature_bins`` exact quantile bins (repeated edges merged, code = edges at or below
+        the value, as :mod:`calibdash.calibrators.mbct`).
     feature_bins : int, default 16
     sample_rows : int, default 0
-        Also return this many rows drawn uniformly without replacement,
-        reproducibly: the rows whose ``row_hash(key, seed + SAMPLE_SALT)``
-        is smallest (ties by key), sorted by key; the same rows in every
-        engine. For what needs rows (MVCE views, MBCT tree growth).
+        Also return this many rows drawn uniformly without replacement, reproducibly: those whose
+        ``row_hash(key, seed + SAMPLE_SALT)`` is smallest (ties by key), sorted by key; the same rows in every
+        engine (for MVCE views, MBCT tree growth).
     seed : int, default 0
         Seed of the row sample (the parts use ``scheme.seed``).
     connection : duckdb.DuckDBPyConnection, optional
-        Run on this connection instead of a private one (then ``memory_limit``
-        and ``threads`` are the connection's own, no setting is changed, and the
-        connection is left open): e.g. the locked connection of
-        :meth:`calibdash.data.guard.DataRoot.connect`, so that a typed query
-        runs where only files under the data root can be read, and another
-        thread can stop the aggregation with ``connection.interrupt()``. CSV
-        files need ``preserve_insertion_order`` on (DuckDB's default) for
-        their row keys.
+        Run on this connection, left open and its settings unchanged (``memory_limit`` and ``threads`` unused):
+        e.g. :meth:`calibdash.data.guard.DataRoot.connect`'s locked one, where only files under the data root
+        can be read and another thread may ``interrupt()``. CSV row keys need ``preserve_insertion_order`` on.
+    on_stage : callable, optional
+        Called with each stage of :data:`STAGES` as it starts (it may raise to stop there).
     on_connect : callable, optional
-        Called with the connection (the private one, or ``connection``)
-        before the first query: e.g. to let a job interrupt it and read its
-        query progress (:func:`calibdash.engines.plan.aggregate_job`).
+        Called with the connection before the first query (e.g. to let a job interrupt it and read its progress).
 
     Returns
     -------
@@ -482,52 +412,33 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     SettingsError
         A query without ``order_by`` under a hashed scheme; bad scheme settings.
     """
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme)
+    scheme = checked_scheme(source, scheme)
     feats = list(source.features if features is None else features)
     levels = quantile_levels(feature_bins) if feats else []
     stage = on_stage or (lambda name: None)
-    with connection_for(connection, memory_limit, threads) as (con, own):
-        if on_connect is not None:
-            on_connect(con)
+    with connection_for(connection, memory_limit, threads, on_connect) as (con, own):
         need_keys = source.needs_keys(scheme) or sample_rows > 0
         stage(STAGES[0])
         rows = SourceRows(con, source, feats, need_keys, tune=own)
         types = rows.types()
         kinds = {f: _kind(types["__f_" + f]) for f in feats}
         numeric = [f for f in feats if kinds[f] == "numeric"]
-        # -- 1. statistics -----------------------------------------------------------------------------
-        quant = [f"quantile_cont(CAST({_ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
-                 f"(WHERE {_ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({_ident('__f_' + f)} AS DOUBLE)))"
+        quant = [f"quantile_cont(CAST({ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
+                 f"(WHERE {ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({ident('__f_' + f)} AS DOUBLE)))"
                  for f in numeric]
         st, mapped, positive, got = statistics(rows, quant)
-        edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, got)}
-        # -- 2. exact or grid ----------------------------------------------------------------------------
+        edges = edges_of(numeric, got)
         exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
-        # -- 3. the aggregation --------------------------------------------------------------------------
         stage(STAGES[2])
-        fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {_ident('__c_' + f)}" for f in feats]
-        agg_sql, params, part_expr = grouped_sql(rows, scheme, st, positive, s_sql, code_sql, fcodes)
-        res = rows._run(agg_sql, params, fetch="df")
-        n_other = int(res["n_other"].sum())
-        if n_other:
-            raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
-        fdf = None
-        if feats:
-            fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges)
-        cells = assemble_cells(res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
-                               res["n_pos"].to_numpy(), res["s_sum"].to_numpy(), exact=exact, features=fdf)
+        fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {ident('__c_' + f)}" for f in feats]
+        res, (part_expr, part_params) = grouped(rows, scheme, st, positive, s_sql, code_sql, fcodes)
+        cells = grouped_cells(res, exact, feats, kinds, edges)
         if sample_rows <= 0:
             return cells
-        # -- optional: a reproducible uniform sample of rows ----------------------------------------------
         stage(STAGES[3])
         h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
-        fcols = "".join(f", {_ident('__f_' + f)} AS {_ident(f)}" for f in feats)
+        fcols = "".join(f", {ident('__f_' + f)} AS {ident(f)}" for f in feats)
         samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_expr} AS SMALLINT) AS part, "
                     f"CAST(__label = ? AS TINYINT) AS label{fcols} "
                     f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
-        sp = params[:len(params) - 3] + [positive]
-        sample = rows._run(samp_sql, sp, fetch="df").sort_values("key").reset_index(drop=True)
-        sample = sample[["key", "score", "label", "part"] + feats]
-        return cells, sample
+        return cells, sample_frame(rows._run(samp_sql, part_params + [positive], fetch="df"), feats)

@@ -1,8 +1,4 @@
-"""The in-memory engine: rows read into numpy, then :mod:`calibdash.evaluation.cells`' own aggregation.
-
-The reference the other engines are tested against: :mod:`.rows` (score cells), :mod:`.keyed` (keyed cells),
-:mod:`.classes` (K-class cells and rows), :mod:`.apply` (``predict`` on the rows in pandas).
-"""
+"""The in-memory engine: rows read into numpy, aggregated by :mod:`calibdash.evaluation.cells` (the reference)."""
 from __future__ import annotations
 
 from ..base import Engine

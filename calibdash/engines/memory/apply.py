@@ -1,12 +1,11 @@
-"""Apply a saved calibrator in memory: the rows read into pandas and ``predict`` called, as the command line
-does; the reference the other engines' :meth:`~calibdash.engines.base.Engine.apply` are tested against."""
+"""Apply a saved calibrator in memory: ``predict`` on the rows in pandas, the reference for the other engines."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from ...core.margins import to_probabilities
-from ..apply import GUESS_ROWS, feature_names, predict_batch, score_column_of
+from ..apply import GUESS_ROWS, feature_names, predict_batch, score_column_of, where_of
 
 __all__ = []
 
@@ -18,7 +17,7 @@ def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, f
 
     frames = [read_table(f)[0] for f in files]
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    where = where_of(files)
     score = score_column_of(list(df.columns), score_column, fitted_on, lambda: df.head(GUESS_ROWS), where)
     values = pd.to_numeric(df[score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     s, mapped = to_probabilities(values, transform=fitted_on.get("score_transform"), column=score)

@@ -1,6 +1,4 @@
-"""K-class rows in memory: read, checked and put in parts as :mod:`calibdash.engines.classes` says, then
-aggregated by :func:`calibdash.evaluation.cells.class_cells` (logits softmaxed by
-:func:`~calibdash.engines.classes.softmax_rows`)."""
+"""K-class rows in memory, aggregated by :func:`calibdash.evaluation.cells.class_cells`."""
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +11,7 @@ from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells, class_cells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, part_count,
-                       softmax_rows)
+                       row_sums, softmax_rows)
 from .rows import parts, read_rows
 
 __all__ = []
@@ -34,11 +32,8 @@ def checked_rows(csrc: ClassSource, scheme: Scheme) -> tuple[np.ndarray, np.ndar
     st = ClassStats(n_rows=len(df), n_bad=int((~finite).sum()), n_label_null=int(null.sum()),
                     n_other=int(((code < 0) & ~null).sum()), n_classes_seen=int(np.unique(code[code >= 0]).size))
     if not csrc.logits and finite.all():
-        total = X[:, 0].copy()
-        for j in range(1, X.shape[1]):
-            total += X[:, j]
         st.n_negative, st.n_above = int((X < 0).any(axis=1).sum()), int((X > 1).any(axis=1).sum())
-        st.n_off_sum = int((np.abs(total - 1) > SUM_TOLERANCE).sum())
+        st.n_off_sum = int((np.abs(row_sums(X) - 1) > SUM_TOLERANCE).sum())
     check_class_stats(st, csrc)
     return X, code, parts(len(df), keys, scheme, df[src.split] if src.split else None)
 

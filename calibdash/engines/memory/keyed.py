@@ -1,5 +1,4 @@
-"""Keyed cells in memory: the rows read and checked as :func:`calibdash.engines.memory.rows.aggregate` reads
-them, then :func:`calibdash.monitoring.keyed.from_rows.keyed_cells` (the Groups & time page's own path)."""
+"""Keyed cells in memory: :func:`calibdash.monitoring.keyed.from_rows.keyed_cells` on the checked rows."""
 from __future__ import annotations
 
 from ...evaluation.cells import MAX_EXACT
@@ -13,12 +12,8 @@ __all__ = []
 
 def aggregate_keyed(source: Source, key, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
                     memory_limit: str = "1GB", threads: int | None = None, on_stage=None):
-    """Keyed cells of a source's rows in memory (:func:`calibdash.monitoring.keyed.from_rows.keyed_cells` on the rows read
-    and checked as :func:`~calibdash.engines.memory.rows.aggregate` reads them; ``memory_limit`` and ``threads`` are not used).
-
-    Text dates are read by pandas (:func:`calibdash.monitoring.drift.as_dates`), in more
-    formats than the SQL engines' ISO-8601.
-    """
+    """Keyed cells of a source's rows in memory (``memory_limit`` and ``threads`` not used). Text dates are read
+    by pandas (:func:`calibdash.monitoring.drift.as_dates`), in more formats than the SQL engines' ISO-8601."""
     stage = on_stage or (lambda name: None)
     stage("reading rows")
     df, _, s, y, part = prepared_rows(source, scheme or Scheme(kind="insample"), [key.column],

@@ -1,18 +1,9 @@
-"""The in-memory engine: rows read into numpy, then :func:`calibdash.evaluation.cells.aggregate`.
+"""The in-memory engine, the reference the others are tested against: rows read into numpy, then
+:func:`calibdash.evaluation.cells.aggregate` (with features: one sort by part, score code and feature codes).
 
-The reference the other engines are tested against, behind their signature.
-It reads only the needed columns (Parquet with pyarrow, file by file in
-sorted path order; CSV with pandas, whose parser rounds decimal text correctly, like
-DuckDB's and Spark's (the default from pandas 3, ``float_precision="round_trip"`` before); DuckDB tables and queries through DuckDB), gathers the same
-:class:`~calibdash.engines.source.Stats` as the SQL engines and refuses what
-they refuse, maps margins with :func:`calibdash.core.margins.to_probabilities`,
-and puts rows in parts with :func:`calibdash.evaluation.cells.parts_for` (keys = positions)
-or :func:`calibdash.evaluation.cells.row_hash` of a table's ``rowid``.
-
-Without feature columns the cells are :func:`calibdash.evaluation.cells.aggregate`'s;
-with them, rows are grouped by (part, score code, feature codes) in one
-sort, with the same exact-or-grid rule (the distinct scores of all rows).
-"""
+CSV is read by pandas with correct decimal rounding, as DuckDB and Spark read it (``float_precision=
+"round_trip"`` before pandas 3); DuckDB tables and queries through DuckDB. Rows are checked as the SQL engines
+check them (:class:`~calibdash.engines.source.Stats`)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -25,14 +16,14 @@ from ...evaluation.cells import MAX_EXACT
 from ...core.margins import to_probabilities
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
-                     feature_frame, other_labels_error, quantile_levels)
+from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_other_labels, check_stats, checked_scheme,
+                      column_train_values, feature_frame, quantile_levels)
 from ...evaluation.cells import grid_code
 
 __all__ = []
 
 
-def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
+def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = True) -> tuple:
     """The needed columns of every row, and the rows' keys (None when the keys are the positions 0..n-1)."""
     cols = source.columns(features)
     try:
@@ -50,12 +41,12 @@ def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = Tr
             return df[cols], None
         import duckdb
 
+        from ..duckdb.rows import attach, ident
+
         con = duckdb.connect()
         try:
-            if source.database:
-                con.execute(f"ATTACH '{source.database}' AS __cd_src (READ_ONLY)")
-                con.execute("USE __cd_src")
-            names = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
+            attach(con.execute, source)
+            names = ", ".join(ident(c) for c in cols)
             if source.kind == "table":
                 df = con.execute(f"SELECT rowid AS __key, {names} FROM {source.table} ORDER BY rowid").df()
                 return df[cols], df["__key"].to_numpy(dtype=np.int64)
@@ -110,23 +101,16 @@ def parts(n_rows: int, keys: np.ndarray | None, scheme: Scheme, split: pd.Series
 
 
 def prepared_rows(source: Source, scheme: Scheme, columns: Sequence[str] = (), need_keys: bool = False):
-    """The rows read and checked as every engine checks them: ``(frame, keys, scores, labels, parts)``.
-
-    ``frame`` holds the source's columns and ``columns``; ``keys`` are the
-    rows' keys (None: positions); scores are mapped to probabilities when
-    the source's scores are margins; labels are 0/1; parts follow ``scheme``.
-    """
-    check_scheme(scheme)
-    source.check_keys(scheme)
+    """The rows read and checked as every engine checks them: ``(frame, keys, scores, labels, parts)``: the
+    source's columns and ``columns``, the keys (None: positions), probabilities, 0/1 labels, parts."""
+    scheme = checked_scheme(source, scheme)
     df, keys = read_rows(source, list(columns), need_keys)
     raw = pd.to_numeric(df[source.score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     label = df[source.label]
     st = _stats(raw, label)
     mapped, positive = check_stats(st, source)
     s = to_probabilities(raw, "logistic" if mapped else "identity", column=source.score)[0]
-    other = ~label.isin([st.label_lo, st.label_hi]).to_numpy()
-    if other.any():
-        raise other_labels_error(source.label, int(other.sum()), st.label_lo, st.label_hi)
+    check_other_labels(source.label, int((~label.isin([st.label_lo, st.label_hi])).sum()))
     y = (label == positive).to_numpy(dtype=bool).astype(np.int8)
     part = parts(s.size, keys, scheme, df[source.split] if source.split else None)
     return df, keys, s, y, part
@@ -193,8 +177,6 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     h = _cells.row_hash(k, int(seed) + SAMPLE_SALT)
     take = np.lexsort((k, h))[:int(sample_rows)]
     take = take[np.argsort(k[take])]
-    sample = pd.DataFrame({"key": k[take], "score": s[take], "part": part[take].astype(np.int16),
-                           "label": y[take]})
-    for f in feats:
-        sample[f] = df[f].to_numpy()[take]
+    sample = pd.DataFrame({"key": k[take], "score": s[take], "part": part[take].astype(np.int16), "label": y[take],
+                           **{f: df[f].to_numpy()[take] for f in feats}})
     return out, sample[["key", "score", "label", "part"] + feats]

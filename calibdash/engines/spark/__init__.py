@@ -1,9 +1,4 @@
-"""The Spark engine: the DuckDB engine's aggregations as Spark jobs, on an existing session (or
-``SparkSession.builder.getOrCreate()``), so it runs under spark-submit. pyspark is imported only when used.
-
-:mod:`.rows` (score cells; rows keyed by their position), :mod:`.keyed` (keyed cells), :mod:`.classes` (K-class
-cells and rows), :mod:`.apply` (a model's Spark SQL or a pandas UDF).
-"""
+"""The Spark engine: the DuckDB engine's aggregations as Spark jobs on a session (pyspark loaded when used)."""
 from __future__ import annotations
 
 from ..base import Engine

@@ -1,9 +1,5 @@
-"""Apply a saved calibrator with Spark (:func:`calibdash.engines.apply.apply_model`'s steps as a Spark job).
-
-The calibrated column is the calibrator's Spark SQL (:func:`calibdash.io.sql.to_sql`), or for a method with no SQL
-form its ``predict`` in a ``pandas_udf`` (Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch``
-rows; the Python workers need numpy, pandas, pyarrow and calibdash). Spark writes a directory of part files.
-"""
+"""Apply a saved calibrator with Spark: its Spark SQL, or ``predict`` in a ``pandas_udf`` (the Python workers need
+numpy, pandas, pyarrow and calibdash); Spark writes a directory of part files."""
 from __future__ import annotations
 
 import uuid
@@ -12,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import sql
-from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, use_logistic
+from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, udf_select, use_logistic, where_of
 from .rows import session
 
 __all__ = []
@@ -31,7 +27,7 @@ def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, f
     columns = df.columns
     view = f"calibdash_src_{uuid.uuid4().hex[:12]}"
     df.createOrReplaceTempView(view)
-    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    where = where_of(files)
     score = score_column_of(columns, score_column, fitted_on, lambda: df.limit(GUESS_ROWS).toPandas(),
                             where)
     q = sql.quote(score, "spark")
@@ -62,8 +58,7 @@ def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, f
                 return pd.Series(predict_batch(cal, s.to_numpy(dtype=float, na_value=np.nan), None))
             args = sql.quote(SCORE, "spark")
         spark.udf.register(name, pandas_udf(batch, "double"))
-        cols = ", ".join(sql.quote(c, "spark") for c in keep)
-        query = f"SELECT {cols}{', ' if cols else ''}{name}({args}) AS calibrated FROM ({source}) AS src"
+        query = udf_select("spark", keep, f"{name}({args})", source)
         via, used = "udf", ""
     spark.sql(query).write.mode("overwrite").parquet(str(out_path))
     spark.catalog.dropTempView(view)

@@ -1,11 +1,4 @@
-"""K-class rows with Spark: the DataFrame of checked rows (probabilities, top label, class index), the K-class
-cells aggregated in one job, and the rows for fitting and judging (:class:`SparkRows`).
-
-The steps and the arithmetic are :mod:`calibdash.engines.classes`'s; the rows and their parts are the binary
-engine's (:func:`~calibdash.engines.spark.rows.keyed_rows`, :func:`~calibdash.engines.spark.rows.part_column`).
-:meth:`SparkRows.candidates` computes the content key in a pandas UDF (the numpy function itself), so the
-Python workers need numpy, pandas, pyarrow and calibdash, as the apply UDF path does.
-"""
+"""K-class rows with Spark: checked rows as a DataFrame, cells in one job, :class:`SparkRows` for fitting."""
 from __future__ import annotations
 
 import contextlib
@@ -15,13 +8,12 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation.cells import GRID, MAX_EXACT
-from ...core.errors import DataError
 from ...core.validation import SUM_TOLERANCE
 from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
-from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, exact_flags,
+from ..classes import (BATCH_ROWS, ClassRows, ClassSource, checked_class_stats, content_key, exact_flags,
                        part_count, split_cells)
-from .rows import col, keyed_rows, part_column, release, session, to_pandas
+from .rows import F, col, keyed_rows, part_column, release, session, to_pandas
 
 __all__ = []
 
@@ -36,8 +28,6 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
     """K-class cells with Spark: one statistics job, exact distinct counts where needed, then every reduction
     aggregated in one job (``posexplode`` of the K + 1 reductions); ``spark`` is the session (default
     ``getOrCreate()``; ``memory_limit`` and ``threads`` belong to it)."""
-    from pyspark.sql import functions as F
-
     K = csrc.k
     spark = session(spark)
     try:
@@ -63,22 +53,13 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
 
 
 def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True):
-    """Spark's checked rows: ``(df, stats, split_values)``, the DataFrame with ``__key``, ``__label`` (and the
-    split column), ``__x0..``, ``__p0..``, ``__top``, ``__y`` and ``__pred`` (as the other engines' checked rows
-    have them), its statistics checked by :func:`check_class_stats` (one job; ``distinct``: with the reductions'
-    distinct-score estimates), and for the ``"column"`` scheme the split column's values (for
-    :func:`calibdash.engines.spark.rows.part_column`). The caller calls
-    :func:`calibdash.engines.spark.rows.release` when done."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.utils import AnalysisException
-
+    """``(df, stats, split_values)``: the checked rows' columns as :func:`calibdash.engines.duckdb.classes.checked_rows`
+    has them, their statistics (``distinct``: with the distinct-score estimates) and the split column's values
+    (``"column"`` scheme). The caller calls :func:`calibdash.engines.spark.rows.release` when done."""
     src, K = csrc.source, csrc.k
     src.check_keys(scheme, table_positions=False, engine="Spark")
     cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
-    try:
-        df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
-    except AnalysisException as exc:
-        raise DataError(f"Spark could not read {src.describe()}: {exc}") from None
+    df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
     x = [col(c).cast("double") for c in csrc.columns]
     df = df.select("__key", *([col(src.split)] if src.split else []), col(src.label).alias("__label"),
                    *[v.alias(f"__x{k}") for k, v in enumerate(x)])
@@ -111,12 +92,7 @@ def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True
     if scheme.kind == "column" and src.split:
         aggs += [F.collect_set(col(src.split)), F.count(F.when(col(src.split).isNull(), 1))]
     got = df.agg(*aggs).collect()[0]
-    n_checks = 7 if not csrc.logits else 4
-    st = ClassStats(int(got[0]), *[int(g) for g in got[1:5]],
-                    **({} if csrc.logits else dict(n_negative=int(got[5]), n_above=int(got[6]),
-                                                   n_off_sum=int(got[7]))),
-                    distinct=[float(g or 0) for g in got[1 + n_checks:1 + n_checks + n_distinct]])
-    check_class_stats(st, csrc)
+    st = checked_class_stats(got, csrc, n_distinct)
     split_values = None
     if scheme.kind == "column" and src.split:
         split_values = list(got[-2]) + ([None] if got[-1] else [])
@@ -127,8 +103,6 @@ class SparkRows(ClassRows):
     """The checked rows as a Spark DataFrame (see :func:`class_rows`)."""
 
     def __init__(self, spark, csrc: ClassSource, scheme: Scheme):
-        from pyspark.sql import functions as F
-
         df, st, split_values = checked_rows(csrc, scheme, spark, distinct=False)
         df, part = part_column(df, scheme, csrc.source, split_values)
         self.spark = spark
@@ -143,8 +117,6 @@ class SparkRows(ClassRows):
         return out
 
     def candidates(self, limits, seed):
-        from pyspark.sql import functions as F
-
         # the key by content_key itself on the executors' Arrow batches: the hash chain written as 2K + 1
         # nested column expressions grows past what Catalyst's code generation holds (measured: out of heap
         # at K = 4), while a pandas UDF runs the very numpy function the memory engine runs
@@ -164,8 +136,6 @@ class SparkRows(ClassRows):
                 got["__ckey"].to_numpy().astype(np.uint64))
 
     def batches(self, parts, batch_rows=BATCH_ROWS):
-        from pyspark.sql import functions as F
-
         df = self.df.where(F.col("__part").isin([int(p) for p in parts]))
         buf: list = []
         for row in df.toLocalIterator(prefetchPartitions=True):

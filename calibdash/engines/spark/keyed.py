@@ -1,17 +1,7 @@
 """Keyed cells with Spark: :mod:`calibdash.engines.duckdb.keyed`'s steps as Spark jobs.
 
-The key's raw code is computed as in DuckDB (see that module): trimmed text
-(``True``/``False`` for booleans), the number, or the quantile group (exact
-``percentile`` at ``linspace(0, 1, n_quantiles + 1)``, numpy's linear rule,
-with the exact ``countDistinct`` in the same job); a period's first day by
-``date_trunc`` (weeks from Monday) as days since 1970-01-01. The session's
-``spark.sql.session.timeZone`` is set to UTC for the call (and restored), so
-zoned timestamps and text with an offset fall in UTC periods; text dates
-are read by ``try_to_timestamp`` (Spark's cast rules: **ISO-8601 only**,
-narrower than pandas), whole numbers by ``try_to_timestamp(..., 'yyyyMMdd')``.
-CSV files are read with ``inferSchema``: a column of ISO timestamps arrives
-as timestamps, read in UTC.
-"""
+The session time zone is UTC for the call (restored after). Text dates are read by ``try_to_timestamp``
+(**ISO-8601 only**), whole numbers by ``'yyyyMMdd'``; CSV's ``inferSchema`` reads ISO timestamps in UTC."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,14 +9,13 @@ import pandas as pd
 
 from ...evaluation.cells import MAX_EXACT
 from ...monitoring.drift import YMD_RANGE, freq_from_days
-from ...core.errors import DataError
 from ...monitoring.grouping import GroupCoding, coding_for
 from ...monitoring.keyed import PERIODS, Key, KeyedCells
-from ...monitoring.keyed.assemble import check_group_key, group_cells, period_cells
+from ...monitoring.keyed.assemble import check_group_key
 from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...evaluation.scheme import Scheme
-from ..source import KEYED_STAGES, TRUNC_UNITS, Source, check_scheme
-from .rows import cell_code, grouped, keyed_rows, part_column, release, session, statistics
+from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result
+from .rows import F, T, bin_column, cell_code, grouped, keyed_rows, part_column, release, session, statistics
 from .rows import col as spark_col
 
 __all__ = []
@@ -40,11 +29,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     """Keyed cells of a source with Spark (the parameters and result of
     :func:`calibdash.engines.duckdb.keyed.aggregate_keyed`; ``spark`` is the session, default
     ``getOrCreate()``; ``memory_limit`` and ``threads`` belong to the session)."""
-    from pyspark.sql.utils import AnalysisException
-
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme, table_positions=False, engine="Spark")
+    scheme = checked_scheme(source, scheme, table_positions=False, engine="Spark")
     if key.kind == "group":
         check_group_key(key)
     spark = session(spark)
@@ -53,10 +38,7 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     spark.conf.set(_TZ, "UTC")
     try:
         stage(KEYED_STAGES[0])
-        try:
-            df = keyed_rows(spark, source, source.columns([key.column]), source.needs_keys(scheme))
-        except AnalysisException as exc:
-            raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
+        df = keyed_rows(spark, source, source.columns([key.column]), source.needs_keys(scheme))
         run = _groups if key.kind == "group" else _periods
         return run(spark, df, source, key, scheme, max_exact, stage)
     finally:
@@ -72,12 +54,9 @@ def _cells(spark, df, source, scheme, st, mapped, positive, split_values, max_ex
 
 
 def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType, NumericType, StringType
-
     dtype = df.schema[key.column].dataType
     col = spark_col(key.column)
-    number = isinstance(dtype, NumericType)
+    number = isinstance(dtype, T.NumericType)
     coding = None
     if number:
         x = F.when(~F.isnan(col.cast("double")), col.cast("double"))
@@ -91,47 +70,33 @@ def _groups(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
             q, n_distinct = df.agg(F.percentile(x, F.array(*[F.lit(v) for v in levels])),
                                    F.countDistinct(x)).collect()[0]
             edges = np.unique(np.asarray(q, dtype=float))
-            binned = F.lit(0)
-            for e in edges[1:-1]:
-                binned = binned + (x >= F.lit(float(e))).cast("int")
-            key_col = F.when(x.isNotNull(), binned)
+            key_col = F.when(x.isNotNull(), bin_column(x, edges[1:-1]))
             coding = GroupCoding("quantile", int(n_distinct), edges)
         else:
             key_col = x
     else:
         st, mapped, positive, splits, _ = statistics(df, source, scheme)
-        if isinstance(dtype, BooleanType):
+        if isinstance(dtype, T.BooleanType):
             key_col = F.when(col.isNull(), F.lit(None)).when(col, F.lit("True")).otherwise(F.lit("False"))
         else:
-            text = col if isinstance(dtype, StringType) else col.cast("string")
+            text = col if isinstance(dtype, T.StringType) else col.cast("string")
             key_col = F.regexp_replace(text, _SPACE, "")
     exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)
-    raw = res["__k"]
-    missing = raw.isna().to_numpy()
-    if coding is None:
-        coding = GroupCoding("number" if number else "text",
-                             n_distinct if number else int(pd.unique(raw[~missing]).size))
-    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
-    return group_cells(values, missing, res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float),
-                       res["n"].to_numpy(), res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float),
-                       exact=exact, coding=coding, key=key)
+    return group_result(res, key, exact, coding, number, n_distinct if number else 0)
 
 
 def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DateType, NumericType, StringType, TimestampNTZType, TimestampType
-
     dtype = df.schema[key.column].dataType
     col = spark_col(key.column)
     checks = []
-    if isinstance(dtype, (DateType, TimestampType, TimestampNTZType)):
+    if isinstance(dtype, (T.DateType, T.TimestampType, T.TimestampNTZType)):
         ts = col.cast("timestamp")
-    elif isinstance(dtype, NumericType):
+    elif isinstance(dtype, T.NumericType):
         x = F.when(~F.isnan(col.cast("double")), col.cast("double"))
         ok = (x == F.floor(x)) & (x >= F.lit(YMD_RANGE[0])) & (x <= F.lit(YMD_RANGE[1]))
         ts = F.when(ok, F.try_to_timestamp(x.cast("long").cast("string"), F.lit("yyyyMMdd")))
         checks = [F.count(x), F.count(F.when(x != F.floor(x), 1)), F.min(x), F.max(x)]
-    elif isinstance(dtype, StringType):
+    elif isinstance(dtype, T.StringType):
         trimmed = F.regexp_replace(col, _SPACE, "")
         text = F.when(trimmed != "", trimmed)
         ts = F.try_to_timestamp(text)
@@ -144,14 +109,10 @@ def _periods(spark, df, source, key, scheme, max_exact, stage) -> KeyedCells:
         extra.append(F.collect_set(day))
     st, mapped, positive, splits, got = statistics(df, source, scheme, extra)
     n_read, first, last = int(got[0]), got[1], got[2]
-    notes = read_dates_check("dates" if not checks else "text" if isinstance(dtype, StringType) else "ymd", n_read,
+    notes = read_dates_check("dates" if not checks else "text" if isinstance(dtype, T.StringType) else "ymd", n_read,
                              got[3:3 + len(checks)], key.column)
     freq = freq_from_days(list(got[-1]), PERIODS) if key.freq == "auto" else key.freq
     key_col = F.datediff(F.to_date(F.date_trunc(TRUNC_UNITS[freq], ts)), F.lit("1970-01-01").cast("date"))
     exact, res = _cells(spark, df, source, scheme, st, mapped, positive, splits, max_exact, stage, key_col)
-    res = res[res["__k"].notna().to_numpy()]
-    return period_cells(res["__k"].to_numpy(dtype=np.int64), res["__part"].to_numpy(),
-                        res["__code"].to_numpy(dtype=float), res["n"].to_numpy(), res["n_pos"].to_numpy(),
-                        res["s_sum"].to_numpy(dtype=float), exact=exact, key=key, freq=freq,
-                        first=pd.Timestamp(first), last=pd.Timestamp(last), n_left_out=st.n_rows - n_read,
-                        notes=notes)
+    return period_result(res, key, exact, freq=freq, first=pd.Timestamp(first), last=pd.Timestamp(last),
+                         n_left_out=st.n_rows - n_read, notes=notes)

@@ -1,44 +1,14 @@
-"""The Spark engine: the DuckDB engine's aggregation as a Spark job.
+"""The Spark engine: :mod:`calibdash.engines.duckdb.rows`'s aggregation as Spark jobs (works under spark-submit).
 
-Works unchanged under ``spark-submit``: it takes the session given
-(``spark=``) or ``SparkSession.builder.getOrCreate()``, and only the grouped
-cells (and an optional row sample) come back to the driver. The steps are
-:mod:`calibdash.engines.duckdb.rows`'s: one aggregation job for the statistics
-(``approx_count_distinct`` for the distinct scores, exact ``percentile``
-quantiles of numeric features, the linear rule of numpy's ``quantile``), an
-exact ``countDistinct`` when the estimate lies between ``max_exact / 4`` and
-``4 * max_exact``, then
-one ``groupBy(part, score code[, feature codes])``. The hash of a row's key
-is built from ``shiftright``, ``bitwiseXOR`` and 64-bit products below 2^48,
-as :func:`calibdash.evaluation.cells.row_hash`.
+Only the grouped cells (and an optional row sample) reach the driver. Row keys (``monotonically_increasing_id``
+alone is not file order: Spark packs file splits by size):
 
-Row keys (``monotonically_increasing_id`` alone is *not* file order: Spark
-packs file splits into partitions by size, not by name):
-
-* **Parquet**: ``_metadata.row_index`` (Spark >= 3.5) is the row's position
-  in its file; a file's offset is the running row count of the files before
-  it in sorted path order. Up to 64 files, each is read on its own with its
-  offset (from the Parquet metadata, read by pyarrow) as a literal and the
-  reads are unioned: no extra job. Beyond, one ``groupBy(_metadata.file_path).count()``
-  job (which reads no column) counts the files' rows, broadcast-joined on the path.
-* **CSV**: a file is read in splits of ``spark.sql.files.maxPartitionBytes``.
-  Within a partition, ``monotonically_increasing_id`` counts rows in order and
-  a split's rows are contiguous, so a row's position in its split is
-  ``id - min(id of the split)``. One extra job groups by
-  ``(_metadata.file_path, _metadata.file_block_start)`` for each split's
-  ``min(id)`` and row count; the split's offset is the rows of the files
-  before it (sorted by path) and of the earlier splits of its file (by
-  ``file_block_start``). Cost: that job, one pass over the CSV (plus the
-  schema inference pass of ``inferSchema``).
-* **a table or a query** with ``order_by``: the rows sorted by it (Spark SQL
-  ``ORDER BY order_by`` over a temporary view) are persisted (``DISK_ONLY``,
-  unpersisted at the end) so that partitions are stable, and the key is the
-  rows of the partitions before plus ``id - (partition << 33)``
-  (``monotonically_increasing_id`` is ``partition << 33`` plus the row's
-  position in its partition). Cost: a
-  global sort and a copy on disk. Without ``order_by`` only the ``column``
-  and ``insample`` schemes are offered.
-"""
+* Parquet: ``_metadata.row_index`` (Spark >= 3.5) plus the file's offset; up to 64 files each is read with its
+  offset (from pyarrow metadata) as a literal and the reads unioned, beyond that one job counts each file's rows;
+* CSV: within a split ``monotonically_increasing_id`` counts rows in order, so one job groups by
+  ``(file_path, file_block_start)`` for each split's ``min(id)`` and row count, giving its offset;
+* a table or a query with ``order_by``: the sorted rows are persisted (``DISK_ONLY``, released at the end) so
+  partitions are stable; the key is the rows of earlier partitions plus ``id - (partition << 33)``."""
 from __future__ import annotations
 
 from functools import reduce
@@ -51,10 +21,17 @@ import pandas as pd
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_scheme, check_stats, column_train_values,
-                     feature_frame, other_labels_error, quantile_levels)
+from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
+                      edges_of, grouped_cells, quantile_levels, sample_frame)
 
 __all__ = []
+
+try:                    # the module loads without pyspark; session() then says what to install
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F, types as T
+    from pyspark.sql.utils import AnalysisException
+except ImportError:
+    StorageLevel = F = T = AnalysisException = None
 
 _M32 = 0xFFFFFFFF
 #: Up to this many Parquet files are read one by one with their offsets (no counting job), else counted by Spark.
@@ -78,44 +55,24 @@ def session(spark=None):
 def col(name: str):
     """The column named ``name``, whatever the name holds (dots, backticks, spaces, newlines): quoted with
     backticks, so that Spark does not read it as a path into a struct (``a.b``) or refuse it."""
-    from pyspark.sql import functions as F
     return F.col("`" + str(name).replace("`", "``") + "`")
 
 
 def _mul32(h, c: int):
-    from pyspark.sql import functions as F
-
     lo, hi = F.lit(c & 0xFFFF).cast("long"), F.lit(c >> 16).cast("long")
     return (h * lo + F.shiftleft((h * hi).bitwiseAND(F.lit(0xFFFF)), 16)).bitwiseAND(F.lit(_M32))
 
 
 def _xorshift(h, s: int):
-    from pyspark.sql import functions as F
-
     return h.bitwiseXOR(F.shiftright(h, s))
 
 
-def row_hash_column(key, seed: int = 0):
-    """A Spark column equal to :func:`calibdash.evaluation.cells.row_hash` of the long column ``key``."""
-    from pyspark.sql import functions as F
-
-    h = (key.cast("long") + F.lit(int(seed) * 0x9E3779B1 & _M32)).bitwiseAND(F.lit(_M32))
-    h = _xorshift(h, 16)
-    h = _mul32(h, 0x85EBCA6B)
-    h = _xorshift(h, 13)
-    h = _mul32(h, 0xC2B2AE35)
-    return _xorshift(h, 16)
-
-
 def with_row_hash(df, key: str, seed: int, name: str):
-    """``df`` with a column ``name`` = :func:`row_hash_column` of ``key``, built one step per projection.
+    """``df`` with a column ``name`` = :func:`calibdash.evaluation.cells.row_hash` of the long column ``key``.
 
-    Each step reads the previous one's column, so Catalyst keeps the steps
-    apart instead of copying the nested expression (whose xor-shifts use
-    their input twice) into one tree 32 times deep.
+    One step per projection, each reading the previous one's column, so Catalyst does not copy the nested
+    expression (whose xor-shifts use their input twice) into one tree 32 times deep.
     """
-    from pyspark.sql import functions as F
-
     h = F.col(name)
     df = df.withColumn(name, (F.col(key).cast("long") + F.lit(int(seed) * 0x9E3779B1 & _M32)).bitwiseAND(F.lit(_M32)))
     for step in (lambda c: _xorshift(c, 16), lambda c: _mul32(c, 0x85EBCA6B), lambda c: _xorshift(c, 13),
@@ -124,24 +81,38 @@ def with_row_hash(df, key: str, seed: int, name: str):
     return df
 
 
+def bin_column(x, edges):
+    """The bin code of the column ``x``: how many ``edges`` lie at or below it."""
+    return reduce(lambda b, e: b + (x >= F.lit(float(e))).cast("int"), edges, F.lit(0))
+
+
 def _local(uri: str) -> str:
     """A file URI as Spark shows it (``file:/a/b%20c``) as a path, for sorting like :meth:`Source.files`."""
     p = urlparse(uri)
     return unquote(p.path) if p.scheme in ("file", "") else uri
 
 
-def _offsets_frame(spark, rows: list, cols: list, offsets: list):
-    from pyspark.sql import functions as F
+def _with_offsets(spark, df, groups: list, by: list, base: str, offsets):
+    """``df`` with ``__key = base + offset`` of its group (``groups``: the values of the columns ``by``)."""
+    table = spark.createDataFrame([tuple(g) + (int(o),) for g, o in zip(groups, offsets)], by + ["__off"])
+    return df.join(F.broadcast(table), by).withColumn("__key", (F.col(base) + F.col("__off")).cast("long"))
 
-    df = spark.createDataFrame([tuple(r) + (int(o),) for r, o in zip(rows, offsets)], cols + ["__off"])
-    return F.broadcast(df)
+
+def _starts(counts) -> np.ndarray:
+    """Each group's first position: the running count of the groups before it."""
+    return np.r_[0, np.cumsum(counts)[:-1]]
 
 
 def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
-    """The source's rows with a ``__key`` column (file order; see the module docstring)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+    """The source's rows with a ``__key`` column (file order; see the module docstring); DataError when Spark
+    cannot read them."""
+    try:
+        return _keyed_rows(spark, source, cols, need_keys)
+    except AnalysisException as exc:
+        raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
 
+
+def _keyed_rows(spark, source: Source, cols: list, need_keys: bool):
     if source.kind == "files":
         files = source.files()
         if source.file_format() == "parquet":
@@ -157,9 +128,8 @@ def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
                            F.col("_metadata.row_index").alias("__ri"))
             counts = df.groupBy("__fp").count().collect()
             counts.sort(key=lambda r: _local(r["__fp"]))
-            offs = np.r_[0, np.cumsum([r["count"] for r in counts])[:-1]].tolist()
-            table = _offsets_frame(spark, [(r["__fp"],) for r in counts], ["__fp"], offs)
-            return df.join(table, "__fp").withColumn("__key", (F.col("__off") + F.col("__ri")).cast("long"))
+            return _with_offsets(spark, df, [(r["__fp"],) for r in counts], ["__fp"], "__ri",
+                                 _starts([r["count"] for r in counts]))
         df = spark.read.csv(files, header=True, inferSchema=True, sep=source.csv_delimiter())
         if not need_keys:
             return df.select(*map(col, cols)).withColumn("__key", F.lit(0).cast("long"))
@@ -168,10 +138,8 @@ def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
                        F.monotonically_increasing_id().alias("__id"))
         splits = df.groupBy("__fp", "__bs").agg(F.min("__id").alias("m0"), F.count("*").alias("n")).collect()
         splits.sort(key=lambda r: (_local(r["__fp"]), r["__bs"]))
-        starts = np.r_[0, np.cumsum([r["n"] for r in splits])[:-1]]
-        deltas = [int(st) - int(r["m0"]) for st, r in zip(starts, splits)]
-        table = _offsets_frame(spark, [(r["__fp"], r["__bs"]) for r in splits], ["__fp", "__bs"], deltas)
-        return df.join(table, ["__fp", "__bs"]).withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
+        deltas = [int(st) - int(r["m0"]) for st, r in zip(_starts([r["n"] for r in splits]), splits)]
+        return _with_offsets(spark, df, [(r["__fp"], r["__bs"]) for r in splits], ["__fp", "__bs"], "__id", deltas)
     df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
     if not (need_keys and source.order_by):
         return df.select(*map(col, cols)).withColumn("__key", F.lit(0).cast("long"))
@@ -183,10 +151,8 @@ def keyed_rows(spark, source: Source, cols: list, need_keys: bool):
            .persist(StorageLevel.DISK_ONLY))
     _PERSISTED.append(srt)
     counts = sorted((r["__pid"], r["count"]) for r in srt.groupBy("__pid").count().collect())
-    offs = np.r_[0, np.cumsum([c for _, c in counts])[:-1]]
-    deltas = [int(o) - (int(p) << 33) for (p, _), o in zip(counts, offs)]
-    table = _offsets_frame(spark, [(p,) for p, _ in counts], ["__pid"], deltas)
-    return srt.join(table, "__pid").withColumn("__key", (F.col("__id") + F.col("__off")).cast("long"))
+    deltas = [int(o) - (int(p) << 33) for (p, _), o in zip(counts, _starts([c for _, c in counts]))]
+    return _with_offsets(spark, srt, [(p,) for p, _ in counts], ["__pid"], "__id", deltas)
 
 
 def to_pandas(spark, df, columns: list) -> pd.DataFrame:
@@ -202,35 +168,21 @@ def to_pandas(spark, df, columns: list) -> pd.DataFrame:
 
 
 def _kind(dtype) -> str:
-    from pyspark.sql.types import NumericType
-
-    return "numeric" if isinstance(dtype, NumericType) else "categorical"
+    return "numeric" if isinstance(dtype, T.NumericType) else "categorical"
 
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
               feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, on_stage=None, spark=None):
-    """Aggregate a source's rows into score cells with Spark.
-
-    The parameters and the result are :func:`calibdash.engines.duckdb.rows.aggregate`'s
-    (``memory_limit`` and ``threads`` belong to the session and are not used
-    here; ``on_stage`` is told one stage); ``spark`` is the session (default: ``getOrCreate()``).
-    """
-    from pyspark.sql.utils import AnalysisException
-
-    scheme = scheme or Scheme(kind="insample")
-    check_scheme(scheme)
-    source.check_keys(scheme, table_positions=False, engine="Spark")
+    """Aggregate a source's rows into score cells with Spark, as :func:`calibdash.engines.duckdb.rows.aggregate`
+    (``memory_limit`` and ``threads`` belong to the session ``spark``, default ``getOrCreate()``)."""
+    scheme = checked_scheme(source, scheme, table_positions=False, engine="Spark")
     spark = session(spark)
     feats = list(source.features if features is None else features)
-    cols = source.columns(feats)
     need_keys = source.needs_keys(scheme) or sample_rows > 0
     (on_stage or (lambda name: None))("aggregation")
     try:
-        try:
-            df = keyed_rows(spark, source, cols, need_keys)
-        except AnalysisException as exc:
-            raise DataError(f"Spark could not read {source.describe()}: {exc}") from None
+        df = keyed_rows(spark, source, source.columns(feats), need_keys)
         return _aggregate(spark, df, source, scheme, max_exact=max_exact, feats=feats, feature_bins=feature_bins,
                           sample_rows=sample_rows, seed=seed)
     finally:
@@ -244,14 +196,8 @@ def release() -> None:
 
 
 def part_column(df, scheme: Scheme, source: Source, split_values=None):
-    """``(df, part)``: each row's part under ``scheme`` as a Spark column (``df`` gains the row hash when
-    the scheme hashes ``__key``), as :func:`calibdash.engines.duckdb.rows.part_sql` computes it.
-
-    ``split_values`` are the split column's distinct values (``None`` among them for missing), needed by
-    the ``"column"`` scheme.
-    """
-    from pyspark.sql import functions as F
-
+    """``(df, part)``: each row's part as a Spark column (``df`` gains the row hash when the scheme hashes keys),
+    as :func:`calibdash.engines.duckdb.rows.part_sql`; ``split_values`` (``None`` for missing) for ``"column"``."""
     if scheme.kind == "insample":
         return df, F.lit(0)
     if scheme.kind == "column":
@@ -269,15 +215,8 @@ def part_column(df, scheme: Scheme, source: Source, split_values=None):
 
 
 def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
-    """One aggregation job: what :func:`~calibdash.engines.source.check_stats` checks, the split column's
-    values (``"column"`` scheme) and the ``extra`` aggregate columns.
-
-    Returns
-    -------
-    (stats, mapped, positive, split_values, extra_values)
-    """
-    from pyspark.sql import functions as F
-
+    """One job: what :func:`~calibdash.engines.source.check_stats` checks, the split column's values (``"column"``
+    scheme) and the ``extra`` aggregates: ``(stats, mapped, positive, split_values, extra_values)``."""
     raw = col(source.score).cast("double")
     lab = col(source.label)
     finite = ~(F.isnan(raw) | raw.isin(float("inf"), float("-inf")))
@@ -289,8 +228,7 @@ def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
         aggs.append(F.collect_set(col(source.split)))            # drops NULL: counted next
         aggs.append(F.count(F.when(col(source.split).isNull(), 1)))
     got = df.agg(*aggs, *extra).collect()[0]
-    st = Stats(n_rows=int(got[0]), n_bad=int(got[1]), lo=got[2], hi=got[3], n_outside=int(got[4]),
-               n_label_null=int(got[5]), label_lo=got[6], label_hi=got[7], distinct=float(got[8] or 0))
+    st = Stats.of(got)
     mapped, positive = check_stats(st, source)
     split_values = None
     if scheme.kind == "column" and source.split:
@@ -301,8 +239,6 @@ def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
 def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tuple:
     """``(exact, score, code)``: exact cells or the grid as :func:`calibdash.engines.duckdb.rows.cell_code` decides,
     the score column (mapped when margins) and the cell code column."""
-    from pyspark.sql import functions as F
-
     raw = col(source.score).cast("double")
     s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
     exact = st.distinct <= int(max_exact) / 4
@@ -315,8 +251,6 @@ def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tu
 def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes=()) -> pd.DataFrame:
     """The aggregation: rows grouped by part, cell code and ``codes`` (aliased columns), on the driver with
     ``n``, ``n_pos``, ``s_sum`` and ``n_other``; a third label value is refused."""
-    from pyspark.sql import functions as F
-
     lab = col(source.label)
     rows = df.select(part.cast("int").alias("__part"), code.alias("__code"), *codes,
                      (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
@@ -326,15 +260,11 @@ def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes
     res = rows.groupBy(*names).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
                                    F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
     res = to_pandas(spark, res, names + ["n", "n_pos", "s_sum", "n_other"])
-    n_other = int(res["n_other"].sum())
-    if n_other:
-        raise other_labels_error(source.label, n_other, st.label_lo, st.label_hi)
+    check_other_labels(source.label, int(res["n_other"].sum()))
     return res
 
 
 def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
-    from pyspark.sql import functions as F
-
     lab = col(source.label)
     kinds = {f: _kind(df.schema[f].dataType) for f in feats}
     numeric = [f for f in feats if kinds[f] == "numeric"]
@@ -345,7 +275,7 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
         x = F.when(x.isNotNull() & ~F.isnan(x), x)
         extra.append(F.percentile(x, F.array(*[F.lit(q) for q in levels])))
     st, mapped, positive, split_values, quantiles = statistics(df, source, scheme, extra)
-    edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
+    edges = edges_of(numeric, quantiles)
     exact, s, code = cell_code(df, source, st, mapped, max_exact)
     df, part = part_column(df, scheme, source, split_values)
     fcodes = []
@@ -354,14 +284,9 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
             fcodes.append(col(f).alias("__c_" + f))
             continue
         x = col(f).cast("double")
-        binned = F.lit(0)
-        for e in edges[f]:
-            binned = binned + (x >= F.lit(float(e))).cast("int")
-        fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(binned).alias("__c_" + f))
-    res = grouped(spark, df, source, part, s, code, st, positive, fcodes)
-    fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
-    cells = assemble_cells(res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
-                           res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float), exact=exact, features=fdf)
+        fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(bin_column(x, edges[f])).alias("__c_" + f))
+    cells = grouped_cells(grouped(spark, df, source, part, s, code, st, positive, fcodes), exact, feats, kinds,
+                          edges)
     if sample_rows <= 0:
         return cells
     df = with_row_hash(df, "__key", int(seed) + SAMPLE_SALT, "__sample_hash")
@@ -369,16 +294,13 @@ def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, f
     picked = (df.select(F.col("__key").alias("key"), s.alias("score"), (lab == F.lit(positive)).cast("int")
                         .alias("label"), part.cast("int").alias("part"), *[col(f) for f in feats], h.alias("__h"))
               .orderBy("__h", "key").limit(int(sample_rows)).collect())
-    sample = pd.DataFrame([r.asDict() for r in picked], columns=["key", "score", "label", "part"] + feats + ["__h"])
-    sample = sample.drop(columns="__h").sort_values("key").reset_index(drop=True)
-    return cells, sample
+    return cells, sample_frame(pd.DataFrame([r.asDict() for r in picked],
+                                            columns=["key", "score", "label", "part"] + feats + ["__h"]), feats)
 
 
 def label_counts(source: Source, limit: int, spark=None) -> pd.DataFrame:
     """Per label value of a Spark table or query (at most ``limit``, the most frequent): ``label``, ``rows``,
     ``score_min`` and ``score_max`` (the finite scores' range), in one job."""
-    from pyspark.sql import functions as F
-
     spark = session(spark)
     df = spark.table(source.table) if source.kind == "table" else spark.sql(source.query)
     s = col(source.score).cast("double")
