@@ -14,7 +14,7 @@ from .output import evaluate_json, finite_or_none, metrics_json, report_validati
 __all__ = ["evaluation_document", "reliability_document", "CLASS_BINNING"]
 
 CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
-                 "class's probability)")
+                 f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
 
 
 def judged_text(ev, scheme: Scheme) -> tuple[int, str, str | None]:

@@ -7,9 +7,7 @@ with no owner it is the server's own run, which every signed-in user sees (a nig
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import shutil
 import sys
 from datetime import datetime, timezone
@@ -20,27 +18,11 @@ from ..io import export
 from ..io.runs import Workspace
 from .documents import reliability_document
 
-__all__ = ["add_runs_command", "add_save_options", "save_run"]
+__all__ = ["save_run", "cmd_runs"]
 
 
 def _workspace(args) -> Workspace:
     return Workspace(args.workspace or None, catalog=args.catalog or None)
-
-
-def _add_where(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workspace", help="the workspace folder (default: CALIBDASH_WORKSPACE or the user's data "
-                                       "directory)")
-    p.add_argument("--catalog", help="the catalog URL (default: CALIBDASH_CATALOG or the folder's SQLite file)")
-
-
-def add_save_options(p: argparse.ArgumentParser) -> None:
-    """``--save NAME``, ``--tag K=V`` and where and for whom the run is kept."""
-    g = p.add_argument_group("saving", "keep the result as a run the Runs page lists (a series by its name)")
-    g.add_argument("--save", metavar="NAME", help="save the result as a run named NAME")
-    g.add_argument("--tag", action="append", metavar="KEY=VALUE", help="a tag of the saved run (repeatable)")
-    g.add_argument("--owner", default=os.environ.get("CALIBDASH_USER"),
-                   help="the saved run's owner (default: CALIBDASH_USER; none: every signed-in user sees it)")
-    _add_where(g)
 
 
 def tags_of(items) -> dict:
@@ -72,33 +54,6 @@ def save_run(args, kind: str, results: dict, dataset: str, evaluation=None) -> N
                                    models=models, source=source, diagrams=diagrams, tags=tags_of(args.tag),
                                    owner=args.owner, visibility="private" if args.owner else "all")
     print(f"saved run {record.id} ({record.name!r}, {record.bytes:,} bytes)", file=sys.stderr)
-
-
-def add_runs_command(sub) -> None:
-    p = sub.add_parser("runs", help="list, show, export, delete or share saved runs")
-    rsub = p.add_subparsers(dest="action", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    _add_where(common)
-    common.add_argument("--user", default=None, help="act as this user (default: as the operator, on every run)")
-    common.add_argument("--json", action="store_true", help="print one JSON document")
-    ls = rsub.add_parser("list", parents=[common], help="the runs, newest first")
-    ls.add_argument("--dataset")
-    ls.add_argument("--name", help="one saved series")
-    ls.add_argument("--tag", metavar="KEY=VALUE")
-    ls.add_argument("--owner")
-    ls.add_argument("--kind", choices=["evaluate", "groups", "drift"])
-    for action, text in (("show", "a run's record and results"), ("delete", "delete a run (its owner)")):
-        rsub.add_parser(action, parents=[common], help=text).add_argument("id")
-    ex = rsub.add_parser("export", parents=[common], help="copy a run's files (run.json, rows.parquet) to a folder")
-    ex.add_argument("id")
-    ex.add_argument("--out", required=True, help="the folder to write (created)")
-    sh = rsub.add_parser("share", parents=[common], help="set who sees a run (its owner)")
-    sh.add_argument("id")
-    who = sh.add_mutually_exclusive_group(required=True)
-    who.add_argument("--with", dest="users", metavar="USER,USER", help="private, shared with these users")
-    who.add_argument("--all", action="store_true", help="every signed-in user")
-    who.add_argument("--private", action="store_true", help="the owner only")
-    p.set_defaults(func=cmd_runs)
 
 
 def _record_json(r) -> dict:
