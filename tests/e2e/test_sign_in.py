@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI
+from tests.conftest import IN_CI, REPO
 
 pytestmark = pytest.mark.e2e
 
@@ -56,6 +56,11 @@ def provider(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def signed_server(provider, postgres_server, tmp_path_factory, results_dir):
+    """(base URL, the server's environment, restart()): see :func:`_signed_server`."""
+    yield from _signed_server(provider, postgres_server, tmp_path_factory, results_dir)
+
+
+def _signed_server(provider, postgres_server, tmp_path_factory, results_dir):
     """The dashboard with sign-in on (an [auth] section naming the provider), a workspace of its own and its
     catalog on the test PostgreSQL server (a team server's set-up; the AppTest link tests use SQLite)."""
     from tests.conftest import new_database
@@ -69,14 +74,18 @@ def signed_server(provider, postgres_server, tmp_path_factory, results_dir):
         f'cookie_secret = "{secrets.token_hex(16)}"\n'
         'client_id = "calibdash"\nclient_secret = "calibdash-secret"\n'
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n')
-    proc, url = start_streamlit(results_dir / "streamlit-signed.log", port=port,
-                                env={"CALIBDASH_WORKSPACE": str(folder / "workspace"),
-                                     "CALIBDASH_CATALOG": new_database(postgres_server)},
-                                args=("--secrets.files", str(secrets_file)))
+    env = {"CALIBDASH_WORKSPACE": str(folder / "workspace"), "CALIBDASH_CATALOG": new_database(postgres_server)}
+    args = ("--secrets.files", str(secrets_file))
+    server = {"proc": start_streamlit(results_dir / "streamlit-signed.log", port=port, env=env, args=args)[0]}
+
+    def restart():
+        stop_process(server["proc"])
+        server["proc"] = start_streamlit(results_dir / "streamlit-signed-2.log", port=port, env=env, args=args)[0]
+
     try:
-        yield url
+        yield f"http://127.0.0.1:{port}", env, restart
     finally:
-        stop_process(proc)
+        stop_process(server["proc"])
 
 
 def _sign_in(chromium, ui, url: str, who: str):
@@ -96,7 +105,7 @@ def _errors(page) -> str:
 
 
 def test_a_private_run_is_seen_only_once_shared(chromium, ui, signed_server):
-    url = signed_server
+    url, _, _ = signed_server
     ann_ctx, ann = _sign_in(chromium, ui, url, "ann")
     bob_ctx, bob = _sign_in(chromium, ui, url, "bob")
     try:
@@ -149,3 +158,31 @@ def test_a_private_run_is_seen_only_once_shared(chromium, ui, signed_server):
     finally:
         ann_ctx.close()
         bob_ctx.close()
+
+
+def test_a_command_line_run_opens_by_link_after_a_restart(chromium, ui, signed_server, tmp_path):
+    """A nightly job's run (saved by the command line into the server's workspace and PostgreSQL catalog, with
+    no owner) opens by link for a signed-in user with every number of its JSON, before and after a restart."""
+    url, env, restart = signed_server
+    done = subprocess.run([sys.executable, "-m", "calibdash", "groups", str(REPO / "sample_data" / "drift.csv"),
+                           "--by", "segment", "--json", "--save", "nightly"], cwd=REPO, capture_output=True,
+                          text=True, env={**__import__("os").environ, **env})
+    assert done.returncode == 0, done.stderr
+    saved = json.loads(done.stdout)
+    run_id = re.search(r"saved run (\S+)", done.stderr).group(1)
+    for attempt in ("before", "after"):
+        if attempt == "after":
+            restart()
+        ctx, page = _sign_in(chromium, ui, url, "bob")
+        try:
+            page.goto(f"{url}/?run={run_id}")
+            page.wait_for_selector(f"{MAIN} h3:has-text('nightly')", timeout=ui.timeout_ms)
+            ui.wait_idle(page)
+            table = ui.table(page, 0)
+            for group in saved["groups"]:
+                shown = table[group["key"]]
+                assert int(shown["rows"].replace(",", "")) == group["rows"]
+                assert float(shown["ECE"]) == pytest.approx(group["ECE"]["value"], abs=5e-5)
+            ui.screenshot(page, f"e2e-sign-in-4-cli-run-{attempt}")
+        finally:
+            ctx.close()
