@@ -81,5 +81,7 @@ def results_table(kind: str, results: dict) -> pd.DataFrame:
         for name, v in part.items():
             if isinstance(v, dict) and "value" in v:
                 row.update({name: v["value"], f"{name} low": v.get("low"), f"{name} high": v.get("high")})
+            elif name not in row and isinstance(v, (int, float)) and not isinstance(v, bool):
+                row[name] = v
         rows[key] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("group" if kind == "groups" else "period")

@@ -245,8 +245,16 @@ def headline_of(kind: str, results: dict) -> dict:
                 for m, values in (results.get("metrics") or {}).items()}
     parts = [("(all rows)", results["overall"])] if isinstance(results.get("overall"), dict) else []
     parts += [(str(p.get("key")), p) for p in results.get("groups") or results.get("periods") or []]
-    return {key: {k: v["value"] for k, v in part.items() if isinstance(v, dict) and "value" in v}
-            for key, part in parts}
+    return {key: {k: v for k, v in ((k, _value(v)) for k, v in part.items() if k not in ("rows", "positives"))
+                  if v is not None} for key, part in parts}
+
+
+def _value(v):
+    """A measure's value in a groups/drift record: ``{"value", "low", "high"}``, or a plain number (the whole
+    data's line); None for anything else."""
+    if isinstance(v, dict):
+        v = v.get("value")
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _write(path: Path, data: bytes) -> None:

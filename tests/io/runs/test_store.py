@@ -186,7 +186,7 @@ def test_five_sessions_saving_at_once_lose_nothing(workspace):
 
 
 def test_headlines_of_groups_and_drift_read_each_part_s_measures():
-    groups = {"overall": {"rows": 10, "ECE": {"value": 0.1, "low": 0, "high": 1}},
+    groups = {"overall": {"rows": 10, "ECE": 0.1, "key": "x"},                   # the whole data: plain numbers
               "groups": [{"key": "app", "ECE": {"value": 0.2}, "AUC": {"value": 0.7}}]}
     assert headline_of("groups", groups) == {"(all rows)": {"ECE": 0.1}, "app": {"ECE": 0.2, "AUC": 0.7}}
     drift = {"periods": [{"key": "2025-01", "start": "2025-01-01", "Brier": {"value": 0.3}}]}
