@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 
-.PHONY: run test bench chromium java clean
+.PHONY: run test bench chromium java postgresql clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,12 +29,18 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
+# PostgreSQL for the run catalog's tests (a team server's catalog): the tests start their own server from it.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null; }
+
 # The dashboard needs Chromium only for PNG/SVG downloads of figures: try to install it, carry on without.
 run: $(VENV)/.runtime
 	-@$(MAKE) --no-print-directory chromium
 	$(PY) -m streamlit run app.py --server.port $(PORT)
 
-test: $(VENV)/.testing chromium java
+test: $(VENV)/.testing chromium java postgresql
 	$(PY) -m pytest -n 2 --dist loadfile -q -p no:cacheprovider
 
 bench: $(VENV)/.testing

@@ -1,5 +1,11 @@
 """Shared test fixtures and paths."""
+import glob
+import itertools
 import os
+import shutil
+import socket
+import subprocess
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -97,3 +103,69 @@ def spark_with_workers(app: str, master: str = "local[2]", **conf):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _workspace_folder(tmp_path_factory):
+    """Saved runs of the tests (pages, command line, servers they start) go to a temporary workspace, never the
+    user's own data directory; a test wanting its own sets CALIBDASH_WORKSPACE itself."""
+    folder = tmp_path_factory.mktemp("workspace")
+    saved = os.environ.get("CALIBDASH_WORKSPACE")
+    os.environ["CALIBDASH_WORKSPACE"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("CALIBDASH_WORKSPACE", None)
+    else:
+        os.environ["CALIBDASH_WORKSPACE"] = saved
+
+
+# -- a real PostgreSQL server for the run catalog (Debian's packages; `make test` installs them) ----------------
+_databases = itertools.count()
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: run its commands as the ``postgres`` user then."""
+    return (["runuser", "-u", "postgres", "--"] + args) if os.geteuid() == 0 else args
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        if IN_CI:
+            pytest.fail("the run catalog tests need PostgreSQL (make test installs it)", pytrace=False)
+        pytest.skip("PostgreSQL is not installed (make test installs it)")
+    pytest.importorskip("psycopg")
+    bindir = Path(found[-1]).parent
+    home = Path(tempfile.mkdtemp(prefix="calibdash-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(_as_postgres([str(bindir / "initdb"), "-D", str(home / "data"), "-A", "trust", "-U", "calibdash",
+                                 "--no-sync"]), check=True, capture_output=True)
+    options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(home / "data"), "-o", options, "-w", "-l",
+                                 str(home / "log"), "start"]), check=True, capture_output=True)
+    try:
+        yield f"postgresql://calibdash@127.0.0.1:{port}"
+    finally:
+        subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(home / "data"), "-m", "immediate",
+                                     "stop"]), capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def new_database(server: str) -> str:
+    """A new empty database on the test server ``server``: its URL."""
+    import psycopg
+    name = f"runs_{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{server}/{name}"
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A new empty database on the test server."""
+    return new_database(postgres_server)

@@ -9,6 +9,7 @@ and ``methods`` here. Each command has one path for any number of classes (:mod:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -25,6 +26,7 @@ from .comparison import EVALUATE_METHODS, MEASURES_BOOT, cmd_evaluate, cmd_repor
 from .models import cmd_apply, cmd_export_sql, cmd_fit
 from .monitor import PERIOD_WORDS, cmd_drift, cmd_groups
 from .notes import notes_on_stderr
+from .runs import cmd_runs
 
 __all__ = ["main"]
 
@@ -164,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"paired resamples of the --measures intervals (default: {MEASURES_BOOT}); on a K-class "
                         "file: paired bootstrap intervals of every measure and the verdict (default: none)")
     _add_engine(e)
+    _add_save_options(e)
     e.set_defaults(func=cmd_evaluate)
 
     r = sub.add_parser("report", help="fit calibrators and write a one-page HTML report",
@@ -272,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--scheme", choices=["split", "kfold"], default="split",
                    help="how --fix divides the rows, by a hash of their position (default: %(default)s)")
     _add_folds(g)
+    _add_save_options(g)
     g.set_defaults(func=cmd_groups)
 
     d = sub.add_parser(
@@ -284,8 +288,53 @@ def build_parser() -> argparse.ArgumentParser:
                    help="period length; auto: the finest giving at most 30 periods (default: %(default)s)")
     d.add_argument("--method", default="isotonic",
                    help="the calibrator whose staleness is shown; none: skip it (default: %(default)s)")
+    _add_save_options(d)
     d.set_defaults(func=cmd_drift)
+    _add_runs_command(sub)
     return p
+
+
+def _add_where(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", help="the workspace folder (default: CALIBDASH_WORKSPACE or the user's data "
+                                       "directory)")
+    p.add_argument("--catalog", help="the catalog URL (default: CALIBDASH_CATALOG or the folder's SQLite file)")
+
+
+def _add_save_options(p: argparse.ArgumentParser) -> None:
+    """``--save NAME``, ``--tag K=V`` and where and for whom the run is kept."""
+    g = p.add_argument_group("saving", "keep the result as a run the Runs page lists (a series by its name)")
+    g.add_argument("--save", metavar="NAME", help="save the result as a run named NAME")
+    g.add_argument("--tag", action="append", metavar="KEY=VALUE", help="a tag of the saved run (repeatable)")
+    g.add_argument("--owner", default=os.environ.get("CALIBDASH_USER"),
+                   help="the saved run's owner (default: CALIBDASH_USER; none: every signed-in user sees it)")
+    _add_where(g)
+
+
+def _add_runs_command(sub) -> None:
+    p = sub.add_parser("runs", help="list, show, export, delete or share saved runs")
+    rsub = p.add_subparsers(dest="action", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _add_where(common)
+    common.add_argument("--user", default=None, help="act as this user (default: as the operator, on every run)")
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    ls = rsub.add_parser("list", parents=[common], help="the runs, newest first")
+    ls.add_argument("--dataset")
+    ls.add_argument("--name", help="one saved series")
+    ls.add_argument("--tag", metavar="KEY=VALUE")
+    ls.add_argument("--owner")
+    ls.add_argument("--kind", choices=["evaluate", "groups", "drift"])
+    for action, text in (("show", "a run's record and results"), ("delete", "delete a run (its owner)")):
+        rsub.add_parser(action, parents=[common], help=text).add_argument("id")
+    ex = rsub.add_parser("export", parents=[common], help="copy a run's files (run.json, rows.parquet) to a folder")
+    ex.add_argument("id")
+    ex.add_argument("--out", required=True, help="the folder to write (created)")
+    sh = rsub.add_parser("share", parents=[common], help="set who sees a run (its owner)")
+    sh.add_argument("id")
+    who = sh.add_mutually_exclusive_group(required=True)
+    who.add_argument("--with", dest="users", metavar="USER,USER", help="private, shared with these users")
+    who.add_argument("--all", action="store_true", help="every signed-in user")
+    who.add_argument("--private", action="store_true", help="the owner only")
+    p.set_defaults(func=cmd_runs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

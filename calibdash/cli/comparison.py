@@ -8,17 +8,18 @@ import warnings
 import numpy as np
 
 from ..evaluation import bootstrap as cboot
-from .. import benchmark, engines, measures, report
+from .. import benchmark, measures, report
 from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import Scheme, evaluate_cells, evaluate_classes, evaluate_score_set
 from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve
-from ..measures import class_measures as mmetrics
 from ..core.validation import choose_positive
 from .file_problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
                       refuse_binary_options, refuse_class_methods, shared_prefix)
 from .engine_jobs import aggregate, engine_for, engine_source, head_rows, in_job, source_labels
+from .documents import CLASS_BINNING, evaluation_document, judged_text
+from .runs import save_run
 from .output import (class_key, evaluate_json, four_places, intervals_json, jsonable, metrics_json, print_intervals,
-                     print_json, report_validation, report_written, sentence, source_name, validation_json)
+                     print_json, report_written, sentence, source_name, validation_json)
 
 __all__ = []
 
@@ -26,10 +27,6 @@ __all__ = []
 EVALUATE_METHODS = DEFAULT_METHODS
 #: Paired resamples of ``evaluate --measures``' intervals unless ``--boot`` says otherwise (the Compare page's).
 MEASURES_BOOT = 100
-#: How the K-class measures bin, as the table's last line and the JSON's ``binning`` say it.
-CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of the top probability; of each "
-                 f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
-
 
 def _head(args):
     """The first rows of the file or glob an engine reads (None for a DuckDB table or query)."""
@@ -118,15 +115,17 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
 
 
 def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "",
-          best=None, verdict: str | None = None) -> int:
+          best=None, verdict: str | None = None, evaluation=None) -> int:
     """``evaluate``'s output for any problem and path: ``out`` (with the intervals of ``boot`` and the
     ``verdict``) as JSON with ``--json``; else the head, the messages, the ``metrics`` table, the ``binning``
-    line, the intervals under ``heading`` (``best(name)``: which value is best) and the verdict."""
+    line, the intervals under ``heading`` (``best(name)``: which value is best) and the verdict. With ``--save``
+    the JSON is kept as a run, with the in-memory ``evaluation``'s models (:func:`.runs.save_run`)."""
+    if boot is not None:
+        out["intervals"] = intervals_json(boot)
+    if verdict is not None:
+        out["verdict"] = verdict
+    save_run(args, "evaluate", out, out["file"], evaluation)
     if args.json:
-        if boot is not None:
-            out["intervals"] = intervals_json(boot)
-        if verdict is not None:
-            out["verdict"] = verdict
         print_json(out)
         return 0
     print(head)
@@ -159,21 +158,12 @@ def cmd_evaluate(args) -> int:
     ss = opened.score_set(args)
     check_split(ss, args)
     ev = evaluate_score_set(ss, cals, scheme, cells=args.cells)
-    if ev.weights is not None:
-        judged, scheme_text = ev.n_judged, scheme.describe(on_cells=True)
-        how = ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note
-    else:
-        judged, how, scheme_text = int(ev.rows.size), None, scheme.describe()
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
-    n_pos = int(ss.labels.sum())
-    out = evaluate_json(file=ss.name, engine=engines.find(out_of_core=False), label=ss.label_column,
-                        classes=[ss.negative_label, ss.positive_label], positive=ss.positive_label, score=ss.score,
-                        rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes, binning=ev.binning,
-                        validation=report_validation(ss.report, {ss.negative_label: ss.n_rows - n_pos,
-                                                                 ss.positive_label: n_pos}), metrics=metrics_json(ev))
+    out = evaluation_document(ss, ev, scheme)
+    judged, scheme_text, how = judged_text(ev, scheme)
     head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev.metrics,
-                 f"ECE and MCE: {ev.binning}", boot, "More measures", _best_word(measures.best_phrase))
+                 f"ECE and MCE: {ev.binning}", boot, "More measures", _best_word(measures.best_phrase), evaluation=ev)
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
@@ -185,19 +175,15 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
     methods = class_methods(args, cs.k)
     ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
                           params=check_params(args, methods))
-    judged, scheme_text = int(ev.rows.size), scheme.describe()
     boot = (cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
             if n_boot is not None else None)
     verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
                if boot is not None else None)
-    out = evaluate_json(file=cs.name, engine=engines.find(out_of_core=False), label=cs.label_column,
-                        classes=cs.classes, class_columns=cs.columns, prefix=cs.prefix, logits=cs.logits,
-                        rows_judged=judged,
-                        scheme=scheme_text, cells=None, notes=ev.notes, binning=CLASS_BINNING,
-                        validation=report_validation(cs.report, cs.report.class_counts), metrics=metrics_json(ev))
+    out = evaluation_document(cs, ev, scheme)
+    judged, scheme_text = out["rows_judged"], out["scheme"]
     head = f"{cs.name}: {columns_text(cs)}, label {cs.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, [*cs.report.messages, *ev.notes], ev.metrics, CLASS_BINNING, boot, "Intervals",
-                 _best_word(benchmark.CLASS_MEASURES.best_phrase), verdict)
+                 _best_word(benchmark.CLASS_MEASURES.best_phrase), verdict, evaluation=ev)
 
 
 def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:

@@ -21,6 +21,7 @@ from ..monitoring.keyed.per_key import by_key, fix_keys, over_periods, staleness
 from ..evaluation.methods import parse_params
 from ..evaluation.scheme import Scheme
 from .engine_jobs import aggregate_keyed, engine_source
+from .runs import save_run
 from .output import finite_or_none, four_places, print_json, sentence
 
 __all__ = ["PERIOD_WORDS"]
@@ -142,6 +143,7 @@ def _finish(args, out: dict, text: list[str], table: pd.DataFrame, what: str) ->
     """Print the JSON or the text, then the alerts of ``--fail-above`` on stderr; the exit status."""
     alerts = past_thresholds(table, args.thresholds)
     out["alerts"] = alerts
+    save_run(args, "groups" if what == "groups" else "drift", out, out["source"])
     if args.json:
         print_json(out)
     else:

@@ -2,6 +2,8 @@
 the fitted models, the HTML report (binary) and the figures' images."""
 from __future__ import annotations
 
+import json
+
 from typing import Callable
 
 import pandas as pd
@@ -16,7 +18,7 @@ from calibdash.evaluation.holdout import Evaluation, Scheme
 from calibdash.figures import images
 from calibdash.core.safe_text import csv_text
 
-__all__ = ["image_maker", "model_json", "predictions_csv", "class_probabilities_csv", "report_html", "PER_CELL_CAPTION",
+__all__ = ["image_maker", "model_json", "models_document", "predictions_csv", "class_probabilities_csv", "report_html", "PER_CELL_CAPTION",
            "section"]
 
 #: What the predictions download holds on score cells (shown under its button).
@@ -100,6 +102,13 @@ def _images(figures: dict) -> None:
             st.download_button(f"{name.replace('_', ' ').capitalize()} ({fmt.upper()})", image_maker(fig, fmt),
                                f"{name}.{fmt}", "image/png" if fmt == "png" else "image/svg+xml",
                                key=f"compare.dl.{name}.{fmt}", icon=":material/image:")
+
+
+def models_document(problem, ev) -> dict:
+    """Each fitted model's export JSON (what its download holds), by method: what a saved run keeps."""
+    payloads = {m: (lambda model=model: mexport.dumps(model).encode()) if problem.is_classes
+                else model_json(model, problem.data) for m, model in ev.models.items()}
+    return {m: json.loads(make()) for m, make in payloads.items()}
 
 
 def section(problem, ev, table: pd.DataFrame, labels: dict, figures: dict, report_maker=None) -> None:

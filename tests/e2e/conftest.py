@@ -53,10 +53,10 @@ def _answers(url: str) -> bool:
         return False
 
 
-def start_streamlit(log_path: Path, port: int | None = None, env: dict | None = None
+def start_streamlit(log_path: Path, port: int | None = None, env: dict | None = None, args: tuple = ()
                     ) -> tuple[subprocess.Popen, str]:
-    """Start ``streamlit run app.py`` from the repo root (with ``env`` added to the environment); returns
-    (process, base URL) once it answers."""
+    """Start ``streamlit run app.py`` from the repo root (with ``env`` added to the environment and ``args`` to
+    streamlit's options); returns (process, base URL) once it answers."""
     port = port or free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")
@@ -64,7 +64,7 @@ def start_streamlit(log_path: Path, port: int | None = None, env: dict | None = 
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *args],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + SERVER_START_S

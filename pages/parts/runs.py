@@ -1,0 +1,210 @@
+"""Saved runs in the pages: the workspace, who is signed in, the Save panel, and opening ``?run=<id>``.
+
+A run saved from a page holds the page's widget state (the view), the rows of an upload as Parquet (a built-in
+sample is named, not copied), the results as the command line's ``--json`` prints them and the fitted models'
+export JSON (:mod:`calibdash.io.runs`). Opening its link puts the rows back as the session's upload and the state
+back into the widgets, then shows the saved page: the page computes the same numbers from the same rows and
+settings.
+
+Sign-in is Streamlit's own (``st.login``), on when the operator gives an ``[auth]`` section in
+``.streamlit/secrets.toml``; without it the server is single-user and the sidebar says that anyone reaching it
+sees every run.
+"""
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+import io
+import logging
+import re
+
+import streamlit as st
+
+from calibdash.core.errors import CalibdashError
+from calibdash.io.runs import RUN_ERRORS, Workspace
+from pages.parts.source import SAMPLE, SOURCE, UPLOAD, source_table, using_upload
+from pages.parts.text import md
+
+__all__ = ["workspace", "sign_in_on", "user", "gate", "sidebar_note", "save_panel", "open_from_link", "run_to_show",
+           "RUN"]
+
+log = logging.getLogger("calibdash.app")
+
+#: Query parameter of a saved run's link.
+RUN = "run"
+_OPENED = "_run_opened"                 # the run id this session last opened from a link
+_SHOWING = "_run_showing"               # the sidebar's line on it
+_SHOW = "_run_show"                     # a run without a page (saved by the command line), shown on the Runs page
+_NOT_STATE = re.compile(r"(^_)|(\.dl\.)|(^upload$)|(^runs\.)|(^FormSubmitter)")
+_ROLE = re.compile(r"^role\.(\w+)\.[0-9a-f]{12}$")
+
+
+@st.cache_resource(show_spinner=False)
+def workspace() -> Workspace:
+    """The server's workspace (``CALIBDASH_WORKSPACE``, ``CALIBDASH_CATALOG``), opened once per process."""
+    return Workspace()
+
+
+def sign_in_on() -> bool:
+    """Whether the operator configured OpenID Connect sign-in (an ``[auth]`` section in the secrets)."""
+    try:
+        return "auth" in st.secrets
+    except Exception:                   # noqa: BLE001 - no secrets file at all: no sign-in
+        return False
+
+
+def user() -> str | None:
+    """The signed-in user's e-mail (or subject); ``None`` on a server without sign-in."""
+    if not sign_in_on() or not st.user.is_logged_in:
+        return None
+    return st.user.get("email") or st.user.get("sub")
+
+
+def gate() -> None:
+    """With sign-in on, a page for a signed-out visitor asks for sign-in and shows nothing else."""
+    if sign_in_on() and not st.user.is_logged_in:
+        st.title("calibdash")
+        st.info("This calibdash server asks you to sign in first.", icon=":material/lock:")
+        st.button("Sign in", type="primary", on_click=st.login, key="runs.sign_in")
+        st.stop()
+
+
+def sidebar_note() -> None:
+    with st.sidebar:
+        if st.session_state.get(_SHOWING):
+            st.caption(st.session_state[_SHOWING])
+        if sign_in_on():
+            st.caption(f"Signed in as **{md(user())}**")
+            st.button("Sign out", on_click=st.logout, key="runs.sign_out")
+        else:
+            st.caption("No sign-in on this server: anyone who reaches it sees every saved run.")
+
+
+def view_state(page: str) -> dict:
+    """The page and its widgets' state as plain values (roles by name, not by the file's hash)."""
+    state, active = {}, None
+    try:
+        active = source_table()[1].sha256[:12]
+    except CalibdashError:
+        pass
+    for key in st.session_state:
+        value = st.session_state[key]
+        if _NOT_STATE.search(key) or not isinstance(value, (str, int, float, bool, list, tuple, type(None))):
+            continue
+        if isinstance(value, (list, tuple)) and not all(isinstance(v, (str, int, float, bool)) for v in value):
+            continue
+        m = _ROLE.match(key)
+        if m and not key.endswith(f".{active}"):
+            continue                    # the roles chosen for other files
+        state[f"role.{m.group(1)}" if m else key] = list(value) if isinstance(value, tuple) else value
+    return {"page": page, "state": state}
+
+
+def _rows_and_name():
+    """The upload's parsed table and file name, or (None, sample name)."""
+    if using_upload():
+        df, info = source_table()
+        return df, info.name
+    return None, st.session_state.get(SAMPLE)
+
+
+def save_panel(page: str, kind: str, results, models=None, diagrams=None) -> None:
+    """The "Save run" popover: a name, tags and who sees it; ``results()``, ``models()`` and ``diagrams()`` build
+    the JSON only when the user saves."""
+    with st.popover("Save run", icon=":material/bookmark_add:"):
+        name = st.text_input("Name", key=f"runs.{page}.name", placeholder="e.g. model v2, November")
+        tags = st.text_input("Tags", key=f"runs.{page}.tags", placeholder="model=churn, version=2",
+                             help="KEY=VALUE pairs separated by commas; the Runs page filters by them")
+        visibility, shared = "all", []
+        if sign_in_on():
+            who = st.radio("Who sees it", ["Only me (and those I name)", "Everyone signed in"],
+                           key=f"runs.{page}.who")
+            visibility = "private" if who.startswith("Only") else "all"
+            if visibility == "private":
+                shared = [u.strip() for u in st.text_input("Share with", key=f"runs.{page}.with",
+                                                           placeholder="bob@example.org, ...").split(",") if u.strip()]
+        if not st.button("Save", type="primary", key=f"runs.{page}.save"):
+            return
+        try:
+            tag_pairs = _tags(tags)
+            rows, dataset = _rows_and_name()
+            record = workspace().save(name=name or f"{page} of {dataset}", kind=kind, dataset=str(dataset),
+                                      results=results(), view=view_state(page),
+                                      models=models() if models else None, rows=rows, tags=tag_pairs,
+                                      diagrams=diagrams() if diagrams else None,
+                                      owner=user(), visibility=visibility, shared_with=shared)
+        except RUN_ERRORS as exc:
+            st.error(md(exc))
+            return
+        st.success(f"Saved **{md(record.name)}**. Its link: `?{RUN}={record.id}`", icon=":material/check:")
+        st.session_state["runs.last_saved"] = record.id
+
+
+def _tags(text: str) -> dict:
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise CalibdashError(f"A tag is KEY=VALUE, not {part!r}.")
+        out[key.strip()] = value.strip()
+    return out
+
+
+_PAGES = {"compare": "pages/compare.py", "explore": "pages/explore.py", "segments": "pages/segments.py"}
+
+
+def open_from_link() -> None:
+    """Open the run a ``?run=<id>`` link names, once per link: its rows become the session's data and its state
+    the widgets', then its page is shown. A forged, deleted or unshared id shows why and no data."""
+    run_id = st.query_params.get(RUN)
+    if not run_id or st.session_state.get(_OPENED) == run_id:
+        return
+    try:
+        run = workspace().open(run_id, user())
+    except RUN_ERRORS as exc:
+        log.info("refused run link %r: %s", str(run_id)[:40], exc)
+        st.session_state.pop(UPLOAD, None)
+        st.session_state[SOURCE] = "Sample"
+        st.error(f"**This run cannot be opened.** {md(exc)}", icon=":material/link_off:")
+        st.page_link("pages/runs.py", label="See the runs you can open", icon=":material/bookmarks:")
+        st.stop()
+    rows = run.rows()
+    sha = None
+    if rows is not None:
+        buf = io.BytesIO()
+        rows.to_parquet(buf, index=False)
+        data = buf.getvalue()
+        sha = hashlib.sha256(data).hexdigest()
+        st.session_state[UPLOAD] = {"name": f"{run.record.dataset}.parquet", "data": data, "sha": sha}
+    for key, value in run.view.get("state", {}).items():
+        if key.startswith("role."):
+            if sha is None:
+                continue
+            key = f"{key}.{sha[:12]}"
+        try:
+            st.session_state[key] = value
+        except Exception:              # noqa: BLE001 - a key Streamlit will not take (a button's): left out
+            continue
+    if rows is not None:
+        st.session_state[SOURCE] = "Upload"
+    st.session_state[_OPENED] = run_id
+    when = datetime.fromtimestamp(run.record.saved_at, timezone.utc)
+    who = md(run.record.owner or "server")
+    st.session_state[_SHOWING] = f"Opened the saved run **{md(run.record.name)}** ({who}, {when:%Y-%m-%d %H:%M} UTC)"
+    page = _PAGES.get(run.view.get("page"))
+    if page:
+        st.switch_page(page)
+    st.session_state[_SHOW] = run.record.id
+    st.switch_page("pages/runs.py")
+
+
+def run_to_show():
+    """The run a link to a command-line run asked the Runs page to show (until another link), or None."""
+    run_id = st.session_state.get(_SHOW)
+    if run_id is None:
+        return None
+    try:
+        return workspace().open(run_id, user())
+    except RUN_ERRORS as exc:
+        st.error(md(exc))
+        return None
