@@ -1,17 +1,10 @@
 """The benchmark engine: plan (data set, method, repeat) units, run each as one K-fold evaluation, cache them.
 
-A unit is one call of :func:`calibdash.evaluation.holdout.evaluate` (binary data sets; on score cells for an
-:class:`EngineDataset`) or :func:`calibdash.evaluation.holdout.evaluate_classes` (K-class data sets) with
-``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its data, calibrator, K and seed
-(:func:`unit_key`), so units can be cached and an interrupted run resumes where it stopped.
-
 K-class benchmarks follow Kull et al. (NeurIPS 2019, "Beyond temperature scaling: obtaining well-calibrated
-multiclass probabilities with Dirichlet calibration", section 5), who report average ranks of the calibrators
-over their data sets on log-loss and on classwise-ECE, with Friedman tests: the default ranked measure is the
-log-loss (:data:`DEFAULT_CLASS_METRIC`) and the average-rank table holds classwise ECE (``cwECE``) and every
-other measure beside it. Their protocol is 5 x 5-fold cross-validation of the calibrators (on held-out model
-outputs); ``repeats`` and ``n_folds`` set it. The K-class folds are cut by the rows' content, so the order of the
-rows never changes a result.
+multiclass probabilities with Dirichlet calibration", section 5): average ranks over data sets on log-loss (the
+default ranked measure, :data:`DEFAULT_CLASS_METRIC`) and classwise-ECE (``cwECE``) with Friedman tests, after
+5 x 5-fold cross-validation (``repeats`` and ``n_folds``). The K-class folds are cut by the rows' content, so the
+order of the rows never changes a result.
 """
 from __future__ import annotations
 
@@ -77,9 +70,8 @@ def problem_of(datasets: Mapping) -> str:
 class EngineDataset:
     """A data set that stays where it lives: a source (:class:`calibdash.engines.Source`) read by ``engine``.
 
-    Each repeat's K-fold parts come from the hash of a row's position (:mod:`calibdash.evaluation.cells`), so one
-    scan of the source per repeat gives the cells of every fold (kept per scheme), and every method of that
-    repeat is fitted and judged on them. Feature-aware methods (MBCT) need rows and are refused.
+    Each repeat's folds come from the hash of a row's position, so one scan per repeat gives the cells of every
+    fold, on which every method is fitted and judged. Feature-aware methods (MBCT) need rows and are refused.
 
     Parameters
     ----------
@@ -94,7 +86,7 @@ class EngineDataset:
         Cell tables kept (one per repeat's scheme): each is O(cells), never rows.
     aggregate : callable, optional
         ``aggregate(source, scheme, engine, memory_limit) -> ScoreCells`` (default: :func:`calibdash.engines.aggregate`
-        without features), such as the command line's, which shows its progress.
+        without features).
     """
 
     def __init__(self, source, engine: str | None = None, name: str | None = None, memory_limit: str = "1GB",
@@ -123,18 +115,12 @@ class EngineDataset:
 
     def cells(self, scheme):
         """The score cells of ``scheme``'s parts (aggregated once per scheme, the last ``keep`` kept)."""
-        from .. import engines
-
         key = (scheme.kind, scheme.n_folds, scheme.seed, scheme.test_size, scheme.train_value)
         with self._lock:
             if key in self._cells:
                 self._cells.move_to_end(key)
                 return self._cells[key]
-            if self._aggregate is not None:
-                c = self._aggregate(self.source, scheme, self.engine, self.memory_limit)
-            else:
-                c = engines.aggregate(self.source, scheme, engine=self.engine, features=[],
-                                      memory_limit=self.memory_limit)
+            c = (self._aggregate or _aggregate)(self.source, scheme, self.engine, self.memory_limit)
             self.n_rows = int(c.n.sum())
             self._cells[key] = c
             while len(self._cells) > self._keep:
@@ -146,6 +132,12 @@ class EngineDataset:
         if calibrator is not None and calibrator.uses_features:
             raise SettingsError(f"{calibrator.name} reads feature columns, which score cells of {self.name} do not "
                                 "hold: benchmark it on a file read in memory.")
+
+
+def _aggregate(source, scheme, engine: str, memory_limit: str):
+    from .. import engines
+
+    return engines.aggregate(source, scheme, engine=engine, features=[], memory_limit=memory_limit)
 
 
 @dataclass(frozen=True)
@@ -212,20 +204,10 @@ def unit_key(data, calibrator, n_folds: int, seed: int) -> tuple:
 def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
              progress: Callable[[float, str], None] | None = None,
              extra: Sequence[str] = ()) -> dict[str, float]:
-    """Measures of one unit: ``calibrator`` cross-fitted on ``data`` with K folds cut by ``seed``.
-
-    Parameters
-    ----------
-    data : ScoreSet, EngineDataset or ClassSet
-        An :class:`EngineDataset` is cross-fitted on the cells its engine aggregates for this repeat's folds.
-    calibrator : Calibrator, MulticlassCalibrator or None
-        Unfitted (cloned per fold); None for the uncalibrated scores.
-    n_folds, seed : int
-        ``Scheme("kfold", n_folds=n_folds, seed=seed)``.
-    progress : callable(fraction, message), optional
-        Called after each fold.
-    extra : sequence of str
-        Binary: measures of :mod:`calibdash.measures` to compute too (on the same out-of-fold predictions).
+    """Measures of one unit: ``calibrator`` (unfitted, cloned per fold; None: the raw scores) cross-fitted on
+    ``data`` (a ScoreSet, an :class:`EngineDataset`'s cells for this repeat's folds, or a ClassSet) with
+    ``Scheme("kfold", n_folds=n_folds, seed=seed)``; ``progress(fraction, message)`` after each fold; ``extra``:
+    binary measures of :mod:`calibdash.measures` to compute too.
 
     Returns
     -------
