@@ -255,11 +255,9 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
               metric_names: Sequence[str], extra: Sequence[str] = (), needed: Sequence[str] = (),
               progress: Callable[[float, str], None] | None = None, cache: MutableMapping | None = None,
               compute: bool = True) -> list[dict]:
-    """Run (or take from ``cache``) every unit (:func:`run_unit`, keyed by :func:`unit_key`); one row per
-    finished unit, in ``units``' order, keeping ``metric_names``. ``extra``: binary measures :func:`run_unit`
-    computes beside the metrics; ``needed``: measures a cached entry must hold to be used; ``progress``,
-    ``cache`` and ``compute`` as :func:`run_benchmark` takes them. A DataError gets the data set's name in front.
-    """
+    """Run (or take from ``cache``) every unit; one row per finished unit, in ``units``' order, keeping
+    ``metric_names``. ``extra`` as :func:`run_unit` takes it; ``needed``: measures a cached entry must hold to be
+    used; the others as :func:`run_benchmark` takes them. A DataError gets the data set's name in front."""
     steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
     total_steps = sum(steps.values()) or 1
     done_steps = 0
@@ -318,20 +316,18 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         hyperparameters, key -> unfitted calibrator); K classes: what
         :func:`calibdash.evaluation.holdout.resolve_classes` takes (``"temperature,ovr:isotonic"``). The key
         ``"uncalibrated"`` is reserved for the raw scores.
-    n_folds : int, default ``Scheme().n_folds``
-        K of the cross-fitting.
-    repeats : int, default 2
-        Repetitions with fold seeds ``seed``, ``seed + 1``, ...
-    seed : int, default 0
+    n_folds, repeats, seed : int
+        K of the cross-fitting (default ``Scheme().n_folds``), and its repetitions (default 2) with fold seeds
+        ``seed`` (default 0), ``seed + 1``, ...
     metrics : sequence of str, optional
         Metrics kept: names of the problem's catalogue (default :data:`calibdash.metrics.METRIC_NAMES`;
         K classes: every measure of :data:`calibdash.measures.class_measures.MEASURES`).
     metric : str, optional
         The metric ranked for the Friedman test and Holm's procedure (default "ECE"; K classes
         :data:`DEFAULT_CLASS_METRIC`, the log-loss).
-    reference : str, optional
-        Method the others are compared with (default :func:`~calibdash.benchmark.statistics.default_reference`).
-    alpha : float, default 0.05
+    reference, alpha
+        The method the others are compared with (default :func:`~calibdash.benchmark.statistics.default_reference`);
+        the tests' level (default 0.05).
     include_uncalibrated : bool, default True
         Rank the raw scores as a method, as the papers rank the base classifier.
     progress : callable(fraction, message), optional
@@ -339,11 +335,9 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         ``fraction`` rises to 1.
     cache : mutable mapping, optional
         Unit results by :func:`unit_key` (e.g. a :class:`UnitCache`): units found are not refitted, computed ones
-        are stored as soon as they finish, so a run interrupted from outside (the dashboard's Stop) keeps its
-        finished units and the same call later resumes.
+        are stored as they finish, so a run interrupted from outside (the dashboard's Stop) later resumes.
     compute : bool, default True
-        False: use only the units found in ``cache`` (nothing is fitted); the result then covers the complete
-        (data set, repeat) blocks found.
+        False: use only the units found in ``cache``; the result covers the complete (data set, repeat) blocks.
     params : mapping method -> {hyperparameter: value}, optional
         Hyperparameters of the methods named in ``methods``.
 

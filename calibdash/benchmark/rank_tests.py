@@ -41,16 +41,11 @@ class FriedmanResult:
         Number of methods and of data sets (the blocks).
     chi2, chi2_df, chi2_p : float, int, float
         Friedman's ``chi2_F``, its degrees of freedom ``k - 1`` and its p value (chi-squared upper tail).
-    ff : float
-        Iman and Davenport's ``F_F`` (``inf`` when every data set ranks the methods in the same order, no ties).
-    ff_df1, ff_df2 : int
-        Its degrees of freedom, ``k - 1`` and ``(k - 1)(N - 1)``.
-    ff_p : float
-        Its p value (F upper tail).
-    alpha, critical : float
-        The significance level and the critical value of ``F(ff_df1, ff_df2)`` at it.
-    reject : bool
-        Whether ``F_F`` rejects the null hypothesis (``ff_p < alpha``), the test the papers use.
+    ff, ff_df1, ff_df2, ff_p : float, int, int, float
+        Iman and Davenport's ``F_F`` (``inf`` when every data set ranks the methods alike, no ties), its degrees
+        of freedom ``k - 1`` and ``(k - 1)(N - 1)``, its p value (F upper tail).
+    alpha, critical, reject : float, float, bool
+        The level, the critical value of ``F(ff_df1, ff_df2)`` at it, and ``ff_p < alpha`` (the papers' test).
     """
 
     k: int
@@ -84,6 +79,11 @@ def _numeric_table(table) -> pd.DataFrame:
         raise DataError(f"the table has missing or infinite values for {', '.join(map(str, bad[:5]))}; "
                         "every method needs a value on every data set.")
     return t
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
 
 
 def rank_table(table, lower_is_better: bool = True, decimals: int | None = 12) -> pd.DataFrame:
@@ -129,14 +129,8 @@ def rank_standard_error(k: int, n: int) -> float:
 def friedman_from_ranks(avg_ranks, n_datasets: int, alpha: float = 0.05) -> FriedmanResult:
     """Friedman's ``chi2_F`` and Iman-Davenport's ``F_F`` from the average ranks.
 
-    Parameters
-    ----------
-    avg_ranks : array-like or Series of length k
-        Average rank of each method over the data sets.
-    n_datasets : int
-        N, the number of data sets the ranks were averaged over.
-    alpha : float, default 0.05
-        Level of the reported critical value and verdict.
+    ``avg_ranks``: each method's average rank over the ``n_datasets`` (N) data sets; ``alpha``: the level of the
+    critical value and verdict.
 
     Raises
     ------
@@ -151,8 +145,7 @@ def friedman_from_ranks(avg_ranks, n_datasets: int, alpha: float = 0.05) -> Frie
         raise DataError(f"the Friedman test compares at least two methods, got {k}.")
     if n < 2:
         raise DataError(f"the Friedman test needs at least two data sets, got {n}.")
-    if not 0 < alpha < 1:
-        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+    _check_alpha(alpha)
     if not np.all(np.isfinite(r)) or r.min() < 1 - 1e-9 or r.max() > k + 1e-9:
         raise DataError(f"average ranks of {k} methods must lie in [1, {k}], got {r.tolist()}.")
     chi2 = 12.0 * n / (k * (k + 1)) * (np.sum(r ** 2) - k * (k + 1) ** 2 / 4.0)
@@ -177,16 +170,9 @@ def holm(avg_ranks: Mapping[str, float] | pd.Series, n_datasets: int, reference:
          alpha: float = 0.05) -> pd.DataFrame:
     """Holm's step-down comparison of every method with a reference method.
 
-    Parameters
-    ----------
-    avg_ranks : Series or mapping method -> average rank
-        Over all k methods, the reference included.
-    n_datasets : int
-        N, the number of data sets behind the average ranks.
-    reference : str
-        The method the others are compared with (the papers' BBQ or ELiTE).
-    alpha : float, default 0.05
-        Family-wise significance level.
+    ``avg_ranks`` (method -> average rank over the N = ``n_datasets`` data sets, all k methods) as for
+    :func:`friedman_from_ranks`; ``reference``: the method the others are compared with (the papers' BBQ or ELiTE);
+    ``alpha``: the family-wise level.
 
     Returns
     -------
@@ -212,8 +198,7 @@ def holm(avg_ranks: Mapping[str, float] | pd.Series, n_datasets: int, reference:
         raise DataError("Holm's procedure needs the reference and at least one other method.")
     if n < 1:
         raise DataError(f"n_datasets must be at least 1, got {n_datasets}.")
-    if not 0 < alpha < 1:
-        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+    _check_alpha(alpha)
     others = r.drop(reference)
     diff = (others - r[reference]).to_numpy()
     z = diff / rank_standard_error(k, n)

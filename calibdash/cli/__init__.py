@@ -1,10 +1,7 @@
 """Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,export-sql,benchmark,groups,drift} ...``.
 
-This module holds the parser (:func:`build_parser`) and :func:`main`, which reports calibdash's errors as one line
-and exit status 2; the commands live in one module per group: :mod:`.comparison` (``evaluate``, ``report``),
-:mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.monitor` (``groups``, ``drift``), :mod:`.benchmarking`
-and ``methods`` here. Each command has one path for any number of classes (:mod:`.file_problem`), and
-``--json`` prints one record whose shape is the command's JSON Schema (:mod:`calibdash.io.schemas`).
+The parser (:func:`build_parser`) and :func:`main`; the commands live in one module per group. ``--json`` prints
+one record whose shape is the command's JSON Schema (:mod:`calibdash.io.schemas`).
 """
 from __future__ import annotations
 
