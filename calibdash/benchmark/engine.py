@@ -57,14 +57,12 @@ def problem_of(datasets: Mapping) -> str:
     """``"multiclass"`` when every data set is a :class:`~calibdash.data.ClassSet`, ``"binary"`` when none is
     (DataError when mixed)."""
     k_class = {name: isinstance(data, ClassSet) for name, data in datasets.items()}
-    if all(k_class.values()) and k_class:
-        return "multiclass"
-    if any(k_class.values()):
+    if any(k_class.values()) and not all(k_class.values()):
         multi = next(n for n, k in k_class.items() if k)
         binary = next(n for n, k in k_class.items() if not k)
         raise DataError(f"data set {binary!r} is not a K-class table, but {multi!r} is: a benchmark takes "
                         "data sets of one kind, binary or K-class.")
-    return "binary"
+    return "multiclass" if k_class and all(k_class.values()) else "binary"
 
 
 class EngineDataset:
@@ -73,20 +71,10 @@ class EngineDataset:
     Each repeat's folds come from the hash of a row's position, so one scan per repeat gives the cells of every
     fold, on which every method is fitted and judged. Feature-aware methods (MBCT) need rows and are refused.
 
-    Parameters
-    ----------
-    source : calibdash.engines.Source
-    engine : str, optional
-        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
-    name : str, optional
-        The data set's name in the tables (default: the source's description).
-    memory_limit : str, default "1GB"
-        DuckDB's memory limit.
-    keep : int, default 4
-        Cell tables kept (one per repeat's scheme): each is O(cells), never rows.
-    aggregate : callable, optional
-        ``aggregate(source, scheme, engine, memory_limit) -> ScoreCells`` (default: :func:`calibdash.engines.aggregate`
-        without features).
+    ``engine``: a name of :func:`calibdash.engines.available` (default: the default out-of-core engine);
+    ``name``: in the tables (default: the source's description); ``memory_limit``: DuckDB's; ``keep``: cell tables
+    kept (one per repeat's scheme, each O(cells)); ``aggregate(source, scheme, engine, memory_limit) -> ScoreCells``
+    (default: :func:`calibdash.engines.aggregate` without features).
     """
 
     def __init__(self, source, engine: str | None = None, name: str | None = None, memory_limit: str = "1GB",

@@ -89,21 +89,11 @@ def _check_alpha(alpha: float) -> None:
 def rank_table(table, lower_is_better: bool = True, decimals: int | None = 12) -> pd.DataFrame:
     """Rank the methods (columns) on each data set (row): 1 is the best, ties get mid-ranks.
 
-    Parameters
-    ----------
-    table : DataFrame or array-like of shape (N, k)
-        One row per data set, one column per method: metric values, or ranks already (ranking ranks with
-        ``lower_is_better=True`` returns them unchanged, mid-ranks included).
-    lower_is_better : bool, default True
-        True for losses (ECE, Brier, ...), False for AUC and accuracy.
-    decimals : int or None, default 12
-        Values are rounded to this many decimals before ranking, so that two methods whose values differ only
-        by floating-point noise (Platt's AUC and the raw scores' AUC) tie. None ranks the raw values.
-
-    Returns
-    -------
-    DataFrame
-        Same shape, index and columns as ``table``; each row sums to k(k+1)/2.
+    ``table`` (DataFrame or array of shape (N, k)) holds metric values, or ranks already (ranked again with
+    ``lower_is_better=True`` they are unchanged); ``lower_is_better``: True for losses (ECE, Brier, ...), False
+    for AUC and accuracy. Values are rounded to ``decimals`` (None: not) before ranking, so that two methods
+    differing only by floating-point noise (Platt's AUC and the raw scores') tie. Returns a DataFrame of
+    ``table``'s shape, index and columns; each row sums to k(k+1)/2.
 
     Raises
     ------

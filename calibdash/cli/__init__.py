@@ -286,12 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; return its exit status.
-
-    calibdash's own errors are printed as one line on stderr with exit status 2: ``error: ...`` for a problem with
-    the data, a setting or the machine, ``internal error: ...`` for a :class:`ProgrammingError` (a bug, shown for
-    what it is). Bad arguments exit through ``argparse`` (status 2).
-    """
+    """Run one command; return its exit status: calibdash's own errors print one line on stderr and give 2
+    (``internal error: ...`` for a :class:`ProgrammingError`, a bug), as argparse gives for bad arguments."""
     args = build_parser().parse_args(argv)
     try:
         with notes_on_stderr():

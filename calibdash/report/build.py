@@ -33,10 +33,7 @@ def default_labels(keys, models: Mapping | None = None) -> dict[str, str]:
     models = models or {}
     out = {}
     for key in keys:
-        if key == UNCALIBRATED:
-            out[key] = "Uncalibrated"
-            continue
-        label = getattr(models.get(key), "label", "")
+        label = "Uncalibrated" if key == UNCALIBRATED else getattr(models.get(key), "label", "")
         if not label:
             try:
                 label = calibrators.get_class(key).label
@@ -419,10 +416,9 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
 def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, params: Mapping[str, Mapping] | None = None,
                          n_boot: int = CLASS_N_BOOT, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
-    """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods`` (default
-    :func:`calibdash.evaluation.holdout.default_methods` for its K; ``max_fit_rows`` as
-    :func:`~calibdash.evaluation.holdout.evaluate_classes` takes it), bootstrap (``n_boot`` paired resamples),
-    write; the other arguments as for :func:`report_for_score_set`."""
+    """The report of a :class:`calibdash.data.ClassSet`: ``methods`` (default: the K-class defaults for its K)
+    fitted and judged by :func:`~calibdash.evaluation.holdout.evaluate_classes` (with ``max_fit_rows``), ``n_boot``
+    paired resamples; the other arguments as for :func:`report_for_score_set`."""
     check_plotlyjs(include_plotlyjs)              # before the fits, not after
     scheme = scheme or Scheme()
     ev = evaluate_classes(cs.scores(), cs.labels, default_methods(cs.k) if methods is None else methods, scheme,
