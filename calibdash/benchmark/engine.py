@@ -166,13 +166,6 @@ class UnitCache:
             return len(self._data)
 
 
-def plan_units(datasets: Sequence[str], methods: Sequence[str], repeats: int = DEFAULT_REPEATS, seed: int = 0,
-               include_uncalibrated: bool = True) -> list[Unit]:
-    """Units in run order: data set, then repeat (fold seed ``seed + r``), then the raw scores and each method."""
-    keys = ([UNCALIBRATED] if include_uncalibrated else []) + [m for m in methods if m != UNCALIBRATED]
-    return [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
-
-
 def _params_key(cal) -> tuple:
     """A calibrator's class and parameters as a hashable key (the raw scores: ``("uncalibrated", ())``)."""
     if cal is None:
@@ -357,7 +350,9 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
     default = mmetrics.MEASURE_NAMES if k_class else METRIC_NAMES
     metric_names = _check_metrics(default if metrics is None else metrics, metric, catalogue)
     extra = [m for m in metric_names if m in measures.MEASURES] if not k_class else []
-    units = plan_units(list(datasets), list(cals), repeats, seed, include_uncalibrated)
+    # run order: data set, then repeat (fold seed seed + r), then the raw scores and each method
+    keys = ([UNCALIBRATED] if include_uncalibrated else []) + [m for m in cals if m != UNCALIBRATED]
+    units = [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
     rows = run_units(datasets, cals, units, n_folds, metric_names=metric_names, extra=extra,
                      needed=metric_names if k_class else extra, progress=progress, cache=cache, compute=compute)
     planned = list(dict.fromkeys(u.method for u in units))
