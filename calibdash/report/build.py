@@ -170,11 +170,9 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
     boot : BootstrapResult
         The metrics with intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, or the Compare
         page's); the verdict is drawn from it.
-    title : str
-        The page's heading and ``<title>``.
-    source_description, scheme_description : str
-        Where the rows came from (:func:`describe_source`); how they were split and judged
-        (:meth:`Scheme.describe`, with ``on_cells`` on score cells).
+    title, source_description, scheme_description : str
+        The page's heading and ``<title>``; where the rows came from (:func:`describe_source`); how they were split
+        and judged (:meth:`Scheme.describe`, with ``on_cells`` on score cells).
     labels : mapping key -> display name, optional
         Default :func:`default_labels`.
     measures_table : DataFrame or BootstrapResult, optional
@@ -189,10 +187,9 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
     n_bins, strategy
         Bins of the binned reliability diagram (default: the metrics table's); ``n_bins`` may be ``"auto"``
         (:func:`calibdash.diagrams.auto_bin_count`'s cube-root rule).
-    log_x : bool
-        Log-scaled score axis of the calibration map.
-    features : DataFrame, optional
-        The judged rows' feature columns, for a feature-aware model's map (row path only).
+    log_x, features
+        Log-scaled score axis of the calibration map; the judged rows' feature columns, for a feature-aware
+        model's map (row path only).
     calibration_metric : str, default "ECE"
         The metric the binary verdict ranks by (K classes: :func:`calibdash.evaluation.bootstrap.verdict`'s
         confidence ECE among the methods whose accuracy is not shown below the raw probabilities').
