@@ -2,11 +2,10 @@
 
 The protocol of the BBQ and ELiTE papers' real-data experiments, after Demšar (2006):
 
-1. Every (data set, method, repeat) *unit* is one K-fold evaluation with ``Scheme("kfold", seed=seed + repeat)``:
-   each row's calibrated value comes from a model fitted on the other K - 1 folds, and the metrics are computed
-   once on all the out-of-fold predictions. Within a repeat every method sees the same folds; the uncalibrated
-   scores are a unit of their own, ranked like a method, as the papers rank the base classifier. A unit depends
-   only on its data, calibrator, K and seed, so units can be cached and an interrupted run resumes.
+1. Every (data set, method, repeat) *unit* is one K-fold evaluation with ``Scheme("kfold", seed=seed + repeat)``,
+   the metrics computed once on all the out-of-fold predictions; within a repeat every method sees the same folds,
+   the raw scores ranked like a method, as the papers rank the base classifier. A unit depends only on its data,
+   calibrator, K and seed, so units are cached and an interrupted run resumes.
 2. A data set's value of a metric for a method is the mean over repeats: Demšar (section 3.2.3) warns that folds
    and repeats are not independent observations, so they are averaged, never used as extra blocks.
 3. On each data set the methods are ranked (1 = best, mid-ranks for ties); average ranks per metric, Friedman's

@@ -19,26 +19,12 @@ _FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".gz", ".parquet", ".pq")
 
 def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None, label: str | None = None,
                         scores: Sequence[str] | None = None) -> dict[str, ScoreSet]:
-    """One ScoreSet per score column of a table (several models in one file are several data sets).
+    """One ScoreSet per score column of a table (as :func:`calibdash.data.read_table` returns it; DataError as
+    :func:`calibdash.data.build_score_set`).
 
-    Parameters
-    ----------
-    df : DataFrame
-        A table as :func:`calibdash.data.read_table` returns it.
-    info : FileInfo, optional
-    name : str, optional
-        Base name (default: the file's name); with several score columns the data sets are named
-        ``"<name> · <column>"``.
-    label : str, optional
-        Label column (default: guessed).
-    scores : sequence of str, optional
-        Score columns to use (default: all guessed score columns but those named after the negative
-        class, :func:`calibdash.data.roles.named_classes`).
-
-    Raises
-    ------
-    DataError
-        As :func:`calibdash.data.build_score_set`.
+    ``name``: the base name (default: the file's); with several score columns the data sets are named
+    ``"<name> · <column>"``. ``label``: the label column (default: guessed). ``scores``: the score columns (default:
+    every guessed one but those named after the negative class, :func:`calibdash.data.roles.named_classes`).
     """
     base = name or (info.name if info is not None else "data")
     cols = list(scores) if scores else None
@@ -100,11 +86,9 @@ def class_datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None =
 
 def load_benchmark_datasets(paths: Sequence[str], label: str | None = None,
                             scores: Sequence[str] | None = None) -> tuple[str, dict]:
-    """Data sets from files and folders (each folder's .csv/.csv.gz/.parquet files), binary or K-class.
-
-    Each table is read once; :func:`calibdash.data.is_multiclass` says whether it is a K-class table. K-class
-    tables give one :class:`~calibdash.data.ClassSet` each, binary ones one ScoreSet per score column (of
-    ``scores`` where given, else every guessed one; :func:`datasets_from_table`).
+    """Data sets from files and folders (each folder's .csv/.csv.gz/.parquet files), binary or K-class
+    (:func:`calibdash.data.is_multiclass`): one :class:`~calibdash.data.ClassSet` per K-class table, one ScoreSet
+    per score column (of ``scores`` where given) of a binary one (:func:`datasets_from_table`).
 
     Returns
     -------

@@ -1,17 +1,10 @@
 """The benchmark engine: plan (data set, method, repeat) units, run each as one K-fold evaluation, cache them.
 
-A unit is one call of :func:`calibdash.evaluation.holdout.evaluate` (binary data sets; on score cells for an
-:class:`EngineDataset`) or :func:`calibdash.evaluation.holdout.evaluate_classes` (K-class data sets) with
-``Scheme("kfold", n_folds=K, seed=seed + repeat)``; it depends only on its data, calibrator, K and seed
-(:func:`unit_key`), so units can be cached and an interrupted run resumes where it stopped.
-
 K-class benchmarks follow Kull et al. (NeurIPS 2019, "Beyond temperature scaling: obtaining well-calibrated
-multiclass probabilities with Dirichlet calibration", section 5), who report average ranks of the calibrators
-over their data sets on log-loss and on classwise-ECE, with Friedman tests: the default ranked measure is the
-log-loss (:data:`DEFAULT_CLASS_METRIC`) and the average-rank table holds classwise ECE (``cwECE``) and every
-other measure beside it. Their protocol is 5 x 5-fold cross-validation of the calibrators (on held-out model
-outputs); ``repeats`` and ``n_folds`` set it. The K-class folds are cut by the rows' content, so the order of the
-rows never changes a result.
+multiclass probabilities with Dirichlet calibration", section 5): average ranks over data sets on log-loss (the
+default ranked measure, :data:`DEFAULT_CLASS_METRIC`) and classwise-ECE (``cwECE``) with Friedman tests, after
+5 x 5-fold cross-validation (``repeats`` and ``n_folds``). The K-class folds are cut by the rows' content, so the
+order of the rows never changes a result.
 """
 from __future__ import annotations
 
@@ -64,37 +57,24 @@ def problem_of(datasets: Mapping) -> str:
     """``"multiclass"`` when every data set is a :class:`~calibdash.data.ClassSet`, ``"binary"`` when none is
     (DataError when mixed)."""
     k_class = {name: isinstance(data, ClassSet) for name, data in datasets.items()}
-    if all(k_class.values()) and k_class:
-        return "multiclass"
-    if any(k_class.values()):
+    if any(k_class.values()) and not all(k_class.values()):
         multi = next(n for n, k in k_class.items() if k)
         binary = next(n for n, k in k_class.items() if not k)
         raise DataError(f"data set {binary!r} is not a K-class table, but {multi!r} is: a benchmark takes "
                         "data sets of one kind, binary or K-class.")
-    return "binary"
+    return "multiclass" if k_class and all(k_class.values()) else "binary"
 
 
 class EngineDataset:
     """A data set that stays where it lives: a source (:class:`calibdash.engines.Source`) read by ``engine``.
 
-    Each repeat's K-fold parts come from the hash of a row's position (:mod:`calibdash.evaluation.cells`), so one
-    scan of the source per repeat gives the cells of every fold (kept per scheme), and every method of that
-    repeat is fitted and judged on them. Feature-aware methods (MBCT) need rows and are refused.
+    Each repeat's folds come from the hash of a row's position, so one scan per repeat gives the cells of every
+    fold, on which every method is fitted and judged. Feature-aware methods (MBCT) need rows and are refused.
 
-    Parameters
-    ----------
-    source : calibdash.engines.Source
-    engine : str, optional
-        A name of :func:`calibdash.engines.available` (default: the default out-of-core engine).
-    name : str, optional
-        The data set's name in the tables (default: the source's description).
-    memory_limit : str, default "1GB"
-        DuckDB's memory limit.
-    keep : int, default 4
-        Cell tables kept (one per repeat's scheme): each is O(cells), never rows.
-    aggregate : callable, optional
-        ``aggregate(source, scheme, engine, memory_limit) -> ScoreCells`` (default: :func:`calibdash.engines.aggregate`
-        without features), such as the command line's, which shows its progress.
+    ``engine``: a name of :func:`calibdash.engines.available` (default: the default out-of-core engine);
+    ``name``: in the tables (default: the source's description); ``memory_limit``: DuckDB's; ``keep``: cell tables
+    kept (one per repeat's scheme, each O(cells)); ``aggregate(source, scheme, engine, memory_limit) -> ScoreCells``
+    (default: :func:`calibdash.engines.aggregate` without features).
     """
 
     def __init__(self, source, engine: str | None = None, name: str | None = None, memory_limit: str = "1GB",
@@ -123,18 +103,12 @@ class EngineDataset:
 
     def cells(self, scheme):
         """The score cells of ``scheme``'s parts (aggregated once per scheme, the last ``keep`` kept)."""
-        from .. import engines
-
         key = (scheme.kind, scheme.n_folds, scheme.seed, scheme.test_size, scheme.train_value)
         with self._lock:
             if key in self._cells:
                 self._cells.move_to_end(key)
                 return self._cells[key]
-            if self._aggregate is not None:
-                c = self._aggregate(self.source, scheme, self.engine, self.memory_limit)
-            else:
-                c = engines.aggregate(self.source, scheme, engine=self.engine, features=[],
-                                      memory_limit=self.memory_limit)
+            c = (self._aggregate or _aggregate)(self.source, scheme, self.engine, self.memory_limit)
             self.n_rows = int(c.n.sum())
             self._cells[key] = c
             while len(self._cells) > self._keep:
@@ -146,6 +120,12 @@ class EngineDataset:
         if calibrator is not None and calibrator.uses_features:
             raise SettingsError(f"{calibrator.name} reads feature columns, which score cells of {self.name} do not "
                                 "hold: benchmark it on a file read in memory.")
+
+
+def _aggregate(source, scheme, engine: str, memory_limit: str):
+    from .. import engines
+
+    return engines.aggregate(source, scheme, engine=engine, features=[], memory_limit=memory_limit)
 
 
 @dataclass(frozen=True)
@@ -186,13 +166,6 @@ class UnitCache:
             return len(self._data)
 
 
-def plan_units(datasets: Sequence[str], methods: Sequence[str], repeats: int = DEFAULT_REPEATS, seed: int = 0,
-               include_uncalibrated: bool = True) -> list[Unit]:
-    """Units in run order: data set, then repeat (fold seed ``seed + r``), then the raw scores and each method."""
-    keys = ([UNCALIBRATED] if include_uncalibrated else []) + [m for m in methods if m != UNCALIBRATED]
-    return [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
-
-
 def _params_key(cal) -> tuple:
     """A calibrator's class and parameters as a hashable key (the raw scores: ``("uncalibrated", ())``)."""
     if cal is None:
@@ -212,20 +185,10 @@ def unit_key(data, calibrator, n_folds: int, seed: int) -> tuple:
 def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
              progress: Callable[[float, str], None] | None = None,
              extra: Sequence[str] = ()) -> dict[str, float]:
-    """Measures of one unit: ``calibrator`` cross-fitted on ``data`` with K folds cut by ``seed``.
-
-    Parameters
-    ----------
-    data : ScoreSet, EngineDataset or ClassSet
-        An :class:`EngineDataset` is cross-fitted on the cells its engine aggregates for this repeat's folds.
-    calibrator : Calibrator, MulticlassCalibrator or None
-        Unfitted (cloned per fold); None for the uncalibrated scores.
-    n_folds, seed : int
-        ``Scheme("kfold", n_folds=n_folds, seed=seed)``.
-    progress : callable(fraction, message), optional
-        Called after each fold.
-    extra : sequence of str
-        Binary: measures of :mod:`calibdash.measures` to compute too (on the same out-of-fold predictions).
+    """Measures of one unit: ``calibrator`` (unfitted, cloned per fold; None: the raw scores) cross-fitted on
+    ``data`` (a ScoreSet, an :class:`EngineDataset`'s cells for this repeat's folds, or a ClassSet) with
+    ``Scheme("kfold", n_folds=n_folds, seed=seed)``; ``progress(fraction, message)`` after each fold; ``extra``:
+    binary measures of :mod:`calibdash.measures` to compute too.
 
     Returns
     -------
@@ -273,11 +236,9 @@ def run_units(datasets: Mapping, cals: Mapping, units: Sequence[Unit], n_folds: 
               metric_names: Sequence[str], extra: Sequence[str] = (), needed: Sequence[str] = (),
               progress: Callable[[float, str], None] | None = None, cache: MutableMapping | None = None,
               compute: bool = True) -> list[dict]:
-    """Run (or take from ``cache``) every unit (:func:`run_unit`, keyed by :func:`unit_key`); one row per
-    finished unit, in ``units``' order, keeping ``metric_names``. ``extra``: binary measures :func:`run_unit`
-    computes beside the metrics; ``needed``: measures a cached entry must hold to be used; ``progress``,
-    ``cache`` and ``compute`` as :func:`run_benchmark` takes them. A DataError gets the data set's name in front.
-    """
+    """Run (or take from ``cache``) every unit; one row per finished unit, in ``units``' order, keeping
+    ``metric_names``. ``extra`` as :func:`run_unit` takes it; ``needed``: measures a cached entry must hold to be
+    used; the others as :func:`run_benchmark` takes them. A DataError gets the data set's name in front."""
     steps = {u: (1 if u.method == UNCALIBRATED else int(n_folds)) for u in units}
     total_steps = sum(steps.values()) or 1
     done_steps = 0
@@ -336,20 +297,18 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         hyperparameters, key -> unfitted calibrator); K classes: what
         :func:`calibdash.evaluation.holdout.resolve_classes` takes (``"temperature,ovr:isotonic"``). The key
         ``"uncalibrated"`` is reserved for the raw scores.
-    n_folds : int, default ``Scheme().n_folds``
-        K of the cross-fitting.
-    repeats : int, default 2
-        Repetitions with fold seeds ``seed``, ``seed + 1``, ...
-    seed : int, default 0
+    n_folds, repeats, seed : int
+        K of the cross-fitting (default ``Scheme().n_folds``), and its repetitions (default 2) with fold seeds
+        ``seed`` (default 0), ``seed + 1``, ...
     metrics : sequence of str, optional
         Metrics kept: names of the problem's catalogue (default :data:`calibdash.metrics.METRIC_NAMES`;
         K classes: every measure of :data:`calibdash.measures.class_measures.MEASURES`).
     metric : str, optional
         The metric ranked for the Friedman test and Holm's procedure (default "ECE"; K classes
         :data:`DEFAULT_CLASS_METRIC`, the log-loss).
-    reference : str, optional
-        Method the others are compared with (default :func:`~calibdash.benchmark.statistics.default_reference`).
-    alpha : float, default 0.05
+    reference, alpha
+        The method the others are compared with (default :func:`~calibdash.benchmark.statistics.default_reference`);
+        the tests' level (default 0.05).
     include_uncalibrated : bool, default True
         Rank the raw scores as a method, as the papers rank the base classifier.
     progress : callable(fraction, message), optional
@@ -357,11 +316,9 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
         ``fraction`` rises to 1.
     cache : mutable mapping, optional
         Unit results by :func:`unit_key` (e.g. a :class:`UnitCache`): units found are not refitted, computed ones
-        are stored as soon as they finish, so a run interrupted from outside (the dashboard's Stop) keeps its
-        finished units and the same call later resumes.
+        are stored as they finish, so a run interrupted from outside (the dashboard's Stop) later resumes.
     compute : bool, default True
-        False: use only the units found in ``cache`` (nothing is fitted); the result then covers the complete
-        (data set, repeat) blocks found.
+        False: use only the units found in ``cache``; the result covers the complete (data set, repeat) blocks.
     params : mapping method -> {hyperparameter: value}, optional
         Hyperparameters of the methods named in ``methods``.
 
@@ -393,7 +350,9 @@ def run_benchmark(datasets: Mapping, methods, n_folds: int = DEFAULT_FOLDS, repe
     default = mmetrics.MEASURE_NAMES if k_class else METRIC_NAMES
     metric_names = _check_metrics(default if metrics is None else metrics, metric, catalogue)
     extra = [m for m in metric_names if m in measures.MEASURES] if not k_class else []
-    units = plan_units(list(datasets), list(cals), repeats, seed, include_uncalibrated)
+    # run order: data set, then repeat (fold seed seed + r), then the raw scores and each method
+    keys = ([UNCALIBRATED] if include_uncalibrated else []) + [m for m in cals if m != UNCALIBRATED]
+    units = [Unit(d, m, r, int(seed) + r) for d in datasets for r in range(int(repeats)) for m in keys]
     rows = run_units(datasets, cals, units, n_folds, metric_names=metric_names, extra=extra,
                      needed=metric_names if k_class else extra, progress=progress, cache=cache, compute=compute)
     planned = list(dict.fromkeys(u.method for u in units))

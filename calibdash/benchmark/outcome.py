@@ -1,6 +1,5 @@
 """The result of a benchmark (:class:`BenchmarkResult`, its sentences and JSON) and the measures it ranks
-(:class:`Catalogue`): a module of its own so that the statistics (which build the result) and the report (which
-makes its tables) import it and not each other."""
+(:class:`Catalogue`), which the statistics and the report both import."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,25 +17,10 @@ __all__ = []
 
 @dataclass(frozen=True)
 class Catalogue:
-    """The measures of one kind of data as a benchmark ranks, tests and reports them: binary ones from
-    :mod:`calibdash.measures` (:data:`BINARY`), K-class ones from :data:`calibdash.measures.class_measures.MEASURES`
-    (:data:`CLASS_MEASURES`).
-
-    Attributes
-    ----------
-    kind : str
-        ``"binary"`` or ``"multiclass"``: what the data sets are.
-    names : tuple of str
-        Every measure a unit can hold, in table order.
-    rankable : callable(name) -> bool
-        Whether methods can be ranked on ``name``.
-    direction : callable(name) -> bool or None
-        True: lower is better; False: higher is better; None: closest to a target.
-    oriented : callable(name, values) -> values
-        ``values`` turned so that lower is better (keeps the type: array or DataFrame).
-    best_phrase : callable(name) -> str
-        ``"lower is better"``, ``"0 is ideal"``, ...
-    """
+    """The measures of one kind of data (``kind``, ``"binary"`` or ``"multiclass"``) as a benchmark ranks, tests
+    and reports them: ``names`` in table order; ``rankable(name)``; ``direction(name)`` (True: lower is better,
+    False: higher, None: closest to a target); ``oriented(name, values)``, the values turned so that lower is better
+    (same type); ``best_phrase(name)`` (``"lower is better"``, ``"0 is ideal"``, ...)."""
 
     kind: str
     names: tuple
@@ -72,37 +56,24 @@ class BenchmarkResult:
     units : DataFrame
         One row per finished unit: dataset, repeat, seed, method, the metrics, seconds.
     means : DataFrame
-        Mean over repeats, indexed by (dataset, method), one column per metric; only complete (data set,
-        repeat) blocks count.
-    metric : str
-        The ranked metric.
-    lower_is_better : bool or None
-        Its direction; None for a measure whose best value is a target (the calibration slope's 1), ranked by
-        the distance to it.
+        Mean over repeats of the complete (data set, repeat) blocks, indexed by (dataset, method).
+    metric, lower_is_better : str, bool or None
+        The ranked metric and its direction (None: ranked by the distance to a target, the slope's 1).
     table, ranks : DataFrame
         Data sets x methods: ``means`` of ``metric``, and their ranks (1 = best, mid-ranks for ties).
-    average_ranks : Series
-        Method -> average rank on ``metric``.
-    rank_summary : DataFrame
-        Methods x metrics: the average rank on every metric.
-    friedman : FriedmanResult or None
-        None with fewer than two data sets or methods.
-    friedman_by_metric : DataFrame
-        Metric -> chi2_F, F_F, degrees of freedom, p, critical value, reject.
-    reference : str
+    average_ranks, rank_summary : Series, DataFrame
+        Method -> average rank on ``metric``; methods x metrics, the average rank on every metric.
+    friedman, friedman_by_metric : FriedmanResult or None, DataFrame
+        None with fewer than two data sets or methods; metric -> chi2_F, F_F, df1, df2, p, critical, reject.
     holm : DataFrame or None
-        :func:`~calibdash.benchmark.rank_tests.holm` against ``reference`` plus a ``significant`` column: Holm
-        rejects *and* the Friedman test rejected.
-    alpha : float
-    n_folds, repeats, seed : int
+        :func:`~calibdash.benchmark.rank_tests.holm` against ``reference`` plus ``significant``: Holm rejects
+        *and* the Friedman test rejected.
+    reference, alpha, n_folds, repeats, seed
+        As the benchmark ran.
     methods, datasets : list of str
-        In display order (the uncalibrated scores first); ``datasets`` lists those with complete results.
-    planned : int
-        Units planned (``len(units) < planned`` for a partial result).
-    notes : list of str
-        What was left out and why.
-    catalogue : Catalogue
-        The measures' kind and directions.
+        In display order (the raw scores first); ``datasets`` lists those with complete results.
+    planned, notes, catalogue
+        Units planned (fewer units: a partial result); what was left out and why; the measures' :class:`Catalogue`.
     """
 
     units: pd.DataFrame

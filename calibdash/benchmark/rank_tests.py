@@ -41,16 +41,11 @@ class FriedmanResult:
         Number of methods and of data sets (the blocks).
     chi2, chi2_df, chi2_p : float, int, float
         Friedman's ``chi2_F``, its degrees of freedom ``k - 1`` and its p value (chi-squared upper tail).
-    ff : float
-        Iman and Davenport's ``F_F`` (``inf`` when every data set ranks the methods in the same order, no ties).
-    ff_df1, ff_df2 : int
-        Its degrees of freedom, ``k - 1`` and ``(k - 1)(N - 1)``.
-    ff_p : float
-        Its p value (F upper tail).
-    alpha, critical : float
-        The significance level and the critical value of ``F(ff_df1, ff_df2)`` at it.
-    reject : bool
-        Whether ``F_F`` rejects the null hypothesis (``ff_p < alpha``), the test the papers use.
+    ff, ff_df1, ff_df2, ff_p : float, int, int, float
+        Iman and Davenport's ``F_F`` (``inf`` when every data set ranks the methods alike, no ties), its degrees
+        of freedom ``k - 1`` and ``(k - 1)(N - 1)``, its p value (F upper tail).
+    alpha, critical, reject : float, float, bool
+        The level, the critical value of ``F(ff_df1, ff_df2)`` at it, and ``ff_p < alpha`` (the papers' test).
     """
 
     k: int
@@ -86,24 +81,19 @@ def _numeric_table(table) -> pd.DataFrame:
     return t
 
 
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+
+
 def rank_table(table, lower_is_better: bool = True, decimals: int | None = 12) -> pd.DataFrame:
     """Rank the methods (columns) on each data set (row): 1 is the best, ties get mid-ranks.
 
-    Parameters
-    ----------
-    table : DataFrame or array-like of shape (N, k)
-        One row per data set, one column per method: metric values, or ranks already (ranking ranks with
-        ``lower_is_better=True`` returns them unchanged, mid-ranks included).
-    lower_is_better : bool, default True
-        True for losses (ECE, Brier, ...), False for AUC and accuracy.
-    decimals : int or None, default 12
-        Values are rounded to this many decimals before ranking, so that two methods whose values differ only
-        by floating-point noise (Platt's AUC and the raw scores' AUC) tie. None ranks the raw values.
-
-    Returns
-    -------
-    DataFrame
-        Same shape, index and columns as ``table``; each row sums to k(k+1)/2.
+    ``table`` (DataFrame or array of shape (N, k)) holds metric values, or ranks already (ranked again with
+    ``lower_is_better=True`` they are unchanged); ``lower_is_better``: True for losses (ECE, Brier, ...), False
+    for AUC and accuracy. Values are rounded to ``decimals`` (None: not) before ranking, so that two methods
+    differing only by floating-point noise (Platt's AUC and the raw scores') tie. Returns a DataFrame of
+    ``table``'s shape, index and columns; each row sums to k(k+1)/2.
 
     Raises
     ------
@@ -129,14 +119,8 @@ def rank_standard_error(k: int, n: int) -> float:
 def friedman_from_ranks(avg_ranks, n_datasets: int, alpha: float = 0.05) -> FriedmanResult:
     """Friedman's ``chi2_F`` and Iman-Davenport's ``F_F`` from the average ranks.
 
-    Parameters
-    ----------
-    avg_ranks : array-like or Series of length k
-        Average rank of each method over the data sets.
-    n_datasets : int
-        N, the number of data sets the ranks were averaged over.
-    alpha : float, default 0.05
-        Level of the reported critical value and verdict.
+    ``avg_ranks``: each method's average rank over the ``n_datasets`` (N) data sets; ``alpha``: the level of the
+    critical value and verdict.
 
     Raises
     ------
@@ -151,8 +135,7 @@ def friedman_from_ranks(avg_ranks, n_datasets: int, alpha: float = 0.05) -> Frie
         raise DataError(f"the Friedman test compares at least two methods, got {k}.")
     if n < 2:
         raise DataError(f"the Friedman test needs at least two data sets, got {n}.")
-    if not 0 < alpha < 1:
-        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+    _check_alpha(alpha)
     if not np.all(np.isfinite(r)) or r.min() < 1 - 1e-9 or r.max() > k + 1e-9:
         raise DataError(f"average ranks of {k} methods must lie in [1, {k}], got {r.tolist()}.")
     chi2 = 12.0 * n / (k * (k + 1)) * (np.sum(r ** 2) - k * (k + 1) ** 2 / 4.0)
@@ -177,16 +160,9 @@ def holm(avg_ranks: Mapping[str, float] | pd.Series, n_datasets: int, reference:
          alpha: float = 0.05) -> pd.DataFrame:
     """Holm's step-down comparison of every method with a reference method.
 
-    Parameters
-    ----------
-    avg_ranks : Series or mapping method -> average rank
-        Over all k methods, the reference included.
-    n_datasets : int
-        N, the number of data sets behind the average ranks.
-    reference : str
-        The method the others are compared with (the papers' BBQ or ELiTE).
-    alpha : float, default 0.05
-        Family-wise significance level.
+    ``avg_ranks`` (method -> average rank over the N = ``n_datasets`` data sets, all k methods) as for
+    :func:`friedman_from_ranks`; ``reference``: the method the others are compared with (the papers' BBQ or ELiTE);
+    ``alpha``: the family-wise level.
 
     Returns
     -------
@@ -212,8 +188,7 @@ def holm(avg_ranks: Mapping[str, float] | pd.Series, n_datasets: int, reference:
         raise DataError("Holm's procedure needs the reference and at least one other method.")
     if n < 1:
         raise DataError(f"n_datasets must be at least 1, got {n_datasets}.")
-    if not 0 < alpha < 1:
-        raise SettingsError(f"alpha must lie strictly between 0 and 1, got {alpha}.")
+    _check_alpha(alpha)
     others = r.drop(reference)
     diff = (others - r[reference]).to_numpy()
     z = diff / rank_standard_error(k, n)

@@ -30,19 +30,9 @@ class TableKind(StrEnum):
 
 @dataclass(frozen=True, eq=False)
 class ReportTable:
-    """One table of a benchmark report.
-
-    Attributes
-    ----------
-    kind : TableKind
-        What the table holds; format it from this, never from ``title``.
-    title : str
-        A heading for people.
-    frame : DataFrame
-        The numbers, methods named by the labels given to :func:`report_tables`.
-    lower_is_better : bool or None
-        Direction of the values where one of them is the best (the means and the ranks); None for the tests.
-    """
+    """One table of a benchmark report: its ``kind`` (format it from this, never from ``title``, a heading for
+    people), the numbers ``frame`` (methods named by the labels given to :func:`report_tables`), and
+    ``lower_is_better``, the values' direction where one is the best (the means and ranks; None for the tests)."""
 
     kind: TableKind
     title: str

@@ -35,22 +35,11 @@ def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: s
               datasets: Sequence[str] | None = None, catalogue: Catalogue = BINARY) -> BenchmarkResult:
     """Means, ranks, Friedman and Holm from a unit table (as :attr:`BenchmarkResult.units`).
 
-    Only complete (data set, repeat) blocks (every method present) count; a data set with no complete block is
-    left out and named in ``notes``.
-
-    Parameters
-    ----------
-    units : DataFrame
-        Columns dataset, repeat, seed, method and the metrics.
-    metric : str
-        The metric to rank.
-    reference : str, optional
-        Default :func:`default_reference`.
-    alpha : float
-    n_folds, repeats, seed, planned, methods, datasets
-        Recorded in the result; ``methods``/``datasets`` fix the display order (default: order of appearance).
-    catalogue : Catalogue, default the binary measures
-        The measures the units hold and their directions.
+    Only complete (data set, repeat) blocks (every method present) count; a data set with none is left out and
+    named in ``notes``. ``units`` has the columns dataset, repeat, seed, method and the metrics; ``metric`` is
+    ranked; ``reference`` defaults to :func:`default_reference`; ``n_folds``, ``repeats``, ``seed``, ``planned``,
+    ``methods`` and ``datasets`` are recorded (the last two fix the display order, default: order of appearance);
+    ``catalogue`` (default: the binary measures) says what the units hold and their directions.
 
     Raises
     ------

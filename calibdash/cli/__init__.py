@@ -1,10 +1,7 @@
 """Command line: ``python -m calibdash {evaluate,report,methods,fit,apply,export-sql,benchmark,groups,drift} ...``.
 
-This module holds the parser (:func:`build_parser`) and :func:`main`, which reports calibdash's errors as one line
-and exit status 2; the commands live in one module per group: :mod:`.comparison` (``evaluate``, ``report``),
-:mod:`.models` (``fit``, ``apply``, ``export-sql``), :mod:`.monitor` (``groups``, ``drift``), :mod:`.benchmarking`
-and ``methods`` here. Each command has one path for any number of classes (:mod:`.file_problem`), and
-``--json`` prints one record whose shape is the command's JSON Schema (:mod:`calibdash.io.schemas`).
+The parser (:func:`build_parser`) and :func:`main`; the commands live in one module per group. ``--json`` prints
+one record whose shape is the command's JSON Schema (:mod:`calibdash.io.schemas`).
 """
 from __future__ import annotations
 
@@ -338,12 +335,8 @@ def _add_runs_command(sub) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; return its exit status.
-
-    calibdash's own errors are printed as one line on stderr with exit status 2: ``error: ...`` for a problem with
-    the data, a setting or the machine, ``internal error: ...`` for a :class:`ProgrammingError` (a bug, shown for
-    what it is). Bad arguments exit through ``argparse`` (status 2).
-    """
+    """Run one command; return its exit status: calibdash's own errors print one line on stderr and give 2
+    (``internal error: ...`` for a :class:`ProgrammingError`, a bug), as argparse gives for bad arguments."""
     args = build_parser().parse_args(argv)
     try:
         with notes_on_stderr():

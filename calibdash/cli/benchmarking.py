@@ -1,8 +1,5 @@
-"""The ``benchmark`` command: calibrators compared over several data sets (:mod:`calibdash.benchmark`), in
-memory or with each FILE left where it lies and its folds aggregated by DuckDB or Spark. When every file is a
-K-class table the benchmark is multi-class, and the binary default ``--methods`` becomes
-:func:`calibdash.benchmark.default_class_methods`.
-"""
+"""The ``benchmark`` command (:mod:`calibdash.benchmark`), in memory or with each FILE left where it lies; on
+K-class tables the default ``--methods`` is :func:`calibdash.benchmark.default_class_methods`."""
 from __future__ import annotations
 
 import sys

@@ -1,9 +1,7 @@
-"""What problem a command's data is: binary (a score column and a label of two values) or K classes (a label of
-K >= 3 classes and one probability or logit column per class, :mod:`calibdash.data.class_set`).
-
-K classes when the user names the class columns (``--probs``/``--logits``), or when neither ``--score`` nor
-``--positive`` is given and :func:`calibdash.data.is_multiclass` finds them (for rows an engine reads, in their
-first rows); else binary. Only ``evaluate`` runs K-class rows on an engine.
+"""What problem a command's data is: K classes (one probability or logit column per class) when the user names
+the class columns (``--probs``/``--logits``), or when neither ``--score`` nor ``--positive`` is given and
+:func:`calibdash.data.is_multiclass` finds them (for rows an engine reads, in their first rows); else binary. Only
+``evaluate`` runs K-class rows on an engine.
 """
 from __future__ import annotations
 

@@ -25,7 +25,6 @@ from .file_problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class
 __all__ = []
 
 
-# -- fit --------------------------------------------------------------------------------------------------
 def cmd_fit(args) -> int:
     """Fit one calibrator on a file (or the rows of one split value) and save it as JSON: a binary calibrator
     on a binary file (in memory, or on an engine's score cells), a K-class one on a K-class file."""
@@ -105,7 +104,6 @@ def _fit_engine(args, cal, method: str, engine: str) -> int:
                                        f"aggregated by {engine})")
 
 
-# -- apply ------------------------------------------------------------------------------------------------
 def _notes(messages) -> None:
     for msg in messages:
         print(f"  · {msg}", file=sys.stderr)
@@ -156,10 +154,8 @@ def _class_values(df: pd.DataFrame, columns: list[str], name: str) -> np.ndarray
 
 
 def cmd_apply(args) -> int:
-    """Add a saved calibrator's calibrated scores to every row of a file: a binary model's column
-    ``calibrated`` (in memory, or where the files lie with ``--engine``), a K-class model's column
-    ``calibrated_<class>`` per class (in memory); rows without a score or with a missing class value stay
-    empty."""
+    """Add a saved calibrator's calibrated scores to every row of a file: a binary model's ``calibrated`` (also
+    where the files lie), a K-class model's ``calibrated_<class>`` per class; rows it cannot score stay empty."""
     model = export.read_model(_model_text(args.model))
     if model.kind == "classes" and args.engine and engines.get(args.engine).out_of_core:
         raise SettingsError(f"{ENGINE_REFUSAL}.")
@@ -224,7 +220,6 @@ def _apply_engine(args) -> int:
     return 0
 
 
-# -- export-sql -------------------------------------------------------------------------------------------
 def cmd_export_sql(args) -> int:
     """Print a saved calibrator as one SQL statement adding ``calibrated`` to the rows of a table."""
     from ..io import sql

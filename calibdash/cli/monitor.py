@@ -1,8 +1,5 @@
 """The ``groups`` and ``drift`` commands: calibration by segment and over time, where the rows live, for
-scheduled checks. Both aggregate the source into keyed score cells (:func:`calibdash.engines.aggregate_keyed`)
-and measure them with :mod:`calibdash.monitoring.keyed.per_key`, so they give the Groups & time page's numbers;
-``--fail-above NAME=VALUE`` exits with status 1 and names on stderr the groups or periods above VALUE.
-"""
+scheduled checks, measured on keyed score cells as the Groups & time page measures them."""
 from __future__ import annotations
 
 import math

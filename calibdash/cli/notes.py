@@ -1,10 +1,6 @@
-"""Warnings during a command, as the command line shows them: calibdash's own as ``note:`` lines, others not.
-
-A fit says what a user should know with a Python warning; on the command line it would print as
-``/path/file.py:123: XWarning: ...`` among the results. Here each distinct message of a warning raised from
-calibdash's own code is printed once, after the command, as ``note: <message>`` on stderr (stdout keeps only the
-result, so ``--json`` stays one record). Warnings from the libraries (pandas, numpy, scikit-learn, pyarrow) are
-not shown; ``PYTHONWARNINGS`` (any value) shows every warning as Python would, for a developer.
+"""Warnings during a command: each distinct message of calibdash's own printed once, after the command, as
+``note: <message>`` on stderr (stdout keeps only the result, so ``--json`` stays one record); the libraries' warnings
+are not shown. ``PYTHONWARNINGS`` (any value) shows every warning as Python would, for a developer.
 """
 from __future__ import annotations
 

@@ -63,8 +63,8 @@ def source_name(source) -> str:
 
 def validation_json(*, rows_read: int, rows_used: int | None = None, dropped: dict | None = None,
                     dropped_examples: dict | None = None, class_counts: dict, mapped: dict, messages) -> dict:
-    """The ``validation`` block of ``evaluate --json``, one shape whatever the engine and the file; ``mapped``:
-    score column -> the raw range mapped by the logistic function. Rows checked where they live: none dropped."""
+    """The ``validation`` block of ``evaluate --json`` (``mapped``: score column -> the raw range the logistic
+    function mapped); rows checked where they live drop none."""
     dropped, dropped_examples = dropped or {}, dropped_examples or {}
     return {"rows_read": int(rows_read), "rows_used": int(rows_read if rows_used is None else rows_used),
             "rows_dropped": int(sum(dropped.values())), "dropped": {reason: int(k) for reason, k in dropped.items()},

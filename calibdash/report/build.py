@@ -1,9 +1,5 @@
-"""The HTML document (:func:`build_report`), its texts (method names, the measures table, the Data section's
-lines) and the pipelines from a file, a ScoreSet or a ClassSet to it (load, fit, judge, bootstrap, measure, write:
-the path of ``python -m calibdash report``). The page's frame (verdict, data, measures with intervals, figures,
-methods, notes, footer) is one; a binary evaluation adds the reliability diagram, the calibration map and the
-further measures (:func:`_binary_parts`), a K-class one the confidence and class-wise diagrams and the per-class
-table (:func:`_class_parts`)."""
+"""The HTML document (:func:`build_report`), its texts, and the pipelines from a file, a ScoreSet or a ClassSet to
+it (load, fit, judge, bootstrap, measure, write: ``python -m calibdash report``)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -37,10 +33,7 @@ def default_labels(keys, models: Mapping | None = None) -> dict[str, str]:
     models = models or {}
     out = {}
     for key in keys:
-        if key == UNCALIBRATED:
-            out[key] = "Uncalibrated"
-            continue
-        label = getattr(models.get(key), "label", "")
+        label = "Uncalibrated" if key == UNCALIBRATED else getattr(models.get(key), "label", "")
         if not label:
             try:
                 label = calibrators.get_class(key).label
@@ -53,16 +46,13 @@ def default_labels(keys, models: Mapping | None = None) -> dict[str, str]:
 def measure_table(ev: Evaluation, names: Sequence[str] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """:func:`calibdash.measures.table` of ``ev``'s judged rows, a failing measure left NaN.
 
-    A measure that cannot be computed on one method's predictions (ICI's loess has no width where most
-    predictions tie, as after histogram binning on few rows) raises :class:`~calibdash.core.errors.DataError`;
-    that method's measures are then computed one by one and the failing ones are NaN, so the rest of the table
-    is still shown.
+    A measure that cannot be computed on a method's predictions (ICI's loess where most predictions tie) raises
+    DataError; that method's measures are then computed one by one, the failing ones NaN.
 
     Returns
     -------
     (DataFrame, list of str)
-        One row per method, one column per measure; and one note per method whose measures failed, saying which
-        and why.
+        Methods x measures; and one note per method whose measures failed, saying which and why.
     """
     names = measures.check_names(names)
     labels = default_labels(ev.predictions.columns, ev.models)
@@ -176,48 +166,40 @@ def build_report(evaluation, boot: BootstrapResult, *, title: str, source_descri
     Parameters
     ----------
     evaluation : Evaluation
-        Its predictions draw the figures and give the judged rows; its models the calibration map and the
-        methods' papers.
+        Its predictions draw the figures and give the judged rows; its models the calibration map and papers.
     boot : BootstrapResult
-        The metrics table with intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, or what the
-        Compare page computed); the verdict is drawn from it.
-    title : str
-        The page's heading and ``<title>``.
-    source_description : str
-        Where the rows came from (:func:`describe_source` of a ScoreSet).
-    scheme_description : str
-        How the rows were split and judged (:meth:`Scheme.describe`, with ``on_cells`` on score cells).
+        The metrics with intervals (:func:`calibdash.evaluation.bootstrap.bootstrap_evaluation`, or the Compare
+        page's); the verdict is drawn from it.
+    title, source_description, scheme_description : str
+        The page's heading and ``<title>``; where the rows came from (:func:`describe_source`); how they were split
+        and judged (:meth:`Scheme.describe`, with ``on_cells`` on score cells).
     labels : mapping key -> display name, optional
         Default :func:`default_labels`.
     measures_table : DataFrame or BootstrapResult, optional
-        Binary: methods x measures (:func:`measure_table`), or the result of
-        :func:`calibdash.evaluation.bootstrap.bootstrap_measures` to show intervals too. Default:
-        :func:`measure_table` of ``evaluation``; an empty DataFrame leaves the section out.
+        Binary: methods x measures (:func:`measure_table`, the default), or
+        :func:`calibdash.evaluation.bootstrap.bootstrap_measures`' result for intervals; an empty DataFrame leaves
+        the section out.
     notes : sequence of str
-        Shown as a list (the data's validation messages, for example; a K-class evaluation's notes are added).
+        Shown as a list (a K-class evaluation's notes are added).
     include_plotlyjs : True or "cdn"
-        True (default): plotly.js is written inline once, so the file opens offline (about 4.8 MB). ``"cdn"``: a
-        ``<script src>`` to plotly's CDN instead (a small file whose charts need the network).
+        True (default): plotly.js inline once, the file opens offline (about 4.8 MB); ``"cdn"``: a ``<script
+        src>`` to plotly's CDN (a small file whose charts need the network).
     n_bins, strategy
         Bins of the binned reliability diagram (default: the metrics table's); ``n_bins`` may be ``"auto"``
         (:func:`calibdash.diagrams.auto_bin_count`'s cube-root rule).
-    log_x : bool
-        Log-scaled score axis of the calibration map.
-    features : DataFrame, optional
-        The judged rows' feature columns, for a feature-aware model's map (row path only).
+    log_x, features
+        Log-scaled score axis of the calibration map; the judged rows' feature columns, for a feature-aware
+        model's map (row path only).
     calibration_metric : str, default "ECE"
         The metric the binary verdict ranks by (K classes: :func:`calibdash.evaluation.bootstrap.verdict`'s
-        confidence ECE among the methods whose accuracy the paired interval does not show below the raw
-        probabilities').
+        confidence ECE among the methods whose accuracy is not shown below the raw probabilities').
     generated : datetime, optional
         The date printed (default: now, UTC).
     diagram : {"binned", "smooth", "corp"}
-        The reliability diagram's type (:data:`calibdash.diagrams.KINDS`, any letter case): binned (default),
-        SmoothECE's smoothed curve, or the CORP (PAV) curve with the MCB/DSC/UNC decomposition in its legend.
-        Binary only.
+        Binary: the reliability diagram (:data:`calibdash.diagrams.KINDS`, any case): binned, SmoothECE's
+        smoothed curve, or the CORP (PAV) curve with the MCB/DSC/UNC decomposition in its legend.
     panels : int
-        K classes: the class-wise panels drawn, the worst classes (largest per-class ECE of the raw
-        probabilities) first.
+        K classes: the class-wise panels drawn, the worst classes (largest raw per-class ECE) first.
 
     Returns
     -------
@@ -406,23 +388,12 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
                          params: Mapping[str, Mapping] | None = None, cells: str = "auto",
                          n_boot: int | None = None, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, diagram: str = "binned") -> str:
-    """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods`` as ``python -m calibdash
-    evaluate`` does (:func:`calibdash.evaluation.holdout.evaluate_score_set`), bootstrap, measure, write.
-
-    Parameters
-    ----------
-    ss : ScoreSet
-    methods : method spec, default :data:`calibdash.evaluation.methods.DEFAULT_METHODS`
-    scheme : Scheme, default ``Scheme()``
-    params : mapping method -> {hyperparameter: value}, optional
-    cells : {"auto", "always", "never"}
-    n_boot : int, optional
-        Resamples of the intervals (default: as the Compare page).
-    title : str, optional
-        Default ``"Calibration report: <file name>"``.
-    include_plotlyjs, generated, diagram
-        As for :func:`build_report`.
-    """
+    """The report of a :class:`~calibdash.data.ScoreSet`: fit and judge ``methods`` (default
+    :data:`calibdash.evaluation.methods.DEFAULT_METHODS`, with ``params`` and ``cells`` as
+    :func:`calibdash.evaluation.holdout.evaluate_score_set` takes them) on ``scheme`` (default ``Scheme()``) as
+    ``python -m calibdash evaluate`` does, bootstrap (``n_boot`` resamples, default the Compare page's), measure,
+    write. ``title`` defaults to ``"Calibration report: <file name>"``; ``include_plotlyjs``, ``generated`` and
+    ``diagram`` as for :func:`build_report`."""
     diagrams.check_kind(diagram)                # before the fits, not after
     scheme = scheme or Scheme()
     ev = evaluate_score_set(ss, resolve(DEFAULT_METHODS if methods is None else methods, params), scheme,
@@ -442,10 +413,9 @@ def report_for_score_set(ss, methods=None, scheme: Scheme | None = None, *,
 def report_for_class_set(cs, methods=None, scheme: Scheme | None = None, *, params: Mapping[str, Mapping] | None = None,
                          n_boot: int = CLASS_N_BOOT, title: str | None = None, include_plotlyjs=True,
                          generated: datetime | None = None, max_fit_rows: int | None = MAX_FIT_ROWS) -> str:
-    """The report of a :class:`calibdash.data.ClassSet`: fit and judge ``methods`` (default
-    :func:`calibdash.evaluation.holdout.default_methods` for its K; ``max_fit_rows`` as
-    :func:`~calibdash.evaluation.holdout.evaluate_classes` takes it), bootstrap (``n_boot`` paired resamples),
-    write; the other arguments as for :func:`report_for_score_set`."""
+    """The report of a :class:`calibdash.data.ClassSet`: ``methods`` (default: the K-class defaults for its K)
+    fitted and judged by :func:`~calibdash.evaluation.holdout.evaluate_classes` (with ``max_fit_rows``), ``n_boot``
+    paired resamples; the other arguments as for :func:`report_for_score_set`."""
     check_plotlyjs(include_plotlyjs)              # before the fits, not after
     scheme = scheme or Scheme()
     ev = evaluate_classes(cs.scores(), cs.labels, default_methods(cs.k) if methods is None else methods, scheme,

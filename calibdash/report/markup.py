@@ -11,20 +11,12 @@ from .. import measures
 from ..core import __version__
 from ..evaluation.bootstrap import BootstrapResult
 from ..evaluation.holdout import Evaluation
+from ..measures.registry import BINARY, view
 
 __all__ = []
 
-#: What each metric of :data:`calibdash.metrics.METRIC_NAMES` is, for the table's header tooltips.
-_METRIC_HELP = {
-    "AUC": "area under the ROC curve (discrimination)",
-    "ACC": "accuracy at the threshold 0.5",
-    "RMSE": "root mean squared error of the probabilities",
-    "Brier": "Brier score, the mean squared error",
-    "LogLoss": "log loss (cross-entropy)",
-    "ECE": "expected calibration error",
-    "MCE": "maximum calibration error over the bins",
-    "MVCE": "multi-view calibration error (MBCT, Eq. 10)",
-}
+#: The papers' metrics (:data:`calibdash.metrics.METRIC_NAMES`), whose labels are the header tooltips.
+_METRICS = view(BINARY, metric=True)
 
 
 def number(v, digits: int = 4) -> str:
@@ -57,7 +49,7 @@ def binary_heading(name: str):
     m = measures.MEASURES.get(name)
     arrow = f"→ {m.target:g}" if m is not None and m.best == "target" else {
         "lower is better": "↓", "higher is better": "↑"}.get(words, "")
-    tip = measures.describe(name) if m is not None else f"{_METRIC_HELP.get(name, name)} ({words})"
+    tip = measures.describe(name) if m is not None else f"{getattr(_METRICS.get(name), 'label', name)} ({words})"
     return arrow, tip, lambda values: measures.oriented(name, values) if measures.rankable(name) else None
 
 
