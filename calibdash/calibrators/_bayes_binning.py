@@ -254,7 +254,7 @@ def _forward(seg: _Segments, want_max: bool):
     return f_sum, f_max, back
 
 
-def sbb_best(pos: Positions, lam: float) -> dict:
+def sbb_best(pos: Positions, lam: float) -> tuple[np.ndarray, np.ndarray, float, float]:
     """SBB: the single highest scoring binning (Sec. 2.3), by max-product DP: ``(first, last, log_score,
     log_evidence)``, each bin's first and last position, log Score(M_opt) (Eq. 6) and the log of the sum of Eq. 6 over
     all binnings (from the same pass)."""
@@ -271,7 +271,7 @@ def sbb_best(pos: Positions, lam: float) -> dict:
             float(f_sum[seg.p]))
 
 
-def abb_average(pos: Positions, lam: float) -> dict:
+def abb_average(pos: Positions, lam: float) -> tuple[np.ndarray, np.ndarray, float]:
     """ABB: Bayesian model averaging over all binnings (Eq. 7-8), by sum-product DP.
 
     The posterior probability of bin ``[l, u]`` being in the binning is ``exp(F[l] + log score(l, u) + G[u + 1] - log
