@@ -1,5 +1,6 @@
 """Runs: the saved runs this user may see (filtered by data set, tag, owner and date), each opened by its link;
 two evaluations side by side; a saved series' calibration history; sharing and deleting one's own runs."""
+import shlex
 from datetime import datetime, time, timezone
 
 import streamlit as st
@@ -18,11 +19,12 @@ ws, me = runs.workspace(), runs.user()
 shown_run = runs.run_to_show()
 if shown_run is not None:                 # a link to a run saved by the command line: its numbers as saved
     r = shown_run.record
-    st.subheader(f"{r.name}")
+    st.subheader(md(r.name))
     st.caption(f"{r.kind} · {md(r.dataset)} · saved by {md(r.owner or 'the server')} on "
                f"{datetime.fromtimestamp(r.saved_at, timezone.utc):%Y-%m-%d %H:%M} UTC"
-               + (" · " + ", ".join(f"{k}={v}" for k, v in r.tags.items()) if r.tags else "")
-               + (f" · `{' '.join(shown_run.view['argv'])}`" if shown_run.view.get("argv") else ""))
+               + (" · " + md(", ".join(f"{k}={v}" for k, v in r.tags.items())) if r.tags else ""))
+    if shown_run.view.get("argv"):              # the command that saved it, to copy: split back into its arguments
+        st.code("python -m calibdash " + shlex.join(map(str, shown_run.view["argv"])), language="bash")
     if shown_run.diagrams:
         chart(st, reliability_pair(shown_run.diagrams, None, names=(r.name, "")), key="runs.shown.reliability")
     st.dataframe(results_table(r.kind, shown_run.results), width="stretch", key="runs.shown.table")

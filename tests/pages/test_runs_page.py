@@ -145,3 +145,17 @@ def test_a_command_line_run_s_link_shows_its_saved_numbers(workspace, capsys):
         for name, value in values.items():
             assert table.loc[method, name] == value                   # every number as the JSON holds it
     assert "runs.shown.reliability" in charts(at)
+
+
+def test_names_from_a_run_are_shown_as_text_and_its_command_splits_back(workspace):
+    import shlex
+    from pages.parts.text import md
+    name, argv = "**bold** <b>x</b> [link](http://e.org)", ["groups", "my file.csv", "--by", "seg`ment"]
+    rec = workspace.save(name=name, kind="groups", dataset="`d`.csv", tags={"*k*": "_v_"},
+                         view={"command": "groups", "argv": argv}, results={"groups": []})
+    at = _open_link(rec.id)
+    assert_clean(at)
+    assert at.subheader[0].value == md(name) != name
+    caption = at.main.caption[0].value
+    assert md("`d`.csv") in caption and md("*k*=_v_") in caption
+    assert shlex.split(at.code[0].value) == ["python", "-m", "calibdash", *argv]
