@@ -21,8 +21,9 @@ from calibdash.measures import calibration as metrics
 from calibdash.core.errors import DataError, SettingsError
 from calibdash.evaluation.holdout import CELLS_MIN_ROWS, UNCALIBRATED
 from calibdash.figures.charts import drift as fdrift, groups as fgroups
+from calibdash.cli.monitor import drift_document, groups_document
 from calibdash.monitoring.keyed import PERIODS, Key
-from pages.parts import diagrams, segments_command as command, segments_data as sdata
+from pages.parts import diagrams, runs, segments_command as command, segments_data as sdata
 from pages.parts.fitting import is_large
 from pages.parts.labels import method_label, method_labels, method_menu_label
 from pages.parts.problems import show_problem
@@ -115,6 +116,9 @@ def by_group_view() -> None:
         show_problem(exc)
         return
     _notes(report.notes)
+    if not is_large(ss):
+        runs.save_panel("segments", "groups", lambda: groups_document(ss.name, ss.score, ss.label_column, column,
+                                                                      "memory", cells.kc, report))
     problem.true_class_warning(column)
     worst = report.worst()
     if worst is not None and len(report.table) > 1:
@@ -221,6 +225,9 @@ def over_time_view() -> None:
         show_problem(exc)
         return
     _notes([n for n in stale.notes if n not in report.notes])
+    if not is_large(ss):
+        runs.save_panel("segments", "drift", lambda: drift_document(ss.name, ss.score, ss.label_column, column,
+                                                                    "memory", cells.kc, report, stale))
     labels = {method: method_label(method)}
     t = stale.table
     last = t.iloc[-1]

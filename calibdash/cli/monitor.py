@@ -21,7 +21,7 @@ from .engine_jobs import aggregate_keyed, engine_source
 from .runs import save_run
 from .output import finite_or_none, four_places, print_json, sentence
 
-__all__ = ["PERIOD_WORDS"]
+__all__ = ["PERIOD_WORDS", "groups_document", "drift_document"]
 
 #: ``--period`` words and the key's period (``"auto"``: chosen as the page chooses).
 PERIOD_WORDS = {"day": "D", "week": "W", "month": "M", "quarter": "Q", "auto": "auto"}
@@ -150,16 +150,36 @@ def _finish(args, out: dict, text: list[str], table: pd.DataFrame, what: str) ->
     return 1 if alerts else 0
 
 
-def _outputs(src, kc, engine: str, rep, notes, what: str, how: str, **where) -> tuple[dict, list[str]]:
-    """The JSON record's head (the source, ``where`` its key column, the cells and intervals) and the text
-    output's lines up to the measures table and its intervals line."""
-    out = {"source": src.describe(), "score": src.score, "label": src.label, **where, "engine": engine,
-           "cells": kc.cells.describe(), "binning": rep.binning, "level": rep.level, "resamples": rep.n_boot}
+def _text(src, kc, engine: str, rep, notes, what: str, how: str) -> list[str]:
+    """The text output's lines up to the measures table and its intervals line."""
     intervals = ("no intervals (--boot 0)" if rep.n_boot <= 0 else f"[low, high]: {round(100 * rep.level)}% "
                  f"Poisson-bootstrap intervals ({rep.n_boot} resamples of each {what}'s rows)")
-    return out, [f"{src.describe()}: score {src.score!r}, label {src.label!r}; {how}; {kc.cells.describe()} "
-                 f"(aggregated by {engine})", *[f"  · {sentence(n)}" for n in notes], _table_text(rep.table, what),
-                 f"ECE: {rep.binning}; {intervals}."]
+    return [f"{src.describe()}: score {src.score!r}, label {src.label!r}; {how}; {kc.cells.describe()} "
+            f"(aggregated by {engine})", *[f"  · {sentence(n)}" for n in notes], _table_text(rep.table, what),
+            f"ECE: {rep.binning}; {intervals}."]
+
+
+def _json_head(source: str, score: str, label: str, engine: str, kc, rep, **where) -> dict:
+    return {"source": source, "score": score, "label": label, **where, "engine": engine,
+            "cells": kc.cells.describe(), "binning": rep.binning, "level": rep.level, "resamples": rep.n_boot}
+
+
+def groups_document(source: str, score: str, label: str, by: str, engine: str, kc, rep) -> dict:
+    """``groups --json`` (before ``fix`` and ``alerts``) of the by-group report ``rep`` of the keyed cells ``kc``:
+    what the command prints and what the Groups & time page saves as a run."""
+    return {**_json_head(source, score, label, engine, kc, rep, by=by), "groups": records(rep.table),
+            "overall": {"rows": int(rep.overall["rows"]), "positives": int(round(rep.overall["positives"])),
+                        **{name: finite_or_none(rep.overall[name]) for name in STATS}}, "notes": list(rep.notes)}
+
+
+def drift_document(source: str, score: str, label: str, time: str, engine: str, kc, rep, stale=None,
+                   notes=None) -> dict:
+    """``drift --json`` (before ``alerts``) of the per-period report ``rep`` and the staleness ``stale``; ``notes``
+    (default the report's): what the command prints and what the Groups & time page saves as a run."""
+    return {**_json_head(source, score, label, engine, kc, rep, time=time, period=kc.spec.freq),
+            "rows_left_out": rep.periods.n_left_out, "periods": records(rep.table),
+            "staleness": None if stale is None else _staleness_json(stale),
+            "notes": list(rep.notes) if notes is None else notes}
 
 
 def cmd_groups(args) -> int:
@@ -171,11 +191,8 @@ def cmd_groups(args) -> int:
     key = Key(args.by, "group", n_quantiles=args.quantiles, max_groups=args.max_groups, min_rows=args.min_rows)
     kc, src, engine = _keyed(args, key, scheme)
     rep = by_key(kc, n_bins=args.n_bins, strategy=args.strategy, n_boot=args.boot, seed=args.seed)
-    notes = list(rep.notes)
-    out, text = _outputs(src, kc, engine, rep, notes, "group", f"by {args.by!r}", by=args.by)
-    out |= {"groups": records(rep.table),
-            "overall": {"rows": int(rep.overall["rows"]), "positives": int(round(rep.overall["positives"])),
-                        **{name: finite_or_none(rep.overall[name]) for name in STATS}}, "notes": notes}
+    out = groups_document(src.describe(), src.score, src.label, args.by, engine, kc, rep)
+    text = _text(src, kc, engine, rep, out["notes"], "group", f"by {args.by!r}")
     if args.fix:
         params = parse_params(args.param)
         fix = fix_keys(kc, args.fix, scheme, params=params.get(args.fix), mbct_params=params.get("mbct"),
@@ -216,10 +233,8 @@ def cmd_drift(args) -> int:
                                  strategy=args.strategy)
         except DataError as exc:          # fewer than two periods, or none to fit on: the per-period check stands
             notes.append(f"No staleness: {exc}")
-    out, text = _outputs(src, kc, engine, rep, notes, "period", f"over {args.time!r}", time=args.time,
-                         period=kc.spec.freq)
-    out |= {"rows_left_out": rep.periods.n_left_out, "periods": records(rep.table),
-            "staleness": None if stale is None else _staleness_json(stale), "notes": notes}
+    out = drift_document(src.describe(), src.score, src.label, args.time, engine, kc, rep, stale, notes)
+    text = _text(src, kc, engine, rep, notes, "period", f"over {args.time!r}")
     if stale is not None:
         t = stale.table[[RAW_COL, STALE_COL, FRESH_COL]]
         text += ["", f"Staleness of {stale.method}: held-out ECE of each later period (age: periods since the "

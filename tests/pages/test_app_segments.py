@@ -331,3 +331,40 @@ def test_periods_of_a_k_class_table_show_accuracy_and_classwise_ece(table):
         assert abs(_value(periods.loc[g, "accuracy"]) - right[m].mean()) <= SHOWN
         cw = mmetrics.classwise_ece(P[m], y[m], metrics.DEFAULT_N_BINS, metrics.DEFAULT_STRATEGY)
         assert abs(float(periods.loc[g, "cwECE"]) - cw) <= SHOWN
+
+
+def test_a_saved_groups_or_drift_run_holds_the_command_s_json(drift, tmp_path, capsys, monkeypatch):
+    """Save run on Groups & time keeps the JSON the shown command prints (the file's name as its source), by
+    group and over time."""
+    from calibdash.io.runs import Workspace
+    from pages.parts import runs
+    monkeypatch.setenv("CALIBDASH_WORKSPACE", str(tmp_path / "ws"))
+    runs.workspace.clear()
+    file = tmp_path / "drift.csv"
+    file.write_bytes(drift.to_csv(index=False).encode())
+    at = _session(drift)
+    for view, kind, records in (("By group", "groups", "groups"), ("Over time", "drift", "periods")):
+        at.segmented_control[0].set_value(view).run()
+        at.text_input(key="runs.segments.name").set_value(f"nightly {kind}")
+        at.button(key="runs.segments.save").click().run()
+        _assert_clean(at)
+        run = Workspace(tmp_path / "ws").open(at.session_state["runs.last_saved"])
+        got = _cli_json(_commands(at)[0], file, capsys)
+        assert run.record.kind == kind and run.results["source"] == "drift.csv"
+        assert _same_numbers(run.results[records], got[records]) and run.results["binning"] == got["binning"]
+        if kind == "drift":
+            assert _same_numbers(run.results["staleness"], got["staleness"])
+        assert run.view["page"] == "segments" and run.rows() is not None and len(run.rows()) == len(drift)
+    runs.workspace.clear()
+
+
+def _same_numbers(a, b) -> bool:
+    """``a`` and ``b`` (JSON) hold the same keys, texts and numbers, these to float rounding (1e-12): the page and
+    the command measure the same keyed cells with the same draws."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_numbers(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_same_numbers, a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=1e-12)
+    return a == b
