@@ -1,0 +1,114 @@
+"""End-to-end: the dashboard's server is killed (SIGKILL) while it saves a run of a 1,000,000-row upload. No half
+run is left: the catalog lists only complete runs, the Runs page after a restart does not show the killed save, and
+the orphan files are swept.
+
+The kill must land in the middle of the save, so the test freezes the server (SIGSTOP) as soon as the save's
+``.partial-<id>`` folder appears and looks: if the folder is still partial, the save is caught half-way and the
+server is killed; if the save had already finished, the server is resumed and the test saves again."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from calibdash.io.runs import Workspace
+
+from .test_browser import MAIN, _nav, _upload_input
+from .test_large import _write_big_csv
+
+pytestmark = pytest.mark.e2e
+
+ATTEMPTS = 6
+
+
+def _partial(runs_folder) -> list[str]:
+    return [e.name for e in os.scandir(runs_folder) if e.name.startswith(".partial-")] if runs_folder.exists() else []
+
+
+def _save_and_freeze(page, ui, proc, runs_folder, name: str) -> bool:
+    """Click Save; freeze the server once a partial folder appears. True if it froze mid-save (the partial folder
+    still there), False if the save finished first (the server is resumed)."""
+    page.get_by_role("button", name="Save run").click()
+    page.get_by_role("textbox", name="Name").fill(name)
+    page.get_by_role("textbox", name="Name").press("Enter")
+    ui.wait_idle(page)
+    done = page.locator(f'[data-testid="stAlertContentSuccess"]:has-text("{name}")')
+    page.get_by_role("button", name="Save", exact=True).click()
+    deadline = time.monotonic() + ui.timeout_ms / 1000
+    while not _partial(runs_folder):
+        if done.count() or time.monotonic() > deadline:
+            return False
+        time.sleep(0.0005)
+    os.kill(proc.pid, signal.SIGSTOP)
+    if _partial(runs_folder):
+        return True
+    os.kill(proc.pid, signal.SIGCONT)
+    done.wait_for(timeout=ui.timeout_ms)
+    page.keyboard.press("Escape")
+    return False
+
+
+def test_a_server_killed_mid_save_leaves_no_half_run(chromium, ui, results_dir, tmp_path):
+    from tests.e2e.conftest import start_streamlit, stop_process
+    folder = tmp_path / "workspace"
+    env = {"CALIBDASH_WORKSPACE": str(folder), "CALIBDASH_CATALOG": f"sqlite:///{folder / 'catalog.sqlite'}"}
+    proc, url = start_streamlit(results_dir / "streamlit-killed.log", env=env)
+    runs_folder = folder / "runs"
+    context = ui.new_context(chromium)
+    try:
+        page = context.new_page()
+        page.goto(url + "/data")
+        page.wait_for_selector(f"{MAIN} h1", timeout=ui.timeout_ms)
+        ui.wait_idle(page)
+        _upload_input(page, ui).set_input_files(str(_write_big_csv(tmp_path / "clicks_1m.csv")))
+        page.wait_for_function(
+            """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
+                     .some(m => m.innerText.includes('Rows read') && m.innerText.includes('1,000,000'))""",
+            timeout=ui.timeout_ms)
+        ui.wait_idle(page)
+        _nav(page, ui, "Compare")
+        page.locator(".st-key-compare-reliability .js-plotly-plot").wait_for(timeout=ui.timeout_ms)
+        ui.wait_idle(page)
+
+        finished = []
+        for attempt in range(ATTEMPTS):
+            name = f"killed save {attempt}"
+            if _save_and_freeze(page, ui, proc, runs_folder, name):
+                break
+            finished.append(name)
+        else:
+            pytest.fail(f"no save was caught half-way in {ATTEMPTS} attempts")
+        orphan = _partial(runs_folder)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        context.close()
+        stop_process(proc)
+
+    ws = Workspace(folder)                      # its start-up sweep keeps young orphans: a save may be under way
+    listed = ws.list(None)
+    assert sorted(r.name for r in listed) == sorted(finished)
+    for record in listed:                       # every listed run is whole
+        assert len(ws.open(record.id, None).rows()) == 1_000_000
+    assert set(orphan) <= {e.name for e in os.scandir(runs_folder)}
+
+    proc, url = start_streamlit(results_dir / "streamlit-killed-2.log", env=env)
+    context = ui.new_context(chromium)
+    try:
+        page = context.new_page()
+        page.goto(url + "/runs")
+        page.wait_for_selector(f"{MAIN} h1:has-text('Saved runs')", timeout=ui.timeout_ms)
+        ui.wait_idle(page)
+        text = page.locator(MAIN).inner_text()
+        assert f"killed save {len(finished)}" not in text
+        if not finished:
+            assert "No saved runs yet" in text
+        ui.screenshot(page, "e2e-save-killed-runs-after-restart")
+    finally:
+        context.close()
+        stop_process(proc)
+
+    assert ws.sweep(older_than=0) == orphan
+    assert sorted(e.name for e in os.scandir(runs_folder)) == sorted(r.id for r in listed)
