@@ -250,6 +250,26 @@ def same_columns(a: dict[str, str], b: dict[str, str]) -> tuple[dict, dict]:
     return {k: a[k] for k in common}, {k: b[k] for k in common}
 
 
+#: The Compare table's row for each method of an ``evaluate --json`` document's ``metrics``.
+METHOD_LABELS = {"uncalibrated": "Uncalibrated", "platt": "Platt scaling", "histogram": "Histogram binning",
+                 "isotonic": "Isotonic regression"}
+
+
+def assert_table_shows(shown: dict[str, dict[str, str]], metrics: dict) -> None:
+    """A Compare table (:func:`table`) shows every method of ``metrics`` (a saved ``evaluate --json``'s) and each
+    rendered measure equals the saved value to the places shown ("0.7333 [0.731, 0.736]": value, interval)."""
+    assert set(shown) == {METHOD_LABELS[m] for m in metrics}
+    compared = 0
+    for method, measures in metrics.items():
+        for column, text in shown[METHOD_LABELS[method]].items():
+            if column in measures:
+                value = text.split()[0]
+                places = len(value.partition(".")[2])
+                assert float(value) == pytest.approx(measures[column], abs=0.5 * 10 ** -places + 1e-12), column
+                compared += 1
+    assert compared >= 2 * len(metrics)
+
+
 def screenshot(page, name: str) -> Path:
     """Full-page PNG under test-results/.
 
@@ -293,6 +313,7 @@ def ui():
     return SimpleNamespace(wait_idle=wait_idle, runs=runs, new_context=new_context, frames_js=FRAMES_JS,
                            plot_signature=plot_signature,
                            wait_plot_changed=wait_plot_changed, table=table, same_columns=same_columns,
+                           assert_table_shows=assert_table_shows,
                            screenshot=screenshot, results=RESULTS, timeout_ms=UI_TIMEOUT_MS,
                            start_streamlit=start_streamlit, stop_process=stop_process,
                            server_log_since=server_log_since)

@@ -1,6 +1,7 @@
 """End-to-end: the dashboard's server is killed (SIGKILL) while it saves a run of a 1,000,000-row upload. No half
 run is left: the catalog lists only complete runs, the Runs page after a restart does not show the killed save, and
-the orphan files are swept.
+the orphan files are swept. The run saved whole before the kill opens by link in a fresh browser after the restart
+(SQLite catalog) with every shown number equal to its saved JSON.
 
 The kill must land in the middle of the save, so the test freezes the server (SIGSTOP) as soon as the save's
 ``.partial-<id>`` folder appears and looks: if the folder is still partial, the save is caught half-way and the
@@ -27,15 +28,20 @@ def _partial(runs_folder) -> list[str]:
     return [e.name for e in os.scandir(runs_folder) if e.name.startswith(".partial-")] if runs_folder.exists() else []
 
 
-def _save_and_freeze(page, ui, proc, runs_folder, name: str) -> bool:
-    """Click Save; freeze the server once a partial folder appears. True if it froze mid-save (the partial folder
-    still there), False if the save finished first (the server is resumed)."""
+def _click_save(page, ui, name: str):
+    """Open Save run, name the run and click Save; returns the locator of its "Saved" message."""
     page.get_by_role("button", name="Save run").click()
     page.get_by_role("textbox", name="Name").fill(name)
     page.get_by_role("textbox", name="Name").press("Enter")
     ui.wait_idle(page)
-    done = page.locator(f'[data-testid="stAlertContentSuccess"]:has-text("{name}")')
     page.get_by_role("button", name="Save", exact=True).click()
+    return page.locator(f'[data-testid="stAlertContentSuccess"]:has-text("{name}")')
+
+
+def _save_and_freeze(page, ui, proc, runs_folder, name: str) -> bool:
+    """Click Save; freeze the server once a partial folder appears. True if it froze mid-save (the partial folder
+    still there), False if the save finished first (the server is resumed)."""
+    done = _click_save(page, ui, name)
     deadline = time.monotonic() + ui.timeout_ms / 1000
     while not _partial(runs_folder):
         if done.count() or time.monotonic() > deadline:
@@ -72,7 +78,10 @@ def test_a_server_killed_mid_save_leaves_no_half_run(chromium, ui, results_dir, 
         page.locator(".st-key-compare-reliability .js-plotly-plot").wait_for(timeout=ui.timeout_ms)
         ui.wait_idle(page)
 
-        finished = []
+        _click_save(page, ui, "whole run").wait_for(timeout=ui.timeout_ms)
+        page.keyboard.press("Escape")
+        ui.wait_idle(page)
+        finished = ["whole run"]
         for attempt in range(ATTEMPTS):
             name = f"killed save {attempt}"
             if _save_and_freeze(page, ui, proc, runs_folder, name):
@@ -95,20 +104,32 @@ def test_a_server_killed_mid_save_leaves_no_half_run(chromium, ui, results_dir, 
     assert set(orphan) <= {e.name for e in os.scandir(runs_folder)}
 
     proc, url = start_streamlit(results_dir / "streamlit-killed-2.log", env=env)
+    try:
+        _after_restart(chromium, ui, url, ws, listed, killed=f"killed save {len(finished) - 1}")
+    finally:
+        stop_process(proc)
+    assert ws.sweep(older_than=0) == orphan
+    assert sorted(e.name for e in os.scandir(runs_folder)) == sorted(r.id for r in listed)
+
+
+def _after_restart(chromium, ui, url, ws, listed, killed: str) -> None:
+    """The Runs page lists the whole runs and not the killed save; the whole run opens by link in a teammate's
+    fresh browser with the numbers of its saved JSON."""
     context = ui.new_context(chromium)
     try:
         page = context.new_page()
         page.goto(url + "/runs")
         page.wait_for_selector(f"{MAIN} h1:has-text('Saved runs')", timeout=ui.timeout_ms)
         ui.wait_idle(page)
-        text = page.locator(MAIN).inner_text()
-        assert f"killed save {len(finished)}" not in text
-        if not finished:
-            assert "No saved runs yet" in text
+        assert f"{len(listed)} of {len(listed)} run(s)" in page.locator(MAIN).inner_text()
+        names = {row.get("name") or label for label, row in ui.table(page, 0).items()}
+        assert "whole run" in names and killed not in names, names
         ui.screenshot(page, "e2e-save-killed-runs-after-restart")
+        whole = next(r for r in listed if r.name == "whole run")
+        page.goto(f"{url}/?run={whole.id}")
+        page.wait_for_selector(f"{MAIN} h1:has-text('Compare calibrators')", timeout=ui.timeout_ms)
+        ui.wait_idle(page)
+        ui.assert_table_shows(ui.table(page, 0), ws.open(whole.id, None).results["metrics"])
+        ui.screenshot(page, "e2e-save-killed-whole-run-by-link")
     finally:
         context.close()
-        stop_process(proc)
-
-    assert ws.sweep(older_than=0) == orphan
-    assert sorted(e.name for e in os.scandir(runs_folder)) == sorted(r.id for r in listed)

@@ -105,7 +105,7 @@ def _errors(page) -> str:
 
 
 def test_a_private_run_is_seen_only_once_shared(chromium, ui, signed_server):
-    url, _, _ = signed_server
+    url, env, restart = signed_server
     ann_ctx, ann = _sign_in(chromium, ui, url, "ann")
     bob_ctx, bob = _sign_in(chromium, ui, url, "bob")
     try:
@@ -157,6 +157,20 @@ def test_a_private_run_is_seen_only_once_shared(chromium, ui, signed_server):
         ui.screenshot(bob, "e2e-sign-in-3-bob-shared")
     finally:
         ann_ctx.close()
+        bob_ctx.close()
+
+    # every number equals the saved JSON, and the same after a restart, in a fresh browser
+    from calibdash.io.runs import Workspace
+    saved = Workspace(env["CALIBDASH_WORKSPACE"], catalog=env["CALIBDASH_CATALOG"]).open(run_id, USERS["bob"])
+    ui.assert_table_shows(bob_table, saved.results["metrics"])
+    restart()
+    bob_ctx, bob = _sign_in(chromium, ui, url, "bob")
+    try:
+        bob.goto(f"{url}/?run={run_id}")
+        bob.wait_for_selector(f"{MAIN} h1:has-text('Compare calibrators')", timeout=ui.timeout_ms)
+        ui.wait_idle(bob)
+        ui.assert_table_shows(ui.table(bob, 0), saved.results["metrics"])
+    finally:
         bob_ctx.close()
 
 
