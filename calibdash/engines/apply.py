@@ -1,4 +1,4 @@
-"""Apply a saved calibrator to rows where they live: Parquet or CSV files read and written by an engine.
+"""Apply a fitted calibrator to rows where they live: Parquet or CSV files read and written by an engine.
 
 >>> from calibdash.engines.apply import apply_model
 >>> result = apply_model(calibrator, "scores/part-*.parquet", "calibrated.parquet")     # doctest: +SKIP
@@ -192,16 +192,15 @@ def apply_model(calibrator, source, out_path, engine: str | None = None, score_c
     engine, score_column : str, optional
         A name of :func:`calibdash.engines.available` (default :func:`calibdash.engines.default_engine`); the
         score column (default the model's if present, else guessed).
+    fitted_on : dict, optional
+        The model file's ``fitted_on``: its score column, score transform and features (default none: the transform
+        decided from the values).
     form : str, optional
         The SQL form of step and linear maps (:func:`calibdash.calibrators.sql.to_sql`). Default "auto": a CASE up to 64
         pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`), else a lookup table joined on a bucket
         of the score. DuckDB keeps the rows' order: after a join, or from several Parquet files, rows are sorted
         back by file and row number; CSV rows have none, so there a large map is a binary search of nested CASEs
         and several CSV files are read on one thread.
-    fitted_on : dict, optional
-        The model file's ``fitted_on`` (:func:`calibdash.io.export.read_model`): the score column, whether the
-        scores were mapped by the logistic function, the features; default none (the mapping decided from the
-        values).
     threads : int, optional
         The engine's threads where it takes them (DuckDB; default all cores).
     options

@@ -255,27 +255,14 @@ def load_model(model, who: str, error: type[Exception]) -> ExportedModel:
     raise error(f"{who} takes a fitted calibrator, an exported model or a model file, not {type(model).__name__}.")
 
 
-def apply_model(model_path_or_calibrator, source, out_path, engine: str | None = None,
-                score_column: str | None = None, **options):
-    """Add a saved calibrator's calibrated scores to every row of Parquet or CSV files; write Parquet:
-    :func:`calibdash.engines.apply.apply_model` (its other arguments, result and errors) on the model's calibrator
-    and ``fitted_on``.
-
-    Parameters
-    ----------
-    model_path_or_calibrator : str, Path, Calibrator or ExportedModel
-        A model file written by ``python -m calibdash fit`` (or :func:`dumps`), its text, a loaded model, or a fitted
-        calibrator (its score transform decided from the values, as for a file without ``fitted_on``).
-
-    Raises
-    ------
-    SettingsError
-        None of these; see :func:`read_model` for a damaged file.
-    """
+def apply_model(model_path_or_calibrator, source, out_path, *args, **options):
+    """:func:`calibdash.engines.apply.apply_model` (its other arguments, result and errors) on a model file written by
+    ``python -m calibdash fit`` or :func:`dumps` (its path or text), a loaded model, or a fitted calibrator (its score
+    transform then decided from the values, as for a file without ``fitted_on``); anything else is a SettingsError."""
     from ..engines import apply
 
     cal, fitted_on = load_model(model_path_or_calibrator, "apply_model", SettingsError)
-    return apply.apply_model(cal, source, out_path, engine, score_column, fitted_on=fitted_on, **options)
+    return apply.apply_model(cal, source, out_path, *args, fitted_on=fitted_on, **options)
 
 
 def provenance(score_set, calibrator) -> dict:

@@ -12,13 +12,6 @@ __all__ = ["SqlUnsupported", "SqlWriter", "to_sql", "literal", "quote"]
 
 def to_sql(calibrator_or_model, *args, **kwargs) -> SqlMap:
     """:func:`calibdash.calibrators.sql.to_sql` (its other arguments and errors) on a fitted calibrator, a loaded
-    model (:func:`calibdash.io.export.read_model`), or a binary model file's path or text.
-
-    Raises
-    ------
-    DataError
-        Neither of these, or a model file that is not a binary calibrator's (:func:`calibdash.io.export.read_model`).
-    EnvironmentProblem
-        The model file cannot be read.
-    """
+    model (:func:`calibdash.io.export.read_model`), or a binary model file's path or text (a DataError for anything
+    else or a damaged file, an EnvironmentProblem for an unreadable one)."""
     return sql.to_sql(export.load_model(calibrator_or_model, "to_sql", DataError).calibrator, *args, **kwargs)
