@@ -1,6 +1,6 @@
 """Applying a saved calibrator where the data lives: DuckDB with the calibrator's SQL, against the floor.
 
-Target: `calibdash.engines.apply.apply_model(..., engine="duckdb")` on a 10,000,000-row Parquet file within 3x the
+Target: `calibdash.io.export.apply_model(..., engine="duckdb")` on a 10,000,000-row Parquet file within 3x the
 time DuckDB takes to read and write the same Parquet file (`COPY (SELECT * FROM read_parquet(...)) TO ...`), for
 every method with a SQL form. Also shown: the Python UDF fallback (the calibrator's predict called by DuckDB on
 Arrow batches, what a method without SQL gets), and the in-memory path (pandas read, predict, pyarrow write) for
@@ -21,7 +21,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calibdash import calibrators
 from calibdash.io import export  # noqa: E402
-from calibdash.engines.apply import apply_model  # noqa: E402
+from calibdash.io.export import apply_model  # noqa: E402
 
 #: (label, registry name, hyperparameters): one of each SQL form.
 METHODS = [

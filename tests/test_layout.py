@@ -220,11 +220,12 @@ def test_benchmark_statistics_and_report_share_the_result_type_not_each_other():
 
 def test_each_registered_calibrator_declares_its_order_colour_and_sql_form():
     """A method declares itself in its class: its place in every list (``order``), its colour in every
-    chart (``color``) and its SQL form (``sql_map``: a form of calibdash.io.sql, or an explicit None); the
+    chart (``color``) and its SQL form (``sql_map``: a form of calibdash.core.sql_forms, or an explicit None); the
     registry sorts by the declared order, and no two methods share a place or a colour."""
     from calibdash import calibrators
-    from calibdash.io import sql
+    from calibdash.core import sql_forms
     from calibdash.calibrators.base import Calibrator
+    from calibdash.calibrators.sql import sql_methods
     from calibdash.figures.palette import UNCALIBRATED, color_of
 
     classes = calibrators.classes()
@@ -244,13 +245,13 @@ def test_each_registered_calibrator_declares_its_order_colour_and_sql_form():
     y = (rng.uniform(size=300) < s).astype(int)
     for name in classes:
         form = calibrators.get(name).fit(s, y).sql_map()
-        assert form is None or isinstance(form, (sql.StepMap, sql.LinearMap, sql.ClosedForm)), name
+        assert form is None or isinstance(form, (sql_forms.StepMap, sql_forms.LinearMap, sql_forms.ClosedForm)), name
         if form is not None:
-            assert name in sql.sql_methods()
+            assert name in sql_methods()
 
 
 @pytest.mark.parametrize("module", ["calibdash.calibrators", "calibdash.figures.palette", "calibdash.figures",
-                                    "calibdash.explain", "calibdash.io.sql"])
+                                    "calibdash.explain", "calibdash.calibrators.sql"])
 def test_no_central_list_names_the_methods(module):
     """Adding a method is adding files: the registry, the palette, the dispatch to explainers and
     figures and the SQL writer name no method (they ask the classes, or read what modules declare)."""
@@ -406,17 +407,7 @@ MAX_ROOT_MODULES = 10
 #: Imports that still run up a layer: ``(importer, imported)``, each a module or a package standing for every module
 #: in it (the package ``calibdash`` itself stands for its ``__init__`` only). Each is a code change to make; remove
 #: an entry when it is cut. The test fails on any other upward import, and on an entry that no longer occurs.
-KNOWN_UPWARD: set[tuple[str, str]] = {
-    # engines -> io: (1) engines/apply.py's load_model reads a model file's path or text, as apply_model's public
-    # signature promises; (2) engines/duckdb/apply.py and spark/apply.py write the calibrator with io.sql.to_sql,
-    # whose dispatch asks register_sql's converter registry (io) before the class's sql_map (the forms, quote
-    # and SqlWriter themselves are core/sql_forms). Cut: apply_model takes a fitted calibrator and its fitted_on,
-    # the CLI, pages and tests read the file (io) and hand it over; the calibrator -> SQL dispatch (the
-    # converter registry and to_sql on a fitted calibrator) moves below the engines, io.sql keeps the model-file
-    # entry of to_sql. Both change public entry points and their callers (cli/models.py, pages, README).
-    ("calibdash.engines", "calibdash.io.export"),
-    ("calibdash.engines", "calibdash.io.sql"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def _within(module: str, entry: str) -> bool:

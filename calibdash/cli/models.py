@@ -203,13 +203,12 @@ def cmd_apply(args) -> int:
 
 def _apply_engine(args) -> int:
     """``apply --engine``: files (a path or a glob) read and written as Parquet by DuckDB, Spark or pandas."""
-    from ..engines.apply import apply_model
     if not args.out:
         raise SettingsError("apply --engine writes Parquet: give the output file with --out.")
 
     def work(job, **watch):
         job.set_stage(f"reading the rows, calibrating and writing them with {args.engine}")
-        return apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score, **watch)
+        return export.apply_model(args.model, args.file, args.out, engine=args.engine, score_column=args.score, **watch)
 
     res = in_watched_job(f"Applying {args.model} to {args.file} with {args.engine}", args.engine, work)
     _notes(res.notes)

@@ -1,15 +1,18 @@
-"""Apply a saved calibrator to rows where they live: Parquet or CSV files read and written by an engine.
+"""Apply a fitted calibrator to rows where they live: Parquet or CSV files read and written by an engine.
 
 >>> from calibdash.engines.apply import apply_model
->>> result = apply_model("model.json", "scores/part-*.parquet", "calibrated.parquet")   # doctest: +SKIP
+>>> result = apply_model(calibrator, "scores/part-*.parquet", "calibrated.parquet")     # doctest: +SKIP
 >>> result.via, result.n_calibrated                                                       # doctest: +SKIP
 ('sql', 10000000)
+
+A model file (its path or text) is applied by :func:`calibdash.io.export.apply_model`, which reads it and calls this.
 
 The choices and messages are ``python -m calibdash apply``'s: the score column asked for, else the model's, else
 guessed; values read as numbers (other text missing) and mapped by the logistic function as the model's training
 scores were (:func:`calibdash.core.margins.to_probabilities`); every row kept in order with a new ``calibrated``
-column (NULL where the score is not finite), computed by the calibrator's SQL (:func:`calibdash.io.sql.to_sql`) in
-an engine with a SQL dialect, else by ``predict`` in a UDF (:func:`predict_batch`)."""
+column (NULL where the score is not finite), computed by the calibrator's SQL
+(:func:`calibdash.calibrators.sql.to_sql`) in an engine with a SQL dialect, else by ``predict`` in a UDF
+(:func:`predict_batch`)."""
 from __future__ import annotations
 
 import glob as _glob
@@ -21,7 +24,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..io import export
 from ..calibrators.base import Calibrator
 from ..data import guess_roles
 from ..core.margins import TRANSFORMS
@@ -49,7 +51,7 @@ class ApplyResult:
     n_rows, n_calibrated : int
         Rows written, and rows with a finite score (given a calibrated value).
     form, via : str
-        The SQL form used (:attr:`calibdash.io.sql.SqlMap.form`, "" without SQL); ``"sql"``, ``"udf"`` or
+        The SQL form used (:attr:`calibdash.core.sql_forms.SqlMap.form`, "" without SQL); ``"sql"``, ``"udf"`` or
         ``"predict"``: the calibrator's SQL, its ``predict`` called from the engine in batches, or in memory.
     mapped : bool
         Whether the scores were mapped by the logistic function.
@@ -68,25 +70,6 @@ class ApplyResult:
     mapped: bool
     notes: tuple
     seconds: float
-
-
-def load_model(model) -> tuple[Calibrator, dict]:
-    """``(calibrator, fitted_on)`` from a fitted calibrator, an ExportedModel, or a model file's path or text."""
-    if isinstance(model, Calibrator):
-        model._check_fitted()
-        return model, {}
-    if isinstance(model, export.ExportedModel):
-        return model.calibrator, dict(model.fitted_on)
-    if isinstance(model, (bytes, bytearray)) or (isinstance(model, str) and model.lstrip().startswith("{")):
-        return tuple(export.read_model(model, "binary"))
-    if isinstance(model, (str, Path)):
-        try:
-            text = Path(model).read_bytes()
-        except OSError as exc:
-            raise EnvironmentProblem(f"cannot read the model file {model}: {exc.strerror or exc}.") from None
-        return tuple(export.read_model(text, "binary"))
-    raise SettingsError(f"apply_model takes a fitted calibrator, an exported model or a model file, "
-                        f"not {type(model).__name__}.")
 
 
 def source_files(source) -> tuple[list[str], str]:
@@ -192,17 +175,16 @@ def predict_batch(cal: Calibrator, s: np.ndarray, feats: pd.DataFrame | None) ->
     return out
 
 
-def apply_model(model_path_or_calibrator, source, out_path, engine: str | None = None,
-                score_column: str | None = None, *, form: str | None = None, threads: int | None = None,
+def apply_model(calibrator, source, out_path, engine: str | None = None, score_column: str | None = None, *,
+                fitted_on: dict | None = None, form: str | None = None, threads: int | None = None,
                 **options) -> ApplyResult:
-    """Add a saved calibrator's calibrated scores to every row of Parquet or CSV files; write Parquet.
+    """Add a fitted calibrator's calibrated scores to every row of Parquet or CSV files; write Parquet.
 
     Parameters
     ----------
-    model_path_or_calibrator : str, Path, Calibrator or ExportedModel
-        A model file written by ``python -m calibdash fit`` (or :func:`calibdash.io.export.dumps`), its text, a
-        loaded model, or a fitted calibrator (its score transform decided from the values, as for a file without
-        ``fitted_on``).
+    calibrator : Calibrator
+        A fitted binary calibrator (a model file, its text or a loaded model:
+        :func:`calibdash.io.export.apply_model`).
     source : str, Path or sequence of them
         A Parquet or CSV file, a glob or a list of them, read in sorted path order.
     out_path : str or Path
@@ -210,8 +192,11 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     engine, score_column : str, optional
         A name of :func:`calibdash.engines.available` (default :func:`calibdash.engines.default_engine`); the
         score column (default the model's if present, else guessed).
+    fitted_on : dict, optional
+        The model file's ``fitted_on``: its score column, score transform and features (default none: the transform
+        decided from the values).
     form : str, optional
-        The SQL form of step and linear maps (:func:`calibdash.io.sql.to_sql`). Default "auto": a CASE up to 64
+        The SQL form of step and linear maps (:func:`calibdash.calibrators.sql.to_sql`). Default "auto": a CASE up to 64
         pieces (DuckDB: :data:`calibdash.engines.duckdb.apply.MAX_CASE`), else a lookup table joined on a bucket
         of the score. DuckDB keeps the rows' order: after a join, or from several Parquet files, rows are sorted
         back by file and row number; CSV rows have none, so there a large map is a binary search of nested CASEs
@@ -234,17 +219,20 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
     EnvironmentProblem
         No file matches ``source``; a file cannot be read or written.
     SettingsError
-        Unknown engine.
+        Unknown engine; not a calibrator.
     """
     from . import default_engine, get
 
     eng = get(engine or default_engine())
     form = "auto" if form is None else form
     start = time.perf_counter()
-    cal, fitted_on = load_model(model_path_or_calibrator)
+    if not isinstance(calibrator, Calibrator):
+        raise SettingsError(f"apply_model takes a fitted calibrator (a model file: calibdash.io.export.apply_model), "
+                            f"not {type(calibrator).__name__}.")
+    calibrator._check_fitted()
     files, fmt = source_files(source)
     try:
-        res = eng.apply(cal, fitted_on, files, fmt, out_path, score_column, form, threads=threads,
+        res = eng.apply(calibrator, fitted_on or {}, files, fmt, out_path, score_column, form, threads=threads,
                         **{k: v for k, v in options.items() if v is not None})
     except OSError as exc:
         raise EnvironmentProblem(f"cannot read or write the files: {exc}.") from None
@@ -253,6 +241,6 @@ def apply_model(model_path_or_calibrator, source, out_path, engine: str | None =
             raise EnvironmentProblem(f"cannot read or write the files: {exc}") from None
         raise
     score, n_rows, n_cal, used, via, mapped, replaced = res
-    return ApplyResult(out_path=str(out_path), engine=eng.name, method=type(cal).name, score_column=score,
+    return ApplyResult(out_path=str(out_path), engine=eng.name, method=type(calibrator).name, score_column=score,
                        n_rows=n_rows, n_calibrated=n_cal, form=used, via=via, mapped=mapped,
                        notes=notes(score, mapped, replaced), seconds=time.perf_counter() - start)

@@ -20,20 +20,23 @@ and every loaded model is probed: a binary one must give a finite probability on
 finite rows on :func:`probe_table`. A damaged or foreign file is a :class:`~calibdash.core.errors.DataError`;
 exporting what is not a registered calibrator class with those two methods a
 :class:`~calibdash.core.errors.ProgrammingError`. Files are written deterministically: the top level and the state
-one entry a line, arrays on one line, a state entry that is a list of objects one object a line.
+one entry a line, arrays on one line, a state entry that is a list of objects one object a line. :func:`apply_model`
+applies a model file to the rows of Parquet or CSV files with an engine.
 """
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from . import model_checks
+from ..calibrators.base import Calibrator
 from ..calibrators.state import State, calibrator_from, check_exportable, imported_state, kind_of, state_of
-from ..core.errors import DataError, ProgrammingError, SettingsError
+from ..core.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
 
-__all__ = ["ExportedModel", "dumps", "loads", "read_model", "provenance"]
+__all__ = ["ExportedModel", "dumps", "loads", "read_model", "provenance", "apply_model"]
 
 FORMAT = "calibdash-calibrator"
 VERSION = 2
@@ -232,6 +235,34 @@ def loads(text, kind: str | None = None):
     """The fitted calibrator saved by :func:`dumps` (predictions identical to the saved one's); DataError: see
     :func:`read_model`."""
     return read_model(text, kind).calibrator
+
+
+def load_model(model, who: str, error: type[Exception]) -> ExportedModel:
+    """The binary model given to ``who``: a fitted calibrator (``fitted_on`` empty), a loaded model, or a model file's
+    path or text (bytes, or a str starting with ``{``); anything else is an ``error``."""
+    if isinstance(model, Calibrator):
+        model._check_fitted()
+        return ExportedModel(model, {})
+    if isinstance(model, ExportedModel):
+        return model
+    if isinstance(model, Path) or (isinstance(model, str) and not model.lstrip().startswith("{")):
+        try:
+            model = Path(model).read_bytes()
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot read the model file {model}: {exc.strerror or exc}.") from None
+    if isinstance(model, (str, bytes, bytearray)):
+        return read_model(model, "binary")
+    raise error(f"{who} takes a fitted calibrator, an exported model or a model file, not {type(model).__name__}.")
+
+
+def apply_model(model_path_or_calibrator, source, out_path, *args, **options):
+    """:func:`calibdash.engines.apply.apply_model` (its other arguments, result and errors) on a model file written by
+    ``python -m calibdash fit`` or :func:`dumps` (its path or text), a loaded model, or a fitted calibrator (its score
+    transform then decided from the values, as for a file without ``fitted_on``); anything else is a SettingsError."""
+    from ..engines import apply
+
+    cal, fitted_on = load_model(model_path_or_calibrator, "apply_model", SettingsError)
+    return apply.apply_model(cal, source, out_path, *args, fitted_on=fitted_on, **options)
 
 
 def provenance(score_set, calibrator) -> dict:

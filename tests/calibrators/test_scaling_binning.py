@@ -9,6 +9,8 @@ import pytest
 
 from calibdash import calibrators, figures
 from calibdash.io import export, sql
+from calibdash.core.sql_forms import StepMap
+from calibdash.calibrators.sql import sql_methods
 from calibdash.calibrators.scaling_binning import ScalingBinningCalibrator
 from calibdash.core.errors import DataError, ProgrammingError, SettingsError
 from calibdash.explain import explain
@@ -148,7 +150,7 @@ def test_sql_is_a_step_map_and_export_round_trips_exactly(rows):
     s, y = rows
     cal = calibrators.get("scaling_binning", n_bins=12).fit(s, y)
     form = cal.sql_map()
-    assert isinstance(form, sql.StepMap)
+    assert isinstance(form, StepMap)
     text = export.dumps(cal)
     loaded = export.loads(text)
     assert isinstance(loaded, ScalingBinningCalibrator) and loaded.get_params() == {"n_bins": 12}
@@ -205,4 +207,4 @@ def test_declares_itself():
     cls = calibrators.get_class("scaling_binning")
     assert "scaling_binning" in calibrators.available()
     assert figures.color_of("scaling_binning") == cls.color
-    assert "scaling_binning" in sql.sql_methods()
+    assert "scaling_binning" in sql_methods()

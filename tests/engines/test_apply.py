@@ -1,4 +1,5 @@
-"""calibdash.engines.apply: DuckDB's forms of a model (SQL, a lookup join, a UDF) equal applying it in memory.
+"""calibdash.engines.apply: DuckDB's forms of a model (SQL, a lookup join, a UDF) equal applying it in memory; model
+files are applied by calibdash.io.export.apply_model.
 
 Every engine's applied model (predict on every row) is checked in ``tests/engines/test_engine_contract.py``."""
 import time
@@ -58,7 +59,7 @@ def data(tmp_path_factory):
 
 def _apply(data, model, engine, **kw):
     out = data["dir"] / f"out-{model}-{engine}-{time.perf_counter_ns()}.parquet"
-    res = apply_model(data["models"][model], data["glob"], out, engine=engine, **kw)
+    res = export.apply_model(data["models"][model], data["glob"], out, engine=engine, **kw)
     return res, pd.read_parquet(out)
 
 
@@ -127,24 +128,39 @@ def test_csv_and_guessed_score(data, tmp_path):
 def test_errors(data, tmp_path):
     # a model fitted on probabilities refuses margins
     with pytest.raises(DataError, match="fitted on probabilities"):
-        apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "x.parquet", score_column="margin")
+        export.apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "x.parquet", score_column="margin")
     # MBCT without its feature columns
     data["df"][["id", "prob"]].iloc[:100].to_parquet(tmp_path / "nofeat.parquet", index=False)
     with pytest.raises(DataError, match="feature column"):
-        apply_model(data["models"]["mbct"], tmp_path / "nofeat.parquet", tmp_path / "y.parquet")
+        export.apply_model(data["models"]["mbct"], tmp_path / "nofeat.parquet", tmp_path / "y.parquet")
     with pytest.raises(EnvironmentProblem, match="no file matches"):
         source_files(str(tmp_path / "none-*.parquet"))
     with pytest.raises(SettingsError, match="engine"):
-        apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "z.parquet", engine="polars")
+        export.apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "z.parquet", engine="polars")
     with pytest.raises(DataError, match="not found"):
-        apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "z.parquet", score_column="nope")
+        export.apply_model(data["models"]["isotonic"], data["glob"], tmp_path / "z.parquet", score_column="nope")
+
+
+def test_the_engines_take_a_calibrator_and_its_fitted_on_and_io_reads_the_file(data, tmp_path):
+    """calibdash.engines.apply.apply_model applies a fitted calibrator with the fitted_on it is given (here the
+    margins' mapping); calibdash.io.export.apply_model reads the file and hands both over: the same rows."""
+    fitted_on = {"score": "margin", "score_transform": "logistic", "features": []}
+    res = apply_model(data["cals"]["histogram"], data["glob"], tmp_path / "c.parquet", "duckdb", fitted_on=fitted_on)
+    ref_res, ref = _apply(data, "histogram", "duckdb")
+    assert (res.score_column, res.mapped, res.notes) == ("margin", True, ref_res.notes)
+    np.testing.assert_array_equal(pd.read_parquet(tmp_path / "c.parquet")["calibrated"], ref["calibrated"])
+    with pytest.raises(SettingsError, match=r"fitted calibrator \(a model file: calibdash.io.export.apply_model\)"):
+        apply_model(data["models"]["histogram"], data["glob"], tmp_path / "x.parquet")
+    with pytest.raises(SettingsError, match="apply_model takes a fitted calibrator, an exported model or a model "
+                                            "file, not int"):
+        export.apply_model(3, data["glob"], tmp_path / "x.parquet")
 
 
 def test_a_callers_connection_is_left_as_it_was(data, tmp_path, monkeypatch):
     import duckdb
     con = duckdb.connect()
-    res = apply_model(data["models"]["histogram"], data["glob"], tmp_path / "a.parquet", connection=con,
-                      form="lookup")
+    res = export.apply_model(data["models"]["histogram"], data["glob"], tmp_path / "a.parquet", connection=con,
+                             form="lookup")
     assert res.form == "lookup"
     _, ref = _apply(data, "histogram", "memory")           # the join's rows sorted back into file order
     a, b = pd.read_parquet(tmp_path / "a.parquet")["calibrated"].to_numpy(), ref["calibrated"].to_numpy()
@@ -152,6 +168,6 @@ def test_a_callers_connection_is_left_as_it_was(data, tmp_path, monkeypatch):
     with pytest.raises(duckdb.Error):
         con.sql("SELECT * FROM cd_steps").fetchall()
     monkeypatch.setattr(calibrators.get_class("histogram"), "sql_map", lambda self: None)
-    res = apply_model(data["models"]["histogram"], data["glob"], tmp_path / "b.parquet", connection=con)
+    res = export.apply_model(data["models"]["histogram"], data["glob"], tmp_path / "b.parquet", connection=con)
     assert res.via == "udf" and not con.sql("SELECT * FROM duckdb_functions() WHERE function_name LIKE "
                                              "'calibdash_predict%'").fetchall()

@@ -27,7 +27,6 @@ from tests.conftest import REPO, spark_with_workers
 
 from calibdash import calibrators, engines
 from calibdash.evaluation import cells
-from calibdash.io import export
 from calibdash.engines import Source, aggregate, aggregate_keyed
 from calibdash.engines.apply import apply_model
 from calibdash.engines.classes import ClassSource, aggregate_classes, content_key, open_class_rows
@@ -333,9 +332,7 @@ def test_apply_writes_predict_on_every_row(binary, engine, tmp_path, model):
         cal = calibrators.get("histogram", n_bins=50).fit(expit(fit["margin"]), fit["label"])
         fitted_on, s = ({"score": "margin", "score_transform": "logistic", "features": []},
                         expit(rows["margin"].to_numpy()))
-    path = tmp_path / "model.json"
-    path.write_text(export.dumps(cal, fitted_on=fitted_on))
-    res = apply_model(path, binary["glob"], tmp_path / "out.parquet", engine=name, **opts)
+    res = apply_model(cal, binary["glob"], tmp_path / "out.parquet", engine=name, fitted_on=fitted_on, **opts)
     assert (res.engine, res.n_rows, res.n_calibrated) == (name, len(rows), len(rows))
     assert res.mapped == (model == "histogram") and res.score_column == fitted_on["score"]
     got = pd.read_parquet(tmp_path / "out.parquet")

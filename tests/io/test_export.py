@@ -176,12 +176,11 @@ def test_files_of_version_1_still_load_as_their_kind():
 def test_sql_and_engine_apply_refuse_a_k_class_model_file():
     """What writes or applies one score column reads binary models only: a K-class file is a DataError."""
     from calibdash.io import sql
-    from calibdash.engines.apply import load_model
 
     text = json.dumps({"format": "calibdash-calibrator", "version": 2, "kind": "classes", "method": "temperature",
                        "params": {"logits": False}, "state": {"n_train": 5, "n_classes": 3, "weights": [0.5]}})
     assert export.read_model(text).kind == "classes"
-    for read in (lambda: sql.to_sql(text, score_column="s"), lambda: load_model(text)):
+    for read in (lambda: sql.to_sql(text, score_column="s"), lambda: export.apply_model(text, "no.csv", "o.parquet")):
         with pytest.raises(DataError, match="holds a K-class calibrator; a binary calibrator is needed"):
             read()
 

@@ -1,4 +1,5 @@
-"""calibdash.io.sql: every calibrator's SQL, run in DuckDB (and Spark), equals its predict."""
+"""calibdash.calibrators.sql and calibdash.io.sql: every calibrator's SQL, run in DuckDB (and Spark), equals its
+predict."""
 import math
 
 import duckdb
@@ -10,9 +11,12 @@ from tests.conftest import start_spark
 
 from calibdash import calibrators
 from calibdash.io import export, sql
+from calibdash.core import sql_forms
+from calibdash.core.sql_forms.forms import linear_sql, step_sql
 from calibdash.core.step_maps import interp
+from calibdash.calibrators import sql as calibrator_sql
 from calibdash.calibrators.base import Calibrator
-from calibdash.core.errors import SettingsError
+from calibdash.core.errors import DataError, SettingsError
 
 RNG = np.random.default_rng(20261123)
 N = 2500
@@ -151,7 +155,7 @@ def test_mbct_trees_are_routed_on_features(con):
 
 def test_step_boundaries_by_hand(con):
     """A score on a cut takes the upper piece (searchsorted side='right'); repeated cuts; point overrides."""
-    step = sql.StepMap(cuts=[0.25, 0.5, 0.5, 0.75], levels=[0.1, 0.2, 0.3, 0.4, 0.5],
+    step = sql_forms.StepMap(cuts=[0.25, 0.5, 0.5, 0.75], levels=[0.1, 0.2, 0.3, 0.4, 0.5],
                        point_x=[0.6, 0.6], point_value=[0.9, 0.0])
     s = np.array([0.0, 0.25, np.nextafter(0.25, 0), 0.5, np.nextafter(0.5, 0), 0.6, np.nextafter(0.6, 1), 0.75, 1.0])
     hand = [0.1, 0.2, 0.1, 0.4, 0.2, 0.9, 0.4, 0.5, 0.5]
@@ -159,7 +163,7 @@ def test_step_boundaries_by_hand(con):
     for form in ("case", "bisect", "lookup"):
         for dialect in ("duckdb", "ansi"):
             w = sql.SqlWriter(dialect, sql.quote("score", dialect))
-            m = sql._step_sql(step, w, form, "test", "score")
+            m = step_sql(step, w, form, "test", "score")
             got = _run_duckdb(con, m, pd.DataFrame({"rid": range(s.size + 1), "score": np.r_[s, np.nan]}))
             assert np.isnan(got[-1])
             np.testing.assert_array_equal(got[:-1], hand)
@@ -171,20 +175,20 @@ def test_linear_map_matches_np_interp_on_repeated_knots(con):
     x = [0.0, 0.5, 0.5, 1.0]
     y = [0.0, 0.2, 0.8, 1.0]
     tiny = 5e-324
-    lin = sql.LinearMap(x, y)
+    lin = sql_forms.LinearMap(x, y)
     s = np.array([0.0, 0.25, 0.5, np.nextafter(0.5, 0), 0.75, 1.0])
     np.testing.assert_array_equal(np.interp(s, x, y), [0.0, 0.1, 0.8, np.interp(np.nextafter(0.5, 0), x, y), 0.9, 1.0])
-    steep = sql.LinearMap([0.0, 2 * tiny, 1e-310, 0.6], [0.0, 1.0, 1.0, 1.0])   # np.interp's slope 1/1e-323 overflows
+    steep = sql_forms.LinearMap([0.0, 2 * tiny, 1e-310, 0.6], [0.0, 1.0, 1.0, 1.0])   # np.interp's slope overflows
     s_steep = np.array([0.0, tiny, 2 * tiny, 4e-314, 0.45, 0.6, 0.9])
     exp_steep = np.clip(interp(s_steep, steep.x, steep.y), 0, 1)
     assert exp_steep[1] == 0.5 and np.all(np.diff(exp_steep) >= 0)          # halfway between 0 and 1e-323
-    ext = sql.LinearMap([0.2, 0.4, 0.9], [0.3, 0.5, 0.6], left="extend", right="extend")
+    ext = sql_forms.LinearMap([0.2, 0.4, 0.9], [0.3, 0.5, 0.6], left="extend", right="extend")
     s_ext = np.array([0.0, 0.1, 0.2, 0.3, 0.9, 0.95, 1.0])
     for lm, ss, expected in ((lin, s, np.interp(s, x, y)), (steep, s_steep, exp_steep),
                              (ext, s_ext, np.clip(ext.evaluate(s_ext), 0, 1))):
         for form in ("case", "bisect", "lookup"):
             w = sql.SqlWriter("duckdb", sql.quote("score", "duckdb"))
-            m = sql._linear_sql(lm, w, form, "test", "score")
+            m = linear_sql(lm, w, form, "test", "score")
             got = _run_duckdb(con, m, pd.DataFrame({"rid": range(ss.size + 1), "score": np.r_[ss, np.nan]}))
             np.testing.assert_array_equal(got[:-1], expected)
     # ELiTE-style extension below 0.2: 0.3 + (0 - 0.2) * 0.2 / 0.2 = 0.1 (by hand)
@@ -231,6 +235,10 @@ def test_unsupported_and_register(con, monkeypatch):
     monkeypatch.undo()
     with pytest.raises(SettingsError, match="dialect"):
         sql.to_sql(_fit("platt", {}), dialect="oracle")
+    with pytest.raises(DataError, match=r"to_sql takes a fitted calibrator \(a model file: calibdash.io.sql.to_sql\)"):
+        calibrator_sql.to_sql(export.dumps(_fit("platt", {})))         # a model file is read in io, above
+    with pytest.raises(DataError, match="to_sql takes a fitted calibrator, an exported model or a model file, not int"):
+        sql.to_sql(3)
     # MBCT on a column mixing text and numbers: pandas matches by value and type; SQL cannot
     mixed = pd.DataFrame({"kind": np.array(["a", 1, "b", 2] * (N // 4) + ["a"] * (N % 4), dtype=object)})
     mb = calibrators.get("mbct", bin_size=100, n_trees=1).fit(S_FIT, Y_FIT, mixed)
@@ -252,13 +260,13 @@ def test_unsupported_and_register(con, monkeypatch):
     h = Halver().fit([0.2, 0.4], [0, 1])
     with pytest.raises(sql.SqlUnsupported):             # a class that declares no form has none
         sql.to_sql(h)
-    monkeypatch.setitem(sql._CONVERTERS, "halver_test", lambda state, params: sql.ClosedForm(
+    monkeypatch.setitem(calibrator_sql._CONVERTERS, "halver_test", lambda state, params: sql_forms.ClosedForm(
         lambda w: f"{w.score} / 2.0E0"))
     s = np.array([0.0, 0.3, 1.0])
     got = _run_duckdb(con, sql.to_sql(h), pd.DataFrame({"rid": range(4), "score": np.r_[s, np.nan]}))
     _check("halver_test", h.predict(s), got)
     with pytest.raises(SettingsError):
-        sql.register_sql("x", 3)
+        calibrator_sql.register_sql("x", 3)
 
 
 # ---------------------------------------------------------------------------------------------------------

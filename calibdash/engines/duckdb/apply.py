@@ -6,7 +6,8 @@ import uuid
 
 import numpy as np
 
-from ...io import sql
+from ...calibrators.sql import to_sql
+from ...core import sql_forms as sql
 from .rows import lit
 from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, udf_select, use_logistic, where_of
 
@@ -62,9 +63,9 @@ def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, f
     feats = feature_names(cal, fitted_on, columns, where)
     fmap = {f: f for f in feats}
     try:
-        m = sql.to_sql(cal, SCORE, "duckdb", feature_columns=fmap, form=form, max_case=MAX_CASE)
+        m = to_sql(cal, SCORE, "duckdb", feature_columns=fmap, form=form, max_case=MAX_CASE)
         if m.lookups and fmt != "parquet":            # no row numbers to restore the order after the join
-            m = sql.to_sql(cal, SCORE, "duckdb", feature_columns=fmap, form="bisect")
+            m = to_sql(cal, SCORE, "duckdb", feature_columns=fmap, form="bisect")
     except sql.SqlUnsupported:
         m = None
     order = ""

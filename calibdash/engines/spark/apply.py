@@ -7,7 +7,8 @@ import uuid
 import numpy as np
 import pandas as pd
 
-from ...io import sql
+from ...calibrators.sql import to_sql
+from ...core import sql_forms as sql
 from ..apply import GUESS_ROWS, SCORE, feature_names, predict_batch, score_column_of, udf_select, use_logistic, where_of
 from .rows import session
 
@@ -42,7 +43,7 @@ def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, f
     keep = [c for c in columns if c != "calibrated"]
     feats = feature_names(cal, fitted_on, columns, where)
     try:
-        m = sql.to_sql(cal, SCORE, "spark", feature_columns={f: f for f in feats}, form=form)
+        m = to_sql(cal, SCORE, "spark", feature_columns={f: f for f in feats}, form=form)
         query = m.select(source, keep)
         via, used = "sql", m.form
     except sql.SqlUnsupported:
