@@ -301,6 +301,15 @@ def listed(old: str, name: str) -> bool:
     return any(name in names.split() for table in (NAMES, GONE) for names in table.get(rel, {}))
 
 
+def is_module(dotted: str) -> bool:
+    """Whether ``dotted`` is a module of today's calibdash (not a name in one: ``calibdash.figures.calibration_map``
+    was a module and is a function now)."""
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except ImportError:                              # a parent that is no package
+        return False
+
+
 _RESOLVED: dict[str, bool] = {}
 
 
@@ -310,11 +319,7 @@ def resolves(dotted: str) -> bool:
         parts = dotted.split(".")
         _RESOLVED[dotted] = False
         for k in range(len(parts), 0, -1):
-            try:
-                spec = importlib.util.find_spec(".".join(parts[:k]))
-            except ImportError:                      # a parent that is no package
-                spec = None
-            if spec is None:
+            if not is_module(".".join(parts[:k])):
                 continue
             obj = importlib.import_module(".".join(parts[:k]))
             for attr in parts[k:]:
@@ -408,7 +413,7 @@ def plain_import(node: ast.Import, tree, where: str, notes: Notes, bound: dict[s
     for a in node.names:
         if a.asname and is_old(a.name):
             bound[a.asname] = (a.name, node)
-        found = locate(a.name) if a.name.startswith(PKG + ".") else None
+        found = home(*a.name.rsplit(".", 1)) if is_old(a.name) and not is_module(a.name) else None
         if not isinstance(found, tuple):
             names.append(_as(a.name, a.asname))
             continue
