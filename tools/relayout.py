@@ -383,6 +383,9 @@ def from_import(node: ast.ImportFrom, where: str, notes: Notes, bound: dict[str,
     for a in node.names:
         dotted = f"{node.module}.{a.name}"
         found = None if a.name == "*" or resolves(dotted) else home(node.module, a.name)
+        if found is None and is_old(dotted) and not is_module(dotted):
+            notes.add(where, node, f"{dotted} was a module and is a name in {node.module} now; the module is "
+                                   f"{'.'.join(home(node.module, a.name))}")
         if found is None and a.name == "*" and not resolves(node.module):
             found = locate(node.module)
             if isinstance(found, tuple):
@@ -454,7 +457,7 @@ def attribute_edits(tree, text, starts, bound, where, notes) -> tuple[list, dict
             continue
         old, statement = bound[node.value.id]
         found = home(old, node.attr)
-        successor = old if resolves(old) else ".".join(locate(old))
+        successor = old if is_module(old) else ".".join(home(*old.rsplit(".", 1)))
         if resolves(f"{successor}.{node.attr}") and not listed(old, node.attr):
             continue
         if isinstance(found, str):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -203,9 +204,13 @@ def check():
 '''
 
 
+#: The subprocesses import calibdash from this checkout, with one BLAS thread.
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
 def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(REPO / "tools" / "relayout.py"), *args], capture_output=True,
-                          text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                          text=True, cwd=REPO, env=ENV)
 
 
 def test_old_imports_are_rewritten_into_a_module_that_runs_today(tmp_path):
@@ -233,7 +238,7 @@ def test_old_imports_are_rewritten_into_a_module_that_runs_today(tmp_path):
     assert runnable != text
     (tmp_path / "user.py").write_text(runnable, encoding="utf-8")
     ran = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path('user.py')['check']())"],
-                         capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+                         capture_output=True, text=True, cwd=tmp_path, env=ENV)
     assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr
 
     second = _run(str(user.parent))                            # nothing left to rewrite
@@ -265,3 +270,12 @@ def test_a_name_read_through_an_old_module_that_left_it_is_imported_by_itself(tm
     assert path.read_text() == ("if True:\n    from calibdash.monitoring import drift as d\n"
                                 "    from calibdash.monitoring.staleness import Staleness\n\n"
                                 "X = Staleness, d.period_report\n")
+
+
+def test_an_old_module_whose_path_is_a_function_today_is_left_and_said(tmp_path):
+    path = tmp_path / "cmap.py"
+    path.write_text("from calibdash.figures import calibration_map\n")
+    done = _run(str(path))
+    assert done.returncode == 0 and path.read_text() == "from calibdash.figures import calibration_map\n"
+    assert ("calibdash.figures.calibration_map was a module and is a name in calibdash.figures now; the module is "
+            "calibdash.figures.charts.calibration_map") in done.stdout
