@@ -43,7 +43,8 @@ from pathlib import Path
 
 PKG = "calibdash"
 
-#: Every old module (dotted, under calibdash) whose path no longer imports -> the module that holds its names today.
+#: Every old module (dotted, under calibdash) that is no module today -> the module that holds its names today
+#: (``evaluation``: its path is the package that holds ``holdout`` today).
 MODULES: dict[str, str] = {
     "benchmark.catalogue": "benchmark.outcome",
     "benchmark.classes": "benchmark.engine",

@@ -279,3 +279,13 @@ def test_an_old_module_whose_path_is_a_function_today_is_left_and_said(tmp_path)
     assert done.returncode == 0 and path.read_text() == "from calibdash.figures import calibration_map\n"
     assert ("calibdash.figures.calibration_map was a module and is a name in calibdash.figures now; the module is "
             "calibdash.figures.charts.calibration_map") in done.stdout
+
+
+def test_an_old_module_imported_whole_imports_every_module_its_names_live_in(tmp_path):
+    path = tmp_path / "whole.py"
+    path.write_text('import calibdash.drift\n\nX = calibdash.drift.Staleness, calibdash.drift.period_report\n')
+    done = _run(str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert path.read_text() == ("import calibdash.monitoring.drift, calibdash.monitoring.staleness\n\n"
+                                "X = calibdash.monitoring.staleness.Staleness, "
+                                "calibdash.monitoring.drift.period_report\n")
