@@ -223,7 +223,8 @@ NAMES: dict[str, dict[str, str]] = {
     "multiclass.split": {"evaluation.scheme:split_plan": "class_split_plan"},
     "report.classes": {"report.build:CLASS_N_BOOT": "N_BOOT", "report.build:build_report": "build_class_report"},
     "sql": {"core.sql_forms.forms": "CASE_MAX_STEPS ClosedForm LinearMap StepMap",
-            "core.sql_forms.writer": "DIALECTS", "core.sql_forms.lookup": "SqlMap"},
+            "core.sql_forms.writer": "DIALECTS", "core.sql_forms.lookup": "SqlMap",
+            "calibrators.sql": "register_sql sql_methods"},
 }
 
 #: Names that are gone: old module -> {"names": what to do instead}. A ``calibdash.x.y`` in a note exists today.

@@ -245,6 +245,13 @@ def test_old_imports_are_rewritten_into_a_module_that_runs_today(tmp_path):
     assert user.read_text(encoding="utf-8") == text and "rewrote 0 file(s)" in second.stdout
 
 
+def _rewritten(tmp_path, code: str, *options: str) -> tuple[subprocess.CompletedProcess, str]:
+    """The tool's run on one file holding ``code``, and the file's text after it."""
+    path = tmp_path / "user_file.py"
+    path.write_text(code, encoding="utf-8")
+    return _run(*options, str(path)), path.read_text(encoding="utf-8")
+
+
 def test_code_already_in_todays_layout_is_left_as_written(tmp_path):
     code = textwrap.dedent('''\
         import calibdash.io.export
@@ -256,36 +263,29 @@ def test_code_already_in_todays_layout_is_left_as_written(tmp_path):
         def f():
             return evaluation.holdout.evaluate, diagrams.plot, calibdash.io.export.read_model
         ''')
-    path = tmp_path / "new.py"
-    path.write_text(code, encoding="utf-8")
-    done = _run("--dry-run", str(path))
+    done, _ = _rewritten(tmp_path, code, "--dry-run")
     assert done.returncode == 0 and "would rewrite 0 file(s)" in done.stdout, done.stdout + done.stderr
 
 
 def test_a_name_read_through_an_old_module_that_left_it_is_imported_by_itself(tmp_path):
-    path = tmp_path / "attr.py"
-    path.write_text("if True:\n    from calibdash import drift as d\n\nX = d.Staleness, d.period_report\n")
-    done = _run(str(path))
+    done, text = _rewritten(tmp_path, "if True:\n    from calibdash import drift as d\n\n"
+                                      "X = d.Staleness, d.period_report\n")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert path.read_text() == ("if True:\n    from calibdash.monitoring import drift as d\n"
-                                "    from calibdash.monitoring.staleness import Staleness\n\n"
-                                "X = Staleness, d.period_report\n")
+    assert text == ("if True:\n    from calibdash.monitoring import drift as d\n"
+                    "    from calibdash.monitoring.staleness import Staleness\n\n"
+                    "X = Staleness, d.period_report\n")
 
 
 def test_an_old_module_whose_path_is_a_function_today_is_left_and_said(tmp_path):
-    path = tmp_path / "cmap.py"
-    path.write_text("from calibdash.figures import calibration_map\n")
-    done = _run(str(path))
-    assert done.returncode == 0 and path.read_text() == "from calibdash.figures import calibration_map\n"
+    done, text = _rewritten(tmp_path, "from calibdash.figures import calibration_map\n")
+    assert done.returncode == 0 and text == "from calibdash.figures import calibration_map\n"
     assert ("calibdash.figures.calibration_map was a module and is a name in calibdash.figures now; the module is "
             "calibdash.figures.charts.calibration_map") in done.stdout
 
 
 def test_an_old_module_imported_whole_imports_every_module_its_names_live_in(tmp_path):
-    path = tmp_path / "whole.py"
-    path.write_text('import calibdash.drift\n\nX = calibdash.drift.Staleness, calibdash.drift.period_report\n')
-    done = _run(str(path))
+    done, text = _rewritten(tmp_path, "import calibdash.drift\n\n"
+                                      "X = calibdash.drift.Staleness, calibdash.drift.period_report\n")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert path.read_text() == ("import calibdash.monitoring.drift, calibdash.monitoring.staleness\n\n"
-                                "X = calibdash.monitoring.staleness.Staleness, "
-                                "calibdash.monitoring.drift.period_report\n")
+    assert text == ("import calibdash.monitoring.drift, calibdash.monitoring.staleness\n\n"
+                    "X = calibdash.monitoring.staleness.Staleness, calibdash.monitoring.drift.period_report\n")
