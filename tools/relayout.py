@@ -18,17 +18,20 @@ with today's calibdash importable (the tool asks it what exists). What it rewrit
 
 Whatever resolves in today's calibdash is left as written, so a second run changes nothing. A name that is gone
 (:data:`GONE`) is not written into any import: the tool prints a line saying so and what replaces it, if anything.
-Every import of calibdash left in a rewritten file is then checked against today's package, and one that does not
-resolve is printed too. The exit status is 1 when a line asks for work by hand, else 0.
+Every import of calibdash in each Python file is then checked against today's package, and one that does not
+resolve is printed too: that is how a name is reported that a package which kept its path no longer offers
+(``calibdash.benchmark.BenchmarkResult``; the tables cover the modules that moved or merged). The exit status is 1
+when a line asks for work by hand, else 0.
 
 The tool rewrites names, not calls: some functions' arguments changed too (``w``/``weights`` are ``sample_weight``
-everywhere now; ``run_class_benchmark`` became ``run_benchmark`` for any number of classes).
+in many; ``run_class_benchmark`` became ``run_benchmark`` for any number of classes).
 
 The old modules are those of the package as released before issue 27 (commit d508b4a) and of the tree the
 regrouping ran on (c530651). The regrouping itself (the ``git mv`` of this repository's modules and tests, the
 tests mirrored into ``tests/<package>/``) was done once by this script's first version, run in commit 799b9b0
 (``git show 799b9b0:tools/relayout.py``); this version keeps only the rewrite a user's checkout needs.
-``tests/tools/test_relayout.py`` checks that every entry of the tables names a module and a name that exist today.
+``tests/tools/test_relayout.py`` checks that every entry of the tables names a module and a name that exist today,
+and (with the old trees in the clone's history) that every name an old module offered has a home or a note.
 """
 from __future__ import annotations
 
