@@ -1,311 +1,357 @@
-"""Regroup calibdash/ into packages that only import downward (issue 27, items 4 and 5), and move the tests with them.
+"""Rewrite a checkout's imports of calibdash from the layout before issue 27 to today's package.
 
-Run from the repository root, on a clean work tree::
+Issue 27 regrouped calibdash into layers (``calibdash.export`` -> ``calibdash.io.export``, ``calibdash.groups`` ->
+``calibdash.monitoring.groups``, ``calibdash.multiclass`` -> ``calibdash.calibrators.multiclass``, ...) and, before
+and after that, merged modules (``calibdash.multiclass.evaluation`` into ``calibdash.evaluation.holdout``,
+``calibdash.benchmark.large`` into ``calibdash.benchmark.engine``, ...). The old paths have no alias. Run::
 
-    python tools/relayout.py            # git mv every module, rewrite every import, move the tests
-    python tools/relayout.py --dry-run  # print what it would do, change nothing
+    python tools/relayout.py PATH...            # rewrite every .py, .md, .rst and .txt file under PATH
+    python tools/relayout.py --dry-run PATH...  # print the changes as a diff, write nothing
 
-What it does, in order:
+with today's calibdash importable (the tool asks it what exists). What it rewrites:
 
-1. **Modules.** Every ``calibdash/**/*.py`` is given its new place by :data:`MODULES` (one module) or, failing
-   that, by :data:`PACKAGES` (the longest old package prefix: a module another change adds later to an old package
-   moves with its package). A module no rule names stays where it is and is printed as ``unplaced``. Each move is a
-   ``git mv``; a new package gets an ``__init__.py`` with a one-line docstring (:data:`NEW_PACKAGES`).
-2. **Imports.** In every tracked text file (calibdash/, pages/, app.py, tests/, bench/, sample_data/ scripts,
-   README.md and other docs, Makefile, .ci/, pyproject.toml; not the golden outputs): absolute names ``calibdash.x.y`` anywhere in the text (imports, ``import calibdash.x``,
-   ``mock.patch``/``monkeypatch``/``importlib`` strings, ``:mod:`` references, ``-m calibdash.x``), paths
-   ``calibdash/x/y.py``, and relative imports (``from .x import``, ``from ..x import``, ``from . import x``) of
-   every moved file, re-expressed from the file's new place.
-3. **Tests.** ``tests/test_*.py`` go to ``tests/<package>/test_<module>.py`` (:data:`TESTS`; a test file no rule
-   names stays and is printed). ``tests/__init__.py`` and an ``__init__.py`` in each test folder make the test
-   modules ``tests.<package>.test_<module>`` (pytest's default ``prepend`` import mode then puts the repository root
-   on ``sys.path``; two test files may share a name in two folders, and no test folder shadows a top-level module
-   such as ``io``). ``from conftest import`` becomes ``from tests.conftest import`` (the one conftest stays at
-   ``tests/conftest.py``, so its fixtures stay visible to every folder), ``from test_x import`` becomes
-   ``from tests.<package>.test_x import``, ``Path(__file__).resolve().parents[1]`` (the repository root) becomes
-   ``parents[2]`` in a test moved one folder down, ``tests/test_x.py`` in any text becomes its new path, and a
-   quoted path relative to the package in a test (``PACKAGE / "evaluation.py"``) becomes the module's new one.
+* ``from calibdash.OLD import a, b as c``: each name goes to the module that holds it today (:data:`MODULES` for the
+  module, :data:`NAMES` for names that went elsewhere or were renamed), one ``from ... import`` per module.
+* ``import calibdash.OLD [as m]`` and ``from calibdash.PKG import OLD [as m]``: the module's new path; a name read
+  through it (``m.name``, ``calibdash.OLD.name``) that lives in another module today is rewritten to it.
+* ``calibdash.OLD.name`` anywhere else in the text (``mock.patch`` strings, docs, ``:mod:`` references).
 
-The script is idempotent: a module already in its place is left alone, a file that is gone is skipped, and a second
-run finds nothing to do.
+Whatever resolves in today's calibdash is left as written, so a second run changes nothing. A name that is gone
+(:data:`GONE`) is not written into any import: the tool prints a line saying so and what replaces it, if anything.
+Every import of calibdash in each Python file is then checked against today's package, and one that does not
+resolve is printed too: that is how a name is reported that a package which kept its path no longer offers
+(``calibdash.benchmark.BenchmarkResult``; the tables cover the modules that moved or merged). The exit status is 1
+when a line asks for work by hand, else 0.
+
+The tool rewrites names, not calls: some functions' arguments changed too (``w``/``weights`` are ``sample_weight``
+in many; ``run_class_benchmark`` became ``run_benchmark`` for any number of classes).
+
+The old modules are those of the package as released before issue 27 (commit d508b4a) and of the tree the
+regrouping ran on (c530651). The regrouping itself (the ``git mv`` of this repository's modules and tests, the
+tests mirrored into ``tests/<package>/``) was done once by this script's first version, run in commit 799b9b0
+(``git show 799b9b0:tools/relayout.py``); this version keeps only the rewrite a user's checkout needs.
+``tests/tools/test_relayout.py`` checks that every entry of the tables names a module and a name that exist today,
+and (with the old trees in the clone's history) that every name an old module offered has a home or a note.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import difflib
+import importlib
+import importlib.util
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 PKG = "calibdash"
 
-#: One module's new place (old dotted name under calibdash -> new). Checked before :data:`PACKAGES`.
+#: Every old module (dotted, under calibdash) that is no module today -> the module that holds its names today
+#: (``evaluation``: its path is the package that holds ``holdout`` today).
 MODULES: dict[str, str] = {
-    # core: what every layer uses
-    "errors": "core.errors",
-    "validation": "core.validation",
-    "logistic": "core.logistic",
-    "safe_text": "core.safe_text",
-    "registry": "core.scan",                       # measures/registry.py is the measures' registry
-    "jobs.registry": "core.jobs.runner",           # ... and this one runs jobs
-    "weights": "core.weights",                     # if the weights' one spelling gets a module
-    "data.limits": "core.limits",                  # bounds every layer checks (the K-class budget too)
-    "data.margins": "core.margins",                # margins -> probabilities: monitoring reads it too
-    "data.numbers": "core.numbers",                # text parsed as numbers: monitoring reads it too
-    # measures: the K-class measures beside the binary ones
-    "multiclass.metrics": "measures.class_measures",
-    # calibrators: the K-class calibrators and their solvers (the rest of multiclass/, see PACKAGES)
-    "multiclass": "calibrators.multiclass",
-    # evaluation: problem, split, cross-fit, bootstrap, verdict, cells
-    "evaluation": "evaluation.holdout",
-    "crossfit": "evaluation.crossfit",
-    "cells": "evaluation.cells",
-    "scheme": "evaluation.scheme",
-    "methods": "evaluation.methods",
-    "problem": "evaluation.problem",
-    "verdict": "evaluation.verdict",
-    "reductions": "evaluation.reductions",
-    "multiclass.evaluation": "evaluation.class_evaluation",
-    "multiclass.split": "evaluation.split",
-    "multiclass.cells": "evaluation.class_cells",
-    "multiclass.budget": "evaluation.class_budget",
-    "multiclass.bootstrap": "evaluation.bootstrap.class_intervals",
+    "benchmark.catalogue": "benchmark.outcome",
+    "benchmark.classes": "benchmark.engine",
+    "benchmark.large": "benchmark.engine",
+    "benchmark.result": "benchmark.outcome",
+    "bootstrap": "evaluation.bootstrap",
     "bootstrap.cells": "evaluation.bootstrap.cell_resamples",
+    "bootstrap.draws": "evaluation.bootstrap.draws",
+    "bootstrap.measures": "evaluation.bootstrap.cell_resamples",
+    "bootstrap.poisson": "evaluation.bootstrap.draws",
+    "bootstrap.result": "evaluation.bootstrap.result",
     "bootstrap.rows": "evaluation.bootstrap.row_resamples",
-    "bootstrap.measures": "evaluation.bootstrap.measure_intervals",
-    # monitoring: groups, periods, keyed cells, staleness, drift
-    "groups": "monitoring.groups",
-    "grouping": "monitoring.grouping",
-    "group_metrics": "monitoring.group_metrics",
-    "periods": "monitoring.periods",
-    "staleness": "monitoring.staleness",
-    "drift": "monitoring.drift",
-    "multiclass.groups": "monitoring.class_groups",
-    "keyed.measures": "monitoring.keyed.per_key",
-    "keyed.rows": "monitoring.keyed.from_rows",    # engines/<backend>/rows.py are the engines' rows
-    # sources and engines: one name per concept (no classes.py, no large.py)
+    "calibrators._mbct_lines": "calibrators._mbct_tree",
+    "calibrators._steps": "core.step_maps",
+    "cells": "evaluation.cells",
+    "cli.classes": "cli.file_problem",
+    "cli.listing": "cli",
+    "cli.problem": "cli.file_problem",
+    "crossfit": "evaluation.crossfit",
+    "data.class_roles": "data.roles",
     "data.classes": "data.class_set",
+    "data.compact": "data.read",
+    "data.guard.errors": "data.guard.refusals",
     "data.large": "data.large_source",
-    # engines/classes.py and engines/<backend>/classes.py keep their names: engines/base.py finds the backend's
-    # module by the string "classes" (a family's one name; renaming it is a change of engines/base.py too)
+    "data.limits": "core.limits",
+    "data.margins": "core.margins",
+    "data.numbers": "core.numbers",
+    "data.problem": "data.scoreset",
+    "drift": "monitoring.drift",
+    "engines.class_rows": "engines.classes",
+    "engines.duckdb_keyed": "engines.duckdb.keyed",
     "engines.large": "engines.plan",
-    "multiclass.large": "engines.class_fit",
-    "benchmark.classes": "benchmark.class_benchmark",
-    "benchmark.large": "benchmark.in_place",
-    "benchmark.result": "benchmark.outcome",       # evaluation/bootstrap/result.py is the bootstrap's
-    "data.guard.errors": "data.guard.refusals",    # core/errors.py is the package's errors
-    "synthetic.multiclass": "synthetic.gaussian_classes",
-    "samples.drift": "samples.drifting_score",     # monitoring/drift.py measures drift
-    # io: model files, SQL, the command line's JSON schemas
+    "engines.spark_keyed": "engines.spark.keyed",
+    "errors": "core.errors",
+    "evaluation": "evaluation.holdout",
+    "explain.abb": "explain.sbb",
+    "explain.histogram": "explain.scaling_binning",
+    "explain.isotonic": "explain.venn_abers",
+    "explain.k_binary_maps": "explain.k_class",
+    "explain.k_linear": "explain.k_class",
+    "explain.platt": "explain.beta",
+    "explain.temperature": "explain.beta",
     "export": "io.export",
+    "figures.abb": "figures.methods.bbq",
+    "figures.bbq": "figures.methods.bbq",
+    "figures.benchmark": "figures.charts.benchmark",
+    "figures.beta": "figures.methods.beta",
+    "figures.calibration_map": "figures.charts.calibration_map",
+    "figures.corp": "diagrams.corp",
+    "figures.diagrams": "diagrams",
+    "figures.drift": "figures.charts.drift",
+    "figures.elite": "figures.methods.elite",
+    "figures.enir": "figures.methods.enir",
+    "figures.groups": "figures.charts.groups",
+    "figures.learn": "figures.charts.learn",
+    "figures.mbct": "figures.methods.mbct",
+    "figures.methods.abb": "figures.methods.bbq",
+    "figures.methods.k_binary_maps": "figures.methods.k_class",
+    "figures.methods.k_linear": "figures.methods.k_class",
+    "figures.methods.k_temperature": "figures.methods.k_class",
+    "figures.methods.sbb": "figures.methods.bbq",
+    "figures.methods.temperature": "figures.methods.beta",
+    "figures.multiclass": "diagrams.classwise",
+    "figures.multiclass_explain": "figures.methods.k_class",
+    "figures.reliability": "figures.charts.reliability",
+    "figures.sbb": "figures.methods.bbq",
+    "figures.scaling_binning": "figures.methods.scaling_binning",
+    "figures.smooth_ece": "diagrams.smooth",
+    "figures.temperature": "figures.methods.beta",
+    "figures.venn_abers": "figures.methods.venn_abers",
+    "group_metrics": "monitoring.group_metrics",
+    "grouping": "monitoring.grouping",
+    "groups": "monitoring.groups",
+    "jobs": "core.jobs",
+    "jobs.cancel": "core.jobs.runner",
+    "jobs.fair": "core.jobs.runner",
+    "jobs.registry": "core.jobs.runner",
+    "jobs.status": "core.jobs.status",
+    "keyed": "monitoring.keyed",
+    "keyed.assemble": "monitoring.keyed.assemble",
+    "keyed.measures": "monitoring.keyed.per_key",
+    "keyed.rows": "monitoring.keyed.from_rows",
+    "logistic": "core.logistic",
+    "methods": "evaluation.methods",
     "model_checks": "io.model_checks",
-    "multiclass.export": "io.class_export",
+    "multiclass": "calibrators.multiclass",
+    "multiclass.base": "calibrators.multiclass.base",
+    "multiclass.bootstrap": "evaluation.bootstrap.row_resamples",
+    "multiclass.budget": "evaluation.class_budget",
+    "multiclass.cells": "evaluation.cells",
+    "multiclass.diagrams": "diagrams.classwise",
+    "multiclass.evaluation": "evaluation.holdout",
+    "multiclass.explain": "explain.k_class",
+    "multiclass.export": "io.export",
+    "multiclass.groups": "monitoring.class_groups",
+    "multiclass.large": "engines.class_fit",
+    "multiclass.linear": "calibrators.multiclass.linear",
+    "multiclass.linear_map": "calibrators.multiclass.linear_map",
+    "multiclass.methods": "calibrators.multiclass.methods",
+    "multiclass.methods.dirichlet": "calibrators.multiclass.methods.dirichlet",
+    "multiclass.methods.matrix": "calibrators.multiclass.methods.matrix",
+    "multiclass.methods.ovr": "calibrators.multiclass.methods.ovr",
+    "multiclass.methods.temperature": "calibrators.multiclass.methods.temperature",
+    "multiclass.methods.top_label": "calibrators.multiclass.methods.top_label",
+    "multiclass.methods.vector": "calibrators.multiclass.methods.vector",
+    "multiclass.metrics": "measures.class_measures",
+    "multiclass.newton": "calibrators.multiclass.newton",
+    "multiclass.newton_cg": "calibrators.multiclass.newton",
+    "multiclass.penalty_search": "calibrators.multiclass.penalty_search",
+    "multiclass.scaling": "calibrators.multiclass.scaling",
+    "multiclass.split": "evaluation.scheme",
+    "periods": "monitoring.periods",
+    "registry": "core.scan",
+    "report.classes": "report.build",
+    "report.pipeline": "report.build",
+    "report.text": "report.build",
+    "safe_text": "core.safe_text",
+    "samples.drift": "samples.drifting_score",
+    "schemas": "io.schemas",
+    "scheme": "evaluation.scheme",
     "sql": "io.sql",
     "sql_forms": "core.sql_forms.forms",
     "sql_lookup": "core.sql_forms.lookup",
     "sql_writer": "core.sql_forms.writer",
-    # presentation: diagrams' data, explainers, figures, report, command line
-    "diagrams": "diagrams.reliability",
-    "multiclass.diagrams": "diagrams.multiclass",
-    "multiclass.explain": "explain.multiclass",
-    "report.classes": "report.class_report",
-    "cli.classes": "cli.class_commands",
+    "staleness": "monitoring.staleness",
+    "synthetic.multiclass": "synthetic.gaussian_classes",
+    "synthetic.svm": "synthetic.populations",
+    "synthetic.truth": "synthetic.study",
+    "validation": "core.validation",
 }
 
-#: Whole packages (old dotted prefix -> new). A module under an old package that :data:`MODULES` does not name
-#: moves with its package, keeping its path inside it.
-PACKAGES: dict[str, str] = {
-    "jobs": "core.jobs",
-    "multiclass": "calibrators.multiclass",
-    "bootstrap": "evaluation.bootstrap",
-    "keyed": "monitoring.keyed",
-    "schemas": "io.schemas",
-    "sql": "io.sql",
+#: Names that left their module's successor: old module -> {today's module: "names"}; ``module:new`` renames.
+NAMES: dict[str, dict[str, str]] = {
+    "benchmark.classes": {"benchmark.outcome": "CLASS_MEASURES",
+                          "benchmark.datasets": "class_datasets_from_table load_benchmark_datasets",
+                          "benchmark.engine:unit_key": "class_unit_key",
+                          "benchmark.engine:run_benchmark": "run_class_benchmark",
+                          "benchmark.engine:run_unit": "run_class_unit"},
+    "bootstrap": {"evaluation.bootstrap.row_resamples": "bootstrap_metrics"},
+    "data.class_roles": {"data.class_names": "PREFIXES ScoreClasses class_notes pair score_classes"},
+    "data.classes": {"data.roles": "ClassRoles guess_class_columns is_multiclass", "data.class_names": "PREFIXES"},
+    "diagrams": {"diagrams.corp": "CorpColumn", "diagrams.common": "Diagram"},
+    "drift": {"monitoring.periods": "DATE_SHARE FREQS MAX_PERIODS Periods day_codes name_periods period_start_days "
+                                    "ymd_note",
+              "monitoring.staleness": "Staleness"},
+    "engines.duckdb_keyed": {"engines.source": "KEYED_STAGES TRUNC_UNITS"},
+    "evaluation": {"evaluation.scheme": "TEST_WORDS TRAIN_WORDS content_order split_plan"},
+    # an explainer or figure module merged into its family's: the dispatcher explains/draws any method
+    **{f"explain.{m}": {"explain": "explain"} for m in ("abb", "platt", "temperature")},
+    **{f"explain.{m}": {"explain.bbq": "MAP_TOL", "explain": "explain"} for m in ("histogram", "isotonic")},
+    **{f"figures.{m}": {"figures": "inner_figures"} for m in (
+        "abb", "bbq", "beta", "elite", "enir", "mbct", "sbb", "scaling_binning", "temperature", "venn_abers",
+        "methods.abb", "methods.k_binary_maps", "methods.k_linear", "methods.k_temperature", "methods.sbb",
+        "methods.temperature")},
+    "export": {"calibrators.state": "IMPORT_ERRORS State calibrator_from state_of"},
+    "figures.diagrams": {"diagrams:plot": "plot_corp plot_smooth"},
+    "figures.multiclass": {"diagrams.confidence": "plot_confidence", "diagrams.simplex": "plot_simplex_map"},
+    "figures.multiclass_explain": {"figures.palette": "CLASS_COLORS", "figures": "inner_figures"},
+    "groups": {"monitoring.group_metrics": "GroupReport", "monitoring.grouping": "make_groups"},
+    "jobs": {"core.jobs.runner": "Job REINTERRUPT_S STOP_WAIT_S", "core.jobs.status": "Status"},
+    "multiclass.base": {"calibrators.base": "HyperParam",
+                        "core.validation": "SUM_TOLERANCE check_classes check_probabilities"},
+    "multiclass.bootstrap": {"evaluation.bootstrap.draws": "resample_blocks resample_counts",
+                             "evaluation.bootstrap.result": "verdict"},
+    "multiclass.diagrams": {"diagrams.confidence": "CONFIDENCE ConfidenceData prepare_confidence",
+                            "diagrams.simplex": "SIMPLEX SimplexMapData prepare_simplex_map simplex_grid",
+                            "diagrams.common": "class_labels"},
+    "multiclass.explain": {"explain.k_temperature": "T_GRID fitted_temperature temperature_curve",
+                           "explain:explain": "explain_classes"},
+    "multiclass.linear": {"calibrators.multiclass.linear_map": "FORMS LinearFit LinearForm PENALTIES SCALE_BOUNDS "
+                                                               "identity_start linear_scores n_parameters objective "
+                                                               "predict_linear unpack",
+                          "calibrators.multiclass.penalty_search": "SEARCH_ROWS cv_log_loss fold_ids penalty_grid "
+                                                                   "search_rows select_penalty",
+                          "calibrators.multiclass.scaling": "ScalingCalibrator"},
+    "multiclass.split": {"evaluation.scheme:split_plan": "class_split_plan"},
+    "report.classes": {"report.build:CLASS_N_BOOT": "N_BOOT", "report.build:build_report": "build_class_report"},
+    "sql": {"core.sql_forms.forms": "CASE_MAX_STEPS ClosedForm LinearMap StepMap",
+            "core.sql_forms.writer": "DIALECTS", "core.sql_forms.lookup": "SqlMap",
+            "calibrators.sql": "register_sql sql_methods"},
 }
 
-#: Modules that stay at the package root (at most 10): the package itself, ``python -m calibdash``, the
-#: scikit-learn estimators, and the old names kept for users (thin re-exports, imported by nothing inside).
-ROOT = {"__init__", "__main__", "sklearn", "metrics", "smooth_ece", "corp", "clinical"}
-
-#: Docstrings of the packages this layout creates.
-NEW_PACKAGES = {
-    "core": "What every layer uses: typed errors, input checks, the one logistic solver, safe text, the registry "
-            "scan, jobs.",
-    "evaluation": "Judging calibrators on held-out rows: the scheme, the split, the cross-fit, the cells, the "
-                  "bootstrap, the verdict.",
-    "monitoring": "Calibration over groups and time: groups, periods, keyed cells, staleness, drift.",
-    "io": "What leaves the process: model files, SQL, the command line's JSON schemas.",
-    "io.sql": None,                                # sql.py's text becomes the package's __init__
-    "diagrams": "The data of the diagrams (no plotly): reliability diagrams and the K-class diagrams.",
+#: Names that are gone: old module -> {"names": what to do instead}. A ``calibdash.x.y`` in a note exists today.
+GONE: dict[str, dict[str, str]] = {
+    "benchmark.result": {"describe": "removed (it was unused); the result's tables hold the same numbers",
+                         "to_json": "now a method: calibdash.benchmark.outcome.BenchmarkResult.to_json()"},
+    "cli.classes": {"best_text class_params cmd_apply_classes cmd_evaluate_class_source cmd_evaluate_classes "
+                    "cmd_fit_classes cmd_report_classes is_class_model refuse_export_sql":
+                    "the command line has one path per command for any number of classes: calibdash.cli.main "
+                    "(evaluate, report, fit, apply and export-sql read K-class files and models too)"},
+    "data.compact": {"pa_buffer": "inlined into calibdash.data.read (no public replacement)"},
+    "diagrams": {"CAPTIONS BAND_CAPTIONS": "each diagram's data writes its own caption: "
+                                           "calibdash.diagrams.common.Diagram.caption",
+                 "diagram": "prepare, then plot: calibdash.diagrams.prepare and calibdash.diagrams.plot"},
+    "drift": {"MIN_PERIODS": "removed (nothing read it)"},
+    "export": {"compact": "removed with the K-class model file's twin; json.dumps(value, separators=(',', ':')) "
+                         "is what it did"},
+    "figures.bbq": {"weights_data": "the BBQ explanation's models table: calibdash.explain.bbq.BBQExplanation"},
+    "figures.corp": {"decomposition_text": "the CORP diagram's legend writes it: calibdash.diagrams.corp.CorpData"},
+    "figures.diagrams": {"LEGEND_MARGIN": "removed (a layout detail of the figures)",
+                         "diagram": "prepare, then plot: calibdash.diagrams.prepare and calibdash.diagrams.plot"},
+    "grouping": {"group_codes": "folded into calibdash.monitoring.grouping.make_groups"},
+    "multiclass.base": {"check_logits": "folded into calibdash.calibrators.multiclass.base.as_scores "
+                                          "(a K-column table: calibdash.core.validation.class_matrix)"},
+    "multiclass.bootstrap": {"RESAMPLED": "the resampled K-class measures are the registry's: "
+                                          "calibdash.measures.class_measures.MEASURE_NAMES"},
+    "multiclass.cells": {"accuracy_cells classwise_ece_cells debiased_l2_cells overconfidence_cells "
+                         "smooth_ece_cells top_label_ece_cells top_label_mce_cells":
+                         "every K-class measure on cells by name: calibdash.evaluation.cells.cell_measures "
+                         "(names in calibdash.evaluation.cells.CELL_MEASURES)"},
+    "multiclass.diagrams": {"CAPTIONS": "each diagram's data writes its own caption: "
+                                        "calibdash.diagrams.common.Diagram.caption"},
+    "multiclass.metrics": {"brier debiased_top_label_l2 overconfidence smooth_ece_confidence top_label_mce":
+                           "every K-class measure by name: calibdash.measures.class_measures.compute "
+                           "(names in calibdash.measures.class_measures.MEASURE_NAMES)",
+                           "MulticlassMeasure": "a record of the one measure registry: "
+                                                "calibdash.measures.registry.Measure"},
+    "periods": {"MIN_PERIODS": "removed (nothing read it)"},
 }
 
-#: Test files (old name under tests/ -> new path under tests/). The rest stay where they are and are printed.
-TESTS: dict[str, str] = {
-    **{f"test_{m}.py": f"calibrators/test_{m}.py" for m in (
-        "bbq", "elite", "enir", "mbct", "venn_abers", "scaling_binning", "beta_temperature", "sbb_abb",
-        "calibrators", "odd_input")},
-    **{f"test_multiclass_{m}.py": f"calibrators/test_multiclass_{m}.py" for m in (
-        "composites", "contract", "fit_sample", "odd_input", "scaling", "solver", "solver_edges")},
-    "test_fit_notes.py": "calibrators/test_multiclass_fit_notes.py",
-    **{f"test_{m}.py": f"measures/test_{m}.py" for m in (
-        "clinical", "corp", "smooth_ece", "measures", "measures_package", "metrics", "labels")},
-    "test_multiclass_metrics.py": "measures/test_class_measures.py",
-    **{f"test_{m}.py": f"evaluation/test_{m}.py" for m in (
-        "bootstrap", "cells", "crossfit", "evaluation", "methods")},
-    "test_multiclass_cells.py": "evaluation/test_class_cells.py",
-    "test_page_jobs.py": "evaluation/test_class_budget.py",
-    "test_jobs.py": "core/test_jobs.py",
-    **{f"test_{m}.py": f"monitoring/test_{m}.py" for m in ("drift", "groups", "keyed_measures", "keyed_rows")},
-    **{f"test_{m}.py": f"data/test_{m}.py" for m in (
-        "data", "data_classes", "compact", "guard", "loading_fixes", "upload_bombs", "top_label_reduction")},
-    **{f"test_{m}.py": f"engines/test_{m}.py" for m in ("engines", "engines_classes", "keyed_engines", "apply")},
-    "test_multiclass_large.py": "engines/test_class_fit.py",
-    **{f"test_{m}.py": f"benchmark/test_{m}.py" for m in ("benchmark", "benchmark_classes", "stats")},
-    "test_synthetic.py": "synthetic/test_synthetic.py",
-    "test_multiclass_study.py": "synthetic/test_multiclass_study.py",
-    "test_samples.py": "samples/test_samples.py",
-    **{f"test_{m}.py": f"io/test_{m}.py" for m in ("export", "sql", "security_sql", "security_csv")},
-    "test_diagrams.py": "diagrams/test_diagrams.py",
-    "test_diagram_library.py": "diagrams/test_diagram_library.py",
-    "test_multiclass_diagrams.py": "diagrams/test_multiclass.py",
-    "test_explain.py": "explain/test_explain.py",
-    "test_multiclass_explain.py": "explain/test_multiclass.py",
-    "test_figures.py": "figures/test_figures.py",
-    "test_report.py": "report/test_report.py",
-    **{f"test_cli{m}.py": f"cli/test_cli{m}.py" for m in (
-        "", "_classes", "_engines", "_json_schema", "_monitor", "_notes", "_roles")},
-    **{f"test_{m}.py": f"pages/test_{m}.py" for m in (
-        "app", "app_classes", "app_classes_pages", "app_classes_url", "app_compare", "app_diagrams", "app_roles",
-        "app_segments", "app_segments_classes", "app_segments_large", "learn_page", "live_cache",
-        "server_memory", "security_pages", "large_source")},
-}
-#: Tests of the whole package (or of the root's sklearn.py): they stay in tests/.
-STAY = {"test_layout.py", "test_conventions.py", "test_packaging.py", "test_row_order.py", "test_weights.py",
-        "test_sklearn.py", "test_sklearn_classes.py"}
-#: A test file another change adds, named test_<word>_..., goes with the package of its first word.
-TEST_PREFIXES = {"multiclass": "calibrators", "app": "pages", "cli": "cli", "engines": "engines", "engine": "engines",
-                 "keyed": "monitoring", "measures": "measures", "benchmark": "benchmark", "data": "data",
-                 "explain": "explain", "figures": "figures", "report": "report", "export": "io", "sql": "io",
-                 "bootstrap": "evaluation", "evaluation": "evaluation", "calibrators": "calibrators"}
-
-SKIP_TEXT = {"tools/relayout.py"}
+SUFFIXES = {".py", ".md", ".rst", ".txt"}
+SKIP_DIRS = {".git", ".venv", "venv", "site-packages", "node_modules", "__pycache__"}
+DOTTED = re.compile(r"(?<![\w.])" + PKG + r"(?:\.[A-Za-z_]\w*)+")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# the module map
-# ---------------------------------------------------------------------------------------------------------------
-def module_name(rel: Path) -> str:
-    """``calibdash/a/b.py`` -> ``calibdash.a.b``; ``calibdash/a/__init__.py`` -> ``calibdash.a``."""
-    parts = list(rel.with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def new_module(old: str, is_pkg: bool = False) -> str | None:
-    """The new dotted name of the old module ``old`` (``calibdash.x.y``; ``is_pkg``: it is a package's
-    ``__init__``), or None if no rule places it.
-
-    A :data:`MODULES` entry names a plain module (``evaluation.py``), so it never moves a package of the same name
-    (the ``evaluation/`` this script makes): that keeps a second run from moving anything again."""
-    if old == PKG:
-        return PKG
-    assert old.startswith(PKG + ".")
-    rel = old[len(PKG) + 1:]
-    if rel in ROOT:
-        return old
-    if rel in MODULES and not is_pkg:
-        return f"{PKG}.{MODULES[rel]}"
-    parts = rel.split(".")
-    for k in range(len(parts), 0, -1):              # the longest old package prefix (the package itself too)
-        prefix = ".".join(parts[:k])
-        if prefix in PACKAGES and (k < len(parts) or is_pkg):
-            return ".".join([f"{PKG}.{PACKAGES[prefix]}"] + parts[k:])
-    if len(parts) > 1 or is_pkg:                    # in a package that keeps its name (calibrators, data...)
-        return old
+def home(old: str, name: str) -> tuple[str, str] | str | None:
+    """Where ``name`` read from the old module ``old`` (``calibdash.x``) lives today: ``(module, name)``; the
+    note of :data:`GONE` when it is gone; None when ``old`` is no old module. An old module read from its package
+    (``from calibdash import export``) is a name of that package."""
+    rel = old[len(PKG) + 1:] if old != PKG else ""
+    sub = f"{rel}.{name}" if rel else name
+    if sub in MODULES:
+        parent, _, base = f"{PKG}.{MODULES[sub]}".rpartition(".")
+        return parent, base
+    for names, note in GONE.get(rel, {}).items():
+        if name in names.split():
+            return note
+    for spec, names in NAMES.get(rel, {}).items():
+        if name in names.split():
+            module, _, new = spec.partition(":")
+            return f"{PKG}.{module}", new or name
+    if rel in MODULES or rel in NAMES or rel in GONE:
+        return f"{PKG}.{MODULES.get(rel, rel)}", name
     return None
 
 
-def plan_moves(repo: Path) -> tuple[dict[str, str], dict[str, tuple[Path, Path]], list[str]]:
-    """``(rename, moves, unplaced)``: old module -> new module for every module of the package now, the file
-    moves ``module -> (old path, new path)`` among them, and the root modules no rule places."""
-    rename: dict[str, str] = {}
-    moves: dict[str, tuple[Path, Path]] = {}
-    unplaced: list[str] = []
-    for path in sorted((repo / PKG).rglob("*.py")):
-        rel = path.relative_to(repo)
-        old = module_name(rel)
-        new = new_module(old, path.name == "__init__.py")
-        if new is None:
-            unplaced.append(old)
-            new = old
-        rename[old] = new
-        if new != old:
-            target = Path(*new.split("."))
-            target = target / "__init__.py" if path.name == "__init__.py" or _becomes_package(old, new) \
-                else target.with_suffix(".py")
-            moves[old] = (rel, target)
-    # a module that becomes a package's __init__ (sql.py -> io/sql/__init__.py)
-    return rename, moves, unplaced
+def is_old(dotted: str) -> bool:
+    """Whether ``dotted`` (``calibdash.x``) names a module of the old layout."""
+    rel = dotted[len(PKG) + 1:]
+    return rel in MODULES or rel in NAMES or rel in GONE
 
 
-def _becomes_package(old: str, new: str) -> bool:
-    rel = new[len(PKG) + 1:]
-    return any(v.startswith(rel + ".") for v in list(MODULES.values()) + list(PACKAGES.values())) and \
-        old[len(PKG) + 1:] in MODULES
+def listed(old: str, name: str) -> bool:
+    """Whether :data:`NAMES` or :data:`GONE` says where ``name`` of the old module ``old`` went."""
+    rel = old[len(PKG) + 1:]
+    return any(name in names.split() for table in (NAMES, GONE) for names in table.get(rel, {}))
 
 
-def _old_modules_and_packages(rename: dict[str, str]) -> dict[str, str]:
-    """Every old dotted name that can appear in text -> its new name: the modules, plus the old packages and
-    prefixes of :data:`MODULES`/:data:`PACKAGES` that no longer hold a file (so ``calibdash.keyed`` in a
-    docstring follows its package even after the last file is gone)."""
-    out = dict(rename)
-    done = set(rename.values())
-    for old, new in [*PACKAGES.items(), *MODULES.items()]:
-        if f"{PKG}.{new}" not in done:              # after a first run the new names are the modules: keep them
-            out.setdefault(f"{PKG}.{old}", f"{PKG}.{new}")
-    return out
+def is_module(dotted: str) -> bool:
+    """Whether ``dotted`` is a module of today's calibdash (not a name in one: ``calibdash.figures.calibration_map``
+    was a module and is a function now)."""
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except ImportError:                              # a parent that is no package
+        return False
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# rewriting text
-# ---------------------------------------------------------------------------------------------------------------
-DOTTED = re.compile(r"(?<![\w.])" + PKG + r"((?:\.[A-Za-z_]\w*)+)")
-PATH = re.compile(r"(?<![\w/.])" + PKG + r"/((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*)\.py\b")
-FOLDER = re.compile(r"(?<![\w/.])" + PKG + r"/(?:[A-Za-z_]\w*/)+")
+_RESOLVED: dict[str, bool] = {}
 
 
-_NEW_ONLY: dict[int, set[str]] = {}
+def resolves(dotted: str) -> bool:
+    """Whether ``dotted`` (``calibdash.a.b``) is a module of today's calibdash or a name read through one."""
+    if dotted not in _RESOLVED:
+        parts = dotted.split(".")
+        _RESOLVED[dotted] = False
+        for k in range(len(parts), 0, -1):
+            if not is_module(".".join(parts[:k])):
+                continue
+            obj = importlib.import_module(".".join(parts[:k]))
+            for attr in parts[k:]:
+                obj = getattr(obj, attr, _RESOLVED)
+            _RESOLVED[dotted] = obj is not _RESOLVED
+            break
+    return _RESOLVED[dotted]
 
 
-def _new_only(table: dict[str, str]) -> set[str]:
-    """Dotted names of the new layout that name no old module (``calibdash.evaluation.split``, ``calibdash.io``)."""
-    out = set()
-    for new in table.values():
-        parts = new.split(".")
-        out |= {".".join(parts[:k]) for k in range(2, len(parts) + 1)}
-    return out - set(table)
+def locate(dotted: str) -> tuple[str, str] | str | None:
+    """Today's ``(module, name)`` of the first part of ``dotted`` that an old module held (the rest of the chain
+    follows it), the note of a gone name, or None when ``dotted`` resolves today or names nothing old."""
+    if resolves(dotted):
+        return None
+    parts = dotted.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        found = home(".".join(parts[:k]), parts[k])
+        if found is not None:
+            return found if isinstance(found, str) else (found[0], ".".join([found[1], *parts[k + 1:]]))
+    return None
 
 
-def map_dotted(name: str, table: dict[str, str]) -> str:
-    """``calibdash.a.b.attr`` with its longest known old module prefix replaced by the new one; a name already
-    in the new layout (``calibdash.evaluation.split`` written before the run) is left as it is."""
-    parts = name.split(".")
-    key = id(table)
-    if key not in _NEW_ONLY:
-        _NEW_ONLY[key] = _new_only(table)
-    new_only = _NEW_ONLY[key]
-    for k in range(len(parts), 1, -1):
-        prefix = ".".join(parts[:k])
-        if prefix in table:
-            return ".".join([table[prefix]] + parts[k:])
-        if prefix in new_only:
-            return name
-    return name
+class Notes(list):
+    """The lines the tool prints: ``(by_hand, text)``."""
 
-
-HEAD = re.compile(r"from\s+(\.*[\w.]*)\s+import\b")
+    def add(self, where: str, node, text: str, by_hand: bool = False) -> None:
+        self.append((by_hand, f"{where}:{getattr(node, 'lineno', '?')}: {text}"))
 
 
 def _offsets(text: str) -> list[int]:
@@ -315,395 +361,218 @@ def _offsets(text: str) -> list[int]:
     return starts
 
 
-def _relative(from_package: str, target: str) -> tuple[int, str]:
-    """``(level, module)`` of a relative import of ``target`` written in a module of package ``from_package``."""
-    p, t = from_package.split("."), target.split(".")
-    c = 0
-    while c < min(len(p), len(t)) and p[c] == t[c]:
-        c += 1
-    return len(p) - c + 1, ".".join(t[c:])
+def _span(text: str, starts: list[int], node) -> tuple[int, int]:
+    """The characters of ``node`` (the parser counts columns in UTF-8 bytes)."""
+    def at(line: int, col: int) -> int:
+        return starts[line - 1] + len(text[starts[line - 1]:].encode()[:col].decode(errors="ignore"))
+    return at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
 
 
-def _origin(node: ast.ImportFrom, package: str) -> str:
-    """The absolute module a ``from ... import`` in a module of ``package`` reads from."""
-    if not node.level:
-        return node.module or ""
-    base = package.split(".")
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join(base + ([node.module] if node.module else []))
+def _statement(node, lines: list[str]) -> str:
+    """``lines`` in place of the import ``node``; with none left, a line that keeps an indented block valid."""
+    indent = " " * node.col_offset
+    if not lines:
+        return "pass  # calibdash: every name of this import is gone (see the tool's output)" if node.col_offset \
+            else "# calibdash: every name of this import is gone (see the tool's output)"
+    return ("\n" + indent).join(lines)
 
 
-def import_edits(text: str, old_name: str, new_name: str, is_pkg: bool, table: dict[str, str],
-                 modules: set[str], new_is_pkg: bool | None = None) -> list[tuple[int, int, str]]:
-    """Edits ``(start, end, text)`` of the import statements of one module whose text needs more than the
-    dotted-name pass: relative imports (re-expressed from the module's new package), and ``from P import m``
-    where ``m`` is a module that moves to another package than P's new name."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return []
-    starts = _offsets(text)
-    old_pkg = old_name if is_pkg else old_name.rpartition(".")[0]
-    new_is_pkg = is_pkg if new_is_pkg is None else new_is_pkg      # sql.py becomes io/sql/__init__.py
-    new_pkg = new_name if new_is_pkg else new_name.rpartition(".")[0]
-    edits = []
+def _as(name: str, local: str | None) -> str:
+    return f"{name} as {local}" if local and local != name else name
+
+
+def from_import(node: ast.ImportFrom, where: str, notes: Notes, bound: dict[str, tuple]) -> list[str] | None:
+    """The lines replacing ``from calibdash.OLD import ...`` (None: leave it), grouped by today's module."""
+    groups: dict[str, list[str]] = {}
+    changed = False
+    for a in node.names:
+        dotted = f"{node.module}.{a.name}"
+        found = None if a.name == "*" or resolves(dotted) else home(node.module, a.name)
+        if found is None and is_old(dotted) and not is_module(dotted):
+            notes.add(where, node, f"{dotted} was a module and is a name in {node.module} now; the module is "
+                                   f"{'.'.join(home(node.module, a.name))}")
+        if found is None and a.name == "*" and not resolves(node.module):
+            found = locate(node.module)
+            if isinstance(found, tuple):
+                notes.add(where, node, f"from {node.module} import *: names that left it are not imported",
+                          by_hand=True)
+                found = (".".join(found), "*")
+        if found is None:
+            groups.setdefault(node.module, []).append(_as(a.name, a.asname))
+            continue
+        changed = True
+        if isinstance(found, str):
+            notes.add(where, node, f"{dotted} is gone, not imported: {found}", by_hand=True)
+            continue
+        module, name = found
+        groups.setdefault(module, []).append(_as(name, a.asname or a.name))
+        if name != a.name and not is_old(dotted):
+            notes.add(where, node, f"{dotted} is {module}.{name} now (check its arguments)")
+    for a in node.names:
+        if is_old(f"{node.module}.{a.name}"):
+            bound[a.asname or a.name] = (f"{node.module}.{a.name}", node)     # an old module, bound to a name
+    return [f"from {m} import {', '.join(ns)}" for m, ns in groups.items()] if changed else None
+
+
+def plain_import(node: ast.Import, tree, where: str, notes: Notes, bound: dict[str, tuple]) -> list[str] | None:
+    """The lines replacing ``import calibdash.OLD [as m]`` (None: leave it). Without ``as``, the code reads
+    ``calibdash.OLD.name``, which the text pass rewrites: every module those names live in is imported."""
+    names, changed = [], False
+    for a in node.names:
+        if a.asname and is_old(a.name):
+            bound[a.asname] = (a.name, node)
+        found = home(*a.name.rsplit(".", 1)) if is_old(a.name) and not is_module(a.name) else None
+        if not isinstance(found, tuple):
+            names.append(_as(a.name, a.asname))
+            continue
+        changed = True
+        new = ".".join(found)
+        if a.asname:
+            names.append(_as(new, a.asname))
+            continue
+        read = {new}
+        for chain in _chains(tree, a.name + "."):
+            place = locate(chain)
+            if isinstance(place, tuple):
+                read.add(place[0])
+        names.extend(sorted(read))
+    return [f"import {', '.join(names)}"] if changed else None
+
+
+def _chains(tree, prefix: str):
+    """The dotted names ``a.b.c`` read in ``tree`` that start with ``prefix``."""
     for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        origin = _origin(node, old_pkg)
-        if not (origin == PKG or origin.startswith(PKG + ".")):
-            continue
-        # group the names by the module they come from after the move
-        groups: dict[str, list[str]] = {}
-        for alias in node.names:
-            sub = f"{origin}.{alias.name}"
-            if sub in modules or sub in table:
-                new_sub = map_dotted(sub, table)
-                parent, _, base_name = new_sub.rpartition(".")
-                shown = alias.asname or (alias.name if base_name != alias.name else None)
-                groups.setdefault(parent, []).append(base_name + (f" as {shown}" if shown and shown != base_name
-                                                                 else ""))
-            else:
-                groups.setdefault(map_dotted(origin, table), []).append(
-                    alias.name + (f" as {alias.asname}" if alias.asname else ""))
-        same = list(groups) == [map_dotted(origin, table)] and all(
-            a.name == n.split(" as ")[0] for a, n in zip(node.names, groups[list(groups)[0]]))
-        start = starts[node.lineno - 1] + node.col_offset
-        end = starts[node.end_lineno - 1] + node.end_col_offset
-        indent = " " * node.col_offset
-        if same and not node.level:
-            continue                                   # the dotted-name pass rewrites the module's name
-        if same:
-            # only the "from <dots><module>" head changes: keep the names (and their comments) as written
-            level, mod = _relative(new_pkg, list(groups)[0])
-            head = HEAD.match(text, start)
-            edits.append((start, head.end(1), f"from {'.' * level}{mod}"))
-            continue
-        lines = []
-        for target, names in groups.items():
-            if node.level:
-                level, mod = _relative(new_pkg, target)
-                src = "." * level + mod
-            else:
-                src = target
-            lines.append(f"from {src} import {', '.join(names)}")
-        if "#" in text[start:end]:
-            print(f"  note: comments inside an import of {old_name} were dropped: {text[start:end]!r}")
-        edits.append((start, end, ("\n" + indent).join(lines)))
-    return edits
+        if isinstance(node, ast.Attribute):
+            parts, value = [node.attr], node.value
+            while isinstance(value, ast.Attribute):
+                parts.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name):
+                dotted = ".".join([value.id, *reversed(parts)])
+                if dotted.startswith(prefix):
+                    yield dotted
 
 
-def attribute_edits(text: str, old_name: str, is_pkg: bool, table: dict[str, str],
-                    modules: set[str], where: str = "") -> list[tuple[int, int, str]]:
-    """Edits of ``m.sub`` where the name ``m`` is bound to a calibdash module (``from calibdash import bootstrap``)
-    and ``sub`` is one of its modules renamed in place (``bootstrap.cells`` -> ``bootstrap.cell_resamples``).
-    A module that leaves its package is then named by itself (``multiclass.metrics.X`` -> ``class_measures.X``,
-    with ``from calibdash.measures import class_measures`` after the file's last top-level import)."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return []
-    old_pkg = old_name if is_pkg else old_name.rpartition(".")[0]
-    bound: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            origin = _origin(node, old_pkg)
-            for a in node.names:
-                if f"{origin}.{a.name}" in modules:
-                    bound[a.asname or a.name] = f"{origin}.{a.name}"
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.asname and a.name in modules:
-                    bound[a.asname] = a.name
-    if not bound:
-        return []
-    starts = _offsets(text)
+def attribute_edits(tree, text, starts, bound, where, notes) -> tuple[list, dict]:
+    """``m.name`` where ``m`` is bound to an old module and ``name`` lives in another module today: the edits
+    naming it by itself, and the imports that needs (import statement -> today's module -> names)."""
     edits, wanted = [], {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound):
             continue
-        old_sub = f"{bound[node.value.id]}.{node.attr}"
-        if old_sub not in modules or table.get(old_sub, old_sub) == old_sub:
+        old, statement = bound[node.value.id]
+        found = home(old, node.attr)
+        successor = old if is_module(old) else ".".join(home(*old.rsplit(".", 1)))
+        if resolves(f"{successor}.{node.attr}") and not listed(old, node.attr):
             continue
-        parent, _, base = table[old_sub].rpartition(".")
-        end = starts[node.end_lineno - 1] + node.end_col_offset
-        if parent == map_dotted(bound[node.value.id], table):
-            edits.append((end - len(node.attr), end, base))
-            continue
-        # the module left the package: name it by itself, imported once after the module's last import
-        start = starts[node.lineno - 1] + node.col_offset
-        edits.append((start, end, base))
-        wanted[base] = parent
-    if wanted:
-        last = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        if not last:
-            print(f"  by hand: {where} reaches {sorted(wanted)} through a package they left")
-            return []
-        at = starts[last[-1].end_lineno - 1] + last[-1].end_col_offset
-        lines = "".join(f"\nfrom {parent} import {base}" for base, parent in sorted(wanted.items()))
-        edits.append((at, at, lines))
-        print(f"  {where}: {', '.join(sorted(wanted))} imported by name (reached through a package they left)")
-    return edits
+        if isinstance(found, str):
+            notes.add(where, node, f"{node.value.id}.{node.attr} ({old}.{node.attr}) is gone: {found}", by_hand=True)
+        elif found and found != (successor, node.attr):
+            edits.append((*_span(text, starts, node), found[1]))
+            wanted.setdefault(statement, {}).setdefault(found[0], set()).add(found[1])
+            notes.add(where, node, f"{node.value.id}.{node.attr} -> {found[1]}, imported from {found[0]}")
+    return edits, wanted
 
 
-def _folder(path: str, paths: dict[str, str]) -> str:
-    """``calibdash/schemas/x/`` with its longest moved package folder replaced."""
-    parts = path.rstrip("/").split("/")
-    for k in range(len(parts), 1, -1):
-        head = "/".join(parts[:k]) + "/"
-        if head in paths:
-            return paths[head] + path[len(head):]
-    return path
-
-
-def rewrite_text(text: str, table: dict[str, str], edits: list[tuple[int, int, str]],
-                 paths: dict[str, str], tests: dict[str, str]) -> str:
-    """The text with ``edits`` applied and, outside them, every dotted name, package path and old test path
-    replaced."""
-    spans = sorted(edits)
-    out, pos = [], 0
-
-    def plain(chunk: str) -> str:
-        chunk = DOTTED.sub(lambda m: map_dotted(m.group(0), table), chunk)
-        chunk = PATH.sub(lambda m: paths.get(m.group(0), m.group(0)), chunk)
-        chunk = FOLDER.sub(lambda m: _folder(m.group(0), paths), chunk)
-        for old, new in tests.items():
-            chunk = re.sub(r"(?<![\w/])tests/" + re.escape(old) + r"\b", "tests/" + new, chunk)
-        return chunk
-
-    for start, end, repl in spans:
-        out.append(plain(text[pos:start]))
-        out.append(repl)
-        pos = end
-    out.append(plain(text[pos:]))
-    return "".join(out)
-
-
-def path_table(table: dict[str, str], repo: Path) -> dict[str, str]:
-    """``calibdash/a/b.py`` (and ``calibdash/a/__init__.py``) -> its new path, for every module that moves; and
-    ``calibdash/pkg/`` -> its new folder for every package that moves whole (the JSON schemas' folder)."""
-    out = {}
-    for old, new in table.items():
-        if old == new or old == PKG:
-            continue
-        o, n = old.replace(".", "/"), new.replace(".", "/")
-        out.setdefault(o + "/__init__.py", n + "/__init__.py")
-        out.setdefault(o + ".py", n + ("/__init__.py" if _becomes_package(old, new) else ".py"))
-    for old, new in PACKAGES.items():
-        out.setdefault(f"{PKG}/{old.replace('.', '/')}/", f"{PKG}/{new.replace('.', '/')}/")
-    return out
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# tests
-# ---------------------------------------------------------------------------------------------------------------
-def plan_tests(repo: Path, rename: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """``old name -> new relative path`` for the test files at tests/ that move, and those that stay.
-
-    A file :data:`TESTS` does not name goes where the module it is named for lives (``test_isotonic.py`` ->
-    ``calibrators/``, for ``calibdash/calibrators/isotonic.py``; a private ``_bayes_binning.py`` counts), else
-    with the package of its first word (:data:`TEST_PREFIXES`); a name found in two top-level packages stays."""
-    homes: dict[str, set[str]] = {}
-    for new in rename.values():
-        parts = new.split(".")
-        if len(parts) > 2:
-            homes.setdefault(parts[-1].lstrip("_"), set()).add(parts[1])
-    moves, stay = {}, []
-    for path in sorted((repo / "tests").glob("test_*.py")):
-        name = path.name
-        stem = name[len("test_"):-len(".py")]
-        word = stem.split("_")[0]
-        home = homes.get(stem, set())
-        home = home - {"figures", "explain"} or home          # a method's tests sit with its calibrator
-        if name in STAY:
-            stay.append(name)
-        elif name in TESTS:
-            moves[name] = TESTS[name]
-        elif len(home) == 1:
-            moves[name] = f"{next(iter(home))}/{name}"
-        elif word in TEST_PREFIXES:
-            moves[name] = f"{TEST_PREFIXES[word]}/{name}"
+def python_edits(text: str, where: str, notes: Notes) -> list[tuple[int, int, str]]:
+    """Edits ``(start, end, text)`` of the imports of calibdash in one Python file, and of the names read through
+    a module they bind."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        notes.add(where, exc, f"not parsed ({exc.msg}); only dotted names rewritten", by_hand=True)
+        return []
+    starts, edits, bound, rewritten = _offsets(text), [], {}, {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == PKG:
+            lines = from_import(node, where, notes, bound)
+        elif isinstance(node, ast.Import):
+            lines = plain_import(node, tree, where, notes, bound)
         else:
-            stay.append(name)
-    return moves, stay
+            continue
+        if lines is not None:
+            rewritten[node] = lines
+    more, wanted = attribute_edits(tree, text, starts, bound, where, notes)
+    for node in {**rewritten, **wanted}:
+        start, end = _span(text, starts, node)
+        lines = rewritten.get(node, [text[start:end]])
+        extra = [f"from {m} import {', '.join(sorted(ns))}" for m, ns in wanted.get(node, {}).items()]
+        edits.append((start, end, _statement(node, lines + extra)))
+    return edits + more
 
 
-def rewrite_test_imports(text: str, test_moves: dict[str, str], moved_down: bool) -> str:
-    """``from conftest import`` / ``import conftest`` / ``from test_x import`` as package imports, and the repo
-    root one folder further up in a test moved one folder down."""
-    text = re.sub(r"(?m)^(\s*)from conftest import", r"\1from tests.conftest import", text)
-    text = re.sub(r"(?m)^(\s*)import conftest\b", r"\1from tests import conftest", text)
+def rewrite(text: str, edits: list[tuple[int, int, str]], where: str, notes: Notes) -> str:
+    """``text`` with ``edits`` applied and every old dotted name outside them rewritten."""
+    def dotted(match) -> str:
+        found = locate(match.group(0))
+        if isinstance(found, str):
+            notes.append((True, f"{where}: {match.group(0)} is gone: {found}"))
+        return ".".join(found) if isinstance(found, tuple) else match.group(0)
 
-    def sibling(m):
-        name = m.group(2) + ".py"
-        where = test_moves.get(name)
-        mod = "tests." + (where[:-3].replace("/", ".") if where else m.group(2))
-        return f"{m.group(1)}from {mod} import"
-    text = re.sub(r"(?m)^(\s*)from (test_\w+) import", sibling, text)
-
-    def plain_import(m):                            # import test_engines as B -> from tests.engines import ...
-        where = test_moves.get(m.group(2) + ".py")
-        package = "tests." + where.rpartition("/")[0].replace("/", ".") if where and "/" in where else "tests"
-        return f"{m.group(1)}from {package} import {m.group(2)}{m.group(3) or ''}"
-    text = re.sub(r"(?m)^(\s*)import (test_\w+)( as \w+)?\s*$", plain_import, text)
-
-    def dotted(m):                                  # tests.test_app (already a package import) -> tests.pages.test_app
-        where = test_moves.get(m.group(1) + ".py")
-        return "tests." + where[:-3].replace("/", ".") if where else m.group(0)
-    text = re.sub(r"(?<![\w.])tests\.(test_\w+)\b", dotted, text)
-    if moved_down:
-        text = re.sub(r"Path\(__file__\)\.resolve\(\)\.parents\[1\]", "Path(__file__).resolve().parents[2]", text)
-        text = re.sub(r"Path\(__file__\)\.parent\.parent\b", "Path(__file__).parent.parent.parent", text)
-        text = re.sub(r"Path\(__file__\)\.resolve\(\)\.parent\.parent\b",
-                      "Path(__file__).resolve().parent.parent.parent", text)
-    return text
+    out, pos = [], 0
+    for start, end, new in sorted(edits):
+        out += [DOTTED.sub(dotted, text[pos:start]), new]
+        pos = end
+    return "".join(out + [DOTTED.sub(dotted, text[pos:])])
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# main
-# ---------------------------------------------------------------------------------------------------------------
-def git(repo: Path, *args: str, dry: bool) -> None:
-    if dry:
-        print("  git", " ".join(args))
+def check(text: str, where: str, notes: Notes) -> None:
+    """A line for every import of calibdash in ``text`` that does not resolve today."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
         return
-    subprocess.run(["git", "-C", str(repo), *args], check=True)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == PKG:
+            wrong = [f"{node.module}.{a.name}" for a in node.names if a.name != "*" and
+                     not resolves(f"{node.module}.{a.name}")]
+        elif isinstance(node, ast.Import):
+            wrong = [a.name for a in node.names if a.name.split(".")[0] == PKG and not resolves(a.name)]
+        else:
+            continue
+        for name in wrong:
+            notes.add(where, node, f"{name} is not in today's calibdash (nor in this tool's tables)", by_hand=True)
 
 
-TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".txt", ".sh", ""}
-
-
-def text_files(repo: Path) -> list[Path]:
-    """Every tracked text file that can name a module or a test: sources, docs, the Makefile, CI scripts, the
-    project's settings (the golden outputs, tests/golden/*outputs/, and this script excepted)."""
-    listed = subprocess.run(["git", "-C", str(repo), "ls-files"], check=True, capture_output=True,
-                            text=True).stdout.splitlines()
+def files(paths: list[Path]) -> list[Path]:
     out = []
-    for rel in listed:
-        path = repo / rel
-        parts = Path(rel).parts
-        if (path.suffix in TEXT_SUFFIXES and path.is_file() and rel not in SKIP_TEXT
-                and not (parts[:2] == ("tests", "golden") and any(q.endswith("outputs") for q in parts))):
-            out.append(path)
-    return sorted(out)
-
-
-QUOTED_PY = re.compile(r"""(["'])((?:[A-Za-z_]\w*/)*[A-Za-z_]\w*\.py)\1""")
-
-
-def rewrite_package_relative(text: str, paths: dict[str, str]) -> str:
-    """In a test, a quoted path relative to the package (``PACKAGE / "evaluation.py"``) -> its new path."""
-    rel = {k[len(PKG) + 1:]: v[len(PKG) + 1:] for k, v in paths.items() if k.endswith(".py")}
-    return QUOTED_PY.sub(lambda m: m.group(1) + rel.get(m.group(2), m.group(2)) + m.group(1), text)
+    for path in paths:
+        found = [path] if path.is_file() else sorted(path.rglob("*"))
+        out += [p for p in found if p.is_file() and p.suffix in SUFFIXES and not SKIP_DIRS & set(p.parts)]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repo", default=".", help="the repository's root (default: here)")
-    ap.add_argument("--dry-run", action="store_true", help="print what would be done, change nothing")
+    ap.add_argument("paths", nargs="+", type=Path, help="files or folders to rewrite")
+    ap.add_argument("--dry-run", action="store_true", help="print the changes as a diff, write nothing")
     args = ap.parse_args(argv)
-    repo = Path(args.repo).resolve()
-    dry = args.dry_run
-    if not (repo / PKG).is_dir():
-        print(f"no {PKG}/ under {repo}", file=sys.stderr)
+    try:
+        importlib.import_module(PKG)
+    except ImportError as exc:
+        print(f"today's {PKG} must be importable (install it, or run from its checkout): {exc}", file=sys.stderr)
         return 2
-
-    rename, moves, unplaced = plan_moves(repo)
-    table = _old_modules_and_packages(rename)
-    paths = path_table(table, repo)
-    test_moves, test_stay = plan_tests(repo, rename)
-    modules = set(rename)
-
-    # 1. rewrite every text file in place, each module's relative imports from its new place
-    files = text_files(repo)
-    changed = 0
-    for path in files:
-        rel = path.relative_to(repo)
+    notes, changed = Notes(), 0
+    for path in files(args.paths):
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        edits = []
-        if path.suffix == ".py" and rel.parts[0] == PKG:
-            old = module_name(rel)
-            edits = import_edits(text, old, rename.get(old, old), path.name == "__init__.py", table, modules,
-                                 moves[old][1].name == "__init__.py" if old in moves else None)
-            edits += attribute_edits(text, old, path.name == "__init__.py", table, modules, str(rel))
-        elif path.suffix == ".py":
-            edits = import_edits(text, "__outside__", "__outside__", False, table, modules)
-            edits += attribute_edits(text, "__outside__", False, table, modules, str(rel))
-        new = rewrite_text(text, table, edits, paths, test_moves)
-        if rel.parts[0] == "tests" and path.suffix == ".py":
-            new = rewrite_package_relative(new, paths)
-            moved_down = rel.parent == Path("tests") and rel.name in test_moves
-            new = rewrite_test_imports(new, test_moves, moved_down)
-        if new != text:
-            changed += 1
-            if dry:
-                print(f"  rewrite {rel}")
-            else:
-                path.write_text(new, encoding="utf-8")
-    print(f"rewrote {changed} of {len(files)} files")
-
-    # 2. move the modules (children before the parents' __init__, so a module that becomes a package works)
-    for old, (src, dst) in sorted(moves.items(), key=lambda kv: (-len(kv[1][1].parts), str(kv[1][1]))):
-        if not (repo / src).exists():
-            print(f"  gone, skipped: {src}")
+        where = str(path)
+        new = rewrite(text, python_edits(text, where, notes) if path.suffix == ".py" else [], where, notes)
+        if path.suffix == ".py":
+            check(new, where, notes)
+        if new == text:
             continue
-        if (repo / dst).exists():
-            print(f"  already there, skipped: {dst}")
-            continue
-        if not dry:
-            (repo / dst).parent.mkdir(parents=True, exist_ok=True)
-        print(f"  move {src} -> {dst}")
-        git(repo, "mv", str(src), str(dst), dry=dry)
-    for pkg, doc in NEW_PACKAGES.items():
-        init = repo / PKG / Path(*pkg.split(".")) / "__init__.py"
-        if doc and not init.exists() and (dry or init.parent.is_dir()):
-            print(f"  new package {init.relative_to(repo)}")
-            if not dry:
-                init.write_text(f'"""{doc}"""\n', encoding="utf-8")
-                git(repo, "add", str(init.relative_to(repo)), dry=dry)
-    # the other files of a moved package (the JSON schemas) follow it
-    for old, new in PACKAGES.items():
-        src_dir = repo / PKG / Path(*old.split("."))
-        if not src_dir.is_dir():
-            continue
-        for f in sorted(src_dir.rglob("*")):
-            if f.is_file() and f.suffix != ".py" and "__pycache__" not in f.parts:
-                dst = repo / PKG / Path(*new.split(".")) / f.relative_to(src_dir)
-                print(f"  move {f.relative_to(repo)} -> {dst.relative_to(repo)}")
-                if not dry:
-                    dst.parent.mkdir(parents=True, exist_ok=True)
-                git(repo, "mv", str(f.relative_to(repo)), str(dst.relative_to(repo)), dry=dry)
-    # the old package folders left empty (their __pycache__ only)
-    if not dry:
-        for d in sorted((repo / PKG).rglob("*"), key=lambda p: -len(p.parts)):
-            if d.is_dir() and not any(q.is_file() and "__pycache__" not in q.parts for q in d.rglob("*")):
-                subprocess.run(["rm", "-rf", str(d)], check=True)
-    for u in unplaced:
-        print(f"  unplaced (stays at the root, say where in tools/relayout.py): {u}")
-
-    # 3. the tests: one folder per package, each a package of tests
-    inits = {"tests/__init__.py"} | {f"tests/{new.split('/')[0]}/__init__.py" for new in test_moves.values()}
-    for init in sorted(inits):
-        if not (repo / init).exists():
-            print(f"  new {init}")
-            if not dry:
-                (repo / init).parent.mkdir(parents=True, exist_ok=True)
-                (repo / init).write_text("", encoding="utf-8")
-                git(repo, "add", init, dry=dry)
-    for old, new in sorted(test_moves.items()):
-        src, dst = Path("tests") / old, Path("tests") / new
-        if (repo / dst).exists():
-            print(f"  already there, skipped: {dst}")
-            continue
-        print(f"  move {src} -> {dst}")
-        git(repo, "mv", str(src), str(dst), dry=dry)
-    for name in test_stay:
-        print(f"  test stays in tests/: {name}")
-    roots = sorted(p.stem for p in (repo / PKG).glob("*.py"))
-    print(f"root modules after: {len(roots)}: {', '.join(roots)}")
-    return 0
+        changed += 1
+        if args.dry_run:
+            sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), where, where))
+        else:
+            path.write_text(new, encoding="utf-8")
+    for by_hand, line in dict.fromkeys(notes):
+        print(("by hand: " if by_hand else "note: ") + line)
+    print(f"{'would rewrite' if args.dry_run else 'rewrote'} {changed} file(s)")
+    return 1 if any(by_hand for by_hand, _ in notes) else 0
 
 
 if __name__ == "__main__":
