@@ -419,9 +419,6 @@ def known_upward(found: set[tuple[str, str]]) -> tuple[set[tuple[str, str]], set
     covers = {k: {e for e in found if _within(e[0], k[0]) and _within(e[1], k[1])} for k in KNOWN_UPWARD}
     return found - set().union(*covers.values()), {k for k, v in covers.items() if not v}
 
-_LAYOUT_APPLIED = (PACKAGE / "core").is_dir()
-_needs_layout = pytest.mark.skipif(not _LAYOUT_APPLIED, reason="the package is not regrouped yet: run "
-                                   "tools/relayout.py (the layer rules read the regrouped package)")
 
 
 def node_of(module: str, package: str = "calibdash") -> str:
@@ -461,7 +458,6 @@ def test_layer_checker_finds_a_planted_upward_import(tmp_path):
     assert upward_imports(graph, layers, "pkgz") == {("pkgz.low.a", "pkgz.high.b")}
 
 
-@_needs_layout
 def test_every_top_level_package_and_root_module_has_a_layer():
     nodes = {node_of(name) for name in _modules(PACKAGE)}
     placed = set().union(*(n for _, n in LAYERS))
@@ -470,7 +466,6 @@ def test_every_top_level_package_and_root_module_has_a_layer():
     assert not placed & SHIMS
 
 
-@_needs_layout
 def test_packages_import_only_downward():
     """The package-level rule: no import runs from a layer up to a higher one (function-level imports too)."""
     new, stale = known_upward(upward_imports(import_graph(_modules(PACKAGE)), LAYERS))
@@ -478,13 +473,11 @@ def test_packages_import_only_downward():
     assert not stale, f"cut, remove from KNOWN_UPWARD: {sorted(stale)}"
 
 
-@_needs_layout
 def test_at_most_ten_modules_at_the_package_root():
     root = sorted(p.stem for p in PACKAGE.glob("*.py"))
     assert len(root) <= MAX_ROOT_MODULES, f"{len(root)} modules at calibdash/: {root}"
 
 
-@_needs_layout          # the measures' branch of issue 27 points the last internal imports of the shims away
 def test_no_module_imports_a_shim():
     """The old names kept for users are imported by nothing inside: not by the package, the pages or app.py."""
     mods = {**_modules(PACKAGE), **_modules(REPO / "pages"), "app": REPO / "app.py"}
@@ -494,7 +487,6 @@ def test_no_module_imports_a_shim():
         assert name in shims or not deps & shims, f"{name} imports the shim {sorted(deps & shims)}"
 
 
-@_needs_layout
 def test_no_two_modules_share_a_file_name_with_different_jobs():
     """One name per concept: a file name is used once in calibdash/, except (1) ``__init__``, (2) a method's own
     name (calibrators/NAME.py fits it, explain/NAME.py explains it, figures/NAME.py draws it), (3) a diagram's data, a
