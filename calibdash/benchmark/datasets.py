@@ -57,17 +57,6 @@ def expand_paths(paths: Sequence[str]) -> list[Path]:
     return files
 
 
-def file_datasets(df: pd.DataFrame, info, label: str | None = None,
-                  scores: Sequence[str] | None = None) -> dict[str, ScoreSet]:
-    """A read file's data sets: those of ``scores`` it has (DataError when none), else every guessed one."""
-    use = None
-    if scores:
-        use = [c for c in scores if c in df.columns]
-        if not use:
-            raise DataError(f"{info.name} has none of the score columns {', '.join(scores)}.")
-    return datasets_from_table(df, info, label=label, scores=use)
-
-
 def unique_name(key: str, taken) -> str:
     """``key``, or ``"key (2)"``, ``"key (3)"``, ... the first not in ``taken``."""
     unique, i = key, 2
@@ -118,8 +107,11 @@ def load_benchmark_datasets(paths: Sequence[str], label: str | None = None,
                             "found by their prefix.")
     out: dict = {}
     for df, info, _ in tables:
+        use = [c for c in scores if c in df.columns] if scores else None     # a file's data sets: those it has
+        if scores and not use:
+            raise DataError(f"{info.name} has none of the score columns {', '.join(scores)}.")
         found = (class_datasets_from_table(df, info, label=label) if kind == "multiclass"
-                 else file_datasets(df, info, label, scores))
+                 else datasets_from_table(df, info, label=label, scores=use))
         for key, data in found.items():
             out[unique_name(key, out)] = data
     return kind, out

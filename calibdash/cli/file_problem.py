@@ -17,6 +17,7 @@ from ..data import FileInfo, build_class_set, build_score_set, guess_roles, is_m
 from ..data.roles import label_values, split_prefix
 from ..engines.classes import class_source
 from ..evaluation.methods import parse_params, split_names
+from ..evaluation.scheme import Scheme
 from ..measures import class_measures as mmetrics
 from ..evaluation.holdout import default_methods
 from .engine_jobs import head_rows
@@ -66,6 +67,11 @@ def open_table(args, engine: str | None) -> Opened | None:
                          logits=getattr(args, "logits", None), split=getattr(args, "split", None), info=info,
                          name=info.name)
     return Opened(df, info, cs)
+
+
+def scheme_of(args) -> Scheme:
+    """The evaluation scheme ``--scheme``, ``--test-size``, ``--seed`` and ``--folds`` choose."""
+    return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
 
 
 def class_methods(args, k: int) -> list[str]:

@@ -17,6 +17,7 @@ from ..monitoring.keyed import Key
 from ..monitoring.keyed.per_key import by_key, fix_keys, over_periods, staleness_of
 from ..evaluation.methods import parse_params
 from ..evaluation.scheme import Scheme
+from .file_problem import scheme_of
 from .engine_jobs import aggregate_keyed, engine_source
 from .runs import save_run
 from .output import finite_or_none, four_places, print_json, sentence
@@ -185,9 +186,7 @@ def drift_document(source: str, score: str, label: str, time: str, engine: str, 
 def cmd_groups(args) -> int:
     """Per-group calibration of a source (and, with ``--fix``, the calibrator that fixes the groups)."""
     args.thresholds = parse_thresholds(args.fail_above)
-    scheme = None
-    if args.fix:
-        scheme = Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
+    scheme = scheme_of(args) if args.fix else None
     key = Key(args.by, "group", n_quantiles=args.quantiles, max_groups=args.max_groups, min_rows=args.min_rows)
     kc, src, engine = _keyed(args, key, scheme)
     rep = by_key(kc, n_bins=args.n_bins, strategy=args.strategy, n_boot=args.boot, seed=args.seed)

@@ -302,8 +302,7 @@ def class_heading(name: str):
     orient), from :data:`calibdash.measures.class_measures.MEASURES`."""
     m = mmetrics.MEASURES[name]
     arrow = {True: "↓", False: "↑", None: "→ 0"}[m.lower_is_better]
-    best = {True: "lower is better", False: "higher is better", None: "0 is ideal"}[m.lower_is_better]
-    return arrow, f"{m.label} ({best}): {m.caption}", m.oriented
+    return arrow, f"{m.label} ({m.phrase()}): {m.caption}", m.oriented
 
 
 def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mapping[str, str]) -> str:
