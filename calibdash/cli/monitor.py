@@ -32,11 +32,7 @@ _STALE_JSON = {RAW_COL: "uncalibrated", STALE_COL: "fitted_on_first", FRESH_COL:
 
 def _engine(args, src) -> str:
     """``--engine``, else DuckDB for a table or query, else memory for one file under 200 MB, else DuckDB."""
-    if args.engine:
-        return args.engine
-    if args.table or args.query:
-        return engines.default_engine()
-    return engines.default_engine(src)
+    return args.engine or engines.default_engine(None if args.table or args.query else src)
 
 
 def _keyed(args, key: Key, scheme: Scheme | None):

@@ -82,11 +82,9 @@ def cmd_runs(args) -> int:
         return 0
     if args.action == "show":
         run = ws.open(args.id, args.user)
-        if args.json:
-            print(json.dumps({"run": _record_json(run.record), "view": run.view, "results": run.results,
-                              "models": run.models, "source": run.source}, indent=2))
-        else:
-            print(json.dumps(_record_json(run.record), indent=2))
+        print(json.dumps({"run": _record_json(run.record), "view": run.view, "results": run.results,
+                          "models": run.models, "source": run.source} if args.json else _record_json(run.record),
+                         indent=2))
         return 0
     if args.action == "export":
         run = ws.open(args.id, args.user)
