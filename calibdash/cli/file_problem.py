@@ -158,8 +158,7 @@ def refuse_class_methods(methods: str, frame, args, name: str) -> None:
 def engine_class_source(args):
     """The K-class source ``args`` names for an engine (a glob, a large file, a DuckDB table or query), or None
     for binary rows (the module's rule, on the first rows)."""
-    where = dict(database=getattr(args, "database", None), table=getattr(args, "table", None),
-                 query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
+    where = {k: getattr(args, k, None) for k in ("database", "table", "query", "order_by")}
     path = args.file if not (where["table"] or where["query"]) else None
     if not _named(args):
         if getattr(args, "score", None) is not None or getattr(args, "positive", None) is not None:
