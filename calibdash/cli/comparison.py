@@ -13,8 +13,8 @@ from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import Scheme, evaluate_cells, evaluate_classes, evaluate_score_set
 from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve
 from ..core.validation import choose_positive
-from .file_problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
-                           refuse_binary_options, refuse_class_methods, scheme_of, shared_prefix)
+from .file_problem import (class_methods, columns_text, engine_class_source, open_table, refuse_binary_options,
+                           refuse_class_methods, scheme_of, shared_prefix)
 from .engine_jobs import aggregate, engine_for, engine_source, head_rows, in_job, source_labels
 from .documents import CLASS_BINNING, evaluation_document, judged_text
 from .runs import save_run
@@ -162,9 +162,8 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
     n_boot = getattr(args, "boot", None)
     if n_boot is not None and int(n_boot) < 2:
         raise SettingsError(f"--boot must be at least 2 on a K-class file, got {n_boot}.")
-    methods = class_methods(args, cs.k)
-    ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
-                          params=check_params(args, methods))
+    methods, params = class_methods(args, cs.k)
+    ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes, params=params)
     boot = (cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
             if n_boot is not None else None)
     verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
@@ -187,8 +186,7 @@ def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
                             f"{engine}; drop --boot, or evaluate a file that fits with --engine memory.")
     if scheme.kind == "column" and not csrc.source.split:
         raise DataError("--scheme column needs a split column: name it with --split.")
-    methods = class_methods(args, len(csrc.columns))
-    params = check_params(args, methods)
+    methods, params = class_methods(args, len(csrc.columns))
     res = in_job(f"Evaluating {csrc.source.describe()} with {engine}", lambda job: evaluate_class_source(
         csrc, scheme=scheme, engine=engine, methods=methods, params=params, memory_limit=args.memory_limit,
         job=job))
@@ -218,9 +216,9 @@ def cmd_report(args) -> int:
     plotlyjs = "cdn" if args.plotlyjs == "cdn" else True
     if cs is not None:
         refuse_binary_options(args)
-        methods = class_methods(args, cs.k)
-        text = report.report_for_class_set(cs, methods, scheme, params=check_params(args, methods),
-                                           title=args.title, include_plotlyjs=plotlyjs)
+        methods, params = class_methods(args, cs.k)
+        text = report.report_for_class_set(cs, methods, scheme, params=params, title=args.title,
+                                           include_plotlyjs=plotlyjs)
         name = f"{cs.name} ({cs.k} classes)"
     else:
         refuse_class_methods(args.methods, opened.frame, args, opened.info.name)

@@ -74,24 +74,19 @@ def scheme_of(args) -> Scheme:
     return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
 
 
-def class_methods(args, k: int) -> list[str]:
-    """The K-class methods asked for: ``--methods`` when given, else the defaults for ``k`` classes."""
-    if getattr(args, "methods_given", False):
-        names = split_names(args.methods)
-        if not names:
-            raise SettingsError("--methods names no method.")
-        return names
-    return default_methods(k)
-
-
-def check_params(args, methods) -> dict:
-    """``--param METHOD.NAME=VALUE`` for the chosen methods; one for a method not chosen is refused."""
+def class_methods(args, k: int) -> tuple[list[str], dict]:
+    """The K-class methods asked for (``--methods`` when given, else the defaults for ``k`` classes) and their
+    hyperparameters (``--param METHOD.NAME=VALUE``; one for a method not chosen is refused)."""
+    given = getattr(args, "methods_given", False)
+    methods = split_names(args.methods) if given else default_methods(k)
+    if given and not methods:
+        raise SettingsError("--methods names no method.")
     params = parse_params(args.param)
     for key in params:
         if key not in methods:
             raise SettingsError(f"hyperparameters are given for {key!r}, which is not among the chosen methods "
                                 f"({', '.join(methods)}).")
-    return params
+    return methods, params
 
 
 def refuse_binary_options(args) -> None:
