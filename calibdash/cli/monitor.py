@@ -30,19 +30,15 @@ PERIOD_WORDS = {"day": "D", "week": "W", "month": "M", "quarter": "Q", "auto": "
 _STALE_JSON = {RAW_COL: "uncalibrated", STALE_COL: "fitted_on_first", FRESH_COL: "refitted_before"}
 
 
-def _engine(args, src) -> str:
-    """``--engine``, else DuckDB for a table or query, else memory for one file under 200 MB, else DuckDB."""
-    return args.engine or engines.default_engine(None if args.table or args.query else src)
-
-
 def _keyed(args, key: Key, scheme: Scheme | None):
-    """The source's keyed cells, aggregated as a job with its progress on stderr; (cells, source, engine)."""
+    """The source's keyed cells, aggregated as a job with its progress on stderr; (cells, source, engine), the
+    engine ``--engine``, else DuckDB for a table or query, else memory for one file under 200 MB, else DuckDB."""
     if args.n_bins < 2:
         raise SettingsError(f"--n-bins must be at least 2, got {args.n_bins}.")
     if args.boot < 0:
         raise SettingsError(f"--boot must be 0 (no intervals) or more, got {args.boot}.")
     src = engine_source(args, split=args.split)
-    engine = _engine(args, src)
+    engine = args.engine or engines.default_engine(None if args.table or args.query else src)
     _check_column(src, engine, key.column, "--by" if key.kind == "group" else "--time")
     return aggregate_keyed(src, key, scheme, engine, args.memory_limit), src, engine
 
