@@ -266,10 +266,8 @@ def _binary_parts(ev: Evaluation, boot, labels, level: int, notes: list, measure
         f"{rel_caption} The calibration map: each calibrator's output against the raw score, with the "
         "scores' histogram underneath. Hover for values; click a legend entry to hide or show a method; "
         "drag to zoom, double-click to reset.")
-    measures_html = ""
-    has_measures = isinstance(measures_table, BootstrapResult) or len(measures_table.columns) > 0
-    if has_measures:
-        boxed = isinstance(measures_table, BootstrapResult)
+    measures_html, boxed = "", isinstance(measures_table, BootstrapResult)
+    if boxed or len(measures_table.columns) > 0:
         how = f"value [{int(round(100 * measures_table.level))}% paired bootstrap interval]" if boxed else "value"
         measures_html = (
             "<section><h2>More calibration measures</h2>"
