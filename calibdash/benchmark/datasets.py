@@ -34,11 +34,8 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
         named = named_classes(first.score_columns, [pos, first.negative_label])
         cols = [c for c in first.score_columns if named.get(c, pos) == pos]
         label = first.label_column
-    out = {}
-    for col in cols:
-        key = base if len(cols) == 1 else f"{base} · {col}"
-        out[key] = build_score_set(df, score=col, label=label, info=info, name=base)
-    return out
+    return {(base if len(cols) == 1 else f"{base} · {col}"):
+            build_score_set(df, score=col, label=label, info=info, name=base) for col in cols}
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
