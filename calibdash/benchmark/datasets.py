@@ -34,11 +34,8 @@ def datasets_from_table(df: pd.DataFrame, info=None, *, name: str | None = None,
         named = named_classes(first.score_columns, [pos, first.negative_label])
         cols = [c for c in first.score_columns if named.get(c, pos) == pos]
         label = first.label_column
-    out = {}
-    for col in cols:
-        key = base if len(cols) == 1 else f"{base} · {col}"
-        out[key] = build_score_set(df, score=col, label=label, info=info, name=base)
-    return out
+    return {(base if len(cols) == 1 else f"{base} · {col}"):
+            build_score_set(df, score=col, label=label, info=info, name=base) for col in cols}
 
 
 def expand_paths(paths: Sequence[str]) -> list[Path]:
@@ -55,17 +52,6 @@ def expand_paths(paths: Sequence[str]) -> list[Path]:
         else:
             files.append(path)
     return files
-
-
-def file_datasets(df: pd.DataFrame, info, label: str | None = None,
-                  scores: Sequence[str] | None = None) -> dict[str, ScoreSet]:
-    """A read file's data sets: those of ``scores`` it has (DataError when none), else every guessed one."""
-    use = None
-    if scores:
-        use = [c for c in scores if c in df.columns]
-        if not use:
-            raise DataError(f"{info.name} has none of the score columns {', '.join(scores)}.")
-    return datasets_from_table(df, info, label=label, scores=use)
 
 
 def unique_name(key: str, taken) -> str:
@@ -118,8 +104,11 @@ def load_benchmark_datasets(paths: Sequence[str], label: str | None = None,
                             "found by their prefix.")
     out: dict = {}
     for df, info, _ in tables:
+        use = [c for c in scores if c in df.columns] if scores else None     # a file's data sets: those it has
+        if scores and not use:
+            raise DataError(f"{info.name} has none of the score columns {', '.join(scores)}.")
         found = (class_datasets_from_table(df, info, label=label) if kind == "multiclass"
-                 else file_datasets(df, info, label, scores))
+                 else datasets_from_table(df, info, label=label, scores=use))
         for key, data in found.items():
             out[unique_name(key, out)] = data
     return kind, out

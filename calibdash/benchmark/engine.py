@@ -82,7 +82,8 @@ class EngineDataset:
         from .. import engines
 
         self.source = source
-        self._aggregate = aggregate
+        self._aggregate = aggregate or (lambda src, parts, name, limit: engines.aggregate(
+            src, parts, engine=name, features=[], memory_limit=limit))
         self.engine = engine or engines.default_engine()
         self.name = name or source.describe()
         self.memory_limit = memory_limit
@@ -108,7 +109,7 @@ class EngineDataset:
             if key in self._cells:
                 self._cells.move_to_end(key)
                 return self._cells[key]
-            c = (self._aggregate or _aggregate)(self.source, scheme, self.engine, self.memory_limit)
+            c = self._aggregate(self.source, scheme, self.engine, self.memory_limit)
             self.n_rows = int(c.n.sum())
             self._cells[key] = c
             while len(self._cells) > self._keep:
@@ -120,12 +121,6 @@ class EngineDataset:
         if calibrator is not None and calibrator.uses_features:
             raise SettingsError(f"{calibrator.name} reads feature columns, which score cells of {self.name} do not "
                                 "hold: benchmark it on a file read in memory.")
-
-
-def _aggregate(source, scheme, engine: str, memory_limit: str):
-    from .. import engines
-
-    return engines.aggregate(source, scheme, engine=engine, features=[], memory_limit=memory_limit)
 
 
 @dataclass(frozen=True)

@@ -35,16 +35,11 @@ BINARY = Catalogue("binary", tuple(measures.ALL_NAMES), measures.rankable, measu
                    measures.best_phrase)
 
 
-def _class_phrase(name: str) -> str:
-    lower = mmetrics.MEASURES[name].lower_is_better
-    return {True: "lower is better", False: "higher is better", None: "0 is ideal"}[lower]
-
-
 #: The K-class measures as a benchmark ranks them (every one has a best value).
 CLASS_MEASURES = Catalogue(
     "multiclass", tuple(mmetrics.MEASURE_NAMES), lambda name: name in mmetrics.MEASURES,
     lambda name: mmetrics.MEASURES[name].lower_is_better,
-    lambda name, values: mmetrics.MEASURES[name].oriented(values), _class_phrase)
+    lambda name, values: mmetrics.MEASURES[name].oriented(values), lambda name: mmetrics.MEASURES[name].phrase())
 
 
 @dataclass

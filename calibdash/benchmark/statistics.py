@@ -22,11 +22,8 @@ DEFAULT_ALPHA = 0.05
 
 def default_reference(methods: Sequence[str]) -> str:
     """BBQ when it takes part (the papers' reference), else the first calibrator, else the raw scores."""
-    methods = list(methods)
-    if "bbq" in methods:
-        return "bbq"
     others = [m for m in methods if m != UNCALIBRATED]
-    return others[0] if others else UNCALIBRATED
+    return "bbq" if "bbq" in others else next(iter(others), UNCALIBRATED)
 
 
 def summarise(units: pd.DataFrame, *, metric: str = DEFAULT_METRIC, reference: str | None = None,

@@ -13,8 +13,8 @@ from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import Scheme, evaluate_cells, evaluate_classes, evaluate_score_set
 from ..evaluation.methods import DEFAULT_METHODS, parse_params, resolve
 from ..core.validation import choose_positive
-from .file_problem import (check_params, class_methods, columns_text, engine_class_source, open_table,
-                      refuse_binary_options, refuse_class_methods, shared_prefix)
+from .file_problem import (class_methods, columns_text, engine_class_source, open_table, refuse_binary_options,
+                           refuse_class_methods, scheme_of, shared_prefix)
 from .engine_jobs import aggregate, engine_for, engine_source, head_rows, in_job, source_labels
 from .documents import CLASS_BINNING, evaluation_document, judged_text
 from .runs import save_run
@@ -27,17 +27,6 @@ __all__ = []
 EVALUATE_METHODS = DEFAULT_METHODS
 #: Paired resamples of ``evaluate --measures``' intervals unless ``--boot`` says otherwise (the Compare page's).
 MEASURES_BOOT = 100
-
-def _head(args):
-    """The first rows of the file or glob an engine reads (None for a DuckDB table or query)."""
-    if getattr(args, "table", None) or getattr(args, "query", None):
-        return None
-    return head_rows(args.file, args.label)
-
-
-def scheme_of(args) -> Scheme:
-    return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
-
 
 def check_split(ss, args) -> None:
     if args.scheme == "column" and not ss.split_column:
@@ -87,11 +76,6 @@ def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
         return cboot.bootstrap_measures(ev.predictions, n, n * ev.labels, names, n_boot=int(n_boot))
 
 
-def _best_word(phrase):
-    """Which value of a measure is best, in a word or two ("lower", "0 is ideal"), from its ``phrase(name)``."""
-    return lambda name: phrase(name).removesuffix(" is better")
-
-
 def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
     """``evaluate`` where the rows live: the engine aggregates them into score cells, the fits run on those."""
     if any(c.uses_features for c in cals.values()):
@@ -110,16 +94,21 @@ def _evaluate_engine(args, cals, scheme: Scheme, engine: str) -> int:
                         notes=ev.notes, binning=ev.binning, validation=validation, metrics=metrics_json(ev))
     head = (f"{src.describe()}: score {src.score!r}, label {src.label!r}; {scheme_text}; {ev.n_judged:,} rows judged "
             f"(aggregated by {engine})")
-    return _emit(args, out, head, [cells.describe(), *ev.notes], ev.metrics, f"ECE and MCE: {ev.binning}", boot,
-                 "More measures", _best_word(measures.best_phrase))
+    return _emit(args, out, head, [cells.describe(), *ev.notes], ev.metrics, f"ECE and MCE: {ev.binning}", boot)
 
 
-def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "",
-          best=None, verdict: str | None = None, evaluation=None) -> int:
+def _best_word(phrase):
+    """Which value of a measure is best, in a word or two ("lower", "0 is ideal"), from its ``phrase(name)``."""
+    return lambda name: phrase(name).removesuffix(" is better")
+
+
+def _emit(args, out: dict, head: str, messages, metrics, binning: str, boot=None, heading: str = "More measures",
+          best=_best_word(measures.best_phrase), verdict: str | None = None, evaluation=None) -> int:
     """``evaluate``'s output for any problem and path: ``out`` (with the intervals of ``boot`` and the
     ``verdict``) as JSON with ``--json``; else the head, the messages, the ``metrics`` table, the ``binning``
-    line, the intervals under ``heading`` (``best(name)``: which value is best) and the verdict. With ``--save``
-    the JSON is kept as a run, with the in-memory ``evaluation``'s models (:func:`.runs.save_run`)."""
+    line, the intervals under ``heading`` (``best(name)``: which value is best; default, the binary measures')
+    and the verdict. With ``--save`` the JSON is kept as a run, with the in-memory ``evaluation``'s models
+    (:func:`.runs.save_run`)."""
     if boot is not None:
         out["intervals"] = intervals_json(boot)
     if verdict is not None:
@@ -149,7 +138,8 @@ def cmd_evaluate(args) -> int:
         return _evaluate_classes(args, opened.classes, scheme)
     if opened is None and (csrc := engine_class_source(args)) is not None:
         return _evaluate_class_source(args, csrc, scheme, engine)
-    refuse_class_methods(args.methods, (lambda: _head(args)) if opened is None else opened.frame, args,
+    first_rows = (lambda: None if args.table or args.query else head_rows(args.file, args.label))
+    refuse_class_methods(args.methods, first_rows if opened is None else opened.frame, args,
                          args.file or "the source")
     cals = resolve(args.methods, parse_params(args.param))
     if engine:
@@ -163,7 +153,7 @@ def cmd_evaluate(args) -> int:
     judged, scheme_text, how = judged_text(ev, scheme)
     head = f"{ss.name}: score {ss.score!r}, label {ss.label_column!r}; {scheme_text}; {judged:,} rows judged"
     return _emit(args, out, head, ss.report.messages + ([how] if how else []) + list(ev.notes), ev.metrics,
-                 f"ECE and MCE: {ev.binning}", boot, "More measures", _best_word(measures.best_phrase), evaluation=ev)
+                 f"ECE and MCE: {ev.binning}", boot, evaluation=ev)
 
 
 def _evaluate_classes(args, cs, scheme: Scheme) -> int:
@@ -172,9 +162,8 @@ def _evaluate_classes(args, cs, scheme: Scheme) -> int:
     n_boot = getattr(args, "boot", None)
     if n_boot is not None and int(n_boot) < 2:
         raise SettingsError(f"--boot must be at least 2 on a K-class file, got {n_boot}.")
-    methods = class_methods(args, cs.k)
-    ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes,
-                          params=check_params(args, methods))
+    methods, params = class_methods(args, cs.k)
+    ev = evaluate_classes(cs.scores(), cs.labels, methods, scheme, split=cs.split, classes=cs.classes, params=params)
     boot = (cboot.bootstrap_multiclass(ev.predictions, ev.labels, n_boot=int(n_boot), seed=scheme.seed)
             if n_boot is not None else None)
     verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
@@ -197,8 +186,7 @@ def _evaluate_class_source(args, csrc, scheme: Scheme, engine: str) -> int:
                             f"{engine}; drop --boot, or evaluate a file that fits with --engine memory.")
     if scheme.kind == "column" and not csrc.source.split:
         raise DataError("--scheme column needs a split column: name it with --split.")
-    methods = class_methods(args, len(csrc.columns))
-    params = check_params(args, methods)
+    methods, params = class_methods(args, len(csrc.columns))
     res = in_job(f"Evaluating {csrc.source.describe()} with {engine}", lambda job: evaluate_class_source(
         csrc, scheme=scheme, engine=engine, methods=methods, params=params, memory_limit=args.memory_limit,
         job=job))
@@ -228,9 +216,9 @@ def cmd_report(args) -> int:
     plotlyjs = "cdn" if args.plotlyjs == "cdn" else True
     if cs is not None:
         refuse_binary_options(args)
-        methods = class_methods(args, cs.k)
-        text = report.report_for_class_set(cs, methods, scheme, params=check_params(args, methods),
-                                           title=args.title, include_plotlyjs=plotlyjs)
+        methods, params = class_methods(args, cs.k)
+        text = report.report_for_class_set(cs, methods, scheme, params=params, title=args.title,
+                                           include_plotlyjs=plotlyjs)
         name = f"{cs.name} ({cs.k} classes)"
     else:
         refuse_class_methods(args.methods, opened.frame, args, opened.info.name)

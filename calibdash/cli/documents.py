@@ -28,20 +28,17 @@ def judged_text(ev, scheme: Scheme) -> tuple[int, str, str | None]:
 def evaluation_document(data, ev, scheme: Scheme) -> dict:
     """``evaluate --json`` of ``ev``, the evaluation of ``data`` (a ScoreSet or a ClassSet) under ``scheme``."""
     judged, scheme_text, how = judged_text(ev, scheme)
-    engine = engines.find(out_of_core=False)
+    both = dict(file=data.name, engine=engines.find(out_of_core=False), label=data.label_column, rows_judged=judged,
+                scheme=scheme_text, notes=ev.notes, metrics=metrics_json(ev))
     if isinstance(data, ClassSet):
-        return evaluate_json(file=data.name, engine=engine, label=data.label_column, classes=data.classes,
-                             class_columns=data.columns, prefix=data.prefix, logits=data.logits, rows_judged=judged,
-                             scheme=scheme_text, cells=None, notes=ev.notes, binning=CLASS_BINNING,
-                             validation=report_validation(data.report, data.report.class_counts),
-                             metrics=metrics_json(ev))
+        return evaluate_json(**both, classes=data.classes, class_columns=data.columns, prefix=data.prefix,
+                             logits=data.logits, cells=None, binning=CLASS_BINNING,
+                             validation=report_validation(data.report, data.report.class_counts))
     n_pos = int(data.labels.sum())
     validation = report_validation(data.report, {data.negative_label: data.n_rows - n_pos,
                                                  data.positive_label: n_pos})
-    return evaluate_json(file=data.name, engine=engine, label=data.label_column,
-                         classes=[data.negative_label, data.positive_label], positive=data.positive_label,
-                         score=data.score, rows_judged=judged, scheme=scheme_text, cells=how, notes=ev.notes,
-                         binning=ev.binning, validation=validation, metrics=metrics_json(ev))
+    return evaluate_json(**both, classes=[data.negative_label, data.positive_label], positive=data.positive_label,
+                         score=data.score, cells=how, binning=ev.binning, validation=validation)
 
 
 def reliability_document(ev, n_bins: int = 10, strategy: str = "quantile") -> dict:

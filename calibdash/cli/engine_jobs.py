@@ -37,9 +37,8 @@ def engine_for(args) -> str | None:
 
 def engine_source(args, split: str | None = None):
     return engines.source_for(args.file, score=args.score, label=args.label, split=split,
-                              database=getattr(args, "database", None), table=getattr(args, "table", None),
-                              query=getattr(args, "query", None), order_by=getattr(args, "order_by", None),
-                              positive=getattr(args, "positive", None))
+                              **{k: getattr(args, k, None) for k in ("database", "table", "query", "order_by",
+                                                                     "positive")})
 
 
 class ProgressLine:

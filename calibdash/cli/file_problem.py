@@ -17,6 +17,7 @@ from ..data import FileInfo, build_class_set, build_score_set, guess_roles, is_m
 from ..data.roles import label_values, split_prefix
 from ..engines.classes import class_source
 from ..evaluation.methods import parse_params, split_names
+from ..evaluation.scheme import Scheme
 from ..measures import class_measures as mmetrics
 from ..evaluation.holdout import default_methods
 from .engine_jobs import head_rows
@@ -68,24 +69,24 @@ def open_table(args, engine: str | None) -> Opened | None:
     return Opened(df, info, cs)
 
 
-def class_methods(args, k: int) -> list[str]:
-    """The K-class methods asked for: ``--methods`` when given, else the defaults for ``k`` classes."""
-    if getattr(args, "methods_given", False):
-        names = split_names(args.methods)
-        if not names:
-            raise SettingsError("--methods names no method.")
-        return names
-    return default_methods(k)
+def scheme_of(args) -> Scheme:
+    """The evaluation scheme ``--scheme``, ``--test-size``, ``--seed`` and ``--folds`` choose."""
+    return Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
 
 
-def check_params(args, methods) -> dict:
-    """``--param METHOD.NAME=VALUE`` for the chosen methods; one for a method not chosen is refused."""
+def class_methods(args, k: int) -> tuple[list[str], dict]:
+    """The K-class methods asked for (``--methods`` when given, else the defaults for ``k`` classes) and their
+    hyperparameters (``--param METHOD.NAME=VALUE``; one for a method not chosen is refused)."""
+    given = getattr(args, "methods_given", False)
+    methods = split_names(args.methods) if given else default_methods(k)
+    if given and not methods:
+        raise SettingsError("--methods names no method.")
     params = parse_params(args.param)
     for key in params:
         if key not in methods:
             raise SettingsError(f"hyperparameters are given for {key!r}, which is not among the chosen methods "
                                 f"({', '.join(methods)}).")
-    return params
+    return methods, params
 
 
 def refuse_binary_options(args) -> None:
@@ -152,8 +153,7 @@ def refuse_class_methods(methods: str, frame, args, name: str) -> None:
 def engine_class_source(args):
     """The K-class source ``args`` names for an engine (a glob, a large file, a DuckDB table or query), or None
     for binary rows (the module's rule, on the first rows)."""
-    where = dict(database=getattr(args, "database", None), table=getattr(args, "table", None),
-                 query=getattr(args, "query", None), order_by=getattr(args, "order_by", None))
+    where = {k: getattr(args, k, None) for k in ("database", "table", "query", "order_by")}
     path = args.file if not (where["table"] or where["query"]) else None
     if not _named(args):
         if getattr(args, "score", None) is not None or getattr(args, "positive", None) is not None:

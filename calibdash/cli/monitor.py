@@ -17,6 +17,7 @@ from ..monitoring.keyed import Key
 from ..monitoring.keyed.per_key import by_key, fix_keys, over_periods, staleness_of
 from ..evaluation.methods import parse_params
 from ..evaluation.scheme import Scheme
+from .file_problem import scheme_of
 from .engine_jobs import aggregate_keyed, engine_source
 from .runs import save_run
 from .output import finite_or_none, four_places, print_json, sentence
@@ -29,23 +30,15 @@ PERIOD_WORDS = {"day": "D", "week": "W", "month": "M", "quarter": "Q", "auto": "
 _STALE_JSON = {RAW_COL: "uncalibrated", STALE_COL: "fitted_on_first", FRESH_COL: "refitted_before"}
 
 
-def _engine(args, src) -> str:
-    """``--engine``, else DuckDB for a table or query, else memory for one file under 200 MB, else DuckDB."""
-    if args.engine:
-        return args.engine
-    if args.table or args.query:
-        return engines.default_engine()
-    return engines.default_engine(src)
-
-
 def _keyed(args, key: Key, scheme: Scheme | None):
-    """The source's keyed cells, aggregated as a job with its progress on stderr; (cells, source, engine)."""
+    """The source's keyed cells, aggregated as a job with its progress on stderr; (cells, source, engine), the
+    engine ``--engine``, else DuckDB for a table or query, else memory for one file under 200 MB, else DuckDB."""
     if args.n_bins < 2:
         raise SettingsError(f"--n-bins must be at least 2, got {args.n_bins}.")
     if args.boot < 0:
         raise SettingsError(f"--boot must be 0 (no intervals) or more, got {args.boot}.")
     src = engine_source(args, split=args.split)
-    engine = _engine(args, src)
+    engine = args.engine or engines.default_engine(None if args.table or args.query else src)
     _check_column(src, engine, key.column, "--by" if key.kind == "group" else "--time")
     return aggregate_keyed(src, key, scheme, engine, args.memory_limit), src, engine
 
@@ -185,9 +178,7 @@ def drift_document(source: str, score: str, label: str, time: str, engine: str, 
 def cmd_groups(args) -> int:
     """Per-group calibration of a source (and, with ``--fix``, the calibrator that fixes the groups)."""
     args.thresholds = parse_thresholds(args.fail_above)
-    scheme = None
-    if args.fix:
-        scheme = Scheme(kind=args.scheme, test_size=args.test_size, seed=args.seed, n_folds=args.folds)
+    scheme = scheme_of(args) if args.fix else None
     key = Key(args.by, "group", n_quantiles=args.quantiles, max_groups=args.max_groups, min_rows=args.min_rows)
     kc, src, engine = _keyed(args, key, scheme)
     rep = by_key(kc, n_bins=args.n_bins, strategy=args.strategy, n_boot=args.boot, seed=args.seed)

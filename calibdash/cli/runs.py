@@ -79,16 +79,12 @@ def cmd_runs(args) -> int:
                 tags = " ".join(f"{k}={v}" for k, v in r.tags.items())
                 print(f"{r.id}  {_when(r.saved_at)}  {r.kind:<8}  {r.name}  [{r.dataset}]  "
                       f"{r.owner or '(server)'}  {tags}".rstrip())
-        return 0
-    if args.action == "show":
+    elif args.action == "show":
         run = ws.open(args.id, args.user)
-        if args.json:
-            print(json.dumps({"run": _record_json(run.record), "view": run.view, "results": run.results,
-                              "models": run.models, "source": run.source}, indent=2))
-        else:
-            print(json.dumps(_record_json(run.record), indent=2))
-        return 0
-    if args.action == "export":
+        print(json.dumps({"run": _record_json(run.record), "view": run.view, "results": run.results,
+                          "models": run.models, "source": run.source} if args.json else _record_json(run.record),
+                         indent=2))
+    elif args.action == "export":
         run = ws.open(args.id, args.user)
         out = Path(args.out)
         try:
@@ -97,16 +93,14 @@ def cmd_runs(args) -> int:
         except OSError as exc:
             raise EnvironmentProblem(f"cannot write {out}: {exc.strerror or exc}.") from None
         _done(args, {"id": run.record.id, "files": [str(p) for p in written]}, f"wrote {len(written)} file(s) to {out}")
-        return 0
-    if args.action == "delete":
+    elif args.action == "delete":
         ws.delete(args.id, args.user)
         _done(args, {"id": args.id, "deleted": True}, f"deleted run {args.id}")
-        return 0
-    visibility = "all" if args.all else "private"
-    users = [u for u in (args.users or "").split(",") if u.strip()]
-    r = ws.share(args.id, args.user, visibility, users)
-    _done(args, _record_json(r), f"run {r.id}: {visibility}" + (f", shared with {', '.join(r.shared_with)}"
-                                                                    if r.shared_with else ""))
+    else:                                                   # share
+        visibility = "all" if args.all else "private"
+        r = ws.share(args.id, args.user, visibility, [u for u in (args.users or "").split(",") if u.strip()])
+        _done(args, _record_json(r), f"run {r.id}: {visibility}" + (f", shared with {', '.join(r.shared_with)}"
+                                                                        if r.shared_with else ""))
     return 0
 
 

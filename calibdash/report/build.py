@@ -266,10 +266,8 @@ def _binary_parts(ev: Evaluation, boot, labels, level: int, notes: list, measure
         f"{rel_caption} The calibration map: each calibrator's output against the raw score, with the "
         "scores' histogram underneath. Hover for values; click a legend entry to hide or show a method; "
         "drag to zoom, double-click to reset.")
-    measures_html = ""
-    has_measures = isinstance(measures_table, BootstrapResult) or len(measures_table.columns) > 0
-    if has_measures:
-        boxed = isinstance(measures_table, BootstrapResult)
+    measures_html, boxed = "", isinstance(measures_table, BootstrapResult)
+    if boxed or len(measures_table.columns) > 0:
         how = f"value [{int(round(100 * measures_table.level))}% paired bootstrap interval]" if boxed else "value"
         measures_html = (
             "<section><h2>More calibration measures</h2>"
@@ -302,8 +300,7 @@ def class_heading(name: str):
     orient), from :data:`calibdash.measures.class_measures.MEASURES`."""
     m = mmetrics.MEASURES[name]
     arrow = {True: "↓", False: "↑", None: "→ 0"}[m.lower_is_better]
-    best = {True: "lower is better", False: "higher is better", None: "0 is ideal"}[m.lower_is_better]
-    return arrow, f"{m.label} ({best}): {m.caption}", m.oriented
+    return arrow, f"{m.label} ({m.phrase()}): {m.caption}", m.oriented
 
 
 def class_table_html(table: pd.DataFrame, methods: Sequence[str], labels: Mapping[str, str]) -> str:
