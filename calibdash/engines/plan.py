@@ -24,7 +24,8 @@ from ..data.large_source import LargeData
 from ..core.validation import choose_positive
 from ..core.errors import CalibdashError, DataError, SettingsError
 from ..evaluation.scheme import Scheme
-from .duckdb.rows import STAGES, ident, is_numeric_type, lit, literal_path
+from .duckdb.rows import ident, is_numeric_type, lit, literal_path
+from .flow import STAGES
 from .source import Source
 
 __all__ = ["resolve_plan", "aggregate_job", "describe_columns", "AGGREGATE_NOTE", "STAGE_TEXT", "LargeSource",
