@@ -17,13 +17,17 @@ from ..monitoring.drift import freq_from_days
 from ..monitoring.grouping import GroupCoding, coding_for
 from ..monitoring.keyed import PERIODS
 from ..monitoring.keyed.from_rows import not_dates_error, read_dates_check
-from .source import (KEYED_STAGES, TRUNC_UNITS, Source, Stats, edges_of, group_result, grouped_cells, period_result,
-                     quantile_levels, sample_frame, unsure)
+from ..monitoring.keyed.assemble import group_cells, period_cells
+from .source import Source, Stats, assemble_cells, feature_frame, quantile_levels, unsure
 
 __all__ = []
 
 #: The stages :meth:`Flow.aggregate` reports to ``on_stage``, in order (the second only when needed).
 STAGES = ("statistics", "distinct scores", "aggregation", "sample")
+#: The stages :meth:`KeyedFlow.keyed` reports to ``on_stage``, in order (the second and third only when needed).
+KEYED_STAGES = ("statistics", "distinct scores", "key quantiles", "aggregation")
+#: SQL's ``date_trunc`` unit of each period length.
+TRUNC_UNITS = {"D": "day", "W": "week", "M": "month", "Q": "quarter"}
 #: How :func:`calibdash.monitoring.keyed.from_rows.read_dates_check` reads a period column of each kind.
 _DATES_HOW = {"date": "dates", "number": "ymd", "text": "text"}
 
@@ -61,16 +65,19 @@ class Flow:
         numeric = [f for f in feats if kinds[f] == "numeric"]
         st, mapped, positive, got = self.statistics([self.quantiles(self.number(self.column(f)), levels)
                                                      for f in numeric])
-        edges = edges_of(numeric, got)
+        edges = {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, got)}
         exact = self.exact(st, mapped, max_exact, stage)
         stage(STAGES[2])
         codes = {"__c_" + f: self.bin(self.number(self.column(f)), edges[f]) if f in edges else self.column(f)
                  for f in feats}
-        cells = grouped_cells(self.grouped(st, positive, mapped, exact, codes), exact, feats, kinds, edges)
+        res = self.grouped(st, positive, mapped, exact, codes)
+        fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
+        cells = assemble_cells(*_sums(res), exact=exact, features=fdf)
         if sample_rows <= 0:
             return cells
         stage(STAGES[3])
-        return cells, sample_frame(self.sample(positive, mapped, feats, seed, sample_rows), feats)
+        sample = self.sample(positive, mapped, feats, seed, sample_rows).sort_values("key").reset_index(drop=True)
+        return cells, sample[["key", "score", "label", "part"] + list(feats)]
 
 
 class KeyedFlow(Flow):
@@ -98,8 +105,10 @@ class KeyedFlow(Flow):
         notes = read_dates_check(_DATES_HOW[kind], n_read, got[3:3 + len(checks)], key.column)
         freq = freq_from_days(got[-1], PERIODS) if key.freq == "auto" else key.freq
         exact, res = self._cells(st, mapped, positive, max_exact, stage, self.days(ts, TRUNC_UNITS[freq]))
-        return period_result(res, key, exact, freq=freq, first=pd.Timestamp(got[1]), last=pd.Timestamp(got[2]),
-                             n_left_out=st.n_rows - n_read, notes=notes)
+        res = res[res["__k"].notna().to_numpy()]            # rows whose date was not read are left out
+        return period_cells(res["__k"].to_numpy(dtype=np.int64), *_sums(res), exact=exact, key=key, freq=freq,
+                            first=pd.Timestamp(got[1]), last=pd.Timestamp(got[2]), n_left_out=st.n_rows - n_read,
+                            notes=notes)
 
     def _groups(self, key, kind: str, x, max_exact: int, stage):
         coding, n_distinct, decode = None, 0, None
@@ -119,9 +128,21 @@ class KeyedFlow(Flow):
         else:
             x, st, mapped, positive, decode = self.text_key(x, kind == "boolean", key)
         exact, res = self._cells(st, mapped, positive, max_exact, stage, x)
-        return group_result(decode(res) if decode else res, key, exact, coding, kind == "number", n_distinct)
+        raw = (decode(res) if decode else res)["__k"]
+        missing = raw.isna().to_numpy()
+        if coding is None:
+            coding = GroupCoding(kind if kind == "number" else "text",
+                                 n_distinct if kind == "number" else int(pd.unique(raw[~missing]).size))
+        values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
+        return group_cells(values, missing, *_sums(res), exact=exact, coding=coding, key=key)
 
     def _cells(self, st, mapped, positive, max_exact, stage, key_code) -> tuple[bool, pd.DataFrame]:
         exact = self.exact(st, mapped, max_exact, stage)
         stage(KEYED_STAGES[3])
         return exact, self.grouped(st, positive, mapped, exact, {"__k": key_code})
+
+
+def _sums(res: pd.DataFrame) -> tuple:
+    """Grouped rows' ``part, code, n, n_pos, s_sum`` arrays."""
+    return (res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
+            res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float))

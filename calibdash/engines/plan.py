@@ -70,11 +70,6 @@ class _NoJob:
 NO_JOB = _NoJob()
 
 
-def numeric_columns(columns, types) -> list:
-    """The columns whose DuckDB type is a number."""
-    return [c for c, t in zip(columns, types) if is_numeric_type(t)]
-
-
 def describe_columns(columns, types, most: int = 50) -> str:
     """The first ``most`` columns with their types, as one line (names and types cut short)."""
     shown = ", ".join(f"`{str(c)[:60]}` ({str(t)[:40]})" for c, t in list(zip(columns, types))[:most])
@@ -207,11 +202,6 @@ def database_file(root: DataRoot, text) -> str | None:
     if not is_file:
         raise DataError(f"{text[:120]!r} is a directory, not a DuckDB database file.")
     return str(db)
-
-
-def tables_key(database: str) -> str:
-    """The key of :func:`read_tables` on the database file ``database`` (its path, size and modification time)."""
-    return plan_key(("tables", tuple(_stat(database))), step="tables")
 
 
 def plan_key(plan_or_identity, roles: dict | None = None, scheme: Scheme | None = None, *, step: str = "") -> str:
@@ -414,7 +404,8 @@ class ReadStep(NamedTuple):
 def tables_step(root: DataRoot, database: str) -> ReadStep:
     """Listing the tables of the DuckDB database file ``database`` (as typed) under ``root``."""
     db = database_file(root, database)
-    return ReadStep(tables_key(db), "Listing the database's tables", lambda job: read_tables(job, root, db))
+    return ReadStep(plan_key(("tables", tuple(_stat(db))), step="tables"), "Listing the database's tables",
+                    lambda job: read_tables(job, root, db))
 
 
 def schema_step(root: DataRoot, plan: Plan) -> ReadStep:
@@ -429,7 +420,7 @@ def role_choices(schema: dict, role: str, chosen: dict) -> tuple[list, int]:
     index of the guessed one (else 0): a numeric score, a label other than the score, an optional split."""
     cols = list(schema["columns"])
     if role == "score":
-        options = numeric_columns(cols, schema["types"]) or cols
+        options = [c for c, t in zip(cols, schema["types"]) if is_numeric_type(t)] or cols
     elif role == "label":
         options = [c for c in cols if c != chosen["score"]]
     else:

@@ -20,9 +20,9 @@ from ...monitoring.keyed import Key, KeyedCells
 from ...monitoring.keyed.assemble import check_group_key
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
-from ..flow import KeyedFlow
+from ..flow import KEYED_STAGES, KeyedFlow
 from .rows import SourceRows, connection_for
-from ..source import KEYED_STAGES, Source, checked_scheme
+from ..source import Source, checked_scheme
 
 __all__ = []
 

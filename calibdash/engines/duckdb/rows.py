@@ -1,11 +1,9 @@
 """The DuckDB engine: rows aggregated into score cells where they live, out of core; no row enters Python.
 
-Stages (:data:`STAGES`, each a streaming scan): statistics (checked by :func:`calibdash.engines.source.check_stats`,
-a HyperLogLog estimate of distinct scores, the features' ``quantile_cont`` quantiles, numpy's linear rule); the
-exact ``count(DISTINCT score)`` only when the estimate lies within a factor 4 of ``max_exact``; ``GROUP BY part,
-score code[, feature codes]``. Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid`` of a
-temporary copy made with ``preserve_insertion_order`` (types guessed from BIGINT, DOUBLE, VARCHAR as pandas does);
-a table its ``rowid``; a query ``row_number() OVER (ORDER BY order_by) - 1``. :func:`row_hash_sql` is
+The steps of :class:`calibdash.engines.flow.Flow` (:data:`STAGES`, each a streaming scan) in SQL. Row keys:
+Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid`` of a temporary copy made with
+``preserve_insertion_order`` (types guessed from BIGINT, DOUBLE, VARCHAR as pandas does); a table its ``rowid``; a
+query ``row_number() OVER (ORDER BY order_by) - 1``. :func:`row_hash_sql` is
 :func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay below 2^48, so BIGINT is exact).
 Every error becomes a short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows."""
 from __future__ import annotations
@@ -98,11 +96,9 @@ def row_hash_sql(key: str, seed: int = 0) -> str:
     """A DuckDB SQL expression equal to :func:`calibdash.evaluation.cells.row_hash` of the BIGINT expression ``key``
     (MurmurHash3's 32-bit finaliser, each multiplication split into 16-bit halves)."""
     h = f"((({key}) + {int(seed) * 0x9E3779B1 & _M32}) & {_M32})"
-    h = _xorshift(h, 16)
-    h = _mul32(h, 0x85EBCA6B)
-    h = _xorshift(h, 13)
-    h = _mul32(h, 0xC2B2AE35)
-    return _xorshift(h, 16)
+    for step, c in ((_xorshift, 16), (_mul32, 0x85EBCA6B), (_xorshift, 13), (_mul32, 0xC2B2AE35), (_xorshift, 16)):
+        h = step(h, c)
+    return h
 
 
 def connect(memory_limit: str = "1GB", threads: int | None = None, temp_directory: str | None = None):

@@ -72,13 +72,6 @@ def _stats(raw: np.ndarray, label: pd.Series) -> Stats:
                  label_hi=labs.max() if labs.size else None)
 
 
-def _kind(col: pd.Series) -> str:
-    dt = col.dtype
-    if pd.api.types.is_bool_dtype(dt) or not pd.api.types.is_numeric_dtype(dt):
-        return "categorical"
-    return "numeric"
-
-
 def parts(n_rows: int, keys: np.ndarray | None, scheme: Scheme, split: pd.Series | None) -> np.ndarray:
     """Each row's part under ``scheme`` (as the SQL engines compute it)."""
     if scheme.kind == "insample":
@@ -149,7 +142,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         kinds, edges, fcodes, uniques = {}, {}, [], {}
         for f in feats:
             col = df[f]
-            kinds[f] = _kind(col)
+            numeric = pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype)
+            kinds[f] = "numeric" if numeric else "categorical"
             if kinds[f] == "numeric":
                 x = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
                 fin = x[~np.isnan(x)]

@@ -9,8 +9,8 @@ from ...monitoring.drift import YMD_RANGE
 from ...monitoring.keyed import Key, KeyedCells
 from ...monitoring.keyed.assemble import check_group_key
 from ...evaluation.scheme import Scheme
-from ..flow import KeyedFlow
-from ..source import KEYED_STAGES, Source, checked_scheme
+from ..flow import KEYED_STAGES, KeyedFlow
+from ..source import Source, checked_scheme
 from .rows import F, SparkFlow, release, session
 
 __all__ = []
