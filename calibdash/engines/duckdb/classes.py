@@ -6,11 +6,10 @@ from functools import reduce
 
 import numpy as np
 
-from ...evaluation.cells import GRID, MAX_EXACT
+from ...evaluation.cells import GRID, MAX_EXACT, ClassCells
 from ...data.guard import engine_error, quote_identifier
 from ...core.errors import DataError
 from ...core.validation import SUM_TOLERANCE
-from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
                        checked_class_stats, exact_flags, part_count, split_cells)

@@ -12,13 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation import cells as _cells
-from ...evaluation.cells import MAX_EXACT
+from ...evaluation.cells import MAX_EXACT, grid_code
 from ...core.margins import to_probabilities
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_other_labels, check_stats, checked_scheme,
                       column_train_values, feature_frame, quantile_levels)
-from ...evaluation.cells import grid_code
 
 __all__ = []
 

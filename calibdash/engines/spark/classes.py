@@ -7,9 +7,8 @@ from functools import reduce
 import numpy as np
 import pandas as pd
 
-from ...evaluation.cells import GRID, MAX_EXACT
+from ...evaluation.cells import GRID, MAX_EXACT, ClassCells
 from ...core.validation import SUM_TOLERANCE
-from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, checked_class_stats, content_key, exact_flags,
                        part_count, split_cells)
