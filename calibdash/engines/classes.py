@@ -23,19 +23,16 @@ every row before the ``q_c``-th passing one has a smaller key, so the sample is 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..evaluation.cells import MAX_EXACT, row_hash
+from ..evaluation.cells import MAX_EXACT, ClassCells, row_hash
 from ..core.errors import DataError, SettingsError
-from ..core.validation import SUM_TOLERANCE
-from ..evaluation.cells import ClassCells
-from ..evaluation.scheme import class_quotas
-from ..evaluation.scheme import Scheme
-from ..core.validation import format_values
+from ..core.validation import SUM_TOLERANCE, format_values
+from ..evaluation.scheme import Scheme, class_quotas
 from .source import Source, assemble_cells, checked_scheme, unsure
 
 __all__ = ["class_source", "HEAD_ROWS"]
@@ -163,8 +160,7 @@ def class_source(path=None, label: str | None = None, probs=None, logits=None, *
     head = reader(rows).read_head(rows, head_rows)
     cs = build_class_set(head, label=label, probs=probs, logits=logits, features=[], split=False,
                          name=rows.describe())
-    src = Source(path=path, database=database, table=table, query=query, order_by=order_by, format=format,
-                 score=cs.columns[0], label=cs.label_column, split=split)
+    src = replace(rows, score=cs.columns[0], label=cs.label_column, split=split)
     return ClassSource(source=src, columns=tuple(cs.columns), classes=tuple(cs.classes), logits=cs.logits)
 
 

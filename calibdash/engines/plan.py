@@ -24,7 +24,8 @@ from ..data.large_source import LargeData
 from ..core.validation import choose_positive
 from ..core.errors import CalibdashError, DataError, SettingsError
 from ..evaluation.scheme import Scheme
-from .duckdb.rows import STAGES, ident, is_numeric_type, lit, literal_path
+from .duckdb.rows import ident, is_numeric_type, lit, literal_path
+from .flow import STAGES
 from .source import Source
 
 __all__ = ["resolve_plan", "aggregate_job", "describe_columns", "AGGREGATE_NOTE", "STAGE_TEXT", "LargeSource",
@@ -67,11 +68,6 @@ class _NoJob:
 
 #: Run a job's work directly: ``read_schema(NO_JOB, root, plan)``.
 NO_JOB = _NoJob()
-
-
-def numeric_columns(columns, types) -> list:
-    """The columns whose DuckDB type is a number."""
-    return [c for c, t in zip(columns, types) if is_numeric_type(t)]
 
 
 def describe_columns(columns, types, most: int = 50) -> str:
@@ -206,11 +202,6 @@ def database_file(root: DataRoot, text) -> str | None:
     if not is_file:
         raise DataError(f"{text[:120]!r} is a directory, not a DuckDB database file.")
     return str(db)
-
-
-def tables_key(database: str) -> str:
-    """The key of :func:`read_tables` on the database file ``database`` (its path, size and modification time)."""
-    return plan_key(("tables", tuple(_stat(database))), step="tables")
 
 
 def plan_key(plan_or_identity, roles: dict | None = None, scheme: Scheme | None = None, *, step: str = "") -> str:
@@ -413,7 +404,8 @@ class ReadStep(NamedTuple):
 def tables_step(root: DataRoot, database: str) -> ReadStep:
     """Listing the tables of the DuckDB database file ``database`` (as typed) under ``root``."""
     db = database_file(root, database)
-    return ReadStep(tables_key(db), "Listing the database's tables", lambda job: read_tables(job, root, db))
+    return ReadStep(plan_key(("tables", tuple(_stat(db))), step="tables"), "Listing the database's tables",
+                    lambda job: read_tables(job, root, db))
 
 
 def schema_step(root: DataRoot, plan: Plan) -> ReadStep:
@@ -428,7 +420,7 @@ def role_choices(schema: dict, role: str, chosen: dict) -> tuple[list, int]:
     index of the guessed one (else 0): a numeric score, a label other than the score, an optional split."""
     cols = list(schema["columns"])
     if role == "score":
-        options = numeric_columns(cols, schema["types"]) or cols
+        options = [c for c, t in zip(cols, schema["types"]) if is_numeric_type(t)] or cols
     elif role == "label":
         options = [c for c in cols if c != chosen["score"]]
     else:

@@ -24,8 +24,6 @@ from ..core.margins import TRANSFORMS
 from ..core.validation import choose_positive, plain_value
 from ..core.errors import DataError, SettingsError
 from ..evaluation.scheme import Scheme, column_parts
-from ..monitoring.grouping import GroupCoding
-from ..monitoring.keyed.assemble import group_cells, period_cells
 
 __all__ = []
 
@@ -35,10 +33,6 @@ TRANSFORM_ALIASES = {None: None, "auto": None, "identity": "identity", "probabil
 #: Added to the scheme's seed for the row sample's hash, so the sample is not the held-out part.
 SAMPLE_SALT = 0x5A3C
 
-#: The stages an engine's keyed aggregation reports to ``on_stage``, in order (the second and third only when needed).
-KEYED_STAGES = ("statistics", "distinct scores", "key quantiles", "aggregation")
-#: SQL's ``date_trunc`` unit of each period length.
-TRUNC_UNITS = {"D": "day", "W": "week", "M": "month", "Q": "quarter"}
 
 
 @dataclass(frozen=True)
@@ -314,48 +308,6 @@ def unsure(estimate, limit: int) -> bool:
     """Whether a distinct-value ``estimate`` lies within a factor 4 of ``limit``, so that an exact count decides
     (HyperLogLog errs by a few per cent, far from a factor 4)."""
     return limit / 4 < estimate <= 4 * limit
-
-
-def edges_of(numeric: Sequence[str], quantiles) -> dict:
-    """Each numeric feature's inner bin edges from its quantiles (None: no value), repeated ones merged."""
-    return {f: np.unique(np.asarray(q if q is not None else [], dtype=float)) for f, q in zip(numeric, quantiles)}
-
-
-def sample_frame(sample: pd.DataFrame, feats: Sequence[str]) -> pd.DataFrame:
-    """A row sample sorted by key, its columns ``key, score, label, part`` and the features."""
-    return sample.sort_values("key").reset_index(drop=True)[["key", "score", "label", "part"] + list(feats)]
-
-
-def group_result(res: pd.DataFrame, key, exact: bool, coding, number: bool, n_distinct: int):
-    """The keyed cells of grouped rows whose ``__k`` is a group's raw value (``coding`` None: the number or
-    text as it is, ``n_distinct`` a number's distinct values)."""
-    raw = res["__k"]
-    missing = raw.isna().to_numpy()
-    if coding is None:
-        coding = GroupCoding("number" if number else "text",
-                             n_distinct if number else int(pd.unique(raw[~missing]).size))
-    values = raw.to_numpy(dtype=object) if coding.how == "text" else raw.to_numpy(dtype=float, na_value=np.nan)
-    return group_cells(values, missing, *_sums(res), exact=exact, coding=coding, key=key)
-
-
-def period_result(res: pd.DataFrame, key, exact: bool, **period):
-    """The keyed cells of grouped rows whose ``__k`` is a period's first day (missing: left out);
-    ``period`` as :func:`calibdash.monitoring.keyed.assemble.period_cells` takes it."""
-    res = res[res["__k"].notna().to_numpy()]
-    return period_cells(res["__k"].to_numpy(dtype=np.int64), *_sums(res), exact=exact, key=key, **period)
-
-
-def _sums(res: pd.DataFrame) -> tuple:
-    """Grouped rows' ``part, code, n, n_pos, s_sum`` arrays."""
-    return (res["__part"].to_numpy(), res["__code"].to_numpy(dtype=float), res["n"].to_numpy(),
-            res["n_pos"].to_numpy(), res["s_sum"].to_numpy(dtype=float))
-
-
-def grouped_cells(res: pd.DataFrame, exact: bool, feats: Sequence[str] = (), kinds=None, edges=None) -> ScoreCells:
-    """The cells of a SQL engine's grouped rows (``__part``, ``__code``, ``n``, ``n_pos``, ``s_sum`` and each
-    feature's ``__c_<name>``)."""
-    fdf = feature_frame({f: res["__c_" + f].to_numpy() for f in feats}, kinds, edges) if feats else None
-    return assemble_cells(*_sums(res), exact=exact, features=fdf)
 
 
 def _code_order(col: pd.Series) -> np.ndarray:

@@ -6,15 +6,14 @@ from functools import reduce
 
 import numpy as np
 
-from ...evaluation.cells import GRID, MAX_EXACT
+from ...evaluation.cells import GRID, MAX_EXACT, ClassCells
 from ...data.guard import engine_error, quote_identifier
 from ...core.errors import DataError
 from ...core.validation import SUM_TOLERANCE
-from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
                        checked_class_stats, exact_flags, part_count, split_cells)
-from .rows import SourceRows, connection_for, part_sql, row_hash_sql
+from .rows import SourceRows, connection_for, row_hash_sql
 
 __all__ = []
 
@@ -33,14 +32,14 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
     :func:`calibdash.engines.duckdb.rows.aggregate` takes it."""
     src, K = csrc.source, csrc.k
     with connection_for(connection, memory_limit, threads) as (con, own):
-        rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
+        rows = SourceRows(con, src, scheme, list(csrc.columns), tune=own)
         rel, st = checked_rows(csrc, rows)
         classes, K = list(csrc.classes), csrc.k
         reductions = ["__top"] + [f"__p{k}" for k in range(K)]
         exact = exact_flags(st.distinct, max_exact, lambda idx: rows._run(
             f"SELECT {', '.join(f'count(DISTINCT {reductions[r]})' for r in idx)} FROM ({rel})", [classes],
             fetch="one"))
-        part, params = part_sql(scheme, src, rows)
+        part, params = rows.part()
         codes = [v if ex else f"CAST(LEAST(floor({v} * {GRID}), {GRID - 1}) AS DOUBLE)"
                  for v, ex in zip(reductions, exact)]
         labels = ["CAST(__pred = __y AS INTEGER)"] + [f"CAST(__y = {k} AS INTEGER)" for k in range(K)]
@@ -92,9 +91,9 @@ class DuckRows(ClassRows):
 
     def __init__(self, con, csrc: ClassSource, scheme: Scheme, own: bool):
         src = csrc.source
-        self.rows = SourceRows(con, src, list(csrc.columns), src.needs_keys(scheme), tune=own)
+        self.rows = SourceRows(con, src, scheme, list(csrc.columns), tune=own)
         rel, st = checked_rows(csrc, self.rows, distinct=False)
-        part, params = part_sql(scheme, src, self.rows)
+        part, params = self.rows.part()
         self.params = params + [list(csrc.classes)]
         xs = ", ".join(f"__x{k}" for k in range(csrc.k))
         self.sql = f"SELECT CAST({part} AS BIGINT) AS __part, CAST(__y AS BIGINT) AS __y, {xs} FROM ({rel})"

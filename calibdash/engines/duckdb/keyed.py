@@ -15,16 +15,14 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation.cells import MAX_EXACT
-from ...monitoring.drift import YMD_RANGE, freq_from_days
-from ...monitoring.grouping import GroupCoding, coding_for
-from ...monitoring.keyed import PERIODS, Key, KeyedCells
+from ...monitoring.drift import YMD_RANGE
+from ...monitoring.keyed import Key, KeyedCells
 from ...monitoring.keyed.assemble import check_group_key
-from ...monitoring.keyed.from_rows import not_dates_error, read_dates_check
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
-from .rows import (SourceRows, bin_sql, cell_code, connection_for, grouped, ident, is_numeric_type, number_sql,
-                   statistics)
-from ..source import KEYED_STAGES, TRUNC_UNITS, Source, checked_scheme, group_result, period_result, unsure
+from ..flow import KEYED_STAGES, KeyedFlow
+from .rows import SourceRows, connection_for
+from ..source import Source, checked_scheme
 
 __all__ = []
 
@@ -68,99 +66,56 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
         if own:
             con.execute("SET TimeZone = 'UTC'")
         stage(KEYED_STAGES[0])
-        rows = SourceRows(con, source, [key.column], source.needs_keys(scheme), tune=own)
-        col = ident("__f_" + key.column)
-        duck_type = rows.types()["__f_" + key.column]
-        if key.kind == "group":
-            return _groups(rows, col, duck_type, key, scheme, max_exact, stage)
-        return _periods(rows, col, duck_type, key, scheme, max_exact, stage)
+        return KeyedRows(con, source, scheme, [key.column], tune=own).keyed(key, max_exact, stage)
 
 
-def _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql):
-    exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
-    stage(KEYED_STAGES[3])
-    return exact, grouped(rows, scheme, st, positive, s_sql, code_sql, [f"{key_sql} AS __k"])[0]
+class KeyedRows(SourceRows, KeyedFlow):
+    """The source's rows and a key column in DuckDB SQL."""
 
+    def text_key(self, x, boolean, key):
+        """The distinct values are numbered in SQL (cells group by a small integer, not a string): one scan lists
+        them into the temporary table ``__cd_keys(__v, __c)``, after a column whose HyperLogLog estimate exceeds
+        :data:`MAX_TEXT_KEYS` distinct values is refused (its hash table would hold every value)."""
+        raw = (f"CASE WHEN {x} IS NULL THEN NULL WHEN {x} THEN 'True' ELSE 'False' END" if boolean
+               else f"CAST({x} AS VARCHAR)")
+        st, mapped, positive, (estimate,) = self.statistics([self.distinct(raw, approx=True)])
+        if (estimate or 0) > MAX_TEXT_KEYS:
+            raise SettingsError(f"{key.column} has about {int(estimate):,} distinct values: far more than the "
+                                f"{key.max_groups} groups that can be compared. Bin the column into fewer values (a "
+                                "coarser category), or choose another column.")
+        values = [v for (v,) in self._run(f"SELECT DISTINCT {raw} AS v FROM ({self.sql}) WHERE {raw} IS NOT NULL",
+                                          fetch="all")]
+        self._run("CREATE OR REPLACE TEMP TABLE __cd_keys (__v VARCHAR, __c INTEGER)")
+        if values:
+            self.con.executemany("INSERT INTO __cd_keys VALUES (?, ?)", [(v, i) for i, v in enumerate(values)])
+        shown = np.array([v.strip(_STRIP) for v in values] + [None], dtype=object)   # last: rows with no value
 
-def _text_keys(rows, raw_sql: str, estimate, key) -> np.ndarray:
-    """Number a text key's distinct values in SQL (so cells group by a small integer, not a string): one scan
-    lists them into the temporary table ``__cd_keys(__v, __c)``; returns their shown (trimmed) texts by code.
+        def decode(res):
+            code = res["__k"].to_numpy(dtype=float, na_value=np.nan)
+            res["__k"] = pd.Series(shown[np.where(np.isnan(code), shown.size - 1, code).astype(np.int64)],
+                                   dtype=object)
+            return res
 
-    A column whose HyperLogLog estimate exceeds :data:`MAX_TEXT_KEYS` distinct values is refused before that
-    scan (its hash table would hold every value)."""
-    if (estimate or 0) > MAX_TEXT_KEYS:
-        raise SettingsError(f"{key.column} has about {int(estimate):,} distinct values: far more than the "
-                            f"{key.max_groups} groups that can be compared. Bin the column into fewer values (a "
-                            "coarser category), or choose another column.")
-    got = rows._run(f"SELECT DISTINCT {raw_sql} AS v FROM ({rows.sql}) WHERE {raw_sql} IS NOT NULL", fetch="all")
-    raw = [v for (v,) in got]
-    rows._run("CREATE OR REPLACE TEMP TABLE __cd_keys (__v VARCHAR, __c INTEGER)")
-    if raw:
-        rows.con.executemany("INSERT INTO __cd_keys VALUES (?, ?)", [(v, i) for i, v in enumerate(raw)])
-    shown = np.empty(len(raw) + 1, dtype=object)          # the last entry: rows with no value
-    shown[:-1] = [v.strip(_STRIP) for v in raw]
-    return shown
+        return f"(SELECT __c FROM __cd_keys WHERE __v = {raw})", st, mapped, positive, decode
 
+    def timestamps(self, x, kind):
+        if kind == "date":
+            return f"CAST({x} AS TIMESTAMP)", []
+        if kind == "number":
+            n = self.number(x)
+            ts = f"try_strptime(CAST(CAST({n} AS BIGINT) AS VARCHAR), '%Y%m%d')"
+            return (f"CASE WHEN {n} = floor({n}) AND {n} BETWEEN {YMD_RANGE[0]} AND {YMD_RANGE[1]} THEN {ts} END",
+                    [f"count({n})", f"count(*) FILTER (WHERE {n} <> floor({n}))", f"min({n})", f"max({n})"])
+        text = f"NULLIF(trim({x}, {_WHITESPACE}), '')"
+        return (f"CAST(TRY_CAST({text} AS TIMESTAMPTZ) AS TIMESTAMP)",
+                [f"count({text})", f"count(*) FILTER (WHERE regexp_full_match({text}, '[+-]?\\d+(\\.\\d*)?'))"])
 
-def _groups(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
-    number = is_numeric_type(duck_type)
-    if number:
-        x = number_sql(col)
-        st, mapped, positive, (estimate,) = statistics(rows, [f"approx_count_distinct({x})"])
-        n_distinct = int(estimate or 0)
-        if unsure(n_distinct, key.max_groups):
-            n_distinct = int(rows._run(f"SELECT count(DISTINCT {x}) FROM ({rows.sql})", fetch="one")[0])
-        how = coding_for(True, n_distinct, key.max_groups)
-        if how == "quantile":
-            stage(KEYED_STAGES[2])
-            levels = np.linspace(0, 1, int(key.n_quantiles) + 1).tolist()
-            q, n_distinct = rows._run(f"SELECT quantile_cont({x}, {levels!r}), count(DISTINCT {x}) "
-                                      f"FROM ({rows.sql})", fetch="one")
-            edges = np.unique(np.asarray(q, dtype=float))
-            key_sql = f"CASE WHEN {x} IS NULL THEN NULL ELSE {bin_sql(x, edges[1:-1])} END"
-            coding = GroupCoding("quantile", int(n_distinct), edges)
-        else:
-            key_sql, coding = x, None
-    else:
-        raw_sql = (f"CASE WHEN {col} IS NULL THEN NULL WHEN {col} THEN 'True' ELSE 'False' END"
-                   if duck_type.upper() == "BOOLEAN" else f"CAST({col} AS VARCHAR)")
-        st, mapped, positive, (estimate,) = statistics(rows, [f"approx_count_distinct({raw_sql})"])
-        shown = _text_keys(rows, raw_sql, estimate, key)
-        key_sql = f"(SELECT __c FROM __cd_keys WHERE __v = {raw_sql})"
-        coding = None
-    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
-    if not number:
-        code = res["__k"].to_numpy(dtype=float, na_value=np.nan)
-        res["__k"] = pd.Series(shown[np.where(np.isnan(code), shown.size - 1, code).astype(np.int64)], dtype=object)
-    return group_result(res, key, exact, coding, number, n_distinct if number else 0)
+    def date_range(self, ts):
+        return [f"count({ts})", f"min({ts})", f"max({ts})"]
 
+    def days(self, ts, unit=None):
+        return _DAYS.format(f"date_trunc('{unit}', {ts})" if unit else ts)
 
-def _periods(rows, col, duck_type, key, scheme, max_exact, stage) -> KeyedCells:
-    t = duck_type.upper()
-    checks = []
-    if t.startswith("DATE") or t.startswith("TIMESTAMP"):
-        ts = f"CAST({col} AS TIMESTAMP)"
-    elif is_numeric_type(t):
-        x = number_sql(col)
-        ts = f"try_strptime(CAST(CAST({x} AS BIGINT) AS VARCHAR), '%Y%m%d')"
-        checks = [f"count({x})", f"count(*) FILTER (WHERE {x} <> floor({x}))", f"min({x})", f"max({x})"]
-        ts = f"CASE WHEN {x} = floor({x}) AND {x} BETWEEN {YMD_RANGE[0]} AND {YMD_RANGE[1]} THEN {ts} END"
-    elif t == "VARCHAR":
-        text = f"NULLIF(trim({col}, {_WHITESPACE}), '')"
-        ts = f"CAST(TRY_CAST({text} AS TIMESTAMPTZ) AS TIMESTAMP)"
-        checks = [f"count({text})", f"count(*) FILTER (WHERE regexp_full_match({text}, '[+-]?\\d+(\\.\\d*)?'))"]
-    else:
-        raise not_dates_error(key.column)
-    day = _DAYS.format(ts)
-    extra = [f"count({ts})", f"min({ts})", f"max({ts})"] + checks
-    if key.freq == "auto":
-        extra.append(f"list(DISTINCT {day})")
-    st, mapped, positive, got = statistics(rows, extra)
-    n_read, first, last = int(got[0]), got[1], got[2]
-    notes = read_dates_check("dates" if not checks else "text" if t == "VARCHAR" else "ymd", n_read,
-                             got[3:3 + len(checks)], key.column)
-    freq = freq_from_days(got[-1], PERIODS) if key.freq == "auto" else key.freq
-    key_sql = _DAYS.format(f"date_trunc('{TRUNC_UNITS[freq]}', {ts})")
-    exact, res = _aggregate(rows, scheme, st, positive, mapped, max_exact, stage, key_sql)
-    return period_result(res, key, exact, freq=freq, first=first, last=last, n_left_out=st.n_rows - n_read,
-                         notes=notes)
+    def day_list(self, day):
+        return f"list(DISTINCT {day})"
+

@@ -1,33 +1,30 @@
 """The DuckDB engine: rows aggregated into score cells where they live, out of core; no row enters Python.
 
-Stages (:data:`STAGES`, each a streaming scan): statistics (checked by :func:`calibdash.engines.source.check_stats`,
-a HyperLogLog estimate of distinct scores, the features' ``quantile_cont`` quantiles, numpy's linear rule); the
-exact ``count(DISTINCT score)`` only when the estimate lies within a factor 4 of ``max_exact``; ``GROUP BY part,
-score code[, feature codes]``. Row keys: Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid`` of a
-temporary copy made with ``preserve_insertion_order`` (types guessed from BIGINT, DOUBLE, VARCHAR as pandas does);
-a table its ``rowid``; a query ``row_number() OVER (ORDER BY order_by) - 1``. :func:`row_hash_sql` is
+The steps of :class:`calibdash.engines.flow.Flow` (:data:`STAGES`, each a streaming scan) in SQL. Row keys:
+Parquet ``offset[file_index] + file_row_number``; CSV the ``rowid`` of a temporary copy made with
+``preserve_insertion_order`` (types guessed from BIGINT, DOUBLE, VARCHAR as pandas does); a table its ``rowid``; a
+query ``row_number() OVER (ORDER BY order_by) - 1``. :func:`row_hash_sql` is
 :func:`calibdash.evaluation.cells.row_hash` in SQL (16-bit split products stay below 2^48, so BIGINT is exact).
 Every error becomes a short typed one (:func:`calibdash.data.guard.engine_error`) that never repeats the rows."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
 import tempfile
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...data.guard import engine_error
 from ...core.errors import DataError, SettingsError
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
-                      edges_of, grouped_cells, quantile_levels, sample_frame, unsure)
+from ..flow import STAGES, Flow
+from ..source import SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values
 
 __all__ = []
 
-#: The stages :func:`aggregate` reports to ``on_stage``, in order (the second only when needed).
-STAGES = ("statistics", "distinct scores", "aggregation", "sample")
 #: Longest label or split value, in characters: a longer one is refused (a class name, not a document).
 MAX_TEXT = 1000
 #: Most distinct values of a split column.
@@ -99,11 +96,9 @@ def row_hash_sql(key: str, seed: int = 0) -> str:
     """A DuckDB SQL expression equal to :func:`calibdash.evaluation.cells.row_hash` of the BIGINT expression ``key``
     (MurmurHash3's 32-bit finaliser, each multiplication split into 16-bit halves)."""
     h = f"((({key}) + {int(seed) * 0x9E3779B1 & _M32}) & {_M32})"
-    h = _xorshift(h, 16)
-    h = _mul32(h, 0x85EBCA6B)
-    h = _xorshift(h, 13)
-    h = _mul32(h, 0xC2B2AE35)
-    return _xorshift(h, 16)
+    for step, c in ((_xorshift, 16), (_mul32, 0x85EBCA6B), (_xorshift, 13), (_mul32, 0xC2B2AE35), (_xorshift, 16)):
+        h = step(h, c)
+    return h
 
 
 def connect(memory_limit: str = "1GB", threads: int | None = None, temp_directory: str | None = None):
@@ -178,11 +173,14 @@ def label_counts(source: Source, limit: int) -> "pd.DataFrame":
         f"GROUP BY {lab} ORDER BY rows DESC LIMIT {int(limit)}"))
 
 
-class SourceRows:
-    """The source as a SQL relation ``(__key, __raw, __label[, __split], features...)`` on a connection."""
+class SourceRows(Flow):
+    """The source as a SQL relation ``(__key, __raw, __label[, __split], features...)`` on a connection: the
+    DuckDB steps of :class:`~calibdash.engines.flow.Flow` (``sample``: keys for a row sample)."""
 
-    def __init__(self, con, source: Source, features: Sequence[str], need_keys: bool, tune: bool = True):
-        self.con, self.source = con, source
+    def __init__(self, con, source: Source, scheme: Scheme, features: Sequence[str], sample: bool = False,
+                 tune: bool = True):
+        self.con, self.source, self.scheme = con, source, scheme
+        need_keys = source.needs_keys(scheme) or sample
         cols = [f"TRY_CAST({ident(source.score)} AS DOUBLE) AS __raw", f"{ident(source.label)} AS __label"]
         if source.split:
             cols.append(f"{ident(source.split)} AS __split")
@@ -238,9 +236,110 @@ class SourceRows:
         except Exception:  # noqa: BLE001 - a source that cannot even be described
             return f"the {self.source.kind}"
 
+    @functools.cached_property
     def types(self) -> dict:
-        rel = self._run(f"DESCRIBE {self.sql}", fetch="all")
-        return {r[0]: str(r[1]) for r in rel}
+        return {r[0]: str(r[1]) for r in self._run(f"DESCRIBE {self.sql}", fetch="all")}
+
+    def kind(self, name):
+        t = self.types["__f_" + name].upper()
+        if is_numeric_type(t):
+            return "number"
+        if t.startswith(("DATE", "TIMESTAMP")):
+            return "date"
+        return {"BOOLEAN": "boolean", "VARCHAR": "text"}.get(t, "other")
+
+    def column(self, name):
+        return ident("__f_" + name)
+
+    def number(self, x):
+        return f"CASE WHEN isnan(CAST({x} AS DOUBLE)) THEN NULL ELSE CAST({x} AS DOUBLE) END"
+
+    def bin(self, x, edges):
+        code = " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges) or "0"
+        return f"CASE WHEN {x} IS NULL THEN NULL ELSE {code} END"
+
+    def quantiles(self, x, levels):
+        return f"quantile_cont({x}, {list(levels)!r})"
+
+    def distinct(self, x, approx=False):
+        return f"approx_count_distinct({x})" if approx else f"count(DISTINCT {x})"
+
+    def one(self, aggregates):
+        return self._run(f"SELECT {', '.join(aggregates)} FROM ({self.sql})", fetch="one")
+
+    def statistics(self, extra):
+        """Also refuses a label or split value longer than :data:`MAX_TEXT`."""
+        texts = [(c, n) for c, n in (("__label", "label"), ("__split", "split"))
+                 if c in self.types and not is_numeric_type(self.types[c])
+                 and self.types[c].upper().split("(")[0] not in ("BOOLEAN", "DATE", "TIME", "TIMESTAMP", "UUID")]
+        long_text, long_names = [c for c, _ in texts], [n for _, n in texts]
+        short = (f" FILTER (WHERE strlen(CAST(__label AS VARCHAR)) <= {MAX_TEXT})" if "__label" in long_text
+                 else "")              # a huge label value is refused below, never fetched
+        got = self.one(["count(*)", "count(*) FILTER (WHERE __raw IS NULL OR NOT isfinite(__raw))",
+                        "min(__raw) FILTER (WHERE isfinite(__raw))", "max(__raw) FILTER (WHERE isfinite(__raw))",
+                        "count(*) FILTER (WHERE isfinite(__raw) AND (__raw < 0 OR __raw > 1))",
+                        "count(*) FILTER (WHERE __label IS NULL)", f"min(__label){short}", f"max(__label){short}",
+                        "approx_count_distinct(__raw)", *extra]
+                       + [f"max(strlen(CAST({c} AS VARCHAR)))" for c in long_text])
+        for c, name, longest in zip(long_text, long_names, got[len(got) - len(long_text):]):
+            if longest is not None and longest > MAX_TEXT:
+                raise DataError(f"{name} column {getattr(self.source, name)!r} holds a value of {longest:,} "
+                                f"characters; a {name} names a class or a part in at most {MAX_TEXT:,}: choose "
+                                "another column.")
+        got = got[:len(got) - len(long_text)]
+        st = Stats.of(got)
+        return (st, *check_stats(st, self.source), list(got[9:]))
+
+    def score(self, mapped):
+        return "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
+
+    def part(self) -> tuple[str, list]:
+        """Each row's part under the scheme as a SQL expression, and its parameters (the ``"column"`` scheme
+        reads the split column's distinct values first and binds the training ones)."""
+        scheme, source = self.scheme, self.source
+        if scheme.kind == "insample":
+            return "0", []
+        if scheme.kind == "column":
+            if not source.split:
+                raise DataError("this data set has no split column; choose a random split or k-fold instead.")
+            values = [r[0] for r in self._run(f"SELECT DISTINCT __split FROM ({self.sql}) "
+                                              f"LIMIT {MAX_SPLIT_VALUES + 1}", fetch="all")]
+            if len(values) > MAX_SPLIT_VALUES:
+                raise DataError(f"split column {source.split!r} has more than {MAX_SPLIT_VALUES:,} distinct values; "
+                                "a split column names a few parts, such as train and test.")
+            train = column_train_values(values, scheme)
+            non_null = [v for v in train if v is not None]
+            cond = "__split IN (SELECT unnest(?))" if non_null else "FALSE"
+            null_train = " OR __split IS NULL" if any(v is None for v in train) else ""
+            return f"CASE WHEN {cond}{null_train} THEN 0 ELSE 1 END", [non_null] if non_null else []
+        h = row_hash_sql("__key", scheme.seed)
+        if scheme.kind == "kfold":
+            return f"({h}) % {int(scheme.n_folds)}", []
+        return f"CASE WHEN ({h}) < {int(float(scheme.test_size) * 2 ** 32)} THEN 1 ELSE 0 END", []
+
+    def grouped(self, st, positive, mapped, exact, codes):
+        self.part_sql, self.part_params = self.part()
+        code = "__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})"
+        names = [ident(c) for c in codes]
+        inner = (f"SELECT {self.part_sql} AS __part, {code} AS __code, "
+                 + "".join(f"{c} AS {n}, " for c, n in zip(codes.values(), names))
+                 + "CAST(__label = ? AS INTEGER) AS __y, __s, "
+                   "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
+                 f"FROM (SELECT *, {self.score(mapped)} AS __s FROM ({self.sql}))")
+        group = ", ".join(["__part", "__code"] + names)
+        res = self._run(f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
+                        f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}",
+                        self.part_params + [positive, st.label_lo, st.label_hi], fetch="df")
+        check_other_labels(self.source.label, int(res["n_other"].sum()))
+        return res
+
+    def sample(self, positive, mapped, feats, seed, n):
+        h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
+        fcols = "".join(f", {ident('__f_' + f)} AS {ident(f)}" for f in feats)
+        return self._run(f"SELECT __key AS key, __s AS score, CAST({self.part_sql} AS SMALLINT) AS part, "
+                         f"CAST(__label = ? AS TINYINT) AS label{fcols} FROM (SELECT *, {self.score(mapped)} AS __s "
+                         f"FROM ({self.sql})) ORDER BY {h}, __key LIMIT {int(n)}", self.part_params + [positive],
+                         fetch="df")
 
 
 def is_numeric_type(duck_type) -> bool:
@@ -248,104 +347,6 @@ def is_numeric_type(duck_type) -> bool:
     t = str(duck_type).upper().strip()
     return "[" not in t and t.split("(")[0].strip() in _NUMERIC_TYPES
 
-
-def part_sql(scheme: Scheme, source: Source, rows: SourceRows) -> tuple[str, list]:
-    """Each row's part under ``scheme`` as a SQL expression over ``rows``, and its parameters (the ``"column"``
-    scheme reads the split column's distinct values first and binds the training ones)."""
-    if scheme.kind == "insample":
-        return "0", []
-    if scheme.kind == "column":
-        if not source.split:
-            raise DataError("this data set has no split column; choose a random split or k-fold instead.")
-        values = [r[0] for r in rows._run(f"SELECT DISTINCT __split FROM ({rows.sql}) LIMIT {MAX_SPLIT_VALUES + 1}",
-                                          fetch="all")]
-        if len(values) > MAX_SPLIT_VALUES:
-            raise DataError(f"split column {source.split!r} has more than {MAX_SPLIT_VALUES:,} distinct values; a "
-                            "split column names a few parts, such as train and test.")
-        train = column_train_values(values, scheme)
-        non_null = [v for v in train if v is not None]
-        cond = "__split IN (SELECT unnest(?))" if non_null else "FALSE"
-        null_train = " OR __split IS NULL" if any(v is None for v in train) else ""
-        return f"CASE WHEN {cond}{null_train} THEN 0 ELSE 1 END", [non_null] if non_null else []
-    h = row_hash_sql("__key", scheme.seed)
-    if scheme.kind == "kfold":
-        return f"({h}) % {int(scheme.n_folds)}", []
-    return f"CASE WHEN ({h}) < {int(float(scheme.test_size) * 2 ** 32)} THEN 1 ELSE 0 END", []
-
-
-def _feature_code_sql(name: str, kind: str, edges) -> str:
-    col = ident("__f_" + name)
-    if kind == "categorical":
-        return col
-    x = f"CAST({col} AS DOUBLE)"
-    return f"CASE WHEN {col} IS NULL OR isnan({x}) THEN NULL ELSE {bin_sql(x, edges)} END"
-
-
-def bin_sql(x: str, edges) -> str:
-    """The bin code of ``x``: how many ``edges`` lie at or below it (``0`` without edges)."""
-    return " + ".join(f"CAST({x} >= {float(e)!r} AS INTEGER)" for e in edges) or "0"
-
-
-def number_sql(col: str) -> str:
-    """``col`` as DOUBLE, NaN read as NULL (missing, as in pandas)."""
-    return f"CASE WHEN isnan(CAST({col} AS DOUBLE)) THEN NULL ELSE CAST({col} AS DOUBLE) END"
-
-
-def statistics(rows: SourceRows, extra: Sequence[str] = ()) -> tuple[Stats, bool, Any, list]:
-    """The statistics scan, checked by :func:`~calibdash.engines.source.check_stats` (and refusing a label or
-    split value longer than :data:`MAX_TEXT`), with the ``extra`` aggregates: ``(stats, mapped, positive,
-    extra_values)``."""
-    source, types = rows.source, rows.types()
-    texts = [(c, n) for c, n in (("__label", "label"), ("__split", "split"))
-             if c in types and not is_numeric_type(types[c])
-             and types[c].upper().split("(")[0] not in ("BOOLEAN", "DATE", "TIME", "TIMESTAMP", "UUID")]
-    long_text, long_names = [c for c, _ in texts], [n for _, n in texts]
-    short = (f" FILTER (WHERE strlen(CAST(__label AS VARCHAR)) <= {MAX_TEXT})" if "__label" in long_text
-             else "")              # a huge label value is refused below, never fetched
-    st_sql = ("SELECT count(*), count(*) FILTER (WHERE __raw IS NULL OR NOT isfinite(__raw)), "
-              "min(__raw) FILTER (WHERE isfinite(__raw)), max(__raw) FILTER (WHERE isfinite(__raw)), "
-              "count(*) FILTER (WHERE isfinite(__raw) AND (__raw < 0 OR __raw > 1)), "
-              f"count(*) FILTER (WHERE __label IS NULL), min(__label){short}, max(__label){short}, "
-              "approx_count_distinct(__raw)" + "".join(", " + q for q in extra)
-              + "".join(f", max(strlen(CAST({c} AS VARCHAR)))" for c in long_text) + f" FROM ({rows.sql})")
-    got = rows._run(st_sql, fetch="one")
-    for c, name, longest in zip(long_text, long_names, got[len(got) - len(long_text):]):
-        if longest is not None and longest > MAX_TEXT:
-            raise DataError(f"{name} column {getattr(source, name)!r} holds a value of {longest:,} characters; "
-                            f"a {name} names a class or a part in at most {MAX_TEXT:,}: choose another column.")
-    got = got[:len(got) - len(long_text)]
-    st = Stats.of(got)
-    mapped, positive = check_stats(st, source)
-    return st, mapped, positive, list(got[9:])
-
-
-def cell_code(rows: SourceRows, st: Stats, mapped: bool, max_exact: int, stage) -> tuple[bool, str, str]:
-    """Exact cells or the grid, decided on all rows as in memory: ``(exact, score_sql, code_sql)`` (one more
-    scan, ``stage("distinct scores")``, when the estimate lies within a factor 4 of ``max_exact``)."""
-    s_sql = "1.0 / (1.0 + exp(-__raw))" if mapped else "__raw"
-    exact = st.distinct <= int(max_exact)
-    if unsure(st.distinct, int(max_exact)):
-        stage(STAGES[1])
-        exact = int(rows._run(f"SELECT count(DISTINCT {s_sql}) FROM ({rows.sql})", fetch="one")[0]) <= int(max_exact)
-    return exact, s_sql, ("__s" if exact else f"LEAST(CAST(floor(__s * {GRID}) AS BIGINT), {GRID - 1})")
-
-
-def grouped(rows: SourceRows, scheme: Scheme, st: Stats, positive, s_sql: str, code_sql: str,
-            codes: Sequence[str] = ()) -> tuple:
-    """``(res, (part_sql, part_params))``: the rows grouped by ``__part``, ``__code`` and ``codes``
-    (``"<expr> AS <alias>"``) with ``n``, ``n_pos`` and ``s_sum``; a label with a third value is refused."""
-    part_expr, part_params = part_sql(scheme, rows.source, rows)
-    inner = (f"SELECT {part_expr} AS __part, {code_sql} AS __code, "
-             + "".join(c + ", " for c in codes)
-             + "CAST(__label = ? AS INTEGER) AS __y, __s, "
-               "CAST(__label IS DISTINCT FROM ? AND __label IS DISTINCT FROM ? AS INTEGER) AS __other "
-             f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql}))")
-    params = part_params + [positive, st.label_lo, st.label_hi]
-    group = ", ".join(["__part", "__code"] + [c.rsplit(" AS ", 1)[1] for c in codes])
-    res = rows._run(f"SELECT {group}, count(*) AS n, CAST(sum(__y) AS BIGINT) AS n_pos, sum(__s) AS s_sum, "
-                    f"CAST(sum(__other) AS BIGINT) AS n_other FROM ({inner}) GROUP BY {group}", params, fetch="df")
-    check_other_labels(rows.source.label, int(res["n_other"].sum()))
-    return res, (part_expr, part_params)
 
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
@@ -396,31 +397,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     """
     scheme = checked_scheme(source, scheme)
     feats = list(source.features if features is None else features)
-    levels = quantile_levels(feature_bins) if feats else []
     stage = on_stage or (lambda name: None)
     with connection_for(connection, memory_limit, threads, on_connect) as (con, own):
-        need_keys = source.needs_keys(scheme) or sample_rows > 0
         stage(STAGES[0])
-        rows = SourceRows(con, source, feats, need_keys, tune=own)
-        types = rows.types()
-        kinds = {f: "numeric" if is_numeric_type(types["__f_" + f]) else "categorical" for f in feats}
-        numeric = [f for f in feats if kinds[f] == "numeric"]
-        quant = [f"quantile_cont(CAST({ident('__f_' + f)} AS DOUBLE), {levels!r}) FILTER "
-                 f"(WHERE {ident('__f_' + f)} IS NOT NULL AND NOT isnan(CAST({ident('__f_' + f)} AS DOUBLE)))"
-                 for f in numeric]
-        st, mapped, positive, got = statistics(rows, quant)
-        edges = edges_of(numeric, got)
-        exact, s_sql, code_sql = cell_code(rows, st, mapped, max_exact, stage)
-        stage(STAGES[2])
-        fcodes = [f"{_feature_code_sql(f, kinds[f], edges.get(f, []))} AS {ident('__c_' + f)}" for f in feats]
-        res, (part_expr, part_params) = grouped(rows, scheme, st, positive, s_sql, code_sql, fcodes)
-        cells = grouped_cells(res, exact, feats, kinds, edges)
-        if sample_rows <= 0:
-            return cells
-        stage(STAGES[3])
-        h = row_hash_sql("__key", int(seed) + SAMPLE_SALT)
-        fcols = "".join(f", {ident('__f_' + f)} AS {ident(f)}" for f in feats)
-        samp_sql = (f"SELECT __key AS key, __s AS score, CAST({part_expr} AS SMALLINT) AS part, "
-                    f"CAST(__label = ? AS TINYINT) AS label{fcols} "
-                    f"FROM (SELECT *, {s_sql} AS __s FROM ({rows.sql})) ORDER BY {h}, __key LIMIT {int(sample_rows)}")
-        return cells, sample_frame(rows._run(samp_sql, part_params + [positive], fetch="df"), feats)
+        rows = SourceRows(con, source, scheme, feats, sample_rows > 0, tune=own)
+        return rows.aggregate(feats, feature_bins, max_exact, sample_rows, seed, stage)

@@ -6,9 +6,8 @@ import contextlib
 import numpy as np
 import pandas as pd
 
-from ...evaluation.cells import MAX_EXACT
+from ...evaluation.cells import MAX_EXACT, ClassCells, class_cells
 from ...core.validation import SUM_TOLERANCE
-from ...evaluation.cells import ClassCells, class_cells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, ClassStats, check_class_stats, content_key, part_count,
                        row_sums, softmax_rows)

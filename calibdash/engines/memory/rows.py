@@ -12,13 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation import cells as _cells
-from ...evaluation.cells import MAX_EXACT
+from ...evaluation.cells import MAX_EXACT, grid_code
 from ...core.margins import to_probabilities
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
 from ..source import (SAMPLE_SALT, Source, Stats, assemble_cells, check_other_labels, check_stats, checked_scheme,
                       column_train_values, feature_frame, quantile_levels)
-from ...evaluation.cells import grid_code
 
 __all__ = []
 
@@ -70,13 +69,6 @@ def _stats(raw: np.ndarray, label: pd.Series) -> Stats:
                  hi=float(fin.max()) if fin.size else None, n_outside=int(((fin < 0) | (fin > 1)).sum()),
                  n_label_null=int(lab_null.sum()), label_lo=labs.min() if labs.size else None,
                  label_hi=labs.max() if labs.size else None)
-
-
-def _kind(col: pd.Series) -> str:
-    dt = col.dtype
-    if pd.api.types.is_bool_dtype(dt) or not pd.api.types.is_numeric_dtype(dt):
-        return "categorical"
-    return "numeric"
 
 
 def parts(n_rows: int, keys: np.ndarray | None, scheme: Scheme, split: pd.Series | None) -> np.ndarray:
@@ -149,7 +141,8 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
         kinds, edges, fcodes, uniques = {}, {}, [], {}
         for f in feats:
             col = df[f]
-            kinds[f] = _kind(col)
+            numeric = pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype)
+            kinds[f] = "numeric" if numeric else "categorical"
             if kinds[f] == "numeric":
                 x = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
                 fin = x[~np.isnan(x)]

@@ -7,13 +7,12 @@ from functools import reduce
 import numpy as np
 import pandas as pd
 
-from ...evaluation.cells import GRID, MAX_EXACT
+from ...evaluation.cells import GRID, MAX_EXACT, ClassCells
 from ...core.validation import SUM_TOLERANCE
-from ...evaluation.cells import ClassCells
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, ClassRows, ClassSource, checked_class_stats, content_key, exact_flags,
                        part_count, split_cells)
-from .rows import F, col, keyed_rows, part_column, release, session, to_pandas
+from .rows import F, col, keyed_rows, part_column, release, session, split_job, to_pandas
 
 __all__ = []
 
@@ -89,14 +88,8 @@ def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True
     n_distinct = K + 1 if distinct else 0
     if distinct:
         aggs += [F.approx_count_distinct(v, HLL_RSD) for v in [F.col("__top")] + ps]
-    if scheme.kind == "column" and src.split:
-        aggs += [F.collect_set(col(src.split)), F.count(F.when(col(src.split).isNull(), 1))]
-    got = df.agg(*aggs).collect()[0]
-    st = checked_class_stats(got, csrc, n_distinct)
-    split_values = None
-    if scheme.kind == "column" and src.split:
-        split_values = list(got[-2]) + ([None] if got[-1] else [])
-    return df, st, split_values
+    got, split_values = split_job(df, src, scheme, aggs)
+    return df, checked_class_stats(got, csrc, n_distinct), split_values
 
 
 class SparkRows(ClassRows):

@@ -21,8 +21,8 @@ import pandas as pd
 from ...evaluation.cells import GRID, MAX_EXACT
 from ...core.errors import DataError, EnvironmentProblem
 from ...evaluation.scheme import Scheme
-from ..source import (SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values,
-                      edges_of, grouped_cells, quantile_levels, sample_frame, unsure)
+from ..flow import STAGES, Flow
+from ..source import SAMPLE_SALT, Source, Stats, check_other_labels, check_stats, checked_scheme, column_train_values
 
 __all__ = []
 
@@ -79,11 +79,6 @@ def with_row_hash(df, key: str, seed: int, name: str):
                  lambda c: _mul32(c, 0xC2B2AE35), lambda c: _xorshift(c, 16)):
         df = df.withColumn(name, step(h))
     return df
-
-
-def bin_column(x, edges):
-    """The bin code of the column ``x``: how many ``edges`` lie at or below it."""
-    return reduce(lambda b, e: b + (x >= F.lit(float(e))).cast("int"), edges, F.lit(0))
 
 
 def _local(uri: str) -> str:
@@ -175,12 +170,11 @@ def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = 
     scheme = checked_scheme(source, scheme, table_positions=False, engine="Spark")
     spark = session(spark)
     feats = list(source.features if features is None else features)
-    need_keys = source.needs_keys(scheme) or sample_rows > 0
-    (on_stage or (lambda name: None))("aggregation")
+    stage = on_stage or (lambda name: None)
     try:
-        df = keyed_rows(spark, source, source.columns(feats), need_keys)
-        return _aggregate(spark, df, source, scheme, max_exact=max_exact, feats=feats, feature_bins=feature_bins,
-                          sample_rows=sample_rows, seed=seed)
+        stage(STAGES[0])
+        return SparkFlow(spark, source, scheme, feats, sample_rows > 0).aggregate(feats, feature_bins, max_exact,
+                                                                                  sample_rows, seed, stage)
     finally:
         release()
 
@@ -193,7 +187,8 @@ def release() -> None:
 
 def part_column(df, scheme: Scheme, source: Source, split_values=None):
     """``(df, part)``: each row's part as a Spark column (``df`` gains the row hash when the scheme hashes keys),
-    as :func:`calibdash.engines.duckdb.rows.part_sql`; ``split_values`` (``None`` for missing) for ``"column"``."""
+    as :meth:`calibdash.engines.duckdb.rows.SourceRows.part`; ``split_values`` (``None`` for missing) for
+    ``"column"``."""
     if scheme.kind == "insample":
         return df, F.lit(0)
     if scheme.kind == "column":
@@ -210,88 +205,90 @@ def part_column(df, scheme: Scheme, source: Source, split_values=None):
         h < F.lit(int(float(scheme.test_size) * 2 ** 32)), 1).otherwise(0))
 
 
-def statistics(df, source: Source, scheme: Scheme, extra=()) -> tuple:
-    """One job: what :func:`~calibdash.engines.source.check_stats` checks, the split column's values (``"column"``
-    scheme) and the ``extra`` aggregates: ``(stats, mapped, positive, split_values, extra_values)``."""
-    raw = col(source.score).cast("double")
-    lab = col(source.label)
-    finite = ~(F.isnan(raw) | raw.isin(float("inf"), float("-inf")))
-    aggs = [F.count(F.lit(1)), F.count(F.when(raw.isNull() | ~finite, 1)),
-            F.min(F.when(finite, raw)), F.max(F.when(finite, raw)),
-            F.count(F.when(finite & ((raw < 0) | (raw > 1)), 1)), F.count(F.when(lab.isNull(), 1)),
-            F.min(lab), F.max(lab), F.approx_count_distinct(raw, 0.01)]
-    if scheme.kind == "column" and source.split:
-        aggs.append(F.collect_set(col(source.split)))            # drops NULL: counted next
-        aggs.append(F.count(F.when(col(source.split).isNull(), 1)))
-    got = df.agg(*aggs, *extra).collect()[0]
-    st = Stats.of(got)
-    mapped, positive = check_stats(st, source)
-    split_values = None
-    if scheme.kind == "column" and source.split:
-        split_values = list(got[9]) + ([None] if got[10] else [])
-    return st, mapped, positive, split_values, list(got[11:] if split_values is not None else got[9:])
+def split_job(df, source: Source, scheme: Scheme, aggs: list) -> tuple:
+    """``(values, split_values)``: one job's ``aggs`` and, for the ``"column"`` scheme, the split column's distinct
+    values (``None`` for missing; else None)."""
+    split = col(source.split) if scheme.kind == "column" and source.split else None
+    if split is None:
+        return df.agg(*aggs).collect()[0], None
+    got = df.agg(*aggs, F.collect_set(split), F.count(F.when(split.isNull(), 1))).collect()[0]  # the set drops NULL
+    return got[:-2], list(got[-2]) + ([None] if got[-1] else [])
 
 
-def cell_code(df, source: Source, st: Stats, mapped: bool, max_exact: int) -> tuple:
-    """``(exact, score, code)``: exact cells or the grid as :func:`calibdash.engines.duckdb.rows.cell_code` decides,
-    the score column (mapped when margins) and the cell code column."""
-    raw = col(source.score).cast("double")
-    s = (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
-    exact = st.distinct <= int(max_exact)
-    if unsure(st.distinct, int(max_exact)):
-        exact = int(df.select(F.countDistinct(s)).collect()[0][0]) <= int(max_exact)
-    code = s if exact else F.least(F.floor(s * GRID).cast("long"), F.lit(GRID - 1).cast("long"))
-    return exact, s, code
+class SparkFlow(Flow):
+    """The source's rows as a Spark DataFrame: the Spark steps of :class:`~calibdash.engines.flow.Flow`
+    (``sample``: keys for a row sample)."""
 
+    def __init__(self, spark, source: Source, scheme: Scheme, features: Sequence[str], sample: bool = False):
+        self.spark, self.source, self.scheme, self.split_values = spark, source, scheme, None
+        self.df = keyed_rows(spark, source, source.columns(features), source.needs_keys(scheme) or sample)
 
-def grouped(spark, df, source: Source, part, s, code, st: Stats, positive, codes=()) -> pd.DataFrame:
-    """The aggregation: rows grouped by part, cell code and ``codes`` (aliased columns), on the driver with
-    ``n``, ``n_pos``, ``s_sum`` and ``n_other``; a third label value is refused."""
-    lab = col(source.label)
-    rows = df.select(part.cast("int").alias("__part"), code.alias("__code"), *codes,
-                     (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
-                     (~(lab.eqNullSafe(F.lit(st.label_lo)) | lab.eqNullSafe(F.lit(st.label_hi)))).cast("long")
-                     .alias("__other"))
-    names = [c for c in rows.columns if c not in ("__y", "__s", "__other")]
-    res = rows.groupBy(*names).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
-                                   F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
-    res = to_pandas(spark, res, names + ["n", "n_pos", "s_sum", "n_other"])
-    check_other_labels(source.label, int(res["n_other"].sum()))
-    return res
+    def kind(self, name):
+        t = self.df.schema[name].dataType
+        if isinstance(t, T.NumericType):
+            return "number"
+        if isinstance(t, (T.DateType, T.TimestampType, T.TimestampNTZType)):
+            return "date"
+        return "boolean" if isinstance(t, T.BooleanType) else "text" if isinstance(t, T.StringType) else "other"
 
+    def column(self, name):
+        return col(name)
 
-def _aggregate(spark, df, source: Source, scheme: Scheme, *, max_exact, feats, feature_bins, sample_rows, seed):
-    lab = col(source.label)
-    kinds = {f: "numeric" if isinstance(df.schema[f].dataType, T.NumericType) else "categorical" for f in feats}
-    numeric = [f for f in feats if kinds[f] == "numeric"]
-    levels = quantile_levels(feature_bins) if feats else []
-    extra = []
-    for f in numeric:
-        x = col(f).cast("double")
-        x = F.when(x.isNotNull() & ~F.isnan(x), x)
-        extra.append(F.percentile(x, F.array(*[F.lit(q) for q in levels])))
-    st, mapped, positive, split_values, quantiles = statistics(df, source, scheme, extra)
-    edges = edges_of(numeric, quantiles)
-    exact, s, code = cell_code(df, source, st, mapped, max_exact)
-    df, part = part_column(df, scheme, source, split_values)
-    fcodes = []
-    for f in feats:
-        if kinds[f] == "categorical":
-            fcodes.append(col(f).alias("__c_" + f))
-            continue
-        x = col(f).cast("double")
-        fcodes.append(F.when(x.isNull() | F.isnan(x), F.lit(None)).otherwise(bin_column(x, edges[f])).alias("__c_" + f))
-    cells = grouped_cells(grouped(spark, df, source, part, s, code, st, positive, fcodes), exact, feats, kinds,
-                          edges)
-    if sample_rows <= 0:
-        return cells
-    df = with_row_hash(df, "__key", int(seed) + SAMPLE_SALT, "__sample_hash")
-    h = F.col("__sample_hash")
-    picked = (df.select(F.col("__key").alias("key"), s.alias("score"), (lab == F.lit(positive)).cast("int")
-                        .alias("label"), part.cast("int").alias("part"), *[col(f) for f in feats], h.alias("__h"))
-              .orderBy("__h", "key").limit(int(sample_rows)).collect())
-    return cells, sample_frame(pd.DataFrame([r.asDict() for r in picked],
-                                            columns=["key", "score", "label", "part"] + feats + ["__h"]), feats)
+    def number(self, x):
+        return F.when(~F.isnan(x.cast("double")), x.cast("double"))
+
+    def bin(self, x, edges):
+        return F.when(x.isNotNull(), reduce(lambda b, e: b + (x >= F.lit(float(e))).cast("int"), edges, F.lit(0)))
+
+    def quantiles(self, x, levels):
+        return F.percentile(x, F.array(*[F.lit(q) for q in levels]))
+
+    def distinct(self, x, approx=False):
+        return F.approx_count_distinct(x, 0.01) if approx else F.countDistinct(x)
+
+    def one(self, aggregates):
+        return self.df.agg(*aggregates).collect()[0]
+
+    def statistics(self, extra):
+        """Also collects the split column's values for the ``"column"`` scheme."""
+        raw, lab = col(self.source.score).cast("double"), col(self.source.label)
+        finite = ~(F.isnan(raw) | raw.isin(float("inf"), float("-inf")))
+        aggs = [F.count(F.lit(1)), F.count(F.when(raw.isNull() | ~finite, 1)),
+                F.min(F.when(finite, raw)), F.max(F.when(finite, raw)),
+                F.count(F.when(finite & ((raw < 0) | (raw > 1)), 1)), F.count(F.when(lab.isNull(), 1)),
+                F.min(lab), F.max(lab), F.approx_count_distinct(raw, 0.01), *extra]
+        got, self.split_values = split_job(self.df, self.source, self.scheme, aggs)
+        st = Stats.of(got)
+        return (st, *check_stats(st, self.source), list(got[9:]))
+
+    def score(self, mapped):
+        raw = col(self.source.score).cast("double")
+        return (F.lit(1.0) / (F.lit(1.0) + F.exp(-raw))) if mapped else raw
+
+    def grouped(self, st, positive, mapped, exact, codes):
+        self.df, self.part = part_column(self.df, self.scheme, self.source, self.split_values)
+        s, lab = self.score(mapped), col(self.source.label)
+        code = s if exact else F.least(F.floor(s * GRID).cast("long"), F.lit(GRID - 1).cast("long"))
+        rows = self.df.select(self.part.cast("int").alias("__part"), code.alias("__code"),
+                              *[c.alias(n) for n, c in codes.items()],
+                              (lab == F.lit(positive)).cast("long").alias("__y"), s.alias("__s"),
+                              (~(lab.eqNullSafe(F.lit(st.label_lo)) | lab.eqNullSafe(F.lit(st.label_hi))))
+                              .cast("long").alias("__other"))
+        names = ["__part", "__code", *codes]
+        res = rows.groupBy(*names).agg(F.count(F.lit(1)).alias("n"), F.sum("__y").alias("n_pos"),
+                                       F.sum("__s").alias("s_sum"), F.sum("__other").alias("n_other"))
+        res = to_pandas(self.spark, res, names + ["n", "n_pos", "s_sum", "n_other"])
+        check_other_labels(self.source.label, int(res["n_other"].sum()))
+        return res
+
+    def sample(self, positive, mapped, feats, seed, n):
+        df = with_row_hash(self.df, "__key", int(seed) + SAMPLE_SALT, "__sample_hash")
+        picked = (df.select(F.col("__key").alias("key"), self.score(mapped).alias("score"),
+                            (col(self.source.label) == F.lit(positive)).cast("int").alias("label"),
+                            self.part.cast("int").alias("part"), *[col(f) for f in feats],
+                            F.col("__sample_hash").alias("__h"))
+                  .orderBy("__h", "key").limit(int(n)).collect())
+        return pd.DataFrame([r.asDict() for r in picked], columns=["key", "score", "label", "part"] + feats + ["__h"])
 
 
 def label_counts(source: Source, limit: int, spark=None) -> pd.DataFrame:
