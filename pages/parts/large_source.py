@@ -7,10 +7,17 @@ keyed and aggregated, the roles offered and the pages' :class:`calibdash.data.La
 job (:mod:`calibdash.core.jobs`) shown by :mod:`pages.parts.job_panel`. What a job gives (columns and guessed roles; score
 cells, never rows) is kept in stores bounded by bytes (:class:`pages.parts.bounded_cache.Store`);
 ``st.session_state`` holds the source's spec (:data:`SPEC`).
+
+A saved run of a large source (:mod:`pages.parts.runs`) keeps the spec, the plan it was resolved to and the cells
+its view read (:func:`for_run`); opening it (:func:`restore`) puts the cells back in the stores under the same keys
+and makes the saved plan the active source, so the view reads them and no job runs. Other settings aggregate the lake
+again only while it is as it was saved; gone, unreadable or changed, the pages say so (:func:`_unreadable`).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 from types import SimpleNamespace
 
 import streamlit as st
@@ -21,13 +28,15 @@ from pages.parts.text import md
 from calibdash.data import LargeData
 from calibdash.data.guard import data_root_from_env
 from calibdash.engines import plan as cplan
-from calibdash.engines.plan import LargeSource
+from calibdash.engines.plan import LargeSource, Plan
 from calibdash.engines.plan import resolve_plan
-from calibdash.core.errors import CalibdashError, EnvironmentProblem, SettingsError
+from calibdash.core.errors import CalibdashError, DataError, EnvironmentProblem, SettingsError
+from calibdash.monitoring.keyed import KeyedCells
 
 __all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
            "resolve_plan", "data_root_from_env", "source_inputs", "large_data_or_stop", "peek", "stop_if_large",
-           "NOT_ON_LARGE", "CELLS", "READS", "KEYED", "schema_or_stop", "keyed_or_stop", "scheme_problem"]
+           "NOT_ON_LARGE", "CELLS", "READS", "KEYED", "schema_or_stop", "keyed_or_stop", "scheme_problem",
+           "for_run", "restore", "document_data"]
 
 LARGE = "Large data"               # the Data page's source choice
 SPEC = "large.spec"                # session key: the active large source (texts typed, roles); set by Aggregate
@@ -69,6 +78,7 @@ def _aggregate_or_stop(src: LargeSource, scheme, need_all: bool = False) -> None
     key = src.key(scheme)
     if job_panel.show_stopped(key):
         st.stop()
+    _stop_if_unreadable(src)
     try:
         src.check(scheme)
     except SettingsError as exc:
@@ -83,8 +93,38 @@ def _aggregate_or_stop(src: LargeSource, scheme, need_all: bool = False) -> None
 
 # -- what the pages see --------------------------------------------------------------------------------
 def _active() -> LargeSource:
-    """The active large source; raises as :meth:`LargeSource.resolve`."""
-    return LargeSource.resolve(data_root(), st.session_state.get(SPEC))
+    """The active large source; raises as :meth:`LargeSource.resolve`. A saved run's source is its saved plan (the
+    keys of its saved cells), not the lake as it is now."""
+    spec, root = st.session_state.get(SPEC), data_root()
+    if spec and spec.get("plan") and root is not None:
+        return LargeSource(root, spec, Plan(**{k: _tuples(v) for k, v in spec["plan"].items()}))
+    return LargeSource.resolve(root, spec)
+
+
+def _tuples(value):
+    return tuple(map(_tuples, value)) if isinstance(value, list) else value
+
+
+def _unreadable(src: LargeSource) -> str | None:
+    """Why a saved run's source cannot give more cells now (gone, unreadable, changed since the run was saved);
+    None when it can, and for a source aggregated in this session."""
+    if not src.spec.get("plan"):
+        return None
+    try:
+        fresh = resolve_plan(src.root, src.spec)
+    except CalibdashError as exc:
+        return f"it cannot be read now ({exc})"
+    return None if fresh.identity == src.plan.identity else "it has changed since the run was saved"
+
+
+def _stop_if_unreadable(src: LargeSource) -> None:
+    why = _unreadable(src)
+    if why:
+        st.info(f"**This saved run's source, {md(src.describe())}, gives no more cells:** {md(why)}. Its saved cells "
+                "cover the view it was saved in; to see other settings, aggregate a source on the Data page.",
+                icon=":material/cloud_off:")
+        st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
+        st.stop()
 
 
 def _large(src: LargeSource, got) -> LargeData:
@@ -115,6 +155,10 @@ def large_data_or_stop() -> LargeData:
 
         scheme = current_scheme(SimpleNamespace(split_column=src.roles.get("split") or None))
         _aggregate_or_stop(src, src.first_scheme(scheme), need_all=True)
+    why = _unreadable(src)
+    if why:
+        st.caption(f":material/cloud_off: The saved run's source {md(src.describe())}: {md(why)}. The numbers "
+                   "come from the score cells saved with the run.")
     return _large(src, CELLS.get(src.key()))
 
 
@@ -148,11 +192,53 @@ def keyed_or_stop(key, scheme=None) -> tuple:
     key_id = src.keyed_key(key, scheme)
     got = KEYED.get(key_id)
     if got is None:
+        _stop_if_unreadable(src)
         what = f"Aggregating {src.describe()} by {key.column!r} with DuckDB"
         got = job_panel.run("keyed", key_id, what, lambda job: src.aggregate_keyed(job, key, scheme),
                             functools.partial(KEYED.put, key_id), "The large source cannot be aggregated by "
                             f"{key.column!r}", note=cplan.AGGREGATE_NOTE, synchronous=SYNCHRONOUS)
     return key_id, got
+
+
+# -- saved runs ----------------------------------------------------------------------------------------------
+def for_run(scheme=None, keyed: str | None = None) -> tuple[dict, dict, str]:
+    """What a saved run keeps of the active large source: ``(cells, source, name)``. ``cells``, by their keys, are
+    those its view read: the all-rows cells, those of ``scheme`` and the keyed cells ``keyed`` (an id from
+    :func:`keyed_or_stop`); ``source`` its spec, its resolved plan and what the all-rows aggregation found besides
+    cells (the label's values, the raw range, the split values). DataError when a store no longer keeps them."""
+    src = _active()
+    got = CELLS.get(src.key())
+    cells = {src.key(): None if got is None else got["cells"]}
+    if scheme is not None:
+        cells[src.key(scheme)] = CELLS.get(src.key(scheme))
+    if keyed is not None:
+        cells[keyed] = KEYED.get(keyed)
+    if any(v is None for v in cells.values()):
+        raise DataError("this view's score cells are no longer kept on the server: show the page again, then save.")
+    found = json.loads(json.dumps({k: v for k, v in got.items() if k != "cells"}, default=str))
+    source = {"spec": {k: v for k, v in src.spec.items() if k != "plan"}, "plan": dataclasses.asdict(src.plan),
+              "engine": "duckdb", "all": {"key": src.key(), **found}}
+    return cells, source, src.describe()
+
+
+def restore(source: dict, cells: dict) -> None:
+    """Make a saved run's source (``source`` and ``cells`` as :func:`for_run` gave them) the active one, its cells
+    kept under their keys."""
+    st.session_state[SPEC] = {**source["spec"], "plan": source["plan"]}
+    found = {k: _tuples(v) if k == "range" else v for k, v in source["all"].items() if k != "key"}
+    for key, value in cells.items():
+        if isinstance(value, KeyedCells):
+            KEYED.put(key, value)
+        else:
+            CELLS.put(key, {**found, "cells": value} if key == source["all"]["key"] else value)
+
+
+def document_data(ld: LargeData) -> SimpleNamespace:
+    """What :func:`calibdash.cli.documents.evaluation_document` reads of a ScoreSet, for a large source: its
+    counts from its all-rows cells, its label's values from the aggregation, no row dropped."""
+    report = SimpleNamespace(**vars(ld.report), dropped={}, dropped_examples={})
+    return SimpleNamespace(**{**vars(ld.report_view()), "report": report,
+                              "negative_label": CELLS.get(ld.key)["negative"]})
 
 
 # -- the Data page's inputs ----------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Saved runs in the pages: the workspace, who is signed in, the Save panel, and opening ``?run=<id>``.
 
 A run saved from a page holds the page's widget state (the view), the rows of an upload as Parquet (a built-in
-sample is named, not copied), the results as the command line's ``--json`` prints them and the fitted models'
-export JSON (:mod:`calibdash.io.runs`). Opening its link puts the rows back as the session's upload and the state
-back into the widgets, then shows the saved page: the page computes the same numbers from the same rows and
-settings.
+sample is named, not copied) or a large source's spec and the score cells its view read (never its rows:
+:func:`pages.parts.large_source.for_run`), the results as the command line's ``--json`` prints them and the fitted
+models' export JSON (:mod:`calibdash.io.runs`). Opening its link puts the rows back as the session's upload (or
+the cells back in the large source's stores) and the state back into the widgets, then shows the saved page: the
+page computes the same numbers from the same rows (or cells) and settings, without a job.
 
 Sign-in is Streamlit's own (``st.login``), on when the operator gives an ``[auth]`` section in
 ``.streamlit/secrets.toml``; without it the server is single-user and the sidebar says that anyone reaching it
@@ -20,13 +21,16 @@ import re
 
 import streamlit as st
 
+from calibdash.cli.documents import evaluation_document
 from calibdash.core.errors import CalibdashError
 from calibdash.io.runs import RUN_ERRORS, Workspace
-from pages.parts.source import SAMPLE, SOURCE, UPLOAD, source_table, using_upload
+from pages.parts import large_source
+from pages.parts.fitting import is_large
+from pages.parts.source import LARGE, SAMPLE, SOURCE, UPLOAD, source_table, using_large, using_upload
 from pages.parts.text import md
 
 __all__ = ["workspace", "sign_in_on", "user", "gate", "sidebar_note", "save_panel", "open_from_link", "run_to_show",
-           "RUN"]
+           "RUN", "evaluation_json"]
 
 log = logging.getLogger("calibdash.app")
 
@@ -100,17 +104,30 @@ def view_state(page: str) -> dict:
     return {"page": page, "state": state}
 
 
-def _rows_and_name():
-    """The upload's parsed table and file name, or (None, sample name)."""
+def _kept_data(scheme, keyed) -> dict:
+    """What a run keeps of the active data, as :meth:`Workspace.save` takes it: an upload's parsed table, a large
+    source's cells (those of ``scheme`` and ``keyed`` besides the all-rows ones) and spec, or a sample's name."""
+    if using_large():
+        cells, source, name = large_source.for_run(scheme, keyed)
+        return {"cells": cells, "source": source, "dataset": name}
     if using_upload():
         df, info = source_table()
-        return df, info.name
-    return None, st.session_state.get(SAMPLE)
+        return {"rows": df, "dataset": info.name}
+    return {"dataset": str(st.session_state.get(SAMPLE))}
 
 
-def save_panel(page: str, kind: str, results, models=None, diagrams=None) -> None:
+def evaluation_json(data, ev, scheme) -> dict:
+    """``evaluate --json`` of the page's evaluation ``ev``; on a large source as the DuckDB engine's."""
+    if not is_large(data):
+        return evaluation_document(data, ev, scheme)
+    return {**evaluation_document(large_source.document_data(data), ev, scheme), "engine": "duckdb"}
+
+
+def save_panel(page: str, kind: str, results, models=None, diagrams=None, *, scheme=None,
+               keyed: str | None = None) -> None:
     """The "Save run" popover: a name, tags and who sees it; ``results()``, ``models()`` and ``diagrams()`` build
-    the JSON only when the user saves."""
+    the JSON only when the user saves. On a large source the run keeps the cells of ``scheme`` and the keyed
+    cells ``keyed`` (their id) that the page showed."""
     with st.popover("Save run", icon=":material/bookmark_add:"):
         name = st.text_input("Name", key=f"runs.{page}.name", placeholder="e.g. model v2, November")
         tags = st.text_input("Tags", key=f"runs.{page}.tags", placeholder="model=churn, version=2",
@@ -127,12 +144,11 @@ def save_panel(page: str, kind: str, results, models=None, diagrams=None) -> Non
             return
         try:
             tag_pairs = _tags(tags)
-            rows, dataset = _rows_and_name()
-            record = workspace().save(name=name or f"{page} of {dataset}", kind=kind, dataset=str(dataset),
-                                      results=results(), view=view_state(page),
-                                      models=models() if models else None, rows=rows, tags=tag_pairs,
-                                      diagrams=diagrams() if diagrams else None,
-                                      owner=user(), visibility=visibility, shared_with=shared)
+            kept = _kept_data(scheme, keyed)
+            record = workspace().save(name=name or f"{page} of {kept['dataset']}", kind=kind, results=results(),
+                                      view=view_state(page), models=models() if models else None, tags=tag_pairs,
+                                      diagrams=diagrams() if diagrams else None, owner=user(), visibility=visibility,
+                                      shared_with=shared, **kept)
         except RUN_ERRORS as exc:
             st.error(md(exc))
             return
@@ -168,6 +184,12 @@ def open_from_link() -> None:
         st.error(f"**This run cannot be opened.** {md(exc)}", icon=":material/link_off:")
         st.page_link("pages/runs.py", label="See the runs you can open", icon=":material/bookmarks:")
         st.stop()
+    if run.holds == "cells":
+        if not large_source.available():
+            st.error("**This run was computed on a large source, and large sources are off on this server.**")
+            st.stop()
+        large_source.restore(run.source, run.cells())
+        st.session_state[SOURCE] = LARGE
     rows = run.rows()
     sha = None
     if rows is not None:

@@ -1,0 +1,133 @@
+"""Saved runs of a large source: Save run on Compare keeps the source's spec and the score cells the view read (never
+its rows), and the run's link opens in a fresh session of a restarted server with the same numbers, from the saved
+cells, without a job; the same once the lake's files are deleted, with a note saying so.
+
+The lake: two Parquet files of 6,000 rows each (scores on a 0.001 grid: exact cells). The page runs through app.py
+with the large source active (``SYNCHRONOUS``: AppTest cannot poll a job's fragment). A restart is every cache
+and store of the process emptied; a job started after it fails the test (``_no_job``). Numbers: the table shows
+each measure to 4 decimals, compared as the saved JSON's value printed so; the opened view, saved again, gives the
+saved JSON to float rounding (1e-12): the same cells, settings and seeds give the same arithmetic.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from calibdash.engines.plan import LargeSource
+from calibdash.io.runs import Workspace
+from pages.parts import bounded_cache, large_source, runs
+from pages.parts.labels import method_labels
+from tests.conftest import APPTEST_TIMEOUT
+from tests.pages.test_app import APP, COMPARE, _run_entry_point_every_time, assert_clean, go, shown  # noqa: F401
+from tests.pages.test_app_segments import _same_numbers
+
+METHODS = ["platt", "isotonic", "histogram"]
+
+
+@pytest.fixture
+def lake(tmp_path, monkeypatch):
+    """A data root with a two-file Parquet glob, and a workspace of this test's own."""
+    root = tmp_path / "lake"
+    (root / "scores").mkdir(parents=True)
+    rng = np.random.default_rng(3)
+    for i in range(2):
+        s = np.round(rng.beta(2, 5, 6000), 3)
+        y = (rng.random(6000) < np.clip(1.3 * s, 0, 1)).astype(int)
+        pd.DataFrame({"p": s, "clicked": y, "region": rng.choice(["n", "s"], 6000)}).to_parquet(
+            root / "scores" / f"part-{i}.parquet", index=False)
+    monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
+    monkeypatch.setenv("CALIBDASH_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setattr(large_source, "SYNCHRONOUS", True)
+    _restart()
+    yield root
+    _restart()
+
+
+def _restart() -> None:
+    """What a restarted server keeps of the source: nothing (every cache and store of the process emptied)."""
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    for cache in bounded_cache.CACHES.values():
+        cache.clear()
+    for store in (large_source.CELLS, large_source.KEYED, large_source.READS):
+        store.clear()
+
+
+def _no_job(*args, **kwargs):
+    raise AssertionError("opening a saved run started a job on the lake")
+
+
+def _table(at: AppTest) -> pd.DataFrame:
+    """Compare's measures table as shown: 'value [low, high]' texts."""
+    (table,) = [d.value for d in at.main.dataframe if "ECE" in d.value.columns and "Uncalibrated" in d.value.index]
+    return table.astype(str)
+
+
+def _same_as_saved(table: pd.DataFrame, results: dict) -> None:
+    """Every value in the table is the saved JSON's value printed as the page prints it (4 decimals)."""
+    names = method_labels(results["metrics"])
+    assert sorted(table.index) == sorted(names.values()) and len(table.columns) >= 5
+    for method, values in results["metrics"].items():
+        for measure in table.columns:
+            assert table.loc[names[method], measure].split(" [")[0] == f"{values[measure]:.4f}", (method, measure)
+
+
+def _open_link(run_id: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
+    at.query_params["run"] = run_id
+    at.run()
+    return at.run()
+
+
+def _save(at: AppTest, name: str) -> str:
+    at.text_input(key="runs.compare.name").set_value(name)
+    at.button(key="runs.compare.save").click().run()
+    assert_clean(at)
+    return at.session_state["runs.last_saved"]
+
+
+def test_a_large_source_s_run_opens_from_its_cells_with_the_saved_numbers(lake, monkeypatch):
+    at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
+    at.session_state["source"] = large_source.LARGE
+    at.switch_page("pages/data.py").run()
+    at.text_input(key="large.path").set_value("scores/part-*.parquet").run()
+    at.button(key="large.aggregate").click().run()
+    assert_clean(at)
+    at.number_input(key="scheme.seed").set_value(5).run()              # a new split: aggregated again
+    go(at, COMPARE)
+    at.multiselect(key="compare.methods").set_value(METHODS).run()
+    at.select_slider(key="hp.histogram.n_bins").set_value(7).run()
+    assert_clean(at)
+    table = _table(at)
+    run_id = _save(at, "lake v1")
+    run = Workspace().open(run_id)
+    assert run.holds == "cells" and sorted(p.name for p in run.folder.iterdir()) == ["cells.parquet", "run.json"]
+    assert run.source["spec"] == {"kind": "files", "path": "scores/part-*.parquet",
+                                  "roles": {"score": "p", "label": "clicked", "split": ""}}
+    assert run.results["engine"] == "duckdb" and run.results["positive"] == 1 and set(run.models) == set(METHODS)
+    assert run.results["validation"]["rows_read"] == 12_000 and run.record.dataset.startswith("2 files")
+    lake_bytes = sum(f.stat().st_size for f in (lake / "scores").iterdir())
+    assert (run.folder / "cells.parquet").stat().st_size < lake_bytes            # cells, not a copy of the rows
+    _same_as_saved(table, run.results)
+
+    monkeypatch.setattr(LargeSource, "aggregate", _no_job)
+    monkeypatch.setattr(LargeSource, "aggregate_keyed", _no_job)
+    for gone in (False, True):
+        if gone:                                            # the lake's files deleted: the run opens from its cells
+            for f in (lake / "scores").iterdir():
+                f.unlink()
+        _restart()
+        opened = _open_link(run_id)                         # a teammate's fresh session on a restarted server
+        assert_clean(opened)
+        assert opened.session_state["source"] == large_source.LARGE
+        assert opened.multiselect(key="compare.methods").value == METHODS
+        assert opened.session_state["hp.histogram.n_bins"] == 7 and opened.session_state["scheme.seed"] == 5
+        pd.testing.assert_frame_equal(_table(opened), table)
+        _same_as_saved(_table(opened), run.results)
+        note = [shown(c.value) for c in opened.main.caption if "saved run's source" in shown(c.value)]
+        assert bool(note) == gone and (not gone or "cannot be read now" in note[0])
+        again = Workspace().open(_save(opened, f"lake v1 again {gone}"))    # the opened view saves the same JSON
+        assert _same_numbers(again.results, run.results) and again.source == run.source
