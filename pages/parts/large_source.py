@@ -9,15 +9,13 @@ cells, never rows) is kept in stores bounded by bytes (:class:`pages.parts.bound
 ``st.session_state`` holds the source's spec (:data:`SPEC`).
 
 A saved run of a large source (:mod:`pages.parts.runs`) keeps the spec, the plan it was resolved to and the cells
-its view read (:func:`for_run`); opening it (:func:`restore`) puts the cells back in the stores under the same keys
-and makes the saved plan the active source, so the view reads them and no job runs. Other settings aggregate the lake
+its view read; opening it puts the cells back in the stores under the same keys and the spec with its saved plan in
+:data:`SPEC` (:func:`active_source`), so the view reads them and no job runs. Other settings aggregate the lake
 again only while it is as it was saved; gone, unreadable or changed, the pages say so (:func:`_unreadable`).
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
 from types import SimpleNamespace
 
 import streamlit as st
@@ -30,13 +28,12 @@ from calibdash.data.guard import data_root_from_env
 from calibdash.engines import plan as cplan
 from calibdash.engines.plan import LargeSource, Plan
 from calibdash.engines.plan import resolve_plan
-from calibdash.core.errors import CalibdashError, DataError, EnvironmentProblem, SettingsError
-from calibdash.monitoring.keyed import KeyedCells
+from calibdash.core.errors import CalibdashError, EnvironmentProblem, SettingsError
 
 __all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
            "resolve_plan", "data_root_from_env", "source_inputs", "large_data_or_stop", "peek", "stop_if_large",
            "NOT_ON_LARGE", "CELLS", "READS", "KEYED", "schema_or_stop", "keyed_or_stop", "scheme_problem",
-           "for_run", "restore", "document_data"]
+           "active_source"]
 
 LARGE = "Large data"               # the Data page's source choice
 SPEC = "large.spec"                # session key: the active large source (texts typed, roles); set by Aggregate
@@ -92,7 +89,7 @@ def _aggregate_or_stop(src: LargeSource, scheme, need_all: bool = False) -> None
 
 
 # -- what the pages see --------------------------------------------------------------------------------
-def _active() -> LargeSource:
+def active_source() -> LargeSource:
     """The active large source; raises as :meth:`LargeSource.resolve`. A saved run's source is its saved plan (the
     keys of its saved cells), not the lake as it is now."""
     spec, root = st.session_state.get(SPEC), data_root()
@@ -134,7 +131,7 @@ def _large(src: LargeSource, got) -> LargeData:
 def peek() -> LargeData | str:
     """The active large source when its cells are kept, else a line saying why not (no widget, no job)."""
     try:
-        src = _active()
+        src = active_source()
     except CalibdashError as exc:
         return str(exc)
     got = CELLS.get(src.key())
@@ -145,7 +142,7 @@ def large_data_or_stop() -> LargeData:
     """The active large source, aggregated (showing the progress and stopping the page until it is), or an error
     box, a link to the Data page and a stop (never a traceback)."""
     try:
-        src = _active()
+        src = active_source()
     except CalibdashError as exc:
         st.error(f"**The large source cannot be used:** {md(exc)}")
         st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
@@ -166,7 +163,7 @@ def schema_or_stop() -> dict:
     """The active large source's columns and their types (``{"columns", "types", "guess"}``, read once as a job
     and kept), or its progress / why not, and a stop."""
     try:
-        src = _active()
+        src = active_source()
         return _read_step(*cplan.schema_step(src.root, src.plan))
     except CalibdashError as exc:
         st.error(f"**The large source cannot be read:** {md(exc)}")
@@ -178,7 +175,7 @@ def schema_or_stop() -> dict:
 def scheme_problem(scheme) -> str | None:
     """Why ``scheme`` does not work on the active large source (None when it does)."""
     try:
-        _active().check(scheme)
+        active_source().check(scheme)
     except CalibdashError as exc:
         return str(exc)
     return None
@@ -188,7 +185,7 @@ def keyed_or_stop(key, scheme=None) -> tuple:
     """``(id, KeyedCells)``: the active large source's keyed cells of ``key`` (a :class:`calibdash.monitoring.keyed.Key`)
     under ``scheme``, aggregated by DuckDB as a job and kept in :data:`KEYED`; until then the job's progress
     (or why it stopped) and a stop."""
-    src = _active()
+    src = active_source()
     key_id = src.keyed_key(key, scheme)
     got = KEYED.get(key_id)
     if got is None:
@@ -198,47 +195,6 @@ def keyed_or_stop(key, scheme=None) -> tuple:
                             functools.partial(KEYED.put, key_id), "The large source cannot be aggregated by "
                             f"{key.column!r}", note=cplan.AGGREGATE_NOTE, synchronous=SYNCHRONOUS)
     return key_id, got
-
-
-# -- saved runs ----------------------------------------------------------------------------------------------
-def for_run(scheme=None, keyed: str | None = None) -> tuple[dict, dict, str]:
-    """What a saved run keeps of the active large source: ``(cells, source, name)``. ``cells``, by their keys, are
-    those its view read: the all-rows cells, those of ``scheme`` and the keyed cells ``keyed`` (an id from
-    :func:`keyed_or_stop`); ``source`` its spec, its resolved plan and what the all-rows aggregation found besides
-    cells (the label's values, the raw range, the split values). DataError when a store no longer keeps them."""
-    src = _active()
-    got = CELLS.get(src.key())
-    cells = {src.key(): None if got is None else got["cells"]}
-    if scheme is not None:
-        cells[src.key(scheme)] = CELLS.get(src.key(scheme))
-    if keyed is not None:
-        cells[keyed] = KEYED.get(keyed)
-    if any(v is None for v in cells.values()):
-        raise DataError("this view's score cells are no longer kept on the server: show the page again, then save.")
-    found = json.loads(json.dumps({k: v for k, v in got.items() if k != "cells"}, default=str))
-    source = {"spec": {k: v for k, v in src.spec.items() if k != "plan"}, "plan": dataclasses.asdict(src.plan),
-              "engine": "duckdb", "all": {"key": src.key(), **found}}
-    return cells, source, src.describe()
-
-
-def restore(source: dict, cells: dict) -> None:
-    """Make a saved run's source (``source`` and ``cells`` as :func:`for_run` gave them) the active one, its cells
-    kept under their keys."""
-    st.session_state[SPEC] = {**source["spec"], "plan": source["plan"]}
-    found = {k: _tuples(v) if k == "range" else v for k, v in source["all"].items() if k != "key"}
-    for key, value in cells.items():
-        if isinstance(value, KeyedCells):
-            KEYED.put(key, value)
-        else:
-            CELLS.put(key, {**found, "cells": value} if key == source["all"]["key"] else value)
-
-
-def document_data(ld: LargeData) -> SimpleNamespace:
-    """What :func:`calibdash.cli.documents.evaluation_document` reads of a ScoreSet, for a large source: its
-    counts from its all-rows cells, its label's values from the aggregation, no row dropped."""
-    report = SimpleNamespace(**vars(ld.report), dropped={}, dropped_examples={})
-    return SimpleNamespace(**{**vars(ld.report_view()), "report": report,
-                              "negative_label": CELLS.get(ld.key)["negative"]})
 
 
 # -- the Data page's inputs ----------------------------------------------------------------------------------

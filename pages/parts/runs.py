@@ -2,7 +2,7 @@
 
 A run saved from a page holds the page's widget state (the view), the rows of an upload as Parquet (a built-in
 sample is named, not copied) or a large source's spec and the score cells its view read (never its rows:
-:func:`pages.parts.large_source.for_run`), the results as the command line's ``--json`` prints them and the fitted
+:func:`_large_kept`), the results as the command line's ``--json`` prints them and the fitted
 models' export JSON (:mod:`calibdash.io.runs`). Opening its link puts the rows back as the session's upload (or
 the cells back in the large source's stores) and the state back into the widgets, then shows the saved page: the
 page computes the same numbers from the same rows (or cells) and settings, without a job.
@@ -13,17 +13,21 @@ sees every run.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from datetime import datetime, timezone
 import io
+import json
 import logging
 import re
+from types import SimpleNamespace
 
 import streamlit as st
 
 from calibdash.cli.documents import evaluation_document
-from calibdash.core.errors import CalibdashError
+from calibdash.core.errors import CalibdashError, DataError
 from calibdash.io.runs import RUN_ERRORS, Workspace
+from calibdash.monitoring.keyed import KeyedCells
 from pages.parts import large_source
 from pages.parts.fitting import is_large
 from pages.parts.source import LARGE, SAMPLE, SOURCE, UPLOAD, source_table, using_large, using_upload
@@ -108,19 +112,55 @@ def _kept_data(scheme, keyed) -> dict:
     """What a run keeps of the active data, as :meth:`Workspace.save` takes it: an upload's parsed table, a large
     source's cells (those of ``scheme`` and ``keyed`` besides the all-rows ones) and spec, or a sample's name."""
     if using_large():
-        cells, source, name = large_source.for_run(scheme, keyed)
-        return {"cells": cells, "source": source, "dataset": name}
+        return _large_kept(scheme, keyed)
     if using_upload():
         df, info = source_table()
         return {"rows": df, "dataset": info.name}
     return {"dataset": str(st.session_state.get(SAMPLE))}
 
 
+def _large_kept(scheme, keyed) -> dict:
+    """What a run keeps of the active large source: the cells its view read, by their keys (the all-rows cells,
+    those of ``scheme`` and the keyed cells ``keyed``, an id from :func:`large_source.keyed_or_stop`), and as
+    ``source`` its spec, its resolved plan and what the all-rows aggregation found besides cells (the label's
+    values, the raw range, the split values). DataError when a store no longer keeps them."""
+    src = large_source.active_source()
+    got = large_source.CELLS.get(src.key())
+    cells = {src.key(): None if got is None else got["cells"]}
+    if scheme is not None:
+        cells[src.key(scheme)] = large_source.CELLS.get(src.key(scheme))
+    if keyed is not None:
+        cells[keyed] = large_source.KEYED.get(keyed)
+    if any(v is None for v in cells.values()):
+        raise DataError("this view's score cells are no longer kept on the server: show the page again, then save.")
+    found = json.loads(json.dumps({k: v for k, v in got.items() if k != "cells"}, default=str))
+    source = {"spec": {k: v for k, v in src.spec.items() if k != "plan"}, "plan": dataclasses.asdict(src.plan),
+              "engine": "duckdb", "all": {"key": src.key(), **found}}
+    return {"cells": cells, "source": source, "dataset": src.describe()}
+
+
+def _restore_large(source: dict, cells: dict) -> None:
+    """Make a saved run's large source (``source`` and ``cells`` as :func:`_large_kept` gave them) the active
+    one, its cells kept under their keys."""
+    st.session_state[large_source.SPEC] = {**source["spec"], "plan": source["plan"]}
+    found = {k: v for k, v in source["all"].items() if k != "key"}
+    found["range"] = tuple(found["range"]) if found["range"] else None
+    for key, value in cells.items():
+        if isinstance(value, KeyedCells):
+            large_source.KEYED.put(key, value)
+        else:
+            large_source.CELLS.put(key, {**found, "cells": value} if key == source["all"]["key"] else value)
+
+
 def evaluation_json(data, ev, scheme) -> dict:
-    """``evaluate --json`` of the page's evaluation ``ev``; on a large source as the DuckDB engine's."""
+    """``evaluate --json`` of the page's evaluation ``ev``; on a large source as the DuckDB engine's: its counts
+    from its all-rows cells, its label's values from the aggregation, no row dropped."""
     if not is_large(data):
         return evaluation_document(data, ev, scheme)
-    return {**evaluation_document(large_source.document_data(data), ev, scheme), "engine": "duckdb"}
+    report = SimpleNamespace(**vars(data.report), dropped={}, dropped_examples={})
+    negative = large_source.CELLS.get(data.key)["negative"]
+    counted = SimpleNamespace(**{**vars(data.report_view()), "report": report, "negative_label": negative})
+    return {**evaluation_document(counted, ev, scheme), "engine": "duckdb"}
 
 
 def save_panel(page: str, kind: str, results, models=None, diagrams=None, *, scheme=None,
@@ -188,7 +228,7 @@ def open_from_link() -> None:
         if not large_source.available():
             st.error("**This run was computed on a large source, and large sources are off on this server.**")
             st.stop()
-        large_source.restore(run.source, run.cells())
+        _restore_large(run.source, run.cells())
         st.session_state[SOURCE] = LARGE
     rows = run.rows()
     sha = None
