@@ -26,6 +26,7 @@ import streamlit as st
 
 from calibdash.cli.documents import evaluation_document
 from calibdash.core.errors import CalibdashError, DataError
+from calibdash.engines.plan import schema_step
 from calibdash.io.runs import RUN_ERRORS, Workspace
 from calibdash.monitoring.keyed import KeyedCells
 from pages.parts import large_source
@@ -122,8 +123,9 @@ def _kept_data(scheme, keyed) -> dict:
 def _large_kept(scheme, keyed) -> dict:
     """What a run keeps of the active large source: the cells its view read, by their keys (the all-rows cells,
     those of ``scheme`` and the keyed cells ``keyed``, an id from :func:`large_source.keyed_or_stop`), and as
-    ``source`` its spec, its resolved plan and what the all-rows aggregation found besides cells (the label's
-    values, the raw range, the split values). DataError when a store no longer keeps them."""
+    ``source`` its spec, its resolved plan, what the all-rows aggregation found besides cells (the label's
+    values, the raw range, the split values) and its columns as read (Groups & time offers them). DataError when
+    a store no longer keeps the cells."""
     src = large_source.active_source()
     got = large_source.CELLS.get(src.key())
     cells = {src.key(): None if got is None else got["cells"]}
@@ -134,8 +136,10 @@ def _large_kept(scheme, keyed) -> dict:
     if any(v is None for v in cells.values()):
         raise DataError("this view's score cells are no longer kept on the server: show the page again, then save.")
     found = json.loads(json.dumps({k: v for k, v in got.items() if k != "cells"}, default=str))
+    read = schema_step(src.root, src.plan).key
     source = {"spec": {k: v for k, v in src.spec.items() if k != "plan"}, "plan": dataclasses.asdict(src.plan),
-              "engine": "duckdb", "all": {"key": src.key(), **found}}
+              "engine": "duckdb", "all": {"key": src.key(), **found},
+              "schema": {"key": read, "value": large_source.READS.get(read)}}
     return {"cells": cells, "source": source, "dataset": src.describe()}
 
 
@@ -143,6 +147,8 @@ def _restore_large(source: dict, cells: dict) -> None:
     """Make a saved run's large source (``source`` and ``cells`` as :func:`_large_kept` gave them) the active
     one, its cells kept under their keys."""
     st.session_state[large_source.SPEC] = {**source["spec"], "plan": source["plan"]}
+    if source["schema"]["value"] is not None:
+        large_source.READS.put(source["schema"]["key"], source["schema"]["value"])
     found = {k: v for k, v in source["all"].items() if k != "key"}
     found["range"] = tuple(found["range"]) if found["range"] else None
     for key, value in cells.items():

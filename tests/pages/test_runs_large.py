@@ -1,8 +1,9 @@
-"""Saved runs of a large source: Save run on Compare keeps the source's spec and the score cells the view read (never
-its rows), and the run's link opens in a fresh session of a restarted server with the same numbers, from the saved
-cells, without a job; the same once the lake's files are deleted, with a note saying so.
+"""Saved runs of a large source: Save run on Compare and on Groups & time keeps the source's spec and the score cells
+the view read (never its rows), and the run's link opens in a fresh session of a restarted server with the same
+numbers, from the saved cells, without a job; the same once the lake's files are deleted, with a note saying so.
 
-The lake: two Parquet files of 6,000 rows each (scores on a 0.001 grid: exact cells). The page runs through app.py
+The lakes: two Parquet files of 6,000 rows each (scores on a 0.001 grid: exact cells), and the drift sample (20,000
+rows with a date and a segment) in two Parquet files, as tests/pages/test_app_segments_large.py. The page runs through app.py
 with the large source active (``SYNCHRONOUS``: AppTest cannot poll a job's fragment). A restart is every cache
 and store of the process emptied; a job started after it fails the test (``_no_job``). Numbers: the table shows
 each measure to 4 decimals, compared as the saved JSON's value printed so; the opened view, saved again, gives the
@@ -16,13 +17,17 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from calibdash.engines import plan as cplan
 from calibdash.engines.plan import LargeSource
 from calibdash.io.runs import Workspace
+from calibdash.monitoring.keyed import KeyedCells
 from pages.parts import bounded_cache, large_source, runs
 from pages.parts.labels import method_labels
 from tests.conftest import APPTEST_TIMEOUT
 from tests.pages.test_app import APP, COMPARE, _run_entry_point_every_time, assert_clean, go, shown  # noqa: F401
-from tests.pages.test_app_segments import _same_numbers
+from calibdash.samples.drifting_score import make_drift
+from tests.pages.test_app_segments import _cli_json, _commands, _same_as_records, _same_numbers
+from tests.pages.test_app_segments_large import NAMES
 
 METHODS = ["platt", "isotonic", "histogram"]
 
@@ -38,6 +43,22 @@ def lake(tmp_path, monkeypatch):
         y = (rng.random(6000) < np.clip(1.3 * s, 0, 1)).astype(int)
         pd.DataFrame({"p": s, "clicked": y, "region": rng.choice(["n", "s"], 6000)}).to_parquet(
             root / "scores" / f"part-{i}.parquet", index=False)
+    yield from _served(root, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def drift_lake(tmp_path, monkeypatch):
+    """The drift sample in two Parquet files."""
+    root = tmp_path / "lake"
+    (root / "scores").mkdir(parents=True)
+    df = make_drift()
+    for i, part in enumerate(np.array_split(np.arange(len(df)), 2)):
+        df.iloc[part].to_parquet(root / "scores" / f"drift-{i}.parquet", index=False)
+    yield from _served(root, tmp_path, monkeypatch)
+
+
+def _served(root, tmp_path, monkeypatch):
+    """The app's settings for ``root`` (its data root) and a workspace of the test's own; emptied caches around."""
     monkeypatch.setenv("CALIBDASH_DATA_ROOT", str(root))
     monkeypatch.setenv("CALIBDASH_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.setattr(large_source, "SYNCHRONOUS", True)
@@ -82,20 +103,38 @@ def _open_link(run_id: str) -> AppTest:
     return at.run()
 
 
-def _save(at: AppTest, name: str) -> str:
-    at.text_input(key="runs.compare.name").set_value(name)
-    at.button(key="runs.compare.save").click().run()
+def _save(at: AppTest, name: str, page: str = "compare") -> str:
+    at.text_input(key=f"runs.{page}.name").set_value(name)
+    at.button(key=f"runs.{page}.save").click().run()
     assert_clean(at)
     return at.session_state["runs.last_saved"]
 
 
-def test_a_large_source_s_run_opens_from_its_cells_with_the_saved_numbers(lake, monkeypatch):
+def _aggregated(glob: str) -> AppTest:
+    """A session whose active source is the large source ``glob``, aggregated."""
     at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.session_state["source"] = large_source.LARGE
     at.switch_page("pages/data.py").run()
-    at.text_input(key="large.path").set_value("scores/part-*.parquet").run()
+    at.text_input(key="large.path").set_value(glob).run()
     at.button(key="large.aggregate").click().run()
     assert_clean(at)
+    return at
+
+
+def _forbid_jobs(monkeypatch) -> None:
+    """Any job on the lake (aggregating, reading its columns) fails the test from now on."""
+    monkeypatch.setattr(LargeSource, "aggregate", _no_job)
+    monkeypatch.setattr(LargeSource, "aggregate_keyed", _no_job)
+    monkeypatch.setattr(cplan, "read_schema", _no_job)
+
+
+def _delete(root) -> None:
+    for f in (root / "scores").iterdir():
+        f.unlink()
+
+
+def test_a_large_source_s_run_opens_from_its_cells_with_the_saved_numbers(lake, monkeypatch):
+    at = _aggregated("scores/part-*.parquet")
     at.number_input(key="scheme.seed").set_value(5).run()              # a new split: aggregated again
     go(at, COMPARE)
     at.multiselect(key="compare.methods").set_value(METHODS).run()
@@ -113,12 +152,10 @@ def test_a_large_source_s_run_opens_from_its_cells_with_the_saved_numbers(lake, 
     assert (run.folder / "cells.parquet").stat().st_size < lake_bytes            # cells, not a copy of the rows
     _same_as_saved(table, run.results)
 
-    monkeypatch.setattr(LargeSource, "aggregate", _no_job)
-    monkeypatch.setattr(LargeSource, "aggregate_keyed", _no_job)
+    _forbid_jobs(monkeypatch)
     for gone in (False, True):
         if gone:                                            # the lake's files deleted: the run opens from its cells
-            for f in (lake / "scores").iterdir():
-                f.unlink()
+            _delete(lake)
         _restart()
         opened = _open_link(run_id)                         # a teammate's fresh session on a restarted server
         assert_clean(opened)
@@ -131,3 +168,35 @@ def test_a_large_source_s_run_opens_from_its_cells_with_the_saved_numbers(lake, 
         assert bool(note) == gone and (not gone or "cannot be read now" in note[0])
         again = Workspace().open(_save(opened, f"lake v1 again {gone}"))    # the opened view saves the same JSON
         assert _same_numbers(again.results, run.results) and again.source == run.source
+
+
+def test_a_groups_and_time_run_of_a_large_source_opens_from_its_keyed_cells(drift_lake, capsys, monkeypatch):
+    """By group and over time: the saved JSON is the shown command's (``--engine duckdb``) to 1e-12, and the links
+    open after a restart with the lake deleted, showing the same tables from the saved keyed cells."""
+    at = _aggregated("scores/drift-*.parquet")
+    go(at, "pages/segments.py")
+    saved = {}
+    for view, kind, records in (("By group", "groups", "groups"), ("Over time", "drift", "periods")):
+        at.segmented_control[0].set_value(view).run()
+        assert_clean(at)
+        tables = [d.value for d in at.main.dataframe]
+        run = Workspace().open(_save(at, f"nightly {kind}", "segments"))
+        assert run.holds == "cells" and run.record.kind == kind and run.results["engine"] == "duckdb"
+        assert sum(isinstance(c, KeyedCells) for c in run.cells().values()) == 1 and run.rows() is None
+        monkeypatch.chdir(drift_lake)                       # the command names the glob under the data root
+        got = _cli_json(_commands(at)[-1], drift_lake / "unused", capsys)
+        assert _same_numbers(run.results[records], got[records]) and run.results["binning"] == got["binning"]
+        _same_as_records(tables[0], run.results[records], NAMES)
+        saved[run.record.id] = (view, tables, run.results)
+    _delete(drift_lake)
+    _forbid_jobs(monkeypatch)
+    for run_id, (view, tables, results) in saved.items():
+        _restart()
+        opened = _open_link(run_id)
+        assert_clean(opened)
+        assert opened.segmented_control[0].value == view
+        for shown_now, shown_then in zip([d.value for d in opened.main.dataframe], tables, strict=True):
+            pd.testing.assert_frame_equal(shown_now, shown_then)
+        assert any("cannot be read now" in shown(c.value) for c in opened.main.caption)
+        again = Workspace().open(_save(opened, "again", "segments"))
+        assert _same_numbers(again.results, results)
