@@ -96,6 +96,15 @@ def _same_as_saved(table: pd.DataFrame, results: dict) -> None:
             assert table.loc[names[method], measure].split(" [")[0] == f"{values[measure]:.4f}", (method, measure)
 
 
+def _same_floats(table: pd.DataFrame, results: dict) -> None:
+    """Explore's measures table (the numbers themselves) holds the saved JSON's values to float rounding."""
+    names = method_labels(results["metrics"])
+    assert sorted(table.index) == sorted(names.values()) and len(table.columns) >= 5
+    for method, values in results["metrics"].items():
+        for measure in table.columns:
+            assert table.loc[names[method], measure] == pytest.approx(values[measure], rel=1e-12, abs=1e-12)
+
+
 def _open_link(run_id: str) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=APPTEST_TIMEOUT)
     at.query_params["run"] = run_id
@@ -151,6 +160,11 @@ def test_a_large_source_s_run_opens_from_its_cells_with_the_saved_numbers(lake, 
     lake_bytes = sum(f.stat().st_size for f in (lake / "scores").iterdir())
     assert (run.folder / "cells.parquet").stat().st_size < lake_bytes            # cells, not a copy of the rows
     _same_as_saved(table, run.results)
+    go(at, "pages/explore.py")
+    at.selectbox(key="explore.method").set_value("isotonic").run()
+    explored = Workspace().open(_save(at, "lake v1 isotonic", "explore"))
+    assert explored.holds == "cells" and explored.view["page"] == "explore"
+    _same_floats(at.main.dataframe[0].value, explored.results)
 
     _forbid_jobs(monkeypatch)
     for gone in (False, True):
@@ -168,6 +182,11 @@ def test_a_large_source_s_run_opens_from_its_cells_with_the_saved_numbers(lake, 
         assert bool(note) == gone and (not gone or "cannot be read now" in note[0])
         again = Workspace().open(_save(opened, f"lake v1 again {gone}"))    # the opened view saves the same JSON
         assert _same_numbers(again.results, run.results) and again.source == run.source
+        _restart()
+        opened = _open_link(explored.record.id)
+        assert_clean(opened)
+        assert opened.selectbox(key="explore.method").value == "isotonic"
+        _same_floats(opened.main.dataframe[0].value, explored.results)
 
 
 def test_a_groups_and_time_run_of_a_large_source_opens_from_its_keyed_cells(drift_lake, capsys, monkeypatch):
