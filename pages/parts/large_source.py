@@ -154,7 +154,7 @@ def large_data_or_stop() -> LargeData:
         _aggregate_or_stop(src, src.first_scheme(scheme), need_all=True)
     why = _unreadable(src)
     if why:
-        st.caption(f":material/cloud_off: The saved run's source {md(src.describe())}: {md(why)}. The numbers "
+        st.caption(f":material/cloud_off: The saved run's source, {md(src.describe())}: {md(why)}. The numbers "
                    "come from the score cells saved with the run.")
     return _large(src, CELLS.get(src.key()))
 

@@ -1,13 +1,14 @@
-"""Saved runs of a large source: Save run on Compare and on Groups & time keeps the source's spec and the score cells
-the view read (never its rows), and the run's link opens in a fresh session of a restarted server with the same
-numbers, from the saved cells, without a job; the same once the lake's files are deleted, with a note saying so.
+"""Saved runs of a large source: Save run on Compare, Explore and Groups & time keeps the source's spec and the score
+cells the view read (never its rows), and the run's link opens in a fresh session of a restarted server with the
+same numbers, from the saved cells, without a job; the same once the lake's files are deleted, with a note saying so.
 
 The lakes: two Parquet files of 6,000 rows each (scores on a 0.001 grid: exact cells), and the drift sample (20,000
-rows with a date and a segment) in two Parquet files, as tests/pages/test_app_segments_large.py. The page runs through app.py
-with the large source active (``SYNCHRONOUS``: AppTest cannot poll a job's fragment). A restart is every cache
-and store of the process emptied; a job started after it fails the test (``_no_job``). Numbers: the table shows
-each measure to 4 decimals, compared as the saved JSON's value printed so; the opened view, saved again, gives the
-saved JSON to float rounding (1e-12): the same cells, settings and seeds give the same arithmetic.
+rows with a date and a segment) in two Parquet files, as tests/pages/test_app_segments_large.py. The pages run
+through app.py with the large source active (``SYNCHRONOUS``: AppTest cannot poll a job's fragment). A restart is
+every cache and store of the process emptied; a job started after it fails the test (``_no_job``). Numbers:
+Compare's table shows each measure to 4 decimals, compared as the saved JSON's value printed so; Explore's table
+holds the numbers, compared to 1e-12; the opened view, saved again, gives the saved JSON to float rounding (1e-12):
+the same cells, settings and seeds give the same arithmetic.
 """
 from __future__ import annotations
 

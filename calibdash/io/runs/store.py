@@ -72,8 +72,8 @@ def default_folder() -> Path:
 @dataclass(frozen=True)
 class Run:
     """An opened run: its catalog record and the contents of ``run.json`` (``view``, ``results``, ``models``,
-    ``source``, ``diagrams``; ``holds``: ``"rows"``, ``"cells"`` or None, what data it keeps); :meth:`rows` reads
-    the saved rows, :meth:`cells` the saved cells, if any."""
+    ``source``, ``diagrams``; ``holds``: ``"rows"``, ``"cells"`` or None, what data it keeps; ``described``: its
+    cells' descriptions); :meth:`rows` reads the saved rows, :meth:`cells` the saved cells, if any."""
 
     record: RunRecord
     view: dict
