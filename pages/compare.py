@@ -6,7 +6,7 @@ import streamlit as st
 from calibdash import diagrams as cdiagrams, figures
 from calibdash.evaluation import holdout as mevaluation
 from calibdash.evaluation.holdout import UNCALIBRATED
-from calibdash.cli.documents import evaluation_document, reliability_document
+from calibdash.cli.documents import reliability_document
 from pages.parts import diagrams, downloads, fitting, runs, url_state
 from pages.parts.measures_panel import TOGGLE as MEASURES_TOGGLE, measures_table, show_measures
 from pages.parts.problem import problem_or_stop
@@ -48,10 +48,8 @@ cells_path = getattr(ev, "weights", None) is not None
 labels = family.labels(ev.predictions)
 st.caption(f"{md(data.name)} · {problem.what()} · {fitting.judged_line(ev, scheme)} · "
            "the address bar holds this view: copy it to share")
-if not fitting.is_large(data):
-    runs.save_panel("compare", "evaluate", lambda: evaluation_document(data, ev, scheme),
-                    lambda: downloads.models_document(problem, ev),
-                    lambda: reliability_document(ev))
+runs.save_panel("compare", "evaluate", lambda: runs.evaluation_json(data, ev, scheme),
+                lambda: downloads.models_document(problem, ev), lambda: reliability_document(ev), scheme=scheme)
 notes = mevaluation.fit_notes(ev.models) if "fit_notes" in views else []
 if notes:
     st.warning("**What the fits say:**\n" + "\n".join(f"- {md(n)}" for n in notes), icon=":material/info:")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from calibdash import figures
 from calibdash.evaluation.holdout import UNCALIBRATED
-from calibdash.cli.documents import evaluation_document, reliability_document
+from calibdash.cli.documents import reliability_document
 from pages.parts import diagrams, downloads, fitting, runs
 from pages.parts.explaining import explanation, show_inside
 from pages.parts.problem import problem_or_stop
@@ -53,9 +53,8 @@ with right:
     st.caption(f"{md(data.name)} · {problem.what()} · fitted on the fitting rows, {fitting.judged_line(ev, scheme)}")
     if reason:
         st.info(md(reason), icon=":material/info:")
-    if not fitting.is_large(data):
-        runs.save_panel("explore", "evaluate", lambda: evaluation_document(data, ev, scheme),
-                        lambda: downloads.models_document(problem, ev), lambda: reliability_document(ev))
+    runs.save_panel("explore", "evaluate", lambda: runs.evaluation_json(data, ev, scheme),
+                    lambda: downloads.models_document(problem, ev), lambda: reliability_document(ev), scheme=scheme)
     st.dataframe(metrics_frame(ev.metrics, labels, problem.direction))
     st.caption(CLASS_MEASURES if problem.is_classes else binning_note(ev.binning))
     c1, c2 = st.columns([2, 3] if "classwise" in problem.views else 2)

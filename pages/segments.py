@@ -92,6 +92,7 @@ def _fit_scheme():
 view = st.segmented_control("View", VIEWS, key=VIEW, persist_state="session", **initial(VIEW, default=VIEWS[0])
                             ) or VIEWS[0]
 key = ss.content_key()
+ENGINE = "duckdb" if is_large(ss) else "memory"      # what aggregated the keyed cells, as the command says it
 #: Resamples per group or period: 200 up to 200,000 rows, fewer (at least 50) on larger data.
 N_BOOT = cboot.resamples_for(ss.n_rows, 1, budget=4e7)
 SEED = scheme.seed            # the bootstrap's seed, as the command's --seed (which also seeds the scheme)
@@ -116,9 +117,8 @@ def by_group_view() -> None:
         show_problem(exc)
         return
     _notes(report.notes)
-    if not is_large(ss):
-        runs.save_panel("segments", "groups", lambda: groups_document(ss.name, ss.score, ss.label_column, column,
-                                                                      "memory", cells.kc, report))
+    runs.save_panel("segments", "groups", lambda: groups_document(ss.name, ss.score, ss.label_column, column, ENGINE,
+                                                                  cells.kc, report), keyed=cells.id)
     problem.true_class_warning(column)
     worst = report.worst()
     if worst is not None and len(report.table) > 1:
@@ -225,9 +225,8 @@ def over_time_view() -> None:
         show_problem(exc)
         return
     _notes([n for n in stale.notes if n not in report.notes])
-    if not is_large(ss):
-        runs.save_panel("segments", "drift", lambda: drift_document(ss.name, ss.score, ss.label_column, column,
-                                                                    "memory", cells.kc, report, stale))
+    runs.save_panel("segments", "drift", lambda: drift_document(ss.name, ss.score, ss.label_column, column, ENGINE,
+                                                                cells.kc, report, stale), keyed=cells.id)
     labels = {method: method_label(method)}
     t = stale.table
     last = t.iloc[-1]

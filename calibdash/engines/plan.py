@@ -28,7 +28,7 @@ from .duckdb.rows import ident, is_numeric_type, lit, literal_path
 from .flow import STAGES
 from .source import Source
 
-__all__ = ["resolve_plan", "aggregate_job", "describe_columns", "AGGREGATE_NOTE", "STAGE_TEXT", "LargeSource",
+__all__ = ["resolve_plan", "aggregate_job", "describe_columns", "AGGREGATE_NOTE", "STAGE_TEXT", "LargeSource", "Plan",
            "tables_step", "schema_step", "ROLES", "role_choices", "chosen_roles"]
 
 #: How many rows guess the roles.
@@ -319,8 +319,8 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
     -------
     dict
         ``{"cells": ScoreCells}``, and with ``need_all`` also ``"all"``: ``{"cells"`` (the all-rows cells),
-        ``"positive"``, ``"range"`` (the raw scores' range when mapped), ``"splits"`` (at most
-        :data:`MAX_SPLIT_VALUES` distinct split values)``}``.
+        ``"positive"``, ``"negative"`` (the label's values), ``"range"`` (the raw scores' range when mapped),
+        ``"splits"`` (at most :data:`MAX_SPLIT_VALUES` distinct split values)``}``.
     """
     from .duckdb.rows import aggregate
 
@@ -354,7 +354,8 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
                     root, con, f"SELECT DISTINCT {quote_identifier(src.split)} FROM ({plan.relation_sql()}\n) "
                                f"LIMIT {MAX_SPLIT_VALUES}", "all", what, guarded=False)]
             mapped = lo is not None and (lo < 0 or hi > 1)
-            result["all"] = {"cells": every, "positive": choose_positive([llo, lhi], column=src.label)[0],
+            positive, negative = choose_positive([llo, lhi], column=src.label)
+            result["all"] = {"cells": every, "positive": positive, "negative": negative,
                              "range": (lo, hi) if mapped else None, "splits": splits}
     return result
 

@@ -7,6 +7,11 @@ keyed and aggregated, the roles offered and the pages' :class:`calibdash.data.La
 job (:mod:`calibdash.core.jobs`) shown by :mod:`pages.parts.job_panel`. What a job gives (columns and guessed roles; score
 cells, never rows) is kept in stores bounded by bytes (:class:`pages.parts.bounded_cache.Store`);
 ``st.session_state`` holds the source's spec (:data:`SPEC`).
+
+A saved run of a large source (:mod:`pages.parts.runs`) keeps the spec, the plan it was resolved to and the cells
+its view read; opening it puts the cells back in the stores under the same keys and the spec with its saved plan in
+:data:`SPEC` (:func:`active_source`), so the view reads them and no job runs. Other settings aggregate the lake
+again only while it is as it was saved; gone, unreadable or changed, the pages say so (:func:`_unreadable`).
 """
 from __future__ import annotations
 
@@ -21,13 +26,14 @@ from pages.parts.text import md
 from calibdash.data import LargeData
 from calibdash.data.guard import data_root_from_env
 from calibdash.engines import plan as cplan
-from calibdash.engines.plan import LargeSource
+from calibdash.engines.plan import LargeSource, Plan
 from calibdash.engines.plan import resolve_plan
 from calibdash.core.errors import CalibdashError, EnvironmentProblem, SettingsError
 
 __all__ = ["LARGE", "SPEC", "SYNCHRONOUS", "KINDS", "LargeData", "data_root", "available", "registry",
            "resolve_plan", "data_root_from_env", "source_inputs", "large_data_or_stop", "peek", "stop_if_large",
-           "NOT_ON_LARGE", "CELLS", "READS", "KEYED", "schema_or_stop", "keyed_or_stop", "scheme_problem"]
+           "NOT_ON_LARGE", "CELLS", "READS", "KEYED", "schema_or_stop", "keyed_or_stop", "scheme_problem",
+           "active_source"]
 
 LARGE = "Large data"               # the Data page's source choice
 SPEC = "large.spec"                # session key: the active large source (texts typed, roles); set by Aggregate
@@ -69,6 +75,7 @@ def _aggregate_or_stop(src: LargeSource, scheme, need_all: bool = False) -> None
     key = src.key(scheme)
     if job_panel.show_stopped(key):
         st.stop()
+    _stop_if_unreadable(src)
     try:
         src.check(scheme)
     except SettingsError as exc:
@@ -82,9 +89,39 @@ def _aggregate_or_stop(src: LargeSource, scheme, need_all: bool = False) -> None
 
 
 # -- what the pages see --------------------------------------------------------------------------------
-def _active() -> LargeSource:
-    """The active large source; raises as :meth:`LargeSource.resolve`."""
-    return LargeSource.resolve(data_root(), st.session_state.get(SPEC))
+def active_source() -> LargeSource:
+    """The active large source; raises as :meth:`LargeSource.resolve`. A saved run's source is its saved plan (the
+    keys of its saved cells), not the lake as it is now."""
+    spec, root = st.session_state.get(SPEC), data_root()
+    if spec and spec.get("plan") and root is not None:
+        return LargeSource(root, spec, Plan(**{k: _tuples(v) for k, v in spec["plan"].items()}))
+    return LargeSource.resolve(root, spec)
+
+
+def _tuples(value):
+    return tuple(map(_tuples, value)) if isinstance(value, list) else value
+
+
+def _unreadable(src: LargeSource) -> str | None:
+    """Why a saved run's source cannot give more cells now (gone, unreadable, changed since the run was saved);
+    None when it can, and for a source aggregated in this session."""
+    if not src.spec.get("plan"):
+        return None
+    try:
+        fresh = resolve_plan(src.root, src.spec)
+    except CalibdashError as exc:
+        return f"it cannot be read now ({exc})"
+    return None if fresh.identity == src.plan.identity else "it has changed since the run was saved"
+
+
+def _stop_if_unreadable(src: LargeSource) -> None:
+    why = _unreadable(src)
+    if why:
+        st.info(f"**This saved run's source, {md(src.describe())}, gives no more cells:** {md(why)}. Its saved cells "
+                "cover the view it was saved in; to see other settings, aggregate a source on the Data page.",
+                icon=":material/cloud_off:")
+        st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
+        st.stop()
 
 
 def _large(src: LargeSource, got) -> LargeData:
@@ -94,7 +131,7 @@ def _large(src: LargeSource, got) -> LargeData:
 def peek() -> LargeData | str:
     """The active large source when its cells are kept, else a line saying why not (no widget, no job)."""
     try:
-        src = _active()
+        src = active_source()
     except CalibdashError as exc:
         return str(exc)
     got = CELLS.get(src.key())
@@ -105,7 +142,7 @@ def large_data_or_stop() -> LargeData:
     """The active large source, aggregated (showing the progress and stopping the page until it is), or an error
     box, a link to the Data page and a stop (never a traceback)."""
     try:
-        src = _active()
+        src = active_source()
     except CalibdashError as exc:
         st.error(f"**The large source cannot be used:** {md(exc)}")
         st.page_link("pages/data.py", label="Go to the Data page", icon=":material/folder_open:")
@@ -115,6 +152,10 @@ def large_data_or_stop() -> LargeData:
 
         scheme = current_scheme(SimpleNamespace(split_column=src.roles.get("split") or None))
         _aggregate_or_stop(src, src.first_scheme(scheme), need_all=True)
+    why = _unreadable(src)
+    if why:
+        st.caption(f":material/cloud_off: The saved run's source, {md(src.describe())}: {md(why)}. The numbers "
+                   "come from the score cells saved with the run.")
     return _large(src, CELLS.get(src.key()))
 
 
@@ -122,7 +163,7 @@ def schema_or_stop() -> dict:
     """The active large source's columns and their types (``{"columns", "types", "guess"}``, read once as a job
     and kept), or its progress / why not, and a stop."""
     try:
-        src = _active()
+        src = active_source()
         return _read_step(*cplan.schema_step(src.root, src.plan))
     except CalibdashError as exc:
         st.error(f"**The large source cannot be read:** {md(exc)}")
@@ -134,7 +175,7 @@ def schema_or_stop() -> dict:
 def scheme_problem(scheme) -> str | None:
     """Why ``scheme`` does not work on the active large source (None when it does)."""
     try:
-        _active().check(scheme)
+        active_source().check(scheme)
     except CalibdashError as exc:
         return str(exc)
     return None
@@ -144,10 +185,11 @@ def keyed_or_stop(key, scheme=None) -> tuple:
     """``(id, KeyedCells)``: the active large source's keyed cells of ``key`` (a :class:`calibdash.monitoring.keyed.Key`)
     under ``scheme``, aggregated by DuckDB as a job and kept in :data:`KEYED`; until then the job's progress
     (or why it stopped) and a stop."""
-    src = _active()
+    src = active_source()
     key_id = src.keyed_key(key, scheme)
     got = KEYED.get(key_id)
     if got is None:
+        _stop_if_unreadable(src)
         what = f"Aggregating {src.describe()} by {key.column!r} with DuckDB"
         got = job_panel.run("keyed", key_id, what, lambda job: src.aggregate_keyed(job, key, scheme),
                             functools.partial(KEYED.put, key_id), "The large source cannot be aggregated by "

@@ -1,10 +1,11 @@
 """Saved runs in the pages: the workspace, who is signed in, the Save panel, and opening ``?run=<id>``.
 
 A run saved from a page holds the page's widget state (the view), the rows of an upload as Parquet (a built-in
-sample is named, not copied), the results as the command line's ``--json`` prints them and the fitted models'
-export JSON (:mod:`calibdash.io.runs`). Opening its link puts the rows back as the session's upload and the state
-back into the widgets, then shows the saved page: the page computes the same numbers from the same rows and
-settings.
+sample is named, not copied) or a large source's spec and the score cells its view read (never its rows:
+:func:`_large_kept`), the results as the command line's ``--json`` prints them and the fitted
+models' export JSON (:mod:`calibdash.io.runs`). Opening its link puts the rows back as the session's upload (or
+the cells back in the large source's stores) and the state back into the widgets, then shows the saved page: the
+page computes the same numbers from the same rows (or cells) and settings, without a job.
 
 Sign-in is Streamlit's own (``st.login``), on when the operator gives an ``[auth]`` section in
 ``.streamlit/secrets.toml``; without it the server is single-user and the sidebar says that anyone reaching it
@@ -12,21 +13,29 @@ sees every run.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from datetime import datetime, timezone
 import io
+import json
 import logging
 import re
+from types import SimpleNamespace
 
 import streamlit as st
 
-from calibdash.core.errors import CalibdashError
+from calibdash.cli.documents import evaluation_document
+from calibdash.core.errors import CalibdashError, DataError
+from calibdash.engines.plan import schema_step
 from calibdash.io.runs import RUN_ERRORS, Workspace
-from pages.parts.source import SAMPLE, SOURCE, UPLOAD, source_table, using_upload
+from calibdash.monitoring.keyed import KeyedCells
+from pages.parts import large_source
+from pages.parts.fitting import is_large
+from pages.parts.source import LARGE, SAMPLE, SOURCE, UPLOAD, source_table, using_large, using_upload
 from pages.parts.text import md
 
 __all__ = ["workspace", "sign_in_on", "user", "gate", "sidebar_note", "save_panel", "open_from_link", "run_to_show",
-           "RUN"]
+           "RUN", "evaluation_json"]
 
 log = logging.getLogger("calibdash.app")
 
@@ -100,17 +109,71 @@ def view_state(page: str) -> dict:
     return {"page": page, "state": state}
 
 
-def _rows_and_name():
-    """The upload's parsed table and file name, or (None, sample name)."""
+def _kept_data(scheme, keyed) -> dict:
+    """What a run keeps of the active data, as :meth:`Workspace.save` takes it: an upload's parsed table, a large
+    source's cells (those of ``scheme`` and ``keyed`` besides the all-rows ones) and spec, or a sample's name."""
+    if using_large():
+        return _large_kept(scheme, keyed)
     if using_upload():
         df, info = source_table()
-        return df, info.name
-    return None, st.session_state.get(SAMPLE)
+        return {"rows": df, "dataset": info.name}
+    return {"dataset": str(st.session_state.get(SAMPLE))}
 
 
-def save_panel(page: str, kind: str, results, models=None, diagrams=None) -> None:
+def _large_kept(scheme, keyed) -> dict:
+    """What a run keeps of the active large source: the cells its view read, by their keys (the all-rows cells,
+    those of ``scheme`` and the keyed cells ``keyed``, an id from :func:`large_source.keyed_or_stop`), and as
+    ``source`` its spec, its resolved plan, what the all-rows aggregation found besides cells (the label's
+    values, the raw range, the split values) and its columns as read (Groups & time offers them). DataError when
+    a store no longer keeps the cells."""
+    src = large_source.active_source()
+    got = large_source.CELLS.get(src.key())
+    cells = {src.key(): None if got is None else got["cells"]}
+    if scheme is not None:
+        cells[src.key(scheme)] = large_source.CELLS.get(src.key(scheme))
+    if keyed is not None:
+        cells[keyed] = large_source.KEYED.get(keyed)
+    if any(v is None for v in cells.values()):
+        raise DataError("this view's score cells are no longer kept on the server: show the page again, then save.")
+    found = json.loads(json.dumps({k: v for k, v in got.items() if k != "cells"}, default=str))
+    read = schema_step(src.root, src.plan).key
+    source = {"spec": {k: v for k, v in src.spec.items() if k != "plan"}, "plan": dataclasses.asdict(src.plan),
+              "engine": "duckdb", "all": {"key": src.key(), **found},
+              "schema": {"key": read, "value": large_source.READS.get(read)}}
+    return {"cells": cells, "source": source, "dataset": src.describe()}
+
+
+def _restore_large(source: dict, cells: dict) -> None:
+    """Make a saved run's large source (``source`` and ``cells`` as :func:`_large_kept` gave them) the active
+    one, its cells kept under their keys."""
+    st.session_state[large_source.SPEC] = {**source["spec"], "plan": source["plan"]}
+    if source["schema"]["value"] is not None:
+        large_source.READS.put(source["schema"]["key"], source["schema"]["value"])
+    found = {k: v for k, v in source["all"].items() if k != "key"}
+    found["range"] = tuple(found["range"]) if found["range"] else None
+    for key, value in cells.items():
+        if isinstance(value, KeyedCells):
+            large_source.KEYED.put(key, value)
+        else:
+            large_source.CELLS.put(key, {**found, "cells": value} if key == source["all"]["key"] else value)
+
+
+def evaluation_json(data, ev, scheme) -> dict:
+    """``evaluate --json`` of the page's evaluation ``ev``; on a large source as the DuckDB engine's: its counts
+    from its all-rows cells, its label's values from the aggregation, no row dropped."""
+    if not is_large(data):
+        return evaluation_document(data, ev, scheme)
+    report = SimpleNamespace(**vars(data.report), dropped={}, dropped_examples={})
+    negative = large_source.CELLS.get(data.key)["negative"]
+    counted = SimpleNamespace(**{**vars(data.report_view()), "report": report, "negative_label": negative})
+    return {**evaluation_document(counted, ev, scheme), "engine": "duckdb"}
+
+
+def save_panel(page: str, kind: str, results, models=None, diagrams=None, *, scheme=None,
+               keyed: str | None = None) -> None:
     """The "Save run" popover: a name, tags and who sees it; ``results()``, ``models()`` and ``diagrams()`` build
-    the JSON only when the user saves."""
+    the JSON only when the user saves. On a large source the run keeps the cells of ``scheme`` and the keyed
+    cells ``keyed`` (their id) that the page showed."""
     with st.popover("Save run", icon=":material/bookmark_add:"):
         name = st.text_input("Name", key=f"runs.{page}.name", placeholder="e.g. model v2, November")
         tags = st.text_input("Tags", key=f"runs.{page}.tags", placeholder="model=churn, version=2",
@@ -127,12 +190,11 @@ def save_panel(page: str, kind: str, results, models=None, diagrams=None) -> Non
             return
         try:
             tag_pairs = _tags(tags)
-            rows, dataset = _rows_and_name()
-            record = workspace().save(name=name or f"{page} of {dataset}", kind=kind, dataset=str(dataset),
-                                      results=results(), view=view_state(page),
-                                      models=models() if models else None, rows=rows, tags=tag_pairs,
-                                      diagrams=diagrams() if diagrams else None,
-                                      owner=user(), visibility=visibility, shared_with=shared)
+            kept = _kept_data(scheme, keyed)
+            record = workspace().save(name=name or f"{page} of {kept['dataset']}", kind=kind, results=results(),
+                                      view=view_state(page), models=models() if models else None, tags=tag_pairs,
+                                      diagrams=diagrams() if diagrams else None, owner=user(), visibility=visibility,
+                                      shared_with=shared, **kept)
         except RUN_ERRORS as exc:
             st.error(md(exc))
             return
@@ -168,6 +230,12 @@ def open_from_link() -> None:
         st.error(f"**This run cannot be opened.** {md(exc)}", icon=":material/link_off:")
         st.page_link("pages/runs.py", label="See the runs you can open", icon=":material/bookmarks:")
         st.stop()
+    if run.holds == "cells":
+        if not large_source.available():
+            st.error("**This run was computed on a large source, and large sources are off on this server.**")
+            st.stop()
+        _restore_large(run.source, run.cells())
+        st.session_state[SOURCE] = LARGE
     rows = run.rows()
     sha = None
     if rows is not None:

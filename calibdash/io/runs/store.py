@@ -4,7 +4,8 @@ Layout of the folder (``CALIBDASH_WORKSPACE``, by default the user's data direct
 
     catalog.sqlite            the default catalog (unless CALIBDASH_CATALOG names a PostgreSQL server)
     runs/<id>/run.json        the view's state, the results (the commands' --json), the fitted models, the source
-    runs/<id>/rows.parquet    the rows the run was computed on (an upload; never a copy of a large source)
+    runs/<id>/rows.parquet    the rows the run was computed on (an upload), or
+    runs/<id>/cells.parquet   a large source's score cells the run was computed on (never a copy of its rows)
     runs/.partial-<id>/       a save in progress
 
 Saving is atomic: the files are written into ``.partial-<id>``, flushed, and the folder renamed to ``<id>``; only then
@@ -30,6 +31,7 @@ import pandas as pd
 
 from ...core.errors import DataError, SettingsError
 from .catalog import Catalog, NotTheOwner, RunNotFound, RunNotShared, RunRecord
+from .cells_file import read_cells, write_cells
 
 __all__ = ["Workspace", "Run", "default_folder", "new_run_id", "check_run_id", "headline_of", "may_see", "KINDS",
            "VISIBILITIES"]
@@ -70,7 +72,8 @@ def default_folder() -> Path:
 @dataclass(frozen=True)
 class Run:
     """An opened run: its catalog record and the contents of ``run.json`` (``view``, ``results``, ``models``,
-    ``source``, ``diagrams``); :meth:`rows` reads the saved rows, if any."""
+    ``source``, ``diagrams``; ``holds``: ``"rows"``, ``"cells"`` or None, what data it keeps; ``described``: its
+    cells' descriptions); :meth:`rows` reads the saved rows, :meth:`cells` the saved cells, if any."""
 
     record: RunRecord
     view: dict
@@ -79,10 +82,16 @@ class Run:
     source: dict
     folder: Path
     diagrams: dict
+    holds: str | None = None
+    described: dict | None = None
 
     def rows(self) -> pd.DataFrame | None:
         path = self.folder / "rows.parquet"
         return pd.read_parquet(path) if path.exists() else None
+
+    def cells(self) -> dict | None:
+        """The saved cells by name (ScoreCells or KeyedCells), or None when the run keeps none."""
+        return read_cells(self.folder / "cells.parquet", self.described) if self.holds == "cells" else None
 
 
 class Workspace:
@@ -113,12 +122,14 @@ class Workspace:
     def save(self, *, name: str, kind: str, dataset: str, results: dict, view: dict | None = None,
              models: dict | None = None, source: dict | None = None, rows: pd.DataFrame | None = None,
              tags: dict | None = None, owner: str | None = None, visibility: str = "private",
-             shared_with=(), headline: dict | None = None, diagrams: dict | None = None) -> RunRecord:
+             shared_with=(), headline: dict | None = None, diagrams: dict | None = None,
+             cells: dict | None = None) -> RunRecord:
         """Store a run and return its record (its ``id`` opens it).
 
         ``results`` is the JSON document the command line prints with ``--json``; ``view`` the page's state;
-        ``models`` the fitted models' export JSON by method; ``source`` where large data lives (path or query and
-        engine); ``rows`` the upload itself; ``diagrams`` each method's reliability bins
+        ``models`` the fitted models' export JSON by method; ``source`` where large data lives (path or query,
+        roles, engine); ``rows`` the upload itself, or ``cells`` a large source's score cells by name (ScoreCells or
+        KeyedCells, :mod:`.cells_file`); ``diagrams`` each method's reliability bins
         (:func:`calibdash.cli.documents.reliability_document`), drawn when two runs are compared.
         Raises :class:`QuotaReached` when the owner's runs would exceed the quota (nothing is kept).
         """
@@ -128,16 +139,22 @@ class Workspace:
             raise SettingsError(f"A run is visible to 'private' (owner and named users) or 'all', not {visibility!r}.")
         if not str(name).strip():
             raise DataError("A saved run needs a name.")
+        if rows is not None and cells is not None:
+            raise SettingsError("A run keeps the rows it was computed on or a large source's cells, not both.")
         run_id = new_run_id()
         partial = self.runs_folder / f".partial-{run_id}"
         partial.mkdir()
         try:
+            holds = "cells" if cells is not None else "rows" if rows is not None else None
             document = {"view": view or {}, "results": results, "models": models or {}, "source": source or {},
-                        "diagrams": diagrams or {}}
-            _write(partial / "run.json", json.dumps(document, allow_nan=True).encode("utf-8"))
+                        "diagrams": diagrams or {}, "holds": holds}
             if rows is not None:
                 rows.to_parquet(partial / "rows.parquet", index=False)
-                _flush(partial / "rows.parquet")
+            if cells is not None:
+                document["cells"] = write_cells(partial / "cells.parquet", cells)
+            if holds:
+                _flush(partial / f"{holds}.parquet")
+            _write(partial / "run.json", json.dumps(document, allow_nan=True).encode("utf-8"))
             size = sum(p.stat().st_size for p in partial.iterdir())
             final = self.runs_folder / run_id
             os.replace(partial, final)
@@ -171,7 +188,7 @@ class Workspace:
         folder = self.runs_folder / record.id
         document = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         return Run(record, document["view"], document["results"], document["models"], document["source"], folder,
-                   document.get("diagrams", {}))
+                   document.get("diagrams", {}), document.get("holds"), document.get("cells"))
 
     def list(self, user: str | None = None, *, dataset: str | None = None, tag: tuple | None = None,
              owner: str | None = None, name: str | None = None, since: float | None = None,

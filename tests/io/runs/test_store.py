@@ -2,6 +2,7 @@
 access follows the owner's sharing, ids never reach a path, saves are atomic and concurrent saves lose nothing."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -11,7 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibdash.core.errors import SettingsError
+from calibdash.core.errors import DataError, SettingsError
+from calibdash.evaluation.cells import ScoreCells, aggregate
+from calibdash.monitoring.keyed import Key, KeyedCells
+from calibdash.monitoring.keyed.from_rows import keyed_cells
 from calibdash.io.runs import (NotTheOwner, QuotaReached, RunNotFound, RunNotShared, Workspace, check_run_id,
                                headline_of)
 
@@ -44,6 +48,62 @@ def test_a_saved_run_opens_with_the_same_contents(workspace):
     # a new Workspace on the same folder and catalog (a restarted server) opens it the same
     again = Workspace(workspace.folder, catalog=workspace.catalog.url).open(rec.id, "ann@x.org")
     assert again.results == RESULTS and again.record == rec
+
+
+def _cells():
+    """A large source's cells as the pages keep them: the all-rows cells, a split's cells and cells keyed by period
+    (a date column with rows left out) and by group, from 5,000 rows."""
+    rng = np.random.default_rng(4)
+    s = np.round(rng.beta(2, 5, 5000), 3)
+    y = (rng.random(5000) < s).astype(int)
+    part = (np.arange(5000) % 4 == 0).astype(int)
+    dates = pd.Series(pd.date_range("2025-01-01", periods=5000, freq="2h").astype(str)).where(s > 0.05)
+    return {"all": aggregate(s, y), "split": aggregate(s, y, part),
+            "time": keyed_cells(s, y, dates, Key("date", "period"), part),
+            "site": keyed_cells(s, y, rng.choice(["app", "web", "store"], 5000), Key("site", min_rows=10))}
+
+
+def _same_cells(a, b) -> None:
+    """Equal arrays (values and dtypes) and equal scalars."""
+    for c, d in ((a, b), (a.cells, b.cells)) if isinstance(a, KeyedCells) else ((a, b),):
+        for f in dataclasses.fields(c):
+            x, z = getattr(c, f.name), getattr(d, f.name)
+            if isinstance(x, np.ndarray):
+                assert x.dtype == z.dtype and np.array_equal(x, z), f.name
+            elif not isinstance(x, ScoreCells):
+                assert x == z, f.name
+
+
+def test_a_large_source_s_run_keeps_its_cells_and_source_never_rows(workspace):
+    source = {"spec": {"kind": "files", "path": "scores/part-*.parquet", "roles": {"score": "p", "label": "y"}},
+              "plan": {"files": ["/lake/scores/part-0.parquet"], "identity": ["files", "parquet", [[1, 2]]]}}
+    cells = _cells()
+    assert cells["time"].n_left_out > 0 and cells["time"].starts and cells["time"].notes
+    rec = _save(workspace, cells=cells, source=source, dataset="scores/part-*.parquet")
+    run = workspace.open(rec.id, "ann@x.org")
+    assert sorted(p.name for p in run.folder.iterdir()) == ["cells.parquet", "run.json"]      # no rows file
+    assert json.loads((run.folder / "run.json").read_text())["holds"] == "cells" == run.holds
+    assert run.rows() is None and run.source == source and run.results == RESULTS
+    again = Workspace(workspace.folder, catalog=workspace.catalog.url).open(rec.id)        # a restarted server
+    for got in (run.cells(), again.cells()):
+        assert list(got) == list(cells)
+        for name, value in cells.items():
+            assert type(got[name]) is type(value)
+            _same_cells(got[name], value)
+    assert rec.bytes == sum(p.stat().st_size for p in run.folder.iterdir())            # counted in the quota
+    plain = workspace.open(_save(workspace).id)
+    assert plain.holds is None and plain.cells() is None
+
+
+def test_a_run_keeps_rows_or_cells_and_only_featureless_cells(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    cells = _cells()
+    with pytest.raises(SettingsError, match="not both"):
+        _save(ws, cells=cells, rows=pd.DataFrame({"p": [0.5]}))
+    featured = dataclasses.replace(cells["all"], features=pd.DataFrame({"x": np.zeros(len(cells["all"]))}))
+    with pytest.raises(DataError, match="without feature columns"):
+        _save(ws, cells={"all": featured})
+    assert list(ws.runs_folder.iterdir()) == [] and ws.list(None) == []                   # nothing half kept
 
 
 def test_the_list_filters_and_puts_the_newest_first(workspace):
