@@ -1,51 +1,117 @@
-"""The binary calibrators and their registry, built by scanning the package: adding a method is adding its module
-(a :class:`~calibdash.calibrators.base.Calibrator` subclass with a registry ``name``); no list here names the methods.
+"""The calibrators, in two families under one registry, built by scanning the packages: adding a method is adding
+its module; no list here names the methods.
+
+- ``"binary"``: a :class:`~calibdash.calibrators.base.Calibrator` subclass with a registry ``name``, in a module of
+  this package (``calibrators/NAME.py``).
+- ``"classes"`` (K classes): a :class:`~calibdash.calibrators.multiclass.base.MulticlassCalibrator` subclass, in a
+  module of :mod:`calibdash.calibrators.multiclass.methods`. The composites (:func:`composites`: one-vs-rest and
+  top-label) are the bridge: ``"ovr:<binary>"`` reuses every binary calibrator that uses no features.
+
+A name may be in both families (``"temperature"``), so every function takes the ``family``: ``"binary"`` unless
+given, the registry a model file's ``kind`` names.
 
 >>> calibrators.get("platt").fit(scores, labels).predict(scores)     # doctest: +SKIP
+>>> calibrators.get("ovr:isotonic", family="classes").fit(P, y).predict_proba(P)     # doctest: +SKIP
 """
 from __future__ import annotations
 
 from ..core.errors import SettingsError
 from ..core.scan import scan
-from .base import Calibrator, HyperParam
+from .base import Calibrator, HyperParam, check_params
 
-__all__ = ["Calibrator", "HyperParam", "get", "available", "classes", "get_class"]
+__all__ = ["Calibrator", "HyperParam", "FAMILIES", "get", "available", "classes", "get_class", "composites"]
 
-_REGISTRY: dict[str, type[Calibrator]] | None = None
+#: The registry's families: binary calibrators (a score) and K-class ones (a row of K probabilities or logits).
+FAMILIES = ("binary", "classes")
 
-
-def classes() -> dict[str, type[Calibrator]]:
-    """Registry name -> calibrator class, in display order (the K-class family, ``multiclass``, has its own)."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        _REGISTRY = scan(__path__, __name__, Calibrator, skip=("base", "multiclass"))
-    return dict(_REGISTRY)
+_FOUND: dict[str, dict[str, type]] = {}
 
 
-def available() -> list[str]:
-    """Names accepted by :func:`get`, in display order."""
-    return list(classes())
+def classes(family: str = "binary") -> dict[str, type]:
+    """Registry name -> calibrator class of ``family``, in display order (the composites under their prefix).
+
+    Both families are scanned once, at the first call. :class:`SettingsError` if ``family`` is not one of
+    :data:`FAMILIES`.
+    """
+    if family not in FAMILIES:
+        raise SettingsError(f"unknown calibrator family {family!r}; it is one of {', '.join(FAMILIES)}.")
+    if not _FOUND:
+        from .multiclass import MulticlassCalibrator, methods
+        _FOUND.update(binary=scan(__path__, __name__, Calibrator, skip=("base", "multiclass")),
+                      classes=scan(methods.__path__, methods.__name__, MulticlassCalibrator))
+    return dict(_FOUND[family])
 
 
-def get_class(name: str) -> type[Calibrator]:
-    """The calibrator class registered under ``name``."""
-    reg = classes()
-    if name not in reg:
-        raise SettingsError(f"unknown calibrator {name!r}; available: {', '.join(reg)}.")
-    return reg[name]
+def composites() -> tuple[str, ...]:
+    """The K-class names that take a binary method after a colon (``"ovr"`` for ``"ovr:isotonic"``): the classes
+    that declare ``composite`` (:class:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite`'s)."""
+    return tuple(name for name, cls in classes("classes").items() if cls.composite)
 
 
-def get(name: str, **params) -> Calibrator:
-    """A new, unfitted calibrator ``name`` with hyperparameters ``params``.
+def available(family: str = "binary", expand: bool = True) -> list[str]:
+    """Names :func:`get` accepts for ``family``, in display order.
+
+    Parameters
+    ----------
+    family : {"binary", "classes"}, default "binary"
+    expand : bool, default True
+        For ``"classes"``: each composite once per binary calibrator that uses no features (``ovr:isotonic``,
+        ``top_label:bbq``, ...) in place of its bare prefix; False gives the prefix (``ovr``).
+    """
+    bridge = composites() if expand and family == "classes" else ()
+    out = []
+    for name in classes(family):
+        if name in bridge:
+            out += [f"{name}:{b}" for b, cls in classes().items() if not cls.uses_features]
+        else:
+            out.append(name)
+    return out
+
+
+def get_class(name: str, family: str = "binary") -> type:
+    """The class registered under ``name`` in ``family`` (a composite's for ``"ovr:isotonic"``).
 
     Raises
     ------
     SettingsError
-        If ``name`` is not registered or a parameter is unknown.
+        If ``family`` has no such name.
     """
-    cls = get_class(name)
-    known = {h.name for h in cls.hyperparams} | set(cls().get_params())
-    unknown = set(params) - known
-    if unknown:
-        raise SettingsError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
+    reg = classes(family)
+    key = name.split(":", 1)[0] if family == "classes" else name
+    if key in reg:
+        return reg[key]
+    if family == "binary":
+        raise SettingsError(f"unknown calibrator {name!r}; available: {', '.join(reg)}.")
+    bridge = composites()
+    raise SettingsError(f"unknown multi-class method {name!r}; available: {', '.join(reg)} ({' and '.join(bridge)} "
+                        f"take a binary method after a colon: {bridge[0]}:isotonic).")
+
+
+def get(name: str, family: str = "binary", **params):
+    """A new, unfitted calibrator ``name`` of ``family`` with hyperparameters ``params``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`available`; for ``"classes"``, a composite is ``"<prefix>:<binary>"`` and its ``params``
+        are the binary method's and its own, mixed.
+    family : {"binary", "classes"}, default "binary"
+    **params
+        Hyperparameters (constructor arguments).
+
+    Raises
+    ------
+    SettingsError
+        If ``name`` is not registered, a parameter is unknown, a composite has no binary method after its colon,
+        or another K-class method has one.
+    """
+    cls = get_class(name, family)
+    prefix, _, binary = name.partition(":")
+    if family == "classes" and prefix in composites():
+        if not binary:
+            raise SettingsError(f"{prefix} takes a binary method after a colon, e.g. {prefix}:isotonic.")
+        return cls.make(binary.strip(), **params)
+    if binary:
+        raise SettingsError(f"{prefix} takes no binary method; {' and '.join(composites())} do.")
+    check_params(name, params, cls)
     return cls(**params)

@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.calibrators.platt import EPS, logit
 from calibdash.core.errors import SettingsError
 from calibdash.io import export
@@ -70,7 +70,7 @@ def test_ovr_linear_isotonic_is_sklearns_isotonic():
     P, y = table()
     Pt, _ = table(n=300, seed=1)
     w = np.random.default_rng(2).integers(1, 4, y.size).astype(float)
-    ours = multiclass.get("ovr:isotonic", interpolation="linear").fit(P, y, sample_weight=w)
+    ours = calibrators.get("ovr:isotonic", "classes", interpolation="linear").fit(P, y, sample_weight=w)
     theirs = sklearn_fit(ProbabilityTable(), "isotonic", P, y, w)
     # Both are PAV on the same weighted points with the same knots (each block's first and last
     # score) and the same interpolation and row normalisation: equal up to rounding (seen: 1e-16).
@@ -81,7 +81,7 @@ def test_ovr_linear_isotonic_is_sklearns_isotonic():
 def test_ovr_platt_with_smoothed_targets_is_sklearns_sigmoid_on_the_margins():
     P, y = table()
     Pt, _ = table(n=300, seed=1)
-    ours = multiclass.get("ovr:platt", smooth_targets=True).fit(P, y)
+    ours = calibrators.get("ovr:platt", "classes", smooth_targets=True).fit(P, y)
     theirs = sklearn_fit(MarginTable(), "sigmoid", P, y)
     # scikit-learn stops L-BFGS at a projected gradient of 1e-6 (gtol); ours iterates to the
     # floating-point limit. Its (A, B) is then off the optimum by about H^-1 g; the map moves by at
@@ -107,7 +107,7 @@ def test_all_zero_row_becomes_uniform():
     uniform row gets 0 from every class and becomes uniform, as in scikit-learn."""
     P = np.tile([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.05, 0.05, 0.9]], (5, 1))
     y = np.tile([0, 1, 2], 5)                     # scikit-learn's check asks 5 rows a class (its cv's folds)
-    cal = multiclass.get("ovr:isotonic").fit(P, y)
+    cal = calibrators.get("ovr:isotonic", "classes").fit(P, y)
     raw = np.column_stack([m.predict(np.full(1, 1 / 3)) for m in cal.models_])
     assert np.all(raw == 0.0)
     np.testing.assert_array_equal(cal.predict_proba([[1 / 3, 1 / 3, 1 / 3]]), [[1 / 3, 1 / 3, 1 / 3]])
@@ -118,13 +118,13 @@ def test_all_zero_row_becomes_uniform():
 def test_ovr_absent_class_gets_zero_and_an_every_row_class_gets_everything():
     P, y = table(n=200, k=3)
     y = np.where(y == 2, 0, y)                                          # class 2 never occurs
-    cal = multiclass.get("ovr:platt").fit(P, y)
+    cal = calibrators.get("ovr:platt", "classes").fit(P, y)
     assert cal.models_[2] == 0.0
     Q = cal.predict_proba(P)
     assert np.all(Q[:, 2] == 0.0)
     np.testing.assert_allclose(Q.sum(axis=1), 1.0, rtol=0, atol=1e-12)
     w = (y == 1).astype(float)                                          # by weight: only class 1 counts
-    only = multiclass.get("ovr:isotonic").fit(P, y, sample_weight=w)
+    only = calibrators.get("ovr:isotonic", "classes").fit(P, y, sample_weight=w)
     assert only.models_ == [0.0, 1.0, 0.0]
     np.testing.assert_array_equal(only.predict_proba(P[:5]), np.tile([0.0, 1.0, 0.0], (5, 1)))
     back = export.loads(export.dumps(only))
@@ -142,7 +142,7 @@ TL_Y = np.array([0, 0, 1, 0, 1, 2, 0, 2])
 
 def test_top_label_hand_worked():
     """Histogram binning with one bin predicts each set's rate of correct rows."""
-    cal = multiclass.get("top_label:histogram", n_bins=1, min_rows=3).fit(TL_P, TL_Y)
+    cal = calibrators.get("top_label:histogram", "classes", n_bins=1, min_rows=3).fit(TL_P, TL_Y)
     assert cal.models_[2] is None
     rows = np.array([[0.5, 0.3, 0.2],        # predicted 0: h = 3/4; 1/4 shared 3:2
                      [0.1, 0.6, 0.3],        # predicted 1: h = 1/3; 2/3 shared 1:3
@@ -162,7 +162,7 @@ def test_top_label_hand_worked():
 def test_top_label_set_of_one_outcome_gets_its_rate_and_min_rows_zero_uses_every_class():
     y = TL_Y.copy()
     y[2] = 0                                                            # every row predicted 0 is correct
-    cal = multiclass.get("top_label:isotonic", min_rows=0).fit(TL_P, y)
+    cal = calibrators.get("top_label:isotonic", "classes", min_rows=0).fit(TL_P, y)
     assert cal.models_[0] == 1.0 and cal.models_[2] == 1.0              # class 2: its one row, correct
     c, h = cal.predict_top([[0.4, 0.35, 0.25], [0.2, 0.3, 0.5]])
     assert c.tolist() == [0, 2] and h.tolist() == [1.0, 1.0]
@@ -172,7 +172,7 @@ def test_top_label_with_logits_shares_the_rest_in_proportion_beyond_underflow():
     """Logits (0, -800, -801): the top probability is 1.0 and the others underflow to 0, yet their shares
     come from the log-probabilities: e^-800 : e^-801 = e : 1."""
     Z = np.log(np.maximum(TL_P, 1e-300))
-    cal = multiclass.get("top_label:histogram", n_bins=1, min_rows=3, logits=True).fit(Z, TL_Y)
+    cal = calibrators.get("top_label:histogram", "classes", n_bins=1, min_rows=3, logits=True).fit(Z, TL_Y)
     Q = cal.predict_proba([[0.0, -800.0, -801.0]])
     rest = 1 - 3 / 4
     np.testing.assert_allclose(Q, [[3 / 4, rest * np.e / (1 + np.e), rest / (1 + np.e)]], rtol=1e-14)
@@ -182,31 +182,31 @@ def test_weights_count_towards_min_rows():
     """The class-2 row with weight 3 counts as 3 rows: class 2 gets its own model (rate 1)."""
     w = np.ones(TL_Y.size)
     w[7] = 3.0
-    cal = multiclass.get("top_label:histogram", n_bins=1, min_rows=3).fit(TL_P, TL_Y, sample_weight=w)
+    cal = calibrators.get("top_label:histogram", "classes", n_bins=1, min_rows=3).fit(TL_P, TL_Y, sample_weight=w)
     assert cal.models_[2] == 1.0
 
 
 def test_composites_describe_themselves_from_their_binary_method():
     from calibdash import calibrators
     iso = calibrators.get_class("isotonic")
-    ovr = multiclass.get("ovr:isotonic")
-    top = multiclass.get("top_label:bbq")
+    ovr = calibrators.get("ovr:isotonic", "classes")
+    top = calibrators.get("top_label:bbq", "classes")
     assert ovr.label == "One-vs-rest isotonic regression" and top.label == "Top-label BBQ"
     assert ovr.hyperparams == tuple(iso.hyperparams)
     assert [h.name for h in top.hyperparams] == [h.name for h in calibrators.get_class("bbq").hyperparams] + ["min_rows"]
     assert ovr.color == iso.color and top.color != calibrators.get_class("bbq").color
-    orders = [multiclass.get(n).order for n in multiclass.available() if ":" in n]
+    orders = [calibrators.get(n, "classes").order for n in calibrators.available("classes") if ":" in n]
     assert orders == sorted(orders) and min(orders) >= 1000
-    classes = multiclass.classes()
+    classes = calibrators.classes("classes")
     assert classes["ovr"].order < classes["top_label"].order
-    assert multiclass.get("ovr:isotonic", interpolation="linear").spec() == (
+    assert calibrators.get("ovr:isotonic", "classes", interpolation="linear").spec() == (
         "ovr:isotonic", {"interpolation": "linear", "logits": False})
 
 
 def test_bad_composite_settings_are_refused():
     with pytest.raises(SettingsError, match="min_rows"):
-        multiclass.get("top_label:isotonic", min_rows=-1).fit(TL_P, TL_Y)
+        calibrators.get("top_label:isotonic", "classes", min_rows=-1).fit(TL_P, TL_Y)
     with pytest.raises(SettingsError, match=r"has no hyperparameter \['n_bins'\]"):
-        multiclass.get("top_label:isotonic", n_bins=3)
+        calibrators.get("top_label:isotonic", "classes", n_bins=3)
     with pytest.raises(SettingsError, match="interpolation"):
-        multiclass.get("ovr:isotonic", interpolation="cubic").fit(TL_P, TL_Y)
+        calibrators.get("ovr:isotonic", "classes", interpolation="cubic").fit(TL_P, TL_Y)

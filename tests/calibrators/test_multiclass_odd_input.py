@@ -21,7 +21,6 @@ import pytest
 from scipy.special import softmax
 
 from calibdash import calibrators
-from calibdash.calibrators import multiclass
 from calibdash.core.errors import DataError
 from calibdash.calibrators.multiclass.methods.ovr import ZeroProbabilityWarning
 
@@ -91,7 +90,7 @@ def fit(name: str, P, y, w=None, **params):
     solver inside it stopped within :data:`ITERATION_CAP` iterations."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ZeroProbabilityWarning)
-        cal = multiclass.get(name, **params).fit(P, y, sample_weight=w)
+        cal = calibrators.get(name, "classes", **params).fit(P, y, sample_weight=w)
     for it in iterations(cal):
         assert it < ITERATION_CAP, f"the solver used {it} iterations (cap {ITERATION_CAP})"
     return cal
@@ -144,7 +143,7 @@ def test_a_class_absent_from_the_labels(name):
         assert np.all(Q[:, 3] == 0.0)
         assert any("do not occur in the fitted labels" in note for note in cal.notes_)
         with pytest.warns(ZeroProbabilityWarning, match=r"classes \(column 3\) do not occur"):
-            multiclass.get(name).fit(P, y)
+            calibrators.get(name, "classes").fit(P, y)
 
 
 @pytest.mark.parametrize("name", cases("single class"))
@@ -426,14 +425,14 @@ def test_exact_zeros_are_said_and_kept_in_the_model_file():
     from calibdash.io import export
     P, y = soft(200, 5, seed=18)
     with pytest.warns(ZeroProbabilityWarning, match="get probability 0 from their binary map"):
-        ovr = multiclass.get("ovr:isotonic").fit(P, y)
+        ovr = calibrators.get("ovr:isotonic", "classes").fit(P, y)
     assert any("does not floor" in note for note in ovr.notes_)
     assert export.loads(export.dumps(ovr)).notes_ == ovr.notes_
     zero = [k for k, m in enumerate(ovr.models_) if np.any(m.predict(P[:, k]) == 0)]
     assert zero and np.any(ovr.predict_proba(P)[:, zero] == 0)
     with pytest.warns(ZeroProbabilityWarning, match="calibrated top probability is 1"):
-        top = multiclass.get("top_label:isotonic").fit(P, y)
+        top = calibrators.get("top_label:isotonic", "classes").fit(P, y)
     assert export.loads(export.dumps(top)).notes_ == top.notes_
     with warnings.catch_warnings():
         warnings.simplefilter("error", ZeroProbabilityWarning)
-        assert multiclass.get("ovr:platt").fit(P, y).notes_ == []
+        assert calibrators.get("ovr:platt", "classes").fit(P, y).notes_ == []

@@ -22,7 +22,7 @@ from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.io import export as mexport
 from calibdash.calibrators.multiclass.linear import LinearForm, fit_linear, identity_start, objective
 from calibdash.calibrators.multiclass.penalty_search import fold_ids, penalty_grid, select_penalty
@@ -35,7 +35,7 @@ METHODS = ["temperature", "vector", "matrix", "dirichlet"]
 
 
 def _make(name, **extra):
-    return multiclass.get(name, **{**FIXED.get(name, {}), **extra})
+    return calibrators.get(name, "classes", **{**FIXED.get(name, {}), **extra})
 
 
 def _log_loss(Q, y):
@@ -94,7 +94,7 @@ def test_temperature_matches_scikit_learn_on_held_out_log_loss(lenet, as_logits)
     X, Xt = (np.log(P), np.log(Pt)) if as_logits else (P, Pt)
     est = (_GivenLogits() if as_logits else _Given()).fit(X, y)
     ref = CalibratedClassifierCV(FrozenEstimator(est), method="temperature").fit(X, y)
-    ours = multiclass.get("temperature", logits=as_logits).fit(X, y)
+    ours = calibrators.get("temperature", "classes", logits=as_logits).fit(X, y)
     assert ours.converged_
     ll_ref, ll_ours = _log_loss(ref.predict_proba(Xt), yt), _log_loss(ours.predict_proba(Xt), yt)
     assert abs(ll_ours - ll_ref) < 2e-4
@@ -116,12 +116,12 @@ def test_each_method_lowers_held_out_log_loss_of_an_overconfident_network(lenet,
 
 def test_cross_validated_choice_is_the_grid_point_with_the_lowest_held_out_loss(lenet):
     P, y, _, _ = lenet
-    cal = multiclass.get("dirichlet", lambdas=(1e4, 10.0, 1e-2), n_folds=3).fit(P[:1500], y[:1500])
+    cal = calibrators.get("dirichlet", "classes", lambdas=(1e4, 10.0, 1e-2), n_folds=3).fit(P[:1500], y[:1500])
     losses = np.asarray(cal.cv_losses_)
     assert cal.cv_grid_ == [(1e4, 1e4), (10.0, 10.0), (1e-2, 1e-2)]
     assert (cal.lambda_, cal.mu_) == cal.cv_grid_[int(np.argmin(losses))]
     # a strength fixed by hand is used as given, with no search
-    fixed = multiclass.get("dirichlet", select=False, lam=cal.lambda_, mu=cal.mu_).fit(P[:1500], y[:1500])
+    fixed = calibrators.get("dirichlet", "classes", select=False, lam=cal.lambda_, mu=cal.mu_).fit(P[:1500], y[:1500])
     assert fixed.cv_losses_ is None
     np.testing.assert_allclose(fixed.predict_proba(P[:50]), cal.predict_proba(P[:50]), atol=FIT_TOL)
 
@@ -173,7 +173,7 @@ def test_calibrated_scores_give_the_identity_temperature():
     Z = rng.normal(0, 2.0, (n, k))
     P = softmax(Z, axis=1)
     y = (rng.random(n)[:, None] > np.cumsum(P, axis=1)).sum(axis=1)
-    cal = multiclass.get("temperature", logits=True).fit(Z, y)
+    cal = calibrators.get("temperature", "classes", logits=True).fit(Z, y)
     info = float(np.mean(np.sum(P * Z * Z, axis=1) - np.sum(P * Z, axis=1) ** 2))
     se = 1.0 / np.sqrt(n * info)
     assert abs(1.0 / cal.temperature_ - 1.0) < 4 * se
@@ -228,8 +228,8 @@ def test_logits_and_their_probabilities_give_the_same_temperature_map(small):
     objectives are equal up to rounding, so the fits agree to the solver's tolerance."""
     Z, y = small
     P = softmax(Z, axis=1)
-    a = multiclass.get("temperature", logits=True).fit(Z, y)
-    b = multiclass.get("temperature").fit(P, y)
+    a = calibrators.get("temperature", "classes", logits=True).fit(Z, y)
+    b = calibrators.get("temperature", "classes").fit(P, y)
     assert a.temperature_ == pytest.approx(b.temperature_, rel=1e-7)
     np.testing.assert_allclose(a.predict_proba(Z), b.predict_proba(P), atol=FIT_TOL)
 

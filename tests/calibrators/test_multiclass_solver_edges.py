@@ -21,7 +21,7 @@ import pytest
 from scipy.special import softmax
 from sklearn.exceptions import ConvergenceWarning
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.core.errors import DataError
 from calibdash.calibrators.multiclass import linear
 from calibdash.calibrators.multiclass.linear import LinearForm, fit_linear
@@ -38,7 +38,7 @@ SEARCH = {"select": True, "lambdas": (100.0, 1.0), "n_folds": 3}
 
 
 def _make(name, **extra):
-    return multiclass.get(name, **{**FIXED.get(name, {}), **extra})
+    return calibrators.get(name, "classes", **{**FIXED.get(name, {}), **extra})
 
 
 def _draw(n, k, seed, spread=2.0):
@@ -142,7 +142,7 @@ def test_logits_of_any_finite_magnitude(name, size):
     if name == "temperature":
         np.testing.assert_array_equal(Q.argmax(axis=1), Z.argmax(axis=1))
     else:
-        T = multiclass.get("temperature", logits=True).fit(size * Z, y).predict_proba(size * Z)
+        T = calibrators.get("temperature", "classes", logits=True).fit(size * Z, y).predict_proba(size * Z)
         assert _log_loss(Q, y) <= _log_loss(T, y) + 1e-9
 
 
@@ -183,7 +183,7 @@ def test_a_class_never_in_the_labels_keeps_the_temperature_map_and_a_probability
     Q = _check(cal, P)
     assert cal.absent_classes_ == (2,)
     assert np.all(Q[:, 2] > 0)
-    beta = 1.0 / _fit_quietly(multiclass.get("temperature"), P, y).temperature_
+    beta = 1.0 / _fit_quietly(calibrators.get("temperature", "classes"), P, y).temperature_
     k = 5
     if name == "vector":
         np.testing.assert_allclose([cal.theta_[2], cal.theta_[k + 2]], [beta, 0.0], rtol=1e-6)
@@ -193,7 +193,7 @@ def test_a_class_never_in_the_labels_keeps_the_temperature_map_and_a_probability
         assert b[2] == 0.0
     # the others are fitted among themselves: better than the temperature map's probabilities renormalised
     # over the classes present (the fit's objective; the temperature map is in the family at no penalty)
-    T = multiclass.get("temperature").fit(P, y).predict_proba(P)
+    T = calibrators.get("temperature", "classes").fit(P, y).predict_proba(P)
     on = np.arange(k) != 2
     assert _log_loss(Q[:, on] / Q[:, on].sum(1, keepdims=True), y - (y > 2)) < \
         _log_loss(T[:, on] / T[:, on].sum(1, keepdims=True), y - (y > 2))
@@ -223,7 +223,7 @@ def test_temperature_fits_labels_of_one_class_and_ends():
     """Class 3 is the label of every row: the likelihood grows as T falls where class 3 leads and rises where
     it does not; the fit ends within the cap (at a bound or an inner optimum), with finite rows."""
     Z, y = _draw(500, 4, seed=9)
-    cal = multiclass.get("temperature", logits=True).fit(Z, np.full(y.size, 3))
+    cal = calibrators.get("temperature", "classes", logits=True).fit(Z, np.full(y.size, 3))
     _check(cal, Z)
 
 
@@ -246,7 +246,7 @@ def test_constant_probabilities_fall_back_to_the_stated_penalty(name):
     P = np.tile(softmax(rng.normal(0, 1, 10)), (2000, 1))
     y = rng.integers(0, 4, 2000)
     with pytest.warns(PenaltyFallbackWarning, match="lambda=7"):
-        cal = multiclass.get(name, lam=7.0, mu=3.0).fit(P, y)
+        cal = calibrators.get(name, "classes", lam=7.0, mu=3.0).fit(P, y)
     Q = _check(cal, P)
     assert (cal.lambda_, cal.mu_) == (7.0, 3.0) and cal.cv_losses_ is None
     assert "5 distinct rows" in cal.penalty_note_
@@ -276,10 +276,10 @@ def test_vector_scaling_of_1000_classes_ends_in_few_steps():
     Z, y = _draw(2000, 1000, seed=13)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        cal = multiclass.get("vector", logits=True).fit(Z, y)
+        cal = calibrators.get("vector", "classes", logits=True).fit(Z, y)
     _check(cal, Z, cap=40)
     assert cal.stop_ in ("gtol", "ftol", "floating-point limit")
-    T = multiclass.get("temperature", logits=True).fit(Z, y).predict_proba(Z)
+    T = calibrators.get("temperature", "classes", logits=True).fit(Z, y).predict_proba(Z)
     assert _log_loss(cal.predict_proba(Z), y) < _log_loss(T, y)          # 2,000 parameters fitted in-sample
 
 
