@@ -85,7 +85,7 @@ def test_platt_with_smoothed_targets_is_sklearns_sigmoid_on_logit_margins(xy):
     theirs = CalibratedClassifierCV(LogitMargins(), method="sigmoid", cv=folds).fit(X, y)
     assert ours.score_source_ == "predict_proba"
     # scikit-learn stops L-BFGS at a projected gradient of 1e-6 (gtol) on a sum over ~600 rows; ours
-    # iterates to the floating-point limit. tests/calibrators/test_multiclass_composites.py bounds the resulting
+    # iterates to the floating-point limit. tests/calibrators/multiclass/test_ovr.py bounds the resulting
     # change of the map (a Newton step from scikit-learn's solution) below 1e-6 on such problems.
     np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), rtol=0, atol=1e-6)
 

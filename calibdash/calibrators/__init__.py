@@ -1,17 +1,13 @@
-"""The calibrators, in two families under one registry, built by scanning the packages: adding a method is adding
-its module; no list here names the methods.
+"""The calibrators: two families under one registry, built by scanning, so adding a method is adding its module.
 
-- ``"binary"``: a :class:`~calibdash.calibrators.base.Calibrator` subclass with a registry ``name``, in a module of
-  this package (``calibrators/NAME.py``).
-- ``"classes"`` (K classes): a :class:`~calibdash.calibrators.multiclass.base.MulticlassCalibrator` subclass, in a
-  module of :mod:`calibdash.calibrators.multiclass.methods`. The composites (:func:`composites`: one-vs-rest and
-  top-label) are the bridge: ``"ovr:<binary>"`` reuses every binary calibrator that uses no features.
+``"binary"``: a :class:`~calibdash.calibrators.base.Calibrator` subclass with a registry ``name`` in ``calibrators/``.
+``"classes"`` (K classes): a :class:`~calibdash.calibrators.multiclass.base.MulticlassCalibrator` subclass in
+``calibrators/multiclass/methods/``; its composites (:func:`composites`) are the bridge, ``"ovr:<binary>"`` and
+``"top_label:<binary>"`` for every binary calibrator that reads no features. A name may be in both families
+(``"temperature"``): every function takes the ``family``, ``"binary"`` unless given (a model file's ``kind``).
 
-A name may be in both families (``"temperature"``), so every function takes the ``family``: ``"binary"`` unless
-given, the registry a model file's ``kind`` names.
-
->>> calibrators.get("platt").fit(scores, labels).predict(scores)     # doctest: +SKIP
->>> calibrators.get("ovr:isotonic", family="classes").fit(P, y).predict_proba(P)     # doctest: +SKIP
+>>> calibrators.get("platt").fit(scores, labels).predict(scores)                      # doctest: +SKIP
+>>> calibrators.get("ovr:isotonic", "classes").fit(P, y).predict_proba(P)             # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -28,11 +24,8 @@ _FOUND: dict[str, dict[str, type]] = {}
 
 
 def classes(family: str = "binary") -> dict[str, type]:
-    """Registry name -> calibrator class of ``family``, in display order (the composites under their prefix).
-
-    Both families are scanned once, at the first call. :class:`SettingsError` if ``family`` is not one of
-    :data:`FAMILIES`.
-    """
+    """Registry name -> class of ``family`` (one of :data:`FAMILIES`, else SettingsError), in display order; both
+    families are scanned once, at the first call."""
     if family not in FAMILIES:
         raise SettingsError(f"unknown calibrator family {family!r}; it is one of {', '.join(FAMILIES)}.")
     if not _FOUND:
@@ -43,8 +36,8 @@ def classes(family: str = "binary") -> dict[str, type]:
 
 
 def composites() -> tuple[str, ...]:
-    """The K-class names that take a binary method after a colon (``"ovr"`` for ``"ovr:isotonic"``): the classes
-    that declare ``composite`` (:class:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite`'s)."""
+    """The K-class names that take a binary method after a colon (``ovr`` in ``ovr:isotonic``): their classes
+    declare ``composite``."""
     return tuple(name for name, cls in classes("classes").items() if cls.composite)
 
 
@@ -55,8 +48,8 @@ def available(family: str = "binary", expand: bool = True) -> list[str]:
     ----------
     family : {"binary", "classes"}, default "binary"
     expand : bool, default True
-        For ``"classes"``: each composite once per binary calibrator that uses no features (``ovr:isotonic``,
-        ``top_label:bbq``, ...) in place of its bare prefix; False gives the prefix (``ovr``).
+        For ``"classes"``: each composite once per binary calibrator that reads no features (``ovr:isotonic``,
+        ``top_label:bbq``, ...) in place of its bare prefix (``ovr``).
     """
     bridge = composites() if expand and family == "classes" else ()
     out = []
@@ -69,13 +62,8 @@ def available(family: str = "binary", expand: bool = True) -> list[str]:
 
 
 def get_class(name: str, family: str = "binary") -> type:
-    """The class registered under ``name`` in ``family`` (a composite's for ``"ovr:isotonic"``).
-
-    Raises
-    ------
-    SettingsError
-        If ``family`` has no such name.
-    """
+    """The class registered under ``name`` in ``family`` (a composite's for ``"ovr:isotonic"``); SettingsError if
+    there is none."""
     reg = classes(family)
     key = name.split(":", 1)[0] if family == "classes" else name
     if key in reg:
@@ -88,22 +76,20 @@ def get_class(name: str, family: str = "binary") -> type:
 
 
 def get(name: str, family: str = "binary", **params):
-    """A new, unfitted calibrator ``name`` of ``family`` with hyperparameters ``params``.
+    """A new, unfitted calibrator.
 
     Parameters
     ----------
     name : str
-        A name of :func:`available`; for ``"classes"``, a composite is ``"<prefix>:<binary>"`` and its ``params``
-        are the binary method's and its own, mixed.
+        A name of :func:`available` (a composite's hyperparameters are its binary method's and its own).
     family : {"binary", "classes"}, default "binary"
     **params
-        Hyperparameters (constructor arguments).
+        Hyperparameters.
 
     Raises
     ------
     SettingsError
-        If ``name`` is not registered, a parameter is unknown, a composite has no binary method after its colon,
-        or another K-class method has one.
+        For an unknown name or hyperparameter, a composite without its binary method, another method with one.
     """
     cls = get_class(name, family)
     prefix, _, binary = name.partition(":")

@@ -206,7 +206,7 @@ def test_errors_are_messages(capsys, tmp_path):
 
 
 def test_a_programming_error_is_shown_as_one(monkeypatch, capsys):
-    def broken():
+    def broken(family="binary"):
         raise ProgrammingError("registry lookup called wrongly")
 
     monkeypatch.setattr(calibrators, "classes", broken)

@@ -13,7 +13,7 @@ from calibdash.explain import explain as explain_classes
 from calibdash.explain.k_temperature import fitted_temperature, temperature_curve
 from calibdash.figures import inner_figures
 from calibdash.measures import class_measures as mmetrics
-from calibdash.calibrators.multiclass.base import MulticlassCalibrator
+from calibdash.calibrators.multiclass.base import MulticlassCalibrator, Scores
 from calibdash.synthetic import multiclass_study as mstudy
 from tests.conftest import REPO
 
@@ -61,7 +61,7 @@ def test_temperature_curve_is_the_log_loss_and_finds_the_scenario_temperature():
     T = 2.5, so the log-loss minimiser on 20,000 rows sits near 2.5. Tolerance: the minimiser's sampling SD on
     20,000 rows is about 0.02 (one parameter, Fisher information of this scenario), so 0.1 is five SDs."""
     d = mstudy.overconfident(3, 2.5).draw(20_000, seed=3)
-    x = multiclass.Scores(d.reported, False)
+    x = Scores(d.reported, False)
     assert temperature_curve(x, d.labels, [1.0])[0] == pytest.approx(mmetrics.log_loss(d.reported, d.labels), rel=1e-12)
     best = minimize_scalar(lambda t: temperature_curve(x, d.labels, [t])[0], bounds=(0.5, 8), method="bounded",
                            options={"xatol": 1e-6})
@@ -82,8 +82,8 @@ def test_explained_temperature_is_the_models_and_the_curve_is_lowest_there(anima
     curve = ex.loss_curve
     assert curve["fit"].min() >= float(curve.loc[curve["temperature"] == t, "fit"].iloc[0]) - 1e-8
     fine = t * np.exp(np.linspace(-0.01, 0.01, 41))
-    values = temperature_curve(multiclass.Scores(animals.given, False), animals.labels, fine)
-    assert values.min() >= temperature_curve(multiclass.Scores(animals.given, False), animals.labels, [t])[0] - 1e-8
+    values = temperature_curve(Scores(animals.given, False), animals.labels, fine)
+    assert values.min() >= temperature_curve(Scores(animals.given, False), animals.labels, [t])[0] - 1e-8
     assert "held_out" not in curve           # none given
 
 
