@@ -26,7 +26,7 @@ def test_fit_notes_gather_each_methods_own_sentences_with_its_key():
         iso = calibrators.get("ovr:isotonic", "classes").fit(P, y)
         platt = calibrators.get("ovr:platt", "classes").fit(P, y)
         const = calibrators.get("dirichlet", "classes").fit(np.tile([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3]], (20, 1)),
-                                                np.tile([0, 1, 1, 2], 10))
+                                                            np.tile([0, 1, 1, 2], 10))
     notes = fit_notes({"ovr:isotonic": iso, "ovr:platt": platt, "dirichlet": const})
     assert any(n.startswith("ovr:isotonic: ") and "probability 0" in n for n in notes)
     assert not any(n.startswith("ovr:platt") for n in notes)              # a smooth map gives no zero

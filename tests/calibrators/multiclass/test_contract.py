@@ -1,6 +1,6 @@
-"""The contract every multi-class calibrator keeps, for every name :func:`calibdash.calibrators.multiclass.available` gives.
+"""The contract every K-class calibrator keeps, for every name ``calibdash.calibrators.available("classes")`` gives.
 
-Methods added later (the scaling family) are covered by being registered. Data
+A method added later is covered by being registered (a module in calibdash/calibrators/multiclass/methods/). Data
 are small (120 rows, 3 classes; 60 rows for the slow binary ones) so that the
 ~30 names run in a few seconds.
 """
@@ -81,7 +81,6 @@ def fitted():
 
 
 def test_every_composite_is_available_for_every_binary_method_without_features():
-    from calibdash import calibrators
     usable = [b for b in calibrators.available() if not calibrators.get_class(b).uses_features]
     assert {"histogram", "isotonic", "platt", "beta", "bbq", "sbb", "abb", "elite", "enir", "venn_abers",
             "scaling_binning", "temperature"} <= set(usable)
@@ -212,7 +211,6 @@ def test_damaged_files_are_data_errors(name, fitted):
 
 
 def test_a_binary_file_is_not_a_multiclass_file():
-    from calibdash import calibrators
     text = export.dumps(calibrators.get("isotonic").fit([0.1, 0.4, 0.8], [0, 1, 1]))
     with pytest.raises(DataError, match="holds a binary calibrator; a K-class calibrator is needed"):
         export.loads(text, "classes")

@@ -1,195 +1,44 @@
-"""The scaling family of multi-class calibrators (temperature, vector, matrix/ODIR, Dirichlet) and their solver.
+"""The scaling family (temperature, vector, matrix/ODIR, Dirichlet: :class:`~calibdash.calibrators.multiclass.scaling.
+ScalingCalibrator`): what every member keeps, on ordinary and on degenerate input.
 
-Tolerances. The solver (calibdash.calibrators.multiclass.linear.fit_linear) stops when the largest entry of the
-gradient, in variables scaled by the Hessian diagonal at the start, is below gtol = 1e-9, or when a step
-reduces the objective by less than 1e-13 of itself. Near the optimum the objective is quadratic, so two
-fits of the same objective that stop there differ in parameters by about gtol times the inverse of the
-smallest curvature in those units (about 1 to 1e3 on these data), and their probabilities by less than
-that: 1e-6 leaves a margin of 1e3 over 1e-9 * 1e3. That is the tolerance of every comparison of two fits
-below ("the solver's tolerance"). Two fits of the *same* rows in another order are not bit-identical: the
-sums over rows round differently, and L-BFGS's path follows the rounding.
+On degenerate input every fit ends, in few iterations, and ends right: each case asserts an ITERATION cap (the final
+fit's ``n_iter_`` and, for the penalty search, the number of fits and each one's iterations), finite predictions in
+rows summing to 1, and a property of the answer. Tolerances: conftest.py (FIT_TOL). A column permutation changes only
+the order of the floating-point sums, so the fits agree to that tolerance and the folds (dealt from hashes that ignore
+the column order) exactly. Each member's own properties: test_temperature.py, test_vector.py, test_matrix.py,
+test_dirichlet.py; the solver: test_linear.py, test_linear_map.py, test_newton.py, test_penalty_search.py.
 """
 from __future__ import annotations
 
 import json
+import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
-from scipy.special import log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.calibration import CalibratedClassifierCV
+from scipy.special import softmax
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.frozen import FrozenEstimator
 
 from calibdash import calibrators
+from calibdash.calibrators.multiclass import linear
+from calibdash.calibrators.multiclass.scaling import PenaltyFallbackWarning
+from calibdash.core.errors import DataError
 from calibdash.io import export as mexport
-from calibdash.calibrators.multiclass.linear import LinearForm, fit_linear, identity_start, objective
-from calibdash.calibrators.multiclass.penalty_search import fold_ids, penalty_grid, select_penalty
-
-DATA = "/work/shared/data/multiclass-cifar/{}.npz"
-FIT_TOL = 1e-6                                     # the solver's tolerance on probabilities (module docstring)
-FIXED = {"matrix": {"select": False, "lam": 10.0, "mu": 10.0},
-         "dirichlet": {"select": False, "lam": 10.0, "mu": 10.0}}
-METHODS = ["temperature", "vector", "matrix", "dirichlet"]
+from tests.calibrators.multiclass.conftest import (FIT_TOL, SCALING, SEARCH, check_ended, draw, fit_quietly, log_loss,
+                                                   make)
 
 
-def _make(name, **extra):
-    return calibrators.get(name, "classes", **{**FIXED.get(name, {}), **extra})
-
-
-def _log_loss(Q, y):
-    return float(-np.mean(np.log(Q[np.arange(y.size), y])))
-
-
-@pytest.fixture(scope="module")
-def lenet():
-    """lenet-5-cifar-10 (over-confident, accuracy 0.53), split into interleaved halves."""
-    d = np.load(DATA.format("lenet-5-cifar-10"))
-    P, y = d["predictions"].astype(float), d["ground_truth"]
-    return P[0::2], y[0::2], P[1::2], y[1::2]
-
-
-@pytest.fixture(scope="module")
-def small():
-    """300 rows of 4 classes with logits, labels from a distorted softmax (so every map moves)."""
-    rng = np.random.default_rng(3)
-    Z = rng.normal(0, 2, (300, 4))
-    truth = softmax(0.6 * Z + np.array([0.3, -0.2, 0.0, 0.4]) + 0.3 * Z[:, ::-1], axis=1)
-    y = (rng.random(300)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1)
-    return Z, y
-
-
-# -- temperature scaling against scikit-learn 1.9 ----------------------------------------------------------
-class _Given(ClassifierMixin, BaseEstimator):
-    """A fitted 'classifier' whose predict_proba returns its input: the probabilities of the file."""
-
-    def fit(self, X, y):
-        self.classes_ = np.unique(y)
-        return self
-
-    def predict_proba(self, X):
-        return np.asarray(X, dtype=float)
-
-    def predict(self, X):
-        return self.classes_[np.argmax(np.asarray(X), axis=1)]
-
-
-class _GivenLogits(_Given):
-    """The same with a decision_function, which scikit-learn's temperature scaling prefers (used as logits)."""
-
-    def decision_function(self, X):
-        return np.asarray(X, dtype=float)
-
-
-@pytest.mark.parametrize("as_logits", [False, True])
-def test_temperature_matches_scikit_learn_on_held_out_log_loss(lenet, as_logits):
-    """scikit-learn 1.9's CalibratedClassifierCV(FrozenEstimator(est), method="temperature") fits one inverse
-    temperature on the log of predict_proba (log(p + 1e-12)) or on decision_function when there is one;
-    both paths are fed the same rows. Its minimize_scalar stops at xatol = 64 eps on log beta and ours at
-    the gradient rule, both far inside 2e-4 of held-out log-loss (the requirement); the remaining
-    difference on probabilities is sklearn's +1e-12 in the log, which moves log-probabilities of about
-    1e-8 (the smallest in this file) by 1e-4 relative, a tiny share of the loss."""
-    P, y, Pt, yt = lenet
-    X, Xt = (np.log(P), np.log(Pt)) if as_logits else (P, Pt)
-    est = (_GivenLogits() if as_logits else _Given()).fit(X, y)
-    ref = CalibratedClassifierCV(FrozenEstimator(est), method="temperature").fit(X, y)
-    ours = calibrators.get("temperature", "classes", logits=as_logits).fit(X, y)
-    assert ours.converged_
-    ll_ref, ll_ours = _log_loss(ref.predict_proba(Xt), yt), _log_loss(ours.predict_proba(Xt), yt)
-    assert abs(ll_ours - ll_ref) < 2e-4
-    beta_ref = float(ref.calibrated_classifiers_[0].calibrators[0].beta_)
-    assert 1.0 / ours.temperature_ == pytest.approx(beta_ref, rel=1e-3)
-    assert ours.temperature_ > 1.0                                # lenet is over-confident
-
-
-# -- every method improves an over-confident network ----------------------------------------------------
-@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("name", SCALING)
 def test_each_method_lowers_held_out_log_loss_of_an_overconfident_network(lenet, name):
     P, y, Pt, yt = lenet
-    cal = _make(name).fit(P, y)
+    cal = make(name).fit(P, y)
     Q = cal.predict_proba(Pt)
     np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
-    raw = _log_loss(Pt / Pt.sum(axis=1, keepdims=True), yt)
-    assert _log_loss(Q, yt) < raw - 0.05               # raw 1.39; each map gains 0.06 to 0.08 here
+    raw = log_loss(Pt / Pt.sum(axis=1, keepdims=True), yt)
+    assert log_loss(Q, yt) < raw - 0.05               # raw 1.39; each map gains 0.06 to 0.08 here
 
 
-def test_cross_validated_choice_is_the_grid_point_with_the_lowest_held_out_loss(lenet):
-    P, y, _, _ = lenet
-    cal = calibrators.get("dirichlet", "classes", lambdas=(1e4, 10.0, 1e-2), n_folds=3).fit(P[:1500], y[:1500])
-    losses = np.asarray(cal.cv_losses_)
-    assert cal.cv_grid_ == [(1e4, 1e4), (10.0, 10.0), (1e-2, 1e-2)]
-    assert (cal.lambda_, cal.mu_) == cal.cv_grid_[int(np.argmin(losses))]
-    # a strength fixed by hand is used as given, with no search
-    fixed = calibrators.get("dirichlet", "classes", select=False, lam=cal.lambda_, mu=cal.mu_).fit(P[:1500], y[:1500])
-    assert fixed.cv_losses_ is None
-    np.testing.assert_allclose(fixed.predict_proba(P[:50]), cal.predict_proba(P[:50]), atol=FIT_TOL)
-
-
-def test_penalty_grid_orders_strongest_first_and_ties_mu_when_not_given():
-    assert penalty_grid("odir", [1.0, 100.0], None) == [(100.0, 100.0), (1.0, 1.0)]
-    assert penalty_grid("odir", [1.0], [0.5, 2.0]) == [(1.0, 2.0), (1.0, 0.5)]
-    assert penalty_grid("l2", [3.0, 30.0], [1.0]) == [(30.0, 0.0), (3.0, 0.0)]
-
-
-def test_folds_are_stratified_and_depend_on_row_values_not_positions(small):
-    Z, y = small
-    f = fold_ids(Z, y, 5, seed=0)
-    counts = np.array([[np.sum((f == k) & (y == c)) for k in range(5)] for c in range(4)])
-    assert np.all(counts.max(axis=1) - counts.min(axis=1) <= 1)           # dealt in turn within each class
-    assert np.all(np.abs(np.bincount(f) - y.size / 5) <= 1)               # the deal runs on across classes
-    order = np.random.default_rng(1).permutation(y.size)
-    np.testing.assert_array_equal(fold_ids(Z[order], y[order], 5, seed=0), f[order])
-    assert not np.array_equal(fold_ids(Z, y, 5, seed=1), f)               # the seed keys the hash
-
-
-# -- the solver --------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("form", [LinearForm("scalar", False), LinearForm("diagonal", True),
-                                  LinearForm("full", True, "odir"), LinearForm("full", True, "l2"),
-                                  LinearForm("diagonal", True, "odir")])
-@pytest.mark.parametrize("weighted", [False, True])
-def test_gradient_matches_central_differences(small, form, weighted):
-    """Central differences with h = 1e-5: truncation error h^2 f''' / 6 ~ 1e-11 and rounding eps f / h
-    ~ 1e-11 on an objective of size ~1, so 1e-8 absolute is far above both and far below any real error."""
-    Z, y = small
-    k = Z.shape[1]
-    w = np.random.default_rng(5).uniform(0, 3, y.size) if weighted else None
-    theta = identity_start(form, k) + np.random.default_rng(6).normal(0, 0.3, identity_start(form, k).size)
-    _, _, grad = objective(theta, Z, y, w, form, lam=2.0, mu=0.7)
-    h = 1e-5
-    numeric = np.array([(objective(theta + h * e, Z, y, w, form, 2.0, 0.7)[0]
-                         - objective(theta - h * e, Z, y, w, form, 2.0, 0.7)[0]) / (2 * h)
-                        for e in np.eye(theta.size)])
-    np.testing.assert_allclose(grad, numeric, atol=1e-8)
-
-
-def test_calibrated_scores_give_the_identity_temperature():
-    """Labels drawn from the given probabilities: the true map is T = 1. The maximum-likelihood beta = 1/T
-    has standard error 1/sqrt(n I), I the Fisher information per row (the mean variance of the logits
-    under the model), so |beta - 1| < 4 standard errors (a 6e-5 chance of failing for the seed's luck,
-    fixed here by the seed)."""
-    rng = np.random.default_rng(11)
-    n, k = 40_000, 6
-    Z = rng.normal(0, 2.0, (n, k))
-    P = softmax(Z, axis=1)
-    y = (rng.random(n)[:, None] > np.cumsum(P, axis=1)).sum(axis=1)
-    cal = calibrators.get("temperature", "classes", logits=True).fit(Z, y)
-    info = float(np.mean(np.sum(P * Z * Z, axis=1) - np.sum(P * Z, axis=1) ** 2))
-    se = 1.0 / np.sqrt(n * info)
-    assert abs(1.0 / cal.temperature_ - 1.0) < 4 * se
-    assert cal.converged_
-
-
-def test_a_solver_that_stops_short_warns_instead_of_returning_the_start_silently(lenet):
-    P, y, _, _ = lenet
-    X = np.log(P)
-    with pytest.warns(ConvergenceWarning, match="did not converge"):
-        fit = fit_linear(X, y, None, LinearForm("full", True, "odir"), 1.0, 1.0, max_iter=2)
-    assert not fit.converged
-
-
-# -- invariants ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("name", SCALING)
 def test_integer_weights_equal_repeated_rows(small, name):
     """Same objective (the weighted mean equals the mean over the repeated rows), same folds for the
     search (identical rows share a fold; weight-0 rows stay out of the deal): equal to the solver's
@@ -199,15 +48,15 @@ def test_integer_weights_equal_repeated_rows(small, name):
     extra = {"logits": True}
     if name == "dirichlet":
         extra.update(select=True, lambdas=(100.0, 1.0), n_folds=3)
-    weighted = _make(name, **extra).fit(Z, y, sample_weight=w)
-    repeated = _make(name, **extra).fit(np.repeat(Z, w, axis=0), np.repeat(y, w))
+    weighted = make(name, **extra).fit(Z, y, sample_weight=w)
+    repeated = make(name, **extra).fit(np.repeat(Z, w, axis=0), np.repeat(y, w))
     if name == "dirichlet":
         assert (weighted.lambda_, weighted.mu_) == (repeated.lambda_, repeated.mu_)
         np.testing.assert_allclose(weighted.cv_losses_, repeated.cv_losses_, rtol=1e-6)
     np.testing.assert_allclose(weighted.predict_proba(Z), repeated.predict_proba(Z), atol=FIT_TOL)
 
 
-@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("name", SCALING)
 def test_row_order_does_not_matter(small, name):
     """The objective is a sum over rows and the folds are dealt from row values: another order gives the
     same fit to the solver's tolerance (sums round differently, so not bit for bit)."""
@@ -216,33 +65,14 @@ def test_row_order_does_not_matter(small, name):
     extra = {"logits": True}
     if name == "matrix":
         extra.update(select=True, lambdas=(100.0, 1.0), n_folds=3)
-    a = _make(name, **extra).fit(Z, y)
-    b = _make(name, **extra).fit(Z[order], y[order])
+    a = make(name, **extra).fit(Z, y)
+    b = make(name, **extra).fit(Z[order], y[order])
     if name == "matrix":
         assert a.lambda_ == b.lambda_
     np.testing.assert_allclose(a.predict_proba(Z), b.predict_proba(Z), atol=FIT_TOL)
 
 
-def test_logits_and_their_probabilities_give_the_same_temperature_map(small):
-    """log(softmax(z)) = z - logsumexp(z): a constant per row, which softmax(beta x) ignores; the two
-    objectives are equal up to rounding, so the fits agree to the solver's tolerance."""
-    Z, y = small
-    P = softmax(Z, axis=1)
-    a = calibrators.get("temperature", "classes", logits=True).fit(Z, y)
-    b = calibrators.get("temperature", "classes").fit(P, y)
-    assert a.temperature_ == pytest.approx(b.temperature_, rel=1e-7)
-    np.testing.assert_allclose(a.predict_proba(Z), b.predict_proba(P), atol=FIT_TOL)
-
-
-def test_dirichlet_is_the_same_map_for_logits_and_their_probabilities(small):
-    """Dirichlet works on log-probabilities, which logits and their softmax give alike (to rounding)."""
-    Z, y = small
-    a = _make("dirichlet", logits=True).fit(Z, y)
-    b = _make("dirichlet").fit(softmax(Z, axis=1), y)
-    np.testing.assert_allclose(a.predict_proba(Z), b.predict_proba(softmax(Z, axis=1)), atol=FIT_TOL)
-
-
-@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("name", SCALING)
 def test_saturated_probabilities_stay_finite(name):
     """Rows with probabilities exactly 1 and 0, some of them wrong (the label's probability exactly 0):
     the log-scores are floored at log(1e-300), the fit converges and every prediction is a finite row
@@ -256,76 +86,194 @@ def test_saturated_probabilities_stay_finite(name):
     P[hard] = np.eye(k)[top[hard]]
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        cal = _make(name).fit(P, y)
+        cal = make(name).fit(P, y)
     Q = cal.predict_proba(np.vstack([P, np.eye(k)]))
     assert np.all(np.isfinite(Q)) and np.all(Q >= 0)
     np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
     assert np.isfinite(cal.nll_)
 
 
-# -- the JSON state ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("name", SCALING)
 def test_json_state_round_trip_reproduces_predictions_exactly(small, name):
     Z, y = small
     P = softmax(Z, axis=1)
-    cal = _make(name).fit(P, y)
+    cal = make(name).fit(P, y)
     again = mexport.loads(mexport.dumps(cal))           # the file's path: n_classes beside the method's state
     np.testing.assert_array_equal(again.predict_proba(P), cal.predict_proba(P))
 
 
 def test_a_damaged_state_is_refused_naming_the_entry(small):
-    from calibdash.core.errors import DataError
-
     Z, y = small
-    doc = json.loads(mexport.dumps(_make("vector", logits=True).fit(Z, y)))
+    doc = json.loads(mexport.dumps(make("vector", logits=True).fit(Z, y)))
     doc["state"]["bias"] = doc["state"]["bias"][:-1]
     with pytest.raises(DataError, match="'bias' must hold 4 numbers"):
         mexport.loads(json.dumps(doc))
 
 
-def test_select_penalty_refuses_fewer_distinct_rows_than_folds():
-    from calibdash.core.errors import DataError
-
-    X = np.log(np.full((6, 3), 1 / 3))
-    y = np.array([0, 1, 2, 0, 1, 2])
-    with pytest.raises(DataError, match="at least 5 distinct rows"):
-        select_penalty(X, y, None, LinearForm("full", True, "odir"), [(1.0, 1.0)], n_folds=5)
-
-
-# -- the penalty search's row cap ------------------------------------------------------------------------
-def test_search_rows_are_chosen_by_value_stratified_and_count_a_weighted_row_once(small):
-    """The cap counts distinct rows: a row of weight 3 and its three copies are taken or left together;
-    another order takes the same rows; each class gets its share of the cap to one row (Hamilton)."""
-    from calibdash.calibrators.multiclass.penalty_search import search_rows
-    Z, y = small
-    w = np.random.default_rng(7).integers(0, 4, y.size)
-    keep = search_rows(Z, y, w, 100, seed=0)
-    live = w > 0
-    assert keep.sum() == 100 and not np.any(keep & ~live)
-    share = 100 * np.bincount(y[live], minlength=4) / live.sum()
-    assert np.all(np.abs(np.bincount(y[keep], minlength=4) - share) < 1)
-    rep = np.repeat(np.arange(y.size), w)
-    np.testing.assert_array_equal(search_rows(Z[rep], y[rep], None, 100, seed=0), keep[rep])
-    order = np.random.default_rng(1).permutation(y.size)
-    np.testing.assert_array_equal(search_rows(Z[order], y[order], w[order], 100, seed=0), keep[order])
-    assert search_rows(Z, y, w, 10_000, seed=0).sum() == live.sum()       # under the cap: every live row
+# -- degenerate input: saturated rows, huge logits, float32, near-uniform --------------------------------
+@pytest.mark.parametrize("name", SCALING)
+def test_one_hot_rows_mixed_with_soft_rows(name):
+    """Soft rows and exact one-hot rows (probabilities 0 and 1, a tenth of them on a wrong class: log-scores
+    of -690.8 on the label). The fit converges in few steps and its log-loss is far below the input's
+    (the wrong one-hot rows cost the input 690 nats each)."""
+    rng = np.random.default_rng(2)
+    Z, y = draw(1500, 6, seed=2)
+    P = softmax(Z, axis=1)
+    hard = rng.random(y.size) < 0.4
+    top = np.where(rng.random(y.size) < 0.9, y, (y + 1) % 6)
+    P[hard] = np.eye(6)[top[hard]]
+    cal = fit_quietly(make(name), P, y)
+    Q = check_ended(cal, P, cap=30)
+    assert log_loss(Q, y) < log_loss(P, y) - 10.0
 
 
-def test_capped_search_is_the_search_on_the_chosen_rows_and_keeps_the_invariants(small):
-    """select_penalty with max_rows is the uncapped search on search_rows' rows (the same folds, the same
-    fits: equal losses to rounding); weights equal repeated rows under the cap as without it (the
-    losses to the solver's tolerance, rtol 1e-6 as in the weighted test above)."""
-    from calibdash.calibrators.multiclass.penalty_search import search_rows
-    Z, y = small
-    form, grid = LinearForm("full", True, "odir"), [(100.0, 100.0), (1.0, 1.0)]
-    keep = search_rows(Z, y, None, 120, seed=0)
-    capped = select_penalty(Z, y, None, form, grid, n_folds=3, max_rows=120)
-    direct = select_penalty(Z[keep], y[keep], None, form, grid, n_folds=3, max_rows=None)
-    assert capped[:2] == direct[:2]
-    np.testing.assert_allclose(capped[2], direct[2], rtol=1e-12)
-    w = np.random.default_rng(7).integers(0, 4, y.size)
-    weighted = select_penalty(Z, y, w, form, grid, n_folds=3, max_rows=120)
-    repeated = select_penalty(np.repeat(Z, w, axis=0), np.repeat(y, w), None, form, grid, n_folds=3,
-                              max_rows=120)
-    assert weighted[:2] == repeated[:2]
-    np.testing.assert_allclose(weighted[2], repeated[2], rtol=1e-6)
+@pytest.mark.parametrize("name", ["vector", "matrix", "dirichlet"])
+def test_separable_one_hot_rows_end_and_sharpen(name):
+    """Every row's top class is its label (one-hot rows and soft ones): the likelihood has no finite optimum
+    (sharper is always better), yet the fit ends in few steps, and its log-loss is below the input's."""
+    Z, y = draw(1200, 5, seed=3)
+    right = Z.argmax(axis=1) == y
+    P = softmax(Z[right], axis=1)
+    y = y[right]
+    P[::3] = np.eye(5)[y[::3]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)       # an optimum at infinity may not 'converge'
+        cal = make(name).fit(P, y)
+    Q = check_ended(cal, P)
+    assert log_loss(Q, y) < log_loss(P, y)
+
+
+@pytest.mark.parametrize("name", SCALING)
+@pytest.mark.parametrize("size", [1e4, 1e6])
+def test_logits_of_any_finite_magnitude(name, size):
+    """Logits of 1e4 and 1e6 (the softmax saturated on nearly every row, the scores' rounding 1e-12 and 1e-10
+    of the objective): the fit converges in few steps. Temperature scaling keeps the logits' ranking; the
+    richer maps contain the temperature map at no penalty (ODIR charges neither the diagonal nor a zero
+    intercept), so their log-loss on the fitted rows is at most the temperature map's."""
+    Z, y = draw(1000, 5, seed=4)
+    cal = fit_quietly(make(name, logits=True), size * Z, y)
+    Q = check_ended(cal, size * Z, cap=30)
+    if name == "temperature":
+        np.testing.assert_array_equal(Q.argmax(axis=1), Z.argmax(axis=1))
+    else:
+        T = calibrators.get("temperature", "classes", logits=True).fit(size * Z, y).predict_proba(size * Z)
+        assert log_loss(Q, y) <= log_loss(T, y) + 1e-9
+
+
+@pytest.mark.parametrize("name", SCALING)
+def test_float32_input_gives_the_float64_fit(name):
+    Z, y = draw(800, 5, seed=5)
+    P = softmax(Z, axis=1).astype(np.float32)
+    a = fit_quietly(make(name), P, y)
+    b = fit_quietly(make(name), P.astype(np.float64), y)
+    np.testing.assert_allclose(check_ended(a, P), b.predict_proba(P.astype(np.float64)), atol=FIT_TOL)
+
+
+@pytest.mark.parametrize("name", ["vector", "matrix", "dirichlet"])
+def test_near_uniform_probabilities(name):
+    """Probabilities within 1e-6 of 1/K and labels drawn at random: the log-scores are nearly collinear
+    with the intercepts (the Hessian's condition about 1e11), and the objective is flat to its rounding
+    at the optimum. The fit converges in few steps (it used to run to the cap) and stays near uniform."""
+    rng = np.random.default_rng(6)
+    P = 0.1 + rng.uniform(-1e-6, 1e-6, (3000, 10))
+    P /= P.sum(axis=1, keepdims=True)
+    y = rng.integers(0, 10, 3000)
+    cal = fit_quietly(make(name), P, y)
+    Q = check_ended(cal, P, cap=15)
+    assert cal.converged_
+    assert np.abs(Q - np.bincount(y, minlength=10) / y.size).max() < 0.05
+
+
+# -- classes the labels never name -------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["vector", "matrix", "dirichlet"])
+@pytest.mark.parametrize("search", [False, True])
+def test_a_class_never_in_the_labels_keeps_the_temperature_map_and_a_probability(name, search):
+    """Class 2 has no rows: it is left out of the fit's softmax, its parameters are the fitted temperature's
+    map (W_2 = e_2 / T, b_2 = 0) and it keeps a probability above 0 on every row."""
+    Z, y = draw(1500, 5, seed=7)
+    keep = y != 2
+    P, y = softmax(Z[keep], axis=1), y[keep]
+    cal = fit_quietly(make(name, **(SEARCH if search and name != "vector" else {})), P, y)
+    Q = check_ended(cal, P)
+    assert cal.absent_classes_ == (2,)
+    assert np.all(Q[:, 2] > 0)
+    beta = 1.0 / fit_quietly(calibrators.get("temperature", "classes"), P, y).temperature_
+    k = 5
+    if name == "vector":
+        np.testing.assert_allclose([cal.theta_[2], cal.theta_[k + 2]], [beta, 0.0], rtol=1e-6)
+    else:
+        W, b = cal.theta_[:k * k].reshape(k, k), cal.theta_[k * k:]
+        np.testing.assert_allclose(W[2], beta * np.eye(k)[2], rtol=1e-6, atol=1e-12)
+        assert b[2] == 0.0
+    # the others are fitted among themselves: better than the temperature map's probabilities renormalised
+    # over the classes present (the fit's objective; the temperature map is in the family at no penalty)
+    T = calibrators.get("temperature", "classes").fit(P, y).predict_proba(P)
+    on = np.arange(k) != 2
+    assert log_loss(Q[:, on] / Q[:, on].sum(1, keepdims=True), y - (y > 2)) < \
+        log_loss(T[:, on] / T[:, on].sum(1, keepdims=True), y - (y > 2))
+    if name == "vector":                    # no penalty holds the intercepts: they keep the start's sum, 0
+        assert abs(cal.theta_[k:][on].sum()) < 1e-9
+
+
+@pytest.mark.parametrize("name", ["matrix", "dirichlet"])
+def test_two_of_ten_classes_in_the_labels(name):
+    Z, y = draw(2000, 10, seed=8)
+    keep = y < 2
+    P, y = softmax(Z[keep], axis=1), y[keep]
+    cal = fit_quietly(make(name, select=True, n_folds=3), P, y)
+    Q = check_ended(cal, P)
+    assert cal.absent_classes_ == tuple(range(2, 10))
+    assert np.all(Q[:, 2:] > 0)
+
+
+@pytest.mark.parametrize("name", ["vector", "matrix", "dirichlet"])
+def test_labels_of_one_class_are_refused_by_the_per_class_maps(name):
+    Z, y = draw(500, 4, seed=9)
+    with pytest.raises(DataError, match="at least two classes"):
+        make(name).fit(softmax(Z, axis=1), np.full(y.size, 3))
+
+
+# -- too few rows for the search, too many classes for a full map -------------------------------------
+@pytest.mark.parametrize("name", ["matrix", "dirichlet"])
+def test_constant_probabilities_fall_back_to_the_stated_penalty(name):
+    """Every row has the same probabilities and one of 4 labels: 4 distinct rows, fewer than the 5 folds.
+    The fit uses the constructor's lam and mu, warns, and says so in penalty_note_."""
+    rng = np.random.default_rng(11)
+    P = np.tile(softmax(rng.normal(0, 1, 10)), (2000, 1))
+    y = rng.integers(0, 4, 2000)
+    with pytest.warns(PenaltyFallbackWarning, match="lambda=7"):
+        cal = calibrators.get(name, "classes", lam=7.0, mu=3.0).fit(P, y)
+    Q = check_ended(cal, P)
+    assert (cal.lambda_, cal.mu_) == (7.0, 3.0) and cal.cv_losses_ is None
+    assert "5 distinct rows" in cal.penalty_note_
+    # the labels' frequencies are what a map of constant rows can learn
+    np.testing.assert_allclose(Q[0, :4] / Q[0, :4].sum(), np.bincount(y) / y.size, atol=0.02)
+
+
+@pytest.mark.parametrize("name", ["matrix", "dirichlet"])
+def test_full_maps_beyond_the_limit_are_refused_before_allocating(name):
+    k = linear.MAX_FULL_CLASSES + 1
+    Z, y = draw(60, k, seed=12)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError, match=f"limit of {linear.MAX_FULL_CLASSES} classes.*vector scaling"):
+            make(name, logits=True).fit(Z, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2 ** 20                  # the blocks alone would take k (k + 1)^2 * 8 = 130 MB
+
+
+# -- column order -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,extra", [("temperature", {}), ("vector", {}), ("matrix", {}),
+                                        ("dirichlet", {}), ("matrix", SEARCH), ("dirichlet", SEARCH),
+                                        ("dirichlet", {**SEARCH, "reg": "l2"})])
+def test_permuting_the_columns_permutes_the_predictions(name, extra):
+    Z, y = draw(600, 6, seed=14)
+    P = softmax(Z, axis=1)
+    perm = np.random.default_rng(15).permutation(6)
+    inv = np.argsort(perm)
+    a = fit_quietly(make(name, **extra), P, y)
+    b = fit_quietly(make(name, **extra), P[:, perm], inv[y])
+    np.testing.assert_allclose(b.predict_proba(P[:, perm]), a.predict_proba(P)[:, perm], atol=FIT_TOL)
+    assert (a.lambda_, a.mu_) == (b.lambda_, b.mu_)
