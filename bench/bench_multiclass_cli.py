@@ -31,7 +31,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from calibdash.calibrators import multiclass  # noqa: E402
+from calibdash import calibrators  # noqa: E402
 
 WANTED = ("temperature", "vector", "dirichlet", "ovr:isotonic")
 
@@ -86,7 +86,7 @@ def measured(argv: list[str]) -> tuple[float, float, float, str]:
 def main() -> None:
     n = int(float(sys.argv[1])) if len(sys.argv) > 1 else 1_000_000
     k = int(sys.argv[2]) if len(sys.argv) > 2 else 10
-    have = set(multiclass.available())
+    have = set(calibrators.available("classes"))
     methods = [m for m in WANTED if m in have]
     missing = [m for m in WANTED if m not in have]
     with tempfile.TemporaryDirectory() as tmp:

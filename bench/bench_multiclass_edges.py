@@ -36,7 +36,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from scipy.special import softmax
 sys.path.insert(0, REPO)
-from calibdash import multiclass
+from calibdash import calibrators
 
 def data(case):
     rng = np.random.default_rng(0)
@@ -80,14 +80,14 @@ with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     t0 = time.perf_counter()
     try:
-        cal = multiclass.get(method, logits=logits).fit(P, y)
+        cal = calibrators.get(method, "classes", logits=logits).fit(P, y)
         Q = cal.predict_proba(P)
         out.update(n_iter=int(cal.n_iter_), converged=bool(cal.converged_), lam=float(cal.lambda_),
                    finite=bool(np.isfinite(Q).all()), rowsum=float(np.abs(Q.sum(1) - 1).max()))
         if case == "permuted":
             perm = np.random.default_rng(5).permutation(P.shape[1])
             inv = np.argsort(perm)
-            cal2 = multiclass.get(method, logits=logits).fit(P[:, perm], inv[y])
+            cal2 = calibrators.get(method, "classes", logits=logits).fit(P[:, perm], inv[y])
             out.update(perm_diff=float(np.abs(cal2.predict_proba(P[:, perm]) - Q[:, perm]).max()),
                        lam_permuted=float(cal2.lambda_))
     except Exception as exc:

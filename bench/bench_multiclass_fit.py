@@ -60,7 +60,7 @@ from sklearn.calibration import CalibratedClassifierCV  # noqa: E402
 from sklearn.dummy import DummyClassifier  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 
-from calibdash.calibrators import multiclass  # noqa: E402
+from calibdash import calibrators  # noqa: E402
 
 DATA = Path("/work/shared/data/multiclass-cifar")
 FILES = ["wideresnet-16-4-cifar-10", "lenet-5-cifar-10", "wideresnet-16-4-cifar-100"]
@@ -105,7 +105,7 @@ def run(args) -> None:
         t, c, _ = best_of_both(lambda: softmax(P, axis=1), args.repeat)
         rows.append((name, n, k, "floor (softmax)", t, c, nan, ""))
         for method in args.methods:
-            t, c, cal = best_of_both(lambda: multiclass.get(method).fit(P, y), args.repeat)
+            t, c, cal = best_of_both(lambda: calibrators.get(method, "classes").fit(P, y), args.repeat)
             note = f"target < {TARGETS[method]:g} s" if k == 100 else ""
             if getattr(cal, "cv_losses_", None) is not None:
                 note = (note + "; " if note else "") + f"lambda = mu = {cal.lambda_:g}"

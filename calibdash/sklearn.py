@@ -4,7 +4,7 @@ the parameters and gives the agreement measured on the same folds).
 
 Two classes: any binary method (another method's hyperparameters are refused at ``fit``) on the estimator's
 ``predict_proba``, else its ``decision_function`` through the logistic function. K classes (or a multi-class
-method's name on two): a method of :mod:`calibdash.calibrators.multiclass`; a binary method's bare name means its
+method's name on two): a K-class method of :mod:`calibdash.calibrators`; a binary method's bare name means its
 one-vs-rest composite (``"isotonic"`` is ``"ovr:isotonic"``, as scikit-learn's), a name that is both
 (``"temperature"``) the multi-class method. ``response_method="auto"`` gives each method the output its paper
 calibrates (``input_form``: ``decision_function`` as logits for Guo et al.'s scalings, ``predict_proba`` for
@@ -24,7 +24,6 @@ from sklearn.utils.validation import (_check_sample_weight, _num_samples, check_
                                       validate_data)
 
 from . import calibrators
-from .calibrators import multiclass
 from .core.errors import SettingsError
 
 __all__ = ["CalibratedClassifier"]
@@ -118,13 +117,13 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         binary = self.method in calibrators.classes()
         if binary and n_classes == 2:
             return None
-        if self.method.partition(":")[0] in multiclass.classes():
+        if self.method.partition(":")[0] in calibrators.classes("classes"):
             return self.method
         if binary:
             return f"ovr:{self.method}"
         raise SettingsError(f"unknown method {self.method!r}: binary methods are "
                             f"{', '.join(calibrators.available())}; multi-class ones "
-                            f"{', '.join(multiclass.available(binary=False))} (ovr and top_label take a "
+                            f"{', '.join(calibrators.available('classes', expand=False))} (ovr and top_label take a "
                             "binary method after a colon: ovr:isotonic).")
 
     def _calibrator(self):
@@ -135,7 +134,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if "logits" in params:
             raise SettingsError("logits is not a hyperparameter here: the adapter sets it from the estimator's "
                                 "output (choose that output with response_method).")
-        return multiclass.get(self.calibration_method_, logits=self.score_source_ == "decision_function", **params)
+        logits = self.score_source_ == "decision_function"
+        return calibrators.get(self.calibration_method_, "classes", logits=logits, **params)
 
     @property
     def _is_multiclass(self) -> bool:
@@ -156,7 +156,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                                     f"has no {self.response_method}.")
             return self.response_method
         wanted = "predict_proba"
-        if name is not None and multiclass.get_class(name).input_form == "logits":
+        if name is not None and calibrators.get_class(name, "classes").input_form == "logits":
             wanted = "decision_function"
         return wanted if has[wanted] else next(r for r in has if r != wanted)
 

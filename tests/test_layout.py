@@ -175,15 +175,15 @@ def test_each_method_is_explained_and_drawn_by_declaration():
     from typing import get_type_hints
 
     from calibdash import calibrators, figures
-    from calibdash.calibrators import multiclass
     from calibdash.calibrators.base import Calibrator
     from calibdash.explain import Explanation, explainers
     from calibdash.calibrators.multiclass.base import MulticlassCalibrator
 
-    binary, k_class = set(calibrators.classes().values()), set(multiclass.classes().values())
+    binary, k_class = set(calibrators.classes().values()), set(calibrators.classes("classes").values())
     found = explainers()
     assert set(found) - binary - k_class == {Calibrator, MulticlassCalibrator}
-    assert binary <= set(found) and {multiclass.get_class("temperature"), multiclass.get_class("ovr")} <= set(found)
+    assert binary <= set(found)
+    assert {calibrators.get_class("temperature", "classes"), calibrators.get_class("ovr", "classes")} <= set(found)
     returned = {get_type_hints(fn)["return"] for fn in found.values()}
     assert all(issubclass(r, Explanation) for r in returned)
     drawn = figures.drawers()
@@ -496,9 +496,8 @@ def test_no_two_modules_share_a_file_name_with_different_jobs():
     it re-exports, (6) ``base``: the contract of a family (calibrators/base.py, calibrators/multiclass/base.py).
     No second classes.py, large.py or diagrams.py."""
     from calibdash import calibrators
-    from calibdash.calibrators import multiclass
 
-    methods = set(calibrators.available()) | set(multiclass.classes())
+    methods = set(calibrators.available()) | set(calibrators.classes("classes"))
     by_name: dict[str, list[tuple[str, ...]]] = {}
     for name, path in _modules(PACKAGE).items():
         if path.name != "__init__.py":

@@ -27,7 +27,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.calibrators.platt import logit
 from calibdash.core.errors import SettingsError
 from calibdash.sklearn import CalibratedClassifier
@@ -85,7 +85,7 @@ def test_platt_with_smoothed_targets_is_sklearns_sigmoid_on_logit_margins(xy):
     theirs = CalibratedClassifierCV(LogitMargins(), method="sigmoid", cv=folds).fit(X, y)
     assert ours.score_source_ == "predict_proba"
     # scikit-learn stops L-BFGS at a projected gradient of 1e-6 (gtol) on a sum over ~600 rows; ours
-    # iterates to the floating-point limit. tests/calibrators/test_multiclass_composites.py bounds the resulting
+    # iterates to the floating-point limit. tests/calibrators/multiclass/test_ovr.py bounds the resulting
     # change of the map (a Newton step from scikit-learn's solution) below 1e-6 on such problems.
     np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), rtol=0, atol=1e-6)
 
@@ -114,7 +114,7 @@ def test_prefit_is_the_calibrator_fitted_on_the_estimators_table(xy):
     base = GaussianNB().fit(X[:450], labels[:450])
     clf = CalibratedClassifier(base, method="top_label:histogram", cv="prefit", n_bins=5).fit(X[450:], labels[450:])
     assert clf.classes_.tolist() == base.classes_.tolist() and clf.calibrated_pairs_[0][0] is base
-    direct = multiclass.get("top_label:histogram", n_bins=5).fit(
+    direct = calibrators.get("top_label:histogram", "classes", n_bins=5).fit(
         base.predict_proba(X[450:]), np.searchsorted(base.classes_, labels[450:]))
     np.testing.assert_array_equal(clf.predict_proba(X[:450]), direct.predict_proba(base.predict_proba(X[:450])))
 
@@ -151,7 +151,7 @@ def test_decision_function_only_estimator_gives_its_logits(xy):
     base = LinearSVC().fit(X[:450], y[:450])
     clf = CalibratedClassifier(base, method="isotonic", cv="prefit").fit(X[450:], y[450:])
     assert clf.score_source_ == "decision_function"
-    direct = multiclass.get("ovr:isotonic", logits=True).fit(base.decision_function(X[450:]), y[450:])
+    direct = calibrators.get("ovr:isotonic", "classes", logits=True).fit(base.decision_function(X[450:]), y[450:])
     np.testing.assert_array_equal(clf.predict_proba(X[:450]), direct.predict_proba(base.decision_function(X[:450])))
 
 
@@ -203,7 +203,7 @@ def test_check_estimator_with_a_composite_method():
 SCALING_PENDING = "the multi-class scaling methods are not merged yet"
 
 
-@pytest.mark.skipif("temperature" not in multiclass.classes(), reason=SCALING_PENDING)
+@pytest.mark.skipif("temperature" not in calibrators.classes("classes"), reason=SCALING_PENDING)
 @pytest.mark.parametrize("ensemble", [True, False])
 def test_temperature_is_sklearns_temperature_on_the_same_folds(xy, ensemble):
     """scikit-learn's method="temperature" divides the decision_function logits by T, fitted by bounded Brent on
@@ -229,7 +229,7 @@ def test_temperature_is_sklearns_temperature_on_the_same_folds(xy, ensemble):
     assert abs(log_loss(yt, ours.predict_proba(Xt)) - log_loss(yt, theirs.predict_proba(Xt))) < 2e-4
 
 
-@pytest.mark.skipif("dirichlet" not in multiclass.classes(), reason=SCALING_PENDING)
+@pytest.mark.skipif("dirichlet" not in calibrators.classes("classes"), reason=SCALING_PENDING)
 @pytest.mark.parametrize("name, source, params", [("dirichlet", "predict_proba", {"select": False}),
                                                   ("vector", "decision_function", {}),
                                                   ("matrix", "decision_function", {"select": False})])
@@ -243,5 +243,6 @@ def test_each_scaling_method_gets_the_output_its_paper_calibrates(xy, name, sour
     clf = CalibratedClassifier(base, method=name, cv="prefit", **params).fit(X[450:], y[450:])
     assert clf.score_source_ == source
     table = getattr(base, source)
-    direct = multiclass.get(name, logits=source == "decision_function", **params).fit(table(X[450:]), y[450:])
+    direct = calibrators.get(name, "classes", logits=source == "decision_function", **params)
+    direct.fit(table(X[450:]), y[450:])
     np.testing.assert_array_equal(clf.predict_proba(X[:450]), direct.predict_proba(table(X[:450])))

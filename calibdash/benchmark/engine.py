@@ -22,8 +22,7 @@ from ..data import ClassSet
 from ..core.errors import DataError, SettingsError
 from ..evaluation.holdout import UNCALIBRATED, Scheme, evaluate, evaluate_cells, evaluate_classes, resolve_classes
 from ..evaluation.methods import resolve
-from .. import measures
-from ..calibrators import multiclass
+from .. import calibrators, measures
 from ..measures.calibration import METRIC_NAMES
 from ..measures import class_measures as mmetrics
 from .outcome import BINARY, CLASS_MEASURES, BenchmarkResult, Catalogue
@@ -48,8 +47,8 @@ _CLASS_UNIT_VERSION = 1
 
 
 def default_class_methods() -> list[str]:
-    """:data:`DEFAULT_CLASS_METHODS` that are registered (:func:`calibdash.calibrators.multiclass.available`)."""
-    known = set(multiclass.available())
+    """:data:`DEFAULT_CLASS_METHODS` that are registered (:func:`calibdash.calibrators.available`)."""
+    known = set(calibrators.available("classes"))
     return [m for m in DEFAULT_CLASS_METHODS if m in known]
 
 

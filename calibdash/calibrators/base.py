@@ -203,6 +203,14 @@ def check_setting(ok, value, message: str) -> None:
         raise SettingsError(f"{message}, got {value!r}.")
 
 
+def check_params(name: str, params, cls: type, more=()) -> None:
+    """:class:`SettingsError` naming the ``params`` that are neither ``cls``'s hyperparameters nor in ``more``."""
+    known = {h.name for h in cls.hyperparams} | set(cls().get_params()) | set(more)
+    unknown = set(params) - known
+    if unknown:
+        raise SettingsError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
+
+
 def check_feature_rows(features, n: int):
     """``features`` unchanged, after checking it has ``n`` rows (None passes)."""
     if features is not None and len(features) != n:

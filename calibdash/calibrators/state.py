@@ -124,13 +124,6 @@ class State(dict):
         return out
 
 
-def _registry(kind: str) -> dict:
-    """The registry of ``kind``: name -> class of the binary or the K-class calibrators."""
-    from .. import calibrators as registry
-    from . import multiclass
-    return registry.classes() if kind == "binary" else multiclass.classes()
-
-
 def kind_of(calibrator) -> str:
     """``"classes"`` for a K-class calibrator (a ``MulticlassCalibrator``), else ``"binary"``."""
     from .multiclass.base import MulticlassCalibrator
@@ -139,11 +132,12 @@ def kind_of(calibrator) -> str:
 
 def check_exportable(cls: type, kind: str) -> None:
     """ProgrammingError unless ``cls`` is a registered calibrator class of ``kind`` that says what its state is."""
+    from .. import calibrators as registry
     from .multiclass.base import MulticlassCalibrator
     base = Calibrator if kind == "binary" else MulticlassCalibrator
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise ProgrammingError(f"only calibdash calibrators can be exported, not {cls.__name__}.")
-    if _registry(kind).get(cls.name) is not cls:
+    if registry.classes(kind).get(cls.name) is not cls:
         raise ProgrammingError(f"{cls.__name__} is not a registered calibrator; loading it back would fail.")
     missing = [m for m in ("_export_state", "_import_state") if not callable(getattr(cls, m, None))]
     if missing:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .. import benchmark, calibrators, diagrams, engines, measures
-from ..calibrators import multiclass
 from ..core.errors import CalibdashError, ProgrammingError
 from ..evaluation.holdout import CELLS_CHOICES, CELLS_MIN_ROWS, KINDS, Scheme
 from ..evaluation.holdout import DEFAULT_METHODS as CLASS_METHODS
@@ -43,8 +42,9 @@ def cmd_methods(args) -> int:
     if args.multiclass:
         print("Multi-class calibrators (K-class files; ovr:<binary> and top_label:<binary> wrap any binary "
               "calibrator above that reads no features, and take its hyperparameters too):")
-    for name, cls in (multiclass.classes() if args.multiclass else calibrators.classes()).items():
-        print(_line(f"{name}:<binary>" if args.multiclass and name in multiclass.COMPOSITES else name, cls))
+    family = "classes" if args.multiclass else "binary"
+    for name, cls in calibrators.classes(family).items():
+        print(_line(f"{name}:<binary>" if name in calibrators.composites() else name, cls))
     return 0
 
 

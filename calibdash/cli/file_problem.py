@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from .. import calibrators
-from ..calibrators import multiclass
 from ..core.errors import SettingsError
 from ..core.validation import format_values, sorted_values
 from ..data import FileInfo, build_class_set, build_score_set, guess_roles, is_multiclass, read_table
@@ -118,8 +117,8 @@ def _class_only(names) -> list[str]:
     """The names among ``names`` that only a K-class file runs: composites (``ovr:isotonic``) and K-class
     calibrators with no binary namesake (vector, matrix, dirichlet)."""
     binary = calibrators.classes()
-    return [n for n in names if n.split(":")[0].strip().lower() in multiclass.COMPOSITES
-            or (n in multiclass.classes() and n not in binary)]
+    return [n for n in names if n.split(":")[0].strip().lower() in calibrators.composites()
+            or (n in calibrators.classes("classes") and n not in binary)]
 
 
 def refuse_class_methods(methods: str, frame, args, name: str) -> None:

@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import engines
+from .. import calibrators, engines
 from ..io import export
-from ..calibrators import multiclass
 from ..data import guess_roles, read_table
 from ..core import margins
 from ..core.errors import DataError, EnvironmentProblem, SettingsError
@@ -42,7 +41,7 @@ def cmd_fit(args) -> int:
         if key != method:
             raise SettingsError(f"--param {key}.… is a hyperparameter of {key!r}, but --method is {method!r}.")
     if cs is not None:
-        cal = multiclass.get(method, **params.get(method, {})).set_params(logits=bool(cs.logits))
+        cal = calibrators.get(method, "classes", **params.get(method, {})).set_params(logits=bool(cs.logits))
         data, what = cs, columns_text(cs)
     else:
         cal = resolve(method, params)[method]

@@ -46,19 +46,19 @@ BOOTSTRAP_LIMIT = 50_000_000
 def family(method: str) -> str:
     """The cost family of a K-class method: ``"scalar"``, ``"diagonal"``, ``"full"``, ``"ovr"`` or ``"top_label"``
     (SettingsError for an unknown method)."""
-    from ..calibrators.multiclass import COMPOSITES, get_class
-    cls = get_class(method)
+    from .. import calibrators
+    cls = calibrators.get_class(method, "classes")
     prefix = method.split(":", 1)[0]
-    if prefix in COMPOSITES:
+    if prefix in calibrators.composites():
         return prefix
     return getattr(cls, "matrix", None) or "scalar"
 
 
 def _fit_rows(method: str, n: int) -> int:
     """The rows one fit of ``method`` sees: the parametric maps at most ``MAX_FIT_ROWS`` of them."""
-    from ..calibrators.multiclass import get_class
+    from ..calibrators import get_class
     from .holdout import MAX_FIT_ROWS
-    return min(int(n), MAX_FIT_ROWS) if getattr(get_class(method), "parametric", False) else int(n)
+    return min(int(n), MAX_FIT_ROWS) if getattr(get_class(method, "classes"), "parametric", False) else int(n)
 
 
 def work(method: str, n: int, k: int) -> int:
@@ -113,8 +113,8 @@ def check_work(method: str, n: int, k: int, candidates: Iterable[str] | None = N
     why = _over(method, n, k)
     if why is None:
         return
-    from ..calibrators.multiclass import available
-    ok, _ = fitting(available() if candidates is None else candidates, n, k)
+    from ..calibrators import available
+    ok, _ = fitting(available("classes") if candidates is None else candidates, n, k)
     fits = ", ".join(ok) if ok else "none"
     raise DataError(f"{method} is not fitted on {int(n):,} rows x {int(k):,} classes: {why}. Methods that fit "
                     f"here: {fits}.")

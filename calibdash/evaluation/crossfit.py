@@ -18,7 +18,7 @@ from sklearn.base import clone
 from ..core.errors import SettingsError
 from ..core.jobs import stop_if
 from .methods import RAW, resolve, split_names
-from ..calibrators.multiclass import get
+from ..calibrators import get
 from ..calibrators.multiclass.base import MulticlassCalibrator
 
 __all__ = ["cross_fit", "Path", "choose_path"]
@@ -92,7 +92,7 @@ def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, log
             spec = dict(value) if isinstance(value, Mapping) else {}
             name = str(spec.pop("method", value if isinstance(value, str) else key))
             spec.update((params or {}).get(key, {}))
-            cal = get(name, **spec)
+            cal = get(name, "classes", **spec)
         cal.set_params(logits=bool(logits))
         out[key] = cal
     return out

@@ -24,7 +24,7 @@ from .crossfit import (CELLS_CHOICES, CELLS_MIN_ROWS, choose_path, cross_fit, re
 from ..core.errors import DataError, SettingsError
 from ..core.jobs import stop_if
 from .methods import RAW, resolve
-from ..calibrators.multiclass import get_class
+from ..calibrators import get_class
 from ..measures import class_measures as class_metrics
 from ..calibrators.multiclass.base import Scores, as_scores
 from .scheme import (KINDS, Scheme, cell_parts, content_order, content_sample, part_plan, refuse_too_few, rows_text,
@@ -56,7 +56,7 @@ def default_methods(k: int) -> list[str]:
     :data:`FULL_MAP_MAX_K` classes (a method says it is one by its ``matrix = "full"``)."""
     if int(k) <= FULL_MAP_MAX_K:
         return list(DEFAULT_METHODS)
-    return [m for m in DEFAULT_METHODS if getattr(get_class(m), "matrix", None) != "full"]
+    return [m for m in DEFAULT_METHODS if getattr(get_class(m, "classes"), "matrix", None) != "full"]
 
 
 def split_indices(labels, scheme: Scheme, split=None, *, scores=None) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -23,15 +23,14 @@ _EXTRA = ("#44AA99", "#88CCEE", "#DDCC77", "#661100", "#6699CC", "#E6AB02", "#A6
 def _multiclass_color(key: str) -> str | None:
     """The colour a multi-class method declares: its class's, or for a composite (``ovr:isotonic``) its instance's,
     derived from its binary method; None when ``key`` names no multi-class method."""
-    from ..calibrators import multiclass
     from ..core.errors import SettingsError
     prefix, colon, _ = key.partition(":")
-    cls = multiclass.classes().get(prefix)
+    cls = calibrators.classes("classes").get(prefix)
     if cls is None:
         return None
-    if colon and prefix in multiclass.COMPOSITES:
+    if colon and prefix in calibrators.composites():
         try:
-            return multiclass.get(key).color
+            return calibrators.get(key, "classes").color
         except SettingsError:
             return None
     return cls.color

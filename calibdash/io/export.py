@@ -5,8 +5,8 @@ The file is one JSON object, one format for both kinds of calibrator (``python -
     {"format": "calibdash-calibrator", "version": 2, "kind": "binary" | "classes",
      "method": NAME, "params": {...}, "state": {...}, "fitted_on": {...}}
 
-``kind`` says which registry ``method`` is a name of: ``"binary"`` (:func:`calibdash.calibrators.get_class`) or
-``"classes"`` (:func:`calibdash.calibrators.multiclass.get`: ``"temperature"``, ``"ovr:isotonic"``, ...). ``params``
+``kind`` says which registry family ``method`` is a name of: ``"binary"`` (:func:`calibdash.calibrators.get_class`) or
+``"classes"`` (``family="classes"``: ``"temperature"``, ``"ovr:isotonic"``, ...). ``params``
 is what the method is built again with: ``get_params()`` (a K-class composite's binary method's hyperparameters and
 its own in one dict, :meth:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite.spec`). ``state`` holds
 what ``predict`` needs, never the training rows: ``n_train`` (training rows), for ``"classes"`` ``n_classes`` (K),
@@ -179,14 +179,14 @@ def probe_table(k: int) -> np.ndarray:
 def _class_calibrator(method: str, params: dict, state: State):
     """The fitted K-class calibrator of a file's ``method``, ``params`` and ``state``, probed on
     :func:`probe_table`."""
-    from ..calibrators import multiclass
+    from .. import calibrators
     from ..calibrators.multiclass.base import LOG_FLOOR
 
     try:
-        cal = multiclass.get(method, **params)
+        cal = calibrators.get(method, "classes", **params)
     except SettingsError as exc:
         raise DataError(f"the {_WHAT}'s method and params do not give a calibrator ({exc}); this calibdash has: "
-                        f"{', '.join(multiclass.available())}.") from None
+                        f"{', '.join(calibrators.available('classes'))}.") from None
     check_exportable(type(cal), "classes")
     n_train, k = state.integer("n_train"), state.integer("n_classes")
     if n_train < 1 or k < 2:

@@ -26,8 +26,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from calibdash import data as cdata, samples
-from calibdash.calibrators import multiclass
+from calibdash import calibrators, data as cdata, samples
 from calibdash.core.errors import DataError
 from calibdash.evaluation import bootstrap as mboot
 from calibdash.evaluation import class_budget as budget
@@ -210,7 +209,7 @@ def within_budget(cs: cdata.ClassSet, chosen: dict[str, dict]) -> dict[str, dict
     ok, refused = budget.fitting(chosen, cs.n_rows, cs.k)
     if not refused:
         return chosen
-    fits, _ = budget.fitting(multiclass.available(), cs.n_rows, cs.k)
+    fits, _ = budget.fitting(calibrators.available("classes"), cs.n_rows, cs.k)
     text = (f"not fitted on {cs.n_rows:,} rows x {cs.k:,} classes: "
             + "; ".join(f"{m}: {why}" for m, why in refused.items())
             + f". Methods that fit here: {', '.join(fits) or 'none'}.")

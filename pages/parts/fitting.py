@@ -36,7 +36,6 @@ import streamlit as st
 
 from calibdash.evaluation import bootstrap as cboot, cells as ccells, crossfit, holdout as evaluation
 from calibdash import calibrators, data as cdata
-from calibdash.calibrators import multiclass
 from calibdash.measures import calibration as metrics
 from calibdash.evaluation.holdout import UNCALIBRATED, Evaluation, Scheme
 from pages.parts.labels import method_labels
@@ -80,7 +79,8 @@ def rows_reason(ss: cdata.ScoreSet, methods) -> str:
 def held_back(problem, params: dict) -> dict:
     """``params`` without the full K x K maps above :data:`~calibdash.evaluation.holdout.FULL_MAP_MAX_K`
     classes, unless the user asks for them (their penalty search takes minutes there): said on the page."""
-    full = [m for m in params if problem.is_classes and getattr(multiclass.get_class(m), "matrix", None) == "full"]
+    full = [m for m in params
+            if problem.is_classes and getattr(calibrators.get_class(m, "classes"), "matrix", None) == "full"]
     if not full or problem.k <= evaluation.FULL_MAP_MAX_K:
         return params
     k, names = problem.k, ", ".join(problem.methods.label(m) for m in full)

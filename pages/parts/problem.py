@@ -13,7 +13,6 @@ from typing import Callable
 
 from calibdash.evaluation import bootstrap as cboot
 from calibdash import calibrators
-from calibdash.calibrators import multiclass
 from calibdash.core.errors import DataError
 from calibdash.evaluation import bootstrap as mboot, holdout as mevaluation
 from calibdash.measures import class_measures as mmetrics
@@ -83,7 +82,8 @@ BINARY = Methods(
 CLASSES = Methods(
     "mc.", "Multi-class calibrators", "Every method is fitted on the same rows and judged on the same held-out "
     "rows. ovr: one binary calibrator per class; top_label: the top class's probability.",
-    multiclass.available, multiclass.get, lambda m: multiclass.get(m).label or m, _class_defaults, "temperature",
+    lambda: calibrators.available("classes"), lambda m: calibrators.get(m, "classes"),
+    lambda m: calibrators.get(m, "classes").label or m, _class_defaults, "temperature",
     lambda *a: classes.evaluate_chosen(*a), lambda *a: classes.bootstrap_chosen(*a), mboot.verdict)
 
 

@@ -1,7 +1,7 @@
 """The shareable view of Compare in the address bar: sample, methods, their hyperparameters, scheme.
 
 The binary Compare's calibrators travel as ``methods``, the K-class Compare's multi-class methods as
-``mc_methods`` (names of :func:`calibdash.calibrators.multiclass.available`, composites such as ``ovr:isotonic``
+``mc_methods`` (names of :func:`calibdash.calibrators.available` ``("classes")``, composites such as ``ovr:isotonic``
 included); each method's hyperparameters as ``<method>.<name>``, the widgets' keys
 (:func:`pages.parts.widgets.hp_key`) for both kinds.
 
@@ -18,7 +18,6 @@ import math
 import streamlit as st
 
 from calibdash import calibrators, samples
-from calibdash.calibrators import multiclass
 from calibdash.evaluation.methods import split_names
 from pages.parts import scheme
 from pages.parts.source import SAMPLE, SOURCE, using_upload
@@ -105,14 +104,15 @@ def url_spec(methods, class_methods=()) -> dict:
     spec = {
         "sample": (SAMPLE, _within(str, None, None, _samples()), str),
         "methods": (METHODS, _known(calibrators.available), ",".join),
-        "mc_methods": (CLASS_METHODS, _known(multiclass.available), ",".join),
+        "mc_methods": (CLASS_METHODS, _known(lambda: calibrators.available("classes")), ",".join),
         "scheme": (scheme.KIND, _within(str, None, None, tuple(scheme.KINDS)), str),
         "test_size": (scheme.TEST_SIZE, _within(float, *scheme.TEST_SIZE_RANGE), repr),
         "seed": (scheme.SEED, _within(int, *scheme.SEED_RANGE), str),
         "folds": (scheme.N_FOLDS, _within(int, *scheme.N_FOLDS_RANGE), str),
     }
     spec.update(_hp_entries(methods, calibrators.available(), lambda m: calibrators.get_class(m).hyperparams))
-    spec.update(_hp_entries(class_methods, multiclass.available(), lambda m: multiclass.get(m).hyperparams))
+    spec.update(_hp_entries(class_methods, calibrators.available("classes"),
+                            lambda m: calibrators.get(m, "classes").hyperparams))
     return spec
 
 

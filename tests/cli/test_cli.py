@@ -13,7 +13,6 @@ import pytest
 
 from calibdash import benchmark, calibrators, cli, load_scores, measures
 from calibdash.io import export
-from calibdash.calibrators import multiclass
 from calibdash.data import load_classes
 from calibdash.core.errors import EnvironmentProblem, ProgrammingError
 from calibdash.evaluation.holdout import Scheme, evaluate
@@ -207,7 +206,7 @@ def test_errors_are_messages(capsys, tmp_path):
 
 
 def test_a_programming_error_is_shown_as_one(monkeypatch, capsys):
-    def broken():
+    def broken(family="binary"):
         raise ProgrammingError("registry lookup called wrongly")
 
     monkeypatch.setattr(calibrators, "classes", broken)
@@ -479,7 +478,7 @@ def test_fit_then_apply_gives_the_calibrators_probabilities(path, method, tmp_pa
     assert saved.fitted_on["columns"] == cs.columns and saved.fitted_on["logits"] == cs.logits
     assert saved.fitted_on["classes"] == [c if isinstance(c, str) else int(c) for c in cs.classes]
     assert saved.fitted_on["rows"] == cs.n_rows and saved.fitted_on["label"] == "label"
-    cal = multiclass.get(method).set_params(logits=cs.logits).fit(cs.given, cs.labels)
+    cal = calibrators.get(method, "classes").set_params(logits=cs.logits).fit(cs.given, cs.labels)
     df = pd.read_csv(path)
     want = cal.predict_proba(df[cs.columns].to_numpy(dtype=float))
     got = pd.read_csv(out)
@@ -530,5 +529,5 @@ def test_methods_multiclass_lists_the_multiclass_calibrators(capsys):
     assert main(["methods", "--multiclass"]) == 0
     out = capsys.readouterr().out
     listed = [line.split()[0] for line in out.splitlines()[1:] if line and not line.startswith(" ")]
-    assert listed == [f"{n}:<binary>" if n in multiclass.COMPOSITES else n for n in multiclass.classes()]
+    assert listed == [f"{n}:<binary>" if n in calibrators.composites() else n for n in calibrators.classes("classes")]
     assert "hyperparameters: min_rows=50" in out

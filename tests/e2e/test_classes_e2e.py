@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash import samples
 from calibdash.synthetic.gaussian_classes import gaussian_classes
 from pages.parts.diagrams import SHOWN_CLASSES
@@ -58,11 +58,11 @@ def _classwise(page, ui) -> int:
 
 def test_k10_and_k100_uploads_compare_in_the_browser(app_page, ui, tmp_path):
     page = app_page
-    methods = CLASSES.compare_defaults(multiclass.available(), 10)
-    want_rows = ["Uncalibrated"] + [multiclass.get(m).label for m in methods]
+    methods = CLASSES.compare_defaults(calibrators.available("classes"), 10)
+    want_rows = ["Uncalibrated"] + [calibrators.get(m, "classes").label for m in methods]
     # at K = 100 the full K x K maps are not fitted unless the user asks (chosen or not)
-    held = [m for m in methods if getattr(multiclass.get_class(m), "matrix", None) == "full"]
-    want_rows_100 = [r for r in want_rows if r not in {multiclass.get(m).label for m in held}]
+    held = [m for m in methods if getattr(calibrators.get_class(m, "classes"), "matrix", None) == "full"]
+    want_rows_100 = [r for r in want_rows if r not in {calibrators.get(m, "classes").label for m in held}]
 
     # K = 10: the CIFAR-10 sample file, uploaded
     _upload(page, ui, samples.sample_path("cifar10_lenet5"), 10)

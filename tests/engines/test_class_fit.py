@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import spark_with_workers
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.cli import main
 from calibdash.engines.classes import content_key, fit_samples, open_class_rows
 from calibdash.engines.classes import ClassSource
@@ -155,7 +155,7 @@ def test_methods_rows_are_a_direct_computation_on_the_same_parts(files):
     assert list(res.metrics.index) == ["uncalibrated", *METHODS.split(",")]
     want = {"uncalibrated": M.compute(X[held], y[held])}
     for name in METHODS.split(","):
-        cal = multiclass.get(name).fit(X[fit], y[fit])
+        cal = calibrators.get(name, "classes").fit(X[fit], y[fit])
         want[name] = M.compute(cal.predict_proba(X[held]), y[held])
     # the same rows in the same order give the same fit; exact cells give the rows' measures up to the order
     # of summation (and the batches' matrix products): a relative 1e-10

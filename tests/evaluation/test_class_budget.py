@@ -8,7 +8,7 @@ import pytest
 
 from calibdash.core.errors import DataError
 from calibdash.core.jobs import Cancelled
-from calibdash.calibrators.multiclass import available
+from calibdash.calibrators import available
 from calibdash.evaluation import class_budget as budget
 from calibdash.evaluation import bootstrap as mboot
 from calibdash.diagrams import classwise_bin_count, prepare_classwise
@@ -82,7 +82,7 @@ def test_a_table_of_1999_classes_is_refused_before_any_fit_for_every_method():
     with pytest.raises(DataError, match="1,999 classes are more than this server fits"):
         budget.check_work("temperature", 26_000, 1999)
     with pytest.raises(DataError, match="1,999 classes"):
-        budget.fitting(available(), 26_000, 1999)
+        budget.fitting(available("classes"), 26_000, 1999)
     with pytest.raises(DataError, match="probabilities, more than"):
         budget.check_table(budget.MAX_CELLS // 100 + 1, 100)
 

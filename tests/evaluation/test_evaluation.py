@@ -5,7 +5,6 @@ import pytest
 
 from calibdash import calibrators
 from calibdash.measures import calibration as metrics
-from calibdash.calibrators import multiclass
 from calibdash.calibrators.base import Calibrator
 from calibdash.core.errors import DataError, SettingsError
 from calibdash.evaluation.holdout import MAX_FIT_ROWS, Scheme, UNCALIBRATED, combine, evaluate, evaluate_classes, split_indices
@@ -267,7 +266,7 @@ def test_the_policy_is_off_below_the_limit_and_checked():
     assert MAX_FIT_ROWS == 200_000 and not ev.notes and ev.models["freq"].n_train_ == ev.fit_rows.size
     with pytest.raises(SettingsError, match="max_fit_rows"):
         evaluate_classes(P, y, {"freq": ClassFrequencies()}, Scheme(), max_fit_rows=0)
-    assert not multiclass.get("ovr:isotonic").parametric
+    assert not calibrators.get("ovr:isotonic", "classes").parametric
 
 
 def test_content_order_is_the_lexsort_of_class_key_and_values():

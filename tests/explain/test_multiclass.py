@@ -8,17 +8,17 @@ from scipy.optimize import minimize_scalar
 from scipy.special import softmax
 
 from calibdash import data as cdata
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.explain import explain as explain_classes
 from calibdash.explain.k_temperature import fitted_temperature, temperature_curve
 from calibdash.figures import inner_figures
 from calibdash.measures import class_measures as mmetrics
-from calibdash.calibrators.multiclass.base import MulticlassCalibrator
+from calibdash.calibrators.multiclass.base import MulticlassCalibrator, Scores
 from calibdash.synthetic import multiclass_study as mstudy
 from tests.conftest import REPO
 
 SAMPLES = REPO / "sample_data" / "multiclass"
-HAS_TEMPERATURE = "temperature" in multiclass.available()
+HAS_TEMPERATURE = "temperature" in calibrators.available("classes")
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_temperature_curve_is_the_log_loss_and_finds_the_scenario_temperature():
     T = 2.5, so the log-loss minimiser on 20,000 rows sits near 2.5. Tolerance: the minimiser's sampling SD on
     20,000 rows is about 0.02 (one parameter, Fisher information of this scenario), so 0.1 is five SDs."""
     d = mstudy.overconfident(3, 2.5).draw(20_000, seed=3)
-    x = multiclass.Scores(d.reported, False)
+    x = Scores(d.reported, False)
     assert temperature_curve(x, d.labels, [1.0])[0] == pytest.approx(mmetrics.log_loss(d.reported, d.labels), rel=1e-12)
     best = minimize_scalar(lambda t: temperature_curve(x, d.labels, [t])[0], bounds=(0.5, 8), method="bounded",
                            options={"xatol": 1e-6})
@@ -74,7 +74,7 @@ def test_explained_temperature_is_the_models_and_the_curve_is_lowest_there(anima
     rows' log-loss curve is lowest at T: on a fine grid around T no value is lower than the value at T by more
     than the solver's stopping rule allows. The solver stops when the relative change of T is small (about 1e-6
     or finer); the log-loss is flat at its minimum, so a T off by 1e-5 changes the curve by far less than 1e-8."""
-    model = multiclass.get("temperature").fit(animals.given, animals.labels)
+    model = calibrators.get("temperature", "classes").fit(animals.given, animals.labels)
     ex = explain_classes(model, animals.given, animals.labels)
     t = ex.temperature
     np.testing.assert_allclose(model.predict_proba(animals.given), softmax(np.log(animals.given) / t, axis=1),
@@ -82,15 +82,15 @@ def test_explained_temperature_is_the_models_and_the_curve_is_lowest_there(anima
     curve = ex.loss_curve
     assert curve["fit"].min() >= float(curve.loc[curve["temperature"] == t, "fit"].iloc[0]) - 1e-8
     fine = t * np.exp(np.linspace(-0.01, 0.01, 41))
-    values = temperature_curve(multiclass.Scores(animals.given, False), animals.labels, fine)
-    assert values.min() >= temperature_curve(multiclass.Scores(animals.given, False), animals.labels, [t])[0] - 1e-8
+    values = temperature_curve(Scores(animals.given, False), animals.labels, fine)
+    assert values.min() >= temperature_curve(Scores(animals.given, False), animals.labels, [t])[0] - 1e-8
     assert "held_out" not in curve           # none given
 
 
 def test_ovr_maps_are_the_per_class_binary_maps(animals):
     """Each shown class's curve is its own binary calibrator evaluated on the grid; classes come worst first
     (largest class-wise ECE of the fitting rows)."""
-    model = multiclass.get("ovr:histogram").fit(animals.given, animals.labels)
+    model = calibrators.get("ovr:histogram", "classes").fit(animals.given, animals.labels)
     ex = explain_classes(model, animals.given, animals.labels, class_names=animals.classes)
     assert ex.kind == "ovr" and sorted(ex.shown) == [0, 1, 2]
     ece = mmetrics.per_class_ece(animals.given, animals.labels)
@@ -101,7 +101,7 @@ def test_ovr_maps_are_the_per_class_binary_maps(animals):
 
 
 def test_ovr_on_ten_classes_shows_the_ten_worst(cifar):
-    model = multiclass.get("ovr:histogram").fit(cifar.given, cifar.labels)
+    model = calibrators.get("ovr:histogram", "classes").fit(cifar.given, cifar.labels)
     ex = explain_classes(model, cifar.given, cifar.labels, max_classes=4)
     ece = mmetrics.per_class_ece(cifar.given, cifar.labels)
     assert sorted(ex.shown) == sorted(np.argsort(-ece)[:4].tolist())
@@ -117,7 +117,7 @@ def test_top_label_pooled_classes_and_counts(animals):
     P, y = animals.given, animals.labels
     counts = np.bincount(P.argmax(axis=1), minlength=3)
     min_rows = float(np.sort(counts)[1])               # the smallest class falls below it, the others do not
-    model = multiclass.get("top_label:histogram", min_rows=min_rows).fit(P, y)
+    model = calibrators.get("top_label:histogram", "classes", min_rows=min_rows).fit(P, y)
     ex = explain_classes(model, P, y)
     np.testing.assert_array_equal(ex.predicted, counts)
     assert ex.pooled == [int(np.argmin(counts))]
@@ -129,16 +129,17 @@ def test_simplex_map_is_the_same_on_logits_and_probabilities(animals):
     """For K = 3 the simplex map is the calibrator on the grid; a model fitted on the logarithm of the probabilities
     (as logits) is the same map, so both explanations draw the same arrows."""
     P, y = animals.given, animals.labels
-    on_p = multiclass.get("ovr:histogram").fit(P, y)
-    on_z = multiclass.get("ovr:histogram").set_params(logits=True).fit(np.log(P), y)
+    on_p = calibrators.get("ovr:histogram", "classes").fit(P, y)
+    on_z = calibrators.get("ovr:histogram", "classes").set_params(logits=True).fit(np.log(P), y)
     a = explain_classes(on_p, P, y).simplex
     b = explain_classes(on_z, np.log(P), y).simplex
     np.testing.assert_allclose(a.outputs, on_p.predict_proba(a.inputs), atol=1e-12)
     np.testing.assert_allclose(a.outputs, b.outputs, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", [n for n in multiclass.available(binary=False) if n not in multiclass.COMPOSITES]
-                         + [f"{c}:histogram" for c in multiclass.COMPOSITES])
+@pytest.mark.parametrize("name", [n for n in calibrators.available("classes", expand=False)
+                                  if n not in calibrators.composites()]
+                         + [f"{c}:histogram" for c in calibrators.composites()])
 def test_every_k_class_method_is_explained_by_its_declared_explainer_and_drawn(name, animals):
     """explain() finds a K-class method's explainer by the calibrator's class: the explanation is the class its
     explainer declares, of the method's name, and its figures end with the simplex map (K = 3)."""
@@ -147,7 +148,7 @@ def test_every_k_class_method_is_explained_by_its_declared_explainer_and_drawn(n
     from calibdash.explain import explainers
     from calibdash.explain.k_class import ClassExplanation
 
-    model = multiclass.get(name).fit(animals.given, animals.labels)
+    model = calibrators.get(name, "classes").fit(animals.given, animals.labels)
     ex = explain_classes(model, animals.given, animals.labels, class_names=animals.classes)
     declared = next(explainers()[c] for c in type(model).__mro__ if c in explainers())     # the nearest declared
     assert type(ex) is get_type_hints(declared)["return"] and isinstance(ex, ClassExplanation)

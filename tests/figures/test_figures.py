@@ -150,14 +150,13 @@ def test_color_of_knows_the_multi_class_methods():
 def test_multi_class_charts_take_the_multi_class_colour_of_a_shared_name(monkeypatch):
     """A multi-class method named like a binary one (both have a ``temperature``) is drawn in its own declared
     colour in the multi-class charts; the binary charts keep the binary colour."""
-    from calibdash.calibrators import multiclass
     from calibdash import diagrams as fmulticlass
     from calibdash.figures.palette import class_color_of
     from calibdash import diagrams as mdiagrams
 
-    real = multiclass.classes()
-    twin = type("Twin", (real["ovr"],), {"name": "isotonic", "color": "#123456"})
-    monkeypatch.setattr(multiclass, "classes", lambda: {**real, "isotonic": twin})
+    binary, k_class = calibrators.classes(), calibrators.classes("classes")
+    k_class["isotonic"] = type("Twin", (k_class["ovr"],), {"name": "isotonic", "color": "#123456"})
+    monkeypatch.setattr(calibrators, "classes", lambda family="binary": k_class if family == "classes" else binary)
     assert class_color_of("isotonic") == "#123456" and color_of("isotonic") != "#123456"
     assert class_color_of("uncalibrated") == color_of("uncalibrated")
     assert class_color_of("ovr:platt") == color_of("platt")

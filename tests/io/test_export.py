@@ -282,7 +282,7 @@ def test_classes_that_cannot_be_exported_are_programming_errors(monkeypatch, noi
     s, y = noisy
     with pytest.raises(ProgrammingError, match="_Toy is not a registered calibrator"):
         export.dumps(_Toy().fit(s, y))
-    monkeypatch.setattr(calibrators, "_REGISTRY", {**calibrators.classes(), "toy": _Toy})
+    monkeypatch.setitem(calibrators._FOUND, "binary", {**calibrators.classes(), "toy": _Toy})
     with pytest.raises(ProgrammingError, match="_Toy has no _export_state or _import_state"):
         export.dumps(_Toy().fit(s, y))
     with pytest.raises(ProgrammingError, match="_Toy has no _export_state or _import_state"):

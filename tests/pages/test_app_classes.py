@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash import samples
 from calibdash.data import load_classes
 from calibdash.measures import class_measures as mmetrics
@@ -100,9 +100,9 @@ def test_upload_then_compare_shows_every_method_the_intervals_and_the_figures():
     assert _metric(at, "Classes (K)") == "4"
     go(at, COMPARE)
     assert_clean(at)
-    methods = CLASSES.compare_defaults(multiclass.available(), 4)
+    methods = CLASSES.compare_defaults(calibrators.available("classes"), 4)
     table = _frame(at, "cwECE")
-    labels = {m: multiclass.get(m).label for m in methods}
+    labels = {m: calibrators.get(m, "classes").label for m in methods}
     assert list(table.index) == ["Uncalibrated"] + [labels[m] for m in methods]
     # the shown values are the library's on the same held-out rows (the default scheme: Scheme()); the rows
     # are divided by their content, so the library reads the same file (the CSV's rounded values)
@@ -191,7 +191,7 @@ def test_a_composite_hyperparameter_reaches_the_fit():
     go(at, COMPARE)
     method = "top_label:histogram"
     at.multiselect(key=CLASS_METHODS).set_value(["temperature", method]).run()
-    keys = {hp.name: f"hp.{method}.{hp.name}" for hp in multiclass.get(method).hyperparams}
+    keys = {hp.name: f"hp.{method}.{hp.name}" for hp in calibrators.get(method, "classes").hyperparams}
     assert keys and all(k in at.session_state for k in keys.values())
     slider = at.select_slider(key=keys["n_bins"])
     new = next(v for v in slider.options if str(v) != str(slider.value))
@@ -200,7 +200,7 @@ def test_a_composite_hyperparameter_reaches_the_fit():
     params = {name: at.session_state[k] for name, k in keys.items()}
     cs = samples.load_class_sample("logits_4class")
     ev = evaluate_classes(cs.scores(), cs.labels, {method: params}, Scheme(), logits=True, split=cs.split)
-    row = _frame(at, "cwECE").loc[multiclass.get(method).label]
+    row = _frame(at, "cwECE").loc[calibrators.get(method, "classes").label]
     for name in ("ECE", "cwECE", "LogLoss"):
         assert abs(_number(row[name]) - ev.metrics.loc[method, name]) <= SHOWN, name
 
@@ -216,7 +216,7 @@ def test_full_maps_wait_for_the_switch_above_twenty_classes():
     at.multiselect(key=CLASS_METHODS).set_value(["temperature", "dirichlet"]).run()
     assert_clean(at)
     assert any("not fitted yet: 24 classes" in shown(i.value) for i in at.main.info)
-    assert list(_frame(at, "cwECE").index) == ["Uncalibrated", multiclass.get("temperature").label]
+    assert list(_frame(at, "cwECE").index) == ["Uncalibrated", calibrators.get("temperature", "classes").label]
     at.toggle(key="compare.mc.full_maps").set_value(True).run()
     assert_clean(at)
-    assert multiclass.get("dirichlet").label in _frame(at, "cwECE").index
+    assert calibrators.get("dirichlet", "classes").label in _frame(at, "cwECE").index

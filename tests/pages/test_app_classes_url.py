@@ -6,7 +6,7 @@ panels bin by the rule on the rows per class unless the user picks a count.
 """
 from __future__ import annotations
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash import samples
 from calibdash import diagrams as mdiagrams
 from calibdash.evaluation.holdout import evaluate_classes
@@ -36,12 +36,13 @@ def test_a_link_restores_the_k_class_methods_and_their_hyperparameters():
     assert at.session_state[f"hp.{METHOD}.n_bins"] == 7
     # the measures table is the library's fit with the link's values, on the same held-out rows
     cs = samples.load_class_sample("logits_4class")
-    params = {hp.name: at.session_state[f"hp.{METHOD}.{hp.name}"] for hp in multiclass.get(METHOD).hyperparams}
+    hps = calibrators.get(METHOD, "classes").hyperparams
+    params = {hp.name: at.session_state[f"hp.{METHOD}.{hp.name}"] for hp in hps}
     assert params["n_bins"] == 7
     ev = evaluate_classes(cs.scores(), cs.labels, {"temperature": {}, METHOD: params}, Scheme(), logits=True,
                           split=cs.split)
     table = _frame(at, "cwECE")
-    shown = table.loc[multiclass.get(METHOD).label, "ECE"]
+    shown = table.loc[calibrators.get(METHOD, "classes").label, "ECE"]
     assert abs(_number(shown) - ev.metrics.loc[METHOD, "ECE"]) <= SHOWN
     # the page writes its view back: the same methods and values travel on
     assert at.query_params["mc_methods"] == f"temperature,{METHOD}"

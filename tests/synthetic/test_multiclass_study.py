@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.evaluation.holdout import UNCALIBRATED
 from calibdash.synthetic import multiclass_study as mstudy
 from calibdash.synthetic.gaussian_classes import true_canonical_error
 
-HAS_TEMPERATURE = "temperature" in multiclass.available()
+HAS_TEMPERATURE = "temperature" in calibrators.available("classes")
 
 
 def test_trial_halves_and_true_error():

@@ -22,7 +22,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 
 from ..base import HyperParam
-from ...core.errors import DataError, NotFittedError, SettingsError
+from ...core.errors import DataError, NotFittedError
 from ...core.validation import check_classes, check_weights, class_matrix, probability_rows
 
 __all__ = ["MulticlassCalibrator", "Scores", "as_scores", "LOG_FLOOR"]
@@ -105,24 +105,16 @@ def as_scores(P, logits: bool, k: int | None = None) -> Scores:
     return x
 
 
-def check_params(name: str, params, cls: type, more=()) -> None:
-    """:class:`SettingsError` naming the ``params`` that are neither ``cls``'s hyperparameters nor in ``more``."""
-    known = {h.name for h in cls.hyperparams} | set(cls().get_params()) | set(more)
-    unknown = set(params) - known
-    if unknown:
-        raise SettingsError(f"{name} has no hyperparameter {sorted(unknown)}; it takes {sorted(known)}.")
-
-
 class MulticlassCalibrator(BaseEstimator):
     """Base class of the multi-class calibrators: validation at the edge, learned state in ``_fit``.
 
-    Class attributes: ``name`` (registry key; composites are ``"ovr:<binary>"``, ``"top_label:<binary>"``),
-    ``label``, ``summary``, ``paper``, ``hyperparams`` (in the UI's order), ``order`` (place in every list;
-    None: after the others, by name), ``color`` (``"#RRGGBB"``; None: picked from the name), ``parametric``
-    (a fixed, small number of parameters, so a fit on a content-keyed sample of large data is as good:
-    :func:`calibdash.evaluation.holdout.evaluate_classes` does so), ``input_form`` (the scores the paper
-    calibrates: ``"logits"`` for Guo et al.'s scalings, else ``"probabilities"``; a caller that can get both
-    gives this one).
+    Class attributes: ``name`` (registry key), ``composite`` (True: the name takes a binary method after a colon,
+    ``"ovr:<binary>"``), ``label``, ``summary``, ``paper``, ``hyperparams`` (in the UI's order), ``order`` (place in
+    every list; None: after the others, by name), ``color`` (``"#RRGGBB"``; None: picked from the name),
+    ``parametric`` (a fixed, small number of parameters, so a fit on a content-keyed sample of large data is as
+    good: :func:`calibdash.evaluation.holdout.evaluate_classes` does so), ``input_form`` (the scores the paper
+    calibrates: ``"logits"`` for Guo et al.'s scalings, else ``"probabilities"``; a caller that can get both gives
+    this one).
     """
 
     name: ClassVar[str] = ""
@@ -134,6 +126,7 @@ class MulticlassCalibrator(BaseEstimator):
     color: ClassVar[str | None] = None
     parametric: ClassVar[bool] = False
     multiclass: ClassVar[bool] = True
+    composite: ClassVar[bool] = False
     input_form: ClassVar[str] = "probabilities"
 
     def __init__(self, logits: bool = False):

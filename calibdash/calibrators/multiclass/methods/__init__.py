@@ -1,1 +1,1 @@
-"""One module per multi-class method; :mod:`calibdash.calibrators.multiclass` finds them by scanning this package."""
+"""One module per multi-class method; :func:`calibdash.calibrators.classes` finds them by scanning this package."""

@@ -9,9 +9,9 @@ import numpy as np
 
 from .... import calibrators
 from ...state import State, calibrator_from, state_of
-from ...base import Calibrator, HyperParam
+from ...base import Calibrator, HyperParam, check_params
 from ....core.errors import SettingsError
-from ..base import MulticlassCalibrator, Scores, check_params
+from ..base import MulticlassCalibrator, Scores
 
 __all__ = ["OneVsRestCalibrator", "BinaryComposite"]
 
@@ -76,6 +76,7 @@ class BinaryComposite(MulticlassCalibrator):
     prefix = ""
     base_order = 1000.0
     darken = 0.0
+    composite = True
     own_hyperparams: tuple[HyperParam, ...] = ()
 
     label = PerBinary(lambda cls: cls.prefix, lambda cls, b: f"{cls.prefix} {_lower_first(b.label)}")
@@ -88,7 +89,7 @@ class BinaryComposite(MulticlassCalibrator):
     def binary_class(cls, binary: str) -> type[Calibrator]:
         """The binary calibrator class ``binary`` names; :class:`SettingsError` if none, or one that uses features."""
         if not isinstance(binary, str) or binary not in calibrators.classes():
-            usable = [n for n in calibrators.available() if not calibrators.get_class(n).uses_features]
+            usable = [n for n, c in calibrators.classes().items() if not c.uses_features]
             raise SettingsError(f"{cls.name} wraps a binary calibrator; {binary!r} is none. "
                                 f"It takes: {', '.join(usable)}.")
         found = calibrators.get_class(binary)
@@ -106,7 +107,7 @@ class BinaryComposite(MulticlassCalibrator):
     @classmethod
     def make(cls, binary: str, **params) -> "BinaryComposite":
         """``cls`` wrapping ``binary``, ``params`` the binary method's and the composite's own mixed (what
-        :func:`calibdash.calibrators.multiclass.get` calls); :class:`SettingsError` names an unknown one."""
+        :func:`calibdash.calibrators.get` calls); :class:`SettingsError` names an unknown one."""
         bcls = cls.binary_class(binary)
         own = set(cls.own_params())
         check_params(f"{cls.name}:{binary}", params, bcls, own)
@@ -114,7 +115,7 @@ class BinaryComposite(MulticlassCalibrator):
         return cls(binary=binary, params=inner or None, **{k: v for k, v in params.items() if k in own})
 
     def spec(self) -> tuple[str, dict]:
-        """``("<name>:<binary>", params)``: what :func:`calibdash.calibrators.multiclass.get` takes to build this
+        """``("<name>:<binary>", params)``: what :func:`calibdash.calibrators.get` takes to build this
         calibrator again, every parameter (the binary method's defaults included) in one dict."""
         own = {k: v for k, v in self.get_params(deep=False).items() if k not in ("binary", "params")}
         return f"{self.name}:{self.binary}", {**self.new_binary().get_params(deep=False), **own}

@@ -1,6 +1,6 @@
-"""The contract every multi-class calibrator keeps, for every name :func:`calibdash.calibrators.multiclass.available` gives.
+"""The contract every K-class calibrator keeps, for every name ``calibdash.calibrators.available("classes")`` gives.
 
-Methods added later (the scaling family) are covered by being registered. Data
+A method added later is covered by being registered (a module in calibdash/calibrators/multiclass/methods/). Data
 are small (120 rows, 3 classes; 60 rows for the slow binary ones) so that the
 ~30 names run in a few seconds.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.core.errors import DataError, NotFittedError, SettingsError
 from calibdash.io import export
 from calibdash.calibrators.multiclass.base import LOG_FLOOR
 
-NAMES = multiclass.available()
+NAMES = calibrators.available("classes")
 K = 3
 
 #: Binary methods whose fit is an iterative solver (calibdash.core.logistic's Newton iterations, run to the
@@ -76,23 +76,22 @@ def fitted():
     out = {}
     for name in NAMES:
         P, y = rows(name)
-        out[name] = multiclass.get(name).fit(P, y)
+        out[name] = calibrators.get(name, "classes").fit(P, y)
     return out
 
 
 def test_every_composite_is_available_for_every_binary_method_without_features():
-    from calibdash import calibrators
     usable = [b for b in calibrators.available() if not calibrators.get_class(b).uses_features]
     assert {"histogram", "isotonic", "platt", "beta", "bbq", "sbb", "abb", "elite", "enir", "venn_abers",
             "scaling_binning", "temperature"} <= set(usable)
-    for prefix in multiclass.COMPOSITES:
+    for prefix in calibrators.composites():
         assert [n for n in NAMES if n.startswith(prefix + ":")] == [f"{prefix}:{b}" for b in usable]
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fit_returns_self_and_rows_sum_to_one(name, fitted):
     P, y = rows(name)
-    cal = multiclass.get(name)
+    cal = calibrators.get(name, "classes")
     assert cal.fit(P, y) is cal
     Q = fitted[name].predict_proba(GRID)
     assert Q.shape == (GRID.shape[0], K)
@@ -106,8 +105,8 @@ def test_integer_weights_equal_repeated_rows(name):
     P, y = rows(name, seed=1)
     k = np.random.default_rng(3).integers(0, 4, y.size)
     k[:3] = 1                                                   # the saturated rows stay in
-    weighted = multiclass.get(name).fit(P, y, sample_weight=k)
-    repeated = multiclass.get(name).fit(np.repeat(P, k, axis=0), np.repeat(y, k))
+    weighted = calibrators.get(name, "classes").fit(P, y, sample_weight=k)
+    repeated = calibrators.get(name, "classes").fit(np.repeat(P, k, axis=0), np.repeat(y, k))
     agree(weighted.predict_proba(GRID), repeated.predict_proba(GRID), tolerance(name))   # see SOLVERS
 
 
@@ -115,7 +114,7 @@ def test_integer_weights_equal_repeated_rows(name):
 def test_row_order_does_not_matter(name, fitted):
     P, y = rows(name)
     perm = np.random.default_rng(4).permutation(y.size)
-    shuffled = multiclass.get(name).fit(P[perm], y[perm])
+    shuffled = calibrators.get(name, "classes").fit(P[perm], y[perm])
     agree(shuffled.predict_proba(GRID), fitted[name].predict_proba(GRID), tolerance(name))   # see SOLVERS
 
 
@@ -125,7 +124,7 @@ def test_finite_on_saturated_rows(name):
     P = np.tile(np.eye(K), (8, 1))
     y = np.tile(np.arange(K), 8)
     y[::5] = (y[::5] + 1) % K                                   # some one-hot rows are wrong
-    Q = multiclass.get(name).fit(P, y).predict_proba(np.vstack([np.eye(K), GRID]))
+    Q = calibrators.get(name, "classes").fit(P, y).predict_proba(np.vstack([np.eye(K), GRID]))
     assert np.all(np.isfinite(Q))
     np.testing.assert_allclose(Q.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
@@ -149,8 +148,8 @@ def test_logits_of_the_probabilities_give_the_same_map(name):
     moves a score across a bin edge or a block cut (edges lie between distinct training scores)."""
     P, y = rows(name)
     P, y = P[3:], y[3:]                # without the saturated rows, whose equal zeros softmax(log P) would untie
-    on_logits = multiclass.get(name, logits=True).fit(np.log(P), y)
-    on_probs = multiclass.get(name).fit(P, y)
+    on_logits = calibrators.get(name, "classes", logits=True).fit(np.log(P), y)
+    on_probs = calibrators.get(name, "classes").fit(P, y)
     grid = GRID[:40]                   # the random rows: no zeros
     np.testing.assert_allclose(on_logits.predict_proba(np.log(grid)), on_probs.predict_proba(grid),
                                rtol=0, atol=1e-9)
@@ -165,10 +164,10 @@ def test_logits_of_the_probabilities_give_the_same_map(name):
 def test_unfitted_use_raises_not_fitted(name):
     from sklearn.exceptions import NotFittedError as SklearnNotFitted
     with pytest.raises(NotFittedError) as info:
-        multiclass.get(name).predict_proba(GRID)
+        calibrators.get(name, "classes").predict_proba(GRID)
     assert isinstance(info.value, SklearnNotFitted)
     with pytest.raises(NotFittedError):
-        export.dumps(multiclass.get(name))
+        export.dumps(calibrators.get(name, "classes"))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -180,7 +179,7 @@ def test_wrong_number_of_columns_at_predict_is_a_data_error(name, fitted):
 @pytest.mark.parametrize("name", NAMES)
 def test_clone_keeps_the_parameters(name):
     from sklearn.base import clone
-    cal = multiclass.get(name, logits=True)
+    cal = calibrators.get(name, "classes", logits=True)
     again = clone(cal)
     assert again.get_params() == cal.get_params() and type(again) is type(cal)
 
@@ -212,7 +211,6 @@ def test_damaged_files_are_data_errors(name, fitted):
 
 
 def test_a_binary_file_is_not_a_multiclass_file():
-    from calibdash import calibrators
     text = export.dumps(calibrators.get("isotonic").fit([0.1, 0.4, 0.8], [0, 1, 1]))
     with pytest.raises(DataError, match="holds a binary calibrator; a K-class calibrator is needed"):
         export.loads(text, "classes")
@@ -222,14 +220,14 @@ def test_a_binary_file_is_not_a_multiclass_file():
 def test_logits_probe_uses_floored_logs():
     """A loaded logits model is probed on log-probabilities floored at LOG_FLOOR: finite logits."""
     P, y = rows("ovr:platt")
-    cal = multiclass.get("ovr:platt", logits=True).fit(np.log(np.maximum(P, LOG_FLOOR)), y)
+    cal = calibrators.get("ovr:platt", "classes", logits=True).fit(np.log(np.maximum(P, LOG_FLOOR)), y)
     assert export.loads(export.dumps(cal)).logits is True
 
 
 def test_unknown_parameters_and_feature_methods_are_settings_errors():
     with pytest.raises(SettingsError, match=r"no hyperparameter \['bogus'\]"):
-        multiclass.get("ovr:isotonic", bogus=1)
+        calibrators.get("ovr:isotonic", "classes", bogus=1)
     with pytest.raises(SettingsError, match="uses feature columns"):
-        multiclass.get("top_label:mbct")
+        calibrators.get("top_label:mbct", "classes")
     with pytest.raises(SettingsError, match="'nope' is none"):
-        multiclass.get("ovr:nope")
+        calibrators.get("ovr:nope", "classes")

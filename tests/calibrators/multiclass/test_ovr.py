@@ -1,4 +1,6 @@
-"""One-vs-rest and top-label calibration: scikit-learn's one-vs-rest maps, hand-worked top-label rows, the edges.
+"""One-vs-rest calibration (Zadrozny & Elkan 2002), and what every composite (``ovr:``, ``top_label:``) shares
+through :class:`~calibdash.calibrators.multiclass.methods.ovr.BinaryComposite`: scikit-learn's one-vs-rest maps, K = 2
+against the binary method, ties and exact zeros, the binary method's numbers, labels and settings.
 
 scikit-learn (``CalibratedClassifierCV(FrozenEstimator(est), method=...)``) fits one binary map per class on
 the estimator's ``decision_function`` if it has one, else on its ``predict_proba``, and divides each row by
@@ -17,17 +19,23 @@ its sum (all-zero rows: uniform), as ``ovr`` does:
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
+from calibdash.calibrators.multiclass.methods.ovr import ZeroProbabilityWarning
 from calibdash.calibrators.platt import EPS, logit
+from calibdash.calibrators.state import state_of
 from calibdash.core.errors import SettingsError
 from calibdash.io import export
+from tests.calibrators.multiclass.conftest import (BINARY, TOP_LABEL, check_fit, fit, rounded_table, soft,
+                                                   two_classes)
 
 
 class ProbabilityTable(ClassifierMixin, BaseEstimator):
@@ -70,7 +78,7 @@ def test_ovr_linear_isotonic_is_sklearns_isotonic():
     P, y = table()
     Pt, _ = table(n=300, seed=1)
     w = np.random.default_rng(2).integers(1, 4, y.size).astype(float)
-    ours = multiclass.get("ovr:isotonic", interpolation="linear").fit(P, y, sample_weight=w)
+    ours = calibrators.get("ovr:isotonic", "classes", interpolation="linear").fit(P, y, sample_weight=w)
     theirs = sklearn_fit(ProbabilityTable(), "isotonic", P, y, w)
     # Both are PAV on the same weighted points with the same knots (each block's first and last
     # score) and the same interpolation and row normalisation: equal up to rounding (seen: 1e-16).
@@ -81,7 +89,7 @@ def test_ovr_linear_isotonic_is_sklearns_isotonic():
 def test_ovr_platt_with_smoothed_targets_is_sklearns_sigmoid_on_the_margins():
     P, y = table()
     Pt, _ = table(n=300, seed=1)
-    ours = multiclass.get("ovr:platt", smooth_targets=True).fit(P, y)
+    ours = calibrators.get("ovr:platt", "classes", smooth_targets=True).fit(P, y)
     theirs = sklearn_fit(MarginTable(), "sigmoid", P, y)
     # scikit-learn stops L-BFGS at a projected gradient of 1e-6 (gtol); ours iterates to the
     # floating-point limit. Its (A, B) is then off the optimum by about H^-1 g; the map moves by at
@@ -107,7 +115,7 @@ def test_all_zero_row_becomes_uniform():
     uniform row gets 0 from every class and becomes uniform, as in scikit-learn."""
     P = np.tile([[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.05, 0.05, 0.9]], (5, 1))
     y = np.tile([0, 1, 2], 5)                     # scikit-learn's check asks 5 rows a class (its cv's folds)
-    cal = multiclass.get("ovr:isotonic").fit(P, y)
+    cal = calibrators.get("ovr:isotonic", "classes").fit(P, y)
     raw = np.column_stack([m.predict(np.full(1, 1 / 3)) for m in cal.models_])
     assert np.all(raw == 0.0)
     np.testing.assert_array_equal(cal.predict_proba([[1 / 3, 1 / 3, 1 / 3]]), [[1 / 3, 1 / 3, 1 / 3]])
@@ -118,95 +126,120 @@ def test_all_zero_row_becomes_uniform():
 def test_ovr_absent_class_gets_zero_and_an_every_row_class_gets_everything():
     P, y = table(n=200, k=3)
     y = np.where(y == 2, 0, y)                                          # class 2 never occurs
-    cal = multiclass.get("ovr:platt").fit(P, y)
+    cal = calibrators.get("ovr:platt", "classes").fit(P, y)
     assert cal.models_[2] == 0.0
     Q = cal.predict_proba(P)
     assert np.all(Q[:, 2] == 0.0)
     np.testing.assert_allclose(Q.sum(axis=1), 1.0, rtol=0, atol=1e-12)
     w = (y == 1).astype(float)                                          # by weight: only class 1 counts
-    only = multiclass.get("ovr:isotonic").fit(P, y, sample_weight=w)
+    only = calibrators.get("ovr:isotonic", "classes").fit(P, y, sample_weight=w)
     assert only.models_ == [0.0, 1.0, 0.0]
     np.testing.assert_array_equal(only.predict_proba(P[:5]), np.tile([0.0, 1.0, 0.0], (5, 1)))
     back = export.loads(export.dumps(only))
     assert back.models_ == [0.0, 1.0, 0.0]
 
 
-# -- top-label ------------------------------------------------------------------------------------------
-#: Rows predicted 0: correct 3 of 4. Predicted 1: correct 1 of 3. Predicted 2: one row, below
-#: min_rows = 3, so the pooled model: correct 3 + 1 + 1 = 5 of 8.
-TL_P = np.array([[0.6, 0.3, 0.1], [0.7, 0.2, 0.1], [0.5, 0.4, 0.1], [0.8, 0.1, 0.1],
-                 [0.2, 0.5, 0.3], [0.1, 0.6, 0.3], [0.3, 0.4, 0.3],
-                 [0.1, 0.2, 0.7]])
-TL_Y = np.array([0, 0, 1, 0, 1, 2, 0, 2])
+def test_ovr_bbq_on_logits_1e4_as_reported():
+    """The report: one-vs-rest BBQ on 1,000 rows of logits of magnitude 1e4 gave NaN rows (BBQ's bin of no
+    width at 1.0, tests/calibrators/test_odd_input.py). Labels the logits' argmax: classes separated by the scores."""
+    Z = np.random.default_rng(0).normal(size=(1000, 5)) * 1e4
+    cal = fit("ovr:bbq", Z, Z.argmax(axis=1), logits=True)
+    check_fit(cal, Z, logits=True)
 
 
-def test_top_label_hand_worked():
-    """Histogram binning with one bin predicts each set's rate of correct rows."""
-    cal = multiclass.get("top_label:histogram", n_bins=1, min_rows=3).fit(TL_P, TL_Y)
-    assert cal.models_[2] is None
-    rows = np.array([[0.5, 0.3, 0.2],        # predicted 0: h = 3/4; 1/4 shared 3:2
-                     [0.1, 0.6, 0.3],        # predicted 1: h = 1/3; 2/3 shared 1:3
-                     [0.0, 0.0, 1.0]])       # predicted 2 (pooled): h = 5/8; top exactly 1, 3/8 shared equally
-    expected = np.array([[3 / 4, 3 / 20, 1 / 10],
-                         [1 / 6, 1 / 3, 1 / 2],
-                         [3 / 16, 3 / 16, 5 / 8]])
-    np.testing.assert_allclose(cal.predict_proba(rows), expected, rtol=1e-14, atol=1e-16)
-    c, h = cal.predict_top(rows)
-    np.testing.assert_array_equal(c, [0, 1, 2])                        # the paper's pair keeps the class ...
-    np.testing.assert_allclose(h, [3 / 4, 1 / 3, 5 / 8], rtol=1e-15)
-    assert cal.predict(rows).tolist() == [0, 2, 2]                      # ... the row's argmax moves when h < 1/2
-    again = export.loads(export.dumps(cal))
-    np.testing.assert_array_equal(again.predict_proba(rows), cal.predict_proba(rows))
+#: BBQ's paper variant moves each equal-count boundary to the nearest change of score, the lower one when
+#: two are as near: mirrored, that is the upper one, so the binnings of ``p`` and ``1 - p`` differ (here
+#: by 1e-4 in the map).
+ASYMMETRIC = {"bbq"}
 
 
-def test_top_label_set_of_one_outcome_gets_its_rate_and_min_rows_zero_uses_every_class():
-    y = TL_Y.copy()
-    y[2] = 0                                                            # every row predicted 0 is correct
-    cal = multiclass.get("top_label:isotonic", min_rows=0).fit(TL_P, y)
-    assert cal.models_[0] == 1.0 and cal.models_[2] == 1.0              # class 2: its one row, correct
-    c, h = cal.predict_top([[0.4, 0.35, 0.25], [0.2, 0.3, 0.5]])
-    assert c.tolist() == [0, 2] and h.tolist() == [1.0, 1.0]
+@pytest.mark.parametrize("binary", BINARY)
+def test_k2_ovr_is_the_binary_method_on_each_column_normalised(binary):
+    """One-vs-rest at K = 2 is, by definition, ``q1 / (q0 + q1)`` with ``q1 = X`` fitted on ``(p, y)`` at
+    ``p`` and ``q0 = X`` fitted on ``(1 - p, 1 - y)`` at ``1 - p``: exactly (the same numbers reach the
+    binary fits: the columns as given). A binary method symmetric under ``(s, y) -> (1 - s, 1 - y)``
+    (``q0 = 1 - q1`` but for rounding: equal-width edges mirror, PAV, the logistic fits' logit changes
+    sign, symmetric priors) makes one-vs-rest at K = 2 ``X(p)`` to rounding (seen: 8e-15); every one here
+    is, on these scores, but BBQ (:data:`ASYMMETRIC`)."""
+    p, y, P = two_classes()
+    grid = np.unique(np.r_[p, np.random.default_rng(15).random(100)])
+    G = np.column_stack([1 - grid, grid])
+    Q = fit(f"ovr:{binary}", P, y).predict_proba(G)
+    q1 = calibrators.get(binary).fit(p, y).predict(grid)
+    q0 = calibrators.get(binary).fit(1 - p, 1 - y).predict(1 - grid)
+    np.testing.assert_array_equal(Q[:, 1], q1 / (q0 + q1))
+    if binary not in ASYMMETRIC:
+        np.testing.assert_allclose(Q[:, 1], q1, rtol=0, atol=1e-12)
 
 
-def test_top_label_with_logits_shares_the_rest_in_proportion_beyond_underflow():
-    """Logits (0, -800, -801): the top probability is 1.0 and the others underflow to 0, yet their shares
-    come from the log-probabilities: e^-800 : e^-801 = e : 1."""
-    Z = np.log(np.maximum(TL_P, 1e-300))
-    cal = multiclass.get("top_label:histogram", n_bins=1, min_rows=3, logits=True).fit(Z, TL_Y)
-    Q = cal.predict_proba([[0.0, -800.0, -801.0]])
-    rest = 1 - 3 / 4
-    np.testing.assert_allclose(Q, [[3 / 4, rest * np.e / (1 + np.e), rest / (1 + np.e)]], rtol=1e-14)
+def test_rounded_rows_keep_their_ties():
+    """Rows rounded to 2 decimals sum to 0.99-1.01; dividing each by its sum would split scores that are
+    equal as given (0.35 in two rows becoming 0.3465 and 0.3535), and isotonic regression would no longer
+    pool them. The binary maps see the numbers as given: the K-class fit on the rounded table equals the
+    binary fits on its columns (test_top_label.py: the same for the top scores)."""
+    R, y = rounded_table()
+    cal = fit("ovr:isotonic", R, y)
+    for k in range(3):
+        binary = calibrators.get("isotonic").fit(R[:, k], (y == k).astype(int))
+        np.testing.assert_array_equal(cal.models_[k].predict(R[:, k]), binary.predict(R[:, k]))
+    check_fit(cal, R)
 
 
-def test_weights_count_towards_min_rows():
-    """The class-2 row with weight 3 counts as 3 rows: class 2 gets its own model (rate 1)."""
-    w = np.ones(TL_Y.size)
-    w[7] = 3.0
-    cal = multiclass.get("top_label:histogram", n_bins=1, min_rows=3).fit(TL_P, TL_Y, sample_weight=w)
-    assert cal.models_[2] == 1.0
+def test_exact_zeros_are_said_and_kept_in_the_model_file():
+    """Few rows of a class: isotonic one-vs-rest is 0 below the class's lowest positive rows. It does not floor
+    (scikit-learn's one-vs-rest map); it warns and keeps the sentence in ``notes_`` and in the model file
+    (test_top_label.py: top-label's). Platt scaling has no exact zeros."""
+    P, y = soft(200, 5, seed=18)
+    with pytest.warns(ZeroProbabilityWarning, match="get probability 0 from their binary map"):
+        ovr = calibrators.get("ovr:isotonic", "classes").fit(P, y)
+    assert any("does not floor" in note for note in ovr.notes_)
+    assert export.loads(export.dumps(ovr)).notes_ == ovr.notes_
+    zero = [k for k, m in enumerate(ovr.models_) if np.any(m.predict(P[:, k]) == 0)]
+    assert zero and np.any(ovr.predict_proba(P)[:, zero] == 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZeroProbabilityWarning)
+        assert calibrators.get("ovr:platt", "classes").fit(P, y).notes_ == []
+
+
+# -- what every composite shares (BinaryComposite) ---------------------------------------------------------
+@pytest.mark.parametrize("name", [f"ovr:{b}" for b in BINARY] + [f"top_label:{b}" for b in TOP_LABEL])
+def test_logits_and_their_softmax_are_the_same_numbers_to_the_binary_methods(name):
+    """Fitted on logits Z and on P = softmax(Z) given as probabilities, the binary fits see the same numbers
+    (the softmax's; P not divided again by its rows' sums, which moved them by ulps): the same binary
+    states, bit for bit, and one-vs-rest's rows equal."""
+    rng = np.random.default_rng(17)
+    Z = rng.normal(size=(150, 4)) * 2.0
+    y = (rng.random(150)[:, None] > np.cumsum(softmax(1.5 * Z, axis=1), axis=1)).sum(axis=1).clip(0, 3)
+    P = softmax(Z, axis=1)
+    on_logits, on_probs = fit(name, Z, y, logits=True), fit(name, P, y)
+    subs = lambda cal: [m if m is None or isinstance(m, float) else state_of(m)
+                        for m in [*cal.models_, getattr(cal, "pooled_", None)]]
+    assert subs(on_logits) == subs(on_probs)
+    if name.startswith("ovr:"):
+        np.testing.assert_array_equal(on_logits.predict_proba(Z), on_probs.predict_proba(P))
 
 
 def test_composites_describe_themselves_from_their_binary_method():
-    from calibdash import calibrators
     iso = calibrators.get_class("isotonic")
-    ovr = multiclass.get("ovr:isotonic")
-    top = multiclass.get("top_label:bbq")
+    ovr = calibrators.get("ovr:isotonic", "classes")
+    top = calibrators.get("top_label:bbq", "classes")
     assert ovr.label == "One-vs-rest isotonic regression" and top.label == "Top-label BBQ"
     assert ovr.hyperparams == tuple(iso.hyperparams)
-    assert [h.name for h in top.hyperparams] == [h.name for h in calibrators.get_class("bbq").hyperparams] + ["min_rows"]
+    bbq = calibrators.get_class("bbq")
+    assert [h.name for h in top.hyperparams] == [h.name for h in bbq.hyperparams] + ["min_rows"]
     assert ovr.color == iso.color and top.color != calibrators.get_class("bbq").color
-    orders = [multiclass.get(n).order for n in multiclass.available() if ":" in n]
+    orders = [calibrators.get(n, "classes").order for n in calibrators.available("classes") if ":" in n]
     assert orders == sorted(orders) and min(orders) >= 1000
-    classes = multiclass.classes()
+    classes = calibrators.classes("classes")
     assert classes["ovr"].order < classes["top_label"].order
-    assert multiclass.get("ovr:isotonic", interpolation="linear").spec() == (
+    assert calibrators.get("ovr:isotonic", "classes", interpolation="linear").spec() == (
         "ovr:isotonic", {"interpolation": "linear", "logits": False})
 
 
 def test_bad_composite_settings_are_refused():
-    with pytest.raises(SettingsError, match="min_rows"):
-        multiclass.get("top_label:isotonic", min_rows=-1).fit(TL_P, TL_Y)
+    """The binary method's own checks hold inside a composite (test_top_label.py: top-label's min_rows)."""
+    P, y = table(n=60)
     with pytest.raises(SettingsError, match=r"has no hyperparameter \['n_bins'\]"):
-        multiclass.get("top_label:isotonic", n_bins=3)
+        calibrators.get("top_label:isotonic", "classes", n_bins=3)
     with pytest.raises(SettingsError, match="interpolation"):
-        multiclass.get("ovr:isotonic", interpolation="cubic").fit(TL_P, TL_Y)
+        calibrators.get("ovr:isotonic", "classes", interpolation="cubic").fit(P, y)

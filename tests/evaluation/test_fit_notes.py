@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from calibdash.calibrators import multiclass
+from calibdash import calibrators
 from calibdash.evaluation.holdout import fit_notes
 from pages.parts.url_state import CLASS_METHODS
 from tests.pages.test_app import COMPARE, DATA, _run_entry_point_every_time, go, shown, start, upload  # noqa: F401
@@ -23,10 +23,10 @@ def test_fit_notes_gather_each_methods_own_sentences_with_its_key():
     P, y = _rows()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        iso = multiclass.get("ovr:isotonic").fit(P, y)
-        platt = multiclass.get("ovr:platt").fit(P, y)
-        const = multiclass.get("dirichlet").fit(np.tile([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3]], (20, 1)),
-                                                np.tile([0, 1, 1, 2], 10))
+        iso = calibrators.get("ovr:isotonic", "classes").fit(P, y)
+        platt = calibrators.get("ovr:platt", "classes").fit(P, y)
+        const = calibrators.get("dirichlet", "classes").fit(np.tile([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3]], (20, 1)),
+                                                            np.tile([0, 1, 1, 2], 10))
     notes = fit_notes({"ovr:isotonic": iso, "ovr:platt": platt, "dirichlet": const})
     assert any(n.startswith("ovr:isotonic: ") and "probability 0" in n for n in notes)
     assert not any(n.startswith("ovr:platt") for n in notes)              # a smooth map gives no zero

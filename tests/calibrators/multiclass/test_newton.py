@@ -1,5 +1,5 @@
-"""The scaling family's solver for large full maps (Newton's method with preconditioned conjugate-gradient
-steps, calibdash.calibrators.multiclass.linear) and the penalty search's early stop at K = 100.
+"""The scaling family's Newton solvers (calibdash.calibrators.multiclass.newton): the stopping rule of its descent,
+and for large full maps Newton's method with preconditioned conjugate-gradient steps.
 
 The Newton-CG path is the one fit_linear takes for full maps whose Hessian is too costly to form (about 100
 classes); here it is forced on small problems (NEWTON_WORK set to 0) so that it can be checked against the
@@ -9,27 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.special import softmax
 
 from calibdash.calibrators.multiclass import linear, newton
 from calibdash.calibrators.multiclass.linear_map import (LinearForm, identity_start, objective, penalty_curvature,
                                                          predict_linear)
 from calibdash.calibrators.multiclass.linear import fit_linear
-from calibdash.calibrators.multiclass.penalty_search import cv_log_loss, fold_ids, penalty_grid
+from calibdash.calibrators.multiclass.newton import descend
+from tests.calibrators.multiclass.conftest import distorted
 
 FULL_FORMS = [LinearForm("full", True, "odir"), LinearForm("full", True, "l2"), LinearForm("full", False, "odir")]
-
-
-def _classes(n: int, k: int, seed: int, spread: float = 2.0):
-    """``n`` rows of ``k`` logits and labels drawn from a distorted softmax of them (a shrunk diagonal, each
-    class leaking into another, shifted intercepts), so that every part of a full map moves."""
-    rng = np.random.default_rng(seed)
-    Z = rng.normal(0, spread, (n, k))
-    mix = 0.6 * np.eye(k)
-    mix[rng.permutation(k), np.arange(k)] += 0.6
-    truth = softmax(Z @ mix.T + rng.normal(0, 0.3, k), axis=1)
-    y = np.minimum((rng.random(n)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1), k - 1)
-    return Z, y
 
 
 def _gap(theta, X, y, w, form, lam, mu) -> float:
@@ -48,7 +36,7 @@ def test_hessian_product_is_the_hessian_times_the_direction(form, weighted):
     the size of the terms (``|H| |v|``). In float32 (how the solver uses it) each of the n = 400 rows'
     terms carries a relative rounding of about 6e-8 and their sum at most n times that (2.4e-5, worst
     case): 1e-4 of the terms' size holds it, while any wrong term would be off by the size of the terms."""
-    X, y = _classes(400, 5, seed=1)
+    X, y = distorted(400, 5, seed=1)
     w = np.random.default_rng(2).uniform(0, 3, y.size) if weighted else None
     u = np.full(y.size, 1.0 / y.size) if w is None else w / w.sum()
     rng = np.random.default_rng(3)
@@ -73,7 +61,7 @@ def test_preconditioner_is_symmetric_positive_definite_and_exact_on_the_common_d
     0) it inverts H exactly: ``M H c = P H c + (I - P H) B^-1 (H c - H c) = c``. Checked to 1e-8 relative:
     the rounding of K inverses of blocks whose condition numbers here are below 1e6."""
     k = 5
-    X, y = _classes(400, k, seed=4)
+    X, y = distorted(400, k, seed=4)
     theta = identity_start(form, k) + np.random.default_rng(5).normal(0, 0.3, identity_start(form, k).size)
     Q = predict_linear(X, theta, form)
     u = np.full(y.size, 1.0 / y.size)
@@ -97,9 +85,9 @@ def test_newton_cg_reaches_the_optimum_of_newton_on_the_formed_hessian(form, wei
     two evaluations (a few eps times the objective, ~1e-15): that is the assertion (with a factor 2 on the
     gaps). The gaps themselves must be small (1e-12: the rule's gtol squared over the smallest scaled
     curvature is far below). The probabilities then agree to ``sqrt(2 gap / smallest curvature)``: 1e-6,
-    the tolerance of every comparison of two fits in test_multiclass_scaling."""
+    FIT_TOL, the tolerance of every comparison of two fits (conftest.py)."""
     k, lam, mu = 5, 0.5, 0.2
-    X, y = _classes(400, k, seed=7)
+    X, y = distorted(400, k, seed=7)
     w = np.random.default_rng(8).uniform(0, 3, y.size) if weighted else None
     start = identity_start(form, k)
     exact = fit_linear(X, y, w, form, lam, mu, start=start)
@@ -115,22 +103,17 @@ def test_newton_cg_reaches_the_optimum_of_newton_on_the_formed_hessian(form, wei
     np.testing.assert_allclose(predict_linear(X, cg.theta, form), predict_linear(X, exact.theta, form), atol=1e-6)
 
 
-def test_penalty_search_at_100_classes_stops_early_on_the_point_the_whole_grid_chooses():
-    """A 100-class map (10,100 parameters, fitted by Newton-CG) on 1,000 rows whose held-out loss along the
-    grid falls to a minimum at an inner point and then rises at every weaker penalty: there the walk that
-    stops after two rises must choose what the walk over the whole grid chooses. Its losses are the whole
-    walk's first ones exactly (the same fits from the same starts), and it skips the weakest point (the
-    slowest fits). Three folds, not five, to keep the test short; the property does not depend on it."""
-    X, y = _classes(1000, 100, seed=4, spread=4.0)
-    form = LinearForm("full", True, "odir")
-    grid = penalty_grid("odir", (1e4, 1e3, 1e2, 1e1, 1e0), None)
-    folds = fold_ids(X, y, 3, seed=0)
-    whole = cv_log_loss(X, y, None, form, grid, folds, patience=None)
-    best = int(np.argmin(whole))
-    assert 0 < best < len(grid) - 2                                        # an inner minimum, then
-    assert np.all(np.diff(whole[:best + 1]) < 0) and np.all(np.diff(whole[best:]) > 0)    # one valley
-    early = cv_log_loss(X, y, None, form, grid, folds, patience=2)
-    reached = np.isfinite(early)
-    assert not reached[-1]
-    np.testing.assert_array_equal(early[reached], whole[reached])
-    assert int(np.argmin(early)) == best
+def test_a_step_that_does_not_lower_the_objective_strictly_ends_the_loop():
+    """An objective flat to rounding (the same value everywhere) with a gradient that never vanishes: the
+    old line search accepted its equal-valued steps forever; the loop now ends at once on the
+    floating-point limit, reporting the direction's decrement."""
+    calls = []
+
+    def evaluate(t):
+        calls.append(1)
+        return 1.0, np.array([1e-6, -2e-6]), None
+
+    stop = descend(np.zeros(2), evaluate, lambda t, g, aux: -g, lambda t, g: False, 1e-13, 5000, np.inf)
+    assert stop.why == "floating-point limit" and stop.n_iter == 0
+    assert stop.decrement == pytest.approx(0.5 * (1e-12 + 4e-12))
+    assert len(calls) <= 45                     # the start and at most 41 halvings
