@@ -193,7 +193,7 @@ NAMES: dict[str, dict[str, str]] = {
     "drift": {"monitoring.periods": "DATE_SHARE FREQS MAX_PERIODS Periods day_codes name_periods period_start_days "
                                     "ymd_note",
               "monitoring.staleness": "Staleness"},
-    "engines.duckdb_keyed": {"engines.source": "KEYED_STAGES TRUNC_UNITS"},
+    "engines.duckdb_keyed": {"engines.flow": "KEYED_STAGES TRUNC_UNITS"},
     "evaluation": {"evaluation.scheme": "TEST_WORDS TRAIN_WORDS content_order split_plan"},
     # an explainer or figure module merged into its family's: the dispatcher explains/draws any method
     **{f"explain.{m}": {"explain": "explain"} for m in ("abb", "platt", "temperature")},
@@ -234,6 +234,12 @@ NAMES: dict[str, dict[str, str]] = {
 GONE: dict[str, dict[str, str]] = {
     "benchmark.result": {"describe": "removed (it was unused); the result's tables hold the same numbers",
                          "to_json": "now a method: calibdash.benchmark.outcome.BenchmarkResult.to_json()"},
+    "cli.problem": {"check_params": "calibdash.cli.file_problem.class_methods checks the K-class methods and their "
+                                    "parameters together"},
+    "multiclass": {"available classes get get_class":
+                   "one registry for both families: calibdash.calibrators.available, classes, get and get_class "
+                   "with family \"classes\" (e.g. get(name, \"classes\"); the bare names mean the binary family)",
+                   "COMPOSITES": "calibdash.calibrators.composites() returns the composite prefixes"},
     "cli.classes": {"best_text class_params cmd_apply_classes cmd_evaluate_class_source cmd_evaluate_classes "
                     "cmd_fit_classes cmd_report_classes is_class_model refuse_export_sql":
                     "the command line has one path per command for any number of classes: calibdash.cli.main "
@@ -318,6 +324,9 @@ def is_module(dotted: str) -> bool:
 _RESOLVED: dict[str, bool] = {}
 
 
+_MISSING = object()
+
+
 def resolves(dotted: str) -> bool:
     """Whether ``dotted`` (``calibdash.a.b``) is a module of today's calibdash or a name read through one."""
     if dotted not in _RESOLVED:
@@ -328,8 +337,10 @@ def resolves(dotted: str) -> bool:
                 continue
             obj = importlib.import_module(".".join(parts[:k]))
             for attr in parts[k:]:
-                obj = getattr(obj, attr, _RESOLVED)
-            _RESOLVED[dotted] = obj is not _RESOLVED
+                obj = getattr(obj, attr, _MISSING)
+                if obj is _MISSING:               # stop here: the next name must not be read off the marker
+                    break
+            _RESOLVED[dotted] = obj is not _MISSING
             break
     return _RESOLVED[dotted]
 

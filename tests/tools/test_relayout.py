@@ -62,6 +62,13 @@ def test_every_gone_name_is_gone_and_its_note_names_what_exists():
             assert relayout.resolves(ref), f"the note of {old}.{name} names {ref}, which does not exist"
 
 
+def test_a_name_under_a_missing_module_does_not_resolve():
+    """Reading past a missing name stops there (a dict's ``get`` once made ``calibdash.multiclass.get`` resolve)."""
+    assert relayout.resolves("calibdash.calibrators.get")
+    for dotted in ("calibdash.multiclass.get", "calibdash.no_such.keys", "calibdash.calibrators.no_such.items"):
+        assert not relayout.resolves(dotted), dotted
+
+
 def test_home_of_a_moved_a_renamed_and_a_gone_name():
     assert relayout.home(f"{PKG}.export", "read_model") == (f"{PKG}.io.export", "read_model")
     assert relayout.home(PKG, "export") == (f"{PKG}.io", "export")
