@@ -331,7 +331,7 @@ def check_classes(y, n: int, k: int, name: str = "labels") -> np.ndarray:
         raise DataError(f"{name} has {a.size} values but the probability table has {n} rows.")
     if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
         raise DataError(f"{name} must be class indices 0..{k - 1} (the columns' order), got {a.dtype} values; "
-                        "map class names to indices first (calibdash.calibrators.multiclass.load does).")
+                        "map class names to indices first (calibdash.data.load_classes does).")
     if a.dtype.kind == "f" and (not np.all(np.isfinite(a)) or np.any(a != np.round(a))):
         raise DataError(f"{name} must be whole class indices 0..{k - 1}.")
     a = a.astype(np.int64)
