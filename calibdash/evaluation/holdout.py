@@ -329,11 +329,8 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
 
     fit = cross_fit(cals, cell_s, cell_y, cell_w, [(rows_of(f), rows_of(t)) for f, t in folds],
                     refit=scheme.kind == "kfold", progress=progress)
-    pp, yy, ww = seen.weighted_predictions(seen.score)
-    keep_cells = np.concatenate([seen.n_pos, seen.n - seen.n_pos]) > 0
-    judged_rows = rows_of(judged)
-    columns = {UNCALIBRATED: np.concatenate([seen.score, seen.score])[keep_cells],
-               **{key: fit.column(key)[judged_rows] for key in cals}}
+    raw, yy, ww = seen.weighted_predictions(seen.score)
+    columns = {UNCALIBRATED: raw, **{key: fit.column(key)[rows_of(judged)] for key in cals}}
     table = _binary_table(columns, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views, sample_weight=ww,
                           mvce_max_rows=CELLS_MIN_ROWS)
     fitted_on = all_cells if scheme.kind in ("kfold", "insample") else all_cells.select(part == 0)

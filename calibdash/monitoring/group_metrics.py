@@ -32,7 +32,6 @@ METRICS = ("ECE", "Brier", "LogLoss", "AUC")
 STATS = ("positive_rate", "mean_score") + METRICS
 #: Most (score, label) cells a group's bootstrap resamples; a group with more is resampled on runs (module docstring).
 BOOT_CELLS = 2048
-_MIN_BOOT_CELLS = 2
 
 
 def row_weights(sample_weight, n: int, y: np.ndarray) -> np.ndarray:
@@ -160,8 +159,17 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
     return out
 
 
+class BinnedReport:
+    """What the monitoring reports share: :attr:`binning`, how their ECE was binned (``n_bins``, ``strategy``)."""
+
+    @property
+    def binning(self) -> str:
+        """How ECE was binned, for captions."""
+        return metrics.binning_label(self.n_bins, self.strategy)
+
+
 @dataclass
-class GroupReport:
+class GroupReport(BinnedReport):
     """Per-group calibration of one score (see :func:`by_group`).
 
     Attributes
@@ -191,19 +199,15 @@ class GroupReport:
     level: float = 0.95
     overall_reliability: pd.DataFrame | None = None
 
-    @property
-    def binning(self) -> str:
-        """How ECE was binned, for captions."""
-        return metrics.binning_label(self.n_bins, self.strategy)
-
     def worst(self, metric: str = "ECE") -> str | None:
         """The group with the highest ``metric`` (None when every value is NaN)."""
         v = self.table[metric].astype(float)
         return None if v.isna().all() else str(v.idxmax())
 
 
-def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot, level, seed):
-    """Per group (in ``order``): :func:`group_stats` (each group from its own seed) and the reliability table."""
+def stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot, level, seed):
+    """Per group of rows (in ``order``): :func:`group_stats` (each group from its own seed) and the reliability
+    table."""
     seeds = np.random.SeedSequence(seed).generate_state(len(order))
     rows, tables = {}, {}
     # each group's rows in their order, from one pass over the labels (not one comparison of every row per group)
@@ -212,6 +216,8 @@ def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot
     bounds = np.searchsorted(codes[sorter], np.arange(len(order) + 1))
     for i, (g, sd) in enumerate(zip(order, seeds)):
         m = sorter[bounds[i]:bounds[i + 1]]
+        if m.size == 0:
+            continue
         sw = None if sample_weight is None else w[m]
         rows[g] = group_stats(s[m], y[m], sw, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
                               seed=int(sd))
@@ -266,7 +272,7 @@ def group_report(s, y, sample_weight, weighted, labels_, order, notes, pooled, c
     the rows are score cells' weighted rows, so the table's ``rows`` counts the real rows (the weights' sum)."""
     seen = set(labels_)
     order = [g for g in order if g in seen]
-    table, tables = _stats_table(s, y, sample_weight, labels_, order, sample_weight if weighted else None, n_bins,
+    table, tables = stats_table(s, y, sample_weight, labels_, order, sample_weight if weighted else None, n_bins,
                                  strategy, n_boot, level, seed)
     overall = group_stats(s, y, sample_weight if weighted else None, n_bins=n_bins, strategy=strategy, n_boot=0)
     if cells:

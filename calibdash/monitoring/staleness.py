@@ -13,6 +13,7 @@ from ..measures import calibration as metrics
 from ..evaluation.crossfit import cross_fit
 from ..core.errors import DataError
 from ..evaluation.methods import resolve
+from .group_metrics import BinnedReport
 from .periods import Periods, check_rows, periods_of
 
 __all__ = []
@@ -22,7 +23,7 @@ RAW_COL, STALE_COL, FRESH_COL = "uncalibrated", "fitted on the first period", "r
 
 
 @dataclass
-class Staleness:
+class Staleness(BinnedReport):
     """Held-out ECE of calibrators fitted on one period and judged on later ones (see :func:`staleness`).
 
     Attributes
@@ -48,10 +49,6 @@ class Staleness:
     periods: Periods
     n_bins: int = metrics.DEFAULT_N_BINS
     strategy: str = metrics.DEFAULT_STRATEGY
-
-    @property
-    def binning(self) -> str:
-        return metrics.binning_label(self.n_bins, self.strategy)
 
 
 def _ece(p, y, w, n_bins, strategy) -> float:
