@@ -54,17 +54,14 @@ def family(method: str) -> str:
     return getattr(cls, "matrix", None) or "scalar"
 
 
-def _fit_rows(method: str, n: int) -> int:
-    """The rows one fit of ``method`` sees: the parametric maps at most ``MAX_FIT_ROWS`` of them."""
+def work(method: str, n: int, k: int) -> int:
+    """The work of one fit of ``method`` on ``n`` rows of ``k`` classes, in its family's unit (:data:`UNITS`); the
+    parametric maps see at most ``MAX_FIT_ROWS`` rows."""
     from ..calibrators.multiclass import get_class
     from .holdout import MAX_FIT_ROWS
-    return min(int(n), MAX_FIT_ROWS) if getattr(get_class(method), "parametric", False) else int(n)
-
-
-def work(method: str, n: int, k: int) -> int:
-    """The work of one fit of ``method`` on ``n`` rows of ``k`` classes, in its family's unit (:data:`UNITS`)."""
     fam = family(method)
-    rows, k = _fit_rows(method, n), int(k)
+    rows = min(int(n), MAX_FIT_ROWS) if getattr(get_class(method), "parametric", False) else int(n)
+    k = int(k)
     fixed = BINARY_FIT_ROWS.get(method.partition(":")[2].strip(), 0)
     if fam == "full":
         return k * k * rows

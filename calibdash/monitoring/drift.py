@@ -11,13 +11,13 @@ import pandas as pd
 
 from ..measures import calibration as metrics
 from .group_metrics import BinnedReport, cell_rows, stats_table
-from .periods import (FREQ_NAMES, MAX_AUTO_PERIODS, YMD_RANGE, Periods, as_dates, check_rows, choose_freq,
+from .periods import (FREQ_NAMES, MAX_AUTO_PERIODS, YMD_RANGE, Periods, as_dates, check_rows,
                       freq_from_days, periods_of, to_periods)
 from .staleness import FRESH_COL, RAW_COL, STALE_COL, staleness
 
 __all__ = [
     "FREQ_NAMES", "MAX_AUTO_PERIODS", "as_dates", "freq_from_days", "YMD_RANGE", "RAW_COL", "STALE_COL",
-    "FRESH_COL", "choose_freq", "to_periods", "staleness"
+    "FRESH_COL", "to_periods", "staleness"
 ]
 
 
@@ -56,8 +56,8 @@ def period_report(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None
                   seed: int = 0, level: float = 0.95, cells: bool = False) -> DriftReport:
     """:func:`over_time` of checked rows whose periods ``per`` are made; ``cells``: the rows are score cells'
     weighted rows, and ``rows`` counts the real rows (the weights' sum)."""
-    table, tables = stats_table(s, y, sample_weight, per.codes, range(len(per.labels)), sample_weight, n_bins,
-                                strategy, n_boot, level, seed)
+    table, tables = stats_table(s, y, per.codes, range(len(per.labels)), sample_weight, n_bins, strategy, n_boot,
+                                level, seed)
     if cells:
         table["rows"] = cell_rows(table["weight"])
     one = [per.labels[k] for k in table.index if table.loc[k, "note"]]

@@ -205,7 +205,7 @@ class GroupReport(BinnedReport):
         return None if v.isna().all() else str(v.idxmax())
 
 
-def stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot, level, seed):
+def stats_table(s, y, groups, order, sample_weight, n_bins, strategy, n_boot, level, seed):
     """Per group of rows (in ``order``): :func:`group_stats` (each group from its own seed) and the reliability
     table."""
     seeds = np.random.SeedSequence(seed).generate_state(len(order))
@@ -218,7 +218,7 @@ def stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot,
         m = sorter[bounds[i]:bounds[i + 1]]
         if m.size == 0:
             continue
-        sw = None if sample_weight is None else w[m]
+        sw = None if sample_weight is None else sample_weight[m]
         rows[g] = group_stats(s[m], y[m], sw, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
                               seed=int(sd))
         tables[g] = metrics.reliability_table(s[m], y[m], n_bins, strategy, sample_weight=sw)
@@ -272,8 +272,8 @@ def group_report(s, y, sample_weight, weighted, labels_, order, notes, pooled, c
     the rows are score cells' weighted rows, so the table's ``rows`` counts the real rows (the weights' sum)."""
     seen = set(labels_)
     order = [g for g in order if g in seen]
-    table, tables = stats_table(s, y, sample_weight, labels_, order, sample_weight if weighted else None, n_bins,
-                                 strategy, n_boot, level, seed)
+    table, tables = stats_table(s, y, labels_, order, sample_weight if weighted else None, n_bins, strategy, n_boot,
+                                level, seed)
     overall = group_stats(s, y, sample_weight if weighted else None, n_bins=n_bins, strategy=strategy, n_boot=0)
     if cells:
         table["rows"] = cell_rows(table["weight"])

@@ -26,10 +26,6 @@ MIN_ROWS = 50
 N_QUANTILES = 5
 
 
-def _is_number_column(values: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-
-
 def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
@@ -98,7 +94,7 @@ def group_ids(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_qua
     index, uniques = pd.factorize(s, use_na_sentinel=True)      # categories: read from their codes
     missing = index < 0
     n_distinct = len(uniques)
-    how = coding_for(_is_number_column(s), n_distinct, max_groups)
+    how = coding_for(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s), n_distinct, max_groups)
     if how == "text":
         shown = pd.Series(uniques).astype(str).str.strip().to_numpy(dtype=object)
         ids_of, codes = pd.factorize(shown)                        # values equal once trimmed: one code

@@ -77,10 +77,8 @@ def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None
     out = {}
     for field, var, kind in (("max_jobs", ENV_MAX_JOBS, int), ("timeout_s", ENV_JOB_TIMEOUT, float),
                              ("lease_s", ENV_JOB_LEASE, float), ("max_queued", ENV_MAX_QUEUED, int)):
-        raw = given.get(var.lower())
-        if raw is None or str(raw).strip() == "":
-            raw = env.get(var)
-        if raw is None or str(raw).strip() == "":
+        raw = next((r for r in (given.get(var.lower()), env.get(var)) if r is not None and str(r).strip()), None)
+        if raw is None:
             continue
         try:
             value = kind(str(raw).strip())
@@ -510,10 +508,8 @@ class JobRegistry:
         return wait
 
     def _owner_alive(self, owner) -> bool:
-        if self.alive is None:
-            return False
         try:
-            return self.alive(owner) is True
+            return self.alive is not None and self.alive(owner) is True
         except Exception:  # noqa: BLE001 - a probe that fails says nothing: the lease expires
             return False
 
