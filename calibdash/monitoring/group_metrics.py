@@ -34,7 +34,7 @@ STATS = ("positive_rate", "mean_score") + METRICS
 BOOT_CELLS = 2048
 
 
-def row_weights(sample_weight, n: int, y: np.ndarray) -> np.ndarray:
+def row_weights(sample_weight, n: int) -> np.ndarray:
     """Validated row weights (ones when None): finite, non-negative, a positive total."""
     if sample_weight is None:
         return np.ones(n)
@@ -100,7 +100,7 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
     """
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=False)
-    w = row_weights(sample_weight, s.size, y)
+    w = row_weights(sample_weight, s.size)
     total = float(w.sum())
     pos = float(w[y == 1].sum())
     out = {"rows": int(s.size), "weight": total, "positives": pos,
@@ -231,7 +231,7 @@ def checked_groups(scores, labels, groups, sample_weight, column, default: str, 
     """``(s, y, w, column, make_groups(...))`` of checked rows; ``column`` by default ``groups.name`` or ``default``."""
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=require_both)
-    w = row_weights(sample_weight, s.size, y)
+    w = row_weights(sample_weight, s.size)
     if len(groups) != s.size:
         raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
     named = isinstance(groups, pd.Series) and groups.name is not None

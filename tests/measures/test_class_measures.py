@@ -66,9 +66,6 @@ def test_hand_worked_classwise_ece():
     np.testing.assert_allclose(mm.per_class_ece(P4, Y4, n_bins=2), [0.225, 0.2, 0.175], atol=1e-12)
     assert mm.classwise_ece(P4, Y4, n_bins=2) == pytest.approx(0.2, abs=1e-12)
     assert mm.classwise_ece(P4, Y4, n_bins=2, average="sum") == pytest.approx(0.6, abs=1e-12)
-    p1, y1 = mm.classwise(P4, Y4, 1)
-    np.testing.assert_array_equal(p1, P4[:, 1])
-    np.testing.assert_array_equal(y1, [0, 1, 0, 1])
 
 
 def test_hand_worked_brier_and_log_loss():
