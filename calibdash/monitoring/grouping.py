@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import SettingsError
+from ..core.numbers import is_numeric
 
 __all__ = ["MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "GroupCoding", "coding_for"]
 
@@ -94,7 +95,7 @@ def group_ids(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_qua
     index, uniques = pd.factorize(s, use_na_sentinel=True)      # categories: read from their codes
     missing = index < 0
     n_distinct = len(uniques)
-    how = coding_for(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s), n_distinct, max_groups)
+    how = coding_for(is_numeric(s), n_distinct, max_groups)
     if how == "text":
         shown = pd.Series(uniques).astype(str).str.strip().to_numpy(dtype=object)
         ids_of, codes = pd.factorize(shown)                        # values equal once trimmed: one code
