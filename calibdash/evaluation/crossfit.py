@@ -34,15 +34,14 @@ CELLS_CHOICES = ("auto", "always", "never")
 @dataclass
 class CrossFit:
     """What :func:`cross_fit` fitted and predicted for a sample of ``n``: each pair's ``judged`` positions; per method
-    key the ``predictions`` on them and the model (``fold_models``) of each pair, the model to keep (``models``: fitted
-    on the whole sample with ``refit``, else on the last pair's fit part) and the ``seconds`` spent.
+    key the ``predictions`` on them, the model to keep (``models``: fitted on the whole sample with ``refit``, else on
+    the last pair's fit part) and the ``seconds`` spent.
     """
 
     n: int
     judged: list
     predictions: dict = field(default_factory=dict)
     models: dict = field(default_factory=dict)
-    fold_models: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
 
     def column(self, key: str, pair: int | None = None) -> np.ndarray:
@@ -145,13 +144,11 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
     for key, cal in cals.items():
         t0 = time.perf_counter()
         feats = features if getattr(cal, "uses_features", False) else None
-        preds, models = [], []
-        model = None
+        preds, model = [], None
         for tr, te in parts:
             stop_if(should_stop, f"fitting {key}")
             model = _fit(clone(cal), s[tr], y[tr], None if feats is None else feats.iloc[tr],
                          None if sample_weight is None else sample_weight[tr])
-            models.append(model)
             preds.append(_judge(model, s[te], None if feats is None else feats.iloc[te]) if te.size
                          else np.empty((0,) + s.shape[1:]))
             done += 1
@@ -161,7 +158,6 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
             stop_if(should_stop, f"fitting {key}")
             model = _fit(clone(cal), s, y, feats, sample_weight)
         out.predictions[key] = preds
-        out.fold_models[key] = models
         out.models[key] = model
         out.seconds[key] = time.perf_counter() - t0
     return out

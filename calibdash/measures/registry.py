@@ -149,10 +149,10 @@ def _ici(p, y, w, loess_points=None) -> dict:
 
 def _renamed(fn, entries: dict, **kw):
     """``compute`` of a family: ``fn(p, y, w, **kw)``'s ``entries`` (record name -> the result's key)."""
-    def compute(p, y, w) -> dict:
+    def _compute(p, y, w) -> dict:
         out = fn(p, y, w, **kw)
         return {name: out[key] for name, key in entries.items()}
-    return compute
+    return _compute
 
 
 _cox = _renamed(recalibration.calibration_intercept_slope, {"CITL": "intercept", "Slope": "slope"})
