@@ -61,10 +61,8 @@ class Limits:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
                 raise EnvironmentProblem(f"{name} must be a whole number >= {minimum}, got {v!r}.")
-        for name in ("timeout_s", "lease_s"):
+        for name in ("timeout_s", "lease_s") if self.lease_s is not None else ("timeout_s",):    # no lease: None
             v = getattr(self, name)
-            if v is None and name == "lease_s":
-                continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise EnvironmentProblem(f"{name} must be a number of seconds > 0, got {v!r}.")
 
@@ -81,11 +79,10 @@ def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None
         if raw is None:
             continue
         try:
-            value = kind(str(raw).strip())
+            out[field] = kind(str(raw).strip())
         except ValueError:
             raise EnvironmentProblem(f"{var} is {str(raw)[:40]!r}; set it to a {'whole ' if kind is int else ''}"
                                      "number.") from None
-        out[field] = value
     try:
         return Limits(**out)
     except EnvironmentProblem as exc:
