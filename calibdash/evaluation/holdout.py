@@ -283,14 +283,12 @@ def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
     for i, (fit, test) in enumerate(folds):
         if not test.any():
             raise DataError("the held-out part is empty.")
-        sub = all_cells.select(fit)
-        fit_pos, fit_n = int(sub.n_pos.sum()), int(sub.n.sum())
+        fit_pos, fit_n = int(all_cells.n_pos[fit].sum()), int(all_cells.n[fit].sum())
         if fit_pos == 0 or fit_pos == fit_n:
             where = f" of fold {i + 1} of {len(folds)}" if scheme.kind == "kfold" else ""
             raise DataError(f"the fitting part{where} ({rows_text(fit_n)}) holds one class only; calibrators need "
                             f"both: the {which} class has {rows_text(small)} among {n_all:,}, and {how}.{fix}")
-        judged = all_cells.select(test)
-        j_pos, j_n = int(judged.n_pos.sum()), int(judged.n.sum())
+        j_pos, j_n = int(all_cells.n_pos[test].sum()), int(all_cells.n[test].sum())
         blind += int(j_pos == 0 or j_pos == j_n)
     if blind and scheme.kind == "kfold":
         return [f"{rows_text(blind, 'fold')} of {len(folds)} judge rows of one class only (the {which} class has "
