@@ -64,14 +64,6 @@ def _positions(part, n: int) -> np.ndarray:
     return part.astype(np.int64, copy=False)
 
 
-def _estimators(methods) -> dict:
-    """Key -> unfitted estimator: binary method specs through :func:`~.methods.resolve`; a mapping of multi-class
-    calibrators (``multiclass = True``) as given (cloned per fit)."""
-    if isinstance(methods, dict) and methods and all(getattr(m, "multiclass", False) for m in methods.values()):
-        return dict(methods)
-    return resolve(methods)
-
-
 def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, logits: bool = False
                     ) -> dict[str, MulticlassCalibrator]:
     """Key -> new unfitted K-class calibrator, from a name, a comma-separated list, a list, or a mapping key -> name /
@@ -131,7 +123,9 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
         Also fit each method on the whole sample (k-fold's deployable model, what ``models`` keeps); called after
         each fitted pair; asked before each fit, True stopping with :class:`calibdash.core.jobs.Cancelled`.
     """
-    cals = _estimators(methods)
+    # a mapping of multi-class calibrators as given (cloned per fit), binary method specs through resolve
+    multi = isinstance(methods, dict) and methods and all(getattr(m, "multiclass", False) for m in methods.values())
+    cals = dict(methods) if multi else resolve(methods)
     s = np.asarray(scores)
     y = np.asarray(labels)
     n = s.shape[0]
