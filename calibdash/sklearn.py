@@ -302,19 +302,13 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return self
         splitter = check_cv(self.cv, y, classifier=True)
         folds = list(splitter.split(X, y))
-        if self.ensemble:
-            pairs = []
-            for train, test in folds:
-                est = fit_estimator(train)
-                pairs.append((est, fit_calibrator(est, test)))
-            self.calibrated_pairs_ = pairs
+        if self.ensemble:            # each fold's estimator fitted, then its calibrator, fold after fold
+            fitted = ((fit_estimator(train), test) for train, test in folds)
+            self.calibrated_pairs_ = [(est, fit_calibrator(est, test)) for est, test in fitted]
             return self
-        scores = None
-        for train, test in folds:
-            est = fit_estimator(train)
-            part = self._scores(est, self._rows(X, test))
-            if scores is None:
-                scores = np.empty((y.size,) + part.shape[1:])
+        parts = [(test, self._scores(fit_estimator(train), self._rows(X, test))) for train, test in folds]
+        scores = np.empty((y.size,) + parts[0][1].shape[1:])
+        for test, part in parts:
             scores[test] = part
         cal = self._fit_calibrator(self._calibrator(), scores, labels, X, sample_weight)
         self.calibrated_pairs_ = [(fit_estimator(everything), cal)]

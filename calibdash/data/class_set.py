@@ -117,15 +117,12 @@ def _given_layout(df: pd.DataFrame, given, logits: bool) -> Layout:
         raise DataError(f"the class columns are named more than once: {_names(cols)}.")
     names = [str(c) for c in cols]
     known = next((p for p, _ in PREFIXES if all(n.lower().startswith(p) and len(n) > len(p) for n in names)), None)
-    prefix = names[0][:len(known)] if known else _common_prefix(names)
+    if known:
+        prefix = names[0][:len(known)]
+    else:                                   # the longest prefix shared, leaving every name something after it
+        stem, shortest = os.path.commonprefix(names), min(len(n) for n in names)
+        prefix = stem[:shortest - 1] if len(stem) >= shortest else stem
     return Layout(None, cols, [n[len(prefix):] for n in names], prefix or None, logits)
-
-
-def _common_prefix(names: list[str]) -> str:
-    """The longest prefix shared by ``names``, leaving every name something after it."""
-    stem = os.path.commonprefix(names)
-    shortest = min(len(n) for n in names)
-    return stem[:shortest - 1] if len(stem) >= shortest else stem
 
 
 def _with_label(df: pd.DataFrame, layout: Layout, label, name: str) -> Layout:

@@ -172,20 +172,10 @@ def _decode(data: bytes, name: str, *, head: bool = False) -> tuple[str, str]:
     return data.decode("latin-1"), "latin-1"
 
 
-def _short(column) -> str:
-    """A column name for a message: its first 40 characters, on one line."""
-    t = " ".join(str(column).split())
-    return repr(t if len(t) <= 40 else t[:37] + "...")
-
-
-#: What to do about too many columns, for the messages that refuse them.
-_FEWER_COLUMNS = ("keep the label, the score columns and the features you need, and save the file again without "
-                  "the others")
-
-
 def _too_many_columns(name: str, n: int, limit: int, *, at_least: bool = False) -> DataError:
     has = f"more than {limit:,} columns, the most" if at_least else f"{n:,} columns, over the limit of {limit:,}"
-    return DataError(f"{name} has {has} a table may have; {_FEWER_COLUMNS}.")
+    return DataError(f"{name} has {has} a table may have; keep the label, the score columns and the features you "
+                     "need, and save the file again without the others.")
 
 
 def _too_many_cells(name: str, what: str, cells: str, limit: int) -> DataError:
@@ -275,8 +265,10 @@ def _check_parquet(data: bytes, name: str, max_cells: int, max_columns: int) -> 
         raise DataError(f"{name} could not be read as Parquet: {exc}") from None
     nested = [f.name for f in schema if pa.types.is_nested(f.type)]
     if nested:
+        first = " ".join(str(nested[0]).split())            # on one line, its first 40 characters
+        first = first if len(first) <= 40 else first[:37] + "..."
         raise DataError(f"{name} has {len(nested):,} nested column{'s' if len(nested) > 1 else ''} (lists, structs "
-                        f"or maps), such as {_short(nested[0])}; calibdash reads flat columns of numbers, text, "
+                        f"or maps), such as {first!r}; calibdash reads flat columns of numbers, text, "
                         "booleans or dates: flatten or drop them.")
     rows = meta.num_rows
     if rows * n_cols > max_cells:

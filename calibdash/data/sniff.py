@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
@@ -126,9 +127,7 @@ def unique_names(names, unnamed=()) -> list:
     names = list(names)
     if len(set(names)) == len(names):
         return names
-    present: dict = {}
-    for c in names:
-        present[c] = present.get(c, 0) + 1
+    present = Counter(names)
     skip = set(unnamed)
     order = [i for i in range(len(names)) if i not in skip] + [i for i in unnamed if 0 <= i < len(names)]
     counts: dict = {}

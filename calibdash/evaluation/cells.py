@@ -7,10 +7,10 @@ weigh the cells' predictions alike (exact but for MVCE, whose views shuffle rows
 
 Cells are the **distinct scores** when at most ``max_exact`` (``2**16``), else steps of a grid of ``GRID = 2**16`` on
 [0, 1] (``floor(score * 2**16)``, exact in any engine) at their rows' mean score: a row's score moves by less than
-``2**-16``, ECE and MCE of the raw scores by at most that unless a bin edge falls in a cell, AUC by at most
-:meth:`ScoreCells.auc_tie_bound` (``tests/evaluation/test_cells.py`` checks the bounds). A row's part comes from a
-seeded 32-bit hash of its position (:func:`row_hash`: ``fold = hash % k``, held out when ``hash < test_size *
-2**32``; not stratified, negligible at these sizes) or the split column, a rule every engine applies alike.
+``2**-16``, ECE and MCE of the raw scores by at most that unless a bin edge falls in a cell, AUC by at most the
+share of positive-negative pairs inside one cell (``tests/evaluation/test_cells.py`` checks the bounds). A row's
+part comes from a seeded 32-bit hash of its position (:func:`row_hash`: ``fold = hash % k``, held out when ``hash <
+test_size * 2**32``; not stratified, negligible at these sizes) or the split column, a rule every engine applies alike.
 
 K-class rows: the K + 1 binary reductions (Gupta & Ramdas 2022), the **confidence** ``(max_k P_ik, 1[argmax = y_i])``
 and per class ``(P_ik, 1[y_i = k])``, one :class:`ScoreCells` each (:class:`ClassCells`). Every measure of
@@ -154,16 +154,6 @@ class ScoreCells:
         w = np.concatenate([self.n_pos, self.n - self.n_pos]).astype(float)
         keep = w > 0
         return np.concatenate([p, p])[keep], y[keep], w[keep]
-
-    def auc_tie_bound(self) -> float:
-        """Largest change in AUC the cells can cause: the share of positive-negative pairs inside one cell
-        (0 for exact cells)."""
-        if self.exact:
-            return 0.0
-        pos, neg = float(self.n_pos.sum()), float((self.n - self.n_pos).sum())
-        if pos == 0 or neg == 0:
-            return 0.0
-        return float(np.sum(self.n_pos * (self.n - self.n_pos)) / (pos * neg))
 
 
 class CellAccumulator:

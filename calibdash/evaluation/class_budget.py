@@ -3,9 +3,9 @@
 A fit's cost by family (:func:`family`): ``"scalar"`` (temperature) ``K n`` a gradient; ``"diagonal"`` (vector
 scaling) the same, for many more gradients; ``"full"`` (matrix, Dirichlet) ``K^2 n`` per Newton step, ``K^3``
 numbers held and a 31-fit penalty search; ``"ovr"`` ``K`` binary fits of ``n`` rows plus each one's fixed cost
-(:data:`BINARY_FIT_ROWS`); ``"top_label"`` ``K n`` and ``K + 1`` binary fits. :func:`check_work` refuses a method
-whose :func:`work` passes its :data:`WORK_LIMITS`, or any table over :data:`MAX_CLASSES` classes or :data:`MAX_CELLS`
-probabilities, naming the limit and the methods that fit. The limits give one fit about a minute of CPU on this
+(:data:`BINARY_FIT_ROWS`); ``"top_label"`` ``K n`` and ``K + 1`` binary fits. :func:`fitting` leaves out a method
+whose :func:`work` passes its :data:`WORK_LIMITS`, naming the limit; any table over :data:`MAX_CLASSES` classes or
+:data:`MAX_CELLS` probabilities is refused. The limits give one fit about a minute of CPU on this
 project's 2-core server (vector scaling of 26,000 x 1,000 logits 6 s, one-vs-rest isotonic of the same 3 s, matrix
 scaling of 10,000 x 100 18 s; fixed costs at 20,000 rows: isotonic 0.005 s, SBB 0.5 s, ABB 1.0 s, ELiTE 0.8 s).
 """
@@ -54,17 +54,14 @@ def family(method: str) -> str:
     return getattr(cls, "matrix", None) or "scalar"
 
 
-def _fit_rows(method: str, n: int) -> int:
-    """The rows one fit of ``method`` sees: the parametric maps at most ``MAX_FIT_ROWS`` of them."""
+def work(method: str, n: int, k: int) -> int:
+    """The work of one fit of ``method`` on ``n`` rows of ``k`` classes, in its family's unit (:data:`UNITS`); the
+    parametric maps see at most ``MAX_FIT_ROWS`` rows."""
     from ..calibrators import get_class
     from .holdout import MAX_FIT_ROWS
-    return min(int(n), MAX_FIT_ROWS) if getattr(get_class(method, "classes"), "parametric", False) else int(n)
-
-
-def work(method: str, n: int, k: int) -> int:
-    """The work of one fit of ``method`` on ``n`` rows of ``k`` classes, in its family's unit (:data:`UNITS`)."""
     fam = family(method)
-    rows, k = _fit_rows(method, n), int(k)
+    rows = min(int(n), MAX_FIT_ROWS) if getattr(get_class(method, "classes"), "parametric", False) else int(n)
+    k = int(k)
     fixed = BINARY_FIT_ROWS.get(method.partition(":")[2].strip(), 0)
     if fam == "full":
         return k * k * rows
@@ -104,20 +101,6 @@ def fitting(methods: Iterable[str], n: int, k: int) -> tuple[list[str], dict[str
     check_table(n, k)
     why = [(m, _over(m, n, k)) for m in methods]
     return [m for m, w in why if w is None], {m: w for m, w in why if w is not None}
-
-
-def check_work(method: str, n: int, k: int, candidates: Iterable[str] | None = None) -> None:
-    """Refuse (DataError) a fit of ``method`` on ``n`` rows of ``k`` classes over its bounds, naming the limit and
-    which ``candidates`` (default every available method) fit."""
-    check_table(n, k)
-    why = _over(method, n, k)
-    if why is None:
-        return
-    from ..calibrators import available
-    ok, _ = fitting(available("classes") if candidates is None else candidates, n, k)
-    fits = ", ".join(ok) if ok else "none"
-    raise DataError(f"{method} is not fitted on {int(n):,} rows x {int(k):,} classes: {why}. Methods that fit "
-                    f"here: {fits}.")
 
 
 def check_bootstrap(n: int, k: int, methods: int) -> None:

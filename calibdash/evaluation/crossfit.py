@@ -34,15 +34,14 @@ CELLS_CHOICES = ("auto", "always", "never")
 @dataclass
 class CrossFit:
     """What :func:`cross_fit` fitted and predicted for a sample of ``n``: each pair's ``judged`` positions; per method
-    key the ``predictions`` on them and the model (``fold_models``) of each pair, the model to keep (``models``: fitted
-    on the whole sample with ``refit``, else on the last pair's fit part) and the ``seconds`` spent.
+    key the ``predictions`` on them, the model to keep (``models``: fitted on the whole sample with ``refit``, else on
+    the last pair's fit part) and the ``seconds`` spent.
     """
 
     n: int
     judged: list
     predictions: dict = field(default_factory=dict)
     models: dict = field(default_factory=dict)
-    fold_models: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
 
     def column(self, key: str, pair: int | None = None) -> np.ndarray:
@@ -63,14 +62,6 @@ def _positions(part, n: int) -> np.ndarray:
             raise SettingsError(f"a part's mask has {part.size} values for a sample of {n}.")
         return np.flatnonzero(part)
     return part.astype(np.int64, copy=False)
-
-
-def _estimators(methods) -> dict:
-    """Key -> unfitted estimator: binary method specs through :func:`~.methods.resolve`; a mapping of multi-class
-    calibrators (``multiclass = True``) as given (cloned per fit)."""
-    if isinstance(methods, dict) and methods and all(getattr(m, "multiclass", False) for m in methods.values()):
-        return dict(methods)
-    return resolve(methods)
 
 
 def resolve_classes(methods, params: Mapping[str, Mapping] | None = None, *, logits: bool = False
@@ -132,7 +123,9 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
         Also fit each method on the whole sample (k-fold's deployable model, what ``models`` keeps); called after
         each fitted pair; asked before each fit, True stopping with :class:`calibdash.core.jobs.Cancelled`.
     """
-    cals = _estimators(methods)
+    # a mapping of multi-class calibrators as given (cloned per fit), binary method specs through resolve
+    multi = isinstance(methods, dict) and methods and all(getattr(m, "multiclass", False) for m in methods.values())
+    cals = dict(methods) if multi else resolve(methods)
     s = np.asarray(scores)
     y = np.asarray(labels)
     n = s.shape[0]
@@ -145,13 +138,11 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
     for key, cal in cals.items():
         t0 = time.perf_counter()
         feats = features if getattr(cal, "uses_features", False) else None
-        preds, models = [], []
-        model = None
+        preds, model = [], None
         for tr, te in parts:
             stop_if(should_stop, f"fitting {key}")
             model = _fit(clone(cal), s[tr], y[tr], None if feats is None else feats.iloc[tr],
                          None if sample_weight is None else sample_weight[tr])
-            models.append(model)
             preds.append(_judge(model, s[te], None if feats is None else feats.iloc[te]) if te.size
                          else np.empty((0,) + s.shape[1:]))
             done += 1
@@ -161,7 +152,6 @@ def cross_fit(methods, scores, labels, sample_weight=None, pairs: Sequence[tuple
             stop_if(should_stop, f"fitting {key}")
             model = _fit(clone(cal), s, y, feats, sample_weight)
         out.predictions[key] = preds
-        out.fold_models[key] = models
         out.models[key] = model
         out.seconds[key] = time.perf_counter() - t0
     return out

@@ -283,14 +283,12 @@ def _check_cell_folds(all_cells, folds, scheme: Scheme) -> list[str]:
     for i, (fit, test) in enumerate(folds):
         if not test.any():
             raise DataError("the held-out part is empty.")
-        sub = all_cells.select(fit)
-        fit_pos, fit_n = int(sub.n_pos.sum()), int(sub.n.sum())
+        fit_pos, fit_n = int(all_cells.n_pos[fit].sum()), int(all_cells.n[fit].sum())
         if fit_pos == 0 or fit_pos == fit_n:
             where = f" of fold {i + 1} of {len(folds)}" if scheme.kind == "kfold" else ""
             raise DataError(f"the fitting part{where} ({rows_text(fit_n)}) holds one class only; calibrators need "
                             f"both: the {which} class has {rows_text(small)} among {n_all:,}, and {how}.{fix}")
-        judged = all_cells.select(test)
-        j_pos, j_n = int(judged.n_pos.sum()), int(judged.n.sum())
+        j_pos, j_n = int(all_cells.n_pos[test].sum()), int(all_cells.n[test].sum())
         blind += int(j_pos == 0 or j_pos == j_n)
     if blind and scheme.kind == "kfold":
         return [f"{rows_text(blind, 'fold')} of {len(folds)} judge rows of one class only (the {which} class has "
@@ -329,11 +327,8 @@ def evaluate_cells(all_cells, methods, scheme: Scheme | None = None, *, n_bins: 
 
     fit = cross_fit(cals, cell_s, cell_y, cell_w, [(rows_of(f), rows_of(t)) for f, t in folds],
                     refit=scheme.kind == "kfold", progress=progress)
-    pp, yy, ww = seen.weighted_predictions(seen.score)
-    keep_cells = np.concatenate([seen.n_pos, seen.n - seen.n_pos]) > 0
-    judged_rows = rows_of(judged)
-    columns = {UNCALIBRATED: np.concatenate([seen.score, seen.score])[keep_cells],
-               **{key: fit.column(key)[judged_rows] for key in cals}}
+    raw, yy, ww = seen.weighted_predictions(seen.score)
+    columns = {UNCALIBRATED: raw, **{key: fit.column(key)[rows_of(judged)] for key in cals}}
     table = _binary_table(columns, yy, n_bins=n_bins, strategy=strategy, mvce_views=mvce_views, sample_weight=ww,
                           mvce_max_rows=CELLS_MIN_ROWS)
     fitted_on = all_cells if scheme.kind in ("kfold", "insample") else all_cells.select(part == 0)

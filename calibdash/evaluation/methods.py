@@ -37,10 +37,10 @@ def parse_params(items: Sequence[str] | None) -> dict[str, dict]:
         try:
             lhs, value = str(item).split("=", 1)
             key, name = lhs.split(".", 1)
+            if not key.strip() or not name.strip():
+                raise ValueError(item)
         except ValueError:
             raise SettingsError(f"a hyperparameter is given as METHOD.NAME=VALUE, got {item!r}.") from None
-        if not key.strip() or not name.strip():
-            raise SettingsError(f"a hyperparameter is given as METHOD.NAME=VALUE, got {item!r}.")
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:

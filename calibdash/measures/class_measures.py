@@ -12,7 +12,7 @@ The calibration errors are binary measures applied to a reduction of ``(P, y)`` 
 ``max_k P_ik`` against whether the argmax (lowest index among ties) is right, the "confidence calibration" of Guo et
 al. (2017) that netcal and torchmetrics call top-label (Gupta & Ramdas argue top-label calibration should also
 condition on the predicted class; this ECE reproduces the libraries' figures and follows their name); and
-**class-wise** (:func:`classwise`), ``P_ik`` against ``1[y_i = k]`` (Kull et al. 2019; Nixon et al. 2019's static
+**class-wise** (:func:`per_class_ece`), ``P_ik`` against ``1[y_i = k]`` (Kull et al. 2019; Nixon et al. 2019's static
 calibration error).
 
 Bins: ``strategy="uniform"`` (the default, as netcal, torchmetrics and Guo et al.): bin ``b`` holds
@@ -80,14 +80,6 @@ def _confidence(P: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return P.max(axis=1), (P.argmax(axis=1) == y).astype(np.int8)
 
 
-def classwise(P, y, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The class-``k`` reduction: ``(P[:, k], 1[y = k])`` (``int8``), the one-vs-rest view of class ``k``."""
-    P, y, _ = check_inputs(P, y)
-    if int(k) != k or not 0 <= k < P.shape[1]:
-        raise SettingsError(f"class index k must be one of 0..{P.shape[1] - 1}, got {k!r}.")
-    return P[:, int(k)], (y == int(k)).astype(np.int8)
-
-
 def top_label_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_weight=None) -> float:
     """Confidence ECE (Guo et al. 2017, Eq. 3; Naeini et al. 2015): ``sum_b (|B_b| / N) |acc(B_b) - conf(B_b)|``.
 
@@ -106,7 +98,7 @@ def per_class_ece(P, y, n_bins: int = N_BINS, strategy: str = "uniform", sample_
     """Each class's ECE, shape (K,): ``ECE_k = sum_b (|B_bk| / N) |freq_k(B_bk) - mean P_k(B_bk)|``.
 
     ``B_bk`` are the bins of the class-``k`` probabilities ``P_ik``, ``freq_k`` the (weighted) share of their rows
-    labelled ``k``: :func:`calibdash.measures.calibration.ece` of :func:`classwise` ``(P, y, k)``. A class no row is
+    labelled ``k``: :func:`calibdash.measures.calibration.ece` of ``(P[:, k], 1[y = k])``. A class no row is
     labelled with still has an ECE (its mean predicted probability per bin against 0).
     """
     n_bins = check_binning(n_bins, strategy)
@@ -190,4 +182,4 @@ def measure_table(P_by_method: Mapping[str, np.ndarray], y, sample_weight=None, 
     Ps, y, sample_weight = check_methods(P_by_method, y, sample_weight)
     want = check_names(names)
     rows = {m: _measured(P, y, sample_weight, want) for m, P in Ps.items()}
-    return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(check_names(names)))
+    return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(want))

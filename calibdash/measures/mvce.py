@@ -151,7 +151,7 @@ def random_views(n: int, n_views: int, seed) -> np.ndarray:
     return out
 
 
-def _spill(rows, g, start, end, b0, b1, last, bin_start, m):
+def _spill(rows, g, end, b0, b1, last, bin_start, m):
     """How rows whose weight reaches past their first bin correct the sums that put all of it there: (row, bin,
     weight) triples, per such row minus its weight beyond its first bin, taken from that bin, and the weight it puts
     in each later bin it reaches (the group's last bin has no upper end). Bins are global numbers."""
@@ -255,8 +255,8 @@ def grouped_mvce(residuals: np.ndarray, group: np.ndarray, n_groups: int, views,
         if sample_weight is not None:
             cross = np.flatnonzero(b1 > b0)                # rows whose weight reaches past their first bin
             if cross.size:
-                r, b, amount = _spill(rows[cross], g[cross], start[cross], end[cross], b0[cross], b1[cross],
-                                      last[cross], bin_start, m)
+                r, b, amount = _spill(rows[cross], g[cross], end[cross], b0[cross], b1[cross], last[cross],
+                                      bin_start, m)
                 for c in range(n_cols):
                     pce[c] += np.bincount(b, weights=amount * d[c, r], minlength=total)[:total]
         pce = np.abs(pce) / counts

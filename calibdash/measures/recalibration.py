@@ -14,12 +14,6 @@ from .binning import check_level, check_rows
 __all__ = []
 
 
-def _need_both_classes(y, w, what: str) -> None:
-    for cls in (0, 1):
-        if not np.any((y == cls) & (w > 0)):
-            raise DataError(f"{what} needs both classes; every row of positive weight has label {1 - cls}.")
-
-
 def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray | None, start, offset=None):
     """``(beta, covariance, converged)`` of ``logit P(y=1) = offset + x beta`` (:func:`solve_logistic`), the
     covariance the inverse observed information. Not converged when the solver ran out of steps, a coefficient is
@@ -67,7 +61,10 @@ def calibration_intercept_slope(probs, labels, sample_weight=None, level: float 
     if p.size == 0:
         raise DataError("every prediction is exactly 0 or 1, so no logit is finite: the calibration "
                         "intercept and slope are undefined.")
-    _need_both_classes(y, w, "The calibration intercept and slope")
+    for cls in (0, 1):
+        if not np.any((y == cls) & (w > 0)):
+            raise DataError(f"The calibration intercept and slope needs both classes; every row of positive weight "
+                            f"has label {1 - cls}.")
     x = np.log(p) - np.log1p(-p)
     z = float(stats.norm.ppf(0.5 + level / 2))
     ones = np.ones((p.size, 1))

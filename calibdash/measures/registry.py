@@ -147,19 +147,18 @@ def _ici(p, y, w, loess_points=None) -> dict:
     return {"ICI": out["ICI"], "E50": out["E50"], "E90": out["E90"]}
 
 
-def _cox(p, y, w) -> dict:
-    fit = recalibration.calibration_intercept_slope(p, y, w)
-    return {"CITL": fit["intercept"], "Slope": fit["slope"]}
+def _renamed(fn, entries: dict, **kw):
+    """``compute`` of a family: ``fn(p, y, w, **kw)``'s ``entries`` (record name -> the result's key)."""
+    def _compute(p, y, w) -> dict:
+        out = fn(p, y, w, **kw)
+        return {name: out[key] for name, key in entries.items()}
+    return _compute
 
 
-def _corp(p, y, w) -> dict:
-    out = corp.corp_decomposition(p, y, w)
-    return {"MCB": out["MCB"], "DSC": out["DSC"], "UNC": out["UNC"]}
-
-
-def _murphy(p, y, w) -> dict:
-    out = decomposition.brier_decomposition(p, y, w, n_bins=DEFAULT_N_BINS, strategy="quantile")
-    return {"REL": out["reliability"], "RES": out["resolution"]}
+_cox = _renamed(recalibration.calibration_intercept_slope, {"CITL": "intercept", "Slope": "slope"})
+_corp = _renamed(corp.corp_decomposition, {"MCB": "MCB", "DSC": "DSC", "UNC": "UNC"})
+_murphy = _renamed(decomposition.brier_decomposition, {"REL": "reliability", "RES": "resolution"},
+                   n_bins=DEFAULT_N_BINS, strategy="quantile")
 
 
 def _per_class_ece(P, Y, w) -> float:

@@ -44,7 +44,7 @@ import pandas as pd
 from ..core.errors import SettingsError
 from .binning import check_inputs, check_level, is_whole
 
-__all__ = ["smooth_ece", "smooth_ece_at", "smooth_ece_bandwidth", "smoothed_curve", "smoothed_curve_band"]
+__all__ = ["smooth_ece", "smooth_ece_at", "smooth_ece_bandwidth", "smoothed_curve", "smoothed_curve_band", "check_boot"]
 
 #: Points at which :func:`smoothed_curve` evaluates the curve (every 0.005 on [0, 1]).
 DEFAULT_GRID = 201

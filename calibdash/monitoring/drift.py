@@ -10,19 +10,19 @@ import numpy as np
 import pandas as pd
 
 from ..measures import calibration as metrics
-from .group_metrics import cell_rows, group_stats
-from .periods import (FREQ_NAMES, MAX_AUTO_PERIODS, YMD_RANGE, Periods, as_dates, check_rows, choose_freq,
+from .group_metrics import BinnedReport, cell_rows, stats_table
+from .periods import (FREQ_NAMES, MAX_AUTO_PERIODS, YMD_RANGE, Periods, as_dates, check_rows,
                       freq_from_days, periods_of, to_periods)
 from .staleness import FRESH_COL, RAW_COL, STALE_COL, staleness
 
 __all__ = [
     "FREQ_NAMES", "MAX_AUTO_PERIODS", "as_dates", "freq_from_days", "YMD_RANGE", "RAW_COL", "STALE_COL",
-    "FRESH_COL", "choose_freq", "to_periods", "staleness"
+    "FRESH_COL", "to_periods", "staleness"
 ]
 
 
 @dataclass
-class DriftReport:
+class DriftReport(BinnedReport):
     """Per-period calibration of one score (see :func:`over_time`): ``table``, one row per period (index: its label, in
     time order) of ``start`` and :func:`~calibdash.monitoring.group_metrics.group_stats`' values; ``reliability``,
     period -> its reliability table; the ``periods``, ``notes``, and how ECE was binned and the intervals drawn.
@@ -36,10 +36,6 @@ class DriftReport:
     strategy: str = metrics.DEFAULT_STRATEGY
     n_boot: int = 200
     level: float = 0.95
-
-    @property
-    def binning(self) -> str:
-        return metrics.binning_label(self.n_bins, self.strategy)
 
 
 def over_time(scores, labels, dates, sample_weight=None, freq: str = "auto", n_bins: int = metrics.DEFAULT_N_BINS,
@@ -60,28 +56,18 @@ def period_report(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None
                   seed: int = 0, level: float = 0.95, cells: bool = False) -> DriftReport:
     """:func:`over_time` of checked rows whose periods ``per`` are made; ``cells``: the rows are score cells'
     weighted rows, and ``rows`` counts the real rows (the weights' sum)."""
-    seeds = np.random.SeedSequence(seed).generate_state(len(per.labels))
-    rows, tables = {}, {}
+    table, tables = stats_table(s, y, per.codes, range(len(per.labels)), sample_weight, n_bins, strategy, n_boot,
+                                level, seed)
+    if cells:
+        table["rows"] = cell_rows(table["weight"])
+    one = [per.labels[k] for k in table.index if table.loc[k, "note"]]
     notes = list(per.notes)
-    one = []
-    for k, (lab, sd) in enumerate(zip(per.labels, seeds)):
-        m = per.codes == k
-        if not m.any():
-            continue
-        wk = None if sample_weight is None else sample_weight[m]
-        st = group_stats(s[m], y[m], wk, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
-                         seed=int(sd))
-        if cells:
-            st["rows"] = int(cell_rows(st["weight"]))
-        rows[lab] = {"start": per.starts[k], **st}
-        tables[lab] = metrics.reliability_table(s[m], y[m], n_bins, strategy, sample_weight=wk)
-        if st["note"]:
-            one.append(lab)
     if one:
         notes.append(f"{len(one)} period{'s' if len(one) > 1 else ''} ({', '.join(one[:6])}"
                      f"{', ...' if len(one) > 6 else ''}) hold one class only: "
                      "their ECE, Brier, log-loss and AUC are not computed (NaN).")
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "period"
+    table.insert(0, "start", [per.starts[k] for k in table.index])
+    table.index = pd.Index([per.labels[k] for k in table.index], name="period")
+    tables = {per.labels[k]: v for k, v in tables.items()}
     return DriftReport(table=table, reliability=tables, periods=per, notes=notes, n_bins=n_bins,
                        strategy=strategy, n_boot=int(n_boot), level=level)

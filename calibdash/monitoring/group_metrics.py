@@ -32,10 +32,9 @@ METRICS = ("ECE", "Brier", "LogLoss", "AUC")
 STATS = ("positive_rate", "mean_score") + METRICS
 #: Most (score, label) cells a group's bootstrap resamples; a group with more is resampled on runs (module docstring).
 BOOT_CELLS = 2048
-_MIN_BOOT_CELLS = 2
 
 
-def row_weights(sample_weight, n: int, y: np.ndarray) -> np.ndarray:
+def row_weights(sample_weight, n: int) -> np.ndarray:
     """Validated row weights (ones when None): finite, non-negative, a positive total."""
     if sample_weight is None:
         return np.ones(n)
@@ -101,7 +100,7 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
     """
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=False)
-    w = row_weights(sample_weight, s.size, y)
+    w = row_weights(sample_weight, s.size)
     total = float(w.sum())
     pos = float(w[y == 1].sum())
     out = {"rows": int(s.size), "weight": total, "positives": pos,
@@ -160,8 +159,17 @@ def group_stats(scores, labels, sample_weight=None, *, n_bins: int = metrics.DEF
     return out
 
 
+class BinnedReport:
+    """What the monitoring reports share: :attr:`binning`, how their ECE was binned (``n_bins``, ``strategy``)."""
+
+    @property
+    def binning(self) -> str:
+        """How ECE was binned, for captions."""
+        return metrics.binning_label(self.n_bins, self.strategy)
+
+
 @dataclass
-class GroupReport:
+class GroupReport(BinnedReport):
     """Per-group calibration of one score (see :func:`by_group`).
 
     Attributes
@@ -191,19 +199,15 @@ class GroupReport:
     level: float = 0.95
     overall_reliability: pd.DataFrame | None = None
 
-    @property
-    def binning(self) -> str:
-        """How ECE was binned, for captions."""
-        return metrics.binning_label(self.n_bins, self.strategy)
-
     def worst(self, metric: str = "ECE") -> str | None:
         """The group with the highest ``metric`` (None when every value is NaN)."""
         v = self.table[metric].astype(float)
         return None if v.isna().all() else str(v.idxmax())
 
 
-def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot, level, seed):
-    """Per group (in ``order``): :func:`group_stats` (each group from its own seed) and the reliability table."""
+def stats_table(s, y, groups, order, sample_weight, n_bins, strategy, n_boot, level, seed):
+    """Per group of rows (in ``order``): :func:`group_stats` (each group from its own seed) and the reliability
+    table."""
     seeds = np.random.SeedSequence(seed).generate_state(len(order))
     rows, tables = {}, {}
     # each group's rows in their order, from one pass over the labels (not one comparison of every row per group)
@@ -212,7 +216,9 @@ def _stats_table(s, y, w, groups, order, sample_weight, n_bins, strategy, n_boot
     bounds = np.searchsorted(codes[sorter], np.arange(len(order) + 1))
     for i, (g, sd) in enumerate(zip(order, seeds)):
         m = sorter[bounds[i]:bounds[i + 1]]
-        sw = None if sample_weight is None else w[m]
+        if m.size == 0:
+            continue
+        sw = None if sample_weight is None else sample_weight[m]
         rows[g] = group_stats(s[m], y[m], sw, n_bins=n_bins, strategy=strategy, n_boot=n_boot, level=level,
                               seed=int(sd))
         tables[g] = metrics.reliability_table(s[m], y[m], n_bins, strategy, sample_weight=sw)
@@ -225,7 +231,7 @@ def checked_groups(scores, labels, groups, sample_weight, column, default: str, 
     """``(s, y, w, column, make_groups(...))`` of checked rows; ``column`` by default ``groups.name`` or ``default``."""
     s = check_scores(scores)
     y = check_labels(labels, s.size, require_both=require_both)
-    w = row_weights(sample_weight, s.size, y)
+    w = row_weights(sample_weight, s.size)
     if len(groups) != s.size:
         raise DataError(f"the group column has {len(groups)} values but there are {s.size} rows.")
     named = isinstance(groups, pd.Series) and groups.name is not None
@@ -266,8 +272,8 @@ def group_report(s, y, sample_weight, weighted, labels_, order, notes, pooled, c
     the rows are score cells' weighted rows, so the table's ``rows`` counts the real rows (the weights' sum)."""
     seen = set(labels_)
     order = [g for g in order if g in seen]
-    table, tables = _stats_table(s, y, sample_weight, labels_, order, sample_weight if weighted else None, n_bins,
-                                 strategy, n_boot, level, seed)
+    table, tables = stats_table(s, y, labels_, order, sample_weight if weighted else None, n_bins, strategy, n_boot,
+                                level, seed)
     overall = group_stats(s, y, sample_weight if weighted else None, n_bins=n_bins, strategy=strategy, n_boot=0)
     if cells:
         table["rows"] = cell_rows(table["weight"])

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import SettingsError
+from ..core.numbers import is_numeric
 
 __all__ = ["MAX_GROUPS", "MIN_ROWS", "N_QUANTILES", "GroupCoding", "coding_for"]
 
@@ -24,10 +25,6 @@ MAX_GROUPS = 20
 MIN_ROWS = 50
 #: Quantile groups of a numeric column with more than ``max_groups`` distinct values.
 N_QUANTILES = 5
-
-
-def _is_number_column(values: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
 
 
 def _fmt(v: float) -> str:
@@ -98,7 +95,7 @@ def group_ids(values, sample_weight=None, *, max_groups: int = MAX_GROUPS, n_qua
     index, uniques = pd.factorize(s, use_na_sentinel=True)      # categories: read from their codes
     missing = index < 0
     n_distinct = len(uniques)
-    how = coding_for(_is_number_column(s), n_distinct, max_groups)
+    how = coding_for(is_numeric(s), n_distinct, max_groups)
     if how == "text":
         shown = pd.Series(uniques).astype(str).str.strip().to_numpy(dtype=object)
         ids_of, codes = pd.factorize(shown)                        # values equal once trimmed: one code

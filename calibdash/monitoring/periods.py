@@ -137,14 +137,6 @@ def freq_from_days(days, freqs=FREQS) -> str:
     return freqs[-1]
 
 
-def choose_freq(dates) -> str:
-    """The finest of :data:`FREQS` giving at most :data:`MAX_AUTO_PERIODS` periods with rows in ``dates``."""
-    d = pd.Series(pd.to_datetime(pd.Series(dates))).dropna()
-    if d.empty:
-        raise DataError("no dates to divide into periods.")
-    return freq_from_days(day_codes(d))
-
-
 def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int = 0, name: str = "the column",
                  notes=()) -> tuple[list, list, list]:
     """``(labels, starts, notes)`` of the periods shown, :func:`to_periods`' rule for any engine, from ``starts``, the
@@ -171,7 +163,7 @@ def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int 
 
 def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
     """Each row's period of the date (or period) column ``values`` (``name`` for notes and errors), ``freq`` long
-    ({"auto", "D", "W", "M", "Q", "Y"}; "auto": :func:`choose_freq`; ignored for ordered codes, the periods
+    ({"auto", "D", "W", "M", "Q", "Y"}; "auto": :func:`freq_from_days`; ignored for ordered codes, the periods
     themselves). DataError when the column holds no dates nor ordered codes, or no row has one; SettingsError for an
     unknown ``freq`` or one giving more than :data:`MAX_PERIODS` periods.
     """

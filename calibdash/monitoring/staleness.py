@@ -13,6 +13,7 @@ from ..measures import calibration as metrics
 from ..evaluation.crossfit import cross_fit
 from ..core.errors import DataError
 from ..evaluation.methods import resolve
+from .group_metrics import BinnedReport
 from .periods import Periods, check_rows, periods_of
 
 __all__ = []
@@ -22,7 +23,7 @@ RAW_COL, STALE_COL, FRESH_COL = "uncalibrated", "fitted on the first period", "r
 
 
 @dataclass
-class Staleness:
+class Staleness(BinnedReport):
     """Held-out ECE of calibrators fitted on one period and judged on later ones (see :func:`staleness`).
 
     Attributes
@@ -48,10 +49,6 @@ class Staleness:
     periods: Periods
     n_bins: int = metrics.DEFAULT_N_BINS
     strategy: str = metrics.DEFAULT_STRATEGY
-
-    @property
-    def binning(self) -> str:
-        return metrics.binning_label(self.n_bins, self.strategy)
 
 
 def _ece(p, y, w, n_bins, strategy) -> float:
@@ -86,19 +83,13 @@ def staleness(scores, labels, dates, method: str = "isotonic", sample_weight=Non
         raise DataError(f"{column} gives {len(present)} period with rows: staleness needs two or more.")
     labs = [per.labels[k] for k in present]
     masks = {k: per.codes == k for k in present}
-    fitted: dict[int, int] = {}                       # period -> its pair in the cross-fit
-    fit_rows = {}
-    skipped = []
-    for k in present:
-        m = masks[k]
-        wk = None if w is None else w[m]
-        weight = float(m.sum()) if w is None else float(wk.sum())
-        pos = float(y[m].sum()) if w is None else float(wk[y[m] == 1].sum())
-        fit_rows[per.labels[k]] = weight
-        if weight < min_rows or pos <= 0 or pos >= weight:
-            skipped.append(per.labels[k])
-            continue
-        fitted[k] = len(fitted)
+    row_w = np.ones(s.size) if w is None else w
+    weight = {k: float(row_w[masks[k]].sum()) for k in present}
+    pos = {k: float(row_w[masks[k] & (y == 1)].sum()) for k in present}
+    usable = [k for k in present if weight[k] >= min_rows and 0 < pos[k] < weight[k]]
+    fitted = {k: i for i, k in enumerate(usable)}         # period -> its pair in the cross-fit
+    fit_rows = {per.labels[k]: weight[k] for k in present}
+    skipped = [per.labels[k] for k in present if k not in fitted]
     if not fitted:
         raise DataError(f"no period of {column} has {min_rows:g} rows of both classes to fit {method} on.")
     # each period fitted on is judged on every later period: one pair per fitted period

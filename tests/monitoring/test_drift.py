@@ -56,7 +56,6 @@ def test_drift_sample_truth_is_the_documented_shift(frame):
                                                   ("2021-01-01", 40 * 365, "Y", 40)])
 def test_the_period_is_the_finest_giving_at_most_30_periods(start, days, freq, n):
     dates = pd.Timestamp(start) + pd.to_timedelta(np.arange(days), unit="D")
-    assert D.choose_freq(dates) == freq
     per = D.to_periods(pd.Series(dates.strftime("%Y-%m-%d")), name="day")
     assert per.freq == freq and len(per.labels) == n
     assert (np.diff(per.codes) >= 0).all() and per.codes[0] == 0 and per.codes[-1] == n - 1     # in time order

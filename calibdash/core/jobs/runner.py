@@ -61,10 +61,8 @@ class Limits:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
                 raise EnvironmentProblem(f"{name} must be a whole number >= {minimum}, got {v!r}.")
-        for name in ("timeout_s", "lease_s"):
+        for name in ("timeout_s", "lease_s") if self.lease_s is not None else ("timeout_s",):    # no lease: None
             v = getattr(self, name)
-            if v is None and name == "lease_s":
-                continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise EnvironmentProblem(f"{name} must be a number of seconds > 0, got {v!r}.")
 
@@ -77,17 +75,14 @@ def limits_from_env(environ: Mapping | None = None, given: Mapping | None = None
     out = {}
     for field, var, kind in (("max_jobs", ENV_MAX_JOBS, int), ("timeout_s", ENV_JOB_TIMEOUT, float),
                              ("lease_s", ENV_JOB_LEASE, float), ("max_queued", ENV_MAX_QUEUED, int)):
-        raw = given.get(var.lower())
-        if raw is None or str(raw).strip() == "":
-            raw = env.get(var)
-        if raw is None or str(raw).strip() == "":
+        raw = next((r for r in (given.get(var.lower()), env.get(var)) if r is not None and str(r).strip()), None)
+        if raw is None:
             continue
         try:
-            value = kind(str(raw).strip())
+            out[field] = kind(str(raw).strip())
         except ValueError:
             raise EnvironmentProblem(f"{var} is {str(raw)[:40]!r}; set it to a {'whole ' if kind is int else ''}"
                                      "number.") from None
-        out[field] = value
     try:
         return Limits(**out)
     except EnvironmentProblem as exc:
@@ -510,10 +505,8 @@ class JobRegistry:
         return wait
 
     def _owner_alive(self, owner) -> bool:
-        if self.alive is None:
-            return False
         try:
-            return self.alive(owner) is True
+            return self.alive is not None and self.alive(owner) is True
         except Exception:  # noqa: BLE001 - a probe that fails says nothing: the lease expires
             return False
 

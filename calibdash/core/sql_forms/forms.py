@@ -95,7 +95,7 @@ class LinearMap:
         return {"lo": x[j], "dx": x[j + 1] - x[j], "y0": y0, "dy": y1 - y0, "y1": y1,
                 "ymin": np.minimum(y0, y1), "ymax": np.maximum(y0, y1)}
 
-    def end(self, side: str, s: str, writer: SqlWriter) -> str:
+    def end(self, side: str, s: str) -> str:
         """SQL of the map beyond the first (``side="left"``) or last knot."""
         x, y = np.asarray(self.x, dtype=float), np.asarray(self.y, dtype=float)
         mode = self.left if side == "left" else self.right
@@ -180,8 +180,8 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
         return lambda name: num(iv[name][j])
 
     def ends(s: str) -> str:
-        return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s, writer)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
-                f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s, writer)}")
+        return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
+                f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s)}")
 
     if form == "bisect" and los.size:             # interval j on los[j] <= s < los[j + 1]
         def render_bisect(s: str) -> str:

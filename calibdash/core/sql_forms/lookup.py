@@ -37,7 +37,7 @@ class Lookup:
         return pa.table({c: pa.array(v, pa.int64() if v and isinstance(v[0], int) else pa.float64())
                          for c, v in zip(self.columns, cols)})
 
-    def cte(self, dialect: str) -> str:
+    def cte(self) -> str:
         """``name AS (SELECT * FROM (VALUES ...) AS v(columns))``."""
         rows = ",\n    ".join("(" + ", ".join(str(v) if isinstance(v, int) else literal(v) for v in row) + ")"
                                for row in self.rows)
@@ -85,8 +85,8 @@ class SqlMap:
             src = f"(\n{src}\n)"
         score = "src." + quote(self.score_column, self.dialect)
         cols = "src.*" if keep_columns is None else ", ".join("src." + quote(c, self.dialect) for c in keep_columns)
-        head = ["WITH " + ",\n".join(lk.cte(self.dialect) for lk in self.lookups.values())] if (
-            self.lookups and inline_lookups) else []
+        inline = self.lookups and inline_lookups
+        head = ["WITH " + ",\n".join(lk.cte() for lk in self.lookups.values())] if inline else []
         sep = ", " if cols else ""
         body = [f"SELECT {cols}{sep}{self._render(score)} AS calibrated", f"FROM {src} AS src"]
         return "\n".join(head + body + [j.format(score=score) for j in self._joins])

@@ -124,7 +124,11 @@ class RootPaths:
         first = next((i for i, p in enumerate(parts) if _GLOB_CHARS.search(p)), None)
         if first is None:
             real = self.resolve(text)
-            if not _is_file(real, shown):
+            try:
+                is_file = real.is_file()
+            except OSError as exc:
+                raise path_error(shown, exc) from None
+            if not is_file:
                 raise DataError(f"{shown} is a directory, not a file; add a pattern such as '*.parquet'.")
             return [real]
         rest = parts[first:]
@@ -145,10 +149,3 @@ class RootPaths:
         if not reals:
             raise DataError(f"no file under the data root matches {shown}.")
         return sorted(set(reals))
-
-
-def _is_file(path: Path, shown: str) -> bool:
-    try:
-        return path.is_file()
-    except OSError as exc:
-        raise path_error(shown, exc) from None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -177,24 +176,10 @@ def _chunks(n_boot: int, cells: int) -> list[int]:
     return [size] * (n_boot // size) + ([n_boot % size] if n_boot % size else [])
 
 
+#: One BLAS thread while the workers run, one such bootstrap at a time: OpenBLAS's threads would spin-wait on the
+#: workers' cores (10^7 rows, two cores: 0.83 s -> 0.51 s), and the sums then do not depend on the number of
+#: workers. The lock keeps two bootstraps from restoring each other's limits out of order.
 _BLAS_LOCK = threading.Lock()
-
-
-@contextmanager
-def _one_blas_thread():
-    """One BLAS thread while the workers run, one such bootstrap at a time: OpenBLAS's threads would spin-wait on
-    the workers' cores (10^7 rows, two cores: 0.83 s -> 0.51 s), and the sums then do not depend on the number of
-    workers. The lock keeps two bootstraps from restoring each other's limits out of order."""
-    with _BLAS_LOCK, threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
-def _check_names(names) -> tuple:
-    names = tuple(names)
-    unknown = [m for m in names if m not in _RECORDS]
-    if unknown or not names:
-        raise SettingsError(f"measures must be among {tuple(_RECORDS)}, got {list(names)}.")
-    return names
 
 
 def _groups_of(values: np.ndarray, weight: np.ndarray, max_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -292,7 +277,9 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
         Its ``value`` column is ``metrics.summary`` of the cells' weighted rows, exactly.
     """
     p, pos, neg = cell_inputs(predictions, n, n_pos)
-    names = _check_names(names)
+    names = tuple(names)
+    if not names or any(m not in _RECORDS for m in names):
+        raise SettingsError(f"measures must be among {tuple(_RECORDS)}, got {list(names)}.")
     n_bins = metrics.check_binning(n_bins, strategy, weighted=True)     # refuses the order-dependent "rank"
     if int(n_boot) < 1:
         raise SettingsError(f"n_boot must be at least 1, got {n_boot}.")
@@ -303,7 +290,8 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
     methods = list(predictions.columns)
     point = {m: {} for m in methods}
     samples, notes = {}, []
-    with _one_blas_thread(), ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool:
+    with (_BLAS_LOCK, threadpool_limits(limits=1, user_api="blas"),
+          ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool):
         if fast:
             plan = _plan(p, pos, neg, n_bins, strategy, fast, mvce_views, int(n_boot))
             sizes = _chunks(int(n_boot), plan.p.shape[0] + 1)

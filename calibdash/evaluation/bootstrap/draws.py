@@ -123,15 +123,10 @@ def row_draws(n: int, n_boot: int, seed=0):
         yield rng.integers(0, n, n)
 
 
-def resample_counts(n: int, n_boot: int, seed=0) -> np.ndarray:
-    """How often each of ``n`` rows is drawn in each of ``n_boot`` resamples (:func:`row_draws`), (n_boot, n)."""
-    blocks = [block.T for _, block in resample_blocks(n, n_boot, seed, max(int(n_boot), 1))]
-    return np.concatenate(blocks).astype(np.int64) if blocks else np.empty((0, n), dtype=np.int64)
-
-
 def resample_blocks(n: int, n_boot: int, seed=0, size: int = 16):
-    """:func:`resample_counts` ``size`` resamples at a time (the same draws): yields ``(first resample, counts)``,
-    the counts as floats (rows x resamples of the block, as the sparse products take them)."""
+    """How often each of ``n`` rows is drawn in each of ``n_boot`` resamples (:func:`row_draws`), ``size``
+    resamples at a time: yields ``(first resample, counts)``, the counts as floats (rows x resamples of the block,
+    as the sparse products take them)."""
     draws = row_draws(n, n_boot, seed)
     for lo in range(0, int(n_boot), int(size)):
         block = np.empty((n, min(int(n_boot), lo + int(size)) - lo))

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ...core.errors import SettingsError
 from ...core.jobs import stop_if
 from ...measures import calibration
 from ...measures import smooth_ece as smooth
@@ -141,10 +140,7 @@ def bootstrap_multiclass(P_by_method: Mapping[str, np.ndarray], y, sample_weight
     :class:`calibdash.core.jobs.Cancelled`.
     """
     names = kmetrics.check_names(names)
-    if int(n_boot) != n_boot or n_boot < 2:
-        raise SettingsError(f"n_boot must be a whole number of at least 2, got {n_boot!r}.")
-    if not 0.0 < float(level) < 1.0:
-        raise SettingsError(f"level must lie strictly between 0 and 1, got {level!r}.")
+    n_boot, level = smooth.check_boot(n_boot, level)
     checked, yc, wm = kmetrics.check_methods(P_by_method, y, sample_weight)
     methods = list(checked)
     n = yc.size

@@ -36,23 +36,19 @@ def reduce_keyed(key, part, code, n, n_pos, score_sum, *, exact: bool) -> tuple[
     key = np.asarray(key, dtype=np.int64)
     part = np.asarray(part, dtype=np.int64)
     code = np.asarray(code, dtype=float)
-    if code.size:               # one int64 sort key (key, part, code rank): one argsort, not a 3-key lexsort
-        ranks, rank = np.unique(code, return_inverse=True)
-        p_lo, n_parts = part.min(), int(part.max() - part.min()) + 1
-        order = np.argsort((key * n_parts + (part - p_lo)) * ranks.size + rank.reshape(-1), kind="stable")
-    else:
-        order = np.empty(0, dtype=np.int64)
+    if code.size == 0:
+        empty = ScoreCells(score=np.empty(0), n=np.empty(0, np.int64), n_pos=np.empty(0, np.int64),
+                           score_sum=np.empty(0), part=np.empty(0, np.int16), exact=bool(exact), n_rows=0)
+        return empty, np.empty(0, np.int32)
+    # one int64 sort key (key, part, code rank): one argsort, not a 3-key lexsort
+    ranks, rank = np.unique(code, return_inverse=True)
+    p_lo, n_parts = part.min(), int(part.max() - part.min()) + 1
+    order = np.argsort((key * n_parts + (part - p_lo)) * ranks.size + rank.reshape(-1), kind="stable")
     key, part, code = key[order], part[order], code[order]
-    change = np.ones(order.size, dtype=bool)
-    if order.size:
-        change[1:] = (key[1:] != key[:-1]) | (part[1:] != part[:-1]) | (code[1:] != code[:-1])
-    start = np.flatnonzero(change)
-    if order.size:
-        n = np.add.reduceat(np.asarray(n, dtype=np.int64)[order], start)
-        pos = np.add.reduceat(np.asarray(n_pos, dtype=np.int64)[order], start)
-        ssum = np.add.reduceat(np.asarray(score_sum, dtype=float)[order], start)
-    else:
-        n, pos, ssum = np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    start = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]) | (part[1:] != part[:-1]) | (code[1:] != code[:-1])])
+    n = np.add.reduceat(np.asarray(n, dtype=np.int64)[order], start)
+    pos = np.add.reduceat(np.asarray(n_pos, dtype=np.int64)[order], start)
+    ssum = np.add.reduceat(np.asarray(score_sum, dtype=float)[order], start)
     score = code[start].copy() if exact else ssum / n
     cells = ScoreCells(score=score, n=n, n_pos=pos, score_sum=ssum, part=part[start].astype(np.int16),
                        exact=bool(exact), n_rows=int(n.sum()))

@@ -48,7 +48,7 @@ def read_dates_check(how: str, n_read: int, counts, name: str) -> list:
 def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int = MAX_EXACT) -> KeyedCells:
     """Score cells of rows in memory, keyed by the group or period of ``values`` (one per row) as ``key`` says; the rest
     as :func:`calibdash.evaluation.cells.aggregate` takes it. A period key leaves out the rows without a readable date
-    (``n_left_out``), ``freq="auto"`` choosing among :data:`~calibdash.monitoring.keyed.PERIODS` by ``choose_freq``'s
+    (``n_left_out``), ``freq="auto"`` choosing among :data:`~calibdash.monitoring.keyed.PERIODS` by ``freq_from_days``'s
     rule. DataError for other lengths, bad scores or labels, or no readable date; SettingsError for too many keys.
     """
     s = check_scores(scores)
