@@ -210,7 +210,7 @@ NAMES: dict[str, dict[str, str]] = {
     "jobs": {"core.jobs.runner": "Job REINTERRUPT_S STOP_WAIT_S", "core.jobs.status": "Status"},
     "multiclass.base": {"calibrators.base": "HyperParam",
                         "core.validation": "SUM_TOLERANCE check_classes check_probabilities"},
-    "multiclass.bootstrap": {"evaluation.bootstrap.draws": "resample_blocks resample_counts",
+    "multiclass.bootstrap": {"evaluation.bootstrap.draws": "resample_blocks",
                              "evaluation.bootstrap.result": "verdict"},
     "multiclass.diagrams": {"diagrams.confidence": "CONFIDENCE ConfidenceData prepare_confidence",
                             "diagrams.simplex": "SIMPLEX SimplexMapData prepare_simplex_map simplex_grid",
@@ -248,7 +248,12 @@ GONE: dict[str, dict[str, str]] = {
     "diagrams": {"CAPTIONS BAND_CAPTIONS": "each diagram's data writes its own caption: "
                                            "calibdash.diagrams.common.Diagram.caption",
                  "diagram": "prepare, then plot: calibdash.diagrams.prepare and calibdash.diagrams.plot"},
-    "drift": {"MIN_PERIODS": "removed (nothing read it)"},
+    "drift": {"MIN_PERIODS": "removed (nothing read it)",
+              "choose_freq": "removed; calibdash.monitoring.periods.to_periods chooses the period length itself"},
+    "bootstrap.draws": {"resample_counts": "removed; calibdash.evaluation.bootstrap.draws.row_draws draws the "
+                                           "resampled rows (counts are a bincount of them)"},
+    "multiclass.budget": {"check_work": "removed; calibdash.evaluation.class_budget.fitting says which methods fit "
+                                        "and why the others do not"},
     "export": {"compact": "removed with the K-class model file's twin; json.dumps(value, separators=(',', ':')) "
                          "is what it did"},
     "figures.bbq": {"weights_data": "the BBQ explanation's models table: calibdash.explain.bbq.BBQExplanation"},
@@ -258,7 +263,9 @@ GONE: dict[str, dict[str, str]] = {
     "grouping": {"group_codes": "folded into calibdash.monitoring.grouping.make_groups"},
     "multiclass.base": {"check_logits": "folded into calibdash.calibrators.multiclass.base.as_scores "
                                           "(a K-column table: calibdash.core.validation.class_matrix)"},
-    "multiclass.bootstrap": {"RESAMPLED": "the resampled K-class measures are the registry's: "
+    "multiclass.bootstrap": {"resample_counts": "removed; calibdash.evaluation.bootstrap.draws.row_draws draws "
+                                                "the resampled rows (counts are a bincount of them)",
+                             "RESAMPLED": "the resampled K-class measures are the registry's: "
                                           "calibdash.measures.class_measures.MEASURE_NAMES"},
     "multiclass.cells": {"accuracy_cells classwise_ece_cells debiased_l2_cells overconfidence_cells "
                          "smooth_ece_cells top_label_ece_cells top_label_mce_cells":
@@ -266,12 +273,15 @@ GONE: dict[str, dict[str, str]] = {
                          "(names in calibdash.evaluation.cells.CELL_MEASURES)"},
     "multiclass.diagrams": {"CAPTIONS": "each diagram's data writes its own caption: "
                                         "calibdash.diagrams.common.Diagram.caption"},
-    "multiclass.metrics": {"brier debiased_top_label_l2 overconfidence smooth_ece_confidence top_label_mce":
+    "multiclass.metrics": {"classwise": "removed; the class-k view is (P[:, k], y == k), which "
+                                        "calibdash.measures.class_measures.per_class_ece reads for every k",
+                           "brier debiased_top_label_l2 overconfidence smooth_ece_confidence top_label_mce":
                            "every K-class measure by name: calibdash.measures.class_measures.compute "
                            "(names in calibdash.measures.class_measures.MEASURE_NAMES)",
                            "MulticlassMeasure": "a record of the one measure registry: "
                                                 "calibdash.measures.registry.Measure"},
-    "periods": {"MIN_PERIODS": "removed (nothing read it)"},
+    "periods": {"MIN_PERIODS": "removed (nothing read it)",
+                "choose_freq": "removed; calibdash.monitoring.periods.to_periods chooses the period length itself"},
 }
 
 SUFFIXES = {".py", ".md", ".rst", ".txt"}

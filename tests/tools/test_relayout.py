@@ -154,7 +154,7 @@ from calibdash.multiclass.evaluation import (evaluate_classes,
                                              DEFAULT_METHODS as K_METHODS)
 from calibdash.multiclass.split import content_keys, class_split_plan
 from calibdash.multiclass.cells import ClassCells, accuracy_cells
-from calibdash.multiclass.bootstrap import bootstrap_multiclass, resample_counts
+from calibdash.multiclass.bootstrap import bootstrap_multiclass, resample_blocks
 from calibdash.bootstrap.measures import bootstrap_measures
 from calibdash.benchmark.classes import run_class_benchmark, load_benchmark_datasets
 from calibdash.benchmark.large import EngineDataset
@@ -188,7 +188,7 @@ def check():
     assert content_keys is ev.scheme.content_keys and class_split_plan is ev.scheme.split_plan
     assert split_plan is ev.scheme.split_plan and ClassCells is ev.cells.ClassCells
     assert bootstrap_multiclass is ev.bootstrap.row_resamples.bootstrap_multiclass
-    assert resample_counts is ev.bootstrap.draws.resample_counts and Poisson is ev.bootstrap.draws.Poisson
+    assert resample_blocks is ev.bootstrap.draws.resample_blocks and Poisson is ev.bootstrap.draws.Poisson
     assert bootstrap_measures is ev.bootstrap.cell_resamples.bootstrap_measures
     assert run_class_benchmark is benchmark.engine.run_benchmark and EngineDataset is benchmark.engine.EngineDataset
     assert load_benchmark_datasets is benchmark.datasets.load_benchmark_datasets
