@@ -42,7 +42,7 @@ from scipy.special import gammaln
 
 from ..core.errors import SettingsError
 from ..core.step_maps import collapse_ties
-from .base import Calibrator, HyperParam
+from .base import CurveCalibrator, HyperParam
 
 __all__ = ["Positions", "log_gap_priors"]
 
@@ -313,7 +313,7 @@ def abb_average(pos: Positions, lam: float) -> tuple[np.ndarray, np.ndarray, flo
     return value, boundary, float(log_z)
 
 
-class BayesBinningBase(Calibrator):
+class BayesBinningBase(CurveCalibrator):
     """Common constructor and hyperparameters of SBB and ABB (not registered; their docstrings describe the
     parameters)."""
 

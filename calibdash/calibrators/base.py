@@ -21,10 +21,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..core.errors import DataError, NotFittedError, ProgrammingError, SettingsError
+from ..core.sql_forms import LinearMap, StepMap
+from ..core.step_maps import interp, step_lookup
 from ..core.validation import check_labels, check_scores, check_weights
 
 if TYPE_CHECKING:
-    from ..core.sql_forms import ClosedForm, LinearMap, StepMap
+    from ..core.sql_forms import ClosedForm
 
 __all__ = ["Calibrator"]
 
@@ -191,6 +193,32 @@ class Calibrator(BaseEstimator):
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_train_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")
+
+
+class CurveCalibrator(Calibrator):
+    """A calibrator whose fitted map is one curve, declared by ``curve``: ``(x attribute, y attribute, x entry, y
+    entry)`` (without the entries: its own ``_export_state``); ``steps``: a step map (``y[k]`` on ``x[k-1] <= s < x[k]``) or the points joined by lines, the end values
+    held beyond. ``predict``, the SQL form (which equals it) and the model-file state follow from the declaration."""
+
+    curve: ClassVar[tuple[str, ...]] = ()
+    steps: ClassVar[bool] = True
+
+    def _map(self) -> tuple[np.ndarray, np.ndarray]:
+        return getattr(self, self.curve[0]), getattr(self, self.curve[1])
+
+    def _predict(self, s, features):
+        x, y = self._map()
+        return step_lookup(x, y, s) if self.steps else interp(s, x, y)
+
+    def sql_map(self) -> StepMap | LinearMap:
+        return (StepMap if self.steps else LinearMap)(*self._map())
+
+    def _export_state(self) -> dict:
+        return {key: v.tolist() for key, v in zip(self.curve[2:], self._map())}
+
+    def _import_state(self, state) -> None:
+        for name, v in zip(self.curve[:2], state.curve(*self.curve[2:], steps=self.steps)):
+            setattr(self, name, v)
 
 
 def check_setting(ok, value, message: str) -> None:

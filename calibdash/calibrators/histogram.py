@@ -4,9 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..core.sql_forms import StepMap
-from ..core.step_maps import collapse_ties, midpoints, step_lookup
-from .base import Calibrator, HyperParam
+from ..core.step_maps import collapse_ties, midpoints
+from .base import CurveCalibrator, HyperParam
 
 __all__ = ["HistogramCalibrator", "bin_sums"]
 
@@ -48,7 +47,7 @@ def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray,
             np.bincount(ids, weights=sample_weight * s, minlength=k))
 
 
-class HistogramCalibrator(Calibrator):
+class HistogramCalibrator(CurveCalibrator):
     """Histogram binning: the calibrated value is the bin's observed frequency.
 
     Equal-frequency bins of the training scores (Zadrozny & Elkan, 2001, the BBQ paper's baseline): tied scores share
@@ -93,6 +92,7 @@ class HistogramCalibrator(Calibrator):
         HyperParam("bin_size", "n/B", "int", 100, low=10, high=5000, log=True,
                    help="Rows per bin (when fixing the bin size)."),
     )
+    curve = ("cuts_", "estimates_", "cuts", "estimates")
 
     def __init__(self, n_bins: int = 10, bin_size: int = 100, by: str = "bins"):
         self._keep(locals())
@@ -110,16 +110,3 @@ class HistogramCalibrator(Calibrator):
         self.cuts_ = equal_count_cuts(values, counts, b)
         n, k, _ = bin_sums(self.cuts_, s, y, w)
         self.estimates_ = k / n
-
-    def _predict(self, s, features):
-        return step_lookup(self.cuts_, self.estimates_, s)
-
-    def sql_map(self) -> StepMap:
-        """Each bin's estimate between its cuts: a step map."""
-        return StepMap(self.cuts_, self.estimates_)
-
-    def _export_state(self) -> dict:
-        return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
-
-    def _import_state(self, state) -> None:
-        self.cuts_, self.estimates_ = state.curve("cuts", "estimates", steps=True)
