@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 
-from ..base import HyperParam
+from ..base import Calibrator, HyperParam
 from ...core.errors import DataError, NotFittedError
 from ...core.validation import check_classes, check_weights, class_matrix, probability_rows
 
@@ -128,6 +128,7 @@ class MulticlassCalibrator(BaseEstimator):
     multiclass: ClassVar[bool] = True
     composite: ClassVar[bool] = False
     input_form: ClassVar[str] = "probabilities"
+    _keep = Calibrator._keep
 
     def __init__(self, logits: bool = False):
         self.logits = logits

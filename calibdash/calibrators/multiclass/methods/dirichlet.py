@@ -44,6 +44,4 @@ class DirichletCalibration(MatrixScaling):
     def __init__(self, logits: bool = False, reg: str = "odir", select: bool = True, lam: float = 100.0,
                  mu: float = 100.0, lambdas: tuple = LAMBDAS, mus: tuple | None = None, n_folds: int = 5,
                  seed: int = 0):
-        super().__init__(logits=logits, select=select, lam=lam, mu=mu, lambdas=lambdas, mus=mus,
-                         n_folds=n_folds, seed=seed)
-        self.reg = reg
+        self._keep(locals())

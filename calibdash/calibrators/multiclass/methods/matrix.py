@@ -77,11 +77,4 @@ class MatrixScaling(ScalingCalibrator):
 
     def __init__(self, logits: bool = False, select: bool = True, lam: float = 100.0, mu: float = 100.0,
                  lambdas: tuple = LAMBDAS, mus: tuple | None = None, n_folds: int = 5, seed: int = 0):
-        self.logits = logits
-        self.select = select
-        self.lam = lam
-        self.mu = mu
-        self.lambdas = lambdas
-        self.mus = mus
-        self.n_folds = n_folds
-        self.seed = seed
+        self._keep(locals())
