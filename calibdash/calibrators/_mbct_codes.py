@@ -184,7 +184,6 @@ def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None
     return out
 
 
-# -- multiway split of one node on one feature ------------------------------------------------------------------
 def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.ndarray:
     """Child slot of each code of an ordered feature: consecutive ranges of at least ``min_rows`` rows (``counts`` may
     be weights). A range closes as soon as it holds ``min_rows`` and the codes left hold ``min_rows`` more (the last

@@ -190,10 +190,9 @@ def holdout_counts(labels: np.ndarray, counts: np.ndarray, holdout: float, seed:
 
 
 def sample_counts(labels: np.ndarray, counts: np.ndarray, size: int, seed: int) -> np.ndarray | None:
-    """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each row's ``counts``
-    units are in it (None: all, when there are at most ``size``). Each class gives its share of ``size`` (rounded; at
-    least one unit of each class), drawn without replacement by ``default_rng([seed, SAMPLE_STREAM])`` (class 0
-    first)."""
+    """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each row's ``counts`` units
+    are in it (None: all, when there are at most ``size``). Each class gives its share of ``size`` (rounded; at least
+    one unit of each class), drawn without replacement by ``default_rng([seed, SAMPLE_STREAM])`` (class 0 first)."""
     y = np.asarray(labels)
     counts = np.asarray(counts)
     n = int(counts.sum())

@@ -124,13 +124,8 @@ def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.
     w = np.asarray(w, dtype=float)
     wf, work = (np.empty(w.size), np.empty(w.size)) if work is None else work
     np.multiply(w, f, out=wf)
-    np.multiply(w, y, out=work)
-    stats = [np.bincount(end, weights=w, minlength=k), np.bincount(end, weights=work, minlength=k),
-             np.bincount(end, weights=wf, minlength=k)]
-    np.multiply(wf, f, out=work)
-    stats.append(np.bincount(end, weights=work, minlength=k))
-    np.multiply(wf, y, out=work)
-    stats.append(np.bincount(end, weights=work, minlength=k))
+    stats = [np.bincount(end, weights=v, minlength=k) for v in (w, np.multiply(w, y, out=work), wf)]
+    stats += [np.bincount(end, weights=np.multiply(wf, v, out=work), minlength=k) for v in (f, y)]
     lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
     present = w > 0
     for out, fill, ufunc in ((lo, np.inf, np.minimum), (hi, -np.inf, np.maximum)):
@@ -151,7 +146,6 @@ def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.
     return dict(zip(STATS, stats))
 
 
-# -- the tree ----------------------------------------------------------------------------------------------------
 @dataclass(eq=False)
 class Tree:
     """One calibration tree: a bin per node, a linear calibrator per node.

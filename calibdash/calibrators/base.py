@@ -33,27 +33,10 @@ __all__ = ["Calibrator"]
 
 @dataclass(frozen=True)
 class HyperParam:
-    """One tunable hyperparameter of a calibrator, as the UI shows it.
-
-    Attributes
-    ----------
-    name : str
-        Constructor argument name.
-    symbol : str
-        The paper's symbol (``"N'"``, ``"C"``, ``"λ"``), shown on the slider.
-    kind : {"int", "float", "bool", "choice"}
-        Widget type.
-    default : Any
-        Default value; equals the constructor default.
-    low, high : float, optional
-        Slider range (for ``int`` and ``float``).
-    log : bool
-        Whether the slider moves on a log scale.
-    choices : tuple, optional
-        Allowed values for ``kind == "choice"``.
-    help : str
-        One line saying what the hyperparameter does.
-    """
+    """One tunable hyperparameter of a calibrator, as the UI shows it: the constructor argument ``name``, the paper's
+    ``symbol`` shown on the slider (``"N'"``, ``"C"``, ``"λ"``), the widget ``kind`` (``"int"``, ``"float"``,
+    ``"bool"``, ``"choice"``), the ``default`` (the constructor's), the slider range ``low`` to ``high`` (``int`` and
+    ``float``) moving on a log scale if ``log``, the allowed ``choices`` of a ``"choice"``, and a one-line ``help``."""
 
     name: str
     symbol: str
@@ -197,11 +180,13 @@ class Calibrator(BaseEstimator):
 
 class CurveCalibrator(Calibrator):
     """A calibrator whose fitted map is one curve, declared by ``curve``: ``(x attribute, y attribute, x entry, y
-    entry)`` (without the entries: its own ``_export_state``); ``steps``: a step map (``y[k]`` on ``x[k-1] <= s < x[k]``) or the points joined by lines, the end values
-    held beyond. ``predict``, the SQL form (which equals it) and the model-file state follow from the declaration."""
+    entry)`` (without the entries: its own ``_export_state``); ``steps``: a step map (``y[k]`` on ``x[k-1] <= s <
+    x[k]``) or the points joined by lines, the end values held beyond; ``unit``: a file's y must lie in [0, 1].
+    ``predict``, the SQL form (which equals it) and the model-file state follow from the declaration."""
 
     curve: ClassVar[tuple[str, ...]] = ()
     steps: ClassVar[bool] = True
+    unit: ClassVar[bool] = False
 
     def _map(self) -> tuple[np.ndarray, np.ndarray]:
         return getattr(self, self.curve[0]), getattr(self, self.curve[1])
@@ -217,7 +202,7 @@ class CurveCalibrator(Calibrator):
         return {key: v.tolist() for key, v in zip(self.curve[2:], self._map())}
 
     def _import_state(self, state) -> None:
-        for name, v in zip(self.curve[:2], state.curve(*self.curve[2:], steps=self.steps)):
+        for name, v in zip(self.curve[:2], state.curve(*self.curve[2:], steps=self.steps, unit=self.unit)):
             setattr(self, name, v)
 
 

@@ -92,7 +92,6 @@ _P_CLIP = 5e-3
 PRIOR_FLOOR = float(np.finfo(float).tiny)
 
 
-# -- model range -----------------------------------------------------------------------------------
 def model_range(n: int, c: float, variant: str = "paper") -> np.ndarray:
     """The numbers of bins ``B`` of the models BBQ averages over ``n`` training rows.
 
@@ -120,8 +119,8 @@ def _boundaries(bs: np.ndarray):
     return np.repeat(np.arange(bs.size), per), np.repeat(bs, per), within + 1
 
 
-# -- binnings: each returns (model index of every cut, cut position) sorted by model then position.
-# A cut at position a means a bin ends before atom a (a row of the sorted scores, or a distinct score).
+# The binnings return (model index of every cut, cut position) sorted by model then position; a cut at position a
+# means a bin ends before atom a (a row of the sorted scores, or a distinct score).
 def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
     """Equal-count cuts for every B in ``bs`` over distinct scores, ties never split: the ``k``-th boundary goes to
     the distinct-score boundary ``a`` whose ``cum[a]`` (rows, or weight, below ``a``) is nearest to ``k N / B`` (the
@@ -159,7 +158,6 @@ def _cuts_authors(s: np.ndarray, bs: np.ndarray):
     return model[~merge], start[~merge]
 
 
-# -- scores -------------------------------------------------------------------------------------
 def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     """Log BDeu marginal likelihood of each bin (one factor of "Eq. 2"), ``a = strength``, ``n1`` positives, ``n0``
     negatives.
@@ -178,7 +176,6 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
             + gammaln(n0 + be) - gammaln(be))
 
 
-# -- pruning ------------------------------------------------------------------------------------
 def prune_paper(posterior: np.ndarray, rho: float = RHO) -> np.ndarray:
     """Keep-mask of the paper's rule on the posterior weights (see the module docstring)."""
     w = np.asarray(posterior, dtype=float)
@@ -239,7 +236,6 @@ def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
     return float(np.mean(est[same]))
 
 
-# -- every model's bins, flattened model by model ------------------------------------------------------
 @dataclass
 class Bins:
     """The bins of all models, model after model: model ``m``'s first bin ``first[m]``, its number ``nb[m]``; per bin
@@ -360,7 +356,6 @@ def _authors_corrections(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np
     return px, np.array([corr[v] for v in px], dtype=float)
 
 
-# -- the models, fitted on some rows: what fit averages and calibdash.explain.bbq shows ---------------
 @dataclass
 class BinningModels:
     """BBQ's binning models fitted on a set of rows, and their weights (what ``fit`` averages and
@@ -442,15 +437,11 @@ def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10
 def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The weighted average of the models' maps as ``predict`` reads it: ``(cuts, levels, point_x, point_delta)``, the
     attributes ``cuts_`` ... ``point_delta_`` of :class:`BBQCalibrator`."""
-    cuts, levels = _average_map(models.bins, models.weight)
-    if models.variant == "authors":
-        point_x, point_delta = _authors_corrections(models.bins, models.weight)
-    else:
-        point_x, point_delta = np.empty(0), np.empty(0)
-    return cuts, levels, point_x, point_delta
+    bins, weight = models.bins, models.weight
+    points = (np.empty(0), np.empty(0)) if models.variant == "paper" else _authors_corrections(bins, weight)
+    return (*_average_map(bins, weight), *points)
 
 
-# -- the calibrator -----------------------------------------------------------------------------
 class BBQCalibrator(Calibrator):
     """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models (equations, variants and
     weights in the module docstring).

@@ -92,7 +92,7 @@ class ScalingBinningCalibrator(CurveCalibrator):
         HyperParam("n_bins", "B", "int", 10, low=2, high=100, log=True,
                    help="Number of equal-count bins; each bin's value is the mean of Platt's outputs in it."),
     )
-    curve = ("cuts_", "levels_", "cuts", "levels")
+    curve, unit = ("cuts_", "levels_", "cuts", "levels"), True
 
     def __init__(self, n_bins: int = 10):
         self.n_bins = n_bins
@@ -102,8 +102,3 @@ class ScalingBinningCalibrator(CurveCalibrator):
             raise SettingsError(f"n_bins must be at least 1, got {self.n_bins}.")
         fit = scaling_binning(s, y, w, int(self.n_bins))
         self.cuts_, self.levels_ = fit.cuts, fit.levels
-
-    def _import_state(self, state) -> None:
-        super()._import_state(state)
-        if np.any((self.levels_ < 0) | (self.levels_ > 1)):
-            raise state.error("'levels' must lie in [0, 1]")

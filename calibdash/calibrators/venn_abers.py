@@ -266,9 +266,5 @@ class VennAbersCalibrator(Calibrator):
             raise state.error("'scores' is empty")
         if np.any(np.diff(scores) == 0):
             raise state.error("'scores' must be distinct")
-        f0 = state.array("f0", size=scores.size)
-        f1 = state.array("f1", size=scores.size)
-        for key, f in (("f0", f0), ("f1", f1)):
-            if np.any((f < 0) | (f > 1)):
-                raise state.error(f"{key!r} must lie in [0, 1]")
+        f0, f1 = (state.array(key, size=scores.size, unit=True) for key in ("f0", "f1"))
         self.scores_, self.f0_, self.f1_ = scores, f0, f1

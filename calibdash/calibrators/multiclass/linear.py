@@ -15,12 +15,11 @@ package (``reg_norm=True``); ``"odir"``: Kull et al.'s Off-Diagonal and Intercep
 of the row terms, as the paper writes, makes ``lambda`` and ``mu`` mean the same at any n; a row of weight ``w``
 counts as ``w`` rows, and multiplying every weight by ``c`` changes nothing.
 
-Solver (:func:`fit_linear`): Newton on temperature scaling's one factor (in scikit-learn's ``[exp(-10), exp(10)]``),
-on the formed Hessian up to :data:`NEWTON_WORK`, Newton-CG beyond (:mod:`.newton`), from the fitted temperature's
-map, ending by :func:`.newton.descend`'s rule. Converged: the gradient rule, or a decrease or floating-point end with
-the last Newton decrement at most ``10 ftol |L|`` plus four times the rounding, or the largest free gradient entry
-at most ``gtol (1 + max |W x + b|)``; otherwise a ConvergenceWarning (never the start returned silently, netcal
-issue #61).
+Solver (:func:`fit_linear`): Newton on temperature scaling's one factor (in scikit-learn's ``[exp(-10), exp(10)]``), on
+the formed Hessian up to :data:`NEWTON_WORK`, Newton-CG beyond (:mod:`.newton`), from the fitted temperature's map,
+ending by :func:`.newton.descend`'s rule. Converged: the gradient rule, or a decrease or floating-point end with the
+last Newton decrement at most ``10 ftol |L|`` plus four times the rounding, or the largest free gradient entry at most
+``gtol (1 + max |W x + b|)``; otherwise a ConvergenceWarning (never the start returned silently, netcal issue #61).
 
 A class no row names would have its score pushed to minus infinity (no finite optimum): it is left out of the
 objective's softmax and keeps the fitted temperature's map (``W_c = e_c / T``, ``b_c = 0``), so a probability above 0.

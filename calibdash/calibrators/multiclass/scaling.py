@@ -28,11 +28,10 @@ class ScalingCalibrator(MulticlassCalibrator):
     :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`), ``lambdas``/``mus``, ``n_folds``,
     ``seed``.
 
-    Degenerate data. A class no row of positive weight names keeps the fitted temperature's map and a
-    probability above 0. Labels of one class only are refused by the vector and full maps (they carry nothing
-    about one class against another); temperature scaling fits them (its factor runs to a bound). With fewer
-    distinct rows than folds the constructor's ``lam`` and ``mu`` are used, and a
-    :class:`PenaltyFallbackWarning` and ``penalty_note_`` say so.
+    Degenerate data. A class no row of positive weight names keeps the fitted temperature's map and a probability above
+    0. Labels of one class only are refused by the vector and full maps (they carry nothing about one class against
+    another); temperature scaling fits them (its factor runs to a bound). With fewer distinct rows than folds the
+    constructor's ``lam`` and ``mu`` are used, and a :class:`PenaltyFallbackWarning` and ``penalty_note_`` say so.
 
     Attributes (fitted)
     -------------------

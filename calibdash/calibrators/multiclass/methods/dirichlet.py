@@ -12,13 +12,12 @@ class DirichletCalibration(MatrixScaling):
 
     The map of the paper's Eq. (4), :math:`\\hat\\mu_{DirLin}(q; W, b) = \\operatorname{softmax}(W \\ln q + b)`: the
     multinomial logistic regression of the class on the log-probabilities (Sec. 3: the posterior of one Dirichlet
-    distribution per class, in the linear parametrisation); ``ln q`` is the log of the probabilities given (floored
-    at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the logits, the same map
-    either way. The penalties ("Dir-ODIR", "Dir-L2"): :mod:`~calibdash.calibrators.multiclass.linear` (the L2 one
-    normalised as the authors' ``dirichletcal`` package, ``reg_norm=True``; their Keras code adds the sum unnormalised).
-    Everything else (the cross-validated strengths, the temperature start where the authors start from the
-    identity, weights, degenerate data, cost): as
-    :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
+    distribution per class, in the linear parametrisation); ``ln q`` is the log of the probabilities given (floored at
+    :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the logits, the same map either way.
+    The penalties ("Dir-ODIR", "Dir-L2"): :mod:`~calibdash.calibrators.multiclass.linear` (the L2 one normalised as the
+    authors' ``dirichletcal`` package, ``reg_norm=True``; their Keras code adds the sum unnormalised). Everything else
+    (the cross-validated strengths, the temperature start where the authors start from the identity, weights, degenerate
+    data, cost): as :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
 
     Parameters
     ----------
