@@ -22,7 +22,6 @@ from sklearn.base import BaseEstimator
 
 from ..core.errors import DataError, NotFittedError, ProgrammingError, SettingsError
 from ..core.sql_forms import LinearMap, StepMap
-from ..core.step_maps import interp, step_lookup
 from ..core.validation import check_labels, check_scores, check_weights
 
 if TYPE_CHECKING:
@@ -181,25 +180,24 @@ class Calibrator(BaseEstimator):
 class CurveCalibrator(Calibrator):
     """A calibrator whose fitted map is one curve, declared by ``curve``: ``(x attribute, y attribute, x entry, y
     entry)`` (without the entries: its own ``_export_state``); ``steps``: a step map (``y[k]`` on ``x[k-1] <= s <
-    x[k]``) or the points joined by lines, the end values held beyond; ``unit``: a file's y must lie in [0, 1].
-    ``predict``, the SQL form (which equals it) and the model-file state follow from the declaration."""
+    x[k]``) or the points joined by lines, beyond the ends held (``ends="hold"``) or the end lines extended
+    (``"extend"``); ``unit``: a file's y must lie in [0, 1]. The SQL form, ``predict`` (the form's ``evaluate``) and
+    the model-file state follow from the declaration."""
 
     curve: ClassVar[tuple[str, ...]] = ()
     steps: ClassVar[bool] = True
+    ends: ClassVar[str] = "hold"
     unit: ClassVar[bool] = False
 
-    def _map(self) -> tuple[np.ndarray, np.ndarray]:
-        return getattr(self, self.curve[0]), getattr(self, self.curve[1])
-
     def _predict(self, s, features):
-        x, y = self._map()
-        return step_lookup(x, y, s) if self.steps else interp(s, x, y)
+        return self.sql_map().evaluate(s)
 
     def sql_map(self) -> StepMap | LinearMap:
-        return (StepMap if self.steps else LinearMap)(*self._map())
+        x, y = getattr(self, self.curve[0]), getattr(self, self.curve[1])
+        return StepMap(x, y) if self.steps else LinearMap(x, y, self.ends, self.ends)
 
     def _export_state(self) -> dict:
-        return {key: v.tolist() for key, v in zip(self.curve[2:], self._map())}
+        return {key: getattr(self, name).tolist() for key, name in zip(self.curve[2:], self.curve)}
 
     def _import_state(self, state) -> None:
         for name, v in zip(self.curve[:2], state.curve(*self.curve[2:], steps=self.steps, unit=self.unit)):

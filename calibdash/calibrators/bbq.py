@@ -502,12 +502,7 @@ class BBQCalibrator(Calibrator):
         self.kept_weight_ = models.weight[models.kept]
 
     def _predict(self, s, features):
-        p = step_lookup(self.cuts_, self.levels_, s)
-        if self.point_x_.size:
-            i = np.minimum(np.searchsorted(self.point_x_, s), self.point_x_.size - 1)
-            hit = self.point_x_[i] == s
-            p[hit] += self.point_delta_[i[hit]]
-        return p
+        return self.sql_map().evaluate(s)
 
     def sql_map(self) -> StepMap:
         """The averaged step map; the authors' variant's corrected points take the step's level plus their
