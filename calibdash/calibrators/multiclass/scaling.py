@@ -23,8 +23,9 @@ class ScalingCalibrator(MulticlassCalibrator):
     """What the scaling family shares: fit :func:`~calibdash.calibrators.multiclass.linear.fit_linear` on the
     log-scores (or log-probabilities), predict ``softmax(W x + b)``, export ``W`` and ``b``.
 
-    A subclass declares ``matrix`` (the form of ``W``), ``bias``, ``on_log_probabilities`` (Dirichlet) and
-    ``default_penalty``; its constructor may take ``reg``, ``lam``, ``mu``, ``select`` (choose them by
+    A subclass declares ``matrix`` (the form of ``W``; default full), ``bias`` (default True), ``on_log_probabilities``
+    (Dirichlet) and ``default_penalty``, and ``input_form`` where it calibrates other scores than logits; its
+    constructor may take ``reg``, ``lam``, ``mu``, ``select`` (choose them by
     :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`), ``lambdas``/``mus``, ``n_folds``,
     ``seed``.
 
@@ -55,6 +56,7 @@ class ScalingCalibrator(MulticlassCalibrator):
     matrix: ClassVar[str] = "full"
     bias: ClassVar[bool] = True
     parametric: ClassVar[bool] = True
+    input_form: ClassVar[str] = "logits"
     on_log_probabilities: ClassVar[bool] = False
     default_penalty: ClassVar[str | None] = None
 

@@ -68,11 +68,8 @@ class MatrixScaling(ScalingCalibrator):
     paper = ("Guo et al. (2017), On calibration of modern neural networks; Kull et al. (2019), Beyond "
              "temperature scaling (ODIR)")
     order = 30
-    input_form = "logits"
     color = "#009E73"
     hyperparams = ODIR_HYPERPARAMS
-    matrix = "full"
-    bias = True
     default_penalty = "odir"
 
     def __init__(self, logits: bool = False, select: bool = True, lam: float = 100.0, mu: float = 100.0,
