@@ -94,13 +94,10 @@ class CanonicalRows:
 
 
 def _content_order(s: np.ndarray, gid: np.ndarray, w: np.ndarray | None = None):
-    """Indices that sort the rows by score, then ``gid``, then ``w`` (when given); with the sorted
-    scores and where a score equals the one before it (a bool per sorted row but the first).
-
-    A stable sort of the scores by their bits (non-negative doubles order as their int64 bit
-    patterns; numpy sorts integers by radix), then, only among rows of equal score, a sort by the
-    rest: one sort of the scores when they are distinct, as continuous scores are.
-    """
+    """Indices that sort the rows by score, then ``gid``, then ``w`` (when given); with the sorted scores and where a
+    score equals the one before it (a bool per sorted row but the first). A stable sort of the scores by their bits
+    (non-negative doubles order as their int64 bit patterns; numpy sorts integers by radix), then, only among rows of
+    equal score, a sort by the rest: one sort of the scores when they are distinct, as continuous scores are."""
     order = np.argsort(s.view(np.int64), kind="stable")
     ss = s[order]
     tie = ss[1:] == ss[:-1]

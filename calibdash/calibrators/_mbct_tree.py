@@ -327,15 +327,12 @@ class _Growth:
 def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
               *, max_depth: int, min_rows: int, loss_bin_size: int,
               views: np.ndarray, p: float = 1.0, weights: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
-    """Grow one calibration tree on the rows' current predictions ``f``; returns the tree and the node each training
-    row ends at.
-
-    Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows, or weight) tries a
-    multiway split on every code column (:func:`ordered_slots` / :func:`categorical_slots`), calibrates each child by
+    """Grow one calibration tree on the rows' current predictions ``f``; returns the tree and the node each training row
+    ends at. Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows, or weight) tries
+    a multiway split on every code column (:func:`ordered_slots` / :func:`categorical_slots`), calibrates each child by
     its line (:func:`node_line`) and scores the node's rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the
     lowest node-local loss is used if that loss is below the loss of the node's own line (stopping rule 3); a column
-    giving fewer than two children is not a candidate. Unit weights give the unweighted tree bit for bit.
-    """
+    giving fewer than two children is not a candidate. Unit weights give the unweighted tree bit for bit."""
     n, n_cols = codes.shape
     w = weights
     yf = y.astype(float)

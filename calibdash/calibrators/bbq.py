@@ -93,12 +93,9 @@ PRIOR_FLOOR = float(np.finfo(float).tiny)
 
 
 def model_range(n: int, c: float, variant: str = "paper") -> np.ndarray:
-    """The numbers of bins ``B`` of the models BBQ averages over ``n`` training rows.
-
-    ``"paper"``: integers in ``[cbrt(n) / c, c cbrt(n)]``, at most ``n``. ``"authors"``: ``max(1, floor(n**(1/3) /
-    c))`` to ``min(ceil(n / 5), ceil(c n**(1/3)))`` as in ``build.m``. Either way at least one model (the lower end)
-    when the range is empty.
-    """
+    """The numbers of bins ``B`` of the models BBQ averages over ``n`` training rows. ``"paper"``: integers in
+    ``[cbrt(n) / c, c cbrt(n)]``, at most ``n``. ``"authors"``: ``max(1, floor(n**(1/3) / c))`` to ``min(ceil(n / 5),
+    ceil(c n**(1/3)))`` as in ``build.m``. Either way at least one model (the lower end) when the range is empty."""
     n = int(n)
     if variant == "paper":
         root = float(np.cbrt(n))
@@ -142,13 +139,10 @@ def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
 
 
 def _cuts_authors(s: np.ndarray, bs: np.ndarray):
-    """The cuts of ``build.m``'s ``HistCalibrationFreq_local`` for every B in ``bs``.
-
-    ``s`` is sorted. Blocks hold ``c = N // B`` rows (the last block the rest); block ``q`` (0-based) joins the
-    previous bin when its last score equals block ``q - 1``'s first score. (The code's loop extends a bin while the
-    next block ends on the bin's first score; inside a run of merged blocks that first score is also the previous
-    block's first, so the test is per block.)
-    """
+    """The cuts of ``build.m``'s ``HistCalibrationFreq_local`` for every B in ``bs``. ``s`` is sorted. Blocks hold ``c =
+    N // B`` rows (the last block the rest); block ``q`` (0-based) joins the previous bin when its last score equals
+    block ``q - 1``'s first score. (The code's loop extends a bin while the next block ends on the bin's first score;
+    inside a run of merged blocks that first score is also the previous block's first, so the test is per block.)"""
     n = s.size
     model, b, q = _boundaries(bs)                      # q: blocks 1 .. B-1 (0-based)
     c = n // b
@@ -160,15 +154,12 @@ def _cuts_authors(s: np.ndarray, bs: np.ndarray):
 
 def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     """Log BDeu marginal likelihood of each bin (one factor of "Eq. 2"), ``a = strength``, ``n1`` positives, ``n0``
-    negatives.
-
-    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its digits for
-    ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]`` above a cut at ``(1 -
-    2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and ``log Gamma(0) - log Gamma(0)`` made
-    every prediction NaN. With the floor, a bin whose rows agree with its prior scores the limit, ``log 1 = 0``, and
-    one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins are
-    unchanged.
-    """
+    negatives. The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its
+    digits for ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]`` above a cut
+    at ``(1 - 2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and ``log Gamma(0) - log Gamma(0)``
+    made every prediction NaN. With the floor, a bin whose rows agree with its prior scores the limit, ``log 1 = 0``,
+    and one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins
+    are unchanged."""
     n1, n0, a, p = (np.asarray(v, dtype=float) for v in (n1, n0, strength, p))
     al = np.maximum(a * p, PRIOR_FLOOR)
     be = np.maximum(a * (1.0 - p), PRIOR_FLOOR)

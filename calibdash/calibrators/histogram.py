@@ -11,13 +11,11 @@ __all__ = ["HistogramCalibrator", "bin_sums"]
 
 
 def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
-    """Cut points giving about equal counts per bin, never splitting tied scores.
-
-    For each ideal boundary rank ``b N / n_bins`` the cut goes between the two distinct scores whose cumulative count
-    is nearest to it (the lower on a tie), at their midpoint; cuts that coincide are merged, so heavy ties give fewer
-    bins. ``counts`` may be weight sums (:func:`~calibdash.core.step_maps.collapse_ties` with weights): the boundaries
-    then lie at cumulative weight ``b W / n_bins``.
-    """
+    """Cut points giving about equal counts per bin, never splitting tied scores. For each ideal boundary rank ``b N /
+    n_bins`` the cut goes between the two distinct scores whose cumulative count is nearest to it (the lower on a tie),
+    at their midpoint; cuts that coincide are merged, so heavy ties give fewer bins. ``counts`` may be weight sums
+    (:func:`~calibdash.core.step_maps.collapse_ties` with weights): the boundaries then lie at cumulative weight ``b W /
+    n_bins``."""
     if values.size < 2 or n_bins < 2:
         return np.empty(0)
     cum = np.cumsum(counts)[:-1]          # rows at or below values[j], for a cut after j

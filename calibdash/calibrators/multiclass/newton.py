@@ -80,12 +80,10 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
 
 
 def hessian(theta, X, sample_weight, form, lam, mu, absent=None):
-    """The objective's Hessian at ``theta``, for the diagonal and full forms.
-
-    With ``S_i = diag(q_i) - q_i q_i^T`` the softmax's Jacobian, a parameter ``p`` acting on class ``c_p`` with
-    coefficient ``phi_ip`` (``x_il`` for ``W_{c_p l}``, 1 for ``b_{c_p}``) has
-    ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the penalty adds its diagonal. Cost: ``n p^2``.
-    """
+    """The objective's Hessian at ``theta``, for the diagonal and full forms. With ``S_i = diag(q_i) - q_i q_i^T`` the
+    softmax's Jacobian, a parameter ``p`` acting on class ``c_p`` with coefficient ``phi_ip`` (``x_il`` for ``W_{c_p
+    l}``, 1 for ``b_{c_p}``) has ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the penalty adds its
+    diagonal. Cost: ``n p^2``."""
     n, k = X.shape
     Q = predict_linear(X, theta, form, absent)
     u = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
