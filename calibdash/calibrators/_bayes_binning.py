@@ -42,7 +42,7 @@ from scipy.special import gammaln
 
 from ..core.errors import SettingsError
 from ..core.step_maps import collapse_ties
-from .base import Calibrator, HyperParam
+from .base import CurveCalibrator, HyperParam
 
 __all__ = ["Positions", "log_gap_priors"]
 
@@ -104,15 +104,12 @@ def check_lam(lam) -> float:
 
 def collapse(s: np.ndarray, y: np.ndarray, max_positions: int = MAX_POSITIONS,
              w: np.ndarray | None = None) -> Positions:
-    """Sort the rows and collapse them into positions.
-
-    Tied scores always form one position. Above ``max_positions`` distinct scores, the distinct scores are grouped
-    into at most ``max_positions`` micro-bins of about ``N / max_positions`` rows each: a distinct score whose first
-    row has rank ``r`` (0-based, among all ``N`` sorted rows) goes to micro-bin ``floor(r * max_positions / N)``, so a
-    run of ties is never split (a long run makes a larger micro-bin). With row weights ``w`` the counts are weight
-    sums, ``N`` the total weight and ``r`` the weight below the score; a score whose rows all weigh 0 is absent.
-    SettingsError if ``max_positions < 1``.
-    """
+    """Sort the rows and collapse them into positions. Tied scores always form one position. Above ``max_positions``
+    distinct scores, the distinct scores are grouped into at most ``max_positions`` micro-bins of about ``N /
+    max_positions`` rows each: a distinct score whose first row has rank ``r`` (0-based, among all ``N`` sorted rows)
+    goes to micro-bin ``floor(r * max_positions / N)``, so a run of ties is never split (a long run makes a larger
+    micro-bin). With row weights ``w`` the counts are weight sums, ``N`` the total weight and ``r`` the weight below the
+    score; a score whose rows all weigh 0 is absent. SettingsError if ``max_positions < 1``."""
     max_positions = int(max_positions)
     if max_positions < 1:
         raise SettingsError(f"max_positions must be at least 1, got {max_positions}.")
@@ -220,12 +217,10 @@ class _Segments:
 
 
 def _forward(seg: _Segments, want_max: bool):
-    """Forward pass: log-sum (and log-max with back-pointers) over prefix binnings.
-
-    Returns ``(f_sum, f_max, back)`` where ``f_sum[u]`` (``f_max[u]``) is the log of the sum (maximum) of the scores
-    of the binnings of positions ``0 .. u-1`` whose last bin closes at ``u - 1``, and ``back[u]`` the first position
-    of that last bin in the best binning. ``f_max``/``back`` are None unless ``want_max``.
-    """
+    """Forward pass: log-sum (and log-max with back-pointers) over prefix binnings. Returns ``(f_sum, f_max, back)``
+    where ``f_sum[u]`` (``f_max[u]``) is the log of the sum (maximum) of the scores of the binnings of positions ``0 ..
+    u-1`` whose last bin closes at ``u - 1``, and ``back[u]`` the first position of that last bin in the best binning.
+    ``f_max``/``back`` are None unless ``want_max``."""
     p, a, lp = seg.p, seg.a, seg.lp
     f_sum = np.zeros(p + 1)
     fs_shift = np.zeros(p)          # f_sum[l] - a[l]
@@ -313,7 +308,7 @@ def abb_average(pos: Positions, lam: float) -> tuple[np.ndarray, np.ndarray, flo
     return value, boundary, float(log_z)
 
 
-class BayesBinningBase(Calibrator):
+class BayesBinningBase(CurveCalibrator):
     """Common constructor and hyperparameters of SBB and ABB (not registered; their docstrings describe the
     parameters)."""
 

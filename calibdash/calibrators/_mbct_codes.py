@@ -104,16 +104,13 @@ def column_kind(col: pd.Series) -> str:
 
 
 def weighted_quantiles(x: np.ndarray, weights: np.ndarray, qs: np.ndarray) -> np.ndarray:
-    """Quantiles ``qs`` of ``x`` whose values count ``weights`` times each.
-
-    ``numpy.quantile``'s default (linear) rule on the values repeated by their weights, computed as numpy computes it:
-    with ``N = sum(weights)`` and ``h = (N - 1) q``, the values at positions ``floor(h)`` and ``floor(h) + 1`` of the
-    sorted repeated values (the last one when ``h >= N - 1``) mixed by ``numpy.lib``'s ``_lerp`` with ``t = h -
-    floor(h)`` (``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when ``t >= 1/2``); the value at position ``j`` is the
-    first whose cumulative weight exceeds ``j``. Integer weights thus give ``np.quantile(np.repeat(x, weights))`` bit
-    for bit; other weights use the same cumulative-weight positions. Values are sorted by value, then weight, so the
-    result does not depend on the order of the rows.
-    """
+    """Quantiles ``qs`` of ``x`` whose values count ``weights`` times each. ``numpy.quantile``'s default (linear) rule
+    on the values repeated by their weights, computed as numpy computes it: with ``N = sum(weights)`` and ``h = (N - 1)
+    q``, the values at positions ``floor(h)`` and ``floor(h) + 1`` of the sorted repeated values (the last one when ``h
+    >= N - 1``) mixed by ``numpy.lib``'s ``_lerp`` with ``t = h - floor(h)`` (``a + (b - a) t``, or ``b - (b - a)(1 -
+    t)`` when ``t >= 1/2``); the value at position ``j`` is the first whose cumulative weight exceeds ``j``. Integer
+    weights thus give ``np.quantile(np.repeat(x, weights))`` bit for bit; other weights use the same cumulative-weight
+    positions. Values are sorted by value, then weight, so the result does not depend on the order of the rows."""
     x = np.asarray(x, dtype=float)
     w = np.asarray(weights, dtype=float)
     order = np.lexsort((w, x))
@@ -184,7 +181,6 @@ def encode(codes: list[ColumnCode], s: np.ndarray, features: pd.DataFrame | None
     return out
 
 
-# -- multiway split of one node on one feature ------------------------------------------------------------------
 def ordered_slots(counts: np.ndarray, min_rows: int, tail_code: int = -1) -> np.ndarray:
     """Child slot of each code of an ordered feature: consecutive ranges of at least ``min_rows`` rows (``counts`` may
     be weights). A range closes as soon as it holds ``min_rows`` and the codes left hold ``min_rows`` more (the last

@@ -94,13 +94,10 @@ class CanonicalRows:
 
 
 def _content_order(s: np.ndarray, gid: np.ndarray, w: np.ndarray | None = None):
-    """Indices that sort the rows by score, then ``gid``, then ``w`` (when given); with the sorted
-    scores and where a score equals the one before it (a bool per sorted row but the first).
-
-    A stable sort of the scores by their bits (non-negative doubles order as their int64 bit
-    patterns; numpy sorts integers by radix), then, only among rows of equal score, a sort by the
-    rest: one sort of the scores when they are distinct, as continuous scores are.
-    """
+    """Indices that sort the rows by score, then ``gid``, then ``w`` (when given); with the sorted scores and where a
+    score equals the one before it (a bool per sorted row but the first). A stable sort of the scores by their bits
+    (non-negative doubles order as their int64 bit patterns; numpy sorts integers by radix), then, only among rows of
+    equal score, a sort by the rest: one sort of the scores when they are distinct, as continuous scores are."""
     order = np.argsort(s.view(np.int64), kind="stable")
     ss = s[order]
     tie = ss[1:] == ss[:-1]
@@ -190,10 +187,9 @@ def holdout_counts(labels: np.ndarray, counts: np.ndarray, holdout: float, seed:
 
 
 def sample_counts(labels: np.ndarray, counts: np.ndarray, size: int, seed: int) -> np.ndarray | None:
-    """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each row's ``counts``
-    units are in it (None: all, when there are at most ``size``). Each class gives its share of ``size`` (rounded; at
-    least one unit of each class), drawn without replacement by ``default_rng([seed, SAMPLE_STREAM])`` (class 0
-    first)."""
+    """The seeded, stratified sample of ``size`` units MBCT grows its trees on: how many of each row's ``counts`` units
+    are in it (None: all, when there are at most ``size``). Each class gives its share of ``size`` (rounded; at least
+    one unit of each class), drawn without replacement by ``default_rng([seed, SAMPLE_STREAM])`` (class 0 first)."""
     y = np.asarray(labels)
     counts = np.asarray(counts)
     n = int(counts.sum())

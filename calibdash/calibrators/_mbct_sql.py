@@ -15,15 +15,13 @@ __all__ = []
 def mbct_form(columns: Sequence[dict], trees: Sequence[Tree]) -> ClosedForm:
     """MBCT's map as a SQL formula, from how its columns are coded (``columns``: as its model file holds them) and its
     ``trees``: as ``predict``, per tree the row's node maps the previous output by its line, ``slope * f + intercept``
-    (the intercept written only where a node of the tree has one), clipped to [0, 1].
-
-    Routing compares the raw values instead of computing codes: codes of ordered columns are ranges (the score's code
-    is ``min(floor(s n), n - 1)``, so codes ``<= c`` are ``s * n < c + 1``, the same double product; a numeric
-    column's code is ``searchsorted(edges, x, side="right")``, so codes ``<= c`` are ``x < edges[c]``), and runs of
-    consecutive codes going the same way become one ``WHEN``; categorical codes are the values seen at fit time (``x
-    IN (...)``). A value unseen at fit time, unseen in the node or beyond the routing table stays at the node; a
-    missing value (NULL; NaN outside ANSI SQL) takes the column's missing code.
-    """
+    (the intercept written only where a node of the tree has one), clipped to [0, 1]. Routing compares the raw values
+    instead of computing codes: codes of ordered columns are ranges (the score's code is ``min(floor(s n), n - 1)``, so
+    codes ``<= c`` are ``s * n < c + 1``, the same double product; a numeric column's code is ``searchsorted(edges, x,
+    side="right")``, so codes ``<= c`` are ``x < edges[c]``), and runs of consecutive codes going the same way become
+    one ``WHEN``; categorical codes are the values seen at fit time (``x IN (...)``). A value unseen at fit time, unseen
+    in the node or beyond the routing table stays at the node; a missing value (NULL; NaN outside ANSI SQL) takes the
+    column's missing code."""
     for col in columns:
         if col["kind"] == "categorical":
             kinds = {bool if isinstance(v, bool) else str if isinstance(v, str) else float

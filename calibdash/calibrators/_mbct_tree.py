@@ -124,13 +124,8 @@ def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.
     w = np.asarray(w, dtype=float)
     wf, work = (np.empty(w.size), np.empty(w.size)) if work is None else work
     np.multiply(w, f, out=wf)
-    np.multiply(w, y, out=work)
-    stats = [np.bincount(end, weights=w, minlength=k), np.bincount(end, weights=work, minlength=k),
-             np.bincount(end, weights=wf, minlength=k)]
-    np.multiply(wf, f, out=work)
-    stats.append(np.bincount(end, weights=work, minlength=k))
-    np.multiply(wf, y, out=work)
-    stats.append(np.bincount(end, weights=work, minlength=k))
+    stats = [np.bincount(end, weights=v, minlength=k) for v in (w, np.multiply(w, y, out=work), wf)]
+    stats += [np.bincount(end, weights=np.multiply(wf, v, out=work), minlength=k) for v in (f, y)]
     lo, hi = np.full(k, np.inf), np.full(k, -np.inf)
     present = w > 0
     for out, fill, ufunc in ((lo, np.inf, np.minimum), (hi, -np.inf, np.maximum)):
@@ -151,7 +146,6 @@ def node_stats(tree: Tree, end: np.ndarray, f: np.ndarray, y: np.ndarray, w: np.
     return dict(zip(STATS, stats))
 
 
-# -- the tree ----------------------------------------------------------------------------------------------------
 @dataclass(eq=False)
 class Tree:
     """One calibration tree: a bin per node, a linear calibrator per node.
@@ -333,15 +327,12 @@ class _Growth:
 def grow_tree(codes: np.ndarray, column_codes: list[ColumnCode], f: np.ndarray, y: np.ndarray,
               *, max_depth: int, min_rows: int, loss_bin_size: int,
               views: np.ndarray, p: float = 1.0, weights: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
-    """Grow one calibration tree on the rows' current predictions ``f``; returns the tree and the node each training
-    row ends at.
-
-    Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows, or weight) tries a
-    multiway split on every code column (:func:`ordered_slots` / :func:`categorical_slots`), calibrates each child by
+    """Grow one calibration tree on the rows' current predictions ``f``; returns the tree and the node each training row
+    ends at. Level by level, every open node (depth < ``max_depth`` and at least ``2 * min_rows`` rows, or weight) tries
+    a multiway split on every code column (:func:`ordered_slots` / :func:`categorical_slots`), calibrates each child by
     its line (:func:`node_line`) and scores the node's rows by :func:`grouped_mvce` (MBCT Eq. 12). The column with the
     lowest node-local loss is used if that loss is below the loss of the node's own line (stopping rule 3); a column
-    giving fewer than two children is not a candidate. Unit weights give the unweighted tree bit for bit.
-    """
+    giving fewer than two children is not a candidate. Unit weights give the unweighted tree bit for bit."""
     n, n_cols = codes.shape
     w = weights
     yf = y.astype(float)

@@ -16,8 +16,7 @@ iff ``r`` is orthogonal to ``1`` and ``x``, and then ``nu_i = sum_{j <= i+1} r_j
 passes, no ill-conditioned solve). At ``lam >= lam_max = max |nu(affine fit)|`` the solution is the weighted
 least-squares line (Kim et al. 2009; paper, Section 3).
 
-Algorithm: an exact active-set method on the primal, not the paper's ADMM (:mod:`calibdash.calibrators.elite` says
-why):
+Algorithm: an exact active-set method on the primal, not the paper's ADMM (:mod:`calibdash.calibrators.elite` says why):
 
 * For a knot set ``K`` with kink signs ``s``, the minimiser of the smooth surrogate ``1/2 ||p - z||_W^2 + lam * s^T
   (Delta p)_K`` over continuous piecewise-linear ``p`` with knots in ``K`` (a "face solution") solves a tridiagonal
@@ -165,8 +164,6 @@ class TrendFilter:
         s0 = np.cumsum(self.w * (self.z - p_aff))        # nu of the affine fit, by two cumsums
         self.lambda_max = float(np.max(np.abs(np.cumsum(s0[:-2] * self.h[:-1]))))
 
-    # -- building blocks -------------------------------------------------------
-
     def _build_blocks(self) -> None:
         """Moments of fixed blocks of points ``[kB, (k+1)B)``, so a long segment costs O(sqrt n): with ``l = x -
         x_first``, ``r = x_last - x`` (both >= 0 in the block) the sums of w, w l, w l^2, w r, w r^2, w l r, w z, w z
@@ -307,7 +304,6 @@ class TrendFilter:
     def _nodes(self, knots):
         return np.concatenate(([0], knots, [self.n - 1])).astype(np.int64)
 
-    # -- the two kinds of step ---------------------------------------------------
     def _consistent_face(self, knots, signs, lam):
         """Face solution, dropping knots whose kink disagrees with its sign until none does."""
         while True:
@@ -393,7 +389,6 @@ class TrendFilter:
         at_face = alpha == 1.0 and not flipped.any() and not (v_new == 0).any()
         return theta + alpha * d_th, v_new, at_face
 
-    # -- one lambda ----------------------------------------------------------------
     def _kkt(self, knots, theta, lam):
         """Check the KKT conditions of the face solution (one O(n) pass), leaving ``nu`` in ``self._nu``: None when
         ``|nu| <= lam (1 + tol)`` everywhere, else per run of violating points its argmax, first, last (point indices)

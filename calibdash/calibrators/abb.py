@@ -6,9 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.sql_forms import LinearMap
 from ._bayes_binning import BayesBinningBase, Positions, abb_average, check_lam, collapse
-from ..core.step_maps import interp
 
 __all__ = ["ABB", "BinningAverage", "average_binnings", "knots"]
 
@@ -90,17 +88,12 @@ class ABB(BayesBinningBase):
     color = "#CC79A7"   # reddish purple (Okabe-Ito)
     label = "ABB"
     summary = "Bayesian averaging over all binnings"
+    curve, steps = ("knots_x_", "knots_y_"), False       # its state: _export_state below
 
     def _fit(self, s, y, features, w) -> None:
         avg = average_binnings(s, y, self.lam, self.max_positions, w)
         self.knots_x_, self.knots_y_ = knots(avg.positions.lo, avg.positions.hi, avg.value)
         self.log_evidence_ = avg.log_evidence
-
-    def _predict(self, s, features) -> np.ndarray:
-        return interp(s, self.knots_x_, self.knots_y_)
-
-    def sql_map(self) -> LinearMap:
-        return LinearMap(self.knots_x_, self.knots_y_)
 
     def _export_state(self) -> dict:
         """Each position's value at its score, or at its smallest and largest score (micro-bins)."""

@@ -21,37 +21,21 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..core.errors import DataError, NotFittedError, ProgrammingError, SettingsError
+from ..core.sql_forms import LinearMap, StepMap
 from ..core.validation import check_labels, check_scores, check_weights
 
 if TYPE_CHECKING:
-    from ..core.sql_forms import ClosedForm, LinearMap, StepMap
+    from ..core.sql_forms import ClosedForm
 
 __all__ = ["Calibrator"]
 
 
 @dataclass(frozen=True)
 class HyperParam:
-    """One tunable hyperparameter of a calibrator, as the UI shows it.
-
-    Attributes
-    ----------
-    name : str
-        Constructor argument name.
-    symbol : str
-        The paper's symbol (``"N'"``, ``"C"``, ``"λ"``), shown on the slider.
-    kind : {"int", "float", "bool", "choice"}
-        Widget type.
-    default : Any
-        Default value; equals the constructor default.
-    low, high : float, optional
-        Slider range (for ``int`` and ``float``).
-    log : bool
-        Whether the slider moves on a log scale.
-    choices : tuple, optional
-        Allowed values for ``kind == "choice"``.
-    help : str
-        One line saying what the hyperparameter does.
-    """
+    """One tunable hyperparameter of a calibrator, as the UI shows it: the constructor argument ``name``, the paper's
+    ``symbol`` shown on the slider (``"N'"``, ``"C"``, ``"λ"``), the widget ``kind`` (``"int"``, ``"float"``,
+    ``"bool"``, ``"choice"``), the ``default`` (the constructor's), the slider range ``low`` to ``high`` (``int`` and
+    ``float``) moving on a log scale if ``log``, the allowed ``choices`` of a ``"choice"``, and a one-line ``help``."""
 
     name: str
     symbol: str
@@ -191,6 +175,33 @@ class Calibrator(BaseEstimator):
     def _check_fitted(self) -> None:
         if not hasattr(self, "n_train_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")
+
+
+class CurveCalibrator(Calibrator):
+    """A calibrator whose fitted map is one curve, declared by ``curve``: ``(x attribute, y attribute, x entry, y
+    entry)`` (without the entries: its own ``_export_state``); ``steps``: a step map (``y[k]`` on ``x[k-1] <= s <
+    x[k]``) or the points joined by lines, beyond the ends held (``ends="hold"``) or the end lines extended
+    (``"extend"``); ``unit``: a file's y must lie in [0, 1]. The SQL form, ``predict`` (the form's ``evaluate``) and
+    the model-file state follow from the declaration."""
+
+    curve: ClassVar[tuple[str, ...]] = ()
+    steps: ClassVar[bool] = True
+    ends: ClassVar[str] = "hold"
+    unit: ClassVar[bool] = False
+
+    def _predict(self, s, features):
+        return self.sql_map().evaluate(s)
+
+    def sql_map(self) -> StepMap | LinearMap:
+        x, y = getattr(self, self.curve[0]), getattr(self, self.curve[1])
+        return StepMap(x, y) if self.steps else LinearMap(x, y, self.ends, self.ends)
+
+    def _export_state(self) -> dict:
+        return {key: getattr(self, name).tolist() for key, name in zip(self.curve[2:], self.curve)}
+
+    def _import_state(self, state) -> None:
+        for name, v in zip(self.curve[:2], state.curve(*self.curve[2:], steps=self.steps, unit=self.unit)):
+            setattr(self, name, v)
 
 
 def check_setting(ok, value, message: str) -> None:

@@ -92,14 +92,10 @@ _P_CLIP = 5e-3
 PRIOR_FLOOR = float(np.finfo(float).tiny)
 
 
-# -- model range -----------------------------------------------------------------------------------
 def model_range(n: int, c: float, variant: str = "paper") -> np.ndarray:
-    """The numbers of bins ``B`` of the models BBQ averages over ``n`` training rows.
-
-    ``"paper"``: integers in ``[cbrt(n) / c, c cbrt(n)]``, at most ``n``. ``"authors"``: ``max(1, floor(n**(1/3) /
-    c))`` to ``min(ceil(n / 5), ceil(c n**(1/3)))`` as in ``build.m``. Either way at least one model (the lower end)
-    when the range is empty.
-    """
+    """The numbers of bins ``B`` of the models BBQ averages over ``n`` training rows. ``"paper"``: integers in
+    ``[cbrt(n) / c, c cbrt(n)]``, at most ``n``. ``"authors"``: ``max(1, floor(n**(1/3) / c))`` to ``min(ceil(n / 5),
+    ceil(c n**(1/3)))`` as in ``build.m``. Either way at least one model (the lower end) when the range is empty."""
     n = int(n)
     if variant == "paper":
         root = float(np.cbrt(n))
@@ -120,8 +116,8 @@ def _boundaries(bs: np.ndarray):
     return np.repeat(np.arange(bs.size), per), np.repeat(bs, per), within + 1
 
 
-# -- binnings: each returns (model index of every cut, cut position) sorted by model then position.
-# A cut at position a means a bin ends before atom a (a row of the sorted scores, or a distinct score).
+# The binnings return (model index of every cut, cut position) sorted by model then position; a cut at position a
+# means a bin ends before atom a (a row of the sorted scores, or a distinct score).
 def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
     """Equal-count cuts for every B in ``bs`` over distinct scores, ties never split: the ``k``-th boundary goes to
     the distinct-score boundary ``a`` whose ``cum[a]`` (rows, or weight, below ``a``) is nearest to ``k N / B`` (the
@@ -143,13 +139,10 @@ def _cuts_paper(cum: np.ndarray, bs: np.ndarray):
 
 
 def _cuts_authors(s: np.ndarray, bs: np.ndarray):
-    """The cuts of ``build.m``'s ``HistCalibrationFreq_local`` for every B in ``bs``.
-
-    ``s`` is sorted. Blocks hold ``c = N // B`` rows (the last block the rest); block ``q`` (0-based) joins the
-    previous bin when its last score equals block ``q - 1``'s first score. (The code's loop extends a bin while the
-    next block ends on the bin's first score; inside a run of merged blocks that first score is also the previous
-    block's first, so the test is per block.)
-    """
+    """The cuts of ``build.m``'s ``HistCalibrationFreq_local`` for every B in ``bs``. ``s`` is sorted. Blocks hold ``c =
+    N // B`` rows (the last block the rest); block ``q`` (0-based) joins the previous bin when its last score equals
+    block ``q - 1``'s first score. (The code's loop extends a bin while the next block ends on the bin's first score;
+    inside a run of merged blocks that first score is also the previous block's first, so the test is per block.)"""
     n = s.size
     model, b, q = _boundaries(bs)                      # q: blocks 1 .. B-1 (0-based)
     c = n // b
@@ -159,18 +152,14 @@ def _cuts_authors(s: np.ndarray, bs: np.ndarray):
     return model[~merge], start[~merge]
 
 
-# -- scores -------------------------------------------------------------------------------------
 def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
     """Log BDeu marginal likelihood of each bin (one factor of "Eq. 2"), ``a = strength``, ``n1`` positives, ``n0``
-    negatives.
-
-    The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its digits for
-    ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]`` above a cut at ``(1 -
-    2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and ``log Gamma(0) - log Gamma(0)`` made
-    every prediction NaN. With the floor, a bin whose rows agree with its prior scores the limit, ``log 1 = 0``, and
-    one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins are
-    unchanged.
-    """
+    negatives. The prior's parameters ``a p_b`` and ``a (1 - p_b)`` (the latter as written: ``a - a p_b`` loses its
+    digits for ``p_b`` near 1) are floored at :data:`PRIOR_FLOOR`: a bin of no width at an end (``[1, 1]`` above a cut
+    at ``(1 - 2^-53 + 1) / 2 = 1.0``; ``[0, 5e-324 / 2 = 0]``) has ``p_b`` 0 or 1, and ``log Gamma(0) - log Gamma(0)``
+    made every prediction NaN. With the floor, a bin whose rows agree with its prior scores the limit, ``log 1 = 0``,
+    and one against it about -708 (the limit is ``-inf``): finite, even when every model has such a bin. Ordinary bins
+    are unchanged."""
     n1, n0, a, p = (np.asarray(v, dtype=float) for v in (n1, n0, strength, p))
     al = np.maximum(a * p, PRIOR_FLOOR)
     be = np.maximum(a * (1.0 - p), PRIOR_FLOOR)
@@ -178,7 +167,6 @@ def bdeu_log_marginal(n1, n0, p, strength) -> np.ndarray:
             + gammaln(n0 + be) - gammaln(be))
 
 
-# -- pruning ------------------------------------------------------------------------------------
 def prune_paper(posterior: np.ndarray, rho: float = RHO) -> np.ndarray:
     """Keep-mask of the paper's rule on the posterior weights (see the module docstring)."""
     w = np.asarray(posterior, dtype=float)
@@ -239,7 +227,6 @@ def _authors_lookup(edges: np.ndarray, est: np.ndarray, x: float) -> float:
     return float(np.mean(est[same]))
 
 
-# -- every model's bins, flattened model by model ------------------------------------------------------
 @dataclass
 class Bins:
     """The bins of all models, model after model: model ``m``'s first bin ``first[m]``, its number ``nb[m]``; per bin
@@ -360,7 +347,6 @@ def _authors_corrections(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np
     return px, np.array([corr[v] for v in px], dtype=float)
 
 
-# -- the models, fitted on some rows: what fit averages and calibdash.explain.bbq shows ---------------
 @dataclass
 class BinningModels:
     """BBQ's binning models fitted on a set of rows, and their weights (what ``fit`` averages and
@@ -442,15 +428,11 @@ def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10
 def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The weighted average of the models' maps as ``predict`` reads it: ``(cuts, levels, point_x, point_delta)``, the
     attributes ``cuts_`` ... ``point_delta_`` of :class:`BBQCalibrator`."""
-    cuts, levels = _average_map(models.bins, models.weight)
-    if models.variant == "authors":
-        point_x, point_delta = _authors_corrections(models.bins, models.weight)
-    else:
-        point_x, point_delta = np.empty(0), np.empty(0)
-    return cuts, levels, point_x, point_delta
+    bins, weight = models.bins, models.weight
+    points = (np.empty(0), np.empty(0)) if models.variant == "paper" else _authors_corrections(bins, weight)
+    return (*_average_map(bins, weight), *points)
 
 
-# -- the calibrator -----------------------------------------------------------------------------
 class BBQCalibrator(Calibrator):
     """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models (equations, variants and
     weights in the module docstring).
@@ -511,12 +493,7 @@ class BBQCalibrator(Calibrator):
         self.kept_weight_ = models.weight[models.kept]
 
     def _predict(self, s, features):
-        p = step_lookup(self.cuts_, self.levels_, s)
-        if self.point_x_.size:
-            i = np.minimum(np.searchsorted(self.point_x_, s), self.point_x_.size - 1)
-            hit = self.point_x_[i] == s
-            p[hit] += self.point_delta_[i[hit]]
-        return p
+        return self.sql_map().evaluate(s)
 
     def sql_map(self) -> StepMap:
         """The averaged step map; the authors' variant's corrected points take the step's level plus their

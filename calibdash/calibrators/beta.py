@@ -47,13 +47,11 @@ def log_likelihood(a: float, b: float, c: float, s: np.ndarray, y: np.ndarray,
 
 
 def midpoint(a: float, b: float, c: float) -> float:
-    """The paper's ``m``: the score where ``mu(m; a, b, c) = 1/2``, solving ``c = b ln(1 - m) - a ln m`` in (0, 1).
-
-    The log-odds are monotone in ``m`` unless ``a`` and ``b`` have strictly opposite signs (never with ``"abm"`` or
+    """The paper's ``m``: the score where ``mu(m; a, b, c) = 1/2``, solving ``c = b ln(1 - m) - a ln m`` in (0, 1). The
+    log-odds are monotone in ``m`` unless ``a`` and ``b`` have strictly opposite signs (never with ``"abm"`` or
     ``"am"``), so ``m`` is then unique when it exists; it is solved on ``t = logit(m)`` with Brent's method to about
-    1e-15 (``a == b``: in closed form, ``m = 1 / (1 + e^(c / a))``). NaN when the map never crosses 1/2, is constant,
-    or ``a`` and ``b`` have opposite signs (the crossing need not be unique).
-    """
+    1e-15 (``a == b``: in closed form, ``m = 1 / (1 + e^(c / a))``). NaN when the map never crosses 1/2, is constant, or
+    ``a`` and ``b`` have opposite signs (the crossing need not be unique)."""
     a, b, c = float(a), float(b), float(c)
     if a == b:
         return float(expit(-c / a)) if a != 0 else math.nan

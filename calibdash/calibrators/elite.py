@@ -44,9 +44,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import SettingsError
-from ..core.sql_forms import LinearMap
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
-from .base import Calibrator, HyperParam, check_setting
+from .base import CurveCalibrator, HyperParam, check_setting
 
 __all__ = ["ELiTE", "LambdaPath", "lambda_path", "CRITERION_LABEL"]
 
@@ -181,7 +180,7 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
                       weights=weights, map_x=map_x, map_p=map_p)
 
 
-class ELiTE(Calibrator):
+class ELiTE(CurveCalibrator):
     """Ensemble of linear trend estimation (ELiTE); the module docstring says where it departs from the paper.
 
     Parameters
@@ -231,6 +230,7 @@ class ELiTE(Calibrator):
         HyperParam("lam_ratio", "λ/λ_max", "float", 0.01, low=MIN_RATIO, high=1.0, log=True,
                    help="Single mode: penalty of the one trend filter (1: straight line; small: follows the data)."),
     )
+    curve, steps, ends = ("map_x_", "map_p_", "x", "p"), False, "extend"
 
     def __init__(self, mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc",
                  lam_ratio: float = 0.01, tol: float = 1e-9):
@@ -241,16 +241,3 @@ class ELiTE(Calibrator):
         self.lambda_max_ = path.lambda_max
         self.weights_ = path.weights
         self.map_x_, self.map_p_ = path.map_x, path.map_p
-
-    def _predict(self, s: np.ndarray, features) -> np.ndarray:
-        return np.clip(evaluate_linear(self.map_x_, self.map_p_, s), 0.0, 1.0)
-
-    def sql_map(self) -> LinearMap:
-        """The averaged map's nodes joined by lines and extended beyond the end nodes: a linear map."""
-        return LinearMap(self.map_x_, self.map_p_, left="extend", right="extend")
-
-    def _export_state(self) -> dict:
-        return {"x": self.map_x_.tolist(), "p": self.map_p_.tolist()}
-
-    def _import_state(self, state) -> None:
-        self.map_x_, self.map_p_ = state.curve("x", "p")

@@ -62,10 +62,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..core.sql_forms import LinearMap
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
-from ..core.step_maps import collapse_ties, interp
-from .base import Calibrator, HyperParam, check_setting
+from ..core.step_maps import collapse_ties
+from .base import CurveCalibrator, HyperParam, check_setting
 
 __all__ = ["ENIR", "ENIRPath", "enir_path", "map_knots", "CRITERION_LABEL"]
 
@@ -230,7 +229,7 @@ def map_knots(x: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[idx], p[idx]
 
 
-class ENIR(Calibrator):
+class ENIR(CurveCalibrator):
     """Ensemble of near-isotonic regressions (ENIR), as the module docstring says.
 
     Parameters
@@ -267,6 +266,7 @@ class ENIR(Calibrator):
         HyperParam("criterion", "IC", "choice", "bic", choices=CRITERIA,
                    help="Model score behind the weights exp(-score/2); the paper uses BIC."),
     )
+    curve, steps = ("knots_", "values_", "knots", "values"), False
 
     def __init__(self, max_models: int = 100, criterion: str = "bic"):
         self._keep(locals())
@@ -279,17 +279,7 @@ class ENIR(Calibrator):
         self.lambda_ = res.lam[used]
         self.weight_ = res.weight[used]
 
-    def _predict(self, s, features):
-        return interp(s, self.knots_, self.values_)
-
-    def sql_map(self) -> LinearMap:
-        """The averaged map's knots joined by lines: a linear map."""
-        return LinearMap(self.knots_, self.values_)
-
-    def _export_state(self) -> dict:
-        return {"knots": self.knots_.tolist(), "values": self.values_.tolist()}
-
     def _import_state(self, state) -> None:
-        self.knots_, self.values_ = state.curve("knots", "values")
+        super()._import_state(state)
         if self.knots_.size == 0:
             raise state.error("'knots' is empty")

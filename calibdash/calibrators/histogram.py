@@ -4,21 +4,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..core.sql_forms import StepMap
-from ..core.step_maps import collapse_ties, midpoints, step_lookup
-from .base import Calibrator, HyperParam
+from ..core.step_maps import collapse_ties, midpoints
+from .base import CurveCalibrator, HyperParam
 
 __all__ = ["HistogramCalibrator", "bin_sums"]
 
 
 def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
-    """Cut points giving about equal counts per bin, never splitting tied scores.
-
-    For each ideal boundary rank ``b N / n_bins`` the cut goes between the two distinct scores whose cumulative count
-    is nearest to it (the lower on a tie), at their midpoint; cuts that coincide are merged, so heavy ties give fewer
-    bins. ``counts`` may be weight sums (:func:`~calibdash.core.step_maps.collapse_ties` with weights): the boundaries
-    then lie at cumulative weight ``b W / n_bins``.
-    """
+    """Cut points giving about equal counts per bin, never splitting tied scores. For each ideal boundary rank ``b N /
+    n_bins`` the cut goes between the two distinct scores whose cumulative count is nearest to it (the lower on a tie),
+    at their midpoint; cuts that coincide are merged, so heavy ties give fewer bins. ``counts`` may be weight sums
+    (:func:`~calibdash.core.step_maps.collapse_ties` with weights): the boundaries then lie at cumulative weight ``b W /
+    n_bins``."""
     if values.size < 2 or n_bins < 2:
         return np.empty(0)
     cum = np.cumsum(counts)[:-1]          # rows at or below values[j], for a cut after j
@@ -48,7 +45,7 @@ def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray,
             np.bincount(ids, weights=sample_weight * s, minlength=k))
 
 
-class HistogramCalibrator(Calibrator):
+class HistogramCalibrator(CurveCalibrator):
     """Histogram binning: the calibrated value is the bin's observed frequency.
 
     Equal-frequency bins of the training scores (Zadrozny & Elkan, 2001, the BBQ paper's baseline): tied scores share
@@ -93,6 +90,7 @@ class HistogramCalibrator(Calibrator):
         HyperParam("bin_size", "n/B", "int", 100, low=10, high=5000, log=True,
                    help="Rows per bin (when fixing the bin size)."),
     )
+    curve = ("cuts_", "estimates_", "cuts", "estimates")
 
     def __init__(self, n_bins: int = 10, bin_size: int = 100, by: str = "bins"):
         self._keep(locals())
@@ -110,16 +108,3 @@ class HistogramCalibrator(Calibrator):
         self.cuts_ = equal_count_cuts(values, counts, b)
         n, k, _ = bin_sums(self.cuts_, s, y, w)
         self.estimates_ = k / n
-
-    def _predict(self, s, features):
-        return step_lookup(self.cuts_, self.estimates_, s)
-
-    def sql_map(self) -> StepMap:
-        """Each bin's estimate between its cuts: a step map."""
-        return StepMap(self.cuts_, self.estimates_)
-
-    def _export_state(self) -> dict:
-        return {"cuts": self.cuts_.tolist(), "estimates": self.estimates_.tolist()}
-
-    def _import_state(self, state) -> None:
-        self.cuts_, self.estimates_ = state.curve("cuts", "estimates", steps=True)

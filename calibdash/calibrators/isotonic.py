@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 from ..core.errors import SettingsError
-from ..core.sql_forms import LinearMap, StepMap
 from ..core.pav import pav_blocks
-from ..core.step_maps import interp, step_lookup
-from .base import Calibrator, HyperParam
+from .base import CurveCalibrator, HyperParam
 
 __all__ = ["IsotonicCalibrator"]
 
 INTERPOLATIONS = ("step", "linear")
 
 
-class IsotonicCalibrator(Calibrator):
+class IsotonicCalibrator(CurveCalibrator):
     """Isotonic regression (Zadrozny & Elkan, 2002): the best non-decreasing map.
 
     Tied scores merge into one point at their (weighted) mean label, weighted by their count or weight sum (a score
@@ -60,27 +58,12 @@ class IsotonicCalibrator(Calibrator):
         self.cuts_, self.block_value_ = blocks.cuts, blocks.value
         self.x_, self.fitted_ = blocks.knots
 
-    def _predict(self, s, features):
-        if self.interpolation == "linear":
-            return interp(s, self.x_, self.fitted_)
-        return step_lookup(self.cuts_, self.block_value_, s)
+    @property
+    def steps(self) -> bool:
+        return self.interpolation != "linear"
 
-    def sql_map(self) -> StepMap | LinearMap:
-        """The blocks' values between their cuts (a step map), or with ``interpolation="linear"`` the
-        fitted points joined by lines (a linear map)."""
-        if self.interpolation == "linear":
-            return LinearMap(self.x_, self.fitted_)
-        return StepMap(self.cuts_, self.block_value_)
-
-    def _export_state(self) -> dict:
-        """``"linear"`` keeps each block's first and last point only: the interpolation between two points of equal
-        value returns that value exactly, so the points in between change no prediction."""
-        if self.interpolation != "linear":
-            return {"cuts": self.cuts_.tolist(), "values": self.block_value_.tolist()}
-        return {"x": self.x_.tolist(), "fitted": self.fitted_.tolist()}
-
-    def _import_state(self, state) -> None:
-        if self.interpolation != "linear":
-            self.cuts_, self.block_value_ = state.curve("cuts", "values", steps=True)
-        else:
-            self.x_, self.fitted_ = state.curve("x", "fitted")
+    @property
+    def curve(self) -> tuple[str, ...]:
+        """The blocks' step map, or the fitted points joined by lines (each block's first and last point only: the
+        interpolation between two points of equal value returns that value exactly)."""
+        return ("cuts_", "block_value_", "cuts", "values") if self.steps else ("x_", "fitted_", "x", "fitted")

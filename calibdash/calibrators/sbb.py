@@ -6,9 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.sql_forms import StepMap
 from ._bayes_binning import BayesBinningBase, Positions, check_lam, collapse, sbb_best
-from ..core.step_maps import step_lookup
 
 __all__ = ["SBB", "BestBinning", "best_binning"]
 
@@ -85,6 +83,7 @@ class SBB(BayesBinningBase):
     color = "#D55E00"   # vermillion (Okabe-Ito)
     label = "SBB"
     summary = "selection of the best Bayesian binning"
+    curve = ("cuts_", "bin_estimate_", "cuts", "estimates")
 
     def _fit(self, s, y, features, w) -> None:
         best = best_binning(s, y, self.lam, self.max_positions, w)
@@ -92,15 +91,3 @@ class SBB(BayesBinningBase):
         self.bin_estimate_ = best.estimate
         self.log_score_ = best.log_score
         self.log_evidence_ = best.log_evidence
-
-    def _predict(self, s, features) -> np.ndarray:
-        return step_lookup(self.cuts_, self.bin_estimate_, s)
-
-    def sql_map(self) -> StepMap:
-        return StepMap(self.cuts_, self.bin_estimate_)
-
-    def _export_state(self) -> dict:
-        return {"cuts": self.cuts_.tolist(), "estimates": self.bin_estimate_.tolist()}
-
-    def _import_state(self, state) -> None:
-        self.cuts_, self.bin_estimate_ = state.curve("cuts", "estimates", steps=True)

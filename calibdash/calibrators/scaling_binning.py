@@ -29,9 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import SettingsError
-from ..core.sql_forms import StepMap
-from ..core.step_maps import collapse_ties, step_lookup
-from .base import Calibrator, HyperParam
+from ..core.step_maps import collapse_ties
+from .base import CurveCalibrator, HyperParam
 from .histogram import bin_sums, equal_count_cuts
 from .platt import PlattCalibrator
 
@@ -66,7 +65,7 @@ def scaling_binning(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | No
                           score_sum=score_sum)
 
 
-class ScalingBinningCalibrator(Calibrator):
+class ScalingBinningCalibrator(CurveCalibrator):
     """The scaling-binning calibrator (Kumar, Liang & Ma, 2019): Platt scaling averaged in equal-count bins of the
     score, as the module docstring says.
 
@@ -93,6 +92,7 @@ class ScalingBinningCalibrator(Calibrator):
         HyperParam("n_bins", "B", "int", 10, low=2, high=100, log=True,
                    help="Number of equal-count bins; each bin's value is the mean of Platt's outputs in it."),
     )
+    curve, unit = ("cuts_", "levels_", "cuts", "levels"), True
 
     def __init__(self, n_bins: int = 10):
         self.n_bins = n_bins
@@ -102,18 +102,3 @@ class ScalingBinningCalibrator(Calibrator):
             raise SettingsError(f"n_bins must be at least 1, got {self.n_bins}.")
         fit = scaling_binning(s, y, w, int(self.n_bins))
         self.cuts_, self.levels_ = fit.cuts, fit.levels
-
-    def _predict(self, s, features):
-        return step_lookup(self.cuts_, self.levels_, s)
-
-    def sql_map(self) -> StepMap:
-        """Each bin's value between its cuts: a step map."""
-        return StepMap(self.cuts_, self.levels_)
-
-    def _export_state(self) -> dict:
-        return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist()}
-
-    def _import_state(self, state) -> None:
-        self.cuts_, self.levels_ = state.curve("cuts", "levels", steps=True)
-        if np.any((self.levels_ < 0) | (self.levels_ > 1)):
-            raise state.error("'levels' must lie in [0, 1]")

@@ -83,9 +83,10 @@ class State(dict):
         """Entry ``key`` as a JSON array."""
         return self._entry(key, lambda v: isinstance(v, list), "a list", lambda v: type(v).__name__)
 
-    def array(self, key: str, dtype=float, size: int | None = None, sorted: bool = False) -> np.ndarray:
+    def array(self, key: str, dtype=float, size: int | None = None, sorted: bool = False,
+              unit: bool = False) -> np.ndarray:
         """Entry ``key`` as a 1-D array of finite numbers of ``dtype`` (an integer type: integers only), of length
-        ``size`` if given, non-decreasing if ``sorted``."""
+        ``size`` if given, non-decreasing if ``sorted``, in [0, 1] if ``unit``."""
         values = self.list(key)
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             raise self.error(f"{key!r} must be a list of numbers")
@@ -98,12 +99,15 @@ class State(dict):
             raise self.error(f"{key!r} must hold {size} numbers, got {arr.size}")
         if sorted and np.any(np.diff(arr) < 0):
             raise self.error(f"{key!r} must be in increasing order")
+        if unit and np.any((arr < 0) | (arr > 1)):
+            raise self.error(f"{key!r} must lie in [0, 1]")
         return arr
 
-    def curve(self, x_key: str, y_key: str, steps: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """Entries ``x_key`` (non-decreasing) and ``y_key``, as many numbers, or one more with ``steps``."""
+    def curve(self, x_key: str, y_key: str, steps: bool = False, unit: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Entries ``x_key`` (non-decreasing) and ``y_key``, as many numbers (in [0, 1] if ``unit``), or one more with
+        ``steps``."""
         x = self.array(x_key, sorted=True)
-        return x, self.array(y_key, size=x.size + steps)
+        return x, self.array(y_key, size=x.size + steps, unit=unit)
 
     def object(self, key: str) -> "State":
         """Entry ``key`` as a JSON object, itself a :class:`State` (a nested calibrator's state)."""

@@ -123,7 +123,6 @@ class TemperatureCalibrator(Calibrator):
     summary = "one temperature dividing the score's logit"
     monotone = True
     paper = "Guo, Pleiss, Sun & Weinberger (2017), On calibration of modern neural networks (ICML)"
-    hyperparams = ()
 
     def __init__(self, t_min: float = 1e-3, t_max: float = 1e3, max_iter: int = 100, tol: float = 1e-12):
         self._keep(locals())

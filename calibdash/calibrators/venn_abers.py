@@ -69,26 +69,22 @@ class Tables:
 
 
 def _gcm_vertices(dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
-    """Indices (ascending: 0, the block ends, ``len(dx)``) of the vertices of the GCM of the points ``Q_0 = (0, 0),
-    Q_j = Q_{j-1} + (dx_j, dy_j)``.
-
-    The GCM's slopes are the isotonic regression of the steps' slopes ``dy / dx`` weighted by ``dx`` (Barlow et al.,
-    1972), so its vertices are the ends of the blocks scikit-learn's compiled pool-adjacent-violators finds: the stack
-    scans of Algorithms 1 and 3 without a Python loop; the coordinates are read from the exact cumulative sums.
-    """
+    """Indices (ascending: 0, the block ends, ``len(dx)``) of the vertices of the GCM of the points ``Q_0 = (0, 0), Q_j
+    = Q_{j-1} + (dx_j, dy_j)``. The GCM's slopes are the isotonic regression of the steps' slopes ``dy / dx`` weighted
+    by ``dx`` (Barlow et al., 1972), so its vertices are the ends of the blocks scikit-learn's compiled
+    pool-adjacent-violators finds: the stack scans of Algorithms 1 and 3 without a Python loop; the coordinates are read
+    from the exact cumulative sums."""
     fitted = isotonic_regression(dy / dx, sample_weight=dx, increasing=True)
     return np.concatenate([[0], np.flatnonzero(np.diff(fitted) != 0) + 1, [dx.size]])
 
 
 def _sweep(sx: list, sy: list, qx, qy, right_to_left: bool) -> list:
-    """Algorithms 2 and 4: the slope of the GCM over the test row, as the test row moves.
-
-    ``sx, sy``: the GCM's vertices as the stack Algorithm 1 (3) leaves, its top (last element) the first point
-    scanned: the leftmost for F1, the rightmost for F0. ``qx, qy``: the points that enter the diagram one per step
-    (``P_i - (1, 1)`` for F1, left to right; ``P_{i-1} + (1, 0)`` for F0, right to left). At each step the slope
-    between the top two points of the stack is the value, then the new point enters: if it lies below the line through
-    the top two points, the points it hides are popped and it is pushed.
-    """
+    """Algorithms 2 and 4: the slope of the GCM over the test row, as the test row moves. ``sx, sy``: the GCM's vertices
+    as the stack Algorithm 1 (3) leaves, its top (last element) the first point scanned: the leftmost for F1, the
+    rightmost for F0. ``qx, qy``: the points that enter the diagram one per step (``P_i - (1, 1)`` for F1, left to
+    right; ``P_{i-1} + (1, 0)`` for F0, right to left). At each step the slope between the top two points of the stack
+    is the value, then the new point enters: if it lies below the line through the top two points, the points it hides
+    are popped and it is pushed."""
     out = []
     tx, ty, nx, ny = sx[-1], sy[-1], sx[-2], sy[-2]
     slope = (ny - ty) / (nx - tx)
@@ -266,9 +262,5 @@ class VennAbersCalibrator(Calibrator):
             raise state.error("'scores' is empty")
         if np.any(np.diff(scores) == 0):
             raise state.error("'scores' must be distinct")
-        f0 = state.array("f0", size=scores.size)
-        f1 = state.array("f1", size=scores.size)
-        for key, f in (("f0", f0), ("f1", f1)):
-            if np.any((f < 0) | (f > 1)):
-                raise state.error(f"{key!r} must lie in [0, 1]")
+        f0, f1 = (state.array(key, size=scores.size, unit=True) for key in ("f0", "f1"))
         self.scores_, self.f0_, self.f1_ = scores, f0, f1

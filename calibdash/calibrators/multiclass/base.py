@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 
-from ..base import HyperParam
+from ..base import Calibrator, HyperParam
 from ...core.errors import DataError, NotFittedError
 from ...core.validation import check_classes, check_weights, class_matrix, probability_rows
 
@@ -46,9 +46,8 @@ def normalise_rows(Q: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Scores:
-    """A validated K-class output: ``given`` (n, K), the checked probabilities renormalised, or the logits
-    (``logits``); ``as_given``, probabilities as the caller gave them before each row was divided by its sum
-    (None: ``given``)."""
+    """A validated K-class output: ``given`` (n, K), the checked probabilities renormalised, or the logits (``logits``);
+    ``as_given``, probabilities as the caller gave them before each row was divided by its sum (None: ``given``)."""
 
     given: np.ndarray
     logits: bool
@@ -110,11 +109,10 @@ class MulticlassCalibrator(BaseEstimator):
 
     Class attributes: ``name`` (registry key), ``composite`` (True: the name takes a binary method after a colon,
     ``"ovr:<binary>"``), ``label``, ``summary``, ``paper``, ``hyperparams`` (in the UI's order), ``order`` (place in
-    every list; None: after the others, by name), ``color`` (``"#RRGGBB"``; None: picked from the name),
-    ``parametric`` (a fixed, small number of parameters, so a fit on a content-keyed sample of large data is as
-    good: :func:`calibdash.evaluation.holdout.evaluate_classes` does so), ``input_form`` (the scores the paper
-    calibrates: ``"logits"`` for Guo et al.'s scalings, else ``"probabilities"``; a caller that can get both gives
-    this one).
+    every list; None: after the others, by name), ``color`` (``"#RRGGBB"``; None: picked from the name), ``parametric``
+    (a fixed, small number of parameters, so a fit on a content-keyed sample of large data is as good:
+    :func:`calibdash.evaluation.holdout.evaluate_classes` does so), ``input_form`` (the scores the paper calibrates:
+    ``"logits"`` for Guo et al.'s scalings, else ``"probabilities"``; a caller that can get both gives this one).
     """
 
     name: ClassVar[str] = ""
@@ -128,6 +126,7 @@ class MulticlassCalibrator(BaseEstimator):
     multiclass: ClassVar[bool] = True
     composite: ClassVar[bool] = False
     input_form: ClassVar[str] = "probabilities"
+    _keep = Calibrator._keep
 
     def __init__(self, logits: bool = False):
         self.logits = logits

@@ -15,12 +15,11 @@ package (``reg_norm=True``); ``"odir"``: Kull et al.'s Off-Diagonal and Intercep
 of the row terms, as the paper writes, makes ``lambda`` and ``mu`` mean the same at any n; a row of weight ``w``
 counts as ``w`` rows, and multiplying every weight by ``c`` changes nothing.
 
-Solver (:func:`fit_linear`): Newton on temperature scaling's one factor (in scikit-learn's ``[exp(-10), exp(10)]``),
-on the formed Hessian up to :data:`NEWTON_WORK`, Newton-CG beyond (:mod:`.newton`), from the fitted temperature's
-map, ending by :func:`.newton.descend`'s rule. Converged: the gradient rule, or a decrease or floating-point end with
-the last Newton decrement at most ``10 ftol |L|`` plus four times the rounding, or the largest free gradient entry
-at most ``gtol (1 + max |W x + b|)``; otherwise a ConvergenceWarning (never the start returned silently, netcal
-issue #61).
+Solver (:func:`fit_linear`): Newton on temperature scaling's one factor (in scikit-learn's ``[exp(-10), exp(10)]``), on
+the formed Hessian up to :data:`NEWTON_WORK`, Newton-CG beyond (:mod:`.newton`), from the fitted temperature's map,
+ending by :func:`.newton.descend`'s rule. Converged: the gradient rule, or a decrease or floating-point end with the
+last Newton decrement at most ``10 ftol |L|`` plus four times the rounding, or the largest free gradient entry at most
+``gtol (1 + max |W x + b|)``; otherwise a ConvergenceWarning (never the start returned silently, netcal issue #61).
 
 A class no row names would have its score pushed to minus infinity (no finite optimum): it is left out of the
 objective's softmax and keeps the fitted temperature's map (``W_c = e_c / T``, ``b_c = 0``), so a probability above 0.
@@ -79,15 +78,13 @@ def fit_linear(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, f
                max_iter: int = 5000, what: str = "the linear calibration map",
                max_seconds: float | None = None) -> LinearFit:
     """The :class:`~.linear_map.LinearFit` of ``form`` to finite log-scores ``X`` (n, K) and class indices ``y`` by
-    Newton's method (module docstring), on one BLAS thread.
-
-    ``lam``, ``mu``: the penalty strengths (``mu``: ODIR only). ``start``: a warm start (absent classes' parameters
-    set to the temperature map's whatever it is); None: the fitted temperature's map, not the identity Kull et al.
-    start from: the same optimum (convex), but on saturated scores the identity sits where the softmax is flat to
-    e^-690 and Newton's steps have no curvature to use. ``gtol``, ``ftol``, ``max_iter``, ``max_seconds`` (None:
-    :data:`MAX_SECONDS`): the stopping rule. ``what`` names the fit in messages. :class:`DataError`: a full map
-    above :data:`MAX_FULL_CLASSES` classes, no row of positive weight, or non-finite values.
-    """
+    Newton's method (module docstring), on one BLAS thread. ``lam``, ``mu``: the penalty strengths (``mu``: ODIR only).
+    ``start``: a warm start (absent classes' parameters set to the temperature map's whatever it is); None: the fitted
+    temperature's map, not the identity Kull et al. start from: the same optimum (convex), but on saturated scores the
+    identity sits where the softmax is flat to e^-690 and Newton's steps have no curvature to use. ``gtol``, ``ftol``,
+    ``max_iter``, ``max_seconds`` (None: :data:`MAX_SECONDS`): the stopping rule. ``what`` names the fit in messages.
+    :class:`DataError`: a full map above :data:`MAX_FULL_CLASSES` classes, no row of positive weight, or non-finite
+    values."""
     with threadpool_limits(1):
         return _fit_linear(X, y, sample_weight, form, lam, mu, start, gtol, ftol, max_iter, what,
                            MAX_SECONDS if max_seconds is None else float(max_seconds))

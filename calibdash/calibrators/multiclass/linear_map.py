@@ -177,13 +177,10 @@ def objective(theta: np.ndarray, X: np.ndarray, y: np.ndarray, sample_weight: np
               lam: float = 0.0, mu: float = 0.0, work: np.ndarray | None = None,
               probabilities: np.ndarray | None = None, absent=None) -> tuple[float, float, np.ndarray]:
     """``(L, NLL, gradient of L)`` at ``theta``: the weighted mean NLL of ``y`` under ``softmax(W x + b)`` plus the
-    penalty, and its gradient ``dL/dW = R^T X`` (projected on W's form), ``dL/db = sum_i R_i``, with
-    ``R_i = w_i (q_i - e_{y_i}) / sum(w)``.
-
-    ``work``: an (n, K) buffer to compute in (overwritten; spares allocating one at each of hundreds of calls).
-    ``probabilities``: an (n, K) array that receives ``softmax(W x + b)``, if given. ``absent``: a mask of
-    classes left out of the softmax; no label may name one.
-    """
+    penalty, and its gradient ``dL/dW = R^T X`` (projected on W's form), ``dL/db = sum_i R_i``, with ``R_i = w_i (q_i -
+    e_{y_i}) / sum(w)``. ``work``: an (n, K) buffer to compute in (overwritten; spares allocating one at each of
+    hundreds of calls). ``probabilities``: an (n, K) array that receives ``softmax(W x + b)``, if given. ``absent``: a
+    mask of classes left out of the softmax; no label may name one."""
     n, k = X.shape
     rows = np.arange(n)
     Z = linear_scores(X, theta, form, out=work)

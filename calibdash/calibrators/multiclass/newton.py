@@ -80,12 +80,10 @@ def descend(theta: np.ndarray, evaluate: Callable, direction: Callable, small: C
 
 
 def hessian(theta, X, sample_weight, form, lam, mu, absent=None):
-    """The objective's Hessian at ``theta``, for the diagonal and full forms.
-
-    With ``S_i = diag(q_i) - q_i q_i^T`` the softmax's Jacobian, a parameter ``p`` acting on class ``c_p`` with
-    coefficient ``phi_ip`` (``x_il`` for ``W_{c_p l}``, 1 for ``b_{c_p}``) has
-    ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the penalty adds its diagonal. Cost: ``n p^2``.
-    """
+    """The objective's Hessian at ``theta``, for the diagonal and full forms. With ``S_i = diag(q_i) - q_i q_i^T`` the
+    softmax's Jacobian, a parameter ``p`` acting on class ``c_p`` with coefficient ``phi_ip`` (``x_il`` for ``W_{c_p
+    l}``, 1 for ``b_{c_p}``) has ``H_pr = sum_i w_i phi_ip phi_ir S_i[c_p, c_r] / sum(w)``; the penalty adds its
+    diagonal. Cost: ``n p^2``."""
     n, k = X.shape
     Q = predict_linear(X, theta, form, absent)
     u = np.full(n, 1.0 / n) if sample_weight is None else sample_weight / sample_weight.sum()
@@ -225,15 +223,14 @@ def block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: Line
     """An approximate inverse of the full or diagonal form's Hessian, as a function of a gradient-shaped vector.
 
     The per-class blocks (:func:`_blocks` plus the penalty's diagonal), inverted once, are a block-Jacobi
-    preconditioner. What they miss is known exactly: adding one vector to every row of ``[W | b]`` (for the
-    diagonal form, one number to every intercept) leaves the data's part of the objective unchanged, so along
-    these "common" directions ``C`` the Hessian is the penalty's alone. The coarse space is solved exactly and
-    the blocks on the rest (the two-level "balancing" form ``P + (I - P H) B^-1 (I - H P)``,
-    ``P = C (C^T H C)^-1 C^T``; Mandel 1993). A common direction no penalty holds (vector scaling's intercepts)
-    is a null direction: it is projected out of input and output (keeping the operator symmetric), so the fit
-    keeps the start's position there, as Newton's pseudo-inverse does. ``present``: the classes whose parameters
-    are free. Measured on a CIFAR-100 fold: blocks alone 630 conjugate-gradient steps; with the coarse space
-    280; both built at each fit's start (as here) 80 to 90."""
+    preconditioner. What they miss is known exactly: adding one vector to every row of ``[W | b]`` (for the diagonal
+    form, one number to every intercept) leaves the data's part of the objective unchanged, so along these "common"
+    directions ``C`` the Hessian is the penalty's alone. The coarse space is solved exactly and the blocks on the rest
+    (the two-level "balancing" form ``P + (I - P H) B^-1 (I - H P)``, ``P = C (C^T H C)^-1 C^T``; Mandel 1993). A common
+    direction no penalty holds (vector scaling's intercepts) is a null direction: it is projected out of input and
+    output (keeping the operator symmetric), so the fit keeps the start's position there, as Newton's pseudo-inverse
+    does. ``present``: the classes whose parameters are free. Measured on a CIFAR-100 fold: blocks alone 630
+    conjugate-gradient steps; with the coarse space 280; both built at each fit's start (as here) 80 to 90."""
     k = X.shape[1]
     present = np.ones(k, dtype=bool) if present is None else present
     V = (Q * (1.0 - Q)).T                           # (K, n)
@@ -274,15 +271,14 @@ def newton_cg_solve(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_i
                     absent=None) -> Stop:
     """Newton's method for the full and diagonal forms, each step by preconditioned conjugate gradients.
 
-    The preconditioner is built once for the full form (its K block inverses cost more than a few CG steps) and
-    at every step for the diagonal one (its 2 x 2 blocks cost one pass; built once, they went stale on classes
-    separable by their own score). ``free`` and ``absent``: the masks of
-    :func:`~calibdash.calibrators.multiclass.linear.fit_linear`. The CG stops when ``sqrt(r^T M^-1 r)`` is at most
-    ``min(0.5, sqrt(delta))`` times its start ``delta`` (Eisenstat & Walker's forcing: superlinear steps), or
-    after :data:`CG_STEPS`. The Hessian-vector products run in float32: they only choose the direction (their
-    rounding, about 1e-6, is far below the forcing), while the objective and gradient are float64; it halves
-    the cost of the n x K x K products. Gradient rule: the largest free entry in the variables scaled by the
-    Hessian diagonal at the start (a Jacobi scaling) at most ``gtol``."""
+    The preconditioner is built once for the full form (its K block inverses cost more than a few CG steps) and at every
+    step for the diagonal one (its 2 x 2 blocks cost one pass; built once, they went stale on classes separable by their
+    own score). ``free`` and ``absent``: the masks of :func:`~calibdash.calibrators.multiclass.linear.fit_linear`. The
+    CG stops when ``sqrt(r^T M^-1 r)`` is at most ``min(0.5, sqrt(delta))`` times its start ``delta`` (Eisenstat &
+    Walker's forcing: superlinear steps), or after :data:`CG_STEPS`. The Hessian-vector products run in float32: they
+    only choose the direction (their rounding, about 1e-6, is far below the forcing), while the objective and gradient
+    are float64; it halves the cost of the n x K x K products. Gradient rule: the largest free entry in the variables
+    scaled by the Hessian diagonal at the start (a Jacobi scaling) at most ``gtol``."""
     k = X.shape[1]
     free = np.ones(theta.size, dtype=bool) if free is None else free
     present = np.ones(k, dtype=bool) if absent is None else ~np.asarray(absent)

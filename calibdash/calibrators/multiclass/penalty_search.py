@@ -69,13 +69,11 @@ def _class_order(h: np.ndarray, y: np.ndarray, live: np.ndarray) -> tuple[np.nda
 
 def fold_ids(X: np.ndarray, y: np.ndarray, n_folds: int, seed: int = 0,
              sample_weight: np.ndarray | None = None) -> np.ndarray:
-    """Each row's fold, 0..n_folds-1, from its values only: stratified by class, never by position.
-
-    Within each class the distinct rows are sorted by :func:`_row_hashes` and dealt to the folds in turn, the
-    deal continuing from class to class (:func:`_class_order`): every fold gets its share of every class.
-    Identical rows share a fold (a row of weight 3 and three copies of it alike). Rows of weight 0 are left out
-    of the deal (they change no other row's fold) and go to the fold their hash names.
-    """
+    """Each row's fold, 0..n_folds-1, from its values only: stratified by class, never by position. Within each class
+    the distinct rows are sorted by :func:`_row_hashes` and dealt to the folds in turn, the deal continuing from class
+    to class (:func:`_class_order`): every fold gets its share of every class. Identical rows share a fold (a row of
+    weight 3 and three copies of it alike). Rows of weight 0 are left out of the deal (they change no other row's fold)
+    and go to the fold their hash names."""
     h = _row_hashes(X, y, seed)
     out = (h % np.uint64(n_folds)).astype(np.int64)
     live = np.ones(y.size, dtype=bool) if sample_weight is None else sample_weight > 0
@@ -114,15 +112,13 @@ def search_rows(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, 
 def cv_log_loss(X, y, sample_weight, form: LinearForm, grid: Sequence[tuple[float, float]], folds: np.ndarray,
                 gtol: float = 1e-6, ftol: float = 1e-10, patience: int | None = 2,
                 n_iter: list | None = None, max_seconds: float = SEARCH_SECONDS) -> np.ndarray:
-    """Held-out weighted mean log-loss of each ``(lam, mu)`` of ``grid``, pooled over every held-out row.
-
-    The grid is walked in order (strongest penalty first); at each point each fold's fit is warm-started from
-    that fold's fit at the previous point (at the first, from the previous fold's). With ``patience`` the walk
-    stops once the loss has risen at that many consecutive points (the held-out loss of a penalty path is in
-    practice unimodal, and the weak end is slowest); points not reached get ``inf``. The fits stop at the looser
-    ``gtol``/``ftol`` given: the loss changes by about the square of the parameter error. ``n_iter`` receives
-    each fit's iterations. After ``max_seconds`` no new point starts (a ConvergenceWarning says so).
-    """
+    """Held-out weighted mean log-loss of each ``(lam, mu)`` of ``grid``, pooled over every held-out row. The grid is
+    walked in order (strongest penalty first); at each point each fold's fit is warm-started from that fold's fit at the
+    previous point (at the first, from the previous fold's). With ``patience`` the walk stops once the loss has risen at
+    that many consecutive points (the held-out loss of a penalty path is in practice unimodal, and the weak end is
+    slowest); points not reached get ``inf``. The fits stop at the looser ``gtol``/``ftol`` given: the loss changes by
+    about the square of the parameter error. ``n_iter`` receives each fit's iterations. After ``max_seconds`` no new
+    point starts (a ConvergenceWarning says so)."""
     n_folds = int(folds.max()) + 1
     parts = []
     for f in range(n_folds):

@@ -23,16 +23,16 @@ class ScalingCalibrator(MulticlassCalibrator):
     """What the scaling family shares: fit :func:`~calibdash.calibrators.multiclass.linear.fit_linear` on the
     log-scores (or log-probabilities), predict ``softmax(W x + b)``, export ``W`` and ``b``.
 
-    A subclass declares ``matrix`` (the form of ``W``), ``bias``, ``on_log_probabilities`` (Dirichlet) and
-    ``default_penalty``; its constructor may take ``reg``, ``lam``, ``mu``, ``select`` (choose them by
+    A subclass declares ``matrix`` (the form of ``W``; default full), ``bias`` (default True), ``on_log_probabilities``
+    (Dirichlet) and ``default_penalty``, and ``input_form`` where it calibrates other scores than logits; its
+    constructor may take ``reg``, ``lam``, ``mu``, ``select`` (choose them by
     :func:`~calibdash.calibrators.multiclass.penalty_search.select_penalty`), ``lambdas``/``mus``, ``n_folds``,
     ``seed``.
 
-    Degenerate data. A class no row of positive weight names keeps the fitted temperature's map and a
-    probability above 0. Labels of one class only are refused by the vector and full maps (they carry nothing
-    about one class against another); temperature scaling fits them (its factor runs to a bound). With fewer
-    distinct rows than folds the constructor's ``lam`` and ``mu`` are used, and a
-    :class:`PenaltyFallbackWarning` and ``penalty_note_`` say so.
+    Degenerate data. A class no row of positive weight names keeps the fitted temperature's map and a probability above
+    0. Labels of one class only are refused by the vector and full maps (they carry nothing about one class against
+    another); temperature scaling fits them (its factor runs to a bound). With fewer distinct rows than folds the
+    constructor's ``lam`` and ``mu`` are used, and a :class:`PenaltyFallbackWarning` and ``penalty_note_`` say so.
 
     Attributes (fitted)
     -------------------
@@ -56,6 +56,7 @@ class ScalingCalibrator(MulticlassCalibrator):
     matrix: ClassVar[str] = "full"
     bias: ClassVar[bool] = True
     parametric: ClassVar[bool] = True
+    input_form: ClassVar[str] = "logits"
     on_log_probabilities: ClassVar[bool] = False
     default_penalty: ClassVar[str | None] = None
 

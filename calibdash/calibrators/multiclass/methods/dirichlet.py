@@ -12,13 +12,12 @@ class DirichletCalibration(MatrixScaling):
 
     The map of the paper's Eq. (4), :math:`\\hat\\mu_{DirLin}(q; W, b) = \\operatorname{softmax}(W \\ln q + b)`: the
     multinomial logistic regression of the class on the log-probabilities (Sec. 3: the posterior of one Dirichlet
-    distribution per class, in the linear parametrisation); ``ln q`` is the log of the probabilities given (floored
-    at :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the logits, the same map
-    either way. The penalties ("Dir-ODIR", "Dir-L2"): :mod:`~calibdash.calibrators.multiclass.linear` (the L2 one
-    normalised as the authors' ``dirichletcal`` package, ``reg_norm=True``; their Keras code adds the sum unnormalised).
-    Everything else (the cross-validated strengths, the temperature start where the authors start from the
-    identity, weights, degenerate data, cost): as
-    :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
+    distribution per class, in the linear parametrisation); ``ln q`` is the log of the probabilities given (floored at
+    :data:`~calibdash.calibrators.multiclass.base.LOG_FLOOR`) or of the softmax of the logits, the same map either way.
+    The penalties ("Dir-ODIR", "Dir-L2"): :mod:`~calibdash.calibrators.multiclass.linear` (the L2 one normalised as the
+    authors' ``dirichletcal`` package, ``reg_norm=True``; their Keras code adds the sum unnormalised). Everything else
+    (the cross-validated strengths, the temperature start where the authors start from the identity, weights, degenerate
+    data, cost): as :class:`~calibdash.calibrators.multiclass.methods.matrix.MatrixScaling`.
 
     Parameters
     ----------
@@ -44,6 +43,4 @@ class DirichletCalibration(MatrixScaling):
     def __init__(self, logits: bool = False, reg: str = "odir", select: bool = True, lam: float = 100.0,
                  mu: float = 100.0, lambdas: tuple = LAMBDAS, mus: tuple | None = None, n_folds: int = 5,
                  seed: int = 0):
-        super().__init__(logits=logits, select=select, lam=lam, mu=mu, lambdas=lambdas, mus=mus,
-                         n_folds=n_folds, seed=seed)
-        self.reg = reg
+        self._keep(locals())

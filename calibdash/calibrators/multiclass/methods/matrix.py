@@ -68,20 +68,10 @@ class MatrixScaling(ScalingCalibrator):
     paper = ("Guo et al. (2017), On calibration of modern neural networks; Kull et al. (2019), Beyond "
              "temperature scaling (ODIR)")
     order = 30
-    input_form = "logits"
     color = "#009E73"
     hyperparams = ODIR_HYPERPARAMS
-    matrix = "full"
-    bias = True
     default_penalty = "odir"
 
     def __init__(self, logits: bool = False, select: bool = True, lam: float = 100.0, mu: float = 100.0,
                  lambdas: tuple = LAMBDAS, mus: tuple | None = None, n_folds: int = 5, seed: int = 0):
-        self.logits = logits
-        self.select = select
-        self.lam = lam
-        self.mu = mu
-        self.lambdas = lambdas
-        self.mus = mus
-        self.n_folds = n_folds
-        self.seed = seed
+        self._keep(locals())

@@ -222,9 +222,7 @@ class OneVsRestCalibrator(BinaryComposite):
              "probability estimates")
 
     def __init__(self, binary: str = "isotonic", params: dict | None = None, logits: bool = False):
-        self.binary = binary
-        self.params = params
-        self.logits = logits
+        self._keep(locals())
 
     def _fit(self, x: Scores, y: np.ndarray, w: np.ndarray | None) -> None:
         P = x.columns

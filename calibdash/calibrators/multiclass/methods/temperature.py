@@ -38,9 +38,7 @@ class TemperatureScaling(ScalingCalibrator):
     summary = "one temperature divides every log-score"
     paper = "Guo, Pleiss, Sun & Weinberger (2017), On calibration of modern neural networks"
     order = 10
-    input_form = "logits"
     color = "#D55E00"
-    hyperparams = ()
     matrix = "scalar"
     bias = False
 

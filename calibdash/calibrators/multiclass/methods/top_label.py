@@ -83,10 +83,7 @@ class TopLabelCalibrator(BinaryComposite):
 
     def __init__(self, binary: str = "isotonic", params: dict | None = None, min_rows: float = MIN_ROWS,
                  logits: bool = False):
-        self.binary = binary
-        self.params = params
-        self.min_rows = min_rows
-        self.logits = logits
+        self._keep(locals())
 
     @staticmethod
     def tops(x: Scores) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -33,8 +33,5 @@ class VectorScaling(ScalingCalibrator):
     summary = "a scale and an intercept per class"
     paper = "Guo, Pleiss, Sun & Weinberger (2017), On calibration of modern neural networks"
     order = 20
-    input_form = "logits"
     color = "#0072B2"
-    hyperparams = ()
     matrix = "diagonal"
-    bias = True
