@@ -9,7 +9,7 @@ from ..data import ClassSet
 from ..evaluation.scheme import Scheme
 from ..measures import class_measures as mmetrics
 from ..measures.binning import reliability_table
-from .output import evaluate_json, finite_or_none, metrics_json, report_validation
+from .output import evaluate_json, finite_or_none, report_validation
 
 __all__ = ["evaluation_document", "reliability_document", "CLASS_BINNING"]
 
@@ -25,20 +25,25 @@ def judged_text(ev, scheme: Scheme) -> tuple[int, str, str | None]:
     return int(ev.rows.size), scheme.describe(), None
 
 
-def evaluation_document(data, ev, scheme: Scheme) -> dict:
-    """``evaluate --json`` of ``ev``, the evaluation of ``data`` (a ScoreSet or a ClassSet) under ``scheme``."""
+def evaluation_facts(data, ev, scheme: Scheme) -> dict:
+    """What ``evaluate --json`` says of ``ev``, the evaluation of ``data`` (a ScoreSet or a ClassSet) in memory
+    under ``scheme``: :func:`.output.evaluate_json`'s keywords but the engine."""
     judged, scheme_text, how = judged_text(ev, scheme)
-    both = dict(file=data.name, engine=engines.find(out_of_core=False), label=data.label_column, rows_judged=judged,
-                scheme=scheme_text, notes=ev.notes, metrics=metrics_json(ev))
+    both = dict(file=data.name, label=data.label_column, rows_judged=judged, scheme=scheme_text)
     if isinstance(data, ClassSet):
-        return evaluate_json(**both, classes=data.classes, class_columns=data.columns, prefix=data.prefix,
-                             logits=data.logits, cells=None, binning=CLASS_BINNING,
-                             validation=report_validation(data.report, data.report.class_counts))
+        return dict(both, classes=data.classes, class_columns=data.columns, prefix=data.prefix, logits=data.logits,
+                    cells=None, binning=CLASS_BINNING,
+                    validation=report_validation(data.report, data.report.class_counts))
     n_pos = int(data.labels.sum())
     validation = report_validation(data.report, {data.negative_label: data.n_rows - n_pos,
                                                  data.positive_label: n_pos})
-    return evaluate_json(**both, classes=[data.negative_label, data.positive_label], positive=data.positive_label,
-                         score=data.score, cells=how, binning=ev.binning, validation=validation)
+    return dict(both, classes=[data.negative_label, data.positive_label], positive=data.positive_label,
+                score=data.score, cells=how, binning=ev.binning, validation=validation)
+
+
+def evaluation_document(data, ev, scheme: Scheme) -> dict:
+    """``evaluate --json`` of ``ev``, the evaluation of ``data`` (a ScoreSet or a ClassSet) under ``scheme``."""
+    return evaluate_json(ev, engine=engines.find(out_of_core=False), **evaluation_facts(data, ev, scheme))
 
 
 def reliability_document(ev, n_bins: int = 10, strategy: str = "quantile") -> dict:
