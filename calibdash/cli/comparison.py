@@ -202,20 +202,17 @@ def cmd_report(args) -> int:
     """Write the one-page HTML report of the held-out comparison ``evaluate`` prints."""
     opened = open_table(args, None)
     scheme, cs = scheme_of(args), opened.classes
-    plotlyjs = "cdn" if args.plotlyjs == "cdn" else True
+    how = dict(title=args.title, include_plotlyjs="cdn" if args.plotlyjs == "cdn" else True)
     if cs is not None:
         refuse_binary_options(args)
         methods, params = class_methods(args, cs.k)
-        text = report.report_for_class_set(cs, methods, scheme, params=params, title=args.title,
-                                           include_plotlyjs=plotlyjs)
+        text = report.report_for_class_set(cs, methods, scheme, params=params, **how)
         name = f"{cs.name} ({cs.k} classes)"
     else:
         refuse_class_methods(args.methods, opened.frame, args, opened.info.name)
         ss = opened.score_set(args)
         check_split(scheme.kind != "column" or ss.split_column, None)
-        text = report.report_for_score_set(ss, args.methods, scheme, params=parse_params(args.param),
-                                           cells=args.cells, title=args.title, diagram=args.diagram,
-                                           include_plotlyjs=plotlyjs)
-        name = ss.name
+        text, name = report.report_for_score_set(ss, args.methods, scheme, params=parse_params(args.param),
+                                                 cells=args.cells, diagram=args.diagram, **how), ss.name
     report_written(text, args, name)
     return 0
