@@ -87,14 +87,13 @@ def _measures(ev, names, n_boot: int) -> cboot.BootstrapResult:
 
 @dataclass
 class _Fitted:
-    """A problem's ``data`` (ScoreSet, ClassSet, Source or ClassSource) and evaluation ``ev``, the keywords of
-    :func:`.output.evaluate_json` that tell them (``facts``), the head's ``title``, the intervals ``boot`` and
-    ``verdict``, and the ``models`` of an evaluation in memory, which a saved run keeps."""
+    """A problem's evaluation ``ev``, the keywords of :func:`.output.evaluate_json` that tell it (``facts``), the
+    head's start (``named``: the rows and the columns judged), the intervals ``boot`` and ``verdict``, and the
+    ``models`` of an evaluation in memory, which a saved run keeps."""
 
-    data: object
     ev: object
     facts: dict
-    title: str
+    named: str
     boot: object = None
     verdict: str | None = None
     models: object = None
@@ -122,8 +121,8 @@ def _binary(args, opened, scheme: Scheme, engine: str | None) -> _Fitted:
         ev = evaluate_score_set(data, cals, scheme, cells=args.cells)
         facts = evaluation_facts(data, ev, scheme)
     boot = _measures(ev, names, MEASURES_BOOT if args.boot is None else args.boot) if names else None
-    # rows an engine reads are named in full in the head, as they always were
-    return _Fitted(data, ev, facts, data.describe() if engine else data.name, boot, models=None if engine else ev)
+    named = f"{data.describe() if engine else data.name}: score {data.score!r}"     # an engine's rows: in full
+    return _Fitted(ev, facts, named, boot, models=None if engine else ev)
 
 
 def _classes(args, data, scheme: Scheme, engine: str | None) -> _Fitted:
@@ -148,14 +147,14 @@ def _classes(args, data, scheme: Scheme, engine: str | None) -> _Fitted:
                 if n_boot is not None else None)
         verdict = (cboot.verdict(boot, labels=report.default_labels(list(ev.predictions), ev.models))
                    if boot is not None else None)
-        return _Fitted(data, ev, evaluation_facts(data, ev, scheme), data.name, boot, verdict, ev)
+        return _Fitted(ev, evaluation_facts(data, ev, scheme), f"{data.name}: {columns_text(data)}", boot, verdict, ev)
     res = in_job(f"Evaluating {data.source.describe()} with {engine}", lambda job: evaluate_class_source(
         data, scheme=scheme, engine=engine, methods=methods, params=params, memory_limit=args.memory_limit,
         job=job))
     facts = dict(_engine_facts(data.source, engine, scheme, res.cells, data.classes), class_columns=data.columns,
                  prefix=shared_prefix(data.columns), logits=data.logits, rows_judged=res.cells.n_rows,
                  binning=CLASS_BINNING)
-    return _Fitted(data, res, facts, facts["file"])
+    return _Fitted(res, facts, f"{facts['file']}: {columns_text(data)}")
 
 
 def _best_word(phrase):
@@ -182,8 +181,7 @@ def cmd_evaluate(args) -> int:
     if args.json:
         print_json(out)
         return 0
-    what = f"score {out['score']!r}" if k_rows is None else columns_text(f.data)
-    print(f"{f.title}: {what}, label {out['label']!r}; {out['scheme']}; {out['rows_judged']:,} rows judged"
+    print(f"{f.named}, label {out['label']!r}; {out['scheme']}; {out['rows_judged']:,} rows judged"
           + (f" (aggregated by {engine})" if engine else ""))
     said = [] if engine else out["validation"]["messages"]
     for msg in [*said, *([out["cells"]] if out["cells"] and k_rows is None else []), *out["notes"]]:
