@@ -17,19 +17,13 @@ CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of th
                  f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
 
 
-def judged_text(ev, scheme: Scheme) -> tuple[int, str, str | None]:
-    """Rows judged, the scheme as said, and how score cells were used (None on rows)."""
-    if getattr(ev, "weights", None) is not None:
-        how = ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note
-        return ev.n_judged, scheme.describe(on_cells=True), how
-    return int(ev.rows.size), scheme.describe(), None
-
-
 def evaluation_facts(data, ev, scheme: Scheme) -> dict:
     """What ``evaluate --json`` says of ``ev``, the evaluation of ``data`` (a ScoreSet or a ClassSet) in memory
     under ``scheme``: :func:`.output.evaluate_json`'s keywords but the engine."""
-    judged, scheme_text, how = judged_text(ev, scheme)
-    both = dict(file=data.name, label=data.label_column, rows_judged=judged, scheme=scheme_text)
+    on_cells = getattr(ev, "weights", None) is not None         # then ``cells``: how score cells were used
+    how = (ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note) if on_cells else None
+    both = dict(file=data.name, label=data.label_column, rows_judged=ev.n_judged if on_cells else int(ev.rows.size),
+                scheme=scheme.describe(on_cells=on_cells))
     if isinstance(data, ClassSet):
         return dict(both, classes=data.classes, class_columns=data.columns, prefix=data.prefix, logits=data.logits,
                     cells=None, binning=CLASS_BINNING,
