@@ -1,6 +1,6 @@
 """The ``evaluate`` and ``report`` commands: the held-out comparison of calibrators on one file, binary or
-K-class, in memory or on the cells an engine aggregates, printed as a table or JSON (:func:`_emit`, one shape
-for every path) or written as the one-page HTML report (:mod:`calibdash.report`)."""
+K-class, in memory or on the cells an engine aggregates, printed as a table or JSON (:func:`cmd_evaluate`, one
+path for every problem) or written as the one-page HTML report (:mod:`calibdash.report`)."""
 from __future__ import annotations
 
 import warnings
