@@ -9,7 +9,7 @@ from ..data import ClassSet
 from ..evaluation.scheme import Scheme
 from ..measures import class_measures as mmetrics
 from ..measures.binning import reliability_table
-from .output import evaluate_json, finite_or_none, metrics_json, report_validation
+from .output import evaluate_json, finite_or_none, report_validation
 
 __all__ = ["evaluation_document", "reliability_document", "CLASS_BINNING"]
 
@@ -17,28 +17,27 @@ CLASS_BINNING = (f"ECE, MCE and cwECE: {mmetrics.N_BINS} equal-width bins (of th
                  f"class's probability for cwECE); dCE: {mmetrics.N_BINS} equal-mass bins")
 
 
-def judged_text(ev, scheme: Scheme) -> tuple[int, str, str | None]:
-    """Rows judged, the scheme as said, and how score cells were used (None on rows)."""
-    if getattr(ev, "weights", None) is not None:
-        how = ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note
-        return ev.n_judged, scheme.describe(on_cells=True), how
-    return int(ev.rows.size), scheme.describe(), None
+def evaluation_facts(data, ev, scheme: Scheme) -> dict:
+    """What ``evaluate --json`` says of ``ev``, the evaluation of ``data`` (a ScoreSet or a ClassSet) in memory
+    under ``scheme``: :func:`.output.evaluate_json`'s keywords but the engine."""
+    on_cells = getattr(ev, "weights", None) is not None         # then ``cells``: how score cells were used
+    how = (ev.note.removesuffix("; ".join(["", *ev.notes])) if ev.notes else ev.note) if on_cells else None
+    both = dict(file=data.name, label=data.label_column, rows_judged=ev.n_judged if on_cells else int(ev.rows.size),
+                scheme=scheme.describe(on_cells=on_cells))
+    if isinstance(data, ClassSet):
+        return dict(both, classes=data.classes, class_columns=data.columns, prefix=data.prefix, logits=data.logits,
+                    cells=None, binning=CLASS_BINNING,
+                    validation=report_validation(data.report, data.report.class_counts))
+    n_pos = int(data.labels.sum())
+    validation = report_validation(data.report, {data.negative_label: data.n_rows - n_pos,
+                                                 data.positive_label: n_pos})
+    return dict(both, classes=[data.negative_label, data.positive_label], positive=data.positive_label,
+                score=data.score, cells=how, binning=ev.binning, validation=validation)
 
 
 def evaluation_document(data, ev, scheme: Scheme) -> dict:
     """``evaluate --json`` of ``ev``, the evaluation of ``data`` (a ScoreSet or a ClassSet) under ``scheme``."""
-    judged, scheme_text, how = judged_text(ev, scheme)
-    both = dict(file=data.name, engine=engines.find(out_of_core=False), label=data.label_column, rows_judged=judged,
-                scheme=scheme_text, notes=ev.notes, metrics=metrics_json(ev))
-    if isinstance(data, ClassSet):
-        return evaluate_json(**both, classes=data.classes, class_columns=data.columns, prefix=data.prefix,
-                             logits=data.logits, cells=None, binning=CLASS_BINNING,
-                             validation=report_validation(data.report, data.report.class_counts))
-    n_pos = int(data.labels.sum())
-    validation = report_validation(data.report, {data.negative_label: data.n_rows - n_pos,
-                                                 data.positive_label: n_pos})
-    return evaluate_json(**both, classes=[data.negative_label, data.positive_label], positive=data.positive_label,
-                         score=data.score, cells=how, binning=ev.binning, validation=validation)
+    return evaluate_json(ev, engine=engines.find(out_of_core=False), **evaluation_facts(data, ev, scheme))
 
 
 def reliability_document(ev, n_bins: int = 10, strategy: str = "quantile") -> dict:

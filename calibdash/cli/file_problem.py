@@ -47,6 +47,10 @@ def _named(args) -> bool:
     return bool(getattr(args, "probs", None) or getattr(args, "logits", None))
 
 
+def _binary_asked(args) -> bool:
+    return getattr(args, "score", None) is not None or getattr(args, "positive", None) is not None
+
+
 def open_table(args, engine: str | None) -> Opened | None:
     """``args.file`` read, and validated as a K-class table when it is one; None when ``engine`` (DuckDB or
     Spark) reads the rows where they lie. SettingsError: class columns named with ``--score``, or with an engine
@@ -59,8 +63,7 @@ def open_table(args, engine: str | None) -> Opened | None:
             raise SettingsError(f"{ENGINE_REFUSAL}.")
         return None
     df, info = read_table(args.file)
-    binary_asked = getattr(args, "score", None) is not None or getattr(args, "positive", None) is not None
-    if not _named(args) and (binary_asked or not is_multiclass(df, args.label)):
+    if not _named(args) and (_binary_asked(args) or not is_multiclass(df, args.label)):
         return Opened(df, info)
     cs = build_class_set(df, label=args.label, probs=getattr(args, "probs", None),
                          logits=getattr(args, "logits", None), split=getattr(args, "split", None), info=info,
@@ -154,12 +157,9 @@ def engine_class_source(args):
     for binary rows (the module's rule, on the first rows)."""
     where = {k: getattr(args, k, None) for k in ("database", "table", "query", "order_by")}
     path = args.file if not (where["table"] or where["query"]) else None
-    if not _named(args):
-        if getattr(args, "score", None) is not None or getattr(args, "positive", None) is not None:
-            return None
-        if where["table"] is None and where["query"] is None and not args.file:
-            return None
-        if not is_multiclass(head_rows(path, args.label, **where), args.label):
-            return None
+    nothing = where["table"] is None and where["query"] is None and not args.file
+    if not _named(args) and (_binary_asked(args) or nothing
+                             or not is_multiclass(head_rows(path, args.label, **where), args.label)):
+        return None
     return class_source(path, args.label, getattr(args, "probs", None), getattr(args, "logits", None),
                         split=args.split, **where)

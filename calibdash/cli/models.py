@@ -25,8 +25,9 @@ __all__ = []
 
 
 def cmd_fit(args) -> int:
-    """Fit one calibrator on a file (or the rows of one split value) and save it as JSON: a binary calibrator
-    on a binary file (in memory, or on an engine's score cells), a K-class one on a K-class file."""
+    """Fit one calibrator on a file (or the rows of one split value) and save it as JSON: one path for a binary
+    calibrator on a binary file (in memory, or on the score cells an engine aggregates) and a K-class one on a
+    K-class file; the rows it is fitted on and what it says of them come from :func:`_fit_rows`."""
     engine = engine_for(args)
     opened = open_table(args, engine)
     cs = opened.classes if opened is not None else None
@@ -40,33 +41,46 @@ def cmd_fit(args) -> int:
     for key in params:
         if key != method:
             raise SettingsError(f"--param {key}.… is a hyperparameter of {key!r}, but --method is {method!r}.")
-    if cs is not None:
-        cal = calibrators.get(method, "classes", **params.get(method, {})).set_params(logits=bool(cs.logits))
-        data, what = cs, columns_text(cs)
-    else:
-        cal = resolve(method, params)[method]
-        if engine:
-            return _fit_engine(args, cal, method, engine)
-        data = opened.score_set(args)
-        what = f"score {data.score!r}"
-    rows = split_rows(data.split, args.split_value, data.n_rows, data.name, data.split_column)
-    if cs is not None:
-        cal.fit(cs.given[rows], cs.labels[rows])
-        fitted_on = provenance(cs, rows.size)
-    else:
-        feats = (data.features.iloc[rows].reset_index(drop=True)
-                 if cal.uses_features and data.features is not None else None)
-        cal.fit(data.scores[rows], data.labels[rows], feats)
-        fitted_on = export.provenance(data, cal)
-    return _save(args, cal, fitted_on, f"{method} on {rows.size:,} rows of {data.name} ({what})")
-
-
-def _save(args, cal, fitted_on: dict, what: str) -> int:
-    """Write the fitted ``cal`` as JSON to ``--out`` (or stdout) and say on stderr what was fitted on what."""
+    cal = (resolve(method, params)[method] if cs is None else
+           calibrators.get(method, "classes", **params.get(method, {})).set_params(logits=bool(cs.logits)))
+    if engine and cal.uses_features:
+        raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
+    x, y, given, fitted_on, what = _fit_rows(args, opened, cal, engine)
+    cal.fit(x, y, **given)
     text = export.dumps(cal, fitted_on=fitted_on)
     where = write_text(text, args.out)
-    print(f"Fitted {what}; wrote {where} ({len(text.encode()):,} bytes).", file=sys.stderr)
+    print(f"Fitted {method} on {what}; wrote {where} ({len(text.encode()):,} bytes).", file=sys.stderr)
     return 0
+
+
+def _fit_rows(args, opened, cal, engine: str | None) -> tuple:
+    """What ``fit`` fits ``cal`` on: the inputs, the labels and the further keywords of ``cal.fit`` (a binary
+    file's features; an engine's cell weights), the model's ``fitted_on`` entry and those rows in words. In memory
+    every row of the file or of ``--split-value``; where the rows live, the score cells of those rows."""
+    if engine:
+        src = engine_source(args, split=args.split)
+        scheme = None
+        if args.split_value is not None:
+            if not src.split:
+                raise DataError(f"--split-value needs a split column in {src.describe()}: name it with --split.")
+            scheme = Scheme(kind="column", train_value=args.split_value)
+        c = aggregate(src, scheme, engine, args.memory_limit)
+        if scheme is not None:
+            c = c.select(c.part == 0)
+        s, y, w = c.weighted_rows()
+        # transform None: scores are mapped iff one lies outside [0, 1], at fit and at apply alike
+        fitted_on = {"file": src.describe(), "score": src.score, "score_transform": src.transform_name,
+                     "features": [], "engine": engine}
+        return s, y, {"sample_weight": w}, fitted_on, (f"{int(c.n.sum()):,} rows of {src.describe()} "
+                                                       f"({c.describe()}; aggregated by {engine})")
+    data = opened.classes if opened.classes is not None else opened.score_set(args)
+    rows = split_rows(data.split, args.split_value, data.n_rows, data.name, data.split_column)
+    what = f"{rows.size:,} rows of {data.name}"
+    if opened.classes is not None:
+        return data.given[rows], data.labels[rows], {}, provenance(data, rows.size), f"{what} ({columns_text(data)})"
+    feats = data.features.iloc[rows].reset_index(drop=True) if cal.uses_features and data.features is not None else None
+    return data.scores[rows], data.labels[rows], {"features": feats}, export.provenance(data, cal), (
+        f"{what} (score {data.score!r})")
 
 
 def provenance(cs, rows: int) -> dict:
@@ -78,29 +92,6 @@ def provenance(cs, rows: int) -> dict:
     if cs.info is not None:
         out["sha256"] = cs.info.sha256
     return out
-
-
-def _fit_engine(args, cal, method: str, engine: str) -> int:
-    """``fit`` where the rows live: fitted on the score cells of every row, or of the rows whose split column
-    holds ``--split-value``."""
-    if cal.uses_features:
-        raise SettingsError("a feature-aware method (MBCT) needs the rows: use --engine memory on a file that fits.")
-    src = engine_source(args, split=args.split)
-    scheme = None
-    if args.split_value is not None:
-        if not src.split:
-            raise DataError(f"--split-value needs a split column in {src.describe()}: name it with --split.")
-        scheme = Scheme(kind="column", train_value=args.split_value)
-    c = aggregate(src, scheme, engine, args.memory_limit)
-    if scheme is not None:
-        c = c.select(c.part == 0)
-    s, y, w = c.weighted_rows()
-    cal.fit(s, y, sample_weight=w)
-    # transform None: scores are mapped iff one lies outside [0, 1], at fit and at apply alike
-    fitted_on = {"file": src.describe(), "score": src.score, "score_transform": src.transform_name,
-                 "features": [], "engine": engine}
-    return _save(args, cal, fitted_on, f"{method} on {int(c.n.sum()):,} rows of {src.describe()} ({c.describe()}; "
-                                       f"aggregated by {engine})")
 
 
 def _notes(messages) -> None:

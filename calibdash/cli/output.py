@@ -81,18 +81,19 @@ def report_validation(rep, class_counts: dict) -> dict:
                            messages=rep.messages)
 
 
-def evaluate_json(*, file: str, engine: str, label: str, classes, positive=None, score: str | None = None,
+def evaluate_json(ev, *, file: str, engine: str, label: str, classes, positive=None, score: str | None = None,
                   class_columns=None, prefix: str | None = None, logits: bool | None = None, rows_judged: int,
-                  scheme: str, cells: str | None, notes, binning: str, validation: dict, metrics: dict) -> dict:
-    """``evaluate --json``: one record whatever the engine, binary or K-class (``calibdash/io/schemas/
-    evaluate.json``); the keys of the other kind of file are null."""
+                  scheme: str, cells: str | None, binning: str, validation: dict) -> dict:
+    """``evaluate --json`` of the evaluation ``ev`` (its notes and metrics): one record whatever the engine, binary
+    or K-class (``calibdash/io/schemas/evaluate.json``); the keys of the other kind of file are null."""
     k_class = class_columns is not None
     return {"file": file, "engine": engine, "problem": "multiclass" if k_class else "binary",
             "n_classes": len(classes), "label": label, "classes": [jsonable(c) for c in classes],
             "positive": None if k_class else jsonable(positive), "score": score,
             "class_columns": list(class_columns) if k_class else None, "prefix": prefix,
             "logits": bool(logits) if k_class else None, "rows_judged": int(rows_judged), "scheme": scheme,
-            "cells": cells, "notes": list(notes), "binning": binning, "validation": validation, "metrics": metrics}
+            "cells": cells, "notes": list(ev.notes), "binning": binning, "validation": validation,
+            "metrics": metrics_json(ev)}
 
 
 def metrics_json(ev) -> dict:
