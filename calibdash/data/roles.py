@@ -318,6 +318,8 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
     to a label named like one, then away from one named like a prediction, then to prefixed columns, then to the
     table's order.
     """
+    if label is not None and label not in df.columns:
+        return None                        # the binary reading then says the column is missing
     groups = prefix_groups(list(df.columns)) if groups is None else groups
     in_groups = {c for g in groups for c in g.columns}
     candidates = [label] if label is not None else [c for c in df.columns

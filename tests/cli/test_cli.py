@@ -162,6 +162,15 @@ def test_evaluate_measures_all_in_the_table_and_on_cells(capsys):
     assert "unknown measure 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("path", [CIRCLES, str(REPO / "sample_data" / "multiclass" / "animals_3class.csv")])
+@pytest.mark.parametrize("command", [["evaluate"], ["fit", "--method", "platt", "--out", "unused.json"]])
+def test_a_label_column_that_is_not_there_is_named_with_the_columns(path, command, capsys):
+    """Before the K-class search checked the name, a missing --label raised a KeyError traceback."""
+    assert main([command[0], path, *command[1:], "--label", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: label column 'nope' not found; the columns are: ") and "'label'" in err
+
+
 def test_one_positive_in_1000_rows_says_so_in_calibdash_words(tmp_path, capsys):
     rng = np.random.default_rng(0)
     path = tmp_path / "rare.csv"
