@@ -19,7 +19,7 @@ from ..evaluation.methods import parse_params, resolve, split_names
 from ..core.safe_text import csv_text
 from .engine_jobs import aggregate, default_engine, engine_for, engine_source, in_watched_job
 from .output import jsonable, split_rows, write_text
-from .file_problem import ENGINE_REFUSAL, columns_text, open_table, refuse_class_methods
+from .file_problem import ENGINE_REFUSAL, columns_text, engine_class_source, open_table, refuse_class_methods
 
 __all__ = []
 
@@ -58,6 +58,8 @@ def _fit_rows(args, opened, cal, engine: str | None) -> tuple:
     file's features; an engine's cell weights), the model's ``fitted_on`` entry and those rows in words. In memory
     every row of the file or of ``--split-value``; where the rows live, the score cells of those rows."""
     if engine:
+        if engine_class_source(args) is not None:           # a K-class file found by its columns, not named
+            raise SettingsError(f"{ENGINE_REFUSAL}.")
         src = engine_source(args, split=args.split)
         scheme = None
         if args.split_value is not None:

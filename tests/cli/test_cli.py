@@ -461,6 +461,8 @@ def test_validation_messages_exit_2_without_a_traceback(capsys, tmp_path):
     assert "not among the chosen methods" in _error(
         capsys, ["evaluate", ANIMALS, "--methods", CLASS_METHODS, "--param", "temperature.x=1"])
     assert "only the in-memory engine" in _error(capsys, ["fit", ANIMALS, "--probs", "p_", "--method", "temperature", "--engine", "duckdb"])
+    # the same when the class columns are found, not named (it read the file as binary and blamed the label)
+    assert "only the in-memory engine" in _error(capsys, ["fit", ANIMALS, "--method", "temperature", "--engine", "duckdb"])
     assert "--measures adds the binary measures" in _error(capsys, ["evaluate", ANIMALS, "--measures"])
     assert "negative values" in _error(capsys, ["evaluate", LOGITS, "--probs", "logit_", "--methods", CLASS_METHODS])
     with pytest.raises(SystemExit) as both:                 # argparse: --probs and --logits exclude each other
