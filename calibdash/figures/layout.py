@@ -60,15 +60,15 @@ def map_trace(x, y, name: str, color: str, hover: str, width: float = 3, dash: s
                       **kw)
 
 
-def faint_maps(fig: go.Figure, weights, curve, noun: str, colour: str, max_models: int = MAX_MODELS_DRAWN,
+def faint_maps(fig: go.Figure, heaviest, curve, noun: str, colour: str, max_models: int = MAX_MODELS_DRAWN,
                **kw) -> None:
-    """The maps of the heaviest ``max_models`` models of ``weights`` (key -> weight, heaviest first), each
+    """The maps of the first ``max_models`` models of ``heaviest`` (key -> weight, heaviest first), each
     ``curve(key, weight)`` -> ``(x, y, hover)``, thin, opacity in proportion to weight, one legend entry (``noun``)."""
-    drawn = weights.head(max_models)
+    drawn = heaviest.head(max_models)
     top = float(drawn.max())
     label = f"{noun} (opacity ∝ weight)"
-    if len(drawn) < len(weights):
-        label = f"{len(drawn)} heaviest of {len(weights)} {label}"
+    if len(drawn) < len(heaviest):
+        label = f"{len(drawn)} heaviest of {len(heaviest)} {label}"
     for i, (key, wt) in enumerate(drawn.items()):
         x, y, hover = curve(key, wt)
         fig.add_trace(map_trace(x, y, label, colour, hover, width=1.2, meta="model", legendgroup="models",

@@ -63,9 +63,9 @@ def map_figure(explanation, title: str | None = None, height: int = 460,
     fig = go.Figure()
     fig.add_trace(identity_trace())
 
-    def curve(B, w):
+    def curve(B, wt):
         b = bins[bins["B"] == B]
-        return *steps(b["lower"].to_numpy(), b["estimate"].to_numpy()), f"B = {B}, weight {float(w):.3f}"
+        return *steps(b["lower"].to_numpy(), b["estimate"].to_numpy()), f"B = {B}, weight {float(wt):.3f}"
 
     kept = models[models["weight"] > 0].sort_values("weight", ascending=False)
     faint_maps(fig, kept.set_index("B")["weight"], curve, "kept models", colour, max_models, line_shape="hv")
