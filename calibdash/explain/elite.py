@@ -58,19 +58,13 @@ class ELiTEExplanation(Explanation):
 
 
 def _knot_support(cal, knots: list, weights: np.ndarray, min_support: float) -> pd.DataFrame:
-    """Each knot's support: the total weight (and number) of the models with a knot there."""
-    support: dict[float, list] = {}
-    for ks, wt in zip(knots, weights):
-        if wt <= 0:
-            continue
-        for k in np.asarray(ks).tolist():
-            entry = support.setdefault(k, [0.0, 0])
-            entry[0] += wt
-            entry[1] += 1
-    ks = np.array(sorted(k for k, (s, _) in support.items() if s >= min_support), dtype=float)
-    return pd.DataFrame({"score": ks, "prob": cal.predict(ks) if ks.size else ks,
-                         "support": [support[k][0] for k in ks.tolist()],
-                         "n_models": np.array([support[k][1] for k in ks.tolist()], dtype=np.int64)})
+    """Each knot's support: the total weight (and number) of the models of positive weight with a knot there."""
+    held = [(np.asarray(ks, dtype=float), wt) for ks, wt in zip(knots, weights) if wt > 0]
+    ks, at = np.unique(np.concatenate([np.empty(0)] + [k for k, _ in held]), return_inverse=True)
+    support = np.bincount(at, np.concatenate([np.empty(0)] + [np.full(k.size, wt) for k, wt in held]), ks.size)
+    keep = support >= min_support
+    return pd.DataFrame({"score": ks[keep], "prob": cal.predict(ks[keep]) if keep.any() else ks[keep],
+                         "support": support[keep], "n_models": np.bincount(at, minlength=ks.size)[keep]})
 
 
 def _notes(cal, path: LambdaPath, n_rows: int, weighted: bool) -> list[str]:

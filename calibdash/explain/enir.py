@@ -40,17 +40,6 @@ class ENIRExplanation(Explanation):
     points: pd.DataFrame
     groups: pd.DataFrame
 
-    @property
-    def best(self) -> int:
-        """Row of ``path`` of the heaviest model."""
-        return int(np.argmax(self.path["weight"].to_numpy()))
-
-
-def _grid(x: np.ndarray) -> np.ndarray:
-    """A regular grid of [0, 1] with a refined copy over the training scores' range."""
-    lo, hi = (float(x[0]), float(x[-1])) if x.size else (0.0, 1.0)
-    return np.union1d(np.linspace(0.0, 1.0, GRID_POINTS), np.linspace(lo, hi, GRID_POINTS))
-
 
 def pooled_groups(x, target, count, n_groups: int) -> pd.DataFrame:
     """Merged points (``x``, mean label ``target``, ``count`` rows or weight) pooled into about ``n_groups`` groups of
@@ -119,7 +108,8 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None,
     path = pd.DataFrame({"model": np.arange(res.lam.size), "lambda": res.lam, "df": res.df, "loglik": res.loglik,
                          "score": score, "delta": score - (ref.min() if ref.size else 0.0), "kept": res.kept,
                          "weight": res.weight})
-    grid = _grid(res.x)
+    lo, hi = (float(res.x[0]), float(res.x[-1])) if res.x.size else (0.0, 1.0)
+    grid = np.union1d(np.linspace(0.0, 1.0, GRID_POINTS), np.linspace(lo, hi, GRID_POINTS))    # refined over the rows
     models = pd.concat([pd.DataFrame({"model": int(i), "lambda": res.lam[i], "weight": res.weight[i], "score": grid,
                                       "prob": np.interp(grid, res.x, res.values[i])})
                         for i in np.flatnonzero(res.weight > 0)], ignore_index=True)

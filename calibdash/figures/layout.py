@@ -14,6 +14,10 @@ FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
 DATA_GREY = "#7F7F7F"
 #: The range of a probability axis, with a margin so points at 0 and 1 show whole.
 UNIT = (-0.02, 1.02)
+#: Opacity of the heaviest model's map in :func:`faint_maps`; the others scale with their weight.
+MAX_OPACITY = 0.6
+#: At most this many models are drawn by :func:`faint_maps` (the heaviest).
+MAX_MODELS_DRAWN = 60
 
 
 def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
@@ -54,6 +58,21 @@ def map_trace(x, y, name: str, color: str, hover: str, width: float = 3, dash: s
     return go.Scatter(x=x, y=y, mode="lines", name=name, line=dict(color=color, width=width, dash=dash),
                       hovertemplate=(hover + "<br>" if hover else "") + "score %{x:.4f} → %{y:.4f}<extra></extra>",
                       **kw)
+
+
+def faint_maps(fig: go.Figure, heaviest, curve, noun: str, colour: str, max_models: int = MAX_MODELS_DRAWN,
+               **kw) -> None:
+    """The maps of the first ``max_models`` models of ``heaviest`` (key -> weight, heaviest first), each
+    ``curve(key, weight)`` -> ``(x, y, hover)``, thin, opacity in proportion to weight, one legend entry (``noun``)."""
+    drawn = heaviest.head(max_models)
+    top = float(drawn.max())
+    label = f"{noun} (opacity ∝ weight)"
+    if len(drawn) < len(heaviest):
+        label = f"{len(drawn)} heaviest of {len(heaviest)} {label}"
+    for i, (key, wt) in enumerate(drawn.items()):
+        x, y, hover = curve(key, wt)
+        fig.add_trace(map_trace(x, y, label, colour, hover, width=1.2, meta="model", legendgroup="models",
+                                opacity=MAX_OPACITY * float(wt) / top, showlegend=i == 0, **kw))
 
 
 def visibility(visible, key):

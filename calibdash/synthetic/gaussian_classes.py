@@ -68,11 +68,6 @@ class GaussianClasses:
         """The model's logits ``T z(x) + b``."""
         return self.temperature * self.true_logits(x) + self.bias
 
-    def recalibrated(self, log_scores) -> np.ndarray:
-        """The true posterior from the model's log-probabilities or logits: ``softmax((s − b) / T)``
-        (the map a perfect vector scaling learns; temperature scaling's when ``b = 0``)."""
-        return softmax((np.asarray(log_scores, dtype=float) - self.bias) / self.temperature, axis=1)
-
     def draw(self, n: int, seed: int, *, logits: bool = False, decimals: int | None = None) -> "ClassDraw":
         """``n`` independent rows: ``y ~ π``, then ``x ~ N(μ_y, I)``.
 

@@ -471,6 +471,7 @@ def test_fitted_calibrator_pickles_and_predicts_the_same():
 # figures
 # ---------------------------------------------------------------------------
 def test_figures_show_the_weights_and_the_kept_models():
+    from calibdash.figures.layout import MAX_OPACITY
     from calibdash.figures.methods import bbq as fig_bbq
 
     s, y = _tied_sample(n=400, seed=1, decimals=3)
@@ -495,8 +496,8 @@ def test_figures_show_the_weights_and_the_kept_models():
     kept = models[models["weight"] > 0]
     assert len(faint) == len(kept)
     opac = sorted(t.opacity for t in faint)
-    assert opac[-1] == pytest.approx(fig_bbq.MAX_OPACITY)
-    np.testing.assert_allclose(opac, np.sort(kept["weight"] / kept["weight"].max() * fig_bbq.MAX_OPACITY))
+    assert opac[-1] == pytest.approx(MAX_OPACITY)
+    np.testing.assert_allclose(opac, np.sort(kept["weight"] / kept["weight"].max() * MAX_OPACITY))
     avg = [t for t in map_fig.data if getattr(t, "meta", None) == "average"][0]
     np.testing.assert_allclose(avg.y, cal.predict(np.clip(avg.x, 0, 1)), atol=1e-12)
 

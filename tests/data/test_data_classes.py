@@ -370,8 +370,9 @@ def test_the_true_posterior_is_calibrated_and_the_reported_one_is_not():
 def test_recalibration_recovers_the_truth_and_the_canonical_error_is_known():
     sc = gaussian_classes(5, radius=2.0, temperature=3.0, bias=[0.4, -0.2, 0.0, 0.1, -0.3])
     d = sc.draw(2000, seed=2)
-    np.testing.assert_allclose(sc.recalibrated(np.log(d.reported)), d.true, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(sc.recalibrated(d.reported_logits), d.true, rtol=1e-9, atol=1e-12)
+    for log_scores in (np.log(d.reported), d.reported_logits):    # softmax((s - b) / T): vector scaling's map
+        np.testing.assert_allclose(softmax((log_scores - sc.bias) / sc.temperature, axis=1), d.true, rtol=1e-9,
+                                   atol=1e-12)
     np.testing.assert_allclose(d.true, sc.true_posterior(d.x))
     assert true_canonical_error(d.true, d.true) == 0.0
     assert true_canonical_error(d.reported, d.true) > 0.1

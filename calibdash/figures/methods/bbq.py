@@ -3,8 +3,6 @@ binning on the calibration map, and ABB's averaged map over the prior and poster
 each gap."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -13,15 +11,11 @@ from plotly.subplots import make_subplots
 from ...explain.bbq import BBQExplanation
 from ...explain.sbb import ABBExplanation, SBBExplanation
 from .. import draws
-from ..layout import UNIT, base_layout, identity_trace, map_trace, steps, unit_axes
+from ..layout import MAX_MODELS_DRAWN, UNIT, base_layout, faint_maps, identity_trace, map_trace, steps, unit_axes
 from ..palette import color_of, rgba
 
 __all__ = []
 
-#: Opacity of the heaviest model's map; the others scale with their weight.
-MAX_OPACITY = 0.6
-#: At most this many kept models are drawn (the heaviest).
-MAX_MODELS_DRAWN = 60
 #: The log-likelihood axis shows at most this far below the best model (e^-40: no weight left).
 LML_SPAN = 40.0
 _PRUNED = "#BBBBBB"
@@ -60,48 +54,23 @@ def weights_figure(data: pd.DataFrame, title: str | None = None, height: int = 3
     return base_layout(fig, title, height)
 
 
-@dataclass
-class MapData:
-    """Step curves to draw: ``models`` (long: ``B``, ``weight``, ``opacity``, ``x``, ``y``) and ``average`` (``x``,
-    ``y``); a curve's value on ``[x_k, x_(k+1))`` is ``y_k``, its last point at 1."""
-
-    models: pd.DataFrame
-    average: pd.DataFrame
-    n_kept: int
-    n_drawn: int
-
-
-def map_data(explanation, max_models: int = MAX_MODELS_DRAWN) -> MapData:
-    """The kept models' step maps (the heaviest ``max_models``) and the averaged map."""
-    models, bins = explanation.models, explanation.bins
-    kept = models[models["weight"] > 0].sort_values("weight", ascending=False)
-    drawn = kept.head(max_models)
-    top = float(drawn["weight"].max())
-    parts = []
-    for B, w in zip(drawn["B"], drawn["weight"]):
-        b = bins[bins["B"] == B]
-        x, y = steps(b["lower"].to_numpy(), b["estimate"].to_numpy())
-        parts.append(pd.DataFrame({"B": B, "weight": w, "opacity": MAX_OPACITY * w / top, "x": x, "y": y}))
-    x, y = steps(explanation.map["lower"].to_numpy(), explanation.map["prob"].to_numpy())
-    return MapData(models=pd.concat(parts, ignore_index=True), average=pd.DataFrame({"x": x, "y": y}),
-                   n_kept=len(kept), n_drawn=len(drawn))
-
-
-def map_figure(data: MapData, title: str | None = None, height: int = 460) -> go.Figure:
-    """Each kept model faintly (opacity proportional to weight), the average in bold."""
+def map_figure(explanation, title: str | None = None, height: int = 460,
+               max_models: int = MAX_MODELS_DRAWN) -> go.Figure:
+    """Each kept model's step map faintly (the heaviest ``max_models``, opacity proportional to weight), the average
+    in bold."""
     colour = color_of("bbq")
+    models, bins = explanation.models, explanation.bins
     fig = go.Figure()
     fig.add_trace(identity_trace())
-    label = "kept models (opacity ∝ weight)"
-    if data.n_drawn < data.n_kept:
-        label = f"{data.n_drawn} heaviest of {data.n_kept} kept models (opacity ∝ weight)"
-    for i, (B, part) in enumerate(data.models.groupby("B", sort=False)):
-        w = float(part["weight"].iloc[0])
-        fig.add_trace(map_trace(part["x"], part["y"], label, colour, f"B = {B}, weight {w:.3f}", width=1.2,
-                                line_shape="hv", meta="model", opacity=float(part["opacity"].iloc[0]),
-                                legendgroup="models", showlegend=i == 0))
-    fig.add_trace(map_trace(data.average["x"], data.average["y"], "BBQ average", colour, "BBQ", width=3.5,
-                            line_shape="hv", meta="average"))
+
+    def curve(B, wt):
+        b = bins[bins["B"] == B]
+        return *steps(b["lower"].to_numpy(), b["estimate"].to_numpy()), f"B = {B}, weight {float(wt):.3f}"
+
+    kept = models[models["weight"] > 0].sort_values("weight", ascending=False)
+    faint_maps(fig, kept.set_index("B")["weight"], curve, "kept models", colour, max_models, line_shape="hv")
+    fig.add_trace(map_trace(*steps(explanation.map["lower"].to_numpy(), explanation.map["prob"].to_numpy()),
+                            "BBQ average", colour, "BBQ", width=3.5, line_shape="hv", meta="average"))
     unit_axes(fig)
     return base_layout(fig, title, height)
 
@@ -111,7 +80,7 @@ def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     """(title, figure): the posterior over models, and the models' maps with their average."""
     return [
         ("Posterior weight of each binning model", weights_figure(explanation.models)),
-        ("Kept models (faint, by weight) and their average", map_figure(map_data(explanation))),
+        ("Kept models (faint, by weight) and their average", map_figure(explanation)),
     ]
 
 

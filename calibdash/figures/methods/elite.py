@@ -10,12 +10,9 @@ from ...explain.elite import ELiTEExplanation, MIN_SUPPORT
 from .. import draws
 from ..layout import base_layout, data_groups_trace, identity_trace, map_trace, unit_axes
 from ..palette import color_of, rgba
-from .enir import path_panels
+from .enir import DELTA_CAP, path_panels
 
 __all__ = []
-
-#: The criterion panel shows differences up to this (a model 30 above the best weighs e^-15).
-DELTA_CAP = 30.0
 
 
 def map_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:

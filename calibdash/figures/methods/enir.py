@@ -8,15 +8,12 @@ from plotly.subplots import make_subplots
 
 from ...explain.enir import ENIRExplanation
 from .. import draws
-from ..layout import base_layout, capped_range, data_groups_trace, identity_trace, map_trace, stems, unit_axes
+from ..layout import (MAX_MODELS_DRAWN, base_layout, capped_range, data_groups_trace, faint_maps, identity_trace,
+                      map_trace, stems, unit_axes)
 from ..palette import color_of
 
 __all__ = []
 
-#: Opacity of the heaviest model's map; the others scale with their weight.
-MAX_OPACITY = 0.6
-#: At most this many models are drawn (the heaviest).
-MAX_MODELS_DRAWN = 60
 #: The criterion panel shows differences up to this (a model 30 above the best weighs e^-15).
 DELTA_CAP = 30.0
 _DROPPED = "#BBBBBB"
@@ -69,25 +66,20 @@ def path_figure(explanation, title: str | None = None, height: int = 540, delta_
 
 def map_figure(explanation, title: str | None = None, height: int = 460,
                max_models: int = MAX_MODELS_DRAWN) -> go.Figure:
-    """Each averaged model faintly (opacity proportional to weight), the ENIR map in bold, the training rows as grey
-    equal-count groups."""
+    """Each averaged model faintly (the heaviest ``max_models``, opacity proportional to weight), the ENIR map in
+    bold, the training rows as grey equal-count groups."""
     ex = explanation
     colour = color_of("enir")
     fig = go.Figure()
     fig.add_trace(identity_trace())
     fig.add_trace(data_groups_trace(ex.groups))
-    weights = ex.models.groupby("model", sort=False)["weight"].first().sort_values(ascending=False)
-    drawn = weights.head(max_models)
-    top = float(drawn.max())
-    label = "models (opacity ∝ weight)"
-    if len(drawn) < len(weights):
-        label = f"{len(drawn)} heaviest of {len(weights)} models (opacity ∝ weight)"
-    for i, (model, wt) in enumerate(drawn.items()):
+
+    def curve(model, wt):
         part = ex.models[ex.models["model"] == model]
-        lam = float(part["lambda"].iloc[0])
-        fig.add_trace(map_trace(part["score"], part["prob"], label, colour, f"λ = {lam:.4g}, weight {float(wt):.3f}",
-                                width=1.2, meta="model", opacity=MAX_OPACITY * float(wt) / top, legendgroup="models",
-                                showlegend=i == 0))
+        return part["score"], part["prob"], f"λ = {float(part['lambda'].iloc[0]):.4g}, weight {float(wt):.3f}"
+
+    weights = ex.models.groupby("model", sort=False)["weight"].first().sort_values(ascending=False)
+    faint_maps(fig, weights, curve, "models", colour, max_models)
     fig.add_trace(map_trace(ex.curve["score"], ex.curve["prob"], "ENIR average", colour, "ENIR", width=3.5,
                             meta="average"))
     unit_axes(fig)
