@@ -169,16 +169,11 @@ class LinearExplanation(ClassExplanation):
 
 
 def _linear_parts(model) -> tuple[np.ndarray, np.ndarray, pd.DataFrame | None]:
-    """``(W, b, path)`` of a fitted vector, matrix or Dirichlet calibrator."""
-    W = next((getattr(model, a) for a in ("weights_", "coef_", "W_") if hasattr(model, a)), None)
-    b = next((getattr(model, a) for a in ("bias_", "intercept_", "b_") if hasattr(model, a)), None)
-    if W is None or b is None:
-        raise ProgrammingError(f"{type(model).__name__} holds no fitted weights and bias.")
-    W = np.asarray(W, dtype=float)
-    if W.ndim == 1:                                  # vector scaling: the diagonal
-        W = np.diag(W)
-    path = getattr(model, "path_", None)
-    return W, np.asarray(b, dtype=float).reshape(-1), None if path is None else pd.DataFrame(path)
+    """``(W, b, path)`` of a fitted vector, matrix or Dirichlet calibrator: its ``coef_``, ``intercept_``, ``path_``."""
+    try:
+        return np.asarray(model.coef_, dtype=float), np.asarray(model.intercept_, dtype=float).reshape(-1), model.path_
+    except AttributeError:
+        raise ProgrammingError(f"{type(model).__name__} holds no fitted weights and bias.") from None
 
 
 @explains(VectorScaling, MatrixScaling, DirichletCalibration)

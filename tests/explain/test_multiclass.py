@@ -155,3 +155,22 @@ def test_every_k_class_method_is_explained_by_its_declared_explainer_and_drawn(n
     assert ex.method == name and ex.classes == list(animals.classes)
     figs = inner_figures(ex)
     assert figs[-1][0] == "The map on the probability simplex" and all(fig.data for _, fig in figs)
+
+
+@pytest.mark.parametrize("name", ["vector", "matrix", "dirichlet"])
+def test_the_linear_maps_show_their_fitted_w_b_and_search_path(name, animals):
+    """W and b are the fitted map's (``coef_``, ``intercept_``: the heatmap and the bars draw them), and a searched
+    penalty draws its path. Until the explainer read ``coef_``/``intercept_``, every such explanation said "W and b
+    cannot be shown" and drew neither."""
+    model = calibrators.get(name, "classes").fit(animals.given, animals.labels)
+    ex = explain_classes(model, animals.given, animals.labels, class_names=animals.classes)
+    assert not any("cannot be shown" in n for n in ex.notes)
+    np.testing.assert_array_equal(ex.weights, model.coef_)
+    np.testing.assert_array_equal(ex.bias, model.intercept_)
+    titles = [t for t, _ in inner_figures(ex)]
+    assert titles[:2] == ["Fitted W (new log-score of each class from the input log-scores)",
+                          "Fitted b (one intercept per class)"]
+    searched = model.cv_grid_ is not None
+    assert ("Regularisation path (cross-validated choice)" in titles) == searched == (name != "vector")
+    heat = dict(inner_figures(ex))[titles[0]].data[0]
+    np.testing.assert_array_equal(np.asarray(heat.z, dtype=float), model.coef_)

@@ -5,11 +5,12 @@ import warnings
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 
 from ...core.errors import DataError, SettingsError
 from .base import MulticlassCalibrator, Scores
 from .linear import check_size, fit_linear
-from .linear_map import LinearForm, n_parameters, predict_linear
+from .linear_map import LinearForm, n_parameters, predict_linear, unpack
 from .penalty_search import TooFewRowsError, penalty_grid, select_penalty
 
 __all__ = []
@@ -43,6 +44,12 @@ class ScalingCalibrator(MulticlassCalibrator):
     cv_grid_, cv_losses_, cv_n_iter_ : list of (lambda, mu), ndarray, list of int; or None
         The grid searched, each point's held-out log-loss, the solver iterations of each fit of the search in order
         (None when nothing was searched).
+    coef_, intercept_ : ndarray
+        W as a K x K matrix (``1/T`` times the identity for temperature, the diagonal for vector scaling) and b
+        (zeros without one), as ``theta_`` holds them.
+    path_ : DataFrame or None
+        The cross-validated search: the held-out log-loss against lambda, a column per mu, the chosen lambda marked
+        (``chosen``); None when nothing was searched.
     penalty_note_ : str or None
         Why the penalty was not chosen by cross-validation when it was asked to be (None otherwise).
     absent_classes_ : tuple of int
@@ -59,6 +66,28 @@ class ScalingCalibrator(MulticlassCalibrator):
     input_form: ClassVar[str] = "logits"
     on_log_probabilities: ClassVar[bool] = False
     default_penalty: ClassVar[str | None] = None
+
+    @property
+    def coef_(self) -> np.ndarray:
+        w, _ = unpack(self.theta_, self._form(), int(self.n_classes_))
+        return w if w.ndim == 2 else np.diag(np.broadcast_to(w, (int(self.n_classes_),))).astype(float)
+
+    @property
+    def intercept_(self) -> np.ndarray:
+        return unpack(self.theta_, self._form(), int(self.n_classes_))[1]
+
+    @property
+    def path_(self) -> pd.DataFrame | None:
+        if self.cv_grid_ is None:
+            return None
+        grid = pd.DataFrame(self.cv_grid_, columns=["lambda", "mu"]).assign(loss=np.asarray(self.cv_losses_))
+        if grid["lambda"].is_unique:            # one mu per lambda: mu = lambda (the authors' default), or L2's 0
+            path = grid[["lambda", "loss"]].rename(columns={"loss": "held-out log-loss"}).sort_values("lambda")
+        else:
+            path = grid.pivot(index="lambda", columns="mu", values="loss")
+            path.columns = [f"held-out log-loss (mu={m:g})" for m in path.columns]
+            path = path.reset_index()
+        return path.reset_index(drop=True).assign(chosen=lambda d: d["lambda"] == self.lambda_)
 
     def _form(self) -> LinearForm:
         return LinearForm(self.matrix, self.bias, getattr(self, "reg", self.default_penalty))

@@ -78,9 +78,12 @@ def path_figure(ex: LinearExplanation, title: str | None = None, height: int = 3
     p = ex.path
     x = p.columns[0]
     fig = go.Figure()
-    for i, col in enumerate(c for c in p.columns[1:] if c != "chosen" and np.issubdtype(p[c].dtype, np.number)):
+    columns = [c for c in p.columns[1:] if c != "chosen" and np.issubdtype(p[c].dtype, np.number)]
+    for i, col in enumerate(columns):
         fig.add_trace(go.Scatter(x=p[x], y=p[col], mode="lines+markers", name=str(col),
                                  line=dict(color=CLASS_COLORS[i % len(CLASS_COLORS)])))
+    if len(columns) == 1:                            # no legend then: the axis says what is drawn
+        fig.update_yaxes(title_text=str(columns[0]))
     if "chosen" in p:
         for v in p.loc[p["chosen"].astype(bool), x]:
             fig.add_vline(x=float(v), line=dict(color=DATA_GREY, dash="dash"))

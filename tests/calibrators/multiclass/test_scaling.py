@@ -277,3 +277,35 @@ def test_permuting_the_columns_permutes_the_predictions(name, extra):
     b = fit_quietly(make(name, **extra), P[:, perm], inv[y])
     np.testing.assert_allclose(b.predict_proba(P[:, perm]), a.predict_proba(P)[:, perm], atol=FIT_TOL)
     assert (a.lambda_, a.mu_) == (b.lambda_, b.mu_)
+
+
+@pytest.mark.parametrize("name", SCALING)
+def test_coef_and_intercept_are_the_fitted_map(name):
+    """``softmax(X coef_^T + intercept_)`` is ``predict_proba`` (X the logits, or Dirichlet's log-probabilities);
+    temperature's ``coef_`` is ``I / T`` and vector scaling's is diagonal. The same arithmetic: to rounding."""
+    Z, y = draw(400, 3, seed=21)
+    P = softmax(Z, axis=1)
+    cal = make(name, **({} if name == "dirichlet" else {"logits": True})).fit(P if name == "dirichlet" else Z, y)
+    X = np.log(P) if name == "dirichlet" else Z
+    np.testing.assert_allclose(softmax(X @ cal.coef_.T + cal.intercept_, axis=1),
+                               cal.predict_proba(P if name == "dirichlet" else Z), rtol=0, atol=1e-12)
+    assert cal.coef_.shape == (3, 3) and cal.intercept_.shape == (3,)
+    if name == "temperature":
+        np.testing.assert_allclose(cal.coef_, np.eye(3) / cal.temperature_, rtol=1e-15)
+    if name in ("temperature", "vector"):
+        assert not np.any(cal.coef_[~np.eye(3, dtype=bool)])
+    assert cal.path_ is None                                    # nothing searched
+
+
+@pytest.mark.parametrize("mus", [None, (1.0, 100.0)])
+def test_the_path_holds_the_searched_losses_and_marks_the_chosen_lambda(mus):
+    """The search's grid as a table: one loss column (mu = lambda, the authors' default) or one per mu; the chosen
+    row is ``lambda_``, where the lowest held-out loss is."""
+    Z, y = draw(600, 3, seed=22)
+    cal = fit_quietly(make("matrix", logits=True, select=True, lambdas=(100.0, 1.0, 0.01), mus=mus, n_folds=3), Z, y)
+    path = cal.path_
+    losses = path.drop(columns=["lambda", "chosen"])
+    assert list(path["lambda"]) == [0.01, 1.0, 100.0] and losses.shape[1] == (1 if mus is None else 2)
+    assert path.loc[path["chosen"], "lambda"].tolist() == [cal.lambda_]
+    assert losses.to_numpy().min() == pytest.approx(min(cal.cv_losses_), rel=0, abs=0)
+    assert losses[path["chosen"]].to_numpy().min() == losses.to_numpy().min()
