@@ -204,13 +204,11 @@ def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> n
         one = yf == 1.0
         if np.all(one | (yf == 0.0)):
             return _from_ones(one, y.dtype.kind == "b", n, require_both, pos_label)
-        codes, values = _codes(y)
-    else:
-        codes, values = _codes(y)
-        if (codes < 0).any():
-            k = int((codes < 0).sum())
-            raise DataError(f"labels hold {k:,} missing, blank or infinite value{'s' if k != 1 else ''} (of {n:,}); "
-                            "drop those rows first (calibdash.load_scores drops and counts them).")
+    codes, values = _codes(y)
+    if (codes < 0).any():          # never for numbers: their missing values were refused above
+        k = int((codes < 0).sum())
+        raise DataError(f"labels hold {k:,} missing, blank or infinite value{'s' if k != 1 else ''} (of {n:,}); "
+                        "drop those rows first (calibdash.load_scores drops and counts them).")
     if len(values) > 2:
         raise DataError(f"labels must hold two classes; found {len(values)} distinct labels: "
                         f"{format_values(sorted_values(values))}. Recode them to two values (any two: 0/1, -1/1, "

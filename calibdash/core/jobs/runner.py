@@ -6,7 +6,7 @@ import itertools
 import os
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
@@ -225,10 +225,8 @@ class JobRegistry:
         timers are throttled), anything else drops it.
     """
 
-    def __init__(self, max_jobs: int = 2, timeout_s: float = 900.0, lease_s: float | None = 30.0,
-                 max_queued: int = 16, *, limits: Limits | None = None, alive=None, clock=time.monotonic):
-        self.limits = limits or Limits(max_jobs=max_jobs, timeout_s=timeout_s, lease_s=lease_s,
-                                       max_queued=max_queued)
+    def __init__(self, *, limits: Limits | None = None, alive=None, clock=time.monotonic, **settings):
+        self.limits = limits or Limits(**settings)
         self.alive = alive
         self._clock = clock
         self._lock = threading.RLock()
@@ -521,16 +519,12 @@ def fair_order(running: Iterable[J], queue: Sequence[J], owners: Callable[[J], I
     >>> fair_order([], ["a1", "a2", "b1"], lambda job: [job[0]])
     [(0, 'a1'), (0, 'b1'), (1, 'a2')]
     """
-    ahead: dict = {}
-    for job in running:
-        for owner in owners(job):
-            ahead[owner] = ahead.get(owner, 0) + 1
+    ahead = Counter(owner for job in running for owner in owners(job))
     ranked = []
     for i, job in enumerate(queue):
         who = list(owners(job)) or [("job", id(job))]
-        ranked.append((min(ahead.get(o, 0) for o in who), i, job))
-        for o in who:
-            ahead[o] = ahead.get(o, 0) + 1
+        ranked.append((min(ahead[o] for o in who), i, job))
+        ahead.update(who)
     return [(rank, job) for rank, _, job in sorted(ranked, key=lambda r: r[:2])]
 
 

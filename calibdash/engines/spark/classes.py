@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 from functools import reduce
 
 import numpy as np
@@ -130,18 +131,10 @@ class SparkRows(ClassRows):
 
     def batches(self, parts, batch_rows=BATCH_ROWS):
         df = self.df.where(F.col("__part").isin([int(p) for p in parts]))
-        buf: list = []
-        for row in df.toLocalIterator(prefetchPartitions=True):
-            buf.append(tuple(row))
-            if len(buf) >= int(batch_rows):
-                yield self._arrays(buf)
-                buf = []
-        if buf:
-            yield self._arrays(buf)
-
-    def _arrays(self, buf: list):
-        a = np.asarray(buf, dtype=float)
-        return a[:, 2:], a[:, 1].astype(np.int64), a[:, 0].astype(np.int64)
+        rows = (tuple(row) for row in df.toLocalIterator(prefetchPartitions=True))
+        while buf := list(itertools.islice(rows, int(batch_rows))):
+            a = np.asarray(buf, dtype=float)
+            yield a[:, 2:], a[:, 1].astype(np.int64), a[:, 0].astype(np.int64)
 
 
 @contextlib.contextmanager
