@@ -132,7 +132,7 @@ MODULES: dict[str, str] = {
     "keyed.rows": "monitoring.keyed.from_rows",
     "logistic": "core.logistic",
     "methods": "evaluation.methods",
-    "model_checks": "io.model_checks",
+    "model_checks": "io.export",
     "multiclass": "calibrators.multiclass",
     "multiclass.base": "calibrators.multiclass.base",
     "multiclass.bootstrap": "evaluation.bootstrap.row_resamples",
@@ -256,6 +256,9 @@ GONE: dict[str, dict[str, str]] = {
                                         "and why the others do not"},
     "export": {"compact": "removed with the K-class model file's twin; json.dumps(value, separators=(',', ':')) "
                          "is what it did"},
+    "model_checks": {"check_top parse_json": "folded into calibdash.io.export.read_model, which refuses a file that "
+                                             "is not JSON, holds a value out of bounds or a top-level key the format "
+                                             "does not have"},
     "figures.bbq": {"weights_data": "the BBQ explanation's models table: calibdash.explain.bbq.BBQExplanation"},
     "figures.corp": {"decomposition_text": "the CORP diagram's legend writes it: calibdash.diagrams.corp.CorpData"},
     "figures.diagrams": {"LEGEND_MARGIN": "removed (a layout detail of the figures)",
