@@ -170,7 +170,7 @@ MODULES: dict[str, str] = {
     "scheme": "evaluation.scheme",
     "sql": "io.sql",
     "sql_forms": "core.sql_forms.forms",
-    "sql_lookup": "core.sql_forms.lookup",
+    "sql_lookup": "core.sql_forms.forms",
     "sql_writer": "core.sql_forms.writer",
     "staleness": "monitoring.staleness",
     "synthetic.multiclass": "synthetic.gaussian_classes",
@@ -225,8 +225,8 @@ NAMES: dict[str, dict[str, str]] = {
                           "calibrators.multiclass.scaling": "ScalingCalibrator"},
     "multiclass.split": {"evaluation.scheme:split_plan": "class_split_plan"},
     "report.classes": {"report.build:CLASS_N_BOOT": "N_BOOT", "report.build:build_report": "build_class_report"},
-    "sql": {"core.sql_forms.forms": "CASE_MAX_STEPS ClosedForm LinearMap StepMap",
-            "core.sql_forms.writer": "DIALECTS", "core.sql_forms.lookup": "SqlMap",
+    "sql": {"core.sql_forms.forms": "CASE_MAX_STEPS ClosedForm LinearMap StepMap SqlMap",
+            "core.sql_forms.writer": "DIALECTS",
             "calibrators.sql": "register_sql sql_methods"},
 }
 
