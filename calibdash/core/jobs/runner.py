@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import threading
 import time
@@ -300,15 +301,13 @@ class JobRegistry:
 
     def wait(self, key, owner, timeout: float | None = None) -> Job | None:
         """Wait until the job behind ``key`` has finished, renewing ``owner``'s lease; the job (None if gone)."""
-        deadline = None if timeout is None else self._clock() + timeout
+        deadline = math.inf if timeout is None else self._clock() + timeout
         while True:
             job = self.get(key)
             if job is None:
                 return None
-            step = (self.limits.lease_s or 10.0) / 3
-            if deadline is not None:
-                step = min(step, max(0.0, deadline - self._clock()))
-            if job.done.wait(step) or (deadline is not None and self._clock() >= deadline):
+            step = min((self.limits.lease_s or 10.0) / 3, max(0.0, deadline - self._clock()))
+            if job.done.wait(step) or self._clock() >= deadline:
                 return job
             self.heartbeat(key, owner)
 
