@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -100,23 +101,19 @@ def _list_of(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, list) and len(v) <= MAX_NAMES and all(test(x) for x in v)
 
 
-def _one_of(*allowed) -> Callable[[Any], bool]:
-    return _check(" or ".join("null" if a is None else repr(a) for a in allowed),
-                  lambda v: v in allowed and (v is None or isinstance(v, str)))
-
-
 _text = _check("a string", lambda v: isinstance(v, str))
 _text_or_none = _check("a string or null", lambda v: v is None or isinstance(v, str))
 _names = _check("a list of strings", _list_of(lambda x: isinstance(x, str)))
 _scalars = _check("a list of class values", _list_of(lambda x: x is None or isinstance(x, (str, int, float))))
 _count = _check("a count (an integer, at least 0)", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0)
 _flag = _check("true or false", lambda v: isinstance(v, bool))
+_transform = _check("null or 'identity' or 'logistic'", lambda v: v is None or v in ("identity", "logistic"))
 #: An engine's registry name, checked by its form only (an engine added to another install is still a name).
 _engine_name = _check("an engine's name (lower-case letters, digits and _)",
                       lambda v: isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", v) is not None)
 
 #: What a binary model's ``fitted_on`` may hold (:func:`calibdash.io.export.provenance`, ``fit --engine``).
-BINARY_FITTED_ON = {"file": _text, "score": _text, "score_transform": _one_of(None, "identity", "logistic"),
+BINARY_FITTED_ON = {"file": _text, "score": _text, "score_transform": _transform,
                     "features": _names, "engine": _engine_name}
 #: What a K-class model's ``fitted_on`` may hold (``fit`` on a K-class table writes it).
 CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names, "prefix": _text_or_none,
@@ -162,13 +159,9 @@ def plain(value: Any, what: str, error: type[Exception]):
     raise error(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
 
 
-def _compact(value) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
 def _layout(doc: dict) -> str:
     """Top-level and state entries one a line; a state entry that is a list of objects one object a line."""
-    c = _compact
+    c = partial(json.dumps, separators=(",", ":"))
     lines = []
     for key, value in doc.items():
         if key != "state":
