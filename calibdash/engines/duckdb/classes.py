@@ -54,21 +54,20 @@ def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> 
     ``__label`` (``__split``), the values ``__x0..``, probabilities ``__p0..``, ``__top``, the class index ``__y``
     and ``__pred``, its one parameter the classes; and its checked statistics (``distinct``: with estimates)."""
     src, K = csrc.source, csrc.k
+    xs, p = [f"__x{k}" for k in range(K)], [f"__p{k}" for k in range(K)]
     x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
     keep = "__key, __label" + (", __split" if src.split else "")
     base = f"SELECT {keep}, {', '.join(x)} FROM ({rows.sql})"
     if csrc.logits:
-        m = f"greatest({', '.join(f'__x{k}' for k in range(K))})"
+        m = f"greatest({', '.join(xs)})"
         exps = ", ".join(f"exp(__x{k} - __m) AS __e{k}" for k in range(K))
         total = _chain([f"__e{k}" for k in range(K)], "+")
         probs = ", ".join(f"__e{k} / {total} AS __p{k}" for k in range(K))
         base = f"SELECT *, {probs} FROM (SELECT *, {exps} FROM (SELECT *, {m} AS __m FROM ({base})))"
     else:
         base = f"SELECT *, {', '.join(f'__x{k} AS __p{k}' for k in range(K))} FROM ({base})"
-    p = [f"__p{k}" for k in range(K)]
     rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
            f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
-    xs = [f"__x{k}" for k in range(K)]
     finite = " AND ".join(f"isfinite({v})" for v in xs)
     stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
              "count(*) FILTER (WHERE __label IS NULL)",

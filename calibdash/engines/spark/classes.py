@@ -32,9 +32,8 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
     spark = session(spark)
     try:
         df, st, split_values = checked_rows(csrc, scheme, spark)
-        ps = [F.col(f"__p{k}") for k in range(K)]
         y = F.col("__y")
-        reductions = [F.col("__top")] + ps
+        reductions = [F.col("__top")] + [F.col(f"__p{k}") for k in range(K)]
         exact = exact_flags(st.distinct, max_exact, lambda idx: df.agg(
             *[F.countDistinct(reductions[r]) for r in idx]).collect()[0])
         df, part = part_column(df, scheme, csrc.source, split_values)
