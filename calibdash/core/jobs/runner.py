@@ -317,11 +317,10 @@ class JobRegistry:
             job = self._jobs.get(key)
             if job is None:
                 return None
-            others = len(job._owners) - (1 if owner in job._owners else 0)
             now = dict(key=key, what=job.what, state=job.state, stage=job.stage, elapsed=job.elapsed,
                        waited=job.waited, place=self._place(job), running=len(self._running),
-                       max_jobs=self.limits.max_jobs, timeout_s=self.limits.timeout_s, others=others,
-                       cancelling=job.cancelled, stages=job.stages)
+                       max_jobs=self.limits.max_jobs, timeout_s=self.limits.timeout_s, cancelling=job.cancelled,
+                       others=len(job._owners) - (owner in job._owners), stages=job.stages)
         return Status(progress=job.progress, **now)     # the probe asks the engine: outside the lock
 
     def renew(self, key, owner) -> Status | None:
