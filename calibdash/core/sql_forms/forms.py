@@ -43,16 +43,14 @@ class StepMap:
         px = np.asarray(self.point_x, float)
         if px.size:
             i = np.minimum(np.searchsorted(px, s), px.size - 1)
-            hit = px[i] == s
-            p = np.where(hit, np.asarray(self.point_value, float)[i], p)
+            p = np.where(px[i] == s, np.asarray(self.point_value, float)[i], p)
         return p
 
     def pieces(self) -> tuple[np.ndarray, np.ndarray]:
         """``(starts, values)``: the map, clipped to [0, 1], is ``values[0]`` below ``starts[0]`` and
         ``values[k + 1]`` on ``starts[k] <= s < starts[k + 1]``, no two neighbours equal. The starts are the cuts
         and each point ``x`` and the double after it; a piece's value is the map at its start."""
-        cuts = np.asarray(self.cuts, dtype=float)
-        levels = np.asarray(self.levels, dtype=float)
+        cuts, levels = np.asarray(self.cuts, dtype=float), np.asarray(self.levels, dtype=float)
         if levels.size != cuts.size + 1:
             raise SqlUnsupported(f"a step map needs one level more than cuts; got {levels.size} and {cuts.size}.")
         px = np.asarray(self.point_x, dtype=float)
@@ -161,8 +159,7 @@ def step_sql(step: StepMap, writer: SqlWriter, form: str, method: str, score_col
 
 def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_column: str,
                 max_case: int = CASE_MAX_STEPS) -> SqlMap:
-    x = np.asarray(lin.x, dtype=float)
-    y = np.asarray(lin.y, dtype=float)
+    x, y = np.asarray(lin.x, dtype=float), np.asarray(lin.y, dtype=float)
     if x.size == 0 or x.size != y.size:
         raise SqlUnsupported(f"a linear map needs as many values as knots (at least one); got {x.size}, {y.size}.")
     num = literal
