@@ -59,9 +59,8 @@ def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True
     src.check_keys(scheme, table_positions=False, engine="Spark")
     cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
     df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
-    x = [col(c).cast("double") for c in csrc.columns]
     df = df.select("__key", *([col(src.split)] if src.split else []), col(src.label).alias("__label"),
-                   *[v.alias(f"__x{k}") for k, v in enumerate(x)])
+                   *[col(c).cast("double").alias(f"__x{k}") for k, c in enumerate(csrc.columns)])
     xs = [F.col(f"__x{k}") for k in range(K)]
     if csrc.logits:
         df = df.withColumn("__m", F.greatest(*xs))
