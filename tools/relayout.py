@@ -132,7 +132,7 @@ MODULES: dict[str, str] = {
     "keyed.rows": "monitoring.keyed.from_rows",
     "logistic": "core.logistic",
     "methods": "evaluation.methods",
-    "model_checks": "io.model_checks",
+    "model_checks": "io.export",
     "multiclass": "calibrators.multiclass",
     "multiclass.base": "calibrators.multiclass.base",
     "multiclass.bootstrap": "evaluation.bootstrap.row_resamples",
@@ -170,7 +170,7 @@ MODULES: dict[str, str] = {
     "scheme": "evaluation.scheme",
     "sql": "io.sql",
     "sql_forms": "core.sql_forms.forms",
-    "sql_lookup": "core.sql_forms.lookup",
+    "sql_lookup": "core.sql_forms.forms",
     "sql_writer": "core.sql_forms.writer",
     "staleness": "monitoring.staleness",
     "synthetic.multiclass": "synthetic.gaussian_classes",
@@ -225,8 +225,8 @@ NAMES: dict[str, dict[str, str]] = {
                           "calibrators.multiclass.scaling": "ScalingCalibrator"},
     "multiclass.split": {"evaluation.scheme:split_plan": "class_split_plan"},
     "report.classes": {"report.build:CLASS_N_BOOT": "N_BOOT", "report.build:build_report": "build_class_report"},
-    "sql": {"core.sql_forms.forms": "CASE_MAX_STEPS ClosedForm LinearMap StepMap",
-            "core.sql_forms.writer": "DIALECTS", "core.sql_forms.lookup": "SqlMap",
+    "sql": {"core.sql_forms.forms": "CASE_MAX_STEPS ClosedForm LinearMap StepMap SqlMap",
+            "core.sql_forms.writer": "DIALECTS",
             "calibrators.sql": "register_sql sql_methods"},
 }
 
@@ -256,6 +256,9 @@ GONE: dict[str, dict[str, str]] = {
                                         "and why the others do not"},
     "export": {"compact": "removed with the K-class model file's twin; json.dumps(value, separators=(',', ':')) "
                          "is what it did"},
+    "model_checks": {"check_top parse_json": "folded into calibdash.io.export.read_model, which refuses a file that "
+                                             "is not JSON, holds a value out of bounds or a top-level key the format "
+                                             "does not have"},
     "figures.bbq": {"weights_data": "the BBQ explanation's models table: calibdash.explain.bbq.BBQExplanation"},
     "figures.corp": {"decomposition_text": "the CORP diagram's legend writes it: calibdash.diagrams.corp.CorpData"},
     "figures.diagrams": {"LEGEND_MARGIN": "removed (a layout detail of the figures)",

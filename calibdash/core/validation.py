@@ -144,19 +144,6 @@ def choose_positive(values, pos_label=None, *, column: str | None = None) -> tup
     return values[1], values[0]          # sorted: the second in sorted order
 
 
-def _one_value_class(value, pos_label) -> int:
-    """Class (0/1) of rows whose label is one value only (a subset of the rows, for metrics)."""
-    if pos_label is not None:
-        return int(any(_safe(t, value) for t in _matches(pos_label)))
-    tok = _token(value)
-    if tok in POSITIVE_TOKENS:
-        return 1
-    if tok in NEGATIVE_TOKENS:
-        return 0
-    raise DataError(f"labels hold one value only ({format_values([value])}), which does not say its class; "
-                    "pass pos_label= to say which value is the positive class.")
-
-
 def _codes(y: np.ndarray) -> tuple[np.ndarray, list]:
     """Each label's code into the distinct values (-1 where missing, blank or infinite), and those values."""
     codes, uniques = pd.factorize(pd.Series(y, dtype=object if y.dtype.kind in "OUS" else None),
@@ -204,13 +191,11 @@ def check_labels(labels, n: int, require_both: bool = True, pos_label=None) -> n
         one = yf == 1.0
         if np.all(one | (yf == 0.0)):
             return _from_ones(one, y.dtype.kind == "b", n, require_both, pos_label)
-        codes, values = _codes(y)
-    else:
-        codes, values = _codes(y)
-        if (codes < 0).any():
-            k = int((codes < 0).sum())
-            raise DataError(f"labels hold {k:,} missing, blank or infinite value{'s' if k != 1 else ''} (of {n:,}); "
-                            "drop those rows first (calibdash.load_scores drops and counts them).")
+    codes, values = _codes(y)
+    if (codes < 0).any():          # never for numbers: their missing values were refused above
+        k = int((codes < 0).sum())
+        raise DataError(f"labels hold {k:,} missing, blank or infinite value{'s' if k != 1 else ''} (of {n:,}); "
+                        "drop those rows first (calibdash.load_scores drops and counts them).")
     if len(values) > 2:
         raise DataError(f"labels must hold two classes; found {len(values)} distinct labels: "
                         f"{format_values(sorted_values(values))}. Recode them to two values (any two: 0/1, -1/1, "
@@ -234,10 +219,20 @@ def _from_ones(one: np.ndarray, booleans: bool, n: int, require_both: bool, pos_
 
 
 def _one_class(value, n: int, require_both: bool, pos_label, says_its_class: bool = False) -> np.ndarray:
-    """The 0/1 labels when all ``n`` rows have the one label ``value`` (``says_its_class``: it is 0/1 or a bool)."""
+    """The 0/1 labels when all ``n`` rows have the one label ``value`` (a subset of the rows, for metrics):
+    ``pos_label`` says its class, else the value when it is 0/1 or a bool (``says_its_class``) or a token."""
     if require_both:
         raise DataError(f"labels hold one class only ({format_values([value])}); calibration needs both.")
-    cls = int(plain_value(value) == 1) if pos_label is None and says_its_class else _one_value_class(value, pos_label)
+    tok = _token(value)
+    if pos_label is not None:
+        cls = int(any(_safe(t, value) for t in _matches(pos_label)))
+    elif says_its_class:
+        cls = int(plain_value(value) == 1)
+    elif tok in POSITIVE_TOKENS or tok in NEGATIVE_TOKENS:
+        cls = int(tok in POSITIVE_TOKENS)
+    else:
+        raise DataError(f"labels hold one value only ({format_values([value])}), which does not say its class; "
+                        "pass pos_label= to say which value is the positive class.")
     return np.full(n, cls, dtype=np.int8)
 
 

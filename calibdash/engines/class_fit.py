@@ -71,10 +71,6 @@ class ClassSourceResult:
     fit_seconds: dict = field(default_factory=dict)
     n_rows: int = 0
 
-    @property
-    def note(self) -> str:
-        return "; ".join(self.notes)
-
 
 def _fit_all(cals: dict, samples: list, job) -> tuple[list[dict], dict]:
     """One fitted copy of every method per fitting part's sample, and each method's seconds."""

@@ -137,10 +137,6 @@ class ClassSource:
     def k(self) -> int:
         return len(self.columns)
 
-    def describe(self) -> str:
-        what = "logits" if self.logits else "probabilities"
-        return f"{self.source.describe()} ({self.k} classes, {what} in {self.columns[0]!r}, ...)"
-
 
 def class_source(path=None, label: str | None = None, probs=None, logits=None, *, split: str | None = None,
                  database: str | None = None, table: str | None = None, query: str | None = None,

@@ -22,16 +22,25 @@ exporting what is not a registered calibrator class with those two methods a
 :class:`~calibdash.core.errors.ProgrammingError`. Files are written deterministically: the top level and the state
 one entry a line, arrays on one line, a state entry that is a list of objects one object a line. :func:`apply_model`
 applies a model file to the rows of Parquet or CSV files with an engine.
+
+A model file may come from anywhere, and its text reaches SQL (``export-sql``), file names and messages. So on read
+its numbers must be finite (``NaN`` and ``Infinity``, which Python's reader accepts, are refused), its strings and
+keys at most :data:`MAX_TEXT` characters, its nesting at most :data:`MAX_DEPTH` deep; the top level holds only the
+format's keys (:data:`TOP_KEYS`), ``fitted_on`` only the keys calibdash writes, each of its type, lists at most
+:data:`MAX_NAMES` long. A state's own entries are checked by its method's ``_import_state`` through :class:`State`.
+Every refusal is a :class:`~calibdash.core.errors.DataError` saying where.
 """
 from __future__ import annotations
 
 import json
+import math
+import re
+from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import model_checks
 from ..calibrators.base import Calibrator
 from ..calibrators.state import State, calibrator_from, check_exportable, imported_state, kind_of, state_of
 from ..core.errors import DataError, EnvironmentProblem, ProgrammingError, SettingsError
@@ -45,6 +54,85 @@ KINDS = ("binary", "classes")
 #: Files of version 1 (before ``kind``): their (format, version) -> the kind they hold.
 _OLD = {(FORMAT, 1): "binary", ("calibdash-multiclass", 1): "classes"}
 _WHAT = "calibrator file"
+#: Longest string or key a model file may hold (column names, categories, file names).
+MAX_TEXT = 4096
+#: Deepest nesting of arrays and objects (a file's deepest is a composite's per-class state, about 6).
+MAX_DEPTH = 32
+#: Most names in one ``fitted_on`` list (features, classes, class columns).
+MAX_NAMES = 100_000
+#: The keys of a model file's top level.
+TOP_KEYS = frozenset({"format", "version", "kind", "method", "params", "state", "fitted_on"})
+
+
+def check_value(value: Any) -> None:
+    """DataError unless every number under ``value`` is finite, every string and key at most :data:`MAX_TEXT`
+    characters and the nesting at most :data:`MAX_DEPTH` deep (iterative: no recursion). The message names the
+    entry (``the calibrator file: 'state', 'cuts' holds a non-finite number``), never its text."""
+    stack: list = [(value, (), 0)]
+    while stack:
+        v, path, depth = stack.pop()
+        where = f"the {_WHAT}" + (": " + ", ".join(map(repr, path)) if path else "")
+        if depth > MAX_DEPTH:
+            raise DataError(f"the {_WHAT} nests arrays or objects more than {MAX_DEPTH} deep.")
+        if isinstance(v, str):
+            if len(v) > MAX_TEXT:
+                raise DataError(f"{where} holds a string of {len(v):,} characters; at most {MAX_TEXT:,} "
+                                "are allowed.")
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise DataError(f"{where} holds a non-finite number.")
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if len(k) > MAX_TEXT:
+                    raise DataError(f"{where} holds a key of {len(k):,} characters; at most {MAX_TEXT:,} "
+                                    "are allowed.")
+                stack.append((x, path + (k[:40],), depth + 1))
+        elif isinstance(v, list):
+            stack.extend((x, path, depth + 1) for x in v)
+
+
+def _check(kind: str, test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """``test`` of a ``fitted_on`` entry, with what it accepts in words (``kind``) for the message."""
+    test.kind = kind
+    return test
+
+
+def _list_of(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, list) and len(v) <= MAX_NAMES and all(test(x) for x in v)
+
+
+_text = _check("a string", lambda v: isinstance(v, str))
+_text_or_none = _check("a string or null", lambda v: v is None or isinstance(v, str))
+_names = _check("a list of strings", _list_of(lambda x: isinstance(x, str)))
+_scalars = _check("a list of class values", _list_of(lambda x: x is None or isinstance(x, (str, int, float))))
+_count = _check("a count (an integer, at least 0)", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+_flag = _check("true or false", lambda v: isinstance(v, bool))
+_transform = _check("null or 'identity' or 'logistic'", lambda v: v is None or v in ("identity", "logistic"))
+#: An engine's registry name, checked by its form only (an engine added to another install is still a name).
+_engine_name = _check("an engine's name (lower-case letters, digits and _)",
+                      lambda v: isinstance(v, str) and re.fullmatch(r"[a-z][a-z0-9_]{0,31}", v) is not None)
+
+#: What a binary model's ``fitted_on`` may hold (:func:`calibdash.io.export.provenance`, ``fit --engine``).
+BINARY_FITTED_ON = {"file": _text, "score": _text, "score_transform": _transform,
+                    "features": _names, "engine": _engine_name}
+#: What a K-class model's ``fitted_on`` may hold (``fit`` on a K-class table writes it).
+CLASS_FITTED_ON = {"file": _text, "label": _text, "classes": _scalars, "columns": _names, "prefix": _text_or_none,
+                   "logits": _flag, "rows": _count, "sha256": _text_or_none}
+
+
+def check_fitted_on(fitted_on: Any, schema: dict) -> dict:
+    """``fitted_on`` checked against ``schema`` (key -> check): an object of known keys, each of its type
+    (DataError naming the key, not the value)."""
+    if not isinstance(fitted_on, dict):
+        raise DataError(f"the {_WHAT}'s 'fitted_on' must be an object, not {type(fitted_on).__name__}.")
+    extra = sorted(set(fitted_on) - set(schema))
+    if extra:
+        raise DataError(f"the {_WHAT}'s 'fitted_on' holds entries calibdash does not write: "
+                        f"{', '.join(map(repr, extra[:5]))}; it knows {', '.join(sorted(schema))}.")
+    for key, value in fitted_on.items():
+        if not schema[key](value):
+            raise DataError(f"the {_WHAT}'s 'fitted_on' entry {key!r} must be {schema[key].kind}.")
+    return dict(fitted_on)
 
 
 class ExportedModel(NamedTuple):
@@ -71,13 +159,9 @@ def plain(value: Any, what: str, error: type[Exception]):
     raise error(f"{what} is a {type(value).__name__} ({value!r}), which a JSON file cannot hold.")
 
 
-def _compact(value) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
 def _layout(doc: dict) -> str:
     """Top-level and state entries one a line; a state entry that is a list of objects one object a line."""
-    c = _compact
+    c = partial(json.dumps, separators=(",", ":"))
     lines = []
     for key, value in doc.items():
         if key != "state":
@@ -138,8 +222,9 @@ def dumps(calibrator, *, fitted_on: dict | None = None) -> str:
 
 def document(text) -> tuple[State, str]:
     """The top-level object of a file's ``text`` (str or UTF-8 bytes), checked to be JSON of this format (version
-    2, or a version-1 file of either kind), and the kind it holds. DataError: not UTF-8, not JSON, not an object,
-    another format or version, or an unknown ``kind``."""
+    2, or a version-1 file of either kind), and the kind it holds. DataError: not UTF-8, not JSON, a value
+    :func:`check_value` refuses, not an object, another format or version, a top-level key not in :data:`TOP_KEYS`,
+    or an unknown ``kind``."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -147,7 +232,14 @@ def document(text) -> tuple[State, str]:
             raise DataError(f"the {_WHAT} is not UTF-8 text: {exc}") from None
     if not isinstance(text, str):
         raise DataError(f"a {_WHAT} is JSON text, not {type(text).__name__}.")
-    doc = model_checks.parse_json(text, _WHAT)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"the {_WHAT} is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                        f"column {exc.colno}.") from None
+    except RecursionError:
+        raise DataError(f"the {_WHAT} nests arrays or objects more than {MAX_DEPTH} deep.") from None
+    check_value(doc)
     if not isinstance(doc, dict):
         raise DataError(f"the {_WHAT} must hold a JSON object, not a {type(doc).__name__}.")
     fmt, found = doc.get("format"), doc.get("version")
@@ -157,7 +249,10 @@ def document(text) -> tuple[State, str]:
     if isinstance(found, bool) or not (current or (fmt, found) in _OLD):
         raise DataError(f"{_WHAT} version {found!r} is not supported; this calibdash reads versions 1 and "
                         f"{VERSION}.")
-    model_checks.check_top(doc, _WHAT)
+    extra = sorted(set(doc) - TOP_KEYS)
+    if extra:
+        raise DataError(f"the {_WHAT} holds top-level entries the format does not have: "
+                        f"{', '.join(map(repr, extra[:5]))}; it has {', '.join(sorted(TOP_KEYS))}.")
     kind = doc.get("kind") if current else _OLD[fmt, found]
     if kind not in KINDS:
         raise DataError(f"the {_WHAT}'s 'kind' is {kind!r}; it must be one of {', '.join(map(repr, KINDS))}.")
@@ -215,20 +310,18 @@ def read_model(text, kind: str | None = None) -> ExportedModel:
     if kind is not None and found != kind:
         want = {"binary": "a binary calibrator", "classes": "a K-class calibrator"}
         raise DataError(f"the {_WHAT} holds {want[found]}; {want[kind]} is needed here.")
-    params = doc["params"]
-    if not isinstance(params, dict):
-        raise doc.error("'params' must be an object")
-    if not isinstance(doc["state"], dict):
-        raise doc.error("'state' must be an object")
-    method = doc.text("method")
+    for entry in ("params", "state"):
+        if not isinstance(doc[entry], dict):
+            raise doc.error(f"{entry!r} must be an object")
+    method, params = doc.text("method"), doc["params"]
     state = doc.object("state")
     state.where = f"the {method} state"
     if found == "binary":
         cal = calibrator_from(method, params, state, f"the {_WHAT}'s")
     else:
         cal = _class_calibrator(method, params, state)
-    schema = model_checks.BINARY_FITTED_ON if found == "binary" else model_checks.CLASS_FITTED_ON
-    return ExportedModel(cal, model_checks.check_fitted_on(doc.get("fitted_on", {}), schema, _WHAT))
+    schema = BINARY_FITTED_ON if found == "binary" else CLASS_FITTED_ON
+    return ExportedModel(cal, check_fitted_on(doc.get("fitted_on", {}), schema))
 
 
 def loads(text, kind: str | None = None):

@@ -161,7 +161,7 @@ def test_methods_rows_are_a_direct_computation_on_the_same_parts(files):
     # of summation (and the batches' matrix products): a relative 1e-10
     _same_tables(res.metrics, pd.DataFrame(want).T[res.metrics.columns], rel=1e-10)
     assert res.metrics.loc["temperature", "ECE"] < 0.5 * res.metrics.loc["uncalibrated", "ECE"]
-    assert "fitted on every fitting row" in res.note
+    assert "fitted on every fitting row" in "; ".join(res.notes)
 
 
 def test_small_source_equals_evaluate_classes(files):
@@ -183,7 +183,7 @@ def test_row_order_does_not_change_the_result(files):
               max_fit_rows=700, max_exact=EXACT)
     a = evaluate_class_source(files["glob"], **kw)
     b = evaluate_class_source(files["shuffled"], **kw)
-    assert a.fit_rows == b.fit_rows == [700] and "sample of 700" in a.note
+    assert a.fit_rows == b.fit_rows == [700] and "sample of 700" in "; ".join(a.notes)
     _same_tables(a.metrics, b.metrics, rel=1e-12)      # sums over cells in another order only
 
 
@@ -192,7 +192,7 @@ def test_grid_cells_stay_within_their_bounds(files):
     kw = dict(probs="p_", split="split", scheme=scheme, engine="memory", methods="temperature,dirichlet")
     exact = evaluate_class_source(files["glob"], max_exact=EXACT, **kw)
     grid = evaluate_class_source(files["glob"], max_exact=100, **kw)
-    assert exact.exact and not grid.exact and "on the grid" in grid.note
+    assert exact.exact and not grid.exact and "on the grid" in "; ".join(grid.notes)
     for m in exact.metrics.index:
         assert grid.metrics.loc[m, "Accuracy"] == exact.metrics.loc[m, "Accuracy"]          # counts
         # a row's score moves by less than 2^-16 in each of the K class reductions: |(p-y)^2 - (s-y)^2| <= 2|p-s|

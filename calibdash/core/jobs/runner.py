@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
@@ -225,10 +226,8 @@ class JobRegistry:
         timers are throttled), anything else drops it.
     """
 
-    def __init__(self, max_jobs: int = 2, timeout_s: float = 900.0, lease_s: float | None = 30.0,
-                 max_queued: int = 16, *, limits: Limits | None = None, alive=None, clock=time.monotonic):
-        self.limits = limits or Limits(max_jobs=max_jobs, timeout_s=timeout_s, lease_s=lease_s,
-                                       max_queued=max_queued)
+    def __init__(self, *, limits: Limits | None = None, alive=None, clock=time.monotonic, **settings):
+        self.limits = limits or Limits(**settings)
         self.alive = alive
         self._clock = clock
         self._lock = threading.RLock()
@@ -302,15 +301,13 @@ class JobRegistry:
 
     def wait(self, key, owner, timeout: float | None = None) -> Job | None:
         """Wait until the job behind ``key`` has finished, renewing ``owner``'s lease; the job (None if gone)."""
-        deadline = None if timeout is None else self._clock() + timeout
+        deadline = math.inf if timeout is None else self._clock() + timeout
         while True:
             job = self.get(key)
             if job is None:
                 return None
-            step = (self.limits.lease_s or 10.0) / 3
-            if deadline is not None:
-                step = min(step, max(0.0, deadline - self._clock()))
-            if job.done.wait(step) or (deadline is not None and self._clock() >= deadline):
+            step = min((self.limits.lease_s or 10.0) / 3, max(0.0, deadline - self._clock()))
+            if job.done.wait(step) or self._clock() >= deadline:
                 return job
             self.heartbeat(key, owner)
 
@@ -320,11 +317,10 @@ class JobRegistry:
             job = self._jobs.get(key)
             if job is None:
                 return None
-            others = len(job._owners) - (1 if owner in job._owners else 0)
             now = dict(key=key, what=job.what, state=job.state, stage=job.stage, elapsed=job.elapsed,
                        waited=job.waited, place=self._place(job), running=len(self._running),
-                       max_jobs=self.limits.max_jobs, timeout_s=self.limits.timeout_s, others=others,
-                       cancelling=job.cancelled, stages=job.stages)
+                       max_jobs=self.limits.max_jobs, timeout_s=self.limits.timeout_s, cancelling=job.cancelled,
+                       others=len(job._owners) - (owner in job._owners), stages=job.stages)
         return Status(progress=job.progress, **now)     # the probe asks the engine: outside the lock
 
     def renew(self, key, owner) -> Status | None:
@@ -521,16 +517,12 @@ def fair_order(running: Iterable[J], queue: Sequence[J], owners: Callable[[J], I
     >>> fair_order([], ["a1", "a2", "b1"], lambda job: [job[0]])
     [(0, 'a1'), (0, 'b1'), (1, 'a2')]
     """
-    ahead: dict = {}
-    for job in running:
-        for owner in owners(job):
-            ahead[owner] = ahead.get(owner, 0) + 1
+    ahead = Counter(owner for job in running for owner in owners(job))
     ranked = []
     for i, job in enumerate(queue):
         who = list(owners(job)) or [("job", id(job))]
-        ranked.append((min(ahead.get(o, 0) for o in who), i, job))
-        for o in who:
-            ahead[o] = ahead.get(o, 0) + 1
+        ranked.append((min(ahead[o] for o in who), i, job))
+        ahead.update(who)
     return [(rank, job) for rank, _, job in sorted(ranked, key=lambda r: r[:2])]
 
 

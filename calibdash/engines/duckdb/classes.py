@@ -30,9 +30,8 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
     """K-class cells with DuckDB: one statistics scan, exact distinct counts where needed, then every reduction
     aggregated in one scan (the rows unnested into K + 1 reductions); ``connection`` as
     :func:`calibdash.engines.duckdb.rows.aggregate` takes it."""
-    src, K = csrc.source, csrc.k
     with connection_for(connection, memory_limit, threads) as (con, own):
-        rows = SourceRows(con, src, scheme, list(csrc.columns), tune=own)
+        rows = SourceRows(con, csrc.source, scheme, list(csrc.columns), tune=own)
         rel, st = checked_rows(csrc, rows)
         classes, K = list(csrc.classes), csrc.k
         reductions = ["__top"] + [f"__p{k}" for k in range(K)]
@@ -55,22 +54,20 @@ def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> 
     ``__label`` (``__split``), the values ``__x0..``, probabilities ``__p0..``, ``__top``, the class index ``__y``
     and ``__pred``, its one parameter the classes; and its checked statistics (``distinct``: with estimates)."""
     src, K = csrc.source, csrc.k
+    xs, p = [f"__x{k}" for k in range(K)], [f"__p{k}" for k in range(K)]
     x = [f"TRY_CAST({quote_identifier('__f_' + c)} AS DOUBLE) AS __x{k}" for k, c in enumerate(csrc.columns)]
     keep = "__key, __label" + (", __split" if src.split else "")
     base = f"SELECT {keep}, {', '.join(x)} FROM ({rows.sql})"
     if csrc.logits:
-        m = f"greatest({', '.join(f'__x{k}' for k in range(K))})"
+        m = f"greatest({', '.join(xs)})"
         exps = ", ".join(f"exp(__x{k} - __m) AS __e{k}" for k in range(K))
         total = _chain([f"__e{k}" for k in range(K)], "+")
         probs = ", ".join(f"__e{k} / {total} AS __p{k}" for k in range(K))
         base = f"SELECT *, {probs} FROM (SELECT *, {exps} FROM (SELECT *, {m} AS __m FROM ({base})))"
     else:
         base = f"SELECT *, {', '.join(f'__x{k} AS __p{k}' for k in range(K))} FROM ({base})"
-    p = [f"__p{k}" for k in range(K)]
     rel = (f"SELECT *, list_position([{', '.join(p)}], __top) - 1 AS __pred FROM ("
            f"SELECT *, greatest({', '.join(p)}) AS __top, list_position(?, __label) - 1 AS __y FROM ({base}))")
-    classes = list(csrc.classes)
-    xs = [f"__x{k}" for k in range(K)]
     finite = " AND ".join(f"isfinite({v})" for v in xs)
     stats = [f"count(*) FILTER (WHERE NOT coalesce({finite}, false))",
              "count(*) FILTER (WHERE __label IS NULL)",
@@ -82,7 +79,7 @@ def checked_rows(csrc: ClassSource, rows: SourceRows, distinct: bool = True) -> 
     reductions = ["__top"] + p
     if distinct:
         stats += [f"approx_count_distinct({v})" for v in reductions]
-    got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [classes], fetch="one")
+    got = rows._run(f"SELECT count(*), {', '.join(stats)} FROM ({rel})", [list(csrc.classes)], fetch="one")
     return rel, checked_class_stats(got, csrc, len(reductions) if distinct else 0)
 
 
@@ -90,8 +87,7 @@ class DuckRows(ClassRows):
     """The checked rows as a relation of a DuckDB connection (see :func:`class_rows`)."""
 
     def __init__(self, con, csrc: ClassSource, scheme: Scheme, own: bool):
-        src = csrc.source
-        self.rows = SourceRows(con, src, scheme, list(csrc.columns), tune=own)
+        self.rows = SourceRows(con, csrc.source, scheme, list(csrc.columns), tune=own)
         rel, st = checked_rows(csrc, self.rows, distinct=False)
         part, params = self.rows.part()
         self.params = params + [list(csrc.classes)]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 from functools import reduce
 
 import numpy as np
@@ -31,9 +32,8 @@ def aggregate_classes(csrc: ClassSource, scheme: Scheme, *, max_exact: int = MAX
     spark = session(spark)
     try:
         df, st, split_values = checked_rows(csrc, scheme, spark)
-        ps = [F.col(f"__p{k}") for k in range(K)]
         y = F.col("__y")
-        reductions = [F.col("__top")] + ps
+        reductions = [F.col("__top")] + [F.col(f"__p{k}") for k in range(K)]
         exact = exact_flags(st.distinct, max_exact, lambda idx: df.agg(
             *[F.countDistinct(reductions[r]) for r in idx]).collect()[0])
         df, part = part_column(df, scheme, csrc.source, split_values)
@@ -59,9 +59,8 @@ def checked_rows(csrc: ClassSource, scheme: Scheme, spark, distinct: bool = True
     src.check_keys(scheme, table_positions=False, engine="Spark")
     cols = [src.label] + ([src.split] if src.split else []) + list(csrc.columns)
     df = keyed_rows(spark, src, cols, src.needs_keys(scheme))
-    x = [col(c).cast("double") for c in csrc.columns]
     df = df.select("__key", *([col(src.split)] if src.split else []), col(src.label).alias("__label"),
-                   *[v.alias(f"__x{k}") for k, v in enumerate(x)])
+                   *[col(c).cast("double").alias(f"__x{k}") for k, c in enumerate(csrc.columns)])
     xs = [F.col(f"__x{k}") for k in range(K)]
     if csrc.logits:
         df = df.withColumn("__m", F.greatest(*xs))
@@ -130,18 +129,10 @@ class SparkRows(ClassRows):
 
     def batches(self, parts, batch_rows=BATCH_ROWS):
         df = self.df.where(F.col("__part").isin([int(p) for p in parts]))
-        buf: list = []
-        for row in df.toLocalIterator(prefetchPartitions=True):
-            buf.append(tuple(row))
-            if len(buf) >= int(batch_rows):
-                yield self._arrays(buf)
-                buf = []
-        if buf:
-            yield self._arrays(buf)
-
-    def _arrays(self, buf: list):
-        a = np.asarray(buf, dtype=float)
-        return a[:, 2:], a[:, 1].astype(np.int64), a[:, 0].astype(np.int64)
+        rows = (tuple(row) for row in df.toLocalIterator(prefetchPartitions=True))
+        while buf := list(itertools.islice(rows, int(batch_rows))):
+            a = np.asarray(buf, dtype=float)
+            yield a[:, 2:], a[:, 1].astype(np.int64), a[:, 0].astype(np.int64)
 
 
 @contextlib.contextmanager
