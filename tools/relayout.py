@@ -202,6 +202,7 @@ NAMES: dict[str, dict[str, str]] = {
         "abb", "bbq", "beta", "elite", "enir", "mbct", "sbb", "scaling_binning", "temperature", "venn_abers",
         "methods.abb", "methods.k_binary_maps", "methods.k_linear", "methods.k_temperature", "methods.sbb",
         "methods.temperature")},
+    **{f"figures.{m}": {"figures": "inner_figures", "figures.layout": "MAX_OPACITY"} for m in ("bbq", "enir")},
     "export": {"calibrators.state": "IMPORT_ERRORS State calibrator_from state_of"},
     "figures.diagrams": {"diagrams:plot": "plot_corp plot_smooth"},
     "figures.multiclass": {"diagrams.confidence": "plot_confidence", "diagrams.simplex": "plot_simplex_map"},
@@ -259,7 +260,8 @@ GONE: dict[str, dict[str, str]] = {
     "model_checks": {"check_top parse_json": "folded into calibdash.io.export.read_model, which refuses a file that "
                                              "is not JSON, holds a value out of bounds or a top-level key the format "
                                              "does not have"},
-    "figures.bbq": {"weights_data": "the BBQ explanation's models table: calibdash.explain.bbq.BBQExplanation"},
+    "figures.bbq": {"weights_data": "the BBQ explanation's models table: calibdash.explain.bbq.BBQExplanation",
+                    "map_data": "removed; calibdash.figures.layout.faint_maps draws the heaviest models' maps"},
     "figures.corp": {"decomposition_text": "the CORP diagram's legend writes it: calibdash.diagrams.corp.CorpData"},
     "figures.diagrams": {"LEGEND_MARGIN": "removed (a layout detail of the figures)",
                          "diagram": "prepare, then plot: calibdash.diagrams.prepare and calibdash.diagrams.plot"},

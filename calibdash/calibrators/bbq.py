@@ -493,13 +493,16 @@ class BBQCalibrator(Calibrator):
         self.kept_weight_ = models.weight[models.kept]
 
     def _predict(self, s, features):
-        return self.sql_map().evaluate(s)
+        return self._step_map().evaluate(s)                 # not sql_map(): a user or test may replace that
 
-    def sql_map(self) -> StepMap:
+    def _step_map(self) -> StepMap:
         """The averaged step map; the authors' variant's corrected points take the step's level plus their
         correction."""
         at = step_lookup(self.cuts_, self.levels_, self.point_x_) + self.point_delta_
         return StepMap(self.cuts_, self.levels_, self.point_x_, at)
+
+    def sql_map(self) -> StepMap:
+        return self._step_map()
 
     def _export_state(self) -> dict:
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist(),
