@@ -24,8 +24,13 @@ pytestmark = pytest.mark.e2e
 ATTEMPTS = 6
 
 
-def _partial(runs_folder) -> list[str]:
-    return [e.name for e in os.scandir(runs_folder) if e.name.startswith(".partial-")] if runs_folder.exists() else []
+def _folders(runs_folder) -> tuple[list[str], int]:
+    """The save folders still partial, and how many runs are in place (renamed)."""
+    if not runs_folder.exists():
+        return [], 0
+    names = [e.name for e in os.scandir(runs_folder)]
+    partial = [n for n in names if n.startswith(".partial-")]
+    return partial, len(names) - len(partial)
 
 
 def _click_save(page, ui, name: str):
@@ -38,21 +43,33 @@ def _click_save(page, ui, name: str):
     return page.locator(f'[data-testid="stAlertContentSuccess"]:has-text("{name}")')
 
 
+def _close_saved(page, ui, done) -> None:
+    """Wait for the "Saved" message, then close the popover (the next Save run click must open it)."""
+    done.wait_for(timeout=ui.timeout_ms)
+    page.keyboard.press("Escape")
+    ui.wait_idle(page)
+
+
 def _save_and_freeze(page, ui, proc, runs_folder, name: str) -> bool:
     """Click Save; freeze the server once a partial folder appears. True if it froze mid-save (the partial folder
-    still there), False if the save finished first (the server is resumed)."""
+    still there), False if the save finished first (the server is resumed and the popover closed). The loop reads
+    only the folder (no browser call), so it looks every half millisecond even on a busy machine."""
+    _, placed = _folders(runs_folder)
     done = _click_save(page, ui, name)
     deadline = time.monotonic() + ui.timeout_ms / 1000
-    while not _partial(runs_folder):
-        if done.count() or time.monotonic() > deadline:
+    while True:
+        partial, now_placed = _folders(runs_folder)
+        if partial:
+            break
+        if now_placed > placed or time.monotonic() > deadline:
+            _close_saved(page, ui, done)
             return False
         time.sleep(0.0005)
     os.kill(proc.pid, signal.SIGSTOP)
-    if _partial(runs_folder):
+    if _folders(runs_folder)[0]:
         return True
     os.kill(proc.pid, signal.SIGCONT)
-    done.wait_for(timeout=ui.timeout_ms)
-    page.keyboard.press("Escape")
+    _close_saved(page, ui, done)
     return False
 
 
@@ -78,9 +95,7 @@ def test_a_server_killed_mid_save_leaves_no_half_run(chromium, ui, results_dir, 
         page.locator(".st-key-compare-reliability .js-plotly-plot").wait_for(timeout=ui.timeout_ms)
         ui.wait_idle(page)
 
-        _click_save(page, ui, "whole run").wait_for(timeout=ui.timeout_ms)
-        page.keyboard.press("Escape")
-        ui.wait_idle(page)
+        _close_saved(page, ui, _click_save(page, ui, "whole run"))
         finished = ["whole run"]
         for attempt in range(ATTEMPTS):
             name = f"killed save {attempt}"
@@ -89,7 +104,7 @@ def test_a_server_killed_mid_save_leaves_no_half_run(chromium, ui, results_dir, 
             finished.append(name)
         else:
             pytest.fail(f"no save was caught half-way in {ATTEMPTS} attempts")
-        orphan = _partial(runs_folder)
+        orphan = _folders(runs_folder)[0]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
     finally:
