@@ -270,6 +270,13 @@ def assert_table_shows(shown: dict[str, dict[str, str]], metrics: dict) -> None:
     assert compared >= 2 * len(metrics)
 
 
+def goto(page, url: str, selector: str = '[data-testid="stMain"] h1', timeout_ms: int = UI_TIMEOUT_MS) -> None:
+    """Open ``url`` and wait until ``selector`` is there and the app is idle."""
+    page.goto(url)
+    page.wait_for_selector(selector, timeout=timeout_ms)
+    wait_idle(page, timeout_ms=timeout_ms)
+
+
 def screenshot(page, name: str) -> Path:
     """Full-page PNG under test-results/.
 
@@ -313,7 +320,7 @@ def ui():
     return SimpleNamespace(wait_idle=wait_idle, runs=runs, new_context=new_context, frames_js=FRAMES_JS,
                            plot_signature=plot_signature,
                            wait_plot_changed=wait_plot_changed, table=table, same_columns=same_columns,
-                           assert_table_shows=assert_table_shows,
+                           assert_table_shows=assert_table_shows, goto=goto,
                            screenshot=screenshot, results=RESULTS, timeout_ms=UI_TIMEOUT_MS,
                            start_streamlit=start_streamlit, stop_process=stop_process,
                            server_log_since=server_log_since)

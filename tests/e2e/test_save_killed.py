@@ -82,9 +82,7 @@ def test_a_server_killed_mid_save_leaves_no_half_run(chromium, ui, results_dir, 
     context = ui.new_context(chromium)
     try:
         page = context.new_page()
-        page.goto(url + "/data")
-        page.wait_for_selector(f"{MAIN} h1", timeout=ui.timeout_ms)
-        ui.wait_idle(page)
+        ui.goto(page, url + "/data", f"{MAIN} h1")
         _upload_input(page, ui).set_input_files(str(_write_big_csv(tmp_path / "clicks_1m.csv")))
         page.wait_for_function(
             """() => Array.from(document.querySelectorAll('[data-testid="stMetric"]'))
@@ -133,17 +131,13 @@ def _after_restart(chromium, ui, url, ws, listed, killed: str) -> None:
     context = ui.new_context(chromium)
     try:
         page = context.new_page()
-        page.goto(url + "/runs")
-        page.wait_for_selector(f"{MAIN} h1:has-text('Saved runs')", timeout=ui.timeout_ms)
-        ui.wait_idle(page)
+        ui.goto(page, url + "/runs", f"{MAIN} h1:has-text('Saved runs')")
         assert f"{len(listed)} of {len(listed)} run(s)" in page.locator(MAIN).inner_text()
         names = {row.get("name") or label for label, row in ui.table(page, 0).items()}
         assert "whole run" in names and killed not in names, names
         ui.screenshot(page, "e2e-save-killed-runs-after-restart")
         whole = next(r for r in listed if r.name == "whole run")
-        page.goto(f"{url}/?run={whole.id}")
-        page.wait_for_selector(f"{MAIN} h1:has-text('Compare calibrators')", timeout=ui.timeout_ms)
-        ui.wait_idle(page)
+        ui.goto(page, f"{url}/?run={whole.id}", f"{MAIN} h1:has-text('Compare calibrators')")
         ui.assert_table_shows(ui.table(page, 0), ws.open(whole.id, None).results["metrics"])
         ui.screenshot(page, "e2e-save-killed-whole-run-by-link")
     finally:

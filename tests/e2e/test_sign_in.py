@@ -124,18 +124,14 @@ def test_a_private_run_is_seen_only_once_shared(chromium, ui, signed_server):
         ui.screenshot(ann, "e2e-sign-in-1-ann-saved")
 
         # Bob's link: refused, no data
-        bob.goto(f"{url}/?run={run_id}")
-        bob.wait_for_selector(f'{MAIN} [data-testid="stAlertContentError"]', timeout=ui.timeout_ms)
-        ui.wait_idle(bob)
+        ui.goto(bob, f"{url}/?run={run_id}", f'{MAIN} [data-testid="stAlertContentError"]')
         assert "is not shared with you" in _errors(bob)
         assert bob.locator(f'{MAIN} [data-testid="stDataFrame"]').count() == 0
         assert bob.locator(f"{MAIN} .js-plotly-plot").count() == 0
         ui.screenshot(bob, "e2e-sign-in-2-bob-refused")
 
         # Ann shares it with Bob on the Runs page
-        ann.goto(url + "/runs")
-        ann.wait_for_selector(f"{MAIN} h1:has-text('Saved runs')", timeout=ui.timeout_ms)
-        ui.wait_idle(ann)
+        ui.goto(ann, url + "/runs", f"{MAIN} h1:has-text('Saved runs')")
         ann.get_by_role("tab", name="Share or delete").click()
         ann.get_by_role("textbox", name="Shared with").fill(USERS["bob"])
         ann.get_by_role("textbox", name="Shared with").press("Enter")
@@ -145,9 +141,7 @@ def test_a_private_run_is_seen_only_once_shared(chromium, ui, signed_server):
                               timeout=ui.timeout_ms)
 
         # Bob's link now opens Ann's view with Ann's numbers
-        bob.goto(f"{url}/?run={run_id}")
-        bob.wait_for_selector(f"{MAIN} h1:has-text('Compare calibrators')", timeout=ui.timeout_ms)
-        ui.wait_idle(bob)
+        ui.goto(bob, f"{url}/?run={run_id}", f"{MAIN} h1:has-text('Compare calibrators')")
         assert not _errors(bob)
         bob_table = ui.table(bob, 0)
         assert set(bob_table) == set(ann_table)
@@ -166,9 +160,7 @@ def test_a_private_run_is_seen_only_once_shared(chromium, ui, signed_server):
     restart()
     bob_ctx, bob = _sign_in(chromium, ui, url, "bob")
     try:
-        bob.goto(f"{url}/?run={run_id}")
-        bob.wait_for_selector(f"{MAIN} h1:has-text('Compare calibrators')", timeout=ui.timeout_ms)
-        ui.wait_idle(bob)
+        ui.goto(bob, f"{url}/?run={run_id}", f"{MAIN} h1:has-text('Compare calibrators')")
         ui.assert_table_shows(ui.table(bob, 0), saved.results["metrics"])
     finally:
         bob_ctx.close()
@@ -189,9 +181,7 @@ def test_a_command_line_run_opens_by_link_after_a_restart(chromium, ui, signed_s
             restart()
         ctx, page = _sign_in(chromium, ui, url, "bob")
         try:
-            page.goto(f"{url}/?run={run_id}")
-            page.wait_for_selector(f"{MAIN} h3:has-text('nightly')", timeout=ui.timeout_ms)
-            ui.wait_idle(page)
+            ui.goto(page, f"{url}/?run={run_id}", f"{MAIN} h3:has-text('nightly')")
             table = ui.table(page, 0)
             for group in saved["groups"]:
                 shown = table[group["key"]]
