@@ -243,7 +243,9 @@ def open_from_link() -> None:
         rows.to_parquet(buf, index=False)
         data = buf.getvalue()
         sha = hashlib.sha256(data).hexdigest()
-        st.session_state[UPLOAD] = {"name": f"{run.record.dataset}.parquet", "data": data, "sha": sha}
+        # the rows come back as Parquet under the data set's own name (the reader knows Parquet by its bytes), so
+        # the pages, and a run saved from this one, name the file the user uploaded
+        st.session_state[UPLOAD] = {"name": run.record.dataset, "data": data, "sha": sha}
     for key, value in run.view.get("state", {}).items():
         if key.startswith("role."):
             if sha is None:

@@ -61,10 +61,13 @@ def test_a_run_link_opens_the_saved_view_with_the_same_numbers(workspace):
     run_id, shown = _saved_compare(workspace)
     at = _open_link(run_id)                                          # a new session, as a teammate's browser
     assert_clean(at)
-    assert at.session_state["source"] == "Upload" and at.session_state["upload"]["name"] == "team_scores.csv.parquet"
+    assert at.session_state["source"] == "Upload" and at.session_state["upload"]["name"] == "team_scores.csv"
     assert at.multiselect(key="compare.methods").value == ["platt", "isotonic", "histogram"]
     assert at.session_state["hp.histogram.n_bins"] == 7 and at.session_state["scheme.seed"] == 5
     pd.testing.assert_frame_equal(metrics_table(at), shown)
+    at.button(key="runs.compare.save").click().run()                 # saved again by the teammate: the same name
+    again = workspace.open(at.session_state["runs.last_saved"])
+    assert again.results["file"] == again.record.dataset == "team_scores.csv" and len(again.rows()) == 400
     # after a restart (a new workspace object on the same folder): the same
     from pages.parts import runs
     runs.workspace.clear()
