@@ -44,7 +44,7 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
     """
     import plotly.graph_objects as go
 
-    from ..figures.layout import UNIT, band_traces, base_layout, identity_trace, visibility
+    from ..figures.layout import band_traces, base_layout, identity_trace, unit_axes, visibility
     from ..figures.palette import color_of
 
     labels = dict(labels or {})
@@ -80,8 +80,7 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
         fig.add_trace(go.Scatter(x=np.hstack([x[ends], gap]).ravel(), y=np.hstack([y[ends], gap]).ravel(),
                                  mode="lines+markers", legendgroup=key, showlegend=False, visible=vis,
                                  line=dict(color=color, width=4), marker=dict(size=4, color=color), hoverinfo="skip"))
-    fig.update_xaxes(range=UNIT, title_text="forecast probability")
-    fig.update_yaxes(range=UNIT, title_text="recalibrated probability (PAV)")
+    unit_axes(fig, "forecast probability", "recalibrated probability (PAV)")
     return base_layout(fig, title, height)
 
 

@@ -45,8 +45,8 @@ class VennAbersExplanation(Explanation):
 
 
 def weighted_quantiles(x: np.ndarray, q, sample_weight: np.ndarray) -> np.ndarray:
-    """Quantiles ``q`` of ``x`` where each value counts ``sample_weight`` times (the inverse of the weighted CDF: the smallest
-    ``x`` whose cumulative weight reaches ``q`` of the total); empty when the total weight is not positive."""
+    """Quantiles ``q`` of ``x`` where each value counts ``sample_weight`` times (the inverse of the weighted CDF: the
+    smallest ``x`` whose cumulative weight reaches ``q`` of the total); empty when the total weight is not positive."""
     order = np.argsort(x, kind="stable")
     x, cum = x[order], np.cumsum(sample_weight[order])
     if not cum.size or cum[-1] <= 0:
