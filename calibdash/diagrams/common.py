@@ -71,17 +71,9 @@ RULE_SENTENCE = {
 BINNINGS = {"quantile": "equal-count", "uniform": "equal-width"}
 
 
-def _icbrt_ceil(n: int) -> int:
-    """Smallest integer k with k^3 >= n (exact, no floating-point cube root)."""
-    k = max(0, round(n ** (1.0 / 3.0)))
-    while k ** 3 < n:
-        k += 1
-    while k > 0 and (k - 1) ** 3 >= n:
-        k -= 1
-    return k
-
-
-def _check_rule(n, rule, min_count) -> tuple[int, int]:
+def _bin_counts(n, rule, min_count) -> tuple[int, int, int, int]:
+    """``(n, min_count, count, clipped count)``: the arguments checked, the rule's count and that count clipped to
+    [:data:`MIN_BINS`, :data:`MAX_BINS`] (the cube root exact, with no floating-point cube root)."""
     if rule not in BIN_RULES:
         raise SettingsError(f"rule must be one of {BIN_RULES}, got {rule!r}.")
     if int(min_count) != min_count or min_count < 1:
@@ -92,16 +84,15 @@ def _check_rule(n, rule, min_count) -> tuple[int, int]:
         raise DataError(f"n must be a number of rows, got {n!r}.") from None
     if n_rows < 1:
         raise DataError(f"n must be at least 1 row, got {n}.")
-    return n_rows, int(min_count)
-
-
-def _raw_bin_count(n: int, rule: str, min_count: int) -> int:
     if rule == "cuberoot":
-        return _icbrt_ceil(n)
-    if rule == "sqrt":
-        r = math.isqrt(n)
-        return r if r * r == n else r + 1
-    return n // min_count
+        raw = max(0, round(n_rows ** (1.0 / 3.0)))
+        while raw ** 3 < n_rows:
+            raw += 1
+        while raw > 0 and (raw - 1) ** 3 >= n_rows:
+            raw -= 1
+    else:
+        raw = math.isqrt(n_rows - 1) + 1 if rule == "sqrt" else n_rows // int(min_count)
+    return n_rows, int(min_count), raw, int(min(MAX_BINS, max(MIN_BINS, raw)))
 
 
 def auto_bin_count(n, rule: str = "cuberoot", min_count: int = 100) -> int:
@@ -123,15 +114,12 @@ def auto_bin_count(n, rule: str = "cuberoot", min_count: int = 100) -> int:
     Rules made for densities of unbounded data (Freedman-Diaconis, Scott) are not offered: they size bins by the
     spread of the scores, which for probabilities piled up near 0 or 1 gives bins with almost no rows.
     """
-    n_rows, min_count = _check_rule(n, rule, min_count)
-    return int(min(MAX_BINS, max(MIN_BINS, _raw_bin_count(n_rows, rule, min_count))))
+    return _bin_counts(n, rule, min_count)[3]
 
 
 def describe_rule(n, rule: str = "cuberoot", min_count: int = 100) -> str:
     """One line for a chart: ``"12 bins (cube root of n = 1,728 rows)"`` (the rule's :data:`RULE_TEXT`)."""
-    n_rows, min_count = _check_rule(n, rule, min_count)
-    raw = _raw_bin_count(n_rows, rule, min_count)
-    bins = auto_bin_count(n_rows, rule, min_count)
+    n_rows, min_count, raw, bins = _bin_counts(n, rule, min_count)
     what = RULE_TEXT[rule].format(n=n_rows, min_count=min_count)
     if raw > bins:
         what += f", capped at {MAX_BINS}"

@@ -31,20 +31,6 @@ def corp_column(p, y, sample_weight=None, *, band: bool = False, n_boot: int = N
     return CorpColumn(curve, bnd, dec)
 
 
-def _decomposition_text(d: Mapping[str, float]) -> str:
-    """``"MCB 0.018 · DSC 0.030 · UNC 0.244"`` for a :func:`calibdash.measures.corp.corp_decomposition` result."""
-    return " · ".join(f"{k} {d[k]:.3f}" for k in ("MCB", "DSC", "UNC") if k in d)
-
-
-def _block_segments(x: np.ndarray, y: np.ndarray, block: np.ndarray):
-    """Each block's flat piece (first to last row) as one polyline, NaN between blocks (a gap in plotly)."""
-    first = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
-    last = np.r_[first[1:] - 1, block.size - 1]
-    gap = np.full(first.size, np.nan)
-    return (np.column_stack([x[first], x[last], gap]).ravel(),
-            np.column_stack([y[first], y[last], gap]).ravel())
-
-
 def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.DataFrame] | None = None,
                  decompositions: Mapping[str, Mapping[str, float]] | None = None, *,
                  labels: Mapping[str, str] | None = None, title: str | None = "CORP reliability diagram",
@@ -58,7 +44,7 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
     """
     import plotly.graph_objects as go
 
-    from ..figures.layout import UNIT, band_traces, base_layout, identity_trace, visibility
+    from ..figures.layout import band_traces, base_layout, identity_trace, unit_axes, visibility
     from ..figures.palette import color_of
 
     labels = dict(labels or {})
@@ -74,7 +60,9 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
         if band is not None:
             fig.add_traces(band_traces(band["score"].to_numpy(dtype=float), band["upper"].to_numpy(dtype=float),
                                        band["lower"].to_numpy(dtype=float), color, key, vis, connectgaps=True))
-        name = f"{label} · {_decomposition_text(decompositions[key])}" if key in decompositions else label
+        d = decompositions.get(key)            # MCB, DSC and UNC in the legend
+        name = label if d is None else f"{label} · " + " · ".join(
+            f"{k} {d[k]:.3f}" for k in ("MCB", "DSC", "UNC") if k in d)
         x = c["score"].to_numpy(dtype=float)
         y = c["calibrated"].to_numpy(dtype=float)
         fig.add_trace(go.Scatter(
@@ -83,13 +71,16 @@ def corp_diagram(curves: Mapping[str, pd.DataFrame], bands: Mapping[str, pd.Data
             hovertemplate=(f"<b>{label}</b><br>forecast %{{x:.3f}}<br>recalibrated %{{y:.3f}}"
                            "<br>block %{customdata[1]:.0f}, rows %{customdata[0]:,.0f}<extra></extra>"),
         ))
-        # each PAV block's flat piece, thick (the package's CEP segments); None breaks the line between blocks
-        seg_x, seg_y = _block_segments(x, y, c["block"].to_numpy())
-        fig.add_trace(go.Scatter(x=seg_x, y=seg_y, mode="lines+markers", legendgroup=key, showlegend=False,
-                                 visible=vis, line=dict(color=color, width=4), marker=dict(size=4, color=color),
-                                 hoverinfo="skip"))
-    fig.update_xaxes(range=UNIT, title_text="forecast probability")
-    fig.update_yaxes(range=UNIT, title_text="recalibrated probability (PAV)")
+        # each PAV block's flat piece (first to last row), thick (the package's CEP segments), as one polyline: NaN
+        # between blocks breaks the line
+        block = c["block"].to_numpy()
+        first = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+        ends = np.column_stack([first, np.r_[first[1:] - 1, block.size - 1]])
+        gap = np.full((first.size, 1), np.nan)
+        fig.add_trace(go.Scatter(x=np.hstack([x[ends], gap]).ravel(), y=np.hstack([y[ends], gap]).ravel(),
+                                 mode="lines+markers", legendgroup=key, showlegend=False, visible=vis,
+                                 line=dict(color=color, width=4), marker=dict(size=4, color=color), hoverinfo="skip"))
+    unit_axes(fig, "forecast probability", "recalibrated probability (PAV)")
     return base_layout(fig, title, height)
 
 

@@ -32,13 +32,6 @@ class BBQExplanation(Explanation):
     log_evidence: float
 
 
-def _models_table(m: BinningModels) -> pd.DataFrame:
-    return pd.DataFrame({
-        "B": m.b, "n_bins": m.bins.nb, "log_marginal_likelihood": m.log_ml, "posterior": m.posterior,
-        "kept": m.kept, "weight": m.weight, "same_as": np.where(m.same_as >= 0, m.b[np.maximum(m.same_as, 0)], -1),
-    })
-
-
 def _bins_table(m: BinningModels, real_counts: bool) -> pd.DataFrame:
     b = m.bins
     counts = (b.count, b.pos) if real_counts else (b.count.astype(np.int64), b.pos.astype(np.int64))
@@ -46,12 +39,6 @@ def _bins_table(m: BinningModels, real_counts: bool) -> pd.DataFrame:
         "B": m.b[b.model], "bin": np.arange(b.model.size) - b.first[b.model],
         "lower": b.lower, "upper": b.upper, "count": counts[0], "positives": counts[1], "estimate": b.est,
     })
-
-
-def _log_evidence(m: BinningModels) -> float:
-    lml = m.log_ml[m.same_as < 0]
-    top = lml.max()
-    return float(top + np.log(np.mean(np.exp(lml - top))))
 
 
 def _notes(m: BinningModels, prune: bool, w) -> list[str]:
@@ -82,11 +69,14 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> BB
     m = binning_models(s, y, cal.ess, cal.c, cal.prune, cal.variant, w)
     check_map("BBQ", (cal.cuts_, cal.levels_, cal.point_x_, cal.point_delta_), averaged_map(m), MAP_TOL,
               "building its models again from them does not give its map", "their maps have different pieces")
-    models, bins = _models_table(m), _bins_table(m, real_counts=w is not None and m.variant == "paper")
+    models = pd.DataFrame({
+        "B": m.b, "n_bins": m.bins.nb, "log_marginal_likelihood": m.log_ml, "posterior": m.posterior,
+        "kept": m.kept, "weight": m.weight, "same_as": np.where(m.same_as >= 0, m.b[np.maximum(m.same_as, 0)], -1),
+    })
+    bins = _bins_table(m, real_counts=w is not None and m.variant == "paper")
+    lml = m.log_ml[m.same_as < 0]                   # each distinct binning once
     edges = np.concatenate([[0.0], cal.cuts_, [1.0]])
     pieces = pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "prob": np.clip(cal.levels_, 0.0, 1.0)})
-    return BBQExplanation(
-        method=cal.name, notes=_notes(m, bool(cal.prune), w),
-        tables={"models": models, "bins": bins, "map": pieces},
-        models=models, bins=bins, map=pieces,
-        log_evidence=_log_evidence(m))
+    return BBQExplanation(method=cal.name, notes=_notes(m, bool(cal.prune), w),
+                          tables={"models": models, "bins": bins, "map": pieces}, models=models, bins=bins,
+                          map=pieces, log_evidence=float(lml.max() + np.log(np.mean(np.exp(lml - lml.max())))))

@@ -75,10 +75,6 @@ class BetaExplanation(Explanation):
     score_range: tuple
 
 
-def _same(x: float, y: float) -> bool:
-    return x == y or abs(x - y) <= MAP_TOL * max(1.0, abs(x), abs(y))
-
-
 def _notes(ex: BetaExplanation, n_rows: int, weighted: bool) -> list[str]:
     rows = f"{n_rows:,} rows" + (" (weighted)" if weighted else "")
     notes = [f"Beta calibration ({ex.parameters}) on {rows}: mu(s) = 1 / (1 + 1 / (e^c s^a / (1 − s)^b)) with "
@@ -118,7 +114,8 @@ def explain(calibrator, scores, labels, features=None, *, sample_weight=None,
     cal = calibrator
     s, y, w = training_rows(cal, scores, labels, sample_weight)
     again = fit_beta(s, y, w, cal.parameters, cal.max_iter, cal.tol)
-    if not all(_same(u, v) for u, v in ((again.a, cal.a_), (again.b, cal.b_), (again.c, cal.c_))):
+    if not all(math.isclose(u, v, rel_tol=MAP_TOL, abs_tol=MAP_TOL)
+               for u, v in ((again.a, cal.a_), (again.b, cal.b_), (again.c, cal.c_))):
         raise not_the_rows("beta calibration", f"fitting them again gives a, b, c = {again.a:.6g}, {again.b:.6g}, "
                            f"{again.c:.6g}, not {cal.a_:.6g}, {cal.b_:.6g}, {cal.c_:.6g}")
     ll = log_likelihood(cal.a_, cal.b_, cal.c_, s, y, w)

@@ -21,7 +21,6 @@ from ..calibrators.multiclass.methods.matrix import MatrixScaling
 from ..calibrators.multiclass.methods.ovr import BinaryComposite, OneVsRestCalibrator
 from ..calibrators.multiclass.methods.top_label import TopLabelCalibrator
 from ..calibrators.multiclass.methods.vector import VectorScaling
-from ..core.errors import ProgrammingError
 from ..core.validation import check_classes
 from ..diagrams import SimplexMapData, class_labels, prepare_simplex_map
 from ..measures import class_measures as metrics
@@ -49,14 +48,6 @@ def _name(model: MulticlassCalibrator) -> str:
     return f"{model.name}:{model.binary}" if isinstance(model, BinaryComposite) else model.name
 
 
-def _on_probabilities(model: MulticlassCalibrator):
-    """``model.predict_proba`` on rows of probabilities (their logarithm when the model takes logits: a row's
-    log-probabilities are logits of the same probabilities)."""
-    if not model.logits:
-        return model.predict_proba
-    return lambda G: model.predict_proba(np.log(np.maximum(G, 1e-300)))
-
-
 def class_rows(model: MulticlassCalibrator, P, y, class_names: Sequence[str] | None,
                simplex_grid: int) -> tuple[Scores, np.ndarray, dict]:
     """``(x, y, fields)``: the fitting rows checked against the fitted ``model``, and the fields every
@@ -64,7 +55,9 @@ def class_rows(model: MulticlassCalibrator, P, y, class_names: Sequence[str] | N
     model._check_fitted()
     x = as_scores(P, model.logits, model.n_classes_)
     y = check_classes(y, x.n, x.k)
-    simplex = prepare_simplex_map(_on_probabilities(model), n_grid=simplex_grid) if x.k == 3 else None
+    # a model taking logits maps rows of probabilities through their logarithm (logits of the same probabilities)
+    on_p = (lambda G: model.predict_proba(np.log(np.maximum(G, 1e-300)))) if model.logits else model.predict_proba
+    simplex = prepare_simplex_map(on_p, n_grid=simplex_grid) if x.k == 3 else None
     return x, y, dict(method=_name(model), classes=class_labels(x.k, class_names), simplex=simplex)
 
 
@@ -168,22 +161,15 @@ class LinearExplanation(ClassExplanation):
     kind: ClassVar[str] = "linear"
 
 
-def _linear_parts(model) -> tuple[np.ndarray, np.ndarray, pd.DataFrame | None]:
-    """``(W, b, path)`` of a fitted vector, matrix or Dirichlet calibrator: its ``coef_``, ``intercept_``, ``path_``."""
-    try:
-        return np.asarray(model.coef_, dtype=float), np.asarray(model.intercept_, dtype=float).reshape(-1), model.path_
-    except AttributeError:
-        raise ProgrammingError(f"{type(model).__name__} holds no fitted weights and bias.") from None
-
-
 @explains(VectorScaling, MatrixScaling, DirichletCalibration)
 def explain_linear(model, P, y, features=None, *, sample_weight=None, held_out=None,
             class_names: Sequence[str] | None = None, max_classes: int = MAX_CLASSES,
             simplex_grid: int = 10) -> LinearExplanation:
     """The fitted ``W``, ``b`` and path (the arguments: :mod:`calibdash.explain.k_class`)."""
     ex = LinearExplanation(**class_rows(model, P, y, class_names, simplex_grid)[2])
-    try:
-        ex.weights, ex.bias, ex.path = _linear_parts(model)
-    except ProgrammingError as exc:            # a method that keeps W and b under other names
-        ex.notes.append(f"W and b cannot be shown: {exc}")
+    try:                                       # W, b and path: its coef_, intercept_ and path_
+        ex.weights, ex.bias, ex.path = (np.asarray(model.coef_, dtype=float),
+                                        np.asarray(model.intercept_, dtype=float).reshape(-1), model.path_)
+    except AttributeError:                     # a method that keeps W and b under other names
+        ex.notes.append(f"W and b cannot be shown: {type(model).__name__} holds no fitted weights and bias.")
     return ex

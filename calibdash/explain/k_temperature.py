@@ -55,12 +55,6 @@ def temperature_curve(x: Scores, y, temperatures, sample_weight=None) -> np.ndar
     return np.array(out)
 
 
-def _temperature_grid(t: float, n: int = T_GRID) -> np.ndarray:
-    lo, hi = min(t, 1.0) / 4.0, max(t, 1.0) * 4.0
-    grid = np.geomspace(lo, hi, n)
-    return np.unique(np.concatenate([grid, [t, 1.0]]))
-
-
 def fitted_temperature(model: MulticlassCalibrator) -> float:
     """The ``T`` of a fitted temperature scaling, read back from its map (so the explanation is of what the
     calibrator does, not of an attribute): on the log-scores ``(0, 1, 0, ...)``, the second and first outputs of
@@ -83,7 +77,7 @@ def explain(model, P, y, features=None, *, sample_weight=None, held_out=None,
     ``held_out`` (the arguments: :mod:`calibdash.explain.k_class`)."""
     x, y, fields = class_rows(model, P, y, class_names, simplex_grid)
     t = fitted_temperature(model)
-    grid = _temperature_grid(t)
+    grid = np.unique(np.concatenate([np.geomspace(min(t, 1.0) / 4.0, max(t, 1.0) * 4.0, T_GRID), [t, 1.0]]))
     curve = pd.DataFrame({"temperature": grid, "fit": temperature_curve(x, y, grid, sample_weight)})
     if held_out is not None:
         hx = as_scores(held_out[0], model.logits, x.k)

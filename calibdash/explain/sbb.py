@@ -80,14 +80,12 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> SB
               f"it has {best.estimate.size:,} bins, the calibrator {cal.bin_estimate_.size:,}")
     pos = best.positions
     bins, positions = _bins_table(best), pos.frame()
-    posterior = float(np.exp(best.log_score - best.log_evidence))
-    notes = positions_notes(pos, cal.max_positions) + [
-        f"SBB chose {best.first.size} bins; that binning has posterior probability {posterior:.3g} among all "
-        f"2^{pos.size - 1} binnings."]
-    return SBBExplanation(
-        method=cal.name, notes=notes, tables={"bins": bins, "positions": positions},
-        lam=float(cal.lam), bins=bins, positions=positions,
-        log_score=best.log_score, log_evidence=best.log_evidence)
+    ex = SBBExplanation(method=cal.name, tables={"bins": bins, "positions": positions}, lam=float(cal.lam), bins=bins,
+                        positions=positions, log_score=best.log_score, log_evidence=best.log_evidence)
+    ex.notes = positions_notes(pos, cal.max_positions) + [
+        f"SBB chose {best.first.size} bins; that binning has posterior probability {ex.posterior_of_best:.3g} among "
+        f"all 2^{pos.size - 1} binnings."]
+    return ex
 
 
 @dataclass(kw_only=True)

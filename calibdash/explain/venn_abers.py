@@ -18,7 +18,7 @@ from ..core.pav import pav_blocks
 from ..core.validation import check_scores
 from . import Explanation, explains, not_the_rows, training_rows
 
-__all__ = ["VennAbersExplanation", "interval_band", "band_grid"]
+__all__ = ["VennAbersExplanation", "interval_band", "band_grid", "weighted_quantiles"]
 
 #: Largest difference between the calibrator's tables (isotonic: its map at a block's first score) and the ones
 #: found again from the rows.
@@ -44,10 +44,14 @@ class VennAbersExplanation(Explanation):
     width: pd.DataFrame
 
 
-def _weighted_quantile(x: np.ndarray, w: np.ndarray, q: float) -> float:
-    """The smallest ``x`` whose cumulative weight reaches ``q`` of the total (``x`` sorted)."""
-    cum = np.cumsum(w)
-    return float(x[min(int(np.searchsorted(cum, q * cum[-1], side="left")), x.size - 1)])
+def weighted_quantiles(x: np.ndarray, q, sample_weight: np.ndarray) -> np.ndarray:
+    """Quantiles ``q`` of ``x`` where each value counts ``sample_weight`` times (the inverse of the weighted CDF: the
+    smallest ``x`` whose cumulative weight reaches ``q`` of the total); empty when the total weight is not positive."""
+    order = np.argsort(x, kind="stable")
+    x, cum = x[order], np.cumsum(sample_weight[order])
+    if not cum.size or cum[-1] <= 0:
+        return np.empty(0)
+    return x[np.clip(np.searchsorted(cum, q * cum[-1], side="left"), 0, x.size - 1)]
 
 
 def band_grid(calibrator, n: int = GRID_POINTS) -> np.ndarray:
@@ -93,10 +97,8 @@ def explain(calibrator, scores, labels, features=None, sample_weight=None) -> Ve
     total = float(t.weight.sum())
     even = np.linspace(0.0, 1.0, GRID_POINTS)
     e0, e1 = interval_at(cal.scores_, cal.f0_, cal.f1_, even)
-    order = np.argsort(widths)
-    stats = {"mean": float(np.sum(widths * t.weight) / total),
-             "median": _weighted_quantile(widths[order], t.weight[order], 0.5),
-             "p90": _weighted_quantile(widths[order], t.weight[order], 0.9),
+    median, p90 = weighted_quantiles(widths, np.array([0.5, 0.9]), t.weight)
+    stats = {"mean": float(np.sum(widths * t.weight) / total), "median": float(median), "p90": float(p90),
              "max": float(widths.max()),
              "mean_over_grid": float(np.mean(e1 - e0))}
     width = pd.DataFrame([stats])

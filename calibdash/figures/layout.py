@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from .palette import rgba
 from .text import plain_figure
 
-__all__ = ["base_layout", "identity_trace", "visibility", "band_traces", "error_bars", "UNIT"]
+__all__ = ["base_layout", "identity_trace", "visibility", "band_traces", "error_bars", "UNIT", "unit_axes"]
 
 FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
 #: Grey of the training rows drawn behind a calibration map.

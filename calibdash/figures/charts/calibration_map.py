@@ -9,20 +9,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ...explain.venn_abers import weighted_quantiles
 from ..layout import UNIT, base_layout, identity_trace, visibility
 from ..palette import color_of, rgba
 
 #: Most rows drawn as points for a feature-aware method (whose map is not a curve).
 MAX_POINTS = 3000
-
-
-def _weighted_quantiles(x: np.ndarray, q: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Quantiles ``q`` of ``x`` where each value counts ``w`` times (the inverse of the weighted CDF)."""
-    order = np.argsort(x, kind="stable")
-    x, cum = x[order], np.cumsum(w[order])
-    if not cum.size or cum[-1] <= 0:
-        return np.empty(0)
-    return x[np.clip(np.searchsorted(cum, q * cum[-1], side="left"), 0, x.size - 1)]
 
 
 def score_grid(scores=None, n: int = 301, sample_weight=None) -> np.ndarray:
@@ -31,7 +23,7 @@ def score_grid(scores=None, n: int = 301, sample_weight=None) -> np.ndarray:
     grid = np.linspace(0.0, 1.0, n)
     if scores is not None and len(scores):
         x, q = np.asarray(scores, dtype=float), np.linspace(0, 1, 201)
-        qs = np.quantile(x, q) if sample_weight is None else _weighted_quantiles(
+        qs = np.quantile(x, q) if sample_weight is None else weighted_quantiles(
             x, q, np.asarray(sample_weight, dtype=float))
         grid = np.union1d(grid, qs)
     return grid

@@ -84,22 +84,16 @@ def inner_figures(explanation) -> list[tuple[str, go.Figure]]:
     ]
 
 
-def _bands(bins: pd.DataFrame) -> tuple[list, list]:
-    """Rectangles over every other bin, as one polygon trace (``None`` between rectangles)."""
-    xs, ys = [], []
-    for lo, hi in zip(bins["lower"].to_numpy()[::2], bins["upper"].to_numpy()[::2]):
-        xs += [lo, hi, hi, lo, lo, None]
-        ys += [0, 0, 1, 1, 0, None]
-    return xs, ys
-
-
 def bins_figure(explanation, title: str | None = None, height: int = 460) -> go.Figure:
     """The step map over the chosen bins as alternately shaded bands, and a marker per bin at the middle of its
     training scores, sized by its rows, its counts on hover."""
     colour = color_of("sbb")
     b = explanation.bins
     fig = go.Figure()
-    xs, ys = _bands(b)
+    xs, ys = [], []                      # every other bin shaded: its rectangle, None between rectangles
+    for lo, hi in zip(b["lower"].to_numpy()[::2], b["upper"].to_numpy()[::2]):
+        xs += [lo, hi, hi, lo, lo, None]
+        ys += [0, 0, 1, 1, 0, None]
     fig.add_trace(go.Scatter(x=xs, y=ys, fill="toself", fillcolor=rgba(colour, 0.10), mode="lines",
                              line=dict(width=0), name="bins (alternate shading)", hoverinfo="skip"))
     fig.add_trace(identity_trace())
