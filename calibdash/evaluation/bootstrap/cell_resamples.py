@@ -54,15 +54,6 @@ def _prediction(p, y):
     return p
 
 
-def _terms(p: np.ndarray, terms: list) -> np.ndarray:
-    """Per weighted row (positive rows, an empty cell, negative rows, an empty cell: the Poisson draws' layout),
-    each term of ``terms`` per method, then the label and 1: a weighted count times this gives every linear measure."""
-    ones = np.ones((p.shape[0], 1))                       # each measure's own row terms, for label 1 and for 0
-    pos, neg = (np.hstack([term(p, y) for term in terms] + [y * ones, ones]) for y in (1.0, 0.0))
-    pad = np.zeros((1, pos.shape[1]))
-    return np.vstack([pos, pad, neg, pad])
-
-
 class _Plan(NamedTuple):
     """What every resample reuses: the merged cells, their Poisson sampler, the linear terms and the sorts."""
 
@@ -105,8 +96,13 @@ def _plan(p, pos, neg, n_bins, strategy, names, mvce_views, n_boot: int | None =
     if any(isinstance(f, Moments) for f in forms):
         terms += [metrics.squared_errors, _prediction]
     terms = list(dict.fromkeys(terms))
-    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), _terms(p, terms), terms, orders,
-                 n_bins, strategy, tuple(names), int(mvce_views))
+    # per weighted row (positive rows, an empty cell, negative rows, an empty cell: the Poisson draws' layout), each
+    # term per method, then the label and 1: a weighted count times this gives every linear measure
+    ones = np.ones((p.shape[0], 1))
+    pos_t, neg_t = (np.hstack([term(p, y) for term in terms] + [y * ones, ones]) for y in (1.0, 0.0))
+    pad = np.zeros((1, pos_t.shape[1]))
+    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), np.vstack([pos_t, pad, neg_t, pad]),
+                 terms, orders, n_bins, strategy, tuple(names), int(mvce_views))
 
 
 def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
