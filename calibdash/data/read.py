@@ -380,29 +380,6 @@ def parquet_to_frame(source, columns=None) -> pd.DataFrame:
     return df
 
 
-def _read_csv(data: bytes, fmt: str, name: str, max_bytes: int, max_cells: int = MAX_CELLS,
-              max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, str, str]:
-    """A CSV's (gzipped when ``fmt == "csv.gz"``) table, encoding and delimiter."""
-    if fmt == "csv.gz":
-        data = _gunzip_csv(data, name, max_bytes, max_cells, max_columns)
-    text, encoding = _decode(data, name)
-    del data
-    delim = sniff_delimiter(text)
-    text = _check_csv_shape(text, delim, name, max_cells, max_columns)
-    if not text.strip():
-        raise DataError(f"{name} is empty (no header, no rows).")
-    try:
-        df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{name} is empty (no header, no rows).") from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise DataError(f"{name} could not be read as a {DELIMITER_NAMES[delim]}-separated CSV: "
-                        f"{str(exc).strip()}") from None
-    if delim != ",":
-        df.attrs["decimal_comma_columns"] = fix_decimal_commas(df)
-    return compact_text(df), encoding, delim
-
-
 def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
                max_cells: int = MAX_CELLS, max_columns: int = MAX_COLUMNS) -> tuple[pd.DataFrame, FileInfo]:
     """Read a CSV, gzipped CSV or Parquet table.
@@ -455,7 +432,23 @@ def read_table(source, *, filename: str | None = None, max_bytes: int = DEFAULT_
         except Exception as exc:  # pyarrow raises several types
             raise DataError(f"{name} could not be read as Parquet: {exc}") from None
     else:
-        df, encoding, delim = _read_csv(data, fmt, name, max_bytes, max_cells, max_columns)
+        unpacked = _gunzip_csv(data, name, max_bytes, max_cells, max_columns) if fmt == "csv.gz" else data
+        text, encoding = _decode(unpacked, name)
+        del unpacked
+        delim = sniff_delimiter(text)
+        text = _check_csv_shape(text, delim, name, max_cells, max_columns)
+        if not text.strip():
+            raise DataError(f"{name} is empty (no header, no rows).")
+        try:
+            df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", skipinitialspace=True)
+        except pd.errors.EmptyDataError:
+            raise DataError(f"{name} is empty (no header, no rows).") from None
+        except (pd.errors.ParserError, ValueError) as exc:
+            raise DataError(f"{name} could not be read as a {DELIMITER_NAMES[delim]}-separated CSV: "
+                            f"{str(exc).strip()}") from None
+        if delim != ",":
+            df.attrs["decimal_comma_columns"] = fix_decimal_commas(df)
+        df = compact_text(df)
     df.columns = unique_names([str(c).strip() for c in df.columns])
     if df.shape[1] == 0:
         raise DataError(f"{name} has no columns.")

@@ -146,16 +146,6 @@ def _looks_like_probabilities(values: np.ndarray) -> bool:
                 and np.any(fin != np.round(fin)) and np.unique(fin).size >= 10)
 
 
-def _guess_scores(df: pd.DataFrame, numbers: dict) -> list:
-    """The score columns among ``numbers`` (column -> probability-like?, None: numeric dtype not looked at yet):
-    hinted names, else probability-like columns, else all."""
-    numeric = list(numbers)
-    hinted = [c for c in numeric if _is_score_hint(c)]
-    # a numeric dtype (None) is converted one column at a time, then let go
-    return hinted or [c for c in numeric if numbers[c] or numbers[c] is None and _looks_like_probabilities(
-        df[c].to_numpy(dtype=float, na_value=np.nan))] or numeric
-
-
 def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None = None,
                 positive=None) -> Roles:
     """Guess the label, score, feature and split columns of ``df``.
@@ -211,7 +201,10 @@ def guess_roles(df: pd.DataFrame, *, label: str | None = None, split: str | None
         if _is_id(c, s, n, values):
             ids.add(c)
             numbers.pop(c, None)
-    scores = _guess_scores(df, numbers)
+    # hinted names, else probability-like columns (a numeric dtype converted one at a time, then let go), else all
+    scores = [c for c in numbers if _is_score_hint(c)] or [
+        c for c in numbers if numbers[c] or numbers[c] is None and _looks_like_probabilities(
+            df[c].to_numpy(dtype=float, na_value=np.nan))] or list(numbers)
     classes = score_classes(df, label, scores, positive)
     if classes is not None:
         scores = classes.scores
@@ -300,14 +293,6 @@ def prefix_groups(columns: list) -> list[Layout]:
     return [g for prefix, logits in PREFIXES if (g := prefixed(columns, prefix, logits)) is not None]
 
 
-def _named_group(df: pd.DataFrame, label, values: list) -> Layout | None:
-    """The columns of numbers named exactly after ``label``'s values, if any."""
-    others = [c for c in df.columns if c != label]
-    pairs = pair(values, [str(c) for c in others])
-    cols = [others[j] for j in sorted(pairs) if reads_as_numbers(df[others[j]])]
-    return Layout(label, cols, [str(c) for c in cols], None, False) if cols else None
-
-
 def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
             by_name: bool = True, k_min: int = 3) -> Layout | None:
     """The best (label, class columns) pair: the label whose values most class columns name.
@@ -330,8 +315,11 @@ def search(df: pd.DataFrame, label=None, groups: list[Layout] | None = None, *,
         if found is None or not 2 <= len(values := found[2]) <= MAX_COLUMNS:
             continue
         options = [g for g in groups if c not in g.columns]
-        if by_name and (named := _named_group(df, c, values)) is not None:
-            options.append(named)
+        if by_name:                        # the columns of numbers named exactly after the label's values
+            others = [o for o in df.columns if o != c]
+            named = [others[j] for j in sorted(pair(values, [str(o) for o in others]))
+                     if reads_as_numbers(df[others[j]])]
+            options += [Layout(c, named, [str(o) for o in named], None, False)] if named else []
         for kind, g in enumerate(options):
             matched = len(pairs := pair(values, g.suffixes))
             if matched < 2 or 2 * matched < len(values) or len(g.columns) < k_min:

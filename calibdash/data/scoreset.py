@@ -220,9 +220,10 @@ def split_rows(df: pd.DataFrame, keep: np.ndarray, split, shown) -> tuple[np.nda
     return values, f"Split column {shown!r}: " + ", ".join(f"{a} ({b:,})" for a, b in zip(kinds, counts)) + "."
 
 
-def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
-    messages = []
+def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, positive,
+           info: FileInfo | None, name: str) -> ScoreSet:
     n_read = len(df)
+    messages = []
     if info is not None:
         if info.format == "parquet":
             messages.append(f"Read {info.name}: Parquet, {n_read:,} rows, {df.shape[1]} columns.")
@@ -233,13 +234,6 @@ def _read_messages(df: pd.DataFrame, info: FileInfo | None) -> list[str]:
                             f"{DELIMITER_NAMES.get(info.delimiter, info.delimiter)}-separated, {enc}.")
     if fixed := df.attrs.get("decimal_comma_columns"):
         messages.append("Decimal commas read as decimal points in: " + ", ".join(fixed) + ".")
-    return messages
-
-
-def _build(df: pd.DataFrame, *, label, score, score_columns, features, split, positive,
-           info: FileInfo | None, name: str) -> ScoreSet:
-    n_read = len(df)
-    messages = _read_messages(df, info)
     lab_ok, values = _label_values(df, label, name)
     pos, neg = choose_positive(values, positive, column=label)
     if pd.api.types.is_bool_dtype(df[score]):

@@ -209,8 +209,6 @@ def evaluate(scores, labels, methods: Mapping[str, Calibrator] | Sequence[str] |
         y = check_labels(labels, given.size, pos_label=pos_label)
         cals = resolve(methods, params)
         pairs, notes = split_plan(y, scheme, split, order=content_order(given, y))
-    if features is not None:
-        features = features.reset_index(drop=True)
     kfold = scheme.kind == "kfold"
     rows = np.sort(np.concatenate([te for _, te in pairs])) if kfold else pairs[0][1]
     columns, models, seconds, sampled = _fits(cals, given, y, pairs, kfold, max_fit_rows, scheme.seed, features,

@@ -304,7 +304,16 @@ def split_plan(labels, scheme: Scheme, split=None, *, order=None, values=None
         pairs = [_binary_split(y, scheme, notes)]
     else:
         pairs = _binary_folds(y, int(scheme.n_folds), scheme.seed, notes)
-    _check_parts(y, pairs, binary=values is None)
+    for tr, te in pairs:
+        if te.size == 0:
+            raise DataError("the held-out part is empty.")
+        if tr.size == 0:
+            raise DataError("the fitting part is empty.")
+        if np.unique(y[tr]).size < 2:
+            which, small = _smaller_class(y) if values is None else ("", 0)
+            why = (f"calibrators need both (the {which} class has {rows_text(small)} among {y.size:,})"
+                   if values is None else "calibration needs at least two")
+            raise DataError(f"the fitting part ({rows_text(tr.size)}) holds one class only; {why}.")
     if values is None and scheme.kind in ("split", "column"):
         judged = y[pairs[0][1]]
         for cls, name in ((1, "positive"), (0, "negative")):
@@ -312,20 +321,6 @@ def split_plan(labels, scheme: Scheme, split=None, *, order=None, values=None
                 notes.append(f"the held-out rows hold no {name} row: AUC is undefined (NaN) there, and "
                              "calibration is judged on one class")
     return pairs, notes
-
-
-def _check_parts(y: np.ndarray, pairs: list, binary: bool) -> None:
-    """DataError when a judged part is empty or a fitting part holds fewer than two classes."""
-    for tr, te in pairs:
-        if te.size == 0:
-            raise DataError("the held-out part is empty.")
-        if tr.size == 0:
-            raise DataError("the fitting part is empty.")
-        if np.unique(y[tr]).size < 2:
-            which, small = _smaller_class(y) if binary else ("", 0)
-            why = (f"calibrators need both (the {which} class has {rows_text(small)} among {y.size:,})" if binary
-                   else "calibration needs at least two")
-            raise DataError(f"the fitting part ({rows_text(tr.size)}) holds one class only; {why}.")
 
 
 def _train_mask(split, scheme: Scheme) -> np.ndarray:

@@ -175,36 +175,12 @@ def rank_ids(p: np.ndarray, n_bins: int) -> np.ndarray:
     return ids
 
 
-def quantile_ids(p: np.ndarray, n_bins: int, sample_weight) -> np.ndarray:
-    """Bin of each row under ``"quantile"``: the bin holding the middle of the row's tied group."""
-    srt = sort_runs(p)
-    weight = srt.total(sample_weight)
-    ends = np.cumsum(weight)
-    edges = quantile_edges(float(ends[-1]), n_bins, is_whole(sample_weight))
-    middle = np.r_[0.0, ends[:-1]] + weight / 2
-    group_bin = np.clip(np.searchsorted(edges, middle, side="right") - 1, 0, n_bins - 1)
-    ids = np.empty(p.size, dtype=np.int64)
-    ids[srt.order] = np.repeat(group_bin, srt.rows)
-    return ids
-
-
 def row_bins(p, y, sample_weight, ids, n_bins, lower, upper) -> Bins:
     """Bin sums from a bin index per row."""
     count = np.bincount(ids, weights=sample_weight, minlength=n_bins).astype(float)
     sum_p = np.bincount(ids, weights=p if sample_weight is None else sample_weight * p, minlength=n_bins)
     sum_y = np.bincount(ids, weights=y if sample_weight is None else sample_weight * y, minlength=n_bins)
     return Bins(count, sum_p, sum_y, lower, upper)
-
-
-def _row_extremes(p, ids, n_bins):
-    lower = np.full(n_bins, np.inf)
-    upper = np.full(n_bins, -np.inf)
-    np.minimum.at(lower, ids, p)
-    np.maximum.at(upper, ids, p)
-    empty = np.isinf(lower)
-    lower[empty] = np.nan
-    upper[empty] = np.nan
-    return lower, upper
 
 
 def cumsum_rows(a: np.ndarray) -> np.ndarray:
@@ -220,11 +196,6 @@ def uniform_starts(value: np.ndarray, n_bins: int) -> np.ndarray:
     """Where equal-width bins 1 .. n_bins - 1 start among ascending tied groups of these values: the ``at`` of
     :func:`group_bin_sums` for ``"uniform"``."""
     return np.searchsorted(uniform_ids(value, n_bins), np.arange(1, n_bins))
-
-
-def _at(cum: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """``cum`` (rows of cumulative sums) just before each position: the sum of the first ``pos`` items."""
-    return np.where(pos > 0, np.take_along_axis(cum, np.maximum(pos - 1, 0), axis=1), 0.0)
 
 
 def segment_sums(a: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -261,7 +232,8 @@ def group_bin_sums(sample_weight, pos, value, n_bins: int, whole: bool, at=None)
     inner = quantile_edges(cw[:, -1], n_bins, whole)[:, 1:-1]
     g = np.stack([np.searchsorted(cw[r], inner[r]) for r in range(cw.shape[0])])
     g = np.minimum(g, cw.shape[1] - 1)
-    head = inner - _at(cw, g)                              # each straddling group's weight before its edge
+    # each straddling group's weight before its edge: the edge less the cumulative weight before the group
+    head = inner - np.where(g > 0, np.take_along_axis(cw, np.maximum(g - 1, 0), axis=1), 0.0)
     share = head / np.take_along_axis(sample_weight, g, axis=1)
     out = []
     for x, part in zip(sums, (head, head * value[g], share * np.take_along_axis(pos, g, axis=1))):
@@ -285,26 +257,28 @@ def quantile_bins(g: Groups, n_bins: int) -> Bins:
     return Bins(count, sum_p, sum_y, lower, upper)
 
 
-def uniform_bins(g: Groups, n_bins: int) -> Bins:
-    """Equal-width bins over tied groups (:func:`group_bin_sums` on one row), with the fixed edges."""
-    count, sum_p, sum_y = (s[0] for s in group_bin_sums(g.weight, g.pos, g.value, n_bins, g.whole,
-                                                        uniform_starts(g.value, n_bins)))
-    edges = np.arange(n_bins + 1) / n_bins
-    return Bins(count, sum_p, sum_y, edges[:-1], edges[1:])
-
-
 def bin_sums(p, y, sample_weight, n_bins: int, strategy: str, groups: Groups | None = None) -> Bins:
     """Bin sums under ``strategy`` (arguments already checked). Equal-width bins of rows not yet grouped are summed
     by bin index (one ``bincount`` pass: a tied group never straddles a fixed edge); given ``groups``, over the
     groups, which gives the same sums up to the order of their additions."""
+    if strategy == "rank":
+        ids = rank_ids(p, n_bins)
+        lower, upper = np.full(n_bins, np.inf), np.full(n_bins, -np.inf)      # each bin's smallest, largest prediction
+        np.minimum.at(lower, ids, p)
+        np.maximum.at(upper, ids, p)
+        empty = np.isinf(lower)
+        return row_bins(p, y, sample_weight, ids, n_bins, np.where(empty, np.nan, lower),
+                        np.where(empty, np.nan, upper))
+    edges = np.arange(n_bins + 1) / n_bins
     if strategy == "uniform" and groups is None:
-        edges = np.arange(n_bins + 1) / n_bins
         return row_bins(p, y, sample_weight, uniform_ids(p, n_bins), n_bins, edges[:-1], edges[1:])
-    if strategy in STRATEGIES:
-        g = tied_groups(p, y, sample_weight) if groups is None else groups
-        return (quantile_bins if strategy == "quantile" else uniform_bins)(g, n_bins)
-    ids = rank_ids(p, n_bins)
-    return row_bins(p, y, sample_weight, ids, n_bins, *_row_extremes(p, ids, n_bins))
+    g = tied_groups(p, y, sample_weight) if groups is None else groups
+    if strategy == "quantile":
+        return quantile_bins(g, n_bins)
+    # equal-width bins over the tied groups (group_bin_sums on one row), with the fixed edges
+    count, sum_p, sum_y = (s[0] for s in group_bin_sums(g.weight, g.pos, g.value, n_bins, g.whole,
+                                                        uniform_starts(g.value, n_bins)))
+    return Bins(count, sum_p, sum_y, edges[:-1], edges[1:])
 
 
 def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
@@ -322,7 +296,14 @@ def bin_assignments(probs, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
         return uniform_ids(p, n_bins)
     if strategy == "rank":
         return rank_ids(p, n_bins)
-    return quantile_ids(p, n_bins, w)
+    srt = sort_runs(p)                        # the bin holding the middle of each row's tied group
+    weight = srt.total(w)
+    ends = np.cumsum(weight)
+    edges = quantile_edges(float(ends[-1]), n_bins, is_whole(w))
+    group_bin = np.clip(np.searchsorted(edges, np.r_[0.0, ends[:-1]] + weight / 2, side="right") - 1, 0, n_bins - 1)
+    ids = np.empty(p.size, dtype=np.int64)
+    ids[srt.order] = np.repeat(group_bin, srt.rows)
+    return ids
 
 
 def _interval(k: np.ndarray, n: np.ndarray, method: str, level: float = 0.95):

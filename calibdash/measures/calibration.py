@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, Bins, bin_assignments, bin_sums,
+from .binning import (DEFAULT_N_BINS, DEFAULT_STRATEGY, STRATEGIES, bin_assignments, bin_sums,
                       binning_label, check_binning, check_inputs, cumsum_rows, reliability_table, tied_groups)
 from .mvce import MVCE_MAX_ROWS, mvce, mvce_checked, mvce_of_moments
 
@@ -61,14 +61,6 @@ def binned_errors(count, sum_p, sum_y, total):
     return (float(ece_[0]), float(mce_[0])) if one else (ece_, mce_)
 
 
-def _ece(bins: Bins, total: float) -> float:
-    return binned_errors(bins.count, bins.sum_p, bins.sum_y, total)[0]
-
-
-def _mce(bins: Bins) -> float:
-    return binned_errors(bins.count, bins.sum_p, bins.sum_y, 1.0)[1]
-
-
 def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
         sample_weight=None, *, pos_label=None) -> float:
     """Expected calibration error: sum_b (n_b / N) |mean p_b - mean y_b|.
@@ -81,7 +73,7 @@ def ece(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
     """
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
-    return _ece(bin_sums(p, y, w, n_bins, strategy), _total(p, w))
+    return binned_errors(*bin_sums(p, y, w, n_bins, strategy)[:3], _total(p, w))[0]
 
 
 def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STRATEGY,
@@ -92,7 +84,7 @@ def mce(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT_STR
     """
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
-    return _mce(bin_sums(p, y, w, n_bins, strategy))
+    return binned_errors(*bin_sums(p, y, w, n_bins, strategy)[:3], 1.0)[1]
 
 
 #: Log-loss clips the probabilities to [LOG_LOSS_EPS, 1 - LOG_LOSS_EPS].
@@ -180,7 +172,7 @@ def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
     p, y, w = check_inputs(probs, labels, sample_weight, pos_label)
     n_bins = check_binning(n_bins, strategy, w is not None)
     groups = tied_groups(p, y, w)
-    bins = bin_sums(p, y, w, n_bins, strategy, groups)
+    ece_, mce_ = binned_errors(*bin_sums(p, y, w, n_bins, strategy, groups)[:3], _total(p, w))
     b = _mean(squared_errors(p, y), w)
     return {
         "AUC": group_auc(groups.weight, groups.pos),
@@ -188,7 +180,7 @@ def summary(probs, labels, n_bins: int = DEFAULT_N_BINS, strategy: str = DEFAULT
         "RMSE": math.sqrt(b),
         "Brier": b,
         "LogLoss": _mean(log_losses(p, y), w),
-        "ECE": _ece(bins, _total(p, w)),
-        "MCE": _mce(bins),
+        "ECE": ece_,
+        "MCE": mce_,
         "MVCE": mvce_checked(p, y, w, mvce_bin_size, mvce_views, 1.0, 0, mvce_max_rows),
     }

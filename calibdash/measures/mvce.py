@@ -37,16 +37,6 @@ def row_views(probs, y, bin_size: int, n_views: int, p: float, seed) -> np.ndarr
     return out
 
 
-def _whole_counts(w: np.ndarray) -> np.ndarray:
-    """Weights as int64 row counts; MVCE shuffles rows, so fractional weights are refused."""
-    whole = is_whole(w)
-    if not whole or w.max() >= 2.0 ** 53:
-        bad = int(np.argmax(w != np.floor(w))) if not whole else int(np.argmax(w))
-        raise DataError(f"MVCE shuffles rows, so sample_weight must be whole row counts; row {bad} weighs "
-                        f"{w[bad]!r}. Round the weights to counts, or leave MVCE out.")
-    return w.astype(np.int64)
-
-
 def partition_views(d: np.ndarray, counts: np.ndarray, bin_size: int, n_views: int, p: float, seed) -> np.ndarray:
     """Per-view MVCE of the rows ``np.repeat(d, counts)`` (residuals ``f - y``) without making the rows.
 
@@ -97,7 +87,13 @@ def mvce_checked(probs, y, sample_weight, bin_size, n_views, p, seed, max_rows) 
         raise SettingsError(f"n_views must be at least 1, got {n_views}.")
     if int(max_rows) < 1:
         raise SettingsError(f"max_rows must be at least 1, got {max_rows}.")
-    counts = None if sample_weight is None else _whole_counts(sample_weight)
+    counts = None
+    if (w := sample_weight) is not None:            # MVCE shuffles rows, so fractional weights are refused
+        if not (whole := is_whole(w)) or w.max() >= 2.0 ** 53:
+            bad = int(np.argmax(w != np.floor(w))) if not whole else int(np.argmax(w))
+            raise DataError(f"MVCE shuffles rows, so sample_weight must be whole row counts; row {bad} weighs "
+                            f"{w[bad]!r}. Round the weights to counts, or leave MVCE out.")
+        counts = w.astype(np.int64)
     n = probs.size if counts is None else int(counts.sum())
     m = max(1, n // 10) if bin_size is None else int(bin_size)
     if counts is None:

@@ -161,17 +161,6 @@ def _bandwidth(rows: _Rows, bandwidth) -> float:
     return sigma
 
 
-def _eval_grid(grid) -> np.ndarray:
-    if np.isscalar(grid):
-        if int(grid) != grid or grid < 2:
-            raise SettingsError(f"grid must be a whole number of points of at least 2, got {grid!r}.")
-        return np.linspace(0.0, 1.0, int(grid))
-    t = np.asarray(grid, dtype=float).reshape(-1)
-    if t.size == 0 or not np.all(np.isfinite(t)) or t.min() < 0 or t.max() > 1:
-        raise SettingsError("grid must be a number of points or points in [0, 1].")
-    return t
-
-
 def _curve(num: np.ndarray, den: np.ndarray, t: np.ndarray):
     """``(t + r(t), delta(t))`` from smoothed grid values: the curve and the density (integrating to 1)."""
     n_t = _interpolate(t, num)
@@ -223,7 +212,14 @@ def _smoothed(probs, labels, sample_weight, bandwidth, grid):
     p, y, w = check_inputs(probs, labels, sample_weight)
     rows = _Rows(p, y, w)
     sigma = _bandwidth(rows, bandwidth)
-    t = _eval_grid(grid)
+    if np.isscalar(grid):
+        if int(grid) != grid or grid < 2:
+            raise SettingsError(f"grid must be a whole number of points of at least 2, got {grid!r}.")
+        t = np.linspace(0.0, 1.0, int(grid))
+    else:
+        t = np.asarray(grid, dtype=float).reshape(-1)
+        if t.size == 0 or not np.all(np.isfinite(t)) or t.min() < 0 or t.max() > 1:
+            raise SettingsError("grid must be a number of points or points in [0, 1].")
     calibrated, density = _curve(*rows.smoothed(sigma), t)
     out = pd.DataFrame({"score": t, "calibrated": calibrated, "density": density})
     out.attrs.update(bandwidth=sigma, smooth_ece=rows.smece(sigma))

@@ -49,33 +49,9 @@ class _Sorted(NamedTuple):
     at: np.ndarray | None        # binning.uniform_starts of the runs' values, or None for equal-count bins
 
 
-def _sort(p: np.ndarray, n_bins: int, strategy: str) -> _Sorted:
-    runs = binning.sort_runs(p)
-    at = binning.uniform_starts(runs.value, n_bins) if strategy == "uniform" else None
-    return _Sorted(runs, runs.start.size < p.size, at)
-
-
 def _prediction(p, y):
     """The prediction itself, the term whose mean with the Brier score's gives MVCE's moments."""
     return p
-
-
-def _term_list(names) -> list:
-    """The per-row terms the asked measures sum (shared ones once), with MVCE's squared error and prediction."""
-    forms = [_RECORDS[n].statistics for n in names]
-    terms = [f.term for f in forms if isinstance(f, Mean)]
-    if any(isinstance(f, Moments) for f in forms):
-        terms += [metrics.squared_errors, _prediction]
-    return list(dict.fromkeys(terms))
-
-
-def _terms(p: np.ndarray, terms: list) -> np.ndarray:
-    """Per weighted row (positive rows, an empty cell, negative rows, an empty cell: the Poisson draws' layout),
-    each term of ``terms`` per method, then the label and 1: a weighted count times this gives every linear measure."""
-    ones = np.ones((p.shape[0], 1))                       # each measure's own row terms, for label 1 and for 0
-    pos, neg = (np.hstack([term(p, y) for term in terms] + [y * ones, ones]) for y in (1.0, 0.0))
-    pad = np.zeros((1, pos.shape[1]))
-    return np.vstack([pos, pad, neg, pad])
 
 
 class _Plan(NamedTuple):
@@ -108,11 +84,25 @@ def _merge(p: np.ndarray, pos: np.ndarray, neg: np.ndarray):
 def _plan(p, pos, neg, n_bins, strategy, names, mvce_views, n_boot: int | None = None) -> _Plan:
     p, pos, neg = _merge(p, pos, neg)
     zero = np.zeros(1, dtype=np.int64)
-    sorted_ = any(isinstance(_RECORDS[n].statistics, Sorted) for n in names)
-    orders = [_sort(p[:, j], n_bins, strategy) for j in range(p.shape[1])] if sorted_ else []
-    terms = _term_list(names)
-    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), _terms(p, terms), terms, orders,
-                 n_bins, strategy, tuple(names), int(mvce_views))
+    orders = []
+    if any(isinstance(_RECORDS[n].statistics, Sorted) for n in names):
+        for j in range(p.shape[1]):
+            runs = binning.sort_runs(p[:, j])
+            at = binning.uniform_starts(runs.value, n_bins) if strategy == "uniform" else None
+            orders.append(_Sorted(runs, runs.start.size < p.shape[0], at))
+    # the per-row terms the asked measures sum (shared ones once), with MVCE's squared error and prediction
+    forms = [_RECORDS[n].statistics for n in names]
+    terms = [f.term for f in forms if isinstance(f, Mean)]
+    if any(isinstance(f, Moments) for f in forms):
+        terms += [metrics.squared_errors, _prediction]
+    terms = list(dict.fromkeys(terms))
+    # per weighted row (positive rows, an empty cell, negative rows, an empty cell: the Poisson draws' layout), each
+    # term per method, then the label and 1: a weighted count times this gives every linear measure
+    ones = np.ones((p.shape[0], 1))
+    pos_t, neg_t = (np.hstack([term(p, y) for term in terms] + [y * ones, ones]) for y in (1.0, 0.0))
+    pad = np.zeros((1, pos_t.shape[1]))
+    return _Plan(p, Poisson(np.concatenate([pos, zero, neg, zero]), draws=n_boot), np.vstack([pos_t, pad, neg_t, pad]),
+                 terms, orders, n_bins, strategy, tuple(names), int(mvce_views))
 
 
 def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
@@ -123,14 +113,6 @@ def _sorted_metrics(plan: _Plan, o: _Sorted, w, wp, total) -> dict:
     bins = binning.group_bin_sums(ws, ps, o.runs.value, plan.n_bins, True, o.at)
     ece, mce = metrics.binned_errors(*bins, total)
     return {"AUC": metrics.group_auc(ws, ps), "ECE": ece, "MCE": mce}
-
-
-def _mvce_rows(mean: np.ndarray, var: np.ndarray, total: np.ndarray, views: int) -> np.ndarray:
-    """MVCE of every resample (rows) and method (columns) from its residuals' moments."""
-    out = np.full(mean.shape, np.nan)
-    for r in np.flatnonzero(total >= 2):
-        out[r] = [metrics.mvce_of_moments(m, v, total[r], views) for m, v in zip(mean[r], var[r])]
-    return out
 
 
 def _measure(plan: _Plan, x: np.ndarray) -> dict:
@@ -148,7 +130,10 @@ def _measure(plan: _Plan, x: np.ndarray) -> dict:
         elif isinstance(form, Moments):
             sq = means[metrics.squared_errors]
             mean = means[_prediction] - (pos / total)[:, None]   # of the residuals p - y, whose squares sum to sq
-            out[name] = _mvce_rows(mean, sq - mean ** 2, total, plan.mvce_views)
+            out[name] = np.full(mean.shape, np.nan)           # per resample (rows) and method, from the moments
+            for r in np.flatnonzero(total >= 2):
+                out[name][r] = [metrics.mvce_of_moments(m, v, total[r], plan.mvce_views)
+                                for m, v in zip(mean[r], sq[r] - mean[r] ** 2)]
     if plan.orders:
         cells = plan.p.shape[0]
         wp = x[:, :cells]
@@ -168,12 +153,6 @@ def _measure(plan: _Plan, x: np.ndarray) -> dict:
 def _resample(plan: _Plan, rows: int, seed: np.random.SeedSequence) -> dict:
     """``rows`` resamples drawn from their own seed (one chunk of the bootstrap, run by a worker)."""
     return _measure(plan, plan.poisson.draw(np.random.default_rng(seed), rows))
-
-
-def _chunks(n_boot: int, cells: int) -> list[int]:
-    """Resamples per chunk: a function of the sizes alone, so the draws do not depend on the machine."""
-    size = int(np.clip(_CHUNK // max(1, cells), 1, _MAX_ROWS))
-    return [size] * (n_boot // size) + ([n_boot % size] if n_boot % size else [])
 
 
 #: One BLAS thread while the workers run, one such bootstrap at a time: OpenBLAS's threads would spin-wait on the
@@ -294,7 +273,9 @@ def bootstrap_cells(predictions: pd.DataFrame, n, n_pos, n_boot: int = 200, leve
           ThreadPoolExecutor(max_workers=int(workers or os.cpu_count() or 1)) as pool):
         if fast:
             plan = _plan(p, pos, neg, n_bins, strategy, fast, mvce_views, int(n_boot))
-            sizes = _chunks(int(n_boot), plan.p.shape[0] + 1)
+            # resamples per chunk: a function of the sizes alone, so the draws do not depend on the machine
+            size = int(np.clip(_CHUNK // (plan.p.shape[0] + 1), 1, _MAX_ROWS))
+            sizes = [size] * (int(n_boot) // size) + ([int(n_boot) % size] if int(n_boot) % size else [])
             seeds = np.random.SeedSequence(seed).spawn(len(sizes))
             rows_p, rows_y, rows_w = weighted_rows(p, pos, neg)
             views = mvce_views if "MVCE" in fast else 1                   # MVCE left out: spend one view on it
