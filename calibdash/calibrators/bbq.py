@@ -79,7 +79,7 @@ from scipy.special import gammaln
 from ..core.errors import SettingsError
 from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, step_lookup
-from .base import Calibrator, HyperParam, check_setting
+from .base import CurveCalibrator, HyperParam, check_setting
 
 __all__ = ["BBQCalibrator", "BinningModels", "binning_models", "averaged_map", "model_size"]
 
@@ -368,8 +368,7 @@ class BinningModels:
 
 def check_params(ess, c, variant) -> tuple[float, float, str]:
     """``(ess, c, variant)`` as numbers; SettingsError for an unknown variant, ``ess <= 0`` or ``c < 1``."""
-    if variant not in VARIANTS:
-        raise SettingsError(f"variant must be one of {VARIANTS}, got {variant!r}.")
+    check_setting(lambda v: v in VARIANTS, variant, f"variant must be one of {VARIANTS}")
     check_setting(lambda v: math.isfinite(float(v)) and float(v) > 0, ess, "ess (N') must be a positive number")
     check_setting(lambda v: math.isfinite(float(v)) and float(v) >= 1, c, "c (C) must be at least 1")
     return float(ess), float(c), variant
@@ -433,7 +432,7 @@ def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndar
     return (*_average_map(bins, weight), *points)
 
 
-class BBQCalibrator(Calibrator):
+class BBQCalibrator(CurveCalibrator):
     """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models (equations, variants and
     weights in the module docstring).
 
@@ -492,17 +491,11 @@ class BBQCalibrator(Calibrator):
         self.kept_b_ = models.b[models.kept]
         self.kept_weight_ = models.weight[models.kept]
 
-    def _predict(self, s, features):
-        return self._step_map().evaluate(s)                 # not sql_map(): a user or test may replace that
-
-    def _step_map(self) -> StepMap:
+    def _curve_map(self) -> StepMap:
         """The averaged step map; the authors' variant's corrected points take the step's level plus their
         correction."""
         at = step_lookup(self.cuts_, self.levels_, self.point_x_) + self.point_delta_
         return StepMap(self.cuts_, self.levels_, self.point_x_, at)
-
-    def sql_map(self) -> StepMap:
-        return self._step_map()
 
     def _export_state(self) -> dict:
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist(),

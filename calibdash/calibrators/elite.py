@@ -43,7 +43,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.errors import SettingsError
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import CurveCalibrator, HyperParam, check_setting
 
@@ -95,10 +94,8 @@ class LambdaPath:
 
 def _check_params(mode, n_lambdas, criterion, lam_ratio, tol) -> None:
     """Raise SettingsError for a hyperparameter value ELiTE does not offer."""
-    if mode not in MODES:
-        raise SettingsError(f"mode must be one of {MODES}, got {mode!r}.")
-    if criterion not in CRITERIA:
-        raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
+    check_setting(lambda v: v in MODES, mode, f"mode must be one of {MODES}")
+    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
     check_setting(lambda v: int(v) == v and v >= 1, n_lambdas, "n_lambdas must be an integer of at least 1")
     check_setting(lambda v: float(v) == v and 0.0 < v <= 1.0, lam_ratio, "lam_ratio must lie in (0, 1]")
     check_setting(lambda v: float(v) == v and v > 0, tol, "tol must be a positive number")

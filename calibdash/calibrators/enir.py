@@ -61,7 +61,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import SettingsError
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
 from ..core.step_maps import collapse_ties
 from .base import CurveCalibrator, HyperParam, check_setting
@@ -129,8 +128,7 @@ class ENIRPath:
 
 
 def _check_params(max_models, criterion) -> None:
-    if criterion not in CRITERIA:
-        raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
+    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
     check_setting(lambda v: not isinstance(v, bool) and float(v).is_integer() and v >= 1, max_models,
                   "max_models must be an integer of at least 1")
 

@@ -239,8 +239,12 @@ class MBCTCalibrator(Calibrator):
         one_group = np.zeros(grow.size, np.int64)
         top = self._top_codes()
 
-        def check_loss(pred):          # the global loss deciding the number of trees
-            return self._global_mvce(pred[judge], y[judge], w_judge, m)
+        def check_loss(pred):          # the global loss deciding the number of trees: MVCE, 100 views, bin size
+            if w_judge is None:        # min(M, half the rows), or half the weight (then weighted_mvce)
+                return metrics.mvce(pred[judge], y[judge], bin_size=max(1, min(m, judge.size // 2)),
+                                    n_views=GLOBAL_VIEWS, p=float(self.p), seed=self.seed)
+            return weighted_mvce(pred[judge], y[judge], w_judge, min(m, float(w_judge.sum()) / 2), n_views=GLOBAL_VIEWS,
+                                 p=float(self.p), seed=self.seed)
 
         def fit_loss(pred_grow):       # the training loss: MVCE of the grow rows on the first tree's views
             resid = pred_grow - y[grow]
@@ -282,15 +286,6 @@ class MBCTCalibrator(Calibrator):
         self.loss_bin_size_ = m
         types = {"tree": np.int64, "leaves": np.int64, "fit_mvce": float, "check_mvce": float, "kept": bool}
         self.history_ = {key: np.array([h[key] for h in history], dtype=dtype) for key, dtype in types.items()}
-
-    def _global_mvce(self, pred, labels, weights, m: int) -> float:
-        """The global loss that decides how many trees to keep: MVCE with 100 views and bin size
-        ``min(M, half the rows)`` (half the weight with ``weights``; then :func:`weighted_mvce`)."""
-        if weights is None:
-            return metrics.mvce(pred, labels, bin_size=max(1, min(m, labels.size // 2)), n_views=GLOBAL_VIEWS,
-                                p=float(self.p), seed=self.seed)
-        return weighted_mvce(pred, labels, weights, min(m, float(weights.sum()) / 2), n_views=GLOBAL_VIEWS,
-                             p=float(self.p), seed=self.seed)
 
     def _top_codes(self) -> np.ndarray:
         """The largest code of each coded column (for :meth:`Tree.route`)."""
