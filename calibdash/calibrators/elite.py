@@ -122,15 +122,6 @@ def _trivial_fit(x, z, w) -> TrendFit:
                     kkt=0.0, converged=True)
 
 
-def _average(fits, weights) -> tuple[np.ndarray, np.ndarray]:
-    """The weighted average of piecewise-linear maps, as nodes and values."""
-    used = [(f, wt) for f, wt in zip(fits, weights) if wt > 0]
-    xs = np.unique(np.concatenate([f.nodes_x for f, _ in used]))
-    total = sum(wt for _, wt in used)
-    ps = sum(wt * evaluate_linear(f.nodes_x, f.nodes_p, xs) for f, wt in used) / total
-    return xs, ps
-
-
 def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.ndarray | None = None,
                 mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc", lam_ratio: float = 0.01,
                 tol: float = 1e-9) -> LambdaPath:
@@ -172,7 +163,10 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
         rel = np.exp(-(scores[finite] - scores[finite].min()) / 2.0)
         weights[finite] = rel / rel.sum()
     table["weight"] = weights
-    map_x, map_p = _average(fits, weights)
+    used = [(f, wt) for f, wt in zip(fits, weights) if wt > 0]      # the weighted average of the models' maps
+    map_x = np.unique(np.concatenate([f.nodes_x for f, _ in used]))
+    total = sum(wt for _, wt in used)
+    map_p = sum(wt * evaluate_linear(f.nodes_x, f.nodes_p, map_x) for f, wt in used) / total
     return LambdaPath(x=x, z=z, w=w, n_rows=n_rows, lambda_max=float(lam_max), fits=fits, table=table,
                       weights=weights, map_x=map_x, map_p=map_p)
 
