@@ -92,15 +92,6 @@ class LambdaPath:
         return self.lambda_max == 0.0
 
 
-def _check_params(mode, n_lambdas, criterion, lam_ratio, tol) -> None:
-    """Raise SettingsError for a hyperparameter value ELiTE does not offer."""
-    check_setting(lambda v: v in MODES, mode, f"mode must be one of {MODES}")
-    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
-    check_setting(lambda v: int(v) == v and v >= 1, n_lambdas, "n_lambdas must be an integer of at least 1")
-    check_setting(lambda v: float(v) == v and 0.0 < v <= 1.0, lam_ratio, "lam_ratio must lie in (0, 1]")
-    check_setting(lambda v: float(v) == v and v > 0, tol, "tol must be a positive number")
-
-
 def _affine_exact(x, z, w) -> bool:
     """Whether the labels lie exactly on a line in the score (then lambda_max = 0)."""
     X = np.column_stack([np.ones_like(x), x - x.mean()])
@@ -127,7 +118,11 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
                 tol: float = 1e-9) -> LambdaPath:
     """Solve ELiTE's lambda path on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights) with ELiTE's
     hyperparameters (deterministic: :func:`calibdash.explain.elite.explain` solves it again to show it)."""
-    _check_params(mode, n_lambdas, criterion, lam_ratio, tol)
+    check_setting(lambda v: v in MODES, mode, f"mode must be one of {MODES}")
+    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
+    check_setting(lambda v: int(v) == v and v >= 1, n_lambdas, "n_lambdas must be an integer of at least 1")
+    check_setting(lambda v: float(v) == v and 0.0 < v <= 1.0, lam_ratio, "lam_ratio must lie in (0, 1]")
+    check_setting(lambda v: float(v) == v and v > 0, tol, "tol must be a positive number")
     s = np.asarray(scores, dtype=float)
     x, z, w = merge_ties(s, labels, sample_weight)
     n_rows = s.size if sample_weight is None else float(np.sum(sample_weight))

@@ -127,16 +127,12 @@ class ENIRPath:
     map_p: np.ndarray
 
 
-def _check_params(max_models, criterion) -> None:
-    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
-    check_setting(lambda v: not isinstance(v, bool) and float(v).is_integer() and v >= 1, max_models,
-                  "max_models must be an integer of at least 1")
-
-
 def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, criterion: str = "bic") -> ENIRPath:
     """Build ENIR's models on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights), deterministically:
     :func:`calibdash.explain.enir.explain` calls it again on the same rows to show the path and the models' maps."""
-    _check_params(max_models, criterion)
+    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
+    check_setting(lambda v: not isinstance(v, bool) and float(v).is_integer() and v >= 1, max_models,
+                  "max_models must be an integer of at least 1")
     x, wt, pos = collapse_ties(np.asarray(scores, dtype=float), np.asarray(labels, dtype=float), sample_weight)
     wt = wt.astype(float)
     n_rows = float(wt.sum())
