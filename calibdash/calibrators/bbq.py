@@ -366,14 +366,6 @@ class BinningModels:
     weight: np.ndarray
 
 
-def check_params(ess, c, variant) -> tuple[float, float, str]:
-    """``(ess, c, variant)`` as numbers; SettingsError for an unknown variant, ``ess <= 0`` or ``c < 1``."""
-    check_setting(lambda v: v in VARIANTS, variant, f"variant must be one of {VARIANTS}")
-    check_setting(lambda v: math.isfinite(float(v)) and float(v) > 0, ess, "ess (N') must be a positive number")
-    check_setting(lambda v: math.isfinite(float(v)) and float(v) >= 1, c, "c (C) must be at least 1")
-    return float(ess), float(c), variant
-
-
 def expand_whole_weights(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows repeated ``sample_weight`` times each (the authors' variant); SettingsError for a fractional weight."""
     k = np.rint(sample_weight)
@@ -395,9 +387,12 @@ def model_size(n_rows: int, sample_weight: np.ndarray | None) -> int:
 def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
                    variant: str = "paper", sample_weight: np.ndarray | None = None) -> BinningModels:
     """Build, score and weigh BBQ's models on checked scores ``s``, 0/1 labels ``y`` and weights (None: unit weights),
-    with :class:`BBQCalibrator`'s hyperparameters. Raises SettingsError as :func:`check_params` and
-    :func:`expand_whole_weights` do."""
-    ess, c, variant = check_params(ess, c, variant)
+    with :class:`BBQCalibrator`'s hyperparameters. Raises SettingsError for an unknown variant, ``ess <= 0``,
+    ``c < 1``, and as :func:`expand_whole_weights` does."""
+    check_setting(lambda v: v in VARIANTS, variant, f"variant must be one of {VARIANTS}")
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) > 0, ess, "ess (N') must be a positive number")
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) >= 1, c, "c (C) must be at least 1")
+    ess, c = float(ess), float(c)
     if variant == "authors" and sample_weight is not None:
         s, y = expand_whole_weights(s, y, sample_weight)
         sample_weight = None

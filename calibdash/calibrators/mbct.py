@@ -189,15 +189,6 @@ class MBCTCalibrator(Calibrator):
                  early_stopping: bool = True, growth_rows: int = 200_000, score_bins: int = 100, seed: int = 0):
         self._keep(locals())
 
-    def _check_params(self) -> None:
-        for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
-                          ("n_quantiles", 2), ("score_bins", 1), ("growth_rows", 2)):
-            check_setting(lambda v: int(v) == v and v >= low, getattr(self, name),
-                          f"MBCT's {name} must be an integer of at least {low}")
-        check_setting(lambda v: 0.0 <= float(v) < 1.0, self.holdout, "MBCT's holdout must be in [0, 1)")
-        check_setting(lambda v: 0.0 < float(v) <= 1.0, self.mvce_ratio, "MBCT's mvce_ratio must be in (0, 1]")
-        check_setting(lambda v: float(v) >= 1, self.p, "MBCT's p must be at least 1")
-
     def _loss_bin_size(self) -> int:
         """MVCE bin size M of the split loss: ``round(mvce_ratio * bin_size)``, at least 1."""
         return max(1, int(round(float(self.mvce_ratio) * int(self.bin_size))))
@@ -211,7 +202,13 @@ class MBCTCalibrator(Calibrator):
         return encode(self.columns_, s, df)
 
     def _fit(self, s, y, features, w):
-        self._check_params()
+        for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
+                          ("n_quantiles", 2), ("score_bins", 1), ("growth_rows", 2)):
+            check_setting(lambda v: int(v) == v and v >= low, getattr(self, name),
+                          f"MBCT's {name} must be an integer of at least {low}")
+        check_setting(lambda v: 0.0 <= float(v) < 1.0, self.holdout, "MBCT's holdout must be in [0, 1)")
+        check_setting(lambda v: 0.0 < float(v) <= 1.0, self.mvce_ratio, "MBCT's mvce_ratio must be in (0, 1]")
+        check_setting(lambda v: float(v) >= 1, self.p, "MBCT's p must be at least 1")
         _, s, y, df, w = weighted_rows(s, y, features, w)
         names = [] if df is None else list(df.columns)
         if len(set(names)) != len(names):
