@@ -306,14 +306,6 @@ def _authors_bins(s, y, bs, ess) -> Bins:
     return bins
 
 
-def _same_binning(cut_at: np.ndarray, nb: np.ndarray) -> np.ndarray:
-    """For each model the index of the first model with the same cuts, or -1 if it is the first."""
-    seen: dict[bytes, int] = {}
-    bounds = np.concatenate([[0], np.cumsum(nb - 1)])
-    first = np.array([seen.setdefault(cut_at[bounds[i]:bounds[i + 1]].tobytes(), i) for i in range(nb.size)])
-    return np.where(first == np.arange(nb.size), -1, first).astype(np.int64)
-
-
 def _average_map(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The weighted average of the models' step maps on the union of their cuts: ``levels[0]`` is the weighted sum of
     the first bins' estimates and each inner bin adds ``w (est_b - est_(b-1))`` at its lower edge (a difference
@@ -402,7 +394,10 @@ def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10
     n_models = bs.size
     same_as = np.full(n_models, -1, np.int64)
     if variant == "paper":
-        same_as = _same_binning(bins.cut_at, bins.nb)
+        seen: dict[bytes, int] = {}                    # per model the first with the same cuts, or -1: the first
+        bounds = np.concatenate([[0], np.cumsum(bins.nb - 1)])
+        first = np.array([seen.setdefault(bins.cut_at[bounds[i]:bounds[i + 1]].tobytes(), i) for i in range(n_models)])
+        same_as = np.where(first == np.arange(n_models), -1, first).astype(np.int64)
         unique = same_as < 0
         base = np.where(unique, np.exp(logml - logml[unique].max()), 0.0)
         posterior = base / base.sum()
