@@ -100,19 +100,6 @@ def _affine_exact(x, z, w) -> bool:
     return bool(np.max(np.abs(X @ coef - z)) < 1e-12)
 
 
-def _trivial_fit(x, z, w) -> TrendFit:
-    if x.size == 1:
-        nodes_x, nodes_p = x.copy(), z.copy()
-    else:
-        X = np.column_stack([np.ones_like(x), x])
-        sw = np.sqrt(w)
-        a, b = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
-        nodes_x = x[[0, -1]].copy()
-        nodes_p = a + b * nodes_x
-    return TrendFit(lam=0.0, knots=np.zeros(0, dtype=np.int64), nodes_x=nodes_x, nodes_p=nodes_p,
-                    kkt=0.0, converged=True)
-
-
 def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.ndarray | None = None,
                 mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc", lam_ratio: float = 0.01,
                 tol: float = 1e-9) -> LambdaPath:
@@ -126,8 +113,17 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
     s = np.asarray(scores, dtype=float)
     x, z, w = merge_ties(s, labels, sample_weight)
     n_rows = s.size if sample_weight is None else float(np.sum(sample_weight))
-    if x.size < 3 or _affine_exact(x, z, w):
-        fits, lam_max = [_trivial_fit(x, z, w)], 0.0
+    if x.size < 3 or _affine_exact(x, z, w):             # the least-squares line (one point: itself), unsolved
+        if x.size == 1:
+            nodes_x, nodes_p = x.copy(), z.copy()
+        else:
+            X = np.column_stack([np.ones_like(x), x])
+            sw = np.sqrt(w)
+            a, b = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
+            nodes_x = x[[0, -1]].copy()
+            nodes_p = a + b * nodes_x
+        fits, lam_max = [TrendFit(lam=0.0, knots=np.zeros(0, dtype=np.int64), nodes_x=nodes_x, nodes_p=nodes_p,
+                                  kkt=0.0, converged=True)], 0.0
     else:
         solver = TrendFilter(x, z, w, tol=float(tol))
         lam_max = solver.lambda_max
