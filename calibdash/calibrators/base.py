@@ -182,7 +182,7 @@ class CurveCalibrator(Calibrator):
     entry)`` (without the entries: its own ``_export_state``); ``steps``: a step map (``y[k]`` on ``x[k-1] <= s <
     x[k]``) or the points joined by lines, beyond the ends held (``ends="hold"``) or the end lines extended
     (``"extend"``); ``unit``: a file's y must lie in [0, 1]. The SQL form, ``predict`` (the form's ``evaluate``) and
-    the model-file state follow from the declaration."""
+    the model-file state follow from the declaration (or from ``_curve_map`` and the state methods, overridden)."""
 
     curve: ClassVar[tuple[str, ...]] = ()
     steps: ClassVar[bool] = True

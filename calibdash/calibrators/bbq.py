@@ -79,7 +79,7 @@ from scipy.special import gammaln
 from ..core.errors import SettingsError
 from ..core.sql_forms import StepMap
 from ..core.step_maps import collapse_ties, step_lookup
-from .base import Calibrator, HyperParam, check_setting
+from .base import CurveCalibrator, HyperParam, check_setting
 
 __all__ = ["BBQCalibrator", "BinningModels", "binning_models", "averaged_map", "model_size"]
 
@@ -306,14 +306,6 @@ def _authors_bins(s, y, bs, ess) -> Bins:
     return bins
 
 
-def _same_binning(cut_at: np.ndarray, nb: np.ndarray) -> np.ndarray:
-    """For each model the index of the first model with the same cuts, or -1 if it is the first."""
-    seen: dict[bytes, int] = {}
-    bounds = np.concatenate([[0], np.cumsum(nb - 1)])
-    first = np.array([seen.setdefault(cut_at[bounds[i]:bounds[i + 1]].tobytes(), i) for i in range(nb.size)])
-    return np.where(first == np.arange(nb.size), -1, first).astype(np.int64)
-
-
 def _average_map(bins: Bins, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The weighted average of the models' step maps on the union of their cuts: ``levels[0]`` is the weighted sum of
     the first bins' estimates and each inner bin adds ``w (est_b - est_(b-1))`` at its lower edge (a difference
@@ -366,15 +358,6 @@ class BinningModels:
     weight: np.ndarray
 
 
-def check_params(ess, c, variant) -> tuple[float, float, str]:
-    """``(ess, c, variant)`` as numbers; SettingsError for an unknown variant, ``ess <= 0`` or ``c < 1``."""
-    if variant not in VARIANTS:
-        raise SettingsError(f"variant must be one of {VARIANTS}, got {variant!r}.")
-    check_setting(lambda v: math.isfinite(float(v)) and float(v) > 0, ess, "ess (N') must be a positive number")
-    check_setting(lambda v: math.isfinite(float(v)) and float(v) >= 1, c, "c (C) must be at least 1")
-    return float(ess), float(c), variant
-
-
 def expand_whole_weights(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows repeated ``sample_weight`` times each (the authors' variant); SettingsError for a fractional weight."""
     k = np.rint(sample_weight)
@@ -396,9 +379,12 @@ def model_size(n_rows: int, sample_weight: np.ndarray | None) -> int:
 def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10, prune: bool = True,
                    variant: str = "paper", sample_weight: np.ndarray | None = None) -> BinningModels:
     """Build, score and weigh BBQ's models on checked scores ``s``, 0/1 labels ``y`` and weights (None: unit weights),
-    with :class:`BBQCalibrator`'s hyperparameters. Raises SettingsError as :func:`check_params` and
-    :func:`expand_whole_weights` do."""
-    ess, c, variant = check_params(ess, c, variant)
+    with :class:`BBQCalibrator`'s hyperparameters. Raises SettingsError for an unknown variant, ``ess <= 0``,
+    ``c < 1``, and as :func:`expand_whole_weights` does."""
+    check_setting(lambda v: v in VARIANTS, variant, f"variant must be one of {VARIANTS}")
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) > 0, ess, "ess (N') must be a positive number")
+    check_setting(lambda v: math.isfinite(float(v)) and float(v) >= 1, c, "c (C) must be at least 1")
+    ess, c = float(ess), float(c)
     if variant == "authors" and sample_weight is not None:
         s, y = expand_whole_weights(s, y, sample_weight)
         sample_weight = None
@@ -408,7 +394,10 @@ def binning_models(s: np.ndarray, y: np.ndarray, ess: float = 2.0, c: float = 10
     n_models = bs.size
     same_as = np.full(n_models, -1, np.int64)
     if variant == "paper":
-        same_as = _same_binning(bins.cut_at, bins.nb)
+        seen: dict[bytes, int] = {}                    # per model the first with the same cuts, or -1: the first
+        bounds = np.concatenate([[0], np.cumsum(bins.nb - 1)])
+        first = np.array([seen.setdefault(bins.cut_at[bounds[i]:bounds[i + 1]].tobytes(), i) for i in range(n_models)])
+        same_as = np.where(first == np.arange(n_models), -1, first).astype(np.int64)
         unique = same_as < 0
         base = np.where(unique, np.exp(logml - logml[unique].max()), 0.0)
         posterior = base / base.sum()
@@ -433,7 +422,7 @@ def averaged_map(models: BinningModels) -> tuple[np.ndarray, np.ndarray, np.ndar
     return (*_average_map(bins, weight), *points)
 
 
-class BBQCalibrator(Calibrator):
+class BBQCalibrator(CurveCalibrator):
     """Bayesian Binning into Quantiles: a posterior-weighted average of histogram models (equations, variants and
     weights in the module docstring).
 
@@ -492,17 +481,11 @@ class BBQCalibrator(Calibrator):
         self.kept_b_ = models.b[models.kept]
         self.kept_weight_ = models.weight[models.kept]
 
-    def _predict(self, s, features):
-        return self._step_map().evaluate(s)                 # not sql_map(): a user or test may replace that
-
-    def _step_map(self) -> StepMap:
+    def _curve_map(self) -> StepMap:
         """The averaged step map; the authors' variant's corrected points take the step's level plus their
         correction."""
         at = step_lookup(self.cuts_, self.levels_, self.point_x_) + self.point_delta_
         return StepMap(self.cuts_, self.levels_, self.point_x_, at)
-
-    def sql_map(self) -> StepMap:
-        return self._step_map()
 
     def _export_state(self) -> dict:
         return {"cuts": self.cuts_.tolist(), "levels": self.levels_.tolist(),

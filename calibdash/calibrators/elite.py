@@ -43,7 +43,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.errors import SettingsError
 from ._trend_filter import TrendFilter, TrendFit, evaluate_linear, merge_ties
 from .base import CurveCalibrator, HyperParam, check_setting
 
@@ -93,17 +92,6 @@ class LambdaPath:
         return self.lambda_max == 0.0
 
 
-def _check_params(mode, n_lambdas, criterion, lam_ratio, tol) -> None:
-    """Raise SettingsError for a hyperparameter value ELiTE does not offer."""
-    if mode not in MODES:
-        raise SettingsError(f"mode must be one of {MODES}, got {mode!r}.")
-    if criterion not in CRITERIA:
-        raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
-    check_setting(lambda v: int(v) == v and v >= 1, n_lambdas, "n_lambdas must be an integer of at least 1")
-    check_setting(lambda v: float(v) == v and 0.0 < v <= 1.0, lam_ratio, "lam_ratio must lie in (0, 1]")
-    check_setting(lambda v: float(v) == v and v > 0, tol, "tol must be a positive number")
-
-
 def _affine_exact(x, z, w) -> bool:
     """Whether the labels lie exactly on a line in the score (then lambda_max = 0)."""
     X = np.column_stack([np.ones_like(x), x - x.mean()])
@@ -112,39 +100,30 @@ def _affine_exact(x, z, w) -> bool:
     return bool(np.max(np.abs(X @ coef - z)) < 1e-12)
 
 
-def _trivial_fit(x, z, w) -> TrendFit:
-    if x.size == 1:
-        nodes_x, nodes_p = x.copy(), z.copy()
-    else:
-        X = np.column_stack([np.ones_like(x), x])
-        sw = np.sqrt(w)
-        a, b = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
-        nodes_x = x[[0, -1]].copy()
-        nodes_p = a + b * nodes_x
-    return TrendFit(lam=0.0, knots=np.zeros(0, dtype=np.int64), nodes_x=nodes_x, nodes_p=nodes_p,
-                    kkt=0.0, converged=True)
-
-
-def _average(fits, weights) -> tuple[np.ndarray, np.ndarray]:
-    """The weighted average of piecewise-linear maps, as nodes and values."""
-    used = [(f, wt) for f, wt in zip(fits, weights) if wt > 0]
-    xs = np.unique(np.concatenate([f.nodes_x for f, _ in used]))
-    total = sum(wt for _, wt in used)
-    ps = sum(wt * evaluate_linear(f.nodes_x, f.nodes_p, xs) for f, wt in used) / total
-    return xs, ps
-
-
 def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.ndarray | None = None,
                 mode: str = "ensemble", n_lambdas: int = 50, criterion: str = "aicc", lam_ratio: float = 0.01,
                 tol: float = 1e-9) -> LambdaPath:
     """Solve ELiTE's lambda path on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights) with ELiTE's
     hyperparameters (deterministic: :func:`calibdash.explain.elite.explain` solves it again to show it)."""
-    _check_params(mode, n_lambdas, criterion, lam_ratio, tol)
+    check_setting(lambda v: v in MODES, mode, f"mode must be one of {MODES}")
+    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
+    check_setting(lambda v: int(v) == v and v >= 1, n_lambdas, "n_lambdas must be an integer of at least 1")
+    check_setting(lambda v: float(v) == v and 0.0 < v <= 1.0, lam_ratio, "lam_ratio must lie in (0, 1]")
+    check_setting(lambda v: float(v) == v and v > 0, tol, "tol must be a positive number")
     s = np.asarray(scores, dtype=float)
     x, z, w = merge_ties(s, labels, sample_weight)
     n_rows = s.size if sample_weight is None else float(np.sum(sample_weight))
-    if x.size < 3 or _affine_exact(x, z, w):
-        fits, lam_max = [_trivial_fit(x, z, w)], 0.0
+    if x.size < 3 or _affine_exact(x, z, w):             # the least-squares line (one point: itself), unsolved
+        if x.size == 1:
+            nodes_x, nodes_p = x.copy(), z.copy()
+        else:
+            X = np.column_stack([np.ones_like(x), x])
+            sw = np.sqrt(w)
+            a, b = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
+            nodes_x = x[[0, -1]].copy()
+            nodes_p = a + b * nodes_x
+        fits, lam_max = [TrendFit(lam=0.0, knots=np.zeros(0, dtype=np.int64), nodes_x=nodes_x, nodes_p=nodes_p,
+                                  kkt=0.0, converged=True)], 0.0
     else:
         solver = TrendFilter(x, z, w, tol=float(tol))
         lam_max = solver.lambda_max
@@ -175,7 +154,10 @@ def lambda_path(scores: np.ndarray, labels: np.ndarray, *, sample_weight: np.nda
         rel = np.exp(-(scores[finite] - scores[finite].min()) / 2.0)
         weights[finite] = rel / rel.sum()
     table["weight"] = weights
-    map_x, map_p = _average(fits, weights)
+    used = [(f, wt) for f, wt in zip(fits, weights) if wt > 0]      # the weighted average of the models' maps
+    map_x = np.unique(np.concatenate([f.nodes_x for f, _ in used]))
+    total = sum(wt for _, wt in used)
+    map_p = sum(wt * evaluate_linear(f.nodes_x, f.nodes_p, map_x) for f, wt in used) / total
     return LambdaPath(x=x, z=z, w=w, n_rows=n_rows, lambda_max=float(lam_max), fits=fits, table=table,
                       weights=weights, map_x=map_x, map_p=map_p)
 

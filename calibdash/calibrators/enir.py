@@ -61,7 +61,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import SettingsError
 from ._nearly_isotonic import NearIsoPath, breakpoints, group_slopes, near_isotonic_path
 from ..core.step_maps import collapse_ties
 from .base import CurveCalibrator, HyperParam, check_setting
@@ -128,42 +127,12 @@ class ENIRPath:
     map_p: np.ndarray
 
 
-def _check_params(max_models, criterion) -> None:
-    if criterion not in CRITERIA:
-        raise SettingsError(f"criterion must be one of {CRITERIA}, got {criterion!r}.")
-    check_setting(lambda v: not isinstance(v, bool) and float(v).is_integer() and v >= 1, max_models,
-                  "max_models must be an integer of at least 1")
-
-
-def _group_fit(path: NearIsoPath, base: np.ndarray, us, uw, lam: float):
-    """Groups at ``lam`` over the units starting at points ``base`` (unit sums ``us``, weights ``uw``): their starts
-    (unit indices), positives, weights and rounded, clipped values."""
-    alive = path.death[base[1:] - 1] > lam
-    gstart = np.r_[0, np.flatnonzero(alive) + 1]
-    gs = np.add.reduceat(us, gstart)
-    gw = np.add.reduceat(uw, gstart)
-    c = group_slopes(path.viol, base[gstart])
-    v = (gs + lam * c) / gw
-    v = np.clip(np.round(v * 10.0 ** DECIMALS) / 10.0 ** DECIMALS, 0.0, 1.0)
-    return gstart, gs, gw, v
-
-
-def _smoothed(gstart, gs, gw, gsx, v, n_units: int) -> np.ndarray:
-    """``smoothBeta`` on runs of equal values, expanded to the units."""
-    run = np.r_[0, np.flatnonzero(np.diff(v) != 0) + 1]
-    rw = np.add.reduceat(gw, run)
-    o = np.add.reduceat(gs, run) / rw
-    e = np.add.reduceat(gsx, run) / rw
-    ce = np.abs(o - e)
-    b2 = (v[run] * rw + e * (1.0 - ce)) / (rw + (1.0 - ce))
-    run_units = np.diff(np.r_[gstart[run], n_units])
-    return np.repeat(b2, run_units)
-
-
 def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, criterion: str = "bic") -> ENIRPath:
     """Build ENIR's models on checked ``scores``, 0/1 ``labels`` and weights (None: unit weights), deterministically:
     :func:`calibdash.explain.enir.explain` calls it again on the same rows to show the path and the models' maps."""
-    _check_params(max_models, criterion)
+    check_setting(lambda v: v in CRITERIA, criterion, f"criterion must be one of {CRITERIA}")
+    check_setting(lambda v: not isinstance(v, bool) and float(v).is_integer() and v >= 1, max_models,
+                  "max_models must be an integer of at least 1")
     x, wt, pos = collapse_ties(np.asarray(scores, dtype=float), np.asarray(labels, dtype=float), sample_weight)
     wt = wt.astype(float)
     n_rows = float(wt.sum())
@@ -182,7 +151,12 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
     loglik = np.zeros(k)
     fits = []
     for i, lam in enumerate(lams):
-        gstart, gs, gw, v = _group_fit(path, base, us, uw, float(lam))
+        # the groups at lam over the units: their starts (unit indices), positives, weights and rounded, clipped values
+        gstart = np.r_[0, np.flatnonzero(path.death[base[1:] - 1] > lam) + 1]
+        gs = np.add.reduceat(us, gstart)
+        gw = np.add.reduceat(uw, gstart)
+        v = (gs + lam * group_slopes(path.viol, base[gstart])) / gw
+        v = np.clip(np.round(v * 10.0 ** DECIMALS) / 10.0 ** DECIMALS, 0.0, 1.0)
         df[i] = 1 + int(np.count_nonzero(np.diff(v)))
         neg = gw - gs                                      # log-likelihood: -inf at 0 or 1 under the other class
         with np.errstate(divide="ignore"):
@@ -208,13 +182,16 @@ def enir_path(scores, labels, *, sample_weight=None, max_models: int = 100, crit
         if weight[i] <= 0:
             continue
         gstart, gs, gw, v = fits[i]
-        gsx = np.add.reduceat(usx, gstart)
-        b2 = _smoothed(gstart, gs, gw, gsx, v, n_units)
+        run = np.r_[0, np.flatnonzero(np.diff(v) != 0) + 1]          # smoothBeta on runs of equal values
+        rw = np.add.reduceat(gw, run)
+        o = np.add.reduceat(gs, run) / rw
+        e = np.add.reduceat(np.add.reduceat(usx, gstart), run) / rw
+        ce = np.abs(o - e)
+        b2 = np.repeat((v[run] * rw + e * (1.0 - ce)) / (rw + (1.0 - ce)), np.diff(np.r_[gstart[run], n_units]))
         values[i] = np.repeat(b2, np.diff(np.r_[base, n]))
         acc += weight[i] * b2
         total += weight[i]
-    map_units = acc / total
-    map_p = np.repeat(map_units, np.diff(np.r_[base, n]))
+    map_p = np.repeat(acc / total, np.diff(np.r_[base, n]))
     return ENIRPath(x=x, pos=pos, wt=wt, n_rows=n_rows, path=path, n_breakpoints=int(all_lams.size), lam=lams,
                     df=df, loglik=loglik, score=score, kept=kept, weight=weight, values=values, map_p=map_p)
 

@@ -24,8 +24,7 @@ def equal_count_cuts(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.
     j = np.clip(np.searchsorted(cum, targets), 0, cum.size - 1)
     j_lo = np.clip(j - 1, 0, cum.size - 1)
     pick = np.where(np.abs(cum[j_lo] - targets) <= np.abs(cum[j] - targets), j_lo, j)
-    pick = np.unique(pick)
-    return midpoints(values)[pick]
+    return midpoints(values)[np.unique(pick)]
 
 
 def bin_sums(cuts: np.ndarray, s: np.ndarray, y: np.ndarray,

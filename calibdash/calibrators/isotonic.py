@@ -1,9 +1,8 @@
 """Isotonic regression by the pool-adjacent-violators algorithm."""
 from __future__ import annotations
 
-from ..core.errors import SettingsError
 from ..core.pav import pav_blocks
-from .base import CurveCalibrator, HyperParam
+from .base import CurveCalibrator, HyperParam, check_setting
 
 __all__ = ["IsotonicCalibrator"]
 
@@ -52,8 +51,7 @@ class IsotonicCalibrator(CurveCalibrator):
         self.interpolation = interpolation
 
     def _fit(self, s, y, features, w):
-        if self.interpolation not in INTERPOLATIONS:
-            raise SettingsError(f"interpolation must be 'step' or 'linear', got {self.interpolation!r}.")
+        check_setting(lambda v: v in INTERPOLATIONS, self.interpolation, "interpolation must be 'step' or 'linear'")
         blocks = pav_blocks(s, y, w)
         self.cuts_, self.block_value_ = blocks.cuts, blocks.value
         self.x_, self.fitted_ = blocks.knots

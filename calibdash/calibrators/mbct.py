@@ -189,15 +189,6 @@ class MBCTCalibrator(Calibrator):
                  early_stopping: bool = True, growth_rows: int = 200_000, score_bins: int = 100, seed: int = 0):
         self._keep(locals())
 
-    def _check_params(self) -> None:
-        for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
-                          ("n_quantiles", 2), ("score_bins", 1), ("growth_rows", 2)):
-            check_setting(lambda v: int(v) == v and v >= low, getattr(self, name),
-                          f"MBCT's {name} must be an integer of at least {low}")
-        check_setting(lambda v: 0.0 <= float(v) < 1.0, self.holdout, "MBCT's holdout must be in [0, 1)")
-        check_setting(lambda v: 0.0 < float(v) <= 1.0, self.mvce_ratio, "MBCT's mvce_ratio must be in (0, 1]")
-        check_setting(lambda v: float(v) >= 1, self.p, "MBCT's p must be at least 1")
-
     def _loss_bin_size(self) -> int:
         """MVCE bin size M of the split loss: ``round(mvce_ratio * bin_size)``, at least 1."""
         return max(1, int(round(float(self.mvce_ratio) * int(self.bin_size))))
@@ -211,7 +202,13 @@ class MBCTCalibrator(Calibrator):
         return encode(self.columns_, s, df)
 
     def _fit(self, s, y, features, w):
-        self._check_params()
+        for name, low in (("max_depth", 0), ("bin_size", 1), ("n_trees", 1), ("views", 1),
+                          ("n_quantiles", 2), ("score_bins", 1), ("growth_rows", 2)):
+            check_setting(lambda v: int(v) == v and v >= low, getattr(self, name),
+                          f"MBCT's {name} must be an integer of at least {low}")
+        check_setting(lambda v: 0.0 <= float(v) < 1.0, self.holdout, "MBCT's holdout must be in [0, 1)")
+        check_setting(lambda v: 0.0 < float(v) <= 1.0, self.mvce_ratio, "MBCT's mvce_ratio must be in (0, 1]")
+        check_setting(lambda v: float(v) >= 1, self.p, "MBCT's p must be at least 1")
         _, s, y, df, w = weighted_rows(s, y, features, w)
         names = [] if df is None else list(df.columns)
         if len(set(names)) != len(names):
@@ -239,8 +236,12 @@ class MBCTCalibrator(Calibrator):
         one_group = np.zeros(grow.size, np.int64)
         top = self._top_codes()
 
-        def check_loss(pred):          # the global loss deciding the number of trees
-            return self._global_mvce(pred[judge], y[judge], w_judge, m)
+        def check_loss(pred):          # the global loss deciding the number of trees: MVCE, 100 views, bin size
+            if w_judge is None:        # min(M, half the rows), or half the weight (then weighted_mvce)
+                return metrics.mvce(pred[judge], y[judge], bin_size=max(1, min(m, judge.size // 2)),
+                                    n_views=GLOBAL_VIEWS, p=float(self.p), seed=self.seed)
+            return weighted_mvce(pred[judge], y[judge], w_judge, min(m, float(w_judge.sum()) / 2), n_views=GLOBAL_VIEWS,
+                                 p=float(self.p), seed=self.seed)
 
         def fit_loss(pred_grow):       # the training loss: MVCE of the grow rows on the first tree's views
             resid = pred_grow - y[grow]
@@ -282,15 +283,6 @@ class MBCTCalibrator(Calibrator):
         self.loss_bin_size_ = m
         types = {"tree": np.int64, "leaves": np.int64, "fit_mvce": float, "check_mvce": float, "kept": bool}
         self.history_ = {key: np.array([h[key] for h in history], dtype=dtype) for key, dtype in types.items()}
-
-    def _global_mvce(self, pred, labels, weights, m: int) -> float:
-        """The global loss that decides how many trees to keep: MVCE with 100 views and bin size
-        ``min(M, half the rows)`` (half the weight with ``weights``; then :func:`weighted_mvce`)."""
-        if weights is None:
-            return metrics.mvce(pred, labels, bin_size=max(1, min(m, labels.size // 2)), n_views=GLOBAL_VIEWS,
-                                p=float(self.p), seed=self.seed)
-        return weighted_mvce(pred, labels, weights, min(m, float(weights.sum()) / 2), n_views=GLOBAL_VIEWS,
-                             p=float(self.p), seed=self.seed)
 
     def _top_codes(self) -> np.ndarray:
         """The largest code of each coded column (for :meth:`Tree.route`)."""

@@ -92,15 +92,6 @@ def sql_methods() -> list[str]:
     return names + [n for n in _CONVERTERS if n not in names]
 
 
-def _form(cal) -> "ClosedForm | StepMap | LinearMap | None":
-    """The fitted calibrator's form: a registered converter's, else its own ``sql_map``'s."""
-    method = type(cal).name
-    if method in _CONVERTERS:
-        state = json.loads(json.dumps(cal._export_state()))      # exactly what a model file holds
-        return _CONVERTERS[method](state, cal.get_params())
-    return cal.sql_map()
-
-
 def to_sql(calibrator, score_column: str = "score", dialect: str = "duckdb",
            feature_columns: Mapping[str, str | None] | None = None, form: str = "auto",
            max_case: int = CASE_MAX_STEPS) -> SqlMap:
@@ -137,7 +128,11 @@ def to_sql(calibrator, score_column: str = "score", dialect: str = "duckdb",
                         f"not {type(calibrator).__name__}.")
     calibrator._check_fitted()
     method = type(calibrator).name
-    shape = _form(calibrator)
+    if method in _CONVERTERS:                                           # a registered converter, else sql_map
+        state = json.loads(json.dumps(calibrator._export_state()))      # exactly what a model file holds
+        shape = _CONVERTERS[method](state, calibrator.get_params())
+    else:
+        shape = calibrator.sql_map()
     if shape is None:
         raise SqlUnsupported(f"{method} cannot be written as SQL (its class declares no SQL form; the methods "
                              f"that can: {', '.join(sql_methods())}); apply it with predict instead.")

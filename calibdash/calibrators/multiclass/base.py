@@ -22,7 +22,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 
 from ..base import Calibrator, HyperParam
-from ...core.errors import DataError, NotFittedError
+from ...core.errors import DataError
 from ...core.validation import check_classes, check_weights, class_matrix, probability_rows
 
 __all__ = ["MulticlassCalibrator", "Scores", "as_scores", "LOG_FLOOR"]
@@ -127,6 +127,7 @@ class MulticlassCalibrator(BaseEstimator):
     composite: ClassVar[bool] = False
     input_form: ClassVar[str] = "probabilities"
     _keep = Calibrator._keep
+    _check_fitted = Calibrator._check_fitted
 
     def __init__(self, logits: bool = False):
         self.logits = logits
@@ -170,7 +171,3 @@ class MulticlassCalibrator(BaseEstimator):
 
     def _predict(self, x: Scores) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "n_train_"):
-            raise NotFittedError(f"{type(self).__name__} is not fitted yet: call fit() first.")

@@ -85,50 +85,45 @@ def fit_linear(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None, f
     ``max_iter``, ``max_seconds`` (None: :data:`MAX_SECONDS`): the stopping rule. ``what`` names the fit in messages.
     :class:`DataError`: a full map above :data:`MAX_FULL_CLASSES` classes, no row of positive weight, or non-finite
     values."""
+    w, max_seconds = sample_weight, MAX_SECONDS if max_seconds is None else float(max_seconds)
     with threadpool_limits(1):
-        return _fit_linear(X, y, sample_weight, form, lam, mu, start, gtol, ftol, max_iter, what,
-                           MAX_SECONDS if max_seconds is None else float(max_seconds))
-
-
-def _fit_linear(X, y, w, form, lam, mu, start, gtol, ftol, max_iter, what, max_seconds) -> LinearFit:
-    n, k = X.shape
-    check_size(form, k, what)
-    deadline = time.monotonic() + max_seconds
-    counts = np.bincount(y, weights=w, minlength=k)
-    if not np.any(counts > 0):
-        raise DataError(f"{what} could not be fitted: no row has a weight above 0.")
-    absent = (counts <= 0) & (form.matrix != "scalar")
-    free = free_mask(form, k, absent)
-    theta0 = None if start is None else np.array(start, dtype=float)
-    if form.matrix != "scalar" and (theta0 is None or absent.any()):
-        beta = fit_linear(X, y, w, LinearForm("scalar", False), gtol=gtol, ftol=ftol, what=what,
-                          max_seconds=max_seconds).theta[0]
-        base = identity_start(form, k)
-        base[:n_parameters(LinearForm(form.matrix, False), k)] *= beta
-        theta0 = base if theta0 is None else np.where(free, theta0, base)
-    elif theta0 is None:
-        theta0 = identity_start(form, k)
-    pin = absent if absent.any() else None
-    if form.matrix == "scalar":
-        stop = newton_scalar(theta0, X, y, w, gtol, ftol, max_iter, deadline)
-    elif n * int(free.sum()) ** 2 <= NEWTON_WORK:
-        stop = damped_newton(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
-    else:
-        stop = newton_cg_solve(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
-    theta, n_iter, why = stop.theta, stop.n_iter, stop.why
-    xmax = np.abs(X).max(axis=0)
-    gmax = free_gradient(theta, np.where(free, objective(theta, X, y, w, form, lam, mu, absent=pin)[2], 0.0), form)
-    converged = why == "gtol" or (why in ("ftol", "floating-point limit") and (
-        stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * rounding(theta, stop.f, form, xmax)
-        or gmax <= gtol * (1.0 + score_bound(theta, form, xmax))))
-    loss, nll, _ = objective(theta, X, y, w, form, lam, mu)
-    if not np.all(np.isfinite(theta)) or not np.isfinite(loss):
-        raise DataError(f"{what} could not be fitted: the solver reached non-finite values ({why}).")
-    if not converged:
-        cause = (f"reached its wall-clock cap of {max_seconds:g} s" if why == "time" else
-                 f"stopped by {why} after {n_iter} iterations")
-        warnings.warn(f"{what} did not converge: the solver {cause} with a gradient entry of {gmax:.2g}; the "
-                      "map may be off its optimum.", ConvergenceWarning, stacklevel=3)
-    return LinearFit(theta, float(loss), float(nll), int(n_iter), bool(converged), why,
-                     tuple(int(c) for c in np.flatnonzero(absent)))
-
+        n, k = X.shape
+        check_size(form, k, what)
+        deadline = time.monotonic() + max_seconds
+        counts = np.bincount(y, weights=w, minlength=k)
+        if not np.any(counts > 0):
+            raise DataError(f"{what} could not be fitted: no row has a weight above 0.")
+        absent = (counts <= 0) & (form.matrix != "scalar")
+        free = free_mask(form, k, absent)
+        theta0 = None if start is None else np.array(start, dtype=float)
+        if form.matrix != "scalar" and (theta0 is None or absent.any()):
+            beta = fit_linear(X, y, w, LinearForm("scalar", False), gtol=gtol, ftol=ftol, what=what,
+                              max_seconds=max_seconds).theta[0]
+            base = identity_start(form, k)
+            base[:n_parameters(LinearForm(form.matrix, False), k)] *= beta
+            theta0 = base if theta0 is None else np.where(free, theta0, base)
+        elif theta0 is None:
+            theta0 = identity_start(form, k)
+        pin = absent if absent.any() else None
+        if form.matrix == "scalar":
+            stop = newton_scalar(theta0, X, y, w, gtol, ftol, max_iter, deadline)
+        elif n * int(free.sum()) ** 2 <= NEWTON_WORK:
+            stop = damped_newton(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
+        else:
+            stop = newton_cg_solve(theta0, X, y, w, form, lam, mu, gtol, ftol, max_iter, deadline, free, pin)
+        theta, n_iter, why = stop.theta, stop.n_iter, stop.why
+        xmax = np.abs(X).max(axis=0)
+        gmax = free_gradient(theta, np.where(free, objective(theta, X, y, w, form, lam, mu, absent=pin)[2], 0.0), form)
+        converged = why == "gtol" or (why in ("ftol", "floating-point limit") and (
+            stop.decrement <= 10 * ftol * max(abs(stop.f), 1.0) + 4 * rounding(theta, stop.f, form, xmax)
+            or gmax <= gtol * (1.0 + score_bound(theta, form, xmax))))
+        loss, nll, _ = objective(theta, X, y, w, form, lam, mu)
+        if not np.all(np.isfinite(theta)) or not np.isfinite(loss):
+            raise DataError(f"{what} could not be fitted: the solver reached non-finite values ({why}).")
+        if not converged:
+            cause = (f"reached its wall-clock cap of {max_seconds:g} s" if why == "time" else
+                     f"stopped by {why} after {n_iter} iterations")
+            warnings.warn(f"{what} did not converge: the solver {cause} with a gradient entry of {gmax:.2g}; the "
+                          "map may be off its optimum.", ConvergenceWarning, stacklevel=2)
+        return LinearFit(theta, float(loss), float(nll), int(n_iter), bool(converged), why,
+                         tuple(int(c) for c in np.flatnonzero(absent)))

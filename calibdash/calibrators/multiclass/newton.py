@@ -99,13 +99,12 @@ def hessian(theta, X, sample_weight, form, lam, mu, absent=None):
     return H + np.diag(penalty_curvature(theta.size, form, k, lam, mu))
 
 
-def damped_newton(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free=None,
+def damped_newton(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free,
                   absent=None) -> Stop:
-    """Damped Newton on the formed Hessian: the step solves ``H d = -g`` on the ``free`` parameters (None: all) and
+    """Damped Newton on the formed Hessian: the step solves ``H d = -g`` on the ``free`` parameters (a mask) and
     on the range of ``H`` (eigenvalues above 1e-12 of the largest; the null directions, the softmax's
     invariances, are left as they are). Gradient rule: the largest free entry at most ``gtol``."""
     work = np.empty(X.shape)
-    free = np.ones(theta.size, dtype=bool) if free is None else free
 
     def evaluate(t):
         f, _, g = objective(t, X, y, sample_weight, form, lam, mu, work, absent=absent)
@@ -267,7 +266,7 @@ def block_preconditioner(X: np.ndarray, Q: np.ndarray, u: np.ndarray, form: Line
     return apply
 
 
-def newton_cg_solve(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free=None,
+def newton_cg_solve(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_iter, deadline, free,
                     absent=None) -> Stop:
     """Newton's method for the full and diagonal forms, each step by preconditioned conjugate gradients.
 
@@ -280,7 +279,6 @@ def newton_cg_solve(theta, X, y, sample_weight, form, lam, mu, gtol, ftol, max_i
     are float64; it halves the cost of the n x K x K products. Gradient rule: the largest free entry in the variables
     scaled by the Hessian diagonal at the start (a Jacobi scaling) at most ``gtol``."""
     k = X.shape[1]
-    free = np.ones(theta.size, dtype=bool) if free is None else free
     present = np.ones(k, dtype=bool) if absent is None else ~np.asarray(absent)
     u = np.full(y.size, 1.0 / y.size) if sample_weight is None else sample_weight / sample_weight.sum()
     curvature = penalty_curvature(theta.size, form, k, lam, mu)

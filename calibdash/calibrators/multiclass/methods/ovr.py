@@ -99,17 +99,11 @@ class BinaryComposite(MulticlassCalibrator):
         return found
 
     @classmethod
-    def own_params(cls) -> list[str]:
-        """The composite's own constructor arguments (those besides ``binary`` and ``params``)."""
-        names = list(inspect.signature(cls.__init__).parameters)
-        return [n for n in names if n not in ("self", "binary", "params")]
-
-    @classmethod
     def make(cls, binary: str, **params) -> "BinaryComposite":
         """``cls`` wrapping ``binary``, ``params`` the binary method's and the composite's own mixed (what
         :func:`calibdash.calibrators.get` calls); :class:`SettingsError` names an unknown one."""
         bcls = cls.binary_class(binary)
-        own = set(cls.own_params())
+        own = set(inspect.signature(cls.__init__).parameters) - {"self", "binary", "params"}
         check_params(f"{cls.name}:{binary}", params, bcls, own)
         inner = {k: v for k, v in params.items() if k not in own}
         return cls(binary=binary, params=inner or None, **{k: v for k, v in params.items() if k in own})

@@ -7,8 +7,7 @@ import numpy as np
 from scipy.special import softmax
 
 from ...state import State
-from ...base import HyperParam
-from ....core.errors import SettingsError
+from ...base import HyperParam, check_setting
 from ..base import Scores, as_scores
 from .ovr import BinaryComposite, SubModel, class_list
 
@@ -96,9 +95,8 @@ class TopLabelCalibrator(BinaryComposite):
         return r, c, top[r], 1.0 / m[r]
 
     def _fit(self, x: Scores, y: np.ndarray, w: np.ndarray | None) -> None:
-        if (isinstance(self.min_rows, bool) or not isinstance(self.min_rows, numbers.Real)
-                or not self.min_rows >= 0):
-            raise SettingsError(f"min_rows must be a number of rows >= 0, got {self.min_rows!r}.")
+        check_setting(lambda v: not isinstance(v, bool) and isinstance(v, numbers.Real) and v >= 0, self.min_rows,
+                      "min_rows must be a number of rows >= 0")
         r, c, g, share = self.tops(x)
         correct = (y[r] == c).astype(np.int8)
         we = w if r.size == x.n else (share if w is None else w[r] * share)     # no tie: every row once
@@ -112,20 +110,16 @@ class TopLabelCalibrator(BinaryComposite):
                 models.append(self._fit_binary(g[rows], correct[rows], None if we is None else we[rows]))
         self.models_ = models
         self.pooled_ = self._fit_binary(g, correct, we)
-        self._say(self._zero_notes(c, self._calibrated(c, g), x.k))
-
-    def _zero_notes(self, c: np.ndarray, h: np.ndarray, k: int) -> list[str]:
-        """The sentences of ``notes_``: the predicted classes whose ``h`` is 0 or 1 at a training score."""
-        notes = []
+        h, notes = self._calibrated(c, g), []           # notes_: the predicted classes whose h is 0 or 1
         for value, what, whose in ((0.0, "the predicted class gets probability 0", "the predicted class"),
                                    (1.0, "every other class gets probability 0", "another class")):
             hit = np.unique(c[h == value])
             if hit.size:
-                notes.append(f"where {hit.size:,} of {k:,} classes ({class_list(hit)}) are predicted, the "
+                notes.append(f"where {hit.size:,} of {x.k:,} classes ({class_list(hit)}) are predicted, the "
                              f"calibrated top probability is {value:g} at some training scores: {what}, and a "
                              f"held-out row of {whose} there has an infinite log-loss. A binary method that "
                              "smooths (platt, beta, bbq) or more rows a class avoids it.")
-        return notes
+        self._say(notes)
 
     def _calibrated(self, c: np.ndarray, g: np.ndarray) -> np.ndarray:
         """``h``: each entry's top score ``g`` through its class ``c``'s model (or the pooled one)."""
