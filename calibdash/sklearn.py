@@ -41,11 +41,6 @@ def _default_estimator():
     return LinearSVC()
 
 
-def _has_decision_function(self) -> bool:
-    est = self.estimator if self.estimator is not None else _default_estimator()
-    return hasattr(est, "decision_function")
-
-
 class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """A classifier whose probabilities are calibrated by a calibdash method (binary or K-class).
 
@@ -327,7 +322,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         p = self.predict_proba(X)
         return self.classes_[(p[:, 1] > 0.5).astype(int) if p.shape[1] == 2 else np.argmax(p, axis=1)]
 
-    @available_if(_has_decision_function)
+    @available_if(lambda self: hasattr(self.estimator if self.estimator is not None else _default_estimator(),
+                                       "decision_function"))
     def decision_function(self, X) -> np.ndarray:
         """Two classes: the calibrated log-odds ``logit(P(classes_[1]))``; K classes: the calibrated
         log-probabilities (floored at ``log 1e-15``). Offered where the estimator has one (ROC curves, scoring)."""

@@ -287,6 +287,8 @@ GONE: dict[str, dict[str, str]] = {
                                                 "calibdash.measures.registry.Measure"},
     "periods": {"MIN_PERIODS": "removed (nothing read it)",
                 "choose_freq": "removed; calibdash.monitoring.periods.to_periods chooses the period length itself"},
+    "report.text": {"judged_text intervals_text": "inlined into the binary report's Data section, which "
+                                                  "calibdash.report.build.build_report writes"},
 }
 
 SUFFIXES = {".py", ".md", ".rst", ".txt"}

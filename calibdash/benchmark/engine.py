@@ -115,12 +115,6 @@ class EngineDataset:
                 self._cells.popitem(last=False)
             return c
 
-    def check_method(self, calibrator) -> None:
-        """Refuse a method that reads feature columns: cells hold scores only."""
-        if calibrator is not None and calibrator.uses_features:
-            raise SettingsError(f"{calibrator.name} reads feature columns, which score cells of {self.name} do not "
-                                "hold: benchmark it on a file read in memory.")
-
 
 @dataclass(frozen=True)
 class Unit:
@@ -198,7 +192,9 @@ def run_unit(data, calibrator, n_folds: int = DEFAULT_FOLDS, seed: int = 0,
     if isinstance(data, ClassSet):
         ev = evaluate_classes(data.scores(), data.labels, methods, scheme, split=data.split, progress=progress)
     elif isinstance(data, EngineDataset):             # rows where they live: this repeat's cells, one scan
-        data.check_method(calibrator)
+        if calibrator is not None and calibrator.uses_features:     # cells hold scores only
+            raise SettingsError(f"{calibrator.name} reads feature columns, which score cells of {data.name} do not "
+                                "hold: benchmark it on a file read in memory.")
         ev = evaluate_cells(data.cells(scheme), methods, scheme)
     else:
         feats = data.features if calibrator is not None and calibrator.uses_features else None

@@ -32,11 +32,6 @@ _SCHEME = Scheme()
 CLI_MAX_GROUPS = 200
 
 
-def _line(name: str, cls) -> str:
-    hps = ", ".join(f"{h.name}={h.default!r}" for h in cls.hyperparams)
-    return f"{name:<10} {cls.label} — {cls.paper}\n{'':<10} hyperparameters: {hps or 'none'}"
-
-
 def cmd_methods(args) -> int:
     """List the calibrators; with ``--multiclass``, the multi-class ones, a composite as ``prefix:<binary>``."""
     if args.multiclass:
@@ -44,7 +39,9 @@ def cmd_methods(args) -> int:
               "calibrator above that reads no features, and take its hyperparameters too):")
     family = "classes" if args.multiclass else "binary"
     for name, cls in calibrators.classes(family).items():
-        print(_line(f"{name}:<binary>" if name in calibrators.composites() else name, cls))
+        hps = ", ".join(f"{h.name}={h.default!r}" for h in cls.hyperparams)
+        name = f"{name}:<binary>" if name in calibrators.composites() else name
+        print(f"{name:<10} {cls.label} — {cls.paper}\n{'':<10} hyperparameters: {hps or 'none'}")
     return 0
 
 

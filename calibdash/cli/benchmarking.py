@@ -24,7 +24,11 @@ def cmd_benchmark(args) -> int:
             raise SettingsError("with --engine, give one --score (each FILE is one data set).")
         datasets = {}
         for path in args.files:
-            _refuse_class_table(path, args)
+            # a K-class table (found in its first rows) runs in memory only; a named score column: binary
+            if not args.score and is_multiclass(head_rows(path, args.label), args.label):
+                raise SettingsError(f"{path} is a K-class table: a K-class benchmark runs in memory (--engine memory, "
+                                    f"or no --engine for files under 200 MB); --engine {args.engine} benchmarks "
+                                    "binary scores.")
             src = engines.source_for(path, score=args.score[0] if args.score else None, label=args.label)
             name = unique_name(source_name(src), datasets)          # a file by its name, as in memory
             datasets[name] = benchmark.EngineDataset(src, args.engine, memory_limit=args.memory_limit,
@@ -60,12 +64,3 @@ def cmd_benchmark(args) -> int:
     for note in result.notes:
         print(f"Note: {note}")
     return 0
-
-
-def _refuse_class_table(path: str, args) -> None:
-    """A K-class table (found in its first rows) is benchmarked in memory only: refuse it with an engine."""
-    if args.score:                                   # a named score column: a binary data set
-        return
-    if is_multiclass(head_rows(path, args.label), args.label):
-        raise SettingsError(f"{path} is a K-class table: a K-class benchmark runs in memory (--engine memory, or "
-                            f"no --engine for files under 200 MB); --engine {args.engine} benchmarks binary scores.")

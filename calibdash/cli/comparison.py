@@ -157,11 +157,6 @@ def _classes(args, data, scheme: Scheme, engine: str | None) -> _Fitted:
     return _Fitted(res, facts, f"{facts['file']}: {columns_text(data)}")
 
 
-def _best_word(phrase):
-    """Which value of a measure is best, in a word or two ("lower", "0 is ideal"), from its ``phrase(name)``."""
-    return lambda name: phrase(name).removesuffix(" is better")
-
-
 def cmd_evaluate(args) -> int:
     """Fit the chosen calibrators and print their held-out metrics: one path for every problem, binary or K-class,
     in memory or where an engine reads the rows (what differs comes from :func:`_binary` and :func:`_classes`).
@@ -190,7 +185,8 @@ def cmd_evaluate(args) -> int:
     print(f"{out['binning'] if k_rows is not None else 'ECE and MCE: ' + out['binning']}.")
     if f.boot is not None:
         phrase = measures.best_phrase if k_rows is None else benchmark.CLASS_MEASURES.best_phrase
-        print_intervals(f.boot, "More measures" if k_rows is None else "Intervals", _best_word(phrase))
+        print_intervals(f.boot, "More measures" if k_rows is None else "Intervals",
+                        lambda name: phrase(name).removesuffix(" is better"))   # "lower", "0 is ideal"
     if f.verdict is not None:
         print(f"\nVerdict: {f.verdict}")
     return 0

@@ -103,16 +103,6 @@ def past_thresholds(table: pd.DataFrame, thresholds) -> list[dict]:
     return alerts
 
 
-def _alert_lines(alerts, what: str, of: int) -> list[str]:
-    """One line per threshold passed, naming the groups or periods (worst first) past it."""
-    lines = []
-    for a in alerts:
-        pairs = sorted(zip(a["keys"], a["values"]), key=lambda kv: -kv[1])
-        named = ", ".join(f"{k} ({v:.4f})" for k, v in pairs)
-        lines.append(f"{a['measure']} above {a['above']:g} in {len(pairs)} of {of} {what}: {named}")
-    return lines
-
-
 def _table_text(table: pd.DataFrame, index_name: str) -> str:
     """The measures as a text table: rows, positives and each measure as ``value [low, high]``."""
     def cell(row, name):
@@ -138,8 +128,10 @@ def _finish(args, out: dict, text: list[str], table: pd.DataFrame, what: str) ->
         print_json(out)
     else:
         print("\n".join(text))
-    for line in _alert_lines(alerts, what, len(table)):
-        print(line, file=sys.stderr)
+    for a in alerts:                # one line per threshold passed, naming the groups or periods past it, worst first
+        pairs = sorted(zip(a["keys"], a["values"]), key=lambda kv: -kv[1])
+        named = ", ".join(f"{k} ({v:.4f})" for k, v in pairs)
+        print(f"{a['measure']} above {a['above']:g} in {len(pairs)} of {len(table)} {what}: {named}", file=sys.stderr)
     return 1 if alerts else 0
 
 

@@ -93,12 +93,7 @@ def evaluate_json(ev, *, file: str, engine: str, label: str, classes, positive=N
             "class_columns": list(class_columns) if k_class else None, "prefix": prefix,
             "logits": bool(logits) if k_class else None, "rows_judged": int(rows_judged), "scheme": scheme,
             "cells": cells, "notes": list(ev.notes), "binning": binning, "validation": validation,
-            "metrics": metrics_json(ev)}
-
-
-def metrics_json(ev) -> dict:
-    """An evaluation's metrics table as JSON: method -> measure -> value (None where not finite)."""
-    return {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}
+            "metrics": {k: {m: finite_or_none(v) for m, v in row.items()} for k, row in ev.metrics.iterrows()}}
 
 
 def _finite(v):

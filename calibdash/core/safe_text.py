@@ -30,12 +30,6 @@ def cell(value: Any) -> Any:
     return value
 
 
-def _is_text(series: pd.Series) -> bool:
-    return not (pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
-                or pd.api.types.is_datetime64_any_dtype(series.dtype)
-                or pd.api.types.is_timedelta64_dtype(series.dtype))
-
-
 def safe_frame(frame: pd.DataFrame | pd.Series) -> pd.DataFrame:
     """A copy of ``frame`` (a Series becomes a one-column frame) with every text cell, column name, index
     label and axis name passed through :func:`cell`; numeric columns untouched."""
@@ -43,9 +37,11 @@ def safe_frame(frame: pd.DataFrame | pd.Series) -> pd.DataFrame:
     out = out.rename(index=cell, columns=cell)
     out.index.names = [cell(n) for n in out.index.names]
     out.columns.names = [cell(n) for n in out.columns.names]
+    types = pd.api.types
     for i in range(out.shape[1]):
         col = out.iloc[:, i]
-        if _is_text(col):
+        if not (types.is_numeric_dtype(col.dtype) or types.is_bool_dtype(col.dtype)
+                or types.is_datetime64_any_dtype(col.dtype) or types.is_timedelta64_dtype(col.dtype)):
             out.isetitem(i, col.astype(object).map(cell))
     return out
 

@@ -99,20 +99,6 @@ def _joined(data, parts) -> str:
     return " · ".join(parts[:4] + split + parts[4:])
 
 
-def judged_text(ev: Evaluation) -> str:
-    w = np.ones(ev.labels.size) if ev.weights is None else ev.weights
-    pos = float(np.sum(w * ev.labels))
-    n = ev.n_judged
-    return f"{n:,} held-out rows, {int(round(pos)):,} positives ({100 * pos / max(float(w.sum()), 1e-300):.1f}%)"
-
-
-def intervals_text(boot: BootstrapResult, ev: Evaluation) -> str:
-    how = (f"{boot.n_boot} resamples of the held-out rows" if ev.weights is None else
-           f"{boot.n_boot} Poisson resamples of the {ev.n_judged:,} held-out rows, drawn per score cell")
-    return (f"{int(round(100 * boot.level))}% paired bootstrap percentile intervals, {how}"
-            + (f". {boot.note}" if boot.note else ""))
-
-
 def describe_class_source(cs) -> str:
     """One line saying what a :class:`calibdash.data.ClassSet` holds: file, class columns, label, rows."""
     what = "logits" if cs.logits else "probabilities"
@@ -147,8 +133,7 @@ def figure_html(figs, include_plotlyjs) -> list[str]:
 
     from calibdash.figures.text import plain_figure
 
-    config = {"responsive": True, "displaylogo": False,
-              "toImageButtonOptions": {"format": "png", "scale": 2}}
+    config = {"responsive": True, "displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
     return [pio.to_html(plain_figure(fig), include_plotlyjs=include_plotlyjs if i == 0 else False, full_html=False,
                         div_id=f"fig-{key}", config=config, default_height=f"{FIG_HEIGHT}px")
             for i, (key, fig) in enumerate(figs)]
@@ -252,8 +237,15 @@ def _binary_parts(ev: Evaluation, boot, labels, level: int, notes: list, measure
     verdict = cboot.verdict(boot, calibration_metric, labels)
     cells_text = (f"yes: {ev.note}; each metric, figure and interval weighs a cell by the rows it holds"
                   if ev.weights is not None else "no: every held-out row was used")
-    data = [("Judged", judged_text(ev)), ("Score cells", cells_text), ("ECE and MCE", ev.binning),
-            ("Intervals", intervals_text(boot, ev))]
+    w = np.ones(ev.labels.size) if ev.weights is None else ev.weights
+    pos = float(np.sum(w * ev.labels))
+    judged = (f"{ev.n_judged:,} held-out rows, {int(round(pos)):,} positives "
+              f"({100 * pos / max(float(w.sum()), 1e-300):.1f}%)")
+    how = (f"{boot.n_boot} resamples of the held-out rows" if ev.weights is None else
+           f"{boot.n_boot} Poisson resamples of the {ev.n_judged:,} held-out rows, drawn per score cell")
+    data = [("Judged", judged), ("Score cells", cells_text), ("ECE and MCE", ev.binning),
+            ("Intervals", f"{level}% paired bootstrap percentile intervals, {how}"
+                          + (f". {boot.note}" if boot.note else ""))]
     rel_data = diagrams.prepare(diagram, ev.predictions, ev.labels, ev.weights, n_bins=n_bins, strategy=strategy)
     figs = figure_html(_figures(ev, labels, rel_data, log_x, features), include_plotlyjs)
     if rel_data.kind == diagrams.BINNED:

@@ -23,14 +23,9 @@ from ..core.errors import EnvironmentProblem, SettingsError
 __all__ = ["SAMPLES", "DEFAULT_SAMPLE", "SAMPLE_DIR", "sample_path", "CLASS_SAMPLES"]
 
 
-def _repo_sample_dir() -> Path | None:
-    """``sample_data/`` of the repository this package sits in, or None for an installed copy."""
-    folder = Path(__file__).resolve().parent.parent.parent / "sample_data"
-    return folder if (folder / "make_samples.py").is_file() else None
-
-
+_REPO_SAMPLES = Path(__file__).resolve().parent.parent.parent / "sample_data"
 #: ``sample_data/`` at the repository root when calibdash runs from a checkout; None when installed.
-SAMPLE_DIR: Path | None = _repo_sample_dir()
+SAMPLE_DIR: Path | None = _REPO_SAMPLES if (_REPO_SAMPLES / "make_samples.py").is_file() else None
 
 
 @dataclass(frozen=True)
@@ -133,20 +128,16 @@ def _user_cache_root() -> Path:
     return Path.home() / ".cache"
 
 
-def _generator_key() -> str:
+def cache_dir() -> Path:
+    """Per-user folder of the generated samples (not created here): ``$XDG_CACHE_HOME/calibdash/samples/<hash>/``,
+    ``XDG_CACHE_HOME`` defaulting to ``~/.cache`` (``%LOCALAPPDATA%`` on Windows), ``<hash>`` of the generators'
+    source, so a calibdash whose generators differ never reads stale files."""
     try:
         source = b"".join(Path(__file__).with_name(name).read_bytes() for name in ("make.py", "drifting_score.py"))
     except OSError:                              # installed without sources: fall back on the version
         from ..core import __version__
         source = __version__.encode()
-    return hashlib.sha256(source).hexdigest()[:12]
-
-
-def cache_dir() -> Path:
-    """Per-user folder of the generated samples (not created here): ``$XDG_CACHE_HOME/calibdash/samples/<hash>/``,
-    ``XDG_CACHE_HOME`` defaulting to ``~/.cache`` (``%LOCALAPPDATA%`` on Windows), ``<hash>`` of the generators'
-    source, so a calibdash whose generators differ never reads stale files."""
-    return _user_cache_root() / "calibdash" / "samples" / _generator_key()
+    return _user_cache_root() / "calibdash" / "samples" / hashlib.sha256(source).hexdigest()[:12]
 
 
 def sample_path(name: str) -> Path:

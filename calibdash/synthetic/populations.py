@@ -101,16 +101,12 @@ def _imbalance_quantile(u):
     return q / (q + IMBALANCE_BETA * (1 - q))
 
 
-def _imbalance_truth(s):
-    return IMBALANCE_BETA * s / (IMBALANCE_BETA * s + 1 - s)
-
-
 _CLOSED_FORMS: dict[str, tuple[Callable, Callable]] = {
     "calibrated": (lambda u: u, lambda s: s),
     "overconfident": (lambda u: expit(2 * logit_of(u)), lambda s: expit(logit_of(s) / 2)),
     "underconfident": (lambda u: expit(logit_of(u) / 2), lambda s: expit(2 * logit_of(s))),
     "nonmonotone": (lambda u: u, lambda s: s + 0.15 * np.sin(4 * np.pi * s)),
-    "imbalance": (_imbalance_quantile, _imbalance_truth),
+    "imbalance": (_imbalance_quantile, lambda s: IMBALANCE_BETA * s / (IMBALANCE_BETA * s + 1 - s)),
     "small_sample": (lambda u: u, lambda s: s ** 2),
 }
 
@@ -248,8 +244,8 @@ class _SVMPopulation(Population):
             g1[i:i + chunk] = _measure(*self._coef, tt, *self._pos).mean(axis=0) / width
         return g, g1
 
-    def _range(self) -> tuple[float, float]:
-        """Smallest and largest margin over the slices (ends of each ray and the parabola's vertex)."""
+    def _integrate(self, n_even: int = 256, n_quantile: int = 512) -> None:
+        # the margins' range over the slices: at the ends of each ray and the parabola's vertex
         alpha, beta, gamma = self._coef
         lo, hi = self._ray
         cands = [lo, hi]
@@ -257,11 +253,7 @@ class _SVMPopulation(Population):
             cands.append(np.clip(np.where(alpha != 0, -beta / (2 * alpha), lo), lo, hi))
         vals = np.concatenate([alpha * b * b + beta * b + gamma for b in cands])
         span = vals.max() - vals.min()
-        return float(vals.min() - 1e-6 * span), float(vals.max() + 1e-6 * span)
-
-    def _integrate(self, n_even: int = 256, n_quantile: int = 512) -> None:
-        m_lo, m_hi = self._range()
-        t1 = np.linspace(m_lo, m_hi, n_even)
+        t1 = np.linspace(float(vals.min() - 1e-6 * span), float(vals.max() + 1e-6 * span), n_even)
         g_even = np.maximum.accumulate(self._cdfs(t1)[0])
         t2 = np.interp(np.linspace(0, 1, n_quantile + 1), g_even, t1)
         t = np.unique(np.concatenate([t1, t2]))

@@ -267,7 +267,9 @@ class JobRegistry:
             self._hold(job, owner)
             self._queue.append(job)
             self._start_queued()
-            self._ensure_watchdog()
+            if self._watchdog is None or not self._watchdog.is_alive():
+                self._watchdog = threading.Thread(target=self._watch, daemon=True, name="calibdash-job-watchdog")
+                self._watchdog.start()
             return job
 
     def get(self, key) -> Job | None:
@@ -447,11 +449,6 @@ class JobRegistry:
             self._forget(job)
         job.done.set()
         self._wake.notify_all()
-
-    def _ensure_watchdog(self) -> None:
-        if self._watchdog is None or not self._watchdog.is_alive():
-            self._watchdog = threading.Thread(target=self._watch, daemon=True, name="calibdash-job-watchdog")
-            self._watchdog.start()
 
     def _watch(self) -> None:
         """The watchdog: :meth:`sweep` again and again, at most a second apart; ends when no job is left."""

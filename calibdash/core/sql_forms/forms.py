@@ -137,22 +137,21 @@ def step_sql(step: StepMap, writer: SqlWriter, form: str, method: str, score_col
               max_case: int = CASE_MAX_STEPS) -> SqlMap:
     starts, values = step.pieces()
     form = _pick_form(form, values.size, max_case)
-    num = literal
     if form == "bisect" and starts.size:          # values[i] on starts[i-1] <= s < starts[i]
         return SqlMap(method, writer.dialect, score_column, "bisect", lambda s: _null_guard(
-            s, _bisect(s, 0, values.size - 1, lambda i: starts[i - 1], lambda i: num(values[i]))))
+            s, _bisect(s, 0, values.size - 1, lambda i: starts[i - 1], lambda i: literal(values[i]))))
     if form == "case" or starts.size == 0:
         def render(s: str) -> str:
             if starts.size == 0:
-                return _null_guard(s, num(values[0]))
-            arms = " ".join(f"WHEN {s} < {num(c)} THEN {num(v)}" for c, v in zip(starts, values[:-1]))
-            return f"CASE WHEN {s} IS NULL THEN NULL {arms} ELSE {num(values[-1])} END"
+                return _null_guard(s, literal(values[0]))
+            arms = " ".join(f"WHEN {s} < {literal(c)} THEN {literal(v)}" for c, v in zip(starts, values[:-1]))
+            return f"CASE WHEN {s} IS NULL THEN NULL {arms} ELSE {literal(values[-1])} END"
         return SqlMap(method, writer.dialect, score_column, "case", render)
     name = "cd_steps"
     lookup, joins = bucketed(name, starts, np.r_[starts[1:], np.inf], {"cd_value": values[1:]})
 
     def render_lookup(s: str) -> str:
-        return (f"CASE WHEN {s} IS NULL THEN NULL WHEN {s} < {num(starts[0])} THEN {num(values[0])} "
+        return (f"CASE WHEN {s} IS NULL THEN NULL WHEN {s} < {literal(starts[0])} THEN {literal(values[0])} "
                 f"ELSE {name}.cd_value END")
     return SqlMap(method, writer.dialect, score_column, "lookup", render_lookup, {name: lookup}, joins)
 
@@ -162,7 +161,6 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
     x, y = np.asarray(lin.x, dtype=float), np.asarray(lin.y, dtype=float)
     if x.size == 0 or x.size != y.size:
         raise SqlUnsupported(f"a linear map needs as many values as knots (at least one); got {x.size}, {y.size}.")
-    num = literal
     iv = lin.intervals()
     los = iv["lo"]
     form = _pick_form(form, los.size, max_case)
@@ -173,14 +171,14 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
         """Interval values ``col(name)`` -> SQL of interp's formula on that interval."""
         pos = f"(({s} - {col('lo')}) / {col('dx')})"
         inside = writer.clip(f"{col('y0')} + {pos} * {col('dy')}", col("ymin"), col("ymax"))
-        return f"CASE WHEN {pos} >= {num(1.0)} THEN {col('y1')} ELSE {inside} END"
+        return f"CASE WHEN {pos} >= {literal(1.0)} THEN {col('y1')} ELSE {inside} END"
 
     def literals(j: int):
-        return lambda name: num(iv[name][j])
+        return lambda name: literal(iv[name][j])
 
     def ends(s: str) -> str:
-        return (f"WHEN {s} < {num(x[0])} THEN {lin.end('left', s)} WHEN {s} = {num(x[-1])} THEN {num(y[-1])} "
-                f"WHEN {s} > {num(x[-1])} THEN {lin.end('right', s)}")
+        return (f"WHEN {s} < {literal(x[0])} THEN {lin.end('left', s)} WHEN {s} = {literal(x[-1])} "
+                f"THEN {literal(y[-1])} WHEN {s} > {literal(x[-1])} THEN {lin.end('right', s)}")
 
     if form == "bisect" and los.size:             # interval j on los[j] <= s < los[j + 1]
         def render_bisect(s: str) -> str:
@@ -191,9 +189,9 @@ def linear_sql(lin: LinearMap, writer: SqlWriter, form: str, method: str, score_
     if form in ("case", "bisect") or los.size == 0:
         def render(s: str) -> str:
             if x.size == 1 or los.size == 0:
-                return _null_guard(s, num(y[-1]) if x.size == 1 else f"CASE {ends(s)} ELSE {num(y[-1])} END")
+                return _null_guard(s, literal(y[-1]) if x.size == 1 else f"CASE {ends(s)} ELSE {literal(y[-1])} END")
             bounds = np.r_[los[1:], x[-1]]
-            arms = [f"WHEN {s} < {num(bounds[j])} THEN {piece(s, literals(j))}" for j in range(los.size - 1)]
+            arms = [f"WHEN {s} < {literal(bounds[j])} THEN {piece(s, literals(j))}" for j in range(los.size - 1)]
             last = piece(s, literals(los.size - 1))
             return _null_guard(s, writer.clip(f"CASE {ends(s)} {' '.join(arms)} ELSE {last} END"))
         return SqlMap(method, writer.dialect, score_column, "case", render)
@@ -308,11 +306,6 @@ class SqlMap:
         return head + self.select(src) + ";\n"
 
 
-def _bucket_sql(s: str, g: int) -> str:
-    """The bucket of score ``s``: ``floor(s * g)`` clipped to [0, g] (``g`` a power of 2: the product is exact)."""
-    return f"LEAST(GREATEST(CAST(FLOOR({s} * {literal(float(g))}) AS BIGINT), 0), {g})"
-
-
 def bucketed(name: str, lo: np.ndarray, hi: np.ndarray, columns: dict) -> tuple["Lookup", tuple]:
     """A lookup table of the pieces ``[lo[k], hi[k])`` and the join that finds a score's piece.
 
@@ -336,6 +329,7 @@ def bucketed(name: str, lo: np.ndarray, hi: np.ndarray, columns: dict) -> tuple[
     cols = {"cd_b": buckets, "cd_lo": lo[piece], "cd_hi": his[piece]}
     cols.update({k: np.asarray(v, dtype=float)[piece] for k, v in columns.items()})
     rows = tuple(zip(*[c.tolist() for c in cols.values()]))
-    join = (f"LEFT JOIN {name} ON {name}.cd_b = {_bucket_sql('{score}', g)} "
+    join = (f"LEFT JOIN {name} ON {name}.cd_b = "
+            f"LEAST(GREATEST(CAST(FLOOR({{score}} * {literal(float(g))}) AS BIGINT), 0), {g}) "    # floor(s * g)
             f"AND {{score}} >= {name}.cd_lo AND {{score}} < {name}.cd_hi")
     return Lookup(name, tuple(cols), rows), (join,)

@@ -152,9 +152,9 @@ class Workspace:
                 rows.to_parquet(partial / "rows.parquet", index=False)
             if cells is not None:
                 document["cells"] = write_cells(partial / "cells.parquet", cells)
-            if holds:
-                _flush(partial / f"{holds}.parquet")
-            _write(partial / "run.json", json.dumps(document, allow_nan=True).encode("utf-8"))
+            (partial / "run.json").write_bytes(json.dumps(document, allow_nan=True).encode("utf-8"))
+            for written in ([f"{holds}.parquet"] if holds else []) + ["run.json"]:
+                _flush(partial / written)
             size = sum(p.stat().st_size for p in partial.iterdir())
             final = self.runs_folder / run_id
             os.replace(partial, final)
@@ -244,9 +244,6 @@ class Workspace:
                 gone.append(path.name)
         return gone
 
-    def used_bytes(self, owner: str) -> int:
-        return sum(r.bytes for r in self.catalog.records("WHERE owner = ?", owner))
-
 
 def may_see(record: RunRecord, user: str | None) -> bool:
     """Without sign-in (``user=None``) every run; else the owner's, the shared ones and those visible to all."""
@@ -272,13 +269,6 @@ def _value(v):
     if isinstance(v, dict):
         v = v.get("value")
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def _flush(path: Path) -> None:
