@@ -164,6 +164,9 @@ def test_drift_without_staleness_and_with_one_period(lake, capsys, tmp_path):
 @pytest.mark.parametrize("argv, words", [
     (("groups", "--by", "nosuch"), "nosuch"),
     (("drift", "--time", "nosuch"), "nosuch"),
+    (("groups", "--by", "segment", "--label", "nosuch"), "--label 'nosuch'"),
+    (("drift", "--time", "date", "--score", "nosuch"), "--score 'nosuch'"),
+    (("groups", "--by", "segment", "--split", "nosuch"), "--split 'nosuch'"),
     (("drift", "--time", "segment"), "does not hold dates"),
     (("groups", "--by", "segment", "--boot", "-1"), "--boot"),
 ])
