@@ -34,7 +34,6 @@ TRANSFORM_ALIASES = {None: None, "auto": None, "identity": "identity", "probabil
 SAMPLE_SALT = 0x5A3C
 
 
-
 @dataclass(frozen=True)
 class Source:
     """Rows where they live, and the roles of their columns.
@@ -164,10 +163,6 @@ class Source:
 
         counts = [int(pq.ParquetFile(f).metadata.num_rows) for f in self.files()]
         return [0] + list(np.cumsum(counts[:-1]).astype(int).tolist()) if counts else []
-
-    def size_bytes(self) -> int:
-        """Total size of the files (0 for tables and queries)."""
-        return int(sum(os.path.getsize(f) for f in self.files())) if self.kind == "files" else 0
 
     def needs_keys(self, scheme: Scheme | None) -> bool:
         """Whether ``scheme`` hashes row keys (k-fold or split)."""

@@ -17,7 +17,6 @@ import pandas as pd
 from ...evaluation.cells import MAX_EXACT
 from ...monitoring.drift import YMD_RANGE
 from ...monitoring.keyed import Key, KeyedCells
-from ...monitoring.keyed.assemble import check_group_key
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
 from ..flow import KEYED_STAGES, KeyedFlow
@@ -58,8 +57,6 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
         :func:`calibdash.monitoring.drift.name_periods`).
     """
     scheme = checked_scheme(source, scheme)
-    if key.kind == "group":
-        check_group_key(key)
     stage = on_stage or (lambda name: None)
     with connection_for(connection, memory_limit, threads, on_connect,
                         temp_tables=("__cd_rows", "__cd_keys")) as (con, own):

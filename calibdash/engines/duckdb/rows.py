@@ -348,7 +348,6 @@ def is_numeric_type(duck_type) -> bool:
     return "[" not in t and t.split("(")[0].strip() in _NUMERIC_TYPES
 
 
-
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,
               memory_limit: str = "1GB", threads: int | None = None, features: Sequence[str] | None = None,
               feature_bins: int = 16, sample_rows: int = 0, seed: int = 0, connection=None,
