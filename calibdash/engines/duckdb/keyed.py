@@ -20,12 +20,11 @@ from ...monitoring.keyed import Key, KeyedCells
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
 from ..flow import KEYED_STAGES, KeyedFlow
-from .rows import SourceRows, connection_for
+from .rows import SourceRows, connection_for, lit
 from ..source import Source, checked_scheme
 
 __all__ = []
 
-_WHITESPACE = "' \t\n\r\x0b\x0c'"
 _STRIP = " \t\n\r\x0b\x0c"
 #: A text key with more distinct values than this (HyperLogLog's estimate) is refused before it is listed.
 MAX_TEXT_KEYS = 100_000
@@ -103,7 +102,7 @@ class KeyedRows(SourceRows, KeyedFlow):
             ts = f"try_strptime(CAST(CAST({n} AS BIGINT) AS VARCHAR), '%Y%m%d')"
             return (f"CASE WHEN {n} = floor({n}) AND {n} BETWEEN {YMD_RANGE[0]} AND {YMD_RANGE[1]} THEN {ts} END",
                     [f"count({n})", f"count(*) FILTER (WHERE {n} <> floor({n}))", f"min({n})", f"max({n})"])
-        text = f"NULLIF(trim({x}, {_WHITESPACE}), '')"
+        text = f"NULLIF(trim({x}, {lit(_STRIP)}), '')"
         return (f"CAST(TRY_CAST({text} AS TIMESTAMPTZ) AS TIMESTAMP)",
                 [f"count({text})", f"count(*) FILTER (WHERE regexp_full_match({text}, '[+-]?\\d+(\\.\\d*)?'))"])
 
