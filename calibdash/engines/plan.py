@@ -303,15 +303,6 @@ def read_schema(job, root: DataRoot, plan: Plan, rows: int = GUESS_ROWS) -> dict
     return {"columns": columns, "types": types, "guess": guess}
 
 
-def pool_cells(cells: ccells.ScoreCells) -> ccells.ScoreCells:
-    """All parts' exact cells merged into one part (the all-rows cells; exact cells only)."""
-    u, inv = np.unique(cells.score, return_inverse=True)
-    return ccells.ScoreCells(score=u, n=np.bincount(inv, weights=cells.n).round().astype(np.int64),
-                             n_pos=np.bincount(inv, weights=cells.n_pos).round().astype(np.int64),
-                             score_sum=np.bincount(inv, weights=cells.score_sum), part=np.zeros(u.size, np.int16),
-                             exact=True, n_rows=int(cells.n_rows))
-
-
 def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme, need_all: bool) -> dict:
     """Score cells of ``plan`` under ``scheme`` on the guarded connection (no row leaves DuckDB).
 
@@ -333,8 +324,13 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
         if need_all:
             if scheme.kind == "insample":
                 every = cells
-            elif cells.exact:
-                every = pool_cells(cells)
+            elif cells.exact:                   # all parts' exact cells merged into one part
+                u, inv = np.unique(cells.score, return_inverse=True)
+                every = ccells.ScoreCells(
+                    score=u, n=np.bincount(inv, weights=cells.n).round().astype(np.int64),
+                    n_pos=np.bincount(inv, weights=cells.n_pos).round().astype(np.int64),
+                    score_sum=np.bincount(inv, weights=cells.score_sum), part=np.zeros(u.size, np.int16),
+                    exact=True, n_rows=int(cells.n_rows))
             else:
                 job.set_stage("aggregating all rows (the Data page's raw reliability)")
                 every = aggregate(src, None, features=[], connection=con)

@@ -133,11 +133,9 @@ def connection_for(connection=None, memory_limit: str = "1GB", threads: int | No
             con.close()
             shutil.rmtree(tmp, ignore_errors=True)
         else:                    # leave the caller's connection as it came (the CSV copy is a temporary table)
-            try:
+            with contextlib.suppress(Exception):    # an interrupted or closed connection: nothing to tidy
                 for name in temp_tables:
                     con.execute(f"DROP TABLE IF EXISTS temp.{name}")
-            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
-                pass
 
 
 def _read_source(source: Source, select) -> "pd.DataFrame":
