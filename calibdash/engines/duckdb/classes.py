@@ -13,9 +13,11 @@ from ...core.validation import SUM_TOLERANCE
 from ...evaluation.scheme import Scheme
 from ..classes import (BATCH_ROWS, KEY_CLIP, KEY_OFFSET, KEY_STEP, ClassRows, ClassSource, ClassStats,
                        checked_class_stats, exact_flags, part_count, split_cells)
-from .rows import _M32, SourceRows, connection_for, row_hash_sql
+from .rows import SourceRows, connection_for, row_hash_sql
 
 __all__ = []
+
+_M32 = 0xFFFFFFFF
 
 
 def _chain(terms: list[str], op: str) -> str:
