@@ -266,6 +266,8 @@ GONE: dict[str, dict[str, str]] = {
     "figures.diagrams": {"LEGEND_MARGIN": "removed (a layout detail of the figures)",
                          "diagram": "prepare, then plot: calibdash.diagrams.prepare and calibdash.diagrams.plot"},
     "grouping": {"group_codes": "folded into calibdash.monitoring.grouping.make_groups"},
+    "keyed.assemble": {"check_group_key": "folded into calibdash.monitoring.keyed.Key, which refuses n_quantiles "
+                                          "outside 2..max_groups when it is made"},
     "multiclass.base": {"check_logits": "folded into calibdash.calibrators.multiclass.base.as_scores "
                                           "(a K-column table: calibdash.core.validation.class_matrix)"},
     "multiclass.bootstrap": {"resample_counts": "removed; calibdash.evaluation.bootstrap.draws.row_draws draws "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pkgutil
 
 from ..evaluation.cells import MAX_EXACT
-from ..core.errors import SettingsError
+from ..core.errors import DataError, SettingsError
 from ..core.scan import scan
 from .base import Engine
 from .source import Source
@@ -138,7 +138,6 @@ def source_for(path, *, score: str | None = None, label: str | None = None, spli
     """
     from ..data import guess_roles
     from ..data.roles import check_guessed_score
-    from ..core.errors import DataError
 
     if table or query:
         if not (score and label):

@@ -135,12 +135,6 @@ def use_logistic(transform, score: str, lo, hi, n_finite: int) -> bool:
     return transform == "logistic" or (transform is None and outside)
 
 
-def notes(score: str, mapped: bool, replaced: bool) -> tuple:
-    said = ((f"score column {score!r} mapped by the logistic function, as the model's training scores were", mapped),
-            ("its column 'calibrated' was replaced", replaced))
-    return tuple(text for text, on in said if on)
-
-
 def feature_names(cal: Calibrator, fitted_on: dict, columns: Sequence[str], where: str) -> list[str]:
     """The feature columns a feature-aware calibrator reads (the model's, all present), else []."""
     if not cal.uses_features:
@@ -241,6 +235,8 @@ def apply_model(calibrator, source, out_path, engine: str | None = None, score_c
             raise EnvironmentProblem(f"cannot read or write the files: {exc}") from None
         raise
     score, n_rows, n_cal, used, via, mapped, replaced = res
+    said = ((f"score column {score!r} mapped by the logistic function, as the model's training scores were", mapped),
+            ("its column 'calibrated' was replaced", replaced))
     return ApplyResult(out_path=str(out_path), engine=eng.name, method=type(calibrator).name, score_column=score,
                        n_rows=n_rows, n_calibrated=n_cal, form=used, via=via, mapped=mapped,
-                       notes=notes(score, mapped, replaced), seconds=time.perf_counter() - start)
+                       notes=tuple(text for text, on in said if on), seconds=time.perf_counter() - start)

@@ -303,15 +303,6 @@ def read_schema(job, root: DataRoot, plan: Plan, rows: int = GUESS_ROWS) -> dict
     return {"columns": columns, "types": types, "guess": guess}
 
 
-def pool_cells(cells: ccells.ScoreCells) -> ccells.ScoreCells:
-    """All parts' exact cells merged into one part (the all-rows cells; exact cells only)."""
-    u, inv = np.unique(cells.score, return_inverse=True)
-    return ccells.ScoreCells(score=u, n=np.bincount(inv, weights=cells.n).round().astype(np.int64),
-                             n_pos=np.bincount(inv, weights=cells.n_pos).round().astype(np.int64),
-                             score_sum=np.bincount(inv, weights=cells.score_sum), part=np.zeros(u.size, np.int16),
-                             exact=True, n_rows=int(cells.n_rows))
-
-
 def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme, need_all: bool) -> dict:
     """Score cells of ``plan`` under ``scheme`` on the guarded connection (no row leaves DuckDB).
 
@@ -324,20 +315,22 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
     """
     from .duckdb.rows import aggregate
 
-    what = plan.describe(root)
-    src = plan.source(roles)
-
-    def stage(name: str) -> None:
-        job.set_stage(STAGE_TEXT.get(name, name) + f" — for {scheme.describe(on_cells=True)}")
-
+    what, src = plan.describe(root), plan.source(roles)
+    for_scheme = f" — for {scheme.describe(on_cells=True)}"
     with _connected(job, root, plan.database) as con:
-        cells = aggregate(src, scheme, features=[], connection=con, on_stage=stage)
+        cells = aggregate(src, scheme, features=[], connection=con,
+                          on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name) + for_scheme))
         result: dict[str, Any] = {"cells": cells}
         if need_all:
             if scheme.kind == "insample":
                 every = cells
-            elif cells.exact:
-                every = pool_cells(cells)
+            elif cells.exact:                   # all parts' exact cells merged into one part
+                u, inv = np.unique(cells.score, return_inverse=True)
+                every = ccells.ScoreCells(
+                    score=u, n=np.bincount(inv, weights=cells.n).round().astype(np.int64),
+                    n_pos=np.bincount(inv, weights=cells.n_pos).round().astype(np.int64),
+                    score_sum=np.bincount(inv, weights=cells.score_sum), part=np.zeros(u.size, np.int16),
+                    exact=True, n_rows=int(cells.n_rows))
             else:
                 job.set_stage("aggregating all rows (the Data page's raw reliability)")
                 every = aggregate(src, None, features=[], connection=con)
@@ -358,21 +351,6 @@ def aggregate_plan(job, root: DataRoot, plan: Plan, roles: dict, scheme: Scheme,
             result["all"] = {"cells": every, "positive": positive, "negative": negative,
                              "range": (lo, hi) if mapped else None, "splits": splits}
     return result
-
-
-def aggregate_keyed_plan(job, root: DataRoot, plan: Plan, roles: dict, key, scheme: Scheme | None = None):
-    """The :class:`calibdash.monitoring.keyed.KeyedCells` of ``key`` in ``plan``
-    (:func:`calibdash.engines.duckdb.keyed.aggregate_keyed`) on the guarded connection, as ``job``'s work: each
-    stage reported (:data:`STAGE_TEXT`), no row leaves DuckDB; the other parameters as :func:`aggregate_plan`."""
-    from .duckdb.keyed import aggregate_keyed
-
-    what = f"by {key.column!r}" if key.kind == "group" else f"per period of {key.column!r}"
-
-    def stage(name: str) -> None:
-        job.set_stage(STAGE_TEXT.get(name, name) + f" — {what}")
-
-    with _connected(job, root, plan.database) as con:
-        return aggregate_keyed(plan.source(roles), key, scheme, connection=con, on_stage=stage)
 
 
 def aggregate_job(job, source: Source, scheme: Scheme | None = None, *, engine: str | None = None, **options):
@@ -489,8 +467,15 @@ class LargeSource:
         return plan_key(self.plan, self.roles, scheme, step=f"keyed {key!r}")
 
     def aggregate_keyed(self, job, key, scheme: Scheme | None = None):
-        """A keyed aggregation job's work (:func:`calibdash.engines.plan.aggregate_keyed_plan`)."""
-        return aggregate_keyed_plan(job, self.root, self.plan, self.roles, key, scheme)
+        """A keyed aggregation job's work: the :class:`calibdash.monitoring.keyed.KeyedCells` of ``key``
+        (:func:`calibdash.engines.duckdb.keyed.aggregate_keyed`) on the guarded connection, each stage reported
+        (:data:`STAGE_TEXT`); no row leaves DuckDB."""
+        from .duckdb.keyed import aggregate_keyed
+
+        what = f" — by {key.column!r}" if key.kind == "group" else f" — per period of {key.column!r}"
+        with _connected(job, self.root, self.plan.database) as con:
+            return aggregate_keyed(self.plan.source(self.roles), key, scheme, connection=con,
+                                   on_stage=lambda name: job.set_stage(STAGE_TEXT.get(name, name) + what))
 
     def kept(self, scheme: Scheme, result: dict) -> dict:
         """What to keep of an aggregation's ``result``, by key: the cells of ``scheme`` and, when it gave them,

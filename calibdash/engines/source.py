@@ -9,6 +9,7 @@ refuse the same rows with the same message. Unlike :func:`calibdash.data.load_sc
 that would shift the positions, and so the parts, of the rows after them."""
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
 import gzip
 import os
@@ -32,7 +33,6 @@ TRANSFORM_ALIASES = {None: None, "auto": None, "identity": "identity", "probabil
                      "logistic": "logistic", "margin": "logistic", "logit": "logistic"}
 #: Added to the scheme's seed for the row sample's hash, so the sample is not the held-out part.
 SAMPLE_SALT = 0x5A3C
-
 
 
 @dataclass(frozen=True)
@@ -165,10 +165,6 @@ class Source:
         counts = [int(pq.ParquetFile(f).metadata.num_rows) for f in self.files()]
         return [0] + list(np.cumsum(counts[:-1]).astype(int).tolist()) if counts else []
 
-    def size_bytes(self) -> int:
-        """Total size of the files (0 for tables and queries)."""
-        return int(sum(os.path.getsize(f) for f in self.files())) if self.kind == "files" else 0
-
     def needs_keys(self, scheme: Scheme | None) -> bool:
         """Whether ``scheme`` hashes row keys (k-fold or split)."""
         return scheme is not None and scheme.kind in ("kfold", "split")
@@ -206,16 +202,10 @@ def checked_scheme(source: Source, scheme: Scheme | None, table_positions: bool 
     return scheme
 
 
-def split_text(v) -> str:
-    """A split value as text (as :class:`calibdash.data.ScoreSet` holds it): missing -> ``""``."""
-    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-        return ""
-    return str(plain_value(v))
-
-
 def column_train_values(values: Sequence, scheme: Scheme) -> list:
     """Of a split column's distinct raw ``values``, those that mark training rows (part 0): the rule of
-    :func:`calibdash.evaluation.scheme.column_parts`, applied to distinct values for ``split IN (...)``.
+    :func:`calibdash.evaluation.scheme.column_parts`, applied to distinct values for ``split IN (...)``, each read
+    as text as :class:`calibdash.data.ScoreSet` holds it (missing: ``""``).
 
     Raises
     ------
@@ -223,7 +213,8 @@ def column_train_values(values: Sequence, scheme: Scheme) -> list:
         As :func:`calibdash.evaluation.holdout.split_indices` (values naming no part, no training value).
     """
     vals = list(values)
-    texts = np.array([split_text(v) for v in vals], dtype=object)
+    missing = [v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA for v in vals]
+    texts = np.array(["" if m else str(plain_value(v)) for v, m in zip(vals, missing)], dtype=object)
     mask = column_parts(texts, scheme.train_value)
     train = [v for v, m in zip(vals, mask) if m]
     if not train:
@@ -333,10 +324,8 @@ def feature_frame(raw: dict, kinds: dict, edges: dict) -> pd.DataFrame:
             if s.dtype == object:
                 s = s.where(s.notna(), None)
             cats = pd.Index(pd.unique(s.dropna()))
-            try:
+            with contextlib.suppress(TypeError):          # values of mixed types stay in order of appearance
                 cats = cats.sort_values()
-            except TypeError:
-                pass
             out[name] = pd.Categorical(s, categories=cats)
         else:
             out[name] = pd.to_numeric(pd.Series(values), errors="coerce").astype(float).to_numpy()

@@ -164,7 +164,6 @@ class BinnedReport:
 
     @property
     def binning(self) -> str:
-        """How ECE was binned, for captions."""
         return metrics.binning_label(self.n_bins, self.strategy)
 
 

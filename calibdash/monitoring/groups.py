@@ -46,17 +46,8 @@ class GroupFix:
 
 #: Index label of the table row measured on every judged row.
 ALL_ROWS = "all rows"
-
-
 #: MVCE views per node of "the calibrator that fixes the groups" (MBCT with the group as its feature).
 MBCT_VIEWS = 100
-
-
-def _mbct_bin_size(groups: np.ndarray, w: np.ndarray, fit_rows: np.ndarray) -> int:
-    """MBCT's least leaf weight: half the lightest group's fitting weight (so every group can have a leaf of its
-    own), within 20 (MBCT's lowest offered value) to 500 (its default)."""
-    fit_w = pd.Series(w[fit_rows]).groupby(groups[fit_rows]).sum()
-    return int(np.clip(fit_w.min() // 2, 20, 500))
 
 
 def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str = "isotonic",
@@ -69,8 +60,9 @@ def fix_groups(scores, labels, groups, scheme: Scheme | None = None, method: str
     The rows are divided as :func:`calibdash.evaluation.holdout.evaluate` divides them (``scheme``, ``split``), so
     without weights the predictions are ``evaluate``'s, and measured per group as :func:`by_group` does (with its
     parameters); MBCT reads the groups, made once on all rows, as one categorical feature named after the column.
-    ``params``: the calibrator's hyperparameters; ``mbct_params``: MBCT's (by default its own but ``bin_size``,
-    :func:`_mbct_bin_size`, and :data:`MBCT_VIEWS` views).
+    ``params``: the calibrator's hyperparameters; ``mbct_params``: MBCT's (by default its own but ``bin_size``, half
+    the lightest group's fitting weight so every group can have a leaf of its own, within 20, MBCT's lowest offered
+    value, to 500, its default; and :data:`MBCT_VIEWS` views).
     """
     scheme = scheme or Scheme()
     s, y, w, col, (labels_, order, _, _) = checked_groups(scores, labels, groups, sample_weight, column, "group", True,
@@ -96,7 +88,8 @@ def fix_made_groups(s: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, wei
     fit_rows = np.arange(s.size) if kfold else pairs[0][0]
     # The paper's r = 100 views for each node's split choice, not MBCT's default 20: with 20, a seeded draw
     # on the drift sample misses the one feature split that fixes the bad segment about one time in five.
-    mbct = {"bin_size": _mbct_bin_size(labels_, sample_weight, fit_rows), "views": MBCT_VIEWS}
+    fit_w = pd.Series(sample_weight[fit_rows]).groupby(labels_[fit_rows]).sum()
+    mbct = {"bin_size": int(np.clip(fit_w.min() // 2, 20, 500)), "views": MBCT_VIEWS}
     mbct.update(mbct_params or {})
     cals = resolve({method: dict(params or {})})
     if getattr(cals[method], "uses_features", False):

@@ -149,7 +149,7 @@ def name_periods(starts, freq: str, *, first, last, auto: bool, n_left_out: int 
         raise SettingsError(f"{name} spans {uniq.size:,} periods of a {FREQ_NAMES[freq]}, more than the "
                             f"{MAX_PERIODS} that can be shown: choose a longer period.")
     stamps = [pd.Timestamp(int(v), unit="D") for v in uniq]
-    labels = [_period_label(t.to_period(freq), freq) for t in stamps]
+    labels = [f"{t.to_period(freq).start_time:%Y-%m-%d}" if freq == "W" else str(t.to_period(freq)) for t in stamps]
     notes = list(notes)
     span = f"{pd.Timestamp(first):%Y-%m-%d} to {pd.Timestamp(last):%Y-%m-%d}"
     how = "chosen to give at most" if auto else "as asked; the automatic choice gives at most"
@@ -200,11 +200,6 @@ def to_periods(values, freq: str = "auto", name: str = "the column") -> Periods:
     codes = np.full(len(s), -1, dtype=np.int64)
     codes[ok] = np.searchsorted(uniq, starts)
     return Periods(codes, labels, stamps, chosen, notes)
-
-
-def _period_label(p: pd.Period, freq: str) -> str:
-    """``"2025-03"`` (month), ``"2025Q1"``, ``"2025"``, ``"2025-03-14"`` (day); a week by its Monday."""
-    return f"{p.start_time:%Y-%m-%d}" if freq == "W" else str(p)
 
 
 def check_rows(scores, labels, sample_weight=None):

@@ -2,6 +2,7 @@
 sorted back by ``file_index``/``file_row_number``) or ``predict`` in an Arrow UDF; one Parquet file written."""
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import numpy as np
@@ -28,14 +29,11 @@ def apply(cal, fitted_on: dict, files: list, fmt: str, out_path, score_column, f
     reports."""
     import duckdb
 
-    con = connection if connection is not None else duckdb.connect()
-    try:
+    own = connection is None
+    with contextlib.closing(duckdb.connect()) if own else contextlib.nullcontext(connection) as con:
         if on_connect is not None:
             on_connect(con)
-        return _apply(con, connection is None, cal, fitted_on, files, fmt, out_path, score_column, form, threads)
-    finally:
-        if connection is None:
-            con.close()
+        return _apply(con, own, cal, fitted_on, files, fmt, out_path, score_column, form, threads)
 
 
 def _apply(con, own: bool, cal, fitted_on, files, fmt, out_path, score_column, form, threads):

@@ -17,16 +17,14 @@ import pandas as pd
 from ...evaluation.cells import MAX_EXACT
 from ...monitoring.drift import YMD_RANGE
 from ...monitoring.keyed import Key, KeyedCells
-from ...monitoring.keyed.assemble import check_group_key
 from ...core.errors import SettingsError
 from ...evaluation.scheme import Scheme
 from ..flow import KEYED_STAGES, KeyedFlow
-from .rows import SourceRows, connection_for
+from .rows import SourceRows, connection_for, lit
 from ..source import Source, checked_scheme
 
 __all__ = []
 
-_WHITESPACE = "' \t\n\r\x0b\x0c'"
 _STRIP = " \t\n\r\x0b\x0c"
 #: A text key with more distinct values than this (HyperLogLog's estimate) is refused before it is listed.
 MAX_TEXT_KEYS = 100_000
@@ -58,8 +56,6 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
         :func:`calibdash.monitoring.drift.name_periods`).
     """
     scheme = checked_scheme(source, scheme)
-    if key.kind == "group":
-        check_group_key(key)
     stage = on_stage or (lambda name: None)
     with connection_for(connection, memory_limit, threads, on_connect,
                         temp_tables=("__cd_rows", "__cd_keys")) as (con, own):
@@ -106,7 +102,7 @@ class KeyedRows(SourceRows, KeyedFlow):
             ts = f"try_strptime(CAST(CAST({n} AS BIGINT) AS VARCHAR), '%Y%m%d')"
             return (f"CASE WHEN {n} = floor({n}) AND {n} BETWEEN {YMD_RANGE[0]} AND {YMD_RANGE[1]} THEN {ts} END",
                     [f"count({n})", f"count(*) FILTER (WHERE {n} <> floor({n}))", f"min({n})", f"max({n})"])
-        text = f"NULLIF(trim({x}, {_WHITESPACE}), '')"
+        text = f"NULLIF(trim({x}, {lit(_STRIP)}), '')"
         return (f"CAST(TRY_CAST({text} AS TIMESTAMPTZ) AS TIMESTAMP)",
                 [f"count({text})", f"count(*) FILTER (WHERE regexp_full_match({text}, '[+-]?\\d+(\\.\\d*)?'))"])
 

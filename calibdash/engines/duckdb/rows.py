@@ -133,11 +133,9 @@ def connection_for(connection=None, memory_limit: str = "1GB", threads: int | No
             con.close()
             shutil.rmtree(tmp, ignore_errors=True)
         else:                    # leave the caller's connection as it came (the CSV copy is a temporary table)
-            try:
+            with contextlib.suppress(Exception):    # an interrupted or closed connection: nothing to tidy
                 for name in temp_tables:
                     con.execute(f"DROP TABLE IF EXISTS temp.{name}")
-            except Exception:    # noqa: BLE001 - an interrupted or closed connection: nothing to tidy
-                pass
 
 
 def _read_source(source: Source, select) -> "pd.DataFrame":
@@ -346,7 +344,6 @@ def is_numeric_type(duck_type) -> bool:
     """Whether a DuckDB type is a plain number (``DECIMAL(18,3)`` is; ``INTEGER[]``, ``STRUCT(...)`` are not)."""
     t = str(duck_type).upper().strip()
     return "[" not in t and t.split("(")[0].strip() in _NUMERIC_TYPES
-
 
 
 def aggregate(source: Source, scheme: Scheme | None = None, *, max_exact: int = MAX_EXACT,

@@ -1,6 +1,8 @@
 """The in-memory engine: rows read into numpy, aggregated by :mod:`calibdash.evaluation.cells` (the reference)."""
 from __future__ import annotations
 
+import os
+
 from ..base import Engine
 
 __all__ = []
@@ -18,4 +20,4 @@ class Memory(Engine):
     def suits(self, source) -> bool:
         if source is None or source.kind != "files":
             return False
-        return len(source.files()) == 1 and source.size_bytes() < MAX_BYTES
+        return len(source.files()) == 1 and os.path.getsize(source.files()[0]) < MAX_BYTES

@@ -60,17 +60,6 @@ def read_rows(source: Source, features: Sequence[str] = (), need_keys: bool = Tr
         raise EnvironmentProblem(f"could not read {source.describe()}: {exc}") from None
 
 
-def _stats(raw: np.ndarray, label: pd.Series) -> Stats:
-    finite = np.isfinite(raw)
-    lab_null = label.isna().to_numpy()
-    labs = label[~lab_null]
-    fin = raw[finite]
-    return Stats(n_rows=int(raw.size), n_bad=int((~finite).sum()), lo=float(fin.min()) if fin.size else None,
-                 hi=float(fin.max()) if fin.size else None, n_outside=int(((fin < 0) | (fin > 1)).sum()),
-                 n_label_null=int(lab_null.sum()), label_lo=labs.min() if labs.size else None,
-                 label_hi=labs.max() if labs.size else None)
-
-
 def parts(n_rows: int, keys: np.ndarray | None, scheme: Scheme, split: pd.Series | None) -> np.ndarray:
     """Each row's part under ``scheme`` (as the SQL engines compute it)."""
     if scheme.kind == "insample":
@@ -99,7 +88,12 @@ def prepared_rows(source: Source, scheme: Scheme, columns: Sequence[str] = (), n
     df, keys = read_rows(source, list(columns), need_keys)
     raw = pd.to_numeric(df[source.score], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     label = df[source.label]
-    st = _stats(raw, label)
+    finite, lab_null = np.isfinite(raw), label.isna().to_numpy()
+    labs, fin = label[~lab_null], raw[finite]
+    st = Stats(n_rows=int(raw.size), n_bad=int((~finite).sum()), lo=float(fin.min()) if fin.size else None,
+               hi=float(fin.max()) if fin.size else None, n_outside=int(((fin < 0) | (fin > 1)).sum()),
+               n_label_null=int(lab_null.sum()), label_lo=labs.min() if labs.size else None,
+               label_hi=labs.max() if labs.size else None)
     mapped, positive = check_stats(st, source)
     s = to_probabilities(raw, "logistic" if mapped else "identity", column=source.score)[0]
     check_other_labels(source.label, int((~label.isin([st.label_lo, st.label_hi])).sum()))

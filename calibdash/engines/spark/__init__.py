@@ -19,6 +19,4 @@ class Spark(Engine):
 
     def label_counts(self, source, limit: int):
         """A table's or query's label counts, by Spark (:func:`calibdash.engines.spark.rows.label_counts`)."""
-        from .rows import label_counts
-
-        return label_counts(source, limit)
+        return self._module("rows").label_counts(source, limit)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from ...evaluation.cells import MAX_EXACT
 from ...monitoring.drift import YMD_RANGE
 from ...monitoring.keyed import Key, KeyedCells
-from ...monitoring.keyed.assemble import check_group_key
 from ...evaluation.scheme import Scheme
 from ..flow import KEYED_STAGES, KeyedFlow
 from ..source import Source, checked_scheme
@@ -26,8 +25,6 @@ def aggregate_keyed(source: Source, key: Key, scheme: Scheme | None = None, *, m
     :func:`calibdash.engines.duckdb.keyed.aggregate_keyed`; ``spark`` is the session, default
     ``getOrCreate()``; ``memory_limit`` and ``threads`` belong to the session)."""
     scheme = checked_scheme(source, scheme, table_positions=False, engine="Spark")
-    if key.kind == "group":
-        check_group_key(key)
     spark = session(spark)
     stage = on_stage or (lambda name: None)
     before = spark.conf.get(_TZ)

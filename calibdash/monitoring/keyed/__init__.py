@@ -42,6 +42,8 @@ class Key:
             raise SettingsError(f"a key is one of {', '.join(KINDS)}, got {self.kind!r}.")
         if self.kind == "period" and self.freq != "auto" and self.freq not in PERIODS:
             raise SettingsError(f"a period is 'auto' or one of {', '.join(PERIODS)}, got {self.freq!r}.")
+        if self.kind == "group" and not 2 <= int(self.n_quantiles) <= self.max_groups:   # as make_groups refuses
+            raise SettingsError(f"n_quantiles must be between 2 and {self.max_groups}, got {self.n_quantiles}.")
 
 
 @dataclass(frozen=True)

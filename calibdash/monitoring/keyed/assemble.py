@@ -16,17 +16,10 @@ import pandas as pd
 
 from ...evaluation.cells import ScoreCells
 from ..periods import name_periods
-from ...core.errors import SettingsError
 from ..grouping import GroupCoding, name_groups
 from . import Key, KeyedCells
 
-__all__ = ["group_cells", "period_cells", "check_group_key"]
-
-
-def check_group_key(key: Key) -> None:
-    """Refuse ``n_quantiles`` outside 2..``max_groups`` (as :func:`calibdash.monitoring.grouping.make_groups`)."""
-    if not 2 <= int(key.n_quantiles) <= key.max_groups:
-        raise SettingsError(f"n_quantiles must be between 2 and {key.max_groups}, got {key.n_quantiles}.")
+__all__ = ["group_cells", "period_cells"]
 
 
 def reduce_keyed(key, part, code, n, n_pos, score_sum, *, exact: bool) -> tuple[ScoreCells, np.ndarray]:
@@ -59,7 +52,6 @@ def group_cells(raw, missing, part, code, n, n_pos, score_sum, *, exact: bool, c
                 key: Key) -> KeyedCells:
     """Keyed cells of a group key from rows grouped by (raw code, part, score code): ``raw`` each grouped row's raw
     code (anything where ``missing``), ``coding`` how the codes were made; the rest as :func:`reduce_keyed`."""
-    check_group_key(key)
     missing = np.asarray(missing, dtype=bool)
     n = np.asarray(n, dtype=np.int64)
     present = ~missing

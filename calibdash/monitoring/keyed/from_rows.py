@@ -13,7 +13,7 @@ from ...core.errors import DataError
 from ..grouping import group_ids, make_groups
 from ...core.validation import check_labels, check_scores
 from . import PERIODS, Key, KeyedCells
-from .assemble import check_group_key, group_cells, period_cells
+from .assemble import group_cells, period_cells
 
 __all__ = ["keyed_cells", "row_keys", "not_dates_error", "read_dates_check"]
 
@@ -62,7 +62,6 @@ def keyed_cells(scores, labels, values, key: Key, part=None, *, max_exact: int =
     codes = _exact_scores(s, int(max_exact))
     exact = codes is not None
     if key.kind == "group":
-        check_group_key(key)
         kid, distinct, coding = group_ids(v, max_groups=key.max_groups, n_quantiles=key.n_quantiles)
         n_ids = len(distinct)
         kid[kid < 0] = n_ids                                           # the last id: no value

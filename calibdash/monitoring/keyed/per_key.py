@@ -41,9 +41,9 @@ def _rows_of(kc: KeyedCells, kind: str, what: str):
     return s, y, w, k
 
 
-def periods_of(kc: KeyedCells) -> Periods:
-    """The :class:`~calibdash.monitoring.drift.Periods` of period-keyed cells, one code per weighted row."""
-    _, _, _, k = _rows_of(kc, "period", "periods_of")
+def periods_of(kc: KeyedCells, k: np.ndarray) -> Periods:
+    """The :class:`~calibdash.monitoring.drift.Periods` of period-keyed cells, ``k`` the key of each weighted row
+    (:func:`_rows_of`)."""
     return Periods(codes=k.astype(np.int64), labels=list(kc.labels), starts=list(kc.starts), freq=kc.spec.freq,
                    notes=list(kc.notes), left_out=int(kc.n_left_out))
 
@@ -62,8 +62,8 @@ def over_periods(kc: KeyedCells, n_bins: int = metrics.DEFAULT_N_BINS, strategy:
                  n_boot: int = 200, seed: int = 0, level: float = 0.95) -> DriftReport:
     """:func:`~calibdash.monitoring.drift.over_time`'s report of cells keyed by a date column (its
     ``periods.n_left_out`` the rows without a readable date)."""
-    s, y, w, _ = _rows_of(kc, "period", "over_periods")
-    return period_report(s, y, w, periods_of(kc), n_bins=n_bins, strategy=strategy, n_boot=n_boot, seed=seed,
+    s, y, w, k = _rows_of(kc, "period", "over_periods")
+    return period_report(s, y, w, periods_of(kc, k), n_bins=n_bins, strategy=strategy, n_boot=n_boot, seed=seed,
                          level=level, cells=True)
 
 
@@ -71,8 +71,8 @@ def staleness_of(kc: KeyedCells, method: str = "isotonic", params: dict | None =
                  n_bins: int = metrics.DEFAULT_N_BINS, strategy: str = metrics.DEFAULT_STRATEGY,
                  min_rows: float = 20) -> Staleness:
     """:func:`~calibdash.monitoring.staleness.staleness` of cells keyed by a date column, with its parameters."""
-    s, y, w, _ = _rows_of(kc, "period", "staleness_of")
-    return staleness(s, y, periods_of(kc), method, sample_weight=w, params=params, n_bins=n_bins, strategy=strategy,
+    s, y, w, k = _rows_of(kc, "period", "staleness_of")
+    return staleness(s, y, periods_of(kc, k), method, sample_weight=w, params=params, n_bins=n_bins, strategy=strategy,
                      min_rows=min_rows, column=kc.spec.column)
 
 
