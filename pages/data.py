@@ -51,8 +51,9 @@ with pick_col:
         up = st.session_state.get(source.UPLOAD)
         if up:
             size = len(up["data"])
-            st.caption(f"Using **{md(up['name'])}** ({size / 1e6:.1f} MB)." if size >= 100_000
-                       else f"Using **{md(up['name'])}** ({size / 1e3:.1f} kB).")
+            shown = (f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB" if size >= 1_000
+                     else f"{size} bytes")
+            st.caption(f"Using **{md(up['name'])}** ({shown}).")
         else:
             st.info("No file uploaded yet: the sample below stays active until you upload one.")
     else:

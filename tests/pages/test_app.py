@@ -485,8 +485,10 @@ def test_upload_good_csv_is_used_on_every_page():
 def test_upload_of_20_rows_is_accepted_everywhere():
     """The smallest accepted file (MIN_ROWS = 20) works on every page."""
     at = start(DATA)
-    upload(at, "twenty.csv", scores_csv(20, labels=[0, 1] * 10))
+    data = scores_csv(20, labels=[0, 1] * 10)
+    upload(at, "twenty.csv", data)
     assert_clean(at)
+    assert len(data) < 1_000 and any(f"({len(data)} bytes)" in c.value for c in at.main.caption)   # not "0.5 kB"
     for page in (EXPLORE, COMPARE):
         go(at, page)
         assert_clean(at)
