@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import engines
 from ..core import jobs
+from ..core.errors import DataError
 from ..engines.classes import HEAD_ROWS
 from ..engines.plan import STAGE_TEXT, aggregate_job
 
@@ -35,10 +36,21 @@ def engine_for(args) -> str | None:
     return default_engine(args.file)
 
 
-def engine_source(args, split: str | None = None):
-    return engines.source_for(args.file, score=args.score, label=args.label, split=split,
-                              **{k: getattr(args, k, None) for k in ("database", "table", "query", "order_by",
-                                                                     "positive")})
+def engine_source(args, split: str | None = None, key: dict | None = None):
+    """The command's source where its rows live. A column it names (``key``: ``{option: column}`` first, then the
+    score, label and split) that the source lacks is refused here, listing the source's columns, before any job
+    starts (one read of no rows; a table or query of Spark's catalog is left to Spark)."""
+    src = engines.source_for(args.file, score=args.score, label=args.label, split=split,
+                             **{k: getattr(args, k, None) for k in ("database", "table", "query", "order_by",
+                                                                    "positive")})
+    if src.kind == "files" or not (args.engine and engines.get(args.engine).catalog):
+        columns = [str(c) for c in engines.reader(src).read_head(src, 0).columns]
+        named = {**(key or {}), "--score": src.score, "--label": src.label, "--split": src.split}
+        for option, column in named.items():
+            if column is not None and column not in columns:
+                raise DataError(f"{option} {column!r}: {src.describe()} has no such column; its columns are "
+                                f"{', '.join(columns[:40])}{', ...' if len(columns) > 40 else ''}.")
+    return src
 
 
 class ProgressLine:

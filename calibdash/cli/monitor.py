@@ -37,23 +37,9 @@ def _keyed(args, key: Key, scheme: Scheme | None):
         raise SettingsError(f"--n-bins must be at least 2, got {args.n_bins}.")
     if args.boot < 0:
         raise SettingsError(f"--boot must be 0 (no intervals) or more, got {args.boot}.")
-    src = engine_source(args, split=args.split)
+    src = engine_source(args, split=args.split, key={"--by" if key.kind == "group" else "--time": key.column})
     engine = args.engine or engines.default_engine(None if args.table or args.query else src)
-    _check_columns(src, engine, {"--by" if key.kind == "group" else "--time": key.column, "--score": src.score,
-                                 "--label": src.label, "--split": src.split})
     return aggregate_keyed(src, key, scheme, engine, args.memory_limit), src, engine
-
-
-def _check_columns(src, engine: str, named: dict) -> None:
-    """Refuse a column (``{option: column}``, None: not used) the source does not have, listing its columns
-    (files, DuckDB tables and queries: one read of no rows; a table of Spark's catalog is left to Spark)."""
-    if src.kind != "files" and engines.get(engine).catalog:
-        return
-    columns = [str(c) for c in engines.reader(src).read_head(src, 0).columns]
-    for option, column in named.items():
-        if column is not None and column not in columns:
-            raise DataError(f"{option} {column!r}: {src.describe()} has no such column; its columns are "
-                            f"{', '.join(columns[:40])}{', ...' if len(columns) > 40 else ''}.")
 
 
 def _value(row, name: str) -> dict:

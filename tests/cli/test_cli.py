@@ -171,6 +171,20 @@ def test_a_label_column_that_is_not_there_is_named_with_the_columns(path, comman
     assert err.startswith("error: label column 'nope' not found; the columns are: ") and "'label'" in err
 
 
+@pytest.mark.parametrize("command", [["evaluate"], ["fit", "--method", "platt", "--out", "unused.json"]])
+@pytest.mark.parametrize("option", ["--score", "--label", "--split"])
+def test_a_column_that_is_not_there_is_named_where_the_rows_live(command, option, capsys):
+    """Through DuckDB a missing column was DuckDB's 'Binder Error'; it is now refused before any job starts, in
+    calibdash's words, with the file's columns."""
+    named = {"--score": "linear_svm", "--label": "label", option: "nope"}
+    argv = [command[0], CIRCLES, *command[1:], "--engine", "duckdb", *(x for kv in named.items() for x in kv)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (f"error: {option} 'nope': {CIRCLES} has no such column; its columns "
+                                            "are split, x1, x2, label, linear_svm, quadratic_svm.")
+    assert "Binder" not in err and not os.path.exists("unused.json")
+
+
 def test_one_positive_in_1000_rows_says_so_in_calibdash_words(tmp_path, capsys):
     rng = np.random.default_rng(0)
     path = tmp_path / "rare.csv"
